@@ -1,0 +1,170 @@
+"""An adapter: seed 000's ProviderAdapter, made of a provider stack's pipeline.
+
+``stream()`` runs the pipeline and yields its canonical events; ``complete()`` runs the same
+pipeline on a non-streamed request and folds the same events into a CanonicalResponse
+(DESIGN.md 2). The adapter holds no per-conversation state (that lives in the tool-id store,
+keyed by session), so one adapter serves any number of concurrent calls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from metis.config import AdapterConfig
+from metis.errors import AdapterError, ProtocolError
+from metis.estimate import estimate_input_tokens
+from metis.model.content import Message
+from metis.model.events import MessageComplete, StreamEvent
+from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.model.response import CanonicalResponse
+from metis.pipeline.call import Call
+from metis.pipeline.pipeline import Pipeline
+from metis.pipeline.registry import StageRegistry
+from metis.pipeline.registry import stages as default_registry
+from metis.pipeline.stack import Endpoint, StackSpec, load_stack
+from metis.session import ToolIdStore, default_tool_id_store
+
+
+class Adapter:
+    def __init__(
+        self,
+        stack: StackSpec,
+        config: AdapterConfig | None = None,
+        *,
+        pipeline: Pipeline | None = None,
+        tool_id_store: ToolIdStore | None = None,
+        registry: StageRegistry = default_registry,
+    ) -> None:
+        self.stack = stack
+        self.name = stack.name
+        self.config = config or AdapterConfig()
+        self.capabilities = self.config.merged_capabilities(stack.capabilities)
+        self.pipeline = pipeline or stack.build_pipeline(registry)
+        self.endpoint = Endpoint.for_stack(
+            stack,
+            api_key=self.config.api_key,
+            base_url=self.config.base_url,
+            extra_headers=self.config.extra_headers,
+        )
+        self.tool_id_store = tool_id_store or default_tool_id_store
+        self._client = self.config.http_client
+        self._owns_client = self._client is None
+
+    def __repr__(self) -> str:
+        return f"<Adapter {self.name}: {' -> '.join(self.pipeline.names())}>"
+
+    # ProviderAdapter ---------------------------------------------------------------------
+
+    async def stream(self, request: CanonicalRequest) -> AsyncIterator[StreamEvent]:
+        """Yield the canonical events of one call, ending with ``message.complete``."""
+        wants_stream = self.capabilities.supports_streaming
+        if request.stream != wants_stream:
+            request = request.model_copy(update={"stream": wants_stream})
+        async for event in self._run(request):
+            yield event
+
+    async def complete(self, request: CanonicalRequest) -> CanonicalResponse:
+        """One non-streamed call, folded from the same events ``stream()`` yields."""
+        if request.stream:
+            request = request.model_copy(update={"stream": False})
+        started = time.monotonic()
+        final: MessageComplete | None = None
+        try:
+            async for event in self._run(request):
+                if isinstance(event, MessageComplete):
+                    final = event
+        except AdapterError as error:
+            if final is not None:
+                error.partial_response = self._response(request, final, started)  # type: ignore[attr-defined]
+            raise
+        if final is None:
+            raise ProtocolError(f"{self.name} gave no message.complete", provider=self.name)
+        return self._response(request, final, started)
+
+    def estimate_input_tokens(
+        self, messages: list[Message], tools: list[ToolDefinition], system_prompt: str | None
+    ) -> int:
+        return estimate_input_tokens(messages, tools, system_prompt)
+
+    async def cancel(self, request_id: str) -> bool:
+        return False
+
+    async def close(self) -> None:
+        """Release the connection pool, if this adapter made it."""
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def init(self) -> None:
+        """Lifecycle hook (seed 004 §6): nothing to prepare for a remote HTTP provider."""
+
+    async def dispose(self) -> None:
+        await self.close()
+
+    async def __aenter__(self) -> Adapter:
+        await self.init()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.dispose()
+
+    # Internals ---------------------------------------------------------------------------
+
+    async def _run(self, request: CanonicalRequest) -> AsyncIterator[StreamEvent]:
+        call = Call(
+            request_id=request.request_id,
+            provider=self.name,
+            model=request.model,
+            wire_model=self.wire_model(request.model),
+            config=self.config,
+            endpoint=self.endpoint,
+            capabilities=self.capabilities,
+            http=self._http(),
+            tool_ids=self.tool_id_store,
+            session_id=request.session_id,
+        )
+        async with self.pipeline.run(request, call) as events:
+            async for event in events:
+                yield event
+
+    def wire_model(self, model: str) -> str:
+        """The provider's name for a canonical ``provider:name`` model id."""
+        prefix = f"{self.name}:"
+        return model[len(prefix) :] if model.startswith(prefix) else model
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.config.timeout_seconds, connect=10.0),
+                follow_redirects=False,
+            )
+        return self._client
+
+    def _response(
+        self, request: CanonicalRequest, final: MessageComplete, started: float
+    ) -> CanonicalResponse:
+        return CanonicalResponse(
+            request_id=request.request_id,
+            model=request.model,
+            provider=self.name,
+            content=final.final_content,
+            stop_reason=final.stop_reason,
+            usage=final.usage,
+            latency_ms=int((time.monotonic() - started) * 1000),
+            message_id=final.message_id,
+        )
+
+
+def build_adapter(
+    stack: str | Path | StackSpec,
+    config: AdapterConfig | None = None,
+    **kwargs: Any,
+) -> Adapter:
+    """An adapter for a built-in stack (``"anthropic"``, ``"openai"``) or a stack file."""
+    spec = stack if isinstance(stack, StackSpec) else load_stack(stack)
+    return Adapter(spec, config, **kwargs)

@@ -1,0 +1,35 @@
+"""Adapter configuration (seed 000 §3.2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from metis.model.capabilities import AdapterCapabilities
+
+
+class AdapterConfig(BaseModel):
+    """How one adapter reaches its provider.
+
+    ``http_client`` lets tests and applications inject an ``httpx.AsyncClient`` (respx, a
+    ``MockTransport``, a proxy); when it is None the adapter makes and owns one.
+    ``capabilities`` overrides what the stack declares, field by field.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    api_key: str | None = Field(default=None, repr=False)
+    base_url: str | None = None
+    timeout_seconds: float = Field(default=600.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+    options: dict[str, Any] = Field(default_factory=dict)
+    capabilities: dict[str, Any] = Field(default_factory=dict)
+    http_client: httpx.AsyncClient | None = Field(default=None, repr=False)
+
+    def merged_capabilities(self, declared: AdapterCapabilities) -> AdapterCapabilities:
+        if not self.capabilities:
+            return declared
+        return AdapterCapabilities.model_validate({**declared.model_dump(), **self.capabilities})

@@ -1,0 +1,177 @@
+"""Classified errors (seed 000 §6, seed 004 §4, DESIGN.md 4).
+
+Every failure that leaves metis is an :class:`AdapterError` carrying its :class:`ErrorClass`;
+nothing escapes as a bare ``KeyError`` or ``httpx`` exception. Messages are redacted of
+anything that looks like an API key before they are stored.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+
+class ErrorClass(StrEnum):
+    RATE_LIMIT = "rate_limit"
+    OVERLOADED = "overloaded"
+    AUTH = "auth"
+    SERVER_ERROR = "server_error"
+    NETWORK = "network"
+    CONTEXT_OVERFLOW = "context_overflow"
+    INVALID_REQUEST = "invalid_request"
+    CAPABILITY = "capability"
+    CANCELLED = "cancelled"
+    OTHER = "other"
+
+
+_KEY_PATTERNS = re.compile(
+    r"(sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{20,}"
+    r"|(?i:bearer)\s+[A-Za-z0-9._\-]{12,})"
+)
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """Hide API keys: the given secrets verbatim, and anything shaped like a known key."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[REDACTED]")
+    return _KEY_PATTERNS.sub("[REDACTED]", text)
+
+
+class AdapterError(Exception):
+    """Base of every error metis raises for a call."""
+
+    error_class: ErrorClass = ErrorClass.OTHER
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider_status: int | None = None,
+        provider_message: str | None = None,
+        provider_code: str | None = None,
+        retryable: bool | None = None,
+        request_id: str | None = None,
+        retry_after_seconds: float | None = None,
+        provider: str | None = None,
+    ) -> None:
+        self.message = redact(message)
+        self.provider_status = provider_status
+        self.provider_message = redact(provider_message if provider_message is not None else "")
+        self.provider_code = provider_code
+        self.retryable = RETRYABLE[self.error_class] if retryable is None else retryable
+        self.request_id = request_id
+        self.retry_after_seconds = retry_after_seconds
+        self.provider = provider
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        where = f"{self.provider} " if self.provider else ""
+        status = f" (HTTP {self.provider_status})" if self.provider_status else ""
+        return f"{where}{self.error_class.value}{status}: {self.message}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.error_class.value!r}, {self.message!r})"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "error_class": self.error_class.value,
+            "message": self.message,
+            "provider": self.provider,
+            "provider_status": self.provider_status,
+            "provider_code": self.provider_code,
+            "provider_message": self.provider_message,
+            "retryable": self.retryable,
+            "request_id": self.request_id,
+            "retry_after_seconds": self.retry_after_seconds,
+        }
+
+
+class RateLimitError(AdapterError):
+    error_class = ErrorClass.RATE_LIMIT
+
+
+class OverloadedError(AdapterError):
+    error_class = ErrorClass.OVERLOADED
+
+
+class AuthError(AdapterError):
+    error_class = ErrorClass.AUTH
+
+
+class ServerError(AdapterError):
+    error_class = ErrorClass.SERVER_ERROR
+
+
+class NetworkError(AdapterError):
+    error_class = ErrorClass.NETWORK
+
+
+class ContextOverflowError(AdapterError):
+    error_class = ErrorClass.CONTEXT_OVERFLOW
+
+
+class InvalidRequestError(AdapterError):
+    error_class = ErrorClass.INVALID_REQUEST
+
+
+class CapabilityError(AdapterError):
+    error_class = ErrorClass.CAPABILITY
+
+
+class CancelledError(AdapterError):
+    error_class = ErrorClass.CANCELLED
+
+
+class ProtocolError(AdapterError):
+    """The provider sent something that does not follow its own wire format."""
+
+    error_class = ErrorClass.OTHER
+
+
+class InvariantViolation(AdapterError):
+    """The canonical event stream broke a rule of seed 000 §5.2."""
+
+    error_class = ErrorClass.OTHER
+
+
+ERROR_TYPES: dict[ErrorClass, type[AdapterError]] = {
+    ErrorClass.RATE_LIMIT: RateLimitError,
+    ErrorClass.OVERLOADED: OverloadedError,
+    ErrorClass.AUTH: AuthError,
+    ErrorClass.SERVER_ERROR: ServerError,
+    ErrorClass.NETWORK: NetworkError,
+    ErrorClass.CONTEXT_OVERFLOW: ContextOverflowError,
+    ErrorClass.INVALID_REQUEST: InvalidRequestError,
+    ErrorClass.CAPABILITY: CapabilityError,
+    ErrorClass.CANCELLED: CancelledError,
+    ErrorClass.OTHER: AdapterError,
+}
+
+# Which classes are transient: the retry stage retries these and only these.
+RETRYABLE: dict[ErrorClass, bool] = {
+    ErrorClass.RATE_LIMIT: True,
+    ErrorClass.OVERLOADED: True,
+    ErrorClass.SERVER_ERROR: True,
+    ErrorClass.NETWORK: True,
+    ErrorClass.AUTH: False,
+    ErrorClass.CONTEXT_OVERFLOW: False,
+    ErrorClass.INVALID_REQUEST: False,
+    ErrorClass.CAPABILITY: False,
+    ErrorClass.CANCELLED: False,
+    ErrorClass.OTHER: False,
+}
+
+
+def error_for(error_class: ErrorClass, message: str, **details: Any) -> AdapterError:
+    """The most specific exception for ``error_class``."""
+    return ERROR_TYPES[error_class](message, **details)
+
+
+class ConfigError(ValueError):
+    """A stack, stage option or registry file is wrong; says which file, key and why."""
+
+
+class StackError(ConfigError):
+    """A pipeline whose stages do not fit together; names the stage and the reason."""

@@ -1,0 +1,34 @@
+"""Identifiers: request ids and canonical tool-use ids are ULIDs (DESIGN.md 5)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from ulid import ULID
+
+TOOL_ID_PREFIX = "tu_"
+
+
+def new_ulid() -> str:
+    return str(ULID())
+
+
+def new_request_id() -> str:
+    return f"req_{ULID()}"
+
+
+def new_tool_id() -> str:
+    return f"{TOOL_ID_PREFIX}{ULID()}"
+
+
+def derive_provider_tool_id(canonical_id: str, prefix: str, max_length: int = 40) -> str:
+    """A provider id for a canonical id this provider has never seen, the same on every call.
+
+    ``tu_<ulid>`` keeps its ULID (``toolu_<ulid>``, ``call_<ulid>``); any other id is hashed so
+    the result only holds ``[A-Za-z0-9_]`` and fits the provider's length limit.
+    """
+    if canonical_id.startswith(TOOL_ID_PREFIX) and canonical_id[len(TOOL_ID_PREFIX) :].isalnum():
+        body = canonical_id[len(TOOL_ID_PREFIX) :]
+    else:
+        body = hashlib.sha256(canonical_id.encode()).hexdigest()[:26]
+    return (prefix + body)[:max_length]

@@ -1,0 +1,22 @@
+"""What an adapter (and the model behind it) can honestly serve (seed 000 §3.4, seed 004 §5)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class AdapterCapabilities(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    supports_images: bool = False
+    supports_thinking: bool = False
+    supports_tools: bool = False
+    supports_system_prompt: bool = True
+    supports_structured_output: bool = False
+    supports_streaming: bool = True
+    supports_streaming_tool_calls: bool = False
+    supports_parallel_tool_calls: bool = False
+    supports_prompt_caching: bool = False
+    max_context_tokens: int = Field(default=8192, ge=1)
+    max_output_tokens: int = Field(default=4096, ge=1)
+    accepted_image_media_types: list[str] = Field(default_factory=list)

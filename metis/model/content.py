@@ -1,0 +1,148 @@
+"""Canonical messages and content blocks (seed 000 §3.3, seed 003 §2.2).
+
+Every block may carry ``provider_raw``: the provider's own form of the block, tagged with the
+provider and model that produced it, so that what the canonical model cannot hold (a thinking
+signature's exact bytes, an unparseable tool-argument string) survives a round trip back to the
+same provider and is never sent anywhere else.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class Role(StrEnum):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class ProviderRaw(BaseModel):
+    """A provider's own representation of a block, and who produced it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: str
+    model: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    provider_raw: ProviderRaw | None = None
+
+
+class TextBlock(_Block):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class Base64ImageSource(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["base64"] = "base64"
+    media_type: str
+    data: str
+
+
+class URLImageSource(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["url"] = "url"
+    url: str
+
+
+ImageSource = Annotated[Base64ImageSource | URLImageSource, Field(discriminator="type")]
+
+
+class ImageBlock(_Block):
+    type: Literal["image"] = "image"
+    source: ImageSource
+
+
+class ToolUseBlock(_Block):
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+ToolResultContent = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
+
+
+class ToolResultBlock(_Block):
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    content: str | list[ToolResultContent] = ""
+    is_error: bool = False
+
+    def text(self) -> str:
+        """The result's text parts joined; images are not text and are left out."""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text for part in self.content if isinstance(part, TextBlock))
+
+
+class ThinkingBlock(_Block):
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str | None = None
+
+
+class RedactedThinkingBlock(_Block):
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+
+
+ContentBlock = Annotated[
+    TextBlock
+    | ImageBlock
+    | ToolUseBlock
+    | ToolResultBlock
+    | ThinkingBlock
+    | RedactedThinkingBlock,
+    Field(discriminator="type"),
+]
+
+
+class Message(BaseModel):
+    """One turn of the conversation. ``content`` accepts a plain string for convenience."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: list[ContentBlock]
+    id: str | None = None
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _text_shorthand(cls, value: Any) -> Any:
+        return [TextBlock(text=value)] if isinstance(value, str) else value
+
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        return cls(role=Role.SYSTEM, content=[TextBlock(text=text)])
+
+    @classmethod
+    def user(cls, *content: str | ContentBlock) -> Message:
+        return cls(role=Role.USER, content=_blocks(content))
+
+    @classmethod
+    def assistant(cls, *content: str | ContentBlock) -> Message:
+        return cls(role=Role.ASSISTANT, content=_blocks(content))
+
+    @classmethod
+    def tool(cls, *results: ToolResultBlock) -> Message:
+        return cls(role=Role.TOOL, content=list(results))
+
+
+def _blocks(items: tuple[str | ContentBlock, ...]) -> list[ContentBlock]:
+    return [TextBlock(text=item) if isinstance(item, str) else item for item in items]

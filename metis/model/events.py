@@ -1,0 +1,98 @@
+"""The seven canonical stream events (seed 000 §5, DESIGN.md 2).
+
+Events are small slotted records, not pydantic models: one is made per delta on the hot path,
+and validation happens where data enters (requests, config, the final content), not here.
+They are plain mutable records so a stage may rewrite a field (a tool id, say) before it
+passes the event outward; once an event has left the pipeline nothing changes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+from metis.model.content import ContentBlock
+from metis.model.response import StopReason, TokenUsage
+
+
+class StreamEvent:
+    __slots__ = ()
+    type: ClassVar[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: ``{"type": "text.delta", "content_block_index": 0, ...}``."""
+        out: dict[str, Any] = {"type": self.type}
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.name == "final_content":
+                value = [block.model_dump(mode="json", exclude_none=True) for block in value]
+            elif hasattr(value, "model_dump"):
+                value = value.model_dump(mode="json")
+            out[f.name] = value
+        return out
+
+
+@dataclass(slots=True)
+class MessageStart(StreamEvent):
+    type: ClassVar[str] = "message.start"
+    message_id: str | None = None
+    model: str | None = None
+
+
+@dataclass(slots=True)
+class TextDelta(StreamEvent):
+    type: ClassVar[str] = "text.delta"
+    content_block_index: int
+    text: str
+
+
+@dataclass(slots=True)
+class ThinkingDelta(StreamEvent):
+    """Reasoning text; the block's last delta carries its ``signature``. A redacted block
+    arrives as one delta with ``redacted_data`` set and no text."""
+
+    type: ClassVar[str] = "thinking.delta"
+    content_block_index: int
+    thinking: str = ""
+    signature: str | None = None
+    redacted_data: str | None = None
+
+
+@dataclass(slots=True)
+class ToolUseStart(StreamEvent):
+    type: ClassVar[str] = "tool.use_start"
+    content_block_index: int
+    tool_use_id: str
+    tool_name: str
+
+
+@dataclass(slots=True)
+class ToolUseInputDelta(StreamEvent):
+    """``partial_json`` is the provider's fragment exactly as received (seed 000 §5.4)."""
+
+    type: ClassVar[str] = "tool.use_input_delta"
+    content_block_index: int
+    tool_use_id: str
+    partial_json: str
+
+
+@dataclass(slots=True)
+class ToolUseEnd(StreamEvent):
+    type: ClassVar[str] = "tool.use_end"
+    content_block_index: int
+    tool_use_id: str
+    tool_name: str
+    final_input: dict[str, Any]
+
+
+@dataclass(slots=True)
+class MessageComplete(StreamEvent):
+    type: ClassVar[str] = "message.complete"
+    final_content: list[ContentBlock]
+    stop_reason: StopReason
+    usage: TokenUsage
+    message_id: str | None = None
+    model: str | None = None
+
+
+BLOCK_EVENTS = (TextDelta, ThinkingDelta, ToolUseStart, ToolUseInputDelta, ToolUseEnd)

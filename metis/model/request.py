@@ -1,0 +1,91 @@
+"""The canonical request (seed 000 §3.3) and what it carries: tools, tool choice, thinking."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from metis.ids import new_request_id
+from metis.model.content import Message
+
+
+class ToolAnnotations(BaseModel):
+    """Behaviour hints for a tool (seed 003 §2.1); never sent to providers that lack them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
+
+
+class ToolDefinition(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    input_schema: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    annotations: ToolAnnotations | None = None
+
+
+class ToolChoice(BaseModel):
+    """auto: the model decides; any: it must call some tool; tool: it must call ``name``;
+    none: it must not call tools."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["auto", "any", "tool", "none"] = "auto"
+    name: str | None = None
+
+    @model_validator(mode="after")
+    def _name_iff_tool(self) -> ToolChoice:
+        if (self.type == "tool") != (self.name is not None):
+            raise ValueError("tool_choice 'tool' needs a name, and only 'tool' takes one")
+        return self
+
+    @classmethod
+    def auto(cls) -> ToolChoice:
+        return cls(type="auto")
+
+    @classmethod
+    def any(cls) -> ToolChoice:
+        return cls(type="any")
+
+    @classmethod
+    def tool(cls, name: str) -> ToolChoice:
+        return cls(type="tool", name=name)
+
+    @classmethod
+    def none(cls) -> ToolChoice:
+        return cls(type="none")
+
+
+class ThinkingConfig(BaseModel):
+    """Ask the model to reason before answering, within ``budget_tokens``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    budget_tokens: int = Field(ge=1)
+
+
+class CanonicalRequest(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    model: str = Field(min_length=1, description="canonical 'provider:name' or a wire name")
+    messages: list[Message]
+    max_output_tokens: int = Field(ge=1)
+    request_id: str = Field(default_factory=new_request_id)
+    session_id: str | None = None
+    tools: list[ToolDefinition] = Field(default_factory=list)
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    system_prompt: str | None = None
+    stop_sequences: list[str] = Field(default_factory=list)
+    temperature: float | None = Field(default=None, ge=0)
+    output_schema: dict[str, Any] | None = None
+    thinking: ThinkingConfig | None = None
+    stream: bool = False

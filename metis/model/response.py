@@ -1,0 +1,71 @@
+"""Stop reasons, token usage and the canonical response (seed 000 §3.3, §7; DESIGN.md 3)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from metis.model.content import ContentBlock, TextBlock, ToolUseBlock
+
+
+class StopKind(StrEnum):
+    END_TURN = "end_turn"
+    MAX_TOKENS = "max_tokens"
+    STOP_SEQUENCE = "stop_sequence"
+    TOOL_USE = "tool_use"
+    CONTENT_FILTER = "content_filter"
+    REFUSAL = "refusal"
+    PAUSE_TURN = "pause_turn"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+    PROVIDER_SPECIFIC = "provider_specific"
+
+
+class StopReason(BaseModel):
+    """A normalized kind plus the provider's own string; nothing is silently called end_turn."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: StopKind
+    raw: str | None = None
+
+
+class TokenUsage(BaseModel):
+    """Token counts as the provider reported them; no cost (that is :mod:`metis.cost`'s job).
+
+    ``input_tokens`` counts only uncached input, as Anthropic reports it: the total input is
+    ``input_tokens + cached_input_tokens + cache_creation_input_tokens`` for every provider,
+    so one price formula fits all (seed 000 §7.1).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cached_input_tokens: int = Field(default=0, ge=0)
+    cache_creation_input_tokens: int = Field(default=0, ge=0)
+    estimated: bool = False
+
+    @property
+    def total_input_tokens(self) -> int:
+        return self.input_tokens + self.cached_input_tokens + self.cache_creation_input_tokens
+
+
+class CanonicalResponse(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    request_id: str
+    model: str
+    provider: str
+    content: list[ContentBlock]
+    stop_reason: StopReason
+    usage: TokenUsage
+    latency_ms: int
+    message_id: str | None = None
+
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    def tool_calls(self) -> list[ToolUseBlock]:
+        return [b for b in self.content if isinstance(b, ToolUseBlock)]

@@ -1,0 +1,1 @@
+"""Pipeline engine: the Stage interface, Pipeline, stack loading and validation."""

@@ -1,0 +1,59 @@
+"""The context every stage receives: what it may know about the call in progress."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from metis.config import AdapterConfig
+from metis.model.capabilities import AdapterCapabilities
+
+if TYPE_CHECKING:
+    import httpx
+
+    from metis.pipeline.stack import Endpoint
+    from metis.session import ToolIdStore
+
+log = logging.getLogger("metis")
+
+
+@dataclass(slots=True, eq=False)
+class Call:
+    """One call through a pipeline. Stages are shared by concurrent calls, so anything that
+    belongs to a single call lives here or in the stage's own local variables, never on the
+    stage object."""
+
+    request_id: str
+    provider: str
+    model: str
+    wire_model: str
+    config: AdapterConfig
+    endpoint: Endpoint
+    capabilities: AdapterCapabilities
+    http: httpx.AsyncClient
+    tool_ids: ToolIdStore
+    session_id: str | None = None
+    log: logging.Logger = log
+    attempt: int = 0
+
+    def warn_dropped(
+        self, block_type: str, reason: str, message_id: str | None = None, **extra: Any
+    ) -> None:
+        """The one structured WARN record for content a provider cannot take (seed 000 §4.4)."""
+        self.log.warning(
+            "dropped %s block for %s: %s",
+            block_type,
+            self.provider,
+            reason,
+            extra={
+                "event": "metis.lossy_projection",
+                "session_id": self.session_id,
+                "request_id": self.request_id,
+                "message_id": message_id,
+                "block_type": block_type,
+                "adapter": self.provider,
+                "reason": reason,
+                **extra,
+            },
+        )

@@ -1,0 +1,187 @@
+"""Provider stacks declared in YAML: endpoint, auth, headers, capabilities and stages.
+
+A stack file (``metis/providers/<name>.yaml`` or any path) looks like::
+
+    name: anthropic
+    endpoint: {base_url: https://api.anthropic.com, path: /v1/messages}
+    auth: {header: x-api-key, env: ANTHROPIC_API_KEY}
+    headers: {anthropic-version: "2023-06-01"}
+    capabilities: {supports_tools: true, ...}
+    stages:                    # outermost first
+      - invariants
+      - encode: {codec: anthropic}
+      - transport
+
+Each stage entry is a registered stage name, alone or mapped to its options.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from metis.errors import ConfigError, StackError
+from metis.model.capabilities import AdapterCapabilities
+from metis.pipeline.pipeline import Pipeline
+from metis.pipeline.registry import StageRegistry
+from metis.pipeline.registry import stages as default_registry
+
+
+class EndpointSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str
+    path: str
+    stream_path: str | None = None
+
+
+class AuthSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    header: str | None = None
+    scheme: str | None = None
+    env: str | None = None
+
+
+class StageEntry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class StackSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = ""
+    endpoint: EndpointSpec
+    auth: AuthSpec = AuthSpec()
+    headers: dict[str, str] = Field(default_factory=dict)
+    capabilities: AdapterCapabilities = AdapterCapabilities()
+    stages: list[StageEntry]
+    source: str = "<inline>"
+
+    @field_validator("stages", mode="before")
+    @classmethod
+    def _entries(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            raise ValueError("must be a list of stage names or {name: options} mappings")
+        entries = []
+        for i, item in enumerate(value):
+            if isinstance(item, str):
+                entries.append({"name": item})
+            elif isinstance(item, dict) and len(item) == 1:
+                ((name, options),) = item.items()
+                if options is not None and not isinstance(options, dict):
+                    raise ValueError(f"stages[{i}] ({name}): options must be a mapping")
+                entries.append({"name": name, "options": options or {}})
+            else:
+                raise ValueError(f"stages[{i}] must be a name or a one-key mapping, got {item!r}")
+        return entries
+
+    def build_pipeline(self, registry: StageRegistry = default_registry) -> Pipeline:
+        built = []
+        for i, entry in enumerate(self.stages):
+            try:
+                built.append(registry.build(entry.name, entry.options))
+            except StackError as exc:
+                raise StackError(f"{self.source}: stages[{i}]: {exc}") from None
+        try:
+            return Pipeline(built, name=self.name)
+        except StackError as exc:
+            raise StackError(f"{self.source}: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where one adapter's requests go and the headers every one of them carries."""
+
+    base_url: str
+    path: str
+    stream_path: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    api_key: str | None = field(default=None, repr=False)
+    auth_header: str | None = None
+    auth_scheme: str | None = None
+
+    def url(self, *, stream: bool, model: str) -> str:
+        path = self.stream_path if stream and self.stream_path else self.path
+        return self.base_url.rstrip("/") + path.replace("{model}", model)
+
+    def request_headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", **self.headers}
+        if self.auth_header and self.api_key:
+            scheme = f"{self.auth_scheme} " if self.auth_scheme else ""
+            headers[self.auth_header] = scheme + self.api_key
+        return headers
+
+    @classmethod
+    def for_stack(
+        cls,
+        spec: StackSpec,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        extra_headers: dict[str, str],
+    ) -> Endpoint:
+        key = api_key or (os.environ.get(spec.auth.env) if spec.auth.env else None)
+        return cls(
+            base_url=base_url or spec.endpoint.base_url,
+            path=spec.endpoint.path,
+            stream_path=spec.endpoint.stream_path,
+            headers={**spec.headers, **extra_headers},
+            api_key=key,
+            auth_header=spec.auth.header,
+            auth_scheme=spec.auth.scheme,
+        )
+
+
+def load_stack(name_or_path: str | Path) -> StackSpec:
+    """A built-in stack by provider name (``"anthropic"``) or a stack file by path."""
+    text, source = _read(name_or_path)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping with name, endpoint and stages")
+    return parse_stack(data, source)
+
+
+def parse_stack(data: dict[str, Any], source: str = "<inline>") -> StackSpec:
+    try:
+        return StackSpec.model_validate({**data, "source": source})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'stack'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ConfigError(f"{source}: {problems}") from None
+
+
+def builtin_stacks() -> list[str]:
+    folder = resources.files("metis.providers")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _read(name_or_path: str | Path) -> tuple[str, str]:
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or path.parent != Path("."):
+        try:
+            return path.read_text(encoding="utf-8"), str(path)
+        except OSError as exc:
+            raise ConfigError(f"cannot read stack file {path}: {exc.strerror}") from None
+    resource = resources.files("metis.providers") / f"{name_or_path}.yaml"
+    if not resource.is_file():
+        raise ConfigError(
+            f"no built-in stack named {name_or_path!r}; built-in stacks: "
+            + ", ".join(builtin_stacks())
+        )
+    return resource.read_text(encoding="utf-8"), f"metis/providers/{name_or_path}.yaml"

@@ -1,0 +1,121 @@
+"""The one interface every stage implements, built-in or yours.
+
+A call is a request travelling inward through the stack and a stream of items travelling back
+out. A stage is an object with a ``name`` whose ``__call__(request, call, inner)`` returns the
+items it passes outward; ``inner(request, call)`` runs the rest of the stack, inside it::
+
+    class Shout(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent]):
+        name = "shout"
+
+        async def __call__(self, request, call, inner):
+            async for event in inner(request, call):
+                if isinstance(event, TextDelta):
+                    event.text = event.text.upper()
+                yield event
+
+The four type parameters say what the stage takes and gives: the request it accepts, the
+request it hands inward, the items it expects from inside and the items it yields outward.
+The pipeline reads them when it is assembled and refuses a stack where neighbours disagree.
+``Any`` in an item position means "passes items through untouched".
+
+A stage that only rewrites the request subclasses :class:`RequestStage` and implements
+``rewrite``; it adds nothing to the per-item path. Options are a pydantic model named
+``Options``, validated when the stage is built, so a misspelt option fails at assembly.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import AsyncIterator, Callable
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from metis.errors import StackError
+from metis.pipeline.call import Call
+
+RequestIn = TypeVar("RequestIn")
+RequestOut = TypeVar("RequestOut")
+ItemsIn = TypeVar("ItemsIn")
+ItemsOut = TypeVar("ItemsOut")
+
+Inner = Callable[[RequestOut, Call], AsyncIterator[ItemsIn]]
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
+    name: ClassVar[str] = ""
+    Options: ClassVar[type[BaseModel]] = NoOptions
+    terminal: ClassVar[bool] = False
+    """A terminal stage (the transport) produces items itself and has nothing inside it."""
+
+    def __init__(self, **options: Any) -> None:
+        try:
+            self.options = self.Options(**options)
+        except ValidationError as exc:
+            raise StackError(_explain_options(self, exc)) from None
+
+    def __call__(
+        self, request: RequestIn, call: Call, inner: Inner[RequestOut, ItemsIn]
+    ) -> AsyncIterator[ItemsOut]:
+        raise NotImplementedError(f"stage {self.name!r} does not implement __call__")
+
+    def __repr__(self) -> str:
+        shown = self.options.model_dump(exclude_defaults=True)
+        return f"<stage {self.name}{' ' + repr(shown) if shown else ''}>"
+
+    @classmethod
+    def signature(cls) -> StageSignature:
+        return _signature_of(cls)
+
+
+class RequestStage(Stage[RequestIn, RequestIn, Any, Any]):
+    """A stage that rewrites the request and leaves the items alone."""
+
+    def rewrite(self, request: RequestIn, call: Call) -> RequestIn:
+        raise NotImplementedError
+
+    def __call__(self, request: RequestIn, call: Call, inner: Inner[RequestIn, Any]) -> Any:
+        return inner(self.rewrite(request, call), call)
+
+
+class StageSignature(typing.NamedTuple):
+    request_in: Any
+    request_out: Any
+    items_in: Any
+    items_out: Any
+
+
+def _signature_of(cls: type) -> StageSignature:
+    """Resolve ``Stage[...]``'s four parameters for ``cls`` through its generic bases."""
+    params = _resolve(cls, {})
+    return StageSignature(*(params or (Any, Any, Any, Any)))
+
+
+def _resolve(cls: type, bindings: dict[Any, Any]) -> tuple[Any, ...] | None:
+    for base in getattr(cls, "__orig_bases__", ()):
+        origin = typing.get_origin(base) or base
+        args = tuple(bindings.get(a, a) for a in typing.get_args(base))
+        if origin is Stage:
+            return tuple(Any if isinstance(a, TypeVar) else a for a in args) or None
+        if isinstance(origin, type) and issubclass(origin, Stage):
+            own = getattr(origin, "__parameters__", ())
+            found = _resolve(origin, dict(zip(own, args, strict=False)))
+            if found is not None:
+                return found
+    return None
+
+
+def _explain_options(stage: Stage[Any, Any, Any, Any], exc: ValidationError) -> str:
+    known = ", ".join(stage.Options.model_fields) or "none"
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "options"
+        if err["type"] == "extra_forbidden":
+            problems.append(f"unknown option {where!r}")
+        else:
+            problems.append(f"option {where!r}: {err['msg']}")
+    return f"stage {stage.name!r}: {'; '.join(problems)} (its options: {known})"

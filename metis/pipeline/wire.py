@@ -1,0 +1,33 @@
+"""What crosses the boundary between the encoder and the transport."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key"})
+
+
+@dataclass(slots=True)
+class WireRequest:
+    """An HTTP request in the provider's own format: ``body`` is its JSON document."""
+
+    url: str
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+    stream: bool = False
+    method: str = "POST"
+
+    def __repr__(self) -> str:
+        shown = {k: ("[REDACTED]" if k.lower() in SECRET_HEADERS else v) for k, v in self.headers.items()}
+        return f"WireRequest({self.method} {self.url}, stream={self.stream}, headers={shown})"
+
+
+class HTTPFailure(Exception):
+    """A non-2xx answer, as received; the provider's codec turns it into an AdapterError."""
+
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.headers = headers
+        self.body = body

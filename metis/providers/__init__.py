@@ -1,0 +1,1 @@
+"""Provider stacks (YAML) and the codecs they need."""

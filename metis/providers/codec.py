@@ -1,0 +1,65 @@
+"""What a provider's wire format must supply, and where stacks find it by name.
+
+A codec is sans-IO: pure code over dicts and bytes, testable without a network or an event
+loop. ``encode`` makes the provider's JSON body from a canonical request; a parser turns the
+provider's objects (SSE payloads, NDJSON lines or one JSON body) into canonical events by
+driving a :class:`~metis.providers.message_builder.MessageBuilder`; ``error_from_http`` turns
+a non-2xx answer into a classified :class:`~metis.errors.AdapterError`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from metis.errors import AdapterError, StackError
+from metis.model.request import CanonicalRequest
+from metis.pipeline.call import Call
+from metis.providers.message_builder import MessageBuilder
+
+
+class StreamParser(Protocol):
+    def feed(self, obj: dict[str, Any]) -> None:
+        """Take one provider object; append canonical events to the builder. An error object
+        from the provider raises the matching AdapterError."""
+
+    def end(self) -> None:
+        """The body ended: finish the message, or raise ProtocolError if it was cut short."""
+
+
+class Codec(Protocol):
+    name: str
+
+    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]: ...
+
+    def stream_parser(self, builder: MessageBuilder) -> StreamParser: ...
+
+    def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> None:
+        """A whole non-streamed response: the same events a stream would give, finished."""
+
+    def error_from_http(
+        self, status: int, headers: Mapping[str, str], body: bytes
+    ) -> AdapterError: ...
+
+
+_LAZY: dict[str, str] = {
+    "anthropic": "metis.providers.anthropic:codec",
+    "openai_chat": "metis.providers.openai_chat:codec",
+}
+_CODECS: dict[str, Codec] = {}
+
+
+def register_codec(codec: Codec) -> Codec:
+    _CODECS[codec.name] = codec
+    return codec
+
+
+def get_codec(name: str) -> Codec:
+    if name not in _CODECS:
+        if name not in _LAZY:
+            known = ", ".join(sorted({*_CODECS, *_LAZY}))
+            raise StackError(f"unknown codec {name!r}; known codecs: {known}")
+        module, _, attr = _LAZY[name].partition(":")
+        _CODECS[name] = getattr(importlib.import_module(module), attr)
+    return _CODECS[name]

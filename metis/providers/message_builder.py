@@ -1,0 +1,275 @@
+"""Turning a provider's blocks into canonical events, and the events into the final message.
+
+Every codec's parser drives one ``MessageBuilder`` per call: it names provider blocks by a key
+of its own (Anthropic's block index, OpenAI's tool-call index) and the builder assigns the
+canonical ``content_block_index``, keeps every stream invariant of seed 000 §5.2, and at the
+end assembles ``final_content`` from what it kept. Text is kept as a list of fragments and
+joined once, so cost grows linearly with the stream.
+
+Events are appended to ``builder.out``; the normalize stage drains that list after each
+provider object, so the hot path makes one small object per event and no per-chunk lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from metis.model.content import (
+    ContentBlock,
+    ProviderRaw,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
+from metis.model.events import (
+    MessageComplete,
+    MessageStart,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolUseEnd,
+    ToolUseInputDelta,
+    ToolUseStart,
+)
+from metis.model.response import StopKind, StopReason, TokenUsage
+from metis.providers.partial_json import parse_object, parse_partial_object
+
+_TEXT, _THINKING, _REDACTED, _TOOL = "text", "thinking", "redacted_thinking", "tool_use"
+
+Warn = Callable[..., None]
+
+
+def _ignore(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+class _Block:
+    __slots__ = (
+        "ended",
+        "final_input",
+        "index",
+        "kind",
+        "name",
+        "parts",
+        "signature",
+        "tool_id",
+        "unparsed",
+    )
+
+    def __init__(self, kind: str, index: int) -> None:
+        self.kind = kind
+        self.index = index
+        self.parts: list[str] = []
+        self.signature: str | None = None
+        self.tool_id = ""
+        self.name = ""
+        self.ended = False
+        self.final_input: dict[str, Any] | None = None
+        self.unparsed: str | None = None
+
+
+class MessageBuilder:
+    def __init__(self, provider: str, model: str, warn: Warn = _ignore) -> None:
+        self.provider = provider
+        self.model = model
+        self.warn = warn
+        self.out: list[StreamEvent] = []
+        self.started = False
+        self.completed = False
+        self.message_id: str | None = None
+        self.reported_model: str | None = None
+        self.stop_reason: StopReason | None = None
+        self.usage_reported = False
+        self._usage = [0, 0, 0, 0]
+        self._blocks: list[_Block] = []
+        self._by_key: dict[Hashable, _Block] = {}
+        self._open_tool: _Block | None = None
+
+    # Message level -----------------------------------------------------------------------
+
+    def start(self, message_id: str | None = None, model: str | None = None) -> None:
+        if self.started:
+            self.message_id = self.message_id or message_id
+            self.reported_model = self.reported_model or model
+            return
+        self.started = True
+        self.message_id = message_id
+        self.reported_model = model
+        self.out.append(MessageStart(message_id, model))
+
+    def usage(
+        self,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cached_input_tokens: int | None = None,
+        cache_creation_input_tokens: int | None = None,
+    ) -> None:
+        """Record counts the provider reported; ``None`` leaves a count as it was."""
+        for i, value in enumerate(
+            (input_tokens, output_tokens, cached_input_tokens, cache_creation_input_tokens)
+        ):
+            if value is not None:
+                self._usage[i] = int(value)
+                self.usage_reported = True
+
+    def stop(self, reason: StopReason) -> None:
+        """Note why the message stopped; ``finish`` ends it (providers send usage after)."""
+        self.stop_reason = reason
+
+    def finish(self, reason: StopReason | None = None) -> None:
+        """End the message: close any tool still open, then ``message.complete``."""
+        if self.completed:
+            return
+        self.start()
+        if self._open_tool is not None:
+            self._end_tool(self._open_tool, None, partial=reason is not None and _abrupt(reason))
+        stop = reason or self.stop_reason or StopReason(kind=StopKind.END_TURN, raw=None)
+        self.completed = True
+        self.out.append(
+            MessageComplete(
+                self.final_content(), stop, self.token_usage(), self.message_id, self.reported_model
+            )
+        )
+
+    def token_usage(self) -> TokenUsage:
+        i, o, cached, created = self._usage
+        return TokenUsage(
+            input_tokens=i,
+            output_tokens=o,
+            cached_input_tokens=cached,
+            cache_creation_input_tokens=created,
+        )
+
+    # Blocks ------------------------------------------------------------------------------
+
+    def text(self, key: Hashable, text: str) -> None:
+        block = self._by_key.get(key)
+        if block is None or block.kind != _TEXT or block.index != len(self._blocks) - 1:
+            block = self._open(key, _TEXT)
+        block.parts.append(text)
+        self.out.append(TextDelta(block.index, text))
+
+    def thinking(self, key: Hashable, text: str) -> None:
+        block = self._thinking_block(key)
+        block.parts.append(text)
+        self.out.append(ThinkingDelta(block.index, text))
+
+    def thinking_signature(self, key: Hashable, signature: str) -> None:
+        block = self._thinking_block(key)
+        block.signature = (block.signature or "") + signature
+        self.out.append(ThinkingDelta(block.index, "", signature=signature))
+
+    def redacted_thinking(self, key: Hashable, data: str) -> None:
+        block = self._open(key, _REDACTED)
+        block.parts.append(data)
+        self.out.append(ThinkingDelta(block.index, "", redacted_data=data))
+
+    def tool_start(self, key: Hashable, tool_id: str, name: str) -> None:
+        block = self._open(key, _TOOL)
+        block.tool_id = tool_id
+        block.name = name
+        self._open_tool = block
+        self.out.append(ToolUseStart(block.index, tool_id, name))
+
+    def tool_input(self, key: Hashable, fragment: str) -> None:
+        block = self._by_key.get(key)
+        if block is None or block.kind != _TOOL:
+            self.warn("tool_use", f"input fragment for unknown tool block {key!r}")
+            return
+        if block.ended:
+            self.warn("tool_use", f"input fragment after tool {block.tool_id!r} ended")
+            return
+        block.parts.append(fragment)
+        if fragment:
+            self.out.append(ToolUseInputDelta(block.index, block.tool_id, fragment))
+
+    def tool_end(self, key: Hashable, final_input: dict[str, Any] | None = None) -> None:
+        """End a tool; ``final_input`` is the provider's authoritative input, when it has one."""
+        block = self._by_key.get(key)
+        if block is not None and block.kind == _TOOL and not block.ended:
+            self._end_tool(block, final_input, partial=False)
+
+    def close(self, key: Hashable) -> None:
+        """The provider closed a block: for a tool that is its end, otherwise nothing."""
+        block = self._by_key.get(key)
+        if block is not None and block.kind == _TOOL and not block.ended:
+            self._end_tool(block, None, partial=False)
+
+    def has_block(self, key: Hashable) -> bool:
+        return key in self._by_key
+
+    # Internals ---------------------------------------------------------------------------
+
+    def _thinking_block(self, key: Hashable) -> _Block:
+        block = self._by_key.get(key)
+        if block is None or block.kind != _THINKING or block.index != len(self._blocks) - 1:
+            block = self._open(key, _THINKING)
+        return block
+
+    def _open(self, key: Hashable, kind: str) -> _Block:
+        if not self.started:
+            self.start()
+        if self._open_tool is not None:
+            self._end_tool(self._open_tool, None, partial=False)
+        block = _Block(kind, len(self._blocks))
+        self._blocks.append(block)
+        self._by_key[key] = block
+        return block
+
+    def _end_tool(self, block: _Block, final_input: dict[str, Any] | None, partial: bool) -> None:
+        block.ended = True
+        if self._open_tool is block:
+            self._open_tool = None
+        if final_input is None:
+            raw = "".join(block.parts)
+            parsed = parse_object(raw)
+            if parsed is None:
+                block.unparsed = raw
+                parsed = parse_partial_object(raw)
+                if not partial:
+                    self.warn(
+                        "tool_use",
+                        f"tool {block.name!r} arguments are not a JSON object; kept raw",
+                        tool_use_id=block.tool_id,
+                    )
+            final_input = parsed
+        block.final_input = final_input
+        self.out.append(ToolUseEnd(block.index, block.tool_id, block.name, final_input))
+
+    def final_content(self) -> list[ContentBlock]:
+        origin = ProviderRaw(provider=self.provider, model=self.model)
+        content: list[ContentBlock] = []
+        for block in self._blocks:
+            if block.kind == _TEXT:
+                content.append(TextBlock(text="".join(block.parts)))
+            elif block.kind == _THINKING:
+                content.append(
+                    ThinkingBlock(
+                        thinking="".join(block.parts),
+                        signature=block.signature,
+                        provider_raw=origin,
+                    )
+                )
+            elif block.kind == _REDACTED:
+                content.append(RedactedThinkingBlock(data="".join(block.parts), provider_raw=origin))
+            else:
+                kept_raw = None
+                if block.unparsed is not None:
+                    kept_raw = ProviderRaw(
+                        provider=self.provider, model=self.model, data={"arguments": block.unparsed}
+                    )
+                content.append(
+                    ToolUseBlock(
+                        id=block.tool_id,
+                        name=block.name,
+                        input=block.final_input or {},
+                        provider_raw=kept_raw,
+                    )
+                )
+        return content
+
+
+def _abrupt(reason: StopReason) -> bool:
+    return reason.kind in (StopKind.CANCELLED, StopKind.ERROR)

@@ -1,0 +1,431 @@
+"""The OpenAI Chat Completions codec (seed 000 §4.3, §5.1; seed 003 §5).
+
+``encode`` builds the body of ``POST /v1/chat/completions``: the system prompt first, each tool
+result as its own ``role: tool`` message (``is_error`` as an ``"Error: "`` prefix: the wire has
+no flag), tool calls as ``tool_calls`` with JSON-string arguments. What the wire cannot hold
+(thinking, an image in a tool result or an assistant turn) is dropped whole with one
+``call.warn_dropped`` record.
+
+The parser reads ``chat.completion.chunk`` objects. As recorded traffic shows, a tool call's
+``id`` and ``name`` come only on the first fragment of its ``index`` (with ``arguments: ""``),
+``finish_reason`` has a chunk of its own, and usage follows it in a last chunk whose
+``choices`` is empty; so the message finishes only when the body ends.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+from metis.errors import AdapterError, ErrorClass, ProtocolError, error_for
+from metis.model.content import (
+    Base64ImageSource,
+    ImageBlock,
+    Message,
+    Role,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.model.response import StopKind, StopReason
+from metis.pipeline.call import Call
+from metis.providers.codec import Codec
+from metis.providers.http_errors import body_excerpt, http_error, json_body, says_context_overflow
+from metis.providers.message_builder import MessageBuilder
+
+_TEXT, _REASONING = "text", "reasoning"
+_TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
+_STOPS = {
+    raw: StopReason(kind=kind, raw=raw)
+    for raw, kind in (
+        ("stop", StopKind.END_TURN),
+        ("length", StopKind.MAX_TOKENS),
+        ("tool_calls", StopKind.TOOL_USE),
+        ("function_call", StopKind.TOOL_USE),
+        ("content_filter", StopKind.CONTENT_FILTER),
+    )
+}
+_REFUSED = StopReason(kind=StopKind.REFUSAL, raw="stop")
+_CODE_CLASSES = {
+    "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
+    "insufficient_quota": ErrorClass.RATE_LIMIT,  # not retryable: see _error
+    "context_length_exceeded": ErrorClass.CONTEXT_OVERFLOW,
+    "invalid_api_key": ErrorClass.AUTH,
+    "model_not_found": ErrorClass.INVALID_REQUEST,
+}
+_OVERLOADED = re.compile(r"overloaded|capacity", re.IGNORECASE)
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_MALFORMED = (KeyError, TypeError, IndexError, AttributeError)
+
+
+class OpenAIChatCodec:
+    name = "openai_chat"
+
+    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = []
+        if request.system_prompt:
+            messages.append({"role": "system", "content": request.system_prompt})
+        for i, message in enumerate(request.messages):
+            message_id = message.id or f"messages[{i}]"
+            if message.role is Role.ASSISTANT:
+                messages.append(_assistant(message, message_id, call))
+            else:
+                messages.extend(_user(message, message_id, call))
+        body: dict[str, Any] = {
+            "model": call.wire_model,
+            "messages": messages,
+            "max_completion_tokens": request.max_output_tokens,
+            "stream": request.stream,
+        }
+        if request.tools:
+            body["tools"] = [_tool(tool) for tool in request.tools]
+            choice = request.tool_choice
+            if choice is not None:
+                body["tool_choice"] = (
+                    {"type": "function", "function": {"name": choice.name}}
+                    if choice.type == "tool"
+                    else _TOOL_CHOICE[choice.type]
+                )
+            if request.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = request.parallel_tool_calls
+        if request.stop_sequences:
+            body["stop"] = list(request.stop_sequences)
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.output_schema is not None:
+            schema = copy.deepcopy(request.output_schema)
+            name = _schema_name(schema.get("title"))
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": schema},
+            }
+        if request.thinking is not None:
+            # Chat Completions takes an effort level, not a budget: <2048 low, <8192 medium.
+            budget = request.thinking.budget_tokens
+            body["reasoning_effort"] = (
+                "low" if budget < 2048 else "medium" if budget < 8192 else "high"
+            )
+        return body
+
+    def stream_parser(self, builder: MessageBuilder) -> _StreamParser:
+        return _StreamParser(builder)
+
+    def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> None:
+        if "error" in body:
+            raise _body_error(body)
+        try:
+            builder.start(body.get("id"), body.get("model"))
+            if not body["choices"]:
+                raise ProtocolError(f"openai_chat response has no choices: {_dump(body)}")
+            choice = body["choices"][0]
+            message = choice["message"]
+            reasoning = message.get("reasoning_content") or message.get("reasoning")
+            if reasoning:
+                builder.thinking(_REASONING, _str(reasoning, "reasoning"))
+            if message.get("content"):
+                builder.text(_TEXT, _str(message["content"], "content"))
+            refusal = message.get("refusal")
+            if refusal:
+                builder.text(_TEXT, _str(refusal, "refusal"))
+            for i, item in enumerate(message.get("tool_calls") or ()):
+                key, function = ("tool", i), item["function"]
+                builder.tool_start(key, _required(item, "id"), _required(function, "name"))
+                builder.tool_input(key, _arguments(function.get("arguments")))
+                builder.close(key)
+            if body.get("usage"):
+                _usage(builder, body["usage"])
+            builder.stop(_stop_reason(choice.get("finish_reason"), bool(refusal)))
+        except _MALFORMED as exc:
+            raise _malformed("response", exc, body) from None
+        builder.finish()
+
+    def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
+        data = json_body(body)
+        info = _error_info(data) if data is not None else None
+        if info is None:  # HTML from a proxy, an empty body, JSON of some other shape
+            info = (body_excerpt(body) if body.strip() else "", None, None)
+        request_id = next((v for k, v in headers.items() if k.lower() == "x-request-id"), None)
+        return _error(status, headers, *info, request_id=request_id)
+
+
+class _StreamParser:
+    __slots__ = ("_builder", "_finished", "_keys", "_refused", "_tools")
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self._builder = builder
+        self._tools: dict[Any, tuple[Hashable, str]] = {}  # wire index -> (our key, tool id)
+        self._keys: list[Hashable] = []
+        self._refused = False
+        self._finished = False
+
+    def feed(self, obj: dict[str, Any]) -> None:
+        if "error" in obj:
+            raise _body_error(obj)
+        builder = self._builder
+        try:
+            if not builder.started:
+                builder.start(obj.get("id"), obj.get("model"))
+            choices = obj.get("choices")
+            if choices:
+                choice = choices[0]
+                if choice.get("index", 0) == 0:
+                    delta = choice.get("delta")
+                    if delta:
+                        content = delta.get("content")
+                        if content and len(delta) == 1 and content.__class__ is str:
+                            builder.text(_TEXT, content)  # the hot path: a bare text fragment
+                        else:
+                            self._delta(delta)
+                    if choice.get("finish_reason") is not None:
+                        self._finish(choice["finish_reason"])
+            usage = obj.get("usage")
+            if usage:
+                _usage(builder, usage)
+        except _MALFORMED as exc:
+            raise _malformed("chunk", exc, obj) from None
+
+    def end(self) -> None:
+        if not self._finished:
+            raise ProtocolError("openai_chat stream ended without a finish_reason")
+        self._builder.finish()
+
+    def _delta(self, delta: dict[str, Any]) -> None:
+        builder = self._builder
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if reasoning:  # DeepSeek, vLLM and other compatible servers
+            builder.thinking(_REASONING, _str(reasoning, "reasoning"))
+        if delta.get("content"):
+            builder.text(_TEXT, _str(delta["content"], "content"))
+        if delta.get("refusal"):
+            builder.text(_TEXT, _str(delta["refusal"], "refusal"))
+            self._refused = True
+        for item in delta.get("tool_calls") or ():
+            index, tool_id = item.get("index"), item.get("id")
+            function = item.get("function") or {}
+            known = self._tools.get(index)
+            key: Hashable
+            if known is None or (tool_id and tool_id != known[1]):
+                # A new call; so is an index reused with another id (some compatible servers
+                # send every call as index 0).
+                key, tool_id = ("tool", len(self._keys)), _required(item, "id")
+                self._tools[index] = (key, tool_id)
+                self._keys.append(key)
+                builder.tool_start(key, tool_id, _required(function, "name"))
+            else:
+                key = known[0]
+            arguments = _arguments(function.get("arguments"))
+            if arguments:
+                builder.tool_input(key, arguments)
+
+    def _finish(self, reason: str) -> None:
+        self._finished = True
+        self._builder.stop(_stop_reason(reason, self._refused))
+        for key in self._keys:  # no fragment follows a finish_reason: end the tools now
+            self._builder.close(key)
+
+
+codec: Codec = OpenAIChatCodec()
+
+
+# Encoding --------------------------------------------------------------------------------
+
+
+def _user(message: Message, message_id: str, call: Call) -> list[dict[str, Any]]:
+    """Tool results first, each its own ``role: tool`` message, then the rest as one turn."""
+    out: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, ToolResultBlock):
+            out.append(_tool_message(block, message_id, call))
+        elif isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock) and message.role is not Role.SYSTEM:
+            parts.append({"type": "image_url", "image_url": {"url": _image_url(block)}})
+        else:
+            _drop(call, block.type, message.role, message_id)
+    if message.role is Role.SYSTEM:  # system_hoist normally leaves none; keep it in place
+        out.append({"role": "system", "content": "".join(p["text"] for p in parts)})
+    elif len(parts) == 1 and parts[0]["type"] == "text":
+        out.append({"role": "user", "content": parts[0]["text"]})
+    elif parts or not out:
+        out.append({"role": "user", "content": parts or ""})
+    return out
+
+
+def _tool_message(block: ToolResultBlock, message_id: str, call: Call) -> dict[str, Any]:
+    if isinstance(block.content, str):
+        text = block.content
+    else:
+        for part in block.content:
+            if not isinstance(part, TextBlock):
+                reason = "an openai_chat tool message holds text only"
+                call.warn_dropped(
+                    part.type, reason, message_id=message_id, tool_use_id=block.tool_use_id
+                )
+        text = "\n".join(p.text for p in block.content if isinstance(p, TextBlock))
+    content = "Error: " + text if block.is_error else text
+    return {"role": "tool", "tool_call_id": block.tool_use_id, "content": content}
+
+
+def _assistant(message: Message, message_id: str, call: Call) -> dict[str, Any]:
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            texts.append(block.text)
+        elif isinstance(block, ToolUseBlock):
+            function = {"name": block.name, "arguments": _encode_arguments(block, call)}
+            calls.append({"id": block.id, "type": "function", "function": function})
+        else:
+            _drop(call, block.type, message.role, message_id)
+    content = "".join(texts) if texts else (None if calls else "")
+    return {"role": "assistant", "content": content, **({"tool_calls": calls} if calls else {})}
+
+
+def _encode_arguments(block: ToolUseBlock, call: Call) -> str:
+    raw = block.provider_raw  # arguments that were not a JSON object go back as received
+    if raw is not None and raw.provider == call.provider:
+        kept = raw.data.get("arguments")
+        if isinstance(kept, str):
+            return kept
+    return json.dumps(block.input, separators=(",", ":"), ensure_ascii=False)
+
+
+def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        function["description"] = tool.description
+    function["parameters"] = copy.deepcopy(tool.input_schema)
+    return {"type": "function", "function": function}
+
+
+def _image_url(block: ImageBlock) -> str:
+    source = block.source
+    if isinstance(source, Base64ImageSource):
+        return f"data:{source.media_type};base64,{source.data}"
+    return source.url
+
+
+def _drop(call: Call, block_type: str, role: Role, message_id: str) -> None:
+    reason = f"openai_chat cannot carry a {block_type} block in a {role.value} message"
+    call.warn_dropped(block_type, reason, message_id=message_id)
+
+
+def _schema_name(title: Any) -> str:
+    name = _NAME_UNSAFE.sub("_", title)[:64] if isinstance(title, str) else ""
+    return name if any(c.isalnum() for c in name) else "output"
+
+
+# Decoding --------------------------------------------------------------------------------
+
+
+def _stop_reason(raw: str | None, refused: bool) -> StopReason:
+    if raw == "stop" and refused:
+        return _REFUSED
+    known = _STOPS.get(raw) if raw is not None else None
+    return known or StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=raw)
+
+
+def _usage(builder: MessageBuilder, usage: dict[str, Any]) -> None:
+    """Canonical input counts uncached tokens only; OpenAI's prompt_tokens includes cached."""
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    builder.usage(
+        input_tokens=max(0, (usage.get("prompt_tokens") or 0) - cached),
+        output_tokens=usage.get("completion_tokens") or 0,
+        cached_input_tokens=cached,
+        cache_creation_input_tokens=0,
+    )
+
+
+def _arguments(value: Any) -> str:
+    if value is None or isinstance(value, str):
+        return value or ""
+    if isinstance(value, dict):  # a few compatible servers send an object, not a string
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    raise TypeError(f"tool call arguments are a {type(value).__name__}, not a string")
+
+
+def _str(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{field} is a {type(value).__name__}, not a string")
+    return value
+
+
+def _required(obj: dict[str, Any], field: str) -> str:
+    value = obj.get(field)
+    if not isinstance(value, str) or not value:
+        raise ProtocolError(f"openai_chat sent a tool call without a {field}: {_dump(obj)}")
+    return value
+
+
+def _malformed(what: str, exc: Exception, obj: Any) -> ProtocolError:
+    problem = f"{type(exc).__name__}: {exc}"
+    return ProtocolError(f"openai_chat sent a malformed {what} ({problem}): {_dump(obj)}")
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, default=repr)[:200]
+
+
+# Errors ----------------------------------------------------------------------------------
+
+
+def _error_info(data: dict[str, Any]) -> tuple[str, str | None, str | None] | None:
+    """(message, code, type) from ``{"error": {...}}``, ``{"error": "..."}`` or vLLM's flat
+    ``{"object": "error", "message": ...}``; None when the body has none of these."""
+    error = data.get("error", data if data.get("object") == "error" else None)
+    if isinstance(error, str):
+        return error, None, None
+    if not isinstance(error, dict):
+        return None
+    code, kind = error.get("code"), error.get("type")
+    message = str(error.get("message") or "")
+    return message, None if code is None else str(code), None if kind is None else str(kind)
+
+
+def _class_for(status: int | None, message: str, code: str | None, kind: str | None) -> Any:
+    """The class the body says, or None to let the HTTP status decide."""
+    if code in _CODE_CLASSES:
+        return _CODE_CLASSES[code]
+    if kind == "insufficient_quota":
+        return ErrorClass.RATE_LIMIT
+    if status in (503, None) and _OVERLOADED.search(message):
+        return ErrorClass.OVERLOADED
+    return ErrorClass.SERVER_ERROR if kind == "server_error" else None
+
+
+def _error(
+    status: int | None,
+    headers: Mapping[str, str],
+    message: str,
+    code: str | None,
+    kind: str | None,
+    request_id: str | None = None,
+) -> AdapterError:
+    cls: ErrorClass | None = _class_for(status, message, code, kind)
+    if status is None:  # an error inside a 200 answer: the provider failed after accepting
+        if cls is None and kind == "invalid_request_error":
+            overflow = says_context_overflow(message)
+            cls = ErrorClass.CONTEXT_OVERFLOW if overflow else ErrorClass.INVALID_REQUEST
+        error = error_for(
+            cls or ErrorClass.SERVER_ERROR,
+            message or "openai_chat sent an error without a message",
+            provider_message=message,
+            provider_code=code or kind,
+        )
+    else:  # provider "": the normalize stage fills in the configured provider's name
+        error = http_error(
+            "", status, headers, message, error_class=cls, code=code or kind, request_id=request_id
+        )
+    if "insufficient_quota" in (code, kind):
+        error.retryable = False  # out of credit: waiting does not help
+    return error
+
+
+def _body_error(obj: dict[str, Any]) -> AdapterError:
+    """An error object in a stream chunk or in a 200 JSON body."""
+    return _error(None, {}, *(_error_info(obj) or (_dump(obj), None, None)))

@@ -1,0 +1,57 @@
+"""Recovering what parses cleanly from a truncated JSON object (seed 000 §5.3 item 3)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+_MAX_ATTEMPTS = 64
+
+
+def parse_object(text: str) -> dict[str, Any] | None:
+    """``text`` parsed as a JSON object, or None when it is not exactly one."""
+    try:
+        value = json.loads(text) if text.strip() else {}
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def parse_partial_object(text: str) -> dict[str, Any]:
+    """The largest prefix of a truncated JSON object that parses, closed off; else ``{}``.
+
+    ``{"path": "a.txt", "limit": 1`` gives ``{"path": "a.txt"}``: the last member may still
+    have been growing, so only members followed by a comma or a closing bracket are kept.
+    """
+    whole = parse_object(text)
+    if whole is not None:
+        return whole
+    closers: list[str] = []
+    cuts: list[tuple[int, str]] = []
+    in_string = escaped = False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch == "{":
+            closers.append("}")
+        elif ch == "[":
+            closers.append("]")
+        elif ch in "}]":
+            if closers:
+                closers.pop()
+            cuts.append((i + 1, "".join(reversed(closers))))
+        elif ch == ",":
+            cuts.append((i, "".join(reversed(closers))))
+    for cut, closing in reversed(cuts[-_MAX_ATTEMPTS:]):
+        candidate = parse_object(text[:cut] + closing)
+        if candidate is not None:
+            return candidate
+    return {}

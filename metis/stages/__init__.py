@@ -1,0 +1,1 @@
+"""Built-in stages, one module per concern."""

@@ -1,0 +1,39 @@
+"""encode: the canonical request becomes the provider's HTTP request, via its codec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from metis.model.request import CanonicalRequest
+from metis.pipeline.call import Call
+from metis.pipeline.stage import Inner, Stage
+from metis.pipeline.wire import WireRequest
+from metis.providers.codec import get_codec
+
+
+class Encode(Stage[CanonicalRequest, WireRequest, Any, Any]):
+    name = "encode"
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        codec: str
+
+    options: Options
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.codec = get_codec(self.options.codec)
+
+    def __call__(
+        self, request: CanonicalRequest, call: Call, inner: Inner[WireRequest, Any]
+    ) -> Any:
+        wire = WireRequest(
+            url=call.endpoint.url(stream=request.stream, model=call.wire_model),
+            body=self.codec.encode(request, call),
+            headers=call.endpoint.request_headers(),
+            stream=request.stream,
+        )
+        return inner(wire, call)

@@ -1,0 +1,150 @@
+"""invariants: the canonical event stream keeps the rules of seed 000 §5.2, or fails loudly.
+
+1. ``message.start`` comes first, once.
+2. Each tool call: one ``tool.use_start``, its input deltas, one ``tool.use_end``, in order.
+3. ``tool.use_end.final_input`` is a JSON object.
+4. ``message.complete`` is last, and its ``final_content`` holds what the deltas said.
+5. Block events carry non-decreasing ``content_block_index`` values.
+
+A violation raises InvariantViolation naming the rule. It is outermost in every stack, so it
+checks exactly what the application receives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from metis.errors import InvariantViolation
+from metis.model.content import TextBlock, ThinkingBlock, ToolUseBlock
+from metis.model.events import (
+    MessageComplete,
+    MessageStart,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolUseEnd,
+    ToolUseInputDelta,
+    ToolUseStart,
+)
+from metis.pipeline.call import Call
+from metis.pipeline.stage import Inner, Stage
+
+RULES = {
+    1: "message.start precedes everything, once",
+    2: "each tool call has one tool.use_start, then its input deltas, then one tool.use_end",
+    3: "tool.use_end.final_input is a JSON object",
+    4: "message.complete is the last event and reflects every delta",
+    5: "content_block_index never decreases",
+}
+
+
+class Invariants(Stage[Any, Any, StreamEvent, StreamEvent]):
+    name = "invariants"
+
+    async def __call__(
+        self, request: Any, call: Call, inner: Inner[Any, StreamEvent]
+    ) -> AsyncIterator[StreamEvent]:
+        checker = StreamChecker()
+        check = checker.check
+        async for event in inner(request, call):
+            check(event)
+            yield event
+        checker.check_ended()
+
+
+class StreamChecker:
+    """The rules as a small state machine; usable on its own over any event sequence."""
+
+    __slots__ = ("_complete", "_index", "_open_tools", "_started", "_text", "_tools")
+
+    def __init__(self) -> None:
+        self._started = False
+        self._complete = False
+        self._index = -1
+        self._open_tools: dict[str, int] = {}
+        self._tools: dict[str, int] = {}
+        self._text: dict[int, list[str]] = {}
+
+    def check(self, event: StreamEvent) -> None:
+        if self._complete:
+            _fail(4, f"{event.type} arrived after message.complete")
+        cls = type(event)
+        if cls is TextDelta:
+            assert isinstance(event, TextDelta)
+            self._block(event.content_block_index, event)
+            parts = self._text.get(event.content_block_index)
+            if parts is None:
+                parts = self._text[event.content_block_index] = []
+            parts.append(event.text)
+        elif cls is MessageStart:
+            if self._started:
+                _fail(1, "a second message.start")
+            self._started = True
+        elif cls is ToolUseInputDelta:
+            assert isinstance(event, ToolUseInputDelta)
+            self._block(event.content_block_index, event)
+            self._open_tool(event.tool_use_id, event.content_block_index, event)
+        elif cls is ThinkingDelta:
+            assert isinstance(event, ThinkingDelta)
+            self._block(event.content_block_index, event)
+        elif cls is ToolUseStart:
+            assert isinstance(event, ToolUseStart)
+            self._block(event.content_block_index, event)
+            if event.tool_use_id in self._tools:
+                _fail(2, f"a second tool.use_start for {event.tool_use_id!r}")
+            self._tools[event.tool_use_id] = event.content_block_index
+            self._open_tools[event.tool_use_id] = event.content_block_index
+        elif cls is ToolUseEnd:
+            assert isinstance(event, ToolUseEnd)
+            self._block(event.content_block_index, event)
+            self._open_tool(event.tool_use_id, event.content_block_index, event)
+            del self._open_tools[event.tool_use_id]
+            if not isinstance(event.final_input, dict):
+                _fail(3, f"final_input of {event.tool_use_id!r} is {type(event.final_input).__name__}")
+        elif cls is MessageComplete:
+            assert isinstance(event, MessageComplete)
+            self._complete_message(event)
+        else:
+            raise InvariantViolation(f"unknown event type {cls.__name__}")
+
+    def check_ended(self) -> None:
+        if not self._complete:
+            _fail(4, "the stream ended without message.complete")
+
+    def _block(self, index: int, event: StreamEvent) -> None:
+        if not self._started:
+            _fail(1, f"{event.type} before message.start")
+        if index < self._index:
+            _fail(5, f"{event.type} at index {index} after index {self._index}")
+        self._index = index
+
+    def _open_tool(self, tool_use_id: str, index: int, event: StreamEvent) -> None:
+        if tool_use_id not in self._open_tools:
+            state = "ended" if tool_use_id in self._tools else "never started"
+            _fail(2, f"{event.type} for tool {tool_use_id!r}, which {state}")
+        if self._open_tools[tool_use_id] != index:
+            _fail(2, f"{event.type} for tool {tool_use_id!r} moved to index {index}")
+
+    def _complete_message(self, event: MessageComplete) -> None:
+        if not self._started:
+            _fail(1, "message.complete before message.start")
+        if self._open_tools:
+            _fail(2, f"tools {sorted(self._open_tools)} never ended")
+        self._complete = True
+        content = event.final_content
+        for index, parts in self._text.items():
+            block = content[index] if index < len(content) else None
+            if not isinstance(block, TextBlock) or block.text != "".join(parts):
+                _fail(4, f"final_content[{index}] does not hold the text its deltas carried")
+        for tool_use_id, index in self._tools.items():
+            block = content[index] if index < len(content) else None
+            if not isinstance(block, ToolUseBlock) or block.id != tool_use_id:
+                _fail(4, f"final_content[{index}] is not tool call {tool_use_id!r}")
+        for block in content:
+            if isinstance(block, ThinkingBlock) and not isinstance(block.thinking, str):
+                _fail(4, "a thinking block without text")
+
+
+def _fail(rule: int, detail: str) -> None:
+    raise InvariantViolation(f"stream invariant {rule} ({RULES[rule]}) violated: {detail}")

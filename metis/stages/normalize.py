@@ -1,0 +1,90 @@
+"""normalize: the provider's objects become canonical events, via its codec (DESIGN.md 2).
+
+A streamed response feeds the codec's parser object by object; a whole JSON body goes through
+``parse_body`` and gives the very same events, so everything outside this stage has one path.
+Failures become classified errors here: an HTTP error answer through the codec's error
+mapping, and a failure after the message began ends it as seed 000 §6.5 says, with a final
+``message.complete`` (stop reason ``error``, the partial content) before the error is raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from metis.errors import AdapterError, ProtocolError
+from metis.model.events import StreamEvent
+from metis.model.response import StopKind, StopReason
+from metis.pipeline.call import Call
+from metis.pipeline.stage import Inner, Stage
+from metis.pipeline.wire import HTTPFailure, WireRequest
+from metis.providers.codec import get_codec
+from metis.providers.message_builder import MessageBuilder
+
+
+class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
+    name = "normalize"
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        codec: str
+
+    options: Options
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.codec = get_codec(self.options.codec)
+
+    async def __call__(
+        self, request: WireRequest, call: Call, inner: Inner[WireRequest, dict[str, Any]]
+    ) -> AsyncIterator[StreamEvent]:
+        builder = MessageBuilder(call.provider, call.model, call.warn_dropped)
+        out = builder.out
+        try:
+            if request.stream:
+                parser = self.codec.stream_parser(builder)
+                feed = parser.feed
+                async for obj in inner(request, call):
+                    feed(obj)
+                    if out:
+                        for event in out:
+                            yield event
+                        out.clear()
+                parser.end()
+            else:
+                async for obj in inner(request, call):
+                    self.codec.parse_body(obj, builder)
+            if not builder.completed:
+                raise ProtocolError(f"{call.provider} response ended before the message did")
+        except HTTPFailure as failure:
+            raise self._classified(
+                self.codec.error_from_http(failure.status, failure.headers, failure.body), call
+            ) from None
+        except (AdapterError, *_CODEC_BUGS) as exc:
+            error = exc if isinstance(exc, AdapterError) else _unreadable(exc, call)
+            self._classified(error, call)
+            if builder.started and not builder.completed:
+                builder.finish(StopReason(kind=StopKind.ERROR, raw=error.provider_code))
+            for event in out:
+                yield event
+            raise error from (None if error is exc else exc)
+        for event in out:
+            yield event
+
+    @staticmethod
+    def _classified(error: AdapterError, call: Call) -> AdapterError:
+        error.provider = error.provider or call.provider
+        error.request_id = error.request_id or call.request_id
+        return error
+
+
+# A codec raises ProtocolError for what it cannot read; these are the slips it might still
+# make on input nobody foresaw, and they must not escape unclassified.
+_CODEC_BUGS = (KeyError, IndexError, TypeError, ValueError, AttributeError)
+
+
+def _unreadable(exc: Exception, call: Call) -> ProtocolError:
+    return ProtocolError(f"{call.provider} sent a response metis could not read: {exc!r}")

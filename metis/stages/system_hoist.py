@@ -1,0 +1,38 @@
+"""system_hoist: gather every system instruction into ``request.system_prompt``.
+
+``system_prompt`` first, then each SYSTEM message in order, joined with a blank line (seed
+000 §4.1.2); the encoders place the result where their provider wants it.
+"""
+
+from __future__ import annotations
+
+from metis.model.content import Role, TextBlock
+from metis.model.request import CanonicalRequest
+from metis.pipeline.call import Call
+from metis.pipeline.stage import RequestStage
+
+
+class SystemHoist(RequestStage[CanonicalRequest]):
+    name = "system_hoist"
+
+    def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
+        system_messages = [m for m in request.messages if m.role is Role.SYSTEM]
+        prompt = request.system_prompt
+        if not system_messages and (prompt is None or prompt.strip()):
+            return request
+        parts = [prompt] if prompt else []
+        for i, message in enumerate(system_messages):
+            for block in message.content:
+                if isinstance(block, TextBlock):
+                    parts.append(block.text)
+                else:
+                    call.warn_dropped(
+                        block.type, "system messages hold text only", message.id or f"system[{i}]"
+                    )
+        joined = "\n\n".join(p for p in parts if p.strip())
+        return request.model_copy(
+            update={
+                "system_prompt": joined or None,
+                "messages": [m for m in request.messages if m.role is not Role.SYSTEM],
+            }
+        )

@@ -1,0 +1,74 @@
+"""thinking_filter: opaque reasoning goes back only to the provider and model that made it.
+
+A thinking block's signature (and a redacted block's data) is only meaningful to the model
+that produced it; ``provider_raw`` records who that was. Elsewhere the block is dropped whole,
+with one structured WARN (seed 000 §4.3, §4.4), or, when ``as_text`` is set, its readable
+reasoning is kept as plain text (redacted blocks have none and are always dropped).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from metis.model.content import ContentBlock, Message, RedactedThinkingBlock, TextBlock, ThinkingBlock
+from metis.model.request import CanonicalRequest
+from metis.pipeline.call import Call
+from metis.pipeline.stage import RequestStage
+
+
+class ThinkingFilter(RequestStage[CanonicalRequest]):
+    name = "thinking_filter"
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        keep: Literal["same_model", "same_provider", "never"] = "same_model"
+        as_text: bool = False
+
+    options: Options
+
+    def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
+        if not any(_has_thinking(m) for m in request.messages):
+            return request
+        messages = [
+            self._filter(m, i, call) if _has_thinking(m) else m
+            for i, m in enumerate(request.messages)
+        ]
+        return request.model_copy(update={"messages": messages})
+
+    def _filter(self, message: Message, index: int, call: Call) -> Message:
+        kept: list[ContentBlock] = []
+        for block in message.content:
+            if not isinstance(block, ThinkingBlock | RedactedThinkingBlock):
+                kept.append(block)
+                continue
+            reason = self._refusal(block, call)
+            if reason is None:
+                kept.append(block)
+                continue
+            if self.options.as_text and isinstance(block, ThinkingBlock) and block.thinking:
+                kept.append(TextBlock(text=block.thinking))
+                reason += "; kept its text as a plain text block"
+            call.warn_dropped(block.type, reason, message.id or f"messages[{index}]")
+        return message.model_copy(update={"content": kept})
+
+    def _refusal(self, block: ThinkingBlock | RedactedThinkingBlock, call: Call) -> str | None:
+        """Why this block may not go to this call's model, or None when it may."""
+        origin = block.provider_raw
+        if self.options.keep == "never":
+            return "this stack never sends reasoning back"
+        if origin is None:
+            return "its producing provider and model are unknown, so its signature cannot be trusted"
+        if origin.provider != call.provider:
+            return f"it was produced by {origin.provider}, not {call.provider}"
+        if self.options.keep == "same_model" and origin.model != call.model:
+            return f"it was produced by model {origin.model}, not {call.model}"
+        if isinstance(block, ThinkingBlock) and not block.signature:
+            return "it has no signature"
+        return None
+
+
+def _has_thinking(message: Message) -> bool:
+    return any(isinstance(b, ThinkingBlock | RedactedThinkingBlock) for b in message.content)

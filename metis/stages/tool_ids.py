@@ -1,0 +1,114 @@
+"""tool_ids: canonical tool ids outside, the provider's own ids inside (DESIGN.md 5).
+
+On the way in, every canonical id in the history becomes the id this provider knows it by: the
+one it issued, if the session's store remembers it, else one derived from the canonical id, so
+a history from another provider is always consistent with itself. On the way out, every id the
+provider issues gets a fresh canonical ``tu_<ulid>``, and the pairs are remembered for the
+session when the message completes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from metis.ids import derive_provider_tool_id, new_tool_id
+from metis.model.content import ContentBlock, Message, ToolResultBlock, ToolUseBlock
+from metis.model.events import (
+    MessageComplete,
+    StreamEvent,
+    TextDelta,
+    ToolUseEnd,
+    ToolUseInputDelta,
+    ToolUseStart,
+)
+from metis.model.request import CanonicalRequest
+from metis.pipeline.call import Call
+from metis.pipeline.stage import Inner, Stage
+
+
+class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent]):
+    name = "tool_ids"
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        prefix: str = Field(default="call_", description="how this provider's ids begin")
+        max_length: int = Field(default=40, ge=8)
+
+    options: Options
+
+    async def __call__(
+        self,
+        request: CanonicalRequest,
+        call: Call,
+        inner: Inner[CanonicalRequest, StreamEvent],
+    ) -> AsyncIterator[StreamEvent]:
+        outward = await self._provider_ids(request, call)
+        if outward:
+            request = _rewrite_history(request, outward)
+        inward = {pid: cid for cid, pid in outward.items()}
+        issued: dict[str, str] = {}
+
+        async for event in inner(request, call):
+            if type(event) is TextDelta:
+                pass
+            elif isinstance(event, ToolUseInputDelta | ToolUseEnd):
+                event.tool_use_id = issued.get(event.tool_use_id, event.tool_use_id)
+            elif isinstance(event, ToolUseStart):
+                pid = event.tool_use_id
+                issued[pid] = event.tool_use_id = inward.get(pid) or new_tool_id()
+            elif isinstance(event, MessageComplete):
+                event.final_content = _canonical_content(event.final_content, issued)
+                if call.session_id and issued:
+                    await call.tool_ids.remember(
+                        call.session_id, call.provider, {c: p for p, c in issued.items()}
+                    )
+            yield event
+
+    async def _provider_ids(self, request: CanonicalRequest, call: Call) -> dict[str, str]:
+        canonical = {
+            block.id if isinstance(block, ToolUseBlock) else block.tool_use_id
+            for message in request.messages
+            for block in message.content
+            if isinstance(block, ToolUseBlock | ToolResultBlock)
+        }
+        if not canonical:
+            return {}
+        known = (
+            await call.tool_ids.provider_ids(call.session_id, call.provider, canonical)
+            if call.session_id
+            else {}
+        )
+        prefix, limit = self.options.prefix, self.options.max_length
+        return {
+            cid: known.get(cid) or derive_provider_tool_id(cid, prefix, limit) for cid in canonical
+        }
+
+
+def _rewrite_history(request: CanonicalRequest, ids: dict[str, str]) -> CanonicalRequest:
+    messages: list[Message] = []
+    for message in request.messages:
+        if any(isinstance(b, ToolUseBlock | ToolResultBlock) for b in message.content):
+            content = [_with_provider_id(block, ids) for block in message.content]
+            message = message.model_copy(update={"content": content})
+        messages.append(message)
+    return request.model_copy(update={"messages": messages})
+
+
+def _with_provider_id(block: ContentBlock, ids: dict[str, str]) -> ContentBlock:
+    if isinstance(block, ToolUseBlock):
+        return block.model_copy(update={"id": ids[block.id]})
+    if isinstance(block, ToolResultBlock):
+        return block.model_copy(update={"tool_use_id": ids[block.tool_use_id]})
+    return block
+
+
+def _canonical_content(content: list[ContentBlock], issued: dict[str, str]) -> list[ContentBlock]:
+    return [
+        block.model_copy(update={"id": issued.get(block.id, block.id)})
+        if isinstance(block, ToolUseBlock)
+        else block
+        for block in content
+    ]

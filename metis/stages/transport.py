@@ -1,0 +1,75 @@
+"""transport: the only stage that does IO. Sends the wire request with httpx, yields the body.
+
+The response is always read as a stream, so a non-streamed answer costs no extra copy and a
+streamed one arrives chunk by chunk. A non-2xx answer is read (up to a limit) and raised as
+HTTPFailure for the provider's codec to classify; connection failures become NetworkError.
+The response is closed however the caller leaves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from metis.errors import NetworkError
+from metis.pipeline.call import Call
+from metis.pipeline.stage import Inner, Stage
+from metis.pipeline.wire import HTTPFailure, WireRequest
+
+
+class Transport(Stage[WireRequest, Any, Any, bytes]):
+    name = "transport"
+    terminal = True
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        max_error_body_bytes: int = Field(default=1 << 20, ge=1024)
+
+    options: Options
+
+    async def __call__(
+        self, request: WireRequest, call: Call, inner: Inner[Any, Any]
+    ) -> AsyncIterator[bytes]:
+        content = json.dumps(request.body, separators=(",", ":"), ensure_ascii=False).encode()
+        http_request = call.http.build_request(
+            request.method, request.url, headers=request.headers, content=content
+        )
+        try:
+            response = await call.http.send(http_request, stream=True)
+        except httpx.HTTPError as exc:
+            raise _network_error(exc, call, "before a response arrived") from exc
+        try:
+            if response.status_code >= 300:
+                raise HTTPFailure(
+                    response.status_code, dict(response.headers), await self._read_error(response)
+                )
+            async for chunk in response.aiter_bytes():
+                yield chunk
+        except httpx.HTTPError as exc:
+            raise _network_error(exc, call, "while reading the response") from exc
+        finally:
+            await response.aclose()
+
+    async def _read_error(self, response: httpx.Response) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= self.options.max_error_body_bytes:
+                break
+        return b"".join(chunks)[: self.options.max_error_body_bytes]
+
+
+def _network_error(exc: httpx.HTTPError, call: Call, when: str) -> NetworkError:
+    kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
+    return NetworkError(
+        f"connection to {call.provider} {kind} {when}: {type(exc).__name__}: {exc}",
+        provider=call.provider,
+        request_id=call.request_id,
+    )

@@ -1,0 +1,1 @@
+"""Tools for testing code that uses metis: cassettes and replay transports."""

@@ -1,0 +1,142 @@
+"""transport: the only IO. Streams the body, reports HTTP failures and network errors, closes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from metis.errors import NetworkError
+from metis.pipeline.wire import HTTPFailure, WireRequest
+from metis.stages.transport import Transport
+
+from .helpers import make_call
+
+
+class Chunks(httpx.AsyncByteStream):
+    def __init__(self, chunks: list[bytes], fail_after: int | None = None) -> None:
+        self.chunks = chunks
+        self.fail_after = fail_after
+        self.closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for i, chunk in enumerate(self.chunks):
+            if self.fail_after is not None and i == self.fail_after:
+                raise httpx.ReadError("connection reset by peer")
+            yield chunk
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def client_for(handler: object) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler))  # type: ignore[arg-type]
+
+
+async def collect(client: httpx.AsyncClient, wire: WireRequest) -> list[bytes]:
+    call = make_call(http=client)
+    return [chunk async for chunk in Transport()(wire, call, None)]  # type: ignore[arg-type]
+
+
+WIRE = WireRequest(
+    url="https://api.example.com/v1/messages",
+    body={"model": "m", "text": "héllo"},
+    headers={"x-api-key": "sk-secret", "anthropic-version": "2023-06-01"},
+    stream=True,
+)
+
+
+@pytest.mark.anyio
+async def test_sends_the_wire_request_and_yields_the_body_chunk_by_chunk() -> None:
+    seen: list[httpx.Request] = []
+    stream = Chunks([b"event: a\n", b"data: {}\n\n"])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, stream=stream)
+
+    chunks = await collect(client_for(handler), WIRE)
+    assert chunks == [b"event: a\n", b"data: {}\n\n"]
+    assert seen[0].method == "POST" and str(seen[0].url) == WIRE.url
+    assert seen[0].headers["x-api-key"] == "sk-secret"
+    assert json.loads(seen[0].content) == WIRE.body
+    assert stream.closed
+
+
+@pytest.mark.anyio
+async def test_a_non_2xx_answer_is_raised_with_its_status_headers_and_body() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(429, headers={"retry-after": "3"}, json={"error": "slow down"})
+
+    with pytest.raises(HTTPFailure) as caught:
+        await collect(client_for(handler), WIRE)
+    assert caught.value.status == 429
+    assert caught.value.headers["retry-after"] == "3"
+    assert json.loads(caught.value.body) == {"error": "slow down"}
+
+
+@pytest.mark.anyio
+async def test_a_huge_error_body_is_cut_at_the_limit() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(500, stream=Chunks([b"x" * 4096] * 10))
+
+    call = make_call(http=client_for(handler))
+    with pytest.raises(HTTPFailure) as caught:
+        async for _ in Transport(max_error_body_bytes=5000)(WIRE, call, None):  # type: ignore[arg-type]
+            pass
+    assert len(caught.value.body) == 5000
+
+
+@pytest.mark.anyio
+async def test_a_connection_failure_is_a_network_error() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused")
+
+    with pytest.raises(NetworkError, match="before a response arrived.*connection refused"):
+        await collect(client_for(handler), WIRE)
+
+
+@pytest.mark.anyio
+async def test_a_drop_mid_body_is_a_network_error_and_the_response_is_closed() -> None:
+    stream = Chunks([b"data: 1\n\n", b"data: 2\n\n"], fail_after=1)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=stream)
+
+    received: list[bytes] = []
+    call = make_call(http=client_for(handler))
+    with pytest.raises(NetworkError, match="while reading the response"):
+        async for chunk in Transport()(WIRE, call, None):  # type: ignore[arg-type]
+            received.append(chunk)
+    assert received == [b"data: 1\n\n"]
+    assert stream.closed
+
+
+@pytest.mark.anyio
+async def test_a_timeout_says_it_timed_out() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("read timed out")
+
+    with pytest.raises(NetworkError, match="timed out"):
+        await collect(client_for(handler), WIRE)
+
+
+@pytest.mark.anyio
+async def test_leaving_early_closes_the_response() -> None:
+    stream = Chunks([b"a", b"b", b"c"])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=stream)
+
+    call = make_call(http=client_for(handler))
+    iterator = Transport()(WIRE, call, None)  # type: ignore[arg-type]
+    assert await iterator.__anext__() == b"a"
+    await iterator.aclose()  # type: ignore[attr-defined]
+    assert stream.closed
+
+
+def test_the_wire_request_repr_hides_keys() -> None:
+    assert "sk-secret" not in repr(WIRE)
+    assert "[REDACTED]" in repr(WIRE)
