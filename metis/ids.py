@@ -24,11 +24,16 @@ def new_tool_id() -> str:
 def derive_provider_tool_id(canonical_id: str, prefix: str, max_length: int = 40) -> str:
     """A provider id for a canonical id this provider has never seen, the same on every call.
 
-    ``tu_<ulid>`` keeps its ULID (``toolu_<ulid>``, ``call_<ulid>``); any other id is hashed so
-    the result only holds ``[A-Za-z0-9_]`` and fits the provider's length limit.
+    ``tu_<ulid>`` keeps its ULID (``toolu_<ulid>``, ``call_<ulid>``) when that fits the limit;
+    any other id is hashed, so the result only holds ``[A-Za-z0-9_]`` (plus the prefix), fits
+    the provider's length limit, and two different ids never share a truncated prefix.
     """
-    if canonical_id.startswith(TOOL_ID_PREFIX) and canonical_id[len(TOOL_ID_PREFIX) :].isalnum():
-        body = canonical_id[len(TOOL_ID_PREFIX) :]
-    else:
+    body = canonical_id[len(TOOL_ID_PREFIX) :]
+    if not (
+        canonical_id.startswith(TOOL_ID_PREFIX)
+        and body.isascii()
+        and body.isalnum()
+        and len(prefix) + len(body) <= max_length
+    ):
         body = hashlib.sha256(canonical_id.encode()).hexdigest()[:26]
     return (prefix + body)[:max_length]

@@ -29,7 +29,7 @@ def cassette(body: dict[str, object] | None = None) -> Cassette:
                 response=RecordedResponse(
                     status=200,
                     headers={"content-type": "text/event-stream"},
-                    chunks=["data: {\"a\"", ":1}\n\n"],
+                    chunks=['data: {"a"', ":1}\n\n"],
                 ),
             )
         ],
@@ -58,25 +58,29 @@ async def test_replay_refuses_a_request_beyond_the_recording() -> None:
     client = httpx.AsyncClient(transport=transport)
     await client.post(URL, json={})
     assert transport.remaining == 0
-    with pytest.raises(CassetteMismatch, match="request 2 .* was not recorded"):
+    with pytest.raises(CassetteMismatch, match=r"request 2 .* was not recorded"):
         await client.post(URL, json={})
 
 
 @pytest.mark.anyio
 async def test_replay_refuses_another_url() -> None:
     client = httpx.AsyncClient(transport=ReplayTransport(cassette()))
-    with pytest.raises(CassetteMismatch, match="recorded POST"):
+    with pytest.raises(CassetteMismatch, match=r"recorded POST"):
         await client.post("https://elsewhere.example.com/", json={})
 
 
 @pytest.mark.anyio
 async def test_recording_scrubs_keys_and_keeps_chunks(tmp_path: Path) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=b"data: 1\n\n")
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=b"data: 1\n\n"
+        )
 
     recorder = RecordingTransport(httpx.MockTransport(handler), name="rec")
     client = httpx.AsyncClient(transport=recorder)
-    response = await client.post(URL, json={"q": 1}, headers={"authorization": "Bearer sk-abcdef0123456789"})
+    response = await client.post(
+        URL, json={"q": 1}, headers={"authorization": "Bearer sk-abcdef0123456789"}
+    )
     await response.aread()
     recorded = recorder.cassette()
     path = tmp_path / "rec.yaml"
@@ -94,5 +98,5 @@ async def test_recording_scrubs_keys_and_keeps_chunks(tmp_path: Path) -> None:
 
 
 def test_a_response_needs_exactly_one_body_form() -> None:
-    with pytest.raises(ValueError, match="exactly one"):
+    with pytest.raises(ValueError, match=r"exactly one"):
         RecordedResponse(status=200)

@@ -10,9 +10,9 @@ from pydantic import BaseModel, ConfigDict
 
 from metis.errors import StackError
 from metis.model import CanonicalRequest, Message, MessageComplete, MessageStart, StreamEvent
+from metis.model.content import TextBlock
 from metis.model.events import TextDelta
 from metis.model.response import StopKind, StopReason, TokenUsage
-from metis.model.content import TextBlock
 from metis.pipeline.call import Call
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
@@ -28,7 +28,9 @@ class FakeWire(Stage[CanonicalRequest, WireRequest, Any, Any]):
 
     name = "fake_encode"
 
-    def __call__(self, request: CanonicalRequest, call: Call, inner: Inner[WireRequest, Any]) -> Any:
+    def __call__(
+        self, request: CanonicalRequest, call: Call, inner: Inner[WireRequest, Any]
+    ) -> Any:
         return inner(WireRequest(url="http://x", body={"n": len(request.messages)}), call)
 
 
@@ -63,7 +65,9 @@ class BytesTransport(Stage[WireRequest, Any, Any, bytes]):
     name = "bytes_transport"
     terminal = True
 
-    async def __call__(self, request: WireRequest, call: Call, inner: Inner[Any, Any]) -> AsyncIterator[bytes]:
+    async def __call__(
+        self, request: WireRequest, call: Call, inner: Inner[Any, Any]
+    ) -> AsyncIterator[bytes]:
         yield b"{}"
 
 
@@ -107,42 +111,43 @@ async def run(pipeline: Pipeline) -> list[StreamEvent]:
 
 
 def test_a_stack_without_a_transport_is_refused_naming_the_innermost_stage() -> None:
-    with pytest.raises(StackError, match="no transport.*'fake_encode'"):
+    with pytest.raises(StackError, match=r"no transport.*'fake_encode'"):
         Pipeline([FakeWire()])
 
 
 def test_a_terminal_stage_with_stages_inside_it_is_refused() -> None:
-    with pytest.raises(StackError, match="'fake_transport' is terminal.*fake_encode"):
+    with pytest.raises(StackError, match=r"'fake_transport' is terminal.*fake_encode"):
         Pipeline([FakeTransport(), FakeWire(), BytesTransport()])
 
 
 def test_a_request_type_mismatch_names_the_stage_and_both_types() -> None:
     # FakeTransport takes a WireRequest; with no encoder above it, it gets a CanonicalRequest.
     with pytest.raises(
-        StackError, match="'fake_transport' takes WireRequest.*hands over CanonicalRequest"
+        StackError, match=r"'fake_transport' takes WireRequest.*hands over CanonicalRequest"
     ):
         Pipeline([Upper(), FakeTransport()])
 
 
 def test_an_item_type_mismatch_names_the_stage_and_the_producer() -> None:
     with pytest.raises(
-        StackError, match="'upper' expects StreamEvent.*'bytes_transport' yields bytes"
+        StackError, match=r"'upper' expects StreamEvent.*'bytes_transport' yields bytes"
     ):
         Pipeline([Upper(), FakeWire(), BytesTransport()])
 
 
 def test_a_stack_that_never_yields_canonical_events_is_refused() -> None:
-    with pytest.raises(StackError, match="is a 'normalize' stage missing"):
+    with pytest.raises(StackError, match=r"is a 'normalize' stage missing"):
         Pipeline([FakeWire(), BytesTransport()])
 
 
 def test_two_stages_with_one_name_are_refused() -> None:
-    with pytest.raises(StackError, match="two stages are named 'upper'"):
+    with pytest.raises(StackError, match=r"two stages are named 'upper'"):
         Pipeline([Upper(), Upper(), FakeWire(), FakeTransport()])
 
 
 def test_an_unknown_option_names_the_stage_and_its_options() -> None:
-    with pytest.raises(StackError, match="stage 'tag': unknown option 'colour'.*its options: text"):
+    expected = r"stage 'tag': unknown option 'colour'.*its options: text"
+    with pytest.raises(StackError, match=expected):
         Tag(colour="red")
 
 
@@ -196,14 +201,15 @@ def test_insert_replace_remove_by_name() -> None:
 
 def test_an_edit_that_breaks_the_stack_is_refused_and_leaves_it_as_it_was() -> None:
     pipeline = Pipeline([Upper(), FakeWire(), FakeTransport()])
-    with pytest.raises(StackError, match="no transport"):
+    with pytest.raises(StackError, match=r"no transport"):
         pipeline.remove("fake_transport")
     assert pipeline.names() == ["upper", "fake_encode", "fake_transport"]
 
 
 def test_editing_an_unknown_name_lists_the_stages() -> None:
     pipeline = Pipeline([Upper(), FakeWire(), FakeTransport()])
-    with pytest.raises(StackError, match="no stage 'tool_ids'; its stages are: upper, fake_encode"):
+    expected = r"no stage 'tool_ids'; its stages are: upper, fake_encode"
+    with pytest.raises(StackError, match=expected):
         pipeline.insert_after("tool_ids", Tag())
 
 
@@ -261,10 +267,16 @@ def test_a_yaml_stack_with_a_bad_option_says_which_stage() -> None:
     registry = StageRegistry()
     registry.register(Tag)
     spec = parse_stack(
-        {"name": "toy", "endpoint": {"base_url": "x", "path": "/"}, "stages": [{"tag": {"txt": 1}}]},
+        {
+            "name": "toy",
+            "endpoint": {"base_url": "x", "path": "/"},
+            "stages": [{"tag": {"txt": 1}}],
+        },
         source="toy.yaml",
     )
-    with pytest.raises(StackError, match=r"toy.yaml: stages\[0\]: stage 'tag': unknown option 'txt'"):
+    with pytest.raises(
+        StackError, match=r"toy.yaml: stages\[0\]: stage 'tag': unknown option 'txt'"
+    ):
         spec.build_pipeline(registry)
 
 

@@ -94,7 +94,7 @@ async def test_a_connection_failure_is_a_network_error() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("connection refused")
 
-    with pytest.raises(NetworkError, match="before a response arrived.*connection refused"):
+    with pytest.raises(NetworkError, match=r"before a response arrived.*connection refused"):
         await collect(client_for(handler), WIRE)
 
 
@@ -107,7 +107,7 @@ async def test_a_drop_mid_body_is_a_network_error_and_the_response_is_closed() -
 
     received: list[bytes] = []
     call = make_call(http=client_for(handler))
-    with pytest.raises(NetworkError, match="while reading the response"):
+    with pytest.raises(NetworkError, match=r"while reading the response"):
         async for chunk in Transport()(WIRE, call, None):  # type: ignore[arg-type]
             received.append(chunk)
     assert received == [b"data: 1\n\n"]
@@ -119,7 +119,7 @@ async def test_a_timeout_says_it_timed_out() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout("read timed out")
 
-    with pytest.raises(NetworkError, match="timed out"):
+    with pytest.raises(NetworkError, match=r"timed out"):
         await collect(client_for(handler), WIRE)
 
 

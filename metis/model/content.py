@@ -100,12 +100,7 @@ class RedactedThinkingBlock(_Block):
 
 
 ContentBlock = Annotated[
-    TextBlock
-    | ImageBlock
-    | ToolUseBlock
-    | ToolResultBlock
-    | ThinkingBlock
-    | RedactedThinkingBlock,
+    TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock,
     Field(discriminator="type"),
 ]
 

@@ -56,15 +56,15 @@ class Pipeline:
 
     def insert_before(self, name: str, stage: AnyStage) -> Pipeline:
         i = self._index(name)
-        return self._install(self._stages[:i] + (stage,) + self._stages[i:])
+        return self._install((*self._stages[:i], stage, *self._stages[i:]))
 
     def insert_after(self, name: str, stage: AnyStage) -> Pipeline:
         i = self._index(name) + 1
-        return self._install(self._stages[:i] + (stage,) + self._stages[i:])
+        return self._install((*self._stages[:i], stage, *self._stages[i:]))
 
     def replace(self, name: str, stage: AnyStage) -> Pipeline:
         i = self._index(name)
-        return self._install(self._stages[:i] + (stage,) + self._stages[i + 1 :])
+        return self._install((*self._stages[:i], stage, *self._stages[i + 1 :]))
 
     def remove(self, name: str) -> Pipeline:
         i = self._index(name)

@@ -73,7 +73,7 @@ class StackSpec(BaseModel):
     def _entries(cls, value: Any) -> Any:
         if not isinstance(value, list):
             raise ValueError("must be a list of stage names or {name: options} mappings")
-        entries = []
+        entries: list[dict[str, Any]] = []
         for i, item in enumerate(value):
             if isinstance(item, str):
                 entries.append({"name": item})

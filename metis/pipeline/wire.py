@@ -19,7 +19,9 @@ class WireRequest:
     method: str = "POST"
 
     def __repr__(self) -> str:
-        shown = {k: ("[REDACTED]" if k.lower() in SECRET_HEADERS else v) for k, v in self.headers.items()}
+        shown = {
+            k: ("[REDACTED]" if k.lower() in SECRET_HEADERS else v) for k, v in self.headers.items()
+        }
         return f"WireRequest({self.method} {self.url}, stream={self.stream}, headers={shown})"
 
 

@@ -22,7 +22,6 @@ from metis.model.content import (
     Base64ImageSource,
     ContentBlock,
     ImageBlock,
-    RedactedThinkingBlock,
     Role,
     TextBlock,
     ThinkingBlock,
@@ -32,6 +31,7 @@ from metis.model.content import (
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
+from metis.providers.codec import Codec
 from metis.providers.http_errors import body_excerpt, http_error, json_body, says_context_overflow
 from metis.providers.message_builder import MessageBuilder
 
@@ -39,16 +39,11 @@ PROVIDER = "anthropic"
 SCHEMA_HINT = "Respond with only a JSON object that conforms to this JSON Schema:\n"
 EMPTY_ERROR_RESULT = "(the tool failed without output)"
 
-_STOP_KINDS = {
+_STOP_KINDS: dict[str, StopKind] = {
     kind.value: kind
-    for kind in (
-        StopKind.END_TURN,
-        StopKind.MAX_TOKENS,
-        StopKind.STOP_SEQUENCE,
-        StopKind.TOOL_USE,
-        StopKind.PAUSE_TURN,
-        StopKind.REFUSAL,
-    )
+    for kind in StopKind
+    if kind.value
+    in ("end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal")
 }
 
 _ERROR_CLASSES = {
@@ -146,12 +141,7 @@ def _block(block: ContentBlock, call: Call, message_id: str) -> dict[str, Any] |
             )
             return None
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-    if isinstance(block, RedactedThinkingBlock):
-        return {"type": "redacted_thinking", "data": block.data}
-    call.warn_dropped(  # type: ignore[unreachable]
-        getattr(block, "type", type(block).__name__), "unknown block", message_id=message_id
-    )
-    return None
+    return {"type": "redacted_thinking", "data": block.data}
 
 
 def _image(block: ImageBlock) -> dict[str, Any]:
@@ -390,7 +380,7 @@ def _error_fields(data: Any) -> tuple[str | None, str]:
 
 
 def _stream_error(obj: dict[str, Any], provider: str) -> AdapterError:
-    """An ``error`` event inside a 200 stream (or an error-typed body): no HTTP status."""
+    """An ``error`` event in a 200 stream, or an error-typed 200 body: no HTTP status."""
     kind, message = _error_fields(obj)
     cls = _ERROR_CLASSES.get(kind or "", ErrorClass.SERVER_ERROR)
     if cls is ErrorClass.INVALID_REQUEST and says_context_overflow(message):
@@ -398,7 +388,7 @@ def _stream_error(obj: dict[str, Any], provider: str) -> AdapterError:
     request_id = obj.get("request_id")
     return error_for(
         cls,
-        message or f"anthropic reported {kind or 'an error'} mid-stream",
+        message or f"anthropic reported {kind or 'an error'} without a message",
         provider=provider,
         provider_message=message,
         provider_code=kind,
@@ -427,18 +417,10 @@ def error_from_http(status: int, headers: Mapping[str, str], body: bytes) -> Ada
 
 class AnthropicCodec:
     name = "anthropic"
-
-    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
-        return encode(request, call)
-
-    def stream_parser(self, builder: MessageBuilder) -> AnthropicStreamParser:
-        return AnthropicStreamParser(builder)
-
-    def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> None:
-        parse_body(body, builder)
-
-    def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
-        return error_from_http(status, headers, body)
+    encode = staticmethod(encode)
+    stream_parser = staticmethod(AnthropicStreamParser)
+    parse_body = staticmethod(parse_body)
+    error_from_http = staticmethod(error_from_http)
 
 
-codec = AnthropicCodec()
+codec: Codec = AnthropicCodec()

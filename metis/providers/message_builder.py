@@ -123,9 +123,10 @@ class MessageBuilder:
         if self.completed:
             return
         self.start()
-        if self._open_tool is not None:
-            self._end_tool(self._open_tool, None, partial=reason is not None and _abrupt(reason))
         stop = reason or self.stop_reason or StopReason(kind=StopKind.END_TURN, raw=None)
+        if self._open_tool is not None:
+            # A cut-off stream leaves arguments truncated: expected, so no WARN for them.
+            self._end_tool(self._open_tool, None, partial=_abrupt(stop))
         self.completed = True
         self.out.append(
             MessageComplete(
@@ -253,7 +254,9 @@ class MessageBuilder:
                     )
                 )
             elif block.kind == _REDACTED:
-                content.append(RedactedThinkingBlock(data="".join(block.parts), provider_raw=origin))
+                content.append(
+                    RedactedThinkingBlock(data="".join(block.parts), provider_raw=origin)
+                )
             else:
                 kept_raw = None
                 if block.unparsed is not None:

@@ -358,7 +358,7 @@ def _str(value: Any, field: str) -> str:
 def _required(obj: dict[str, Any], field: str) -> str:
     value = obj.get(field)
     if not isinstance(value, str) or not value:
-        raise ProtocolError(f"openai_chat sent a tool call without a {field}: {_dump(obj)}")
+        raise ProtocolError(f"openai_chat sent a tool call without {field!r}: {_dump(obj)}")
     return value
 
 
@@ -387,7 +387,9 @@ def _error_info(data: dict[str, Any]) -> tuple[str, str | None, str | None] | No
     return message, None if code is None else str(code), None if kind is None else str(kind)
 
 
-def _class_for(status: int | None, message: str, code: str | None, kind: str | None) -> Any:
+def _class_for(
+    status: int | None, message: str, code: str | None, kind: str | None
+) -> ErrorClass | None:
     """The class the body says, or None to let the HTTP status decide."""
     if code in _CODE_CLASSES:
         return _CODE_CLASSES[code]
@@ -406,7 +408,7 @@ def _error(
     kind: str | None,
     request_id: str | None = None,
 ) -> AdapterError:
-    cls: ErrorClass | None = _class_for(status, message, code, kind)
+    cls = _class_for(status, message, code, kind)
     if status is None:  # an error inside a 200 answer: the provider failed after accepting
         if cls is None and kind == "invalid_request_error":
             overflow = says_context_overflow(message)

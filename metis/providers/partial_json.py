@@ -21,7 +21,9 @@ def parse_partial_object(text: str) -> dict[str, Any]:
     """The largest prefix of a truncated JSON object that parses, closed off; else ``{}``.
 
     ``{"path": "a.txt", "limit": 1`` gives ``{"path": "a.txt"}``: the last member may still
-    have been growing, so only members followed by a comma or a closing bracket are kept.
+    have been growing, so only top-level members followed by a comma (or whose value's closing
+    bracket arrived) are kept. A member whose value was cut off is left out whole, never
+    shortened: ``{"a": 1, "b": [1, 2`` gives ``{"a": 1}``, not ``{"a": 1, "b": [1]}``.
     """
     whole = parse_object(text)
     if whole is not None:
@@ -47,9 +49,10 @@ def parse_partial_object(text: str) -> dict[str, Any]:
         elif ch in "}]":
             if closers:
                 closers.pop()
-            cuts.append((i + 1, "".join(reversed(closers))))
-        elif ch == ",":
-            cuts.append((i, "".join(reversed(closers))))
+            if len(closers) <= 1:  # a top-level member's value, or the whole object, closed
+                cuts.append((i + 1, "".join(reversed(closers))))
+        elif ch == "," and len(closers) == 1:  # between two top-level members
+            cuts.append((i, closers[0]))
     for cut, closing in reversed(cuts[-_MAX_ATTEMPTS:]):
         candidate = parse_object(text[:cut] + closing)
         if candidate is not None:

@@ -8,7 +8,15 @@ from __future__ import annotations
 from metis.errors import CapabilityError
 from metis.estimate import estimate_input_tokens
 from metis.model.capabilities import AdapterCapabilities
-from metis.model.content import Base64ImageSource, ImageBlock, Role, ToolResultBlock, ToolUseBlock
+from metis.model.content import (
+    Base64ImageSource,
+    ContentBlock,
+    ImageBlock,
+    Role,
+    ToolResultBlock,
+    ToolResultContent,
+    ToolUseBlock,
+)
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
@@ -60,9 +68,7 @@ def unmet_needs(request: CanonicalRequest, caps: AdapterCapabilities) -> list[st
         problems.append("thinking was asked for and the model does not think aloud")
     if request.output_schema is not None and not caps.supports_structured_output:
         problems.append("an output schema was given and the model has no structured output")
-    has_system = bool(request.system_prompt) or any(
-        m.role is Role.SYSTEM for m in request.messages
-    )
+    has_system = bool(request.system_prompt) or any(m.role is Role.SYSTEM for m in request.messages)
     if has_system and not caps.supports_system_prompt:
         problems.append("the request has a system prompt and the model takes none")
     if request.max_output_tokens > caps.max_output_tokens:
@@ -78,8 +84,9 @@ def unmet_needs(request: CanonicalRequest, caps: AdapterCapabilities) -> list[st
     return problems
 
 
-def _with_nested(content: list) -> list:  # type: ignore[type-arg]
-    out = []
+def _with_nested(content: list[ContentBlock]) -> list[ContentBlock | ToolResultContent]:
+    """The blocks of a message and, after each tool result, the blocks inside it."""
+    out: list[ContentBlock | ToolResultContent] = []
     for block in content:
         out.append(block)
         if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):

@@ -13,10 +13,10 @@ checks exactly what the application receives.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, NoReturn
 
 from metis.errors import InvariantViolation
-from metis.model.content import TextBlock, ThinkingBlock, ToolUseBlock
+from metis.model.content import RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from metis.model.events import (
     MessageComplete,
     MessageStart,
@@ -56,7 +56,17 @@ class Invariants(Stage[Any, Any, StreamEvent, StreamEvent]):
 class StreamChecker:
     """The rules as a small state machine; usable on its own over any event sequence."""
 
-    __slots__ = ("_complete", "_index", "_open_tools", "_started", "_text", "_tools")
+    __slots__ = (
+        "_complete",
+        "_index",
+        "_open_tools",
+        "_started",
+        "_text",
+        "_thinking",
+        "_tool_inputs",
+        "_tool_names",
+        "_tools",
+    )
 
     def __init__(self) -> None:
         self._started = False
@@ -64,7 +74,11 @@ class StreamChecker:
         self._index = -1
         self._open_tools: dict[str, int] = {}
         self._tools: dict[str, int] = {}
+        self._tool_names: dict[str, str] = {}
+        self._tool_inputs: dict[str, Any] = {}
         self._text: dict[int, list[str]] = {}
+        # index -> [thinking parts, signature parts, redacted parts]
+        self._thinking: dict[int, tuple[list[str], list[str], list[str]]] = {}
 
     def check(self, event: StreamEvent) -> None:
         if self._complete:
@@ -88,20 +102,31 @@ class StreamChecker:
         elif cls is ThinkingDelta:
             assert isinstance(event, ThinkingDelta)
             self._block(event.content_block_index, event)
+            seen = self._thinking.get(event.content_block_index)
+            if seen is None:
+                seen = self._thinking[event.content_block_index] = ([], [], [])
+            seen[0].append(event.thinking)
+            if event.signature is not None:
+                seen[1].append(event.signature)
+            if event.redacted_data is not None:
+                seen[2].append(event.redacted_data)
         elif cls is ToolUseStart:
             assert isinstance(event, ToolUseStart)
             self._block(event.content_block_index, event)
             if event.tool_use_id in self._tools:
                 _fail(2, f"a second tool.use_start for {event.tool_use_id!r}")
             self._tools[event.tool_use_id] = event.content_block_index
+            self._tool_names[event.tool_use_id] = event.tool_name
             self._open_tools[event.tool_use_id] = event.content_block_index
         elif cls is ToolUseEnd:
             assert isinstance(event, ToolUseEnd)
             self._block(event.content_block_index, event)
             self._open_tool(event.tool_use_id, event.content_block_index, event)
             del self._open_tools[event.tool_use_id]
-            if not isinstance(event.final_input, dict):
-                _fail(3, f"final_input of {event.tool_use_id!r} is {type(event.final_input).__name__}")
+            final_input: Any = event.final_input
+            if not isinstance(final_input, dict):
+                _fail(3, f"final_input of {event.tool_use_id!r} is {type(final_input).__name__}")
+            self._tool_inputs[event.tool_use_id] = final_input
         elif cls is MessageComplete:
             assert isinstance(event, MessageComplete)
             self._complete_message(event)
@@ -137,14 +162,27 @@ class StreamChecker:
             block = content[index] if index < len(content) else None
             if not isinstance(block, TextBlock) or block.text != "".join(parts):
                 _fail(4, f"final_content[{index}] does not hold the text its deltas carried")
+        for index, (thinking, signature, redacted) in self._thinking.items():
+            block = content[index] if index < len(content) else None
+            if redacted:
+                ok = isinstance(block, RedactedThinkingBlock) and block.data == "".join(redacted)
+            else:
+                ok = (
+                    isinstance(block, ThinkingBlock)
+                    and block.thinking == "".join(thinking)
+                    and (not signature or block.signature == "".join(signature))
+                )
+            if not ok:
+                _fail(4, f"final_content[{index}] does not hold the reasoning its deltas carried")
         for tool_use_id, index in self._tools.items():
             block = content[index] if index < len(content) else None
             if not isinstance(block, ToolUseBlock) or block.id != tool_use_id:
                 _fail(4, f"final_content[{index}] is not tool call {tool_use_id!r}")
-        for block in content:
-            if isinstance(block, ThinkingBlock) and not isinstance(block.thinking, str):
-                _fail(4, "a thinking block without text")
+            if block.name != self._tool_names[tool_use_id]:
+                _fail(4, f"final_content[{index}] names tool {block.name!r}, not the one started")
+            if block.input != self._tool_inputs[tool_use_id]:
+                _fail(4, f"final_content[{index}] input differs from tool.use_end's final_input")
 
 
-def _fail(rule: int, detail: str) -> None:
+def _fail(rule: int, detail: str) -> NoReturn:
     raise InvariantViolation(f"stream invariant {rule} ({RULES[rule]}) violated: {detail}")

@@ -16,19 +16,20 @@ class SystemHoist(RequestStage[CanonicalRequest]):
     name = "system_hoist"
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
-        system_messages = [m for m in request.messages if m.role is Role.SYSTEM]
+        has_system_messages = any(m.role is Role.SYSTEM for m in request.messages)
         prompt = request.system_prompt
-        if not system_messages and (prompt is None or prompt.strip()):
+        if not has_system_messages and (prompt is None or prompt.strip()):
             return request
         parts = [prompt] if prompt else []
-        for i, message in enumerate(system_messages):
+        for index, message in enumerate(request.messages):
+            if message.role is not Role.SYSTEM:
+                continue
             for block in message.content:
                 if isinstance(block, TextBlock):
                     parts.append(block.text)
                 else:
-                    call.warn_dropped(
-                        block.type, "system messages hold text only", message.id or f"system[{i}]"
-                    )
+                    where = message.id or f"messages[{index}]"
+                    call.warn_dropped(block.type, "system messages hold text only", where)
         joined = "\n\n".join(p for p in parts if p.strip())
         return request.model_copy(
             update={

@@ -12,7 +12,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from metis.model.content import ContentBlock, Message, RedactedThinkingBlock, TextBlock, ThinkingBlock
+from metis.model.content import (
+    ContentBlock,
+    Message,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+)
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
@@ -60,7 +66,9 @@ class ThinkingFilter(RequestStage[CanonicalRequest]):
         if self.options.keep == "never":
             return "this stack never sends reasoning back"
         if origin is None:
-            return "its producing provider and model are unknown, so its signature cannot be trusted"
+            return (
+                "its producing provider and model are unknown, so its signature cannot be trusted"
+            )
         if origin.provider != call.provider:
             return f"it was produced by {origin.provider}, not {call.provider}"
         if self.options.keep == "same_model" and origin.model != call.model:

@@ -60,7 +60,7 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
                 pid = event.tool_use_id
                 issued[pid] = event.tool_use_id = inward.get(pid) or new_tool_id()
             elif isinstance(event, MessageComplete):
-                event.final_content = _canonical_content(event.final_content, issued)
+                event.final_content = _canonical_content(event.final_content, issued, inward)
                 if call.session_id and issued:
                     await call.tool_ids.remember(
                         call.session_id, call.provider, {c: p for p, c in issued.items()}
@@ -105,10 +105,17 @@ def _with_provider_id(block: ContentBlock, ids: dict[str, str]) -> ContentBlock:
     return block
 
 
-def _canonical_content(content: list[ContentBlock], issued: dict[str, str]) -> list[ContentBlock]:
-    return [
-        block.model_copy(update={"id": issued.get(block.id, block.id)})
-        if isinstance(block, ToolUseBlock)
-        else block
-        for block in content
-    ]
+def _canonical_content(
+    content: list[ContentBlock], issued: dict[str, str], inward: dict[str, str]
+) -> list[ContentBlock]:
+    """``content`` with canonical tool ids; a call no ``tool.use_start`` announced gets one too,
+    so no provider id ever reaches the application."""
+    out: list[ContentBlock] = []
+    for block in content:
+        if isinstance(block, ToolUseBlock):
+            cid = issued.get(block.id)
+            if cid is None:
+                cid = issued[block.id] = inward.get(block.id) or new_tool_id()
+            block = block.model_copy(update={"id": cid})
+        out.append(block)
+    return out

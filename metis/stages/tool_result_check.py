@@ -33,7 +33,9 @@ class ToolResultCheck(RequestStage[CanonicalRequest]):
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
         messages = request.messages
-        if not any(isinstance(b, ToolUseBlock | ToolResultBlock) for m in messages for b in m.content):
+        if not any(
+            isinstance(b, ToolUseBlock | ToolResultBlock) for m in messages for b in m.content
+        ):
             return request
         fixed: list[Message] = []
         problems: list[str] = []
@@ -74,6 +76,11 @@ class ToolResultCheck(RequestStage[CanonicalRequest]):
                 provider=call.provider,
                 request_id=request.request_id,
             )
+        unchanged = len(fixed) == len(messages) and all(
+            a is b for a, b in zip(fixed, messages, strict=True)
+        )
+        if unchanged:  # nothing was inserted or dropped
+            return request
         return request.model_copy(update={"messages": fixed})
 
     def _close_turn(self, pending: list[str], fixed: list[Message], problems: list[str]) -> None:
@@ -82,7 +89,9 @@ class ToolResultCheck(RequestStage[CanonicalRequest]):
         if self.options.on_missing == "error":
             problems.append("tool calls " + ", ".join(repr(p) for p in pending) + " have no result")
         else:
-            results = [ToolResultBlock(tool_use_id=p, content=PLACEHOLDER, is_error=True) for p in pending]
+            results = [
+                ToolResultBlock(tool_use_id=p, content=PLACEHOLDER, is_error=True) for p in pending
+            ]
             insert_at = _after_last_assistant(fixed)
             fixed.insert(insert_at, Message(role=Role.TOOL, content=results))
         pending.clear()

@@ -231,7 +231,9 @@ def _check_request(
     if check_body and recorded.body is not None:
         sent = json.loads(request.content) if request.content else None
         if sent != recorded.body:
-            raise CassetteMismatch(f"{where}: body differs from the recording:\n{_diff(recorded.body, sent)}")
+            raise CassetteMismatch(
+                f"{where}: body differs from the recording:\n{_diff(recorded.body, sent)}"
+            )
 
 
 def _diff(expected: Any, actual: Any) -> str:

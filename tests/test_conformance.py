@@ -1,0 +1,206 @@
+"""Cross-adapter conformance (seed 000 §10.2): substitutability, mid-session swap, tool ids.
+
+A six-turn conversation with tool calls alternates Anthropic and OpenAI. Each provider is a
+scripted stand-in that refuses, with a 400, any request its real counterpart would refuse
+(see tests/scripted.py), so every turn proves that adapter accepts the history the other made.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import pytest
+
+from metis import AdapterConfig, build_adapter
+from metis.adapter import Adapter
+from metis.ids import derive_provider_tool_id
+from metis.model import (
+    CanonicalRequest,
+    CanonicalResponse,
+    Message,
+    MessageComplete,
+    Role,
+    ToolDefinition,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from metis.session import InMemoryToolIdStore
+
+from .scripted import ScriptedProvider, shared_script, text, tools
+
+TOOLS = [
+    ToolDefinition(
+        name="get_weather",
+        description="Current weather for a city",
+        input_schema={
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    ),
+    ToolDefinition(
+        name="to_fahrenheit",
+        description="Convert Celsius to Fahrenheit",
+        input_schema={
+            "type": "object",
+            "properties": {"celsius": {"type": "number"}},
+            "required": ["celsius"],
+        },
+    ),
+]
+
+
+def script() -> list[dict[str, Any]]:
+    return [
+        tools(("get_weather", {"city": "Paris"})),
+        text("Sunny and 21 °C in Paris."),
+        tools(
+            ("get_weather", {"city": "Berlin"}),
+            ("get_weather", {"city": "Rome"}),
+            say="Checking both.",
+        ),
+        tools(("to_fahrenheit", {"celsius": 21})),
+        text("Berlin is cloudy, Rome is hot, and 21 °C is 69.8 °F."),
+        text("Paris sunny, Berlin cloudy, Rome hot."),
+    ]
+
+
+USER_TURNS = ["What's the weather in Paris?", "And Berlin and Rome?", "Thanks! One line, please."]
+
+
+def run_tool(call: ToolUseBlock) -> ToolResultBlock:
+    if call.name == "get_weather":
+        result = f"{call.input['city']}: sunny, 21C"
+    else:
+        result = str(call.input["celsius"] * 9 / 5 + 32)
+    return ToolResultBlock(tool_use_id=call.id, content=result)
+
+
+def adapters_for(providers: dict[str, ScriptedProvider]) -> dict[str, Adapter]:
+    store = InMemoryToolIdStore()
+    stacks = {"anthropic": "anthropic", "openai": "openai"}
+    return {
+        flavour: build_adapter(
+            stacks[flavour],
+            AdapterConfig(api_key="test-key", http_client=provider.client()),
+            tool_id_store=store,
+        )
+        for flavour, provider in providers.items()
+    }
+
+
+async def converse(order: list[Adapter], streaming: bool) -> list[Message]:
+    users = iter(USER_TURNS)
+    history = [Message.user(next(users))]
+    for adapter in order:
+        request = CanonicalRequest(
+            model=f"{adapter.name}:test-model",
+            session_id="conformance",
+            system_prompt="Be brief.",
+            messages=history,
+            tools=TOOLS,
+            max_output_tokens=512,
+        )
+        response = await (fold_stream(adapter, request) if streaming else adapter.complete(request))
+        history = [*history, Message(role=Role.ASSISTANT, content=response.content)]
+        calls = response.tool_calls()
+        if calls:
+            history.append(Message.tool(*(run_tool(c) for c in calls)))
+        elif (following := next(users, None)) is not None:
+            history.append(Message.user(following))
+    return history
+
+
+async def fold_stream(adapter: Adapter, request: CanonicalRequest) -> CanonicalResponse:
+    final = None
+    async for event in adapter.stream(request):
+        final = event
+    assert isinstance(final, MessageComplete)
+    return CanonicalResponse(
+        request_id=request.request_id,
+        model=request.model,
+        provider=adapter.name,
+        content=final.final_content,
+        stop_reason=final.stop_reason,
+        usage=final.usage,
+        latency_ms=0,
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("streaming", [True, False], ids=["stream", "complete"])
+async def test_a_six_turn_conversation_alternating_providers_is_accepted_every_turn(
+    streaming: bool,
+) -> None:
+    providers = shared_script(script(), "anthropic", "openai")
+    adapters = adapters_for(providers)
+    order = [adapters["anthropic"], adapters["openai"]] * 3
+    history = await converse(order, streaming)
+
+    assert len(providers["anthropic"].requests) == 3 and len(providers["openai"].requests) == 3
+    assert history[-1].text() == "Paris sunny, Berlin cloudy, Rome hot."
+    canonical_ids = [b.id for m in history for b in m.content if isinstance(b, ToolUseBlock)]
+    assert len(canonical_ids) == 4 and all(i.startswith("tu_") for i in canonical_ids)
+
+
+@pytest.mark.anyio
+async def test_tool_ids_stay_consistent_across_the_swap() -> None:
+    providers = shared_script(script(), "anthropic", "openai")
+    adapters = adapters_for(providers)
+    history = await converse([adapters["anthropic"], adapters["openai"]] * 3, streaming=True)
+    first_call = next(b for m in history for b in m.content if isinstance(b, ToolUseBlock))
+    anthropic_issued = providers["anthropic"].issued_ids[0]
+
+    # OpenAI never saw this call: it gets an id derived from the canonical one, in both the
+    # assistant's tool_calls and the tool message that answers it, on every OpenAI turn.
+    derived = derive_provider_tool_id(first_call.id, "call_")
+    for body in providers["openai"].requests:
+        assistant = next(m for m in body["messages"] if m.get("tool_calls"))
+        assert assistant["tool_calls"][0]["id"] == derived
+        answer = next(m for m in body["messages"] if m["role"] == "tool")
+        assert answer["tool_call_id"] == derived
+
+    # Back on Anthropic, the call carries the id Anthropic itself issued for it.
+    for body in providers["anthropic"].requests[1:]:
+        assistant = next(m for m in body["messages"] if m["role"] == "assistant")
+        tool_use = next(b for b in assistant["content"] if b["type"] == "tool_use")
+        assert tool_use["id"] == anthropic_issued
+        answer = body["messages"][2]["content"][0]
+        assert answer == {
+            "type": "tool_result",
+            "tool_use_id": anthropic_issued,
+            "content": "Paris: sunny, 21C",
+        }
+
+    # And OpenAI's own calls go back to OpenAI under the ids OpenAI issued.
+    last_openai = providers["openai"].requests[-1]
+    sent_ids = [c["id"] for m in last_openai["messages"] for c in m.get("tool_calls") or []]
+    assert providers["openai"].issued_ids[0] in sent_ids
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("streaming", [True, False], ids=["stream", "complete"])
+async def test_each_adapter_alone_produces_the_same_canonical_conversation(streaming: bool) -> None:
+    histories = []
+    for flavour in ("anthropic", "openai"):
+        providers = shared_script(script(), flavour)
+        adapter = adapters_for(providers)[flavour]
+        histories.append(_without_ids(await converse([adapter] * 6, streaming)))
+    assert histories[0] == histories[1]
+
+
+def _without_ids(history: list[Message]) -> list[dict[str, Any]]:
+    """The conversation with canonical tool ids replaced by their order of appearance."""
+    dumped = json.dumps([m.model_dump(mode="json") for m in history])
+    ids = list(dict.fromkeys(_find_ids(dumped)))
+    for n, tool_id in zip(itertools.count(), ids, strict=False):
+        dumped = dumped.replace(tool_id, f"tool-{n}")
+    return json.loads(dumped)  # type: ignore[no-any-return]
+
+
+def _find_ids(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"tu_[0-9A-Z]{26}", text)
