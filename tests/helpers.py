@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import httpx
+import pytest
 
 from metis.config import AdapterConfig
 from metis.model.capabilities import AdapterCapabilities
@@ -45,3 +48,36 @@ def make_call(
         session_id=session_id,
         **kw,
     )
+
+
+async def drive(
+    stage: Any, request: Any, call: Call, events: Iterable[Any] = ()
+) -> tuple[list[Any], list[Any]]:
+    """Run ``stage`` over a fake inner that records each request it is handed and yields
+    ``events``; return (requests seen by inner, items the stage yielded)."""
+    seen: list[Any] = []
+
+    async def inner(req: Any, c: Call) -> AsyncIterator[Any]:
+        seen.append(req)
+        for event in events:
+            yield event
+
+    out = [item async for item in stage(request, call, inner)]
+    return seen, out
+
+
+def lossy_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    """The structured WARN records of ``Call.warn_dropped`` (seed 000 §4.4)."""
+    return [
+        r
+        for r in caplog.records
+        if r.name == "metis" and getattr(r, "event", None) == "metis.lossy_projection"
+    ]
+
+
+WARN_FIELDS = ("session_id", "request_id", "message_id", "block_type", "adapter", "reason")
+
+
+def warn_fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The structured fields of one ``warn_dropped`` record."""
+    return {name: record.__dict__.get(name) for name in WARN_FIELDS}

@@ -50,7 +50,7 @@ from metis.model.request import (
     ToolDefinition,
 )
 from metis.model.response import StopKind
-from metis.providers.anthropic import EMPTY_ERROR_RESULT, SCHEMA_HINT, codec
+from metis.providers.anthropic import EMPTY_ERROR_RESULT, codec
 from metis.providers.codec import get_codec
 from metis.providers.message_builder import MessageBuilder
 from metis.providers.sse import SSEDecoder
@@ -224,12 +224,22 @@ def test_leftover_system_message_becomes_system_text(caplog: pytest.LogCaptureFi
     assert "not hoisted" in caplog.text
 
 
-def test_output_schema_hint_in_system() -> None:
+def test_output_schema_uses_anthropic_native_structured_output() -> None:
     schema = {"type": "object", "properties": {"city": {"type": "string"}}}
-    with_system = codec.encode(req(system_prompt="Be terse.", output_schema=schema), make_call())
-    assert with_system["system"] == "Be terse.\n\n" + SCHEMA_HINT + json.dumps(schema)
-    alone = codec.encode(req(output_schema=schema), make_call())
-    assert alone["system"] == SCHEMA_HINT + json.dumps(schema)
+    body = codec.encode(req(system_prompt="Be terse.", output_schema=schema), make_call())
+    assert body["output_config"] == {"format": {"type": "json_schema", "schema": schema}}
+    assert body["system"] == "Be terse."
+
+
+def test_whitespace_only_text_is_not_sent() -> None:
+    request = req(Message.user("hi"), Message.assistant("  \n"), Message.user("again"))
+    body = codec.encode(request, make_call())
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "hi"}, {"type": "text", "text": "again"}],
+        }
+    ]
 
 
 def test_roles_merge_and_tool_results_come_first() -> None:
@@ -923,7 +933,7 @@ def test_http_error_types(status: int, kind: str, message: str, cls: ErrorClass)
     assert error.provider_code == kind
     assert error.provider_message == message
     assert error.request_id == "req_b"
-    assert error.provider == "anthropic"
+    assert error.provider is None  # the normalize stage names the configured provider
 
 
 def test_html_502_page() -> None:

@@ -82,10 +82,10 @@ class ToolResultBlock(_Block):
     is_error: bool = False
 
     def text(self) -> str:
-        """The result's text parts joined; images are not text and are left out."""
+        """The result's text parts, one per line; images are not text and are left out."""
         if isinstance(self.content, str):
             return self.content
-        return "".join(part.text for part in self.content if isinstance(part, TextBlock))
+        return "\n".join(part.text for part in self.content if isinstance(part, TextBlock))
 
 
 class ThinkingBlock(_Block):

@@ -13,11 +13,10 @@ each, together with all their deltas.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from metis.errors import AdapterError, ErrorClass, ProtocolError, error_for
+from metis.errors import AdapterError, ErrorClass, ProtocolError
 from metis.model.content import (
     Base64ImageSource,
     ContentBlock,
@@ -32,11 +31,9 @@ from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
 from metis.providers.codec import Codec
-from metis.providers.http_errors import body_excerpt, http_error, json_body, says_context_overflow
+from metis.providers.http_errors import body_excerpt, http_error, json_body
 from metis.providers.message_builder import MessageBuilder
 
-PROVIDER = "anthropic"
-SCHEMA_HINT = "Respond with only a JSON object that conforms to this JSON Schema:\n"
 EMPTY_ERROR_RESULT = "(the tool failed without output)"
 
 _STOP_KINDS: dict[str, StopKind] = {
@@ -81,14 +78,10 @@ def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
         body["temperature"] = request.temperature
     if request.thinking is not None:
         body["thinking"] = {"type": "enabled", "budget_tokens": request.thinking.budget_tokens}
+    if request.output_schema is not None:
+        body["output_config"] = {"format": {"type": "json_schema", "schema": request.output_schema}}
     body["stream"] = request.stream
     return body
-
-
-def schema_hint(schema: dict[str, Any]) -> str:
-    """Anthropic has no strict JSON mode: the schema rides in the system prompt (seed 000,
-    open question 6)."""
-    return SCHEMA_HINT + json.dumps(schema)
 
 
 def _system(request: CanonicalRequest, call: Call) -> str:
@@ -100,8 +93,6 @@ def _system(request: CanonicalRequest, call: Call) -> str:
                 message.id or f"messages[{i}]",
             )
             parts.append(message.text())
-    if request.output_schema is not None:
-        parts.append(schema_hint(request.output_schema))
     return "\n\n".join(part for part in parts if part)
 
 
@@ -127,7 +118,8 @@ def _messages(request: CanonicalRequest, call: Call) -> list[dict[str, Any]]:
 
 def _block(block: ContentBlock, call: Call, message_id: str) -> dict[str, Any] | None:
     if isinstance(block, TextBlock):
-        return {"type": "text", "text": block.text} if block.text else None
+        # Anthropic refuses text blocks that are empty or only whitespace.
+        return {"type": "text", "text": block.text} if block.text.strip() else None
     if isinstance(block, ImageBlock):
         return _image(block)
     if isinstance(block, ToolUseBlock):
@@ -382,17 +374,15 @@ def _error_fields(data: Any) -> tuple[str | None, str]:
 def _stream_error(obj: dict[str, Any], provider: str) -> AdapterError:
     """An ``error`` event in a 200 stream, or an error-typed 200 body: no HTTP status."""
     kind, message = _error_fields(obj)
-    cls = _ERROR_CLASSES.get(kind or "", ErrorClass.SERVER_ERROR)
-    if cls is ErrorClass.INVALID_REQUEST and says_context_overflow(message):
-        cls = ErrorClass.CONTEXT_OVERFLOW
     request_id = obj.get("request_id")
-    return error_for(
-        cls,
+    return http_error(
+        None,
+        {},
         message or f"anthropic reported {kind or 'an error'} without a message",
-        provider=provider,
-        provider_message=message,
-        provider_code=kind,
+        error_class=_ERROR_CLASSES.get(kind or ""),
+        code=kind,
         request_id=request_id if isinstance(request_id, str) else None,
+        provider=provider,
     )
 
 
@@ -405,7 +395,6 @@ def error_from_http(status: int, headers: Mapping[str, str], body: bytes) -> Ada
     if not isinstance(request_id, str):
         request_id = next((v for k, v in headers.items() if k.lower() == "request-id"), None)
     return http_error(
-        PROVIDER,
         status,
         headers,
         message,

@@ -23,6 +23,9 @@ _OVERFLOW = re.compile(
 )
 
 
+_OVERLOADED_TEXT = re.compile(r"overloaded|over capacity|capacity", re.IGNORECASE)
+
+
 def class_for_status(status: int) -> ErrorClass:
     if status in (401, 403):
         return ErrorClass.AUTH
@@ -84,27 +87,35 @@ def body_excerpt(body: bytes, limit: int = 300) -> str:
 
 
 def http_error(
-    provider: str,
-    status: int,
+    status: int | None,
     headers: Mapping[str, str],
     message: str,
     *,
     error_class: ErrorClass | None = None,
     code: str | None = None,
     request_id: str | None = None,
+    retryable: bool | None = None,
+    provider: str | None = None,
 ) -> AdapterError:
-    """Build the error: ``error_class`` from the body wins over the status mapping, and a
-    400 whose text says the context is too long is a context overflow."""
-    cls = error_class or class_for_status(status)
+    """Build the error a provider reported, with an HTTP status or (inside a 200 stream) none.
+
+    ``error_class`` from the body wins over the status mapping; with neither, an error inside a
+    stream is a server error. A 503 that says it is overloaded is ``overloaded``, and an
+    invalid request whose text says the context is too long is a context overflow.
+    """
+    cls = error_class or (class_for_status(status) if status else ErrorClass.SERVER_ERROR)
+    if status == 503 and error_class is None and _OVERLOADED_TEXT.search(message):
+        cls = ErrorClass.OVERLOADED
     if cls is ErrorClass.INVALID_REQUEST and says_context_overflow(message):
         cls = ErrorClass.CONTEXT_OVERFLOW
     return error_for(
         cls,
-        message or f"HTTP {status} with an empty body",
+        message or (f"HTTP {status} with an empty body" if status else "an error with no message"),
         provider=provider,
         provider_status=status,
         provider_message=message,
         provider_code=code,
         request_id=request_id,
         retry_after_seconds=retry_after_seconds(headers),
+        retryable=retryable,
     )

@@ -20,7 +20,7 @@ import re
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-from metis.errors import AdapterError, ErrorClass, ProtocolError, error_for
+from metis.errors import AdapterError, ErrorClass, ProtocolError
 from metis.model.content import (
     Base64ImageSource,
     ImageBlock,
@@ -34,7 +34,7 @@ from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
 from metis.providers.codec import Codec
-from metis.providers.http_errors import body_excerpt, http_error, json_body, says_context_overflow
+from metis.providers.http_errors import body_excerpt, http_error, json_body
 from metis.providers.message_builder import MessageBuilder
 
 _TEXT, _REASONING = "text", "reasoning"
@@ -57,7 +57,6 @@ _CODE_CLASSES = {
     "invalid_api_key": ErrorClass.AUTH,
     "model_not_found": ErrorClass.INVALID_REQUEST,
 }
-_OVERLOADED = re.compile(r"overloaded|capacity", re.IGNORECASE)
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _MALFORMED = (KeyError, TypeError, IndexError, AttributeError)
 
@@ -257,16 +256,14 @@ def _user(message: Message, message_id: str, call: Call) -> list[dict[str, Any]]
 
 
 def _tool_message(block: ToolResultBlock, message_id: str, call: Call) -> dict[str, Any]:
-    if isinstance(block.content, str):
-        text = block.content
-    else:
+    if not isinstance(block.content, str):
         for part in block.content:
             if not isinstance(part, TextBlock):
                 reason = "an openai_chat tool message holds text only"
                 call.warn_dropped(
                     part.type, reason, message_id=message_id, tool_use_id=block.tool_use_id
                 )
-        text = "\n".join(p.text for p in block.content if isinstance(p, TextBlock))
+    text = block.text()
     content = "Error: " + text if block.is_error else text
     return {"role": "tool", "tool_call_id": block.tool_use_id, "content": content}
 
@@ -387,19 +384,6 @@ def _error_info(data: dict[str, Any]) -> tuple[str, str | None, str | None] | No
     return message, None if code is None else str(code), None if kind is None else str(kind)
 
 
-def _class_for(
-    status: int | None, message: str, code: str | None, kind: str | None
-) -> ErrorClass | None:
-    """The class the body says, or None to let the HTTP status decide."""
-    if code in _CODE_CLASSES:
-        return _CODE_CLASSES[code]
-    if kind == "insufficient_quota":
-        return ErrorClass.RATE_LIMIT
-    if status in (503, None) and _OVERLOADED.search(message):
-        return ErrorClass.OVERLOADED
-    return ErrorClass.SERVER_ERROR if kind == "server_error" else None
-
-
 def _error(
     status: int | None,
     headers: Mapping[str, str],
@@ -408,24 +392,20 @@ def _error(
     kind: str | None,
     request_id: str | None = None,
 ) -> AdapterError:
-    cls = _class_for(status, message, code, kind)
-    if status is None:  # an error inside a 200 answer: the provider failed after accepting
-        if cls is None and kind == "invalid_request_error":
-            overflow = says_context_overflow(message)
-            cls = ErrorClass.CONTEXT_OVERFLOW if overflow else ErrorClass.INVALID_REQUEST
-        error = error_for(
-            cls or ErrorClass.SERVER_ERROR,
-            message or "openai_chat sent an error without a message",
-            provider_message=message,
-            provider_code=code or kind,
-        )
-    else:  # provider "": the normalize stage fills in the configured provider's name
-        error = http_error(
-            "", status, headers, message, error_class=cls, code=code or kind, request_id=request_id
-        )
-    if "insufficient_quota" in (code, kind):
-        error.retryable = False  # out of credit: waiting does not help
-    return error
+    cls = _CODE_CLASSES.get(code or "") or _CODE_CLASSES.get(kind or "")
+    if cls is None and kind in ("server_error", "invalid_request_error"):
+        cls = ErrorClass.SERVER_ERROR if kind == "server_error" else ErrorClass.INVALID_REQUEST
+        if status == 503:  # OpenAI's overloaded 503 says type server_error; let the text decide
+            cls = None
+    return http_error(
+        status,
+        headers,
+        message,
+        error_class=cls,
+        code=code or kind,
+        request_id=request_id,
+        retryable=False if "insufficient_quota" in (code, kind) else None,  # out of credit
+    )
 
 
 def _body_error(obj: dict[str, Any]) -> AdapterError:

@@ -42,6 +42,8 @@ class ThinkingFilter(RequestStage[CanonicalRequest]):
             self._filter(m, i, call) if _has_thinking(m) else m
             for i, m in enumerate(request.messages)
         ]
+        if all(a is b for a, b in zip(messages, request.messages, strict=True)):
+            return request  # every block may go to this model
         return request.model_copy(update={"messages": messages})
 
     def _filter(self, message: Message, index: int, call: Call) -> Message:
@@ -58,6 +60,10 @@ class ThinkingFilter(RequestStage[CanonicalRequest]):
                 kept.append(TextBlock(text=block.thinking))
                 reason += "; kept its text as a plain text block"
             call.warn_dropped(block.type, reason, message.id or f"messages[{index}]")
+        if len(kept) == len(message.content) and all(
+            a is b for a, b in zip(kept, message.content, strict=True)
+        ):
+            return message
         return message.model_copy(update={"content": kept})
 
     def _refusal(self, block: ThinkingBlock | RedactedThinkingBlock, call: Call) -> str | None:
