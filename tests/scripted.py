@@ -27,6 +27,11 @@ def tools(*calls: tuple[str, dict[str, Any]], say: str | None = None) -> Reply:
     return {"tools": list(calls), **({"text": say} if say else {})}
 
 
+def thinking(reasoning: str, signature: str, then: Reply) -> Reply:
+    """A reply that reasons first; only the Anthropic format carries it."""
+    return {"thinking": (reasoning, signature), **then}
+
+
 @dataclass
 class ScriptedProvider:
     """One provider flavour ("anthropic" or "openai") answering from a shared script."""
@@ -168,6 +173,9 @@ class _Format:
 
 def _anthropic_body(reply: Reply, ids: list[str]) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
+    if reply.get("thinking"):
+        reasoning, signature = reply["thinking"]
+        content.append({"type": "thinking", "thinking": reasoning, "signature": signature})
     if reply.get("text"):
         content.append({"type": "text", "text": reply["text"]})
     for (name, args), tool_id in zip(reply.get("tools", []), ids, strict=False):
@@ -185,85 +193,46 @@ def _anthropic_body(reply: Reply, ids: list[str]) -> dict[str, Any]:
 
 
 def _anthropic_stream(reply: Reply, ids: list[str]) -> list[str]:
-    def event(name: str, data: dict[str, Any]) -> str:
-        return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+    def event(name: str, **data: Any) -> str:
+        return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n"
+
+    def delta(index: int, **fields: Any) -> str:
+        return event("content_block_delta", index=index, delta=fields)
 
     body = _anthropic_body(reply, ids)
+    started = {**body, "content": [], "stop_reason": None}
     out = [
         event(
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    **body,
-                    "content": [],
-                    "stop_reason": None,
-                    "usage": {"input_tokens": 50, "output_tokens": 1},
-                },
-            },
+            "message_start", message={**started, "usage": {"input_tokens": 50, "output_tokens": 1}}
         )
     ]
     for index, block in enumerate(body["content"]):
-        if block["type"] == "text":
-            out.append(
-                event(
-                    "content_block_start",
-                    {
-                        "type": "content_block_start",
-                        "index": index,
-                        "content_block": {"type": "text", "text": ""},
-                    },
-                )
-            )
+        if block["type"] == "thinking":
+            opening = {"type": "thinking", "thinking": "", "signature": ""}
+            out.append(event("content_block_start", index=index, content_block=opening))
+            out.append(delta(index, type="thinking_delta", thinking=block["thinking"]))
+            out.append(delta(index, type="signature_delta", signature=block["signature"]))
+        elif block["type"] == "text":
+            opening = {"type": "text", "text": ""}
+            out.append(event("content_block_start", index=index, content_block=opening))
             for piece in re.findall(r"\S+\s*", block["text"]):
-                out.append(
-                    event(
-                        "content_block_delta",
-                        {
-                            "type": "content_block_delta",
-                            "index": index,
-                            "delta": {"type": "text_delta", "text": piece},
-                        },
-                    )
-                )
+                out.append(delta(index, type="text_delta", text=piece))
         else:
             out.append(
-                event(
-                    "content_block_start",
-                    {
-                        "type": "content_block_start",
-                        "index": index,
-                        "content_block": {**block, "input": {}},
-                    },
-                )
+                event("content_block_start", index=index, content_block={**block, "input": {}})
             )
             raw = json.dumps(block["input"])
             for start in range(0, len(raw), 7):
                 out.append(
-                    event(
-                        "content_block_delta",
-                        {
-                            "type": "content_block_delta",
-                            "index": index,
-                            "delta": {
-                                "type": "input_json_delta",
-                                "partial_json": raw[start : start + 7],
-                            },
-                        },
-                    )
+                    delta(index, type="input_json_delta", partial_json=raw[start : start + 7])
                 )
-        out.append(event("content_block_stop", {"type": "content_block_stop", "index": index}))
+        out.append(event("content_block_stop", index=index))
     out.append(
         event(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": body["stop_reason"]},
-                "usage": {"output_tokens": 10},
-            },
+            "message_delta", delta={"stop_reason": body["stop_reason"]}, usage={"output_tokens": 10}
         )
     )
-    out.append(event("message_stop", {"type": "message_stop"}))
+    out.append(event("message_stop"))
     return out
 
 

@@ -28,7 +28,7 @@ from metis.model import (
 )
 from metis.session import InMemoryToolIdStore
 
-from .scripted import ScriptedProvider, shared_script, text, tools
+from .scripted import ScriptedProvider, shared_script, text, thinking, tools
 
 TOOLS = [
     ToolDefinition(
@@ -204,3 +204,57 @@ def _find_ids(text: str) -> list[str]:
     import re
 
     return re.findall(r"tu_[0-9A-Z]{26}", text)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("streaming", [True, False], ids=["stream", "complete"])
+async def test_signed_thinking_goes_back_only_to_the_model_that_made_it(
+    streaming: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    replies = [
+        thinking("Paris first.", "sig-A1", tools(("get_weather", {"city": "Paris"}))),
+        text("Sunny in Paris."),
+        text("Still sunny."),
+        text("Sunny, says the other model."),
+    ]
+    providers = shared_script(replies, "anthropic", "openai")
+    adapters = adapters_for(providers)
+    history = [Message.user("Weather in Paris?")]
+
+    async def turn(adapter: Adapter, model: str) -> None:
+        nonlocal history
+        request = CanonicalRequest(
+            model=model, session_id="thinking", messages=history, tools=TOOLS, max_output_tokens=512
+        )
+        response = await (fold_stream(adapter, request) if streaming else adapter.complete(request))
+        history = [*history, Message(role=Role.ASSISTANT, content=response.content)]
+        if response.tool_calls():
+            history.append(Message.tool(*(run_tool(c) for c in response.tool_calls())))
+        else:
+            history.append(Message.user("And now?"))
+
+    await turn(adapters["anthropic"], "anthropic:claude-a")
+    thought = history[1].content[0]
+    assert thought.type == "thinking" and thought.signature == "sig-A1"  # type: ignore[union-attr]
+
+    await turn(adapters["anthropic"], "anthropic:claude-a")  # same model: sent back, signed
+    sent = providers["anthropic"].requests[-1]["messages"][1]["content"][0]
+    assert sent == {"type": "thinking", "thinking": "Paris first.", "signature": "sig-A1"}
+
+    caplog.clear()
+    caplog.set_level("WARNING", logger="metis")
+    await turn(adapters["openai"], "openai:gpt-x")  # another provider: dropped with one WARN
+    assert "thinking" not in json.dumps(providers["openai"].requests[-1])
+    await turn(adapters["anthropic"], "anthropic:claude-b")  # another model: dropped too
+    assert all(
+        block["type"] != "thinking"
+        for message in providers["anthropic"].requests[-1]["messages"]
+        for block in message["content"]
+    )
+    warnings = [r for r in caplog.records if getattr(r, "block_type", None) == "thinking"]
+    assert [(r.adapter, r.session_id) for r in warnings] == [  # type: ignore[attr-defined]
+        ("openai", "thinking"),
+        ("anthropic", "thinking"),
+    ]
+    assert "produced by anthropic" in warnings[0].reason  # type: ignore[attr-defined]
+    assert "model anthropic:claude-a" in warnings[1].reason  # type: ignore[attr-defined]

@@ -60,9 +60,19 @@ TOOL_INPUTS = {
 RAW_STOP = {"anthropic": "tool_use", "openai": "tool_calls"}
 USAGE = {
     # Anthropic reports uncached input separately: 412 + 1024 read + 128 written.
-    "anthropic": {"input_tokens": 412, "output_tokens": 87, "cached_input_tokens": 1024, "cache_creation_input_tokens": 128},
+    "anthropic": {
+        "input_tokens": 412,
+        "output_tokens": 87,
+        "cached_input_tokens": 1024,
+        "cache_creation_input_tokens": 128,
+    },
     # OpenAI's prompt_tokens (1564) include the 1024 cached; canonical input is the rest.
-    "openai": {"input_tokens": 540, "output_tokens": 87, "cached_input_tokens": 1024, "cache_creation_input_tokens": 0},
+    "openai": {
+        "input_tokens": 540,
+        "output_tokens": 87,
+        "cached_input_tokens": 1024,
+        "cache_creation_input_tokens": 0,
+    },
 }
 PROVIDERS = ["anthropic", "openai"]
 
@@ -190,7 +200,7 @@ def _without_ids(content: list[Any]) -> list[dict[str, Any]]:
 
 SHAPES: list[dict[str, Any]] = [
     {},
-    {"s": "text with \"quotes\", a newline\n and ünïcödé ✓", "i": 42, "f": -3.25, "t": True},
+    {"s": 'text with "quotes", a newline\n and ünïcödé ✓', "i": 42, "f": -3.25, "t": True},
     {"f": False, "n": None, "big": 12345678901234567890, "small": 1e-9},
     {"nested": {"deep": {"deeper": [1, [2, [3]], {"k": "v"}]}}, "empty": {"a": [], "b": {}}},
     {"list": [{"x": 1}, {"x": 2, "y": [True, None, "z"]}], "mixed": [1, "two", 3.0, None]},

@@ -1,0 +1,42 @@
+"""Every example runs, offline, from any directory, and shows what it promises."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).parents[1] / "examples"
+
+
+def run(script: str, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd="/",
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_stream_with_tools_calls_the_tool_and_answers(provider: str) -> None:
+    out = run("stream_with_tools.py", provider)
+    assert "-> get_weather({'city': 'Paris', 'unit': 'celsius'})" in out
+    assert "[tool_use; 87 tokens out]" in out
+    assert out.rstrip().endswith("[end_turn; 24 tokens out]")
+    assert "Paris is sunny at 21 °C and Rome is clear at 27 °C." in out
+
+
+def test_custom_stage_runs_inside_the_invariant_check() -> None:
+    out = run("custom_stage.py")
+    assert "invariants -> mask_cards -> time_to_first_token -> capability_check" in out
+    assert "[first token after" in out
+    assert "I'll check both cities — Paris and Rome." in out
