@@ -23,6 +23,7 @@ from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import CanonicalResponse
 from metis.pipeline.call import Call
+from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
@@ -54,6 +55,7 @@ class Adapter:
         self.tool_id_store = tool_id_store or default_tool_id_store
         self._client = self.config.http_client
         self._owns_client = self._client is None
+        self._inflight: dict[str, list[CancelHandle]] = {}
 
     def __repr__(self) -> str:
         return f"<Adapter {self.name}: {' -> '.join(self.pipeline.names())}>"
@@ -80,7 +82,7 @@ class Adapter:
                     final = event
         except AdapterError as error:
             if final is not None:
-                error.partial_response = self._response(request, final, started)  # type: ignore[attr-defined]
+                error.partial_response = self._response(request, final, started)
             raise
         if final is None:
             raise ProtocolError(f"{self.name} gave no message.complete", provider=self.name)
@@ -92,7 +94,14 @@ class Adapter:
         return estimate_input_tokens(messages, tools, system_prompt)
 
     async def cancel(self, request_id: str) -> bool:
-        return False
+        """Abort an in-flight call (seed 000 §5.3). Its stream closes any tool still open,
+        yields ``message.complete`` with stop reason ``cancelled`` and the partial content,
+        and ends. True only if the call was running and is now cancelled; safe before it
+        starts, after it ends, twice, and from any task."""
+        handles = self._inflight.get(request_id)
+        if not handles:
+            return False
+        return any([handle.cancel() for handle in handles])
 
     async def close(self) -> None:
         """Release the connection pool, if this adapter made it."""
@@ -128,9 +137,17 @@ class Adapter:
             tool_ids=self.tool_id_store,
             session_id=request.session_id,
         )
-        async with self.pipeline.run(request, call) as events:
-            async for event in events:
-                yield event
+        handles = self._inflight.setdefault(request.request_id, [])
+        handles.append(call.cancel)
+        try:
+            async with self.pipeline.run(request, call) as events:
+                async for event in events:
+                    yield event
+        finally:
+            call.cancel.finished = True
+            handles.remove(call.cancel)
+            if not handles:
+                del self._inflight[request.request_id]
 
     def wire_model(self, model: str) -> str:
         """The provider's name for a canonical ``provider:name`` model id."""

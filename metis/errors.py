@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from metis.model.response import CanonicalResponse
 
 
 class ErrorClass(StrEnum):
@@ -64,6 +67,8 @@ class AdapterError(Exception):
         self.request_id = request_id
         self.retry_after_seconds = retry_after_seconds
         self.provider = provider
+        self.partial_response: CanonicalResponse | None = None
+        """For ``complete()``: what arrived before the failure, when anything did."""
         super().__init__(self.message)
 
     def __str__(self) -> str:
@@ -149,19 +154,32 @@ ERROR_TYPES: dict[ErrorClass, type[AdapterError]] = {
     ErrorClass.OTHER: AdapterError,
 }
 
-# Which classes are transient: the retry stage retries these and only these.
-RETRYABLE: dict[ErrorClass, bool] = {
-    ErrorClass.RATE_LIMIT: True,
-    ErrorClass.OVERLOADED: True,
-    ErrorClass.SERVER_ERROR: True,
-    ErrorClass.NETWORK: True,
-    ErrorClass.AUTH: False,
-    ErrorClass.CONTEXT_OVERFLOW: False,
-    ErrorClass.INVALID_REQUEST: False,
-    ErrorClass.CAPABILITY: False,
-    ErrorClass.CANCELLED: False,
-    ErrorClass.OTHER: False,
+
+class RetryPolicy(NamedTuple):
+    retry: bool
+    base_delay: float = 0.0
+    max_delay: float = 0.0
+
+
+# The retry contract (seed 000 §6.4, seed 004 §4), in one place. Transient classes are retried
+# with exponential backoff from base_delay (doubling each attempt, plus up to 25% jitter),
+# capped at max_delay; a provider's Retry-After wins when it sends one (capped at 60 s).
+# Overloaded backs off longer than rate_limit: the provider is struggling, and piling on
+# makes it worse.
+RETRY_POLICY: dict[ErrorClass, RetryPolicy] = {
+    ErrorClass.RATE_LIMIT: RetryPolicy(True, base_delay=1.0, max_delay=30.0),
+    ErrorClass.OVERLOADED: RetryPolicy(True, base_delay=2.0, max_delay=60.0),
+    ErrorClass.SERVER_ERROR: RetryPolicy(True, base_delay=1.0, max_delay=30.0),
+    ErrorClass.NETWORK: RetryPolicy(True, base_delay=1.0, max_delay=30.0),
+    ErrorClass.AUTH: RetryPolicy(False),
+    ErrorClass.CONTEXT_OVERFLOW: RetryPolicy(False),
+    ErrorClass.INVALID_REQUEST: RetryPolicy(False),
+    ErrorClass.CAPABILITY: RetryPolicy(False),
+    ErrorClass.CANCELLED: RetryPolicy(False),
+    ErrorClass.OTHER: RetryPolicy(False),
 }
+MAX_RETRY_AFTER_SECONDS = 60.0
+RETRYABLE: dict[ErrorClass, bool] = {cls: policy.retry for cls, policy in RETRY_POLICY.items()}
 
 
 def error_for(error_class: ErrorClass, message: str, **details: Any) -> AdapterError:

@@ -25,8 +25,9 @@ def derive_provider_tool_id(canonical_id: str, prefix: str, max_length: int = 40
     """A provider id for a canonical id this provider has never seen, the same on every call.
 
     ``tu_<ulid>`` keeps its ULID (``toolu_<ulid>``, ``call_<ulid>``) when that fits the limit;
-    any other id is hashed, so the result only holds ``[A-Za-z0-9_]`` (plus the prefix), fits
-    the provider's length limit, and two different ids never share a truncated prefix.
+    any other id is hashed, so the result only holds ``[A-Za-z0-9_]`` (plus the prefix) and fits
+    the provider's length limit. A too-long id is hashed rather than cut, so two ids that share
+    a long prefix still get different provider ids.
     """
     body = canonical_id[len(TOOL_ID_PREFIX) :]
     if not (

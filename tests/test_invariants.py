@@ -366,6 +366,6 @@ async def test_a_consumer_that_stops_early_gets_no_violation() -> None:
         for event in events:
             yield event
 
-    stream = Invariants()("r", make_call(), inner)
+    stream: Any = Invariants()("r", make_call(), inner)
     assert await stream.__anext__() is events[0]
     await stream.aclose()  # no message.complete seen, and nothing raised

@@ -29,6 +29,7 @@ from metis.model import (
 )
 from metis.pipeline.call import Call
 from metis.session import InMemoryToolIdStore
+from metis.stages.invariants import StreamChecker
 from metis.stages.tool_ids import ToolIds
 
 from .helpers import drive, make_call
@@ -168,6 +169,42 @@ async def test_a_tool_call_only_in_final_content_still_gets_a_canonical_id() -> 
     [cid] = _final_tool_ids(out)
     assert CANONICAL.match(cid)
     assert await store.provider_ids("s1", "anthropic", [cid]) == {cid: "toolu_Q"}
+
+
+@pytest.mark.anyio
+async def test_a_provider_id_used_twice_still_names_two_calls() -> None:
+    # Some OpenAI-compatible servers number every call "call_0".
+    store = InMemoryToolIdStore()
+    events = _tool_events(("call_0", "a", {"x": 1}), ("call_0", "b", {"y": 2}))
+    _, out = await drive(
+        ToolIds(prefix="call_"), _request(Message.user("go")), make_call(store=store), events
+    )
+    starts = [e.tool_use_id for e in out if isinstance(e, ToolUseStart)]
+    ends = [e.tool_use_id for e in out if isinstance(e, ToolUseEnd)]
+    assert len(set(starts)) == 2
+    assert starts == ends
+    assert _final_tool_ids(out) == starts  # matched in order, not by the shared provider id
+    checker = StreamChecker()
+    for event in out:
+        checker.check(event)
+    checker.check_ended()
+    assert await store.provider_ids("s1", "anthropic", starts) == dict.fromkeys(starts, "call_0")
+
+
+@pytest.mark.anyio
+async def test_an_echoed_history_id_is_not_given_to_two_calls() -> None:
+    cid = new_tool_id()
+    echoed = "toolu_" + cid[3:]
+    _, out = await drive(
+        ToolIds(prefix="toolu_"),
+        _history(cid),
+        make_call(),
+        _tool_events((echoed, "a", {}), (echoed, "b", {})),
+    )
+    starts = [e.tool_use_id for e in out if isinstance(e, ToolUseStart)]
+    assert starts[0] == cid
+    assert starts[1] != cid and CANONICAL.match(starts[1])
+    assert _final_tool_ids(out) == starts
 
 
 # Seed 000 §10.1 item 3: the per-session map round-trips ----------------------------------------

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from metis.config import AdapterConfig
 from metis.model.capabilities import AdapterCapabilities
+from metis.pipeline.cancellation import CancelHandle
 
 if TYPE_CHECKING:
     import httpx
@@ -36,6 +37,8 @@ class Call:
     session_id: str | None = None
     log: logging.Logger = log
     attempt: int = 0
+    """How many times this call has been retried so far (0 on the first attempt)."""
+    cancel: CancelHandle = field(default_factory=CancelHandle)
 
     def warn_dropped(
         self, block_type: str, reason: str, message_id: str | None = None, **extra: Any

@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
+
 from metis.errors import StackError
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
@@ -88,10 +90,11 @@ class Pipeline:
         try:
             yield self._runner(request, call, opened)
         finally:
-            for iterator in opened:
-                aclose = getattr(iterator, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+            with anyio.CancelScope(shield=True):  # close even when the caller was cancelled
+                for iterator in opened:
+                    aclose = getattr(iterator, "aclose", None)
+                    if aclose is not None:
+                        await aclose()
 
     # Assembly --------------------------------------------------------------------------
 

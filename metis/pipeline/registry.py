@@ -25,6 +25,8 @@ _BUILTIN: dict[str, str] = {
     "normalize": "metis.stages.normalize:Normalize",
     "decode": "metis.stages.decode:Decode",
     "transport": "metis.stages.transport:Transport",
+    "retry": "metis.stages.retry:Retry",
+    "telemetry": "metis.stages.telemetry:Telemetry",
 }
 
 

@@ -82,6 +82,9 @@ class MessageBuilder:
         self.reported_model: str | None = None
         self.stop_reason: StopReason | None = None
         self.usage_reported = False
+        self.usage_estimated = False
+        self.estimate_usage: Callable[[MessageBuilder], None] | None = None
+        """Called at ``finish`` when the provider reported no usage at all."""
         self._usage = [0, 0, 0, 0]
         self._blocks: list[_Block] = []
         self._by_key: dict[Hashable, _Block] = {}
@@ -141,7 +144,12 @@ class MessageBuilder:
             output_tokens=o,
             cached_input_tokens=cached,
             cache_creation_input_tokens=created,
+            estimated=self.usage_estimated,
         )
+
+    def output_text(self) -> list[str]:
+        """Every fragment of text, reasoning and tool input received so far."""
+        return [part for block in self._blocks for part in block.parts]
 
     # Blocks ------------------------------------------------------------------------------
 

@@ -8,11 +8,22 @@ from typing import Any
 _MAX_ATTEMPTS = 64
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
 def parse_object(text: str) -> dict[str, Any] | None:
-    """``text`` parsed as a JSON object, or None when it is not exactly one."""
+    """``text`` parsed as a JSON object, or None when it is not exactly one.
+
+    Python's ``NaN``/``Infinity`` extensions are refused: they are not JSON, and an input holding
+    them could not be sent back to any provider. Nesting too deep for the parser is refused too,
+    rather than raising ``RecursionError`` out of a stream."""
     try:
-        value = json.loads(text) if text.strip() else {}
-    except ValueError:
+        value = _DECODER.decode(text) if text.strip() else {}
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

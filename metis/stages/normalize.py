@@ -9,12 +9,14 @@ mapping, and a failure after the message began ends it as seed 000 §6.5 says, w
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from metis.errors import AdapterError, ProtocolError
+from metis.errors import AdapterError, CancelledError, ProtocolError
+from metis.estimate import CHARS_PER_TOKEN
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
@@ -42,6 +44,7 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, dict[str, Any]]
     ) -> AsyncIterator[StreamEvent]:
         builder = MessageBuilder(call.provider, call.model, call.warn_dropped)
+        builder.estimate_usage = lambda b: _estimate_usage(b, request, call)
         out = builder.out
         try:
             if request.stream:
@@ -59,6 +62,12 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
                     self.codec.parse_body(obj, builder)
             if not builder.completed:
                 raise ProtocolError(f"{call.provider} response ended before the message did")
+        except CancelledError:
+            # Seed 000 §5.3: a cancelled stream ends with its partial content and terminates.
+            builder.finish(StopReason(kind=StopKind.CANCELLED, raw=None))
+            for event in out:
+                yield event
+            return
         except HTTPFailure as failure:
             raise self._classified(
                 self.codec.error_from_http(failure.status, failure.headers, failure.body), call
@@ -88,3 +97,24 @@ _CODEC_BUGS = (KeyError, IndexError, TypeError, ValueError, AttributeError)
 
 def _unreadable(exc: Exception, call: Call) -> ProtocolError:
     return ProtocolError(f"{call.provider} sent a response metis could not read: {exc!r}")
+
+
+def _estimate_usage(builder: MessageBuilder, request: WireRequest, call: Call) -> None:
+    """Seed 000 §7.2: no usage from the provider, so estimate it, say so, and mark it."""
+    input_chars = len(json.dumps(request.body, ensure_ascii=False))
+    output_chars = sum(len(part) for part in builder.output_text())
+    builder.usage(
+        input_tokens=int(input_chars / CHARS_PER_TOKEN),
+        output_tokens=int(output_chars / CHARS_PER_TOKEN),
+    )
+    builder.usage_estimated = True
+    call.log.warning(
+        "%s reported no token usage; estimated it",
+        call.provider,
+        extra={
+            "event": "metis.usage_estimated",
+            "request_id": call.request_id,
+            "session_id": call.session_id,
+            "adapter": call.provider,
+        },
+    )

@@ -49,7 +49,8 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
         if outward:
             request = _rewrite_history(request, outward)
         inward = {pid: cid for cid, pid in outward.items()}
-        issued: dict[str, str] = {}
+        issued: dict[str, str] = {}  # provider id -> canonical id of its latest tool.use_start
+        started: list[tuple[str, str]] = []  # (provider id, canonical id), in order
 
         async for event in inner(request, call):
             if type(event) is TextDelta:
@@ -58,12 +59,13 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
                 event.tool_use_id = issued.get(event.tool_use_id, event.tool_use_id)
             elif isinstance(event, ToolUseStart):
                 pid = event.tool_use_id
-                issued[pid] = event.tool_use_id = inward.get(pid) or new_tool_id()
+                issued[pid] = event.tool_use_id = cid = _canonical_id(pid, inward, started)
+                started.append((pid, cid))
             elif isinstance(event, MessageComplete):
-                event.final_content = _canonical_content(event.final_content, issued, inward)
-                if call.session_id and issued:
+                event.final_content = _canonical_content(event.final_content, started, inward)
+                if call.session_id and started:
                     await call.tool_ids.remember(
-                        call.session_id, call.provider, {c: p for p, c in issued.items()}
+                        call.session_id, call.provider, {c: p for p, c in started}
                     )
             yield event
 
@@ -106,16 +108,33 @@ def _with_provider_id(block: ContentBlock, ids: dict[str, str]) -> ContentBlock:
 
 
 def _canonical_content(
-    content: list[ContentBlock], issued: dict[str, str], inward: dict[str, str]
+    content: list[ContentBlock], started: list[tuple[str, str]], inward: dict[str, str]
 ) -> list[ContentBlock]:
-    """``content`` with canonical tool ids; a call no ``tool.use_start`` announced gets one too,
-    so no provider id ever reaches the application."""
+    """``content`` with canonical tool ids. Tool calls are matched to their ``tool.use_start``
+    in order, so a provider id used twice still names two calls; a call no start announced gets
+    a canonical id too (added to ``started``), so no provider id reaches the application."""
     out: list[ContentBlock] = []
+    position = 0
     for block in content:
         if isinstance(block, ToolUseBlock):
-            cid = issued.get(block.id)
-            if cid is None:
-                cid = issued[block.id] = inward.get(block.id) or new_tool_id()
+            if position < len(started) and started[position][0] == block.id:
+                cid = started[position][1]
+                position += 1
+            else:
+                known = next((c for p, c in started if p == block.id), None)
+                if known is None:
+                    known = _canonical_id(block.id, inward, started)
+                    started.append((block.id, known))
+                cid = known
             block = block.model_copy(update={"id": cid})
         out.append(block)
     return out
+
+
+def _canonical_id(pid: str, inward: dict[str, str], started: list[tuple[str, str]]) -> str:
+    """The canonical id for a call the provider names ``pid``: the history's, when the provider
+    echoed an id it was sent and no call of this reply has that id yet, else a fresh one."""
+    cid = inward.get(pid)
+    if cid is None or any(c == cid for _, c in started):
+        return new_tool_id()
+    return cid

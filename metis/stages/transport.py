@@ -12,6 +12,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +29,13 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
 
+        connect_timeout: float = Field(default=10.0, gt=0)
+        first_event_timeout: float = Field(
+            default=120.0, gt=0, description="streamed: from sending to the first body bytes"
+        )
+        idle_timeout: float = Field(
+            default=120.0, gt=0, description="streamed: the longest silence between chunks"
+        )
         max_error_body_bytes: int = Field(default=1 << 20, ge=1024)
 
     options: Options
@@ -35,25 +43,61 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
     async def __call__(
         self, request: WireRequest, call: Call, inner: Inner[Any, Any]
     ) -> AsyncIterator[bytes]:
+        opts = self.options
+        overall = anyio.current_time() + call.config.timeout_seconds
         content = json.dumps(request.body, separators=(",", ":"), ensure_ascii=False).encode()
         http_request = call.http.build_request(
-            request.method, request.url, headers=request.headers, content=content
+            request.method,
+            request.url,
+            headers=request.headers,
+            content=content,
+            timeout=httpx.Timeout(call.config.timeout_seconds, connect=opts.connect_timeout),
         )
+        # A streamed reply must start within first_event_timeout and never fall silent for
+        # longer than idle_timeout; a whole JSON reply only has the overall timeout.
+        first = min(overall, anyio.current_time() + opts.first_event_timeout)
+        deadline = first if request.stream else overall
         try:
-            response = await call.http.send(http_request, stream=True)
+            with call.cancel.guard(deadline) as scope:
+                response = await call.http.send(http_request, stream=True)
         except httpx.HTTPError as exc:
             raise _network_error(exc, call, "before a response arrived") from exc
+        if scope.cancelled_caught:
+            raise self._timeout(call, request.stream, overall, received=False)
         try:
             if response.status_code >= 300:
                 raise HTTPFailure(
                     response.status_code, dict(response.headers), await self._read_error(response)
                 )
-            async for chunk in response.aiter_bytes():
+            chunks = response.aiter_bytes().__aiter__()
+            received = False
+            while True:
+                with call.cancel.guard(deadline) as scope:
+                    chunk = await anext(chunks, None)
+                if scope.cancelled_caught:
+                    raise self._timeout(call, request.stream, overall, received)
+                if chunk is None:
+                    break
+                received = True
                 yield chunk
+                if request.stream:
+                    deadline = min(overall, anyio.current_time() + opts.idle_timeout)
         except httpx.HTTPError as exc:
             raise _network_error(exc, call, "while reading the response") from exc
         finally:
-            await response.aclose()
+            with anyio.CancelScope(shield=True):
+                await response.aclose()
+
+    def _timeout(self, call: Call, stream: bool, overall: float, received: bool) -> NetworkError:
+        if anyio.current_time() >= overall:
+            what = f"the call's timeout ({call.config.timeout_seconds:g} s) ran out"
+        elif received:
+            what = f"the stream stalled for {self.options.idle_timeout:g} s"
+        else:
+            what = f"nothing arrived within {self.options.first_event_timeout:g} s"
+        return NetworkError(
+            f"{call.provider}: {what}", provider=call.provider, request_id=call.request_id
+        )
 
     async def _read_error(self, response: httpx.Response) -> bytes:
         chunks: list[bytes] = []

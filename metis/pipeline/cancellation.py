@@ -1,0 +1,62 @@
+"""Aborting one call from anywhere: ``adapter.cancel(request_id)`` (seed 000 §5.3, §9.4).
+
+Each call gets a handle. The stages that wait on the outside world (the transport reading the
+socket, the retry stage sleeping) do each wait inside ``handle.guard()``, a cancel scope that
+covers that one wait and nothing else, so a cancel from another task interrupts the wait
+promptly on asyncio and trio alike, and no scope ever spans a ``yield``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import anyio
+
+from metis.errors import CancelledError
+
+
+class CancelHandle:
+    __slots__ = ("_scope", "cancelled", "finished")
+
+    def __init__(self) -> None:
+        self._scope: anyio.CancelScope | None = None
+        self.cancelled = False
+        self.finished = False
+
+    def cancel(self) -> bool:
+        """Cancel the call; True only if it was running and is now cancelled."""
+        if self.cancelled or self.finished:
+            return False
+        self.cancelled = True
+        if self._scope is not None:
+            self._scope.cancel()
+        return True
+
+    @contextmanager
+    def guard(self, deadline: float = math.inf) -> Iterator[anyio.CancelScope]:
+        """One wait that ``cancel()`` interrupts; raises CancelledError if it did. A wait
+        that outlives ``deadline`` is abandoned too: check ``scope.cancelled_caught``."""
+        if self.cancelled:
+            raise CancelledError("the call was cancelled")
+        with anyio.CancelScope(deadline=deadline) as scope:
+            self._scope = scope
+            try:
+                yield scope
+            finally:
+                self._scope = None
+        if self.cancelled:
+            raise CancelledError("the call was cancelled")
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep, unless the call is cancelled first (then return at once, quietly: the next
+        wait raises)."""
+        if self.cancelled:
+            return
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            try:
+                await anyio.sleep(seconds)
+            finally:
+                self._scope = None
