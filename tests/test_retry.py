@@ -1,0 +1,217 @@
+"""Retries (seed 000 §6.4, §10.1 items 10 and 11) through real adapters."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+
+import pytest
+
+from metis import ErrorClass
+from metis.errors import (
+    RETRY_POLICY,
+    InvalidRequestError,
+    NetworkError,
+    OverloadedError,
+    RateLimitError,
+    ServerError,
+)
+from metis.model import MessageComplete, TextDelta
+from metis.model.response import StopKind
+
+from .fakes import (
+    DROP,
+    FakePeer,
+    Reply,
+    anthropic_error,
+    anthropic_reply,
+    anthropic_start,
+    anthropic_text,
+    collect,
+    openai_error,
+    request,
+    sse,
+)
+
+
+def with_sleeps(adapter):  # type: ignore[no-untyped-def]
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    adapter.pipeline["retry"].sleep = sleep
+    return slept
+
+
+@pytest.mark.anyio
+async def test_transient_errors_are_retried_with_backoff_then_succeed() -> None:
+    peer = FakePeer(
+        anthropic_error(529, "overloaded_error", "Overloaded"),
+        anthropic_error(500, "api_error", "Internal server error"),
+        anthropic_reply("fine"),
+    )
+    adapter = peer.adapter("anthropic")
+    slept = with_sleeps(adapter)
+    events = await collect(adapter, request("anthropic"))
+    assert len(peer.requests) == 3
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["fine"]
+    overloaded, server = RETRY_POLICY[ErrorClass.OVERLOADED], RETRY_POLICY[ErrorClass.SERVER_ERROR]
+    assert overloaded.base_delay <= slept[0] <= overloaded.base_delay * 1.25  # first backoff
+    assert 2 * server.base_delay <= slept[1] <= 2 * server.base_delay * 1.25  # doubled
+
+
+@pytest.mark.anyio
+async def test_overloaded_backs_off_longer_than_rate_limit() -> None:
+    assert (
+        RETRY_POLICY[ErrorClass.OVERLOADED].base_delay
+        > RETRY_POLICY[ErrorClass.RATE_LIMIT].base_delay
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"retry-after": "3"}, 3.0),
+        ({"retry-after-ms": "1500"}, 1.5),
+        ({"retry-after": "120"}, 60.0),  # capped
+    ],
+)
+async def test_retry_after_is_honoured_and_capped(headers: dict[str, str], expected: float) -> None:
+    peer = FakePeer(
+        openai_error(429, "rate_limit_exceeded", "slow down", **headers), openai_reply()
+    )
+    adapter = peer.adapter("openai")
+    slept = with_sleeps(adapter)
+    await collect(adapter, request("openai"))
+    assert slept == [expected]
+
+
+@pytest.mark.anyio
+async def test_retry_after_as_an_http_date() -> None:
+    when = email.utils.formatdate(time.time() + 10, usegmt=True)
+    peer = FakePeer(
+        anthropic_error(429, "rate_limit_error", "slow", **{"retry-after": when}),
+        anthropic_reply("ok"),
+    )
+    adapter = peer.adapter("anthropic")
+    slept = with_sleeps(adapter)
+    await collect(adapter, request("anthropic"))
+    assert 8.0 <= slept[0] <= 10.0
+
+
+@pytest.mark.anyio
+async def test_attempts_are_one_plus_max_retries_and_the_last_error_is_raised() -> None:
+    peer = FakePeer(*(anthropic_error(500, "api_error", f"boom {i}") for i in range(4)))
+    adapter = peer.adapter("anthropic", max_retries=2)
+    with_sleeps(adapter)
+    with pytest.raises(ServerError, match="boom 2") as caught:
+        await collect(adapter, request("anthropic"))
+    assert len(peer.requests) == 3
+    assert caught.value.retryable is True
+
+
+@pytest.mark.anyio
+async def test_max_retries_zero_means_one_attempt() -> None:
+    peer = FakePeer(anthropic_error(529, "overloaded_error", "Overloaded"))
+    adapter = peer.adapter("anthropic", max_retries=0)
+    with pytest.raises(OverloadedError):
+        await collect(adapter, request("anthropic"))
+    assert len(peer.requests) == 1
+
+
+@pytest.mark.anyio
+async def test_a_client_error_is_not_retried() -> None:
+    peer = FakePeer(openai_error(400, None, "bad param"))
+    adapter = peer.adapter("openai")
+    slept = with_sleeps(adapter)
+    with pytest.raises(InvalidRequestError):
+        await collect(adapter, request("openai"))
+    assert len(peer.requests) == 1 and slept == []
+
+
+@pytest.mark.anyio
+async def test_insufficient_quota_is_a_rate_limit_that_is_not_retried() -> None:
+    peer = FakePeer(openai_error(429, "insufficient_quota", "You exceeded your current quota"))
+    adapter = peer.adapter("openai")
+    with pytest.raises(RateLimitError) as caught:
+        await collect(adapter, request("openai"))
+    assert len(peer.requests) == 1 and caught.value.retryable is False
+
+
+@pytest.mark.anyio
+async def test_a_network_failure_before_any_event_is_retried() -> None:
+    import httpx
+
+    peer = FakePeer(httpx.ConnectError("connection refused"), anthropic_reply("back"))
+    adapter = peer.adapter("anthropic")
+    slept = with_sleeps(adapter)
+    events = await collect(adapter, request("anthropic"))
+    assert len(peer.requests) == 2 and len(slept) == 1
+    assert isinstance(events[-1], MessageComplete)
+
+
+@pytest.mark.anyio
+async def test_an_in_stream_error_before_any_event_is_retried() -> None:
+    overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    peer = FakePeer(Reply(chunks=sse(overloaded)), anthropic_reply("second time"))
+    adapter = peer.adapter("anthropic")
+    with_sleeps(adapter)
+    events = await collect(adapter, request("anthropic"))
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["second time"]
+
+
+@pytest.mark.anyio
+async def test_after_an_event_reached_the_caller_a_failure_ends_the_stream_unretried() -> None:
+    """Seed 000 §6.5: the partial content arrives in message.complete(error), then the error."""
+    chunks = sse(anthropic_start(), *anthropic_text("partial ", "answer")[:-1])
+    peer = FakePeer(Reply(chunks=[*chunks, DROP]), anthropic_reply("never sent"))
+    adapter = peer.adapter("anthropic")
+    slept = with_sleeps(adapter)
+    events = []
+    with pytest.raises(NetworkError):
+        async for event in adapter.stream(request("anthropic")):
+            events.append(event)
+    assert len(peer.requests) == 1 and slept == []
+    final = events[-1]
+    assert isinstance(final, MessageComplete)
+    assert final.stop_reason.kind is StopKind.ERROR
+    assert final.final_content[0].text == "partial answer"  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_complete_retries_too_and_keeps_the_partial_response_on_failure() -> None:
+    body = json.dumps(
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": [{"type": "text", "text": "ok"}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+        }
+    )
+    peer = FakePeer(
+        anthropic_error(503, "api_error", "unavailable"),
+        Reply(chunks=[body], headers={"content-type": "application/json"}),
+    )
+    adapter = peer.adapter("anthropic")
+    with_sleeps(adapter)
+    response = await adapter.complete(request("anthropic", stream=False))
+    assert response.text() == "ok" and len(peer.requests) == 2
+
+
+def openai_reply() -> Reply:
+    return Reply(
+        chunks=[
+            *sse(
+                {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "hi"}}]},
+                names=False,
+            ),
+            *sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}, names=False),
+            "data: [DONE]\n\n",
+        ]
+    )
