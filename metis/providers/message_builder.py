@@ -130,6 +130,8 @@ class MessageBuilder:
         if self._open_tool is not None:
             # A cut-off stream leaves arguments truncated: expected, so no WARN for them.
             self._end_tool(self._open_tool, None, partial=_abrupt(stop))
+        if not self.usage_reported and self.estimate_usage is not None:
+            self.estimate_usage(self)
         self.completed = True
         self.out.append(
             MessageComplete(
