@@ -23,6 +23,9 @@ _EXPORTS = {
     "load_stack": "metis.pipeline.stack",
     "InMemoryToolIdStore": "metis.session",
     "ToolIdStore": "metis.session",
+    "TelemetrySink": "metis.telemetry",
+    "LoggingSink": "metis.telemetry",
+    "ListSink": "metis.telemetry",
     **dict.fromkeys(
         [
             "AdapterCapabilities",
@@ -155,3 +158,4 @@ if TYPE_CHECKING:
     from metis.pipeline.stage import RequestStage, Stage
     from metis.pipeline.wire import WireRequest
     from metis.session import InMemoryToolIdStore, ToolIdStore
+    from metis.telemetry import ListSink, LoggingSink, TelemetrySink

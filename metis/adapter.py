@@ -29,6 +29,7 @@ from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.stack import Endpoint, StackSpec, load_stack
 from metis.session import ToolIdStore, default_tool_id_store
+from metis.telemetry import NULL_SINK, TelemetrySink
 
 
 class Adapter:
@@ -39,6 +40,7 @@ class Adapter:
         *,
         pipeline: Pipeline | None = None,
         tool_id_store: ToolIdStore | None = None,
+        telemetry: TelemetrySink | None = None,
         registry: StageRegistry = default_registry,
     ) -> None:
         self.stack = stack
@@ -53,6 +55,7 @@ class Adapter:
             extra_headers=self.config.extra_headers,
         )
         self.tool_id_store = tool_id_store or default_tool_id_store
+        self.telemetry = telemetry or NULL_SINK
         self._client = self.config.http_client
         self._owns_client = self._client is None
         self._inflight: dict[str, list[CancelHandle]] = {}
@@ -136,6 +139,7 @@ class Adapter:
             http=self._http(),
             tool_ids=self.tool_id_store,
             session_id=request.session_id,
+            telemetry=self.telemetry,
         )
         handles = self._inflight.setdefault(request.request_id, [])
         handles.append(call.cancel)

@@ -215,3 +215,28 @@ def openai_reply() -> Reply:
             "data: [DONE]\n\n",
         ]
     )
+
+
+@pytest.mark.anyio
+async def test_each_attempt_is_visible_to_telemetry_as_seed_000_9_3_describes() -> None:
+    from metis.telemetry import ListSink
+
+    peer = FakePeer(
+        anthropic_error(529, "overloaded_error", "Overloaded"),
+        anthropic_error(529, "overloaded_error", "Overloaded"),
+        anthropic_reply("third time lucky"),
+    )
+    adapter = peer.adapter("anthropic")
+    sink = ListSink()
+    adapter.telemetry = sink
+    with_sleeps(adapter)
+    await collect(adapter, request("anthropic"))
+    seen = [(e.name, e.retry_count, getattr(e, "error_class", None)) for e in sink.events]
+    assert seen == [
+        ("llm.call_started", 0, None),
+        ("llm.call_failed", 0, "overloaded"),
+        ("llm.call_started", 1, None),
+        ("llm.call_failed", 1, "overloaded"),
+        ("llm.call_started", 2, None),
+        ("llm.call_completed", 2, None),
+    ]

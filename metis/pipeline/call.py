@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from metis.config import AdapterConfig
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.cancellation import CancelHandle
+from metis.telemetry import NULL_SINK, TelemetrySink
 
 if TYPE_CHECKING:
     import httpx
@@ -39,6 +40,7 @@ class Call:
     attempt: int = 0
     """How many times this call has been retried so far (0 on the first attempt)."""
     cancel: CancelHandle = field(default_factory=CancelHandle)
+    telemetry: TelemetrySink = NULL_SINK
 
     def warn_dropped(
         self, block_type: str, reason: str, message_id: str | None = None, **extra: Any

@@ -1,0 +1,312 @@
+"""Bus events for each attempt at a call, and the sinks that receive them (seed 000 §5.1, §9.3).
+
+The canonical stream events go to the caller; these three go on a separate channel, the bus:
+
+* ``llm.call_started`` when an attempt begins (one per attempt: a call retried twice has three),
+* ``llm.call_completed`` when an attempt ends with a message,
+* ``llm.call_failed`` when an attempt ends in an error, a cancellation of the caller's task, or
+  a stream the caller closed before its message was complete.
+
+The ``telemetry`` stage (:mod:`metis.stages.telemetry`) emits them, sitting inside the retry
+stage so it sees every attempt; ``retry_count`` is the attempt's number of retries before it.
+A sink is anything with a synchronous ``emit(event)``; it must be cheap (it runs in the call's
+task) and should not raise: the stage logs a failing sink once and carries on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Protocol, TypeAlias
+
+from metis.model.response import StopReason, TokenUsage
+
+__all__ = [
+    "NULL_SINK",
+    "CallCompleted",
+    "CallFailed",
+    "CallStarted",
+    "ListSink",
+    "LoggingSink",
+    "MultiSink",
+    "NullSink",
+    "OpenTelemetrySink",
+    "TelemetryEvent",
+    "TelemetrySink",
+]
+
+
+class _BusEvent:
+    __slots__ = ()
+    name: ClassVar[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: ``{"event": "llm.call_started", "request_id": ..., ...}``."""
+        out: dict[str, Any] = {"event": self.name}
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if hasattr(value, "model_dump"):
+                value = value.model_dump(mode="json")
+            out[f.name] = value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class CallStarted(_BusEvent):
+    """An attempt is about to be sent. ``timestamp`` is wall-clock seconds (``time.time()``)."""
+
+    name: ClassVar[str] = "llm.call_started"
+    request_id: str
+    session_id: str | None
+    provider: str
+    model: str
+    wire_model: str
+    retry_count: int
+    stream: bool
+    timestamp: float
+
+
+@dataclass(frozen=True, slots=True)
+class CallCompleted(_BusEvent):
+    """An attempt ended with a ``message.complete`` and no error after it. The stop reason may
+    be ``cancelled`` (``Adapter.cancel`` ends a stream with a message, seed 000 §5.3)."""
+
+    name: ClassVar[str] = "llm.call_completed"
+    request_id: str
+    session_id: str | None
+    provider: str
+    model: str
+    wire_model: str
+    retry_count: int
+    timestamp: float
+    latency_ms: int
+    usage: TokenUsage
+    stop_reason: StopReason
+    message_id: str | None
+    response_model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallFailed(_BusEvent):
+    """An attempt ended in an error. ``error_class`` is an :class:`~metis.errors.ErrorClass`
+    value, or ``"cancelled"`` when the caller's task was cancelled or the caller closed the
+    stream early. ``error_message`` is already redacted. ``usage`` is the partial usage when a
+    ``message.complete`` (stop reason ``error``) came before the error, else None."""
+
+    name: ClassVar[str] = "llm.call_failed"
+    request_id: str
+    session_id: str | None
+    provider: str
+    model: str
+    wire_model: str
+    retry_count: int
+    timestamp: float
+    latency_ms: int
+    error_class: str
+    error_message: str
+    provider_status: int | None
+    retryable: bool
+    usage: TokenUsage | None = None
+
+
+TelemetryEvent: TypeAlias = CallStarted | CallCompleted | CallFailed
+
+
+class TelemetrySink(Protocol):
+    def emit(self, event: TelemetryEvent) -> None:
+        """Receive one event. Synchronous and cheap: it runs on the call's own task."""
+        ...
+
+
+class NullSink:
+    """Drops everything; the default. With it the telemetry stage steps out of the way."""
+
+    __slots__ = ()
+
+    def emit(self, event: TelemetryEvent) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return "NullSink()"
+
+
+NULL_SINK = NullSink()
+
+
+class LoggingSink:
+    """One log record per event, its fields in the record (``extra``) for structured handlers:
+    ``record.event`` is the event name, ``record.request_id``, ``record.usage`` and so on."""
+
+    def __init__(self, logger: str | logging.Logger = "metis.telemetry", level: int = logging.INFO):
+        self.logger = logging.getLogger(logger) if isinstance(logger, str) else logger
+        self.level = level
+
+    def emit(self, event: TelemetryEvent) -> None:
+        if not self.logger.isEnabledFor(self.level):
+            return
+        self.logger.log(self.level, "%s", _describe(event), extra=event.to_dict())
+
+    def __repr__(self) -> str:
+        return f"LoggingSink({self.logger.name!r}, {logging.getLevelName(self.level)})"
+
+
+def _describe(event: TelemetryEvent) -> str:
+    head = (
+        f"{event.name} {event.provider} {event.wire_model} {event.request_id} "
+        f"retry {event.retry_count}"
+    )
+    if isinstance(event, CallStarted):
+        return head
+    if isinstance(event, CallCompleted):
+        usage = event.usage
+        return (
+            f"{head}: {event.stop_reason.kind.value} in {event.latency_ms} ms, "
+            f"{usage.total_input_tokens} in / {usage.output_tokens} out"
+        )
+    return f"{head}: {event.error_class} after {event.latency_ms} ms: {event.error_message}"
+
+
+class ListSink:
+    """Keeps every event, in order; for tests."""
+
+    def __init__(self) -> None:
+        self.events: list[TelemetryEvent] = []
+
+    def emit(self, event: TelemetryEvent) -> None:
+        self.events.append(event)
+
+    def names(self) -> list[str]:
+        return [e.name for e in self.events]
+
+    def clear(self) -> None:
+        self.events.clear()
+
+    def __repr__(self) -> str:
+        return f"ListSink({len(self.events)} events)"
+
+
+class MultiSink:
+    """Hands each event to every sink in turn. A sink that raises does not keep the event
+    from the others; the first such error is raised once they all had it."""
+
+    def __init__(self, *sinks: TelemetrySink) -> None:
+        self.sinks = sinks
+
+    def emit(self, event: TelemetryEvent) -> None:
+        failure: Exception | None = None
+        for sink in self.sinks:
+            try:
+                sink.emit(event)
+            except Exception as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    def __repr__(self) -> str:
+        return f"MultiSink({', '.join(map(repr, self.sinks))})"
+
+
+class OpenTelemetrySink:
+    """One OpenTelemetry span per attempt, after the GenAI semantic conventions.
+
+    The span (``chat {wire model}``, kind CLIENT) opens on ``llm.call_started`` and closes on
+    ``llm.call_completed`` or ``llm.call_failed``, with the events' own times. Its parent is
+    whatever span is current in the task that runs the call. A failed attempt gets status
+    ERROR and ``error.type`` set to the error class. Needs ``pip install 'metis[otel]'``.
+    """
+
+    def __init__(self, tracer_provider: Any = None, *, tracer_name: str = "metis") -> None:
+        try:
+            from opentelemetry import trace
+        except ImportError as exc:
+            raise ImportError(
+                "OpenTelemetrySink needs the OpenTelemetry API: pip install 'metis[otel]'"
+            ) from exc
+        from metis import __version__
+
+        self._trace = trace
+        self._tracer = trace.get_tracer(tracer_name, __version__, tracer_provider=tracer_provider)
+        self._open: dict[tuple[str, int], list[Any]] = {}
+        self._lock = threading.Lock()
+
+    def emit(self, event: TelemetryEvent) -> None:
+        if isinstance(event, CallStarted):
+            self._start(event)
+        else:
+            self._end(event)
+
+    def _start(self, event: CallStarted) -> None:
+        attributes = _span_start_attributes(event)
+        span = self._tracer.start_span(
+            f"chat {event.wire_model}",
+            kind=self._trace.SpanKind.CLIENT,
+            attributes=attributes,
+            start_time=_ns(event.timestamp),
+        )
+        with self._lock:
+            self._open.setdefault((event.request_id, event.retry_count), []).append(span)
+
+    def _end(self, event: CallCompleted | CallFailed) -> None:
+        key = (event.request_id, event.retry_count)
+        with self._lock:
+            waiting = self._open.get(key)
+            span = waiting.pop(0) if waiting else None
+            if waiting == []:
+                del self._open[key]
+        if span is None:  # no started event seen: make the span from what this one says
+            span = self._tracer.start_span(
+                f"chat {event.wire_model}",
+                kind=self._trace.SpanKind.CLIENT,
+                attributes=_span_start_attributes(event),
+                start_time=_ns(event.timestamp - event.latency_ms / 1000),
+            )
+        if isinstance(event, CallCompleted):
+            if event.message_id:
+                span.set_attribute("gen_ai.response.id", event.message_id)
+            if event.response_model:
+                span.set_attribute("gen_ai.response.model", event.response_model)
+            stop = event.stop_reason
+            span.set_attribute("gen_ai.response.finish_reasons", [stop.raw or stop.kind.value])
+        else:
+            span.set_attribute("error.type", event.error_class)
+            if event.provider_status is not None:
+                span.set_attribute("http.response.status_code", event.provider_status)
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, event.error_message))
+        if event.usage is not None:
+            span.set_attributes(_usage_attributes(event.usage))
+        span.end(end_time=_ns(event.timestamp))
+
+    def __repr__(self) -> str:
+        return "OpenTelemetrySink()"
+
+
+def _span_start_attributes(event: TelemetryEvent) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": event.provider,
+        "gen_ai.system": event.provider,  # the name before semantic conventions 1.37
+        "gen_ai.request.model": event.wire_model,
+        "metis.request_id": event.request_id,
+        "metis.retry_count": event.retry_count,
+        "metis.model": event.model,
+    }
+    if isinstance(event, CallStarted):
+        attributes["gen_ai.request.stream"] = event.stream
+    if event.session_id is not None:
+        attributes["metis.session_id"] = event.session_id
+        attributes["gen_ai.conversation.id"] = event.session_id
+    return attributes
+
+
+def _usage_attributes(usage: TokenUsage) -> dict[str, Any]:
+    return {
+        "gen_ai.usage.input_tokens": usage.total_input_tokens,  # cached included, per semconv
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+        "gen_ai.usage.cache_read.input_tokens": usage.cached_input_tokens,
+        "gen_ai.usage.cache_creation.input_tokens": usage.cache_creation_input_tokens,
+    }
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1_000_000_000)
