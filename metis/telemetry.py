@@ -37,14 +37,23 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True, slots=True)
 class _BusEvent:
-    __slots__ = ()
+    """Which attempt of which call: the fields every bus event carries."""
+
     name: ClassVar[str]
+    request_id: str
+    session_id: str | None
+    provider: str
+    model: str
+    wire_model: str
+    retry_count: int
+    timestamp: float
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``{"event": "llm.call_started", "request_id": ..., ...}``."""
         out: dict[str, Any] = {"event": self.name}
-        for f in fields(self):  # type: ignore[arg-type]
+        for f in fields(self):
             value = getattr(self, f.name)
             if hasattr(value, "model_dump"):
                 value = value.model_dump(mode="json")
@@ -57,14 +66,7 @@ class CallStarted(_BusEvent):
     """An attempt is about to be sent. ``timestamp`` is wall-clock seconds (``time.time()``)."""
 
     name: ClassVar[str] = "llm.call_started"
-    request_id: str
-    session_id: str | None
-    provider: str
-    model: str
-    wire_model: str
-    retry_count: int
     stream: bool
-    timestamp: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,13 +75,6 @@ class CallCompleted(_BusEvent):
     be ``cancelled`` (``Adapter.cancel`` ends a stream with a message, seed 000 §5.3)."""
 
     name: ClassVar[str] = "llm.call_completed"
-    request_id: str
-    session_id: str | None
-    provider: str
-    model: str
-    wire_model: str
-    retry_count: int
-    timestamp: float
     latency_ms: int
     usage: TokenUsage
     stop_reason: StopReason
@@ -95,13 +90,6 @@ class CallFailed(_BusEvent):
     ``message.complete`` (stop reason ``error``) came before the error, else None."""
 
     name: ClassVar[str] = "llm.call_failed"
-    request_id: str
-    session_id: str | None
-    provider: str
-    model: str
-    wire_model: str
-    retry_count: int
-    timestamp: float
     latency_ms: int
     error_class: str
     error_message: str

@@ -65,14 +65,8 @@ class Telemetry(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
             sink,
             call,
             CallStarted(
-                request_id=call.request_id,
-                session_id=call.session_id,
-                provider=call.provider,
-                model=call.model,
-                wire_model=call.wire_model,
-                retry_count=retry_count,
+                **_identity(call, retry_count),
                 stream=request.stream,
-                timestamp=time.time(),
             ),
         )
         started = time.monotonic()
@@ -124,13 +118,7 @@ def _completed(
 ) -> TelemetryEvent:
     if complete is None:  # the stack ended without a message: report it as what it is
         return CallFailed(
-            request_id=call.request_id,
-            session_id=call.session_id,
-            provider=call.provider,
-            model=call.model,
-            wire_model=call.wire_model,
-            retry_count=retry_count,
-            timestamp=time.time(),
+            **_identity(call, retry_count),
             latency_ms=latency_ms,
             error_class=ErrorClass.OTHER.value,
             error_message="the stream ended without a message.complete",
@@ -138,13 +126,7 @@ def _completed(
             retryable=False,
         )
     return CallCompleted(
-        request_id=call.request_id,
-        session_id=call.session_id,
-        provider=call.provider,
-        model=call.model,
-        wire_model=call.wire_model,
-        retry_count=retry_count,
-        timestamp=time.time(),
+        **_identity(call, retry_count),
         latency_ms=latency_ms,
         usage=complete.usage,
         stop_reason=complete.stop_reason,
@@ -180,13 +162,7 @@ def _failed(
         status = None
         retryable = False
     return CallFailed(
-        request_id=call.request_id,
-        session_id=call.session_id,
-        provider=call.provider,
-        model=call.model,
-        wire_model=call.wire_model,
-        retry_count=retry_count,
-        timestamp=time.time(),
+        **_identity(call, retry_count),
         latency_ms=latency_ms,
         error_class=error_class,
         error_message=message,
@@ -198,3 +174,16 @@ def _failed(
 
 def _ms_since(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
+
+
+def _identity(call: Call, retry_count: int) -> dict[str, Any]:
+    """Which attempt of which call: the fields every bus event starts with."""
+    return {
+        "request_id": call.request_id,
+        "session_id": call.session_id,
+        "provider": call.provider,
+        "model": call.model,
+        "wire_model": call.wire_model,
+        "retry_count": retry_count,
+        "timestamp": time.time(),
+    }
