@@ -24,6 +24,12 @@ _EXPORTS = {
     "InMemoryToolIdStore": "metis.session",
     "ToolIdStore": "metis.session",
     "TelemetrySink": "metis.telemetry",
+    "Registry": "metis.registry",
+    "Route": "metis.registry",
+    "NotConfiguredError": "metis.registry",
+    "PriceTable": "metis.cost",
+    "Cost": "metis.cost",
+    "cost_of": "metis.cost",
     "LoggingSink": "metis.telemetry",
     "ListSink": "metis.telemetry",
     **dict.fromkeys(
@@ -102,6 +108,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from metis.adapter import Adapter, build_adapter
     from metis.config import AdapterConfig
+    from metis.cost import Cost, PriceTable, cost_of
     from metis.errors import (
         AdapterError,
         AuthError,
@@ -157,5 +164,6 @@ if TYPE_CHECKING:
     from metis.pipeline.stack import load_stack
     from metis.pipeline.stage import RequestStage, Stage
     from metis.pipeline.wire import WireRequest
+    from metis.registry import NotConfiguredError, Registry, Route
     from metis.session import InMemoryToolIdStore, ToolIdStore
     from metis.telemetry import ListSink, LoggingSink, TelemetrySink

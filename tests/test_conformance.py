@@ -258,3 +258,46 @@ async def test_signed_thinking_goes_back_only_to_the_model_that_made_it(
     ]
     assert "produced by anthropic" in warnings[0].reason  # type: ignore[attr-defined]
     assert "model anthropic:claude-a" in warnings[1].reason  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_a_vision_request_to_a_text_only_model_fails_before_any_network_call() -> None:
+    """Seed 000 §10.2 item 5, through the registry: the model's declared capabilities (here
+    overridden to text-only) are enforced before the adapter sends anything."""
+    from metis import CapabilityError, Registry
+    from metis.model import Base64ImageSource, ImageBlock
+
+    sent: list[object] = []
+
+    def handler(request: object) -> object:
+        sent.append(request)
+        raise AssertionError("no request may be sent")
+
+    import httpx
+
+    registry = Registry.from_dict(
+        {
+            "adapters": {"openai": {"type": "openai", "api_key_env": "OPENAI_API_KEY"}},
+            "models": {
+                "openai:gpt-text": {
+                    "adapter": "openai",
+                    "wire_name": "gpt-text",
+                    "aliases": ["texty"],
+                    "capabilities": {"supports_images": False},
+                }
+            },
+        },
+        environ={"OPENAI_API_KEY": "sk-test"},
+        clients={"openai": httpx.AsyncClient(transport=httpx.MockTransport(handler))},  # type: ignore[arg-type]
+    )
+    image = ImageBlock(source=Base64ImageSource(media_type="image/png", data="iVBORw0KGgo="))
+    adapter, request = registry.request(
+        "texty", messages=[Message.user("What is this?", image)], max_output_tokens=100
+    )
+    with pytest.raises(CapabilityError, match="images"):
+        await adapter.complete(request)
+    with pytest.raises(CapabilityError, match="images"):
+        async for _ in adapter.stream(request):
+            pass
+    assert sent == []
+    await registry.aclose()

@@ -1,0 +1,476 @@
+"""The model registry: models.yaml maps canonical model ids to adapters (seed 000 §8).
+
+::
+
+    adapters:
+      anthropic: {type: anthropic, api_key_env: ANTHROPIC_API_KEY, timeout_seconds: 600}
+    models:
+      anthropic:claude-sonnet-4-6:
+        adapter: anthropic
+        wire_name: claude-sonnet-4-6
+        tier: balanced
+        can_delegate: true
+        aliases: [sonnet, balanced]
+        capabilities: {max_context_tokens: 200000}
+
+An adapter entry's ``type`` names a provider stack: a built-in one (``anthropic``,
+``openai``) or a stack file, relative to the models.yaml that names it. Its other keys are
+:class:`~metis.config.AdapterConfig`'s, plus ``api_key_env`` (seed 000 §8.2). Keys are read
+when the registry loads: ``api_key`` if given (accepted, with a WARNING: use ``api_key_env``),
+else the variable ``api_key_env`` names (by default the one the stack declares). An adapter
+without its key stays in the registry as ``not_configured``, and routing to any of its models
+raises :class:`NotConfiguredError` naming the variable to set.
+
+Use::
+
+    registry = Registry.load("~/.yourtool/models.yaml")
+    adapter, request = registry.request("sonnet", messages=[...], max_output_tokens=1024)
+    response = await adapter.complete(request)
+    ...
+    await registry.aclose()
+
+Adapters are built on first use and kept. A model's ``capabilities`` override what its
+adapter's stack declares; since an :class:`~metis.adapter.Adapter` enforces one set of
+capabilities, the registry keeps one Adapter per (adapter entry, set of overrides): models
+without overrides share their entry's Adapter, models with the same overrides share another.
+All the Adapters of one entry share one HTTP connection pool, which the registry owns (or the
+``httpx.AsyncClient`` given for that entry in ``clients``, which stays the caller's to close).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from metis.adapter import Adapter, build_adapter
+from metis.config import AdapterConfig
+from metis.cost import config_error
+from metis.errors import ConfigError, InvalidRequestError
+from metis.model.capabilities import AdapterCapabilities
+from metis.model.request import CanonicalRequest
+from metis.pipeline.stack import StackSpec, builtin_stacks, load_stack
+
+log = logging.getLogger("metis")
+
+
+class NotConfiguredError(ConfigError):
+    """A model was routed to an adapter that has no API key (seed 000 §8.2 ``not_configured``)."""
+
+    def __init__(
+        self, message: str, *, model: str | None, adapter: str, api_key_env: str | None
+    ) -> None:
+        super().__init__(message)
+        self.model = model
+        self.adapter = adapter
+        self.api_key_env = api_key_env
+
+
+# The file format ---------------------------------------------------------------------------
+
+
+class AdapterEntry(BaseModel):
+    """One entry under ``adapters:``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str = Field(min_length=1)
+    api_key_env: str | None = Field(default=None, min_length=1)
+    api_key: str | None = Field(default=None, repr=False)
+    base_url: str | None = None
+    timeout_seconds: float = Field(default=600.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelEntry(BaseModel):
+    """One entry under ``models:``; ``wire_name`` defaults to the id after ``provider:``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    adapter: str
+    wire_name: str | None = Field(default=None, min_length=1)
+    tier: str | None = None
+    can_delegate: bool = False
+    aliases: list[str] = Field(default_factory=list)
+    capabilities: dict[str, Any] = Field(default_factory=dict)
+
+
+class RegistryFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    adapters: dict[str, AdapterEntry] = Field(default_factory=dict)
+    models: dict[str, ModelEntry] = Field(default_factory=dict)
+
+
+# What the registry answers -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where a model name leads: the canonical id, its adapter, and what it can serve."""
+
+    model: str
+    adapter_name: str
+    wire_name: str
+    tier: str | None
+    can_delegate: bool
+    aliases: tuple[str, ...]
+    capabilities: AdapterCapabilities
+    """The adapter stack's declared capabilities merged with the model's overrides."""
+    stack_name: str
+
+    @property
+    def request_model(self) -> str:
+        """The ``model`` to put in a CanonicalRequest for this route's adapter."""
+        return f"{self.stack_name}:{self.wire_name}"
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterStatus:
+    name: str
+    type: str
+    status: Literal["configured", "not_configured"]
+    reason: str | None = None
+    api_key_env: str | None = None
+
+    @property
+    def configured(self) -> bool:
+        return self.status == "configured"
+
+
+@dataclass(frozen=True, slots=True)
+class _Adapter:
+    name: str
+    entry: AdapterEntry
+    stack: StackSpec
+    api_key: str | None
+    api_key_env: str | None
+    status: AdapterStatus
+
+
+# The registry ------------------------------------------------------------------------------
+
+
+class Registry:
+    """Canonical model ids and aliases -> routes and adapters, from a models.yaml."""
+
+    def __init__(
+        self,
+        spec: RegistryFile,
+        *,
+        source: str = "<inline>",
+        base_dir: str | Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        clients: Mapping[str, httpx.AsyncClient] | None = None,
+        **adapter_kwargs: Any,
+    ) -> None:
+        self.source = source
+        env = os.environ if environ is None else environ
+        base = Path(base_dir) if base_dir is not None else None
+        self._clients: dict[str, httpx.AsyncClient] = dict(clients or {})
+        self._owned_clients: dict[str, httpx.AsyncClient] = {}
+        self._adapter_kwargs = adapter_kwargs
+        self._built: dict[tuple[str, str], Adapter] = {}
+
+        unknown_clients = sorted(set(self._clients) - set(spec.adapters))
+        if unknown_clients:
+            raise ConfigError(
+                f"clients given for undeclared adapters {', '.join(unknown_clients)}; "
+                f"{source} declares: {', '.join(spec.adapters) or 'none'}"
+            )
+        self._adapters = {
+            name: self._resolve_adapter(name, entry, env, base)
+            for name, entry in spec.adapters.items()
+        }
+        self._routes: dict[str, Route] = {}
+        self._overrides: dict[str, dict[str, Any]] = {}
+        self._names: dict[str, str] = {}  # canonical id or alias -> canonical id
+        for model_id, entry in spec.models.items():
+            self._add_model(model_id, entry)
+        for model_id, entry in spec.models.items():
+            self._add_aliases(model_id, entry)
+
+    # Loading -------------------------------------------------------------------------------
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path,
+        *,
+        environ: Mapping[str, str] | None = None,
+        clients: Mapping[str, httpx.AsyncClient] | None = None,
+        **adapter_kwargs: Any,
+    ) -> Registry:
+        """Read a models.yaml; stack files it names are found relative to it."""
+        file = Path(path).expanduser()
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read model registry {file}: {exc.strerror}") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{file}: not valid YAML: {exc}") from None
+        return cls.from_dict(
+            data,
+            str(file),
+            base_dir=file.parent,
+            environ=environ,
+            clients=clients,
+            **adapter_kwargs,
+        )
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Any,
+        source: str = "<inline>",
+        *,
+        base_dir: str | Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        clients: Mapping[str, httpx.AsyncClient] | None = None,
+        **adapter_kwargs: Any,
+    ) -> Registry:
+        """A registry from parsed YAML; ``source`` names it in errors."""
+        if not isinstance(data, dict):
+            shown = "nothing" if data is None else repr(data)
+            raise ConfigError(f"{source}: expected a mapping with adapters and models, got {shown}")
+        try:
+            spec = RegistryFile.model_validate(data)
+        except ValidationError as exc:
+            raise config_error(exc, source, RegistryFile) from None
+        return cls(
+            spec,
+            source=source,
+            base_dir=base_dir,
+            environ=environ,
+            clients=clients,
+            **adapter_kwargs,
+        )
+
+    def _resolve_adapter(
+        self, name: str, entry: AdapterEntry, env: Mapping[str, str], base: Path | None
+    ) -> _Adapter:
+        stack = self._load_stack(name, entry.type, base)
+        key_env = entry.api_key_env or stack.auth.env
+        if entry.api_key is not None:
+            log.warning(
+                "%s: adapter %r has its API key in plaintext (api_key); use api_key_env to "
+                "name an environment variable instead",
+                self.source,
+                name,
+                extra={"event": "metis.plaintext_api_key", "adapter": name},
+            )
+            key: str | None = entry.api_key
+        else:
+            key = env.get(key_env) if key_env else None
+        needs_key = key_env is not None or stack.auth.header is not None
+        if key or not needs_key:
+            status = AdapterStatus(name, entry.type, "configured", api_key_env=key_env)
+        else:
+            if entry.api_key is not None:
+                reason = "its api_key is empty"
+            elif key_env:
+                reason = f"environment variable {key_env} is not set"
+            else:
+                reason = "no api_key or api_key_env is given"
+            status = AdapterStatus(name, entry.type, "not_configured", reason, key_env)
+        return _Adapter(name, entry, stack, key or None, key_env, status)
+
+    def _load_stack(self, name: str, type_: str, base: Path | None) -> StackSpec:
+        where = f"{self.source}: adapters.{name}.type"
+        path = Path(type_).expanduser()
+        is_path = path.suffix in (".yaml", ".yml") or path.parent != Path(".")
+        if is_path and not path.is_absolute() and base is not None:
+            path = base / path
+        if not is_path:
+            if type_ not in builtin_stacks():
+                raise ConfigError(
+                    f"{where}: expected a built-in stack ({', '.join(builtin_stacks())}) or a "
+                    f"path to a stack file (.yaml), got {type_!r}"
+                )
+            return load_stack(type_)
+        try:
+            return load_stack(path)
+        except ConfigError as exc:
+            message = f"{where}: expected a usable stack file, got {type_!r}: {exc}"
+            raise ConfigError(message) from None
+
+    def _add_model(self, model_id: str, entry: ModelEntry) -> None:
+        where = f"{self.source}: models.{model_id}"
+        adapter = self._adapters.get(entry.adapter)
+        if adapter is None:
+            declared = ", ".join(self._adapters) or "none"
+            raise ConfigError(
+                f"{where}.adapter: model {model_id} names adapter {entry.adapter!r}, which is "
+                f"not declared; expected one of the adapters: {declared}"
+            )
+        declared_caps = adapter.stack.capabilities
+        try:
+            capabilities = AdapterCapabilities.model_validate(
+                {**declared_caps.model_dump(), **entry.capabilities}
+            )
+        except ValidationError as exc:
+            raise config_error(
+                exc, self.source, AdapterCapabilities, ("models", model_id, "capabilities")
+            ) from None
+        self._overrides[model_id] = dict(entry.capabilities)
+        self._routes[model_id] = Route(
+            model=model_id,
+            adapter_name=entry.adapter,
+            wire_name=entry.wire_name or model_id.partition(":")[2] or model_id,
+            tier=entry.tier,
+            can_delegate=entry.can_delegate,
+            aliases=tuple(entry.aliases),
+            capabilities=capabilities,
+            stack_name=adapter.stack.name,
+        )
+        self._names[model_id] = model_id
+
+    def _add_aliases(self, model_id: str, entry: ModelEntry) -> None:
+        for alias in entry.aliases:
+            other = self._names.get(alias)
+            if other is not None and other != model_id:
+                what = "the id of model" if alias == other else "already an alias of model"
+                raise ConfigError(
+                    f"{self.source}: models.{model_id}.aliases: {alias!r} is {what} {other}; "
+                    f"expected each alias to name one model (models {other} and {model_id})"
+                )
+            self._names[alias] = model_id
+
+    # Routing -------------------------------------------------------------------------------
+
+    def status(self) -> list[AdapterStatus]:
+        """Every declared adapter, configured or not (with the reason)."""
+        return [adapter.status for adapter in self._adapters.values()]
+
+    def routes(self) -> list[Route]:
+        """Every model's route, whether or not its adapter is configured."""
+        return list(self._routes.values())
+
+    def resolve(self, name: str) -> Route:
+        """The route for a canonical model id or alias.
+
+        Raises :class:`~metis.errors.InvalidRequestError` (with close matches) for an unknown
+        name, and :class:`NotConfiguredError` when the model's adapter has no API key.
+        """
+        model_id = self._names.get(name)
+        if model_id is None:
+            raise self._unknown(name, "model", list(self._names))
+        route = self._routes[model_id]
+        self._check_configured(route.adapter_name, model_id)
+        return route
+
+    def adapter(self, name: str) -> Adapter:
+        """The Adapter for a model (canonical id or alias), or for an adapter entry by name.
+
+        Model names are looked up first; an adapter entry's own Adapter enforces its stack's
+        capabilities with no model's overrides.
+        """
+        if name in self._names:
+            route = self.resolve(name)
+            return self._adapter_for(route.adapter_name, self._overrides[route.model])
+        if name in self._adapters:
+            self._check_configured(name, None)
+            return self._adapter_for(name, {})
+        raise self._unknown(name, "model or adapter", [*self._names, *self._adapters])
+
+    def request(self, name: str, **fields: Any) -> tuple[Adapter, CanonicalRequest]:
+        """The Adapter for model ``name`` and a CanonicalRequest for it built from ``fields``."""
+        if "model" in fields:
+            raise TypeError("request() takes the model from the route; do not pass model=")
+        route = self.resolve(name)
+        adapter = self._adapter_for(route.adapter_name, self._overrides[route.model])
+        request = CanonicalRequest(model=f"{adapter.name}:{route.wire_name}", **fields)
+        return adapter, request
+
+    def _check_configured(self, adapter_name: str, model_id: str | None) -> None:
+        adapter = self._adapters[adapter_name]
+        if adapter.status.configured:
+            return
+        subject = f"model {model_id} routes to adapter" if model_id else "adapter"
+        fix = (
+            f"set {adapter.api_key_env}"
+            if adapter.api_key_env
+            else f"give adapters.{adapter_name}.api_key_env in {self.source}"
+        )
+        raise NotConfiguredError(
+            f"{subject} {adapter_name!r}, which is not configured: {adapter.status.reason}; {fix}",
+            model=model_id,
+            adapter=adapter_name,
+            api_key_env=adapter.api_key_env,
+        )
+
+    def _unknown(self, name: str, what: str, known: list[str]) -> InvalidRequestError:
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        if close:
+            hint = "did you mean " + " or ".join(repr(c) for c in close) + "?"
+        else:
+            hint = "known models: " + (", ".join(sorted(self._routes)) or "none")
+        return InvalidRequestError(f"unknown {what} {name!r} in {self.source}; {hint}")
+
+    # Building adapters ---------------------------------------------------------------------
+
+    def _adapter_for(self, adapter_name: str, overrides: dict[str, Any]) -> Adapter:
+        key = (adapter_name, json.dumps(overrides, sort_keys=True, default=str))
+        built = self._built.get(key)
+        if built is None:
+            spec = self._adapters[adapter_name]
+            entry = spec.entry
+            config = AdapterConfig(
+                api_key=spec.api_key,
+                base_url=entry.base_url,
+                timeout_seconds=entry.timeout_seconds,
+                max_retries=entry.max_retries,
+                extra_headers=dict(entry.extra_headers),
+                options=dict(entry.options),
+                capabilities=dict(overrides),
+                http_client=self._client_for(adapter_name, entry),
+            )
+            built = build_adapter(spec.stack, config, **self._adapter_kwargs)
+            self._built[key] = built
+        return built
+
+    def _client_for(self, adapter_name: str, entry: AdapterEntry) -> httpx.AsyncClient:
+        client = self._clients.get(adapter_name) or self._owned_clients.get(adapter_name)
+        if client is None:
+            # As Adapter would make it; owned here so that every Adapter of the entry shares it.
+            client = httpx.AsyncClient(
+                timeout=httpx.Timeout(entry.timeout_seconds, connect=10.0),
+                follow_redirects=False,
+            )
+            self._owned_clients[adapter_name] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close every Adapter built and the connection pools the registry made."""
+        built, self._built = list(self._built.values()), {}
+        owned, self._owned_clients = list(self._owned_clients.values()), {}
+        for adapter in built:
+            await adapter.close()
+        for client in owned:
+            await client.aclose()
+
+    async def __aenter__(self) -> Registry:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        configured = sum(a.status.configured for a in self._adapters.values())
+        return (
+            f"<Registry {self.source}: {len(self._routes)} models, "
+            f"{configured}/{len(self._adapters)} adapters configured>"
+        )
