@@ -92,9 +92,20 @@ class Adapter:
         return self._response(request, final, started)
 
     def estimate_input_tokens(
-        self, messages: list[Message], tools: list[ToolDefinition], system_prompt: str | None
+        self,
+        messages: list[Message],
+        tools: list[ToolDefinition],
+        system_prompt: str | None,
+        *,
+        model: str | None = None,
     ) -> int:
-        return estimate_input_tokens(messages, tools, system_prompt)
+        """About how many input tokens this provider will count (seed 000 §3.1): a local
+        heuristic under the stack's ``token_estimate`` profile (with ``model``'s overrides,
+        if named), no network."""
+        profile = self.stack.token_estimate
+        if model is not None:
+            profile = profile.for_model(self.wire_model(model))
+        return estimate_input_tokens(messages, tools, system_prompt, profile)
 
     async def cancel(self, request_id: str) -> bool:
         """Abort an in-flight call (seed 000 §5.3). Its stream closes any tool still open,
@@ -128,11 +139,12 @@ class Adapter:
     # Internals ---------------------------------------------------------------------------
 
     async def _run(self, request: CanonicalRequest) -> AsyncIterator[StreamEvent]:
+        wire_model = self.wire_model(request.model)
         call = Call(
             request_id=request.request_id,
             provider=self.name,
             model=request.model,
-            wire_model=self.wire_model(request.model),
+            wire_model=wire_model,
             config=self.config,
             endpoint=self.endpoint,
             capabilities=self.capabilities,
@@ -140,6 +152,7 @@ class Adapter:
             tool_ids=self.tool_id_store,
             session_id=request.session_id,
             telemetry=self.telemetry,
+            token_profile=self.stack.token_estimate.for_model(wire_model),
         )
         handles = self._inflight.setdefault(request.request_id, [])
         handles.append(call.cancel)

@@ -1,24 +1,32 @@
 """Pre-flight token estimates, with no tokenizer and no network (seed 000 §3.1).
 
-About four characters of English or JSON per token, plus a small fixed cost per message and
-per tool, and a flat cost per image. Good enough to route on and to refuse a request that
-cannot fit; never used for billing.
+The estimate is the text the provider shows the model, counted, plus what the provider adds
+around it: a few tokens per message, a hidden tool-use prompt when tools are present, tool
+definitions rendered the provider's way, a flat cost per image. How much of each is a
+:class:`TokenProfile`, declared per provider stack (``token_estimate:`` in its YAML); without
+one, the provider-neutral default applies (four characters a token). Good enough to route on
+and to refuse a request that cannot fit; never used for billing.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from metis.model.content import (
     ImageBlock,
     Message,
     RedactedThinkingBlock,
+    Role,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
-from metis.model.request import ToolDefinition
+from metis.model.request import CanonicalRequest, ToolChoice, ToolDefinition
 
 CHARS_PER_TOKEN = 4.0
 PER_MESSAGE = 4
@@ -26,33 +34,305 @@ PER_TOOL = 8
 PER_IMAGE = 1_600
 
 
+class TokenProfile(BaseModel):
+    """How one provider turns a canonical request into input tokens.
+
+    The defaults are the provider-neutral estimate: four characters a token, four tokens of
+    framing a message, eight a tool definition, 1,600 an image."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text_counting: Literal["chars", "pieces"] = "chars"
+    """``chars``: characters / ``chars_per_token``. ``pieces``: words, numbers, punctuation
+    runs and line breaks, each about a token (see :func:`count_text`)."""
+    chars_per_token: float = Field(default=CHARS_PER_TOKEN, gt=0)
+    """``chars`` only."""
+    word_chars: int = Field(default=10, ge=1)
+    """``pieces`` only: a piece of n > word_chars characters costs ceil(n / word_chars)."""
+    tokens_per_piece: float = Field(default=1.0, gt=0)
+    """``pieces`` only: above 1 for a tokenizer with a smaller vocabulary than o200k's."""
+    per_request: int = Field(default=0, ge=0)
+    """Once for any request with messages: the framing that primes the reply."""
+    per_message: int = Field(default=PER_MESSAGE, ge=0)
+    """Framing around each message (role markers, separators)."""
+    system_overhead: int = Field(default=0, ge=0)
+    """Framing around the system prompt, when there is one."""
+    per_tool_call: int = Field(default=0, ge=0)
+    """Framing around each tool call and its result, beyond their name, input and text."""
+    tool_call_rendering: Literal["json", "xml"] = "json"
+    """How a tool call's input reaches the model: as JSON, or as one XML element per
+    argument (``<parameter name="city">Paris</parameter>``)."""
+    tool_rendering: Literal["json", "typescript"] = "json"
+    """How tool definitions reach the model: JSON of name, description and schema, or
+    OpenAI's TypeScript-like ``namespace functions { ... }``."""
+    per_tool: int = Field(default=PER_TOOL, ge=0)
+    """Framing around each tool definition."""
+    tools_overhead: int = Field(default=0, ge=0)
+    """The provider's hidden tool-use prompt, once when tools are present."""
+    tools_overhead_forced: int | None = Field(default=None, ge=0)
+    """The same when tool_choice forces a call (any, or a named tool); None: tools_overhead."""
+    thinking_overhead: int = Field(default=0, ge=0)
+    """Once when extended thinking is on and no tools are present."""
+    thinking_overhead_with_tools: int = Field(default=0, ge=0)
+    """Once when extended thinking is on and tools are present."""
+    thinking_blocks: Literal["all", "current_turn", "none"] = "all"
+    """Which reasoning blocks reach the model. ``current_turn``: the provider strips those of
+    assistant turns that ended before the last user message, and keeps only the turn in
+    progress (a tool loop). ``none``: the provider takes no reasoning blocks."""
+    image_tokens: int = Field(default=PER_IMAGE, ge=0)
+    """A flat cost per image, whatever its size."""
+    models: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Overrides for some models, by model-name prefix (the provider's name for the model):
+    ``{"claude-3-opus": {"tools_overhead": 530}}``. The longest matching prefix wins."""
+
+    @model_validator(mode="after")
+    def _overrides_are_valid(self) -> TokenProfile:
+        for prefix, override in self.models.items():
+            if "models" in override:
+                raise ValueError(f"models.{prefix}: an override cannot hold models")
+            try:
+                self.for_model(prefix)
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+                )
+                raise ValueError(f"models.{prefix}: {problems}") from None
+        return self
+
+    def for_model(self, model: str) -> TokenProfile:
+        """This profile with the overrides of the longest ``models`` prefix of ``model``."""
+        prefixes = [prefix for prefix in self.models if model.startswith(prefix)]
+        if not prefixes:
+            return self
+        override = self.models[max(prefixes, key=len)]
+        return TokenProfile.model_validate(
+            {**self.model_dump(exclude={"models"}, exclude_defaults=True), **override}
+        )
+
+
+DEFAULT_PROFILE = TokenProfile()
+
+
 def estimate_input_tokens(
-    messages: list[Message], tools: list[ToolDefinition], system_prompt: str | None
+    messages: list[Message],
+    tools: list[ToolDefinition],
+    system_prompt: str | None,
+    profile: TokenProfile | None = None,
+    *,
+    tool_choice: ToolChoice | None = None,
+    thinking: bool = False,
+    output_schema: dict[str, Any] | None = None,
 ) -> int:
-    chars = len(system_prompt or "")
-    images = 0
-    for message in messages:
+    """About how many input tokens the provider will count for this prompt: the text it
+    shows the model, counted under ``profile``, plus the provider's framing. No network,
+    linear in the input. Without a profile, the provider-neutral default."""
+    p = profile or DEFAULT_PROFILE
+    units = 0  # characters or pieces of text, turned into tokens once, at the end
+    overhead = 0
+    if system_prompt:
+        units += _units(system_prompt, p)
+        overhead += p.system_overhead
+    current_turn = 0  # reasoning counts in messages[current_turn:]
+    if p.thinking_blocks == "current_turn":
+        current_turn = _current_turn_start(messages)
+    elif p.thinking_blocks == "none":
+        current_turn = len(messages)
+    for index, message in enumerate(messages):
+        overhead += p.per_message
         for block in message.content:
             if isinstance(block, TextBlock):
-                chars += len(block.text)
+                units += _units(block.text, p)
             elif isinstance(block, ThinkingBlock):
-                chars += len(block.thinking)
+                if index >= current_turn:
+                    units += _units(block.thinking, p)
             elif isinstance(block, RedactedThinkingBlock):
-                chars += len(block.data) // 2
+                if index >= current_turn:
+                    overhead += _redacted(block.data)
             elif isinstance(block, ToolUseBlock):
-                chars += len(block.name) + len(json.dumps(block.input))
+                units += _units(block.name, p) + _units(_render_input(block.input, p), p)
+                overhead += p.per_tool_call
             elif isinstance(block, ToolResultBlock):
                 if isinstance(block.content, str):
-                    chars += len(block.content)
+                    units += _units(block.content, p)
                 else:
                     for part in block.content:
                         if isinstance(part, TextBlock):
-                            chars += len(part.text)
+                            units += _units(part.text, p)
                         else:
-                            images += 1
+                            overhead += p.image_tokens
             elif isinstance(block, ImageBlock):
-                images += 1
-    for tool in tools:
-        chars += len(tool.name) + len(tool.description) + len(json.dumps(tool.input_schema))
-    overhead = PER_MESSAGE * len(messages) + PER_TOOL * len(tools) + PER_IMAGE * images
-    return int(chars / CHARS_PER_TOKEN) + overhead
+                overhead += p.image_tokens
+    if messages:
+        overhead += p.per_request
+    if tools:
+        forced = tool_choice is not None and tool_choice.type in ("any", "tool")
+        hidden = p.tools_overhead
+        if forced and p.tools_overhead_forced is not None:
+            hidden = p.tools_overhead_forced
+        overhead += hidden + sum(p.per_tool + count_text(_render_tool(t, p), p) for t in tools)
+        if p.tool_rendering == "typescript":
+            overhead += count_text(_TS_OPEN + _TS_CLOSE, p)
+    if output_schema is not None:
+        units += _units(_compact(output_schema), p)
+    if thinking:
+        overhead += p.thinking_overhead_with_tools if tools else p.thinking_overhead
+    if p.text_counting == "chars":
+        return int(units / p.chars_per_token) + overhead
+    return round(units * p.tokens_per_piece) + overhead
+
+
+def estimate_request_tokens(request: CanonicalRequest, profile: TokenProfile | None = None) -> int:
+    """:func:`estimate_input_tokens` for a whole canonical request."""
+    return estimate_input_tokens(
+        request.messages,
+        request.tools,
+        request.system_prompt,
+        profile,
+        tool_choice=request.tool_choice,
+        thinking=request.thinking is not None,
+        output_schema=request.output_schema,
+    )
+
+
+# Text -----------------------------------------------------------------------------------------
+
+_PUNCT = r"!-/:-@\[-`{-~"  # ASCII punctuation
+_PIECE = re.compile(
+    rf"[{_PUNCT}]?(?:[A-Z]*[a-z]+|[A-Z]+[a-z]*)(?:'[a-z]{{1,2}})?"  # 'get' '_user' 'HTTP'
+    r"|[0-9]{1,3}"  # a number, up to three digits a piece
+    r"|[^\x00-\x7f]"  # any other script: a piece a character
+    rf"|[{_PUNCT}]+[\r\n]*"  # a run of punctuation: '{"', '":', '**', '=>'
+    r"|\s*[\r\n]+"  # line breaks
+    r"|\s+(?=\s)"  # indentation
+)
+
+
+def count_text(text: str, profile: TokenProfile = DEFAULT_PROFILE) -> int:
+    """The tokens of one text under ``profile``, without any framing."""
+    if profile.text_counting == "chars":
+        return int(len(text) / profile.chars_per_token)
+    return round(_pieces(text, profile.word_chars) * profile.tokens_per_piece)
+
+
+def _units(text: str, profile: TokenProfile) -> int:
+    if profile.text_counting == "chars":
+        return len(text)
+    return _pieces(text, profile.word_chars)
+
+
+def _pieces(text: str, word_chars: int) -> int:
+    """How a BPE tokenizer pre-splits ``text`` (OpenAI's o200k pattern, for ASCII): a word
+    with the space or the one punctuation mark before it, a capitalised or upper-case run, up
+    to three digits, a run of punctuation, line breaks, indentation. Each piece is a token,
+    except that one longer than ``word_chars`` characters (a rare word, a long separator line)
+    costs ceil(length / word_chars); any other script costs a token a character. Linear, no
+    vocabulary."""
+    total = 0
+    for match in _PIECE.finditer(text):
+        length = match.end() - match.start()
+        total += -(-length // word_chars) if length > word_chars else 1
+    return total
+
+
+def _redacted(data: str) -> int:
+    """Redacted reasoning is base64 of encrypted text that the model reads decrypted: three
+    bytes per four characters, about four bytes a token."""
+    return len(data) * 3 // 16
+
+
+def _render_input(value: dict[str, Any], profile: TokenProfile) -> str:
+    if profile.tool_call_rendering == "json":
+        return _compact(value)
+    return "".join(
+        f'<parameter name="{key}">{arg if isinstance(arg, str) else _compact(arg)}</parameter>\n'
+        for key, arg in value.items()
+    )
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _current_turn_start(messages: list[Message]) -> int:
+    """The index just after the last user message that is not only tool results: where the
+    assistant turn in progress starts, whose reasoning the provider keeps."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role is Role.USER and not all(
+            isinstance(block, ToolResultBlock) for block in message.content
+        ):
+            return index + 1
+    return 0
+
+
+# Tool definitions -----------------------------------------------------------------------------
+
+_TS_OPEN = "namespace functions {\n\n"
+_TS_CLOSE = "} // namespace functions"
+_MAX_DEPTH = 8
+
+
+def _render_tool(tool: ToolDefinition, profile: TokenProfile) -> str:
+    if profile.tool_rendering == "typescript":
+        return _typescript(tool)
+    return _compact(
+        {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+    )
+
+
+def _typescript(tool: ToolDefinition) -> str:
+    """A function tool as OpenAI shows it to the model: its description as a comment, then
+    ``type name = (_: {...}) => any;``, or ``() => any`` when it takes no parameters."""
+    lines = [f"// {tool.description}"] if tool.description else []
+    schema = tool.input_schema
+    defs = schema.get("$defs") or schema.get("definitions") or {}
+    if schema.get("properties"):
+        lines.append(f"type {tool.name} = (_: {{")
+        lines.extend(_ts_properties(schema, defs, 0))
+        lines.append("}) => any;")
+    else:
+        lines.append(f"type {tool.name} = () => any;")
+    return "\n".join(lines) + "\n\n"
+
+
+def _ts_properties(schema: dict[str, Any], defs: dict[str, Any], depth: int) -> list[str]:
+    lines: list[str] = []
+    required = set(schema.get("required") or ())
+    pad = "  " * depth
+    for name, prop in (schema.get("properties") or {}).items():
+        prop = prop if isinstance(prop, dict) else {}
+        description = prop.get("description")
+        if isinstance(description, str) and description:
+            lines.append(f"{pad}// {description}")
+        mark = "" if name in required else "?"
+        lines.append(f"{pad}{name}{mark}: {_ts_type(prop, defs, depth)},")
+    return lines
+
+
+def _ts_type(schema: dict[str, Any], defs: dict[str, Any], depth: int) -> str:
+    if depth >= _MAX_DEPTH:
+        return "any"
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        target = defs.get(ref.rsplit("/", 1)[-1])
+        return _ts_type(target, defs, depth + 1) if isinstance(target, dict) else "any"
+    if isinstance(schema.get("enum"), list):
+        return " | ".join(_compact(value) for value in schema["enum"])
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list):
+            return " | ".join(_ts_type(o, defs, depth + 1) for o in options if isinstance(o, dict))
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " | ".join(_ts_type({**schema, "type": k}, defs, depth + 1) for k in kind)
+    if kind == "object":
+        if not schema.get("properties"):
+            return "object"
+        inner = _ts_properties(schema, defs, depth + 1)
+        return "{\n" + "\n".join(inner) + "\n" + "  " * depth + "}"
+    if kind == "array":
+        items = schema.get("items")
+        return (_ts_type(items, defs, depth + 1) if isinstance(items, dict) else "any") + "[]"
+    if kind == "integer":
+        return "number"
+    return kind if isinstance(kind, str) else "any"

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from metis.config import AdapterConfig
+from metis.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.cancellation import CancelHandle
 from metis.telemetry import NULL_SINK, TelemetrySink
@@ -41,6 +42,8 @@ class Call:
     """How many times this call has been retried so far (0 on the first attempt)."""
     cancel: CancelHandle = field(default_factory=CancelHandle)
     telemetry: TelemetrySink = NULL_SINK
+    token_profile: TokenProfile = DEFAULT_PROFILE
+    """How the provider counts input tokens (the stack's ``token_estimate``)."""
 
     def warn_dropped(
         self, block_type: str, reason: str, message_id: str | None = None, **extra: Any

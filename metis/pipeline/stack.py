@@ -7,6 +7,7 @@ A stack file (``metis/providers/<name>.yaml`` or any path) looks like::
     auth: {header: x-api-key, env: ANTHROPIC_API_KEY}
     headers: {anthropic-version: "2023-06-01"}
     capabilities: {supports_tools: true, ...}
+    token_estimate: {text_counting: pieces, ...}   # metis.estimate.TokenProfile
     stages:                    # outermost first
       - invariants
       - encode: {codec: anthropic}
@@ -27,6 +28,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from metis.errors import ConfigError, StackError
+from metis.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
@@ -65,6 +67,8 @@ class StackSpec(BaseModel):
     auth: AuthSpec = AuthSpec()
     headers: dict[str, str] = Field(default_factory=dict)
     capabilities: AdapterCapabilities = AdapterCapabilities()
+    token_estimate: TokenProfile = DEFAULT_PROFILE
+    """How this provider counts input tokens, for the pre-flight estimate."""
     stages: list[StageEntry]
     source: str = "<inline>"
 

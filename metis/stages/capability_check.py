@@ -6,7 +6,7 @@ Every unmet need is listed in one CapabilityError, so a caller fixes them all at
 from __future__ import annotations
 
 from metis.errors import CapabilityError
-from metis.estimate import estimate_input_tokens
+from metis.estimate import TokenProfile, estimate_request_tokens
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import (
     Base64ImageSource,
@@ -26,7 +26,7 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
     name = "capability_check"
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
-        problems = unmet_needs(request, call.capabilities)
+        problems = unmet_needs(request, call.capabilities, call.token_profile)
         if problems:
             raise CapabilityError(
                 f"{call.model} cannot serve this request: " + "; ".join(problems),
@@ -36,7 +36,9 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         return request
 
 
-def unmet_needs(request: CanonicalRequest, caps: AdapterCapabilities) -> list[str]:
+def unmet_needs(
+    request: CanonicalRequest, caps: AdapterCapabilities, profile: TokenProfile | None = None
+) -> list[str]:
     problems: list[str] = []
     images = [
         block
@@ -76,7 +78,7 @@ def unmet_needs(request: CanonicalRequest, caps: AdapterCapabilities) -> list[st
             f"max_output_tokens {request.max_output_tokens} is above the model's "
             f"{caps.max_output_tokens}"
         )
-    estimate = estimate_input_tokens(request.messages, request.tools, request.system_prompt)
+    estimate = estimate_request_tokens(request, profile)
     if estimate > caps.max_context_tokens:
         problems.append(
             f"the input is about {estimate} tokens and the context holds {caps.max_context_tokens}"
