@@ -23,14 +23,12 @@ uncached input::
 from __future__ import annotations
 
 import functools
-import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -41,7 +39,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from metis.errors import ConfigError, redact
+from metis.config_files import config_error, parse_yaml, read_yaml, show
+from metis.errors import ConfigError
 from metis.model.response import TokenUsage
 
 MILLION = Decimal(1_000_000)
@@ -68,7 +67,7 @@ _RATE_ERROR = "expected {} (USD per million tokens), got {{got}}"
 
 
 def _got(value: Any) -> dict[str, str]:
-    return {"got": _show(value)}
+    return {"got": show(value)}
 
 
 Rate = Annotated[Decimal, BeforeValidator(_rate)]
@@ -159,25 +158,15 @@ class PriceTable(BaseModel):
         """The table in ``path``, or the packaged ``metis/pricing.yaml``."""
         if path is None:
             text = (resources.files("metis") / "pricing.yaml").read_text(encoding="utf-8")
-            source = PACKAGED_TABLE
-        else:
-            source = str(path)
-            try:
-                text = Path(path).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise ConfigError(f"cannot read price table {source}: {exc.strerror}") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{source}: not valid YAML: {exc}") from None
-        return cls.from_dict(data, source)
+            return cls.from_dict(parse_yaml(text, PACKAGED_TABLE), PACKAGED_TABLE)
+        return cls.from_dict(read_yaml(path, "price table"), str(path))
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "<inline>") -> PriceTable:
         if not isinstance(data, dict):
             raise ConfigError(
                 f"{source}: expected a mapping with pricing_version, currency and models, "
-                f"got {_show(data)}"
+                f"got {show(data)}"
             )
         if "source" in data:
             raise ConfigError(
@@ -280,116 +269,3 @@ def default_price_table() -> PriceTable:
 def cost_of(model: str, usage: TokenUsage, table: PriceTable | None = None) -> Cost:
     """The cost of one call's ``usage`` on ``model`` (the packaged table unless given one)."""
     return (table or default_price_table()).cost(model, usage)
-
-
-# Config errors that name the file, the key and what was expected ---------------------------
-
-_EXPECTED = {
-    "string_type": "expected a string",
-    "float_type": "expected a number",
-    "float_parsing": "expected a number",
-    "decimal_type": "expected a number",
-    "decimal_parsing": "expected a number",
-    "int_type": "expected a whole number",
-    "int_parsing": "expected a whole number",
-    "int_from_float": "expected a whole number",
-    "bool_type": "expected true or false",
-    "bool_parsing": "expected true or false",
-    "dict_type": "expected a mapping",
-    "list_type": "expected a list",
-    "model_type": "expected a mapping",
-    "model_attributes_type": "expected a mapping",
-}
-
-
-def config_error(
-    exc: ValidationError,
-    source: str,
-    schema: type[BaseModel] | None = None,
-    prefix: Sequence[str | int] = (),
-) -> ConfigError:
-    """A ConfigError for ``exc`` of the form ``<source>: dotted.key: expected ..., got ...``.
-
-    ``schema`` (the model that was validated) lets an unknown key's error list the keys
-    allowed there; ``prefix`` is prepended to every key path.
-    """
-    problems = []
-    for err in exc.errors():
-        loc = [*prefix, *err["loc"]]
-        if any(str(part) in _SECRETS for part in loc):
-            err = {**err, "input": _HIDDEN}
-        where = ".".join(str(part) for part in loc)
-        explained = _explain(err, schema, list(err["loc"]))
-        problems.append(f"{where}: {explained}" if where else explained)
-    return ConfigError(redact(f"{source}: " + "; ".join(problems)))
-
-
-def _explain(err: Any, schema: type[BaseModel] | None, loc: list[Any]) -> str:
-    kind = err["type"]
-    ctx = err.get("ctx") or {}
-    if kind == "config":
-        return str(err["msg"])
-    if kind == "missing":
-        return "required key is missing"
-    if kind == "extra_forbidden":
-        allowed = _allowed_keys(schema, loc[:-1])
-        return "unknown key" + (f"; expected one of: {', '.join(allowed)}" if allowed else "")
-    if kind == "literal_error":
-        return f"expected {ctx.get('expected')}, got {_show(err['input'])}"
-    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-        bound = next(iter(ctx.values()), "?")
-        if isinstance(bound, float) and bound.is_integer():
-            bound = int(bound)
-        sign = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<"}.get(kind, "<=")
-        return f"expected a number {sign} {bound}, got {_show(err['input'])}"
-    if kind in ("string_too_short", "too_short"):
-        return f"expected a non-empty value, got {_show(err['input'])}"
-    if kind in _EXPECTED:
-        return f"{_EXPECTED[kind]}, got {_show(err['input'])}"
-    message = str(err["msg"])
-    if kind == "value_error":
-        message = message.removeprefix("Value error, ")
-    if message.startswith("expected"):
-        return message
-    return f"{message[:1].lower()}{message[1:]}, got {_show(err['input'])}"
-
-
-_SECRETS = frozenset({"api_key", "extra_headers"})  # values never echoed in errors
-_HIDDEN = object()
-
-
-def _show(value: Any) -> str:
-    if value is _HIDDEN:
-        return "a value not shown here"
-    return "nothing" if value is None else repr(value)
-
-
-def _allowed_keys(schema: type[BaseModel] | None, path: list[Any]) -> list[str]:
-    """The field names of the model found by following ``path`` from ``schema``."""
-    annotation: Any = schema
-    for part in path:
-        annotation = _unwrap(annotation)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            field = annotation.model_fields.get(str(part))
-            annotation = field.annotation if field else None
-        elif typing.get_origin(annotation) is dict:
-            annotation = typing.get_args(annotation)[1]
-        else:
-            return []
-    annotation = _unwrap(annotation)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [name for name in annotation.model_fields if name not in ("source", "model")]
-    return []
-
-
-def _unwrap(annotation: Any) -> Any:
-    """``X | None`` -> ``X``; ``Annotated[X, ...]`` -> ``X``."""
-    while True:
-        if typing.get_origin(annotation) is Annotated:
-            annotation = typing.get_args(annotation)[0]
-            continue
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if typing.get_origin(annotation) in (typing.Union, type(int | None)) and len(args) == 1:
-            annotation = args[0]
-            continue
-        return annotation

@@ -49,12 +49,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from metis.adapter import Adapter, build_adapter
 from metis.config import AdapterConfig
-from metis.cost import config_error
+from metis.config_files import config_error, read_yaml
 from metis.errors import ConfigError, InvalidRequestError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
@@ -214,14 +213,7 @@ class Registry:
     ) -> Registry:
         """Read a models.yaml; stack files it names are found relative to it."""
         file = Path(path).expanduser()
-        try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot read model registry {file}: {exc.strerror}") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{file}: not valid YAML: {exc}") from None
+        data = read_yaml(file, "model registry")
         return cls.from_dict(
             data,
             str(file),

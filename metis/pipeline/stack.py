@@ -24,9 +24,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from metis.config_files import config_error, parse_yaml
 from metis.errors import ConfigError, StackError
 from metis.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
@@ -150,10 +150,7 @@ class Endpoint:
 def load_stack(name_or_path: str | Path) -> StackSpec:
     """A built-in stack by provider name (``"anthropic"``) or a stack file by path."""
     text, source = _read(name_or_path)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+    data = parse_yaml(text, source)
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping with name, endpoint and stages")
     return parse_stack(data, source)
@@ -163,11 +160,7 @@ def parse_stack(data: dict[str, Any], source: str = "<inline>") -> StackSpec:
     try:
         return StackSpec.model_validate({**data, "source": source})
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'stack'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise ConfigError(f"{source}: {problems}") from None
+        raise config_error(exc, source, StackSpec) from None
 
 
 def builtin_stacks() -> list[str]:
