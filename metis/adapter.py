@@ -124,10 +124,22 @@ class Adapter:
             self._client = None
 
     async def init(self) -> None:
-        """Lifecycle hook (seed 004 §6): nothing to prepare for a remote HTTP provider."""
+        """Lifecycle hook (seed 004 §6): runs each stage's ``init`` (a local provider checks
+        its server and model there); a remote HTTP stack has nothing to prepare."""
+        for stage in self.pipeline:
+            await stage.init(self)
 
     async def dispose(self) -> None:
-        await self.close()
+        """Runs each stage's ``dispose``, innermost first, then releases the HTTP client."""
+        try:
+            for stage in reversed(self.pipeline.stages):
+                await stage.dispose(self)
+        finally:
+            await self.close()
+
+    def http_client(self) -> httpx.AsyncClient:
+        """The client this adapter sends with (made on first use when none was given)."""
+        return self._http()
 
     async def __aenter__(self) -> Adapter:
         await self.init()

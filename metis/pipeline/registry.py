@@ -27,6 +27,11 @@ _BUILTIN: dict[str, str] = {
     "transport": "metis.stages.transport:Transport",
     "retry": "metis.stages.retry:Retry",
     "telemetry": "metis.stages.telemetry:Telemetry",
+    "continuation": "metis.stages.continuation:Continuation",
+    "ollama_lifecycle": "metis.stages.ollama_lifecycle:OllamaLifecycle",
+    "tool_shim": "metis.stages.tool_shim:ToolShim",
+    "schema_cleanup": "metis.stages.schema_cleanup:SchemaCleanup",
+    "pre_send_check": "metis.stages.pre_send_check:PreSendCheck",
 }
 
 

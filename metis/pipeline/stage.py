@@ -13,6 +13,8 @@ items it passes outward; ``inner(request, call)`` runs the rest of the stack, in
                     event.text = event.text.upper()
                 yield event
 
+Optional ``init(adapter)`` / ``dispose(adapter)`` hooks run when the adapter starts and stops.
+
 The four type parameters say what the stage takes and gives: the request it accepts, the
 request it hands inward, the items it expects from inside and the items it yields outward.
 The pipeline reads them when it is assembled and refuses a stack where neighbours disagree.
@@ -66,6 +68,13 @@ class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
     def __repr__(self) -> str:
         shown = self.options.model_dump(exclude_defaults=True)
         return f"<stage {self.name}{' ' + repr(shown) if shown else ''}>"
+
+    async def init(self, adapter: Any) -> None:
+        """Lifecycle hook (seed 004 §6): ``adapter.init()`` calls it on every stage, in order.
+        A local provider's stage checks its server here; most stages have nothing to do."""
+
+    async def dispose(self, adapter: Any) -> None:
+        """Lifecycle hook: ``adapter.dispose()`` calls it on every stage, innermost first."""
 
     @classmethod
     def signature(cls) -> StageSignature:

@@ -46,6 +46,9 @@ class Codec(Protocol):
 _LAZY: dict[str, str] = {
     "anthropic": "metis.providers.anthropic:codec",
     "openai_chat": "metis.providers.openai_chat:codec",
+    "openai_responses": "metis.providers.openai_responses:codec",
+    "ollama": "metis.providers.ollama:codec",
+    "schema": "metis.providers.schema_codec:codec",
 }
 _CODECS: dict[str, Codec] = {}
 
