@@ -50,7 +50,7 @@ _LAZY: dict[str, str] = {
     "ollama": "metis.providers.ollama:codec",
     "schema": "metis.providers.schema_codec:codec",
 }
-_CODECS: dict[str, Codec] = {}
+_CODECS: dict[str, Any] = {}
 
 
 def register_codec(codec: Codec) -> Codec:
@@ -58,11 +58,31 @@ def register_codec(codec: Codec) -> Codec:
     return codec
 
 
-def get_codec(name: str) -> Codec:
+def get_codec(name: str, settings: Mapping[str, Any] | None = None) -> Codec:
+    """The codec registered as ``name``. A codec configured by its stack (the schema-driven
+    one, say) is registered as a factory, and ``settings`` from the stack YAML are its
+    arguments; a plain codec takes none."""
     if name not in _CODECS:
         if name not in _LAZY:
             known = ", ".join(sorted({*_CODECS, *_LAZY}))
             raise StackError(f"unknown codec {name!r}; known codecs: {known}")
         module, _, attr = _LAZY[name].partition(":")
         _CODECS[name] = getattr(importlib.import_module(module), attr)
-    return _CODECS[name]
+    codec = _CODECS[name]
+    if isinstance(codec, CodecFactory):
+        return codec.build(dict(settings or {}))
+    if settings:
+        raise StackError(f"codec {name!r} takes no settings, got: {', '.join(settings)}")
+    plain: Codec = codec
+    return plain
+
+
+class CodecFactory:
+    """Registered in place of a codec when each stack configures its own instance."""
+
+    def __init__(self, build: Any) -> None:
+        self._build = build
+
+    def build(self, settings: dict[str, Any]) -> Codec:
+        codec: Codec = self._build(**settings)
+        return codec

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
@@ -20,12 +20,13 @@ class Encode(Stage[CanonicalRequest, WireRequest, Any, Any]):
         model_config = ConfigDict(extra="forbid", frozen=True)
 
         codec: str
+        settings: dict[str, Any] = Field(default_factory=dict)
 
     options: Options
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self.codec = get_codec(self.options.codec)
+        self.codec = get_codec(self.options.codec, self.options.settings)
 
     def __call__(
         self, request: CanonicalRequest, call: Call, inner: Inner[WireRequest, Any]

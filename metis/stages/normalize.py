@@ -13,7 +13,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from metis.errors import AdapterError, CancelledError, ProtocolError
 from metis.estimate import CHARS_PER_TOKEN
@@ -33,12 +33,13 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
         model_config = ConfigDict(extra="forbid", frozen=True)
 
         codec: str
+        settings: dict[str, Any] = Field(default_factory=dict)
 
     options: Options
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self.codec = get_codec(self.options.codec)
+        self.codec = get_codec(self.options.codec, self.options.settings)
 
     async def __call__(
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, dict[str, Any]]
