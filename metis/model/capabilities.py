@@ -11,6 +11,8 @@ class AdapterCapabilities(BaseModel):
     supports_images: bool = False
     supports_thinking: bool = False
     supports_tools: bool = False
+    tools_emulated: bool = False
+    """Tools work through a prompt-and-parse shim, not the provider's own tool calling."""
     supports_system_prompt: bool = True
     supports_structured_output: bool = False
     supports_streaming: bool = True
