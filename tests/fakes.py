@@ -78,13 +78,8 @@ class FakePeer:
 
 
 def request(provider: str, stream: bool = True, **fields: Any) -> CanonicalRequest:
-    return CanonicalRequest(
-        model=f"{provider}:m",
-        messages=[Message.user("hi")],
-        max_output_tokens=100,
-        stream=stream,
-        **fields,
-    )
+    fields.setdefault("messages", [Message.user("hi")])
+    return CanonicalRequest(model=f"{provider}:m", max_output_tokens=100, stream=stream, **fields)
 
 
 def sse(*objects: dict[str, Any], names: bool = True) -> list[str]:

@@ -16,6 +16,8 @@ from typing import Any
 
 import httpx
 
+from metis.providers.wire_rules import anthropic_problems, openai_chat_problems
+
 Reply = dict[str, Any]  # {"text": str} | {"tools": [(name, input), ...]} | both
 
 
@@ -44,7 +46,9 @@ class ScriptedProvider:
     def handler(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         self.requests.append(body)
-        problems = (anthropic_problems if self.flavour == "anthropic" else openai_problems)(body)
+        problems = (anthropic_problems if self.flavour == "anthropic" else openai_chat_problems)(
+            body
+        )
         if problems:
             return _error(self.flavour, "; ".join(problems))
         if not self.script:
@@ -76,90 +80,6 @@ def _error(flavour: str, message: str) -> httpx.Response:
     else:
         body = {"error": {"message": message, "type": "invalid_request_error", "code": None}}
     return httpx.Response(400, json=body)
-
-
-# The providers' rules ----------------------------------------------------------------------
-
-_ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
-
-
-def anthropic_problems(body: dict[str, Any]) -> list[str]:
-    problems: list[str] = []
-    messages = body.get("messages") or []
-    if not messages or messages[0]["role"] != "user":
-        problems.append("messages: first message must use the user role")
-    pending: set[str] = set()
-    for i, message in enumerate(messages):
-        if i and message["role"] == messages[i - 1]["role"]:
-            problems.append(f"messages.{i}: roles must alternate between user and assistant")
-        content = message["content"]
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-        if message["role"] == "user":
-            results = [b for b in blocks if b["type"] == "tool_result"]
-            answered = {b["tool_use_id"] for b in results}
-            if pending and answered != pending:
-                problems.append(
-                    f"messages.{i}: tool_use ids {sorted(pending)} need tool_result blocks "
-                    f"immediately after, got {sorted(answered)}"
-                )
-            if not pending and results:
-                problems.append(f"messages.{i}: tool_result without a preceding tool_use")
-            if results and blocks[: len(results)] != results:
-                problems.append(f"messages.{i}: tool_result blocks must come first")
-            pending = set()
-        else:
-            uses = [b for b in blocks if b["type"] == "tool_use"]
-            for b in uses:
-                if not _ANTHROPIC_ID.match(b["id"]):
-                    problems.append(f"messages.{i}: tool_use id {b['id']!r} has bad characters")
-                if not isinstance(b["input"], dict):
-                    problems.append(f"messages.{i}: tool_use input must be an object")
-            for b in blocks:
-                if b["type"] == "thinking" and not b.get("signature"):
-                    problems.append(f"messages.{i}: thinking block without signature")
-            pending = {b["id"] for b in uses}
-        for b in blocks:
-            if b["type"] == "text" and not b["text"]:
-                problems.append(f"messages.{i}: text content blocks must be non-empty")
-    return problems
-
-
-def openai_problems(body: dict[str, Any]) -> list[str]:
-    problems: list[str] = []
-    messages = body.get("messages") or []
-    awaiting: list[str] = []
-    for i, message in enumerate(messages):
-        role = message["role"]
-        if role == "system" and i != 0:
-            problems.append(f"messages[{i}]: system message after the start")
-        if awaiting and role != "tool":
-            problems.append(
-                f"messages[{i}]: an assistant message with 'tool_calls' must be followed by "
-                f"tool messages responding to each 'tool_call_id'; missing {awaiting}"
-            )
-            awaiting = []
-        if role == "tool":
-            if message["tool_call_id"] not in awaiting:
-                problems.append(
-                    f"messages[{i}]: tool message {message['tool_call_id']!r} does not answer a "
-                    "preceding tool call"
-                )
-            else:
-                awaiting.remove(message["tool_call_id"])
-        if role == "assistant":
-            for call in message.get("tool_calls") or []:
-                if len(call["id"]) > 40:
-                    problems.append(f"messages[{i}]: tool call id longer than 40 characters")
-                try:
-                    parsed = json.loads(call["function"]["arguments"])
-                except (ValueError, TypeError):
-                    parsed = None
-                if not isinstance(parsed, dict):
-                    problems.append(f"messages[{i}]: arguments must be a JSON object string")
-                awaiting.append(call["id"])
-    if awaiting:
-        problems.append(f"tool calls {awaiting} are never answered")
-    return problems
 
 
 # Replies in each provider's format ----------------------------------------------------------

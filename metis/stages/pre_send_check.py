@@ -1,0 +1,46 @@
+"""pre_send_check: refuse, before it is sent, a request the provider would refuse with a 400.
+
+It runs the provider's rule set (metis/providers/wire_rules.py) over the encoded request and
+reports every violation at once as one InvalidRequestError, so a broken history costs no
+round trip and the caller learns everything wrong with it, not just the first thing.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from metis.errors import InvalidRequestError
+from metis.pipeline.call import Call
+from metis.pipeline.stage import RequestStage
+from metis.pipeline.wire import WireRequest
+from metis.providers.wire_rules import RULES
+
+
+class PreSendCheck(RequestStage[WireRequest]):
+    name = "pre_send_check"
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        rules: str
+
+        @field_validator("rules")
+        @classmethod
+        def _known(cls, value: str) -> str:
+            if value not in RULES:
+                raise ValueError(f"unknown rule set {value!r}; known: {', '.join(sorted(RULES))}")
+            return value
+
+    options: Options
+
+    def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
+        problems = RULES[self.options.rules](request.body)
+        if problems:
+            count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+            raise InvalidRequestError(
+                f"{call.provider} would refuse this request ({count}): " + "; ".join(problems),
+                provider=call.provider,
+                request_id=call.request_id,
+                retryable=False,
+            )
+        return request
