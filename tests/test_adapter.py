@@ -174,7 +174,7 @@ def test_capabilities_can_be_overridden_per_adapter() -> None:
 
 def test_an_unknown_stack_lists_the_built_in_ones() -> None:
     with pytest.raises(
-        ConfigError, match=r"no built-in stack named 'anthropik'.*anthropic, openai"
+        ConfigError, match=r"no built-in stack named 'anthropik'.*anthropic, .*openai"
     ):
         build_adapter("anthropik")
 

@@ -295,7 +295,7 @@ def adapters(**entry: Any) -> dict[str, Any]:
         ),
         (
             adapters(type="antropic"),
-            "adapters.anthropic.type: expected a built-in stack (anthropic, openai",
+            "adapters.anthropic.type: expected a built-in stack (anthropic, ",
         ),
         (
             adapters(type="stacks/missing.yaml"),

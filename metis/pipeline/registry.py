@@ -32,6 +32,7 @@ _BUILTIN: dict[str, str] = {
     "tool_shim": "metis.stages.tool_shim:ToolShim",
     "schema_cleanup": "metis.stages.schema_cleanup:SchemaCleanup",
     "pre_send_check": "metis.stages.pre_send_check:PreSendCheck",
+    "wire_fields": "metis.stages.wire_fields:WireFields",
 }
 
 

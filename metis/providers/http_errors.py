@@ -18,7 +18,7 @@ from metis.errors import AdapterError, ErrorClass, error_for
 _OVERFLOW = re.compile(
     r"context[ _]length|context window|maximum context|too many tokens|prompt is too long"
     r"|input is too long|reduce the length|exceeds? the (model'?s? )?(maximum|context)"
-    r"|request_too_large|tokens? (limit|exceed)",
+    r"|request_too_large|tokens? (limit|exceed)|exceeds the available context",
     re.IGNORECASE,
 )
 
