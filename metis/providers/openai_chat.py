@@ -47,6 +47,8 @@ _STOPS = {
         ("tool_calls", StopKind.TOOL_USE),
         ("function_call", StopKind.TOOL_USE),
         ("content_filter", StopKind.CONTENT_FILTER),
+        ("stop_sequence", StopKind.STOP_SEQUENCE),  # Hugging Face TGI
+        ("eos_token", StopKind.END_TURN),  # TGI 1.4
     )
 }
 _REFUSED = StopReason(kind=StopKind.REFUSAL, raw="stop")
