@@ -267,7 +267,9 @@ class Registry:
             key: str | None = entry.api_key
         else:
             key = env.get(key_env) if key_env else None
-        needs_key = key_env is not None or stack.auth.header is not None
+        needs_key = not stack.auth.optional and (
+            key_env is not None or stack.auth.header is not None
+        )
         if key or not needs_key:
             status = AdapterStatus(name, entry.type, "configured", api_key_env=key_env)
         else:

@@ -49,6 +49,8 @@ class AuthSpec(BaseModel):
     header: str | None = None
     scheme: str | None = None
     env: str | None = None
+    optional: bool = False
+    """The key is sent when there is one, and the provider works without (a local server)."""
 
 
 class StageEntry(BaseModel):

@@ -80,7 +80,9 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
                 builder.finish(StopReason(kind=StopKind.ERROR, raw=error.provider_code))
             for event in out:
                 yield event
-            raise error from (None if error is exc else exc)
+            if error is exc:
+                raise  # as it came: its cause (the transport's failure) stays attached
+            raise error from exc
         for event in out:
             yield event
 

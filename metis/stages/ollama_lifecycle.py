@@ -1,0 +1,245 @@
+"""ollama_lifecycle: a local server's setup and teardown (seed 004 §6), and clear failures.
+
+``adapter.init()`` (or ``async with build_adapter("ollama") as adapter``) checks that the
+server answers (``GET /api/version``) and, when a default model is configured (this stage's
+``model`` option, or ``AdapterConfig.options["model"]``), that the model is pulled
+(``POST /api/show``) and that what the adapter declares it can do (tools, images, thinking,
+context) is what the server reports for it; with ``preload`` it loads the model into memory
+so the first call does not wait for it. ``adapter.dispose()`` unloads it when ``unload`` is set.
+
+Without ``init()`` nothing is checked ahead: a call to a model that is not pulled fails with
+the server's 404, classified by the codec with the ``ollama pull`` command to run; a server
+that is down fails with a NetworkError naming the URL and ``ollama serve`` (this stage
+rewords the transport's connection failure, after the retries).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from metis.errors import AdapterError, ErrorClass, InvalidRequestError, NetworkError, error_for
+from metis.pipeline.call import Call
+from metis.pipeline.stage import Inner, Stage
+from metis.providers.ollama import error_from_http
+
+log = logging.getLogger("metis")
+
+# What /api/show lists for a model, and the capability flag that claims it.
+_FEATURES = {
+    "tools": "supports_tools",
+    "vision": "supports_images",
+    "thinking": "supports_thinking",
+}
+
+
+class OllamaLifecycle(Stage[Any, Any, Any, Any]):
+    name = "ollama_lifecycle"
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        model: str | None = Field(
+            default=None, description="the model init() checks; else AdapterConfig.options.model"
+        )
+        preload: bool = Field(default=False, description="load the model into memory at init")
+        unload: bool = Field(default=False, description="unload the model at dispose")
+        check_timeout: float = Field(default=5.0, gt=0, description="seconds, for each check")
+
+    options: Options
+
+    async def __call__(
+        self, request: Any, call: Call, inner: Inner[Any, Any]
+    ) -> AsyncIterator[Any]:
+        try:
+            async for item in inner(request, call):
+                yield item
+        except NetworkError as error:
+            cause = _connect_failure(error)
+            if cause is None:
+                raise
+            base = call.endpoint.base_url
+            raise _unreachable(base, cause, call.provider, call.request_id) from cause
+
+    async def init(self, adapter: Any) -> None:
+        base = adapter.endpoint.base_url.rstrip("/")
+        version = await self._get_version(adapter, base)
+        log.info("ollama %s at %s", version or "(version unknown)", base)
+        model = self._model(adapter)
+        if model is None:
+            return
+        shown = await self._send(adapter, "POST", f"{base}/api/show", {"model": model})
+        if shown.status_code == 404:
+            raise InvalidRequestError(
+                f"model {model!r} is not on the Ollama server at {base}; "
+                f"pull it first: `ollama pull {model}`",
+                provider=adapter.name,
+                provider_status=404,
+                provider_message=_error_text(shown),
+            )
+        _raise_for(shown, adapter.name, f"POST {base}/api/show")
+        _compare(adapter, model, _json(shown))
+        if self.options.preload:
+            body = {"model": model, "messages": [], "stream": False}
+            keep_alive = adapter.config.options.get("keep_alive")
+            if keep_alive is not None:
+                body["keep_alive"] = keep_alive
+            loaded = await self._send(
+                adapter, "POST", f"{base}/api/chat", body, adapter.config.timeout_seconds
+            )
+            _raise_for(loaded, adapter.name, f"loading {model}")
+
+    async def dispose(self, adapter: Any) -> None:
+        model = self._model(adapter)
+        if not self.options.unload or model is None:
+            return
+        base = adapter.endpoint.base_url.rstrip("/")
+        body = {"model": model, "messages": [], "keep_alive": 0, "stream": False}
+        try:
+            response = await self._send(adapter, "POST", f"{base}/api/chat", body)
+        except AdapterError as error:  # the server is gone: nothing left to unload
+            log.warning("could not unload %s from %s: %s", model, base, error)
+            return
+        if response.status_code >= 300:
+            log.warning("could not unload %s from %s: HTTP %s", model, base, response.status_code)
+
+    def _model(self, adapter: Any) -> str | None:
+        model = self.options.model or adapter.config.options.get("model")
+        return adapter.wire_model(model) if isinstance(model, str) and model else None
+
+    async def _get_version(self, adapter: Any, base: str) -> str | None:
+        response = await self._send(adapter, "GET", f"{base}/api/version")
+        if response.status_code == 404:  # a server older than /api/version
+            response = await self._send(adapter, "GET", f"{base}/api/tags")
+            _raise_for(response, adapter.name, f"GET {base}/api/tags")
+            return None
+        _raise_for(response, adapter.name, f"GET {base}/api/version")
+        version = _json(response).get("version")
+        return version if isinstance(version, str) else None
+
+    async def _send(
+        self,
+        adapter: Any,
+        method: str,
+        url: str,
+        body: dict[str, Any] | None = None,
+        wait: float | None = None,
+    ) -> httpx.Response:
+        headers = adapter.endpoint.request_headers()
+        if body is None:
+            headers.pop("content-type", None)
+        try:
+            return await adapter.http_client().request(  # type: ignore[no-any-return]
+                method,
+                url,
+                json=body,
+                headers=headers,
+                timeout=wait or self.options.check_timeout,
+            )
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise _unreachable(adapter.endpoint.base_url, exc, adapter.name) from exc
+        except httpx.HTTPError as exc:
+            raise NetworkError(
+                f"{method} {url} failed: {type(exc).__name__}: {exc}", provider=adapter.name
+            ) from exc
+
+
+def _unreachable(
+    base_url: str, exc: Exception, provider: str, request_id: str | None = None
+) -> NetworkError:
+    return NetworkError(
+        f"cannot reach the Ollama server at {base_url} ({type(exc).__name__}: {exc}); "
+        "is it running? Start it with `ollama serve`, or point base_url at it",
+        provider=provider,
+        request_id=request_id,
+    )
+
+
+def _connect_failure(error: BaseException) -> httpx.HTTPError | None:
+    """The httpx connect failure behind ``error``, if that is what it is. The transport raises
+    from it, but a stage may re-raise ``from None``, so the implicit context counts too."""
+    seen: BaseException | None = error
+    for _ in range(4):
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if isinstance(seen, httpx.ConnectError | httpx.ConnectTimeout):
+            return seen
+    return None
+
+
+def _raise_for(response: httpx.Response, provider: str, what: str) -> None:
+    if response.status_code < 300:
+        return
+    error = error_from_http(response.status_code, dict(response.headers), response.content)
+    raise error_for(
+        error.error_class,
+        f"{what}: HTTP {response.status_code}: {error.message}",
+        provider=provider,
+        provider_status=response.status_code,
+        provider_message=error.provider_message,
+        retryable=error.retryable,
+        retry_after_seconds=error.retry_after_seconds,
+    )
+
+
+def _json(response: httpx.Response) -> dict[str, Any]:
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise error_for(
+            ErrorClass.OTHER,
+            f"{response.request.url} did not answer with a JSON object: {response.text[:120]!r}",
+        )
+    return data
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        error = None
+    return error if isinstance(error, str) else response.text[:300]
+
+
+def _compare(adapter: Any, model: str, shown: dict[str, Any]) -> None:
+    """Warn where the adapter's declared capabilities and the server's report disagree."""
+    caps = adapter.capabilities
+    listed = shown.get("capabilities")
+    if isinstance(listed, list):  # servers since 0.6 list what the model can do
+        for feature, flag in _FEATURES.items():
+            declared = getattr(caps, flag)
+            if declared and feature not in listed:
+                log.warning(
+                    "%s declares %s but the Ollama server does not list %r for %s; such "
+                    "requests will fail",
+                    adapter.name,
+                    flag,
+                    feature,
+                    model,
+                    extra={"event": "metis.capability_mismatch", "adapter": adapter.name},
+                )
+            elif not declared and feature in listed:
+                log.info(
+                    "%s: %s can do %r; declare capabilities {%s: true} to use it",
+                    adapter.name,
+                    model,
+                    feature,
+                    flag,
+                )
+    info = shown.get("model_info")
+    if isinstance(info, dict):
+        lengths = [v for k, v in info.items() if k.endswith(".context_length")]
+        if lengths and isinstance(lengths[0], int) and caps.max_context_tokens > lengths[0]:
+            log.warning(
+                "%s declares max_context_tokens %d but %s was trained for %d",
+                adapter.name,
+                caps.max_context_tokens,
+                model,
+                lengths[0],
+                extra={"event": "metis.capability_mismatch", "adapter": adapter.name},
+            )
