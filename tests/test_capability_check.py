@@ -319,3 +319,15 @@ def test_tool_calls_results_thinking_and_the_system_prompt_count() -> None:
 def test_an_empty_conversation_costs_little() -> None:
     assert estimate_input_tokens([], [], None) == 0
     assert 0 < _estimate(Message.user("")) < 10
+
+
+def test_stop_sequences_need_a_model_that_takes_them() -> None:
+    from metis.model import AdapterCapabilities, CanonicalRequest, Message
+    from metis.stages.capability_check import unmet_needs
+
+    request = CanonicalRequest(
+        model="m", messages=[Message.user("hi")], max_output_tokens=10, stop_sequences=["END"]
+    )
+    caps = AdapterCapabilities(supports_stop_sequences=False)
+    assert unmet_needs(request, caps) == ["stop sequences were given and the model takes none"]
+    assert unmet_needs(request, AdapterCapabilities()) == []

@@ -15,6 +15,7 @@ class AdapterCapabilities(BaseModel):
     """Tools work through a prompt-and-parse shim, not the provider's own tool calling."""
     supports_system_prompt: bool = True
     supports_structured_output: bool = False
+    supports_stop_sequences: bool = True
     supports_streaming: bool = True
     supports_streaming_tool_calls: bool = False
     supports_parallel_tool_calls: bool = False

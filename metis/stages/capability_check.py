@@ -66,6 +66,8 @@ def unmet_needs(
         problems.append("the request uses tools and the model has no tool calling")
     if request.parallel_tool_calls and not caps.supports_parallel_tool_calls:
         problems.append("parallel tool calls were asked for and the model makes one at a time")
+    if request.stop_sequences and not caps.supports_stop_sequences:
+        problems.append("stop sequences were given and the model takes none")
     if request.thinking is not None and not caps.supports_thinking:
         problems.append("thinking was asked for and the model does not think aloud")
     if request.output_schema is not None and not caps.supports_structured_output:
