@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from metis.providers.wire_rules import gemini_problems as wire_gemini_problems
+
 Reply = dict[str, Any]
 BYPASS = "skip_thought_signature_validator"
-_DATA = {"text", "inlineData", "fileData", "functionCall", "functionResponse"}
 _SCHEMA_KEYS = {
     "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
     "properties", "required", "minProperties", "maxProperties", "minLength", "maxLength",
@@ -31,44 +31,14 @@ _SCHEMA_KEYS = {
 
 
 def gemini_problems(body: dict[str, Any], model: str, issued: set[str]) -> list[str]:
-    problems: list[str] = []
-    contents = body.get("contents")
-    if not isinstance(contents, list) or not contents:
-        return ["contents: at least one content is required"]
+    """The structural rules metis checks before sending, plus what only the server can know:
+    which schema keywords it accepts and which thought signatures it issued."""
+    problems = wire_gemini_problems(body)
     for i, tool in enumerate(body.get("tools") or []):
         for j, declaration in enumerate(tool.get("functionDeclarations") or []):
             _schema_problems(declaration.get("parameters"), f"tools[{i}].fd[{j}]", problems)
-    pending: list[str] | None = None
-    for i, content in enumerate(contents):
-        role, parts = content.get("role"), content.get("parts")
-        if role not in ("user", "model"):
-            problems.append(f"contents[{i}]: role must be user or model, not {role!r}")
-        if not isinstance(parts, list) or not parts:
-            problems.append(f"contents[{i}]: parts must not be empty")
-            continue
-        for j, part in enumerate(parts):
-            kinds = _DATA & set(part)
-            if len(kinds) != 1:
-                problems.append(f"contents[{i}].parts[{j}]: exactly one data field, got {kinds}")
-            if "text" in part and not part["text"] and "thoughtSignature" not in part:
-                problems.append(f"contents[{i}].parts[{j}]: empty text parameter")
-        responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
-        if pending is not None:
-            names = [r.get("name") for r in responses]
-            if role != "user" or Counter(names) != Counter(pending):
-                problems.append(
-                    f"contents[{i}]: the number of function response parts must equal the "
-                    f"function call parts of the previous turn ({pending} vs {names})"
-                )
-        elif responses:
-            problems.append(f"contents[{i}]: functionResponse without a preceding functionCall")
-        for response in responses:
-            if not isinstance(response.get("response"), dict) or not response.get("name"):
-                problems.append(f"contents[{i}]: functionResponse needs a name and a response")
-        calls = [p["functionCall"]["name"] for p in parts if "functionCall" in p]
-        pending = calls if role == "model" and calls else None
-    if "gemini-3" in model:
-        problems.extend(_signature_problems(contents, issued))
+    if "gemini-3" in model and isinstance(body.get("contents"), list):
+        problems.extend(_signature_problems(body["contents"], issued))
     return problems
 
 

@@ -142,3 +142,78 @@ async def test_a_broken_history_never_reaches_the_network() -> None:
     with pytest.raises(InvalidRequestError, match="does not answer a preceding tool call"):
         await collect(adapter, broken)
     assert peer.requests == []
+
+
+@pytest.mark.parametrize(
+    ("rules", "body", "expected"),
+    [
+        (
+            "openai_responses",
+            {"input": [{"type": "function_call_output", "call_id": "c1", "output": "x"}]},
+            "no tool call found",
+        ),
+        (
+            "openai_responses",
+            {"input": [{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}]},
+            "no tool output found",
+        ),
+        (
+            "openai_responses",
+            {"input": [{"type": "reasoning", "id": "r1"}]},
+            "without its following item",
+        ),
+        (
+            "openai_responses",
+            {"input": [{"role": "user", "content": [{"type": "output_text", "text": "x"}]}]},
+            "cannot be output_text",
+        ),
+        (
+            "gemini",
+            {
+                "contents": [
+                    {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]},
+                    {"role": "user", "parts": [{"text": "hi"}]},
+                ]
+            },
+            "must answer the previous turn",
+        ),
+        (
+            "gemini",
+            {"contents": [{"role": "assistant", "parts": [{"text": "x"}]}]},
+            "role must be user or model",
+        ),
+        ("gemini", {"contents": [{"role": "user", "parts": [{"text": ""}]}]}, "empty text"),
+        (
+            "ollama",
+            {"messages": [{"role": "tool", "tool_name": "f", "content": "x"}]},
+            "never called",
+        ),
+        (
+            "ollama",
+            {
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}],
+                    }
+                ]
+            },
+            "must be an object",
+        ),
+    ],
+)
+def test_each_other_providers_rules(rules: str, body: dict[str, Any], expected: str) -> None:
+    from metis.providers.wire_rules import RULES
+
+    problems = RULES[rules](body)
+    assert any(expected in p for p in problems), problems
+
+
+def test_a_continued_responses_request_may_answer_calls_made_earlier() -> None:
+    from metis.providers.wire_rules import openai_responses_problems
+
+    body = {
+        "previous_response_id": "resp_1",
+        "input": [{"type": "function_call_output", "call_id": "c1", "output": "x"}],
+    }
+    assert openai_responses_problems(body) == []

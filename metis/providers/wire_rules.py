@@ -115,9 +115,126 @@ def openai_chat_problems(body: dict[str, Any]) -> list[str]:
     return problems
 
 
+def openai_responses_problems(body: dict[str, Any]) -> list[str]:
+    items = body.get("input")
+    if not isinstance(items, list) or not items:
+        return ["input: at least one item is required"]
+    problems: list[str] = []
+    continued = body.get("previous_response_id") is not None  # earlier calls live server-side
+    calls: list[str] = []
+    answered: set[str] = set()
+    for i, item in enumerate(items):
+        kind = item.get("type", "message") if isinstance(item, dict) else None
+        where = f"input[{i}]"
+        if kind == "function_call":
+            calls.append(item.get("call_id"))
+            if not _is_json_object(item.get("arguments")):
+                problems.append(f"{where}.arguments: must be a JSON object string")
+        elif kind == "function_call_output":
+            call_id = item.get("call_id")
+            if call_id not in calls and not continued:
+                problems.append(f"{where}: no tool call found for output {call_id!r}")
+            answered.add(call_id)
+        elif kind == "reasoning":
+            following = items[i + 1].get("type", "message") if i + 1 < len(items) else None
+            if following not in ("message", "function_call"):
+                problems.append(f"{where}: reasoning was provided without its following item")
+        elif kind == "message":
+            assistant = item.get("role") == "assistant"
+            for j, part in enumerate(
+                item.get("content") if isinstance(item.get("content"), list) else []
+            ):
+                kind_of = str(part.get("type", ""))
+                ok = (
+                    kind_of in ("output_text", "refusal")
+                    if assistant
+                    else kind_of.startswith("input_")
+                )
+                if not ok:
+                    problems.append(
+                        f"{where}.content[{j}]: {item.get('role')} content cannot be {kind_of}"
+                    )
+        else:
+            problems.append(f"{where}: unknown item type {kind!r}")
+    problems += [
+        f"no tool output found for function call {c!r}" for c in calls if c not in answered
+    ]
+    problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
+    return problems
+
+
+_GEMINI_DATA = {"text", "inlineData", "fileData", "functionCall", "functionResponse"}
+
+
+def gemini_problems(body: dict[str, Any]) -> list[str]:
+    contents = body.get("contents")
+    if not isinstance(contents, list) or not contents:
+        return ["contents: at least one content is required"]
+    problems: list[str] = []
+    pending: list[str] | None = None  # function calls of the previous model turn
+    for i, content in enumerate(contents):
+        role, parts = content.get("role"), content.get("parts")
+        if role not in ("user", "model"):
+            problems.append(f"contents[{i}]: role must be user or model, not {role!r}")
+        if not isinstance(parts, list) or not parts:
+            problems.append(f"contents[{i}]: parts must not be empty")
+            continue
+        for j, part in enumerate(parts):
+            kinds = _GEMINI_DATA & set(part)
+            if len(kinds) != 1:
+                problems.append(
+                    f"contents[{i}].parts[{j}]: exactly one data field, got {sorted(kinds)}"
+                )
+            if "text" in part and not part["text"] and "thoughtSignature" not in part:
+                problems.append(f"contents[{i}].parts[{j}]: empty text parameter")
+        responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
+        names = sorted(str(r.get("name")) for r in responses)
+        if pending is not None and (role != "user" or names != sorted(pending)):
+            problems.append(
+                f"contents[{i}]: function responses must answer the previous turn's function "
+                f"calls ({sorted(pending)} vs {names})"
+            )
+        elif pending is None and responses:
+            problems.append(f"contents[{i}]: functionResponse without a preceding functionCall")
+        calls = [str(p["functionCall"].get("name")) for p in parts if "functionCall" in p]
+        pending = calls if role == "model" and calls else None
+    tools = body.get("tools")
+    declarations = [
+        d
+        for t in (tools if isinstance(tools, list) else [])
+        for d in (t.get("functionDeclarations") or [])
+    ]
+    problems += _tool_names(declarations, lambda d: d.get("name"))
+    return problems
+
+
+def ollama_problems(body: dict[str, Any]) -> list[str]:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return ["messages: at least one message is required"]
+    problems: list[str] = []
+    called: list[str] = []
+    for i, message in enumerate(messages):
+        role = _role(message)
+        if role not in ("system", "user", "assistant", "tool"):
+            problems.append(f"messages[{i}]: unknown role {role!r}")
+        for j, call in enumerate(message.get("tool_calls") or []):
+            function = call.get("function") or {}
+            if not isinstance(function.get("arguments"), dict):
+                problems.append(f"messages[{i}].tool_calls[{j}]: arguments must be an object")
+            called.append(str(function.get("name")))
+        if role == "tool" and message.get("tool_name") not in called:
+            name = message.get("tool_name")
+            problems.append(f"messages[{i}]: tool result for {name!r}, which was never called")
+    return problems
+
+
 RULES: dict[str, Rules] = {
     "anthropic": anthropic_problems,
     "openai_chat": openai_chat_problems,
+    "openai_responses": openai_responses_problems,
+    "gemini": gemini_problems,
+    "ollama": ollama_problems,
 }
 
 

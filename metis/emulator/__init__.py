@@ -1,0 +1,41 @@
+"""metis.emulator: a real HTTP server on loopback that speaks each provider's wire format.
+
+For demos, integration tests over real sockets, chaos tests and benchmarks; never where a real
+provider is configured. It is written from the providers' documentation and recorded traffic,
+independently of metis's codecs, so it is a second opinion on the formats.
+
+    from metis.emulator import Emulator
+
+    with Emulator(faults="rate_limit:0.1,drop:0.05", seed=7) as emulator:
+        adapter = build_adapter("anthropic", AdapterConfig(api_key="test",
+                                                          base_url=emulator.base_url("anthropic")))
+        ...
+        print(emulator.stats)
+
+Endpoints: Anthropic ``POST /v1/messages``; OpenAI ``POST /v1/chat/completions`` (which also
+serves the OpenAI-compatible stacks: DeepSeek, Groq, Mistral, OpenRouter, Together, vLLM,
+llama.cpp, TGI) and ``POST /v1/responses``; Gemini
+``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``; Ollama
+``POST /api/chat``, ``POST /api/show``, ``GET /api/tags``, ``GET /api/version``. Faults: see
+:mod:`metis.emulator.faults`; the scripted model: see :mod:`metis.emulator.responder`.
+Command line: ``python -m metis.emulator --port 8900``.
+"""
+
+from __future__ import annotations
+
+from metis.emulator.cli import main
+from metis.emulator.faults import Fault, FaultPlan, FaultRule, FaultSpecError, parse_faults
+from metis.emulator.server import FAULT_HEADER, Emulator, RecordedRequest, Stats
+
+__all__ = [
+    "FAULT_HEADER",
+    "Emulator",
+    "Fault",
+    "FaultPlan",
+    "FaultRule",
+    "FaultSpecError",
+    "RecordedRequest",
+    "Stats",
+    "main",
+    "parse_faults",
+]

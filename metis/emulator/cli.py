@@ -1,0 +1,116 @@
+"""``metis emulator``: run the emulator in the foreground until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from metis.emulator.faults import FaultSpecError
+from metis.emulator.server import Emulator
+
+ENDPOINTS = (
+    ("anthropic", "POST /v1/messages"),
+    ("openai", "POST /v1/chat/completions (+ /chat/completions, /openai/v1/..., /api/v1/...)"),
+    ("openai_responses", "POST /v1/responses"),
+    ("gemini", "POST /v1beta/models/{model}:generateContent | :streamGenerateContent?alt=sse"),
+    ("ollama", "POST /api/chat, GET /api/tags, GET /api/version"),
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="metis emulator",
+        description="Serve the Anthropic, OpenAI (Chat and Responses), Gemini and Ollama wire "
+        "formats on loopback, with a scripted model and optional fault injection.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8900, help="port (0: any free; default 8900)")
+    parser.add_argument(
+        "--faults",
+        default=None,
+        help='fault plan, e.g. "rate_limit:0.1,overloaded:0.05,drop=3:0.05"',
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed for the fault draws")
+    parser.add_argument(
+        "--api-key",
+        action="append",
+        dest="api_keys",
+        default=None,
+        help="accept only this key (repeatable; default: any non-empty key)",
+    )
+    parser.add_argument(
+        "--context-tokens",
+        action="append",
+        default=[],
+        metavar="PROVIDER=N",
+        help="a provider's context window, e.g. anthropic=2000 (repeatable)",
+    )
+    parser.add_argument(
+        "--tool-preamble",
+        action="store_true",
+        help="the model says a sentence before its tool calls",
+    )
+    parser.add_argument("--verbose", "-v", action="store_true", help="log every request")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["emulator"]:
+        args_list = args_list[1:]
+    args = _parser().parse_args(args_list)
+    context: dict[str, int] = {}
+    for item in args.context_tokens:
+        name, _, value = item.partition("=")
+        try:
+            context[name] = int(value)
+        except ValueError:
+            print(f"--context-tokens {item!r}: expected PROVIDER=N", file=sys.stderr)
+            return 2
+    if args.verbose:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    try:
+        emulator = Emulator(
+            args.host,
+            args.port,
+            faults=args.faults,
+            seed=args.seed,
+            api_keys=args.api_keys,
+            context_tokens=context,
+            tool_preamble=args.tool_preamble,
+            verbose=args.verbose,
+        )
+        emulator.start()
+    except FaultSpecError as exc:
+        print(f"--faults: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    print(f"metis emulator listening on {emulator.url}  (Ctrl-C to stop)")
+    for provider, paths in ENDPOINTS:
+        print(f"  {provider:<17} {paths}")
+    if args.faults:
+        print(f"  faults: {args.faults} (seed {args.seed})")
+    print(
+        '  per request: header "x-emulator-fault: rate_limit" (see metis.emulator.faults)',
+        flush=True,
+    )
+    stop = threading.Event()
+    with contextlib.suppress(ValueError):  # not the main thread: Ctrl-C only
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        emulator.stop()
+        stats = emulator.stats
+        print(f"\nserved {stats.requests} requests, injected {stats.faults_injected} faults")
+    return 0
