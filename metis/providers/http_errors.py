@@ -119,3 +119,22 @@ def http_error(
         retry_after_seconds=retry_after_seconds(headers),
         retryable=retryable,
     )
+
+
+def openai_error_fields(data: Any) -> tuple[str, str | None, str | None] | None:
+    """``(message, code, type)`` from an OpenAI-shaped error: ``{"error": {...}}``,
+    ``{"error": "..."}``, vLLM's flat ``{"object": "error", ...}`` or a Responses ``error``
+    stream event (its fields at the top level); None when ``data`` holds none of these."""
+    if not isinstance(data, dict):
+        return None
+    flat = data.get("object") == "error" or data.get("type") == "error"
+    error = data.get("error") or (data if flat else None)
+    if isinstance(error, str):
+        return error, None, None
+    if not isinstance(error, dict):
+        return None
+    code, kind = error.get("code"), error.get("type")
+    if kind == "error":  # the event's own type, not an error type
+        kind = None
+    message = str(error.get("message") or "")
+    return message, None if code is None else str(code), None if kind is None else str(kind)

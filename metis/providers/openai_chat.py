@@ -34,7 +34,7 @@ from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
 from metis.providers.codec import Codec
-from metis.providers.http_errors import body_excerpt, http_error, json_body
+from metis.providers.http_errors import body_excerpt, http_error, json_body, openai_error_fields
 from metis.providers.message_builder import MessageBuilder
 
 _TEXT, _REASONING = "text", "reasoning"
@@ -146,7 +146,7 @@ class OpenAIChatCodec:
 
     def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
         data = json_body(body)
-        info = _error_info(data) if data is not None else None
+        info = openai_error_fields(data) if data is not None else None
         if info is None:  # HTML from a proxy, an empty body, JSON of some other shape
             info = (body_excerpt(body) if body.strip() else "", None, None)
         request_id = next((v for k, v in headers.items() if k.lower() == "x-request-id"), None)
@@ -373,19 +373,6 @@ def _dump(obj: Any) -> str:
 # Errors ----------------------------------------------------------------------------------
 
 
-def _error_info(data: dict[str, Any]) -> tuple[str, str | None, str | None] | None:
-    """(message, code, type) from ``{"error": {...}}``, ``{"error": "..."}`` or vLLM's flat
-    ``{"object": "error", "message": ...}``; None when the body has none of these."""
-    error = data.get("error", data if data.get("object") == "error" else None)
-    if isinstance(error, str):
-        return error, None, None
-    if not isinstance(error, dict):
-        return None
-    code, kind = error.get("code"), error.get("type")
-    message = str(error.get("message") or "")
-    return message, None if code is None else str(code), None if kind is None else str(kind)
-
-
 def _error(
     status: int | None,
     headers: Mapping[str, str],
@@ -412,4 +399,4 @@ def _error(
 
 def _body_error(obj: dict[str, Any]) -> AdapterError:
     """An error object in a stream chunk or in a 200 JSON body."""
-    return _error(None, {}, *(_error_info(obj) or (_dump(obj), None, None)))
+    return _error(None, {}, *(openai_error_fields(obj) or (_dump(obj), None, None)))

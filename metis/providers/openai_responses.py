@@ -41,7 +41,7 @@ from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
 from metis.providers.codec import CodecFactory
-from metis.providers.http_errors import body_excerpt, http_error, json_body
+from metis.providers.http_errors import body_excerpt, http_error, json_body, openai_error_fields
 from metis.providers.message_builder import MessageBuilder
 from metis.providers.openai_responses_encode import assistant_items, encode_request, silent
 
@@ -119,7 +119,7 @@ class OpenAIResponsesCodec:
     def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> None:
         error = body.get("error")
         if error or body.get("status") == "failed":
-            raise _error(None, {}, *(_error_info({"error": error}) or ("", None, None)))
+            raise _error(None, {}, *(openai_error_fields({"error": error}) or ("", None, None)))
         try:
             if not isinstance(body["output"], list):
                 raise TypeError(f"output is a {type(body['output']).__name__}, not a list")
@@ -130,7 +130,7 @@ class OpenAIResponsesCodec:
 
     def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
         data = json_body(body)
-        info = _error_info(data) if data is not None else None
+        info = openai_error_fields(data) if data is not None else None
         if info is None:  # HTML from a proxy, an empty body, JSON of some other shape
             info = (body_excerpt(body) if body.strip() else "", None, None)
         request_id = next((v for k, v in headers.items() if k.lower() == "x-request-id"), None)
@@ -202,9 +202,9 @@ class ResponsesParser:
             self.finish(obj["response"])
         elif kind == "response.failed":
             error = obj["response"].get("error")
-            raise _error(None, {}, *(_error_info({"error": error}) or ("", None, None)))
+            raise _error(None, {}, *(openai_error_fields({"error": error}) or ("", None, None)))
         elif kind == "error":
-            raise _error(None, {}, *(_error_info(obj) or (_dump(obj), None, None)))
+            raise _error(None, {}, *(openai_error_fields(obj) or (_dump(obj), None, None)))
         # content parts, *.done events, annotations and the events of dropped items: nothing
 
     def item(self, index: int, item: dict[str, Any]) -> None:
@@ -388,23 +388,6 @@ def _dump(obj: Any) -> str:
 
 
 # Errors ------------------------------------------------------------------------------------
-
-
-def _error_info(data: Any) -> tuple[str, str | None, str | None] | None:
-    """(message, code, type) from ``{"error": {...}}``, an ``error`` stream event (its fields
-    at the top level) or ``{"error": "..."}``; None when there is none of these."""
-    if not isinstance(data, dict):
-        return None
-    error = data.get("error") or (data if data.get("type") == "error" else None)
-    if isinstance(error, str):
-        return error, None, None
-    if not isinstance(error, dict):
-        return None
-    code, kind = error.get("code"), error.get("type")
-    if kind == "error":  # the stream event's own type, not an error type
-        kind = None
-    message = str(error.get("message") or "")
-    return message, None if code is None else str(code), None if kind is None else str(kind)
 
 
 def _error(
