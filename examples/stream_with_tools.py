@@ -24,6 +24,7 @@ from metis import (
     TextDelta,
     ToolDefinition,
     ToolResultBlock,
+    ToolUseBlock,
     ToolUseEnd,
     ToolUseStart,
     build_adapter,
@@ -86,12 +87,11 @@ async def main(provider: str) -> None:
                     final = event
             print(f"\n[{final.stop_reason.kind.value}; {final.usage.output_tokens} tokens out]")
             history.append(Message.assistant(*final.final_content))
-            calls = [b for b in final.final_content if b.type == "tool_use"]
+            calls = [b for b in final.final_content if isinstance(b, ToolUseBlock)]
             if not calls:
                 break
             results = [
-                ToolResultBlock(tool_use_id=c.id, content=get_weather(**c.input))  # type: ignore[union-attr]
-                for c in calls
+                ToolResultBlock(tool_use_id=c.id, content=get_weather(**c.input)) for c in calls
             ]
             history.append(Message.tool(*results))
 

@@ -106,64 +106,69 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from metis.adapter import Adapter, build_adapter
-    from metis.config import AdapterConfig
-    from metis.cost import Cost, PriceTable, cost_of
-    from metis.errors import (
-        AdapterError,
-        AuthError,
-        CancelledError,
-        CapabilityError,
-        ConfigError,
-        ContextOverflowError,
-        ErrorClass,
-        InvalidRequestError,
-        InvariantViolation,
-        NetworkError,
-        OverloadedError,
-        ProtocolError,
-        RateLimitError,
-        ServerError,
-        StackError,
-    )
-    from metis.model import (
-        AdapterCapabilities,
-        Base64ImageSource,
-        CanonicalRequest,
-        CanonicalResponse,
-        ContentBlock,
-        ImageBlock,
-        Message,
-        MessageComplete,
-        MessageStart,
-        ProviderRaw,
-        RedactedThinkingBlock,
-        Role,
-        StopKind,
-        StopReason,
-        StreamEvent,
-        TextBlock,
-        TextDelta,
-        ThinkingBlock,
-        ThinkingConfig,
-        ThinkingDelta,
-        TokenUsage,
-        ToolAnnotations,
-        ToolChoice,
-        ToolDefinition,
-        ToolResultBlock,
-        ToolUseBlock,
-        ToolUseEnd,
-        ToolUseInputDelta,
-        ToolUseStart,
-        URLImageSource,
-    )
-    from metis.pipeline.call import Call
-    from metis.pipeline.pipeline import Pipeline
-    from metis.pipeline.registry import register_stage
-    from metis.pipeline.stack import load_stack
-    from metis.pipeline.stage import RequestStage, Stage
-    from metis.pipeline.wire import WireRequest
-    from metis.registry import NotConfiguredError, Registry, Route
-    from metis.session import InMemoryToolIdStore, ToolIdStore
-    from metis.telemetry import ListSink, LoggingSink, TelemetrySink
+    from metis.adapter import Adapter as Adapter
+    from metis.adapter import build_adapter as build_adapter
+    from metis.config import AdapterConfig as AdapterConfig
+    from metis.cost import Cost as Cost
+    from metis.cost import PriceTable as PriceTable
+    from metis.cost import cost_of as cost_of
+    from metis.errors import AdapterError as AdapterError
+    from metis.errors import AuthError as AuthError
+    from metis.errors import CancelledError as CancelledError
+    from metis.errors import CapabilityError as CapabilityError
+    from metis.errors import ConfigError as ConfigError
+    from metis.errors import ContextOverflowError as ContextOverflowError
+    from metis.errors import ErrorClass as ErrorClass
+    from metis.errors import InvalidRequestError as InvalidRequestError
+    from metis.errors import InvariantViolation as InvariantViolation
+    from metis.errors import NetworkError as NetworkError
+    from metis.errors import OverloadedError as OverloadedError
+    from metis.errors import ProtocolError as ProtocolError
+    from metis.errors import RateLimitError as RateLimitError
+    from metis.errors import ServerError as ServerError
+    from metis.errors import StackError as StackError
+    from metis.model import AdapterCapabilities as AdapterCapabilities
+    from metis.model import Base64ImageSource as Base64ImageSource
+    from metis.model import CanonicalRequest as CanonicalRequest
+    from metis.model import CanonicalResponse as CanonicalResponse
+    from metis.model import ContentBlock as ContentBlock
+    from metis.model import ImageBlock as ImageBlock
+    from metis.model import Message as Message
+    from metis.model import MessageComplete as MessageComplete
+    from metis.model import MessageStart as MessageStart
+    from metis.model import ProviderRaw as ProviderRaw
+    from metis.model import RedactedThinkingBlock as RedactedThinkingBlock
+    from metis.model import Role as Role
+    from metis.model import StopKind as StopKind
+    from metis.model import StopReason as StopReason
+    from metis.model import StreamEvent as StreamEvent
+    from metis.model import TextBlock as TextBlock
+    from metis.model import TextDelta as TextDelta
+    from metis.model import ThinkingBlock as ThinkingBlock
+    from metis.model import ThinkingConfig as ThinkingConfig
+    from metis.model import ThinkingDelta as ThinkingDelta
+    from metis.model import TokenUsage as TokenUsage
+    from metis.model import ToolAnnotations as ToolAnnotations
+    from metis.model import ToolChoice as ToolChoice
+    from metis.model import ToolDefinition as ToolDefinition
+    from metis.model import ToolResultBlock as ToolResultBlock
+    from metis.model import ToolUseBlock as ToolUseBlock
+    from metis.model import ToolUseEnd as ToolUseEnd
+    from metis.model import ToolUseInputDelta as ToolUseInputDelta
+    from metis.model import ToolUseStart as ToolUseStart
+    from metis.model import URLImageSource as URLImageSource
+    from metis.pipeline.call import Call as Call
+    from metis.pipeline.pipeline import Pipeline as Pipeline
+    from metis.pipeline.registry import register_stage as register_stage
+    from metis.pipeline.stack import load_stack as load_stack
+    from metis.pipeline.stage import RequestStage as RequestStage
+    from metis.pipeline.stage import Stage as Stage
+    from metis.pipeline.wire import WireRequest as WireRequest
+    from metis.registry import NotConfiguredError as NotConfiguredError
+    from metis.registry import Registry as Registry
+    from metis.registry import Route as Route
+    from metis.session import InMemoryToolIdStore as InMemoryToolIdStore
+    from metis.session import ToolIdStore as ToolIdStore
+    from metis.telemetry import ListSink as ListSink
+    from metis.telemetry import LoggingSink as LoggingSink
+    from metis.telemetry import TelemetrySink as TelemetrySink

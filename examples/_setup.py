@@ -1,0 +1,70 @@
+"""What the examples share: each provider is its real API when its key is set, and otherwise
+metis.emulator, a local server speaking the provider's wire format with a small scripted
+model, which the example starts and stops itself. Not an example in its own right."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from typing import Any
+
+from metis import AdapterConfig, build_adapter
+from metis.adapter import Adapter
+from metis.emulator import Emulator
+
+MODELS = {
+    "anthropic": "anthropic:claude-sonnet-4-5",
+    "openai": "openai:gpt-4o",
+    "openai_responses": "openai_responses:gpt-4o",
+    "gemini": "gemini:gemini-2.5-flash",
+    "ollama": "ollama:qwen3",
+}
+# The variable that switches a provider to the real thing (Ollama: a local server's address).
+REAL_WHEN_SET = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "openai_responses": "OPENAI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "ollama": "OLLAMA_HOST",
+}
+# Ollama's stack declares no tool calling (it depends on the model); qwen3 has it.
+CAPABILITIES: dict[str, dict[str, Any]] = {"ollama": {"supports_tools": True}}
+
+
+class Backends:
+    def __init__(self, emulator: Emulator | None) -> None:
+        self.emulator = emulator
+
+    def is_real(self, provider: str) -> bool:
+        return bool(os.environ.get(REAL_WHEN_SET[provider]))
+
+    def config(self, provider: str, **fields: Any) -> AdapterConfig:
+        fields.setdefault("capabilities", CAPABILITIES.get(provider, {}))
+        if self.is_real(provider):
+            if provider == "ollama":
+                host = os.environ["OLLAMA_HOST"]
+                fields.setdefault("base_url", host if "://" in host else f"http://{host}")
+            return AdapterConfig(**fields)  # the stack reads the key from the environment
+        assert self.emulator is not None
+        return AdapterConfig(
+            api_key="emulator", base_url=self.emulator.base_url(provider), **fields
+        )
+
+    def adapter(self, provider: str, **fields: Any) -> Adapter:
+        return build_adapter(provider, self.config(provider, **fields))
+
+
+@contextmanager
+def backends(*providers: str) -> Iterator[Backends]:
+    """Starts the emulator if any of ``providers`` needs it; prints what each one uses."""
+    needed = any(not os.environ.get(REAL_WHEN_SET[p]) for p in providers)
+    with Emulator(port=0) if needed else nullcontext() as emulator:
+        chosen = Backends(emulator)
+        real = [f"{p} ({REAL_WHEN_SET[p]})" for p in providers if chosen.is_real(p)]
+        emulated = [p for p in providers if not chosen.is_real(p)]
+        parts = [f"real API for {', '.join(real)}"] if real else []
+        if emulator is not None:
+            parts.append(f"emulator at {emulator.url} for {', '.join(emulated)}")
+        print("backends: " + "; ".join(parts))
+        yield chosen
