@@ -3,13 +3,15 @@
 Each call gets a handle. The stages that wait on the outside world (the transport reading the
 socket, the retry stage sleeping) do each wait inside ``handle.guard()``, a cancel scope that
 covers that one wait and nothing else, so a cancel from another task interrupts the wait
-promptly on asyncio and trio alike, and no scope ever spans a ``yield``.
+promptly on asyncio and trio alike, and no scope ever spans a ``yield``. Where a scope per
+wait would cost too much (every chunk of a long stream), the transport registers an
+``on_cancel`` abort instead: shutting its socket down interrupts the read just as promptly.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import anyio
@@ -18,10 +20,11 @@ from metis.errors import CancelledError
 
 
 class CancelHandle:
-    __slots__ = ("_scope", "cancelled", "finished")
+    __slots__ = ("_aborts", "_scope", "cancelled", "finished")
 
     def __init__(self) -> None:
         self._scope: anyio.CancelScope | None = None
+        self._aborts: list[Callable[[], None]] = []
         self.cancelled = False
         self.finished = False
 
@@ -32,7 +35,20 @@ class CancelHandle:
         self.cancelled = True
         if self._scope is not None:
             self._scope.cancel()
+        for abort in self._aborts:
+            abort()
         return True
+
+    def on_cancel(self, abort: Callable[[], None]) -> None:
+        """Also run ``abort`` (which must not raise) on cancel: a way to interrupt a wait
+        that no cancel scope covers, such as a read on a socket the transport can shut."""
+        if self.cancelled:
+            abort()
+        self._aborts.append(abort)
+
+    def off(self, abort: Callable[[], None]) -> None:
+        if abort in self._aborts:
+            self._aborts.remove(abort)
 
     @contextmanager
     def guard(self, deadline: float = math.inf) -> Iterator[anyio.CancelScope]:

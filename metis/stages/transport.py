@@ -8,15 +8,18 @@ The response is closed however the caller leaves.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncIterator
+import socket
+import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from metis.errors import NetworkError
+from metis.errors import CancelledError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import HTTPFailure, WireRequest
@@ -45,13 +48,19 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
     ) -> AsyncIterator[bytes]:
         opts = self.options
         overall = anyio.current_time() + call.config.timeout_seconds
+        overall_clock = time.monotonic() + call.config.timeout_seconds
         content = json.dumps(request.body, separators=(",", ":"), ensure_ascii=False).encode()
+        # httpx's per-read timeout is the stream's idle timeout; a whole reply has only the
+        # overall one.
+        read = max(opts.idle_timeout, opts.first_event_timeout) if request.stream else None
         http_request = call.http.build_request(
             request.method,
             request.url,
             headers=request.headers,
             content=content,
-            timeout=httpx.Timeout(call.config.timeout_seconds, connect=opts.connect_timeout),
+            timeout=httpx.Timeout(
+                call.config.timeout_seconds, connect=opts.connect_timeout, read=read
+            ),
         )
         # A streamed reply must start within first_event_timeout and never fall silent for
         # longer than idle_timeout; a whole JSON reply only has the overall timeout.
@@ -64,27 +73,47 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
             raise _network_error(exc, call, "before a response arrived") from exc
         if scope.cancelled_caught:
             raise self._timeout(call, request.stream, overall, received=False)
+        abort: Callable[[], None] | None = None
+        received = False
         try:
             if response.status_code >= 300:
                 raise HTTPFailure(
                     response.status_code, dict(response.headers), await self._read_error(response)
                 )
             chunks = response.aiter_bytes().__aiter__()
-            received = False
+            # On a real socket, after the first chunk, reads go unguarded: httpx's read timeout
+            # bounds each one and cancel() shuts the socket, so a long stream does not pay for
+            # a cancel scope per chunk. Without a socket (mock transports) every read is guarded.
+            abort = _socket_abort(response) if request.stream else None
+            if abort is not None:
+                call.cancel.on_cancel(abort)
             while True:
-                with call.cancel.guard(deadline) as scope:
+                if abort is None or not received:
+                    with call.cancel.guard(deadline) as scope:
+                        chunk = await anext(chunks, None)
+                    if scope.cancelled_caught:
+                        raise self._timeout(call, request.stream, overall, received)
+                else:
                     chunk = await anext(chunks, None)
-                if scope.cancelled_caught:
-                    raise self._timeout(call, request.stream, overall, received)
+                    if call.cancel.cancelled:
+                        raise CancelledError("the call was cancelled")
+                    if time.monotonic() > overall_clock:
+                        raise self._timeout(call, request.stream, overall, received)
                 if chunk is None:
                     break
                 received = True
                 yield chunk
-                if request.stream:
+                if request.stream and abort is None:
                     deadline = min(overall, anyio.current_time() + opts.idle_timeout)
         except httpx.HTTPError as exc:
+            if call.cancel.cancelled:
+                raise CancelledError("the call was cancelled") from exc
+            if isinstance(exc, httpx.ReadTimeout) and received:
+                raise self._timeout(call, request.stream, overall, received) from exc
             raise _network_error(exc, call, "while reading the response") from exc
         finally:
+            if abort is not None:
+                call.cancel.off(abort)
             with anyio.CancelScope(shield=True):
                 await response.aclose()
 
@@ -108,6 +137,21 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
             if size >= self.options.max_error_body_bytes:
                 break
         return b"".join(chunks)[: self.options.max_error_body_bytes]
+
+
+def _socket_abort(response: httpx.Response) -> Callable[[], None] | None:
+    """A way to interrupt a read on this response's socket from another task, if it has one."""
+    stream = response.extensions.get("network_stream")
+    get_extra_info = getattr(stream, "get_extra_info", None)
+    sock = get_extra_info("socket") if get_extra_info is not None else None
+    if sock is None or not hasattr(sock, "shutdown"):
+        return None
+
+    def abort() -> None:
+        with contextlib.suppress(OSError):  # already closed: nothing left to interrupt
+            sock.shutdown(socket.SHUT_RDWR)
+
+    return abort
 
 
 def _network_error(exc: httpx.HTTPError, call: Call, when: str) -> NetworkError:

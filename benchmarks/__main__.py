@@ -1,0 +1,5 @@
+"""``python -m benchmarks``: see benchmarks/run.py."""
+
+from benchmarks.run import main
+
+main()

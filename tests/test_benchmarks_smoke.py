@@ -1,0 +1,102 @@
+"""The benchmark (benchmarks/) at a tiny size, so that it cannot rot unnoticed.
+
+It runs every section against the loopback server, for the floor and metis (and, where they
+are installed, the anchors' streaming columns), and checks that the report is well formed:
+every column ran, every stream was read whole, the tables have their rows. No timing is
+asserted: these sizes measure nothing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import run
+
+PROVIDERS = ("anthropic", "openai")
+
+
+def _table_ok(table: str) -> None:
+    lines = [line for line in table.splitlines() if line.startswith("|")]
+    assert len(lines) >= 3, table  # header, rule, at least one row
+    widths = {line.count("|") for line in lines}
+    assert len(widths) == 1, table
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, float) and math.isfinite(value) and value > 0
+
+
+def test_tiny_run_writes_a_well_formed_report(tmp_path: Path) -> None:
+    out, md = tmp_path / "bench.json", tmp_path / "bench.md"
+    run.main(["--tiny", "--json", str(out), "--markdown", str(md)])
+
+    report = json.loads(out.read_text())  # strict JSON: no NaN
+    assert report["machine"]["python"]
+    assert report["machine"]["cores"]
+    sections = report["sections"]
+    assert set(sections) == set(run.SECTIONS)
+    for section in sections.values():
+        for table in section["table"].split("\n\n"):
+            _table_ok(table)
+
+    for name in ("stream", "complete"):
+        rows = sections[name]["rows"]
+        assert {(r["provider"], r["client"]) for r in rows} == {
+            (p, c) for p in PROVIDERS for c in ("floor", "metis")
+        }
+        for r in rows:
+            assert r["errors"] == [], r
+            assert r["runs"] == 2
+            assert _positive(r["median_cpu_s"])
+            assert _positive(r["ratio_to_floor"])
+            if r["client"] == "floor":
+                assert r["ratio_to_floor"] == 1.0
+    assert set(sections["stream"]["target"]["met"]) == set(PROVIDERS)
+
+    imports = {r["what"]: r for r in sections["import"]["rows"]}
+    for what in ("python (nothing)", "metis's dependencies", "metis + anthropic adapter"):
+        assert imports[what]["error"] is None
+        assert imports[what]["runs"] == 1
+        assert imports[what]["peak_rss_mib"] > 0
+
+    concurrency = sections["concurrency"]["rows"]
+    assert {(r["backend"], r["client"]) for r in concurrency} == {
+        (b, c) for b in ("asyncio", "trio") for c in ("floor", "metis")
+    }
+    for r in concurrency:
+        assert r["errors"] == 0, r
+        assert r["n"] == r["in_flight"] == 5
+
+    curves = sections["scaling"]["curves"]
+    assert len(curves) == 2 * len(PROVIDERS) * 2  # two kinds, two clients
+    for curve in curves:
+        assert curve["error"] is None
+        assert [p["size"] for p in curve["points"]] == (
+            [10, 40] if curve["kind"] == "stream length" else [1, 8]
+        )
+        assert all(p["error"] is None and _positive(p["median_cpu_s"]) for p in curve["points"])
+
+    text = md.read_text()
+    assert "Machine:" in text
+    assert text.count("### ") == len(run.SECTIONS)
+
+
+ANCHORS = [c for c, module in run.ANCHORS.items() if importlib.util.find_spec(module)]
+
+
+@pytest.mark.skipif(not ANCHORS, reason="no anchor installed (pip install -e '.[bench]')")
+def test_tiny_run_of_the_installed_anchors(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    run.main(["--tiny", "--sections", "stream", "--clients", ",".join(ANCHORS), "--json", str(out)])
+    rows = json.loads(out.read_text())["sections"]["stream"]["rows"]
+    ran = {r["client"] for r in rows}
+    assert ran == {"floor", *ANCHORS}
+    for r in rows:
+        assert r["errors"] == [], r
+        assert _positive(r["median_cpu_s"])
