@@ -1,0 +1,257 @@
+"""``metis``: the command line.
+
+    metis demo [--live]                 one conversation, a different provider every turn
+    metis chat -m MODEL                 interactive streaming chat; /model X swaps mid-way
+    metis stack PROVIDER [--mermaid]    a provider's pipeline, stage by stage
+    metis replay CASSETTE               a recorded exchange, as canonical events
+    metis record --provider P -m M ...  one real call (or --emulator) into a cassette
+    metis emulator --port N             the provider emulator, in the foreground
+
+Each command lives in its own module, imported only when it runs (so ``metis --help`` is
+quick). User errors are one ``metis: error: ...`` line on stderr and a non-zero exit status:
+2 for a usage error, 1 otherwise; never a traceback (``METIS_DEBUG=1`` shows one for a bug).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any, NoReturn
+
+from metis.cli.output import CliError, error, one_line
+
+COMMANDS = {
+    "demo": "metis.cli.demo",
+    "chat": "metis.cli.chat",
+    "stack": "metis.cli.stack",
+    "replay": "metis.cli.replay",
+    "record": "metis.cli.record",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message} (see '{self.prog} --help')", status=2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="metis",
+        description="One canonical format over every LLM provider: try it from the terminal.",
+    )
+    from metis import __version__
+
+    parser.add_argument("--version", action="version", version=f"metis {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = commands.add_parser(
+        "demo",
+        help="a conversation with a tool, a different provider every turn (offline by default)",
+        description="A scripted conversation with a local get_weather tool, swapping provider "
+        "on every turn (anthropic, openai, openai_responses, gemini, ollama, groq, tgi), "
+        "streamed, then a table of the turns. Offline against the metis emulator unless --live.",
+    )
+    demo.add_argument(
+        "--live", action="store_true", help="use the real APIs with the keys in the environment"
+    )
+    _models_option(demo)
+    demo.add_argument(
+        "--providers", metavar="LIST", help="only these providers, e.g. anthropic,openai"
+    )
+    _fault_options(demo)
+
+    chat = commands.add_parser(
+        "chat",
+        help="interactive streaming chat with any model",
+        description="Streaming chat. /model NAME swaps the model and keeps the history, "
+        "/models lists them, /clear forgets the history, /quit leaves. Ctrl-C during a reply "
+        "stops it (the partial reply is kept); Ctrl-C at the prompt exits. A model whose "
+        "provider has no key in the environment is served by the local emulator.",
+    )
+    chat.add_argument(
+        "-m", "--model", required=True, help="a model id or alias, e.g. anthropic:claude-sonnet-4-5"
+    )
+    _models_option(chat)
+    chat.add_argument("--offline", action="store_true", help="every model is the local emulator")
+    chat.add_argument("--system", metavar="TEXT", help="a system prompt")
+    chat.add_argument("--tool", action="store_true", help="offer the local get_weather tool")
+    chat.add_argument(
+        "--max-tokens", type=_positive, default=1024, metavar="N", help="(default 1024)"
+    )
+    _fault_options(chat)
+
+    stack = commands.add_parser(
+        "stack",
+        help="show a provider's pipeline, stage by stage",
+        description="The stack a provider's adapter is built from: endpoint, auth, "
+        "capabilities, and each stage with its options and the types it takes and gives.",
+    )
+    stack.add_argument("provider", metavar="PROVIDER", help="a built-in stack or a stack file")
+    stack.add_argument("--mermaid", action="store_true", help="a Mermaid flowchart instead")
+    stack.add_argument("-v", "--verbose", action="store_true", help="stage options in full")
+
+    replay = commands.add_parser(
+        "replay",
+        help="replay a cassette through its provider's stack",
+        description="Serve a cassette's recorded responses to the provider's stack and print "
+        "the canonical events, one a line. The recorded request bodies are not checked.",
+    )
+    replay.add_argument("cassette", metavar="CASSETTE", help="a cassette file (YAML)")
+    replay.add_argument("--provider", help="the stack (default: inferred from the URL)")
+    replay.add_argument("--json", action="store_true", help="events as JSON lines")
+
+    record = commands.add_parser(
+        "record",
+        help="record one call into a cassette (keys scrubbed)",
+        description="Make one call and write the exchange as a cassette, keys scrubbed. "
+        "Needs the provider's key, unless --emulator records against the local emulator.",
+    )
+    record.add_argument("--provider", required=True, help="a built-in stack or a stack file")
+    record.add_argument("-m", "--model", required=True, help="the model, e.g. claude-sonnet-4-5")
+    record.add_argument("--prompt", required=True, metavar="TEXT", help="the user message")
+    record.add_argument("-o", "--output", required=True, metavar="FILE", help="cassette to write")
+    record.add_argument("--emulator", action="store_true", help="record against the emulator")
+    record.add_argument("--system", metavar="TEXT", help="a system prompt")
+    record.add_argument("--tool", action="store_true", help="offer the get_weather tool")
+    record.add_argument("--no-stream", action="store_true", help="a non-streamed call")
+    record.add_argument(
+        "--max-tokens", type=_positive, default=1024, metavar="N", help="(default 1024)"
+    )
+
+    commands.add_parser(
+        "emulator",
+        help="run the provider emulator (see 'metis emulator --help')",
+        add_help=False,
+    )
+    return parser
+
+
+def _positive(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return value
+
+
+def _models_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--models", metavar="FILE", help="a models.yaml (default: one model per provider)"
+    )
+
+
+def _fault_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--faults", metavar="SPEC", help='emulator faults, e.g. "rate_limit:0.3" (offline only)'
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed for the emulator's faults")
+    parser.add_argument(
+        "--pace",
+        type=_seconds,
+        default=0.02,
+        metavar="SECONDS",
+        help="the emulator's delay between streamed events (default 0.02; 0: none)",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args[:1] == ["emulator"]:
+            from metis.emulator.cli import main as emulator_main
+
+            return emulator_main(args[1:])
+        parsed = build_parser().parse_args(args)
+        if parsed.command is None:
+            build_parser().print_help(sys.stderr)
+            return 2
+        module: Any = importlib.import_module(COMMANDS[parsed.command])
+        with _warnings_to_stderr():
+            return int(module.run(parsed))
+    except BaseException as raised:
+        exc = _unwrap(raised)
+        if isinstance(exc, KeyboardInterrupt):
+            sys.stderr.write("\n")
+            return 130
+        if isinstance(exc, SystemExit):  # --help, --version
+            return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        if isinstance(exc, BrokenPipeError):  # `metis replay x | head`: leave quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141
+        message, status = _explain(exc)
+        if message is None:
+            if os.environ.get("METIS_DEBUG"):
+                raise
+            message = (
+                f"internal error: {type(exc).__name__}: {exc} (METIS_DEBUG=1 shows the traceback)"
+            )
+        error(message)
+        return status
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _explain(exc: BaseException) -> tuple[str | None, int]:
+    """The one-line message for a user error and its exit status; None for a bug."""
+    from metis.errors import AdapterError, ConfigError
+
+    if isinstance(exc, CliError):
+        return str(exc), exc.status
+    if isinstance(exc, AdapterError | ConfigError):
+        return str(exc), 1
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror or exc}{where}", 1
+    yaml = sys.modules.get("yaml")
+    if yaml is not None and isinstance(exc, yaml.YAMLError):
+        return f"not valid YAML: {exc}", 1
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(exc, pydantic.ValidationError):
+        return f"{exc.title}: {exc.error_count()} problems: {exc}", 1
+    faults = sys.modules.get("metis.emulator.faults")
+    if faults is not None and isinstance(exc, faults.FaultSpecError):
+        return f"--faults: {exc}", 2
+    cassette = sys.modules.get("metis.testing.cassette")
+    if cassette is not None and isinstance(exc, cassette.CassetteMismatch):
+        return f"the cassette did not record this request: {exc}", 1
+    return None, 1
+
+
+class _Formatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return f"metis: {record.levelname.lower()}: {one_line(record.getMessage())}"
+
+
+@contextlib.contextmanager
+def _warnings_to_stderr() -> Iterator[None]:
+    """metis's WARNING records (a dropped thinking block, a plaintext key) as stderr lines,
+    while a command runs."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter())
+    handler.setLevel(logging.WARNING)
+    logger = logging.getLogger("metis")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+
+
+__all__ = ["build_parser", "main"]
