@@ -81,3 +81,25 @@ WARN_FIELDS = ("session_id", "request_id", "message_id", "block_type", "adapter"
 def warn_fields(record: logging.LogRecord) -> dict[str, Any]:
     """The structured fields of one ``warn_dropped`` record."""
     return {name: record.__dict__.get(name) for name in WARN_FIELDS}
+
+
+async def answer(adapter: Any, request: Any, streaming: bool) -> Any:
+    """One turn's CanonicalResponse, by complete() or by folding stream()'s events."""
+    from metis.model import CanonicalResponse, MessageComplete
+
+    if not streaming:
+        return await adapter.complete(request)
+    final = None
+    async for event in adapter.stream(request):
+        final = event
+    assert isinstance(final, MessageComplete)
+    return CanonicalResponse(
+        request_id=request.request_id,
+        model=request.model,
+        provider=adapter.name,
+        content=final.final_content,
+        stop_reason=final.stop_reason,
+        usage=final.usage,
+        latency_ms=0,
+        message_id=final.message_id,
+    )

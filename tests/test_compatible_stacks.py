@@ -49,7 +49,7 @@ from metis.session import InMemoryToolIdStore
 from metis.stages.invariants import StreamChecker
 from metis.stages.wire_fields import WireFields
 
-from .helpers import lossy_warnings
+from .helpers import answer, lossy_warnings
 from .scripted import ScriptedProvider, text, tools
 
 KEY = "sk-test-0123456789abcdef"
@@ -633,23 +633,6 @@ def run_tool(call: ToolUseBlock) -> ToolResultBlock:
     return ToolResultBlock(tool_use_id=call.id, content=str(call.input["celsius"] * 9 / 5 + 32))
 
 
-async def fold(adapter: Adapter, request: CanonicalRequest, streaming: bool) -> CanonicalResponse:
-    if not streaming:
-        return await adapter.complete(request)
-    events = await collect(adapter, request)
-    final = events[-1]
-    assert isinstance(final, MessageComplete)
-    return CanonicalResponse(
-        request_id=request.request_id,
-        model=request.model,
-        provider=adapter.name,
-        content=final.final_content,
-        stop_reason=final.stop_reason,
-        usage=final.usage,
-        latency_ms=0,
-    )
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("streaming", [True, False], ids=["stream", "complete"])
 @pytest.mark.parametrize("pair", [("mistral", "deepseek"), ("groq", "llamacpp")])
@@ -681,7 +664,7 @@ async def test_a_conversation_alternating_openai_and_compatible_stacks(
             tools=TOOLS,
             max_output_tokens=512,
         )
-        response = await fold(adapters[name], request, streaming)
+        response = await answer(adapters[name], request, streaming)
         history = [*history, Message(role=Role.ASSISTANT, content=response.content)]
         if response.tool_calls():
             history.append(Message.tool(*(run_tool(c) for c in response.tool_calls())))

@@ -20,7 +20,6 @@ from metis.model import (
     CanonicalRequest,
     CanonicalResponse,
     Message,
-    MessageComplete,
     Role,
     ToolDefinition,
     ToolResultBlock,
@@ -28,6 +27,7 @@ from metis.model import (
 )
 from metis.session import InMemoryToolIdStore
 
+from .helpers import answer
 from .scripted import ScriptedProvider, shared_script, text, thinking, tools
 
 TOOLS = [
@@ -114,19 +114,8 @@ async def converse(order: list[Adapter], streaming: bool) -> list[Message]:
 
 
 async def fold_stream(adapter: Adapter, request: CanonicalRequest) -> CanonicalResponse:
-    final = None
-    async for event in adapter.stream(request):
-        final = event
-    assert isinstance(final, MessageComplete)
-    return CanonicalResponse(
-        request_id=request.request_id,
-        model=request.model,
-        provider=adapter.name,
-        content=final.final_content,
-        stop_reason=final.stop_reason,
-        usage=final.usage,
-        latency_ms=0,
-    )
+    response: CanonicalResponse = await answer(adapter, request, streaming=True)
+    return response
 
 
 @pytest.mark.anyio

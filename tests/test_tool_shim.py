@@ -28,7 +28,6 @@ from metis.model import (
     AdapterCapabilities,
     Base64ImageSource,
     CanonicalRequest,
-    CanonicalResponse,
     ImageBlock,
     Message,
     MessageComplete,
@@ -64,7 +63,7 @@ from metis.stages.tool_shim import (
 )
 
 from .fakes import DROP, STALL, FakePeer, Reply
-from .helpers import make_call
+from .helpers import answer, make_call
 from .scripted import ScriptedProvider, text, tools
 
 WEATHER = ToolDefinition(
@@ -738,22 +737,6 @@ def run_tool(call: ToolUseBlock) -> ToolResultBlock:
     return ToolResultBlock(tool_use_id=call.id, content=str(call.input["celsius"] * 9 / 5 + 32))
 
 
-async def fold(adapter: Adapter, request: CanonicalRequest, streaming: bool) -> CanonicalResponse:
-    if not streaming:
-        return await adapter.complete(request)
-    events = [event async for event in adapter.stream(request)]
-    final = final_of(events)
-    return CanonicalResponse(
-        request_id=request.request_id,
-        model=request.model,
-        provider=adapter.name,
-        content=final.final_content,
-        stop_reason=final.stop_reason,
-        usage=final.usage,
-        latency_ms=0,
-    )
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("streaming", [True, False], ids=["stream", "complete"])
 async def test_a_conversation_swapping_emulated_and_native_tools_is_accepted_every_turn(
@@ -787,7 +770,7 @@ async def test_a_conversation_swapping_emulated_and_native_tools_is_accepted_eve
             tools=TOOLS,
             max_output_tokens=512,
         )
-        response = await fold(adapters[name], request, streaming)  # a 4xx would raise here
+        response = await answer(adapters[name], request, streaming)  # a 4xx would raise here
         history = [*history, Message(role=Role.ASSISTANT, content=response.content)]
         if response.tool_calls():
             assert response.stop_reason.kind is StopKind.TOOL_USE
