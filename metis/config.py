@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from metis.errors import redact
 from metis.model.capabilities import AdapterCapabilities
 
 
@@ -28,6 +29,10 @@ class AdapterConfig(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
     capabilities: dict[str, Any] = Field(default_factory=dict)
     http_client: httpx.AsyncClient | None = Field(default=None, repr=False)
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            yield name, redact(value) if name == "base_url" and value else value
 
     def merged_capabilities(self, declared: AdapterCapabilities) -> AdapterCapabilities:
         if not self.capabilities:

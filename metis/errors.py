@@ -34,11 +34,16 @@ _KEY_PATTERNS = re.compile(
 )
 
 
+_URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
+
+
 def redact(text: str, *secrets: str | None) -> str:
-    """Hide API keys: the given secrets verbatim, and anything shaped like a known key."""
+    """Hide secrets: the given ones verbatim, anything shaped like a known API key, and the
+    user:password part of a URL."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, "[REDACTED]")
+    text = _URL_CREDENTIALS.sub("[REDACTED]@", text)
     return _KEY_PATTERNS.sub("[REDACTED]", text)
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from metis.config_files import config_error, parse_yaml
-from metis.errors import ConfigError, StackError
+from metis.errors import ConfigError, StackError, redact
 from metis.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.pipeline import Pipeline
@@ -116,6 +116,12 @@ class Endpoint:
     api_key: str | None = field(default=None, repr=False)
     auth_header: str | None = None
     auth_scheme: str | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"Endpoint({redact(self.base_url)}{self.path}, auth_header={self.auth_header!r}, "
+            f"api_key={'set' if self.api_key else 'none'})"
+        )
 
     def url(self, *, stream: bool, model: str) -> str:
         path = self.stream_path if stream and self.stream_path else self.path
