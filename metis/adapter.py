@@ -9,7 +9,8 @@ keyed by session), so one adapter serves any number of concurrent calls.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +71,9 @@ class Adapter:
         wants_stream = self.capabilities.supports_streaming
         if request.stream != wants_stream:
             request = request.model_copy(update={"stream": wants_stream})
-        async for event in self._run(request):
-            yield event
+        async with aclosing(self._run(request)) as events:
+            async for event in events:
+                yield event
 
     async def complete(self, request: CanonicalRequest) -> CanonicalResponse:
         """One non-streamed call, folded from the same events ``stream()`` yields."""
@@ -80,9 +82,10 @@ class Adapter:
         started = time.monotonic()
         final: MessageComplete | None = None
         try:
-            async for event in self._run(request):
-                if isinstance(event, MessageComplete):
-                    final = event
+            async with aclosing(self._run(request)) as events:
+                async for event in events:
+                    if isinstance(event, MessageComplete):
+                        final = event
         except AdapterError as error:
             if final is not None:
                 error.partial_response = self._response(request, final, started)
@@ -150,7 +153,7 @@ class Adapter:
 
     # Internals ---------------------------------------------------------------------------
 
-    async def _run(self, request: CanonicalRequest) -> AsyncIterator[StreamEvent]:
+    async def _run(self, request: CanonicalRequest) -> AsyncGenerator[StreamEvent, None]:
         wire_model = self.wire_model(request.model)
         call = Call(
             request_id=request.request_id,

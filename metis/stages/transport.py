@@ -74,6 +74,7 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
         if scope.cancelled_caught:
             raise self._timeout(call, request.stream, overall, received=False)
         abort: Callable[[], None] | None = None
+        chunks: AsyncIterator[bytes] | None = None
         received = False
         try:
             if response.status_code >= 300:
@@ -115,6 +116,8 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
             if abort is not None:
                 call.cancel.off(abort)
             with anyio.CancelScope(shield=True):
+                if chunks is not None:  # a read stopped mid-body: close its generator now
+                    await chunks.aclose()  # type: ignore[attr-defined]
                 await response.aclose()
 
     def _timeout(self, call: Call, stream: bool, overall: float, received: bool) -> NetworkError:
