@@ -19,6 +19,7 @@ on the first fragment of each index, the finish_reason chunk, then (only when
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from metis.emulator._wire import (
@@ -224,6 +225,30 @@ def model_of(request: HttpRequest) -> str:
     return match.group(1).decode(errors="replace") if match else "gpt-4o"
 
 
+def json_schema_format(
+    spec: Any, where: str, schema_param: str, bad: Callable[[str, str, str], Exception]
+) -> dict[str, Any]:
+    """The schema of a ``json_schema`` output format (Chat's ``response_format.json_schema``,
+    Responses' ``text.format``), refused as OpenAI does when unnamed or not strict-valid."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+        raise bad(
+            f"Missing required parameter: '{where}.name'.",
+            f"{where}.name",
+            "missing_required_parameter",
+        )
+    given = spec.get("schema")
+    schema: dict[str, Any] = given if isinstance(given, dict) else {}
+    if spec.get("strict") is True:
+        problem = strict_schema_problem(schema)
+        if problem:
+            raise bad(
+                f"Invalid schema for response_format '{spec['name']}': {problem}",
+                schema_param,
+                "invalid_json_schema",
+            )
+    return schema
+
+
 def strict_schema_problem(schema: Any, path: str = "()") -> str | None:
     """What OpenAI's strict mode refuses in a schema (None: nothing)."""
     if not isinstance(schema, dict):
@@ -424,22 +449,9 @@ class OpenAIChat(Provider):
         fmt = body.get("response_format")
         if isinstance(fmt, dict):
             if fmt.get("type") == "json_schema":
-                spec = fmt.get("json_schema")
-                if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
-                    raise bad(
-                        "Missing required parameter: 'response_format.json_schema.name'.",
-                        "response_format.json_schema.name",
-                        "missing_required_parameter",
-                    )
-                schema = spec.get("schema") if isinstance(spec.get("schema"), dict) else {}
-                if spec.get("strict") is True:
-                    problem = strict_schema_problem(schema)
-                    if problem:
-                        raise bad(
-                            f"Invalid schema for response_format '{spec['name']}': {problem}",
-                            "response_format",
-                            "invalid_json_schema",
-                        )
+                schema = json_schema_format(
+                    fmt.get("json_schema"), "response_format.json_schema", "response_format", bad
+                )
             elif fmt.get("type") == "json_object":
                 json_mode = True
                 if "json" not in dumps(body.get("messages")).decode().lower():

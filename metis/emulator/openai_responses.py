@@ -44,6 +44,7 @@ from metis.emulator._wire import (
 from metis.emulator.openai_chat import (
     REASONING_MODEL,
     check_temperature,
+    json_schema_format,
     model_of,
     openai_authenticate,
     openai_error,
@@ -237,21 +238,7 @@ class OpenAIResponses(Provider):
         json_mode = False
         fmt = (body.get("text") or {}).get("format") if isinstance(body.get("text"), dict) else None
         if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
-            if not isinstance(fmt.get("name"), str):
-                raise bad(
-                    "Missing required parameter: 'text.format.name'.",
-                    "text.format.name",
-                    "missing_required_parameter",
-                )
-            schema = fmt.get("schema") if isinstance(fmt.get("schema"), dict) else {}
-            if fmt.get("strict") is True:
-                problem = strict_schema_problem(schema)
-                if problem:
-                    raise bad(
-                        f"Invalid schema for response_format '{fmt['name']}': {problem}",
-                        "text.format.schema",
-                        "invalid_json_schema",
-                    )
+            schema = json_schema_format(fmt, "text.format", "text.format.schema", bad)
         elif isinstance(fmt, dict) and fmt.get("type") == "json_object":
             json_mode = True
         prompt = Prompt(
