@@ -204,9 +204,12 @@ async def settled(adapter: Adapter, where: str) -> None:
     A cancel from another task returns before the consumer has seen the end of its stream,
     so this waits (bounded) for the consumer's side to finish closing.
     """
-    with anyio.fail_after(2.0):
+    with anyio.move_on_after(2.0):
         while adapter._inflight or busy_connections(adapter):  # noqa: ASYNC110
             await anyio.sleep(0.005)
+    pool = adapter.http_client()._transport._pool  # type: ignore[attr-defined]
+    assert not adapter._inflight, f"{where}: still in flight: {list(adapter._inflight)}"
+    assert not busy_connections(adapter), f"{where}: busy: {pool.connections} {pool._requests}"
 
 
 @pytest.mark.anyio

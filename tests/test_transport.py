@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from metis.errors import NetworkError
+from metis.errors import CancelledError, NetworkError
 from metis.pipeline.wire import HTTPFailure, WireRequest
 from metis.stages.transport import Transport
 
@@ -134,6 +134,26 @@ async def test_leaving_early_closes_the_response() -> None:
     iterator = Transport()(WIRE, call, None)  # type: ignore[arg-type]
     assert await iterator.__anext__() == b"a"
     await iterator.aclose()  # type: ignore[attr-defined]
+    assert stream.closed
+
+
+@pytest.mark.anyio
+async def test_a_cancel_landing_as_the_response_arrives_still_closes_it() -> None:
+    # The race trio shows under load: send() has its response and returns without another
+    # checkpoint, while another task's cancel() has already been registered.
+    stream = Chunks([b"a"])
+    call = make_call(http=client_for(lambda request: httpx.Response(200, stream=stream)))
+    send = call.http.send
+
+    async def send_then_cancelled(request: httpx.Request, **kw: object) -> httpx.Response:
+        response = await send(request, **kw)  # type: ignore[arg-type]
+        assert call.cancel.cancel()
+        return response
+
+    call.http.send = send_then_cancelled  # type: ignore[method-assign]
+    with pytest.raises(CancelledError):
+        async for _ in Transport()(WIRE, call, None):  # type: ignore[arg-type]
+            pass
     assert stream.closed
 
 

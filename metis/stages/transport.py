@@ -66,17 +66,20 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
         # longer than idle_timeout; a whole JSON reply only has the overall timeout.
         first = min(overall, anyio.current_time() + opts.first_event_timeout)
         deadline = first if request.stream else overall
-        try:
-            with call.cancel.guard(deadline) as scope:
-                response = await call.http.send(http_request, stream=True)
-        except httpx.HTTPError as exc:
-            raise _network_error(exc, call, "before a response arrived") from exc
-        if scope.cancelled_caught:
-            raise self._timeout(call, request.stream, overall, received=False)
+        response: httpx.Response | None = None
         abort: Callable[[], None] | None = None
         chunks: AsyncIterator[bytes] | None = None
         received = False
         try:
+            # Trio can hand send() its response and register the cancel in the same turn:
+            # the guard then raises with the response in hand, which the finally closes.
+            try:
+                with call.cancel.guard(deadline) as scope:
+                    response = await call.http.send(http_request, stream=True)
+            except httpx.HTTPError as exc:
+                raise _network_error(exc, call, "before a response arrived") from exc
+            if scope.cancelled_caught:
+                raise self._timeout(call, request.stream, overall, received=False)
             if response.status_code >= 300:
                 raise HTTPFailure(
                     response.status_code, dict(response.headers), await self._read_error(response)
@@ -118,7 +121,8 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
             with anyio.CancelScope(shield=True):
                 if chunks is not None:  # a read stopped mid-body: close its generator now
                     await chunks.aclose()  # type: ignore[attr-defined]
-                await response.aclose()
+                if response is not None:
+                    await response.aclose()
 
     def _timeout(self, call: Call, stream: bool, overall: float, received: bool) -> NetworkError:
         if anyio.current_time() >= overall:
