@@ -329,8 +329,7 @@ def test_emulator_command_serves_until_stopped() -> None:
     try:
         seen = _read_until(proc, "x-emulator-fault", "", 20)  # its last line before serving
         assert "listening on http://127.0.0.1:" in seen
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGTERM)  # at once: the banner means it is ready for it
         out, _ = proc.communicate(timeout=20)
     finally:
         proc.kill()

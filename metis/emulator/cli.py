@@ -92,6 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
+    # Before the banner: whoever waits for it may send SIGTERM at once.
+    stop = threading.Event()
+    with contextlib.suppress(ValueError):  # not the main thread: Ctrl-C only
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(f"metis emulator listening on {emulator.url}  (Ctrl-C to stop)")
     for provider, paths in ENDPOINTS:
         print(f"  {provider:<17} {paths}")
@@ -101,9 +105,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         '  per request: header "x-emulator-fault: rate_limit" (see metis.emulator.faults)',
         flush=True,
     )
-    stop = threading.Event()
-    with contextlib.suppress(ValueError):  # not the main thread: Ctrl-C only
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         while not stop.wait(0.5):
             pass
