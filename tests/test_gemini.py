@@ -687,6 +687,39 @@ async def test_an_error_inside_a_stream_ends_the_message_then_raises() -> None:
 
 
 @pytest.mark.anyio
+async def test_signatures_survive_a_stream_that_ends_in_an_error() -> None:
+    # What arrived before the fault is in the final message, signatures included: a history
+    # that keeps the partial turn can still send them back to the model that made them.
+    signed_text = {"text": "Checking.", "thoughtSignature": "sig-T"}
+    signed_call = {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}},
+                   "thoughtSignature": "sig-C"}  # fmt: skip
+    body = (
+        f"data: {json.dumps(chunk(signed_text))}\r\n\r\n"
+        f"data: {json.dumps(chunk(signed_call))}\r\n\r\n"
+        'data: {"error": {"code": 500, "message": "Internal error.", "status": "INTERNAL"}}'
+        "\r\n\r\n"
+    )
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=body)
+
+    adapter = gemini_adapter(httpx.MockTransport(handler), max_retries=0)
+    events: list[StreamEvent] = []
+    with pytest.raises(AdapterError):
+        async for event in adapter.stream(weather_request(True)):
+            events.append(event)
+    final = events[-1]
+    assert isinstance(final, MessageComplete) and final.stop_reason.kind is StopKind.ERROR
+    text_block, call_block = final.final_content
+    assert isinstance(text_block, TextBlock) and isinstance(call_block, ToolUseBlock)
+    assert text_block.provider_raw == ProviderRaw(
+        provider="gemini", model=MODEL, data={"thoughtSignature": "sig-T"}
+    )
+    assert call_block.provider_raw is not None
+    assert call_block.provider_raw.data == {"thoughtSignature": "sig-C"}
+
+
+@pytest.mark.anyio
 async def test_a_stream_cut_before_its_finish_reason_is_a_protocol_error() -> None:
     body = f"data: {json.dumps(chunk({'text': 'Par'}))}\r\n\r\n"
 

@@ -437,6 +437,40 @@ def test_has_block_knows_the_keys_seen() -> None:
     assert b.has_block(0) and not b.has_block(1)
 
 
+def test_kept_raw_fields_reach_the_final_content_however_the_message_ends() -> None:
+    for stop in (StopKind.END_TURN, StopKind.ERROR, StopKind.CANCELLED):
+        b, _ = _builder()
+        b.text(0, "a")
+        b.keep_raw(0, {"sig": "t1"})
+        b.thinking(1, "hmm")
+        b.keep_raw(1, {"id": "rs_1"})
+        b.tool_start(2, "call_1", "f")
+        b.keep_raw(2, {})  # empty: still marks the block as this provider's own
+        b.tool_input(2, '{"x": 1, "y')
+        assert b.has_raw(0) and b.has_raw(2) and not b.has_raw(3)
+        b.finish(StopReason(kind=stop, raw=None))
+        final = b.out[-1]
+        assert isinstance(final, MessageComplete)
+        text, thinking, tool = final.final_content
+        assert text.provider_raw == ProviderRaw(provider=PROVIDER, model=MODEL, data={"sig": "t1"})
+        assert thinking.provider_raw is not None
+        assert thinking.provider_raw.data == {"id": "rs_1"}
+        assert isinstance(tool, ToolUseBlock) and tool.provider_raw is not None
+        assert tool.input == {"x": 1}
+        assert tool.provider_raw.data == {"arguments": '{"x": 1, "y'}  # cut off: kept raw too
+
+
+def test_blocks_without_kept_fields_have_no_provider_raw() -> None:
+    b, _ = _builder()
+    b.text(0, "a")
+    b.tool_start(1, "call_1", "f")
+    b.tool_input(1, "{}")
+    b.finish()
+    final = b.out[-1]
+    assert isinstance(final, MessageComplete)
+    assert [block.provider_raw for block in final.final_content] == [None, None]
+
+
 # Every sequence of builder calls gives a stream that keeps the invariants ------------------
 
 

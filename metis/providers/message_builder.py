@@ -89,6 +89,7 @@ class MessageBuilder:
         self._blocks: list[_Block] = []
         self._by_key: dict[Hashable, _Block] = {}
         self._open_tool: _Block | None = None
+        self._raw: dict[int, dict[str, Any]] = {}
 
     # Message level -----------------------------------------------------------------------
 
@@ -211,6 +212,15 @@ class MessageBuilder:
     def has_block(self, key: Hashable) -> bool:
         return key in self._by_key
 
+    def keep_raw(self, index: int, data: dict[str, Any]) -> None:
+        """Keep provider fields (a thought signature) for the block at canonical ``index``:
+        they go into its ``provider_raw.data``, however the message ends (complete, error,
+        cancel). Kept even when empty: the block is then marked as this provider's own."""
+        self._raw.setdefault(index, {}).update(data)
+
+    def has_raw(self, index: int) -> bool:
+        return index in self._raw
+
     # Internals ---------------------------------------------------------------------------
 
     def _thinking_block(self, key: Hashable) -> _Block:
@@ -253,35 +263,42 @@ class MessageBuilder:
         origin = ProviderRaw(provider=self.provider, model=self.model)
         content: list[ContentBlock] = []
         for block in self._blocks:
+            kept = self._raw.get(block.index)
             if block.kind == _TEXT:
-                content.append(TextBlock(text="".join(block.parts)))
+                content.append(
+                    TextBlock(text="".join(block.parts), provider_raw=self._origin(kept))
+                )
             elif block.kind == _THINKING:
                 content.append(
                     ThinkingBlock(
                         thinking="".join(block.parts),
                         signature=block.signature,
-                        provider_raw=origin,
+                        provider_raw=self._origin(kept) or origin,
                     )
                 )
             elif block.kind == _REDACTED:
                 content.append(
-                    RedactedThinkingBlock(data="".join(block.parts), provider_raw=origin)
+                    RedactedThinkingBlock(
+                        data="".join(block.parts), provider_raw=self._origin(kept) or origin
+                    )
                 )
             else:
-                kept_raw = None
                 if block.unparsed is not None:
-                    kept_raw = ProviderRaw(
-                        provider=self.provider, model=self.model, data={"arguments": block.unparsed}
-                    )
+                    kept = {**(kept or {}), "arguments": block.unparsed}
                 content.append(
                     ToolUseBlock(
                         id=block.tool_id,
                         name=block.name,
                         input=block.final_input or {},
-                        provider_raw=kept_raw,
+                        provider_raw=self._origin(kept),
                     )
                 )
         return content
+
+    def _origin(self, data: dict[str, Any] | None) -> ProviderRaw | None:
+        if data is None:
+            return None
+        return ProviderRaw(provider=self.provider, model=self.model, data=dict(data))
 
 
 def _abrupt(reason: StopReason) -> bool:

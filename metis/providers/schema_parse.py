@@ -21,8 +21,6 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from metis.errors import AdapterError, ProtocolError
-from metis.model.content import ProviderRaw
-from metis.model.events import MessageComplete
 from metis.model.response import StopKind, StopReason
 from metis.providers.message_builder import MessageBuilder
 from metis.providers.schema_paths import Path, getter
@@ -47,7 +45,6 @@ class SchemaParser:
         "_open",
         "_pending_usage",
         "_r",
-        "_raw",
         "_response_id",
         "_streamed",
         "_text_block",
@@ -74,7 +71,6 @@ class SchemaParser:
         self._response_id: str | None = None
         self._calls = 0
         self._open: dict[Any, tuple[Hashable, str | None]] = {}  # separate mode: index -> call
-        self._raw: dict[int, dict[str, Any]] = {}  # canonical index -> provider_raw data
         self._text_key: Hashable = "text"
         self._text_block = -1  # canonical index of the open text block
         self._last = -1  # canonical index of the last block opened
@@ -132,8 +128,6 @@ class SchemaParser:
             stop = StopReason(kind=StopKind.TOOL_USE, raw=stop.raw)
         builder.stop(stop)
         builder.finish()
-        if self._raw and builder.out and isinstance(builder.out[-1], MessageComplete):
-            self._attach_raw(builder.out[-1])
 
     # Reading ---------------------------------------------------------------------------------
 
@@ -227,7 +221,7 @@ class SchemaParser:
             builder.text(self._text_key, text)  # the hot path: more of the open text block
             return
         current = self._text_block if self._text_block == self._last else -1
-        if echo and current >= 0 and current in self._raw:
+        if echo and current >= 0 and builder.has_raw(current):
             # A second signed text part: a block of its own, so each keeps its signature.
             self._text_key = ("text", self._last + 1)
             current = -1
@@ -235,7 +229,7 @@ class SchemaParser:
             builder.text(self._text_key, text)
             self._text_block = self._last = self._index()
         if echo:
-            self._raw[self._text_block] = echo
+            builder.keep_raw(self._text_block, echo)
 
     def _thinking(self, part: dict[str, Any]) -> None:
         builder = self._b
@@ -267,7 +261,7 @@ class SchemaParser:
             self._calls += 1
             builder.tool_start(key, tool_id or self._mint(), name)
             self._last = self._index()
-            self._raw[self._last] = self._echoed(item) or {}
+            builder.keep_raw(self._last, self._echoed(item) or {})
             if not whole:
                 self._open[index] = (key, tool_id)
         else:
@@ -315,20 +309,6 @@ class SchemaParser:
         if self._response_id is None:
             self._response_id = uuid.uuid4().hex[:16]
         return f"{self._r.schema.minted_id_prefix}{self._response_id}_{self._calls - 1}"
-
-    def _attach_raw(self, event: MessageComplete) -> None:
-        builder = self._b
-        content = list(event.final_content)
-        for index, data in self._raw.items():
-            if index >= len(content):
-                continue
-            block = content[index]
-            kept = block.provider_raw.data if block.provider_raw is not None else {}
-            origin = ProviderRaw(
-                provider=builder.provider, model=builder.model, data={**kept, **data}
-            )
-            content[index] = block.model_copy(update={"provider_raw": origin})
-        event.final_content = content
 
 
 def _str(value: Any, what: str) -> str:
