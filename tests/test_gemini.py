@@ -660,24 +660,31 @@ async def test_tool_schemas_are_cleaned_for_gemini_with_one_warn_per_keyword(
     assert sorted(r.keyword for r in records) == ["additionalProperties", "exclusiveMinimum"]  # type: ignore[attr-defined]
 
 
-@pytest.mark.anyio
-async def test_an_error_inside_a_stream_ends_the_message_then_raises() -> None:
-    usage = {"promptTokenCount": 12, "candidatesTokenCount": 1}
-    body = (
-        f"data: {json.dumps(chunk({'text': 'Par'}, usageMetadata=usage))}\r\n\r\n"
-        'data: {"error": {"code": 503, "message": "The model is overloaded.", '
-        '"status": "UNAVAILABLE"}}\r\n\r\n'
-    )
+async def stream_sse(body: str) -> tuple[list[StreamEvent], BaseException | None]:
+    """Stream ``body`` (SSE) through the Gemini adapter: the events, and what it raised."""
 
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=body)
 
     adapter = gemini_adapter(httpx.MockTransport(handler), max_retries=0)
     events: list[StreamEvent] = []
-    with pytest.raises(AdapterError) as caught:
+    try:
         async for event in adapter.stream(weather_request(True)):
             events.append(event)
-    assert caught.value.error_class is ErrorClass.OVERLOADED
+    except AdapterError as exc:
+        return events, exc
+    return events, None
+
+
+@pytest.mark.anyio
+async def test_an_error_inside_a_stream_ends_the_message_then_raises() -> None:
+    usage = {"promptTokenCount": 12, "candidatesTokenCount": 1}
+    events, error = await stream_sse(
+        f"data: {json.dumps(chunk({'text': 'Par'}, usageMetadata=usage))}\r\n\r\n"
+        'data: {"error": {"code": 503, "message": "The model is overloaded.", '
+        '"status": "UNAVAILABLE"}}\r\n\r\n'
+    )
+    assert isinstance(error, AdapterError) and error.error_class is ErrorClass.OVERLOADED
     final = events[-1]
     assert isinstance(final, MessageComplete) and final.stop_reason.kind is StopKind.ERROR
     assert final.final_content == [TextBlock(text="Par")]
@@ -693,21 +700,13 @@ async def test_signatures_survive_a_stream_that_ends_in_an_error() -> None:
     signed_text = {"text": "Checking.", "thoughtSignature": "sig-T"}
     signed_call = {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}},
                    "thoughtSignature": "sig-C"}  # fmt: skip
-    body = (
+    events, error = await stream_sse(
         f"data: {json.dumps(chunk(signed_text))}\r\n\r\n"
         f"data: {json.dumps(chunk(signed_call))}\r\n\r\n"
         'data: {"error": {"code": 500, "message": "Internal error.", "status": "INTERNAL"}}'
         "\r\n\r\n"
     )
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=body)
-
-    adapter = gemini_adapter(httpx.MockTransport(handler), max_retries=0)
-    events: list[StreamEvent] = []
-    with pytest.raises(AdapterError):
-        async for event in adapter.stream(weather_request(True)):
-            events.append(event)
+    assert isinstance(error, AdapterError) and error.error_class is ErrorClass.SERVER_ERROR
     final = events[-1]
     assert isinstance(final, MessageComplete) and final.stop_reason.kind is StopKind.ERROR
     text_block, call_block = final.final_content
@@ -721,15 +720,12 @@ async def test_signatures_survive_a_stream_that_ends_in_an_error() -> None:
 
 @pytest.mark.anyio
 async def test_a_stream_cut_before_its_finish_reason_is_a_protocol_error() -> None:
-    body = f"data: {json.dumps(chunk({'text': 'Par'}))}\r\n\r\n"
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=body)
-
-    adapter = gemini_adapter(httpx.MockTransport(handler), max_retries=0)
-    with pytest.raises(ProtocolError, match="ended before its finish reason"):
-        async for _ in adapter.stream(weather_request(True)):
-            pass
+    events, error = await stream_sse(f"data: {json.dumps(chunk({'text': 'Par'}))}\r\n\r\n")
+    assert isinstance(error, ProtocolError)
+    assert "ended before its finish reason" in str(error)
+    final = events[-1]  # what arrived is kept
+    assert isinstance(final, MessageComplete) and final.stop_reason.kind is StopKind.ERROR
+    assert final.final_content == [TextBlock(text="Par")]
 
 
 # A conversation across three providers ------------------------------------------------------
