@@ -14,6 +14,7 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 
 from metis.config import AdapterConfig
@@ -168,6 +169,7 @@ class Adapter:
             session_id=request.session_id,
             telemetry=self.telemetry,
             token_profile=self.stack.token_estimate.for_model(wire_model),
+            deadline=anyio.current_time() + self.config.timeout_seconds,
         )
         handles = self._inflight.setdefault(request.request_id, [])
         handles.append(call.cancel)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,9 @@ class Call:
     telemetry: TelemetrySink = NULL_SINK
     token_profile: TokenProfile = DEFAULT_PROFILE
     """How the provider counts input tokens (the stack's ``token_estimate``)."""
+    deadline: float = math.inf
+    """When the whole call must be over, on the event loop's clock (``anyio.current_time()``):
+    every attempt, read, backoff sleep and store call of the call ends by then."""
 
     def warn_dropped(
         self, block_type: str, reason: str, message_id: str | None = None, **extra: Any
