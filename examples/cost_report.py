@@ -2,7 +2,7 @@
 
     python examples/cost_report.py
 
-Adapters report tokens only; metis/pricing.yaml turns them into USD (cost_of). Stored usage
+Adapters report tokens only; the model catalog's prices turn them into USD (cost_of). Stored usage
 can be priced again under another table (a new price list, a negotiated discount) with
 PriceTable.reprice. The long system prompt is cached by the provider after the first call,
 which shows in the cache columns. Each provider is its real API when its key is set,
@@ -43,7 +43,8 @@ async def main() -> None:
                     stored.append((response.model, response.usage))
 
     table = default_price_table()
-    # The same table with every rate halved: a discount agreed after the calls were made.
+    # The models used, with every rate halved: a discount agreed after the calls were made.
+    used = {table.model_id(model): table.price(model) for model, _ in stored}
     discounted = PriceTable.from_dict(
         {
             "pricing_version": "2026-12-01-discount",
@@ -54,7 +55,7 @@ async def main() -> None:
                     "cached_input": price.cached_input_rate / 2,
                     "cache_creation": price.cache_creation_rate / 2,
                 }
-                for model, price in table.models.items()
+                for model, price in used.items()
             },
         },
         "discount",

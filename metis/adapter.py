@@ -17,9 +17,12 @@ from typing import Any
 import anyio
 import httpx
 
+from metis.catalog.capabilities import model_capabilities
+from metis.catalog.lookup import find_model, warn_uncatalogued
 from metis.config import AdapterConfig
 from metis.errors import AdapterError, ProtocolError
 from metis.estimate import estimate_input_tokens
+from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest, ToolDefinition
@@ -61,6 +64,7 @@ class Adapter:
         self._client = self.config.http_client
         self._owns_client = self._client is None
         self._inflight: dict[str, list[CancelHandle]] = {}
+        self._model_capabilities: dict[str, AdapterCapabilities] = {}
 
     def __repr__(self) -> str:
         return f"<Adapter {self.name}: {' -> '.join(self.pipeline.names())}>"
@@ -163,7 +167,7 @@ class Adapter:
             wire_model=wire_model,
             config=self.config,
             endpoint=self.endpoint,
-            capabilities=self.capabilities,
+            capabilities=self.capabilities_for(wire_model),
             http=self._http(),
             tool_ids=self.tool_id_store,
             session_id=request.session_id,
@@ -182,6 +186,22 @@ class Adapter:
             handles.remove(call.cancel)
             if not handles:
                 del self._inflight[request.request_id]
+
+    def capabilities_for(self, wire_model: str) -> AdapterCapabilities:
+        """What ``wire_model`` can serve through this adapter: the stack's declaration narrowed
+        by the model's catalog entry, then the configured overrides. A model the catalog does
+        not know keeps the stack's declaration (with one WARN per model per process)."""
+        found = self._model_capabilities.get(wire_model)
+        if found is None:
+            declared = self.stack.capabilities
+            info = find_model(self.stack.catalog, wire_model) if self.stack.catalog else None
+            if info is not None:
+                declared = model_capabilities(declared, info)
+            elif self.stack.catalog:
+                warn_uncatalogued(self.stack.catalog, wire_model, self.stack.source)
+            found = self.config.merged_capabilities(declared)
+            self._model_capabilities[wire_model] = found
+        return found
 
     def wire_model(self, model: str) -> str:
         """The provider's name for a canonical ``provider:name`` model id."""

@@ -4,7 +4,7 @@ Adapters report tokens only. Cost is computed here, after the fact, from a price
 carries a ``pricing_version``, so stored usage can be repriced under any later table::
 
     from metis.cost import cost_of
-    cost = cost_of(response.model, response.usage)      # the packaged metis/pricing.yaml
+    cost = cost_of(response.model, response.usage)      # the model catalog's prices
     print(cost.usd, cost.pricing_version)
 
     new = PriceTable.load("prices-2027.yaml")
@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -39,13 +38,15 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from metis.config_files import config_error, parse_yaml, read_yaml, show
+from metis.catalog.catalog import Catalog, default_catalog
+from metis.catalog.lookup import lookup, stack_catalog_provider
+from metis.catalog.model_info import ModelInfo
+from metis.config_files import config_error, read_yaml, show
 from metis.errors import ConfigError
 from metis.model.response import TokenUsage
 
 MILLION = Decimal(1_000_000)
 QUANTUM = Decimal("1e-8")
-PACKAGED_TABLE = "metis/pricing.yaml"
 
 
 def _rate(value: Any) -> Any:
@@ -73,6 +74,20 @@ def _got(value: Any) -> dict[str, str]:
 Rate = Annotated[Decimal, BeforeValidator(_rate)]
 
 
+class PriceTierEntry(BaseModel):
+    """Rates that apply to every token of a call whose total input exceeds
+    ``above_input_tokens`` (the "cliff" tiers Anthropic and Google price long prompts by).
+    A rate left out keeps the model's base rate."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    above_input_tokens: int = Field(ge=0)
+    input: Rate | None = None
+    output: Rate | None = None
+    cached_input: Rate | None = None
+    cache_creation: Rate | None = None
+
+
 class ModelPrice(BaseModel):
     """One model's rates, USD per million tokens, as the table gives them.
 
@@ -86,6 +101,7 @@ class ModelPrice(BaseModel):
     output: Rate
     cached_input: Rate | None = None
     cache_creation: Rate | None = None
+    tiers: list[PriceTierEntry] = Field(default_factory=list)
     aliases: list[str] = Field(default_factory=list)
 
     _model: str = PrivateAttr(default="")
@@ -104,6 +120,21 @@ class ModelPrice(BaseModel):
     def cache_creation_rate(self) -> Decimal:
         """Cache writes; the input rate when the table gives none."""
         return self.input if self.cache_creation is None else self.cache_creation
+
+    def for_input(self, total_input_tokens: int) -> ModelPrice:
+        """The rates for a call of ``total_input_tokens``: the highest tier it passes, if any,
+        replaces each rate that tier names."""
+        passed = [t for t in self.tiers if total_input_tokens > t.above_input_tokens]
+        if not passed:
+            return self
+        tier = max(passed, key=lambda t: t.above_input_tokens)
+        base = self.model_copy(update={"tiers": []})
+        changes = {
+            name: getattr(tier, name)
+            for name in ("input", "output", "cached_input", "cache_creation")
+            if getattr(tier, name) is not None
+        }
+        return base.model_copy(update=changes)
 
 
 class Cost(BaseModel):
@@ -155,11 +186,20 @@ class PriceTable(BaseModel):
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> PriceTable:
-        """The table in ``path``, or the packaged ``metis/pricing.yaml``."""
+        """The table in ``path``, or, without one, the prices of the model catalog in use."""
         if path is None:
-            text = (resources.files("metis") / "pricing.yaml").read_text(encoding="utf-8")
-            return cls.from_dict(parse_yaml(text, PACKAGED_TABLE), PACKAGED_TABLE)
+            return cls.from_catalog(default_catalog())
         return cls.from_dict(read_yaml(path, "price table"), str(path))
+
+    @classmethod
+    def from_catalog(cls, catalog: Catalog) -> PriceTable:
+        """Every priced model of ``catalog``, as ``provider:id`` (its aliases too), under the
+        catalog's version as ``pricing_version``."""
+        models: dict[str, ModelPrice] = {}
+        for info in catalog:
+            if info.prices is not None:
+                models[f"{info.provider}:{info.id}"] = _catalog_price(info)
+        return cls(pricing_version=catalog.version, models=models, source=catalog.source)
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "<inline>") -> PriceTable:
@@ -203,8 +243,15 @@ class PriceTable(BaseModel):
     def model_id(self, model: str) -> str:
         """The canonical id of the entry that prices ``model`` (found as :meth:`price` does)."""
         found = self._index.get(model)
+        prefix, sep, name = model.partition(":")
+        provider = stack_catalog_provider(prefix) if sep else None
+        translated = f"{provider}:{name}" if provider else None
+        if found is None and translated:
+            found = self._index.get(translated)
         if found is None:
             found = self._by_wire_name(model)
+        if found is None and translated:
+            found = self._by_wire_name(translated)
         if found is None:
             raise ConfigError(
                 f"no price for model {model!r} in {self.source} (pricing_version "
@@ -231,29 +278,58 @@ class PriceTable(BaseModel):
         return matches.pop() if matches else None
 
     def cost(self, model: str, usage: TokenUsage) -> Cost:
-        """Seed 000 §7.1's formula over ``usage``, at this table's rates for ``model``."""
+        """The formula above, over ``usage``, at this table's rates for ``model``."""
         model_id = self.model_id(model)
-        rates = self.models[model_id]
-        parts = (
-            Decimal(usage.input_tokens) * rates.input / MILLION,
-            Decimal(usage.output_tokens) * rates.output / MILLION,
-            Decimal(usage.cached_input_tokens) * rates.cached_input_rate / MILLION,
-            Decimal(usage.cache_creation_input_tokens) * rates.cache_creation_rate / MILLION,
-        )
-        return Cost(
-            model=model_id,
-            usd=_money(sum(parts, Decimal(0))),
-            input_usd=_money(parts[0]),
-            output_usd=_money(parts[1]),
-            cached_input_usd=_money(parts[2]),
-            cache_creation_usd=_money(parts[3]),
-            pricing_version=self.pricing_version,
-            estimated=usage.estimated,
-        )
+        return price_usage(model_id, self.models[model_id], usage, self.pricing_version)
 
     def reprice(self, records: Iterable[tuple[str, TokenUsage]]) -> list[Cost]:
         """Price stored ``(model, usage)`` pairs under this table, in order."""
         return [self.cost(model, usage) for model, usage in records]
+
+
+def price_usage(model_id: str, price: ModelPrice, usage: TokenUsage, version: str) -> Cost:
+    """What ``usage`` costs at ``price`` (its tier for the call's total input)."""
+    rates = price.for_input(usage.total_input_tokens)
+    parts = (
+        Decimal(usage.input_tokens) * rates.input / MILLION,
+        Decimal(usage.output_tokens) * rates.output / MILLION,
+        Decimal(usage.cached_input_tokens) * rates.cached_input_rate / MILLION,
+        Decimal(usage.cache_creation_input_tokens) * rates.cache_creation_rate / MILLION,
+    )
+    return Cost(
+        model=model_id,
+        usd=_money(sum(parts, Decimal(0))),
+        input_usd=_money(parts[0]),
+        output_usd=_money(parts[1]),
+        cached_input_usd=_money(parts[2]),
+        cache_creation_usd=_money(parts[3]),
+        pricing_version=version,
+        estimated=usage.estimated,
+    )
+
+
+def _catalog_price(info: ModelInfo) -> ModelPrice:
+    assert info.prices is not None
+    prices = info.prices
+    # Built without validation: the catalog's rates are Decimals it has already checked.
+    tiers = [
+        PriceTierEntry.model_construct(
+            above_input_tokens=t.above_input_tokens,
+            input=t.input,
+            output=t.output,
+            cached_input=t.cache_read,
+            cache_creation=t.cache_write,
+        )
+        for t in prices.tiers
+    ]
+    return ModelPrice.model_construct(
+        input=prices.input,
+        output=prices.output,
+        cached_input=prices.cache_read,
+        cache_creation=prices.cache_write,
+        tiers=tiers,
+        aliases=[f"{info.provider}:{alias}" for alias in info.aliases],
+    )
 
 
 def _money(amount: Decimal) -> Decimal:
@@ -262,10 +338,19 @@ def _money(amount: Decimal) -> Decimal:
 
 @functools.cache
 def default_price_table() -> PriceTable:
-    """The packaged table, loaded once."""
+    """The prices of the model catalog in use, loaded once."""
     return PriceTable.load()
 
 
 def cost_of(model: str, usage: TokenUsage, table: PriceTable | None = None) -> Cost:
-    """The cost of one call's ``usage`` on ``model`` (the packaged table unless given one)."""
-    return (table or default_price_table()).cost(model, usage)
+    """The cost of one call's ``usage`` on ``model`` (the model catalog's prices unless given a
+    table). Raises :class:`ConfigError` when the model has no price."""
+    if table is not None:
+        return table.cost(model, usage)
+    info = lookup(model)  # one entry, not the whole table, in the common case
+    if info is not None and info.prices is not None:
+        catalog = default_catalog()
+        return price_usage(
+            info.key.replace("/", ":", 1), _catalog_price(info), usage, catalog.version
+        )
+    return default_price_table().cost(model, usage)

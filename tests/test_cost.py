@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from metis.catalog import default_catalog
 from metis.cost import PriceTable, cost_of, default_price_table
 from metis.errors import ConfigError
 from metis.model.response import TokenUsage
@@ -136,16 +137,17 @@ def test_an_unknown_model_names_the_model_and_the_table_file() -> None:
     assert "prices.yaml" in str(caught.value)
 
 
-def test_the_packaged_table_loads_and_every_entry_has_every_rate() -> None:
+def test_the_default_table_is_the_catalogs_prices_and_every_entry_has_every_rate() -> None:
     prices = PriceTable.load()
-    assert prices.pricing_version == "2026-11-01"
+    catalog = default_catalog()
+    assert prices.pricing_version == catalog.version
     assert prices.currency == "USD"
-    assert prices.source == "metis/pricing.yaml"
+    assert prices.source == catalog.source
+    assert len(prices.models) > 1000
     for model_id, price in prices.models.items():
         assert ":" in model_id
         for rate in (price.input, price.output, price.cached_input_rate, price.cache_creation_rate):
-            assert isinstance(rate, Decimal) and rate >= 0
-        assert price.cached_input_rate <= price.input, model_id
+            assert isinstance(rate, Decimal) and rate >= 0, model_id
     sonnet = prices.price("anthropic:claude-sonnet-4-5")
     assert (sonnet.input, sonnet.output) == (Decimal(3), Decimal(15))
     assert (sonnet.cached_input_rate, sonnet.cache_creation_rate) == (
@@ -153,15 +155,47 @@ def test_the_packaged_table_loads_and_every_entry_has_every_rate() -> None:
         Decimal("3.75"),
     )
     assert prices.price("openai:gpt-4o").cached_input_rate == Decimal("1.25")
-    assert prices.price("gpt-5").output == Decimal(10)
+    assert prices.price("openai_responses:gpt-4o") == prices.price("openai:gpt-4o")
 
 
-def test_cost_of_uses_the_packaged_table_unless_given_one() -> None:
-    usage = TokenUsage(input_tokens=1_000_000, output_tokens=1_000_000)
+def test_cost_of_uses_the_catalog_unless_given_a_table() -> None:
+    usage = TokenUsage(input_tokens=100_000, output_tokens=1_000_000)
     assert default_price_table() is default_price_table()
-    assert cost_of("anthropic:claude-haiku-4-5", usage).usd == Decimal(6)
-    assert cost_of("anthropic:claude-haiku-4-5-20251001", usage).usd == Decimal(6)
-    assert cost_of("anthropic:claude-sonnet-4-5", usage, table()).usd == Decimal(18)
+    haiku = cost_of("anthropic:claude-haiku-4-5", usage)
+    assert haiku.usd == Decimal("5.1")  # 0.1 M in at $1, 1 M out at $5
+    assert haiku.pricing_version == default_catalog().version
+    assert cost_of("anthropic:claude-haiku-4-5-20251001", usage) == haiku
+    assert cost_of("anthropic:claude-sonnet-4-5", usage, table()).usd == Decimal("15.3")
+
+
+def test_a_tier_prices_every_token_of_a_call_past_its_threshold() -> None:
+    tiered = table(
+        models={
+            "google:gemini-pro": {
+                "input": 1,
+                "output": 10,
+                "tiers": [{"above_input_tokens": 200_000, "input": 2, "output": 15}],
+            }
+        }
+    )
+    at = tiered.cost("google:gemini-pro", TokenUsage(input_tokens=200_000, output_tokens=1000))
+    past = tiered.cost("google:gemini-pro", TokenUsage(input_tokens=200_001, output_tokens=1000))
+    assert at.input_usd == Decimal("0.2") and at.output_usd == Decimal("0.01")
+    assert past.input_usd == Decimal("0.400002") and past.output_usd == Decimal("0.015")
+    # cached input counts toward the threshold: the prompt is what the provider measures
+    cached = TokenUsage(input_tokens=1000, cached_input_tokens=199_500, output_tokens=0)
+    assert tiered.cost("google:gemini-pro", cached).input_usd == Decimal("0.002")
+
+
+def test_cost_of_prices_a_models_long_prompt_tier_from_the_catalog() -> None:
+    info = default_catalog().get("google", "gemini-2.5-pro")
+    assert info is not None and info.prices is not None and info.prices.tiers
+    tier = info.prices.tiers[0]
+    short = cost_of("gemini:gemini-2.5-pro", TokenUsage(input_tokens=tier.above_input_tokens))
+    long = cost_of("gemini:gemini-2.5-pro", TokenUsage(input_tokens=tier.above_input_tokens + 1))
+    assert short.input_usd == info.prices.input * tier.above_input_tokens / 1_000_000
+    assert tier.input is not None
+    assert long.input_usd == tier.input * (tier.above_input_tokens + 1) / 1_000_000
 
 
 def test_a_table_loads_from_a_file(tmp_path: Path) -> None:

@@ -188,6 +188,6 @@ def _table(out: Output, rows: list[Row]) -> None:
     total = sum((r.cost for r in rows if r.cost is not None), Decimal(0))
     out.line(
         f"{len(rows)} turns, {providers} providers, {tokens_in} tokens in, {tokens_out} out, "
-        f"{usd(total)} (prices: metis/pricing.yaml; -: not priced)",
+        f"{usd(total)} (prices: the model catalog; -: not priced)",
         "dim",
     )

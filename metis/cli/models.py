@@ -220,15 +220,11 @@ def _target(
 
 
 def price(target: Target, usage: TokenUsage) -> Cost | None:
-    """The cost of a call from ``metis/pricing.yaml``, or None when the model is unpriced.
+    """The cost of a call from the model catalog's prices, or None when the model is unpriced.
 
-    The canonical id is tried, then the request's ``stack:wire`` name; a Responses API model
-    is billed as the OpenAI model of the same name.
+    The canonical id is tried, then the request's ``stack:wire`` name.
     """
     candidates = [target.name, target.model]
-    stack, _, wire = target.model.partition(":")
-    if stack == "openai_responses":
-        candidates.append(f"openai:{wire}")
     for candidate in candidates:
         try:
             return cost_of(candidate, usage)

@@ -7,6 +7,7 @@ A stack file (``metis/providers/<name>.yaml`` or any path) looks like::
     auth: {header: x-api-key, env: ANTHROPIC_API_KEY}
     headers: {anthropic-version: "2023-06-01"}
     capabilities: {supports_tools: true, ...}
+    catalog: anthropic             # the model catalog's provider id (docs/catalog.md)
     token_estimate: {text_counting: pieces, ...}   # metis.estimate.TokenProfile
     stages:                    # outermost first
       - invariants
@@ -69,6 +70,10 @@ class StackSpec(BaseModel):
     auth: AuthSpec = AuthSpec()
     headers: dict[str, str] = Field(default_factory=dict)
     capabilities: AdapterCapabilities = AdapterCapabilities()
+    catalog: str | None = None
+    """The model catalog's provider id for this stack's models (``anthropic``, ``google``,
+    ``amazon-bedrock``): each model's limits and capabilities narrow ``capabilities``. None for
+    a stack whose models the catalog cannot know (a local server)."""
     token_estimate: TokenProfile = DEFAULT_PROFILE
     """How this provider counts input tokens, for the pre-flight estimate."""
     stages: list[StageEntry]

@@ -1,0 +1,41 @@
+"""What one model can serve: its stack's declaration narrowed by its catalog entry.
+
+The stack says what the API and codec can carry (a Chat Completions stack shows no reasoning,
+whatever the model does); the catalog says what the model itself takes. A boolean is true only
+when both say so; the context window and output limit are the model's own. A field the catalog
+does not know keeps the stack's value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metis.catalog.model_info import ModelInfo
+from metis.model.capabilities import AdapterCapabilities
+
+_NARROWED = (
+    ("supports_tools", "tools"),
+    ("supports_parallel_tool_calls", "parallel_tools"),
+    ("supports_thinking", "reasoning"),
+    ("supports_structured_output", "structured_output"),
+    ("supports_prompt_caching", "prompt_caching"),
+)
+
+
+def model_capabilities(declared: AdapterCapabilities, info: ModelInfo) -> AdapterCapabilities:
+    """``declared`` (a stack's capabilities) for the model ``info`` describes."""
+    update: dict[str, Any] = {}
+    images = info.takes("image")
+    if images is not None:
+        update["supports_images"] = declared.supports_images and images
+    for field, known in _NARROWED:
+        value = getattr(info, known)
+        if value is not None:
+            update[field] = getattr(declared, field) and bool(value)
+    if declared.tools_emulated:  # a prompt-and-parse shim serves tools whatever the model does
+        update.pop("supports_tools", None)
+    if info.context_window:
+        update["max_context_tokens"] = info.max_input_tokens or info.context_window
+    if info.max_output_tokens:
+        update["max_output_tokens"] = info.max_output_tokens
+    return declared.model_copy(update=update) if update else declared

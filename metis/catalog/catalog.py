@@ -1,0 +1,202 @@
+"""The model catalog: every model metis knows, found by provider and wire name.
+
+The packaged snapshot (``metis/catalog/models.json.gz``) is read on first use, never at import.
+``metis models --refresh`` writes a newer one to the user's cache folder, which then wins; the
+``METIS_CATALOG`` environment variable names another file. Entries are built from the
+snapshot's dicts only when asked for, so a lookup costs one dict access after the first.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping
+from decimal import Decimal
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from metis.catalog.model_info import ModelInfo, ModelPrices, PriceTier
+from metis.errors import ConfigError
+
+PACKAGED = "models.json.gz"
+CACHE_FILE = "catalog.json.gz"
+_REGION_PREFIX = re.compile(r"^(?:us|eu|apac|ap|jp|au|ca|us-gov|global)\.(?=[a-z])")
+
+
+class Catalog:
+    """Models by provider, with their aliases; ``version`` names the snapshot (it is also the
+    pricing version of every cost priced from it)."""
+
+    def __init__(self, snapshot: Mapping[str, Any], source: str = "<inline>") -> None:
+        if not isinstance(snapshot, Mapping) or not isinstance(snapshot.get("models"), list):
+            raise ConfigError(f"{source}: not a metis catalog snapshot (no models list)")
+        self.source = source
+        self.version = str(snapshot.get("version", "unknown"))
+        self.sources: dict[str, Any] = dict(snapshot.get("sources") or {})
+        self.providers: dict[str, dict[str, Any]] = dict(snapshot.get("providers") or {})
+        self._raw: dict[str, Mapping[str, Any]] = {}
+        self._names: dict[tuple[str, str], str] = {}
+        self._built: dict[str, ModelInfo] = {}
+        self._overrides: dict[str, dict[str, Any]] = {}
+        for raw in snapshot["models"]:
+            self._add(raw)
+
+    def __repr__(self) -> str:
+        return f"<Catalog {self.version}: {len(self._raw)} models from {self.source}>"
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __iter__(self) -> Iterator[ModelInfo]:
+        for key in self._raw:
+            yield self._info(key)
+
+    # Lookup ------------------------------------------------------------------------------
+
+    def get(self, provider: str, model: str) -> ModelInfo | None:
+        """The entry for ``model`` (a wire name or alias) at catalog provider ``provider``.
+        A cross-region inference profile id (``us.anthropic.claude-...``) finds its model."""
+        key = self._names.get((provider, model)) or self._names.get((provider, model.lower()))
+        if key is None:
+            bare = _REGION_PREFIX.sub("", model)
+            key = self._names.get((provider, bare)) if bare != model else None
+        return self._info(key) if key is not None else None
+
+    def models(self, provider: str | None = None) -> list[ModelInfo]:
+        """Every entry, or one provider's, in provider then id order."""
+        found = [
+            self._info(k) for k, raw in self._raw.items() if provider in (None, raw["provider"])
+        ]
+        return sorted(found, key=lambda m: (m.provider, m.id))
+
+    def search(
+        self, text: str = "", *, provider: str | None = None, **needs: bool
+    ) -> list[ModelInfo]:
+        """Entries whose id or name holds ``text`` (any case), at ``provider`` if given, with
+        every capability in ``needs`` true: ``tools``, ``reasoning``, ``images``, ``pdf``,
+        ``structured_output``, ``prompt_caching``."""
+        text = text.lower()
+        out = []
+        for info in self.models(provider):
+            if text and text not in info.id.lower() and text not in info.name.lower():
+                continue
+            if all(_has(info, need) == wanted for need, wanted in needs.items()):
+                out.append(info)
+        return out
+
+    # Overrides (models.yaml) -----------------------------------------------------------------
+
+    def override(self, provider: str, model: str, fields: Mapping[str, Any]) -> ModelInfo:
+        """Replace fields of one entry (or add the entry): what a models.yaml ``catalog:`` block
+        does. Unknown field names are a ConfigError."""
+        known = set(ModelInfo.__dataclass_fields__) - {"provider", "id"}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise ConfigError(
+                f"catalog override for {provider}:{model}: unknown field(s) {', '.join(unknown)}; "
+                f"expected some of: {', '.join(sorted(known))}"
+            )
+        info = self.get(provider, model)
+        key = info.key if info is not None else f"{provider}/{model}"
+        if info is None:
+            self._add({"provider": provider, "id": model})
+        self._overrides[key] = {**self._overrides.get(key, {}), **fields}
+        self._built.pop(key, None)
+        return self._info(key)
+
+    # Internals ---------------------------------------------------------------------------
+
+    def _add(self, raw: Mapping[str, Any]) -> None:
+        key = f"{raw['provider']}/{raw['id']}"
+        self._raw[key] = raw
+        for name in (raw["id"], *raw.get("aliases", ())):
+            self._names.setdefault((raw["provider"], name), key)
+            self._names.setdefault((raw["provider"], name.lower()), key)
+
+    def _info(self, key: str) -> ModelInfo:
+        info = self._built.get(key)
+        if info is None:
+            info = self._built[key] = _model_info(
+                {**self._raw[key], **self._overrides.get(key, {})}
+            )
+        return info
+
+
+def _has(info: ModelInfo, need: str) -> bool:
+    if need in ("images", "pdf", "audio", "video"):
+        return bool(info.takes("image" if need == "images" else need))
+    value = getattr(info, need, None)
+    if value is None and need not in ModelInfo.__dataclass_fields__:
+        raise ConfigError(f"unknown capability {need!r} to search by")
+    return bool(value)
+
+
+def _model_info(raw: Mapping[str, Any]) -> ModelInfo:
+    values = dict(raw)
+    for key in ("aliases", "input_modalities"):
+        if values.get(key) is not None:
+            values[key] = tuple(values[key])
+    prices = values.get("prices")
+    if isinstance(prices, Mapping):
+        values["prices"] = _prices(prices)
+    return ModelInfo(**values)
+
+
+def _prices(raw: Mapping[str, Any]) -> ModelPrices:
+    tiers = tuple(
+        PriceTier(
+            above_input_tokens=int(t["above_input_tokens"]),
+            **{
+                k: Decimal(str(t[k]))
+                for k in ("input", "output", "cache_read", "cache_write")
+                if k in t
+            },
+        )
+        for t in raw.get("tiers", ())
+    )
+    return ModelPrices(
+        input=Decimal(str(raw["input"])),
+        output=Decimal(str(raw["output"])),
+        cache_read=Decimal(str(raw["cache_read"])) if "cache_read" in raw else None,
+        cache_write=Decimal(str(raw["cache_write"])) if "cache_write" in raw else None,
+        tiers=tiers,
+    )
+
+
+def read_snapshot(path: str | Path) -> dict[str, Any]:
+    """A snapshot file (gzip-compressed or plain JSON), or a ConfigError naming it."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        loaded = json.loads(data)
+    except (OSError, ValueError, EOFError) as exc:
+        raise ConfigError(f"cannot read the model catalog {path}: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: not a metis catalog snapshot")
+    return loaded
+
+
+def cache_path() -> Path:
+    """Where ``metis models --refresh`` writes (``$XDG_CACHE_HOME/metis`` or ``~/.cache/metis``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "metis" / CACHE_FILE
+
+
+@functools.cache
+def default_catalog() -> Catalog:
+    """The catalog in use: ``$METIS_CATALOG``, else a refreshed one in the cache folder, else
+    the snapshot packaged with metis."""
+    named = os.environ.get("METIS_CATALOG")
+    if named:
+        return Catalog(read_snapshot(named), named)
+    cached = cache_path()
+    if cached.is_file():
+        return Catalog(read_snapshot(cached), str(cached))
+    with resources.as_file(resources.files("metis.catalog") / PACKAGED) as packaged:
+        return Catalog(read_snapshot(packaged), f"metis/catalog/{PACKAGED}")
