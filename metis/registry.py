@@ -52,6 +52,8 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from metis.adapter import Adapter, build_adapter
+from metis.catalog import default_catalog
+from metis.catalog.capabilities import model_capabilities
 from metis.config import AdapterConfig
 from metis.config_files import config_error, read_yaml
 from metis.errors import ConfigError, InvalidRequestError
@@ -103,6 +105,8 @@ class ModelEntry(BaseModel):
     can_delegate: bool = False
     aliases: list[str] = Field(default_factory=list)
     capabilities: dict[str, Any] = Field(default_factory=dict)
+    catalog: dict[str, Any] = Field(default_factory=dict)
+    """Fields of the model's catalog entry to replace (metis.catalog.ModelInfo's names)."""
 
 
 class RegistryFile(BaseModel):
@@ -310,7 +314,8 @@ class Registry:
                 f"{where}.adapter: model {model_id} names adapter {entry.adapter!r}, which is "
                 f"not declared; expected one of the adapters: {declared}"
             )
-        declared_caps = adapter.stack.capabilities
+        wire_name = entry.wire_name or model_id.partition(":")[2] or model_id
+        declared_caps = self._catalogued(adapter.stack, wire_name, entry.catalog, where)
         try:
             capabilities = AdapterCapabilities.model_validate(
                 {**declared_caps.model_dump(), **entry.capabilities}
@@ -323,7 +328,7 @@ class Registry:
         self._routes[model_id] = Route(
             model=model_id,
             adapter_name=entry.adapter,
-            wire_name=entry.wire_name or model_id.partition(":")[2] or model_id,
+            wire_name=wire_name,
             tier=entry.tier,
             can_delegate=entry.can_delegate,
             aliases=tuple(entry.aliases),
@@ -331,6 +336,24 @@ class Registry:
             stack_name=adapter.stack.name,
         )
         self._names[model_id] = model_id
+
+    @staticmethod
+    def _catalogued(
+        stack: StackSpec, wire_name: str, fields: dict[str, Any], where: str
+    ) -> AdapterCapabilities:
+        """The stack's capabilities narrowed by the model's catalog entry, after applying the
+        entry's ``catalog:`` overrides to it."""
+        if not stack.catalog:
+            if fields:
+                raise ConfigError(f"{where}.catalog: stack {stack.name} has no catalog provider")
+            return stack.capabilities
+        if fields:
+            try:
+                default_catalog().override(stack.catalog, wire_name, fields)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}.catalog: {exc}") from None
+        info = default_catalog().get(stack.catalog, wire_name)
+        return model_capabilities(stack.capabilities, info) if info else stack.capabilities
 
     def _add_aliases(self, model_id: str, entry: ModelEntry) -> None:
         for alias in entry.aliases:

@@ -444,13 +444,15 @@ async def test_models_come_from_a_models_yaml(tmp_path: Path, monkeypatch: Any) 
         await models.aclose()
 
 
-def test_prices_come_from_the_price_table(no_keys: None) -> None:
+def test_prices_come_from_the_model_catalog(no_keys: None) -> None:
     usage = TokenUsage(input_tokens=1_000_000, output_tokens=0)
     models = Models(offline=True)
     try:
         priced = price(models.resolve("openai_responses"), usage)
         assert priced is not None and priced.model == "openai:gpt-4o"  # billed as OpenAI's
-        assert price(models.resolve("gemini"), usage) is None
+        gemini = price(models.resolve("gemini"), usage)
+        assert gemini is not None and gemini.model == "google:gemini-2.5-flash"
+        assert price(models.resolve("tgi"), usage) is None  # a local server's model
     finally:
         import anyio
 

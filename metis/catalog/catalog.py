@@ -19,6 +19,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from metis.catalog.model_info import ModelInfo, ModelPrices, PriceTier
 from metis.errors import ConfigError
 
@@ -102,11 +104,20 @@ class Catalog:
             )
         info = self.get(provider, model)
         key = info.key if info is not None else f"{provider}/{model}"
+        merged = {**self._overrides.get(key, {}), **fields}
+        base = self._raw.get(key, {"provider": provider, "id": model})
+        try:
+            checked = TypeAdapter(ModelInfo).validate_python({**base, **merged})
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+            )
+            raise ConfigError(f"catalog override for {provider}:{model}: {problems}") from None
         if info is None:
-            self._add({"provider": provider, "id": model})
-        self._overrides[key] = {**self._overrides.get(key, {}), **fields}
-        self._built.pop(key, None)
-        return self._info(key)
+            self._add(base)
+        self._overrides[key] = merged
+        self._built[key] = checked
+        return checked
 
     # Internals ---------------------------------------------------------------------------
 

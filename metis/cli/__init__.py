@@ -6,6 +6,7 @@
     metis replay CASSETTE               a recorded exchange, as canonical events
     metis record --provider P -m M ...  one real call (or --emulator) into a cassette
     metis emulator --port N             the provider emulator, in the foreground
+    metis models [SEARCH] [--provider P]  the model catalog: limits, capabilities, prices
 
 Each command lives in its own module, imported only when it runs (so ``metis --help`` is
 quick). User errors are one ``metis: error: ...`` line on stderr and a non-zero exit status:
@@ -31,6 +32,7 @@ COMMANDS = {
     "stack": "metis.cli.stack",
     "replay": "metis.cli.replay",
     "record": "metis.cli.record",
+    "models": "metis.cli.catalog",
 }
 
 
@@ -121,6 +123,28 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--no-stream", action="store_true", help="a non-streamed call")
     record.add_argument(
         "--max-tokens", type=_positive, default=1024, metavar="N", help="(default 1024)"
+    )
+
+    models = commands.add_parser(
+        "models",
+        help="list catalogued models with their limits and prices",
+        description="The model catalog (docs/catalog.md): every model with its context window, "
+        "output limit, what it takes and its prices (USD per million tokens). Filter by a "
+        "search string, a provider and capabilities; --refresh fetches the latest catalog.",
+    )
+    models.add_argument("search", nargs="?", default="", help="text in the model's id or name")
+    models.add_argument("--provider", help="a catalog provider id or a built-in stack name")
+    for need in ("tools", "reasoning", "images", "pdf", "structured-output", "prompt-caching"):
+        models.add_argument(f"--{need}", action="store_true", help=f"only models with {need}")
+    models.add_argument("--limit", type=_positive, default=50, metavar="N", help="(default 50)")
+    models.add_argument("--json", action="store_true", help="one JSON object a line")
+    models.add_argument(
+        "--providers", action="store_true", help="list the providers and their model counts"
+    )
+    models.add_argument(
+        "--refresh",
+        action="store_true",
+        help="fetch models.dev and genai-prices now and cache the result (needs metis[catalog])",
     )
 
     commands.add_parser(

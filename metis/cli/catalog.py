@@ -1,0 +1,124 @@
+"""``metis models``: the model catalog from the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from dataclasses import asdict
+from decimal import Decimal
+from typing import Any
+
+from metis.catalog import Catalog, ModelInfo, default_catalog
+from metis.catalog.lookup import stack_catalog_provider
+from metis.cli.output import CliError, Output
+
+NEEDS = ("tools", "reasoning", "images", "pdf", "structured_output", "prompt_caching")
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Output()
+    if args.refresh:
+        return _refresh(out)
+    catalog = default_catalog()
+    if args.providers:
+        return _providers(out, catalog)
+    provider = _provider(args.provider, catalog) if args.provider else None
+    needs = {need: True for need in NEEDS if getattr(args, need)}
+    found = catalog.search(args.search, provider=provider, **needs)
+    shown = found[: args.limit]
+    if args.json:
+        for info in shown:
+            out.line(json.dumps(_as_json(info), default=str))
+        return 0
+    out.table(
+        ["model", "context", "output", "takes", "can", "$ in", "$ out", "$ cache r/w"],
+        [_row(info) for info in shown],
+        right=(1, 2, 5, 6),
+    )
+    more = f" (first {len(shown)}; --limit N for more)" if len(found) > len(shown) else ""
+    out.line(
+        f"{len(found)} models{more}; catalog {catalog.version} from {catalog.source}; "
+        "prices in USD per million tokens",
+        "dim",
+    )
+    return 0
+
+
+def _provider(name: str, catalog: Catalog) -> str:
+    provider = name if name in catalog.providers else stack_catalog_provider(name)
+    if provider is None:
+        close = sorted(p for p in catalog.providers if name.lower() in p)
+        hint = f"; did you mean {', '.join(close[:5])}?" if close else ""
+        raise CliError(f"no provider {name!r} in the model catalog{hint}")
+    return provider
+
+
+def _row(info: ModelInfo) -> list[str]:
+    prices = info.prices
+    reasoning = f"reasoning:{info.reasoning_form}" if info.reasoning_form else "reasoning"
+    can = [
+        label
+        for label, value in (
+            ("tools", info.tools),
+            (reasoning, info.reasoning),
+            ("json", info.structured_output),
+            ("cache", info.prompt_caching),
+        )
+        if value
+    ]
+    takes = ",".join(m for m in info.input_modalities or () if m != "text") or "text"
+    cache = "-"
+    if prices is not None and (prices.cache_read is not None or prices.cache_write is not None):
+        cache = f"{_rate(prices.cache_read)}/{_rate(prices.cache_write)}"
+    tiers = "+" if prices is not None and prices.tiers else ""
+    return [
+        f"{info.provider}:{info.id}" + (" (deprecated)" if info.deprecated else ""),
+        _tokens(info.context_window),
+        _tokens(info.max_output_tokens),
+        takes if info.input_modalities is not None else "?",
+        " ".join(can) or "-",
+        _rate(prices.input if prices else None) + tiers,
+        _rate(prices.output if prices else None) + tiers,
+        cache,
+    ]
+
+
+def _providers(out: Output, catalog: Catalog) -> int:
+    counts = Counter(info.provider for info in catalog)
+    rows = [
+        [pid, str(counts[pid]), ", ".join(meta.get("env") or [])]
+        for pid, meta in sorted(catalog.providers.items())
+        if counts[pid]
+    ]
+    out.table(["provider", "models", "keys"], rows, right=(1,))
+    out.line(f"{len(rows)} providers, {len(catalog)} models; catalog {catalog.version}", "dim")
+    return 0
+
+
+def _refresh(out: Output) -> int:
+    from metis.catalog.catalog import cache_path
+    from metis.catalog.refresh import online_sources, write_snapshot
+
+    path = cache_path()
+    catalog = write_snapshot(online_sources(), path)
+    out.line(f"wrote {len(catalog)} models of {len(catalog.providers)} providers to {path}")
+    return 0
+
+
+def _tokens(count: int | None) -> str:
+    if count is None:
+        return "?"
+    if count >= 1_000_000 and count % 1_000_000 == 0:
+        return f"{count // 1_000_000}M"
+    return f"{count / 1000:.0f}k" if count >= 1000 else str(count)
+
+
+def _rate(rate: Decimal | None) -> str:
+    return "-" if rate is None else f"{rate:f}"
+
+
+def _as_json(info: ModelInfo) -> dict[str, Any]:
+    data = asdict(info)
+    data["model"] = f"{info.provider}:{info.id}"
+    return {k: v for k, v in data.items() if v not in (None, (), {}, [])}
