@@ -152,6 +152,11 @@ def show(out: Output, spec: StackSpec, views: list[StageView], *, verbose: bool)
         ("headers", ", ".join(f"{k}: {v}" for k, v in spec.headers.items()) or "none"),
         ("capabilities", capabilities_text(spec.capabilities)),
     ]
+    if spec.codec:
+        facts.insert(1, ("codec", spec.codec))
+    inherited = sorted(set(spec.stage_sources.values()) - {spec.source})
+    if inherited:
+        facts.insert(1, ("extends", ", ".join(inherited)))
     for label, value in facts:
         out.line(f"  {out.style(label.ljust(13), 'dim')}{value}")
     out.line()
@@ -167,6 +172,10 @@ def show(out: Output, spec: StackSpec, views: list[StageView], *, verbose: bool)
         for v in views
     ]
     headers = ["#", "stage", "request (in → out)", "events (from inside → out)", "options"]
+    if inherited:  # which file set each stage
+        headers.append("set in")
+        for row, view in zip(rows, views, strict=True):
+            row.append(spec.stage_sources.get(view.name, spec.source).rsplit("/", 1)[-1])
     if verbose:
         out.table(headers[:4], [r[:4] for r in rows], right=(0,))
         for view in views:

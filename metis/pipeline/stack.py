@@ -31,9 +31,11 @@ from metis.config_files import config_error, parse_yaml
 from metis.errors import ConfigError, StackError, redact
 from metis.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
+from metis.pipeline.dialect import apply_dialect
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
+from metis.pipeline.stack_extends import resolve
 
 
 class EndpointSpec(BaseModel):
@@ -76,8 +78,14 @@ class StackSpec(BaseModel):
     a stack whose models the catalog cannot know (a local server)."""
     token_estimate: TokenProfile = DEFAULT_PROFILE
     """How this provider counts input tokens, for the pre-flight estimate."""
+    codec: str | None = None
+    """The wire dialect, named once: every stage that needs it takes it from here."""
+    codec_settings: dict[str, Any] | None = None
+    """The settings of a codec configured by its stack (the schema-driven one)."""
     stages: list[StageEntry]
     source: str = "<inline>"
+    stage_sources: dict[str, str] = Field(default_factory=dict)
+    """For each stage, the file that set it (a stack that ``extends`` another inherits some)."""
 
     @field_validator("stages", mode="before")
     @classmethod
@@ -88,6 +96,8 @@ class StackSpec(BaseModel):
         for i, item in enumerate(value):
             if isinstance(item, str):
                 entries.append({"name": item})
+            elif isinstance(item, dict) and "name" in item and set(item) <= {"name", "options"}:
+                entries.append(item)  # already in this form
             elif isinstance(item, dict) and len(item) == 1:
                 ((name, options),) = item.items()
                 if options is not None and not isinstance(options, dict):
@@ -160,20 +170,45 @@ class Endpoint:
         )
 
 
-def load_stack(name_or_path: str | Path) -> StackSpec:
+def load_stack(name_or_path: str | Path, registry: StageRegistry = default_registry) -> StackSpec:
     """A built-in stack by provider name (``"anthropic"``) or a stack file by path."""
-    text, source = _read(name_or_path)
+    data, source = _load(str(name_or_path), None)
+    return parse_stack(data, source, registry)
+
+
+def parse_stack(
+    data: dict[str, Any], source: str = "<inline>", registry: StageRegistry = default_registry
+) -> StackSpec:
+    """A stack from its parsed YAML: its ``extends`` chain resolved, its codec handed to the
+    stages that need it (docs/stacks.md)."""
+    origin: dict[str, str] = {}
+    if "extends" in data:
+        data, origin = resolve(data, source, _load)
+    if isinstance(data.get("stages"), list):
+        try:
+            entries = StackSpec._entries(data["stages"])
+        except ValueError as exc:
+            raise ConfigError(f"{source}: stages: {exc}") from None
+        data = {**data, "stages": apply_dialect({**data, "stages": entries}, source, registry)}
+    origin = origin or {entry["name"]: source for entry in data.get("stages", [])}
+    try:
+        return StackSpec.model_validate({**data, "source": source, "stage_sources": origin})
+    except ValidationError as exc:
+        raise config_error(exc, source, StackSpec) from None
+
+
+def _load(name_or_path: str, relative_to: str | None) -> tuple[dict[str, Any], str]:
+    """A stack file's data and source. A parent named by path is found beside its child."""
+    path = Path(name_or_path)
+    if relative_to is not None and _is_path(path) and not path.is_absolute():
+        parent = Path(relative_to).parent
+        if not relative_to.startswith("metis/providers/"):
+            path = parent / path
+    text, source = _read(path if _is_path(path) else name_or_path)
     data = parse_yaml(text, source)
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping with name, endpoint and stages")
-    return parse_stack(data, source)
-
-
-def parse_stack(data: dict[str, Any], source: str = "<inline>") -> StackSpec:
-    try:
-        return StackSpec.model_validate({**data, "source": source})
-    except ValidationError as exc:
-        raise config_error(exc, source, StackSpec) from None
+    return data, source
 
 
 def builtin_stacks() -> list[str]:
@@ -181,9 +216,13 @@ def builtin_stacks() -> list[str]:
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
+def _is_path(path: Path) -> bool:
+    return path.suffix in (".yaml", ".yml") or path.parent != Path(".")
+
+
 def _read(name_or_path: str | Path) -> tuple[str, str]:
     path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") or path.parent != Path("."):
+    if _is_path(path):
         try:
             return path.read_text(encoding="utf-8"), str(path)
         except OSError as exc:

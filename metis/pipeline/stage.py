@@ -53,6 +53,9 @@ class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
     Options: ClassVar[type[BaseModel]] = NoOptions
     terminal: ClassVar[bool] = False
     """A terminal stage (the transport) produces items itself and has nothing inside it."""
+    dialect_option: ClassVar[str | None] = None
+    """The option naming the wire dialect (``codec`` for encode and normalize, ``rules`` for
+    pre_send_check), which a stack's top-level ``codec:`` sets once for every such stage."""
 
     def __init__(self, **options: Any) -> None:
         try:

@@ -16,6 +16,8 @@ from metis.providers.codec import get_codec
 class Encode(Stage[CanonicalRequest, WireRequest, Any, Any]):
     name = "encode"
 
+    dialect_option = "codec"
+
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -29,6 +29,8 @@ from metis.providers.message_builder import MessageBuilder
 class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
     name = "normalize"
 
+    dialect_option = "codec"
+
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -19,6 +19,8 @@ from metis.providers.wire_rules import RULES
 class PreSendCheck(RequestStage[WireRequest]):
     name = "pre_send_check"
 
+    dialect_option = "rules"
+
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
 

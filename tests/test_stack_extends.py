@@ -1,0 +1,208 @@
+"""Stack inheritance (``extends:``) and the wire dialect named once per stack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from metis.errors import ConfigError, StackError
+from metis.pipeline.stack import load_stack, parse_stack
+
+BASE = {
+    "name": "base",
+    "codec": "openai_chat",
+    "endpoint": {"base_url": "http://localhost:1", "path": "/v1/chat/completions"},
+    "auth": {"header": "authorization", "scheme": "Bearer", "env": "BASE_KEY"},
+    "headers": {"x-a": "1", "x-b": "2"},
+    "capabilities": {"supports_tools": True, "max_context_tokens": 1000},
+    "stages": [
+        "invariants",
+        {"tool_ids": {"prefix": "call_"}},
+        "thinking_filter",
+        "encode",
+        "pre_send_check",
+        "retry",
+        "normalize",
+        {"decode": {"format": "sse"}},
+        "transport",
+    ],
+}
+
+
+def write(folder: Path, name: str, data: dict[str, Any]) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def names(spec: Any) -> list[str]:
+    return [entry.name for entry in spec.stages]
+
+
+def test_a_child_merges_mappings_and_replaces_the_rest(tmp_path: Path) -> None:
+    write(tmp_path, "base", BASE)
+    child = write(
+        tmp_path,
+        "child",
+        {
+            "name": "child",
+            "extends": "base.yaml",
+            "endpoint": {"base_url": "https://child.example"},
+            "auth": {"env": "CHILD_KEY"},
+            "headers": {"x-b": None, "x-c": "3"},
+            "capabilities": {"max_context_tokens": 5000},
+        },
+    )
+    spec = load_stack(child)
+    assert spec.name == "child"
+    assert spec.endpoint.base_url == "https://child.example"
+    assert spec.endpoint.path == "/v1/chat/completions"  # kept from the parent
+    assert (spec.auth.env, spec.auth.header) == ("CHILD_KEY", "authorization")
+    assert spec.headers == {"x-a": "1", "x-c": "3"}  # null removes a key
+    assert spec.capabilities.supports_tools and spec.capabilities.max_context_tokens == 5000
+    assert names(spec) == names(load_stack(tmp_path / "base.yaml"))
+    assert set(spec.stage_sources.values()) == {str(tmp_path / "base.yaml")}
+
+
+def test_stage_edits_by_name_and_which_file_set_each_stage(tmp_path: Path) -> None:
+    write(tmp_path, "base", BASE)
+    child = write(
+        tmp_path,
+        "child",
+        {
+            "name": "child",
+            "extends": "base.yaml",
+            "stages": {
+                "remove": ["thinking_filter"],
+                "options": {"tool_ids": {"max_length": 9}},
+                "replace": {"retry": "telemetry"},
+                "insert_after": {"encode": [{"wire_fields": {"drop": ["seed"]}}]},
+                "insert_before": {"invariants": "capability_check"},
+            },
+        },
+    )
+    spec = load_stack(child)
+    assert names(spec) == [
+        "capability_check",
+        "invariants",
+        "tool_ids",
+        "encode",
+        "wire_fields",
+        "pre_send_check",
+        "telemetry",
+        "normalize",
+        "decode",
+        "transport",
+    ]
+    tool_ids = next(e for e in spec.stages if e.name == "tool_ids")
+    assert tool_ids.options == {"prefix": "call_", "max_length": 9}  # re-optioned, merged
+    here, base = str(child), str(tmp_path / "base.yaml")
+    assert spec.stage_sources["tool_ids"] == here and spec.stage_sources["wire_fields"] == here
+    assert spec.stage_sources["invariants"] == base and spec.stage_sources["telemetry"] == here
+    spec.build_pipeline()  # and it assembles
+
+
+def test_chains_are_followed_and_cycles_refused(tmp_path: Path) -> None:
+    write(tmp_path, "base", BASE)
+    write(tmp_path, "mid", {"name": "mid", "extends": "base.yaml", "headers": {"x-m": "m"}})
+    leaf = write(tmp_path, "leaf", {"name": "leaf", "extends": "mid.yaml", "catalog": "groq"})
+    spec = load_stack(leaf)
+    assert spec.headers["x-m"] == "m" and spec.headers["x-a"] == "1" and spec.catalog == "groq"
+    write(tmp_path, "a", {"name": "a", "extends": "b.yaml"})
+    write(tmp_path, "b", {"name": "b", "extends": "a.yaml"})
+    with pytest.raises(ConfigError, match="cycle"):
+        load_stack(tmp_path / "a.yaml")
+
+
+def test_a_builtin_stack_can_be_extended_by_name(tmp_path: Path) -> None:
+    child = write(
+        tmp_path,
+        "mine",
+        {
+            "name": "mine",
+            "extends": "openai",
+            "endpoint": {"base_url": "http://localhost:9"},
+            "stages": {"remove": "strict_schema"},
+        },
+    )
+    spec = load_stack(child)
+    assert spec.codec is None or spec.codec == "openai_chat"
+    assert "strict_schema" not in names(spec) and "encode" in names(spec)
+    assert spec.stage_sources["encode"] == "metis/providers/openai.yaml"
+
+
+@pytest.mark.parametrize(
+    ("edits", "message"),
+    [
+        ({"remove": ["nope"]}, "no stage 'nope' to edit; the stages are: invariants"),
+        ({"rename": {}}, "unknown edit rename"),
+        ({"options": {"tool_ids": "x"}}, "expected a mapping of options"),
+        ("encode", "expected a list of stages or a mapping of edits"),
+    ],
+)
+def test_a_bad_edit_names_the_file_and_what_was_expected(
+    tmp_path: Path, edits: Any, message: str
+) -> None:
+    write(tmp_path, "base", BASE)
+    child = write(tmp_path, "child", {"name": "c", "extends": "base.yaml", "stages": edits})
+    with pytest.raises(ConfigError) as caught:
+        load_stack(child)
+    assert str(child) in str(caught.value) and message in str(caught.value)
+
+
+def test_the_codec_is_named_once_and_reaches_every_stage_that_needs_it() -> None:
+    spec = parse_stack(BASE)
+    options = {e.name: e.options for e in spec.stages}
+    assert options["encode"] == {"codec": "openai_chat"}
+    assert options["normalize"] == {"codec": "openai_chat"}
+    assert options["pre_send_check"] == {"rules": "openai_chat"}
+
+
+def test_stages_that_disagree_on_the_dialect_fail_at_assembly_naming_them() -> None:
+    legacy = {**BASE, "stages": list(BASE["stages"])}
+    del legacy["codec"]
+    legacy["stages"][3] = {"encode": {"codec": "anthropic"}}
+    legacy["stages"][4] = {"pre_send_check": {"rules": "anthropic"}}
+    legacy["stages"][6] = {"normalize": {"codec": "openai_chat"}}
+    with pytest.raises(StackError) as caught:
+        parse_stack(legacy, "legacy.yaml")
+    text = str(caught.value)
+    assert text.startswith("legacy.yaml:")
+    assert "encode says anthropic" in text and "normalize says openai_chat" in text
+    with_codec = {**BASE, "stages": [*BASE["stages"][:3], {"encode": {"codec": "anthropic"}}]}
+    with pytest.raises(StackError, match="the stack's codec says openai_chat, encode says"):
+        parse_stack(with_codec, "mixed.yaml")
+
+
+def test_a_configured_codec_takes_its_settings_from_the_stack_once() -> None:
+    gemini = load_stack("gemini")
+    options = {e.name: e.options for e in gemini.stages}
+    assert options["encode"]["settings"] == options["normalize"]["settings"]
+    assert options["pre_send_check"] == {"rules": "gemini"}
+
+
+def test_metis_stack_shows_which_file_set_each_stage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from metis.cli import main
+
+    child = write(
+        tmp_path,
+        "mine",
+        {
+            "name": "mine",
+            "extends": "openai",
+            "endpoint": {"base_url": "http://localhost:9"},
+            "stages": {"insert_after": {"encode": [{"wire_fields": {"drop": ["seed"]}}]}},
+        },
+    )
+    assert main(["stack", str(child)]) == 0
+    out = capsys.readouterr().out
+    assert "extends      metis/providers/openai.yaml" in out
+    rows = {
+        line.split()[1]: line.split()[-1] for line in out.splitlines() if line[:3].strip().isdigit()
+    }
+    assert rows["wire_fields"] == "mine.yaml" and rows["encode"] == "openai.yaml"
