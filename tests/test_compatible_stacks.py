@@ -115,6 +115,16 @@ STACKS: dict[str, Quirks] = {
         },
         absent=("max_completion_tokens",),
     ),
+    "openai_compatible": Quirks(
+        url="http://localhost:8000/v1/chat/completions",
+        reasoning_field="reasoning",
+        fields={
+            "max_completion_tokens": 1024,
+            "stream_options": {"include_usage": True},
+            "parallel_tool_calls": False,
+        },
+        absent=("max_tokens",),
+    ),
     "vllm": Quirks(
         url="http://localhost:8000/v1/chat/completions",
         reasoning_field="reasoning",

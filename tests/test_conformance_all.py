@@ -216,5 +216,13 @@ async def test_what_the_model_cannot_do_is_refused_before_sending(
 def test_every_built_in_stack_is_covered() -> None:
     from metis.pipeline.stack import builtin_stacks
 
-    compatible = {"openrouter", "mistral", "deepseek", "together", "vllm", "llamacpp"}  # as groq
+    compatible = {
+        "openrouter",
+        "mistral",
+        "deepseek",
+        "together",
+        "vllm",
+        "llamacpp",
+        "openai_compatible",
+    }
     assert set(builtin_stacks()) == set(MODELS) | compatible

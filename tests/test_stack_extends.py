@@ -206,3 +206,21 @@ def test_metis_stack_shows_which_file_set_each_stage(
         line.split()[1]: line.split()[-1] for line in out.splitlines() if line[:3].strip().isdigit()
     }
     assert rows["wire_fields"] == "mine.yaml" and rows["encode"] == "openai.yaml"
+
+
+COMPATIBLE = ("groq", "together", "vllm", "llamacpp", "openrouter")
+
+
+@pytest.mark.parametrize("name", COMPATIBLE)
+def test_each_openai_compatible_stack_is_a_short_file_over_the_shared_base(name: str) -> None:
+    from importlib import resources
+
+    text = (resources.files("metis.providers") / f"{name}.yaml").read_text(encoding="utf-8")
+    lines = [
+        line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert len(lines) <= 15, f"{name}.yaml has {len(lines)} lines of YAML"
+    spec = load_stack(name)
+    assert "metis/providers/openai_compatible.yaml" in spec.stage_sources.values()
+    assert spec.codec == "openai_chat"
+    spec.build_pipeline()
