@@ -11,6 +11,10 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "complete": "metis.calls",
+    "acomplete": "metis.calls",
+    "stream": "metis.calls",
+    "astream": "metis.calls",
     "Adapter": "metis.adapter",
     "build_adapter": "metis.adapter",
     "AdapterConfig": "metis.config",
@@ -108,6 +112,10 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from metis.adapter import Adapter as Adapter
     from metis.adapter import build_adapter as build_adapter
+    from metis.calls import acomplete as acomplete
+    from metis.calls import astream as astream
+    from metis.calls import complete as complete
+    from metis.calls import stream as stream
     from metis.config import AdapterConfig as AdapterConfig
     from metis.cost import Cost as Cost
     from metis.cost import PriceTable as PriceTable

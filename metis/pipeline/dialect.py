@@ -45,7 +45,8 @@ def apply_dialect(
             for key, value in wanted.items():
                 options.setdefault(key, value)
         entry["options"] = options
-        named.append((entry["name"], _dialect_of(option, options)))
+        if options.get(option) is not None:  # a missing one is reported when the stage is built
+            named.append((entry["name"], _dialect_of(option, options)))
     _check_agreement(named, codec and rules_name(codec, settings), source)
     return entries
 

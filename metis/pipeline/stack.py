@@ -44,6 +44,9 @@ class EndpointSpec(BaseModel):
     base_url: str
     path: str
     stream_path: str | None = None
+    base_url_env: str | None = None
+    """The variable the provider's own SDK reads a base URL from (``ANTHROPIC_BASE_URL``):
+    when set, it replaces ``base_url`` (an explicit ``AdapterConfig.base_url`` wins over both)."""
 
 
 class AuthSpec(BaseModel):
@@ -159,8 +162,16 @@ class Endpoint:
         extra_headers: dict[str, str],
     ) -> Endpoint:
         key = api_key or (os.environ.get(spec.auth.env) if spec.auth.env else None)
+        env = spec.endpoint.base_url_env
+        from_env = os.environ.get(env) if env else None
+        url = base_url or from_env or spec.endpoint.base_url
+        if "://" not in url:
+            where = "base_url" if base_url else env if from_env else f"{spec.source}: base_url"
+            raise ConfigError(
+                f"{where}: expected a URL with its scheme (https://host...), got {redact(url)!r}"
+            )
         return cls(
-            base_url=base_url or spec.endpoint.base_url,
+            base_url=_without_overlap(url, spec.endpoint.path),
             path=spec.endpoint.path,
             stream_path=spec.endpoint.stream_path,
             headers={**spec.headers, **extra_headers},
@@ -168,6 +179,18 @@ class Endpoint:
             auth_header=spec.auth.header,
             auth_scheme=spec.auth.scheme,
         )
+
+
+def _without_overlap(base_url: str, path: str) -> str:
+    """``base_url`` without a trailing part the path repeats: the SDKs' conventional base URLs
+    end in the API version (``OPENAI_BASE_URL=https://host/v1``) that metis's paths start with."""
+    base = base_url.rstrip("/")
+    segments = [s for s in path.split("?")[0].split("/") if s]
+    for n in range(len(segments) - 1, 0, -1):
+        prefix = "/" + "/".join(segments[:n])
+        if base.endswith(prefix):
+            return base[: -len(prefix)]
+    return base
 
 
 def load_stack(name_or_path: str | Path, registry: StageRegistry = default_registry) -> StackSpec:

@@ -1,0 +1,137 @@
+"""One-line calls (metis.complete / acomplete / stream / astream) against the emulator."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+
+import anyio
+import pytest
+
+import metis
+from metis import calls
+from metis.emulator import Emulator
+from metis.errors import ConfigError
+from metis.model import MessageComplete, TextDelta, ToolDefinition
+from metis.registry import NotConfiguredError
+
+WEATHER = ToolDefinition(
+    name="get_weather",
+    description="Current weather for a city",
+    input_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+
+
+@pytest.fixture
+def at_emulator(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Emulator:
+    """The SDKs' conventional variables point at the emulator, as a user would set them."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator.url)
+    monkeypatch.setenv("OPENAI_BASE_URL", emulator.url + "/v1")  # the OpenAI SDK's form
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", emulator.url)
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.setenv(key, "test-key")
+    return emulator
+
+
+def test_the_synchronous_one_liner_answers_where_no_loop_runs(at_emulator: Emulator) -> None:
+    reply = metis.complete("anthropic:claude-sonnet-4-5", "Say hello.")
+    assert reply.text() and reply.stop_reason.kind == "end_turn"
+    assert reply.provider == "anthropic" and reply.usage.output_tokens > 0
+    again = metis.complete("openai:gpt-4o", [{"role": "user", "content": "Say hello."}])
+    assert again.text()
+    assert at_emulator.stats.requests == 2
+
+
+def test_the_synchronous_stream_yields_events_ending_in_message_complete(
+    at_emulator: Emulator,
+) -> None:
+    events = list(
+        metis.stream("gemini:gemini-2.5-flash", "What is the weather in Paris?", tools=[WEATHER])
+    )
+    assert isinstance(events[-1], MessageComplete)
+    assert events[-1].stop_reason.kind in ("tool_use", "end_turn")
+
+
+def test_a_stream_left_early_is_closed(at_emulator: Emulator) -> None:
+    for event in metis.stream("anthropic:claude-sonnet-4-5", "Tell me a long story."):
+        if isinstance(event, TextDelta):
+            break
+    reply = metis.complete("anthropic:claude-sonnet-4-5", "And now?")  # the loop still serves
+    assert reply.text()
+
+
+@pytest.mark.anyio
+async def test_the_async_forms_reuse_one_adapter_per_loop(at_emulator: Emulator) -> None:
+    first = await metis.acomplete("anthropic:claude-sonnet-4-5", "Hi", max_output_tokens=50)
+    kinds = [type(e).__name__ async for e in metis.astream("anthropic:claude-sonnet-4-5", "Hi")]
+    assert first.text() and kinds[-1] == "MessageComplete"
+    loop = anyio.lowlevel.current_token().native_token
+    assert len(calls._adapters[loop]) == 1  # same stack, same settings: one adapter
+    await metis.acomplete("anthropic:claude-sonnet-4-5", "Hi", timeout_seconds=30)
+    assert len(calls._adapters[loop]) == 2  # other settings: another one
+    for adapter in calls._adapters.pop(loop).values():
+        await adapter.close()
+
+
+def test_the_synchronous_form_refuses_inside_a_running_loop() -> None:
+    async def inside() -> None:
+        metis.complete("anthropic:claude-sonnet-4-5", "Hi")
+
+    with pytest.raises(RuntimeError, match=r"await metis\.acomplete"):
+        asyncio.run(inside())
+    with pytest.raises(RuntimeError, match=r"metis\.astream"):
+        anyio.run(lambda: _drain_sync_stream(), backend="trio")
+
+
+async def _drain_sync_stream() -> None:
+    list(metis.stream("anthropic:claude-sonnet-4-5", "Hi"))
+
+
+def test_a_missing_key_names_the_variable_before_anything_is_sent(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator.url)
+    with pytest.raises(NotConfiguredError, match="set ANTHROPIC_API_KEY") as caught:
+        metis.complete("anthropic:claude-sonnet-4-5", "Hi")
+    assert caught.value.api_key_env == "ANTHROPIC_API_KEY"
+    assert emulator.stats.requests == 0
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        ("claude-sonnet-4-5", "expected a model as 'provider:model'"),
+        ("nowhere:x", "no built-in stack"),
+    ],
+)
+def test_a_model_string_that_names_no_stack_is_a_config_error(model: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        metis.complete(model, "Hi")
+
+
+def test_a_base_url_without_a_scheme_fails_before_sending(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "localhost:9")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    with pytest.raises(ConfigError, match="ANTHROPIC_BASE_URL: expected a URL with its scheme"):
+        metis.complete("anthropic:claude-sonnet-4-5", "Hi")
+
+
+def test_the_readme_one_liner_runs_unchanged_against_the_emulator(emulator: Emulator) -> None:
+    with open("README.md", encoding="utf-8") as file:
+        readme = file.read()
+    start = readme.index("```python\n", readme.index("## One line")) + len("```python\n")
+    code = readme[start : readme.index("```", start)]
+    assert len(code.strip().splitlines()) <= 5
+    env = {"ANTHROPIC_BASE_URL": emulator.url, "ANTHROPIC_API_KEY": "test-key", "PATH": ""}
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()
