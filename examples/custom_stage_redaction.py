@@ -54,7 +54,7 @@ async def main() -> None:
                 max_output_tokens=300,
             )
             response = await adapter.complete(request)
-        print(f"reply: {response.text()}")
+        print(f"reply: {response.text}")
         if setup.emulator is not None:
             (sent,) = setup.emulator.requests
             body = sent.body.decode()

@@ -69,8 +69,8 @@ async def main() -> None:
             )
             response = await adapters[provider].complete(request)
             history.append(Message.assistant(*response.content))
-            print(f"[{turn}] {provider}: {response.text() or '(no text)'}")
-            calls = response.tool_calls()
+            print(f"[{turn}] {provider}: {response.text or '(no text)'}")
+            calls = response.tool_calls
             for call in calls:
                 print(f"    -> {call.name}({call.input}) id={call.id}")
             if calls:

@@ -22,7 +22,7 @@ async def main() -> None:
                 max_output_tokens=200,
             )
             response = await adapter.complete(request)
-    print(response.text())
+    print(response.text)
     stop = response.stop_reason
     print(f"stop reason: {stop.kind.value} (the provider said {stop.raw!r})")
     usage = response.usage

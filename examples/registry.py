@@ -79,7 +79,7 @@ async def main() -> None:
                 "sonnet", messages=question, tools=[WEATHER], max_output_tokens=200
             )
             response = await adapter.complete(request)
-            for call in response.tool_calls():
+            for call in response.tool_calls:
                 print(f"    {route.model} called {call.name}({call.input})")
 
             try:

@@ -35,8 +35,8 @@ async def main() -> None:
                         max_output_tokens=300,
                     )
                 )
-            city = City.model_validate_json(response.text())
-            print(f"{provider}: {response.text()}")
+            city = City.model_validate_json(response.text)
+            print(f"{provider}: {response.text}")
             print(f"    parsed: {city!r}")
 
 

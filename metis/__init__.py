@@ -15,6 +15,11 @@ _EXPORTS = {
     "acomplete": "metis.calls",
     "stream": "metis.calls",
     "astream": "metis.calls",
+    "CallOptions": "metis.calls",
+    "tool": "metis.tools",
+    "Tool": "metis.tools",
+    "run_tools": "metis.tools",
+    "arun_tools": "metis.tools",
     "Adapter": "metis.adapter",
     "build_adapter": "metis.adapter",
     "AdapterConfig": "metis.config",
@@ -83,6 +88,7 @@ _EXPORTS = {
             "InvalidRequestError",
             "InvariantViolation",
             "NetworkError",
+            "OutputValidationError",
             "OverloadedError",
             "ProtocolError",
             "RateLimitError",
@@ -112,6 +118,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from metis.adapter import Adapter as Adapter
     from metis.adapter import build_adapter as build_adapter
+    from metis.calls import CallOptions as CallOptions
     from metis.calls import acomplete as acomplete
     from metis.calls import astream as astream
     from metis.calls import complete as complete
@@ -130,6 +137,7 @@ if TYPE_CHECKING:
     from metis.errors import InvalidRequestError as InvalidRequestError
     from metis.errors import InvariantViolation as InvariantViolation
     from metis.errors import NetworkError as NetworkError
+    from metis.errors import OutputValidationError as OutputValidationError
     from metis.errors import OverloadedError as OverloadedError
     from metis.errors import ProtocolError as ProtocolError
     from metis.errors import RateLimitError as RateLimitError
@@ -180,3 +188,7 @@ if TYPE_CHECKING:
     from metis.telemetry import ListSink as ListSink
     from metis.telemetry import LoggingSink as LoggingSink
     from metis.telemetry import TelemetrySink as TelemetrySink
+    from metis.tools import Tool as Tool
+    from metis.tools import arun_tools as arun_tools
+    from metis.tools import run_tools as run_tools
+    from metis.tools import tool as tool

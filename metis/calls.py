@@ -5,7 +5,7 @@
     import metis
 
     reply = metis.complete("anthropic:claude-sonnet-4-5", "Name three moons of Jupiter.")
-    print(reply.text())
+    print(reply.text)
 
     for event in metis.stream("openai:gpt-4o", "Count to five."):
         ...
@@ -29,26 +29,28 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import AsyncGenerator, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from typing import Any, TypedDict, TypeVar, Unpack, overload
 
 import anyio
 import anyio.lowlevel
 from anyio.from_thread import BlockingPortal, start_blocking_portal
+from pydantic import TypeAdapter, ValidationError
 
 from metis.adapter import Adapter
 from metis.config import AdapterConfig
-from metis.errors import ConfigError
+from metis.errors import ConfigError, OutputValidationError
 from metis.model.content import Message
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse
 from metis.pipeline.stack import StackSpec, load_stack
 from metis.registry import NotConfiguredError
+from metis.tools import Tool, as_tool_definition
 
 MessagesLike = str | Message | dict[str, Any] | Sequence[Message | dict[str, Any]]
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
+T = TypeVar("T")
 
 _adapters: weakref.WeakKeyDictionary[object, dict[tuple[Any, ...], Adapter]] = (
     weakref.WeakKeyDictionary()
@@ -57,71 +59,93 @@ _portal_lock = threading.Lock()
 _portal: tuple[BlockingPortal, contextlib.AbstractContextManager[BlockingPortal]] | None = None
 
 
+class CallOptions(TypedDict, total=False):
+    """The options every one-line call takes (all keyword, all optional)."""
+
+    system: str
+    tools: Sequence[Tool | ToolDefinition | Callable[..., Any]]
+    tool_choice: ToolChoice
+    max_output_tokens: int
+    """Default: the model's own limit, up to 4,096."""
+    temperature: float
+    stop_sequences: Sequence[str]
+    output_schema: dict[str, Any]
+    thinking: ThinkingConfig
+    session_id: str
+    api_key: str
+    """Default: the stack's variable (``ANTHROPIC_API_KEY``, ...)."""
+    base_url: str
+    """Default: the SDK's variable where the stack names one, else the provider's URL."""
+    timeout_seconds: float
+    max_retries: int
+
+
+@overload
+async def acomplete(
+    model: str, messages: MessagesLike, *, output_type: None = None, **options: Unpack[CallOptions]
+) -> CanonicalResponse: ...
+@overload
+async def acomplete(
+    model: str, messages: MessagesLike, *, output_type: type[T], **options: Unpack[CallOptions]
+) -> T: ...
 async def acomplete(
     model: str,
     messages: MessagesLike,
     *,
-    system: str | None = None,
-    tools: Sequence[ToolDefinition] = (),
-    tool_choice: ToolChoice | None = None,
-    max_output_tokens: int | None = None,
-    temperature: float | None = None,
-    stop_sequences: Sequence[str] = (),
-    output_schema: dict[str, Any] | None = None,
-    thinking: ThinkingConfig | None = None,
-    session_id: str | None = None,
-    api_key: str | None = None,
-    base_url: str | None = None,
-    timeout_seconds: float = 600.0,
-    max_retries: int = 2,
-) -> CanonicalResponse:
-    """One call, folded into a :class:`CanonicalResponse` (``.text()``, ``.tool_calls()``)."""
-    settings = _Settings(api_key, base_url, timeout_seconds, max_retries)
-    adapter = await _adapter(model, settings)
-    request = _request(
-        adapter, model, messages, system, tools, tool_choice, max_output_tokens, temperature,
-        stop_sequences, output_schema, thinking, session_id,
-    )  # fmt: skip
-    return await adapter.complete(request)
+    output_type: type[T] | None = None,
+    **options: Unpack[CallOptions],
+) -> CanonicalResponse | T:
+    """One call, folded into a :class:`CanonicalResponse` (``.text``, ``.tool_calls``,
+    ``.message``); with ``output_type`` (a pydantic model, a dataclass, any type pydantic
+    validates), the reply's structured output as a validated instance of it."""
+    output = TypeAdapter(output_type) if output_type is not None else None
+    if output is not None:
+        options = {**options, "output_schema": output.json_schema()}
+    adapter = await _adapter(model, options)
+    response = await adapter.complete(_request(adapter, model, messages, options))
+    if output is None:
+        return response
+    return _validated(output, response)
 
 
 async def astream(
-    model: str,
-    messages: MessagesLike,
-    *,
-    system: str | None = None,
-    tools: Sequence[ToolDefinition] = (),
-    tool_choice: ToolChoice | None = None,
-    max_output_tokens: int | None = None,
-    temperature: float | None = None,
-    stop_sequences: Sequence[str] = (),
-    output_schema: dict[str, Any] | None = None,
-    thinking: ThinkingConfig | None = None,
-    session_id: str | None = None,
-    api_key: str | None = None,
-    base_url: str | None = None,
-    timeout_seconds: float = 600.0,
-    max_retries: int = 2,
+    model: str, messages: MessagesLike, **options: Unpack[CallOptions]
 ) -> AsyncGenerator[StreamEvent, None]:
     """One streamed call: its canonical events, ending with ``message.complete``."""
-    settings = _Settings(api_key, base_url, timeout_seconds, max_retries)
-    adapter = await _adapter(model, settings)
-    request = _request(
-        adapter, model, messages, system, tools, tool_choice, max_output_tokens, temperature,
-        stop_sequences, output_schema, thinking, session_id,
-    )  # fmt: skip
-    async for event in adapter.stream(request):
+    adapter = await _adapter(model, options)
+    async for event in adapter.stream(_request(adapter, model, messages, options)):
         yield event
 
 
-def complete(model: str, messages: MessagesLike, **options: Any) -> CanonicalResponse:
-    """:func:`acomplete`, for code that runs no event loop (takes the same options)."""
+@overload
+def complete(
+    model: str, messages: MessagesLike, *, output_type: None = None, **options: Unpack[CallOptions]
+) -> CanonicalResponse: ...
+@overload
+def complete(
+    model: str, messages: MessagesLike, *, output_type: type[T], **options: Unpack[CallOptions]
+) -> T: ...
+def complete(
+    model: str,
+    messages: MessagesLike,
+    *,
+    output_type: type[T] | None = None,
+    **options: Unpack[CallOptions],
+) -> CanonicalResponse | T:
+    """:func:`acomplete`, for code that runs no event loop (the same arguments)."""
     portal = _sync_portal("complete")
-    response: CanonicalResponse = portal.call(lambda: acomplete(model, messages, **options))
-    return response
+
+    async def call() -> CanonicalResponse | T:
+        if output_type is None:
+            return await acomplete(model, messages, **options)
+        return await acomplete(model, messages, output_type=output_type, **options)
+
+    return portal.call(call)
 
 
-def stream(model: str, messages: MessagesLike, **options: Any) -> Iterator[StreamEvent]:
+def stream(
+    model: str, messages: MessagesLike, **options: Unpack[CallOptions]
+) -> Iterator[StreamEvent]:
     """:func:`astream`, for code that runs no event loop: a plain iterator of events."""
     portal = _sync_portal("stream")
     events = astream(model, messages, **options)
@@ -138,44 +162,43 @@ def stream(model: str, messages: MessagesLike, **options: Any) -> Iterator[Strea
 # Internals -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Settings:
-    api_key: str | None
-    base_url: str | None
-    timeout_seconds: float
-    max_retries: int
-
-
 def _request(
-    adapter: Adapter,
-    model: str,
-    messages: MessagesLike,
-    system: str | None,
-    tools: Sequence[ToolDefinition],
-    tool_choice: ToolChoice | None,
-    max_output_tokens: int | None,
-    temperature: float | None,
-    stop_sequences: Sequence[str],
-    output_schema: dict[str, Any] | None,
-    thinking: ThinkingConfig | None,
-    session_id: str | None,
+    adapter: Adapter, model: str, messages: MessagesLike, options: CallOptions
 ) -> CanonicalRequest:
+    max_output_tokens = options.get("max_output_tokens")
     if max_output_tokens is None:  # the model's own limit, up to a default that fits most replies
         limit = adapter.capabilities_for(adapter.wire_model(model)).max_output_tokens
         max_output_tokens = min(limit, DEFAULT_MAX_OUTPUT_TOKENS)
     return CanonicalRequest(
         model=model,
         messages=_messages(messages),
-        system_prompt=system,
-        tools=list(tools),
-        tool_choice=tool_choice,
+        system_prompt=options.get("system"),
+        tools=[as_tool_definition(t) for t in options.get("tools", ())],
+        tool_choice=options.get("tool_choice"),
         max_output_tokens=max_output_tokens,
-        temperature=temperature,
-        stop_sequences=list(stop_sequences),
-        output_schema=output_schema,
-        thinking=thinking,
-        session_id=session_id,
+        temperature=options.get("temperature"),
+        stop_sequences=list(options.get("stop_sequences", ())),
+        output_schema=options.get("output_schema"),
+        thinking=options.get("thinking"),
+        session_id=options.get("session_id"),
     )
+
+
+def _validated(output: TypeAdapter[T], response: CanonicalResponse) -> T:
+    try:
+        return output.validate_json(response.text)
+    except ValidationError as exc:
+        error = OutputValidationError(
+            f"{response.model}: the reply does not validate as {output}: "
+            + "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()
+            ),
+            raw_text=response.text,
+            provider=response.provider,
+            request_id=response.request_id,
+        )
+        error.partial_response = response
+        raise error from None
 
 
 def _messages(messages: MessagesLike) -> list[Message]:
@@ -186,7 +209,7 @@ def _messages(messages: MessagesLike) -> list[Message]:
     return [m if isinstance(m, Message) else Message.model_validate(m) for m in messages]
 
 
-async def _adapter(model: str, settings: _Settings) -> Adapter:
+async def _adapter(model: str, options: CallOptions) -> Adapter:
     """The adapter for ``model``'s stack and these settings on the running event loop."""
     stack_name, sep, wire = model.partition(":")
     if not sep or not stack_name or not wire:
@@ -195,21 +218,22 @@ async def _adapter(model: str, settings: _Settings) -> Adapter:
             f"got {model!r}"
         )
     stack = _stack(stack_name)
-    api_key = settings.api_key or (os.environ.get(stack.auth.env) if stack.auth.env else None)
+    api_key = options.get("api_key") or (os.environ.get(stack.auth.env) if stack.auth.env else None)
     _require_key(stack, api_key)
     env = stack.endpoint.base_url_env
-    base_url = settings.base_url or (os.environ.get(env) if env else None)
+    base_url = options.get("base_url") or (os.environ.get(env) if env else None)
+    timeout, retries = options.get("timeout_seconds", 600.0), options.get("max_retries", 2)
     # Keyed by what the adapter was built from, so a changed variable gets a new adapter.
-    key = (stack_name, api_key, base_url, settings.timeout_seconds, settings.max_retries)
+    key = (stack_name, api_key, base_url, timeout, retries)
     loop = anyio.lowlevel.current_token().native_token
     cache = _adapters.setdefault(loop, {})
     adapter = cache.get(key)
     if adapter is None:
         config = AdapterConfig(
             api_key=api_key,
-            base_url=settings.base_url,  # else the stack's variable, read by the adapter
-            timeout_seconds=settings.timeout_seconds,
-            max_retries=settings.max_retries,
+            base_url=options.get("base_url"),  # else the stack's variable, read by the adapter
+            timeout_seconds=timeout,
+            max_retries=retries,
         )
         adapter = cache[key] = Adapter(stack, config)
     return adapter

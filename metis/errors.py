@@ -146,6 +146,17 @@ class InvariantViolation(AdapterError):
     error_class = ErrorClass.OTHER
 
 
+class OutputValidationError(AdapterError):
+    """The model's reply does not validate against the output type asked for; the reply is on
+    ``partial_response`` and its text on ``raw_text``."""
+
+    error_class = ErrorClass.OTHER
+
+    def __init__(self, message: str, *, raw_text: str = "", **details: Any) -> None:
+        super().__init__(message, **details)
+        self.raw_text = raw_text
+
+
 ERROR_TYPES: dict[ErrorClass, type[AdapterError]] = {
     ErrorClass.RATE_LIMIT: RateLimitError,
     ErrorClass.OVERLOADED: OverloadedError,

@@ -47,7 +47,7 @@ async def test_complete_sends_auth_version_and_wire_model_and_folds_the_reply() 
     assert sent.headers["anthropic-version"] == "2023-06-01"
     body = json.loads(sent.content)
     assert body["model"] == "claude-sonnet-4-5" and body["stream"] is False
-    assert response.text() == "Hello!"
+    assert response.text == "Hello!"
     assert response.stop_reason.kind is StopKind.END_TURN and response.stop_reason.raw == "end_turn"
     assert (response.usage.input_tokens, response.usage.output_tokens) == (9, 3)
     assert response.provider == "anthropic" and response.model == "anthropic:claude-sonnet-4-5"
@@ -125,7 +125,7 @@ async def test_the_key_comes_from_the_stacks_env_var(monkeypatch: pytest.MonkeyP
             )
         )
     assert route.calls.last.request.headers["authorization"] == "Bearer sk-from-env-0123456789"
-    assert response.text() == "ok"
+    assert response.text == "ok"
 
 
 @pytest.mark.anyio

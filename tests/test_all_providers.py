@@ -167,7 +167,7 @@ async def converse(
         )
         response = await (fold_stream(adapter, request) if streaming else adapter.complete(request))
         history = [*history, Message(role=Role.ASSISTANT, content=response.content)]
-        calls = response.tool_calls()
+        calls = response.tool_calls
         if calls:
             history.append(Message.tool(*(run_tool(c) for c in calls)))
         elif (follow_up := next(follow_ups, None)) is not None:

@@ -37,10 +37,10 @@ def at_emulator(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Emulator
 
 def test_the_synchronous_one_liner_answers_where_no_loop_runs(at_emulator: Emulator) -> None:
     reply = metis.complete("anthropic:claude-sonnet-4-5", "Say hello.")
-    assert reply.text() and reply.stop_reason.kind == "end_turn"
+    assert reply.text and reply.stop_reason.kind == "end_turn"
     assert reply.provider == "anthropic" and reply.usage.output_tokens > 0
     again = metis.complete("openai:gpt-4o", [{"role": "user", "content": "Say hello."}])
-    assert again.text()
+    assert again.text
     assert at_emulator.stats.requests == 2
 
 
@@ -59,14 +59,14 @@ def test_a_stream_left_early_is_closed(at_emulator: Emulator) -> None:
         if isinstance(event, TextDelta):
             break
     reply = metis.complete("anthropic:claude-sonnet-4-5", "And now?")  # the loop still serves
-    assert reply.text()
+    assert reply.text
 
 
 @pytest.mark.anyio
 async def test_the_async_forms_reuse_one_adapter_per_loop(at_emulator: Emulator) -> None:
     first = await metis.acomplete("anthropic:claude-sonnet-4-5", "Hi", max_output_tokens=50)
     kinds = [type(e).__name__ async for e in metis.astream("anthropic:claude-sonnet-4-5", "Hi")]
-    assert first.text() and kinds[-1] == "MessageComplete"
+    assert first.text and kinds[-1] == "MessageComplete"
     loop = anyio.lowlevel.current_token().native_token
     assert len(calls._adapters[loop]) == 1  # same stack, same settings: one adapter
     await metis.acomplete("anthropic:claude-sonnet-4-5", "Hi", timeout_seconds=30)

@@ -355,10 +355,10 @@ async def test_complete_gives_the_same_content_from_a_json_body(name: str) -> No
     for key in ("max_tokens", "max_completion_tokens"):
         if key in quirks.fields:
             assert body[key] == 1024
-    calls = response.tool_calls()
+    calls = response.tool_calls
     assert [(c.name, c.input) for c in calls] == [("get_weather", {"city": "Paris"})]
     assert response.stop_reason.kind is StopKind.TOOL_USE
-    assert response.text() == "Checking the weather."
+    assert response.text == "Checking the weather."
 
 
 @pytest.mark.anyio
@@ -400,7 +400,7 @@ async def test_deepseek_never_sends_reasoning_back(caplog: pytest.LogCaptureFixt
         Message.user("Weather in Paris?"),
         Message(role=Role.ASSISTANT, content=first.content),
         Message.tool(
-            *(ToolResultBlock(tool_use_id=c.id, content="sunny") for c in first.tool_calls())
+            *(ToolResultBlock(tool_use_id=c.id, content="sunny") for c in first.tool_calls)
         ),
     ]
     caplog.set_level("WARNING", logger="metis")
@@ -676,8 +676,8 @@ async def test_a_conversation_alternating_openai_and_compatible_stacks(
         )
         response = await answer(adapters[name], request, streaming)
         history = [*history, Message(role=Role.ASSISTANT, content=response.content)]
-        if response.tool_calls():
-            history.append(Message.tool(*(run_tool(c) for c in response.tool_calls())))
+        if response.tool_calls:
+            history.append(Message.tool(*(run_tool(c) for c in response.tool_calls)))
         elif (following := next(users, None)) is not None:
             history.append(Message.user(following))
 

@@ -105,7 +105,7 @@ async def converse(order: list[Adapter], streaming: bool) -> list[Message]:
         )
         response = await (fold_stream(adapter, request) if streaming else adapter.complete(request))
         history = [*history, Message(role=Role.ASSISTANT, content=response.content)]
-        calls = response.tool_calls()
+        calls = response.tool_calls
         if calls:
             history.append(Message.tool(*(run_tool(c) for c in calls)))
         elif (following := next(users, None)) is not None:
@@ -217,8 +217,8 @@ async def test_signed_thinking_goes_back_only_to_the_model_that_made_it(
         )
         response = await (fold_stream(adapter, request) if streaming else adapter.complete(request))
         history = [*history, Message(role=Role.ASSISTANT, content=response.content)]
-        if response.tool_calls():
-            history.append(Message.tool(*(run_tool(c) for c in response.tool_calls())))
+        if response.tool_calls:
+            history.append(Message.tool(*(run_tool(c) for c in response.tool_calls)))
         else:
             history.append(Message.user("And now?"))
 

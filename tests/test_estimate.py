@@ -589,4 +589,4 @@ async def test_the_adapter_hands_its_yaml_profile_to_capability_check(tmp_path: 
         await adapter.complete(request)
     assert sent == []
     response = await build_adapter(plain, config).complete(request)
-    assert response.text() == "Hello!" and len(sent) == 1
+    assert response.text == "Hello!" and len(sent) == 1

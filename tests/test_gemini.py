@@ -584,7 +584,7 @@ async def test_golden_a_history_made_on_anthropic_is_accepted_by_gemini(
     with caplog.at_level(logging.WARNING, logger="metis"):
         response = await gemini_adapter(replay).complete(request)
     assert replay.remaining == 0
-    assert response.text() == "Paris is 21 °C and sunny; Rome's forecast is unavailable right now."
+    assert response.text == "Paris is 21 °C and sunny; Rome's forecast is unavailable right now."
     assert [r.block_type for r in lossy_warnings(caplog)] == ["thinking"]  # type: ignore[attr-defined]
     sent = json.loads(replay.requests[0].content)
     calls = [p["functionCall"]["id"] for p in sent["contents"][1]["parts"] if "functionCall" in p]
@@ -607,7 +607,7 @@ async def test_gemini_ids_and_signatures_go_back_to_gemini_as_it_issued_them() -
 
     adapter = gemini_adapter(httpx.MockTransport(handler))
     first = await adapter.complete(weather_request(False, model=GEMINI_3, session_id="s"))
-    (tool_call,) = first.tool_calls()
+    (tool_call,) = first.tool_calls
     assert tool_call.id.startswith("tu_")
     history = [
         *weather_request(False).messages,

@@ -1016,8 +1016,8 @@ async def test_history_made_on_anthropic_and_openai_is_accepted_and_comes_back(
         )
         response = await respond(adapters[name], request, streaming)
         history = [*history, Message(role=Role.ASSISTANT, content=response.content)]
-        if response.tool_calls():
-            history.append(Message.tool(*(run_tool(c) for c in response.tool_calls())))
+        if response.tool_calls:
+            history.append(Message.tool(*(run_tool(c) for c in response.tool_calls)))
         else:
             history.append(Message.user("And Nice?"))
 
@@ -1138,7 +1138,7 @@ async def test_init_without_a_model_only_checks_the_server() -> None:
     server = FakeServer()
     async with lifecycle_adapter(server) as adapter:
         response = await adapter.complete(req())
-    assert response.text() == "hi"
+    assert response.text == "hi"
     assert [p for _, p, _ in server.seen] == ["/api/version", "/api/chat"]
 
 

@@ -433,7 +433,7 @@ async def test_an_adapter_sends_to_the_configured_base_url_with_the_env_key() ->
             "sonnet", messages=[Message.user("hello")], max_output_tokens=16
         )
         response = await adapter.complete(request)
-    assert response.text() == "hi"
+    assert response.text == "hi"
     assert len(seen) == 1
     sent = seen[0]
     assert str(sent.url) == "https://proxy.example.com/v1/messages"

@@ -201,7 +201,7 @@ async def test_complete_retries_too_and_keeps_the_partial_response_on_failure() 
     adapter = peer.adapter("anthropic")
     with_sleeps(adapter)
     response = await adapter.complete(request("anthropic", stream=False))
-    assert response.text() == "ok" and len(peer.requests) == 2
+    assert response.text == "ok" and len(peer.requests) == 2
 
 
 def openai_reply() -> Reply:

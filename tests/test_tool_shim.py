@@ -632,8 +632,8 @@ async def test_the_tgi_stack_reads_calls_from_a_whole_json_body() -> None:
     reply = Reply(chunks=[json.dumps(body)], headers={"content-type": "application/json"})
     adapter = tgi_adapter(FakePeer(reply))
     response = await adapter.complete(req(tools=TOOLS))
-    assert response.text() == "On it."
-    (tool_call,) = response.tool_calls()
+    assert response.text == "On it."
+    (tool_call,) = response.tool_calls
     assert tool_call.name == "get_weather" and tool_call.input == {"city": "Paris"}
     assert tool_call.id.startswith("tu_")
     assert response.stop_reason == StopReason(kind=StopKind.TOOL_USE, raw="stop")
@@ -772,9 +772,9 @@ async def test_a_conversation_swapping_emulated_and_native_tools_is_accepted_eve
         )
         response = await answer(adapters[name], request, streaming)  # a 4xx would raise here
         history = [*history, Message(role=Role.ASSISTANT, content=response.content)]
-        if response.tool_calls():
+        if response.tool_calls:
             assert response.stop_reason.kind is StopKind.TOOL_USE
-            history.append(Message.tool(*(run_tool(c) for c in response.tool_calls())))
+            history.append(Message.tool(*(run_tool(c) for c in response.tool_calls)))
         elif (following := next(users, None)) is not None:
             history.append(Message.user(following))
 

@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from metis.model.content import ContentBlock, TextBlock, ToolUseBlock
+from metis.model.content import ContentBlock, Message, Role, TextBlock, ToolUseBlock
 
 
 class StopKind(StrEnum):
@@ -64,8 +64,17 @@ class CanonicalResponse(BaseModel):
     latency_ms: int
     message_id: str | None = None
 
+    @property
     def text(self) -> str:
+        """The reply's text blocks, joined."""
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
 
+    @property
     def tool_calls(self) -> list[ToolUseBlock]:
+        """The tool calls the reply makes, in order."""
         return [b for b in self.content if isinstance(b, ToolUseBlock)]
+
+    @property
+    def message(self) -> Message:
+        """The reply as the next assistant message of the conversation."""
+        return Message(role=Role.ASSISTANT, content=list(self.content))

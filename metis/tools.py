@@ -1,0 +1,250 @@
+"""Tools from Python functions and pydantic models, and running a reply's tool calls.
+
+::
+
+    @metis.tool
+    def get_weather(city: str, unit: Literal["c", "f"] = "c") -> str:
+        '''Current weather for a city.
+
+        Args:
+            city: The city's name, e.g. "Paris".
+        '''
+        return f"18 degrees in {city}"
+
+    reply = metis.complete(model, "Weather in Paris?", tools=[get_weather])
+    results = metis.run_tools(reply, [get_weather])   # the tool-result message
+    reply = metis.complete(model, [*history, reply.message(), results], tools=[get_weather])
+
+The input schema comes from the signature's type hints through pydantic (``Annotated[int,
+Field(ge=1)]`` works), the description from the docstring's first paragraph, and each
+parameter's description from its ``Args:`` entry. Arguments are validated before the function
+runs; a tool that raises, or arguments that do not validate, become an ``is_error`` result the
+model can read, never an exception in the application.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pydantic_core
+from pydantic import BaseModel, TypeAdapter, ValidationError, validate_call
+
+from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
+from metis.model.request import ToolDefinition
+from metis.model.response import CanonicalResponse
+
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
+_ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)\s*(?:\([^)]*\))?:\s*(.*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A tool the model may call: its definition, and the function that answers the call."""
+
+    definition: ToolDefinition
+    function: Callable[..., Any]
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(*args, **kwargs)
+
+    @classmethod
+    def from_function(
+        cls,
+        function: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> Tool:
+        """A tool from ``function``'s signature and docstring."""
+        summary, params = _docstring(inspect.getdoc(function) or "")
+        schema = TypeAdapter[Any](function).json_schema()  # type: ignore[arg-type]
+        for param, text in params.items():
+            prop = schema.get("properties", {}).get(param)
+            if isinstance(prop, dict):
+                prop.setdefault("description", text)
+        _drop_titles(schema)
+        definition = ToolDefinition(
+            name=name or function.__name__,
+            description=description if description is not None else summary,
+            input_schema=schema,
+        )
+        return cls(definition, validate_call(function))
+
+    @classmethod
+    def from_model(cls, model: type[BaseModel], *, name: str | None = None) -> Tool:
+        """A tool whose input is ``model``: answering a call returns the validated instance."""
+        schema = model.model_json_schema()
+        _drop_titles(schema)
+        definition = ToolDefinition(
+            name=name or _snake(model.__name__),
+            description=(inspect.getdoc(model) or "").split("\n\n")[0],
+            input_schema=schema,
+        )
+        return cls(definition, lambda **fields: model.model_validate(fields))
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+) -> Any:
+    """Make a :class:`Tool` of a function: ``@tool`` or ``@tool(name=..., description=...)``."""
+    if function is None:
+        return lambda f: Tool.from_function(f, name=name, description=description)
+    return Tool.from_function(function, name=name, description=description)
+
+
+def as_tool_definition(item: Tool | ToolDefinition | Callable[..., Any]) -> ToolDefinition:
+    """What a request carries for a tool given as a Tool, a definition or a plain function."""
+    if isinstance(item, ToolDefinition):
+        return item
+    if isinstance(item, Tool):
+        return item.definition
+    return Tool.from_function(item).definition
+
+
+async def arun_tools(
+    reply: CanonicalResponse | Message, tools: Sequence[Tool | Callable[..., Any]]
+) -> Message:
+    """Run every tool call of ``reply`` (concurrently; a plain function in a worker thread)
+    and return the tool-result message, results in the calls' order."""
+    by_name = _by_name(tools)
+    calls = _calls(reply)
+    results: list[ToolResultBlock | None] = [None] * len(calls)
+
+    async def one(i: int, call: ToolUseBlock) -> None:
+        results[i] = await _run(call, by_name)
+
+    async with anyio.create_task_group() as group:
+        for i, call in enumerate(calls):
+            group.start_soon(one, i, call)
+    return Message(role=Role.TOOL, content=[r for r in results if r is not None])
+
+
+def run_tools(
+    reply: CanonicalResponse | Message, tools: Sequence[Tool | Callable[..., Any]]
+) -> Message:
+    """:func:`arun_tools` for code without an event loop: the calls run one by one here."""
+    by_name = _by_name(tools)
+    blocks = [_run_sync(call, by_name) for call in _calls(reply)]
+    return Message(role=Role.TOOL, content=list(blocks))
+
+
+# Internals -------------------------------------------------------------------------------
+
+
+def _by_name(tools: Sequence[Tool | Callable[..., Any]]) -> dict[str, Tool]:
+    made = [t if isinstance(t, Tool) else Tool.from_function(t) for t in tools]
+    return {t.name: t for t in made}
+
+
+def _calls(reply: CanonicalResponse | Message) -> list[ToolUseBlock]:
+    content = reply.content
+    return [block for block in content if isinstance(block, ToolUseBlock)]
+
+
+async def _run(call: ToolUseBlock, tools: dict[str, Tool]) -> ToolResultBlock:
+    found = tools.get(call.name)
+    if found is None:
+        return _unknown(call, tools)
+    try:
+        if inspect.iscoroutinefunction(getattr(found.function, "__wrapped__", found.function)):
+            value = await _awaited(found.function(**call.input))
+        else:
+            value = await anyio.to_thread.run_sync(lambda: found.function(**call.input))
+    except Exception as exc:
+        return _failed(call, exc)
+    return ToolResultBlock(tool_use_id=call.id, content=_text(value))
+
+
+def _run_sync(call: ToolUseBlock, tools: dict[str, Tool]) -> ToolResultBlock:
+    found = tools.get(call.name)
+    if found is None:
+        return _unknown(call, tools)
+    try:
+        value = found.function(**call.input)
+        if inspect.isawaitable(value):
+            raise TypeError(f"tool {call.name} is async: use arun_tools in an event loop")
+    except Exception as exc:
+        return _failed(call, exc)
+    return ToolResultBlock(tool_use_id=call.id, content=_text(value))
+
+
+async def _awaited(value: Awaitable[Any] | Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+def _unknown(call: ToolUseBlock, tools: dict[str, Tool]) -> ToolResultBlock:
+    known = ", ".join(sorted(tools)) or "none"
+    text = f"no tool named {call.name!r}; the tools are: {known}"
+    return ToolResultBlock(tool_use_id=call.id, content=text, is_error=True)
+
+
+def _failed(call: ToolUseBlock, exc: Exception) -> ToolResultBlock:
+    if isinstance(exc, ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors()
+        )
+        text = f"the arguments of {call.name} are not valid: {problems}"
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    return ToolResultBlock(tool_use_id=call.id, content=text, is_error=True)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return pydantic_core.to_json(value, fallback=str).decode()
+
+
+def _docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """The first paragraph, and each parameter's text from an ``Args:`` section."""
+    summary = doc.split("\n\n")[0].strip().replace("\n", " ")
+    params: dict[str, str] = {}
+    in_args = False
+    current: str | None = None
+    for line in doc.splitlines():
+        if _ARGS_HEADER.match(line):
+            in_args, current = True, None
+            continue
+        if in_args and line.strip() and not line.startswith((" ", "\t")):
+            in_args = False  # the next section
+        match = _ARG_LINE.match(line) if in_args else None
+        if match:
+            current = match[1].lstrip("*")
+            params[current] = match[2].strip()
+        elif in_args and current and line.strip():
+            params[current] += " " + line.strip()
+    return summary, params
+
+
+def _drop_titles(schema: Any) -> None:
+    """pydantic's generated ``title`` keys say nothing a model needs; tokens are not free."""
+    if isinstance(schema, dict):
+        schema.pop("title", None)
+        for key, value in schema.items():
+            if key != "properties":
+                _drop_titles(value)
+            else:
+                for prop in value.values():
+                    _drop_titles(prop)
+    elif isinstance(schema, list):
+        for item in schema:
+            _drop_titles(item)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()

@@ -1,0 +1,169 @@
+"""Tools from functions and pydantic models, running a reply's tool calls, structured output."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import pytest
+from pydantic import BaseModel, Field, field_validator
+
+import metis
+from metis.emulator import Emulator
+from metis.errors import OutputValidationError
+from metis.model import (
+    CanonicalResponse,
+    Message,
+    Role,
+    StopKind,
+    StopReason,
+    TextBlock,
+    TokenUsage,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from metis.tools import Tool, arun_tools, run_tools, tool
+
+
+@tool
+def get_weather(
+    city: str, unit: Literal["c", "f"] = "c", days: Annotated[int, Field(ge=1)] = 1
+) -> str:
+    """Current weather for a city.
+
+    More text that is not the summary.
+
+    Args:
+        city: The city's name,
+            e.g. "Paris".
+        unit: Celsius or Fahrenheit.
+    """
+    return f"{days} day(s) of 18 {unit} in {city}"
+
+
+@tool(name="lookup")
+async def async_lookup(key: str) -> dict[str, int]:
+    """Find a key."""
+    return {key: len(key)}
+
+
+def broken(x: int) -> str:
+    """Always fails."""
+    raise RuntimeError("the backend is down")
+
+
+class City(BaseModel):
+    """A city and how many people live there."""
+
+    name: str
+    population: int
+
+
+def reply_with(*calls: ToolUseBlock) -> CanonicalResponse:
+    return CanonicalResponse(
+        request_id="r",
+        model="anthropic:x",
+        provider="anthropic",
+        content=[TextBlock(text="Let me check."), *calls],
+        stop_reason=StopReason(kind=StopKind.TOOL_USE),
+        usage=TokenUsage(),
+        latency_ms=1,
+    )
+
+
+def call(name: str, tool_id: str = "tu_1", /, **args: object) -> ToolUseBlock:
+    return ToolUseBlock(id=tool_id, name=name, input=dict(args))
+
+
+def test_a_functions_signature_and_docstring_make_its_definition() -> None:
+    definition = get_weather.definition
+    assert definition.name == "get_weather"
+    assert definition.description == "Current weather for a city."
+    schema = definition.input_schema
+    assert schema["required"] == ["city"]
+    assert schema["properties"]["city"] == {
+        "type": "string",
+        "description": 'The city\'s name, e.g. "Paris".',
+    }
+    assert schema["properties"]["unit"]["enum"] == ["c", "f"]
+    assert schema["properties"]["days"]["minimum"] == 1
+    assert "title" not in schema and "title" not in schema["properties"]["city"]
+    assert get_weather("Rome") == "1 day(s) of 18 c in Rome"  # still callable as itself
+    assert async_lookup.name == "lookup"
+
+
+def test_a_pydantic_model_is_a_tool_whose_answer_is_the_validated_instance() -> None:
+    city = Tool.from_model(City)
+    assert city.name == "city" and city.definition.description.startswith("A city")
+    assert city.definition.input_schema["required"] == ["name", "population"]
+    results = run_tools(reply_with(call("city", name="Lyon", population=500_000)), [city])
+    (block,) = results.content
+    assert isinstance(block, ToolResultBlock) and not block.is_error
+    assert City.model_validate_json(block.text()) == City(name="Lyon", population=500_000)
+
+
+def test_run_tools_answers_every_call_in_order_and_errors_become_is_error_results() -> None:
+    reply = reply_with(
+        call("get_weather", "tu_1", city="Paris", days=2),
+        call("get_weather", "tu_2", days=0),  # no city, days below 1
+        call("broken", "tu_3", x=1),
+        call("nope", "tu_4"),
+    )
+    message = run_tools(reply, [get_weather, broken])
+    assert message.role is Role.TOOL
+    blocks = [b for b in message.content if isinstance(b, ToolResultBlock)]
+    assert [b.tool_use_id for b in blocks] == ["tu_1", "tu_2", "tu_3", "tu_4"]
+    assert blocks[0].text() == "2 day(s) of 18 c in Paris" and not blocks[0].is_error
+    assert blocks[1].is_error and "city" in blocks[1].text() and "days" in blocks[1].text()
+    assert blocks[2].is_error and blocks[2].text() == "RuntimeError: the backend is down"
+    assert blocks[3].is_error and "no tool named 'nope'" in blocks[3].text()
+
+
+@pytest.mark.anyio
+async def test_arun_tools_awaits_async_tools_and_runs_plain_ones_in_a_thread() -> None:
+    reply = reply_with(call("lookup", "tu_1", key="abc"), call("get_weather", "tu_2", city="Oslo"))
+    message = await arun_tools(reply, [async_lookup, get_weather])
+    texts = [b.text() for b in message.content if isinstance(b, ToolResultBlock)]
+    assert texts == ['{"abc":3}', "1 day(s) of 18 c in Oslo"]
+
+
+def test_a_reply_continues_the_conversation_in_one_line(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    model = "anthropic:claude-sonnet-4-5"
+    history = [Message.user("What is the weather in Paris?")]
+    reply = metis.complete(model, history, tools=[get_weather])
+    assert reply.tool_calls and reply.message.role is Role.ASSISTANT
+    history += [reply.message, run_tools(reply, [get_weather])]
+    final = metis.complete(model, history, tools=[get_weather])
+    assert final.stop_reason.kind == "end_turn" and final.text
+
+
+def test_output_type_returns_a_validated_instance(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", emulator.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    city = metis.complete("openai:gpt-4o", "Name a big city.", output_type=City)
+    assert isinstance(city, City) and city.name and isinstance(city.population, int)
+
+
+def test_a_reply_that_does_not_validate_is_a_classified_error_with_the_reply(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Strict(BaseModel):
+        code: str
+
+        @field_validator("code")
+        @classmethod
+        def _never(cls, value: str) -> str:  # what the schema cannot say, the reply breaks
+            raise ValueError("no code is ever right")
+
+    monkeypatch.setenv("OPENAI_BASE_URL", emulator.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    with pytest.raises(OutputValidationError) as caught:
+        metis.complete("openai:gpt-4o", "Give me a code.", output_type=Strict)
+    assert caught.value.partial_response is not None
+    assert caught.value.raw_text == caught.value.partial_response.text
+    assert "code" in str(caught.value)
