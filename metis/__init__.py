@@ -16,6 +16,7 @@ _EXPORTS = {
     "stream": "metis.calls",
     "astream": "metis.calls",
     "CallOptions": "metis.calls",
+    "MessageDict": "metis.model.dicts",
     "tool": "metis.tools",
     "Tool": "metis.tools",
     "run_tools": "metis.tools",
@@ -173,6 +174,7 @@ if TYPE_CHECKING:
     from metis.model import ToolUseInputDelta as ToolUseInputDelta
     from metis.model import ToolUseStart as ToolUseStart
     from metis.model import URLImageSource as URLImageSource
+    from metis.model.dicts import MessageDict as MessageDict
     from metis.pipeline.call import Call as Call
     from metis.pipeline.pipeline import Pipeline as Pipeline
     from metis.pipeline.registry import register_stage as register_stage

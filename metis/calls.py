@@ -41,6 +41,7 @@ from metis.adapter import Adapter
 from metis.config import AdapterConfig
 from metis.errors import ConfigError, OutputValidationError
 from metis.model.content import Message
+from metis.model.dicts import MessageDict
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse
@@ -48,7 +49,8 @@ from metis.pipeline.stack import StackSpec, load_stack
 from metis.registry import NotConfiguredError
 from metis.tools import Tool, as_tool_definition
 
-MessagesLike = str | Message | dict[str, Any] | Sequence[Message | dict[str, Any]]
+MessagesLike = str | Message | MessageDict | Sequence[Message | MessageDict]
+"""A user's text, one message, or the conversation: Message objects or plain dicts."""
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
 T = TypeVar("T")
 

@@ -1,0 +1,80 @@
+"""The canonical shapes as TypedDicts: messages written as plain dicts, checked by mypy.
+
+::
+
+    history: list[MessageDict] = [
+        {"role": "user", "content": "What's the weather in Paris?"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "tu_1", "name": "get_weather",
+                                           "input": {"city": "Paris"}}]},
+        {"role": "tool", "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "18 C"}]},
+    ]
+    metis.complete(model, history)          # validated into Message objects on the way in
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+
+class TextBlockDict(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class Base64SourceDict(TypedDict):
+    type: Literal["base64"]
+    media_type: str
+    data: str
+
+
+class URLSourceDict(TypedDict):
+    type: Literal["url"]
+    url: str
+
+
+class ImageBlockDict(TypedDict):
+    type: Literal["image"]
+    source: Base64SourceDict | URLSourceDict
+
+
+class ToolUseBlockDict(TypedDict):
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input: NotRequired[dict[str, Any]]
+
+
+class ToolResultBlockDict(TypedDict):
+    type: Literal["tool_result"]
+    tool_use_id: str
+    content: NotRequired[str | list[TextBlockDict | ImageBlockDict]]
+    is_error: NotRequired[bool]
+
+
+class ThinkingBlockDict(TypedDict):
+    type: Literal["thinking"]
+    thinking: str
+    signature: NotRequired[str | None]
+
+
+class RedactedThinkingBlockDict(TypedDict):
+    type: Literal["redacted_thinking"]
+    data: str
+
+
+ContentBlockDict = (
+    TextBlockDict
+    | ImageBlockDict
+    | ToolUseBlockDict
+    | ToolResultBlockDict
+    | ThinkingBlockDict
+    | RedactedThinkingBlockDict
+)
+
+
+class MessageDict(TypedDict):
+    """A :class:`metis.model.Message` as a dict; ``content`` may be a plain string."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | list[ContentBlockDict]
+    id: NotRequired[str | None]

@@ -1,0 +1,201 @@
+"""Importing and exporting stored histories in OpenAI Chat and Anthropic Messages form."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from metis.errors import InvalidRequestError
+from metis.histories import from_anthropic, from_openai_chat, to_anthropic, to_openai_chat
+from metis.model import (
+    Base64ImageSource,
+    ImageBlock,
+    RedactedThinkingBlock,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    URLImageSource,
+)
+from metis.model.content import Message
+from metis.model.dicts import MessageDict
+
+CHAT: list[dict[str, Any]] = [
+    {"role": "developer", "content": "Be brief."},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Weather here and there? "},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,aGk="}},
+            {
+                "type": "image_url",
+                "image_url": {"url": "https://example.com/a.png", "detail": "low"},
+            },
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_a",
+                "type": "function",
+                "function": {"name": "w", "arguments": '{"city":"Paris"}'},
+            },
+            {
+                "id": "call_b",
+                "type": "function",
+                "function": {"name": "w", "arguments": '{"city":"Rome"}'},
+            },
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_a", "content": "18 C"},
+    {"role": "tool", "tool_call_id": "call_b", "content": [{"type": "text", "text": "21 C"}]},
+    {"role": "assistant", "content": "Paris 18, Rome 21."},
+]
+
+
+def test_an_openai_chat_history_imports_with_canonical_ids_and_parallel_results_together() -> None:
+    messages = from_openai_chat(CHAT)
+    assert [m.role for m in messages] == [
+        Role.SYSTEM,
+        Role.USER,
+        Role.ASSISTANT,
+        Role.TOOL,
+        Role.ASSISTANT,
+    ]
+    images = [b for b in messages[1].content if isinstance(b, ImageBlock)]
+    assert (
+        isinstance(images[0].source, Base64ImageSource)
+        and images[0].source.media_type == "image/png"
+    )
+    assert isinstance(images[1].source, URLImageSource)
+    calls = [b for b in messages[2].content if isinstance(b, ToolUseBlock)]
+    assert [c.input for c in calls] == [{"city": "Paris"}, {"city": "Rome"}]
+    assert all(c.id.startswith("tu_") for c in calls)
+    results = [b for b in messages[3].content if isinstance(b, ToolResultBlock)]
+    assert [r.tool_use_id for r in results] == [c.id for c in calls]  # the same id, the same one
+    assert [r.text() for r in results] == ["18 C", "21 C"]
+
+
+def test_an_openai_chat_history_round_trips_through_canonical() -> None:
+    exported = to_openai_chat(from_openai_chat(CHAT))
+    assert exported[0] == {"role": "system", "content": "Be brief."}
+    assert exported[1]["content"][1] == {
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64,aGk="},
+    }
+    calls = exported[2]["tool_calls"]
+    assert exported[2]["content"] is None and [c["function"]["arguments"] for c in calls] == [
+        '{"city": "Paris"}',
+        '{"city": "Rome"}',
+    ]
+    assert [m["tool_call_id"] for m in exported[3:5]] == [c["id"] for c in calls]
+    assert exported[5] == {"role": "assistant", "content": "Paris 18, Rome 21."}
+
+
+ANTHROPIC: list[dict[str, Any]] = [
+    {"role": "user", "content": "Weather in Paris?"},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "Use the tool.", "signature": "sig=="},
+            {"type": "redacted_thinking", "data": "opaque"},
+            {"type": "tool_use", "id": "toolu_1", "name": "w", "input": {"city": "Paris"}},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "content": [{"type": "text", "text": "18 C"}],
+            },
+            {"type": "text", "text": "And tomorrow?"},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": [{"type": "server_tool_use", "id": "srv_1", "name": "web_search"}],
+    },
+]
+
+
+def test_an_anthropic_history_imports_with_provenance_and_tool_turns(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        messages = from_anthropic(ANTHROPIC, system="Be brief.", model="claude-sonnet-4-5")
+    roles = [m.role for m in messages]
+    assert roles == [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL, Role.USER, Role.ASSISTANT]
+    thinking, redacted, call = messages[2].content
+    assert isinstance(thinking, ThinkingBlock) and thinking.signature == "sig=="
+    assert thinking.provider_raw is not None and thinking.provider_raw.model == "claude-sonnet-4-5"
+    assert isinstance(redacted, RedactedThinkingBlock) and isinstance(call, ToolUseBlock)
+    (result,) = messages[3].content
+    assert isinstance(result, ToolResultBlock) and result.tool_use_id == call.id
+    assert messages[5].content == []  # the server tool is dropped ...
+    (warn,) = [r for r in caplog.records if getattr(r, "event", "") == "metis.lossy_projection"]
+    assert "server_tool_use" in warn.getMessage()  # ... with the one structured WARN
+
+
+def test_an_anthropic_history_exports_with_results_in_user_turns() -> None:
+    messages = from_anthropic(ANTHROPIC[:3], system="Be brief.")
+    body = to_anthropic(messages)
+    assert body["system"] == "Be brief."
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
+    assert [b["type"] for b in body["messages"][2]["content"]] == ["tool_result", "text"]
+    assert body["messages"][1]["content"][0] == {
+        "type": "thinking",
+        "thinking": "Use the tool.",
+        "signature": "sig==",
+    }
+
+
+@pytest.mark.parametrize(
+    ("history", "where"),
+    [
+        ([{"role": "robot", "content": "x"}], "messages[0].role"),
+        ([{"role": "tool", "content": "x"}], "messages[0].tool_call_id"),
+        (
+            [
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"id": "c", "function": {"name": "w", "arguments": "{oops"}}],
+                }
+            ],
+            "messages[0].tool_calls[0].function.arguments",
+        ),
+        (
+            [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:x"}}]}],
+            "content[0]",
+        ),
+        (["not a message"], "messages[0]: expected an object"),
+    ],
+)
+def test_malformed_chat_input_is_an_invalid_request_naming_where(
+    history: list[Any], where: str
+) -> None:
+    with pytest.raises(InvalidRequestError, match=where.replace("[", r"\[").replace("]", r"\]")):
+        from_openai_chat(history)
+
+
+def test_plain_dict_messages_are_typed_and_validate() -> None:
+    history: list[MessageDict] = [
+        {"role": "user", "content": "Hi"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "tu_1", "name": "w", "input": {}}],
+        },
+        {
+            "role": "tool",
+            "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "ok"}],
+        },
+    ]
+    messages = [Message.model_validate(m) for m in history]
+    assert messages[0].content == [TextBlock(text="Hi")]
+    assert isinstance(messages[2].content[0], ToolResultBlock)
