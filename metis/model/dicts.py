@@ -6,7 +6,8 @@
         {"role": "user", "content": "What's the weather in Paris?"},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "tu_1", "name": "get_weather",
                                            "input": {"city": "Paris"}}]},
-        {"role": "tool", "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "18 C"}]},
+        {"role": "tool", "content": [{"type": "tool_result", "tool_use_id": "tu_1",
+                                      "content": "18 C"}]},
     ]
     metis.complete(model, history)          # validated into Message objects on the way in
 """
