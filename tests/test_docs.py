@@ -40,3 +40,18 @@ def test_importing_metis_loads_no_http_or_validation_library() -> None:
     code = f"import sys, metis; print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_every_document_the_code_points_to_exists() -> None:
+    named: set[str] = set()
+    for path in [*ROOT.glob("metis/**/*.py"), *ROOT.glob("metis/**/*.yaml"), ROOT / "README.md"]:
+        named.update(re.findall(r"docs/[a-z_\-]+\.md", path.read_text(encoding="utf-8")))
+    assert named, "the code names no document"
+    missing = sorted(name for name in named if not (ROOT / name).is_file())
+    assert missing == []
+
+
+def test_the_docs_python_blocks_compile() -> None:
+    for path in ROOT.glob("docs/*.md"):
+        for block in python_blocks(path):
+            ast.parse(block)  # SyntaxError names the document's line
