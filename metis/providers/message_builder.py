@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from metis.estimate import CHARS_PER_TOKEN
 from metis.model.content import (
     ContentBlock,
     ProviderRaw,
@@ -85,6 +86,9 @@ class MessageBuilder:
         self.usage_estimated = False
         self.estimate_usage: Callable[[MessageBuilder], None] | None = None
         """Called at ``finish`` when the provider reported no usage at all."""
+        self.output_count_pending = False
+        """The output count reported so far is a placeholder (Anthropic's ``message_start``
+        says 1); if the message ends before the real count, it is estimated from what arrived."""
         self._usage = [0, 0, 0, 0]
         self._blocks: list[_Block] = []
         self._by_key: dict[Hashable, _Block] = {}
@@ -133,6 +137,9 @@ class MessageBuilder:
             self._end_tool(self._open_tool, None, partial=_abrupt(stop))
         if not self.usage_reported and self.estimate_usage is not None:
             self.estimate_usage(self)
+        if self.output_count_pending:
+            self._usage[1] = int(sum(map(len, self.output_text())) / CHARS_PER_TOKEN)
+            self.usage_estimated = True
         self.completed = True
         self.out.append(
             MessageComplete(
