@@ -880,7 +880,7 @@ def test_items_given_only_whole_are_read_from_done_or_the_final_response() -> No
     assert [b.model_dump(exclude={"provider_raw"}) for b in content] == [
         {"type": "thinking", "thinking": "a\n\nb", "signature": "e"},
         {"type": "text", "text": "From done."},
-        {"type": "tool_use", "id": "c2", "name": "f", "input": {"x": 1}},
+        {"type": "tool_use", "id": "c2", "name": "f", "input": {"x": 1}, "input_error": None},
     ]
 
 

@@ -46,6 +46,7 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
     ) -> AsyncIterator[StreamEvent]:
         builder = MessageBuilder(call.provider, call.model, call.warn_dropped)
         builder.estimate_usage = lambda b: _estimate_usage(b, request, call)
+        builder.invalid_arguments = lambda *tool: _invalid_arguments(call, *tool)
         out = builder.out
         try:
             if request.stream:
@@ -100,6 +101,26 @@ _CODEC_BUGS = (KeyError, IndexError, TypeError, ValueError, AttributeError)
 
 def _unreadable(exc: Exception, call: Call) -> ProtocolError:
     return ProtocolError(f"{call.provider} sent a response metis could not read: {exc!r}")
+
+
+def _invalid_arguments(call: Call, name: str, tool_id: str, arguments: str) -> None:
+    """A tool call whose arguments are not a JSON object is kept, marked (``input_error``)."""
+    call.log.warning(
+        "%s: the arguments of tool call %s (%r) are not a JSON object; the call is kept with "
+        "input_error set and its text in provider_raw: %.200r",
+        call.provider,
+        tool_id,
+        name,
+        arguments,
+        extra={
+            "event": "metis.invalid_tool_arguments",
+            "request_id": call.request_id,
+            "session_id": call.session_id,
+            "adapter": call.provider,
+            "tool_use_id": tool_id,
+            "tool_name": name,
+        },
+    )
 
 
 def _estimate_usage(builder: MessageBuilder, request: WireRequest, call: Call) -> None:

@@ -1,0 +1,79 @@
+"""Replies read right through whole stacks (adapter, transport on an httpx mock, decode,
+normalize): what a unit test of one codec cannot show. No network; asyncio and trio."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from metis import AdapterConfig, build_adapter
+from metis.model.content import Message, ToolUseBlock
+from metis.model.request import CanonicalRequest, ToolDefinition
+
+pytestmark = pytest.mark.anyio
+
+WEATHER = ToolDefinition(
+    name="get_weather",
+    description="Weather for a city.",
+    input_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+
+
+def adapter(provider: str, handle: Callable[[httpx.Request], httpx.Response]) -> Any:
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    config = AdapterConfig(api_key="test", http_client=client, max_retries=0)
+    return build_adapter(provider, config)
+
+
+def request(provider: str, stream: bool, **fields: Any) -> CanonicalRequest:
+    return CanonicalRequest(
+        model=f"{provider}:m",
+        session_id="reading",
+        messages=[Message.user("Weather in Paris?")],
+        tools=[WEATHER],
+        max_output_tokens=256,
+        stream=stream,
+        **fields,
+    )
+
+
+def chat_body(tool_calls: list[dict[str, Any]], finish: str = "tool_calls") -> dict[str, Any]:
+    message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
+    }
+
+
+async def test_invalid_tool_arguments_keep_the_call_marked_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bad = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": "{city: Paris}"},
+    }
+
+    def handle(_: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=chat_body([bad]))
+
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        response = await adapter("openai", handle).complete(request("openai", stream=False))
+    (call,) = response.content
+    assert isinstance(call, ToolUseBlock) and call.name == "get_weather"
+    assert call.input_error == "the arguments are not a JSON object"
+    assert call.provider_raw is not None and call.provider_raw.data["arguments"] == "{city: Paris}"
+    records = [
+        r for r in caplog.records if getattr(r, "event", None) == "metis.invalid_tool_arguments"
+    ]
+    assert len(records) == 1 and "{city: Paris}" in records[0].getMessage()
+    assert not [r for r in caplog.records if getattr(r, "event", None) == "metis.lossy_projection"]
+    assert json.dumps(call.input) == "{}"
