@@ -35,10 +35,9 @@ def request(provider: str, stream: bool, **fields: Any) -> CanonicalRequest:
         model=f"{provider}:m",
         session_id="reading",
         messages=[Message.user("Weather in Paris?")],
-        tools=[WEATHER],
         max_output_tokens=256,
         stream=stream,
-        **fields,
+        **{"tools": [WEATHER], **fields},
     )
 
 
@@ -77,3 +76,62 @@ async def test_invalid_tool_arguments_keep_the_call_marked_and_logged(
     assert len(records) == 1 and "{city: Paris}" in records[0].getMessage()
     assert not [r for r in caplog.records if getattr(r, "event", None) == "metis.lossy_projection"]
     assert json.dumps(call.input) == "{}"
+
+
+ANTHROPIC_BODY = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-sonnet-4-5",
+    "content": [{"type": "text", "text": "Sunny, 21 C."}],
+    "stop_reason": "end_turn",
+    "usage": {"input_tokens": 12, "output_tokens": 7},
+}
+CHAT_BODY = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "model": "m",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "Sunny, 21 C."},
+            "finish_reason": "stop",
+        }
+    ],
+    "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19},
+}
+OLLAMA_BODY = {
+    "model": "m",
+    "created_at": "2026-11-23T10:00:00Z",
+    "message": {"role": "assistant", "content": "Sunny, 21 C."},
+    "done": True,
+    "done_reason": "stop",
+    "prompt_eval_count": 12,
+    "eval_count": 7,
+}
+
+
+@pytest.mark.parametrize(
+    ("provider", "body"),
+    [
+        ("anthropic", ANTHROPIC_BODY),
+        ("openai", CHAT_BODY),
+        ("mistral", CHAT_BODY),
+        ("ollama", OLLAMA_BODY),
+    ],
+)
+async def test_a_streamed_request_answered_with_a_whole_json_body_is_a_complete_reply(
+    provider: str, body: dict[str, Any]
+) -> None:
+    def handle(_: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=body)  # content-type: application/json
+
+    tools = [] if provider == "ollama" else [WEATHER]  # without init, ollama declares no tools
+    events = [
+        e async for e in adapter(provider, handle).stream(request(provider, True, tools=tools))
+    ]
+    assert [e.type for e in events] == ["message.start", "text.delta", "message.complete"]
+    done = events[-1]
+    assert done.final_content[0].text == "Sunny, 21 C."
+    assert done.stop_reason.kind.value == "end_turn"
+    assert (done.usage.input_tokens, done.usage.output_tokens) == (12, 7)

@@ -48,6 +48,9 @@ class Call:
     deadline: float = math.inf
     """When the whole call must be over, on the event loop's clock (``anyio.current_time()``):
     every attempt, read, backoff sleep and store call of the call ends by then."""
+    response_content_type: str | None = None
+    """The ``content-type`` of the answer being read, set by the transport before its first
+    bytes: ``decode`` reads a streamed request answered with a whole JSON body by it."""
 
     def warn_dropped(
         self, block_type: str, reason: str, message_id: str | None = None, **extra: Any

@@ -24,6 +24,7 @@ from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import HTTPFailure, WireRequest
 from metis.providers.codec import get_codec
 from metis.providers.message_builder import MessageBuilder
+from metis.stages.decode import WholeBody
 
 
 class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
@@ -52,13 +53,19 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
             if request.stream:
                 parser = self.codec.stream_parser(builder)
                 feed = parser.feed
+                whole = False
                 async for obj in inner(request, call):
-                    feed(obj)
+                    if obj.__class__ is WholeBody:  # a complete reply where a stream was due
+                        whole = True
+                        self.codec.parse_body(obj, builder)
+                    else:
+                        feed(obj)
                     if out:
                         for event in out:
                             yield event
                         out.clear()
-                parser.end()
+                if not whole:
+                    parser.end()
             else:
                 async for obj in inner(request, call):
                     self.codec.parse_body(obj, builder)
