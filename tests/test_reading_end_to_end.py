@@ -135,3 +135,27 @@ async def test_a_streamed_request_answered_with_a_whole_json_body_is_a_complete_
     assert done.final_content[0].text == "Sunny, 21 C."
     assert done.stop_reason.kind.value == "end_turn"
     assert (done.usage.input_tokens, done.usage.output_tokens) == (12, 7)
+
+
+def tgi_native_call(city: str) -> dict[str, Any]:
+    """TGI's own tool-call answer: id "0", arguments as an object, a description field."""
+    function = {"description": None, "name": "get_weather", "arguments": {"city": city}}
+    return chat_body([{"id": "0", "type": "function", "function": function}], "eos_token")
+
+
+@pytest.mark.parametrize("offer_tools", [True, False])
+async def test_tgi_native_tool_calls_get_canonical_ids(offer_tools: bool) -> None:
+    replies = iter([tgi_native_call("Paris"), tgi_native_call("Rome")])
+
+    def handle(_: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=next(replies))
+
+    tgi = adapter("tgi", handle)
+    fields: dict[str, Any] = {} if offer_tools else {"tools": []}
+    ids = []
+    for _ in range(2):
+        response = await tgi.complete(request("tgi", stream=False, **fields))
+        (call,) = response.tool_calls()
+        assert call.name == "get_weather" and call.id.startswith("tu_")
+        ids.append(call.id)
+    assert ids[0] != ids[1]  # TGI says "0" both times
