@@ -12,6 +12,7 @@ import pytest
 from metis.errors import ProtocolError
 from metis.model.content import (
     ContentBlock,
+    ProviderRaw,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -21,7 +22,7 @@ from metis.model.events import MessageComplete, StreamEvent, TextDelta, Thinking
 from metis.model.response import StopKind
 from metis.providers.message_builder import MessageBuilder
 from metis.providers.openai_chat import codec
-from metis.providers.openai_chat_read import thinking_chunks
+from metis.providers.openai_chat_read import content_chunks
 
 
 def builder(warnings: list[tuple[str, str]] | None = None) -> MessageBuilder:
@@ -138,14 +139,29 @@ def test_malformed_content_chunks_are_protocol_errors(content: Any) -> None:
         parse(body({"content": content}))
 
 
-def test_thinking_goes_back_as_thinking_chunks() -> None:
+def test_text_and_own_thinking_go_back_as_content_chunks() -> None:
+    mine = ProviderRaw(provider="mistral", model="mistral:magistral-medium-latest")
     content: list[ContentBlock] = [
-        ThinkingBlock(thinking="Hmm"),
+        ThinkingBlock(thinking="Hmm", provider_raw=mine),
         TextBlock(text="Four"),
-        ThinkingBlock(thinking=""),
+        ThinkingBlock(thinking="from elsewhere"),
+        ToolUseBlock(id="tu_1", name="f"),
+        ThinkingBlock(thinking="", provider_raw=mine),
     ]
-    assert thinking_chunks(content) == [
-        {"type": "thinking", "thinking": [{"type": "text", "text": "Hmm"}]}
+    chunks = content_chunks(content, lambda block: block.provider_raw == mine)
+    assert chunks == [
+        {"type": "thinking", "thinking": [{"type": "text", "text": "Hmm"}]},
+        {"type": "text", "text": "Four"},
+    ]
+    b = builder()  # and they read back as what they were
+    codec.parse_body(body({"content": chunks}), b)
+    done = b.out[-1]
+    assert isinstance(done, MessageComplete)
+    assert [
+        (x.type, getattr(x, "thinking", getattr(x, "text", None))) for x in done.final_content
+    ] == [
+        ("thinking", "Hmm"),
+        ("text", "Four"),
     ]
 
 

@@ -4,7 +4,7 @@ Sans-IO helpers for :mod:`metis.providers.openai_chat`'s parsers:
 
 - ``content`` as a list of typed chunks (Mistral): ``{"type": "text", "text": ...}`` is text,
   ``{"type": "thinking", "thinking": [{"type": "text", "text": ...}, ...]}`` is reasoning.
-  :func:`thinking_chunks` writes reasoning back in that form.
+  :func:`content_chunks` writes text and reasoning back in that form.
 - reasoning as ``reasoning_details`` entries only (OpenRouter): ``reasoning.text`` (with an
   optional ``signature``) and ``reasoning.summary`` are thinking, ``reasoning.encrypted`` is
   opaque reasoning kept as a redacted block.
@@ -16,11 +16,11 @@ Sans-IO helpers for :mod:`metis.providers.openai_chat`'s parsers:
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from metis.ids import new_ulid
-from metis.model.content import ContentBlock, ThinkingBlock
+from metis.model.content import ContentBlock, TextBlock, ThinkingBlock
 from metis.model.response import StopKind, StopReason
 from metis.providers.message_builder import MessageBuilder
 
@@ -135,13 +135,21 @@ def tool_call_id(item: dict[str, Any]) -> str:
     return _str(value, "a tool call's id")
 
 
-def thinking_chunks(content: list[ContentBlock]) -> list[dict[str, Any]]:
-    """An assistant turn's thinking as Mistral's ``thinking`` content chunks, in order."""
-    return [
-        {"type": "thinking", "thinking": [{"type": "text", "text": block.thinking}]}
-        for block in content
-        if isinstance(block, ThinkingBlock) and block.thinking
-    ]
+def content_chunks(
+    content: list[ContentBlock], keep_thinking: Callable[[ThinkingBlock], bool]
+) -> list[dict[str, Any]]:
+    """An assistant turn's text and reasoning as Mistral's typed content chunks, in order: the
+    ``content`` to send back where a stack keeps reasoning. ``keep_thinking`` says which
+    thinking blocks go (this model's own); tool calls and other blocks are not content."""
+    chunks: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, TextBlock) and block.text:
+            chunks.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingBlock) and block.thinking and keep_thinking(block):
+            chunks.append(
+                {"type": "thinking", "thinking": [{"type": "text", "text": block.thinking}]}
+            )
+    return chunks
 
 
 def _str(value: Any, field: str) -> str:
