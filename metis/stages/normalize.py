@@ -110,26 +110,6 @@ def _unreadable(exc: Exception, call: Call) -> ProtocolError:
     return ProtocolError(f"{call.provider} sent a response metis could not read: {exc!r}")
 
 
-def _invalid_arguments(call: Call, name: str, tool_id: str, arguments: str) -> None:
-    """A tool call whose arguments are not a JSON object is kept, marked (``input_error``)."""
-    call.log.warning(
-        "%s: the arguments of tool call %s (%r) are not a JSON object; the call is kept with "
-        "input_error set and its text in provider_raw: %.200r",
-        call.provider,
-        tool_id,
-        name,
-        arguments,
-        extra={
-            "event": "metis.invalid_tool_arguments",
-            "request_id": call.request_id,
-            "session_id": call.session_id,
-            "adapter": call.provider,
-            "tool_use_id": tool_id,
-            "tool_name": name,
-        },
-    )
-
-
 def _estimate_usage(builder: MessageBuilder, request: WireRequest, call: Call) -> None:
     """Seed 000 §7.2: no usage from the provider, so estimate it, say so, and mark it."""
     input_chars = len(json.dumps(request.body, ensure_ascii=False))
@@ -147,5 +127,25 @@ def _estimate_usage(builder: MessageBuilder, request: WireRequest, call: Call) -
             "request_id": call.request_id,
             "session_id": call.session_id,
             "adapter": call.provider,
+        },
+    )
+
+
+def _invalid_arguments(call: Call, name: str, tool_id: str, arguments: str) -> None:
+    """A tool call whose arguments are not a JSON object is kept, marked (``input_error``)."""
+    call.log.warning(
+        "%s: the arguments of tool call %s (%r) are not a JSON object; the call is kept with "
+        "input_error set and its text in provider_raw: %.200r",
+        call.provider,
+        tool_id,
+        name,
+        arguments,
+        extra={
+            "event": "metis.invalid_tool_arguments",
+            "request_id": call.request_id,
+            "session_id": call.session_id,
+            "adapter": call.provider,
+            "tool_use_id": tool_id,
+            "tool_name": name,
         },
     )
