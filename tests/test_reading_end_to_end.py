@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from metis import AdapterConfig, build_adapter
+from metis.errors import ProtocolError
 from metis.model.content import Message, ToolUseBlock
 from metis.model.request import CanonicalRequest, ToolDefinition
 
@@ -159,3 +160,32 @@ async def test_tgi_native_tool_calls_get_canonical_ids(offer_tools: bool) -> Non
         assert call.name == "get_weather" and call.id.startswith("tu_")
         ids.append(call.id)
     assert ids[0] != ids[1]  # TGI says "0" both times
+
+
+ANTHROPIC_CUT = (
+    b"event: message_start\n"
+    b'data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",'
+    b'"model":"claude-sonnet-4-5","content":[],"stop_reason":null,'
+    b'"usage":{"input_tokens":25,"output_tokens":1}}}\n\n'
+    b"event: content_block_start\n"
+    b'data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n'
+    b"event: content_block_delta\n"
+    b'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"'
+    + b"x" * 400
+    + b'"}}\n\n'
+)
+
+
+async def test_an_anthropic_stream_cut_short_reports_estimated_output_tokens() -> None:
+    def handle(_: httpx.Request) -> httpx.Response:
+        headers = {"content-type": "text/event-stream; charset=utf-8"}
+        return httpx.Response(200, content=ANTHROPIC_CUT, headers=headers)
+
+    events = []
+    with pytest.raises(ProtocolError):
+        async for event in adapter("anthropic", handle).stream(request("anthropic", True)):
+            events.append(event)
+    done = events[-1]
+    assert done.type == "message.complete" and done.stop_reason.kind.value == "error"
+    assert done.usage.estimated and done.usage.output_tokens == 100
+    assert done.usage.input_tokens == 25
