@@ -601,7 +601,7 @@ def test_unknown_event_types_are_ignored() -> None:
         ("tool_use", StopKind.TOOL_USE),
         ("pause_turn", StopKind.PAUSE_TURN),
         ("refusal", StopKind.REFUSAL),
-        ("model_context_window_exceeded", StopKind.PROVIDER_SPECIFIC),
+        ("model_context_window_exceeded", StopKind.MAX_TOKENS),
     ],
 )
 def test_stop_reasons(raw: str, kind: StopKind) -> None:
@@ -678,6 +678,14 @@ def test_stream_without_message_stop_is_a_protocol_error() -> None:
     assert not builder.completed
 
 
+def test_malformed_message_start_raises_protocol_error() -> None:
+    parser = codec.stream_parser(new_builder()[0])
+    with pytest.raises(ProtocolError, match="anthropic sent a malformed"):
+        parser.feed(
+            {"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": "many"}}}
+        )
+
+
 @pytest.mark.parametrize(
     "obj",
     [
@@ -690,7 +698,6 @@ def test_stream_without_message_stop_is_a_protocol_error() -> None:
         {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use"}},
         {"type": "content_block_start", "index": 1, "content_block": {"type": "redacted_thinking"}},
         {"type": "message_start"},
-        {"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": "many"}}},
         {"type": "message_delta"},
         {"type": "message_delta", "delta": {}, "usage": [1]},
         {"no_type": True},

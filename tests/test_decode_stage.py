@@ -10,7 +10,7 @@ import pytest
 
 from metis.errors import ProtocolError, StackError
 from metis.pipeline.wire import WireRequest
-from metis.stages.decode import Decode
+from metis.stages.decode import Decode, WholeBody
 
 pytestmark = pytest.mark.anyio
 
@@ -19,19 +19,31 @@ def streaming(stream: bool = True) -> WireRequest:
     return WireRequest(url="http://x", body={}, stream=stream)
 
 
+class FakeCall:
+    """What decode reads of the call: the answer's content type, which the transport sets."""
+
+    def __init__(self, content_type: str | None = None) -> None:
+        self.response_content_type = content_type
+
+
 async def run(
-    stage: Decode, chunks: Iterable[bytes], request: WireRequest | None = None
+    stage: Decode,
+    chunks: Iterable[bytes],
+    request: WireRequest | None = None,
+    content_type: str | None = None,
 ) -> list[dict[str, Any]]:
     request = request or streaming()
     seen: list[WireRequest] = []
+    fake = FakeCall()
 
     async def inner(inner_request: WireRequest, call: Any) -> AsyncIterator[bytes]:
         seen.append(inner_request)
-        assert call is None
+        assert call is fake
+        call.response_content_type = content_type  # as the transport does, before any bytes
         for chunk in chunks:
             yield chunk
 
-    out = [item async for item in stage(request, None, inner)]  # type: ignore[arg-type]
+    out = [item async for item in stage(request, fake, inner)]  # type: ignore[arg-type]
     assert seen == [request] and seen[0] is request  # passed through unchanged
     return out
 
@@ -120,7 +132,7 @@ async def test_items_arrive_before_the_stream_ends() -> None:
             sent.append(i)
             yield f'data: {{"n": {i}}}\n\n'.encode()
 
-    async for item in stage(streaming(), None, inner):  # type: ignore[arg-type]
+    async for item in stage(streaming(), FakeCall(), inner):  # type: ignore[arg-type]
         assert sent[-1] == item["n"]
 
 
@@ -231,3 +243,38 @@ def test_options_and_signature() -> None:
     assert signature.request_in is WireRequest
     assert signature.items_in is bytes
     assert signature.items_out == dict[str, Any]
+
+
+# A streamed request answered with a whole JSON body ------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["sse", "ndjson"])
+@pytest.mark.parametrize(
+    "content_type", ["application/json", "application/json; charset=utf-8", "Application/JSON"]
+)
+async def test_a_json_answer_to_a_streamed_request_is_one_whole_body(
+    fmt: str, content_type: str
+) -> None:
+    pretty = json.dumps(BODY, ensure_ascii=False, indent=2).encode()  # lines are not documents
+    out = await run(Decode(format=fmt), cut(pretty, 7), content_type=content_type)
+    assert out == [BODY] and type(out[0]) is WholeBody
+
+
+@pytest.mark.parametrize(
+    ("fmt", "content_type", "body"),
+    [
+        ("sse", "text/event-stream; charset=utf-8", OPENAI_STREAM),
+        ("sse", None, OPENAI_STREAM),
+        ("ndjson", "application/x-ndjson", b'{"a": 1}\n{"b": 2}\n'),
+    ],
+)
+async def test_stream_content_types_are_read_as_streams(
+    fmt: str, content_type: str | None, body: bytes
+) -> None:
+    out = await run(Decode(format=fmt), cut(body, 5), content_type=content_type)
+    assert len(out) == 2 and all(type(item) is dict for item in out)
+
+
+async def test_an_invalid_whole_json_answer_is_a_protocol_error() -> None:
+    with pytest.raises(ProtocolError, match="invalid JSON"):
+        await run(Decode(format="sse"), [b'{"id": "x", '], content_type="application/json")

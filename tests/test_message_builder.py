@@ -458,6 +458,7 @@ def test_kept_raw_fields_reach_the_final_content_however_the_message_ends() -> N
         assert isinstance(tool, ToolUseBlock) and tool.provider_raw is not None
         assert tool.input == {"x": 1}
         assert tool.provider_raw.data == {"arguments": '{"x": 1, "y'}  # cut off: kept raw too
+        assert tool.input_error is not None  # and marked
 
 
 def test_blocks_without_kept_fields_have_no_provider_raw() -> None:
@@ -528,3 +529,38 @@ def test_any_sequence_of_calls_keeps_the_stream_invariants(
     ends = [e.tool_use_id for e in b.out if isinstance(e, ToolUseEnd)]
     assert starts == ends
     assert [blk.id for blk in complete.final_content if isinstance(blk, ToolUseBlock)] == starts
+
+
+def test_arguments_that_are_not_json_keep_the_call_marked_with_its_raw_text() -> None:
+    reported: list[tuple[str, str, str]] = []
+    b, _ = _builder()
+    b.invalid_arguments = lambda *tool: reported.append(tool)
+    b.tool_start(0, "call_1", "get_weather")
+    b.tool_input(0, "{'city': 'Paris'}")  # Python's repr, not JSON
+    b.tool_start(1, "call_2", "get_time")
+    b.tool_input(1, '{"tz": "UTC"}')
+    b.finish()
+    final = b.out[-1]
+    assert isinstance(final, MessageComplete)
+    bad, good = final.final_content
+    assert isinstance(bad, ToolUseBlock) and isinstance(good, ToolUseBlock)
+    assert bad.input == {} and bad.input_error == "the arguments are not a JSON object"
+    assert bad.provider_raw is not None
+    assert bad.provider_raw.data == {"arguments": "{'city': 'Paris'}"}
+    assert good.input == {"tz": "UTC"} and good.input_error is None
+    assert reported == [("get_weather", "call_1", "{'city': 'Paris'}")]
+
+
+def test_cut_off_arguments_are_marked_but_not_reported() -> None:
+    reported: list[tuple[str, str, str]] = []
+    b, _ = _builder()
+    b.invalid_arguments = lambda *tool: reported.append(tool)
+    b.tool_start(0, "call_1", "f")
+    b.tool_input(0, '{"a": 1, "b": "tru')
+    b.finish(StopReason(kind=StopKind.CANCELLED, raw=None))
+    final = b.out[-1]
+    assert isinstance(final, MessageComplete)
+    (tool,) = final.final_content
+    assert isinstance(tool, ToolUseBlock) and tool.input == {"a": 1}
+    assert tool.input_error == "the reply ended before the arguments were complete"
+    assert reported == []

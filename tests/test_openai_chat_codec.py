@@ -540,10 +540,10 @@ def test_stream_text_then_tool() -> None:
     ]
 
 
-def test_stream_missing_tool_id_is_a_protocol_error() -> None:
+def test_stream_missing_tool_name_is_a_protocol_error() -> None:
     parser = codec.stream_parser(new_builder())
-    with pytest.raises(ProtocolError, match="without 'id'"):
-        parser.feed(chunk({"tool_calls": [{"index": 0, "function": {"name": "f"}}]}))
+    with pytest.raises(ProtocolError, match="without 'name'"):
+        parser.feed(chunk({"tool_calls": [{"index": 0, "id": "call_1", "function": {}}]}))
 
 
 def test_stream_usage_after_finish_with_cache() -> None:

@@ -743,11 +743,109 @@ def test_items_outside_the_canonical_model_are_dropped_with_one_warning_each() -
     assert final(builder).stop_reason.kind is StopKind.END_TURN
 
 
-def test_a_reply_ending_on_a_dropped_item_says_which() -> None:
-    builder, warns = run_stream([created(), *other_item_events(0, "tool_search_call"), completed()])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "tool_search_call",
+        "mcp_approval_request",
+        "compaction",
+        "apply_patch_call",
+        "shell_call",
+        "local_shell_call",
+        "custom_tool_call",
+    ],
+)
+def test_a_dropped_item_never_becomes_the_stop_reason(kind: str) -> None:
+    builder, warns = run_stream(
+        [created(), *message_events(0, "Done."), *other_item_events(1, kind), completed()]
+    )
     stop = final(builder).stop_reason
-    assert (stop.kind, stop.raw) == (StopKind.PROVIDER_SPECIFIC, "tool_search_call")
-    assert final(builder).final_content == [] and warns.types == ["tool_search_call"]
+    assert (stop.kind, stop.raw) == (StopKind.END_TURN, "completed")
+    assert final(builder).final_content[0].type == "text" and warns.types == [kind]
+
+
+def test_a_dropped_item_alongside_a_call_or_in_an_incomplete_reply_keeps_the_status() -> None:
+    builder, _ = run_stream(
+        [
+            created(),
+            *call_events(0, "c1", "f", "{}"),
+            *other_item_events(1, "compaction"),
+            completed(),
+        ]
+    )
+    assert final(builder).stop_reason.kind is StopKind.TOOL_USE
+    builder, _ = run_stream(
+        [
+            created(),
+            *other_item_events(0, "shell_call"),
+            completed("incomplete", incomplete_details={"reason": "max_output_tokens"}),
+        ]
+    )
+    stop = final(builder).stop_reason
+    assert (stop.kind, stop.raw) == (StopKind.MAX_TOKENS, "max_output_tokens")
+
+
+def test_a_body_ending_on_a_compaction_item_is_end_turn() -> None:
+    body = {
+        "id": "resp_1",
+        "model": "gpt-5",
+        "status": "completed",
+        "output": [
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Hi"}],
+            },
+            {"id": "cmp_1", "type": "compaction", "encrypted_content": "gAAA"},
+        ],
+        "usage": {"input_tokens": 10, "output_tokens": 2},
+    }
+    builder = MessageBuilder(PROVIDER, MODEL, Recorder())
+    codec.parse_body(body, builder)
+    stop = final(builder).stop_reason
+    assert (stop.kind, stop.raw) == (StopKind.END_TURN, "completed")
+
+
+def final_message(item_id: str, text: str) -> dict[str, Any]:
+    content = [{"type": "output_text", "text": text, "annotations": []}]
+    return {"id": item_id, "type": "message", "role": "assistant", "content": content}
+
+
+def test_final_output_is_matched_by_index_then_id_never_position() -> None:
+    # The stream numbered its items 0 and 2 (a gap); the final output lists them at 0 and 1.
+    output = [final_message("msg_a", "First."), final_message("msg_b", "Second.")]
+    builder, _ = run_stream(
+        [
+            created(),
+            *message_events(0, "First.", item_id="msg_a"),
+            *message_events(2, "Second.", item_id="msg_b"),
+            completed(output=output),
+        ]
+    )
+    content = final(builder).final_content
+    assert [b.text for b in content] == ["First.", "Second."]  # type: ignore[union-attr]
+    assert [b.provider_raw.data["id"] for b in content] == ["msg_a", "msg_b"]  # type: ignore[union-attr]
+
+
+def test_final_output_items_the_stream_never_announced_are_added_once() -> None:
+    # Streamed at index 1 only; the final response also holds msg_a (unstreamed) at 0, and
+    # msg_c at 1's position, which the stream gave another item: both are new.
+    output = [
+        final_message("msg_a", "Unstreamed."),
+        final_message("msg_c", "Also new."),
+        final_message("msg_b", "Streamed."),
+    ]
+    builder, _ = run_stream(
+        [
+            created(),
+            *message_events(1, "Streamed.", item_id="msg_b"),
+            completed(output=output),
+        ]
+    )
+    texts = [b.text for b in final(builder).final_content]  # type: ignore[union-attr]
+    assert sorted(texts) == ["Also new.", "Streamed.", "Unstreamed."]
+    assert texts.count("Streamed.") == 1
 
 
 def test_items_given_only_whole_are_read_from_done_or_the_final_response() -> None:
@@ -782,7 +880,7 @@ def test_items_given_only_whole_are_read_from_done_or_the_final_response() -> No
     assert [b.model_dump(exclude={"provider_raw"}) for b in content] == [
         {"type": "thinking", "thinking": "a\n\nb", "signature": "e"},
         {"type": "text", "text": "From done."},
-        {"type": "tool_use", "id": "c2", "name": "f", "input": {"x": 1}},
+        {"type": "tool_use", "id": "c2", "name": "f", "input": {"x": 1}, "input_error": None},
     ]
 
 

@@ -180,12 +180,8 @@ def expected(exchange: Exchange) -> Expected:
     cached, written = details.get("cached_tokens", 0), details.get("cache_write_tokens", 0)
     dropped = [item["type"] for item in items if item["type"] not in CANONICAL_ITEMS]
     calls = any(item["type"] == "function_call" for item in items)
-    if calls:
-        stop = (StopKind.TOOL_USE, "completed")
-    elif items and items[-1]["type"] not in CANONICAL_ITEMS:
-        stop = (StopKind.PROVIDER_SPECIFIC, items[-1]["type"])
-    else:
-        stop = (StopKind.END_TURN, "completed")
+    # Items with no canonical form are dropped and never decide the stop.
+    stop = (StopKind.TOOL_USE if calls else StopKind.END_TURN, "completed")
     assert final["status"] == "completed"  # every recorded reply did complete
     return Expected(
         blocks=blocks,

@@ -70,6 +70,10 @@ class ToolUseBlock(_Block):
     id: str
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
+    input_error: str | None = None
+    """Set when the model's arguments were not a JSON object (malformed, or cut off): ``input``
+    is then only what parsed of them, the text as written is in ``provider_raw.data
+    ["arguments"]``, and the call is best answered with an ``is_error`` tool result."""
 
 
 ToolResultContent = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]

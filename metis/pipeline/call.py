@@ -45,6 +45,9 @@ class Call:
     telemetry: TelemetrySink = NULL_SINK
     token_profile: TokenProfile = DEFAULT_PROFILE
     """How the provider counts input tokens (the stack's ``token_estimate``)."""
+    response_content_type: str | None = None
+    """The ``content-type`` of the answer being read, set by the transport before its first
+    bytes: ``decode`` reads a streamed request answered with a whole JSON body by it."""
     deadline: float = math.inf
     """When the whole call must be over, on the event loop's clock (``anyio.current_time()``):
     every attempt, read, backoff sleep and store call of the call ends by then."""

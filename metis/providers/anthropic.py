@@ -42,6 +42,7 @@ _STOP_KINDS: dict[str, StopKind] = {
     if kind.value
     in ("end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal")
 }
+_STOP_KINDS["model_context_window_exceeded"] = StopKind.MAX_TOKENS  # the context filled up
 
 _ERROR_CLASSES = {
     "overloaded_error": ErrorClass.OVERLOADED,
@@ -194,11 +195,12 @@ def _tool_choice(request: CanonicalRequest) -> dict[str, Any] | None:
 class AnthropicStreamParser:
     """Feeds Anthropic's stream events (parsed SSE ``data:`` objects) to a builder."""
 
-    __slots__ = ("_builder", "_done", "_dropped", "_fragments", "_inputs", "_warned")
+    __slots__ = ("_builder", "_done", "_dropped", "_fragments", "_inputs", "_started", "_warned")
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
         self._done = False
+        self._started = False
         self._dropped: set[Any] = set()  # indices of blocks outside the canonical model
         self._inputs: dict[Any, dict[str, Any]] = {}  # tool inputs given whole at block start
         self._fragments: set[Any] = set()  # tool indices that received input_json_delta text
@@ -234,18 +236,38 @@ class AnthropicStreamParser:
         elif kind == "content_block_stop":
             self._stop_block(obj["index"])
         elif kind == "message_start":
-            message = obj["message"]
-            builder.start(message.get("id"), message.get("model"))
-            _usage(builder, message.get("usage"))
+            self._message_start(obj["message"])
         elif kind == "message_delta":
             _stop(builder, obj["delta"].get("stop_reason"))
-            _usage(builder, obj.get("usage"))
+            usage = obj.get("usage")
+            _usage(builder, usage)
+            if usage and usage.get("output_tokens") is not None:
+                builder.output_count_pending = False
         elif kind == "message_stop":
             self._done = True
             builder.finish()
         elif kind == "error":
             raise _stream_error(obj, builder.provider)
         # ping, and event types newer than this codec: nothing to do
+
+    def _message_start(self, message: dict[str, Any]) -> None:
+        """The message's id, model, usage so far (its output count a placeholder until
+        ``message_delta``) and any content it already holds, as blocks 0, 1, ..."""
+        builder, message_id = self._builder, message.get("id")
+        if self._started:
+            if message_id == builder.message_id or self._done:
+                return
+            raise ProtocolError(
+                f"anthropic started message {message_id!r} while {builder.message_id!r} was open",
+                provider=builder.provider,
+            )
+        self._started = True
+        builder.start(message_id, message.get("model"))
+        _usage(builder, message.get("usage"))
+        builder.output_count_pending = True
+        for index, block in enumerate(message.get("content") or ()):
+            self._start_block(index, block)
+            self._stop_block(index)
 
     def _start_block(self, index: Any, block: dict[str, Any]) -> None:
         kind = block["type"]

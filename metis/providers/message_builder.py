@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from metis.estimate import CHARS_PER_TOKEN
 from metis.model.content import (
     ContentBlock,
     ProviderRaw,
@@ -50,6 +51,7 @@ class _Block:
         "ended",
         "final_input",
         "index",
+        "input_error",
         "kind",
         "name",
         "parts",
@@ -68,6 +70,7 @@ class _Block:
         self.ended = False
         self.final_input: dict[str, Any] | None = None
         self.unparsed: str | None = None
+        self.input_error: str | None = None
 
 
 class MessageBuilder:
@@ -85,6 +88,12 @@ class MessageBuilder:
         self.usage_estimated = False
         self.estimate_usage: Callable[[MessageBuilder], None] | None = None
         """Called at ``finish`` when the provider reported no usage at all."""
+        self.invalid_arguments: Callable[[str, str, str], None] | None = None
+        """Called with a tool's name, id and argument text when a finished tool call's
+        arguments are not a JSON object (the call is kept, marked); without it, ``warn``."""
+        self.output_count_pending = False
+        """The output count reported so far is a placeholder (Anthropic's ``message_start``
+        says 1); if the message ends before the real count, it is estimated from what arrived."""
         self._usage = [0, 0, 0, 0]
         self._blocks: list[_Block] = []
         self._by_key: dict[Hashable, _Block] = {}
@@ -133,6 +142,9 @@ class MessageBuilder:
             self._end_tool(self._open_tool, None, partial=_abrupt(stop))
         if not self.usage_reported and self.estimate_usage is not None:
             self.estimate_usage(self)
+        if self.output_count_pending:
+            self._usage[1] = int(sum(map(len, self.output_text())) / CHARS_PER_TOKEN)
+            self.usage_estimated = True
         self.completed = True
         self.out.append(
             MessageComplete(
@@ -249,15 +261,24 @@ class MessageBuilder:
             if parsed is None:
                 block.unparsed = raw
                 parsed = parse_partial_object(raw)
-                if not partial:
-                    self.warn(
-                        "tool_use",
-                        f"tool {block.name!r} arguments are not a JSON object; kept raw",
-                        tool_use_id=block.tool_id,
-                    )
+                if partial:
+                    block.input_error = "the reply ended before the arguments were complete"
+                else:
+                    block.input_error = "the arguments are not a JSON object"
+                    self._report_invalid(block, raw)
             final_input = parsed
         block.final_input = final_input
         self.out.append(ToolUseEnd(block.index, block.tool_id, block.name, final_input))
+
+    def _report_invalid(self, block: _Block, raw: str) -> None:
+        if self.invalid_arguments is not None:
+            self.invalid_arguments(block.name, block.tool_id, raw)
+        else:
+            self.warn(
+                "tool_use",
+                f"tool {block.name!r} arguments are not a JSON object; kept raw",
+                tool_use_id=block.tool_id,
+            )
 
     def final_content(self) -> list[ContentBlock]:
         origin = ProviderRaw(provider=self.provider, model=self.model)
@@ -290,6 +311,7 @@ class MessageBuilder:
                         id=block.tool_id,
                         name=block.name,
                         input=block.final_input or {},
+                        input_error=block.input_error,
                         provider_raw=self._origin(kept),
                     )
                 )

@@ -31,27 +31,20 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
-from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
 from metis.providers.codec import Codec
 from metis.providers.http_errors import body_excerpt, http_error, json_body, openai_error_fields
 from metis.providers.message_builder import MessageBuilder
+from metis.providers.openai_chat_read import (
+    read_content,
+    read_reasoning,
+    read_usage,
+    stop_reason,
+    tool_call_id,
+)
 
 _TEXT, _REASONING = "text", "reasoning"
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
-_STOPS = {
-    raw: StopReason(kind=kind, raw=raw)
-    for raw, kind in (
-        ("stop", StopKind.END_TURN),
-        ("length", StopKind.MAX_TOKENS),
-        ("tool_calls", StopKind.TOOL_USE),
-        ("function_call", StopKind.TOOL_USE),
-        ("content_filter", StopKind.CONTENT_FILTER),
-        ("stop_sequence", StopKind.STOP_SEQUENCE),  # Hugging Face TGI
-        ("eos_token", StopKind.END_TURN),  # TGI 1.4
-    )
-}
-_REFUSED = StopReason(kind=StopKind.REFUSAL, raw="stop")
 _CODE_CLASSES = {
     "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
     "insufficient_quota": ErrorClass.RATE_LIMIT,  # not retryable: see _error
@@ -124,22 +117,21 @@ class OpenAIChatCodec:
                 raise ProtocolError(f"openai_chat response has no choices: {_dump(body)}")
             choice = body["choices"][0]
             message = choice["message"]
-            reasoning = message.get("reasoning_content") or message.get("reasoning")
-            if reasoning:
-                builder.thinking(_REASONING, _str(reasoning, "reasoning"))
+            read_reasoning(builder, message, _REASONING)
             if message.get("content"):
-                builder.text(_TEXT, _str(message["content"], "content"))
+                read_content(builder, message["content"], _TEXT, _REASONING)
             refusal = message.get("refusal")
             if refusal:
                 builder.text(_TEXT, _str(refusal, "refusal"))
             for i, item in enumerate(message.get("tool_calls") or ()):
                 key, function = ("tool", i), item["function"]
-                builder.tool_start(key, _required(item, "id"), _required(function, "name"))
+                builder.tool_start(key, tool_call_id(item), _required(function, "name"))
                 builder.tool_input(key, _arguments(function.get("arguments")))
                 builder.close(key)
             if body.get("usage"):
-                _usage(builder, body["usage"])
-            builder.stop(_stop_reason(choice.get("finish_reason"), bool(refusal)))
+                read_usage(builder, body["usage"])
+            calls = bool(message.get("tool_calls"))
+            builder.stop(stop_reason(choice.get("finish_reason"), bool(refusal), calls))
         except _MALFORMED as exc:
             raise _malformed("response", exc, body) from None
         builder.finish()
@@ -185,7 +177,7 @@ class _StreamParser:
                         self._finish(choice["finish_reason"])
             usage = obj.get("usage")
             if usage:
-                _usage(builder, usage)
+                read_usage(builder, usage)
         except _MALFORMED as exc:
             raise _malformed("chunk", exc, obj) from None
 
@@ -196,11 +188,9 @@ class _StreamParser:
 
     def _delta(self, delta: dict[str, Any]) -> None:
         builder = self._builder
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-        if reasoning:  # DeepSeek, vLLM and other compatible servers
-            builder.thinking(_REASONING, _str(reasoning, "reasoning"))
+        read_reasoning(builder, delta, _REASONING)
         if delta.get("content"):
-            builder.text(_TEXT, _str(delta["content"], "content"))
+            read_content(builder, delta["content"], _TEXT, _REASONING)
         if delta.get("refusal"):
             builder.text(_TEXT, _str(delta["refusal"], "refusal"))
             self._refused = True
@@ -212,7 +202,7 @@ class _StreamParser:
             if known is None or (tool_id and tool_id != known[1]):
                 # A new call; so is an index reused with another id (some compatible servers
                 # send every call as index 0).
-                key, tool_id = ("tool", len(self._keys)), _required(item, "id")
+                key, tool_id = ("tool", len(self._keys)), tool_call_id(item)
                 self._tools[index] = (key, tool_id)
                 self._keys.append(key)
                 builder.tool_start(key, tool_id, _required(function, "name"))
@@ -224,7 +214,7 @@ class _StreamParser:
 
     def _finish(self, reason: str) -> None:
         self._finished = True
-        self._builder.stop(_stop_reason(reason, self._refused))
+        self._builder.stop(stop_reason(reason, self._refused, bool(self._keys)))
         for key in self._keys:  # no fragment follows a finish_reason: end the tools now
             self._builder.close(key)
 
@@ -320,24 +310,6 @@ def _schema_name(title: Any) -> str:
 
 
 # Decoding --------------------------------------------------------------------------------
-
-
-def _stop_reason(raw: str | None, refused: bool) -> StopReason:
-    if raw == "stop" and refused:
-        return _REFUSED
-    known = _STOPS.get(raw) if raw is not None else None
-    return known or StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=raw)
-
-
-def _usage(builder: MessageBuilder, usage: dict[str, Any]) -> None:
-    """Canonical input counts uncached tokens only; OpenAI's prompt_tokens includes cached."""
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-    builder.usage(
-        input_tokens=max(0, (usage.get("prompt_tokens") or 0) - cached),
-        output_tokens=usage.get("completion_tokens") or 0,
-        cached_input_tokens=cached,
-        cache_creation_input_tokens=0,
-    )
 
 
 def _arguments(value: Any) -> str:

@@ -16,13 +16,18 @@ When the reply ends, each block also gets the item it came from in ``provider_ra
 (item ``id``, a message's ``phase``, a reasoning item's summary parts, a call's ``call_id``)
 for a faithful round trip.
 
+The final response's output is matched to the items the stream announced by ``output_index``
+(its position in ``output``), then by item ``id``, so an item streamed once is never added
+twice, whatever gaps the stream's indices had; only items the stream never announced are read
+from it.
+
 Stop reasons: there is no finish reason. A ``completed`` reply stops with ``refusal`` when it
 refused, ``tool_use`` when it holds a function call, else ``end_turn``, all with raw
-``"completed"``; but one that ends on an item with no canonical form (a client-side tool
-search, an MCP approval request) stops ``provider_specific``, with that item's type as raw.
-An ``incomplete`` reply stops by its ``incomplete_details.reason`` (``max_output_tokens`` ->
-``max_tokens``, ``content_filter`` -> ``content_filter``, others provider-specific), which is
-also the raw string. ``response.failed`` and ``error`` events raise classified errors. Usage:
+``"completed"``, whatever other items it holds (a dropped item never decides the stop: a reply
+that ends on a compaction item ends its turn like any other). An ``incomplete`` reply stops by
+its ``incomplete_details.reason`` (``max_output_tokens`` -> ``max_tokens``, ``content_filter``
+-> ``content_filter``, others provider-specific), which is also the raw string.
+``response.failed`` and ``error`` events raise classified errors. Usage:
 ``input_tokens`` includes cached and cache-written tokens; canonical input is the rest. As the
 recordings show, ``encrypted_content`` differs between ``.added``, ``.done`` and the final
 response (a fresh encryption each time); the one on ``.done`` is kept, as clients send back.
@@ -35,7 +40,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from metis.errors import AdapterError, ErrorClass, ProtocolError, StackError
-from metis.model.content import ContentBlock, ProviderRaw, TextBlock, ThinkingBlock, ToolUseBlock
+from metis.model.content import ContentBlock
 from metis.model.events import MessageComplete
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, StopReason
@@ -44,13 +49,9 @@ from metis.providers.codec import CodecFactory
 from metis.providers.http_errors import body_excerpt, http_error, json_body, openai_error_fields
 from metis.providers.message_builder import MessageBuilder
 from metis.providers.openai_responses_encode import assistant_items, encode_request, silent
+from metis.providers.openai_responses_items import CANONICAL_ITEMS, with_items
 
 _TEXT_DELTA = "response.output_text.delta"
-_CANONICAL: dict[str, type[Any]] = {
-    "message": TextBlock,
-    "function_call": ToolUseBlock,
-    "reasoning": ThinkingBlock,
-}
 _INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopKind.CONTENT_FILTER}
 _CODE_CLASSES = {
     "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
@@ -140,12 +141,13 @@ class OpenAIResponsesCodec:
 class ResponsesParser:
     """Feeds Responses stream events (parsed SSE ``data:`` objects) to a builder."""
 
-    __slots__ = ("_builder", "_done", "_dropped", "_fed", "_items", "_refused", "_tools")
+    __slots__ = ("_builder", "_done", "_dropped", "_fed", "_ids", "_items", "_refused", "_tools")
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
         self._done = False
         self._items: dict[int, tuple[str, dict[str, Any] | None]] = {}  # index -> (type, raw)
+        self._ids: dict[int, Any] = {}  # index -> item id
         self._dropped: set[Any] = set()  # indices of items outside the canonical model
         self._fed: set[Any] = set()  # function calls whose arguments arrived in fragments
         self._tools = False
@@ -218,13 +220,14 @@ class ResponsesParser:
         kind = _str(item["type"])
         builder = self._builder
         self._items[index] = (kind, None)
+        self._ids[index] = item.get("id")
         if kind == "function_call":
             builder.tool_start(index, _str(item["call_id"]), _str(item["name"]))
             self._tools = True
             if arguments := _arguments(item.get("arguments")):
                 builder.tool_input(index, arguments)
                 self._fed.add(index)
-        elif kind not in _CANONICAL:
+        elif kind not in CANONICAL_ITEMS:
             self._dropped.add(index)
             reason = f"OpenAI Responses {kind!r} items have no canonical form"
             builder.warn(kind, reason, message_id=builder.message_id)
@@ -263,8 +266,9 @@ class ResponsesParser:
     def finish(self, response: dict[str, Any]) -> None:
         builder = self._builder
         builder.start(response.get("id"), response.get("model"))
-        for index, item in enumerate(response.get("output") or ()):
-            if index not in self._items:  # items the stream never announced
+        for position, item in enumerate(response.get("output") or ()):
+            if not self._seen(position, item):  # an item the stream never announced
+                index = position if position not in self._items else max(self._items) + 1
                 self.item(index, item)
         _usage(builder, response.get("usage"))
         builder.stop(self._stop_reason(response))
@@ -272,8 +276,17 @@ class ResponsesParser:
         self._done = True
         final = builder.out[-1]
         if isinstance(final, MessageComplete):
-            final.final_content = self._with_items(final.final_content)
+            final.final_content = with_items(
+                final.final_content, self._items, self._dropped, builder
+            )
         self._dropped = _EVERYTHING  # the hot path now hands every delta to _event
+
+    def _seen(self, position: int, item: dict[str, Any]) -> bool:
+        """Whether the final response's ``item`` at ``position`` is one the stream gave."""
+        item_id = item.get("id")
+        if position in self._items and self._ids[position] in (None, item_id):
+            return True
+        return item_id is not None and item_id in self._ids.values()
 
     def _stop_reason(self, response: dict[str, Any]) -> StopReason:
         status = response.get("status")
@@ -282,9 +295,6 @@ class ResponsesParser:
                 return StopReason(kind=StopKind.REFUSAL, raw=status)
             if self._tools:
                 return StopReason(kind=StopKind.TOOL_USE, raw=status)
-            last = max(self._items, default=-1)
-            if last in self._dropped:  # it ended on an item we could not keep: say which
-                return StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=self._items[last][0])
             return StopReason(kind=StopKind.END_TURN, raw=status)
         if status == "incomplete":
             reason = (response.get("incomplete_details") or {}).get("reason")
@@ -294,37 +304,6 @@ class ResponsesParser:
             return StopReason(kind=StopKind.CANCELLED, raw=status)
         raw_status = status if isinstance(status, str) else None
         return StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=raw_status)
-
-    def _with_items(self, content: list[ContentBlock]) -> list[ContentBlock]:
-        """``content`` with each block's item in ``provider_raw.data``. Blocks follow the items
-        that made them, in order; if they do not line up, the content stays as it is."""
-        builder = self._builder
-        order = sorted(self._items)
-        made = [i for i in order if i not in self._dropped and builder.has_block(i)]
-        if len(made) != len(content):
-            return content
-        out: list[ContentBlock] = []
-        for block, index in zip(content, made, strict=True):
-            kind, raw = self._items[index]
-            if not isinstance(block, _CANONICAL[kind]):
-                return content
-            if raw is None:  # an item that never finished: nothing of it to send back
-                out.append(block)
-                continue
-            data = {k: v for k, v in raw.items() if v is not None}
-            if kind == "reasoning":
-                after = order.index(index) + 1
-                following = order[after] if after < len(order) else None
-                if following not in made or self._items[following][0] == "reasoning":
-                    data["unpaired"] = True  # what it led to was not kept (or nothing was)
-            old = block.provider_raw
-            merged = ProviderRaw(
-                provider=builder.provider,
-                model=builder.model,
-                data={**(old.data if old is not None else {}), **data},
-            )
-            out.append(block.model_copy(update={"provider_raw": merged}))
-        return out
 
 
 def _build(**settings: Any) -> OpenAIResponsesCodec:

@@ -5,6 +5,10 @@ into its documents by ``format``: ``sse`` (Server-Sent Events, each event's data
 object; OpenAI's ``[DONE]`` terminator is skipped) or ``ndjson`` (one object per line). A body
 that is not streamed, or whose format is ``json``, is one JSON document, parsed once at the
 end. Anything that is not a JSON object raises :class:`~metis.errors.ProtocolError`.
+
+A streamed request answered with a whole JSON body (``content-type: application/json``, as
+some proxies and servers do) is read as that one document, yielded as a :class:`WholeBody` so
+that ``normalize`` reads it as a complete reply.
 """
 
 from __future__ import annotations
@@ -24,6 +28,12 @@ from metis.providers.sse import MAX_LINE_LENGTH, SSEDecoder
 _SNIPPET = 200
 
 
+class WholeBody(dict[str, Any]):
+    """A complete reply's JSON body, given where a stream was expected."""
+
+    __slots__ = ()
+
+
 class Decode(Stage[WireRequest, WireRequest, bytes, dict[str, Any]]):
     name = "decode"
 
@@ -40,21 +50,27 @@ class Decode(Stage[WireRequest, WireRequest, bytes, dict[str, Any]]):
         fmt = self.options.format
         if not request.stream or fmt == "json":
             yield await _whole_body(chunks)
+            return
+        chunk = await anext(chunks, None)  # the transport has now set the content type
+        if chunk is not None and _is_json(call.response_content_type):
+            yield WholeBody(await _whole_body(chunks, chunk))
         elif fmt == "sse":
             decoder = SSEDecoder()
-            async for chunk in chunks:
+            while chunk is not None:
                 for event in decoder.feed(chunk):
                     data = event.data
                     if not _skip(data):
                         yield _parse(data, "sse")
+                chunk = await anext(chunks, None)
             for event in decoder.close():
                 if not _skip(event.data):
                     yield _parse(event.data, "sse")
         else:
             splitter = _LineSplitter()
-            async for chunk in chunks:
+            while chunk is not None:
                 for line in splitter.feed(chunk):
                     yield _parse(_text(line, "ndjson"), "ndjson")
+                chunk = await anext(chunks, None)
             for line in splitter.close():
                 yield _parse(_text(line, "ndjson"), "ndjson")
 
@@ -91,8 +107,15 @@ def _text(body: bytes, fmt: str) -> str:
         ) from None
 
 
-async def _whole_body(chunks: AsyncIterator[bytes]) -> dict[str, Any]:
-    parts = [chunk async for chunk in chunks]
+def _is_json(content_type: str | None) -> bool:
+    """``application/json``, whatever its parameters; not ``application/x-ndjson``."""
+    if content_type is None:
+        return False
+    return content_type.partition(";")[0].strip().lower() == "application/json"
+
+
+async def _whole_body(chunks: AsyncIterator[bytes], *first: bytes) -> dict[str, Any]:
+    parts = [*first, *[chunk async for chunk in chunks]]
     return _parse(_text(b"".join(parts), "json"), "json")
 
 

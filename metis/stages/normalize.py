@@ -24,6 +24,7 @@ from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import HTTPFailure, WireRequest
 from metis.providers.codec import get_codec
 from metis.providers.message_builder import MessageBuilder
+from metis.stages.decode import WholeBody
 
 
 class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
@@ -48,18 +49,25 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
     ) -> AsyncIterator[StreamEvent]:
         builder = MessageBuilder(call.provider, call.model, call.warn_dropped)
         builder.estimate_usage = lambda b: _estimate_usage(b, request, call)
+        builder.invalid_arguments = lambda *tool: _invalid_arguments(call, *tool)
         out = builder.out
         try:
             if request.stream:
                 parser = self.codec.stream_parser(builder)
                 feed = parser.feed
+                whole = False
                 async for obj in inner(request, call):
-                    feed(obj)
+                    if obj.__class__ is WholeBody:  # a complete reply where a stream was due
+                        whole = True
+                        self.codec.parse_body(obj, builder)
+                    else:
+                        feed(obj)
                     if out:
                         for event in out:
                             yield event
                         out.clear()
-                parser.end()
+                if not whole:
+                    parser.end()
             else:
                 async for obj in inner(request, call):
                     self.codec.parse_body(obj, builder)
@@ -121,5 +129,25 @@ def _estimate_usage(builder: MessageBuilder, request: WireRequest, call: Call) -
             "request_id": call.request_id,
             "session_id": call.session_id,
             "adapter": call.provider,
+        },
+    )
+
+
+def _invalid_arguments(call: Call, name: str, tool_id: str, arguments: str) -> None:
+    """A tool call whose arguments are not a JSON object is kept, marked (``input_error``)."""
+    call.log.warning(
+        "%s: the arguments of tool call %s (%r) are not a JSON object; the call is kept with "
+        "input_error set and its text in provider_raw: %.200r",
+        call.provider,
+        tool_id,
+        name,
+        arguments,
+        extra={
+            "event": "metis.invalid_tool_arguments",
+            "request_id": call.request_id,
+            "session_id": call.session_id,
+            "adapter": call.provider,
+            "tool_use_id": tool_id,
+            "tool_name": name,
         },
     )

@@ -3,9 +3,12 @@
 ``adapter.init()`` (or ``async with build_adapter("ollama") as adapter``) checks that the
 server answers (``GET /api/version``) and, when a default model is configured (this stage's
 ``model`` option, or ``AdapterConfig.options["model"]``), that the model is pulled
-(``POST /api/show``) and that what the adapter declares it can do (tools, images, thinking,
-context) is what the server reports for it; with ``preload`` it loads the model into memory
-so the first call does not wait for it. ``adapter.dispose()`` unloads it when ``unload`` is set.
+(``POST /api/show``), and takes what the server reports the model can do as the adapter's
+capabilities: tools, images (``vision``) and thinking as listed (servers since 0.6 list
+them), and the context window capped at the length the model was trained for (never raised
+past what was declared: it is also the ``num_ctx`` the server allocates memory for). Each
+change from the declaration is logged. With ``preload`` it loads the model into memory so the
+first call does not wait for it. ``adapter.dispose()`` unloads it when ``unload`` is set.
 
 Without ``init()`` nothing is checked ahead: a call to a model that is not pulled fails with
 the server's 404, classified by the codec with the ``ollama pull`` command to run; a server
@@ -23,6 +26,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from metis.errors import AdapterError, ErrorClass, InvalidRequestError, NetworkError, error_for
+from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
 from metis.providers.ollama import error_from_http
@@ -82,7 +86,7 @@ class OllamaLifecycle(Stage[Any, Any, Any, Any]):
                 provider_message=_error_text(shown),
             )
         _raise_for(shown, adapter.name, f"POST {base}/api/show")
-        _compare(adapter, model, _json(shown))
+        adapter.capabilities = _adopt(adapter, model, _json(shown))
         if self.options.preload:
             body = {"model": model, "messages": [], "stream": False}
             keep_alive = adapter.config.options.get("keep_alive")
@@ -206,40 +210,43 @@ def _error_text(response: httpx.Response) -> str:
     return error if isinstance(error, str) else response.text[:300]
 
 
-def _compare(adapter: Any, model: str, shown: dict[str, Any]) -> None:
-    """Warn where the adapter's declared capabilities and the server's report disagree."""
-    caps = adapter.capabilities
+def _adopt(adapter: Any, model: str, shown: dict[str, Any]) -> AdapterCapabilities:
+    """The adapter's capabilities as the server reports them for ``model``."""
+    caps: AdapterCapabilities = adapter.capabilities
+    update: dict[str, Any] = {}
     listed = shown.get("capabilities")
     if isinstance(listed, list):  # servers since 0.6 list what the model can do
         for feature, flag in _FEATURES.items():
-            declared = getattr(caps, flag)
-            if declared and feature not in listed:
-                log.warning(
-                    "%s declares %s but the Ollama server does not list %r for %s; such "
-                    "requests will fail",
-                    adapter.name,
-                    flag,
-                    feature,
-                    model,
-                    extra={"event": "metis.capability_mismatch", "adapter": adapter.name},
-                )
-            elif not declared and feature in listed:
-                log.info(
-                    "%s: %s can do %r; declare capabilities {%s: true} to use it",
-                    adapter.name,
-                    model,
-                    feature,
-                    flag,
-                )
-    info = shown.get("model_info")
-    if isinstance(info, dict):
-        lengths = [v for k, v in info.items() if k.endswith(".context_length")]
-        if lengths and isinstance(lengths[0], int) and caps.max_context_tokens > lengths[0]:
-            log.warning(
-                "%s declares max_context_tokens %d but %s was trained for %d",
-                adapter.name,
-                caps.max_context_tokens,
-                model,
-                lengths[0],
-                extra={"event": "metis.capability_mismatch", "adapter": adapter.name},
-            )
+            if getattr(caps, flag) != (feature in listed):
+                update[flag] = feature in listed
+                _changed(adapter, model, flag, update[flag], f"{feature!r} listed: {update[flag]}")
+    trained = _context_length(shown.get("model_info"))
+    if trained is not None and caps.max_context_tokens > trained:
+        update["max_context_tokens"] = trained
+        _changed(adapter, model, "max_context_tokens", trained, f"trained for {trained}")
+    return caps.model_copy(update=update) if update else caps
+
+
+def _context_length(info: Any) -> int | None:
+    if not isinstance(info, dict):
+        return None
+    lengths = [v for k, v in info.items() if k.endswith(".context_length")]
+    if lengths and isinstance(lengths[0], int) and lengths[0] > 0:
+        return lengths[0]
+    return None
+
+
+def _changed(adapter: Any, model: str, flag: str, value: Any, why: str) -> None:
+    """A declared capability the server's report overrides: a loss is a WARN, a gain news."""
+    level = logging.WARNING if value is False or flag == "max_context_tokens" else logging.INFO
+    log.log(
+        level,
+        "%s: %s is now %s for %s, as the Ollama server reports (%s; declared %s)",
+        adapter.name,
+        flag,
+        value,
+        model,
+        why,
+        getattr(adapter.capabilities, flag),
+        extra={"event": "metis.capability_mismatch", "adapter": adapter.name, "capability": flag},
+    )

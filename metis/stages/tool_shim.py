@@ -21,8 +21,8 @@ History is rewritten in the same syntax, whatever provider made it: an assistant
 become ``<tool_result>`` user text (images in a result stay image blocks in place, for a model
 that can see them), and a user turn made that way is merged with a user turn next to it, since
 chat templates want roles to alternate. Ids in the history are canonical and are shown as they
-are, so no ``tool_ids`` stage is needed: the endpoint issues none. (A stack whose endpoint
-might still answer with native tool calls would put ``tool_ids`` inside this stage, after it:
+are: the endpoint issues none for calls written as text. (A stack whose endpoint may still
+answer with native tool calls, as TGI's does, puts ``tool_ids`` inside this stage, after it:
 there it sees a history with no tool blocks left, and only gives the endpoint's own calls
 canonical ids; the shim passes such calls on as they come.) The stage also asks the server to
 stop at ``<tool_result`` (option ``stop_at_result``), so a model cannot go on to invent the

@@ -84,6 +84,7 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
                 raise HTTPFailure(
                     response.status_code, dict(response.headers), await self._read_error(response)
                 )
+            call.response_content_type = response.headers.get("content-type")
             chunks = response.aiter_bytes().__aiter__()
             # On a real socket, after the first chunk, reads go unguarded: httpx's read timeout
             # bounds each one and cancel() shuts the socket, so a long stream does not pay for

@@ -1,0 +1,158 @@
+"""Reading the parts of a Chat Completions reply that compatible servers each shape their own way.
+
+Sans-IO helpers for :mod:`metis.providers.openai_chat`'s parsers:
+
+- ``content`` as a list of typed chunks (Mistral): ``{"type": "text", "text": ...}`` is text,
+  ``{"type": "thinking", "thinking": [{"type": "text", "text": ...}, ...]}`` is reasoning.
+  :func:`content_chunks` writes text and reasoning back in that form.
+- reasoning as ``reasoning_details`` entries only (OpenRouter): ``reasoning.text`` (with an
+  optional ``signature``) and ``reasoning.summary`` are thinking, ``reasoning.encrypted`` is
+  opaque reasoning kept as a redacted block.
+- ``finish_reason: "stop"`` on a reply with tool calls (a named ``tool_choice`` answered by a
+  compatible server) is a ``tool_use`` stop.
+- usage with cache writes (``prompt_tokens_details.cache_write_tokens``).
+- tool calls without an ``id``: one is minted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from metis.ids import new_ulid
+from metis.model.content import ContentBlock, TextBlock, ThinkingBlock
+from metis.model.response import StopKind, StopReason
+from metis.providers.message_builder import MessageBuilder
+
+_STOPS = {
+    raw: StopReason(kind=kind, raw=raw)
+    for raw, kind in (
+        ("stop", StopKind.END_TURN),
+        ("length", StopKind.MAX_TOKENS),
+        ("tool_calls", StopKind.TOOL_USE),
+        ("function_call", StopKind.TOOL_USE),
+        ("content_filter", StopKind.CONTENT_FILTER),
+        ("stop_sequence", StopKind.STOP_SEQUENCE),  # Hugging Face TGI
+        ("eos_token", StopKind.END_TURN),  # TGI 1.4
+    )
+}
+_REFUSED = StopReason(kind=StopKind.REFUSAL, raw="stop")
+_FORCED_TOOL = StopReason(kind=StopKind.TOOL_USE, raw="stop")
+
+
+def read_content(
+    builder: MessageBuilder, content: Any, text_key: Hashable, thinking_key: Hashable
+) -> None:
+    """A message's (or a delta's) ``content``: a string, or a list of typed chunks."""
+    if content.__class__ is str:
+        if content:
+            builder.text(text_key, content)
+        return
+    if not isinstance(content, list):
+        raise TypeError(f"content is a {type(content).__name__}, not a string or a list")
+    for chunk in content:
+        kind = chunk["type"]
+        if kind == "text":
+            if text := _str(chunk["text"], "a text chunk's text"):
+                builder.text(text_key, text)
+        elif kind == "thinking":
+            for part in _thinking_parts(chunk["thinking"]):
+                builder.thinking(thinking_key, part)
+        else:  # references, images: nothing canonical to put them in
+            reason = f"openai_chat content chunks of type {kind!r} have no canonical form"
+            builder.warn(str(kind), reason, message_id=builder.message_id)
+
+
+def _thinking_parts(thinking: Any) -> list[str]:
+    if thinking.__class__ is str:
+        return [thinking] if thinking else []
+    if not isinstance(thinking, list):
+        raise TypeError(f"a thinking chunk's thinking is a {type(thinking).__name__}")
+    texts = (part.get("text") if isinstance(part, dict) else part for part in thinking)
+    return [_str(text, "a thinking part") for text in texts if text]
+
+
+def read_reasoning(builder: MessageBuilder, message: dict[str, Any], key: Hashable) -> None:
+    """DeepSeek's ``reasoning_content``, vLLM's and OpenRouter's ``reasoning``; failing those,
+    OpenRouter's ``reasoning_details`` entries."""
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    if reasoning:
+        builder.thinking(key, _str(reasoning, "reasoning"))
+    elif details := message.get("reasoning_details"):
+        read_reasoning_details(builder, details, key)
+
+
+def read_reasoning_details(builder: MessageBuilder, details: Any, key: Hashable) -> None:
+    """OpenRouter's ``reasoning_details``, read when the reply gives no plain reasoning text."""
+    if not isinstance(details, list):
+        raise TypeError(f"reasoning_details is a {type(details).__name__}, not a list")
+    for entry in details:
+        kind = entry["type"]
+        if kind == "reasoning.text":
+            if text := entry.get("text"):
+                builder.thinking(key, _str(text, "reasoning.text"))
+            if signature := entry.get("signature"):
+                builder.thinking_signature(key, _str(signature, "a reasoning signature"))
+        elif kind == "reasoning.summary":
+            if summary := entry.get("summary"):
+                builder.thinking(key, _str(summary, "reasoning.summary"))
+        elif kind == "reasoning.encrypted":
+            if data := entry.get("data"):
+                builder.redacted_thinking(("encrypted", key), _str(data, "reasoning.encrypted"))
+        else:
+            reason = f"reasoning_details entries of type {kind!r} have no canonical form"
+            builder.warn(str(kind), reason, message_id=builder.message_id)
+
+
+def stop_reason(raw: str | None, refused: bool, calls: bool) -> StopReason:
+    """``finish_reason`` read; ``calls``: the reply holds tool calls."""
+    if raw == "stop" and refused:
+        return _REFUSED
+    if raw == "stop" and calls:  # what compatible servers answer to a named tool_choice
+        return _FORCED_TOOL
+    known = _STOPS.get(raw) if raw is not None else None
+    return known or StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=raw)
+
+
+def read_usage(builder: MessageBuilder, usage: dict[str, Any]) -> None:
+    """Canonical input counts uncached, unwritten tokens only; ``prompt_tokens`` counts all."""
+    details = usage.get("prompt_tokens_details") or {}
+    cached = details.get("cached_tokens") or 0
+    written = details.get("cache_write_tokens") or 0
+    builder.usage(
+        input_tokens=max(0, (usage.get("prompt_tokens") or 0) - cached - written),
+        output_tokens=usage.get("completion_tokens") or 0,
+        cached_input_tokens=cached,
+        cache_creation_input_tokens=written,
+    )
+
+
+def tool_call_id(item: dict[str, Any]) -> str:
+    """The call's ``id``, or a minted one when the server sent none (or an empty one)."""
+    value = item.get("id")
+    if value is None or value == "":
+        return f"call_{new_ulid()}"
+    return _str(value, "a tool call's id")
+
+
+def content_chunks(
+    content: list[ContentBlock], keep_thinking: Callable[[ThinkingBlock], bool]
+) -> list[dict[str, Any]]:
+    """An assistant turn's text and reasoning as Mistral's typed content chunks, in order: the
+    ``content`` to send back where a stack keeps reasoning. ``keep_thinking`` says which
+    thinking blocks go (this model's own); tool calls and other blocks are not content."""
+    chunks: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, TextBlock) and block.text:
+            chunks.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingBlock) and block.thinking and keep_thinking(block):
+            chunks.append(
+                {"type": "thinking", "thinking": [{"type": "text", "text": block.thinking}]}
+            )
+    return chunks
+
+
+def _str(value: Any, field: str) -> str:
+    if value.__class__ is not str:
+        raise TypeError(f"{field} is a {type(value).__name__}, not a string")
+    return str(value)

@@ -1,0 +1,146 @@
+"""Anthropic stream reading: a second message_start, content given in message_start, the
+context-window stop, and the output count of a stream cut short. Sans-IO."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from metis.errors import ProtocolError
+from metis.model.content import TextBlock, ToolUseBlock
+from metis.model.events import MessageComplete, TextDelta
+from metis.model.response import StopKind, StopReason
+from metis.providers.anthropic import codec
+from metis.providers.message_builder import MessageBuilder
+
+
+def start(msg_id: str = "msg_1", content: list[Any] | None = None, **usage: int) -> dict[str, Any]:
+    message = {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5"}
+    return {
+        "type": "message_start",
+        "message": {**message, "content": content or [], "usage": usage},
+    }
+
+
+def block_start(index: int, **block: Any) -> dict[str, Any]:
+    return {"type": "content_block_start", "index": index, "content_block": block}
+
+
+def text_delta(index: int, text: str) -> dict[str, Any]:
+    return {
+        "type": "content_block_delta",
+        "index": index,
+        "delta": {"type": "text_delta", "text": text},
+    }
+
+
+def block_stop(index: int) -> dict[str, Any]:
+    return {"type": "content_block_stop", "index": index}
+
+
+def message_delta(reason: str, **usage: int) -> dict[str, Any]:
+    return {"type": "message_delta", "delta": {"stop_reason": reason}, "usage": usage}
+
+
+STOP = {"type": "message_stop"}
+
+
+def feed(objs: list[dict[str, Any]]) -> MessageBuilder:
+    builder = MessageBuilder("anthropic", "anthropic:claude-sonnet-4-5")
+    parser = codec.stream_parser(builder)
+    for obj in objs:
+        parser.feed(obj)
+    return builder
+
+
+def final(builder: MessageBuilder) -> MessageComplete:
+    event = builder.out[-1]
+    assert isinstance(event, MessageComplete)
+    return event
+
+
+def test_a_second_message_start_with_another_id_is_a_protocol_error() -> None:
+    builder = MessageBuilder("anthropic", "anthropic:claude-sonnet-4-5")
+    parser = codec.stream_parser(builder)
+    for obj in [start("msg_1"), block_start(0, type="text", text=""), text_delta(0, "Hi")]:
+        parser.feed(obj)
+    with pytest.raises(ProtocolError, match="msg_2"):
+        parser.feed(start("msg_2"))
+    assert builder.final_content() == [TextBlock(text="Hi")]  # what arrived is kept
+
+
+def test_a_repeated_message_start_with_the_same_id_is_ignored() -> None:
+    builder = feed(
+        [
+            start("msg_1", input_tokens=10, output_tokens=1),
+            block_start(0, type="text", text=""),
+            text_delta(0, "Hello"),
+            start("msg_1", input_tokens=999, output_tokens=1),
+            text_delta(0, " there"),
+            block_stop(0),
+            message_delta("end_turn", output_tokens=3),
+            STOP,
+        ]
+    )
+    done = final(builder)
+    assert done.final_content == [TextBlock(text="Hello there")]
+    assert (done.usage.input_tokens, done.usage.output_tokens) == (10, 3)
+    assert done.message_id == "msg_1" and not done.usage.estimated
+
+
+def test_model_context_window_exceeded_is_max_tokens_with_the_raw_kept() -> None:
+    builder = feed([start(), message_delta("model_context_window_exceeded"), STOP])
+    stop = final(builder).stop_reason
+    assert (stop.kind, stop.raw) == (StopKind.MAX_TOKENS, "model_context_window_exceeded")
+
+
+def test_content_given_in_message_start_is_read() -> None:
+    given = [
+        {"type": "text", "text": "Already here. "},
+        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"q": "x"}},
+    ]
+    builder = feed(
+        [
+            start(content=given, input_tokens=5, output_tokens=1),
+            block_start(2, type="text", text=""),
+            text_delta(2, "Then more."),
+            block_stop(2),
+            message_delta("end_turn", output_tokens=9),
+            STOP,
+        ]
+    )
+    content = final(builder).final_content
+    assert content[0] == TextBlock(text="Already here. ")
+    assert isinstance(content[1], ToolUseBlock) and content[1].input == {"q": "x"}
+    assert content[2] == TextBlock(text="Then more.")
+    assert next(e.text for e in builder.out if isinstance(e, TextDelta)) == "Already here. "
+
+
+@pytest.mark.parametrize("ending", [StopKind.CANCELLED, StopKind.ERROR])
+def test_a_stream_cut_short_estimates_its_output_tokens(ending: StopKind) -> None:
+    builder = feed(
+        [
+            start(input_tokens=12, output_tokens=1),
+            block_start(0, type="text", text=""),
+            text_delta(0, "x" * 400),  # 100 tokens at four characters a token
+        ]
+    )
+    builder.finish(StopReason(kind=ending, raw=None))  # what normalize does on a cancel or error
+    usage = final(builder).usage
+    assert usage.estimated and usage.output_tokens == 100 and usage.input_tokens == 12
+
+
+def test_a_stream_that_ends_properly_keeps_the_reported_count_exact() -> None:
+    builder = feed(
+        [
+            start(input_tokens=12, output_tokens=1),
+            block_start(0, type="text", text=""),
+            text_delta(0, "x" * 400),
+            block_stop(0),
+            message_delta("end_turn", output_tokens=87),
+            STOP,
+        ]
+    )
+    usage = final(builder).usage
+    assert not usage.estimated and usage.output_tokens == 87

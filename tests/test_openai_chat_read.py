@@ -1,0 +1,298 @@
+"""What compatible Chat Completions servers send their own way: Mistral's typed content chunks,
+OpenRouter's ``reasoning_details``, tool calls without ids, cache writes in usage, and
+``finish_reason: "stop"`` for a forced tool call. Sans-IO: no network, no event loop."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from metis.errors import ProtocolError
+from metis.model.content import (
+    ContentBlock,
+    ProviderRaw,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
+from metis.model.events import MessageComplete, StreamEvent, TextDelta, ThinkingDelta
+from metis.model.response import StopKind
+from metis.providers.message_builder import MessageBuilder
+from metis.providers.openai_chat import codec
+from metis.providers.openai_chat_read import content_chunks
+
+
+def builder(warnings: list[tuple[str, str]] | None = None) -> MessageBuilder:
+    def warn(block_type: str, reason: str, **_: Any) -> None:
+        if warnings is not None:
+            warnings.append((block_type, reason))
+
+    return MessageBuilder("mistral", "mistral:magistral-medium-latest", warn)
+
+
+def stream(
+    chunks: list[dict[str, Any]], warnings: list[tuple[str, str]] | None = None
+) -> list[StreamEvent]:
+    b = builder(warnings)
+    parser = codec.stream_parser(b)
+    for obj in chunks:
+        parser.feed(obj)
+    parser.end()
+    return b.out
+
+
+def parse(body: dict[str, Any]) -> MessageComplete:
+    b = builder()
+    codec.parse_body(body, b)
+    last = b.out[-1]
+    assert isinstance(last, MessageComplete)
+    return last
+
+
+def final(events: list[StreamEvent]) -> MessageComplete:
+    last = events[-1]
+    assert isinstance(last, MessageComplete)
+    return last
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return {"id": "cmpl-1", "model": "magistral-medium-2509", "choices": [choice], **extra}
+
+
+def body(message: dict[str, Any], finish: str = "stop", **extra: Any) -> dict[str, Any]:
+    choice = {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}
+    return {"id": "cmpl-1", "model": "m", "choices": [choice], **extra}
+
+
+# Mistral: content as a list of chunks (docs.mistral.ai, reasoning: ThinkChunk and TextChunk)
+
+MAGISTRAL_THINK = {
+    "type": "thinking",
+    "thinking": [
+        {"type": "text", "text": "The user asks for 2+2. "},
+        {"type": "text", "text": "4."},
+    ],
+}
+
+
+def test_body_content_chunks_become_thinking_then_text() -> None:
+    done = parse(body({"content": [MAGISTRAL_THINK, {"type": "text", "text": "2 + 2 = 4"}]}))
+    assert done.final_content == [
+        ThinkingBlock(
+            thinking="The user asks for 2+2. 4.", provider_raw=done.final_content[0].provider_raw
+        ),
+        TextBlock(text="2 + 2 = 4"),
+    ]
+
+
+def test_streamed_content_chunks_become_thinking_and_text_deltas() -> None:
+    events = stream(
+        [
+            chunk({"role": "assistant", "content": ""}),
+            chunk(
+                {"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "Hmm"}]}]}
+            ),
+            chunk(
+                {
+                    "content": [
+                        {"type": "thinking", "thinking": [{"type": "text", "text": ", four."}]}
+                    ]
+                }
+            ),
+            chunk({"content": [{"type": "text", "text": "Four"}]}),
+            chunk({"content": "."}, "stop"),
+        ]
+    )
+    thinking = [e.thinking for e in events if isinstance(e, ThinkingDelta)]
+    text = [e.text for e in events if isinstance(e, TextDelta)]
+    assert thinking == ["Hmm", ", four."] and text == ["Four", "."]
+    content = final(events).final_content
+    assert [type(b) for b in content] == [ThinkingBlock, TextBlock]
+    assert content[0].thinking == "Hmm, four." and content[1].text == "Four."  # type: ignore[union-attr]
+
+
+def test_unknown_content_chunk_is_dropped_with_a_warning() -> None:
+    warnings: list[tuple[str, str]] = []
+    reference = {"type": "reference", "reference_ids": [1]}
+    events = stream(
+        [chunk({"content": [reference, {"type": "text", "text": "ok"}]}, "stop")], warnings
+    )
+    assert final(events).final_content == [TextBlock(text="ok")]
+    assert warnings and warnings[0][0] == "reference"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        [{"type": "text", "text": 3}],
+        [{"type": "thinking", "thinking": 5}],
+        [{"text": "no type"}],
+        7,
+    ],
+)
+def test_malformed_content_chunks_are_protocol_errors(content: Any) -> None:
+    with pytest.raises(ProtocolError):
+        parse(body({"content": content}))
+
+
+def test_text_and_own_thinking_go_back_as_content_chunks() -> None:
+    mine = ProviderRaw(provider="mistral", model="mistral:magistral-medium-latest")
+    content: list[ContentBlock] = [
+        ThinkingBlock(thinking="Hmm", provider_raw=mine),
+        TextBlock(text="Four"),
+        ThinkingBlock(thinking="from elsewhere"),
+        ToolUseBlock(id="tu_1", name="f"),
+        ThinkingBlock(thinking="", provider_raw=mine),
+    ]
+    chunks = content_chunks(content, lambda block: block.provider_raw == mine)
+    assert chunks == [
+        {"type": "thinking", "thinking": [{"type": "text", "text": "Hmm"}]},
+        {"type": "text", "text": "Four"},
+    ]
+    b = builder()  # and they read back as what they were
+    codec.parse_body(body({"content": chunks}), b)
+    done = b.out[-1]
+    assert isinstance(done, MessageComplete)
+    assert [
+        (x.type, getattr(x, "thinking", getattr(x, "text", None))) for x in done.final_content
+    ] == [
+        ("thinking", "Hmm"),
+        ("text", "Four"),
+    ]
+
+
+# OpenRouter: reasoning given only as reasoning_details (openrouter.ai/docs, reasoning tokens)
+
+
+def test_reasoning_details_alone_become_thinking_with_signature() -> None:
+    details = [
+        {
+            "type": "reasoning.text",
+            "text": "Let me think.",
+            "signature": "sig-1",
+            "format": "anthropic-claude-v1",
+            "index": 0,
+        }
+    ]
+    done = parse(body({"content": "Hi", "reasoning_details": details}))
+    thinking = done.final_content[0]
+    assert isinstance(thinking, ThinkingBlock)
+    assert (thinking.thinking, thinking.signature) == ("Let me think.", "sig-1")
+
+
+def test_streamed_reasoning_summary_and_encrypted_details() -> None:
+    events = stream(
+        [
+            chunk(
+                {
+                    "reasoning_details": [
+                        {"type": "reasoning.summary", "summary": "Plan: ", "index": 0}
+                    ]
+                }
+            ),
+            chunk(
+                {
+                    "reasoning_details": [
+                        {"type": "reasoning.summary", "summary": "add.", "index": 0}
+                    ]
+                }
+            ),
+            chunk(
+                {
+                    "reasoning_details": [
+                        {"type": "reasoning.encrypted", "data": "gAAAA", "index": 1}
+                    ]
+                }
+            ),
+            chunk({"content": "4"}, "stop"),
+        ]
+    )
+    content = final(events).final_content
+    assert isinstance(content[0], ThinkingBlock) and content[0].thinking == "Plan: add."
+    assert isinstance(content[1], RedactedThinkingBlock) and content[1].data == "gAAAA"
+    assert content[2] == TextBlock(text="4")
+
+
+def test_reasoning_text_wins_over_its_details() -> None:
+    details = [{"type": "reasoning.text", "text": "same thought"}]
+    done = parse(body({"content": "x", "reasoning": "same thought", "reasoning_details": details}))
+    assert [b.type for b in done.final_content] == ["thinking", "text"]
+    assert done.final_content[0].thinking == "same thought"  # type: ignore[union-attr]
+
+
+# Tool calls without an id get one
+
+
+@pytest.mark.parametrize("tool_id", [None, ""])
+def test_body_tool_call_without_id_gets_a_minted_id(tool_id: str | None) -> None:
+    call = {
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+    }
+    if tool_id is not None:
+        call["id"] = tool_id
+    done = parse(body({"content": None, "tool_calls": [call, dict(call)]}, "tool_calls"))
+    tools = [b for b in done.final_content if isinstance(b, ToolUseBlock)]
+    assert len(tools) == 2 and all(t.id.startswith("call_") and len(t.id) > 5 for t in tools)
+    assert tools[0].id != tools[1].id and tools[0].input == {"city": "Paris"}
+
+
+def test_streamed_tool_call_without_id_gets_one_id_for_all_its_fragments() -> None:
+    events = stream(
+        [
+            chunk({"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": ""}}]}),
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"a":'}}]}),
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}),
+            chunk({}, "tool_calls"),
+        ]
+    )
+    (tool,) = final(events).final_content
+    assert isinstance(tool, ToolUseBlock) and tool.id.startswith("call_") and tool.input == {"a": 1}
+
+
+# Forced tool choice: finish_reason "stop" with tool calls
+
+
+def test_forced_tool_call_with_finish_stop_is_tool_use() -> None:
+    call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    done = parse(body({"content": None, "tool_calls": [call]}, "stop"))
+    assert (done.stop_reason.kind, done.stop_reason.raw) == (StopKind.TOOL_USE, "stop")
+    events = stream([chunk({"tool_calls": [{"index": 0, **call}]}), chunk({}, "stop")])
+    assert (final(events).stop_reason.kind, final(events).stop_reason.raw) == (
+        StopKind.TOOL_USE,
+        "stop",
+    )
+
+
+def test_finish_stop_without_tool_calls_stays_end_turn() -> None:
+    done = parse(body({"content": "hi"}, "stop"))
+    assert done.stop_reason.kind is StopKind.END_TURN
+
+
+# Cache writes in usage
+
+
+def test_cache_write_tokens_become_cache_creation_tokens() -> None:
+    usage = {
+        "prompt_tokens": 1000,
+        "completion_tokens": 5,
+        "prompt_tokens_details": {"cached_tokens": 600, "cache_write_tokens": 300},
+    }
+    done = parse(body({"content": "hi"}, usage=usage))
+    assert (done.usage.input_tokens, done.usage.cached_input_tokens) == (100, 600)
+    assert done.usage.cache_creation_input_tokens == 300
+    assert done.usage.total_input_tokens == 1000
+    events = stream(
+        [chunk({"content": "x"}, "stop"), {"id": "cmpl-1", "choices": [], "usage": usage}]
+    )
+    assert final(events).usage == done.usage
+
+
+def test_no_warning_is_logged_for_plain_content(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        parse(body({"content": [{"type": "text", "text": "plain"}]}))
+    assert not caplog.records
