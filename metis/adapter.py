@@ -51,6 +51,7 @@ class Adapter:
         self.stack = stack
         self.name = stack.name
         self.config = config or AdapterConfig()
+        self._model_capabilities: dict[str, AdapterCapabilities] = {}
         self.capabilities = self.config.merged_capabilities(stack.capabilities)
         self.pipeline = pipeline or stack.build_pipeline(registry)
         self.endpoint = Endpoint.for_stack(
@@ -64,7 +65,6 @@ class Adapter:
         self._client = self.config.http_client
         self._owns_client = self._client is None
         self._inflight: dict[str, list[CancelHandle]] = {}
-        self._model_capabilities: dict[str, AdapterCapabilities] = {}
 
     def __repr__(self) -> str:
         return f"<Adapter {self.name}: {' -> '.join(self.pipeline.names())}>"
@@ -187,19 +187,29 @@ class Adapter:
             if not handles:
                 del self._inflight[request.request_id]
 
+    @property
+    def capabilities(self) -> AdapterCapabilities:
+        """What this adapter serves for a model the catalog does not know: the stack's
+        declaration with the configured overrides (a lifecycle hook may refine it)."""
+        return self._capabilities
+
+    @capabilities.setter
+    def capabilities(self, value: AdapterCapabilities) -> None:
+        self._capabilities = value
+        self._model_capabilities.clear()
+
     def capabilities_for(self, wire_model: str) -> AdapterCapabilities:
-        """What ``wire_model`` can serve through this adapter: the stack's declaration narrowed
-        by the model's catalog entry, then the configured overrides. A model the catalog does
-        not know keeps the stack's declaration (with one WARN per model per process)."""
+        """What ``wire_model`` can serve through this adapter: :attr:`capabilities` narrowed by
+        the model's catalog entry, with the configured overrides still winning. A model the
+        catalog does not know keeps :attr:`capabilities` (with one WARN per model per process)."""
         found = self._model_capabilities.get(wire_model)
         if found is None:
-            declared = self.stack.capabilities
+            found = self._capabilities
             info = find_model(self.stack.catalog, wire_model) if self.stack.catalog else None
             if info is not None:
-                declared = model_capabilities(declared, info)
+                found = self.config.merged_capabilities(model_capabilities(found, info))
             elif self.stack.catalog:
                 warn_uncatalogued(self.stack.catalog, wire_model, self.stack.source)
-            found = self.config.merged_capabilities(declared)
             self._model_capabilities[wire_model] = found
         return found
 
