@@ -11,14 +11,13 @@ local emulator, told (by a header) to send its stream slowly.
 from __future__ import annotations
 
 import anyio
-from _setup import MODELS, backends
 
 from metis import CanonicalRequest, Message, MessageComplete, TextBlock, TextDelta
-from metis.emulator import FAULT_HEADER
+from metis.emulator import FAULT_HEADER, MODELS, stand_in
 
 
 async def main() -> None:
-    with backends("anthropic") as setup:
+    with stand_in("anthropic") as setup:
         slow = {} if setup.is_real("anthropic") else {FAULT_HEADER: "slow=0.05"}  # 50 ms an event
         adapter = setup.adapter("anthropic", extra_headers=slow)
         request = CanonicalRequest(

@@ -12,10 +12,10 @@ otherwise the local emulator.
 from __future__ import annotations
 
 import anyio
-from _setup import MODELS, backends
 
 from metis import CanonicalRequest, Message, PriceTable, TokenUsage, cost_of
 from metis.cost import default_price_table
+from metis.emulator import MODELS, stand_in
 
 # Long enough (over 1024 tokens) for the providers to cache it.
 SYSTEM = "You answer questions about the solar system.\n" + "\n".join(
@@ -28,7 +28,7 @@ QUESTIONS = ["How far is Mars?", "How heavy is Jupiter?", "How big is Saturn?"]
 
 async def main() -> None:
     stored: list[tuple[str, TokenUsage]] = []  # what an application would keep per call
-    with backends("anthropic", "openai") as setup:
+    with stand_in("anthropic", "openai") as setup:
         for provider in ("anthropic", "openai"):
             async with setup.adapter(provider) as adapter:
                 for question in QUESTIONS:

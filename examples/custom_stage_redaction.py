@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 
 import anyio
-from _setup import MODELS, backends
 
 from metis import Call, CanonicalRequest, Message, RequestStage, TextBlock
+from metis.emulator import MODELS, stand_in
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
@@ -44,7 +44,7 @@ class RedactEmails(RequestStage[CanonicalRequest]):
 
 
 async def main() -> None:
-    with backends("anthropic") as setup:
+    with stand_in("anthropic") as setup:
         async with setup.adapter("anthropic") as adapter:
             adapter.pipeline.insert_after("capability_check", RedactEmails())
             print(" -> ".join(adapter.pipeline.names()))

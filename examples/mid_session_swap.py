@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 
 import anyio
-from _setup import MODELS, backends
 
 from metis import (
     CanonicalRequest,
@@ -24,6 +23,7 @@ from metis import (
     ToolUseBlock,
     build_adapter,
 )
+from metis.emulator import MODELS, stand_in
 
 ROTATION = ["anthropic", "openai", "gemini", "openai_responses", "ollama"]
 USER_SAYS = [
@@ -53,7 +53,7 @@ async def main() -> None:
     tool_ids = InMemoryToolIdStore()
     history: list[Message] = []
     user_says = iter(USER_SAYS)
-    with backends(*ROTATION) as setup:
+    with stand_in(*ROTATION) as setup:
         adapters = {p: build_adapter(p, setup.config(p), tool_id_store=tool_ids) for p in ROTATION}
         for turn, provider in enumerate(ROTATION, 1):
             if not history or history[-1].role == "assistant":  # else: tool results to answer

@@ -8,13 +8,13 @@ Talks to Anthropic when ANTHROPIC_API_KEY is set, otherwise to a local emulator.
 from __future__ import annotations
 
 import anyio
-from _setup import MODELS, backends
 
 from metis import CanonicalRequest, Message
+from metis.emulator import MODELS, stand_in
 
 
 async def main() -> None:
-    with backends("anthropic") as setup:
+    with stand_in("anthropic") as setup:
         async with setup.adapter("anthropic") as adapter:
             request = CanonicalRequest(
                 model=MODELS["anthropic"],

@@ -16,9 +16,9 @@ import tempfile
 from pathlib import Path
 
 import anyio
-from _setup import backends
 
 from metis import CapabilityError, Message, NotConfiguredError, Registry, ToolDefinition
+from metis.emulator import stand_in
 
 MODELS_YAML = """\
 adapters:
@@ -57,7 +57,7 @@ WEATHER = ToolDefinition(
 
 
 async def main() -> None:
-    with backends("anthropic") as setup, tempfile.TemporaryDirectory() as folder:
+    with stand_in("anthropic") as setup, tempfile.TemporaryDirectory() as folder:
         environ = dict(os.environ)
         url = "null"  # the stack's own endpoint
         if not setup.is_real("anthropic"):

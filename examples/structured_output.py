@@ -10,10 +10,10 @@ when its key is set, otherwise the local emulator.
 from __future__ import annotations
 
 import anyio
-from _setup import MODELS, backends
 from pydantic import BaseModel
 
 from metis import CanonicalRequest, Message
+from metis.emulator import MODELS, stand_in
 
 
 class City(BaseModel):
@@ -24,7 +24,7 @@ class City(BaseModel):
 
 async def main() -> None:
     question = "Give me facts about Lyon, France: population 522250."
-    with backends("anthropic", "openai") as setup:
+    with stand_in("anthropic", "openai") as setup:
         for provider in ("anthropic", "openai"):
             async with setup.adapter(provider) as adapter:
                 response = await adapter.complete(

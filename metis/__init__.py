@@ -26,6 +26,7 @@ _EXPORTS = {
     "AdapterConfig": "metis.config",
     "Pipeline": "metis.pipeline.pipeline",
     "Stage": "metis.pipeline.stage",
+    "Inner": "metis.pipeline.stage",
     "RequestStage": "metis.pipeline.stage",
     "Call": "metis.pipeline.call",
     "WireRequest": "metis.pipeline.wire",
@@ -42,6 +43,7 @@ _EXPORTS = {
     "cost_of": "metis.cost",
     "LoggingSink": "metis.telemetry",
     "ListSink": "metis.telemetry",
+    "OpenTelemetrySink": "metis.telemetry",
     **dict.fromkeys(
         [
             "AdapterCapabilities",
@@ -179,6 +181,7 @@ if TYPE_CHECKING:
     from metis.pipeline.pipeline import Pipeline as Pipeline
     from metis.pipeline.registry import register_stage as register_stage
     from metis.pipeline.stack import load_stack as load_stack
+    from metis.pipeline.stage import Inner as Inner
     from metis.pipeline.stage import RequestStage as RequestStage
     from metis.pipeline.stage import Stage as Stage
     from metis.pipeline.wire import WireRequest as WireRequest
@@ -189,6 +192,7 @@ if TYPE_CHECKING:
     from metis.session import ToolIdStore as ToolIdStore
     from metis.telemetry import ListSink as ListSink
     from metis.telemetry import LoggingSink as LoggingSink
+    from metis.telemetry import OpenTelemetrySink as OpenTelemetrySink
     from metis.telemetry import TelemetrySink as TelemetrySink
     from metis.tools import Tool as Tool
     from metis.tools import arun_tools as arun_tools

@@ -40,3 +40,19 @@ def test_custom_stage_runs_inside_the_invariant_check() -> None:
     assert "invariants -> mask_cards -> time_to_first_token -> capability_check" in out
     assert "[first token after" in out
     assert "I'll check both cities — Paris and Rome." in out
+
+
+def test_each_example_is_self_contained() -> None:
+    """Copied alone into a new project, an example runs: it imports metis and the ecosystem,
+    never a helper module that lives beside it."""
+    import ast
+    from pathlib import Path
+
+    for path in sorted((Path(__file__).parents[1] / "examples").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                top = node.module.split(".")[0]
+                assert not top.startswith("_") and (path.parent / f"{top}.py").exists() is False, (
+                    f"{path.name} imports {node.module}"
+                )

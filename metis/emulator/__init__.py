@@ -26,16 +26,20 @@ from __future__ import annotations
 from metis.emulator.cli import main
 from metis.emulator.faults import Fault, FaultPlan, FaultRule, FaultSpecError, parse_faults
 from metis.emulator.server import FAULT_HEADER, Emulator, RecordedRequest, Stats
+from metis.emulator.stand_in import MODELS, StandIn, stand_in
 
 __all__ = [
     "FAULT_HEADER",
+    "MODELS",
     "Emulator",
     "Fault",
     "FaultPlan",
     "FaultRule",
     "FaultSpecError",
     "RecordedRequest",
+    "StandIn",
     "Stats",
     "main",
     "parse_faults",
+    "stand_in",
 ]

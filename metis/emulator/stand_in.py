@@ -1,6 +1,14 @@
-"""What the examples share: each provider is its real API when its key is set, and otherwise
-metis.emulator, a local server speaking the provider's wire format with a small scripted
-model, which the example starts and stops itself. Not an example in its own right."""
+"""Examples and demos that run anywhere: each provider is its real API when its key is set,
+and otherwise the emulator, started and stopped around the block::
+
+    from metis.emulator import stand_in
+
+    with stand_in("anthropic", "openai") as where:
+        async with where.adapter("anthropic") as adapter:
+            ...
+
+``MODELS`` names a model per provider that the emulator (and the real API) serve.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
-from metis import AdapterConfig, build_adapter
-from metis.adapter import Adapter
-from metis.emulator import Emulator
+from metis.adapter import Adapter, build_adapter
+from metis.config import AdapterConfig
+from metis.emulator.server import Emulator
 
 MODELS = {
     "anthropic": "anthropic:claude-sonnet-4-5",
@@ -32,14 +40,18 @@ REAL_WHEN_SET = {
 CAPABILITIES: dict[str, dict[str, Any]] = {"ollama": {"supports_tools": True}}
 
 
-class Backends:
+class StandIn:
+    """Which providers are real and which the emulator stands in for; adapters for each."""
+
     def __init__(self, emulator: Emulator | None) -> None:
         self.emulator = emulator
 
     def is_real(self, provider: str) -> bool:
+        """Whether ``provider`` is its real API (its variable is set)."""
         return bool(os.environ.get(REAL_WHEN_SET[provider]))
 
     def config(self, provider: str, **fields: Any) -> AdapterConfig:
+        """An AdapterConfig for ``provider``: the real one, or pointed at the emulator."""
         fields.setdefault("capabilities", CAPABILITIES.get(provider, {}))
         if self.is_real(provider):
             if provider == "ollama":
@@ -52,15 +64,17 @@ class Backends:
         )
 
     def adapter(self, provider: str, **fields: Any) -> Adapter:
+        """An adapter for ``provider`` as :meth:`config` configures it."""
         return build_adapter(provider, self.config(provider, **fields))
 
 
 @contextmanager
-def backends(*providers: str) -> Iterator[Backends]:
-    """Starts the emulator if any of ``providers`` needs it; prints what each one uses."""
+def stand_in(*providers: str) -> Iterator[StandIn]:
+    """The emulator stands in for each of ``providers`` whose key is not set (started only if
+    one needs it, stopped on exit); prints what each provider uses."""
     needed = any(not os.environ.get(REAL_WHEN_SET[p]) for p in providers)
     with Emulator(port=0) if needed else nullcontext() as emulator:
-        chosen = Backends(emulator)
+        chosen = StandIn(emulator)
         real = [f"{p} ({REAL_WHEN_SET[p]})" for p in providers if chosen.is_real(p)]
         emulated = [p for p in providers if not chosen.is_real(p)]
         parts = [f"real API for {', '.join(real)}"] if real else []
