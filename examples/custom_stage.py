@@ -4,8 +4,8 @@
 
 Two small stages: one masks anything that looks like a card number in the reply as it
 streams, one times the first token. Both use the same Stage interface as the built-ins, and
-the built-in invariant check (outermost) still checks what comes out of them. Runs offline on
-the recorded conversation unless ANTHROPIC_API_KEY is set.
+the built-in invariant check (outermost) still checks what comes out of them. Talks to
+Anthropic when ANTHROPIC_API_KEY is set, otherwise to the local emulator.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
-from stream_with_tools import WEATHER, config_for
 
 from metis import (
+    Adapter,
     Call,
     CanonicalRequest,
     Message,
@@ -27,30 +27,61 @@ from metis import (
     StreamEvent,
     TextBlock,
     TextDelta,
-    build_adapter,
 )
+from metis.emulator import stand_in
 from metis.pipeline.stage import Inner
 
 CARD = re.compile(r"\b(?:\d[ -]?){13,16}\b")
 
 
 class MaskCards(Stage[Any, Any, StreamEvent, StreamEvent]):
-    """Masks card numbers in text deltas and in the final content, consistently."""
+    """Masks card numbers in text deltas and in the final content, consistently.
+
+    A number can arrive split across deltas, so the digits (and spaces and dashes) at the end
+    of a delta wait for the next one before they are masked and sent on. Masking each delta
+    on its own would not match the final content, and the invariants stage would say so.
+    """
 
     name = "mask_cards"
 
     async def __call__(
         self, request: Any, call: Call, inner: Inner[Any, StreamEvent]
     ) -> AsyncIterator[StreamEvent]:
+        held: TextDelta | None = None  # text that may be the start of a card number
         async for event in inner(request, call):
             if isinstance(event, TextDelta):
-                event.text = CARD.sub("[card]", event.text)
-            elif isinstance(event, MessageComplete):
+                if held is not None and held.content_block_index == event.content_block_index:
+                    event.text = held.text + event.text
+                elif held is not None:
+                    yield _masked(held)
+                ready, tail = _split_tail(event.text)
+                held = TextDelta(event.content_block_index, tail) if tail else None
+                if ready:
+                    event.text = ready
+                    yield _masked(event)
+                continue
+            if held is not None:
+                yield _masked(held)
+                held = None
+            if isinstance(event, MessageComplete):
                 event.final_content = [
                     TextBlock(text=CARD.sub("[card]", b.text)) if isinstance(b, TextBlock) else b
                     for b in event.final_content
                 ]
             yield event
+
+
+def _split_tail(text: str) -> tuple[str, str]:
+    """``text`` cut before its trailing run of digits, spaces and dashes."""
+    cut = len(text)
+    while cut > 0 and (text[cut - 1].isdigit() or text[cut - 1] in " -"):
+        cut -= 1
+    return text[:cut], text[cut:]
+
+
+def _masked(delta: TextDelta) -> TextDelta:
+    delta.text = CARD.sub("[card]", delta.text)
+    return delta
 
 
 class TimeToFirstToken(Stage[Any, Any, StreamEvent, StreamEvent]):
@@ -69,16 +100,19 @@ class TimeToFirstToken(Stage[Any, Any, StreamEvent, StreamEvent]):
 
 
 async def main() -> None:
-    adapter = build_adapter("anthropic", config_for("anthropic"))
+    with stand_in("anthropic") as where:
+        await converse(where.adapter("anthropic"))
+
+
+async def converse(adapter: Adapter) -> None:
     adapter.pipeline.insert_after("invariants", MaskCards())
     adapter.pipeline.insert_after("mask_cards", TimeToFirstToken())
     print(" -> ".join(adapter.pipeline.names()), "\n")
     request = CanonicalRequest(
         model="anthropic:claude-sonnet-4-5",
         session_id="custom-stage",
-        system_prompt="You are a weather assistant.",
-        messages=[Message.user("What's the weather in Paris and in Rome, in Celsius?")],
-        tools=[WEATHER],
+        system_prompt="You are a helpful assistant.",
+        messages=[Message.user("Please repeat this back to me: my card is 4111 1111 1111 1111.")],
         max_output_tokens=1024,
         temperature=0.2,
     )
