@@ -20,7 +20,7 @@ import httpx
 from metis.catalog.capabilities import model_capabilities
 from metis.catalog.lookup import find_model, warn_uncatalogued
 from metis.config import AdapterConfig
-from metis.errors import AdapterError, ProtocolError
+from metis.errors import AdapterError, CapabilityError, ProtocolError
 from metis.estimate import estimate_input_tokens
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message
@@ -73,17 +73,15 @@ class Adapter:
 
     async def stream(self, request: CanonicalRequest) -> AsyncIterator[StreamEvent]:
         """Yield the canonical events of one call, ending with ``message.complete``."""
-        wants_stream = self.capabilities.supports_streaming
-        if request.stream != wants_stream:
-            request = request.model_copy(update={"stream": wants_stream})
+        request = self._transport_mode(request, default=self.capabilities.supports_streaming)
         async with aclosing(self._run(request)) as events:
             async for event in events:
                 yield event
 
     async def complete(self, request: CanonicalRequest) -> CanonicalResponse:
-        """One non-streamed call, folded from the same events ``stream()`` yields."""
-        if request.stream:
-            request = request.model_copy(update={"stream": False})
+        """One call, folded from the same events ``stream()`` yields (a whole-body call unless
+        the request sets ``stream=True``)."""
+        request = self._transport_mode(request, default=False)
         started = time.monotonic()
         final: MessageComplete | None = None
         try:
@@ -212,6 +210,18 @@ class Adapter:
                 warn_uncatalogued(self.stack.catalog, wire_model, self.stack.source)
             self._model_capabilities[wire_model] = found
         return found
+
+    def _transport_mode(self, request: CanonicalRequest, *, default: bool) -> CanonicalRequest:
+        """``request`` with ``stream`` decided: its own value, else ``default``."""
+        if request.stream is None:
+            return request.model_copy(update={"stream": default})
+        if request.stream and not self.capabilities.supports_streaming:
+            raise CapabilityError(
+                f"{self.name} does not stream; the request sets stream=True",
+                provider=self.name,
+                request_id=request.request_id,
+            )
+        return request
 
     def wire_model(self, model: str) -> str:
         """The provider's name for a canonical ``provider:name`` model id."""

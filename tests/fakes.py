@@ -77,7 +77,7 @@ class FakePeer:
         )
 
 
-def request(provider: str, stream: bool = True, **fields: Any) -> CanonicalRequest:
+def request(provider: str, stream: bool | None = None, **fields: Any) -> CanonicalRequest:
     fields.setdefault("messages", [Message.user("hi")])
     return CanonicalRequest(model=f"{provider}:m", max_output_tokens=100, stream=stream, **fields)
 

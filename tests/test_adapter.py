@@ -56,7 +56,7 @@ async def test_complete_sends_auth_version_and_wire_model_and_folds_the_reply() 
 
 @pytest.mark.anyio
 @respx.mock
-async def test_stream_asks_the_provider_to_stream_whatever_the_request_said() -> None:
+async def test_stream_streams_unless_the_request_says_otherwise() -> None:
     events = [
         {
             "type": "message_start",
@@ -77,9 +77,26 @@ async def test_stream_asks_the_provider_to_stream_whatever_the_request_said() ->
         return_value=httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
     )
     adapter = build_adapter("anthropic", AdapterConfig(api_key="k"))
-    received = [e async for e in adapter.stream(request(stream=False))]
+    received = [e async for e in adapter.stream(request())]
     assert json.loads(route.calls.last.request.content)["stream"] is True
     assert [e.text for e in received if isinstance(e, TextDelta)] == ["Hi"]
+    folded = await adapter.complete(request(stream=True))  # complete() honours it too
+    assert json.loads(route.calls.last.request.content)["stream"] is True
+    assert folded.text == "Hi"
+    await adapter.close()
+
+
+@pytest.mark.anyio
+@respx.mock
+async def test_stream_of_a_whole_body_call_yields_the_same_events() -> None:
+    route = respx.post("https://api.anthropic.com/v1/messages").mock(
+        return_value=httpx.Response(200, json=MESSAGE)
+    )
+    adapter = build_adapter("anthropic", AdapterConfig(api_key="k"))
+    received = [e async for e in adapter.stream(request(stream=False))]
+    assert json.loads(route.calls.last.request.content)["stream"] is False
+    assert type(received[0]).__name__ == "MessageStart"
+    assert isinstance(received[-1], MessageComplete)
     await adapter.close()
 
 
@@ -212,3 +229,18 @@ async def test_message_complete_is_the_last_event_of_every_stream() -> None:
         await adapter.close()
     assert isinstance(events[-1], MessageComplete)
     assert [e.type for e in events] == ["message.start", "text.delta", "message.complete"]
+
+
+@pytest.mark.anyio
+async def test_asking_a_provider_that_cannot_stream_to_stream_is_refused_before_sending() -> None:
+    sent: list[httpx.Request] = []
+    client = httpx.AsyncClient(
+        transport=httpx.MockTransport(lambda r: sent.append(r) or httpx.Response(500))
+    )
+    config = AdapterConfig(
+        api_key="k", http_client=client, capabilities={"supports_streaming": False}
+    )
+    adapter = build_adapter("anthropic", config)
+    with pytest.raises(AdapterError) as caught:
+        await adapter.complete(request(stream=True))
+    assert caught.value.error_class == "capability" and sent == []

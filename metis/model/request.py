@@ -88,4 +88,8 @@ class CanonicalRequest(BaseModel):
     temperature: float | None = Field(default=None, ge=0)
     output_schema: dict[str, Any] | None = None
     thinking: ThinkingConfig | None = None
-    stream: bool = False
+    stream: bool | None = None
+    """How the HTTP call is made: streamed (True) or one whole body (False). None, the default:
+    as the method asks (``stream()`` streams where the provider can; ``complete()`` does not).
+    Either method honours an explicit value: ``complete()`` of a streamed call folds its events,
+    ``stream()`` of a whole-body call yields the same events at once."""

@@ -34,9 +34,9 @@ class Encode(Stage[CanonicalRequest, WireRequest, Any, Any]):
         self, request: CanonicalRequest, call: Call, inner: Inner[WireRequest, Any]
     ) -> Any:
         wire = WireRequest(
-            url=call.endpoint.url(stream=request.stream, model=call.wire_model),
+            url=call.endpoint.url(stream=bool(request.stream), model=call.wire_model),
             body=self.codec.encode(request, call),
             headers=call.endpoint.request_headers(),
-            stream=request.stream,
+            stream=bool(request.stream),
         )
         return inner(wire, call)
