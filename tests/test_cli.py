@@ -457,3 +457,37 @@ def test_prices_come_from_the_model_catalog(no_keys: None) -> None:
         import anyio
 
         anyio.run(models.aclose)
+
+
+def test_stack_imports_the_module_that_registers_custom_stages(tmp_path: Path) -> None:
+    (tmp_path / "mystages.py").write_text(
+        "from typing import Any\nfrom metis import Stage, register_stage\n\n"
+        "@register_stage\nclass Shout(Stage[Any, Any, Any, Any]):\n    name = 'shout'\n\n"
+        "    async def __call__(self, request, call, inner):  # type: ignore[no-untyped-def]\n"
+        "        async for event in inner(request, call):\n            yield event\n",
+        encoding="utf-8",
+    )
+    stack = tmp_path / "mine.yaml"
+    stack.write_text(
+        "name: mine\nextends: openai\nstages: {insert_after: {invariants: [shout]}}\n",
+        encoding="utf-8",
+    )
+    refused = cli("stack", str(stack))
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("metis: error:") and "--import" in refused.stderr
+    shown = cli("stack", str(stack), "--import", "mystages", PYTHONPATH=str(tmp_path))
+    assert shown.returncode == 0 and " shout " in shown.stdout
+
+
+def test_a_dumb_terminal_gets_no_colour(monkeypatch: pytest.MonkeyPatch) -> None:
+    from metis.cli.output import wants_colour
+
+    class Tty:
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert wants_colour(Tty())  # type: ignore[arg-type]
+    monkeypatch.setenv("TERM", "dumb")
+    assert not wants_colour(Tty())  # type: ignore[arg-type]

@@ -96,6 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
     stack.add_argument("provider", metavar="PROVIDER", help="a built-in stack or a stack file")
     stack.add_argument("--mermaid", action="store_true", help="a Mermaid flowchart instead")
     stack.add_argument("-v", "--verbose", action="store_true", help="stage options in full")
+    stack.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (where the stack's custom stages are registered); repeatable",
+    )
 
     replay = commands.add_parser(
         "replay",

@@ -36,8 +36,11 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def wants_colour(stream: TextIO) -> bool:
+    """Colour on a terminal, unless NO_COLOR is set or the terminal is ``TERM=dumb``."""
     isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return bool(isatty and isatty())
 
 
 class Output:

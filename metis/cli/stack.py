@@ -10,14 +10,17 @@ as a Mermaid flowchart.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import sys
 import typing
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-from metis.cli.output import Output
+from metis.cli.output import CliError, Output
+from metis.errors import StackError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
 from metis.pipeline.stack import StackSpec, load_stack
@@ -50,8 +53,17 @@ class StageView:
 
 
 def run(args: argparse.Namespace) -> int:
-    spec = load_stack(args.provider)
-    views = describe(spec)
+    for module in args.imports:
+        _import(module)
+    try:
+        spec = load_stack(args.provider)
+        views = describe(spec)
+    except StackError as exc:
+        if "unknown stage" in str(exc) and not args.imports:
+            raise CliError(
+                f"{exc} (a custom stage? --import the module that registers it)"
+            ) from None
+        raise
     out = Output()
     if args.mermaid:
         for line in mermaid(spec, views):
@@ -59,6 +71,17 @@ def run(args: argparse.Namespace) -> int:
     else:
         show(out, spec, views, verbose=args.verbose)
     return 0
+
+
+def _import(module: str) -> None:
+    """Import a module that registers custom stages (``@register_stage``); the current folder
+    is searched first, as ``python -m`` would."""
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise CliError(f"--import {module}: {exc}") from None
 
 
 def describe(spec: StackSpec) -> list[StageView]:
