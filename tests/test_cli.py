@@ -491,3 +491,13 @@ def test_a_dumb_terminal_gets_no_colour(monkeypatch: pytest.MonkeyPatch) -> None
     assert wants_colour(Tty())  # type: ignore[arg-type]
     monkeypatch.setenv("TERM", "dumb")
     assert not wants_colour(Tty())  # type: ignore[arg-type]
+
+
+def test_demo_live_without_keys_names_every_key_to_set() -> None:
+    done = cli("demo", "--live", "--pace", "0")
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("metis: error: no provider has a key for --live: set ")
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GROQ_API_KEY"):
+        assert key in last
+    assert "skipping ollama: a local server" in done.stdout + done.stderr

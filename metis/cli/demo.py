@@ -73,17 +73,22 @@ def _targets(models: Models, args: argparse.Namespace, out: Output) -> list[Targ
             )
         families = [(p, m) for p, m in families if p in wanted]
     targets: list[Target] = []
+    missing: list[str] = []
     for provider, model in families:
         try:
-            targets.append(models.resolve(model, fallback=False))
+            target = models.resolve(model, fallback=False)
         except NotConfiguredError as exc:
+            missing.append(exc.api_key_env or provider)
             why = f"{exc.api_key_env} is not set" if exc.api_key_env else str(exc)
             note(out, f"skipping {provider}: {why}")
+            continue
+        if args.live and not args.providers and target.adapter.stack.auth.optional:
+            note(out, f"skipping {provider}: a local server (ask for it with --providers)")
+            continue
+        targets.append(target)
     if not targets:
-        raise CliError(
-            "no provider has a key for --live (set e.g. ANTHROPIC_API_KEY or OPENAI_API_KEY), "
-            "or run without --live"
-        )
+        keys = ", ".join(dict.fromkeys(missing)) or "a provider's key"
+        raise CliError(f"no provider has a key for --live: set {keys} (or run without --live)")
     return targets
 
 
