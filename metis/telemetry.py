@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Protocol, TypeAlias
 
-from metis.model.response import StopReason, TokenUsage
+from metis.model.response import StopKind, StopReason, TokenUsage
 
 __all__ = [
     "NULL_SINK",
@@ -80,6 +80,8 @@ class CallCompleted(_BusEvent):
     stop_reason: StopReason
     message_id: str | None
     response_model: str | None = None
+    time_to_first_chunk_ms: int | None = None
+    """From sending to the first canonical event."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,8 +257,13 @@ class OpenTelemetrySink:
             if event.response_model:
                 span.set_attribute("gen_ai.response.model", event.response_model)
             stop = event.stop_reason
-            span.set_attribute("gen_ai.response.finish_reasons", [stop.raw or stop.kind.value])
+            span.set_attribute("gen_ai.response.finish_reasons", [_finish_reason(stop)])
+            if event.time_to_first_chunk_ms is not None:
+                span.set_attribute(
+                    "gen_ai.response.time_to_first_chunk", event.time_to_first_chunk_ms / 1000
+                )
         else:
+            span.set_attribute("gen_ai.response.finish_reasons", ["error"])
             span.set_attribute("error.type", event.error_class)
             if event.provider_status is not None:
                 span.set_attribute("http.response.status_code", event.provider_status)
@@ -269,11 +276,40 @@ class OpenTelemetrySink:
         return "OpenTelemetrySink()"
 
 
+# The GenAI conventions' well-known gen_ai.provider.name values, by stack; a stack not listed
+# reports its own name.
+OTEL_PROVIDER_NAMES = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "openai_responses": "openai",
+    "gemini": "gcp.gemini",
+    "vertex": "gcp.vertex_ai",
+    "vertex_anthropic": "gcp.vertex_ai",
+    "bedrock": "aws.bedrock",
+    "bedrock_anthropic": "aws.bedrock",
+    "bedrock_mantle": "aws.bedrock",
+    "azure": "azure.ai.openai",
+    "azure_responses": "azure.ai.openai",
+    "groq": "groq",
+    "mistral": "mistral_ai",
+    "deepseek": "deepseek",
+    "perplexity": "perplexity",
+    "xai": "x_ai",
+}
+
+
+def _finish_reason(stop: StopReason) -> str:
+    """The provider's own reason; ``error`` where none arrived (cancelled or cut short)."""
+    if stop.kind in (StopKind.CANCELLED, StopKind.ERROR):
+        return "error"
+    return stop.raw or stop.kind.value
+
+
 def _span_start_attributes(event: TelemetryEvent) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": event.provider,
-        "gen_ai.system": event.provider,  # the name before semantic conventions 1.37
+        "gen_ai.provider.name": OTEL_PROVIDER_NAMES.get(event.provider, event.provider),
+        "metis.provider": event.provider,
         "gen_ai.request.model": event.wire_model,
         "metis.request_id": event.request_id,
         "metis.retry_count": event.retry_count,
@@ -292,7 +328,7 @@ def _usage_attributes(usage: TokenUsage) -> dict[str, Any]:
         "gen_ai.usage.input_tokens": usage.total_input_tokens,  # cached included, per semconv
         "gen_ai.usage.output_tokens": usage.output_tokens,
         "gen_ai.usage.cache_read.input_tokens": usage.cached_input_tokens,
-        "gen_ai.usage.cache_creation.input_tokens": usage.cache_creation_input_tokens,
+        "gen_ai.usage.cache_write.input_tokens": usage.cache_creation_input_tokens,
     }
 
 

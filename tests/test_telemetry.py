@@ -429,7 +429,8 @@ async def test_otel_sink_makes_one_span_per_attempt() -> None:
         assert span.start_time <= span.end_time
         attrs = span.attributes
         assert attrs["gen_ai.operation.name"] == "chat"
-        assert attrs["gen_ai.provider.name"] == attrs["gen_ai.system"] == "anthropic"
+        assert attrs["gen_ai.provider.name"] == attrs["metis.provider"] == "anthropic"
+        assert "gen_ai.system" not in attrs  # the name before semantic conventions 1.37
         assert attrs["gen_ai.request.model"] == "claude-x"
         assert attrs["gen_ai.request.stream"] is True
         assert attrs["metis.request_id"] == "req_1"
@@ -441,6 +442,7 @@ async def test_otel_sink_makes_one_span_per_attempt() -> None:
     assert failed.attributes["error.type"] == "overloaded"
     assert failed.attributes["http.response.status_code"] == 529
     assert "gen_ai.usage.input_tokens" not in failed.attributes
+    assert tuple(failed.attributes["gen_ai.response.finish_reasons"]) == ("error",)
 
     assert completed.attributes["metis.retry_count"] == 1
     assert completed.status.status_code is StatusCode.UNSET
@@ -451,5 +453,22 @@ async def test_otel_sink_makes_one_span_per_attempt() -> None:
     assert completed.attributes["gen_ai.usage.input_tokens"] == 130  # cached included
     assert completed.attributes["gen_ai.usage.output_tokens"] == 5
     assert completed.attributes["gen_ai.usage.cache_read.input_tokens"] == 100
-    assert completed.attributes["gen_ai.usage.cache_creation.input_tokens"] == 20
+    assert completed.attributes["gen_ai.usage.cache_write.input_tokens"] == 20  # the 2026 name
+    assert "gen_ai.usage.cache_creation.input_tokens" not in completed.attributes
+    assert 0 <= completed.attributes["gen_ai.response.time_to_first_chunk"] < 5  # seconds
     assert completed.end_time - completed.start_time >= 5_000_000  # the 10 ms delay, roughly
+
+
+def test_otel_names_providers_by_the_conventions_well_known_values() -> None:
+    from metis.telemetry import OTEL_PROVIDER_NAMES, _finish_reason, _span_start_attributes
+
+    started = CallStarted(
+        request_id="r", provider="gemini", model="gemini:g", wire_model="g", session_id=None,
+        timestamp=0.0, retry_count=0, stream=True,
+    )  # fmt: skip
+    attrs = _span_start_attributes(started)
+    assert attrs["gen_ai.provider.name"] == "gcp.gemini" and attrs["metis.provider"] == "gemini"
+    assert "gen_ai.conversation.id" not in attrs  # never made up without a session
+    assert OTEL_PROVIDER_NAMES["mistral"] == "mistral_ai"
+    assert _finish_reason(StopReason(kind=StopKind.CANCELLED, raw=None)) == "error"
+    assert _finish_reason(StopReason(kind=StopKind.TOOL_USE, raw="tool_use")) == "tool_use"

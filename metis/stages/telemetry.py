@@ -70,9 +70,12 @@ class Telemetry(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
             ),
         )
         started = time.monotonic()
+        first_ms: int | None = None  # time to the first event: time to first chunk
         complete: MessageComplete | None = None
         try:
             async for event in inner(request, call):
+                if first_ms is None:
+                    first_ms = _ms_since(started)
                 if isinstance(event, MessageComplete):
                     complete = event
                 yield event
@@ -82,12 +85,15 @@ class Telemetry(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
             latency_ms = _ms_since(started)
             if not isinstance(exc, Exception) and _answered(complete):
                 assert complete is not None
-                ended: TelemetryEvent = _completed(call, retry_count, latency_ms, complete)
+                ended: TelemetryEvent = _completed(
+                    call, retry_count, latency_ms, complete, first_ms
+                )
             else:
                 ended = _failed(call, retry_count, latency_ms, exc, complete)
             self._emit(sink, call, ended)
             raise
-        self._emit(sink, call, _completed(call, retry_count, _ms_since(started), complete))
+        latency_ms = _ms_since(started)
+        self._emit(sink, call, _completed(call, retry_count, latency_ms, complete, first_ms))
 
     def _emit(self, sink: TelemetrySink, call: Call, event: TelemetryEvent) -> None:
         try:
@@ -114,7 +120,11 @@ def _answered(complete: MessageComplete | None) -> bool:
 
 
 def _completed(
-    call: Call, retry_count: int, latency_ms: int, complete: MessageComplete | None
+    call: Call,
+    retry_count: int,
+    latency_ms: int,
+    complete: MessageComplete | None,
+    first_ms: int | None = None,
 ) -> TelemetryEvent:
     if complete is None:  # the stack ended without a message: report it as what it is
         return CallFailed(
@@ -132,6 +142,7 @@ def _completed(
         stop_reason=complete.stop_reason,
         message_id=complete.message_id,
         response_model=complete.model,
+        time_to_first_chunk_ms=first_ms,
     )
 
 
