@@ -81,7 +81,7 @@ def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
         body["thinking"] = {"type": "enabled", "budget_tokens": request.thinking.budget_tokens}
     if request.output_schema is not None:
         body["output_config"] = {"format": {"type": "json_schema", "schema": request.output_schema}}
-    body["stream"] = request.stream
+    body["stream"] = bool(request.stream)
     return body
 
 

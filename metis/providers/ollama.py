@@ -105,7 +105,7 @@ def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
     body["options"] = options
     if "keep_alive" in knobs:
         body["keep_alive"] = knobs["keep_alive"]
-    body["stream"] = request.stream
+    body["stream"] = bool(request.stream)
     return body
 
 

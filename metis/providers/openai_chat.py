@@ -73,7 +73,7 @@ class OpenAIChatCodec:
             "model": call.wire_model,
             "messages": messages,
             "max_completion_tokens": request.max_output_tokens,
-            "stream": request.stream,
+            "stream": bool(request.stream),
         }
         if request.tools:
             body["tools"] = [_tool(tool) for tool in request.tools]

@@ -84,7 +84,7 @@ def encode_request(
     if include_encrypted_reasoning:
         body["include"] = ["reasoning.encrypted_content"]
     body["store"] = store
-    body["stream"] = request.stream
+    body["stream"] = bool(request.stream)
     return body
 
 

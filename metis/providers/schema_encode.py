@@ -310,7 +310,7 @@ class Encoder:
         title = schema.get("title") if schema else None
         return {
             "model": call.wire_model,
-            "stream": request.stream,
+            "stream": bool(request.stream),
             "max_output_tokens": request.max_output_tokens,
             "temperature": request.temperature,
             "stop_sequences": list(request.stop_sequences) or None,
