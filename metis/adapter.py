@@ -47,6 +47,7 @@ class Adapter:
         tool_id_store: ToolIdStore | None = None,
         telemetry: TelemetrySink | None = None,
         registry: StageRegistry = default_registry,
+        init_on_first_call: bool = False,
     ) -> None:
         self.stack = stack
         self.name = stack.name
@@ -65,6 +66,11 @@ class Adapter:
         self._client = self.config.http_client
         self._owns_client = self._client is None
         self._inflight: dict[str, list[CancelHandle]] = {}
+        self.init_on_first_call = init_on_first_call
+        """Run :meth:`init` before the first call (what the Registry and the one-line calls
+        ask for, so nobody has to remember it)."""
+        self._initialized = False
+        self._init_lock = anyio.Lock()
 
     def __repr__(self) -> str:
         return f"<Adapter {self.name}: {' -> '.join(self.pipeline.names())}>"
@@ -130,10 +136,15 @@ class Adapter:
             self._client = None
 
     async def init(self) -> None:
-        """Lifecycle hook (seed 004 §6): runs each stage's ``init`` (a local provider checks
-        its server and model there); a remote HTTP stack has nothing to prepare."""
-        for stage in self.pipeline:
-            await stage.init(self)
+        """Lifecycle hook: runs each stage's ``init`` (a local provider checks its server and
+        model there); a remote HTTP stack has nothing to prepare. Runs once however often it
+        is called; an adapter built with ``init_on_first_call`` runs it before its first call."""
+        async with self._init_lock:
+            if self._initialized:
+                return
+            for stage in self.pipeline:
+                await stage.init(self)
+            self._initialized = True
 
     async def dispose(self) -> None:
         """Runs each stage's ``dispose``, innermost first, then releases the HTTP client."""
@@ -141,6 +152,7 @@ class Adapter:
             for stage in reversed(self.pipeline.stages):
                 await stage.dispose(self)
         finally:
+            self._initialized = False
             await self.close()
 
     def http_client(self) -> httpx.AsyncClient:
@@ -157,6 +169,8 @@ class Adapter:
     # Internals ---------------------------------------------------------------------------
 
     async def _run(self, request: CanonicalRequest) -> AsyncGenerator[StreamEvent, None]:
+        if self.init_on_first_call and not self._initialized:
+            await self.init()
         wire_model = self.wire_model(request.model)
         call = Call(
             request_id=request.request_id,

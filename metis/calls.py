@@ -237,7 +237,7 @@ async def _adapter(model: str, options: CallOptions) -> Adapter:
             timeout_seconds=timeout,
             max_retries=retries,
         )
-        adapter = cache[key] = Adapter(stack, config)
+        adapter = cache[key] = Adapter(stack, config, init_on_first_call=True)
     return adapter
 
 
@@ -287,7 +287,7 @@ def _stop_portal() -> None:
 async def _close_adapters() -> None:
     loop = anyio.lowlevel.current_token().native_token
     for adapter in _adapters.pop(loop, {}).values():
-        await adapter.close()
+        await adapter.dispose()
 
 
 def _in_event_loop() -> bool:

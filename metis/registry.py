@@ -455,7 +455,9 @@ class Registry:
                 capabilities=dict(overrides),
                 http_client=self._client_for(adapter_name, entry),
             )
-            built = build_adapter(spec.stack, config, **self._adapter_kwargs)
+            built = build_adapter(
+                spec.stack, config, init_on_first_call=True, **self._adapter_kwargs
+            )
             self._built[key] = built
         return built
 
@@ -475,7 +477,7 @@ class Registry:
         built, self._built = list(self._built.values()), {}
         owned, self._owned_clients = list(self._owned_clients.values()), {}
         for adapter in built:
-            await adapter.close()
+            await adapter.dispose()  # each stage's dispose, then the adapter's own client
         for client in owned:
             await client.aclose()
 

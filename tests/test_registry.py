@@ -455,3 +455,61 @@ async def test_aclose_closes_the_pools_the_registry_made(tmp_path: Path) -> None
     assert registry.adapter("gpt5").config.http_client is not client
     await registry.aclose()
     assert client.is_closed
+
+
+LIFECYCLE: list[str] = []
+
+
+@pytest.mark.anyio
+async def test_the_registry_runs_each_adapters_lifecycle_hooks(tmp_path: Path) -> None:
+    from metis.pipeline.registry import StageRegistry, stages
+    from metis.pipeline.stage import Stage
+
+    class Lifecycle(Stage[Any, Any, Any, Any]):
+        name = "lifecycle_probe"
+
+        async def init(self, adapter: Any) -> None:
+            LIFECYCLE.append(f"init {adapter.name}")
+
+        async def dispose(self, adapter: Any) -> None:
+            LIFECYCLE.append(f"dispose {adapter.name}")
+
+        def __call__(self, request: Any, call: Any, inner: Any) -> Any:
+            return inner(request, call)
+
+    registry: StageRegistry = stages
+    registry.register(Lifecycle)
+    stack = tmp_path / "probed.yaml"
+    stack.write_text(
+        "name: probed\nextends: anthropic\n"
+        "stages: {insert_after: {invariants: [lifecycle_probe]}}\n",
+        encoding="utf-8",
+    )
+    models = tmp_path / "models.yaml"
+    models.write_text(
+        f"adapters:\n  probed: {{type: {stack}, api_key_env: PROBE_KEY}}\n"
+        "models:\n  probed:m: {adapter: probed}\n",
+        encoding="utf-8",
+    )
+    answer = {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+        "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }  # fmt: skip
+    client = httpx.AsyncClient(
+        transport=httpx.MockTransport(lambda r: httpx.Response(200, json=answer))
+    )
+    LIFECYCLE.clear()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PROBE_KEY", "k")
+        registry_ = Registry.load(models, clients={"probed": client})
+    adapter, request = registry_.request(
+        "probed:m", messages=[Message.user("hi")], max_output_tokens=10
+    )
+    assert LIFECYCLE == []  # built, not yet used
+    await adapter.complete(request)
+    await adapter.complete(request)
+    assert LIFECYCLE == ["init probed"]  # once, before the first call
+    await registry_.aclose()
+    assert LIFECYCLE == ["init probed", "dispose probed"]
+    await client.aclose()

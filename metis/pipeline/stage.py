@@ -36,6 +36,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from metis.errors import StackError
 from metis.pipeline.call import Call
 
+if typing.TYPE_CHECKING:
+    from metis.adapter import Adapter
+
 RequestIn = TypeVar("RequestIn")
 RequestOut = TypeVar("RequestOut")
 ItemsIn = TypeVar("ItemsIn")
@@ -72,11 +75,11 @@ class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
         shown = self.options.model_dump(exclude_defaults=True)
         return f"<stage {self.name}{' ' + repr(shown) if shown else ''}>"
 
-    async def init(self, adapter: Any) -> None:
+    async def init(self, adapter: Adapter) -> None:
         """Lifecycle hook (seed 004 §6): ``adapter.init()`` calls it on every stage, in order.
         A local provider's stage checks its server here; most stages have nothing to do."""
 
-    async def dispose(self, adapter: Any) -> None:
+    async def dispose(self, adapter: Adapter) -> None:
         """Lifecycle hook: ``adapter.dispose()`` calls it on every stage, innermost first."""
 
     @classmethod
