@@ -129,8 +129,8 @@ def _several_lines(body: bytes) -> bool:
         return False
     try:
         json.loads(lines[0])
-    except ValueError:
-        return False  # a document spread over lines (pretty-printed)
+    except (ValueError, RecursionError):
+        return False  # a document spread over lines (pretty-printed), or not JSON at all
     return True
 
 
