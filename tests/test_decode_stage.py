@@ -275,6 +275,17 @@ async def test_stream_content_types_are_read_as_streams(
     assert len(out) == 2 and all(type(item) is dict for item in out)
 
 
+async def test_an_event_stream_labelled_as_json_is_still_read_as_a_stream() -> None:
+    out = await run(Decode(format="sse"), cut(OPENAI_STREAM, 9), content_type="application/json")
+    assert out == OPENAI_ITEMS and all(type(item) is dict for item in out)
+
+
+async def test_ndjson_labelled_as_json_is_still_read_line_by_line() -> None:
+    body = b'{"a": 1}\n{"b": 2}\n'
+    out = await run(Decode(format="ndjson"), cut(body, 4), content_type="application/json")
+    assert out == [{"a": 1}, {"b": 2}] and all(type(item) is dict for item in out)
+
+
 async def test_an_invalid_whole_json_answer_is_a_protocol_error() -> None:
     with pytest.raises(ProtocolError, match="invalid JSON"):
         await run(Decode(format="sse"), [b'{"id": "x", '], content_type="application/json")

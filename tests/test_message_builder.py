@@ -263,7 +263,8 @@ def test_an_abrupt_finish_closes_an_open_tool_with_partial_input(kind: StopKind)
     b.finish(StopReason(kind=kind))
     assert _kinds(b)[-2:] == ["tool.use_end", "message.complete"]
     end = b.out[-2]
-    assert end == ToolUseEnd(1, "toolu_1", "read", {"path": "a.txt"})
+    cut = "the reply ended before the arguments were complete"
+    assert end == ToolUseEnd(1, "toolu_1", "read", {"path": "a.txt"}, cut)
     complete = _complete(b)
     assert complete.stop_reason.kind is kind
     assert complete.final_content[0] == TextBlock(text="let me look")
@@ -282,7 +283,8 @@ def test_a_cancelled_stop_noted_before_finish_counts_as_abrupt_too() -> None:
     b.stop(StopReason(kind=StopKind.CANCELLED))
     b.finish()
     assert _complete(b).stop_reason.kind is StopKind.CANCELLED
-    assert b.out[-2] == ToolUseEnd(0, "toolu_1", "read", {})
+    cut = "the reply ended before the arguments were complete"
+    assert b.out[-2] == ToolUseEnd(0, "toolu_1", "read", {}, cut)
     assert warns.calls == []
 
 
@@ -549,6 +551,8 @@ def test_arguments_that_are_not_json_keep_the_call_marked_with_its_raw_text() ->
     assert bad.provider_raw.data == {"arguments": "{'city': 'Paris'}"}
     assert good.input == {"tz": "UTC"} and good.input_error is None
     assert reported == [("get_weather", "call_1", "{'city': 'Paris'}")]
+    ends = [e for e in b.out if isinstance(e, ToolUseEnd)]
+    assert [e.input_error for e in ends] == ["the arguments are not a JSON object", None]
 
 
 def test_cut_off_arguments_are_marked_but_not_reported() -> None:

@@ -105,6 +105,14 @@ async def test_init_withdraws_what_the_server_does_not_list(
     assert flags == ["supports_images", "max_context_tokens"]
 
 
+async def test_a_small_trained_window_caps_the_output_limit_too() -> None:
+    tiny = {"capabilities": ["completion"], "model_info": {"llama.context_length": 2048}}
+    ollama = adapter(Server(tiny), max_context_tokens=8192, max_output_tokens=4096)
+    await ollama.init()
+    caps = ollama.capabilities
+    assert (caps.max_context_tokens, caps.max_output_tokens) == (2048, 2048)
+
+
 async def test_init_never_raises_the_declared_context_window() -> None:
     ollama = adapter(Server(SHOWN), max_context_tokens=8192)
     await ollama.init()

@@ -217,6 +217,35 @@ def test_streamed_reasoning_summary_and_encrypted_details() -> None:
     assert content[2] == TextBlock(text="4")
 
 
+def test_streamed_reasoning_with_details_keeps_the_text_once_and_the_signature() -> None:
+    # OpenRouter in front of Claude: `reasoning` and `reasoning_details` carry the same text;
+    # the signature comes last, in details only.
+    events = stream(
+        [
+            chunk(
+                {
+                    "reasoning": "Think",
+                    "reasoning_details": [{"type": "reasoning.text", "text": "Think", "index": 0}],
+                }
+            ),
+            chunk(
+                {
+                    "reasoning": "ing.",
+                    "reasoning_details": [{"type": "reasoning.text", "text": "ing.", "index": 0}],
+                }
+            ),
+            chunk(
+                {"reasoning_details": [{"type": "reasoning.text", "signature": "EqQB", "index": 0}]}
+            ),
+            chunk({"content": "Done."}, "stop"),
+        ]
+    )
+    thinking, text = final(events).final_content
+    assert isinstance(thinking, ThinkingBlock)
+    assert (thinking.thinking, thinking.signature) == ("Thinking.", "EqQB")
+    assert text == TextBlock(text="Done.")
+
+
 def test_reasoning_text_wins_over_its_details() -> None:
     details = [{"type": "reasoning.text", "text": "same thought"}]
     done = parse(body({"content": "x", "reasoning": "same thought", "reasoning_details": details}))

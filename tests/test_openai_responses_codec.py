@@ -828,6 +828,18 @@ def test_final_output_is_matched_by_index_then_id_never_position() -> None:
     assert [b.provider_raw.data["id"] for b in content] == ["msg_a", "msg_b"]  # type: ignore[union-attr]
 
 
+def test_a_final_output_item_without_an_id_is_matched_by_its_index() -> None:
+    bare = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Hi."}],
+    }
+    builder, _ = run_stream(
+        [created(), *message_events(0, "Hi.", item_id="msg_a"), completed(output=[bare])]
+    )
+    assert [b.text for b in final(builder).final_content] == ["Hi."]  # type: ignore[union-attr]
+
+
 def test_final_output_items_the_stream_never_announced_are_added_once() -> None:
     # Streamed at index 1 only; the final response also holds msg_a (unstreamed) at 0, and
     # msg_c at 1's position, which the stream gave another item: both are new.

@@ -156,7 +156,7 @@ async def test_tgi_native_tool_calls_get_canonical_ids(offer_tools: bool) -> Non
     ids = []
     for _ in range(2):
         response = await tgi.complete(request("tgi", stream=False, **fields))
-        (call,) = response.tool_calls()
+        (call,) = [b for b in response.content if isinstance(b, ToolUseBlock)]
         assert call.name == "get_weather" and call.id.startswith("tu_")
         ids.append(call.id)
     assert ids[0] != ids[1]  # TGI says "0" both times

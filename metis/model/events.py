@@ -83,6 +83,8 @@ class ToolUseEnd(StreamEvent):
     tool_use_id: str
     tool_name: str
     final_input: dict[str, Any]
+    input_error: str | None = None
+    """Set when the arguments were not a JSON object: see ``ToolUseBlock.input_error``."""
 
 
 @dataclass(slots=True)

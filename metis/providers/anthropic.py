@@ -255,8 +255,9 @@ class AnthropicStreamParser:
         ``message_delta``) and any content it already holds, as blocks 0, 1, ..."""
         builder, message_id = self._builder, message.get("id")
         if self._started:
-            if message_id == builder.message_id or self._done:
-                return
+            open_id = builder.message_id
+            if self._done or message_id is None or open_id is None or message_id == open_id:
+                return  # a repeat (or nothing to tell the two apart by): ignored
             raise ProtocolError(
                 f"anthropic started message {message_id!r} while {builder.message_id!r} was open",
                 provider=builder.provider,

@@ -268,7 +268,9 @@ class MessageBuilder:
                     self._report_invalid(block, raw)
             final_input = parsed
         block.final_input = final_input
-        self.out.append(ToolUseEnd(block.index, block.tool_id, block.name, final_input))
+        self.out.append(
+            ToolUseEnd(block.index, block.tool_id, block.name, final_input, block.input_error)
+        )
 
     def _report_invalid(self, block: _Block, raw: str) -> None:
         if self.invalid_arguments is not None:

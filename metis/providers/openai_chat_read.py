@@ -74,27 +74,31 @@ def _thinking_parts(thinking: Any) -> list[str]:
 
 def read_reasoning(builder: MessageBuilder, message: dict[str, Any], key: Hashable) -> None:
     """DeepSeek's ``reasoning_content``, vLLM's and OpenRouter's ``reasoning``; failing those,
-    OpenRouter's ``reasoning_details`` entries."""
+    the text of OpenRouter's ``reasoning_details`` entries (which OpenRouter sends alongside
+    ``reasoning``, with the same text: then only their signatures and encrypted data count)."""
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     if reasoning:
         builder.thinking(key, _str(reasoning, "reasoning"))
-    elif details := message.get("reasoning_details"):
-        read_reasoning_details(builder, details, key)
+    if details := message.get("reasoning_details"):
+        read_reasoning_details(builder, details, key, with_text=not reasoning)
 
 
-def read_reasoning_details(builder: MessageBuilder, details: Any, key: Hashable) -> None:
-    """OpenRouter's ``reasoning_details``, read when the reply gives no plain reasoning text."""
+def read_reasoning_details(
+    builder: MessageBuilder, details: Any, key: Hashable, with_text: bool = True
+) -> None:
+    """OpenRouter's ``reasoning_details``; ``with_text=False`` when the reply gave the same
+    reasoning as plain text."""
     if not isinstance(details, list):
         raise TypeError(f"reasoning_details is a {type(details).__name__}, not a list")
     for entry in details:
         kind = entry["type"]
         if kind == "reasoning.text":
-            if text := entry.get("text"):
+            if with_text and (text := entry.get("text")):
                 builder.thinking(key, _str(text, "reasoning.text"))
             if signature := entry.get("signature"):
                 builder.thinking_signature(key, _str(signature, "a reasoning signature"))
         elif kind == "reasoning.summary":
-            if summary := entry.get("summary"):
+            if with_text and (summary := entry.get("summary")):
                 builder.thinking(key, _str(summary, "reasoning.summary"))
         elif kind == "reasoning.encrypted":
             if data := entry.get("data"):

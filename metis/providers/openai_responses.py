@@ -284,9 +284,11 @@ class ResponsesParser:
     def _seen(self, position: int, item: dict[str, Any]) -> bool:
         """Whether the final response's ``item`` at ``position`` is one the stream gave."""
         item_id = item.get("id")
+        if item_id is None:
+            return position in self._items  # nothing but its position to go by
         if position in self._items and self._ids[position] in (None, item_id):
             return True
-        return item_id is not None and item_id in self._ids.values()
+        return item_id in self._ids.values()
 
     def _stop_reason(self, response: dict[str, Any]) -> StopReason:
         status = response.get("status")

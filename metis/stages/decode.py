@@ -8,7 +8,8 @@ end. Anything that is not a JSON object raises :class:`~metis.errors.ProtocolErr
 
 A streamed request answered with a whole JSON body (``content-type: application/json``, as
 some proxies and servers do) is read as that one document, yielded as a :class:`WholeBody` so
-that ``normalize`` reads it as a complete reply.
+that ``normalize`` reads it as a complete reply. A stream mislabelled as JSON is still read as
+its format says: SSE never opens with ``{``, and NDJSON is one document per line.
 """
 
 from __future__ import annotations
@@ -52,8 +53,14 @@ class Decode(Stage[WireRequest, WireRequest, bytes, dict[str, Any]]):
             yield await _whole_body(chunks)
             return
         chunk = await anext(chunks, None)  # the transport has now set the content type
-        if chunk is not None and _is_json(call.response_content_type):
-            yield WholeBody(await _whole_body(chunks, chunk))
+        if chunk is not None and _whole_json(call.response_content_type, chunk):
+            body = b"".join([chunk, *[more async for more in chunks]])
+            if fmt == "ndjson" and _several_lines(body):  # NDJSON labelled as plain JSON
+                for line in body.split(b"\n"):
+                    if line.strip():
+                        yield _parse(_text(line, "ndjson"), "ndjson")
+            else:
+                yield WholeBody(_parse(_text(body, "json"), "json"))
         elif fmt == "sse":
             decoder = SSEDecoder()
             while chunk is not None:
@@ -107,15 +114,28 @@ def _text(body: bytes, fmt: str) -> str:
         ) from None
 
 
-def _is_json(content_type: str | None) -> bool:
-    """``application/json``, whatever its parameters; not ``application/x-ndjson``."""
-    if content_type is None:
+def _whole_json(content_type: str | None, first: bytes) -> bool:
+    """An ``application/json`` answer (whatever its parameters; not ``application/x-ndjson``)
+    that opens a JSON object: an event stream mislabelled as JSON is still read as a stream."""
+    if content_type is None or first.lstrip()[:1] != b"{":
         return False
     return content_type.partition(";")[0].strip().lower() == "application/json"
 
 
-async def _whole_body(chunks: AsyncIterator[bytes], *first: bytes) -> dict[str, Any]:
-    parts = [*first, *[chunk async for chunk in chunks]]
+def _several_lines(body: bytes) -> bool:
+    """Whether ``body`` is JSON documents one per line rather than one document."""
+    lines = [line for line in body.split(b"\n") if line.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        json.loads(lines[0])
+    except (ValueError, RecursionError):
+        return False  # a document spread over lines (pretty-printed), or not JSON at all
+    return True
+
+
+async def _whole_body(chunks: AsyncIterator[bytes]) -> dict[str, Any]:
+    parts = [chunk async for chunk in chunks]
     return _parse(_text(b"".join(parts), "json"), "json")
 
 

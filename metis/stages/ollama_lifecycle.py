@@ -224,6 +224,8 @@ def _adopt(adapter: Any, model: str, shown: dict[str, Any]) -> AdapterCapabiliti
     if trained is not None and caps.max_context_tokens > trained:
         update["max_context_tokens"] = trained
         _changed(adapter, model, "max_context_tokens", trained, f"trained for {trained}")
+        if caps.max_output_tokens > trained:  # no reply is longer than the whole window
+            update["max_output_tokens"] = trained
     return caps.model_copy(update=update) if update else caps
 
 
@@ -231,7 +233,7 @@ def _context_length(info: Any) -> int | None:
     if not isinstance(info, dict):
         return None
     lengths = [v for k, v in info.items() if k.endswith(".context_length")]
-    if lengths and isinstance(lengths[0], int) and lengths[0] > 0:
+    if lengths and type(lengths[0]) is int and lengths[0] > 0:
         return lengths[0]
     return None
 
