@@ -73,16 +73,13 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
             raise self._classified(
                 self.codec.error_from_http(failure.status, failure.headers, failure.body), call
             ) from None
-        except (AdapterError, *_CODEC_BUGS) as exc:
-            error = exc if isinstance(exc, AdapterError) else _unreadable(exc, call)
+        except AdapterError as error:
             self._classified(error, call)
             if builder.started and not builder.completed:
                 builder.finish(StopReason(kind=StopKind.ERROR, raw=error.provider_code))
             for event in out:
                 yield event
-            if error is exc:
-                raise  # as it came: its cause (the transport's failure) stays attached
-            raise error from exc
+            raise  # as it came: its cause (the transport's failure) stays attached
         for event in out:
             yield event
 
@@ -91,15 +88,6 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
         error.provider = error.provider or call.provider
         error.request_id = error.request_id or call.request_id
         return error
-
-
-# A codec raises ProtocolError for what it cannot read; these are the slips it might still
-# make on input nobody foresaw, and they must not escape unclassified.
-_CODEC_BUGS = (KeyError, IndexError, TypeError, ValueError, AttributeError)
-
-
-def _unreadable(exc: Exception, call: Call) -> ProtocolError:
-    return ProtocolError(f"{call.provider} sent a response metis could not read: {exc!r}")
 
 
 def _estimate_usage(builder: MessageBuilder, request: WireRequest, call: Call) -> None:
