@@ -18,7 +18,7 @@ import anyio
 import httpx
 
 from metis.config import AdapterConfig
-from metis.errors import AdapterError, ProtocolError
+from metis.errors import AdapterError, ProtocolError, scrub_error
 from metis.estimate import estimate_input_tokens
 from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
@@ -30,8 +30,11 @@ from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.stack import Endpoint, StackSpec, load_stack
+from metis.secrets import install_httpx_log_filter
 from metis.session import ToolIdStore, default_tool_id_store
 from metis.telemetry import NULL_SINK, TelemetrySink
+
+install_httpx_log_filter()
 
 
 class Adapter:
@@ -177,6 +180,9 @@ class Adapter:
             async with self.pipeline.run(request, call) as events:
                 async for event in events:
                     yield event
+        except Exception as exc:
+            scrub_error(exc, call.endpoint.secrets)
+            raise
         finally:
             call.cancel.finished = True
             handles.remove(call.cancel)

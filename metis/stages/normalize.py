@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from metis.errors import AdapterError, CancelledError, ProtocolError
+from metis.errors import AdapterError, CancelledError, ProtocolError, scrub_error
 from metis.estimate import CHARS_PER_TOKEN
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
@@ -87,6 +87,7 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
     def _classified(error: AdapterError, call: Call) -> AdapterError:
         error.provider = error.provider or call.provider
         error.request_id = error.request_id or call.request_id
+        scrub_error(error, call.endpoint.secrets)  # a server may echo the key back
         return error
 
 
