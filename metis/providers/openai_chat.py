@@ -35,7 +35,7 @@ from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
 from metis.providers.codec import Codec
 from metis.providers.http_errors import body_excerpt, http_error, json_body, openai_error_fields
-from metis.providers.message_builder import MessageBuilder
+from metis.providers.message_builder import MessageBuilder, token_count
 
 _TEXT, _REASONING = "text", "reasoning"
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
@@ -331,9 +331,11 @@ def _stop_reason(raw: str | None, refused: bool) -> StopReason:
 
 def _usage(builder: MessageBuilder, usage: dict[str, Any]) -> None:
     """Canonical input counts uncached tokens only; OpenAI's prompt_tokens includes cached."""
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    details = usage.get("prompt_tokens_details") or {}
+    cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", builder.provider)
+    prompt = token_count(usage.get("prompt_tokens") or 0, "prompt_tokens", builder.provider)
     builder.usage(
-        input_tokens=max(0, (usage.get("prompt_tokens") or 0) - cached),
+        input_tokens=max(0, prompt - cached),
         output_tokens=usage.get("completion_tokens") or 0,
         cached_input_tokens=cached,
         cache_creation_input_tokens=0,
