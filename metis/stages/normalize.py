@@ -5,6 +5,10 @@ A streamed response feeds the codec's parser object by object; a whole JSON body
 Failures become classified errors here: an HTTP error answer through the codec's error
 mapping, and a failure after the message began ends it as seed 000 §6.5 says, with a final
 ``message.complete`` (stop reason ``error``, the partial content) before the error is raised.
+Objects that arrive after the codec ended the message (after Anthropic's ``message_stop``,
+Responses' ``response.completed``, Ollama's ``done: true``) are not parsed: they are ignored
+with one WARN record, as the decode stage ignores events after ``[DONE]``; so is a failure
+to read them (invalid JSON, a dropped connection): the message as ended stands.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import HTTPFailure, WireRequest
 from metis.providers.codec import get_codec
 from metis.providers.message_builder import MessageBuilder
+from metis.stages.decode import MAX_IGNORED_AFTER_END, warn_ignored_after_end
 
 
 class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
@@ -47,11 +52,19 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
         builder = MessageBuilder(call.provider, call.model, call.warn_dropped)
         builder.estimate_usage = lambda b: _estimate_usage(b, request, call)
         out = builder.out
+        ignored = 0  # objects after the end of the message
         try:
             if request.stream:
                 parser = self.codec.stream_parser(builder)
                 feed = parser.feed
                 async for obj in inner(request, call):
+                    if builder.completed:  # the provider's terminal event has been read
+                        ignored += 1
+                        if ignored == 1:
+                            warn_ignored_after_end(call, "the end of the message")
+                        if ignored > MAX_IGNORED_AFTER_END:
+                            break
+                        continue
                     feed(obj)
                     if out:
                         for event in out:
@@ -75,6 +88,10 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
             ) from None
         except AdapterError as error:
             self._classified(error, call)
+            if builder.completed and not out:  # reading on after the end failed: it stands
+                if not ignored:
+                    warn_ignored_after_end(call, "the end of the message", error)
+                return
             if builder.started and not builder.completed:
                 builder.finish(StopReason(kind=StopKind.ERROR, raw=error.provider_code))
             for event in out:
