@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -15,8 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metis.errors import AdapterError, ProtocolError
+from metis.config_files import read_yaml
+from metis.errors import AdapterError, ConfigError, ProtocolError
 from metis.model import MessageComplete, MessageStart, StreamEvent, TextBlock, TextDelta
+from metis.pipeline.stack import load_stack
 from metis.providers import json_limits
 
 from .fakes import anthropic_end, anthropic_start, anthropic_text, sse
@@ -612,3 +615,38 @@ async def _failure_raising(provider: str, body: bytes) -> None:
     adapter = serving_adapter(provider, [body], content_type=BASE[provider].content_type)
     async for _ in adapter.stream(stream_request(provider)):
         pass
+
+
+# 4. Hostile config files (issue 11, 20) ----------------------------------------------------
+
+LAUGHS = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]\n"
+    for i in range(1, 12)
+)
+HOSTILE_CONFIGS = {
+    "alias-bomb": (LAUGHS.encode(), "aliases expand"),
+    "alias-in-itself": (b"name: x\nstages: &s [transport, *s]\n", "contains it"),
+    "binary": (bytes(range(256)) * 4, "not a text file"),
+    "nul-bytes": (b"name: x\x00\nstages: []\n", "NUL"),
+    "flow-nesting": (b"stages: " + b"[" * 200_000 + b"]" * 200_000, "nested deeper"),
+    "block-nesting": ("".join("  " * i + f"k{i}:\n" for i in range(150)).encode(), "nested"),
+    "deep-indent": (b"a:\n" + b" " * 5_000 + b"b: 1\n", "indented more"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_CONFIGS))
+def test_hostile_config_files_are_config_errors_naming_the_file(case: str, tmp_path: Path) -> None:
+    content, reason = HOSTILE_CONFIGS[case]
+    path = tmp_path / f"{case}.yaml"
+    path.write_bytes(content)
+    for load in (load_stack, lambda p: read_yaml(p, "model registry")):
+        with pytest.raises(ConfigError) as caught:
+            load(path)
+        assert str(path) in str(caught.value) and reason in str(caught.value), caught.value
+
+
+def test_aliases_within_bounds_still_load(tmp_path: Path) -> None:
+    path = tmp_path / "ok.yaml"
+    path.write_text("base: &b {a: 1, b: [1, 2]}\nuses: [*b, *b, *b]\n")
+    assert read_yaml(path, "test")["uses"][2] == {"a": 1, "b": [1, 2]}
+    assert load_stack("gemini").name == "gemini"  # the built-in stack that uses anchors

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from metis.config_files import config_error, parse_yaml
+from metis.config_files import MAX_CONFIG_BYTES, config_error, decode_text, parse_yaml
 from metis.errors import ConfigError, StackError, redact
 from metis.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
@@ -197,9 +197,12 @@ def _read(name_or_path: str | Path) -> tuple[str, str]:
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.parent != Path("."):
         try:
-            return path.read_text(encoding="utf-8"), str(path)
+            if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:
+                raise ConfigError(f"stack file {path} is larger than {MAX_CONFIG_BYTES >> 20} MiB")
+            data = path.read_bytes()
         except OSError as exc:
             raise ConfigError(f"cannot read stack file {path}: {exc.strerror}") from None
+        return decode_text(data, str(path)), str(path)
     resource = resources.files("metis.providers") / f"{name_or_path}.yaml"
     if not resource.is_file():
         raise ConfigError(
