@@ -31,6 +31,7 @@ from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.stack import Endpoint, StackSpec, load_stack
 from metis.secrets import install_httpx_log_filter
+from metis.sendable import check_request
 from metis.session import ToolIdStore, default_tool_id_store
 from metis.telemetry import NULL_SINK, TelemetrySink
 
@@ -158,6 +159,7 @@ class Adapter:
     # Internals ---------------------------------------------------------------------------
 
     async def _run(self, request: CanonicalRequest) -> AsyncGenerator[StreamEvent, None]:
+        check_request(request, self.name)  # before any stage serializes a tool input
         wire_model = self.wire_model(request.model)
         call = Call(
             request_id=request.request_id,

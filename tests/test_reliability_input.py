@@ -5,22 +5,37 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from metis import AdapterConfig, build_adapter
 from metis.config_files import read_yaml
-from metis.errors import AdapterError, ConfigError, ProtocolError
-from metis.model import MessageComplete, MessageStart, StreamEvent, TextBlock, TextDelta
+from metis.errors import AdapterError, ConfigError, InvalidRequestError, ProtocolError
+from metis.model import (
+    Message,
+    MessageComplete,
+    MessageStart,
+    StreamEvent,
+    TextBlock,
+    TextDelta,
+    ToolDefinition,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from metis.pipeline.stack import load_stack
 from metis.providers import json_limits
+from metis.session import InMemoryToolIdStore
 
 from .fakes import anthropic_end, anthropic_start, anthropic_text, sse
 from .reliability_helpers import (
@@ -650,3 +665,68 @@ def test_aliases_within_bounds_still_load(tmp_path: Path) -> None:
     path.write_text("base: &b {a: 1, b: [1, 2]}\nuses: [*b, *b, *b]\n")
     assert read_yaml(path, "test")["uses"][2] == {"a": 1, "b": [1, 2]}
     assert load_stack("gemini").name == "gemini"  # the built-in stack that uses anchors
+
+
+# 5. Tool inputs JSON cannot carry (issue 11, 19) -------------------------------------------
+
+UNSENDABLE = {
+    "datetime": (datetime(2026, 1, 2, tzinfo=UTC), "a datetime"),
+    "bytes": (b"\x00\x01", "a bytes"),
+    "set": ({1, 2}, "a set"),
+    "nan": (math.nan, "nan"),
+    "infinity": (math.inf, "inf"),
+    "lone-surrogate": ("ok \ud800", "lone UTF-16 surrogate"),
+    "int-key": ({1: "x"}, "not a string"),
+}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("case", list(UNSENDABLE))
+@pytest.mark.anyio
+async def test_tool_inputs_json_cannot_carry_are_refused_before_sending(
+    case: str, provider: str
+) -> None:
+    value, why = UNSENDABLE[case]
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(500)
+
+    adapter = build_adapter(
+        provider,
+        AdapterConfig(
+            api_key="k",
+            max_retries=0,
+            http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
+            capabilities={"supports_tools": True},
+        ),
+        tool_id_store=InMemoryToolIdStore(),
+    )
+    call = ToolUseBlock(id="tu_1", name="lookup", input={"city": "Oslo", "args": [1, {"v": value}]})
+    request = stream_request(provider).model_copy(
+        update={
+            "messages": [
+                Message.user("when?"),
+                Message.assistant(call),
+                Message.user(ToolResultBlock(tool_use_id="tu_1", content="noon")),
+            ],
+            "tools": [ToolDefinition(name="lookup", input_schema={"type": "object"})],
+        }
+    )
+    with pytest.raises(InvalidRequestError) as caught:
+        async for _ in adapter.stream(request):
+            pass
+    assert "messages[1].content[0].input.args[1].v" in str(caught.value), caught.value
+    assert why in str(caught.value)
+    assert not sent
+
+
+@pytest.mark.anyio
+async def test_a_nan_in_a_tool_schema_is_refused_naming_it() -> None:
+    adapter = serving_adapter("anthropic", [b""], capabilities={"supports_tools": True})
+    tool = ToolDefinition(name="f", input_schema={"type": "object", "maximum": math.inf})
+    request = stream_request("anthropic").model_copy(update={"tools": [tool]})
+    with pytest.raises(InvalidRequestError, match=r"tools\[0\]\.input_schema\.maximum"):
+        async for _ in adapter.stream(request):
+            pass
