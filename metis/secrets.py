@@ -43,8 +43,13 @@ def header_secrets(headers: Mapping[str, str]) -> list[str]:
     return found
 
 
+_OPAQUE = 16  # a query value this long under an unknown name is treated as a key
+
+
 def url_secrets(url: str | None) -> list[str]:
-    """The password (or user-info) and the non-public query values of ``url``."""
+    """The password (or user-info) of ``url``, and its query values that are keys: those
+    named like one (``key``, ``token``, ``sig``...) and long opaque values under other names
+    (public ones such as ``alt`` and ``api-version`` aside)."""
     if not url:
         return []
     try:
@@ -53,7 +58,8 @@ def url_secrets(url: str | None) -> list[str]:
         found += [
             value
             for name, value in parse_qsl(parts.query, keep_blank_values=False)
-            if name.lower() not in PUBLIC_QUERY_PARAMS
+            if is_secret_header(name)
+            or (name.lower() not in PUBLIC_QUERY_PARAMS and len(value) >= _OPAQUE)
         ]
     except ValueError:  # a malformed URL (bad port, bad IPv6): its whole query is suspect
         found = [url.partition("?")[2]]

@@ -3,24 +3,30 @@ TLS verification is on unless turned off explicitly; credentials in a base_url a
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import logging
 import ssl
+import zlib
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 import pytest
+import yaml
 
 from metis import AdapterConfig, AdapterError, build_adapter
 from metis.errors import AuthError, NetworkError, redact
 from metis.pipeline.wire import WireRequest
 from metis.session import InMemoryToolIdStore
 from metis.telemetry import ListSink, LoggingSink, MultiSink
-from metis.testing.cassette import RecordingTransport
+from metis.testing.cassette import Cassette, RecordingTransport
+from metis.testing.scrub import scrub_chunks, secret_pattern
 
 from .fakes import FakePeer, Reply, anthropic_error, anthropic_reply, collect, openai_error, request
+from .reliability_helpers import ChunkStream
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 SHORT = "SECRET-0123456789abcdef"  # the distinctive tail, in case only a prefix is redacted
@@ -310,3 +316,104 @@ async def test_the_request_line_httpx_logs_hides_the_query_key(
     assert any("api-version=2024-01-01" in line for line in lines)
     for text in (*lines, str(caught.value), repr(caught.value.__cause__)):
         _assert_no_extra_secrets(text)
+
+
+# Issue 11 (13): cassettes never hold the key --------------------------------------------
+
+PLANTED = "sk-ant-api03-PLANTED/key+9876543210"
+
+
+def _all_forms_absent(text: str) -> None:
+    escaped_chars = "".join(f"\\u{ord(c):04x}" for c in PLANTED)
+    for form in (
+        PLANTED,
+        json.dumps(PLANTED)[1:-1],
+        PLANTED.replace("/", "\\/"),
+        quote(PLANTED, safe=""),
+        escaped_chars,
+        escaped_chars.upper(),
+        "PLANTED",  # any part of the key's distinctive middle
+    ):
+        assert form not in text, form
+
+
+def _bodies(cassette_text: str) -> str:
+    """Everything a cassette holds, with base64 chunks decoded."""
+    data = yaml.safe_load(cassette_text)
+    parts = [cassette_text]
+    for interaction in data["interactions"]:
+        for chunk in interaction["response"].get("chunks_base64", []):
+            parts.append(base64.b64decode(chunk).decode("latin-1"))
+    return "\n".join(parts)
+
+
+def _gzip_chunks(body: bytes, size: int) -> list[bytes]:
+    packed = gzip.compress(body)
+    return [packed[i : i + size] for i in range(0, len(packed), size)]
+
+
+def _deflate(body: bytes, raw: bool) -> bytes:
+    packer = zlib.compressobj(wbits=-zlib.MAX_WBITS if raw else zlib.MAX_WBITS)
+    return packer.compress(body) + packer.flush()
+
+
+ECHO = f'{{"error": {{"message": "bad key {PLANTED}", "json": {json.dumps(PLANTED)}}}}}'.encode()
+SPLIT = PLANTED.encode()
+PLANTINGS: dict[str, tuple[dict[str, str], list[bytes]]] = {
+    "plain": ({}, [ECHO]),
+    "gzip": ({"content-encoding": "gzip"}, _gzip_chunks(ECHO * 3, 7)),
+    "deflate": ({"content-encoding": "deflate"}, [_deflate(ECHO, raw=False)]),
+    "raw-deflate": ({"content-encoding": "deflate"}, [_deflate(ECHO, raw=True)]),
+    "across-chunks": ({}, [b'data: {"t": "' + SPLIT[:9], SPLIT[9:20], SPLIT[20:] + b'"}\n\n']),
+    "json-slash": ({}, [json.dumps({"k": PLANTED}).replace("/", "\\/").encode()]),
+    "json-unicode-escapes": (
+        {},
+        [b'{"k": "' + "".join(f"\\u{ord(c):04X}" for c in PLANTED).encode() + b'"}'],
+    ),
+    "percent-encoded": ({}, [f"https://x.test/?key={quote(PLANTED, safe='')}".encode()]),
+    "not-utf8": ({}, [b"\xff\xfe\x00" + SPLIT[:5], SPLIT[5:] + b"\x80\x81"]),
+    "echoed-header": ({"x-echo": f"seen {PLANTED}"}, [b"{}"]),
+}
+
+
+@pytest.mark.parametrize("case", list(PLANTINGS))
+@pytest.mark.anyio
+async def test_recorded_cassettes_never_hold_a_planted_key(case: str, tmp_path: Path) -> None:
+    headers, chunks = PLANTINGS[case]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200,
+            headers={"content-type": "text/event-stream", **headers},
+            stream=ChunkStream(chunks),
+        )
+
+    recorder = RecordingTransport(httpx.MockTransport(handler), name="planted")
+    async with httpx.AsyncClient(transport=recorder) as client:
+        response = await client.post(
+            f"https://gateway.test/v1/messages?key={PLANTED}",
+            headers={"x-api-key": PLANTED},
+            json={"echo": PLANTED},
+        )
+        received = response.content  # what the application saw
+    path = tmp_path / "c.yaml"
+    recorder.cassette().dump(path)
+    text = path.read_text()
+    _all_forms_absent(_bodies(text))
+    assert "[REDACTED]" in text
+    replayed = Cassette.load(path).interactions[0].response
+    body = b"".join(replayed.body_chunks())
+    assert "content-encoding" not in replayed.headers  # stored decoded
+    assert (
+        body.replace(b"[REDACTED]", b"") == body
+        if case == "echoed-header"
+        else b"[REDACTED]" in body
+    )
+    assert len(body) < len(received) * 2 + 100
+
+
+def test_scrub_chunks_keeps_boundaries_and_hides_a_split_key() -> None:
+    pattern = secret_pattern(["abcdefghij"])
+    chunks = [b"12abc", b"def", b"ghij34", b"abcdefghij"]
+    assert scrub_chunks(chunks, pattern) == [b"12[REDACTED]", b"34", b"[REDACTED]"]
+    assert scrub_chunks([b"x abc1 abc1x"], secret_pattern(["abc1"])) == [b"x [REDACTED] abc1x"]
