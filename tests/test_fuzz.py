@@ -212,7 +212,7 @@ def hostile_value(event: bytes, ndjson: bool, rng: random.Random, kind: str) -> 
         return event
     try:
         data = json.loads(event[span[0] : span[1]])
-    except ValueError:
+    except (ValueError, RecursionError):  # already mutated past parsing: leave it so
         return event
     wanted = (int, float) if kind == "number" else (str,)
     leaves = [p for p, v in _leaves(data) if p and isinstance(v, wanted) and type(v) is not bool]

@@ -252,7 +252,8 @@ async def _hostile(
     status: int = 200,
     content_type: str | None = None,
 ) -> list[StreamEvent]:
-    """Run one call; assert it ends, fails only as AdapterError, and keeps partial text."""
+    """Run one call; assert it ends, fails only as ProtocolError (or, for an error status,
+    another AdapterError), and keeps partial text."""
     stream = BASE[provider]
     adapter = serving_adapter(
         provider, chunks, status=status, content_type=content_type or stream.content_type
@@ -267,6 +268,8 @@ async def _hostile(
             error = caught
         except Exception as caught:
             pytest.fail(f"{provider}: escaped as {type(caught).__name__}: {caught!r}")
+    if status == 200 and error is not None:  # a 200 that goes wrong is malformed, nothing else
+        assert type(error) is ProtocolError, (provider, repr(error))
     if any(isinstance(e, MessageStart) for e in events):
         assert isinstance(events[-1], MessageComplete), (provider, error, events[-1])
         sent = "".join(e.text for e in events if isinstance(e, TextDelta))
@@ -730,3 +733,25 @@ async def test_a_nan_in_a_tool_schema_is_refused_naming_it() -> None:
     with pytest.raises(InvalidRequestError, match=r"tools\[0\]\.input_schema\.maximum"):
         async for _ in adapter.stream(request):
             pass
+
+
+@pytest.mark.anyio
+async def test_a_stop_reason_with_a_lone_surrogate_is_replaced() -> None:
+    body = _anthropic(anthropic_start(), *anthropic_text("x"), *anthropic_end("odd"))
+    body = body.replace(b'"odd"', b'"odd\\ud800"')
+    events, error = await _failure("anthropic", body)
+    assert error is None
+    assert events[-1].stop_reason.raw == "odd\ufffd"  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_a_key_quoted_in_a_dropped_block_warning_is_redacted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    key = "k-ECHOED-0123456789abc"
+    odd = {"type": "content_block_start", "index": 1, "content_block": {"type": f"x {key}"}}
+    body = _anthropic(anthropic_start(), *anthropic_text("x"), odd, *anthropic_end())
+    adapter = serving_adapter("anthropic", [body], api_key=key)
+    async for _ in adapter.stream(stream_request("anthropic")):
+        pass
+    assert "dropped" in caplog.text and key not in caplog.text

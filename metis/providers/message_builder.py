@@ -157,14 +157,14 @@ class MessageBuilder:
 
     def stop(self, reason: StopReason) -> None:
         """Note why the message stopped; ``finish`` ends it (providers send usage after)."""
-        self.stop_reason = reason
+        self.stop_reason = _clean_stop(reason)
 
     def finish(self, reason: StopReason | None = None) -> None:
         """End the message: close any tool still open, then ``message.complete``."""
         if self.completed:
             return
         self.start()
-        stop = reason or self.stop_reason or StopReason(kind=StopKind.END_TURN, raw=None)
+        stop = _clean_stop(reason) or self.stop_reason or StopReason(kind=StopKind.END_TURN)
         for block in self._blocks:
             if block.held:
                 self._flush(block)
@@ -268,7 +268,7 @@ class MessageBuilder:
         """Keep provider fields (a thought signature) for the block at canonical ``index``:
         they go into its ``provider_raw.data``, however the message ends (complete, error,
         cancel). Kept even when empty: the block is then marked as this provider's own."""
-        self._raw.setdefault(index, {}).update(data)
+        self._raw.setdefault(index, {}).update(clean_value(data))
 
     def has_raw(self, index: int) -> bool:
         return index in self._raw
@@ -376,6 +376,13 @@ class MessageBuilder:
         if data is None:
             return None
         return ProviderRaw(provider=self.provider, model=self.model, data=dict(data))
+
+
+def _clean_stop(reason: StopReason | None) -> StopReason | None:
+    """The reason with any lone surrogate in the provider's own string replaced."""
+    if reason is None or reason.raw is None or reason.raw.isascii():
+        return reason
+    return StopReason(kind=reason.kind, raw=clean(reason.raw))
 
 
 def _abrupt(reason: StopReason) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from metis.errors import AdapterError, ProtocolError
+from metis.errors import AdapterError, ProtocolError, redact
 from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
@@ -103,7 +103,7 @@ def warn_ignored_after_end(call: Call, terminal: str, error: Exception | None = 
         "%s sent more after %s; ignored%s",
         call.provider,
         terminal,
-        f" ({error})" if error is not None else "",
+        f" ({redact(str(error), *call.endpoint.secrets)})" if error is not None else "",
         extra={
             "event": "metis.events_after_end",
             "request_id": call.request_id,
