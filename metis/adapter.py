@@ -20,7 +20,7 @@ import httpx
 from metis.catalog.capabilities import model_capabilities
 from metis.catalog.lookup import find_model, warn_uncatalogued
 from metis.config import AdapterConfig
-from metis.errors import AdapterError, CapabilityError, ProtocolError
+from metis.errors import AdapterError, CapabilityError, ProtocolError, scrub_error
 from metis.estimate import estimate_input_tokens
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message
@@ -33,8 +33,12 @@ from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.stack import Endpoint, StackSpec, load_stack
+from metis.secrets import install_httpx_log_filter
+from metis.sendable import check_request
 from metis.session import ToolIdStore, default_tool_id_store
 from metis.telemetry import NULL_SINK, TelemetrySink
+
+install_httpx_log_filter()
 
 
 class Adapter:
@@ -171,6 +175,7 @@ class Adapter:
     async def _run(self, request: CanonicalRequest) -> AsyncGenerator[StreamEvent, None]:
         if self.init_on_first_call and not self._initialized:
             await self.init()
+        check_request(request, self.name)  # before any stage serializes a tool input
         wire_model = self.wire_model(request.model)
         call = Call(
             request_id=request.request_id,
@@ -193,6 +198,9 @@ class Adapter:
             async with self.pipeline.run(request, call) as events:
                 async for event in events:
                     yield event
+        except Exception as exc:
+            scrub_error(exc, call.endpoint.secrets)
+            raise
         finally:
             call.cancel.finished = True
             handles.remove(call.cancel)

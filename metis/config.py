@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from metis.errors import redact
 from metis.model.capabilities import AdapterCapabilities
+from metis.secrets import is_secret_header, scrub_url
 
 
 class AdapterConfig(BaseModel):
@@ -32,7 +32,11 @@ class AdapterConfig(BaseModel):
 
     def __repr_args__(self) -> Any:
         for name, value in super().__repr_args__():
-            yield name, redact(value) if name == "base_url" and value else value
+            if name == "base_url" and value:
+                value = scrub_url(value)
+            elif name == "extra_headers" and value:
+                value = {k: "[REDACTED]" if is_secret_header(k) else v for k, v in value.items()}
+            yield name, value
 
     def merged_capabilities(self, declared: AdapterCapabilities) -> AdapterCapabilities:
         if not self.capabilities:

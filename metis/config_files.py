@@ -14,17 +14,33 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from metis import yaml_limits
 from metis.errors import ConfigError, redact
+
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+"""The largest config file read; a bigger one is refused before it is loaded."""
 
 
 def read_yaml(path: str | Path, what: str) -> Any:
     """The parsed YAML document at ``path``; ``what`` names it in errors ("model registry")."""
     file = Path(path).expanduser()
     try:
-        text = file.read_text(encoding="utf-8")
+        if file.is_file() and file.stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{what} {file} is larger than {MAX_CONFIG_BYTES >> 20} MiB")
+        data = file.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read {what} {file}: {exc.strerror}") from None
-    return parse_yaml(text, str(file))
+    return parse_yaml(decode_text(data, str(file)), str(file))
+
+
+def decode_text(data: bytes, source: str) -> str:
+    """A config file's bytes as text; a binary or non-UTF-8 file is a ConfigError."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{source}: not a text file (invalid UTF-8 at byte {exc.start})"
+        ) from None
 
 
 # libyaml's parser, when PyYAML was built with it (its wheels are): ten times faster, which is
@@ -33,10 +49,26 @@ _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def parse_yaml(text: str, source: str) -> Any:
+    """One YAML document, within the limits of :mod:`metis.yaml_limits` (nesting, alias
+    expansion); anything else wrong with it is a ConfigError naming ``source``."""
+    problem = yaml_limits.unsafe_text(text)
+    if problem:
+        raise ConfigError(f"{source}: refused: {problem}")
+    loader = _LOADER(text)
     try:
-        return yaml.load(text, Loader=_LOADER)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        problem = yaml_limits.unsafe_graph(node)
+        if problem:
+            raise ConfigError(f"{source}: refused: {problem}")
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise ConfigError(f"{source}: refused: too large or too deeply nested") from None
+    finally:
+        loader.dispose()
 
 
 _EXPECTED = {

@@ -7,9 +7,11 @@ anything that looks like an API key before they are stored.
 
 from __future__ import annotations
 
+import json
 import re
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import quote
 
 if TYPE_CHECKING:
     from metis.model.response import CanonicalResponse
@@ -29,22 +31,69 @@ class ErrorClass(StrEnum):
 
 
 _KEY_PATTERNS = re.compile(
-    r"(sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{20,}"
+    r"(sk-ant-[A-Za-z0-9_\-]+|sk-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{20,}"
+    r"|(?:gsk|hf|xai|pplx|nvapi|csk|fw)[_\-][A-Za-z0-9_\-]{16,}|ya29\.[0-9A-Za-z_\-]{16,}"
     r"|(?i:bearer)\s+[A-Za-z0-9._\-]{12,})"
 )
 
 
 _URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
+_SHORT = 8
+"""A secret shorter than this is hidden only where it stands alone (not inside a word), so a
+four-letter test key does not blank out every word that contains it."""
+_TOKEN_CHARS = r"A-Za-z0-9_\-"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def redact(text: str, *secrets: str | None) -> str:
-    """Hide secrets: the given ones verbatim, anything shaped like a known API key, and the
-    user:password part of a URL."""
+    """Hide secrets: the given ones (as written, JSON-escaped and percent-encoded), anything
+    shaped like a known API key, and the user:password part of a URL. Lone surrogates become
+    U+FFFD, so the text can always be printed and encoded."""
     for secret in secrets:
         if secret:
-            text = text.replace(secret, "[REDACTED]")
+            text = _hide(text, secret)
     text = _URL_CREDENTIALS.sub("[REDACTED]@", text)
-    return _KEY_PATTERNS.sub("[REDACTED]", text)
+    text = _KEY_PATTERNS.sub("[REDACTED]", text)
+    if not text.isascii():
+        text = _LONE_SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def _hide(text: str, secret: str) -> str:
+    for form in secret_forms(secret):
+        if len(form) >= _SHORT:
+            text = text.replace(form, "[REDACTED]")
+        elif form in text:
+            alone = rf"(?<![{_TOKEN_CHARS}]){re.escape(form)}(?![{_TOKEN_CHARS}])"
+            text = re.sub(alone, "[REDACTED]", text)
+    return text
+
+
+def secret_forms(secret: str) -> list[str]:
+    """The ways ``secret`` can appear in text: as is, JSON-escaped (``\\/`` and ``\\uXXXX``
+    included) and percent-encoded."""
+    escaped = json.dumps(secret)[1:-1]
+    forms = {secret, escaped, escaped.replace("/", "\\/"), quote(secret, safe=""), quote(secret)}
+    return sorted(forms, key=len, reverse=True)
+
+
+def scrub_error(error: BaseException, secrets: tuple[str, ...]) -> BaseException:
+    """Hide ``secrets`` from an error already raised (its message, its provider's message,
+    and the text of every exception chained to it); returns the same error."""
+    if not secrets:
+        return error
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, AdapterError):
+            current.message = redact(current.message, *secrets)
+            current.provider_message = redact(current.provider_message, *secrets)
+        current.args = tuple(
+            redact(arg, *secrets) if isinstance(arg, str) else arg for arg in current.args
+        )
+        current = current.__cause__ or current.__context__
+    return error
 
 
 class AdapterError(Exception):

@@ -5,19 +5,39 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metis.errors import AdapterError
-from metis.model import MessageComplete, MessageStart, StreamEvent, TextBlock, TextDelta
+from metis import AdapterConfig, build_adapter
+from metis.config_files import read_yaml
+from metis.errors import AdapterError, ConfigError, InvalidRequestError, ProtocolError
+from metis.model import (
+    Message,
+    MessageComplete,
+    MessageStart,
+    StreamEvent,
+    TextBlock,
+    TextDelta,
+    ToolDefinition,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from metis.pipeline.stack import load_stack
+from metis.providers import json_limits
+from metis.session import InMemoryToolIdStore
 
+from .fakes import anthropic_end, anthropic_start, anthropic_text, sse
 from .reliability_helpers import (
     RecordedStream,
     cassette_streams,
@@ -232,7 +252,8 @@ async def _hostile(
     status: int = 200,
     content_type: str | None = None,
 ) -> list[StreamEvent]:
-    """Run one call; assert it ends, fails only as AdapterError, and keeps partial text."""
+    """Run one call; assert it ends, fails only as ProtocolError (or, for an error status,
+    another AdapterError), and keeps partial text."""
     stream = BASE[provider]
     adapter = serving_adapter(
         provider, chunks, status=status, content_type=content_type or stream.content_type
@@ -247,6 +268,8 @@ async def _hostile(
             error = caught
         except Exception as caught:
             pytest.fail(f"{provider}: escaped as {type(caught).__name__}: {caught!r}")
+    if status == 200 and error is not None:  # a 200 that goes wrong is malformed, nothing else
+        assert type(error) is ProtocolError, (provider, repr(error))
     if any(isinstance(e, MessageStart) for e in events):
         assert isinstance(events[-1], MessageComplete), (provider, error, events[-1])
         sent = "".join(e.text for e in events if isinstance(e, TextDelta))
@@ -389,3 +412,346 @@ def test_random_bytes_are_classified(provider: str) -> None:
         _run(provider, split_at(body, cuts))
 
     check()
+
+
+# 3. Hostile numbers, strings and nesting; events after the end (issue 11, 15-18) ----------
+
+_COUNT_KEY = re.compile(r"(tokens|TokenCount|_count)$")
+_SENTINEL = "@@HOSTILE@@"
+
+
+def _with_literal(stream: RecordedStream, literal: str, where: re.Pattern[str]) -> bytes:
+    """The stream with every integer under a key matching ``where`` written as ``literal``
+    (raw JSON text: ``NaN`` and ``1e400`` included)."""
+
+    def swap(obj: Any) -> Any:
+        if isinstance(obj, dict):
+            return {
+                k: _SENTINEL if where.search(k) and type(v) is int else swap(v)
+                for k, v in obj.items()
+            }
+        if isinstance(obj, list):
+            return [swap(v) for v in obj]
+        return obj
+
+    ndjson = _sep(stream) == "ndjson"
+    out = []
+    for event in events_of(stream):
+        mapped = _map_data(event, ndjson, swap)
+        out.append(mapped.replace(f'"{_SENTINEL}"'.encode(), literal.encode()))
+    return b"".join(out)
+
+
+HOSTILE_COUNTS = ["-3", "12.5", "1e400", "100000000000000000000000000000", "NaN", "Infinity", '"7"']
+
+
+async def _failure(provider: str, body: bytes) -> tuple[list[StreamEvent], BaseException | None]:
+    adapter = serving_adapter(provider, [body], content_type=BASE[provider].content_type)
+    events: list[StreamEvent] = []
+    with anyio.fail_after(20):
+        try:
+            async for event in adapter.stream(stream_request(provider)):
+                events.append(event)
+        except Exception as caught:
+            return events, caught
+    return events, None
+
+
+def _ended_with_error(events: list[StreamEvent]) -> None:
+    """Nothing, or a message.start and at last a message.complete with stop reason error."""
+    if not events:
+        return
+    assert isinstance(events[0], MessageStart)
+    last = events[-1]
+    assert isinstance(last, MessageComplete) and last.stop_reason.kind.value == "error", last
+
+
+@pytest.mark.parametrize("literal", HOSTILE_COUNTS)
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.anyio
+async def test_hostile_token_counts_are_protocol_errors(provider: str, literal: str) -> None:
+    body = _with_literal(BASE[provider], literal, _COUNT_KEY)
+    assert body != BASE[provider].body, "the recorded stream reports no token counts"
+    events, error = await _failure(provider, body)
+    assert type(error) is ProtocolError, repr(error)
+    _ended_with_error(events)
+
+
+def _anthropic(*objects: dict[str, Any]) -> bytes:
+    return "".join(sse(*objects)).encode()
+
+
+@pytest.mark.anyio
+async def test_a_character_split_into_surrogate_halves_is_rejoined() -> None:
+    halves = _anthropic(anthropic_start(), *anthropic_text("hi ", "x", "y"), *anthropic_end())
+    halves = halves.replace(b'"text": "x"', b'"text": "\\ud83d"')
+    halves = halves.replace(b'"text": "y"', b'"text": "\\ude00!"')
+    events, error = await _failure("anthropic", halves)
+    assert error is None
+    last = events[-1]
+    assert isinstance(last, MessageComplete)
+    assert last.final_content == [TextBlock(text="hi \U0001f600!")]
+    sent = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert sent == "hi \U0001f600!"
+
+
+@pytest.mark.parametrize(
+    "escape", ["\\ud800", "\\udfff", "a\\ud83d", "\\ude00b", "\\ud83d\\ud83d"], ids=repr
+)
+@pytest.mark.anyio
+async def test_lone_surrogates_become_replacement_characters(escape: str) -> None:
+    body = _anthropic(
+        anthropic_start(),
+        *anthropic_text("x"),
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "tool_use", "id": f"t{escape}", "name": f"n{escape}"},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": '{"q": "X"}'},
+        },
+        {"type": "content_block_stop", "index": 1},
+        *anthropic_end(),
+    )
+    body = body.replace(b'"text": "x"', f'"text": "{escape}"'.encode())
+    body = body.replace(b'\\"X\\"', f'\\"{escape}\\"'.encode().replace(b"\\u", b"\\\\u"))
+    events, error = await _failure("anthropic", body)
+    assert error is None
+    encoded = json.dumps([e.to_dict() for e in events], ensure_ascii=False).encode()
+    assert "\ufffd".encode() in encoded  # every lone half replaced: encoding did not fail
+    last = events[-1]
+    assert isinstance(last, MessageComplete)
+    assert "\ufffd" in last.final_content[1].input["q"]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("depth", [101, 5_000, 200_000])
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.anyio
+async def test_deeply_nested_events_are_protocol_errors(provider: str, depth: int) -> None:
+    nested = "[" * depth + "]" * depth
+    body = _with_literal(BASE[provider], nested, _COUNT_KEY)
+    events, error = await _failure(provider, body)
+    assert type(error) is ProtocolError, repr(error)
+    assert "nested deeper" in str(error)
+    _ended_with_error(events)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.anyio
+async def test_a_deeply_nested_error_body_is_classified_by_its_status(provider: str) -> None:
+    deep = ('{"error":' * 50_000 + '"x"' + "}" * 50_000).encode()
+    adapter = serving_adapter(provider, [deep], status=400, content_type="application/json")
+    with anyio.fail_after(20), pytest.raises(AdapterError) as caught:
+        async for _ in adapter.stream(stream_request(provider)):
+            pass
+    assert caught.value.error_class.value == "invalid_request"
+    assert caught.value.provider_status == 400
+
+
+def test_nesting_depth_ignores_brackets_inside_strings() -> None:
+    assert not json_limits.too_deep('{"a": "' + "[" * 500 + '"}')
+    assert json_limits.too_deep("[" * 101 + "]" * 101)
+    assert not json_limits.too_deep("[" * 100 + "]" * 100)
+    with pytest.raises(ValueError):
+        json_limits.loads('{"a": NaN}')
+
+
+@pytest.mark.anyio
+async def test_tool_arguments_nested_too_deep_are_kept_raw() -> None:
+    deep = "[" * 500 + "]" * 500
+    body = _anthropic(
+        anthropic_start(),
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": '{"a": ' + deep + "}"},
+        },
+        {"type": "content_block_stop", "index": 0},
+        *anthropic_end("tool_use"),
+    )
+    events, error = await _failure("anthropic", body)
+    assert error is None
+    block = events[-1].final_content[0]  # type: ignore[attr-defined]
+    assert block.input == {} and block.provider_raw.data["arguments"].startswith('{"a": [[')
+
+
+AFTER_END = {
+    "anthropic": b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+    b'"delta":{"type":"text_delta","text":"LATE"}}\n\ndata: {not json\n\n',
+    "openai": b'data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":'
+    b'0,"delta":{"content":"LATE"},"finish_reason":null}]}\n\ndata: {not json\n\n',
+    "openai_responses": b'event: response.output_text.delta\ndata: {"type":'
+    b'"response.output_text.delta","output_index":0,"content_index":0,"delta":"LATE"}\n\n'
+    b"data: {not json\n\n",
+    "ollama": b'{"model":"m","message":{"role":"assistant","content":"LATE"},"done":false}\n'
+    b"{not json\n",
+}
+
+
+@pytest.mark.parametrize("provider", list(AFTER_END))
+@pytest.mark.anyio
+async def test_events_after_the_terminal_event_are_ignored(
+    provider: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Anthropic's message_stop, OpenAI's [DONE], Responses' response.completed and Ollama's
+    done: true end the message; whatever follows is not parsed, and one WARN says so."""
+    stream = BASE[provider]
+    expected, error = await _failure(provider, stream.body)
+    assert error is None
+    for late in (AFTER_END[provider], AFTER_END[provider] * 200):
+        caplog.clear()
+        events, error = await _failure(provider, stream.body + late)
+        assert error is None, repr(error)
+        assert normalized(events) == normalized(expected)
+        warned = [r for r in caplog.records if getattr(r, "event", "") == "metis.events_after_end"]
+        assert len(warned) == 1, caplog.text
+
+
+@pytest.mark.anyio
+async def test_a_codec_bug_is_not_a_protocol_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only input a codec recognised as malformed is a ProtocolError; a KeyError raised by
+    the codec's own code escapes as what it is, so tests catch it."""
+    from metis.providers import anthropic
+
+    def buggy(self: Any) -> None:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(anthropic.AnthropicStreamParser, "end", buggy)
+    with pytest.raises(KeyError):
+        await _failure_raising("anthropic", BASE["anthropic"].body)
+
+
+async def _failure_raising(provider: str, body: bytes) -> None:
+    adapter = serving_adapter(provider, [body], content_type=BASE[provider].content_type)
+    async for _ in adapter.stream(stream_request(provider)):
+        pass
+
+
+# 4. Hostile config files (issue 11, 20) ----------------------------------------------------
+
+LAUGHS = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]\n"
+    for i in range(1, 12)
+)
+HOSTILE_CONFIGS = {
+    "alias-bomb": (LAUGHS.encode(), "aliases expand"),
+    "alias-in-itself": (b"name: x\nstages: &s [transport, *s]\n", "contains it"),
+    "binary": (bytes(range(256)) * 4, "not a text file"),
+    "nul-bytes": (b"name: x\x00\nstages: []\n", "NUL"),
+    "flow-nesting": (b"stages: " + b"[" * 200_000 + b"]" * 200_000, "nested deeper"),
+    "block-nesting": ("".join("  " * i + f"k{i}:\n" for i in range(150)).encode(), "nested"),
+    "deep-indent": (b"a:\n" + b" " * 5_000 + b"b: 1\n", "indented more"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_CONFIGS))
+def test_hostile_config_files_are_config_errors_naming_the_file(case: str, tmp_path: Path) -> None:
+    content, reason = HOSTILE_CONFIGS[case]
+    path = tmp_path / f"{case}.yaml"
+    path.write_bytes(content)
+    for load in (load_stack, lambda p: read_yaml(p, "model registry")):
+        with pytest.raises(ConfigError) as caught:
+            load(path)
+        assert str(path) in str(caught.value) and reason in str(caught.value), caught.value
+
+
+def test_aliases_within_bounds_still_load(tmp_path: Path) -> None:
+    path = tmp_path / "ok.yaml"
+    path.write_text("base: &b {a: 1, b: [1, 2]}\nuses: [*b, *b, *b]\n")
+    assert read_yaml(path, "test")["uses"][2] == {"a": 1, "b": [1, 2]}
+    assert load_stack("gemini").name == "gemini"  # the built-in stack that uses anchors
+
+
+# 5. Tool inputs JSON cannot carry (issue 11, 19) -------------------------------------------
+
+UNSENDABLE = {
+    "datetime": (datetime(2026, 1, 2, tzinfo=UTC), "a datetime"),
+    "bytes": (b"\x00\x01", "a bytes"),
+    "set": ({1, 2}, "a set"),
+    "nan": (math.nan, "nan"),
+    "infinity": (math.inf, "inf"),
+    "lone-surrogate": ("ok \ud800", "lone UTF-16 surrogate"),
+    "int-key": ({1: "x"}, "not a string"),
+}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("case", list(UNSENDABLE))
+@pytest.mark.anyio
+async def test_tool_inputs_json_cannot_carry_are_refused_before_sending(
+    case: str, provider: str
+) -> None:
+    value, why = UNSENDABLE[case]
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(500)
+
+    adapter = build_adapter(
+        provider,
+        AdapterConfig(
+            api_key="k",
+            max_retries=0,
+            http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
+            capabilities={"supports_tools": True},
+        ),
+        tool_id_store=InMemoryToolIdStore(),
+    )
+    call = ToolUseBlock(id="tu_1", name="lookup", input={"city": "Oslo", "args": [1, {"v": value}]})
+    request = stream_request(provider).model_copy(
+        update={
+            "messages": [
+                Message.user("when?"),
+                Message.assistant(call),
+                Message.user(ToolResultBlock(tool_use_id="tu_1", content="noon")),
+            ],
+            "tools": [ToolDefinition(name="lookup", input_schema={"type": "object"})],
+        }
+    )
+    with pytest.raises(InvalidRequestError) as caught:
+        async for _ in adapter.stream(request):
+            pass
+    assert "messages[1].content[0].input.args[1].v" in str(caught.value), caught.value
+    assert why in str(caught.value)
+    assert not sent
+
+
+@pytest.mark.anyio
+async def test_a_nan_in_a_tool_schema_is_refused_naming_it() -> None:
+    adapter = serving_adapter("anthropic", [b""], capabilities={"supports_tools": True})
+    tool = ToolDefinition(name="f", input_schema={"type": "object", "maximum": math.inf})
+    request = stream_request("anthropic").model_copy(update={"tools": [tool]})
+    with pytest.raises(InvalidRequestError, match=r"tools\[0\]\.input_schema\.maximum"):
+        async for _ in adapter.stream(request):
+            pass
+
+
+@pytest.mark.anyio
+async def test_a_stop_reason_with_a_lone_surrogate_is_replaced() -> None:
+    body = _anthropic(anthropic_start(), *anthropic_text("x"), *anthropic_end("odd"))
+    body = body.replace(b'"odd"', b'"odd\\ud800"')
+    events, error = await _failure("anthropic", body)
+    assert error is None
+    assert events[-1].stop_reason.raw == "odd\ufffd"  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_a_key_quoted_in_a_dropped_block_warning_is_redacted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    key = "k-ECHOED-0123456789abc"
+    odd = {"type": "content_block_start", "index": 1, "content_block": {"type": f"x {key}"}}
+    body = _anthropic(anthropic_start(), *anthropic_text("x"), odd, *anthropic_end())
+    adapter = serving_adapter("anthropic", [body], api_key=key)
+    async for _ in adapter.stream(stream_request("anthropic")):
+        pass
+    assert "dropped" in caplog.text and key not in caplog.text

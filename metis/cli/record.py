@@ -1,9 +1,10 @@
 """``metis record``: one call, recorded as a cassette that ``metis replay`` and the tests read.
 
 The exchange goes through :class:`~metis.testing.cassette.RecordingTransport` around a real
-``httpx.AsyncHTTPTransport``; keys are scrubbed from the headers, and the written file is
-checked for the key itself as well. With ``--emulator`` the call goes to an in-process
-emulator instead (no key needed), which is how the command is tested offline.
+``httpx.AsyncHTTPTransport``; the key is scrubbed from the headers, the URL and the bodies
+(decoded, across chunks, in escaped forms), and the written file is checked for it as well.
+With ``--emulator`` the call goes to an in-process emulator instead (no key needed), which is
+how the command is tested offline.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from metis.cli.output import CliError, Output
 from metis.cli.replay import line
 from metis.config import AdapterConfig
 from metis.emulator import Emulator
+from metis.errors import redact
 from metis.model.content import Message
 from metis.model.request import CanonicalRequest
 from metis.pipeline.stack import StackSpec, load_stack
@@ -60,6 +62,7 @@ async def _record(
         httpx.AsyncHTTPTransport(),
         name=f"{spec.name}_{Path(args.output).stem}",
         notes=f"Recorded by `metis record` from {source} on {when}; keys scrubbed.",
+        secrets=[key],
     )
     wire = args.model.removeprefix(f"{spec.name}:")
     capabilities: dict[str, bool] = {"supports_streaming": stream}
@@ -101,6 +104,6 @@ def _write(data: object, path: Path, key: str | None) -> None:
     import yaml
 
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
-    if key and key in text:  # a key echoed in a body or URL: never write it
-        text = text.replace(key, "[REDACTED]")
+    if key:  # the recorder scrubbed the bodies; this is the last check, on the file's text
+        text = redact(text, key)
     path.write_text(text, encoding="utf-8")

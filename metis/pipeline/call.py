@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from metis.config import AdapterConfig
+from metis.errors import redact
 from metis.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.cancellation import CancelHandle
@@ -56,6 +57,8 @@ class Call:
         self, block_type: str, reason: str, message_id: str | None = None, **extra: Any
     ) -> None:
         """The one structured WARN record for content a provider cannot take (seed 000 §4.4)."""
+        secrets = self.endpoint.secrets  # the names and reasons may quote what the server sent
+        block_type, reason = redact(block_type, *secrets), redact(reason, *secrets)
         self.log.warning(
             "dropped %s block for %s: %s",
             block_type,

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from metis.config_files import config_error, parse_yaml
+from metis.config_files import MAX_CONFIG_BYTES, config_error, decode_text, parse_yaml
 from metis.errors import ConfigError, StackError, redact
 from metis.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
@@ -36,6 +36,8 @@ from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.stack_extends import resolve
+from metis.secrets import collect as collect_secrets
+from metis.secrets import scrub_url
 
 
 class EndpointSpec(BaseModel):
@@ -125,25 +127,40 @@ class StackSpec(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """Where one adapter's requests go and the headers every one of them carries."""
+    """Where one adapter's requests go and the headers every one of them carries.
+
+    ``base_url`` may carry a query string (a proxy's ``?key=``): it is kept on every request
+    URL, after the path, and its values count among the adapter's ``secrets``."""
 
     base_url: str
     path: str
     stream_path: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
     api_key: str | None = field(default=None, repr=False)
     auth_header: str | None = None
     auth_scheme: str | None = None
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """The key, secret header values and base-URL query values: hidden from every error,
+    telemetry event and log line of a call (:func:`metis.errors.redact`)."""
+
+    def __post_init__(self) -> None:
+        if not self.secrets:
+            found = collect_secrets(self.api_key, self.headers, self.base_url)
+            object.__setattr__(self, "secrets", found)
 
     def __repr__(self) -> str:
         return (
-            f"Endpoint({redact(self.base_url)}{self.path}, auth_header={self.auth_header!r}, "
-            f"api_key={'set' if self.api_key else 'none'})"
+            f"Endpoint({redact(scrub_url(self.base_url), *self.secrets)}{self.path}, "
+            f"auth_header={self.auth_header!r}, api_key={'set' if self.api_key else 'none'})"
         )
 
     def url(self, *, stream: bool, model: str) -> str:
         path = self.stream_path if stream and self.stream_path else self.path
-        return self.base_url.rstrip("/") + path.replace("{model}", model)
+        base, _, query = self.base_url.partition("?")
+        url = base.rstrip("/") + path.replace("{model}", model)
+        if query:
+            url += ("&" if "?" in url else "?") + query
+        return url
 
     def request_headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", **self.headers}
@@ -247,9 +264,12 @@ def _read(name_or_path: str | Path) -> tuple[str, str]:
     path = Path(name_or_path)
     if _is_path(path):
         try:
-            return path.read_text(encoding="utf-8"), str(path)
+            if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:
+                raise ConfigError(f"stack file {path} is larger than {MAX_CONFIG_BYTES >> 20} MiB")
+            data = path.read_bytes()
         except OSError as exc:
             raise ConfigError(f"cannot read stack file {path}: {exc.strerror}") from None
+        return decode_text(data, str(path)), str(path)
     resource = resources.files("metis.providers") / f"{name_or_path}.yaml"
     if not resource.is_file():
         raise ConfigError(

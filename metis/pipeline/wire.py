@@ -19,10 +19,11 @@ class WireRequest:
     method: str = "POST"
 
     def __repr__(self) -> str:
-        shown = {
-            k: ("[REDACTED]" if k.lower() in SECRET_HEADERS else v) for k, v in self.headers.items()
-        }
-        return f"WireRequest({self.method} {self.url}, stream={self.stream}, headers={shown})"
+        from metis.secrets import is_secret_header, scrub_url
+
+        shown = {k: "[REDACTED]" if is_secret_header(k) else v for k, v in self.headers.items()}
+        url = scrub_url(self.url)
+        return f"WireRequest({self.method} {url}, stream={self.stream}, headers={shown})"
 
 
 class HTTPFailure(Exception):

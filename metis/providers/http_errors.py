@@ -6,7 +6,6 @@ the context-overflow wording and the Retry-After parsing live in this one place.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Mapping
@@ -14,6 +13,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from metis.errors import AdapterError, ErrorClass, error_for
+from metis.providers import json_limits
 
 _OVERFLOW = re.compile(
     r"context[ _]length|context window|maximum context|too many tokens|prompt is too long"
@@ -72,8 +72,8 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
 
 def json_body(body: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        value = json_limits.loads(body)
+    except ValueError:  # invalid JSON or UTF-8, NaN, nesting too deep: no JSON error body
         return None
     return value if isinstance(value, dict) else None
 

@@ -12,9 +12,11 @@ provider object, so the hot path makes one small object per event and no per-chu
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from metis.errors import ProtocolError
 from metis.estimate import CHARS_PER_TOKEN
 from metis.model.content import (
     ContentBlock,
@@ -35,9 +37,41 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.response import StopKind, StopReason, TokenUsage
+from metis.providers.json_limits import too_deep
 from metis.providers.partial_json import parse_object, parse_partial_object
+from metis.providers.unicode_text import REPLACEMENT, clean, clean_value, joined
 
 _TEXT, _THINKING, _REDACTED, _TOOL = "text", "thinking", "redacted_thinking", "tool_use"
+_USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cached_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+MAX_TOKEN_COUNT = 10**12
+"""No call reports more tokens than this; a larger count is a corrupt number, not usage."""
+
+
+def token_count(value: Any, field: str, provider: str = "provider") -> int:
+    """``value`` as a token count: a whole number (``12`` or ``12.0``) from 0 to
+    ``MAX_TOKEN_COUNT``. Anything else (negative, fractional, huge, NaN, Infinity, a string,
+    a bool) is a ProtocolError naming ``field``; codecs check counts with it before doing
+    arithmetic on them."""
+    cls = value.__class__
+    if cls is int:
+        if 0 <= value <= MAX_TOKEN_COUNT:
+            return int(value)
+    elif cls is float and value.is_integer() and 0 <= value <= MAX_TOKEN_COUNT:
+        return int(value)
+    if cls is int and abs(value) > MAX_TOKEN_COUNT:
+        shown = f"a {value.bit_length()}-bit number"  # repr() of a huge int may itself fail
+    else:
+        shown = reprlib.repr(value)
+    raise ProtocolError(
+        f"{provider} sent a malformed {field}: {shown} (a token count is a whole number >= 0)"
+    )
+
 
 Warn = Callable[..., None]
 
@@ -50,6 +84,7 @@ class _Block:
     __slots__ = (
         "ended",
         "final_input",
+        "held",
         "index",
         "input_error",
         "kind",
@@ -68,6 +103,7 @@ class _Block:
         self.tool_id = ""
         self.name = ""
         self.ended = False
+        self.held = ""  # a high surrogate ending the last fragment, waiting for its low half
         self.final_input: dict[str, Any] | None = None
         self.unparsed: str | None = None
         self.input_error: str | None = None
@@ -108,8 +144,8 @@ class MessageBuilder:
             self.reported_model = self.reported_model or model
             return
         self.started = True
-        self.message_id = message_id
-        self.reported_model = model
+        self.message_id = message_id = clean(message_id) if message_id else message_id
+        self.reported_model = model = clean(model) if model else model
         self.out.append(MessageStart(message_id, model))
 
     def usage(
@@ -119,24 +155,28 @@ class MessageBuilder:
         cached_input_tokens: int | None = None,
         cache_creation_input_tokens: int | None = None,
     ) -> None:
-        """Record counts the provider reported; ``None`` leaves a count as it was."""
+        """Record counts the provider reported; ``None`` leaves a count as it was. A count
+        that is not a whole number from 0 to ``MAX_TOKEN_COUNT`` is a ProtocolError."""
         for i, value in enumerate(
             (input_tokens, output_tokens, cached_input_tokens, cache_creation_input_tokens)
         ):
             if value is not None:
-                self._usage[i] = int(value)
+                self._usage[i] = token_count(value, _USAGE_FIELDS[i], self.provider)
                 self.usage_reported = True
 
     def stop(self, reason: StopReason) -> None:
         """Note why the message stopped; ``finish`` ends it (providers send usage after)."""
-        self.stop_reason = reason
+        self.stop_reason = _clean_stop(reason)
 
     def finish(self, reason: StopReason | None = None) -> None:
         """End the message: close any tool still open, then ``message.complete``."""
         if self.completed:
             return
         self.start()
-        stop = reason or self.stop_reason or StopReason(kind=StopKind.END_TURN, raw=None)
+        stop = _clean_stop(reason) or self.stop_reason or StopReason(kind=StopKind.END_TURN)
+        for block in self._blocks:
+            if block.held:
+                self._flush(block)
         if self._open_tool is not None:
             # A cut-off stream leaves arguments truncated: expected, so no WARN for them.
             self._end_tool(self._open_tool, None, partial=_abrupt(stop))
@@ -172,28 +212,38 @@ class MessageBuilder:
         block = self._by_key.get(key)
         if block is None or block.kind != _TEXT or block.index != len(self._blocks) - 1:
             block = self._open(key, _TEXT)
+        if block.held or not text.isascii():
+            text = self._unicode(block, text)
+            if not text:
+                return
         block.parts.append(text)
         self.out.append(TextDelta(block.index, text))
 
     def thinking(self, key: Hashable, text: str) -> None:
         block = self._thinking_block(key)
+        if block.held or not text.isascii():
+            text = self._unicode(block, text)
+            if not text:
+                return
         block.parts.append(text)
         self.out.append(ThinkingDelta(block.index, text))
 
     def thinking_signature(self, key: Hashable, signature: str) -> None:
         block = self._thinking_block(key)
+        signature = clean(signature)
         block.signature = (block.signature or "") + signature
         self.out.append(ThinkingDelta(block.index, "", signature=signature))
 
     def redacted_thinking(self, key: Hashable, data: str) -> None:
         block = self._open(key, _REDACTED)
+        data = clean(data)
         block.parts.append(data)
         self.out.append(ThinkingDelta(block.index, "", redacted_data=data))
 
     def tool_start(self, key: Hashable, tool_id: str, name: str) -> None:
         block = self._open(key, _TOOL)
-        block.tool_id = tool_id
-        block.name = name
+        block.tool_id = tool_id = clean(tool_id)
+        block.name = name = clean(name)
         self._open_tool = block
         self.out.append(ToolUseStart(block.index, tool_id, name))
 
@@ -205,6 +255,8 @@ class MessageBuilder:
         if block.ended:
             self.warn("tool_use", f"input fragment after tool {block.tool_id!r} ended")
             return
+        if block.held or not fragment.isascii():
+            fragment = self._unicode(block, fragment)
         block.parts.append(fragment)
         if fragment:
             self.out.append(ToolUseInputDelta(block.index, block.tool_id, fragment))
@@ -228,7 +280,7 @@ class MessageBuilder:
         """Keep provider fields (a thought signature) for the block at canonical ``index``:
         they go into its ``provider_raw.data``, however the message ends (complete, error,
         cancel). Kept even when empty: the block is then marked as this provider's own."""
-        self._raw.setdefault(index, {}).update(data)
+        self._raw.setdefault(index, {}).update(clean_value(data))
 
     def has_raw(self, index: int) -> bool:
         return index in self._raw
@@ -241,9 +293,27 @@ class MessageBuilder:
             block = self._open(key, _THINKING)
         return block
 
+    def _unicode(self, block: _Block, text: str) -> str:
+        """``text`` after the surrogate ``block`` held; holds a new trailing one."""
+        text, block.held = joined(block.held, text)
+        return text
+
+    def _flush(self, block: _Block) -> None:
+        """A held high surrogate whose low half never came: it becomes U+FFFD."""
+        block.held = ""
+        block.parts.append(REPLACEMENT)
+        if block.kind == _TEXT:
+            self.out.append(TextDelta(block.index, REPLACEMENT))
+        elif block.kind == _THINKING:
+            self.out.append(ThinkingDelta(block.index, REPLACEMENT))
+        else:
+            self.out.append(ToolUseInputDelta(block.index, block.tool_id, REPLACEMENT))
+
     def _open(self, key: Hashable, kind: str) -> _Block:
         if not self.started:
             self.start()
+        if self._blocks and self._blocks[-1].held:
+            self._flush(self._blocks[-1])
         if self._open_tool is not None:
             self._end_tool(self._open_tool, None, partial=False)
         block = _Block(kind, len(self._blocks))
@@ -252,15 +322,22 @@ class MessageBuilder:
         return block
 
     def _end_tool(self, block: _Block, final_input: dict[str, Any] | None, partial: bool) -> None:
+        if block.held:
+            self._flush(block)
         block.ended = True
         if self._open_tool is block:
             self._open_tool = None
-        if final_input is None:
+        if final_input is not None:
+            final_input = clean_value(final_input)
+        else:
             raw = "".join(block.parts)
-            parsed = parse_object(raw)
+            deep = too_deep(raw)  # kept raw: nothing downstream must recurse that far
+            parsed = None if deep else parse_object(raw)
+            if parsed is not None and ("\\u" in raw or not raw.isascii()):
+                parsed = clean_value(parsed)
             if parsed is None:
                 block.unparsed = raw
-                parsed = parse_partial_object(raw)
+                parsed = {} if deep else clean_value(parse_partial_object(raw))
                 if partial:
                     block.input_error = "the reply ended before the arguments were complete"
                 else:
@@ -323,6 +400,13 @@ class MessageBuilder:
         if data is None:
             return None
         return ProviderRaw(provider=self.provider, model=self.model, data=dict(data))
+
+
+def _clean_stop(reason: StopReason | None) -> StopReason | None:
+    """The reason with any lone surrogate in the provider's own string replaced."""
+    if reason is None or reason.raw is None or reason.raw.isascii():
+        return reason
+    return StopReason(kind=reason.kind, raw=clean(reason.raw))
 
 
 def _abrupt(reason: StopReason) -> bool:

@@ -22,7 +22,7 @@ from typing import Any
 from metis.ids import new_ulid
 from metis.model.content import ContentBlock, TextBlock, ThinkingBlock
 from metis.model.response import StopKind, StopReason
-from metis.providers.message_builder import MessageBuilder
+from metis.providers.message_builder import MessageBuilder, token_count
 
 _STOPS = {
     raw: StopReason(kind=kind, raw=raw)
@@ -121,10 +121,12 @@ def stop_reason(raw: str | None, refused: bool, calls: bool) -> StopReason:
 def read_usage(builder: MessageBuilder, usage: dict[str, Any]) -> None:
     """Canonical input counts uncached, unwritten tokens only; ``prompt_tokens`` counts all."""
     details = usage.get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens") or 0
-    written = details.get("cache_write_tokens") or 0
+    provider = builder.provider
+    cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
+    written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
+    prompt = token_count(usage.get("prompt_tokens") or 0, "prompt_tokens", provider)
     builder.usage(
-        input_tokens=max(0, (usage.get("prompt_tokens") or 0) - cached - written),
+        input_tokens=max(0, prompt - cached - written),
         output_tokens=usage.get("completion_tokens") or 0,
         cached_input_tokens=cached,
         cache_creation_input_tokens=written,

@@ -47,7 +47,7 @@ from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
 from metis.providers.codec import CodecFactory
 from metis.providers.http_errors import body_excerpt, http_error, json_body, openai_error_fields
-from metis.providers.message_builder import MessageBuilder
+from metis.providers.message_builder import MessageBuilder, token_count
 from metis.providers.openai_responses_encode import assistant_items, encode_request, silent
 from metis.providers.openai_responses_items import CANONICAL_ITEMS, with_items
 
@@ -335,11 +335,13 @@ def _usage(builder: MessageBuilder, usage: Any) -> None:
     if not usage:
         return
     details = usage.get("input_tokens_details") or {}
-    cached = int(details.get("cached_tokens") or 0)
-    written = int(details.get("cache_write_tokens") or 0)
+    provider = builder.provider
+    cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
+    written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
+    total = token_count(usage.get("input_tokens") or 0, "input_tokens", provider)
     builder.usage(
-        input_tokens=max(0, int(usage.get("input_tokens") or 0) - cached - written),
-        output_tokens=int(usage.get("output_tokens") or 0),
+        input_tokens=max(0, total - cached - written),
+        output_tokens=usage.get("output_tokens") or 0,
         cached_input_tokens=cached,
         cache_creation_input_tokens=written,
     )

@@ -64,13 +64,13 @@ duration like ``"17s"``), ``classes``, ``request_id_header``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from metis.errors import AdapterError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
+from metis.providers import json_limits
 from metis.providers.codec import CodecFactory
 from metis.providers.http_errors import body_excerpt, http_error
 from metis.providers.message_builder import MessageBuilder
@@ -158,8 +158,8 @@ def _json(body: bytes) -> Any:
     """The JSON error body; a list (some Google endpoints wrap errors in one) gives its first
     item."""
     try:
-        value = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        value = json_limits.loads(body)
+    except ValueError:  # invalid JSON or UTF-8, NaN, nesting too deep: no JSON error body
         return None
     if isinstance(value, list) and value and isinstance(value[0], dict):
         return value[0]

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from metis.errors import ErrorClass, StackError
 from metis.model.response import StopKind
+from metis.providers.message_builder import MAX_TOKEN_COUNT
 from metis.providers.schema_paths import (
     WILDCARD,
     Getter,
@@ -367,7 +368,7 @@ def _counter(paths: Paths | None) -> Counter:
         for get in getters:
             value = get(usage)
             if value is not None:
-                if value.__class__ is not int:
+                if value.__class__ is not int or not 0 <= value <= MAX_TOKEN_COUNT:
                     raise TypeError(f"a token count is {value!r}, not a whole number")
                 total = (total or 0) + value
         return total
@@ -377,7 +378,7 @@ def _counter(paths: Paths | None) -> Counter:
         for key in keys:
             value = usage.get(key)
             if value is not None:
-                if value.__class__ is not int:
+                if value.__class__ is not int or not 0 <= value <= MAX_TOKEN_COUNT:
                     raise TypeError(f"a token count is {value!r}, not a whole number")
                 total = (total or 0) + value
         return total

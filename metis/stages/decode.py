@@ -2,9 +2,11 @@
 
 It sits just outside the transport and leaves the request alone. A streamed body is split
 into its documents by ``format``: ``sse`` (Server-Sent Events, each event's data one JSON
-object; OpenAI's ``[DONE]`` terminator is skipped) or ``ndjson`` (one object per line). A body
-that is not streamed, or whose format is ``json``, is one JSON document, parsed once at the
-end. Anything that is not a JSON object raises :class:`~metis.errors.ProtocolError`.
+object; OpenAI's ``[DONE]`` terminator ends it, and events after it are ignored) or
+``ndjson`` (one object per line). A body that is not streamed, or whose format is ``json``,
+is one JSON document, parsed once at the end. Anything that is not a JSON object, and JSON
+beyond :mod:`metis.providers.json_limits` (NaN, Infinity, nesting deeper than 100 levels),
+raises :class:`~metis.errors.ProtocolError`.
 
 A streamed request answered with a whole JSON body (``content-type: application/json``, as
 some proxies and servers do) is read as that one document, yielded as a :class:`WholeBody` so
@@ -14,16 +16,17 @@ its format says: SSE never opens with ``{``, and NDJSON is one document per line
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from metis.errors import ProtocolError
+from metis.errors import AdapterError, ProtocolError, redact
 from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
+from metis.providers import json_limits
+from metis.providers.json_limits import JSONLimitError
 from metis.providers.sse import MAX_LINE_LENGTH, SSEDecoder
 
 _SNIPPET = 200
@@ -62,16 +65,8 @@ class Decode(Stage[WireRequest, WireRequest, bytes, dict[str, Any]]):
             else:
                 yield WholeBody(_parse(_text(body, "json"), "json"))
         elif fmt == "sse":
-            decoder = SSEDecoder()
-            while chunk is not None:
-                for event in decoder.feed(chunk):
-                    data = event.data
-                    if not _skip(data):
-                        yield _parse(data, "sse")
-                chunk = await anext(chunks, None)
-            for event in decoder.close():
-                if not _skip(event.data):
-                    yield _parse(event.data, "sse")
+            async for obj in _sse_objects(chunk, chunks, call):
+                yield obj
         else:
             splitter = _LineSplitter()
             while chunk is not None:
@@ -80,6 +75,69 @@ class Decode(Stage[WireRequest, WireRequest, bytes, dict[str, Any]]):
                 chunk = await anext(chunks, None)
             for line in splitter.close():
                 yield _parse(_text(line, "ndjson"), "ndjson")
+
+
+async def _sse_objects(
+    first: bytes | None, chunks: AsyncIterator[bytes], call: Call
+) -> AsyncIterator[dict[str, Any]]:
+    """The JSON objects of an event stream that began with ``first``. Events after OpenAI's
+    ``[DONE]`` terminator are not parsed: they are ignored, with one WARN record, and reading
+    stops ``MAX_IGNORED_AFTER_END`` events later."""
+    decoder = SSEDecoder()
+    done = False
+    ignored = 0
+    chunk = first
+    while True:
+        try:
+            if chunk is None:
+                chunk = await anext(chunks, None)
+                if chunk is None:
+                    break
+            events = decoder.feed(chunk)
+            chunk = None
+        except AdapterError as error:
+            if not done:
+                raise
+            warn_ignored_after_end(call, "data: [DONE]", error)
+            return
+        for event in events:
+            data = event.data
+            if done:
+                ignored += 1
+                if ignored == 1:
+                    warn_ignored_after_end(call, "data: [DONE]")
+            elif not _skip(data):
+                yield _parse(data, "sse")
+            elif data.strip() == "[DONE]":
+                done = True
+        if ignored > MAX_IGNORED_AFTER_END:
+            return
+    if done:
+        return
+    for event in decoder.close():
+        if not _skip(event.data):
+            yield _parse(event.data, "sse")
+
+
+MAX_IGNORED_AFTER_END = 64
+"""How many events a stream may send after its terminal event before metis stops reading it."""
+
+
+def warn_ignored_after_end(call: Call, terminal: str, error: Exception | None = None) -> None:
+    """The one WARN record for a stream that went on after its terminal event (or failed
+    while it was read on)."""
+    call.log.warning(
+        "%s sent more after %s; ignored%s",
+        call.provider,
+        terminal,
+        f" ({redact(str(error), *call.endpoint.secrets)})" if error is not None else "",
+        extra={
+            "event": "metis.events_after_end",
+            "request_id": call.request_id,
+            "session_id": call.session_id,
+            "adapter": call.provider,
+        },
+    )
 
 
 def _skip(data: str) -> bool:
@@ -92,8 +150,12 @@ def _skip(data: str) -> bool:
 
 def _parse(text: str, fmt: str) -> dict[str, Any]:
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        value = json_limits.loads(text)
+    except JSONLimitError as exc:
+        raise ProtocolError(
+            f"provider sent JSON metis refuses in its {fmt} stream: {exc}"
+        ) from None
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise ProtocolError(
             f"provider sent invalid JSON in its {fmt} stream: {text[:_SNIPPET]}"
         ) from None
@@ -128,8 +190,8 @@ def _several_lines(body: bytes) -> bool:
     if len(lines) < 2:
         return False
     try:
-        json.loads(lines[0])
-    except (ValueError, RecursionError):
+        json_limits.loads(lines[0].decode("utf-8", "replace"))
+    except (ValueError, RecursionError, JSONLimitError):
         return False  # a document spread over lines (pretty-printed), or not JSON at all
     return True
 

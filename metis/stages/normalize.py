@@ -5,6 +5,10 @@ A streamed response feeds the codec's parser object by object; a whole JSON body
 Failures become classified errors here: an HTTP error answer through the codec's error
 mapping, and a failure after the message began ends it as seed 000 §6.5 says, with a final
 ``message.complete`` (stop reason ``error``, the partial content) before the error is raised.
+Objects that arrive after the codec ended the message (after Anthropic's ``message_stop``,
+Responses' ``response.completed``, Ollama's ``done: true``) are not parsed: they are ignored
+with one WARN record, as the decode stage ignores events after ``[DONE]``; so is a failure
+to read them (invalid JSON, a dropped connection): the message as ended stands.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from metis.errors import AdapterError, CancelledError, ProtocolError
+from metis.errors import AdapterError, CancelledError, ProtocolError, scrub_error
 from metis.estimate import CHARS_PER_TOKEN
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
@@ -24,7 +28,7 @@ from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import HTTPFailure, WireRequest
 from metis.providers.codec import get_codec
 from metis.providers.message_builder import MessageBuilder
-from metis.stages.decode import WholeBody
+from metis.stages.decode import MAX_IGNORED_AFTER_END, WholeBody, warn_ignored_after_end
 
 
 class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
@@ -51,12 +55,20 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
         builder.estimate_usage = lambda b: _estimate_usage(b, request, call)
         builder.invalid_arguments = lambda *tool: _invalid_arguments(call, *tool)
         out = builder.out
+        ignored = 0  # objects after the end of the message
         try:
             if request.stream:
                 parser = self.codec.stream_parser(builder)
                 feed = parser.feed
                 whole = False
                 async for obj in inner(request, call):
+                    if builder.completed:  # the provider's terminal event has been read
+                        ignored += 1
+                        if ignored == 1:
+                            warn_ignored_after_end(call, "the end of the message")
+                        if ignored > MAX_IGNORED_AFTER_END:
+                            break
+                        continue
                     if obj.__class__ is WholeBody:  # a complete reply where a stream was due
                         whole = True
                         self.codec.parse_body(obj, builder)
@@ -83,16 +95,17 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
             raise self._classified(
                 self.codec.error_from_http(failure.status, failure.headers, failure.body), call
             ) from None
-        except (AdapterError, *_CODEC_BUGS) as exc:
-            error = exc if isinstance(exc, AdapterError) else _unreadable(exc, call)
+        except AdapterError as error:
             self._classified(error, call)
+            if builder.completed and not out:  # reading on after the end failed: it stands
+                if not ignored:
+                    warn_ignored_after_end(call, "the end of the message", error)
+                return
             if builder.started and not builder.completed:
                 builder.finish(StopReason(kind=StopKind.ERROR, raw=error.provider_code))
             for event in out:
                 yield event
-            if error is exc:
-                raise  # as it came: its cause (the transport's failure) stays attached
-            raise error from exc
+            raise  # as it came: its cause (the transport's failure) stays attached
         for event in out:
             yield event
 
@@ -100,16 +113,8 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
     def _classified(error: AdapterError, call: Call) -> AdapterError:
         error.provider = error.provider or call.provider
         error.request_id = error.request_id or call.request_id
+        scrub_error(error, call.endpoint.secrets)  # a server may echo the key back
         return error
-
-
-# A codec raises ProtocolError for what it cannot read; these are the slips it might still
-# make on input nobody foresaw, and they must not escape unclassified.
-_CODEC_BUGS = (KeyError, IndexError, TypeError, ValueError, AttributeError)
-
-
-def _unreadable(exc: Exception, call: Call) -> ProtocolError:
-    return ProtocolError(f"{call.provider} sent a response metis could not read: {exc!r}")
 
 
 def _estimate_usage(builder: MessageBuilder, request: WireRequest, call: Call) -> None:

@@ -155,12 +155,12 @@ def _failed(
 ) -> CallFailed:
     if isinstance(exc, AdapterError):
         error_class = exc.error_class.value
-        message = exc.message
+        message = redact(exc.message, *call.endpoint.secrets)
         status = exc.provider_status
         retryable = exc.retryable
     elif isinstance(exc, Exception):  # a bug below us: still one ending per attempt
         error_class = ErrorClass.OTHER.value
-        message = redact(f"{type(exc).__name__}: {exc}")
+        message = redact(f"{type(exc).__name__}: {exc}", *call.endpoint.secrets)
         status = None
         retryable = False
     else:

@@ -27,7 +27,9 @@ from __future__ import annotations
 import base64
 import difflib
 import json
+import zlib
 from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,9 @@ import httpx
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from metis.pipeline.wire import SECRET_HEADERS
+from metis.errors import redact
+from metis.secrets import header_secrets, is_secret_header, scrub_url, url_secrets
+from metis.testing.scrub import BodyDecoder, scrub_chunks, secret_pattern
 
 _SCRUBBED = "[REDACTED]"
 
@@ -132,25 +136,43 @@ class ReplayTransport(httpx.AsyncBaseTransport):
 
 class RecordingTransport(httpx.AsyncBaseTransport):
     """Passes requests to ``inner`` and records each exchange, secrets scrubbed; the
-    recording is ``transport.cassette()`` once the responses have been read."""
+    recording is ``transport.cassette()`` once the responses have been read.
 
-    def __init__(self, inner: httpx.AsyncBaseTransport, *, name: str = "", notes: str = "") -> None:
+    The secrets are ``secrets`` plus those each request carries (its auth headers and
+    non-public query values). A compressed response is stored decoded, and each secret is
+    replaced wherever it appears in it: across chunk boundaries, JSON-escaped or
+    percent-encoded, in a body that is not UTF-8 (:mod:`metis.testing.scrub`)."""
+
+    def __init__(
+        self,
+        inner: httpx.AsyncBaseTransport,
+        *,
+        name: str = "",
+        notes: str = "",
+        secrets: Iterable[str | None] = (),
+    ) -> None:
         self.inner = inner
         self.name = name
         self.notes = notes
-        self._exchanges: list[tuple[RecordedRequest, httpx.Response, list[bytes]]] = []
+        self.secrets = {s for s in secrets if s}
+        self._exchanges: list[_Exchange] = []
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()
+        secrets = (
+            self.secrets | set(header_secrets(request.headers)) | set(url_secrets(str(request.url)))
+        )
+        pattern = secret_pattern(secrets)
+        sent = json.loads(scrub_chunks([body], pattern)[0]) if body else None
         recorded = RecordedRequest(
             method=request.method,
-            url=str(request.url),
-            headers=scrub_headers(request.headers.items()),
-            body=json.loads(body) if body else None,
+            url=redact(scrub_url(str(request.url)), *secrets),
+            headers=scrub_headers(request.headers.items(), secrets),
+            body=sent,
         )
         response = await self.inner.handle_async_request(request)
         chunks: list[bytes] = []
-        self._exchanges.append((recorded, response, chunks))
+        self._exchanges.append(_Exchange(recorded, response, chunks, tuple(secrets)))
         return httpx.Response(
             response.status_code,
             headers=response.headers,
@@ -160,7 +182,9 @@ class RecordingTransport(httpx.AsyncBaseTransport):
 
     def cassette(self) -> Cassette:
         interactions = []
-        for request, response, chunks in self._exchanges:
+        for exchange in self._exchanges:
+            headers, chunks = _decoded(exchange.response, exchange.chunks)
+            chunks = scrub_chunks(chunks, secret_pattern(exchange.secrets))
             try:
                 text: list[str] | None = [c.decode("utf-8") for c in chunks]
                 encoded = None
@@ -168,10 +192,10 @@ class RecordingTransport(httpx.AsyncBaseTransport):
                 text, encoded = None, [base64.b64encode(c).decode() for c in chunks]
             interactions.append(
                 Interaction(
-                    request=request,
+                    request=exchange.request,
                     response=RecordedResponse(
-                        status=response.status_code,
-                        headers=scrub_headers(response.headers.items()),
+                        status=exchange.response.status_code,
+                        headers=scrub_headers(headers.items(), exchange.secrets),
                         chunks=text,
                         chunks_base64=encoded,
                     ),
@@ -180,10 +204,41 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         return Cassette(name=self.name, notes=self.notes, interactions=interactions)
 
 
-def scrub_headers(items: Iterable[tuple[str, str]]) -> dict[str, str]:
+@dataclass
+class _Exchange:
+    request: RecordedRequest
+    response: httpx.Response
+    chunks: list[bytes]
+    secrets: tuple[str, ...]
+
+
+def _decoded(response: httpx.Response, raw: list[bytes]) -> tuple[dict[str, str], list[bytes]]:
+    """The response's headers and body chunks with its content-encoding undone (the secrets
+    are then visible to the scrubber); a body that cannot be decoded is not kept."""
+    headers = dict(response.headers.items())
+    encoding = response.headers.get("content-encoding", "")
+    decoder = BodyDecoder(encoding)
+    if not decoder.encodings:
+        return headers, raw
+    headers = {
+        k: v for k, v in headers.items() if k.lower() not in ("content-encoding", "content-length")
+    }
+    try:
+        if not decoder.can_decode:
+            raise ValueError(f"no decoder for content-encoding {encoding!r}")
+        chunks = [decoder.decode(chunk) for chunk in raw] + [decoder.flush()]
+    except (ValueError, zlib.error) as exc:
+        return headers, [
+            f"[body not recorded: it could not be decoded to scrub it: {exc}]".encode()
+        ]
+    return headers, [chunk for chunk in chunks if chunk]
+
+
+def scrub_headers(items: Iterable[tuple[str, str]], secrets: Iterable[str] = ()) -> dict[str, str]:
     skip = {"content-length", "host", "accept-encoding", "connection", "user-agent", "accept"}
+    hidden = tuple(secrets)
     return {
-        k.lower(): (_SCRUBBED if k.lower() in SECRET_HEADERS else v)
+        k.lower(): (_SCRUBBED if is_secret_header(k) else redact(v, *hidden))
         for k, v in items
         if k.lower() not in skip
     }
@@ -218,13 +273,14 @@ def _check_request(
     recorded: RecordedRequest, request: httpx.Request, position: int, check_body: bool
 ) -> None:
     where = f"request {position + 1}"
-    if request.method != recorded.method or str(request.url) != recorded.url:
+    url = str(request.url)
+    if request.method != recorded.method or recorded.url not in (url, scrub_url(url)):
         raise CassetteMismatch(
             f"{where}: sent {request.method} {request.url}, "
             f"recorded {recorded.method} {recorded.url}"
         )
     for key, value in recorded.headers.items():
-        if value != _SCRUBBED and request.headers.get(key) != value:
+        if _SCRUBBED not in value and request.headers.get(key) != value:
             raise CassetteMismatch(
                 f"{where}: header {key!r} is {request.headers.get(key)!r}, recorded {value!r}"
             )

@@ -1,0 +1,61 @@
+"""Parsing JSON from a provider within limits: no NaN or Infinity, and bounded nesting.
+
+Python's ``json`` accepts ``NaN``, ``Infinity`` and ``-Infinity``, which are not JSON and
+could never be sent back to a provider; it also recurses once per nesting level, so a body of
+a few thousand ``[`` raises ``RecursionError``, and one just under the interpreter's limit
+parses but breaks whatever walks it next (validation, re-encoding, copying). :func:`loads`
+refuses all of these with a ``ValueError``, which each caller turns into its own classified
+error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+MAX_DEPTH = 100
+"""The deepest nesting of objects and arrays accepted in anything a provider sends."""
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+class JSONLimitError(ValueError):
+    """The text is JSON that metis refuses to hold (too deep, or a NaN/Infinity constant)."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise JSONLimitError(f"{name} is not a JSON number")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
+def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
+    """Whether objects and arrays in ``text`` nest deeper than ``limit`` (brackets inside
+    strings do not count). Text with few brackets is answered without scanning it."""
+    if text.count("{") + text.count("[") <= limit:
+        return False
+    depth = 0
+    for match in _BRACKET.finditer(_STRING.sub("", text)):
+        if match.group() in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads`` within the limits above; any failure is a ``ValueError`` (invalid JSON,
+    invalid UTF-8, a refused constant, nesting too deep)."""
+    if isinstance(text, bytes | bytearray):
+        text = text.decode("utf-8-sig")  # UnicodeDecodeError is a ValueError
+    if too_deep(text):
+        raise JSONLimitError(f"nested deeper than {MAX_DEPTH} levels")
+    try:
+        return _DECODER.decode(text.lstrip("\ufeff"))
+    except RecursionError:  # a limit lowered below MAX_DEPTH's needs by the caller's stack
+        raise JSONLimitError("nested too deep to parse") from None

@@ -1,0 +1,46 @@
+"""Lone UTF-16 surrogates in provider text: rejoined when split, replaced when alone.
+
+A JSON ``\\uD83D`` escape decodes to a lone surrogate, a ``str`` that cannot be encoded
+as UTF-8: printing it, logging it or sending it back to a provider raises
+``UnicodeEncodeError``. Some servers cut a character outside the Basic Multilingual Plane
+between two deltas as its two surrogate halves (``"\\uD83D"`` then ``"\\uDE00"``). The
+message builder holds a trailing high surrogate until the next fragment of the same block
+(:func:`joined`), and every surrogate still alone becomes U+FFFD (:func:`clean`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+REPLACEMENT = "\ufffd"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean(text: str) -> str:
+    """``text`` with surrogate pairs joined and every lone surrogate replaced by U+FFFD."""
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def joined(held: str, text: str) -> tuple[str, str]:
+    """``(text to keep, high surrogate to hold)`` for a fragment that follows ``held``."""
+    text = held + text
+    if not _SURROGATE.search(text):
+        return text, ""
+    hold = ""
+    if "\ud800" <= text[-1] <= "\udbff":  # a high half: its low half may open the next one
+        text, hold = text[:-1], text[-1]
+    return clean(text), hold
+
+
+def clean_value(value: Any) -> Any:
+    """A decoded JSON value with :func:`clean` applied to every string in it (keys too)."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean(k) if isinstance(k, str) else k: clean_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_value(v) for v in value]
+    return value

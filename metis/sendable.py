@@ -1,0 +1,84 @@
+"""Whether a value can travel as JSON to a provider, and if not, which part of it cannot.
+
+Tool inputs, tool schemas and the output schema are ``dict[str, Any]``: an application may
+put anything there. JSON carries objects with string keys, arrays, strings, finite numbers,
+booleans and null; a ``datetime``, ``bytes``, a ``set``, ``NaN`` or a string holding a lone
+UTF-16 surrogate would fail (or be sent as something the provider refuses) only once the
+request is serialized, far from the code that made it. :func:`first_unsendable` finds the
+first such part and names its path; :func:`check_request` runs it over a request before any
+stage sees it (the token estimate and the codecs serialize these parts).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from metis.errors import InvalidRequestError
+from metis.model.content import ToolUseBlock
+from metis.model.request import CanonicalRequest
+
+MAX_DEPTH = 100
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def first_unsendable(value: Any, path: str) -> str | None:
+    """``"<path>: <why>"`` for the first part of ``value`` that JSON cannot carry, or None."""
+    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        cls = item.__class__
+        if item is None or cls in (bool, int):
+            continue
+        if cls is str or isinstance(item, str):
+            if not item.isascii() and _SURROGATE.search(item):
+                return f"{where}: a string with a lone UTF-16 surrogate, which is not text"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return f"{where}: {item!r}, which is not a JSON number"
+        elif isinstance(item, int):
+            continue
+        elif depth >= MAX_DEPTH:
+            return f"{where}: nested deeper than {MAX_DEPTH} levels"
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    return f"{where}: the key {key!r} is a {type(key).__name__}, not a string"
+                stack.append((child, f"{where}{_member(key)}", depth + 1))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, f"{where}[{i}]", depth + 1) for i, child in enumerate(item))
+        else:
+            return f"{where}: a {type(item).__name__}, which JSON cannot carry"
+    return None
+
+
+def _member(key: str) -> str:
+    if _NAME.fullmatch(key):
+        return f".{key}"
+    return f"[{key[:40]!r}]" if not _SURROGATE.search(key) else "[<a key with a lone surrogate>]"
+
+
+def check_request(request: CanonicalRequest, provider: str) -> None:
+    """The free-form JSON parts of ``request`` (tool inputs, tool schemas, the output schema)
+    hold only what JSON can carry; else an InvalidRequestError naming each field."""
+    problems = [
+        first_unsendable(block.input, f"messages[{i}].content[{j}].input")
+        for i, message in enumerate(request.messages)
+        for j, block in enumerate(message.content)
+        if isinstance(block, ToolUseBlock)
+    ]
+    problems += [
+        first_unsendable(tool.input_schema, f"tools[{k}].input_schema")
+        for k, tool in enumerate(request.tools)
+    ]
+    if request.output_schema is not None:
+        problems.append(first_unsendable(request.output_schema, "output_schema"))
+    found = [problem for problem in problems if problem]
+    if found:
+        raise InvalidRequestError(
+            "the request holds values JSON cannot carry: " + "; ".join(found[:5]),
+            provider=provider,
+            request_id=request.request_id,
+        )
