@@ -8,12 +8,14 @@ a running server instead.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import ssl
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +23,14 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import httpx
 import pytest
 
 coredis = pytest.importorskip("coredis")
 
+from metis import AdapterConfig, build_adapter  # noqa: E402
 from metis.errors import NetworkError, ProtocolError  # noqa: E402
+from metis.ids import derive_provider_tool_id  # noqa: E402
 from metis.model import (  # noqa: E402
     CanonicalRequest,
     Message,
@@ -33,6 +38,7 @@ from metis.model import (  # noqa: E402
     MessageStart,
     StopKind,
     StopReason,
+    TextDelta,
     TokenUsage,
     ToolResultBlock,
     ToolUseBlock,
@@ -42,6 +48,7 @@ from metis.model import (  # noqa: E402
 from metis.redis_target import CLIENT_NAME  # noqa: E402
 from metis.session_redis import RedisError, RedisToolIdStore  # noqa: E402
 from metis.stages.tool_ids import ToolIds  # noqa: E402
+from metis.telemetry import ListSink  # noqa: E402
 
 from .helpers import drive, make_call  # noqa: E402
 from .redis_servers import (  # noqa: E402
@@ -50,6 +57,7 @@ from .redis_servers import (  # noqa: E402
     free_port,
     make_certificates,
 )
+from .scripted import ScriptedProvider, text, tools  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -563,3 +571,106 @@ async def test_the_tool_ids_stage_round_trips_across_workers(
         seen, _ = await drive(stage, history, make_call(session_id="conv-2", store=worker_b))
         blocks = [b for m in seen[0].messages for b in m.content]
         assert [b.id for b in blocks if isinstance(b, ToolUseBlock)] == ["toolu_" + cid[3:]]
+
+
+# A reply recorded while the server dies -----------------------------------------------------------
+
+
+def _dying_store_provider(
+    provider: ScriptedProvider, server: RedisProcess
+) -> Callable[[httpx.Request], httpx.Response]:
+    """The scripted provider's streamed reply, with the Redis server killed just before the
+    message ends (when the tool_ids stage records the reply's ids)."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        response = provider.handler(request)
+        if not json.loads(request.content).get("stream"):
+            return response
+        body = response.content.decode()
+        head, tail = body.split("event: message_delta", 1)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            yield head.encode()
+            server.kill()
+            yield ("event: message_delta" + tail).encode()
+
+        return httpx.Response(200, headers=response.headers, content=chunks())
+
+    return handler
+
+
+def _store_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if getattr(r, "event", None) == "metis.tool_id_store_failed"]
+
+
+@pytest.mark.anyio
+async def test_a_reply_recorded_while_the_server_dies_reaches_the_caller_whole(
+    own_server: RedisProcess, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider = ScriptedProvider(
+        "anthropic", [tools(("weather", {"city": "Oslo"}), say="checking"), text("rain, 4 C")]
+    )
+    http = httpx.AsyncClient(
+        transport=httpx.MockTransport(_dying_store_provider(provider, own_server))
+    )
+    sink = ListSink()
+    store = RedisToolIdStore(f"redis://127.0.0.1:{own_server.port}", timeout=2)
+    adapter = build_adapter(
+        "anthropic",
+        AdapterConfig(api_key="k", max_retries=0, http_client=http),
+        tool_id_store=store,
+        telemetry=sink,
+    )
+    first = CanonicalRequest(
+        model="anthropic:claude-x",
+        messages=[Message.user("weather in Oslo?")],
+        max_output_tokens=100,
+        session_id="conv-1",
+    )
+    async with store:
+        await store.remember("warm-up", "anthropic", {"tu_0": "toolu_0"})  # a pooled connection
+        with caplog.at_level(logging.WARNING, logger="metis"):
+            events = [event async for event in adapter.stream(first)]
+    # every event, the message complete at the end, its tool call with a canonical id
+    complete = events[-1]
+    assert isinstance(complete, MessageComplete)
+    assert complete.stop_reason.kind is StopKind.TOOL_USE
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "checking"
+    [call] = [b for b in complete.final_content if isinstance(b, ToolUseBlock)]
+    assert call.id.startswith("tu_") and call.input == {"city": "Oslo"}
+    # the failure: one WARN, one bus event, and the call itself reported as completed
+    [warning] = [
+        r for r in caplog.records if getattr(r, "event", None) == "metis.tool_id_store_failed"
+    ]
+    assert warning.operation == "write" and warning.error_class == "network"  # type: ignore[attr-defined]
+    assert f"127.0.0.1:{own_server.port}" in warning.getMessage()
+    assert sink.names() == ["llm.call_started", "metis.tool_id_store_failed", "llm.call_completed"]
+
+    # the next turn, the server still down: derived ids, the answer, one more WARN (the read)
+    second = first.model_copy(
+        update={
+            "messages": [
+                *first.messages,
+                Message(role="assistant", content=complete.final_content),
+                Message.tool(ToolResultBlock(tool_use_id=call.id, content="rain, 4 C")),
+            ]
+        }
+    )
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        answer = await adapter.complete(second)
+    assert answer.text() == "rain, 4 C"
+    derived = derive_provider_tool_id(call.id, "toolu_", 40)
+    sent = provider.requests[1]["messages"]
+    assert sent[1]["content"][-1]["id"] == derived
+    assert sent[2]["content"][0]["tool_use_id"] == derived
+    [warning] = [
+        r for r in caplog.records if getattr(r, "event", None) == "metis.tool_id_store_failed"
+    ]
+    assert warning.operation == "read"  # type: ignore[attr-defined]
+
+    # and once the server is back, the store works again
+    own_server.start()
+    await store.remember("conv-1", "anthropic", {call.id: derived})
+    assert await store.provider_ids("conv-1", "anthropic", [call.id]) == {call.id: derived}
+    await http.aclose()
