@@ -199,6 +199,7 @@ async def connect(
         return
     if target.kind == "cluster":
         nodes = [coredis.connection.TCPLocation(h, p) for h, p in target.nodes]
+        del common["client_name"]  # RedisCluster names no connections
         client = coredis.RedisCluster(
             startup_nodes=nodes, ssl_context=tls, max_connections=max_connections, **common
         )

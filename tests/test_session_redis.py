@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import ssl
+import subprocess
 import tempfile
 import time
 import uuid
@@ -390,6 +392,60 @@ async def test_a_store_on_the_primary_a_sentinel_names(
         await unknown.provider_ids("s", "openai", ["tu_1"])
 
 
+# Cluster ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def cluster_ports(servers: RedisFactory) -> list[int]:
+    """Three primaries on loopback, the slots spread over them by ``redis-cli --cluster``."""
+    cli = shutil.which("redis-cli")
+    if cli is None:
+        pytest.skip("redis-cli is not on PATH: no cluster to create")
+    nodes = [
+        servers.server(
+            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+            "--cluster-port", str(free_port()),  # the default, port + 10000, may not exist
+        )
+        for _ in range(3)
+    ]  # fmt: skip
+    addresses = [f"127.0.0.1:{node.port}" for node in nodes]
+    subprocess.run(
+        [cli, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    deadline = time.monotonic() + 15
+    while True:
+        info = subprocess.run(
+            [cli, "-p", str(nodes[0].port), "cluster", "info"], capture_output=True, text=True
+        ).stdout
+        if "cluster_state:ok" in info:
+            return [node.port for node in nodes]
+        if time.monotonic() > deadline:
+            pytest.fail(f"the cluster did not come up:\n{info}")
+        time.sleep(0.1)
+
+
+@pytest.mark.anyio
+async def test_a_store_on_a_cluster(cluster_ports: list[int], prefix: str) -> None:
+    store = RedisToolIdStore.cluster([f"127.0.0.1:{cluster_ports[1]}"], key_prefix=prefix)
+    sessions = [f"s{i}" for i in range(30)]
+    async with store:
+        for n, session in enumerate(sessions):
+            await store.remember(session, "openai", {"tu_1": f"call_{n}", "tu_2": "call_x"})
+        for n, session in enumerate(sessions):
+            got = await store.provider_ids(session, "openai", ["tu_1", "tu_3"])
+            assert got == {"tu_1": f"call_{n}"}
+        await store.forget("s1")
+        assert await store.provider_ids("s1", "openai", ["tu_1"]) == {}
+    # the sessions are spread over every primary, each session whole on one of them
+    for port in cluster_ports:
+        async with coredis.Redis("127.0.0.1", port) as node:
+            assert await node.dbsize() > 0
+    assert await store.provider_ids("s2", "openai", ["tu_2"]) == {"tu_2": "call_x"}  # unentered
+
+
 # Servers that are down, not Redis, killed and restarted ------------------------------------------
 
 
@@ -674,3 +730,36 @@ async def test_a_reply_recorded_while_the_server_dies_reaches_the_caller_whole(
     await store.remember("conv-1", "anthropic", {call.id: derived})
     assert await store.provider_ids("conv-1", "anthropic", [call.id]) == {call.id: derived}
     await http.aclose()
+
+
+@pytest.mark.anyio
+async def test_store_calls_end_at_the_calls_deadline_and_on_cancel(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    history = _request(
+        Message.user("weather?"),
+        Message.assistant(ToolUseBlock(id="tu_01ABCDEFGHJKMNPQRSTVWXYZ01", name="w", input={})),
+        Message.tool(ToolResultBlock(tool_use_id="tu_01ABCDEFGHJKMNPQRSTVWXYZ01", content="-")),
+    )
+    stage = ToolIds(prefix="toolu_")
+    async with _serve(_silent) as port:
+        store = RedisToolIdStore(f"redis://127.0.0.1:{port}", timeout=30)
+        # the deadline: both store calls (read, then write) give up by it
+        call = make_call(store=store, deadline=anyio.current_time() + 0.3)
+        started = time.monotonic()
+        with caplog.at_level(logging.WARNING, logger="metis"):
+            seen, out = await drive(stage, history, call, _reply_calling("toolu_Y"))
+        assert time.monotonic() - started < 5
+        assert isinstance(out[-1], MessageComplete) and len(seen) == 1
+        assert [r.operation for r in _store_warnings(caplog)] == ["read", "write"]  # type: ignore[attr-defined]
+
+        # a cancel: the read gives up at once, quietly
+        call = make_call(store=store)
+        caplog.clear()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drive, stage, history, call)
+            await anyio.sleep(0.2)
+            started = time.monotonic()
+            call.cancel.cancel()
+        assert time.monotonic() - started < 2
+        assert _store_warnings(caplog) == []

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import TypeVar
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from metis.errors import AdapterError, CancelledError, ErrorClass, NetworkError, redact
@@ -152,6 +153,9 @@ def _canonical_id(pid: str, inward: dict[str, str], started: list[tuple[str, str
     return cid
 
 
+_PAST_DEADLINE = "the tool-id store did not answer before the call's deadline"
+
+
 async def _store_call(call: Call, operation: str, action: Callable[[], Awaitable[T]]) -> T | None:
     """``action``'s result, or None when the store failed or the call's cancel or deadline cut
     it off. A failure is reported; a cancel is the caller's choice, not the store's failure."""
@@ -161,11 +165,14 @@ async def _store_call(call: Call, operation: str, action: Callable[[], Awaitable
             result = await action()
         if not scope.cancelled_caught:
             return result
-        failure = NetworkError("the tool-id store did not answer before the call's deadline")
+        failure = NetworkError(_PAST_DEADLINE)
     except CancelledError:
         return None
     except Exception as exc:
-        failure = exc
+        if call.cancel.cancelled:
+            return None  # the store turned the cancel into an error of its own
+        past_deadline = anyio.current_time() >= call.deadline
+        failure = NetworkError(_PAST_DEADLINE) if past_deadline else exc
     _report_store_failure(call, operation, failure)
     return None
 
