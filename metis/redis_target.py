@@ -176,44 +176,42 @@ async def connect(
         "password": target.password,
         "stream_timeout": seconds,
         "connect_timeout": seconds,
-        "client_name": CLIENT_NAME,
+        "ssl_context": tls,
     }
-    client: RedisClient
-    if target.kind == "sentinel":
-        sentinel_kwargs = {
-            "password": target.sentinel_password,
-            "connect_timeout": seconds,
-            "stream_timeout": seconds,
-            "ssl_context": tls,
-        }
-        locations = [TCPLocation(host, port) for host, port in target.nodes]
-        async with coredis.Sentinel(
-            locations, sentinel_kwargs=sentinel_kwargs, ssl_context=tls, **common
-        ) as sentinel:
-            assert target.service_name is not None
-            primary = sentinel.primary_for(
-                target.service_name, db=target.db, max_connections=max_connections
-            )
-            async with primary as client:
-                yield client
+    if target.kind != "sentinel":
+        client = _client(target, common, max_connections, seconds)
+        async with client:
+            yield client
         return
-    if target.kind == "cluster":
-        nodes = [coredis.connection.TCPLocation(h, p) for h, p in target.nodes]
-        del common["client_name"]  # RedisCluster names no connections
-        client = coredis.RedisCluster(
-            startup_nodes=nodes, ssl_context=tls, max_connections=max_connections, **common
+    sentinel_options = {**common, "username": None, "password": target.sentinel_password}
+    locations = [TCPLocation(host, port) for host, port in target.nodes]
+    async with coredis.Sentinel(
+        locations, sentinel_kwargs=sentinel_options, client_name=CLIENT_NAME, **common
+    ) as sentinel:
+        primary = sentinel.primary_for(
+            target.service_name or "", db=target.db, max_connections=max_connections
         )
-    else:
-        host, port = target.nodes[0] if target.nodes else (None, None)
-        client = coredis.Redis(
-            host=host,
-            port=port,
-            unix_socket_path=target.path,
-            db=target.db,
-            ssl_context=tls,
-            max_connections=max_connections,
-            pool_timeout=seconds,
-            **common,
-        )
-    async with client:
-        yield client
+        async with primary as client:
+            yield client
+
+
+def _client(
+    target: RedisTarget, common: dict[str, Any], max_connections: int, seconds: float
+) -> RedisClient:
+    import coredis
+    from coredis.connection import TCPLocation
+
+    if target.kind == "cluster":  # RedisCluster names no connections: no client_name
+        nodes = [TCPLocation(host, port) for host, port in target.nodes]
+        return coredis.RedisCluster(startup_nodes=nodes, max_connections=max_connections, **common)
+    host, port = target.nodes[0] if target.nodes else (None, None)
+    return coredis.Redis(
+        host=host,
+        port=port,
+        unix_socket_path=target.path,
+        db=target.db,
+        max_connections=max_connections,
+        pool_timeout=seconds,
+        client_name=CLIENT_NAME,
+        **common,
+    )

@@ -14,9 +14,9 @@ transaction; forgetting a session deletes its one key, which is atomic. One key 
 also keeps every command on one Cluster slot.
 
 Connections: ``async with store:`` opens a pool for the event loop it runs in, shared by every
-call made inside the block, and closes it at the end; the same store can be entered again in
-the next event loop (a worker calling ``anyio.run`` per job). Used outside such a block, each
-store call opens a connection of its own and closes it after.
+call made in that loop until the block ends (a block entered while a pool is open uses it);
+the same store can be entered again in the next event loop (a worker calling ``anyio.run`` per
+job). With no pool open, each store call opens a connection of its own and closes it after.
 
 Failures are classified :mod:`metis.errors` errors naming the server, never its password:
 :class:`~metis.errors.NetworkError` (down, refused, timed out), :class:`RedisError` (an error
@@ -65,6 +65,7 @@ def _escape(part: str) -> str:
 class _Pool:
     client: RedisClient
     exit_stack: AsyncExitStack
+    opener: int  # the task that opened it, the only one that may close it (a task group's rule)
     depth: int = 1
 
 
@@ -215,17 +216,18 @@ class RedisToolIdStore:
     # Connections ---------------------------------------------------------------------------
 
     async def __aenter__(self) -> RedisToolIdStore:
-        """Open a pool for this event loop (or join the one already open in it)."""
+        """Open a pool for this event loop, or use the one already open in it."""
         pool = self._pool.get()
         if pool is not None:
-            pool.depth += 1
+            if pool.opener == anyio.get_current_task().id:
+                pool.depth += 1
             return self
         exit_stack = AsyncExitStack()
         try:
             client = await exit_stack.enter_async_context(self._connect())
         except Exception as exc:
             raise classify(exc, self.target, self.timeout) from None
-        self._pool.set(_Pool(client, exit_stack))
+        self._pool.set(_Pool(client, exit_stack, anyio.get_current_task().id))
         return self
 
     async def __aexit__(
@@ -237,9 +239,10 @@ class RedisToolIdStore:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Leave the ``async with`` block: the outermost one closes this loop's pool."""
+        """Leave the ``async with`` block. The outermost block of the task that opened this
+        loop's pool closes it; other tasks' blocks only used it."""
         pool = self._pool.get()
-        if pool is None:
+        if pool is None or pool.opener != anyio.get_current_task().id:
             return
         pool.depth -= 1
         if pool.depth == 0:

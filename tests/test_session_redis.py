@@ -763,3 +763,34 @@ async def test_store_calls_end_at_the_calls_deadline_and_on_cancel(
             call.cancel.cancel()
         assert time.monotonic() - started < 2
         assert _store_warnings(caplog) == []
+
+
+@pytest.mark.anyio
+async def test_tasks_entering_the_store_share_the_pool_its_opener_closes(
+    redis_server: Server, prefix: str
+) -> None:
+    store = RedisToolIdStore(redis_server.url, key_prefix=prefix)
+    opened, done = anyio.Event(), anyio.Event()
+
+    async def opener() -> None:
+        async with store, store:  # nested in one task: the outer block closes
+            opened.set()
+            await done.wait()
+
+    async def user(n: int) -> None:
+        await opened.wait()
+        async with store:  # joins the open pool; leaving does not close it
+            await store.remember("s", "openai", {f"tu_{n}": f"call_{n}"})
+        assert await store.provider_ids("s", "openai", [f"tu_{n}"]) == {f"tu_{n}": f"call_{n}"}
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(opener)
+        async with anyio.create_task_group() as users:
+            for n in range(5):
+                users.start_soon(user, n)
+        if not os.environ.get("METIS_REDIS_URL"):
+            assert await _connections(redis_server.url) >= 1
+        done.set()
+    if not os.environ.get("METIS_REDIS_URL"):
+        assert await _connections(redis_server.url) == 0
+    assert len(await store.provider_ids("s", "openai", [f"tu_{n}" for n in range(5)])) == 5
