@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Any
 
 import anyio
 import pytest
 
+from metis import AdapterConfig, build_adapter
 from metis.errors import NetworkError, StackError
 from metis.ids import derive_provider_tool_id, new_tool_id
 from metis.model import (
@@ -33,9 +35,17 @@ from metis.pipeline.call import Call
 from metis.session import InMemoryToolIdStore
 from metis.stages.invariants import StreamChecker
 from metis.stages.tool_ids import ToolIds
-from metis.telemetry import ListSink, ToolIdStoreFailed
+from metis.telemetry import (
+    CallCompleted,
+    CallStarted,
+    ListSink,
+    LoggingSink,
+    OpenTelemetrySink,
+    ToolIdStoreFailed,
+)
 
 from .helpers import drive, make_call
+from .scripted import ScriptedProvider, tools
 
 CANONICAL = re.compile(r"^tu_[0-9A-HJKMNP-TV-Z]{26}$")  # a ULID in Crockford base32
 
@@ -621,3 +631,78 @@ async def test_a_cancel_interrupts_a_hanging_store_call_quietly(
     assert isinstance(out[-1], MessageComplete)
     assert store.calls == ["read"]
     assert _store_warnings(caplog) == [] and sink.events == []
+
+
+def _store_failed(request_id: str = "req_1") -> ToolIdStoreFailed:
+    return ToolIdStoreFailed(
+        request_id=request_id,
+        session_id="s1",
+        provider="anthropic",
+        model="anthropic:claude-x",
+        wire_model="claude-x",
+        retry_count=0,
+        timestamp=time.time(),
+        operation="write",
+        error_class="network",
+        error_message="redis 127.0.0.1:6379: connection refused",
+    )
+
+
+def test_sinks_take_the_store_failure_event(caplog: pytest.LogCaptureFixture) -> None:
+    sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
+    export = pytest.importorskip("opentelemetry.sdk.trace.export")
+    in_memory = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
+    from opentelemetry.trace import StatusCode
+
+    exporter = in_memory.InMemorySpanExporter()
+    provider = sdk_trace.TracerProvider()
+    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    sink = OpenTelemetrySink(provider)
+    identity = {f: getattr(_store_failed(), f) for f in ("request_id", "session_id", "provider")}
+    identity |= {"model": "anthropic:claude-x", "wire_model": "claude-x", "retry_count": 0}
+    # during an attempt: an event on its span
+    sink.emit(CallStarted(**identity, timestamp=time.time(), stream=True))
+    sink.emit(_store_failed())
+    sink.emit(
+        CallCompleted(
+            **identity,
+            timestamp=time.time(),
+            latency_ms=1,
+            usage=TokenUsage(),
+            stop_reason=StopReason(kind=StopKind.TOOL_USE),
+            message_id="msg_1",
+        )
+    )
+    # outside one: a span of its own, marked as an error
+    sink.emit(_store_failed("req_2"))
+    attempt, alone = exporter.get_finished_spans()
+    [event] = attempt.events
+    assert event.name == "metis.tool_id_store_failed"
+    assert event.attributes["metis.tool_id_store.operation"] == "write"
+    assert attempt.status.status_code is StatusCode.UNSET
+    assert alone.name == "metis.tool_id_store write"
+    assert alone.status.status_code is StatusCode.ERROR
+    assert alone.attributes["error.type"] == "network"
+
+    with caplog.at_level(logging.INFO, logger="metis.telemetry"):
+        LoggingSink().emit(_store_failed())
+    [record] = caplog.records
+    assert "tool-id store write failed: redis 127.0.0.1:6379" in record.getMessage()
+    assert record.event == "metis.tool_id_store_failed"  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_complete_returns_the_answer_when_the_store_fails() -> None:
+    provider = ScriptedProvider("anthropic", [tools(("weather", {"city": "Oslo"}))])
+    store = _BrokenStore(NetworkError("redis 127.0.0.1:6379: connection refused"))
+    adapter = build_adapter(
+        "anthropic",
+        AdapterConfig(api_key="k", max_retries=0, http_client=provider.client()),
+        tool_id_store=store,  # type: ignore[arg-type]
+    )
+    request = _history(new_tool_id()).model_copy(update={"session_id": "conv-1"})
+    response = await adapter.complete(request)
+    [call] = [b for b in response.content if isinstance(b, ToolUseBlock)]
+    assert CANONICAL.match(call.id) and call.input == {"city": "Oslo"}
+    assert store.calls == ["read", "write"]
+    await adapter.close()
