@@ -335,8 +335,10 @@ async def test_no_password_is_a_clear_error(redis_auth_port: int) -> None:
 
 
 @pytest.fixture(scope="session")
-def tls_server(servers: RedisFactory) -> tuple[RedisProcess, ssl.SSLContext]:
-    certificates = make_certificates(Path(tempfile.mkdtemp(prefix="metis-tls-")))
+def tls_server(
+    servers: RedisFactory, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[RedisProcess, ssl.SSLContext]:
+    certificates = make_certificates(tmp_path_factory.mktemp("tls"))
     port = free_port()
     process = servers.server(
         "--port", "0", "--tls-port", str(port), "--tls-cert-file", str(certificates.cert),
@@ -794,3 +796,19 @@ async def test_tasks_entering_the_store_share_the_pool_its_opener_closes(
     if not os.environ.get("METIS_REDIS_URL"):
         assert await _connections(redis_server.url) == 0
     assert len(await store.provider_ids("s", "openai", [f"tu_{n}" for n in range(5)])) == 5
+
+
+@pytest.mark.anyio
+async def test_a_command_cancelled_midway_leaves_nothing_behind(store: RedisToolIdStore) -> None:
+    """What a deadline does to a store call: the pool's next call gets its own reply."""
+    await store.remember("s", "openai", {"tu_1": "call_1"})
+    queue = store.key_prefix + "queue"
+    async with store.client() as client:
+        with anyio.move_on_after(0.2) as scope:  # BLPOP waits on the server for 5 s
+            await client.blpop([queue], timeout=5)
+        assert scope.cancelled_caught
+        await client.rpush(queue, ["late"])  # a BLPOP still waiting would take it
+    assert await store.provider_ids("s", "openai", ["tu_1"]) == {"tu_1": "call_1"}
+    async with store.client() as client:
+        assert await client.lrange(queue, 0, -1) == [b"late"]
+        await client.delete([queue])
