@@ -706,3 +706,34 @@ async def test_complete_returns_the_answer_when_the_store_fails() -> None:
     assert CANONICAL.match(call.id) and call.input == {"city": "Oslo"}
     assert store.calls == ["read", "write"]
     await adapter.close()
+
+
+class _OddStore(InMemoryToolIdStore):
+    def __init__(self, answer: Any) -> None:
+        super().__init__()
+        self.answer = answer
+
+    async def provider_ids(self, session_id: str, provider: str, canonical_ids: Any) -> Any:
+        return self.answer
+
+
+@pytest.mark.anyio
+async def test_a_store_answer_that_is_not_a_map_of_ids_is_not_sent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cid = new_tool_id()
+    derived = derive_provider_tool_id(cid, "toolu_", 40)
+    for answer, warned in [
+        (["toolu_x"], True),
+        (None, True),
+        ({cid: b"toolu_bytes"}, False),
+        ({cid: ""}, False),
+        ({cid: 7, "tu_other": "toolu_other"}, False),
+    ]:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="metis"):
+            seen, _ = await drive(
+                ToolIds(prefix="toolu_"), _history(cid), make_call(store=_OddStore(answer))
+            )
+        assert _wire_ids(seen[0]) == ([derived], [derived]), answer
+        assert bool(_store_warnings(caplog)) is warned, answer

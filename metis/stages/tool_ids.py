@@ -15,14 +15,21 @@ whole. A failure (not a cancel) is reported once: a WARN record and a
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from functools import partial
 from typing import TypeVar
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from metis.errors import AdapterError, CancelledError, ErrorClass, NetworkError, redact
+from metis.errors import (
+    AdapterError,
+    CancelledError,
+    ErrorClass,
+    NetworkError,
+    ProtocolError,
+    redact,
+)
 from metis.ids import derive_provider_tool_id, new_tool_id
 from metis.model.content import ContentBlock, Message, ToolResultBlock, ToolUseBlock
 from metis.model.events import (
@@ -36,6 +43,7 @@ from metis.model.events import (
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
+from metis.session import ToolIdStore
 from metis.telemetry import ToolIdStoreFailed
 
 T = TypeVar("T")
@@ -93,7 +101,7 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
             return {}
         known: dict[str, str] | None = {}
         if call.session_id:
-            read = partial(call.tool_ids.provider_ids, call.session_id, call.provider, canonical)
+            read = partial(_known_ids, call.tool_ids, call.session_id, call.provider, canonical)
             known = await _store_call(call, "read", read)
         known = known or {}
         prefix, limit = self.options.prefix, self.options.max_length
@@ -151,6 +159,17 @@ def _canonical_id(pid: str, inward: dict[str, str], started: list[tuple[str, str
     if cid is None or any(c == cid for _, c in started):
         return new_tool_id()
     return cid
+
+
+async def _known_ids(
+    store: ToolIdStore, session_id: str, provider: str, canonical: set[str]
+) -> dict[str, str]:
+    """The store's answer, checked: a store is outside code, and a wrong id here would reach
+    the provider."""
+    known = await store.provider_ids(session_id, provider, canonical)
+    if not isinstance(known, Mapping):
+        raise ProtocolError(f"the tool-id store answered a {type(known).__name__}, not a mapping")
+    return {c: p for c, p in known.items() if c in canonical and isinstance(p, str) and p}
 
 
 _PAST_DEADLINE = "the tool-id store did not answer before the call's deadline"
