@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 import anyio
+import anyio.lowlevel
 from anyio.lowlevel import RunVar
 
 from metis.errors import ConfigError, ProtocolError
@@ -268,8 +269,14 @@ class RedisToolIdStore:
     async def _run(self, command: Callable[[RedisClient], Awaitable[T]]) -> T:
         try:
             with anyio.fail_after(self.timeout):
-                async with self.client() as client:
-                    return await command(client)
+                try:
+                    async with self.client() as client:
+                        return await command(client)
+                except Exception:
+                    # coredis reports a cancel during connect as a ConnectionError: when a
+                    # cancel scope around this call fired, let it be the cancel it was
+                    await anyio.lowlevel.checkpoint_if_cancelled()
+                    raise
         except RedisError:
             raise
         except Exception as exc:

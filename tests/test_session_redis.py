@@ -812,3 +812,18 @@ async def test_a_command_cancelled_midway_leaves_nothing_behind(store: RedisTool
     async with store.client() as client:
         assert await client.lrange(queue, 0, -1) == [b"late"]
         await client.delete([queue])
+
+
+@pytest.mark.anyio
+async def test_a_cancel_while_connecting_stays_a_cancel() -> None:
+    """coredis turns a cancel during its handshake into a ConnectionError; the store does not."""
+    async with _serve(_silent) as port:
+        store = RedisToolIdStore(f"redis://127.0.0.1:{port}", timeout=30)
+        started = time.monotonic()
+        with anyio.move_on_after(0.3) as scope:
+            await store.provider_ids("s", "openai", ["tu_1"])
+        assert scope.cancelled_caught
+        assert time.monotonic() - started < 5
+        store = RedisToolIdStore(f"redis://127.0.0.1:{port}", timeout=0.3)
+        with pytest.raises(NetworkError, match=r"timed out after 0\.3s"):
+            await store.provider_ids("s", "openai", ["tu_1"])
