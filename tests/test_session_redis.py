@@ -696,6 +696,11 @@ async def test_a_reply_recorded_while_the_server_dies_reaches_the_caller_whole(
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "checking"
     [call] = [b for b in complete.final_content if isinstance(b, ToolUseBlock)]
     assert call.id.startswith("tu_") and call.input == {"city": "Oslo"}
+    kinds = [type(e).__name__ for e in events]
+    assert kinds[0] == "MessageStart" and kinds.count("MessageComplete") == 1
+    assert kinds.index("ToolUseStart") < kinds.index("ToolUseEnd") < kinds.index("MessageComplete")
+    tool_events = [e for e in events if isinstance(e, ToolUseStart | ToolUseEnd)]
+    assert {e.tool_use_id for e in tool_events} == {call.id}
     # the failure: one WARN, one bus event, and the call itself reported as completed
     [warning] = [
         r for r in caplog.records if getattr(r, "event", None) == "metis.tool_id_store_failed"
