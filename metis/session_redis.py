@@ -88,6 +88,10 @@ class RedisToolIdStore:
         ssl_context: ssl.SSLContext | None = None,
         target: RedisTarget | None = None,
     ) -> None:
+        try:
+            import coredis  # noqa: F401
+        except ImportError as exc:
+            raise ImportError("RedisToolIdStore needs coredis: pip install 'metis[redis]'") from exc
         if ttl_seconds is not None and ttl_seconds < 1:
             raise ConfigError("redis: ttl_seconds must be at least 1 (or None: no expiry)")
         if max_connections < 1:

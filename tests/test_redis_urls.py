@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sys
 
 import pytest
 
@@ -152,3 +153,11 @@ async def test_nothing_to_look_up_or_remember_needs_no_server() -> None:
     store = RedisToolIdStore("redis://127.0.0.1:1", timeout=0.5)
     assert await store.provider_ids("s", "openai", []) == {}
     await store.remember("s", "openai", {})
+
+
+def test_the_store_says_how_to_install_coredis_when_it_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "coredis", None)
+    with pytest.raises(ImportError, match=r"pip install 'metis\[redis\]'"):
+        RedisToolIdStore()
