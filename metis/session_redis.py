@@ -30,7 +30,7 @@ import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypedDict, TypeVar, Unpack
 
 import anyio
 import anyio.lowlevel
@@ -60,6 +60,15 @@ T = TypeVar("T")
 
 def _escape(part: str) -> str:
     return part.replace("%", "%25").replace(":", "%3A")
+
+
+class StoreOptions(TypedDict, total=False):
+    """What :meth:`RedisToolIdStore.sentinel` and :meth:`~RedisToolIdStore.cluster` pass on."""
+
+    key_prefix: str
+    ttl_seconds: int | None
+    max_connections: int
+    timeout: float
 
 
 @dataclass
@@ -116,7 +125,7 @@ class RedisToolIdStore:
         password: str | None = None,
         sentinel_password: str | None = None,
         ssl_context: ssl.SSLContext | None = None,
-        **options: object,
+        **options: Unpack[StoreOptions],
     ) -> RedisToolIdStore:
         """A store on the primary the sentinels (``host:port``) know as ``service_name``."""
         target = RedisTarget(
@@ -130,7 +139,7 @@ class RedisToolIdStore:
             ssl_context=ssl_context,
             service_name=service_name,
         )
-        return cls(target=target, **options)  # type: ignore[arg-type]
+        return cls(target=target, **options)
 
     @classmethod
     def cluster(
@@ -140,7 +149,7 @@ class RedisToolIdStore:
         username: str | None = None,
         password: str | None = None,
         ssl_context: ssl.SSLContext | None = None,
-        **options: object,
+        **options: Unpack[StoreOptions],
     ) -> RedisToolIdStore:
         """A store on a Redis Cluster, found from any of ``startup_nodes`` (``host:port``)."""
         target = RedisTarget(
@@ -151,7 +160,7 @@ class RedisToolIdStore:
             tls=ssl_context is not None,
             ssl_context=ssl_context,
         )
-        return cls(target=target, **options)  # type: ignore[arg-type]
+        return cls(target=target, **options)
 
     def __repr__(self) -> str:
         return (

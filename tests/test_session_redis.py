@@ -417,15 +417,18 @@ def cluster_ports(servers: RedisFactory) -> list[int]:
         capture_output=True,
         timeout=30,
     )
-    deadline = time.monotonic() + 15
-    while True:
-        info = subprocess.run(
-            [cli, "-p", str(nodes[0].port), "cluster", "info"], capture_output=True, text=True
-        ).stdout
-        if "cluster_state:ok" in info:
+    deadline = time.monotonic() + 30
+    while True:  # every node agrees the cluster is up and knows all three
+        infos = [
+            subprocess.run(
+                [cli, "-p", str(node.port), "cluster", "info"], capture_output=True, text=True
+            ).stdout
+            for node in nodes
+        ]
+        if all("cluster_state:ok" in i and "cluster_known_nodes:3" in i for i in infos):
             return [node.port for node in nodes]
         if time.monotonic() > deadline:
-            pytest.fail(f"the cluster did not come up:\n{info}")
+            pytest.fail("the cluster did not come up:\n" + "\n".join(infos))
         time.sleep(0.1)
 
 
