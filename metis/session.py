@@ -4,7 +4,10 @@ Canonical tool ids (``tu_<ulid>``) are what applications see. Each provider name
 own ids; the store remembers, per session and provider, which provider id stands for which
 canonical id, so a conversation that moves between providers and back sends each provider the
 ids it issued. The store is an interface: in memory by default, shared by every adapter in the
-process; a deployment whose turns land on different workers plugs in a shared one.
+process; a deployment whose turns land on different workers plugs in a shared one
+(:class:`metis.session_redis.RedisToolIdStore`). A store call may fail or hang: the ``tool_ids``
+stage bounds it by the call's cancel and deadline and goes on with derived ids
+(docs/tool-id-store.md).
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """Bus events for each attempt at a call, and the sinks that receive them (seed 000 §5.1, §9.3).
 
-The canonical stream events go to the caller; these three go on a separate channel, the bus:
+The canonical stream events go to the caller; these go on a separate channel, the bus:
 
 * ``llm.call_started`` when an attempt begins (one per attempt: a call retried twice has three),
 * ``llm.call_completed`` when an attempt ends with a message,
 * ``llm.call_failed`` when an attempt ends in an error, a cancellation of the caller's task, or
-  a stream the caller closed before its message was complete.
+  a stream the caller closed before its message was complete,
+* ``metis.tool_id_store_failed`` when the session's tool-id store could not be read or written
+  (the ``tool_ids`` stage emits it; the call goes on with derived ids).
 
 The ``telemetry`` stage (:mod:`metis.stages.telemetry`) emits them, sitting inside the retry
 stage so it sees every attempt; ``retry_count`` is the attempt's number of retries before it.
@@ -34,6 +36,7 @@ __all__ = [
     "OpenTelemetrySink",
     "TelemetryEvent",
     "TelemetrySink",
+    "ToolIdStoreFailed",
 ]
 
 
@@ -100,7 +103,19 @@ class CallFailed(_BusEvent):
     usage: TokenUsage | None = None
 
 
-TelemetryEvent: TypeAlias = CallStarted | CallCompleted | CallFailed
+@dataclass(frozen=True, slots=True)
+class ToolIdStoreFailed(_BusEvent):
+    """The session's tool-id store failed, or the call's cancel or deadline cut it off, so the
+    call went on with derived provider ids. ``operation`` is ``read`` (before the request) or
+    ``write`` (recording the reply's ids); ``error_message`` is already redacted."""
+
+    name: ClassVar[str] = "metis.tool_id_store_failed"
+    operation: str
+    error_class: str
+    error_message: str
+
+
+TelemetryEvent: TypeAlias = CallStarted | CallCompleted | CallFailed | ToolIdStoreFailed
 
 
 class TelemetrySink(Protocol):
@@ -148,6 +163,8 @@ def _describe(event: TelemetryEvent) -> str:
     )
     if isinstance(event, CallStarted):
         return head
+    if isinstance(event, ToolIdStoreFailed):
+        return f"{head}: tool-id store {event.operation} failed: {event.error_message}"
     if isinstance(event, CallCompleted):
         usage = event.usage
         return (
@@ -223,6 +240,8 @@ class OpenTelemetrySink:
     def emit(self, event: TelemetryEvent) -> None:
         if isinstance(event, CallStarted):
             self._start(event)
+        elif isinstance(event, ToolIdStoreFailed):
+            self._store_failed(event)
         else:
             self._end(event)
 
@@ -236,6 +255,27 @@ class OpenTelemetrySink:
         )
         with self._lock:
             self._open.setdefault((event.request_id, event.retry_count), []).append(span)
+
+    def _store_failed(self, event: ToolIdStoreFailed) -> None:
+        """An event on the attempt's span while it is open, else a span of its own."""
+        attributes = {
+            "metis.tool_id_store.operation": event.operation,
+            "error.type": event.error_class,
+            "metis.error_message": event.error_message,
+        }
+        with self._lock:
+            waiting = self._open.get((event.request_id, event.retry_count))
+            span = waiting[0] if waiting else None
+        if span is not None:
+            span.add_event(event.name, attributes, timestamp=_ns(event.timestamp))
+            return
+        span = self._tracer.start_span(
+            f"metis.tool_id_store {event.operation}",
+            attributes={**_span_start_attributes(event), **attributes},
+            start_time=_ns(event.timestamp),
+        )
+        span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, event.error_message))
+        span.end(end_time=_ns(event.timestamp))
 
     def _end(self, event: CallCompleted | CallFailed) -> None:
         key = (event.request_id, event.retry_count)

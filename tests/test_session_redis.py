@@ -1,19 +1,23 @@
-"""RedisToolIdStore: the RESP client on its own, then the store against a real redis-server.
+"""RedisToolIdStore against real redis-servers started on loopback by the tests: the map, its
+time to live, pools and event loops, passwords and TLS, Sentinel, servers that are down, not
+Redis, killed and restarted, and a reply recorded while the server dies.
 
-The integration tests start their own ``redis-server`` on a free loopback port (skipped when it
-is not on PATH), or use the server at ``METIS_REDIS_URL`` when that is set.
+Skipped when redis-server is not on PATH; ``METIS_REDIS_URL`` points the plain-server tests at
+a running server instead.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import shutil
-import socket
+import ssl
 import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,243 +25,48 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import httpx
 import pytest
 
-from metis.errors import ConfigError, NetworkError, ProtocolError
-from metis.model import (
+coredis = pytest.importorskip("coredis")
+
+from metis import AdapterConfig, build_adapter  # noqa: E402
+from metis.errors import NetworkError, ProtocolError  # noqa: E402
+from metis.ids import derive_provider_tool_id  # noqa: E402
+from metis.model import (  # noqa: E402
     CanonicalRequest,
     Message,
     MessageComplete,
     MessageStart,
     StopKind,
     StopReason,
+    TextDelta,
     TokenUsage,
     ToolResultBlock,
     ToolUseBlock,
     ToolUseEnd,
     ToolUseStart,
 )
-from metis.redis_client import (
-    ErrorReply,
-    RedisClient,
-    RedisError,
-    Reply,
-    RespParser,
-    encode_command,
+from metis.redis_target import CLIENT_NAME  # noqa: E402
+from metis.session_redis import RedisError, RedisToolIdStore  # noqa: E402
+from metis.stages.tool_ids import ToolIds  # noqa: E402
+from metis.telemetry import ListSink  # noqa: E402
+
+from .helpers import drive, make_call  # noqa: E402
+from .redis_servers import (  # noqa: E402
+    RedisFactory,
+    RedisProcess,
+    free_port,
+    make_certificates,
 )
-from metis.session_redis import RedisToolIdStore
-from metis.stages.tool_ids import ToolIds
-
-from .helpers import drive, make_call
-
-# The RESP encoder and parser -------------------------------------------------------------------
+from .scripted import ScriptedProvider, text, tools  # noqa: E402
 
 
-def test_commands_are_arrays_of_bulk_strings() -> None:
-    assert encode_command("PING") == b"*1\r\n$4\r\nPING\r\n"
-    assert encode_command("HSET", "k", b"a\r\nb", 42, -1) == (
-        b"*5\r\n$4\r\nHSET\r\n$1\r\nk\r\n$4\r\na\r\nb\r\n$2\r\n42\r\n$2\r\n-1\r\n"
-    )
-    assert encode_command("SET", "ключ", "") == b"*3\r\n$3\r\nSET\r\n$8\r\n" + "ключ".encode() + (
-        b"\r\n$0\r\n\r\n"
-    )
-    for bad in (True, 1.5, None):
-        with pytest.raises(TypeError):
-            encode_command("SET", "k", bad)  # type: ignore[arg-type]
-
-
-STREAM = (
-    b"+OK\r\n"
-    b"-ERR unknown command 'FOO'\r\n"
-    b":42\r\n"
-    b":-7\r\n"
-    b"$5\r\nhello\r\n"
-    b"$0\r\n\r\n"
-    b"$-1\r\n"
-    b"*-1\r\n"
-    b"*0\r\n"
-    b"$6\r\na\r\nb\r\n\r\n"  # CRLF inside a bulk string
-    b"*3\r\n$1\r\na\r\n$-1\r\n:1\r\n"
-    b"*2\r\n*1\r\n+x\r\n-WRONGTYPE Operation against a key\r\n"
-    b"+\xd0\xbe\xd0\xba\r\n"
-)
-EXPECTED: list[Reply] = [
-    "OK",
-    ErrorReply("ERR unknown command 'FOO'"),
-    42,
-    -7,
-    b"hello",
-    b"",
-    None,
-    None,
-    [],
-    b"a\r\nb\r\n",
-    [b"a", None, 1],
-    [["x"], ErrorReply("WRONGTYPE Operation against a key")],
-    "ок",
-]
-
-
-def _drain(parser: RespParser) -> list[Reply]:
-    out: list[Reply] = []
-    while True:
-        complete, reply = parser.next_reply()
-        if not complete:
-            return out
-        out.append(reply)
-
-
-def _parse_in_pieces(*pieces: bytes) -> list[Reply]:
-    parser = RespParser()
-    out: list[Reply] = []
-    for piece in pieces:
-        parser.feed(piece)
-        out += _drain(parser)
-    assert parser.pending == 0
-    return out
-
-
-def test_the_parser_reads_every_reply_type() -> None:
-    assert _parse_in_pieces(STREAM) == EXPECTED
-    assert ErrorReply("WRONGPASS invalid username-password pair").code == "WRONGPASS"
-
-
-def test_the_parser_handles_a_split_at_every_boundary() -> None:
-    for i in range(len(STREAM) + 1):
-        assert _parse_in_pieces(STREAM[:i], STREAM[i:]) == EXPECTED, i
-
-
-def test_the_parser_handles_two_splits_at_every_pair_of_boundaries() -> None:
-    n = len(STREAM)
-    for i in range(n + 1):
-        for j in range(i, n + 1):
-            assert _parse_in_pieces(STREAM[:i], STREAM[i:j], STREAM[j:]) == EXPECTED, (i, j)
-
-
-def test_the_parser_handles_one_byte_at_a_time() -> None:
-    assert _parse_in_pieces(*(STREAM[i : i + 1] for i in range(len(STREAM)))) == EXPECTED
-
-
-def test_an_incomplete_reply_waits_for_more_and_consumes_nothing() -> None:
-    parser = RespParser()
-    start = b"*2\r\n$3\r\nabc\r\n$2\r\nd"
-    parser.feed(start)
-    assert parser.next_reply() == (False, None)
-    assert parser.pending == len(start)
-    parser.feed(b"e\r\n:5")
-    assert parser.next_reply() == (True, [b"abc", b"de"])
-    assert parser.next_reply() == (False, None)
-    parser.feed(b"\r\n")
-    assert parser.next_reply() == (True, 5)
-
-
-@pytest.mark.parametrize(
-    "data",
-    [
-        b"?what\r\n",
-        b":1_0\r\n",
-        b": 1\r\n",
-        b":+1\r\n",
-        b":\r\n",
-        b"$abc\r\n",
-        b"$-2\r\n",
-        b"$3\r\nabcd\r\n",
-        b"*-3\r\n",
-        b"*1\r\n" * 20 + b":1\r\n",
-        b"+" + b"x" * (64 * 1024 + 10),
-        b"$999999999999\r\n",
-    ],
-)
-def test_the_parser_refuses_what_is_not_resp(data: bytes) -> None:
-    parser = RespParser()
-    parser.feed(data)
-    with pytest.raises(ProtocolError):
-        parser.next_reply()
-
-
-# Urls --------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("url", "shown", "where"),
-    [
-        ("redis://localhost", "redis://localhost:6379/0", "localhost:6379"),
-        ("redis://h:6380/2", "redis://h:6380/2", "h:6380"),
-        ("redis://h?db=4", "redis://h:6379/4", "h:6379"),
-        ("redis://:s3cret@h/1", "redis://:***@h:6379/1", "h:6379"),
-        ("redis://ann:p%40ss%3Aw0rd@h:1", "redis://ann:***@h:1/0", "h:1"),
-        ("redis://[::1]:7000", "redis://[::1]:7000/0", "[::1]:7000"),
-        ("unix:///run/redis.sock", "unix:///run/redis.sock?db=0", "unix:/run/redis.sock"),
-        ("unix:///run/redis.sock?db=3", "unix:///run/redis.sock?db=3", "unix:/run/redis.sock"),
-        ("unix://:pw@/run/r.sock", "unix://:***@/run/r.sock?db=0", "unix:/run/r.sock"),
-    ],
-)
-def test_urls_are_parsed_and_shown_without_the_password(url: str, shown: str, where: str) -> None:
-    store = RedisToolIdStore(url)
-    assert store.client.url == shown
-    assert store.client.where == where
-    for text in (repr(store), str(store), repr(store.client)):
-        assert shown in text
-        for secret in ("s3cret", "p@ss", "pw@", "w0rd"):
-            assert secret not in text
-
-
-def test_the_url_credentials_are_decoded() -> None:
-    address = RedisClient("redis://ann:p%40ss%3Aw0rd@h:1/5")._address
-    assert (address.username, address.password, address.db) == ("ann", "p@ss:w0rd", 5)
-    assert RedisClient("redis://:pw@h")._address.username is None
-
-
-@pytest.mark.parametrize(
-    ("url", "complaint"),
-    [
-        ("http://h", "scheme"),
-        ("rediss://h", "TLS"),
-        ("redis://", "no host"),
-        ("redis://h/zero", "must be a number"),
-        ("redis://h/1?db=2", "twice"),
-        ("redis://h:port", "redis url"),
-        ("redis://h?timeout=3", "unknown query"),
-        ("redis://ann@h", "needs a password"),
-        ("unix://", "no socket path"),
-    ],
-)
-def test_bad_urls_are_refused(url: str, complaint: str) -> None:
-    with pytest.raises(ConfigError, match=complaint):
-        RedisToolIdStore(url)
-
-
-def test_bad_options_are_refused() -> None:
-    with pytest.raises(ConfigError, match="max_connections"):
-        RedisToolIdStore(max_connections=0)
-    with pytest.raises(ConfigError, match="timeout"):
-        RedisToolIdStore(timeout=0)
-    with pytest.raises(ConfigError, match="ttl_seconds"):
-        RedisToolIdStore(ttl_seconds=0)
-
-
-def test_keys_of_different_sessions_never_coincide() -> None:
-    store = RedisToolIdStore(key_prefix="p:")
-    assert store.hash_key("s1", "openai") == "p:s1:openai"
-    assert store.session_key("s1") == "p:s1"
-    keys = {
-        store.session_key("a:openai"),
-        store.hash_key("a", "openai"),
-        store.hash_key("a:b", "c"),
-        store.hash_key("a", "b:c"),
-        store.session_key("a%3Aopenai"),
-    }
-    assert len(keys) == 5
-
-
-@pytest.mark.anyio
-async def test_nothing_to_look_up_or_remember_needs_no_server() -> None:
-    async with RedisToolIdStore("redis://127.0.0.1:1", timeout=0.5) as store:
-        assert await store.provider_ids("s", "openai", []) == {}
-        await store.remember("s", "openai", {})
-
-
-# A real redis-server ----------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def servers() -> Iterator[RedisFactory]:
+    factory = RedisFactory()
+    yield factory
+    factory.close()
 
 
 @dataclass
@@ -266,78 +75,28 @@ class Server:
     unix_url: str | None = None  # only for a server these tests started
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _answers_ping(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-            sock.sendall(b"*1\r\n$4\r\nPING\r\n")
-            reply = sock.recv(64)
-    except OSError:
-        return False
-    return reply.startswith((b"+PONG", b"-NOAUTH"))
-
-
 @pytest.fixture(scope="session")
-def redis_server_factory() -> Iterator[Any]:
-    """Start redis-servers on free loopback ports; stop them all at the end of the session."""
-    started: list[tuple[subprocess.Popen[bytes], Path]] = []
-
-    def start(*extra: str) -> tuple[int, Path]:
-        exe = shutil.which("redis-server")
-        if exe is None:
-            pytest.skip(
-                "redis-server is not on PATH (apt-get install redis-server, "
-                "or set METIS_REDIS_URL to use a running server)"
-            )
-        workdir = Path(tempfile.mkdtemp(prefix="metis-redis-"))
-        port = _free_port()
-        args = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
-        args += ["--appendonly", "no", "--dir", str(workdir), "--daemonize", "no"]
-        args += ["--logfile", str(workdir / "redis.log"), *extra]
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        started.append((proc, workdir))
-        deadline = time.monotonic() + 10
-        while not _answers_ping(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log = workdir / "redis.log"
-                tail = log.read_text()[-2000:] if log.exists() else ""
-                pytest.fail(f"redis-server on port {port} did not start:\n{tail}")
-            time.sleep(0.02)
-        return port, workdir
-
-    yield start
-    for proc, workdir in started:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def redis_server(redis_server_factory: Any) -> Server:
+def redis_server(servers: RedisFactory) -> Server:
     if url := os.environ.get("METIS_REDIS_URL"):
         return Server(url)
     sock = Path(tempfile.gettempdir()) / f"metis-redis-{uuid.uuid4().hex[:12]}.sock"
-    port, _ = redis_server_factory("--unixsocket", str(sock), "--unixsocketperm", "700")
-    return Server(f"redis://127.0.0.1:{port}/0", f"unix://{sock}")
+    process = servers.server("--unixsocket", str(sock), "--unixsocketperm", "700")
+    return Server(f"redis://127.0.0.1:{process.port}/0", f"unix://{sock}")
 
 
-PASSWORD = "correct horse battery staple"
+PASSWORD = "correct horse/battery#staple?"
 
 
 @pytest.fixture(scope="session")
-def redis_auth_port(redis_server_factory: Any) -> int:
-    """A second server that wants a password."""
-    port, _ = redis_server_factory("--requirepass", PASSWORD)
-    return int(port)
+def redis_auth_port(servers: RedisFactory) -> int:
+    """A server that wants a password (an ACL user ``app`` is added by the test that needs it)."""
+    process = servers.server("--requirepass", PASSWORD)
+    return process.port
+
+
+async def _add_acl_user(port: int) -> None:
+    async with coredis.Redis("127.0.0.1", port, password=PASSWORD) as client:
+        await client.acl_setuser("app", "on", f">{PASSWORD}-app", "~*", "+@all")
 
 
 @pytest.fixture
@@ -352,30 +111,16 @@ async def store(redis_server: Server, prefix: str) -> AsyncIterator[RedisToolIdS
         yield s
 
 
-@pytest.mark.anyio
-async def test_the_client_commands(redis_server: Server, prefix: str) -> None:
-    async with RedisClient(redis_server.url) as client:
-        assert await client.ping()
-        h, s = prefix + "h", prefix + "s"
-        assert await client.hset(h, {"a": "1", "b": b"\x00\r\n", "c": 3}) == 3
-        assert await client.hmget(h, ["a", "b", "missing", "c"]) == [b"1", b"\x00\r\n", None, b"3"]
-        assert await client.sadd(s, "x", "y", "x") == 2
-        assert sorted(await client.smembers(s)) == [b"x", b"y"]
-        assert await client.ttl(h) == -1
-        assert await client.expire(h, 30)
-        assert 25 <= await client.ttl(h) <= 30
-        assert not await client.expire(prefix + "missing", 30)
-        added, members = await client.transaction([("SADD", s, "z"), ("SMEMBERS", s)])
-        assert added == 1
-        assert isinstance(members, list) and sorted(members) == [b"x", b"y", b"z"]  # type: ignore[type-var]
-        assert await client.delete(h, s, prefix + "missing") == 2
-        assert await client.delete() == 0
-        assert await client.smembers(s) == []
+async def _ttl(store: RedisToolIdStore, session_id: str) -> int:
+    async with store.client() as client:
+        return int(await client.ttl(store.session_key(session_id)))
+
+
+# The map ------------------------------------------------------------------------------------------
 
 
 @pytest.mark.anyio
 async def test_remembered_pairs_come_back(store: RedisToolIdStore) -> None:
-    assert await store.client.ping()
     await store.remember("s", "anthropic", {"tu_1": "toolu_1", "tu_2": "toolu_2"})
     await store.remember("s", "anthropic", {"tu_3": "toolu_3"})
     got = await store.provider_ids("s", "anthropic", iter(["tu_1", "tu_3", "tu_unknown", "tu_1"]))
@@ -390,6 +135,7 @@ async def test_providers_and_sessions_have_their_own_maps(store: RedisToolIdStor
     await store.remember("s", "openai", {"tu_1": "call_1", "tu_2": "call_2"})
     await store.remember("t", "openai", {"tu_1": "call_t"})
     await store.remember("s:openai", "x", {"tu_1": "colliding?"})
+    await store.remember("s", "open:ai", {"tu_1": "colliding?"})
     assert await store.provider_ids("s", "anthropic", ["tu_1", "tu_2"]) == {"tu_1": "toolu_1"}
     assert await store.provider_ids("s", "openai", ["tu_1", "tu_2"]) == {
         "tu_1": "call_1",
@@ -401,37 +147,49 @@ async def test_providers_and_sessions_have_their_own_maps(store: RedisToolIdStor
 
 
 @pytest.mark.anyio
-async def test_remember_sets_and_refreshes_the_time_to_live(store: RedisToolIdStore) -> None:
+async def test_writes_and_reads_refresh_the_time_to_live(store: RedisToolIdStore) -> None:
     await store.remember("s", "openai", {"tu_1": "call_1"})
-    keys = [store.hash_key("s", "openai"), store.session_key("s")]
-    for key in keys:
-        assert 590 <= await store.client.ttl(key) <= 600
-        assert await store.client.expire(key, 10)
+    assert 590 <= await _ttl(store, "s") <= 600
+    async with store.client() as client:
+        assert await client.expire(store.session_key("s"), 10)
     await store.remember("s", "openai", {"tu_2": "call_2"})
-    for key in keys:
-        assert 590 <= await store.client.ttl(key) <= 600
-    assert await store.client.ttl(store.hash_key("nobody", "openai")) == -2
+    assert 590 <= await _ttl(store, "s") <= 600
+    async with store.client() as client:
+        assert await client.expire(store.session_key("s"), 10)
+    assert await store.provider_ids("s", "openai", ["tu_1"]) == {"tu_1": "call_1"}
+    assert 590 <= await _ttl(store, "s") <= 600  # a read keeps a session in use alive
+    assert await store.provider_ids("nobody", "openai", ["tu_1"]) == {}
+    assert await _ttl(store, "nobody") == -2  # and creates nothing
 
 
 @pytest.mark.anyio
 async def test_without_a_ttl_nothing_expires(redis_server: Server, prefix: str) -> None:
     async with RedisToolIdStore(redis_server.url, key_prefix=prefix, ttl_seconds=None) as store:
         await store.remember("s", "openai", {"tu_1": "call_1"})
-        assert await store.client.ttl(store.hash_key("s", "openai")) == -1
-        assert await store.client.ttl(store.session_key("s")) == -1
+        assert await store.provider_ids("s", "openai", ["tu_1"]) == {"tu_1": "call_1"}
+        assert await _ttl(store, "s") == -1
         await store.forget("s")
 
 
 @pytest.mark.anyio
-async def test_forget_removes_the_whole_session(store: RedisToolIdStore) -> None:
+async def test_forget_removes_the_whole_session_in_one_command(
+    store: RedisToolIdStore, redis_server: Server
+) -> None:
+    if os.environ.get("METIS_REDIS_URL"):
+        pytest.skip("counts the server's commands: needs a server of its own")
     for provider in ("anthropic", "openai", "odd:name%"):
         await store.remember("s", provider, {"tu_1": f"{provider}_1"})
     await store.remember("other", "openai", {"tu_1": "call_other"})
-    await store.forget("s")
+    async with store.client() as client:
+        await client.config_resetstat()
+        await store.forget("s")
+        stats = await client.info("commandstats")
+    assert {name for name in stats if name.startswith("cmdstat_")} - {
+        "cmdstat_config|resetstat"
+    } == {"cmdstat_del"}  # one DEL: nothing can slip in between
     for provider in ("anthropic", "openai", "odd:name%"):
         assert await store.provider_ids("s", provider, ["tu_1"]) == {}
-        assert await store.client.ttl(store.hash_key("s", provider)) == -2
-    assert await store.client.ttl(store.session_key("s")) == -2
+    assert await _ttl(store, "s") == -2
     assert await store.provider_ids("other", "openai", ["tu_1"]) == {"tu_1": "call_other"}
     await store.forget("s")  # forgetting twice, or a session never seen, is fine
     await store.forget("never")
@@ -452,6 +210,39 @@ async def test_two_workers_share_the_map(redis_server: Server, prefix: str) -> N
 
 
 @pytest.mark.anyio
+async def test_ids_that_are_not_utf8_are_a_protocol_error(store: RedisToolIdStore) -> None:
+    async with store.client() as client:
+        await client.hset(store.session_key("s"), {store.field("openai", "tu_1"): b"\xff\xfe"})
+    with pytest.raises(ProtocolError, match="not UTF-8"):
+        await store.provider_ids("s", "openai", ["tu_1"])
+    with pytest.raises(ProtocolError, match="not UTF-8"):
+        await store.remember("s", "openai", {"tu_2": "\udcff"})  # a lone surrogate
+
+
+@pytest.mark.anyio
+async def test_an_error_reply_is_a_redis_error(store: RedisToolIdStore) -> None:
+    async with store.client() as client:
+        await client.set(store.session_key("s"), "not a hash")
+    with pytest.raises(RedisError, match="WRONGTYPE") as caught:
+        await store.remember("s", "openai", {"tu_1": "call_1"})
+    assert caught.value.code == "WRONGTYPE" and not caught.value.retryable
+    with pytest.raises(RedisError, match="WRONGTYPE"):
+        await store.provider_ids("s", "openai", ["tu_1"])
+    await store.forget("s")
+    await store.remember("s", "openai", {"tu_1": "call_1"})  # the store is still fine
+    assert await store.provider_ids("s", "openai", ["tu_1"]) == {"tu_1": "call_1"}
+
+
+# Pools and event loops ---------------------------------------------------------------------------
+
+
+async def _connections(url: str) -> int:
+    async with RedisToolIdStore(url) as probe, probe.client() as client:
+        clients = await client.client_list()
+    return sum(1 for c in clients if c.get("name") == CLIENT_NAME) - 1  # less the probe's own
+
+
+@pytest.mark.anyio
 async def test_many_concurrent_calls_share_a_small_pool(redis_server: Server, prefix: str) -> None:
     results: dict[int, dict[str, str]] = {}
 
@@ -460,64 +251,35 @@ async def test_many_concurrent_calls_share_a_small_pool(redis_server: Server, pr
         await shared.remember(session, "openai", {f"tu_{i}": f"call_{i}"})
         results[i] = await shared.provider_ids(session, "openai", [f"tu_{i}", "tu_missing"])
 
-    async with RedisToolIdStore(redis_server.url, key_prefix=prefix, max_connections=4) as shared:
+    async with RedisToolIdStore(redis_server.url, key_prefix=prefix, max_connections=3) as shared:
         async with anyio.create_task_group() as tg:
             for i in range(50):
                 tg.start_soon(one, i)
         assert results == {i: {f"tu_{i}": f"call_{i}"} for i in range(50)}
-        assert 1 <= len(shared.client._idle) <= 4
+        if not os.environ.get("METIS_REDIS_URL"):
+            assert 1 <= await _connections(redis_server.url) <= 3
         everything = await shared.provider_ids("s3", "openai", [f"tu_{i}" for i in range(50)])
         assert everything == {f"tu_{i}": f"call_{i}" for i in range(3, 50, 5)}
+    if not os.environ.get("METIS_REDIS_URL"):
+        assert await _connections(redis_server.url) == 0  # leaving the block closed them
 
 
-@pytest.mark.anyio
-async def test_a_connection_the_server_closed_is_replaced(
-    store: RedisToolIdStore, redis_server: Server
-) -> None:
-    await store.remember("s", "openai", {"tu_1": "call_1"})
-    client_id = await store.client.execute("CLIENT", "ID")
-    assert isinstance(client_id, int)
-    async with RedisClient(redis_server.url) as killer:
-        assert await killer.execute("CLIENT", "KILL", "ID", client_id) == 1
-    # the pooled connection is dead; the command goes out again on a new one
-    assert await store.provider_ids("s", "openai", ["tu_1"]) == {"tu_1": "call_1"}
-    assert await store.client.execute("CLIENT", "ID") != client_id
+def test_one_store_serves_successive_event_loops(redis_server: Server, prefix: str) -> None:
+    """A worker that runs each job in its own ``anyio.run``, entering the store or not."""
+    store = RedisToolIdStore(redis_server.url, key_prefix=prefix)
 
+    async def job(n: int, enter: bool) -> dict[str, str]:
+        if enter:
+            async with store:
+                await store.remember("s", "openai", {f"tu_{n}": f"call_{n}"})
+                return await store.provider_ids("s", "openai", [f"tu_{i}" for i in range(n + 1)])
+        await store.remember("s", "openai", {f"tu_{n}": f"call_{n}"})
+        return await store.provider_ids("s", "openai", [f"tu_{i}" for i in range(n + 1)])
 
-@pytest.mark.anyio
-async def test_an_error_reply_raises_and_the_connection_stays_usable(
-    redis_server: Server, prefix: str
-) -> None:
-    async with RedisToolIdStore(redis_server.url, key_prefix=prefix, max_connections=1) as store:
-        await store.client.execute("SET", store.hash_key("s", "openai"), "not a hash")
-        with pytest.raises(RedisError, match="WRONGTYPE") as caught:
-            await store.remember("s", "openai", {"tu_1": "call_1"})
-        assert caught.value.code == "WRONGTYPE"
-        assert not caught.value.retryable
-        with pytest.raises(RedisError, match="WRONGTYPE"):
-            await store.provider_ids("s", "openai", ["tu_1"])
-        with pytest.raises(RedisError, match="unknown command"):
-            await store.client.execute("NO-SUCH-COMMAND")
-        [connection] = store.client._idle
-        await store.remember("t", "openai", {"tu_1": "call_1"})
-        assert await store.provider_ids("t", "openai", ["tu_1"]) == {"tu_1": "call_1"}
-        assert store.client._idle == [connection]
-        await store.client.delete(store.hash_key("s", "openai"))
-
-
-@pytest.mark.anyio
-async def test_a_command_cancelled_midway_does_not_leave_its_reply_behind(
-    store: RedisToolIdStore,
-) -> None:
-    await store.remember("s", "openai", {"tu_1": "call_1"})
-    [connection] = store.client._idle
-    with anyio.move_on_after(0.2) as scope:  # BLPOP blocks on the server for 5 s
-        await store.client.execute("BLPOP", store.key_prefix + "empty-list", 5)
-    assert scope.cancelled_caught
-    assert store.client._idle == []  # the connection that waited was closed, not pooled
-    with pytest.raises(anyio.ClosedResourceError):
-        await connection.stream.send(b"*1\r\n$4\r\nPING\r\n")
-    assert await store.provider_ids("s", "openai", ["tu_1"]) == {"tu_1": "call_1"}
+    jobs = [("asyncio", True), ("trio", True), ("asyncio", False), ("trio", False)] * 2
+    for n, (backend, enter) in enumerate(jobs):
+        got = anyio.run(job, n, enter, backend=backend)
+        assert got == {f"tu_{i}": f"call_{i}" for i in range(n + 1)}, (n, backend, enter)
 
 
 @pytest.mark.anyio
@@ -534,65 +296,176 @@ async def test_a_unix_socket_and_a_database_number(redis_server: Server, prefix:
         await db3.forget("s")
 
 
-@pytest.mark.anyio
-async def test_aclose_closes_the_pooled_connections(store: RedisToolIdStore) -> None:
-    await store.remember("s", "openai", {"tu_1": "call_1"})
-    [connection] = store.client._idle
-    await store.aclose()
-    assert store.client._idle == []
-    with pytest.raises(anyio.ClosedResourceError):
-        await connection.stream.send(b"*1\r\n$4\r\nPING\r\n")
-    # a closed store opens a new connection when it is used again
-    assert await store.provider_ids("s", "openai", ["tu_1"]) == {"tu_1": "call_1"}
+# Passwords and TLS --------------------------------------------------------------------------------
 
 
-# Passwords ---------------------------------------------------------------------------------------
+def _url(port: int, user: str = "", password: str = PASSWORD, scheme: str = "redis") -> str:
+    return f"{scheme}://{user}:{password}@127.0.0.1:{port}/1"  # the password as it is: unescaped
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("user", ["", "default"])
+@pytest.mark.parametrize("user", ["", "default", "app"])
 async def test_the_right_password_is_let_in(redis_auth_port: int, prefix: str, user: str) -> None:
-    url = f"redis://{user}:{PASSWORD.replace(' ', '%20')}@127.0.0.1:{redis_auth_port}/1"
-    async with RedisToolIdStore(url, key_prefix=prefix) as store:
+    if user == "app":
+        await _add_acl_user(redis_auth_port)
+    password = PASSWORD + "-app" if user == "app" else PASSWORD
+    async with RedisToolIdStore(_url(redis_auth_port, user, password), key_prefix=prefix) as store:
         await store.remember("s", "openai", {"tu_1": "call_1"})
         assert await store.provider_ids("s", "openai", ["tu_1"]) == {"tu_1": "call_1"}
         assert PASSWORD not in repr(store)
 
 
 @pytest.mark.anyio
-async def test_a_wrong_password_is_a_clear_error(redis_auth_port: int) -> None:
-    where = f"127.0.0.1:{redis_auth_port}"
-    async with RedisToolIdStore(f"redis://:guess-again@{where}") as store:
-        with pytest.raises(RedisError, match="refused the credentials") as caught:
-            await store.provider_ids("s", "openai", ["tu_1"])
-        assert caught.value.code == "WRONGPASS"
-        assert where in str(caught.value)
-        assert "guess-again" not in str(caught.value) and "guess-again" not in repr(caught.value)
-        assert store.client._idle == []
+@pytest.mark.parametrize("user", ["", "app", "nobody"])
+async def test_a_wrong_password_is_a_clear_error(redis_auth_port: int, user: str) -> None:
+    store = RedisToolIdStore(_url(redis_auth_port, user, "guess/again#1"))
+    with pytest.raises(RedisError, match="refused the credentials") as caught:
+        await store.provider_ids("s", "openai", ["tu_1"])
+    assert caught.value.code == "WRONGPASS"
+    assert f"127.0.0.1:{redis_auth_port}" in str(caught.value)
+    assert "guess" not in str(caught.value) and "guess" not in repr(caught.value)
 
 
 @pytest.mark.anyio
 async def test_no_password_is_a_clear_error(redis_auth_port: int) -> None:
-    async with RedisToolIdStore(f"redis://127.0.0.1:{redis_auth_port}") as store:
-        with pytest.raises(RedisError, match="needs a password") as caught:
-            await store.remember("s", "openai", {"tu_1": "call_1"})
-        assert caught.value.code == "NOAUTH"
-        assert f"127.0.0.1:{redis_auth_port}" in str(caught.value)
+    store = RedisToolIdStore(f"redis://127.0.0.1:{redis_auth_port}")
+    with pytest.raises(RedisError, match="needs a password") as caught:
+        await store.remember("s", "openai", {"tu_1": "call_1"})
+    assert caught.value.code == "NOAUTH"
 
 
-# Servers that are not there or not well -----------------------------------------------------------
+@pytest.fixture(scope="session")
+def tls_server(
+    servers: RedisFactory, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[RedisProcess, ssl.SSLContext]:
+    certificates = make_certificates(tmp_path_factory.mktemp("tls"))
+    port = free_port()
+    process = servers.server(
+        "--port", "0", "--tls-port", str(port), "--tls-cert-file", str(certificates.cert),
+        "--tls-key-file", str(certificates.key), "--tls-ca-cert-file", str(certificates.ca),
+        "--tls-auth-clients", "no", "--requirepass", PASSWORD, port=port,
+    )  # fmt: skip
+    return process, ssl.create_default_context(cafile=str(certificates.ca))
+
+
+@pytest.mark.anyio
+async def test_tls_with_a_password(
+    tls_server: tuple[RedisProcess, ssl.SSLContext], prefix: str
+) -> None:
+    process, trusting = tls_server
+    url = _url(process.port, scheme="rediss")
+    async with RedisToolIdStore(url, key_prefix=prefix, ssl_context=trusting) as store:
+        await store.remember("s", "openai", {"tu_1": "call_1"})
+        assert await store.provider_ids("s", "openai", ["tu_1"]) == {"tu_1": "call_1"}
+    # the system's CAs do not know the test's CA: refused, and said so without the password
+    with pytest.raises(NetworkError) as caught:
+        await RedisToolIdStore(url, timeout=2).provider_ids("s", "openai", ["tu_1"])
+    assert "horse" not in str(caught.value)
+    # plain text to a TLS port is no Redis conversation
+    with pytest.raises((NetworkError, ProtocolError)):
+        await RedisToolIdStore(_url(process.port), timeout=2).provider_ids("s", "openai", ["t"])
+
+
+# Sentinel -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_store_on_the_primary_a_sentinel_names(
+    servers: RedisFactory, redis_server: Server, prefix: str
+) -> None:
+    if os.environ.get("METIS_REDIS_URL"):
+        pytest.skip("the Sentinel test watches a server these tests start")
+    primary_port = int(redis_server.url.rsplit(":", 1)[1].split("/")[0])
+    sentinel = servers.server(
+        sentinel=f"sentinel monitor metis-primary 127.0.0.1 {primary_port} 1\n"
+    )
+    store = RedisToolIdStore.sentinel(
+        [f"127.0.0.1:{sentinel.port}"], "metis-primary", key_prefix=prefix, timeout=3
+    )
+    async with store:
+        await store.remember("s", "openai", {"tu_1": "call_1"})
+        assert await store.provider_ids("s", "openai", ["tu_1"]) == {"tu_1": "call_1"}
+    async with RedisToolIdStore(redis_server.url, key_prefix=prefix) as direct:
+        assert await direct.provider_ids("s", "openai", ["tu_1"]) == {"tu_1": "call_1"}
+    unknown = RedisToolIdStore.sentinel([f"127.0.0.1:{sentinel.port}"], "nobody", timeout=2)
+    with pytest.raises(
+        (NetworkError, RedisError), match=f"sentinel nobody@127.0.0.1:{sentinel.port}"
+    ):
+        await unknown.provider_ids("s", "openai", ["tu_1"])
+
+
+# Cluster ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def cluster_ports(servers: RedisFactory) -> list[int]:
+    """Three primaries on loopback, the slots spread over them by ``redis-cli --cluster``."""
+    cli = shutil.which("redis-cli")
+    if cli is None:
+        pytest.skip("redis-cli is not on PATH: no cluster to create")
+    nodes = [
+        servers.server(
+            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+            "--cluster-port", str(free_port()),  # the default, port + 10000, may not exist
+        )
+        for _ in range(3)
+    ]  # fmt: skip
+    addresses = [f"127.0.0.1:{node.port}" for node in nodes]
+    subprocess.run(
+        [cli, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    deadline = time.monotonic() + 30
+    while True:  # every node agrees the cluster is up and knows all three
+        infos = [
+            subprocess.run(
+                [cli, "-p", str(node.port), "cluster", "info"], capture_output=True, text=True
+            ).stdout
+            for node in nodes
+        ]
+        if all("cluster_state:ok" in i and "cluster_known_nodes:3" in i for i in infos):
+            return [node.port for node in nodes]
+        if time.monotonic() > deadline:
+            pytest.fail("the cluster did not come up:\n" + "\n".join(infos))
+        time.sleep(0.1)
+
+
+@pytest.mark.anyio
+async def test_a_store_on_a_cluster(cluster_ports: list[int], prefix: str) -> None:
+    store = RedisToolIdStore.cluster([f"127.0.0.1:{cluster_ports[1]}"], key_prefix=prefix)
+    sessions = [f"s{i}" for i in range(30)]
+    async with store:
+        for n, session in enumerate(sessions):
+            await store.remember(session, "openai", {"tu_1": f"call_{n}", "tu_2": "call_x"})
+        for n, session in enumerate(sessions):
+            got = await store.provider_ids(session, "openai", ["tu_1", "tu_3"])
+            assert got == {"tu_1": f"call_{n}"}
+        await store.forget("s1")
+        assert await store.provider_ids("s1", "openai", ["tu_1"]) == {}
+    # the sessions are spread over every primary, each session whole on one of them
+    for port in cluster_ports:
+        async with coredis.Redis("127.0.0.1", port) as node:
+            assert await node.dbsize() > 0
+    assert await store.provider_ids("s2", "openai", ["tu_2"]) == {"tu_2": "call_x"}  # unentered
+
+
+# Servers that are down, not Redis, killed and restarted ------------------------------------------
 
 
 @pytest.mark.anyio
 async def test_a_server_that_is_down_is_a_network_error() -> None:
-    port = _free_port()  # nothing listens here
+    port = free_port()  # nothing listens here
     started = time.monotonic()
-    async with RedisToolIdStore(f"redis://127.0.0.1:{port}", timeout=2) as store:
-        with pytest.raises(NetworkError, match=f"127.0.0.1:{port}.*connection refused") as caught:
-            await store.provider_ids("s", "openai", ["tu_1"])
+    store = RedisToolIdStore(f"redis://127.0.0.1:{port}", timeout=2)
+    with pytest.raises(NetworkError, match=f"127.0.0.1:{port}") as caught:
+        await store.provider_ids("s", "openai", ["tu_1"])
     assert time.monotonic() - started < 2
     assert caught.value.retryable
-    assert not isinstance(caught.value, OSError)
+    with pytest.raises(NetworkError, match=f"127.0.0.1:{port}"):
+        async with store:
+            await store.remember("s", "openai", {"tu_1": "call_1"})
 
 
 @asynccontextmanager
@@ -608,48 +481,96 @@ async def _serve(handler: Any) -> AsyncIterator[int]:
     await listener.aclose()
 
 
-@pytest.fixture
-async def silent_port() -> AsyncIterator[int]:
-    """A server that accepts connections and never says a word."""
-
-    async def handler(stream: anyio.abc.SocketStream) -> None:
-        async with stream:
-            await anyio.sleep_forever()
-
-    async with _serve(handler) as port:
-        yield port
+async def _silent(stream: anyio.abc.SocketStream) -> None:
+    async with stream:
+        await anyio.sleep_forever()
 
 
-@pytest.fixture
-async def http_port() -> AsyncIterator[int]:
-    """A server that is not Redis."""
+async def _http(stream: anyio.abc.SocketStream) -> None:
+    async with stream:
+        await stream.receive()
+        await stream.send(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+        await anyio.sleep_forever()
 
-    async def handler(stream: anyio.abc.SocketStream) -> None:
-        async with stream:
-            await stream.receive()
-            await stream.send(b"HTTP/1.1 400 Bad Request\r\n\r\n")
-            await anyio.sleep_forever()
 
-    async with _serve(handler) as port:
-        yield port
+HELLO = (
+    b"%7\r\n+server\r\n+redis\r\n+version\r\n+7.0.15\r\n+proto\r\n:3\r\n+id\r\n:1\r\n"
+    b"+mode\r\n+standalone\r\n+role\r\n+master\r\n+modules\r\n*0\r\n"
+)
+
+
+async def _malformed(stream: anyio.abc.SocketStream) -> None:
+    """Redis until the transaction: then an EXEC reply whose HMGET result is a number."""
+    async with stream:
+        while data := await _receive(stream):
+            answers = []
+            for command in data.split(b"*")[1:]:
+                name = command.split(b"\r\n")[2].upper() if command.count(b"\r\n") > 2 else b""
+                if name == b"HELLO":
+                    answers.append(HELLO)
+                elif name in (b"HMGET", b"EXPIRE"):
+                    answers.append(b"+QUEUED\r\n")
+                elif name == b"EXEC":
+                    answers.append(b"*2\r\n:7\r\n:1\r\n")
+                elif name:
+                    answers.append(b"+OK\r\n")
+            await stream.send(b"".join(answers))
+
+
+async def _receive(stream: anyio.abc.SocketStream) -> bytes:
+    try:
+        return await stream.receive()
+    except (anyio.EndOfStream, anyio.BrokenResourceError):
+        return b""
 
 
 @pytest.mark.anyio
-async def test_a_server_that_does_not_answer_times_out(silent_port: int) -> None:
-    started = time.monotonic()
-    async with RedisToolIdStore(f"redis://127.0.0.1:{silent_port}", timeout=0.3) as store:
-        with pytest.raises(NetworkError, match=f"127.0.0.1:{silent_port}: timed out after 0.3s"):
+async def test_a_server_that_does_not_answer_times_out() -> None:
+    async with _serve(_silent) as port:
+        started = time.monotonic()
+        store = RedisToolIdStore(f"redis://127.0.0.1:{port}", timeout=0.3)
+        with pytest.raises(NetworkError, match=f"127.0.0.1:{port}"):
             await store.remember("s", "openai", {"tu_1": "call_1"})
-        assert store.client._idle == []
-    assert 0.25 <= time.monotonic() - started < 2
+        assert time.monotonic() - started < 3
 
 
 @pytest.mark.anyio
-async def test_a_server_that_is_not_redis_is_a_protocol_error(http_port: int) -> None:
-    async with RedisToolIdStore(f"redis://127.0.0.1:{http_port}", timeout=2) as store:
-        with pytest.raises(ProtocolError, match=f"127.0.0.1:{http_port}: unknown RESP type"):
+async def test_a_server_that_is_not_redis_is_a_protocol_error() -> None:
+    async with _serve(_http) as port:
+        store = RedisToolIdStore(f"redis://127.0.0.1:{port}", timeout=2)
+        with pytest.raises(ProtocolError, match=f"127.0.0.1:{port}"):
             await store.provider_ids("s", "openai", ["tu_1"])
-        assert store.client._idle == []
+
+
+@pytest.mark.anyio
+async def test_a_malformed_reply_is_a_protocol_error() -> None:
+    async with _serve(_malformed) as port:
+        store = RedisToolIdStore(f"redis://127.0.0.1:{port}", timeout=2)
+        with pytest.raises(ProtocolError, match=f"127.0.0.1:{port}"):
+            await store.provider_ids("s", "openai", ["tu_1", "tu_2"])
+
+
+@pytest.fixture
+def own_server(servers: RedisFactory) -> RedisProcess:
+    """A server of this test's own, to kill."""
+    return servers.server()
+
+
+@pytest.mark.anyio
+async def test_a_server_killed_and_restarted_mid_session(own_server: RedisProcess) -> None:
+    async with RedisToolIdStore(f"redis://127.0.0.1:{own_server.port}", timeout=2) as store:
+        await store.remember("s", "openai", {"tu_1": "call_1"})
+        own_server.kill()
+        started = time.monotonic()
+        with pytest.raises(NetworkError, match=f"127.0.0.1:{own_server.port}"):
+            await store.provider_ids("s", "openai", ["tu_1"])
+        with pytest.raises(NetworkError):
+            await store.remember("s", "openai", {"tu_2": "call_2"})
+        assert time.monotonic() - started < 4
+        own_server.start()  # empty: it kept nothing
+        assert await store.provider_ids("s", "openai", ["tu_1"]) == {}
+        await store.remember("s", "openai", {"tu_2": "call_2"})
+        assert await store.provider_ids("s", "openai", ["tu_2"]) == {"tu_2": "call_2"}
 
 
 # The store behind the ToolIds stage ---------------------------------------------------------------
@@ -711,3 +632,206 @@ async def test_the_tool_ids_stage_round_trips_across_workers(
         seen, _ = await drive(stage, history, make_call(session_id="conv-2", store=worker_b))
         blocks = [b for m in seen[0].messages for b in m.content]
         assert [b.id for b in blocks if isinstance(b, ToolUseBlock)] == ["toolu_" + cid[3:]]
+
+
+# A reply recorded while the server dies -----------------------------------------------------------
+
+
+def _dying_store_provider(
+    provider: ScriptedProvider, server: RedisProcess
+) -> Callable[[httpx.Request], httpx.Response]:
+    """The scripted provider's streamed reply, with the Redis server killed just before the
+    message ends (when the tool_ids stage records the reply's ids)."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        response = provider.handler(request)
+        if not json.loads(request.content).get("stream"):
+            return response
+        body = response.content.decode()
+        head, tail = body.split("event: message_delta", 1)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            yield head.encode()
+            server.kill()
+            yield ("event: message_delta" + tail).encode()
+
+        return httpx.Response(200, headers=response.headers, content=chunks())
+
+    return handler
+
+
+def _store_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if getattr(r, "event", None) == "metis.tool_id_store_failed"]
+
+
+@pytest.mark.anyio
+async def test_a_reply_recorded_while_the_server_dies_reaches_the_caller_whole(
+    own_server: RedisProcess, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider = ScriptedProvider(
+        "anthropic", [tools(("weather", {"city": "Oslo"}), say="checking"), text("rain, 4 C")]
+    )
+    http = httpx.AsyncClient(
+        transport=httpx.MockTransport(_dying_store_provider(provider, own_server))
+    )
+    sink = ListSink()
+    store = RedisToolIdStore(f"redis://127.0.0.1:{own_server.port}", timeout=2)
+    adapter = build_adapter(
+        "anthropic",
+        AdapterConfig(api_key="k", max_retries=0, http_client=http),
+        tool_id_store=store,
+        telemetry=sink,
+    )
+    first = CanonicalRequest(
+        model="anthropic:claude-x",
+        messages=[Message.user("weather in Oslo?")],
+        max_output_tokens=100,
+        session_id="conv-1",
+    )
+    async with store:
+        await store.remember("warm-up", "anthropic", {"tu_0": "toolu_0"})  # a pooled connection
+        with caplog.at_level(logging.WARNING, logger="metis"):
+            events = [event async for event in adapter.stream(first)]
+    # every event, the message complete at the end, its tool call with a canonical id
+    complete = events[-1]
+    assert isinstance(complete, MessageComplete)
+    assert complete.stop_reason.kind is StopKind.TOOL_USE
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "checking"
+    [call] = [b for b in complete.final_content if isinstance(b, ToolUseBlock)]
+    assert call.id.startswith("tu_") and call.input == {"city": "Oslo"}
+    kinds = [type(e).__name__ for e in events]
+    assert kinds[0] == "MessageStart" and kinds.count("MessageComplete") == 1
+    assert kinds.index("ToolUseStart") < kinds.index("ToolUseEnd") < kinds.index("MessageComplete")
+    tool_events = [e for e in events if isinstance(e, ToolUseStart | ToolUseEnd)]
+    assert {e.tool_use_id for e in tool_events} == {call.id}
+    # the failure: one WARN, one bus event, and the call itself reported as completed
+    [warning] = [
+        r for r in caplog.records if getattr(r, "event", None) == "metis.tool_id_store_failed"
+    ]
+    assert warning.operation == "write" and warning.error_class == "network"  # type: ignore[attr-defined]
+    assert f"127.0.0.1:{own_server.port}" in warning.getMessage()
+    assert sink.names() == ["llm.call_started", "metis.tool_id_store_failed", "llm.call_completed"]
+
+    # the next turn, the server still down: derived ids, the answer, one more WARN (the read)
+    second = first.model_copy(
+        update={
+            "messages": [
+                *first.messages,
+                Message(role="assistant", content=complete.final_content),
+                Message.tool(ToolResultBlock(tool_use_id=call.id, content="rain, 4 C")),
+            ]
+        }
+    )
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        answer = await adapter.complete(second)
+    assert answer.text() == "rain, 4 C"
+    derived = derive_provider_tool_id(call.id, "toolu_", 40)
+    sent = provider.requests[1]["messages"]
+    assert sent[1]["content"][-1]["id"] == derived
+    assert sent[2]["content"][0]["tool_use_id"] == derived
+    [warning] = [
+        r for r in caplog.records if getattr(r, "event", None) == "metis.tool_id_store_failed"
+    ]
+    assert warning.operation == "read"  # type: ignore[attr-defined]
+
+    # and once the server is back, the store works again
+    own_server.start()
+    await store.remember("conv-1", "anthropic", {call.id: derived})
+    assert await store.provider_ids("conv-1", "anthropic", [call.id]) == {call.id: derived}
+    await http.aclose()
+
+
+@pytest.mark.anyio
+async def test_store_calls_end_at_the_calls_deadline_and_on_cancel(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    history = _request(
+        Message.user("weather?"),
+        Message.assistant(ToolUseBlock(id="tu_01ABCDEFGHJKMNPQRSTVWXYZ01", name="w", input={})),
+        Message.tool(ToolResultBlock(tool_use_id="tu_01ABCDEFGHJKMNPQRSTVWXYZ01", content="-")),
+    )
+    stage = ToolIds(prefix="toolu_")
+    async with _serve(_silent) as port:
+        store = RedisToolIdStore(f"redis://127.0.0.1:{port}", timeout=30)
+        # the deadline: both store calls (read, then write) give up by it
+        call = make_call(store=store, deadline=anyio.current_time() + 0.3)
+        started = time.monotonic()
+        with caplog.at_level(logging.WARNING, logger="metis"):
+            seen, out = await drive(stage, history, call, _reply_calling("toolu_Y"))
+        assert time.monotonic() - started < 5
+        assert isinstance(out[-1], MessageComplete) and len(seen) == 1
+        assert [r.operation for r in _store_warnings(caplog)] == ["read", "write"]  # type: ignore[attr-defined]
+
+        # a cancel: the read gives up at once, quietly
+        call = make_call(store=store)
+        caplog.clear()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drive, stage, history, call)
+            await anyio.sleep(0.2)
+            started = time.monotonic()
+            call.cancel.cancel()
+        assert time.monotonic() - started < 2
+        assert _store_warnings(caplog) == []
+
+
+@pytest.mark.anyio
+async def test_tasks_entering_the_store_share_the_pool_its_opener_closes(
+    redis_server: Server, prefix: str
+) -> None:
+    store = RedisToolIdStore(redis_server.url, key_prefix=prefix)
+    opened, done = anyio.Event(), anyio.Event()
+
+    async def opener() -> None:
+        async with store, store:  # nested in one task: the outer block closes
+            opened.set()
+            await done.wait()
+
+    async def user(n: int) -> None:
+        await opened.wait()
+        async with store:  # joins the open pool; leaving does not close it
+            await store.remember("s", "openai", {f"tu_{n}": f"call_{n}"})
+        assert await store.provider_ids("s", "openai", [f"tu_{n}"]) == {f"tu_{n}": f"call_{n}"}
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(opener)
+        async with anyio.create_task_group() as users:
+            for n in range(5):
+                users.start_soon(user, n)
+        if not os.environ.get("METIS_REDIS_URL"):
+            assert await _connections(redis_server.url) >= 1
+        done.set()
+    if not os.environ.get("METIS_REDIS_URL"):
+        assert await _connections(redis_server.url) == 0
+    assert len(await store.provider_ids("s", "openai", [f"tu_{n}" for n in range(5)])) == 5
+
+
+@pytest.mark.anyio
+async def test_a_command_cancelled_midway_leaves_nothing_behind(store: RedisToolIdStore) -> None:
+    """What a deadline does to a store call: the pool's next call gets its own reply."""
+    await store.remember("s", "openai", {"tu_1": "call_1"})
+    queue = store.key_prefix + "queue"
+    async with store.client() as client:
+        with anyio.move_on_after(0.2) as scope:  # BLPOP waits on the server for 5 s
+            await client.blpop([queue], timeout=5)
+        assert scope.cancelled_caught
+        await client.rpush(queue, ["late"])  # a BLPOP still waiting would take it
+    assert await store.provider_ids("s", "openai", ["tu_1"]) == {"tu_1": "call_1"}
+    async with store.client() as client:
+        assert await client.lrange(queue, 0, -1) == [b"late"]
+        await client.delete([queue])
+
+
+@pytest.mark.anyio
+async def test_a_cancel_while_connecting_stays_a_cancel() -> None:
+    """coredis turns a cancel during its handshake into a ConnectionError; the store does not."""
+    async with _serve(_silent) as port:
+        store = RedisToolIdStore(f"redis://127.0.0.1:{port}", timeout=30)
+        started = time.monotonic()
+        with anyio.move_on_after(0.3) as scope:
+            await store.provider_ids("s", "openai", ["tu_1"])
+        assert scope.cancelled_caught
+        assert time.monotonic() - started < 5
+        store = RedisToolIdStore(f"redis://127.0.0.1:{port}", timeout=0.3)
+        with pytest.raises(NetworkError, match=r"timed out after 0\.3s"):
+            await store.provider_ids("s", "openai", ["tu_1"])

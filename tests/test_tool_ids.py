@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 from typing import Any
 
+import anyio
 import pytest
 
-from metis.errors import StackError
+from metis import AdapterConfig, build_adapter
+from metis.errors import NetworkError, StackError
 from metis.ids import derive_provider_tool_id, new_tool_id
 from metis.model import (
     CanonicalRequest,
@@ -31,8 +35,17 @@ from metis.pipeline.call import Call
 from metis.session import InMemoryToolIdStore
 from metis.stages.invariants import StreamChecker
 from metis.stages.tool_ids import ToolIds
+from metis.telemetry import (
+    CallCompleted,
+    CallStarted,
+    ListSink,
+    LoggingSink,
+    OpenTelemetrySink,
+    ToolIdStoreFailed,
+)
 
 from .helpers import drive, make_call
+from .scripted import ScriptedProvider, tools
 
 CANONICAL = re.compile(r"^tu_[0-9A-HJKMNP-TV-Z]{26}$")  # a ULID in Crockford base32
 
@@ -504,3 +517,223 @@ def test_long_canonical_ids_that_share_a_prefix_do_not_collide() -> None:
 
 def test_the_default_limit_is_forty() -> None:
     assert len(derive_provider_tool_id("z" * 100, "call_")) <= 40
+
+
+# A failing store never costs an answer ------------------------------------------------------------
+
+
+class _BrokenStore:
+    """A store whose every call fails, or hangs until cancelled."""
+
+    def __init__(self, failure: Exception | None = None) -> None:
+        self.failure = failure
+        self.calls: list[str] = []
+
+    async def _fail(self, operation: str) -> Any:
+        self.calls.append(operation)
+        if self.failure is None:
+            await anyio.sleep_forever()
+        raise self.failure
+
+    async def provider_ids(self, session_id: str, provider: str, canonical_ids: Any) -> Any:
+        return await self._fail("read")
+
+    async def remember(self, session_id: str, provider: str, pairs: Any) -> None:
+        await self._fail("write")
+
+    async def forget(self, session_id: str) -> None:
+        await self._fail("forget")
+
+
+def _store_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if getattr(r, "event", None) == "metis.tool_id_store_failed"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "failure",
+    [
+        NetworkError("redis 127.0.0.1:6379: connection refused"),
+        RuntimeError("a store with a bug"),
+        KeyError("tu_1"),
+    ],
+)
+async def test_a_store_that_fails_costs_neither_the_request_nor_the_reply(
+    failure: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    cid = new_tool_id()
+    store, sink = _BrokenStore(failure), ListSink()
+    call = make_call(store=store, telemetry=sink)  # type: ignore[arg-type]
+    reply = _tool_events(("toolu_A", "weather", {"city": "Oslo"}), text="checking")
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        seen, out = await drive(ToolIds(prefix="toolu_"), _history(cid), call, reply)
+    # the request went out with the ids derived from the canonical ones
+    assert _wire_ids(seen[0]) == ([derive_provider_tool_id(cid, "toolu_", 40)],) * 2
+    # every event arrived, the message complete, with canonical ids
+    assert [type(e) for e in out] == [type(e) for e in reply]
+    complete = out[-1]
+    assert isinstance(complete, MessageComplete)
+    [block] = [b for b in complete.final_content if isinstance(b, ToolUseBlock)]
+    assert CANONICAL.match(block.id)
+    assert store.calls == ["read", "write"]
+    # one WARN and one bus event per failed store call, saying which and why
+    records = _store_warnings(caplog)
+    assert [r.operation for r in records] == ["read", "write"]  # type: ignore[attr-defined]
+    assert all(r.levelno == logging.WARNING and r.session_id == "s1" for r in records)  # type: ignore[attr-defined]
+    assert [(e.name, e.operation) for e in sink.events] == [  # type: ignore[union-attr]
+        ("metis.tool_id_store_failed", "read"),
+        ("metis.tool_id_store_failed", "write"),
+    ]
+    event = sink.events[0]
+    assert isinstance(event, ToolIdStoreFailed)
+    expected_class = "network" if isinstance(failure, NetworkError) else "other"
+    assert event.error_class == expected_class and event.request_id == "req_1"
+
+
+@pytest.mark.anyio
+async def test_a_hanging_store_is_cut_off_at_the_calls_deadline(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store, sink = _BrokenStore(), ListSink()
+    call = make_call(store=store, telemetry=sink, deadline=anyio.current_time() + 0.3)  # type: ignore[arg-type]
+    reply = _tool_events(("toolu_A", "weather", {}))
+    started = anyio.current_time()
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        _, out = await drive(ToolIds(prefix="toolu_"), _history(new_tool_id()), call, reply)
+    assert anyio.current_time() - started < 5  # both store calls ended at the deadline
+    assert isinstance(out[-1], MessageComplete)
+    assert store.calls == ["read", "write"]
+    assert [r.operation for r in _store_warnings(caplog)] == ["read", "write"]  # type: ignore[attr-defined]
+    assert all("deadline" in e.error_message for e in sink.events)  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_a_cancel_interrupts_a_hanging_store_call_quietly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store, sink = _BrokenStore(), ListSink()
+    call = make_call(store=store, telemetry=sink)  # type: ignore[arg-type]
+    reply = _tool_events(("toolu_A", "weather", {}))
+    out: list[Any] = []
+
+    async def run() -> None:
+        _, events = await drive(ToolIds(prefix="toolu_"), _history(new_tool_id()), call, reply)
+        out.extend(events)
+
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await anyio.wait_all_tasks_blocked()
+            assert store.calls == ["read"]
+            assert call.cancel.cancel()
+    # the read gave up at once; what the inner stages yield still reaches the caller (in a
+    # real stack the transport then ends the call as cancelled), and the write is skipped
+    assert isinstance(out[-1], MessageComplete)
+    assert store.calls == ["read"]
+    assert _store_warnings(caplog) == [] and sink.events == []
+
+
+def _store_failed(request_id: str = "req_1") -> ToolIdStoreFailed:
+    return ToolIdStoreFailed(
+        request_id=request_id,
+        session_id="s1",
+        provider="anthropic",
+        model="anthropic:claude-x",
+        wire_model="claude-x",
+        retry_count=0,
+        timestamp=time.time(),
+        operation="write",
+        error_class="network",
+        error_message="redis 127.0.0.1:6379: connection refused",
+    )
+
+
+def test_sinks_take_the_store_failure_event(caplog: pytest.LogCaptureFixture) -> None:
+    sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
+    export = pytest.importorskip("opentelemetry.sdk.trace.export")
+    in_memory = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
+    from opentelemetry.trace import StatusCode
+
+    exporter = in_memory.InMemorySpanExporter()
+    provider = sdk_trace.TracerProvider()
+    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    sink = OpenTelemetrySink(provider)
+    identity = {f: getattr(_store_failed(), f) for f in ("request_id", "session_id", "provider")}
+    identity |= {"model": "anthropic:claude-x", "wire_model": "claude-x", "retry_count": 0}
+    # during an attempt: an event on its span
+    sink.emit(CallStarted(**identity, timestamp=time.time(), stream=True))
+    sink.emit(_store_failed())
+    sink.emit(
+        CallCompleted(
+            **identity,
+            timestamp=time.time(),
+            latency_ms=1,
+            usage=TokenUsage(),
+            stop_reason=StopReason(kind=StopKind.TOOL_USE),
+            message_id="msg_1",
+        )
+    )
+    # outside one: a span of its own, marked as an error
+    sink.emit(_store_failed("req_2"))
+    attempt, alone = exporter.get_finished_spans()
+    [event] = attempt.events
+    assert event.name == "metis.tool_id_store_failed"
+    assert event.attributes["metis.tool_id_store.operation"] == "write"
+    assert attempt.status.status_code is StatusCode.UNSET
+    assert alone.name == "metis.tool_id_store write"
+    assert alone.status.status_code is StatusCode.ERROR
+    assert alone.attributes["error.type"] == "network"
+
+    with caplog.at_level(logging.INFO, logger="metis.telemetry"):
+        LoggingSink().emit(_store_failed())
+    [record] = caplog.records
+    assert "tool-id store write failed: redis 127.0.0.1:6379" in record.getMessage()
+    assert record.event == "metis.tool_id_store_failed"  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_complete_returns_the_answer_when_the_store_fails() -> None:
+    provider = ScriptedProvider("anthropic", [tools(("weather", {"city": "Oslo"}))])
+    store = _BrokenStore(NetworkError("redis 127.0.0.1:6379: connection refused"))
+    adapter = build_adapter(
+        "anthropic",
+        AdapterConfig(api_key="k", max_retries=0, http_client=provider.client()),
+        tool_id_store=store,  # type: ignore[arg-type]
+    )
+    request = _history(new_tool_id()).model_copy(update={"session_id": "conv-1"})
+    response = await adapter.complete(request)
+    [call] = [b for b in response.content if isinstance(b, ToolUseBlock)]
+    assert CANONICAL.match(call.id) and call.input == {"city": "Oslo"}
+    assert store.calls == ["read", "write"]
+    await adapter.close()
+
+
+class _OddStore(InMemoryToolIdStore):
+    def __init__(self, answer: Any) -> None:
+        super().__init__()
+        self.answer = answer
+
+    async def provider_ids(self, session_id: str, provider: str, canonical_ids: Any) -> Any:
+        return self.answer
+
+
+@pytest.mark.anyio
+async def test_a_store_answer_that_is_not_a_map_of_ids_is_not_sent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cid = new_tool_id()
+    derived = derive_provider_tool_id(cid, "toolu_", 40)
+    for answer, warned in [
+        (["toolu_x"], True),
+        (None, True),
+        ({cid: b"toolu_bytes"}, False),
+        ({cid: ""}, False),
+        ({cid: 7, "tu_other": "toolu_other"}, False),
+    ]:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="metis"):
+            seen, _ = await drive(
+                ToolIds(prefix="toolu_"), _history(cid), make_call(store=_OddStore(answer))
+            )
+        assert _wire_ids(seen[0]) == ([derived], [derived]), answer
+        assert bool(_store_warnings(caplog)) is warned, answer

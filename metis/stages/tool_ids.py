@@ -5,14 +5,31 @@ one it issued, if the session's store remembers it, else one derived from the ca
 a history from another provider is always consistent with itself. On the way out, every id the
 provider issues gets a fresh canonical ``tu_<ulid>``, and the pairs are remembered for the
 session when the message completes.
+
+The store is never worth an answer: each store call runs within the call's cancel and
+deadline, and when one fails or is cut off the call goes on with derived ids and the reply
+whole. A failure (not a cancel) is reported once: a WARN record and a
+``metis.tool_id_store_failed`` bus event.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from functools import partial
+from typing import TypeVar
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from metis.errors import (
+    AdapterError,
+    CancelledError,
+    ErrorClass,
+    NetworkError,
+    ProtocolError,
+    redact,
+)
 from metis.ids import derive_provider_tool_id, new_tool_id
 from metis.model.content import ContentBlock, Message, ToolResultBlock, ToolUseBlock
 from metis.model.events import (
@@ -26,6 +43,10 @@ from metis.model.events import (
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
+from metis.session import ToolIdStore
+from metis.telemetry import ToolIdStoreFailed
+
+T = TypeVar("T")
 
 
 class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent]):
@@ -64,9 +85,9 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
             elif isinstance(event, MessageComplete):
                 event.final_content = _canonical_content(event.final_content, started, inward)
                 if call.session_id and started:
-                    await call.tool_ids.remember(
-                        call.session_id, call.provider, {c: p for p, c in started}
-                    )
+                    pairs = {c: p for p, c in started}
+                    remember = partial(call.tool_ids.remember, call.session_id, call.provider)
+                    await _store_call(call, "write", partial(remember, pairs))
             yield event
 
     async def _provider_ids(self, request: CanonicalRequest, call: Call) -> dict[str, str]:
@@ -78,11 +99,11 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
         }
         if not canonical:
             return {}
-        known = (
-            await call.tool_ids.provider_ids(call.session_id, call.provider, canonical)
-            if call.session_id
-            else {}
-        )
+        known: dict[str, str] | None = {}
+        if call.session_id:
+            read = partial(_known_ids, call.tool_ids, call.session_id, call.provider, canonical)
+            known = await _store_call(call, "read", read)
+        known = known or {}
         prefix, limit = self.options.prefix, self.options.max_length
         return {
             cid: known.get(cid) or derive_provider_tool_id(cid, prefix, limit) for cid in canonical
@@ -138,3 +159,76 @@ def _canonical_id(pid: str, inward: dict[str, str], started: list[tuple[str, str
     if cid is None or any(c == cid for _, c in started):
         return new_tool_id()
     return cid
+
+
+async def _known_ids(
+    store: ToolIdStore, session_id: str, provider: str, canonical: set[str]
+) -> dict[str, str]:
+    """The store's answer, checked: a store is outside code, and a wrong id here would reach
+    the provider."""
+    known = await store.provider_ids(session_id, provider, canonical)
+    if not isinstance(known, Mapping):
+        raise ProtocolError(f"the tool-id store answered a {type(known).__name__}, not a mapping")
+    return {c: p for c, p in known.items() if c in canonical and isinstance(p, str) and p}
+
+
+_PAST_DEADLINE = "the tool-id store did not answer before the call's deadline"
+
+
+async def _store_call(call: Call, operation: str, action: Callable[[], Awaitable[T]]) -> T | None:
+    """``action``'s result, or None when the store failed or the call's cancel or deadline cut
+    it off. A failure is reported; a cancel is the caller's choice, not the store's failure."""
+    failure: Exception
+    try:
+        with call.cancel.guard(call.deadline) as scope:
+            result = await action()
+        if not scope.cancelled_caught:
+            return result
+        failure = NetworkError(_PAST_DEADLINE)
+    except CancelledError:
+        return None
+    except Exception as exc:
+        if call.cancel.cancelled:
+            return None  # the store turned the cancel into an error of its own
+        past_deadline = anyio.current_time() >= call.deadline
+        failure = NetworkError(_PAST_DEADLINE) if past_deadline else exc
+    _report_store_failure(call, operation, failure)
+    return None
+
+
+def _report_store_failure(call: Call, operation: str, failure: Exception) -> None:
+    if isinstance(failure, AdapterError):
+        error_class, message = failure.error_class.value, failure.message
+    else:
+        error_class = ErrorClass.OTHER.value
+        message = redact(f"{type(failure).__name__}: {failure}")
+    call.log.warning(
+        "tool-id store %s failed for %s, going on with derived tool ids: %s",
+        operation,
+        call.provider,
+        message,
+        extra={
+            "event": "metis.tool_id_store_failed",
+            "session_id": call.session_id,
+            "request_id": call.request_id,
+            "adapter": call.provider,
+            "operation": operation,
+            "error_class": error_class,
+        },
+    )
+    event = ToolIdStoreFailed(
+        request_id=call.request_id,
+        session_id=call.session_id,
+        provider=call.provider,
+        model=call.model,
+        wire_model=call.wire_model,
+        retry_count=call.attempt,
+        timestamp=time.time(),
+        operation=operation,
+        error_class=error_class,
+        error_message=message,
+    )
+    try:
+        call.telemetry.emit(event)
+    except Exception:
+        call.log.debug("telemetry sink failed on %s", event.name, exc_info=True)
