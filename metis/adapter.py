@@ -31,6 +31,7 @@ from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.stack import Endpoint, StackSpec, load_stack
 from metis.session import ToolIdStore, default_tool_id_store
+from metis.stages.transport import http_client
 from metis.telemetry import NULL_SINK, TelemetrySink
 
 
@@ -176,6 +177,8 @@ class Adapter:
         try:
             async with self.pipeline.run(request, call) as events:
                 async for event in events:
+                    if isinstance(event, MessageComplete):
+                        call.cancel.finished = True  # delivered: nothing left to cancel
                     yield event
         finally:
             call.cancel.finished = True
@@ -190,10 +193,7 @@ class Adapter:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.config.timeout_seconds, connect=10.0),
-                follow_redirects=False,
-            )
+            self._client = http_client(self.config.timeout_seconds)
         return self._client
 
     def _response(
