@@ -51,6 +51,13 @@ class Forward:
     stall_after: int | None = None
 
 
+@dataclass(frozen=True)
+class Notify:
+    """Set ``event`` when the script gets here (a test waits for a point in the answer)."""
+
+    event: anyio.Event
+
+
 class _Step:
     def __init__(self, name: str) -> None:
         self.name = name
@@ -64,7 +71,7 @@ RESET = _Step("RESET")  # the connection is reset (RST), mid-answer if anything 
 CLOSE = _Step("CLOSE")  # the connection is closed cleanly (FIN) here
 FORWARD = Forward()
 
-Step = bytes | Pause | Trickle | Forward | _Step
+Step = bytes | Pause | Trickle | Forward | Notify | _Step
 
 
 @dataclass
@@ -165,6 +172,8 @@ class FaultProxy:
                 for byte in step.data:
                     await stream.send(bytes([byte]))
                     await anyio.sleep(step.every)
+            elif isinstance(step, Notify):
+                step.event.set()
             elif isinstance(step, Forward):
                 if not await self._forward(step, stream, raw):
                     return False
