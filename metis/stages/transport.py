@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio
@@ -186,7 +187,7 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
             undo.append(restore)
             undo.append(lambda: call.cancel.off(abort))
             call.cancel.on_cancel(abort)
-            return lambda: anext(chunks, None)
+            return partial(anext, chunks, None)  # no frame of ours per chunk
         if restore is not None:
             restore()
 
