@@ -331,6 +331,27 @@ async def test_after_a_short_body_the_next_call_succeeds(stream: bool, then: Any
 
 
 @pytest.mark.anyio
+@pytest.mark.xfail(
+    strict=True,
+    reason="known: bytes past a response's Content-Length stay in h11's buffer, which httpx "
+    "does not expose, so the pooled connection is reused and the next attempt fails (the "
+    "retry stage then succeeds on a fresh connection)",
+)
+async def test_after_a_body_longer_than_declared_the_next_call_needs_no_retry() -> None:
+    async with FaultProxy.running() as proxy:
+        proxy.script(response(200, REPLY + b"extra bytes", declared_length=len(REPLY)))
+        proxy.script(response(200, REPLY))
+        proxy.script(response(200, REPLY))
+        adapter = adapter_for(proxy.url, timeout_seconds=10.0, max_retries=2)
+        async with timed():
+            await run(adapter, stream=False)
+            events = await run(adapter, stream=False)
+        assert isinstance(events[-1], MessageComplete)  # it does succeed, after a retry
+        assert len(proxy.requests) == 2
+        await adapter.close()
+
+
+@pytest.mark.anyio
 async def test_a_reset_mid_stream_keeps_what_arrived() -> None:
     async with FaultProxy.running() as proxy:
         proxy.script(chunked_head(), *stream_events("kept ", "lost")[:3], Pause(0.05), RESET)
