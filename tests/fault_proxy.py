@@ -119,6 +119,7 @@ class FaultProxy:
         self.scripts: list[list[Step]] = []
         self.requests: list[SeenRequest] = []
         self.connections = 0
+        self.relayed: list[int] = []  # bytes of each whole answer FORWARD relayed
 
     @property
     def url(self) -> str:
@@ -163,6 +164,7 @@ class FaultProxy:
 
     async def _run(self, steps: list[Step], stream: SocketStream, raw: bytes) -> bool:
         """Run one script; False when it ended the connection."""
+        keep_open = True
         for step in steps:
             if isinstance(step, bytes):
                 await stream.send(step)
@@ -175,8 +177,7 @@ class FaultProxy:
             elif isinstance(step, Notify):
                 step.event.set()
             elif isinstance(step, Forward):
-                if not await self._forward(step, stream, raw):
-                    return False
+                keep_open = await self._forward(step, stream, raw) and keep_open
             elif step is HANG:
                 await anyio.sleep_forever()
             elif step is RESET:
@@ -185,9 +186,10 @@ class FaultProxy:
             elif step is CLOSE:
                 await stream.aclose()
                 return False
-        return True
+        return keep_open
 
     async def _forward(self, step: Forward, stream: SocketStream, raw: bytes) -> bool:
+        """Relay one exchange; False when the connection must end after it."""
         if self.upstream is None:
             await stream.send(response(500, b'{"error": "no upstream"}'))
             return True
@@ -199,12 +201,17 @@ class FaultProxy:
         sent = 0
         async with await anyio.connect_tcp(*self.upstream) as upstream:
             await upstream.send(request)
-            async for data in upstream:
+            async for received in upstream:
+                data = received
+                if sent == 0:  # this connection ends with the answer: say so in its head
+                    line_end = data.index(b"\r\n") + 2
+                    data = data[:line_end] + b"connection: close\r\n" + data[line_end:]
                 if step.stall_after is not None and sent + len(data) >= step.stall_after:
                     await stream.send(data[: step.stall_after - sent])
                     await anyio.sleep_forever()
                 await stream.send(data)
                 sent += len(data)
+        self.relayed.append(sent)
         return False  # the upstream closed after its answer: so does this connection
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
+from metis.emulator import Emulator
 from metis.errors import (
     ErrorClass,
     NetworkError,
@@ -30,9 +31,11 @@ from metis.stages.transport import Transport
 from .fakes import anthropic_end, anthropic_start, anthropic_text, request, sse
 from .fault_proxy import (
     CLOSE,
+    FORWARD,
     HANG,
     RESET,
     FaultProxy,
+    Forward,
     Notify,
     Pause,
     Trickle,
@@ -279,6 +282,34 @@ async def test_a_slow_but_steady_stream_is_not_cut_by_the_idle_timeout() -> None
         async with timed():
             events = await run(adapter, stream=True)
         assert [e.text for e in events if isinstance(e, TextDelta)] == ["a", "b", "c"]
+        await adapter.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "gemini"])
+async def test_a_provider_stream_cut_silent_midway_ends_after_the_idle_timeout(
+    provider: str, emulator: Emulator
+) -> None:
+    async with FaultProxy.running(upstream=(emulator.host, emulator.port)) as proxy:
+        relayed = anyio.Event()
+        proxy.script(FORWARD, Notify(relayed))  # the whole stream, as the emulator sends it
+        transport = Transport(first_event_timeout=30.0, idle_timeout=0.5)
+        adapter = adapter_for(proxy.url, provider=provider, transport=transport)
+        async with timed() as elapsed:
+            whole = await run(adapter, stream=True)
+            await relayed.wait()
+            # The same answer again, cut silent after nine tenths of it.
+            proxy.script(Forward(stall_after=proxy.relayed[0] * 9 // 10))
+            started = elapsed()
+            events: list[StreamEvent] = []
+            with pytest.raises(NetworkError, match=r"stalled for 0.5 s"):
+                async for event in adapter.stream(request(provider)):
+                    events.append(event)
+        assert isinstance(whole[-1], MessageComplete)
+        assert whole[-1].stop_reason.kind is not StopKind.ERROR
+        assert 0.4 <= elapsed() - started <= 0.5 + SLACK
+        final = events[-1]
+        assert isinstance(final, MessageComplete) and final.stop_reason.kind is StopKind.ERROR
         await adapter.close()
 
 
