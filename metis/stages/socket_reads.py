@@ -24,11 +24,11 @@ def bound_socket_reads(
     response: httpx.Response, seconds_for_read: Callable[[], float]
 ) -> Callable[[], None] | None:
     """Give each read of ``response``'s socket ``seconds_for_read()`` at most; return what
-    undoes it, or None when the response has no HTTP/1.1 socket stream (a mock transport,
-    HTTP/2, whose connection other requests share)."""
+    undoes it, or None when the response has no HTTP/1 socket stream of its own (a mock
+    transport; HTTP/2, whose connection other requests share)."""
     stream = response.extensions.get("network_stream")
     read: Any = getattr(type(stream), "read", None)
-    if response.http_version != "HTTP/1.1" or read is None:
+    if response.http_version not in ("HTTP/1.1", "HTTP/1.0") or read is None:
         return None
 
     async def bounded_read(max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109

@@ -138,7 +138,8 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
     ) -> httpx.Request:
         # Every wait is bounded by the read clock (a cancel scope or the socket read's own
         # timeout); httpx's timeouts are only a backstop at the call's length.
-        left = max(0.001, call.deadline - anyio.current_time())
+        left = min(call.config.timeout_seconds, call.deadline - anyio.current_time())
+        left = max(0.001, left)
         timeout = httpx.Timeout(left, connect=min(left, self.options.connect_timeout))
         return call.http.build_request(
             method, url, headers=headers, content=content, timeout=timeout
