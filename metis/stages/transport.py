@@ -153,7 +153,7 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
             try:
                 # Trio can hand send() its response and register the cancel in the same turn:
                 # the guard then raises with the response in hand, which is closed here.
-                with call.cancel.guard(clock.head_by()) as scope:
+                with call.cancel.guard(clock.head_by()):
                     response = await call.http.send(request, stream=True, follow_redirects=False)
             except httpx.HTTPError as exc:
                 raise self._failure(exc, call, clock, when="before a response arrived") from exc
@@ -162,7 +162,7 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
                     with anyio.CancelScope(shield=True):
                         await response.aclose()
                 raise
-            if scope.cancelled_caught or response is None:
+            if response is None:  # the guard abandoned the wait: its time ran out
                 raise self._expired(call, clock)
             if not response.has_redirect_location:
                 clock.on_head()
