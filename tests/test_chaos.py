@@ -303,7 +303,9 @@ def check(figures: Figures) -> None:
     assert figures.violations == 0
     assert figures.failed_unexpectedly == 0, figures.problems[:20]
     assert figures.completed + figures.failed_as_expected == figures.calls
-    assert figures.retries > 0 and figures.retries == figures.retry_sleeps
+    # Every retry the emulator served was waited for. A machine loaded enough that an attempt
+    # times out before its request reaches the emulator adds a wait with no request served.
+    assert figures.retries > 0 and figures.retries <= figures.retry_sleeps
     assert sum(figures.faults.values()) > figures.calls // 10  # the chaos did happen
     assert figures.completed > figures.calls // 2
 
