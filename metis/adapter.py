@@ -36,6 +36,7 @@ from metis.pipeline.stack import Endpoint, StackSpec, load_stack
 from metis.secrets import install_httpx_log_filter
 from metis.sendable import check_request
 from metis.session import ToolIdStore, default_tool_id_store
+from metis.stages.transport import http_client
 from metis.telemetry import NULL_SINK, TelemetrySink
 
 install_httpx_log_filter()
@@ -197,6 +198,8 @@ class Adapter:
         try:
             async with self.pipeline.run(request, call) as events:
                 async for event in events:
+                    if isinstance(event, MessageComplete):
+                        call.cancel.finished = True  # delivered: nothing left to cancel
                     yield event
         except Exception as exc:
             scrub_error(exc, call.endpoint.secrets)
@@ -252,10 +255,7 @@ class Adapter:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.config.timeout_seconds, connect=10.0),
-                follow_redirects=False,
-            )
+            self._client = http_client(self.config.timeout_seconds)
         return self._client
 
     def _response(

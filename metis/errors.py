@@ -183,6 +183,13 @@ class CancelledError(AdapterError):
     error_class = ErrorClass.CANCELLED
 
 
+class RedirectError(AdapterError):
+    """The provider's answer was a redirect metis would not follow: to another origin (the
+    API key would go there), in a loop, or with a client that follows none."""
+
+    error_class = ErrorClass.OTHER
+
+
 class ProtocolError(AdapterError):
     """The provider sent something that does not follow its own wire format."""
 

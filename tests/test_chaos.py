@@ -54,17 +54,18 @@ WEATHER = ToolDefinition(
 )
 
 # About 20% of requests get a fault (the rates add up to 0.20). A stall lasts longer than the
-# call's timeout, so a stalled call always ends as a network error, and fast.
+# call's timeout, so a stalled call always ends as a network error: a stream after the idle
+# timeout, a whole reply (whose stall comes before its head) at the call's timeout.
 FAULTS = (
     "rate_limit:0.05,overloaded:0.04,server_error:0.04,drop=3:0.03,"
-    "stall=3;after=2:0.02,stream_error=server_error;after=2:0.02"
+    "stall=5;after=2:0.02,stream_error=server_error;after=2:0.02"
 )
-TIMEOUT = 2.0  # each attempt's overall timeout
+TIMEOUT = 4.0  # the whole call's timeout: every attempt and every wait between them
 FIRST_EVENT_TIMEOUT = 1.0
 IDLE_TIMEOUT = 0.5
 MAX_RETRIES = 2
 MARGIN = 5.0
-CALL_DEADLINE = (1 + MAX_RETRIES) * TIMEOUT + MARGIN  # no call may take longer than this
+CALL_DEADLINE = TIMEOUT + MARGIN  # no call may take longer than this
 BATCH = 40
 
 # The error class a call must end with when its last attempt met this fault.
@@ -302,7 +303,9 @@ def check(figures: Figures) -> None:
     assert figures.violations == 0
     assert figures.failed_unexpectedly == 0, figures.problems[:20]
     assert figures.completed + figures.failed_as_expected == figures.calls
-    assert figures.retries > 0 and figures.retries == figures.retry_sleeps
+    # Every retry the emulator served was waited for. A machine loaded enough that an attempt
+    # times out before its request reaches the emulator adds a wait with no request served.
+    assert figures.retries > 0 and figures.retries <= figures.retry_sleeps
     assert sum(figures.faults.values()) > figures.calls // 10  # the chaos did happen
     assert figures.completed > figures.calls // 2
 

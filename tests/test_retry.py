@@ -240,3 +240,28 @@ async def test_each_attempt_is_visible_to_telemetry_as_seed_000_9_3_describes() 
         ("llm.call_started", 2, None),
         ("llm.call_completed", 2, None),
     ]
+
+
+@pytest.mark.anyio
+async def test_a_retry_after_longer_than_the_time_left_ends_the_call_unslept() -> None:
+    peer = FakePeer(
+        openai_error(429, "rate_limit_exceeded", "slow down", **{"retry-after": "30"}),
+        openai_reply(),
+    )
+    adapter = peer.adapter("openai", timeout_seconds=10)
+    slept = with_sleeps(adapter)
+    with pytest.raises(RateLimitError) as caught:
+        await collect(adapter, request("openai"))
+    assert caught.value.retry_after_seconds == 30.0
+    assert len(peer.requests) == 1 and slept == []
+
+
+@pytest.mark.anyio
+async def test_a_backoff_that_would_end_past_the_deadline_is_not_slept() -> None:
+    # Backoff 1-1.25 s fits in 1.5 s; the next, 2-2.5 s, would end past the deadline.
+    peer = FakePeer(*(anthropic_error(500, "api_error", f"boom {i}") for i in range(4)))
+    adapter = peer.adapter("anthropic", timeout_seconds=1.5, max_retries=3)
+    slept = with_sleeps(adapter)
+    with pytest.raises(ServerError, match="boom 1"):
+        await collect(adapter, request("anthropic"))
+    assert len(peer.requests) == 2 and len(slept) == 1

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 
+import anyio
 import httpx
 import pytest
 
-from metis.errors import CancelledError, NetworkError
+from metis.errors import CancelledError, NetworkError, RedirectError
+from metis.pipeline.call import Call
 from metis.pipeline.wire import HTTPFailure, WireRequest
 from metis.stages.transport import Transport
 
@@ -160,3 +163,108 @@ async def test_a_cancel_landing_as_the_response_arrives_still_closes_it() -> Non
 def test_the_wire_request_repr_hides_keys() -> None:
     assert "sk-secret" not in repr(WIRE)
     assert "[REDACTED]" in repr(WIRE)
+
+
+class Stalls(httpx.AsyncByteStream):
+    """Yields ``chunks``, then waits forever (a peer that fell silent mid-body)."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+        self.closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            yield chunk
+        await anyio.sleep_forever()
+        yield b""  # pragma: no cover
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def drain(transport: Transport, call: Call, wire: WireRequest = WIRE) -> list[bytes]:
+    return [chunk async for chunk in transport(wire, call, None)]  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [True, False])
+async def test_an_error_body_that_stalls_is_bounded_by_the_call_deadline(stream: bool) -> None:
+    body = Stalls([b'{"error": '])
+    call = make_call(http=client_for(lambda request: httpx.Response(500, stream=body)))
+    call.deadline = anyio.current_time() + 0.3
+    with anyio.fail_after(10):
+        with pytest.raises(NetworkError, match=r"timeout \(600 s\) ran out"):
+            await drain(Transport(), call, dataclasses.replace(WIRE, stream=stream))
+    assert anyio.current_time() >= call.deadline
+    assert body.closed
+
+
+@pytest.mark.anyio
+async def test_cancel_interrupts_an_error_body_read() -> None:
+    body = Stalls([b'{"error": '])
+    call = make_call(http=client_for(lambda request: httpx.Response(503, stream=body)))
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_cancel_soon, call)
+            with pytest.raises(CancelledError):
+                await drain(Transport(), call)
+    assert body.closed
+
+
+async def _cancel_soon(call: Call) -> None:
+    await anyio.sleep(0.2)
+    assert call.cancel.cancel()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_stall_after_the_first_chunk_ends_after_the_idle_timeout(stream: bool) -> None:
+    call = make_call(http=client_for(lambda r: httpx.Response(200, stream=Stalls([b"data"]))))
+    started = anyio.current_time()
+    received: list[bytes] = []
+    with anyio.fail_after(10), pytest.raises(NetworkError, match=r"stalled for 0\.3 s"):
+        async for chunk in Transport(idle_timeout=0.3, first_event_timeout=5)(
+            dataclasses.replace(WIRE, stream=stream),
+            call,
+            None,  # type: ignore[arg-type]
+        ):
+            received.append(chunk)
+    assert received == [b"data"]
+    assert 0.3 <= anyio.current_time() - started < 3  # the idle timeout, not the first-event one
+
+
+@pytest.mark.anyio
+async def test_a_whole_body_whose_first_bytes_never_come_stalls_at_the_idle_timeout() -> None:
+    call = make_call(http=client_for(lambda r: httpx.Response(200, stream=Stalls([]))))
+    wire = dataclasses.replace(WIRE, stream=False)
+    with anyio.fail_after(10), pytest.raises(NetworkError, match=r"body stalled for 0\.3 s"):
+        await drain(Transport(idle_timeout=0.3), call, wire)
+
+
+@pytest.mark.anyio
+async def test_metis_follows_no_redirect_with_its_own_client() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(302, headers={"location": "/v2/messages"})
+
+    call = make_call(http=client_for(handler))
+    with pytest.raises(RedirectError, match="does not follow redirects") as caught:
+        await drain(Transport(), call)
+    assert caught.value.provider_status == 302 and not caught.value.retryable
+    assert len(seen) == 1
+
+
+@pytest.mark.anyio
+async def test_a_following_client_never_takes_the_key_to_another_origin() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(307, headers={"location": "https://evil.example.net/v1/messages"})
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler), follow_redirects=True)
+    with pytest.raises(RedirectError, match="another origin"):
+        await drain(Transport(), make_call(http=client))
+    assert [str(r.url) for r in seen] == [WIRE.url]

@@ -4,8 +4,10 @@ Each call gets a handle. The stages that wait on the outside world (the transpor
 socket, the retry stage sleeping) do each wait inside ``handle.guard()``, a cancel scope that
 covers that one wait and nothing else, so a cancel from another task interrupts the wait
 promptly on asyncio and trio alike, and no scope ever spans a ``yield``. Where a scope per
-wait would cost too much (every chunk of a long stream), the transport registers an
-``on_cancel`` abort instead: shutting its socket down interrupts the read just as promptly.
+wait would cost too much (every read of a response on a real socket, a chunk each in a long
+stream), the transport registers an ``on_cancel`` abort instead: shutting its socket down
+interrupts the read just as promptly. Once the call's ``message.complete`` has reached the
+caller the handle is ``finished``, and ``cancel()`` is False: there is nothing left to cancel.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Total attempts are ``1 + config.max_retries``. Which error classes are retried, 
 to wait, is the table ``metis.errors.RETRY_POLICY``; a provider's Retry-After (seconds, an HTTP
 date, or ``retry-after-ms``) wins, capped at 60 s. A streamed call is retried only while no
 event has reached the caller: after that, a failure ends the stream as seed 000 §6.5 says.
-Sleeping goes through anyio (asyncio and trio), and ``adapter.cancel()`` cuts it short.
+The call's deadline bounds the whole loop: a wait (backoff or Retry-After) that would end past
+it is not slept; the last error is raised at once, its ``retry_after_seconds`` as the provider
+sent it. Sleeping goes through anyio (asyncio and trio), and ``adapter.cancel()`` cuts it short.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import anyio
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity.stop import stop_base
 
 from metis.errors import MAX_RETRY_AFTER_SECONDS, RETRY_POLICY, AdapterError
 from metis.model.events import StreamEvent
@@ -36,7 +40,7 @@ class Retry(Stage[Any, Any, StreamEvent, StreamEvent]):
             return isinstance(exc, AdapterError) and exc.retryable and not yielded
 
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(1 + call.config.max_retries),
+            stop=stop_after_attempt(1 + call.config.max_retries) | StopAtDeadline(call),
             wait=backoff,
             retry=retry_if_exception(transient),
             sleep=self.sleep or call.cancel.sleep,
@@ -48,6 +52,16 @@ class Retry(Stage[Any, Any, StreamEvent, StreamEvent]):
                 async for event in inner(request, call):
                     yielded = True
                     yield event
+
+
+class StopAtDeadline(stop_base):
+    """Stop when the wait before the next attempt would end at or past the call's deadline."""
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+
+    def __call__(self, state: RetryCallState) -> bool:
+        return anyio.current_time() + (state.upcoming_sleep or 0.0) >= self.call.deadline
 
 
 def backoff(state: RetryCallState) -> float:

@@ -4,15 +4,23 @@ The response is always read as a stream, so a non-streamed answer costs no extra
 streamed one arrives chunk by chunk. A non-2xx answer is read (up to a limit) and raised as
 HTTPFailure for the provider's codec to classify; connection failures become NetworkError.
 The response is closed however the caller leaves.
+
+Every wait has an end, all on one clock (anyio's) and all set here, in ``Options`` and the
+call's deadline (``Call.deadline``, from ``AdapterConfig.timeout_seconds``): the response's
+head is due by the deadline (streamed: within ``first_event_timeout`` too), the first body
+bytes within ``first_event_timeout`` of sending (streamed) or ``idle_timeout`` of the head
+(not streamed), and each later read within ``idle_timeout``; nothing outlasts the deadline.
+That holds for every body, error bodies included, and ``cancel()`` interrupts any of these
+waits. One loop reads every body: on a real socket each read is bounded at the socket
+(``socket_reads``), elsewhere (mock transports) each read waits in a cancel scope.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio
@@ -23,6 +31,48 @@ from metis.errors import CancelledError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import HTTPFailure, WireRequest
+from metis.stages.redirects import redirect_target
+from metis.stages.socket_reads import bound_socket_reads, socket_abort
+
+CONNECT_TIMEOUT = 10.0
+
+
+def http_client(timeout_seconds: float) -> httpx.AsyncClient:
+    """The client an adapter makes when the application gives none: it follows no redirects.
+    Its timeouts only matter to requests that bring none; the transport's always do."""
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout_seconds, connect=CONNECT_TIMEOUT), follow_redirects=False
+    )
+
+
+@dataclass(slots=True)
+class ReadClock:
+    """When each wait of one exchange must end, on anyio's clock."""
+
+    deadline: float
+    """The whole call's end (``Call.deadline``)."""
+    idle: float
+    first_by: float
+    """When the first body bytes are due."""
+    streamed: bool
+    head_arrived: bool = False
+    received: bool = False
+
+    def head_by(self) -> float:
+        return self.first_by if self.streamed else self.deadline
+
+    def on_head(self) -> None:
+        self.head_arrived = True
+        if not self.streamed:
+            self.first_by = min(self.deadline, anyio.current_time() + self.idle)
+
+    def read_by(self) -> float:
+        if self.received:
+            return min(self.deadline, anyio.current_time() + self.idle)
+        return self.first_by
+
+    def seconds_for_read(self) -> float:
+        return max(0.0, self.read_by() - anyio.current_time())
 
 
 class Transport(Stage[WireRequest, Any, Any, bytes]):
@@ -32,12 +82,12 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
 
-        connect_timeout: float = Field(default=10.0, gt=0)
+        connect_timeout: float = Field(default=CONNECT_TIMEOUT, gt=0)
         first_event_timeout: float = Field(
             default=120.0, gt=0, description="streamed: from sending to the first body bytes"
         )
         idle_timeout: float = Field(
-            default=120.0, gt=0, description="streamed: the longest silence between chunks"
+            default=120.0, gt=0, description="the longest silence between body chunks"
         )
         max_error_body_bytes: int = Field(default=1 << 20, ge=1024)
 
@@ -47,125 +97,136 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
         self, request: WireRequest, call: Call, inner: Inner[Any, Any]
     ) -> AsyncIterator[bytes]:
         opts = self.options
-        overall = anyio.current_time() + call.config.timeout_seconds
-        overall_clock = time.monotonic() + call.config.timeout_seconds
+        first_by = min(call.deadline, anyio.current_time() + opts.first_event_timeout)
+        clock = ReadClock(call.deadline, opts.idle_timeout, first_by, request.stream)
         content = json.dumps(request.body, separators=(",", ":"), ensure_ascii=False).encode()
-        # httpx's per-read timeout is the stream's idle timeout; a whole reply has only the
-        # overall one.
-        read = max(opts.idle_timeout, opts.first_event_timeout) if request.stream else None
-        http_request = call.http.build_request(
-            request.method,
-            request.url,
-            headers=request.headers,
-            content=content,
-            timeout=httpx.Timeout(
-                call.config.timeout_seconds, connect=opts.connect_timeout, read=read
-            ),
-        )
-        # A streamed reply must start within first_event_timeout and never fall silent for
-        # longer than idle_timeout; a whole JSON reply only has the overall timeout.
-        first = min(overall, anyio.current_time() + opts.first_event_timeout)
-        deadline = first if request.stream else overall
+        http_request = self._build(call, request.method, request.url, request.headers, content)
         response: httpx.Response | None = None
-        abort: Callable[[], None] | None = None
         chunks: AsyncIterator[bytes] | None = None
-        received = False
+        undo: list[Callable[[], None]] = []
         try:
-            # Trio can hand send() its response and register the cancel in the same turn:
-            # the guard then raises with the response in hand, which the finally closes.
-            try:
-                with call.cancel.guard(deadline) as scope:
-                    response = await call.http.send(http_request, stream=True)
-            except httpx.HTTPError as exc:
-                raise _network_error(exc, call, "before a response arrived") from exc
-            if scope.cancelled_caught:
-                raise self._timeout(call, request.stream, overall, received=False)
-            if response.status_code >= 300:
-                raise HTTPFailure(
-                    response.status_code, dict(response.headers), await self._read_error(response)
-                )
+            response = await self._send(http_request, call, clock)
             call.response_content_type = response.headers.get("content-type")
             chunks = response.aiter_bytes().__aiter__()
-            # On a real socket, after the first chunk, reads go unguarded: httpx's read timeout
-            # bounds each one and cancel() shuts the socket, so a long stream does not pay for
-            # a cancel scope per chunk. Without a socket (mock transports) every read is guarded.
-            abort = _socket_abort(response) if request.stream else None
-            if abort is not None:
-                call.cancel.on_cancel(abort)
-            while True:
-                if abort is None or not received:
-                    with call.cancel.guard(deadline) as scope:
-                        chunk = await anext(chunks, None)
-                    if scope.cancelled_caught:
-                        raise self._timeout(call, request.stream, overall, received)
-                else:
-                    chunk = await anext(chunks, None)
-                    if call.cancel.cancelled:
-                        raise CancelledError("the call was cancelled")
-                    if time.monotonic() > overall_clock:
-                        raise self._timeout(call, request.stream, overall, received)
-                if chunk is None:
+            read = self._reader(response, chunks, call, clock, undo)
+            error_body = bytearray() if response.status_code >= 300 else None
+            while (chunk := await read()) is not None:
+                clock.received = True
+                if call.cancel.cancelled:
+                    raise CancelledError("the call was cancelled")
+                if error_body is None:
+                    yield chunk
+                    continue
+                error_body += chunk
+                if len(error_body) >= opts.max_error_body_bytes:
                     break
-                received = True
-                yield chunk
-                if request.stream and abort is None:
-                    deadline = min(overall, anyio.current_time() + opts.idle_timeout)
+            if error_body is not None:
+                body = bytes(error_body[: opts.max_error_body_bytes])
+                raise HTTPFailure(response.status_code, dict(response.headers), body)
         except httpx.HTTPError as exc:
-            if call.cancel.cancelled:
-                raise CancelledError("the call was cancelled") from exc
-            if isinstance(exc, httpx.ReadTimeout) and received:
-                raise self._timeout(call, request.stream, overall, received) from exc
-            raise _network_error(exc, call, "while reading the response") from exc
+            raise self._failure(exc, call, clock) from exc
         finally:
-            if abort is not None:
-                call.cancel.off(abort)
+            for step in undo:
+                step()
             with anyio.CancelScope(shield=True):
                 if chunks is not None:  # a read stopped mid-body: close its generator now
                     await chunks.aclose()  # type: ignore[attr-defined]
                 if response is not None:
                     await response.aclose()
 
-    def _timeout(self, call: Call, stream: bool, overall: float, received: bool) -> NetworkError:
-        if anyio.current_time() >= overall:
+    def _build(
+        self, call: Call, method: str, url: str | httpx.URL, headers: Any, content: bytes
+    ) -> httpx.Request:
+        # Every wait is bounded by the read clock (a cancel scope or the socket read's own
+        # timeout); httpx's timeouts are only a backstop at the call's length.
+        left = min(call.config.timeout_seconds, call.deadline - anyio.current_time())
+        left = max(0.001, left)
+        timeout = httpx.Timeout(left, connect=min(left, self.options.connect_timeout))
+        return call.http.build_request(
+            method, url, headers=headers, content=content, timeout=timeout
+        )
+
+    async def _send(self, request: httpx.Request, call: Call, clock: ReadClock) -> httpx.Response:
+        """Send, and follow the redirects ``redirects`` allows; the response's head, in time."""
+        hops = 0
+        while True:
+            response: httpx.Response | None = None
+            try:
+                # Trio can hand send() its response and register the cancel in the same turn:
+                # the guard then raises with the response in hand, which is closed here.
+                with call.cancel.guard(clock.head_by()):
+                    response = await call.http.send(request, stream=True, follow_redirects=False)
+            except httpx.HTTPError as exc:
+                raise self._failure(exc, call, clock, when="before a response arrived") from exc
+            except BaseException:
+                if response is not None:
+                    with anyio.CancelScope(shield=True):
+                        await response.aclose()
+                raise
+            if response is None:  # the guard abandoned the wait: its time ran out
+                raise self._expired(call, clock)
+            if not response.has_redirect_location:
+                clock.on_head()
+                return response
+            with anyio.CancelScope(shield=True):
+                await response.aclose()
+            hops += 1
+            target = redirect_target(request, response, call, hops)
+            request = self._build(call, request.method, target, request.headers, request.content)
+
+    def _reader(
+        self,
+        response: httpx.Response,
+        chunks: AsyncIterator[bytes],
+        call: Call,
+        clock: ReadClock,
+        undo: list[Callable[[], None]],
+    ) -> Callable[[], Awaitable[bytes | None]]:
+        """How the loop reads the next chunk (None at the end) within the clock's time."""
+        restore = bound_socket_reads(response, clock.seconds_for_read)
+        abort = socket_abort(response) if restore is not None else None
+        if restore is not None and abort is not None:
+            undo.append(restore)
+            undo.append(lambda: call.cancel.off(abort))
+            call.cancel.on_cancel(abort)
+            return partial(anext, chunks, None)  # no frame of ours per chunk
+        if restore is not None:
+            restore()
+
+        async def guarded_read() -> bytes | None:
+            with call.cancel.guard(clock.read_by()) as scope:
+                chunk = await anext(chunks, None)
+            if scope.cancelled_caught:
+                raise self._expired(call, clock)
+            return chunk
+
+        return guarded_read
+
+    def _failure(
+        self, exc: httpx.HTTPError, call: Call, clock: ReadClock, when: str = ""
+    ) -> CancelledError | NetworkError:
+        if call.cancel.cancelled:
+            return CancelledError("the call was cancelled")
+        if isinstance(exc, httpx.ReadTimeout) and clock.head_arrived:
+            return self._expired(call, clock)
+        kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
+        when = when or "while reading the response"
+        return NetworkError(
+            f"connection to {call.provider} {kind} {when}: {type(exc).__name__}: {exc}",
+            provider=call.provider,
+            request_id=call.request_id,
+        )
+
+    def _expired(self, call: Call, clock: ReadClock) -> NetworkError:
+        opts = self.options
+        if anyio.current_time() >= clock.deadline:
             what = f"the call's timeout ({call.config.timeout_seconds:g} s) ran out"
-        elif received:
-            what = f"the stream stalled for {self.options.idle_timeout:g} s"
+        elif clock.received:
+            what = f"the response stalled for {opts.idle_timeout:g} s"
+        elif clock.streamed:
+            what = f"nothing arrived within {opts.first_event_timeout:g} s"
         else:
-            what = f"nothing arrived within {self.options.first_event_timeout:g} s"
+            what = f"the response body stalled for {opts.idle_timeout:g} s"
         return NetworkError(
             f"{call.provider}: {what}", provider=call.provider, request_id=call.request_id
         )
-
-    async def _read_error(self, response: httpx.Response) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            chunks.append(chunk)
-            size += len(chunk)
-            if size >= self.options.max_error_body_bytes:
-                break
-        return b"".join(chunks)[: self.options.max_error_body_bytes]
-
-
-def _socket_abort(response: httpx.Response) -> Callable[[], None] | None:
-    """A way to interrupt a read on this response's socket from another task, if it has one."""
-    stream = response.extensions.get("network_stream")
-    get_extra_info = getattr(stream, "get_extra_info", None)
-    sock = get_extra_info("socket") if get_extra_info is not None else None
-    if sock is None or not hasattr(sock, "shutdown"):
-        return None
-
-    def abort() -> None:
-        with contextlib.suppress(OSError):  # already closed: nothing left to interrupt
-            sock.shutdown(socket.SHUT_RDWR)
-
-    return abort
-
-
-def _network_error(exc: httpx.HTTPError, call: Call, when: str) -> NetworkError:
-    kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
-    return NetworkError(
-        f"connection to {call.provider} {kind} {when}: {type(exc).__name__}: {exc}",
-        provider=call.provider,
-        request_id=call.request_id,
-    )
