@@ -176,6 +176,8 @@ class Adapter:
         try:
             async with self.pipeline.run(request, call) as events:
                 async for event in events:
+                    if isinstance(event, MessageComplete):
+                        event.warnings = list(call.warnings)
                     yield event
         finally:
             call.cancel.finished = True
@@ -208,6 +210,7 @@ class Adapter:
             usage=final.usage,
             latency_ms=int((time.monotonic() - started) * 1000),
             message_id=final.message_id,
+            warnings=final.warnings,
         )
 
 
