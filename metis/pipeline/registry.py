@@ -17,6 +17,7 @@ _BUILTIN: dict[str, str] = {
     "system_hoist": "metis.stages.system_hoist:SystemHoist",
     "tool_ids": "metis.stages.tool_ids:ToolIds",
     "thinking_filter": "metis.stages.thinking_filter:ThinkingFilter",
+    "thinking_turn": "metis.stages.thinking_turn:ThinkingTurn",
     "tool_result_check": "metis.stages.tool_result_check:ToolResultCheck",
     "encode": "metis.stages.encode:Encode",
     "strict_schema": "metis.stages.strict_schema:StrictSchema",

@@ -4,7 +4,8 @@ Each rule set reads a provider's JSON body and returns every problem it finds, a
 ``"<where>: <what>"`` strings, so the ``pre_send_check`` stage can report them all at once
 instead of one provider 400 after a network round trip. The rules are the providers'
 documented (and observed) validation: tool_use / tool_result pairing and order, id and name
-formats, role alternation, signatures on thinking blocks, empty text.
+formats, role alternation, signatures on thinking blocks, empty text, and (Anthropic) what
+thinking allows of tool choice, sampling and an open tool loop (``anthropic_rules``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import json
 import re
 from collections.abc import Callable
 from typing import Any
+
+from metis.providers.anthropic_rules import parameter_problems
 
 Rules = Callable[[dict[str, Any]], list[str]]
 
@@ -71,6 +74,7 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
     if pending:
         problems.append(f"messages.{len(messages) - 1}: tool_use ids {pending} are never answered")
     problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
+    problems += parameter_problems(body)
     return problems
 
 
