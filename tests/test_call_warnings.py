@@ -70,6 +70,7 @@ def test_sessions_are_warned_apart_and_a_drop_is_keyed_by_message_and_reason(
     make_call(session_id="a").warn_dropped("image", "no images here", "m1")
     make_call(session_id="b").warn_dropped("image", "no images here", "m1")
     call = make_call(session_id="a")
+    call.request_id = "req_later"
     call.warn_dropped("image", "no images here", "m1")
     call.warn_dropped("image", "no images here", "m2")
     call.warn_dropped("image", "another reason", "m1")
@@ -91,3 +92,14 @@ def test_message_complete_to_dict_lists_its_warnings() -> None:
             "repeated": False,
         }
     ]
+
+
+def test_one_call_may_give_the_same_warning_for_several_blocks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level("WARNING", logger="metis")
+    call = make_call(session_id="several")
+    for _ in range(3):
+        call.warn_dropped("server_tool_use", "no canonical form", "msg_1")
+    assert [w.repeated for w in call.warnings] == [False, False, False]
+    assert len(lossy_warnings(caplog)) == 3

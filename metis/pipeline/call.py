@@ -61,7 +61,9 @@ class Call:
         """The one structured WARN record for content a provider cannot take: logged once per
         session (the same drop on a later turn is only listed with that call's result)."""
         key = (self.provider, message_id, block_type, reason, tuple(sorted(extra.items())))
-        first = self.session_id is None or self.warned.first_time(self.session_id, key)
+        first = self.session_id is None or self.warned.first_time(
+            self.session_id, key, self.request_id
+        )
         self.warnings.append(
             DroppedContent(
                 block_type=block_type,

@@ -15,6 +15,7 @@ _BUILTIN: dict[str, str] = {
     "invariants": "metis.stages.invariants:Invariants",
     "capability_check": "metis.stages.capability_check:CapabilityCheck",
     "system_hoist": "metis.stages.system_hoist:SystemHoist",
+    "empty_content": "metis.stages.empty_content:EmptyContent",
     "tool_ids": "metis.stages.tool_ids:ToolIds",
     "thinking_filter": "metis.stages.thinking_filter:ThinkingFilter",
     "thinking_turn": "metis.stages.thinking_turn:ThinkingTurn",

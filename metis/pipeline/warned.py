@@ -18,10 +18,11 @@ class SessionWarnings:
     def __init__(self, max_sessions: int = 10_000, max_per_session: int = 1_000) -> None:
         self.max_sessions = max_sessions
         self.max_per_session = max_per_session
-        self._sessions: OrderedDict[str, OrderedDict[Hashable, None]] = OrderedDict()
+        self._sessions: OrderedDict[str, OrderedDict[Hashable, str]] = OrderedDict()
 
-    def first_time(self, session_id: str, key: Hashable) -> bool:
-        """True the first time ``key`` is seen in the session, and records it."""
+    def first_time(self, session_id: str, key: Hashable, request_id: str) -> bool:
+        """True unless an earlier call of the session already gave this warning (a call may
+        give the same one several times: several blocks of one kind in one reply)."""
         seen = self._sessions.get(session_id)
         if seen is None:
             seen = self._sessions[session_id] = OrderedDict()
@@ -29,12 +30,10 @@ class SessionWarnings:
                 self._sessions.popitem(last=False)
         else:
             self._sessions.move_to_end(session_id)
-        if key in seen:
-            return False
-        seen[key] = None
+        first_by = seen.setdefault(key, request_id)
         if len(seen) > self.max_per_session:
             seen.popitem(last=False)
-        return True
+        return first_by == request_id
 
     def forget(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)

@@ -34,8 +34,7 @@ from metis.providers.anthropic_rules import model_traits
 from metis.providers.codec import Codec
 from metis.providers.http_errors import body_excerpt, http_error, json_body
 from metis.providers.message_builder import MessageBuilder
-
-EMPTY_ERROR_RESULT = "(the tool failed without output)"
+from metis.stages.empty_content import EMPTY_ERROR_RESULT
 
 _STOP_KINDS: dict[str, StopKind] = {
     kind.value: kind
