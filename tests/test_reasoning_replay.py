@@ -166,3 +166,19 @@ def test_thinking_filter_may_let_unsigned_reasoning_through_to_its_own_model() -
     other = history(ProviderRaw(provider="deepseek", model="deepseek:deepseek-chat"))
     dropped = ThinkingFilter(signed_only=False).rewrite(other, call)
     assert [b.type for b in dropped.messages[1].content] == ["tool_use"]
+
+
+def test_a_tool_call_turn_made_elsewhere_carries_the_placeholder() -> None:
+    codec = get_codec(
+        "openai_chat", {"reasoning_field": "reasoning_content", "reasoning_placeholder": " "}
+    )
+    call = make_call(provider="deepseek", model=MODEL)
+    body = codec.encode(history(ProviderRaw(provider="anthropic", model="anthropic:c")), call)
+    assert assistant_sent(body)["reasoning_content"] == " "  # never the other model's text
+    assert "User wants Paris." not in json.dumps(body)
+    plain = CanonicalRequest(
+        model=MODEL,
+        messages=[Message.user("hi"), Message.assistant("Hello!"), Message.user("bye")],
+        max_output_tokens=64,
+    )
+    assert "reasoning_content" not in assistant_sent(codec.encode(plain, call))  # no tool call

@@ -830,7 +830,9 @@ def _check_reasoning_sent_back(messages: list[Any], bad: Any) -> None:
         if (
             message.get("role") == "assistant"
             and message.get("tool_calls")
-            and not isinstance(message.get("reasoning_content"), str)
+            and not (
+                isinstance(message.get("reasoning_content"), str) and message["reasoning_content"]
+            )
         ):
             raise bad(
                 "The reasoning_content in the thinking mode must be passed back to the API.",

@@ -16,6 +16,8 @@ import json
 from collections.abc import Hashable, Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from metis.errors import AdapterError, ErrorClass, ProtocolError, StackError
 from metis.model.content import Role
 from metis.model.request import CanonicalRequest
@@ -25,6 +27,7 @@ from metis.providers.codec import Codec
 from metis.providers.http_errors import body_excerpt, http_error, json_body, openai_error_fields
 from metis.providers.message_builder import MessageBuilder
 from metis.providers.openai_chat_encode import (
+    ReasoningReplay,
     assistant_message,
     schema_name,
     tool_definition,
@@ -57,25 +60,21 @@ _MALFORMED = (KeyError, TypeError, IndexError, AttributeError)
 
 
 class OpenAIChatCodec:
-    """``reasoning_field``: the assistant-message field that carries reasoning back (DeepSeek's
-    ``reasoning_content``); unset, reasoning is never sent. Even when set, only reasoning this
-    provider and model produced goes back."""
+    """``reasoning``: how a stack sends reasoning back (DeepSeek's ``reasoning_content``, see
+    :class:`~metis.providers.openai_chat_encode.ReasoningReplay`); unset, it never is."""
 
     name = "openai_chat"
 
-    def __init__(self, reasoning_field: str | None = None) -> None:
-        self.reasoning_field = reasoning_field
+    def __init__(self, reasoning: ReasoningReplay | None = None) -> None:
+        self.reasoning = reasoning
 
     def configured(self, **settings: Any) -> OpenAIChatCodec:
-        """This codec with a stack's ``encode`` settings (``reasoning_field``)."""
-        unknown = set(settings) - {"reasoning_field"}
-        field = settings.get("reasoning_field")
-        if unknown or not (field is None or (isinstance(field, str) and field)):
-            raise StackError(
-                "codec 'openai_chat' takes one setting, reasoning_field (a field name), got: "
-                + ", ".join(f"{k}={v!r}" for k, v in settings.items())
-            )
-        return OpenAIChatCodec(reasoning_field=field)
+        """This codec with a stack's ``encode`` settings (``reasoning_field``,
+        ``reasoning_placeholder``)."""
+        try:
+            return OpenAIChatCodec(ReasoningReplay(**settings))
+        except ValidationError as exc:
+            raise StackError(f"codec 'openai_chat' settings: {exc}") from None
 
     def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
@@ -84,7 +83,7 @@ class OpenAIChatCodec:
         for i, message in enumerate(request.messages):
             message_id = message.id or f"messages[{i}]"
             if message.role is Role.ASSISTANT:
-                messages.append(assistant_message(message, message_id, call, self.reasoning_field))
+                messages.append(assistant_message(message, message_id, call, self.reasoning))
             else:
                 messages.extend(user_messages(message, message_id, call))
         body: dict[str, Any] = {

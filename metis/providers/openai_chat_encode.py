@@ -15,6 +15,8 @@ import json
 import re
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from metis.model.content import (
     Base64ImageSource,
     ImageBlock,
@@ -29,6 +31,20 @@ from metis.model.request import ToolDefinition
 from metis.pipeline.call import Call
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class ReasoningReplay(BaseModel):
+    """How reasoning goes back to a provider that wants it (a stack's ``encode`` settings)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reasoning_field: str = Field(min_length=1)
+    """The assistant-message field for this model's own reasoning (``reasoning_content``)."""
+    reasoning_placeholder: str | None = None
+    """What an assistant turn with tool calls but none of this model's reasoning (a turn made
+    elsewhere) carries in that field instead. DeepSeek's thinking mode requires the field on
+    every such turn (400 "The reasoning_content in the thinking mode must be passed back to
+    the API"), and V4 refuses it empty, so its stack sets a single space."""
 
 
 def user_messages(message: Message, message_id: str, call: Call) -> list[dict[str, Any]]:
@@ -67,7 +83,7 @@ def _tool_message(block: ToolResultBlock, message_id: str, call: Call) -> dict[s
 
 
 def assistant_message(
-    message: Message, message_id: str, call: Call, reasoning_field: str | None
+    message: Message, message_id: str, call: Call, replay: ReasoningReplay | None
 ) -> dict[str, Any]:
     texts: list[str] = []
     reasoning: list[str] = []
@@ -78,14 +94,18 @@ def assistant_message(
         elif isinstance(block, ToolUseBlock):
             function = {"name": block.name, "arguments": _encode_arguments(block, call)}
             calls.append({"id": block.id, "type": "function", "function": function})
-        elif isinstance(block, ThinkingBlock) and reasoning_field and _own(block, call):
+        elif isinstance(block, ThinkingBlock) and replay is not None and _own(block, call):
             reasoning.append(block.thinking)
         else:
             _drop(call, block.type, message.role, message_id)
     content = "".join(texts) if texts else (None if calls else "")
     out: dict[str, Any] = {"role": "assistant", "content": content}
-    if reasoning and reasoning_field:
-        out[reasoning_field] = "".join(reasoning)
+    if replay is not None:
+        said = "".join(reasoning)
+        if not said and calls and replay.reasoning_placeholder is not None:
+            said = replay.reasoning_placeholder
+        if said:
+            out[replay.reasoning_field] = said
     if calls:
         out["tool_calls"] = calls
     return out
