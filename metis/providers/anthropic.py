@@ -77,7 +77,7 @@ def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if request.thinking is not None:
-        body["thinking"] = _thinking(request, call)
+        body["thinking"] = _thinking(request.thinking.budget_tokens, call)
     if request.output_schema is not None:
         body["output_config"] = {"format": {"type": "json_schema", "schema": request.output_schema}}
     body["stream"] = request.stream
@@ -172,13 +172,12 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     return out
 
 
-def _thinking(request: CanonicalRequest, call: Call) -> dict[str, Any]:
+def _thinking(budget_tokens: int, call: Call) -> dict[str, Any]:
     """Manual thinking with the request's budget, or adaptive where the model thinks only
     that way."""
-    assert request.thinking is not None
     if "enabled" not in model_traits(call.wire_model).thinking_modes:
         return {"type": "adaptive"}
-    return {"type": "enabled", "budget_tokens": request.thinking.budget_tokens}
+    return {"type": "enabled", "budget_tokens": budget_tokens}
 
 
 def _tool_choice(request: CanonicalRequest) -> dict[str, Any] | None:
