@@ -182,3 +182,22 @@ def test_a_tool_call_turn_made_elsewhere_carries_the_placeholder() -> None:
         max_output_tokens=64,
     )
     assert "reasoning_content" not in assistant_sent(codec.encode(plain, call))  # no tool call
+
+
+def test_pre_send_check_knows_the_thinking_mode_rule() -> None:
+    from metis.providers.wire_rules import deepseek_problems
+
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+    ]
+    problems = deepseek_problems({"model": "deepseek-reasoner", "messages": messages})
+    assert problems == [
+        "messages[1].reasoning_content: thinking mode needs it back on every assistant "
+        "message that made tool calls"
+    ]
+    assert deepseek_problems({"model": "deepseek-chat", "messages": messages}) == []
+    messages[1]["reasoning_content"] = " "
+    assert deepseek_problems({"model": "deepseek-reasoner", "messages": messages}) == []

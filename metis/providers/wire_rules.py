@@ -119,6 +119,28 @@ def openai_chat_problems(body: dict[str, Any]) -> list[str]:
     return problems
 
 
+def deepseek_problems(body: dict[str, Any]) -> list[str]:
+    """Chat Completions' rules, and thinking mode's: every assistant message that made tool
+    calls carries its (non-empty) ``reasoning_content``."""
+    problems = openai_chat_problems(body)
+    thinking = body.get("thinking")
+    thinks = (
+        str(body.get("model", "")).startswith("deepseek-reasoner")
+        or "reasoning_effort" in body
+        or (isinstance(thinking, dict) and thinking.get("type") == "enabled")
+    )
+    messages = body.get("messages")
+    for i, message in enumerate(messages if thinks and isinstance(messages, list) else []):
+        if _role(message) == "assistant" and message.get("tool_calls"):
+            reasoning = message.get("reasoning_content")
+            if not (isinstance(reasoning, str) and reasoning):
+                problems.append(
+                    f"messages[{i}].reasoning_content: thinking mode needs it back on every "
+                    "assistant message that made tool calls"
+                )
+    return problems
+
+
 def openai_responses_problems(body: dict[str, Any]) -> list[str]:
     items = body.get("input")
     if not isinstance(items, list) or not items:
@@ -236,6 +258,7 @@ def ollama_problems(body: dict[str, Any]) -> list[str]:
 RULES: dict[str, Rules] = {
     "anthropic": anthropic_problems,
     "openai_chat": openai_chat_problems,
+    "deepseek": deepseek_problems,
     "openai_responses": openai_responses_problems,
     "gemini": gemini_problems,
     "ollama": ollama_problems,
