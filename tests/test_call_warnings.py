@@ -103,3 +103,13 @@ def test_one_call_may_give_the_same_warning_for_several_blocks(
         call.warn_dropped("server_tool_use", "no canonical form", "msg_1")
     assert [w.repeated for w in call.warnings] == [False, False, False]
     assert len(lossy_warnings(caplog)) == 3
+
+
+def test_extra_fields_of_any_kind_are_part_of_what_makes_a_drop_the_same() -> None:
+    call = make_call(session_id="extras")
+    call.warn_dropped("image", "r", "m1", where={"part": 1})
+    call.warn_dropped("image", "r", "m1", where={"part": 2})
+    later = make_call(session_id="extras")
+    later.request_id = "req_later"
+    later.warn_dropped("image", "r", "m1", where={"part": 1})
+    assert [w.repeated for w in [*call.warnings, *later.warnings]] == [False, False, True]

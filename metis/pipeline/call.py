@@ -60,7 +60,8 @@ class Call:
     ) -> None:
         """The one structured WARN record for content a provider cannot take: logged once per
         session (the same drop on a later turn is only listed with that call's result)."""
-        key = (self.provider, message_id, block_type, reason, tuple(sorted(extra.items())))
+        details = tuple(sorted((name, repr(value)) for name, value in extra.items()))
+        key = (self.provider, message_id, block_type, reason, details)
         first = self.session_id is None or self.warned.first_time(
             self.session_id, key, self.request_id
         )
