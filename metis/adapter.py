@@ -199,6 +199,7 @@ class Adapter:
             async with self.pipeline.run(request, call) as events:
                 async for event in events:
                     if isinstance(event, MessageComplete):
+                        event.warnings = list(call.warnings)
                         call.cancel.finished = True  # delivered: nothing left to cancel
                     yield event
         except Exception as exc:
@@ -270,6 +271,7 @@ class Adapter:
             usage=final.usage,
             latency_ms=int((time.monotonic() - started) * 1000),
             message_id=final.message_id,
+            warnings=final.warnings,
         )
 
 

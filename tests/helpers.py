@@ -102,4 +102,5 @@ async def answer(adapter: Any, request: Any, streaming: bool) -> Any:
         usage=final.usage,
         latency_ms=0,
         message_id=final.message_id,
+        warnings=final.warnings,
     )

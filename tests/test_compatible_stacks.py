@@ -388,28 +388,46 @@ async def test_history_from_another_provider_gets_ids_this_server_accepts(name: 
 
 
 @pytest.mark.anyio
-async def test_deepseek_never_sends_reasoning_back(caplog: pytest.LogCaptureFixture) -> None:
-    """DeepSeek's own reasoning comes back as a thinking block; the next request drops it whole
-    (the codec has no reasoning_content to carry it), with one structured WARN."""
+async def test_deepseek_gets_its_own_reasoning_back_on_a_tool_call_turn(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Thinking mode requires `reasoning_content` back on every assistant turn that made tool
+    calls (400 "The reasoning_content in the thinking mode must be passed back to the API"):
+    DeepSeek's own reasoning goes back there, with no WARN; reasoning from another model or
+    provider never does (a tool-call turn made elsewhere carries a placeholder)."""
     peer = Peer(reasoning_field="reasoning_content")
     adapter = adapter_for("deepseek", peer)
     first = await adapter.complete(weather_request("deepseek", stream=False))
     thought = first.content[0]
     assert isinstance(thought, ThinkingBlock) and thought.thinking == "User wants Paris."
-    history = [
-        Message.user("Weather in Paris?"),
-        Message(role=Role.ASSISTANT, content=first.content),
-        Message.tool(
-            *(ToolResultBlock(tool_use_id=c.id, content="sunny") for c in first.tool_calls)
-        ),
-    ]
+    results = Message.tool(
+        *(ToolResultBlock(tool_use_id=c.id, content="sunny") for c in first.tool_calls)
+    )
     caplog.set_level("WARNING", logger="metis")
-    await collect(adapter, weather_request("deepseek").model_copy(update={"messages": history}))
-    sent = json.dumps(peer.body())
-    assert "reasoning_content" not in sent and "User wants Paris." not in sent
-    warnings = lossy_warnings(caplog)
-    assert [(w.block_type, w.adapter) for w in warnings] == [("thinking", "deepseek")]  # type: ignore[attr-defined]
-    assert "never sends reasoning back" in warnings[0].reason  # type: ignore[attr-defined]
+    own = [Message.user("Weather in Paris?"), Message.assistant(*first.content), results]
+    second = await adapter.complete(
+        weather_request("deepseek").model_copy(update={"messages": own})
+    )
+    assistant = assistant_of(peer.body())
+    assert assistant["reasoning_content"] == "User wants Paris." and assistant["tool_calls"]
+    assert lossy_warnings(caplog) == [] and second.warnings == []
+
+    elsewhere = thought.model_copy(
+        update={"provider_raw": thought.provider_raw.model_copy(update={"model": "deepseek:x"})}  # type: ignore[union-attr]
+    )
+    foreign = [own[0], Message.assistant(elsewhere, *first.content[1:]), results]
+    third = await adapter.complete(
+        weather_request("deepseek").model_copy(update={"messages": foreign})
+    )
+    assert assistant_of(peer.body())["reasoning_content"] == " "  # a placeholder, required
+    assert "User wants Paris." not in json.dumps(peer.body())
+    assert [(w.block_type, w.provider) for w in third.warnings] == [("thinking", "deepseek")]
+    assert "model deepseek:x" in third.warnings[0].reason
+
+
+def assistant_of(body: dict[str, Any]) -> dict[str, Any]:
+    (assistant,) = [m for m in body["messages"] if m["role"] == "assistant"]
+    return assistant  # type: ignore[no-any-return]
 
 
 @pytest.mark.anyio

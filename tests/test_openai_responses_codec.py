@@ -314,8 +314,12 @@ def test_user_text_and_images() -> None:
             "role": "user",
             "content": [
                 {"type": "input_text", "text": "Look:"},
-                {"type": "input_image", "image_url": "data:image/png;base64,iVBO"},
-                {"type": "input_image", "image_url": "https://x/cat.jpg"},
+                {
+                    "type": "input_image",
+                    "image_url": "data:image/png;base64,iVBO",
+                    "detail": "auto",
+                },
+                {"type": "input_image", "image_url": "https://x/cat.jpg", "detail": "auto"},
             ],
         }
     ]
@@ -329,11 +333,8 @@ def test_assistant_history_from_elsewhere_has_no_item_ids() -> None:
     answer = Message.tool(ToolResultBlock(tool_use_id="call_1", content="42"))
     body, warns = encode(Message.user("q"), assistant, answer)
     assert body["input"][1:] == [
-        {
-            "type": "message",
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": "Let me check.", "annotations": []}],
-        },
+        # an input message: an output message would need the id and status OpenAI gave it
+        {"type": "message", "role": "assistant", "content": "Let me check."},
         {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": '{"a":1}'},
         {"type": "function_call_output", "call_id": "call_1", "output": "42"},
     ]
@@ -463,7 +464,7 @@ def test_a_tool_result_with_an_image_is_a_list_of_parts() -> None:
         ToolResultBlock(tool_use_id="c2", content=[image], is_error=True),
     )
     body, warns = encode(Message.user("q"), results)
-    png = {"type": "input_image", "image_url": "data:image/png;base64,AAA"}
+    png = {"type": "input_image", "image_url": "data:image/png;base64,AAA", "detail": "auto"}
     assert body["input"][1]["output"] == [{"type": "input_text", "text": "chart:"}, png]
     assert body["input"][2]["output"] == [{"type": "input_text", "text": "Error:"}, png]
     assert warns.calls == []

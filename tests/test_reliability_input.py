@@ -34,6 +34,7 @@ from metis.model import (
     ToolUseBlock,
 )
 from metis.pipeline.stack import load_stack
+from metis.pipeline.warned import session_warnings
 from metis.providers import json_limits
 from metis.session import InMemoryToolIdStore
 
@@ -154,6 +155,7 @@ def rechunked(module: Any, cuts: list[int]) -> Iterator[None]:
 
 def _replay(name: str, exchange: Any, cuts: list[int]) -> list[dict[str, Any]]:
     module = _REAL[name]
+    session_warnings.clear()  # each replay is a first call: its drops are not repeats
     with rechunked(module, cuts):
         return normalized(anyio.run(module.replay, exchange))
 

@@ -725,7 +725,7 @@ async def test_a_reply_recorded_while_the_server_dies_reaches_the_caller_whole(
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="metis"):
         answer = await adapter.complete(second)
-    assert answer.text() == "rain, 4 C"
+    assert answer.text == "rain, 4 C"
     derived = derive_provider_tool_id(call.id, "toolu_", 40)
     sent = provider.requests[1]["messages"]
     assert sent[1]["content"][-1]["id"] == derived

@@ -339,6 +339,8 @@ class Anthropic(Provider):
             )
         parallel = not raw.get("disable_parallel_tool_use", False)
         kind = raw["type"]
+        if kind == "none" and "disable_parallel_tool_use" in raw:
+            raise bad("tool_choice.none.disable_parallel_tool_use: Extra inputs are not permitted")
         if kind == "tool":
             name = raw.get("name")
             if not isinstance(name, str):
@@ -381,8 +383,13 @@ class Anthropic(Provider):
                 "mode. Please consult our documentation at https://docs.claude.com/en/docs/"
                 "build-with-claude/extended-thinking#feature-compatibility"
             )
-        if tool_choice == "required" or tool_choice.startswith("tool:"):
+        if raw["type"] == "enabled" and (
+            tool_choice == "required" or tool_choice.startswith("tool:")
+        ):
             raise bad("Thinking may not be enabled when tool_choice forces tool use.")
+        if "top_k" in body:
+            raise bad("`top_k` may not be set when thinking is enabled.")
+        _check_turn_opens_with_thinking(body.get("messages"), bad)
         return True
 
     @staticmethod
@@ -610,6 +617,48 @@ class Anthropic(Provider):
         )
         emit("message_stop", {"type": "message_stop"})
         return frames
+
+
+def _check_turn_opens_with_thinking(messages: Any, bad: Any) -> None:
+    """With thinking on, the assistant turn still in progress (a tool loop: the request ends
+    with tool results) must open with a thinking block."""
+    if not isinstance(messages, list):
+        return
+
+    def results_only(message: Any) -> bool:
+        content = message.get("content") if isinstance(message, dict) else None
+        return (
+            isinstance(content, list)
+            and message.get("role") == "user"
+            and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+        )
+
+    if not messages or not results_only(messages[-1]):
+        return
+    opening = None
+    for i in range(len(messages) - 1, -1, -1):
+        if not isinstance(messages[i], dict):
+            return
+        if messages[i].get("role") == "assistant":
+            opening = i
+        elif not results_only(messages[i]):
+            break
+    if opening is None:
+        return
+    content = messages[opening].get("content")
+    kind = (
+        content[0].get("type")
+        if isinstance(content, list) and content and isinstance(content[0], dict)
+        else "text"
+    )
+    if kind not in ("thinking", "redacted_thinking"):
+        raise bad(
+            f"messages.{opening}.content.0.type: Expected `thinking` or `redacted_thinking`, "
+            f"but found `{kind}`. When `thinking` is enabled, a final `assistant` message must "
+            "start with a thinking block (preceeding the lastmost set of `tool_use` and "
+            "`tool_result` blocks). We recommend you include thinking blocks from previous "
+            "turns. To avoid this requirement, disable `thinking`."
+        )
 
 
 def _request_id(request: HttpRequest) -> str:

@@ -85,6 +85,9 @@ TOP_LEVEL = frozenset(
 ROLES = ("system", "assistant", "user", "function", "tool", "developer")
 PART_TYPES = ("text", "image_url", "input_audio", "refusal", "audio", "file")
 REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
+# DeepSeek thinking mode: reasoning streams as `reasoning_content`, and every assistant message
+# that made tool calls must carry its `reasoning_content` back in later requests.
+DEEPSEEK_THINKING = re.compile(r"^deepseek-reasoner")
 FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 # OpenAI's path, and where OpenAI-compatible APIs serve the same format (DeepSeek, Groq,
 # OpenRouter; Mistral, Together, vLLM, llama.cpp and TGI use OpenAI's own)
@@ -368,6 +371,8 @@ class OpenAIChat(Provider):
             "refusal": None,
             "annotations": [],
         }
+        if opts["reasoning_content"]:
+            message["reasoning_content"] = reply.thinking
         if calls:
             message["tool_calls"] = [
                 {
@@ -442,6 +447,9 @@ class OpenAIChat(Provider):
         tools = self._tools(body.get("tools"), bad)
         tool_choice = self._tool_choice(body.get("tool_choice"), tools, bad)
         turns, segments, system = self._messages(body.get("messages"), bad)
+        deepseek_thinking = bool(DEEPSEEK_THINKING.match(model))
+        if deepseek_thinking:
+            _check_reasoning_sent_back(body["messages"], bad)
         segments.insert(0, dumps(body.get("tools") or []).decode())
 
         schema: dict[str, Any] | None = None
@@ -468,13 +476,14 @@ class OpenAIChat(Provider):
             tools=tools,
             tool_choice=tool_choice,
             parallel=body.get("parallel_tool_calls", True) is not False,
-            thinking=reasoning,
+            thinking=reasoning or deepseek_thinking,
             max_tokens=max_tokens,
             output_schema=schema,
             json_mode=json_mode,
             segments=segments,
         )
         opts = {
+            "reasoning_content": deepseek_thinking,
             "include_usage": stream_options.get("include_usage") is True,
             "obfuscation": stream_options.get("include_obfuscation", True) is not False,
         }
@@ -767,6 +776,10 @@ class OpenAIChat(Provider):
                 data["obfuscation"] = ids.token(1 + len(frames) % 15)
             frames.append(sse(data))
 
+        if opts["reasoning_content"]:
+            chunk({"role": "assistant", "content": None, "reasoning_content": ""})
+            for piece in split_text(reply.thinking):
+                chunk({"reasoning_content": piece})
         pieces = split_text(reply.text)
         if calls and not pieces:
             cid, call = calls[0]
@@ -810,6 +823,21 @@ class OpenAIChat(Provider):
             chunk(None, usage=_usage(reply))
         frames.append(Frame(b"data: ", b"[DONE]", b"\n\n"))
         return frames
+
+
+def _check_reasoning_sent_back(messages: list[Any], bad: Any) -> None:
+    for i, message in enumerate(messages):
+        if (
+            message.get("role") == "assistant"
+            and message.get("tool_calls")
+            and not (
+                isinstance(message.get("reasoning_content"), str) and message["reasoning_content"]
+            )
+        ):
+            raise bad(
+                "The reasoning_content in the thinking mode must be passed back to the API.",
+                f"messages[{i}].reasoning_content",
+            )
 
 
 def _usage(reply: Reply) -> dict[str, Any]:

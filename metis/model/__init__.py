@@ -32,7 +32,13 @@ from metis.model.request import (
     ToolChoice,
     ToolDefinition,
 )
-from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
+from metis.model.response import (
+    CanonicalResponse,
+    DroppedContent,
+    StopKind,
+    StopReason,
+    TokenUsage,
+)
 
 __all__ = [
     "AdapterCapabilities",
@@ -40,6 +46,7 @@ __all__ = [
     "CanonicalRequest",
     "CanonicalResponse",
     "ContentBlock",
+    "DroppedContent",
     "ImageBlock",
     "Message",
     "MessageComplete",

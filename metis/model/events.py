@@ -8,11 +8,11 @@ passes the event outward; once an event has left the pipeline nothing changes it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from metis.model.content import ContentBlock
-from metis.model.response import StopReason, TokenUsage
+from metis.model.response import DroppedContent, StopReason, TokenUsage
 
 
 class StreamEvent:
@@ -26,6 +26,8 @@ class StreamEvent:
             value = getattr(self, f.name)
             if f.name == "final_content":
                 value = [block.model_dump(mode="json", exclude_none=True) for block in value]
+            elif f.name == "warnings":
+                value = [warning.model_dump(mode="json") for warning in value]
             elif hasattr(value, "model_dump"):
                 value = value.model_dump(mode="json")
             out[f.name] = value
@@ -95,6 +97,8 @@ class MessageComplete(StreamEvent):
     usage: TokenUsage
     message_id: str | None = None
     model: str | None = None
+    warnings: list[DroppedContent] = field(default_factory=list)
+    """What the call left out, and why: set when the event leaves the adapter."""
 
 
 BLOCK_EVENTS = (TextDelta, ThinkingDelta, ToolUseStart, ToolUseInputDelta, ToolUseEnd)

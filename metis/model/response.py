@@ -52,6 +52,22 @@ class TokenUsage(BaseModel):
         return self.input_tokens + self.cached_input_tokens + self.cache_creation_input_tokens
 
 
+class DroppedContent(BaseModel):
+    """One structured WARN of a call: content (a block, or a request setting such as
+    ``thinking``) that the provider could not take, left out whole, and why.
+
+    ``repeated`` is True when the same drop was already reported earlier in the session: it is
+    still listed with the call that made it, but logged only the first time."""
+
+    model_config = ConfigDict(frozen=True)
+
+    block_type: str
+    reason: str
+    provider: str
+    message_id: str | None = None
+    repeated: bool = False
+
+
 class CanonicalResponse(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -63,6 +79,8 @@ class CanonicalResponse(BaseModel):
     usage: TokenUsage
     latency_ms: int
     message_id: str | None = None
+    warnings: list[DroppedContent] = Field(default_factory=list)
+    """What this call left out, and why (also logged, once per session)."""
 
     @property
     def text(self) -> str:

@@ -11,7 +11,9 @@ from metis.config import AdapterConfig
 from metis.errors import redact
 from metis.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
+from metis.model.response import DroppedContent
 from metis.pipeline.cancellation import CancelHandle
+from metis.pipeline.warned import SessionWarnings, session_warnings
 from metis.telemetry import NULL_SINK, TelemetrySink
 
 if TYPE_CHECKING:
@@ -52,13 +54,34 @@ class Call:
     deadline: float = math.inf
     """When the whole call must be over, on the event loop's clock (``anyio.current_time()``):
     every attempt, read, backoff sleep and store call of the call ends by then."""
+    warnings: list[DroppedContent] = field(default_factory=list)
+    """Every drop of this call, returned with its result (``message.complete.warnings``)."""
+    warned: SessionWarnings = field(default_factory=lambda: session_warnings)
+    """Which drops the session was already warned about."""
 
     def warn_dropped(
         self, block_type: str, reason: str, message_id: str | None = None, **extra: Any
     ) -> None:
-        """The one structured WARN record for content a provider cannot take (seed 000 §4.4)."""
+        """The one structured WARN record for content a provider cannot take: logged once per
+        session (the same drop on a later turn is only listed with that call's result)."""
         secrets = self.endpoint.secrets  # the names and reasons may quote what the server sent
         block_type, reason = redact(block_type, *secrets), redact(reason, *secrets)
+        details = tuple(sorted((name, repr(value)) for name, value in extra.items()))
+        key = (self.provider, message_id, block_type, reason, details)
+        first = self.session_id is None or self.warned.first_time(
+            self.session_id, key, self.request_id
+        )
+        self.warnings.append(
+            DroppedContent(
+                block_type=block_type,
+                reason=reason,
+                provider=self.provider,
+                message_id=message_id,
+                repeated=not first,
+            )
+        )
+        if not first:
+            return
         self.log.warning(
             "dropped %s block for %s: %s",
             block_type,

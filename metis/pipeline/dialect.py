@@ -45,8 +45,9 @@ def apply_dialect(
             for key, value in wanted.items():
                 options.setdefault(key, value)
         entry["options"] = options
-        if options.get(option) is not None:  # a missing one is reported when the stage is built
-            named.append((entry["name"], _dialect_of(option, options)))
+        dialect = registry.get(entry["name"]).dialect(options)
+        if dialect is not None:  # a missing one is reported when the stage is built
+            named.append((entry["name"], dialect))
     _check_agreement(named, codec and rules_name(codec, settings), source)
     return entries
 
@@ -66,14 +67,6 @@ def _wanted(
     if option == "rules":
         return {"rules": rules_name(codec, settings)}
     return {option: codec, **({"settings": settings} if settings else {})}
-
-
-def _dialect_of(option: str, options: dict[str, Any]) -> str:
-    value = options.get(option)
-    if option == "rules" or not isinstance(value, str):
-        return str(value)
-    settings = options.get("settings")
-    return rules_name(value, settings if isinstance(settings, dict) else None)
 
 
 def _check_agreement(named: list[tuple[str, str]], stack_dialect: str | None, source: str) -> None:

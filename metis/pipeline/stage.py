@@ -60,6 +60,12 @@ class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
     """The option naming the wire dialect (``codec`` for encode and normalize, ``rules`` for
     pre_send_check), which a stack's top-level ``codec:`` sets once for every such stage."""
 
+    @classmethod
+    def dialect(cls, options: dict[str, Any]) -> str | None:
+        """The wire dialect these options name (checked against the stack's other stages)."""
+        value = options.get(cls.dialect_option) if cls.dialect_option else None
+        return value if isinstance(value, str) else None
+
     def __init__(self, **options: Any) -> None:
         try:
             self.options = self.Options(**options)

@@ -30,11 +30,11 @@ from metis.model.content import (
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
+from metis.providers.anthropic_rules import model_traits
 from metis.providers.codec import Codec
 from metis.providers.http_errors import body_excerpt, http_error, json_body
 from metis.providers.message_builder import MessageBuilder
-
-EMPTY_ERROR_RESULT = "(the tool failed without output)"
+from metis.stages.empty_content import EMPTY_ERROR_RESULT
 
 _STOP_KINDS: dict[str, StopKind] = {
     kind.value: kind
@@ -78,7 +78,7 @@ def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if request.thinking is not None:
-        body["thinking"] = {"type": "enabled", "budget_tokens": request.thinking.budget_tokens}
+        body["thinking"] = _thinking(request.thinking.budget_tokens, call)
     if request.output_schema is not None:
         body["output_config"] = {"format": {"type": "json_schema", "schema": request.output_schema}}
     body["stream"] = bool(request.stream)
@@ -173,6 +173,14 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     return out
 
 
+def _thinking(budget_tokens: int, call: Call) -> dict[str, Any]:
+    """Manual thinking with the request's budget, or adaptive where the model thinks only
+    that way."""
+    if "enabled" not in model_traits(call.wire_model).thinking_modes:
+        return {"type": "adaptive"}
+    return {"type": "enabled", "budget_tokens": budget_tokens}
+
+
 def _tool_choice(request: CanonicalRequest) -> dict[str, Any] | None:
     choice = request.tool_choice
     out: dict[str, Any]
@@ -184,8 +192,8 @@ def _tool_choice(request: CanonicalRequest) -> dict[str, Any] | None:
         out = {"type": "tool", "name": choice.name}
     else:
         out = {"type": choice.type}
-    if request.parallel_tool_calls is False:
-        out["disable_parallel_tool_use"] = True
+    if request.parallel_tool_calls is False and out["type"] != "none":
+        out["disable_parallel_tool_use"] = True  # tool_choice none takes no such field
     return out
 
 

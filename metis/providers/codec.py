@@ -72,7 +72,11 @@ def get_codec(name: str, settings: Mapping[str, Any] | None = None) -> Codec:
     if isinstance(codec, CodecFactory):
         return codec.build(dict(settings or {}))
     if settings:
-        raise StackError(f"codec {name!r} takes no settings, got: {', '.join(settings)}")
+        configured = getattr(codec, "configured", None)  # a codec with optional settings
+        if configured is None:
+            raise StackError(f"codec {name!r} takes no settings, got: {', '.join(settings)}")
+        with_settings: Codec = configured(**settings)
+        return with_settings
     plain: Codec = codec
     return plain
 

@@ -276,6 +276,11 @@ class MessageBuilder:
     def has_block(self, key: Hashable) -> bool:
         return key in self._by_key
 
+    def index_of(self, key: Hashable) -> int | None:
+        """The canonical index of the latest block opened under ``key``, if any."""
+        block = self._by_key.get(key)
+        return None if block is None else block.index
+
     def keep_raw(self, index: int, data: dict[str, Any]) -> None:
         """Keep provider fields (a thought signature) for the block at canonical ``index``:
         they go into its ``provider_raw.data``, however the message ends (complete, error,

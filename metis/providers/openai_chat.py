@@ -1,10 +1,7 @@
 """The OpenAI Chat Completions codec (seed 000 §4.3, §5.1; seed 003 §5).
 
-``encode`` builds the body of ``POST /v1/chat/completions``: the system prompt first, each tool
-result as its own ``role: tool`` message (``is_error`` as an ``"Error: "`` prefix: the wire has
-no flag), tool calls as ``tool_calls`` with JSON-string arguments. What the wire cannot hold
-(thinking, an image in a tool result or an assistant turn) is dropped whole with one
-``call.warn_dropped`` record.
+``encode`` builds the body of ``POST /v1/chat/completions``; the messages are made in
+:mod:`metis.providers.openai_chat_encode`.
 
 The parser reads ``chat.completion.chunk`` objects. As recorded traffic shows, a tool call's
 ``id`` and ``name`` come only on the first fragment of its ``index`` (with ``arguments: ""``),
@@ -16,25 +13,27 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-from metis.errors import AdapterError, ErrorClass, ProtocolError
+from pydantic import ValidationError
+
+from metis.errors import AdapterError, ErrorClass, ProtocolError, StackError
 from metis.model.content import (
-    Base64ImageSource,
-    ImageBlock,
-    Message,
     Role,
-    TextBlock,
-    ToolResultBlock,
-    ToolUseBlock,
 )
-from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.providers.codec import Codec
 from metis.providers.http_errors import body_excerpt, http_error, json_body, openai_error_fields
 from metis.providers.message_builder import MessageBuilder
+from metis.providers.openai_chat_encode import (
+    ReasoningReplay,
+    assistant_message,
+    schema_name,
+    tool_definition,
+    user_messages,
+)
 from metis.providers.openai_chat_read import (
     read_content,
     read_reasoning,
@@ -52,12 +51,25 @@ _CODE_CLASSES = {
     "invalid_api_key": ErrorClass.AUTH,
     "model_not_found": ErrorClass.INVALID_REQUEST,
 }
-_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _MALFORMED = (KeyError, TypeError, IndexError, AttributeError)
 
 
 class OpenAIChatCodec:
+    """``reasoning``: how a stack sends reasoning back (DeepSeek's ``reasoning_content``, see
+    :class:`~metis.providers.openai_chat_encode.ReasoningReplay`); unset, it never is."""
+
     name = "openai_chat"
+
+    def __init__(self, reasoning: ReasoningReplay | None = None) -> None:
+        self.reasoning = reasoning
+
+    def configured(self, **settings: Any) -> OpenAIChatCodec:
+        """This codec with a stack's ``encode`` settings (``reasoning_field``,
+        ``reasoning_placeholder``)."""
+        try:
+            return OpenAIChatCodec(ReasoningReplay(**settings))
+        except ValidationError as exc:
+            raise StackError(f"codec 'openai_chat' settings: {exc}") from None
 
     def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
@@ -66,9 +78,9 @@ class OpenAIChatCodec:
         for i, message in enumerate(request.messages):
             message_id = message.id or f"messages[{i}]"
             if message.role is Role.ASSISTANT:
-                messages.append(_assistant(message, message_id, call))
+                messages.append(assistant_message(message, message_id, call, self.reasoning))
             else:
-                messages.extend(_user(message, message_id, call))
+                messages.extend(user_messages(message, message_id, call))
         body: dict[str, Any] = {
             "model": call.wire_model,
             "messages": messages,
@@ -76,7 +88,7 @@ class OpenAIChatCodec:
             "stream": bool(request.stream),
         }
         if request.tools:
-            body["tools"] = [_tool(tool) for tool in request.tools]
+            body["tools"] = [tool_definition(tool) for tool in request.tools]
             choice = request.tool_choice
             if choice is not None:
                 body["tool_choice"] = (
@@ -92,7 +104,7 @@ class OpenAIChatCodec:
             body["temperature"] = request.temperature
         if request.output_schema is not None:
             schema = copy.deepcopy(request.output_schema)
-            name = _schema_name(schema.get("title"))
+            name = schema_name(schema.get("title"))
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": name, "schema": schema},
@@ -220,93 +232,6 @@ class _StreamParser:
 
 
 codec: Codec = OpenAIChatCodec()
-
-
-# Encoding --------------------------------------------------------------------------------
-
-
-def _user(message: Message, message_id: str, call: Call) -> list[dict[str, Any]]:
-    """Tool results first, each its own ``role: tool`` message, then the rest as one turn."""
-    out: list[dict[str, Any]] = []
-    parts: list[dict[str, Any]] = []
-    for block in message.content:
-        if isinstance(block, ToolResultBlock):
-            out.append(_tool_message(block, message_id, call))
-        elif isinstance(block, TextBlock):
-            parts.append({"type": "text", "text": block.text})
-        elif isinstance(block, ImageBlock) and message.role is not Role.SYSTEM:
-            parts.append({"type": "image_url", "image_url": {"url": _image_url(block)}})
-        else:
-            _drop(call, block.type, message.role, message_id)
-    if message.role is Role.SYSTEM:  # system_hoist normally leaves none; keep it in place
-        out.append({"role": "system", "content": "".join(p["text"] for p in parts)})
-    elif len(parts) == 1 and parts[0]["type"] == "text":
-        out.append({"role": "user", "content": parts[0]["text"]})
-    elif parts or not out:
-        out.append({"role": "user", "content": parts or ""})
-    return out
-
-
-def _tool_message(block: ToolResultBlock, message_id: str, call: Call) -> dict[str, Any]:
-    if not isinstance(block.content, str):
-        for part in block.content:
-            if not isinstance(part, TextBlock):
-                reason = "an openai_chat tool message holds text only"
-                call.warn_dropped(
-                    part.type, reason, message_id=message_id, tool_use_id=block.tool_use_id
-                )
-    text = block.text()
-    content = "Error: " + text if block.is_error else text
-    return {"role": "tool", "tool_call_id": block.tool_use_id, "content": content}
-
-
-def _assistant(message: Message, message_id: str, call: Call) -> dict[str, Any]:
-    texts: list[str] = []
-    calls: list[dict[str, Any]] = []
-    for block in message.content:
-        if isinstance(block, TextBlock):
-            texts.append(block.text)
-        elif isinstance(block, ToolUseBlock):
-            function = {"name": block.name, "arguments": _encode_arguments(block, call)}
-            calls.append({"id": block.id, "type": "function", "function": function})
-        else:
-            _drop(call, block.type, message.role, message_id)
-    content = "".join(texts) if texts else (None if calls else "")
-    return {"role": "assistant", "content": content, **({"tool_calls": calls} if calls else {})}
-
-
-def _encode_arguments(block: ToolUseBlock, call: Call) -> str:
-    raw = block.provider_raw  # arguments that were not a JSON object go back as received
-    if raw is not None and raw.provider == call.provider:
-        kept = raw.data.get("arguments")
-        if isinstance(kept, str):
-            return kept
-    return json.dumps(block.input, separators=(",", ":"), ensure_ascii=False)
-
-
-def _tool(tool: ToolDefinition) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": tool.name}
-    if tool.description:
-        function["description"] = tool.description
-    function["parameters"] = copy.deepcopy(tool.input_schema)
-    return {"type": "function", "function": function}
-
-
-def _image_url(block: ImageBlock) -> str:
-    source = block.source
-    if isinstance(source, Base64ImageSource):
-        return f"data:{source.media_type};base64,{source.data}"
-    return source.url
-
-
-def _drop(call: Call, block_type: str, role: Role, message_id: str) -> None:
-    reason = f"openai_chat cannot carry a {block_type} block in a {role.value} message"
-    call.warn_dropped(block_type, reason, message_id=message_id)
-
-
-def _schema_name(title: Any) -> str:
-    name = _NAME_UNSAFE.sub("_", title)[:64] if isinstance(title, str) else ""
-    return name if any(c.isalnum() for c in name) else "output"
 
 
 # Decoding --------------------------------------------------------------------------------

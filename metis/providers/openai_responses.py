@@ -12,9 +12,10 @@ Every other item (web search, file search, MCP, code interpreter, image generati
 search, whatever comes next) has no canonical form: it is dropped whole with one WARN, and
 all its events are ignored.
 
-When the reply ends, each block also gets the item it came from in ``provider_raw.data``
-(item ``id``, a message's ``phase``, a reasoning item's summary parts, a call's ``call_id``)
-for a faithful round trip.
+As each item is done, its block gets the item it came from in ``provider_raw.data`` (item
+``id``, a message's ``phase``, a reasoning item's summary parts, a call's ``call_id``) for a
+faithful round trip, kept however the reply ends (a cancel or an error too); when the reply
+completes, a reasoning item whose following item was not kept is marked ``unpaired``.
 
 The final response's output is matched to the items the stream announced by ``output_index``
 (its position in ``output``), then by item ``id``, so an item streamed once is never added
@@ -262,6 +263,9 @@ class ResponsesParser:
             builder.close(index)
             raw = {"id": item.get("id"), "call_id": item.get("call_id")}
         self._items[index] = (kind, raw)
+        canonical = builder.index_of(index)
+        if canonical is not None:  # kept now, so an early end (cancel, error) keeps it too
+            builder.keep_raw(canonical, {k: v for k, v in raw.items() if v is not None})
 
     def finish(self, response: dict[str, Any]) -> None:
         builder = self._builder

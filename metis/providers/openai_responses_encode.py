@@ -139,10 +139,14 @@ def _paired(items: list[dict[str, Any]], message_id: str, drop: Drop) -> list[di
 
 
 def _message_item(text: str, mine: dict[str, Any]) -> dict[str, Any]:
-    item: dict[str, Any] = {"type": "message", "role": "assistant"}
-    if isinstance(mine.get("id"), str):
-        item["id"] = mine["id"]
-        item["status"] = "completed"
+    """This provider's own message goes back as the output message it was (id, status,
+    ``output_text``); any other assistant text as an input message with plain string content,
+    the form the API documents for assistant turns it did not produce (an output message
+    requires its id and status)."""
+    if not isinstance(mine.get("id"), str):
+        return {"type": "message", "role": "assistant", "content": text}
+    item: dict[str, Any] = {"type": "message", "role": "assistant", "id": mine["id"]}
+    item["status"] = "completed"
     if isinstance(mine.get("phase"), str):
         item["phase"] = mine["phase"]
     item["content"] = [{"type": "output_text", "text": text, "annotations": []}]
@@ -223,7 +227,7 @@ def _image(block: ImageBlock) -> dict[str, Any]:
         url = f"data:{source.media_type};base64,{source.data}"
     else:
         url = source.url
-    return {"type": "input_image", "image_url": url}
+    return {"type": "input_image", "image_url": url, "detail": "auto"}  # detail is required
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:

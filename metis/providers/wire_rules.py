@@ -4,7 +4,8 @@ Each rule set reads a provider's JSON body and returns every problem it finds, a
 ``"<where>: <what>"`` strings, so the ``pre_send_check`` stage can report them all at once
 instead of one provider 400 after a network round trip. The rules are the providers'
 documented (and observed) validation: tool_use / tool_result pairing and order, id and name
-formats, role alternation, signatures on thinking blocks, empty text.
+formats, role alternation, signatures on thinking blocks, empty text, and (Anthropic) what
+thinking allows of tool choice, sampling and an open tool loop (``anthropic_rules``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import json
 import re
 from collections.abc import Callable
 from typing import Any
+
+from metis.providers.anthropic_rules import parameter_problems
 
 Rules = Callable[[dict[str, Any]], list[str]]
 
@@ -71,6 +74,7 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
     if pending:
         problems.append(f"messages.{len(messages) - 1}: tool_use ids {pending} are never answered")
     problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
+    problems += parameter_problems(body)
     return problems
 
 
@@ -112,6 +116,28 @@ def openai_chat_problems(body: dict[str, Any]) -> list[str]:
     if awaiting:
         problems.append(f"tool calls {awaiting} are never answered")
     problems += _tool_names(body.get("tools"), lambda t: (t.get("function") or {}).get("name"))
+    return problems
+
+
+def deepseek_problems(body: dict[str, Any]) -> list[str]:
+    """Chat Completions' rules, and thinking mode's: every assistant message that made tool
+    calls carries its (non-empty) ``reasoning_content``."""
+    problems = openai_chat_problems(body)
+    thinking = body.get("thinking")
+    thinks = (
+        str(body.get("model", "")).startswith("deepseek-reasoner")
+        or "reasoning_effort" in body
+        or (isinstance(thinking, dict) and thinking.get("type") == "enabled")
+    )
+    messages = body.get("messages")
+    for i, message in enumerate(messages if thinks and isinstance(messages, list) else []):
+        if _role(message) == "assistant" and message.get("tool_calls"):
+            reasoning = message.get("reasoning_content")
+            if not (isinstance(reasoning, str) and reasoning):
+                problems.append(
+                    f"messages[{i}].reasoning_content: thinking mode needs it back on every "
+                    "assistant message that made tool calls"
+                )
     return problems
 
 
@@ -229,9 +255,13 @@ def ollama_problems(body: dict[str, Any]) -> list[str]:
     return problems
 
 
+RULES_DIALECT = {"deepseek": "openai_chat"}
+"""Rules written for one provider of a shared wire dialect: the dialect they check."""
+
 RULES: dict[str, Rules] = {
     "anthropic": anthropic_problems,
     "openai_chat": openai_chat_problems,
+    "deepseek": deepseek_problems,
     "openai_responses": openai_responses_problems,
     "gemini": gemini_problems,
     "ollama": ollama_problems,

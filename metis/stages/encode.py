@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
+from metis.pipeline.dialect import rules_name
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
 from metis.providers.codec import get_codec
@@ -17,6 +18,13 @@ class Encode(Stage[CanonicalRequest, WireRequest, Any, Any]):
     name = "encode"
 
     dialect_option = "codec"
+
+    @classmethod
+    def dialect(cls, options: dict[str, Any]) -> str | None:
+        codec, settings = options.get("codec"), options.get("settings")
+        if not isinstance(codec, str):
+            return None
+        return rules_name(codec, settings if isinstance(settings, dict) else None)
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)

@@ -24,6 +24,7 @@ from metis.estimate import CHARS_PER_TOKEN
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
+from metis.pipeline.dialect import rules_name
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import HTTPFailure, WireRequest
 from metis.providers.codec import get_codec
@@ -35,6 +36,13 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
     name = "normalize"
 
     dialect_option = "codec"
+
+    @classmethod
+    def dialect(cls, options: dict[str, Any]) -> str | None:
+        codec, settings = options.get("codec"), options.get("settings")
+        if not isinstance(codec, str):
+            return None
+        return rules_name(codec, settings if isinstance(settings, dict) else None)
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)

@@ -7,19 +7,26 @@ round trip and the caller learns everything wrong with it, not just the first th
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from metis.errors import InvalidRequestError
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
 from metis.pipeline.wire import WireRequest
-from metis.providers.wire_rules import RULES
+from metis.providers.wire_rules import RULES, RULES_DIALECT
 
 
 class PreSendCheck(RequestStage[WireRequest]):
     name = "pre_send_check"
 
     dialect_option = "rules"
+
+    @classmethod
+    def dialect(cls, options: dict[str, Any]) -> str | None:
+        rules = options.get("rules")
+        return RULES_DIALECT.get(rules, rules) if isinstance(rules, str) else None
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)

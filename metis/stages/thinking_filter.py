@@ -32,6 +32,9 @@ class ThinkingFilter(RequestStage[CanonicalRequest]):
 
         keep: Literal["same_model", "same_provider", "never"] = "same_model"
         as_text: bool = False
+        signed_only: bool = True
+        """Refuse reasoning without a signature (a provider whose reasoning carries none,
+        DeepSeek's ``reasoning_content``, sets it false)."""
 
     options: Options
 
@@ -79,7 +82,7 @@ class ThinkingFilter(RequestStage[CanonicalRequest]):
             return f"it was produced by {origin.provider}, not {call.provider}"
         if self.options.keep == "same_model" and origin.model != call.model:
             return f"it was produced by model {origin.model}, not {call.model}"
-        if isinstance(block, ThinkingBlock) and not block.signature:
+        if isinstance(block, ThinkingBlock) and not block.signature and self.options.signed_only:
             return "it has no signature"
         return None
 

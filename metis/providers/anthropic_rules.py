@@ -1,0 +1,169 @@
+"""What the Anthropic Messages API accepts around thinking, tool choice and sampling.
+
+The rules, from Anthropic's extended-thinking documentation and the SDK's request types
+(``ThinkingConfigEnabledParam``: "Must be >= 1024 and less than ``max_tokens``";
+``ToolChoiceNoneParam`` has no ``disable_parallel_tool_use``):
+
+- manual thinking (``type: enabled``) cannot be combined with a forced tool choice (``any`` or
+  a named tool); adaptive thinking can;
+- with thinking on, ``temperature`` may only be 1, ``top_k`` may not be set and ``top_p`` must
+  lie between 0.95 and 1;
+- one thinking setting per assistant turn, and a tool loop is one turn: while a loop is open
+  (the request ends with tool results) and thinking is on, the loop's first assistant message
+  must start with a thinking block (400 "a final assistant message must start with a thinking
+  block");
+- some models differ (:class:`ModelTraits`): Claude Opus 4.7 takes no sampling parameters (400
+  "temperature is deprecated for this model") and thinks only in adaptive mode.
+
+Per-model differences come from :data:`model_traits`, a lookup a model catalog can replace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+MIN_THINKING_BUDGET = 1024
+_THINKING_BLOCKS = ("thinking", "redacted_thinking")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTraits:
+    """What one Anthropic model accepts, where models differ."""
+
+    sampling: bool = True
+    """Takes ``temperature``, ``top_p`` and ``top_k``."""
+    thinking_modes: frozenset[str] = frozenset({"enabled", "adaptive"})
+    """The ``thinking.type`` values it accepts besides ``disabled``."""
+
+
+DEFAULT_TRAITS = ModelTraits()
+_KNOWN: dict[str, ModelTraits] = {
+    # Migrating to Claude Opus 4.7: sampling parameters removed, adaptive-only thinking.
+    "claude-opus-4-7": ModelTraits(sampling=False, thinking_modes=frozenset({"adaptive"})),
+}
+
+
+def builtin_model_traits(model: str) -> ModelTraits:
+    """The traits of the longest known model-name prefix, else the defaults."""
+    known = [prefix for prefix in _KNOWN if model.startswith(prefix)]
+    return _KNOWN[max(known, key=len)] if known else DEFAULT_TRAITS
+
+
+model_traits: Callable[[str], ModelTraits] = builtin_model_traits
+"""The per-model lookup the rules and the encoder use; a catalog may plug in its own."""
+
+
+def parameter_problems(body: dict[str, Any]) -> list[str]:
+    """Thinking, tool-choice and sampling problems of a Messages API body."""
+    traits = model_traits(str(body.get("model", "")))
+    problems = _tool_choice_problems(body)
+    problems += _sampling_problems(body, traits)
+    thinking = body.get("thinking")
+    if not isinstance(thinking, dict) or thinking.get("type") in (None, "disabled"):
+        return problems
+    mode = thinking.get("type")
+    if mode not in traits.thinking_modes:
+        problems.append(
+            f"thinking.type: {body.get('model')} does not accept {mode!r} thinking "
+            f"(it accepts {', '.join(sorted(traits.thinking_modes)) or 'none'})"
+        )
+    if mode == "enabled":
+        problems += _budget_problems(thinking, body.get("max_tokens"))
+        choice = body.get("tool_choice")
+        if isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+            problems.append(
+                f"tool_choice: {choice.get('type')!r} forces tool use, which manual thinking "
+                "does not allow (only auto or none)"
+            )
+    temperature = body.get("temperature")
+    if temperature is not None and temperature != 1:
+        problems.append("temperature: may only be 1 when thinking is on")
+    if "top_k" in body:
+        problems.append("top_k: may not be set when thinking is on")
+    top_p = body.get("top_p")
+    if top_p is not None and not (isinstance(top_p, int | float) and 0.95 <= top_p <= 1):
+        problems.append("top_p: must be between 0.95 and 1 when thinking is on")
+    problems += open_turn_problems(body.get("messages"))
+    return problems
+
+
+def open_turn_problems(messages: Any) -> list[str]:
+    """With thinking on: the open tool loop's first assistant message must start thinking."""
+    first = open_turn_start(messages)
+    if first is None or starts_with_thinking(messages[first]):
+        return []
+    return [
+        f"messages.{first}.content.0: when thinking is on, the assistant message that opens "
+        "the tool loop still in progress must start with a thinking block"
+    ]
+
+
+def open_turn_start(messages: Any) -> int | None:
+    """Where the assistant turn still in progress starts, when the request ends inside a tool
+    loop (its last message gives tool results); None otherwise."""
+    if not isinstance(messages, list) or not messages or not _gives_results(messages[-1]):
+        return None
+    first = None
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if not isinstance(message, dict):
+            return None
+        if message.get("role") == "assistant":
+            first = i
+        elif not _gives_results(message):
+            break  # a user message of its own closes the previous turn
+    return first
+
+
+def starts_with_thinking(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    if not isinstance(content, list) or not content or not isinstance(content[0], dict):
+        return False
+    return content[0].get("type") in _THINKING_BLOCKS
+
+
+def _gives_results(message: Any) -> bool:
+    if not isinstance(message, dict):
+        return False
+    content = message.get("content")
+    return (
+        message.get("role") == "user"
+        and isinstance(content, list)
+        and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    )
+
+
+def _budget_problems(thinking: dict[str, Any], max_tokens: Any) -> list[str]:
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or isinstance(budget, bool):
+        return ["thinking.budget_tokens: required, an integer"]
+    problems = []
+    if budget < MIN_THINKING_BUDGET:
+        problems.append(f"thinking.budget_tokens: must be at least {MIN_THINKING_BUDGET}")
+    if isinstance(max_tokens, int) and budget >= max_tokens:
+        problems.append("thinking.budget_tokens: must be less than max_tokens")
+    return problems
+
+
+def _tool_choice_problems(body: dict[str, Any]) -> list[str]:
+    choice = body.get("tool_choice")
+    if not isinstance(choice, dict):
+        return []
+    problems = []
+    if not body.get("tools"):
+        problems.append("tool_choice: may only be set when tools are given")
+    if choice.get("type") == "none" and "disable_parallel_tool_use" in choice:
+        problems.append("tool_choice.disable_parallel_tool_use: only auto, any and tool take it")
+    return problems
+
+
+def _sampling_problems(body: dict[str, Any], traits: ModelTraits) -> list[str]:
+    if traits.sampling:
+        return []
+    return [
+        f"{name}: {body.get('model')} takes no sampling parameters"
+        for name in ("temperature", "top_p", "top_k")
+        if name in body
+    ]
