@@ -95,6 +95,7 @@ _EXPORTS = {
             "OverloadedError",
             "ProtocolError",
             "RateLimitError",
+            "RedirectError",
             "ServerError",
             "StackError",
         ],
@@ -144,6 +145,7 @@ if TYPE_CHECKING:
     from metis.errors import OverloadedError as OverloadedError
     from metis.errors import ProtocolError as ProtocolError
     from metis.errors import RateLimitError as RateLimitError
+    from metis.errors import RedirectError as RedirectError
     from metis.errors import ServerError as ServerError
     from metis.errors import StackError as StackError
     from metis.model import AdapterCapabilities as AdapterCapabilities

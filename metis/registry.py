@@ -60,6 +60,7 @@ from metis.errors import ConfigError, InvalidRequestError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
 from metis.pipeline.stack import StackSpec, builtin_stacks, load_stack
+from metis.stages.transport import http_client
 
 log = logging.getLogger("metis")
 
@@ -465,10 +466,7 @@ class Registry:
         client = self._clients.get(adapter_name) or self._owned_clients.get(adapter_name)
         if client is None:
             # As Adapter would make it; owned here so that every Adapter of the entry shares it.
-            client = httpx.AsyncClient(
-                timeout=httpx.Timeout(entry.timeout_seconds, connect=10.0),
-                follow_redirects=False,
-            )
+            client = http_client(entry.timeout_seconds)
             self._owned_clients[adapter_name] = client
         return client
 
