@@ -91,7 +91,10 @@ def test_demo_runs_offline_visits_every_provider_and_ends_with_the_table() -> No
     costs = {row[1]: row[6] for row in rows}
     assert costs["anthropic"].startswith("$") and costs["openai"].startswith("$")
     assert costs["gemini"].startswith("$")  # every catalogued model is priced
-    assert costs["tgi"] == "-"  # a local server's model has no price
+    assert costs["tgi"] == "$0.000000"  # a local server's model costs nothing
+    ids = {row[1]: int(row[-3]) for row in rows}
+    assert ids["anthropic"] == 0 and ids["tgi"] > 0  # tool ids carried, in each provider's form
+    assert all(row[-2] == "0" and row[-1] == "0" for row in rows)  # nothing dropped, no retries
     assert re.search(r"\d+ turns, 7 providers", out)
 
 

@@ -19,9 +19,10 @@ from metis.cli.models import Models, Target, price
 from metis.cli.output import CliError, Output, duration, note, usd
 from metis.errors import AdapterError
 from metis.ids import new_request_id
-from metis.model.content import Message
+from metis.model.content import Message, ToolUseBlock
 from metis.model.request import CanonicalRequest
 from metis.registry import NotConfiguredError
+from metis.telemetry import CallStarted, TelemetryEvent
 
 SYSTEM = "You are a weather assistant. Look the weather up with your tool; answer in one sentence."
 SCRIPT = (
@@ -43,6 +44,22 @@ class Row:
     cost: Decimal | None = None
     estimated: bool = False
     latency_ms: float = 0.0
+    ids_mapped: int = 0
+    """Canonical tool ids this turn's request carried, each sent as the provider's own."""
+    dropped: int = 0
+    """Blocks the provider could not take (another model's signed reasoning, ...)."""
+    retries: int = 0
+
+
+class AttemptCounter:
+    """A telemetry sink that counts the attempts of each request (retries are the rest)."""
+
+    def __init__(self) -> None:
+        self.attempts: dict[str, int] = {}
+
+    def emit(self, event: TelemetryEvent) -> None:
+        if isinstance(event, CallStarted):
+            self.attempts[event.request_id] = self.attempts.get(event.request_id, 0) + 1
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,6 +122,9 @@ async def _converse(models: Models, targets: list[Target], live: bool, out: Outp
     active = list(targets)
     cursor = failures = 0
     session = f"demo-{new_request_id()}"
+    attempts = AttemptCounter()
+    for target in targets:
+        target.adapter.telemetry = attempts
     for text in SCRIPT:
         out.line()
         out.line(out.style("user:", "bold") + f" {text}")
@@ -142,6 +162,8 @@ async def _converse(models: Models, targets: list[Target], live: bool, out: Outp
             final = reply.final
             usage = final.usage
             cost = price(target, usage)
+            # A model on a local server (a stack with no catalog provider) costs nothing.
+            local = Decimal(0) if cost is None and target.adapter.stack.catalog is None else None
             rows.append(
                 Row(
                     turn,
@@ -149,9 +171,12 @@ async def _converse(models: Models, targets: list[Target], live: bool, out: Outp
                     final.stop_reason.kind.value,
                     usage.total_input_tokens,
                     usage.output_tokens,
-                    cost.usd if cost else None,
+                    cost.usd if cost else local,
                     usage.estimated,
                     reply.latency_ms,
+                    ids_mapped=_tool_ids(history),
+                    dropped=len(final.warnings),
+                    retries=attempts.attempts.get(request.request_id, 1) - 1,
                 )
             )
             if final.final_content:
@@ -179,20 +204,33 @@ def _table(out: Output, rows: list[Row]) -> None:
             "-" if r.tokens_out is None else str(r.tokens_out),
             usd(r.cost, estimated=r.estimated),
             duration(r.latency_ms) if r.tokens_in is not None else "-",
+            str(r.ids_mapped),
+            str(r.dropped),
+            str(r.retries),
         ]
         for r in rows
     ]
     out.table(
-        ["turn", "provider", "model", "stop", "in", "out", "cost", "latency"],
+        ["turn", "provider", "model", "stop", "in", "out", "cost", "latency", "ids", "dropped",
+         "retries"],
         body,
-        right=(0, 4, 5, 6, 7),
-    )
+        right=(0, 4, 5, 6, 7, 8, 9, 10),
+    )  # fmt: skip
     providers = len({r.target.provider for r in rows if r.tokens_in is not None})
     tokens_in = sum(r.tokens_in or 0 for r in rows)
     tokens_out = sum(r.tokens_out or 0 for r in rows)
     total = sum((r.cost for r in rows if r.cost is not None), Decimal(0))
     out.line(
         f"{len(rows)} turns, {providers} providers, {tokens_in} tokens in, {tokens_out} out, "
-        f"{usd(total)} (prices: the model catalog; -: not priced)",
+        f"{usd(total)} (prices: the model catalog, $0 on a local server; -: not priced)",
         "dim",
     )
+    out.line(
+        "ids: tool ids the turn sent in the provider's own form; dropped: blocks that provider "
+        "could not take (warned once per session); retries: attempts after the first",
+        "dim",
+    )
+
+
+def _tool_ids(history: list[Message]) -> int:
+    return len({b.id for m in history for b in m.content if isinstance(b, ToolUseBlock)})
