@@ -149,3 +149,37 @@ def test_the_emulator_refuses_the_same(
         headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
     )
     assert reply.status_code == 400 and expected in reply.text, reply.text
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"temperature": 0.2}, "`temperature` is deprecated for this model"),
+        ({"top_k": 5}, "`top_k` is deprecated for this model"),
+        (THINKING, "'enabled' is not supported for this model"),
+    ],
+)
+def test_the_emulator_knows_a_model_without_sampling_or_manual_thinking(
+    emulator: Emulator, fields: dict[str, Any], expected: str
+) -> None:
+    reply = httpx.post(
+        emulator.base_url("anthropic") + "/v1/messages",
+        json=body(model="claude-opus-4-7", **fields),
+        headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
+    )
+    assert reply.status_code == 400 and expected in reply.text, reply.text
+    assert anthropic_problems(body(model="claude-opus-4-7", **fields)) != []
+
+
+@pytest.mark.anyio
+async def test_thinking_on_an_adaptive_only_model_is_accepted(emulator: Emulator) -> None:
+    adapter = build_adapter(
+        "anthropic", AdapterConfig(api_key="k", base_url=emulator.base_url("anthropic"))
+    )
+    request = canonical(thinking=ThinkingConfig(budget_tokens=2048)).model_copy(
+        update={"model": "anthropic:claude-opus-4-7"}
+    )
+    response = await adapter.complete(request)
+    assert emulator.requests[-1].json()["thinking"] == {"type": "adaptive"}
+    assert response.content
+    await adapter.close()

@@ -15,6 +15,7 @@ fragments after an empty one, and usage in ``message_start`` and ``message_delta
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from metis.emulator._wire import (
@@ -89,6 +90,7 @@ BLOCKS = frozenset(
         "tool_reference",
     ]
 )
+ADAPTIVE_ONLY = re.compile(r"^claude-opus-4-7")
 SIGNATURE_KIND = "anthropic-thinking"
 ERRORS = {
     "rate_limit": (
@@ -239,6 +241,15 @@ class Anthropic(Provider):
         temperature = body.get("temperature")
         if temperature is not None and (not is_number(temperature) or not 0 <= temperature <= 1):
             raise bad("temperature: Input should be less than or equal to 1")
+        if ADAPTIVE_ONLY.match(model):  # sampling and manual thinking removed (Opus 4.7)
+            for name in ("temperature", "top_p", "top_k"):
+                if name in body:
+                    raise bad(f"`{name}` is deprecated for this model.")
+            thinking = body.get("thinking")
+            if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+                raise bad(
+                    "thinking.type: 'enabled' is not supported for this model; use 'adaptive'"
+                )
 
         segments = [""]
         breakpoints: set[int] = set()
