@@ -183,3 +183,18 @@ async def test_thinking_on_an_adaptive_only_model_is_accepted(emulator: Emulator
     assert emulator.requests[-1].json()["thinking"] == {"type": "adaptive"}
     assert response.content
     await adapter.close()
+
+
+def test_per_model_traits_come_from_the_catalog() -> None:
+    from metis.catalog import default_catalog
+    from metis.providers.anthropic_rules import catalog_model_traits, parameter_problems
+
+    assert catalog_model_traits("claude-sonnet-4-5").thinking_modes == {"enabled"}  # a budget
+    assert "adaptive" in catalog_model_traits("claude-opus-4-6").thinking_modes
+    try:
+        default_catalog().override("anthropic", "claude-test-nosampling", {"temperature": False})
+        body = {"model": "claude-test-nosampling", "max_tokens": 100, "temperature": 0.5}
+        assert any("temperature" in p for p in parameter_problems(body))
+        assert catalog_model_traits("claude-test-nosampling").sampling is False
+    finally:
+        default_catalog.cache_clear()

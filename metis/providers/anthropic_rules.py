@@ -51,8 +51,26 @@ def builtin_model_traits(model: str) -> ModelTraits:
     return _KNOWN[max(known, key=len)] if known else DEFAULT_TRAITS
 
 
-model_traits: Callable[[str], ModelTraits] = builtin_model_traits
-"""The per-model lookup the rules and the encoder use; a catalog may plug in its own."""
+def catalog_model_traits(model: str) -> ModelTraits:
+    """The built-in traits where they name the model, else what the model catalog says: a
+    model without temperature takes no sampling parameters; one that thinks by a budget takes
+    no adaptive thinking, one that thinks adaptively takes both."""
+    known = [prefix for prefix in _KNOWN if model.startswith(prefix)]
+    if known:
+        return _KNOWN[max(known, key=len)]
+    from metis.catalog.lookup import find_model
+
+    info = find_model("anthropic", model)
+    if info is None:
+        return DEFAULT_TRAITS
+    modes = DEFAULT_TRAITS.thinking_modes
+    if info.reasoning_form == "budget":
+        modes = frozenset({"enabled"})
+    return ModelTraits(sampling=info.temperature is not False, thinking_modes=modes)
+
+
+model_traits: Callable[[str], ModelTraits] = catalog_model_traits
+"""The per-model lookup the rules and the encoder use (the catalog, docs/catalog.md)."""
 
 
 def parameter_problems(body: dict[str, Any]) -> list[str]:
