@@ -52,6 +52,7 @@ THINKING = {"thinking": {"type": "enabled", "budget_tokens": 2048}}
         ({"tool_choice": {"type": "auto"}}, "only be set when tools are given"),
         ({"model": "claude-opus-4-7", "temperature": 0.2}, "takes no sampling parameters"),
         ({"model": "claude-opus-4-7", **THINKING}, "does not accept 'enabled' thinking"),
+        ({"thinking": {"type": "adaptive"}}, "does not accept 'adaptive' thinking"),  # 4.5
     ],
 )
 def test_each_rule_is_found_before_sending(fields: dict[str, Any], expected: str) -> None:
@@ -65,7 +66,12 @@ def test_each_rule_is_found_before_sending(fields: dict[str, Any], expected: str
         {**THINKING, "temperature": 1, "top_p": 0.95},
         {**THINKING, "tools": [TOOL], "tool_choice": {"type": "auto"}},
         {**THINKING, "tools": [TOOL], "tool_choice": {"type": "none"}},
-        {"thinking": {"type": "adaptive"}, "tools": [TOOL], "tool_choice": {"type": "any"}},
+        {
+            "model": "claude-opus-4-6",  # adaptive thinking came with Opus 4.6
+            "thinking": {"type": "adaptive"},
+            "tools": [TOOL],
+            "tool_choice": {"type": "any"},
+        },
         {"thinking": {"type": "disabled"}, "temperature": 0.2, "top_k": 5},
         {"temperature": 0, "tools": [TOOL], "tool_choice": {"type": "any"}},
         {"model": "claude-opus-4-7", "thinking": {"type": "adaptive"}},
