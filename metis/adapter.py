@@ -8,6 +8,7 @@ keyed by session), so one adapter serves any number of concurrent calls.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -20,7 +21,13 @@ import httpx
 from metis.catalog.capabilities import model_capabilities
 from metis.catalog.lookup import find_model, warn_uncatalogued
 from metis.config import AdapterConfig
-from metis.errors import AdapterError, CapabilityError, ProtocolError, scrub_error
+from metis.errors import (
+    AdapterError,
+    CapabilityError,
+    InvalidRequestError,
+    ProtocolError,
+    scrub_error,
+)
 from metis.estimate import estimate_input_tokens
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message
@@ -32,7 +39,7 @@ from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
-from metis.pipeline.stack import Endpoint, StackSpec, load_stack
+from metis.pipeline.stack import Endpoint, StackSpec, builtin_stacks, load_stack
 from metis.secrets import install_httpx_log_filter
 from metis.sendable import check_request
 from metis.session import ToolIdStore, default_tool_id_store
@@ -177,6 +184,7 @@ class Adapter:
         if self.init_on_first_call and not self._initialized:
             await self.init()
         check_request(request, self.name)  # before any stage serializes a tool input
+        self._check_ready(request)
         wire_model = self.wire_model(request.model)
         call = Call(
             request_id=request.request_id,
@@ -237,6 +245,32 @@ class Adapter:
             self._model_capabilities[wire_model] = found
         return found
 
+    def _check_ready(self, request: CanonicalRequest) -> None:
+        """What would make the call fail at the provider, found before anything is sent: no
+        key for a stack that needs one, a model of another provider."""
+        auth = self.stack.auth
+        if auth.header and auth.env and not auth.optional and not self.endpoint.api_key:
+            from metis.registry import NotConfiguredError
+
+            raise NotConfiguredError(
+                f"{self.name}: no API key: set {auth.env} (or pass api_key=...)",
+                model=request.model,
+                adapter=self.name,
+                api_key_env=auth.env,
+            )
+        prefix, sep, _ = request.model.partition(":")
+        if sep and prefix != self.name and prefix in self._foreign_prefixes():
+            raise InvalidRequestError(
+                f"{request.model} is a model of {prefix}, and this adapter speaks to "
+                f"{self.name}: use an adapter for {prefix} (build_adapter({prefix!r}))",
+                provider=self.name,
+                request_id=request.request_id,
+            )
+
+    @functools.cache  # noqa: B019 (one small set per adapter, kept as long as it lives)
+    def _foreign_prefixes(self) -> frozenset[str]:
+        return frozenset(_other_stacks(self.stack))
+
     def _transport_mode(self, request: CanonicalRequest, *, default: bool) -> CanonicalRequest:
         """``request`` with ``stream`` decided: its own value, else ``default``."""
         if request.stream is None:
@@ -275,11 +309,61 @@ class Adapter:
         )
 
 
+def _other_stacks(stack: StackSpec) -> set[str]:
+    """The built-in stacks a model prefix could wrongly name for ``stack``: all of them but
+    the ones it extends (``anthropic:claude-...`` is right for a stack over anthropic)."""
+    own = {
+        source.rsplit("/", 1)[-1].removesuffix(".yaml")
+        for source in stack.stage_sources.values()
+        if source.startswith("metis/providers/")
+    }
+    return set(builtin_stacks()) - own - {stack.name}
+
+
 def build_adapter(
     stack: str | Path | StackSpec,
     config: AdapterConfig | None = None,
-    **kwargs: Any,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    timeout_seconds: float | None = None,
+    max_retries: int | None = None,
+    extra_headers: dict[str, str] | None = None,
+    capabilities: dict[str, Any] | None = None,
+    http_client: httpx.AsyncClient | None = None,
+    tool_id_store: ToolIdStore | None = None,
+    telemetry: TelemetrySink | None = None,
+    registry: StageRegistry = default_registry,
+    init_on_first_call: bool = False,
 ) -> Adapter:
-    """An adapter for a built-in stack (``"anthropic"``, ``"openai"``) or a stack file."""
-    spec = stack if isinstance(stack, StackSpec) else load_stack(stack)
-    return Adapter(spec, config, **kwargs)
+    """An adapter for a built-in stack (``"anthropic"``, ``"openai"``) or a stack file.
+
+    The settings are :class:`AdapterConfig`'s, given as keywords or as ``config`` (a keyword
+    wins over the same field of ``config``). A key not given is read from the stack's variable
+    (``ANTHROPIC_API_KEY``); a base URL from the SDK's variable the stack names, else the
+    provider's own. A base URL without a scheme is a ConfigError here; a missing key is a
+    NotConfiguredError naming the variable when the first call is made, before it is sent.
+    """
+    spec = stack if isinstance(stack, StackSpec) else load_stack(stack, registry)
+    given = {
+        "api_key": api_key,
+        "base_url": base_url,
+        "timeout_seconds": timeout_seconds,
+        "max_retries": max_retries,
+        "extra_headers": extra_headers,
+        "capabilities": capabilities,
+        "http_client": http_client,
+    }
+    settings = {name: value for name, value in given.items() if value is not None}
+    if settings:
+        base = config.model_dump(exclude={"http_client"}) if config else {}
+        client = settings.pop("http_client", config.http_client if config else None)
+        config = AdapterConfig(**{**base, **settings}, http_client=client)
+    return Adapter(
+        spec,
+        config,
+        tool_id_store=tool_id_store,
+        telemetry=telemetry,
+        registry=registry,
+        init_on_first_call=init_on_first_call,
+    )

@@ -244,3 +244,48 @@ async def test_asking_a_provider_that_cannot_stream_to_stream_is_refused_before_
     with pytest.raises(AdapterError) as caught:
         await adapter.complete(request(stream=True))
     assert caught.value.error_class == "capability" and sent == []
+
+
+def _counting_client() -> tuple[httpx.AsyncClient, list[httpx.Request]]:
+    sent: list[httpx.Request] = []
+
+    def handle(r: httpx.Request) -> httpx.Response:
+        sent.append(r)
+        return httpx.Response(500)
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handle)), sent
+
+
+@pytest.mark.anyio
+async def test_a_missing_key_names_its_variable_before_anything_is_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from metis.registry import NotConfiguredError
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    client, sent = _counting_client()
+    adapter = build_adapter("anthropic", http_client=client)
+    with pytest.raises(NotConfiguredError, match="set ANTHROPIC_API_KEY") as caught:
+        await adapter.complete(request())
+    assert caught.value.api_key_env == "ANTHROPIC_API_KEY" and sent == []
+
+
+@pytest.mark.anyio
+async def test_a_model_of_another_provider_is_refused_before_sending() -> None:
+    client, sent = _counting_client()
+    adapter = build_adapter("anthropic", api_key="k", http_client=client)
+    bad = CanonicalRequest(
+        model="openai:gpt-4o", messages=[Message.user("hi")], max_output_tokens=9
+    )
+    with pytest.raises(AdapterError, match="openai:gpt-4o is a model of openai") as caught:
+        await adapter.complete(bad)
+    assert caught.value.error_class == "invalid_request" and sent == []
+
+
+def test_build_adapter_takes_typed_settings_that_win_over_a_config() -> None:
+    config = AdapterConfig(api_key="from-config", timeout_seconds=30, max_retries=5)
+    adapter = build_adapter("anthropic", config, api_key="from-keyword", max_retries=0)
+    assert adapter.config.api_key == "from-keyword" and adapter.config.max_retries == 0
+    assert adapter.config.timeout_seconds == 30  # untouched fields stay the config's
+    with pytest.raises(ConfigError, match="expected a URL with its scheme"):
+        build_adapter("anthropic", base_url="api.example.com")
