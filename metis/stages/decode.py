@@ -2,7 +2,8 @@
 
 It sits just outside the transport and leaves the request alone. A streamed body is split
 into its documents by ``format``: ``sse`` (Server-Sent Events, each event's data one JSON
-object; OpenAI's ``[DONE]`` terminator is skipped) or ``ndjson`` (one object per line). A body
+object; OpenAI's ``[DONE]`` terminator is skipped), ``ndjson`` (one object per line) or
+``eventstream`` (AWS's binary frames, metis/providers/aws_eventstream.py). A body
 that is not streamed, or whose format is ``json``, is one JSON document, parsed once at the
 end. Anything that is not a JSON object raises :class:`~metis.errors.ProtocolError`.
 """
@@ -19,6 +20,7 @@ from metis.errors import ProtocolError
 from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
+from metis.providers.aws_eventstream import EventStreamDecoder, frame_object
 from metis.providers.sse import MAX_LINE_LENGTH, SSEDecoder
 
 _SNIPPET = 200
@@ -29,7 +31,7 @@ class Decode(Stage[WireRequest, WireRequest, bytes, dict[str, Any]]):
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        format: Literal["sse", "ndjson", "json"] = "sse"
+        format: Literal["sse", "ndjson", "json", "eventstream"] = "sse"
 
     options: Options
 
@@ -50,6 +52,12 @@ class Decode(Stage[WireRequest, WireRequest, bytes, dict[str, Any]]):
             for event in decoder.close():
                 if not _skip(event.data):
                     yield _parse(event.data, "sse")
+        elif fmt == "eventstream":
+            frames = EventStreamDecoder()
+            async for chunk in chunks:
+                for frame in frames.feed(chunk):
+                    yield frame_object(frame)
+            frames.close()
         else:
             splitter = _LineSplitter()
             async for chunk in chunks:

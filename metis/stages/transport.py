@@ -9,7 +9,6 @@ The response is closed however the caller leaves.
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
 import time
 from collections.abc import AsyncIterator, Callable
@@ -22,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from metis.errors import CancelledError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
-from metis.pipeline.wire import HTTPFailure, WireRequest
+from metis.pipeline.wire import HTTPFailure, WireRequest, body_bytes
 
 
 class Transport(Stage[WireRequest, Any, Any, bytes]):
@@ -49,7 +48,7 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
         opts = self.options
         overall = anyio.current_time() + call.config.timeout_seconds
         overall_clock = time.monotonic() + call.config.timeout_seconds
-        content = json.dumps(request.body, separators=(",", ":"), ensure_ascii=False).encode()
+        content = body_bytes(request.body)
         # httpx's per-read timeout is the stream's idle timeout; a whole reply has only the
         # overall one.
         read = max(opts.idle_timeout, opts.first_event_timeout) if request.stream else None
