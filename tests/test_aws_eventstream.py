@@ -70,12 +70,16 @@ def test_headers_of_every_type_are_read_as_botocore_reads_them() -> None:
         + b"\x01b\x01"  # bool false
         + b"\x01c\x02\xff"  # byte -1
         + b"\x01d\x03\x01\x00"  # short 256
-        + b"\x01e\x04" + struct.pack(">i", -7)
-        + b"\x01f\x05" + struct.pack(">q", 1 << 40)
+        + b"\x01e\x04"
+        + struct.pack(">i", -7)
+        + b"\x01f\x05"
+        + struct.pack(">q", 1 << 40)
         + b"\x01g\x06\x00\x02\x00\x01"  # bytes
         + b"\x01h\x07\x00\x03abc"  # string
-        + b"\x01i\x08" + struct.pack(">q", 1700000000000)  # timestamp
-        + b"\x01j\x09" + bytes(range(16))  # uuid
+        + b"\x01i\x08"
+        + struct.pack(">q", 1700000000000)  # timestamp
+        + b"\x01j\x09"
+        + bytes(range(16))  # uuid
     )
     payload = b'{"x":1}'
     total = 16 + len(headers) + len(payload)
@@ -217,5 +221,5 @@ async def test_the_decode_stage_refuses_a_stream_cut_mid_frame() -> None:
 
 
 def test_the_json_payload_survives_as_sent() -> None:
-    (frame,) = EventStreamDecoder().feed(event_frame("x", {"a": "é\n\"", "n": [1, 2]}))
-    assert json.loads(frame.payload) == {"a": "é\n\"", "n": [1, 2]}
+    (frame,) = EventStreamDecoder().feed(event_frame("x", {"a": 'é\n"', "n": [1, 2]}))
+    assert json.loads(frame.payload) == {"a": 'é\n"', "n": [1, 2]}

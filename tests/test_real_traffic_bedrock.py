@@ -106,9 +106,10 @@ def expected(exchange: Exchange) -> dict[str, Any]:
 def replay(exchange: Exchange, sent: list[httpx.Request]) -> httpx.AsyncClient:
     def handler(request: httpx.Request) -> httpx.Response:
         sent.append(request)
-        kind = "application/vnd.amazon.eventstream" if exchange.status == 200 else "application/json"
-        if not exchange.streamed:
-            kind = "application/json"
+        kind = "application/json"
+        if exchange.streamed and exchange.status == 200:
+            kind = "application/vnd.amazon.eventstream"
+
         # The stream is served in 7-byte pieces so frames arrive split at every place.
         async def pieces() -> Any:
             for i in range(0, len(exchange.body), 7):

@@ -20,37 +20,46 @@ INSTALL_HINT = "pip install 'metis[bedrock]' (botocore)"
 
 
 def botocore_session(profile: str | None) -> Any:
-    """A botocore session for ``profile`` (None: AWS_PROFILE, else the default profile)."""
+    """A botocore session for ``profile`` (None: AWS_PROFILE, else the default profile).
+    Raises ConfigError when botocore is not installed."""
     try:
         import botocore.session
     except ImportError:
         raise ConfigError(f"signing AWS requests needs botocore: {INSTALL_HINT}") from None
-    try:
-        return botocore.session.Session(profile=profile)
-    except Exception as exc:  # botocore's ProfileNotFound and config-file parse errors
-        raise ConfigError(f"AWS configuration: {exc}") from None
+    return _botocore_call(lambda: botocore.session.Session(profile=profile))
 
 
-def region(options: Mapping[str, Any], session: Any | None = None) -> str | None:
-    """The region: the adapter's ``options.region``, AWS_REGION, AWS_DEFAULT_REGION, or the
-    profile's ``region`` in the shared config file (when a botocore session is given)."""
+def region(options: Mapping[str, Any]) -> str | None:
+    """The region the adapter's ``options.region``, AWS_REGION or AWS_DEFAULT_REGION names."""
     configured = options.get("region")
     if isinstance(configured, str) and configured:
         return configured
     for name in REGION_ENV:
         if value := os.environ.get(name):
             return value
-    if session is not None:
-        found = session.get_config_variable("region")
-        return found if isinstance(found, str) and found else None
     return None
+
+
+def profile_region(session: Any) -> str | None:
+    """The profile's ``region`` in the shared config file. Blocking (reads the file)."""
+    found = _botocore_call(session.get_config_variable, "region")
+    return found if isinstance(found, str) and found else None
 
 
 def frozen_credentials(session: Any) -> Any | None:
     """The chain's current credentials (refreshed when they expire), or None. Blocking: the
     chain may read files or call a metadata service, so run it in a worker thread."""
-    credentials = session.get_credentials()
-    return None if credentials is None else credentials.get_frozen_credentials()
+    credentials = _botocore_call(session.get_credentials)
+    return None if credentials is None else _botocore_call(credentials.get_frozen_credentials)
+
+
+def _botocore_call(function: Any, *args: Any) -> Any:
+    from botocore.exceptions import BotoCoreError
+
+    try:
+        return function(*args)
+    except BotoCoreError as exc:  # ProfileNotFound, a config file that does not parse, ...
+        raise ConfigError(f"AWS configuration: {exc}") from None
 
 
 def sign(

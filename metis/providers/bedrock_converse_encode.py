@@ -26,7 +26,12 @@ from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.pipeline.call import Call
 
 EMPTY_RESULT = "(no output)"
-_IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
+_IMAGE_FORMATS = {
+    "image/png": "png",
+    "image/jpeg": "jpeg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+}
 
 
 def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
@@ -92,9 +97,8 @@ def _block(block: ContentBlock, call: Call, message_id: str) -> dict[str, Any] |
             return None
         text = {"text": block.thinking, "signature": block.signature}
         return {"reasoningContent": {"reasoningText": text}}
-    if isinstance(block, RedactedThinkingBlock):
-        return {"reasoningContent": {"redactedContent": block.data}}
-    return None
+    redacted: RedactedThinkingBlock = block
+    return {"reasoningContent": {"redactedContent": redacted.data}}
 
 
 def _image(block: ImageBlock, call: Call, message_id: str) -> dict[str, Any] | None:

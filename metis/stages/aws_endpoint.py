@@ -2,8 +2,9 @@
 
 A stack's base URL may hold ``{region}`` (``https://bedrock-runtime.{region}.amazonaws.com``):
 the region comes from the adapter's ``options.region``, AWS_REGION, AWS_DEFAULT_REGION or the
-AWS profile's config, and a missing one is a NotConfiguredError naming what to set, before
-anything is sent. The model id in the path is percent-encoded whole, as the AWS SDKs send it
+``region`` of the AWS profile (``options.profile`` or AWS_PROFILE, read with botocore when it is
+installed), and a missing one is a NotConfiguredError naming what to set, before anything is
+sent. The model id in the path is percent-encoded whole, as the AWS SDKs send it
 (``us.amazon.nova-micro-v1:0`` -> ``us.amazon.nova-micro-v1%3A0``; an ARN's ``/`` too), so
 the path that is sent is the one that is signed.
 """
@@ -11,41 +12,68 @@ the path that is sent is the one that is signed.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import quote
 
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict
 
+from metis.errors import ConfigError
 from metis.pipeline.call import Call
-from metis.pipeline.stage import RequestStage
+from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
 from metis.providers import aws_auth
 
 
-class AwsEndpoint(RequestStage[WireRequest]):
+class AwsEndpoint(Stage[WireRequest, WireRequest, Any, Any]):
     name = "aws_endpoint"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
+    async def __call__(
+        self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
+    ) -> AsyncIterator[Any]:
         url = request.url
         if "{region}" in url:
-            url = url.replace("{region}", region_or_fail(call))
+            url = url.replace("{region}", await region_or_fail(call))
         model = call.wire_model
         url = url.replace(f"/{model}/", f"/{quote(model, safe='')}/", 1)
-        return request if url == request.url else dataclasses.replace(request, url=url)
+        if url != request.url:
+            request = dataclasses.replace(request, url=url)
+        async for item in inner(request, call):
+            yield item
 
 
-def region_or_fail(call: Call, session: object | None = None) -> str:
-    found = aws_auth.region(call.config.options, session)
+def profile_of(call: Call) -> str | None:
+    profile = call.config.options.get("profile")
+    return profile if isinstance(profile, str) and profile else None
+
+
+async def region_or_fail(call: Call, session: Any | None = None) -> str:
+    """The call's AWS region, or a NotConfiguredError saying where to set one."""
+    found = aws_auth.region(call.config.options)
     if found is None:
-        from metis.registry import NotConfiguredError
-
-        raise NotConfiguredError(
-            f"{call.provider}: no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), give the "
-            "adapter options={'region': ...}, or set region in your AWS profile",
-            model=call.model,
-            adapter=call.provider,
-            api_key_env="AWS_REGION",
+        try:
+            if session is None:
+                session = aws_auth.botocore_session(profile_of(call))
+            found = await anyio.to_thread.run_sync(aws_auth.profile_region, session)
+        except ConfigError:
+            found = None  # no botocore, or no usable profile: the message below says what to do
+    if found is None:
+        raise not_configured(
+            call,
+            "no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), give the adapter "
+            "options={'region': ...}, or set region in your AWS profile",
+            "AWS_REGION",
         )
     return found
+
+
+def not_configured(call: Call, why: str, variable: str) -> ConfigError:
+    from metis.registry import NotConfiguredError
+
+    return NotConfiguredError(
+        f"{call.provider}: {why}", model=call.model, adapter=call.provider, api_key_env=variable
+    )

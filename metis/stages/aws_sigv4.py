@@ -23,7 +23,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest, body_bytes
 from metis.providers import aws_auth
-from metis.stages.aws_endpoint import region_or_fail
+from metis.stages.aws_endpoint import not_configured, profile_of, region_or_fail
 
 BEARER_ENV = "AWS_BEARER_TOKEN_BEDROCK"
 
@@ -52,19 +52,19 @@ class AwsSigV4(Stage[WireRequest, WireRequest, Any, Any]):
             yield item
 
     async def _signed(self, request: WireRequest, call: Call) -> WireRequest:
-        profile = call.config.options.get("profile")
-        profile = profile if isinstance(profile, str) and profile else None
         try:
-            session = self._session(profile)
+            session = self._session(profile_of(call))
+            credentials = await anyio.to_thread.run_sync(aws_auth.frozen_credentials, session)
         except ConfigError as exc:
-            raise _not_configured(call, f"{exc}; or set {BEARER_ENV} to a Bedrock API key")
-        credentials = await anyio.to_thread.run_sync(aws_auth.frozen_credentials, session)
+            why = f"{exc}; or set {BEARER_ENV} to a Bedrock API key"
+            raise not_configured(call, why, BEARER_ENV) from None
         if credentials is None:
-            raise _not_configured(
+            raise not_configured(
                 call,
                 f"no AWS credentials: set {BEARER_ENV} to a Bedrock API key, or "
                 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN for "
                 "temporary ones), or AWS_PROFILE to a profile of ~/.aws/credentials",
+                BEARER_ENV,
             )
         headers = aws_auth.sign(
             request.method,
@@ -72,7 +72,7 @@ class AwsSigV4(Stage[WireRequest, WireRequest, Any, Any]):
             request.headers,
             body_bytes(request.body),
             credentials,
-            region_or_fail(call, session),
+            await region_or_fail(call, session),
             self.options.service,
         )
         return dataclasses.replace(request, headers=headers)
@@ -82,11 +82,3 @@ class AwsSigV4(Stage[WireRequest, WireRequest, Any, Any]):
         if session is None:
             session = self._sessions[profile] = aws_auth.botocore_session(profile)
         return session
-
-
-def _not_configured(call: Call, why: str) -> ConfigError:
-    from metis.registry import NotConfiguredError
-
-    return NotConfiguredError(
-        f"{call.provider}: {why}", model=call.model, adapter=call.provider, api_key_env=BEARER_ENV
-    )
