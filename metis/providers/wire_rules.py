@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from metis.providers.bedrock_rules import converse_problems
+
 Rules = Callable[[dict[str, Any]], list[str]]
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -231,6 +233,8 @@ def ollama_problems(body: dict[str, Any]) -> list[str]:
 
 RULES: dict[str, Rules] = {
     "anthropic": anthropic_problems,
+    "bedrock_anthropic": anthropic_problems,
+    "bedrock_converse": converse_problems,
     "openai_chat": openai_chat_problems,
     "openai_responses": openai_responses_problems,
     "gemini": gemini_problems,
