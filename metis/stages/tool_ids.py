@@ -36,6 +36,11 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
 
         prefix: str = Field(default="call_", description="how this provider's ids begin")
         max_length: int = Field(default=40, ge=8)
+        reuse_issued_ids: bool = Field(
+            default=True,
+            description="send back the ids the provider issued; false for a provider that "
+            "reuses ids across replies (so each reply's ids are new to it)",
+        )
 
     options: Options
 
@@ -80,7 +85,7 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
             return {}
         known = (
             await call.tool_ids.provider_ids(call.session_id, call.provider, canonical)
-            if call.session_id
+            if call.session_id and self.options.reuse_issued_ids
             else {}
         )
         prefix, limit = self.options.prefix, self.options.max_length
