@@ -18,10 +18,23 @@ import pytest
 import yaml
 
 from metis import AdapterConfig, AdapterError, ErrorClass, build_adapter
-from metis.model import CanonicalRequest, Message, MessageComplete, ToolDefinition
+from metis.model import (
+    CanonicalRequest,
+    Message,
+    MessageComplete,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ThinkingConfig,
+    ToolDefinition,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from metis.model.response import StopKind
+from metis.providers.bedrock_converse import codec
 from metis.session import InMemoryToolIdStore
 from metis.stages.invariants import StreamChecker
+from tests.helpers import make_call
 
 eventstream = pytest.importorskip("botocore.eventstream")
 
@@ -189,3 +202,78 @@ async def test_the_recording_replays_through_the_bedrock_stack(exchange: Exchang
 async def _drain(events: Any) -> None:
     async for _ in events:
         pass
+
+
+def recorded_requests() -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for path in sorted((ROOT / "bedrock").glob("*.yaml")) if (ROOT / "bedrock").is_dir() else []:
+        for i, interaction in enumerate(yaml.safe_load(path.read_text())["interactions"]):
+            found.append(
+                (f"{path.stem.split('__')[-1]}[{i}]", json.loads(interaction["request"]["body"]))
+            )
+    return found
+
+
+def canonical_messages(body: dict[str, Any]) -> list[Message]:
+    """The recorded Converse messages, read into canonical ones (by the test, not the codec)."""
+    messages = []
+    for message in body["messages"]:
+        blocks: list[Any] = []
+        for block in message["content"]:
+            if "text" in block:
+                blocks.append(TextBlock(text=block["text"]))
+            elif "toolUse" in block:
+                use = block["toolUse"]
+                blocks.append(
+                    ToolUseBlock(id=use["toolUseId"], name=use["name"], input=use["input"])
+                )
+            elif "toolResult" in block:
+                result = block["toolResult"]
+                text = "".join(part["text"] for part in result["content"])
+                blocks.append(
+                    ToolResultBlock(
+                        tool_use_id=result["toolUseId"],
+                        content=text,
+                        is_error=result.get("status") == "error",
+                    )
+                )
+            elif "reasoningContent" in block:
+                reasoning = block["reasoningContent"]["reasoningText"]
+                blocks.append(
+                    ThinkingBlock(thinking=reasoning["text"], signature=reasoning["signature"])
+                )
+        messages.append(Message(role=Role(message["role"]), content=blocks))
+    return messages
+
+
+@pytest.mark.parametrize(
+    ("name", "body"), recorded_requests(), ids=[n for n, _ in recorded_requests()]
+)
+def test_the_converse_encoder_writes_what_the_recorded_requests_sent(
+    name: str, body: dict[str, Any]
+) -> None:
+    tools = [
+        ToolDefinition(
+            name=t["toolSpec"]["name"],
+            description=t["toolSpec"].get("description", ""),
+            input_schema=t["toolSpec"]["inputSchema"]["json"],
+        )
+        for t in (body.get("toolConfig") or {}).get("tools", [])
+    ]
+    thinking = (body.get("additionalModelRequestFields") or {}).get("thinking")
+    request = CanonicalRequest(
+        model="bedrock:m",
+        messages=canonical_messages(body),
+        system_prompt="\n".join(s["text"] for s in body["system"]) or None,
+        max_output_tokens=body["inferenceConfig"].get("maxTokens", 4096),
+        temperature=body["inferenceConfig"].get("temperature"),
+        tools=tools,
+        thinking=ThinkingConfig(budget_tokens=thinking["budget_tokens"]) if thinking else None,
+    )
+    encoded = codec.encode(request, make_call(provider="bedrock", model="bedrock:m"))
+    assert encoded["messages"] == body["messages"]
+    assert encoded.get("system", []) == body["system"]
+    assert encoded.get("toolConfig", {}).get("tools") == (body.get("toolConfig") or {}).get("tools")
+    assert encoded.get("additionalModelRequestFields") == body.get("additionalModelRequestFields")
+    for key, value in body["inferenceConfig"].items():
+        assert encoded["inferenceConfig"][key] == value
