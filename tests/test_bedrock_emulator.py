@@ -28,7 +28,7 @@ from metis.model import (
 )
 from metis.model.response import StopKind
 from metis.session import InMemoryToolIdStore
-from tests.test_bedrock_auth import aws_env  # noqa: F401
+from tests.test_bedrock_auth import aws_env, frozen_clock  # noqa: F401
 
 eventstream = pytest.importorskip("botocore.eventstream")
 
@@ -239,4 +239,17 @@ async def test_a_malformed_frame_is_a_protocol_error(emulator: Emulator) -> None
             ask("bedrock", Message.user("Tell me a story about the sea."), tools=[])
         ):
             pass
+    await a.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("aws_env", "frozen_clock")
+async def test_a_signature_dated_outside_the_allowed_skew_is_refused(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_keys(monkeypatch, "AKIDEMULATOR", CREDENTIALS["AKIDEMULATOR"])
+    a = adapter("bedrock", emulator)
+    with anyio.fail_after(DEADLINE), pytest.raises(AuthError, match="Signature expired"):
+        await a.complete(ask("bedrock"))
+    assert emulator.stats.requests == 1
     await a.close()

@@ -152,18 +152,9 @@ class Bedrock(Provider):
                 "The security token included in the request is expired",
             )
         amz_date = request.header("x-amz-date") or ""
-        try:
-            signed_at = calendar.timegm(time.strptime(amz_date, "%Y%m%dT%H%M%SZ"))
-        except ValueError:
-            return self.error(
-                403, "IncompleteSignatureException", "X-Amz-Date is missing or malformed"
-            )
-        if abs(time.time() - signed_at) > MAX_CLOCK_SKEW:
-            return self.error(
-                403,
-                "InvalidSignatureException",
-                f"Signature expired: {amz_date} is now earlier or later than the allowed skew.",
-            )
+        stale = self._date_refusal(amz_date)
+        if stale is not None:
+            return stale
         from botocore.credentials import Credentials
 
         names = parts["signed"].split(";")
@@ -185,6 +176,21 @@ class Bedrock(Provider):
                 "InvalidSignatureException",
                 "The request signature we calculated does not match the signature you "
                 "provided. Check your AWS Secret Access Key and signing method.",
+            )
+        return None
+
+    def _date_refusal(self, amz_date: str) -> JsonReply | None:
+        try:
+            signed_at = calendar.timegm(time.strptime(amz_date, "%Y%m%dT%H%M%SZ"))
+        except ValueError:
+            return self.error(
+                403, "IncompleteSignatureException", "X-Amz-Date is missing or malformed"
+            )
+        if abs(time.time() - signed_at) > MAX_CLOCK_SKEW:
+            return self.error(
+                403,
+                "InvalidSignatureException",
+                f"Signature expired: {amz_date} is now earlier or later than the allowed skew.",
             )
         return None
 
