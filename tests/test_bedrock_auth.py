@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import datetime
 import json
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
-from metis import AdapterConfig, AuthError, build_adapter
+from metis import AdapterConfig, AuthError, CancelledError, NetworkError, build_adapter
 from metis.adapter import Adapter
 from metis.model import CanonicalRequest, Message
 from metis.providers import aws_auth
@@ -269,3 +272,48 @@ async def test_throttling_is_a_rate_limit_and_is_retried(aws_env: Path) -> None:
         await run(adapter)
     assert caught.value.error_class.value == "rate_limit"  # type: ignore[attr-defined]
     assert len(sent) == 3  # max_retries 2: every attempt was sent
+
+
+@pytest.fixture
+def slow_credentials(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A credential chain stuck on a metadata service that does not answer."""
+    release = threading.Event()
+
+    def stuck(session: Any) -> None:
+        release.wait(10)
+
+    monkeypatch.setattr(aws_auth, "frozen_credentials", stuck)
+    yield
+    release.set()
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("aws_env", "slow_credentials")
+async def test_cancel_cuts_a_slow_credential_lookup_short() -> None:
+    sent: list[httpx.Request] = []
+    adapter = bedrock(sent, options={"region": "us-east-1"})
+    request = ask()
+    started = time.monotonic()
+
+    async def call() -> None:
+        with pytest.raises(CancelledError):
+            await adapter.complete(request)
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(call)
+        await anyio.sleep(0.3)
+        assert await adapter.cancel(request.request_id) is True
+    assert time.monotonic() - started < 5  # generous: the lookup itself would take 10 s
+    assert sent == []
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("aws_env", "slow_credentials")
+async def test_the_call_deadline_bounds_a_slow_credential_lookup() -> None:
+    sent: list[httpx.Request] = []
+    adapter = bedrock(sent, options={"region": "us-east-1"}, timeout_seconds=0.5, max_retries=0)
+    started = time.monotonic()
+    with pytest.raises(NetworkError, match="deadline"):
+        await adapter.complete(ask())
+    assert time.monotonic() - started < 5
+    assert sent == []

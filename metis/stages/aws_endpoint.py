@@ -12,18 +12,20 @@ the path that is sent is the one that is signed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict
 
-from metis.errors import ConfigError
+from metis.errors import ConfigError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
 from metis.providers import aws_auth
+
+T = TypeVar("T")
 
 
 class AwsEndpoint(Stage[WireRequest, WireRequest, Any, Any]):
@@ -58,7 +60,7 @@ async def region_or_fail(call: Call, session: Any | None = None) -> str:
         try:
             if session is None:
                 session = aws_auth.botocore_session(profile_of(call))
-            found = await anyio.to_thread.run_sync(aws_auth.profile_region, session)
+            found = await in_worker(call, aws_auth.profile_region, session)
         except ConfigError:
             found = None  # no botocore, or no usable profile: the message below says what to do
     if found is None:
@@ -69,6 +71,18 @@ async def region_or_fail(call: Call, session: Any | None = None) -> str:
             "AWS_REGION",
         )
     return found
+
+
+async def in_worker(call: Call, blocking: Callable[..., T], *args: Any) -> T:
+    """Run botocore's blocking configuration and credential lookups in a worker thread, as
+    a wait that ``adapter.cancel()`` and the call's deadline both cut short."""
+    with call.cancel.guard(call.deadline):
+        return await anyio.to_thread.run_sync(blocking, *args, abandon_on_cancel=True)
+    raise NetworkError(  # reached only when the deadline cancelled the scope
+        f"{call.provider}: looking up AWS configuration outlived the call's deadline",
+        provider=call.provider,
+        request_id=call.request_id,
+    )
 
 
 def not_configured(call: Call, why: str, variable: str) -> ConfigError:

@@ -15,7 +15,6 @@ import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
-import anyio.to_thread
 from pydantic import BaseModel, ConfigDict
 
 from metis.errors import ConfigError
@@ -23,7 +22,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest, body_bytes
 from metis.providers import aws_auth
-from metis.stages.aws_endpoint import not_configured, profile_of, region_or_fail
+from metis.stages.aws_endpoint import in_worker, not_configured, profile_of, region_or_fail
 
 BEARER_ENV = "AWS_BEARER_TOKEN_BEDROCK"
 
@@ -54,7 +53,7 @@ class AwsSigV4(Stage[WireRequest, WireRequest, Any, Any]):
     async def _signed(self, request: WireRequest, call: Call) -> WireRequest:
         try:
             session = self._session(profile_of(call))
-            credentials = await anyio.to_thread.run_sync(aws_auth.frozen_credentials, session)
+            credentials = await in_worker(call, aws_auth.frozen_credentials, session)
         except ConfigError as exc:
             why = f"{exc}; or set {BEARER_ENV} to a Bedrock API key"
             raise not_configured(call, why, BEARER_ENV) from None
