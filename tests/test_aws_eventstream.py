@@ -223,3 +223,13 @@ async def test_the_decode_stage_refuses_a_stream_cut_mid_frame() -> None:
 def test_the_json_payload_survives_as_sent() -> None:
     (frame,) = EventStreamDecoder().feed(event_frame("x", {"a": 'é\n"', "n": [1, 2]}))
     assert json.loads(frame.payload) == {"a": 'é\n"', "n": [1, 2]}
+
+
+def test_a_large_frame_in_small_chunks_is_joined_once_whole() -> None:
+    text = "x" * (1 << 20)
+    body = event_frame("contentBlockDelta", {"delta": {"text": text}}) + STREAM
+    decoder = EventStreamDecoder()
+    got = [f for i in range(0, len(body), 1000) for f in decoder.feed(body[i : i + 1000])]
+    decoder.close()
+    assert frame_object(got[0]) == {"contentBlockDelta": {"delta": {"text": text}}}
+    assert len(got) == 1 + len(EVENTS)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import struct
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,60 +40,89 @@ _PRELUDE_FIELDS = struct.Struct(">III")
 # (6, 7: bytes and string, u16-length-prefixed), timestamp, uuid.
 _FIXED_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}
 _INTS = {2: ">b", 3: ">h", 4: ">i", 5: ">q", 8: ">q"}
+_KNOWN_HEADER_BLOCKS = 64
 
 
 @dataclass(slots=True, frozen=True)
 class Frame:
-    headers: dict[str, Any]
+    headers: Mapping[str, Any]
+    """Shared by frames with the same header block: read it, never change it."""
     payload: bytes
 
 
 class EventStreamDecoder:
-    """Whole frames from event-stream bytes, whatever the chunk boundaries."""
+    """Whole frames from event-stream bytes, whatever the chunk boundaries.
 
-    __slots__ = ("_buffer", "_frames_seen")
+    Frames of one stream repeat the same few header blocks, so each distinct block is parsed
+    once and its (read-only) mapping shared by the frames that carry it.
+    """
+
+    __slots__ = ("_frames_seen", "_known_headers", "_needed", "_parts", "_pending")
 
     def __init__(self) -> None:
-        self._buffer = bytearray()
+        self._pending = b""
+        self._parts: list[bytes] = []  # chunks of a large frame, joined once it is whole
+        self._needed = 0  # bytes the unfinished frame still lacks
         self._frames_seen = 0
+        self._known_headers: dict[bytes, dict[str, Any]] = {}
 
     def feed(self, chunk: bytes) -> list[Frame]:
-        buffer = self._buffer
-        buffer += chunk
+        if self._needed > len(chunk):
+            self._parts.append(bytes(chunk))
+            self._needed -= len(chunk)
+            return []
+        if self._parts:
+            self._pending = b"".join([self._pending, *self._parts])
+            self._parts.clear()
+        self._needed = 0
+        data = self._pending + chunk if self._pending else bytes(chunk)
         frames: list[Frame] = []
-        offset = 0
-        while len(buffer) - offset >= _PRELUDE:
-            total, headers_length, prelude_crc = _PRELUDE_FIELDS.unpack_from(buffer, offset)
-            if zlib.crc32(buffer[offset : offset + 8]) != prelude_crc:
-                raise self._corrupt("its prelude CRC does not match")
-            if total < _MIN_FRAME or total > MAX_FRAME or headers_length > total - _MIN_FRAME:
-                raise self._corrupt(f"its lengths are impossible ({total}, {headers_length})")
-            if len(buffer) - offset < total:
-                break
-            frame = bytes(buffer[offset : offset + total])
-            if zlib.crc32(frame[:-_CRC]) != _U32.unpack_from(frame, total - _CRC)[0]:
-                raise self._corrupt("its message CRC does not match")
-            headers = _headers(memoryview(frame)[_PRELUDE : _PRELUDE + headers_length])
-            payload = frame[_PRELUDE + headers_length : -_CRC]
-            frames.append(Frame(headers, payload))
-            self._frames_seen += 1
-            offset += total
-        if offset:
-            del buffer[:offset]
+        offset, size = 0, len(data)
+        with memoryview(data) as view:
+            while size - offset >= _PRELUDE:
+                total, headers_length, prelude_crc = _PRELUDE_FIELDS.unpack_from(data, offset)
+                if zlib.crc32(view[offset : offset + 8]) != prelude_crc:
+                    raise self._corrupt("its prelude CRC does not match")
+                if total < _MIN_FRAME or total > MAX_FRAME or headers_length > total - _MIN_FRAME:
+                    raise self._corrupt(f"its lengths are impossible ({total}, {headers_length})")
+                end = offset + total
+                if end > size:
+                    self._needed = end - size
+                    break
+                if zlib.crc32(view[offset : end - _CRC]) != _U32.unpack_from(data, end - _CRC)[0]:
+                    raise self._corrupt("its message CRC does not match")
+                payload_start = offset + _PRELUDE + headers_length
+                frames.append(
+                    Frame(
+                        self._headers(data[offset + _PRELUDE : payload_start]),
+                        data[payload_start : end - _CRC],
+                    )
+                )
+                self._frames_seen += 1
+                offset = end
+        self._pending = data[offset:] if offset < size else b""
         return frames
 
     def close(self) -> None:
         """The body ended: anything left over is a frame cut short."""
-        if self._buffer:
-            held = len(self._buffer)
-            self._buffer.clear()
+        held = len(self._pending) + sum(map(len, self._parts))
+        if held:
+            self._pending, self._parts, self._needed = b"", [], 0
             raise ProtocolError(
                 f"the event stream ended inside a frame ({held} bytes of an unfinished frame "
                 f"after {self._frames_seen} whole ones)"
             )
 
+    def _headers(self, raw: bytes) -> dict[str, Any]:
+        headers = self._known_headers.get(raw)
+        if headers is None:
+            headers = _headers(memoryview(raw))
+            if len(self._known_headers) < _KNOWN_HEADER_BLOCKS:
+                self._known_headers[raw] = headers
+        return headers
+
     def _corrupt(self, why: str) -> ProtocolError:
-        self._buffer.clear()
+        self._pending, self._parts, self._needed = b"", [], 0
         return ProtocolError(
             f"event stream frame {self._frames_seen + 1} is corrupt: {why}; the stream "
             "cannot be trusted past it"
