@@ -65,20 +65,52 @@ def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(botocore_auth, "get_current_datetime", lambda: instant)
 
 
-def test_sigv4_reproduces_aws_published_get_vanilla_vector(frozen_clock: None) -> None:
-    headers = aws_auth.sign(
-        "GET",
-        "https://example.amazonaws.com/",
-        {},
-        b"",
-        Credentials(EXAMPLE_KEY, EXAMPLE_SECRET),
-        "us-east-1",
-        "service",
-    )
-    assert headers["X-Amz-Date"] == "20150830T123600Z"
-    assert headers["Authorization"] == (
-        "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
-        f"SignedHeaders=host;x-amz-date, Signature={VANILLA_SIGNATURE}"
+@pytest.mark.parametrize(
+    ("method", "url", "headers", "service", "signed", "signature"),
+    [
+        # the SigV4 test suite's get-vanilla and post-vanilla
+        (
+            "GET",
+            "https://example.amazonaws.com/",
+            {},
+            "service",
+            "host;x-amz-date",
+            VANILLA_SIGNATURE,
+        ),
+        (
+            "POST",
+            "https://example.amazonaws.com/",
+            {},
+            "service",
+            "host;x-amz-date",
+            "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b",
+        ),
+        # the worked example of AWS's "Create a signed AWS API request" (IAM ListUsers)
+        (
+            "GET",
+            "https://iam.amazonaws.com/?Action=ListUsers&Version=2010-05-08",
+            {"content-type": "application/x-www-form-urlencoded; charset=utf-8"},
+            "iam",
+            "content-type;host;x-amz-date",
+            "5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7",
+        ),
+    ],
+)
+def test_sigv4_reproduces_aws_published_vectors(
+    frozen_clock: None,
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    service: str,
+    signed: str,
+    signature: str,
+) -> None:
+    credentials = Credentials(EXAMPLE_KEY, EXAMPLE_SECRET)
+    out = aws_auth.sign(method, url, headers, b"", credentials, "us-east-1", service)
+    assert out["X-Amz-Date"] == "20150830T123600Z"
+    assert out["Authorization"] == (
+        f"AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/{service}/aws4_request, "
+        f"SignedHeaders={signed}, Signature={signature}"
     )
 
 
