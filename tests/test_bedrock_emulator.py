@@ -16,7 +16,7 @@ from metis import AdapterConfig, AuthError, build_adapter
 from metis.adapter import Adapter
 from metis.emulator import Emulator
 from metis.emulator.bedrock import CREDENTIALS, EXPIRED_TOKEN
-from metis.errors import ProtocolError
+from metis.errors import AdapterError, ProtocolError
 from metis.model import (
     CanonicalRequest,
     Message,
@@ -252,4 +252,28 @@ async def test_a_signature_dated_outside_the_allowed_skew_is_refused(
     with anyio.fail_after(DEADLINE), pytest.raises(AuthError, match="Signature expired"):
         await a.complete(ask("bedrock"))
     assert emulator.stats.requests == 1
+    await a.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("fault", "error_class"),
+    [
+        ("context_overflow", "context_overflow"),
+        ("overloaded", "overloaded"),
+        ("auth", "auth"),
+        ("stream_error=rate_limit;after=2", "rate_limit"),
+        ("stream_error=overloaded;after=2", "overloaded"),
+    ],
+)
+async def test_bedrock_errors_arrive_classified(
+    fault: str, error_class: str, emulator: Emulator
+) -> None:
+    a = adapter("bedrock", emulator, api_key="ABSKkey", max_retries=0)
+    emulator.push_fault(fault, provider="bedrock")
+    story = Message.user("Tell me a long story about the sea.")
+    with anyio.fail_after(DEADLINE), pytest.raises(AdapterError) as caught:
+        async for _ in a.stream(ask("bedrock", story, tools=[])):
+            pass
+    assert caught.value.error_class.value == error_class
     await a.close()
