@@ -349,3 +349,19 @@ async def test_the_call_deadline_bounds_a_slow_credential_lookup() -> None:
         await adapter.complete(ask())
     assert time.monotonic() - started < 5
     assert sent == []
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("aws_env")
+async def test_an_inference_profile_arn_is_sent_escaped_whole() -> None:
+    arn = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc123"
+    sent: list[httpx.Request] = []
+    adapter = bedrock(sent, api_key="ABSKexample", options={"region": "us-east-1"})
+    request = CanonicalRequest(
+        model=f"bedrock:{arn}", messages=[Message.user("hi")], max_output_tokens=8
+    )
+    [e async for e in adapter.stream(request)]
+    assert sent[0].url.raw_path == (
+        b"/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Aapplication-inference-profile"
+        b"%2Fabc123/converse-stream"
+    )
