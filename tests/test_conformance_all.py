@@ -45,8 +45,16 @@ MODELS = {
     "ollama": "ollama:qwen3",
     "groq": "groq:llama-3.3-70b-versatile",
     "tgi": "tgi:tgi",
+    "bedrock": "bedrock:us.amazon.nova-pro-v1:0",
+    "bedrock_anthropic": "bedrock_anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+    "bedrock_mantle": "bedrock_mantle:openai.gpt-oss-120b-1:0",
 }
-EMULATED_AS = {"groq": "openai", "tgi": "openai"}
+EMULATED_AS = {
+    "groq": "openai",
+    "tgi": "openai",
+    "bedrock_anthropic": "bedrock",
+    "bedrock_mantle": "openai",
+}
 PROVIDERS = list(MODELS)
 WEATHER = ToolDefinition(
     name="get_weather",

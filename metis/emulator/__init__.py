@@ -16,7 +16,9 @@ Endpoints: Anthropic ``POST /v1/messages``; OpenAI ``POST /v1/chat/completions``
 serves the OpenAI-compatible stacks: DeepSeek, Groq, Mistral, OpenRouter, Together, vLLM,
 llama.cpp, TGI) and ``POST /v1/responses``; Gemini
 ``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``; Ollama
-``POST /api/chat``, ``POST /api/show``, ``GET /api/tags``, ``GET /api/version``. Faults: see
+``POST /api/chat``, ``POST /api/show``, ``GET /api/tags``, ``GET /api/version``; AWS Bedrock
+``POST /model/{id}/converse``, ``/converse-stream``, ``/invoke`` and
+``/invoke-with-response-stream`` (SigV4 or a Bedrock API key). Faults: see
 :mod:`metis.emulator.faults`; the scripted model: see :mod:`metis.emulator.responder`.
 Command line: ``python -m metis.emulator --port 8900``.
 """

@@ -19,6 +19,7 @@ ENDPOINTS = (
     ("openai_responses", "POST /v1/responses"),
     ("gemini", "POST /v1beta/models/{model}:generateContent | :streamGenerateContent?alt=sse"),
     ("ollama", "POST /api/chat, GET /api/tags, GET /api/version"),
+    ("bedrock", "POST /model/{id}/converse, /converse-stream, /invoke (+ streamed)"),
 )
 
 

@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl
 
 from metis.emulator._wire import ApiError, Env, HttpRequest, JsonReply, Provider, StreamReply
 from metis.emulator.anthropic import Anthropic
+from metis.emulator.bedrock import Bedrock
 from metis.emulator.faults import (
     STATUS_KINDS,
     Fault,
@@ -56,6 +57,7 @@ PROVIDER_ALIASES = {
     "gemini": "gemini",
     "google": "gemini",
     "ollama": "ollama",
+    **dict.fromkeys(["bedrock", "bedrock_anthropic"], "bedrock"),
     # OpenAI-compatible stacks: served by the OpenAI Chat endpoint (at their own paths)
     **dict.fromkeys(
         ["deepseek", "groq", "mistral", "openrouter", "together", "vllm", "llamacpp", "tgi"],
@@ -149,6 +151,7 @@ class Emulator:
             OpenAIResponses(),
             Gemini(),
             Ollama(),
+            Bedrock(),
         ]
         self.env = Env(
             responder=Responder(

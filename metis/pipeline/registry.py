@@ -35,6 +35,8 @@ _BUILTIN: dict[str, str] = {
     "schema_cleanup": "metis.stages.schema_cleanup:SchemaCleanup",
     "pre_send_check": "metis.stages.pre_send_check:PreSendCheck",
     "wire_fields": "metis.stages.wire_fields:WireFields",
+    "aws_endpoint": "metis.stages.aws_endpoint:AwsEndpoint",
+    "aws_sigv4": "metis.stages.aws_sigv4:AwsSigV4",
 }
 
 

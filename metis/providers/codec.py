@@ -45,6 +45,8 @@ class Codec(Protocol):
 
 _LAZY: dict[str, str] = {
     "anthropic": "metis.providers.anthropic:codec",
+    "bedrock_anthropic": "metis.providers.bedrock_anthropic:codec",
+    "bedrock_converse": "metis.providers.bedrock_converse:codec",
     "openai_chat": "metis.providers.openai_chat:codec",
     "openai_responses": "metis.providers.openai_responses:codec",
     "ollama": "metis.providers.ollama:codec",

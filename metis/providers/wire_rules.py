@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from metis.providers.anthropic_rules import parameter_problems
+from metis.providers.bedrock_rules import converse_problems
 
 Rules = Callable[[dict[str, Any]], list[str]]
 
@@ -260,6 +261,8 @@ RULES_DIALECT = {"deepseek": "openai_chat"}
 
 RULES: dict[str, Rules] = {
     "anthropic": anthropic_problems,
+    "bedrock_anthropic": anthropic_problems,
+    "bedrock_converse": converse_problems,
     "openai_chat": openai_chat_problems,
     "deepseek": deepseek_problems,
     "openai_responses": openai_responses_problems,

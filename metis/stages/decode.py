@@ -2,8 +2,9 @@
 
 It sits just outside the transport and leaves the request alone. A streamed body is split
 into its documents by ``format``: ``sse`` (Server-Sent Events, each event's data one JSON
-object; OpenAI's ``[DONE]`` terminator ends it, and events after it are ignored) or
-``ndjson`` (one object per line). A body that is not streamed, or whose format is ``json``,
+object; OpenAI's ``[DONE]`` terminator ends it, and events after it are ignored),
+``ndjson`` (one object per line) or ``eventstream`` (AWS's binary frames,
+metis/providers/aws_eventstream.py). A body that is not streamed, or whose format is ``json``,
 is one JSON document, parsed once at the end. Anything that is not a JSON object, and JSON
 beyond :mod:`metis.providers.json_limits` (NaN, Infinity, nesting deeper than 100 levels),
 raises :class:`~metis.errors.ProtocolError`.
@@ -26,6 +27,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
 from metis.providers import json_limits
+from metis.providers.aws_eventstream import EventStreamDecoder, frame_object
 from metis.providers.json_limits import JSONLimitError
 from metis.providers.sse import MAX_LINE_LENGTH, SSEDecoder
 
@@ -43,7 +45,7 @@ class Decode(Stage[WireRequest, WireRequest, bytes, dict[str, Any]]):
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        format: Literal["sse", "ndjson", "json"] = "sse"
+        format: Literal["sse", "ndjson", "json", "eventstream"] = "sse"
 
     options: Options
 
@@ -67,6 +69,13 @@ class Decode(Stage[WireRequest, WireRequest, bytes, dict[str, Any]]):
         elif fmt == "sse":
             async for obj in _sse_objects(chunk, chunks, call):
                 yield obj
+        elif fmt == "eventstream":
+            frames = EventStreamDecoder()
+            while chunk is not None:
+                for frame in frames.feed(chunk):
+                    yield frame_object(frame)
+                chunk = await anext(chunks, None)
+            frames.close()
         else:
             splitter = _LineSplitter()
             while chunk is not None:

@@ -57,6 +57,11 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
 
         prefix: str = Field(default="call_", description="how this provider's ids begin")
         max_length: int = Field(default=40, ge=8)
+        reuse_issued_ids: bool = Field(
+            default=True,
+            description="send back the ids the provider issued; false for a provider that "
+            "reuses ids across replies (so each reply's ids are new to it)",
+        )
 
     options: Options
 
@@ -100,7 +105,7 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
         if not canonical:
             return {}
         known: dict[str, str] | None = {}
-        if call.session_id:
+        if call.session_id and self.options.reuse_issued_ids:
             read = partial(_known_ids, call.tool_ids, call.session_id, call.provider, canonical)
             known = await _store_call(call, "read", read)
         known = known or {}

@@ -17,7 +17,6 @@ waits. One loop reads every body: on a real socket each read is bounded at the s
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
@@ -30,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from metis.errors import CancelledError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
-from metis.pipeline.wire import HTTPFailure, WireRequest
+from metis.pipeline.wire import HTTPFailure, WireRequest, body_bytes
 from metis.stages.redirects import redirect_target
 from metis.stages.socket_reads import bound_socket_reads, socket_abort
 
@@ -99,7 +98,7 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
         opts = self.options
         first_by = min(call.deadline, anyio.current_time() + opts.first_event_timeout)
         clock = ReadClock(call.deadline, opts.idle_timeout, first_by, request.stream)
-        content = json.dumps(request.body, separators=(",", ":"), ensure_ascii=False).encode()
+        content = body_bytes(request.body)
         http_request = self._build(call, request.method, request.url, request.headers, content)
         response: httpx.Response | None = None
         chunks: AsyncIterator[bytes] | None = None
