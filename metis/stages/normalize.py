@@ -7,8 +7,9 @@ mapping, and a failure after the message began ends it as seed 000 §6.5 says, w
 ``message.complete`` (stop reason ``error``, the partial content) before the error is raised.
 Objects that arrive after the codec ended the message (after Anthropic's ``message_stop``,
 Responses' ``response.completed``, Ollama's ``done: true``) are not parsed: they are ignored
-with one WARN record, as the decode stage ignores events after ``[DONE]``; so is a failure
-to read them (invalid JSON, a dropped connection): the message as ended stands.
+with one WARN record, as the decode stage ignores events after ``[DONE]``; so is junk that
+cannot be read (a ProtocolError). A transport failure after the end is still raised, after
+``message.complete``.
 """
 
 from __future__ import annotations
@@ -88,7 +89,9 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
             ) from None
         except AdapterError as error:
             self._classified(error, call)
-            if builder.completed and not out:  # reading on after the end failed: it stands
+            if (
+                builder.completed and not out and isinstance(error, ProtocolError)
+            ):  # junk after the end
                 if not ignored:
                     warn_ignored_after_end(call, "the end of the message", error)
                 return
