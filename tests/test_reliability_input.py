@@ -21,7 +21,13 @@ from hypothesis import strategies as st
 
 from metis import AdapterConfig, build_adapter
 from metis.config_files import read_yaml
-from metis.errors import AdapterError, ConfigError, InvalidRequestError, ProtocolError
+from metis.errors import (
+    AdapterError,
+    ConfigError,
+    InvalidRequestError,
+    OverloadedError,
+    ProtocolError,
+)
 from metis.model import (
     Message,
     MessageComplete,
@@ -757,3 +763,14 @@ async def test_a_key_quoted_in_a_dropped_block_warning_is_redacted(
     async for _ in adapter.stream(stream_request("anthropic")):
         pass
     assert "dropped" in caplog.text and key not in caplog.text
+
+
+@pytest.mark.anyio
+async def test_an_error_event_after_the_end_is_still_raised_after_message_complete() -> None:
+    late = _anthropic(
+        {"type": "error", "error": {"type": "overloaded_error", "message": "late failure"}}
+    )
+    events, error = await _failure("anthropic", BASE["anthropic"].body + late)
+    assert type(error) is OverloadedError, repr(error)
+    assert isinstance(events[-1], MessageComplete)
+    assert events[-1].stop_reason.kind.value != "error"  # the message had ended well

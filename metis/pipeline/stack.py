@@ -139,14 +139,13 @@ class Endpoint:
     api_key: str | None = field(default=None, repr=False)
     auth_header: str | None = None
     auth_scheme: str | None = None
-    secrets: tuple[str, ...] = field(default=(), repr=False)
+    secrets: tuple[str, ...] = field(default=(), init=False, repr=False)
     """The key, secret header values and base-URL query values: hidden from every error,
     telemetry event and log line of a call (:func:`metis.errors.redact`)."""
 
     def __post_init__(self) -> None:
-        if not self.secrets:
-            found = collect_secrets(self.api_key, self.headers, self.base_url)
-            object.__setattr__(self, "secrets", found)
+        found = collect_secrets(self.api_key, self.headers, self.base_url)
+        object.__setattr__(self, "secrets", found)
 
     def __repr__(self) -> str:
         return (

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from metis.errors import AdapterError, ProtocolError, redact
+from metis.errors import ProtocolError, redact
 from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
@@ -104,7 +104,7 @@ async def _sse_objects(
                     break
             events = decoder.feed(chunk)
             chunk = None
-        except AdapterError as error:
+        except ProtocolError as error:  # undecodable bytes; a transport failure is raised
             if not done:
                 raise
             warn_ignored_after_end(call, "data: [DONE]", error)

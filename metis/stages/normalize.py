@@ -6,13 +6,15 @@ Failures become classified errors here: an HTTP error answer through the codec's
 mapping, and a failure after the message began ends it as seed 000 §6.5 says, with a final
 ``message.complete`` (stop reason ``error``, the partial content) before the error is raised.
 Objects that arrive after the codec ended the message (after Anthropic's ``message_stop``,
-Responses' ``response.completed``, Ollama's ``done: true``) are not parsed: they are ignored
-with one WARN record, as the decode stage ignores events after ``[DONE]``; so is a failure
-to read them (invalid JSON, a dropped connection): the message as ended stands.
+Responses' ``response.completed``, Ollama's ``done: true``) make no events: one WARN record
+says they were ignored, junk that cannot be read is ignored too, and only a provider error
+event (or a transport failure) among them is still raised, after ``message.complete``. The
+decode stage reads nothing after OpenAI's ``[DONE]``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -69,13 +71,16 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
                 parser = self.codec.stream_parser(builder)
                 feed = parser.feed
                 whole = False
+                after_end: Any = None  # a parser whose events are thrown away
                 async for obj in inner(request, call):
                     if builder.completed:  # the provider's terminal event has been read
                         ignored += 1
                         if ignored == 1:
                             warn_ignored_after_end(call, "the end of the message")
+                            after_end = self.codec.stream_parser(MessageBuilder(call.provider, ""))
                         if ignored > MAX_IGNORED_AFTER_END:
                             break
+                        _raise_error_event(after_end, obj)
                         continue
                     if obj.__class__ is WholeBody:  # a complete reply where a stream was due
                         whole = True
@@ -105,7 +110,9 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
             ) from None
         except AdapterError as error:
             self._classified(error, call)
-            if builder.completed and not out:  # reading on after the end failed: it stands
+            if (
+                builder.completed and not out and isinstance(error, ProtocolError)
+            ):  # junk after the end
                 if not ignored:
                     warn_ignored_after_end(call, "the end of the message", error)
                 return
@@ -123,6 +130,13 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
         error.request_id = error.request_id or call.request_id
         scrub_error(error, call.endpoint.secrets)  # a server may echo the key back
         return error
+
+
+def _raise_error_event(parser: Any, obj: dict[str, Any]) -> None:
+    """After the end an object makes no event, but a provider error event is still raised
+    (after ``message.complete``); what the codec cannot read is ignored."""
+    with contextlib.suppress(ProtocolError):
+        parser.feed(obj)
 
 
 def _estimate_usage(builder: MessageBuilder, request: WireRequest, call: Call) -> None:
