@@ -63,25 +63,21 @@ class Decode(Stage[WireRequest, WireRequest, bytes, dict[str, Any]]):
                 yield WholeBody(_parse(_text(body, "json"), "json"))
         elif fmt == "sse":
             decoder = SSEDecoder()
-            first = decoder.feed(chunk) if chunk is not None else []
-            for event in first:
-                if not _skip(event.data):
-                    yield _parse(event.data, "sse")
-            async for chunk in chunks:  # the hot loop
+            while chunk is not None:
                 for event in decoder.feed(chunk):
                     data = event.data
                     if not _skip(data):
                         yield _parse(data, "sse")
+                chunk = await anext(chunks, None)
             for event in decoder.close():
                 if not _skip(event.data):
                     yield _parse(event.data, "sse")
         else:
             splitter = _LineSplitter()
-            for line in splitter.feed(chunk) if chunk is not None else []:
-                yield _parse(_text(line, "ndjson"), "ndjson")
-            async for chunk in chunks:
+            while chunk is not None:
                 for line in splitter.feed(chunk):
                     yield _parse(_text(line, "ndjson"), "ndjson")
+                chunk = await anext(chunks, None)
             for line in splitter.close():
                 yield _parse(_text(line, "ndjson"), "ndjson")
 
