@@ -16,6 +16,7 @@ from metis.model import (
     CanonicalRequest,
     Message,
     ProviderRaw,
+    TextBlock,
     ThinkingBlock,
     ThinkingConfig,
     ToolDefinition,
@@ -89,9 +90,18 @@ def test_without_the_setting_reasoning_is_never_sent() -> None:
     assert "User wants Paris." not in json.dumps(body)
 
 
-@pytest.mark.parametrize("settings", [{"reasoning_field": ""}, {"store": True}])
-def test_bad_settings_are_refused_when_the_stack_is_built(settings: dict[str, object]) -> None:
-    with pytest.raises(StackError, match="reasoning_field"):
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"reasoning_field": ""}, "reasoning_field"),
+        ({"store": True}, "store"),
+        ({"reasoning_placeholder": " "}, "one of"),
+    ],
+)
+def test_bad_settings_are_refused_when_the_stack_is_built(
+    settings: dict[str, object], named: str
+) -> None:
+    with pytest.raises(StackError, match=named):
         get_codec("openai_chat", settings)
 
 
@@ -201,3 +211,22 @@ def test_pre_send_check_knows_the_thinking_mode_rule() -> None:
     assert deepseek_problems({"model": "deepseek-chat", "messages": messages}) == []
     messages[1]["reasoning_content"] = " "
     assert deepseek_problems({"model": "deepseek-reasoner", "messages": messages}) == []
+
+
+def test_mistral_gets_its_own_reasoning_back_as_typed_content_chunks() -> None:
+    codec = get_codec("openai_chat", {"reasoning_in_content": True})
+    model = "mistral:magistral-medium-latest"
+    call = make_call(provider="mistral", model=model)
+    request = history(ProviderRaw(provider="mistral", model=model))
+    said = request.messages[1].model_copy(
+        update={"content": [*request.messages[1].content[:1], TextBlock(text="Checking."), CALL]}
+    )
+    body = codec.encode(request.model_copy(update={"messages": [request.messages[0], said]}), call)
+    sent = assistant_sent(body)
+    assert sent["content"] == [
+        {"type": "thinking", "thinking": [{"type": "text", "text": "User wants Paris."}]},
+        {"type": "text", "text": "Checking."},
+    ]
+    assert "reasoning_content" not in sent and sent["tool_calls"]
+    other = codec.encode(history(ProviderRaw(provider="mistral", model="mistral:other")), call)
+    assert assistant_sent(other)["content"] is None  # another model's reasoning stays home

@@ -208,7 +208,7 @@ def test_metis_stack_shows_which_file_set_each_stage(
     assert rows["wire_fields"] == "mine.yaml" and rows["encode"] == "openai.yaml"
 
 
-COMPATIBLE = ("groq", "together", "vllm", "llamacpp", "openrouter")
+COMPATIBLE = ("groq", "together", "vllm", "llamacpp", "openrouter", "mistral", "deepseek")
 
 
 @pytest.mark.parametrize("name", COMPATIBLE)

@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from metis.model.content import (
     Base64ImageSource,
@@ -29,6 +29,7 @@ from metis.model.content import (
 )
 from metis.model.request import ToolDefinition
 from metis.pipeline.call import Call
+from metis.providers.openai_chat_read import content_chunks
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -38,8 +39,18 @@ class ReasoningReplay(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    reasoning_field: str = Field(min_length=1)
+    reasoning_field: str | None = Field(default=None, min_length=1)
     """The assistant-message field for this model's own reasoning (``reasoning_content``)."""
+    reasoning_in_content: bool = False
+    """Send this model's own reasoning inside ``content`` as typed chunks (``{"type":
+    "thinking", "thinking": [...]}`` then ``{"type": "text", ...}``), as Mistral replays it."""
+
+    @model_validator(mode="after")
+    def _one_way(self) -> ReasoningReplay:
+        if (self.reasoning_field is None) == (not self.reasoning_in_content):
+            raise ValueError("set one of reasoning_field or reasoning_in_content")
+        return self
+
     reasoning_placeholder: str | None = None
     """What an assistant turn with tool calls but none of this model's reasoning (a turn made
     elsewhere) carries in that field instead. DeepSeek's thinking mode requires the field on
@@ -100,7 +111,9 @@ def assistant_message(
             _drop(call, block.type, message.role, message_id)
     content = "".join(texts) if texts else (None if calls else "")
     out: dict[str, Any] = {"role": "assistant", "content": content}
-    if replay is not None:
+    if replay is not None and replay.reasoning_in_content and reasoning:
+        out["content"] = content_chunks(message.content, lambda block: _own(block, call))
+    elif replay is not None and replay.reasoning_field is not None:
         said = "".join(reasoning)
         if not said and calls and replay.reasoning_placeholder is not None:
             said = replay.reasoning_placeholder
