@@ -33,6 +33,9 @@ _BUILTIN: dict[str, str] = {
     "schema_cleanup": "metis.stages.schema_cleanup:SchemaCleanup",
     "pre_send_check": "metis.stages.pre_send_check:PreSendCheck",
     "wire_fields": "metis.stages.wire_fields:WireFields",
+    "url_params": "metis.stages.url_params:UrlParams",
+    "google_auth": "metis.stages.google_auth:GoogleAuth",
+    "azure_auth": "metis.stages.azure_auth:AzureAuth",
 }
 
 
