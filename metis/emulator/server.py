@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl
 
 from metis.emulator._wire import ApiError, Env, HttpRequest, JsonReply, Provider, StreamReply
 from metis.emulator.anthropic import Anthropic
+from metis.emulator.cloud import CLOUD_ALIASES, CLOUD_MOUNTS, CLOUD_PROVIDERS
 from metis.emulator.faults import (
     STATUS_KINDS,
     Fault,
@@ -61,6 +62,7 @@ PROVIDER_ALIASES = {
         ["deepseek", "groq", "mistral", "openrouter", "together", "vllm", "llamacpp", "tgi"],
         "openai",
     ),
+    **CLOUD_ALIASES,  # Vertex AI and Azure OpenAI: their own paths and authentication
 }
 
 
@@ -149,6 +151,7 @@ class Emulator:
             OpenAIResponses(),
             Gemini(),
             Ollama(),
+            *(provider() for provider in CLOUD_PROVIDERS),
         ]
         self.env = Env(
             responder=Responder(
@@ -237,7 +240,7 @@ class Emulator:
         real API has is served under it, e.g. ``/v1/messages``, ``/api/chat``)."""
         if provider not in PROVIDER_ALIASES:
             raise ValueError(f"unknown provider {provider!r}; known: {', '.join(PROVIDER_ALIASES)}")
-        return self.url
+        return self.url + CLOUD_MOUNTS.get(PROVIDER_ALIASES[provider], "")
 
     # --- faults, counters, records --------------------------------------------------------
 
