@@ -26,6 +26,7 @@ from urllib.parse import parse_qsl
 from metis.emulator._wire import ApiError, Env, HttpRequest, JsonReply, Provider, StreamReply
 from metis.emulator.anthropic import Anthropic
 from metis.emulator.cloud import CLOUD_ALIASES, CLOUD_MOUNTS, CLOUD_PROVIDERS
+from metis.emulator.compatible import LONG_TAIL_ALIASES, CompatibleChat
 from metis.emulator.faults import (
     STATUS_KINDS,
     Fault,
@@ -63,6 +64,7 @@ PROVIDER_ALIASES = {
         "openai",
     ),
     **CLOUD_ALIASES,  # Vertex AI and Azure OpenAI: their own paths and authentication
+    **LONG_TAIL_ALIASES,
 }
 
 
@@ -152,6 +154,7 @@ class Emulator:
             Gemini(),
             Ollama(),
             *(provider() for provider in CLOUD_PROVIDERS),
+            CompatibleChat(),
         ]
         self.env = Env(
             responder=Responder(
