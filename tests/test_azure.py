@@ -340,3 +340,99 @@ async def test_recorded_azure_replies_replay_through_the_azure_stack(path: Path)
         assert response.stop_reason.raw == choice["finish_reason"]
         assert response.usage.input_tokens == recorded["usage"]["prompt_tokens"]
         assert response.usage.output_tokens == recorded["usage"]["completion_tokens"]
+
+
+# Azure's stream: a prompt-filter chunk first, content-filter results on every choice ------------
+
+FILTERS = {"hate": {"filtered": False, "severity": "safe"}}
+AZURE_STREAM = [
+    {
+        "choices": [],
+        "created": 0,
+        "id": "",
+        "model": "",
+        "object": "",
+        "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": FILTERS}],
+    },
+    *(
+        {
+            "choices": [
+                {
+                    "content_filter_results": FILTERS if delta.get("content") else {},
+                    "delta": delta,
+                    "finish_reason": finish,
+                    "index": 0,
+                    "logprobs": None,
+                }
+            ],
+            "created": 1741880483,
+            "id": "chatcmpl-BAeyRj7gU6aCNSSAskAFbupBWYMIT",
+            "model": "gpt-4o-2024-11-20",
+            "object": "chat.completion.chunk",
+            "system_fingerprint": "fp_ded0d14823",
+            "usage": None,
+        }
+        for delta, finish in [
+            ({"content": "", "refusal": None, "role": "assistant"}, None),
+            ({"content": "The capital"}, None),
+            ({"content": " is Paris."}, None),
+            ({}, "stop"),
+        ]
+    ),
+    {
+        "choices": [],
+        "created": 1741880483,
+        "id": "chatcmpl-BAeyRj7gU6aCNSSAskAFbupBWYMIT",
+        "model": "gpt-4o-2024-11-20",
+        "object": "chat.completion.chunk",
+        "usage": {"prompt_tokens": 14, "completion_tokens": 6, "total_tokens": 20},
+    },
+]
+
+
+@pytest.mark.anyio
+async def test_an_azure_stream_with_filter_results_reads_as_any_other() -> None:
+    from metis.model import MessageComplete
+    from metis.stages.invariants import StreamChecker
+
+    text = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in AZURE_STREAM) + "data: [DONE]\n\n"
+    sent: list[httpx.Request] = []
+
+    def peer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, content=text.encode())
+
+    config = AdapterConfig(
+        api_key="k",
+        options={"resource": "r"},
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(peer)),
+    )
+    events = [e async for e in build_adapter("azure", config).stream(ask())]
+    checker = StreamChecker()
+    for event in events:
+        checker.check(event)
+    checker.check_ended()
+    final = events[-1]
+    assert isinstance(final, MessageComplete)
+    assert final.final_content[0].text == "The capital is Paris."  # type: ignore[union-attr]
+    assert final.stop_reason.kind is StopKind.END_TURN
+    assert (final.usage.input_tokens, final.usage.output_tokens) == (14, 6)
+    assert json.loads(sent[0].content)["stream_options"] == {"include_usage": True}
+
+
+@pytest.mark.anyio
+async def test_the_emulator_answers_a_rate_limit_as_azure_does_and_it_is_retried() -> None:
+    with Emulator() as emulator:
+        emulator.push_fault("rate_limit=1", provider="azure")
+        config = AdapterConfig(api_key="k", base_url=emulator.base_url("azure"))
+        adapter = build_adapter("azure", config)
+
+        async def no_wait(seconds: float) -> None:
+            waited.append(seconds)
+
+        waited: list[float] = []
+        adapter.pipeline["retry"].sleep = no_wait  # type: ignore[attr-defined]
+        response = await adapter.complete(ask())
+        assert response.stop_reason.kind is StopKind.END_TURN
+        assert [r.status for r in emulator.requests] == [429, 200]
+        assert waited == [1.0]  # Azure's retry-after, in seconds

@@ -170,6 +170,30 @@ def _azure_401(message: str) -> JsonReply:
     return JsonReply(401, {"error": {"code": "401", "message": message}})
 
 
+def azure_fault(kind: str, retry_after: float) -> JsonReply | None:
+    """Azure's own 429 (a deployment's token or request quota) and 401; None for the rest,
+    which Azure passes through from the model service in OpenAI's shape."""
+    if kind == "rate_limit":
+        seconds = max(1, round(retry_after))
+        message = (
+            "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version v1 "
+            "have exceeded token rate limit of your current AIServices S0 pricing tier. Please "
+            f"retry after {seconds} seconds."
+        )
+        return JsonReply(
+            429,
+            {"error": {"code": "429", "message": message}},
+            {"retry-after": str(seconds), "x-ratelimit-remaining-tokens": "0"},
+        )
+    if kind == "auth":
+        return _azure_401(
+            "Access denied due to invalid subscription key or wrong API endpoint. Make sure to "
+            "provide a valid key for an active subscription and use a correct regional API "
+            "endpoint for your resource."
+        )
+    return None
+
+
 class AzureChat(OpenAIChat):
     name = "azure"
 
@@ -183,6 +207,9 @@ class AzureChat(OpenAIChat):
         self, endpoint: str, request: HttpRequest, keys: frozenset[str] | None
     ) -> JsonReply | None:
         return azure_authenticate(request, keys)
+
+    def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
+        return azure_fault(kind, retry_after) or super().fault(kind, request, retry_after)
 
 
 class AzureResponses(OpenAIResponses):
@@ -198,6 +225,9 @@ class AzureResponses(OpenAIResponses):
         self, endpoint: str, request: HttpRequest, keys: frozenset[str] | None
     ) -> JsonReply | None:
         return azure_authenticate(request, keys)
+
+    def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
+        return azure_fault(kind, retry_after) or super().fault(kind, request, retry_after)
 
 
 CLOUD_PROVIDERS = (VertexGemini, VertexAnthropic, AzureChat, AzureResponses)
