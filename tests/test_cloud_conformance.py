@@ -33,8 +33,11 @@ from metis.model import (
     ImageBlock,
     Message,
     MessageComplete,
+    Role,
     StreamEvent,
     ToolDefinition,
+    ToolResultBlock,
+    ToolUseBlock,
 )
 from metis.model.response import StopKind
 from metis.session import InMemoryToolIdStore
@@ -158,6 +161,28 @@ async def test_a_tool_call_round_trip_keeps_invariants_ids_and_usage(
         assert final.usage.input_tokens > 0 and final.usage.output_tokens > 0
         response = await a.complete(request(stack))
     assert [b.type for b in response.content] == [b.type for b in final.final_content]
+    assert {r.status for r in emulator.requests} == {200}
+    await a.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stack", [s for s in MODELS if s not in NO_TOOLS])
+async def test_a_tool_loop_sends_the_result_back_and_ends_the_turn(
+    stack: str, emulator: Emulator
+) -> None:
+    a = adapter(stack, emulator)
+    first = request(stack)
+    with anyio.fail_after(DEADLINE):
+        reply = await a.complete(first)
+        (call,) = [b for b in reply.content if isinstance(b, ToolUseBlock)]
+        history = [
+            *first.messages,
+            Message(role=Role.ASSISTANT, content=reply.content),
+            Message.user(ToolResultBlock(tool_use_id=call.id, content="Sunny, 21 C")),
+        ]
+        final = checked([e async for e in a.stream(first.model_copy(update={"messages": history}))])
+    assert final.stop_reason.kind is StopKind.END_TURN
+    assert any(b.type == "text" and b.text for b in final.final_content)  # type: ignore[union-attr]
     assert {r.status for r in emulator.requests} == {200}
     await a.close()
 
