@@ -8,6 +8,10 @@ the key or token is wrong, and the recorded Azure exchange replayed through the 
 
 from __future__ import annotations
 
+import pytest
+
+pytest.importorskip("azure.identity", reason="the test extra installs it (metis[azure])")
+
 import json
 import os
 import sys
@@ -16,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import yaml
 from azure.core.credentials import AccessToken
 from azure.core.exceptions import ClientAuthenticationError

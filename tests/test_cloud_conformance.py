@@ -15,7 +15,6 @@ from typing import Any
 
 import anyio
 import pytest
-from google.oauth2.credentials import Credentials
 
 from metis import (
     AdapterConfig,
@@ -79,7 +78,10 @@ WEATHER = ToolDefinition(
 DEADLINE = 20.0
 
 
-def google_credentials() -> Credentials:
+def google_credentials() -> Any:
+    """A google-auth credential holding a valid token (the test extra installs google-auth)."""
+    from google.oauth2.credentials import Credentials
+
     expiry = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) + datetime.timedelta(hours=1)
     return Credentials(token=TOKEN, expiry=expiry)
 

@@ -9,6 +9,10 @@ when the token is wrong, and the recorded Vertex exchanges replayed through the 
 
 from __future__ import annotations
 
+import pytest
+
+pytest.importorskip("google.auth", reason="the test extra installs it (metis[vertex])")
+
 import datetime
 import json
 import os
@@ -19,7 +23,6 @@ from typing import Any
 
 import google.auth
 import httpx
-import pytest
 import yaml
 from google.auth import exceptions as google_exceptions
 from google.oauth2.credentials import Credentials
