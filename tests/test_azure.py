@@ -156,7 +156,7 @@ async def test_a_resource_that_would_change_the_url_is_refused() -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", ["plain", "async"])
+@pytest.mark.parametrize("kind", ["plain", "async", "async object"])
 async def test_without_a_key_a_token_provider_gives_the_bearer_token(kind: str) -> None:
     calls: list[str] = []
 
@@ -168,7 +168,12 @@ async def test_without_a_key_a_token_provider_gives_the_bearer_token(kind: str) 
         calls.append("async")
         return "entra-token"
 
-    provider = plain if kind == "plain" else asynchronous
+    class AsyncProvider:
+        async def __call__(self) -> str:
+            calls.append("async object")
+            return "entra-token"
+
+    provider = {"plain": plain, "async": asynchronous, "async object": AsyncProvider()}[kind]
     peer = Peer()
     options = {"resource": "r", "azure_ad_token_provider": provider}
     await azure("azure_responses", peer, api_key=None, options=options).complete(

@@ -69,6 +69,8 @@ class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
                 token = await provider()
             else:
                 token = await anyio.to_thread.run_sync(provider)
+            if inspect.isawaitable(token):  # an object whose __call__ is async
+                token = await token
         else:
             cached = self._token
             if cached is not None and time.time() < cached[1] - REFRESH_MARGIN_SECONDS:
