@@ -65,12 +65,10 @@ class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
     async def _bearer(self, call: Call) -> str:
         provider = call.config.options.get("azure_ad_token_provider")
         if provider is not None:
-            if inspect.iscoroutinefunction(provider):
+            if _is_async(provider):
                 token = await provider()
             else:
                 token = await anyio.to_thread.run_sync(provider)
-            if inspect.isawaitable(token):  # an object whose __call__ is async
-                token = await token
         else:
             cached = self._token
             if cached is not None and time.time() < cached[1] - REFRESH_MARGIN_SECONDS:
@@ -108,6 +106,12 @@ class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
                 ) from None
             self._token = (access.token, float(access.expires_on))
         return str(access.token)
+
+
+def _is_async(provider: Any) -> bool:
+    """An async function, or an object whose ``__call__`` is one."""
+    call = getattr(provider, "__call__", None)  # noqa: B004 - the method itself is wanted
+    return inspect.iscoroutinefunction(provider) or inspect.iscoroutinefunction(call)
 
 
 def _not_configured(call: Call, reason: str) -> ConfigError:
