@@ -444,3 +444,12 @@ async def test_the_emulator_answers_a_rate_limit_as_azure_does_and_it_is_retried
         assert response.stop_reason.kind is StopKind.END_TURN
         assert [r.status for r in emulator.requests] == [429, 200]
         assert waited == [1.0]  # Azure's retry-after, in seconds
+
+
+@pytest.mark.anyio
+async def test_a_token_provider_that_is_not_callable_is_a_config_error() -> None:
+    peer = Peer()
+    options = {"resource": "r", "azure_ad_token_provider": "a-token"}
+    with pytest.raises(ConfigError, match="azure_ad_token_provider"):
+        await azure("azure", peer, api_key=None, options=options).complete(ask())
+    assert peer.requests == []

@@ -27,7 +27,7 @@ import yaml
 from google.auth import exceptions as google_exceptions
 from google.oauth2.credentials import Credentials
 
-from metis import AdapterConfig, AuthError, build_adapter
+from metis import AdapterConfig, AuthError, ConfigError, build_adapter
 from metis.adapter import Adapter
 from metis.emulator import Emulator
 from metis.model import CanonicalRequest, Message
@@ -477,3 +477,11 @@ async def test_recorded_vertex_replies_replay_through_the_vertex_stack(path: Pat
         usage = recorded["usageMetadata"]
         assert response.usage.input_tokens == usage["promptTokenCount"]
         assert response.usage.output_tokens == usage["candidatesTokenCount"]
+
+
+@pytest.mark.anyio
+async def test_credentials_that_are_not_google_auth_s_are_a_config_error() -> None:
+    peer = Peer()
+    with pytest.raises(ConfigError, match="google_credentials"):
+        await vertex("vertex", peer, google_credentials="/path/to/key.json").complete(ask())
+    assert peer.requests == []

@@ -64,6 +64,11 @@ class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
 
     async def _bearer(self, call: Call) -> str:
         provider = call.config.options.get("azure_ad_token_provider")
+        if provider is not None and not callable(provider):
+            raise ConfigError(
+                f"{call.provider}: options['azure_ad_token_provider'] must be a callable that "
+                f"returns a token, got {type(provider)!r}"
+            )
         if provider is not None:
             if _is_async(provider):
                 token = await provider()

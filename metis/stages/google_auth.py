@@ -55,6 +55,13 @@ class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
     ) -> AsyncIterator[Any]:
         credentials = call.config.options.get("google_credentials") or self._default
+        if credentials is not None and not all(
+            hasattr(credentials, name) for name in ("valid", "token", "refresh")
+        ):
+            raise ConfigError(
+                f"{call.provider}: options['google_credentials'] must be google-auth "
+                f"credentials (google.auth.credentials.Credentials), got {type(credentials)!r}"
+            )
         if credentials is None or not credentials.valid:
             token = await anyio.to_thread.run_sync(self._fresh_token, call, credentials)
         else:
