@@ -453,3 +453,22 @@ async def test_a_token_provider_that_is_not_callable_is_a_config_error() -> None
     with pytest.raises(ConfigError, match="azure_ad_token_provider"):
         await azure("azure", peer, api_key=None, options=options).complete(ask())
     assert peer.requests == []
+
+
+@pytest.mark.anyio
+async def test_an_entra_outage_is_retried(fake_identity: type[FakeCredential]) -> None:
+    from azure.core.exceptions import ServiceRequestError
+
+    fake_identity.error = ServiceRequestError("connection reset by login.microsoftonline.com")
+    peer = Peer()
+    adapter = azure("azure", peer, api_key=None)
+    waited: list[float] = []
+
+    async def recover(seconds: float) -> None:
+        waited.append(seconds)
+        fake_identity.error = None
+
+    adapter.pipeline["retry"].sleep = recover  # type: ignore[attr-defined]
+    response = await adapter.complete(ask())
+    assert response.stop_reason.kind is StopKind.END_TURN
+    assert len(waited) == 1 and peer.requests[0].headers["authorization"] == "Bearer token-1"

@@ -485,3 +485,29 @@ async def test_credentials_that_are_not_google_auth_s_are_a_config_error() -> No
     with pytest.raises(ConfigError, match="google_credentials"):
         await vertex("vertex", peer, google_credentials="/path/to/key.json").complete(ask())
     assert peer.requests == []
+
+
+@pytest.mark.anyio
+async def test_a_token_service_failure_is_retried(
+    adc: dict[str, Any],
+) -> None:
+    failures = [google_exceptions.RefreshError("503 from the token endpoint", retryable=True)]
+
+    class Flaky(FakeADC):
+        def refresh(self, request: Any) -> None:
+            if failures:
+                raise failures.pop()
+            super().refresh(request)
+
+    credentials = Flaky(token=None)
+    credentials.refreshed_in = []
+    peer = Peer()
+    adapter = vertex("vertex", peer, google_credentials=credentials)
+
+    async def no_wait(seconds: float) -> None:
+        pass
+
+    adapter.pipeline["retry"].sleep = no_wait  # type: ignore[attr-defined]
+    response = await adapter.complete(ask())
+    assert response.stop_reason.kind is StopKind.END_TURN and len(peer.requests) == 1
+    assert failures == [] and len(credentials.refreshed_in) == 1

@@ -26,7 +26,7 @@ from typing import Any
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict
 
-from metis.errors import AuthError, ConfigError
+from metis.errors import AuthError, ConfigError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
@@ -90,7 +90,7 @@ class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
     def _identity_token(self, call: Call) -> str:
         """In a worker thread: a token from DefaultAzureCredential, cached until near expiry."""
         try:
-            from azure.core.exceptions import ClientAuthenticationError
+            from azure.core.exceptions import ClientAuthenticationError, ServiceRequestError
             from azure.identity import CredentialUnavailableError, DefaultAzureCredential
         except ImportError:
             raise _not_configured(
@@ -103,6 +103,12 @@ class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
                 access = self._credential.get_token(self.options.scope)
             except CredentialUnavailableError as exc:
                 raise _not_configured(call, f"no Entra ID identity is available ({exc})") from None
+            except ServiceRequestError as exc:
+                raise NetworkError(
+                    f"{call.provider}: reaching Entra ID failed: {exc}",
+                    provider=call.provider,
+                    request_id=call.request_id,
+                ) from None
             except ClientAuthenticationError as exc:
                 raise AuthError(
                     f"{call.provider}: Entra ID refused the identity: {exc}",

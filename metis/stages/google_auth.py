@@ -87,6 +87,12 @@ class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
             except auth.exceptions.DefaultCredentialsError as exc:
                 raise _not_configured(call, f"no Google credentials found ({exc})") from None
             except auth.exceptions.RefreshError as exc:
+                if exc.retryable:  # the token service failed, not the credential
+                    raise NetworkError(
+                        f"{call.provider}: the Google token service failed: {exc}",
+                        provider=call.provider,
+                        request_id=call.request_id,
+                    ) from None
                 raise AuthError(
                     f"{call.provider}: the Google credentials could not be refreshed (expired or "
                     f"revoked?): {exc}",
