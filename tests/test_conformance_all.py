@@ -233,4 +233,6 @@ def test_every_built_in_stack_is_covered() -> None:
         "llamacpp",
         "openai_compatible",
     }
-    assert set(builtin_stacks()) == set(MODELS) | compatible
+    from .test_cloud_conformance import MODELS as CLOUD_AND_LONG_TAIL  # run there
+
+    assert set(builtin_stacks()) == set(MODELS) | compatible | set(CLOUD_AND_LONG_TAIL)

@@ -146,22 +146,32 @@ def infer_stack(cassette: Cassette) -> StackSpec:
     """The stack whose endpoint the first interaction called (its host breaks ties)."""
     url = cassette.interactions[0].request.url
     host = urlsplit(url).hostname or ""
-    found: list[tuple[tuple[bool, bool, int], StackSpec]] = []
+    found: list[tuple[tuple[bool, bool, bool, int], StackSpec]] = []
     for name in builtin_stacks():
         spec = load_stack(name)
         match = _pattern(spec).search(_path(url))
         if match is None:
             continue
-        same_host = urlsplit(spec.endpoint.base_url).hostname == host
+        same_host = _host_pattern(spec).fullmatch(host) is not None
         whole_path = match.start() == 0
+        fixed_host = "{" not in spec.endpoint.base_url  # not a host of the caller's own
         rank = PREFERRED.index(name) if name in PREFERRED else len(PREFERRED)
-        found.append(((same_host, whole_path, -rank), spec))
+        found.append(((same_host, whole_path, fixed_host, -rank), spec))
     if not found:
         raise CliError(
             f"cannot tell the provider of {url}; name it with --provider "
             f"({', '.join(builtin_stacks())} or a stack file)"
         )
     return max(found, key=lambda item: item[0])[1]
+
+
+def _host_pattern(spec: StackSpec) -> re.Pattern[str]:
+    """The endpoint's host, a ``{resource}`` in it standing for any one DNS label."""
+    base_url = spec.endpoint.base_url
+    if "{" not in base_url:
+        return re.compile(re.escape(urlsplit(base_url).hostname or ""))
+    template = base_url.split("//", 1)[-1].split("/", 1)[0].split(":", 1)[0].lower()
+    return re.compile(re.sub(r"\\\{\w+\\\}", "[^.]+", re.escape(template)))
 
 
 def _path(url: str) -> str:
@@ -172,8 +182,10 @@ def _path(url: str) -> str:
 def _pattern(spec: StackSpec) -> re.Pattern[str]:
     """The endpoint's path (or stream path) at the end of a URL path, ``{model}`` captured."""
     paths = [p for p in (spec.endpoint.stream_path, spec.endpoint.path) if p]
-    alternatives = [re.escape(p).replace(re.escape("{model}"), "(?P<m{}>[^/]+?)") for p in paths]
-    named = [a.format(i) if "{}" in a else a for i, a in enumerate(alternatives)]
+    named = []
+    for i, path in enumerate(paths):
+        escaped = re.escape(path).replace(re.escape("{model}"), f"(?P<m{i}>[^/]+?)")
+        named.append(re.sub(r"\\\{\w+\\\}", "[^/]+", escaped))  # {project}, {location}
     return re.compile("(?:" + "|".join(named) + ")$")
 
 

@@ -26,6 +26,8 @@ from urllib.parse import parse_qsl
 from metis.emulator._wire import ApiError, Env, HttpRequest, JsonReply, Provider, StreamReply
 from metis.emulator.anthropic import Anthropic
 from metis.emulator.bedrock import Bedrock
+from metis.emulator.cloud import CLOUD_ALIASES, CLOUD_MOUNTS, CLOUD_PROVIDERS
+from metis.emulator.compatible import LONG_TAIL_ALIASES, CompatibleChat
 from metis.emulator.faults import (
     STATUS_KINDS,
     Fault,
@@ -63,6 +65,8 @@ PROVIDER_ALIASES = {
         ["deepseek", "groq", "mistral", "openrouter", "together", "vllm", "llamacpp", "tgi"],
         "openai",
     ),
+    **CLOUD_ALIASES,  # Vertex AI and Azure OpenAI: their own paths and authentication
+    **LONG_TAIL_ALIASES,
 }
 
 
@@ -152,6 +156,8 @@ class Emulator:
             Gemini(),
             Ollama(),
             Bedrock(),
+            *(provider() for provider in CLOUD_PROVIDERS),
+            CompatibleChat(),
         ]
         self.env = Env(
             responder=Responder(
@@ -240,7 +246,7 @@ class Emulator:
         real API has is served under it, e.g. ``/v1/messages``, ``/api/chat``)."""
         if provider not in PROVIDER_ALIASES:
             raise ValueError(f"unknown provider {provider!r}; known: {', '.join(PROVIDER_ALIASES)}")
-        return self.url
+        return self.url + CLOUD_MOUNTS.get(PROVIDER_ALIASES[provider], "")
 
     # --- faults, counters, records --------------------------------------------------------
 

@@ -37,6 +37,9 @@ _BUILTIN: dict[str, str] = {
     "wire_fields": "metis.stages.wire_fields:WireFields",
     "aws_endpoint": "metis.stages.aws_endpoint:AwsEndpoint",
     "aws_sigv4": "metis.stages.aws_sigv4:AwsSigV4",
+    "url_params": "metis.stages.url_params:UrlParams",
+    "google_auth": "metis.stages.google_auth:GoogleAuth",
+    "azure_auth": "metis.stages.azure_auth:AzureAuth",
 }
 
 
