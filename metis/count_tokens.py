@@ -94,6 +94,10 @@ ENDPOINTS: dict[str, CountEndpoint] = {
 """By the codec of a stack's ``encode`` stage: where to count and with what body."""
 
 
+_WATCHERS = frozenset({"invariants", "telemetry"})
+"""Stages that watch a reply's events; counting has none."""
+
+
 def _read_count(payload: Any) -> int | None:
     if isinstance(payload, dict):
         for key in ("input_tokens", "totalTokens"):
@@ -143,8 +147,9 @@ async def count_tokens(
 async def _encoded(adapter: Adapter, request: CanonicalRequest, encode: Any) -> WireRequest:
     """The wire request the adapter would send, from its stages up to ``encode``."""
     stages = list(adapter.pipeline.stages)
+    outer = [s for s in stages[: stages.index(encode) + 1] if s.name not in _WATCHERS]
     captured: list[WireRequest] = []
-    pipeline = Pipeline([*stages[: stages.index(encode) + 1], _Capture(captured)], "count")
+    pipeline = Pipeline([*outer, _Capture(captured)], "count")
     wire_model = adapter.wire_model(request.model)
     call = Call(
         request_id=request.request_id,
@@ -198,6 +203,7 @@ class _Capture(Stage[WireRequest, WireRequest, Any, Any]):
     """Keeps the encoded request instead of sending it."""
 
     name = "capture"
+    terminal = True
 
     def __init__(self, captured: list[WireRequest]) -> None:
         super().__init__()

@@ -14,8 +14,9 @@ from metis.routing.availability import (
     State,
 )
 from metis.routing.limits import Buckets, InMemoryBuckets, Limiter, Limits
-from metis.routing.router import Router, RouteTarget
+from metis.routing.router import Router
 from metis.routing.spec import DEFAULT_FALLBACK_ON, RouteSpec, TargetSpec
+from metis.routing.targets import RouteTarget
 
 __all__ = [
     "DEFAULT_FALLBACK_ON",

@@ -12,59 +12,40 @@ and the rest are handled by each model's own stack, so any of them can take the 
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from metis.adapter import Adapter
-from metis.config import AdapterConfig
-from metis.errors import AdapterError, CapabilityError, ErrorClass, OverloadedError, ProtocolError
-from metis.estimate import TokenProfile, estimate_request_tokens
+from metis.errors import (
+    AdapterError,
+    CapabilityError,
+    ConfigError,
+    ErrorClass,
+    OverloadedError,
+    ProtocolError,
+)
+from metis.estimate import estimate_request_tokens
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import CanonicalResponse
-from metis.pipeline.stack import load_stack
 from metis.routing.availability import Admission, AvailabilityStore, Change, InMemoryAvailability
 from metis.routing.limits import Admitted, Buckets, InMemoryBuckets, Limiter, Limits
-from metis.routing.spec import DEFAULT_FALLBACK_ON, TargetSpec, validated_options
+from metis.routing.spec import DEFAULT_FALLBACK_ON, RouteSpec, TargetSpec
+from metis.routing.targets import ResolvedTarget, RouteTarget, Targets
 from metis.stages.capability_check import unmet_needs
 from metis.telemetry import NULL_SINK, AvailabilityChanged, RouteDecided, TelemetrySink
 
+if TYPE_CHECKING:
+    from metis.registry import Registry
+
 AVAILABILITY_ERRORS = DEFAULT_FALLBACK_ON
 """The error classes that say a model is unavailable (and cool it down)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RouteTarget:
-    """One model of a route: ``"provider:model"``, the adapter that serves it (built from the
-    provider's stack when None), the adapter's own retries before moving on (None: its own
-    setting) and request fields set for this model."""
-
-    model: str
-    adapter: Adapter | None = None
-    max_retries: int | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Target:
-    model: str
-    key: str
-    adapter: Adapter
-    options: dict[str, Any]
-    capabilities: AdapterCapabilities
-    profile: TokenProfile
-    limiter: Limiter | None
-
-    def request_for(self, request: CanonicalRequest) -> CanonicalRequest:
-        return request.model_copy(update={**self.options, "model": self.model})
 
 
 class Router:
@@ -85,19 +66,13 @@ class Router:
         telemetry: TelemetrySink | None = None,
     ) -> None:
         if not targets:
-            raise ValueError("a route needs at least one model")
+            raise ConfigError("a route needs at least one model")
         self.name = name
         self.fallback_on = frozenset(ErrorClass(c) for c in fallback_on)
         self.availability: AvailabilityStore = availability or InMemoryAvailability()
         self.telemetry = telemetry or NULL_SINK
-        self._given = dict(adapters or {})
-        self._owned: dict[str, Adapter] = {}
-        self._limiters: dict[str, Limiter] = {}
-        buckets = buckets or InMemoryBuckets()
-        limits = dict(limits or {})
-        self.targets = [
-            self._target(_as_route_target(t), max_retries, limits, buckets) for t in targets
-        ]
+        self._targets = Targets(adapters or {}, limits or {}, buckets or InMemoryBuckets())
+        self.targets = [self._targets.resolve(t, max_retries) for t in targets]
 
     def __repr__(self) -> str:
         return f"<Router {self.name}: {' -> '.join(t.model for t in self.targets)}>"
@@ -175,9 +150,7 @@ class Router:
 
     async def close(self) -> None:
         """Close the adapters this router built (adapters given to it stay the caller's)."""
-        owned, self._owned = list(self._owned.values()), {}
-        for adapter in owned:
-            await adapter.close()
+        await self._targets.close()
 
     async def __aenter__(self) -> Router:
         return self
@@ -211,7 +184,7 @@ class Router:
     # One model -------------------------------------------------------------------------------
 
     async def _admit(
-        self, target: _Target, request: CanonicalRequest, steps: list[tuple[str, str, str]]
+        self, target: ResolvedTarget, request: CanonicalRequest, steps: list[tuple[str, str, str]]
     ) -> tuple[CanonicalRequest, Admission] | None:
         routed = target.request_for(request)
         problems = unmet_needs(routed, target.capabilities, target.profile)
@@ -228,7 +201,7 @@ class Router:
     @asynccontextmanager
     async def _limited(
         self,
-        target: _Target,
+        target: ResolvedTarget,
         routed: CanonicalRequest,
         admission: Admission,
         steps: list[tuple[str, str, str]],
@@ -255,7 +228,7 @@ class Router:
 
     async def _rest(
         self,
-        target: _Target,
+        target: ResolvedTarget,
         first: StreamEvent,
         events: AsyncIterator[StreamEvent],
         budget: Admitted,
@@ -280,7 +253,7 @@ class Router:
             raise
 
     async def _failed(
-        self, target: _Target, error: AdapterError, steps: list[tuple[str, str, str]]
+        self, target: ResolvedTarget, error: AdapterError, steps: list[tuple[str, str, str]]
     ) -> bool:
         """Record a failed attempt; True when the route moves on."""
         steps.append((target.model, "failed", f"{error.error_class.value}: {error.message}"))
@@ -295,7 +268,7 @@ class Router:
             await self._changed(self.availability.abandoned(target.key))
         return error.error_class in self.fallback_on
 
-    async def _served(self, target: _Target, steps: list[tuple[str, str, str]]) -> None:
+    async def _served(self, target: ResolvedTarget, steps: list[tuple[str, str, str]]) -> None:
         steps.append((target.model, "served", "answered"))
         await self._changed(self.availability.succeeded(target.key))
 
@@ -357,67 +330,20 @@ class Router:
 
     # Building --------------------------------------------------------------------------------
 
-    def _target(
-        self,
-        spec: RouteTarget,
-        max_retries: int | None,
-        limits: dict[str, Limits],
-        buckets: Buckets,
-    ) -> _Target:
-        provider, sep, wire = spec.model.partition(":")
-        if not sep or not provider or not wire:
-            raise ValueError(f"route models are 'provider:model', got {spec.model!r}")
-        adapter = spec.adapter or self._given.get(provider) or self._build(provider)
-        retries = spec.max_retries if spec.max_retries is not None else max_retries
-        if retries is not None and retries != adapter.config.max_retries:
-            adapter = _with_retries(adapter, retries)
-        wire_model = adapter.wire_model(spec.model)
-        key = f"{adapter.name}:{wire_model}"
-        limit_key = key if key in limits else adapter.name if adapter.name in limits else None
-        limiter = None
-        if limit_key is not None:
-            limiter = self._limiters.get(limit_key)
-            if limiter is None:
-                limiter = Limiter(limit_key, limits[limit_key], buckets)
-                self._limiters[limit_key] = limiter
-        return _Target(
-            model=spec.model,
-            key=key,
-            adapter=adapter,
-            options=validated_options(dict(spec.options)),
-            capabilities=adapter.capabilities_for(wire_model),
-            profile=adapter.stack.token_estimate.for_model(wire_model),
-            limiter=limiter,
-        )
 
-    def _build(self, provider: str) -> Adapter:
-        built = self._owned.get(provider)
-        if built is None:
-            stack = load_stack(provider)
-            api_key = os.environ.get(stack.auth.env) if stack.auth.env else None
-            built = self._owned[provider] = Adapter(stack, AdapterConfig(api_key=api_key))
-        return built
-
-
-def _as_route_target(target: str | RouteTarget | TargetSpec) -> RouteTarget:
-    if isinstance(target, str):
-        return RouteTarget(target)
-    if isinstance(target, TargetSpec):
-        return RouteTarget(target.model, None, target.max_retries, target.options)
-    return target
-
-
-def _with_retries(adapter: Adapter, max_retries: int) -> Adapter:
-    """The same adapter (stack, pipeline, connection pool, tool ids) with other retries."""
-    config = adapter.config.model_copy(
-        update={"max_retries": max_retries, "http_client": adapter.http_client()}
-    )
-    return Adapter(
-        adapter.stack,
-        config,
-        pipeline=adapter.pipeline,
-        tool_id_store=adapter.tool_id_store,
-        telemetry=adapter.telemetry,
+def router_for(registry: Registry, name: str, spec: RouteSpec, **kwargs: Any) -> Router:
+    """The router for a models.yaml route: its models are the registry's ids or aliases."""
+    targets = []
+    for target in spec.targets():
+        adapter, request = registry.request(target.model, messages=[], max_output_tokens=1)
+        targets.append(RouteTarget(request.model, adapter, target.max_retries, target.options))
+    return Router(
+        targets,
+        name=name,
+        fallback_on=spec.fallback_on,
+        max_retries=spec.max_retries,
+        limits=spec.limits,
+        **kwargs,
     )
 
 
@@ -427,7 +353,7 @@ async def _aclose(events: AsyncIterator[StreamEvent]) -> None:
         await aclose()
 
 
-async def _first(events: AsyncIterator[StreamEvent], target: _Target) -> StreamEvent:
+async def _first(events: AsyncIterator[StreamEvent], target: ResolvedTarget) -> StreamEvent:
     try:
         return await events.__anext__()
     except StopAsyncIteration:

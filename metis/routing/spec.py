@@ -15,11 +15,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-from metis.errors import ErrorClass
+from metis.errors import ConfigError, ErrorClass
 from metis.model.request import CanonicalRequest
 from metis.routing.limits import Limits
 
@@ -70,3 +71,17 @@ def validated_options(options: dict[str, Any]) -> dict[str, Any]:
         annotation = fields[key].annotation
         out[key] = TypeAdapter(Any if annotation is None else annotation).validate_python(value)
     return out
+
+
+def check_routes(
+    routes: dict[str, RouteSpec], known: Collection[str], source: str
+) -> dict[str, RouteSpec]:
+    """``routes`` when every model they name is ``known``; else a ConfigError naming it."""
+    for name, route in routes.items():
+        for target in route.targets():
+            if target.model not in known:
+                raise ConfigError(
+                    f"{source}: route {name!r} names model {target.model!r}, which is not "
+                    f"under models: (known: {', '.join(sorted(known)) or 'none'})"
+                )
+    return dict(routes)
