@@ -302,3 +302,27 @@ def test_the_sync_one_line_call_takes_a_router(emulator_server: Emulator) -> Non
 def test_route_models_must_name_a_provider() -> None:
     with pytest.raises(metis.ConfigError, match="'provider:model'"):
         Router(["gpt-4o"])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("streaming", [True, False], ids=["stream", "complete"])
+async def test_a_probe_cancelled_by_its_caller_frees_the_model_for_the_next_call(
+    emulator: Emulator, streaming: bool
+) -> None:
+    now = [0.0]
+    availability = InMemoryAvailability(clock=lambda: now[0])
+    route = router(emulator, ["anthropic", "openai"], availability=availability)
+    emulator.push_fault("overloaded", provider="anthropic")
+    assert (await route.complete(ask())).provider == "openai"
+    now[0] += 60
+    emulator.push_fault("stall=30;after=0", provider="anthropic")
+    with anyio.move_on_after(0.5):
+        if streaming:
+            async for _ in route.stream(ask()):
+                pass
+        else:
+            await route.complete(ask())
+    record = await availability.record(MODELS["anthropic"])
+    assert record.state is State.COOLING_DOWN and record.until == now[0]
+    with anyio.fail_after(DEADLINE):
+        assert (await route.complete(ask())).provider == "anthropic"  # probed again at once

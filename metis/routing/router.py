@@ -118,14 +118,14 @@ class Router:
                 continue
             routed, admission = admitted
             async with AsyncExitStack() as stack:
-                budget = await stack.enter_async_context(
-                    self._limited(target, routed, admission, steps)
-                )
-                if budget is None:
-                    continue
-                events = target.adapter.stream(routed)
-                stack.push_async_callback(_aclose, events)
                 try:
+                    budget = await stack.enter_async_context(
+                        self._limited(target, routed, admission, steps)
+                    )
+                    if budget is None:
+                        continue
+                    events = target.adapter.stream(routed)
+                    stack.push_async_callback(_aclose, events)
                     first = await _first(events, target)
                 except AdapterError as error:
                     last = error
