@@ -199,3 +199,34 @@ async def test_the_router_corrects_the_token_bucket_with_the_reply_usage(
     name = f"{MODELS['gemini']}:tokens"
     assert await buckets.reserve(name, 100_000, 100_000 - used + 1, 0) is None
     assert await buckets.reserve(name, 100_000, 100_000 - used, 0) == 0.0
+
+
+@pytest.mark.anyio
+async def test_a_call_cancelled_while_waiting_gives_its_budget_back() -> None:
+    clock = Clock()
+    buckets = InMemoryBuckets(clock=clock)
+    limiter = Limiter("openai", Limits(requests_per_minute=1, tokens_per_minute=600), buckets)
+    async with limiter.admit(100):
+        pass  # the only request of this minute
+    with anyio.move_on_after(0.2):
+        async with limiter.admit(100):  # waits a minute for its request
+            pytest.fail("admitted")
+    clock.now += 60  # one request refilled, and the tokens: none were spent by the waiter
+    assert await buckets.reserve("openai:requests", 1, 1, 0) == 0.0
+    assert await buckets.reserve("openai:tokens", 600, 600, 0) == 0.0
+
+
+@pytest.mark.anyio
+async def test_a_slot_may_be_released_from_another_task_than_took_it() -> None:
+    limiter = Limiter("openai", Limits(max_concurrent=1))
+    context = limiter.admit(10)
+    await context.__aenter__()
+
+    async def leave() -> None:
+        await context.__aexit__(None, None, None)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(leave)
+    with anyio.fail_after(5):
+        async with limiter.admit(10):
+            pass

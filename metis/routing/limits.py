@@ -133,8 +133,9 @@ class Limiter:
         """Hold a slot and the budget for one call of about ``estimate`` input tokens."""
         async with AsyncExitStack() as stack:
             if self.limits.max_concurrent is not None:
-                await self._slot(deadline)
-                stack.callback(self._release)
+                borrower = object()  # not the task: a stream may be read from several tasks
+                await self._slot(deadline, borrower)
+                stack.callback(self._limiter().release_on_behalf_of, borrower)
             request_wait = await self._take(
                 "requests", self.limits.requests_per_minute, 1, deadline
             )
@@ -148,24 +149,34 @@ class Limiter:
                         f"{self.key}:requests", self.limits.requests_per_minute, 1
                     )
                 raise
-            await anyio.sleep(max(request_wait, token_wait))
+            try:
+                await anyio.sleep(max(request_wait, token_wait))
+            except BaseException:  # cancelled while waiting its turn: it used nothing
+                with anyio.CancelScope(shield=True):
+                    await self._give_back(estimate)
+                raise
             yield Admitted(self, estimate)
 
-    async def _slot(self, deadline: float) -> None:
+    async def _give_back(self, estimate: int) -> None:
+        if self.limits.requests_per_minute is not None:
+            await self.buckets.give_back(f"{self.key}:requests", self.limits.requests_per_minute, 1)
+        if self.limits.tokens_per_minute is not None:
+            await self.buckets.give_back(
+                f"{self.key}:tokens", self.limits.tokens_per_minute, estimate
+            )
+
+    async def _slot(self, deadline: float, borrower: object) -> None:
         slots = self._limiter()
         try:
-            slots.acquire_nowait()
+            slots.acquire_on_behalf_of_nowait(borrower)
             return
         except anyio.WouldBlock:
             if self.limits.on_limit == "fail":
                 raise self._refused("concurrent calls", None) from None
         with anyio.move_on_after(deadline - anyio.current_time()):
-            await slots.acquire()
+            await slots.acquire_on_behalf_of(borrower)
             return
         raise self._refused("concurrent calls", None)
-
-    def _release(self) -> None:
-        self._limiter().release()
 
     def _limiter(self) -> anyio.CapacityLimiter:
         if self._slots is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -138,8 +138,9 @@ class Router:
                     raise
                 await self._served(target, steps)
                 self._decided(request, steps, target.model)
-                async for event in self._rest(target, first, events, budget):
-                    yield event
+                async with aclosing(self._rest(target, first, events, budget)) as rest:
+                    async for event in rest:
+                        yield event
                 return
         raise self._exhausted(request, steps, last)
 
