@@ -103,3 +103,12 @@ def test_the_emulator_refuses_output_settings_on_input_tokens(emulator_server: E
     }
     bad = httpx.post(url, content=json.dumps({**good, "stream": True}), headers=headers)
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "stream"
+
+
+@pytest.mark.anyio
+async def test_a_router_counts_with_its_first_model(emulator: Emulator) -> None:
+    from metis.routing import Router
+
+    route = Router([MODELS["gemini"], MODELS["anthropic"]], adapters=emulated(emulator))
+    counted = await route.count_tokens(request("anthropic"))
+    assert counted.source == "provider" and counted.detail.endswith(COUNTED["gemini"])

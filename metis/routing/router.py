@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from metis.adapter import Adapter
+from metis.count_tokens import TokenCount
 from metis.errors import (
     AdapterError,
     CapabilityError,
@@ -172,6 +173,11 @@ class Router:
         return first.adapter.estimate_input_tokens(
             messages, tools, system_prompt, model=model or first.model
         )
+
+    async def count_tokens(self, request: CanonicalRequest) -> TokenCount:
+        """The first model's count of ``request`` (see :meth:`Adapter.count_tokens`)."""
+        first = self.targets[0]
+        return await first.adapter.count_tokens(first.request_for(request))
 
     def wire_model(self, model: str) -> str:
         return model
