@@ -73,22 +73,16 @@ async def fallback_turn(
         )
         renderer = Renderer(out)
         started = time.monotonic()
-        final: MessageComplete | None = None
         try:
-            async for event in route.stream(request):
-                renderer.event(event)
-                final = event if isinstance(event, MessageComplete) else final
+            final = await _streamed(route, request, renderer)
         except AdapterError as error:
-            renderer.newline()
             note(out, f"the route failed: {error}")
             return rows
-        renderer.newline()
-        assert final is not None and decisions.last is not None
+        assert decisions.last is not None
         served = first if decisions.last.served_by == first.model else second
         for model, outcome, reason in decisions.last.steps:
             note(out, f"{model} {outcome}: {reason}")
-        usage = final.usage
-        cost = price(served, usage)
+        usage, cost = final.usage, price(served, final.usage)
         rows.append(
             Row(
                 number,
@@ -101,13 +95,35 @@ async def fallback_turn(
                 (time.monotonic() - started) * 1000,
             )
         )
-        if final.final_content:
-            history.append(Message.assistant(*final.final_content))
-        wanted = tool_calls(final)
-        if not wanted:
+        if not _continue(final, history, renderer):
             break
-        results = [run_tool(call) for call in wanted]
-        for result in results:
-            renderer.tool_result(result)
-        history.append(Message.tool(*results))
     return rows
+
+
+async def _streamed(
+    route: Router, request: CanonicalRequest, renderer: Renderer
+) -> MessageComplete:
+    final: MessageComplete | None = None
+    try:
+        async for event in route.stream(request):
+            renderer.event(event)
+            final = event if isinstance(event, MessageComplete) else final
+    finally:
+        renderer.newline()
+    assert final is not None  # a stream ends with message.complete or raises
+    return final
+
+
+def _continue(final: MessageComplete, history: list[Message], renderer: Renderer) -> bool:
+    """Add the reply (and the results of its tool calls) to the history; True when the model
+    wants the results."""
+    if final.final_content:
+        history.append(Message.assistant(*final.final_content))
+    wanted = tool_calls(final)
+    if not wanted:
+        return False
+    results = [run_tool(call) for call in wanted]
+    for result in results:
+        renderer.tool_result(result)
+    history.append(Message.tool(*results))
+    return True
