@@ -11,7 +11,7 @@ from metis.emulator import Emulator
 from metis.errors import ErrorClass, RateLimitError
 from metis.model.response import TokenUsage
 from metis.routing import InMemoryBuckets, Limiter, Limits, Router
-from metis.routing.limits_redis import RedisBuckets
+from metis.routing.limits_redis import RedisBuckets, RedisSlots
 from metis.telemetry import AvailabilityChanged, ListSink, RouteDecided
 
 from . import routing_redis
@@ -230,3 +230,47 @@ async def test_a_slot_may_be_released_from_another_task_than_took_it() -> None:
     with anyio.fail_after(5):
         async with limiter.admit(10):
             pass
+
+
+@pytest.mark.anyio
+async def test_workers_share_concurrent_slots_through_redis(
+    redis_port: int, redis_prefix: str
+) -> None:
+    limits = Limits(max_concurrent=5)
+    in_flight = [0, 0]
+    done: list[int] = []
+    async with coredis.Redis(port=redis_port) as one, coredis.Redis(port=redis_port) as two:
+        workers = [
+            Limiter("anthropic", limits, shared_slots=RedisSlots(client, prefix=redis_prefix))
+            for client in (one, two)
+        ]
+
+        async def call(worker: Limiter) -> None:
+            async with worker.admit(10, anyio.current_time() + 30):
+                in_flight[0] += 1
+                in_flight[1] = max(in_flight)
+                await anyio.sleep(0.02)
+                in_flight[0] -= 1
+                done.append(1)
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:
+                for i in range(40):
+                    group.start_soon(call, workers[i % 2])
+        assert len(done) == 40 and in_flight[1] == 5
+        assert await one.zcard(redis_prefix + "anthropic:slots") == 0  # every lease given back
+
+
+@pytest.mark.anyio
+async def test_a_dead_workers_slot_expires(redis_port: int, redis_prefix: str) -> None:
+    clock = Clock()
+    async with coredis.Redis(port=redis_port) as client:
+        slots = RedisSlots(client, prefix=redis_prefix, clock=clock)
+        assert await slots.take("s:slots", 1, "dead-worker", lease_seconds=30)
+        assert not await slots.take("s:slots", 1, "alive", lease_seconds=30)
+        limiter = Limiter("s", Limits(max_concurrent=1, on_limit="fail"), shared_slots=slots)
+        with pytest.raises(RateLimitError, match="concurrent calls"):
+            async with limiter.admit(1):
+                pass
+        clock.now += 31
+        assert await slots.take("s:slots", 1, "alive", lease_seconds=30)

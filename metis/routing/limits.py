@@ -7,14 +7,16 @@ that could not be served before its deadline (or at once, with ``on_limit: fail`
 a ``rate_limit`` error and takes nothing. When the call ends, the token bucket is corrected by
 the usage the provider reported (input and output tokens, instead of the estimate).
 
-Buckets live in memory by default; :class:`~metis.routing.limits_redis.RedisBuckets` shares
-them across worker processes. Concurrency is per process.
+Buckets and slots live in memory by default; :class:`~metis.routing.limits_redis.RedisBuckets`
+and :class:`~metis.routing.limits_redis.RedisSlots` share them across worker processes (a
+shared slot is a lease that ends with the call, or at its deadline if the worker died).
 """
 
 from __future__ import annotations
 
 import math
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -52,6 +54,20 @@ class Buckets(Protocol):
     async def give_back(self, name: str, per_minute: float, amount: float) -> None:
         """Return ``amount`` (negative: take more), never above the bucket's size."""
         ...
+
+
+class SharedSlots(Protocol):
+    """Concurrency slots shared by processes: leases that end when given back or expire."""
+
+    async def take(self, name: str, limit: int, holder: str, lease_seconds: float) -> bool:
+        """Take one of ``limit`` slots for ``holder``; False when all are held."""
+        ...
+
+    async def give_back(self, name: str, holder: str) -> None: ...
+
+
+SHARED_SLOT_POLL_SECONDS = 0.05
+"""How often a call waiting for a shared slot asks again."""
 
 
 @dataclass(slots=True)
@@ -119,10 +135,17 @@ class Admitted:
 class Limiter:
     """Admits calls to one provider or model (``key``) within its :class:`Limits`."""
 
-    def __init__(self, key: str, limits: Limits, buckets: Buckets | None = None) -> None:
+    def __init__(
+        self,
+        key: str,
+        limits: Limits,
+        buckets: Buckets | None = None,
+        shared_slots: SharedSlots | None = None,
+    ) -> None:
         self.key = key
         self.limits = limits
         self.buckets: Buckets = buckets or InMemoryBuckets()
+        self.shared_slots = shared_slots
         self._slots: anyio.CapacityLimiter | None = None
 
     def __repr__(self) -> str:
@@ -132,7 +155,11 @@ class Limiter:
     async def admit(self, estimate: int, deadline: float = math.inf) -> AsyncIterator[Admitted]:
         """Hold a slot and the budget for one call of about ``estimate`` input tokens."""
         async with AsyncExitStack() as stack:
-            if self.limits.max_concurrent is not None:
+            if self.limits.max_concurrent is not None and self.shared_slots is not None:
+                holder = uuid.uuid4().hex
+                await self._shared_slot(deadline, holder)
+                stack.push_async_callback(self._give_slot_back, holder)
+            elif self.limits.max_concurrent is not None:
                 borrower = object()  # not the task: a stream may be read from several tasks
                 await self._slot(deadline, borrower)
                 stack.callback(self._limiter().release_on_behalf_of, borrower)
@@ -177,6 +204,23 @@ class Limiter:
             await slots.acquire_on_behalf_of(borrower)
             return
         raise self._refused("concurrent calls", None)
+
+    async def _shared_slot(self, deadline: float, holder: str) -> None:
+        assert self.shared_slots is not None and self.limits.max_concurrent is not None
+        lease = (deadline - anyio.current_time() if math.isfinite(deadline) else 600.0) + 30.0
+        while not await self.shared_slots.take(
+            f"{self.key}:slots", self.limits.max_concurrent, holder, lease
+        ):
+            if self.limits.on_limit == "fail":
+                raise self._refused("concurrent calls", None)
+            if anyio.current_time() + SHARED_SLOT_POLL_SECONDS > deadline:
+                raise self._refused("concurrent calls", None)
+            await anyio.sleep(SHARED_SLOT_POLL_SECONDS)
+
+    async def _give_slot_back(self, holder: str) -> None:
+        assert self.shared_slots is not None
+        with anyio.CancelScope(shield=True):
+            await self.shared_slots.give_back(f"{self.key}:slots", holder)
 
     def _limiter(self) -> anyio.CapacityLimiter:
         if self._slots is None:

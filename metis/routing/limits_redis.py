@@ -1,12 +1,14 @@
-"""Token buckets shared by worker processes through Redis (``pip install 'metis[redis]'``).
+"""Limits shared by worker processes through Redis (``pip install 'metis[redis]'``).
 
-The same buckets as :class:`~metis.routing.limits.InMemoryBuckets`, each a Redis hash changed
-by one Lua script, so concurrent workers never spend the same tokens twice. Times are
-wall-clock seconds (``time.time()``), the clock every worker shares::
+:class:`RedisBuckets` are the buckets of :class:`~metis.routing.limits.InMemoryBuckets`, each a
+Redis hash changed by one Lua script, so concurrent workers never spend the same tokens twice.
+:class:`RedisSlots` are concurrency slots: a sorted set of leases, each ending when its call
+gives it back or, if the worker died, when it expires. Times are wall-clock seconds
+(``time.time()``), the clock every worker shares::
 
     async with coredis.Redis(host="redis") as client:
         router = Router([...], limits={"openai": Limits(tokens_per_minute=30_000)},
-                        buckets=RedisBuckets(client))
+                        buckets=RedisBuckets(client), slots=RedisSlots(client))
 """
 
 from __future__ import annotations
@@ -68,3 +70,40 @@ class RedisBuckets:
         reply = await self._script(keys=[self.prefix + name], args=args)
         wait = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
         return int(reply[0]), wait
+
+
+# ARGV: now, limit, lease end, holder, ttl
+_TAKE_SLOT = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
+  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[5]))
+  return 1
+end
+return 0
+"""
+
+
+class RedisSlots:
+    """Concurrency slots in Redis sorted sets under ``{prefix}{name}``."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        prefix: str = "metis:limits:",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.clock = clock
+        self._take = client.register_script(_TAKE_SLOT)
+
+    async def take(self, name: str, limit: int, holder: str, lease_seconds: float) -> bool:
+        now = self.clock()
+        ttl = int(lease_seconds) + 60
+        args = [repr(now), limit, repr(now + lease_seconds), holder, ttl]
+        return bool(await self._take(keys=[self.prefix + name], args=args))
+
+    async def give_back(self, name: str, holder: str) -> None:
+        await self.client.zrem(self.prefix + name, [holder])

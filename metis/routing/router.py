@@ -36,7 +36,14 @@ from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import CanonicalResponse
 from metis.routing.availability import Admission, AvailabilityStore, Change, InMemoryAvailability
-from metis.routing.limits import Admitted, Buckets, InMemoryBuckets, Limiter, Limits
+from metis.routing.limits import (
+    Admitted,
+    Buckets,
+    InMemoryBuckets,
+    Limiter,
+    Limits,
+    SharedSlots,
+)
 from metis.routing.spec import DEFAULT_FALLBACK_ON, RouteSpec, TargetSpec
 from metis.routing.targets import ResolvedTarget, RouteTarget, Targets
 from metis.stages.capability_check import unmet_needs
@@ -64,6 +71,7 @@ class Router:
         availability: AvailabilityStore | None = None,
         limits: Mapping[str, Limits] | None = None,
         buckets: Buckets | None = None,
+        slots: SharedSlots | None = None,
         telemetry: TelemetrySink | None = None,
     ) -> None:
         if not targets:
@@ -72,7 +80,7 @@ class Router:
         self.fallback_on = frozenset(ErrorClass(c) for c in fallback_on)
         self.availability: AvailabilityStore = availability or InMemoryAvailability()
         self.telemetry = telemetry or NULL_SINK
-        self._targets = Targets(adapters or {}, limits or {}, buckets or InMemoryBuckets())
+        self._targets = Targets(adapters or {}, limits or {}, buckets or InMemoryBuckets(), slots)
         self.targets = [self._targets.resolve(t, max_retries) for t in targets]
 
     def __repr__(self) -> str:

@@ -14,7 +14,7 @@ from metis.estimate import TokenProfile
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
 from metis.pipeline.stack import load_stack
-from metis.routing.limits import Buckets, Limiter, Limits
+from metis.routing.limits import Buckets, Limiter, Limits, SharedSlots
 from metis.routing.spec import TargetSpec, validated_options
 
 
@@ -49,8 +49,13 @@ class Targets:
     provider's stack (and owned: :meth:`close` closes them); limiters are shared per key."""
 
     def __init__(
-        self, adapters: Mapping[str, Adapter], limits: Mapping[str, Limits], buckets: Buckets
+        self,
+        adapters: Mapping[str, Adapter],
+        limits: Mapping[str, Limits],
+        buckets: Buckets,
+        slots: SharedSlots | None = None,
     ) -> None:
+        self._slots = slots
         self._given = dict(adapters)
         self._owned: dict[str, Adapter] = {}
         self._limits = dict(limits)
@@ -77,7 +82,7 @@ class Targets:
         if limit_key is not None:
             limiter = self._limiters.get(limit_key)
             if limiter is None:
-                limiter = Limiter(limit_key, self._limits[limit_key], self._buckets)
+                limiter = Limiter(limit_key, self._limits[limit_key], self._buckets, self._slots)
                 self._limiters[limit_key] = limiter
         return ResolvedTarget(
             model=spec.model,
