@@ -13,7 +13,7 @@ from metis.routing.availability import (
     InMemoryAvailability,
     State,
 )
-from metis.routing.limits import Buckets, InMemoryBuckets, Limiter, Limits
+from metis.routing.limits import Buckets, InMemoryBuckets, Limiter, Limits, SharedSlots
 from metis.routing.router import Router
 from metis.routing.spec import DEFAULT_FALLBACK_ON, RouteSpec, TargetSpec
 from metis.routing.targets import RouteTarget
@@ -32,6 +32,7 @@ __all__ = [
     "RouteSpec",
     "RouteTarget",
     "Router",
+    "SharedSlots",
     "State",
     "TargetSpec",
 ]
