@@ -143,9 +143,27 @@ async def test_per_model_options_reach_only_that_model(emulator: Emulator) -> No
     assert second["temperature"] == 0.7 and second["max_completion_tokens"] == 99
 
 
-def test_unknown_per_model_options_are_refused() -> None:
-    with pytest.raises(ValueError, match="unknown request option 'temprature'"):
-        Router([RouteTarget("anthropic:claude-sonnet-4-5", options={"temprature": 1})])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"temprature": 1}, "unknown request option 'temprature'"),
+        ({"temperature": -1}, "'temperature': Input should be greater than or equal to 0"),
+        ({"max_output_tokens": "many"}, "'max_output_tokens': Input should be a valid integer"),
+        ({"messages": []}, "unknown request option 'messages'"),
+    ],
+)
+def test_wrong_per_model_options_are_refused(options: dict[str, object], message: str) -> None:
+    with pytest.raises(metis.ConfigError, match=message):
+        Router([RouteTarget("anthropic:claude-sonnet-4-5", options=options)])
+
+
+def test_wrong_route_settings_are_config_errors() -> None:
+    with pytest.raises(metis.ConfigError, match="unknown error classes \\['sometimes'\\]"):
+        Router(["anthropic:claude-sonnet-4-5"], fallback_on=["overloaded", "sometimes"])
+    with pytest.raises(metis.ConfigError, match="got 3"):
+        Router([3])  # type: ignore[list-item]
+    with pytest.raises(metis.ConfigError, match="at least one model"):
+        Router([])
 
 
 PIXEL = (

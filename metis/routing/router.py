@@ -44,7 +44,7 @@ from metis.routing.limits import (
     Limits,
     SharedSlots,
 )
-from metis.routing.spec import DEFAULT_FALLBACK_ON, RouteSpec, TargetSpec
+from metis.routing.spec import DEFAULT_FALLBACK_ON, RouteSpec, TargetSpec, error_classes
 from metis.routing.targets import ResolvedTarget, RouteTarget, Targets
 from metis.stages.capability_check import unmet_needs
 from metis.telemetry import NULL_SINK, AvailabilityChanged, RouteDecided, TelemetrySink
@@ -77,7 +77,7 @@ class Router:
         if not targets:
             raise ConfigError("a route needs at least one model")
         self.name = name
-        self.fallback_on = frozenset(ErrorClass(c) for c in fallback_on)
+        self.fallback_on = error_classes(fallback_on)
         self.availability: AvailabilityStore = availability or InMemoryAvailability()
         self.telemetry = telemetry or NULL_SINK
         self._targets = Targets(adapters or {}, limits or {}, buckets or InMemoryBuckets(), slots)

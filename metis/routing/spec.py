@@ -15,10 +15,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Collection, Iterable
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from metis.errors import ConfigError, ErrorClass
 from metis.model.request import CanonicalRequest
@@ -60,6 +60,16 @@ class RouteSpec(BaseModel):
         return [TargetSpec(model=m) if isinstance(m, str) else m for m in self.models]
 
 
+def error_classes(names: Iterable[ErrorClass | str]) -> frozenset[ErrorClass]:
+    """``names`` as error classes; a ConfigError naming the known ones for a wrong one."""
+    given = list(names)
+    unknown = [name for name in given if name not in set(ErrorClass)]
+    if unknown:
+        known = ", ".join(c.value for c in ErrorClass)
+        raise ConfigError(f"fallback_on: unknown error classes {unknown}; known: {known}")
+    return frozenset(ErrorClass(name) for name in given)
+
+
 def validated_options(options: dict[str, Any]) -> dict[str, Any]:
     """``options`` checked against the request's own field types (values converted)."""
     fields = CanonicalRequest.model_fields
@@ -67,9 +77,14 @@ def validated_options(options: dict[str, Any]) -> dict[str, Any]:
     for key, value in options.items():
         if key not in fields or key in _NOT_OPTIONS:
             allowed = sorted(set(fields) - _NOT_OPTIONS)
-            raise ValueError(f"unknown request option {key!r}; options are: {', '.join(allowed)}")
+            raise ConfigError(f"unknown request option {key!r}; options are: {', '.join(allowed)}")
         annotation = fields[key].annotation
-        out[key] = TypeAdapter(Any if annotation is None else annotation).validate_python(value)
+        try:
+            bounded: Any = Annotated[annotation or Any, fields[key]]  # the field's bounds too
+            checked: TypeAdapter[Any] = TypeAdapter(bounded)
+            out[key] = checked.validate_python(value)
+        except ValidationError as exc:
+            raise ConfigError(f"request option {key!r}: {exc.errors()[0]['msg']}") from None
     return out
 
 

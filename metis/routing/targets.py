@@ -113,6 +113,10 @@ def as_route_target(target: str | RouteTarget | TargetSpec) -> RouteTarget:
         return RouteTarget(target)
     if isinstance(target, TargetSpec):
         return RouteTarget(target.model, None, target.max_retries, target.options)
+    if not isinstance(target, RouteTarget):
+        raise ConfigError(
+            f"a route's models are 'provider:model' strings or RouteTargets, got {target!r}"
+        )
     return target
 
 
