@@ -20,7 +20,7 @@ from metis.model import (
     ThinkingConfig,
 )
 from metis.model.response import StopKind
-from metis.routing import InMemoryAvailability, Router, RouteTarget, State
+from metis.routing import InMemoryAvailability, Limits, Router, RouteTarget, State
 from metis.telemetry import AvailabilityChanged, ListSink, RouteDecided
 
 from .routing_helpers import MODELS, ask, emulated
@@ -344,3 +344,18 @@ async def test_a_probe_cancelled_by_its_caller_frees_the_model_for_the_next_call
     assert record.state is State.COOLING_DOWN and record.until == now[0]
     with anyio.fail_after(DEADLINE):
         assert (await route.complete(ask())).provider == "anthropic"  # probed again at once
+
+
+def test_the_sync_stream_takes_a_router_with_limits(emulator_server: Emulator) -> None:
+    emulator_server.reset()
+    route = Router(
+        [MODELS["anthropic"], MODELS["gemini"]],
+        adapters=emulated(emulator_server),
+        max_retries=0,
+        limits={"gemini": Limits(max_concurrent=1, requests_per_minute=100)},
+    )
+    emulator_server.push_fault("overloaded", provider="anthropic")
+    for _ in range(2):  # the slot taken and given back, whichever task reads each event
+        events = list(metis.stream(route, "Say hello."))
+        assert isinstance(events[-1], MessageComplete)
+    assert [r.provider for r in emulator_server.requests] == ["anthropic", "gemini", "gemini"]
