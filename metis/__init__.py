@@ -36,6 +36,7 @@ _EXPORTS = {
     "ToolIdStore": "metis.session",
     "TelemetrySink": "metis.telemetry",
     "Registry": "metis.registry",
+    "Router": "metis.routing",
     "Route": "metis.registry",
     "NotConfiguredError": "metis.registry",
     "PriceTable": "metis.cost",
@@ -189,6 +190,7 @@ if TYPE_CHECKING:
     from metis.pipeline.wire import WireRequest as WireRequest
     from metis.registry import NotConfiguredError as NotConfiguredError
     from metis.registry import Registry as Registry
+    from metis.routing import Router as Router
     from metis.registry import Route as Route
     from metis.session import InMemoryToolIdStore as InMemoryToolIdStore
     from metis.session import ToolIdStore as ToolIdStore

@@ -21,6 +21,7 @@ import httpx
 from metis.catalog.capabilities import model_capabilities
 from metis.catalog.lookup import find_model, warn_uncatalogued
 from metis.config import AdapterConfig
+from metis.count_tokens import TokenCount, count_tokens
 from metis.errors import (
     AdapterError,
     CapabilityError,
@@ -130,6 +131,11 @@ class Adapter:
         if model is not None:
             profile = profile.for_model(self.wire_model(model))
         return estimate_input_tokens(messages, tools, system_prompt, profile)
+
+    async def count_tokens(self, request: CanonicalRequest) -> TokenCount:
+        """The request's input tokens from the provider's counting endpoint where it has one,
+        else the offline estimate; the result says which (:mod:`metis.count_tokens`)."""
+        return await count_tokens(self, request)
 
     async def cancel(self, request_id: str) -> bool:
         """Abort an in-flight call (seed 000 §5.3). Its stream closes any tool still open,

@@ -11,6 +11,9 @@
         ...
     reply = await metis.acomplete("gemini:gemini-2.5-flash", messages, tools=[weather])
 
+A :class:`~metis.routing.Router` can stand where the model string goes: the call then goes
+to the first of its models that serves it (docs/routing.md).
+
 The part before ``:`` names a built-in stack (or ``path/to/stack.yaml:model``); the key comes
 from the stack's variable (``ANTHROPIC_API_KEY``), the base URL from the SDKs' conventional one
 where the stack names it (``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, ...). Adapters are built
@@ -47,10 +50,13 @@ from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, To
 from metis.model.response import CanonicalResponse
 from metis.pipeline.stack import StackSpec, load_stack
 from metis.registry import NotConfiguredError
+from metis.routing.router import Router
 from metis.tools import Tool, as_tool_definition
 
 MessagesLike = str | Message | MessageDict | Sequence[Message | MessageDict]
 """A user's text, one message, or the conversation: Message objects or plain dicts."""
+ModelLike = str | Router
+"""``"provider:model"``, or a router over several models."""
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
 T = TypeVar("T")
 
@@ -84,14 +90,22 @@ class CallOptions(TypedDict, total=False):
 
 @overload
 async def acomplete(
-    model: str, messages: MessagesLike, *, output_type: None = None, **options: Unpack[CallOptions]
+    model: ModelLike,
+    messages: MessagesLike,
+    *,
+    output_type: None = None,
+    **options: Unpack[CallOptions],
 ) -> CanonicalResponse: ...
 @overload
 async def acomplete(
-    model: str, messages: MessagesLike, *, output_type: type[T], **options: Unpack[CallOptions]
+    model: ModelLike,
+    messages: MessagesLike,
+    *,
+    output_type: type[T],
+    **options: Unpack[CallOptions],
 ) -> T: ...
 async def acomplete(
-    model: str,
+    model: ModelLike,
     messages: MessagesLike,
     *,
     output_type: type[T] | None = None,
@@ -111,7 +125,7 @@ async def acomplete(
 
 
 async def astream(
-    model: str, messages: MessagesLike, **options: Unpack[CallOptions]
+    model: ModelLike, messages: MessagesLike, **options: Unpack[CallOptions]
 ) -> AsyncGenerator[StreamEvent, None]:
     """One streamed call: its canonical events, ending with ``message.complete``."""
     adapter = await _adapter(model, options)
@@ -121,14 +135,22 @@ async def astream(
 
 @overload
 def complete(
-    model: str, messages: MessagesLike, *, output_type: None = None, **options: Unpack[CallOptions]
+    model: ModelLike,
+    messages: MessagesLike,
+    *,
+    output_type: None = None,
+    **options: Unpack[CallOptions],
 ) -> CanonicalResponse: ...
 @overload
 def complete(
-    model: str, messages: MessagesLike, *, output_type: type[T], **options: Unpack[CallOptions]
+    model: ModelLike,
+    messages: MessagesLike,
+    *,
+    output_type: type[T],
+    **options: Unpack[CallOptions],
 ) -> T: ...
 def complete(
-    model: str,
+    model: ModelLike,
     messages: MessagesLike,
     *,
     output_type: type[T] | None = None,
@@ -146,7 +168,7 @@ def complete(
 
 
 def stream(
-    model: str, messages: MessagesLike, **options: Unpack[CallOptions]
+    model: ModelLike, messages: MessagesLike, **options: Unpack[CallOptions]
 ) -> Iterator[StreamEvent]:
     """:func:`astream`, for code that runs no event loop: a plain iterator of events."""
     portal = _sync_portal("stream")
@@ -165,8 +187,10 @@ def stream(
 
 
 def _request(
-    adapter: Adapter, model: str, messages: MessagesLike, options: CallOptions
+    adapter: Adapter | Router, model: ModelLike, messages: MessagesLike, options: CallOptions
 ) -> CanonicalRequest:
+    if isinstance(model, Router):
+        model = f"route:{model.name}"
     max_output_tokens = options.get("max_output_tokens")
     if max_output_tokens is None:  # the model's own limit, up to a default that fits most replies
         limit = adapter.capabilities_for(adapter.wire_model(model)).max_output_tokens
@@ -211,8 +235,11 @@ def _messages(messages: MessagesLike) -> list[Message]:
     return [m if isinstance(m, Message) else Message.model_validate(m) for m in messages]
 
 
-async def _adapter(model: str, options: CallOptions) -> Adapter:
-    """The adapter for ``model``'s stack and these settings on the running event loop."""
+async def _adapter(model: ModelLike, options: CallOptions) -> Adapter | Router:
+    """The adapter for ``model``'s stack and these settings on the running event loop (a
+    router is its own adapter)."""
+    if isinstance(model, Router):
+        return model
     stack_name, sep, wire = model.partition(":")
     if not sep or not stack_name or not wire:
         raise ConfigError(

@@ -46,7 +46,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -60,7 +60,11 @@ from metis.errors import ConfigError, InvalidRequestError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
 from metis.pipeline.stack import StackSpec, builtin_stacks, load_stack
+from metis.routing.spec import RouteSpec, check_routes
 from metis.stages.transport import http_client
+
+if TYPE_CHECKING:
+    from metis.routing.router import Router
 
 log = logging.getLogger("metis")
 
@@ -115,6 +119,8 @@ class RegistryFile(BaseModel):
 
     adapters: dict[str, AdapterEntry] = Field(default_factory=dict)
     models: dict[str, ModelEntry] = Field(default_factory=dict)
+    routes: dict[str, RouteSpec] = Field(default_factory=dict)
+    """Fallback routes over the models above (metis.routing, docs/routing.md)."""
 
 
 # What the registry answers -----------------------------------------------------------------
@@ -204,6 +210,7 @@ class Registry:
             self._add_model(model_id, entry)
         for model_id, entry in spec.models.items():
             self._add_aliases(model_id, entry)
+        self.route_specs = check_routes(spec.routes, self._names, source)
 
     # Loading -------------------------------------------------------------------------------
 
@@ -412,6 +419,14 @@ class Registry:
         adapter = self._adapter_for(route.adapter_name, self._overrides[route.model])
         request = CanonicalRequest(model=f"{adapter.name}:{route.wire_name}", **fields)
         return adapter, request
+
+    def router(self, name: str, **kwargs: Any) -> Router:
+        """The router for ``routes: {name: ...}`` (keyword arguments go to ``Router``)."""
+        from metis.routing.router import router_for
+
+        if name not in self.route_specs:
+            raise self._unknown(name, "route", list(self.route_specs))
+        return router_for(self, name, self.route_specs[name], **kwargs)
 
     def _check_configured(self, adapter_name: str, model_id: str | None) -> None:
         adapter = self._adapters[adapter_name]

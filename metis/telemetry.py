@@ -26,6 +26,7 @@ from metis.model.response import StopKind, StopReason, TokenUsage
 
 __all__ = [
     "NULL_SINK",
+    "AvailabilityChanged",
     "CallCompleted",
     "CallFailed",
     "CallStarted",
@@ -34,6 +35,7 @@ __all__ = [
     "MultiSink",
     "NullSink",
     "OpenTelemetrySink",
+    "RouteDecided",
     "TelemetryEvent",
     "TelemetrySink",
     "ToolIdStoreFailed",
@@ -115,7 +117,52 @@ class ToolIdStoreFailed(_BusEvent):
     error_message: str
 
 
-TelemetryEvent: TypeAlias = CallStarted | CallCompleted | CallFailed | ToolIdStoreFailed
+@dataclass(frozen=True, slots=True)
+class RouteDecided:
+    """A router chose who serves a call (metis.routing). ``served_by`` is the model that
+    served it (None when none did); ``steps`` is every model considered, in order, as
+    ``(model, outcome, reason)`` with outcome ``served``, ``skipped`` or ``failed``."""
+
+    name: ClassVar[str] = "metis.route_decided"
+    request_id: str
+    session_id: str | None
+    route: str
+    served_by: str | None
+    steps: tuple[tuple[str, str, str], ...]
+    timestamp: float
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"event": self.name}
+        out.update({f.name: getattr(self, f.name) for f in fields(self)})
+        out["steps"] = [list(step) for step in self.steps]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class AvailabilityChanged:
+    """A (platform, model) moved between ``available``, ``cooling_down`` and ``probing``
+    (metis.routing). ``cooldown_seconds`` is how long it now cools down (0 unless cooling);
+    ``failures`` counts its failures in a row; ``reason`` is the error class, or ``success``."""
+
+    name: ClassVar[str] = "metis.availability_changed"
+    key: str
+    old_state: str
+    new_state: str
+    cooldown_seconds: float
+    failures: int
+    reason: str
+    timestamp: float
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"event": self.name}
+        out.update({f.name: getattr(self, f.name) for f in fields(self)})
+        return out
+
+
+RoutingEvent: TypeAlias = RouteDecided | AvailabilityChanged
+TelemetryEvent: TypeAlias = (
+    CallStarted | CallCompleted | CallFailed | ToolIdStoreFailed | RoutingEvent
+)
 
 
 class TelemetrySink(Protocol):
@@ -157,6 +204,14 @@ class LoggingSink:
 
 
 def _describe(event: TelemetryEvent) -> str:
+    if isinstance(event, RouteDecided):
+        steps = "; ".join(f"{model} {outcome} ({reason})" for model, outcome, reason in event.steps)
+        return f"{event.name} {event.route} {event.request_id}: {event.served_by}: {steps}"
+    if isinstance(event, AvailabilityChanged):
+        return (
+            f"{event.name} {event.key}: {event.old_state} -> {event.new_state} "
+            f"({event.reason}, {event.failures} failures, cooldown {event.cooldown_seconds:g} s)"
+        )
     head = (
         f"{event.name} {event.provider} {event.wire_model} {event.request_id} "
         f"retry {event.retry_count}"
@@ -242,8 +297,24 @@ class OpenTelemetrySink:
             self._start(event)
         elif isinstance(event, ToolIdStoreFailed):
             self._store_failed(event)
+        elif isinstance(event, RouteDecided | AvailabilityChanged):
+            self._routing(event)
         else:
             self._end(event)
+
+    def _routing(self, event: RoutingEvent) -> None:
+        """Routing events become attributes of the span current in the calling task, or of a
+        short span of their own when there is none."""
+        attributes = _routing_attributes(event)
+        current = self._trace.get_current_span()
+        if current.is_recording():
+            current.set_attributes(attributes)
+            current.add_event(event.name, attributes, timestamp=_ns(event.timestamp))
+            return
+        span = self._tracer.start_span(
+            event.name, attributes=attributes, start_time=_ns(event.timestamp)
+        )
+        span.end(end_time=_ns(event.timestamp))
 
     def _start(self, event: CallStarted) -> None:
         attributes = _span_start_attributes(event)
@@ -345,7 +416,9 @@ def _finish_reason(stop: StopReason) -> str:
     return stop.raw or stop.kind.value
 
 
-def _span_start_attributes(event: TelemetryEvent) -> dict[str, Any]:
+def _span_start_attributes(
+    event: CallStarted | CallCompleted | CallFailed | ToolIdStoreFailed,
+) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": OTEL_PROVIDER_NAMES.get(event.provider, event.provider),
@@ -361,6 +434,25 @@ def _span_start_attributes(event: TelemetryEvent) -> dict[str, Any]:
         attributes["metis.session_id"] = event.session_id
         attributes["gen_ai.conversation.id"] = event.session_id
     return attributes
+
+
+def _routing_attributes(event: RoutingEvent) -> dict[str, Any]:
+    if isinstance(event, RouteDecided):
+        return {
+            "metis.route.name": event.route,
+            "metis.route.served_by": event.served_by or "",
+            "metis.route.skipped": [f"{m}: {r}" for m, o, r in event.steps if o == "skipped"],
+            "metis.route.failed": [f"{m}: {r}" for m, o, r in event.steps if o == "failed"],
+            "metis.request_id": event.request_id,
+        }
+    return {
+        "metis.availability.key": event.key,
+        "metis.availability.state": event.new_state,
+        "metis.availability.previous_state": event.old_state,
+        "metis.availability.cooldown_seconds": event.cooldown_seconds,
+        "metis.availability.failures": event.failures,
+        "metis.availability.reason": event.reason,
+    }
 
 
 def _usage_attributes(usage: TokenUsage) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from decimal import Decimal
 import anyio
 
 from metis.cli.conversation import WEATHER, Renderer, run_tool, stream_reply, tool_calls
+from metis.cli.demo_fallback import fallback_turn
 from metis.cli.models import Models, Target, price
 from metis.cli.output import CliError, Output, duration, note, usd
 from metis.errors import AdapterError
@@ -188,6 +189,8 @@ async def _converse(models: Models, targets: list[Target], live: bool, out: Outp
             for result in results:
                 renderer.tool_result(result)
             history.append(Message.tool(*results))
+    if not live:  # one more question, through a route whose first model is overloaded
+        rows += await fallback_turn(models, active, history, session, out, len(rows) + 1)
     out.line()
     _table(out, rows)
     return 0

@@ -41,6 +41,7 @@ from metis.emulator._wire import (
     sse,
     text_of,
 )
+from metis.emulator.count_tokens import input_tokens
 from metis.emulator.openai_chat import (
     REASONING_MODEL,
     check_temperature,
@@ -113,10 +114,12 @@ class OpenAIResponses(Provider):
     name = "openai_responses"
 
     def route(self, method: str, path: str) -> str | None:
+        if method == "POST" and path == "/v1/responses/input_tokens":
+            return "input_tokens"
         return "responses" if method == "POST" and path == "/v1/responses" else None
 
     def allowed_methods(self, path: str) -> list[str]:
-        return ["POST"] if path == "/v1/responses" else []
+        return ["POST"] if path in ("/v1/responses", "/v1/responses/input_tokens") else []
 
     def authenticate(
         self, endpoint: str, request: HttpRequest, keys: frozenset[str] | None
@@ -137,6 +140,8 @@ class OpenAIResponses(Provider):
 
     def handle(self, endpoint: str, request: HttpRequest, env: Env) -> JsonReply | StreamReply:
         body = parse_json_object(request, lambda m: openai_error(400, m, request))
+        if endpoint == "input_tokens":
+            return input_tokens(self, body, request, env)
         prompt, items, opts = self.prompt(body, request, env)
         reply = env.responder.reply(prompt)
         limit = env.context_tokens.get(self.name, 400_000)
