@@ -190,8 +190,8 @@ if TYPE_CHECKING:
     from metis.pipeline.wire import WireRequest as WireRequest
     from metis.registry import NotConfiguredError as NotConfiguredError
     from metis.registry import Registry as Registry
-    from metis.routing import Router as Router
     from metis.registry import Route as Route
+    from metis.routing import Router as Router
     from metis.session import InMemoryToolIdStore as InMemoryToolIdStore
     from metis.session import ToolIdStore as ToolIdStore
     from metis.telemetry import ListSink as ListSink
