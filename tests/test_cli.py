@@ -99,7 +99,7 @@ def test_demo_runs_offline_visits_every_provider_and_ends_with_the_table() -> No
     ids = {row[1]: int(row[-3]) for row in rows}
     assert ids["anthropic"] == 0 and ids["tgi"] > 0  # tool ids carried, in each provider's form
     assert all(row[-2] == "0" and row[-1] == "0" for row in rows)  # nothing dropped, no retries
-    assert re.search(r"\d+ turns, 7 providers", out)
+    assert re.search(r"\d+ turns, 10 providers", out)
 
 
 def test_demo_takes_a_subset_of_providers_and_survives_faults() -> None:

@@ -18,14 +18,18 @@ from metis.adapter import Adapter
 from metis.config_files import read_yaml
 from metis.cost import Cost, cost_of
 from metis.emulator import Emulator
+from metis.emulator.server import PROVIDER_ALIASES
 from metis.errors import ConfigError
 from metis.model.response import TokenUsage
 from metis.pipeline.stack import builtin_stacks
 from metis.registry import NotConfiguredError, Registry, Route
 
-FAMILIES = ("anthropic", "openai", "openai_responses", "gemini", "ollama", "groq", "tgi")
-"""The provider families the demo visits, in order: one of each wire format, plus an
-OpenAI-compatible service (groq) and a tool-emulating one (tgi)."""
+FAMILIES = (
+    "anthropic", "openai", "openai_responses", "gemini", "ollama", "groq", "tgi",
+    "bedrock", "vertex", "azure",
+)  # fmt: skip
+"""The provider families the demo visits, in order: one of each wire format, an
+OpenAI-compatible service (groq), a tool-emulating one (tgi), and the cloud platforms."""
 
 DEFAULT_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
     "anthropic": ("anthropic:claude-sonnet-4-5", {}),
@@ -35,6 +39,15 @@ DEFAULT_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
     "ollama": ("ollama:qwen3", {"supports_tools": True}),
     "groq": ("groq:llama-3.3-70b-versatile", {}),
     "tgi": ("tgi:tgi", {}),
+    "bedrock": ("bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", {}),
+    "vertex": ("vertex:gemini-2.5-flash", {}),
+    "azure": ("azure:gpt-4o", {}),
+}
+# What a platform needs besides a key, for the emulator to stand in for it offline.
+OFFLINE_OPTIONS: dict[str, dict[str, Any]] = {
+    "bedrock": {"region": "us-east-1"},
+    "vertex": {"project": "metis-offline", "location": "us-central1"},
+    "vertex_anthropic": {"project": "metis-offline", "location": "us-east5"},
 }
 OFFLINE_KEY = "metis-offline"
 
@@ -126,7 +139,7 @@ class Models:
             adapters = data.get("adapters")
             if isinstance(adapters, dict):
                 data["adapters"] = {
-                    name: _offline_entry(entry, emulator.url) for name, entry in adapters.items()
+                    name: _offline_entry(entry, emulator, name) for name, entry in adapters.items()
                 }
             self._offline = Registry.from_dict(
                 data, f"{self.source} (offline)", base_dir=self._base, environ=_AnyKey()
@@ -199,10 +212,15 @@ class Models:
                 self.emulator = None
 
 
-def _offline_entry(entry: Any, url: str) -> Any:
+def _offline_entry(entry: Any, emulator: Emulator, name: str) -> Any:
     if not isinstance(entry, dict):
         return entry
     kept = {k: v for k, v in entry.items() if k not in ("api_key", "api_key_env", "base_url")}
+    stack = str(entry.get("type", name))
+    options = {**OFFLINE_OPTIONS.get(stack, {}), **kept.get("options", {})}
+    if options:
+        kept["options"] = options
+    url = emulator.base_url(stack) if stack in PROVIDER_ALIASES else emulator.url
     return {**kept, "base_url": url}
 
 

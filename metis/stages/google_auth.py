@@ -1,7 +1,9 @@
 """google_auth: a Google OAuth access token on every request (Vertex AI), from Application
 Default Credentials.
 
-The credentials are ``AdapterConfig.options["google_credentials"]`` when given (any
+A ready access token (``AdapterConfig.api_key``, or ``GOOGLE_OAUTH_ACCESS_TOKEN``, as from
+``gcloud auth print-access-token``) is sent as it is and never refreshed. Otherwise the
+credentials are ``AdapterConfig.options["google_credentials"]`` when given (any
 ``google.auth.credentials.Credentials``), else what ``google.auth.default()`` finds: the file
 ``GOOGLE_APPLICATION_CREDENTIALS`` names, ``gcloud auth application-default login``'s, or the
 metadata server's on Google Cloud. The token is cached until it expires (google-auth keeps it
@@ -54,6 +56,12 @@ class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
     async def __call__(
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
     ) -> AsyncIterator[Any]:
+        ready = call.endpoint.api_key  # an access token given as it is (not refreshed)
+        if ready:
+            headers = {**request.headers, "authorization": f"Bearer {ready}"}
+            async for item in inner(dataclasses.replace(request, headers=headers), call):
+                yield item
+            return
         credentials = call.config.options.get("google_credentials") or self._default
         if credentials is not None and not all(
             hasattr(credentials, name) for name in ("valid", "token", "refresh")
