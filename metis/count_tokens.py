@@ -9,12 +9,15 @@ sent, then asks the provider's counting endpoint:
 * OpenAI Responses: ``POST /v1/responses/input_tokens``
   (https://platform.openai.com/docs/api-reference/responses/input-tokens),
 * Gemini: ``POST /v1beta/models/{model}:countTokens``
-  (https://ai.google.dev/api/tokens).
+  (https://ai.google.dev/api/tokens), on Vertex AI too,
+* AWS Bedrock: ``POST /model/{modelId}/count-tokens``, for Converse and for InvokeModel
+  (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_CountTokens.html).
 
-Other providers have no such endpoint (OpenAI Chat Completions, Ollama, the OpenAI-compatible
-servers; Bedrock's CountTokens belongs to a stack metis does not ship), and get the offline
-estimate. The result says which it is. When the endpoint fails, the estimate is returned
-with the reason, unless ``estimate_on_error=False``.
+The counting request is addressed and authenticated by the stack's own stages that do that
+for every request (region and project in the URL, SigV4, an OAuth or Entra ID token). Other
+providers have no such endpoint (OpenAI Chat Completions, Ollama, the OpenAI-compatible
+servers) and get the offline estimate. The result says which it is. When the endpoint fails,
+the estimate is returned with the reason, unless ``estimate_on_error=False``.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.stage import Inner, Stage
-from metis.pipeline.wire import WireRequest
+from metis.pipeline.wire import WireRequest, body_bytes
 
 if TYPE_CHECKING:
     from metis.adapter import Adapter
@@ -63,7 +66,7 @@ _RESPONSES_KEYS = (
 
 def _anthropic(wire: WireRequest) -> tuple[str, dict[str, Any]] | None:
     if not wire.url.endswith("/messages"):
-        return None
+        return _bedrock(wire)  # Claude through Bedrock's InvokeModel
     body = {k: v for k, v in wire.body.items() if k in _ANTHROPIC_KEYS}
     return wire.url + "/count_tokens", body
 
@@ -85,22 +88,46 @@ def _gemini(wire: WireRequest) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+def _bedrock(wire: WireRequest) -> tuple[str, dict[str, Any]] | None:
+    path = wire.url.partition("?")[0]
+    for suffix, kind in _BEDROCK_SUFFIXES:
+        if path.endswith(suffix):
+            if kind == "converse":
+                given = {k: v for k, v in wire.body.items() if k in _CONVERSE_KEYS}
+            else:
+                given = {"body": json.dumps(wire.body, separators=(",", ":"))}
+            return path[: -len(suffix)] + "/count-tokens", {"input": {kind: given}}
+    return None
+
+
+_BEDROCK_SUFFIXES = (
+    ("/converse-stream", "converse"),
+    ("/converse", "converse"),
+    ("/invoke-with-response-stream", "invokeModel"),
+    ("/invoke", "invokeModel"),
+)
+_CONVERSE_KEYS = ("messages", "system", "toolConfig", "additionalModelRequestFields")
+
 CountEndpoint = Callable[[WireRequest], "tuple[str, dict[str, Any]] | None"]
 ENDPOINTS: dict[str, CountEndpoint] = {
     "anthropic": _anthropic,
     "openai_responses": _responses,
     "schema": _gemini,  # the schema-driven codec serves Gemini; _gemini checks the URL
+    "bedrock_converse": _bedrock,
+    "bedrock_anthropic": _bedrock,
 }
 """By the codec of a stack's ``encode`` stage: where to count and with what body."""
 
 
 _WATCHERS = frozenset({"invariants", "telemetry"})
 """Stages that watch a reply's events; counting has none."""
+_ADDRESSING = frozenset({"url_params", "aws_endpoint", "aws_sigv4", "google_auth", "azure_auth"})
+"""Stages after ``encode`` that address and authenticate every request: the count's too."""
 
 
 def _read_count(payload: Any) -> int | None:
     if isinstance(payload, dict):
-        for key in ("input_tokens", "totalTokens"):
+        for key in ("input_tokens", "totalTokens", "inputTokens"):
             value = payload.get(key)
             if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                 return value
@@ -132,7 +159,8 @@ async def count_tokens(
         )
     url, body = target
     try:
-        tokens = await _ask(adapter, url, body, wire.headers, encode)
+        counting = await _addressed(adapter, request, encode, WireRequest(url, body, wire.headers))
+        tokens = await _ask(adapter, counting.url, counting.body, counting.headers, encode)
     except AdapterError as error:
         if not estimate_on_error:
             raise
@@ -150,8 +178,17 @@ async def _encoded(adapter: Adapter, request: CanonicalRequest, encode: Any) -> 
     outer = [s for s in stages[: stages.index(encode) + 1] if s.name not in _WATCHERS]
     captured: list[WireRequest] = []
     pipeline = Pipeline([*outer, _Capture(captured)], "count")
+    async with pipeline.run(request, _call(adapter, request)) as events:
+        async for _ in events:
+            pass
+    if not captured:
+        raise ProtocolError(f"{adapter.name}: the stack encoded no request", provider=adapter.name)
+    return captured[0]
+
+
+def _call(adapter: Adapter, request: CanonicalRequest) -> Call:
     wire_model = adapter.wire_model(request.model)
-    call = Call(
+    return Call(
         request_id=request.request_id,
         provider=adapter.name,
         model=request.model,
@@ -164,12 +201,22 @@ async def _encoded(adapter: Adapter, request: CanonicalRequest, encode: Any) -> 
         session_id=request.session_id,
         token_profile=adapter.stack.token_estimate.for_model(wire_model),
     )
-    async with pipeline.run(request, call) as events:
+
+
+async def _addressed(
+    adapter: Adapter, request: CanonicalRequest, encode: Any, counting: WireRequest
+) -> WireRequest:
+    """``counting`` through the stack's addressing and authenticating stages."""
+    stages = list(adapter.pipeline.stages)
+    after = [s for s in stages[stages.index(encode) + 1 :] if s.name in _ADDRESSING]
+    if not after:
+        return counting
+    captured: list[WireRequest] = []
+    pipeline = Pipeline([*after, _Capture(captured)], "count", takes=WireRequest)
+    async with pipeline.run(counting, _call(adapter, request)) as events:
         async for _ in events:
             pass
-    if not captured:
-        raise ProtocolError(f"{adapter.name}: the stack encoded no request", provider=adapter.name)
-    return captured[0]
+    return captured[0] if captured else counting
 
 
 async def _ask(
@@ -178,7 +225,8 @@ async def _ask(
     http = adapter.http_client()
     try:
         with anyio.fail_after(adapter.config.timeout_seconds):
-            response = await http.post(url, content=json.dumps(body).encode(), headers=headers)
+            # The bytes the stack's signing stage (SigV4) signed: the transport's serializer.
+            response = await http.post(url, content=body_bytes(body), headers=headers)
     except (httpx.HTTPError, TimeoutError) as exc:
         raise NetworkError(
             f"counting tokens at {url} failed: {type(exc).__name__}: {exc}", provider=adapter.name

@@ -112,3 +112,32 @@ async def test_a_router_counts_with_its_first_model(emulator: Emulator) -> None:
     route = Router([MODELS["gemini"], MODELS["anthropic"]], adapters=emulated(emulator))
     counted = await route.count_tokens(request("anthropic"))
     assert counted.source == "provider" and counted.detail.endswith(COUNTED["gemini"])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stack", ["bedrock", "bedrock_anthropic"])
+@pytest.mark.parametrize("auth", ["sigv4", "bearer"])
+async def test_bedrock_counts_at_count_tokens_addressed_and_signed_like_any_request(
+    stack: str, auth: str, emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from .test_bedrock_emulator import CREDENTIALS, ask, use_keys
+    from .test_bedrock_emulator import adapter as bedrock_adapter
+
+    for name in ("AWS_BEARER_TOKEN_BEDROCK", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    if auth == "sigv4":
+        use_keys(monkeypatch, "AKIDEMULATOR", CREDENTIALS["AKIDEMULATOR"])
+        built = bedrock_adapter(stack, emulator)
+    else:
+        built = bedrock_adapter(stack, emulator, api_key="a-bedrock-api-key")
+    counted = await count_tokens(built, ask(stack))
+    assert counted.source == "provider" and counted.input_tokens > 0, counted.detail
+    (sent,) = [r for r in emulator.requests if r.path.endswith("/count-tokens")]
+    body = sent.json()
+    kind = "converse" if stack == "bedrock" else "invokeModel"
+    assert list(body["input"]) == [kind]
+    authorization = sent.headers.get("authorization", "")
+    assert authorization.startswith("AWS4-HMAC-SHA256" if auth == "sigv4" else "Bearer ")
+    await built.close()

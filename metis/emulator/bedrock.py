@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import calendar
+import json
 import re
 import time
 from typing import Any
@@ -45,7 +46,7 @@ ANTHROPIC_VERSION = "bedrock-2023-05-31"
 MAX_CLOCK_SKEW = 300  # seconds: AWS refuses a signature dated further off than 5 minutes
 
 _PATH = re.compile(
-    r"^/model/([^/]+)/(converse|converse-stream|invoke|invoke-with-response-stream)$"
+    r"^/model/([^/]+)/(converse|converse-stream|invoke|invoke-with-response-stream|count-tokens)$"
 )
 _AUTHORIZATION = re.compile(
     r"^AWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<region>[^/]+)/"
@@ -197,6 +198,8 @@ class Bedrock(Provider):
     def handle(self, endpoint: str, request: HttpRequest, env: Env) -> JsonReply | StreamReply:
         model = unquote(_PATH.match(request.path).group(1))  # type: ignore[union-attr]
         body = parse_json_object(request, self.invalid)
+        if endpoint == "count-tokens":
+            return self._count(model, body, env)
         streamed = endpoint.endswith("stream")
         if endpoint.startswith("invoke"):
             return self._invoke(model, body, request, env, streamed)
@@ -211,6 +214,23 @@ class Bedrock(Provider):
             return JsonReply(200, message, {"content-type": "application/json"})
         frames = [_frame(kind, payload) for kind, payload in stream_events(message, reply)]
         return StreamReply(frames, {"content-type": EVENTSTREAM}, self._stream_error)
+
+    def _count(self, model: str, body: dict[str, Any], env: Env) -> JsonReply:
+        """CountTokens: ``{"input": {"converse": {...}}}`` or ``{"input": {"invokeModel":
+        {"body": "<JSON>"}}}``, answered ``{"inputTokens": N}``."""
+        given = body.get("input")
+        if not isinstance(given, dict) or len(given) != 1:
+            raise ApiError(self.invalid("input: expected exactly one of converse, invokeModel"))
+        ((kind, content),) = given.items()
+        if kind == "converse" and isinstance(content, dict):
+            text = json.dumps({k: content.get(k) for k in ("messages", "system", "toolConfig")})
+        elif kind == "invokeModel" and isinstance(content, dict):
+            text = str(content.get("body", ""))
+        else:
+            raise ApiError(self.invalid(f"input.{kind}: not a CountTokens input"))
+        return JsonReply(
+            200, {"inputTokens": max(1, (len(text) + 3) // 4)}, {"content-type": "application/json"}
+        )
 
     def _invoke(
         self, model: str, body: dict[str, Any], request: HttpRequest, env: Env, streamed: bool

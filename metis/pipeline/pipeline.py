@@ -26,8 +26,12 @@ class Pipeline:
     pipeline is never left half-edited, and calls already running keep the stack they began
     with."""
 
-    def __init__(self, stages: Iterable[AnyStage], name: str = "custom") -> None:
+    def __init__(
+        self, stages: Iterable[AnyStage], name: str = "custom", *, takes: Any = CanonicalRequest
+    ) -> None:
         self.name = name
+        self.takes = takes
+        """What the outermost stage is handed (a canonical request, for a provider's stack)."""
         self._stages: tuple[AnyStage, ...] = ()
         self._runner: Runner | None = None
         self._install(tuple(stages))
@@ -73,12 +77,12 @@ class Pipeline:
         return self._install(self._stages[:i] + self._stages[i + 1 :])
 
     def copy(self) -> Pipeline:
-        return Pipeline(self._stages, self.name)
+        return Pipeline(self._stages, self.name, takes=self.takes)
 
     # Running ---------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def run(self, request: CanonicalRequest, call: Call) -> AsyncIterator[AsyncIterator[Any]]:
+    async def run(self, request: Any, call: Call) -> AsyncIterator[AsyncIterator[Any]]:
         """Open the stack for one call and give back its outward stream of events.
 
         Leaving the block closes every stage's iterator, outermost first, so the transport's
@@ -108,7 +112,7 @@ class Pipeline:
         )
 
     def _install(self, stages: tuple[AnyStage, ...]) -> Pipeline:
-        validate(stages, self.name)
+        validate(stages, self.name, self.takes)
         self._stages = stages
         self._runner = _compile(stages)
         return self
@@ -146,7 +150,9 @@ def _nothing_inside(request: Any, call: Call) -> AsyncIterator[Any]:
 # Validation ----------------------------------------------------------------------------
 
 
-def validate(stages: tuple[AnyStage, ...], name: str = "custom") -> None:
+def validate(
+    stages: tuple[AnyStage, ...], name: str = "custom", takes: Any = CanonicalRequest
+) -> None:
     """Check that neighbouring stages fit; raise StackError naming the stage and the reason."""
     if not stages:
         raise StackError(f"pipeline {name!r} has no stages")
@@ -175,7 +181,7 @@ def validate(stages: tuple[AnyStage, ...], name: str = "custom") -> None:
                 + ", ".join(s.name for s in stages[stages.index(stage) + 1 :])
             )
 
-    request_type: Any = CanonicalRequest
+    request_type: Any = takes
     for stage in stages:
         sig = stage.signature()
         if not _fits(sig.request_in, request_type):
