@@ -1,8 +1,8 @@
-"""An adapter: seed 000's ProviderAdapter, made of a provider stack's pipeline.
+"""An adapter: docs/contract.md ProviderAdapter, made of a provider stack's pipeline.
 
 ``stream()`` runs the pipeline and yields its canonical events; ``complete()`` runs the same
 pipeline on a non-streamed request and folds the same events into a CanonicalResponse
-(DESIGN.md 2). The adapter holds no per-conversation state (that lives in the tool-id store,
+(docs/contract.md §2). The adapter holds no per-conversation state (that lives in the tool-id store,
 keyed by session), so one adapter serves any number of concurrent calls.
 """
 
@@ -124,7 +124,7 @@ class Adapter:
         *,
         model: str | None = None,
     ) -> int:
-        """About how many input tokens this provider will count (seed 000 §3.1): a local
+        """About how many input tokens this provider will count (docs/contract.md §1): a local
         heuristic under the stack's ``token_estimate`` profile (with ``model``'s overrides,
         if named), no network."""
         profile = self.stack.token_estimate
@@ -138,7 +138,7 @@ class Adapter:
         return await count_tokens(self, request)
 
     async def cancel(self, request_id: str) -> bool:
-        """Abort an in-flight call (seed 000 §5.3). Its stream closes any tool still open,
+        """Abort an in-flight call (docs/contract.md §2). Its stream closes any tool still open,
         yields ``message.complete`` with stop reason ``cancelled`` and the partial content,
         and ends. True only if the call was running and is now cancelled; safe before it
         starts, after it ends, twice, and from any task."""

@@ -1,4 +1,4 @@
-"""Adapter configuration (seed 000 §3.2)."""
+"""Adapter configuration (docs/contract.md §1)."""
 
 from __future__ import annotations
 

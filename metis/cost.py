@@ -1,4 +1,4 @@
-"""USD cost from token counts and a versioned price table (seed 000 §7, DESIGN.md 6).
+"""USD cost from token counts and a versioned price table (docs/contract.md §5).
 
 Adapters report tokens only. Cost is computed here, after the fact, from a price table that
 carries a ``pricing_version``, so stored usage can be repriced under any later table::
@@ -13,7 +13,7 @@ carries a ``pricing_version``, so stored usage can be repriced under any later t
 Money is :class:`decimal.Decimal` throughout (rates are read from YAML through their decimal
 text, never through binary floats), and every amount is rounded half-up to 1e-8 USD.
 
-The formula is seed 000 §7.1's, over :class:`TokenUsage`, whose ``input_tokens`` counts only
+The formula is docs/contract.md §5, over :class:`TokenUsage`, whose ``input_tokens`` counts only
 uncached input::
 
     usd = (input * input_rate + output * output_rate

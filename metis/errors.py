@@ -1,4 +1,4 @@
-"""Classified errors (seed 000 §6, seed 004 §4, DESIGN.md 4).
+"""Classified errors (docs/contract.md §4).
 
 Every failure that leaves metis is an :class:`AdapterError` carrying its :class:`ErrorClass`;
 nothing escapes as a bare ``KeyError`` or ``httpx`` exception. Messages are redacted of
@@ -197,7 +197,7 @@ class ProtocolError(AdapterError):
 
 
 class InvariantViolation(AdapterError):
-    """The canonical event stream broke a rule of seed 000 §5.2."""
+    """The canonical event stream broke a rule of docs/contract.md §2"""
 
     error_class = ErrorClass.OTHER
 
@@ -233,7 +233,7 @@ class RetryPolicy(NamedTuple):
     max_delay: float = 0.0
 
 
-# The retry contract (seed 000 §6.4, seed 004 §4), in one place. Transient classes are retried
+# The retry contract (docs/contract.md §4), in one place. Transient classes are retried
 # with exponential backoff from base_delay (doubling each attempt, plus up to 25% jitter),
 # capped at max_delay; a provider's Retry-After wins when it sends one (capped at 60 s).
 # Overloaded backs off longer than rate_limit: the provider is struggling, and piling on

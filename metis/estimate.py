@@ -1,4 +1,4 @@
-"""Pre-flight token estimates, with no tokenizer and no network (seed 000 §3.1).
+"""Pre-flight token estimates, with no tokenizer and no network (docs/contract.md §1).
 
 The estimate is the text the provider shows the model, counted, plus what the provider adds
 around it: a few tokens per message, a hidden tool-use prompt when tools are present, tool

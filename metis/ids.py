@@ -1,4 +1,4 @@
-"""Identifiers: request ids and canonical tool-use ids are ULIDs (DESIGN.md 5)."""
+"""Identifiers: request ids and canonical tool-use ids are ULIDs (docs/contract.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The model registry: models.yaml maps canonical model ids to adapters (seed 000 §8).
+"""The model registry: models.yaml maps canonical model ids to adapters (docs/models-yaml.md).
 
 ::
 
@@ -15,7 +15,7 @@
 
 An adapter entry's ``type`` names a provider stack: a built-in one (``anthropic``,
 ``openai``) or a stack file, relative to the models.yaml that names it. Its other keys are
-:class:`~metis.config.AdapterConfig`'s, plus ``api_key_env`` (seed 000 §8.2). Keys are read
+:class:`~metis.config.AdapterConfig`'s, plus ``api_key_env`` (docs/models-yaml.md). Keys are read
 when the registry loads: ``api_key`` if given (accepted, with a WARNING: use ``api_key_env``),
 else the variable ``api_key_env`` names (by default the one the stack declares). An adapter
 without its key stays in the registry as ``not_configured``, and routing to any of its models
@@ -70,7 +70,7 @@ log = logging.getLogger("metis")
 
 
 class NotConfiguredError(ConfigError):
-    """A model was routed to an adapter that has no API key (seed 000 §8.2 ``not_configured``)."""
+    """A model was routed to an adapter that has no API key (docs/models-yaml.md)."""
 
     def __init__(
         self, message: str, *, model: str | None, adapter: str, api_key_env: str | None

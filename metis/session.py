@@ -1,4 +1,4 @@
-"""Per-session state that outlives one call: the tool-id map (seed 000 §4.1.1, DESIGN.md 1, 5).
+"""Per-session state that outlives one call: the tool-id map (docs/contract.md §6, §1).
 
 Canonical tool ids (``tu_<ulid>``) are what applications see. Each provider namespace keeps its
 own ids; the store remembers, per session and provider, which provider id stands for which

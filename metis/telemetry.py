@@ -1,4 +1,4 @@
-"""Bus events for each attempt at a call, and the sinks that receive them (seed 000 §5.1, §9.3).
+"""Bus events for each attempt at a call, and the sinks that receive them (docs/contract.md §2).
 
 The canonical stream events go to the caller; these go on a separate channel, the bus:
 
@@ -77,7 +77,7 @@ class CallStarted(_BusEvent):
 @dataclass(frozen=True, slots=True)
 class CallCompleted(_BusEvent):
     """An attempt ended with a ``message.complete`` and no error after it. The stop reason may
-    be ``cancelled`` (``Adapter.cancel`` ends a stream with a message, seed 000 §5.3)."""
+    be ``cancelled`` (``Adapter.cancel`` ends a stream with a message, docs/contract.md §2)."""
 
     name: ClassVar[str] = "llm.call_completed"
     latency_ms: int

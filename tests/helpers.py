@@ -67,7 +67,7 @@ async def drive(
 
 
 def lossy_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    """The structured WARN records of ``Call.warn_dropped`` (seed 000 §4.4)."""
+    """The structured WARN records of ``Call.warn_dropped`` (docs/contract.md §8)."""
     return [
         r
         for r in caplog.records

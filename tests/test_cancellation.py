@@ -1,4 +1,4 @@
-"""Cancellation (seed 000 §5.3, §9.4, §10.1 item 12) and timeouts, through real adapters.
+"""Cancellation (docs/contract.md §2) and timeouts, through real adapters.
 
 Every scenario must end: each test runs under a hard deadline, so a hang fails it.
 """

@@ -1,5 +1,5 @@
-"""capability_check: what the model cannot serve is refused before any network call (seed 000
-§3.4, §10.1 item 5, §10.2 item 5; seed 004 §5), and the token estimate behind it."""
+"""capability_check: what the model cannot serve is refused before any network call
+(docs/catalog.md), and the token estimate behind it."""
 
 from __future__ import annotations
 
@@ -249,7 +249,7 @@ def test_a_plain_text_request_needs_nothing_special() -> None:
     assert unmet_needs(_request(), AdapterCapabilities()) == []
 
 
-# estimate_input_tokens (seed 000 §3.1: ±10% is acceptable) ------------------------------------
+# estimate_input_tokens (docs/contract.md §1: ±10% is acceptable) ---------------------------
 
 
 def _estimate(*messages: Message, tools: list[ToolDefinition] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""Cross-adapter conformance (seed 000 §10.2): substitutability, mid-session swap, tool ids.
+"""Cross-adapter conformance (docs/contract.md): substitutability, mid-session swap, tool ids.
 
 A six-turn conversation with tool calls alternates Anthropic and OpenAI. Each provider is a
 scripted stand-in that refuses, with a 400, any request its real counterpart would refuse

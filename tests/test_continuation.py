@@ -164,7 +164,7 @@ async def test_no_session_no_store_or_disabled_means_the_whole_transcript() -> N
     "failure",
     [
         [ServerError("boom", provider_status=500)],  # failed before any event
-        [*reply("partial", "resp_x", StopKind.ERROR), ServerError("cut")],  # seed 000 §6.5
+        [*reply("partial", "resp_x", StopKind.ERROR), ServerError("cut")],  # docs/contract.md §4
         reply("partial", "resp_x", StopKind.CANCELLED),  # cancelled
         [*reply("partial", "resp_x"), ServerError("late")],  # an error after the reply
     ],

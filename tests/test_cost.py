@@ -1,4 +1,4 @@
-"""metis.cost: USD from token counts and a versioned price table (seed 000 §7)."""
+"""metis.cost: USD from token counts and a versioned price table (docs/contract.md §5)."""
 
 from __future__ import annotations
 

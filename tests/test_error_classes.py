@@ -1,4 +1,4 @@
-"""Error classification (seed 000 §6, §10.1 items 8-9, §10.2 item 4) through both adapters."""
+"""Error classification (docs/contract.md §4 items 8-9, §10.2 item 4) through both adapters."""
 
 from __future__ import annotations
 

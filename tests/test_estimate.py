@@ -1,4 +1,4 @@
-"""The pre-flight input-token estimate (seed 000 §3.1): within ±10% of what the provider
+"""The pre-flight input-token estimate (docs/contract.md §1): within ±10% of what the provider
 reported on every recorded request in ../shared/real-traffic that the canonical form can
 express, using the stack's ``token_estimate`` profile; and the profile reaches the adapter and
 capability_check. The recordings part is skipped when the folder is absent (a fresh clone).
@@ -53,7 +53,7 @@ ROOT = Path(
 )
 ANTHROPIC = load_stack("anthropic").token_estimate
 OPENAI = load_stack("openai").token_estimate
-TOLERANCE = 0.10  # seed 000 §3.1
+TOLERANCE = 0.10  # docs/contract.md §1
 
 # Recorded requests ----------------------------------------------------------------------------
 #

@@ -1,4 +1,4 @@
-"""invariants: the canonical event stream keeps seed 000 §5.2's rules or fails loudly."""
+"""invariants: the canonical event stream keeps docs/contract.md §2 rules or fails loudly."""
 
 from __future__ import annotations
 

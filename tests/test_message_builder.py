@@ -1,4 +1,4 @@
-"""MessageBuilder: provider blocks in, canonical events and final content out (seed 000 §5)."""
+"""MessageBuilder: provider blocks in, canonical events and final content out (contract §2)."""
 
 from __future__ import annotations
 

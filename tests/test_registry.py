@@ -1,4 +1,4 @@
-"""metis.registry: models.yaml -> routes and adapters (seed 000 §8)."""
+"""metis.registry: models.yaml -> routes and adapters (docs/models-yaml.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Retries (seed 000 §6.4, §10.1 items 10 and 11) through real adapters."""
+"""Retries (docs/contract.md §4 items 10 and 11) through real adapters."""
 
 from __future__ import annotations
 

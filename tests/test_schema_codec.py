@@ -1,4 +1,4 @@
-"""The schema-driven codec on two made-up wire formats (seed 002): ``blocks`` and ``separate``
+"""The schema-driven codec on two made-up wire formats (docs/stacks.md): ``blocks`` and ``separate``
 content, dot paths, templates, stream fragments, errors; and the schema_cleanup stage.
 
 Neither format exists anywhere: if these pass, a provider shaped like either one is added by

@@ -1,4 +1,4 @@
-"""telemetry: llm.call_started / completed / failed per attempt (seed 000 §5.1, §9.3)."""
+"""telemetry: llm.call_started / completed / failed per attempt (docs/contract.md §2)."""
 
 from __future__ import annotations
 
@@ -291,7 +291,7 @@ async def test_with_no_sink_the_stage_hands_back_the_inner_stream_itself() -> No
 @pytest.mark.anyio
 async def test_seed_000_9_3_three_attempts_two_failed_one_completed() -> None:
     """529, 529, then 200: three llm.call_started, llm.call_failed with retry_count 0 and 1,
-    one llm.call_completed (seed 000 §9.3). The retry loop is written out by hand here: the
+    one llm.call_completed (docs/contract.md §2). The retry loop is written out by hand here: the
     stage sits inside the retry stage and sees each attempt once."""
     sink = ListSink()
     call = call_with(sink)

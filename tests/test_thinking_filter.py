@@ -1,5 +1,5 @@
 """thinking_filter: signed reasoning goes back only to the provider and model that made it
-(seed 000 §4.3, §4.4)."""
+(docs/contract.md §7)."""
 
 from __future__ import annotations
 

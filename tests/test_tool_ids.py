@@ -1,5 +1,5 @@
-"""tool_ids: canonical tu_<ulid> ids outside, each provider's own ids inside (seed 000 §4.1.1,
-§10.1 item 3, §10.2 item 3; DESIGN.md 5)."""
+"""tool_ids: canonical tu_<ulid> ids outside, each provider's own ids inside (docs/contract.md §6,
+§10.1 item 3, §10.2 item 3; docs/contract.md §6)."""
 
 from __future__ import annotations
 

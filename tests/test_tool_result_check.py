@@ -1,4 +1,4 @@
-"""tool_result_check: every tool call answered, every answer called for (seed 003 §7.5)."""
+"""tool_result_check: every tool call answered, every answer called for (docs/contract.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""tool_shim: tool calling for text-only endpoints (seed 004 §1), and the TGI stack that uses it.
+"""tool_shim: tool calling for text-only endpoints, and the TGI stack that uses it.
 
 The request side is checked on the rewritten canonical request (and on the body the TGI stack
 sends); the reply side directly on event sequences (every split point of the text, several

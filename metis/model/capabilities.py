@@ -1,4 +1,4 @@
-"""What an adapter (and the model behind it) can honestly serve (seed 000 §3.4, seed 004 §5)."""
+"""What an adapter (and the model behind it) can honestly serve (docs/catalog.md)."""
 
 from __future__ import annotations
 

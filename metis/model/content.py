@@ -1,4 +1,4 @@
-"""Canonical messages and content blocks (seed 000 §3.3, seed 003 §2.2).
+"""Canonical messages and content blocks (docs/contract.md §3).
 
 Every block may carry ``provider_raw``: the provider's own form of the block, tagged with the
 provider and model that produced it, so that what the canonical model cannot hold (a thinking

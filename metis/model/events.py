@@ -1,4 +1,4 @@
-"""The seven canonical stream events (seed 000 §5, DESIGN.md 2).
+"""The seven canonical stream events (docs/contract.md §2).
 
 Events are small slotted records, not pydantic models: one is made per delta on the hot path,
 and validation happens where data enters (requests, config, the final content), not here.
@@ -70,7 +70,7 @@ class ToolUseStart(StreamEvent):
 
 @dataclass(slots=True)
 class ToolUseInputDelta(StreamEvent):
-    """``partial_json`` is the provider's fragment exactly as received (seed 000 §5.4)."""
+    """``partial_json`` is the provider's fragment exactly as received (docs/contract.md §2)."""
 
     type: ClassVar[str] = "tool.use_input_delta"
     content_block_index: int

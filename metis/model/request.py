@@ -1,4 +1,4 @@
-"""The canonical request (seed 000 §3.3) and what it carries: tools, tool choice, thinking."""
+"""The canonical request (docs/contract.md §3) and what it carries: tools, tool choice, thinking."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from metis.model.content import Message
 
 
 class ToolAnnotations(BaseModel):
-    """Behaviour hints for a tool (seed 003 §2.1); never sent to providers that lack them."""
+    """Behaviour hints for a tool (docs/contract.md); never sent to providers that lack them."""
 
     model_config = ConfigDict(frozen=True)
 

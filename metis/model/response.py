@@ -1,4 +1,4 @@
-"""Stop reasons, token usage and the canonical response (seed 000 §3.3, §7; DESIGN.md 3)."""
+"""Stop reasons, token usage and the canonical response (docs/contract.md §3)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class TokenUsage(BaseModel):
 
     ``input_tokens`` counts only uncached input, as Anthropic reports it: the total input is
     ``input_tokens + cached_input_tokens + cache_creation_input_tokens`` for every provider,
-    so one price formula fits all (seed 000 §7.1).
+    so one price formula fits all (docs/contract.md §5).
     """
 
     model_config = ConfigDict(frozen=True)

@@ -1,4 +1,4 @@
-"""Aborting one call from anywhere: ``adapter.cancel(request_id)`` (seed 000 §5.3, §9.4).
+"""Aborting one call from anywhere: ``adapter.cancel(request_id)`` (docs/contract.md §2).
 
 Each call gets a handle. The stages that wait on the outside world (the transport reading the
 socket, the retry stage sleeping) do each wait inside ``handle.guard()``, a cancel scope that

@@ -82,8 +82,8 @@ class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
         return f"<stage {self.name}{' ' + repr(shown) if shown else ''}>"
 
     async def init(self, adapter: Adapter) -> None:
-        """Lifecycle hook (seed 004 §6): ``adapter.init()`` calls it on every stage, in order.
-        A local provider's stage checks its server here; most stages have nothing to do."""
+        """Lifecycle hook (docs/contract.md §1): ``adapter.init()`` calls it on every stage, in
+        order. A local provider's stage checks its server here; most stages have nothing to do."""
 
     async def dispose(self, adapter: Adapter) -> None:
         """Lifecycle hook: ``adapter.dispose()`` calls it on every stage, innermost first."""

@@ -1,4 +1,4 @@
-"""The Anthropic Messages codec (``POST /v1/messages``, seed 000 §4.2 and §5.1).
+"""The Anthropic Messages codec (``POST /v1/messages``, docs/contract.md §8).
 
 Sans-IO: :func:`encode` builds the JSON body from a canonical request; the stream parser and
 :meth:`AnthropicCodec.parse_body` turn Anthropic's objects into canonical events by driving a

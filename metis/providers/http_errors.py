@@ -1,4 +1,4 @@
-"""The HTTP side of error classification, shared by every codec (seed 000 §6.2).
+"""The HTTP side of error classification, shared by every codec (docs/contract.md §4).
 
 Codecs read their provider's error body and pass what they found here; the status mapping,
 the context-overflow wording and the Retry-After parsing live in this one place.

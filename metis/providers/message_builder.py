@@ -2,7 +2,7 @@
 
 Every codec's parser drives one ``MessageBuilder`` per call: it names provider blocks by a key
 of its own (Anthropic's block index, OpenAI's tool-call index) and the builder assigns the
-canonical ``content_block_index``, keeps every stream invariant of seed 000 §5.2, and at the
+canonical ``content_block_index``, keeps every stream invariant of docs/contract.md §2, and at the
 end assembles ``final_content`` from what it kept. Text is kept as a list of fragments and
 joined once, so cost grows linearly with the stream.
 

@@ -1,4 +1,4 @@
-"""The OpenAI Chat Completions codec (seed 000 §4.3, §5.1; seed 003 §5).
+"""The OpenAI Chat Completions codec (docs/contract.md §7).
 
 ``encode`` builds the body of ``POST /v1/chat/completions``; the messages are made in
 :mod:`metis.providers.openai_chat_encode`.

@@ -1,4 +1,4 @@
-"""Recovering what parses cleanly from a truncated JSON object (seed 000 §5.3 item 3)."""
+"""Recovering what parses cleanly from a truncated JSON object (docs/contract.md §2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A codec configured by its stack's YAML: seed 002's data-driven provider, for any wire format
+"""A codec configured by its stack's YAML: docs/stacks.md data-driven provider, for any wire format
 that is a JSON body (or JSON chunks) holding text, tool calls, usage and a finish reason.
 
 A stack names it ``codec: schema`` in both ``encode`` and ``normalize`` and passes the wire
@@ -7,7 +7,7 @@ when the stack is built. Paths are dot paths (``candidates.0.content.parts``; ``
 item); templates are JSON shapes with ``{placeholders}`` (see :mod:`schema_paths`: a
 placeholder whose value is absent removes its key, ``{$if: x, $then: v}`` is a conditional).
 
-``message_schema`` (seed 002) -- how the history is written:
+``message_schema`` (docs/stacks.md) -- how the history is written:
     ``messages_key``, ``role_key``, ``role_map`` (canonical role -> wire role; ``tool`` for
     tool-result messages), ``content_key``, ``content_wrap`` (``string``: text-only content
     as one string | ``blocks_array`` / ``parts_array``: a list of parts),
@@ -34,7 +34,7 @@ placeholder whose value is absent removes its key, ``{$if: x, $then: v}`` is a c
     {parallel_tool_calls} {tools} {tool_choice}``; ``tool_template`` (``{name} {description}
     {input_schema}``); ``tool_choice: {auto, any, none, tool}`` templates (``{name}``).
 
-``response_schema`` (seed 002) -- how a reply is read:
+``response_schema`` (docs/stacks.md) -- how a reply is read:
     ``content_mode: blocks | separate``, ``content_path``; blocks: ``block_detect`` (an
     ordered map of ``text`` / ``thinking`` / ``tool_call`` to ``{key}`` and/or ``{field,
     value}``; the first match wins, anything else is dropped whole with one WARN),

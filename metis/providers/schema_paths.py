@@ -1,12 +1,12 @@
 """Dot paths and templates: the read side and the write side of the schema-driven codec.
 
-A *path* names a place in a provider's JSON: ``candidates.0.content.parts`` (seed 002's
+A *path* names a place in a provider's JSON: ``candidates.0.content.parts`` (docs/stacks.md
 ``_resolve_path``): a key in an object, a whole number an index in a list (``-1`` the last),
 ``*`` every item of a list (or every value of an object). Paths are compiled once, when the
 stack is loaded, into tuples that :func:`resolve` walks with no string work, so reading a
 streamed chunk costs a few dict lookups.
 
-A *template* is the shape of a JSON value with ``{placeholders}`` (seed 002's
+A *template* is the shape of a JSON value with ``{placeholders}`` (docs/stacks.md
 ``block_template``). A string that is exactly ``"{name}"`` becomes the value itself (an object,
 a list, a number); a string with a placeholder inside other text is formatted. Placeholders
 whose value is ``None`` remove their key (or list item), and an object or list left empty that

@@ -1,4 +1,4 @@
-"""The wire schema of the schema-driven codec, as a stack YAML writes it (seed 002).
+"""The wire schema of the schema-driven codec, as a stack YAML writes it (docs/stacks.md).
 
 ``SchemaSettings`` is validated once, when the stack is built; a misspelt key, a placeholder
 the template cannot have or a path that is not a dot path fails there, naming the key. The
@@ -110,7 +110,7 @@ class RequestSchema(_Model):
 
 
 class Detect(_Model):
-    """Seed 002's block detection: ``key`` present and/or ``field`` equal to ``value``."""
+    """Block detection (docs/stacks.md): ``key`` present and/or ``field`` equal to ``value``."""
 
     key: str | None = None
     field: str | None = None

@@ -1,4 +1,4 @@
-"""capability_check: refuse, before any network call, what the model cannot serve (seed 004 §5).
+"""capability_check: refuse, before any network call, what the model cannot serve (docs/catalog.md).
 
 Every unmet need is listed in one CapabilityError, so a caller fixes them all at once.
 """

@@ -1,4 +1,4 @@
-"""continuation: a session that stays on the Responses API sends only what is new (seed 001).
+"""continuation: a session that stays on the Responses API sends only what is new.
 
 OpenAI keeps each reply (``store: true``) and takes ``previous_response_id`` in place of the
 conversation up to and including that reply. This stage, just after ``encode``, remembers per

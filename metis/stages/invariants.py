@@ -1,4 +1,4 @@
-"""invariants: the canonical event stream keeps the rules of seed 000 §5.2, or fails loudly.
+"""invariants: the canonical event stream keeps the rules of docs/contract.md §2, or fails loudly.
 
 1. ``message.start`` comes first, once.
 2. Each tool call: one ``tool.use_start``, its input deltas, one ``tool.use_end``, in order.

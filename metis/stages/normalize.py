@@ -1,9 +1,9 @@
-"""normalize: the provider's objects become canonical events, via its codec (DESIGN.md 2).
+"""normalize: the provider's objects become canonical events, via its codec (docs/contract.md §2).
 
 A streamed response feeds the codec's parser object by object; a whole JSON body goes through
 ``parse_body`` and gives the very same events, so everything outside this stage has one path.
 Failures become classified errors here: an HTTP error answer through the codec's error
-mapping, and a failure after the message began ends it as seed 000 §6.5 says, with a final
+mapping, and a failure after the message began ends it as docs/contract.md §4 says, with a final
 ``message.complete`` (stop reason ``error``, the partial content) before the error is raised.
 Objects that arrive after the codec ended the message (after Anthropic's ``message_stop``,
 Responses' ``response.completed``, Ollama's ``done: true``) make no events: one WARN record
@@ -99,7 +99,7 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
             if not builder.completed:
                 raise ProtocolError(f"{call.provider} response ended before the message did")
         except CancelledError:
-            # Seed 000 §5.3: a cancelled stream ends with its partial content and terminates.
+            # docs/contract.md §2: a cancelled stream ends with its partial content and terminates.
             builder.finish(StopReason(kind=StopKind.CANCELLED, raw=None))
             for event in out:
                 yield event
@@ -140,7 +140,7 @@ def _raise_error_event(parser: Any, obj: dict[str, Any]) -> None:
 
 
 def _estimate_usage(builder: MessageBuilder, request: WireRequest, call: Call) -> None:
-    """Seed 000 §7.2: no usage from the provider, so estimate it, say so, and mark it."""
+    """docs/contract.md §5: no usage from the provider, so estimate it, say so, and mark it."""
     input_chars = len(json.dumps(request.body, ensure_ascii=False))
     output_chars = sum(len(part) for part in builder.output_text())
     builder.usage(

@@ -1,4 +1,4 @@
-"""ollama_lifecycle: a local server's setup and teardown (seed 004 §6), and clear failures.
+"""ollama_lifecycle: a local server's setup and teardown (docs/contract.md §1), and clear failures.
 
 ``adapter.init()`` (or ``async with build_adapter("ollama") as adapter``) checks that the
 server answers (``GET /api/version``) and, when a default model is configured (this stage's

@@ -1,9 +1,9 @@
-"""retry: bounded retries of transient failures (seed 000 §6.4), with tenacity.
+"""retry: bounded retries of transient failures (docs/contract.md §4), with tenacity.
 
 Total attempts are ``1 + config.max_retries``. Which error classes are retried, and how long
 to wait, is the table ``metis.errors.RETRY_POLICY``; a provider's Retry-After (seconds, an HTTP
 date, or ``retry-after-ms``) wins, capped at 60 s. A streamed call is retried only while no
-event has reached the caller: after that, a failure ends the stream as seed 000 §6.5 says.
+event has reached the caller: after that, a failure ends the stream as docs/contract.md §4 says.
 The call's deadline bounds the whole loop: a wait (backoff or Retry-After) that would end past
 it is not slept; the last error is raised at once, its ``retry_after_seconds`` as the provider
 sent it. Sleeping goes through anyio (asyncio and trio), and ``adapter.cancel()`` cuts it short.

@@ -1,7 +1,7 @@
 """system_hoist: gather every system instruction into ``request.system_prompt``.
 
-``system_prompt`` first, then each SYSTEM message in order, joined with a blank line (seed
-000 §4.1.2); the encoders place the result where their provider wants it.
+``system_prompt`` first, then each SYSTEM message in order, joined with a blank line; the
+encoders place the result where their provider wants it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""telemetry: the bus events of each attempt, to ``call.telemetry`` (seed 000 §5.1, §9.3).
+"""telemetry: the bus events of each attempt, to ``call.telemetry`` (docs/contract.md §2).
 
 It sits inside the retry stage, so every attempt passes through it once: ``llm.call_started``
 before the attempt goes inward, then exactly one of

@@ -2,7 +2,7 @@
 
 A thinking block's signature (and a redacted block's data) is only meaningful to the model
 that produced it; ``provider_raw`` records who that was. Elsewhere the block is dropped whole,
-with one structured WARN (seed 000 §4.3, §4.4), or, when ``as_text`` is set, its readable
+with one structured WARN (docs/contract.md §7), or, when ``as_text`` is set, its readable
 reasoning is kept as plain text (redacted blocks have none and are always dropped).
 """
 

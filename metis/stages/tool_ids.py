@@ -1,4 +1,4 @@
-"""tool_ids: canonical tool ids outside, the provider's own ids inside (DESIGN.md 5).
+"""tool_ids: canonical tool ids outside, the provider's own ids inside (docs/contract.md §6).
 
 On the way in, every canonical id in the history becomes the id this provider knows it by: the
 one it issued, if the session's store remembers it, else one derived from the canonical id, so

@@ -1,4 +1,4 @@
-"""tool_result_check: every tool call answered, every answer called for (seed 003 §7.5).
+"""tool_result_check: every tool call answered, every answer called for (docs/contract.md §6).
 
 Providers reject a history where an assistant's tool call has no result before the next
 assistant turn, or where a result answers no call; this stage finds both before the request

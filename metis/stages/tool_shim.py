@@ -1,4 +1,4 @@
-"""tool_shim: tool calling for endpoints that only take and give text (seed 004 §1).
+"""tool_shim: tool calling for endpoints that only take and give text (docs/contract.md).
 
 Some endpoints (Hugging Face TGI, a bare model server) have no tool calling of their own. This
 stage gives them the canonical one: on the way in it takes ``tools`` and ``tool_choice`` off
