@@ -167,3 +167,16 @@ def test_a_reply_that_does_not_validate_is_a_classified_error_with_the_reply(
     assert caught.value.partial_response is not None
     assert caught.value.raw_text == caught.value.partial_response.text
     assert "code" in str(caught.value)
+
+
+@pytest.mark.parametrize("kind", [StopKind.CANCELLED, StopKind.ERROR])
+def test_a_reply_cut_short_in_a_tool_call_continues_without_the_unfinished_call(
+    kind: StopKind,
+) -> None:
+    cut = reply_with(call("get_weather", "tu_1", city="Par")).model_copy(
+        update={"stop_reason": StopReason(kind=kind)}
+    )
+    assert cut.tool_calls  # still visible on the reply itself
+    assert [b.type for b in cut.message.content] == ["text"]  # not in the next history
+    whole = reply_with(call("get_weather", "tu_1", city="Paris"))
+    assert [b.type for b in whole.message.content] == ["text", "tool_use"]

@@ -94,5 +94,11 @@ class CanonicalResponse(BaseModel):
 
     @property
     def message(self) -> Message:
-        """The reply as the next assistant message of the conversation."""
-        return Message(role=Role.ASSISTANT, content=list(self.content))
+        """The reply as the next assistant message of the conversation. A reply cut short
+        (cancelled, or ended by an error) keeps what it said, but not its tool calls: they
+        were never finished, so no result may answer them, and the next request stays valid
+        for every provider."""
+        content = list(self.content)
+        if self.stop_reason.kind in (StopKind.CANCELLED, StopKind.ERROR):
+            content = [b for b in content if not isinstance(b, ToolUseBlock)]
+        return Message(role=Role.ASSISTANT, content=content)
