@@ -508,3 +508,22 @@ def test_demo_live_without_keys_names_every_key_to_set() -> None:
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GROQ_API_KEY"):
         assert key in last
     assert "skipping ollama: a local server" in done.stdout + done.stderr
+
+
+def test_a_warning_during_a_streamed_line_starts_on_a_line_of_its_own(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import logging
+
+    from metis.cli import _warnings_to_stderr
+    from metis.cli.output import Output
+
+    out = Output(colour=False)
+    with _warnings_to_stderr():
+        out.write('→ get_weather({"city": ')
+        logging.getLogger("metis").warning("dropped thinking block for openai")
+        out.write('"Paris"})')
+        out.line()
+    captured = capsys.readouterr()
+    assert captured.out == '→ get_weather({"city": \n"Paris"})\n'
+    assert captured.err == "metis: warning: dropped thinking block for openai\n"

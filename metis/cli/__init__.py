@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
-from metis.cli.output import CliError, error, one_line
+from metis.cli.output import CliError, Output, error, one_line
 
 COMMANDS = {
     "demo": "metis.cli.demo",
@@ -268,7 +268,12 @@ def _explain(exc: BaseException) -> tuple[str | None, int]:
 
 class _Formatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        return f"metis: {record.levelname.lower()}: {one_line(record.getMessage())}"
+        text = f"metis: {record.levelname.lower()}: {one_line(record.getMessage())}"
+        if Output.open_line:  # a reply is streaming on stdout: end its line first
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            Output.open_line = False
+        return text
 
 
 @contextlib.contextmanager

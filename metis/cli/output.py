@@ -44,7 +44,11 @@ def wants_colour(stream: TextIO) -> bool:
 
 
 class Output:
-    """Writes to a stream, with colour when :func:`wants_colour` says so."""
+    """Writes to a stream, with colour when :func:`wants_colour` says so. It remembers when a
+    line was left open (a reply streaming), so a warning can start on a line of its own."""
+
+    open_line: bool = False
+    """Some output on standard output has not yet ended its line (shared by every Output)."""
 
     def __init__(self, stream: TextIO | None = None, *, colour: bool | None = None) -> None:
         self.stream = stream if stream is not None else sys.stdout
@@ -59,10 +63,13 @@ class Output:
     def write(self, text: str = "", *styles: str) -> None:
         self.stream.write(self.style(text, *styles))
         self.stream.flush()
+        if text:
+            Output.open_line = not text.endswith("\n")
 
     def line(self, text: str = "", *styles: str) -> None:
         self.stream.write(self.style(text, *styles) + "\n")
         self.stream.flush()
+        Output.open_line = False
 
     def table(
         self, headers: Sequence[str], rows: Sequence[Sequence[str]], *, right: Sequence[int] = ()
