@@ -527,3 +527,26 @@ def test_a_warning_during_a_streamed_line_starts_on_a_line_of_its_own(
     captured = capsys.readouterr()
     assert captured.out == '→ get_weather({"city": \n"Paris"})\n'
     assert captured.err == "metis: warning: dropped thinking block for openai\n"
+
+
+def test_chat_keeps_line_history_between_sessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readline = pytest.importorskip("readline")
+    from metis.cli import chat
+
+    saved: list[Any] = []
+    monkeypatch.setattr(chat.atexit, "register", saved.append)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    readline.clear_history()
+    chat._line_editing()
+    readline.add_history("What's the weather in Paris?")
+    (save,) = saved
+    save()
+    path = tmp_path / "metis" / "chat_history"
+    assert "What's the weather in Paris?" in path.read_text(encoding="utf-8")
+    readline.clear_history()
+    chat._line_editing()  # a new session reads it back
+    assert readline.get_history_item(readline.get_current_history_length()) == (
+        "What's the weather in Paris?"
+    )

@@ -9,8 +9,12 @@ not a terminal, each line read is echoed after the prompt so a piped session rea
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
+import os
 import sys
 from concurrent.futures import Future
+from pathlib import Path
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
@@ -145,8 +149,31 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _line_editing() -> None:
+    """Line editing and history for ``input()`` on a terminal (readline, where Python has it),
+    with the history kept between sessions in the user's cache folder."""
+    try:
+        import readline
+    except ImportError:  # Windows without pyreadline: plain input
+        return
+    history = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "metis"
+    path = history / "chat_history"
+    with contextlib.suppress(OSError):
+        readline.read_history_file(path)
+    readline.set_history_length(1000)
+
+    def save() -> None:
+        with contextlib.suppress(OSError):
+            history.mkdir(parents=True, exist_ok=True)
+            readline.write_history_file(path)
+
+    atexit.register(save)
+
+
 def _loop(portal: BlockingPortal, chat: Chat, out: Output) -> None:
     interactive = sys.stdin.isatty()
+    if interactive:
+        _line_editing()
     prompt = out.style("you>", "bold", "green") + " "
     while True:
         try:
