@@ -180,3 +180,26 @@ def test_a_reply_cut_short_in_a_tool_call_continues_without_the_unfinished_call(
     assert [b.type for b in cut.message.content] == ["text"]  # not in the next history
     whole = reply_with(call("get_weather", "tu_1", city="Paris"))
     assert [b.type for b in whole.message.content] == ["text", "tool_use"]
+
+
+class Address(BaseModel):
+    city: str
+    postcode: int
+
+
+class Resident(BaseModel):
+    name: str
+    home: Address
+    previous: list[Address]
+
+
+def test_output_type_with_nested_models_validates_through_refs(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pydantic writes nested models as $defs and $ref; the emulator answers the schema."""
+    monkeypatch.setenv("OPENAI_BASE_URL", emulator.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    assert "$defs" in Resident.model_json_schema()
+    found = metis.complete("openai:gpt-4o", "Alice lives in Paris 75001.", output_type=Resident)
+    assert isinstance(found, Resident) and isinstance(found.home, Address)
+    assert found.home.city == "Paris" and found.home.postcode == 75001

@@ -433,6 +433,30 @@ def _enum_values(schema: Any) -> set[str]:
     return found
 
 
+def _inlined(node: Any, root: dict[str, Any], depth: int) -> Any:
+    """``node`` with each local ``$ref`` (``#/$defs/X``, ``#/definitions/X``) replaced by what
+    it points to; a recursive reference stops, as an open object, after a few levels."""
+    if isinstance(node, list):
+        return [_inlined(item, root, depth) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        if depth > 8:
+            return {"type": "object"}
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, dict) else None
+        if isinstance(target, dict):
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            return _inlined({**target, **rest}, root, depth + 1)
+    return {
+        key: _inlined(value, root, depth)
+        for key, value in node.items()
+        if key not in ("$defs", "definitions")
+    }
+
+
 class _Filler:
     """Fills a JSON schema from a message: plausible, deterministic, schema-valid."""
 
@@ -829,6 +853,7 @@ def _answer_from_results(results: list[ResultIn], turns: list[Turn]) -> str:
 def _structured(message: str, schema: dict[str, Any] | None) -> str:
     if not schema:
         return json.dumps({"answer": f"You said: {message}"}, ensure_ascii=False)
+    schema = _inlined(schema, schema, 0)
     filler = _Filler(message, schema)
     value = (
         filler.object(schema, all_props=True)
