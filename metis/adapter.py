@@ -51,6 +51,11 @@ install_httpx_log_filter()
 
 
 class Adapter:
+    """One provider stack's pipeline, behind the adapter interface (docs/contract.md §1):
+    ``stream``, ``complete``, ``count_tokens``, ``estimate_input_tokens``, ``cancel``, ``init``,
+    ``dispose``, ``close``. Shareable by any number of concurrent calls; build one with
+    :func:`metis.build_adapter`."""
+
     def __init__(
         self,
         stack: StackSpec,

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 
 class ErrorClass(StrEnum):
+    """The classes every failure falls into (docs/contract.md §4); retries follow the class."""
+
     RATE_LIMIT = "rate_limit"
     OVERLOADED = "overloaded"
     AUTH = "auth"
@@ -148,38 +150,61 @@ class AdapterError(Exception):
 
 
 class RateLimitError(AdapterError):
+    """The provider's rate limit (429, throttling). Retried, honouring Retry-After."""
+
     error_class = ErrorClass.RATE_LIMIT
 
 
 class OverloadedError(AdapterError):
+    """The provider is overloaded (Anthropic 529, 503 UNAVAILABLE). Retried, backing off
+    longer than for a rate limit."""
+
     error_class = ErrorClass.OVERLOADED
 
 
 class AuthError(AdapterError):
+    """The provider refused the credentials (401, 403, an expired token). Not retried."""
+
     error_class = ErrorClass.AUTH
 
 
 class ServerError(AdapterError):
+    """The provider failed (500, 502, an in-stream server error). Retried."""
+
     error_class = ErrorClass.SERVER_ERROR
 
 
 class NetworkError(AdapterError):
+    """The connection failed, timed out or was cut short. Retried while no event has reached
+    the caller."""
+
     error_class = ErrorClass.NETWORK
 
 
 class ContextOverflowError(AdapterError):
+    """The input is longer than the model's context window. Not retried."""
+
     error_class = ErrorClass.CONTEXT_OVERFLOW
 
 
 class InvalidRequestError(AdapterError):
+    """The provider refused the request as invalid (400), or metis found, before sending,
+    what it would refuse. Not retried."""
+
     error_class = ErrorClass.INVALID_REQUEST
 
 
 class CapabilityError(AdapterError):
+    """The model cannot serve the request (images, tools, thinking, an output limit, ...),
+    found before anything was sent. Not retried."""
+
     error_class = ErrorClass.CAPABILITY
 
 
 class CancelledError(AdapterError):
+    """The call was cancelled (``Adapter.cancel``). A stream ends with ``message.complete``
+    (stop reason ``cancelled``) before this is raised, so what arrived is kept."""
+
     error_class = ErrorClass.CANCELLED
 
 

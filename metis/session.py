@@ -18,6 +18,9 @@ from typing import Protocol
 
 
 class ToolIdStore(Protocol):
+    """Where a session's canonical tool ids and each provider's ids are remembered
+    (docs/contract.md §6): in memory by default, in Redis to share between workers."""
+
     async def provider_ids(
         self, session_id: str, provider: str, canonical_ids: Iterable[str]
     ) -> dict[str, str]:

@@ -166,6 +166,10 @@ TelemetryEvent: TypeAlias = (
 
 
 class TelemetrySink(Protocol):
+    """Receives the telemetry events of each attempt (``llm.call_started``, ``completed``,
+    ``failed``, routing and store events); ``LoggingSink``, ``ListSink`` and
+    ``OpenTelemetrySink`` are provided."""
+
     def emit(self, event: TelemetryEvent) -> None:
         """Receive one event. Synchronous and cheap: it runs on the call's own task."""
         ...

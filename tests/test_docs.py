@@ -55,3 +55,15 @@ def test_the_docs_python_blocks_compile() -> None:
     for path in ROOT.glob("docs/*.md"):
         for block in python_blocks(path):
             ast.parse(block)  # SyntaxError names the document's line
+
+
+def test_every_public_name_has_its_own_docstring() -> None:
+    import inspect
+
+    bare = [
+        name
+        for name in metis.__all__
+        if (inspect.isclass(obj := getattr(metis, name)) and not obj.__dict__.get("__doc__"))
+        or (inspect.isfunction(obj) and not obj.__doc__)
+    ]
+    assert bare == []

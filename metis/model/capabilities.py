@@ -6,6 +6,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class AdapterCapabilities(BaseModel):
+    """What a stack (and the model behind it) can serve: tools, images, thinking, structured
+    output, streaming, limits. The model catalog narrows a stack's declaration per model
+    (docs/catalog.md); ``capability_check`` refuses what is not served before sending."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     supports_images: bool = False

@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class Role(StrEnum):
+    """Who speaks a message: ``system``, ``user``, ``assistant``, or ``tool`` (tool results)."""
+
     SYSTEM = "system"
     USER = "user"
     ASSISTANT = "assistant"
@@ -38,11 +40,15 @@ class _Block(BaseModel):
 
 
 class TextBlock(_Block):
+    """Text in a message or reply."""
+
     type: Literal["text"] = "text"
     text: str
 
 
 class Base64ImageSource(BaseModel):
+    """An image given inline: its media type (``image/png``) and base64 data."""
+
     model_config = ConfigDict(frozen=True)
 
     type: Literal["base64"] = "base64"
@@ -51,6 +57,8 @@ class Base64ImageSource(BaseModel):
 
 
 class URLImageSource(BaseModel):
+    """An image given by URL."""
+
     model_config = ConfigDict(frozen=True)
 
     type: Literal["url"] = "url"
@@ -61,11 +69,16 @@ ImageSource = Annotated[Base64ImageSource | URLImageSource, Field(discriminator=
 
 
 class ImageBlock(_Block):
+    """An image in a message, from base64 data or a URL."""
+
     type: Literal["image"] = "image"
     source: ImageSource
 
 
 class ToolUseBlock(_Block):
+    """A tool call the model made: its canonical id (``tu_<ulid>``), the tool's name and its
+    input; ``input_error`` says why, when the arguments were not a JSON object."""
+
     type: Literal["tool_use"] = "tool_use"
     id: str
     name: str
@@ -80,6 +93,9 @@ ToolResultContent = Annotated[TextBlock | ImageBlock, Field(discriminator="type"
 
 
 class ToolResultBlock(_Block):
+    """The answer to a tool call: the canonical id of the call it answers, its content
+    (text, or text and images), and ``is_error`` when the tool failed."""
+
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str
     content: str | list[ToolResultContent] = ""
@@ -93,12 +109,18 @@ class ToolResultBlock(_Block):
 
 
 class ThinkingBlock(_Block):
+    """A model's reasoning, with the provider's ``signature`` where it signs it; it goes back
+    only to the provider, platform and model that produced it (docs/contract.md §7)."""
+
     type: Literal["thinking"] = "thinking"
     thinking: str
     signature: str | None = None
 
 
 class RedactedThinkingBlock(_Block):
+    """Reasoning the provider keeps encrypted: opaque ``data`` that goes back only to the
+    provider and model that produced it (docs/contract.md §7)."""
+
     type: Literal["redacted_thinking"] = "redacted_thinking"
     data: str
 

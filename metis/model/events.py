@@ -16,6 +16,8 @@ from metis.model.response import DroppedContent, StopReason, TokenUsage
 
 
 class StreamEvent:
+    """The base of the seven canonical stream events (docs/contract.md §2)."""
+
     __slots__ = ()
     type: ClassVar[str]
 

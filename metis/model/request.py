@@ -22,6 +22,9 @@ class ToolAnnotations(BaseModel):
 
 
 class ToolDefinition(BaseModel):
+    """A tool the model may call: its name, a description and a JSON schema of its input.
+    :func:`metis.tool` makes one from a Python function or a pydantic model."""
+
     model_config = ConfigDict(frozen=True)
 
     name: str = Field(min_length=1)
@@ -73,6 +76,10 @@ class ThinkingConfig(BaseModel):
 
 
 class CanonicalRequest(BaseModel):
+    """One call in metis's own terms, whatever the provider: the model (``provider:name``),
+    the messages, the output limit, and what else the call asks for (tools, tool choice,
+    system prompt, sampling, structured output, thinking, session). docs/contract.md §1."""
+
     model_config = ConfigDict(frozen=True)
 
     model: str = Field(min_length=1, description="canonical 'provider:name' or a wire name")

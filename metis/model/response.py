@@ -10,6 +10,9 @@ from metis.model.content import ContentBlock, Message, Role, TextBlock, ToolUseB
 
 
 class StopKind(StrEnum):
+    """Why a reply ended, normalized: docs/contract.md §3. ``provider_specific`` for anything
+    else; nothing unknown is called ``end_turn``."""
+
     END_TURN = "end_turn"
     MAX_TOKENS = "max_tokens"
     STOP_SEQUENCE = "stop_sequence"
@@ -69,6 +72,10 @@ class DroppedContent(BaseModel):
 
 
 class CanonicalResponse(BaseModel):
+    """A whole reply, folded from the call's events: content, stop reason, usage, latency,
+    and the call's warnings. ``.text``, ``.tool_calls`` and ``.message`` (the reply as the
+    next assistant message) make continuing a conversation one line."""
+
     model_config = ConfigDict(frozen=True)
 
     request_id: str

@@ -52,6 +52,10 @@ class NoOptions(BaseModel):
 
 
 class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
+    """One concern of a call (docs/stages.md). Type parameters: the request it takes, the
+    request it hands inward, the items it gets from inside, the items it yields outward. The
+    pipeline checks neighbours fit when it is assembled."""
+
     name: ClassVar[str] = ""
     Options: ClassVar[type[BaseModel]] = NoOptions
     terminal: ClassVar[bool] = False
