@@ -1279,3 +1279,28 @@ async def test_metis_openai_compatible_stacks(emulator: Emulator, provider: str)
         ]  # type: ignore[union-attr]
         second = await adapter.complete(request())
     assert second.content[0].text == "According to get_weather: sunny."  # type: ignore[union-attr]
+
+
+def test_a_client_dropping_a_kept_alive_connection_prints_no_traceback(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    import socket
+    import struct
+    import time
+
+    with Emulator(port=0) as server:
+        body = json.dumps(
+            {"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]}
+        ).encode()
+        head = (
+            "POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: k\r\n"
+            "anthropic-version: 2023-06-01\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n\r\n"
+        )
+        conn = socket.create_connection((server.host, server.port))
+        conn.sendall(head.encode() + body)
+        assert conn.recv(65536).startswith(b"HTTP/1.1 200")
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()  # a reset while the server waits for the next request on it
+        time.sleep(0.3)
+    assert "Traceback" not in capfd.readouterr().err

@@ -12,6 +12,7 @@ import itertools
 import json
 import logging
 import socket
+import sys
 import threading
 import traceback
 from collections import Counter, deque
@@ -113,6 +114,13 @@ class _Server(ThreadingHTTPServer):
             self.address_family = socket.AF_INET6
         self.emulator = emulator
         super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that drops its (kept-alive) connection is ordinary, not a server error:
+        no traceback for it. Anything else is reported as the standard library does."""
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)
 
 
 class Emulator:
