@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import anyio
 import pytest
@@ -54,7 +55,11 @@ async def test_decisions_and_state_changes_become_span_attributes(emulator: Emul
     assert events == ["metis.availability_changed", "metis.route_decided"]
     alone = spans["metis.route_decided"].attributes
     assert alone["metis.route.served_by"] == ""
-    assert alone["metis.route.skipped"] == (f"{MODELS['anthropic']}: cooling down (10.0 s left)",)
+    (skipped,) = alone["metis.route.skipped"]
+    # the wait left is read off the clock: 10.0 s, or a tenth less on a busy machine
+    assert re.fullmatch(
+        rf"{re.escape(MODELS['anthropic'])}: cooling down \((10\.0|9\.9) s left\)", skipped
+    )
 
 
 @pytest.mark.anyio

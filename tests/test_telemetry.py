@@ -460,7 +460,7 @@ async def test_otel_sink_makes_one_span_per_attempt() -> None:
 
 
 def test_otel_names_providers_by_the_conventions_well_known_values() -> None:
-    from metis.telemetry import OTEL_PROVIDER_NAMES, _finish_reason, _span_start_attributes
+    from metis.telemetry_otel import OTEL_PROVIDER_NAMES, _finish_reason, _span_start_attributes
 
     started = CallStarted(
         request_id="r", provider="gemini", model="gemini:g", wire_model="g", session_id=None,
