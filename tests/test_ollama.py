@@ -62,6 +62,7 @@ from metis.model import (
     URLImageSource,
 )
 from metis.model.response import StopKind
+from metis.pipeline.call import Call
 from metis.providers.codec import get_codec
 from metis.providers.message_builder import MessageBuilder
 from metis.providers.ollama import codec, stop_reason
@@ -114,7 +115,7 @@ class Recorder:
 
 def make_call(model: str = MODEL, **options: Any) -> Any:
     """A stand-in for Call with what the codec reads: no client, no event loop."""
-    return SimpleNamespace(
+    call = SimpleNamespace(
         provider="ollama",
         model=model,
         wire_model=model.removeprefix("ollama:"),
@@ -125,6 +126,8 @@ def make_call(model: str = MODEL, **options: Any) -> Any:
         config=AdapterConfig(options=options),
         capabilities=SimpleNamespace(max_context_tokens=4096),
     )
+    call.produced = lambda origin: Call.produced(call, origin)  # type: ignore[arg-type]
+    return call
 
 
 def req(*messages: Message, **kw: Any) -> CanonicalRequest:

@@ -11,6 +11,7 @@ from metis.config import AdapterConfig
 from metis.errors import redact
 from metis.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
+from metis.model.content import ProviderRaw
 from metis.model.response import DroppedContent
 from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.warned import SessionWarnings, session_warnings
@@ -58,6 +59,13 @@ class Call:
     """Every drop of this call, returned with its result (``message.complete.warnings``)."""
     warned: SessionWarnings = field(default_factory=lambda: session_warnings)
     """Which drops the session was already warned about."""
+
+    def produced(self, origin: ProviderRaw | None) -> bool:
+        """Whether content recorded as made by ``origin`` was made by this call's provider and
+        model: the only place its opaque parts (signatures, reasoning) may go back to."""
+        return (
+            origin is not None and origin.provider == self.provider and origin.model == self.model
+        )
 
     def warn_dropped(
         self, block_type: str, reason: str, message_id: str | None = None, **extra: Any

@@ -168,7 +168,7 @@ def _assistant(message: Message, message_id: str, call: Call) -> dict[str, Any]:
         elif isinstance(block, ToolUseBlock):
             function = {"name": block.name, "arguments": block.input}
             calls.append({"id": block.id, "function": function})
-        elif isinstance(block, ThinkingBlock) and _same_origin(block, call):
+        elif isinstance(block, ThinkingBlock) and call.produced(block.provider_raw):
             reasoning.append(block.thinking)
         elif isinstance(block, ThinkingBlock):
             call.warn_dropped("thinking", _foreign(block, call), message_id=message_id)
@@ -180,11 +180,6 @@ def _assistant(message: Message, message_id: str, call: Call) -> dict[str, Any]:
     if calls:
         out["tool_calls"] = calls
     return out
-
-
-def _same_origin(block: ThinkingBlock, call: Call) -> bool:
-    origin = block.provider_raw
-    return origin is not None and origin.provider == call.provider and origin.model == call.model
 
 
 def _foreign(block: ThinkingBlock, call: Call) -> str:

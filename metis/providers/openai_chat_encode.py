@@ -105,14 +105,20 @@ def assistant_message(
         elif isinstance(block, ToolUseBlock):
             function = {"name": block.name, "arguments": _encode_arguments(block, call)}
             calls.append({"id": block.id, "type": "function", "function": function})
-        elif isinstance(block, ThinkingBlock) and replay is not None and _own(block, call):
+        elif (
+            isinstance(block, ThinkingBlock)
+            and replay is not None
+            and call.produced(block.provider_raw)
+        ):
             reasoning.append(block.thinking)
         else:
             _drop(call, block.type, message.role, message_id)
     content = "".join(texts) if texts else (None if calls else "")
     out: dict[str, Any] = {"role": "assistant", "content": content}
     if replay is not None and replay.reasoning_in_content and reasoning:
-        out["content"] = content_chunks(message.content, lambda block: _own(block, call))
+        out["content"] = content_chunks(
+            message.content, lambda block: call.produced(block.provider_raw)
+        )
     elif replay is not None and replay.reasoning_field is not None:
         said = "".join(reasoning)
         if not said and calls and replay.reasoning_placeholder is not None:
@@ -122,12 +128,6 @@ def assistant_message(
     if calls:
         out["tool_calls"] = calls
     return out
-
-
-def _own(block: ThinkingBlock, call: Call) -> bool:
-    """Reasoning goes back only to the provider and model that produced it."""
-    origin = block.provider_raw
-    return origin is not None and origin.provider == call.provider and origin.model == call.model
 
 
 def _encode_arguments(block: ToolUseBlock, call: Call) -> str:

@@ -207,13 +207,13 @@ class Encoder:
         )
 
     def _echo(self, raw: ProviderRaw | None, call: Call) -> dict[str, Any]:
-        if raw is None or not self.m.echo or not _same_origin(raw, call):
+        if raw is None or not self.m.echo or not call.produced(raw):
             return {}
         return {key: raw.data[key] for key in self.m.echo if key in raw.data}
 
     def _foreign(self, block: ToolUseBlock, call: Call) -> dict[str, Any]:
         fields = self.m.foreign_tool_call_fields
-        if not fields or (block.provider_raw and _same_origin(block.provider_raw, call)):
+        if not fields or call.produced(block.provider_raw):
             return {}
         return dict(fields)
 
@@ -340,10 +340,6 @@ def _tool_names(request: CanonicalRequest) -> dict[str, str]:
         for block in message.content
         if isinstance(block, ToolUseBlock)
     }
-
-
-def _same_origin(raw: ProviderRaw, call: Call) -> bool:
-    return raw.provider == call.provider and raw.model == call.model
 
 
 def _merge(target: dict[str, Any], extra: dict[str, Any]) -> None:
