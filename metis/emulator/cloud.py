@@ -75,7 +75,22 @@ def _vertex_quota() -> JsonReply:
     )
 
 
-class VertexGemini(Gemini):
+class _OnVertex:
+    """What Vertex AI does the same for every publisher: OAuth tokens, and its quota 429."""
+
+    def authenticate(
+        self, endpoint: str, request: HttpRequest, keys: frozenset[str] | None
+    ) -> JsonReply | None:
+        return vertex_authenticate(request, keys)
+
+    def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
+        if kind == "rate_limit":
+            return _vertex_quota()
+        reply: JsonReply = super().fault(kind, request, retry_after)  # type: ignore[misc]
+        return reply
+
+
+class VertexGemini(_OnVertex, Gemini):
     name = "vertex"
 
     def route(self, method: str, path: str) -> str | None:
@@ -85,23 +100,13 @@ class VertexGemini(Gemini):
     def allowed_methods(self, path: str) -> list[str]:
         return ["POST"] if VERTEX_GEMINI.match(path) else []
 
-    def authenticate(
-        self, endpoint: str, request: HttpRequest, keys: frozenset[str] | None
-    ) -> JsonReply | None:
-        return vertex_authenticate(request, keys)
-
-    def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
-        if kind == "rate_limit":
-            return _vertex_quota()
-        return super().fault(kind, request, retry_after)
-
     def handle(self, endpoint: str, request: HttpRequest, env: Env) -> JsonReply | StreamReply:
         model = VERTEX_GEMINI.match(request.path).group(4)  # type: ignore[union-attr]
         as_gemini = dataclasses.replace(request, path=f"/v1beta/models/{model}:{endpoint}")
         return super().handle(endpoint, as_gemini, env)
 
 
-class VertexAnthropic(Anthropic):
+class VertexAnthropic(_OnVertex, Anthropic):
     name = "vertex_anthropic"
 
     def route(self, method: str, path: str) -> str | None:
@@ -110,16 +115,6 @@ class VertexAnthropic(Anthropic):
 
     def allowed_methods(self, path: str) -> list[str]:
         return ["POST"] if VERTEX_CLAUDE.match(path) else []
-
-    def authenticate(
-        self, endpoint: str, request: HttpRequest, keys: frozenset[str] | None
-    ) -> JsonReply | None:
-        return vertex_authenticate(request, keys)
-
-    def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
-        if kind == "rate_limit":
-            return _vertex_quota()
-        return super().fault(kind, request, retry_after)
 
     def handle(self, endpoint: str, request: HttpRequest, env: Env) -> JsonReply | StreamReply:
         body = parse_json_object(request, lambda m: self.invalid(m, request))
