@@ -1304,3 +1304,20 @@ def test_a_client_dropping_a_kept_alive_connection_prints_no_traceback(
         conn.close()  # a reset while the server waits for the next request on it
         time.sleep(0.3)
     assert "Traceback" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("Weather in Paris?", ["Paris"]),  # a sentence's first word is not a place for that
+        ("Hotels near Rome. Tokyo in spring?", ["Rome", "Tokyo"]),
+        ("What about the weather in Tokyo and Oslo?", ["Tokyo", "Oslo"]),
+        ("I live in New York.", ["New York"]),
+    ],
+)
+def test_the_scripted_model_does_not_take_every_capitalised_word_for_a_name(
+    text: str, names: list[str]
+) -> None:
+    from metis.emulator.responder import _proper_nouns
+
+    assert _proper_nouns(text, set()) == names

@@ -379,10 +379,27 @@ def _words(text: str) -> list[str]:
     return [_stem(w) for w in _WORD.findall(_CAMEL.sub(" ", text)) if w.lower() not in _STOP]
 
 
+_COMMON_LEAD = re.compile(r"\s+(?:in|at|for|near|around|from|of|on)\b")
+"""After a sentence's first word, a preposition and then a name say that word is a common noun
+("Weather in Paris", "Hotels near Rome"), capitalised only because the sentence starts with it."""
+
+
+def _sentence_start(text: str, at: int) -> bool:
+    before = text[:at].rstrip()
+    return not before or before[-1] in ".!?:\n"
+
+
 def _proper_nouns(text: str, exclude: set[str]) -> list[str]:
     out: list[str] = []
     for match in _PROPER.finditer(text):
         words = match.group(0).split()
+        if (
+            len(words) == 1
+            and _sentence_start(text, match.start())
+            and _COMMON_LEAD.match(text, match.end())
+            and _PROPER.search(re.split(r"[.!?\n]", text[match.end() :], maxsplit=1)[0])
+        ):
+            continue  # "Weather in Paris": the name is the one after the preposition
         while words and re.sub(r"'s$|'", "", words[0]) in _CAPITALIZED_STOP:
             words.pop(0)
         name = " ".join(words).strip(" '-")
