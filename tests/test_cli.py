@@ -23,7 +23,7 @@ import pytest
 
 from metis.cli import main
 from metis.cli.models import FAMILIES, Models, price
-from metis.cli.output import Output
+from metis.cli.output import CliError, Output
 from metis.cli.record import PLACEHOLDER_KEY
 from metis.model.response import TokenUsage
 from metis.pipeline.stack import builtin_stacks, load_stack
@@ -133,6 +133,25 @@ def test_chat_reports_a_bad_model_and_carries_on() -> None:
     assert done.returncode == 0
     assert done.stderr.count("metis: error:") == 1 and "nosuch" in done.stderr
     assert "You said: hi" in done.stdout
+
+
+def test_chat_with_a_local_server_that_is_not_running_says_so_and_offers_offline(
+    tmp_path: Path,
+) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    models = tmp_path / "models.yaml"
+    models.write_text(
+        f"adapters:\n  local: {{type: ollama, base_url: 'http://127.0.0.1:{port}'}}\n"
+        "models:\n  ollama:qwen3: {adapter: local}\n"
+    )
+    done = cli("chat", "-m", "ollama:qwen3", "--models", str(models), input="hi\n")
+    assert "(live)" in done.stdout and "You said" not in done.stdout  # no quiet stand-in
+    assert done.stderr.startswith("metis: error: ollama network: cannot reach")
+    assert "metis chat --offline" in done.stderr
 
 
 def _read_until(proc: subprocess.Popen[bytes], marker: str, seen: str, timeout: float) -> str:
@@ -361,6 +380,10 @@ def test_emulator_command_serves_until_stopped() -> None:
         (["replay", "README.md"], 1, "is not a cassette"),
         (["replay", "cassettes/anthropic/tool_call.yaml", "--provider", "gemini"], 1, "gemini"),
         (["chat", "-m", "nosuch"], 1, "unknown model 'nosuch'"),
+        (["emulator", "--port", "abc"], 2, "invalid int value: 'abc'"),
+        (["emulator", "--bogus"], 2, "unrecognized arguments: --bogus"),
+        (["emulator", "--faults", "bogus", "--port", "0"], 2, "--faults: unknown fault"),
+        (["emulator", "--context-tokens", "x", "--port", "0"], 2, "expected PROVIDER=N"),
         (["demo", "--providers", "nosuch"], 1, "no model for nosuch"),
         (["demo", "--models", "missing.yaml"], 1, "missing.yaml"),
         (
@@ -507,7 +530,30 @@ def test_demo_live_without_keys_names_every_key_to_set() -> None:
     assert last.startswith("metis: error: no provider has a key for --live: set ")
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GROQ_API_KEY"):
         assert key in last
-    assert "skipping ollama: a local server" in done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert "skipping ollama: a local server" in said
+    assert "skipping bedrock: no API key; signs with the platform's own credentials" in said
+    assert "skipping bedrock: a local server" not in said
+
+
+@pytest.mark.anyio
+async def test_demo_live_takes_a_platform_with_an_optional_key_once_it_is_set(
+    no_keys: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from argparse import Namespace
+
+    from metis.cli.demo import _targets
+
+    args = Namespace(live=True, providers=None)
+    models = Models()
+    try:
+        with pytest.raises(CliError, match="no provider has a key for --live"):
+            _targets(models, args, Output(StringIO()))
+        monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "k")
+        chosen = [t.provider for t in _targets(models, args, Output(StringIO()))]
+    finally:
+        await models.aclose()
+    assert chosen == ["bedrock"]
 
 
 def test_a_warning_during_a_streamed_line_starts_on_a_line_of_its_own(

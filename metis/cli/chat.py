@@ -21,7 +21,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from metis.cli.conversation import WEATHER, Renderer, run_tool, stream_reply, tool_calls
 from metis.cli.models import Models, Target, price
 from metis.cli.output import Output, duration, error, note, one_line, usd
-from metis.errors import AdapterError, ConfigError
+from metis.errors import AdapterError, ConfigError, ErrorClass
 from metis.ids import new_request_id
 from metis.model.content import ContentBlock, Message, TextBlock
 from metis.model.request import CanonicalRequest
@@ -233,5 +233,13 @@ def _wait(portal: BlockingPortal, chat: Chat, future: Future[None]) -> None:
         except KeyboardInterrupt:
             portal.call(chat.cancel)
         except AdapterError as exc:
-            error(one_line(exc))
+            error(one_line(exc) + _offline_hint(chat, exc))
             return
+
+
+def _offline_hint(chat: Chat, exc: AdapterError) -> str:
+    """A local server that is not running falls back to the emulator only when asked."""
+    target = chat.target
+    if exc.error_class is not ErrorClass.NETWORK or target is None or target.offline:
+        return ""
+    return " (or run `metis chat --offline` to talk to the metis emulator instead)"

@@ -9,8 +9,10 @@ and a table of the turns (stop reason, tokens, cost, latency) closes the run.
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from decimal import Decimal
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -102,14 +104,30 @@ def _targets(models: Models, args: argparse.Namespace, out: Output) -> list[Targ
             why = f"{exc.api_key_env} is not set" if exc.api_key_env else str(exc)
             note(out, f"skipping {provider}: {why}")
             continue
-        if args.live and not args.providers and target.adapter.stack.auth.optional:
-            note(out, f"skipping {provider}: a local server (ask for it with --providers)")
+        unasked = _unasked_reason(target) if args.live and not args.providers else None
+        if unasked:
+            note(out, f"skipping {provider}: {unasked} (ask for it with --providers)")
             continue
         targets.append(target)
     if not targets:
         keys = ", ".join(dict.fromkeys(missing)) or "a provider's key"
         raise CliError(f"no provider has a key for --live: set {keys} (or run without --live)")
     return targets
+
+
+def _unasked_reason(target: Target) -> str | None:
+    """Why ``--live`` leaves out a provider whose key is optional (a local server, or a cloud
+    signing with its own credential chain) unless it is named, or its key is set; else None."""
+    auth = target.adapter.stack.auth
+    if not auth.optional or (auth.env and os.environ.get(auth.env)):
+        return None
+    host = urlsplit(target.adapter.endpoint.base_url).hostname or ""
+    if host in _LOCAL_HOSTS:
+        return "a local server"
+    return "no API key; signs with the platform's own credentials, if any"
+
+
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 async def _converse(models: Models, targets: list[Target], live: bool, out: Output) -> int:

@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import NoReturn
 
 from metis.emulator.faults import FaultSpecError
 from metis.emulator.server import Emulator
@@ -23,8 +24,23 @@ ENDPOINTS = (
 )
 
 
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{message} (see 'metis emulator --help')")
+
+
+def _fail(message: str, status: int) -> int:
+    """One ``metis: error:`` line on stderr, like every other metis command."""
+    print(f"metis: error: {message}", file=sys.stderr)
+    return status
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="metis emulator",
         description="Serve the Anthropic, OpenAI (Chat and Responses), Gemini and Ollama wire "
         "formats on loopback, with a scripted model and optional fault injection.",
@@ -64,15 +80,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["emulator"]:
         args_list = args_list[1:]
-    args = _parser().parse_args(args_list)
+    try:
+        args = _parser().parse_args(args_list)
+    except _UsageError as exc:
+        return _fail(str(exc), 2)
     context: dict[str, int] = {}
     for item in args.context_tokens:
         name, _, value = item.partition("=")
         try:
             context[name] = int(value)
         except ValueError:
-            print(f"--context-tokens {item!r}: expected PROVIDER=N", file=sys.stderr)
-            return 2
+            return _fail(f"--context-tokens {item!r}: expected PROVIDER=N", 2)
     if args.verbose:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     try:
@@ -88,11 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         emulator.start()
     except FaultSpecError as exc:
-        print(f"--faults: {exc}", file=sys.stderr)
-        return 2
+        return _fail(f"--faults: {exc}", 2)
     except OSError as exc:
-        print(f"cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-        return 1
+        return _fail(f"cannot listen on {args.host}:{args.port}: {exc}", 1)
     # Before the banner: whoever waits for it may send SIGTERM at once.
     stop = threading.Event()
     with contextlib.suppress(ValueError):  # not the main thread: Ctrl-C only
