@@ -29,7 +29,9 @@ _EXPORTS = {
     "Inner": "metis.pipeline.stage",
     "RequestStage": "metis.pipeline.stage",
     "Call": "metis.pipeline.call",
+    "StageServices": "metis.pipeline.services",
     "WireRequest": "metis.pipeline.wire",
+    "ResponseHead": "metis.pipeline.wire",
     "register_stage": "metis.pipeline.registry",
     "load_stack": "metis.pipeline.stack",
     "InMemoryToolIdStore": "metis.session",
@@ -183,10 +185,12 @@ if TYPE_CHECKING:
     from metis.pipeline.call import Call as Call
     from metis.pipeline.pipeline import Pipeline as Pipeline
     from metis.pipeline.registry import register_stage as register_stage
+    from metis.pipeline.services import StageServices as StageServices
     from metis.pipeline.stack import load_stack as load_stack
     from metis.pipeline.stage import Inner as Inner
     from metis.pipeline.stage import RequestStage as RequestStage
     from metis.pipeline.stage import Stage as Stage
+    from metis.pipeline.wire import ResponseHead as ResponseHead
     from metis.pipeline.wire import WireRequest as WireRequest
     from metis.registry import NotConfiguredError as NotConfiguredError
     from metis.registry import Registry as Registry

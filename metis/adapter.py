@@ -12,6 +12,7 @@ import functools
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +36,12 @@ from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import CanonicalResponse
-from metis.pipeline.call import Call
+from metis.pipeline.call import Call, DropRecord
 from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
+from metis.pipeline.services import StageServices
 from metis.pipeline.stack import Endpoint, StackSpec, builtin_stacks, load_stack
 from metis.secrets import install_httpx_log_filter
 from metis.sendable import check_request
@@ -72,17 +74,19 @@ class Adapter:
         self.config = config or AdapterConfig()
         self._model_capabilities: dict[str, AdapterCapabilities] = {}
         self.capabilities = self.config.merged_capabilities(stack.capabilities)
-        self.pipeline = pipeline or stack.build_pipeline(registry)
         self.endpoint = Endpoint.for_stack(
             stack,
             api_key=self.config.api_key,
             base_url=self.config.base_url,
             extra_headers=self.config.extra_headers,
         )
-        self.tool_id_store = tool_id_store or default_tool_id_store
-        self.telemetry = telemetry or NULL_SINK
+        self._tool_id_store = tool_id_store or default_tool_id_store
+        self._telemetry = telemetry or NULL_SINK
         self._client = self.config.http_client
         self._owns_client = self._client is None
+        self.pipeline = (pipeline or stack.build_pipeline(registry)).bound(self._services())
+        """This adapter's own stages, bound to its client, store, sink and settings; stages
+        inserted later are bound as they arrive."""
         self._inflight: dict[str, list[CancelHandle]] = {}
         self.init_on_first_call = init_on_first_call
         """Run :meth:`init` before the first call (what the Registry and the one-line calls
@@ -196,21 +200,14 @@ class Adapter:
             await self.init()
         check_request(request, self.name)  # before any stage serializes a tool input
         self._check_ready(request)
-        wire_model = self.wire_model(request.model)
         call = Call(
             request_id=request.request_id,
             provider=self.name,
             model=request.model,
-            wire_model=wire_model,
-            config=self.config,
-            endpoint=self.endpoint,
-            capabilities=self.capabilities_for(wire_model),
-            http=self._http(),
-            tool_ids=self.tool_id_store,
+            wire_model=self.wire_model(request.model),
             session_id=request.session_id,
-            telemetry=self.telemetry,
-            token_profile=self.stack.token_estimate.for_model(wire_model),
             deadline=anyio.current_time() + self.config.timeout_seconds,
+            drops=DropRecord(secrets=self.endpoint.secrets),
         )
         handles = self._inflight.setdefault(request.request_id, [])
         handles.append(call.cancel)
@@ -218,17 +215,37 @@ class Adapter:
             async with self.pipeline.run(request, call) as events:
                 async for event in events:
                     if isinstance(event, MessageComplete):
-                        event.warnings = list(call.warnings)
+                        event = replace(event, warnings=list(call.warnings))
                         call.cancel.finished = True  # delivered: nothing left to cancel
                     yield event
         except Exception as exc:
-            scrub_error(exc, call.endpoint.secrets)
+            scrub_error(exc, self.endpoint.secrets)
             raise
         finally:
             call.cancel.finished = True
             handles.remove(call.cancel)
             if not handles:
                 del self._inflight[request.request_id]
+
+    @property
+    def telemetry(self) -> TelemetrySink:
+        """Where the bus events of every call go; setting it tells the stages at once."""
+        return self._telemetry
+
+    @telemetry.setter
+    def telemetry(self, sink: TelemetrySink) -> None:
+        self._telemetry = sink
+        self.pipeline.rebind(self._services())
+
+    @property
+    def tool_id_store(self) -> ToolIdStore:
+        """The session store of tool ids; setting it tells the stages at once."""
+        return self._tool_id_store
+
+    @tool_id_store.setter
+    def tool_id_store(self, store: ToolIdStore) -> None:
+        self._tool_id_store = store
+        self.pipeline.rebind(self._services())
 
     @property
     def capabilities(self) -> AdapterCapabilities:
@@ -298,6 +315,18 @@ class Adapter:
         """The provider's name for a canonical ``provider:name`` model id."""
         prefix = f"{self.name}:"
         return model[len(prefix) :] if model.startswith(prefix) else model
+
+    def _services(self) -> StageServices:
+        return StageServices(
+            provider=self.name,
+            config=self.config,
+            endpoint=self.endpoint,
+            http=self._http,
+            tool_ids=self.tool_id_store,
+            telemetry=self.telemetry,
+            capabilities_for=self.capabilities_for,
+            token_profile_for=self.stack.token_estimate.for_model,
+        )
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:

@@ -33,7 +33,7 @@ import httpx
 from metis.errors import AdapterError, NetworkError, ProtocolError
 from metis.estimate import estimate_request_tokens
 from metis.model.request import CanonicalRequest
-from metis.pipeline.call import Call
+from metis.pipeline.call import Call, DropRecord
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest, body_bytes
@@ -187,19 +187,13 @@ async def _encoded(adapter: Adapter, request: CanonicalRequest, encode: Any) -> 
 
 
 def _call(adapter: Adapter, request: CanonicalRequest) -> Call:
-    wire_model = adapter.wire_model(request.model)
     return Call(
         request_id=request.request_id,
         provider=adapter.name,
         model=request.model,
-        wire_model=wire_model,
-        config=adapter.config,
-        endpoint=adapter.endpoint,
-        capabilities=adapter.capabilities_for(wire_model),
-        http=adapter.http_client(),
-        tool_ids=adapter.tool_id_store,
+        wire_model=adapter.wire_model(request.model),
         session_id=request.session_id,
-        token_profile=adapter.stack.token_estimate.for_model(wire_model),
+        drops=DropRecord(secrets=adapter.endpoint.secrets),
     )
 
 

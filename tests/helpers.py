@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
 
 from metis.config import AdapterConfig
+from metis.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 from metis.pipeline.stack import Endpoint
+from metis.pipeline.stage import Stage
 from metis.session import InMemoryToolIdStore, ToolIdStore
+from metis.telemetry import NULL_SINK, TelemetrySink
 
 FULL_CAPABILITIES = AdapterCapabilities(
     supports_tools=True,
@@ -30,24 +34,94 @@ def make_call(
     provider: str = "anthropic",
     model: str = "anthropic:claude-x",
     session_id: str | None = "s1",
-    capabilities: AdapterCapabilities | None = None,
-    store: ToolIdStore | None = None,
-    http: httpx.AsyncClient | None = None,
     **kw: Any,
 ) -> Call:
+    """A call's identity, as an adapter makes it (``attempt``, ``deadline``, ``drops`` by
+    keyword)."""
     return Call(
         request_id="req_1",
         provider=provider,
         model=model,
         wire_model=model.split(":", 1)[-1],
-        config=AdapterConfig(),
-        endpoint=Endpoint(base_url="http://test", path="/v1"),
-        capabilities=capabilities or FULL_CAPABILITIES,
-        http=http or httpx.AsyncClient(),
-        tool_ids=store or InMemoryToolIdStore(),
         session_id=session_id,
         **kw,
     )
+
+
+class RecordingCall(Call):
+    """A real :class:`Call` that also keeps the arguments of each ``warn_dropped`` (extras
+    included), for codec tests that check what was dropped and why."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.dropped: list[tuple[str, str, dict[str, Any]]] = []
+
+    def warn_dropped(
+        self, block_type: str, reason: str, message_id: str | None = None, **extra: Any
+    ) -> None:
+        self.dropped.append((block_type, reason, {"message_id": message_id, **extra}))
+        super().warn_dropped(block_type, reason, message_id, **extra)
+
+    @property
+    def dropped_types(self) -> list[str]:
+        return [d[0] for d in self.dropped]
+
+
+def recording_call(
+    provider: str = "anthropic", model: str = "anthropic:claude-x", session_id: str | None = "s1"
+) -> RecordingCall:
+    """:func:`make_call`, keeping what ``warn_dropped`` was told."""
+    return RecordingCall(
+        request_id="req_1",
+        provider=provider,
+        model=model,
+        wire_model=model.split(":", 1)[-1],
+        session_id=session_id,
+    )
+
+
+def services(
+    provider: str = "anthropic",
+    *,
+    capabilities: AdapterCapabilities | None = None,
+    store: ToolIdStore | None = None,
+    http: httpx.AsyncClient | None = None,
+    telemetry: TelemetrySink | None = None,
+    config: AdapterConfig | None = None,
+    endpoint: Endpoint | None = None,
+    token_profile: TokenProfile | None = None,
+) -> StageServices:
+    """What an adapter gives its stages, for a stage under test: a full-featured model, a
+    fresh in-memory tool-id store, an endpoint at http://test/v1."""
+    client = http
+    caps = capabilities or FULL_CAPABILITIES
+    profile = token_profile or DEFAULT_PROFILE
+
+    def the_client() -> httpx.AsyncClient:
+        nonlocal client
+        if client is None:
+            client = httpx.AsyncClient()
+        return client
+
+    return StageServices(
+        provider=provider,
+        config=config or AdapterConfig(),
+        endpoint=endpoint or Endpoint(base_url="http://test", path="/v1"),
+        http=the_client,
+        tool_ids=store or InMemoryToolIdStore(),
+        telemetry=telemetry or NULL_SINK,
+        capabilities_for=lambda _model: caps,
+        token_profile_for=lambda _model: profile,
+    )
+
+
+S = TypeVar("S", bound=Stage[Any, Any, Any, Any])
+
+
+def bound(stage: S, **kw: Any) -> S:
+    """``stage``, given :func:`services` built from ``kw``, as an adapter would give them."""
+    stage.bind(services(**kw))
+    return stage
 
 
 async def drive(

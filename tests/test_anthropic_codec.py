@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -50,10 +49,12 @@ from metis.model.request import (
     ToolDefinition,
 )
 from metis.model.response import StopKind
+from metis.pipeline.call import Call
 from metis.providers.anthropic import EMPTY_ERROR_RESULT, codec
 from metis.providers.codec import get_codec
 from metis.providers.message_builder import MessageBuilder
 from metis.providers.sse import SSEDecoder
+from tests.helpers import make_call as call_for
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "shared" / "real-traffic" / "anthropic"
 CANONICAL = {"text", "thinking", "redacted_thinking", "tool_use"}
@@ -74,16 +75,8 @@ class Recorder:
         return [c[0] for c in self.calls]
 
 
-def make_call() -> Any:
-    return SimpleNamespace(
-        provider="anthropic",
-        model="anthropic:claude-sonnet-4-5",
-        wire_model="claude-sonnet-4-5",
-        session_id="s1",
-        request_id="req_1",
-        log=logging.getLogger("t"),
-        warn_dropped=Recorder(),
-    )
+def make_call() -> Call:
+    return call_for("anthropic", "anthropic:claude-sonnet-4-5")
 
 
 def req(*messages: Message, **kw: Any) -> CanonicalRequest:
@@ -346,15 +339,14 @@ def test_thinking_blocks() -> None:
     # on either side of it merge.
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     assert [b["text"] for b in messages[2]["content"]] == ["q2", "q3"]
-    assert len(call.warn_dropped.calls) == 1
-    block_type, _, extra = call.warn_dropped.calls[0]
-    assert block_type == "thinking" and extra["message_id"] == "m_9"
+    [dropped] = call.warnings
+    assert dropped.block_type == "thinking" and dropped.message_id == "m_9"
 
 
 def test_warn_names_message_by_position_without_id() -> None:
     call = make_call()
     codec.encode(req(Message.user("q"), Message.assistant(ThinkingBlock(thinking="x"))), call)
-    assert call.warn_dropped.calls[0][2]["message_id"] == "messages[1]"
+    assert call.warnings[0].message_id == "messages[1]"
 
 
 def test_empty_text_blocks_are_skipped_silently() -> None:
@@ -367,7 +359,7 @@ def test_empty_text_blocks_are_skipped_silently() -> None:
             "content": [{"type": "text", "text": "real"}, {"type": "text", "text": "more"}],
         }
     ]
-    assert call.warn_dropped.calls == []
+    assert call.warnings == []
 
 
 TOOL = ToolDefinition(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import logging
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,11 +13,13 @@ from metis.pipeline.registry import stages
 from metis.pipeline.wire import WireRequest
 from metis.stages.cache_control import CacheControl
 
+from .helpers import make_call
+
 EPHEMERAL = {"type": "ephemeral"}
 
 
 def _call() -> Any:
-    return SimpleNamespace(log=logging.getLogger("test"), provider="anthropic")
+    return make_call(provider="anthropic", model="anthropic:m")
 
 
 def _request(body: dict[str, Any]) -> WireRequest:
@@ -145,13 +146,13 @@ def _count(body: dict[str, Any]) -> int:
 @pytest.mark.anyio
 async def test_never_more_than_four_breakpoints(caplog: pytest.LogCaptureFixture) -> None:
     body = {"system": "s", "tools": _tools(2), "messages": _messages_with_markers(3)}
-    with caplog.at_level(logging.DEBUG, logger="test"):
+    with caplog.at_level(logging.DEBUG, logger="metis"):
         sent = (await _drive(CacheControl(), _request(body))).body
     assert _count(sent) == 4
     # With one breakpoint left, the system prompt gets it: its prefix includes the tools.
     assert sent["system"][0]["cache_control"] == EPHEMERAL
     assert sent["tools"] == body["tools"]
-    debug = [r for r in caplog.records if r.name == "test" and r.levelno == logging.DEBUG]
+    debug = [r for r in caplog.records if r.name == "metis" and r.levelno == logging.DEBUG]
     assert len(debug) == 1
     assert "tool" in debug[0].getMessage()
 

@@ -29,7 +29,7 @@ from metis.model import (
 from metis.pipeline.call import Call
 from metis.stages.capability_check import CapabilityCheck, unmet_needs
 
-from .helpers import FULL_CAPABILITIES, make_call
+from .helpers import FULL_CAPABILITIES, bound, make_call
 
 
 def _image(media_type: str = "image/png", data: str = "aGk=") -> ImageBlock:
@@ -56,7 +56,8 @@ async def _run(request: CanonicalRequest, caps: AdapterCapabilities) -> tuple[li
         yield TextDelta(0, "ok")
 
     try:
-        out = [e async for e in CapabilityCheck()(request, make_call(capabilities=caps), inner)]
+        stage = bound(CapabilityCheck(), capabilities=caps)
+        out = [e async for e in stage(request, make_call(), inner)]
     except CapabilityError:
         assert calls == [], "inner ran before the capability check refused"
         raise

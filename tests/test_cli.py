@@ -233,7 +233,7 @@ def test_stack_lists_the_stages_in_order_with_their_types(capsys: Any) -> None:
     by_name = {row[1]: " ".join(row[2:]) for row in rows}
     assert by_name["encode"].startswith("CanonicalRequest → WireRequest")
     assert "codec=anthropic" in by_name["encode"]
-    assert "bytes → dict[str, Any]" in by_name["decode"]
+    assert "bytes | ResponseHead → dict[str, Any]" in by_name["decode"]
     assert "dict[str, Any] → StreamEvent" in by_name["normalize"]
     assert "prefix=toolu_" in by_name["tool_ids"]
     assert by_name["transport"].startswith("WireRequest → HTTP")

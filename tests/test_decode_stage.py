@@ -9,21 +9,17 @@ from typing import Any
 import pytest
 
 from metis.errors import ProtocolError, StackError
-from metis.pipeline.wire import WireRequest
+from metis.pipeline.call import Call
+from metis.pipeline.wire import ResponseHead, ResponseItem, WireRequest
 from metis.stages.decode import Decode, WholeBody
+
+from .helpers import make_call
 
 pytestmark = pytest.mark.anyio
 
 
 def streaming(stream: bool = True) -> WireRequest:
     return WireRequest(url="http://x", body={}, stream=stream)
-
-
-class FakeCall:
-    """What decode reads of the call: the answer's content type, which the transport sets."""
-
-    def __init__(self, content_type: str | None = None) -> None:
-        self.response_content_type = content_type
 
 
 async def run(
@@ -34,16 +30,16 @@ async def run(
 ) -> list[dict[str, Any]]:
     request = request or streaming()
     seen: list[WireRequest] = []
-    fake = FakeCall()
+    the_call = make_call()
 
-    async def inner(inner_request: WireRequest, call: Any) -> AsyncIterator[bytes]:
+    async def inner(inner_request: WireRequest, call: Call) -> AsyncIterator[ResponseItem]:
         seen.append(inner_request)
-        assert call is fake
-        call.response_content_type = content_type  # as the transport does, before any bytes
+        assert call is the_call
+        yield ResponseHead(200, content_type)  # as the transport does, before any bytes
         for chunk in chunks:
             yield chunk
 
-    out = [item async for item in stage(request, fake, inner)]  # type: ignore[arg-type]
+    out = [item async for item in stage(request, the_call, inner)]
     assert seen == [request] and seen[0] is request  # passed through unchanged
     return out
 
@@ -132,7 +128,7 @@ async def test_items_arrive_before_the_stream_ends() -> None:
             sent.append(i)
             yield f'data: {{"n": {i}}}\n\n'.encode()
 
-    async for item in stage(streaming(), FakeCall(), inner):  # type: ignore[arg-type]
+    async for item in stage(streaming(), make_call(), inner):
         assert sent[-1] == item["n"]
 
 
@@ -241,7 +237,7 @@ def test_options_and_signature() -> None:
     assert Decode(format="ndjson").options.format == "ndjson"
     signature = Decode.signature()
     assert signature.request_in is WireRequest
-    assert signature.items_in is bytes
+    assert signature.items_in == bytes | ResponseHead
     assert signature.items_out == dict[str, Any]
 
 

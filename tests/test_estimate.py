@@ -46,7 +46,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.stack import load_stack, parse_stack
 from metis.stages.capability_check import CapabilityCheck, unmet_needs
 
-from .helpers import FULL_CAPABILITIES, make_call
+from .helpers import FULL_CAPABILITIES, bound, make_call
 
 ROOT = Path(
     os.environ.get("METIS_REAL_TRAFFIC", Path(__file__).parents[2] / "shared" / "real-traffic")
@@ -542,12 +542,12 @@ async def test_capability_check_estimates_with_the_calls_profile() -> None:
     async def inner(req: CanonicalRequest, call: Call) -> Any:
         yield TextDelta(0, "ok")
 
-    stage = CapabilityCheck()
-    out = [e async for e in stage(request, make_call(capabilities=caps), inner)]
+    stage = bound(CapabilityCheck(), capabilities=caps)
+    out = [e async for e in stage(request, make_call(), inner)]
     assert len(out) == 1
+    counted = bound(CapabilityCheck(), capabilities=caps, token_profile=ANTHROPIC)
     with pytest.raises(CapabilityError, match="context"):
-        call = make_call(capabilities=caps, token_profile=ANTHROPIC)
-        _ = [e async for e in stage(request, call, inner)]
+        _ = [e async for e in counted(request, make_call(), inner)]
 
 
 REPLY = {

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import logging
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,6 +12,8 @@ from metis.pipeline.registry import stages
 from metis.pipeline.wire import WireRequest
 from metis.stages.include_usage import IncludeUsage
 
+from .helpers import make_call
+
 
 async def _drive(request: WireRequest) -> WireRequest:
     captured: list[WireRequest] = []
@@ -22,7 +22,7 @@ async def _drive(request: WireRequest) -> WireRequest:
         captured.append(req)
         yield "event"
 
-    call: Any = SimpleNamespace(log=logging.getLogger("test"), provider="openai")
+    call: Any = make_call(provider="openai", model="openai:m")
     assert [e async for e in IncludeUsage()(request, call, inner)] == ["event"]
     return captured[0]
 

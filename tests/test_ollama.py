@@ -11,7 +11,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -61,8 +60,8 @@ from metis.model import (
     ToolUseStart,
     URLImageSource,
 )
+from metis.model.capabilities import AdapterCapabilities
 from metis.model.response import StopKind
-from metis.pipeline.call import Call
 from metis.providers.codec import get_codec
 from metis.providers.message_builder import MessageBuilder
 from metis.providers.ollama import codec, stop_reason
@@ -73,6 +72,7 @@ from metis.testing.cassette import Cassette, ReplayTransport
 
 from .fakes import DROP, STALL, FakePeer
 from .fakes import Reply as FakeReply
+from .helpers import RecordingCall, recording_call
 from .scripted import Reply, shared_script, text, thinking, tools
 
 CASSETTES = Path(__file__).parents[1] / "cassettes" / "ollama"
@@ -113,21 +113,20 @@ class Recorder:
         return [c[0] for c in self.calls]
 
 
-def make_call(model: str = MODEL, **options: Any) -> Any:
-    """A stand-in for Call with what the codec reads: no client, no event loop."""
-    call = SimpleNamespace(
-        provider="ollama",
-        model=model,
-        wire_model=model.removeprefix("ollama:"),
-        session_id="s1",
-        request_id="req_1",
-        log=logging.getLogger("metis"),
-        warn_dropped=Recorder(),
-        config=AdapterConfig(options=options),
-        capabilities=SimpleNamespace(max_context_tokens=4096),
-    )
-    call.produced = lambda origin: Call.produced(call, origin)  # type: ignore[arg-type]
-    return call
+def make_call(model: str = MODEL) -> RecordingCall:
+    """A real call's identity, keeping what the codec says it dropped."""
+    return recording_call("ollama", model)
+
+
+def codec_for(**options: Any) -> Any:
+    """The codec as the encode stage of an adapter with these ``options`` holds it, for a model
+    with a 4,096-token context window."""
+    window = AdapterCapabilities(max_context_tokens=4096)
+    return codec.for_adapter(AdapterConfig(options=options).options, lambda _model: window)
+
+
+ollama = codec_for()
+"""The codec of an adapter configured with no options."""
 
 
 def req(*messages: Message, **kw: Any) -> CanonicalRequest:
@@ -222,7 +221,7 @@ def test_codec_is_registered() -> None:
 
 
 def test_minimal_body() -> None:
-    assert codec.encode(req(Message.user("hello")), make_call()) == {
+    assert ollama.encode(req(Message.user("hello")), make_call()) == {
         "model": "qwen3:8b",
         "messages": [{"role": "user", "content": "hello"}],
         "options": {"num_predict": 256, "num_ctx": 4096},
@@ -240,7 +239,7 @@ def test_generation_settings_go_under_options_and_the_schema_into_format() -> No
         thinking=ThinkingConfig(budget_tokens=1024),
         stream=True,
     )
-    body = codec.encode(request, make_call())
+    body = ollama.encode(request, make_call())
     assert body["messages"][0] == {"role": "system", "content": "Be terse."}
     assert body["options"] == {
         "num_predict": 256,
@@ -255,13 +254,14 @@ def test_generation_settings_go_under_options_and_the_schema_into_format() -> No
 
 
 def test_adapter_options_set_context_keep_alive_and_more_model_options() -> None:
-    call = make_call(num_ctx=None, keep_alive="30m", model_options={"seed": 7, "top_k": 20})
-    body = codec.encode(req(), call)
+    call = make_call()
+    encoder = codec_for(num_ctx=None, keep_alive="30m", model_options={"seed": 7, "top_k": 20})
+    body = encoder.encode(req(), call)
     assert body["options"] == {"seed": 7, "top_k": 20, "num_predict": 256}
     assert body["keep_alive"] == "30m"
-    assert codec.encode(req(), make_call(num_ctx=32768))["options"]["num_ctx"] == 32768
+    assert codec_for(num_ctx=32768).encode(req(), make_call())["options"]["num_ctx"] == 32768
     with pytest.raises(ConfigError, match="model_options"):
-        codec.encode(req(), make_call(model_options=["seed"]))
+        codec_for(model_options=["seed"]).encode(req(), make_call())
 
 
 @pytest.mark.parametrize(
@@ -276,13 +276,14 @@ def test_adapter_options_set_context_keep_alive_and_more_model_options() -> None
     ],
 )
 def test_think_is_true_or_the_configured_level(configured: Any, budget: int, sent: Any) -> None:
-    call = make_call(**({"think": configured} if configured else {}))
-    body = codec.encode(req(thinking=ThinkingConfig(budget_tokens=budget)), call)
+    call = make_call()
+    encoder = codec_for(**({"think": configured} if configured else {}))
+    body = encoder.encode(req(thinking=ThinkingConfig(budget_tokens=budget)), call)
     assert body["think"] == sent
 
 
 def test_tools_are_functions_with_their_schema() -> None:
-    body = codec.encode(req(tools=[WEATHER]), make_call())
+    body = ollama.encode(req(tools=[WEATHER]), make_call())
     assert body["tools"] == [
         {
             "type": "function",
@@ -300,11 +301,11 @@ def test_tool_choice_none_sends_no_tools_and_forcing_is_said_to_be_unenforced(
 ) -> None:
     other = ToolDefinition(name="other")
     call = make_call()
-    assert "tools" not in codec.encode(req(tools=[WEATHER], tool_choice=ToolChoice.none()), call)
+    assert "tools" not in ollama.encode(req(tools=[WEATHER], tool_choice=ToolChoice.none()), call)
     caplog.set_level(logging.WARNING, logger="metis")
-    named = codec.encode(req(tools=[WEATHER, other], tool_choice=ToolChoice.tool("other")), call)
+    named = ollama.encode(req(tools=[WEATHER, other], tool_choice=ToolChoice.tool("other")), call)
     assert [t["function"]["name"] for t in named["tools"]] == ["other"]
-    forced = codec.encode(req(tools=[WEATHER, other], tool_choice=ToolChoice.any()), call)
+    forced = ollama.encode(req(tools=[WEATHER, other], tool_choice=ToolChoice.any()), call)
     assert len(forced["tools"]) == 2
     event = "metis.tool_choice_not_enforced"
     assert len([r for r in caplog.records if getattr(r, "event", "") == event]) == 2
@@ -329,7 +330,7 @@ def test_a_history_made_elsewhere_becomes_ollama_messages() -> None:
         Message.user("Thanks"),
     ]
     call = make_call()
-    body = codec.encode(req(*history), call)
+    body = ollama.encode(req(*history), call)
     assert body["messages"] == [
         {"role": "user", "content": "Weather and time in Paris?"},
         {
@@ -349,8 +350,8 @@ def test_a_history_made_elsewhere_becomes_ollama_messages() -> None:
         },
         {"role": "user", "content": "Thanks"},
     ]
-    assert call.warn_dropped.types == ["thinking"]
-    assert "produced by anthropic" in call.warn_dropped.calls[0][1]
+    assert call.dropped_types == ["thinking"]
+    assert "produced by anthropic" in call.dropped[0][1]
 
 
 def test_own_reasoning_goes_back_to_the_same_model_and_no_other() -> None:
@@ -358,22 +359,22 @@ def test_own_reasoning_goes_back_to_the_same_model_and_no_other() -> None:
     mine = ThinkingBlock(thinking="Think.", provider_raw=origin)
     history = [Message.user("q"), Message.assistant(mine, "a"), Message.user("again")]
     same = make_call()
-    assert codec.encode(req(*history), same)["messages"][1] == {
+    assert ollama.encode(req(*history), same)["messages"][1] == {
         "role": "assistant",
         "content": "a",
         "thinking": "Think.",
     }
-    assert same.warn_dropped.calls == []
+    assert same.dropped == []
     other = make_call(model="ollama:llama3.1:8b")
-    assert codec.encode(req(*history, model="ollama:llama3.1:8b"), other)["messages"][1] == {
+    assert ollama.encode(req(*history, model="ollama:llama3.1:8b"), other)["messages"][1] == {
         "role": "assistant",
         "content": "a",
     }
-    assert other.warn_dropped.types == ["thinking"]
-    assert "model ollama:qwen3:8b" in other.warn_dropped.calls[0][1]
+    assert other.dropped_types == ["thinking"]
+    assert "model ollama:qwen3:8b" in other.dropped[0][1]
     unknown = make_call()
-    codec.encode(req(Message.assistant(ThinkingBlock(thinking="x")), Message.user("u")), unknown)
-    assert "unknown" in unknown.warn_dropped.calls[0][1]
+    ollama.encode(req(Message.assistant(ThinkingBlock(thinking="x")), Message.user("u")), unknown)
+    assert "unknown" in unknown.dropped[0][1]
 
 
 def test_redacted_reasoning_and_misplaced_blocks_are_dropped_whole() -> None:
@@ -383,13 +384,13 @@ def test_redacted_reasoning_and_misplaced_blocks_are_dropped_whole() -> None:
         Message.assistant(RedactedThinkingBlock(data="opaque"), "a"),
         Message.user("u"),
     ]
-    body = codec.encode(req(*history), call)
+    body = ollama.encode(req(*history), call)
     assert body["messages"] == [
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": "a"},
         {"role": "user", "content": "u"},
     ]
-    assert call.warn_dropped.types == ["tool_use", "redacted_thinking"]
+    assert call.dropped_types == ["tool_use", "redacted_thinking"]
 
 
 def test_images_are_bare_base64_and_url_images_are_dropped() -> None:
@@ -404,15 +405,15 @@ def test_images_are_bare_base64_and_url_images_are_dropped() -> None:
         Message.user(result, "and?"),
     ]
     call = make_call()
-    messages = codec.encode(req(*history), call)["messages"]
+    messages = ollama.encode(req(*history), call)["messages"]
     assert messages[0] == {"role": "user", "content": "look\nclosely", "images": ["iVBORw0KGgo="]}
     assert messages[2:] == [
         {"role": "tool", "content": "see", "tool_name": "snap", "tool_call_id": "c1"},
         {"role": "user", "content": "and?"},
     ]
-    assert call.warn_dropped.types == ["image", "image"]
-    assert "URL" in call.warn_dropped.calls[0][1]
-    assert call.warn_dropped.calls[1][2]["tool_use_id"] == "c1"
+    assert call.dropped_types == ["image", "image"]
+    assert "URL" in call.dropped[0][1]
+    assert call.dropped[1][2]["tool_use_id"] == "c1"
 
 
 def test_a_turn_of_tool_results_only_sends_no_empty_user_message() -> None:
@@ -421,7 +422,7 @@ def test_a_turn_of_tool_results_only_sends_no_empty_user_message() -> None:
         Message.assistant(ToolUseBlock(id="c1", name="t")),
         Message.tool(ToolResultBlock(tool_use_id="c1", content="ok")),
     ]
-    roles = [m["role"] for m in codec.encode(req(*history), make_call())["messages"]]
+    roles = [m["role"] for m in ollama.encode(req(*history), make_call())["messages"]]
     assert roles == ["user", "assistant", "tool"]
 
 

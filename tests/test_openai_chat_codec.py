@@ -7,8 +7,6 @@ present (skipped otherwise).
 from __future__ import annotations
 
 import json
-import logging
-import types
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +53,12 @@ from metis.model.request import (
     ToolDefinition,
 )
 from metis.model.response import StopKind
+from metis.pipeline.call import Call
 from metis.providers.codec import get_codec
 from metis.providers.message_builder import MessageBuilder
 from metis.providers.openai_chat import codec
+from tests.helpers import make_call as call_for
+from tests.helpers import recording_call
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "shared" / "real-traffic" / "openai_chat"
 
@@ -75,26 +76,8 @@ READ = ToolDefinition(
 # Helpers ---------------------------------------------------------------------------------
 
 
-def make_call() -> Any:
-    dropped: list[dict[str, Any]] = []
-
-    def warn_dropped(
-        block_type: str, reason: str, message_id: str | None = None, **extra: Any
-    ) -> None:
-        dropped.append(
-            {"block_type": block_type, "reason": reason, "message_id": message_id, **extra}
-        )
-
-    return types.SimpleNamespace(
-        provider="openai",
-        model="openai:gpt-4o",
-        wire_model="gpt-4o",
-        session_id="s1",
-        request_id="req_1",
-        log=logging.getLogger("t"),
-        warn_dropped=warn_dropped,
-        dropped=dropped,
-    )
+def make_call() -> Call:
+    return call_for("openai", "openai:gpt-4o")
 
 
 def request(*messages: Message, **fields: Any) -> CanonicalRequest:
@@ -295,7 +278,7 @@ def test_tool_results_come_before_the_users_other_content() -> None:
 
 
 def test_image_in_tool_result_is_dropped_with_warning() -> None:
-    call = make_call()
+    call = recording_call("openai", "openai:gpt-4o")
     image = ImageBlock(source=Base64ImageSource(media_type="image/png", data="AAAA"))
     message = Message(
         id="m7",
@@ -304,10 +287,10 @@ def test_image_in_tool_result_is_dropped_with_warning() -> None:
     )
     [out] = encode(request(message), call)["messages"]
     assert out["content"] == "see"
-    [warning] = call.dropped
-    assert warning["block_type"] == "image"
-    assert warning["message_id"] == "m7"
-    assert warning["tool_use_id"] == "a"
+    [(block_type, _, extra)] = call.dropped
+    assert block_type == "image" and call.warnings[0].block_type == "image"
+    assert extra["message_id"] == "m7"
+    assert extra["tool_use_id"] == "a"
 
 
 def test_user_images_become_image_url_parts() -> None:
@@ -342,8 +325,8 @@ def test_thinking_blocks_are_dropped_with_warning() -> None:
     body = encode(request(Message.user("q"), message), call)
     assert body["messages"][1] == {"role": "assistant", "content": "answer"}
     assert "hmm" not in json.dumps(body) and "sig" not in json.dumps(body)
-    assert [w["block_type"] for w in call.dropped] == ["thinking", "redacted_thinking"]
-    assert {w["message_id"] for w in call.dropped} == {"messages[1]"}
+    assert [w.block_type for w in call.warnings] == ["thinking", "redacted_thinking"]
+    assert {w.message_id for w in call.warnings} == {"messages[1]"}
 
 
 def test_image_in_assistant_message_is_dropped_with_warning() -> None:
@@ -352,8 +335,8 @@ def test_image_in_assistant_message_is_dropped_with_warning() -> None:
     message = Message(id="a1", role="assistant", content=[TextBlock(text="look"), image])
     [out] = encode(request(message), call)["messages"]
     assert out == {"role": "assistant", "content": "look"}
-    assert call.dropped[0]["block_type"] == "image"
-    assert call.dropped[0]["message_id"] == "a1"
+    assert call.warnings[0].block_type == "image"
+    assert call.warnings[0].message_id == "a1"
 
 
 def test_tools_and_tool_choice() -> None:

@@ -4,9 +4,7 @@ the round trip of real recorded replies into the next request."""
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -48,11 +46,13 @@ from metis.model.events import (
 )
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import StopKind
+from metis.pipeline.call import Call
 from metis.providers.codec import get_codec
 from metis.providers.message_builder import MessageBuilder
 from metis.providers.openai_responses import OpenAIResponsesCodec
 from metis.providers.sse import SSEDecoder
 from metis.stages.invariants import StreamChecker
+from tests.helpers import make_call as call_for
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "shared" / "real-traffic" / "openai_responses"
 PROVIDER, MODEL = "openai_responses", "openai_responses:gpt-5"
@@ -74,16 +74,8 @@ class Recorder:
         return [c[0] for c in self.calls]
 
 
-def make_call() -> Any:
-    return SimpleNamespace(
-        provider=PROVIDER,
-        model=MODEL,
-        wire_model="gpt-5",
-        session_id="s1",
-        request_id="req_1",
-        log=logging.getLogger("t"),
-        warn_dropped=Recorder(),
-    )
+def make_call() -> Call:
+    return call_for(PROVIDER, MODEL)
 
 
 def req(*messages: Message, **kw: Any) -> CanonicalRequest:
@@ -95,9 +87,24 @@ def req(*messages: Message, **kw: Any) -> CanonicalRequest:
     )
 
 
-def encode(*messages: Message, **kw: Any) -> tuple[dict[str, Any], Recorder]:
+class Dropped:
+    """What a real call recorded as dropped, shaped like :class:`Recorder`'s calls."""
+
+    def __init__(self, call: Call) -> None:
+        self._call = call
+
+    @property
+    def calls(self) -> list[tuple[str, str, dict[str, Any]]]:
+        return [(w.block_type, w.reason, {"message_id": w.message_id}) for w in self._call.warnings]
+
+    @property
+    def types(self) -> list[str]:
+        return [w.block_type for w in self._call.warnings]
+
+
+def encode(*messages: Message, **kw: Any) -> tuple[dict[str, Any], Dropped]:
     call = make_call()
-    return codec.encode(req(*messages, **kw), call), call.warn_dropped
+    return codec.encode(req(*messages, **kw), call), Dropped(call)
 
 
 def mine(**data: Any) -> ProviderRaw:
@@ -575,7 +582,7 @@ def test_output_items_are_what_a_reply_becomes_when_sent_back() -> None:
     call = make_call()
     items = codec.output_items(content, call)
     assert [i["type"] for i in items] == ["message"]  # the trailing reasoning cannot go back
-    assert call.warn_dropped.calls == []  # and re-encoding says nothing
+    assert call.warnings == []  # and re-encoding says nothing
 
 
 # Stream parsing ----------------------------------------------------------------------------

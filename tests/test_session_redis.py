@@ -52,7 +52,7 @@ from metis.session_redis import RedisError, RedisToolIdStore  # noqa: E402
 from metis.stages.tool_ids import ToolIds  # noqa: E402
 from metis.telemetry import ListSink  # noqa: E402
 
-from .helpers import drive, make_call  # noqa: E402
+from .helpers import bound, drive, make_call  # noqa: E402
 from .redis_servers import (  # noqa: E402
     RedisFactory,
     RedisProcess,
@@ -600,16 +600,17 @@ def _request(*messages: Message) -> CanonicalRequest:
 async def test_the_tool_ids_stage_round_trips_across_workers(
     redis_server: Server, prefix: str
 ) -> None:
-    stage = ToolIds(prefix="toolu_")
     async with (
         RedisToolIdStore(redis_server.url, key_prefix=prefix) as worker_a,
         RedisToolIdStore(redis_server.url, key_prefix=prefix) as worker_b,
     ):
+        on_a = bound(ToolIds(prefix="toolu_"), store=worker_a)
+        on_b = bound(ToolIds(prefix="toolu_"), store=worker_b)
         # turn 1, on worker A: the provider issues toolu_X, the application sees a canonical id
         _, out = await drive(
-            stage,
+            on_a,
             _request(Message.user("weather?")),
-            make_call(session_id="conv-1", store=worker_a),
+            make_call(session_id="conv-1"),
             _reply_calling("toolu_X"),
         )
         [complete] = [e for e in out if isinstance(e, MessageComplete)]
@@ -623,13 +624,13 @@ async def test_the_tool_ids_stage_round_trips_across_workers(
             Message.assistant(ToolUseBlock(id=cid, name="weather", input={})),
             Message.tool(ToolResultBlock(tool_use_id=cid, content="rain")),
         )
-        seen, _ = await drive(stage, history, make_call(session_id="conv-1", store=worker_b))
+        seen, _ = await drive(on_b, history, make_call(session_id="conv-1"))
         blocks = [b for m in seen[0].messages for b in m.content]
         assert [b.id for b in blocks if isinstance(b, ToolUseBlock)] == ["toolu_X"]
         assert [b.tool_use_id for b in blocks if isinstance(b, ToolResultBlock)] == ["toolu_X"]
 
         # another session on worker B does not know it
-        seen, _ = await drive(stage, history, make_call(session_id="conv-2", store=worker_b))
+        seen, _ = await drive(on_b, history, make_call(session_id="conv-2"))
         blocks = [b for m in seen[0].messages for b in m.content]
         assert [b.id for b in blocks if isinstance(b, ToolUseBlock)] == ["toolu_" + cid[3:]]
 
@@ -751,11 +752,11 @@ async def test_store_calls_end_at_the_calls_deadline_and_on_cancel(
         Message.assistant(ToolUseBlock(id="tu_01ABCDEFGHJKMNPQRSTVWXYZ01", name="w", input={})),
         Message.tool(ToolResultBlock(tool_use_id="tu_01ABCDEFGHJKMNPQRSTVWXYZ01", content="-")),
     )
-    stage = ToolIds(prefix="toolu_")
     async with _serve(_silent) as port:
         store = RedisToolIdStore(f"redis://127.0.0.1:{port}", timeout=30)
+        stage = bound(ToolIds(prefix="toolu_"), store=store)
         # the deadline: both store calls (read, then write) give up by it
-        call = make_call(store=store, deadline=anyio.current_time() + 0.3)
+        call = make_call(deadline=anyio.current_time() + 0.3)
         started = time.monotonic()
         with caplog.at_level(logging.WARNING, logger="metis"):
             seen, out = await drive(stage, history, call, _reply_calling("toolu_Y"))
@@ -764,7 +765,7 @@ async def test_store_calls_end_at_the_calls_deadline_and_on_cancel(
         assert [r.operation for r in _store_warnings(caplog)] == ["read", "write"]  # type: ignore[attr-defined]
 
         # a cancel: the read gives up at once, quietly
-        call = make_call(store=store)
+        call = make_call()
         caplog.clear()
         async with anyio.create_task_group() as tg:
             tg.start_soon(drive, stage, history, call)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import logging
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -16,6 +15,8 @@ from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.pipeline.registry import stages
 from metis.pipeline.wire import WireRequest
 from metis.stages.strict_schema import StrictSchema, strict_schema_or_reason, to_strict_schema
+
+from .helpers import make_call
 
 READ = {
     "type": "object",
@@ -29,7 +30,7 @@ READ = {
 
 
 def _call() -> Any:
-    return SimpleNamespace(log=logging.getLogger("test"), provider="openai")
+    return make_call(provider="openai", model="openai:m")
 
 
 def _request(body: dict[str, Any], stream: bool = True) -> WireRequest:
@@ -418,7 +419,7 @@ async def test_stage_makes_convertible_tools_strict_and_logs_others(
         "tools": [_tool("Read", READ), _tool("Free", free)],
     }
     before = copy.deepcopy(body)
-    with caplog.at_level(logging.INFO, logger="test"):
+    with caplog.at_level(logging.INFO, logger="metis"):
         captured, _ = await _drive(StrictSchema(), _request(body), [])
     sent = captured[0].body
     read, free_tool = sent["tools"]
@@ -427,7 +428,7 @@ async def test_stage_makes_convertible_tools_strict_and_logs_others(
     assert free_tool == before["tools"][1]
     assert "strict" not in free_tool["function"]
     assert body == before  # the incoming body is untouched
-    records = [r for r in caplog.records if r.name == "test"]
+    records = [r for r in caplog.records if r.name == "metis"]
     assert len(records) == 1
     assert records[0].levelno == logging.INFO
     assert "Free" in records[0].getMessage()
@@ -488,11 +489,11 @@ async def test_stage_response_format_not_convertible(caplog: pytest.LogCaptureFi
         }
     }
     request = _request(body)
-    with caplog.at_level(logging.INFO, logger="test"):
+    with caplog.at_level(logging.INFO, logger="metis"):
         captured, _ = await _drive(StrictSchema(), request, [])
     assert captured[0] is request
     assert "strict" not in captured[0].body["response_format"]["json_schema"]
-    assert any("'a'" in r.getMessage() for r in caplog.records if r.name == "test")
+    assert any("'a'" in r.getMessage() for r in caplog.records if r.name == "metis")
 
 
 @pytest.mark.anyio

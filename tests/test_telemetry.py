@@ -7,7 +7,6 @@ import logging
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
-from types import SimpleNamespace
 from typing import Any, cast
 
 import anyio
@@ -24,6 +23,7 @@ from metis.model import (
     TextDelta,
     TokenUsage,
 )
+from metis.pipeline.call import Call
 from metis.pipeline.wire import WireRequest
 from metis.stages.telemetry import Telemetry
 from metis.telemetry import (
@@ -39,7 +39,7 @@ from metis.telemetry import (
     TelemetrySink,
 )
 
-from .helpers import make_call
+from .helpers import bound, make_call
 
 WIRE = WireRequest(url="http://test/v1", body={"model": "claude-x"}, stream=True)
 USAGE = TokenUsage(
@@ -49,17 +49,15 @@ USAGE = TokenUsage(
 Inner = Callable[[Any, Any], AsyncIterator[StreamEvent]]
 
 
-def call_with(sink: TelemetrySink | None, attempt: int = 0) -> Any:
-    """A real Call carrying ``sink``; before Call has a ``telemetry`` field, a stand-in with
-    the attributes the stage reads."""
+def call_at(attempt: int = 0) -> Call:
     call = make_call(model="anthropic:claude-x", session_id="s1")
     call.attempt = attempt
-    try:
-        call.telemetry = sink  # type: ignore[attr-defined]
-        return call
-    except AttributeError:
-        names = ("request_id", "session_id", "provider", "model", "wire_model", "attempt", "log")
-        return SimpleNamespace(telemetry=sink, **{n: getattr(call, n) for n in names})
+    return call
+
+
+def traced(sink: TelemetrySink | None) -> Telemetry:
+    """The stage as an adapter whose sink is ``sink`` builds it."""
+    return bound(Telemetry(), telemetry=sink)
 
 
 def reply(text: str = "Hi", kind: StopKind = StopKind.END_TURN) -> list[StreamEvent]:
@@ -118,7 +116,7 @@ def names_and_retries(sink: ListSink) -> list[tuple[str, int]]:
 async def test_started_then_completed_with_usage_stop_and_latency() -> None:
     sink = ListSink()
     events = reply()
-    out = await run(Telemetry(), call_with(sink), script(events, delay=0.02))
+    out = await run(traced(sink), call_at(), script(events, delay=0.02))
 
     assert len(out) == len(events) and all(a is b for a, b in zip(out, events, strict=True))
     assert sink.names() == ["llm.call_started", "llm.call_completed"]
@@ -150,7 +148,7 @@ async def test_failure_mid_stream_reports_partial_usage_and_reraises_the_same_er
     events = reply(kind=StopKind.ERROR)  # normalize ends a broken message first (§6.5)
     out: list[StreamEvent] = []
     with pytest.raises(OverloadedError) as caught:
-        async for event in Telemetry()(WIRE, call_with(sink), script(events, error)):
+        async for event in traced(sink)(WIRE, call_at(), script(events, error)):
             out.append(event)
 
     assert caught.value is error
@@ -171,7 +169,7 @@ async def test_failure_before_any_message_has_no_usage() -> None:
     sink = ListSink()
     error = RateLimitError("slow down", provider_status=429, retry_after_seconds=1.0)
     with pytest.raises(RateLimitError):
-        await run(Telemetry(), call_with(sink), script([], error))
+        await run(traced(sink), call_at(), script([], error))
     failed = sink.events[-1]
     assert isinstance(failed, CallFailed)
     assert (failed.error_class, failed.usage, failed.provider_status) == ("rate_limit", None, 429)
@@ -182,7 +180,7 @@ async def test_a_bug_below_is_reported_as_other_and_reraised() -> None:
     sink = ListSink()
     bug = KeyError("choices")
     with pytest.raises(KeyError) as caught:
-        await run(Telemetry(), call_with(sink), script(reply()[:1], bug))
+        await run(traced(sink), call_at(), script(reply()[:1], bug))
     assert caught.value is bug
     failed = sink.events[-1]
     assert isinstance(failed, CallFailed)
@@ -192,14 +190,14 @@ async def test_a_bug_below_is_reported_as_other_and_reraised() -> None:
 @pytest.mark.anyio
 async def test_retry_count_comes_from_call_attempt() -> None:
     sink = ListSink()
-    await run(Telemetry(), call_with(sink, attempt=2), script(reply()))
+    await run(traced(sink), call_at(attempt=2), script(reply()))
     assert names_and_retries(sink) == [("llm.call_started", 2), ("llm.call_completed", 2)]
 
 
 @pytest.mark.anyio
 async def test_a_stream_cancelled_by_the_adapter_completes_with_its_stop_reason() -> None:
     sink = ListSink()
-    await run(Telemetry(), call_with(sink), script(reply(kind=StopKind.CANCELLED)))
+    await run(traced(sink), call_at(), script(reply(kind=StopKind.CANCELLED)))
     completed = sink.events[-1]
     assert isinstance(completed, CallCompleted)
     assert completed.stop_reason.kind is StopKind.CANCELLED
@@ -213,11 +211,11 @@ async def test_a_raising_sink_does_not_break_the_call_and_is_logged_once(
         def emit(self, event: TelemetryEvent) -> None:
             raise RuntimeError("bus is down")
 
-    stage = Telemetry()
+    stage = traced(Broken())
     events = reply()
     with caplog.at_level(logging.WARNING, logger="metis"):
-        first = await run(stage, call_with(Broken()), script(events))
-        second = await run(stage, call_with(Broken()), script(events))
+        first = await run(stage, call_at(), script(events))
+        second = await run(stage, call_at(), script(events))
 
     assert all(a is b for a, b in zip(first, events, strict=True)) and len(first) == 3
     assert len(second) == 3
@@ -237,7 +235,7 @@ async def test_cancelling_the_callers_task_reports_cancelled_and_propagates() ->
 
     async def consume(scope: anyio.CancelScope) -> None:
         with scope:
-            async for event in Telemetry()(WIRE, call_with(sink), script(events, hang=entered)):
+            async for event in traced(sink)(WIRE, call_at(), script(events, hang=entered)):
                 out.append(event)
 
     scope = anyio.CancelScope()
@@ -258,7 +256,7 @@ async def test_cancelling_the_callers_task_reports_cancelled_and_propagates() ->
 @pytest.mark.anyio
 async def test_closing_the_stream_early_reports_cancelled() -> None:
     sink = ListSink()
-    async with aclosing(opened(Telemetry(), call_with(sink), script(reply()))) as stream:
+    async with aclosing(opened(traced(sink), call_at(), script(reply()))) as stream:
         async for _event in stream:
             break
     assert sink.names() == ["llm.call_started", "llm.call_failed"]
@@ -269,7 +267,7 @@ async def test_closing_the_stream_early_reports_cancelled() -> None:
 @pytest.mark.anyio
 async def test_closing_the_stream_after_its_message_reports_completed() -> None:
     sink = ListSink()
-    async with aclosing(opened(Telemetry(), call_with(sink), script(reply()))) as stream:
+    async with aclosing(opened(traced(sink), call_at(), script(reply()))) as stream:
         async for event in stream:
             if isinstance(event, MessageComplete):
                 break
@@ -284,7 +282,7 @@ async def test_with_no_sink_the_stage_hands_back_the_inner_stream_itself() -> No
         return inner_stream
 
     for sink in (None, NULL_SINK):
-        assert Telemetry()(WIRE, call_with(sink), inner) is inner_stream
+        assert traced(sink)(WIRE, call_at(), inner) is inner_stream
     await inner_stream.aclose()  # type: ignore[attr-defined]
 
 
@@ -294,8 +292,8 @@ async def test_seed_000_9_3_three_attempts_two_failed_one_completed() -> None:
     one llm.call_completed (docs/contract.md §2). The retry loop is written out by hand here: the
     stage sits inside the retry stage and sees each attempt once."""
     sink = ListSink()
-    call = call_with(sink)
-    stage = Telemetry()
+    call = call_at()
+    stage = traced(sink)
     attempts = [
         script([], OverloadedError("Overloaded", provider_status=529)),
         script([], OverloadedError("Overloaded", provider_status=529)),
@@ -413,8 +411,8 @@ async def test_otel_sink_makes_one_span_per_attempt() -> None:
     provider.add_span_processor(export.SimpleSpanProcessor(exporter))
     sink = MultiSink(OpenTelemetrySink(provider), ListSink())
 
-    call = call_with(sink)
-    stage = Telemetry()
+    call = call_at()
+    stage = traced(sink)
     call.attempt = 0
     with pytest.raises(OverloadedError):
         await run(stage, call, script([], OverloadedError("Overloaded", provider_status=529)))

@@ -44,7 +44,7 @@ from metis.telemetry import (
     ToolIdStoreFailed,
 )
 
-from .helpers import drive, make_call
+from .helpers import bound, drive, make_call
 from .scripted import ScriptedProvider, tools
 
 CANONICAL = re.compile(r"^tu_[0-9A-HJKMNP-TV-Z]{26}$")  # a ULID in Crockford base32
@@ -109,7 +109,7 @@ def _final_tool_ids(events: list[Any]) -> list[str]:
 async def _mint(call: Call, pid: str, stage: ToolIds | None = None) -> str:
     """Run one reply in which the provider issues ``pid``; return the canonical id it got."""
     _, out = await drive(
-        stage or ToolIds(prefix="toolu_"),
+        stage or bound(ToolIds(prefix="toolu_")),
         _request(Message.user("go")),
         call,
         _tool_events((pid, "weather", {})),
@@ -124,7 +124,7 @@ async def _mint(call: Call, pid: str, stage: ToolIds | None = None) -> str:
 @pytest.mark.anyio
 async def test_provider_ids_become_one_canonical_id_per_tool() -> None:
     _, out = await drive(
-        ToolIds(prefix="toolu_"),
+        bound(ToolIds(prefix="toolu_")),
         _request(Message.user("go")),
         make_call(),
         _tool_events(("toolu_A", "weather", {"city": "Oslo"})),
@@ -139,7 +139,7 @@ async def test_provider_ids_become_one_canonical_id_per_tool() -> None:
 @pytest.mark.anyio
 async def test_each_tool_gets_its_own_canonical_id() -> None:
     _, out = await drive(
-        ToolIds(prefix="toolu_"),
+        bound(ToolIds(prefix="toolu_")),
         _request(Message.user("go")),
         make_call(),
         _tool_events(("toolu_A", "a", {}), ("toolu_B", "b", {"x": 1}), text="two calls"),
@@ -157,7 +157,7 @@ async def test_each_tool_gets_its_own_canonical_id() -> None:
 @pytest.mark.anyio
 async def test_other_events_pass_through_untouched() -> None:
     events = _tool_events(("toolu_A", "a", {}), text="hello")
-    _, out = await drive(ToolIds(), _request(Message.user("go")), make_call(), events)
+    _, out = await drive(bound(ToolIds()), _request(Message.user("go")), make_call(), events)
     assert [type(e) for e in out] == [type(e) for e in events]
     assert out[1] is events[1]
     assert out[1] == TextDelta(0, "hello")
@@ -177,8 +177,10 @@ async def test_a_tool_call_only_in_final_content_still_gets_a_canonical_id() -> 
         ),
     ]
     store = InMemoryToolIdStore()
-    call = make_call(store=store)
-    _, out = await drive(ToolIds(prefix="toolu_"), _request(Message.user("go")), call, events)
+    call = make_call()
+    _, out = await drive(
+        bound(ToolIds(prefix="toolu_"), store=store), _request(Message.user("go")), call, events
+    )
     [cid] = _final_tool_ids(out)
     assert CANONICAL.match(cid)
     assert await store.provider_ids("s1", "anthropic", [cid]) == {cid: "toolu_Q"}
@@ -190,7 +192,10 @@ async def test_a_provider_id_used_twice_still_names_two_calls() -> None:
     store = InMemoryToolIdStore()
     events = _tool_events(("call_0", "a", {"x": 1}), ("call_0", "b", {"y": 2}))
     _, out = await drive(
-        ToolIds(prefix="call_"), _request(Message.user("go")), make_call(store=store), events
+        bound(ToolIds(prefix="call_"), store=store),
+        _request(Message.user("go")),
+        make_call(),
+        events,
     )
     starts = [e.tool_use_id for e in out if isinstance(e, ToolUseStart)]
     ends = [e.tool_use_id for e in out if isinstance(e, ToolUseEnd)]
@@ -209,7 +214,7 @@ async def test_an_echoed_history_id_is_not_given_to_two_calls() -> None:
     cid = new_tool_id()
     echoed = "toolu_" + cid[3:]
     _, out = await drive(
-        ToolIds(prefix="toolu_"),
+        bound(ToolIds(prefix="toolu_")),
         _history(cid),
         make_call(),
         _tool_events((echoed, "a", {}), (echoed, "b", {})),
@@ -226,17 +231,17 @@ async def test_an_echoed_history_id_is_not_given_to_two_calls() -> None:
 @pytest.mark.anyio
 async def test_tool_id_round_trip_through_the_session_map() -> None:
     store = InMemoryToolIdStore()
-    call = make_call(store=store)
-    stage = ToolIds(prefix="toolu_")
+    call = make_call()
+    stage = bound(ToolIds(prefix="toolu_"), store=store)
     # 1. the provider issues toolu_X; the application sees a canonical id
     cid = await _mint(call, "toolu_X", stage)
     assert CANONICAL.match(cid)
     # 2. the canonical history goes back: the provider sees its own id again, everywhere
-    seen, _ = await drive(stage, _history(cid), make_call(store=store), [])
+    seen, _ = await drive(stage, _history(cid), make_call(), [])
     assert _wire_ids(seen[0]) == (["toolu_X"], ["toolu_X"])
     # 3. the provider names toolu_X again: the application gets the same canonical id back
     _, out = await drive(
-        stage, _history(cid), make_call(store=store), _tool_events(("toolu_X", "weather", {}))
+        stage, _history(cid), make_call(), _tool_events(("toolu_X", "weather", {}))
     )
     assert set(_ids_out(out)) == {cid}
     assert _final_tool_ids(out) == [cid]
@@ -251,7 +256,9 @@ async def test_the_pair_is_remembered_only_when_the_message_completes() -> None:
         for event in events:
             yield event
 
-    stream = ToolIds(prefix="toolu_")(_request(Message.user("go")), make_call(store=store), inner)
+    stream = bound(ToolIds(prefix="toolu_"), store=store)(
+        _request(Message.user("go")), make_call(), inner
+    )
     cid = None
     for _ in range(len(events) - 1):
         event = await stream.__anext__()
@@ -268,7 +275,9 @@ async def test_the_pair_is_remembered_only_when_the_message_completes() -> None:
 async def test_a_reply_that_never_completes_remembers_nothing() -> None:
     store = InMemoryToolIdStore()
     events = _tool_events(("toolu_X", "weather", {}))[:-1]
-    _, out = await drive(ToolIds(), _request(Message.user("go")), make_call(store=store), events)
+    _, out = await drive(
+        bound(ToolIds(), store=store), _request(Message.user("go")), make_call(), events
+    )
     cid = out[1].tool_use_id
     assert CANONICAL.match(cid)
     assert await store.provider_ids("s1", "anthropic", [cid]) == {}
@@ -280,14 +289,17 @@ async def test_a_reply_that_never_completes_remembers_nothing() -> None:
 @pytest.mark.anyio
 async def test_history_ids_are_rewritten_consistently_without_a_session() -> None:
     store = InMemoryToolIdStore()
-    call = make_call(session_id=None, store=store)
+    call = make_call(session_id=None)
     cid = new_tool_id()
-    seen, _ = await drive(ToolIds(prefix="toolu_"), _history(cid), call, [])
+    seen, _ = await drive(bound(ToolIds(prefix="toolu_"), store=store), _history(cid), call, [])
     uses, results = _wire_ids(seen[0])
     assert uses == results == ["toolu_" + cid[3:]]
     # and the reply's ids are still canonical and consistent, but nothing is stored
     _, out = await drive(
-        ToolIds(prefix="toolu_"), _history(cid), call, _tool_events(("toolu_N", "a", {}))
+        bound(ToolIds(prefix="toolu_"), store=store),
+        _history(cid),
+        call,
+        _tool_events(("toolu_N", "a", {})),
     )
     assert len(set(_ids_out(out))) == 1
     assert _final_tool_ids(out) == _ids_out(out)[:1]
@@ -302,7 +314,7 @@ async def test_parallel_calls_and_their_results_are_rewritten_pairwise() -> None
         Message.assistant(ToolUseBlock(id=a, name="x"), ToolUseBlock(id=b, name="y")),
         Message.tool(ToolResultBlock(tool_use_id=b), ToolResultBlock(tool_use_id=a)),
     )
-    seen, _ = await drive(ToolIds(prefix="call_"), request, make_call(), [])
+    seen, _ = await drive(bound(ToolIds(prefix="call_")), request, make_call(), [])
     uses, results = _wire_ids(seen[0])
     assert uses == ["call_" + a[3:], "call_" + b[3:]]
     assert results == ["call_" + b[3:], "call_" + a[3:]]
@@ -313,7 +325,7 @@ async def test_the_input_request_is_not_changed() -> None:
     cid = new_tool_id()
     request = _history(cid)
     before = request.model_dump()
-    seen, _ = await drive(ToolIds(prefix="toolu_"), request, make_call(), [])
+    seen, _ = await drive(bound(ToolIds(prefix="toolu_")), request, make_call(), [])
     assert request.model_dump() == before
     assert seen[0] is not request
     # blocks other than tool calls and results are kept as they were
@@ -324,22 +336,22 @@ async def test_the_input_request_is_not_changed() -> None:
 @pytest.mark.anyio
 async def test_a_request_without_tool_blocks_is_passed_on_as_is() -> None:
     request = _request(Message.user("hi"), Message.assistant("hello"))
-    seen, _ = await drive(ToolIds(), request, make_call(), [])
+    seen, _ = await drive(bound(ToolIds()), request, make_call(), [])
     assert seen[0] is request
 
 
 @pytest.mark.anyio
 async def test_another_provider_gets_a_deterministic_id_with_its_own_prefix() -> None:
     store = InMemoryToolIdStore()
-    cid = await _mint(make_call(store=store), "toolu_X", ToolIds(prefix="toolu_"))
-    openai = ToolIds(prefix="call_")
-    first, _ = await drive(openai, _history(cid), make_call("openai", "openai:gpt", store=store))
-    second, _ = await drive(openai, _history(cid), make_call("openai", "openai:gpt", store=store))
+    cid = await _mint(make_call(), "toolu_X", bound(ToolIds(prefix="toolu_"), store=store))
+    openai = bound(ToolIds(prefix="call_"), store=store)
+    first, _ = await drive(openai, _history(cid), make_call("openai", "openai:gpt"))
+    second, _ = await drive(openai, _history(cid), make_call("openai", "openai:gpt"))
     expected = "call_" + cid[3:]
     assert _wire_ids(first[0]) == ([expected], [expected])
     assert _wire_ids(second[0]) == ([expected], [expected])
     # ... and the provider that issued the id still gets its own back
-    back, _ = await drive(ToolIds(prefix="toolu_"), _history(cid), make_call(store=store))
+    back, _ = await drive(bound(ToolIds(prefix="toolu_"), store=store), _history(cid), make_call())
     assert _wire_ids(back[0]) == (["toolu_X"], ["toolu_X"])
 
 
@@ -347,9 +359,12 @@ async def test_another_provider_gets_a_deterministic_id_with_its_own_prefix() ->
 async def test_mid_session_swap_keeps_each_providers_ids() -> None:
     # Seed 000 §10.2 item 3: Anthropic mints, OpenAI answers, each sees its own ids.
     store = InMemoryToolIdStore()
-    anthropic, openai = ToolIds(prefix="toolu_"), ToolIds(prefix="call_")
-    a_cid = await _mint(make_call(store=store), "toolu_A", anthropic)
-    b_cid = await _mint(make_call("openai", "openai:gpt", store=store), "call_B", openai)
+    anthropic, openai = (
+        bound(ToolIds(prefix="toolu_"), store=store),
+        bound(ToolIds(prefix="call_"), store=store),
+    )
+    a_cid = await _mint(make_call(), "toolu_A", anthropic)
+    b_cid = await _mint(make_call("openai", "openai:gpt"), "call_B", openai)
     request = _request(
         Message.user("go"),
         Message.assistant(ToolUseBlock(id=a_cid, name="x")),
@@ -357,8 +372,8 @@ async def test_mid_session_swap_keeps_each_providers_ids() -> None:
         Message.assistant(ToolUseBlock(id=b_cid, name="y")),
         Message.tool(ToolResultBlock(tool_use_id=b_cid)),
     )
-    to_a, _ = await drive(anthropic, request, make_call(store=store))
-    to_b, _ = await drive(openai, request, make_call("openai", "openai:gpt", store=store))
+    to_a, _ = await drive(anthropic, request, make_call())
+    to_b, _ = await drive(openai, request, make_call("openai", "openai:gpt"))
     assert _wire_ids(to_a[0]) == (["toolu_A", "toolu_" + b_cid[3:]],) * 2
     assert _wire_ids(to_b[0]) == (["call_" + a_cid[3:], "call_B"],) * 2
 
@@ -366,8 +381,8 @@ async def test_mid_session_swap_keeps_each_providers_ids() -> None:
 @pytest.mark.anyio
 async def test_ids_that_are_not_canonical_are_hashed_the_same_way_each_time() -> None:
     request = _history("my tool call #1")
-    first, _ = await drive(ToolIds(prefix="call_"), request, make_call())
-    second, _ = await drive(ToolIds(prefix="call_"), request, make_call(session_id="other"))
+    first, _ = await drive(bound(ToolIds(prefix="call_")), request, make_call())
+    second, _ = await drive(bound(ToolIds(prefix="call_")), request, make_call(session_id="other"))
     uses, results = _wire_ids(first[0])
     assert uses == results == _wire_ids(second[0])[0]
     assert re.fullmatch(r"call_[0-9a-f]{26}", uses[0])
@@ -375,7 +390,9 @@ async def test_ids_that_are_not_canonical_are_hashed_the_same_way_each_time() ->
 
 @pytest.mark.anyio
 async def test_the_stage_options_limit_the_length() -> None:
-    seen, _ = await drive(ToolIds(prefix="toolu_", max_length=12), _history("x" * 80), make_call())
+    seen, _ = await drive(
+        bound(ToolIds(prefix="toolu_", max_length=12)), _history("x" * 80), make_call()
+    )
     uses, results = _wire_ids(seen[0])
     assert uses == results
     assert len(uses[0]) == 12 and uses[0].startswith("toolu_")
@@ -391,12 +408,14 @@ def test_bad_options_are_refused_at_assembly() -> None:
 @pytest.mark.anyio
 async def test_sessions_do_not_share_maps() -> None:
     store = InMemoryToolIdStore()
-    cid = await _mint(make_call(session_id="A", store=store), "toolu_X")
+    cid = await _mint(
+        make_call(session_id="A"), "toolu_X", bound(ToolIds(prefix="toolu_"), store=store)
+    )
     in_a, _ = await drive(
-        ToolIds(prefix="toolu_"), _history(cid), make_call(session_id="A", store=store)
+        bound(ToolIds(prefix="toolu_"), store=store), _history(cid), make_call(session_id="A")
     )
     in_b, _ = await drive(
-        ToolIds(prefix="toolu_"), _history(cid), make_call(session_id="B", store=store)
+        bound(ToolIds(prefix="toolu_"), store=store), _history(cid), make_call(session_id="B")
     )
     assert _wire_ids(in_a[0])[0] == ["toolu_X"]
     assert _wire_ids(in_b[0])[0] == ["toolu_" + cid[3:]]
@@ -407,7 +426,7 @@ async def test_sessions_do_not_share_maps() -> None:
 async def test_a_provider_echoing_a_history_id_gets_its_canonical_id() -> None:
     cid = new_tool_id()  # from elsewhere; this provider knows it as toolu_<ulid>
     _, out = await drive(
-        ToolIds(prefix="toolu_"),
+        bound(ToolIds(prefix="toolu_")),
         _history(cid),
         make_call(),
         _tool_events(("toolu_" + cid[3:], "weather", {})),
@@ -563,10 +582,12 @@ async def test_a_store_that_fails_costs_neither_the_request_nor_the_reply(
 ) -> None:
     cid = new_tool_id()
     store, sink = _BrokenStore(failure), ListSink()
-    call = make_call(store=store, telemetry=sink)  # type: ignore[arg-type]
+    call = make_call()
     reply = _tool_events(("toolu_A", "weather", {"city": "Oslo"}), text="checking")
     with caplog.at_level(logging.WARNING, logger="metis"):
-        seen, out = await drive(ToolIds(prefix="toolu_"), _history(cid), call, reply)
+        seen, out = await drive(
+            bound(ToolIds(prefix="toolu_"), store=store, telemetry=sink), _history(cid), call, reply
+        )
     # the request went out with the ids derived from the canonical ones
     assert _wire_ids(seen[0]) == ([derive_provider_tool_id(cid, "toolu_", 40)],) * 2
     # every event arrived, the message complete, with canonical ids
@@ -595,11 +616,16 @@ async def test_a_hanging_store_is_cut_off_at_the_calls_deadline(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     store, sink = _BrokenStore(), ListSink()
-    call = make_call(store=store, telemetry=sink, deadline=anyio.current_time() + 0.3)  # type: ignore[arg-type]
+    call = make_call(deadline=anyio.current_time() + 0.3)
     reply = _tool_events(("toolu_A", "weather", {}))
     started = anyio.current_time()
     with caplog.at_level(logging.WARNING, logger="metis"):
-        _, out = await drive(ToolIds(prefix="toolu_"), _history(new_tool_id()), call, reply)
+        _, out = await drive(
+            bound(ToolIds(prefix="toolu_"), store=store, telemetry=sink),
+            _history(new_tool_id()),
+            call,
+            reply,
+        )
     assert anyio.current_time() - started < 5  # both store calls ended at the deadline
     assert isinstance(out[-1], MessageComplete)
     assert store.calls == ["read", "write"]
@@ -612,12 +638,17 @@ async def test_a_cancel_interrupts_a_hanging_store_call_quietly(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     store, sink = _BrokenStore(), ListSink()
-    call = make_call(store=store, telemetry=sink)  # type: ignore[arg-type]
+    call = make_call()
     reply = _tool_events(("toolu_A", "weather", {}))
     out: list[Any] = []
 
     async def run() -> None:
-        _, events = await drive(ToolIds(prefix="toolu_"), _history(new_tool_id()), call, reply)
+        _, events = await drive(
+            bound(ToolIds(prefix="toolu_"), store=store, telemetry=sink),
+            _history(new_tool_id()),
+            call,
+            reply,
+        )
         out.extend(events)
 
     with caplog.at_level(logging.WARNING, logger="metis"):
@@ -733,7 +764,7 @@ async def test_a_store_answer_that_is_not_a_map_of_ids_is_not_sent(
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="metis"):
             seen, _ = await drive(
-                ToolIds(prefix="toolu_"), _history(cid), make_call(store=_OddStore(answer))
+                bound(ToolIds(prefix="toolu_"), store=_OddStore(answer)), _history(cid), make_call()
             )
         assert _wire_ids(seen[0]) == ([derived], [derived]), answer
         assert bool(_store_warnings(caplog)) is warned, answer

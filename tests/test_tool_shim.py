@@ -63,7 +63,7 @@ from metis.stages.tool_shim import (
 )
 
 from .fakes import DROP, STALL, FakePeer, Reply
-from .helpers import answer, make_call
+from .helpers import answer, bound, make_call
 from .scripted import ScriptedProvider, text, tools
 
 WEATHER = ToolDefinition(
@@ -95,21 +95,26 @@ def req(**fields: Any) -> CanonicalRequest:
     return CanonicalRequest(model="tgi:tgi", max_output_tokens=256, **fields)
 
 
-def tgi_call(**caps: Any) -> Call:
+def tgi_call() -> Call:
+    return make_call(provider="tgi", model="tgi:tgi")
+
+
+def shim(options: dict[str, Any] | None = None, **caps: Any) -> ToolShim:
+    """The stage as the tgi adapter builds it, for a model declared with ``caps``."""
     declared = {
         "supports_tools": True,
         "tools_emulated": True,
         "supports_parallel_tool_calls": True,
     }
     capabilities = AdapterCapabilities(**{**declared, **caps})
-    return make_call(provider="tgi", model="tgi:tgi", capabilities=capabilities)
+    return bound(ToolShim(**(options or {})), provider="tgi", capabilities=capabilities)
 
 
 # The request ---------------------------------------------------------------------------------
 
 
 def test_tools_leave_the_request_and_the_preamble_joins_the_system_prompt() -> None:
-    rewritten, offered = ToolShim().rewrite(req(tools=TOOLS, system_prompt="Be brief."), tgi_call())
+    rewritten, offered = shim().rewrite(req(tools=TOOLS, system_prompt="Be brief."), tgi_call())
     assert offered == OFFERED
     assert rewritten.tools == [] and rewritten.tool_choice is None
     assert rewritten.parallel_tool_calls is None
@@ -140,7 +145,7 @@ def test_tools_leave_the_request_and_the_preamble_joins_the_system_prompt() -> N
 def test_the_preamble_states_what_tool_choice_demands(
     choice: ToolChoice, says: str, not_says: str
 ) -> None:
-    rewritten, offered = ToolShim().rewrite(req(tools=TOOLS, tool_choice=choice), tgi_call())
+    rewritten, offered = shim().rewrite(req(tools=TOOLS, tool_choice=choice), tgi_call())
     assert offered == OFFERED
     assert rewritten.system_prompt is not None
     assert says in rewritten.system_prompt and not_says not in rewritten.system_prompt
@@ -148,7 +153,7 @@ def test_the_preamble_states_what_tool_choice_demands(
 
 def test_tool_choice_none_offers_no_tools_and_leaves_the_reply_unparsed() -> None:
     request = req(tools=TOOLS, tool_choice=ToolChoice.none(), system_prompt="Be brief.")
-    rewritten, offered = ToolShim().rewrite(request, tgi_call())
+    rewritten, offered = shim().rewrite(request, tgi_call())
     assert offered is None
     assert rewritten.tools == [] and rewritten.tool_choice is None
     assert rewritten.system_prompt == "Be brief."
@@ -157,38 +162,39 @@ def test_tool_choice_none_offers_no_tools_and_leaves_the_reply_unparsed() -> Non
 
 def test_without_parallel_calls_the_preamble_asks_for_one_call() -> None:
     one = "Make at most one tool call in a reply."
-    rewritten, _ = ToolShim().rewrite(req(tools=TOOLS, parallel_tool_calls=False), tgi_call())
+    rewritten, _ = shim().rewrite(req(tools=TOOLS, parallel_tool_calls=False), tgi_call())
     assert rewritten.system_prompt is not None and one in rewritten.system_prompt
-    serial = tgi_call(supports_parallel_tool_calls=False)
-    rewritten, _ = ToolShim().rewrite(req(tools=TOOLS), serial)
+    serial = shim(supports_parallel_tool_calls=False)
+    rewritten, _ = serial.rewrite(req(tools=TOOLS), tgi_call())
     assert rewritten.system_prompt is not None and one in rewritten.system_prompt
     assert "one <tool_call> tag per call" not in rewritten.system_prompt
 
 
 def test_a_request_without_tools_passes_as_it_is() -> None:
     request = req(system_prompt="Be brief.")
-    rewritten, offered = ToolShim().rewrite(request, tgi_call())
+    rewritten, offered = shim().rewrite(request, tgi_call())
     assert rewritten is request and offered is None
 
 
 def test_a_tool_choice_naming_an_unknown_tool_is_an_invalid_request() -> None:
     with pytest.raises(InvalidRequestError, match="'nope'") as info:
-        ToolShim().rewrite(req(tools=TOOLS, tool_choice=ToolChoice.tool("nope")), tgi_call())
+        shim().rewrite(req(tools=TOOLS, tool_choice=ToolChoice.tool("nope")), tgi_call())
     assert info.value.error_class == "invalid_request"
 
 
 def test_the_stop_string_is_added_only_where_there_is_room_and_when_asked() -> None:
     full = req(tools=TOOLS, stop_sequences=["a", "b", "c", "d"])
-    assert ToolShim().rewrite(full, tgi_call())[0].stop_sequences == ["a", "b", "c", "d"]
-    assert ToolShim().rewrite(req(tools=TOOLS, stop_sequences=["x"]), tgi_call())[
-        0
-    ].stop_sequences == ["x", RESULT]
-    off = ToolShim(stop_at_result=False)
+    assert shim().rewrite(full, tgi_call())[0].stop_sequences == ["a", "b", "c", "d"]
+    assert shim().rewrite(req(tools=TOOLS, stop_sequences=["x"]), tgi_call())[0].stop_sequences == [
+        "x",
+        RESULT,
+    ]
+    off = shim({"stop_at_result": False})
     assert off.rewrite(req(tools=TOOLS), tgi_call())[0].stop_sequences == []
 
 
 def test_a_model_without_a_system_turn_gets_the_preamble_in_its_first_user_turn() -> None:
-    rewritten, _ = ToolShim().rewrite(req(tools=TOOLS), tgi_call(supports_system_prompt=False))
+    rewritten, _ = shim(supports_system_prompt=False).rewrite(req(tools=TOOLS), tgi_call())
     assert rewritten.system_prompt is None
     first = rewritten.messages[0]
     assert first.role is Role.USER
@@ -212,7 +218,7 @@ def history() -> list[Message]:
 
 
 def test_history_tool_calls_and_results_become_text_with_their_canonical_ids() -> None:
-    rewritten, _ = ToolShim().rewrite(req(messages=history(), tools=TOOLS), tgi_call())
+    rewritten, _ = shim().rewrite(req(messages=history(), tools=TOOLS), tgi_call())
     messages = rewritten.messages
     assert [m.role for m in messages] == [Role.USER, Role.ASSISTANT, Role.USER]
     assert messages[1].content == [
@@ -237,7 +243,7 @@ def test_history_tool_calls_and_results_become_text_with_their_canonical_ids() -
 
 def test_history_is_converted_even_when_no_tools_are_offered_now() -> None:
     request = req(messages=history(), tools=TOOLS, tool_choice=ToolChoice.none())
-    rewritten, offered = ToolShim().rewrite(request, tgi_call())
+    rewritten, offered = shim().rewrite(request, tgi_call())
     assert offered is None
     assert "<tool_call>" in rewritten.messages[1].text()
     assert rewritten.system_prompt == NO_TOOLS
@@ -253,7 +259,7 @@ def test_history_keeps_reasoning_and_images_in_place() -> None:
             ToolResultBlock(tool_use_id=ID_A, content=[TextBlock(text="A photo:"), image])
         ),
     ]
-    rewritten, _ = ToolShim().rewrite(req(messages=messages, tools=TOOLS), tgi_call())
+    rewritten, _ = shim().rewrite(req(messages=messages, tools=TOOLS), tgi_call())
     assistant, results = rewritten.messages[1], rewritten.messages[2]
     assert assistant.content[0] == thought
     assert assistant.content[1] == TextBlock(text=render_call("get_weather", {}))
@@ -826,7 +832,7 @@ async def test_with_no_tools_the_stage_hands_back_the_inner_stream_itself() -> N
         inner_stream.append(inner(request, call))
         return inner_stream[-1]
 
-    stream = ToolShim()(req(), tgi_call(), record)
+    stream = shim()(req(), tgi_call(), record)
     assert stream is inner_stream[0]  # no per-event cost at all
     assert [e async for e in stream] == [MessageStart()]
 
@@ -848,7 +854,7 @@ async def test_the_stage_logs_one_structured_warning_per_call_it_cannot_read(
             yield event
 
     caplog.set_level(logging.WARNING, logger="metis")
-    out = [e async for e in ToolShim()(req(tools=TOOLS), tgi_call(), inner)]
+    out = [e async for e in shim()(req(tools=TOOLS), tgi_call(), inner)]
     assert seen[0].tools == [] and seen[0].system_prompt is not None
     assert shape(out) == [("text", reply)]
     (record,) = [r for r in caplog.records if getattr(r, "event", None) == "metis.tool_shim"]

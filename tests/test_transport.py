@@ -12,10 +12,10 @@ import pytest
 
 from metis.errors import CancelledError, NetworkError, RedirectError
 from metis.pipeline.call import Call
-from metis.pipeline.wire import HTTPFailure, WireRequest
+from metis.pipeline.wire import HTTPFailure, ResponseHead, WireRequest
 from metis.stages.transport import Transport
 
-from .helpers import make_call
+from .helpers import bound, make_call
 
 
 class Chunks(httpx.AsyncByteStream):
@@ -39,8 +39,12 @@ def client_for(handler: object) -> httpx.AsyncClient:
 
 
 async def collect(client: httpx.AsyncClient, wire: WireRequest) -> list[bytes]:
-    call = make_call(http=client)
-    return [chunk async for chunk in Transport()(wire, call, None)]  # type: ignore[arg-type]
+    http = client
+    call = make_call()
+    items = [item async for item in bound(Transport(), http=http)(wire, call, None)]  # type: ignore[arg-type]
+    assert isinstance(items[0], ResponseHead)  # the head first, then only the body's bytes
+    assert all(type(item) is bytes for item in items[1:])
+    return items[1:]
 
 
 WIRE = WireRequest(
@@ -85,9 +89,11 @@ async def test_a_huge_error_body_is_cut_at_the_limit() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(500, stream=Chunks([b"x" * 4096] * 10))
 
-    call = make_call(http=client_for(handler))
+    http = client_for(handler)
+
+    call = make_call()
     with pytest.raises(HTTPFailure) as caught:
-        async for _ in Transport(max_error_body_bytes=5000)(WIRE, call, None):  # type: ignore[arg-type]
+        async for _ in bound(Transport(max_error_body_bytes=5000), http=http)(WIRE, call, None):  # type: ignore[arg-type]
             pass
     assert len(caught.value.body) == 5000
 
@@ -109,11 +115,12 @@ async def test_a_drop_mid_body_is_a_network_error_and_the_response_is_closed() -
         return httpx.Response(200, stream=stream)
 
     received: list[bytes] = []
-    call = make_call(http=client_for(handler))
+    http = client_for(handler)
+    call = make_call()
     with pytest.raises(NetworkError, match=r"while reading the response"):
-        async for chunk in Transport()(WIRE, call, None):  # type: ignore[arg-type]
+        async for chunk in bound(Transport(), http=http)(WIRE, call, None):  # type: ignore[arg-type]
             received.append(chunk)
-    assert received == [b"data: 1\n\n"]
+    assert received == [ResponseHead(200), b"data: 1\n\n"]
     assert stream.closed
 
 
@@ -133,8 +140,11 @@ async def test_leaving_early_closes_the_response() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, stream=stream)
 
-    call = make_call(http=client_for(handler))
-    iterator = Transport()(WIRE, call, None)  # type: ignore[arg-type]
+    http = client_for(handler)
+
+    call = make_call()
+    iterator = bound(Transport(), http=http)(WIRE, call, None)  # type: ignore[arg-type]
+    assert await iterator.__anext__() == ResponseHead(200)
     assert await iterator.__anext__() == b"a"
     await iterator.aclose()  # type: ignore[attr-defined]
     assert stream.closed
@@ -145,17 +155,18 @@ async def test_a_cancel_landing_as_the_response_arrives_still_closes_it() -> Non
     # The race trio shows under load: send() has its response and returns without another
     # checkpoint, while another task's cancel() has already been registered.
     stream = Chunks([b"a"])
-    call = make_call(http=client_for(lambda request: httpx.Response(200, stream=stream)))
-    send = call.http.send
+    http = client_for(lambda request: httpx.Response(200, stream=stream))
+    call = make_call()
+    send = http.send
 
     async def send_then_cancelled(request: httpx.Request, **kw: object) -> httpx.Response:
         response = await send(request, **kw)  # type: ignore[arg-type]
         assert call.cancel.cancel()
         return response
 
-    call.http.send = send_then_cancelled  # type: ignore[method-assign]
+    http.send = send_then_cancelled  # type: ignore[method-assign]
     with pytest.raises(CancelledError):
-        async for _ in Transport()(WIRE, call, None):  # type: ignore[arg-type]
+        async for _ in bound(Transport(), http=http)(WIRE, call, None):  # type: ignore[arg-type]
             pass
     assert stream.closed
 
@@ -183,18 +194,22 @@ class Stalls(httpx.AsyncByteStream):
 
 
 async def drain(transport: Transport, call: Call, wire: WireRequest = WIRE) -> list[bytes]:
-    return [chunk async for chunk in transport(wire, call, None)]  # type: ignore[arg-type]
+    items = [item async for item in transport(wire, call, None)]  # type: ignore[arg-type]
+    return [item for item in items if not isinstance(item, ResponseHead)]
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("stream", [True, False])
 async def test_an_error_body_that_stalls_is_bounded_by_the_call_deadline(stream: bool) -> None:
     body = Stalls([b'{"error": '])
-    call = make_call(http=client_for(lambda request: httpx.Response(500, stream=body)))
+    http = client_for(lambda request: httpx.Response(500, stream=body))
+    call = make_call()
     call.deadline = anyio.current_time() + 0.3
     with anyio.fail_after(10):
         with pytest.raises(NetworkError, match=r"timeout \(600 s\) ran out"):
-            await drain(Transport(), call, dataclasses.replace(WIRE, stream=stream))
+            await drain(
+                bound(Transport(), http=http), call, dataclasses.replace(WIRE, stream=stream)
+            )
     assert anyio.current_time() >= call.deadline
     assert body.closed
 
@@ -202,12 +217,13 @@ async def test_an_error_body_that_stalls_is_bounded_by_the_call_deadline(stream:
 @pytest.mark.anyio
 async def test_cancel_interrupts_an_error_body_read() -> None:
     body = Stalls([b'{"error": '])
-    call = make_call(http=client_for(lambda request: httpx.Response(503, stream=body)))
+    http = client_for(lambda request: httpx.Response(503, stream=body))
+    call = make_call()
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(_cancel_soon, call)
             with pytest.raises(CancelledError):
-                await drain(Transport(), call)
+                await drain(bound(Transport(), http=http), call)
     assert body.closed
 
 
@@ -219,26 +235,28 @@ async def _cancel_soon(call: Call) -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("stream", [True, False])
 async def test_a_stall_after_the_first_chunk_ends_after_the_idle_timeout(stream: bool) -> None:
-    call = make_call(http=client_for(lambda r: httpx.Response(200, stream=Stalls([b"data"]))))
+    http = client_for(lambda r: httpx.Response(200, stream=Stalls([b"data"])))
+    call = make_call()
     started = anyio.current_time()
     received: list[bytes] = []
     with anyio.fail_after(10), pytest.raises(NetworkError, match=r"stalled for 0\.3 s"):
-        async for chunk in Transport(idle_timeout=0.3, first_event_timeout=5)(
+        async for chunk in bound(Transport(idle_timeout=0.3, first_event_timeout=5), http=http)(
             dataclasses.replace(WIRE, stream=stream),
             call,
             None,  # type: ignore[arg-type]
         ):
             received.append(chunk)
-    assert received == [b"data"]
+    assert received == [ResponseHead(200), b"data"]
     assert 0.3 <= anyio.current_time() - started < 3  # the idle timeout, not the first-event one
 
 
 @pytest.mark.anyio
 async def test_a_whole_body_whose_first_bytes_never_come_stalls_at_the_idle_timeout() -> None:
-    call = make_call(http=client_for(lambda r: httpx.Response(200, stream=Stalls([]))))
+    http = client_for(lambda r: httpx.Response(200, stream=Stalls([])))
+    call = make_call()
     wire = dataclasses.replace(WIRE, stream=False)
     with anyio.fail_after(10), pytest.raises(NetworkError, match=r"body stalled for 0\.3 s"):
-        await drain(Transport(idle_timeout=0.3), call, wire)
+        await drain(bound(Transport(idle_timeout=0.3), http=http), call, wire)
 
 
 @pytest.mark.anyio
@@ -249,9 +267,11 @@ async def test_metis_follows_no_redirect_with_its_own_client() -> None:
         seen.append(request)
         return httpx.Response(302, headers={"location": "/v2/messages"})
 
-    call = make_call(http=client_for(handler))
+    http = client_for(handler)
+
+    call = make_call()
     with pytest.raises(RedirectError, match="does not follow redirects") as caught:
-        await drain(Transport(), call)
+        await drain(bound(Transport(), http=http), call)
     assert caught.value.provider_status == 302 and not caught.value.retryable
     assert len(seen) == 1
 
@@ -266,5 +286,5 @@ async def test_a_following_client_never_takes_the_key_to_another_origin() -> Non
 
     client = httpx.AsyncClient(transport=httpx.MockTransport(handler), follow_redirects=True)
     with pytest.raises(RedirectError, match="another origin"):
-        await drain(Transport(), make_call(http=client))
+        await drain(bound(Transport(), http=client), make_call())
     assert [str(r.url) for r in seen] == [WIRE.url]

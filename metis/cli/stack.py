@@ -13,6 +13,7 @@ import argparse
 import importlib
 import json
 import sys
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any
@@ -121,6 +122,8 @@ def type_name(t: Any) -> str:
         return t
     if t is Any:
         return "Any"
+    if isinstance(t, types.UnionType):
+        return " | ".join(type_name(member) for member in typing.get_args(t))
     if typing.get_args(t):
         return repr(t).replace("typing.", "")
     return getattr(t, "__name__", None) or repr(t)

@@ -1,64 +1,64 @@
-"""The context every stage receives: what it may know about the call in progress."""
+"""The identity of the call in progress, which every stage receives with it."""
 
 from __future__ import annotations
 
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from metis.config import AdapterConfig
 from metis.errors import redact
-from metis.estimate import DEFAULT_PROFILE, TokenProfile
-from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import ProviderRaw
 from metis.model.response import DroppedContent
 from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.warned import SessionWarnings, session_warnings
-from metis.telemetry import NULL_SINK, TelemetrySink
-
-if TYPE_CHECKING:
-    import httpx
-
-    from metis.pipeline.stack import Endpoint
-    from metis.session import ToolIdStore
 
 log = logging.getLogger("metis")
 
 
 @dataclass(slots=True, eq=False)
+class DropRecord:
+    """What one call had to leave out (returned with its result as
+    ``message.complete.warnings``) and the session memory that warns of each drop once."""
+
+    secrets: tuple[str, ...] = ()
+    """Values hidden from the drop reasons (the adapter's key: a reason may quote the server)."""
+    warned: SessionWarnings = field(default_factory=lambda: session_warnings)
+    """Which drops each session was already warned about."""
+    warnings: list[DroppedContent] = field(default_factory=list)
+    """Every drop of this call, in order."""
+
+
+@dataclass(slots=True, eq=False)
 class Call:
-    """One call through a pipeline. Stages are shared by concurrent calls, so anything that
-    belongs to a single call lives here or in the stage's own local variables, never on the
-    stage object."""
+    """One call through a pipeline: its identity, and nothing a stage could keep itself.
+
+    Stages are shared by concurrent calls, so anything that belongs to a single call lives
+    here or in the stage's own local variables, never on the stage object. What a stage needs
+    from its adapter (the HTTP client, the tool-id store, settings) it received when it was
+    built (:meth:`metis.pipeline.stage.Stage.bind`)."""
 
     request_id: str
     provider: str
+    """The adapter's name."""
     model: str
+    """The canonical model id (``provider:name``)."""
     wire_model: str
-    config: AdapterConfig
-    endpoint: Endpoint
-    capabilities: AdapterCapabilities
-    http: httpx.AsyncClient
-    tool_ids: ToolIdStore
+    """The provider's name for the model."""
     session_id: str | None = None
-    log: logging.Logger = log
     attempt: int = 0
     """How many times this call has been retried so far (0 on the first attempt)."""
     cancel: CancelHandle = field(default_factory=CancelHandle)
-    telemetry: TelemetrySink = NULL_SINK
-    token_profile: TokenProfile = DEFAULT_PROFILE
-    """How the provider counts input tokens (the stack's ``token_estimate``)."""
-    response_content_type: str | None = None
-    """The ``content-type`` of the answer being read, set by the transport before its first
-    bytes: ``decode`` reads a streamed request answered with a whole JSON body by it."""
     deadline: float = math.inf
     """When the whole call must be over, on the event loop's clock (``anyio.current_time()``):
     every attempt, read, backoff sleep and store call of the call ends by then."""
-    warnings: list[DroppedContent] = field(default_factory=list)
-    """Every drop of this call, returned with its result (``message.complete.warnings``)."""
-    warned: SessionWarnings = field(default_factory=lambda: session_warnings)
-    """Which drops the session was already warned about."""
+    drops: DropRecord = field(default_factory=DropRecord)
+    """What the call left out, reported with its result (:meth:`warn_dropped`)."""
+
+    @property
+    def warnings(self) -> list[DroppedContent]:
+        """Every drop of this call so far."""
+        return self.drops.warnings
 
     def produced(self, origin: ProviderRaw | None) -> bool:
         """Whether content recorded as made by ``origin`` was made by this call's provider and
@@ -72,14 +72,14 @@ class Call:
     ) -> None:
         """The one structured WARN record for content a provider cannot take: logged once per
         session (the same drop on a later turn is only listed with that call's result)."""
-        secrets = self.endpoint.secrets  # the names and reasons may quote what the server sent
+        secrets = self.drops.secrets  # the names and reasons may quote what the server sent
         block_type, reason = redact(block_type, *secrets), redact(reason, *secrets)
         details = tuple(sorted((name, repr(value)) for name, value in extra.items()))
         key = (self.provider, message_id, block_type, reason, details)
-        first = self.session_id is None or self.warned.first_time(
+        first = self.session_id is None or self.drops.warned.first_time(
             self.session_id, key, self.request_id
         )
-        self.warnings.append(
+        self.drops.warnings.append(
             DroppedContent(
                 block_type=block_type,
                 reason=reason,
@@ -90,7 +90,7 @@ class Call:
         )
         if not first:
             return
-        self.log.warning(
+        log.warning(
             "dropped %s block for %s: %s",
             block_type,
             self.provider,

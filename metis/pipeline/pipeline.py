@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import types
 import typing
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -14,6 +15,7 @@ from metis.errors import StackError
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Stage
 
 AnyStage = Stage[Any, Any, Any, Any]
@@ -34,7 +36,28 @@ class Pipeline:
         """What the outermost stage is handed (a canonical request, for a provider's stack)."""
         self._stages: tuple[AnyStage, ...] = ()
         self._runner: Runner | None = None
+        self._services: StageServices | None = None
         self._install(tuple(stages))
+
+    def bound(self, services: StageServices) -> Pipeline:
+        """A copy of this pipeline for one adapter: each stage copied and given ``services``
+        (:meth:`Stage.bind`). Stages inserted into the copy later are bound as they arrive."""
+        pipeline = Pipeline([copy.copy(s) for s in self._stages], self.name, takes=self.takes)
+        pipeline._services = services
+        for stage in pipeline._stages:
+            stage.bind(services)
+        return pipeline
+
+    def rebind(self, services: StageServices) -> None:
+        """Give this pipeline's own stages new ``services`` (its adapter's changed)."""
+        self._services = services
+        for stage in self._stages:
+            stage.bind(services)
+
+    @property
+    def services(self) -> StageServices | None:
+        """What this pipeline's stages were bound with (None until an adapter binds it)."""
+        return self._services
 
     @property
     def stages(self) -> tuple[AnyStage, ...]:
@@ -77,6 +100,7 @@ class Pipeline:
         return self._install(self._stages[:i] + self._stages[i + 1 :])
 
     def copy(self) -> Pipeline:
+        """The same stages (shared, not copied) in a pipeline of its own, not bound."""
         return Pipeline(self._stages, self.name, takes=self.takes)
 
     # Running ---------------------------------------------------------------------------
@@ -113,6 +137,10 @@ class Pipeline:
 
     def _install(self, stages: tuple[AnyStage, ...]) -> Pipeline:
         validate(stages, self.name, self.takes)
+        if self._services is not None:
+            for stage in stages:
+                if stage not in self._stages:
+                    stage.bind(self._services)
         self._stages = stages
         self._runner = _compile(stages)
         return self

@@ -10,10 +10,14 @@ items it passes outward; ``inner(request, call)`` runs the rest of the stack, in
         async def __call__(self, request, call, inner):
             async for event in inner(request, call):
                 if isinstance(event, TextDelta):
-                    event.text = event.text.upper()
+                    event = replace(event, text=event.text.upper())  # a new event, not a change
                 yield event
 
-Optional ``init(adapter)`` / ``dispose(adapter)`` hooks run when the adapter starts and stops.
+A stage that needs the adapter's objects (its HTTP client, tool-id store, telemetry sink,
+settings) overrides ``bind(services)``, which the adapter calls once when it assembles the
+pipeline, and keeps what it uses; the ``call`` each call hands it carries only that call's
+identity. Optional ``init(adapter)`` / ``dispose(adapter)`` hooks run when the adapter starts
+and stops.
 
 The four type parameters say what the stage takes and gives: the request it accepts, the
 request it hands inward, the items it expects from inside and the items it yields outward.
@@ -35,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from metis.errors import StackError
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 
 if typing.TYPE_CHECKING:
     from metis.adapter import Adapter
@@ -84,6 +89,11 @@ class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
     def __repr__(self) -> str:
         shown = self.options.model_dump(exclude_defaults=True)
         return f"<stage {self.name}{' ' + repr(shown) if shown else ''}>"
+
+    def bind(self, services: StageServices) -> None:
+        """Receive the adapter's objects, once, when the adapter assembles its pipeline (and
+        when the stage is inserted into an adapter's pipeline later). Keep what the stage
+        uses; most stages use nothing and leave this alone."""
 
     async def init(self, adapter: Adapter) -> None:
         """Lifecycle hook (docs/contract.md §1): ``adapter.init()`` calls it on every stage, in

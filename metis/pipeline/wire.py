@@ -34,6 +34,20 @@ class WireRequest:
         return f"WireRequest({self.method} {url}, stream={self.stream}, headers={shown})"
 
 
+@dataclass(frozen=True, slots=True)
+class ResponseHead:
+    """The first item a transport yields for a successful answer, before its body's bytes:
+    what the stages reading the body may need to know of the response itself."""
+
+    status: int
+    content_type: str | None = None
+    """The ``content-type`` header, as sent (None when absent)."""
+
+
+ResponseItem = bytes | ResponseHead
+"""What a transport yields: a :class:`ResponseHead`, then the body's bytes as they arrive."""
+
+
 class HTTPFailure(Exception):
     """A non-2xx answer, as received; the provider's codec turns it into an AdapterError."""
 

@@ -13,6 +13,7 @@ each, together with all their deltas.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,6 +36,8 @@ from metis.providers.codec import Codec
 from metis.providers.http_errors import body_excerpt, http_error, json_body
 from metis.providers.message_builder import MessageBuilder
 from metis.stages.empty_content import EMPTY_ERROR_RESULT
+
+log = logging.getLogger("metis")
 
 _STOP_KINDS: dict[str, StopKind] = {
     kind.value: kind
@@ -89,7 +92,7 @@ def _system(request: CanonicalRequest, call: Call) -> str:
     parts = [request.system_prompt or ""]
     for i, message in enumerate(request.messages):
         if message.role is Role.SYSTEM:  # system_hoist normally leaves none behind
-            call.log.warning(
+            log.warning(
                 "anthropic encode: SYSTEM message %s was not hoisted; sending it as system text",
                 message.id or f"messages[{i}]",
             )

@@ -26,12 +26,15 @@ stream is raised as a classified error.
 from __future__ import annotations
 
 import json
+import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from metis.errors import AdapterError, ConfigError, ErrorClass, ProtocolError, redact
 from metis.ids import new_ulid
+from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import (
     Base64ImageSource,
     ContentBlock,
@@ -50,6 +53,8 @@ from metis.providers.codec import Codec
 from metis.providers.http_errors import body_excerpt, http_error, json_body
 from metis.providers.message_builder import MessageBuilder
 
+log = logging.getLogger("metis")
+
 _TEXT, _THINKING = "text", "thinking"
 _MALFORMED = (KeyError, TypeError, IndexError, AttributeError, ValueError)
 _LEVELS = ("low", "medium", "high")
@@ -64,8 +69,17 @@ _OUT_OF_MEMORY = re.compile(r"requires more system memory|out of memory|unable t
 
 # Encoding ----------------------------------------------------------------------------------
 
+_NO_KNOBS: Mapping[str, Any] = MappingProxyType({})
 
-def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
+
+def encode(
+    request: CanonicalRequest,
+    call: Call,
+    knobs: Mapping[str, Any] = _NO_KNOBS,
+    context_tokens: int | None = None,
+) -> dict[str, Any]:
+    """The /api/chat body; ``knobs`` are the adapter's options (num_ctx, keep_alive, think,
+    model_options) and ``context_tokens`` the model's window, sent as num_ctx by default."""
     messages: list[dict[str, Any]] = []
     if request.system_prompt:
         messages.append({"role": "system", "content": request.system_prompt})
@@ -88,8 +102,7 @@ def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
     if request.output_schema is not None:
         body["format"] = request.output_schema
     if request.thinking is not None:
-        body["think"] = _think(request.thinking.budget_tokens, call.config.options.get("think"))
-    knobs = call.config.options
+        body["think"] = _think(request.thinking.budget_tokens, knobs.get("think"))
     extra = knobs.get("model_options") or {}
     if not isinstance(extra, dict):
         raise ConfigError("AdapterConfig.options['model_options'] must map Ollama option names")
@@ -99,7 +112,7 @@ def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
         options["temperature"] = request.temperature
     if request.stop_sequences:
         options["stop"] = list(request.stop_sequences)
-    num_ctx = knobs.get("num_ctx", call.capabilities.max_context_tokens)
+    num_ctx = knobs.get("num_ctx", context_tokens)
     if num_ctx is not None:
         options["num_ctx"] = num_ctx
     body["options"] = options
@@ -206,7 +219,7 @@ def _tools(request: CanonicalRequest, call: Call) -> list[dict[str, Any]]:
     if choice is not None and choice.type in ("any", "tool") and tools:
         if choice.type == "tool":
             tools = [tool for tool in tools if tool.name == choice.name]
-        call.log.warning(
+        log.warning(
             "ollama cannot force a tool call (tool_choice %r); the model may answer in text",
             choice.type,
             extra={
@@ -422,11 +435,32 @@ def _error(
 
 
 class OllamaCodec:
+    """Ollama's codec; the stack's encode stage gives it the adapter's options
+    (:meth:`for_adapter`), which shape each request."""
+
     name = "ollama"
-    encode = staticmethod(encode)
     stream_parser = staticmethod(OllamaStreamParser)
     parse_body = staticmethod(parse_body)
     error_from_http = staticmethod(error_from_http)
+
+    def __init__(
+        self,
+        knobs: Mapping[str, Any] = _NO_KNOBS,
+        capabilities_for: Callable[[str], AdapterCapabilities] | None = None,
+    ) -> None:
+        self._knobs = knobs
+        self._capabilities_for = capabilities_for
+
+    def for_adapter(
+        self, options: Mapping[str, Any], capabilities_for: Callable[[str], AdapterCapabilities]
+    ) -> OllamaCodec:
+        """This codec with an adapter's options and its models' context windows."""
+        return OllamaCodec(options, capabilities_for)
+
+    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+        found = self._capabilities_for
+        window = found(call.wire_model).max_context_tokens if found is not None else None
+        return encode(request, call, self._knobs, window)
 
 
 codec: Codec = OllamaCodec()

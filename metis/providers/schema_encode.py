@@ -10,6 +10,7 @@ calls of the assistant turn before it.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from metis.errors import InvalidRequestError
@@ -30,6 +31,8 @@ from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.providers.schema_paths import OMIT, compile_path, set_path
 from metis.providers.schema_settings import Compiled
+
+log = logging.getLogger("metis")
 
 Part = dict[str, Any]
 
@@ -255,7 +258,7 @@ class Encoder:
         parts = [request.system_prompt or ""]
         for i, message in enumerate(request.messages):
             if message.role is Role.SYSTEM:  # system_hoist normally leaves none behind
-                call.log.warning(
+                log.warning(
                     "%s encode: SYSTEM message %s was not hoisted; sending it as system text",
                     call.provider,
                     message.id or f"messages[{i}]",
@@ -301,7 +304,7 @@ class Encoder:
             if template is not None:
                 choice = template.render({"name": request.tool_choice.name})
             else:
-                call.log.warning(
+                log.warning(
                     "%s takes no tool_choice %r; the provider's default applies",
                     call.provider,
                     request.tool_choice.type,

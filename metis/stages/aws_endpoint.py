@@ -12,7 +12,8 @@ the path that is sent is the one that is signed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
+from types import MappingProxyType
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from metis.errors import ConfigError, NetworkError
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
 from metis.providers import aws_auth
@@ -34,12 +36,17 @@ class AwsEndpoint(Stage[WireRequest, WireRequest, Any, Any]):
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
 
+    _options: Mapping[str, Any] = MappingProxyType({})
+
+    def bind(self, services: StageServices) -> None:
+        self._options = services.config.options
+
     async def __call__(
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
     ) -> AsyncIterator[Any]:
         url = request.url
         if "{region}" in url:
-            url = url.replace("{region}", await region_or_fail(call))
+            url = url.replace("{region}", await region_or_fail(call, self._options))
         model = call.wire_model
         url = url.replace(f"/{model}/", f"/{quote(model, safe='')}/", 1)
         if url != request.url:
@@ -48,18 +55,20 @@ class AwsEndpoint(Stage[WireRequest, WireRequest, Any, Any]):
             yield item
 
 
-def profile_of(call: Call) -> str | None:
-    profile = call.config.options.get("profile")
+def profile_of(options: Mapping[str, Any]) -> str | None:
+    """The AWS profile the adapter's ``options`` name, if any."""
+    profile = options.get("profile")
     return profile if isinstance(profile, str) and profile else None
 
 
-async def region_or_fail(call: Call, session: Any | None = None) -> str:
-    """The call's AWS region, or a NotConfiguredError saying where to set one."""
-    found = aws_auth.region(call.config.options)
+async def region_or_fail(call: Call, options: Mapping[str, Any], session: Any | None = None) -> str:
+    """The call's AWS region (from the adapter's ``options``, the environment or the AWS
+    profile), or a NotConfiguredError saying where to set one."""
+    found = aws_auth.region(options)
     if found is None:
         try:
             if session is None:
-                session = aws_auth.botocore_session(profile_of(call))
+                session = aws_auth.botocore_session(profile_of(options))
             found = await in_worker(call, aws_auth.profile_region, session)
         except ConfigError:
             found = None  # no botocore, or no usable profile: the message below says what to do

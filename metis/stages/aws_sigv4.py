@@ -12,13 +12,15 @@ outside ``normalize``, so a configuration error reaches the caller as itself.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from metis.errors import ConfigError
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest, body_bytes
 from metis.providers import aws_auth
@@ -41,6 +43,10 @@ class AwsSigV4(Stage[WireRequest, WireRequest, Any, Any]):
         super().__init__(**options)
         # botocore sessions by profile: a cache of resolved configuration, shared by calls.
         self._sessions: dict[str | None, Any] = {}
+        self._options: Mapping[str, Any] = MappingProxyType({})
+
+    def bind(self, services: StageServices) -> None:
+        self._options = services.config.options
 
     async def __call__(
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
@@ -52,7 +58,7 @@ class AwsSigV4(Stage[WireRequest, WireRequest, Any, Any]):
 
     async def _signed(self, request: WireRequest, call: Call) -> WireRequest:
         try:
-            session = self._session(profile_of(call))
+            session = self._session(profile_of(self._options))
             credentials = await in_worker(call, aws_auth.frozen_credentials, session)
         except ConfigError as exc:
             why = f"{exc}; or set {BEARER_ENV} to a Bedrock API key"
@@ -71,7 +77,7 @@ class AwsSigV4(Stage[WireRequest, WireRequest, Any, Any]):
             request.headers,
             body_bytes(request.body),
             credentials,
-            await region_or_fail(call, session),
+            await region_or_fail(call, self._options, session),
             self.options.service,
         )
         return dataclasses.replace(request, headers=headers)

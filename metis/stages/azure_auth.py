@@ -20,7 +20,8 @@ import dataclasses
 import inspect
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import anyio.to_thread
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from metis.errors import AuthError, ConfigError, NetworkError
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
 
@@ -44,6 +46,12 @@ class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
         scope: str = COGNITIVE_SERVICES
 
     options: Options
+    _api_key: str | None = None
+    _options: Mapping[str, Any] = MappingProxyType({})
+
+    def bind(self, services: StageServices) -> None:
+        self._api_key = services.require_endpoint(self.name).api_key
+        self._options = services.config.options
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -55,7 +63,7 @@ class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
     async def __call__(
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
     ) -> AsyncIterator[Any]:
-        if not call.endpoint.api_key:
+        if not self._api_key:
             token = await self._bearer(call)
             headers = {**request.headers, "authorization": f"Bearer {token}"}
             request = dataclasses.replace(request, headers=headers)
@@ -63,7 +71,7 @@ class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
             yield item
 
     async def _bearer(self, call: Call) -> str:
-        provider = call.config.options.get("azure_ad_token_provider")
+        provider = self._options.get("azure_ad_token_provider")
         if provider is not None and not callable(provider):
             raise ConfigError(
                 f"{call.provider}: options['azure_ad_token_provider'] must be a callable that "

@@ -13,6 +13,7 @@ out with a DEBUG record. The caller's markers are never changed.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -20,6 +21,8 @@ from pydantic import BaseModel, ConfigDict
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
 from metis.pipeline.wire import WireRequest
+
+log = logging.getLogger("metis")
 
 MAX_BREAKPOINTS = 4
 
@@ -76,7 +79,7 @@ class CacheControl(RequestStage[WireRequest]):
         used: int, ttl: str, earlier: list[str], later: list[str], what: str, call: Call
     ) -> bool:
         if used >= MAX_BREAKPOINTS:
-            call.log.debug(
+            log.debug(
                 "cache_control: not caching the %s: the request already has %d of %d "
                 "cache breakpoints",
                 what,
@@ -85,7 +88,7 @@ class CacheControl(RequestStage[WireRequest]):
             )
             return False
         if (ttl == "5m" and "1h" in later) or (ttl == "1h" and "5m" in earlier):
-            call.log.debug(
+            log.debug(
                 "cache_control: not caching the %s: a %s breakpoint there would put a 5m "
                 "breakpoint before a 1h one",
                 what,

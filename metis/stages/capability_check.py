@@ -19,14 +19,21 @@ from metis.model.content import (
 )
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 from metis.pipeline.stage import RequestStage
 
 
 class CapabilityCheck(RequestStage[CanonicalRequest]):
     name = "capability_check"
 
+    _services = StageServices()
+
+    def bind(self, services: StageServices) -> None:
+        self._services = services  # what each model can serve, and how it counts tokens
+
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
-        problems = unmet_needs(request, call.capabilities, call.token_profile)
+        caps = self._services.capabilities_for(call.wire_model)
+        problems = unmet_needs(request, caps, self._services.token_profile_for(call.wire_model))
         if problems:
             raise CapabilityError(
                 f"{call.model} cannot serve this request: " + "; ".join(problems),

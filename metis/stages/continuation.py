@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any, Protocol, cast
@@ -45,6 +46,8 @@ from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
 from metis.providers.codec import get_codec
+
+log = logging.getLogger("metis")
 
 Key = tuple[str, str, str]
 
@@ -155,7 +158,7 @@ class Continuation(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
                     raise
                 self.memory.forget(key)
                 previous = None
-                call.log.info(
+                log.info(
                     "continuation: %s no longer has reply %s; sending the whole transcript",
                     call.provider,
                     attempt.body["previous_response_id"],

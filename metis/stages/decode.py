@@ -17,21 +17,24 @@ its format says: SSE never opens with ``{``, and NDJSON is one document per line
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
 from metis.errors import ProtocolError, redact
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
-from metis.pipeline.wire import WireRequest
+from metis.pipeline.wire import ResponseHead, ResponseItem, WireRequest
 from metis.providers import json_limits
 from metis.providers.aws_eventstream import EventStreamDecoder, frame_object
 from metis.providers.json_limits import JSONLimitError
 from metis.providers.sse import MAX_LINE_LENGTH, SSEDecoder
 
 _SNIPPET = 200
+log = logging.getLogger("metis")
 
 
 class WholeBody(dict[str, Any]):
@@ -40,7 +43,7 @@ class WholeBody(dict[str, Any]):
     __slots__ = ()
 
 
-class Decode(Stage[WireRequest, WireRequest, bytes, dict[str, Any]]):
+class Decode(Stage[WireRequest, WireRequest, ResponseItem, dict[str, Any]]):
     name = "decode"
 
     class Options(BaseModel):
@@ -48,17 +51,22 @@ class Decode(Stage[WireRequest, WireRequest, bytes, dict[str, Any]]):
         format: Literal["sse", "ndjson", "json", "eventstream"] = "sse"
 
     options: Options
+    _secrets: tuple[str, ...] = ()
+
+    def bind(self, services: StageServices) -> None:
+        self._secrets = services.secrets
 
     async def __call__(
-        self, request: WireRequest, call: Call, inner: Inner[WireRequest, bytes]
+        self, request: WireRequest, call: Call, inner: Inner[WireRequest, ResponseItem]
     ) -> AsyncIterator[dict[str, Any]]:
-        chunks = inner(request, call)
+        items = inner(request, call)
+        content_type, chunk = await _head(items)
+        chunks = cast(AsyncIterator[bytes], items)  # after the head, only body bytes
         fmt = self.options.format
         if not request.stream or fmt == "json":
-            yield await _whole_body(chunks)
+            yield await _whole_body(chunk, chunks)
             return
-        chunk = await anext(chunks, None)  # the transport has now set the content type
-        if chunk is not None and _whole_json(call.response_content_type, chunk):
+        if chunk is not None and _whole_json(content_type, chunk):
             body = b"".join([chunk, *[more async for more in chunks]])
             if fmt == "ndjson" and _several_lines(body):  # NDJSON labelled as plain JSON
                 for line in body.split(b"\n"):
@@ -67,7 +75,7 @@ class Decode(Stage[WireRequest, WireRequest, bytes, dict[str, Any]]):
             else:
                 yield WholeBody(_parse(_text(body, "json"), "json"))
         elif fmt == "sse":
-            async for obj in _sse_objects(chunk, chunks, call):
+            async for obj in _sse_objects(chunk, chunks, call, self._secrets):
                 yield obj
         elif fmt == "eventstream":
             frames = EventStreamDecoder()
@@ -87,7 +95,7 @@ class Decode(Stage[WireRequest, WireRequest, bytes, dict[str, Any]]):
 
 
 async def _sse_objects(
-    first: bytes | None, chunks: AsyncIterator[bytes], call: Call
+    first: bytes | None, chunks: AsyncIterator[bytes], call: Call, secrets: tuple[str, ...]
 ) -> AsyncIterator[dict[str, Any]]:
     """The JSON objects of an event stream that began with ``first``. Events after OpenAI's
     ``[DONE]`` terminator are not parsed: they are ignored, with one WARN record, and reading
@@ -107,7 +115,7 @@ async def _sse_objects(
         except ProtocolError as error:  # undecodable bytes; a transport failure is raised
             if not done:
                 raise
-            warn_ignored_after_end(call, "data: [DONE]", error)
+            warn_ignored_after_end(call, "data: [DONE]", error, secrets)
             return
         for event in events:
             data = event.data
@@ -132,14 +140,16 @@ MAX_IGNORED_AFTER_END = 64
 """How many events a stream may send after its terminal event before metis stops reading it."""
 
 
-def warn_ignored_after_end(call: Call, terminal: str, error: Exception | None = None) -> None:
+def warn_ignored_after_end(
+    call: Call, terminal: str, error: Exception | None = None, secrets: tuple[str, ...] = ()
+) -> None:
     """The one WARN record for a stream that went on after its terminal event (or failed
     while it was read on)."""
-    call.log.warning(
+    log.warning(
         "%s sent more after %s; ignored%s",
         call.provider,
         terminal,
-        f" ({redact(str(error), *call.endpoint.secrets)})" if error is not None else "",
+        f" ({redact(str(error), *secrets)})" if error is not None else "",
         extra={
             "event": "metis.events_after_end",
             "request_id": call.request_id,
@@ -205,8 +215,18 @@ def _several_lines(body: bytes) -> bool:
     return True
 
 
-async def _whole_body(chunks: AsyncIterator[bytes]) -> dict[str, Any]:
-    parts = [chunk async for chunk in chunks]
+async def _head(items: AsyncIterator[ResponseItem]) -> tuple[str | None, bytes | None]:
+    """The answer's content type (None from a transport that sends no head) and its first
+    body bytes (None for an empty body)."""
+    first = await anext(items, None)
+    if isinstance(first, ResponseHead):
+        return first.content_type, cast(bytes | None, await anext(items, None))
+    return None, first
+
+
+async def _whole_body(first: bytes | None, chunks: AsyncIterator[bytes]) -> dict[str, Any]:
+    parts = [] if first is None else [first]
+    parts += [chunk async for chunk in chunks]
     return _parse(_text(b"".join(parts), "json"), "json")
 
 

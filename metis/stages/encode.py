@@ -6,9 +6,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from metis.errors import StackError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.dialect import rules_name
+from metis.pipeline.services import StageServices
+from metis.pipeline.stack import Endpoint
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
 from metis.providers.codec import get_codec
@@ -37,14 +40,25 @@ class Encode(Stage[CanonicalRequest, WireRequest, Any, Any]):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.codec = get_codec(self.options.codec, self.options.settings)
+        self._endpoint: Endpoint | None = None
+
+    def bind(self, services: StageServices) -> None:
+        """Where requests go; a codec shaped by the adapter's options (Ollama's) gets them."""
+        self._endpoint = services.require_endpoint(self.name)
+        for_adapter = getattr(self.codec, "for_adapter", None)
+        if for_adapter is not None:
+            self.codec = for_adapter(services.config.options, services.capabilities_for)
 
     def __call__(
         self, request: CanonicalRequest, call: Call, inner: Inner[WireRequest, Any]
     ) -> Any:
+        endpoint = self._endpoint
+        if endpoint is None:
+            raise StackError("stage 'encode' has no endpoint: an adapter gives it one")
         wire = WireRequest(
-            url=call.endpoint.url(stream=bool(request.stream), model=call.wire_model),
+            url=endpoint.url(stream=bool(request.stream), model=call.wire_model),
             body=self.codec.encode(request, call),
-            headers=call.endpoint.request_headers(),
+            headers=endpoint.request_headers(),
             stream=bool(request.stream),
         )
         return inner(wire, call)

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import anyio.to_thread
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from metis.errors import AuthError, ConfigError, NetworkError
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
 
@@ -46,6 +48,12 @@ class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
         scopes: list[str] = Field(default_factory=lambda: [CLOUD_PLATFORM])
 
     options: Options
+    _api_key: str | None = None
+    _options: Mapping[str, Any] = MappingProxyType({})
+
+    def bind(self, services: StageServices) -> None:
+        self._api_key = services.require_endpoint(self.name).api_key
+        self._options = services.config.options
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -56,13 +64,13 @@ class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
     async def __call__(
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
     ) -> AsyncIterator[Any]:
-        ready = call.endpoint.api_key  # an access token given as it is (not refreshed)
+        ready = self._api_key  # an access token given as it is (not refreshed)
         if ready:
             headers = {**request.headers, "authorization": f"Bearer {ready}"}
             async for item in inner(dataclasses.replace(request, headers=headers), call):
                 yield item
             return
-        credentials = call.config.options.get("google_credentials") or self._default
+        credentials = self._options.get("google_credentials") or self._default
         if credentials is not None and not all(
             hasattr(credentials, name) for name in ("valid", "token", "refresh")
         ):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -27,11 +28,14 @@ from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
 from metis.pipeline.dialect import rules_name
+from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import HTTPFailure, WireRequest
 from metis.providers.codec import get_codec
 from metis.providers.message_builder import MessageBuilder
 from metis.stages.decode import MAX_IGNORED_AFTER_END, WholeBody, warn_ignored_after_end
+
+log = logging.getLogger("metis")
 
 
 class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
@@ -57,6 +61,10 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.codec = get_codec(self.options.codec, self.options.settings)
+        self._secrets: tuple[str, ...] = ()
+
+    def bind(self, services: StageServices) -> None:
+        self._secrets = services.secrets
 
     async def __call__(
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, dict[str, Any]]
@@ -114,7 +122,7 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
                 builder.completed and not out and isinstance(error, ProtocolError)
             ):  # junk after the end
                 if not ignored:
-                    warn_ignored_after_end(call, "the end of the message", error)
+                    warn_ignored_after_end(call, "the end of the message", error, self._secrets)
                 return
             if builder.started and not builder.completed:
                 builder.finish(StopReason(kind=StopKind.ERROR, raw=error.provider_code))
@@ -124,11 +132,10 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
         for event in out:
             yield event
 
-    @staticmethod
-    def _classified(error: AdapterError, call: Call) -> AdapterError:
+    def _classified(self, error: AdapterError, call: Call) -> AdapterError:
         error.provider = error.provider or call.provider
         error.request_id = error.request_id or call.request_id
-        scrub_error(error, call.endpoint.secrets)  # a server may echo the key back
+        scrub_error(error, self._secrets)  # a server may echo the key back
         return error
 
 
@@ -148,7 +155,7 @@ def _estimate_usage(builder: MessageBuilder, request: WireRequest, call: Call) -
         output_tokens=int(output_chars / CHARS_PER_TOKEN),
     )
     builder.usage_estimated = True
-    call.log.warning(
+    log.warning(
         "%s reported no token usage; estimated it",
         call.provider,
         extra={
@@ -162,7 +169,7 @@ def _estimate_usage(builder: MessageBuilder, request: WireRequest, call: Call) -
 
 def _invalid_arguments(call: Call, name: str, tool_id: str, arguments: str) -> None:
     """A tool call whose arguments are not a JSON object is kept, marked (``input_error``)."""
-    call.log.warning(
+    log.warning(
         "%s: the arguments of tool call %s (%r) are not a JSON object; the call is kept with "
         "input_error set and its text in provider_raw: %.200r",
         call.provider,

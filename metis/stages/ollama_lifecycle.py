@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from metis.errors import AdapterError, ErrorClass, InvalidRequestError, NetworkError, error_for
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
 from metis.providers.ollama import error_from_http
 
@@ -55,6 +56,10 @@ class OllamaLifecycle(Stage[Any, Any, Any, Any]):
         check_timeout: float = Field(default=5.0, gt=0, description="seconds, for each check")
 
     options: Options
+    _base_url = ""
+
+    def bind(self, services: StageServices) -> None:
+        self._base_url = services.require_endpoint(self.name).base_url
 
     async def __call__(
         self, request: Any, call: Call, inner: Inner[Any, Any]
@@ -66,7 +71,7 @@ class OllamaLifecycle(Stage[Any, Any, Any, Any]):
             cause = _connect_failure(error)
             if cause is None:
                 raise
-            base = call.endpoint.base_url
+            base = self._base_url
             raise _unreachable(base, cause, call.provider, call.request_id) from cause
 
     async def init(self, adapter: Any) -> None:

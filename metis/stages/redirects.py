@@ -17,22 +17,26 @@ from metis.pipeline.call import Call
 
 
 def redirect_target(
-    request: httpx.Request, response: httpx.Response, call: Call, hops: int
+    request: httpx.Request,
+    response: httpx.Response,
+    client: httpx.AsyncClient,
+    call: Call,
+    hops: int,
 ) -> httpx.URL:
     """Where to send ``request`` again after the redirect ``response``, its ``hops``-th."""
     status = response.status_code
     location = response.headers.get("location", "")
     target = request.url.join(location)
     where = f"{call.provider} answered HTTP {status}, a redirect to {_origin(target)}"
-    if not call.http.follow_redirects:
+    if not client.follow_redirects:
         refusal = f"{where}; metis does not follow redirects (is base_url right?)"
         raise _refused(refusal, call, status)
     if _origin(target) != _origin(request.url):
         raise _refused(
             f"{where}, another origin; refused, so the API key does not go there", call, status
         )
-    if hops > call.http.max_redirects:
-        raise _refused(f"{where}: more than {call.http.max_redirects} redirects", call, status)
+    if hops > client.max_redirects:
+        raise _refused(f"{where}: more than {client.max_redirects} redirects", call, status)
     return target
 
 

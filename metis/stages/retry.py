@@ -19,9 +19,11 @@ import anyio
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.stop import stop_base
 
+from metis.config import AdapterConfig
 from metis.errors import MAX_RETRY_AFTER_SECONDS, RETRY_POLICY, AdapterError
 from metis.model.events import StreamEvent
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
 
 
@@ -30,6 +32,10 @@ class Retry(Stage[Any, Any, StreamEvent, StreamEvent]):
 
     sleep: Callable[[float], Awaitable[None]] | None = None
     """Tests may replace how the stage sleeps; by default the call's cancellable sleep."""
+    _max_retries: int = AdapterConfig.model_fields["max_retries"].default
+
+    def bind(self, services: StageServices) -> None:
+        self._max_retries = services.config.max_retries
 
     async def __call__(
         self, request: Any, call: Call, inner: Inner[Any, StreamEvent]
@@ -40,7 +46,7 @@ class Retry(Stage[Any, Any, StreamEvent, StreamEvent]):
             return isinstance(exc, AdapterError) and exc.retryable and not yielded
 
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(1 + call.config.max_retries) | StopAtDeadline(call),
+            stop=stop_after_attempt(1 + self._max_retries) | StopAtDeadline(call),
             wait=backoff,
             retry=retry_if_exception(transient),
             sleep=self.sleep or call.cancel.sleep,

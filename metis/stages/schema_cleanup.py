@@ -17,6 +17,7 @@ types becomes an ``anyOf``). ``output_schema`` applies the same to the request's
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from typing import Any
 
@@ -25,6 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
+
+log = logging.getLogger("metis")
 
 Schema = dict[str, Any]
 
@@ -173,7 +176,7 @@ def _type_list(schema: Schema) -> None:
 
 def _warn(call: Call, what: str, removed: dict[str, list[str]], tool: str | None) -> None:
     for keyword, places in removed.items():
-        call.log.warning(
+        log.warning(
             "schema_cleanup: removed %r from %s for %s (at %s)",
             keyword,
             what,

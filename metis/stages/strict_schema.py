@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -29,6 +30,8 @@ from metis.model.events import MessageComplete, StreamEvent, ToolUseEnd
 from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
+
+log = logging.getLogger("metis")
 
 Schema = dict[str, Any]
 
@@ -407,7 +410,7 @@ class StrictSchema(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
         params = function.get("parameters", {"type": "object", "properties": {}})
         converted, reason = strict_schema_or_reason(params)
         if converted is None:
-            call.log.info("strict_schema: tool %r left non-strict: %s", name, reason)
+            log.info("strict_schema: tool %r left non-strict: %s", name, reason)
             return tool
         if isinstance(name, str):
             originals[name] = params
@@ -421,7 +424,7 @@ class StrictSchema(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
             return fmt
         converted, reason = strict_schema_or_reason(spec["schema"])
         if converted is None:
-            call.log.info(
+            log.info(
                 "strict_schema: response format %r left non-strict: %s", spec.get("name"), reason
             )
             return fmt

@@ -1,4 +1,4 @@
-"""telemetry: the bus events of each attempt, to ``call.telemetry`` (docs/contract.md §2).
+"""telemetry: the bus events of each attempt, to the adapter's sink (docs/contract.md §2).
 
 It sits inside the retry stage, so every attempt passes through it once: ``llm.call_started``
 before the attempt goes inward, then exactly one of
@@ -17,6 +17,7 @@ inner stream itself and costs nothing. A sink that raises is logged once and ign
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -25,6 +26,7 @@ from metis.errors import AdapterError, ErrorClass, redact
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.response import StopKind
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
 from metis.telemetry import (
@@ -37,6 +39,8 @@ from metis.telemetry import (
     TelemetrySink,
 )
 
+log = logging.getLogger("metis")
+
 
 class Telemetry(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
     name = "telemetry"
@@ -44,11 +48,17 @@ class Telemetry(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self._sink_failed = False  # warn about a failing sink once, not per event
+        self._sink: TelemetrySink = NULL_SINK
+        self._secrets: tuple[str, ...] = ()
+
+    def bind(self, services: StageServices) -> None:
+        self._sink = services.telemetry
+        self._secrets = services.secrets
 
     def __call__(
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, StreamEvent]
     ) -> AsyncIterator[StreamEvent]:
-        sink: TelemetrySink = getattr(call, "telemetry", None) or NULL_SINK
+        sink = self._sink
         if type(sink) is NullSink:
             return inner(request, call)
         return self._observed(request, call, inner, sink)
@@ -89,7 +99,7 @@ class Telemetry(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
                     call, retry_count, latency_ms, complete, first_ms
                 )
             else:
-                ended = _failed(call, retry_count, latency_ms, exc, complete)
+                ended = _failed(call, retry_count, latency_ms, exc, complete, self._secrets)
             self._emit(sink, call, ended)
             raise
         latency_ms = _ms_since(started)
@@ -101,7 +111,7 @@ class Telemetry(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
         except Exception:
             if not self._sink_failed:
                 self._sink_failed = True
-                call.log.warning(
+                log.warning(
                     "telemetry sink %r failed on %s; its failures are ignored from now on",
                     sink,
                     event.name,
@@ -152,15 +162,16 @@ def _failed(
     latency_ms: int,
     exc: BaseException,
     complete: MessageComplete | None,
+    secrets: tuple[str, ...],
 ) -> CallFailed:
     if isinstance(exc, AdapterError):
         error_class = exc.error_class.value
-        message = redact(exc.message, *call.endpoint.secrets)
+        message = redact(exc.message, *secrets)
         status = exc.provider_status
         retryable = exc.retryable
     elif isinstance(exc, Exception):  # a bug below us: still one ending per attempt
         error_class = ErrorClass.OTHER.value
-        message = redact(f"{type(exc).__name__}: {exc}", *call.endpoint.secrets)
+        message = redact(f"{type(exc).__name__}: {exc}", *secrets)
         status = None
         retryable = False
     else:

@@ -14,8 +14,10 @@ whole. A failure (not a cancel) is reported once: a WARN record and a
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import TypeVar
 
@@ -28,6 +30,7 @@ from metis.errors import (
     ErrorClass,
     NetworkError,
     ProtocolError,
+    StackError,
     redact,
 )
 from metis.ids import derive_provider_tool_id, new_tool_id
@@ -42,9 +45,12 @@ from metis.model.events import (
 )
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
 from metis.session import ToolIdStore
-from metis.telemetry import ToolIdStoreFailed
+from metis.telemetry import NULL_SINK, TelemetrySink, ToolIdStoreFailed
+
+log = logging.getLogger("metis")
 
 T = TypeVar("T")
 
@@ -64,6 +70,20 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
         )
 
     options: Options
+    _store: ToolIdStore | None = None
+    _sink: TelemetrySink = NULL_SINK
+
+    def bind(self, services: StageServices) -> None:
+        self._store = services.tool_ids
+        self._sink = services.telemetry
+
+    def _store_or_fail(self) -> ToolIdStore:
+        if self._store is None:
+            raise StackError(
+                "stage 'tool_ids' has no tool-id store: an adapter gives it one when it builds "
+                "its pipeline (or bind it yourself: stage.bind(StageServices(tool_ids=...)))"
+            )
+        return self._store
 
     async def __call__(
         self,
@@ -78,21 +98,27 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
         issued: dict[str, str] = {}  # provider id -> canonical id of its latest tool.use_start
         started: list[tuple[str, str]] = []  # (provider id, canonical id), in order
 
+        # Events belong to the stage that made them: one with an id to map is yielded anew.
         async for event in inner(request, call):
             if type(event) is TextDelta:
                 pass
             elif isinstance(event, ToolUseInputDelta | ToolUseEnd):
-                event.tool_use_id = issued.get(event.tool_use_id, event.tool_use_id)
+                cid = issued.get(event.tool_use_id)
+                if cid is not None and cid != event.tool_use_id:
+                    event = replace(event, tool_use_id=cid)
             elif isinstance(event, ToolUseStart):
                 pid = event.tool_use_id
-                issued[pid] = event.tool_use_id = cid = _canonical_id(pid, inward, started)
+                issued[pid] = cid = _canonical_id(pid, inward, started)
                 started.append((pid, cid))
+                event = replace(event, tool_use_id=cid)
             elif isinstance(event, MessageComplete):
-                event.final_content = _canonical_content(event.final_content, started, inward)
+                content = _canonical_content(event.final_content, started, inward)
+                event = replace(event, final_content=content)
                 if call.session_id and started:
                     pairs = {c: p for p, c in started}
-                    remember = partial(call.tool_ids.remember, call.session_id, call.provider)
-                    await _store_call(call, "write", partial(remember, pairs))
+                    store = self._store_or_fail()
+                    remember = partial(store.remember, call.session_id, call.provider)
+                    await _store_call(call, self._sink, "write", partial(remember, pairs))
             yield event
 
     async def _provider_ids(self, request: CanonicalRequest, call: Call) -> dict[str, str]:
@@ -106,8 +132,9 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
             return {}
         known: dict[str, str] | None = {}
         if call.session_id and self.options.reuse_issued_ids:
-            read = partial(_known_ids, call.tool_ids, call.session_id, call.provider, canonical)
-            known = await _store_call(call, "read", read)
+            store = self._store_or_fail()
+            read = partial(_known_ids, store, call.session_id, call.provider, canonical)
+            known = await _store_call(call, self._sink, "read", read)
         known = known or {}
         prefix, limit = self.options.prefix, self.options.max_length
         return {
@@ -180,7 +207,9 @@ async def _known_ids(
 _PAST_DEADLINE = "the tool-id store did not answer before the call's deadline"
 
 
-async def _store_call(call: Call, operation: str, action: Callable[[], Awaitable[T]]) -> T | None:
+async def _store_call(
+    call: Call, sink: TelemetrySink, operation: str, action: Callable[[], Awaitable[T]]
+) -> T | None:
     """``action``'s result, or None when the store failed or the call's cancel or deadline cut
     it off. A failure is reported; a cancel is the caller's choice, not the store's failure."""
     failure: Exception
@@ -197,17 +226,19 @@ async def _store_call(call: Call, operation: str, action: Callable[[], Awaitable
             return None  # the store turned the cancel into an error of its own
         past_deadline = anyio.current_time() >= call.deadline
         failure = NetworkError(_PAST_DEADLINE) if past_deadline else exc
-    _report_store_failure(call, operation, failure)
+    _report_store_failure(call, sink, operation, failure)
     return None
 
 
-def _report_store_failure(call: Call, operation: str, failure: Exception) -> None:
+def _report_store_failure(
+    call: Call, sink: TelemetrySink, operation: str, failure: Exception
+) -> None:
     if isinstance(failure, AdapterError):
         error_class, message = failure.error_class.value, failure.message
     else:
         error_class = ErrorClass.OTHER.value
         message = redact(f"{type(failure).__name__}: {failure}")
-    call.log.warning(
+    log.warning(
         "tool-id store %s failed for %s, going on with derived tool ids: %s",
         operation,
         call.provider,
@@ -234,6 +265,6 @@ def _report_store_failure(call: Call, operation: str, failure: Exception) -> Non
         error_message=message,
     )
     try:
-        call.telemetry.emit(event)
+        sink.emit(event)
     except Exception:
-        call.log.debug("telemetry sink failed on %s", event.name, exc_info=True)
+        log.debug("telemetry sink failed on %s", event.name, exc_info=True)

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -79,7 +80,10 @@ from metis.model.events import (
 from metis.model.request import CanonicalRequest, ToolChoice, ToolDefinition
 from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
+
+log = logging.getLogger("metis")
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
@@ -101,6 +105,10 @@ class ToolShim(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEven
         """Ask the server to stop at ``<tool_result``, so the model cannot invent results."""
 
     options: Options
+    _services = StageServices()
+
+    def bind(self, services: StageServices) -> None:
+        self._services = services  # what each model can serve
 
     def __call__(
         self, request: CanonicalRequest, call: Call, inner: Inner[CanonicalRequest, StreamEvent]
@@ -127,11 +135,11 @@ class ToolShim(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEven
                 request_id=request.request_id,
             )
         offered = bool(tools) and (choice is None or choice.type != "none")
+        caps = self._services.capabilities_for(call.wire_model)
         messages = _text_history(request.messages) if history else request.messages
         if offered:
             parallel = (
-                request.parallel_tool_calls is not False
-                and call.capabilities.supports_parallel_tool_calls
+                request.parallel_tool_calls is not False and caps.supports_parallel_tool_calls
             )
             note: str | None = preamble(tools, choice, parallel)
         elif history:
@@ -145,7 +153,7 @@ class ToolShim(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEven
             "messages": messages,
         }
         if note is not None:
-            if call.capabilities.supports_system_prompt:
+            if caps.supports_system_prompt:
                 update["system_prompt"] = "\n\n".join(
                     p for p in (request.system_prompt, note) if p and p.strip()
                 )
@@ -170,7 +178,7 @@ class ToolShim(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEven
         offered: frozenset[str],
     ) -> AsyncIterator[StreamEvent]:
         def warn(reason: str, text: str) -> None:
-            call.log.warning(
+            log.warning(
                 "tool_shim: %s: %.200s",
                 reason,
                 text,

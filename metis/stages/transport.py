@@ -26,17 +26,19 @@ import anyio
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from metis.errors import CancelledError, NetworkError
+from metis.config import AdapterConfig
+from metis.errors import CancelledError, NetworkError, StackError
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
-from metis.pipeline.wire import HTTPFailure, WireRequest, body_bytes
+from metis.pipeline.wire import HTTPFailure, ResponseHead, ResponseItem, WireRequest, body_bytes
 from metis.stages.redirects import redirect_target
 from metis.stages.socket_reads import bound_socket_reads, socket_abort
 
 CONNECT_TIMEOUT = 10.0
 
 
-def http_client(timeout_seconds: float) -> httpx.AsyncClient:
+def http_client(timeout_seconds: float = 600.0) -> httpx.AsyncClient:
     """The client an adapter makes when the application gives none: it follows no redirects.
     Its timeouts only matter to requests that bring none; the transport's always do."""
     return httpx.AsyncClient(
@@ -74,7 +76,7 @@ class ReadClock:
         return max(0.0, self.read_by() - anyio.current_time())
 
 
-class Transport(Stage[WireRequest, Any, Any, bytes]):
+class Transport(Stage[WireRequest, Any, Any, ResponseItem]):
     name = "transport"
     terminal = True
 
@@ -91,10 +93,24 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
         max_error_body_bytes: int = Field(default=1 << 20, ge=1024)
 
     options: Options
+    _client: Callable[[], httpx.AsyncClient] | None = None
+    _timeout_seconds: float = AdapterConfig.model_fields["timeout_seconds"].default
+
+    def bind(self, services: StageServices) -> None:
+        self._client = services.http
+        self._timeout_seconds = services.config.timeout_seconds
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            raise StackError(
+                "stage 'transport' has no HTTP client: an adapter gives it one when it builds "
+                "its pipeline (or bind it yourself: stage.bind(StageServices(http=...)))"
+            )
+        return self._client()
 
     async def __call__(
         self, request: WireRequest, call: Call, inner: Inner[Any, Any]
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncIterator[ResponseItem]:
         opts = self.options
         first_by = min(call.deadline, anyio.current_time() + opts.first_event_timeout)
         clock = ReadClock(call.deadline, opts.idle_timeout, first_by, request.stream)
@@ -105,10 +121,11 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
         undo: list[Callable[[], None]] = []
         try:
             response = await self._send(http_request, call, clock)
-            call.response_content_type = response.headers.get("content-type")
             chunks = response.aiter_bytes().__aiter__()
             read = self._reader(response, chunks, call, clock, undo)
             error_body = bytearray() if response.status_code >= 300 else None
+            if error_body is None:
+                yield ResponseHead(response.status_code, response.headers.get("content-type"))
             while (chunk := await read()) is not None:
                 clock.received = True
                 if call.cancel.cancelled:
@@ -138,10 +155,10 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
     ) -> httpx.Request:
         # Every wait is bounded by the read clock (a cancel scope or the socket read's own
         # timeout); httpx's timeouts are only a backstop at the call's length.
-        left = min(call.config.timeout_seconds, call.deadline - anyio.current_time())
+        left = min(self._timeout_seconds, call.deadline - anyio.current_time())
         left = max(0.001, left)
         timeout = httpx.Timeout(left, connect=min(left, self.options.connect_timeout))
-        return call.http.build_request(
+        return self._http().build_request(
             method, url, headers=headers, content=content, timeout=timeout
         )
 
@@ -154,7 +171,7 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
                 # Trio can hand send() its response and register the cancel in the same turn:
                 # the guard then raises with the response in hand, which is closed here.
                 with call.cancel.guard(clock.head_by()):
-                    response = await call.http.send(request, stream=True, follow_redirects=False)
+                    response = await self._http().send(request, stream=True, follow_redirects=False)
             except httpx.HTTPError as exc:
                 raise self._failure(exc, call, clock, when="before a response arrived") from exc
             except BaseException:
@@ -170,7 +187,7 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
             with anyio.CancelScope(shield=True):
                 await response.aclose()
             hops += 1
-            target = redirect_target(request, response, call, hops)
+            target = redirect_target(request, response, self._http(), call, hops)
             request = self._build(call, request.method, target, request.headers, request.content)
 
     def _reader(
@@ -219,7 +236,7 @@ class Transport(Stage[WireRequest, Any, Any, bytes]):
     def _expired(self, call: Call, clock: ReadClock) -> NetworkError:
         opts = self.options
         if anyio.current_time() >= clock.deadline:
-            what = f"the call's timeout ({call.config.timeout_seconds:g} s) ran out"
+            what = f"the call's timeout ({self._timeout_seconds:g} s) ran out"
         elif clock.received:
             what = f"the response stalled for {opts.idle_timeout:g} s"
         elif clock.streamed:

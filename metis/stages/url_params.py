@@ -23,11 +23,14 @@ import dataclasses
 import os
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from metis.errors import ConfigError
 from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
 from metis.pipeline.stage import RequestStage
 from metis.pipeline.wire import WireRequest
 
@@ -47,6 +50,10 @@ class UrlParams(RequestStage[WireRequest]):
         """Hosts to rename after the substitution."""
 
     options: Options
+    _options: Mapping[str, Any] = MappingProxyType({})
+
+    def bind(self, services: StageServices) -> None:
+        self._options = services.config.options
 
     def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         if "{" not in request.url:
@@ -63,7 +70,7 @@ class UrlParams(RequestStage[WireRequest]):
                 f"{call.provider}: the endpoint has a placeholder {{{name}}} that stage "
                 f"url_params does not know; known: {', '.join(self.options.params) or 'none'}"
             )
-        value = _configured(call.config.options, name) or _first_set(os.environ, variables)
+        value = _configured(self._options, name) or _first_set(os.environ, variables)
         if not value:
             raise _not_configured(call, name, variables)
         if not _SAFE_VALUE.match(value):
