@@ -28,8 +28,8 @@ from metis import (
     TextBlock,
     TextDelta,
 )
-from metis.emulator import stand_in
 from metis.pipeline.stage import Inner
+from metis.testing import stand_in
 
 CARD = re.compile(r"\b(?:\d[ -]?){13,16}\b")
 

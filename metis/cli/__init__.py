@@ -203,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args[:1] == ["emulator"]:
-            from metis.emulator.cli import main as emulator_main
+            from metis.testing.emulator.cli import main as emulator_main
 
             return emulator_main(args[1:])
         parsed = build_parser().parse_args(args)
@@ -257,7 +257,7 @@ def _explain(exc: BaseException) -> tuple[str | None, int]:
     pydantic = sys.modules.get("pydantic")
     if pydantic is not None and isinstance(exc, pydantic.ValidationError):
         return f"{exc.title}: {exc.error_count()} problems: {exc}", 1
-    faults = sys.modules.get("metis.emulator.faults")
+    faults = sys.modules.get("metis.testing.emulator.faults")
     if faults is not None and isinstance(exc, faults.FaultSpecError):
         return f"--faults: {exc}", 2
     cassette = sys.modules.get("metis.testing.cassette")

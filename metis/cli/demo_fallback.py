@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from metis.cli.conversation import WEATHER, Renderer, run_tool, tool_calls
 from metis.cli.models import Models, Target, price
 from metis.cli.output import Output, note
-from metis.emulator.server import PROVIDER_ALIASES
 from metis.errors import AdapterError
 from metis.model.content import Message
 from metis.model.events import MessageComplete
@@ -45,7 +44,11 @@ async def fallback_turn(
     from metis.cli.demo import SYSTEM, Row
 
     emulator = models.emulator
-    if emulator is None or len(targets) < 2 or targets[0].adapter.name not in PROVIDER_ALIASES:
+    if emulator is None or len(targets) < 2:
+        return []
+    from metis.testing.emulator.server import PROVIDER_ALIASES
+
+    if targets[0].adapter.name not in PROVIDER_ALIASES:
         return []
     first, second = targets[:2]
     decisions = _Decisions()
