@@ -45,6 +45,7 @@ def test_building_and_calling_adapters_does_not_load_the_emulator() -> None:
     code = """
     import anyio, httpx, respx
     from metis import AdapterConfig, CanonicalRequest, Message, build_adapter
+    from metis.pipeline.stack import builtin_stacks
 
     REPLY = {
         "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
@@ -53,7 +54,7 @@ def test_building_and_calling_adapters_does_not_load_the_emulator() -> None:
     }
 
     async def main() -> None:
-        for stack in ("openai", "openai_responses", "gemini", "ollama", "tgi", "groq"):
+        for stack in builtin_stacks():  # every stage of every built-in stack
             build_adapter(stack, AdapterConfig(api_key="test"))
         with respx.mock:
             respx.post("https://api.anthropic.com/v1/messages").mock(
