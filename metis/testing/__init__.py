@@ -28,4 +28,8 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'metis.testing' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_FROM_EMULATOR})
+
+
 __all__ = ["FAULT_HEADER", "MODELS", "Emulator", "StandIn", "stand_in"]
