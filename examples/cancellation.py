@@ -13,7 +13,7 @@ from __future__ import annotations
 import anyio
 
 from metis import CanonicalRequest, Message, MessageComplete, TextBlock, TextDelta
-from metis.emulator import FAULT_HEADER, MODELS, stand_in
+from metis.testing import FAULT_HEADER, MODELS, stand_in
 
 
 async def main() -> None:

@@ -15,7 +15,7 @@ import anyio
 
 from metis import CanonicalRequest, Message, PriceTable, TokenUsage, cost_of
 from metis.cost import default_price_table
-from metis.emulator import MODELS, stand_in
+from metis.testing import MODELS, stand_in
 
 # Long enough (over 1024 tokens) for the providers to cache it.
 SYSTEM = "You answer questions about the solar system.\n" + "\n".join(

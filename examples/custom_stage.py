@@ -10,6 +10,7 @@ Anthropic when ANTHROPIC_API_KEY is set, otherwise to the local emulator.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import AsyncIterator
@@ -28,8 +29,8 @@ from metis import (
     TextBlock,
     TextDelta,
 )
-from metis.emulator import stand_in
 from metis.pipeline.stage import Inner
+from metis.testing import stand_in
 
 CARD = re.compile(r"\b(?:\d[ -]?){13,16}\b")
 
@@ -40,6 +41,7 @@ class MaskCards(Stage[Any, Any, StreamEvent, StreamEvent]):
     A number can arrive split across deltas, so the digits (and spaces and dashes) at the end
     of a delta wait for the next one before they are masked and sent on. Masking each delta
     on its own would not match the final content, and the invariants stage would say so.
+    Events from inside are never changed: a masked one is a new event.
     """
 
     name = "mask_cards"
@@ -50,24 +52,25 @@ class MaskCards(Stage[Any, Any, StreamEvent, StreamEvent]):
         held: TextDelta | None = None  # text that may be the start of a card number
         async for event in inner(request, call):
             if isinstance(event, TextDelta):
-                if held is not None and held.content_block_index == event.content_block_index:
-                    event.text = held.text + event.text
+                index, text = event.content_block_index, event.text
+                if held is not None and held.content_block_index == index:
+                    text = held.text + text
                 elif held is not None:
                     yield _masked(held)
-                ready, tail = _split_tail(event.text)
-                held = TextDelta(event.content_block_index, tail) if tail else None
+                ready, tail = _split_tail(text)
+                held = TextDelta(index, tail) if tail else None
                 if ready:
-                    event.text = ready
-                    yield _masked(event)
+                    yield _masked(TextDelta(index, ready))
                 continue
             if held is not None:
                 yield _masked(held)
                 held = None
             if isinstance(event, MessageComplete):
-                event.final_content = [
+                masked = [
                     TextBlock(text=CARD.sub("[card]", b.text)) if isinstance(b, TextBlock) else b
                     for b in event.final_content
                 ]
+                event = dataclasses.replace(event, final_content=masked)
             yield event
 
 
@@ -80,8 +83,7 @@ def _split_tail(text: str) -> tuple[str, str]:
 
 
 def _masked(delta: TextDelta) -> TextDelta:
-    delta.text = CARD.sub("[card]", delta.text)
-    return delta
+    return TextDelta(delta.content_block_index, CARD.sub("[card]", delta.text))
 
 
 class TimeToFirstToken(Stage[Any, Any, StreamEvent, StreamEvent]):

@@ -16,7 +16,7 @@ import re
 import anyio
 
 from metis import Call, CanonicalRequest, Message, RequestStage, TextBlock
-from metis.emulator import MODELS, stand_in
+from metis.testing import MODELS, stand_in
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import anyio
 
 from metis import AdapterConfig, InMemoryToolIdStore, Message, ToolResultBlock, build_adapter
-from metis.emulator import Emulator
 from metis.model import CanonicalRequest, ToolDefinition
 from metis.routing import Router
 from metis.telemetry import RouteDecided, TelemetryEvent
+from metis.testing import Emulator
 
 ROUTE = ["anthropic:claude-sonnet-4-5", "openai:gpt-4o", "gemini:gemini-2.5-flash"]
 WEATHER = ToolDefinition(

@@ -23,7 +23,7 @@ from metis import (
     ToolUseBlock,
     build_adapter,
 )
-from metis.emulator import MODELS, stand_in
+from metis.testing import MODELS, stand_in
 
 ROTATION = ["anthropic", "openai", "gemini", "openai_responses", "ollama"]
 USER_SAYS = [

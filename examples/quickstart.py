@@ -10,7 +10,7 @@ from __future__ import annotations
 import anyio
 
 from metis import CanonicalRequest, Message
-from metis.emulator import MODELS, stand_in
+from metis.testing import MODELS, stand_in
 
 
 async def main() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 
 from metis import CapabilityError, Message, NotConfiguredError, Registry, ToolDefinition
-from metis.emulator import stand_in
+from metis.testing import stand_in
 
 MODELS_YAML = """\
 adapters:

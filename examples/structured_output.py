@@ -13,7 +13,7 @@ import anyio
 from pydantic import BaseModel
 
 from metis import CanonicalRequest, Message
-from metis.emulator import MODELS, stand_in
+from metis.testing import MODELS, stand_in
 
 
 class City(BaseModel):

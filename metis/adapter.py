@@ -8,7 +8,6 @@ keyed by session), so one adapter serves any number of concurrent calls.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -19,6 +18,7 @@ from typing import Any
 import anyio
 import httpx
 
+from metis.adapter_checks import check_ready
 from metis.catalog.capabilities import model_capabilities
 from metis.catalog.lookup import find_model, warn_uncatalogued
 from metis.config import AdapterConfig
@@ -26,7 +26,6 @@ from metis.count_tokens import TokenCount, count_tokens
 from metis.errors import (
     AdapterError,
     CapabilityError,
-    InvalidRequestError,
     ProtocolError,
     scrub_error,
 )
@@ -42,7 +41,7 @@ from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.services import StageServices
-from metis.pipeline.stack import Endpoint, StackSpec, builtin_stacks, load_stack
+from metis.pipeline.stack import Endpoint, StackSpec, load_stack
 from metis.secrets import install_httpx_log_filter
 from metis.sendable import check_request
 from metis.session import ToolIdStore, default_tool_id_store
@@ -274,30 +273,8 @@ class Adapter:
         return found
 
     def _check_ready(self, request: CanonicalRequest) -> None:
-        """What would make the call fail at the provider, found before anything is sent: no
-        key for a stack that needs one, a model of another provider."""
-        auth = self.stack.auth
-        if auth.header and auth.env and not auth.optional and not self.endpoint.api_key:
-            from metis.registry import NotConfiguredError
-
-            raise NotConfiguredError(
-                f"{self.name}: no API key: set {auth.env} (or pass api_key=...)",
-                model=request.model,
-                adapter=self.name,
-                api_key_env=auth.env,
-            )
-        prefix, sep, _ = request.model.partition(":")
-        if sep and prefix != self.name and prefix in self._foreign_prefixes():
-            raise InvalidRequestError(
-                f"{request.model} is a model of {prefix}, and this adapter speaks to "
-                f"{self.name}: use an adapter for {prefix} (build_adapter({prefix!r}))",
-                provider=self.name,
-                request_id=request.request_id,
-            )
-
-    @functools.cache  # noqa: B019 (one small set per adapter, kept as long as it lives)
-    def _foreign_prefixes(self) -> frozenset[str]:
-        return frozenset(_other_stacks(self.stack))
+        """What would make the call fail at the provider, found before anything is sent."""
+        check_ready(self.name, self.stack, self.endpoint, request)
 
     def _transport_mode(self, request: CanonicalRequest, *, default: bool) -> CanonicalRequest:
         """``request`` with ``stream`` decided: its own value, else ``default``."""
@@ -347,17 +324,6 @@ class Adapter:
             message_id=final.message_id,
             warnings=final.warnings,
         )
-
-
-def _other_stacks(stack: StackSpec) -> set[str]:
-    """The built-in stacks a model prefix could wrongly name for ``stack``: all of them but
-    the ones it extends (``anthropic:claude-...`` is right for a stack over anthropic)."""
-    own = {
-        source.rsplit("/", 1)[-1].removesuffix(".yaml")
-        for source in stack.stage_sources.values()
-        if source.startswith("metis/providers/")
-    }
-    return set(builtin_stacks()) - own - {stack.name}
 
 
 def build_adapter(

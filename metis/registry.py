@@ -35,38 +35,46 @@ capabilities, the registry keeps one Adapter per (adapter entry, set of override
 without overrides share their entry's Adapter, models with the same overrides share another.
 All the Adapters of one entry share one HTTP connection pool, which the registry owns (or the
 ``httpx.AsyncClient`` given for that entry in ``clients``, which stays the caller's to close).
+
+The file format is :mod:`metis.registry_file`; resolving its entries (stacks, keys, catalog
+capabilities) is :mod:`metis.registry_entries`.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from metis.adapter import Adapter, build_adapter
-from metis.catalog import default_catalog
-from metis.catalog.capabilities import model_capabilities
 from metis.config import AdapterConfig
 from metis.config_files import config_error, read_yaml
 from metis.errors import ConfigError, InvalidRequestError
-from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
-from metis.pipeline.stack import StackSpec, builtin_stacks, load_stack
-from metis.routing.spec import RouteSpec, check_routes
+from metis.registry_entries import AdapterStatus, Route, model_route, resolve_adapter
+from metis.registry_file import AdapterEntry, ModelEntry, RegistryFile
+from metis.routing.spec import check_routes
 from metis.stages.transport import http_client
 
 if TYPE_CHECKING:
+    from metis.registry_entries import ResolvedAdapter
     from metis.routing.router import Router
 
-log = logging.getLogger("metis")
+__all__ = [
+    "AdapterEntry",
+    "AdapterStatus",
+    "ModelEntry",
+    "NotConfiguredError",
+    "Registry",
+    "RegistryFile",
+    "Route",
+]
 
 
 class NotConfiguredError(ConfigError):
@@ -79,94 +87,6 @@ class NotConfiguredError(ConfigError):
         self.model = model
         self.adapter = adapter
         self.api_key_env = api_key_env
-
-
-# The file format ---------------------------------------------------------------------------
-
-
-class AdapterEntry(BaseModel):
-    """One entry under ``adapters:``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    type: str = Field(min_length=1)
-    api_key_env: str | None = Field(default=None, min_length=1)
-    api_key: str | None = Field(default=None, repr=False)
-    base_url: str | None = None
-    timeout_seconds: float = Field(default=600.0, gt=0)
-    max_retries: int = Field(default=2, ge=0)
-    extra_headers: dict[str, str] = Field(default_factory=dict)
-    options: dict[str, Any] = Field(default_factory=dict)
-
-
-class ModelEntry(BaseModel):
-    """One entry under ``models:``; ``wire_name`` defaults to the id after ``provider:``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    adapter: str
-    wire_name: str | None = Field(default=None, min_length=1)
-    tier: str | None = None
-    can_delegate: bool = False
-    aliases: list[str] = Field(default_factory=list)
-    capabilities: dict[str, Any] = Field(default_factory=dict)
-    catalog: dict[str, Any] = Field(default_factory=dict)
-    """Fields of the model's catalog entry to replace (metis.catalog.ModelInfo's names)."""
-
-
-class RegistryFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    adapters: dict[str, AdapterEntry] = Field(default_factory=dict)
-    models: dict[str, ModelEntry] = Field(default_factory=dict)
-    routes: dict[str, RouteSpec] = Field(default_factory=dict)
-    """Fallback routes over the models above (metis.routing, docs/routing.md)."""
-
-
-# What the registry answers -----------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """Where a model name leads: the canonical id, its adapter, and what it can serve."""
-
-    model: str
-    adapter_name: str
-    wire_name: str
-    tier: str | None
-    can_delegate: bool
-    aliases: tuple[str, ...]
-    capabilities: AdapterCapabilities
-    """The adapter stack's declared capabilities merged with the model's overrides."""
-    stack_name: str
-
-    @property
-    def request_model(self) -> str:
-        """The ``model`` to put in a CanonicalRequest for this route's adapter."""
-        return f"{self.stack_name}:{self.wire_name}"
-
-
-@dataclass(frozen=True, slots=True)
-class AdapterStatus:
-    name: str
-    type: str
-    status: Literal["configured", "not_configured"]
-    reason: str | None = None
-    api_key_env: str | None = None
-
-    @property
-    def configured(self) -> bool:
-        return self.status == "configured"
-
-
-@dataclass(frozen=True, slots=True)
-class _Adapter:
-    name: str
-    entry: AdapterEntry
-    stack: StackSpec
-    api_key: str | None
-    api_key_env: str | None
-    status: AdapterStatus
 
 
 # The registry ------------------------------------------------------------------------------
@@ -199,8 +119,8 @@ class Registry:
                 f"clients given for undeclared adapters {', '.join(unknown_clients)}; "
                 f"{source} declares: {', '.join(spec.adapters) or 'none'}"
             )
-        self._adapters = {
-            name: self._resolve_adapter(name, entry, env, base)
+        self._adapters: dict[str, ResolvedAdapter] = {
+            name: resolve_adapter(name, entry, env, base, source)
             for name, entry in spec.adapters.items()
         }
         self._routes: dict[str, Route] = {}
@@ -263,105 +183,18 @@ class Registry:
             **adapter_kwargs,
         )
 
-    def _resolve_adapter(
-        self, name: str, entry: AdapterEntry, env: Mapping[str, str], base: Path | None
-    ) -> _Adapter:
-        stack = self._load_stack(name, entry.type, base)
-        key_env = entry.api_key_env or stack.auth.env
-        if entry.api_key is not None:
-            log.warning(
-                "%s: adapter %r has its API key in plaintext (api_key); use api_key_env to "
-                "name an environment variable instead",
-                self.source,
-                name,
-                extra={"event": "metis.plaintext_api_key", "adapter": name},
-            )
-            key: str | None = entry.api_key
-        else:
-            key = env.get(key_env) if key_env else None
-        needs_key = not stack.auth.optional and (
-            key_env is not None or stack.auth.header is not None
-        )
-        if key or not needs_key:
-            status = AdapterStatus(name, entry.type, "configured", api_key_env=key_env)
-        else:
-            if entry.api_key is not None:
-                reason = "its api_key is empty"
-            elif key_env:
-                reason = f"environment variable {key_env} is not set"
-            else:
-                reason = "no api_key or api_key_env is given"
-            status = AdapterStatus(name, entry.type, "not_configured", reason, key_env)
-        return _Adapter(name, entry, stack, key or None, key_env, status)
-
-    def _load_stack(self, name: str, type_: str, base: Path | None) -> StackSpec:
-        where = f"{self.source}: adapters.{name}.type"
-        path = Path(type_).expanduser()
-        is_path = path.suffix in (".yaml", ".yml") or path.parent != Path(".")
-        if is_path and not path.is_absolute() and base is not None:
-            path = base / path
-        if not is_path:
-            if type_ not in builtin_stacks():
-                raise ConfigError(
-                    f"{where}: expected a built-in stack ({', '.join(builtin_stacks())}) or a "
-                    f"path to a stack file (.yaml), got {type_!r}"
-                )
-            return load_stack(type_)
-        try:
-            return load_stack(path)
-        except ConfigError as exc:
-            message = f"{where}: expected a usable stack file, got {type_!r}: {exc}"
-            raise ConfigError(message) from None
-
     def _add_model(self, model_id: str, entry: ModelEntry) -> None:
-        where = f"{self.source}: models.{model_id}"
         adapter = self._adapters.get(entry.adapter)
         if adapter is None:
             declared = ", ".join(self._adapters) or "none"
             raise ConfigError(
-                f"{where}.adapter: model {model_id} names adapter {entry.adapter!r}, which is "
-                f"not declared; expected one of the adapters: {declared}"
+                f"{self.source}: models.{model_id}.adapter: model {model_id} names adapter "
+                f"{entry.adapter!r}, which is not declared; expected one of the adapters: "
+                f"{declared}"
             )
-        wire_name = entry.wire_name or model_id.partition(":")[2] or model_id
-        declared_caps = self._catalogued(adapter.stack, wire_name, entry.catalog, where)
-        try:
-            capabilities = AdapterCapabilities.model_validate(
-                {**declared_caps.model_dump(), **entry.capabilities}
-            )
-        except ValidationError as exc:
-            raise config_error(
-                exc, self.source, AdapterCapabilities, ("models", model_id, "capabilities")
-            ) from None
+        self._routes[model_id] = model_route(model_id, entry, adapter.stack, self.source)
         self._overrides[model_id] = dict(entry.capabilities)
-        self._routes[model_id] = Route(
-            model=model_id,
-            adapter_name=entry.adapter,
-            wire_name=wire_name,
-            tier=entry.tier,
-            can_delegate=entry.can_delegate,
-            aliases=tuple(entry.aliases),
-            capabilities=capabilities,
-            stack_name=adapter.stack.name,
-        )
         self._names[model_id] = model_id
-
-    @staticmethod
-    def _catalogued(
-        stack: StackSpec, wire_name: str, fields: dict[str, Any], where: str
-    ) -> AdapterCapabilities:
-        """The stack's capabilities narrowed by the model's catalog entry, after applying the
-        entry's ``catalog:`` overrides to it."""
-        if not stack.catalog:
-            if fields:
-                raise ConfigError(f"{where}.catalog: stack {stack.name} has no catalog provider")
-            return stack.capabilities
-        if fields:
-            try:
-                default_catalog().override(stack.catalog, wire_name, fields)
-            except ConfigError as exc:
-                raise ConfigError(f"{where}.catalog: {exc}") from None
-        info = default_catalog().get(stack.catalog, wire_name)
-        return model_capabilities(stack.capabilities, info) if info else stack.capabilities
 
     def _add_aliases(self, model_id: str, entry: ModelEntry) -> None:
         for alias in entry.aliases:

@@ -22,5 +22,5 @@ def fresh_session_warnings() -> Iterator[None]:
     session_warnings.clear()
 
 
-# A provider emulator on a free loopback port, per test module (metis.emulator).
+# A provider emulator on a free loopback port, per test module (metis.testing.emulator).
 from .emulator_fixture import emulator, emulator_server  # noqa: E402, F401

@@ -1,5 +1,5 @@
-"""pytest fixtures for :mod:`metis.emulator`: a real loopback server speaking every provider's
-wire format. Wire them into ``conftest.py`` with::
+"""pytest fixtures for :mod:`metis.testing.emulator`: a real loopback server speaking every
+provider's wire format. Wire them into ``conftest.py`` with::
 
     from .emulator_fixture import emulator, emulator_server  # noqa: F401
 
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from metis.emulator import Emulator
+from metis.testing.emulator import Emulator
 
 
 @pytest.fixture(scope="module")

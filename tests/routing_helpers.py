@@ -6,9 +6,9 @@ from typing import Any
 
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
-from metis.emulator import Emulator
 from metis.model import CanonicalRequest, Message, ToolDefinition
 from metis.session import InMemoryToolIdStore, ToolIdStore
+from metis.testing.emulator import Emulator
 
 MODELS = {
     "anthropic": "anthropic:claude-sonnet-4-5",

@@ -11,12 +11,12 @@ import httpx
 import pytest
 
 from metis import AdapterConfig, InvalidRequestError, build_adapter
-from metis.emulator import Emulator
 from metis.model import CanonicalRequest, Message, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.providers import anthropic_rules
 from metis.providers.anthropic import encode
 from metis.providers.anthropic_rules import ModelTraits, builtin_model_traits
 from metis.providers.wire_rules import anthropic_problems
+from metis.testing.emulator import Emulator
 
 from .helpers import make_call
 

@@ -14,8 +14,6 @@ import pytest
 
 from metis import AdapterConfig, AuthError, build_adapter
 from metis.adapter import Adapter
-from metis.emulator import Emulator
-from metis.emulator.bedrock import CREDENTIALS, EXPIRED_TOKEN
 from metis.errors import AdapterError, ProtocolError
 from metis.model import (
     CanonicalRequest,
@@ -28,6 +26,8 @@ from metis.model import (
 )
 from metis.model.response import StopKind
 from metis.session import InMemoryToolIdStore
+from metis.testing.emulator import Emulator
+from metis.testing.emulator.bedrock import CREDENTIALS, EXPIRED_TOKEN
 from tests.test_bedrock_auth import aws_env, frozen_clock  # noqa: F401
 
 eventstream = pytest.importorskip("botocore.eventstream")

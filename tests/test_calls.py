@@ -12,10 +12,10 @@ import pytest
 
 import metis
 from metis import calls
-from metis.emulator import Emulator
 from metis.errors import ConfigError
 from metis.model import MessageComplete, TextDelta, ToolDefinition
 from metis.registry import NotConfiguredError
+from metis.testing.emulator import Emulator
 
 WEATHER = ToolDefinition(
     name="get_weather",

@@ -21,12 +21,12 @@ import pytest
 
 from metis import AdapterConfig, AdapterError, build_adapter
 from metis.adapter import Adapter
-from metis.emulator import Emulator
 from metis.errors import CancelledError
 from metis.model import CanonicalRequest, Message, MessageComplete, StreamEvent, ToolDefinition
 from metis.model.response import StopKind
 from metis.session import InMemoryToolIdStore
 from metis.stages.invariants import StreamChecker
+from metis.testing.emulator import Emulator
 
 PROVIDERS = ["anthropic", "openai", "openai_responses", "gemini", "ollama"]
 MODELS = {

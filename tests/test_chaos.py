@@ -28,12 +28,12 @@ import pytest
 
 from metis import AdapterConfig, AdapterError, ErrorClass, build_adapter
 from metis.adapter import Adapter
-from metis.emulator import Emulator
 from metis.errors import InvariantViolation
 from metis.model import CanonicalRequest, Message, MessageComplete, StreamEvent, ToolDefinition
 from metis.session import InMemoryToolIdStore
 from metis.stages.invariants import StreamChecker
 from metis.stages.transport import Transport
+from metis.testing.emulator import Emulator
 
 PROVIDERS = ["anthropic", "openai", "openai_responses", "gemini", "ollama"]
 MODELS = {

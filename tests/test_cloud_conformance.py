@@ -1,4 +1,4 @@
-"""The conformance suite over the cloud and long-tail stacks, against metis.emulator.
+"""The conformance suite over the cloud and long-tail stacks, against metis.testing.emulator.
 
 Mirrors tests/test_conformance_all.py for the stacks added with Vertex AI, Azure OpenAI and
 the OpenAI-compatible long tail: a tool-call round trip with the stream invariants, canonical
@@ -25,7 +25,6 @@ from metis import (
     build_adapter,
 )
 from metis.adapter import Adapter
-from metis.emulator import Emulator
 from metis.model import (
     Base64ImageSource,
     CanonicalRequest,
@@ -41,6 +40,7 @@ from metis.model import (
 from metis.model.response import StopKind
 from metis.session import InMemoryToolIdStore
 from metis.stages.invariants import StreamChecker
+from metis.testing.emulator import Emulator
 
 TOKEN = "ya29.test-token"
 CLOUD = {

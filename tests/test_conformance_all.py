@@ -1,7 +1,7 @@
 """The conformance suite, for every provider stack, over real sockets (issue 4).
 
-Each stack talks to metis.emulator, a loopback server speaking that provider's wire format and
-refusing what the real API refuses, and must pass the same checks as Anthropic and OpenAI
+Each stack talks to metis.testing.emulator, a loopback server speaking that provider's wire
+format and refusing what the real API refuses, and must pass the same checks as Anthropic and OpenAI
 Chat: a tool-call round trip with the stream invariants, tool ids, every usage field, retry
 of a transient error, a failure mid-stream, an in-stream error, cancellation, and capability
 refusal before anything is sent.
@@ -23,7 +23,6 @@ from metis import (
     build_adapter,
 )
 from metis.adapter import Adapter
-from metis.emulator import Emulator
 from metis.model import (
     Base64ImageSource,
     CanonicalRequest,
@@ -36,6 +35,7 @@ from metis.model import (
 from metis.model.response import StopKind
 from metis.session import InMemoryToolIdStore
 from metis.stages.invariants import StreamChecker
+from metis.testing.emulator import Emulator
 
 MODELS = {
     "anthropic": "anthropic:claude-sonnet-4-5",

@@ -10,9 +10,9 @@ import pytest
 
 from metis import AdapterConfig, build_adapter
 from metis.count_tokens import count_tokens
-from metis.emulator import Emulator
 from metis.errors import AuthError, ErrorClass
 from metis.model import CanonicalRequest, Message
+from metis.testing.emulator import Emulator
 
 from .routing_helpers import MODELS, WEATHER, emulated
 

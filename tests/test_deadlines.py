@@ -15,7 +15,6 @@ import pytest
 
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
-from metis.emulator import Emulator
 from metis.errors import (
     ErrorClass,
     NetworkError,
@@ -27,6 +26,7 @@ from metis.model import MessageComplete, StreamEvent, TextDelta
 from metis.model.response import StopKind
 from metis.session import InMemoryToolIdStore
 from metis.stages.transport import Transport
+from metis.testing.emulator import Emulator
 
 from .fakes import anthropic_end, anthropic_start, anthropic_text, request, sse
 from .fault_proxy import (

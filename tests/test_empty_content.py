@@ -9,7 +9,6 @@ import anyio
 import pytest
 
 from metis import InvalidRequestError
-from metis.emulator import Emulator
 from metis.model import (
     CanonicalRequest,
     Message,
@@ -18,6 +17,7 @@ from metis.model import (
     ToolUseBlock,
 )
 from metis.stages.empty_content import EMPTY_ERROR_RESULT, EmptyContent
+from metis.testing.emulator import Emulator
 
 from .helpers import make_call
 from .test_conformance_all import DEADLINE, MODELS, PROVIDERS, WEATHER, adapter

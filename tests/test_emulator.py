@@ -1,4 +1,4 @@
-"""metis.emulator: the wire formats over real sockets, auth, validation, every fault kind,
+"""metis.testing.emulator: the wire formats over real sockets, auth, validation, every fault kind,
 determinism, and metis itself talking to it end to end (asyncio and trio)."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from metis.emulator import Emulator, FaultSpecError, parse_faults
-from metis.emulator.faults import FaultPlan
+from metis.testing.emulator import Emulator, FaultSpecError, parse_faults
+from metis.testing.emulator.faults import FaultPlan
 
 from . import emulator_fixture
 
@@ -1076,7 +1076,7 @@ def test_base_url_names_providers(emulator: Emulator) -> None:
 
 def test_command_line_serves_until_terminated() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "metis.emulator", "--port", "0"],
+        [sys.executable, "-m", "metis.testing.emulator", "--port", "0"],
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
@@ -1318,6 +1318,6 @@ def test_a_client_dropping_a_kept_alive_connection_prints_no_traceback(
 def test_the_scripted_model_does_not_take_every_capitalised_word_for_a_name(
     text: str, names: list[str]
 ) -> None:
-    from metis.emulator.responder import _proper_nouns
+    from metis.testing.emulator.responder import _proper_nouns
 
     assert _proper_nouns(text, set()) == names

@@ -14,7 +14,6 @@ import anyio
 import pytest
 
 from metis.adapter import Adapter
-from metis.emulator import Emulator
 from metis.model import (
     CanonicalRequest,
     Message,
@@ -23,6 +22,7 @@ from metis.model import (
     ToolResultBlock,
 )
 from metis.session import InMemoryToolIdStore
+from metis.testing.emulator import Emulator
 
 from . import test_cloud_conformance as cloud
 from . import test_conformance_all as families

@@ -56,3 +56,34 @@ def test_each_example_is_self_contained() -> None:
                 assert not top.startswith("_") and (path.parent / f"{top}.py").exists() is False, (
                     f"{path.name} imports {node.module}"
                 )
+
+
+@pytest.mark.anyio
+async def test_the_mask_cards_stage_yields_new_events_and_changes_none_from_inside() -> None:
+    import importlib.util
+
+    from metis.model import MessageComplete, StopKind, StopReason, TextBlock, TextDelta, TokenUsage
+
+    spec = importlib.util.spec_from_file_location("custom_stage", EXAMPLES / "custom_stage.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    text = "my card is 4111 1111 1111 1111."
+    inner_events = [
+        TextDelta(0, "my card is 4111 11"),
+        TextDelta(0, "11 1111 1111."),
+        MessageComplete([TextBlock(text=text)], StopReason(kind=StopKind.END_TURN), TokenUsage()),
+    ]
+    before = [event.to_dict() for event in inner_events]
+
+    async def inner(request: object, call: object):  # type: ignore[no-untyped-def]
+        for event in inner_events:
+            yield event
+
+    out = [event async for event in example.MaskCards()(None, None, inner)]
+    assert [event.to_dict() for event in inner_events] == before
+    assert "".join(e.text for e in out if isinstance(e, TextDelta)) == "my card is [card]."
+    final = out[-1]
+    assert isinstance(final, MessageComplete) and final.final_content == [
+        TextBlock(text="my card is [card].")
+    ]

@@ -7,12 +7,12 @@ import anyio
 import coredis
 import pytest
 
-from metis.emulator import Emulator
 from metis.errors import ErrorClass, RateLimitError
 from metis.model.response import TokenUsage
 from metis.routing import InMemoryBuckets, Limiter, Limits, Router
 from metis.routing.limits_redis import RedisBuckets, RedisSlots
 from metis.telemetry import AvailabilityChanged, ListSink, RouteDecided
+from metis.testing.emulator import Emulator
 
 from . import routing_redis
 from .routing_helpers import MODELS, ask, emulated

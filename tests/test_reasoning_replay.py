@@ -10,7 +10,6 @@ import httpx
 import pytest
 
 from metis import AdapterConfig, build_adapter
-from metis.emulator import Emulator
 from metis.errors import StackError
 from metis.model import (
     CanonicalRequest,
@@ -25,6 +24,7 @@ from metis.model import (
 )
 from metis.providers.codec import get_codec
 from metis.providers.openai_chat import codec as plain_codec
+from metis.testing.emulator import Emulator
 
 from .helpers import answer, make_call
 

@@ -7,7 +7,6 @@ import pytest
 
 import metis
 from metis import CapabilityError, ErrorClass, OverloadedError
-from metis.emulator import Emulator
 from metis.errors import ContextOverflowError
 from metis.model import (
     Base64ImageSource,
@@ -22,6 +21,7 @@ from metis.model import (
 from metis.model.response import StopKind
 from metis.routing import InMemoryAvailability, Limits, Router, RouteTarget, State
 from metis.telemetry import AvailabilityChanged, ListSink, RouteDecided
+from metis.testing.emulator import Emulator
 
 from .routing_helpers import MODELS, ask, emulated
 

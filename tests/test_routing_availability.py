@@ -10,12 +10,12 @@ import anyio
 import coredis
 import pytest
 
-from metis.emulator import Emulator
 from metis.errors import ErrorClass
 from metis.routing import CooldownPolicy, InMemoryAvailability, Router, State
 from metis.routing.availability import AvailabilityStore
 from metis.routing.availability_redis import RedisAvailability
 from metis.telemetry import ListSink, RouteDecided
+from metis.testing.emulator import Emulator
 
 from . import routing_redis
 from .routing_helpers import MODELS, ask, emulated

@@ -7,10 +7,10 @@ from typing import Any
 import anyio
 import pytest
 
-from metis.emulator import Emulator
 from metis.errors import ConfigError, ErrorClass, InvalidRequestError
 from metis.registry import Registry
 from metis.routing import Limits
+from metis.testing.emulator import Emulator
 
 from .routing_helpers import ask
 

@@ -10,12 +10,12 @@ import random
 import anyio
 import pytest
 
-from metis.emulator import Emulator
 from metis.model import CanonicalRequest, Message, MessageComplete, Role, ThinkingConfig
 from metis.model.content import ToolResultBlock, ToolUseBlock
 from metis.model.response import CanonicalResponse
 from metis.routing import InMemoryAvailability, Router
 from metis.telemetry import ListSink, RouteDecided
+from metis.testing.emulator import Emulator
 
 from .routing_helpers import WEATHER, emulated
 

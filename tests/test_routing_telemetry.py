@@ -8,7 +8,6 @@ import re
 import anyio
 import pytest
 
-from metis.emulator import Emulator
 from metis.routing import Router
 from metis.telemetry import (
     AvailabilityChanged,
@@ -18,6 +17,7 @@ from metis.telemetry import (
     OpenTelemetrySink,
     RouteDecided,
 )
+from metis.testing.emulator import Emulator
 
 from .routing_helpers import MODELS, ask, emulated
 

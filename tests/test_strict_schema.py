@@ -543,11 +543,17 @@ async def test_tool_use_end_nulls_of_optional_keys_removed() -> None:
         tool_name="Read",
         final_input={"file_path": "/a", "offset": None, "limit": 10},
     )
-    original_input = end.final_input
+    before = end.to_dict()
     _, out = await _drive(StrictSchema(), _request({"tools": [_tool("Read", READ)]}), [end])
-    assert out == [end]
-    assert end.final_input == {"file_path": "/a", "limit": 10}
-    assert original_input == {"file_path": "/a", "offset": None, "limit": 10}  # not mutated
+    (cleaned,) = out
+    assert isinstance(cleaned, ToolUseEnd) and cleaned is not end
+    assert cleaned.final_input == {"file_path": "/a", "limit": 10}
+    assert (cleaned.tool_use_id, cleaned.tool_name, cleaned.content_block_index) == (
+        "call_1",
+        "Read",
+        0,
+    )
+    assert end.to_dict() == before  # the event from inside is not changed: a new one is yielded
 
 
 @pytest.mark.anyio
@@ -558,8 +564,9 @@ async def test_required_key_that_is_null_stays() -> None:
         tool_name="Read",
         final_input={"file_path": None, "offset": None, "limit": None},
     )
-    await _drive(StrictSchema(), _request({"tools": [_tool("Read", READ)]}), [end])
-    assert end.final_input == {"file_path": None}
+    _, out = await _drive(StrictSchema(), _request({"tools": [_tool("Read", READ)]}), [end])
+    (cleaned,) = out
+    assert isinstance(cleaned, ToolUseEnd) and cleaned.final_input == {"file_path": None}
 
 
 @pytest.mark.anyio
@@ -592,8 +599,10 @@ async def test_nested_nulls_removed_via_properties_items_and_refs() -> None:
             "edits": [{"old": "a", "all": None}, {"old": None, "all": True}],
         },
     )
-    await _drive(StrictSchema(), _request({"tools": [_tool("Edit", schema)]}), [end])
-    assert end.final_input == {
+    _, out = await _drive(StrictSchema(), _request({"tools": [_tool("Edit", schema)]}), [end])
+    (cleaned,) = out
+    assert isinstance(cleaned, ToolUseEnd)
+    assert cleaned.final_input == {
         "opts": {"name": None},
         "edits": [{"old": "a"}, {"old": None, "all": True}],
     }
@@ -608,8 +617,11 @@ async def test_message_complete_tool_use_blocks_cleaned() -> None:
     content = complete.final_content
     body = {"tools": [_tool("Read", READ), _tool("Other", {"type": "object"})]}
     _, out = await _drive(StrictSchema(), _request(body), [complete])
-    assert out == [complete]
-    final = complete.final_content
+    (cleaned,) = out
+    assert isinstance(cleaned, MessageComplete) and cleaned is not complete
+    assert complete.final_content is content  # the event from inside is not changed
+    assert (cleaned.stop_reason, cleaned.usage) == (complete.stop_reason, complete.usage)
+    final = cleaned.final_content
     assert final[0] is text
     assert isinstance(final[1], ToolUseBlock)
     assert final[1].input == {"file_path": "/a"}
@@ -626,7 +638,8 @@ async def test_only_tools_made_strict_are_cleaned() -> None:
         content_block_index=0, tool_use_id="c", tool_name="Free", final_input={"n": None}
     )
     body = {"tools": [_tool("Read", READ), _tool("Free", free)]}
-    await _drive(StrictSchema(), _request(body), [end])
+    _, out = await _drive(StrictSchema(), _request(body), [end])
+    assert out == [end] and out[0] is end
     assert end.final_input == {"n": None}
 
 
@@ -657,4 +670,5 @@ async def test_other_events_pass_through() -> None:
     _, out = await _drive(StrictSchema(), _request({"tools": [_tool("Read", READ)]}), [delta, end])
     assert out == [delta, end]
     assert out[0] is delta and delta.text == "hi"
+    assert out[1] is end  # nothing to remove: the same event
     assert end.final_input is final_input  # nothing to remove: the same dict

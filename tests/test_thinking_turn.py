@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from metis import AdapterConfig, build_adapter
-from metis.emulator import Emulator
 from metis.model import (
     CanonicalRequest,
     Message,
@@ -22,6 +21,7 @@ from metis.model import (
 from metis.pipeline.wire import WireRequest
 from metis.providers.wire_rules import anthropic_problems
 from metis.stages.thinking_turn import ThinkingTurn
+from metis.testing.emulator import Emulator
 
 from .helpers import lossy_warnings, make_call
 

@@ -896,6 +896,47 @@ def test_native_tool_events_from_inside_keep_their_order_under_new_indices() -> 
     assert parser.calls == 1
 
 
+def test_events_from_inside_are_never_changed_only_passed_on_or_replaced() -> None:
+    inner: list[StreamEvent] = [
+        MessageStart("m1", "model"),
+        TextDelta(0, "Let me look." + PARIS),
+        TextDelta(0, " Meanwhile"),  # the text after the call: block 2, not 0
+        TextDelta(0, " I wait."),
+        ThinkingDelta(1, "hmm", signature="sig"),  # block 3, not 1
+        MessageComplete(
+            [
+                TextBlock(text="Let me look." + PARIS + " Meanwhile I wait."),
+                ThinkingBlock(thinking="hmm"),
+            ],
+            StopReason(kind=StopKind.END_TURN, raw="stop"),
+            TokenUsage(),
+        ),
+    ]
+    before = [event.to_dict() for event in inner]
+    parser = ToolCallParser(OFFERED, lambda reason, text: None)
+    out: list[StreamEvent] = []
+    for event in inner:
+        parser.feed(event)
+        out.extend(parser.out)
+        parser.out.clear()
+    assert [event.to_dict() for event in inner] == before
+    indices = [getattr(e, "content_block_index", None) for e in out]
+    assert indices == [None, 0, 1, 1, 1, 2, 2, 3, None]
+    assert [e.text for e in out if isinstance(e, TextDelta)] == [
+        "Let me look.",
+        " Meanwhile",
+        " I wait.",
+    ]
+    final = final_of(out)
+    assert final.stop_reason.kind is StopKind.TOOL_USE and final.stop_reason.raw == "stop"
+    assert [type(b) for b in final.final_content] == [
+        TextBlock,
+        ToolUseBlock,
+        TextBlock,
+        ThinkingBlock,
+    ]
+
+
 def test_blocks_the_inner_stream_never_announced_are_kept_at_the_end() -> None:
     silent = ThinkingBlock(thinking="unannounced")
     inner: list[StreamEvent] = [MessageStart(), TextDelta(0, PARIS)]

@@ -8,7 +8,6 @@ import pytest
 from pydantic import BaseModel, Field, field_validator
 
 import metis
-from metis.emulator import Emulator
 from metis.errors import OutputValidationError
 from metis.model import (
     CanonicalResponse,
@@ -21,6 +20,7 @@ from metis.model import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from metis.testing.emulator import Emulator
 from metis.tools import Tool, arun_tools, run_tools, tool
 
 

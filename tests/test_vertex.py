@@ -29,11 +29,11 @@ from google.oauth2.credentials import Credentials
 
 from metis import AdapterConfig, AuthError, ConfigError, build_adapter
 from metis.adapter import Adapter
-from metis.emulator import Emulator
 from metis.model import CanonicalRequest, Message
 from metis.model.response import StopKind
 from metis.registry import NotConfiguredError
 from metis.session import InMemoryToolIdStore
+from metis.testing.emulator import Emulator
 
 ROOT = Path(
     os.environ.get("METIS_REAL_TRAFFIC", Path(__file__).parents[2] / "shared" / "real-traffic")

@@ -22,7 +22,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from metis.cli.output import CliError, Output, error, one_line
 
@@ -41,6 +41,10 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(f"{message} (see '{self.prog} --help')", status=2)
 
 
+if TYPE_CHECKING:
+    Commands = argparse._SubParsersAction[_Parser]  # what add_subparsers gives
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="metis",
@@ -50,7 +54,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"metis {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_demo(commands)
+    _add_chat(commands)
+    _add_stack(commands)
+    _add_replay(commands)
+    _add_record(commands)
+    _add_models(commands)
+    _add_emulator(commands)
+    return parser
 
+
+def _add_demo(commands: Commands) -> None:
     demo = commands.add_parser(
         "demo",
         help="a conversation with a tool, a different provider every turn (offline by default)",
@@ -67,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _fault_options(demo)
 
+
+def _add_chat(commands: Commands) -> None:
     chat = commands.add_parser(
         "chat",
         help="interactive streaming chat with any model",
@@ -87,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _fault_options(chat)
 
+
+def _add_stack(commands: Commands) -> None:
     stack = commands.add_parser(
         "stack",
         help="show a provider's pipeline, stage by stage",
@@ -105,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="import MODULE first (where the stack's custom stages are registered); repeatable",
     )
 
+
+def _add_replay(commands: Commands) -> None:
     replay = commands.add_parser(
         "replay",
         help="replay a cassette through its provider's stack",
@@ -115,6 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--provider", help="the stack (default: inferred from the URL)")
     replay.add_argument("--json", action="store_true", help="events as JSON lines")
 
+
+def _add_record(commands: Commands) -> None:
     record = commands.add_parser(
         "record",
         help="record one call into a cassette (keys scrubbed)",
@@ -133,6 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-tokens", type=_positive, default=1024, metavar="N", help="(default 1024)"
     )
 
+
+def _add_models(commands: Commands) -> None:
     models = commands.add_parser(
         "models",
         help="list catalogued models with their limits and prices",
@@ -155,12 +179,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="fetch models.dev and genai-prices now and cache the result (needs metis[catalog])",
     )
 
+
+def _add_emulator(commands: Commands) -> None:
     commands.add_parser(
         "emulator",
         help="run the provider emulator (see 'metis emulator --help')",
         add_help=False,
     )
-    return parser
 
 
 def _positive(text: str) -> int:
@@ -203,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args[:1] == ["emulator"]:
-            from metis.emulator.cli import main as emulator_main
+            from metis.testing.emulator.cli import main as emulator_main
 
             return emulator_main(args[1:])
         parsed = build_parser().parse_args(args)
@@ -257,7 +282,7 @@ def _explain(exc: BaseException) -> tuple[str | None, int]:
     pydantic = sys.modules.get("pydantic")
     if pydantic is not None and isinstance(exc, pydantic.ValidationError):
         return f"{exc.title}: {exc.error_count()} problems: {exc}", 1
-    faults = sys.modules.get("metis.emulator.faults")
+    faults = sys.modules.get("metis.testing.emulator.faults")
     if faults is not None and isinstance(exc, faults.FaultSpecError):
         return f"--faults: {exc}", 2
     cassette = sys.modules.get("metis.testing.cassette")

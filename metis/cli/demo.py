@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from metis.cli.conversation import WEATHER, Renderer, run_tool, stream_reply, tool_calls
+from metis.cli.conversation import WEATHER, Renderer, Reply, run_tool, stream_reply, tool_calls
 from metis.cli.demo_fallback import fallback_turn
 from metis.cli.models import Models, Target, price
 from metis.cli.output import CliError, Output, duration, note, usd
@@ -131,13 +131,7 @@ _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 async def _converse(models: Models, targets: list[Target], live: bool, out: Output) -> int:
-    where = (
-        "live: the providers' real APIs"
-        if live
-        else f"offline: every provider is the metis emulator at {models.start_emulator().url}"
-    )
-    out.line("metis demo: one conversation, a different provider on every turn", "bold")
-    note(out, f"{where}; the get_weather tool runs locally")
+    _announce(models, live, out)
     history: list[Message] = []
     rows: list[Row] = []
     active = list(targets)
@@ -158,14 +152,7 @@ async def _converse(models: Models, targets: list[Target], live: bool, out: Outp
             wire = target.model.partition(":")[2] or target.model
             label = out.style(f"[{turn}] {target.provider}", "bold", "blue")
             out.line(f"{label} {out.style('· ' + wire, 'dim')}")
-            request = CanonicalRequest(
-                model=target.model,
-                session_id=session,
-                system_prompt=SYSTEM,
-                messages=list(history),
-                tools=[WEATHER],
-                max_output_tokens=min(1024, target.adapter.capabilities.max_output_tokens),
-            )
+            request = _request(target, session, history)
             renderer = Renderer(out)
             try:
                 reply = await stream_reply(target.adapter, request, renderer)
@@ -180,26 +167,9 @@ async def _converse(models: Models, targets: list[Target], live: bool, out: Outp
                 note(out, f"{target.provider} failed: {exc}; the next provider takes the turn")
                 continue
             calls += 1
+            retries = attempts.attempts.get(request.request_id, 1) - 1
+            rows.append(_row(turn, target, reply, _tool_ids(history), retries))
             final = reply.final
-            usage = final.usage
-            cost = price(target, usage)
-            # A model on a local server (a stack with no catalog provider) costs nothing.
-            local = Decimal(0) if cost is None and target.adapter.stack.catalog is None else None
-            rows.append(
-                Row(
-                    turn,
-                    target,
-                    final.stop_reason.kind.value,
-                    usage.total_input_tokens,
-                    usage.output_tokens,
-                    cost.usd if cost else local,
-                    usage.estimated,
-                    reply.latency_ms,
-                    ids_mapped=_tool_ids(history),
-                    dropped=len(final.warnings),
-                    retries=attempts.attempts.get(request.request_id, 1) - 1,
-                )
-            )
             if final.final_content:
                 history.append(Message.assistant(*final.final_content))
             wanted = tool_calls(final)
@@ -214,6 +184,49 @@ async def _converse(models: Models, targets: list[Target], live: bool, out: Outp
     out.line()
     _table(out, rows)
     return 0
+
+
+def _announce(models: Models, live: bool, out: Output) -> None:
+    where = (
+        "live: the providers' real APIs"
+        if live
+        else f"offline: every provider is the metis emulator at {models.start_emulator().url}"
+    )
+    out.line("metis demo: one conversation, a different provider on every turn", "bold")
+    note(out, f"{where}; the get_weather tool runs locally")
+
+
+def _request(target: Target, session: str, history: list[Message]) -> CanonicalRequest:
+    return CanonicalRequest(
+        model=target.model,
+        session_id=session,
+        system_prompt=SYSTEM,
+        messages=list(history),
+        tools=[WEATHER],
+        max_output_tokens=min(1024, target.adapter.capabilities.max_output_tokens),
+    )
+
+
+def _row(turn: int, target: Target, reply: Reply, ids_mapped: int, retries: int) -> Row:
+    """The table row of a turn that answered."""
+    final = reply.final
+    usage = final.usage
+    cost = price(target, usage)
+    # A model on a local server (a stack with no catalog provider) costs nothing.
+    local = Decimal(0) if cost is None and target.adapter.stack.catalog is None else None
+    return Row(
+        turn,
+        target,
+        final.stop_reason.kind.value,
+        usage.total_input_tokens,
+        usage.output_tokens,
+        cost.usd if cost else local,
+        usage.estimated,
+        reply.latency_ms,
+        ids_mapped=ids_mapped,
+        dropped=len(final.warnings),
+        retries=retries,
+    )
 
 
 def _table(out: Output, rows: list[Row]) -> None:

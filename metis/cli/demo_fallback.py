@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from metis.cli.conversation import WEATHER, Renderer, run_tool, tool_calls
 from metis.cli.models import Models, Target, price
 from metis.cli.output import Output, note
-from metis.emulator.server import PROVIDER_ALIASES
 from metis.errors import AdapterError
 from metis.model.content import Message
 from metis.model.events import MessageComplete
@@ -42,10 +41,14 @@ async def fallback_turn(
     turn: int,
 ) -> list[Row]:
     """The rows of the fallback turn (none when it cannot be staged)."""
-    from metis.cli.demo import SYSTEM, Row
+    from metis.cli.demo import SYSTEM
 
     emulator = models.emulator
-    if emulator is None or len(targets) < 2 or targets[0].adapter.name not in PROVIDER_ALIASES:
+    if emulator is None or len(targets) < 2:
+        return []
+    from metis.testing.emulator.server import PROVIDER_ALIASES
+
+    if targets[0].adapter.name not in PROVIDER_ALIASES:
         return []
     first, second = targets[:2]
     decisions = _Decisions()
@@ -82,22 +85,26 @@ async def fallback_turn(
         served = first if decisions.last.served_by == first.model else second
         for model, outcome, reason in decisions.last.steps:
             note(out, f"{model} {outcome}: {reason}")
-        usage, cost = final.usage, price(served, final.usage)
-        rows.append(
-            Row(
-                number,
-                served,
-                final.stop_reason.kind.value,
-                usage.total_input_tokens,
-                usage.output_tokens,
-                cost.usd if cost else None,
-                usage.estimated,
-                (time.monotonic() - started) * 1000,
-            )
-        )
+        rows.append(_row(number, served, final, (time.monotonic() - started) * 1000))
         if not _continue(final, history, renderer):
             break
     return rows
+
+
+def _row(number: int, served: Target, final: MessageComplete, latency_ms: float) -> Row:
+    from metis.cli.demo import Row
+
+    usage, cost = final.usage, price(served, final.usage)
+    return Row(
+        number,
+        served,
+        final.stop_reason.kind.value,
+        usage.total_input_tokens,
+        usage.output_tokens,
+        cost.usd if cost else None,
+        usage.estimated,
+        latency_ms,
+    )
 
 
 async def _streamed(

@@ -3,8 +3,9 @@
 Models come from a models.yaml (``--models``) or, without one, from a built-in mapping: every
 built-in stack as an adapter, one model per provider family (its provider name is an alias,
 so ``-m gemini`` works), and any other ``provider:name`` on demand. A model whose adapter has
-no key (or every model, offline) is served by an in-process :class:`~metis.emulator.Emulator`
-through a second registry: the same entries, pointed at the emulator, with placeholder keys.
+no key (or every model, offline) is served by an in-process
+:class:`~metis.testing.emulator.Emulator` through a second registry: the same entries, pointed
+at the emulator, with placeholder keys.
 """
 
 from __future__ import annotations
@@ -12,17 +13,18 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from metis.adapter import Adapter
 from metis.config_files import read_yaml
 from metis.cost import Cost, cost_of
-from metis.emulator import Emulator
-from metis.emulator.server import PROVIDER_ALIASES
 from metis.errors import ConfigError
 from metis.model.response import TokenUsage
 from metis.pipeline.stack import builtin_stacks
 from metis.registry import NotConfiguredError, Registry, Route
+
+if TYPE_CHECKING:
+    from metis.testing.emulator import Emulator
 
 FAMILIES = (
     "anthropic", "openai", "openai_responses", "gemini", "ollama", "groq", "tgi",
@@ -148,6 +150,8 @@ class Models:
 
     def start_emulator(self) -> Emulator:
         if self.emulator is None:
+            from metis.testing.emulator import Emulator  # only a command that runs it loads it
+
             plan = [f for f in (self.faults, f"slow={self.pace}:1" if self.pace > 0 else "") if f]
             faults = ",".join(plan) or None
             self.emulator = Emulator(port=0, faults=faults, seed=self.seed).start()
@@ -213,6 +217,8 @@ class Models:
 
 
 def _offline_entry(entry: Any, emulator: Emulator, name: str) -> Any:
+    from metis.testing.emulator.server import PROVIDER_ALIASES
+
     if not isinstance(entry, dict):
         return entry
     kept = {k: v for k, v in entry.items() if k not in ("api_key", "api_key_env", "base_url")}

@@ -22,7 +22,6 @@ from metis.cli.conversation import WEATHER
 from metis.cli.output import CliError, Output
 from metis.cli.replay import line
 from metis.config import AdapterConfig
-from metis.emulator import Emulator
 from metis.errors import redact
 from metis.model.content import Message
 from metis.model.request import CanonicalRequest
@@ -39,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
     if not output.parent.is_dir():
         raise CliError(f"cannot write {output}: no directory {output.parent}")
     if args.emulator:  # a placeholder key: a real one has no business there
+        from metis.testing.emulator import Emulator
+
         with Emulator(port=0) as emulator:
             return anyio.run(_record, args, spec, PLACEHOLDER_KEY, emulator.url)
     env = spec.auth.env

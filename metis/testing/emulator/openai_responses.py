@@ -22,7 +22,7 @@ import base64
 import json
 from typing import Any
 
-from metis.emulator._wire import (
+from metis.testing.emulator._wire import (
     ApiError,
     Env,
     Frame,
@@ -41,8 +41,8 @@ from metis.emulator._wire import (
     sse,
     text_of,
 )
-from metis.emulator.count_tokens import input_tokens
-from metis.emulator.openai_chat import (
+from metis.testing.emulator.count_tokens import input_tokens
+from metis.testing.emulator.openai_chat import (
     REASONING_MODEL,
     check_temperature,
     json_schema_format,
@@ -53,7 +53,7 @@ from metis.emulator.openai_chat import (
     openai_headers,
     strict_schema_problem,
 )
-from metis.emulator.responder import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
+from metis.testing.emulator.responder import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 
 TOP_LEVEL = frozenset(
     [

@@ -21,7 +21,8 @@ import time
 from typing import Any
 from urllib.parse import unquote
 
-from metis.emulator._wire import (
+from metis.providers.aws_eventstream import event_frame, exception_frame
+from metis.testing.emulator._wire import (
     ApiError,
     Env,
     Frame,
@@ -32,9 +33,8 @@ from metis.emulator._wire import (
     StreamReply,
     parse_json_object,
 )
-from metis.emulator.anthropic import Anthropic
-from metis.emulator.bedrock_converse import converse_message, converse_prompt, stream_events
-from metis.providers.aws_eventstream import event_frame, exception_frame
+from metis.testing.emulator.anthropic import Anthropic
+from metis.testing.emulator.bedrock_converse import converse_message, converse_prompt, stream_events
 
 CREDENTIALS = {
     "AKIDEMULATOR": "emulator/secret/key+EXAMPLE",

@@ -24,12 +24,19 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import parse_qsl
 
-from metis.emulator._wire import ApiError, Env, HttpRequest, JsonReply, Provider, StreamReply
-from metis.emulator.anthropic import Anthropic
-from metis.emulator.bedrock import Bedrock
-from metis.emulator.cloud import CLOUD_ALIASES, CLOUD_MOUNTS, CLOUD_PROVIDERS
-from metis.emulator.compatible import LONG_TAIL_ALIASES, CompatibleChat
-from metis.emulator.faults import (
+from metis.testing.emulator._wire import (
+    ApiError,
+    Env,
+    HttpRequest,
+    JsonReply,
+    Provider,
+    StreamReply,
+)
+from metis.testing.emulator.anthropic import Anthropic
+from metis.testing.emulator.bedrock import Bedrock
+from metis.testing.emulator.cloud import CLOUD_ALIASES, CLOUD_MOUNTS, CLOUD_PROVIDERS
+from metis.testing.emulator.compatible import LONG_TAIL_ALIASES, CompatibleChat
+from metis.testing.emulator.faults import (
     STATUS_KINDS,
     Fault,
     FaultPlan,
@@ -39,13 +46,13 @@ from metis.emulator.faults import (
     parse_faults,
     primary,
 )
-from metis.emulator.gemini import Gemini
-from metis.emulator.ollama import Ollama
-from metis.emulator.openai_chat import OpenAIChat
-from metis.emulator.openai_responses import OpenAIResponses
-from metis.emulator.responder import PromptCache, Responder
+from metis.testing.emulator.gemini import Gemini
+from metis.testing.emulator.ollama import Ollama
+from metis.testing.emulator.openai_chat import OpenAIChat
+from metis.testing.emulator.openai_responses import OpenAIResponses
+from metis.testing.emulator.responder import PromptCache, Responder
 
-log = logging.getLogger("metis.emulator")
+log = logging.getLogger("metis.testing.emulator")
 
 FAULT_HEADER = "x-emulator-fault"
 MAX_BODY = 64 << 20
@@ -126,7 +133,7 @@ class _Server(ThreadingHTTPServer):
 class Emulator:
     """A loopback server speaking Anthropic, OpenAI Chat, OpenAI Responses, Gemini and Ollama.
 
-    ``faults`` is a run's fault plan (see :mod:`metis.emulator.faults`), ``seed`` seeds its
+    ``faults`` is a run's fault plan (see :mod:`metis.testing.emulator.faults`), ``seed`` seeds its
     draws. ``api_keys``: when given, only these keys are accepted (otherwise any non-empty key).
     ``context_tokens`` overrides a provider's context window (``{"anthropic": 1000}``) so
     context overflow can happen for real. ``cache_min_tokens`` is the smallest prefix the

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from metis.emulator._wire import (
+from metis.testing.emulator._wire import (
     ApiError,
     Env,
     Frame,
@@ -39,7 +39,7 @@ from metis.emulator._wire import (
     tool_name_ok,
     verify,
 )
-from metis.emulator.responder import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
+from metis.testing.emulator.responder import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 
 ORGANIZATION = "6c5b7a38-2f4e-4bd1-9a54-000000e30a70"
 VERSIONS = frozenset({"2023-06-01", "2023-01-01"})

@@ -1,13 +1,13 @@
 """OpenAI Chat Completions at the paths OpenAI-compatible services use and OpenAI does not.
 
-The format, errors and authentication are OpenAI's (metis.emulator.openai_chat); only the
+The format, errors and authentication are OpenAI's (metis.testing.emulator.openai_chat); only the
 paths differ: Fireworks' ``/inference/v1``, DeepInfra's ``/v1/openai``, Z.ai's
 ``/api/paas/v4`` and Alibaba DashScope's ``/compatible-mode/v1``.
 """
 
 from __future__ import annotations
 
-from metis.emulator.openai_chat import OpenAIChat
+from metis.testing.emulator.openai_chat import OpenAIChat
 
 COMPATIBLE_PATHS = frozenset(
     {

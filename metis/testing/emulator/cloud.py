@@ -21,11 +21,11 @@ import dataclasses
 import json
 import re
 
-from metis.emulator._wire import Env, HttpRequest, JsonReply, StreamReply, parse_json_object
-from metis.emulator.anthropic import Anthropic
-from metis.emulator.gemini import Gemini, google_error
-from metis.emulator.openai_chat import OpenAIChat
-from metis.emulator.openai_responses import OpenAIResponses
+from metis.testing.emulator._wire import Env, HttpRequest, JsonReply, StreamReply, parse_json_object
+from metis.testing.emulator.anthropic import Anthropic
+from metis.testing.emulator.gemini import Gemini, google_error
+from metis.testing.emulator.openai_chat import OpenAIChat
+from metis.testing.emulator.openai_responses import OpenAIResponses
 
 VERTEX_GEMINI = re.compile(
     r"^/(v1|v1beta1)/projects/([^/]+)/locations/([^/]+)/publishers/google/models/([^/:]+)"

@@ -11,8 +11,8 @@ import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
-from metis.emulator.faults import FaultSpecError
-from metis.emulator.server import Emulator
+from metis.testing.emulator.faults import FaultSpecError
+from metis.testing.emulator.server import Emulator
 
 ENDPOINTS = (
     ("anthropic", "POST /v1/messages"),
@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.faults:
         print(f"  faults: {args.faults} (seed {args.seed})")
     print(
-        '  per request: header "x-emulator-fault: rate_limit" (see metis.emulator.faults)',
+        '  per request: header "x-emulator-fault: rate_limit" (see metis.testing.emulator.faults)',
         flush=True,
     )
     try:

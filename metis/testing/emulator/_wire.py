@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from metis.emulator.responder import Responder
+    from metis.testing.emulator.responder import Responder
 
 
 @dataclass(slots=True)

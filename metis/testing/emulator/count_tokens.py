@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from metis.emulator._wire import ApiError, Env, HttpRequest, JsonReply, count_tokens
-from metis.emulator.openai_chat import openai_error, openai_headers
+from metis.testing.emulator._wire import ApiError, Env, HttpRequest, JsonReply, count_tokens
+from metis.testing.emulator.openai_chat import openai_error, openai_headers
 
 if TYPE_CHECKING:
-    from metis.emulator.openai_responses import OpenAIResponses
+    from metis.testing.emulator.openai_responses import OpenAIResponses
 
 INPUT_TOKENS_FIELDS = frozenset(
     {

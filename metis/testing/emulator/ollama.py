@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from metis.emulator._wire import (
+from metis.testing.emulator._wire import (
     ApiError,
     Env,
     Frame,
@@ -33,7 +33,7 @@ from metis.emulator._wire import (
     split_text,
     text_of,
 )
-from metis.emulator.responder import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
+from metis.testing.emulator.responder import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 
 VERSION = "0.12.6"
 NO_TOOLS = ("gemma", "llava", "phi3")

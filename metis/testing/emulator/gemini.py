@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from metis.emulator._wire import (
+from metis.testing.emulator._wire import (
     ApiError,
     Env,
     Frame,
@@ -36,7 +36,7 @@ from metis.emulator._wire import (
     split_text,
     text_of,
 )
-from metis.emulator.responder import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
+from metis.testing.emulator.responder import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 
 PATH = re.compile(
     r"^/(v1|v1beta|v1alpha)/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$"

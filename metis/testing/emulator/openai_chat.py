@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from metis.emulator._wire import (
+from metis.testing.emulator._wire import (
     ApiError,
     Env,
     Frame,
@@ -41,7 +41,7 @@ from metis.emulator._wire import (
     sse,
     text_of,
 )
-from metis.emulator.responder import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
+from metis.testing.emulator.responder import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 
 TOP_LEVEL = frozenset(
     [

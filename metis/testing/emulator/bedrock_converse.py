@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from metis.emulator._wire import (
+from metis.testing.emulator._wire import (
     Env,
     Ids,
     dumps,
@@ -26,7 +26,7 @@ from metis.emulator._wire import (
     tool_name_ok,
     verify,
 )
-from metis.emulator.responder import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
+from metis.testing.emulator.responder import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 
 SIGNATURE_KIND = "bedrock-reasoning"
 _TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

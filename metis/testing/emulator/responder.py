@@ -29,7 +29,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from metis.emulator._wire import count_tokens
+from metis.testing.emulator._wire import count_tokens
 
 StopKind = Literal["end_turn", "tool_use", "max_tokens"]
 

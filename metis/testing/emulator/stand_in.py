@@ -1,7 +1,7 @@
 """Examples and demos that run anywhere: each provider is its real API when its key is set,
 and otherwise the emulator, started and stopped around the block::
 
-    from metis.emulator import stand_in
+    from metis.testing.emulator import stand_in
 
     with stand_in("anthropic", "openai") as where:
         async with where.adapter("anthropic") as adapter:
@@ -19,7 +19,7 @@ from typing import Any
 
 from metis.adapter import Adapter, build_adapter
 from metis.config import AdapterConfig
-from metis.emulator.server import Emulator
+from metis.testing.emulator.server import Emulator
 
 MODELS = {
     "anthropic": "anthropic:claude-sonnet-4-5",

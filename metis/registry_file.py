@@ -1,0 +1,49 @@
+"""The models.yaml format (docs/models-yaml.md): ``adapters:``, ``models:`` and ``routes:``,
+validated when the file loads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from metis.routing.spec import RouteSpec
+
+
+class AdapterEntry(BaseModel):
+    """One entry under ``adapters:``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str = Field(min_length=1)
+    api_key_env: str | None = Field(default=None, min_length=1)
+    api_key: str | None = Field(default=None, repr=False)
+    base_url: str | None = None
+    timeout_seconds: float = Field(default=600.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelEntry(BaseModel):
+    """One entry under ``models:``; ``wire_name`` defaults to the id after ``provider:``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    adapter: str
+    wire_name: str | None = Field(default=None, min_length=1)
+    tier: str | None = None
+    can_delegate: bool = False
+    aliases: list[str] = Field(default_factory=list)
+    capabilities: dict[str, Any] = Field(default_factory=dict)
+    catalog: dict[str, Any] = Field(default_factory=dict)
+    """Fields of the model's catalog entry to replace (metis.catalog.ModelInfo's names)."""
+
+
+class RegistryFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    adapters: dict[str, AdapterEntry] = Field(default_factory=dict)
+    models: dict[str, ModelEntry] = Field(default_factory=dict)
+    routes: dict[str, RouteSpec] = Field(default_factory=dict)
+    """Fallback routes over the models above (metis.routing, docs/routing.md)."""
