@@ -138,40 +138,13 @@ def estimate_input_tokens(
     elif p.thinking_blocks == "none":
         current_turn = len(messages)
     for index, message in enumerate(messages):
-        overhead += p.per_message
-        for block in message.content:
-            if isinstance(block, TextBlock):
-                units += _units(block.text, p)
-            elif isinstance(block, ThinkingBlock):
-                if index >= current_turn:
-                    units += _units(block.thinking, p)
-            elif isinstance(block, RedactedThinkingBlock):
-                if index >= current_turn:
-                    overhead += _redacted(block.data)
-            elif isinstance(block, ToolUseBlock):
-                units += _units(block.name, p) + _units(_render_input(block.input, p), p)
-                overhead += p.per_tool_call
-            elif isinstance(block, ToolResultBlock):
-                if isinstance(block.content, str):
-                    units += _units(block.content, p)
-                else:
-                    for part in block.content:
-                        if isinstance(part, TextBlock):
-                            units += _units(part.text, p)
-                        else:
-                            overhead += p.image_tokens
-            elif isinstance(block, ImageBlock):
-                overhead += p.image_tokens
+        counted, framing = _message_units(message, p, reasoning=index >= current_turn)
+        units += counted
+        overhead += p.per_message + framing
     if messages:
         overhead += p.per_request
     if tools:
-        forced = tool_choice is not None and tool_choice.type in ("any", "tool")
-        hidden = p.tools_overhead
-        if forced and p.tools_overhead_forced is not None:
-            hidden = p.tools_overhead_forced
-        overhead += hidden + sum(p.per_tool + count_text(_render_tool(t, p), p) for t in tools)
-        if p.tool_rendering == "typescript":
-            overhead += count_text(_TS_OPEN + _TS_CLOSE, p)
+        overhead += _tools_overhead(tools, tool_choice, p)
     if output_schema is not None:
         units += _units(_compact(output_schema), p)
     if thinking:
@@ -179,6 +152,50 @@ def estimate_input_tokens(
     if p.text_counting == "chars":
         return int(units / p.chars_per_token) + overhead
     return round(units * p.tokens_per_piece) + overhead
+
+
+def _message_units(message: Message, p: TokenProfile, *, reasoning: bool) -> tuple[int, int]:
+    """(units of text, tokens of framing) of one message's blocks; its reasoning counts only
+    when ``reasoning`` (the profile says which turns the provider keeps it for)."""
+    units = overhead = 0
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            units += _units(block.text, p)
+        elif isinstance(block, ThinkingBlock):
+            if reasoning:
+                units += _units(block.thinking, p)
+        elif isinstance(block, RedactedThinkingBlock):
+            if reasoning:
+                overhead += _redacted(block.data)
+        elif isinstance(block, ToolUseBlock):
+            units += _units(block.name, p) + _units(_render_input(block.input, p), p)
+            overhead += p.per_tool_call
+        elif isinstance(block, ToolResultBlock):
+            if isinstance(block.content, str):
+                units += _units(block.content, p)
+            else:
+                for part in block.content:
+                    if isinstance(part, TextBlock):
+                        units += _units(part.text, p)
+                    else:
+                        overhead += p.image_tokens
+        elif isinstance(block, ImageBlock):
+            overhead += p.image_tokens
+    return units, overhead
+
+
+def _tools_overhead(
+    tools: list[ToolDefinition], tool_choice: ToolChoice | None, p: TokenProfile
+) -> int:
+    """The tokens the tool definitions cost, with the provider's hidden tool prompt."""
+    forced = tool_choice is not None and tool_choice.type in ("any", "tool")
+    hidden = p.tools_overhead
+    if forced and p.tools_overhead_forced is not None:
+        hidden = p.tools_overhead_forced
+    overhead = hidden + sum(p.per_tool + count_text(_render_tool(t, p), p) for t in tools)
+    if p.tool_rendering == "typescript":
+        overhead += count_text(_TS_OPEN + _TS_CLOSE, p)
+    return overhead
 
 
 def estimate_request_tokens(request: CanonicalRequest, profile: TokenProfile | None = None) -> int:

@@ -16,7 +16,6 @@ MAX_FUNCTION_LINES = 60
 # Offenders outside the areas split so far, each owned by another change in flight; remove an
 # entry when its module is split. No new entry belongs here.
 KNOWN = {
-    "metis/estimate.py::estimate_input_tokens",
     "metis/providers/anthropic.py",
     "metis/providers/message_builder.py",
     "metis/providers/ollama.py",
