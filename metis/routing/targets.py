@@ -61,6 +61,15 @@ class Targets:
         self._limits = dict(limits)
         self._buckets = buckets
         self._limiters: dict[str, Limiter] = {}
+        self._retried: dict[tuple[int, int], tuple[Adapter, Adapter]] = {}
+
+    def _with_retries(self, adapter: Adapter, retries: int) -> Adapter:
+        """The adapter with other retries, made once per adapter and count."""
+        key = (id(adapter), retries)
+        known = self._retried.get(key)
+        if known is None or known[0] is not adapter:
+            known = self._retried[key] = (adapter, _with_retries(adapter, retries))
+        return known[1]
 
     def resolve(
         self, target: str | RouteTarget | TargetSpec, max_retries: int | None
@@ -72,7 +81,7 @@ class Targets:
         adapter = spec.adapter or self._given.get(provider) or self._build(provider)
         retries = spec.max_retries if spec.max_retries is not None else max_retries
         if retries is not None and retries != adapter.config.max_retries:
-            adapter = _with_retries(adapter, retries)
+            adapter = self._with_retries(adapter, retries)
         wire_model = adapter.wire_model(spec.model)
         key = f"{adapter.name}:{wire_model}"
         limit_key = (
