@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 
 from metis.catalog.capabilities import model_capabilities
 from metis.catalog.lookup import find_model, warn_uncatalogued
@@ -44,6 +43,7 @@ from metis.pipeline.stack import Endpoint, StackSpec, builtin_stacks, load_stack
 from metis.secrets import install_httpx_log_filter
 from metis.sendable import check_request
 from metis.session import ToolIdStore, default_tool_id_store
+from metis.stages.http_clients import AsyncHTTPClient, as_httpx
 from metis.stages.transport import http_client
 from metis.telemetry import NULL_SINK, TelemetrySink
 
@@ -178,7 +178,7 @@ class Adapter:
             self._initialized = False
             await self.close()
 
-    def http_client(self) -> httpx.AsyncClient:
+    def http_client(self) -> AsyncHTTPClient:
         """The client this adapter sends with (made on first use when none was given)."""
         return self._http()
 
@@ -205,7 +205,7 @@ class Adapter:
             config=self.config,
             endpoint=self.endpoint,
             capabilities=self.capabilities_for(wire_model),
-            http=self._http(),
+            http=as_httpx(self._http()),
             tool_ids=self.tool_id_store,
             session_id=request.session_id,
             telemetry=self.telemetry,
@@ -299,7 +299,7 @@ class Adapter:
         prefix = f"{self.name}:"
         return model[len(prefix) :] if model.startswith(prefix) else model
 
-    def _http(self) -> httpx.AsyncClient:
+    def _http(self) -> AsyncHTTPClient:
         if self._client is None:
             self._client = http_client(self.config.timeout_seconds)
         return self._client
@@ -341,7 +341,7 @@ def build_adapter(
     max_retries: int | None = None,
     extra_headers: dict[str, str] | None = None,
     capabilities: dict[str, Any] | None = None,
-    http_client: httpx.AsyncClient | None = None,
+    http_client: AsyncHTTPClient | None = None,
     tool_id_store: ToolIdStore | None = None,
     telemetry: TelemetrySink | None = None,
     registry: StageRegistry = default_registry,
