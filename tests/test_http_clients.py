@@ -19,6 +19,7 @@ import pytest
 from pydantic import ValidationError
 
 from metis import AdapterConfig, build_adapter
+from metis.count_tokens import count_tokens
 from metis.errors import ErrorClass, NetworkError, RateLimitError, RedirectError, ServerError
 from metis.model import MessageComplete, StreamEvent, TextDelta
 from metis.model.response import StopKind
@@ -319,7 +320,7 @@ async def test_each_socket_read_is_bounded_and_abortable(http: ModuleType) -> No
             await reply.aclose()
 
 
-# Direct requests outside the transport (the Ollama checks) -------------------------------------
+# Direct requests outside the transport: the Ollama checks, counting tokens ----------------------
 
 
 @pytest.mark.anyio
@@ -335,3 +336,16 @@ async def test_an_ollama_server_that_is_down_is_named_with_either_client(
         with pytest.raises(NetworkError, match="`ollama serve`") as caught:
             await adapter.complete(request("ollama", stream=False))
         assert isinstance(caught.value.__cause__, http.ConnectError)
+
+
+@pytest.mark.anyio
+async def test_counting_tokens_at_a_server_that_is_down_is_a_network_error(
+    http: ModuleType,
+) -> None:
+    base_url = f"http://127.0.0.1:{closed_port()}"
+    async with http.AsyncClient() as client:
+        adapter = build_adapter("anthropic", api_key=KEY, base_url=base_url, http_client=client)
+        with pytest.raises(NetworkError, match=r"counting tokens at .* failed: ConnectError"):
+            await count_tokens(adapter, request("anthropic"), estimate_on_error=False)
+        counted = await count_tokens(adapter, request("anthropic"))
+        assert counted.source == "estimate"
