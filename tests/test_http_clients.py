@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import socket
 import sys
 from types import ModuleType
@@ -349,3 +350,22 @@ async def test_counting_tokens_at_a_server_that_is_down_is_a_network_error(
             await count_tokens(adapter, request("anthropic"), estimate_on_error=False)
         counted = await count_tokens(adapter, request("anthropic"))
         assert counted.source == "estimate"
+
+
+# The request line each client logs -----------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_the_request_line_either_client_logs_hides_a_query_key(
+    http: ModuleType, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "sk-query-0123456789abcdef"
+    caplog.set_level(logging.INFO, logger=http.__name__)  # httpx2 logs as "httpx2"
+    async with FaultProxy.running() as proxy, http.AsyncClient() as client:
+        proxy.script(response(200, REPLY))
+        adapter = adapter_for(f"{proxy.url}?key={secret}", client=client)
+        await run(adapter, stream=False)
+    assert secret in proxy.requests[0].target  # it was sent, as the base URL says
+    lines = [r.getMessage() for r in caplog.records if r.name == http.__name__]
+    assert any(line.startswith("HTTP Request: POST") for line in lines), lines
+    assert not any(secret in line for line in lines), lines
