@@ -13,6 +13,9 @@ differ, and this module is where they are handled:
 - a ``Timeout`` object of one package is not understood by the other's client:
   :func:`request_timeout` gives the 4-tuple both accept.
 
+(A third, httpx2 logging as "httpx2", is met where the log filter is installed:
+``metis.secrets.install_httpx_log_filter``.)
+
 httpx2 is never imported here: a client of it can only exist once the application has imported
 it, so its classes are looked up in ``sys.modules`` when a failure is classified. An
 application that called ``httpx2.alias_httpx()`` has one package under both names, which
