@@ -369,3 +369,35 @@ async def test_the_request_line_either_client_logs_hides_a_query_key(
     lines = [r.getMessage() for r in caplog.records if r.name == http.__name__]
     assert any(line.startswith("HTTP Request: POST") for line in lines), lines
     assert not any(secret in line for line in lines), lines
+
+
+# Chaos: many calls with injected faults, with an httpx2 client -------------------------------
+
+
+@pytest.mark.anyio
+async def test_the_chaos_run_holds_with_an_httpx2_client(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tests/test_chaos.py's bounded run (200 calls, ~20% faults, all providers), each adapter
+    sending with an httpx2 client: every call completes or fails with its fault's class, none
+    hangs, and no connection is left checked out of a pool."""
+    import httpx2
+
+    from . import test_chaos as chaos
+
+    clients: list[Any] = []
+
+    def with_httpx2_client(stack: str, config: AdapterConfig, **kwargs: Any) -> Any:
+        clients.append(httpx2.AsyncClient())
+        return build_adapter(
+            stack, config.model_copy(update={"http_client": clients[-1]}), **kwargs
+        )
+
+    monkeypatch.setattr(chaos, "build_adapter", with_httpx2_client)
+    try:
+        figures = await chaos.run_chaos(200, anyio_backend, seed=2)
+    finally:
+        for client in clients:
+            await client.aclose()
+    assert len(clients) == len(chaos.PROVIDERS)
+    chaos.check(figures)
