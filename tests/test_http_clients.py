@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from metis import AdapterConfig, build_adapter
 from metis.count_tokens import count_tokens
+from metis.emulator import Emulator
 from metis.errors import ErrorClass, NetworkError, RateLimitError, RedirectError, ServerError
 from metis.model import MessageComplete, StreamEvent, TextDelta
 from metis.model.response import StopKind
@@ -401,3 +402,31 @@ async def test_the_chaos_run_holds_with_an_httpx2_client(
             await client.aclose()
     assert len(clients) == len(chaos.PROVIDERS)
     chaos.check(figures)
+
+
+# Cancellation races, with an httpx2 client ----------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["other_task", "consumer_cancel", "consumer_scope"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+async def test_cancelling_at_every_point_holds_with_an_httpx2_client(
+    provider: str, mode: str, emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tests/test_cancellation_races.py's cancel before sending, while connecting, after each
+    event and after the end, from another task, the consumer or its cancel scope, with an
+    httpx2 client: no exception but CancelledError, and the connection back in the pool."""
+    import httpx2
+
+    from . import test_cancellation_races as races
+
+    built: list[Any] = []
+    async with httpx2.AsyncClient() as client:
+
+        def with_httpx2_client(stack: str, config: AdapterConfig, **kwargs: Any) -> Any:
+            built.append(stack)
+            return build_adapter(stack, config.model_copy(update={"http_client": client}), **kwargs)
+
+        monkeypatch.setattr(races, "build_adapter", with_httpx2_client)
+        await races.test_cancel_at_every_point(provider, mode, emulator)
+    assert built == [provider]
