@@ -13,10 +13,9 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
 
 from metis.adapter_checks import check_ready
 from metis.catalog.capabilities import model_capabilities
@@ -45,8 +44,12 @@ from metis.pipeline.stack import Endpoint, StackSpec, load_stack
 from metis.secrets import install_httpx_log_filter
 from metis.sendable import check_request
 from metis.session import ToolIdStore, default_tool_id_store
+from metis.stages.http_clients import AsyncHTTPClient, as_httpx
 from metis.stages.transport import http_client
 from metis.telemetry import NULL_SINK, TelemetrySink
+
+if TYPE_CHECKING:
+    import httpx
 
 install_httpx_log_filter()
 
@@ -181,7 +184,7 @@ class Adapter:
             self._initialized = False
             await self.close()
 
-    def http_client(self) -> httpx.AsyncClient:
+    def http_client(self) -> AsyncHTTPClient:
         """The client this adapter sends with (made on first use when none was given)."""
         return self._http()
 
@@ -298,14 +301,17 @@ class Adapter:
             provider=self.name,
             config=self.config,
             endpoint=self.endpoint,
-            http=self._http,
+            http=self._stage_client,
             tool_ids=self.tool_id_store,
             telemetry=self.telemetry,
             capabilities_for=self.capabilities_for,
             token_profile_for=self.stack.token_estimate.for_model,
         )
 
-    def _http(self) -> httpx.AsyncClient:
+    def _stage_client(self) -> httpx.AsyncClient:
+        return as_httpx(self._http())
+
+    def _http(self) -> AsyncHTTPClient:
         if self._client is None:
             self._client = http_client(self.config.timeout_seconds)
         return self._client
@@ -336,7 +342,7 @@ def build_adapter(
     max_retries: int | None = None,
     extra_headers: dict[str, str] | None = None,
     capabilities: dict[str, Any] | None = None,
-    http_client: httpx.AsyncClient | None = None,
+    http_client: AsyncHTTPClient | None = None,
     tool_id_store: ToolIdStore | None = None,
     telemetry: TelemetrySink | None = None,
     registry: StageRegistry = default_registry,

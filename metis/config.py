@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from metis.model.capabilities import AdapterCapabilities
 from metis.secrets import is_secret_header, scrub_url
+from metis.stages.http_clients import AsyncHTTPClient
 
 
 class AdapterConfig(BaseModel):
     """How one adapter reaches its provider.
 
-    ``http_client`` lets tests and applications inject an ``httpx.AsyncClient`` (respx, a
-    ``MockTransport``, a proxy); when it is None the adapter makes and owns one.
+    ``http_client`` lets tests and applications inject an ``httpx.AsyncClient`` or an
+    ``httpx2.AsyncClient`` (respx, a ``MockTransport``, a proxy, pool limits); when it is None
+    the adapter makes and owns one (docs/http-client.md).
     ``capabilities`` overrides what the stack declares, field by field.
     """
 
@@ -28,7 +29,7 @@ class AdapterConfig(BaseModel):
     extra_headers: dict[str, str] = Field(default_factory=dict)
     options: dict[str, Any] = Field(default_factory=dict)
     capabilities: dict[str, Any] = Field(default_factory=dict)
-    http_client: httpx.AsyncClient | None = Field(default=None, repr=False)
+    http_client: AsyncHTTPClient | None = Field(default=None, repr=False)
 
     def __repr_args__(self) -> Any:
         for name, value in super().__repr_args__():

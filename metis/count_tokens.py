@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-import httpx
 
 from metis.errors import AdapterError, NetworkError, ProtocolError
 from metis.estimate import estimate_request_tokens
@@ -37,6 +36,7 @@ from metis.pipeline.call import Call, DropRecord
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest, body_bytes
+from metis.stages.http_clients import http_errors
 
 if TYPE_CHECKING:
     from metis.adapter import Adapter
@@ -221,7 +221,7 @@ async def _ask(
         with anyio.fail_after(adapter.config.timeout_seconds):
             # The bytes the stack's signing stage (SigV4) signed: the transport's serializer.
             response = await http.post(url, content=body_bytes(body), headers=headers)
-    except (httpx.HTTPError, TimeoutError) as exc:
+    except http_errors(TimeoutError) as exc:
         raise NetworkError(
             f"counting tokens at {url} failed: {type(exc).__name__}: {exc}", provider=adapter.name
         ) from exc

@@ -34,7 +34,8 @@ adapter's stack declares; since an :class:`~metis.adapter.Adapter` enforces one 
 capabilities, the registry keeps one Adapter per (adapter entry, set of overrides): models
 without overrides share their entry's Adapter, models with the same overrides share another.
 All the Adapters of one entry share one HTTP connection pool, which the registry owns (or the
-``httpx.AsyncClient`` given for that entry in ``clients``, which stays the caller's to close).
+``httpx.AsyncClient`` or ``httpx2.AsyncClient`` given for that entry in ``clients``, which
+stays the caller's to close).
 
 The file format is :mod:`metis.registry_file`; resolving its entries (stacks, keys, catalog
 capabilities) is :mod:`metis.registry_entries`.
@@ -49,7 +50,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
 from pydantic import ValidationError
 
 from metis.adapter import Adapter, build_adapter
@@ -60,6 +60,7 @@ from metis.model.request import CanonicalRequest
 from metis.registry_entries import AdapterStatus, Route, model_route, resolve_adapter
 from metis.registry_file import AdapterEntry, ModelEntry, RegistryFile
 from metis.routing.spec import check_routes
+from metis.stages.http_clients import AsyncHTTPClient
 from metis.stages.transport import http_client
 
 if TYPE_CHECKING:
@@ -102,14 +103,14 @@ class Registry:
         source: str = "<inline>",
         base_dir: str | Path | None = None,
         environ: Mapping[str, str] | None = None,
-        clients: Mapping[str, httpx.AsyncClient] | None = None,
+        clients: Mapping[str, AsyncHTTPClient] | None = None,
         **adapter_kwargs: Any,
     ) -> None:
         self.source = source
         env = os.environ if environ is None else environ
         base = Path(base_dir) if base_dir is not None else None
-        self._clients: dict[str, httpx.AsyncClient] = dict(clients or {})
-        self._owned_clients: dict[str, httpx.AsyncClient] = {}
+        self._clients: dict[str, AsyncHTTPClient] = dict(clients or {})
+        self._owned_clients: dict[str, AsyncHTTPClient] = {}
         self._adapter_kwargs = adapter_kwargs
         self._built: dict[tuple[str, str], Adapter] = {}
 
@@ -140,7 +141,7 @@ class Registry:
         path: str | Path,
         *,
         environ: Mapping[str, str] | None = None,
-        clients: Mapping[str, httpx.AsyncClient] | None = None,
+        clients: Mapping[str, AsyncHTTPClient] | None = None,
         **adapter_kwargs: Any,
     ) -> Registry:
         """Read a models.yaml; stack files it names are found relative to it."""
@@ -163,7 +164,7 @@ class Registry:
         *,
         base_dir: str | Path | None = None,
         environ: Mapping[str, str] | None = None,
-        clients: Mapping[str, httpx.AsyncClient] | None = None,
+        clients: Mapping[str, AsyncHTTPClient] | None = None,
         **adapter_kwargs: Any,
     ) -> Registry:
         """A registry from parsed YAML; ``source`` names it in errors."""
@@ -310,7 +311,7 @@ class Registry:
             self._built[key] = built
         return built
 
-    def _client_for(self, adapter_name: str, entry: AdapterEntry) -> httpx.AsyncClient:
+    def _client_for(self, adapter_name: str, entry: AdapterEntry) -> AsyncHTTPClient:
         client = self._clients.get(adapter_name) or self._owned_clients.get(adapter_name)
         if client is None:
             # As Adapter would make it; owned here so that every Adapter of the entry shares it.

@@ -112,7 +112,8 @@ _HTTPX_FILTER = HttpxRequestLineFilter()
 
 
 def install_httpx_log_filter() -> None:
-    """Attach the filter to httpx's logger, once."""
-    logger = logging.getLogger("httpx")
-    if _HTTPX_FILTER not in logger.filters:
-        logger.addFilter(_HTTPX_FILTER)
+    """Attach the filter to the loggers of httpx and of httpx2 (which logs as "httpx2"), once."""
+    for name in ("httpx", "httpx2"):
+        logger = logging.getLogger(name)
+        if _HTTPX_FILTER not in logger.filters:
+            logger.addFilter(_HTTPX_FILTER)

@@ -31,6 +31,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
 from metis.providers.ollama import error_from_http
+from metis.stages.http_clients import http_errors, is_connect_failure
 
 log = logging.getLogger("metis")
 
@@ -149,9 +150,9 @@ class OllamaLifecycle(Stage[Any, Any, Any, Any]):
                 headers=headers,
                 timeout=wait or self.options.check_timeout,
             )
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise _unreachable(adapter.endpoint.base_url, exc, adapter.name) from exc
-        except httpx.HTTPError as exc:
+        except http_errors() as exc:
+            if is_connect_failure(exc):
+                raise _unreachable(adapter.endpoint.base_url, exc, adapter.name) from exc
             raise NetworkError(
                 f"{method} {url} failed: {type(exc).__name__}: {exc}", provider=adapter.name
             ) from exc
@@ -168,13 +169,13 @@ def _unreachable(
     )
 
 
-def _connect_failure(error: BaseException) -> httpx.HTTPError | None:
-    """The httpx connect failure behind ``error``, if that is what it is. The transport raises
-    from it, but a stage may re-raise ``from None``, so the implicit context counts too."""
+def _connect_failure(error: BaseException) -> Exception | None:
+    """The HTTP client's connect failure behind ``error``, if that is what it is. The transport
+    raises from it, but a stage may re-raise ``from None``, so the implicit context counts too."""
     seen: BaseException | None = error
     for _ in range(4):
         seen = seen.__cause__ or seen.__context__ if seen is not None else None
-        if isinstance(seen, httpx.ConnectError | httpx.ConnectTimeout):
+        if isinstance(seen, Exception) and is_connect_failure(seen):
             return seen
     return None
 

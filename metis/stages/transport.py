@@ -32,6 +32,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import HTTPFailure, ResponseHead, ResponseItem, WireRequest, body_bytes
+from metis.stages.http_clients import http_errors, is_read_timeout, is_timeout, request_timeout
 from metis.stages.redirects import redirect_target
 from metis.stages.socket_reads import bound_socket_reads, socket_abort
 
@@ -139,7 +140,7 @@ class Transport(Stage[WireRequest, Any, Any, ResponseItem]):
             if error_body is not None:
                 body = bytes(error_body[: opts.max_error_body_bytes])
                 raise HTTPFailure(response.status_code, dict(response.headers), body)
-        except httpx.HTTPError as exc:
+        except http_errors() as exc:
             raise self._failure(exc, call, clock) from exc
         finally:
             for step in undo:
@@ -157,7 +158,7 @@ class Transport(Stage[WireRequest, Any, Any, ResponseItem]):
         # timeout); httpx's timeouts are only a backstop at the call's length.
         left = min(self._timeout_seconds, call.deadline - anyio.current_time())
         left = max(0.001, left)
-        timeout = httpx.Timeout(left, connect=min(left, self.options.connect_timeout))
+        timeout = request_timeout(left, connect=min(left, self.options.connect_timeout))
         return self._http().build_request(
             method, url, headers=headers, content=content, timeout=timeout
         )
@@ -172,7 +173,7 @@ class Transport(Stage[WireRequest, Any, Any, ResponseItem]):
                 # the guard then raises with the response in hand, which is closed here.
                 with call.cancel.guard(clock.head_by()):
                     response = await self._http().send(request, stream=True, follow_redirects=False)
-            except httpx.HTTPError as exc:
+            except http_errors() as exc:
                 raise self._failure(exc, call, clock, when="before a response arrived") from exc
             except BaseException:
                 if response is not None:
@@ -219,13 +220,13 @@ class Transport(Stage[WireRequest, Any, Any, ResponseItem]):
         return guarded_read
 
     def _failure(
-        self, exc: httpx.HTTPError, call: Call, clock: ReadClock, when: str = ""
+        self, exc: Exception, call: Call, clock: ReadClock, when: str = ""
     ) -> CancelledError | NetworkError:
         if call.cancel.cancelled:
             return CancelledError("the call was cancelled")
-        if isinstance(exc, httpx.ReadTimeout) and clock.head_arrived:
+        if is_read_timeout(exc) and clock.head_arrived:
             return self._expired(call, clock)
-        kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
+        kind = "timed out" if is_timeout(exc) else "failed"
         when = when or "while reading the response"
         return NetworkError(
             f"connection to {call.provider} {kind} {when}: {type(exc).__name__}: {exc}",
