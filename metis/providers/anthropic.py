@@ -1,9 +1,11 @@
 """The Anthropic Messages codec (``POST /v1/messages``, docs/contract.md §8).
 
-Sans-IO: :func:`encode` builds the JSON body from a canonical request; the stream parser and
-:meth:`AnthropicCodec.parse_body` turn Anthropic's objects into canonical events by driving a
+Sans-IO: :func:`encode` (in :mod:`metis.providers.anthropic_encode`) builds the JSON body from
+a canonical request; the stream parser and :meth:`AnthropicCodec.parse_body` turn Anthropic's
+objects into canonical events by driving a
 :class:`~metis.providers.message_builder.MessageBuilder`; :meth:`AnthropicCodec.error_from_http`
-classifies an error answer.
+classifies an error answer. Every value read from the server is checked by
+:mod:`metis.providers.wire_read`.
 
 Anthropic numbers its content blocks itself (``index``) and the parser uses that number as the
 builder's key. Blocks the canonical model has no room for (server tools, MCP calls, code
@@ -17,24 +19,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis.errors import AdapterError, ErrorClass, ProtocolError
-from metis.model.content import (
-    Base64ImageSource,
-    ContentBlock,
-    ImageBlock,
-    Role,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-)
-from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import StopKind, StopReason
-from metis.pipeline.call import Call
-from metis.providers.anthropic_rules import model_traits
+from metis.providers.anthropic_encode import encode
 from metis.providers.codec import Codec
 from metis.providers.http_errors import body_excerpt, http_error, json_body
 from metis.providers.message_builder import MessageBuilder
-from metis.stages.empty_content import EMPTY_ERROR_RESULT
+from metis.providers.wire_read import (
+    list_value,
+    malformed,
+    object_value,
+    optional_object,
+    optional_text,
+    required_index,
+    required_list,
+    required_object,
+    required_text,
+)
 
 _STOP_KINDS: dict[str, StopKind] = {
     kind.value: kind
@@ -55,146 +55,7 @@ _ERROR_CLASSES = {
     "api_error": ErrorClass.SERVER_ERROR,
     "timeout_error": ErrorClass.SERVER_ERROR,
 }
-
-_MALFORMED = (KeyError, TypeError, IndexError, AttributeError, ValueError)
-
-
-# Encoding ----------------------------------------------------------------------------------
-
-
-def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
-    body: dict[str, Any] = {"model": call.wire_model, "max_tokens": request.max_output_tokens}
-    system = _system(request, call)
-    if system:
-        body["system"] = system
-    body["messages"] = _messages(request, call)
-    if request.tools:
-        body["tools"] = [_tool(tool) for tool in request.tools]
-        choice = _tool_choice(request)
-        if choice is not None:
-            body["tool_choice"] = choice
-    if request.stop_sequences:
-        body["stop_sequences"] = list(request.stop_sequences)
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
-    if request.thinking is not None:
-        body["thinking"] = _thinking(request.thinking.budget_tokens, call)
-    if request.output_schema is not None:
-        body["output_config"] = {"format": {"type": "json_schema", "schema": request.output_schema}}
-    body["stream"] = bool(request.stream)
-    return body
-
-
-def _system(request: CanonicalRequest, call: Call) -> str:
-    parts = [request.system_prompt or ""]
-    for i, message in enumerate(request.messages):
-        if message.role is Role.SYSTEM:  # system_hoist normally leaves none behind
-            call.log.warning(
-                "anthropic encode: SYSTEM message %s was not hoisted; sending it as system text",
-                message.id or f"messages[{i}]",
-            )
-            parts.append(message.text())
-    return "\n\n".join(part for part in parts if part)
-
-
-def _messages(request: CanonicalRequest, call: Call) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for i, message in enumerate(request.messages):
-        if message.role is Role.SYSTEM:
-            continue
-        role = "assistant" if message.role is Role.ASSISTANT else "user"
-        message_id = message.id or f"messages[{i}]"
-        blocks = [b for block in message.content if (b := _block(block, call, message_id))]
-        if not blocks:  # Anthropic rejects empty content; nothing was sendable
-            continue
-        if out and out[-1]["role"] == role:  # Anthropic wants user and assistant to alternate
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
-    for message_out in out:
-        if message_out["role"] == "user":  # tool results must open a user turn (stable sort)
-            message_out["content"].sort(key=lambda b: b["type"] != "tool_result")
-    return out
-
-
-def _block(block: ContentBlock, call: Call, message_id: str) -> dict[str, Any] | None:
-    if isinstance(block, TextBlock):
-        # Anthropic refuses text blocks that are empty or only whitespace.
-        return {"type": "text", "text": block.text} if block.text.strip() else None
-    if isinstance(block, ImageBlock):
-        return _image(block)
-    if isinstance(block, ToolUseBlock):
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-    if isinstance(block, ToolResultBlock):
-        return _tool_result(block)
-    if isinstance(block, ThinkingBlock):
-        if not block.signature:
-            call.warn_dropped(
-                "thinking", "Anthropic accepts only signed thinking blocks", message_id=message_id
-            )
-            return None
-        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-    return {"type": "redacted_thinking", "data": block.data}
-
-
-def _image(block: ImageBlock) -> dict[str, Any]:
-    source = block.source
-    if isinstance(source, Base64ImageSource):
-        wire = {"type": "base64", "media_type": source.media_type, "data": source.data}
-    else:
-        wire = {"type": "url", "url": source.url}
-    return {"type": "image", "source": wire}
-
-
-def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id}
-    content: str | list[dict[str, Any]]
-    if isinstance(block.content, str):
-        content = block.content
-    else:
-        content = [
-            _image(part) if isinstance(part, ImageBlock) else {"type": "text", "text": part.text}
-            for part in block.content
-            if isinstance(part, ImageBlock) or part.text
-        ]
-    if block.is_error:
-        out["content"] = content or EMPTY_ERROR_RESULT  # Anthropic rejects an empty error
-        out["is_error"] = True
-    elif content:
-        out["content"] = content
-    return out
-
-
-def _tool(tool: ToolDefinition) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": tool.name}
-    if tool.description:
-        out["description"] = tool.description
-    out["input_schema"] = tool.input_schema
-    return out
-
-
-def _thinking(budget_tokens: int, call: Call) -> dict[str, Any]:
-    """Manual thinking with the request's budget, or adaptive where the model thinks only
-    that way."""
-    if "enabled" not in model_traits(call.wire_model).thinking_modes:
-        return {"type": "adaptive"}
-    return {"type": "enabled", "budget_tokens": budget_tokens}
-
-
-def _tool_choice(request: CanonicalRequest) -> dict[str, Any] | None:
-    choice = request.tool_choice
-    out: dict[str, Any]
-    if choice is None:
-        if request.parallel_tool_calls is not False:
-            return None
-        out = {"type": "auto"}
-    elif choice.type == "tool":
-        out = {"type": "tool", "name": choice.name}
-    else:
-        out = {"type": choice.type}
-    if request.parallel_tool_calls is False and out["type"] != "none":
-        out["disable_parallel_tool_use"] = True  # tool_choice none takes no such field
-    return out
+_BLOCK = "content_block"
 
 
 # Parsing -----------------------------------------------------------------------------------
@@ -209,26 +70,26 @@ class AnthropicStreamParser:
         self._builder = builder
         self._done = False
         self._started = False
-        self._dropped: set[Any] = set()  # indices of blocks outside the canonical model
-        self._inputs: dict[Any, dict[str, Any]] = {}  # tool inputs given whole at block start
-        self._fragments: set[Any] = set()  # tool indices that received input_json_delta text
+        self._dropped: set[int] = set()  # indices of blocks outside the canonical model
+        self._inputs: dict[int, dict[str, Any]] = {}  # tool inputs given whole at block start
+        self._fragments: set[int] = set()  # tool indices that received input_json_delta text
         self._warned: set[str] = set()  # unknown delta types already reported
 
     def feed(self, obj: dict[str, Any]) -> None:
-        try:
-            if obj["type"] == "content_block_delta":
-                delta = obj["delta"]
-                if delta["type"] == "text_delta":  # the hot path
-                    index = obj["index"]
-                    text = delta["text"]
-                    if text.__class__ is str and index not in self._dropped:
+        kind = obj.get("type")
+        if kind == "content_block_delta":
+            index, delta = obj.get("index"), obj.get("delta")
+            if index.__class__ is int and delta.__class__ is dict:
+                text = delta.get("text")  # the hot path: a text_delta
+                if text.__class__ is str and delta.get("type") == "text_delta":
+                    if index not in self._dropped:
                         self._builder.text(index, text)
-                        return
-                self._delta(obj["index"], delta)
-            else:
-                self._event(obj)
-        except _MALFORMED as exc:
-            raise _malformed(obj, exc, self._builder.provider) from None
+                    return
+            self._delta(required_index(obj, "index", kind), required_object(obj, "delta", kind))
+        elif kind.__class__ is str:
+            self._event(kind, obj)
+        else:
+            raise malformed("event.type", "a string", kind)
 
     def end(self) -> None:
         if not self._done:
@@ -236,18 +97,19 @@ class AnthropicStreamParser:
                 "anthropic stream ended before message_stop", provider=self._builder.provider
             )
 
-    def _event(self, obj: dict[str, Any]) -> None:
-        kind = obj["type"]
+    def _event(self, kind: str, obj: dict[str, Any]) -> None:
         builder = self._builder
         if kind == "content_block_start":
-            self._start_block(obj["index"], obj["content_block"])
+            index = required_index(obj, "index", kind)
+            self._start_block(index, required_object(obj, _BLOCK, kind))
         elif kind == "content_block_stop":
-            self._stop_block(obj["index"])
+            self._stop_block(required_index(obj, "index", kind))
         elif kind == "message_start":
-            self._message_start(obj["message"])
+            self._message_start(required_object(obj, "message", kind))
         elif kind == "message_delta":
-            _stop(builder, obj["delta"].get("stop_reason"))
-            usage = obj.get("usage")
+            delta = required_object(obj, "delta", kind)
+            _stop(builder, optional_text(delta, "stop_reason", "message_delta.delta"))
+            usage = optional_object(obj, "usage", kind)
             _usage(builder, usage)
             if usage and usage.get("output_tokens") is not None:
                 builder.output_count_pending = False
@@ -261,7 +123,8 @@ class AnthropicStreamParser:
     def _message_start(self, message: dict[str, Any]) -> None:
         """The message's id, model, usage so far (its output count a placeholder until
         ``message_delta``) and any content it already holds, as blocks 0, 1, ..."""
-        builder, message_id = self._builder, message.get("id")
+        builder = self._builder
+        message_id = optional_text(message, "id", "message_start.message")
         if self._started:
             open_id = builder.message_id
             if self._done or message_id is None or open_id is None or message_id == open_id:
@@ -271,32 +134,31 @@ class AnthropicStreamParser:
                 provider=builder.provider,
             )
         self._started = True
-        builder.start(message_id, message.get("model"))
-        _usage(builder, message.get("usage"))
+        builder.start(message_id, optional_text(message, "model", "message_start.message"))
+        _usage(builder, optional_object(message, "usage", "message_start.message"))
         builder.output_count_pending = True
-        for index, block in enumerate(message.get("content") or ()):
-            self._start_block(index, block)
+        content = message.get("content") or []
+        for index, block in enumerate(list_value(content, "message_start.message.content")):
+            self._start_block(index, object_value(block, "message_start.message.content[]"))
             self._stop_block(index)
 
-    def _start_block(self, index: Any, block: dict[str, Any]) -> None:
-        kind = block["type"]
+    def _start_block(self, index: int, block: dict[str, Any]) -> None:
+        kind = required_text(block, "type", _BLOCK)
         builder = self._builder
         if kind == "text":
-            if text := _str(block.get("text", "")):
+            if text := optional_text(block, "text", _BLOCK):
                 builder.text(index, text)
         elif kind == "thinking":
-            if thinking := _str(block.get("thinking", "")):
+            if thinking := optional_text(block, "thinking", _BLOCK):
                 builder.thinking(index, thinking)
-            if signature := _str(block.get("signature", "")):
+            if signature := optional_text(block, "signature", _BLOCK):
                 builder.thinking_signature(index, signature)
         elif kind == "redacted_thinking":
-            builder.redacted_thinking(index, _str(block["data"]))
+            builder.redacted_thinking(index, required_text(block, "data", _BLOCK))
         elif kind == "tool_use":
-            builder.tool_start(index, _str(block["id"]), _str(block["name"]))
-            given = block.get("input")
-            if given:
-                if not isinstance(given, dict):
-                    raise TypeError(f"tool_use input is a {type(given).__name__}")
+            tool_id = required_text(block, "id", _BLOCK)
+            builder.tool_start(index, tool_id, required_text(block, "name", _BLOCK))
+            if given := optional_object(block, "input", _BLOCK):
                 self._inputs[index] = given
         else:
             self._dropped.add(index)
@@ -306,29 +168,29 @@ class AnthropicStreamParser:
                 message_id=builder.message_id,
             )
 
-    def _delta(self, index: Any, delta: dict[str, Any]) -> None:
+    def _delta(self, index: int, delta: dict[str, Any]) -> None:
         if index in self._dropped:
             return
-        kind = delta["type"]
+        kind = required_text(delta, "type", "content_block_delta.delta")
         builder = self._builder
         if kind == "input_json_delta":
-            fragment = _str(delta["partial_json"])
+            fragment = required_text(delta, "partial_json", kind)
             builder.tool_input(index, fragment)
             if fragment:
                 self._fragments.add(index)
         elif kind == "thinking_delta":
-            builder.thinking(index, _str(delta["thinking"]))
+            builder.thinking(index, required_text(delta, "thinking", kind))
         elif kind == "signature_delta":
-            builder.thinking_signature(index, _str(delta["signature"]))
+            builder.thinking_signature(index, required_text(delta, "signature", kind))
         elif kind == "text_delta":  # reached only when the hot path refused it
-            builder.text(index, _str(delta["text"]))
+            builder.text(index, required_text(delta, "text", kind))
         elif kind != "citations_delta" and kind not in self._warned:
             self._warned.add(kind)
             builder.warn(
                 kind, f"unknown delta type {kind!r} ignored", message_id=builder.message_id
             )
 
-    def _stop_block(self, index: Any) -> None:
+    def _stop_block(self, index: int) -> None:
         if index in self._dropped:
             return
         given = self._inputs.pop(index, None)
@@ -340,31 +202,28 @@ class AnthropicStreamParser:
 
 def parse_body(body: dict[str, Any], builder: MessageBuilder) -> None:
     """A non-streamed Messages response, through the same block handling as the stream."""
-    try:
-        if body.get("type") == "error":
-            raise _stream_error(body, builder.provider)
-        parser = AnthropicStreamParser(builder)
-        builder.start(body.get("id"), body.get("model"))
-        for index, block in enumerate(body["content"]):
-            parser._start_block(index, block)
-            parser._stop_block(index)
-        _usage(builder, body.get("usage"))
-        _stop(builder, body.get("stop_reason"))
-        builder.finish()
-    except _MALFORMED as exc:
-        raise _malformed(body, exc, builder.provider, "message body") from None
+    if body.get("type") == "error":
+        raise _stream_error(body, builder.provider)
+    parser = AnthropicStreamParser(builder)
+    builder.start(optional_text(body, "id", "message"), optional_text(body, "model", "message"))
+    for index, block in enumerate(required_list(body, "content", "message")):
+        parser._start_block(index, object_value(block, "message.content[]"))
+        parser._stop_block(index)
+    _usage(builder, optional_object(body, "usage", "message"))
+    _stop(builder, optional_text(body, "stop_reason", "message"))
+    builder.finish()
 
 
 def stop_reason(raw: str) -> StopReason:
     return StopReason(kind=_STOP_KINDS.get(raw, StopKind.PROVIDER_SPECIFIC), raw=raw)
 
 
-def _stop(builder: MessageBuilder, raw: Any) -> None:
+def _stop(builder: MessageBuilder, raw: str | None) -> None:
     if raw is not None:
-        builder.stop(stop_reason(_str(raw)))
+        builder.stop(stop_reason(raw))
 
 
-def _usage(builder: MessageBuilder, usage: Any) -> None:
+def _usage(builder: MessageBuilder, usage: dict[str, Any] | None) -> None:
     if usage:
         builder.usage(
             input_tokens=usage.get("input_tokens"),
@@ -372,22 +231,6 @@ def _usage(builder: MessageBuilder, usage: Any) -> None:
             cached_input_tokens=usage.get("cache_read_input_tokens"),
             cache_creation_input_tokens=usage.get("cache_creation_input_tokens"),
         )
-
-
-def _str(value: Any) -> str:
-    if value.__class__ is not str:
-        raise TypeError(f"expected a string, got {type(value).__name__}")
-    return str(value)
-
-
-def _malformed(obj: Any, exc: Exception, provider: str, what: str | None = None) -> ProtocolError:
-    if what is None:
-        kind = obj.get("type") if isinstance(obj, dict) else None
-        what = f"{kind!r} event" if isinstance(kind, str) else "event"
-    detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
-    return ProtocolError(
-        f"anthropic sent a malformed {what} ({detail}): {repr(obj)[:200]}", provider=provider
-    )
 
 
 # Errors ------------------------------------------------------------------------------------

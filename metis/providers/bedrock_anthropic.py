@@ -11,7 +11,6 @@ to the Anthropic parser. Errors are AWS's (metis/providers/aws_errors.py).
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 from typing import Any
 
@@ -19,6 +18,7 @@ from metis.errors import ProtocolError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.providers import anthropic, aws_errors
+from metis.providers.anthropic_encode import encode as anthropic_encode
 from metis.providers.codec import Codec
 from metis.providers.message_builder import MessageBuilder
 
@@ -26,7 +26,7 @@ ANTHROPIC_VERSION = "bedrock-2023-05-31"
 
 
 def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
-    body = anthropic.encode(request, call)
+    body = anthropic_encode(request, call)
     body.pop("model", None)
     body.pop("stream", None)
     return {"anthropic_version": ANTHROPIC_VERSION, **body}
@@ -53,18 +53,29 @@ class InvokeStreamParser:
 
 def unwrap_chunk(chunk: Any, provider: str) -> dict[str, Any]:
     """The provider event inside a ``chunk`` event's base64 ``bytes``."""
-    try:
-        event = json.loads(base64.b64decode(chunk["bytes"], validate=True))
-    except (KeyError, TypeError, ValueError, binascii.Error, RecursionError):
+    data = chunk.get("bytes") if chunk.__class__ is dict else None
+    event = _base64_json(data) if data.__class__ is str else _NOTHING
+    if event is _NOTHING:
         raise ProtocolError(
             f"bedrock sent a chunk event that does not hold base64 JSON: {repr(chunk)[:200]}",
             provider=provider,
-        ) from None
+        )
     if not isinstance(event, dict):
         raise ProtocolError(
             f"bedrock sent a chunk holding a JSON {type(event).__name__}", provider=provider
         )
     return event
+
+
+_NOTHING: Any = object()
+
+
+def _base64_json(data: str) -> Any:
+    """The JSON value ``data`` encodes in base64, or ``_NOTHING`` when it does not hold one."""
+    try:
+        return json.loads(base64.b64decode(data, validate=True))
+    except (ValueError, RecursionError):  # bad base64 (binascii.Error), JSON or UTF-8
+        return _NOTHING
 
 
 class BedrockAnthropicCodec:

@@ -22,7 +22,8 @@ from typing import Any
 from metis.ids import new_ulid
 from metis.model.content import ContentBlock, TextBlock, ThinkingBlock
 from metis.model.response import StopKind, StopReason
-from metis.providers.message_builder import MessageBuilder, token_count
+from metis.providers.message_builder import MessageBuilder
+from metis.providers.wire_read import token_count
 
 _STOPS = {
     raw: StopReason(kind=kind, raw=raw)

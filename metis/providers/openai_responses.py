@@ -48,9 +48,10 @@ from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
 from metis.providers.codec import CodecFactory
 from metis.providers.http_errors import body_excerpt, http_error, json_body, openai_error_fields
-from metis.providers.message_builder import MessageBuilder, token_count
+from metis.providers.message_builder import MessageBuilder
 from metis.providers.openai_responses_encode import assistant_items, encode_request, silent
 from metis.providers.openai_responses_items import CANONICAL_ITEMS, with_items
+from metis.providers.wire_read import token_count
 
 _TEXT_DELTA = "response.output_text.delta"
 _INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopKind.CONTENT_FILTER}

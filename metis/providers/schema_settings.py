@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from metis.errors import ErrorClass, StackError
 from metis.model.response import StopKind
-from metis.providers.message_builder import MAX_TOKEN_COUNT
 from metis.providers.schema_paths import (
     WILDCARD,
     Getter,
@@ -26,6 +25,7 @@ from metis.providers.schema_paths import (
     first,
     getter,
 )
+from metis.providers.wire_read import MAX_TOKEN_COUNT
 
 
 class _Model(BaseModel):
