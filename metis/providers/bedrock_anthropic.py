@@ -17,8 +17,7 @@ from typing import Any
 from metis.errors import ProtocolError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
-from metis.providers import anthropic, aws_errors
-from metis.providers.anthropic_encode import encode as anthropic_encode
+from metis.providers import anthropic, anthropic_read, aws_errors
 from metis.providers.codec import Codec
 from metis.providers.message_builder import MessageBuilder
 
@@ -26,7 +25,7 @@ ANTHROPIC_VERSION = "bedrock-2023-05-31"
 
 
 def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
-    body = anthropic_encode(request, call)
+    body = anthropic.encode(request, call)
     body.pop("model", None)
     body.pop("stream", None)
     return {"anthropic_version": ANTHROPIC_VERSION, **body}
@@ -38,7 +37,7 @@ class InvokeStreamParser:
     __slots__ = ("_inner", "_provider")
 
     def __init__(self, builder: MessageBuilder) -> None:
-        self._inner = anthropic.AnthropicStreamParser(builder)
+        self._inner = anthropic_read.AnthropicStreamParser(builder)
         self._provider = builder.provider
 
     def feed(self, obj: dict[str, Any]) -> None:
@@ -82,7 +81,7 @@ class BedrockAnthropicCodec:
     name = "bedrock_anthropic"
     encode = staticmethod(encode)
     stream_parser = staticmethod(InvokeStreamParser)
-    parse_body = staticmethod(anthropic.parse_body)
+    parse_body = staticmethod(anthropic_read.parse_body)
     error_from_http = staticmethod(aws_errors.error_from_http)
 
 
