@@ -398,19 +398,37 @@ def test_parts_and_metadata_with_no_canonical_form_are_dropped_with_one_warn_eac
 
 
 @pytest.mark.parametrize(
-    "bad",
+    ("bad", "problem"),
     [
-        {"candidates": [{"content": {"parts": {"text": "x"}}}]},
-        {"candidates": [{"content": {"parts": [{"text": ["x"]}]}}]},
-        {"candidates": [{"content": {"parts": [{"functionCall": {"args": {}}}]}}]},
-        {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": "{}"}}]}}]},
-        {"candidates": [{"finishReason": 1}]},
-        {"usageMetadata": {"promptTokenCount": "12"}},
+        (
+            {"candidates": [{"content": {"parts": {"text": "x"}}}]},
+            "gemini chunk.candidates.0.content.parts: expected a list, got object",
+        ),
+        (
+            {"candidates": [{"content": {"parts": [{"text": ["x"]}]}}]},
+            "gemini chunk text: expected a string, got list",
+        ),
+        (
+            {"candidates": [{"content": {"parts": [{"functionCall": {"args": {}}}]}}]},
+            "gemini chunk tool call name is missing",
+        ),
+        (
+            {
+                "candidates": [
+                    {"content": {"parts": [{"functionCall": {"name": "f", "args": "{}"}}]}}
+                ]
+            },
+            "gemini chunk tool call input: expected an object, got string",
+        ),
+        ({"candidates": [{"finishReason": 1}]}, "gemini chunk finish reason: expected a string"),
+        ({"usageMetadata": {"promptTokenCount": "12"}}, "usage.promptTokenCount: expected a"),
     ],
 )
-def test_a_malformed_chunk_is_a_protocol_error(bad: dict[str, Any]) -> None:
+def test_a_malformed_chunk_is_a_protocol_error_naming_the_field(
+    bad: dict[str, Any], problem: str
+) -> None:
     parser = codec().stream_parser(MessageBuilder("gemini", MODEL))
-    with pytest.raises(ProtocolError, match="gemini sent a malformed chunk"):
+    with pytest.raises(ProtocolError, match=problem):
         parser.feed(bad)
         parser.end()  # usage is read when the message finishes
 
