@@ -191,7 +191,7 @@ class SchemaParser:
             thinking = r.thinking_field(message)
             if thinking:
                 self._b.thinking("thinking", self._str(thinking, "reasoning"))
-                self._last = self._index()
+                self._last = self._index("thinking")
         text = r.text_field(message)
         if text:
             self._text(self._str(text, "text"), self._echoed(message))
@@ -214,7 +214,7 @@ class SchemaParser:
             current = -1
         if text or (echo and current < 0):
             builder.text(self._text_key, text)
-            self._text_block = self._last = self._index()
+            self._text_block = self._last = self._index(self._text_key)
         if echo:
             builder.keep_raw(self._text_block, echo)
 
@@ -223,12 +223,12 @@ class SchemaParser:
         text = self._str(self._r.thinking_value(part), "thinking")
         if text:
             builder.thinking("thinking", text)
-            self._last = self._index()
+            self._last = self._index("thinking")
         if self._r.thinking_signature is not None:
             signature = self._r.thinking_signature(part)
             if signature:
                 builder.thinking_signature("thinking", self._str(signature, "signature"))
-                self._last = self._index()
+                self._last = self._index("thinking")
 
     def _tool_call(self, item: Any, whole: bool, position: int = 0) -> None:
         if item.__class__ is not dict:
@@ -249,7 +249,7 @@ class SchemaParser:
             key: Hashable = ("tool", self._calls)
             self._calls += 1
             builder.tool_start(key, tool_id or self._mint(), name)
-            self._last = self._index()
+            self._last = self._index(key)
             builder.keep_raw(self._last, self._echoed(item) or {})
             if not whole:
                 self._open[index] = (key, tool_id)
@@ -295,8 +295,11 @@ class SchemaParser:
             raise malformed(f"{self._where} {what}", "a string", value)
         return value
 
-    def _index(self) -> int:
-        index: int = self._b.out[-1].content_block_index  # type: ignore[attr-defined]
+    def _index(self, key: Hashable) -> int:
+        """The canonical index of the block just opened or extended under ``key`` (it may
+        have made no event: a fragment ending in half a surrogate pair is held back)."""
+        index = self._b.index_of(key)
+        assert index is not None
         return index
 
     def _mint(self) -> str:
