@@ -57,12 +57,20 @@ class ConverseStreamParser:
 
     def feed(self, obj: dict[str, Any]) -> None:
         event = obj.get(_BLOCK_DELTA)
-        if event is not None:
-            event = object_value(event, _BLOCK_DELTA)
-            index = required_index(event, "contentBlockIndex", _BLOCK_DELTA)
-            self._delta(index, required_object(event, "delta", _BLOCK_DELTA))
-        else:
+        if event is None:
             self._event(obj)
+            return
+        if event.__class__ is dict:
+            index, delta = event.get("contentBlockIndex"), event.get("delta")
+            if index.__class__ is int and delta.__class__ is dict:
+                text = delta.get("text")
+                if text.__class__ is str:  # the hot path: a text delta
+                    if text:  # some models open with an empty text delta; it is no block
+                        self._builder.text(index, text)
+                    return
+        event = object_value(event, _BLOCK_DELTA)
+        index = required_index(event, "contentBlockIndex", _BLOCK_DELTA)
+        self._delta(index, required_object(event, "delta", _BLOCK_DELTA))
 
     def end(self) -> None:
         if not self._stopped:

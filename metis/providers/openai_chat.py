@@ -42,7 +42,6 @@ from metis.providers.openai_chat_read import (
     tool_call_id,
 )
 from metis.providers.wire_read import (
-    list_value,
     malformed,
     object_value,
     optional_list,
@@ -186,7 +185,9 @@ class _StreamParser:
             builder.start(optional_text(obj, "id", "chunk"), optional_text(obj, "model", "chunk"))
         choices = obj.get("choices")
         if choices:
-            choice = list_value(choices, "chunk.choices")[0]
+            if choices.__class__ is not list:
+                raise malformed("chunk.choices", "a list", choices)
+            choice = choices[0]
             if choice.__class__ is not dict:
                 raise malformed("chunk.choices[0]", "an object", choice)
             if choice.get("index", 0) == 0:
