@@ -39,7 +39,8 @@ from metis.model.content import (
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.pipeline.call import Call
 from metis.providers.codec import Codec
-from metis.providers.ollama_read import OllamaStreamParser, error_from_http, parse_body
+from metis.providers.ollama_read import OllamaStreamParser, parse_body
+from metis.providers.ollama_read import error_from_http as error_from_http  # stages read it here
 
 _LEVELS = ("low", "medium", "high")
 
