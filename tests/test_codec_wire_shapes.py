@@ -213,7 +213,7 @@ SHAPES: list[tuple[Callable[[], Any], str]] = [
     ),
     (lambda: wire_read.text_value(7, "delta.text"), r"^delta.text: expected a string, got int 7$"),
     (lambda: wire_read.list_value({}, "response.output"), "^response.output: expected a list"),
-    (lambda: wire_read.optional_text_value(1.5, "x.id"), "^x.id: expected a string, got float"),
+    (lambda: wire_read.text_value(1.5, "x.id"), "^x.id: expected a string, got float 1.5$"),
     (lambda: wire_read.required({}, "delta", "event"), "^event.delta is missing$"),
     (lambda: wire_read.required({"delta": None}, "delta", "event"), "^event.delta is missing$"),
     (

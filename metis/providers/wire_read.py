@@ -49,12 +49,6 @@ def list_value(value: Any, where: str) -> list[Any]:
     raise malformed(where, "a list", value)
 
 
-def optional_text_value(value: Any, where: str) -> str | None:
-    if value is None or value.__class__ is str:
-        return value
-    raise malformed(where, "a string", value)
-
-
 # Fields of an object already read ----------------------------------------------------------
 
 
@@ -145,14 +139,14 @@ def malformed(where: str, expected: str, value: Any) -> ProtocolError:
     """The error for ``value`` found at ``where`` where ``expected`` belongs."""
     if value is None:
         return ProtocolError(f"{where} is missing (expected {expected})")
-    return ProtocolError(f"{where}: expected {expected}, got {kind(value)} {shown(value)}")
+    return ProtocolError(f"{where}: expected {expected}, got {_kind(value)} {shown(value)}")
 
 
 def _wrong(mapping: dict[str, Any], key: str, where: str, expected: str) -> ProtocolError:
     return malformed(f"{where}.{key}", expected, mapping.get(key))
 
 
-def kind(value: Any) -> str:
+def _kind(value: Any) -> str:
     """What a decoded JSON value is, as the wire format would call it."""
     return _KIND.get(value.__class__, "null" if value is None else type(value).__name__)
 
