@@ -1281,3 +1281,17 @@ def test_a_reasoning_item_whose_follower_was_dropped_does_not_go_back() -> None:
     call = make_call()
     items = codec.output_items(content, call)
     assert items == sent_back[3:5]
+
+
+def test_an_item_id_with_a_lone_surrogate_reaches_provider_raw_replaced() -> None:
+    """The item a block came from goes into its provider_raw: a lone surrogate in it (a
+    hostile or corrupted id) is replaced there too, so the reply can be encoded and sent
+    back (the continuation stage hashes it as UTF-8)."""
+    builder, _ = run_stream(
+        [created(), *message_events(0, "hi", item_id="msg_\ud800"), completed()]
+    )
+    (block,) = final(builder).final_content
+    assert block.provider_raw is not None
+    assert block.provider_raw.data["id"] == "msg_\ufffd"
+    for item in codec.output_items(final(builder).final_content, make_call()):
+        json.dumps(item, ensure_ascii=False).encode("utf-8")

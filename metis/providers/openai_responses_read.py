@@ -46,6 +46,7 @@ from metis.model.response import StopKind, StopReason
 from metis.providers.http_errors import http_error, openai_error_fields
 from metis.providers.message_builder import MessageBuilder
 from metis.providers.openai_responses_items import CANONICAL_ITEMS, with_items
+from metis.providers.unicode_text import clean_value
 from metis.providers.wire_read import (
     list_value,
     malformed,
@@ -218,6 +219,7 @@ class ResponsesParser:
                 builder.tool_input(index, arguments)
             builder.close(index)
             raw = {"id": item.get("id"), "call_id": item.get("call_id")}
+        raw = clean_value(raw)  # it reaches provider_raw (with_items): no lone surrogate
         self._items[index] = (kind, raw)
         canonical = builder.index_of(index)
         if canonical is not None:  # kept now, so an early end (cancel, error) keeps it too
