@@ -433,6 +433,27 @@ def test_a_malformed_chunk_is_a_protocol_error_naming_the_field(
         parser.end()  # usage is read when the message finishes
 
 
+def test_a_character_split_across_chunks_is_one_text_block() -> None:
+    """A chunk holding only the first half of a surrogate pair opens a block that makes no
+    event yet; the parser takes the block's index from the builder, not from the last event."""
+    events = parse(chunk({"text": "\ud83d"}), chunk({"text": "\ude00 ok"}, finish="STOP"))
+    assert [b.text for b in final_of(events).final_content] == ["\U0001f600 ok"]  # type: ignore[union-attr]
+
+
+def test_a_block_that_makes_no_event_yet_after_the_events_were_drained() -> None:
+    """The normalize stage drains the builder's events after each chunk: a block opened by a
+    chunk that makes no event must not be looked up among them."""
+    builder = MessageBuilder("gemini", MODEL)
+    parser = codec().stream_parser(builder)
+    parser.feed(chunk({"text": "Hi. "}))
+    builder.out.clear()
+    parser.feed(chunk({"thought": True, "text": "\ud83e"}))
+    parser.feed(chunk({"thought": True, "text": "\udd14"}, finish="STOP"))
+    parser.end()
+    text, thinking = final_of([*builder.out, None]).final_content
+    assert (text.text, thinking.thinking) == ("Hi. ", "\U0001f914")  # type: ignore[union-attr]
+
+
 # Errors --------------------------------------------------------------------------------------
 
 
