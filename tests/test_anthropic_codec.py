@@ -50,10 +50,11 @@ from metis.model.request import (
 )
 from metis.model.response import StopKind
 from metis.pipeline.call import Call
-from metis.providers.anthropic import EMPTY_ERROR_RESULT, codec
+from metis.providers.anthropic import codec
 from metis.providers.codec import get_codec
 from metis.providers.message_builder import MessageBuilder
 from metis.providers.sse import SSEDecoder
+from metis.stages.empty_content import EMPTY_ERROR_RESULT
 from tests.helpers import make_call as call_for
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "shared" / "real-traffic" / "anthropic"
@@ -672,42 +673,91 @@ def test_stream_without_message_stop_is_a_protocol_error() -> None:
 
 def test_malformed_message_start_raises_protocol_error() -> None:
     parser = codec.stream_parser(new_builder()[0])
-    with pytest.raises(ProtocolError, match="anthropic sent a malformed"):
+    with pytest.raises(ProtocolError, match="anthropic sent a malformed input_tokens"):
         parser.feed(
             {"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": "many"}}}
         )
 
 
 @pytest.mark.parametrize(
-    "obj",
+    ("obj", "problem"),
     [
-        {"type": "content_block_delta", "index": 0},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta"}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": 5}},
-        {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "x"}},
-        {"type": "content_block_delta", "index": 0, "delta": "text"},
-        {"type": "content_block_start", "index": 1},
-        {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use"}},
-        {"type": "content_block_start", "index": 1, "content_block": {"type": "redacted_thinking"}},
-        {"type": "message_start"},
-        {"type": "message_delta"},
-        {"type": "message_delta", "delta": {}, "usage": [1]},
-        {"no_type": True},
-        ["not", "a", "dict"],
+        ({"type": "content_block_delta", "index": 0}, "content_block_delta.delta is missing"),
+        (
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta"}},
+            "text_delta.text is missing",
+        ),
+        (
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": 5}},
+            "text_delta.text: expected a string, got int 5",
+        ),
+        (
+            {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "x"}},
+            "content_block_delta.index is missing",
+        ),
+        (
+            {"type": "content_block_delta", "index": "0", "delta": {"type": "text_delta"}},
+            "content_block_delta.index: expected a whole number, got string '0'",
+        ),
+        (
+            {"type": "content_block_delta", "index": 0, "delta": "text"},
+            "content_block_delta.delta: expected an object, got string 'text'",
+        ),
+        ({"type": "content_block_start", "index": 1}, "content_block_start.content_block is"),
+        (
+            {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use"}},
+            "content_block.id is missing",
+        ),
+        (
+            {"type": "content_block_start", "index": 1, "content_block": {"type": 7}},
+            "content_block.type: expected a string, got int 7",
+        ),
+        (
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "redacted_thinking"},
+            },
+            "content_block.data is missing",
+        ),
+        ({"type": "content_block_stop", "index": [0]}, "content_block_stop.index: expected a"),
+        ({"type": "message_start"}, "message_start.message is missing"),
+        ({"type": "message_delta"}, "message_delta.delta is missing"),
+        (
+            {"type": "message_delta", "delta": {}, "usage": [1]},
+            r"message_delta.usage: expected an object, got list \[1\]",
+        ),
+        (
+            {"type": "message_delta", "delta": {"stop_reason": {}}},
+            "message_delta.delta.stop_reason: expected a string, got object",
+        ),
+        ({"no_type": True}, "event.type is missing"),
     ],
 )
-def test_malformed_objects_raise_protocol_error(obj: Any) -> None:
+def test_malformed_objects_raise_protocol_error_naming_the_field(
+    obj: dict[str, Any], problem: str
+) -> None:
     parser = codec.stream_parser(new_builder()[0])
     parser.feed(start())
     parser.feed(block_start(0, type="text", text=""))
-    with pytest.raises(ProtocolError, match="anthropic sent a malformed"):
+    with pytest.raises(ProtocolError, match=problem) as caught:
         parser.feed(obj)
+    assert type(caught.value) is ProtocolError
 
 
-def test_protocol_error_names_the_event() -> None:
+@pytest.mark.parametrize(
+    ("message", "problem"),
+    [
+        ({"id": 5}, "message_start.message.id: expected a string, got int 5"),
+        ({"id": "m", "model": ["x"]}, "message_start.message.model: expected a string"),
+        ({"id": "m", "content": {"a": 1}}, "message_start.message.content: expected a list"),
+        ({"id": "m", "content": ["hi"]}, r"message_start.message.content\[\]: expected an obj"),
+    ],
+)
+def test_malformed_message_start_names_the_field(message: dict[str, Any], problem: str) -> None:
     parser = codec.stream_parser(new_builder()[0])
-    with pytest.raises(ProtocolError, match=r"'content_block_delta' event.*missing key 'delta'"):
-        parser.feed({"type": "content_block_delta", "index": 0})
+    with pytest.raises(ProtocolError, match=problem):
+        parser.feed({"type": "message_start", "message": message})
 
 
 # Real recordings ---------------------------------------------------------------------------
@@ -887,10 +937,14 @@ def test_error_body_raises_classified_error() -> None:
 
 
 def test_malformed_body_raises_protocol_error() -> None:
-    with pytest.raises(ProtocolError, match="malformed message body"):
+    with pytest.raises(ProtocolError, match=r"message.content is missing"):
         codec.parse_body({"id": "m", "model": "x"}, new_builder()[0])
-    with pytest.raises(ProtocolError):
+    with pytest.raises(ProtocolError, match=r"content_block.name is missing"):
         codec.parse_body({"content": [{"type": "tool_use", "id": "t"}]}, new_builder()[0])
+    with pytest.raises(ProtocolError, match=r"message.content: expected a list, got object"):
+        codec.parse_body({"content": {"type": "text"}}, new_builder()[0])
+    with pytest.raises(ProtocolError, match=r"message.usage: expected an object, got int 3"):
+        codec.parse_body({"content": [], "usage": 3}, new_builder()[0])
 
 
 # HTTP errors -------------------------------------------------------------------------------

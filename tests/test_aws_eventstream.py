@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from metis.errors import (
     AdapterError,
@@ -136,6 +138,41 @@ def test_impossible_lengths_are_refused_before_buffering_them() -> None:
     prelude += struct.pack(">I", zlib.crc32(prelude))
     with pytest.raises(ProtocolError, match="impossible"):
         EventStreamDecoder().feed(prelude)
+
+
+def _frame_with_headers(headers: bytes) -> bytes:
+    prelude = struct.pack(">II", 16 + len(headers), len(headers))
+    prelude += struct.pack(">I", zlib.crc32(prelude))
+    frame = prelude + headers
+    return frame + struct.pack(">I", zlib.crc32(frame))
+
+
+@settings(max_examples=300, deadline=None)
+@given(headers=st.binary(max_size=64))
+def test_any_header_bytes_parse_or_are_malformed_headers(headers: bytes) -> None:
+    """Header blocks are read with explicit bounds: whatever the bytes, a frame's headers
+    parse or are a ProtocolError, never an IndexError or struct.error."""
+    try:
+        EventStreamDecoder().feed(_frame_with_headers(headers))
+    except ProtocolError as error:
+        assert "malformed headers" in error.message
+
+
+@pytest.mark.parametrize(
+    ("headers", "why"),
+    [
+        (b"\x05ab", "a header name runs past"),
+        (b"\x01h", "a header name runs past"),
+        (b"\x01h\x07\x00", "a header value runs past"),
+        (b"\x01h\x04\x00\x00", "a header value runs past"),
+        (b"\x01h\x0b", "unknown header value type 11"),
+        (b"\x01\xff\x00", "a header is not UTF-8"),
+        (b"\x01h\x07\x00\x01\xff", "a header is not UTF-8"),
+    ],
+)
+def test_malformed_headers_say_what_is_wrong(headers: bytes, why: str) -> None:
+    with pytest.raises(ProtocolError, match=f"malformed headers: {why}"):
+        EventStreamDecoder().feed(_frame_with_headers(headers))
 
 
 def test_headers_that_run_past_their_length_are_a_protocol_error() -> None:

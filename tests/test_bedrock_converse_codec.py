@@ -331,18 +331,41 @@ def test_a_stream_without_metadata_ends_at_message_stop() -> None:
 
 
 @pytest.mark.parametrize(
-    "obj",
+    ("obj", "problem"),
     [
-        delta(0, {"text": 5}),
-        {"contentBlockDelta": {"delta": {"text": "x"}}},
-        {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"name": "x"}}}},
-        {"messageStop": {}},
-        delta(0, {"reasoningContent": {"redactedContent": "not base64!"}}),
+        (delta(0, {"text": 5}), "contentBlockDelta.delta.text: expected a string, got int 5"),
+        (
+            {"contentBlockDelta": {"delta": {"text": "x"}}},
+            "contentBlockDelta.contentBlockIndex is missing",
+        ),
+        ({"contentBlockDelta": [1]}, "contentBlockDelta: expected an object, got list"),
+        (
+            {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"name": "x"}}}},
+            "contentBlockStart.start.toolUse.toolUseId is missing",
+        ),
+        (
+            {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": "x"}}},
+            "contentBlockStart.start.toolUse: expected an object, got string",
+        ),
+        ({"contentBlockStop": {"contentBlockIndex": 0.5}}, "contentBlockStop.contentBlockIndex"),
+        ({"messageStop": {}}, "messageStop.stopReason is missing"),
+        ({"metadata": {"usage": "none"}}, "metadata.usage: expected an object, got string"),
+        (
+            delta(0, {"reasoningContent": {"redactedContent": "not base64!"}}),
+            "reasoningContent.redactedContent: expected base64 text",
+        ),
+        (
+            delta(0, {"toolUse": {"input": {"a": 1}}}),
+            "contentBlockDelta.delta.toolUse.input: expected a string, got object",
+        ),
     ],
 )
-def test_malformed_events_are_protocol_errors(obj: dict[str, Any]) -> None:
-    with pytest.raises(ProtocolError, match="bedrock sent a malformed"):
+def test_malformed_events_are_protocol_errors_naming_the_field(
+    obj: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(ProtocolError, match=problem) as caught:
         feed([{"messageStart": {}}, obj], end=False)
+    assert type(caught.value) is ProtocolError
 
 
 def test_unknown_events_and_deltas_are_ignored() -> None:
@@ -397,8 +420,11 @@ def test_a_whole_body_with_reasoning_text_and_tool_use() -> None:
 
 
 def test_a_body_without_output_is_a_protocol_error() -> None:
-    with pytest.raises(ProtocolError, match="malformed Converse response"):
+    with pytest.raises(ProtocolError, match=r"response.output is missing"):
         codec.parse_body({"stopReason": "end_turn"}, MessageBuilder("bedrock", "m"))
+    body = {"output": {"message": {"content": [{"toolUse": {"toolUseId": "t", "input": "x"}}]}}}
+    with pytest.raises(ProtocolError, match=r"content\[\].toolUse.input: expected an object"):
+        codec.parse_body(body, MessageBuilder("bedrock", "m"))
 
 
 @pytest.mark.parametrize(

@@ -398,21 +398,60 @@ def test_parts_and_metadata_with_no_canonical_form_are_dropped_with_one_warn_eac
 
 
 @pytest.mark.parametrize(
-    "bad",
+    ("bad", "problem"),
     [
-        {"candidates": [{"content": {"parts": {"text": "x"}}}]},
-        {"candidates": [{"content": {"parts": [{"text": ["x"]}]}}]},
-        {"candidates": [{"content": {"parts": [{"functionCall": {"args": {}}}]}}]},
-        {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": "{}"}}]}}]},
-        {"candidates": [{"finishReason": 1}]},
-        {"usageMetadata": {"promptTokenCount": "12"}},
+        (
+            {"candidates": [{"content": {"parts": {"text": "x"}}}]},
+            "gemini chunk.candidates.0.content.parts: expected a list, got object",
+        ),
+        (
+            {"candidates": [{"content": {"parts": [{"text": ["x"]}]}}]},
+            "gemini chunk text: expected a string, got list",
+        ),
+        (
+            {"candidates": [{"content": {"parts": [{"functionCall": {"args": {}}}]}}]},
+            "gemini chunk tool call name is missing",
+        ),
+        (
+            {
+                "candidates": [
+                    {"content": {"parts": [{"functionCall": {"name": "f", "args": "{}"}}]}}
+                ]
+            },
+            "gemini chunk tool call input: expected an object, got string",
+        ),
+        ({"candidates": [{"finishReason": 1}]}, "gemini chunk finish reason: expected a string"),
+        ({"usageMetadata": {"promptTokenCount": "12"}}, "usage.promptTokenCount: expected a"),
     ],
 )
-def test_a_malformed_chunk_is_a_protocol_error(bad: dict[str, Any]) -> None:
+def test_a_malformed_chunk_is_a_protocol_error_naming_the_field(
+    bad: dict[str, Any], problem: str
+) -> None:
     parser = codec().stream_parser(MessageBuilder("gemini", MODEL))
-    with pytest.raises(ProtocolError, match="gemini sent a malformed chunk"):
+    with pytest.raises(ProtocolError, match=problem):
         parser.feed(bad)
         parser.end()  # usage is read when the message finishes
+
+
+def test_a_character_split_across_chunks_is_one_text_block() -> None:
+    """A chunk holding only the first half of a surrogate pair opens a block that makes no
+    event yet; the parser takes the block's index from the builder, not from the last event."""
+    events = parse(chunk({"text": "\ud83d"}), chunk({"text": "\ude00 ok"}, finish="STOP"))
+    assert [b.text for b in final_of(events).final_content] == ["\U0001f600 ok"]  # type: ignore[union-attr]
+
+
+def test_a_block_that_makes_no_event_yet_after_the_events_were_drained() -> None:
+    """The normalize stage drains the builder's events after each chunk: a block opened by a
+    chunk that makes no event must not be looked up among them."""
+    builder = MessageBuilder("gemini", MODEL)
+    parser = codec().stream_parser(builder)
+    parser.feed(chunk({"text": "Hi. "}))
+    builder.out.clear()
+    parser.feed(chunk({"thought": True, "text": "\ud83e"}))
+    parser.feed(chunk({"thought": True, "text": "\udd14"}, finish="STOP"))
+    parser.end()
+    text, thinking = final_of([*builder.out, None]).final_content
+    assert (text.text, thinking.thinking) == ("Hi. ", "\U0001f914")  # type: ignore[union-attr]
 
 
 # Errors --------------------------------------------------------------------------------------

@@ -17,7 +17,6 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from metis.testing.emulator import Emulator
 from pydantic import ValidationError
 
 from metis import AdapterConfig, build_adapter
@@ -28,6 +27,7 @@ from metis.model.response import StopKind
 from metis.stages import http_clients
 from metis.stages.socket_reads import bound_socket_reads, socket_abort
 from metis.stages.transport import Transport
+from metis.testing.emulator import Emulator
 
 from .fakes import request
 from .fault_proxy import HANG, RESET, FaultProxy, Notify, chunk, chunked_head, response

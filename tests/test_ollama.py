@@ -64,7 +64,8 @@ from metis.model.capabilities import AdapterCapabilities
 from metis.model.response import StopKind
 from metis.providers.codec import get_codec
 from metis.providers.message_builder import MessageBuilder
-from metis.providers.ollama import codec, stop_reason
+from metis.providers.ollama import codec
+from metis.providers.ollama_read import stop_reason
 from metis.session import InMemoryToolIdStore
 from metis.stages.invariants import StreamChecker
 from metis.stages.ollama_lifecycle import OllamaLifecycle
@@ -576,17 +577,27 @@ def test_a_stream_cut_short_or_running_past_done_is_a_protocol_error() -> None:
 
 
 @pytest.mark.parametrize(
-    "obj",
+    ("obj", "problem"),
     [
-        line({"content": 5}),
-        line({"content": "", "thinking": ["x"]}),
-        line({"content": "", "tool_calls": "oops"}),
-        line({"content": "", "tool_calls": [{"function": {"arguments": {}}}]}),
-        line({"content": "", "tool_calls": [{"function": {"name": "a", "arguments": [1]}}]}),
-        line({"content": "", "tool_calls": [{"name": "a"}]}),
-        done("stop", eval_count="12"),
-        done("stop", prompt_eval_count=True),
-        line({"content": ""}, True, done_reason=3),
+        (line({"content": 5}), "message.content: expected a string, got int 5"),
+        (line({"content": "", "thinking": ["x"]}), "message.thinking: expected a string"),
+        (line({"content": "", "tool_calls": "oops"}), "message.tool_calls: expected a list"),
+        (
+            line({"content": "", "tool_calls": [{"function": {"arguments": {}}}]}),
+            "function.name is missing",
+        ),
+        (
+            line({"content": "", "tool_calls": [{"function": {"name": "a", "arguments": [1]}}]}),
+            "function.arguments: expected an object, got list",
+        ),
+        (
+            line({"content": "", "tool_calls": [{"name": "a"}]}),
+            "tool_calls\\[\\].function is missing",
+        ),
+        (done("stop", eval_count="12"), "eval_count: expected a whole number, got string"),
+        (done("stop", prompt_eval_count=True), "prompt_eval_count: expected a whole number"),
+        (line({"content": ""}, True, done_reason=3), "done_reason: expected a string, got int 3"),
+        ({"model": MODEL, "message": ["x"], "done": False}, "line.message: expected an object"),
     ],
     ids=[
         "content-not-text",
@@ -598,12 +609,16 @@ def test_a_stream_cut_short_or_running_past_done_is_a_protocol_error() -> None:
         "count-a-string",
         "count-a-bool",
         "done-reason-a-number",
+        "message-a-list",
     ],
 )
-def test_malformed_objects_are_protocol_errors(obj: dict[str, Any]) -> None:
+def test_malformed_objects_are_protocol_errors_naming_the_field(
+    obj: dict[str, Any], problem: str
+) -> None:
     parser = codec.stream_parser(MessageBuilder("ollama", MODEL))
-    with pytest.raises(ProtocolError, match="malformed"):
+    with pytest.raises(ProtocolError, match=problem) as caught:
         parser.feed(obj)
+    assert type(caught.value) is ProtocolError
 
 
 def test_a_whole_body_gives_the_same_events_as_a_stream() -> None:

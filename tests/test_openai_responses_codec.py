@@ -942,29 +942,77 @@ def test_stream_that_ends_early_is_a_protocol_error() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad",
+    ("bad", "problem"),
     [
-        {"type": "response.output_text.delta", "delta": "x"},
-        {"type": "response.output_text.delta", "output_index": 0, "delta": 5},
-        {
-            "type": "response.output_item.added",
-            "output_index": 0,
-            "item": {"type": "function_call", "name": "f"},
-        },
-        {"type": "response.output_item.added", "output_index": 0},
-        {"type": "response.created"},
-        {
-            "type": "response.completed",
-            "response": {"status": "completed", "usage": {"input_tokens": "many"}},
-        },
-        {"no_type": True},
+        (
+            {"type": "response.output_text.delta", "delta": "x"},
+            "response.output_text.delta.output_index is missing",
+        ),
+        (
+            {"type": "response.output_text.delta", "output_index": 0, "delta": 5},
+            "response.output_text.delta.delta: expected a string, got int 5",
+        ),
+        (
+            {"type": "response.function_call_arguments.delta", "output_index": "0", "delta": ""},
+            "arguments.delta.output_index: expected a whole number, got string '0'",
+        ),
+        (
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {"type": "function_call", "name": "f"},
+            },
+            "function_call item.call_id is missing",
+        ),
+        (
+            {"type": "response.output_item.added", "output_index": 0},
+            "response.output_item.added.item is missing",
+        ),
+        (
+            {"type": "response.output_item.done", "output_index": [0], "item": {}},
+            "response.output_item.done.output_index: expected a whole number, got list",
+        ),
+        ({"type": "response.created"}, "response.created.response is missing"),
+        (
+            {
+                "type": "response.completed",
+                "response": {"status": "completed", "usage": {"input_tokens": "many"}},
+            },
+            "malformed input_tokens",
+        ),
+        (
+            {"type": "response.completed", "response": {"status": "completed", "usage": [1]}},
+            "response.usage: expected an object, got list",
+        ),
+        (
+            {"type": "response.completed", "response": {"output": [{"type": "message"}, 3]}},
+            r"response.output\[\]: expected an object, got int 3",
+        ),
+        (
+            {
+                "type": "response.completed",
+                "response": {"output": [{"type": "reasoning", "summary": [{"text": 1}]}]},
+            },
+            "reasoning item part.text: expected a string, got int 1",
+        ),
+        (
+            {
+                "type": "response.completed",
+                "response": {"output": [{"type": "message", "content": [{"text": "x"}]}]},
+            },
+            r"message item.content\[\].type is missing",
+        ),
+        ({"no_type": True}, "event.type is missing"),
     ],
 )
-def test_malformed_events_are_protocol_errors(bad: dict[str, Any]) -> None:
+def test_malformed_events_are_protocol_errors_naming_the_field(
+    bad: dict[str, Any], problem: str
+) -> None:
     parser = codec.stream_parser(MessageBuilder(PROVIDER, MODEL))
     parser.feed(created())
-    with pytest.raises(ProtocolError, match="malformed"):
+    with pytest.raises(ProtocolError, match=problem) as caught:
         parser.feed(bad)
+    assert type(caught.value) is ProtocolError
 
 
 @pytest.mark.parametrize(
@@ -1110,11 +1158,11 @@ def test_parse_body_errors_and_malformed_bodies() -> None:
             {"error": {"code": "rate_limit_exceeded", "message": "x"}},
             MessageBuilder(PROVIDER, MODEL),
         )
-    with pytest.raises(ProtocolError, match="malformed"):
+    with pytest.raises(ProtocolError, match=r"response.output: expected a list, got object"):
         codec.parse_body(
             {"id": "r", "status": "completed", "output": {"a": 1}}, MessageBuilder(PROVIDER, MODEL)
         )
-    with pytest.raises(ProtocolError, match="malformed"):
+    with pytest.raises(ProtocolError, match=r"response.output is missing"):
         codec.parse_body({"id": "r", "status": "completed"}, MessageBuilder(PROVIDER, MODEL))
 
 
@@ -1240,3 +1288,17 @@ def test_a_reasoning_item_whose_follower_was_dropped_does_not_go_back() -> None:
     call = make_call()
     items = codec.output_items(content, call)
     assert items == sent_back[3:5]
+
+
+def test_an_item_id_with_a_lone_surrogate_reaches_provider_raw_replaced() -> None:
+    """The item a block came from goes into its provider_raw: a lone surrogate in it (a
+    hostile or corrupted id) is replaced there too, so the reply can be encoded and sent
+    back (the continuation stage hashes it as UTF-8)."""
+    builder, _ = run_stream(
+        [created(), *message_events(0, "hi", item_id="msg_\ud800"), completed()]
+    )
+    (block,) = final(builder).final_content
+    assert block.provider_raw is not None
+    assert block.provider_raw.data["id"] == "msg_\ufffd"
+    for item in codec.output_items(final(builder).final_content, make_call()):
+        json.dumps(item, ensure_ascii=False).encode("utf-8")

@@ -637,6 +637,24 @@ async def test_a_codec_bug_is_not_a_protocol_error(monkeypatch: pytest.MonkeyPat
         await _failure_raising("anthropic", BASE["anthropic"].body)
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("bug", [KeyError, TypeError, AttributeError], ids=lambda c: c.__name__)
+@pytest.mark.anyio
+async def test_a_bug_in_any_codec_escapes_the_adapter_as_itself(
+    monkeypatch: pytest.MonkeyPatch, provider: str, bug: type[Exception]
+) -> None:
+    """A helper every codec calls (the message builder's ``text``) fails as a bug would: the
+    recorded, valid reply is not reported as malformed, the bug comes out as what it is."""
+    from metis.providers.message_builder import MessageBuilder
+
+    def buggy(*args: Any, **kwargs: Any) -> None:
+        raise bug("a bug")
+
+    monkeypatch.setattr(MessageBuilder, "text", buggy)
+    with pytest.raises(bug, match="a bug"):
+        await _failure_raising(provider, BASE[provider].body)
+
+
 async def _failure_raising(provider: str, body: bytes) -> None:
     adapter = serving_adapter(provider, [body], content_type=BASE[provider].content_type)
     async for _ in adapter.stream(stream_request(provider)):

@@ -367,19 +367,39 @@ def test_an_unknown_finish_reason_is_provider_specific_never_end_turn() -> None:
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "problem"),
     [
-        {"reply": {"bits": {"kind": "say"}}, "verdict": "done"},
-        {"reply": {"bits": ["just a string"]}, "verdict": "done"},
-        {"reply": {"bits": [{"kind": "say", "words": 42}]}, "verdict": "done"},
-        {"reply": {"bits": [{"kind": "invoke", "call": {"params": {}}}]}, "verdict": "done"},
-        {"reply": {"bits": [{"kind": "invoke", "call": {"fn": "f", "params": [1]}}]}},
-        {"reply": {"bits": []}, "meter": {"in": "many"}, "verdict": "done"},
-        {"reply": {"bits": []}, "verdict": 7},
+        (
+            {"reply": {"bits": {"kind": "say"}}, "verdict": "done"},
+            "parrot response.reply.bits: expected a list, got object",
+        ),
+        (
+            {"reply": {"bits": ["just a string"]}, "verdict": "done"},
+            "parrot response content part: expected an object, got string",
+        ),
+        (
+            {"reply": {"bits": [{"kind": "say", "words": 42}]}, "verdict": "done"},
+            "parrot response text: expected a string, got int 42",
+        ),
+        (
+            {"reply": {"bits": [{"kind": "invoke", "call": {"params": {}}}]}, "verdict": "done"},
+            "parrot response tool call name is missing",
+        ),
+        (
+            {"reply": {"bits": [{"kind": "invoke", "call": {"fn": "f", "params": [1]}}]}},
+            "parrot response tool call input: expected an object, got list",
+        ),
+        (
+            {"reply": {"bits": []}, "meter": {"in": "many"}, "verdict": "done"},
+            "usage.in: expected a token count",
+        ),
+        ({"reply": {"bits": []}, "verdict": 7}, "parrot response finish reason: expected a string"),
     ],
 )
-def test_malformed_input_is_a_protocol_error_never_a_bare_exception(body: dict[str, Any]) -> None:
-    with pytest.raises(ProtocolError, match="parrot sent a malformed"):
+def test_malformed_input_is_a_protocol_error_naming_the_field(
+    body: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(ProtocolError, match=problem):
         build(PARROT).parse_body(body, MessageBuilder("toy", "toy:m"))
 
 

@@ -132,36 +132,48 @@ class EventStreamDecoder:
 def _headers(data: memoryview) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     position, end = 0, len(data)
-    try:
-        while position < end:
-            name_length = data[position]
-            name = bytes(data[position + 1 : position + 1 + name_length]).decode()
-            position += 1 + name_length
-            kind = data[position]
-            position += 1
-            if kind in (6, 7):
-                (length,) = struct.unpack_from(">H", data, position)
-                raw = bytes(data[position + 2 : position + 2 + length])
-                if len(raw) != length:
-                    raise ValueError("a header value runs past the headers")
-                headers[name] = raw.decode() if kind == 7 else raw
-                position += 2 + length
-            elif kind in _FIXED_SIZES:
-                size = _FIXED_SIZES[kind]
-                if position + size > end:
-                    raise ValueError("a header value runs past the headers")
-                if kind in _INTS:
-                    (headers[name],) = struct.unpack_from(_INTS[kind], data, position)
-                elif kind == 9:
-                    headers[name] = bytes(data[position : position + size])
-                else:
-                    headers[name] = kind == 0
-                position += size
+    while position < end:
+        name_end = position + 1 + data[position]
+        if name_end >= end:  # the name must leave room for its type byte
+            raise _bad_headers("a header name runs past the headers")
+        name = _utf8(data[position + 1 : name_end])
+        kind = data[name_end]
+        position = name_end + 1
+        if kind in (6, 7):
+            if position + 2 > end:
+                raise _bad_headers("a header value runs past the headers")
+            (length,) = struct.unpack_from(">H", data, position)
+            position += 2
+            if position + length > end:
+                raise _bad_headers("a header value runs past the headers")
+            raw = data[position : position + length]
+            headers[name] = _utf8(raw) if kind == 7 else bytes(raw)
+            position += length
+        elif kind in _FIXED_SIZES:
+            size = _FIXED_SIZES[kind]
+            if position + size > end:
+                raise _bad_headers("a header value runs past the headers")
+            if kind in _INTS:
+                (headers[name],) = struct.unpack_from(_INTS[kind], data, position)
+            elif kind == 9:
+                headers[name] = bytes(data[position : position + size])
             else:
-                raise ValueError(f"unknown header value type {kind}")
-    except (ValueError, IndexError, struct.error, UnicodeDecodeError) as exc:
-        raise ProtocolError(f"event stream frame has malformed headers: {exc}") from None
+                headers[name] = kind == 0
+            position += size
+        else:
+            raise _bad_headers(f"unknown header value type {kind}")
     return headers
+
+
+def _utf8(raw: memoryview) -> str:
+    try:
+        return bytes(raw).decode()
+    except UnicodeDecodeError as exc:
+        raise _bad_headers(f"a header is not UTF-8 ({exc.reason})") from None
+
+
+def _bad_headers(why: str) -> ProtocolError:
+    return ProtocolError(f"event stream frame has malformed headers: {why}")
 
 
 def frame_object(frame: Frame) -> dict[str, Any]:

@@ -11,14 +11,13 @@ to the Anthropic parser. Errors are AWS's (metis/providers/aws_errors.py).
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 from typing import Any
 
 from metis.errors import ProtocolError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
-from metis.providers import anthropic, aws_errors
+from metis.providers import anthropic, anthropic_read, aws_errors
 from metis.providers.codec import Codec
 from metis.providers.message_builder import MessageBuilder
 
@@ -38,7 +37,7 @@ class InvokeStreamParser:
     __slots__ = ("_inner", "_provider")
 
     def __init__(self, builder: MessageBuilder) -> None:
-        self._inner = anthropic.AnthropicStreamParser(builder)
+        self._inner = anthropic_read.AnthropicStreamParser(builder)
         self._provider = builder.provider
 
     def feed(self, obj: dict[str, Any]) -> None:
@@ -53,13 +52,13 @@ class InvokeStreamParser:
 
 def unwrap_chunk(chunk: Any, provider: str) -> dict[str, Any]:
     """The provider event inside a ``chunk`` event's base64 ``bytes``."""
-    try:
-        event = json.loads(base64.b64decode(chunk["bytes"], validate=True))
-    except (KeyError, TypeError, ValueError, binascii.Error, RecursionError):
+    data = chunk.get("bytes") if chunk.__class__ is dict else None
+    event = _base64_json(data) if data.__class__ is str else _NOTHING
+    if event is _NOTHING:
         raise ProtocolError(
             f"bedrock sent a chunk event that does not hold base64 JSON: {repr(chunk)[:200]}",
             provider=provider,
-        ) from None
+        )
     if not isinstance(event, dict):
         raise ProtocolError(
             f"bedrock sent a chunk holding a JSON {type(event).__name__}", provider=provider
@@ -67,11 +66,22 @@ def unwrap_chunk(chunk: Any, provider: str) -> dict[str, Any]:
     return event
 
 
+_NOTHING: Any = object()
+
+
+def _base64_json(data: str) -> Any:
+    """The JSON value ``data`` encodes in base64, or ``_NOTHING`` when it does not hold one."""
+    try:
+        return json.loads(base64.b64decode(data, validate=True))
+    except (ValueError, RecursionError):  # bad base64 (binascii.Error), JSON or UTF-8
+        return _NOTHING
+
+
 class BedrockAnthropicCodec:
     name = "bedrock_anthropic"
     encode = staticmethod(encode)
     stream_parser = staticmethod(InvokeStreamParser)
-    parse_body = staticmethod(anthropic.parse_body)
+    parse_body = staticmethod(anthropic_read.parse_body)
     error_from_http = staticmethod(aws_errors.error_from_http)
 
 

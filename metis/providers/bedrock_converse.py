@@ -11,7 +11,7 @@ builder's key. Exception frames were raised, classified, by ``decode`` already.
 
 from __future__ import annotations
 
-import base64
+import re
 from typing import Any
 
 from metis.errors import ProtocolError
@@ -20,6 +20,17 @@ from metis.providers import aws_errors
 from metis.providers.bedrock_converse_encode import encode
 from metis.providers.codec import Codec
 from metis.providers.message_builder import MessageBuilder
+from metis.providers.wire_read import (
+    object_value,
+    optional_object,
+    optional_text,
+    required_index,
+    required_list,
+    required_object,
+    required_text,
+    shown,
+    text_value,
+)
 
 _STOP_KINDS: dict[str, StopKind] = {
     "end_turn": StopKind.END_TURN,
@@ -30,7 +41,8 @@ _STOP_KINDS: dict[str, StopKind] = {
     "content_filtered": StopKind.CONTENT_FILTER,
 }
 
-_MALFORMED = (KeyError, TypeError, IndexError, AttributeError, ValueError)
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+_BLOCK_START, _BLOCK_DELTA = "contentBlockStart", "contentBlockDelta"
 
 
 class ConverseStreamParser:
@@ -41,17 +53,24 @@ class ConverseStreamParser:
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
         self._stopped = False
-        self._tool_inputs: dict[Any, bool] = {}  # open tool blocks: did input arrive?
+        self._tool_inputs: dict[int, bool] = {}  # open tool blocks: did input arrive?
 
     def feed(self, obj: dict[str, Any]) -> None:
-        try:
-            delta = obj.get("contentBlockDelta")
-            if delta is not None:
-                self._delta(delta["contentBlockIndex"], delta["delta"])
-            else:
-                self._event(obj)
-        except _MALFORMED as exc:
-            raise _malformed(obj, exc, self._builder.provider) from None
+        event = obj.get(_BLOCK_DELTA)
+        if event is None:
+            self._event(obj)
+            return
+        if event.__class__ is dict:
+            index, delta = event.get("contentBlockIndex"), event.get("delta")
+            if index.__class__ is int and delta.__class__ is dict:
+                text = delta.get("text")
+                if text.__class__ is str:  # the hot path: a text delta
+                    if text:  # some models open with an empty text delta; it is no block
+                        self._builder.text(index, text)
+                    return
+        event = object_value(event, _BLOCK_DELTA)
+        index = required_index(event, "contentBlockIndex", _BLOCK_DELTA)
+        self._delta(index, required_object(event, "delta", _BLOCK_DELTA))
 
     def end(self) -> None:
         if not self._stopped:
@@ -64,48 +83,59 @@ class ConverseStreamParser:
         builder = self._builder
         if "messageStart" in obj:
             builder.start()
-        elif "contentBlockStart" in obj:
-            event = obj["contentBlockStart"]
-            tool = event["start"].get("toolUse")
+        elif _BLOCK_START in obj:
+            event = object_value(obj[_BLOCK_START], _BLOCK_START)
+            start = required_object(event, "start", _BLOCK_START)
+            tool = optional_object(start, "toolUse", "contentBlockStart.start")
             if tool is not None:
-                index = event["contentBlockIndex"]
-                builder.tool_start(index, _str(tool["toolUseId"]), _str(tool["name"]))
+                index = required_index(event, "contentBlockIndex", _BLOCK_START)
+                tool_id = required_text(tool, "toolUseId", "contentBlockStart.start.toolUse")
+                builder.tool_start(index, tool_id, required_text(tool, "name", "toolUse"))
                 self._tool_inputs[index] = False
         elif "contentBlockStop" in obj:
-            self._stop_block(obj["contentBlockStop"]["contentBlockIndex"])
+            event = object_value(obj["contentBlockStop"], "contentBlockStop")
+            self._stop_block(required_index(event, "contentBlockIndex", "contentBlockStop"))
         elif "messageStop" in obj:
+            event = object_value(obj["messageStop"], "messageStop")
             self._stopped = True
-            builder.stop(stop_reason(_str(obj["messageStop"]["stopReason"])))
+            builder.stop(stop_reason(required_text(event, "stopReason", "messageStop")))
         elif "metadata" in obj:
-            usage(builder, obj["metadata"].get("usage"))
+            metadata = object_value(obj["metadata"], "metadata")
+            usage(builder, optional_object(metadata, "usage", "metadata"))
             if self._stopped:
                 builder.finish()
         # event types newer than this codec: nothing to do
 
-    def _delta(self, index: Any, delta: dict[str, Any]) -> None:
+    def _delta(self, index: int, delta: dict[str, Any]) -> None:
         builder = self._builder
         if "text" in delta:
-            text = _str(delta["text"])
+            text = text_value(delta["text"], "contentBlockDelta.delta.text")
             if text:  # some models open with an empty text delta; it is no block
                 builder.text(index, text)
         elif "toolUse" in delta:
-            fragment = _str(delta["toolUse"]["input"])
+            tool = object_value(delta["toolUse"], "contentBlockDelta.delta.toolUse")
+            fragment = required_text(tool, "input", "contentBlockDelta.delta.toolUse")
             builder.tool_input(index, fragment)
             if fragment and index in self._tool_inputs:
                 self._tool_inputs[index] = True
         elif "reasoningContent" in delta:
-            reasoning = delta["reasoningContent"]
-            if "text" in reasoning:
-                builder.thinking(index, _str(reasoning["text"]))
-            if "signature" in reasoning:
-                builder.thinking_signature(index, _str(reasoning["signature"]))
-            if "redactedContent" in reasoning:
-                builder.redacted_thinking(index, _bytes(reasoning["redactedContent"]))
+            self._reasoning(index, delta["reasoningContent"])
         else:
             kind = next(iter(delta), "?")
             builder.warn(kind, f"unknown Converse delta {kind!r} ignored")
 
-    def _stop_block(self, index: Any) -> None:
+    def _reasoning(self, index: int, reasoning: Any) -> None:
+        where = "contentBlockDelta.delta.reasoningContent"
+        reasoning = object_value(reasoning, where)
+        builder = self._builder
+        if "text" in reasoning:
+            builder.thinking(index, required_text(reasoning, "text", where))
+        if "signature" in reasoning:
+            builder.thinking_signature(index, required_text(reasoning, "signature", where))
+        if "redactedContent" in reasoning:
+            builder.redacted_thinking(index, _base64(reasoning, where))
+
+    def _stop_block(self, index: int) -> None:
         had_input = self._tool_inputs.pop(index, None)
         if had_input is False:  # a tool called without arguments sends no input delta
             self._builder.tool_end(index, {})
@@ -115,37 +145,37 @@ class ConverseStreamParser:
 
 def parse_body(body: dict[str, Any], builder: MessageBuilder) -> None:
     """A Converse response: the same events a stream would give, finished."""
-    try:
-        builder.start()
-        for index, block in enumerate(body["output"]["message"]["content"]):
-            _whole_block(builder, index, block)
-        usage(builder, body.get("usage"))
-        builder.stop(stop_reason(_str(body["stopReason"])))
-        builder.finish()
-    except _MALFORMED as exc:
-        raise _malformed(body, exc, builder.provider, "Converse response") from None
+    builder.start()
+    output = required_object(body, "output", "response")
+    message = required_object(output, "message", "response.output")
+    for index, block in enumerate(required_list(message, "content", "response.output.message")):
+        _whole_block(builder, index, object_value(block, "response.output.message.content[]"))
+    usage(builder, optional_object(body, "usage", "response"))
+    builder.stop(stop_reason(required_text(body, "stopReason", "response")))
+    builder.finish()
 
 
 def _whole_block(builder: MessageBuilder, index: int, block: dict[str, Any]) -> None:
+    where = "content[]"
     if "text" in block:
-        if text := _str(block["text"]):
+        if text := required_text(block, "text", where):
             builder.text(index, text)
     elif "toolUse" in block:
-        tool = block["toolUse"]
-        given = tool.get("input") or {}
-        if not isinstance(given, dict):
-            raise TypeError(f"toolUse input is a {type(given).__name__}")
-        builder.tool_start(index, _str(tool["toolUseId"]), _str(tool["name"]))
+        tool = required_object(block, "toolUse", where)
+        given = object_value(tool.get("input") or {}, "content[].toolUse.input")
+        tool_id = required_text(tool, "toolUseId", "content[].toolUse")
+        builder.tool_start(index, tool_id, required_text(tool, "name", "content[].toolUse"))
         builder.tool_end(index, given)
     elif "reasoningContent" in block:
-        reasoning = block["reasoningContent"]
+        where = "content[].reasoningContent"
+        reasoning = required_object(block, "reasoningContent", "content[]")
         if "redactedContent" in reasoning:
-            builder.redacted_thinking(index, _bytes(reasoning["redactedContent"]))
+            builder.redacted_thinking(index, _base64(reasoning, where))
         else:
-            text = reasoning["reasoningText"]
-            builder.thinking(index, _str(text.get("text", "")))
-            if signature := text.get("signature"):
-                builder.thinking_signature(index, _str(signature))
+            given = required_object(reasoning, "reasoningText", where)
+            builder.thinking(index, optional_text(given, "text", f"{where}.reasoningText") or "")
+            if signature := optional_text(given, "signature", f"{where}.reasoningText"):
+                builder.thinking_signature(index, signature)
     else:
         kind = next(iter(block), "?")
         builder.warn(kind, f"Converse {kind!r} blocks have no canonical form")
@@ -155,7 +185,7 @@ def stop_reason(raw: str) -> StopReason:
     return StopReason(kind=_STOP_KINDS.get(raw, StopKind.PROVIDER_SPECIFIC), raw=raw)
 
 
-def usage(builder: MessageBuilder, counts: Any) -> None:
+def usage(builder: MessageBuilder, counts: dict[str, Any] | None) -> None:
     if counts:
         builder.usage(
             input_tokens=counts.get("inputTokens"),
@@ -165,26 +195,12 @@ def usage(builder: MessageBuilder, counts: Any) -> None:
         )
 
 
-def _str(value: Any) -> str:
-    if value.__class__ is not str:
-        raise TypeError(f"expected a string, got {type(value).__name__}")
-    return str(value)
-
-
-def _bytes(value: Any) -> str:
+def _base64(reasoning: dict[str, Any], where: str) -> str:
     """Redacted reasoning: base64 text on the wire; kept as that text."""
-    text = _str(value)
-    base64.b64decode(text, validate=True)  # binascii.Error is a ValueError: malformed
+    text = required_text(reasoning, "redactedContent", where)
+    if not _BASE64.fullmatch(text):
+        raise ProtocolError(f"{where}.redactedContent: expected base64 text, got {shown(text)}")
     return text
-
-
-def _malformed(obj: Any, exc: Exception, provider: str, what: str | None = None) -> ProtocolError:
-    if what is None:
-        what = f"{next(iter(obj), '?')!r} event" if isinstance(obj, dict) and obj else "event"
-    detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
-    return ProtocolError(
-        f"bedrock sent a malformed {what} ({detail}): {repr(obj)[:200]}", provider=provider
-    )
 
 
 class ConverseCodec:

@@ -12,11 +12,9 @@ provider object, so the hot path makes one small object per event and no per-chu
 
 from __future__ import annotations
 
-import reprlib
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from metis.errors import ProtocolError
 from metis.estimate import CHARS_PER_TOKEN
 from metis.model.content import (
     ContentBlock,
@@ -40,6 +38,7 @@ from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.providers.json_limits import too_deep
 from metis.providers.partial_json import parse_object, parse_partial_object
 from metis.providers.unicode_text import REPLACEMENT, clean, clean_value, joined
+from metis.providers.wire_read import token_count
 
 _TEXT, _THINKING, _REDACTED, _TOOL = "text", "thinking", "redacted_thinking", "tool_use"
 _USAGE_FIELDS = (
@@ -48,30 +47,6 @@ _USAGE_FIELDS = (
     "cached_input_tokens",
     "cache_creation_input_tokens",
 )
-
-MAX_TOKEN_COUNT = 10**12
-"""No call reports more tokens than this; a larger count is a corrupt number, not usage."""
-
-
-def token_count(value: Any, field: str, provider: str = "provider") -> int:
-    """``value`` as a token count: a whole number (``12`` or ``12.0``) from 0 to
-    ``MAX_TOKEN_COUNT``. Anything else (negative, fractional, huge, NaN, Infinity, a string,
-    a bool) is a ProtocolError naming ``field``; codecs check counts with it before doing
-    arithmetic on them."""
-    cls = value.__class__
-    if cls is int:
-        if 0 <= value <= MAX_TOKEN_COUNT:
-            return int(value)
-    elif cls is float and value.is_integer() and 0 <= value <= MAX_TOKEN_COUNT:
-        return int(value)
-    if cls is int and abs(value) > MAX_TOKEN_COUNT:
-        shown = f"a {value.bit_length()}-bit number"  # repr() of a huge int may itself fail
-    else:
-        shown = reprlib.repr(value)
-    raise ProtocolError(
-        f"{provider} sent a malformed {field}: {shown} (a token count is a whole number >= 0)"
-    )
-
 
 Warn = Callable[..., None]
 

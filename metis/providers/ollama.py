@@ -16,24 +16,18 @@ that produced it: a local model's reasoning has no signature to check, and its c
 expects it (gpt-oss, qwen3 in tool loops). So the stack has no ``thinking_filter``, whose
 ``same_model`` rule refuses unsigned blocks; this codec applies the provenance rule instead.
 
-The parser reads one JSON object per line. As the recordings show, text comes as
-``message.content`` fragments, reasoning as ``message.thinking``, tool calls whole in one line
-(with an ``id`` only on newer servers: one is minted when absent), and the last line has
-``done: true``, ``done_reason`` and the token counts. An ``{"error": ...}`` line inside a 200
-stream is raised as a classified error.
+Reading Ollama's answers (the stream parser, ``parse_body``, ``error_from_http``) is in
+:mod:`metis.providers.ollama_read`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from metis.errors import AdapterError, ConfigError, ErrorClass, ProtocolError, redact
-from metis.ids import new_ulid
+from metis.errors import ConfigError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import (
     Base64ImageSource,
@@ -47,24 +41,14 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
-from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
 from metis.providers.codec import Codec
-from metis.providers.http_errors import body_excerpt, http_error, json_body
-from metis.providers.message_builder import MessageBuilder
+from metis.providers.ollama_read import OllamaStreamParser, parse_body
+from metis.providers.ollama_read import error_from_http as error_from_http  # stages read it here
 
 log = logging.getLogger("metis")
 
-_TEXT, _THINKING = "text", "thinking"
-_MALFORMED = (KeyError, TypeError, IndexError, AttributeError, ValueError)
 _LEVELS = ("low", "medium", "high")
-_CAPABILITY = re.compile(
-    r"does not support (tools|thinking|chat|completion|generate|insert|vision|images)"
-    r"|missing data required for image input",
-    re.IGNORECASE,
-)
-_MISSING_MODEL = re.compile(r"model ['\"]([^'\"]+)['\"] not found", re.IGNORECASE)
-_OUT_OF_MEMORY = re.compile(r"requires more system memory|out of memory|unable to allocate", re.I)
 
 
 # Encoding ----------------------------------------------------------------------------------
@@ -245,193 +229,6 @@ def _think(budget: int, configured: Any) -> bool | str:
     if configured in _LEVELS:
         return str(configured)
     return True
-
-
-# Parsing -----------------------------------------------------------------------------------
-
-
-class OllamaStreamParser:
-    """Feeds Ollama's chat objects (NDJSON lines, or one whole body) to a builder."""
-
-    __slots__ = ("_builder", "_calls", "_done")
-
-    def __init__(self, builder: MessageBuilder) -> None:
-        self._builder = builder
-        self._calls = 0
-        self._done = False
-
-    def feed(self, obj: dict[str, Any]) -> None:
-        message = obj.get("message")
-        if message.__class__ is dict and not self._done and obj.get("done") is False:
-            content = message.get("content")
-            if len(message) == 2 and content.__class__ is str:
-                builder = self._builder
-                if not builder.started:
-                    builder.start(None, _model(obj))
-                if content:
-                    builder.text(_TEXT, content)  # the hot path: a bare text fragment
-                return
-        self._object(obj)
-
-    def end(self) -> None:
-        if not self._done:
-            raise ProtocolError(
-                "ollama stream ended before its done line", provider=self._builder.provider
-            )
-
-    def _object(self, obj: dict[str, Any]) -> None:
-        if "error" in obj:
-            raise _error(None, {}, obj.get("error"), provider=self._builder.provider)
-        if self._done:
-            raise ProtocolError(
-                f"ollama sent a line after its done line: {_dump(obj)}",
-                provider=self._builder.provider,
-            )
-        builder = self._builder
-        try:
-            if not builder.started:
-                builder.start(None, _model(obj))
-            message = obj.get("message")
-            if message is not None:
-                self._message(message)
-            if obj.get("done") is True:
-                self._finish(obj)
-        except _MALFORMED as exc:
-            raise _malformed(obj, exc, builder.provider) from None
-
-    def _message(self, message: dict[str, Any]) -> None:
-        builder = self._builder
-        thinking = message.get("thinking")
-        if thinking:
-            builder.thinking(_THINKING, _str(thinking, "thinking"))
-        content = message.get("content")
-        if content:
-            builder.text(_TEXT, _str(content, "content"))
-        for item in message.get("tool_calls") or ():
-            self._tool_call(item)
-
-    def _tool_call(self, item: dict[str, Any]) -> None:
-        function = item["function"]
-        name = function["name"]
-        if not isinstance(name, str) or not name:
-            raise TypeError("a tool call without a function name")
-        tool_id = item.get("id")
-        if not isinstance(tool_id, str) or not tool_id:
-            tool_id = f"call_{new_ulid()}"  # older servers issue no ids
-        key = ("tool", self._calls)
-        self._calls += 1
-        builder = self._builder
-        builder.tool_start(key, tool_id, name)
-        arguments = function.get("arguments")
-        if isinstance(arguments, dict):
-            raw = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
-            builder.tool_input(key, raw)
-            builder.tool_end(key, arguments)
-        elif isinstance(arguments, str):  # a JSON string, as compatible servers send
-            builder.tool_input(key, arguments)
-            builder.close(key)
-        elif arguments is None:
-            builder.tool_end(key, {})
-        else:
-            raise TypeError(f"tool call arguments are a {type(arguments).__name__}")
-
-    def _finish(self, obj: dict[str, Any]) -> None:
-        self._done = True
-        prompt, output = obj.get("prompt_eval_count"), obj.get("eval_count")
-        if prompt is not None or output is not None:
-            self._builder.usage(_count(prompt), _count(output), 0, 0)
-        self._builder.stop(stop_reason(obj.get("done_reason"), self._calls > 0))
-        self._builder.finish()
-
-
-def parse_body(body: dict[str, Any], builder: MessageBuilder) -> None:
-    """A non-streamed answer: one object, ``done: true``, through the same handling."""
-    parser = OllamaStreamParser(builder)
-    parser._object(body)
-    if not builder.completed:
-        raise ProtocolError(f"ollama answered without done: true: {_dump(body)}")
-
-
-def stop_reason(raw: Any, called: bool) -> StopReason:
-    """``stop`` is the end of the turn, or a tool turn when the message holds tool calls (a
-    stop sequence also says ``stop``); ``length`` is the token limit; anything else (``load``,
-    ``unload``, none at all from old servers) is provider-specific."""
-    if raw is not None and not isinstance(raw, str):
-        raise TypeError(f"done_reason is a {type(raw).__name__}")
-    if raw == "length":
-        return StopReason(kind=StopKind.MAX_TOKENS, raw=raw)
-    if called and raw in ("stop", None):
-        return StopReason(kind=StopKind.TOOL_USE, raw=raw)
-    if raw == "stop":
-        return StopReason(kind=StopKind.END_TURN, raw=raw)
-    return StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=raw)
-
-
-def _model(obj: dict[str, Any]) -> str | None:
-    model = obj.get("model")
-    return model if isinstance(model, str) else None
-
-
-def _count(value: Any) -> int:
-    if value is None:
-        return 0
-    if value.__class__ is not int:
-        raise TypeError(f"a token count is a {type(value).__name__}")
-    return int(value)
-
-
-def _str(value: Any, field: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{field} is a {type(value).__name__}, not a string")
-    return value
-
-
-def _malformed(obj: Any, exc: Exception, provider: str) -> ProtocolError:
-    detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
-    return ProtocolError(
-        f"ollama sent a malformed object ({detail}): {_dump(obj)}", provider=provider
-    )
-
-
-def _dump(obj: Any) -> str:
-    return json.dumps(obj, default=repr, ensure_ascii=False)[:200]
-
-
-# Errors ------------------------------------------------------------------------------------
-
-
-def error_from_http(status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
-    data = json_body(body)
-    message = data.get("error") if data is not None else None
-    if not isinstance(message, str):
-        message = body_excerpt(body) if body.strip() else ""
-    return _error(status, headers, message)
-
-
-def _error(
-    status: int | None, headers: Mapping[str, str], raw: Any, provider: str | None = None
-) -> AdapterError:
-    """Ollama's errors are bare strings (``{"error": "..."}``); the text says what happened."""
-    message = raw if isinstance(raw, str) else _dump(raw)
-    cls: ErrorClass | None = None
-    retryable: bool | None = None
-    shown = message
-    missing = _MISSING_MODEL.search(message)
-    if _CAPABILITY.search(message):
-        cls = ErrorClass.CAPABILITY
-    elif missing or (status == 404 and "model" in message and "not found" in message):
-        model = missing.group(1) if missing else "<model>"
-        cls = ErrorClass.INVALID_REQUEST
-        shown = f"{message}; pull it first: `ollama pull {model}`"
-    elif "server busy" in message:
-        cls = ErrorClass.OVERLOADED  # 503 when the server's request queue is full
-    elif _OUT_OF_MEMORY.search(message):
-        cls, retryable = ErrorClass.SERVER_ERROR, False  # the model does not fit: retrying won't
-    error = http_error(
-        status, headers, shown, error_class=cls, retryable=retryable, provider=provider
-    )
-    error.provider_message = redact(message)
-    return error
 
 
 class OllamaCodec:

@@ -41,6 +41,15 @@ from metis.providers.openai_chat_read import (
     stop_reason,
     tool_call_id,
 )
+from metis.providers.wire_read import (
+    malformed,
+    object_value,
+    optional_list,
+    optional_text,
+    required_list,
+    required_object,
+    text_value,
+)
 
 _TEXT, _REASONING = "text", "reasoning"
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
@@ -51,7 +60,6 @@ _CODE_CLASSES = {
     "invalid_api_key": ErrorClass.AUTH,
     "model_not_found": ErrorClass.INVALID_REQUEST,
 }
-_MALFORMED = (KeyError, TypeError, IndexError, AttributeError)
 
 
 class OpenAIChatCodec:
@@ -123,29 +131,31 @@ class OpenAIChatCodec:
     def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> None:
         if "error" in body:
             raise _body_error(body)
-        try:
-            builder.start(body.get("id"), body.get("model"))
-            if not body["choices"]:
-                raise ProtocolError(f"openai_chat response has no choices: {_dump(body)}")
-            choice = body["choices"][0]
-            message = choice["message"]
-            read_reasoning(builder, message, _REASONING)
-            if message.get("content"):
-                read_content(builder, message["content"], _TEXT, _REASONING)
-            refusal = message.get("refusal")
-            if refusal:
-                builder.text(_TEXT, _str(refusal, "refusal"))
-            for i, item in enumerate(message.get("tool_calls") or ()):
-                key, function = ("tool", i), item["function"]
-                builder.tool_start(key, tool_call_id(item), _required(function, "name"))
-                builder.tool_input(key, _arguments(function.get("arguments")))
-                builder.close(key)
-            if body.get("usage"):
-                read_usage(builder, body["usage"])
-            calls = bool(message.get("tool_calls"))
-            builder.stop(stop_reason(choice.get("finish_reason"), bool(refusal), calls))
-        except _MALFORMED as exc:
-            raise _malformed("response", exc, body) from None
+        builder.start(
+            optional_text(body, "id", "response"), optional_text(body, "model", "response")
+        )
+        choices = required_list(body, "choices", "response")
+        if not choices:
+            raise ProtocolError(f"openai_chat response has no choices: {_dump(body)}")
+        choice = object_value(choices[0], "response.choices[0]")
+        message = required_object(choice, "message", "choices[0]")
+        read_reasoning(builder, message, _REASONING)
+        if content := message.get("content"):
+            read_content(builder, content, _TEXT, _REASONING)
+        refusal = optional_text(message, "refusal", "message")
+        if refusal:
+            builder.text(_TEXT, refusal)
+        calls = optional_list(message, "tool_calls", "message")
+        for i, item in enumerate(calls):
+            item = object_value(item, "message.tool_calls[]")
+            key, function = ("tool", i), required_object(item, "function", "message.tool_calls[]")
+            builder.tool_start(key, tool_call_id(item), _required(function, "name"))
+            builder.tool_input(key, _arguments(function.get("arguments")))
+            builder.close(key)
+        if usage := body.get("usage"):
+            read_usage(builder, object_value(usage, "response.usage"))
+        finish = optional_text(choice, "finish_reason", "choices[0]")
+        builder.stop(stop_reason(finish, bool(refusal), bool(calls)))
         builder.finish()
 
     def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
@@ -171,27 +181,30 @@ class _StreamParser:
         if "error" in obj:
             raise _body_error(obj)
         builder = self._builder
-        try:
-            if not builder.started:
-                builder.start(obj.get("id"), obj.get("model"))
-            choices = obj.get("choices")
-            if choices:
-                choice = choices[0]
-                if choice.get("index", 0) == 0:
-                    delta = choice.get("delta")
-                    if delta:
-                        content = delta.get("content")
-                        if content and len(delta) == 1 and content.__class__ is str:
-                            builder.text(_TEXT, content)  # the hot path: a bare text fragment
-                        else:
-                            self._delta(delta)
-                    if choice.get("finish_reason") is not None:
-                        self._finish(choice["finish_reason"])
-            usage = obj.get("usage")
-            if usage:
-                read_usage(builder, usage)
-        except _MALFORMED as exc:
-            raise _malformed("chunk", exc, obj) from None
+        if not builder.started:
+            builder.start(optional_text(obj, "id", "chunk"), optional_text(obj, "model", "chunk"))
+        choices = obj.get("choices")
+        if choices:
+            if choices.__class__ is not list:
+                raise malformed("chunk.choices", "a list", choices)
+            choice = choices[0]
+            if choice.__class__ is not dict:
+                raise malformed("chunk.choices[0]", "an object", choice)
+            if choice.get("index", 0) == 0:
+                delta = choice.get("delta")
+                if delta:
+                    if delta.__class__ is not dict:
+                        raise malformed("choices[0].delta", "an object", delta)
+                    content = delta.get("content")
+                    if content and len(delta) == 1 and content.__class__ is str:
+                        builder.text(_TEXT, content)  # the hot path: a bare text fragment
+                    else:
+                        self._delta(delta)
+                if (finish := choice.get("finish_reason")) is not None:
+                    self._finish(text_value(finish, "choices[0].finish_reason"))
+        usage = obj.get("usage")
+        if usage:
+            read_usage(builder, object_value(usage, "chunk.usage"))
 
     def end(self) -> None:
         if not self._finished:
@@ -200,15 +213,16 @@ class _StreamParser:
 
     def _delta(self, delta: dict[str, Any]) -> None:
         builder = self._builder
-        read_reasoning(builder, delta, _REASONING)
-        if delta.get("content"):
-            read_content(builder, delta["content"], _TEXT, _REASONING)
-        if delta.get("refusal"):
-            builder.text(_TEXT, _str(delta["refusal"], "refusal"))
+        read_reasoning(builder, delta, _REASONING, "delta")
+        if content := delta.get("content"):
+            read_content(builder, content, _TEXT, _REASONING, "delta")
+        if refusal := optional_text(delta, "refusal", "delta"):
+            builder.text(_TEXT, refusal)
             self._refused = True
-        for item in delta.get("tool_calls") or ():
-            index, tool_id = item.get("index"), item.get("id")
-            function = item.get("function") or {}
+        for item in optional_list(delta, "tool_calls", "delta"):
+            item = object_value(item, "delta.tool_calls[]")
+            index, tool_id = _tool_index(item), optional_text(item, "id", "delta.tool_calls[]")
+            function = object_value(item.get("function") or {}, "delta.tool_calls[].function")
             known = self._tools.get(index)
             key: Hashable
             if known is None or (tool_id and tool_id != known[1]):
@@ -242,13 +256,15 @@ def _arguments(value: Any) -> str:
         return value or ""
     if isinstance(value, dict):  # a few compatible servers send an object, not a string
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    raise TypeError(f"tool call arguments are a {type(value).__name__}, not a string")
+    raise malformed("tool_calls[].function.arguments", "a string", value)
 
 
-def _str(value: Any, field: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{field} is a {type(value).__name__}, not a string")
-    return value
+def _tool_index(item: dict[str, Any]) -> int | str | None:
+    """The ``index`` a streamed call's fragments share (absent from some servers)."""
+    index = item.get("index")
+    if index is None or index.__class__ is int or index.__class__ is str:
+        return index
+    raise malformed("delta.tool_calls[].index", "a whole number", index)
 
 
 def _required(obj: dict[str, Any], field: str) -> str:
@@ -256,11 +272,6 @@ def _required(obj: dict[str, Any], field: str) -> str:
     if not isinstance(value, str) or not value:
         raise ProtocolError(f"openai_chat sent a tool call without {field!r}: {_dump(obj)}")
     return value
-
-
-def _malformed(what: str, exc: Exception, obj: Any) -> ProtocolError:
-    problem = f"{type(exc).__name__}: {exc}"
-    return ProtocolError(f"openai_chat sent a malformed {what} ({problem}): {_dump(obj)}")
 
 
 def _dump(obj: Any) -> str:

@@ -22,7 +22,17 @@ from typing import Any
 from metis.ids import new_ulid
 from metis.model.content import ContentBlock, TextBlock, ThinkingBlock
 from metis.model.response import StopKind, StopReason
-from metis.providers.message_builder import MessageBuilder, token_count
+from metis.providers.message_builder import MessageBuilder
+from metis.providers.wire_read import (
+    list_value,
+    malformed,
+    object_value,
+    optional_text,
+    required,
+    required_text,
+    text_value,
+    token_count,
+)
 
 _STOPS = {
     raw: StopReason(kind=kind, raw=raw)
@@ -41,71 +51,82 @@ _FORCED_TOOL = StopReason(kind=StopKind.TOOL_USE, raw="stop")
 
 
 def read_content(
-    builder: MessageBuilder, content: Any, text_key: Hashable, thinking_key: Hashable
+    builder: MessageBuilder,
+    content: Any,
+    text_key: Hashable,
+    thinking_key: Hashable,
+    where: str = "message",
 ) -> None:
-    """A message's (or a delta's) ``content``: a string, or a list of typed chunks."""
+    """A message's (or a delta's: ``where``) ``content``: a string, or a list of typed
+    chunks."""
     if content.__class__ is str:
         if content:
             builder.text(text_key, content)
         return
-    if not isinstance(content, list):
-        raise TypeError(f"content is a {type(content).__name__}, not a string or a list")
+    if content.__class__ is not list:
+        raise malformed(f"{where}.content", "a string or a list", content)
+    where = f"{where}.content[]"
     for chunk in content:
-        kind = chunk["type"]
+        chunk = object_value(chunk, where)
+        kind = required_text(chunk, "type", where)
         if kind == "text":
-            if text := _str(chunk["text"], "a text chunk's text"):
+            if text := required_text(chunk, "text", where):
                 builder.text(text_key, text)
         elif kind == "thinking":
-            for part in _thinking_parts(chunk["thinking"]):
+            for part in _thinking_parts(required(chunk, "thinking", where), where):
                 builder.thinking(thinking_key, part)
         else:  # references, images: nothing canonical to put them in
             reason = f"openai_chat content chunks of type {kind!r} have no canonical form"
-            builder.warn(str(kind), reason, message_id=builder.message_id)
+            builder.warn(kind, reason, message_id=builder.message_id)
 
 
-def _thinking_parts(thinking: Any) -> list[str]:
+def _thinking_parts(thinking: Any, where: str) -> list[str]:
     if thinking.__class__ is str:
         return [thinking] if thinking else []
-    if not isinstance(thinking, list):
-        raise TypeError(f"a thinking chunk's thinking is a {type(thinking).__name__}")
-    texts = (part.get("text") if isinstance(part, dict) else part for part in thinking)
-    return [_str(text, "a thinking part") for text in texts if text]
+    parts = list_value(thinking, f"{where}.thinking")
+    texts = (part.get("text") if part.__class__ is dict else part for part in parts)
+    return [text_value(text, f"{where}.thinking[]") for text in texts if text]
 
 
-def read_reasoning(builder: MessageBuilder, message: dict[str, Any], key: Hashable) -> None:
+def read_reasoning(
+    builder: MessageBuilder, message: dict[str, Any], key: Hashable, where: str = "message"
+) -> None:
     """DeepSeek's ``reasoning_content``, vLLM's and OpenRouter's ``reasoning``; failing those,
     the text of OpenRouter's ``reasoning_details`` entries (which OpenRouter sends alongside
     ``reasoning``, with the same text: then only their signatures and encrypted data count)."""
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     if reasoning:
-        builder.thinking(key, _str(reasoning, "reasoning"))
+        if reasoning.__class__ is not str:
+            raise malformed(f"{where}.reasoning", "a string", reasoning)
+        builder.thinking(key, reasoning)
     if details := message.get("reasoning_details"):
-        read_reasoning_details(builder, details, key, with_text=not reasoning)
+        read_reasoning_details(builder, details, key, where, with_text=not reasoning)
 
 
 def read_reasoning_details(
-    builder: MessageBuilder, details: Any, key: Hashable, with_text: bool = True
+    builder: MessageBuilder, details: Any, key: Hashable, where: str, with_text: bool = True
 ) -> None:
-    """OpenRouter's ``reasoning_details``; ``with_text=False`` when the reply gave the same
-    reasoning as plain text."""
-    if not isinstance(details, list):
-        raise TypeError(f"reasoning_details is a {type(details).__name__}, not a list")
-    for entry in details:
-        kind = entry["type"]
+    """OpenRouter's ``reasoning_details`` (in ``where``); ``with_text=False`` when the reply
+    gave the same reasoning as plain text."""
+    entries = list_value(details, f"{where}.reasoning_details")
+    where = f"{where}.reasoning_details[]"
+    for entry in entries:
+        entry = object_value(entry, where)
+        kind = required_text(entry, "type", where)
         if kind == "reasoning.text":
-            if with_text and (text := entry.get("text")):
-                builder.thinking(key, _str(text, "reasoning.text"))
-            if signature := entry.get("signature"):
-                builder.thinking_signature(key, _str(signature, "a reasoning signature"))
+            if with_text and (text := optional_text(entry, "text", kind)):
+                builder.thinking(key, text)
+            if signature := optional_text(entry, "signature", kind):
+                builder.thinking_signature(key, signature)
         elif kind == "reasoning.summary":
-            if with_text and (summary := entry.get("summary")):
-                builder.thinking(key, _str(summary, "reasoning.summary"))
+            if with_text and (summary := optional_text(entry, "summary", kind)):
+                builder.thinking(key, summary)
         elif kind == "reasoning.encrypted":
-            if data := entry.get("data"):
-                builder.redacted_thinking(("encrypted", key), _str(data, "reasoning.encrypted"))
+            if data := optional_text(entry, "data", kind):
+                builder.redacted_thinking(("encrypted", key), data)
         else:
             reason = f"reasoning_details entries of type {kind!r} have no canonical form"
-            builder.warn(str(kind), reason, message_id=builder.message_id)
+            builder.warn(kind, reason, message_id=builder.message_id)
 
 
 def stop_reason(raw: str | None, refused: bool, calls: bool) -> StopReason:
@@ -120,7 +141,7 @@ def stop_reason(raw: str | None, refused: bool, calls: bool) -> StopReason:
 
 def read_usage(builder: MessageBuilder, usage: dict[str, Any]) -> None:
     """Canonical input counts uncached, unwritten tokens only; ``prompt_tokens`` counts all."""
-    details = usage.get("prompt_tokens_details") or {}
+    details = object_value(usage.get("prompt_tokens_details") or {}, "usage.prompt_tokens_details")
     provider = builder.provider
     cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
     written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
@@ -138,7 +159,7 @@ def tool_call_id(item: dict[str, Any]) -> str:
     value = item.get("id")
     if value is None or value == "":
         return f"call_{new_ulid()}"
-    return _str(value, "a tool call's id")
+    return text_value(value, "tool_calls[].id")
 
 
 def content_chunks(
@@ -156,9 +177,3 @@ def content_chunks(
                 {"type": "thinking", "thinking": [{"type": "text", "text": block.thinking}]}
             )
     return chunks
-
-
-def _str(value: Any, field: str) -> str:
-    if value.__class__ is not str:
-        raise TypeError(f"{field} is a {type(value).__name__}, not a string")
-    return str(value)

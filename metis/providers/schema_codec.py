@@ -74,10 +74,10 @@ from metis.providers import json_limits
 from metis.providers.codec import CodecFactory
 from metis.providers.http_errors import body_excerpt, http_error
 from metis.providers.message_builder import MessageBuilder
+from metis.providers.schema_compiled import Compiled, load_settings
 from metis.providers.schema_encode import Encoder
 from metis.providers.schema_parse import SchemaParser
 from metis.providers.schema_paths import first, resolve, seconds
-from metis.providers.schema_settings import Compiled, load_settings
 
 
 class SchemaCodec:

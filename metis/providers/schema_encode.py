@@ -29,8 +29,8 @@ from metis.model.content import (
 )
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
+from metis.providers.schema_compiled import Compiled
 from metis.providers.schema_paths import OMIT, compile_path, set_path
-from metis.providers.schema_settings import Compiled
 
 log = logging.getLogger("metis")
 

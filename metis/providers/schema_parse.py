@@ -23,12 +23,11 @@ from typing import Any
 from metis.errors import AdapterError, ProtocolError
 from metis.model.response import StopKind, StopReason
 from metis.providers.message_builder import MessageBuilder
+from metis.providers.schema_compiled import Reading
 from metis.providers.schema_paths import Path, getter
-from metis.providers.schema_settings import Reading
+from metis.providers.wire_read import malformed
 
 ErrorReader = Callable[[dict[str, Any]], AdapterError]
-
-_MALFORMED = (KeyError, TypeError, IndexError, AttributeError, ValueError)
 
 
 class SchemaParser:
@@ -49,6 +48,7 @@ class SchemaParser:
         "_streamed",
         "_text_block",
         "_text_key",
+        "_where",
     )
 
     def __init__(
@@ -68,6 +68,7 @@ class SchemaParser:
         self._errors = errors
         self._b = builder
         self._streamed = streamed
+        self._where = f"{name} {'chunk' if streamed else 'response'}"  # names fields in errors
         self._response_id: str | None = None
         self._calls = 0
         self._open: dict[Any, tuple[Hashable, str | None]] = {}  # separate mode: index -> call
@@ -83,7 +84,7 @@ class SchemaParser:
 
         def usage_at_finish(b: MessageBuilder) -> None:
             if self._pending_usage is not None:
-                with contextlib.suppress(*_MALFORMED):  # already failing: estimate instead
+                with contextlib.suppress(ProtocolError):  # already failing: estimate instead
                     self._apply_usage()
             if not b.usage_reported and fallback is not None:
                 fallback(b)
@@ -95,27 +96,12 @@ class SchemaParser:
     def feed(self, obj: dict[str, Any]) -> None:
         if self._error(obj).__class__ is dict:
             raise self._errors(obj)
-        try:
-            self._read(obj)
-        except _MALFORMED as exc:
-            raise self._malformed(obj, exc) from None
-
-    def _malformed(self, obj: dict[str, Any], exc: Exception) -> ProtocolError:
-        what = "chunk" if self._streamed else "response"
-        detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
-        return ProtocolError(
-            f"{self._name} sent a malformed {what} ({detail}): {json.dumps(obj)[:200]}",
-            provider=self._b.provider,
-        )
+        self._read(obj)
 
     def end(self) -> None:
         builder = self._b
-        usage = self._pending_usage
-        if usage is not None:
-            try:
-                self._apply_usage()
-            except _MALFORMED as exc:
-                raise self._malformed({"usage": usage}, exc) from None
+        if self._pending_usage is not None:
+            self._apply_usage()
         if self._finish is None:
             if self._streamed:
                 raise ProtocolError(
@@ -142,11 +128,11 @@ class SchemaParser:
         if content:
             if r.separate:
                 if content.__class__ is not dict:
-                    raise TypeError(f"the content at {r.content_path} is not an object")
+                    raise malformed(f"{self._where}.{r.content_path}", "an object", content)
                 self._message(content)
             else:
                 if content.__class__ is not list:
-                    raise TypeError(f"the content at {r.content_path} is not a list")
+                    raise malformed(f"{self._where}.{r.content_path}", "a list", content)
                 for part in content:
                     self._part(part)
         usage = r.usage(obj)
@@ -155,7 +141,8 @@ class SchemaParser:
         for scoped, get, mapping, default in r.finish:
             raw = get(envelope if scoped else obj)
             if raw is not None:
-                raw = _str(raw, "finish reason")
+                if raw.__class__ is not str:
+                    raise malformed(f"{self._where} finish reason", "a string", raw)
                 self._finish = StopReason(kind=mapping.get(raw, default), raw=raw)
                 break
         for name, scoped, get, block_type in r.dropped:
@@ -169,7 +156,7 @@ class SchemaParser:
 
     def _part(self, part: Any) -> None:
         if part.__class__ is not dict:
-            raise TypeError(f"a content part is a {type(part).__name__}, not an object")
+            raise malformed(f"{self._where} content part", "an object", part)
         kind = None
         for rule_kind, key, field_key, field, value in self._r.detect:
             if key is not None and key not in part:
@@ -184,7 +171,7 @@ class SchemaParser:
         if kind == "text":
             key = self._r.text_key
             text = part.get(key) if key is not None else self._r.text_value(part)
-            self._text(_str(text, "text"), self._echoed(part) if self._echo else None)
+            self._text(self._str(text, "text"), self._echoed(part) if self._echo else None)
         elif kind == "thinking":
             self._thinking(part)
         elif kind == "tool_call":
@@ -203,15 +190,15 @@ class SchemaParser:
         if r.thinking_field is not None:
             thinking = r.thinking_field(message)
             if thinking:
-                self._b.thinking("thinking", _str(thinking, "reasoning"))
-                self._last = self._index()
+                self._b.thinking("thinking", self._str(thinking, "reasoning"))
+                self._last = self._index("thinking")
         text = r.text_field(message)
         if text:
-            self._text(_str(text, "text"), self._echoed(message))
+            self._text(self._str(text, "text"), self._echoed(message))
         calls = r.tool_calls_field(message)
         if calls:
             if calls.__class__ is not list:
-                raise TypeError(f"the tool calls are a {type(calls).__name__}, not a list")
+                raise malformed(f"{self._where} tool calls", "a list", calls)
             for position, item in enumerate(calls):
                 self._tool_call(item, whole=False, position=position)
 
@@ -227,40 +214,42 @@ class SchemaParser:
             current = -1
         if text or (echo and current < 0):
             builder.text(self._text_key, text)
-            self._text_block = self._last = self._index()
+            self._text_block = self._last = self._index(self._text_key)
         if echo:
             builder.keep_raw(self._text_block, echo)
 
     def _thinking(self, part: dict[str, Any]) -> None:
         builder = self._b
-        text = _str(self._r.thinking_value(part), "thinking")
+        text = self._str(self._r.thinking_value(part), "thinking")
         if text:
             builder.thinking("thinking", text)
-            self._last = self._index()
+            self._last = self._index("thinking")
         if self._r.thinking_signature is not None:
             signature = self._r.thinking_signature(part)
             if signature:
-                builder.thinking_signature("thinking", _str(signature, "signature"))
-                self._last = self._index()
+                builder.thinking_signature("thinking", self._str(signature, "signature"))
+                self._last = self._index("thinking")
 
     def _tool_call(self, item: Any, whole: bool, position: int = 0) -> None:
         if item.__class__ is not dict:
-            raise TypeError(f"a tool call is a {type(item).__name__}, not an object")
+            raise malformed(f"{self._where} tool call", "an object", item)
         r = self._r
         builder = self._b
         tool_id = _opt_str(r.tool_id(item)) if r.tool_id else None
         index: Any = r.tool_index(item) if r.tool_index else None
         if index is None:
             index = position
+        elif index.__class__ is not int and index.__class__ is not str:
+            raise malformed(f"{self._where} tool call index", "a whole number", index)
         known = None if whole else self._open.get(index)
         if known is None or (tool_id and tool_id != known[1]):
             name = r.tool_name(item)
-            if not isinstance(name, str) or not name:
-                raise ValueError("a tool call has no name")
+            if name.__class__ is not str or not name:
+                raise malformed(f"{self._where} tool call name", "a name", name or None)
             key: Hashable = ("tool", self._calls)
             self._calls += 1
             builder.tool_start(key, tool_id or self._mint(), name)
-            self._last = self._index()
+            self._last = self._index(key)
             builder.keep_raw(self._last, self._echoed(item) or {})
             if not whole:
                 self._open[index] = (key, tool_id)
@@ -278,7 +267,7 @@ class SchemaParser:
             if whole:
                 builder.close(key)
         else:
-            raise TypeError(f"tool call input is a {type(given).__name__}")
+            raise malformed(f"{self._where} tool call input", "an object", given)
 
     def _apply_usage(self) -> None:
         usage = self._pending_usage
@@ -301,20 +290,22 @@ class SchemaParser:
         found = {key: part[key] for key in self._echo if key in part}
         return found or None
 
-    def _index(self) -> int:
-        index: int = self._b.out[-1].content_block_index  # type: ignore[attr-defined]
+    def _str(self, value: Any, what: str) -> str:
+        if value.__class__ is not str:
+            raise malformed(f"{self._where} {what}", "a string", value)
+        return value
+
+    def _index(self, key: Hashable) -> int:
+        """The canonical index of the block just opened or extended under ``key`` (it may
+        have made no event: a fragment ending in half a surrogate pair is held back)."""
+        index = self._b.index_of(key)
+        assert index is not None
         return index
 
     def _mint(self) -> str:
         if self._response_id is None:
             self._response_id = uuid.uuid4().hex[:16]
         return f"{self._r.schema.minted_id_prefix}{self._response_id}_{self._calls - 1}"
-
-
-def _str(value: Any, what: str) -> str:
-    if value.__class__ is not str:
-        raise TypeError(f"{what} is a {type(value).__name__}, not a string")
-    return str(value)
 
 
 def _opt_str(value: Any) -> str | None:

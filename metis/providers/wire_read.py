@@ -1,0 +1,158 @@
+"""Reading server data: small checks that each value has the shape the wire format gives it.
+
+Codecs read every value a server sent through these accessors. A value of the wrong shape (a
+list where an object belongs, a number where a string does, a required key missing) is a
+:class:`~metis.errors.ProtocolError` naming the field and what was there, such as
+``message_delta.usage: expected an object, got list [1, 2]``. Anything else a codec raises is
+a bug in the codec and escapes as itself, so tests catch it (h11's rule).
+
+Each check is a class comparison or a ``dict.get``: they sit on the streaming hot path.
+``where`` names the object being read (``"message_delta"``); the field accessors add the key
+only when they fail, so reading builds no strings.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from typing import Any
+
+from metis.errors import ProtocolError
+
+MAX_TOKEN_COUNT = 10**12
+"""No call reports more tokens than this; a larger count is a corrupt number, not usage."""
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = 60
+_SHOWN.maxother = 60
+_SHOWN.maxlevel = 2
+_KIND = {dict: "object", list: "list", str: "string", int: "int", float: "float", bool: "bool"}
+
+
+# Values ------------------------------------------------------------------------------------
+
+
+def object_value(value: Any, where: str) -> dict[str, Any]:
+    if value.__class__ is dict:
+        return value
+    raise malformed(where, "an object", value)
+
+
+def text_value(value: Any, where: str) -> str:
+    if value.__class__ is str:
+        return value
+    raise malformed(where, "a string", value)
+
+
+def list_value(value: Any, where: str) -> list[Any]:
+    if value.__class__ is list:
+        return value
+    raise malformed(where, "a list", value)
+
+
+# Fields of an object already read ----------------------------------------------------------
+
+
+def required(mapping: dict[str, Any], key: str, where: str) -> Any:
+    """The value at ``key``, which must be present and not null."""
+    value = mapping.get(key)
+    if value is None:
+        raise ProtocolError(f"{where}.{key} is missing")
+    return value
+
+
+def required_object(mapping: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = mapping.get(key)
+    if value.__class__ is dict:
+        return value
+    raise _wrong(mapping, key, where, "an object")
+
+
+def required_text(mapping: dict[str, Any], key: str, where: str) -> str:
+    value = mapping.get(key)
+    if value.__class__ is str:
+        return value
+    raise _wrong(mapping, key, where, "a string")
+
+
+def required_list(mapping: dict[str, Any], key: str, where: str) -> list[Any]:
+    value = mapping.get(key)
+    if value.__class__ is list:
+        return value
+    raise _wrong(mapping, key, where, "a list")
+
+
+def required_index(mapping: dict[str, Any], key: str, where: str) -> int:
+    """A position the server numbers blocks or items by: a whole number."""
+    value = mapping.get(key)
+    if value.__class__ is int:
+        return value
+    raise _wrong(mapping, key, where, "a whole number")
+
+
+def optional_object(mapping: dict[str, Any], key: str, where: str) -> dict[str, Any] | None:
+    """The object at ``key``, or ``None`` when the key is absent or null."""
+    value = mapping.get(key)
+    if value is None or value.__class__ is dict:
+        return value
+    raise malformed(f"{where}.{key}", "an object", value)
+
+
+def optional_text(mapping: dict[str, Any], key: str, where: str) -> str | None:
+    """The string at ``key``, or ``None`` when the key is absent or null."""
+    value = mapping.get(key)
+    if value is None or value.__class__ is str:
+        return value
+    raise malformed(f"{where}.{key}", "a string", value)
+
+
+def optional_list(mapping: dict[str, Any], key: str, where: str) -> list[Any]:
+    """The list at ``key``; an empty one when the key is absent or null."""
+    value = mapping.get(key)
+    if value.__class__ is list:
+        return value
+    if value is None:
+        return []
+    raise malformed(f"{where}.{key}", "a list", value)
+
+
+def token_count(value: Any, field: str, provider: str = "provider") -> int:
+    """``value`` as a token count: a whole number (``12`` or ``12.0``) from 0 to
+    ``MAX_TOKEN_COUNT``. Anything else (negative, fractional, huge, NaN, Infinity, a string,
+    a bool) is a ProtocolError naming ``field``; codecs check counts with it before doing
+    arithmetic on them."""
+    cls = value.__class__
+    if cls is int:
+        if 0 <= value <= MAX_TOKEN_COUNT:
+            return int(value)
+    elif cls is float and value.is_integer() and 0 <= value <= MAX_TOKEN_COUNT:
+        return int(value)
+    raise ProtocolError(
+        f"{provider} sent a malformed {field}: {shown(value)} (a token count is a whole number"
+        " >= 0)"
+    )
+
+
+# Errors ------------------------------------------------------------------------------------
+
+
+def malformed(where: str, expected: str, value: Any) -> ProtocolError:
+    """The error for ``value`` found at ``where`` where ``expected`` belongs."""
+    if value is None:
+        return ProtocolError(f"{where} is missing (expected {expected})")
+    return ProtocolError(f"{where}: expected {expected}, got {_kind(value)} {shown(value)}")
+
+
+def _wrong(mapping: dict[str, Any], key: str, where: str, expected: str) -> ProtocolError:
+    return malformed(f"{where}.{key}", expected, mapping.get(key))
+
+
+def _kind(value: Any) -> str:
+    """What a decoded JSON value is, as the wire format would call it."""
+    return _KIND.get(value.__class__, "null" if value is None else type(value).__name__)
+
+
+def shown(value: Any) -> str:
+    """A short excerpt of ``value`` for an error message."""
+    if value.__class__ is int and abs(value) > MAX_TOKEN_COUNT:
+        return f"a {value.bit_length()}-bit number"  # repr() of a huge int may itself fail
+    return _SHOWN.repr(value)
