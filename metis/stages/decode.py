@@ -29,7 +29,8 @@ from metis.pipeline.wire import WireRequest
 from metis.providers import json_limits
 from metis.providers.aws_eventstream import EventStreamDecoder, frame_object
 from metis.providers.json_limits import JSONLimitError
-from metis.providers.sse import MAX_LINE_LENGTH, SSEDecoder
+from metis.providers.sse import MAX_LINE_LENGTH
+from metis.providers.sse_data import SSEDataDecoder
 
 _SNIPPET = 200
 
@@ -92,40 +93,43 @@ async def _sse_objects(
     """The JSON objects of an event stream that began with ``first``. Events after OpenAI's
     ``[DONE]`` terminator are not parsed: they are ignored, with one WARN record, and reading
     stops ``MAX_IGNORED_AFTER_END`` events later."""
-    decoder = SSEDecoder()
-    done = False
-    ignored = 0
+    decoder = SSEDataDecoder()
+    feed = decoder.feed
     chunk = first
-    while True:
-        try:
-            if chunk is None:
-                chunk = await anext(chunks, None)
-                if chunk is None:
-                    break
-            events = decoder.feed(chunk)
-            chunk = None
-        except ProtocolError as error:  # undecodable bytes; a transport failure is raised
-            if not done:
-                raise
-            warn_ignored_after_end(call, "data: [DONE]", error)
-            return
-        for event in events:
-            data = event.data
-            if done:
-                ignored += 1
-                if ignored == 1:
-                    warn_ignored_after_end(call, "data: [DONE]")
-            elif not _skip(data):
+    while chunk is not None:
+        events = iter(feed(chunk))  # undecodable bytes raise; a transport failure too
+        for data in events:
+            if data[:1] == "{" or not _skip(data):
                 yield _parse(data, "sse")
             elif data.strip() == "[DONE]":
-                done = True
+                await _ignore_after_done(sum(1 for _ in events), decoder, chunks, call)
+                return
+        chunk = await anext(chunks, None)
+    for data in decoder.close():
+        if not _skip(data):
+            yield _parse(data, "sse")
+
+
+async def _ignore_after_done(
+    ignored: int, decoder: SSEDataDecoder, chunks: AsyncIterator[bytes], call: Call
+) -> None:
+    """Read on after ``[DONE]`` (``ignored`` events already), parsing nothing: one WARN if
+    anything came, and no more than ``MAX_IGNORED_AFTER_END`` events."""
+    warned = False
+    while True:
+        if ignored and not warned:
+            warn_ignored_after_end(call, "data: [DONE]")
+            warned = True
         if ignored > MAX_IGNORED_AFTER_END:
             return
-    if done:
-        return
-    for event in decoder.close():
-        if not _skip(event.data):
-            yield _parse(event.data, "sse")
+        chunk = await anext(chunks, None)
+        if chunk is None:
+            return
+        try:
+            ignored += len(decoder.feed(chunk))
+        except ProtocolError as error:
+            warn_ignored_after_end(call, "data: [DONE]", error)
+            return
 
 
 MAX_IGNORED_AFTER_END = 64
