@@ -18,22 +18,21 @@ by :meth:`SSEDataDecoder.close`, as providers sometimes end the body that way.
 
 from __future__ import annotations
 
-import codecs
+from codecs import utf_8_decode
 
 from metis.errors import ProtocolError
 from metis.providers.sse import MAX_LINE_LENGTH
-
-_utf8_sig = codecs.getincrementaldecoder("utf-8-sig")
 
 
 class SSEDataDecoder:
     """Turns the bytes of an event stream into the data of its events, in order."""
 
-    __slots__ = ("_decode", "_ends_with_lf", "_line", "_max", "_pending", "_skip_lf")
+    __slots__ = ("_bom", "_cut", "_ends_with_lf", "_line", "_max", "_pending", "_skip_lf")
 
     def __init__(self, max_line_length: int = MAX_LINE_LENGTH) -> None:
         self._max = max_line_length
-        self._decode = _utf8_sig(errors="strict").decode
+        self._cut = b""  # the start of a UTF-8 character the last chunk ended in
+        self._bom = True  # a BOM may still open the text
         self._pending: list[str] = []  # the text after the last blank line, line ends as LF
         self._ends_with_lf = False  # the pending text ends with a line end
         self._line = 0  # length of the pending text's unfinished last line
@@ -41,10 +40,7 @@ class SSEDataDecoder:
 
     def feed(self, chunk: bytes) -> list[str]:
         """The data of the events ``chunk`` completes; often none."""
-        try:
-            text: str = self._decode(chunk)
-        except UnicodeDecodeError as exc:
-            raise ProtocolError(_bad_utf8(exc)) from None
+        text = self._text(chunk)
         if self._skip_lf and text:
             self._skip_lf = False
             if text[0] == "\n":
@@ -71,17 +67,28 @@ class SSEDataDecoder:
 
     def close(self) -> list[str]:
         """The end of the body: the data of a final event that had no blank line after it."""
-        try:
-            self._decode(b"", True)
-        except UnicodeDecodeError:
-            raise ProtocolError(
-                "provider's event stream ended in the middle of a UTF-8 character"
-            ) from None
+        if self._cut:
+            raise ProtocolError("provider's event stream ended in the middle of a UTF-8 character")
         text = "".join(self._pending)
         self._pending = []
         self._ends_with_lf = False
         self._line = 0
         return _data([text]) if text else []
+
+    def _text(self, chunk: bytes) -> str:
+        """``chunk`` decoded, with a character cut at either end joined across chunks."""
+        if self._cut:
+            chunk = self._cut + chunk
+        try:
+            text, used = utf_8_decode(chunk, "strict", False)
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(_bad_utf8(exc)) from None
+        self._cut = chunk[used:] if used < len(chunk) else b""
+        if self._bom and text:
+            self._bom = False
+            if text[0] == "\ufeff":
+                text = text[1:]
+        return text
 
     def _hold(self, text: str) -> None:
         self._pending.append(text)
@@ -99,11 +106,22 @@ def _data(blocks: list[str]) -> list[str]:
     """The data of each event among ``blocks`` (text between blank lines, LF line ends)."""
     out: list[str] = []
     for block in blocks:
-        if block[:5] == "data:" and "\n" not in block:  # the usual event: one data line
-            out.append(block[6:] if block[5:6] == " " else block[5:])
-        elif block:
+        lf = block.find("\n")
+        if lf < 0:
+            if block[:5] == "data:":  # the usual event: one data line
+                out.append(block[6:] if block[5:6] == " " else block[5:])
+            elif block[:4] == "data":
+                out.extend(_fields(block))
+        elif block[:6] == "event:" and block[lf + 1 : lf + 6] == "data:" and _one_line(block, lf):
+            # an event type, then one data line: Anthropic's and OpenAI Responses' events
+            out.append(block[lf + 7 :] if block[lf + 6 : lf + 7] == " " else block[lf + 6 :])
+        else:
             out.extend(_fields(block))
     return out
+
+
+def _one_line(block: str, lf: int) -> bool:
+    return block.find("\n", lf + 1) < 0
 
 
 def _fields(block: str) -> list[str]:

@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+from pydantic_core import from_json
 
 from metis.errors import ProtocolError, redact
 from metis.pipeline.call import Call
@@ -28,7 +29,7 @@ from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import WireRequest
 from metis.providers import json_limits
 from metis.providers.aws_eventstream import EventStreamDecoder, frame_object
-from metis.providers.json_limits import JSONLimitError
+from metis.providers.json_limits import MAX_DEPTH, JSONLimitError
 from metis.providers.sse import MAX_LINE_LENGTH
 from metis.providers.sse_data import SSEDataDecoder
 
@@ -50,56 +51,87 @@ class Decode(Stage[WireRequest, WireRequest, bytes, dict[str, Any]]):
 
     options: Options
 
-    async def __call__(
+    def __call__(
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, bytes]
     ) -> AsyncIterator[dict[str, Any]]:
-        chunks = inner(request, call)
         fmt = self.options.format
         if not request.stream or fmt == "json":
-            yield await _whole_body(chunks)
-            return
-        chunk = await anext(chunks, None)  # the transport has now set the content type
-        if chunk is not None and _whole_json(call.response_content_type, chunk):
-            body = b"".join([chunk, *[more async for more in chunks]])
-            if fmt == "ndjson" and _several_lines(body):  # NDJSON labelled as plain JSON
-                for line in body.split(b"\n"):
-                    if line.strip():
-                        yield _parse(_text(line, "ndjson"), "ndjson")
-            else:
-                yield WholeBody(_parse(_text(body, "json"), "json"))
-        elif fmt == "sse":
-            async for obj in _sse_objects(chunk, chunks, call):
-                yield obj
-        elif fmt == "eventstream":
-            frames = EventStreamDecoder()
-            while chunk is not None:
-                for frame in frames.feed(chunk):
-                    yield frame_object(frame)
-                chunk = await anext(chunks, None)
-            frames.close()
-        else:
-            splitter = _LineSplitter()
-            while chunk is not None:
-                for line in splitter.feed(chunk):
-                    yield _parse(_text(line, "ndjson"), "ndjson")
-                chunk = await anext(chunks, None)
-            for line in splitter.close():
+            return _whole_body(request, call, inner)
+        if fmt == "sse":  # the hot path: its own generator, no frame between it and normalize
+            return _sse_objects(request, call, inner)
+        return _framed_objects(request, call, inner, fmt)
+
+
+async def _whole_body(
+    request: WireRequest, call: Call, inner: Inner[WireRequest, bytes]
+) -> AsyncIterator[dict[str, Any]]:
+    parts = [chunk async for chunk in inner(request, call)]
+    yield _parse(_text(b"".join(parts), "json"), "json")
+
+
+async def _whole_reply(
+    first: bytes, chunks: AsyncIterator[bytes], fmt: str
+) -> AsyncIterator[dict[str, Any]]:
+    """A streamed request answered with ``application/json``: one whole reply, or NDJSON."""
+    body = b"".join([first, *[more async for more in chunks]])
+    if fmt == "ndjson" and _several_lines(body):  # NDJSON labelled as plain JSON
+        for line in body.split(b"\n"):
+            if line.strip():
                 yield _parse(_text(line, "ndjson"), "ndjson")
+    else:
+        yield WholeBody(_parse(_text(body, "json"), "json"))
+
+
+async def _framed_objects(
+    request: WireRequest, call: Call, inner: Inner[WireRequest, bytes], fmt: str
+) -> AsyncIterator[dict[str, Any]]:
+    """The objects of an NDJSON or AWS event stream."""
+    chunks = inner(request, call)
+    chunk = await anext(chunks, None)  # the transport has now set the content type
+    if chunk is not None and _whole_json(call.response_content_type, chunk):
+        async for obj in _whole_reply(chunk, chunks, fmt):
+            yield obj
+    elif fmt == "eventstream":
+        frames = EventStreamDecoder()
+        while chunk is not None:
+            for frame in frames.feed(chunk):
+                yield frame_object(frame)
+            chunk = await anext(chunks, None)
+        frames.close()
+    else:
+        splitter = _LineSplitter()
+        while chunk is not None:
+            for line in splitter.feed(chunk):
+                yield _parse(_text(line, "ndjson"), "ndjson")
+            chunk = await anext(chunks, None)
+        for line in splitter.close():
+            yield _parse(_text(line, "ndjson"), "ndjson")
 
 
 async def _sse_objects(
-    first: bytes | None, chunks: AsyncIterator[bytes], call: Call
+    request: WireRequest, call: Call, inner: Inner[WireRequest, bytes]
 ) -> AsyncIterator[dict[str, Any]]:
-    """The JSON objects of an event stream that began with ``first``. Events after OpenAI's
-    ``[DONE]`` terminator are not parsed: they are ignored, with one WARN record, and reading
-    stops ``MAX_IGNORED_AFTER_END`` events later."""
+    """The JSON objects of an event stream. Events after OpenAI's ``[DONE]`` terminator are
+    not parsed: they are ignored, with one WARN record, and reading stops
+    ``MAX_IGNORED_AFTER_END`` events later."""
+    chunks = inner(request, call)
+    chunk = await anext(chunks, None)  # the transport has now set the content type
+    if chunk is not None and _whole_json(call.response_content_type, chunk):
+        async for obj in _whole_reply(chunk, chunks, "sse"):
+            yield obj
+        return
     decoder = SSEDataDecoder()
     feed = decoder.feed
-    chunk = first
     while chunk is not None:
         events = iter(feed(chunk))  # undecodable bytes raise; a transport failure too
         for data in events:
-            if data[:1] == "{" or not _skip(data):
+            if data[:1] == "{" and data.count("{") + data.count("[") <= MAX_DEPTH:
+                try:  # the usual event, parsed here: json_limits.loads' fast path, inlined
+                    obj = from_json(data, allow_inf_nan=False)
+                except ValueError:
+                    obj = _parse(data, "sse")  # what jiter refuses, and why
+                yield obj
+            elif not _skip(data):
                 yield _parse(data, "sse")
             elif data.strip() == "[DONE]":
                 await _ignore_after_done(sum(1 for _ in events), decoder, chunks, call)
@@ -207,11 +239,6 @@ def _several_lines(body: bytes) -> bool:
     except (ValueError, RecursionError, JSONLimitError):
         return False  # a document spread over lines (pretty-printed), or not JSON at all
     return True
-
-
-async def _whole_body(chunks: AsyncIterator[bytes]) -> dict[str, Any]:
-    parts = [chunk async for chunk in chunks]
-    return _parse(_text(b"".join(parts), "json"), "json")
 
 
 class _LineSplitter:
