@@ -40,7 +40,13 @@ class SSEDataDecoder:
 
     def feed(self, chunk: bytes) -> list[str]:
         """The data of the events ``chunk`` completes; often none."""
-        text = self._text(chunk)
+        if self._cut or self._bom:
+            text = self._text(chunk)
+        else:
+            try:
+                text = chunk.decode()
+            except UnicodeDecodeError:  # a character cut by the chunk's end, or invalid
+                text = self._text(chunk)
         if self._skip_lf and text:
             self._skip_lf = False
             if text[0] == "\n":
@@ -112,16 +118,16 @@ def _data(blocks: list[str]) -> list[str]:
                 out.append(block[6:] if block[5:6] == " " else block[5:])
             elif block[:4] == "data":
                 out.extend(_fields(block))
-        elif block[:6] == "event:" and block[lf + 1 : lf + 6] == "data:" and _one_line(block, lf):
+        elif (
+            block[:6] == "event:"
+            and block[lf + 1 : lf + 6] == "data:"
+            and "\n" not in block[lf + 1 :]
+        ):
             # an event type, then one data line: Anthropic's and OpenAI Responses' events
             out.append(block[lf + 7 :] if block[lf + 6 : lf + 7] == " " else block[lf + 6 :])
         else:
             out.extend(_fields(block))
     return out
-
-
-def _one_line(block: str, lf: int) -> bool:
-    return block.find("\n", lf + 1) < 0
 
 
 def _fields(block: str) -> list[str]:
