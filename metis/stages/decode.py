@@ -102,10 +102,10 @@ async def _framed_objects(
         splitter = _LineSplitter()
         while chunk is not None:
             for line in splitter.feed(chunk):
-                yield _parse(_text(line, "ndjson"), "ndjson")
+                yield _ndjson_object(line)
             chunk = await anext(chunks, None)
         for line in splitter.close():
-            yield _parse(_text(line, "ndjson"), "ndjson")
+            yield _ndjson_object(line)
 
 
 async def _sse_objects(
@@ -210,6 +210,22 @@ def _parse(text: str, fmt: str) -> dict[str, Any]:
             f"in its {fmt} stream: {text[:_SNIPPET]}"
         )
     return value
+
+
+def _ndjson_object(line: bytes) -> dict[str, Any]:
+    """One NDJSON line's object: the usual line parsed at once with ``from_json``, anything
+    else (a BOM, leading blanks, what jiter refuses) through :func:`_parse`."""
+    try:
+        text = line.decode()
+    except UnicodeDecodeError:
+        text = _text(line, "ndjson")  # raises, classified
+    if text[:1] == "{" and text.count("{") + text.count("[") <= MAX_DEPTH:
+        try:
+            value: dict[str, Any] = from_json(text, allow_inf_nan=False)
+            return value
+        except ValueError:
+            pass
+    return _parse(text, "ndjson")
 
 
 def _text(body: bytes, fmt: str) -> str:
