@@ -135,7 +135,7 @@ class Floor(Client):
 
     def __init__(self, provider: str, base_url: str, max_connections: int = 1000) -> None:
         super().__init__(provider, base_url, max_connections)
-        self.http = _http_client(max_connections)
+        self.pools = HTTPPools(max_connections)
         self.headers = _native_headers(provider)
         if provider in HISTORY_PROVIDERS:
             self.stream_body = _native_request(provider, [Turn("user", workload.QUESTION)], True)
@@ -147,7 +147,7 @@ class Floor(Client):
         events = 0
         url = wire_url(self.base_url, self.provider, scenario.name)
         ndjson = self.provider == "ollama"
-        async with self.http.stream(
+        async with self.pools.next().stream(
             "POST", url, json=self.stream_body, headers=self.headers
         ) as response:
             async for line in response.aiter_lines():
@@ -170,12 +170,12 @@ class Floor(Client):
     async def complete(self, scenario: Scenario, turns: list[Turn]) -> Outcome:
         body = _native_request(self.provider, turns, False, image=_image())
         url = wire_url(self.base_url, self.provider, scenario.name)
-        response = await self.http.post(url, json=body, headers=self.headers)
+        response = await self.pools.next().post(url, json=body, headers=self.headers)
         response.json()
         return Outcome(events=1)
 
     async def aclose(self) -> None:
-        await self.http.aclose()
+        await self.pools.aclose()
 
 
 class FloorFast(Floor):
@@ -190,7 +190,7 @@ class FloorFast(Floor):
         url = wire_url(self.base_url, self.provider, scenario.name)
         ndjson = self.provider == "ollama"
         held = b""
-        async with self.http.stream(
+        async with self.pools.next().stream(
             "POST", url, json=self.stream_body, headers=self.headers
         ) as response:
             async for chunk in response.aiter_raw():
@@ -212,6 +212,38 @@ class FloorFast(Floor):
                     if first is not None and events == 1:
                         await first()
         return Outcome(events=events)
+
+
+POOL_SIZE = 250
+"""Connections per httpx client; more concurrent streams get more clients (pools)."""
+
+
+class HTTPPools:
+    """One httpx client, or for more than 1,000 connections ``ceil(max_connections /
+    POOL_SIZE)`` of them, handed out in turn. httpcore's pool
+    scans its connections and queued requests on every request and release
+    (``_assign_requests_to_connections``), so one pool of 10,000 costs time quadratic in the
+    streams in flight; pools of 250 connections keep that cost small, as an
+    application serving that many streams would shard them."""
+
+    def __init__(self, max_connections: int) -> None:
+        if max_connections <= 1000:  # one pool, as the SDKs have
+            self.clients = [_http_client(max_connections)]
+        else:
+            count = -(-max_connections // POOL_SIZE)
+            self.clients = [_http_client(POOL_SIZE) for _ in range(count)]
+        self._turn = 0
+
+    def next_index(self) -> int:
+        self._turn = (self._turn + 1) % len(self.clients)
+        return self._turn
+
+    def next(self) -> Any:
+        return self.clients[self.next_index()]
+
+    async def aclose(self) -> None:
+        for client in self.clients:
+            await client.aclose()
 
 
 def _http_client(max_connections: int) -> Any:
@@ -240,9 +272,9 @@ class Metis(Client):
         super().__init__(provider, base_url, max_connections)
         from metis import ToolDefinition
 
-        # One connection pool for every scenario's adapter, as large as the concurrency.
-        self.http = _http_client(max_connections)
-        self.adapters: dict[str, Any] = {}
+        # Connection pools shared by every scenario's adapters, as large as the concurrency.
+        self.pools = HTTPPools(max_connections)
+        self.adapters: dict[tuple[str, int], Any] = {}
         self.tool = ToolDefinition(
             name=workload.TOOL_NAME,
             description="Current weather",
@@ -253,7 +285,8 @@ class Metis(Client):
         self._histories: dict[int, list[Any]] = {}
 
     def adapter(self, scenario: str) -> Any:
-        adapter = self.adapters.get(scenario)
+        shard = self.pools.next_index()
+        adapter = self.adapters.get((scenario, shard))
         if adapter is None:
             from metis import AdapterConfig, build_adapter
 
@@ -262,7 +295,7 @@ class Metis(Client):
                 AdapterConfig(
                     api_key="x",
                     base_url=self.scenario_url(scenario),
-                    http_client=self.http,
+                    http_client=self.pools.clients[shard],
                     # Ollama declares no tool calling: a local model's abilities are the user's
                     # to declare (metis/providers/ollama.yaml)
                     capabilities={"supports_tools": True} if self.provider == "ollama" else {},
@@ -270,7 +303,7 @@ class Metis(Client):
             )
             if not self.invariants:
                 adapter.pipeline.remove("invariants")
-            self.adapters[scenario] = adapter
+            self.adapters[(scenario, shard)] = adapter
         return adapter
 
     def history(self, turns: list[Turn]) -> list[Any]:
@@ -318,7 +351,7 @@ class Metis(Client):
         return _metis_outcome(response.content, 1, ToolUseBlock)
 
     async def aclose(self) -> None:
-        await self.http.aclose()
+        await self.pools.aclose()
 
 
 class MetisNoInvariants(Metis):

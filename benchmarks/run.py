@@ -794,11 +794,15 @@ def parse_args(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
         "--concurrency-clients", help="comma-separated columns of section 4 (floor,metis)"
     )
     parser.add_argument(
+        "--concurrency-providers", help="comma-separated formats of section 4 (anthropic,openai)"
+    )
+    parser.add_argument(
         "--reads", help="comma-separated regimes of section 1: 0 (one event per chunk), 16384"
     )
     args = parser.parse_args(argv)
     config = Config.tiny() if args.tiny else Config.quick() if args.quick else Config()
-    for name in ("sections", "providers", "clients", "backends", "concurrency_clients"):
+    lists = ("sections", "providers", "clients", "backends", "concurrency_clients")
+    for name in (*lists, "concurrency_providers"):
         value = getattr(args, name)
         if value:
             setattr(config, name, [v.strip() for v in value.split(",") if v.strip()])
