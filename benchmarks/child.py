@@ -19,14 +19,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from benchmarks import workload
+from benchmarks import formats, workload
 from benchmarks.clients import Client, Outcome, make_client
 from benchmarks.workload import Scenario
 
 
 def verify(client: str, outcome: Outcome, scenario: Scenario, provider: str, stream: bool) -> str:
     """Why ``outcome`` is not the full reply, or "" when it is."""
-    if client == "floor":
+    if client.startswith("floor"):
         if not stream:
             return ""
         expected = _wire_events(scenario, provider)
@@ -48,6 +48,12 @@ def _expected(scenario: Scenario) -> tuple[int, dict[str, Any]]:
 def _wire_events(scenario: Scenario, provider: str) -> int:
     if provider == "anthropic":
         return len(workload.anthropic_stream_events(scenario))
+    if provider == "responses":
+        return len(formats.responses_stream_events(scenario))
+    if provider == "gemini":
+        return len(formats.gemini_stream_events(scenario))
+    if provider == "ollama":
+        return len(formats.ollama_stream_events(scenario))
     return len(workload.openai_stream_events(scenario, include_usage=True)) - 1  # [DONE]
 
 

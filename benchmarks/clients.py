@@ -1,7 +1,10 @@
 """The contenders: each makes the same calls against the loopback server its own way.
 
-- ``floor``: httpx ``aiter_lines`` and ``json.loads`` of every ``data:`` line, nothing more
-  (no normalization, no accumulation): the least any Python client can spend.
+- ``floor``: httpx ``aiter_lines`` and ``json.loads`` of every ``data:`` line (of every line,
+  for Ollama's NDJSON), nothing more (no normalization, no accumulation): the least a Python
+  client written the usual way spends.
+- ``floor-fast``: a faster floor: httpx's raw byte chunks split into lines by hand, and
+  pydantic_core's ``from_json`` (jiter) of each ``data:`` payload.
 - ``metis``: ``Adapter.stream()`` / ``complete()`` with the provider's default stack
   (invariant checking on); ``metis-noinv`` is the same without the ``invariants`` stage.
 - ``anthropic-sdk`` / ``openai-sdk``: the official SDKs' streaming helpers with their
@@ -24,13 +27,33 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks import workload
+from benchmarks import formats, workload
 from benchmarks.workload import Scenario, Turn
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch at import
 os.environ.setdefault("LITELLM_LOG", "ERROR")
 
-CLIENTS = ("floor", "metis", "metis-noinv", "anthropic-sdk", "openai-sdk", "litellm")
+CLIENTS = (
+    "floor",
+    "floor-fast",
+    "metis",
+    "metis-noinv",
+    "anthropic-sdk",
+    "openai-sdk",
+    "litellm",
+)
+PROVIDERS = ("anthropic", "openai", "responses", "gemini", "ollama")
+"""The five wire formats: Anthropic Messages, Chat Completions, Responses, Gemini, Ollama."""
+HISTORY_PROVIDERS = ("anthropic", "openai")
+"""The formats whose non-streamed calls (a history in the native format) are measured."""
+METIS_STACKS = {
+    "anthropic": ("anthropic", workload.ANTHROPIC_MODEL),
+    "openai": ("openai", workload.OPENAI_MODEL),
+    "responses": ("openai_responses", formats.RESPONSES_MODEL),
+    "gemini": ("gemini", formats.GEMINI_MODEL),
+    "ollama": ("ollama", formats.OLLAMA_MODEL),
+}
+"""Each format's metis stack and model."""
 ANCHORS = {"anthropic-sdk": "anthropic", "openai-sdk": "openai", "litellm": "litellm"}
 
 
@@ -40,6 +63,8 @@ def available(client: str, provider: str) -> bool:
     if client == "anthropic-sdk" and provider != "anthropic":
         return False
     if client == "openai-sdk" and provider != "openai":
+        return False
+    if client == "litellm" and provider not in HISTORY_PROVIDERS:
         return False
     module = ANCHORS.get(client)
     if module is None:
@@ -58,9 +83,25 @@ class Outcome:
     tool_input: dict[str, Any] | None = None
 
 
+WIRE_PATHS = {
+    "anthropic": "/v1/messages",
+    "openai": "/v1/chat/completions",
+    "responses": "/v1/responses",
+    "gemini": f"/v1beta/models/{formats.GEMINI_MODEL}:streamGenerateContent?alt=sse",
+    "ollama": "/api/chat",
+}
+
+
 def wire_url(base: str, provider: str, scenario: str) -> str:
-    root = f"{base}/s/{scenario}"
-    return root + ("/v1/messages" if provider == "anthropic" else "/v1/chat/completions")
+    return f"{base}/s/{scenario}{WIRE_PATHS[provider]}"
+
+
+def _native_headers(provider: str) -> dict[str, str]:
+    if provider == "anthropic":
+        return {"x-api-key": "x", "anthropic-version": "2023-06-01"}
+    if provider == "gemini":
+        return {"x-goog-api-key": "x"}
+    return {"authorization": "Bearer x"}
 
 
 class Client:
@@ -94,39 +135,115 @@ class Floor(Client):
 
     def __init__(self, provider: str, base_url: str, max_connections: int = 1000) -> None:
         super().__init__(provider, base_url, max_connections)
-        self.http = _http_client(max_connections)
-        if provider == "anthropic":
-            self.headers = {"x-api-key": "x", "anthropic-version": "2023-06-01"}
+        self.pools = HTTPPools(max_connections)
+        self.headers = _native_headers(provider)
+        if provider in HISTORY_PROVIDERS:
+            self.stream_body = _native_request(provider, [Turn("user", workload.QUESTION)], True)
         else:
-            self.headers = {"authorization": "Bearer x"}
-        self.stream_body = _native_request(provider, [Turn("user", workload.QUESTION)], True)
+            self.stream_body = formats.native_stream_request(provider)
 
     async def stream(self, scenario: Scenario, first: Any = None) -> Outcome:
         loads = json.loads
         events = 0
         url = wire_url(self.base_url, self.provider, scenario.name)
-        async with self.http.stream(
+        ndjson = self.provider == "ollama"
+        async with self.pools.next().stream(
             "POST", url, json=self.stream_body, headers=self.headers
         ) as response:
             async for line in response.aiter_lines():
-                if line.startswith("data:"):
+                if ndjson:
+                    if not line.strip():
+                        continue
+                    loads(line)
+                elif line.startswith("data:"):
                     data = line[5:].strip()
-                    if data != "[DONE]":
-                        loads(data)
-                        events += 1
-                        if first is not None and events == 1:
-                            await first()
+                    if data == "[DONE]":
+                        continue
+                    loads(data)
+                else:
+                    continue
+                events += 1
+                if first is not None and events == 1:
+                    await first()
         return Outcome(events=events)
 
     async def complete(self, scenario: Scenario, turns: list[Turn]) -> Outcome:
         body = _native_request(self.provider, turns, False, image=_image())
         url = wire_url(self.base_url, self.provider, scenario.name)
-        response = await self.http.post(url, json=body, headers=self.headers)
+        response = await self.pools.next().post(url, json=body, headers=self.headers)
         response.json()
         return Outcome(events=1)
 
     async def aclose(self) -> None:
-        await self.http.aclose()
+        await self.pools.aclose()
+
+
+class FloorFast(Floor):
+    """The floor with the bytes split by hand and parsed by pydantic_core (jiter)."""
+
+    name = "floor-fast"
+
+    async def stream(self, scenario: Scenario, first: Any = None) -> Outcome:
+        from pydantic_core import from_json
+
+        events = 0
+        url = wire_url(self.base_url, self.provider, scenario.name)
+        ndjson = self.provider == "ollama"
+        held = b""
+        async with self.pools.next().stream(
+            "POST", url, json=self.stream_body, headers=self.headers
+        ) as response:
+            async for chunk in response.aiter_raw():
+                lines = (held + chunk if held else chunk).split(b"\n")
+                held = lines.pop()
+                for line in lines:
+                    if ndjson:
+                        if not line.strip():
+                            continue
+                        from_json(line)
+                    elif line[:5] == b"data:":
+                        data = line[5:].strip()
+                        if data == b"[DONE]":
+                            continue
+                        from_json(data)
+                    else:
+                        continue
+                    events += 1
+                    if first is not None and events == 1:
+                        await first()
+        return Outcome(events=events)
+
+
+POOL_SIZE = 250
+"""Connections per httpx client; more concurrent streams get more clients (pools)."""
+
+
+class HTTPPools:
+    """One httpx client, or for more than 1,000 connections ``ceil(max_connections /
+    POOL_SIZE)`` of them, handed out in turn. httpcore's pool
+    scans its connections and queued requests on every request and release
+    (``_assign_requests_to_connections``), so one pool of 10,000 costs time quadratic in the
+    streams in flight; pools of 250 connections keep that cost small, as an
+    application serving that many streams would shard them."""
+
+    def __init__(self, max_connections: int) -> None:
+        if max_connections <= 1000:  # one pool, as the SDKs have
+            self.clients = [_http_client(max_connections)]
+        else:
+            count = -(-max_connections // POOL_SIZE)
+            self.clients = [_http_client(POOL_SIZE) for _ in range(count)]
+        self._turn = 0
+
+    def next_index(self) -> int:
+        self._turn = (self._turn + 1) % len(self.clients)
+        return self._turn
+
+    def next(self) -> Any:
+        return self.clients[self.next_index()]
+
+    async def aclose(self) -> None:
+        for client in self.clients:
+            await client.aclose()
 
 
 def _http_client(max_connections: int) -> Any:
@@ -155,35 +272,38 @@ class Metis(Client):
         super().__init__(provider, base_url, max_connections)
         from metis import ToolDefinition
 
-        # One connection pool for every scenario's adapter, as large as the concurrency.
-        self.http = _http_client(max_connections)
-        self.adapters: dict[str, Any] = {}
+        # Connection pools shared by every scenario's adapters, as large as the concurrency.
+        self.pools = HTTPPools(max_connections)
+        self.adapters: dict[tuple[str, int], Any] = {}
         self.tool = ToolDefinition(
             name=workload.TOOL_NAME,
             description="Current weather",
             input_schema=workload.TOOL_SCHEMA,
         )
-        self.model = (
-            f"anthropic:{workload.ANTHROPIC_MODEL}"
-            if provider == "anthropic"
-            else f"openai:{workload.OPENAI_MODEL}"
-        )
+        self.stack, model = METIS_STACKS[provider]
+        self.model = f"{self.stack}:{model}"
         self._histories: dict[int, list[Any]] = {}
 
     def adapter(self, scenario: str) -> Any:
-        adapter = self.adapters.get(scenario)
+        shard = self.pools.next_index()
+        adapter = self.adapters.get((scenario, shard))
         if adapter is None:
             from metis import AdapterConfig, build_adapter
 
             adapter = build_adapter(
-                self.provider,
+                self.stack,
                 AdapterConfig(
-                    api_key="x", base_url=self.scenario_url(scenario), http_client=self.http
+                    api_key="x",
+                    base_url=self.scenario_url(scenario),
+                    http_client=self.pools.clients[shard],
+                    # Ollama declares no tool calling: a local model's abilities are the user's
+                    # to declare (metis/providers/ollama.yaml)
+                    capabilities={"supports_tools": True} if self.provider == "ollama" else {},
                 ),
             )
             if not self.invariants:
                 adapter.pipeline.remove("invariants")
-            self.adapters[scenario] = adapter
+            self.adapters[(scenario, shard)] = adapter
         return adapter
 
     def history(self, turns: list[Turn]) -> list[Any]:
@@ -231,7 +351,7 @@ class Metis(Client):
         return _metis_outcome(response.content, 1, ToolUseBlock)
 
     async def aclose(self) -> None:
-        await self.http.aclose()
+        await self.pools.aclose()
 
 
 class MetisNoInvariants(Metis):
@@ -528,6 +648,7 @@ class LiteLLM(Client):
 def make_client(name: str, provider: str, base_url: str, max_connections: int = 1000) -> Client:
     classes: dict[str, type[Client]] = {
         "floor": Floor,
+        "floor-fast": FloorFast,
         "metis": Metis,
         "metis-noinv": MetisNoInvariants,
         "anthropic-sdk": AnthropicSDK,

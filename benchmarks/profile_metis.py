@@ -7,6 +7,7 @@ prints the top functions by own time and by cumulative time, with file:line.
     python -m benchmarks.profile_metis --provider anthropic --runs 20
     python -m benchmarks.profile_metis --client floor --provider openai
     python -m benchmarks.profile_metis --tool pyinstrument
+    python -m benchmarks.profile_metis --provider gemini --reads 16384   # large reads
 """
 
 from __future__ import annotations
@@ -20,24 +21,25 @@ import warnings
 
 import anyio
 
-from benchmarks.clients import CLIENTS, make_client
+from benchmarks.clients import CLIENTS, PROVIDERS, make_client
 from benchmarks.server import ServerProcess
 from benchmarks.workload import Scenario
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--provider", default="anthropic", choices=["anthropic", "openai"])
+    parser.add_argument("--provider", default="anthropic", choices=PROVIDERS)
     parser.add_argument("--client", default="metis", choices=CLIENTS)
     parser.add_argument("--deltas", type=int, default=2000)
     parser.add_argument("--fragments", type=int, default=200)
+    parser.add_argument("--reads", type=int, default=0, help="HTTP chunk size; 0: one event")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--tool", default="cprofile", choices=["cprofile", "pyinstrument"])
     parser.add_argument("--out", help="also dump the cProfile stats to this file")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    scenario = Scenario(args.deltas, args.fragments)
+    scenario = Scenario(args.deltas, args.fragments, args.reads)
 
     with ServerProcess() as url:
 

@@ -5,10 +5,12 @@ a fresh client process (benchmarks/child.py), prints one Markdown table per sect
 medians and ratios to the floor or to the baseline, and writes everything as JSON. Sections:
 
 1. ``stream``: client CPU per long stream (2,000 text deltas, then a tool call whose input
-   arrives in 200 fragments), consumed into a final message with the tool input parsed.
+   arrives in 200 fragments), consumed into a final message with the tool input parsed; for
+   each of the five wire formats, in two regimes: one event per HTTP chunk, and large reads
+   (16 KiB chunks cut anywhere).
 2. ``complete``: client CPU per non-streamed call with a 40-message history, tools, images.
 3. ``import``: ``import`` and set-up, wall time and peak RSS, in fresh interpreters.
-4. ``concurrency``: 1,000 concurrent streams in one process, under asyncio and trio.
+4. ``concurrency``: 10,000 concurrent streams in one process, under asyncio and trio.
 5. ``scaling``: cost against stream length and against history length.
 
 The anchors (anthropic, openai, litellm) come from ``pip install -e '.[bench]'``; a column
@@ -34,22 +36,29 @@ from typing import Any
 if not __package__:  # run as a script: python benchmarks/run.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.clients import ANCHORS, CLIENTS, available
+from benchmarks.clients import ANCHORS, CLIENTS, HISTORY_PROVIDERS, PROVIDERS, available
 from benchmarks.server import ServerProcess
 from benchmarks.workload import Scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("stream", "complete", "import", "concurrency", "scaling")
-STREAM_TARGET = 2.0  # metis CPU per stream, as a multiple of the floor's
-IMPORT_TARGET = 1.3  # metis import + adapter, as a multiple of its dependencies' import
+STREAM_TARGET = 1.0  # metis CPU per stream, as a multiple of the floor's
+COMPLETE_TARGET = 1.3  # metis CPU per non-streamed call, as a multiple of the floor's
+IMPORT_TARGET = 1.3  # metis import + adapter, as a multiple of the dependencies + one model
+LARGE_READS = 16384  # bytes per HTTP chunk in the large-read regime
 LINEAR_SLOPE = 1.2  # log-log slope over the largest decade; 1 is linear, 2 quadratic
 
 
 @dataclass
 class Config:
     sections: list[str] = field(default_factory=lambda: list(SECTIONS))
-    providers: list[str] = field(default_factory=lambda: ["anthropic", "openai"])
+    providers: list[str] = field(default_factory=lambda: list(PROVIDERS))
     clients: list[str] = field(default_factory=lambda: list(CLIENTS))
+    read_sizes: list[int] = field(default_factory=lambda: [0, LARGE_READS])
+    """The stream regimes: 0 is one event per HTTP chunk; else the HTTP chunk size."""
+    concurrency_providers: list[str] = field(default_factory=lambda: ["anthropic", "openai"])
+    concurrency_clients: list[str] = field(default_factory=lambda: ["floor", "metis"])
+    scaling_providers: list[str] = field(default_factory=lambda: ["anthropic", "openai"])
     deltas: int = 2000
     fragments: int = 200
     runs: int = 30
@@ -59,7 +68,7 @@ class Config:
     images: int = 4
     complete_runs: int = 30
     import_runs: int = 7
-    concurrency: int = 1000
+    concurrency: int = 10_000
     concurrency_deltas: int = 100
     backends: list[str] = field(default_factory=lambda: ["asyncio", "trio"])
     scaling_clients: list[str] = field(default_factory=lambda: ["floor", "metis"])
@@ -78,7 +87,7 @@ class Config:
             rounds=1,
             complete_runs=10,
             import_runs=3,
-            concurrency=200,
+            concurrency=1000,
             stream_sizes=[100, 1000, 10_000],
             history_sizes=[1, 10, 100],
             scaling_runs=5,
@@ -90,7 +99,7 @@ class Config:
     def tiny(cls) -> Config:
         """What the test suite's smoke run uses: every code path, at a size of nothing."""
         return cls(
-            clients=["floor", "metis"],
+            clients=["floor", "floor-fast", "metis"],
             deltas=20,
             fragments=5,
             runs=2,
@@ -209,68 +218,55 @@ def columns(config: Config, provider: str, among: list[str] | None = None) -> li
 # Sections ---------------------------------------------------------------------------------
 
 
+STREAM_HEADERS = (
+    "reads",
+    "provider",
+    "client",
+    "runs",
+    "median ms",
+    "p25-p75 ms",
+    "wall ms",
+    "x floor",
+    "x floor-fast",
+    "ok",
+)
+
+
+def _regime(read_size: int) -> str:
+    return f"{read_size // 1024} KiB" if read_size else "1 event"
+
+
 def section_stream(config: Config, url: str, kind: str) -> dict[str, Any]:
     """Sections 1 and 2: CPU per call for each column, rounds interleaved, pooled."""
     if kind == "stream":
-        scenario = Scenario(config.deltas, config.fragments).name
+        cases = [
+            (Scenario(config.deltas, config.fragments, reads).name, reads, provider)
+            for reads in config.read_sizes
+            for provider in config.providers
+        ]
         runs_total, extra = config.runs, {}
     else:
-        scenario = Scenario(20, 5).name
+        providers = [p for p in config.providers if p in HISTORY_PROVIDERS]
+        cases = [(Scenario(20, 5).name, 0, provider) for provider in providers]
         runs_total = config.complete_runs
         extra = {"messages": config.messages, "images": config.images}
-    per_round = max(1, math.ceil(runs_total / config.rounds))
     rows: list[dict[str, Any]] = []
-    for provider in config.providers:
-        names = columns(config, provider)
-        pooled: dict[str, dict[str, Any]] = {
-            n: {"cpu": [], "wall": [], "errors": []} for n in names
-        }
-        for _ in range(config.rounds):
-            for name in names:
-                job = {
-                    "kind": kind,
-                    "client": name,
-                    "provider": provider,
-                    "url": url,
-                    "scenario": scenario,
-                    "warmup": config.warmup,
-                    "runs": per_round,
-                    **extra,
-                }
-                result = run_child(job, config.child_timeout)
-                pooled[name]["cpu"] += result.get("cpu", [])
-                pooled[name]["wall"] += result.get("wall", [])
-                if result.get("error"):
-                    pooled[name]["errors"].append(result["error"])
-        floor = median(pooled["floor"]["cpu"]) if "floor" in pooled else math.nan
-        for name in names:
-            cpu = pooled[name]["cpu"]
-            p25, p75 = quartiles(cpu)
-            rows.append(
-                {
-                    "provider": provider,
-                    "client": name,
-                    "runs": len(cpu),
-                    "median_cpu_s": median(cpu),
-                    "p25_cpu_s": p25,
-                    "p75_cpu_s": p75,
-                    "median_wall_s": median(pooled[name]["wall"]),
-                    "ratio_to_floor": median(cpu) / floor if floor else math.nan,
-                    "errors": pooled[name]["errors"],
-                }
-            )
+    for scenario, reads, provider in cases:
+        rows += _measure_case(config, url, kind, scenario, provider, runs_total, extra, reads)
     title = (
         f"1. Streaming: client CPU per stream ({config.deltas:,} text deltas, then a tool call "
-        f"in {config.fragments:,} fragments; median of the runs after {config.warmup} warm-up "
+        f"in {config.fragments:,} fragments; reads: one event per HTTP chunk, or "
+        f"{LARGE_READS // 1024} KiB chunks; median of the runs after {config.warmup} warm-up "
         f"per process, {config.rounds} process(es) per column)"
         if kind == "stream"
         else f"2. Non-streaming: client CPU per call ({config.messages}-message history with "
         f"tools and {config.images} images: encode, send, parse the reply)"
     )
     table = markdown(
-        ["provider", "client", "runs", "median ms", "p25-p75 ms", "wall ms", "x floor", "ok"],
+        [*STREAM_HEADERS],
         [
             [
+                _regime(r["read_size"]),
                 r["provider"],
                 r["client"],
                 str(r["runs"]),
@@ -278,22 +274,82 @@ def section_stream(config: Config, url: str, kind: str) -> dict[str, Any]:
                 f"{ms(r['p25_cpu_s'])}-{ms(r['p75_cpu_s'])}",
                 ms(r["median_wall_s"]),
                 ratio(r["ratio_to_floor"]),
+                ratio(r["ratio_to_floor_fast"]),
                 "yes" if not r["errors"] else "NO: " + r["errors"][0][:60],
             ]
             for r in rows
         ],
     )
-    result: dict[str, Any] = {"title": title, "scenario": scenario, "rows": rows, "table": table}
-    if kind == "stream":
-        result["target"] = {
-            "metis_max_ratio": STREAM_TARGET,
-            "met": {
-                r["provider"]: r["ratio_to_floor"] <= STREAM_TARGET
-                for r in rows
-                if r["client"] == "metis"
-            },
-        }
+    result: dict[str, Any] = {"title": title, "rows": rows, "table": table}
+    target = STREAM_TARGET if kind == "stream" else COMPLETE_TARGET
+    result["target"] = {
+        "metis_max_ratio": target,
+        "met": {
+            f"{r['provider']}/{_regime(r['read_size'])}": r["ratio_to_floor"] <= target
+            for r in rows
+            if r["client"] == "metis"
+        },
+    }
     return result
+
+
+def _measure_case(
+    config: Config,
+    url: str,
+    kind: str,
+    scenario: str,
+    provider: str,
+    runs_total: int,
+    extra: dict[str, Any],
+    read_size: int,
+) -> list[dict[str, Any]]:
+    """Every column on one scenario and provider, rounds interleaved, runs pooled."""
+    per_round = max(1, math.ceil(runs_total / config.rounds))
+    names = columns(config, provider)
+    pooled: dict[str, dict[str, Any]] = {n: {"cpu": [], "wall": [], "errors": []} for n in names}
+    for _ in range(config.rounds):
+        for name in names:
+            job = {
+                "kind": kind,
+                "client": name,
+                "provider": provider,
+                "url": url,
+                "scenario": scenario,
+                "warmup": config.warmup,
+                "runs": per_round,
+                **extra,
+            }
+            result = run_child(job, config.child_timeout)
+            pooled[name]["cpu"] += result.get("cpu", [])
+            pooled[name]["wall"] += result.get("wall", [])
+            if result.get("error"):
+                pooled[name]["errors"].append(result["error"])
+    floors = {
+        n: median(pooled[n]["cpu"]) if n in pooled else math.nan for n in ("floor", "floor-fast")
+    }
+    rows = []
+    for name in names:
+        cpu = pooled[name]["cpu"]
+        p25, p75 = quartiles(cpu)
+        rows.append(
+            {
+                "read_size": read_size,
+                "scenario": scenario,
+                "provider": provider,
+                "client": name,
+                "runs": len(cpu),
+                "median_cpu_s": median(cpu),
+                "p25_cpu_s": p25,
+                "p75_cpu_s": p75,
+                "median_wall_s": median(pooled[name]["wall"]),
+                "ratio_to_floor": median(cpu) / floors["floor"] if floors["floor"] else math.nan,
+                "ratio_to_floor_fast": (
+                    median(cpu) / floors["floor-fast"] if floors["floor-fast"] else math.nan
+                ),
+                "errors": pooled[name]["errors"],
+            }
+        )
+    return rows
 
 
 IMPORT_PROBE = """\
@@ -331,6 +387,14 @@ IMPORT_ROWS: list[tuple[str, str, str | None]] = [
         "import metis\nmetis.build_adapter('openai', metis.AdapterConfig(api_key='x'))",
         None,
     ),
+    *[
+        (
+            f"metis + {stack} adapter",
+            f"import metis\nmetis.build_adapter('{stack}', metis.AdapterConfig(api_key='x'))",
+            None,
+        )
+        for stack in ("openai_responses", "gemini", "ollama")
+    ],
     ("import anthropic", "import anthropic", "anthropic"),
     (
         "anthropic + AsyncAnthropic()",
@@ -439,13 +503,9 @@ def section_import(config: Config) -> dict[str, Any]:
         "table": table,
         "target": {
             "metis_max_ratio": IMPORT_TARGET,
-            "met": {
-                r["what"]: r["time_vs_deps"] <= IMPORT_TARGET and r["rss_vs_deps"] <= IMPORT_TARGET
-                for r in setups
-            },
             # pydantic builds its schema machinery on the first model any library defines:
             # the floor for a library whose public types are pydantic models
-            "met_against_deps_with_one_model": {
+            "met": {
                 r["what"]: r["time_vs_deps_model"] <= IMPORT_TARGET
                 and r["rss_vs_deps"] <= IMPORT_TARGET
                 for r in setups
@@ -462,9 +522,9 @@ def section_concurrency(config: Config, url: str) -> dict[str, Any]:
     scenario = Scenario(config.concurrency_deltas, max(1, config.concurrency_deltas // 10)).name
     rows = []
     for backend in config.backends:
-        for provider in config.providers:
-            for name in columns(config, provider):
-                if name == "metis-noinv" or (backend != "asyncio" and name in ANCHORS):
+        for provider in config.concurrency_providers:
+            for name in columns(config, provider, config.concurrency_clients):
+                if backend != "asyncio" and name in ANCHORS:
                     continue  # the anchors run on asyncio only
                 job = {
                     "kind": "concurrency",
@@ -524,7 +584,7 @@ def section_scaling(config: Config, url: str) -> dict[str, Any]:
         ("scale-stream", config.stream_sizes, config.stream_budget),
         ("scale-history", config.history_sizes, config.history_budget),
     ):
-        for provider in config.providers:
+        for provider in config.scaling_providers:
             for name in columns(config, provider, config.scaling_clients):
                 job = {
                     "kind": kind,
@@ -721,7 +781,7 @@ def parse_args(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     parser.add_argument("--json", metavar="PATH", help="write the whole report as JSON")
     parser.add_argument("--markdown", metavar="PATH", help="write the tables as Markdown")
     parser.add_argument("--sections", help=f"comma-separated, of {','.join(SECTIONS)}")
-    parser.add_argument("--providers", help="comma-separated: anthropic,openai")
+    parser.add_argument("--providers", help=f"comma-separated, of {','.join(PROVIDERS)}")
     parser.add_argument("--clients", help=f"comma-separated, of {','.join(CLIENTS)}")
     parser.add_argument("--deltas", type=int, help="text deltas per stream (section 1)")
     parser.add_argument("--fragments", type=int, help="tool input fragments (section 1)")
@@ -730,9 +790,19 @@ def parse_args(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     parser.add_argument("--rounds", type=int, help="processes per column, interleaved")
     parser.add_argument("--concurrency", type=int, help="concurrent streams (section 4)")
     parser.add_argument("--backends", help="comma-separated: asyncio,trio (section 4)")
+    parser.add_argument(
+        "--concurrency-clients", help="comma-separated columns of section 4 (floor,metis)"
+    )
+    parser.add_argument(
+        "--concurrency-providers", help="comma-separated formats of section 4 (anthropic,openai)"
+    )
+    parser.add_argument(
+        "--reads", help="comma-separated regimes of section 1: 0 (one event per chunk), 16384"
+    )
     args = parser.parse_args(argv)
     config = Config.tiny() if args.tiny else Config.quick() if args.quick else Config()
-    for name in ("sections", "providers", "clients", "backends"):
+    lists = ("sections", "providers", "clients", "backends", "concurrency_clients")
+    for name in (*lists, "concurrency_providers"):
         value = getattr(args, name)
         if value:
             setattr(config, name, [v.strip() for v in value.split(",") if v.strip()])
@@ -740,11 +810,19 @@ def parse_args(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
         value = getattr(args, name)
         if value is not None:
             setattr(config, name, value)
-    unknown = set(config.sections) - set(SECTIONS) or set(config.clients) - set(CLIENTS)
+    if args.reads:
+        config.read_sizes = [int(v) for v in args.reads.split(",") if v.strip()]
+    unknown = (
+        set(config.sections) - set(SECTIONS)
+        or set(config.clients) - set(CLIENTS)
+        or set(config.providers) - set(PROVIDERS)
+    )
     if unknown:
         parser.error(f"unknown: {', '.join(sorted(unknown))}")
     if "floor" not in config.clients:
         config.clients.insert(0, "floor")  # every ratio is to the floor
+    if "floor-fast" not in config.clients:
+        config.clients.insert(1, "floor-fast")
     return config, args
 
 

@@ -5,10 +5,14 @@ prints ``PORT <n>`` on its first line and serves until stdin closes or it is ter
 
 - ``POST /s/<scenario>/v1/messages``          Anthropic Messages, SSE when ``"stream": true``
 - ``POST /s/<scenario>/v1/chat/completions``  OpenAI Chat Completions, the same
+- ``POST /s/<scenario>/v1/responses``         OpenAI Responses (streamed only)
+- ``POST /s/<scenario>/v1beta/models/<m>:streamGenerateContent``  Gemini, SSE
+- ``POST /s/<scenario>/api/chat``             Ollama, NDJSON (streamed only)
 
-Bodies are built once per scenario and cached, already framed: every SSE event is one HTTP
-chunk (``Transfer-Encoding: chunked``) as the providers send them, and connections are kept
-alive. The server parses each request's JSON only to read ``stream`` and OpenAI's
+Bodies are built once per scenario and cached, already framed: every event is one HTTP chunk
+(``Transfer-Encoding: chunked``) as the providers send them, or, for a scenario with a read
+size (``-r16384``), the same bytes in chunks of that size; connections are kept alive. The
+server parses each request's JSON only to read ``stream`` and OpenAI's
 ``stream_options.include_usage``; its CPU is not the client's and is not measured.
 It depends on nothing but the standard library and :mod:`benchmarks.workload`.
 """
@@ -26,7 +30,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from benchmarks import workload
+from benchmarks import formats, workload
 from benchmarks.workload import Scenario
 
 _STREAM_HEAD = (
@@ -40,7 +44,15 @@ _JSON_HEAD = (
 )
 
 
-def _chunked(parts: list[bytes]) -> bytes:
+_NDJSON_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/x-ndjson\r\ntransfer-encoding: chunked\r\n\r\n"
+)
+
+
+def _chunked(parts: list[bytes], read_size: int = 0) -> bytes:
+    if read_size:
+        body = b"".join(parts)
+        parts = [body[i : i + read_size] for i in range(0, len(body), read_size)]
     out = [b"%x\r\n%s\r\n" % (len(part), part) for part in parts if part]
     out.append(b"0\r\n\r\n")
     return b"".join(out)
@@ -50,12 +62,19 @@ def _chunked(parts: list[bytes]) -> bytes:
 def response(provider: str, scenario: str, stream: bool, include_usage: bool) -> bytes:
     """The whole HTTP response (head and chunked body) for one request."""
     sc = Scenario.parse(scenario)
+    reads = sc.read_size
     if provider == "anthropic":
         if stream:
-            return _STREAM_HEAD + _chunked(workload.anthropic_stream_events(sc))
+            return _STREAM_HEAD + _chunked(workload.anthropic_stream_events(sc), reads)
         return _JSON_HEAD + _chunked([workload.anthropic_json_body(sc)])
+    if provider == "responses":
+        return _STREAM_HEAD + _chunked(formats.responses_stream_events(sc), reads)
+    if provider == "gemini":
+        return _STREAM_HEAD + _chunked(formats.gemini_stream_events(sc), reads)
+    if provider == "ollama":
+        return _NDJSON_HEAD + _chunked(formats.ollama_stream_events(sc), reads)
     if stream:
-        return _STREAM_HEAD + _chunked(workload.openai_stream_events(sc, include_usage))
+        return _STREAM_HEAD + _chunked(workload.openai_stream_events(sc, include_usage), reads)
     return _JSON_HEAD + _chunked([workload.openai_json_body(sc)])
 
 
@@ -67,6 +86,14 @@ def _not_found(why: str) -> bytes:
     )
 
 
+ROUTES = {
+    "v1/messages": "anthropic",
+    "v1/chat/completions": "openai",
+    "v1/responses": "responses",
+    "api/chat": "ollama",
+}
+
+
 def route(path: str, body: bytes) -> bytes:
     path = path.split("?", 1)[0]
     parts = path.strip("/").split("/")
@@ -74,18 +101,17 @@ def route(path: str, body: bytes) -> bytes:
     if len(parts) < 4 or parts[0] != "s":
         return _not_found(f"no route {path}")
     scenario, rest = parts[1], "/".join(parts[2:])
-    if rest == "v1/messages":
-        provider = "anthropic"
-    elif rest == "v1/chat/completions":
-        provider = "openai"
-    else:
+    provider = ROUTES.get(rest)
+    if rest.startswith("v1beta/models/") and rest.endswith(":streamGenerateContent"):
+        provider = "gemini"
+    if provider is None:
         return _not_found(f"no route {path}")
     try:
         request = json.loads(body) if body else {}
         Scenario.parse(scenario)
     except ValueError as exc:
         return _not_found(str(exc))
-    stream = bool(request.get("stream"))
+    stream = provider == "gemini" or bool(request.get("stream", provider == "ollama"))
     include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
     return response(provider, scenario, stream, include_usage)
 

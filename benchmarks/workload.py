@@ -5,7 +5,10 @@ follow the providers' real wire format (compact JSON, one SSE event per HTTP chu
 ``ping`` and empty first tool fragment, OpenAI's ``[DONE]`` and optional usage chunk).
 
 A *scenario* names a workload in the URL path (``/s/<scenario>/v1/...``), so every client,
-whatever base URL it insists on, reaches the same body: ``t<text deltas>-f<tool fragments>``.
+whatever base URL it insists on, reaches the same body: ``t<text deltas>-f<tool fragments>``,
+and ``-r<bytes>`` for the large-read regime: the body then goes out in HTTP chunks of that size
+(cut anywhere, mid-event and mid-character), as a proxy or a fast local server delivers it,
+instead of one event per chunk as the providers send while generating.
 """
 
 from __future__ import annotations
@@ -55,17 +58,20 @@ def _compact(value: Any) -> str:
 class Scenario:
     text_deltas: int
     tool_fragments: int
+    read_size: int = 0
+    """0: one event per HTTP chunk; else the body in chunks of this many bytes."""
 
     @property
     def name(self) -> str:
-        return f"t{self.text_deltas}-f{self.tool_fragments}"
+        reads = f"-r{self.read_size}" if self.read_size else ""
+        return f"t{self.text_deltas}-f{self.tool_fragments}{reads}"
 
     @classmethod
     def parse(cls, name: str) -> Scenario:
-        match = re.fullmatch(r"t(\d+)-f(\d+)", name)
+        match = re.fullmatch(r"t(\d+)-f(\d+)(?:-r(\d+))?", name)
         if not match:
             raise ValueError(f"not a scenario: {name!r}")
-        return cls(int(match[1]), int(match[2]))
+        return cls(int(match[1]), int(match[2]), int(match[3] or 0))
 
     def words(self) -> list[str]:
         return [_WORDS[i % len(_WORDS)] for i in range(self.text_deltas)]

@@ -18,7 +18,9 @@ import pytest
 
 from benchmarks import run
 
-PROVIDERS = ("anthropic", "openai")
+PROVIDERS = ("anthropic", "openai")  # the non-streamed, concurrency and scaling sections
+FORMATS = ("anthropic", "openai", "responses", "gemini", "ollama")  # the streaming section
+COLUMNS = ("floor", "floor-fast", "metis")
 
 
 def _table_ok(table: str) -> None:
@@ -45,19 +47,24 @@ def test_tiny_run_writes_a_well_formed_report(tmp_path: Path) -> None:
         for table in section["table"].split("\n\n"):
             _table_ok(table)
 
-    for name in ("stream", "complete"):
+    expected_rows = {
+        "stream": {(reads, p, c) for reads in (0, 16384) for p in FORMATS for c in COLUMNS},
+        "complete": {(0, p, c) for p in PROVIDERS for c in COLUMNS},
+    }
+    for name, expected in expected_rows.items():
         rows = sections[name]["rows"]
-        assert {(r["provider"], r["client"]) for r in rows} == {
-            (p, c) for p in PROVIDERS for c in ("floor", "metis")
-        }
+        assert {(r["read_size"], r["provider"], r["client"]) for r in rows} == expected
         for r in rows:
             assert r["errors"] == [], r
             assert r["runs"] == 2
             assert _positive(r["median_cpu_s"])
             assert _positive(r["ratio_to_floor"])
+            assert _positive(r["ratio_to_floor_fast"])
             if r["client"] == "floor":
                 assert r["ratio_to_floor"] == 1.0
-    assert set(sections["stream"]["target"]["met"]) == set(PROVIDERS)
+    assert set(sections["stream"]["target"]["met"]) == {
+        f"{p}/{reads}" for p in FORMATS for reads in ("1 event", "16 KiB")
+    }
 
     imports = {r["what"]: r for r in sections["import"]["rows"]}
     for what in ("python (nothing)", "metis's dependencies", "metis + anthropic adapter"):
@@ -96,7 +103,7 @@ def test_tiny_run_of_the_installed_anchors(tmp_path: Path) -> None:
     run.main(["--tiny", "--sections", "stream", "--clients", ",".join(ANCHORS), "--json", str(out)])
     rows = json.loads(out.read_text())["sections"]["stream"]["rows"]
     ran = {r["client"] for r in rows}
-    assert ran == {"floor", *ANCHORS}
+    assert ran == {"floor", "floor-fast", *ANCHORS}
     for r in rows:
         assert r["errors"] == [], r
         assert _positive(r["median_cpu_s"])

@@ -191,3 +191,28 @@ def test_any_text_gives_a_dict_and_never_raises(text: str) -> None:
     assert isinstance(parse_partial_object(text), dict)
     result = parse_object(text)
     assert result is None or isinstance(result, dict)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '{"a": "\\ud800", "b": 1',
+            {"a": "\ud800"},
+        ),  # jiter refuses a lone surrogate: json reads it
+        ('{"a": "x", "b": "\\ud83d", "c', {"a": "x", "b": "\ud83d"}),
+        ('{"a": 1, "b": NaN, "c": 2', {"a": 1}),
+    ],
+)
+def test_what_the_partial_parser_refuses_is_read_as_json_reads_it(
+    text: str, expected: dict[str, Any]
+) -> None:
+    assert parse_partial_object(text) == expected
+
+
+def test_a_long_cut_object_is_recovered_in_one_parse() -> None:
+    whole = {f"k{i}": {"v": [i, str(i)]} for i in range(20_000)}
+    text = json.dumps(whole)[:-7]
+    got = parse_partial_object(text)
+    assert len(got) == 19_999
+    _assert_complete_members_only(got, whole)

@@ -25,7 +25,18 @@ from metis.telemetry import ListSink, LoggingSink, MultiSink
 from metis.testing.cassette import Cassette, RecordingTransport
 from metis.testing.scrub import scrub_chunks, secret_pattern
 
-from .fakes import FakePeer, Reply, anthropic_error, anthropic_reply, collect, openai_error, request
+from .fakes import (
+    FakePeer,
+    Reply,
+    anthropic_end,
+    anthropic_error,
+    anthropic_reply,
+    anthropic_start,
+    collect,
+    openai_error,
+    request,
+    sse,
+)
 from .reliability_helpers import ChunkStream
 
 KEY = "sk-test-SECRET-0123456789abcdef"
@@ -417,3 +428,35 @@ def test_scrub_chunks_keeps_boundaries_and_hides_a_split_key() -> None:
     chunks = [b"12abc", b"def", b"ghij34", b"abcdefghij"]
     assert scrub_chunks(chunks, pattern) == [b"12[REDACTED]", b"34", b"[REDACTED]"]
     assert scrub_chunks([b"x abc1 abc1x"], secret_pattern(["abc1"])) == [b"x [REDACTED] abc1x"]
+
+
+@pytest.mark.anyio
+async def test_tool_arguments_quoting_the_key_are_logged_redacted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Arguments that are not a JSON object are kept and logged: the model may quote the key.
+    tool = {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}},
+    }
+    delta = {"type": "input_json_delta", "partial_json": json.dumps(f"my key is {KEY}")}
+    reply = Reply(
+        chunks=sse(
+            anthropic_start(),
+            tool,
+            {"type": "content_block_delta", "index": 0, "delta": delta},
+            {"type": "content_block_stop", "index": 0},
+            *anthropic_end("tool_use"),
+        )
+    )
+    caplog.set_level(logging.DEBUG, logger="metis")
+    adapter, _ = peer_adapter(FakePeer(reply))
+    events = await collect(adapter, request("anthropic"))
+    assert events[-1].type == "message.complete"
+    logged = [
+        r for r in caplog.records if getattr(r, "event", None) == "metis.invalid_tool_arguments"
+    ]
+    assert len(logged) == 1
+    assert "my key is" in logged[0].getMessage()
+    assert_clean(logged[0].getMessage())

@@ -288,3 +288,30 @@ async def test_a_following_client_never_takes_the_key_to_another_origin() -> Non
     with pytest.raises(RedirectError, match="another origin"):
         await drain(bound(Transport(), http=client), make_call())
     assert [str(r.url) for r in seen] == [WIRE.url]
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "identity", None])
+@pytest.mark.anyio
+async def test_an_encoded_body_is_decoded_and_a_plain_one_passed_on_as_it_came(
+    encoding: str | None,
+) -> None:
+    import zlib
+
+    body = b'data: {"a": 1}\n\n' * 50
+    if encoding == "gzip":
+        compressor = zlib.compressobj(wbits=31)
+        sent = compressor.compress(body) + compressor.flush()
+    elif encoding == "deflate":
+        sent = zlib.compress(body)
+    else:
+        sent = body
+    parts = [sent[:7], sent[7:100], sent[100:]]
+    headers = {"content-encoding": encoding} if encoding else {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers=headers, stream=Chunks(parts))
+
+    chunks = await collect(client_for(handler), WIRE)
+    assert b"".join(chunks) == body
+    if encoding in (None, "identity"):
+        assert chunks == parts  # the response's own chunks, unchanged

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict
+from pydantic_core import from_json
 
 from metis.errors import ProtocolError, redact
 from metis.pipeline.call import Call
@@ -30,8 +31,9 @@ from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import ResponseHead, ResponseItem, WireRequest
 from metis.providers import json_limits
 from metis.providers.aws_eventstream import EventStreamDecoder, frame_object
-from metis.providers.json_limits import JSONLimitError
-from metis.providers.sse import MAX_LINE_LENGTH, SSEDecoder
+from metis.providers.json_limits import MAX_DEPTH, JSONLimitError
+from metis.providers.sse import MAX_LINE_LENGTH
+from metis.providers.sse_data import SSEDataDecoder
 
 _SNIPPET = 200
 log = logging.getLogger("metis")
@@ -56,84 +58,135 @@ class Decode(Stage[WireRequest, WireRequest, ResponseItem, dict[str, Any]]):
     def bind(self, services: StageServices) -> None:
         self._secrets = services.secrets
 
-    async def __call__(
+    def __call__(
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, ResponseItem]
     ) -> AsyncIterator[dict[str, Any]]:
-        items = inner(request, call)
-        content_type, chunk = await _head(items)
-        chunks = cast(AsyncIterator[bytes], items)  # after the head, only body bytes
         fmt = self.options.format
         if not request.stream or fmt == "json":
-            yield await _whole_body(chunk, chunks)
-            return
-        if chunk is not None and _whole_json(content_type, chunk):
-            body = b"".join([chunk, *[more async for more in chunks]])
-            if fmt == "ndjson" and _several_lines(body):  # NDJSON labelled as plain JSON
-                for line in body.split(b"\n"):
-                    if line.strip():
-                        yield _parse(_text(line, "ndjson"), "ndjson")
-            else:
-                yield WholeBody(_parse(_text(body, "json"), "json"))
-        elif fmt == "sse":
-            async for obj in _sse_objects(chunk, chunks, call, self._secrets):
-                yield obj
-        elif fmt == "eventstream":
-            frames = EventStreamDecoder()
-            while chunk is not None:
-                for frame in frames.feed(chunk):
-                    yield frame_object(frame)
-                chunk = await anext(chunks, None)
-            frames.close()
-        else:
-            splitter = _LineSplitter()
-            while chunk is not None:
-                for line in splitter.feed(chunk):
-                    yield _parse(_text(line, "ndjson"), "ndjson")
-                chunk = await anext(chunks, None)
-            for line in splitter.close():
+            return _whole_body(request, call, inner)
+        if fmt == "sse":  # the hot path: its own generator, no frame between it and normalize
+            return _sse_objects(request, call, inner, self._secrets)
+        return _framed_objects(request, call, inner, fmt)
+
+
+async def _head(items: AsyncIterator[ResponseItem]) -> tuple[str | None, bytes | None]:
+    """The answer's content type (None from a transport that sends no head) and its first
+    body bytes (None for an empty body)."""
+    first = await anext(items, None)
+    if isinstance(first, ResponseHead):
+        return first.content_type, cast(bytes | None, await anext(items, None))
+    return None, first
+
+
+async def _whole_body(
+    request: WireRequest, call: Call, inner: Inner[WireRequest, ResponseItem]
+) -> AsyncIterator[dict[str, Any]]:
+    parts = [item async for item in inner(request, call) if not isinstance(item, ResponseHead)]
+    yield _parse(_text(b"".join(parts), "json"), "json")
+
+
+async def _whole_reply(
+    first: bytes, chunks: AsyncIterator[bytes], fmt: str
+) -> AsyncIterator[dict[str, Any]]:
+    """A streamed request answered with ``application/json``: one whole reply, or NDJSON."""
+    body = b"".join([first, *[more async for more in chunks]])
+    if fmt == "ndjson" and _several_lines(body):  # NDJSON labelled as plain JSON
+        for line in body.split(b"\n"):
+            if line.strip():
                 yield _parse(_text(line, "ndjson"), "ndjson")
+    else:
+        yield WholeBody(_parse(_text(body, "json"), "json"))
+
+
+async def _framed_objects(
+    request: WireRequest, call: Call, inner: Inner[WireRequest, ResponseItem], fmt: str
+) -> AsyncIterator[dict[str, Any]]:
+    """The objects of an NDJSON or AWS event stream."""
+    items = inner(request, call)
+    content_type, chunk = await _head(items)
+    chunks = cast(AsyncIterator[bytes], items)  # after the head, only body bytes
+    if chunk is not None and _whole_json(content_type, chunk):
+        async for obj in _whole_reply(chunk, chunks, fmt):
+            yield obj
+    elif fmt == "eventstream":
+        frames = EventStreamDecoder()
+        while chunk is not None:
+            for frame in frames.feed(chunk):
+                yield frame_object(frame)
+            chunk = await anext(chunks, None)
+        frames.close()
+    else:
+        splitter = _LineSplitter()
+        while chunk is not None:
+            for line in splitter.feed(chunk):
+                yield _ndjson_object(line)
+            chunk = await anext(chunks, None)
+        for line in splitter.close():
+            yield _ndjson_object(line)
 
 
 async def _sse_objects(
-    first: bytes | None, chunks: AsyncIterator[bytes], call: Call, secrets: tuple[str, ...]
+    request: WireRequest,
+    call: Call,
+    inner: Inner[WireRequest, ResponseItem],
+    secrets: tuple[str, ...],
 ) -> AsyncIterator[dict[str, Any]]:
-    """The JSON objects of an event stream that began with ``first``. Events after OpenAI's
-    ``[DONE]`` terminator are not parsed: they are ignored, with one WARN record, and reading
-    stops ``MAX_IGNORED_AFTER_END`` events later."""
-    decoder = SSEDecoder()
-    done = False
-    ignored = 0
-    chunk = first
-    while True:
-        try:
-            if chunk is None:
-                chunk = await anext(chunks, None)
-                if chunk is None:
-                    break
-            events = decoder.feed(chunk)
-            chunk = None
-        except ProtocolError as error:  # undecodable bytes; a transport failure is raised
-            if not done:
-                raise
-            warn_ignored_after_end(call, "data: [DONE]", error, secrets)
-            return
-        for event in events:
-            data = event.data
-            if done:
-                ignored += 1
-                if ignored == 1:
-                    warn_ignored_after_end(call, "data: [DONE]")
+    """The JSON objects of an event stream. Events after OpenAI's ``[DONE]`` terminator are
+    not parsed: they are ignored, with one WARN record, and reading stops
+    ``MAX_IGNORED_AFTER_END`` events later."""
+    items = inner(request, call)
+    content_type, chunk = await _head(items)
+    chunks = cast(AsyncIterator[bytes], items)  # after the head, only body bytes
+    if chunk is not None and _whole_json(content_type, chunk):
+        async for obj in _whole_reply(chunk, chunks, "sse"):
+            yield obj
+        return
+    decoder = SSEDataDecoder()
+    feed = decoder.feed
+    while chunk is not None:
+        events = iter(feed(chunk))  # undecodable bytes raise; a transport failure too
+        for data in events:
+            if data[:1] == "{" and data.count("{") + data.count("[") <= MAX_DEPTH:
+                try:  # the usual event, parsed here: json_limits.loads' fast path, inlined
+                    obj = from_json(data, allow_inf_nan=False)
+                except ValueError:
+                    obj = _parse(data, "sse")  # what jiter refuses, and why
+                yield obj
             elif not _skip(data):
                 yield _parse(data, "sse")
             elif data.strip() == "[DONE]":
-                done = True
+                await _ignore_after_done(sum(1 for _ in events), decoder, chunks, call, secrets)
+                return
+        chunk = await anext(chunks, None)
+    for data in decoder.close():
+        if not _skip(data):
+            yield _parse(data, "sse")
+
+
+async def _ignore_after_done(
+    ignored: int,
+    decoder: SSEDataDecoder,
+    chunks: AsyncIterator[bytes],
+    call: Call,
+    secrets: tuple[str, ...],
+) -> None:
+    """Read on after ``[DONE]`` (``ignored`` events already), parsing nothing: one WARN if
+    anything came, and no more than ``MAX_IGNORED_AFTER_END`` events."""
+    warned = False
+    while True:
+        if ignored and not warned:
+            warn_ignored_after_end(call, "data: [DONE]")
+            warned = True
         if ignored > MAX_IGNORED_AFTER_END:
             return
-    if done:
-        return
-    for event in decoder.close():
-        if not _skip(event.data):
-            yield _parse(event.data, "sse")
+        chunk = await anext(chunks, None)
+        if chunk is None:
+            return
+        try:
+            ignored += len(decoder.feed(chunk))
+        except ProtocolError as error:
+            warn_ignored_after_end(call, "data: [DONE]", error, secrets)
+            return
 
 
 MAX_IGNORED_AFTER_END = 64
@@ -186,6 +239,22 @@ def _parse(text: str, fmt: str) -> dict[str, Any]:
     return value
 
 
+def _ndjson_object(line: bytes) -> dict[str, Any]:
+    """One NDJSON line's object: the usual line parsed at once with ``from_json``, anything
+    else (a BOM, leading blanks, what jiter refuses) through :func:`_parse`."""
+    try:
+        text = line.decode()
+    except UnicodeDecodeError:
+        text = _text(line, "ndjson")  # raises, classified
+    if text[:1] == "{" and text.count("{") + text.count("[") <= MAX_DEPTH:
+        try:
+            value: dict[str, Any] = from_json(text, allow_inf_nan=False)
+            return value
+        except ValueError:
+            pass
+    return _parse(text, "ndjson")
+
+
 def _text(body: bytes, fmt: str) -> str:
     try:
         return body.decode("utf-8-sig")
@@ -213,21 +282,6 @@ def _several_lines(body: bytes) -> bool:
     except (ValueError, RecursionError, JSONLimitError):
         return False  # a document spread over lines (pretty-printed), or not JSON at all
     return True
-
-
-async def _head(items: AsyncIterator[ResponseItem]) -> tuple[str | None, bytes | None]:
-    """The answer's content type (None from a transport that sends no head) and its first
-    body bytes (None for an empty body)."""
-    first = await anext(items, None)
-    if isinstance(first, ResponseHead):
-        return first.content_type, cast(bytes | None, await anext(items, None))
-    return None, first
-
-
-async def _whole_body(first: bytes | None, chunks: AsyncIterator[bytes]) -> dict[str, Any]:
-    parts = [] if first is None else [first]
-    parts += [chunk async for chunk in chunks]
-    return _parse(_text(b"".join(parts), "json"), "json")
 
 
 class _LineSplitter:

@@ -86,10 +86,12 @@ class StreamChecker:
         cls = type(event)
         if cls is TextDelta:
             assert isinstance(event, TextDelta)
-            self._block(event.content_block_index, event)
-            parts = self._text.get(event.content_block_index)
+            index = event.content_block_index
+            if index != self._index or index < 0:  # the last event's block passed every check
+                self._block(index, event)
+            parts = self._text.get(index)
             if parts is None:
-                parts = self._text[event.content_block_index] = []
+                parts = self._text[index] = []
             parts.append(event.text)
         elif cls is MessageStart:
             if self._started:

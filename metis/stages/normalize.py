@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from metis.errors import AdapterError, CancelledError, ProtocolError, scrub_error
+from metis.errors import AdapterError, CancelledError, ProtocolError, redact, scrub_error
 from metis.estimate import CHARS_PER_TOKEN
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
@@ -69,26 +69,18 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
     async def __call__(
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, dict[str, Any]]
     ) -> AsyncIterator[StreamEvent]:
-        builder = MessageBuilder(call.provider, call.model, call.warn_dropped)
-        builder.estimate_usage = lambda b: _estimate_usage(b, request, call)
-        builder.invalid_arguments = lambda *tool: _invalid_arguments(call, *tool)
+        builder = self._builder(request, call)
         out = builder.out
-        ignored = 0  # objects after the end of the message
+        after_end = _AfterEnd(self.codec, call)  # objects after the end of the message
         try:
             if request.stream:
                 parser = self.codec.stream_parser(builder)
                 feed = parser.feed
                 whole = False
-                after_end: Any = None  # a parser whose events are thrown away
                 async for obj in inner(request, call):
                     if builder.completed:  # the provider's terminal event has been read
-                        ignored += 1
-                        if ignored == 1:
-                            warn_ignored_after_end(call, "the end of the message")
-                            after_end = self.codec.stream_parser(MessageBuilder(call.provider, ""))
-                        if ignored > MAX_IGNORED_AFTER_END:
+                        if not after_end.take(obj):
                             break
-                        _raise_error_event(after_end, obj)
                         continue
                     if obj.__class__ is WholeBody:  # a complete reply where a stream was due
                         whole = True
@@ -121,7 +113,7 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
             if (
                 builder.completed and not out and isinstance(error, ProtocolError)
             ):  # junk after the end
-                if not ignored:
+                if not after_end.ignored:
                     warn_ignored_after_end(call, "the end of the message", error, self._secrets)
                 return
             if builder.started and not builder.completed:
@@ -132,11 +124,41 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
         for event in out:
             yield event
 
+    def _builder(self, request: WireRequest, call: Call) -> MessageBuilder:
+        builder = MessageBuilder(call.provider, call.model, call.warn_dropped)
+        builder.estimate_usage = lambda b: _estimate_usage(b, request, call)
+        secrets = self._secrets
+        builder.invalid_arguments = lambda *tool: _invalid_arguments(call, secrets, *tool)
+        return builder
+
     def _classified(self, error: AdapterError, call: Call) -> AdapterError:
         error.provider = error.provider or call.provider
         error.request_id = error.request_id or call.request_id
         scrub_error(error, self._secrets)  # a server may echo the key back
         return error
+
+
+class _AfterEnd:
+    """What a stream sends after its terminal event: one WARN, nothing parsed into events,
+    a provider error event still raised, and reading stops ``MAX_IGNORED_AFTER_END`` later."""
+
+    __slots__ = ("_call", "_codec", "_parser", "ignored")
+
+    def __init__(self, codec: Any, call: Call) -> None:
+        self._codec, self._call = codec, call
+        self._parser: Any = None  # a parser whose events are thrown away
+        self.ignored = 0
+
+    def take(self, obj: dict[str, Any]) -> bool:
+        """Whether reading goes on after ``obj``."""
+        self.ignored += 1
+        if self._parser is None:
+            warn_ignored_after_end(self._call, "the end of the message")
+            self._parser = self._codec.stream_parser(MessageBuilder(self._call.provider, ""))
+        if self.ignored > MAX_IGNORED_AFTER_END:
+            return False
+        _raise_error_event(self._parser, obj)
+        return True
 
 
 def _raise_error_event(parser: Any, obj: dict[str, Any]) -> None:
@@ -167,8 +189,12 @@ def _estimate_usage(builder: MessageBuilder, request: WireRequest, call: Call) -
     )
 
 
-def _invalid_arguments(call: Call, name: str, tool_id: str, arguments: str) -> None:
-    """A tool call whose arguments are not a JSON object is kept, marked (``input_error``)."""
+def _invalid_arguments(
+    call: Call, secrets: tuple[str, ...], name: str, tool_id: str, arguments: str
+) -> None:
+    """A tool call whose arguments are not a JSON object is kept, marked (``input_error``).
+    What the model wrote may quote the key back: the record shows it redacted."""
+    name, tool_id, arguments = (redact(text, *secrets) for text in (name, tool_id, arguments))
     log.warning(
         "%s: the arguments of tool call %s (%r) are not a JSON object; the call is kept with "
         "input_error set and its text in provider_raw: %.200r",

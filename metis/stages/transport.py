@@ -77,6 +77,17 @@ class ReadClock:
         return max(0.0, self.read_by() - anyio.current_time())
 
 
+def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body's chunks as they arrive. A body without a content encoding is read from the
+    response's byte stream itself: ``aiter_bytes`` would add two generator frames, a decoder
+    and a chunker per chunk only to hand the same bytes on."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    stream = response.stream
+    if encoding in ("", "identity") and isinstance(stream, httpx.AsyncByteStream):
+        return stream.__aiter__()
+    return response.aiter_bytes().__aiter__()
+
+
 class Transport(Stage[WireRequest, Any, Any, ResponseItem]):
     name = "transport"
     terminal = True
@@ -122,7 +133,7 @@ class Transport(Stage[WireRequest, Any, Any, ResponseItem]):
         undo: list[Callable[[], None]] = []
         try:
             response = await self._send(http_request, call, clock)
-            chunks = response.aiter_bytes().__aiter__()
+            chunks = _body_chunks(response)
             read = self._reader(response, chunks, call, clock, undo)
             error_body = bytearray() if response.status_code >= 300 else None
             if error_body is None:

@@ -1,0 +1,59 @@
+"""json_limits.loads: pydantic_core's parser first, Python's json for what it refuses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metis.providers import json_limits
+
+_numbers = st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+_json = st.recursive(
+    st.none() | st.booleans() | _numbers | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_json, ascii_only=st.booleans())
+def test_reads_what_json_reads(value: Any, ascii_only: bool) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    assert json_limits.loads(text) == json.loads(text)
+    assert json_limits.loads(text.encode()) == json.loads(text)
+
+
+@pytest.mark.parametrize("escape", ["\\ud800", "\\udfff", "a\\ud83d", "\\ude00b"])
+def test_lone_surrogate_escapes_still_parse_as_json_reads_them(escape: str) -> None:
+    text = f'{{"t": "{escape}"}}'
+    assert json_limits.loads(text) == json.loads(text)
+
+
+@pytest.mark.parametrize("text", ['{"a": NaN}', '{"a": Infinity}', "[-Infinity]", "NaN"])
+def test_nan_and_infinity_are_refused(text: str) -> None:
+    with pytest.raises(json_limits.JSONLimitError):
+        json_limits.loads(text)
+
+
+@pytest.mark.parametrize("depth", [101, 150, 250, 10_000])
+def test_nesting_past_the_limit_is_refused_at_any_depth(depth: int) -> None:
+    with pytest.raises(json_limits.JSONLimitError, match="nested deeper than 100"):
+        json_limits.loads("[" * depth + "]" * depth)
+    assert json_limits.loads("[" * 100 + "]" * 100) is not None
+
+
+@pytest.mark.parametrize(
+    "text", ['{"a": 1', '{"a": "x\ny"}', '{"a": 1} x', "", "{'a': 1}", b'{"a": "\xff"}']
+)
+def test_what_is_not_json_is_a_value_error(text: str | bytes) -> None:
+    with pytest.raises(ValueError):
+        json_limits.loads(text)
+
+
+def test_a_bom_is_skipped() -> None:
+    assert json_limits.loads('\ufeff{"a": 1}') == {"a": 1}
+    assert json_limits.loads(b'\xef\xbb\xbf{"a": 1}') == {"a": 1}

@@ -1,0 +1,149 @@
+"""The data-only SSE framer of the decode stage, checked against the full decoder (sse.py)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metis.errors import ProtocolError
+from metis.providers.sse import SSEDecoder
+from metis.providers.sse_data import SSEDataDecoder
+
+
+def data_of(*chunks: bytes, decoder: SSEDataDecoder | None = None) -> list[str]:
+    decoder = decoder or SSEDataDecoder()
+    out: list[str] = []
+    for chunk in chunks:
+        out.extend(decoder.feed(chunk))
+    out.extend(decoder.close())
+    return out
+
+
+def reference(*chunks: bytes) -> list[str]:
+    decoder = SSEDecoder()
+    events = [event for chunk in chunks for event in decoder.feed(chunk)]
+    return [event.data for event in [*events, *decoder.close()]]
+
+
+def bytewise(body: bytes) -> list[bytes]:
+    return [body[i : i + 1] for i in range(len(body))]
+
+
+def test_one_event_per_chunk_and_many_per_chunk() -> None:
+    body = b'data: {"a":1}\n\nevent: x\ndata: {"b":2}\n\ndata:{"c":3}\n\n'
+    assert data_of(body) == ['{"a":1}', '{"b":2}', '{"c":3}']
+    assert data_of(*body.splitlines(keepends=True)) == ['{"a":1}', '{"b":2}', '{"c":3}']
+
+
+def test_feed_returns_data_as_soon_as_its_event_ends() -> None:
+    decoder = SSEDataDecoder()
+    assert decoder.feed(b"data: one\n") == []
+    assert decoder.feed(b"\n") == ["one"]
+    assert decoder.feed(b"data: two\n\ndata: thr") == ["two"]
+    assert decoder.feed(b"ee\n\n") == ["three"]
+    assert decoder.close() == []
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"])
+def test_every_line_end(end: bytes) -> None:
+    body = b"event: e" + end + b"data: x" + end + end + b"data: y" + end + b"data: z" + end + end
+    assert data_of(body) == ["x", "y\nz"]
+    assert data_of(*bytewise(body)) == ["x", "y\nz"]
+
+
+def test_a_crlf_split_across_chunks_is_one_line_end() -> None:
+    assert data_of(b"data: a\r", b"\n\r", b"\ndata: b\r\n\r\n") == ["a", "b"]
+    assert data_of(b"data: a\r", b"\r", b"data: b\r", b"\r") == ["a", "b"]  # CR CR: blank line
+
+
+def test_a_character_split_across_chunks() -> None:
+    body = 'data: {"t":"Température ~18°C 日本 😀"}\n\n'.encode()
+    for cut in range(len(body) + 1):
+        assert data_of(body[:cut], body[cut:]) == ['{"t":"Température ~18°C 日本 😀"}']
+    assert data_of(*bytewise(body)) == ['{"t":"Température ~18°C 日本 😀"}']
+
+
+def test_comments_keep_alives_and_fields_without_data() -> None:
+    body = b": keep-alive\n\n:ping\ndata: x\n: note\nid: 7\nretry: 10\n\nevent: ping\n\n\n\n"
+    assert data_of(body) == ["x"]
+    assert data_of(*bytewise(body)) == ["x"]
+
+
+def test_data_field_forms() -> None:
+    assert data_of(b"data\n\n") == [""]
+    assert data_of(b"data:\n\n") == [""]
+    assert data_of(b"data:  two spaces\n\n") == [" two spaces"]
+    assert data_of(b"datum: no\n\ndata:yes\n\n") == ["yes"]
+    assert data_of(b"event: a\ndata: 1\ndata: 2\n\n") == ["1\n2"]
+    assert data_of(b"data: 1\nevent: a\n\n") == ["1"]
+
+
+def test_a_leading_bom_is_skipped_once() -> None:
+    assert data_of(b"\xef\xbb\xbfdata: x\n\n") == ["x"]
+    assert data_of(b"\xef", b"\xbb", b"\xbfdata: x\n\n") == ["x"]
+    assert data_of(b"data: \xef\xbb\xbfx\n\n") == ["\ufeffx"]  # not at the start: data
+
+
+def test_a_final_event_without_its_blank_line() -> None:
+    assert data_of(b"data: x\n\ndata: last\n") == ["x", "last"]
+    assert data_of(b"data: x\n\ndata: last") == ["x", "last"]
+
+
+def test_invalid_utf8_is_a_protocol_error() -> None:
+    with pytest.raises(ProtocolError, match="invalid UTF-8"):
+        data_of(b"data: \xff\n\n")
+    with pytest.raises(ProtocolError, match="invalid UTF-8"):
+        data_of(b"data: \xe2\x82", b"x\n\n")
+
+
+def test_a_body_ending_inside_a_character_is_a_protocol_error() -> None:
+    with pytest.raises(ProtocolError, match="middle of a UTF-8 character"):
+        data_of(b"data: x\n\n\xe2\x82")
+
+
+def test_a_line_too_long_is_refused_however_it_arrives() -> None:
+    with pytest.raises(ProtocolError, match="longer than 16 chars"):
+        data_of(b"data: " + b"x" * 20, decoder=SSEDataDecoder(max_line_length=16))
+    decoder = SSEDataDecoder(max_line_length=16)
+    decoder.feed(b"data: 1\ndata: 2\n")  # short lines of one event: fine
+    with pytest.raises(ProtocolError, match="longer than"):
+        for _ in range(20):
+            decoder.feed(b"x")
+    many_lines = SSEDataDecoder(max_line_length=16)
+    for _ in range(100):  # an event of many short lines is not one long line
+        many_lines.feed(b"data: 0123456789\n")
+    assert many_lines.feed(b"\n") == ["\n".join(["0123456789"] * 100)]
+
+
+_line_end = st.sampled_from(["\n", "\r\n", "\r"])
+_value = st.text(
+    alphabet=st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)), max_size=12
+)
+_line = st.one_of(
+    st.builds(lambda v: f"data: {v}", _value),
+    st.builds(lambda v: f"data:{v}", _value),
+    st.just("data"),
+    st.builds(lambda v: f"event: {v}", _value),
+    st.builds(lambda v: f"id: {v}", _value),
+    st.builds(lambda v: f": {v}", _value),
+    st.just(""),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.tuples(_line, _line_end), max_size=14),
+    cuts=st.lists(st.integers(0, 400), max_size=8),
+    bom=st.booleans(),
+)
+def test_same_data_as_the_full_decoder_however_the_body_is_cut(
+    lines: list[tuple[str, str]], cuts: list[int], bom: bool
+) -> None:
+    body = ("\ufeff" if bom else "") + "".join(line + end for line, end in lines)
+    raw = body.encode()
+    bounds = sorted({0, len(raw), *(c for c in cuts if c <= len(raw))})
+    chunks = [raw[a:b] for a, b in itertools.pairwise(bounds)]
+    assert data_of(*chunks) == reference(*chunks) == reference(raw)
