@@ -1,4 +1,18 @@
-"""Shared fixtures: every async test runs under asyncio and under trio."""
+"""Shared fixtures, and the two switches that keep the default test run short.
+
+Async backends: an async test runs under asyncio and under trio, unless it is marked
+``backend_independent`` (on the test, a ``pytest.param``, its class, or a module's
+``pytestmark``): then its trio run is deselected. Mark a test so only when nothing in it
+depends on the event loop (a codec or stage fed from memory, a replay through a mock
+transport); keep both backends wherever the backend matters (sockets, the transport,
+cancellation, deadlines, timeouts, task groups, the stores, concurrency).
+``--every-backend`` runs every async test under both anyway.
+
+Slow tests: ``@pytest.mark.slow`` tests (whole processes, servers started per test, soaks,
+long property searches) are left out of the default run (``addopts`` in pyproject.toml).
+``python -m pytest -m slow`` runs them; ``python -m pytest -m "slow or not slow"`` runs
+everything.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +22,35 @@ import pytest
 
 from metis.pipeline.warned import session_warnings
 
+BACKENDS = ("asyncio", "trio")
 
-@pytest.fixture(params=["asyncio", "trio"])
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--every-backend",
+        action="store_true",
+        help="run backend_independent async tests under trio as well as asyncio",
+    )
+
+
+@pytest.fixture(params=BACKENDS)
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leaves out the trio run of each ``backend_independent`` test (reported as deselected)."""
+    if config.getoption("--every-backend"):
+        return
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        trio = callspec is not None and callspec.params.get("anyio_backend") == "trio"
+        independent = trio and item.get_closest_marker("backend_independent") is not None
+        (drop if independent else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,8 @@ import pytest
 
 from benchmarks import run
 
+pytestmark = pytest.mark.slow  # real benchmark runs: half a minute
+
 PROVIDERS = ("anthropic", "openai")
 
 

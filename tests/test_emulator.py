@@ -1074,6 +1074,7 @@ def test_base_url_names_providers(emulator: Emulator) -> None:
         emulator.base_url("nobody")
 
 
+@pytest.mark.slow
 def test_command_line_serves_until_terminated() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "metis.emulator", "--port", "0"],

@@ -115,15 +115,7 @@ def test_cassette_streams_ignore_chunk_boundaries(stream: RecordedStream) -> Non
 
 # 1. Chunk-boundary invariance: ../shared/real-traffic ----------------------------------------
 
-_REAL = {
-    name: importlib.import_module(f"tests.{name}")
-    for name in (
-        "test_real_traffic",
-        "test_real_traffic_gemini",
-        "test_real_traffic_responses",
-        "test_real_traffic_ollama",
-    )
-}
+_REAL = {name: importlib.import_module(f"tests.{name}") for name in ("test_real_traffic",)}
 
 
 def _real_streams() -> list[Any]:
@@ -132,10 +124,7 @@ def _real_streams() -> list[Any]:
         for exchange in module.EXCHANGES:
             if exchange.status != 200:
                 continue
-            if name == "test_real_traffic_ollama":
-                if exchange.path != "/api/chat" or not module.streamed(exchange):
-                    continue
-            elif not exchange.streamed:
+            if not module.text_stream(exchange):
                 continue
             out.append(pytest.param(name, exchange, id=f"{name}:{exchange}"))
     return out
