@@ -5,8 +5,9 @@ Async backends: an async test runs under asyncio and under trio, unless it is ma
 ``pytestmark``): then its trio run is deselected. Mark a test so only when nothing in it
 depends on the event loop (a codec or stage fed from memory, a replay through a mock
 transport); keep both backends wherever the backend matters (sockets, the transport,
-cancellation, deadlines, timeouts, task groups, the stores, concurrency).
-``--every-backend`` runs every async test under both anyway.
+cancellation, deadlines, timeouts, task groups, threads, the stores, concurrency). In a
+module marked so, a test that does depend on the backend is marked
+``backend_independent(False)``. ``--every-backend`` runs every async test under both anyway.
 
 Slow tests: ``@pytest.mark.slow`` tests (whole processes, servers started per test, soaks,
 long property searches) are left out of the default run (``addopts`` in pyproject.toml).
@@ -46,11 +47,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         callspec = getattr(item, "callspec", None)
         trio = callspec is not None and callspec.params.get("anyio_backend") == "trio"
-        independent = trio and item.get_closest_marker("backend_independent") is not None
-        (drop if independent else keep).append(item)
+        (drop if trio and _backend_independent(item) else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _backend_independent(item: pytest.Item) -> bool:
+    """The closest ``backend_independent`` mark decides; ``backend_independent(False)`` on a
+    test takes back its module's mark."""
+    marker = item.get_closest_marker("backend_independent")
+    return marker is not None and marker.args[:1] != (False,)
 
 
 @pytest.fixture(autouse=True)

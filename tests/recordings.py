@@ -9,6 +9,7 @@ to replay another copy.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -88,6 +89,7 @@ def recorded_request_bodies(api: str) -> Iterator[tuple[str, dict[str, Any]]]:
                 yield f"{path.parent.name}/{path.name}#{i}", body
 
 
+@functools.cache
 def _interactions(path: Path) -> list[dict[str, Any]]:
     interactions: list[dict[str, Any]] = (
         yaml.load(path.read_text(), Loader=_LOADER).get("interactions") or []

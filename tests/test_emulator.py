@@ -1141,6 +1141,7 @@ def _request(provider: str, history: list[Any]) -> Any:
     )
 
 
+@pytest.mark.backend_independent
 @pytest.mark.anyio
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("streamed", [True, False], ids=["stream", "complete"])
@@ -1240,6 +1241,7 @@ COMPATIBLE_MODELS = {
 }
 
 
+@pytest.mark.backend_independent
 @pytest.mark.anyio
 @pytest.mark.parametrize("provider", sorted(COMPATIBLE_MODELS))
 async def test_metis_openai_compatible_stacks(emulator: Emulator, provider: str) -> None:

@@ -54,6 +54,8 @@ from .reliability_helpers import (
     stream_request,
 )
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 STREAMS = cassette_streams()
 SETTINGS = settings(
     max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
@@ -96,6 +98,7 @@ def test_the_cassettes_hold_streams_with_multibyte_text() -> None:
     assert any(any(b >= 0x80 for b in s.body) for s in STREAMS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stream", STREAMS, ids=str)
 def test_cassette_streams_ignore_chunk_boundaries(stream: RecordedStream) -> None:
     expected = _baseline(stream)
@@ -155,6 +158,7 @@ def _replay(name: str, exchange: Any, cuts: list[int]) -> list[dict[str, Any]]:
         return normalized(anyio.run(module.replay, exchange))
 
 
+@pytest.mark.slow
 @pytest.mark.real_traffic
 @pytest.mark.skipif(not REAL_STREAMS, reason="no recorded traffic in ../shared/real-traffic")
 @pytest.mark.parametrize(("name", "exchange"), REAL_STREAMS)

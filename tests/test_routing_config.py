@@ -14,6 +14,8 @@ from metis.routing import Limits
 
 from .routing_helpers import ask
 
+pytestmark = pytest.mark.backend_independent  # wire formats; sockets: test_transport and others
+
 
 def registry_file(emulator_url: str, **route: Any) -> dict[str, Any]:
     return {

@@ -28,6 +28,8 @@ from metis.testing.scrub import scrub_chunks, secret_pattern
 from .fakes import FakePeer, Reply, anthropic_error, anthropic_reply, collect, openai_error, request
 from .reliability_helpers import ChunkStream
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 KEY = "sk-test-SECRET-0123456789abcdef"
 SHORT = "SECRET-0123456789abcdef"  # the distinctive tail, in case only a prefix is redacted
 
