@@ -17,8 +17,11 @@ everything.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
+from typing import Any
 
+import httpx._transports.default as httpx_transports
 import pytest
 
 from metis.pipeline.warned import session_warnings
@@ -58,6 +61,27 @@ def _backend_independent(item: pytest.Item) -> bool:
     test takes back its module's mark."""
     marker = item.get_closest_marker("backend_independent")
     return marker is not None and marker.args[:1] != (False,)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_default_tls_context() -> Iterator[None]:
+    """Every httpx client with the default TLS settings shares one context. httpx builds a
+    new one per client, reading the whole CA bundle (~80 ms of CPU), and the tests build an
+    adapter, so a client, hundreds of times. The context is the same either way; a shared
+    one in ``metis.stages.transport.http_client`` would make this fixture unnecessary."""
+    original = httpx_transports.create_ssl_context
+    shared: dict[bool, ssl.SSLContext] = {}
+
+    def create_ssl_context(verify: Any = True, cert: Any = None, trust_env: bool = True) -> Any:
+        if verify is not True or cert is not None:
+            return original(verify=verify, cert=cert, trust_env=trust_env)
+        if trust_env not in shared:
+            shared[trust_env] = original(trust_env=trust_env)
+        return shared[trust_env]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(httpx_transports, "create_ssl_context", create_ssl_context)
+        yield
 
 
 @pytest.fixture(autouse=True)
