@@ -109,6 +109,7 @@ async def run(adapter: Adapter, stream: bool) -> list[StreamEvent]:
 # 1. Every read of every body is bounded, and cancel() interrupts it ------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
 @pytest.mark.parametrize(
