@@ -2,17 +2,19 @@
 
 Async backends: an async test runs under asyncio and under trio, unless it is marked
 ``backend_independent`` (on the test, a ``pytest.param``, its class, or a module's
-``pytestmark``): then its trio run is deselected. Mark a test so only when nothing in it
-depends on the event loop (a codec or stage fed from memory, a replay through a mock
-transport); keep both backends wherever the backend matters (sockets, the transport,
-cancellation, deadlines, timeouts, task groups, threads, the stores, concurrency). In a
-module marked so, a test that does depend on the backend is marked
-``backend_independent(False)``. ``--every-backend`` runs every async test under both anyway.
+``pytestmark``): then its trio run is deselected. Mark a test so only when what it checks
+does not depend on the event loop: a codec or stage fed from memory, a replay through a mock
+transport, a wire format checked against the emulator (the socket reads under it are tested
+under both backends by test_transport, test_socket_reads, test_deadlines, test_cancellation).
+Keep both backends wherever the backend matters (sockets, the transport, cancellation,
+deadlines, timeouts, task groups, threads, the stores, concurrency). In a module marked so,
+a test that does depend on the backend is marked ``backend_independent(False)``.
+``--every-backend`` runs every async test under both anyway.
 
-Slow tests: ``@pytest.mark.slow`` tests (whole processes, servers started per test, soaks,
-long property searches) are left out of the default run (``addopts`` in pyproject.toml).
-``python -m pytest -m slow`` runs them; ``python -m pytest -m "slow or not slow"`` runs
-everything.
+Slow tests: ``@pytest.mark.slow`` tests (whole processes, soaks, long property searches,
+exhaustive matrices of waits for timeouts) are left out of the default run (``addopts`` in
+pyproject.toml). ``python -m pytest -m slow`` runs them; ``python -m pytest -m "slow or not
+slow"`` runs everything.
 """
 
 from __future__ import annotations
