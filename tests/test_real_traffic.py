@@ -61,6 +61,7 @@ class Api:
     expected: Callable[[Exchange], rec.Expected]
     observed: Callable[[MessageComplete], rec.Blocks]
     error: Callable[[Exchange], rec.ExpectedError]
+    request: Callable[[Exchange], dict[str, Any]] = lambda exchange: {}  # request changes
     api_key: str | None = "k"
     options: dict[str, Any] = field(default_factory=dict)
     capabilities: dict[str, Any] = field(default_factory=dict)
@@ -73,6 +74,45 @@ class Api:
     raw_item_ids: tuple[str, ...] = ()  # every block keeps the id of the item it came from
 
 
+def _gemini_request(exchange: Exchange) -> dict[str, Any]:
+    match = GEMINI_URI.match(exchange.uri)
+    assert match is not None
+    return {"model": f"gemini:{match['model']}"}
+
+
+def _bedrock_request(exchange: Exchange) -> dict[str, Any]:
+    """The model from the recorded URL, with a tool declared (a recorded call is allowed)."""
+    model = exchange.uri.split("/model/", 1)[1].rsplit("/", 1)[0].replace("%3A", ":")
+    tools = [ToolDefinition(name="any_tool")]
+    return {
+        "model": f"bedrock:{model}",
+        "max_output_tokens": 1024,
+        "session_id": None,
+        "tools": tools,
+    }
+
+
+def _ollama_request(exchange: Exchange) -> dict[str, Any]:
+    """The recorded request itself: its messages, tools and limits."""
+    recorded = exchange.request
+    options = recorded.get("options") or {}
+    tools = [
+        ToolDefinition(
+            name=t["function"]["name"],
+            description=t["function"].get("description", ""),
+            input_schema=t["function"].get("parameters") or {},
+        )
+        for t in recorded.get("tools") or []
+    ]
+    messages = [Message.user(m["content"]) for m in recorded.get("messages") or []]
+    return {
+        "messages": messages or [Message.user("replayed")],
+        "tools": tools,
+        "max_output_tokens": options.get("num_predict") or 1000,
+        "temperature": options.get("temperature"),
+    }
+
+
 APIS: dict[str, Api] = {
     "anthropic": Api(rec.expected_anthropic, rec.observed_anthropic, rec.error_recorded),
     "openai": Api(rec.expected_openai, rec.observed_anthropic, rec.error_recorded),
@@ -80,6 +120,7 @@ APIS: dict[str, Api] = {
         rec.expected_responses,
         rec.observed_responses,
         rec.error_responses,
+        request=lambda exchange: {"model": "openai_responses:recorded"},
         chunk_sizes=(7,),
         raw_item_ids=("msg_", "fc_", "rs_"),
     ),
@@ -87,6 +128,7 @@ APIS: dict[str, Api] = {
         rec.expected_gemini,
         rec.observed_gemini,
         rec.error_gemini,
+        request=_gemini_request,
         routed_as_recorded=True,
         auth_header=("x-goog-api-key", "k"),
         tool_ids_issued=True,
@@ -95,6 +137,7 @@ APIS: dict[str, Api] = {
         rec.expected_ollama,
         rec.observed_ollama,
         rec.error_ollama,
+        request=_ollama_request,
         api_key=None,
         capabilities={"supports_tools": True, "supports_thinking": True},
         chunk_sizes=(1, 4096),
@@ -104,6 +147,7 @@ APIS: dict[str, Api] = {
         rec.expected_bedrock,
         rec.observed_bedrock,
         rec.error_bedrock,
+        request=_bedrock_request,
         api_key="bedrock-api-key-test",
         options={"region": "us-east-1"},
         chunk_size=7,  # event-stream frames arrive split at every place
@@ -129,49 +173,16 @@ def stack_for(exchange: Exchange) -> str | StackSpec:
 
 
 def request_for(exchange: Exchange) -> CanonicalRequest:
-    """What the replay asks: for Ollama the recorded request itself, for Bedrock with a tool
-    declared (so a recorded tool call is allowed), elsewhere a one-line prompt."""
-    recorded = exchange.request
-    model = recorded.get("model", "recorded")
+    """What the replay asks: a one-line prompt to the recorded model, as each API's row
+    changes it."""
     request = CanonicalRequest(
-        model=f"{exchange.api}:{model}",
+        model=f"{exchange.api}:{exchange.request.get('model', 'recorded')}",
         messages=[Message.user("replayed")],
         max_output_tokens=1000,
         session_id="replay",
         stream=exchange.streamed,
     )
-    if exchange.api == "gemini":
-        match = GEMINI_URI.match(exchange.uri)
-        assert match is not None
-        return request.model_copy(update={"model": f"gemini:{match['model']}"})
-    if exchange.api == "openai_responses":
-        return request.model_copy(update={"model": "openai_responses:recorded"})
-    if exchange.api == "bedrock":
-        model = exchange.uri.split("/model/", 1)[1].rsplit("/", 1)[0].replace("%3A", ":")
-        update = {"model": f"bedrock:{model}", "max_output_tokens": 1024, "session_id": None}
-        return request.model_copy(update={**update, "tools": [ToolDefinition(name="any_tool")]})
-    if exchange.api == "ollama":
-        return request.model_copy(update=_ollama_request(recorded))
-    return request
-
-
-def _ollama_request(recorded: dict[str, Any]) -> dict[str, Any]:
-    options = recorded.get("options") or {}
-    tools = [
-        ToolDefinition(
-            name=t["function"]["name"],
-            description=t["function"].get("description", ""),
-            input_schema=t["function"].get("parameters") or {},
-        )
-        for t in recorded.get("tools") or []
-    ]
-    messages = [Message.user(m["content"]) for m in recorded.get("messages") or []]
-    return {
-        "messages": messages or [Message.user("replayed")],
-        "tools": tools,
-        "max_output_tokens": options.get("num_predict") or 1000,
-        "temperature": options.get("temperature"),
-    }
+    return request.model_copy(update=APIS[exchange.api].request(exchange))
 
 
 # Replaying -----------------------------------------------------------------------------------
