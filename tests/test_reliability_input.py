@@ -283,6 +283,7 @@ def _run(provider: str, chunks: list[bytes], **kw: Any) -> list[StreamEvent]:
     return anyio.run(lambda: _hostile(provider, chunks, **kw))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_truncation_anywhere_is_classified(provider: str) -> None:
     body = BASE[provider].body
@@ -332,6 +333,7 @@ def mutate(provider: str, ops: list[tuple[str, int]]) -> list[bytes]:
     return events
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_mutated_streams_are_classified(provider: str) -> None:
     @SETTINGS
@@ -405,6 +407,7 @@ async def test_an_html_error_page_is_classified(provider: str, status: int) -> N
         assert caught.value.provider_status == 502
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_random_bytes_are_classified(provider: str) -> None:
     @SETTINGS
