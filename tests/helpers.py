@@ -15,9 +15,6 @@ from metis.pipeline.call import Call
 from metis.pipeline.stack import Endpoint
 from metis.session import InMemoryToolIdStore, ToolIdStore
 
-# One TLS context for the clients made here: httpx builds a new one per client by default,
-# reading the whole CA bundle each time (~80 ms of CPU, most of a stage test's cost).
-TLS = httpx.create_ssl_context()
 FULL_CAPABILITIES = AdapterCapabilities(
     supports_tools=True,
     supports_images=True,
@@ -46,7 +43,7 @@ def make_call(
         config=AdapterConfig(),
         endpoint=Endpoint(base_url="http://test", path="/v1"),
         capabilities=capabilities or FULL_CAPABILITIES,
-        http=http or httpx.AsyncClient(verify=TLS),
+        http=http or httpx.AsyncClient(),
         tool_ids=store or InMemoryToolIdStore(),
         session_id=session_id,
         **kw,
