@@ -1,17 +1,89 @@
-"""Shared fixtures: every async test runs under asyncio and under trio."""
+"""Shared fixtures, and the two switches that keep the default test run short.
+
+Async backends: an async test runs under asyncio and under trio, unless it is marked
+``backend_independent`` (on the test, a ``pytest.param``, its class, or a module's
+``pytestmark``): then its trio run is deselected. Mark a test so only when what it checks
+does not depend on the event loop: a codec or stage fed from memory, a replay through a mock
+transport, a wire format checked against the emulator (the socket reads under it are tested
+under both backends by test_transport, test_socket_reads, test_deadlines, test_cancellation).
+Keep both backends wherever the backend matters (sockets, the transport, cancellation,
+deadlines, timeouts, task groups, threads, the stores, concurrency). In a module marked so,
+a test that does depend on the backend is marked ``backend_independent(False)``.
+``--every-backend`` runs every async test under both anyway.
+
+Slow tests: ``@pytest.mark.slow`` tests (whole processes, soaks, long property searches,
+exhaustive matrices of waits for timeouts) are left out of the default run (``addopts`` in
+pyproject.toml). ``python -m pytest -m slow`` runs them; ``python -m pytest -m "slow or not
+slow"`` runs everything.
+"""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
+from typing import Any
 
+import httpx._transports.default as httpx_transports
 import pytest
 
 from metis.pipeline.warned import session_warnings
 
+BACKENDS = ("asyncio", "trio")
 
-@pytest.fixture(params=["asyncio", "trio"])
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--every-backend",
+        action="store_true",
+        help="run backend_independent async tests under trio as well as asyncio",
+    )
+
+
+@pytest.fixture(params=BACKENDS)
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leaves out the trio run of each ``backend_independent`` test (reported as deselected)."""
+    if config.getoption("--every-backend"):
+        return
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        trio = callspec is not None and callspec.params.get("anyio_backend") == "trio"
+        (drop if trio and _backend_independent(item) else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def _backend_independent(item: pytest.Item) -> bool:
+    """The closest ``backend_independent`` mark decides; ``backend_independent(False)`` on a
+    test takes back its module's mark."""
+    marker = item.get_closest_marker("backend_independent")
+    return marker is not None and marker.args[:1] != (False,)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_default_tls_context() -> Iterator[None]:
+    """Every httpx client with the default TLS settings shares one context. httpx builds a
+    new one per client, reading the whole CA bundle (~80 ms of CPU), and the tests build an
+    adapter, so a client, hundreds of times. The context is the same either way; a shared
+    one in ``metis.stages.transport.http_client`` would make this fixture unnecessary."""
+    original = httpx_transports.create_ssl_context
+    shared: dict[bool, ssl.SSLContext] = {}
+
+    def create_ssl_context(verify: Any = True, cert: Any = None, trust_env: bool = True) -> Any:
+        if verify is not True or cert is not None:
+            return original(verify=verify, cert=cert, trust_env=trust_env)
+        if trust_env not in shared:
+            shared[trust_env] = original(trust_env=trust_env)
+        return shared[trust_env]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(httpx_transports, "create_ssl_context", create_ssl_context)
+        yield
 
 
 @pytest.fixture(autouse=True)

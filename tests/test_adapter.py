@@ -14,6 +14,8 @@ from metis.errors import ConfigError, StackError
 from metis.model import CanonicalRequest, Message, MessageComplete, TextDelta
 from metis.model.response import StopKind
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 MESSAGE = {
     "id": "msg_1",
     "type": "message",

@@ -33,6 +33,8 @@ from .scripted_gemini import ScriptedGemini
 from .scripted_responses import ScriptedResponses
 from .test_conformance import TOOLS, fold_stream, run_tool
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 ORDER = ["anthropic", "openai", "openai_responses", "gemini", "ollama", "groq", "tgi"]
 
 

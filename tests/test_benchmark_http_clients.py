@@ -10,6 +10,8 @@ import pytest
 
 from benchmarks import http_clients
 
+pytestmark = pytest.mark.slow  # real benchmark runs over loopback
+
 
 def test_a_tiny_run_measures_every_pair_and_workload(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

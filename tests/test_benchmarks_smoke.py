@@ -18,6 +18,8 @@ import pytest
 
 from benchmarks import run
 
+pytestmark = pytest.mark.slow  # real benchmark runs: half a minute
+
 PROVIDERS = ("anthropic", "openai")  # the non-streamed, concurrency and scaling sections
 FORMATS = ("anthropic", "openai", "responses", "gemini", "ollama")  # the streaming section
 COLUMNS = ("floor", "floor-fast", "metis")

@@ -119,6 +119,7 @@ def test_a_base_url_without_a_scheme_fails_before_sending(monkeypatch: pytest.Mo
         metis.complete("anthropic:claude-sonnet-4-5", "Hi")
 
 
+@pytest.mark.slow
 def test_the_readme_one_liner_runs_unchanged_against_the_emulator(emulator: Emulator) -> None:
     with open("README.md", encoding="utf-8") as file:
         readme = file.read()

@@ -157,6 +157,7 @@ async def baseline_length(adapter: Adapter, provider: str) -> int:
     return len(events)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -31,6 +31,8 @@ from metis.stages.capability_check import CapabilityCheck, unmet_needs
 
 from .helpers import FULL_CAPABILITIES, bound, make_call
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 
 def _image(media_type: str = "image/png", data: str = "aGk=") -> ImageBlock:
     return ImageBlock(source=Base64ImageSource(media_type=media_type, data=data))

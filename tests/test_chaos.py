@@ -315,6 +315,7 @@ def check(figures: Figures) -> None:
     assert figures.completed > figures.calls // 2
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_chaos_bounded(anyio_backend: str) -> None:
     figures = await run_chaos(200, anyio_backend, seed=1)

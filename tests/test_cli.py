@@ -73,6 +73,7 @@ def table_rows(stdout: str) -> list[list[str]]:
 # demo ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_demo_runs_offline_visits_every_provider_and_ends_with_the_table() -> None:
     done = cli("demo")
     assert done.returncode == 0, done.stderr
@@ -102,6 +103,7 @@ def test_demo_runs_offline_visits_every_provider_and_ends_with_the_table() -> No
     assert re.search(r"\d+ turns, 10 providers", out)
 
 
+@pytest.mark.slow
 def test_demo_takes_a_subset_of_providers_and_survives_faults() -> None:
     done = cli(
         "demo", "--providers", "anthropic,openai", "--faults", "rate_limit=0:0.3", "--pace", "0"
@@ -114,6 +116,7 @@ def test_demo_takes_a_subset_of_providers_and_survives_faults() -> None:
 # chat ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_chat_with_piped_stdin_swaps_model_and_keeps_the_history() -> None:
     script = "Hello there\n/model openai:gpt-4o\nWhat is the weather in Paris?\n/quit\n"
     done = cli("chat", "-m", "anthropic:claude-sonnet-4-5", "--tool", input=script)
@@ -128,6 +131,7 @@ def test_chat_with_piped_stdin_swaps_model_and_keeps_the_history() -> None:
     assert out.index("anthropic:claude-sonnet-4-5>") < out.index("openai:gpt-4o>")
 
 
+@pytest.mark.slow
 def test_chat_reports_a_bad_model_and_carries_on() -> None:
     done = cli("chat", "-m", "openai", input="/model nosuch\nhi\n")  # EOF ends it
     assert done.returncode == 0
@@ -135,6 +139,7 @@ def test_chat_reports_a_bad_model_and_carries_on() -> None:
     assert "You said: hi" in done.stdout
 
 
+@pytest.mark.slow
 def test_chat_with_a_local_server_that_is_not_running_says_so_and_offers_offline(
     tmp_path: Path,
 ) -> None:
@@ -168,6 +173,7 @@ def _read_until(proc: subprocess.Popen[bytes], marker: str, seen: str, timeout: 
     return seen
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
 def test_chat_ctrl_c_cancels_the_reply_keeps_the_partial_text_and_goes_on() -> None:
     stall = "stall=30;after=4@1"  # the first reply stalls after a few events, until Ctrl-C
@@ -199,6 +205,7 @@ def test_chat_ctrl_c_cancels_the_reply_keeps_the_partial_text_and_goes_on() -> N
     assert b"Traceback" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
 def test_chat_ctrl_c_at_the_prompt_exits() -> None:
     proc = subprocess.Popen(
@@ -294,6 +301,7 @@ def test_replay_infers_the_provider_of_every_cassette(cassette: Path, capsys: An
     assert "message.complete" in out
 
 
+@pytest.mark.slow
 def test_record_against_the_emulator_writes_a_replayable_cassette_without_the_key(
     tmp_path: Path,
 ) -> None:
@@ -339,11 +347,13 @@ def test_record_and_replay_other_providers_in_process(
 # emulator -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_emulator_command_is_the_emulators_own() -> None:
     done = cli("emulator", "--help")
     assert done.returncode == 0 and "--faults" in done.stdout and "metis emulator" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM to a child process")
 def test_emulator_command_serves_until_stopped() -> None:
     proc = subprocess.Popen(
@@ -367,6 +377,7 @@ def test_emulator_command_serves_until_stopped() -> None:
 # errors and output --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "status", "words"),
     [
@@ -405,6 +416,7 @@ def test_user_errors_are_one_line_and_no_traceback(
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_bad_models_file_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "models.yaml"
     path.write_text("adapters:\n  a: {type: nosuch}\nmodels: {}\n")
@@ -489,6 +501,7 @@ def test_prices_come_from_the_model_catalog(no_keys: None) -> None:
         anyio.run(models.aclose)
 
 
+@pytest.mark.slow
 def test_stack_imports_the_module_that_registers_custom_stages(tmp_path: Path) -> None:
     (tmp_path / "mystages.py").write_text(
         "from typing import Any\nfrom metis import Stage, register_stage\n\n"
@@ -523,6 +536,7 @@ def test_a_dumb_terminal_gets_no_colour(monkeypatch: pytest.MonkeyPatch) -> None
     assert not wants_colour(Tty())  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_demo_live_without_keys_names_every_key_to_set() -> None:
     done = cli("demo", "--live", "--pace", "0")
     assert done.returncode == 1

@@ -52,6 +52,8 @@ from metis.stages.wire_fields import WireFields
 from .helpers import answer, lossy_warnings
 from .scripted import ScriptedProvider, text, tools
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 KEY = "sk-test-0123456789abcdef"
 WEATHER = ToolDefinition(
     name="get_weather",

@@ -43,6 +43,8 @@ from .helpers import lossy_warnings, make_call
 from .scripted import Reply, shared_script, text, thinking, tools
 from .scripted_responses import ScriptedResponses, normalized
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 PROVIDER, MODEL = "openai_responses", "openai_responses:gpt-5"
 
 

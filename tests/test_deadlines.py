@@ -109,6 +109,7 @@ async def run(adapter: Adapter, stream: bool) -> list[StreamEvent]:
 # 1. Every read of every body is bounded, and cancel() interrupts it ------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
 @pytest.mark.parametrize(
@@ -285,6 +286,7 @@ async def test_a_slow_but_steady_stream_is_not_cut_by_the_idle_timeout() -> None
         await adapter.close()
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("provider", ["anthropic", "openai", "gemini"])
 async def test_a_provider_stream_cut_silent_midway_ends_after_the_idle_timeout(

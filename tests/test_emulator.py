@@ -1074,6 +1074,7 @@ def test_base_url_names_providers(emulator: Emulator) -> None:
         emulator.base_url("nobody")
 
 
+@pytest.mark.slow
 def test_command_line_serves_until_terminated() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "metis.testing.emulator", "--port", "0"],
@@ -1140,6 +1141,7 @@ def _request(provider: str, history: list[Any]) -> Any:
     )
 
 
+@pytest.mark.backend_independent
 @pytest.mark.anyio
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("streamed", [True, False], ids=["stream", "complete"])
@@ -1239,6 +1241,7 @@ COMPATIBLE_MODELS = {
 }
 
 
+@pytest.mark.backend_independent
 @pytest.mark.anyio
 @pytest.mark.parametrize("provider", sorted(COMPATIBLE_MODELS))
 async def test_metis_openai_compatible_stacks(emulator: Emulator, provider: str) -> None:

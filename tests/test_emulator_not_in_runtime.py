@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each check starts a fresh interpreter
+
 EMULATOR = "metis.testing.emulator"
 CASSETTE = Path(__file__).parents[1] / "cassettes" / "anthropic" / "tool_call.yaml"
 

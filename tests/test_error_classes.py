@@ -21,6 +21,8 @@ from .fakes import (
     sse,
 )
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 KEY = "sk-test-0123456789abcdef"
 HTML_502 = Reply(
     status=502,

@@ -48,6 +48,8 @@ from metis.stages.capability_check import CapabilityCheck, unmet_needs
 
 from .helpers import FULL_CAPABILITIES, bound, make_call
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 ROOT = Path(
     os.environ.get("METIS_REAL_TRAFFIC", Path(__file__).parents[2] / "shared" / "real-traffic")
 )
@@ -94,7 +96,7 @@ def recorded() -> list[Recorded]:
         return []
     found = []
     for path in sorted(ROOT.glob("*/*.yaml")):
-        doc = yaml.safe_load(path.read_text())
+        doc = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         for i, interaction in enumerate(doc.get("interactions") or []):
             uri = interaction["request"]["uri"].split("?")[0]
             body = interaction["request"].get("parsed_body")

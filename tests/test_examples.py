@@ -26,6 +26,7 @@ def run(script: str, *args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_stream_with_tools_calls_the_tool_and_answers(provider: str) -> None:
     out = run("stream_with_tools.py", provider)
@@ -35,6 +36,7 @@ def test_stream_with_tools_calls_the_tool_and_answers(provider: str) -> None:
     assert "Paris is sunny at 21 °C and Rome is clear at 27 °C." in out
 
 
+@pytest.mark.slow
 def test_custom_stage_runs_inside_the_invariant_check() -> None:
     out = run("custom_stage.py")
     assert "invariants -> mask_cards -> time_to_first_token -> capability_check" in out

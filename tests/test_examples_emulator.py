@@ -9,6 +9,10 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # each test runs an example in a Python process of its own
+
 EXAMPLES = Path(__file__).parents[1] / "examples"
 REAL_SWITCHES = ("_API_KEY", "OLLAMA_HOST")  # what would send an example to a real API
 

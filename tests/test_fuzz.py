@@ -85,18 +85,11 @@ def _sources() -> list[Source]:
     return found
 
 
-REAL_TRAFFIC = (
-    "test_real_traffic",
-    "test_real_traffic_gemini",
-    "test_real_traffic_responses",
-    "test_real_traffic_ollama",
-)
+REAL_TRAFFIC = ("test_real_traffic",)
 
 
 def _streamed(name: str, module: Any, exchange: Any) -> bool:
-    if name == "test_real_traffic_ollama":
-        return bool(exchange.path == "/api/chat" and module.streamed(exchange))
-    return bool(exchange.streamed)
+    return bool(module.text_stream(exchange))
 
 
 SOURCES = _sources()

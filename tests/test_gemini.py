@@ -45,6 +45,8 @@ from .helpers import lossy_warnings, make_call
 from .scripted import ScriptedProvider, text, tools
 from .scripted_gemini import BYPASS, ScriptedGemini
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 CASSETTES = Path(__file__).parents[1] / "cassettes" / "gemini"
 MODEL = "gemini:gemini-2.5-flash"
 GEMINI_3 = "gemini:gemini-3-pro-preview"

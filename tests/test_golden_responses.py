@@ -43,6 +43,8 @@ from metis.testing.cassette import Cassette, ReplayTransport
 
 from .helpers import make_call
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 CASSETTES = Path(__file__).parents[1] / "cassettes" / "openai_responses"
 WEATHER = ToolDefinition(
     name="get_weather",

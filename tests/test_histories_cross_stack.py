@@ -19,6 +19,8 @@ from metis.testing.emulator import Emulator
 
 from .test_conformance_all import DEADLINE, WEATHER
 
+pytestmark = pytest.mark.backend_independent  # wire formats; sockets: test_transport and others
+
 MODELS = {
     "anthropic": "anthropic:claude-sonnet-4-5",
     "openai": "openai:gpt-4o",

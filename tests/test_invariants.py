@@ -32,6 +32,8 @@ from metis.stages.invariants import RULES, Invariants, StreamChecker
 
 from .helpers import drive, make_call
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 ORIGIN = ProviderRaw(provider="anthropic", model="anthropic:claude-x")
 
 

@@ -22,6 +22,8 @@ from metis.adapter import Adapter
 from metis.model import CanonicalRequest, Message, MessageComplete
 from metis.session import InMemoryToolIdStore
 
+pytestmark = pytest.mark.slow  # tracemalloc over 100k-event streams: tens of seconds
+
 TOLERANCE = 256 * 1024  # bytes: caches warmed by the first calls, allocator noise
 # A set or dict that grew during a burst keeps its larger table (asyncio's weak set of live
 # async generators, trio's task set): one block, up to ~0.5 MiB after 1,000 streams. What

@@ -22,6 +22,8 @@ from metis.pipeline.wire import WireRequest
 
 from .helpers import make_call
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 
 class FakeWire(Stage[CanonicalRequest, WireRequest, Any, Any]):
     """Stands in for encode: makes a WireRequest, leaves the items alone."""

@@ -14,6 +14,8 @@ from metis.errors import ConfigError, InvalidRequestError
 from metis.model.content import Message
 from metis.registry import NotConfiguredError, Registry
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 # Seed 000 §8.1's example, verbatim.
 SEED_EXAMPLE = """\
 # ~/.yourtool/models.yaml

@@ -54,6 +54,8 @@ from .reliability_helpers import (
     stream_request,
 )
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 STREAMS = cassette_streams()
 SETTINGS = settings(
     max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
@@ -96,6 +98,7 @@ def test_the_cassettes_hold_streams_with_multibyte_text() -> None:
     assert any(any(b >= 0x80 for b in s.body) for s in STREAMS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stream", STREAMS, ids=str)
 def test_cassette_streams_ignore_chunk_boundaries(stream: RecordedStream) -> None:
     expected = _baseline(stream)
@@ -115,15 +118,7 @@ def test_cassette_streams_ignore_chunk_boundaries(stream: RecordedStream) -> Non
 
 # 1. Chunk-boundary invariance: ../shared/real-traffic ----------------------------------------
 
-_REAL = {
-    name: importlib.import_module(f"tests.{name}")
-    for name in (
-        "test_real_traffic",
-        "test_real_traffic_gemini",
-        "test_real_traffic_responses",
-        "test_real_traffic_ollama",
-    )
-}
+_REAL = {name: importlib.import_module(f"tests.{name}") for name in ("test_real_traffic",)}
 
 
 def _real_streams() -> list[Any]:
@@ -132,10 +127,7 @@ def _real_streams() -> list[Any]:
         for exchange in module.EXCHANGES:
             if exchange.status != 200:
                 continue
-            if name == "test_real_traffic_ollama":
-                if exchange.path != "/api/chat" or not module.streamed(exchange):
-                    continue
-            elif not exchange.streamed:
+            if not module.text_stream(exchange):
                 continue
             out.append(pytest.param(name, exchange, id=f"{name}:{exchange}"))
     return out
@@ -166,6 +158,7 @@ def _replay(name: str, exchange: Any, cuts: list[int]) -> list[dict[str, Any]]:
         return normalized(anyio.run(module.replay, exchange))
 
 
+@pytest.mark.slow
 @pytest.mark.real_traffic
 @pytest.mark.skipif(not REAL_STREAMS, reason="no recorded traffic in ../shared/real-traffic")
 @pytest.mark.parametrize(("name", "exchange"), REAL_STREAMS)
@@ -290,6 +283,7 @@ def _run(provider: str, chunks: list[bytes], **kw: Any) -> list[StreamEvent]:
     return anyio.run(lambda: _hostile(provider, chunks, **kw))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_truncation_anywhere_is_classified(provider: str) -> None:
     body = BASE[provider].body
@@ -339,6 +333,7 @@ def mutate(provider: str, ops: list[tuple[str, int]]) -> list[bytes]:
     return events
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_mutated_streams_are_classified(provider: str) -> None:
     @SETTINGS
@@ -412,6 +407,7 @@ async def test_an_html_error_page_is_classified(provider: str, status: int) -> N
         assert caught.value.provider_status == 502
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_random_bytes_are_classified(provider: str) -> None:
     @SETTINGS

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EXAMPLE = Path(__file__).parents[1] / "examples" / "fallback.py"
 
 
+@pytest.mark.slow
 def test_the_fallback_example_serves_claudes_tool_call_from_another_provider() -> None:
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "OLLAMA_HOST"))}
     done = subprocess.run(

@@ -19,6 +19,8 @@ from metis.testing.emulator import Emulator
 
 from .routing_helpers import WEATHER, emulated
 
+pytestmark = pytest.mark.backend_independent  # wire formats; sockets: test_transport and others
+
 PLAIN = ["anthropic:claude-sonnet-4-5", "openai_responses:gpt-4o", "gemini:gemini-2.5-flash"]
 PLAIN.append("openai:gpt-4o")
 THINKING = ["anthropic:claude-sonnet-4-5", "openai_responses:o4-mini", "gemini:gemini-2.5-flash"]

@@ -21,6 +21,8 @@ from metis.testing.emulator import Emulator
 
 from .routing_helpers import MODELS, ask, emulated
 
+pytestmark = pytest.mark.backend_independent  # wire formats; sockets: test_transport and others
+
 
 @pytest.mark.anyio
 async def test_decisions_and_state_changes_become_span_attributes(emulator: Emulator) -> None:

@@ -39,6 +39,8 @@ from .fakes import (
 )
 from .reliability_helpers import ChunkStream
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 KEY = "sk-test-SECRET-0123456789abcdef"
 SHORT = "SECRET-0123456789abcdef"  # the distinctive tail, in case only a prefix is redacted
 

@@ -348,6 +348,7 @@ def tls_server(
     return process, ssl.create_default_context(cafile=str(certificates.ca))
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_tls_with_a_password(
     tls_server: tuple[RedisProcess, ssl.SSLContext], prefix: str
@@ -432,6 +433,7 @@ def cluster_ports(servers: RedisFactory) -> list[int]:
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_store_on_a_cluster(cluster_ports: list[int], prefix: str) -> None:
     store = RedisToolIdStore.cluster([f"127.0.0.1:{cluster_ports[1]}"], key_prefix=prefix)

@@ -47,6 +47,8 @@ from metis.telemetry import (
 from .helpers import bound, drive, make_call
 from .scripted import ScriptedProvider, tools
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 CANONICAL = re.compile(r"^tu_[0-9A-HJKMNP-TV-Z]{26}$")  # a ULID in Crockford base32
 
 
@@ -611,6 +613,7 @@ async def test_a_store_that_fails_costs_neither_the_request_nor_the_reply(
     assert event.error_class == expected_class and event.request_id == "req_1"
 
 
+@pytest.mark.backend_independent(False)
 @pytest.mark.anyio
 async def test_a_hanging_store_is_cut_off_at_the_calls_deadline(
     caplog: pytest.LogCaptureFixture,
@@ -633,6 +636,7 @@ async def test_a_hanging_store_is_cut_off_at_the_calls_deadline(
     assert all("deadline" in e.error_message for e in sink.events)  # type: ignore[union-attr]
 
 
+@pytest.mark.backend_independent(False)
 @pytest.mark.anyio
 async def test_a_cancel_interrupts_a_hanging_store_call_quietly(
     caplog: pytest.LogCaptureFixture,

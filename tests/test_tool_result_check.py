@@ -21,6 +21,8 @@ from metis.stages.tool_result_check import PLACEHOLDER, ToolResultCheck
 
 from .helpers import lossy_warnings, make_call, warn_fields
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 
 def _use(tid: str) -> ToolUseBlock:
     return ToolUseBlock(id=tid, name="lookup", input={"q": tid})

@@ -15,6 +15,8 @@ from metis.stages.wire_fields import WireFields, parse_path
 
 from .helpers import drive, make_call
 
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
 
 def wire(body: dict[str, Any], stream: bool = True) -> WireRequest:
     return WireRequest(url="https://llm.example/v1/chat/completions", body=body, stream=stream)
