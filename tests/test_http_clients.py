@@ -375,6 +375,7 @@ async def test_the_request_line_either_client_logs_hides_a_query_key(
 # Chaos: many calls with injected faults, with an httpx2 client -------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_the_chaos_run_holds_with_an_httpx2_client(
     anyio_backend: str, monkeypatch: pytest.MonkeyPatch
@@ -407,6 +408,7 @@ async def test_the_chaos_run_holds_with_an_httpx2_client(
 # Cancellation races, with an httpx2 client ----------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["other_task", "consumer_cancel", "consumer_scope"])
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
