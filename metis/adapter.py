@@ -101,17 +101,14 @@ class Adapter:
 
     # ProviderAdapter ---------------------------------------------------------------------
 
-    async def stream(self, request: CanonicalRequest) -> AsyncIterator[StreamEvent]:
-        """Yield the canonical events of one call, ending with ``message.complete``."""
-        request = self._transport_mode(request, default=self.capabilities.supports_streaming)
-        async with aclosing(self._run(request)) as events:
-            async for event in events:
-                yield event
+    def stream(self, request: CanonicalRequest) -> AsyncIterator[StreamEvent]:
+        """Yield the canonical events of one call, ending with ``message.complete``. (The
+        call's own generator, handed over as it is: no frame of ours per event.)"""
+        return self._run(request, stream_by_default=True)
 
     async def complete(self, request: CanonicalRequest) -> CanonicalResponse:
         """One call, folded from the same events ``stream()`` yields (a whole-body call unless
         the request sets ``stream=True``)."""
-        request = self._transport_mode(request, default=False)
         started = time.monotonic()
         final: MessageComplete | None = None
         try:
@@ -197,7 +194,11 @@ class Adapter:
 
     # Internals ---------------------------------------------------------------------------
 
-    async def _run(self, request: CanonicalRequest) -> AsyncGenerator[StreamEvent, None]:
+    async def _run(
+        self, request: CanonicalRequest, stream_by_default: bool = False
+    ) -> AsyncGenerator[StreamEvent, None]:
+        default = stream_by_default and self.capabilities.supports_streaming
+        request = self._transport_mode(request, default=default)
         if self.init_on_first_call and not self._initialized:
             await self.init()
         check_request(request, self.name)  # before any stage serializes a tool input
