@@ -40,7 +40,7 @@ DEADLINE = 5.0
 
 
 def tool_stream_then_stall() -> Reply:
-    """Seed 000 §9.4: text, then a tool whose input is still arriving when the line goes quiet."""
+    """Text, then a tool whose input is still arriving when the line goes quiet."""
     return Reply(
         chunks=[
             *sse(

@@ -251,7 +251,7 @@ async def test_signed_thinking_goes_back_only_to_the_model_that_made_it(
 
 @pytest.mark.anyio
 async def test_a_vision_request_to_a_text_only_model_fails_before_any_network_call() -> None:
-    """Seed 000 §10.2 item 5, through the registry: the model's declared capabilities (here
+    """Through the registry: the model's declared capabilities (here
     overridden to text-only) are enforced before the adapter sends anything."""
     from metis import CapabilityError, Registry
     from metis.model import Base64ImageSource, ImageBlock

@@ -1,4 +1,4 @@
-"""Error classification (docs/contract.md §4 items 8-9, §10.2 item 4) through both adapters."""
+"""Error classification (docs/contract.md §4 items 8-9) through both adapters."""
 
 from __future__ import annotations
 
@@ -177,7 +177,7 @@ async def failure_raising(provider: str, exc: BaseException) -> AdapterError:
 
 @pytest.mark.anyio
 async def test_an_in_stream_error_ends_the_message_then_raises() -> None:
-    """Seed 000 §6.5 for Anthropic's `event: error` inside a 200 stream."""
+    """docs/contract.md §4 for Anthropic's `event: error` inside a 200 stream."""
     text = {
         "type": "content_block_start",
         "index": 0,

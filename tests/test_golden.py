@@ -1,4 +1,4 @@
-"""Seed 000 §10.1 items 1, 2, 6, 7, 13 and 14 for every adapter, over committed cassettes.
+"""The golden behaviours (text, tools, errors, usage) of every adapter, over cassettes.
 
 The cassettes in cassettes/<provider>/ hold the exact wire request each adapter must send
 (the replay transport refuses any other) and a reply cut at awkward chunk boundaries. The
@@ -108,7 +108,7 @@ async def streamed(provider: str) -> list[StreamEvent]:
 @pytest.mark.anyio
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_round_trip_canonical_to_wire_to_canonical(provider: str) -> None:
-    """§10.1 item 1: the wire request equals the cassette's (the replay checks it) and the
+    """the wire request equals the cassette's (the replay checks it) and the
     reply comes back as the canonical content written out above."""
     final = (await streamed(provider))[-1]
     assert isinstance(final, MessageComplete)
@@ -126,7 +126,7 @@ async def test_round_trip_canonical_to_wire_to_canonical(provider: str) -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_the_event_sequence_keeps_the_invariants(provider: str) -> None:
-    """§10.1 item 6."""
+    """Streamed or not, the same behaviour (docs/contract.md §2)."""
     events = await streamed(provider)
     checker = StreamChecker()
     for event in events:
@@ -143,7 +143,7 @@ async def test_the_event_sequence_keeps_the_invariants(provider: str) -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_partial_json_is_the_raw_provider_fragment(provider: str) -> None:
-    """§10.1 item 7: the fragments are the provider's, byte for byte, not parsed objects."""
+    """the fragments are the provider's, byte for byte, not parsed objects."""
     events = await streamed(provider)
     fragments: dict[str, list[str]] = {}
     for event in events:
@@ -175,7 +175,7 @@ def raw_fragments(provider: str) -> list[list[str]]:
 @pytest.mark.anyio
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_all_four_token_counts_are_mapped(provider: str) -> None:
-    """§10.1 item 13."""
+    """Streamed or not, the same behaviour (docs/contract.md §2)."""
     final = (await streamed(provider))[-1]
     assert isinstance(final, MessageComplete)
     assert final.usage.model_dump(exclude={"estimated"}) == USAGE[provider]
@@ -184,7 +184,7 @@ async def test_all_four_token_counts_are_mapped(provider: str) -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_streamed_and_complete_calls_agree_on_content_and_usage(provider: str) -> None:
-    """§10.1 item 14: usage (and everything else) is the same streamed or not."""
+    """usage (and everything else) is the same streamed or not."""
     final = (await streamed(provider))[-1]
     a, replay = adapter(provider, "tool_call.yaml")
     response = await a.complete(request(provider, stream=False))
@@ -214,7 +214,7 @@ SHAPES: list[dict[str, Any]] = [
 def test_tool_call_inputs_of_every_shape_survive_the_wire_both_ways(
     provider: str, shape: dict[str, Any]
 ) -> None:
-    """§10.1 item 2: canonical ToolUseBlock -> wire -> canonical is identity."""
+    """canonical ToolUseBlock -> wire -> canonical is identity."""
     codec = get_codec(provider)
     call = make_call(provider=provider)
     block = ToolUseBlock(id="toolu_1", name="probe", input=shape)

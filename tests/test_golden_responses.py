@@ -1,4 +1,4 @@
-"""Seed 000 §10.1 items 1, 2, 6, 7, 13 and 14 for the openai_responses adapter, over the
+"""The golden behaviours (text, tools, errors, usage) of the openai_responses adapter, over the
 committed cassettes in cassettes/openai_responses/, plus the continuation turn.
 
 The cassettes hold the exact wire requests the adapter must send (the replay transport refuses
@@ -110,7 +110,7 @@ def last(events: list[StreamEvent]) -> MessageComplete:
 
 @pytest.mark.anyio
 async def test_round_trip_canonical_to_wire_to_canonical() -> None:
-    """§10.1 item 1: the wire request equals the cassette's (the replay checks it) and the
+    """the wire request equals the cassette's (the replay checks it) and the
     reply comes back as the canonical content written out above."""
     events, _, replay = await streamed()
     final = last(events)
@@ -136,7 +136,7 @@ async def test_round_trip_canonical_to_wire_to_canonical() -> None:
 
 @pytest.mark.anyio
 async def test_the_event_sequence_keeps_the_invariants() -> None:
-    """§10.1 item 6."""
+    """Streamed or not, the same behaviour (docs/contract.md §2)."""
     events, _, _ = await streamed()
     checker = StreamChecker()
     for event in events:
@@ -152,7 +152,7 @@ async def test_the_event_sequence_keeps_the_invariants() -> None:
 
 @pytest.mark.anyio
 async def test_partial_json_is_the_raw_provider_fragment() -> None:
-    """§10.1 item 7: the fragments are the provider's, byte for byte."""
+    """the fragments are the provider's, byte for byte."""
     events, _, _ = await streamed()
     fragments: dict[str, list[str]] = {}
     for event in events:
@@ -176,14 +176,14 @@ def raw_fragments() -> list[list[str]]:
 
 @pytest.mark.anyio
 async def test_all_four_token_counts_are_mapped() -> None:
-    """§10.1 item 13."""
+    """Streamed or not, the same behaviour (docs/contract.md §2)."""
     events, _, _ = await streamed()
     assert last(events).usage.model_dump(exclude={"estimated"}) == USAGE
 
 
 @pytest.mark.anyio
 async def test_streamed_and_complete_calls_agree_on_content_and_usage() -> None:
-    """§10.1 item 14."""
+    """Streamed or not, the same behaviour (docs/contract.md §2)."""
     events, _, _ = await streamed()
     final = last(events)
     a, replay = adapter("tool_call.yaml")
@@ -238,7 +238,7 @@ SHAPES: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize("shape", SHAPES, ids=[f"shape{i}" for i in range(len(SHAPES))])
 def test_tool_call_inputs_of_every_shape_survive_the_wire_both_ways(shape: dict[str, Any]) -> None:
-    """§10.1 item 2: canonical ToolUseBlock -> function_call item -> canonical is identity."""
+    """canonical ToolUseBlock -> function_call item -> canonical is identity."""
     codec = get_codec("openai_responses")
     block = ToolUseBlock(id="call_1", name="probe", input=shape)
     history = CanonicalRequest(

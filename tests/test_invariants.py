@@ -104,7 +104,7 @@ def test_an_index_may_be_skipped() -> None:
 
 
 def test_final_content_may_hold_more_than_the_deltas_said() -> None:
-    # "plus any provider-authoritative state" (§5.2 item 4)
+    # "plus any provider-authoritative state" (docs/contract.md §2)
     _check_all(
         [MessageStart(), TextDelta(0, "a"), _complete(TextBlock(text="a"), TextBlock(text="z"))]
     )

@@ -143,7 +143,7 @@ def test_a_new_block_closes_an_open_tool_with_its_parsed_input() -> None:
 
 
 def test_input_deltas_carry_the_raw_fragments() -> None:
-    # Seed 000 §5.4: partial_json is the provider's fragment exactly as received.
+    # docs/contract.md §2: partial_json is the provider's fragment exactly as received.
     b, _ = _builder()
     b.tool_start(0, "toolu_1", "t")
     fragments = ['{"pa', 'th": "a', '.txt"', "}"]
@@ -255,7 +255,7 @@ def test_unparseable_input_keeps_what_parses_and_the_raw_string(
 
 @pytest.mark.parametrize("kind", [StopKind.CANCELLED, StopKind.ERROR])
 def test_an_abrupt_finish_closes_an_open_tool_with_partial_input(kind: StopKind) -> None:
-    # Seed 000 §5.3 items 2 and 3, §10.1 item 12.
+    # docs/contract.md §2: the stream invariants.
     b, warns = _builder()
     b.text(0, "let me look")
     b.tool_start(1, "toolu_1", "read")

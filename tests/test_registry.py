@@ -16,7 +16,7 @@ from metis.registry import NotConfiguredError, Registry
 
 pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
 
-# Seed 000 §8.1's example, verbatim.
+# The models.yaml example of docs/models-yaml.md's kind, in full.
 SEED_EXAMPLE = """\
 # ~/.yourtool/models.yaml
 adapters:

@@ -165,7 +165,7 @@ async def test_an_in_stream_error_before_any_event_is_retried() -> None:
 
 @pytest.mark.anyio
 async def test_after_an_event_reached_the_caller_a_failure_ends_the_stream_unretried() -> None:
-    """Seed 000 §6.5: the partial content arrives in message.complete(error), then the error."""
+    """docs/contract.md §4: the partial content comes in message.complete(error), then the error."""
     chunks = sse(anthropic_start(), *anthropic_text("partial ", "answer")[:-1])
     peer = FakePeer(Reply(chunks=[*chunks, DROP]), anthropic_reply("never sent"))
     adapter = peer.adapter("anthropic")

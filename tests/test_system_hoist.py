@@ -1,5 +1,4 @@
-"""system_hoist: every system instruction gathered into request.system_prompt (docs/contract.md §6,
-§10.1 item 4)."""
+"""system_hoist: every system instruction gathered into request.system_prompt."""
 
 from __future__ import annotations
 

@@ -145,7 +145,9 @@ async def test_started_then_completed_with_usage_stop_and_latency() -> None:
 async def test_failure_mid_stream_reports_partial_usage_and_reraises_the_same_error() -> None:
     sink = ListSink()
     error = OverloadedError("Overloaded", provider_status=529, provider="anthropic")
-    events = reply(kind=StopKind.ERROR)  # normalize ends a broken message first (§6.5)
+    events = reply(
+        kind=StopKind.ERROR
+    )  # normalize ends a broken message first (docs/contract.md §4)
     out: list[StreamEvent] = []
     with pytest.raises(OverloadedError) as caught:
         async for event in traced(sink)(WIRE, call_at(), script(events, error)):

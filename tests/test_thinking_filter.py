@@ -205,7 +205,7 @@ def test_the_input_request_is_not_changed() -> None:
 
 
 def test_a_model_without_reasoning_support_gets_none_from_another_provider() -> None:
-    # Seed 000 §4.3: a session that began on Anthropic and moves to OpenAI loses its thinking.
+    # docs/contract.md §7: a session that began on Anthropic and moves to OpenAI loses its thinking.
     request = _request(_thinking(SAME), _redacted(SAME), TextBlock(text="a"))
     kept = _run(request, make_call(provider="openai", model="openai:gpt-x"))
     assert kept == [TextBlock(text="a")]

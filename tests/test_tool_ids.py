@@ -227,7 +227,7 @@ async def test_an_echoed_history_id_is_not_given_to_two_calls() -> None:
     assert _final_tool_ids(out) == starts
 
 
-# Seed 000 §10.1 item 3: the per-session map round-trips ----------------------------------------
+# docs/contract.md §6: the per-session map round-trips -------------------------------------------
 
 
 @pytest.mark.anyio
@@ -359,7 +359,7 @@ async def test_another_provider_gets_a_deterministic_id_with_its_own_prefix() ->
 
 @pytest.mark.anyio
 async def test_mid_session_swap_keeps_each_providers_ids() -> None:
-    # Seed 000 §10.2 item 3: Anthropic mints, OpenAI answers, each sees its own ids.
+    # docs/contract.md §6: Anthropic mints, OpenAI answers, each sees its own ids.
     store = InMemoryToolIdStore()
     anthropic, openai = (
         bound(ToolIds(prefix="toolu_"), store=store),
