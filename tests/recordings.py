@@ -82,24 +82,31 @@ def exchanges() -> list[Exchange]:
 def recorded_request_bodies(api: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every recorded request body sent to ``api``, with where it was found."""
     for path in sorted(ROOT.glob("*/*.yaml")) if ROOT.is_dir() else []:
-        for i, interaction in enumerate(_interactions(path)):
+        for i, interaction in enumerate(interactions(path)):
             request = interaction["request"]
             if api_of(request["uri"]) == api:
                 body = request.get("parsed_body") or json.loads(request.get("body") or "{}")
                 yield f"{path.parent.name}/{path.name}#{i}", body
 
 
+def cassettes(folder: str) -> list[Path]:
+    """The recorded cassettes of one folder of the real traffic (none when it is absent)."""
+    where = ROOT / folder
+    return sorted(where.glob("*.yaml")) if where.is_dir() else []
+
+
 @functools.cache
-def _interactions(path: Path) -> list[dict[str, Any]]:
-    interactions: list[dict[str, Any]] = (
+def interactions(path: Path) -> list[dict[str, Any]]:
+    """A cassette's interactions, read once."""
+    found: list[dict[str, Any]] = (
         yaml.load(path.read_text(), Loader=_LOADER).get("interactions") or []
     )
-    return interactions
+    return found
 
 
 def _from_cassette(path: Path) -> Iterator[Exchange]:
-    interactions = _interactions(path)
-    for i, interaction in enumerate(interactions):
+    recorded = interactions(path)
+    for i, interaction in enumerate(recorded):
         uri = interaction["request"]["uri"]
         api = api_of(uri)
         if api is None:
@@ -115,7 +122,7 @@ def _from_cassette(path: Path) -> Iterator[Exchange]:
             body = json.dumps(response["parsed_body"]).encode()
         status = response["status"]["code"]
         streamed, content_type = _served_as(api, uri, status, headers.get("content-type", ""))
-        following = interactions[i + 1]["request"] if i + 1 < len(interactions) else {}
+        following = recorded[i + 1]["request"] if i + 1 < len(recorded) else {}
         yield Exchange(
             source=f"{path.parent.name}/{path.name}#{i}",
             api=api,

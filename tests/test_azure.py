@@ -13,14 +13,12 @@ import pytest
 pytest.importorskip("azure.identity", reason="the test extra installs it (metis[azure])")
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 from azure.core.credentials import AccessToken
 from azure.core.exceptions import ClientAuthenticationError
 from azure.identity import CredentialUnavailableError
@@ -33,9 +31,8 @@ from metis.registry import NotConfiguredError
 from metis.session import InMemoryToolIdStore
 from metis.testing.emulator import Emulator
 
-ROOT = Path(
-    os.environ.get("METIS_REAL_TRAFFIC", Path(__file__).parents[2] / "shared" / "real-traffic")
-)
+from .recordings import ROOT, cassettes, interactions
+
 CHAT_REPLY = {
     "id": "chatcmpl-1",
     "object": "chat.completion",
@@ -313,12 +310,7 @@ def test_the_emulator_refuses_a_request_without_credentials() -> None:
 
 
 def recordings() -> list[Path]:
-    folder = ROOT / "azure"
-    return sorted(folder.glob("*.yaml")) if folder.is_dir() else []
-
-
-def interactions(path: Path) -> list[dict[str, Any]]:
-    return list(yaml.safe_load(path.read_text())["interactions"])
+    return cassettes("azure")
 
 
 @pytest.mark.real_traffic

@@ -15,7 +15,6 @@ pytest.importorskip("google.auth", reason="the test extra installs it (metis[ver
 
 import datetime
 import json
-import os
 import sys
 import threading
 from pathlib import Path
@@ -23,7 +22,6 @@ from typing import Any
 
 import google.auth
 import httpx
-import yaml
 from google.auth import exceptions as google_exceptions
 from google.oauth2.credentials import Credentials
 
@@ -35,9 +33,8 @@ from metis.registry import NotConfiguredError
 from metis.session import InMemoryToolIdStore
 from metis.testing.emulator import Emulator
 
-ROOT = Path(
-    os.environ.get("METIS_REAL_TRAFFIC", Path(__file__).parents[2] / "shared" / "real-traffic")
-)
+from .recordings import ROOT, cassettes, interactions
+
 GEMINI_REPLY = {
     "candidates": [
         {"content": {"role": "model", "parts": [{"text": "Hi."}]}, "finishReason": "STOP"}
@@ -438,12 +435,7 @@ def test_the_emulator_refuses_an_api_key_and_claude_s_body_without_vertex_s_fiel
 
 
 def recordings() -> list[Path]:
-    folder = ROOT / "vertex"
-    return sorted(folder.glob("*.yaml")) if folder.is_dir() else []
-
-
-def interactions(path: Path) -> list[dict[str, Any]]:
-    return list(yaml.safe_load(path.read_text())["interactions"])
+    return cassettes("vertex")
 
 
 @pytest.mark.real_traffic
