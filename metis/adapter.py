@@ -8,6 +8,7 @@ keyed by session), so one adapter serves any number of concurrent calls.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from metis.adapter_checks import check_ready
+from metis.adapter_checks import check_ready, foreign_prefixes
 from metis.catalog.capabilities import model_capabilities
 from metis.catalog.lookup import find_model, warn_uncatalogued
 from metis.config import AdapterConfig
@@ -278,7 +279,11 @@ class Adapter:
 
     def _check_ready(self, request: CanonicalRequest) -> None:
         """What would make the call fail at the provider, found before anything is sent."""
-        check_ready(self.name, self.stack, self.endpoint, request)
+        check_ready(self.name, self.stack, self.endpoint, request, self._foreign_prefixes)
+
+    @functools.cached_property
+    def _foreign_prefixes(self) -> frozenset[str]:
+        return foreign_prefixes(self.stack)
 
     def _transport_mode(self, request: CanonicalRequest, *, default: bool) -> CanonicalRequest:
         """``request`` with ``stream`` decided: its own value, else ``default``."""

@@ -7,9 +7,16 @@ from metis.model.request import CanonicalRequest
 from metis.pipeline.stack import Endpoint, StackSpec, builtin_stacks
 
 
-def check_ready(name: str, stack: StackSpec, endpoint: Endpoint, request: CanonicalRequest) -> None:
+def check_ready(
+    name: str,
+    stack: StackSpec,
+    endpoint: Endpoint,
+    request: CanonicalRequest,
+    foreign: frozenset[str],
+) -> None:
     """No key for a stack that needs one is a NotConfiguredError naming its variable; a model
-    of another provider (``openai:gpt-4o`` to the Anthropic adapter) an InvalidRequestError."""
+    of another provider (a prefix in ``foreign``: ``openai:gpt-4o`` to the Anthropic adapter)
+    an InvalidRequestError."""
     auth = stack.auth
     if auth.header and auth.env and not auth.optional and not endpoint.api_key:
         from metis.registry import NotConfiguredError
@@ -21,7 +28,7 @@ def check_ready(name: str, stack: StackSpec, endpoint: Endpoint, request: Canoni
             api_key_env=auth.env,
         )
     prefix, sep, _ = request.model.partition(":")
-    if sep and prefix != name and prefix in foreign_prefixes(stack):
+    if sep and prefix != name and prefix in foreign:
         raise InvalidRequestError(
             f"{request.model} is a model of {prefix}, and this adapter speaks to "
             f"{name}: use an adapter for {prefix} (build_adapter({prefix!r}))",
@@ -33,20 +40,9 @@ def check_ready(name: str, stack: StackSpec, endpoint: Endpoint, request: Canoni
 def foreign_prefixes(stack: StackSpec) -> frozenset[str]:
     """The built-in stacks a model prefix could wrongly name for ``stack``: all of them but
     the ones it extends (``anthropic:claude-...`` is right for a stack over anthropic)."""
-    known = _FOREIGN.get(id(stack))
-    if known is not None and known[0] is stack:
-        return known[1]
     own = {
         source.rsplit("/", 1)[-1].removesuffix(".yaml")
         for source in stack.stage_sources.values()
         if source.startswith("metis/providers/")
     }
-    found = frozenset(set(builtin_stacks()) - own - {stack.name})
-    if len(_FOREIGN) > 256:
-        _FOREIGN.clear()
-    _FOREIGN[id(stack)] = (stack, found)
-    return found
-
-
-_FOREIGN: dict[int, tuple[StackSpec, frozenset[str]]] = {}
-"""Per stack (kept with it, so its id is not reused while cached): its foreign prefixes."""
+    return frozenset(set(builtin_stacks()) - own - {stack.name})

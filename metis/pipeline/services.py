@@ -24,10 +24,13 @@ if TYPE_CHECKING:
     from metis.session import ToolIdStore
 
 
-def _no_client() -> httpx.AsyncClient:
-    from metis.stages.transport import http_client
+def no_client() -> httpx.AsyncClient:
+    from metis.errors import StackError
 
-    return http_client()
+    raise StackError(
+        "no HTTP client: an adapter gives its stages one when it builds its pipeline "
+        "(or bind a stage yourself: stage.bind(StageServices(http=lambda: client)))"
+    )
 
 
 def _in_memory_store() -> ToolIdStore:
@@ -49,8 +52,9 @@ class StageServices:
     """The adapter's settings: timeouts, retries, ``options``."""
     endpoint: Endpoint | None = None
     """Where requests go and the headers they carry; None for a pipeline with no endpoint."""
-    http: Callable[[], httpx.AsyncClient] = _no_client
-    """The adapter's HTTP client (made on first use; the same client every time)."""
+    http: Callable[[], httpx.AsyncClient] = no_client
+    """The adapter's HTTP client (made on first use; the same client every time). Without
+    one, asking for it is a StackError: a stage never makes a client of its own."""
     tool_ids: ToolIdStore = field(default_factory=_in_memory_store)
     """The session store that maps canonical tool ids to the provider's."""
     telemetry: TelemetrySink = NULL_SINK

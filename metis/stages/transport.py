@@ -27,9 +27,9 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from metis.config import AdapterConfig
-from metis.errors import CancelledError, NetworkError, StackError
+from metis.errors import CancelledError, NetworkError
 from metis.pipeline.call import Call
-from metis.pipeline.services import StageServices
+from metis.pipeline.services import StageServices, no_client
 from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.wire import HTTPFailure, ResponseHead, ResponseItem, WireRequest, body_bytes
 from metis.stages.http_clients import http_errors, is_read_timeout, is_timeout, request_timeout
@@ -105,20 +105,12 @@ class Transport(Stage[WireRequest, Any, Any, ResponseItem]):
         max_error_body_bytes: int = Field(default=1 << 20, ge=1024)
 
     options: Options
-    _client: Callable[[], httpx.AsyncClient] | None = None
+    _http: Callable[[], httpx.AsyncClient] = staticmethod(no_client)
     _timeout_seconds: float = AdapterConfig.model_fields["timeout_seconds"].default
 
     def bind(self, services: StageServices) -> None:
-        self._client = services.http
+        self._http = services.http
         self._timeout_seconds = services.config.timeout_seconds
-
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            raise StackError(
-                "stage 'transport' has no HTTP client: an adapter gives it one when it builds "
-                "its pipeline (or bind it yourself: stage.bind(StageServices(http=...)))"
-            )
-        return self._client()
 
     async def __call__(
         self, request: WireRequest, call: Call, inner: Inner[Any, Any]
