@@ -346,7 +346,7 @@ ANTHROPIC = {
         "anthropic",
         put(messages=[{"role": "bot", "content": "hi"}]),
         400,
-        "messages.0.role: Input should be 'user' or 'assistant'",
+        "messages.0.role: Input should be 'user', 'assistant' or 'system'",
     ),
     "a-message-no-content": Case(
         "anthropic", put(messages=[{"role": "user"}]), 400, "messages.0.content: Field required"

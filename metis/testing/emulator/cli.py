@@ -11,8 +11,8 @@ import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
+from metis.testing.emulator.emulator import Emulator
 from metis.testing.emulator.faults import FaultSpecError
-from metis.testing.emulator.server import Emulator
 
 ENDPOINTS = (
     ("anthropic", "POST /v1/messages"),
