@@ -142,7 +142,7 @@ class Bedrock(Format):
         return Refused("The provided model identifier is invalid.", status=400)
 
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
-        from metis.providers.aws_eventstream import exception_frame
+        from metis.wire.framing.aws_eventstream import exception_frame
 
         exception = STREAM_EXCEPTIONS.get(kind, "internalServerException")
         return [
@@ -210,7 +210,7 @@ class Bedrock(Format):
 
 def _frame(kind: str, payload: dict[str, Any]) -> Frame:
     """An event frame, split so that a truncated one (the malformed fault) breaks the stream."""
-    from metis.providers.aws_eventstream import event_frame
+    from metis.wire.framing.aws_eventstream import event_frame
 
     data = event_frame(kind, payload)
     return Frame(data[:-24], data[-24:-4], data[-4:])
@@ -250,7 +250,7 @@ def _check_signature(authorization: str, request: HttpRequest) -> JsonReply | No
         )
     from botocore.credentials import Credentials
 
-    from metis.providers.aws_auth import expected_signature
+    from metis.stages.auth.aws import expected_signature
 
     signed = {name: request.header(name) or "" for name in parts["signed"].split(";")}
     url = f"http://{request.header('host')}{request.path}"
