@@ -18,7 +18,13 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from metis.testing.emulator.formats.base import Call, Format, Route
-from metis.testing.emulator.formats.gemini_rules import RULES, SIGNATURE_KIND, normalized
+from metis.testing.emulator.formats.gemini_reply import (
+    finish_reason,
+    reply_parts,
+    stream_chunks,
+    usage_metadata,
+)
+from metis.testing.emulator.formats.gemini_rules import RULES, normalized
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 from metis.testing.emulator.rules import Refused, check
 from metis.testing.emulator.wire import (
@@ -27,8 +33,6 @@ from metis.testing.emulator.wire import (
     Ids,
     JsonReply,
     dumps,
-    seal,
-    split_text,
     text_of,
 )
 
@@ -262,18 +266,18 @@ class Gemini(Format):
         )
 
     def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> Any:
-        parts = _parts(call, reply)
+        parts = reply_parts(call, reply)
         response_id = ids.token(22, "alnum")
         call.options["response_id"] = response_id
         visible = reply.usage.output_tokens - reply.usage.thinking_tokens
         candidate = {
             "content": {"parts": parts, "role": "model"},
-            "finishReason": _finish(reply),
+            "finishReason": finish_reason(reply),
             "index": 0,
         }
         body = {
             "candidates": [candidate],
-            "usageMetadata": _usage(reply, visible),
+            "usageMetadata": usage_metadata(reply, visible),
             "modelVersion": call.model,
             "responseId": response_id,
         }
@@ -283,7 +287,7 @@ class Gemini(Format):
         return JsonReply(200, body, headers, indent=2, separators=SEPARATORS)
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
-        chunks = _chunks(
+        chunks = stream_chunks(
             call.model,
             call.options["response_id"],
             reply,
@@ -343,93 +347,3 @@ def _result_text(response: dict[str, Any]) -> str:
     if isinstance(value, dict) and len(value) == 1 and isinstance(next(iter(value.values())), str):
         return str(next(iter(value.values())))
     return text_of(value)
-
-
-def _parts(call: Call, reply: Reply) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    if reply.thinking and call.options["include_thoughts"]:
-        parts.append({"text": reply.thinking, "thought": True})
-    if reply.text:
-        parts.append({"text": reply.text})
-    parts += [{"functionCall": {"name": out.name, "args": out.args}} for out in reply.calls]
-    first_call = next((p for p in parts if "functionCall" in p), None)
-    first_shown = next((p for p in parts if not p.get("thought")), None)
-    signed = (
-        first_call
-        if call.model.startswith("gemini-3") and first_call
-        else first_shown
-        if reply.thinking and call.options["signed"]
-        else None
-    )
-    if signed is not None:
-        signed["thoughtSignature"] = seal(
-            SIGNATURE_KIND, reply.thinking + call.request.digest.hex()
-        )
-    return parts
-
-
-def _chunks(
-    model: str, response_id: str, reply: Reply, parts: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    pieces: list[list[dict[str, Any]]] = []
-    for part in parts:
-        if "functionCall" in part:
-            if pieces and "functionCall" in pieces[-1][0]:
-                pieces[-1].append(part)
-            else:
-                pieces.append([part])
-            continue
-        extra = {k: v for k, v in part.items() if k != "text"}
-        for n, text in enumerate(split_text(part["text"])):
-            pieces.append(
-                [
-                    {"text": text, "thought": True}
-                    if part.get("thought")
-                    else {"text": text, **(extra if n == 0 else {})}
-                ]
-            )
-    if not pieces or "functionCall" in pieces[-1][0]:
-        pieces.append([{"text": ""}])
-    chunks, seen = [], 0
-    visible = reply.usage.output_tokens - reply.usage.thinking_tokens
-    for n, piece in enumerate(pieces):
-        last = n == len(pieces) - 1
-        seen += sum(
-            len(p.get("text", "")) // 4 + (5 if "functionCall" in p else 0)
-            for p in piece
-            if not p.get("thought")
-        )
-        candidate: dict[str, Any] = {"content": {"parts": piece, "role": "model"}}
-        if last:
-            candidate["finishReason"] = _finish(reply)
-        candidate["index"] = 0
-        usage = _usage(reply, visible if last else min(seen, visible))
-        chunks.append(
-            {
-                "candidates": [candidate],
-                "usageMetadata": usage,
-                "modelVersion": model,
-                "responseId": response_id,
-            }
-        )
-    return chunks
-
-
-def _finish(reply: Reply) -> str:
-    return "MAX_TOKENS" if reply.stop == "max_tokens" else "STOP"
-
-
-def _usage(reply: Reply, candidates: int) -> dict[str, Any]:
-    usage = reply.usage
-    out: dict[str, Any] = {"promptTokenCount": usage.input_tokens}
-    if candidates:
-        out["candidatesTokenCount"] = candidates
-    out["totalTokenCount"] = usage.input_tokens + candidates + usage.thinking_tokens
-    if usage.cache_read:
-        out["cachedContentTokenCount"] = usage.cache_read
-    out["promptTokensDetails"] = [{"modality": "TEXT", "tokenCount": usage.input_tokens}]
-    if usage.cache_read:
-        out["cacheTokensDetails"] = [{"modality": "TEXT", "tokenCount": usage.cache_read}]
-    if usage.thinking_tokens:
-        out["thoughtsTokenCount"] = usage.thinking_tokens
-    return out
