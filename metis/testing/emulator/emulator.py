@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
+import httpx
+
 from metis.testing.emulator.cache import PromptCache
 from metis.testing.emulator.catalog import Served
 from metis.testing.emulator.faults import FaultPlan, FaultRule, parse_faults
@@ -126,6 +128,11 @@ class Emulator:
         with no socket; base URLs may name any host (``http://emulator/``)."""
         return EmulatorTransport(self.handler)
 
+    def client(self) -> httpx.AsyncClient:
+        """An ``httpx.AsyncClient`` over :meth:`transport`: give it to an adapter
+        (``AdapterConfig(http_client=...)``) and the stack's own URLs reach this emulator."""
+        return httpx.AsyncClient(transport=self.transport())
+
     # --- faults, counters, records --------------------------------------------------------
 
     def push_fault(self, spec: str, times: int = 1, provider: str | None = None) -> None:
@@ -156,6 +163,13 @@ class Emulator:
         """The JSON bodies of the recorded requests (to ``provider``, or all), in order."""
         wanted = ALIASES.get(provider, provider) if provider is not None else None
         return [r.json() for r in self.requests if wanted is None or r.provider == wanted]
+
+    def call_ids(self, provider: str | None = None) -> list[str]:
+        """The tool call ids the replies gave out (to ``provider``, or all), in order."""
+        wanted = ALIASES.get(provider, provider) if provider is not None else None
+        return [
+            i for r in self.requests if wanted is None or r.provider == wanted for i in r.call_ids
+        ]
 
     def reset(self) -> None:
         """Forgets counters, records, queued faults, stored responses and the prompt cache."""

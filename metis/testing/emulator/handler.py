@@ -29,6 +29,7 @@ from metis.testing.emulator.formats.base import Call, Env, Format
 from metis.testing.emulator.model import measured
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.script import ScriptError
+from metis.testing.emulator.shim import as_tags, unshimmed
 from metis.testing.emulator.wire import HttpRequest, Ids, JsonReply, StreamReply, parse_json_object
 from metis.testing.emulator.wire import Reply as HttpReply
 
@@ -312,7 +313,9 @@ def answer(fmt: Format, call: Call) -> HttpReply:
     env = call.env
     if not fmt.serves(env, prompt.model):
         raise fmt.unknown_model(prompt.model)
-    reply = measured(prompt, env.model(prompt))
+    shimmed = unshimmed(prompt)
+    reply = env.model(shimmed or prompt)
+    reply = measured(prompt, as_tags(reply) if shimmed else reply)
     limit = env.context_tokens.get(fmt.name, fmt.window)
     if limit is not None and reply.usage.input_tokens > limit:
         raise fmt.overflow(reply.usage.input_tokens, limit)

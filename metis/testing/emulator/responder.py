@@ -10,18 +10,14 @@ order:
    one at a time;
 3. otherwise -> ``You said: <the message>`` (or JSON that fits a requested output schema).
 
-The message is the last user text without ``<system-reminder>`` blocks. Tools offered only in
-the system prompt (Hermes-style ``<tools>`` JSON lines, as metis's ``tool_shim`` writes them)
-are called with ``<tool_call>{...}</tool_call>`` tags in the text, and ``<tool_result
-name=...>`` tags in a user message are read as results. Thinking, when the request asks for
-it, comes first and says which rule applied.
+The message is the last user text without ``<system-reminder>`` blocks. Thinking, when the
+request asks for it, comes first and says which rule applied.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
 from typing import Any
 
 from metis.testing.emulator.model import CallOut, Prompt, Reply, ResultIn, ToolSpec, Turn
@@ -47,10 +43,6 @@ class Responder:
         self.tool_preamble = tool_preamble
 
     def __call__(self, prompt: Prompt) -> Reply:
-        if not prompt.tools and "<tools>" in prompt.system:
-            unshimmed = _unshim(prompt)
-            if unshimmed.tools:
-                return _as_tags(self(replace(unshimmed, system="")))
         last = prompt.turns[-1] if prompt.turns else Turn(role="user")
         message = prompt.user_text
         forced = prompt.tool_choice not in ("auto", "none") and bool(prompt.tools)
@@ -110,59 +102,6 @@ def _calls_for(tool: ToolSpec, message: str, parallel: bool) -> list[CallOut]:
             for noun in filler.nouns[:4]
         ]
     return [CallOut(tool.name, filler.object(schema))]
-
-
-def _as_tags(reply: Reply) -> Reply:
-    """Calls written as ``<tool_call>`` tags in the text, as an open model with a Hermes-style
-    template would."""
-    if reply.calls:
-        reply.text = "".join(
-            "<tool_call>"
-            + json.dumps({"name": c.name, "arguments": c.args}, ensure_ascii=False)
-            + "</tool_call>"
-            for c in reply.calls
-        )
-        reply.calls = []
-    return reply
-
-
-def _unshim(prompt: Prompt) -> Prompt:
-    """Tools declared in the system prompt, and tool results written as user text, as real
-    ones (the prompt is returned unchanged when the system prompt declares none)."""
-    tools: list[ToolSpec] = []
-    for line in max(_SHIM_TOOLS.findall(prompt.system), key=len, default="").splitlines():
-        try:
-            spec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(spec, dict) and isinstance(spec.get("name"), str):
-            schema = spec.get("parameters")
-            tools.append(
-                ToolSpec(
-                    spec["name"],
-                    str(spec.get("description") or ""),
-                    schema if isinstance(schema, dict) else {},
-                )
-            )
-    if not tools:
-        return prompt
-    turns = []
-    for turn in prompt.turns:
-        found = list(_SHIM_RESULT.finditer(turn.text)) if turn.role == "user" else []
-        results = []
-        for tag in found:
-            attrs = dict(_ATTR.findall(tag.group(1)))
-            results.append(
-                ResultIn(
-                    attrs.get("id", ""),
-                    tag.group(2).strip(),
-                    attrs.get("name"),
-                    attrs.get("is_error") == "true",
-                )
-            )
-        rest = _SHIM_RESULT.sub("", turn.text).strip()
-        turns.append(Turn(role="user", text=rest, results=results) if found else turn)
-    return replace(prompt, tools=tools, turns=turns)
 
 
 def _best_tool(tools: list[ToolSpec], message: str, system: str) -> ToolSpec | None:
