@@ -3,7 +3,7 @@
 Each built-in stack is driven through a mock HTTP peer that answers in OpenAI chunk format
 (with the reasoning field that server uses), and the wire body it sent is checked for that
 provider's quirks; every quirk is sourced in the stack's YAML comments. A conversation then
-alternates OpenAI with two of these stacks, each turn checked by tests/scripted.py's OpenAI
+alternates OpenAI with two of these stacks, each turn checked by the emulator's OpenAI
 rules (plus Mistral's tool-id rule), and a stack written in a temporary file shows a new
 provider needs no Python at all.
 """

@@ -164,6 +164,13 @@ class Emulator:
         wanted = ALIASES.get(provider, provider) if provider is not None else None
         return [r.json() for r in self.requests if wanted is None or r.provider == wanted]
 
+    @property
+    def stored(self) -> dict[str, list[dict[str, Any]]]:
+        """The Responses API's stored responses: each id, with the conversation it ends (the
+        items it continued, then its output)."""
+        with self.handler.env.lock:
+            return {key: list(items) for key, items in self.handler.env.responses.items()}
+
     def call_ids(self, provider: str | None = None) -> list[str]:
         """The tool call ids the replies gave out (to ``provider``, or all), in order."""
         wanted = ALIASES.get(provider, provider) if provider is not None else None

@@ -54,7 +54,9 @@ class Prompt:
     """A request, provider-neutral. ``segments`` are the request's parts in prompt order
     (tools and system first, then one per message) for token counting and prefix caching;
     ``breakpoints`` the segment indexes that carry an explicit cache marker (Anthropic).
-    ``provider`` names the format that read it."""
+    ``provider`` names the format that read it; ``items`` are the conversation in its wire
+    form, as the provider rebuilt it (Responses: the stored items it continues, then its
+    input)."""
 
     model: str
     turns: list[Turn]
@@ -69,6 +71,7 @@ class Prompt:
     segments: list[str] = field(default_factory=list)
     breakpoints: list[int] | None = None
     provider: str = ""
+    items: list[Any] = field(default_factory=list)
 
     @property
     def user_text(self) -> str:

@@ -205,6 +205,7 @@ class Anthropic(Format):
             + [dumps(m).decode() for m in body["messages"]],
             breakpoints=sorted(breakpoints) or None,
             provider=self.name,
+            items=body["messages"],
         )
 
     def cached(self, call: Call, prompt: Prompt, reply: Reply) -> None:

@@ -96,6 +96,7 @@ class Chat(OpenAI):
             segments=[dumps(body.get("tools") or []).decode()]
             + [dumps(m).decode() for m in body["messages"]],
             provider=self.name,
+            items=body["messages"],
         )
 
     def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> dict[str, Any]:

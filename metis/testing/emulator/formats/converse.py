@@ -221,6 +221,7 @@ def converse_prompt(model: str, body: dict[str, Any]) -> Prompt:
         max_tokens=(body.get("inferenceConfig") or {}).get("maxTokens"),
         segments=[dumps(config).decode() + system, *(dumps(m).decode() for m in body["messages"])],
         provider="bedrock",
+        items=body["messages"],
     )
 
 

@@ -33,6 +33,7 @@ from metis.testing.emulator.wire import (
     Ids,
     JsonReply,
     dumps,
+    is_int,
     text_of,
 )
 
@@ -220,9 +221,10 @@ class Gemini(Format):
         body = call.body
         config = body.get("generationConfig") or {}
         thinking_config = config.get("thinkingConfig") or {}
-        thinks = (
-            bool(re.search(r"2\.5|gemini-3|thinking", call.model))
-            and thinking_config.get("thinkingBudget") != 0
+        budget = thinking_config.get("thinkingBudget")
+        thinking_model = bool(re.search(r"2\.5|gemini-3|thinking", call.model))
+        thinks = budget != 0 and (
+            thinking_model or is_int(budget) or "thinkingLevel" in thinking_config
         )
         tools = [
             ToolSpec(
@@ -263,6 +265,7 @@ class Gemini(Format):
             segments=[dumps(body.get("tools") or [], (", ", ": ")).decode() + system]
             + [dumps(c, (", ", ": ")).decode() for c in body["contents"]],
             provider=self.name,
+            items=body["contents"],
         )
 
     def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> Any:

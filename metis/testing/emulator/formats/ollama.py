@@ -229,6 +229,7 @@ class Ollama(Format):
             segments=[dumps(body.get("tools") or [], (", ", ": ")).decode()]
             + [dumps(m, (", ", ": ")).decode() for m in body["messages"]],
             provider=self.name,
+            items=body["messages"],
         )
 
     def cached(self, call: Call, prompt: Prompt, reply: Reply) -> None:

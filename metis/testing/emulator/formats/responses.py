@@ -138,6 +138,7 @@ class Responses(OpenAI):
             segments=[dumps(body.get("tools") or []).decode() + system]
             + [dumps(i).decode() for i in items],
             provider=self.name,
+            items=items,
         )
 
     def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> dict[str, Any]:
