@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from metis.testing.emulator import Emulator
+from metis.testing.emulator.formats.responses_rules import encrypt
 
 Body = dict[str, Any]
 
@@ -738,6 +739,7 @@ CHAT = {
 
 # --- OpenAI Responses ----------------------------------------------------------------------
 
+_SEALED = encrypt("Thinking.")
 R_TOOL = {"type": "function", "name": "get_weather", "parameters": WEATHER}
 R_CALL = {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{}"}
 R_OUTPUT = {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}
@@ -1401,7 +1403,110 @@ CLOUD = {
     "az-responses-rule": Case("azure_responses", put(foo=1), 400, "Unknown parameter: 'foo'."),
 }
 
-CASES = {**ANTHROPIC, **CHAT, **RESPONSES, **GEMINI, **OLLAMA, **BEDROCK, **CLOUD}
+# Rules the emulator took over from the scripted test servers it replaced.
+ADDED = {
+    "a-tool-result-first": Case(
+        "anthropic",
+        put(
+            messages=[
+                user("hi"),
+                assistant([A_USE]),
+                user([{"type": "text", "text": "here"}, A_RESULT]),
+            ]
+        ),
+        400,
+        "messages.2: `tool_result` blocks must come first in the content",
+    ),
+    "a-text-blank": Case(
+        "anthropic",
+        put(messages=[user([{"type": "text", "text": "  "}])]),
+        400,
+        "messages.0.content.0: text content blocks must contain non-whitespace text",
+    ),
+    "a-tool-use-id-pattern": Case(
+        "anthropic",
+        put(messages=[user("hi"), assistant([{**A_USE, "id": "toolu 1"}]), user([A_RESULT])]),
+        400,
+        "messages.1.content.0.tool_use.id: String should match pattern",
+    ),
+    "a-system-message-text-only": Case(
+        "anthropic",
+        put(messages=[{"role": "system", "content": [{"type": "image"}]}, user("hi")]),
+        400,
+        "messages.0.content.0.type: Input should be 'text'",
+    ),
+    "g-part-without-data": Case(
+        "gemini",
+        put(contents=[{"role": "user", "parts": [{"thought": True}]}]),
+        400,
+        "contents[0].parts[0].data: required oneof field 'data' must have one initialized field",
+    ),
+    "g-part-with-two-data": Case(
+        "gemini",
+        put(contents=[{"role": "user", "parts": [{"text": "hi", "inlineData": {}}]}]),
+        400,
+        "oneof field 'data' is already set. Cannot set 'inlineData'",
+    ),
+    "g-empty-text": Case(
+        "gemini",
+        put(contents=[{"role": "user", "parts": [{"text": ""}]}]),
+        400,
+        "Unable to submit request because it has an empty text parameter.",
+    ),
+    "g-parameter-keyword": Case(
+        "gemini",
+        put(
+            tools=[
+                {
+                    "functionDeclarations": [
+                        {"name": "f", "parameters": {**WEATHER, "additionalProperties": False}}
+                    ]
+                }
+            ]
+        ),
+        400,
+        "Unknown name \"additionalProperties\" at 'tools[0].function_declarations[0].parameters'",
+    ),
+    "g3-signature-not-issued": Case(
+        "gemini3",
+        put(
+            tools=G_TOOLS,
+            contents=[
+                G_USER,
+                {"role": "model", "parts": [{**G_CALL["parts"][0], "thoughtSignature": "forged"}]},
+                G_RESPONSE,
+            ],
+        ),
+        400,
+        "Thought signature is not valid (contents[1]).",
+    ),
+    "r-reasoning-alone": Case(
+        "responses",
+        put(
+            input=[
+                user("hi"),
+                {"type": "reasoning", "id": "rs_x", "summary": [], "encrypted_content": _SEALED},
+            ]
+        ),
+        400,
+        "Item 'rs_x' of type 'reasoning' was provided without its required following item.",
+    ),
+    "r-user-part-type": Case(
+        "responses",
+        put(input=[user([{"type": "output_text", "text": "hi"}])]),
+        400,
+        "Invalid value: 'output_text'. Supported values are: 'input_text', 'input_image', "
+        "'input_audio', and 'input_file'.",
+    ),
+    "r-assistant-part-type": Case(
+        "responses",
+        put(input=[user("hi"), assistant([{"type": "input_text", "text": "hi"}]), user("ok")]),
+        400,
+        "Invalid value: 'input_text'. Supported values are: 'output_text' and 'refusal'.",
+    ),
+}
+
+CASES = {**ANTHROPIC, **CHAT, **RESPONSES, **GEMINI, **OLLAMA, **BEDROCK, **CLOUD, **ADDED}
 
 # With ``api_keys``: a key that is not one of them.
 WRONG_KEYS = {

@@ -57,6 +57,14 @@ def expected(where: str, test: Test, what: str, **options: Any) -> Rule:
     )
 
 
+def listing(allowed: Sequence[str]) -> str:
+    """Names as OpenAI lists them: ``'a' and 'b'``, ``'a', 'b', and 'c'``."""
+    listed = [f"'{a}'" for a in allowed]
+    return (
+        " and ".join(listed) if len(listed) < 3 else ", ".join(listed[:-1]) + f", and {listed[-1]}"
+    )
+
+
 def supported(where: str, allowed: Sequence[str], **options: Any) -> Rule:
     """OpenAI's "Invalid value": the value at ``where`` must be one of ``allowed``."""
     listed = [f"'{a}'" for a in allowed]

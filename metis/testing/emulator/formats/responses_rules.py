@@ -13,6 +13,7 @@ from metis.testing.emulator.formats.openai import (
     TEMPERATURE,
     expected,
     json_schema_format,
+    listing,
     missing,
     strict_schema_problem,
 )
@@ -209,7 +210,7 @@ def _check_messages(body: dict[str, Any], call: Any) -> None:
             item.get("content") if isinstance(item.get("content"), list) else []
         ):
             if not typed("type", one_of(*allowed))(part):
-                names = ", ".join(f"'{p}'" for p in allowed[:-1]) + f" and '{allowed[-1]}'"
+                names = listing(allowed)
                 message = (
                     f"Invalid value: '{part.get('type') if isinstance(part, dict) else part}'. "
                     f"Supported values are: {names}."
