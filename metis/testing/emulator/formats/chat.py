@@ -19,7 +19,6 @@ from metis.testing.emulator.formats.base import Call, Route
 from metis.testing.emulator.formats.chat_rules import DEEPSEEK_THINKING, RULES
 from metis.testing.emulator.formats.openai import REASONING_MODEL, OpenAI
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
-from metis.testing.emulator.rules import names
 from metis.testing.emulator.wire import (
     Frame,
     Ids,
@@ -33,15 +32,18 @@ from metis.testing.emulator.wire import (
 )
 
 FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
-# OpenAI's, DeepSeek's, Groq's, OpenRouter's, Fireworks', DeepInfra's, Z.ai's, DashScope's
-PREFIXES = (
-    "",
-    *names("/v1 /openai/v1 /api/v1 /inference/v1 /v1/openai /api/paas/v4 /compatible-mode/v1"),
-)
-COMPATIBLE = names(
-    "openai deepseek groq mistral openrouter togetherai xai cerebras fireworks-ai perplexity "
-    "deepinfra nebius moonshotai zai minimax alibaba"
-)
+# Where each service serves the format, and whose models its model list shows (/v1 is
+# OpenAI's, and Mistral's, Together's, xAI's... as well).
+PREFIXES = {
+    "/v1": "openai",
+    "": "deepseek",
+    "/openai/v1": "groq",
+    "/api/v1": "openrouter",
+    "/inference/v1": "fireworks-ai",
+    "/v1/openai": "deepinfra",
+    "/api/paas/v4": "zai",
+    "/compatible-mode/v1": "alibaba",
+}
 
 
 class Chat(OpenAI):
@@ -51,12 +53,15 @@ class Chat(OpenAI):
         for prefix in PREFIXES
         for route in (
             ("POST", prefix + "/chat/completions", "chat"),
-            ("GET", prefix + "/models", "models"),
-            ("GET", prefix + "/models/(?P<model>.+)", "model"),
+            ("GET", f"(?P<prefix>{prefix})/models", "models"),
+            ("GET", f"(?P<prefix>{prefix})/models/(?P<model>.+)", "model"),
         )
     )
     rules = RULES
-    catalog: ClassVar[tuple[str, ...]] = (*COMPATIBLE, "*")  # lists these, serves any
+    catalog: ClassVar[tuple[str, ...]] = ("*",)  # any OpenAI-compatible service's models
+
+    def listed(self, call: Call) -> tuple[str, ...]:
+        return (PREFIXES[call.match["prefix"]],)
 
     def read(self, call: Call) -> Prompt:
         body = call.body

@@ -172,6 +172,9 @@ class OnAzure:
     def serves(self, env: Any, model: str) -> bool:
         return True  # an Azure deployment's name is its owner's choice
 
+    def listed(self, call: Any) -> tuple[str, ...]:
+        return ("azure",)
+
 
 class AzureChat(OnAzure, Chat):
     name = "azure"

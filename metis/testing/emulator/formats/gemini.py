@@ -205,6 +205,7 @@ class Gemini(Format):
         listed = [
             _listed(m.id, m.name, m.context, m.output)
             for m in call.env.served.listing(self.catalog)
+            if not m.id.startswith("claude")  # Claude on Vertex: not a Gemini API model
         ]
         if call.endpoint == "models":
             return JsonReply(200, {"models": listed}, indent=2, separators=SEPARATORS)

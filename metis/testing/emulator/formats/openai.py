@@ -231,6 +231,10 @@ class OpenAI(Format):
         message = f"The model `{model}` does not exist or you do not have access to it."
         return Refused(message, None, "model_not_found", 404)
 
+    def listed(self, call: Call) -> tuple[str, ...]:
+        """The catalog providers whose models ``GET .../models`` lists."""
+        return self.catalog
+
     def serve(self, call: Call) -> JsonReply | None:
         """``GET .../models`` and ``GET .../models/{id}``."""
         if not call.endpoint.startswith("model"):
@@ -240,7 +244,7 @@ class OpenAI(Format):
             if not call.env.served.known(self.catalog, wanted):
                 raise self.unknown_model(wanted)
             return JsonReply(200, _model(wanted, 1_700_000_000), self.headers(call.request))
-        data = [_model(m.id, m.created) for m in call.env.served.listing(self.catalog)]
+        data = [_model(m.id, m.created) for m in call.env.served.listing(self.listed(call))]
         return JsonReply(200, {"object": "list", "data": data}, self.headers(call.request))
 
     def stream_error_body(self, kind: str) -> dict[str, Any]:
