@@ -35,6 +35,7 @@ from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import CanonicalResponse
+from metis.options import checked_init, checked_options
 from metis.pipeline.call import Call, DropRecord
 from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.pipeline import Pipeline
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 install_httpx_log_filter()
 
 
+@checked_init
 class Adapter:
     """One provider stack's pipeline, behind the adapter interface (docs/contract.md §1):
     ``stream``, ``complete``, ``count_tokens``, ``estimate_input_tokens``, ``cancel``, ``init``,
@@ -338,6 +340,7 @@ class Adapter:
         )
 
 
+@checked_options
 def build_adapter(
     stack: str | Path | StackSpec,
     config: AdapterConfig | None = None,

@@ -7,10 +7,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from metis.model.capabilities import AdapterCapabilities
+from metis.options import checked_init
 from metis.secrets import is_secret_header, scrub_url
 from metis.stages.http_clients import AsyncHTTPClient
 
 
+@checked_init
 class AdapterConfig(BaseModel):
     """How one adapter reaches its provider.
 

@@ -37,6 +37,7 @@ import anyio.lowlevel
 from anyio.lowlevel import RunVar
 
 from metis.errors import ConfigError, ProtocolError
+from metis.options import checked_init
 from metis.redis_errors import RedisError, classify
 from metis.redis_target import (
     DEFAULT_PORT,
@@ -79,6 +80,7 @@ class _Pool:
     depth: int = 1
 
 
+@checked_init
 class RedisToolIdStore:
     """A :class:`metis.session.ToolIdStore` shared by every worker that uses the same Redis.
 

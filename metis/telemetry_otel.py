@@ -10,6 +10,7 @@ import threading
 from typing import Any
 
 from metis.model.response import StopKind, StopReason, TokenUsage
+from metis.options import checked_init
 from metis.telemetry import (
     AvailabilityChanged,
     CallCompleted,
@@ -22,6 +23,7 @@ from metis.telemetry import (
 )
 
 
+@checked_init
 class OpenTelemetrySink:
     """One OpenTelemetry span per attempt, after the GenAI semantic conventions.
 

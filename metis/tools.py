@@ -38,6 +38,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError, validate_call
 from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.model.request import ToolDefinition
 from metis.model.response import CanonicalResponse
+from metis.options import checked_options
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
 _ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)\s*(?:\([^)]*\))?:\s*(.*)$")
@@ -58,6 +59,7 @@ class Tool:
         return self.function(*args, **kwargs)
 
     @classmethod
+    @checked_options
     def from_function(
         cls,
         function: Callable[..., Any],
@@ -81,6 +83,7 @@ class Tool:
         return cls(definition, validate_call(function))
 
     @classmethod
+    @checked_options
     def from_model(cls, model: type[BaseModel], *, name: str | None = None) -> Tool:
         """A tool whose input is ``model``: answering a call returns the validated instance."""
         schema = model.model_json_schema()
@@ -93,6 +96,7 @@ class Tool:
         return cls(definition, lambda **fields: model.model_validate(fields))
 
 
+@checked_options
 def tool(
     function: Callable[..., Any] | None = None,
     *,

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from metis.errors import MAX_RETRY_AFTER_SECONDS, ErrorClass
+from metis.options import checked_init
 from metis.routing.availability import (
     Admission,
     AvailabilityRecord,
@@ -56,6 +57,7 @@ return {old_state, old_failures, state, failures, tostring(until_), admitted, pr
 """
 
 
+@checked_init
 class RedisAvailability:
     """Availability records in Redis hashes under ``{prefix}{platform:model}``."""
 

@@ -35,6 +35,7 @@ from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import CanonicalResponse
+from metis.options import checked_init
 from metis.routing.availability import Admission, AvailabilityStore, Change, InMemoryAvailability
 from metis.routing.limits import (
     Admitted,
@@ -56,6 +57,7 @@ AVAILABILITY_ERRORS = DEFAULT_FALLBACK_ON
 """The error classes that say a model is unavailable (and cool it down)."""
 
 
+@checked_init
 class Router:
     """Presents the adapter interface (``complete``, ``stream``, ``cancel``, ``close``,
     ``estimate_input_tokens``) over an ordered list of models; see the module's docstring."""
