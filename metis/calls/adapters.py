@@ -164,10 +164,13 @@ def _release_at_end(token: object, held: LoopAdapters) -> object:
     async def wait_for_the_end() -> None:
         try:
             await anyio.sleep_forever()
-        finally:
+        except GeneratorExit:  # dropped with a loop that never ended it: nothing can run now
+            raise
+        except BaseException:  # cancelled: the loop is ending
             if _loops.get(token) is held:
                 del _loops[token]
             await held.close()
+            raise
 
     if isinstance(token, asyncio.AbstractEventLoop):
         return token.create_task(wait_for_the_end(), name="metis: close the one-line adapters")
