@@ -35,10 +35,10 @@ import anyio.to_thread
 import pydantic_core
 from pydantic import BaseModel, TypeAdapter, ValidationError, validate_call
 
+from metis.core.options import checked_options
 from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.model.request import ToolDefinition
 from metis.model.response import CanonicalResponse
-from metis.options import checked_options
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
 _ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)\s*(?:\([^)]*\))?:\s*(.*)$")

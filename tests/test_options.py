@@ -10,11 +10,13 @@ import anyio
 import pytest
 
 import metis
-from metis import calls
 from metis.adapter import Adapter, build_adapter
-from metis.config import AdapterConfig
-from metis.options import UnknownOptionError, nearest_option
-from metis.pipeline.stack import load_stack
+from metis.core.options import UnknownOptionError, nearest_option
+from metis.pipeline.config import AdapterConfig
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.redis.availability import RedisAvailability
+from metis.redis.limits import RedisBuckets, RedisSlots
+from metis.redis.tool_ids import RedisToolIdStore
 from metis.registry import Registry
 from metis.routing import (
     CooldownPolicy,
@@ -24,10 +26,7 @@ from metis.routing import (
     Limits,
     Router,
 )
-from metis.routing.availability_redis import RedisAvailability
-from metis.routing.limits_redis import RedisBuckets, RedisSlots
-from metis.session import InMemoryToolIdStore
-from metis.session_redis import RedisToolIdStore
+from metis.stacks.loader import load_stack
 from metis.telemetry import LoggingSink, OpenTelemetrySink
 from metis.testing.emulator import Emulator
 from metis.tools import Tool
@@ -63,8 +62,8 @@ ONE_LINE_CALLS = {
     "acomplete": _async(lambda **o: metis.acomplete(MODEL, "Hi", **o)),
     "stream": _sync_stream,
     "astream": _async(_astream),
-    "count_tokens": lambda **o: calls.count_tokens(MODEL, "Hi", **o),
-    "acount_tokens": _async(lambda **o: calls.acount_tokens(MODEL, "Hi", **o)),
+    "count_tokens": lambda **o: metis.count_tokens(MODEL, "Hi", **o),
+    "acount_tokens": _async(lambda **o: metis.acount_tokens(MODEL, "Hi", **o)),
 }
 
 

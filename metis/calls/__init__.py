@@ -36,7 +36,8 @@ from typing import TypeVar, Unpack, overload
 
 from pydantic import TypeAdapter
 
-from metis.adapter import Adapter
+from metis.adapter.adapter import Adapter
+from metis.adapter.count_tokens import TokenCount
 from metis.calls.adapters import leased_adapter
 from metis.calls.background import BackgroundLoop, background_loop, on_background_loop
 from metis.calls.request import (
@@ -50,7 +51,6 @@ from metis.calls.request import (
     stack_and_model,
     validated,
 )
-from metis.count_tokens import TokenCount
 from metis.model.events import StreamEvent
 from metis.model.response import CanonicalResponse
 from metis.routing.router import Router

@@ -25,10 +25,10 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from metis.adapter import Adapter
-from metis.config import AdapterConfig
-from metis.pipeline.stack import StackSpec, load_stack
-from metis.registry import NotConfiguredError
+from metis.adapter.adapter import Adapter
+from metis.pipeline.config import AdapterConfig
+from metis.registry.registry import NotConfiguredError
+from metis.stacks.loader import StackSpec, load_stack
 
 MAX_ADAPTERS_PER_LOOP = 16
 """How many adapters (each with its own connection pool) one event loop keeps for the

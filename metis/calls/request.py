@@ -7,13 +7,13 @@ from typing import Any, TypedDict, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from metis.adapter import Adapter
+from metis.adapter.adapter import Adapter
+from metis.core.options import check_options
 from metis.errors import ConfigError, OutputValidationError
 from metis.model.content import Message
 from metis.model.dicts import MessageDict
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse
-from metis.options import check_options
 from metis.routing.router import Router
 from metis.tools import Tool, as_tool_definition
 
@@ -59,7 +59,7 @@ _UNSENT = ("top_p", "top_k", "frequency_penalty", "presence_penalty", "seed", "n
 
 
 def check_call_options(what: str, options: Mapping[str, Any], *also: str) -> None:
-    """Raise :class:`~metis.options.UnknownOptionError` for an option ``metis.<what>()``
+    """Raise :class:`~metis.core.options.UnknownOptionError` for an option ``metis.<what>()``
     does not take, naming the nearest it does."""
     known = OPTIONS.union(also)
     if not known.issuperset(options):

@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import parse_qsl
 
-from metis.options import checked_init
+from metis.core.options import checked_init
 from metis.testing.emulator._wire import (
     ApiError,
     Env,
