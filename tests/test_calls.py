@@ -72,6 +72,24 @@ async def test_the_async_forms_reuse_one_adapter_per_loop(at_emulator: Emulator)
     await held.close()
 
 
+def test_one_line_token_counting_asks_the_provider_where_it_can(at_emulator: Emulator) -> None:
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    counted = metis.count_tokens("anthropic:claude-sonnet-4-5", messages, tools=[WEATHER])
+    assert counted.source == "provider" and counted.input_tokens > 0
+    asked = at_emulator.requests[-1]
+    assert asked.path.endswith("/v1/messages/count_tokens")
+    assert asked.json()["tools"][0]["name"] == "get_weather"  # what would be sent is counted
+    estimated = metis.count_tokens("openai:gpt-4o", messages)  # Chat Completions cannot count
+    assert estimated.source == "estimate" and estimated.input_tokens > 0
+
+
+@pytest.mark.anyio
+async def test_one_line_token_counting_has_an_async_form(at_emulator: Emulator) -> None:
+    counted = await metis.acount_tokens("gemini:gemini-2.5-flash", "Hi", system="Be brief.")
+    assert counted.source == "provider" and counted.input_tokens > 0
+    assert ":countTokens" in at_emulator.requests[-1].path
+
+
 def test_a_missing_key_names_the_variable_before_anything_is_sent(
     emulator: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:

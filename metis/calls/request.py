@@ -15,7 +15,7 @@ from metis.model.dicts import MessageDict
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse
 from metis.routing.router import Router
-from metis.tools import Tool, as_tool_definition
+from metis.tools import AnyTool, as_tool_definition
 
 MessagesLike = str | Message | MessageDict | Sequence[Message | MessageDict]
 """A user's text, one message, or the conversation: Message objects or plain dicts."""
@@ -32,7 +32,7 @@ class CallOptions(TypedDict, total=False):
     :func:`metis.complete` says what each does."""
 
     system: str
-    tools: Sequence[Tool | ToolDefinition | Callable[..., Any]]
+    tools: Sequence[AnyTool | ToolDefinition | Callable[..., Any]]
     tool_choice: ToolChoice
     max_output_tokens: int
     """Default: the model's own limit, up to 4,096."""
