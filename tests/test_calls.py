@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 import metis
-from metis.calls import adapters
+from metis.calls import CallOptions, adapters
 from metis.errors import ConfigError
 from metis.model import MessageComplete, TextDelta, ToolDefinition
 from metis.registry import NotConfiguredError
@@ -88,6 +88,15 @@ async def test_one_line_token_counting_has_an_async_form(at_emulator: Emulator) 
     counted = await metis.acount_tokens("gemini:gemini-2.5-flash", "Hi", system="Be brief.")
     assert counted.source == "provider" and counted.input_tokens > 0
     assert ":countTokens" in at_emulator.requests[-1].path
+
+
+@pytest.mark.parametrize("function", [metis.complete, metis.stream])
+def test_the_docstrings_of_complete_and_stream_say_what_every_option_does(
+    function: object,
+) -> None:
+    doc = function.__doc__ or ""
+    for option in sorted(CallOptions.__optional_keys__):
+        assert f"- ``{option}``: " in doc, option
 
 
 def test_a_missing_key_names_the_variable_before_anything_is_sent(
