@@ -19,6 +19,7 @@ import pytest
 
 import metis
 from metis.calls import background
+from metis.errors import OverloadedError
 from metis.model import MessageComplete
 from metis.routing import Router
 from metis.testing.emulator import Emulator
@@ -125,6 +126,17 @@ def test_ctrl_c_between_events_closes_the_stream(at_emulator: Emulator, ctrl_c: 
         for _ in metis.stream(MODEL, "Tell me a story."):
             signal.raise_signal(signal.SIGINT)  # while the loop body runs
     assert list(metis.stream(MODEL, "Hi"))[-1].stop_reason.kind == "end_turn"
+
+
+def test_a_sync_stream_yields_what_arrived_then_raises_the_error_that_ended_it(
+    at_emulator: Emulator,
+) -> None:
+    at_emulator.push_fault("stream_error")  # after one event, the provider's in-stream error
+    seen: list[object] = []
+    with pytest.raises(OverloadedError):
+        for event in metis.stream(MODEL, "Tell me a story.", max_retries=0):
+            seen.append(event)
+    assert isinstance(seen[-1], MessageComplete) and seen[-1].stop_reason.kind == "error"
 
 
 # Inside a running event loop (a notebook) --------------------------------------------------

@@ -26,9 +26,12 @@ from typing import TypeVar
 
 import anyio
 from anyio.from_thread import BlockingPortal
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 T = TypeVar("T")
 
+READ_AHEAD = 16
+"""How many events of a synchronous stream are read before the iterating thread takes them."""
 STOP_WAIT_SECONDS = 10.0
 """At exit, how long to wait for the cancelled calls' cleanup before leaving it undone."""
 
@@ -70,8 +73,9 @@ class BackgroundLoop:
 
     def iterate(self, open_events: Callable[[], AsyncIterator[T]]) -> Iterator[T]:
         """The items of ``open_events()``, iterated on the loop in one task of their own (so
-        its cancel scopes stay in the task that entered them), handed over one at a time."""
-        send, receive = anyio.create_memory_object_stream[T](0)
+        its cancel scopes stay in the task that entered them). Up to :data:`READ_AHEAD` items
+        wait for this thread, which takes all that are waiting in one crossing."""
+        send, receive = anyio.create_memory_object_stream[T](READ_AHEAD)
 
         async def produce() -> None:
             async with send:
@@ -85,17 +89,13 @@ class BackgroundLoop:
         producer = _Cancellable()
         future = self.portal.start_task_soon(producer.run, produce)
         try:
-            while True:
-                try:
-                    event = self.portal.call(receive.receive)
-                except anyio.EndOfStream:
-                    break
-                yield event
+            while batch := self.portal.call(_waiting, receive):
+                yield from batch
             future.result()  # the error that ended the events, if one did
         finally:
             if not future.done():  # left early, or interrupted while waiting
                 self._stop_task(producer, future)
-            receive.close()
+            self._close(receive)
 
     def _stop_task(self, task: _Cancellable, future: concurrent.futures.Future[T]) -> None:
         try:
@@ -103,6 +103,13 @@ class BackgroundLoop:
         except RuntimeError:  # the loop has stopped (interpreter exit): nothing runs there
             return
         concurrent.futures.wait([future])
+
+    def _close(self, receive: MemoryObjectReceiveStream[T]) -> None:
+        """On the loop's thread: a receive interrupted there may still be waking up."""
+        try:
+            self.portal.call(receive.close)
+        except RuntimeError:  # the loop has stopped: nothing waits on it any more
+            receive.close()
 
     def stop(self) -> None:
         """Cancel the calls in flight, close the loop's adapters, end the thread."""
@@ -136,6 +143,19 @@ class _Cancellable:
 
 class _Interrupted(Exception):
     pass
+
+
+async def _waiting(receive: MemoryObjectReceiveStream[T]) -> list[T]:
+    """The items waiting in ``receive``, after waiting for one; none at its end."""
+    try:
+        items = [await receive.receive()]
+    except anyio.EndOfStream:
+        return []
+    while True:
+        try:
+            items.append(receive.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            return items
 
 
 async def _aclose(events: AsyncIterator[object]) -> None:
