@@ -35,6 +35,7 @@ from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import CanonicalResponse
+from metis.model_ids import own_stack_names, wire_name
 from metis.pipeline.call import Call, DropRecord
 from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.pipeline import Pipeline
@@ -282,6 +283,10 @@ class Adapter:
         check_ready(self.name, self.stack, self.endpoint, request, self._foreign_prefixes)
 
     @functools.cached_property
+    def _own_names(self) -> frozenset[str]:
+        return own_stack_names(self.stack)
+
+    @functools.cached_property
     def _foreign_prefixes(self) -> frozenset[str]:
         return foreign_prefixes(self.stack)
 
@@ -298,9 +303,8 @@ class Adapter:
         return request
 
     def wire_model(self, model: str) -> str:
-        """The provider's name for a canonical ``provider:name`` model id."""
-        prefix = f"{self.name}:"
-        return model[len(prefix) :] if model.startswith(prefix) else model
+        """The provider's name for a model id (``metis.model_ids.wire_name``)."""
+        return wire_name(model, self.stack, self._own_names)
 
     def _services(self) -> StageServices:
         return StageServices(

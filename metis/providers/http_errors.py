@@ -101,8 +101,9 @@ def http_error(
 
     ``error_class`` from the body wins over the status mapping, except that a 401 or 403 is
     always ``auth`` (OpenAI-compatible servers answer a bad key with a 401 typed
-    ``invalid_request_error``); with neither, an error inside a stream is a server error. A 503 that says it is overloaded is ``overloaded``, and an
-    invalid request whose text says the context is too long is a context overflow.
+    ``invalid_request_error``); with neither, an error inside a stream is a server error. A
+    503 that says it is overloaded is ``overloaded``, and an invalid request whose text says
+    the context is too long is a context overflow.
     """
     cls = error_class or (class_for_status(status) if status else ErrorClass.SERVER_ERROR)
     if status in (401, 403):
