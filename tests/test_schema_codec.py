@@ -45,6 +45,7 @@ from metis.providers.codec import CodecFactory, get_codec
 from metis.providers.message_builder import MessageBuilder
 from metis.providers.schema_codec import SchemaCodec, codec
 from metis.providers.schema_paths import OMIT, Template, compile_path, resolve, seconds
+from metis.stages import schema_cleanup
 from metis.stages.invariants import StreamChecker
 from metis.stages.schema_cleanup import SchemaCleanup
 
@@ -688,6 +689,7 @@ def test_cleanup_logs_one_structured_warn_per_tool_and_keyword(
     tool = ToolDefinition(name="t", input_schema=NESTED)
     req = request(tools=[tool, WEATHER], output_schema=NESTED)
     stage = cleanup(remove=["additionalProperties"], output_schema=True)
+    schema_cleanup._warned.clear()  # warned of once per process
     with caplog.at_level(logging.WARNING, logger="metis"):
         out = stage.rewrite(req, make_call(provider="toy"))
     records = [r for r in caplog.records if getattr(r, "event", None) == "metis.schema_cleanup"]
