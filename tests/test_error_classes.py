@@ -263,7 +263,7 @@ AUTH_BODIES = [
 
 @pytest.mark.parametrize("status", [401, 403])
 def test_a_401_or_403_is_auth_whatever_the_body_says_in_every_stack(status: int) -> None:
-    from metis.pipeline.stack import builtin_stacks, load_stack
+    from metis.stacks.loader import builtin_stacks, load_stack
 
     headers = [{}, {"x-amzn-errortype": "ValidationException:http://internal.amazon.com/"}]
     wrong = []

@@ -9,8 +9,8 @@ import pytest
 
 import metis
 from metis import AdapterConfig, build_adapter
-from metis.model_ids import split_model_id
 from metis.routing import Router
+from metis.stacks.model_ids import split_model_id
 from metis.testing.emulator import Emulator
 
 

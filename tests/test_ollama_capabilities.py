@@ -15,7 +15,7 @@ from metis import AdapterConfig, build_adapter
 from metis.errors import CapabilityError
 from metis.model.content import Base64ImageSource, ImageBlock, Message, TextBlock
 from metis.model.request import CanonicalRequest, ToolDefinition
-from metis.stages import schema_cleanup
+from metis.stages.edits import schema_cleanup
 
 pytestmark = pytest.mark.anyio
 

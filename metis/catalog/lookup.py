@@ -11,8 +11,8 @@ import logging
 
 from metis.catalog.catalog import default_catalog
 from metis.catalog.model_info import ModelInfo
+from metis.core.suggest import closest
 from metis.errors import ConfigError
-from metis.suggest import closest
 
 log = logging.getLogger("metis")
 _warned: set[tuple[str, str]] = set()
@@ -36,7 +36,7 @@ def lookup(model: str) -> ModelInfo | None:
 def stack_catalog_provider(stack: str) -> str | None:
     """The catalog provider a built-in stack names, or None (not a built-in stack, or one
     whose models the catalog does not know)."""
-    from metis.pipeline.stack import builtin_stacks, load_stack
+    from metis.stacks.loader import builtin_stacks, load_stack
 
     if stack not in builtin_stacks():
         return None

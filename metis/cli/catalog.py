@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 def ranked(found: list[ModelInfo]) -> list[ModelInfo]:
     """The model's maker first (``anthropic:claude-...``), then the platforms metis has a stack
     for (Bedrock, Vertex, Azure, ...), then the resellers; each in provider then id order."""
-    from metis.pipeline.stack import builtin_stacks
+    from metis.stacks.loader import builtin_stacks
 
     with_stacks = {stack_catalog_provider(stack) for stack in builtin_stacks()}
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from metis.core.suggest import did_you_mean
 from metis.errors import InvalidRequestError
 from metis.model.content import (
     ImageBlock,
@@ -24,7 +25,6 @@ from metis.model.content import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from metis.suggest import did_you_mean
 
 _ROLES = [role.value for role in Role]
 # Other APIs' names for a role, said outright: no spelling is near them.
