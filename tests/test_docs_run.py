@@ -90,7 +90,9 @@ def test_blocks_that_need_a_live_service_say_what_and_are_few() -> None:
 
 
 @pytest.fixture(scope="module")
-def environment(emulator_server: Emulator, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def environment(
+    emulator_server: Emulator, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, str]:
     """The variables a reader would set, pointing at the emulator; no real key or cloud."""
     cleared = ("_API_KEY", "_BASE_URL")
     env = {
