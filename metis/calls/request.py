@@ -10,6 +10,7 @@ from pydantic import TypeAdapter, ValidationError
 from metis.adapter.adapter import Adapter
 from metis.core.options import check_options
 from metis.errors import ConfigError, OutputValidationError
+from metis.model import message_dicts
 from metis.model.content import Message
 from metis.model.dicts import MessageDict
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
@@ -127,4 +128,4 @@ def as_messages(messages: MessagesLike) -> list[Message]:
         return [Message.user(messages)]
     if isinstance(messages, Message | dict):
         messages = [messages]
-    return [m if isinstance(m, Message) else Message.model_validate(m) for m in messages]
+    return message_dicts.as_messages(messages)
