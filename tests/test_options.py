@@ -203,3 +203,12 @@ def test_the_nearest_option_prefers_what_other_libraries_call_it() -> None:
     assert nearest_option("system_prompt", known) == "system"
     assert nearest_option("stop_sequence", known) == "stop_sequences"
     assert nearest_option("frobnicate", known) is None
+
+
+def test_a_subclass_of_a_checked_model_takes_its_own_fields_too() -> None:
+    class TenantConfig(AdapterConfig):
+        tenant: str = "acme"
+
+    assert TenantConfig(tenant="other", timeout_seconds=5).tenant == "other"
+    with pytest.raises(UnknownOptionError, match=r"TenantConfig\(\) got an unknown option 'tenat'"):
+        TenantConfig(tenat="x")

@@ -5,6 +5,7 @@ interpreter exit does not wait for a daemon thread's call."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import socket
@@ -18,6 +19,7 @@ import anyio
 import pytest
 
 import metis
+from metis.adapter import Adapter
 from metis.calls import background
 from metis.errors import OverloadedError
 from metis.model import MessageComplete
@@ -227,6 +229,24 @@ def test_stopping_the_loop_cancels_the_calls_in_flight() -> None:
     caller.join(GUARD_SECONDS)
     assert not caller.is_alive() and len(outcome) == 1
     assert not loop.thread.is_alive()
+
+
+def test_stopping_the_loop_closes_its_adapters(
+    at_emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disposed: list[Adapter] = []
+    dispose = Adapter.dispose
+
+    async def recording(self: Adapter) -> None:
+        disposed.append(self)
+        await dispose(self)
+
+    monkeypatch.setattr(Adapter, "dispose", recording)
+    loop = background.BackgroundLoop()
+    assert loop.call(functools.partial(metis.acomplete, MODEL, "Hi")).text
+    assert disposed == []
+    loop.stop()
+    assert len(disposed) == 1 and not loop.thread.is_alive()
 
 
 def _script(body: str) -> str:

@@ -121,21 +121,24 @@ def checked_options(function: Callable[P, R]) -> Callable[P, R]:
 
 def checked_init(cls: C) -> C:
     """``cls``, its constructor raising :class:`UnknownOptionError` for a keyword it does not
-    take (a pydantic model's: its fields and their aliases)."""
+    take (a pydantic model's: its fields and their aliases, a subclass's own included)."""
     init: Callable[..., None] = cls.__init__  # type: ignore[misc]
-    fields: dict[str, Any] | None = getattr(cls, "__pydantic_fields__", None)
-    if fields is not None:
-        aliases = {field.alias for field in fields.values() if field.alias}
-        known = frozenset(fields).union(aliases)
-    else:
-        known = keyword_names(init)
-    where = f"{cls.__name__}()"
+    is_model = hasattr(cls, "__pydantic_fields__")
+    known = frozenset[str]() if is_model else keyword_names(init)
 
     @functools.wraps(init)
     def checked(self: object, *args: Any, **kwargs: Any) -> None:
-        if not known.issuperset(kwargs):
-            check_options(where, kwargs, known)
+        options = _model_options(type(self)) if is_model else known
+        if not options.issuperset(kwargs):
+            check_options(f"{type(self).__name__}()", kwargs, options)
         init(self, *args, **kwargs)
 
     cls.__init__ = checked  # type: ignore[misc]
     return cls
+
+
+@functools.cache
+def _model_options(model: Any) -> frozenset[str]:
+    fields: dict[str, Any] = getattr(model, "__pydantic_fields__", {})
+    aliases = {field.alias for field in fields.values() if field.alias}
+    return frozenset(fields).union(aliases)
