@@ -137,8 +137,14 @@ def checked_init(cls: C) -> C:
     return cls
 
 
-@functools.cache
-def _model_options(model: Any) -> frozenset[str]:
-    fields: dict[str, Any] = getattr(model, "__pydantic_fields__", {})
-    aliases = {field.alias for field in fields.values() if field.alias}
-    return frozenset(fields).union(aliases)
+_model_fields: dict[type, frozenset[str]] = {}
+
+
+def _model_options(model: type) -> frozenset[str]:
+    """A pydantic model's fields and their aliases (by class, computed once)."""
+    known = _model_fields.get(model)
+    if known is None:
+        fields: dict[str, Any] = getattr(model, "__pydantic_fields__", {})
+        aliases = {field.alias for field in fields.values() if field.alias}
+        known = _model_fields[model] = frozenset(fields).union(aliases)
+    return known
