@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
@@ -137,7 +138,7 @@ def checked_init(cls: C) -> C:
     return cls
 
 
-_model_fields: dict[type, frozenset[str]] = {}
+_model_fields: weakref.WeakKeyDictionary[type, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
 def _model_options(model: type) -> frozenset[str]:
