@@ -11,6 +11,7 @@ from typing import Any, Self
 
 import httpx
 
+from metis.core.options import checked_init
 from metis.testing.emulator.cache import PromptCache
 from metis.testing.emulator.catalog import Served
 from metis.testing.emulator.faults import FaultPlan, FaultRule, parse_faults
@@ -24,6 +25,7 @@ from metis.testing.emulator.server import Server
 from metis.testing.emulator.transport import EmulatorTransport
 
 
+@checked_init
 class Emulator:
     """Anthropic, OpenAI Chat and Responses (and the OpenAI-compatible services), Gemini,
     Ollama, Bedrock, Vertex AI and Azure OpenAI, each with its provider's rules and errors.
