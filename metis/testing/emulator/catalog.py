@@ -42,6 +42,8 @@ class Served:
             )
         self.policy = models if isinstance(models, str) else "catalog"
         self.names = frozenset(() if isinstance(models, str) else models)
+        if self.policy == "catalog":  # read once per process, before the first request waits
+            _every_name()
 
     def known(self, catalogs: Iterable[str], model: str) -> bool:
         """``catalogs`` holding ``"*"``: any provider's model (OpenAI-compatible services)."""
