@@ -1,0 +1,219 @@
+"""The library's layers (docs/engine.md, "Layers"): every import in metis/ points down the layer
+table or stays in its layer, and no import cycle of any kind exists.
+
+An import counts wherever it is written: at module level, inside a function (a lazy import) or
+under ``if TYPE_CHECKING:`` (a type-only import: no cost at run time, but a dependency all the
+same). Importing ``metis.a.b`` also runs the package ``metis/a/__init__.py``: when that package
+imports metis modules as it loads, the importer depends on it too (a "package" edge). Names
+resolved from strings at run time (the stage and codec registries, the lazy export tables)
+are not imports.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+LIBRARY = ROOT / "metis"
+
+# Bottom up. A module belongs to the layer of the longest pattern that matches its path: a
+# folder ("metis/stages/") takes everything under it, a file names itself.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("model", ("metis/model/", "metis/core/ids.py")),
+    ("errors", ("metis/errors.py",)),
+    ("core", ("metis/core/",)),
+    ("catalog", ("metis/catalog/",)),
+    ("wire", ("metis/wire/",)),
+    ("telemetry", ("metis/telemetry/",)),
+    ("pipeline", ("metis/pipeline/",)),
+    ("transport", ("metis/transport/",)),
+    ("stages", ("metis/stages/",)),
+    (
+        "engine",
+        (
+            "metis/pipeline/pipeline.py",
+            "metis/pipeline/provider.py",
+            "metis/pipeline/segments.py",
+            "metis/pipeline/send.py",
+            "metis/pipeline/skeleton.py",
+        ),
+    ),
+    ("stacks", ("metis/stacks/",)),
+    ("adapter", ("metis/adapter/",)),
+    ("routing", ("metis/routing/",)),
+    ("registry", ("metis/registry/",)),
+    ("redis", ("metis/redis/",)),
+    ("helpers", ("metis/calls.py", "metis/tools.py", "metis/histories.py", "metis/cost.py")),
+    ("testing", ("metis/testing/",)),
+    ("cli", ("metis/cli/",)),
+    (
+        "surface",
+        (
+            "metis/__init__.py",
+            "metis/pipeline/__init__.py",
+            "metis/session_redis.py",
+            "metis/routing/availability_redis.py",
+            "metis/routing/limits_redis.py",
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Edge:
+    importer: str  # module name
+    imported: str
+    line: int
+    kind: str  # "module", "lazy", "type" or "package"
+
+    def where(self) -> str:
+        return f"{path_of(self.importer)}:{self.line} ({self.kind}) imports {self.imported}"
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(LIBRARY.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+MODULES = modules()
+
+
+def path_of(module: str) -> str:
+    return MODULES[module].relative_to(ROOT).as_posix()
+
+
+def layer_of(module: str) -> int:
+    path = path_of(module)
+    matches = [
+        (len(pattern), index)
+        for index, (_, patterns) in enumerate(LAYERS)
+        for pattern in patterns
+        if path == pattern or (pattern.endswith("/") and path.startswith(pattern))
+    ]
+    assert matches, f"{path} is in no layer: add it to the table in tests/test_layers.py"
+    return max(matches)[1]
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    return ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+
+
+def _imports(node: ast.AST, kind: str) -> list[tuple[ast.Import | ast.ImportFrom, str]]:
+    """Every import statement under ``node``, with its kind."""
+    found: list[tuple[ast.Import | ast.ImportFrom, str]] = []
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Import | ast.ImportFrom):
+            found.append((child, kind))
+        elif isinstance(child, ast.If) and _is_type_checking(child):
+            for inner in child.body:
+                found += _imports(ast.Module(body=[inner], type_ignores=[]), "type")
+            for inner in child.orelse:
+                found += _imports(ast.Module(body=[inner], type_ignores=[]), kind)
+        elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+            found += _imports(child, "type" if kind == "type" else "lazy")
+        else:
+            found += _imports(child, kind)
+    return found
+
+
+def _known(name: str) -> str | None:
+    """The metis module ``name`` denotes (a module, or a name inside one)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _targets(statement: ast.Import | ast.ImportFrom, module: str) -> list[str]:
+    if isinstance(statement, ast.Import):
+        names = [alias.name for alias in statement.names]
+    else:
+        base = statement.module or ""
+        if statement.level:
+            package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+            anchor = package.split(".")[: len(package.split(".")) - statement.level + 1]
+            base = ".".join([*anchor, base] if base else anchor)
+        names = [f"{base}.{alias.name}" for alias in statement.names]
+    return [target for name in names if (target := _known(name)) is not None]
+
+
+def direct_edges(module: str) -> list[Edge]:
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    return [
+        Edge(module, target, statement.lineno, kind)
+        for statement, kind in _imports(tree, "module")
+        for target in _targets(statement, module)
+        if target != module
+    ]
+
+
+def all_edges() -> list[Edge]:
+    direct = {module: direct_edges(module) for module in MODULES}
+    loads = {m for m, edges in direct.items() if any(e.kind == "module" for e in edges)}
+    edges = list(dict.fromkeys(edge for found in direct.values() for edge in found))
+    for edge in list(edges):  # importing metis.a.b runs metis/a/__init__.py first
+        parts = edge.imported.split(".")
+        for depth in range(2, len(parts)):
+            package = ".".join(parts[:depth])
+            own = edge.importer == package or edge.importer.startswith(package + ".")
+            if package in loads and not own and package != edge.imported:
+                edges.append(Edge(edge.importer, package, edge.line, "package"))
+    return list(dict.fromkeys(edges))
+
+
+def upward(edges: list[Edge]) -> list[str]:
+    return [
+        f"{edge.where()}: {LAYERS[layer_of(edge.importer)][0]} -> "
+        f"{LAYERS[layer_of(edge.imported)][0]}"
+        for edge in edges
+        if layer_of(edge.imported) > layer_of(edge.importer)
+    ]
+
+
+def cycles(edges: list[Edge]) -> list[list[Edge]]:
+    """The strongly connected groups of more than one module, each as its inner edges."""
+    graph: dict[str, set[str]] = {}
+    for edge in edges:
+        graph.setdefault(edge.importer, set()).add(edge.imported)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[set[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = set()
+            while (member := stack.pop()) != node:
+                group.add(member)
+            groups.append(group | {node})
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return [
+        [e for e in edges if e.importer in group and e.imported in group]
+        for group in groups
+        if len(group) > 1
+    ]
+
+
+def test_every_import_points_down_the_layer_table() -> None:
+    found = upward(all_edges())
+    assert not found, "imports going up the layer table:\n" + "\n".join(found)
+
+
+def test_no_import_cycle_of_any_kind() -> None:
+    found = ["\n".join(edge.where() for edge in group) for group in cycles(all_edges())]
+    assert not found, "import cycles:\n\n" + "\n\n".join(found)
