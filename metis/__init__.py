@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from metis.core.version import VERSION as __version__
 
 _EXPORTS = {
     "complete": "metis.calls",

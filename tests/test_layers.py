@@ -12,8 +12,12 @@ are not imports.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).parents[1]
 LIBRARY = ROOT / "metis"
@@ -217,3 +221,48 @@ def test_every_import_points_down_the_layer_table() -> None:
 def test_no_import_cycle_of_any_kind() -> None:
     found = ["\n".join(edge.where() for edge in group) for group in cycles(all_edges())]
     assert not found, "import cycles:\n\n" + "\n\n".join(found)
+
+
+FIRST_IMPORT = """
+import importlib, sys
+failed = []
+for name in sys.argv[1:]:
+    for loaded in [m for m in sys.modules if m == "metis" or m.startswith("metis.")]:
+        del sys.modules[loaded]
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "metis").partition(".")[0] == "metis":
+            failed.append(f"{name}: {exc!r}")
+    except Exception as exc:
+        failed.append(f"{name}: {exc!r}")
+print("\\n".join(failed))
+"""
+
+
+def first_imports(names: list[str]) -> list[str]:
+    """Each of ``names`` imported first, in an interpreter that has no other metis module
+    loaded (a module-level cycle shows only then); the ones that failed, with why."""
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_IMPORT, *names],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    return [line for line in done.stdout.splitlines() if line]
+
+
+def test_the_telemetry_modules_import_first_in_a_fresh_interpreter() -> None:
+    """The OpenTelemetry sink's module once imported the package that imported it back."""
+    telemetry = [name for name in MODULES if name.startswith("metis.telemetry")]
+    assert first_imports(["metis.telemetry.otel", *telemetry]) == []
+    check = "from metis.telemetry.otel import OpenTelemetrySink; print(OpenTelemetrySink.__name__)"
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
+    assert done.stdout == "OpenTelemetrySink\n", done.stderr
+
+
+@pytest.mark.slow  # a fresh set of modules for each of about 300 (a minute or two)
+def test_every_module_imports_first_in_a_fresh_interpreter() -> None:
+    assert first_imports([name for name in sorted(MODULES) if "__main__" not in name]) == []
