@@ -40,7 +40,7 @@ _EXPORTS = {
     "Registry": "metis.registry",
     "Router": "metis.routing",
     "Route": "metis.registry",
-    "NotConfiguredError": "metis.registry",
+    "NotConfiguredError": "metis.errors",
     "PriceTable": "metis.cost",
     "Cost": "metis.cost",
     "cost_of": "metis.cost",
@@ -143,6 +143,7 @@ if TYPE_CHECKING:
     from metis.errors import InvalidRequestError as InvalidRequestError
     from metis.errors import InvariantViolation as InvariantViolation
     from metis.errors import NetworkError as NetworkError
+    from metis.errors import NotConfiguredError as NotConfiguredError
     from metis.errors import OutputValidationError as OutputValidationError
     from metis.errors import OverloadedError as OverloadedError
     from metis.errors import ProtocolError as ProtocolError
@@ -193,7 +194,6 @@ if TYPE_CHECKING:
     from metis.pipeline.stage import Stage as Stage
     from metis.pipeline.stores import InMemoryToolIdStore as InMemoryToolIdStore
     from metis.pipeline.stores import ToolIdStore as ToolIdStore
-    from metis.registry.registry import NotConfiguredError as NotConfiguredError
     from metis.registry.registry import Registry as Registry
     from metis.registry.registry import Route as Route
     from metis.routing import Router as Router

@@ -41,14 +41,13 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from pydantic import TypeAdapter, ValidationError
 
 from metis.adapter.adapter import Adapter
-from metis.errors import ConfigError, OutputValidationError
+from metis.errors import ConfigError, NotConfiguredError, OutputValidationError
 from metis.model.content import Message
 from metis.model.dicts import MessageDict
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse
 from metis.pipeline.config import AdapterConfig
-from metis.registry.registry import NotConfiguredError
 from metis.routing.router import Router
 from metis.stacks.loader import StackSpec, load_stack
 from metis.tools import Tool, as_tool_definition

@@ -10,7 +10,7 @@ import pytest
 import respx
 
 from metis import AdapterConfig, AdapterError, build_adapter
-from metis.errors import ConfigError, StackError
+from metis.errors import AuthError, ConfigError, ErrorClass, StackError
 from metis.model import CanonicalRequest, Message, MessageComplete, TextDelta
 from metis.model.response import StopKind
 
@@ -270,6 +270,9 @@ async def test_a_missing_key_names_its_variable_before_anything_is_sent(
     with pytest.raises(NotConfiguredError, match="set ANTHROPIC_API_KEY") as caught:
         await adapter.complete(request())
     assert caught.value.api_key_env == "ANTHROPIC_API_KEY" and sent == []
+    # a call-time failure like every other: an AdapterError of class auth, never retried
+    assert isinstance(caught.value, AuthError) and caught.value.error_class is ErrorClass.AUTH
+    assert caught.value.provider == "anthropic" and not caught.value.retryable
 
 
 @pytest.mark.anyio

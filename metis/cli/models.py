@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from metis.adapter.adapter import Adapter
 from metis.core.config_files import read_yaml
 from metis.cost import Cost, cost_of
-from metis.errors import ConfigError
+from metis.errors import ConfigError, NotConfiguredError
 from metis.model.response import TokenUsage
-from metis.registry.registry import NotConfiguredError, Registry, Route
+from metis.registry.registry import Registry, Route
 from metis.stacks.loader import builtin_stacks
 
 if TYPE_CHECKING:

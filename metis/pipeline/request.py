@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+
 def body_bytes(body: dict[str, Any]) -> bytes:
     """The bytes a JSON body is sent as (and, where a stage signs it, signed as)."""
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()

@@ -54,7 +54,7 @@ from pydantic import ValidationError
 
 from metis.adapter.adapter import Adapter, build_adapter
 from metis.core.config_files import config_error, read_yaml
-from metis.errors import ConfigError, InvalidRequestError
+from metis.errors import ConfigError, InvalidRequestError, NotConfiguredError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.config import AdapterConfig
 from metis.registry.entries import AdapterStatus, Route, model_route, resolve_adapter
@@ -76,18 +76,6 @@ __all__ = [
     "RegistryFile",
     "Route",
 ]
-
-
-class NotConfiguredError(ConfigError):
-    """A model was routed to an adapter that has no API key (docs/models-yaml.md)."""
-
-    def __init__(
-        self, message: str, *, model: str | None, adapter: str, api_key_env: str | None
-    ) -> None:
-        super().__init__(message)
-        self.model = model
-        self.adapter = adapter
-        self.api_key_env = api_key_env
 
 
 # The registry ------------------------------------------------------------------------------
