@@ -59,13 +59,13 @@ from metis.model.request import CanonicalRequest
 from metis.pipeline.config import AdapterConfig
 from metis.registry.entries import AdapterStatus, Route, model_route, resolve_adapter
 from metis.registry.file import AdapterEntry, ModelEntry, RegistryFile
+from metis.routing.router import Router, router_for
 from metis.routing.spec import check_routes
 from metis.transport.clients import AsyncHTTPClient
 from metis.transport.stage import http_client
 
 if TYPE_CHECKING:
     from metis.registry.entries import ResolvedAdapter
-    from metis.routing.router import Router
 
 __all__ = [
     "AdapterEntry",
@@ -244,8 +244,6 @@ class Registry:
 
     def router(self, name: str, **kwargs: Any) -> Router:
         """The router for ``routes: {name: ...}`` (keyword arguments go to ``Router``)."""
-        from metis.routing.router import router_for
-
         if name not in self.route_specs:
             raise self._unknown(name, "route", list(self.route_specs))
         return router_for(self, name, self.route_specs[name], **kwargs)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -48,9 +48,6 @@ from metis.routing.spec import DEFAULT_FALLBACK_ON, RouteSpec, TargetSpec, error
 from metis.routing.targets import ResolvedTarget, RouteTarget, Targets
 from metis.stages.policy.capability_check import unmet_needs
 from metis.telemetry import NULL_SINK, AvailabilityChanged, RouteDecided, TelemetrySink
-
-if TYPE_CHECKING:
-    from metis.registry.registry import Registry
 
 AVAILABILITY_ERRORS = DEFAULT_FALLBACK_ON
 """The error classes that say a model is unavailable (and cool it down)."""
@@ -346,11 +343,17 @@ class Router:
     # Building --------------------------------------------------------------------------------
 
 
-def router_for(registry: Registry, name: str, spec: RouteSpec, **kwargs: Any) -> Router:
-    """The router for a models.yaml route: its models are the registry's ids or aliases."""
+class ModelResolver(Protocol):
+    """What resolves a route's model names (a :class:`metis.registry.Registry` does)."""
+
+    def request(self, name: str, **fields: Any) -> tuple[Adapter, CanonicalRequest]: ...
+
+
+def router_for(models: ModelResolver, name: str, spec: RouteSpec, **kwargs: Any) -> Router:
+    """The router for a models.yaml route: its models are ids or aliases ``models`` knows."""
     targets = []
     for target in spec.targets():
-        adapter, request = registry.request(target.model, messages=[], max_output_tokens=1)
+        adapter, request = models.request(target.model, messages=[], max_output_tokens=1)
         targets.append(RouteTarget(request.model, adapter, target.max_retries, target.options))
     return Router(
         targets,
