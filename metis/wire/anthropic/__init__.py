@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from metis.model.content import (
+    EMPTY_ERROR_RESULT,
     Base64ImageSource,
     ContentBlock,
     ImageBlock,
@@ -22,7 +23,6 @@ from metis.model.content import (
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.pipeline.call import Call
-from metis.stages.policy.empty_content import EMPTY_ERROR_RESULT
 from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, parse_body
 from metis.wire.anthropic.rules import model_traits
 from metis.wire.codec import Codec

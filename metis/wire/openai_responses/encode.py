@@ -37,7 +37,7 @@ from metis.model.content import (
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.pipeline.call import Call
-from metis.stages.edits.strict_schema import strict_schema_or_reason
+from metis.wire.strict_schema import strict_schema_or_reason
 
 Drop = Callable[[str, str, str], None]
 """``drop(block_type, reason, message_id)``: one WARN for content left out."""
