@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model", ("metis/model/", "metis/core/ids.py")),
     ("errors", ("metis/errors.py",)),
     ("core", ("metis/core/",)),
+    ("http clients", ("metis/transport/clients.py",)),
     ("catalog", ("metis/catalog/",)),
     ("wire", ("metis/wire/",)),
     ("telemetry", ("metis/telemetry/",)),
@@ -63,6 +64,24 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
 )
+
+# Imports that work in progress removes (issue 20): (importer, what it imports, or a package of
+# it) -> the move that removes it. Each is left out of both checks; an entry whose import is
+# gone fails test_every_pending_import_is_still_there, so that it goes too.
+PENDING: dict[tuple[str, str], str] = {
+    ("metis.pipeline.stage", "metis.adapter"): "engine: Stage.init/dispose take no Adapter",
+    ("metis.pipeline.services", "metis.stacks.loader"): "engine: Endpoint moves to pipeline/",
+    ("metis.stages.codec.encode", "metis.stacks"): "engine: Endpoint; rules_name is in wire.codec",
+    ("metis.stages.codec.normalize", "metis.stacks.dialect"): "engine: rules_name, in wire.codec",
+    (
+        "metis.adapter.count_tokens",
+        "metis.adapter.adapter",
+    ): "engine: count_tokens takes no Adapter",
+    ("metis.testing.emulator._wire", "metis.testing.emulator.responder"): "emulator: rewritten",
+    ("metis.testing.emulator.count_tokens", "metis.testing.emulator.openai_responses"): (
+        "emulator: rewritten"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -169,6 +188,19 @@ def all_edges() -> list[Edge]:
     return list(dict.fromkeys(edges))
 
 
+def pending(edge: Edge) -> tuple[str, str] | None:
+    for importer, imported in PENDING:
+        if edge.importer == importer and (
+            edge.imported == imported or edge.imported.startswith(imported + ".")
+        ):
+            return (importer, imported)
+    return None
+
+
+def checked_edges() -> list[Edge]:
+    return [edge for edge in all_edges() if pending(edge) is None]
+
+
 def upward(edges: list[Edge]) -> list[str]:
     return [
         f"{edge.where()}: {LAYERS[layer_of(edge.importer)][0]} -> "
@@ -214,13 +246,18 @@ def cycles(edges: list[Edge]) -> list[list[Edge]]:
 
 
 def test_every_import_points_down_the_layer_table() -> None:
-    found = upward(all_edges())
+    found = upward(checked_edges())
     assert not found, "imports going up the layer table:\n" + "\n".join(found)
 
 
 def test_no_import_cycle_of_any_kind() -> None:
-    found = ["\n".join(edge.where() for edge in group) for group in cycles(all_edges())]
+    found = ["\n".join(edge.where() for edge in group) for group in cycles(checked_edges())]
     assert not found, "import cycles:\n\n" + "\n\n".join(found)
+
+
+def test_every_pending_import_is_still_there() -> None:
+    seen = {pending(edge) for edge in all_edges()}
+    assert [key for key in PENDING if key not in seen] == [], "remove these from PENDING"
 
 
 FIRST_IMPORT = """

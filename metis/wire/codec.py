@@ -83,6 +83,13 @@ _LAZY: dict[str, str] = {
 _CODECS: dict[str, Any] = {}
 
 
+def rules_name(codec: str, settings: Mapping[str, Any] | None) -> str:
+    """The pre-send rules of a dialect: the codec's name, or a configured codec's own name."""
+    if settings and isinstance(settings.get("name"), str):
+        return str(settings["name"])
+    return codec
+
+
 def register_codec(codec: Codec) -> Codec:
     _CODECS[codec.name] = codec
     return codec
