@@ -303,3 +303,43 @@ def test_the_telemetry_modules_import_first_in_a_fresh_interpreter() -> None:
 @pytest.mark.slow  # a fresh set of modules for each of about 300 (a minute or two)
 def test_every_module_imports_first_in_a_fresh_interpreter() -> None:
     assert first_imports([name for name in sorted(MODULES) if "__main__" not in name]) == []
+
+
+def test_the_scan_sees_every_kind_of_import() -> None:
+    source = (
+        "import metis.errors\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from metis.adapter import Adapter\n"
+        "    def f():\n"
+        "        import metis.cli\n"
+        "class A:\n"
+        "    from . import call\n"
+        "    def g(self):\n"
+        "        from ..model import content\n"
+    )
+    found = [
+        (_targets(statement, "metis.pipeline.stage"), kind)
+        for statement, kind in _imports(ast.parse(source), "module")
+    ]
+    assert found == [
+        (["metis.errors"], "module"),
+        ([], "module"),  # typing: not a metis module
+        (["metis.adapter"], "type"),
+        (["metis.cli"], "type"),
+        (["metis.pipeline.call"], "module"),
+        (["metis.model.content"], "lazy"),
+    ]
+    assert LAYERS[layer_of("metis.pipeline.call")][0] == "pipeline"
+    assert LAYERS[layer_of("metis.pipeline.pipeline")][0] == "engine"
+    assert LAYERS[layer_of("metis.pipeline")][0] == "surface"
+
+
+def test_a_cycle_through_a_type_only_import_is_found() -> None:
+    edges = [
+        Edge("metis.a", "metis.b", 1, "module"),
+        Edge("metis.b", "metis.c", 2, "lazy"),
+        Edge("metis.c", "metis.a", 3, "type"),
+        Edge("metis.c", "metis.d", 4, "module"),
+    ]
+    assert cycles(edges) == [edges[:3]]
