@@ -314,7 +314,7 @@ def _stop_portal() -> None:
 async def _close_adapters() -> None:
     loop = anyio.lowlevel.current_token().native_token
     for adapter in _adapters.pop(loop, {}).values():
-        await adapter.dispose()
+        await adapter.aclose()
 
 
 def _in_event_loop() -> bool:

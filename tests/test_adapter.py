@@ -85,7 +85,7 @@ async def test_stream_streams_unless_the_request_says_otherwise() -> None:
     folded = await adapter.complete(request(stream=True))  # complete() honours it too
     assert json.loads(route.calls.last.request.content)["stream"] is True
     assert folded.text == "Hi"
-    await adapter.close()
+    await adapter.aclose()
 
 
 @pytest.mark.anyio
@@ -99,7 +99,7 @@ async def test_stream_of_a_whole_body_call_yields_the_same_events() -> None:
     assert json.loads(route.calls.last.request.content)["stream"] is False
     assert type(received[0]).__name__ == "MessageStart"
     assert isinstance(received[-1], MessageComplete)
-    await adapter.close()
+    await adapter.aclose()
 
 
 @pytest.mark.anyio
@@ -182,7 +182,7 @@ async def test_complete_keeps_what_arrived_when_it_fails() -> None:
         async for _ in adapter.stream(request()):
             pass
     assert "ended" in str(caught.value)
-    await adapter.close()
+    await adapter.aclose()
 
 
 def test_capabilities_can_be_overridden_per_adapter() -> None:
@@ -228,7 +228,7 @@ async def test_message_complete_is_the_last_event_of_every_stream() -> None:
             "anthropic", AdapterConfig(api_key="k", capabilities={"supports_streaming": False})
         )
         events = [e async for e in adapter.stream(request())]
-        await adapter.close()
+        await adapter.aclose()
     assert isinstance(events[-1], MessageComplete)
     assert [e.type for e in events] == ["message.start", "text.delta", "message.complete"]
 

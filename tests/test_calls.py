@@ -72,7 +72,7 @@ async def test_the_async_forms_reuse_one_adapter_per_loop(at_emulator: Emulator)
     await metis.acomplete("anthropic:claude-sonnet-4-5", "Hi", timeout_seconds=30)
     assert len(calls._adapters[loop]) == 2  # other settings: another one
     for adapter in calls._adapters.pop(loop).values():
-        await adapter.close()
+        await adapter.aclose()
 
 
 def test_the_synchronous_form_refuses_inside_a_running_loop() -> None:

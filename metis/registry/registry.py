@@ -310,7 +310,7 @@ class Registry:
         built, self._built = list(self._built.values()), {}
         owned, self._owned_clients = list(self._owned_clients.values()), {}
         for adapter in built:
-            await adapter.dispose()  # each stage's dispose, then the adapter's own client
+            await adapter.aclose()  # each stage's dispose, then the adapter's own client
         for client in owned:
             await client.aclose()
 

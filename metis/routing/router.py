@@ -22,6 +22,7 @@ import anyio
 from metis.adapter.adapter import Adapter
 from metis.adapter.count_tokens import TokenCount
 from metis.catalog.estimate import estimate_request_tokens
+from metis.core.deprecation import warn_deprecated
 from metis.errors import (
     AdapterError,
     CapabilityError,
@@ -54,7 +55,7 @@ AVAILABILITY_ERRORS = DEFAULT_FALLBACK_ON
 
 
 class Router:
-    """Presents the adapter interface (``complete``, ``stream``, ``cancel``, ``close``,
+    """Presents the adapter interface (``complete``, ``stream``, ``cancel``, ``aclose``,
     ``estimate_input_tokens``) over an ordered list of models; see the module's docstring."""
 
     def __init__(
@@ -150,20 +151,25 @@ class Router:
                 return
         raise self._exhausted(request, steps, last)
 
-    async def cancel(self, request_id: str) -> bool:
+    def cancel(self, request_id: str) -> bool:
         """Cancel the call wherever it is running (see :meth:`Adapter.cancel`)."""
         adapters = {id(t.adapter): t.adapter for t in self.targets}.values()
-        return any([await adapter.cancel(request_id) for adapter in adapters])
+        return any([adapter.cancel(request_id) for adapter in adapters])
+
+    async def aclose(self) -> None:
+        """Close the adapters this router built (adapters given to it stay the caller's)."""
+        await self._targets.aclose()
 
     async def close(self) -> None:
-        """Close the adapters this router built (adapters given to it stay the caller's)."""
-        await self._targets.close()
+        """Deprecated: :meth:`aclose`."""
+        warn_deprecated("Router.close()", "Router.aclose()")
+        await self.aclose()
 
     async def __aenter__(self) -> Router:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+        await self.aclose()
 
     def estimate_input_tokens(
         self,
