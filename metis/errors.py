@@ -16,6 +16,35 @@ from urllib.parse import quote
 if TYPE_CHECKING:
     from metis.model.response import CanonicalResponse
 
+__all__ = [
+    "ERROR_TYPES",
+    "RETRYABLE",
+    "RETRY_POLICY",
+    "AdapterError",
+    "AuthError",
+    "CancelledError",
+    "CapabilityError",
+    "ConfigError",
+    "ContextOverflowError",
+    "ErrorClass",
+    "InvalidRequestError",
+    "InvariantViolation",
+    "NetworkError",
+    "NotConfiguredError",
+    "OutputValidationError",
+    "OverloadedError",
+    "ProtocolError",
+    "RateLimitError",
+    "RedirectError",
+    "RetryPolicy",
+    "ServerError",
+    "StackError",
+    "error_for",
+    "redact",
+    "scrub_error",
+    "secret_forms",
+]
+
 
 class ErrorClass(StrEnum):
     """The classes every failure falls into (docs/contract.md §4); retries follow the class."""

@@ -256,6 +256,13 @@ def test_no_import_cycle_of_any_kind() -> None:
     assert not found, "import cycles:\n\n" + "\n\n".join(found)
 
 
+def test_the_root_package_loads_only_the_bottom_layer() -> None:
+    """Every import of metis runs metis/__init__.py first: what it loads as it runs is loaded
+    by everything, so it is only the bottom layer (its public names load on first use)."""
+    loaded = {edge.imported for edge in direct_edges("metis") if edge.kind == "module"}
+    assert {LAYERS[layer_of(module)][0] for module in loaded} <= {LAYERS[0][0]}
+
+
 def test_every_pending_import_is_still_there() -> None:
     seen = {pending(edge) for edge in all_edges()}
     assert [key for key in PENDING if key not in seen] == [], "remove these from PENDING"

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
+
+Getattr: TypeAlias = Callable[[str], Any]
 
 _warned: set[str] = set()
 
@@ -15,3 +19,17 @@ def warn_deprecated(old: str, new: str, *, stacklevel: int = 3) -> None:
     _warned.add(old)
     message = f"{old} is deprecated and goes in the next release: use {new}"
     warnings.warn(message, DeprecationWarning, stacklevel=stacklevel)
+
+
+def renamed(module: str, names: Mapping[str, str], namespace: Mapping[str, Any]) -> Getattr:
+    """A module ``__getattr__`` that gives each old name of ``names`` (old -> new) the object
+    ``namespace`` holds under the new one, warning once that the old name is deprecated."""
+
+    def __getattr__(name: str) -> Any:
+        new = names.get(name)
+        if new is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warn_deprecated(f"{module}.{name}", f"{module}.{new}")
+        return namespace[new]
+
+    return __getattr__

@@ -54,10 +54,11 @@ from pydantic import ValidationError
 
 from metis.adapter.adapter import Adapter, build_adapter
 from metis.core.config_files import config_error, read_yaml
+from metis.core.deprecation import renamed
 from metis.errors import ConfigError, InvalidRequestError, NotConfiguredError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.config import AdapterConfig
-from metis.registry.entries import AdapterStatus, Route, model_route, resolve_adapter
+from metis.registry.entries import AdapterStatus, ModelRoute, model_route, resolve_adapter
 from metis.registry.file import AdapterEntry, ModelEntry, RegistryFile
 from metis.routing.router import Router, router_for
 from metis.routing.spec import check_routes
@@ -71,11 +72,12 @@ __all__ = [
     "AdapterEntry",
     "AdapterStatus",
     "ModelEntry",
+    "ModelRoute",
     "NotConfiguredError",
     "Registry",
     "RegistryFile",
-    "Route",
 ]
+__getattr__ = renamed(__name__, {"Route": "ModelRoute"}, globals())
 
 
 # The registry ------------------------------------------------------------------------------
@@ -112,7 +114,7 @@ class Registry:
             name: resolve_adapter(name, entry, env, base, source)
             for name, entry in spec.adapters.items()
         }
-        self._routes: dict[str, Route] = {}
+        self._routes: dict[str, ModelRoute] = {}
         self._overrides: dict[str, dict[str, Any]] = {}
         self._names: dict[str, str] = {}  # canonical id or alias -> canonical id
         for model_id, entry in spec.models.items():
@@ -202,11 +204,11 @@ class Registry:
         """Every declared adapter, configured or not (with the reason)."""
         return [adapter.status for adapter in self._adapters.values()]
 
-    def routes(self) -> list[Route]:
+    def routes(self) -> list[ModelRoute]:
         """Every model's route, whether or not its adapter is configured."""
         return list(self._routes.values())
 
-    def resolve(self, name: str) -> Route:
+    def resolve(self, name: str) -> ModelRoute:
         """The route for a canonical model id or alias.
 
         Raises :class:`~metis.errors.InvalidRequestError` (with close matches) for an unknown
