@@ -1,4 +1,4 @@
-"""The public surface (docs/api.md): the names users import, one meaning and one place each."""
+"""The public surface (docs/contract.md §1): the names users import, one place each."""
 
 from __future__ import annotations
 
