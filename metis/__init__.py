@@ -31,11 +31,19 @@ _EXPORTS: dict[str, str] = {
         [
             "CallOptions",
             "acomplete",
+            "acount_tokens",
             "astream",
             "complete",
+            "count_tokens",
             "stream",
         ],
         "metis.calls",
+    ),
+    **dict.fromkeys(
+        [
+            "UnknownOptionError",
+        ],
+        "metis.core.options",
     ),
     **dict.fromkeys(
         [
@@ -215,9 +223,12 @@ if TYPE_CHECKING:
     from metis.adapter.count_tokens import TokenCount as TokenCount
     from metis.calls import CallOptions as CallOptions
     from metis.calls import acomplete as acomplete
+    from metis.calls import acount_tokens as acount_tokens
     from metis.calls import astream as astream
     from metis.calls import complete as complete
+    from metis.calls import count_tokens as count_tokens
     from metis.calls import stream as stream
+    from metis.core.options import UnknownOptionError as UnknownOptionError
     from metis.cost import Cost as Cost
     from metis.cost import PriceTable as PriceTable
     from metis.cost import cost_of as cost_of

@@ -25,6 +25,7 @@ from metis.catalog.capabilities import model_capabilities
 from metis.catalog.estimate import estimate_input_tokens
 from metis.catalog.lookup import find_model, warn_uncatalogued
 from metis.core.deprecation import warn_deprecated
+from metis.core.options import checked_init, checked_options
 from metis.core.secrets import install_httpx_log_filter
 from metis.errors import (
     AdapterError,
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 install_httpx_log_filter()
 
 
+@checked_init
 class Adapter:
     """One provider stack's pipeline, behind the adapter interface (docs/contract.md §1):
     ``stream``, ``complete``, ``count_tokens``, ``estimate_input_tokens``, ``cancel``, ``init``,
@@ -348,6 +350,7 @@ class Adapter:
         )
 
 
+@checked_options
 def build_adapter(
     stack: str | Path | StackSpec,
     config: AdapterConfig | None = None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from metis.core.options import checked_init
 from metis.core.version import VERSION
 from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.telemetry.events import (
@@ -23,6 +24,7 @@ from metis.telemetry.events import (
 )
 
 
+@checked_init
 class OpenTelemetrySink:
     """One OpenTelemetry span per attempt, after the GenAI semantic conventions.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
+from metis.core.options import checked_init
 from metis.telemetry.events import (
     AvailabilityChanged,
     CallCompleted,
@@ -40,6 +41,7 @@ class NullSink:
 NULL_SINK = NullSink()
 
 
+@checked_init
 class LoggingSink:
     """One log record per event, its fields in the record (``extra``) for structured handlers:
     ``record.event`` is the event name, ``record.request_id``, ``record.usage`` and so on."""
