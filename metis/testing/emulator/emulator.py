@@ -81,7 +81,7 @@ class Emulator:
     def start(self) -> Self:
         if self._server is not None:
             return self
-        server = self._server = Server((self.host, self.port), self)
+        server = self._server = Server((self.host, self.port), self.handler, self.verbose)
         self.port = int(server.server_address[1])
         self._thread = threading.Thread(
             target=server.serve_forever,

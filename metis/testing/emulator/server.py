@@ -15,16 +15,12 @@ import sys
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qsl
 
-from metis.testing.emulator.handler import FAULT_HEADER, Delivery, RecordedRequest, Stats
-from metis.testing.emulator.wire import HttpRequest, JsonReply
-
-if TYPE_CHECKING:
-    from metis.testing.emulator.emulator import Emulator
-
 from metis.testing.emulator.formats import ALIASES as PROVIDER_ALIASES
+from metis.testing.emulator.handler import FAULT_HEADER, Delivery, Handler, RecordedRequest, Stats
+from metis.testing.emulator.wire import HttpRequest, JsonReply
 
 log = logging.getLogger("metis.testing.emulator")
 MAX_BODY = 64 << 20
@@ -37,10 +33,10 @@ class Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256
 
-    def __init__(self, address: tuple[str, int], emulator: Emulator) -> None:
+    def __init__(self, address: tuple[str, int], handler: Handler, verbose: bool = False) -> None:
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
-        self.emulator = emulator
+        self.handler, self.verbose = handler, verbose
         self.stopping = threading.Event()
         self.connections: set[socket.socket] = set()
         self.handlers: set[threading.Thread] = set()
@@ -90,7 +86,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.handlers.discard(threading.current_thread())
 
     def log_message(self, format: str, *args: Any) -> None:
-        if self.server.emulator.verbose:
+        if self.server.verbose:
             log.info("%s %s", self.address_string(), format % args)
 
     def do_GET(self) -> None:
@@ -120,7 +116,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         request = HttpRequest(self.command, path, dict(parse_qsl(query)), headers, body)
-        self._deliver(self.server.emulator.handler.handle(request))
+        self._deliver(self.server.handler.handle(request))
 
     def _read_body(self, headers: dict[str, str]) -> bytes:
         if "chunked" not in headers.get("transfer-encoding", "").lower():
@@ -139,7 +135,7 @@ class _Handler(BaseHTTPRequestHandler):
         return b"".join(parts)
 
     def _deliver(self, delivery: Delivery) -> None:
-        handler, stopping = self.server.emulator.handler, self.server.stopping
+        handler, stopping = self.server.handler, self.server.stopping
         if delivery.body is not None:
             for step in delivery.steps:  # before a whole body: waits, or no answer at all
                 if step is None or stopping.wait(step):  # type: ignore[arg-type]
