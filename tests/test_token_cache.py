@@ -1,4 +1,4 @@
-"""Cloud access tokens (metis/stages/token_cache.py, docs/cloud.md): however many calls need a
+"""Cloud access tokens (metis/stages/auth/token_cache.py, docs/cloud.md): however many calls need a
 token at once, one fetch serves them; every call waits within its own deadline and cancel; a
 fetch that fails is a classified error with the fetcher's exception chained and no secret in
 it. Through the azure stack (a token provider, or DefaultAzureCredential, faked) and the vertex
@@ -27,7 +27,7 @@ from metis import AdapterConfig, AuthError, CancelledError, NetworkError, build_
 from metis.adapter import Adapter
 from metis.errors import ErrorClass
 from metis.model import CanonicalRequest, Message
-from metis.session import InMemoryToolIdStore
+from metis.pipeline.stores import InMemoryToolIdStore
 from metis.telemetry import CallFailed, ListSink
 
 CHAT_REPLY = {

@@ -1,0 +1,151 @@
+"""google_auth: a Google OAuth access token on every request (Vertex AI), from Application
+Default Credentials.
+
+A ready access token (``AdapterConfig.api_key``, or ``GOOGLE_OAUTH_ACCESS_TOKEN``, as from
+``gcloud auth print-access-token``) is sent as it is and never refreshed. Otherwise the
+credentials are ``AdapterConfig.options["google_credentials"]`` when given (any
+``google.auth.credentials.Credentials``), else what ``google.auth.default()`` finds: the file
+``GOOGLE_APPLICATION_CREDENTIALS`` names, ``gcloud auth application-default login``'s, or the
+metadata server's on Google Cloud. The token is cached until it expires (google-auth keeps it
+on the credentials object); finding and refreshing credentials can touch files and the
+network, so both run in a worker thread (``anyio.to_thread``), never on the event loop. However
+many calls find the token expired at once, one refresh serves them all, and each waits within
+its own deadline and cancel (metis/stages/auth/token_cache.py).
+
+Needs the optional extra ``metis[vertex]`` (google-auth). Credentials that cannot be found raise
+NotConfiguredError naming what to set; a refresh the token service refuses (an expired or
+revoked credential), or any other failure of the credentials, is an AuthError (not retried), a
+token service that fails a NetworkError; google-auth's exception is chained as the cause.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import AsyncIterator, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from metis.errors import AuthError, ConfigError, NetworkError
+from metis.pipeline.call import Call
+from metis.pipeline.request import WireRequest
+from metis.pipeline.services import StageServices
+from metis.pipeline.stage import Inner, Stage
+from metis.stages.auth.token_cache import Token, TokenCache, printable
+
+CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
+HOW_TO_CONFIGURE = (
+    "set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file, run `gcloud auth "
+    "application-default login`, or pass AdapterConfig(options={'google_credentials': ...})"
+)
+
+
+class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
+    name = "google_auth"
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        scopes: list[str] = Field(default_factory=lambda: [CLOUD_PLATFORM])
+
+    options: Options
+    _api_key: str | None = None
+    _options: Mapping[str, Any] = MappingProxyType({})
+
+    def bind(self, services: StageServices) -> None:
+        self._api_key = services.require_endpoint(self.name).api_key
+        self._options = services.config.options
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        # Shared by every call of this adapter, on purpose: one credential, one cached token.
+        self._default: Any = None
+        self._default_lock = threading.Lock()
+        # The credentials keep the token and its expiry: the cache only shares each refresh.
+        self._refreshes = TokenCache("the Google credentials", classify=_classified)
+
+    async def __call__(
+        self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
+    ) -> AsyncIterator[Any]:
+        ready = self._api_key  # an access token given as it is (not refreshed)
+        if ready:
+            headers = {**request.headers, "authorization": f"Bearer {ready}"}
+            async for item in inner(dataclasses.replace(request, headers=headers), call):
+                yield item
+            return
+        credentials = self._credentials(call)
+        if credentials is None or not credentials.valid:
+            token = await self._refreshes.token(call, self._fresh_token)
+        else:
+            token = credentials.token
+            call.add_secret(token)
+        headers = {**request.headers, "authorization": f"Bearer {token}"}
+        async for item in inner(dataclasses.replace(request, headers=headers), call):
+            yield item
+
+    def _credentials(self, call: Call) -> Any:
+        """The credentials given in ``options``, or the defaults found so far (or None)."""
+        credentials = self._options.get("google_credentials") or self._default
+        if credentials is not None and not all(
+            hasattr(credentials, name) for name in ("valid", "token", "refresh")
+        ):
+            raise ConfigError(
+                f"{call.provider}: options['google_credentials'] must be google-auth "
+                f"credentials (google.auth.credentials.Credentials), got {type(credentials)!r}"
+            )
+        return credentials
+
+    def _fresh_token(self) -> Token:
+        """In a worker thread: find the default credentials if need be, refresh if expired."""
+        import google.auth
+        from google.auth.transport.requests import Request
+
+        credentials = self._options.get("google_credentials")
+        if credentials is None:
+            with self._default_lock:
+                if self._default is None:
+                    self._default, _project = google.auth.default(scopes=self.options.scopes)
+                credentials = self._default
+        if not credentials.valid:
+            credentials.refresh(Request())
+        return Token(credentials.token)
+
+
+def _classified(exc: Exception, call: Call) -> BaseException | None:
+    """The error for what google-auth raised (None: the cache's AuthError)."""
+    if isinstance(exc, ImportError):
+        why = f"google-auth is not installed ({printable(exc)}): pip install 'metis[vertex]'"
+        return _not_configured(call, why)
+    try:
+        from google.auth import exceptions
+    except ImportError:
+        return None
+    details: dict[str, Any] = {"provider": call.provider, "request_id": call.request_id}
+    if isinstance(exc, exceptions.DefaultCredentialsError):
+        return _not_configured(call, f"no Google credentials found ({printable(exc)})")
+    if isinstance(exc, exceptions.RefreshError) and not exc.retryable:
+        return AuthError(
+            f"{call.provider}: the Google credentials could not be refreshed (expired or "
+            f"revoked?): {printable(exc)}",
+            **details,
+        )
+    if isinstance(exc, exceptions.RefreshError):  # the token service failed, not the credential
+        message = f"{call.provider}: the Google token service failed: {printable(exc)}"
+        return NetworkError(message, **details)
+    if isinstance(exc, exceptions.TransportError):
+        message = f"{call.provider}: refreshing the Google access token failed: {printable(exc)}"
+        return NetworkError(message, **details)
+    return None
+
+
+def _not_configured(call: Call, reason: str) -> ConfigError:
+    from metis.registry.registry import NotConfiguredError
+
+    return NotConfiguredError(
+        f"{call.provider}: {reason}; {HOW_TO_CONFIGURE}",
+        model=call.model,
+        adapter=call.provider,
+        api_key_env="GOOGLE_APPLICATION_CREDENTIALS",
+    )
