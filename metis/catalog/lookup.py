@@ -46,10 +46,13 @@ def stack_catalog_provider(stack: str) -> str | None:
 
 
 def warn_uncatalogued(catalog_provider: str, wire_model: str, source: str) -> None:
-    """One WARN per (provider, model) per process: the model's limits are the stack's guess."""
+    """One WARN per (provider, model) per process: the model's limits are the stack's guess.
+    None for a model whose entry was skipped as malformed: its WARN said so already."""
     if (catalog_provider, wire_model) in _warned:
         return
     _warned.add((catalog_provider, wire_model))
+    if default_catalog().malformed(catalog_provider, wire_model):
+        return
     log.warning(
         "model %r is not in the model catalog for %s: using the capabilities %s declares",
         wire_model,
