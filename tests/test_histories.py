@@ -343,3 +343,16 @@ def test_exports_take_message_dicts_and_refuse_what_is_not_a_message_naming_it(
     nan = Message.assistant(ToolUseBlock(id="tu_1", name="w", input={"x": float("nan")}))
     with pytest.raises(InvalidRequestError, match=r"messages\[0\]\.content\[0\]\.input\.x"):
         export([nan])
+
+
+def test_the_warn_for_a_dropped_part_names_its_type_printably(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    odd = "half \ud83d" + "x" * 500
+    history = [{"role": "user", "content": [{"type": odd}, {"type": ["a", "list"]}]}]
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        assert from_openai_chat(history)[0].content == []
+    first, second = (r.getMessage() for r in caplog.records)
+    first.encode("utf-8")  # no lone surrogate in a log line
+    assert "half \ufffd" in first and len(first) < 200
+    assert second.startswith("dropped list at messages[0].content[1]")

@@ -24,16 +24,19 @@ from metis.model import CanonicalRequest, Message, MessageComplete
 from metis.model.response import StopKind
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.transport import slots as pool
+from metis.transport.stage import Transport
 
 from .test_deadlines import KEY, sse_reply
 
-REPLY = b"".join(sse_reply("fine"))
+PIECES = sse_reply("fine")
+REPLY = b"".join(PIECES)
 
 
 @dataclass
 class GatedServer:
     """Reads each request whole, then answers once ``gate`` is open (never, unless opened);
-    counts the requests that arrived."""
+    counts the requests that arrived. With ``head_first``, the answer's head and first event
+    go at once, the rest once the gate is open."""
 
     port: int = 0
     arrived: int = 0
@@ -41,6 +44,9 @@ class GatedServer:
     first_arrived: anyio.Event = field(default_factory=anyio.Event)
     open_at: int | None = None
     """Open the gate by itself once this many requests have arrived."""
+    head_first: bool = False
+    heads: int = 0
+    two_heads: anyio.Event = field(default_factory=anyio.Event)
 
     @property
     def url(self) -> str:
@@ -68,13 +74,22 @@ class GatedServer:
         self.first_arrived.set()
         if self.open_at is not None and self.arrived >= self.open_at:
             self.gate.set()
+        sent = 0
+        if self.head_first:
+            sent = 2
+            await stream.send(b"".join(PIECES[:sent]))
+            self.heads += 1
+            if self.heads == 2:
+                self.two_heads.set()
         await self.gate.wait()
-        await stream.send(REPLY)
+        await stream.send(b"".join(PIECES[sent:]))
 
 
 @asynccontextmanager
-async def gated_server(open_at: int | None = None) -> AsyncIterator[GatedServer]:
-    server = GatedServer(open_at=open_at)
+async def gated_server(
+    open_at: int | None = None, head_first: bool = False
+) -> AsyncIterator[GatedServer]:
+    server = GatedServer(open_at=open_at, head_first=head_first)
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", backlog=4096)
     server.port = listener.extra(anyio.abc.SocketAttribute.local_port)
     async with listener, anyio.create_task_group() as tasks:
@@ -127,26 +142,38 @@ async def test_the_default_pool_serves_more_streams_at_once_than_httpx_s_default
 
 
 @pytest.mark.anyio
-async def test_a_call_past_the_pool_s_size_waits_for_a_connection_within_its_deadline(
+async def test_a_call_past_the_pool_s_size_waits_for_a_connection_within_its_clock(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The wait for a connection is bounded like the wait for the answer's head: here by the
+    first-event timeout, while two streams hold the pool's two connections."""
     monkeypatch.setattr(pool, "MAX_CONNECTIONS", 2)
-    async with gated_server() as server:
-        adapter = default_client_adapter(server.url, timeout_seconds=1.0)
+    async with gated_server(head_first=True) as server:
+        adapter = default_client_adapter(server.url, timeout_seconds=60)
+        adapter.pipeline.replace("transport", Transport(first_event_timeout=0.5))
+        finals: list[MessageComplete] = []
         failures: list[AdapterError] = []
 
-        async def one() -> None:
-            with pytest.raises(NetworkError, match="timeout") as caught:
+        async def hold() -> None:
+            finals.append(await streamed(adapter))
+
+        async def wait() -> None:
+            with pytest.raises(NetworkError) as caught:
                 await streamed(adapter)
             failures.append(caught.value)
 
         async with anyio.create_task_group() as tasks:
-            for _ in range(4):
-                tasks.start_soon(one)
+            for _ in range(2):
+                tasks.start_soon(hold)
+            await server.two_heads.wait()  # both streams are open, holding both connections
+            async with anyio.create_task_group() as waiting:
+                for _ in range(2):
+                    waiting.start_soon(wait)
+            assert server.arrived == 2  # the others never got a connection, nor queued for one
+            server.gate.set()
         await adapter.close()
-    assert server.arrived == 2  # the two others never got a connection, nor queued for one
-    assert len(failures) == 4
-    assert all("the call's timeout (1 s) ran out" in failure.message for failure in failures)
+    assert [f.message for f in failures] == ["anthropic: nothing arrived within 0.5 s"] * 2
+    assert [final.stop_reason.kind for final in finals] == [StopKind.END_TURN] * 2
 
 
 @pytest.mark.anyio

@@ -19,6 +19,7 @@ from metis.core.ids import new_tool_id
 from metis.errors import InvalidRequestError
 from metis.model.content import Message
 from metis.wire.json_limits import loads
+from metis.wire.unicode_text import clean
 
 log = logging.getLogger("metis")
 B = TypeVar("B", bound=BaseModel)
@@ -37,8 +38,9 @@ class Ids:
 
 
 def dropped(what: Any, where: str, fmt: str) -> None:
-    """The structured WARN for a part the other side has no canonical form for."""
-    what = what if isinstance(what, str) else type(what).__name__
+    """The structured WARN for a part the other side has no canonical form for (its type as
+    stored, shortened and printable, or the type of a type that is not a string)."""
+    what = clean(what[:60]) if isinstance(what, str) else type(what).__name__
     log.warning(
         "dropped %s at %s: %s has no canonical form for it",
         what,
