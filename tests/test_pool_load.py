@@ -136,7 +136,7 @@ async def test_the_default_pool_serves_more_streams_at_once_than_httpx_s_default
         async with anyio.create_task_group() as tasks:
             for _ in range(count):
                 tasks.start_soon(one)
-        await adapter.close()
+        await adapter.aclose()
     assert server.arrived == count
     assert [final.stop_reason.kind for final in finals] == [StopKind.END_TURN] * count
 
@@ -171,7 +171,7 @@ async def test_a_call_past_the_pool_s_size_waits_for_a_connection_within_its_clo
                     waiting.start_soon(wait)
             assert server.arrived == 2  # the others never got a connection, nor queued for one
             server.gate.set()
-        await adapter.close()
+        await adapter.aclose()
     assert [f.message for f in failures] == ["anthropic: nothing arrived within 0.5 s"] * 2
     assert [final.stop_reason.kind for final in finals] == [StopKind.END_TURN] * 2
 
@@ -194,7 +194,7 @@ async def test_cancel_ends_a_call_waiting_for_a_connection(
             await server.first_arrived.wait()
             tasks.start_soon(one, waiting)
             await anyio.wait_all_tasks_blocked()
-            assert await adapter.cancel(waiting.request_id) is True
+            assert adapter.cancel(waiting.request_id) is True
             await anyio.wait_all_tasks_blocked()
             assert waiting.request_id in finals  # over while the first still holds the slot
             server.gate.set()
@@ -204,7 +204,7 @@ async def test_cancel_ends_a_call_waiting_for_a_connection(
         assert server.arrived == 1
         # the one slot is free again: the next call gets it
         assert (await streamed(adapter)).stop_reason.kind is StopKind.END_TURN
-        await adapter.close()
+        await adapter.aclose()
 
 
 # The measurement -------------------------------------------------------------------------------
@@ -247,7 +247,7 @@ async def test_600_streams_at_a_3_s_timeout_complete_or_end_at_their_deadline(
             for _ in range(STREAMS):
                 tasks.start_soon(one)
         wall = time.monotonic() - started
-        await adapter.close()
+        await adapter.aclose()
         if http is not None:
             await http.aclose()
     with capsys.disabled():

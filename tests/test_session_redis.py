@@ -883,7 +883,7 @@ async def test_a_cancel_while_redis_holds_the_write_ends_the_stream_cancelled(
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(consume)
                 await store.writing.wait()
-                assert await adapter.cancel(request.request_id) is True
+                assert adapter.cancel(request.request_id) is True
         finally:
             await admin.client_unpause()
     complete = events[-1]
@@ -891,4 +891,4 @@ async def test_a_cancel_while_redis_holds_the_write_ends_the_stream_cancelled(
     assert complete.stop_reason.kind is StopKind.CANCELLED
     [call] = [b for b in complete.final_content if isinstance(b, ToolUseBlock)]
     assert call.input == {"city": "Oslo"}
-    assert await adapter.cancel(request.request_id) is False  # over: nothing left to cancel
+    assert adapter.cancel(request.request_id) is False  # over: nothing left to cancel

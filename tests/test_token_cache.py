@@ -300,7 +300,7 @@ async def test_cancel_cuts_a_token_fetch_short(source: Source) -> None:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(call)
             await anyio.wait_all_tasks_blocked()
-            assert await adapter.cancel(request.request_id) is True
+            assert adapter.cancel(request.request_id) is True
         assert gate.started == 1 and gate.ended == 0
         assert peer.requests == []
     finally:
@@ -335,7 +335,7 @@ async def test_when_the_fetching_call_is_cancelled_a_waiting_call_takes_the_fetc
             for _ in range(5):
                 tasks.start_soon(waiting)
             await anyio.wait_all_tasks_blocked()
-            assert await adapter.cancel(first.request_id) is True
+            assert adapter.cancel(first.request_id) is True
             await anyio.wait_all_tasks_blocked()
             gate.open()
     finally:

@@ -24,6 +24,8 @@ from metis.adapter.sendable import check_request
 from metis.catalog.capabilities import model_capabilities
 from metis.catalog.estimate import estimate_input_tokens
 from metis.catalog.lookup import find_model, warn_uncatalogued
+from metis.core.deprecation import warn_deprecated
+from metis.core.options import checked_init, checked_options
 from metis.core.secrets import install_httpx_log_filter
 from metis.errors import (
     AdapterError,
@@ -45,6 +47,7 @@ from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.services import StageServices
 from metis.pipeline.stores import ToolIdStore, default_tool_id_store
 from metis.stacks.loader import Endpoint, StackSpec, load_stack
+from metis.stacks.model_ids import own_stack_names, wire_name
 from metis.telemetry import NULL_SINK, TelemetrySink
 from metis.transport.clients import AsyncHTTPClient, as_httpx
 from metis.transport.stage import http_client
@@ -55,6 +58,7 @@ if TYPE_CHECKING:
 install_httpx_log_filter()
 
 
+@checked_init
 class Adapter:
     """One provider stack's pipeline, behind the adapter interface (docs/contract.md §1):
     ``stream``, ``complete``, ``count_tokens``, ``estimate_input_tokens``, ``cancel``, ``init``,
@@ -146,21 +150,18 @@ class Adapter:
         else the offline estimate; the result says which (:mod:`metis.adapter.count_tokens`)."""
         return await count_tokens(self, request)
 
-    async def cancel(self, request_id: str) -> bool:
+    def cancel(self, request_id: str) -> bool:
         """Abort an in-flight call (docs/contract.md §2). Its stream closes any tool still open,
         yields ``message.complete`` with stop reason ``cancelled`` and the partial content,
         and ends. True only if the call was running and is now cancelled; safe before it
         starts, after it ends, twice, and from any task."""
         handles = self._inflight.get(request_id)
-        if not handles:
-            return False
-        return any([handle.cancel() for handle in handles])
+        return any([handle.cancel() for handle in handles or ()])
 
     async def close(self) -> None:
-        """Release the connection pool, if this adapter made it."""
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        """Deprecated: :meth:`aclose`."""
+        warn_deprecated("Adapter.close()", "Adapter.aclose()")
+        await self.aclose()
 
     async def init(self) -> None:
         """Lifecycle hook: runs each stage's ``init`` (a local provider checks its server and
@@ -173,14 +174,22 @@ class Adapter:
                 await stage.init(self)
             self._initialized = True
 
-    async def dispose(self) -> None:
-        """Runs each stage's ``dispose``, innermost first, then releases the HTTP client."""
+    async def aclose(self) -> None:
+        """Runs each stage's ``dispose``, innermost first, then releases the connection pool
+        if this adapter made it. ``async with adapter`` calls it on the way out."""
         try:
             for stage in reversed(self.pipeline.stages):
                 await stage.dispose(self)
         finally:
             self._initialized = False
-            await self.close()
+            if self._owns_client and self._client is not None:
+                client, self._client = self._client, None
+                await client.aclose()
+
+    async def dispose(self) -> None:
+        """Deprecated: :meth:`aclose`."""
+        warn_deprecated("Adapter.dispose()", "Adapter.aclose()")
+        await self.aclose()
 
     def http_client(self) -> AsyncHTTPClient:
         """The client this adapter sends with (made on first use when none was given)."""
@@ -191,7 +200,7 @@ class Adapter:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.dispose()
+        await self.aclose()
 
     # Internals ---------------------------------------------------------------------------
 
@@ -282,6 +291,10 @@ class Adapter:
         check_ready(self.name, self.stack, self.endpoint, request, self._foreign_prefixes)
 
     @functools.cached_property
+    def _own_names(self) -> frozenset[str]:
+        return own_stack_names(self.stack)
+
+    @functools.cached_property
     def _foreign_prefixes(self) -> frozenset[str]:
         return foreign_prefixes(self.stack)
 
@@ -298,9 +311,8 @@ class Adapter:
         return request
 
     def wire_model(self, model: str) -> str:
-        """The provider's name for a canonical ``provider:name`` model id."""
-        prefix = f"{self.name}:"
-        return model[len(prefix) :] if model.startswith(prefix) else model
+        """The provider's name for a model id (``metis.stacks.model_ids.wire_name``)."""
+        return wire_name(model, self.stack, self._own_names)
 
     def _services(self) -> StageServices:
         return StageServices(
@@ -338,6 +350,7 @@ class Adapter:
         )
 
 
+@checked_options
 def build_adapter(
     stack: str | Path | StackSpec,
     config: AdapterConfig | None = None,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from metis.errors import InvalidRequestError
+from metis.errors import InvalidRequestError, NotConfiguredError
 from metis.model.request import CanonicalRequest
 from metis.stacks.loader import Endpoint, StackSpec, builtin_stacks
+from metis.stacks.model_ids import own_stack_names
 
 
 def check_ready(
@@ -19,8 +20,6 @@ def check_ready(
     an InvalidRequestError."""
     auth = stack.auth
     if auth.header and auth.env and not auth.optional and not endpoint.api_key:
-        from metis.registry.registry import NotConfiguredError
-
         raise NotConfiguredError(
             f"{name}: no API key: set {auth.env} (or pass api_key=...)",
             model=request.model,
@@ -40,9 +39,4 @@ def check_ready(
 def foreign_prefixes(stack: StackSpec) -> frozenset[str]:
     """The built-in stacks a model prefix could wrongly name for ``stack``: all of them but
     the ones it extends (``anthropic:claude-...`` is right for a stack over anthropic)."""
-    own = {
-        source.rsplit("/", 1)[-1].removesuffix(".yaml")
-        for source in stack.stage_sources.values()
-        if source.startswith("metis/stacks/builtin/")
-    }
-    return frozenset(set(builtin_stacks()) - own - {stack.name})
+    return frozenset(set(builtin_stacks()) - own_stack_names(stack))

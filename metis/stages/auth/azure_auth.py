@@ -161,7 +161,7 @@ def _environment_secrets() -> tuple[str | None, ...]:
 
 
 def _not_configured(call: Call, reason: str) -> ConfigError:
-    from metis.registry.registry import NotConfiguredError
+    from metis.errors import NotConfiguredError
 
     return NotConfiguredError(
         f"{call.provider} has no API key and {reason}: set AZURE_OPENAI_API_KEY (or "

@@ -141,7 +141,7 @@ def _classified(exc: Exception, call: Call) -> BaseException | None:
 
 
 def _not_configured(call: Call, reason: str) -> ConfigError:
-    from metis.registry.registry import NotConfiguredError
+    from metis.errors import NotConfiguredError
 
     return NotConfiguredError(
         f"{call.provider}: {reason}; {HOW_TO_CONFIGURE}",
