@@ -23,6 +23,7 @@ _EXPORTS = {
     "arun_tools": "metis.tools",
     "Adapter": "metis.adapter",
     "build_adapter": "metis.adapter",
+    "ChatModel": "metis.chat_model",
     "AdapterConfig": "metis.config",
     "Pipeline": "metis.pipeline.pipeline",
     "Stage": "metis.pipeline.stage",
@@ -130,6 +131,7 @@ if TYPE_CHECKING:
     from metis.calls import astream as astream
     from metis.calls import complete as complete
     from metis.calls import stream as stream
+    from metis.chat_model import ChatModel as ChatModel
     from metis.config import AdapterConfig as AdapterConfig
     from metis.cost import Cost as Cost
     from metis.cost import PriceTable as PriceTable

@@ -35,7 +35,7 @@ from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import CanonicalResponse
-from metis.pipeline.call import Call, DropRecord
+from metis.pipeline.call import Call, CallTerms, DropRecord
 from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
@@ -58,8 +58,8 @@ install_httpx_log_filter()
 class Adapter:
     """One provider stack's pipeline, behind the adapter interface (docs/contract.md §1):
     ``stream``, ``complete``, ``count_tokens``, ``estimate_input_tokens``, ``cancel``, ``init``,
-    ``dispose``, ``close``. Shareable by any number of concurrent calls; build one with
-    :func:`metis.build_adapter`."""
+    ``aclose`` (``dispose``), ``close`` (the HTTP client only): a
+    :class:`~metis.chat_model.ChatModel`. Shared by concurrent calls; see :func:`build_adapter`."""
 
     def __init__(
         self,
@@ -102,18 +102,22 @@ class Adapter:
 
     # ProviderAdapter ---------------------------------------------------------------------
 
-    def stream(self, request: CanonicalRequest) -> AsyncIterator[StreamEvent]:
+    def stream(
+        self, request: CanonicalRequest, terms: CallTerms | None = None
+    ) -> AsyncIterator[StreamEvent]:
         """Yield the canonical events of one call, ending with ``message.complete``. (The
-        call's own generator, handed over as it is: no frame of ours per event.)"""
-        return self._run(request, stream_by_default=True)
+        call's own generator, handed over as it is.) ``terms``: what a router settled."""
+        return self._run(request, stream_by_default=True, terms=terms)
 
-    async def complete(self, request: CanonicalRequest) -> CanonicalResponse:
+    async def complete(
+        self, request: CanonicalRequest, terms: CallTerms | None = None
+    ) -> CanonicalResponse:
         """One call, folded from the same events ``stream()`` yields (a whole-body call unless
-        the request sets ``stream=True``)."""
+        the request sets ``stream=True``); ``terms`` as for :meth:`stream`."""
         started = time.monotonic()
         final: MessageComplete | None = None
         try:
-            async with aclosing(self._run(request)) as events:
+            async with aclosing(self._run(request, terms=terms)) as events:
                 async for event in events:
                     if isinstance(event, MessageComplete):
                         final = event
@@ -173,6 +177,10 @@ class Adapter:
                 await stage.init(self)
             self._initialized = True
 
+    async def aclose(self) -> None:
+        """:meth:`dispose` (the closing verb of :class:`~metis.chat_model.ChatModel`)."""
+        await self.dispose()
+
     async def dispose(self) -> None:
         """Runs each stage's ``dispose``, innermost first, then releases the HTTP client."""
         try:
@@ -196,7 +204,10 @@ class Adapter:
     # Internals ---------------------------------------------------------------------------
 
     async def _run(
-        self, request: CanonicalRequest, stream_by_default: bool = False
+        self,
+        request: CanonicalRequest,
+        stream_by_default: bool = False,
+        terms: CallTerms | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
         default = stream_by_default and self.capabilities.supports_streaming
         request = self._transport_mode(request, default=default)
@@ -204,14 +215,16 @@ class Adapter:
             await self.init()
         check_request(request, self.name)  # before any stage serializes a tool input
         self._check_ready(request)
+        terms = terms or CallTerms()
         call = Call(
             request_id=request.request_id,
             provider=self.name,
             model=request.model,
             wire_model=self.wire_model(request.model),
             session_id=request.session_id,
-            deadline=anyio.current_time() + self.config.timeout_seconds,
+            deadline=terms.deadline_after(self.config.timeout_seconds),
             drops=DropRecord(secrets=self.endpoint.secrets),
+            terms=terms,
         )
         handles = self._inflight.setdefault(request.request_id, [])
         handles.append(call.cancel)

@@ -288,5 +288,18 @@ class ConfigError(ValueError):
     """A stack, stage option or registry file is wrong; says which file, key and why."""
 
 
+class NotConfiguredError(ConfigError):
+    """A call needs a key or credentials that are not there: the message names the variable to
+    set (docs/models-yaml.md). ``metis.registry`` re-exports it."""
+
+    def __init__(
+        self, message: str, *, model: str | None, adapter: str, api_key_env: str | None
+    ) -> None:
+        super().__init__(message)
+        self.model = model
+        self.adapter = adapter
+        self.api_key_env = api_key_env
+
+
 class StackError(ConfigError):
     """A pipeline whose stages do not fit together; names the stage and the reason."""

@@ -55,7 +55,7 @@ from pydantic import ValidationError
 from metis.adapter import Adapter, build_adapter
 from metis.config import AdapterConfig
 from metis.config_files import config_error, read_yaml
-from metis.errors import ConfigError, InvalidRequestError
+from metis.errors import ConfigError, InvalidRequestError, NotConfiguredError
 from metis.model.request import CanonicalRequest
 from metis.registry_entries import AdapterStatus, Route, model_route, resolve_adapter
 from metis.registry_file import AdapterEntry, ModelEntry, RegistryFile
@@ -76,18 +76,6 @@ __all__ = [
     "RegistryFile",
     "Route",
 ]
-
-
-class NotConfiguredError(ConfigError):
-    """A model was routed to an adapter that has no API key (docs/models-yaml.md)."""
-
-    def __init__(
-        self, message: str, *, model: str | None, adapter: str, api_key_env: str | None
-    ) -> None:
-        super().__init__(message)
-        self.model = model
-        self.adapter = adapter
-        self.api_key_env = api_key_env
 
 
 # The registry ------------------------------------------------------------------------------
@@ -255,12 +243,28 @@ class Registry:
         return adapter, request
 
     def router(self, name: str, **kwargs: Any) -> Router:
-        """The router for ``routes: {name: ...}`` (keyword arguments go to ``Router``)."""
-        from metis.routing.router import router_for
+        """The router for ``routes: {name: ...}`` (keyword arguments go to ``Router``). A model
+        whose adapter has no key is skipped by the router, as a model string without one is."""
+        from metis.routing.router import Router
+        from metis.routing.targets import RouteTarget
 
         if name not in self.route_specs:
             raise self._unknown(name, "route", list(self.route_specs))
-        return router_for(self, name, self.route_specs[name], **kwargs)
+        spec = self.route_specs[name]
+        targets = []
+        for target in spec.targets():
+            route = self._routes[self._names[target.model]]
+            adapter = self._adapter_for(route.adapter_name, self._overrides[route.model])
+            model = f"{adapter.name}:{route.wire_name}"
+            targets.append(RouteTarget(model, adapter, target.max_retries, target.options))
+        return Router(
+            targets,
+            name=name,
+            fallback_on=spec.fallback_on,
+            max_retries=spec.max_retries,
+            limits=spec.limits,
+            **kwargs,
+        )
 
     def _check_configured(self, adapter_name: str, model_id: str | None) -> None:
         adapter = self._adapters[adapter_name]

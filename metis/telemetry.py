@@ -35,6 +35,7 @@ __all__ = [
     "NullSink",
     "OpenTelemetrySink",
     "RouteDecided",
+    "SharedStateChanged",
     "TelemetryEvent",
     "TelemetrySink",
     "ToolIdStoreFailed",
@@ -158,7 +159,27 @@ class AvailabilityChanged:
         return out
 
 
-RoutingEvent: TypeAlias = RouteDecided | AvailabilityChanged
+@dataclass(frozen=True, slots=True)
+class SharedStateChanged:
+    """A router's shared store (``store``: ``availability``, ``buckets`` or ``slots``, in Redis
+    say) failed or did not answer in time, so the router went on with this process's own state
+    (``state`` ``local``), or it answered again (``state`` ``shared``). ``reason`` says what
+    happened (metis.routing.shared_state)."""
+
+    name: ClassVar[str] = "metis.shared_state_changed"
+    route: str
+    store: str
+    state: str
+    reason: str
+    timestamp: float
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"event": self.name}
+        out.update({f.name: getattr(self, f.name) for f in fields(self)})
+        return out
+
+
+RoutingEvent: TypeAlias = RouteDecided | AvailabilityChanged | SharedStateChanged
 TelemetryEvent: TypeAlias = (
     CallStarted | CallCompleted | CallFailed | ToolIdStoreFailed | RoutingEvent
 )
@@ -210,6 +231,8 @@ def _describe(event: TelemetryEvent) -> str:
     if isinstance(event, RouteDecided):
         steps = "; ".join(f"{model} {outcome} ({reason})" for model, outcome, reason in event.steps)
         return f"{event.name} {event.route} {event.request_id}: {event.served_by}: {steps}"
+    if isinstance(event, SharedStateChanged):
+        return f"{event.name} {event.route} {event.store}: {event.state} ({event.reason})"
     if isinstance(event, AvailabilityChanged):
         return (
             f"{event.name} {event.key}: {event.old_state} -> {event.new_state} "
