@@ -26,11 +26,12 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from metis.adapter import Adapter
+from metis.chat_model import ChatModel
 from metis.count_tokens import TokenCount
 from metis.errors import (
     AdapterError,
@@ -87,6 +88,7 @@ class Router:
         self.availability: AvailabilityStore = availability or InMemoryAvailability()
         self.telemetry = telemetry or NULL_SINK
         self.shared_state_timeout = shared_state_timeout
+        self._outage: set[str] = set()  # the shared stores now standing in locally
         policy = getattr(self.availability, "policy", None)
         self._availability: Fallback[AvailabilityStore] = self._fallback(
             "availability", self.availability, InMemoryAvailability(policy)
@@ -110,6 +112,7 @@ class Router:
             route=self.name,
             telemetry=self.telemetry,
             timeout=self.shared_state_timeout,
+            outage=self._outage,
         )
 
     def __repr__(self) -> str:
@@ -352,3 +355,8 @@ async def _first(events: AsyncIterator[StreamEvent], target: ResolvedTarget) -> 
         return await anext(events)
     except StopAsyncIteration:
         raise ProtocolError(f"{target.model} ended its stream without an event") from None
+
+
+if TYPE_CHECKING:  # mypy holds the router and the adapter to the one interface
+    _ROUTER: type[ChatModel] = Router
+    _ADAPTER: type[ChatModel] = Adapter

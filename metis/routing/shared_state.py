@@ -18,8 +18,9 @@ from __future__ import annotations
 import logging
 import math
 import time
+import weakref
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import anyio
 
@@ -50,7 +51,8 @@ class Fallback(Generic[S]):
         route: str = "",
         telemetry: TelemetrySink = NULL_SINK,
         timeout: float = SHARED_STATE_TIMEOUT,
-        recheck_seconds: float = RECHECK_SECONDS,
+        recheck_seconds: float | None = None,
+        outage: set[str] | None = None,
     ) -> None:
         self.kind = kind
         self.shared = shared
@@ -58,7 +60,9 @@ class Fallback(Generic[S]):
         self.route = route
         self.telemetry = telemetry
         self.timeout = timeout
-        self.recheck_seconds = recheck_seconds
+        self.recheck_seconds = RECHECK_SECONDS if recheck_seconds is None else recheck_seconds
+        self._outage = set() if outage is None else outage
+        """The stores (of one router) now local: the first to go local is the one WARNING."""
         self._local_until = -math.inf
         self._degraded = False
 
@@ -105,7 +109,10 @@ class Fallback(Generic[S]):
         if self._degraded:
             return
         self._degraded = True
-        log.warning(
+        level = logging.INFO if self._outage else logging.WARNING
+        self._outage.add(self.kind)
+        log.log(
+            level,
             "route %s: the shared %s store failed (%s); using this process's own until it "
             "answers again",
             self.route,
@@ -119,6 +126,7 @@ class Fallback(Generic[S]):
         if not self._degraded:
             return
         self._degraded = False
+        self._outage.discard(self.kind)
         log.info("route %s: the shared %s store answers again", self.route, self.kind)
         self._emit("shared", "answered again")
 
@@ -127,7 +135,7 @@ class Fallback(Generic[S]):
         emit_safely(self.telemetry, event)
 
 
-_failing_sinks: set[int] = set()
+_failing_sinks: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def emit_safely(sink: TelemetrySink, event: TelemetryEvent) -> None:
@@ -136,8 +144,12 @@ def emit_safely(sink: TelemetrySink, event: TelemetryEvent) -> None:
     try:
         sink.emit(event)
     except Exception:
-        if id(sink) not in _failing_sinks:
-            _failing_sinks.add(id(sink))
+        try:
+            first = sink not in _failing_sinks
+            _failing_sinks.add(sink)
+        except TypeError:  # a sink that takes no weak reference: logged each time
+            first = True
+        if first:
             log.exception("telemetry sink %r failed on %s; the call goes on", sink, event.name)
 
 
