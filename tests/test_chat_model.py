@@ -20,7 +20,7 @@ def test_an_adapter_and_a_router_are_chat_models() -> None:
     assert metis.ChatModel is ChatModel and "ChatModel" in metis.__all__
 
 
-SNIPPET = '''
+SNIPPET = """
 from metis import ChatModel, build_adapter
 from metis.routing import Router
 
@@ -35,7 +35,7 @@ class OnlyCompletes:
 serve(build_adapter("anthropic", api_key="k"))
 serve(Router(["anthropic:claude-sonnet-4-5"]))
 serve(OnlyCompletes())  # line 15: not a ChatModel
-'''
+"""
 
 
 @pytest.mark.slow
