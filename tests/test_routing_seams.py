@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-import metis.adapter
+import metis.adapter.adapter
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
 from metis.errors import NotConfiguredError
@@ -226,11 +226,11 @@ def count_calls(monkeypatch: pytest.MonkeyPatch, name: str, module: Any) -> list
 async def test_a_fallback_decides_each_models_capabilities_once(
     emulator: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import metis.estimate
-    import metis.stages.capability_check
+    import metis.catalog.estimate
+    import metis.stages.policy.capability_check
 
-    checks = count_calls(monkeypatch, "unmet_needs", metis.stages.capability_check)
-    estimates = count_calls(monkeypatch, "estimate_request_tokens", metis.estimate)
+    checks = count_calls(monkeypatch, "unmet_needs", metis.stages.policy.capability_check)
+    estimates = count_calls(monkeypatch, "estimate_request_tokens", metis.catalog.estimate)
     route = Router(
         [MODELS["anthropic"], MODELS["openai"]],
         adapters=emulated(emulator),
@@ -274,7 +274,7 @@ async def test_a_call_that_waits_for_its_limits_has_one_deadline_for_the_wait_an
             super().__init__(*args, **kwargs)
             deadlines.append(self.deadline)
 
-    monkeypatch.setattr(metis.adapter, "Call", NotedCall)
+    monkeypatch.setattr(metis.adapter.adapter, "Call", NotedCall)
     buckets = WaitingBuckets(0.3)
     timeout = 5.0
     adapters = emulated(emulator, timeout_seconds=timeout)

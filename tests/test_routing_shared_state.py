@@ -21,10 +21,10 @@ coredis = pytest.importorskip("coredis")
 import metis.routing.shared_state as shared_state  # noqa: E402
 from metis.errors import ErrorClass  # noqa: E402
 from metis.model import MessageComplete  # noqa: E402
+from metis.redis.availability import RedisAvailability  # noqa: E402
+from metis.redis.limits import RedisBuckets, RedisSlots  # noqa: E402
 from metis.routing import Limits, Router, State  # noqa: E402
 from metis.routing.availability import Admission, AvailabilityRecord, Change  # noqa: E402
-from metis.routing.availability_redis import RedisAvailability  # noqa: E402
-from metis.routing.limits_redis import RedisBuckets, RedisSlots  # noqa: E402
 from metis.routing.shared_state import Fallback  # noqa: E402
 from metis.telemetry import (  # noqa: E402
     CallStarted,

@@ -8,7 +8,7 @@ makes it available again and forgets the failures; a failed probe cools it down 
 
 The rules are pure functions over an :class:`AvailabilityRecord` and a clock reading, so they
 are tested with a fake clock. :class:`InMemoryAvailability` keeps the records in a dict (one
-process); :mod:`metis.routing.availability_redis` keeps them in Redis, shared by workers.
+process); :mod:`metis.redis.availability` keeps them in Redis, shared by workers.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Protocol
 
+from metis.core.options import checked_init
 from metis.errors import MAX_RETRY_AFTER_SECONDS, ErrorClass
 
 
@@ -28,6 +29,7 @@ class State(StrEnum):
     PROBING = "probing"
 
 
+@checked_init
 @dataclass(frozen=True, slots=True)
 class CooldownPolicy:
     """How long a model cools down: ``base[error class] * 2 ** (failures - 1)``, at least the
@@ -146,6 +148,7 @@ class AvailabilityStore(Protocol):
     async def record(self, key: str) -> AvailabilityRecord: ...
 
 
+@checked_init
 class InMemoryAvailability:
     """The records of one process. ``clock`` is seconds on any monotonic scale."""
 

@@ -7,8 +7,8 @@ that could not be served before its deadline (or at once, with ``on_limit: fail`
 a ``rate_limit`` error and takes nothing. When the call ends, the token bucket is corrected by
 the usage the provider reported (input and output tokens, instead of the estimate).
 
-Buckets and slots live in memory by default; :class:`~metis.routing.limits_redis.RedisBuckets`
-and :class:`~metis.routing.limits_redis.RedisSlots` share them across worker processes (a
+Buckets and slots live in memory by default; :class:`~metis.redis.limits.RedisBuckets`
+and :class:`~metis.redis.limits.RedisSlots` share them across worker processes (a
 shared slot is a lease that ends with the call, or at its deadline if the worker died). A
 limiter given them as :class:`~metis.routing.shared_state.Fallback` (as a router does) goes on
 with its own buckets and slots while the shared ones fail.
@@ -27,11 +27,13 @@ from typing import Literal, Protocol
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from metis.core.options import checked_init
 from metis.errors import RateLimitError
 from metis.model.response import TokenUsage
 from metis.routing.shared_state import Fallback
 
 
+@checked_init
 class Limits(BaseModel):
     """The limits of one provider or model (``limits:`` in a route of models.yaml)."""
 
@@ -79,6 +81,7 @@ class _Bucket:
     stamp: float
 
 
+@checked_init
 class InMemoryBuckets:
     """The buckets of one process. ``clock`` is seconds on any monotonic scale."""
 
@@ -156,6 +159,7 @@ class Admitted:
             await self.limiter.bucket_store.run(lambda b: b.give_back(name, per_minute, unused))
 
 
+@checked_init
 class Limiter:
     """Admits calls to one provider or model (``key``) within its :class:`Limits`."""
 

@@ -30,9 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from metis.adapter import Adapter
-from metis.chat_model import ChatModel
-from metis.count_tokens import TokenCount
+from metis.adapter.adapter import Adapter
+from metis.adapter.chat_model import ChatModel
+from metis.adapter.count_tokens import TokenCount
+from metis.catalog.estimate import estimate_request_tokens
+from metis.core.options import checked_init
 from metis.errors import (
     AdapterError,
     ConfigError,
@@ -41,7 +43,6 @@ from metis.errors import (
     ProtocolError,
     RateLimitError,
 )
-from metis.estimate import estimate_request_tokens
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
@@ -54,15 +55,16 @@ from metis.routing.limits import Buckets, InMemoryBuckets, InMemorySlots, Limits
 from metis.routing.shared_state import SHARED_STATE_TIMEOUT, Fallback, emit_safely
 from metis.routing.spec import DEFAULT_FALLBACK_ON, TargetSpec, error_classes
 from metis.routing.targets import ResolvedTarget, RouteTarget, Targets
-from metis.stages.capability_check import unmet_needs
+from metis.stages.policy.capability_check import unmet_needs
 from metis.telemetry import NULL_SINK, AvailabilityChanged, TelemetrySink
 
 AVAILABILITY_ERRORS = DEFAULT_FALLBACK_ON
 """The error classes that say a model is unavailable (and cool it down)."""
 
 
+@checked_init
 class Router:
-    """A :class:`~metis.chat_model.ChatModel` (``complete``, ``stream``, ``count_tokens``,
+    """A :class:`~metis.ChatModel` (``complete``, ``stream``, ``count_tokens``,
     ``capabilities_for``, ``aclose``; and ``cancel``, ``estimate_input_tokens``) over an ordered
     list of models; see the module's docstring."""
 

@@ -9,17 +9,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from metis.adapter import Adapter
-from metis.adapter_checks import missing_key
-from metis.config import AdapterConfig
+from metis.adapter.adapter import Adapter
+from metis.adapter.checks import missing_key
+from metis.catalog.estimate import TokenProfile
 from metis.errors import ConfigError, NotConfiguredError
-from metis.estimate import TokenProfile
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
-from metis.pipeline.stack import load_stack
+from metis.pipeline.config import AdapterConfig
 from metis.routing.limits import Buckets, Limiter, Limits, SharedSlots
 from metis.routing.shared_state import Fallback
 from metis.routing.spec import TargetSpec, validated_options
+from metis.stacks.loader import load_stack
 
 log = logging.getLogger("metis")
 
