@@ -107,15 +107,14 @@ class Adapter:
     def stream(
         self, request: CanonicalRequest, terms: CallTerms | None = None
     ) -> AsyncIterator[StreamEvent]:
-        """Yield the canonical events of one call, ending with ``message.complete``. (The
-        call's own generator, handed over as it is.) ``terms``: what a router settled."""
+        """One call's canonical events, ending with ``message.complete`` (its own generator)."""
         return self._run(request, terms or NO_TERMS, stream_by_default=True)
 
     async def complete(
         self, request: CanonicalRequest, terms: CallTerms | None = None
     ) -> CanonicalResponse:
         """One call, folded from the same events ``stream()`` yields (a whole-body call unless
-        the request sets ``stream=True``); ``terms`` as for :meth:`stream`."""
+        the request sets ``stream=True``). ``terms``: what a router settled for the call."""
         started = time.monotonic()
         final: MessageComplete | None = None
         try:
@@ -188,7 +187,8 @@ class Adapter:
             self._initialized = False
             await self.close()
 
-    aclose = dispose  # the closing verb of metis.ChatModel
+    async def aclose(self) -> None:  # the closing verb of metis.ChatModel
+        await self.dispose()
 
     def http_client(self) -> AsyncHTTPClient:
         """The client this adapter sends with (made on first use when none was given)."""
