@@ -94,7 +94,7 @@ async def main() -> None:
                 history.append(Message.tool(*results))
             else:
                 print(f"    {reply.text}")
-        await router.close()
+        await router.aclose()
         for adapter in adapters.values():
             await adapter.close()
 
