@@ -14,7 +14,7 @@ import pytest
 import metis.adapter.adapter
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
-from metis.errors import NotConfiguredError
+from metis.errors import ErrorClass, NotConfiguredError
 from metis.model import MessageComplete
 from metis.pipeline.call import Call
 from metis.registry import Registry
@@ -146,6 +146,33 @@ async def test_a_registry_route_skips_a_model_whose_adapter_has_no_key(
             assert (await route.complete(ask())).provider == "openai"
     assert decision(sink).steps[0][1] == "skipped"
     assert [r.provider for r in emulator.requests] == ["openai"]
+
+
+@pytest.mark.anyio
+async def test_a_credential_missing_only_when_called_is_a_skip_too(emulator: Emulator) -> None:
+    """A cloud token, say, is looked for when the call is made: the model is skipped then."""
+    adapters = emulated(emulator)
+
+    async def no_token(*args: Any, **kwargs: Any) -> Any:
+        raise NotConfiguredError(
+            "anthropic: no token: set CLOUD_TOKEN",
+            model=MODELS["anthropic"],
+            adapter="anthropic",
+            api_key_env="CLOUD_TOKEN",
+        )
+
+    adapters["anthropic"].complete = no_token  # type: ignore[method-assign]
+    sink = ListSink()
+    route = Router([MODELS["anthropic"], MODELS["openai"]], adapters=adapters, telemetry=sink)
+    with anyio.fail_after(DEADLINE):
+        assert (await route.complete(ask())).provider == "openai"
+    assert decision(sink).steps[0][1:] == (
+        "skipped",
+        "not configured: anthropic: no token: set CLOUD_TOKEN",
+    )
+    alone = Router([MODELS["anthropic"]], adapters=adapters)
+    with anyio.fail_after(DEADLINE), pytest.raises(NotConfiguredError, match="CLOUD_TOKEN"):
+        await alone.complete(ask())
 
 
 # Lifecycles --------------------------------------------------------------------------------
@@ -356,6 +383,47 @@ async def test_another_call_cancelled_during_the_probe_does_not_admit_a_second_p
             assert (await route.complete(ask())).provider == "openai"
             assert "another call is probing it" in decision(sink).steps[0][2]
             probe.cancel()
+
+
+class NeverRefilled(InMemoryBuckets):
+    """A bucket that keeps every caller waiting (and is this process's own)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = anyio.Event()
+
+    async def reserve(
+        self, name: str, per_minute: float, amount: float, max_wait: float
+    ) -> float | None:
+        self.asked.set()
+        await anyio.sleep_forever()
+        raise AssertionError
+
+
+@pytest.mark.anyio
+async def test_a_probe_cancelled_while_it_waits_for_its_limits_frees_the_model(
+    emulator: Emulator,
+) -> None:
+    now = [0.0]
+    availability = InMemoryAvailability(clock=lambda: now[0])
+    buckets = NeverRefilled()
+    route = Router(
+        [MODELS["anthropic"], MODELS["openai"]],
+        adapters=emulated(emulator),
+        availability=availability,
+        limits={"anthropic": Limits(requests_per_minute=60)},
+        buckets=buckets,
+    )
+    await availability.failed(MODELS["anthropic"], ErrorClass.OVERLOADED, None)
+    now[0] += 60
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as group:
+            group.start_soon(route.complete, ask())
+            await buckets.asked.wait()  # the probe, admitted, waits for its limits
+            assert (await availability.record(MODELS["anthropic"])).state is State.PROBING
+            group.cancel_scope.cancel()
+    record = await availability.record(MODELS["anthropic"])
+    assert record.state is State.COOLING_DOWN and record.until == now[0]  # free to probe now
 
 
 # Telemetry cannot cost an answer -----------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from metis.errors import AdapterError, CapabilityError, OverloadedError
+from metis.errors import AdapterError, CapabilityError, NotConfiguredError, OverloadedError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import CallTerms
 from metis.routing.limits import Admitted
@@ -14,6 +14,7 @@ from metis.routing.targets import ResolvedTarget
 from metis.telemetry import RouteDecided, TelemetrySink
 
 CANNOT_SERVE = "cannot serve: "
+NOT_CONFIGURED = "not configured: "
 
 
 @dataclass(slots=True)
@@ -43,9 +44,15 @@ class RouteCall:
     telemetry: TelemetrySink
     steps: list[tuple[str, str, str]] = field(default_factory=list)
     last: AdapterError | None = None
+    unconfigured: NotConfiguredError | None = None
+    """The last credential a model's adapter looked for in vain when called."""
 
     def skipped(self, target: ResolvedTarget, reason: str) -> None:
         self.steps.append((target.model, "skipped", reason))
+
+    def not_configured(self, target: ResolvedTarget, error: NotConfiguredError) -> None:
+        self.unconfigured = error
+        self.skipped(target, f"{NOT_CONFIGURED}{error}")
 
     def failed(self, target: ResolvedTarget, error: AdapterError) -> None:
         self.last = error
@@ -66,15 +73,21 @@ class RouteCall:
         )
         emit_safely(self.telemetry, event)
 
-    def exhausted(self) -> AdapterError:
+    def exhausted(self) -> Exception:
         """The error when no model served: the last model's own, with every step in a note;
-        else a CapabilityError (none could serve it) or an OverloadedError (none was free)."""
+        else the missing credential (no model could be called), a CapabilityError (none could
+        serve it) or an OverloadedError (none was free)."""
         self.decided(None)
         summary = "; ".join(f"{model} {outcome}: {reason}" for model, outcome, reason in self.steps)
+        note = f"route {self.route}: every model failed or was skipped: {summary}"
+        reasons = [reason for _, _, reason in self.steps]
         if self.last is not None:
-            self.last.add_note(f"route {self.route}: every model failed or was skipped: {summary}")
+            self.last.add_note(note)
             return self.last
-        if all(reason.startswith(CANNOT_SERVE) for _, _, reason in self.steps):
+        if self.unconfigured is not None and all(r.startswith(NOT_CONFIGURED) for r in reasons):
+            self.unconfigured.add_note(note)
+            return self.unconfigured
+        if all(reason.startswith(CANNOT_SERVE) for reason in reasons):
             return CapabilityError(
                 f"no model of route {self.route} can serve this request: {summary}",
                 request_id=self.request.request_id,

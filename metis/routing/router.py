@@ -229,7 +229,7 @@ class Router:
             try:
                 yield attempt
             except NotConfiguredError as error:  # a credential the adapter looked for in vain
-                call.skipped(target, f"not configured: {error}")
+                call.not_configured(target, error)
                 await self._leave_probe(attempt)
             except AdapterError as error:
                 if attempt.served:
@@ -250,14 +250,8 @@ class Router:
             call.skipped(target, target.unconfigured)
             return None
         deadline = anyio.current_time() + target.adapter.config.timeout_seconds
-        if target.adapter.init_on_first_call:
-            try:
-                await target.adapter.init()
-            except AdapterError as error:
-                if await self._failed(call, target, error, probe=False):
-                    return None
-                call.decided(None)
-                raise
+        if not await self._initialized(call, target):
+            return None
         routed = target.request_for(call.request)
         estimate = estimate_request_tokens(routed, target.profile)
         problems = unmet_needs(routed, target.capabilities, target.profile, estimate=estimate)
@@ -274,6 +268,23 @@ class Router:
         terms = CallTerms(deadline, target.max_retries, capabilities_checked=True)
         return Attempt(target, routed, terms, deadline, admission.probe, estimate)
 
+    async def _initialized(self, call: RouteCall, target: ResolvedTarget) -> bool:
+        """The lifecycle's ``init`` (once) for an adapter built to run it before its first
+        call; False (the step recorded) when it failed and the route moves on."""
+        if not target.adapter.init_on_first_call:
+            return True
+        try:
+            await target.adapter.init()
+        except NotConfiguredError as error:
+            call.not_configured(target, error)
+            return False
+        except AdapterError as error:
+            if await self._failed(call, target, error, probe=False):
+                return False
+            call.decided(None)
+            raise
+        return True
+
     async def _limited(self, call: RouteCall, attempt: Attempt, held: AsyncExitStack) -> bool:
         """Whether the model's limits let the call through before its deadline (the budget
         they grant is held in ``held``); if not, the step is recorded."""
@@ -287,6 +298,9 @@ class Router:
             call.skipped(attempt.target, refusal.message)
             await self._leave_probe(attempt)
             return False
+        except BaseException:  # cancelled while waiting its turn
+            await self._leave_probe(attempt)
+            raise
         return True
 
     async def _served(self, call: RouteCall, attempt: Attempt, usage: TokenUsage | None) -> None:
