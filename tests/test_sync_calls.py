@@ -157,7 +157,10 @@ def test_the_sync_forms_serve_a_thread_that_runs_an_event_loop(at_emulator: Emul
         assert text and isinstance(last, MessageComplete)
 
 
-def test_a_router_is_refused_inside_a_running_loop_pointing_at_valid_async_code() -> None:
+def test_a_router_is_refused_inside_a_running_loop_pointing_at_valid_async_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")  # a route with no key is refused
     router = Router([MODEL])
 
     async def cell() -> None:
