@@ -96,7 +96,7 @@ async def main() -> None:
                 print(f"    {reply.text}")
         await router.aclose()
         for adapter in adapters.values():
-            await adapter.close()
+            await adapter.aclose()
 
 
 def report(number: int, decision: RouteDecided | None) -> None:

@@ -157,10 +157,7 @@ def test_the_sync_forms_serve_a_thread_that_runs_an_event_loop(at_emulator: Emul
         assert text and isinstance(last, MessageComplete)
 
 
-def test_a_router_is_refused_inside_a_running_loop_pointing_at_valid_async_code(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")  # a route with no key is refused
+def test_a_router_is_refused_inside_a_running_loop_pointing_at_valid_async_code() -> None:
     router = Router([MODEL])
 
     async def cell() -> None:
@@ -238,13 +235,13 @@ def test_stopping_the_loop_closes_its_adapters(
     at_emulator: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     disposed: list[Adapter] = []
-    dispose = Adapter.dispose
+    aclose = Adapter.aclose
 
     async def recording(self: Adapter) -> None:
         disposed.append(self)
-        await dispose(self)
+        await aclose(self)
 
-    monkeypatch.setattr(Adapter, "dispose", recording)
+    monkeypatch.setattr(Adapter, "aclose", recording)
     loop = background.BackgroundLoop()
     assert loop.call(functools.partial(metis.acomplete, MODEL, "Hi")).text
     assert disposed == []

@@ -52,7 +52,7 @@ class RouteCall:
 
     def not_configured(self, target: ResolvedTarget, error: NotConfiguredError) -> None:
         self.unconfigured = error
-        self.skipped(target, f"{NOT_CONFIGURED}{error}")
+        self.skipped(target, f"{NOT_CONFIGURED}{error.message}")
 
     def failed(self, target: ResolvedTarget, error: AdapterError) -> None:
         self.last = error

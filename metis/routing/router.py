@@ -34,6 +34,7 @@ from metis.adapter.adapter import Adapter
 from metis.adapter.chat_model import ChatModel
 from metis.adapter.count_tokens import TokenCount
 from metis.catalog.estimate import estimate_request_tokens
+from metis.core.deprecation import warn_deprecated
 from metis.core.options import checked_init
 from metis.errors import (
     AdapterError,
@@ -174,13 +175,14 @@ class Router:
 
     # The rest of the adapter interface ---------------------------------------------------------
 
-    async def cancel(self, request_id: str) -> bool:
+    def cancel(self, request_id: str) -> bool:
         """Cancel the call wherever it is running (see :meth:`Adapter.cancel`)."""
         adapters = {id(t.adapter): t.adapter for t in self.targets}.values()
-        return any([await adapter.cancel(request_id) for adapter in adapters])
+        return any([adapter.cancel(request_id) for adapter in adapters])
 
     async def close(self) -> None:
-        """The same as :meth:`aclose`."""
+        """Deprecated: :meth:`aclose`."""
+        warn_deprecated("Router.close()", "Router.aclose()")
         await self.aclose()
 
     async def __aenter__(self) -> Router:
@@ -207,7 +209,8 @@ class Router:
         return model
 
     def _callable(self) -> list[ResolvedTarget]:
-        return [t for t in self.targets if t.unconfigured is None]
+        """The models that have their keys (all of them when none has: a call says so)."""
+        return [t for t in self.targets if t.missing_key is None] or self.targets
 
     # One model's turn --------------------------------------------------------------------------
 
@@ -246,8 +249,9 @@ class Router:
     async def _admitted(self, call: RouteCall, target: ResolvedTarget) -> Attempt | None:
         """The checks before any wait, in order: the key, the lifecycle's ``init``, the
         capabilities (decided once, and handed to the adapter), the availability."""
-        if target.unconfigured is not None:
-            call.skipped(target, target.unconfigured)
+        missing = target.not_configured()
+        if missing is not None:
+            call.not_configured(target, missing)
             return None
         deadline = anyio.current_time() + target.adapter.config.timeout_seconds
         if not await self._initialized(call, target):

@@ -47,8 +47,17 @@ class ResolvedTarget:
     limiter: Limiter | None
     max_retries: int | None
     """The call's retries on this model; None: the adapter's own."""
-    unconfigured: str | None
+    missing_key: NotConfiguredError | None
     """Why the model cannot be called (no key), found when the route was built; None if it can."""
+
+    def not_configured(self) -> NotConfiguredError | None:
+        """A fresh error for a call that finds the model without its key (None: it has one)."""
+        found = self.missing_key
+        if found is None:
+            return None
+        return NotConfiguredError(
+            found.message, model=found.model, adapter=found.adapter, api_key_env=found.api_key_env
+        )
 
     def request_for(self, request: CanonicalRequest) -> CanonicalRequest:
         return request.model_copy(update={**self.options, "model": self.model})
@@ -82,23 +91,13 @@ class Targets:
         self, route: str, targets: Sequence[str | RouteTarget | TargetSpec], max_retries: int | None
     ) -> list[ResolvedTarget]:
         """Every model of the route. A model without its key is kept, to be skipped (with one
-        WARNING now); a route none of whose models has its key is a NotConfiguredError. A model
-        with no retries set moves on at its first failure when a model that can be called comes
-        after it, and keeps its adapter's own retries when none does."""
+        WARNING now). A model with no retries set moves on at its first failure when a model
+        that can be called comes after it, and keeps its adapter's own retries when none does."""
         resolved = [self.resolve(target, max_retries) for target in targets]
-        callable_ = [i for i, t in enumerate(resolved) if t.unconfigured is None]
-        if not callable_:
-            reasons = "; ".join(f"{t.model}: {t.unconfigured}" for t in resolved)
-            first = resolved[0]
-            raise NotConfiguredError(
-                f"route {route}: no model can be called: {reasons}",
-                model=first.model,
-                adapter=first.adapter.name,
-                api_key_env=first.adapter.stack.auth.env,
-            )
+        callable_ = [i for i, t in enumerate(resolved) if t.missing_key is None]
         for index, target in enumerate(resolved):
-            if target.unconfigured is not None:
-                reason = target.unconfigured
+            if target.missing_key is not None:
+                reason = target.missing_key.message
                 log.warning("route %s: %s will be skipped: %s", route, target.model, reason)
             elif target.max_retries is None and index < callable_[-1]:
                 target.max_retries = 0
@@ -124,7 +123,7 @@ class Targets:
             profile=adapter.stack.token_estimate.for_model(wire_model),
             limiter=self._limiter(key, adapter.name),
             max_retries=spec.max_retries if spec.max_retries is not None else max_retries,
-            unconfigured=None if missing is None else f"not configured: {missing}",
+            missing_key=missing,
         )
 
     async def aclose(self) -> None:
