@@ -851,7 +851,8 @@ async def test_a_cancel_while_redis_holds_the_write_ends_the_stream_cancelled(
 ) -> None:
     """docs/contract.md §1-2: cancel() is True only for a call it cancelled, and such a stream
     ends with message.complete, stop reason cancelled, its content kept."""
-    provider = ScriptedProvider("anthropic", [tools(("weather", {"city": "Oslo"}), say="checking")])
+    script = [tools(("weather", {"city": "Oslo"}), say="checking")]
+    provider = Emulator(model=script, models="any")
     url = f"redis://127.0.0.1:{own_server.port}"
     store = _WatchedStore(url, timeout=30)
     store.writing = anyio.Event()
