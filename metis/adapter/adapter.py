@@ -232,7 +232,7 @@ class Adapter:
                         call.cancel.finished = True  # delivered: nothing left to cancel
                     yield event
         except Exception as exc:
-            scrub_error(exc, self.endpoint.secrets)
+            scrub_error(exc, call.secrets)  # the endpoint's, and credentials fetched for the call
             raise
         finally:
             call.cancel.finished = True

@@ -24,7 +24,8 @@ class DropRecord:
     ``message.complete.warnings``) and the session memory that warns of each drop once."""
 
     secrets: tuple[str, ...] = ()
-    """Values hidden from the drop reasons (the adapter's key: a reason may quote the server)."""
+    """Values hidden from the drop reasons, errors and telemetry of the call: the adapter's
+    (its key: a reason may quote the server), and those fetched for it (:meth:`Call.add_secret`)."""
     warned: SessionWarnings = field(default_factory=lambda: session_warnings)
     """Which drops each session was already warned about."""
     warnings: list[DroppedContent] = field(default_factory=list)
@@ -80,6 +81,20 @@ class Call:
     """What the call left out, reported with its result (:meth:`warn_dropped`)."""
     terms: CallTerms = field(default_factory=lambda: NO_TERMS)
     """What the caller above the adapter settled for the call (its retries, its check)."""
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What no error, warning or telemetry event of this call may show: the adapter's
+        secrets and the credentials fetched for the call (longest first)."""
+        return self.drops.secrets
+
+    def add_secret(self, *values: str | None) -> None:
+        """Hide ``values`` too: credentials a stage fetched for this call (a cloud access
+        token, an AWS secret key or session token), which a server may echo back."""
+        new = [value for value in values if value and value not in self.drops.secrets]
+        if new:
+            found = (*self.drops.secrets, *new)
+            self.drops.secrets = tuple(sorted(set(found), key=len, reverse=True))
 
     @property
     def warnings(self) -> list[DroppedContent]:
