@@ -19,6 +19,9 @@ _EXPORTS = {
     "acount_tokens": "metis.calls",
     "CallOptions": "metis.calls",
     "TokenCount": "metis.adapter.count_tokens",
+    "Session": "metis.sessions",
+    "SessionBusyError": "metis.sessions",
+    "RunResult": "metis.sessions",
     "UnknownOptionError": "metis.core.options",
     "MessageDict": "metis.model.dicts",
     "tool": "metis.tools",
@@ -205,6 +208,9 @@ if TYPE_CHECKING:
     from metis.registry.registry import Registry as Registry
     from metis.registry.registry import Route as Route
     from metis.routing import Router as Router
+    from metis.sessions import RunResult as RunResult
+    from metis.sessions import Session as Session
+    from metis.sessions import SessionBusyError as SessionBusyError
     from metis.stacks.loader import load_stack as load_stack
     from metis.telemetry import ListSink as ListSink
     from metis.telemetry import LoggingSink as LoggingSink
