@@ -69,23 +69,24 @@ class _Tally:
 async def run_events(
     conversation: Conversation,
     new: list[Message],
-    options: ModelOptions,
+    overrides: ModelOptions,
     settings: RunSettings,
     control: TurnControl,
 ) -> AsyncGenerator[StreamEvent | RunEvent, None]:
-    """The run's events, ending with ``run.complete``; the history grows as it goes."""
+    """The run's events, ending with ``run.complete``; the history grows as it goes. The
+    model and the session's options are read again at each step."""
     mark = len(conversation.history)
     conversation.history.extend(new)
-    tools = options.get("tools", ())
-    runnable = tools_by_name([t for t in tools if not isinstance(t, ToolDefinition)])
-    answered_elsewhere = {t.name for t in tools if isinstance(t, ToolDefinition)}
     tally = _Tally(list(new), TokenUsage(), [])
     step = 0
     while True:
         step += 1
         record = CallRecord()
         yield StepStart(step, label(conversation.model))
-        async for event in conversation.call(options, control, record, mark if step == 1 else None):
+        tools = conversation.options_with(overrides).get("tools", ())
+        async for event in conversation.call(
+            overrides, control, record, mark if step == 1 else None
+        ):
             yield event
         response = _counted(record, tally)
         calls = [b for b in _kept(record) if isinstance(b, ToolUseBlock)]
@@ -93,9 +94,10 @@ async def run_events(
         results: Message | None = None
         if control.cancelled:
             reason = "cancelled"
-        elif any(call.name in answered_elsewhere for call in calls):
+        elif any(isinstance(t, ToolDefinition) and t.name == c.name for t in tools for c in calls):
             reason = "tool_calls_pending"
         elif calls:
+            runnable = tools_by_name([t for t in tools if not isinstance(t, ToolDefinition)])
             results = await _answer(conversation, calls, runnable, settings, control)
             tally.messages.append(results)
             for call, result in zip(calls, results.content, strict=True):

@@ -17,7 +17,13 @@ from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 
 from metis.adapter.adapter import Adapter
-from metis.calls.request import ModelLike, ModelOptions, build_request
+from metis.calls.request import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    CallOptions,
+    ModelLike,
+    ModelOptions,
+    build_request,
+)
 from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.response import StopKind, TokenUsage
@@ -64,21 +70,24 @@ class Conversation:
         self.keeper = StateKeeper(session_id, provider_state)
         self.usage = usage
 
+    def options_with(self, overrides: ModelOptions) -> ModelOptions:
+        """The session's options as they are now, with a turn's ``overrides``."""
+        merged: ModelOptions = {**self.options, **overrides}
+        return merged
+
     async def call(
-        self, options: ModelOptions, control: TurnControl, record: CallRecord, mark: int | None
+        self, overrides: ModelOptions, control: TurnControl, record: CallRecord, mark: int | None
     ) -> AsyncGenerator[StreamEvent, None]:
-        """One model call over the history with ``options`` (the session's, overridden),
-        its events yielded and its reply appended as it ended. When it fails or is cancelled
-        with nothing arrived, the history is cut back to ``mark`` (if given)."""
+        """One model call over the history with the session's options (as they are now) and
+        ``overrides``, its events yielded and its reply appended as it ended. When it fails or
+        is cancelled with nothing arrived, the history is cut back to ``mark`` (if given)."""
+        options = self.options_with(overrides)
         kept = finished = False
         try:
             async with resolved(self.model, self.adapters, options) as found:
                 record.model = found.label
                 request = build_request(
-                    found.chat,
-                    found.model,
-                    self.history,
-                    {**options, "session_id": self.session_id},
+                    found.chat, found.model, self.history, self._call_options(found, options)
                 )
                 request, budget, compacted = await fitted(
                     found, request, self.context_check, self.compact
@@ -100,6 +109,17 @@ class Conversation:
         finally:
             if not kept and not finished and mark is not None:
                 del self.history[mark:]
+
+    def _call_options(self, found: Resolved, options: ModelOptions) -> CallOptions:
+        """The call's options: the session's id, and a reply limit that leaves the input at
+        least half the window (the one-line calls' default otherwise)."""
+        with_id: CallOptions = {**options, "session_id": self.session_id}
+        if "max_output_tokens" not in options:
+            caps = found.chat.capabilities_for(found.wire_model)
+            half = max(1, caps.max_context_tokens // 2)
+            limit = min(caps.max_output_tokens, DEFAULT_MAX_OUTPUT_TOKENS, half)
+            with_id["max_output_tokens"] = limit
+        return with_id
 
     def _keep(self, reply: Reply) -> bool:
         message = reply.kept = reply.message()

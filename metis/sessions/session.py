@@ -136,8 +136,14 @@ class Session:
 
     @property
     def options(self) -> ModelOptions:
-        """The session's default options (a copy)."""
+        """The session's default options (a copy; assign new ones, between turns or steps,
+        when the next model needs others: a swap to a model that cannot think, say)."""
         return ModelOptions(**self._conversation.options)
+
+    @options.setter
+    def options(self, options: Mapping[str, Any]) -> None:
+        check_options("Session.options", options, SESSION_OPTIONS, _HINTS)
+        self._conversation.options = ModelOptions(**options)  # type: ignore[typeddict-item]
 
     @property
     def usage(self) -> TokenUsage:
@@ -156,11 +162,11 @@ class Session:
     ) -> CanonicalResponse:
         """Send ``message`` (or, without one, the history as it is) and return the reply,
         appended to the history. Options override the session's for this turn."""
-        merged = self._merged("send", options)
+        overrides = self._checked("send", options)
         record = CallRecord()
         with self._turn("send") as control:
             mark = self._begin(message)
-            events = self._conversation.call(merged, control, record, mark)
+            events = self._conversation.call(overrides, control, record, mark)
             try:
                 async with aclosing(events):
                     async for _ in events:
@@ -181,8 +187,8 @@ class Session:
         """Send ``message`` and yield the reply's canonical events, ending with
         ``message.complete``; the reply is appended when the stream ends (what arrived of it,
         if it is left early or cancelled)."""
-        merged = self._merged("stream", options)
-        return self._streamed(message, merged)
+        overrides = self._checked("stream", options)
+        return self._streamed(message, overrides)
 
     async def _streamed(
         self, message: MessagesLike | None, options: ModelOptions
@@ -243,12 +249,12 @@ class Session:
         ``run.complete``; the model is read again at each ``step.start``."""
         if max_steps < 1:
             raise ConfigError(f"max_steps is at least 1, got {max_steps}")
-        merged = self._merged("run", options)
+        overrides = self._checked("run", options)
         output = TypeAdapter(output_type) if output_type is not None else None
         if output is not None:
-            merged["output_schema"] = output.json_schema()
+            overrides["output_schema"] = output.json_schema()
         settings = RunSettings(max_steps, tool_timeout_seconds, output)
-        return self._run(message, merged, settings)
+        return self._run(message, overrides, settings)
 
     async def _run(
         self, message: MessagesLike | None, options: ModelOptions, settings: RunSettings
@@ -277,7 +283,7 @@ class Session:
     ) -> CanonicalResponse:
         """:meth:`asend` for code without an event loop (run on metis's own, as
         ``metis.complete``; Ctrl-C cancels the turn)."""
-        self._merged("send", options)
+        self._checked("send", options)
         loop = blocking_loop("send", self.model)
         return loop.call(functools.partial(self.asend, message, **options))
 
@@ -285,7 +291,7 @@ class Session:
         self, message: MessagesLike | None = None, **options: Unpack[ModelOptions]
     ) -> Iterator[StreamEvent]:
         """:meth:`astream` for code without an event loop."""
-        self._merged("stream", options)
+        self._checked("stream", options)
         loop = blocking_loop("stream", self.model)
         return loop.iterate(functools.partial(self.astream, message, **options))
 
@@ -301,7 +307,7 @@ class Session:
     ) -> RunResult:
         """:meth:`arun` for code without an event loop (``on_event`` is called on metis's
         loop, between the run's steps as they happen)."""
-        self._merged("run", options)
+        self._checked("run", options)
         loop = blocking_loop("run", self.model)
         run = functools.partial(
             self.arun,
@@ -374,10 +380,11 @@ class Session:
             self._control = None
             self._lock.release()
 
-    def _merged(self, what: str, options: Mapping[str, Any]) -> ModelOptions:
+    def _checked(self, what: str, options: Mapping[str, Any]) -> ModelOptions:
+        """A turn's options, checked: they override the session's, read at each call."""
         check_options(f"Session.{what}()", options, SESSION_OPTIONS, _HINTS)
-        merged: ModelOptions = {**self._conversation.options, **options}  # type: ignore[typeddict-item]
-        return merged
+        checked: ModelOptions = {**options}  # type: ignore[typeddict-item]
+        return checked
 
     def _new(self, message: MessagesLike | None) -> list[Message]:
         new = as_messages(message) if message is not None else []
