@@ -19,6 +19,7 @@ tools or the step limit is reached.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,10 +85,10 @@ async def run_events(
         record = CallRecord()
         yield StepStart(step, label(conversation.model))
         tools = conversation.options_with(overrides).get("tools", ())
-        async for event in conversation.call(
-            overrides, control, record, mark if step == 1 else None
-        ):
-            yield event
+        step_events = conversation.call(overrides, control, record, mark if step == 1 else None)
+        async with aclosing(step_events):
+            async for event in step_events:
+                yield event
         response = _counted(record, tally)
         calls = [b for b in _kept(record) if isinstance(b, ToolUseBlock)]
         reason: RunEnd | None = None

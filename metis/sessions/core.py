@@ -14,6 +14,7 @@ What the history keeps of a call (docs/sessions.md):
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass
 
 from metis.adapter.adapter import Adapter
@@ -99,11 +100,12 @@ class Conversation:
                 await self.keeper.before_call(found.servers)
                 reply = record.reply = Reply(found, request, budget.input_tokens if budget else 0)
                 try:
-                    async for event in stream_reply(found, request, reply, control):
-                        if isinstance(event, MessageComplete):
-                            finished = event.stop_reason.kind not in UNFINISHED
-                            await self._completed(found, event)
-                        yield event
+                    async with aclosing(stream_reply(found, request, reply, control)) as events:
+                        async for event in events:
+                            if isinstance(event, MessageComplete):
+                                finished = event.stop_reason.kind not in UNFINISHED
+                                await self._completed(found, event)
+                            yield event
                 finally:
                     kept = self._keep(reply)
         finally:

@@ -35,6 +35,7 @@ from metis.sessions.events import RunComplete, RunEvent, RunResult
 from metis.sessions.models import checked_model
 from metis.sessions.provider_state import ProviderState
 from metis.sessions.saved import read_saved, restored, saved_session
+from metis.sessions.stream import TurnStream
 
 T = TypeVar("T")
 SESSION_OPTIONS = ModelOptions.__optional_keys__
@@ -183,12 +184,13 @@ class Session:
 
     def astream(
         self, message: MessagesLike | None = None, **options: Unpack[ModelOptions]
-    ) -> AsyncGenerator[StreamEvent, None]:
+    ) -> TurnStream[StreamEvent]:
         """Send ``message`` and yield the reply's canonical events, ending with
         ``message.complete``; the reply is appended when the stream ends (what arrived of it,
-        if it is left early or cancelled)."""
+        if it is closed early or cancelled). Leave early inside ``async with``
+        (:class:`~metis.sessions.stream.TurnStream`)."""
         overrides = self._checked("stream", options)
-        return self._streamed(message, overrides)
+        return TurnStream(self._streamed(message, overrides))
 
     async def _streamed(
         self, message: MessagesLike | None, options: ModelOptions
@@ -225,7 +227,7 @@ class Session:
             **options,
         )
         result: RunResult | None = None
-        async with aclosing(events):
+        async with events:
             async for event in events:
                 if on_event is not None:
                     handled = on_event(event)
@@ -244,9 +246,10 @@ class Session:
         tool_timeout_seconds: float | None = None,
         output_type: type[Any] | None = None,
         **options: Unpack[ModelOptions],
-    ) -> AsyncGenerator[StreamEvent | RunEvent, None]:
+    ) -> TurnStream[StreamEvent | RunEvent]:
         """:meth:`arun`'s events as they happen (:mod:`metis.sessions.events`), ending with
-        ``run.complete``; the model is read again at each ``step.start``."""
+        ``run.complete``; the model is read again at each ``step.start``. Leave early inside
+        ``async with`` (:class:`~metis.sessions.stream.TurnStream`)."""
         if max_steps < 1:
             raise ConfigError(f"max_steps is at least 1, got {max_steps}")
         overrides = self._checked("run", options)
@@ -254,7 +257,7 @@ class Session:
         if output is not None:
             overrides["output_schema"] = output.json_schema()
         settings = RunSettings(max_steps, tool_timeout_seconds, output)
-        return self._run(message, overrides, settings)
+        return TurnStream(self._run(message, overrides, settings))
 
     async def _run(
         self, message: MessagesLike | None, options: ModelOptions, settings: RunSettings
