@@ -126,13 +126,13 @@ class Session:
 
     @messages.setter
     def messages(self, messages: MessagesLike) -> None:
-        with self._turn("set messages"):
+        with self._owned("set messages"):
             self._conversation.history[:] = as_messages(messages)
 
     def add(self, *messages: Message | MessageDict) -> None:
         """Append messages to the history between turns (tool results the application
         answered, say)."""
-        with self._turn("add"):
+        with self._owned("add"):
             self._conversation.history.extend(as_messages(list(messages)))
 
     @property
@@ -327,13 +327,13 @@ class Session:
 
     def to_dict(self) -> dict[str, Any]:
         """The session as JSON-ready data (:mod:`metis.sessions.saved`)."""
-        with self._turn("save"):
+        with self._owned("save"):
             saved = saved_session(self._conversation)
         return saved.model_dump(mode="json", exclude_none=True)
 
     def to_json(self) -> str:
         """The session as JSON text; :meth:`from_json` reads it back, on any worker."""
-        with self._turn("save"):
+        with self._owned("save"):
             saved = saved_session(self._conversation)
         return saved.model_dump_json(exclude_none=True)
 
@@ -370,18 +370,27 @@ class Session:
     # Internals -----------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _turn(self, what: str) -> Iterator[TurnControl]:
+    def _owned(self, what: str) -> Iterator[None]:
+        """The session, held for ``what``; refused while a turn is in flight."""
         if not self._lock.acquire(blocking=False):
             raise SessionBusyError(
                 f"session {self.session_id}: {what} while a turn is in flight; a session has "
                 "one owner and one turn at a time (wait for the turn, or cancel() it)"
             )
-        self._control = TurnControl()
         try:
-            yield self._control
+            yield
         finally:
-            self._control = None
             self._lock.release()
+
+    @contextlib.contextmanager
+    def _turn(self, what: str) -> Iterator[TurnControl]:
+        """The session, held for a turn on the running event loop, and the turn's control."""
+        with self._owned(what):
+            self._control = TurnControl()
+            try:
+                yield self._control
+            finally:
+                self._control = None
 
     def _checked(self, what: str, options: Mapping[str, Any]) -> ModelOptions:
         """A turn's options, checked: they override the session's, read at each call."""
