@@ -8,10 +8,9 @@ and per-provider state) and has one owner: one turn at a time; a turn's events a
 from __future__ import annotations
 
 import contextlib
-import functools
 import inspect
 import threading
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, TypeVar, Unpack
 
@@ -27,7 +26,7 @@ from metis.model.dicts import MessageDict
 from metis.model.events import StreamEvent
 from metis.model.response import CanonicalResponse, TokenUsage
 from metis.sessions.agent import DEFAULT_MAX_STEPS, RunSettings, run_events
-from metis.sessions.blocking import blocking_loop
+from metis.sessions.blocking import BlockingForms, EventHandler
 from metis.sessions.context import CONTEXT_CHECKS, Compactor, ContextCheck
 from metis.sessions.control import TurnControl
 from metis.sessions.core import CallRecord, Conversation
@@ -40,14 +39,13 @@ from metis.sessions.stream import TurnStream
 T = TypeVar("T")
 SESSION_OPTIONS = ModelOptions.__optional_keys__
 _HINTS = {"session_id": "the session's id is Session(session_id=...), set once"}
-EventHandler = Callable[[StreamEvent | RunEvent], Awaitable[None] | None]
 
 
 class SessionBusyError(RuntimeError):
     """A turn was started on a session that has one in flight: a session has one owner."""
 
 
-class Session:
+class Session(BlockingForms):
     """One conversation with a model: ``send`` a message and get the reply, ``stream`` a turn's
     events, or ``run`` the agent loop with tools; the history grows as it goes.
 
@@ -278,50 +276,6 @@ class Session:
             return False
         control.cancel()
         return True
-
-    # Without an event loop -----------------------------------------------------------------
-
-    def send(
-        self, message: MessagesLike | None = None, **options: Unpack[ModelOptions]
-    ) -> CanonicalResponse:
-        """:meth:`asend` for code without an event loop (run on metis's own, as
-        ``metis.complete``; Ctrl-C cancels the turn)."""
-        self._checked("send", options)
-        loop = blocking_loop("send", self.model)
-        return loop.call(functools.partial(self.asend, message, **options))
-
-    def stream(
-        self, message: MessagesLike | None = None, **options: Unpack[ModelOptions]
-    ) -> Iterator[StreamEvent]:
-        """:meth:`astream` for code without an event loop."""
-        self._checked("stream", options)
-        loop = blocking_loop("stream", self.model)
-        return loop.iterate(functools.partial(self.astream, message, **options))
-
-    def run(
-        self,
-        message: MessagesLike | None = None,
-        *,
-        max_steps: int = DEFAULT_MAX_STEPS,
-        tool_timeout_seconds: float | None = None,
-        output_type: type[Any] | None = None,
-        on_event: EventHandler | None = None,
-        **options: Unpack[ModelOptions],
-    ) -> RunResult:
-        """:meth:`arun` for code without an event loop (``on_event`` is called on metis's
-        loop, between the run's steps as they happen)."""
-        self._checked("run", options)
-        loop = blocking_loop("run", self.model)
-        run = functools.partial(
-            self.arun,
-            message,
-            max_steps=max_steps,
-            tool_timeout_seconds=tool_timeout_seconds,
-            output_type=output_type,
-            on_event=on_event,
-            **options,
-        )
-        return loop.call(run)
 
     # Saving --------------------------------------------------------------------------------
 
