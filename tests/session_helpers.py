@@ -39,7 +39,7 @@ def thinking_for(session: Session, stack: str) -> dict[str, Any]:
 
 async def close_all(adapters: dict[str, Adapter]) -> None:
     for adapter in adapters.values():
-        await adapter.close()
+        await adapter.aclose()
 
 
 @metis.tool
