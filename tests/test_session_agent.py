@@ -282,3 +282,28 @@ async def test_an_async_event_handler_is_awaited_and_sees_the_run_complete(
     result = await session.arun("What's the weather in Paris and Rome?", on_event=handler)
     assert seen == ["tool.result", "tool.result", "run.complete"] and result.steps == 2
     await close_all(adapters)
+
+
+@pytest.mark.anyio
+async def test_a_cancel_between_a_reply_and_its_tools_answers_every_call_as_cancelled(
+    emulator: Emulator,
+) -> None:
+    adapters = emulated(emulator)
+    meeting = Meeting()
+    session = Session(MODELS["openai"], adapters=adapters, tools=[meeting.tool()])
+
+    def cancel_at_the_reply(event: object) -> None:
+        if getattr(event, "type", "") == "message.complete":
+            session.cancel()
+
+    result = await session.arun(
+        "What's the weather in Paris and Rome?", on_event=cancel_at_the_reply
+    )
+    assert result.reason == "cancelled" and meeting.arrived == 0
+    answers = session.messages[-1].content
+    assert [b.text() for b in answers if isinstance(b, ToolResultBlock)] == [
+        "get_weather was cancelled before it finished",
+        "get_weather was cancelled before it finished",
+    ]
+    assert (await session.asend("Never mind.")).text
+    await close_all(adapters)

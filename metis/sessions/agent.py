@@ -93,17 +93,17 @@ async def run_events(
         calls = [b for b in _kept(record) if isinstance(b, ToolUseBlock)]
         reason: RunEnd | None = None
         results: Message | None = None
-        if control.cancelled:
-            reason = "cancelled"
-        elif any(isinstance(t, ToolDefinition) and t.name == c.name for t in tools for c in calls):
+        if any(isinstance(t, ToolDefinition) and t.name == c.name for t in tools for c in calls):
             reason = "tool_calls_pending"
-        elif calls:
+        elif calls:  # answered even when cancelled (then as cancelled): the history stays valid
             runnable = tools_by_name([t for t in tools if not isinstance(t, ToolDefinition)])
             results = await _answer(conversation, calls, runnable, settings, control)
             tally.messages.append(results)
             for call, result in zip(calls, results.content, strict=True):
                 assert isinstance(result, ToolResultBlock)
                 yield ToolResultEvent(step, call, result)
+        elif control.cancelled:
+            reason = "cancelled"
         elif response.stop_reason.kind is not StopKind.PAUSE_TURN:
             reason = "complete"
         yield StepComplete(step, response, results)
@@ -151,10 +151,11 @@ async def _answer(
         )
 
     try:
-        with control.wait():
-            async with anyio.create_task_group() as group:
-                for i, call in enumerate(calls):
-                    group.start_soon(one, i, call)
+        if not control.cancelled:  # a cancelled run starts none
+            with control.wait():
+                async with anyio.create_task_group() as group:
+                    for i, call in enumerate(calls):
+                        group.start_soon(one, i, call)
     finally:
         message = Message.tool(
             *(r if r is not None else _cancelled(c) for r, c in zip(results, calls, strict=True))
