@@ -14,6 +14,7 @@ import metis
 from metis.core.options import UnknownOptionError
 from metis.errors import ConfigError, InvalidRequestError, NetworkError
 from metis.model import MessageComplete, Role, StopKind, TextDelta
+from metis.routing import Router
 from metis.sessions import Session, SessionBusyError
 from metis.testing.emulator import Emulator
 
@@ -278,3 +279,21 @@ async def test_a_synchronous_form_is_refused_where_it_would_wait_for_itself(
 
     await anyio.to_thread.run_sync(lambda: session.run("Hello", on_event=nested))
     assert errors and "wait for itself" in str(errors[0])
+
+
+@pytest.mark.anyio
+async def test_a_session_over_a_router_runs_on_the_model_that_serves(emulator: Emulator) -> None:
+    adapters = emulated(emulator)
+    route = Router([CLAUDE, MODELS["openai"]], adapters=adapters, max_retries=0, name="main")
+    session = Session(route, tools=[_weather])
+    emulator.push_fault("overloaded", provider="anthropic")
+    result = await session.arun("What's the weather in Paris?")
+    assert result.reason == "complete" and result.steps == 2
+    assert result.response.provider == "route:main"
+    assert result.response.model == MODELS["openai"]  # the route's model that answered
+    assert [r.path for r in emulator.requests][:2] == ["/v1/messages", "/v1/chat/completions"]
+    assert all(cost.priced for cost in result.costs)
+    saved = session.to_json()
+    again = Session.from_json(saved, model=route, tools=[_weather])
+    assert (await again.asend("Thanks!")).text
+    await close_all(adapters)

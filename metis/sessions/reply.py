@@ -22,7 +22,7 @@ from metis.model.events import MessageComplete, StreamEvent, TextDelta
 from metis.model.request import CanonicalRequest
 from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
 from metis.sessions.control import TurnControl
-from metis.sessions.models import Resolved
+from metis.sessions.models import ChatModel, Resolved
 
 CANCELLED = StopReason(kind=StopKind.CANCELLED, raw="Session.cancel()")
 
@@ -65,7 +65,7 @@ class Reply:
         routed = not isinstance(chat, Adapter)
         return CanonicalResponse(
             request_id=self.request.request_id,
-            model=(final.model or self.request.model) if routed else self.request.model,
+            model=served_by(chat, final.model) if routed else self.request.model,
             provider=f"route:{chat.name}" if routed else chat.name,
             content=final.final_content,
             stop_reason=final.stop_reason,
@@ -117,6 +117,20 @@ async def _closing(events: AsyncIterator[StreamEvent]) -> AsyncIterator[AsyncIte
         aclose = getattr(events, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+def served_by(route: ChatModel, reported: str | None) -> str:
+    """The route's model that answered: the one whose provider name is the model the reply
+    reports (``gpt-4o`` for ``gpt-4o-2024-08-06``), when exactly one is; else the report."""
+    targets = getattr(route, "targets", ())
+    found = {
+        target.model
+        for target in targets
+        if reported and reported.startswith(target.adapter.wire_model(target.model))
+    }
+    if len(found) == 1:
+        return str(found.pop())
+    return reported or f"route:{getattr(route, 'name', '?')}"
 
 
 def priced(response: CanonicalResponse) -> Cost:
