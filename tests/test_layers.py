@@ -57,7 +57,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "metis/calls/",
             "metis/sessions/",
             "metis/tools.py",
-            "metis/histories.py",
+            "metis/histories/",
             "metis/cost.py",
         ),
     ),

@@ -19,7 +19,7 @@ from metis.calls.request import (
 from metis.errors import ConfigError
 from metis.routing.router import Router
 
-ChatModel = Adapter | Router
+ChatLike = Adapter | Router
 """What streams a canonical request: one provider's adapter, or a router over several."""
 
 
@@ -27,7 +27,7 @@ ChatModel = Adapter | Router
 class Resolved:
     """The model of one call, resolved."""
 
-    chat: ChatModel
+    chat: ChatLike
     model: str
     """The request's model: ``provider:model``, or ``route:<name>`` for a router."""
     servers: tuple[tuple[Adapter, str], ...]

@@ -22,7 +22,7 @@ from metis.model.events import MessageComplete, StreamEvent, TextDelta
 from metis.model.request import CanonicalRequest
 from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
 from metis.sessions.control import TurnControl
-from metis.sessions.models import ChatModel, Resolved
+from metis.sessions.models import ChatLike, Resolved
 
 CANCELLED = StopReason(kind=StopKind.CANCELLED, raw="Session.cancel()")
 
@@ -119,7 +119,7 @@ async def _closing(events: AsyncIterator[StreamEvent]) -> AsyncIterator[AsyncIte
             await aclose()
 
 
-def served_by(route: ChatModel, reported: str | None) -> str:
+def served_by(route: ChatLike, reported: str | None) -> str:
     """The route's model that answered: the one whose provider name is the model the reply
     reports (``gpt-4o`` for ``gpt-4o-2024-08-06``), when exactly one is; else the report."""
     targets = getattr(route, "targets", ())
