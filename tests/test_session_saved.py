@@ -245,3 +245,35 @@ async def test_a_session_goes_on_in_another_process_with_the_redis_store(
     assert done.stdout.decode().startswith("complete According to get_weather: sunny")
     sent = emulator.requests[-1].json()
     assert "previous_response_id" in sent and len(sent["input"]) == 1
+
+
+class BrokenStore:
+    """A tool-id store whose every call fails."""
+
+    async def provider_ids(self, session_id: str, provider: str, canonical_ids: Any) -> Any:
+        raise RuntimeError("the store is down")
+
+    async def remember(self, session_id: str, provider: str, pairs: Any) -> None:
+        raise RuntimeError("the store is down")
+
+    async def forget(self, session_id: str) -> None:
+        raise RuntimeError("the store is down")
+
+
+@pytest.mark.anyio
+async def test_a_store_that_fails_never_fails_the_turn(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = emulated(emulator)
+    saved, calls = await open_tool_loop(emulator, first)  # the saved state holds tool ids
+    broken = emulated(emulator)
+    for adapter in broken.values():
+        adapter.tool_id_store = BrokenStore()
+    session = await answer_elsewhere(saved, calls, broken)  # installing them fails: skipped
+    await session.arun("And the weather in Rome?", tools=[get_weather])  # copying out too
+    skipped = [
+        r for r in caplog.records if getattr(r, "event", "") == "metis.session_store_skipped"
+    ]
+    assert skipped and "the store is down" in skipped[0].getMessage()
+    await close_all(first)
+    await close_all(broken)

@@ -297,3 +297,16 @@ async def test_a_session_over_a_router_runs_on_the_model_that_serves(emulator: E
     again = Session.from_json(saved, model=route, tools=[_weather])
     assert (await again.asend("Thanks!")).text
     await close_all(adapters)
+
+
+def test_the_history_is_the_applications_to_edit_between_turns() -> None:
+    session = Session(CLAUDE, [{"role": "user", "content": "Hi"}])
+    session.add({"role": "assistant", "content": "Hello!"}, metis.Message.user("Bye"))
+    assert [m.text() for m in session.messages] == ["Hi", "Hello!", "Bye"]
+    copy = session.messages
+    copy.clear()  # a copy: the session's history is untouched
+    assert len(session.messages) == 3
+    session.messages = [metis.Message.user("Start again")]
+    assert [m.text() for m in session.messages] == ["Start again"]
+    with pytest.raises(InvalidRequestError, match="unknown role"):
+        session.add({"role": "usr", "content": "x"})  # type: ignore[typeddict-item]
