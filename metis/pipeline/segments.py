@@ -1,0 +1,111 @@
+"""A pipeline compiled into segments, and how a segment runs (docs/engine.md).
+
+A segment is a stretch of stages with no call wrapper in it. It runs as one async generator:
+its request steps in stack order (a transform's ``rewrite``, awaited when it is async, a
+hook's ``open``), then what is inside it (the next wrapper, given the next segment as its
+``inner``; a terminal stage; or the provider's send path), then one loop over the events that
+come back, through the watches its hooks opened, innermost first. A segment with nothing but
+synchronous transforms runs them when it is called and hands back the inner stream itself, so
+it costs no frame at all.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from metis.errors import StackError
+from metis.pipeline.call import Call
+from metis.pipeline.hooks import ASYNC, OPEN, SYNC, EventHook, Opened, Runner, Steps, run_segment
+from metis.pipeline.stage import RequestStage, Stage
+
+AnyStage = Stage[Any, Any, Any, Any]
+TailBuilder = Callable[[tuple[AnyStage, ...], Steps], "Runner | None"]
+
+
+def step_of(stage: AnyStage) -> tuple[int, Callable[..., Any]] | None:
+    """How the engine runs ``stage`` as a request step, or None for a call wrapper."""
+    cls = type(stage)
+    if isinstance(stage, EventHook) and cls.__call__ is EventHook.__call__:
+        return OPEN, stage.open
+    if isinstance(stage, RequestStage) and cls.__call__ is RequestStage.__call__:
+        kind = ASYNC if inspect.iscoroutinefunction(stage.rewrite) else SYNC
+        return kind, stage.rewrite
+    return None
+
+
+def compile_stages(stages: tuple[AnyStage, ...], tail: TailBuilder | None = None) -> Runner:
+    """The runner of the whole stack: the outermost segment's."""
+    runner: Runner | None = None
+    steps: list[tuple[int, Callable[..., Any]]] = []
+    segments: list[tuple[Steps, AnyStage | None]] = []  # (steps, the wrapper after them)
+    for i, stage in enumerate(stages):
+        fused = tail(stages[i:], tuple(steps)) if tail is not None else None
+        if fused is not None:
+            runner = fused
+            break
+        found = step_of(stage)
+        if found is not None and not stage.terminal:
+            steps.append(found)
+            continue
+        segments.append((tuple(steps), stage))
+        steps = []
+    if runner is None:
+        if not segments or not segments[-1][1] or not segments[-1][1].terminal:
+            raise StackError("a pipeline must end with a terminal stage")
+        *segments, (last_steps, terminal) = segments
+        assert terminal is not None
+        runner = segment(last_steps, _terminal(terminal))
+    for seg_steps, wrapper in reversed(segments):
+        assert wrapper is not None
+        runner = segment(seg_steps, _wrapped(wrapper, runner))
+    return runner
+
+
+def _terminal(stage: AnyStage) -> Runner:
+    def run(request: Any, call: Call, opened: Opened) -> AsyncIterator[Any]:
+        iterator = stage(request, call, _nothing_inside)
+        opened.append(iterator)
+        return iterator
+
+    return run
+
+
+def _wrapped(stage: AnyStage, inside: Runner) -> Runner:
+    def run(request: Any, call: Call, opened: Opened) -> AsyncIterator[Any]:
+        def inner(inner_request: Any, inner_call: Call) -> AsyncIterator[Any]:
+            return inside(inner_request, inner_call, opened)
+
+        iterator = stage(request, call, inner)
+        if not opened or opened[-1] is not iterator:  # a wrapper may hand back inner's own
+            opened.append(iterator)
+        return iterator
+
+    return run
+
+
+def _nothing_inside(request: Any, call: Call) -> AsyncIterator[Any]:
+    raise StackError("a terminal stage tried to call a stage inside it")
+
+
+def segment(steps: Steps, inside: Runner) -> Runner:
+    """The runner of a segment whose inner part is ``inside``."""
+    if not steps:
+        return inside
+    if all(kind == SYNC for kind, _ in steps):
+        rewrites = tuple(step for _, step in steps)
+
+        def rewrite_then_inside(request: Any, call: Call, opened: Opened) -> AsyncIterator[Any]:
+            for rewrite in rewrites:
+                request = rewrite(request, call)
+            return inside(request, call, opened)
+
+        return rewrite_then_inside
+
+    def run(request: Any, call: Call, opened: Opened) -> AsyncIterator[Any]:
+        iterator = run_segment(steps, inside, request, call, opened)
+        opened.append(iterator)
+        return iterator
+
+    return run
