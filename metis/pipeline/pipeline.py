@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import types
 import typing
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -15,11 +15,14 @@ from metis.errors import StackError
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
+from metis.pipeline.hooks import Runner
+from metis.pipeline.provider import Provider
+from metis.pipeline.segments import compile_stages
+from metis.pipeline.send import provider_tail
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Stage
 
 AnyStage = Stage[Any, Any, Any, Any]
-Runner = Callable[[Any, Call, list[AsyncIterator[Any]]], AsyncIterator[Any]]
 
 
 class Pipeline:
@@ -36,6 +39,7 @@ class Pipeline:
         """What the outermost stage is handed (a canonical request, for a provider's stack)."""
         self._stages: tuple[AnyStage, ...] = ()
         self._runner: Runner | None = None
+        self._provider: Provider | None = None
         self._services: StageServices | None = None
         self._install(tuple(stages))
 
@@ -46,6 +50,7 @@ class Pipeline:
         pipeline._services = services
         for stage in pipeline._stages:
             stage.bind(services)
+        pipeline._assemble()
         return pipeline
 
     def rebind(self, services: StageServices) -> None:
@@ -53,6 +58,7 @@ class Pipeline:
         self._services = services
         for stage in self._stages:
             stage.bind(services)
+        self._assemble()
 
     @property
     def services(self) -> StageServices | None:
@@ -142,37 +148,18 @@ class Pipeline:
                 if stage not in self._stages:
                     stage.bind(self._services)
         self._stages = stages
-        self._runner = _compile(stages)
+        self._runner = compile_stages(stages, provider_tail)
+        self._assemble()
         return self
 
+    def _assemble(self) -> None:
+        self._provider = Provider.of(self._stages, self._services)
 
-def _compile(stages: tuple[AnyStage, ...]) -> Runner:
-    runner: Runner | None = None
-    for stage in reversed(stages):
-        runner = _bind(stage, runner)
-    assert runner is not None
-    return runner
-
-
-def _bind(stage: AnyStage, inside: Runner | None) -> Runner:
-    def run(request: Any, call: Call, opened: list[AsyncIterator[Any]]) -> AsyncIterator[Any]:
-        if inside is None:
-            iterator = stage(request, call, _nothing_inside)
-        else:
-
-            def inner(inner_request: Any, inner_call: Call) -> AsyncIterator[Any]:
-                return inside(inner_request, inner_call, opened)
-
-            iterator = stage(request, call, inner)
-        if not opened or opened[-1] is not iterator:  # a RequestStage hands back inner's own
-            opened.append(iterator)
-        return iterator
-
-    return run
-
-
-def _nothing_inside(request: Any, call: Call) -> AsyncIterator[Any]:
-    raise StackError("a terminal stage tried to call a stage inside it")
+    @property
+    def provider(self) -> Provider | None:
+        """The wire half of this pipeline, assembled from its provider stages (None for a
+        pipeline without a transport of the provider's): its parts share one codec."""
+        return self._provider
 
 
 # Validation ----------------------------------------------------------------------------

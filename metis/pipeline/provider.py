@@ -27,9 +27,9 @@ from typing import Any, Protocol
 
 from metis.errors import AdapterError, ProtocolError, StackError, scrub_error
 from metis.pipeline.call import Call
+from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Stage
-from metis.pipeline.wire import HTTPFailure, WireRequest
 from metis.wire.framing.objects import parse_object
 
 AnyStage = Stage[Any, Any, Any, Any]
@@ -70,7 +70,21 @@ class Provider:
         if not parts["transport"]:
             return None
         services = services or StageServices()
-        return cls(services.provider, parts, services)
+        provider = cls(services.provider, parts, services)
+        provider.share_codec()
+        return provider
+
+    def share_codec(self) -> None:
+        """Hand the codec ``encode`` built to every part that reads or edits through one."""
+        encode = self.part("encode")
+        codec = getattr(encode, "codec", None)
+        if codec is None:
+            return
+        for role in ("edit", "reader"):
+            for stage in self.parts[role]:
+                use_codec = getattr(stage, "use_codec", None)
+                if use_codec is not None:
+                    use_codec(codec)
 
     def part(self, role: str) -> AnyStage | None:
         found = self.parts.get(role)
@@ -79,8 +93,6 @@ class Provider:
     @property
     def codec(self) -> Any:
         """The adapter's one codec instance."""
-        if self.services.codec is not None:
-            return self.services.codec
         encode = self.part("encode")
         codec = getattr(encode, "codec", None)
         if codec is None:

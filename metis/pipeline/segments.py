@@ -11,14 +11,13 @@ it costs no frame at all.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from metis.errors import StackError
 from metis.pipeline.call import Call
 from metis.pipeline.hooks import ASYNC, OPEN, SYNC, EventHook, Opened, Runner, Steps, run_segment
-from metis.pipeline.stage import RequestStage, Stage
+from metis.pipeline.stage import AsyncRequestStage, Stage, Transform
 
 AnyStage = Stage[Any, Any, Any, Any]
 TailBuilder = Callable[[tuple[AnyStage, ...], Steps], "Runner | None"]
@@ -29,9 +28,10 @@ def step_of(stage: AnyStage) -> tuple[int, Callable[..., Any]] | None:
     cls = type(stage)
     if isinstance(stage, EventHook) and cls.__call__ is EventHook.__call__:
         return OPEN, stage.open
-    if isinstance(stage, RequestStage) and cls.__call__ is RequestStage.__call__:
-        kind = ASYNC if inspect.iscoroutinefunction(stage.rewrite) else SYNC
-        return kind, stage.rewrite
+    if isinstance(stage, Transform) and cls.__call__ is Transform.__call__:
+        return SYNC, stage.rewrite
+    if isinstance(stage, AsyncRequestStage) and cls.__call__ is AsyncRequestStage.__call__:
+        return ASYNC, stage.rewrite
     return None
 
 

@@ -22,7 +22,7 @@ from metis.errors import CancelledError
 from metis.model.events import MessageComplete, StreamEvent
 from metis.pipeline.call import Call
 from metis.pipeline.hooks import Opened, Runner, Steps, Watches, ended, take_steps
-from metis.pipeline.wire import WireRequest
+from metis.pipeline.request import WireRequest
 
 
 class Exchange(Protocol):
@@ -43,7 +43,9 @@ class Exchange(Protocol):
 class Objects(Protocol):
     """A body's objects as its framing delimits them (:class:`BodyObjects`)."""
 
+    halted: bool
     done: bool
+    failed: Exception | None
 
     def feed(self, chunk: bytes) -> list[dict[str, Any]]: ...
 
@@ -80,6 +82,18 @@ class FramingPart(Protocol):
 
 class ReaderPart(Protocol):
     def reader(self, request: WireRequest, call: Call) -> CallReader: ...
+
+
+def provider_tail(stages: tuple[Any, ...], steps: Steps) -> Runner | None:
+    """The send path's runner when ``stages`` are exactly the provider's reader, framing and
+    transport (with ``steps``, the segment's auth steps and hooks, before them), else None."""
+    if len(stages) != 3:
+        return None
+    reader, framing, transport = stages
+    roles = tuple(getattr(stage, "role", None) for stage in stages)
+    if roles != ("reader", "framing", "transport"):
+        return None
+    return send_path(steps, reader, framing, transport)
 
 
 def send_path(
@@ -124,10 +138,8 @@ async def _send(
                         else:
                             for passed in await _through(watches, event):
                                 yield passed
-                if reader.stopped:
-                    break
-                if objects.done:
-                    await framing.after_done(objects, read, call)
+                if reader.stopped or objects.halted:
+                    await _halted(objects, framing, read, call)
                     break
             else:
                 for obj in objects.close():
@@ -154,6 +166,16 @@ async def _send(
     closed = watches.close(None)
     if closed is not None:
         raise closed
+
+
+async def _halted(
+    objects: Objects, framing: FramingPart, read: Callable[[], Awaitable[bytes | None]], call: Call
+) -> None:
+    """Reading stopped early: a failed object is raised, ``[DONE]`` read past."""
+    if objects.failed is not None:
+        raise objects.failed
+    if objects.done:
+        await framing.after_done(objects, read, call)
 
 
 async def _through(watches: Watches, *events: StreamEvent) -> list[StreamEvent]:

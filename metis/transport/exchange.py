@@ -30,10 +30,10 @@ import httpx
 
 from metis.errors import CancelledError, NetworkError
 from metis.pipeline.call import Call
-from metis.pipeline.wire import HTTPFailure, WireRequest
-from metis.stages.http_clients import http_errors, is_read_timeout, is_timeout, request_timeout
-from metis.stages.redirects import redirect_target
-from metis.stages.socket_reads import bound_socket_reads, socket_abort
+from metis.pipeline.request import HTTPFailure, WireRequest
+from metis.transport.clients import http_errors, is_read_timeout, is_timeout, request_timeout
+from metis.transport.redirects import redirect_target
+from metis.transport.socket_reads import bound_socket_reads, socket_abort
 
 CONNECT_TIMEOUT = 10.0
 

@@ -12,7 +12,7 @@ the path that is sent is the one that is signed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -24,14 +24,15 @@ from metis.errors import ConfigError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
-from metis.pipeline.stage import Inner, Stage
+from metis.pipeline.stage import AsyncRequestStage
 from metis.stages.auth import aws as aws_auth
 
 T = TypeVar("T")
 
 
-class AwsEndpoint(Stage[WireRequest, WireRequest, Any, Any]):
+class AwsEndpoint(AsyncRequestStage[WireRequest]):
     name = "aws_endpoint"
+    role = "auth"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
@@ -41,18 +42,13 @@ class AwsEndpoint(Stage[WireRequest, WireRequest, Any, Any]):
     def bind(self, services: StageServices) -> None:
         self._options = services.config.options
 
-    async def __call__(
-        self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
-    ) -> AsyncIterator[Any]:
+    async def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         url = request.url
         if "{region}" in url:
             url = url.replace("{region}", await region_or_fail(call, self._options))
         model = call.wire_model
         url = url.replace(f"/{model}/", f"/{quote(model, safe='')}/", 1)
-        if url != request.url:
-            request = dataclasses.replace(request, url=url)
-        async for item in inner(request, call):
-            yield item
+        return request if url == request.url else dataclasses.replace(request, url=url)
 
 
 def profile_of(options: Mapping[str, Any]) -> str | None:

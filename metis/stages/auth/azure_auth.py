@@ -20,7 +20,7 @@ import dataclasses
 import inspect
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -31,14 +31,15 @@ from metis.errors import AuthError, ConfigError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
-from metis.pipeline.stage import Inner, Stage
+from metis.pipeline.stage import AsyncRequestStage
 
 COGNITIVE_SERVICES = "https://cognitiveservices.azure.com/.default"
 REFRESH_MARGIN_SECONDS = 300.0
 
 
-class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
+class AzureAuth(AsyncRequestStage[WireRequest]):
     name = "azure_auth"
+    role = "auth"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
@@ -60,15 +61,12 @@ class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
         self._token: tuple[str, float] | None = None
         self._lock = threading.Lock()
 
-    async def __call__(
-        self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
-    ) -> AsyncIterator[Any]:
-        if not self._api_key:
-            token = await self._bearer(call)
-            headers = {**request.headers, "authorization": f"Bearer {token}"}
-            request = dataclasses.replace(request, headers=headers)
-        async for item in inner(request, call):
-            yield item
+    async def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
+        if self._api_key:
+            return request
+        token = await self._bearer(call)
+        headers = {**request.headers, "authorization": f"Bearer {token}"}
+        return dataclasses.replace(request, headers=headers)
 
     async def _bearer(self, call: Call) -> str:
         provider = self._options.get("azure_ad_token_provider")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -30,7 +30,7 @@ from metis.errors import AuthError, ConfigError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
-from metis.pipeline.stage import Inner, Stage
+from metis.pipeline.stage import AsyncRequestStage
 
 CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 HOW_TO_CONFIGURE = (
@@ -39,8 +39,9 @@ HOW_TO_CONFIGURE = (
 )
 
 
-class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
+class GoogleAuth(AsyncRequestStage[WireRequest]):
     name = "google_auth"
+    role = "auth"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
@@ -61,15 +62,11 @@ class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
         self._default: Any = None
         self._lock = threading.Lock()
 
-    async def __call__(
-        self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
-    ) -> AsyncIterator[Any]:
+    async def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         ready = self._api_key  # an access token given as it is (not refreshed)
         if ready:
             headers = {**request.headers, "authorization": f"Bearer {ready}"}
-            async for item in inner(dataclasses.replace(request, headers=headers), call):
-                yield item
-            return
+            return dataclasses.replace(request, headers=headers)
         credentials = self._options.get("google_credentials") or self._default
         if credentials is not None and not all(
             hasattr(credentials, name) for name in ("valid", "token", "refresh")
@@ -83,8 +80,7 @@ class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
         else:
             token = credentials.token
         headers = {**request.headers, "authorization": f"Bearer {token}"}
-        async for item in inner(dataclasses.replace(request, headers=headers), call):
-            yield item
+        return dataclasses.replace(request, headers=headers)
 
     def _fresh_token(self, call: Call, credentials: Any) -> str:
         """In a worker thread: find the default credentials if need be, refresh if expired."""

@@ -40,6 +40,7 @@ _SAFE_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 class UrlParams(RequestStage[WireRequest]):
     name = "url_params"
+    role = "auth"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)

@@ -21,13 +21,13 @@ import json
 import logging
 from typing import Any
 
+from metis.catalog.estimate import CHARS_PER_TOKEN
 from metis.errors import AdapterError, CancelledError, ProtocolError, redact, scrub_error
-from metis.estimate import CHARS_PER_TOKEN
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
-from metis.pipeline.wire import HTTPFailure, WireRequest
-from metis.providers.message_builder import MessageBuilder
+from metis.pipeline.request import HTTPFailure, WireRequest
+from metis.wire.builder import MessageBuilder
 from metis.wire.framing.objects import WholeBody
 
 log = logging.getLogger("metis")

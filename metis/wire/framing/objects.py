@@ -11,10 +11,13 @@ some proxies and servers do) is read as that one document and given as a :class:
 so that the reader takes it as a complete reply. A stream mislabelled as JSON is still read
 as its framing says: SSE never opens with ``{``, and NDJSON is one document per line.
 
-Anything that is not a JSON object, and JSON beyond :mod:`metis.providers.json_limits`
+Anything that is not a JSON object, and JSON beyond :mod:`metis.wire.json_limits`
 (NaN, Infinity, nesting deeper than 100 levels), raises :class:`~metis.errors.ProtocolError`.
 After ``[DONE]`` nothing is parsed: :attr:`done` is set, and the events that follow are only
-counted (:attr:`ignored`), for the caller to stop reading and say so.
+counted (:attr:`ignored`), for the caller to stop reading and say so. An object that raises
+(a provider's error frame, invalid JSON) does not take the objects before it in the same
+chunk with it: they are returned, and the error is kept in :attr:`failed` for the caller to
+raise once it has read them (:attr:`halted` says to look, one check per chunk).
 """
 
 from __future__ import annotations
@@ -23,12 +26,12 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from metis.errors import ProtocolError
-from metis.providers import json_limits
-from metis.providers.aws_eventstream import EventStreamDecoder, frame_object
-from metis.providers.json_limits import MAX_DEPTH, JSONLimitError
-from metis.providers.sse import MAX_LINE_LENGTH
-from metis.providers.sse_data import SSEDataDecoder
+from metis.errors import AdapterError, ProtocolError
+from metis.wire import json_limits
+from metis.wire.framing.aws_eventstream import EventStreamDecoder, frame_object
+from metis.wire.framing.sse import MAX_LINE_LENGTH
+from metis.wire.framing.sse_data import SSEDataDecoder
+from metis.wire.json_limits import MAX_DEPTH, JSONLimitError
 
 FORMATS = ("sse", "ndjson", "json", "eventstream")
 _SNIPPET = 200
@@ -52,6 +55,8 @@ class BodyObjects:
         "_sse",
         "content_type",
         "done",
+        "failed",
+        "halted",
         "ignored",
     )
 
@@ -65,8 +70,13 @@ class BodyObjects:
         self._sse = SSEDataDecoder() if fmt == "sse" else None
         self._frames = EventStreamDecoder() if fmt == "eventstream" else None
         self._lines = _LineSplitter() if fmt == "ndjson" else None
+        self.halted = False
+        """Stop feeding and look at :attr:`done` and :attr:`failed` (one check per chunk)."""
         self.done = False
         """``[DONE]`` was read: what follows is not parsed."""
+        self.failed: AdapterError | None = None
+        """What an object of the last chunk raised (a provider's error frame, invalid JSON):
+        the objects before it were returned, and the caller raises it once they are read."""
         self.ignored = 0
         """How many events came after ``[DONE]``."""
 
@@ -104,9 +114,23 @@ class BodyObjects:
         if self._sse is not None:
             return self._sse_objects(chunk)
         if self._frames is not None:
-            return [frame_object(frame) for frame in self._frames.feed(chunk)]
+            return self._each(self._frames.feed(chunk), frame_object)
         assert self._lines is not None
-        return [_ndjson_object(line) for line in self._lines.feed(chunk)]
+        return self._each(self._lines.feed(chunk), _ndjson_object)
+
+    def _each(self, items: list[Any], parse: Any) -> list[dict[str, Any]]:
+        objects: list[dict[str, Any]] = []
+        for item in items:
+            try:
+                objects.append(parse(item))
+            except AdapterError as error:
+                self._fail(error)
+                break
+        return objects
+
+    def _fail(self, error: AdapterError) -> None:
+        self.failed = error
+        self.halted = True
 
     def _sse_objects(self, chunk: bytes) -> list[dict[str, Any]]:
         assert self._sse is not None
@@ -116,16 +140,20 @@ class BodyObjects:
         objects: list[dict[str, Any]] = []
         events = self._sse.feed(chunk)  # undecodable bytes raise
         for i, data in enumerate(events):
-            if data[:1] == "{" and data.count("{") + data.count("[") <= MAX_DEPTH:
-                try:  # the usual event, parsed here: json_limits.loads' fast path, inlined
-                    objects.append(from_json(data, allow_inf_nan=False))
-                except ValueError:
-                    objects.append(_parse(data, "sse"))  # what jiter refuses, and why
-            elif not _skip(data):
-                objects.append(_parse(data, "sse"))
-            elif data.strip() == "[DONE]":
-                self.done = True
-                self.ignored = len(events) - i - 1
+            try:
+                if data[:1] == "{" and data.count("{") + data.count("[") <= MAX_DEPTH:
+                    try:  # the usual event, parsed here: json_limits.loads' fast path, inlined
+                        objects.append(from_json(data, allow_inf_nan=False))
+                    except ValueError:
+                        objects.append(_parse(data, "sse"))  # what jiter refuses, and why
+                elif not _skip(data):
+                    objects.append(_parse(data, "sse"))
+                elif data.strip() == "[DONE]":
+                    self.done = self.halted = True
+                    self.ignored = len(events) - i - 1
+                    break
+            except AdapterError as error:
+                self._fail(error)
                 break
         return objects
 
