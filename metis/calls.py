@@ -45,6 +45,7 @@ from metis.errors import ConfigError, OutputValidationError
 from metis.model.content import Message
 from metis.model.dicts import MessageDict
 from metis.model.events import StreamEvent
+from metis.model.message_dicts import as_messages
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse
 from metis.pipeline.config import AdapterConfig
@@ -232,7 +233,7 @@ def _messages(messages: MessagesLike) -> list[Message]:
         return [Message.user(messages)]
     if isinstance(messages, Message | dict):
         messages = [messages]
-    return [m if isinstance(m, Message) else Message.model_validate(m) for m in messages]
+    return as_messages(messages)
 
 
 async def _adapter(model: ModelLike, options: CallOptions) -> Adapter | Router:

@@ -28,13 +28,14 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_type_hints
 
 import anyio
 import anyio.to_thread
 import pydantic_core
-from pydantic import BaseModel, TypeAdapter, ValidationError, validate_call
+from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError, validate_call
 
+from metis.errors import ConfigError
 from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.model.request import ToolDefinition
 from metis.model.response import CanonicalResponse
@@ -67,7 +68,7 @@ class Tool:
     ) -> Tool:
         """A tool from ``function``'s signature and docstring."""
         summary, params = _docstring(inspect.getdoc(function) or "")
-        schema = TypeAdapter[Any](function).json_schema()  # type: ignore[arg-type]
+        schema = _input_schema(function, name or function.__name__)
         for param, text in params.items():
             prop = schema.get("properties", {}).get(param)
             if isinstance(prop, dict):
@@ -208,6 +209,45 @@ def _text(value: Any) -> str:
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return pydantic_core.to_json(value, fallback=str).decode()
+
+
+def _input_schema(function: Callable[..., Any], name: str) -> dict[str, Any]:
+    """The JSON schema of ``function``'s parameters; a parameter whose type has none is a
+    ConfigError naming the tool, the parameter and the type."""
+    try:
+        return TypeAdapter[Any](function).json_schema()  # type: ignore[arg-type]
+    except PydanticUserError as exc:
+        hints = _parameter_types(function)
+        for parameter, annotation in hints.items():
+            try:
+                TypeAdapter[Any](annotation).json_schema()
+            except PydanticUserError:
+                raise ConfigError(
+                    f"tool {name!r}: parameter {parameter!r} has the type "
+                    f"{_type_name(annotation)}, which has no JSON schema a model can fill; use a "
+                    "JSON type (str, int, float, bool, list, dict, Literal, a pydantic model)"
+                ) from None
+        raise ConfigError(f"tool {name!r}: no JSON schema for its parameters: {exc}") from None
+
+
+def _parameter_types(function: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        hints = get_type_hints(function, include_extras=True)
+    except Exception:  # an annotation that does not resolve: pydantic's own error says which
+        return {}
+    parameters = inspect.signature(function).parameters
+    return {name: hints[name] for name in parameters if name in hints}
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        module = annotation.__module__
+        return (
+            annotation.__qualname__
+            if module == "builtins"
+            else f"{module}.{annotation.__qualname__}"
+        )
+    return repr(annotation)
 
 
 def _docstring(doc: str) -> tuple[str, dict[str, str]]:

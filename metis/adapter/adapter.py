@@ -45,6 +45,7 @@ from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.services import StageServices
 from metis.pipeline.stores import ToolIdStore, default_tool_id_store
 from metis.stacks.loader import Endpoint, StackSpec, load_stack
+from metis.stacks.model_ids import own_stack_names, wire_name
 from metis.telemetry import NULL_SINK, TelemetrySink
 from metis.transport.clients import AsyncHTTPClient, as_httpx
 from metis.transport.stage import http_client
@@ -282,6 +283,10 @@ class Adapter:
         check_ready(self.name, self.stack, self.endpoint, request, self._foreign_prefixes)
 
     @functools.cached_property
+    def _own_names(self) -> frozenset[str]:
+        return own_stack_names(self.stack)
+
+    @functools.cached_property
     def _foreign_prefixes(self) -> frozenset[str]:
         return foreign_prefixes(self.stack)
 
@@ -298,9 +303,8 @@ class Adapter:
         return request
 
     def wire_model(self, model: str) -> str:
-        """The provider's name for a canonical ``provider:name`` model id."""
-        prefix = f"{self.name}:"
-        return model[len(prefix) :] if model.startswith(prefix) else model
+        """The provider's name for a model id (``metis.stacks.model_ids.wire_name``)."""
+        return wire_name(model, self.stack, self._own_names)
 
     def _services(self) -> StageServices:
         return StageServices(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from metis.errors import InvalidRequestError
 from metis.model.request import CanonicalRequest
 from metis.stacks.loader import Endpoint, StackSpec, builtin_stacks
+from metis.stacks.model_ids import own_stack_names
 
 
 def check_ready(
@@ -40,9 +41,4 @@ def check_ready(
 def foreign_prefixes(stack: StackSpec) -> frozenset[str]:
     """The built-in stacks a model prefix could wrongly name for ``stack``: all of them but
     the ones it extends (``anthropic:claude-...`` is right for a stack over anthropic)."""
-    own = {
-        source.rsplit("/", 1)[-1].removesuffix(".yaml")
-        for source in stack.stage_sources.values()
-        if source.startswith("metis/stacks/builtin/")
-    }
-    return frozenset(set(builtin_stacks()) - own - {stack.name})
+    return frozenset(set(builtin_stacks()) - own_stack_names(stack))

@@ -75,6 +75,10 @@ class Catalog:
         ]
         return sorted(found, key=lambda m: (m.provider, m.id))
 
+    def ids(self, provider: str) -> list[str]:
+        """The ids of ``provider``'s entries, without building them."""
+        return sorted(raw["id"] for raw in self._raw.values() if raw["provider"] == provider)
+
     def search(
         self, text: str = "", *, provider: str | None = None, **needs: bool
     ) -> list[ModelInfo]:

@@ -11,6 +11,7 @@ import logging
 
 from metis.catalog.catalog import default_catalog
 from metis.catalog.model_info import ModelInfo
+from metis.core.suggest import closest
 from metis.errors import ConfigError
 
 log = logging.getLogger("metis")
@@ -46,18 +47,22 @@ def stack_catalog_provider(stack: str) -> str | None:
 
 
 def warn_uncatalogued(catalog_provider: str, wire_model: str, source: str) -> None:
-    """One WARN per (provider, model) per process: the model's limits are the stack's guess."""
+    """One WARN per (provider, model) per process: the model's limits are the stack's guess.
+    It names the catalog's closest models, in case the name is misspelt."""
     if (catalog_provider, wire_model) in _warned:
         return
     _warned.add((catalog_provider, wire_model))
+    close = closest(wire_model, default_catalog().ids(catalog_provider), n=3, cutoff=0.7)
     log.warning(
-        "model %r is not in the model catalog for %s: using the capabilities %s declares",
+        "model %r is not in the model catalog for %s%s: using the capabilities %s declares",
         wire_model,
         catalog_provider,
+        f" (closest: {', '.join(close)})" if close else "",
         source,
         extra={
             "event": "metis.uncatalogued_model",
             "catalog_provider": catalog_provider,
             "model": wire_model,
+            "closest": close,
         },
     )

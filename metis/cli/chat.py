@@ -20,7 +20,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from metis.cli.conversation import WEATHER, Renderer, run_tool, stream_reply, tool_calls
 from metis.cli.models import Models, Target, price
-from metis.cli.output import Output, duration, error, note, one_line, usd
+from metis.cli.output import Output, duration, error, for_readline, note, one_line, usd
 from metis.core.ids import new_request_id
 from metis.errors import AdapterError, ConfigError, ErrorClass
 from metis.model.content import ContentBlock, Message, TextBlock
@@ -177,7 +177,7 @@ def _loop(portal: BlockingPortal, chat: Chat, out: Output) -> None:
     prompt = out.style("you>", "bold", "green") + " "
     while True:
         try:
-            line = input(prompt if interactive else "")
+            line = input(for_readline(prompt) if interactive else "")
         except EOFError:
             if interactive:
                 out.line()
