@@ -11,19 +11,18 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing
+from contextlib import AsyncExitStack, aclosing
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from metis.adapter.capabilities import ModelCapabilities
 from metis.adapter.checks import check_ready, foreign_prefixes
 from metis.adapter.count_tokens import TokenCount, count_tokens
 from metis.adapter.sendable import check_request
-from metis.catalog.capabilities import model_capabilities
 from metis.catalog.estimate import estimate_input_tokens
-from metis.catalog.lookup import find_model, warn_uncatalogued
 from metis.core.secrets import install_httpx_log_filter
 from metis.errors import (
     AdapterError,
@@ -76,8 +75,7 @@ class Adapter:
         self.stack = stack
         self.name = stack.name
         self.config = config or AdapterConfig()
-        self._model_capabilities: dict[str, AdapterCapabilities] = {}
-        self.capabilities = self.config.merged_capabilities(stack.capabilities)
+        self._capabilities = ModelCapabilities(stack, self.config)
         self.endpoint = Endpoint.for_stack(
             stack,
             api_key=self.config.api_key,
@@ -97,6 +95,7 @@ class Adapter:
         ask for, so nobody has to remember it)."""
         self._initialized = False
         self._init_lock = anyio.Lock()
+        self._lifespan: AsyncExitStack | None = None
 
     def __repr__(self) -> str:
         return f"<Adapter {self.name}: {' -> '.join(self.pipeline.names())}>"
@@ -164,21 +163,33 @@ class Adapter:
             self._client = None
 
     async def init(self) -> None:
-        """Lifecycle hook: runs each stage's ``init`` (a local provider checks its server and
-        model there); a remote HTTP stack has nothing to prepare. Runs once however often it
-        is called; an adapter built with ``init_on_first_call`` runs it before its first call."""
+        """Lifecycle hook: enters the provider's lifespan (a local provider checks its server
+        and model there, and the capabilities it reports become this adapter's), then runs
+        each stage's ``init``; a remote HTTP stack has nothing to prepare. Runs once however
+        often it is called; an adapter built with ``init_on_first_call`` runs it before its
+        first call."""
         async with self._init_lock:
             if self._initialized:
                 return
+            provider = self.pipeline.provider
+            lifespan = provider.lifespan(self.capabilities) if provider is not None else None
+            if lifespan is not None:
+                exits = AsyncExitStack()
+                self.capabilities = await exits.enter_async_context(lifespan)
+                self._lifespan = exits
             for stage in self.pipeline:
                 await stage.init(self)
             self._initialized = True
 
     async def dispose(self) -> None:
-        """Runs each stage's ``dispose``, innermost first, then releases the HTTP client."""
+        """Runs each stage's ``dispose``, innermost first, leaves the provider's lifespan (a
+        local model is unloaded there), then releases the HTTP client."""
         try:
             for stage in reversed(self.pipeline.stages):
                 await stage.dispose(self)
+            lifespan, self._lifespan = self._lifespan, None
+            if lifespan is not None:
+                await lifespan.aclose()
         finally:
             self._initialized = False
             await self.close()
@@ -255,28 +266,17 @@ class Adapter:
     @property
     def capabilities(self) -> AdapterCapabilities:
         """What this adapter serves for a model the catalog does not know: the stack's
-        declaration with the configured overrides (a lifecycle hook may refine it)."""
-        return self._capabilities
+        declaration with the configured overrides (a lifespan may refine it)."""
+        return self._capabilities.declared
 
     @capabilities.setter
     def capabilities(self, value: AdapterCapabilities) -> None:
-        self._capabilities = value
-        self._model_capabilities.clear()
+        self._capabilities.declared = value
 
     def capabilities_for(self, wire_model: str) -> AdapterCapabilities:
         """What ``wire_model`` can serve through this adapter: :attr:`capabilities` narrowed by
-        the model's catalog entry, with the configured overrides still winning. A model the
-        catalog does not know keeps :attr:`capabilities` (with one WARN per model per process)."""
-        found = self._model_capabilities.get(wire_model)
-        if found is None:
-            found = self._capabilities
-            info = find_model(self.stack.catalog, wire_model) if self.stack.catalog else None
-            if info is not None:
-                found = self.config.merged_capabilities(model_capabilities(found, info))
-            elif self.stack.catalog:
-                warn_uncatalogued(self.stack.catalog, wire_model, self.stack.source)
-            self._model_capabilities[wire_model] = found
-        return found
+        the model's catalog entry, with the configured overrides still winning."""
+        return self._capabilities.of(wire_model)
 
     def _check_ready(self, request: CanonicalRequest) -> None:
         """What would make the call fail at the provider, found before anything is sent."""

@@ -17,7 +17,7 @@ from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.hooks import Runner
 from metis.pipeline.provider import Provider
-from metis.pipeline.segments import compile_stages
+from metis.pipeline.segments import compile_stages, prepare
 from metis.pipeline.send import provider_tail
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Stage
@@ -129,6 +129,12 @@ class Pipeline:
                     aclose = getattr(iterator, "aclose", None)
                     if aclose is not None:
                         await aclose()
+
+    async def prepare(self, request: Any, call: Call, through: AnyStage) -> Any:
+        """``request`` as the stages up to ``through`` (included) hand it inward, nothing
+        sent (:func:`metis.pipeline.segments.prepare`)."""
+        stages = self._stages
+        return await prepare(stages[: stages.index(through) + 1], request, call)
 
     # Assembly --------------------------------------------------------------------------
 

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from metis.errors import AdapterError, ProtocolError, StackError, scrub_error
+from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.pipeline.services import StageServices
@@ -101,11 +103,22 @@ class Provider:
 
     @property
     def codec_name(self) -> str | None:
-        return getattr(self.codec, "name", None) if self.part("encode") else None
+        """The name the codec is registered by (``schema`` for the schema-driven one)."""
+        name = getattr(getattr(self.part("encode"), "options", None), "codec", None)
+        return name if isinstance(name, str) else None
 
     def describe(self) -> list[tuple[str, str]]:
         """(role, stage name) of every part, in stack order."""
         return [(role, stage.name) for role in ROLES for stage in self.parts[role]]
+
+    def lifespan(
+        self, declared: AdapterCapabilities
+    ) -> AbstractAsyncContextManager[AdapterCapabilities] | None:
+        """The lifespan part's context (None when the stack has none): entered by
+        ``adapter.init()``, left by ``adapter.dispose()``; it yields the capabilities as it
+        found them (``declared`` when it found nothing to change)."""
+        make = getattr(self.part("lifespan"), "lifespan", None)
+        return make(self, declared) if make is not None else None
 
     async def authenticate(self, request: WireRequest, call: Call) -> WireRequest:
         """``request`` through the auth flow, as every attempt of a call goes."""

@@ -12,6 +12,7 @@ it costs no frame at all.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from typing import Any
 
 from metis.errors import StackError
@@ -109,3 +110,40 @@ def segment(steps: Steps, inside: Runner) -> Runner:
         return iterator
 
     return run
+
+
+async def prepare(stages: tuple[AnyStage, ...], request: Any, call: Call) -> Any:
+    """The request as the last of ``stages`` hands it inward, nothing sent: each request
+    step taken (a hook's watch is not kept: no events will come), each wrapper run over the
+    rest of ``stages``. What ``count_tokens`` counts is what a call would send."""
+    for i, stage in enumerate(stages):
+        found = step_of(stage)
+        if found is None:
+            return await _through_wrapper(stage, stages[i + 1 :], request, call)
+        kind, step = found
+        if kind == SYNC:
+            request = step(request, call)
+        elif kind == ASYNC:
+            request = await step(request, call)
+        else:
+            request, _watch = await step(request, call)
+    return request
+
+
+async def _through_wrapper(
+    wrapper: AnyStage, rest: tuple[AnyStage, ...], request: Any, call: Call
+) -> Any:
+    reached: list[Any] = []
+
+    async def inner(inner_request: Any, inner_call: Call) -> AsyncIterator[Any]:
+        reached.append(await prepare(rest, inner_request, inner_call))
+        nothing: tuple[Any, ...] = ()  # no events: nothing is sent
+        for item in nothing:
+            yield item
+
+    async with aclosing(wrapper(request, call, inner)) as items:  # type: ignore[type-var]
+        async for _ in items:
+            pass
+    if not reached:
+        raise StackError(f"stage {wrapper.name!r} handed no request inward")
+    return reached[0]
