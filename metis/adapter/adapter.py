@@ -12,7 +12,7 @@ import functools
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AsyncExitStack, aclosing
-from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ import anyio
 from metis.adapter.capabilities import ModelCapabilities
 from metis.adapter.checks import check_ready, foreign_prefixes
 from metis.adapter.count_tokens import TokenCount, count_tokens
+from metis.adapter.delivery import Delivery
 from metis.adapter.sendable import check_request
 from metis.catalog.estimate import estimate_input_tokens
 from metis.core.secrets import install_httpx_log_filter
@@ -28,7 +29,6 @@ from metis.errors import (
     AdapterError,
     CapabilityError,
     ProtocolError,
-    scrub_error,
 )
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message
@@ -38,6 +38,7 @@ from metis.model.response import CanonicalResponse
 from metis.pipeline.call import Call, DropRecord
 from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.config import AdapterConfig
+from metis.pipeline.hooks import Watch
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
@@ -207,9 +208,16 @@ class Adapter:
 
     # Internals ---------------------------------------------------------------------------
 
-    async def _run(
+    def _run(
         self, request: CanonicalRequest, stream_by_default: bool = False
     ) -> AsyncGenerator[StreamEvent, None]:
+        """The call's one generator: the pipeline's outermost segment, opened by
+        :meth:`_start`, with this adapter's own watch outermost of all."""
+        return self.pipeline.stream(request, partial(self._start, stream_by_default))
+
+    async def _start(
+        self, stream_by_default: bool, request: CanonicalRequest
+    ) -> tuple[CanonicalRequest, Call, Watch]:
         default = stream_by_default and self.capabilities.supports_streaming
         request = self._transport_mode(request, default=default)
         if self.init_on_first_call and not self._initialized:
@@ -227,21 +235,7 @@ class Adapter:
         )
         handles = self._inflight.setdefault(request.request_id, [])
         handles.append(call.cancel)
-        try:
-            async with self.pipeline.run(request, call) as events:
-                async for event in events:
-                    if isinstance(event, MessageComplete):
-                        event = replace(event, warnings=list(call.warnings))
-                        call.cancel.finished = True  # delivered: nothing left to cancel
-                    yield event
-        except Exception as exc:
-            scrub_error(exc, self.endpoint.secrets)
-            raise
-        finally:
-            call.cancel.finished = True
-            handles.remove(call.cancel)
-            if not handles:
-                del self._inflight[request.request_id]
+        return request, call, Delivery(call, self._inflight, self.endpoint.secrets)
 
     @property
     def telemetry(self) -> TelemetrySink:

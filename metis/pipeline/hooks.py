@@ -34,8 +34,10 @@ raises that one instead.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, ClassVar, TypeVar
+
+import anyio
 
 from metis.model.events import MessageComplete, StreamEvent
 from metis.pipeline.call import Call
@@ -94,15 +96,15 @@ _COMPLETED = Watch.completed
 class Watches:
     """The watches of one stretch of the stack for one call, innermost first."""
 
-    __slots__ = ("_seeing", "_watches", "completing")
+    __slots__ = ("_seeing", "all", "completing")
 
     def __init__(self, watches: Sequence[Watch]) -> None:
-        self._watches = list(watches)
+        self.all = list(watches)
         self._seeing = [w.event for w in watches if w.sees_events]
         self.completing = [w.completed for w in watches if type(w).completed is not _COMPLETED]
 
     def __bool__(self) -> bool:
-        return bool(self._watches)
+        return bool(self.all)
 
     def event(self, event: StreamEvent) -> Passed:
         """``event`` through every watch that sees events."""
@@ -137,7 +139,7 @@ class Watches:
     def close(self, error: BaseException | None) -> BaseException | None:
         """Every watch's ``close``, innermost first; each sees the error as the ones inside
         it left it. Returns the error to raise (None at a normal end that stays normal)."""
-        for watch in self._watches:
+        for watch in self.all:
             replaced = watch.close(error)
             if replaced is not None:
                 error = replaced
@@ -160,26 +162,41 @@ async def take_steps(steps: Steps, request: Any, call: Call) -> tuple[Any, list[
     return request, watches
 
 
+Start = Callable[[Any], Awaitable[tuple[Any, Call, Watch]]]
+"""Opens a call: (request) -> (the request, its call, the watch of whoever asked for it)."""
+
+
 async def run_segment(
-    steps: Steps, inside: Runner, request: Any, call: Call, opened: Opened
-) -> AsyncIterator[Any]:
-    request, opened_watches = await take_steps(steps, request, call)
-    events = inside(request, call, opened)
-    if not opened_watches:
-        async for event in events:
-            yield event
-        return
-    watches = Watches(opened_watches)
-    see, completing = watches.event, watches.completing
+    steps: Steps,
+    inside: Runner,
+    request: Any,
+    call: Call | None,
+    opened: Opened,
+    start: Start | None = None,
+) -> AsyncGenerator[Any, None]:
+    """One segment: its steps, what is inside it, its watches over the events, in one frame.
+    The outermost segment of a call may be given ``start``: it opens the call (and gives the
+    watch of whoever asked for it, outermost of all), and every iterator the call opened is
+    closed when it ends, however it ends (:meth:`metis.pipeline.pipeline.Pipeline.stream`)."""
+    watches = Watches(())
     try:
+        if start is not None:
+            request, call, own = await start(request)
+            watches = Watches([own])
+        assert call is not None
+        request, opened_watches = await take_steps(steps, request, call)
+        watches = Watches([*opened_watches, *watches.all])
+        see, completing, plain = watches.event, watches.completing, not watches.all
+        events = inside(request, call, opened)
         async for event in events:
+            if plain:
+                yield event
+                continue
             out = see(event)
             if out.__class__ is MessageComplete and completing:
                 await watches.completed(out)
             elif out is None or out.__class__ is list:
-                for passed in spilled(out):
-                    if passed.__class__ is MessageComplete and completing:
-                        await watches.completed(passed)
+                for passed in await _spread(watches, out):
                     yield passed
                 continue
             yield out
@@ -188,9 +205,30 @@ async def run_segment(
         if replaced is exc:
             raise
         raise replaced  # noqa: B904 - its own cause, if it has one, or this error as context
+    finally:
+        if start is not None:
+            await close_all(opened)
     closed = watches.close(None)
     if closed is not None:
         raise closed
+
+
+async def close_all(opened: Opened) -> None:
+    """Close every iterator a call opened, outermost first, even when the caller was
+    cancelled: the transport's connection is released however the caller left."""
+    with anyio.CancelScope(shield=True):
+        for iterator in opened:
+            aclose = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+async def _spread(watches: Watches, out: Any) -> list[StreamEvent]:
+    passed = spilled(out)
+    for event in passed:
+        if event.__class__ is MessageComplete and watches.completing:
+            await watches.completed(event)
+    return passed
 
 
 def spilled(out: Any) -> list[StreamEvent]:

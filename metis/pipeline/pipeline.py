@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import types
 import typing
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -15,11 +15,12 @@ from metis.errors import StackError
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
-from metis.pipeline.hooks import Runner
+from metis.pipeline.hooks import Runner, Start, run_segment
 from metis.pipeline.provider import Provider
-from metis.pipeline.segments import compile_stages, prepare
+from metis.pipeline.segments import compile_call, prepare, segment
 from metis.pipeline.send import provider_tail
 from metis.pipeline.services import StageServices
+from metis.pipeline.skeleton import ZONE_NAMES, ZONES, check_order
 from metis.pipeline.stage import Stage
 
 AnyStage = Stage[Any, Any, Any, Any]
@@ -130,6 +131,14 @@ class Pipeline:
                     if aclose is not None:
                         await aclose()
 
+    def stream(self, request: Any, start: Start) -> AsyncGenerator[Any, None]:
+        """One call's events as one generator: ``start(request)`` opens the call (its request,
+        its :class:`Call`, and the watch of whoever asks, outermost of all), the outermost
+        segment's hooks run in the same frame, and closing the generator closes every stage's
+        iterator, whether the caller finished, broke out, failed or was cancelled."""
+        steps, inside = self._outer
+        return run_segment(steps, inside, request, None, [], start)
+
     async def prepare(self, request: Any, call: Call, through: AnyStage) -> Any:
         """``request`` as the stages up to ``through`` (included) hand it inward, nothing
         sent (:func:`metis.pipeline.segments.prepare`)."""
@@ -154,7 +163,8 @@ class Pipeline:
                 if stage not in self._stages:
                     stage.bind(self._services)
         self._stages = stages
-        self._runner = compile_stages(stages, provider_tail)
+        self._outer = compile_call(stages, provider_tail)
+        self._runner = segment(*self._outer)
         self._assemble()
         return self
 
@@ -202,6 +212,14 @@ def validate(
                 + ", ".join(s.name for s in stages[stages.index(stage) + 1 :])
             )
 
+    check_order([s.name for s in stages], _zone_finder(stages), f"pipeline {name!r}")
+    _check_types(stages, name, takes)
+
+
+def _check_types(stages: tuple[AnyStage, ...], name: str, takes: Any) -> None:
+    """Each stage takes what the one outside it hands inward, and expects what the one
+    inside it yields; the stack yields canonical events."""
+    *outer, innermost = stages
     request_type: Any = takes
     for stage in stages:
         sig = stage.signature()
@@ -230,6 +248,18 @@ def validate(
             f"pipeline {name!r} yields {_show(item_type)} (from {producer!r}) where canonical "
             "stream events are needed: is a 'normalize' stage missing?"
         )
+
+
+def _zone_finder(stages: tuple[AnyStage, ...]) -> Callable[[str], int | None]:
+    by_name = {stage.name: stage for stage in stages}
+
+    def zone_of(name: str) -> int | None:
+        declared = getattr(by_name.get(name), "zone", None)
+        if declared in ZONE_NAMES:
+            return ZONE_NAMES.index(declared)
+        return ZONES.get(name)
+
+    return zone_of
 
 
 def _fits(expected: Any, produced: Any) -> bool:

@@ -36,14 +36,34 @@ def step_of(stage: AnyStage) -> tuple[int, Callable[..., Any]] | None:
     return None
 
 
+def stage_kind(stage: AnyStage) -> str:
+    """What kind of stage the engine runs ``stage`` as: ``transform``, ``hook``, ``wrapper``
+    (or ``terminal``, the stage that answers)."""
+    if stage.terminal:
+        return "terminal"
+    found = step_of(stage)
+    if found is None:
+        return "wrapper"
+    return "hook" if found[0] == OPEN else "transform"
+
+
 def compile_stages(stages: tuple[AnyStage, ...], tail: TailBuilder | None = None) -> Runner:
     """The runner of the whole stack: the outermost segment's."""
-    runner: Runner | None = None
+    return segment(*compile_call(stages, tail))
+
+
+def compile_call(
+    stages: tuple[AnyStage, ...], tail: TailBuilder | None = None
+) -> tuple[Steps, Runner]:
+    """The outermost segment of the stack: its request steps, and the runner of what is
+    inside it (the next wrapper, with every segment inside compiled; or the send path)."""
     steps: list[tuple[int, Callable[..., Any]]] = []
-    segments: list[tuple[Steps, AnyStage | None]] = []  # (steps, the wrapper after them)
+    segments: list[tuple[Steps, AnyStage]] = []  # (steps, the wrapper after them)
     for i, stage in enumerate(stages):
         fused = tail(stages[i:], tuple(steps)) if tail is not None else None
         if fused is not None:
+            if not segments:
+                return (), fused
             runner = fused
             break
         found = step_of(stage)
@@ -52,16 +72,17 @@ def compile_stages(stages: tuple[AnyStage, ...], tail: TailBuilder | None = None
             continue
         segments.append((tuple(steps), stage))
         steps = []
-    if runner is None:
-        if not segments or not segments[-1][1] or not segments[-1][1].terminal:
+    else:
+        if not segments or not segments[-1][1].terminal:
             raise StackError("a pipeline must end with a terminal stage")
         *segments, (last_steps, terminal) = segments
-        assert terminal is not None
+        if not segments:
+            return last_steps, _terminal(terminal)
         runner = segment(last_steps, _terminal(terminal))
-    for seg_steps, wrapper in reversed(segments):
-        assert wrapper is not None
+    (outer_steps, outer_wrapper), *inner_segments = segments
+    for seg_steps, wrapper in reversed(inner_segments):
         runner = segment(seg_steps, _wrapped(wrapper, runner))
-    return runner
+    return outer_steps, _wrapped(outer_wrapper, runner)
 
 
 def _terminal(stage: AnyStage) -> Runner:
