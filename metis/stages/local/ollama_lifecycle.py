@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,12 +35,21 @@ from metis.errors import AdapterError, InvalidRequestError, NetworkError, error_
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.call import Call
 from metis.pipeline.hooks import EventHook, Watch
-from metis.pipeline.provider import Fetched, Provider
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
 from metis.transport.clients import is_connect_failure
 
 log = logging.getLogger("metis")
+
+
+class Sender(Protocol):
+    """What the lifespan sends through: the provider (its name, and its one send path)."""
+
+    name: str
+
+    async def fetch(self, request: WireRequest, call: Call) -> Any:
+        """The whole answer to ``request``: its ``body`` (a JSON object), or an error."""
+
 
 # What /api/show lists for a model, and the capability flag that claims it.
 _FEATURES = {
@@ -80,7 +89,7 @@ class OllamaLifecycle(EventHook[Any]):
 
     @asynccontextmanager
     async def lifespan(
-        self, provider: Provider, declared: AdapterCapabilities
+        self, provider: Sender, declared: AdapterCapabilities
     ) -> AsyncIterator[AdapterCapabilities]:
         """The server checked (and the model loaded) on the way in, the model unloaded on the
         way out; yields the capabilities as the server reports them."""
@@ -135,7 +144,7 @@ class _Reworded(Watch):
 class _Checks:
     """The lifespan's requests, each sent through the provider's one send path."""
 
-    def __init__(self, stage: OllamaLifecycle, provider: Provider) -> None:
+    def __init__(self, stage: OllamaLifecycle, provider: Sender) -> None:
         self.stage, self.provider = stage, provider
         self.base = stage._base_url().rstrip("/")
 
@@ -154,7 +163,8 @@ class _Checks:
     async def show(self, model: str) -> dict[str, Any]:
         url = f"{self.base}/api/show"
         try:
-            return (await self.send("POST", url, {"model": model})).body
+            shown: dict[str, Any] = (await self.send("POST", url, {"model": model})).body
+            return shown
         except AdapterError as error:
             if error.provider_status != 404:
                 raise self.reworded(error, f"POST {url}") from None
@@ -186,7 +196,7 @@ class _Checks:
         *,
         wait: float | None = None,
         what: str | None = None,
-    ) -> Fetched:
+    ) -> Any:
         endpoint = self.stage._services.require_endpoint(self.stage.name)
         headers = endpoint.request_headers()
         if body is None:
