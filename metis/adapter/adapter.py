@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import AsyncExitStack, aclosing
 from functools import partial
 from pathlib import Path
@@ -21,7 +21,7 @@ import anyio
 from metis.adapter.capabilities import ModelCapabilities
 from metis.adapter.checks import check_ready, foreign_prefixes
 from metis.adapter.count_tokens import TokenCount, count_tokens
-from metis.adapter.delivery import Delivery
+from metis.adapter.delivery import Delivery, folded
 from metis.adapter.sendable import check_request
 from metis.catalog.estimate import estimate_input_tokens
 from metis.core.deprecation import warn_deprecated
@@ -45,6 +45,7 @@ from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.services import StageServices
+from metis.pipeline.settings import ProviderSettings, validate_settings
 from metis.pipeline.stores import ToolIdStore, default_tool_id_store
 from metis.stacks.loader import Endpoint, StackSpec, load_stack
 from metis.stacks.model_ids import own_stack_names, wire_name
@@ -80,6 +81,10 @@ class Adapter:
         self.name = stack.name
         self.config = config or AdapterConfig()
         self._capabilities = ModelCapabilities(stack, self.config)
+        self.settings = validate_settings(
+            stack.settings, self.config.given_settings(), f"{stack.name} adapter settings"
+        )
+        """The provider's own settings, of the kind the stack names, checked here."""
         self.endpoint = Endpoint.for_stack(
             stack,
             api_key=self.config.api_key,
@@ -123,11 +128,11 @@ class Adapter:
                         final = event
         except AdapterError as error:
             if final is not None:
-                error.partial_response = self._response(request, final, started)
+                error.partial_response = folded(self.name, request, final, started)
             raise
         if final is None:
             raise ProtocolError(f"{self.name} gave no message.complete", provider=self.name)
-        return self._response(request, final, started)
+        return folded(self.name, request, final, started)
 
     def estimate_input_tokens(
         self,
@@ -318,6 +323,7 @@ class Adapter:
             telemetry=self.telemetry,
             capabilities_for=self.capabilities_for,
             token_profile_for=self.stack.token_estimate.for_model,
+            settings=self.settings,
         )
 
     def _stage_client(self) -> httpx.AsyncClient:
@@ -327,21 +333,6 @@ class Adapter:
         if self._client is None:
             self._client = http_client(self.config.timeout_seconds)
         return self._client
-
-    def _response(
-        self, request: CanonicalRequest, final: MessageComplete, started: float
-    ) -> CanonicalResponse:
-        return CanonicalResponse(
-            request_id=request.request_id,
-            model=request.model,
-            provider=self.name,
-            content=final.final_content,
-            stop_reason=final.stop_reason,
-            usage=final.usage,
-            latency_ms=int((time.monotonic() - started) * 1000),
-            message_id=final.message_id,
-            warnings=final.warnings,
-        )
 
 
 @checked_options
@@ -356,6 +347,7 @@ def build_adapter(
     extra_headers: dict[str, str] | None = None,
     capabilities: dict[str, Any] | None = None,
     http_client: AsyncHTTPClient | None = None,
+    settings: Mapping[str, Any] | ProviderSettings | None = None,
     tool_id_store: ToolIdStore | None = None,
     telemetry: TelemetrySink | None = None,
     registry: StageRegistry = default_registry,
@@ -363,10 +355,12 @@ def build_adapter(
 ) -> Adapter:
     """An adapter for a built-in stack (``"anthropic"``, ``"openai"``) or a stack file.
 
-    The settings are :class:`AdapterConfig`'s, given as keywords or as ``config`` (a keyword
-    wins over the same field of ``config``). A key not given is read from the stack's variable
-    (``ANTHROPIC_API_KEY``); a base URL from the SDK's variable the stack names, else the
-    provider's own. A base URL without a scheme is a ConfigError here; a missing key is a
+    The configuration is :class:`AdapterConfig`'s, given as keywords or as ``config`` (a
+    keyword wins over the same field of ``config``). A key not given is read from the stack's
+    variable (``ANTHROPIC_API_KEY``); a base URL from the SDK's variable the stack names, else
+    the provider's own. ``settings`` are the provider's own, of the kind its stack names
+    (``{"region": "eu-west-1"}`` for Bedrock; docs/engine.md). A base URL without a scheme,
+    or a setting the stack's kind does not have, is a ConfigError here; a missing key is a
     NotConfiguredError naming the variable when the first call is made, before it is sent.
     """
     spec = stack if isinstance(stack, StackSpec) else load_stack(stack, registry)
@@ -378,12 +372,12 @@ def build_adapter(
         "extra_headers": extra_headers,
         "capabilities": capabilities,
         "http_client": http_client,
+        "settings": dict(settings) if isinstance(settings, Mapping) else settings,
     }
-    settings = {name: value for name, value in given.items() if value is not None}
-    if settings:
-        base = config.model_dump(exclude={"http_client"}) if config else {}
-        client = settings.pop("http_client", config.http_client if config else None)
-        config = AdapterConfig(**{**base, **settings}, http_client=client)
+    chosen = {name: value for name, value in given.items() if value is not None}
+    if chosen:
+        base = dict(config) if config else {}
+        config = AdapterConfig(**{**base, **chosen})
     return Adapter(
         spec,
         config,

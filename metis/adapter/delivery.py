@@ -1,11 +1,15 @@
-"""The adapter's own watch on every call it makes, outermost of all (docs/engine.md)."""
+"""What the adapter adds to every call: its own watch, outermost of all (docs/engine.md), and
+the fold of a call's events into a response."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 from metis.errors import scrub_error
 from metis.model.events import MessageComplete, StreamEvent
+from metis.model.request import CanonicalRequest
+from metis.model.response import CanonicalResponse
 from metis.pipeline.call import Call
 from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.hooks import Watch
@@ -38,3 +42,21 @@ class Delivery(Watch):
         if not handles:
             del self.inflight[call.request_id]
         return None
+
+
+def folded(
+    provider: str, request: CanonicalRequest, final: MessageComplete, started: float
+) -> CanonicalResponse:
+    """A call's response: its ``message.complete``, with how long it took since ``started``
+    (``time.monotonic()``)."""
+    return CanonicalResponse(
+        request_id=request.request_id,
+        model=request.model,
+        provider=provider,
+        content=final.final_content,
+        stop_reason=final.stop_reason,
+        usage=final.usage,
+        latency_ms=int((time.monotonic() - started) * 1000),
+        message_id=final.message_id,
+        warnings=final.warnings,
+    )

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from metis.errors import ConfigError
 
@@ -30,6 +31,10 @@ class ProviderSettings(BaseModel):
     def value(self, name: str) -> Any:
         """The setting ``name`` if this kind has it and it is set, else None."""
         return getattr(self, name, None)
+
+    def as_mapping(self) -> Mapping[str, Any]:
+        """The settings given (not the defaults), by name, for a stage that looks them up."""
+        return MappingProxyType({name: getattr(self, name) for name in self.model_fields_set})
 
 
 class NoSettings(ProviderSettings):
@@ -55,6 +60,18 @@ class VertexSettings(ProviderSettings):
     )
     """google-auth credentials (``google.auth.credentials.Credentials``); else Application
     Default Credentials."""
+
+    @field_validator("credentials")
+    @classmethod
+    def _google_auth(cls, value: Any) -> Any:
+        if value is not None and not all(
+            hasattr(value, name) for name in ("valid", "token", "refresh")
+        ):
+            raise ValueError(
+                "must be google-auth credentials (google.auth.credentials.Credentials), "
+                f"got {type(value).__name__}"
+            )
+        return value
 
 
 class AzureSettings(ProviderSettings):
@@ -89,6 +106,15 @@ KINDS: dict[str, type[ProviderSettings]] = {
     "azure": AzureSettings,
     "ollama": OllamaSettings,
 }
+
+
+def register_settings(kind: str, model: type[ProviderSettings]) -> type[ProviderSettings]:
+    """Make ``model`` the settings of stacks that say ``settings: <kind>`` (a stack of your
+    own whose stages read settings of their own)."""
+    if not (isinstance(model, type) and issubclass(model, ProviderSettings)):
+        raise ConfigError(f"settings kind {kind!r}: {model!r} is not a ProviderSettings model")
+    KINDS[kind] = model
+    return model
 
 
 def settings_kind(kind: str, where: str = "") -> type[ProviderSettings]:

@@ -38,6 +38,7 @@ from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
+from metis.pipeline.settings import settings_kind
 from metis.stacks.assembly import checked, completed_root
 from metis.stacks.dialect import apply_dialect
 from metis.stacks.extends import resolve
@@ -92,6 +93,16 @@ class StackSpec(BaseModel):
     """The settings of a codec configured by its stack (the schema-driven one)."""
     framing: Literal["sse", "ndjson", "json", "eventstream"] | None = None
     """How the answer's body is cut into objects (``decode``'s format), named once."""
+    settings: str = "none"
+    """The kind of settings an adapter of this stack takes (metis.pipeline.settings:
+    ``bedrock``, ``vertex``, ``azure``, ``ollama``), validated when the adapter is built."""
+
+    @field_validator("settings")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        settings_kind(value)
+        return value
+
     stages: list[StageEntry]
     source: str = "<inline>"
     stage_sources: dict[str, str] = Field(default_factory=dict)

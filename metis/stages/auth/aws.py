@@ -30,7 +30,7 @@ def botocore_session(profile: str | None) -> Any:
 
 
 def region(options: Mapping[str, Any]) -> str | None:
-    """The region the adapter's ``options.region``, AWS_REGION or AWS_DEFAULT_REGION names."""
+    """The region the adapter's ``region`` setting, AWS_REGION or AWS_DEFAULT_REGION names."""
     configured = options.get("region")
     if isinstance(configured, str) and configured:
         return configured

@@ -1,8 +1,8 @@
 """aws_endpoint: the AWS request's URL: its region filled in, its model id escaped.
 
 A stack's base URL may hold ``{region}`` (``https://bedrock-runtime.{region}.amazonaws.com``):
-the region comes from the adapter's ``options.region``, AWS_REGION, AWS_DEFAULT_REGION or the
-``region`` of the AWS profile (``options.profile`` or AWS_PROFILE, read with botocore when it is
+the region comes from the adapter's ``region`` setting, AWS_REGION, AWS_DEFAULT_REGION or the
+``region`` of the AWS profile (the ``profile`` setting or AWS_PROFILE, read with botocore when it is
 installed), and a missing one is a NotConfiguredError naming what to set, before anything is
 sent. The model id in the path is percent-encoded whole, as the AWS SDKs send it
 (``us.amazon.nova-micro-v1:0`` -> ``us.amazon.nova-micro-v1%3A0``; an ARN's ``/`` too), so
@@ -40,7 +40,7 @@ class AwsEndpoint(AsyncRequestStage[WireRequest]):
     _options: Mapping[str, Any] = MappingProxyType({})
 
     def bind(self, services: StageServices) -> None:
-        self._options = services.config.options
+        self._options = services.settings.as_mapping()
 
     async def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         url = request.url
@@ -52,13 +52,13 @@ class AwsEndpoint(AsyncRequestStage[WireRequest]):
 
 
 def profile_of(options: Mapping[str, Any]) -> str | None:
-    """The AWS profile the adapter's ``options`` name, if any."""
+    """The AWS profile the adapter's settings name, if any."""
     profile = options.get("profile")
     return profile if isinstance(profile, str) and profile else None
 
 
 async def region_or_fail(call: Call, options: Mapping[str, Any], session: Any | None = None) -> str:
-    """The call's AWS region (from the adapter's ``options``, the environment or the AWS
+    """The call's AWS region (from the adapter's settings, the environment or the AWS
     profile), or a NotConfiguredError saying where to set one."""
     found = aws_auth.region(options)
     if found is None:
@@ -72,7 +72,7 @@ async def region_or_fail(call: Call, options: Mapping[str, Any], session: Any | 
         raise not_configured(
             call,
             "no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), give the adapter "
-            "options={'region': ...}, or set region in your AWS profile",
+            "settings={'region': ...}, or set region in your AWS profile",
             "AWS_REGION",
         )
     return found

@@ -3,7 +3,7 @@
 A request that already carries ``authorization`` (the stack's bearer key, a Bedrock API key
 from AWS_BEARER_TOKEN_BEDROCK or the adapter's ``api_key``) goes as it is. Otherwise it is
 signed with AWS Signature Version 4 by botocore, with credentials from the standard chain
-(metis/stages/auth/aws.py) for the profile in the adapter's ``options.profile`` or
+(metis/stages/auth/aws.py) for the profile in the adapter's ``profile`` setting or
 AWS_PROFILE. No credentials at all is a NotConfiguredError naming what to set, raised before
 anything is sent. The stage sits inside ``retry``, so every attempt is signed afresh, and
 outside ``normalize``, so a configuration error reaches the caller as itself.
@@ -47,7 +47,7 @@ class AwsSigV4(AsyncRequestStage[WireRequest]):
         self._options: Mapping[str, Any] = MappingProxyType({})
 
     def bind(self, services: StageServices) -> None:
-        self._options = services.config.options
+        self._options = services.settings.as_mapping()
 
     async def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         if any(name.lower() == "authorization" for name in request.headers):

@@ -3,7 +3,7 @@
 With an API key (``AZURE_OPENAI_API_KEY`` or ``AdapterConfig.api_key``) the request already
 carries the ``api-key`` header and this stage adds nothing. Without one it sends
 ``Authorization: Bearer <token>`` for the Cognitive Services scope, the token coming from
-``AdapterConfig.options["azure_ad_token_provider"]`` when given (a callable returning the token,
+the adapter's ``token_provider`` setting when given (a callable returning the token,
 plain or async, like azure-identity's ``get_bearer_token_provider(...)``), else from
 azure-identity's ``DefaultAzureCredential`` (environment, workload or managed identity, Azure
 CLI login), cached until five minutes before it expires. Getting a token can touch files and
@@ -52,7 +52,7 @@ class AzureAuth(AsyncRequestStage[WireRequest]):
 
     def bind(self, services: StageServices) -> None:
         self._api_key = services.require_endpoint(self.name).api_key
-        self._options = services.config.options
+        self._options = services.settings.as_mapping()
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -69,10 +69,10 @@ class AzureAuth(AsyncRequestStage[WireRequest]):
         return dataclasses.replace(request, headers=headers)
 
     async def _bearer(self, call: Call) -> str:
-        provider = self._options.get("azure_ad_token_provider")
+        provider = self._options.get("token_provider")
         if provider is not None and not callable(provider):
             raise ConfigError(
-                f"{call.provider}: options['azure_ad_token_provider'] must be a callable that "
+                f"{call.provider}: the token_provider setting must be a callable that "
                 f"returns a token, got {type(provider)!r}"
             )
         if provider is not None:
@@ -138,7 +138,7 @@ def _not_configured(call: Call, reason: str) -> ConfigError:
         f"{call.provider} has no API key and {reason}: set AZURE_OPENAI_API_KEY (or "
         "AdapterConfig.api_key), or sign in for Entra ID (`az login`, a managed identity, or "
         "AZURE_CLIENT_ID / AZURE_TENANT_ID / AZURE_CLIENT_SECRET), or pass "
-        "AdapterConfig(options={'azure_ad_token_provider': ...})",
+        "settings={'token_provider': ...}",
         model=call.model,
         adapter=call.provider,
         api_key_env="AZURE_OPENAI_API_KEY",

@@ -3,7 +3,7 @@ Default Credentials.
 
 A ready access token (``AdapterConfig.api_key``, or ``GOOGLE_OAUTH_ACCESS_TOKEN``, as from
 ``gcloud auth print-access-token``) is sent as it is and never refreshed. Otherwise the
-credentials are ``AdapterConfig.options["google_credentials"]`` when given (any
+credentials are the adapter's ``credentials`` setting when given (any
 ``google.auth.credentials.Credentials``), else what ``google.auth.default()`` finds: the file
 ``GOOGLE_APPLICATION_CREDENTIALS`` names, ``gcloud auth application-default login``'s, or the
 metadata server's on Google Cloud. The token is cached until it expires (google-auth keeps it
@@ -35,7 +35,7 @@ from metis.pipeline.stage import AsyncRequestStage
 CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 HOW_TO_CONFIGURE = (
     "set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file, run `gcloud auth "
-    "application-default login`, or pass AdapterConfig(options={'google_credentials': ...})"
+    "application-default login`, or pass settings={'credentials': ...}"
 )
 
 
@@ -54,7 +54,7 @@ class GoogleAuth(AsyncRequestStage[WireRequest]):
 
     def bind(self, services: StageServices) -> None:
         self._api_key = services.require_endpoint(self.name).api_key
-        self._options = services.config.options
+        self._options = services.settings.as_mapping()
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -67,12 +67,12 @@ class GoogleAuth(AsyncRequestStage[WireRequest]):
         if ready:
             headers = {**request.headers, "authorization": f"Bearer {ready}"}
             return dataclasses.replace(request, headers=headers)
-        credentials = self._options.get("google_credentials") or self._default
+        credentials = self._options.get("credentials") or self._default
         if credentials is not None and not all(
             hasattr(credentials, name) for name in ("valid", "token", "refresh")
         ):
             raise ConfigError(
-                f"{call.provider}: options['google_credentials'] must be google-auth "
+                f"{call.provider}: the credentials setting must be google-auth "
                 f"credentials (google.auth.credentials.Credentials), got {type(credentials)!r}"
             )
         if credentials is None or not credentials.valid:

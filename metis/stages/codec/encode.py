@@ -65,7 +65,7 @@ class Encode(Transform[CanonicalRequest, WireRequest]):
         self._endpoint = services.require_endpoint(self.name)
         for_adapter = getattr(self._built, "for_adapter", None)
         if for_adapter is not None:
-            self.codec = for_adapter(services.config.options, services.capabilities_for)
+            self.codec = for_adapter(services.settings.as_mapping(), services.capabilities_for)
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> WireRequest:
         endpoint = self._endpoint

@@ -111,7 +111,7 @@ class OllamaLifecycle(EventHook[Any]):
                     await checks.unload(model)
 
     def _setting(self, name: str) -> Any:
-        return self._services.config.options.get(name)
+        return self._services.settings.value(name)
 
     def _model(self) -> str | None:
         model = self.options.model or self._setting("model")
