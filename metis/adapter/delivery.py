@@ -19,22 +19,23 @@ class Delivery(Watch):
     """The adapter's own watch, outermost of all: the call's warnings on its
     ``message.complete``, its secrets hidden from any error, its cancel handle let go."""
 
-    __slots__ = ("call", "inflight", "secrets")
+    __slots__ = ("call", "inflight")
 
-    def __init__(
-        self, call: Call, inflight: dict[str, list[CancelHandle]], secrets: tuple[str, ...]
-    ) -> None:
-        self.call, self.inflight, self.secrets = call, inflight, secrets
+    def __init__(self, call: Call, inflight: dict[str, list[CancelHandle]]) -> None:
+        self.call, self.inflight = call, inflight
 
     def event(self, event: StreamEvent) -> StreamEvent:
         if event.__class__ is MessageComplete:
             event = replace(event, warnings=list(self.call.warnings))
-            self.call.cancel.finished = True  # delivered: nothing left to cancel
         return event
 
+    async def completed(self, event: MessageComplete) -> None:
+        """Last of all (the tool-id store written): delivered, nothing left to cancel."""
+        self.call.cancel.finished = True
+
     def close(self, error: BaseException | None) -> BaseException | None:
-        if isinstance(error, Exception):
-            scrub_error(error, self.secrets)
+        if isinstance(error, Exception):  # the endpoint's, and credentials fetched for the call
+            scrub_error(error, self.call.secrets)
         call = self.call
         call.cancel.finished = True
         handles = self.inflight[call.request_id]

@@ -27,9 +27,9 @@ stretch of the stack in one loop, innermost first, with no generator frame per h
 ``event`` returns the event to pass on (itself or a new one), None to drop it, or a list of
 events to pass on in its place. ``completed(message_complete)`` is awaited once the call's
 ``message.complete`` has passed every watch of the stretch, before it goes further out (the
-tool-id store is written there). ``close(error)`` runs once when the stream ends: ``error`` is
-None at a normal end, else what ended it (cancellation included); returning an exception
-raises that one instead.
+tool-id store is written there); it may return a new one to go in its place.
+``close(error)`` runs once when the stream ends: ``error`` is None at a normal end, else what
+ended it (cancellation included); returning an exception raises that one instead.
 """
 
 from __future__ import annotations
@@ -65,8 +65,11 @@ class Watch:
     def event(self, event: StreamEvent) -> Passed:
         return event
 
-    async def completed(self, event: MessageComplete) -> None:
-        """The call's ``message.complete`` passed every watch of its stretch."""
+    async def completed(self, event: MessageComplete) -> MessageComplete | None:
+        """The call's ``message.complete`` passed every watch of its stretch: await what must
+        be done before it goes out (a store write), and return a new one to put in its place
+        (None: it goes as it is)."""
+        return None
 
     def close(self, error: BaseException | None) -> BaseException | None:
         return None
@@ -132,9 +135,13 @@ class Watches:
             pending = passed
         return pending
 
-    async def completed(self, event: MessageComplete) -> None:
+    async def completed(self, event: MessageComplete) -> MessageComplete:
+        """``event`` through every watch's ``completed``, innermost first."""
         for completed in self.completing:
-            await completed(event)
+            replaced = await completed(event)
+            if replaced is not None:
+                event = replaced
+        return event
 
     def close(self, error: BaseException | None) -> BaseException | None:
         """Every watch's ``close``, innermost first; each sees the error as the ones inside
@@ -194,7 +201,7 @@ async def run_segment(
                 continue
             out = see(event)
             if out.__class__ is MessageComplete and completing:
-                await watches.completed(out)
+                out = await watches.completed(out)
             elif out is None or out.__class__ is list:
                 for passed in await _spread(watches, out):
                     yield passed
@@ -225,9 +232,9 @@ async def close_all(opened: Opened) -> None:
 
 async def _spread(watches: Watches, out: Any) -> list[StreamEvent]:
     passed = spilled(out)
-    for event in passed:
+    for i, event in enumerate(passed):
         if event.__class__ is MessageComplete and watches.completing:
-            await watches.completed(event)
+            passed[i] = await watches.completed(event)
     return passed
 
 

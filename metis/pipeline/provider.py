@@ -173,5 +173,5 @@ def _json_object(raw: bytes, call: Call) -> dict[str, Any]:
 def _classified(error: AdapterError, call: Call, secrets: tuple[str, ...]) -> AdapterError:
     error.provider = error.provider or call.provider
     error.request_id = error.request_id or call.request_id
-    scrub_error(error, secrets)
+    scrub_error(error, (*secrets, *call.secrets))  # and what the auth flow fetched
     return error

@@ -187,6 +187,6 @@ async def _through(watches: Watches, *events: StreamEvent) -> list[StreamEvent]:
         passed = watches.event(event)
         for one in [] if passed is None else passed if passed.__class__ is list else [passed]:
             if one.__class__ is MessageComplete and watches.completing:
-                await watches.completed(one)
+                one = await watches.completed(one)
             out.append(one)  # type: ignore[arg-type]
     return out

@@ -10,6 +10,7 @@ one named. Each kind is a pydantic model, so code may also pass an instance
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Literal
@@ -21,6 +22,23 @@ from metis.errors import ConfigError
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 """A region, project, location or resource: it goes into a URL's host or path, so nothing
 that could change the URL's shape (``/``, ``?``, ``#``, ``@``, a space)."""
+
+
+REGION_GRAMMAR = re.compile(r"[a-z]{2,8}(?:-[a-z]+){1,3}-[0-9]{1,2}")
+"""An AWS region's name: a partition prefix, one to three words and a number (``us-east-1``,
+``us-gov-west-1``, ``us-isob-east-1``, ``eusc-de-east-1``). A region goes into the host name
+of the request, so nothing else may: a ``#``, ``/``, ``?`` or ``@`` would send the signed
+request to another host."""
+
+
+def checked_region(name: str, source: str) -> str:
+    """``name`` if it is an AWS region's name; else a ConfigError saying where it came from."""
+    if REGION_GRAMMAR.fullmatch(name):
+        return name
+    raise ConfigError(
+        f"{source} {name[:64]!r} is not an AWS region name (lower-case words and a number "
+        "joined by '-', like us-east-1)"
+    )
 
 
 class ProviderSettings(BaseModel):
@@ -44,10 +62,20 @@ class NoSettings(ProviderSettings):
 class BedrockSettings(ProviderSettings):
     """AWS Bedrock: where and as whom (docs/cloud.md)."""
 
-    region: str | None = Field(default=None, pattern=_NAME)
+    region: str | None = None
     """The AWS region; else AWS_REGION, AWS_DEFAULT_REGION or the profile's."""
     profile: str | None = None
     """The AWS profile to sign with; else AWS_PROFILE."""
+
+    @field_validator("region")
+    @classmethod
+    def _region_name(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                checked_region(value, "the region setting")
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
 
 class VertexSettings(ProviderSettings):

@@ -33,6 +33,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.transport.clients import http_errors, is_read_timeout, is_timeout, request_timeout
 from metis.transport.redirects import redirect_target
+from metis.transport.slots import slots_of
 from metis.transport.socket_reads import bound_socket_reads, socket_abort
 
 CONNECT_TIMEOUT = 10.0
@@ -93,6 +94,8 @@ class Exchange:
     limits: Limits
     response: httpx.Response
     chunks: AsyncIterator[bytes]
+    slots: anyio.Semaphore | None = None
+    """The client's connection slots, one of which this exchange holds until it is closed."""
     undo: list[Callable[[], None]] = field(default_factory=list)
 
     def translate(self, error: Exception) -> Exception:
@@ -118,9 +121,14 @@ class Exchange:
         for step in self.undo:
             step()
         self.undo.clear()
-        with anyio.CancelScope(shield=True):
-            await self.chunks.aclose()  # type: ignore[attr-defined]
-            await self.response.aclose()
+        try:
+            with anyio.CancelScope(shield=True):
+                await self.chunks.aclose()  # type: ignore[attr-defined]
+                await self.response.aclose()
+        finally:
+            slots, self.slots = self.slots, None
+            if slots is not None:
+                slots.release()
 
 
 def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
@@ -143,7 +151,15 @@ async def open_exchange(
     clock = ReadClock(call.deadline, limits.idle_timeout, first_by, request.stream)
     content = request.content if request.content is not None else request.serialized().content
     built = _build(http, call, limits, request.method, request.url, request.headers, content)
-    response = await _send(http, built, call, clock, limits)
+    slots = slots_of(http)
+    if slots is not None:  # the client metis made: a connection slot first
+        await _take_slot(slots, call, clock, limits)
+    try:
+        response = await _send(http, built, call, clock, limits)
+    except BaseException:
+        if slots is not None:
+            slots.release()
+        raise
     chunks = _body_chunks(response)
     exchange = Exchange(
         status=response.status_code,
@@ -155,6 +171,7 @@ async def open_exchange(
         limits=limits,
         response=response,
         chunks=chunks,
+        slots=slots,
     )
     try:
         exchange.read = _reader(exchange)
@@ -181,6 +198,27 @@ async def _error_body(exchange: Exchange) -> bytes:
         if len(body) >= limit:
             break
     return bytes(body[:limit])
+
+
+async def _take_slot(slots: anyio.Semaphore, call: Call, clock: ReadClock, limits: Limits) -> None:
+    """One of the client's connection slots (metis/transport/slots.py), waited for like the
+    response's head: within the call's deadline and cancel."""
+    try:  # a free slot is taken at once: awaiting would queue the call behind every task
+        slots.acquire_nowait()
+        return
+    except anyio.WouldBlock:
+        pass
+    acquired = False
+    try:
+        with call.cancel.guard(clock.head_by()) as scope:
+            await slots.acquire()
+            acquired = True
+    except BaseException:
+        if acquired:  # taken, then cancelled in the same moment
+            slots.release()
+        raise
+    if scope.cancelled_caught:
+        raise expired(call, clock, limits)
 
 
 def _build(

@@ -33,17 +33,26 @@ from metis.pipeline.config import AdapterConfig
 from metis.pipeline.request import ResponseHead, ResponseItem, WireRequest
 from metis.pipeline.services import StageServices, no_client
 from metis.pipeline.stage import Inner, Stage
+from metis.transport import slots as pool
 from metis.transport.exchange import CONNECT_TIMEOUT, Exchange, Limits, ReadClock, open_exchange
 
 __all__ = ["CONNECT_TIMEOUT", "ReadClock", "Transport", "http_client"]
 
 
 def http_client(timeout_seconds: float = 600.0) -> httpx.AsyncClient:
-    """The client an adapter makes when the application gives none: it follows no redirects.
-    Its timeouts only matter to requests that bring none; the transport's always do."""
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout_seconds, connect=CONNECT_TIMEOUT), follow_redirects=False
+    """The client an adapter makes when the application gives none: it follows no redirects,
+    pools connections as the official SDKs do, and its calls wait for a connection in metis's
+    connection slots (metis/transport/slots.py). Its timeouts only matter to requests that
+    bring none; the transport's always do."""
+    size = pool.MAX_CONNECTIONS
+    limits = httpx.Limits(max_connections=size, max_keepalive_connections=pool.MAX_KEEPALIVE)
+    client = httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout_seconds, connect=CONNECT_TIMEOUT),
+        limits=limits,
+        follow_redirects=False,
     )
+    pool.give_slots(client, size)
+    return client
 
 
 class Transport(Stage[WireRequest, Any, Any, ResponseItem]):

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis.errors import ConfigError
+from metis.pipeline.settings import REGION_GRAMMAR as REGION_GRAMMAR  # the grammar lives with
+from metis.pipeline.settings import checked_region as checked_region  # the Bedrock settings
 
 REGION_ENV = ("AWS_REGION", "AWS_DEFAULT_REGION")
 INSTALL_HINT = "pip install 'metis[bedrock]' (botocore)"
@@ -30,13 +32,14 @@ def botocore_session(profile: str | None) -> Any:
 
 
 def region(options: Mapping[str, Any]) -> str | None:
-    """The region the adapter's ``region`` setting, AWS_REGION or AWS_DEFAULT_REGION names."""
+    """The region the adapter's ``region`` setting, AWS_REGION or AWS_DEFAULT_REGION names;
+    a value that is not a region's name is a ConfigError."""
     configured = options.get("region")
     if isinstance(configured, str) and configured:
-        return configured
+        return checked_region(configured, "the region setting")
     for name in REGION_ENV:
         if value := os.environ.get(name):
-            return value
+            return checked_region(value, name)
     return None
 
 
@@ -51,6 +54,14 @@ def frozen_credentials(session: Any) -> Any | None:
     chain may read files or call a metadata service, so run it in a worker thread."""
     credentials = _botocore_call(session.get_credentials)
     return None if credentials is None else _botocore_call(credentials.get_frozen_credentials)
+
+
+def secret_parts(credentials: Any) -> tuple[str, ...]:
+    """What of ``credentials`` (botocore's frozen credentials) no error or log may show: the
+    secret key and the session token (the access key id names the key, as AWS's own messages
+    print it)."""
+    parts = (getattr(credentials, "secret_key", None), getattr(credentials, "token", None))
+    return tuple(part for part in parts if isinstance(part, str) and part)
 
 
 def _botocore_call(function: Any, *args: Any) -> Any:

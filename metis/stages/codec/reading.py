@@ -59,7 +59,9 @@ class CallReader:
         self._codec, self._call, self._secrets = codec, call, secrets
         builder = self._builder = MessageBuilder(call.provider, call.model, call.warn_dropped)
         builder.estimate_usage = lambda b: _estimate_usage(b, request, call)
-        builder.invalid_arguments = lambda *tool: _invalid_arguments(call, secrets, *tool)
+        builder.invalid_arguments = lambda *tool: _invalid_arguments(
+            call, (*secrets, *call.secrets), *tool
+        )
         self._streamed = request.stream
         self._parser = codec.stream_parser(builder) if request.stream else None
         self._after_end = _AfterEnd(codec, call)
@@ -124,7 +126,7 @@ class CallReader:
     def _classified(self, error: AdapterError) -> AdapterError:
         error.provider = error.provider or self._call.provider
         error.request_id = error.request_id or self._call.request_id
-        scrub_error(error, self._secrets)  # a server may echo the key back
+        scrub_error(error, (*self._secrets, *self._call.secrets))  # a server may echo a key back
         return error
 
 
@@ -161,7 +163,7 @@ def warn_ignored_after_end(
         "%s sent more after %s; ignored%s",
         call.provider,
         terminal,
-        f" ({redact(str(error), *secrets)})" if error is not None else "",
+        f" ({redact(str(error), *secrets, *call.secrets)})" if error is not None else "",
         extra={
             "event": "metis.events_after_end",
             "request_id": call.request_id,

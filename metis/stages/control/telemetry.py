@@ -113,9 +113,8 @@ class _Attempt(Watch):
         if error is None or (not isinstance(error, Exception) and _answered(complete)):
             ended = _completed(call, self.retry_count, latency_ms, complete, self.first_ms)
         else:
-            ended = _failed(
-                call, self.retry_count, latency_ms, error, complete, self.stage._secrets
-            )
+            secrets = (*self.stage._secrets, *call.secrets)
+            ended = _failed(call, self.retry_count, latency_ms, error, complete, secrets)
         self.stage._emit(self.sink, call, ended)
         return None
 

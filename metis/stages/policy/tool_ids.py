@@ -9,7 +9,9 @@ session when the message completes.
 The store is never worth an answer: each store call runs within the call's cancel and
 deadline, and when one fails or is cut off the call goes on with derived ids and the reply
 whole. A failure (not a cancel) is reported once: a WARN record and a
-``metis.tool_id_store_failed`` bus event.
+``metis.tool_id_store_failed`` bus event. A cancel that cuts the write at ``message.complete``
+short ends the call as cancelled, as ``cancel()`` answered True: the message keeps all its
+content and its stop reason says ``cancelled`` (docs/contract.md §2).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.request import CanonicalRequest
+from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
 from metis.pipeline.hooks import EventHook, Watch
 from metis.pipeline.services import StageServices
@@ -146,14 +149,18 @@ class _Mapping(Watch):
             return replace(event, final_content=content)
         return event
 
-    async def completed(self, event: MessageComplete) -> None:
-        """The pairs of this reply, remembered for the session."""
+    async def completed(self, event: MessageComplete) -> MessageComplete | None:
+        """The pairs of this reply, remembered for the session. A cancel that cut the write
+        short ends the call as cancelled, as ``cancel()`` answered True."""
         call, started = self.call, self.started
         if call.session_id and started:
             pairs = {c: p for p, c in started}
             store = self.stage._store_or_fail()
             remember = partial(store.remember, call.session_id, call.provider)
             await _store_call(call, self.stage._sink, "write", partial(remember, pairs))
+            if call.cancel.cancelled:  # cancel() said True: the stream ends cancelled
+                return replace(event, stop_reason=StopReason(kind=StopKind.CANCELLED))
+        return None
 
 
 def _rewrite_history(request: CanonicalRequest, ids: dict[str, str]) -> CanonicalRequest:
