@@ -86,10 +86,6 @@ PENDING: dict[tuple[str, str], str] = {
         "metis.adapter.count_tokens",
         "metis.adapter.adapter",
     ): "engine: count_tokens takes no Adapter",
-    ("metis.testing.emulator._wire", "metis.testing.emulator.responder"): "emulator: rewritten",
-    ("metis.testing.emulator.count_tokens", "metis.testing.emulator.openai_responses"): (
-        "emulator: rewritten"
-    ),
 }
 
 
