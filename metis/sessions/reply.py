@@ -9,9 +9,7 @@ the text that arrived; reasoning without its signature and unfinished tool calls
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
 from decimal import Decimal
 
 from metis.adapter.adapter import Adapter
@@ -21,7 +19,6 @@ from metis.model.content import Message, Role, TextBlock
 from metis.model.events import MessageComplete, StreamEvent, TextDelta
 from metis.model.request import CanonicalRequest
 from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
-from metis.sessions.control import TurnControl
 from metis.sessions.models import ChatLike, Resolved
 
 CANCELLED = StopReason(kind=StopKind.CANCELLED, raw="Session.cancel()")
@@ -88,35 +85,6 @@ class Reply:
     def _text_blocks(self) -> list[TextBlock]:
         texts = ("".join(self._texts[i]) for i in sorted(self._texts))
         return [TextBlock(text=text) for text in texts if text]
-
-
-async def stream_reply(
-    resolved: Resolved, request: CanonicalRequest, reply: Reply, control: TurnControl
-) -> AsyncGenerator[StreamEvent, None]:
-    """The call's events, each also seen by ``reply``; a ``cancel()`` of ``control`` ends them
-    with a ``message.complete`` of stop reason ``cancelled``."""
-    async with _closing(resolved.chat.stream(request)) as events:
-        while True:
-            with control.wait() as wait:
-                event = await anext(events, None)
-            if wait.cancelled_caught:
-                yield reply.cancelled()
-                return
-            if event is None:
-                return
-            reply.see(event)
-            yield event
-
-
-@contextlib.asynccontextmanager
-async def _closing(events: AsyncIterator[StreamEvent]) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-    """``events``, closed when the block ends (an adapter's and a router's are generators)."""
-    try:
-        yield events
-    finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
 
 
 def served_by(route: ChatLike, reported: str | None) -> str:
