@@ -1,10 +1,11 @@
 """One model call of a session: its events streamed, and its reply as it ended.
 
-A reply that completes is the ``message.complete``'s (docs/contract.md §2). One that the
-session's ``cancel()`` stops keeps the text that arrived and ends with a ``message.complete``
-of stop reason ``cancelled``, made here, as an adapter's own ``cancel`` would end it. One that
-ends without a ``message.complete`` (the caller's own cancel scope, a stream left early) keeps
-the text that arrived; reasoning without its signature and unfinished tool calls are not kept.
+A reply that completes, or that the session's ``cancel()`` stops (through the adapter's own
+``cancel``), is its ``message.complete``'s (docs/contract.md §2: what arrived, with stop reason
+``cancelled``). One that ends without a ``message.complete`` (the caller's own cancel scope, a
+stream left early) keeps the text that arrived; its reasoning (unsigned yet) and unfinished tool
+calls are not kept. A call cancelled before it was sent ends with a ``message.complete`` made
+here, with nothing in it.
 """
 
 from __future__ import annotations
