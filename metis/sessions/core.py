@@ -17,6 +17,7 @@ import functools
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
+from typing import Any
 
 from metis.adapter.adapter import Adapter
 from metis.calls.request import (
@@ -72,6 +73,9 @@ class Conversation:
         self.context_check = context_check
         self.keeper = StateKeeper(session_id, provider_state)
         self.usage = usage
+        self.connections: dict[str, Any] = {}
+        """What a provider keeps open for this conversation, by provider (a live connection:
+        none of today's stacks keeps one); :meth:`Session.aclose` closes each."""
 
     def options_with(self, overrides: ModelOptions) -> ModelOptions:
         """The session's options as they are now, with a turn's ``overrides``."""
