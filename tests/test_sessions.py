@@ -335,3 +335,15 @@ async def test_closing_a_session_releases_what_providers_keep_open_for_it(
     assert all(c.closed for c in held.values()) and session._conversation.connections == {}
     assert [r.getMessage() for r in caplog.records if "closing" in r.getMessage()]
     assert session.messages[0].text() == "Hi"  # the history stays
+
+
+def test_cancel_from_the_thread_reading_a_synchronous_stream() -> None:
+    peer = FakePeer(stalled_reply("Hello", " there"))
+    session = on_peer(peer)
+    kinds = []
+    for event in session.stream("Hi"):
+        kinds.append(event.type)
+        if isinstance(event, TextDelta) and event.text == " there":
+            assert session.cancel()  # the stream stalls after this: the cancel ends it
+    assert kinds[-1] == "message.complete"
+    assert [m.text() for m in session.messages] == ["Hi", "Hello there"]
