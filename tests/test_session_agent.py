@@ -76,9 +76,9 @@ async def test_a_run_answers_parallel_calls_together_until_the_model_stops(
 
 
 @metis.tool
-def get_time(city: str) -> str:
+async def get_time(city: str) -> str:
     """The local time in a city."""
-    raise RuntimeError("the time service is down")
+    raise RuntimeError("the time service is down")  # at once: no timeout can come first
 
 
 @pytest.mark.anyio

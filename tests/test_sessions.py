@@ -310,3 +310,40 @@ def test_the_history_is_the_applications_to_edit_between_turns() -> None:
     assert [m.text() for m in session.messages] == ["Start again"]
     with pytest.raises(InvalidRequestError, match="unknown role"):
         session.add({"role": "usr", "content": "x"})  # type: ignore[typeddict-item]
+
+
+class Connection:
+    def __init__(self, fails: bool = False) -> None:
+        self.closed = False
+        self.fails = fails
+
+    async def aclose(self) -> None:
+        self.closed = True
+        if self.fails:
+            raise OSError("already gone")
+
+
+@pytest.mark.anyio
+async def test_closing_a_session_releases_what_providers_keep_open_for_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The slot a provider with a live connection per conversation keeps it in (none of
+    today's stacks does): closed with the session, one failing to close not stopping the rest."""
+    held = {"a": Connection(fails=True), "b": Connection()}
+    async with Session(CLAUDE, [metis.Message.user("Hi")]) as session:
+        session._conversation.connections.update(held)
+    assert all(c.closed for c in held.values()) and session._conversation.connections == {}
+    assert [r.getMessage() for r in caplog.records if "closing" in r.getMessage()]
+    assert session.messages[0].text() == "Hi"  # the history stays
+
+
+def test_cancel_from_the_thread_reading_a_synchronous_stream() -> None:
+    peer = FakePeer(stalled_reply("Hello", " there"))
+    session = on_peer(peer)
+    kinds = []
+    for event in session.stream("Hi"):
+        kinds.append(event.type)
+        if isinstance(event, TextDelta) and event.text == " there":
+            assert session.cancel()  # the stream stalls after this: the cancel ends it
+    assert kinds[-1] == "message.complete"
+    assert [m.text() for m in session.messages] == ["Hi", "Hello there"]

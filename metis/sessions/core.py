@@ -13,9 +13,11 @@ What the history keeps of a call (docs/sessions.md):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
+from typing import Any
 
 from metis.adapter.adapter import Adapter
 from metis.calls.request import (
@@ -27,12 +29,13 @@ from metis.calls.request import (
 )
 from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
+from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, TokenUsage
 from metis.sessions.context import Compactor, ContextCheck, fitted
 from metis.sessions.control import TurnControl
 from metis.sessions.models import Resolved, resolved
 from metis.sessions.provider_state import ProviderState, StateKeeper
-from metis.sessions.reply import Reply, stream_reply
+from metis.sessions.reply import Reply
 
 UNFINISHED = (StopKind.CANCELLED, StopKind.ERROR)
 
@@ -70,6 +73,9 @@ class Conversation:
         self.context_check = context_check
         self.keeper = StateKeeper(session_id, provider_state)
         self.usage = usage
+        self.connections: dict[str, Any] = {}
+        """What a provider keeps open for this conversation, by provider (a live connection:
+        none of today's stacks keeps one); :meth:`Session.aclose` closes each."""
 
     def options_with(self, overrides: ModelOptions) -> ModelOptions:
         """The session's options as they are now, with a turn's ``overrides``."""
@@ -100,7 +106,7 @@ class Conversation:
                 await self.keeper.before_call(found.servers)
                 reply = record.reply = Reply(found, request, budget.input_tokens if budget else 0)
                 try:
-                    async with aclosing(stream_reply(found, request, reply, control)) as events:
+                    async with aclosing(self._stream(found, request, reply, control)) as events:
                         async for event in events:
                             if isinstance(event, MessageComplete):
                                 finished = event.stop_reason.kind not in UNFINISHED
@@ -111,6 +117,26 @@ class Conversation:
         finally:
             if not kept and not finished and mark is not None:
                 del self.history[mark:]
+
+    async def _stream(
+        self, found: Resolved, request: CanonicalRequest, reply: Reply, control: TurnControl
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """The call's events, each seen by ``reply``; the adapter's ``cancel`` stops it."""
+        if control.cancelled:  # before it was sent
+            yield reply.cancelled()
+            return
+        events = found.chat.stream(request)
+        stop = functools.partial(found.chat.cancel, request.request_id)
+        try:
+            with control.calling(stop):
+                async for event in events:
+                    reply.see(event)
+                    control.event_arrived()
+                    yield event
+        finally:
+            aclose = getattr(events, "aclose", None)  # an adapter's and a router's have one
+            if aclose is not None:
+                await aclose()
 
     def _call_options(self, found: Resolved, options: ModelOptions) -> CallOptions:
         """The call's options: the session's id, and a reply limit that leaves the input at

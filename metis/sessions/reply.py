@@ -1,17 +1,16 @@
 """One model call of a session: its events streamed, and its reply as it ended.
 
-A reply that completes is the ``message.complete``'s (docs/contract.md §2). One that the
-session's ``cancel()`` stops keeps the text that arrived and ends with a ``message.complete``
-of stop reason ``cancelled``, made here, as an adapter's own ``cancel`` would end it. One that
-ends without a ``message.complete`` (the caller's own cancel scope, a stream left early) keeps
-the text that arrived; reasoning without its signature and unfinished tool calls are not kept.
+A reply that completes, or that the session's ``cancel()`` stops (through the adapter's own
+``cancel``), is its ``message.complete``'s (docs/contract.md §2: what arrived, with stop reason
+``cancelled``). One that ends without a ``message.complete`` (the caller's own cancel scope, a
+stream left early) keeps the text that arrived; its reasoning (unsigned yet) and unfinished tool
+calls are not kept. A call cancelled before it was sent ends with a ``message.complete`` made
+here, with nothing in it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
 from decimal import Decimal
 
 from metis.adapter.adapter import Adapter
@@ -21,7 +20,6 @@ from metis.model.content import Message, Role, TextBlock
 from metis.model.events import MessageComplete, StreamEvent, TextDelta
 from metis.model.request import CanonicalRequest
 from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
-from metis.sessions.control import TurnControl
 from metis.sessions.models import ChatLike, Resolved
 
 CANCELLED = StopReason(kind=StopKind.CANCELLED, raw="Session.cancel()")
@@ -88,35 +86,6 @@ class Reply:
     def _text_blocks(self) -> list[TextBlock]:
         texts = ("".join(self._texts[i]) for i in sorted(self._texts))
         return [TextBlock(text=text) for text in texts if text]
-
-
-async def stream_reply(
-    resolved: Resolved, request: CanonicalRequest, reply: Reply, control: TurnControl
-) -> AsyncGenerator[StreamEvent, None]:
-    """The call's events, each also seen by ``reply``; a ``cancel()`` of ``control`` ends them
-    with a ``message.complete`` of stop reason ``cancelled``."""
-    async with _closing(resolved.chat.stream(request)) as events:
-        while True:
-            with control.wait() as wait:
-                event = await anext(events, None)
-            if wait.cancelled_caught:
-                yield reply.cancelled()
-                return
-            if event is None:
-                return
-            reply.see(event)
-            yield event
-
-
-@contextlib.asynccontextmanager
-async def _closing(events: AsyncIterator[StreamEvent]) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-    """``events``, closed when the block ends (an adapter's and a router's are generators)."""
-    try:
-        yield events
-    finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
 
 
 def served_by(route: ChatLike, reported: str | None) -> str:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import logging
 import threading
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, TypeVar, Unpack
 
+import anyio
 from pydantic import TypeAdapter
 
 from metis.adapter.adapter import Adapter
@@ -37,6 +39,7 @@ from metis.sessions.saved import read_saved, restored, saved_session
 from metis.sessions.stream import TurnStream
 
 T = TypeVar("T")
+log = logging.getLogger("metis")
 SESSION_OPTIONS = ModelOptions.__optional_keys__
 _HINTS = {"session_id": "the session's id is Session(session_id=...), set once"}
 
@@ -266,6 +269,32 @@ class Session(BlockingForms):
             async with aclosing(events):
                 async for event in events:
                     yield event
+
+    async def aclose(self) -> None:
+        """Release what providers keep open for this conversation (a live connection, where a
+        provider keeps one; none of today's stacks does). The history stays; a later turn
+        opens what it needs again. ``async with Session(...)`` closes it at the end."""
+        with self._owned("aclose"):
+            held = self._conversation.connections
+            while held:
+                provider, connection = held.popitem()
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await connection.aclose()
+                    except Exception as exc:  # one that fails to close leaves the others
+                        log.warning(
+                            "session %s: closing %s's connection failed: %r",
+                            self.session_id,
+                            provider,
+                            exc,
+                            extra={"event": "metis.session_close_failed", "provider": provider},
+                        )
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def cancel(self) -> bool:
         """Stop the turn in flight, from any task or thread: a reply being streamed ends with
