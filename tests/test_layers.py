@@ -82,6 +82,7 @@ PENDING: dict[tuple[str, str], str] = {
     ("metis.pipeline.stage", "metis.adapter"): "engine: Stage.init/dispose take no Adapter",
     ("metis.pipeline.services", "metis.stacks.loader"): "engine: Endpoint moves to pipeline/",
     ("metis.stages.codec.encode", "metis.stacks"): "engine: Endpoint; rules_name is in wire.codec",
+    ("metis.stages.codec.normalize", "metis.stacks.dialect"): "engine: rules_name, in wire.codec",
     (
         "metis.adapter.count_tokens",
         "metis.adapter.adapter",

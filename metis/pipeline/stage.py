@@ -68,12 +68,6 @@ class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
     dialect_option: ClassVar[str | None] = None
     """The option naming the wire dialect (``codec`` for encode and normalize, ``rules`` for
     pre_send_check), which a stack's top-level ``codec:`` sets once for every such stage."""
-    role: ClassVar[str | None] = None
-    """The part of the provider this stage is (``encode``, ``edit``, ``auth``, ``reader``,
-    ``framing``, ``transport``, ``lifespan``; metis.pipeline.provider), None for a policy."""
-    zone: ClassVar[str | None] = None
-    """Where the skeleton places a stage of this class (``policy``, ``wire edit``, ``auth
-    step``; metis.pipeline.skeleton); None: where it is listed."""
 
     @classmethod
     def dialect(cls, options: dict[str, Any]) -> str | None:
@@ -113,36 +107,14 @@ class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
         return _signature_of(cls)
 
 
-class Transform(Stage[RequestIn, RequestOut, Any, Any]):
-    """A request transform: it rewrites the request on its way in, once per call, and leaves
-    the items alone (it costs nothing per item). ``encode`` is one: canonical in, wire out."""
-
-    def rewrite(self, request: RequestIn, call: Call) -> RequestOut:
-        raise NotImplementedError(f"stage {self.name!r} does not implement rewrite")
-
-    def __call__(self, request: RequestIn, call: Call, inner: Inner[RequestOut, Any]) -> Any:
-        return inner(self.rewrite(request, call), call)
-
-
-class RequestStage(Transform[RequestIn, RequestIn]):
+class RequestStage(Stage[RequestIn, RequestIn, Any, Any]):
     """A stage that rewrites the request and leaves the items alone."""
 
-
-class AsyncRequestStage(Stage[RequestIn, RequestIn, Any, Any]):
-    """A request transform that awaits (an auth step fetching a token, a region lookup)."""
-
-    async def rewrite(self, request: RequestIn, call: Call) -> RequestIn:
-        raise NotImplementedError(f"stage {self.name!r} does not implement rewrite")
+    def rewrite(self, request: RequestIn, call: Call) -> RequestIn:
+        raise NotImplementedError
 
     def __call__(self, request: RequestIn, call: Call, inner: Inner[RequestIn, Any]) -> Any:
-        return _rewritten_then(self.rewrite, request, call, inner)
-
-
-async def _rewritten_then(
-    rewrite: Callable[[Any, Call], Any], request: Any, call: Call, inner: Inner[Any, Any]
-) -> AsyncIterator[Any]:
-    async for item in inner(await rewrite(request, call), call):
-        yield item
+        return inner(self.rewrite(request, call), call)
 
 
 class StageSignature(typing.NamedTuple):

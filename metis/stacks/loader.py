@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -38,8 +38,6 @@ from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
-from metis.pipeline.settings import settings_kind
-from metis.stacks.assembly import checked, completed_root
 from metis.stacks.dialect import apply_dialect
 from metis.stacks.extends import resolve
 
@@ -91,18 +89,6 @@ class StackSpec(BaseModel):
     """The wire dialect, named once: every stage that needs it takes it from here."""
     codec_settings: dict[str, Any] | None = None
     """The settings of a codec configured by its stack (the schema-driven one)."""
-    framing: Literal["sse", "ndjson", "json", "eventstream"] | None = None
-    """How the answer's body is cut into objects (``decode``'s format), named once."""
-    settings: str = "none"
-    """The kind of settings an adapter of this stack takes (metis.pipeline.settings:
-    ``bedrock``, ``vertex``, ``azure``, ``ollama``), validated when the adapter is built."""
-
-    @field_validator("settings")
-    @classmethod
-    def _known_kind(cls, value: str) -> str:
-        settings_kind(value)
-        return value
-
     stages: list[StageEntry]
     source: str = "<inline>"
     stage_sources: dict[str, str] = Field(default_factory=dict)
@@ -236,18 +222,16 @@ def parse_stack(
 ) -> StackSpec:
     """A stack from its parsed YAML: its ``extends`` chain resolved, its codec handed to the
     stages that need it (docs/stacks.md)."""
-    root_hook = functools.partial(completed_root, registry=registry)
+    origin: dict[str, str] = {}
     if "extends" in data:
-        data, origin = resolve(data, source, _load, root_hook)
-    else:
-        data, origin = root_hook(data, source)
+        data, origin = resolve(data, source, _load)
     if isinstance(data.get("stages"), list):
         try:
             entries = StackSpec._entries(data["stages"])
         except ValueError as exc:
             raise ConfigError(f"{source}: stages: {exc}") from None
-        entries = apply_dialect({**data, "stages": entries}, source, registry)
-        data = {**data, "stages": checked(data, entries, source, registry)}
+        data = {**data, "stages": apply_dialect({**data, "stages": entries}, source, registry)}
+    origin = origin or {entry["name"]: source for entry in data.get("stages", [])}
     try:
         return StackSpec.model_validate({**data, "source": source, "stage_sources": origin})
     except ValidationError as exc:

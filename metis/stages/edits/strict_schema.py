@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -24,8 +25,8 @@ from pydantic import BaseModel, ConfigDict
 from metis.model.content import ToolUseBlock
 from metis.model.events import MessageComplete, StreamEvent, ToolUseEnd
 from metis.pipeline.call import Call
-from metis.pipeline.hooks import EventHook, Watch
 from metis.pipeline.request import WireRequest
+from metis.pipeline.stage import Inner, Stage
 from metis.wire.strict_schema import Schema, strict_schema_or_reason, to_strict_schema
 from metis.wire.strict_schema_nulls import strip_optional_nulls
 
@@ -34,12 +35,8 @@ log = logging.getLogger("metis")
 __all__ = ["StrictSchema", "strict_schema_or_reason", "strip_optional_nulls", "to_strict_schema"]
 
 
-class StrictSchema(EventHook[WireRequest]):
-    """A wire edit with a watch: ``open`` makes the body strict; the watch takes the nulls
-    strict mode forces out of the inputs of the tools it made strict."""
-
+class StrictSchema(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
     name = "strict_schema"
-    role = "edit"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
@@ -48,11 +45,13 @@ class StrictSchema(EventHook[WireRequest]):
 
     options: Options
 
-    async def open(self, request: WireRequest, call: Call) -> tuple[WireRequest, Watch | None]:
+    def __call__(
+        self, request: WireRequest, call: Call, inner: Inner[WireRequest, StreamEvent]
+    ) -> AsyncIterator[StreamEvent]:
         request, originals = self.convert(request, call)
         if not originals:  # nothing made strict: nothing to restore on the way out
-            return request, None
-        return request, _Restore(originals)
+            return inner(request, call)
+        return self._restore(request, call, inner, originals)
 
     def convert(self, request: WireRequest, call: Call) -> tuple[WireRequest, dict[str, Schema]]:
         """The request with its body made strict where it can be, and the original parameter
@@ -108,27 +107,25 @@ class StrictSchema(EventHook[WireRequest]):
             return fmt
         return {**fmt, "json_schema": {**spec, "schema": converted, "strict": True}}
 
-
-class _Restore(Watch):
-    """The caller's optional keys, not strict mode's nulls, in the tools' final inputs."""
-
-    __slots__ = ("originals",)
-
-    def __init__(self, originals: dict[str, Schema]) -> None:
-        self.originals = originals
-
-    def event(self, event: StreamEvent) -> StreamEvent:
-        if isinstance(event, ToolUseEnd):
-            schema = self.originals.get(event.tool_name)
-            if schema is not None:
-                cleaned = strip_optional_nulls(event.final_input, schema)
-                if cleaned is not event.final_input:
-                    return dataclasses.replace(event, final_input=cleaned)
-        elif isinstance(event, MessageComplete):
-            content = _restore_blocks(event.final_content, self.originals)
-            if content is not event.final_content:
-                return dataclasses.replace(event, final_content=content)
-        return event
+    async def _restore(
+        self,
+        request: WireRequest,
+        call: Call,
+        inner: Inner[WireRequest, StreamEvent],
+        originals: dict[str, Schema],
+    ) -> AsyncIterator[StreamEvent]:
+        async for event in inner(request, call):
+            if isinstance(event, ToolUseEnd):
+                schema = originals.get(event.tool_name)
+                if schema is not None:
+                    cleaned = strip_optional_nulls(event.final_input, schema)
+                    if cleaned is not event.final_input:
+                        event = dataclasses.replace(event, final_input=cleaned)
+            elif isinstance(event, MessageComplete):
+                content = _restore_blocks(event.final_content, originals)
+                if content is not event.final_content:
+                    event = dataclasses.replace(event, final_content=content)
+            yield event
 
 
 def _restore_blocks(blocks: list[Any], originals: dict[str, Schema]) -> list[Any]:
