@@ -47,7 +47,7 @@ from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.services import StageServices
 from metis.pipeline.settings import ProviderSettings, validate_settings
 from metis.pipeline.stores import ToolIdStore, default_tool_id_store
-from metis.stacks.loader import Endpoint, StackSpec, load_stack
+from metis.stacks.loader import StackSpec, endpoint_for, load_stack
 from metis.stacks.model_ids import own_stack_names, wire_name
 from metis.telemetry import NULL_SINK, TelemetrySink
 from metis.transport.clients import AsyncHTTPClient, as_httpx
@@ -84,7 +84,7 @@ class Adapter:
             stack.settings, self.config.given_settings(), f"{stack.name} adapter settings"
         )
         """The provider's own settings, of the kind the stack names, checked here."""
-        self.endpoint = Endpoint.for_stack(
+        self.endpoint = endpoint_for(
             stack,
             api_key=self.config.api_key,
             base_url=self.config.base_url,

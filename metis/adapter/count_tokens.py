@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import anyio
 
@@ -37,10 +37,24 @@ from metis.core.secrets import scrub_url
 from metis.errors import AdapterError, ProtocolError, scrub_error
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call, DropRecord
+from metis.pipeline.config import AdapterConfig
+from metis.pipeline.endpoint import Endpoint
+from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.request import WireRequest
+from metis.stacks.loader import StackSpec
 
-if TYPE_CHECKING:
-    from metis.adapter.adapter import Adapter
+
+class Countable(Protocol):
+    """What counting needs of an adapter (an :class:`~metis.adapter.Adapter` is one): its
+    name, stack, pipeline (whose provider sends), configuration, endpoint and model names."""
+
+    name: str
+    stack: StackSpec
+    pipeline: Pipeline
+    config: AdapterConfig
+    endpoint: Endpoint
+
+    def wire_model(self, model: str) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +144,7 @@ def _read_count(payload: Any) -> int | None:
 
 
 async def count_tokens(
-    adapter: Adapter, request: CanonicalRequest, *, estimate_on_error: bool = True
+    adapter: Countable, request: CanonicalRequest, *, estimate_on_error: bool = True
 ) -> TokenCount:
     """How many input tokens ``request`` is, asked of the provider where it can say."""
     wire_model = adapter.wire_model(request.model)
@@ -175,7 +189,7 @@ async def count_tokens(
     return TokenCount(tokens, "provider", scrub_url(url))
 
 
-def _call(adapter: Adapter, request: CanonicalRequest) -> Call:
+def _call(adapter: Countable, request: CanonicalRequest) -> Call:
     """The counting request's identity: the call's, with the adapter's deadline."""
     return Call(
         request_id=request.request_id,

@@ -21,8 +21,8 @@ from metis.telemetry import NULL_SINK, TelemetrySink
 if TYPE_CHECKING:
     import httpx
 
+    from metis.pipeline.endpoint import Endpoint
     from metis.pipeline.stores import ToolIdStore
-    from metis.stacks.loader import Endpoint
 
 
 def no_client() -> httpx.AsyncClient:

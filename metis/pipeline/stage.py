@@ -41,9 +41,6 @@ from metis.errors import StackError
 from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
 
-if typing.TYPE_CHECKING:
-    from metis.adapter.adapter import Adapter
-
 RequestIn = TypeVar("RequestIn")
 RequestOut = TypeVar("RequestOut")
 ItemsIn = TypeVar("ItemsIn")
@@ -101,12 +98,13 @@ class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
         when the stage is inserted into an adapter's pipeline later). Keep what the stage
         uses; most stages use nothing and leave this alone."""
 
-    async def init(self, adapter: Adapter) -> None:
-        """Lifecycle hook (docs/contract.md §1): ``adapter.init()`` calls it on every stage, in
-        order. A local provider's stage checks its server here; most stages have nothing to do."""
+    async def init(self, adapter: Any) -> None:
+        """Kept for stages written for the first engine: ``adapter.init()`` calls it on every
+        stage, in order, with the adapter. A setup of the provider's belongs in its lifespan
+        (docs/engine.md), which takes services, not the adapter."""
 
-    async def dispose(self, adapter: Adapter) -> None:
-        """Lifecycle hook: ``adapter.dispose()`` calls it on every stage, innermost first."""
+    async def dispose(self, adapter: Any) -> None:
+        """Kept likewise: ``adapter.aclose()`` calls it on every stage, innermost first."""
 
     @classmethod
     def signature(cls) -> StageSignature:

@@ -15,12 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from metis.errors import StackError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
+from metis.pipeline.endpoint import Endpoint
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Transform
-from metis.stacks.dialect import rules_name
-from metis.stacks.loader import Endpoint
-from metis.wire.codec import get_codec
+from metis.wire.codec import get_codec, rules_name
 
 
 class CodecOptions(BaseModel):
