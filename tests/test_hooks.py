@@ -230,3 +230,52 @@ async def test_an_event_crosses_three_generator_frames_of_metis_on_the_default_s
     assert events[-1].type == "message.complete"
     # The send loop, retry, and the call (the adapter's own watch runs in the call's segment).
     assert frames == [["_send", "__call__", "run_segment"]]
+
+
+@pytest.mark.anyio
+async def test_a_watch_is_called_only_for_the_kinds_it_looks_at() -> None:
+    seen: list[str] = []
+
+    class Starts(Watch):
+        kinds = (MessageStart,)
+
+        def event(self, event: StreamEvent) -> Any:
+            seen.append(event.type)
+            return event
+
+    class Hooked(EventHook[CanonicalRequest]):
+        name = "starts"
+
+        async def open(
+            self, request: CanonicalRequest, call: Call
+        ) -> tuple[CanonicalRequest, Watch]:
+            return request, Starts()
+
+    events = await run(Pipeline([Hooked(), Encode(), Answer()]))
+    assert seen == ["message.start"] and len(events) == 4
+
+
+@pytest.mark.anyio
+async def test_events_a_watch_puts_in_place_of_one_reach_the_outer_watches_of_their_kind() -> None:
+    """A text delta spread into a text delta and a message.start: the outer watch, which
+    looks only at message.start, sees the new one (and the first, from the answer)."""
+    log: list[str] = []
+
+    class Starts(Watch):
+        kinds = (MessageStart,)
+
+        def event(self, event: StreamEvent) -> Any:
+            log.append(f"outer:{event.type}")
+            return event
+
+    class Outer(EventHook[CanonicalRequest]):
+        name = "outer"
+
+        async def open(
+            self, request: CanonicalRequest, call: Call
+        ) -> tuple[CanonicalRequest, Watch]:
+            return request, Starts()
+
+    spread = Hook("inner", [], lambda e: [e, MessageStart("m2", "x")])
+    await run(Pipeline([Outer(), spread, Encode(), Answer()]))
+    assert log == ["outer:message.start", "outer:message.start"]

@@ -7,7 +7,7 @@ import time
 from dataclasses import replace
 
 from metis.errors import scrub_error
-from metis.model.events import MessageComplete, StreamEvent
+from metis.model.events import MessageComplete
 from metis.model.request import CanonicalRequest
 from metis.model.response import CanonicalResponse
 from metis.pipeline.call import Call
@@ -24,14 +24,13 @@ class Delivery(Watch):
     def __init__(self, call: Call, inflight: dict[str, list[CancelHandle]]) -> None:
         self.call, self.inflight = call, inflight
 
-    def event(self, event: StreamEvent) -> StreamEvent:
-        if event.__class__ is MessageComplete:
-            event = replace(event, warnings=list(self.call.warnings))
-        return event
+    kinds = ()  # only the message's end: in completed
 
-    async def completed(self, event: MessageComplete) -> None:
-        """Last of all (the tool-id store written): delivered, nothing left to cancel."""
+    async def completed(self, event: MessageComplete) -> MessageComplete:
+        """Last of all (the tool-id store written): the call's warnings on it; delivered,
+        nothing left to cancel."""
         self.call.cancel.finished = True
+        return replace(event, warnings=list(self.call.warnings))
 
     def close(self, error: BaseException | None) -> BaseException | None:
         if isinstance(error, Exception):  # the endpoint's, and credentials fetched for the call

@@ -39,7 +39,7 @@ from typing import Any, ClassVar, TypeVar
 
 import anyio
 
-from metis.model.events import MessageComplete, StreamEvent
+from metis.model.events import BLOCK_EVENTS, MessageComplete, MessageStart, StreamEvent
 from metis.pipeline.call import Call
 from metis.pipeline.stage import Inner, Stage
 
@@ -59,8 +59,10 @@ Passed = StreamEvent | list[StreamEvent] | None
 class Watch:
     """One call's state for a hook. Subclass and override what the hook needs."""
 
-    sees_events: ClassVar[bool] = True
-    """False for a watch that only wants ``close`` (no method call per event)."""
+    kinds: ClassVar[tuple[type[StreamEvent], ...] | None] = None
+    """The event classes ``event`` is called for (None: every event; ``()``: none, for a
+    watch that only wants ``completed`` or ``close``). The engine calls a watch only for the
+    events it looks at: a text delta costs nothing to a watch of tool calls."""
 
     def event(self, event: StreamEvent) -> Passed:
         return event
@@ -94,38 +96,58 @@ class EventHook(Stage[RequestT, RequestT, StreamEvent, StreamEvent]):
 
 
 _COMPLETED = Watch.completed
+EVENT_CLASSES: tuple[type[StreamEvent], ...] = (MessageStart, *BLOCK_EVENTS, MessageComplete)
+
+
+def _looks_at(watch: Watch, cls: type) -> bool:
+    return watch.kinds is None or cls in watch.kinds
 
 
 class Watches:
-    """The watches of one stretch of the stack for one call, innermost first."""
+    """The watches of one stretch of the stack for one call, innermost first.
 
-    __slots__ = ("_seeing", "all", "completing")
+    ``table`` maps each event class but ``message.complete`` to the ``event`` methods of the
+    watches that look at it (an empty tuple: none does, and the event goes on as it is); the
+    engine's loop calls them itself for the usual event. ``message.complete``, a class the
+    table does not map, and an event a watch dropped or spread go the long way
+    (:meth:`passed`, :meth:`passed_on`)."""
+
+    __slots__ = ("all", "completing", "table")
 
     def __init__(self, watches: Sequence[Watch]) -> None:
         self.all = list(watches)
-        self._seeing = [w.event for w in watches if w.sees_events]
         self.completing = [w.completed for w in watches if type(w).completed is not _COMPLETED]
+        self.table: dict[type, tuple[Callable[[StreamEvent], Passed], ...]] = {
+            cls: tuple(w.event for w in self.all if _looks_at(w, cls))
+            for cls in EVENT_CLASSES
+            if cls is not MessageComplete
+        }
 
     def __bool__(self) -> bool:
         return bool(self.all)
 
-    def event(self, event: StreamEvent) -> Passed:
-        """``event`` through every watch that sees events."""
-        for see in self._seeing:
-            out = see(event)
-            if out is not event:
-                if out is None or out.__class__ is list:
-                    return self._spread(self._seeing.index(see) + 1, out)
-                event = out  # type: ignore[assignment]
-        return event
+    async def passed(self, event: StreamEvent) -> list[StreamEvent]:
+        """What goes on in place of ``event``: it through every watch that looks at it."""
+        return await self._completed(self.through(0, [event]))
 
-    def _spread(self, start: int, out: Passed) -> list[StreamEvent]:
-        """A dropped event, or several: the rest of the watches see each that is left."""
-        pending: list[StreamEvent] = [] if out is None else list(out)  # type: ignore[arg-type]
-        for see in self._seeing[start:]:
+    async def passed_on(
+        self, see: Callable[[StreamEvent], Passed], out: Passed
+    ) -> list[StreamEvent]:
+        """What goes on after the watch whose ``see`` dropped an event (``out`` None) or put
+        several in its place (a list): each through the watches outside it."""
+        position = self.all.index(see.__self__) + 1  # type: ignore[attr-defined]
+        return await self._completed(self.through(position, spilled(out)))
+
+    def through(self, start: int, pending: list[StreamEvent]) -> list[StreamEvent]:
+        """``pending`` through the watches from ``start`` outward, each event through those
+        that look at its class."""
+        for watch in self.all[start:]:
             passed: list[StreamEvent] = []
-            for event in pending:
-                result = see(event)
+            for one in pending:
+                if not _looks_at(watch, one.__class__):
+                    passed.append(one)
+                    continue
+                result = watch.event(one)
                 if result is None:
                     continue
                 if result.__class__ is list:
@@ -134,6 +156,13 @@ class Watches:
                     passed.append(result)  # type: ignore[arg-type]
             pending = passed
         return pending
+
+    async def _completed(self, out: list[StreamEvent]) -> list[StreamEvent]:
+        if self.completing:
+            for i, one in enumerate(out):
+                if one.__class__ is MessageComplete:
+                    out[i] = await self.completed(one)
+        return out
 
     async def completed(self, event: MessageComplete) -> MessageComplete:
         """``event`` through every watch's ``completed``, innermost first."""
@@ -193,20 +222,23 @@ async def run_segment(
         assert call is not None
         request, opened_watches = await take_steps(steps, request, call)
         watches = Watches([*opened_watches, *watches.all])
-        see, completing, plain = watches.event, watches.completing, not watches.all
+        table, plain = watches.table, not watches.all
         events = inside(request, call, opened)
         async for event in events:
             if plain:
                 yield event
                 continue
-            out = see(event)
-            if out.__class__ is MessageComplete and completing:
-                out = await watches.completed(out)
-            elif out is None or out.__class__ is list:
-                for passed in await _spread(watches, out):
+            sees = table.get(event.__class__)
+            if sees is not None and len(sees) < 2:  # the usual event: one watch looks, or none
+                out = sees[0](event) if sees else event
+                if out is not None and out.__class__ is not list:
+                    yield out
+                    continue
+                for passed in await watches.passed_on(sees[0], out):
                     yield passed
                 continue
-            yield out
+            for passed in await watches.passed(event):  # message.complete, and the rest
+                yield passed
     except BaseException as exc:
         replaced = ended(watches, exc)
         if replaced is exc:
@@ -228,14 +260,6 @@ async def close_all(opened: Opened) -> None:
             aclose = getattr(iterator, "aclose", None)
             if aclose is not None:
                 await aclose()
-
-
-async def _spread(watches: Watches, out: Any) -> list[StreamEvent]:
-    passed = spilled(out)
-    for i, event in enumerate(passed):
-        if event.__class__ is MessageComplete and watches.completing:
-            passed[i] = await watches.completed(event)
-    return passed
 
 
 def spilled(out: Any) -> list[StreamEvent]:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import anyio
 
 from metis.errors import CancelledError
-from metis.model.events import MessageComplete, StreamEvent
+from metis.model.events import StreamEvent
 from metis.pipeline.call import Call
 from metis.pipeline.hooks import Opened, Runner, Steps, Watches, ended, take_steps
 from metis.pipeline.request import WireRequest
@@ -119,7 +119,7 @@ async def _send(
 ) -> AsyncIterator[StreamEvent]:
     request, opened = await take_steps(steps, request, call)
     watches = Watches(opened)
-    see = watches.event if opened else None
+    table = watches.table  # the attempt's watches: telemetry's, with a sink
     reader = reader_part.reader(request, call)
     exchange: Exchange | None = None
     try:
@@ -133,10 +133,10 @@ async def _send(
                     raise CancelledError("the call was cancelled")
                 for obj in objects.feed(chunk):
                     for event in feed(obj):
-                        if see is None:
+                        if table.get(event.__class__) == ():  # no watch looks at it
                             yield event
                         else:
-                            for passed in await _through(watches, event):
+                            for passed in await watches.passed(event):
                                 yield passed
                 if reader.stopped or objects.halted:
                     await _halted(objects, framing, read, call)
@@ -179,14 +179,8 @@ async def _halted(
 
 
 async def _through(watches: Watches, *events: StreamEvent) -> list[StreamEvent]:
-    """``events`` through the watches, ``message.complete`` awaited through ``completed``."""
-    if not watches:
-        return list(events)
+    """``events`` through the watches (the end of the message, mostly)."""
     out: list[StreamEvent] = []
     for event in events:
-        passed = watches.event(event)
-        for one in [] if passed is None else passed if passed.__class__ is list else [passed]:
-            if one.__class__ is MessageComplete and watches.completing:
-                one = await watches.completed(one)
-            out.append(one)  # type: ignore[arg-type]
+        out.extend(await watches.passed(event))
     return out

@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from metis.errors import AdapterError, ErrorClass, redact
-from metis.model.events import MessageComplete, StreamEvent
+from metis.model.events import MessageComplete, MessageStart, StreamEvent
 from metis.model.response import StopKind
 from metis.pipeline.call import Call
 from metis.pipeline.hooks import EventHook, Watch
@@ -91,6 +91,7 @@ class _Attempt(Watch):
     one ending it reports."""
 
     __slots__ = ("call", "complete", "first_ms", "retry_count", "sink", "stage", "started")
+    kinds = (MessageStart, MessageComplete)  # the first event (rule 1), and the last
 
     def __init__(self, stage: Telemetry, sink: TelemetrySink, call: Call) -> None:
         self.stage, self.sink, self.call = stage, sink, call

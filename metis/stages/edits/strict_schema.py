@@ -113,6 +113,7 @@ class _Restore(Watch):
     """The caller's optional keys, not strict mode's nulls, in the tools' final inputs."""
 
     __slots__ = ("originals",)
+    kinds = (ToolUseEnd, MessageComplete)
 
     def __init__(self, originals: dict[str, Schema]) -> None:
         self.originals = originals

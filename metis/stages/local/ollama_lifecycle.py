@@ -124,7 +124,7 @@ class OllamaLifecycle(EventHook[Any]):
 class _Reworded(Watch):
     """A server that is down, said as such: the URL, and ``ollama serve``."""
 
-    sees_events = False
+    kinds = ()
     __slots__ = ("base_url",)
 
     def __init__(self, base_url: str) -> None:

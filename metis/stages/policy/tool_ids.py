@@ -126,6 +126,7 @@ class _Mapping(Watch):
     Events belong to the stage that made them: one with an id to map is passed on anew."""
 
     __slots__ = ("call", "inward", "issued", "stage", "started")
+    kinds = (ToolUseStart, ToolUseInputDelta, ToolUseEnd, MessageComplete)
 
     def __init__(self, stage: ToolIds, call: Call, inward: dict[str, str]) -> None:
         self.stage, self.call, self.inward = stage, call, inward

@@ -22,6 +22,7 @@ raise once it has read them (:attr:`halted` says to look, one check per chunk).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic_core import from_json
@@ -56,6 +57,7 @@ class BodyObjects:
         "content_type",
         "done",
         "failed",
+        "feed",
         "halted",
         "ignored",
     )
@@ -79,17 +81,26 @@ class BodyObjects:
         the objects before it were returned, and the caller raises it once they are read."""
         self.ignored = 0
         """How many events came after ``[DONE]``."""
+        self.feed: Callable[[bytes], list[dict[str, Any]]] = (
+            self._first if self._mode == "first" else self._hold
+        )
+        """Takes a chunk, gives the objects it completes (often none). Once the first chunk
+        says what the body is, it is the reader of that framing itself: no dispatch per chunk."""
 
-    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
-        mode = self._mode
-        if mode == "stream":
-            return self._stream(chunk)
-        if mode == "first":
-            if _whole_json(self.content_type, chunk):
-                self._mode = "reply"
-            else:
-                self._mode = "stream"
-                return self._stream(chunk)
+    def _first(self, chunk: bytes) -> list[dict[str, Any]]:
+        if _whole_json(self.content_type, chunk):
+            self._mode, self.feed = "reply", self._hold
+            return self._hold(chunk)
+        self._mode = "stream"
+        if self._sse is not None:
+            self.feed = self._sse_objects
+        elif self._frames is not None:
+            self.feed = self._frame_objects
+        else:
+            self.feed = self._ndjson_objects
+        return self.feed(chunk)
+
+    def _hold(self, chunk: bytes) -> list[dict[str, Any]]:
         self._held.append(chunk)
         return []
 
@@ -110,11 +121,11 @@ class BodyObjects:
             return [_ndjson_object(line) for line in self._lines.close()]
         return []
 
-    def _stream(self, chunk: bytes) -> list[dict[str, Any]]:
-        if self._sse is not None:
-            return self._sse_objects(chunk)
-        if self._frames is not None:
-            return self._each(self._frames.feed(chunk), frame_object)
+    def _frame_objects(self, chunk: bytes) -> list[dict[str, Any]]:
+        assert self._frames is not None
+        return self._each(self._frames.feed(chunk), frame_object)
+
+    def _ndjson_objects(self, chunk: bytes) -> list[dict[str, Any]]:
         assert self._lines is not None
         return self._each(self._lines.feed(chunk), _ndjson_object)
 
