@@ -279,3 +279,31 @@ async def test_events_a_watch_puts_in_place_of_one_reach_the_outer_watches_of_th
     spread = Hook("inner", [], lambda e: [e, MessageStart("m2", "x")])
     await run(Pipeline([Outer(), spread, Encode(), Answer()]))
     assert log == ["outer:message.start", "outer:message.start"]
+
+
+@pytest.mark.anyio
+async def test_a_watch_that_raises_at_the_end_is_seen_by_the_watches_outside_it() -> None:
+    """invariants raises when a stream ends without message.complete; the watches outside it
+    (the adapter's own, which lets the call's cancel handle go) still close, with its error."""
+    from metis.errors import InvariantViolation
+    from metis.stages.policy.invariants import Invariants
+
+    class Short(Stage[WireRequest, Any, Any, StreamEvent]):
+        name = "short"
+        terminal = True
+
+        async def __call__(
+            self, request: WireRequest, call: Call, inner: Inner[Any, Any]
+        ) -> AsyncIterator[StreamEvent]:
+            yield MessageStart("m1", "x")
+
+    log: list[str] = []
+
+    async def start(request: CanonicalRequest) -> tuple[CanonicalRequest, Call, Watch]:
+        return request, make_call(), Recording(log, "caller")
+
+    pipeline = Pipeline([Invariants(), Encode(), Short()])
+    with pytest.raises(InvariantViolation, match=r"without message\.complete"):
+        async for _ in pipeline.stream(ask(), start):
+            pass
+    assert log[-1] == "caller:close:InvariantViolation"

@@ -12,12 +12,13 @@ stretch of the stack in one loop, innermost first, with no generator frame per h
             return request, Counter()
 
     class Counter(Watch):
+        kinds = (TextDelta,)              # the events it looks at (default: every one)
+
         def __init__(self) -> None:
             self.deltas = 0
 
         def event(self, event):
-            if type(event) is TextDelta:
-                self.deltas += 1
+            self.deltas += 1
             return event                  # passed on; a new event replaces it
 
         def close(self, error):
@@ -176,7 +177,10 @@ class Watches:
         """Every watch's ``close``, innermost first; each sees the error as the ones inside
         it left it. Returns the error to raise (None at a normal end that stays normal)."""
         for watch in self.all:
-            replaced = watch.close(error)
+            try:
+                replaced = watch.close(error)
+            except Exception as exc:  # a watch's own verdict (invariants at the end): it goes on
+                replaced = exc
             if replaced is not None:
                 error = replaced
         return error
@@ -229,15 +233,19 @@ async def run_segment(
                 yield event
                 continue
             sees = table.get(event.__class__)
-            if sees is not None and len(sees) < 2:  # the usual event: one watch looks, or none
-                out = sees[0](event) if sees else event
-                if out is not None and out.__class__ is not list:
-                    yield out
-                    continue
-                for passed in await watches.passed_on(sees[0], out):
+            if sees is None:  # message.complete, or an event of a class of its own
+                for passed in await watches.passed(event):
                     yield passed
                 continue
-            for passed in await watches.passed(event):  # message.complete, and the rest
+            out: Passed = event
+            for see in sees:  # the usual event: through the watches that look at it, here
+                out = see(out)  # type: ignore[arg-type]
+                if out is None or out.__class__ is list:
+                    break
+            else:
+                yield out
+                continue
+            for passed in await watches.passed_on(see, out):  # dropped, or several
                 yield passed
     except BaseException as exc:
         replaced = ended(watches, exc)
