@@ -153,7 +153,9 @@ class _Checks:
         try:
             answer = await self.send("GET", url)
         except AdapterError as error:
-            if error.provider_status != 404:  # a server older than /api/version
+            if error.provider_status is None:  # not an answer: the server is down, say
+                raise
+            if error.provider_status != 404:  # 404: a server older than /api/version
                 raise self.reworded(error, f"GET {url}") from None
             await self.send("GET", f"{self.base}/api/tags", what=f"GET {self.base}/api/tags")
             return None
@@ -166,6 +168,8 @@ class _Checks:
             shown: dict[str, Any] = (await self.send("POST", url, {"model": model})).body
             return shown
         except AdapterError as error:
+            if error.provider_status is None:  # not an answer: the server is down, say
+                raise
             if error.provider_status != 404:
                 raise self.reworded(error, f"POST {url}") from None
             raise InvalidRequestError(
