@@ -237,7 +237,13 @@ def test_stack_lists_the_stages_in_order_with_their_types(capsys: Any) -> None:
     rows = [line.split() for line in out.splitlines() if re.match(r"\s*\d+\s+[a-z_]+\s", line)]
     expected = [s.name for s in load_stack("anthropic").stages]
     assert [row[1] for row in rows] == expected
-    by_name = {row[1]: " ".join(row[2:]) for row in rows}
+    # The kind column: how the engine runs each stage, and the provider part it is.
+    kinds = {row[1]: " ".join(row[2:4] if row[3].startswith("(") else row[2:3]) for row in rows}
+    assert kinds["invariants"] == kinds["tool_ids"] == kinds["telemetry"] == "hook"
+    assert kinds["capability_check"] == "transform" and kinds["retry"] == "wrapper"
+    assert kinds["encode"] == "transform (encode)" and kinds["cache_control"] == "transform (edit)"
+    assert kinds["normalize"] == "send (reader)" and kinds["transport"] == "send (transport)"
+    by_name = {row[1]: " ".join(row[4:] if row[3].startswith("(") else row[3:]) for row in rows}
     assert by_name["encode"].startswith("CanonicalRequest → WireRequest")
     assert "codec=anthropic" in by_name["encode"]
     assert "bytes | ResponseHead → dict[str, Any]" in by_name["decode"]

@@ -48,6 +48,9 @@ class ModelOptions(TypedDict, total=False):
     """Default: the SDK's variable where the stack names one, else the provider's URL."""
     timeout_seconds: float
     max_retries: int
+    settings: Mapping[str, Any]
+    """The provider's own settings, of its stack's kind (``{"region": "eu-west-1"}`` for
+    Bedrock; docs/engine.md), checked when the adapter is built."""
 
 
 class CallOptions(ModelOptions, total=False):
