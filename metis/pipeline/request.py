@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from metis.model.cache import RequestedCache
 
 
 def body_bytes(body: dict[str, Any]) -> bytes:
@@ -27,13 +30,16 @@ class WireRequest:
     stream: bool = False
     method: str = "POST"
     content: bytes | None = field(default=None, repr=False)
+    cache: RequestedCache | None = field(default=None, repr=False)
+    """What the canonical request asked of the prompt cache (the ``cache_control`` stage
+    applies it in the dialect's form)."""
 
     def serialized(self) -> WireRequest:
         """This request with its body's bytes (itself, when they are there already)."""
         if self.content is not None:
             return self
         content = body_bytes(self.body) if self.method != "GET" else b""
-        return WireRequest(self.url, self.body, self.headers, self.stream, self.method, content)
+        return dataclasses.replace(self, content=content)
 
     def __repr__(self) -> str:
         from metis.core.secrets import is_secret_header, scrub_url

@@ -19,6 +19,7 @@ from metis.pipeline.endpoint import Endpoint
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Transform
+from metis.wire.cache_points import requested_cache
 from metis.wire.codec import get_codec, rules_name
 
 
@@ -76,4 +77,5 @@ class Encode(Transform[CanonicalRequest, WireRequest]):
             body=self.codec.encode(request, call),
             headers=endpoint.request_headers(),
             stream=stream,
+            cache=requested_cache(request),
         )
