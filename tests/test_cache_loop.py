@@ -29,7 +29,7 @@ CITIES = ["Paris", "Rome", "Oslo", "Tokyo", "Lima", "Cairo", "Quito", "Perth", "
 
 PROVIDERS = {
     "anthropic": "claude-sonnet-4-5",
-    "vertex_anthropic": "claude-sonnet-4-5",
+    "vertex_anthropic": "claude-sonnet-4-5@20250929",
     "bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
     "bedrock_anthropic": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
     "openai": "gpt-4.1",
@@ -86,12 +86,7 @@ async def tool_loop(
 
 
 def loop_cost(stack: str, usages: list[TokenUsage]) -> Decimal:
-    # Claude on Vertex is priced as on Anthropic's API (the catalog names it otherwise).
-    model = (
-        "anthropic:claude-sonnet-4-5"
-        if stack == "vertex_anthropic"
-        else f"{stack}:{PROVIDERS[stack]}"
-    )
+    model = f"{stack}:{PROVIDERS[stack]}"
     return sum((cost_of(model, u).usd for u in usages), Decimal(0))
 
 

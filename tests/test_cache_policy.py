@@ -245,7 +245,7 @@ def test_a_stack_without_key_sends_no_openai_fields() -> None:
 def test_a_hint_with_no_form_is_a_warning(rules: str, model: str, provider: str) -> None:
     _, call = run({"model": "m"}, continuing(hints=2), rules, model)
     assert (
-        reasons(call) == [f"{provider} caches prompt prefixes itself: a cache hint has no form"] * 2
+        reasons(call) == [f"{provider} has no form for a cache hint (docs/caching.md)"] * 2
     )
 
 

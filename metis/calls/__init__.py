@@ -186,6 +186,7 @@ def stream(
     - ``stop_sequences``: strings that end the reply where they appear.
     - ``output_schema``: a JSON schema the reply must follow.
     - ``thinking``: :class:`ThinkingConfig` (``budget_tokens``).
+    - ``cache``: :class:`CachePolicy`: what to cache; default the stack's (docs/caching.md).
     - ``session_id``: the conversation's id (tool-call ids across providers).
     - ``api_key``: default the stack's variable (``ANTHROPIC_API_KEY``, ...).
     - ``base_url``: default the SDK's variable the stack names, else the provider's URL.

@@ -131,7 +131,7 @@ class CacheControl(RequestStage[WireRequest]):
     ) -> dict[str, Any]:
         provider = {"openai": "OpenAI", "gemini": "Gemini"}.get(form, call.provider)
         for _ in range(asked.hints):
-            _warn(call, f"{provider} caches prompt prefixes itself: a cache hint has no form")
+            _warn(call, f"{provider} has no form for a cache hint (docs/caching.md)")
         policy = asked.policy
         if form == "gemini" and policy is not None and policy.cached_content:
             out = {k: v for k, v in body.items() if k not in _NOT_WITH_CACHED_CONTENT}
