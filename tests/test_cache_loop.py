@@ -114,3 +114,38 @@ async def test_the_policy_makes_the_loop_cheaper(stack: str) -> None:
     with_policy, without = loop_cost(stack, on), loop_cost(stack, off)
     print(f"{stack}: ten-turn loop ${with_policy} with the cache policy, ${without} without")
     assert with_policy < without * Decimal("0.5")
+
+
+def cache_fields(stack: str, body: dict[str, Any]) -> Any:
+    """What the last request of the loop carried for the cache, in the provider's form."""
+    if stack in ("anthropic", "vertex_anthropic", "bedrock_anthropic"):
+        last = body["messages"][-1]["content"][-1]
+        return [
+            "cache_control" in body["tools"][-1],
+            "cache_control" in body["system"][-1],
+            "cache_control" in last,
+        ]
+    if stack == "bedrock":
+        ends = [body["toolConfig"]["tools"][-1], body["system"][-1]]
+        return [*ends, body["messages"][-1]["content"][-1]]
+    if stack.startswith("openai"):
+        return body.get("prompt_cache_key")
+    return sorted(k for k in body if "cache" in k.lower())
+
+
+WIRE = {
+    "anthropic": [True, True, True],
+    "vertex_anthropic": [True, True, True],
+    "bedrock_anthropic": [True, True, True],
+    "bedrock": [{"cachePoint": {"type": "default"}}] * 3,
+    "openai": "loop",
+    "openai_responses": "loop",
+    "gemini": [],
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stack", list(PROVIDERS))
+async def test_each_provider_gets_the_policy_in_its_own_form(stack: str) -> None:
+    _, requests = await tool_loop(stack, None, streaming=False)
+    assert cache_fields(stack, requests[-1].json()) == WIRE[stack]
