@@ -24,7 +24,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict
 from pydantic_core import from_json
 
-from metis.errors import ProtocolError, redact
+from metis.errors import ProtocolError
 from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
@@ -32,6 +32,7 @@ from metis.pipeline.wire import ResponseHead, ResponseItem, WireRequest
 from metis.providers import json_limits
 from metis.providers.aws_eventstream import EventStreamDecoder, frame_object
 from metis.providers.json_limits import MAX_DEPTH, JSONLimitError
+from metis.providers.response_reader import MAX_IGNORED_AFTER_END, warn_ignored_after_end
 from metis.providers.sse import MAX_LINE_LENGTH
 from metis.providers.sse_data import SSEDataDecoder
 
@@ -187,29 +188,6 @@ async def _ignore_after_done(
         except ProtocolError as error:
             warn_ignored_after_end(call, "data: [DONE]", error, secrets)
             return
-
-
-MAX_IGNORED_AFTER_END = 64
-"""How many events a stream may send after its terminal event before metis stops reading it."""
-
-
-def warn_ignored_after_end(
-    call: Call, terminal: str, error: Exception | None = None, secrets: tuple[str, ...] = ()
-) -> None:
-    """The one WARN record for a stream that went on after its terminal event (or failed
-    while it was read on)."""
-    log.warning(
-        "%s sent more after %s; ignored%s",
-        call.provider,
-        terminal,
-        f" ({redact(str(error), *secrets)})" if error is not None else "",
-        extra={
-            "event": "metis.events_after_end",
-            "request_id": call.request_id,
-            "session_id": call.session_id,
-            "adapter": call.provider,
-        },
-    )
 
 
 def _skip(data: str) -> bool:
