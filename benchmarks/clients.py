@@ -297,7 +297,7 @@ class Metis(Client):
                     base_url=self.scenario_url(scenario),
                     http_client=self.pools.clients[shard],
                     # Ollama declares no tool calling: a local model's abilities are the user's
-                    # to declare (metis/providers/ollama.yaml)
+                    # to declare (metis/stacks/builtin/ollama.yaml)
                     capabilities={"supports_tools": True} if self.provider == "ollama" else {},
                 ),
             )

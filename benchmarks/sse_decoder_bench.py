@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from metis.providers.sse import SSEDecoder
+from metis.wire.framing.sse import SSEDecoder
 
 EVENTS = 10_000
 CHUNK = 4096

@@ -23,19 +23,19 @@ _EXPORTS = {
     "arun_tools": "metis.tools",
     "Adapter": "metis.adapter",
     "build_adapter": "metis.adapter",
-    "AdapterConfig": "metis.config",
+    "AdapterConfig": "metis.pipeline.config",
     "Pipeline": "metis.pipeline.pipeline",
     "Stage": "metis.pipeline.stage",
     "Inner": "metis.pipeline.stage",
     "RequestStage": "metis.pipeline.stage",
     "Call": "metis.pipeline.call",
     "StageServices": "metis.pipeline.services",
-    "WireRequest": "metis.pipeline.wire",
-    "ResponseHead": "metis.pipeline.wire",
+    "WireRequest": "metis.pipeline.request",
+    "ResponseHead": "metis.pipeline.request",
     "register_stage": "metis.pipeline.registry",
-    "load_stack": "metis.pipeline.stack",
-    "InMemoryToolIdStore": "metis.session",
-    "ToolIdStore": "metis.session",
+    "load_stack": "metis.stacks.loader",
+    "InMemoryToolIdStore": "metis.pipeline.stores",
+    "ToolIdStore": "metis.pipeline.stores",
     "TelemetrySink": "metis.telemetry",
     "Registry": "metis.registry",
     "Router": "metis.routing",
@@ -123,14 +123,13 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from metis.adapter import Adapter as Adapter
-    from metis.adapter import build_adapter as build_adapter
+    from metis.adapter.adapter import Adapter as Adapter
+    from metis.adapter.adapter import build_adapter as build_adapter
     from metis.calls import CallOptions as CallOptions
     from metis.calls import acomplete as acomplete
     from metis.calls import astream as astream
     from metis.calls import complete as complete
     from metis.calls import stream as stream
-    from metis.config import AdapterConfig as AdapterConfig
     from metis.cost import Cost as Cost
     from metis.cost import PriceTable as PriceTable
     from metis.cost import cost_of as cost_of
@@ -183,21 +182,22 @@ if TYPE_CHECKING:
     from metis.model import URLImageSource as URLImageSource
     from metis.model.dicts import MessageDict as MessageDict
     from metis.pipeline.call import Call as Call
+    from metis.pipeline.config import AdapterConfig as AdapterConfig
     from metis.pipeline.pipeline import Pipeline as Pipeline
     from metis.pipeline.registry import register_stage as register_stage
+    from metis.pipeline.request import ResponseHead as ResponseHead
+    from metis.pipeline.request import WireRequest as WireRequest
     from metis.pipeline.services import StageServices as StageServices
-    from metis.pipeline.stack import load_stack as load_stack
     from metis.pipeline.stage import Inner as Inner
     from metis.pipeline.stage import RequestStage as RequestStage
     from metis.pipeline.stage import Stage as Stage
-    from metis.pipeline.wire import ResponseHead as ResponseHead
-    from metis.pipeline.wire import WireRequest as WireRequest
-    from metis.registry import NotConfiguredError as NotConfiguredError
-    from metis.registry import Registry as Registry
-    from metis.registry import Route as Route
+    from metis.pipeline.stores import InMemoryToolIdStore as InMemoryToolIdStore
+    from metis.pipeline.stores import ToolIdStore as ToolIdStore
+    from metis.registry.registry import NotConfiguredError as NotConfiguredError
+    from metis.registry.registry import Registry as Registry
+    from metis.registry.registry import Route as Route
     from metis.routing import Router as Router
-    from metis.session import InMemoryToolIdStore as InMemoryToolIdStore
-    from metis.session import ToolIdStore as ToolIdStore
+    from metis.stacks.loader import load_stack as load_stack
     from metis.telemetry import ListSink as ListSink
     from metis.telemetry import LoggingSink as LoggingSink
     from metis.telemetry import OpenTelemetrySink as OpenTelemetrySink

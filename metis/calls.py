@@ -40,17 +40,17 @@ import anyio.lowlevel
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from pydantic import TypeAdapter, ValidationError
 
-from metis.adapter import Adapter
-from metis.config import AdapterConfig
+from metis.adapter.adapter import Adapter
 from metis.errors import ConfigError, OutputValidationError
 from metis.model.content import Message
 from metis.model.dicts import MessageDict
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse
-from metis.pipeline.stack import StackSpec, load_stack
-from metis.registry import NotConfiguredError
+from metis.pipeline.config import AdapterConfig
+from metis.registry.registry import NotConfiguredError
 from metis.routing.router import Router
+from metis.stacks.loader import StackSpec, load_stack
 from metis.tools import Tool, as_tool_definition
 
 MessagesLike = str | Message | MessageDict | Sequence[Message | MessageDict]

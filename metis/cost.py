@@ -41,7 +41,7 @@ from pydantic_core import PydanticCustomError
 from metis.catalog.catalog import Catalog, default_catalog
 from metis.catalog.lookup import lookup, stack_catalog_provider
 from metis.catalog.model_info import ModelInfo
-from metis.config_files import config_error, read_yaml, show
+from metis.core.config_files import config_error, read_yaml, show
 from metis.errors import ConfigError
 from metis.model.response import TokenUsage
 

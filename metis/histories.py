@@ -21,8 +21,8 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from metis.core.ids import new_tool_id
 from metis.errors import InvalidRequestError
-from metis.ids import new_tool_id
 from metis.model.content import (
     Base64ImageSource,
     ContentBlock,

@@ -70,7 +70,7 @@ def one_default_tls_context() -> Iterator[None]:
     """Every httpx client with the default TLS settings shares one context. httpx builds a
     new one per client, reading the whole CA bundle (~80 ms of CPU), and the tests build an
     adapter, so a client, hundreds of times. The context is the same either way; a shared
-    one in ``metis.stages.transport.http_client`` would make this fixture unnecessary."""
+    one in ``metis.transport.stage.http_client`` would make this fixture unnecessary."""
     original = httpx_transports.create_ssl_context
     shared: dict[bool, ssl.SSLContext] = {}
 

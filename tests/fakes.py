@@ -13,7 +13,7 @@ import httpx
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
 from metis.model import CanonicalRequest, Message, StreamEvent
-from metis.session import InMemoryToolIdStore
+from metis.pipeline.stores import InMemoryToolIdStore
 
 STALL = object()  # in a chunk list: wait forever here
 DROP = object()  # in a chunk list: the connection breaks here

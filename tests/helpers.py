@@ -9,14 +9,14 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from metis.config import AdapterConfig
-from metis.estimate import DEFAULT_PROFILE, TokenProfile
+from metis.catalog.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.call import Call
+from metis.pipeline.config import AdapterConfig
 from metis.pipeline.services import StageServices
-from metis.pipeline.stack import Endpoint
 from metis.pipeline.stage import Stage
-from metis.session import InMemoryToolIdStore, ToolIdStore
+from metis.pipeline.stores import InMemoryToolIdStore, ToolIdStore
+from metis.stacks.loader import Endpoint
 from metis.telemetry import NULL_SINK, TelemetrySink
 
 FULL_CAPABILITIES = AdapterCapabilities(

@@ -15,7 +15,7 @@ import httpx
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
 from metis.model import CanonicalRequest, Message, StreamEvent
-from metis.session import InMemoryToolIdStore
+from metis.pipeline.stores import InMemoryToolIdStore
 from metis.testing.cassette import Cassette
 
 CASSETTES = Path(__file__).parents[1] / "cassettes"

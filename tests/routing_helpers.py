@@ -7,7 +7,7 @@ from typing import Any
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
 from metis.model import CanonicalRequest, Message, ToolDefinition
-from metis.session import InMemoryToolIdStore, ToolIdStore
+from metis.pipeline.stores import InMemoryToolIdStore, ToolIdStore
 from metis.testing.emulator import Emulator
 
 MODELS = {

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from metis.providers.wire_rules import anthropic_problems, openai_chat_problems
+from metis.wire.rules import anthropic_problems, openai_chat_problems
 
 Reply = dict[str, Any]  # {"text": str} | {"tools": [(name, input), ...]} | both
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from metis.providers.wire_rules import gemini_problems as wire_gemini_problems
+from metis.wire.rules import gemini_problems as wire_gemini_problems
 
 Reply = dict[str, Any]
 BYPASS = "skip_thought_signature_validator"

@@ -26,7 +26,7 @@ from metis.model import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from metis.session import InMemoryToolIdStore
+from metis.pipeline.stores import InMemoryToolIdStore
 
 from .scripted import ScriptedProvider, _openai_body, _openai_stream, text, thinking, tools
 from .scripted_gemini import ScriptedGemini

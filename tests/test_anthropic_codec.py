@@ -51,11 +51,11 @@ from metis.model.request import (
 )
 from metis.model.response import StopKind
 from metis.pipeline.call import Call
-from metis.providers.anthropic import codec
-from metis.providers.codec import get_codec
-from metis.providers.message_builder import MessageBuilder
-from metis.providers.sse import SSEDecoder
-from metis.stages.empty_content import EMPTY_ERROR_RESULT
+from metis.stages.policy.empty_content import EMPTY_ERROR_RESULT
+from metis.wire.anthropic import codec
+from metis.wire.builder import MessageBuilder
+from metis.wire.codec import get_codec
+from metis.wire.framing.sse import SSEDecoder
 from tests.helpers import make_call as call_for
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "shared" / "real-traffic" / "anthropic"

@@ -11,9 +11,9 @@ from metis.errors import ProtocolError
 from metis.model.content import TextBlock, ToolUseBlock
 from metis.model.events import MessageComplete, StreamEvent, TextDelta
 from metis.model.response import StopKind, StopReason
-from metis.providers.anthropic import codec
-from metis.providers.codec import StreamParser
-from metis.providers.message_builder import MessageBuilder
+from metis.wire.anthropic import codec
+from metis.wire.builder import MessageBuilder
+from metis.wire.codec import StreamParser
 
 
 def start(msg_id: str = "msg_1", content: list[Any] | None = None, **usage: int) -> dict[str, Any]:

@@ -12,11 +12,11 @@ import pytest
 
 from metis import AdapterConfig, InvalidRequestError, build_adapter
 from metis.model import CanonicalRequest, Message, ThinkingConfig, ToolChoice, ToolDefinition
-from metis.providers import anthropic_rules
-from metis.providers.anthropic import encode
-from metis.providers.anthropic_rules import ModelTraits, builtin_model_traits
-from metis.providers.wire_rules import anthropic_problems
 from metis.testing.emulator import Emulator
+from metis.wire.anthropic import encode
+from metis.wire.anthropic import rules as anthropic_rules
+from metis.wire.anthropic.rules import ModelTraits, builtin_model_traits
+from metis.wire.rules import anthropic_problems
 
 from .helpers import make_call
 
@@ -193,7 +193,7 @@ async def test_thinking_on_an_adaptive_only_model_is_accepted(emulator: Emulator
 
 def test_per_model_traits_come_from_the_catalog() -> None:
     from metis.catalog import default_catalog
-    from metis.providers.anthropic_rules import catalog_model_traits, parameter_problems
+    from metis.wire.anthropic.rules import catalog_model_traits, parameter_problems
 
     assert catalog_model_traits("claude-sonnet-4-5").thinking_modes == {"enabled"}  # a budget
     assert "adaptive" in catalog_model_traits("claude-opus-4-6").thinking_modes

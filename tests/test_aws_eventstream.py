@@ -23,8 +23,9 @@ from metis.errors import (
     RateLimitError,
     ServerError,
 )
-from metis.pipeline.wire import WireRequest
-from metis.providers.aws_eventstream import (
+from metis.pipeline.request import WireRequest
+from metis.stages.codec.decode import Decode
+from metis.wire.framing.aws_eventstream import (
     EventStreamDecoder,
     Frame,
     encode_frame,
@@ -32,7 +33,6 @@ from metis.providers.aws_eventstream import (
     exception_frame,
     frame_object,
 )
-from metis.stages.decode import Decode
 from tests.helpers import make_call
 
 EVENTS = [

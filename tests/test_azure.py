@@ -27,8 +27,8 @@ from metis import AdapterConfig, AuthError, ConfigError, build_adapter
 from metis.adapter import Adapter
 from metis.model import CanonicalRequest, Message
 from metis.model.response import StopKind
+from metis.pipeline.stores import InMemoryToolIdStore
 from metis.registry import NotConfiguredError
-from metis.session import InMemoryToolIdStore
 from metis.testing.emulator import Emulator
 
 from .recordings import ROOT, cassettes, interactions
@@ -393,7 +393,7 @@ AZURE_STREAM = [
 @pytest.mark.anyio
 async def test_an_azure_stream_with_filter_results_reads_as_any_other() -> None:
     from metis.model import MessageComplete
-    from metis.stages.invariants import StreamChecker
+    from metis.stages.policy.invariants import StreamChecker
 
     text = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in AZURE_STREAM) + "data: [DONE]\n\n"
     sent: list[httpx.Request] = []

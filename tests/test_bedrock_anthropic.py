@@ -14,10 +14,10 @@ from metis import AdapterConfig, build_adapter
 from metis.errors import OverloadedError, ProtocolError
 from metis.model import CanonicalRequest, Message, MessageComplete, ToolDefinition
 from metis.model.response import StopKind
-from metis.providers.aws_eventstream import event_frame, exception_frame
-from metis.providers.bedrock_anthropic import codec
-from metis.providers.message_builder import MessageBuilder
-from metis.session import InMemoryToolIdStore
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.wire.anthropic.bedrock import codec
+from metis.wire.builder import MessageBuilder
+from metis.wire.framing.aws_eventstream import event_frame, exception_frame
 from tests.helpers import make_call
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"

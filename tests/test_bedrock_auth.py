@@ -19,10 +19,10 @@ import pytest
 from metis import AdapterConfig, AuthError, CancelledError, NetworkError, build_adapter
 from metis.adapter import Adapter
 from metis.model import CanonicalRequest, Message
-from metis.providers import aws_auth
-from metis.providers.aws_eventstream import event_frame
+from metis.pipeline.stores import InMemoryToolIdStore
 from metis.registry import NotConfiguredError
-from metis.session import InMemoryToolIdStore
+from metis.stages.auth import aws as aws_auth
+from metis.wire.framing.aws_eventstream import event_frame
 
 botocore_auth = pytest.importorskip("botocore.auth")
 from botocore.credentials import Credentials  # noqa: E402

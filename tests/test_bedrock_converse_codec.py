@@ -40,8 +40,8 @@ from metis.model.events import (
 )
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import StopKind
-from metis.providers.bedrock_converse import codec
-from metis.providers.message_builder import MessageBuilder
+from metis.wire.bedrock_converse import codec
+from metis.wire.builder import MessageBuilder
 from tests.helpers import make_call
 
 WEATHER = ToolDefinition(

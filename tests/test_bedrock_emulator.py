@@ -25,7 +25,7 @@ from metis.model import (
     ToolResultBlock,
 )
 from metis.model.response import StopKind
-from metis.session import InMemoryToolIdStore
+from metis.pipeline.stores import InMemoryToolIdStore
 from metis.testing.emulator import Emulator
 from metis.testing.emulator.bedrock import CREDENTIALS, EXPIRED_TOKEN
 from tests.test_bedrock_auth import aws_env, frozen_clock  # noqa: F401

@@ -12,8 +12,8 @@ import pytest
 from metis import AdapterConfig, build_adapter
 from metis.model import CanonicalRequest, Message, MessageComplete, Role, ToolDefinition
 from metis.model.content import ToolResultBlock
+from metis.pipeline.stores import InMemoryToolIdStore
 from metis.registry import NotConfiguredError, Registry
-from metis.session import InMemoryToolIdStore
 
 MODEL = "bedrock_mantle:openai.gpt-oss-120b-1:0"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from metis.providers.wire_rules import RULES
+from metis.wire.rules import RULES
 
 TOOLS = {"tools": [{"toolSpec": {"name": "get_weather", "inputSchema": {"json": {}}}}]}
 

@@ -10,8 +10,8 @@ import pytest
 
 from metis.errors import StackError
 from metis.pipeline.registry import stages
-from metis.pipeline.wire import WireRequest
-from metis.stages.cache_control import CacheControl
+from metis.pipeline.request import WireRequest
+from metis.stages.edits.cache_control import CacheControl
 
 from .helpers import make_call
 

@@ -21,8 +21,8 @@ from metis.model import (
 )
 from metis.model.content import TextBlock, ToolUseBlock
 from metis.model.response import StopKind
-from metis.stages.invariants import StreamChecker
-from metis.stages.transport import Transport
+from metis.stages.policy.invariants import StreamChecker
+from metis.transport.stage import Transport
 
 from .fakes import (
     STALL,

@@ -24,8 +24,8 @@ from metis.adapter import Adapter
 from metis.errors import CancelledError
 from metis.model import CanonicalRequest, Message, MessageComplete, StreamEvent, ToolDefinition
 from metis.model.response import StopKind
-from metis.session import InMemoryToolIdStore
-from metis.stages.invariants import StreamChecker
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.stages.policy.invariants import StreamChecker
 from metis.testing.emulator import Emulator
 
 PROVIDERS = ["anthropic", "openai", "openai_responses", "gemini", "ollama"]

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from metis.catalog.estimate import PER_IMAGE, estimate_input_tokens
 from metis.errors import CapabilityError, ErrorClass
-from metis.estimate import PER_IMAGE, estimate_input_tokens
 from metis.model import (
     AdapterCapabilities,
     Base64ImageSource,
@@ -27,7 +27,7 @@ from metis.model import (
     URLImageSource,
 )
 from metis.pipeline.call import Call
-from metis.stages.capability_check import CapabilityCheck, unmet_needs
+from metis.stages.policy.capability_check import CapabilityCheck, unmet_needs
 
 from .helpers import FULL_CAPABILITIES, bound, make_call
 
@@ -326,7 +326,7 @@ def test_an_empty_conversation_costs_little() -> None:
 
 def test_stop_sequences_need_a_model_that_takes_them() -> None:
     from metis.model import AdapterCapabilities, CanonicalRequest, Message
-    from metis.stages.capability_check import unmet_needs
+    from metis.stages.policy.capability_check import unmet_needs
 
     request = CanonicalRequest(
         model="m", messages=[Message.user("hi")], max_output_tokens=10, stop_sequences=["END"]

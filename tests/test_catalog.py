@@ -20,13 +20,13 @@ from metis.catalog.build import build_snapshot, reasoning_form
 from metis.catalog.capabilities import model_capabilities
 from metis.catalog.lookup import _warned
 from metis.catalog.refresh import MODELS_DEV_URL, online_sources, write_snapshot
-from metis.config import AdapterConfig
 from metis.cost import cost_of
 from metis.errors import CapabilityError, ConfigError
 from metis.model import Base64ImageSource, CanonicalRequest, ImageBlock, Message, TextBlock
 from metis.model.response import TokenUsage
-from metis.pipeline.stack import builtin_stacks, load_stack
+from metis.pipeline.config import AdapterConfig
 from metis.registry import Registry
+from metis.stacks.loader import builtin_stacks, load_stack
 
 # What the packaged snapshot holds ----------------------------------------------------------
 

@@ -30,10 +30,10 @@ from metis import AdapterConfig, AdapterError, ErrorClass, build_adapter
 from metis.adapter import Adapter
 from metis.errors import InvariantViolation
 from metis.model import CanonicalRequest, Message, MessageComplete, StreamEvent, ToolDefinition
-from metis.session import InMemoryToolIdStore
-from metis.stages.invariants import StreamChecker
-from metis.stages.transport import Transport
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.stages.policy.invariants import StreamChecker
 from metis.testing.emulator import Emulator
+from metis.transport.stage import Transport
 
 PROVIDERS = ["anthropic", "openai", "openai_responses", "gemini", "ollama"]
 MODELS = {

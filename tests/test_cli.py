@@ -26,7 +26,7 @@ from metis.cli.models import FAMILIES, Models, price
 from metis.cli.output import CliError, Output
 from metis.cli.record import PLACEHOLDER_KEY
 from metis.model.response import TokenUsage
-from metis.pipeline.stack import builtin_stacks, load_stack
+from metis.stacks.loader import builtin_stacks, load_stack
 
 ROOT = Path(__file__).parents[1]
 CASSETTES = ROOT / "cassettes"
@@ -263,7 +263,7 @@ def test_stack_mermaid_is_a_flowchart_of_every_stage(capsys: Any) -> None:
 
 
 def test_stack_takes_a_stack_file(tmp_path: Path, capsys: Any) -> None:
-    text = (ROOT / "metis" / "providers" / "openai.yaml").read_text()
+    text = (ROOT / "metis" / "stacks" / "builtin" / "openai.yaml").read_text()
     path = tmp_path / "mine.yaml"
     path.write_text(text.replace("name: openai", "name: mine", 1))
     assert main(["stack", str(path)]) == 0

@@ -38,8 +38,8 @@ from metis.model import (
     ToolUseBlock,
 )
 from metis.model.response import StopKind
-from metis.session import InMemoryToolIdStore
-from metis.stages.invariants import StreamChecker
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.stages.policy.invariants import StreamChecker
 from metis.testing.emulator import Emulator
 
 TOKEN = "ya29.test-token"

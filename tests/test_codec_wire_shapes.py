@@ -1,6 +1,6 @@
 """Codec bugs are not protocol errors; malformed server data is, naming the field.
 
-Every codec reads server values through ``metis.providers.wire_read``: a value of the wrong
+Every codec reads server values through ``metis.wire.read``: a value of the wrong
 shape is a ``ProtocolError`` that says which field held what. Anything else a codec raises is
 a bug in the codec and must escape as itself, never dressed up as a misbehaving server, so
 these tests plant a bug in a helper each codec calls and check it comes out unchanged.
@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from metis.errors import ProtocolError
-from metis.pipeline.stack import load_stack
-from metis.providers import wire_read
-from metis.providers.codec import Codec, get_codec
-from metis.providers.message_builder import MessageBuilder
+from metis.stacks.loader import load_stack
+from metis.wire import read as wire_read
+from metis.wire.builder import MessageBuilder
+from metis.wire.codec import Codec, get_codec
 
 # One valid reply per codec: its streamed objects and its non-streamed body --------------------
 

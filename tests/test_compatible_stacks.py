@@ -21,8 +21,8 @@ import pytest
 
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
+from metis.core.ids import new_tool_id
 from metis.errors import AdapterError, ErrorClass
-from metis.ids import new_tool_id
 from metis.model import (
     CanonicalRequest,
     CanonicalResponse,
@@ -44,10 +44,10 @@ from metis.model.content import ThinkingBlock
 from metis.model.events import ThinkingDelta
 from metis.model.request import ThinkingConfig, ToolChoice
 from metis.model.response import StopKind
-from metis.pipeline.stack import load_stack
-from metis.session import InMemoryToolIdStore
-from metis.stages.invariants import StreamChecker
-from metis.stages.wire_fields import WireFields
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.stacks.loader import load_stack
+from metis.stages.edits.wire_fields import WireFields
+from metis.stages.policy.invariants import StreamChecker
 
 from .helpers import answer, lossy_warnings
 from .scripted import ScriptedProvider, text, tools

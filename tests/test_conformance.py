@@ -15,7 +15,7 @@ import pytest
 
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
-from metis.ids import derive_provider_tool_id
+from metis.core.ids import derive_provider_tool_id
 from metis.model import (
     CanonicalRequest,
     CanonicalResponse,
@@ -25,7 +25,7 @@ from metis.model import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from metis.session import InMemoryToolIdStore
+from metis.pipeline.stores import InMemoryToolIdStore
 
 from .helpers import answer
 from .scripted import ScriptedProvider, shared_script, text, thinking, tools

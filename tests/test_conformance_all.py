@@ -33,8 +33,8 @@ from metis.model import (
     ToolDefinition,
 )
 from metis.model.response import StopKind
-from metis.session import InMemoryToolIdStore
-from metis.stages.invariants import StreamChecker
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.stages.policy.invariants import StreamChecker
 from metis.testing.emulator import Emulator
 
 MODELS = {
@@ -227,7 +227,7 @@ async def test_what_the_model_cannot_do_is_refused_before_sending(
 
 
 def test_every_built_in_stack_is_covered() -> None:
-    from metis.pipeline.stack import builtin_stacks
+    from metis.stacks.loader import builtin_stacks
 
     compatible = {
         "openrouter",

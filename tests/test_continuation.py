@@ -17,8 +17,8 @@ import pytest
 
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
+from metis.core.ids import derive_provider_tool_id
 from metis.errors import InvalidRequestError, ServerError, StackError
-from metis.ids import derive_provider_tool_id
 from metis.model import (
     CanonicalRequest,
     Message,
@@ -34,10 +34,10 @@ from metis.model import (
 )
 from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.pipeline.call import Call
-from metis.pipeline.stack import load_stack, parse_stack
-from metis.pipeline.wire import WireRequest
-from metis.session import InMemoryToolIdStore
-from metis.stages.continuation import Continuation
+from metis.pipeline.request import WireRequest
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.stacks.loader import load_stack, parse_stack
+from metis.stages.edits.continuation import Continuation
 
 from .helpers import lossy_warnings, make_call
 from .scripted import Reply, shared_script, text, thinking, tools

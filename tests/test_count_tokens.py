@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from metis import AdapterConfig, build_adapter
-from metis.count_tokens import count_tokens
+from metis.adapter.count_tokens import count_tokens
 from metis.errors import AuthError, ErrorClass
 from metis.model import CanonicalRequest, Message
 from metis.testing.emulator import Emulator

@@ -24,9 +24,9 @@ from metis.errors import (
 )
 from metis.model import MessageComplete, StreamEvent, TextDelta
 from metis.model.response import StopKind
-from metis.session import InMemoryToolIdStore
-from metis.stages.transport import Transport
+from metis.pipeline.stores import InMemoryToolIdStore
 from metis.testing.emulator import Emulator
+from metis.transport.stage import Transport
 
 from .fakes import anthropic_end, anthropic_start, anthropic_text, request, sse
 from .fault_proxy import (

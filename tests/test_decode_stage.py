@@ -10,8 +10,8 @@ import pytest
 
 from metis.errors import ProtocolError, StackError
 from metis.pipeline.call import Call
-from metis.pipeline.wire import ResponseHead, ResponseItem, WireRequest
-from metis.stages.decode import Decode, WholeBody
+from metis.pipeline.request import ResponseHead, ResponseItem, WireRequest
+from metis.stages.codec.decode import Decode, WholeBody
 
 from .helpers import make_call
 

@@ -16,7 +16,7 @@ from metis.model import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from metis.stages.empty_content import EMPTY_ERROR_RESULT, EmptyContent
+from metis.stages.policy.empty_content import EMPTY_ERROR_RESULT, EmptyContent
 from metis.testing.emulator import Emulator
 
 from .helpers import make_call

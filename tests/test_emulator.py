@@ -1106,14 +1106,14 @@ E2E_CAPABILITIES: dict[str, dict[str, Any]] = {"ollama": {"supports_tools": True
 
 
 def _stack_exists(provider: str) -> bool:
-    return (ROOT / "metis" / "providers" / f"{provider}.yaml").exists()
+    return (ROOT / "metis" / "stacks" / "builtin" / f"{provider}.yaml").exists()
 
 
 def _adapter(provider: str, emulator: Emulator, **config: Any) -> Any:
     from metis import AdapterConfig, build_adapter
 
     if not _stack_exists(provider):
-        pytest.skip(f"metis/providers/{provider}.yaml does not exist yet")
+        pytest.skip(f"metis/stacks/builtin/{provider}.yaml does not exist yet")
     return build_adapter(
         provider,
         AdapterConfig(
@@ -1255,7 +1255,7 @@ async def test_metis_openai_compatible_stacks(emulator: Emulator, provider: str)
     )
 
     if not _stack_exists(provider):
-        pytest.skip(f"metis/providers/{provider}.yaml does not exist yet")
+        pytest.skip(f"metis/stacks/builtin/{provider}.yaml does not exist yet")
     weather = ToolDefinition(
         name="get_weather", description="Current weather for a city", input_schema=WEATHER_SCHEMA
     )

@@ -47,7 +47,7 @@ def test_building_and_calling_adapters_does_not_load_the_emulator() -> None:
     code = """
     import anyio, httpx, respx
     from metis import AdapterConfig, CanonicalRequest, Message, build_adapter
-    from metis.pipeline.stack import builtin_stacks
+    from metis.stacks.loader import builtin_stacks
 
     REPLY = {
         "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",

@@ -18,8 +18,7 @@ import yaml
 
 import metis
 from metis import AdapterConfig, build_adapter
-from metis.errors import CapabilityError, ConfigError
-from metis.estimate import (
+from metis.catalog.estimate import (
     DEFAULT_PROFILE,
     TokenProfile,
     _typescript,
@@ -27,6 +26,7 @@ from metis.estimate import (
     estimate_input_tokens,
     estimate_request_tokens,
 )
+from metis.errors import CapabilityError, ConfigError
 from metis.model import (
     Base64ImageSource,
     CanonicalRequest,
@@ -43,8 +43,8 @@ from metis.model import (
     ToolUseBlock,
 )
 from metis.pipeline.call import Call
-from metis.pipeline.stack import load_stack, parse_stack
-from metis.stages.capability_check import CapabilityCheck, unmet_needs
+from metis.stacks.loader import load_stack, parse_stack
+from metis.stages.policy.capability_check import CapabilityCheck, unmet_needs
 
 from .helpers import FULL_CAPABILITIES, bound, make_call
 
@@ -565,7 +565,7 @@ REPLY = {
 
 @pytest.mark.anyio
 async def test_the_adapter_hands_its_yaml_profile_to_capability_check(tmp_path: Path) -> None:
-    builtin = Path(metis.__file__).parent / "providers" / "anthropic.yaml"
+    builtin = Path(metis.__file__).parent / "stacks" / "builtin" / "anthropic.yaml"
     stack = yaml.safe_load(builtin.read_text())
     stack["capabilities"]["max_context_tokens"] = 1_000
     stack["token_estimate"] = {"per_request": 2_000}  # every request looks too big

@@ -21,7 +21,7 @@ from metis.model import (
     ThinkingConfig,
     ToolResultBlock,
 )
-from metis.session import InMemoryToolIdStore
+from metis.pipeline.stores import InMemoryToolIdStore
 from metis.testing.emulator import Emulator
 
 from . import test_cloud_conformance as cloud

@@ -41,7 +41,7 @@ import pytest
 from metis import AdapterConfig, build_adapter
 from metis.errors import AdapterError, ProtocolError
 from metis.model import MessageComplete, MessageStart, StreamEvent, TextBlock, TextDelta
-from metis.session import InMemoryToolIdStore
+from metis.pipeline.stores import InMemoryToolIdStore
 from metis.telemetry import ListSink
 
 from .reliability_helpers import cassette_streams, split_at, stream_request

@@ -1,4 +1,4 @@
-"""Google Gemini through the stack YAML alone (metis/providers/gemini.yaml + the schema codec):
+"""Google Gemini through the stack YAML alone (metis/stacks/builtin/gemini.yaml + the schema codec):
 encoding, thought signatures, ids, stop reasons, usage, errors, golden cassettes, and a
 conversation that moves between Anthropic, OpenAI and Gemini every turn.
 """
@@ -15,8 +15,8 @@ import pytest
 
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
+from metis.core.ids import derive_provider_tool_id
 from metis.errors import AdapterError, ErrorClass, InvalidRequestError, ProtocolError
-from metis.ids import derive_provider_tool_id
 from metis.model import (
     CanonicalRequest,
     CanonicalResponse,
@@ -33,13 +33,13 @@ from metis.model import (
 from metis.model.content import Base64ImageSource, ImageBlock, ProviderRaw, URLImageSource
 from metis.model.request import ThinkingConfig, ToolChoice
 from metis.model.response import StopKind
-from metis.pipeline.stack import load_stack
-from metis.providers.codec import get_codec
-from metis.providers.message_builder import MessageBuilder
-from metis.providers.schema_codec import SchemaCodec
-from metis.session import InMemoryToolIdStore
-from metis.stages.invariants import StreamChecker
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.stacks.loader import load_stack
+from metis.stages.policy.invariants import StreamChecker
 from metis.testing.cassette import ReplayTransport
+from metis.wire.builder import MessageBuilder
+from metis.wire.codec import get_codec
+from metis.wire.schema import SchemaCodec
 
 from .helpers import lossy_warnings, make_call
 from .scripted import ScriptedProvider, text, tools

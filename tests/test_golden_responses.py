@@ -35,11 +35,11 @@ from metis.model import (
     ToolUseStart,
 )
 from metis.model.response import StopKind
-from metis.providers.codec import get_codec
-from metis.providers.message_builder import MessageBuilder
-from metis.session import InMemoryToolIdStore
-from metis.stages.invariants import StreamChecker
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.stages.policy.invariants import StreamChecker
 from metis.testing.cassette import Cassette, ReplayTransport
+from metis.wire.builder import MessageBuilder
+from metis.wire.codec import get_codec
 
 from .helpers import make_call
 

@@ -14,7 +14,7 @@ import pytest
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
 from metis.model import CanonicalRequest, Message, ThinkingConfig, ToolResultBlock
-from metis.session import InMemoryToolIdStore
+from metis.pipeline.stores import InMemoryToolIdStore
 from metis.testing.emulator import Emulator
 
 from .test_conformance_all import DEADLINE, WEATHER

@@ -20,14 +20,14 @@ import pytest
 from pydantic import ValidationError
 
 from metis import AdapterConfig, build_adapter
-from metis.count_tokens import count_tokens
+from metis.adapter.count_tokens import count_tokens
 from metis.errors import ErrorClass, NetworkError, RateLimitError, RedirectError, ServerError
 from metis.model import MessageComplete, StreamEvent, TextDelta
 from metis.model.response import StopKind
-from metis.stages import http_clients
-from metis.stages.socket_reads import bound_socket_reads, socket_abort
-from metis.stages.transport import Transport
 from metis.testing.emulator import Emulator
+from metis.transport import clients as http_clients
+from metis.transport.socket_reads import bound_socket_reads, socket_abort
+from metis.transport.stage import Transport
 
 from .fakes import request
 from .fault_proxy import HANG, RESET, FaultProxy, Notify, chunk, chunked_head, response

@@ -9,8 +9,8 @@ import pytest
 
 from metis.errors import StackError
 from metis.pipeline.registry import stages
-from metis.pipeline.wire import WireRequest
-from metis.stages.include_usage import IncludeUsage
+from metis.pipeline.request import WireRequest
+from metis.stages.edits.include_usage import IncludeUsage
 
 from .helpers import make_call
 

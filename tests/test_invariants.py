@@ -28,7 +28,7 @@ from metis.model import (
     ToolUseStart,
 )
 from metis.pipeline.call import Call
-from metis.stages.invariants import RULES, Invariants, StreamChecker
+from metis.stages.policy.invariants import RULES, Invariants, StreamChecker
 
 from .helpers import drive, make_call
 

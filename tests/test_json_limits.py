@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metis.providers import json_limits
+from metis.wire import json_limits
 
 _numbers = st.integers() | st.floats(allow_nan=False, allow_infinity=False)
 _json = st.recursive(

@@ -9,8 +9,8 @@ import pytest
 
 from metis.errors import ErrorClass, RateLimitError
 from metis.model.response import TokenUsage
+from metis.redis.limits import RedisBuckets, RedisSlots
 from metis.routing import InMemoryBuckets, Limiter, Limits, Router
-from metis.routing.limits_redis import RedisBuckets, RedisSlots
 from metis.telemetry import AvailabilityChanged, ListSink, RouteDecided
 from metis.testing.emulator import Emulator
 

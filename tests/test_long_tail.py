@@ -23,9 +23,9 @@ from metis import AdapterConfig, CapabilityError, build_adapter
 from metis.catalog import default_catalog
 from metis.model import CanonicalRequest, Message, ToolDefinition
 from metis.model.content import ToolResultBlock, ToolUseBlock
-from metis.pipeline.stack import load_stack
+from metis.pipeline.stores import InMemoryToolIdStore
 from metis.registry import NotConfiguredError, Registry
-from metis.session import InMemoryToolIdStore
+from metis.stacks.loader import load_stack
 
 KEY = "sk-long-tail-0123456789"
 WEATHER = ToolDefinition(
@@ -186,7 +186,7 @@ async def test_each_stack_sends_what_its_provider_documents(stack: str) -> None:
 
 @pytest.mark.parametrize("stack", [*LONG_TAIL, "open_responses"])
 def test_each_stack_is_a_short_extension_with_its_key_and_catalog(stack: str) -> None:
-    text = (resources.files("metis.providers") / f"{stack}.yaml").read_text()
+    text = (resources.files("metis.stacks.builtin") / f"{stack}.yaml").read_text()
     yaml_lines = [
         line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
     ]

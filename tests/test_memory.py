@@ -20,7 +20,7 @@ import pytest
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
 from metis.model import CanonicalRequest, Message, MessageComplete
-from metis.session import InMemoryToolIdStore
+from metis.pipeline.stores import InMemoryToolIdStore
 
 pytestmark = pytest.mark.slow  # tracemalloc over 100k-event streams: tens of seconds
 

@@ -26,8 +26,8 @@ from metis.model import (
     ToolUseInputDelta,
     ToolUseStart,
 )
-from metis.providers.message_builder import INVALID_ARGUMENTS, MessageBuilder
-from metis.stages.invariants import StreamChecker
+from metis.stages.policy.invariants import StreamChecker
+from metis.wire.builder import INVALID_ARGUMENTS, MessageBuilder
 
 PROVIDER, MODEL = "anthropic", "anthropic:claude-x"
 

@@ -19,6 +19,7 @@ import pytest
 
 from metis import AdapterConfig, Registry, build_adapter
 from metis.adapter import Adapter
+from metis.core.ids import derive_provider_tool_id
 from metis.errors import (
     AdapterError,
     AuthError,
@@ -33,7 +34,6 @@ from metis.errors import (
     RateLimitError,
     ServerError,
 )
-from metis.ids import derive_provider_tool_id
 from metis.model import (
     Base64ImageSource,
     CanonicalRequest,
@@ -62,14 +62,14 @@ from metis.model import (
 )
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.response import StopKind
-from metis.providers.codec import get_codec
-from metis.providers.message_builder import MessageBuilder
-from metis.providers.ollama import codec
-from metis.providers.ollama_read import stop_reason
-from metis.session import InMemoryToolIdStore
-from metis.stages.invariants import StreamChecker
-from metis.stages.ollama_lifecycle import OllamaLifecycle
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.stages.local.ollama_lifecycle import OllamaLifecycle
+from metis.stages.policy.invariants import StreamChecker
 from metis.testing.cassette import Cassette, ReplayTransport
+from metis.wire.builder import MessageBuilder
+from metis.wire.codec import get_codec
+from metis.wire.ollama import codec
+from metis.wire.ollama.read import stop_reason
 
 from .fakes import DROP, STALL, FakePeer
 from .fakes import Reply as FakeReply

@@ -54,9 +54,9 @@ from metis.model.request import (
 )
 from metis.model.response import StopKind
 from metis.pipeline.call import Call
-from metis.providers.codec import get_codec
-from metis.providers.message_builder import MessageBuilder
-from metis.providers.openai_chat import codec
+from metis.wire.builder import MessageBuilder
+from metis.wire.codec import get_codec
+from metis.wire.openai_chat import codec
 from tests.helpers import make_call as call_for
 from tests.helpers import recording_call
 

@@ -20,9 +20,9 @@ from metis.model.content import (
 )
 from metis.model.events import MessageComplete, StreamEvent, TextDelta, ThinkingDelta
 from metis.model.response import StopKind
-from metis.providers.message_builder import MessageBuilder
-from metis.providers.openai_chat import codec
-from metis.providers.openai_chat_read import content_chunks
+from metis.wire.builder import MessageBuilder
+from metis.wire.openai_chat import codec
+from metis.wire.openai_chat.read import content_chunks
 
 
 def builder(warnings: list[tuple[str, str]] | None = None) -> MessageBuilder:

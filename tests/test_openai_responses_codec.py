@@ -49,11 +49,11 @@ from metis.model.events import (
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import StopKind
 from metis.pipeline.call import Call
-from metis.providers.codec import get_codec
-from metis.providers.message_builder import INVALID_ARGUMENTS, MessageBuilder
-from metis.providers.openai_responses import OpenAIResponsesCodec
-from metis.providers.sse import SSEDecoder
-from metis.stages.invariants import StreamChecker
+from metis.stages.policy.invariants import StreamChecker
+from metis.wire.builder import INVALID_ARGUMENTS, MessageBuilder
+from metis.wire.codec import get_codec
+from metis.wire.framing.sse import SSEDecoder
+from metis.wire.openai_responses import OpenAIResponsesCodec
 from tests.helpers import make_call as call_for
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "shared" / "real-traffic" / "openai_responses"

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metis.providers.partial_json import parse_object, parse_partial_object
+from metis.wire.partial_json import parse_object, parse_partial_object
 
 # A nested document whose strings hold the characters the scanner must not be fooled by.
 DOCUMENT: dict[str, Any] = {

@@ -16,9 +16,9 @@ from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.pipeline.call import Call
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
-from metis.pipeline.stack import parse_stack
+from metis.pipeline.request import WireRequest
 from metis.pipeline.stage import Inner, RequestStage, Stage
-from metis.pipeline.wire import WireRequest
+from metis.stacks.loader import parse_stack
 
 from .helpers import make_call
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from metis.errors import InvalidRequestError, StackError
-from metis.pipeline.wire import WireRequest
-from metis.providers.wire_rules import anthropic_problems, openai_chat_problems
-from metis.stages.pre_send_check import PreSendCheck
+from metis.pipeline.request import WireRequest
+from metis.stages.edits.pre_send_check import PreSendCheck
+from metis.wire.rules import anthropic_problems, openai_chat_problems
 
 from .fakes import FakePeer, collect, request
 from .helpers import make_call
@@ -203,14 +203,14 @@ async def test_a_broken_history_never_reaches_the_network() -> None:
     ],
 )
 def test_each_other_providers_rules(rules: str, body: dict[str, Any], expected: str) -> None:
-    from metis.providers.wire_rules import RULES
+    from metis.wire.rules import RULES
 
     problems = RULES[rules](body)
     assert any(expected in p for p in problems), problems
 
 
 def test_a_continued_responses_request_may_answer_calls_made_earlier() -> None:
-    from metis.providers.wire_rules import openai_responses_problems
+    from metis.wire.rules import openai_responses_problems
 
     body = {
         "previous_response_id": "resp_1",

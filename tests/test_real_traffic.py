@@ -36,10 +36,10 @@ from metis.model import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from metis.pipeline.stack import EndpointSpec, StackSpec, load_stack
-from metis.providers.bedrock_converse import codec as converse_codec
-from metis.session import InMemoryToolIdStore
-from metis.stages.invariants import StreamChecker
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.stacks.loader import EndpointSpec, StackSpec, load_stack
+from metis.stages.policy.invariants import StreamChecker
+from metis.wire.bedrock_converse import codec as converse_codec
 from tests import recorded_expectations as rec
 from tests.helpers import make_call
 from tests.recordings import GEMINI_URI, ROOT, Exchange, exchanges, recorded_request_bodies

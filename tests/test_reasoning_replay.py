@@ -22,9 +22,9 @@ from metis.model import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from metis.providers.codec import get_codec
-from metis.providers.openai_chat import codec as plain_codec
 from metis.testing.emulator import Emulator
+from metis.wire.codec import get_codec
+from metis.wire.openai_chat import codec as plain_codec
 
 from .helpers import answer, make_call
 
@@ -166,7 +166,7 @@ def test_the_emulator_refuses_a_tool_turn_without_its_reasoning(emulator: Emulat
 
 
 def test_thinking_filter_may_let_unsigned_reasoning_through_to_its_own_model() -> None:
-    from metis.stages.thinking_filter import ThinkingFilter
+    from metis.stages.policy.thinking_filter import ThinkingFilter
 
     call = make_call(provider="deepseek", model=MODEL)
     own = history(ProviderRaw(provider="deepseek", model=MODEL))
@@ -195,7 +195,7 @@ def test_a_tool_call_turn_made_elsewhere_carries_the_placeholder() -> None:
 
 
 def test_pre_send_check_knows_the_thinking_mode_rule() -> None:
-    from metis.providers.wire_rules import deepseek_problems
+    from metis.wire.rules import deepseek_problems
 
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     messages = [

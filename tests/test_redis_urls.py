@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("coredis")
 
 from metis.errors import ConfigError
-from metis.session_redis import RedisToolIdStore
+from metis.redis.tool_ids import RedisToolIdStore
 
 
 @pytest.mark.parametrize(

@@ -381,7 +381,7 @@ def test_bad_yaml_and_unreadable_files_name_the_file(tmp_path: Path) -> None:
 
 def test_a_stack_file_is_found_relative_to_the_models_yaml(tmp_path: Path) -> None:
     (tmp_path / "stacks").mkdir()
-    stack = Path(__file__).parent.parent / "metis" / "providers" / "anthropic.yaml"
+    stack = Path(__file__).parent.parent / "metis" / "stacks" / "builtin" / "anthropic.yaml"
     text = stack.read_text(encoding="utf-8").replace("name: anthropic", "name: proxy")
     write(tmp_path / "stacks", text, "proxy.yaml")
     registry = Registry.load(

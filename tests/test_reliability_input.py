@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from metis import AdapterConfig, build_adapter
-from metis.config_files import read_yaml
+from metis.core.config_files import read_yaml
 from metis.errors import (
     AdapterError,
     ConfigError,
@@ -39,10 +39,10 @@ from metis.model import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from metis.pipeline.stack import load_stack
+from metis.pipeline.stores import InMemoryToolIdStore
 from metis.pipeline.warned import session_warnings
-from metis.providers import json_limits
-from metis.session import InMemoryToolIdStore
+from metis.stacks.loader import load_stack
+from metis.wire import json_limits
 
 from .fakes import anthropic_end, anthropic_start, anthropic_text, sse
 from .reliability_helpers import (
@@ -623,7 +623,7 @@ async def test_events_after_the_terminal_event_are_ignored(
 async def test_a_codec_bug_is_not_a_protocol_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only input a codec recognised as malformed is a ProtocolError; a KeyError raised by
     the codec's own code escapes as what it is, so tests catch it."""
-    from metis.providers import anthropic
+    from metis.wire import anthropic
 
     def buggy(self: Any) -> None:
         raise KeyError("a bug")
@@ -641,7 +641,7 @@ async def test_a_bug_in_any_codec_escapes_the_adapter_as_itself(
 ) -> None:
     """A helper every codec calls (the message builder's ``text``) fails as a bug would: the
     recorded, valid reply is not reported as malformed, the bug comes out as what it is."""
-    from metis.providers.message_builder import MessageBuilder
+    from metis.wire.builder import MessageBuilder
 
     def buggy(*args: Any, **kwargs: Any) -> None:
         raise bug("a bug")

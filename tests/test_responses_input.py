@@ -5,8 +5,8 @@ the reasoning items that had finished."""
 from __future__ import annotations
 
 from metis.model import ProviderRaw, StopKind, StopReason, ThinkingBlock
-from metis.providers.message_builder import MessageBuilder
-from metis.providers.openai_responses_encode import assistant_items, silent
+from metis.wire.builder import MessageBuilder
+from metis.wire.openai_responses.encode import assistant_items, silent
 
 from .test_openai_responses_codec import (
     MODEL,

@@ -11,9 +11,9 @@ import coredis
 import pytest
 
 from metis.errors import ErrorClass
+from metis.redis.availability import RedisAvailability
 from metis.routing import CooldownPolicy, InMemoryAvailability, Router, State
 from metis.routing.availability import AvailabilityStore
-from metis.routing.availability_redis import RedisAvailability
 from metis.telemetry import ListSink, RouteDecided
 from metis.testing.emulator import Emulator
 

@@ -41,12 +41,12 @@ from metis.model.events import (
 )
 from metis.model.request import CanonicalRequest, ToolChoice, ToolDefinition
 from metis.model.response import StopKind
-from metis.providers.codec import CodecFactory, get_codec
-from metis.providers.message_builder import MessageBuilder
-from metis.providers.schema_codec import SchemaCodec, codec
-from metis.providers.schema_paths import OMIT, Template, compile_path, resolve, seconds
-from metis.stages.invariants import StreamChecker
-from metis.stages.schema_cleanup import SchemaCleanup
+from metis.stages.edits.schema_cleanup import SchemaCleanup
+from metis.stages.policy.invariants import StreamChecker
+from metis.wire.builder import MessageBuilder
+from metis.wire.codec import CodecFactory, get_codec
+from metis.wire.schema import SchemaCodec, codec
+from metis.wire.schema.paths import OMIT, Template, compile_path, resolve, seconds
 
 from .helpers import make_call
 

@@ -19,8 +19,8 @@ import yaml
 
 from metis import AdapterConfig, AdapterError, build_adapter
 from metis.errors import AuthError, NetworkError, redact
-from metis.pipeline.wire import WireRequest
-from metis.session import InMemoryToolIdStore
+from metis.pipeline.request import WireRequest
+from metis.pipeline.stores import InMemoryToolIdStore
 from metis.telemetry import ListSink, LoggingSink, MultiSink
 from metis.testing.cassette import Cassette, RecordingTransport
 from metis.testing.scrub import scrub_chunks, secret_pattern

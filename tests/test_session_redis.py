@@ -31,8 +31,8 @@ import pytest
 coredis = pytest.importorskip("coredis")
 
 from metis import AdapterConfig, build_adapter  # noqa: E402
+from metis.core.ids import derive_provider_tool_id  # noqa: E402
 from metis.errors import NetworkError, ProtocolError  # noqa: E402
-from metis.ids import derive_provider_tool_id  # noqa: E402
 from metis.model import (  # noqa: E402
     CanonicalRequest,
     Message,
@@ -47,9 +47,9 @@ from metis.model import (  # noqa: E402
     ToolUseEnd,
     ToolUseStart,
 )
-from metis.redis_target import CLIENT_NAME  # noqa: E402
-from metis.session_redis import RedisError, RedisToolIdStore  # noqa: E402
-from metis.stages.tool_ids import ToolIds  # noqa: E402
+from metis.redis.target import CLIENT_NAME  # noqa: E402
+from metis.redis.tool_ids import RedisError, RedisToolIdStore  # noqa: E402
+from metis.stages.policy.tool_ids import ToolIds  # noqa: E402
 from metis.telemetry import ListSink  # noqa: E402
 
 from .helpers import bound, drive, make_call  # noqa: E402

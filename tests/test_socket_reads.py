@@ -7,7 +7,7 @@ import anyio
 import httpx
 import pytest
 
-from metis.stages.socket_reads import bound_socket_reads, socket_abort
+from metis.transport.socket_reads import bound_socket_reads, socket_abort
 
 from .fault_proxy import HANG, FaultProxy, chunk, chunked_head, response
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from metis.errors import ProtocolError
-from metis.providers.sse import MAX_LINE_LENGTH, SSEDecoder, SSEEvent
+from metis.wire.framing.sse import MAX_LINE_LENGTH, SSEDecoder, SSEEvent
 
 
 def decode(*chunks: bytes) -> list[SSEEvent]:

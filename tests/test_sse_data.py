@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metis.errors import ProtocolError
-from metis.providers.sse import SSEDecoder
-from metis.providers.sse_data import SSEDataDecoder
+from metis.wire.framing.sse import SSEDecoder
+from metis.wire.framing.sse_data import SSEDataDecoder
 
 
 def data_of(*chunks: bytes, decoder: SSEDataDecoder | None = None) -> list[str]:

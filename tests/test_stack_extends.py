@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from metis.errors import ConfigError, StackError
-from metis.pipeline.stack import load_stack, parse_stack
+from metis.stacks.loader import load_stack, parse_stack
 
 BASE = {
     "name": "base",
@@ -131,7 +131,7 @@ def test_a_builtin_stack_can_be_extended_by_name(tmp_path: Path) -> None:
     spec = load_stack(child)
     assert spec.codec is None or spec.codec == "openai_chat"
     assert "strict_schema" not in names(spec) and "encode" in names(spec)
-    assert spec.stage_sources["encode"] == "metis/providers/openai.yaml"
+    assert spec.stage_sources["encode"] == "metis/stacks/builtin/openai.yaml"
 
 
 @pytest.mark.parametrize(
@@ -201,7 +201,7 @@ def test_metis_stack_shows_which_file_set_each_stage(
     )
     assert main(["stack", str(child)]) == 0
     out = capsys.readouterr().out
-    assert "extends      metis/providers/openai.yaml" in out
+    assert "extends      metis/stacks/builtin/openai.yaml" in out
     rows = {
         line.split()[1]: line.split()[-1] for line in out.splitlines() if line[:3].strip().isdigit()
     }
@@ -215,12 +215,12 @@ COMPATIBLE = ("groq", "together", "vllm", "llamacpp", "openrouter", "mistral", "
 def test_each_openai_compatible_stack_is_a_short_file_over_the_shared_base(name: str) -> None:
     from importlib import resources
 
-    text = (resources.files("metis.providers") / f"{name}.yaml").read_text(encoding="utf-8")
+    text = (resources.files("metis.stacks.builtin") / f"{name}.yaml").read_text(encoding="utf-8")
     lines = [
         line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
     ]
     assert len(lines) <= 15, f"{name}.yaml has {len(lines)} lines of YAML"
     spec = load_stack(name)
-    assert "metis/providers/openai_compatible.yaml" in spec.stage_sources.values()
+    assert "metis/stacks/builtin/openai_compatible.yaml" in spec.stage_sources.values()
     assert spec.codec == "openai_chat"
     spec.build_pipeline()

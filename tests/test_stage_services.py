@@ -14,13 +14,13 @@ from metis.model.content import ToolUseBlock
 from metis.model.events import ToolUseEnd, ToolUseInputDelta, ToolUseStart
 from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.pipeline.call import Call
+from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Stage
-from metis.pipeline.wire import WireRequest
-from metis.session import InMemoryToolIdStore
-from metis.stages.tool_ids import ToolIds
-from metis.stages.transport import Transport
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.stages.policy.tool_ids import ToolIds
 from metis.telemetry import ListSink
+from metis.transport.stage import Transport
 
 from .helpers import bound, drive, make_call
 

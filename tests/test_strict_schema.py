@@ -13,8 +13,8 @@ from metis.model.content import TextBlock, ToolUseBlock
 from metis.model.events import MessageComplete, StreamEvent, TextDelta, ToolUseEnd
 from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.pipeline.registry import stages
-from metis.pipeline.wire import WireRequest
-from metis.stages.strict_schema import StrictSchema, strict_schema_or_reason, to_strict_schema
+from metis.pipeline.request import WireRequest
+from metis.stages.edits.strict_schema import StrictSchema, strict_schema_or_reason, to_strict_schema
 
 from .helpers import make_call
 

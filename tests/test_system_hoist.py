@@ -17,7 +17,7 @@ from metis.model import (
     ToolDefinition,
     ToolUseBlock,
 )
-from metis.stages.system_hoist import SystemHoist
+from metis.stages.policy.system_hoist import SystemHoist
 
 from .helpers import drive, lossy_warnings, make_call, warn_fields
 

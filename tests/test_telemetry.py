@@ -24,8 +24,8 @@ from metis.model import (
     TokenUsage,
 )
 from metis.pipeline.call import Call
-from metis.pipeline.wire import WireRequest
-from metis.stages.telemetry import Telemetry
+from metis.pipeline.request import WireRequest
+from metis.stages.control.telemetry import Telemetry
 from metis.telemetry import (
     NULL_SINK,
     CallCompleted,
@@ -460,7 +460,7 @@ async def test_otel_sink_makes_one_span_per_attempt() -> None:
 
 
 def test_otel_names_providers_by_the_conventions_well_known_values() -> None:
-    from metis.telemetry_otel import OTEL_PROVIDER_NAMES, _finish_reason, _span_start_attributes
+    from metis.telemetry.otel import OTEL_PROVIDER_NAMES, _finish_reason, _span_start_attributes
 
     started = CallStarted(
         request_id="r", provider="gemini", model="gemini:g", wire_model="g", session_id=None,

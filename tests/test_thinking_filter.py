@@ -20,7 +20,7 @@ from metis.model import (
     ToolUseBlock,
 )
 from metis.pipeline.call import Call
-from metis.stages.thinking_filter import ThinkingFilter
+from metis.stages.policy.thinking_filter import ThinkingFilter
 
 from .helpers import drive, lossy_warnings, make_call, warn_fields
 

@@ -18,10 +18,10 @@ from metis.model import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from metis.pipeline.wire import WireRequest
-from metis.providers.wire_rules import anthropic_problems
-from metis.stages.thinking_turn import ThinkingTurn
+from metis.pipeline.request import WireRequest
+from metis.stages.edits.thinking_turn import ThinkingTurn
 from metis.testing.emulator import Emulator
+from metis.wire.rules import anthropic_problems
 
 from .helpers import lossy_warnings, make_call
 

@@ -12,8 +12,8 @@ import anyio
 import pytest
 
 from metis import AdapterConfig, build_adapter
+from metis.core.ids import derive_provider_tool_id, new_tool_id
 from metis.errors import NetworkError, StackError
-from metis.ids import derive_provider_tool_id, new_tool_id
 from metis.model import (
     CanonicalRequest,
     Message,
@@ -32,9 +32,9 @@ from metis.model import (
     ToolUseStart,
 )
 from metis.pipeline.call import Call
-from metis.session import InMemoryToolIdStore
-from metis.stages.invariants import StreamChecker
-from metis.stages.tool_ids import ToolIds
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.stages.policy.invariants import StreamChecker
+from metis.stages.policy.tool_ids import ToolIds
 from metis.telemetry import (
     CallCompleted,
     CallStarted,

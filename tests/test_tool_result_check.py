@@ -17,7 +17,7 @@ from metis.model import (
     ToolUseBlock,
 )
 from metis.pipeline.call import Call
-from metis.stages.tool_result_check import PLACEHOLDER, ToolResultCheck
+from metis.stages.policy.tool_result_check import PLACEHOLDER, ToolResultCheck
 
 from .helpers import lossy_warnings, make_call, warn_fields
 

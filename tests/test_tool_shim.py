@@ -22,8 +22,8 @@ import pytest
 
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
+from metis.core.ids import derive_provider_tool_id
 from metis.errors import AdapterError, InvalidRequestError
-from metis.ids import derive_provider_tool_id
 from metis.model import (
     AdapterCapabilities,
     Base64ImageSource,
@@ -50,9 +50,9 @@ from metis.model import (
     ToolUseStart,
 )
 from metis.pipeline.call import Call
-from metis.session import InMemoryToolIdStore
-from metis.stages.invariants import StreamChecker
-from metis.stages.tool_shim import (
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.stages.policy.invariants import StreamChecker
+from metis.stages.policy.tool_shim import (
     NO_TOOLS,
     RESULT,
     ToolCallParser,

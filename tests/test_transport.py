@@ -12,8 +12,8 @@ import pytest
 
 from metis.errors import CancelledError, NetworkError, RedirectError
 from metis.pipeline.call import Call
-from metis.pipeline.wire import HTTPFailure, ResponseHead, WireRequest
-from metis.stages.transport import Transport
+from metis.pipeline.request import HTTPFailure, ResponseHead, WireRequest
+from metis.transport.stage import Transport
 
 from .helpers import bound, make_call
 

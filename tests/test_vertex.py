@@ -29,8 +29,8 @@ from metis import AdapterConfig, AuthError, ConfigError, build_adapter
 from metis.adapter import Adapter
 from metis.model import CanonicalRequest, Message
 from metis.model.response import StopKind
+from metis.pipeline.stores import InMemoryToolIdStore
 from metis.registry import NotConfiguredError
-from metis.session import InMemoryToolIdStore
 from metis.testing.emulator import Emulator
 
 from .recordings import ROOT, cassettes, interactions

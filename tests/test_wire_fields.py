@@ -9,9 +9,9 @@ import pytest
 
 from metis.errors import StackError
 from metis.pipeline.registry import stages
-from metis.pipeline.stack import parse_stack
-from metis.pipeline.wire import WireRequest
-from metis.stages.wire_fields import WireFields, parse_path
+from metis.pipeline.request import WireRequest
+from metis.stacks.loader import parse_stack
+from metis.stages.edits.wire_fields import WireFields, parse_path
 
 from .helpers import drive, make_call
 

@@ -35,7 +35,7 @@ def lookup(model: str) -> ModelInfo | None:
 def stack_catalog_provider(stack: str) -> str | None:
     """The catalog provider a built-in stack names, or None (not a built-in stack, or one
     whose models the catalog does not know)."""
-    from metis.pipeline.stack import builtin_stacks, load_stack
+    from metis.stacks.loader import builtin_stacks, load_stack
 
     if stack not in builtin_stacks():
         return None

@@ -21,8 +21,8 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from metis.cli.conversation import WEATHER, Renderer, run_tool, stream_reply, tool_calls
 from metis.cli.models import Models, Target, price
 from metis.cli.output import Output, duration, error, note, one_line, usd
+from metis.core.ids import new_request_id
 from metis.errors import AdapterError, ConfigError, ErrorClass
-from metis.ids import new_request_id
 from metis.model.content import ContentBlock, Message, TextBlock
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind

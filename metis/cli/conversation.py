@@ -9,7 +9,7 @@ import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from metis.adapter import Adapter
+from metis.adapter.adapter import Adapter
 from metis.cli.output import Output
 from metis.errors import ProtocolError
 from metis.model.content import ToolResultBlock, ToolUseBlock

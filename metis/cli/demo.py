@@ -20,11 +20,11 @@ from metis.cli.conversation import WEATHER, Renderer, Reply, run_tool, stream_re
 from metis.cli.demo_fallback import fallback_turn
 from metis.cli.models import Models, Target, price
 from metis.cli.output import CliError, Output, duration, note, usd
+from metis.core.ids import new_request_id
 from metis.errors import AdapterError
-from metis.ids import new_request_id
 from metis.model.content import Message, ToolUseBlock
 from metis.model.request import CanonicalRequest
-from metis.registry import NotConfiguredError
+from metis.registry.registry import NotConfiguredError
 from metis.telemetry import CallStarted, TelemetryEvent
 
 SYSTEM = "You are a weather assistant. Look the weather up with your tool; answer in one sentence."

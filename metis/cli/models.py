@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metis.adapter import Adapter
-from metis.config_files import read_yaml
+from metis.adapter.adapter import Adapter
+from metis.core.config_files import read_yaml
 from metis.cost import Cost, cost_of
 from metis.errors import ConfigError
 from metis.model.response import TokenUsage
-from metis.pipeline.stack import builtin_stacks
-from metis.registry import NotConfiguredError, Registry, Route
+from metis.registry.registry import NotConfiguredError, Registry, Route
+from metis.stacks.loader import builtin_stacks
 
 if TYPE_CHECKING:
     from metis.testing.emulator import Emulator

@@ -17,16 +17,16 @@ from pathlib import Path
 import anyio
 import httpx
 
-from metis.adapter import build_adapter
+from metis.adapter.adapter import build_adapter
 from metis.cli.conversation import WEATHER
 from metis.cli.output import CliError, Output
 from metis.cli.replay import line
-from metis.config import AdapterConfig
 from metis.errors import redact
 from metis.model.content import Message
 from metis.model.request import CanonicalRequest
-from metis.pipeline.stack import StackSpec, load_stack
-from metis.session import InMemoryToolIdStore
+from metis.pipeline.config import AdapterConfig
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.stacks.loader import StackSpec, load_stack
 from metis.testing.cassette import RecordingTransport
 
 PLACEHOLDER_KEY = "metis-emulator-key"

@@ -21,9 +21,8 @@ import httpx
 import yaml
 from pydantic import ValidationError
 
-from metis.adapter import build_adapter
+from metis.adapter.adapter import build_adapter
 from metis.cli.output import CliError, Output
-from metis.config import AdapterConfig
 from metis.model.content import Message
 from metis.model.events import (
     MessageComplete,
@@ -36,8 +35,9 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.request import CanonicalRequest
-from metis.pipeline.stack import StackSpec, builtin_stacks, load_stack
-from metis.session import InMemoryToolIdStore
+from metis.pipeline.config import AdapterConfig
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.stacks.loader import StackSpec, builtin_stacks, load_stack
 from metis.testing.cassette import Cassette, Interaction, ReplayTransport
 
 PREFERRED = ("anthropic", "openai", "openai_responses", "gemini", "ollama")

@@ -24,7 +24,7 @@ from metis.cli.output import CliError, Output
 from metis.errors import StackError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
-from metis.pipeline.stack import StackSpec, load_stack
+from metis.stacks.loader import StackSpec, load_stack
 
 OPTION_WIDTH = 48
 _FLAGS = {

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from metis.ids import new_request_id
+from metis.core.ids import new_request_id
 from metis.model.content import Message
 
 

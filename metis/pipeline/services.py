@@ -12,16 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from metis.config import AdapterConfig
-from metis.estimate import DEFAULT_PROFILE, TokenProfile
+from metis.catalog.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
+from metis.pipeline.config import AdapterConfig
 from metis.telemetry import NULL_SINK, TelemetrySink
 
 if TYPE_CHECKING:
     import httpx
 
-    from metis.pipeline.stack import Endpoint
-    from metis.session import ToolIdStore
+    from metis.pipeline.stores import ToolIdStore
+    from metis.stacks.loader import Endpoint
 
 
 def no_client() -> httpx.AsyncClient:
@@ -34,7 +34,7 @@ def no_client() -> httpx.AsyncClient:
 
 
 def _in_memory_store() -> ToolIdStore:
-    from metis.session import InMemoryToolIdStore
+    from metis.pipeline.stores import InMemoryToolIdStore
 
     return InMemoryToolIdStore()
 

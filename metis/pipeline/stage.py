@@ -42,7 +42,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
 
 if typing.TYPE_CHECKING:
-    from metis.adapter import Adapter
+    from metis.adapter.adapter import Adapter
 
 RequestIn = TypeVar("RequestIn")
 RequestOut = TypeVar("RequestOut")

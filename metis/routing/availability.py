@@ -8,7 +8,7 @@ makes it available again and forgets the failures; a failed probe cools it down 
 
 The rules are pure functions over an :class:`AvailabilityRecord` and a clock reading, so they
 are tested with a fake clock. :class:`InMemoryAvailability` keeps the records in a dict (one
-process); :mod:`metis.routing.availability_redis` keeps them in Redis, shared by workers.
+process); :mod:`metis.redis.availability` keeps them in Redis, shared by workers.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ that could not be served before its deadline (or at once, with ``on_limit: fail`
 a ``rate_limit`` error and takes nothing. When the call ends, the token bucket is corrected by
 the usage the provider reported (input and output tokens, instead of the estimate).
 
-Buckets and slots live in memory by default; :class:`~metis.routing.limits_redis.RedisBuckets`
-and :class:`~metis.routing.limits_redis.RedisSlots` share them across worker processes (a
+Buckets and slots live in memory by default; :class:`~metis.redis.limits.RedisBuckets`
+and :class:`~metis.redis.limits.RedisSlots` share them across worker processes (a
 shared slot is a lease that ends with the call, or at its deadline if the worker died).
 """
 

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from metis.adapter import Adapter
-from metis.count_tokens import TokenCount
+from metis.adapter.adapter import Adapter
+from metis.adapter.count_tokens import TokenCount
+from metis.catalog.estimate import estimate_request_tokens
 from metis.errors import (
     AdapterError,
     CapabilityError,
@@ -29,7 +30,6 @@ from metis.errors import (
     OverloadedError,
     ProtocolError,
 )
-from metis.estimate import estimate_request_tokens
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
@@ -46,11 +46,11 @@ from metis.routing.limits import (
 )
 from metis.routing.spec import DEFAULT_FALLBACK_ON, RouteSpec, TargetSpec, error_classes
 from metis.routing.targets import ResolvedTarget, RouteTarget, Targets
-from metis.stages.capability_check import unmet_needs
+from metis.stages.policy.capability_check import unmet_needs
 from metis.telemetry import NULL_SINK, AvailabilityChanged, RouteDecided, TelemetrySink
 
 if TYPE_CHECKING:
-    from metis.registry import Registry
+    from metis.registry.registry import Registry
 
 AVAILABILITY_ERRORS = DEFAULT_FALLBACK_ON
 """The error classes that say a model is unavailable (and cool it down)."""

@@ -7,15 +7,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from metis.adapter import Adapter
-from metis.config import AdapterConfig
+from metis.adapter.adapter import Adapter
+from metis.catalog.estimate import TokenProfile
 from metis.errors import ConfigError
-from metis.estimate import TokenProfile
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
-from metis.pipeline.stack import load_stack
+from metis.pipeline.config import AdapterConfig
 from metis.routing.limits import Buckets, Limiter, Limits, SharedSlots
 from metis.routing.spec import TargetSpec, validated_options
+from metis.stacks.loader import load_stack
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,8 +37,8 @@ import httpx
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from metis.core.secrets import header_secrets, is_secret_header, scrub_url, url_secrets
 from metis.errors import redact
-from metis.secrets import header_secrets, is_secret_header, scrub_url, url_secrets
 from metis.testing.scrub import BodyDecoder, scrub_chunks, secret_pattern
 
 _SCRUBBED = "[REDACTED]"

@@ -21,7 +21,6 @@ import time
 from typing import Any
 from urllib.parse import unquote
 
-from metis.providers.aws_eventstream import event_frame, exception_frame
 from metis.testing.emulator._wire import (
     ApiError,
     Env,
@@ -35,6 +34,7 @@ from metis.testing.emulator._wire import (
 )
 from metis.testing.emulator.anthropic import Anthropic
 from metis.testing.emulator.bedrock_converse import converse_message, converse_prompt, stream_events
+from metis.wire.framing.aws_eventstream import event_frame, exception_frame
 
 CREDENTIALS = {
     "AKIDEMULATOR": "emulator/secret/key+EXAMPLE",
@@ -128,7 +128,7 @@ class Bedrock(Provider):
         return self._check_signature(authorization, request)
 
     def _check_signature(self, authorization: str, request: HttpRequest) -> JsonReply | None:
-        from metis.providers.aws_auth import expected_signature
+        from metis.stages.auth.aws import expected_signature
 
         parts = _AUTHORIZATION.match(authorization)
         if parts is None:

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
-from metis.adapter import Adapter, build_adapter
-from metis.config import AdapterConfig
+from metis.adapter.adapter import Adapter, build_adapter
+from metis.pipeline.config import AdapterConfig
 from metis.testing.emulator.server import Emulator
 
 MODELS = {

@@ -1,0 +1,387 @@
+"""An adapter: docs/contract.md ProviderAdapter, made of a provider stack's pipeline.
+
+``stream()`` runs the pipeline and yields its canonical events; ``complete()`` runs the same
+pipeline on a non-streamed request and folds the same events into a CanonicalResponse
+(docs/contract.md §2). The adapter holds no per-conversation state (that lives in the tool-id store,
+keyed by session), so one adapter serves any number of concurrent calls.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from metis.adapter.checks import check_ready, foreign_prefixes
+from metis.adapter.count_tokens import TokenCount, count_tokens
+from metis.adapter.sendable import check_request
+from metis.catalog.capabilities import model_capabilities
+from metis.catalog.estimate import estimate_input_tokens
+from metis.catalog.lookup import find_model, warn_uncatalogued
+from metis.core.secrets import install_httpx_log_filter
+from metis.errors import (
+    AdapterError,
+    CapabilityError,
+    ProtocolError,
+    scrub_error,
+)
+from metis.model.capabilities import AdapterCapabilities
+from metis.model.content import Message
+from metis.model.events import MessageComplete, StreamEvent
+from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.model.response import CanonicalResponse
+from metis.pipeline.call import Call, DropRecord
+from metis.pipeline.cancellation import CancelHandle
+from metis.pipeline.config import AdapterConfig
+from metis.pipeline.pipeline import Pipeline
+from metis.pipeline.registry import StageRegistry
+from metis.pipeline.registry import stages as default_registry
+from metis.pipeline.services import StageServices
+from metis.pipeline.stores import ToolIdStore, default_tool_id_store
+from metis.stacks.loader import Endpoint, StackSpec, load_stack
+from metis.telemetry import NULL_SINK, TelemetrySink
+from metis.transport.clients import AsyncHTTPClient, as_httpx
+from metis.transport.stage import http_client
+
+if TYPE_CHECKING:
+    import httpx
+
+install_httpx_log_filter()
+
+
+class Adapter:
+    """One provider stack's pipeline, behind the adapter interface (docs/contract.md §1):
+    ``stream``, ``complete``, ``count_tokens``, ``estimate_input_tokens``, ``cancel``, ``init``,
+    ``dispose``, ``close``. Shareable by any number of concurrent calls; build one with
+    :func:`metis.build_adapter`."""
+
+    def __init__(
+        self,
+        stack: StackSpec,
+        config: AdapterConfig | None = None,
+        *,
+        pipeline: Pipeline | None = None,
+        tool_id_store: ToolIdStore | None = None,
+        telemetry: TelemetrySink | None = None,
+        registry: StageRegistry = default_registry,
+        init_on_first_call: bool = False,
+    ) -> None:
+        self.stack = stack
+        self.name = stack.name
+        self.config = config or AdapterConfig()
+        self._model_capabilities: dict[str, AdapterCapabilities] = {}
+        self.capabilities = self.config.merged_capabilities(stack.capabilities)
+        self.endpoint = Endpoint.for_stack(
+            stack,
+            api_key=self.config.api_key,
+            base_url=self.config.base_url,
+            extra_headers=self.config.extra_headers,
+        )
+        self._tool_id_store = tool_id_store or default_tool_id_store
+        self._telemetry = telemetry or NULL_SINK
+        self._client = self.config.http_client
+        self._owns_client = self._client is None
+        self.pipeline = (pipeline or stack.build_pipeline(registry)).bound(self._services())
+        """This adapter's own stages, bound to its client, store, sink and settings; stages
+        inserted later are bound as they arrive."""
+        self._inflight: dict[str, list[CancelHandle]] = {}
+        self.init_on_first_call = init_on_first_call
+        """Run :meth:`init` before the first call (what the Registry and the one-line calls
+        ask for, so nobody has to remember it)."""
+        self._initialized = False
+        self._init_lock = anyio.Lock()
+
+    def __repr__(self) -> str:
+        return f"<Adapter {self.name}: {' -> '.join(self.pipeline.names())}>"
+
+    # ProviderAdapter ---------------------------------------------------------------------
+
+    def stream(self, request: CanonicalRequest) -> AsyncIterator[StreamEvent]:
+        """Yield the canonical events of one call, ending with ``message.complete``. (The
+        call's own generator, handed over as it is: no frame of ours per event.)"""
+        return self._run(request, stream_by_default=True)
+
+    async def complete(self, request: CanonicalRequest) -> CanonicalResponse:
+        """One call, folded from the same events ``stream()`` yields (a whole-body call unless
+        the request sets ``stream=True``)."""
+        started = time.monotonic()
+        final: MessageComplete | None = None
+        try:
+            async with aclosing(self._run(request)) as events:
+                async for event in events:
+                    if isinstance(event, MessageComplete):
+                        final = event
+        except AdapterError as error:
+            if final is not None:
+                error.partial_response = self._response(request, final, started)
+            raise
+        if final is None:
+            raise ProtocolError(f"{self.name} gave no message.complete", provider=self.name)
+        return self._response(request, final, started)
+
+    def estimate_input_tokens(
+        self,
+        messages: list[Message],
+        tools: list[ToolDefinition],
+        system_prompt: str | None,
+        *,
+        model: str | None = None,
+    ) -> int:
+        """About how many input tokens this provider will count (docs/contract.md §1): a local
+        heuristic under the stack's ``token_estimate`` profile (with ``model``'s overrides,
+        if named), no network."""
+        profile = self.stack.token_estimate
+        if model is not None:
+            profile = profile.for_model(self.wire_model(model))
+        return estimate_input_tokens(messages, tools, system_prompt, profile)
+
+    async def count_tokens(self, request: CanonicalRequest) -> TokenCount:
+        """The request's input tokens from the provider's counting endpoint where it has one,
+        else the offline estimate; the result says which (:mod:`metis.adapter.count_tokens`)."""
+        return await count_tokens(self, request)
+
+    async def cancel(self, request_id: str) -> bool:
+        """Abort an in-flight call (docs/contract.md §2). Its stream closes any tool still open,
+        yields ``message.complete`` with stop reason ``cancelled`` and the partial content,
+        and ends. True only if the call was running and is now cancelled; safe before it
+        starts, after it ends, twice, and from any task."""
+        handles = self._inflight.get(request_id)
+        if not handles:
+            return False
+        return any([handle.cancel() for handle in handles])
+
+    async def close(self) -> None:
+        """Release the connection pool, if this adapter made it."""
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def init(self) -> None:
+        """Lifecycle hook: runs each stage's ``init`` (a local provider checks its server and
+        model there); a remote HTTP stack has nothing to prepare. Runs once however often it
+        is called; an adapter built with ``init_on_first_call`` runs it before its first call."""
+        async with self._init_lock:
+            if self._initialized:
+                return
+            for stage in self.pipeline:
+                await stage.init(self)
+            self._initialized = True
+
+    async def dispose(self) -> None:
+        """Runs each stage's ``dispose``, innermost first, then releases the HTTP client."""
+        try:
+            for stage in reversed(self.pipeline.stages):
+                await stage.dispose(self)
+        finally:
+            self._initialized = False
+            await self.close()
+
+    def http_client(self) -> AsyncHTTPClient:
+        """The client this adapter sends with (made on first use when none was given)."""
+        return self._http()
+
+    async def __aenter__(self) -> Adapter:
+        await self.init()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.dispose()
+
+    # Internals ---------------------------------------------------------------------------
+
+    async def _run(
+        self, request: CanonicalRequest, stream_by_default: bool = False
+    ) -> AsyncGenerator[StreamEvent, None]:
+        default = stream_by_default and self.capabilities.supports_streaming
+        request = self._transport_mode(request, default=default)
+        if self.init_on_first_call and not self._initialized:
+            await self.init()
+        check_request(request, self.name)  # before any stage serializes a tool input
+        self._check_ready(request)
+        call = Call(
+            request_id=request.request_id,
+            provider=self.name,
+            model=request.model,
+            wire_model=self.wire_model(request.model),
+            session_id=request.session_id,
+            deadline=anyio.current_time() + self.config.timeout_seconds,
+            drops=DropRecord(secrets=self.endpoint.secrets),
+        )
+        handles = self._inflight.setdefault(request.request_id, [])
+        handles.append(call.cancel)
+        try:
+            async with self.pipeline.run(request, call) as events:
+                async for event in events:
+                    if isinstance(event, MessageComplete):
+                        event = replace(event, warnings=list(call.warnings))
+                        call.cancel.finished = True  # delivered: nothing left to cancel
+                    yield event
+        except Exception as exc:
+            scrub_error(exc, self.endpoint.secrets)
+            raise
+        finally:
+            call.cancel.finished = True
+            handles.remove(call.cancel)
+            if not handles:
+                del self._inflight[request.request_id]
+
+    @property
+    def telemetry(self) -> TelemetrySink:
+        """Where the bus events of every call go; setting it tells the stages at once."""
+        return self._telemetry
+
+    @telemetry.setter
+    def telemetry(self, sink: TelemetrySink) -> None:
+        self._telemetry = sink
+        self.pipeline.rebind(self._services())
+
+    @property
+    def tool_id_store(self) -> ToolIdStore:
+        """The session store of tool ids; setting it tells the stages at once."""
+        return self._tool_id_store
+
+    @tool_id_store.setter
+    def tool_id_store(self, store: ToolIdStore) -> None:
+        self._tool_id_store = store
+        self.pipeline.rebind(self._services())
+
+    @property
+    def capabilities(self) -> AdapterCapabilities:
+        """What this adapter serves for a model the catalog does not know: the stack's
+        declaration with the configured overrides (a lifecycle hook may refine it)."""
+        return self._capabilities
+
+    @capabilities.setter
+    def capabilities(self, value: AdapterCapabilities) -> None:
+        self._capabilities = value
+        self._model_capabilities.clear()
+
+    def capabilities_for(self, wire_model: str) -> AdapterCapabilities:
+        """What ``wire_model`` can serve through this adapter: :attr:`capabilities` narrowed by
+        the model's catalog entry, with the configured overrides still winning. A model the
+        catalog does not know keeps :attr:`capabilities` (with one WARN per model per process)."""
+        found = self._model_capabilities.get(wire_model)
+        if found is None:
+            found = self._capabilities
+            info = find_model(self.stack.catalog, wire_model) if self.stack.catalog else None
+            if info is not None:
+                found = self.config.merged_capabilities(model_capabilities(found, info))
+            elif self.stack.catalog:
+                warn_uncatalogued(self.stack.catalog, wire_model, self.stack.source)
+            self._model_capabilities[wire_model] = found
+        return found
+
+    def _check_ready(self, request: CanonicalRequest) -> None:
+        """What would make the call fail at the provider, found before anything is sent."""
+        check_ready(self.name, self.stack, self.endpoint, request, self._foreign_prefixes)
+
+    @functools.cached_property
+    def _foreign_prefixes(self) -> frozenset[str]:
+        return foreign_prefixes(self.stack)
+
+    def _transport_mode(self, request: CanonicalRequest, *, default: bool) -> CanonicalRequest:
+        """``request`` with ``stream`` decided: its own value, else ``default``."""
+        if request.stream is None:
+            return request.model_copy(update={"stream": default})
+        if request.stream and not self.capabilities.supports_streaming:
+            raise CapabilityError(
+                f"{self.name} does not stream; the request sets stream=True",
+                provider=self.name,
+                request_id=request.request_id,
+            )
+        return request
+
+    def wire_model(self, model: str) -> str:
+        """The provider's name for a canonical ``provider:name`` model id."""
+        prefix = f"{self.name}:"
+        return model[len(prefix) :] if model.startswith(prefix) else model
+
+    def _services(self) -> StageServices:
+        return StageServices(
+            provider=self.name,
+            config=self.config,
+            endpoint=self.endpoint,
+            http=self._stage_client,
+            tool_ids=self.tool_id_store,
+            telemetry=self.telemetry,
+            capabilities_for=self.capabilities_for,
+            token_profile_for=self.stack.token_estimate.for_model,
+        )
+
+    def _stage_client(self) -> httpx.AsyncClient:
+        return as_httpx(self._http())
+
+    def _http(self) -> AsyncHTTPClient:
+        if self._client is None:
+            self._client = http_client(self.config.timeout_seconds)
+        return self._client
+
+    def _response(
+        self, request: CanonicalRequest, final: MessageComplete, started: float
+    ) -> CanonicalResponse:
+        return CanonicalResponse(
+            request_id=request.request_id,
+            model=request.model,
+            provider=self.name,
+            content=final.final_content,
+            stop_reason=final.stop_reason,
+            usage=final.usage,
+            latency_ms=int((time.monotonic() - started) * 1000),
+            message_id=final.message_id,
+            warnings=final.warnings,
+        )
+
+
+def build_adapter(
+    stack: str | Path | StackSpec,
+    config: AdapterConfig | None = None,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    timeout_seconds: float | None = None,
+    max_retries: int | None = None,
+    extra_headers: dict[str, str] | None = None,
+    capabilities: dict[str, Any] | None = None,
+    http_client: AsyncHTTPClient | None = None,
+    tool_id_store: ToolIdStore | None = None,
+    telemetry: TelemetrySink | None = None,
+    registry: StageRegistry = default_registry,
+    init_on_first_call: bool = False,
+) -> Adapter:
+    """An adapter for a built-in stack (``"anthropic"``, ``"openai"``) or a stack file.
+
+    The settings are :class:`AdapterConfig`'s, given as keywords or as ``config`` (a keyword
+    wins over the same field of ``config``). A key not given is read from the stack's variable
+    (``ANTHROPIC_API_KEY``); a base URL from the SDK's variable the stack names, else the
+    provider's own. A base URL without a scheme is a ConfigError here; a missing key is a
+    NotConfiguredError naming the variable when the first call is made, before it is sent.
+    """
+    spec = stack if isinstance(stack, StackSpec) else load_stack(stack, registry)
+    given = {
+        "api_key": api_key,
+        "base_url": base_url,
+        "timeout_seconds": timeout_seconds,
+        "max_retries": max_retries,
+        "extra_headers": extra_headers,
+        "capabilities": capabilities,
+        "http_client": http_client,
+    }
+    settings = {name: value for name, value in given.items() if value is not None}
+    if settings:
+        base = config.model_dump(exclude={"http_client"}) if config else {}
+        client = settings.pop("http_client", config.http_client if config else None)
+        config = AdapterConfig(**{**base, **settings}, http_client=client)
+    return Adapter(
+        spec,
+        config,
+        tool_id_store=tool_id_store,
+        telemetry=telemetry,
+        registry=registry,
+        init_on_first_call=init_on_first_call,
+    )

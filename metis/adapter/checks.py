@@ -1,0 +1,48 @@
+"""What would make a call fail at the provider, found before anything is sent."""
+
+from __future__ import annotations
+
+from metis.errors import InvalidRequestError
+from metis.model.request import CanonicalRequest
+from metis.stacks.loader import Endpoint, StackSpec, builtin_stacks
+
+
+def check_ready(
+    name: str,
+    stack: StackSpec,
+    endpoint: Endpoint,
+    request: CanonicalRequest,
+    foreign: frozenset[str],
+) -> None:
+    """No key for a stack that needs one is a NotConfiguredError naming its variable; a model
+    of another provider (a prefix in ``foreign``: ``openai:gpt-4o`` to the Anthropic adapter)
+    an InvalidRequestError."""
+    auth = stack.auth
+    if auth.header and auth.env and not auth.optional and not endpoint.api_key:
+        from metis.registry.registry import NotConfiguredError
+
+        raise NotConfiguredError(
+            f"{name}: no API key: set {auth.env} (or pass api_key=...)",
+            model=request.model,
+            adapter=name,
+            api_key_env=auth.env,
+        )
+    prefix, sep, _ = request.model.partition(":")
+    if sep and prefix != name and prefix in foreign:
+        raise InvalidRequestError(
+            f"{request.model} is a model of {prefix}, and this adapter speaks to "
+            f"{name}: use an adapter for {prefix} (build_adapter({prefix!r}))",
+            provider=name,
+            request_id=request.request_id,
+        )
+
+
+def foreign_prefixes(stack: StackSpec) -> frozenset[str]:
+    """The built-in stacks a model prefix could wrongly name for ``stack``: all of them but
+    the ones it extends (``anthropic:claude-...`` is right for a stack over anthropic)."""
+    own = {
+        source.rsplit("/", 1)[-1].removesuffix(".yaml")
+        for source in stack.stage_sources.values()
+        if source.startswith("metis/stacks/builtin/")
+    }
+    return frozenset(set(builtin_stacks()) - own - {stack.name})

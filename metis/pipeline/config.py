@@ -1,0 +1,45 @@
+"""Adapter configuration (docs/contract.md §1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from metis.core.secrets import is_secret_header, scrub_url
+from metis.model.capabilities import AdapterCapabilities
+from metis.transport.clients import AsyncHTTPClient
+
+
+class AdapterConfig(BaseModel):
+    """How one adapter reaches its provider.
+
+    ``http_client`` lets tests and applications inject an ``httpx.AsyncClient`` or an
+    ``httpx2.AsyncClient`` (respx, a ``MockTransport``, a proxy, pool limits); when it is None
+    the adapter makes and owns one (docs/http-client.md).
+    ``capabilities`` overrides what the stack declares, field by field.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    api_key: str | None = Field(default=None, repr=False)
+    base_url: str | None = None
+    timeout_seconds: float = Field(default=600.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+    options: dict[str, Any] = Field(default_factory=dict)
+    capabilities: dict[str, Any] = Field(default_factory=dict)
+    http_client: AsyncHTTPClient | None = Field(default=None, repr=False)
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            if name == "base_url" and value:
+                value = scrub_url(value)
+            elif name == "extra_headers" and value:
+                value = {k: "[REDACTED]" if is_secret_header(k) else v for k, v in value.items()}
+            yield name, value
+
+    def merged_capabilities(self, declared: AdapterCapabilities) -> AdapterCapabilities:
+        if not self.capabilities:
+            return declared
+        return AdapterCapabilities.model_validate({**declared.model_dump(), **self.capabilities})

@@ -1,0 +1,58 @@
+"""What crosses the boundary between the encoder and the transport."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+SECRET_HEADERS = frozenset(
+    {"authorization", "x-api-key", "api-key", "x-goog-api-key", "x-amz-security-token"}
+)
+
+
+def body_bytes(body: dict[str, Any]) -> bytes:
+    """The bytes a JSON body is sent as (and, where a stage signs it, signed as)."""
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@dataclass(slots=True)
+class WireRequest:
+    """An HTTP request in the provider's own format: ``body`` is its JSON document."""
+
+    url: str
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+    stream: bool = False
+    method: str = "POST"
+
+    def __repr__(self) -> str:
+        from metis.core.secrets import is_secret_header, scrub_url
+
+        shown = {k: "[REDACTED]" if is_secret_header(k) else v for k, v in self.headers.items()}
+        url = scrub_url(self.url)
+        return f"WireRequest({self.method} {url}, stream={self.stream}, headers={shown})"
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseHead:
+    """The first item a transport yields for a successful answer, before its body's bytes:
+    what the stages reading the body may need to know of the response itself."""
+
+    status: int
+    content_type: str | None = None
+    """The ``content-type`` header, as sent (None when absent)."""
+
+
+ResponseItem = bytes | ResponseHead
+"""What a transport yields: a :class:`ResponseHead`, then the body's bytes as they arrive."""
+
+
+class HTTPFailure(Exception):
+    """A non-2xx answer, as received; the provider's codec turns it into an AdapterError."""
+
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.headers = headers
+        self.body = body

@@ -1,1 +1,0 @@
-"""Provider stacks (YAML) and the codecs they need."""

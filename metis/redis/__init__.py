@@ -1,0 +1,1 @@
+"""The metis[redis] boundary: Redis-backed stores and their errors."""

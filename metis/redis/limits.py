@@ -1,0 +1,109 @@
+"""Limits shared by worker processes through Redis (``pip install 'metis[redis]'``).
+
+:class:`RedisBuckets` are the buckets of :class:`~metis.routing.limits.InMemoryBuckets`, each a
+Redis hash changed by one Lua script, so concurrent workers never spend the same tokens twice.
+:class:`RedisSlots` are concurrency slots: a sorted set of leases, each ending when its call
+gives it back or, if the worker died, when it expires. Times are wall-clock seconds
+(``time.time()``), the clock every worker shares::
+
+    async with coredis.Redis(host="redis") as client:
+        router = Router([...], limits={"openai": Limits(tokens_per_minute=30_000)},
+                        buckets=RedisBuckets(client), slots=RedisSlots(client))
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+# ARGV: now, per_minute, amount, max_wait (-1: no check, just add -amount), ttl
+_SCRIPT = """
+local h = redis.call('HMGET', KEYS[1], 'level', 'stamp')
+local now, size = tonumber(ARGV[1]), tonumber(ARGV[2])
+local amount, max_wait = tonumber(ARGV[3]), tonumber(ARGV[4])
+local level, stamp = tonumber(h[1] or ARGV[2]), tonumber(h[2] or ARGV[1])
+level = math.min(size, level + math.max(0, now - stamp) * size / 60)
+local wait = 0
+if max_wait >= 0 then
+  wait = math.max(0, math.min(amount, size) - level) * 60 / size
+  if wait > max_wait then return {0, tostring(wait)} end
+  level = level - amount
+else
+  level = math.min(size, level - amount)
+end
+redis.call('HSET', KEYS[1], 'level', tostring(level), 'stamp', tostring(now))
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[5]))
+return {1, tostring(wait)}
+"""
+
+
+class RedisBuckets:
+    """Token buckets in Redis hashes under ``{prefix}{name}``."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        prefix: str = "metis:limits:",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.clock = clock
+        self._script = client.register_script(_SCRIPT)
+
+    async def reserve(
+        self, name: str, per_minute: float, amount: float, max_wait: float
+    ) -> float | None:
+        taken, wait = await self._run(name, per_minute, amount, max(0.0, max_wait))
+        return float(wait) if taken else None
+
+    async def give_back(self, name: str, per_minute: float, amount: float) -> None:
+        await self._run(name, per_minute, -amount, -1.0)
+
+    async def _run(
+        self, name: str, per_minute: float, amount: float, max_wait: float
+    ) -> tuple[int, str]:
+        max_wait = min(max_wait, 1e12)  # an unbounded wait, as Lua reads a number
+        args = [repr(self.clock()), repr(per_minute), repr(amount), repr(max_wait), 120]
+        reply = await self._script(keys=[self.prefix + name], args=args)
+        wait = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
+        return int(reply[0]), wait
+
+
+# ARGV: now, limit, lease end, holder, ttl
+_TAKE_SLOT = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
+  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[5]))
+  return 1
+end
+return 0
+"""
+
+
+class RedisSlots:
+    """Concurrency slots in Redis sorted sets under ``{prefix}{name}``."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        prefix: str = "metis:limits:",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.clock = clock
+        self._take = client.register_script(_TAKE_SLOT)
+
+    async def take(self, name: str, limit: int, holder: str, lease_seconds: float) -> bool:
+        now = self.clock()
+        ttl = int(lease_seconds) + 60
+        args = [repr(now), limit, repr(now + lease_seconds), holder, ttl]
+        return bool(await self._take(keys=[self.prefix + name], args=args))
+
+    async def give_back(self, name: str, holder: str) -> None:
+        await self.client.zrem(self.prefix + name, [holder])

@@ -1,0 +1,1 @@
+"""The built-in stack files, one YAML file per provider (docs/stacks.md)."""

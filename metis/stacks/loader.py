@@ -1,0 +1,278 @@
+"""Provider stacks declared in YAML: endpoint, auth, headers, capabilities and stages.
+
+A stack file (``metis/stacks/builtin/<name>.yaml`` or any path) looks like::
+
+    name: anthropic
+    endpoint: {base_url: https://api.anthropic.com, path: /v1/messages}
+    auth: {header: x-api-key, env: ANTHROPIC_API_KEY}
+    headers: {anthropic-version: "2023-06-01"}
+    capabilities: {supports_tools: true, ...}
+    catalog: anthropic             # the model catalog's provider id (docs/catalog.md)
+    token_estimate: {text_counting: pieces, ...}   # metis.catalog.estimate.TokenProfile
+    stages:                    # outermost first
+      - invariants
+      - encode: {codec: anthropic}
+      - transport
+
+Each stage entry is a registered stage name, alone or mapped to its options.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from metis.catalog.estimate import DEFAULT_PROFILE, TokenProfile
+from metis.core.config_files import MAX_CONFIG_BYTES, config_error, decode_text, parse_yaml
+from metis.core.secrets import collect as collect_secrets
+from metis.core.secrets import scrub_url
+from metis.errors import ConfigError, StackError, redact
+from metis.model.capabilities import AdapterCapabilities
+from metis.pipeline.pipeline import Pipeline
+from metis.pipeline.registry import StageRegistry
+from metis.pipeline.registry import stages as default_registry
+from metis.stacks.dialect import apply_dialect
+from metis.stacks.extends import resolve
+
+
+class EndpointSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str
+    path: str
+    stream_path: str | None = None
+    base_url_env: str | None = None
+    """The variable the provider's own SDK reads a base URL from (``ANTHROPIC_BASE_URL``):
+    when set, it replaces ``base_url`` (an explicit ``AdapterConfig.base_url`` wins over both)."""
+
+
+class AuthSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    header: str | None = None
+    scheme: str | None = None
+    env: str | None = None
+    optional: bool = False
+    """The key is sent when there is one, and the provider works without (a local server)."""
+
+
+class StageEntry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class StackSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = ""
+    endpoint: EndpointSpec
+    auth: AuthSpec = AuthSpec()
+    headers: dict[str, str] = Field(default_factory=dict)
+    capabilities: AdapterCapabilities = AdapterCapabilities()
+    catalog: str | None = None
+    """The model catalog's provider id for this stack's models (``anthropic``, ``google``,
+    ``amazon-bedrock``): each model's limits and capabilities narrow ``capabilities``. None for
+    a stack whose models the catalog cannot know (a local server)."""
+    token_estimate: TokenProfile = DEFAULT_PROFILE
+    """How this provider counts input tokens, for the pre-flight estimate."""
+    codec: str | None = None
+    """The wire dialect, named once: every stage that needs it takes it from here."""
+    codec_settings: dict[str, Any] | None = None
+    """The settings of a codec configured by its stack (the schema-driven one)."""
+    stages: list[StageEntry]
+    source: str = "<inline>"
+    stage_sources: dict[str, str] = Field(default_factory=dict)
+    """For each stage, the file that set it (a stack that ``extends`` another inherits some)."""
+
+    @field_validator("stages", mode="before")
+    @classmethod
+    def _entries(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            raise ValueError("must be a list of stage names or {name: options} mappings")
+        entries: list[dict[str, Any]] = []
+        for i, item in enumerate(value):
+            if isinstance(item, str):
+                entries.append({"name": item})
+            elif isinstance(item, dict) and "name" in item and set(item) <= {"name", "options"}:
+                entries.append(item)  # already in this form
+            elif isinstance(item, dict) and len(item) == 1:
+                ((name, options),) = item.items()
+                if options is not None and not isinstance(options, dict):
+                    raise ValueError(f"stages[{i}] ({name}): options must be a mapping")
+                entries.append({"name": name, "options": options or {}})
+            else:
+                raise ValueError(f"stages[{i}] must be a name or a one-key mapping, got {item!r}")
+        return entries
+
+    def build_pipeline(self, registry: StageRegistry = default_registry) -> Pipeline:
+        built = []
+        for i, entry in enumerate(self.stages):
+            try:
+                built.append(registry.build(entry.name, entry.options))
+            except StackError as exc:
+                raise StackError(f"{self.source}: stages[{i}]: {exc}") from None
+        try:
+            return Pipeline(built, name=self.name)
+        except StackError as exc:
+            raise StackError(f"{self.source}: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where one adapter's requests go and the headers every one of them carries.
+
+    ``base_url`` may carry a query string (a proxy's ``?key=``): it is kept on every request
+    URL, after the path, and its values count among the adapter's ``secrets``."""
+
+    base_url: str
+    path: str
+    stream_path: str | None = None
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    api_key: str | None = field(default=None, repr=False)
+    auth_header: str | None = None
+    auth_scheme: str | None = None
+    secrets: tuple[str, ...] = field(default=(), init=False, repr=False)
+    """The key, secret header values and base-URL query values: hidden from every error,
+    telemetry event and log line of a call (:func:`metis.errors.redact`)."""
+
+    def __post_init__(self) -> None:
+        found = collect_secrets(self.api_key, self.headers, self.base_url)
+        object.__setattr__(self, "secrets", found)
+
+    def __repr__(self) -> str:
+        return (
+            f"Endpoint({redact(scrub_url(self.base_url), *self.secrets)}{self.path}, "
+            f"auth_header={self.auth_header!r}, api_key={'set' if self.api_key else 'none'})"
+        )
+
+    def url(self, *, stream: bool, model: str) -> str:
+        path = self.stream_path if stream and self.stream_path else self.path
+        base, _, query = self.base_url.partition("?")
+        url = base.rstrip("/") + path.replace("{model}", model)
+        if query:
+            url += ("&" if "?" in url else "?") + query
+        return url
+
+    def request_headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", **self.headers}
+        if self.auth_header and self.api_key:
+            scheme = f"{self.auth_scheme} " if self.auth_scheme else ""
+            headers[self.auth_header] = scheme + self.api_key
+        return headers
+
+    @classmethod
+    def for_stack(
+        cls,
+        spec: StackSpec,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        extra_headers: dict[str, str],
+    ) -> Endpoint:
+        key = api_key or (os.environ.get(spec.auth.env) if spec.auth.env else None)
+        env = spec.endpoint.base_url_env
+        from_env = os.environ.get(env) if env else None
+        url = base_url or from_env or spec.endpoint.base_url
+        if "://" not in url:
+            where = "base_url" if base_url else env if from_env else f"{spec.source}: base_url"
+            raise ConfigError(
+                f"{where}: expected a URL with its scheme (https://host...), got {redact(url)!r}"
+            )
+        return cls(
+            base_url=_without_overlap(url, spec.endpoint.path),
+            path=spec.endpoint.path,
+            stream_path=spec.endpoint.stream_path,
+            headers={**spec.headers, **extra_headers},
+            api_key=key,
+            auth_header=spec.auth.header,
+            auth_scheme=spec.auth.scheme,
+        )
+
+
+def _without_overlap(base_url: str, path: str) -> str:
+    """``base_url`` without a trailing part the path repeats: the SDKs' conventional base URLs
+    end in the API version (``OPENAI_BASE_URL=https://host/v1``) that metis's paths start with."""
+    base = base_url.rstrip("/")
+    segments = [s for s in path.split("?")[0].split("/") if s]
+    for n in range(len(segments) - 1, 0, -1):
+        prefix = "/" + "/".join(segments[:n])
+        if base.endswith(prefix):
+            return base[: -len(prefix)]
+    return base
+
+
+def load_stack(name_or_path: str | Path, registry: StageRegistry = default_registry) -> StackSpec:
+    """A built-in stack by provider name (``"anthropic"``) or a stack file by path."""
+    data, source = _load(str(name_or_path), None)
+    return parse_stack(data, source, registry)
+
+
+def parse_stack(
+    data: dict[str, Any], source: str = "<inline>", registry: StageRegistry = default_registry
+) -> StackSpec:
+    """A stack from its parsed YAML: its ``extends`` chain resolved, its codec handed to the
+    stages that need it (docs/stacks.md)."""
+    origin: dict[str, str] = {}
+    if "extends" in data:
+        data, origin = resolve(data, source, _load)
+    if isinstance(data.get("stages"), list):
+        try:
+            entries = StackSpec._entries(data["stages"])
+        except ValueError as exc:
+            raise ConfigError(f"{source}: stages: {exc}") from None
+        data = {**data, "stages": apply_dialect({**data, "stages": entries}, source, registry)}
+    origin = origin or {entry["name"]: source for entry in data.get("stages", [])}
+    try:
+        return StackSpec.model_validate({**data, "source": source, "stage_sources": origin})
+    except ValidationError as exc:
+        raise config_error(exc, source, StackSpec) from None
+
+
+def _load(name_or_path: str, relative_to: str | None) -> tuple[dict[str, Any], str]:
+    """A stack file's data and source. A parent named by path is found beside its child."""
+    path = Path(name_or_path)
+    if relative_to is not None and _is_path(path) and not path.is_absolute():
+        parent = Path(relative_to).parent
+        if not relative_to.startswith("metis/stacks/builtin/"):
+            path = parent / path
+    text, source = _read(path if _is_path(path) else name_or_path)
+    data = parse_yaml(text, source)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping with name, endpoint and stages")
+    return data, source
+
+
+def builtin_stacks() -> list[str]:
+    folder = resources.files("metis.stacks.builtin")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _is_path(path: Path) -> bool:
+    return path.suffix in (".yaml", ".yml") or path.parent != Path(".")
+
+
+def _read(name_or_path: str | Path) -> tuple[str, str]:
+    path = Path(name_or_path)
+    if _is_path(path):
+        try:
+            if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:
+                raise ConfigError(f"stack file {path} is larger than {MAX_CONFIG_BYTES >> 20} MiB")
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"cannot read stack file {path}: {exc.strerror}") from None
+        return decode_text(data, str(path)), str(path)
+    resource = resources.files("metis.stacks.builtin") / f"{name_or_path}.yaml"
+    if not resource.is_file():
+        raise ConfigError(
+            f"no built-in stack named {name_or_path!r}; built-in stacks: "
+            + ", ".join(builtin_stacks())
+        )
+    return resource.read_text(encoding="utf-8"), f"metis/stacks/builtin/{name_or_path}.yaml"

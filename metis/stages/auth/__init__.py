@@ -1,0 +1,1 @@
+"""Stages that authenticate and address a request."""

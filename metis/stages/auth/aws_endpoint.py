@@ -1,0 +1,102 @@
+"""aws_endpoint: the AWS request's URL: its region filled in, its model id escaped.
+
+A stack's base URL may hold ``{region}`` (``https://bedrock-runtime.{region}.amazonaws.com``):
+the region comes from the adapter's ``options.region``, AWS_REGION, AWS_DEFAULT_REGION or the
+``region`` of the AWS profile (``options.profile`` or AWS_PROFILE, read with botocore when it is
+installed), and a missing one is a NotConfiguredError naming what to set, before anything is
+sent. The model id in the path is percent-encoded whole, as the AWS SDKs send it
+(``us.amazon.nova-micro-v1:0`` -> ``us.amazon.nova-micro-v1%3A0``; an ARN's ``/`` too), so
+the path that is sent is the one that is signed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Callable, Mapping
+from types import MappingProxyType
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict
+
+from metis.errors import ConfigError, NetworkError
+from metis.pipeline.call import Call
+from metis.pipeline.request import WireRequest
+from metis.pipeline.services import StageServices
+from metis.pipeline.stage import Inner, Stage
+from metis.stages.auth import aws as aws_auth
+
+T = TypeVar("T")
+
+
+class AwsEndpoint(Stage[WireRequest, WireRequest, Any, Any]):
+    name = "aws_endpoint"
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+    _options: Mapping[str, Any] = MappingProxyType({})
+
+    def bind(self, services: StageServices) -> None:
+        self._options = services.config.options
+
+    async def __call__(
+        self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
+    ) -> AsyncIterator[Any]:
+        url = request.url
+        if "{region}" in url:
+            url = url.replace("{region}", await region_or_fail(call, self._options))
+        model = call.wire_model
+        url = url.replace(f"/{model}/", f"/{quote(model, safe='')}/", 1)
+        if url != request.url:
+            request = dataclasses.replace(request, url=url)
+        async for item in inner(request, call):
+            yield item
+
+
+def profile_of(options: Mapping[str, Any]) -> str | None:
+    """The AWS profile the adapter's ``options`` name, if any."""
+    profile = options.get("profile")
+    return profile if isinstance(profile, str) and profile else None
+
+
+async def region_or_fail(call: Call, options: Mapping[str, Any], session: Any | None = None) -> str:
+    """The call's AWS region (from the adapter's ``options``, the environment or the AWS
+    profile), or a NotConfiguredError saying where to set one."""
+    found = aws_auth.region(options)
+    if found is None:
+        try:
+            if session is None:
+                session = aws_auth.botocore_session(profile_of(options))
+            found = await in_worker(call, aws_auth.profile_region, session)
+        except ConfigError:
+            found = None  # no botocore, or no usable profile: the message below says what to do
+    if found is None:
+        raise not_configured(
+            call,
+            "no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), give the adapter "
+            "options={'region': ...}, or set region in your AWS profile",
+            "AWS_REGION",
+        )
+    return found
+
+
+async def in_worker(call: Call, blocking: Callable[..., T], *args: Any) -> T:
+    """Run botocore's blocking configuration and credential lookups in a worker thread, as
+    a wait that ``adapter.cancel()`` and the call's deadline both cut short."""
+    with call.cancel.guard(call.deadline):
+        return await anyio.to_thread.run_sync(blocking, *args, abandon_on_cancel=True)
+    raise NetworkError(  # reached only when the deadline cancelled the scope
+        f"{call.provider}: looking up AWS configuration outlived the call's deadline",
+        provider=call.provider,
+        request_id=call.request_id,
+    )
+
+
+def not_configured(call: Call, why: str, variable: str) -> ConfigError:
+    from metis.registry.registry import NotConfiguredError
+
+    return NotConfiguredError(
+        f"{call.provider}: {why}", model=call.model, adapter=call.provider, api_key_env=variable
+    )

@@ -1,0 +1,89 @@
+"""aws_sigv4: authenticate an AWS request, with a Bedrock API key or a SigV4 signature.
+
+A request that already carries ``authorization`` (the stack's bearer key, a Bedrock API key
+from AWS_BEARER_TOKEN_BEDROCK or the adapter's ``api_key``) goes as it is. Otherwise it is
+signed with AWS Signature Version 4 by botocore, with credentials from the standard chain
+(metis/stages/auth/aws.py) for the profile in the adapter's ``options.profile`` or
+AWS_PROFILE. No credentials at all is a NotConfiguredError naming what to set, raised before
+anything is sent. The stage sits inside ``retry``, so every attempt is signed afresh, and
+outside ``normalize``, so a configuration error reaches the caller as itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from metis.errors import ConfigError
+from metis.pipeline.call import Call
+from metis.pipeline.request import WireRequest, body_bytes
+from metis.pipeline.services import StageServices
+from metis.pipeline.stage import Inner, Stage
+from metis.stages.auth import aws as aws_auth
+from metis.stages.auth.aws_endpoint import in_worker, not_configured, profile_of, region_or_fail
+
+BEARER_ENV = "AWS_BEARER_TOKEN_BEDROCK"
+
+
+class AwsSigV4(Stage[WireRequest, WireRequest, Any, Any]):
+    name = "aws_sigv4"
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        service: str = "bedrock"
+
+    options: Options
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        # botocore sessions by profile: a cache of resolved configuration, shared by calls.
+        self._sessions: dict[str | None, Any] = {}
+        self._options: Mapping[str, Any] = MappingProxyType({})
+
+    def bind(self, services: StageServices) -> None:
+        self._options = services.config.options
+
+    async def __call__(
+        self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
+    ) -> AsyncIterator[Any]:
+        if not any(name.lower() == "authorization" for name in request.headers):
+            request = await self._signed(request, call)
+        async for item in inner(request, call):
+            yield item
+
+    async def _signed(self, request: WireRequest, call: Call) -> WireRequest:
+        try:
+            session = self._session(profile_of(self._options))
+            credentials = await in_worker(call, aws_auth.frozen_credentials, session)
+        except ConfigError as exc:
+            why = f"{exc}; or set {BEARER_ENV} to a Bedrock API key"
+            raise not_configured(call, why, BEARER_ENV) from None
+        if credentials is None:
+            raise not_configured(
+                call,
+                f"no AWS credentials: set {BEARER_ENV} to a Bedrock API key, or "
+                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN for "
+                "temporary ones), or AWS_PROFILE to a profile of ~/.aws/credentials",
+                BEARER_ENV,
+            )
+        headers = aws_auth.sign(
+            request.method,
+            request.url,
+            request.headers,
+            body_bytes(request.body),
+            credentials,
+            await region_or_fail(call, self._options, session),
+            self.options.service,
+        )
+        return dataclasses.replace(request, headers=headers)
+
+    def _session(self, profile: str | None) -> Any:
+        session = self._sessions.get(profile)
+        if session is None:
+            session = self._sessions[profile] = aws_auth.botocore_session(profile)
+        return session

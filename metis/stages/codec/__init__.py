@@ -1,0 +1,1 @@
+"""Stages that encode the request and decode and normalize the reply."""

@@ -1,0 +1,1 @@
+"""Stages that control a call: retries and telemetry."""

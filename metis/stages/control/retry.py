@@ -1,0 +1,82 @@
+"""retry: bounded retries of transient failures (docs/contract.md §4), with tenacity.
+
+Total attempts are ``1 + config.max_retries``. Which error classes are retried, and how long
+to wait, is the table ``metis.errors.RETRY_POLICY``; a provider's Retry-After (seconds, an HTTP
+date, or ``retry-after-ms``) wins, capped at 60 s. A streamed call is retried only while no
+event has reached the caller: after that, a failure ends the stream as docs/contract.md §4 says.
+The call's deadline bounds the whole loop: a wait (backoff or Retry-After) that would end past
+it is not slept; the last error is raised at once, its ``retry_after_seconds`` as the provider
+sent it. Sleeping goes through anyio (asyncio and trio), and ``adapter.cancel()`` cuts it short.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import anyio
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity.stop import stop_base
+
+from metis.errors import MAX_RETRY_AFTER_SECONDS, RETRY_POLICY, AdapterError
+from metis.model.events import StreamEvent
+from metis.pipeline.call import Call
+from metis.pipeline.config import AdapterConfig
+from metis.pipeline.services import StageServices
+from metis.pipeline.stage import Inner, Stage
+
+
+class Retry(Stage[Any, Any, StreamEvent, StreamEvent]):
+    name = "retry"
+
+    sleep: Callable[[float], Awaitable[None]] | None = None
+    """Tests may replace how the stage sleeps; by default the call's cancellable sleep."""
+    _max_retries: int = AdapterConfig.model_fields["max_retries"].default
+
+    def bind(self, services: StageServices) -> None:
+        self._max_retries = services.config.max_retries
+
+    async def __call__(
+        self, request: Any, call: Call, inner: Inner[Any, StreamEvent]
+    ) -> AsyncIterator[StreamEvent]:
+        yielded = False
+
+        def transient(exc: BaseException) -> bool:
+            return isinstance(exc, AdapterError) and exc.retryable and not yielded
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(1 + self._max_retries) | StopAtDeadline(call),
+            wait=backoff,
+            retry=retry_if_exception(transient),
+            sleep=self.sleep or call.cancel.sleep,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                call.attempt = attempt.retry_state.attempt_number - 1
+                async for event in inner(request, call):
+                    yielded = True
+                    yield event
+
+
+class StopAtDeadline(stop_base):
+    """Stop when the wait before the next attempt would end at or past the call's deadline."""
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+
+    def __call__(self, state: RetryCallState) -> bool:
+        return anyio.current_time() + (state.upcoming_sleep or 0.0) >= self.call.deadline
+
+
+def backoff(state: RetryCallState) -> float:
+    """Seconds to wait before the next attempt, for the error that ended the last one."""
+    error = state.outcome.exception() if state.outcome else None
+    if not isinstance(error, AdapterError):
+        return 0.0
+    if error.retry_after_seconds is not None:
+        return float(min(error.retry_after_seconds, MAX_RETRY_AFTER_SECONDS))
+    policy = RETRY_POLICY[error.error_class]
+    delay = min(policy.max_delay, policy.base_delay * 2 ** (state.attempt_number - 1))
+    return float(delay * random.uniform(1.0, 1.25))

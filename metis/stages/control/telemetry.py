@@ -1,0 +1,211 @@
+"""telemetry: the bus events of each attempt, to the adapter's sink (docs/contract.md §2).
+
+It sits inside the retry stage, so every attempt passes through it once: ``llm.call_started``
+before the attempt goes inward, then exactly one of
+
+* ``llm.call_completed`` when the stream ended after its ``message.complete`` (whatever the
+  stop reason, ``cancelled`` included: ``Adapter.cancel`` ends a stream with a message);
+* ``llm.call_failed`` when an error came out of the stack (classified by its ``error_class``,
+  with the partial usage of a ``message.complete`` that came first), or when the caller's task
+  was cancelled or the caller closed the stream before its message was complete (both
+  ``error_class="cancelled"``). The error or cancellation goes on outward unchanged.
+
+``retry_count`` is ``call.attempt``, which the retry stage sets. Events pass through untouched
+at the cost of one ``isinstance`` each; with the default ``NullSink`` the stage hands back the
+inner stream itself and costs nothing. A sink that raises is logged once and ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from metis.errors import AdapterError, ErrorClass, redact
+from metis.model.events import MessageComplete, StreamEvent
+from metis.model.response import StopKind
+from metis.pipeline.call import Call
+from metis.pipeline.request import WireRequest
+from metis.pipeline.services import StageServices
+from metis.pipeline.stage import Inner, Stage
+from metis.telemetry import (
+    NULL_SINK,
+    CallCompleted,
+    CallFailed,
+    CallStarted,
+    NullSink,
+    TelemetryEvent,
+    TelemetrySink,
+)
+
+log = logging.getLogger("metis")
+
+
+class Telemetry(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
+    name = "telemetry"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._sink_failed = False  # warn about a failing sink once, not per event
+        self._sink: TelemetrySink = NULL_SINK
+        self._secrets: tuple[str, ...] = ()
+
+    def bind(self, services: StageServices) -> None:
+        self._sink = services.telemetry
+        self._secrets = services.secrets
+
+    def __call__(
+        self, request: WireRequest, call: Call, inner: Inner[WireRequest, StreamEvent]
+    ) -> AsyncIterator[StreamEvent]:
+        sink = self._sink
+        if type(sink) is NullSink:
+            return inner(request, call)
+        return self._observed(request, call, inner, sink)
+
+    async def _observed(
+        self,
+        request: WireRequest,
+        call: Call,
+        inner: Inner[WireRequest, StreamEvent],
+        sink: TelemetrySink,
+    ) -> AsyncIterator[StreamEvent]:
+        retry_count = call.attempt
+        self._emit(
+            sink,
+            call,
+            CallStarted(
+                **_identity(call, retry_count),
+                stream=request.stream,
+            ),
+        )
+        started = time.monotonic()
+        first_ms: int | None = None  # time to the first event: time to first chunk
+        complete: MessageComplete | None = None
+        try:
+            async for event in inner(request, call):
+                if first_ms is None:
+                    first_ms = _ms_since(started)
+                if isinstance(event, MessageComplete):
+                    complete = event
+                yield event
+        except BaseException as exc:
+            # GeneratorExit (the caller closed the stream) and the async library's
+            # cancellation (asyncio.CancelledError, trio.Cancelled) are not Exceptions.
+            latency_ms = _ms_since(started)
+            if not isinstance(exc, Exception) and _answered(complete):
+                assert complete is not None
+                ended: TelemetryEvent = _completed(
+                    call, retry_count, latency_ms, complete, first_ms
+                )
+            else:
+                ended = _failed(call, retry_count, latency_ms, exc, complete, self._secrets)
+            self._emit(sink, call, ended)
+            raise
+        latency_ms = _ms_since(started)
+        self._emit(sink, call, _completed(call, retry_count, latency_ms, complete, first_ms))
+
+    def _emit(self, sink: TelemetrySink, call: Call, event: TelemetryEvent) -> None:
+        try:
+            sink.emit(event)
+        except Exception:
+            if not self._sink_failed:
+                self._sink_failed = True
+                log.warning(
+                    "telemetry sink %r failed on %s; its failures are ignored from now on",
+                    sink,
+                    event.name,
+                    exc_info=True,
+                    extra={
+                        "event": "metis.telemetry_sink_failed",
+                        "request_id": call.request_id,
+                        "sink": repr(sink),
+                    },
+                )
+
+
+def _answered(complete: MessageComplete | None) -> bool:
+    """The message arrived whole: closing or cancelling after it loses nothing."""
+    return complete is not None and complete.stop_reason.kind is not StopKind.ERROR
+
+
+def _completed(
+    call: Call,
+    retry_count: int,
+    latency_ms: int,
+    complete: MessageComplete | None,
+    first_ms: int | None = None,
+) -> TelemetryEvent:
+    if complete is None:  # the stack ended without a message: report it as what it is
+        return CallFailed(
+            **_identity(call, retry_count),
+            latency_ms=latency_ms,
+            error_class=ErrorClass.OTHER.value,
+            error_message="the stream ended without a message.complete",
+            provider_status=None,
+            retryable=False,
+        )
+    return CallCompleted(
+        **_identity(call, retry_count),
+        latency_ms=latency_ms,
+        usage=complete.usage,
+        stop_reason=complete.stop_reason,
+        message_id=complete.message_id,
+        response_model=complete.model,
+        time_to_first_chunk_ms=first_ms,
+    )
+
+
+def _failed(
+    call: Call,
+    retry_count: int,
+    latency_ms: int,
+    exc: BaseException,
+    complete: MessageComplete | None,
+    secrets: tuple[str, ...],
+) -> CallFailed:
+    if isinstance(exc, AdapterError):
+        error_class = exc.error_class.value
+        message = redact(exc.message, *secrets)
+        status = exc.provider_status
+        retryable = exc.retryable
+    elif isinstance(exc, Exception):  # a bug below us: still one ending per attempt
+        error_class = ErrorClass.OTHER.value
+        message = redact(f"{type(exc).__name__}: {exc}", *secrets)
+        status = None
+        retryable = False
+    else:
+        error_class = ErrorClass.CANCELLED.value
+        message = (
+            "the caller closed the stream before the message was complete"
+            if isinstance(exc, GeneratorExit)
+            else "the caller's task was cancelled"
+        )
+        status = None
+        retryable = False
+    return CallFailed(
+        **_identity(call, retry_count),
+        latency_ms=latency_ms,
+        error_class=error_class,
+        error_message=message,
+        provider_status=status,
+        retryable=retryable,
+        usage=complete.usage if complete is not None else None,
+    )
+
+
+def _ms_since(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+def _identity(call: Call, retry_count: int) -> dict[str, Any]:
+    """Which attempt of which call: the fields every bus event starts with."""
+    return {
+        "request_id": call.request_id,
+        "session_id": call.session_id,
+        "provider": call.provider,
+        "model": call.model,
+        "wire_model": call.wire_model,
+        "retry_count": retry_count,
+        "timestamp": time.time(),
+    }

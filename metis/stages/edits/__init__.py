@@ -1,0 +1,1 @@
+"""Stages that edit the encoded request for a provider."""

@@ -1,0 +1,55 @@
+"""pre_send_check: refuse, before it is sent, a request the provider would refuse with a 400.
+
+It runs the provider's rule set (metis/wire/rules.py) over the encoded request and
+reports every violation at once as one InvalidRequestError, so a broken history costs no
+round trip and the caller learns everything wrong with it, not just the first thing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from metis.errors import InvalidRequestError
+from metis.pipeline.call import Call
+from metis.pipeline.request import WireRequest
+from metis.pipeline.stage import RequestStage
+from metis.wire.rules import RULES, RULES_DIALECT
+
+
+class PreSendCheck(RequestStage[WireRequest]):
+    name = "pre_send_check"
+
+    dialect_option = "rules"
+
+    @classmethod
+    def dialect(cls, options: dict[str, Any]) -> str | None:
+        rules = options.get("rules")
+        return RULES_DIALECT.get(rules, rules) if isinstance(rules, str) else None
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        rules: str
+
+        @field_validator("rules")
+        @classmethod
+        def _known(cls, value: str) -> str:
+            if value not in RULES:
+                raise ValueError(f"unknown rule set {value!r}; known: {', '.join(sorted(RULES))}")
+            return value
+
+    options: Options
+
+    def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
+        problems = RULES[self.options.rules](request.body)
+        if problems:
+            count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+            raise InvalidRequestError(
+                f"{call.provider} would refuse this request ({count}): " + "; ".join(problems),
+                provider=call.provider,
+                request_id=call.request_id,
+                retryable=False,
+            )
+        return request

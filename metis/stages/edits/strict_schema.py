@@ -1,0 +1,143 @@
+"""The ``strict_schema`` stage: OpenAI strict mode (structured outputs) where it is safe.
+
+:func:`~metis.wire.strict_schema.to_strict_schema` rewrites a schema into strict
+mode's subset of JSON Schema, or answers ``None`` when it cannot without changing what the
+schema means. The stage applies it to an OpenAI Chat body's function tools and ``json_schema``
+response format; a tool it cannot convert stays non-strict, with one INFO record saying why.
+
+Strict mode makes the model send ``"offset": null`` where the caller's schema said the key may
+be absent, so for the tools it made strict the stage also removes, from each
+:class:`~metis.model.events.ToolUseEnd` and the final :class:`~metis.model.content.ToolUseBlock`,
+the ``null`` values of keys that were optional in the caller's own schema
+(:mod:`metis.wire.strict_schema_nulls`); such events are passed on as new events. (The
+streamed ``partial_json`` fragments are the provider's bytes as received and keep their nulls.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from metis.model.content import ToolUseBlock
+from metis.model.events import MessageComplete, StreamEvent, ToolUseEnd
+from metis.pipeline.call import Call
+from metis.pipeline.request import WireRequest
+from metis.pipeline.stage import Inner, Stage
+from metis.wire.strict_schema import Schema, strict_schema_or_reason, to_strict_schema
+from metis.wire.strict_schema_nulls import strip_optional_nulls
+
+log = logging.getLogger("metis")
+
+__all__ = ["StrictSchema", "strict_schema_or_reason", "strip_optional_nulls", "to_strict_schema"]
+
+
+class StrictSchema(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
+    name = "strict_schema"
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        tools: bool = True
+        response_format: bool = True
+
+    options: Options
+
+    def __call__(
+        self, request: WireRequest, call: Call, inner: Inner[WireRequest, StreamEvent]
+    ) -> AsyncIterator[StreamEvent]:
+        request, originals = self.convert(request, call)
+        if not originals:  # nothing made strict: nothing to restore on the way out
+            return inner(request, call)
+        return self._restore(request, call, inner, originals)
+
+    def convert(self, request: WireRequest, call: Call) -> tuple[WireRequest, dict[str, Schema]]:
+        """The request with its body made strict where it can be, and the original parameter
+        schema of each tool made strict, by tool name."""
+        body = request.body
+        originals: dict[str, Schema] = {}
+        new_body: dict[str, Any] | None = None
+
+        tools = body.get("tools")
+        if self.options.tools and isinstance(tools, list) and tools:
+            new_tools = [self._tool(tool, call, originals) for tool in tools]
+            if any(a is not b for a, b in zip(new_tools, tools, strict=True)):
+                new_body = {**body, "tools": new_tools}
+
+        fmt = body.get("response_format")
+        if self.options.response_format and isinstance(fmt, dict):
+            new_fmt = self._response_format(fmt, call)
+            if new_fmt is not fmt:
+                new_body = {**(new_body or body), "response_format": new_fmt}
+
+        if new_body is None:
+            return request, originals
+        return dataclasses.replace(request, body=new_body), originals
+
+    def _tool(self, tool: Any, call: Call, originals: dict[str, Schema]) -> Any:
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            return tool
+        function = tool.get("function")
+        if not isinstance(function, dict) or function.get("strict") is False:
+            return tool  # not a Chat function tool, or the caller turned strict mode off
+        name = function.get("name")
+        # An omitted ``parameters`` is OpenAI's "no parameters": the empty object.
+        params = function.get("parameters", {"type": "object", "properties": {}})
+        converted, reason = strict_schema_or_reason(params)
+        if converted is None:
+            log.info("strict_schema: tool %r left non-strict: %s", name, reason)
+            return tool
+        if isinstance(name, str):
+            originals[name] = params
+        return {**tool, "function": {**function, "parameters": converted, "strict": True}}
+
+    def _response_format(self, fmt: dict[str, Any], call: Call) -> dict[str, Any]:
+        spec = fmt.get("json_schema")
+        if fmt.get("type") != "json_schema" or not isinstance(spec, dict):
+            return fmt
+        if spec.get("strict") is False or "schema" not in spec:
+            return fmt
+        converted, reason = strict_schema_or_reason(spec["schema"])
+        if converted is None:
+            log.info(
+                "strict_schema: response format %r left non-strict: %s", spec.get("name"), reason
+            )
+            return fmt
+        return {**fmt, "json_schema": {**spec, "schema": converted, "strict": True}}
+
+    async def _restore(
+        self,
+        request: WireRequest,
+        call: Call,
+        inner: Inner[WireRequest, StreamEvent],
+        originals: dict[str, Schema],
+    ) -> AsyncIterator[StreamEvent]:
+        async for event in inner(request, call):
+            if isinstance(event, ToolUseEnd):
+                schema = originals.get(event.tool_name)
+                if schema is not None:
+                    cleaned = strip_optional_nulls(event.final_input, schema)
+                    if cleaned is not event.final_input:
+                        event = dataclasses.replace(event, final_input=cleaned)
+            elif isinstance(event, MessageComplete):
+                content = _restore_blocks(event.final_content, originals)
+                if content is not event.final_content:
+                    event = dataclasses.replace(event, final_content=content)
+            yield event
+
+
+def _restore_blocks(blocks: list[Any], originals: dict[str, Schema]) -> list[Any]:
+    out: list[Any] | None = None
+    for i, block in enumerate(blocks):
+        if not isinstance(block, ToolUseBlock):
+            continue
+        schema = originals.get(block.name)
+        if schema is None:
+            continue
+        cleaned = strip_optional_nulls(block.input, schema)
+        if cleaned is not block.input:
+            out = list(blocks) if out is None else out
+            out[i] = block.model_copy(update={"input": cleaned})
+    return blocks if out is None else out

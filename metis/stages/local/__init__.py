@@ -1,0 +1,1 @@
+"""Stages for locally run servers."""

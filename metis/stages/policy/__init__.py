@@ -1,0 +1,1 @@
+"""Stages that check or shape the canonical request and events."""

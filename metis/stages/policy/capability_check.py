@@ -1,0 +1,105 @@
+"""capability_check: refuse, before any network call, what the model cannot serve (docs/catalog.md).
+
+Every unmet need is listed in one CapabilityError, so a caller fixes them all at once.
+"""
+
+from __future__ import annotations
+
+from metis.catalog.estimate import TokenProfile, estimate_request_tokens
+from metis.errors import CapabilityError
+from metis.model.capabilities import AdapterCapabilities
+from metis.model.content import (
+    Base64ImageSource,
+    ContentBlock,
+    ImageBlock,
+    Role,
+    ToolResultBlock,
+    ToolResultContent,
+    ToolUseBlock,
+)
+from metis.model.request import CanonicalRequest
+from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
+from metis.pipeline.stage import RequestStage
+
+
+class CapabilityCheck(RequestStage[CanonicalRequest]):
+    name = "capability_check"
+
+    _services = StageServices()
+
+    def bind(self, services: StageServices) -> None:
+        self._services = services  # what each model can serve, and how it counts tokens
+
+    def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
+        caps = self._services.capabilities_for(call.wire_model)
+        problems = unmet_needs(request, caps, self._services.token_profile_for(call.wire_model))
+        if problems:
+            raise CapabilityError(
+                f"{call.model} cannot serve this request: " + "; ".join(problems),
+                provider=call.provider,
+                request_id=request.request_id,
+            )
+        return request
+
+
+def unmet_needs(
+    request: CanonicalRequest, caps: AdapterCapabilities, profile: TokenProfile | None = None
+) -> list[str]:
+    problems: list[str] = []
+    images = [
+        block
+        for message in request.messages
+        for block in _with_nested(message.content)
+        if isinstance(block, ImageBlock)
+    ]
+    if images and not caps.supports_images:
+        problems.append("the request holds images and the model takes no images")
+    elif images and caps.accepted_image_media_types:
+        refused = sorted(
+            {
+                img.source.media_type
+                for img in images
+                if isinstance(img.source, Base64ImageSource)
+                and img.source.media_type not in caps.accepted_image_media_types
+            }
+        )
+        if refused:
+            problems.append(f"image types {', '.join(refused)} are not accepted")
+    uses_tools = bool(request.tools) or any(
+        isinstance(b, ToolUseBlock | ToolResultBlock) for m in request.messages for b in m.content
+    )
+    if uses_tools and not caps.supports_tools:
+        problems.append("the request uses tools and the model has no tool calling")
+    if request.parallel_tool_calls and not caps.supports_parallel_tool_calls:
+        problems.append("parallel tool calls were asked for and the model makes one at a time")
+    if request.stop_sequences and not caps.supports_stop_sequences:
+        problems.append("stop sequences were given and the model takes none")
+    if request.thinking is not None and not caps.supports_thinking:
+        problems.append("thinking was asked for and the model does not think aloud")
+    if request.output_schema is not None and not caps.supports_structured_output:
+        problems.append("an output schema was given and the model has no structured output")
+    has_system = bool(request.system_prompt) or any(m.role is Role.SYSTEM for m in request.messages)
+    if has_system and not caps.supports_system_prompt:
+        problems.append("the request has a system prompt and the model takes none")
+    if request.max_output_tokens > caps.max_output_tokens:
+        problems.append(
+            f"max_output_tokens {request.max_output_tokens} is above the model's "
+            f"{caps.max_output_tokens}"
+        )
+    estimate = estimate_request_tokens(request, profile)
+    if estimate > caps.max_context_tokens:
+        problems.append(
+            f"the input is about {estimate} tokens and the context holds {caps.max_context_tokens}"
+        )
+    return problems
+
+
+def _with_nested(content: list[ContentBlock]) -> list[ContentBlock | ToolResultContent]:
+    """The blocks of a message and, after each tool result, the blocks inside it."""
+    out: list[ContentBlock | ToolResultContent] = []
+    for block in content:
+        out.append(block)
+        if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
+            out.extend(block.content)
+    return out

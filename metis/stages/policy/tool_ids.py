@@ -1,0 +1,270 @@
+"""tool_ids: canonical tool ids outside, the provider's own ids inside (docs/contract.md §6).
+
+On the way in, every canonical id in the history becomes the id this provider knows it by: the
+one it issued, if the session's store remembers it, else one derived from the canonical id, so
+a history from another provider is always consistent with itself. On the way out, every id the
+provider issues gets a fresh canonical ``tu_<ulid>``, and the pairs are remembered for the
+session when the message completes.
+
+The store is never worth an answer: each store call runs within the call's cancel and
+deadline, and when one fails or is cut off the call goes on with derived ids and the reply
+whole. A failure (not a cancel) is reported once: a WARN record and a
+``metis.tool_id_store_failed`` bus event.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import replace
+from functools import partial
+from typing import TypeVar
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from metis.core.ids import derive_provider_tool_id, new_tool_id
+from metis.errors import (
+    AdapterError,
+    CancelledError,
+    ErrorClass,
+    NetworkError,
+    ProtocolError,
+    StackError,
+    redact,
+)
+from metis.model.content import ContentBlock, Message, ToolResultBlock, ToolUseBlock
+from metis.model.events import (
+    MessageComplete,
+    StreamEvent,
+    TextDelta,
+    ToolUseEnd,
+    ToolUseInputDelta,
+    ToolUseStart,
+)
+from metis.model.request import CanonicalRequest
+from metis.pipeline.call import Call
+from metis.pipeline.services import StageServices
+from metis.pipeline.stage import Inner, Stage
+from metis.pipeline.stores import ToolIdStore
+from metis.telemetry import NULL_SINK, TelemetrySink, ToolIdStoreFailed
+
+log = logging.getLogger("metis")
+
+T = TypeVar("T")
+
+
+class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent]):
+    name = "tool_ids"
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        prefix: str = Field(default="call_", description="how this provider's ids begin")
+        max_length: int = Field(default=40, ge=8)
+        reuse_issued_ids: bool = Field(
+            default=True,
+            description="send back the ids the provider issued; false for a provider that "
+            "reuses ids across replies (so each reply's ids are new to it)",
+        )
+
+    options: Options
+    _store: ToolIdStore | None = None
+    _sink: TelemetrySink = NULL_SINK
+
+    def bind(self, services: StageServices) -> None:
+        self._store = services.tool_ids
+        self._sink = services.telemetry
+
+    def _store_or_fail(self) -> ToolIdStore:
+        if self._store is None:
+            raise StackError(
+                "stage 'tool_ids' has no tool-id store: an adapter gives it one when it builds "
+                "its pipeline (or bind it yourself: stage.bind(StageServices(tool_ids=...)))"
+            )
+        return self._store
+
+    async def __call__(
+        self,
+        request: CanonicalRequest,
+        call: Call,
+        inner: Inner[CanonicalRequest, StreamEvent],
+    ) -> AsyncIterator[StreamEvent]:
+        outward = await self._provider_ids(request, call)
+        if outward:
+            request = _rewrite_history(request, outward)
+        inward = {pid: cid for cid, pid in outward.items()}
+        issued: dict[str, str] = {}  # provider id -> canonical id of its latest tool.use_start
+        started: list[tuple[str, str]] = []  # (provider id, canonical id), in order
+
+        # Events belong to the stage that made them: one with an id to map is yielded anew.
+        async for event in inner(request, call):
+            if type(event) is TextDelta:
+                pass
+            elif isinstance(event, ToolUseInputDelta | ToolUseEnd):
+                cid = issued.get(event.tool_use_id)
+                if cid is not None and cid != event.tool_use_id:
+                    event = replace(event, tool_use_id=cid)
+            elif isinstance(event, ToolUseStart):
+                pid = event.tool_use_id
+                issued[pid] = cid = _canonical_id(pid, inward, started)
+                started.append((pid, cid))
+                event = replace(event, tool_use_id=cid)
+            elif isinstance(event, MessageComplete):
+                content = _canonical_content(event.final_content, started, inward)
+                event = replace(event, final_content=content)
+                if call.session_id and started:
+                    pairs = {c: p for p, c in started}
+                    store = self._store_or_fail()
+                    remember = partial(store.remember, call.session_id, call.provider)
+                    await _store_call(call, self._sink, "write", partial(remember, pairs))
+            yield event
+
+    async def _provider_ids(self, request: CanonicalRequest, call: Call) -> dict[str, str]:
+        canonical = {
+            block.id if isinstance(block, ToolUseBlock) else block.tool_use_id
+            for message in request.messages
+            for block in message.content
+            if isinstance(block, ToolUseBlock | ToolResultBlock)
+        }
+        if not canonical:
+            return {}
+        known: dict[str, str] | None = {}
+        if call.session_id and self.options.reuse_issued_ids:
+            store = self._store_or_fail()
+            read = partial(_known_ids, store, call.session_id, call.provider, canonical)
+            known = await _store_call(call, self._sink, "read", read)
+        known = known or {}
+        prefix, limit = self.options.prefix, self.options.max_length
+        return {
+            cid: known.get(cid) or derive_provider_tool_id(cid, prefix, limit) for cid in canonical
+        }
+
+
+def _rewrite_history(request: CanonicalRequest, ids: dict[str, str]) -> CanonicalRequest:
+    messages: list[Message] = []
+    for message in request.messages:
+        if any(isinstance(b, ToolUseBlock | ToolResultBlock) for b in message.content):
+            content = [_with_provider_id(block, ids) for block in message.content]
+            message = message.model_copy(update={"content": content})
+        messages.append(message)
+    return request.model_copy(update={"messages": messages})
+
+
+def _with_provider_id(block: ContentBlock, ids: dict[str, str]) -> ContentBlock:
+    if isinstance(block, ToolUseBlock):
+        return block.model_copy(update={"id": ids[block.id]})
+    if isinstance(block, ToolResultBlock):
+        return block.model_copy(update={"tool_use_id": ids[block.tool_use_id]})
+    return block
+
+
+def _canonical_content(
+    content: list[ContentBlock], started: list[tuple[str, str]], inward: dict[str, str]
+) -> list[ContentBlock]:
+    """``content`` with canonical tool ids. Tool calls are matched to their ``tool.use_start``
+    in order, so a provider id used twice still names two calls; a call no start announced gets
+    a canonical id too (added to ``started``), so no provider id reaches the application."""
+    out: list[ContentBlock] = []
+    position = 0
+    for block in content:
+        if isinstance(block, ToolUseBlock):
+            if position < len(started) and started[position][0] == block.id:
+                cid = started[position][1]
+                position += 1
+            else:
+                known = next((c for p, c in started if p == block.id), None)
+                if known is None:
+                    known = _canonical_id(block.id, inward, started)
+                    started.append((block.id, known))
+                cid = known
+            block = block.model_copy(update={"id": cid})
+        out.append(block)
+    return out
+
+
+def _canonical_id(pid: str, inward: dict[str, str], started: list[tuple[str, str]]) -> str:
+    """The canonical id for a call the provider names ``pid``: the history's, when the provider
+    echoed an id it was sent and no call of this reply has that id yet, else a fresh one."""
+    cid = inward.get(pid)
+    if cid is None or any(c == cid for _, c in started):
+        return new_tool_id()
+    return cid
+
+
+async def _known_ids(
+    store: ToolIdStore, session_id: str, provider: str, canonical: set[str]
+) -> dict[str, str]:
+    """The store's answer, checked: a store is outside code, and a wrong id here would reach
+    the provider."""
+    known = await store.provider_ids(session_id, provider, canonical)
+    if not isinstance(known, Mapping):
+        raise ProtocolError(f"the tool-id store answered a {type(known).__name__}, not a mapping")
+    return {c: p for c, p in known.items() if c in canonical and isinstance(p, str) and p}
+
+
+_PAST_DEADLINE = "the tool-id store did not answer before the call's deadline"
+
+
+async def _store_call(
+    call: Call, sink: TelemetrySink, operation: str, action: Callable[[], Awaitable[T]]
+) -> T | None:
+    """``action``'s result, or None when the store failed or the call's cancel or deadline cut
+    it off. A failure is reported; a cancel is the caller's choice, not the store's failure."""
+    failure: Exception
+    try:
+        with call.cancel.guard(call.deadline) as scope:
+            result = await action()
+        if not scope.cancelled_caught:
+            return result
+        failure = NetworkError(_PAST_DEADLINE)
+    except CancelledError:
+        return None
+    except Exception as exc:
+        if call.cancel.cancelled:
+            return None  # the store turned the cancel into an error of its own
+        past_deadline = anyio.current_time() >= call.deadline
+        failure = NetworkError(_PAST_DEADLINE) if past_deadline else exc
+    _report_store_failure(call, sink, operation, failure)
+    return None
+
+
+def _report_store_failure(
+    call: Call, sink: TelemetrySink, operation: str, failure: Exception
+) -> None:
+    if isinstance(failure, AdapterError):
+        error_class, message = failure.error_class.value, failure.message
+    else:
+        error_class = ErrorClass.OTHER.value
+        message = redact(f"{type(failure).__name__}: {failure}")
+    log.warning(
+        "tool-id store %s failed for %s, going on with derived tool ids: %s",
+        operation,
+        call.provider,
+        message,
+        extra={
+            "event": "metis.tool_id_store_failed",
+            "session_id": call.session_id,
+            "request_id": call.request_id,
+            "adapter": call.provider,
+            "operation": operation,
+            "error_class": error_class,
+        },
+    )
+    event = ToolIdStoreFailed(
+        request_id=call.request_id,
+        session_id=call.session_id,
+        provider=call.provider,
+        model=call.model,
+        wire_model=call.wire_model,
+        retry_count=call.attempt,
+        timestamp=time.time(),
+        operation=operation,
+        error_class=error_class,
+        error_message=message,
+    )
+    try:
+        sink.emit(event)
+    except Exception:
+        log.debug("telemetry sink failed on %s", event.name, exc_info=True)

@@ -1,0 +1,1 @@
+"""Layer 4: the only IO, sending requests and reading replies."""

@@ -1,0 +1,178 @@
+"""The Anthropic Messages codec (``POST /v1/messages``, docs/contract.md §8).
+
+Sans-IO: :func:`encode` builds the JSON body from a canonical request; the stream parser,
+``parse_body`` and ``error_from_http`` (in :mod:`metis.wire.anthropic.read`) read what
+Anthropic answers.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from metis.model.content import (
+    Base64ImageSource,
+    ContentBlock,
+    ImageBlock,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.pipeline.call import Call
+from metis.stages.policy.empty_content import EMPTY_ERROR_RESULT
+from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, parse_body
+from metis.wire.anthropic.rules import model_traits
+from metis.wire.codec import Codec
+
+log = logging.getLogger("metis")
+
+# Encoding ----------------------------------------------------------------------------------
+
+
+def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": call.wire_model, "max_tokens": request.max_output_tokens}
+    system = _system(request, call)
+    if system:
+        body["system"] = system
+    body["messages"] = _messages(request, call)
+    if request.tools:
+        body["tools"] = [_tool(tool) for tool in request.tools]
+        choice = _tool_choice(request)
+        if choice is not None:
+            body["tool_choice"] = choice
+    if request.stop_sequences:
+        body["stop_sequences"] = list(request.stop_sequences)
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.thinking is not None:
+        body["thinking"] = _thinking(request.thinking.budget_tokens, call)
+    if request.output_schema is not None:
+        body["output_config"] = {"format": {"type": "json_schema", "schema": request.output_schema}}
+    body["stream"] = bool(request.stream)
+    return body
+
+
+def _system(request: CanonicalRequest, call: Call) -> str:
+    parts = [request.system_prompt or ""]
+    for i, message in enumerate(request.messages):
+        if message.role is Role.SYSTEM:  # system_hoist normally leaves none behind
+            log.warning(
+                "anthropic encode: SYSTEM message %s was not hoisted; sending it as system text",
+                message.id or f"messages[{i}]",
+            )
+            parts.append(message.text())
+    return "\n\n".join(part for part in parts if part)
+
+
+def _messages(request: CanonicalRequest, call: Call) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i, message in enumerate(request.messages):
+        if message.role is Role.SYSTEM:
+            continue
+        role = "assistant" if message.role is Role.ASSISTANT else "user"
+        message_id = message.id or f"messages[{i}]"
+        blocks = [b for block in message.content if (b := _block(block, call, message_id))]
+        if not blocks:  # Anthropic rejects empty content; nothing was sendable
+            continue
+        if out and out[-1]["role"] == role:  # Anthropic wants user and assistant to alternate
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    for message_out in out:
+        if message_out["role"] == "user":  # tool results must open a user turn (stable sort)
+            message_out["content"].sort(key=lambda b: b["type"] != "tool_result")
+    return out
+
+
+def _block(block: ContentBlock, call: Call, message_id: str) -> dict[str, Any] | None:
+    if isinstance(block, TextBlock):
+        # Anthropic refuses text blocks that are empty or only whitespace.
+        return {"type": "text", "text": block.text} if block.text.strip() else None
+    if isinstance(block, ImageBlock):
+        return _image(block)
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, ToolResultBlock):
+        return _tool_result(block)
+    if isinstance(block, ThinkingBlock):
+        if not block.signature:
+            call.warn_dropped(
+                "thinking", "Anthropic accepts only signed thinking blocks", message_id=message_id
+            )
+            return None
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    return {"type": "redacted_thinking", "data": block.data}
+
+
+def _image(block: ImageBlock) -> dict[str, Any]:
+    source = block.source
+    if isinstance(source, Base64ImageSource):
+        wire = {"type": "base64", "media_type": source.media_type, "data": source.data}
+    else:
+        wire = {"type": "url", "url": source.url}
+    return {"type": "image", "source": wire}
+
+
+def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id}
+    content: str | list[dict[str, Any]]
+    if isinstance(block.content, str):
+        content = block.content
+    else:
+        content = [
+            _image(part) if isinstance(part, ImageBlock) else {"type": "text", "text": part.text}
+            for part in block.content
+            if isinstance(part, ImageBlock) or part.text
+        ]
+    if block.is_error:
+        out["content"] = content or EMPTY_ERROR_RESULT  # Anthropic rejects an empty error
+        out["is_error"] = True
+    elif content:
+        out["content"] = content
+    return out
+
+
+def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        out["description"] = tool.description
+    out["input_schema"] = tool.input_schema
+    return out
+
+
+def _thinking(budget_tokens: int, call: Call) -> dict[str, Any]:
+    """Manual thinking with the request's budget, or adaptive where the model thinks only
+    that way."""
+    if "enabled" not in model_traits(call.wire_model).thinking_modes:
+        return {"type": "adaptive"}
+    return {"type": "enabled", "budget_tokens": budget_tokens}
+
+
+def _tool_choice(request: CanonicalRequest) -> dict[str, Any] | None:
+    choice = request.tool_choice
+    out: dict[str, Any]
+    if choice is None:
+        if request.parallel_tool_calls is not False:
+            return None
+        out = {"type": "auto"}
+    elif choice.type == "tool":
+        out = {"type": "tool", "name": choice.name}
+    else:
+        out = {"type": choice.type}
+    if request.parallel_tool_calls is False and out["type"] != "none":
+        out["disable_parallel_tool_use"] = True  # tool_choice none takes no such field
+    return out
+
+
+class AnthropicCodec:
+    name = "anthropic"
+    encode = staticmethod(encode)
+    stream_parser = staticmethod(AnthropicStreamParser)
+    parse_body = staticmethod(parse_body)
+    error_from_http = staticmethod(error_from_http)
+
+
+codec: Codec = AnthropicCodec()

@@ -1,0 +1,283 @@
+"""Reading Anthropic Messages replies: the stream parser, the whole-body parser and errors.
+
+Sans-IO. The parsers turn Anthropic's objects into canonical events by driving a
+:class:`~metis.wire.builder.MessageBuilder`, and return them; every value read from the server
+is checked by :mod:`metis.wire.read`, so a malformed field is a ProtocolError naming it.
+
+Anthropic numbers its content blocks itself (``index``) and the parser uses that number as the
+builder's key. Blocks the canonical model has no room for (server tools, MCP calls, code
+execution and their results, whatever Anthropic adds next) are dropped whole, with one WARN
+each, together with all their deltas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from metis.errors import AdapterError, ErrorClass, ProtocolError
+from metis.model.events import StreamEvent
+from metis.model.response import StopKind, StopReason
+from metis.wire.builder import MessageBuilder
+from metis.wire.http_errors import body_excerpt, http_error, json_body
+from metis.wire.read import (
+    list_value,
+    malformed,
+    object_value,
+    optional_object,
+    optional_text,
+    required_index,
+    required_list,
+    required_object,
+    required_text,
+)
+
+_STOP_KINDS: dict[str, StopKind] = {
+    kind.value: kind
+    for kind in StopKind
+    if kind.value
+    in ("end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal")
+}
+_STOP_KINDS["model_context_window_exceeded"] = StopKind.MAX_TOKENS  # the context filled up
+
+_ERROR_CLASSES = {
+    "overloaded_error": ErrorClass.OVERLOADED,
+    "rate_limit_error": ErrorClass.RATE_LIMIT,
+    "authentication_error": ErrorClass.AUTH,
+    "permission_error": ErrorClass.AUTH,
+    "request_too_large": ErrorClass.CONTEXT_OVERFLOW,
+    "invalid_request_error": ErrorClass.INVALID_REQUEST,
+    "not_found_error": ErrorClass.INVALID_REQUEST,
+    "api_error": ErrorClass.SERVER_ERROR,
+    "timeout_error": ErrorClass.SERVER_ERROR,
+}
+_BLOCK = "content_block"
+
+
+# Parsing -----------------------------------------------------------------------------------
+
+
+class AnthropicStreamParser:
+    """Feeds Anthropic's stream events (parsed SSE ``data:`` objects) to a builder; each
+    ``feed`` returns the canonical events the object made."""
+
+    __slots__ = ("_builder", "_done", "_dropped", "_fragments", "_inputs", "_started", "_warned")
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self._builder = builder
+        self._done = False
+        self._started = False
+        self._dropped: set[int] = set()  # indices of blocks outside the canonical model
+        self._inputs: dict[int, dict[str, Any]] = {}  # tool inputs given whole at block start
+        self._fragments: set[int] = set()  # tool indices that received input_json_delta text
+        self._warned: set[str] = set()  # unknown delta types already reported
+
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
+        kind = obj.get("type")
+        builder = self._builder
+        if kind == "content_block_delta":
+            index, delta = obj.get("index"), obj.get("delta")
+            if index.__class__ is int and delta.__class__ is dict:
+                text = delta.get("text")  # the hot path: a text_delta
+                if text.__class__ is str and delta.get("type") == "text_delta":
+                    if index not in self._dropped:
+                        builder.text(index, text)
+                    return builder.take()
+            self._delta(required_index(obj, "index", kind), required_object(obj, "delta", kind))
+        elif kind.__class__ is str:
+            self._event(kind, obj)
+        else:
+            raise malformed("event.type", "a string", kind)
+        return builder.take()
+
+    def end(self) -> Sequence[StreamEvent]:
+        if not self._done:
+            raise ProtocolError(
+                "anthropic stream ended before message_stop", provider=self._builder.provider
+            )
+        return self._builder.take()
+
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self._builder.finish(reason)
+        return self._builder.take()
+
+    def _event(self, kind: str, obj: dict[str, Any]) -> None:
+        builder = self._builder
+        if kind == "content_block_start":
+            index = required_index(obj, "index", kind)
+            self._start_block(index, required_object(obj, _BLOCK, kind))
+        elif kind == "content_block_stop":
+            self._stop_block(required_index(obj, "index", kind))
+        elif kind == "message_start":
+            self._message_start(required_object(obj, "message", kind))
+        elif kind == "message_delta":
+            delta = required_object(obj, "delta", kind)
+            _stop(builder, optional_text(delta, "stop_reason", "message_delta.delta"))
+            usage = optional_object(obj, "usage", kind)
+            _usage(builder, usage)
+            if usage and usage.get("output_tokens") is not None:
+                builder.output_count_pending = False
+        elif kind == "message_stop":
+            self._done = True
+            builder.finish()
+        elif kind == "error":
+            raise _stream_error(obj, builder.provider)
+        # ping, and event types newer than this codec: nothing to do
+
+    def _message_start(self, message: dict[str, Any]) -> None:
+        """The message's id, model, usage so far (its output count a placeholder until
+        ``message_delta``) and any content it already holds, as blocks 0, 1, ..."""
+        builder = self._builder
+        message_id = optional_text(message, "id", "message_start.message")
+        if self._started:
+            open_id = builder.message_id
+            if self._done or message_id is None or open_id is None or message_id == open_id:
+                return  # a repeat (or nothing to tell the two apart by): ignored
+            raise ProtocolError(
+                f"anthropic started message {message_id!r} while {builder.message_id!r} was open",
+                provider=builder.provider,
+            )
+        self._started = True
+        builder.start(message_id, optional_text(message, "model", "message_start.message"))
+        _usage(builder, optional_object(message, "usage", "message_start.message"))
+        builder.output_count_pending = True
+        content = message.get("content") or []
+        for index, block in enumerate(list_value(content, "message_start.message.content")):
+            self._start_block(index, object_value(block, "message_start.message.content[]"))
+            self._stop_block(index)
+
+    def _start_block(self, index: int, block: dict[str, Any]) -> None:
+        kind = required_text(block, "type", _BLOCK)
+        builder = self._builder
+        if kind == "text":
+            if text := optional_text(block, "text", _BLOCK):
+                builder.text(index, text)
+        elif kind == "thinking":
+            if thinking := optional_text(block, "thinking", _BLOCK):
+                builder.thinking(index, thinking)
+            if signature := optional_text(block, "signature", _BLOCK):
+                builder.thinking_signature(index, signature)
+        elif kind == "redacted_thinking":
+            builder.redacted_thinking(index, required_text(block, "data", _BLOCK))
+        elif kind == "tool_use":
+            tool_id = required_text(block, "id", _BLOCK)
+            builder.tool_start(index, tool_id, required_text(block, "name", _BLOCK))
+            if given := optional_object(block, "input", _BLOCK):
+                self._inputs[index] = given
+        else:
+            self._dropped.add(index)
+            builder.warn(
+                kind,
+                f"Anthropic {kind!r} blocks have no canonical form",
+                message_id=builder.message_id,
+            )
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> None:
+        if index in self._dropped:
+            return
+        kind = required_text(delta, "type", "content_block_delta.delta")
+        builder = self._builder
+        if kind == "input_json_delta":
+            fragment = required_text(delta, "partial_json", kind)
+            builder.tool_input(index, fragment)
+            if fragment:
+                self._fragments.add(index)
+        elif kind == "thinking_delta":
+            builder.thinking(index, required_text(delta, "thinking", kind))
+        elif kind == "signature_delta":
+            builder.thinking_signature(index, required_text(delta, "signature", kind))
+        elif kind == "text_delta":  # reached only when the hot path refused it
+            builder.text(index, required_text(delta, "text", kind))
+        elif kind != "citations_delta" and kind not in self._warned:
+            self._warned.add(kind)
+            builder.warn(
+                kind, f"unknown delta type {kind!r} ignored", message_id=builder.message_id
+            )
+
+    def _stop_block(self, index: int) -> None:
+        if index in self._dropped:
+            return
+        given = self._inputs.pop(index, None)
+        if given is not None and index not in self._fragments:
+            self._builder.tool_end(index, given)
+        else:
+            self._builder.close(index)
+
+
+def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
+    """A non-streamed Messages response, through the same block handling as the stream."""
+    if body.get("type") == "error":
+        raise _stream_error(body, builder.provider)
+    parser = AnthropicStreamParser(builder)
+    builder.start(optional_text(body, "id", "message"), optional_text(body, "model", "message"))
+    for index, block in enumerate(required_list(body, "content", "message")):
+        parser._start_block(index, object_value(block, "message.content[]"))
+        parser._stop_block(index)
+    _usage(builder, optional_object(body, "usage", "message"))
+    _stop(builder, optional_text(body, "stop_reason", "message"))
+    builder.finish()
+    return builder.take()
+
+
+def stop_reason(raw: str) -> StopReason:
+    return StopReason(kind=_STOP_KINDS.get(raw, StopKind.PROVIDER_SPECIFIC), raw=raw)
+
+
+def _stop(builder: MessageBuilder, raw: str | None) -> None:
+    if raw is not None:
+        builder.stop(stop_reason(raw))
+
+
+def _usage(builder: MessageBuilder, usage: dict[str, Any] | None) -> None:
+    if usage:
+        builder.usage(
+            input_tokens=usage.get("input_tokens"),
+            output_tokens=usage.get("output_tokens"),
+            cached_input_tokens=usage.get("cache_read_input_tokens"),
+            cache_creation_input_tokens=usage.get("cache_creation_input_tokens"),
+        )
+
+
+# Errors ------------------------------------------------------------------------------------
+
+
+def _error_fields(data: Any) -> tuple[str | None, str]:
+    """``(error.type, error.message)`` from an Anthropic error object, or ``(None, "")``."""
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return None, ""
+    kind, message = error.get("type"), error.get("message")
+    return (kind if isinstance(kind, str) else None), (message if isinstance(message, str) else "")
+
+
+def _stream_error(obj: dict[str, Any], provider: str) -> AdapterError:
+    """An ``error`` event in a 200 stream, or an error-typed 200 body: no HTTP status."""
+    kind, message = _error_fields(obj)
+    request_id = obj.get("request_id")
+    return http_error(
+        None,
+        {},
+        message or f"anthropic reported {kind or 'an error'} without a message",
+        error_class=_ERROR_CLASSES.get(kind or ""),
+        code=kind,
+        request_id=request_id if isinstance(request_id, str) else None,
+        provider=provider,
+    )
+
+
+def error_from_http(status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
+    data = json_body(body)
+    kind, message = _error_fields(data)
+    if not message:
+        message = body_excerpt(body)
+    request_id = data.get("request_id") if data else None
+    if not isinstance(request_id, str):
+        request_id = next((v for k, v in headers.items() if k.lower() == "request-id"), None)
+    return http_error(
+        status,
+        headers,
+        message,
+        error_class=_ERROR_CLASSES.get(kind) if kind else None,
+        code=kind,
+        request_id=request_id,
+    )

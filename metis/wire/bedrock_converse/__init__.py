@@ -1,0 +1,224 @@
+"""The Bedrock Converse codec (``/model/{modelId}/converse`` and ``/converse-stream``).
+
+Sans-IO. The stream arrives as AWS event-stream frames, which the ``decode`` stage turns into
+``{event_type: payload}`` objects: ``messageStart``, ``contentBlockStart`` (tool calls only;
+text and reasoning blocks begin with their first delta), ``contentBlockDelta`` (``text``,
+``toolUse.input`` JSON fragments, ``reasoningContent`` text / signature / redactedContent),
+``contentBlockStop``, ``messageStop`` (the stop reason) and ``metadata`` (usage, after the
+stop). Converse numbers blocks itself (``contentBlockIndex``), and that number is the
+builder's key. Exception frames were raised, classified, by ``decode`` already.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from metis.errors import ProtocolError
+from metis.model.events import StreamEvent
+from metis.model.response import StopKind, StopReason
+from metis.wire.bedrock_converse import errors as aws_errors
+from metis.wire.bedrock_converse.encode import encode
+from metis.wire.builder import MessageBuilder
+from metis.wire.codec import Codec
+from metis.wire.read import (
+    object_value,
+    optional_object,
+    optional_text,
+    required_index,
+    required_list,
+    required_object,
+    required_text,
+    shown,
+    text_value,
+)
+
+_STOP_KINDS: dict[str, StopKind] = {
+    "end_turn": StopKind.END_TURN,
+    "tool_use": StopKind.TOOL_USE,
+    "max_tokens": StopKind.MAX_TOKENS,
+    "stop_sequence": StopKind.STOP_SEQUENCE,
+    "guardrail_intervened": StopKind.CONTENT_FILTER,
+    "content_filtered": StopKind.CONTENT_FILTER,
+}
+
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+_BLOCK_START, _BLOCK_DELTA = "contentBlockStart", "contentBlockDelta"
+
+
+class ConverseStreamParser:
+    """Feeds ConverseStream events to a builder."""
+
+    __slots__ = ("_builder", "_stopped", "_tool_inputs")
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self._builder = builder
+        self._stopped = False
+        self._tool_inputs: dict[int, bool] = {}  # open tool blocks: did input arrive?
+
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
+        builder = self._builder
+        event = obj.get(_BLOCK_DELTA)
+        if event is None:
+            self._event(obj)
+            return builder.take()
+        if event.__class__ is dict:
+            index, delta = event.get("contentBlockIndex"), event.get("delta")
+            if index.__class__ is int and delta.__class__ is dict:
+                text = delta.get("text")
+                if text.__class__ is str:  # the hot path: a text delta
+                    if text:  # some models open with an empty text delta; it is no block
+                        builder.text(index, text)
+                    return builder.take()
+        event = object_value(event, _BLOCK_DELTA)
+        index = required_index(event, "contentBlockIndex", _BLOCK_DELTA)
+        self._delta(index, required_object(event, "delta", _BLOCK_DELTA))
+        return builder.take()
+
+    def end(self) -> Sequence[StreamEvent]:
+        if not self._stopped:
+            raise ProtocolError(
+                "bedrock stream ended before messageStop", provider=self._builder.provider
+            )
+        self._builder.finish()  # a stream without its metadata event: usage is estimated
+        return self._builder.take()
+
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self._builder.finish(reason)
+        return self._builder.take()
+
+    def _event(self, obj: dict[str, Any]) -> None:
+        builder = self._builder
+        if "messageStart" in obj:
+            builder.start()
+        elif _BLOCK_START in obj:
+            event = object_value(obj[_BLOCK_START], _BLOCK_START)
+            start = required_object(event, "start", _BLOCK_START)
+            tool = optional_object(start, "toolUse", "contentBlockStart.start")
+            if tool is not None:
+                index = required_index(event, "contentBlockIndex", _BLOCK_START)
+                tool_id = required_text(tool, "toolUseId", "contentBlockStart.start.toolUse")
+                builder.tool_start(index, tool_id, required_text(tool, "name", "toolUse"))
+                self._tool_inputs[index] = False
+        elif "contentBlockStop" in obj:
+            event = object_value(obj["contentBlockStop"], "contentBlockStop")
+            self._stop_block(required_index(event, "contentBlockIndex", "contentBlockStop"))
+        elif "messageStop" in obj:
+            event = object_value(obj["messageStop"], "messageStop")
+            self._stopped = True
+            builder.stop(stop_reason(required_text(event, "stopReason", "messageStop")))
+        elif "metadata" in obj:
+            metadata = object_value(obj["metadata"], "metadata")
+            usage(builder, optional_object(metadata, "usage", "metadata"))
+            if self._stopped:
+                builder.finish()
+        # event types newer than this codec: nothing to do
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> None:
+        builder = self._builder
+        if "text" in delta:
+            text = text_value(delta["text"], "contentBlockDelta.delta.text")
+            if text:  # some models open with an empty text delta; it is no block
+                builder.text(index, text)
+        elif "toolUse" in delta:
+            tool = object_value(delta["toolUse"], "contentBlockDelta.delta.toolUse")
+            fragment = required_text(tool, "input", "contentBlockDelta.delta.toolUse")
+            builder.tool_input(index, fragment)
+            if fragment and index in self._tool_inputs:
+                self._tool_inputs[index] = True
+        elif "reasoningContent" in delta:
+            self._reasoning(index, delta["reasoningContent"])
+        else:
+            kind = next(iter(delta), "?")
+            builder.warn(kind, f"unknown Converse delta {kind!r} ignored")
+
+    def _reasoning(self, index: int, reasoning: Any) -> None:
+        where = "contentBlockDelta.delta.reasoningContent"
+        reasoning = object_value(reasoning, where)
+        builder = self._builder
+        if "text" in reasoning:
+            builder.thinking(index, required_text(reasoning, "text", where))
+        if "signature" in reasoning:
+            builder.thinking_signature(index, required_text(reasoning, "signature", where))
+        if "redactedContent" in reasoning:
+            builder.redacted_thinking(index, _base64(reasoning, where))
+
+    def _stop_block(self, index: int) -> None:
+        had_input = self._tool_inputs.pop(index, None)
+        if had_input is False:  # a tool called without arguments sends no input delta
+            self._builder.tool_end(index, {})
+        else:
+            self._builder.close(index)
+
+
+def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
+    """A Converse response: the same events a stream would give, finished."""
+    builder.start()
+    output = required_object(body, "output", "response")
+    message = required_object(output, "message", "response.output")
+    for index, block in enumerate(required_list(message, "content", "response.output.message")):
+        _whole_block(builder, index, object_value(block, "response.output.message.content[]"))
+    usage(builder, optional_object(body, "usage", "response"))
+    builder.stop(stop_reason(required_text(body, "stopReason", "response")))
+    builder.finish()
+    return builder.take()
+
+
+def _whole_block(builder: MessageBuilder, index: int, block: dict[str, Any]) -> None:
+    where = "content[]"
+    if "text" in block:
+        if text := required_text(block, "text", where):
+            builder.text(index, text)
+    elif "toolUse" in block:
+        tool = required_object(block, "toolUse", where)
+        given = object_value(tool.get("input") or {}, "content[].toolUse.input")
+        tool_id = required_text(tool, "toolUseId", "content[].toolUse")
+        builder.tool_start(index, tool_id, required_text(tool, "name", "content[].toolUse"))
+        builder.tool_end(index, given)
+    elif "reasoningContent" in block:
+        where = "content[].reasoningContent"
+        reasoning = required_object(block, "reasoningContent", "content[]")
+        if "redactedContent" in reasoning:
+            builder.redacted_thinking(index, _base64(reasoning, where))
+        else:
+            given = required_object(reasoning, "reasoningText", where)
+            builder.thinking(index, optional_text(given, "text", f"{where}.reasoningText") or "")
+            if signature := optional_text(given, "signature", f"{where}.reasoningText"):
+                builder.thinking_signature(index, signature)
+    else:
+        kind = next(iter(block), "?")
+        builder.warn(kind, f"Converse {kind!r} blocks have no canonical form")
+
+
+def stop_reason(raw: str) -> StopReason:
+    return StopReason(kind=_STOP_KINDS.get(raw, StopKind.PROVIDER_SPECIFIC), raw=raw)
+
+
+def usage(builder: MessageBuilder, counts: dict[str, Any] | None) -> None:
+    if counts:
+        builder.usage(
+            input_tokens=counts.get("inputTokens"),
+            output_tokens=counts.get("outputTokens"),
+            cached_input_tokens=counts.get("cacheReadInputTokens"),
+            cache_creation_input_tokens=counts.get("cacheWriteInputTokens"),
+        )
+
+
+def _base64(reasoning: dict[str, Any], where: str) -> str:
+    """Redacted reasoning: base64 text on the wire; kept as that text."""
+    text = required_text(reasoning, "redactedContent", where)
+    if not _BASE64.fullmatch(text):
+        raise ProtocolError(f"{where}.redactedContent: expected base64 text, got {shown(text)}")
+    return text
+
+
+class ConverseCodec:
+    name = "bedrock_converse"
+    encode = staticmethod(encode)
+    stream_parser = staticmethod(ConverseStreamParser)
+    parse_body = staticmethod(parse_body)
+    error_from_http = staticmethod(aws_errors.error_from_http)
+
+
+codec: Codec = ConverseCodec()

@@ -1,0 +1,102 @@
+"""What a provider's wire format must supply, and where stacks find it by name.
+
+A codec is sans-IO: pure code over dicts and bytes, testable without a network or an event
+loop. ``encode`` makes the provider's JSON body from a canonical request; a parser turns the
+provider's objects (SSE payloads, NDJSON lines or one JSON body) into canonical events by
+driving a :class:`~metis.wire.builder.MessageBuilder`, and returns the events each object
+made (``builder.take()``); ``error_from_http`` turns a non-2xx answer into a classified
+:class:`~metis.errors.AdapterError`. :class:`~metis.wire.response_reader.ResponseReader` drives
+a codec over one response.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from metis.errors import AdapterError, StackError
+from metis.model.events import StreamEvent
+from metis.model.request import CanonicalRequest
+from metis.model.response import StopReason
+from metis.pipeline.call import Call
+from metis.wire.builder import MessageBuilder
+
+
+class StreamParser(Protocol):
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
+        """Take one provider object; return the canonical events it made. An error object
+        from the provider raises the matching AdapterError."""
+
+    def end(self) -> Sequence[StreamEvent]:
+        """The body ended: finish the message, or raise ProtocolError if it was cut short."""
+
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        """The reply was cut short (cancelled, or failed after it began): end the message
+        with ``reason`` and what arrived, returning its last events."""
+
+
+class Codec(Protocol):
+    name: str
+
+    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]: ...
+
+    def stream_parser(self, builder: MessageBuilder) -> StreamParser: ...
+
+    def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
+        """A whole non-streamed response: the same events a stream would give, finished."""
+
+    def error_from_http(
+        self, status: int, headers: Mapping[str, str], body: bytes
+    ) -> AdapterError: ...
+
+
+_LAZY: dict[str, str] = {
+    "anthropic": "metis.wire.anthropic:codec",
+    "bedrock_anthropic": "metis.wire.anthropic.bedrock:codec",
+    "bedrock_converse": "metis.wire.bedrock_converse:codec",
+    "openai_chat": "metis.wire.openai_chat:codec",
+    "openai_responses": "metis.wire.openai_responses:codec",
+    "ollama": "metis.wire.ollama:codec",
+    "schema": "metis.wire.schema:codec",
+}
+_CODECS: dict[str, Any] = {}
+
+
+def register_codec(codec: Codec) -> Codec:
+    _CODECS[codec.name] = codec
+    return codec
+
+
+def get_codec(name: str, settings: Mapping[str, Any] | None = None) -> Codec:
+    """The codec registered as ``name``. A codec configured by its stack (the schema-driven
+    one, say) is registered as a factory, and ``settings`` from the stack YAML are its
+    arguments; a plain codec takes none."""
+    if name not in _CODECS:
+        if name not in _LAZY:
+            known = ", ".join(sorted({*_CODECS, *_LAZY}))
+            raise StackError(f"unknown codec {name!r}; known codecs: {known}")
+        module, _, attr = _LAZY[name].partition(":")
+        _CODECS[name] = getattr(importlib.import_module(module), attr)
+    codec = _CODECS[name]
+    if isinstance(codec, CodecFactory):
+        return codec.build(dict(settings or {}))
+    if settings:
+        configured = getattr(codec, "configured", None)  # a codec with optional settings
+        if configured is None:
+            raise StackError(f"codec {name!r} takes no settings, got: {', '.join(settings)}")
+        with_settings: Codec = configured(**settings)
+        return with_settings
+    plain: Codec = codec
+    return plain
+
+
+class CodecFactory:
+    """Registered in place of a codec when each stack configures its own instance."""
+
+    def __init__(self, build: Any) -> None:
+        self._build = build
+
+    def build(self, settings: dict[str, Any]) -> Codec:
+        codec: Codec = self._build(**settings)
+        return codec

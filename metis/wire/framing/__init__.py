@@ -1,0 +1,1 @@
+"""Byte framings of streamed bodies: SSE, SSE data lines, AWS event streams."""

@@ -1,0 +1,156 @@
+"""The ``data`` of each Server-Sent Event in a body, as the ``decode`` stage needs it.
+
+A sans-IO decoder like :class:`metis.wire.framing.sse.SSEDecoder`, and read the same way (feed it
+the chunks as they arrive, cut anywhere, then ``close()``), but it hands back only each
+event's data (its ``data:`` lines joined by ``"\\n"``): ``event:``, ``id:`` and ``retry:``
+fields and ``:`` comments are read and dropped, as an event without data is. That is all a
+JSON stream needs, and it lets the common event, ``data: {...}`` alone, be taken whole from
+its chunk with a few str methods: one UTF-8 decode and one split per chunk, then one slice
+per event, whatever the number of events a read brings.
+
+Framing follows the WHATWG ``text/event-stream`` format: lines end with CRLF, LF or CR (a CRLF
+split across two chunks is one line end), a blank line ends an event, a leading UTF-8 BOM is
+skipped; invalid UTF-8 (also a character cut off by the end of the body) and a line longer
+than ``max_line_length`` characters without a line end raise
+:class:`~metis.errors.ProtocolError`. A final event that lacked its blank line is dispatched
+by :meth:`SSEDataDecoder.close`, as providers sometimes end the body that way.
+"""
+
+from __future__ import annotations
+
+from codecs import utf_8_decode
+
+from metis.errors import ProtocolError
+from metis.wire.framing.sse import MAX_LINE_LENGTH
+
+
+class SSEDataDecoder:
+    """Turns the bytes of an event stream into the data of its events, in order."""
+
+    __slots__ = ("_bom", "_cut", "_ends_with_lf", "_line", "_max", "_pending", "_skip_lf")
+
+    def __init__(self, max_line_length: int = MAX_LINE_LENGTH) -> None:
+        self._max = max_line_length
+        self._cut = b""  # the start of a UTF-8 character the last chunk ended in
+        self._bom = True  # a BOM may still open the text
+        self._pending: list[str] = []  # the text after the last blank line, line ends as LF
+        self._ends_with_lf = False  # the pending text ends with a line end
+        self._line = 0  # length of the pending text's unfinished last line
+        self._skip_lf = False  # the last chunk ended in CR: a LF opening the next is its pair
+
+    def feed(self, chunk: bytes) -> list[str]:
+        """The data of the events ``chunk`` completes; often none."""
+        if self._cut or self._bom:
+            text = self._text(chunk)
+        else:
+            try:
+                text = chunk.decode()
+            except UnicodeDecodeError:  # a character cut by the chunk's end, or invalid
+                text = self._text(chunk)
+        if self._skip_lf and text:
+            self._skip_lf = False
+            if text[0] == "\n":
+                text = text[1:]
+        if not text:
+            return []
+        if "\r" in text:
+            self._skip_lf = text[-1] == "\r"
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if "\n\n" not in text and not (self._ends_with_lf and text[0] == "\n"):
+            self._hold(text)  # no blank line yet: no event ends in this chunk
+            return []
+        if self._pending:
+            self._pending.append(text)
+            text = "".join(self._pending)
+            self._pending = []
+        end = text.rfind("\n\n")
+        rest = text[end + 2 :]
+        self._ends_with_lf = False
+        self._line = 0
+        if rest:
+            self._hold(rest)
+        return _data(text[:end].split("\n\n"))
+
+    def close(self) -> list[str]:
+        """The end of the body: the data of a final event that had no blank line after it."""
+        if self._cut:
+            raise ProtocolError("provider's event stream ended in the middle of a UTF-8 character")
+        text = "".join(self._pending)
+        self._pending = []
+        self._ends_with_lf = False
+        self._line = 0
+        return _data([text]) if text else []
+
+    def _text(self, chunk: bytes) -> str:
+        """``chunk`` decoded, with a character cut at either end joined across chunks."""
+        if self._cut:
+            chunk = self._cut + chunk
+        try:
+            text, used = utf_8_decode(chunk, "strict", False)
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(_bad_utf8(exc)) from None
+        self._cut = chunk[used:] if used < len(chunk) else b""
+        if self._bom and text:
+            self._bom = False
+            if text[0] == "\ufeff":
+                text = text[1:]
+        return text
+
+    def _hold(self, text: str) -> None:
+        self._pending.append(text)
+        self._ends_with_lf = text[-1] == "\n"
+        last_lf = text.rfind("\n")
+        self._line = len(text) - last_lf - 1 if last_lf >= 0 else self._line + len(text)
+        if self._line > self._max:
+            limit = f"{self._max / 2**20:g} MiB" if self._max >= 2**20 else f"{self._max} chars"
+            raise ProtocolError(
+                f"provider sent an event-stream line longer than {limit} without a line end"
+            )
+
+
+def _data(blocks: list[str]) -> list[str]:
+    """The data of each event among ``blocks`` (text between blank lines, LF line ends)."""
+    out: list[str] = []
+    for block in blocks:
+        lf = block.find("\n")
+        if lf < 0:
+            if block[:5] == "data:":  # the usual event: one data line
+                out.append(block[6:] if block[5:6] == " " else block[5:])
+            elif block[:4] == "data":
+                out.extend(_fields(block))
+        elif (
+            block[:6] == "event:"
+            and block[lf + 1 : lf + 6] == "data:"
+            and "\n" not in block[lf + 1 :]
+        ):
+            # an event type, then one data line: Anthropic's and OpenAI Responses' events
+            out.append(block[lf + 7 :] if block[lf + 6 : lf + 7] == " " else block[lf + 6 :])
+        else:
+            out.extend(_fields(block))
+    return out
+
+
+def _fields(block: str) -> list[str]:
+    """The data of the events in ``block``, read line by line (several fields, comments,
+    several data lines, or extra blank lines left by a run of line ends)."""
+    out: list[str] = []
+    data: str | None = None
+    for line in block.split("\n"):
+        if not line:  # a blank line: the event so far ends here
+            if data is not None:
+                out.append(data)
+            data = None
+            continue
+        name, _, value = line.partition(":")  # a comment (":...") has the name ""
+        if name == "data":
+            if value[:1] == " ":
+                value = value[1:]
+            data = value if data is None else f"{data}\n{value}"
+    if data is not None:
+        out.append(data)
+    return out
+
+
+def _bad_utf8(exc: UnicodeDecodeError) -> str:
+    bad = exc.object[exc.start : exc.end]
+    return f"provider sent invalid UTF-8 in its event stream ({exc.reason}: {bad!r})"

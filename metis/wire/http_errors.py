@@ -1,0 +1,140 @@
+"""The HTTP side of error classification, shared by every codec (docs/contract.md §4).
+
+Codecs read their provider's error body and pass what they found here; the status mapping,
+the context-overflow wording and the Retry-After parsing live in this one place.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from metis.errors import AdapterError, ErrorClass, error_for
+from metis.wire import json_limits
+
+_OVERFLOW = re.compile(
+    r"context[ _]length|context window|maximum context|too many tokens|prompt is too long"
+    r"|input is too long|reduce the length|exceeds? the (model'?s? )?(maximum|context)"
+    r"|request_too_large|tokens? (limit|exceed)|exceeds the available context",
+    re.IGNORECASE,
+)
+
+
+_OVERLOADED_TEXT = re.compile(r"overloaded|over capacity|capacity", re.IGNORECASE)
+
+
+def class_for_status(status: int) -> ErrorClass:
+    if status in (401, 403):
+        return ErrorClass.AUTH
+    if status == 408:
+        return ErrorClass.NETWORK
+    if status == 413:
+        return ErrorClass.CONTEXT_OVERFLOW
+    if status == 429:
+        return ErrorClass.RATE_LIMIT
+    if status == 529:
+        return ErrorClass.OVERLOADED
+    if status >= 500:
+        return ErrorClass.SERVER_ERROR
+    if status >= 400:
+        return ErrorClass.INVALID_REQUEST
+    return ErrorClass.OTHER
+
+
+def says_context_overflow(message: str) -> bool:
+    return bool(_OVERFLOW.search(message))
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """The server's hint: ``retry-after-ms``, ``retry-after`` in seconds or as an HTTP date."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if (ms := lowered.get("retry-after-ms")) is not None:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def json_body(body: bytes) -> dict[str, Any] | None:
+    try:
+        value = json_limits.loads(body)
+    except ValueError:  # invalid JSON or UTF-8, NaN, nesting too deep: no JSON error body
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def body_excerpt(body: bytes, limit: int = 300) -> str:
+    text = body.decode("utf-8", errors="replace").strip()
+    if text.lstrip().lower().startswith(("<!doctype", "<html")):
+        title = re.search(r"<title>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
+        return f"HTML error page: {title.group(1).strip() if title else text[:80]}"
+    return text[:limit] + ("..." if len(text) > limit else "")
+
+
+def http_error(
+    status: int | None,
+    headers: Mapping[str, str],
+    message: str,
+    *,
+    error_class: ErrorClass | None = None,
+    code: str | None = None,
+    request_id: str | None = None,
+    retryable: bool | None = None,
+    provider: str | None = None,
+) -> AdapterError:
+    """Build the error a provider reported, with an HTTP status or (inside a 200 stream) none.
+
+    ``error_class`` from the body wins over the status mapping; with neither, an error inside a
+    stream is a server error. A 503 that says it is overloaded is ``overloaded``, and an
+    invalid request whose text says the context is too long is a context overflow.
+    """
+    cls = error_class or (class_for_status(status) if status else ErrorClass.SERVER_ERROR)
+    if status == 503 and error_class is None and _OVERLOADED_TEXT.search(message):
+        cls = ErrorClass.OVERLOADED
+    if cls is ErrorClass.INVALID_REQUEST and says_context_overflow(message):
+        cls = ErrorClass.CONTEXT_OVERFLOW
+    return error_for(
+        cls,
+        message or (f"HTTP {status} with an empty body" if status else "an error with no message"),
+        provider=provider,
+        provider_status=status,
+        provider_message=message,
+        provider_code=code,
+        request_id=request_id,
+        retry_after_seconds=retry_after_seconds(headers),
+        retryable=retryable,
+    )
+
+
+def openai_error_fields(data: Any) -> tuple[str, str | None, str | None] | None:
+    """``(message, code, type)`` from an OpenAI-shaped error: ``{"error": {...}}``,
+    ``{"error": "..."}``, vLLM's flat ``{"object": "error", ...}`` or a Responses ``error``
+    stream event (its fields at the top level); None when ``data`` holds none of these."""
+    if not isinstance(data, dict):
+        return None
+    flat = data.get("object") == "error" or data.get("type") == "error"
+    error = data.get("error") or (data if flat else None)
+    if isinstance(error, str):
+        return error, None, None
+    if not isinstance(error, dict):
+        return None
+    code, kind = error.get("code"), error.get("type")
+    if kind == "error":  # the event's own type, not an error type
+        kind = None
+    message = str(error.get("message") or "")
+    return message, None if code is None else str(code), None if kind is None else str(kind)

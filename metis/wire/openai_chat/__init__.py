@@ -1,0 +1,319 @@
+"""The OpenAI Chat Completions codec (docs/contract.md §7).
+
+``encode`` builds the body of ``POST /v1/chat/completions``; the messages are made in
+:mod:`metis.wire.openai_chat.encode`.
+
+The parser reads ``chat.completion.chunk`` objects. As recorded traffic shows, a tool call's
+``id`` and ``name`` come only on the first fragment of its ``index`` (with ``arguments: ""``),
+``finish_reason`` has a chunk of its own, and usage follows it in a last chunk whose
+``choices`` is empty; so the message finishes only when the body ends.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from metis.errors import AdapterError, ErrorClass, ProtocolError, StackError
+from metis.model.content import (
+    Role,
+)
+from metis.model.events import StreamEvent
+from metis.model.request import CanonicalRequest
+from metis.model.response import StopReason
+from metis.pipeline.call import Call
+from metis.wire.builder import MessageBuilder
+from metis.wire.codec import Codec
+from metis.wire.http_errors import body_excerpt, http_error, json_body, openai_error_fields
+from metis.wire.openai_chat.encode import (
+    ReasoningReplay,
+    assistant_message,
+    schema_name,
+    tool_definition,
+    user_messages,
+)
+from metis.wire.openai_chat.read import (
+    read_content,
+    read_reasoning,
+    read_usage,
+    stop_reason,
+    tool_call_id,
+)
+from metis.wire.read import (
+    malformed,
+    object_value,
+    optional_list,
+    optional_text,
+    required_list,
+    required_object,
+    text_value,
+)
+
+_TEXT, _REASONING = "text", "reasoning"
+_TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
+_CODE_CLASSES = {
+    "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
+    "insufficient_quota": ErrorClass.RATE_LIMIT,  # not retryable: see _error
+    "context_length_exceeded": ErrorClass.CONTEXT_OVERFLOW,
+    "invalid_api_key": ErrorClass.AUTH,
+    "model_not_found": ErrorClass.INVALID_REQUEST,
+}
+
+
+class OpenAIChatCodec:
+    """``reasoning``: how a stack sends reasoning back (DeepSeek's ``reasoning_content``, see
+    :class:`~metis.wire.openai_chat.encode.ReasoningReplay`); unset, it never is."""
+
+    name = "openai_chat"
+
+    def __init__(self, reasoning: ReasoningReplay | None = None) -> None:
+        self.reasoning = reasoning
+
+    def configured(self, **settings: Any) -> OpenAIChatCodec:
+        """This codec with a stack's ``encode`` settings (``reasoning_field``,
+        ``reasoning_placeholder``)."""
+        try:
+            return OpenAIChatCodec(ReasoningReplay(**settings))
+        except ValidationError as exc:
+            raise StackError(f"codec 'openai_chat' settings: {exc}") from None
+
+    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = []
+        if request.system_prompt:
+            messages.append({"role": "system", "content": request.system_prompt})
+        for i, message in enumerate(request.messages):
+            message_id = message.id or f"messages[{i}]"
+            if message.role is Role.ASSISTANT:
+                messages.append(assistant_message(message, message_id, call, self.reasoning))
+            else:
+                messages.extend(user_messages(message, message_id, call))
+        body: dict[str, Any] = {
+            "model": call.wire_model,
+            "messages": messages,
+            "max_completion_tokens": request.max_output_tokens,
+            "stream": bool(request.stream),
+        }
+        if request.tools:
+            body["tools"] = [tool_definition(tool) for tool in request.tools]
+            choice = request.tool_choice
+            if choice is not None:
+                body["tool_choice"] = (
+                    {"type": "function", "function": {"name": choice.name}}
+                    if choice.type == "tool"
+                    else _TOOL_CHOICE[choice.type]
+                )
+            if request.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = request.parallel_tool_calls
+        if request.stop_sequences:
+            body["stop"] = list(request.stop_sequences)
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.output_schema is not None:
+            schema = copy.deepcopy(request.output_schema)
+            name = schema_name(schema.get("title"))
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": schema},
+            }
+        if request.thinking is not None:
+            # Chat Completions takes an effort level, not a budget: <2048 low, <8192 medium.
+            budget = request.thinking.budget_tokens
+            body["reasoning_effort"] = (
+                "low" if budget < 2048 else "medium" if budget < 8192 else "high"
+            )
+        return body
+
+    def stream_parser(self, builder: MessageBuilder) -> _StreamParser:
+        return _StreamParser(builder)
+
+    def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
+        if "error" in body:
+            raise _body_error(body)
+        builder.start(
+            optional_text(body, "id", "response"), optional_text(body, "model", "response")
+        )
+        choices = required_list(body, "choices", "response")
+        if not choices:
+            raise ProtocolError(f"openai_chat response has no choices: {_dump(body)}")
+        choice = object_value(choices[0], "response.choices[0]")
+        message = required_object(choice, "message", "choices[0]")
+        read_reasoning(builder, message, _REASONING)
+        if content := message.get("content"):
+            read_content(builder, content, _TEXT, _REASONING)
+        refusal = optional_text(message, "refusal", "message")
+        if refusal:
+            builder.text(_TEXT, refusal)
+        calls = optional_list(message, "tool_calls", "message")
+        for i, item in enumerate(calls):
+            item = object_value(item, "message.tool_calls[]")
+            key, function = ("tool", i), required_object(item, "function", "message.tool_calls[]")
+            builder.tool_start(key, tool_call_id(item), _required(function, "name"))
+            builder.tool_input(key, _arguments(function.get("arguments")))
+            builder.close(key)
+        if usage := body.get("usage"):
+            read_usage(builder, object_value(usage, "response.usage"))
+        finish = optional_text(choice, "finish_reason", "choices[0]")
+        builder.stop(stop_reason(finish, bool(refusal), bool(calls)))
+        builder.finish()
+        return builder.take()
+
+    def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
+        data = json_body(body)
+        info = openai_error_fields(data) if data is not None else None
+        if info is None:  # HTML from a proxy, an empty body, JSON of some other shape
+            info = (body_excerpt(body) if body.strip() else "", None, None)
+        request_id = next((v for k, v in headers.items() if k.lower() == "x-request-id"), None)
+        return _error(status, headers, *info, request_id=request_id)
+
+
+class _StreamParser:
+    __slots__ = ("_builder", "_finished", "_keys", "_refused", "_tools")
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self._builder = builder
+        self._tools: dict[Any, tuple[Hashable, str]] = {}  # wire index -> (our key, tool id)
+        self._keys: list[Hashable] = []
+        self._refused = False
+        self._finished = False
+
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
+        if "error" in obj:
+            raise _body_error(obj)
+        builder = self._builder
+        if not builder.started:
+            builder.start(optional_text(obj, "id", "chunk"), optional_text(obj, "model", "chunk"))
+        choices = obj.get("choices")
+        if choices:
+            if choices.__class__ is not list:
+                raise malformed("chunk.choices", "a list", choices)
+            choice = choices[0]
+            if choice.__class__ is not dict:
+                raise malformed("chunk.choices[0]", "an object", choice)
+            if choice.get("index", 0) == 0:
+                delta = choice.get("delta")
+                if delta:
+                    if delta.__class__ is not dict:
+                        raise malformed("choices[0].delta", "an object", delta)
+                    content = delta.get("content")
+                    if content and len(delta) == 1 and content.__class__ is str:
+                        builder.text(_TEXT, content)  # the hot path: a bare text fragment
+                    else:
+                        self._delta(delta)
+                if (finish := choice.get("finish_reason")) is not None:
+                    self._finish(text_value(finish, "choices[0].finish_reason"))
+        usage = obj.get("usage")
+        if usage:
+            read_usage(builder, object_value(usage, "chunk.usage"))
+        return builder.take()
+
+    def end(self) -> Sequence[StreamEvent]:
+        if not self._finished:
+            raise ProtocolError("openai_chat stream ended without a finish_reason")
+        self._builder.finish()
+        return self._builder.take()
+
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self._builder.finish(reason)
+        return self._builder.take()
+
+    def _delta(self, delta: dict[str, Any]) -> None:
+        builder = self._builder
+        read_reasoning(builder, delta, _REASONING, "delta")
+        if content := delta.get("content"):
+            read_content(builder, content, _TEXT, _REASONING, "delta")
+        if refusal := optional_text(delta, "refusal", "delta"):
+            builder.text(_TEXT, refusal)
+            self._refused = True
+        for item in optional_list(delta, "tool_calls", "delta"):
+            item = object_value(item, "delta.tool_calls[]")
+            index, tool_id = _tool_index(item), optional_text(item, "id", "delta.tool_calls[]")
+            function = object_value(item.get("function") or {}, "delta.tool_calls[].function")
+            known = self._tools.get(index)
+            key: Hashable
+            if known is None or (tool_id and tool_id != known[1]):
+                # A new call; so is an index reused with another id (some compatible servers
+                # send every call as index 0).
+                key, tool_id = ("tool", len(self._keys)), tool_call_id(item)
+                self._tools[index] = (key, tool_id)
+                self._keys.append(key)
+                builder.tool_start(key, tool_id, _required(function, "name"))
+            else:
+                key = known[0]
+            arguments = _arguments(function.get("arguments"))
+            if arguments:
+                builder.tool_input(key, arguments)
+
+    def _finish(self, reason: str) -> None:
+        self._finished = True
+        self._builder.stop(stop_reason(reason, self._refused, bool(self._keys)))
+        for key in self._keys:  # no fragment follows a finish_reason: end the tools now
+            self._builder.close(key)
+
+
+codec: Codec = OpenAIChatCodec()
+
+
+# Decoding --------------------------------------------------------------------------------
+
+
+def _arguments(value: Any) -> str:
+    if value is None or isinstance(value, str):
+        return value or ""
+    if isinstance(value, dict):  # a few compatible servers send an object, not a string
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    raise malformed("tool_calls[].function.arguments", "a string", value)
+
+
+def _tool_index(item: dict[str, Any]) -> int | str | None:
+    """The ``index`` a streamed call's fragments share (absent from some servers)."""
+    index = item.get("index")
+    if index is None or index.__class__ is int or index.__class__ is str:
+        return index
+    raise malformed("delta.tool_calls[].index", "a whole number", index)
+
+
+def _required(obj: dict[str, Any], field: str) -> str:
+    value = obj.get(field)
+    if not isinstance(value, str) or not value:
+        raise ProtocolError(f"openai_chat sent a tool call without {field!r}: {_dump(obj)}")
+    return value
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, default=repr)[:200]
+
+
+# Errors ----------------------------------------------------------------------------------
+
+
+def _error(
+    status: int | None,
+    headers: Mapping[str, str],
+    message: str,
+    code: str | None,
+    kind: str | None,
+    request_id: str | None = None,
+) -> AdapterError:
+    cls = _CODE_CLASSES.get(code or "") or _CODE_CLASSES.get(kind or "")
+    if cls is None and kind in ("server_error", "invalid_request_error"):
+        cls = ErrorClass.SERVER_ERROR if kind == "server_error" else ErrorClass.INVALID_REQUEST
+        if status == 503:  # OpenAI's overloaded 503 says type server_error; let the text decide
+            cls = None
+    return http_error(
+        status,
+        headers,
+        message,
+        error_class=cls,
+        code=code or kind,
+        request_id=request_id,
+        retryable=False if "insufficient_quota" in (code, kind) else None,  # out of credit
+    )
+
+
+def _body_error(obj: dict[str, Any]) -> AdapterError:
+    """An error object in a stream chunk or in a 200 JSON body."""
+    return _error(None, {}, *(openai_error_fields(obj) or (_dump(obj), None, None)))

@@ -1,0 +1,164 @@
+"""Encoding for the OpenAI Chat Completions codec: the messages of ``POST /v1/chat/completions``.
+
+The system prompt comes first; each tool result is its own ``role: tool`` message (``is_error``
+as an ``"Error: "`` prefix: the wire has no flag); tool calls are ``tool_calls`` with
+JSON-string arguments. Reasoning goes back in the stack's ``reasoning_field`` when it names one
+(DeepSeek's ``reasoning_content``), and only to the provider and model that produced it. What
+the wire cannot hold (other thinking, an image in a tool result or an assistant turn) is
+dropped whole with one ``call.warn_dropped`` record.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from metis.model.content import (
+    Base64ImageSource,
+    ImageBlock,
+    Message,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from metis.model.request import ToolDefinition
+from metis.pipeline.call import Call
+from metis.wire.openai_chat.read import content_chunks
+
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class ReasoningReplay(BaseModel):
+    """How reasoning goes back to a provider that wants it (a stack's ``encode`` settings)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reasoning_field: str | None = Field(default=None, min_length=1)
+    """The assistant-message field for this model's own reasoning (``reasoning_content``)."""
+    reasoning_in_content: bool = False
+    """Send this model's own reasoning inside ``content`` as typed chunks (``{"type":
+    "thinking", "thinking": [...]}`` then ``{"type": "text", ...}``), as Mistral replays it."""
+
+    @model_validator(mode="after")
+    def _one_way(self) -> ReasoningReplay:
+        if (self.reasoning_field is None) == (not self.reasoning_in_content):
+            raise ValueError("set one of reasoning_field or reasoning_in_content")
+        return self
+
+    reasoning_placeholder: str | None = None
+    """What an assistant turn with tool calls but none of this model's reasoning (a turn made
+    elsewhere) carries in that field instead. DeepSeek's thinking mode requires the field on
+    every such turn (400 "The reasoning_content in the thinking mode must be passed back to
+    the API"), and V4 refuses it empty, so its stack sets a single space."""
+
+
+def user_messages(message: Message, message_id: str, call: Call) -> list[dict[str, Any]]:
+    """Tool results first, each its own ``role: tool`` message, then the rest as one turn."""
+    out: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, ToolResultBlock):
+            out.append(_tool_message(block, message_id, call))
+        elif isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock) and message.role is not Role.SYSTEM:
+            parts.append({"type": "image_url", "image_url": {"url": _image_url(block)}})
+        else:
+            _drop(call, block.type, message.role, message_id)
+    if message.role is Role.SYSTEM:  # system_hoist normally leaves none; keep it in place
+        out.append({"role": "system", "content": "".join(p["text"] for p in parts)})
+    elif len(parts) == 1 and parts[0]["type"] == "text":
+        out.append({"role": "user", "content": parts[0]["text"]})
+    elif parts or not out:
+        out.append({"role": "user", "content": parts or ""})
+    return out
+
+
+def _tool_message(block: ToolResultBlock, message_id: str, call: Call) -> dict[str, Any]:
+    if not isinstance(block.content, str):
+        for part in block.content:
+            if not isinstance(part, TextBlock):
+                reason = "an openai_chat tool message holds text only"
+                call.warn_dropped(
+                    part.type, reason, message_id=message_id, tool_use_id=block.tool_use_id
+                )
+    text = block.text()
+    content = "Error: " + text if block.is_error else text
+    return {"role": "tool", "tool_call_id": block.tool_use_id, "content": content}
+
+
+def assistant_message(
+    message: Message, message_id: str, call: Call, replay: ReasoningReplay | None
+) -> dict[str, Any]:
+    texts: list[str] = []
+    reasoning: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            texts.append(block.text)
+        elif isinstance(block, ToolUseBlock):
+            function = {"name": block.name, "arguments": _encode_arguments(block, call)}
+            calls.append({"id": block.id, "type": "function", "function": function})
+        elif (
+            isinstance(block, ThinkingBlock)
+            and replay is not None
+            and call.produced(block.provider_raw)
+        ):
+            reasoning.append(block.thinking)
+        else:
+            _drop(call, block.type, message.role, message_id)
+    content = "".join(texts) if texts else (None if calls else "")
+    out: dict[str, Any] = {"role": "assistant", "content": content}
+    if replay is not None and replay.reasoning_in_content and reasoning:
+        out["content"] = content_chunks(
+            message.content, lambda block: call.produced(block.provider_raw)
+        )
+    elif replay is not None and replay.reasoning_field is not None:
+        said = "".join(reasoning)
+        if not said and calls and replay.reasoning_placeholder is not None:
+            said = replay.reasoning_placeholder
+        if said:
+            out[replay.reasoning_field] = said
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _encode_arguments(block: ToolUseBlock, call: Call) -> str:
+    raw = block.provider_raw  # arguments that were not a JSON object go back as received
+    if raw is not None and raw.provider == call.provider:
+        kept = raw.data.get("arguments")
+        if isinstance(kept, str):
+            return kept
+    return json.dumps(block.input, separators=(",", ":"), ensure_ascii=False)
+
+
+def tool_definition(tool: ToolDefinition) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        function["description"] = tool.description
+    function["parameters"] = copy.deepcopy(tool.input_schema)
+    return {"type": "function", "function": function}
+
+
+def _image_url(block: ImageBlock) -> str:
+    source = block.source
+    if isinstance(source, Base64ImageSource):
+        return f"data:{source.media_type};base64,{source.data}"
+    return source.url
+
+
+def _drop(call: Call, block_type: str, role: Role, message_id: str) -> None:
+    reason = f"openai_chat cannot carry a {block_type} block in a {role.value} message"
+    call.warn_dropped(block_type, reason, message_id=message_id)
+
+
+def schema_name(title: Any) -> str:
+    name = _NAME_UNSAFE.sub("_", title)[:64] if isinstance(title, str) else ""
+    return name if any(c.isalnum() for c in name) else "output"

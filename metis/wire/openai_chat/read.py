@@ -1,0 +1,179 @@
+"""Reading the parts of a Chat Completions reply that compatible servers each shape their own way.
+
+Sans-IO helpers for :mod:`metis.wire.openai_chat`'s parsers:
+
+- ``content`` as a list of typed chunks (Mistral): ``{"type": "text", "text": ...}`` is text,
+  ``{"type": "thinking", "thinking": [{"type": "text", "text": ...}, ...]}`` is reasoning.
+  :func:`content_chunks` writes text and reasoning back in that form.
+- reasoning as ``reasoning_details`` entries only (OpenRouter): ``reasoning.text`` (with an
+  optional ``signature``) and ``reasoning.summary`` are thinking, ``reasoning.encrypted`` is
+  opaque reasoning kept as a redacted block.
+- ``finish_reason: "stop"`` on a reply with tool calls (a named ``tool_choice`` answered by a
+  compatible server) is a ``tool_use`` stop.
+- usage with cache writes (``prompt_tokens_details.cache_write_tokens``).
+- tool calls without an ``id``: one is minted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from metis.core.ids import new_ulid
+from metis.model.content import ContentBlock, TextBlock, ThinkingBlock
+from metis.model.response import StopKind, StopReason
+from metis.wire.builder import MessageBuilder
+from metis.wire.read import (
+    list_value,
+    malformed,
+    object_value,
+    optional_text,
+    required,
+    required_text,
+    text_value,
+    token_count,
+)
+
+_STOPS = {
+    raw: StopReason(kind=kind, raw=raw)
+    for raw, kind in (
+        ("stop", StopKind.END_TURN),
+        ("length", StopKind.MAX_TOKENS),
+        ("tool_calls", StopKind.TOOL_USE),
+        ("function_call", StopKind.TOOL_USE),
+        ("content_filter", StopKind.CONTENT_FILTER),
+        ("stop_sequence", StopKind.STOP_SEQUENCE),  # Hugging Face TGI
+        ("eos_token", StopKind.END_TURN),  # TGI 1.4
+    )
+}
+_REFUSED = StopReason(kind=StopKind.REFUSAL, raw="stop")
+_FORCED_TOOL = StopReason(kind=StopKind.TOOL_USE, raw="stop")
+
+
+def read_content(
+    builder: MessageBuilder,
+    content: Any,
+    text_key: Hashable,
+    thinking_key: Hashable,
+    where: str = "message",
+) -> None:
+    """A message's (or a delta's: ``where``) ``content``: a string, or a list of typed
+    chunks."""
+    if content.__class__ is str:
+        if content:
+            builder.text(text_key, content)
+        return
+    if content.__class__ is not list:
+        raise malformed(f"{where}.content", "a string or a list", content)
+    where = f"{where}.content[]"
+    for chunk in content:
+        chunk = object_value(chunk, where)
+        kind = required_text(chunk, "type", where)
+        if kind == "text":
+            if text := required_text(chunk, "text", where):
+                builder.text(text_key, text)
+        elif kind == "thinking":
+            for part in _thinking_parts(required(chunk, "thinking", where), where):
+                builder.thinking(thinking_key, part)
+        else:  # references, images: nothing canonical to put them in
+            reason = f"openai_chat content chunks of type {kind!r} have no canonical form"
+            builder.warn(kind, reason, message_id=builder.message_id)
+
+
+def _thinking_parts(thinking: Any, where: str) -> list[str]:
+    if thinking.__class__ is str:
+        return [thinking] if thinking else []
+    parts = list_value(thinking, f"{where}.thinking")
+    texts = (part.get("text") if part.__class__ is dict else part for part in parts)
+    return [text_value(text, f"{where}.thinking[]") for text in texts if text]
+
+
+def read_reasoning(
+    builder: MessageBuilder, message: dict[str, Any], key: Hashable, where: str = "message"
+) -> None:
+    """DeepSeek's ``reasoning_content``, vLLM's and OpenRouter's ``reasoning``; failing those,
+    the text of OpenRouter's ``reasoning_details`` entries (which OpenRouter sends alongside
+    ``reasoning``, with the same text: then only their signatures and encrypted data count)."""
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    if reasoning:
+        if reasoning.__class__ is not str:
+            raise malformed(f"{where}.reasoning", "a string", reasoning)
+        builder.thinking(key, reasoning)
+    if details := message.get("reasoning_details"):
+        read_reasoning_details(builder, details, key, where, with_text=not reasoning)
+
+
+def read_reasoning_details(
+    builder: MessageBuilder, details: Any, key: Hashable, where: str, with_text: bool = True
+) -> None:
+    """OpenRouter's ``reasoning_details`` (in ``where``); ``with_text=False`` when the reply
+    gave the same reasoning as plain text."""
+    entries = list_value(details, f"{where}.reasoning_details")
+    where = f"{where}.reasoning_details[]"
+    for entry in entries:
+        entry = object_value(entry, where)
+        kind = required_text(entry, "type", where)
+        if kind == "reasoning.text":
+            if with_text and (text := optional_text(entry, "text", kind)):
+                builder.thinking(key, text)
+            if signature := optional_text(entry, "signature", kind):
+                builder.thinking_signature(key, signature)
+        elif kind == "reasoning.summary":
+            if with_text and (summary := optional_text(entry, "summary", kind)):
+                builder.thinking(key, summary)
+        elif kind == "reasoning.encrypted":
+            if data := optional_text(entry, "data", kind):
+                builder.redacted_thinking(("encrypted", key), data)
+        else:
+            reason = f"reasoning_details entries of type {kind!r} have no canonical form"
+            builder.warn(kind, reason, message_id=builder.message_id)
+
+
+def stop_reason(raw: str | None, refused: bool, calls: bool) -> StopReason:
+    """``finish_reason`` read; ``calls``: the reply holds tool calls."""
+    if raw == "stop" and refused:
+        return _REFUSED
+    if raw == "stop" and calls:  # what compatible servers answer to a named tool_choice
+        return _FORCED_TOOL
+    known = _STOPS.get(raw) if raw is not None else None
+    return known or StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=raw)
+
+
+def read_usage(builder: MessageBuilder, usage: dict[str, Any]) -> None:
+    """Canonical input counts uncached, unwritten tokens only; ``prompt_tokens`` counts all."""
+    details = object_value(usage.get("prompt_tokens_details") or {}, "usage.prompt_tokens_details")
+    provider = builder.provider
+    cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
+    written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
+    prompt = token_count(usage.get("prompt_tokens") or 0, "prompt_tokens", provider)
+    builder.usage(
+        input_tokens=max(0, prompt - cached - written),
+        output_tokens=usage.get("completion_tokens") or 0,
+        cached_input_tokens=cached,
+        cache_creation_input_tokens=written,
+    )
+
+
+def tool_call_id(item: dict[str, Any]) -> str:
+    """The call's ``id``, or a minted one when the server sent none (or an empty one)."""
+    value = item.get("id")
+    if value is None or value == "":
+        return f"call_{new_ulid()}"
+    return text_value(value, "tool_calls[].id")
+
+
+def content_chunks(
+    content: list[ContentBlock], keep_thinking: Callable[[ThinkingBlock], bool]
+) -> list[dict[str, Any]]:
+    """An assistant turn's text and reasoning as Mistral's typed content chunks, in order: the
+    ``content`` to send back where a stack keeps reasoning. ``keep_thinking`` says which
+    thinking blocks go (this model's own); tool calls and other blocks are not content."""
+    chunks: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, TextBlock) and block.text:
+            chunks.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingBlock) and block.thinking and keep_thinking(block):
+            chunks.append(
+                {"type": "thinking", "thinking": [{"type": "text", "text": block.thinking}]}
+            )
+    return chunks

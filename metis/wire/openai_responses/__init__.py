@@ -1,0 +1,101 @@
+"""The OpenAI Responses codec (``POST /v1/responses``).
+
+Encoding lives in :mod:`metis.wire.openai_responses.encode`, reading replies in
+:mod:`metis.wire.openai_responses.read` (whose docstring tells how a reply is read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from metis.errors import AdapterError, StackError
+from metis.model.content import ContentBlock
+from metis.model.events import StreamEvent
+from metis.model.request import CanonicalRequest
+from metis.pipeline.call import Call
+from metis.wire.builder import MessageBuilder
+from metis.wire.codec import CodecFactory
+from metis.wire.http_errors import body_excerpt, json_body, openai_error_fields
+from metis.wire.openai_responses.encode import assistant_items, encode_request, silent
+from metis.wire.openai_responses.read import ResponsesParser, responses_error
+from metis.wire.read import required_list
+
+IncludeMode = Literal["auto", "always", "never"]
+
+
+class OpenAIResponsesCodec:
+    """``store``: keep replies on OpenAI's side (the API's default). The ``continuation``
+    stage needs it to send ``previous_response_id``; without it every turn sends the whole
+    transcript, and nothing is retained by OpenAI beyond its abuse-monitoring window.
+
+    ``include_encrypted_reasoning``: ask for reasoning as encrypted content, which is what lets
+    a reasoning item go back in a later request whether or not replies are stored. Models that
+    do not reason (gpt-4o, gpt-4.1) refuse the request with a 400 when it is asked for, so
+    ``auto`` asks exactly when the request asks for reasoning (``thinking``), which such a model
+    refuses anyway; ``always`` suits a stack serving only reasoning models (gpt-5 and the
+    o-series reason even unasked), ``never`` one that wants no reasoning back."""
+
+    name = "openai_responses"
+
+    def __init__(
+        self, store: bool = True, include_encrypted_reasoning: IncludeMode = "auto"
+    ) -> None:
+        self.store = store
+        self.include_encrypted_reasoning = include_encrypted_reasoning
+
+    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+        mode = self.include_encrypted_reasoning
+        return encode_request(
+            request,
+            call,
+            store=self.store,
+            include_encrypted_reasoning=mode == "always"
+            or (mode == "auto" and request.thinking is not None),
+        )
+
+    def output_items(self, content: list[ContentBlock], call: Call) -> list[dict[str, Any]]:
+        """The input items a reply's content becomes when a later request sends it back."""
+        return assistant_items(content, call.provider, "reply", silent)
+
+    def stream_parser(self, builder: MessageBuilder) -> ResponsesParser:
+        return ResponsesParser(builder)
+
+    def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
+        error = body.get("error")
+        if error or body.get("status") == "failed":
+            info = openai_error_fields({"error": error}) or ("", None, None)
+            raise responses_error(None, {}, *info)
+        required_list(body, "output", "response")
+        ResponsesParser(builder).finish(body)  # every item is one it has not seen
+        return builder.take()
+
+    def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
+        data = json_body(body)
+        info = openai_error_fields(data) if data is not None else None
+        if info is None:  # HTML from a proxy, an empty body, JSON of some other shape
+            info = (body_excerpt(body) if body.strip() else "", None, None)
+        request_id = next((v for k, v in headers.items() if k.lower() == "x-request-id"), None)
+        return responses_error(status, headers, *info, request_id=request_id)
+
+
+def _build(**settings: Any) -> OpenAIResponsesCodec:
+    allowed: dict[str, tuple[Any, ...]] = {
+        "store": (True, False),
+        "include_encrypted_reasoning": ("auto", "always", "never"),
+    }
+    for key, value in settings.items():
+        if key not in allowed:
+            raise StackError(
+                f"codec 'openai_responses': unknown setting {key!r} (its settings: "
+                f"{', '.join(allowed)})"
+            )
+        if value not in allowed[key] or type(value) is not type(allowed[key][0]):
+            choices = ", ".join(str(v).lower() for v in allowed[key])
+            raise StackError(f"codec 'openai_responses': {key} is one of {choices}")
+    return OpenAIResponsesCodec(**settings)
+
+
+codec = CodecFactory(_build)
+"""Registered in ``metis.wire.codec``; a stack may set ``store`` and
+``include_encrypted_reasoning`` in ``encode``'s ``settings``."""

@@ -1,0 +1,267 @@
+"""Encoding for the OpenAI Responses codec: a canonical request becomes ``POST /v1/responses``.
+
+The conversation is a flat list of input items. A user (or tool) message becomes its tool
+results as ``function_call_output`` items followed by one ``user`` message of ``input_text`` and
+``input_image`` parts; an assistant message becomes, block by block, ``reasoning``, ``message``
+(``output_text``) and ``function_call`` items in their original order. The system prompt is
+``instructions``. ``is_error`` has no wire form and becomes an ``"Error: "`` prefix, as on
+Chat Completions.
+
+Blocks this provider produced carry the item they came from in ``provider_raw.data`` (the
+parser puts it there): the item ``id``, a message's ``phase``, a reasoning item's summary
+parts. They go back with the block, so a reasoning item's encrypted content meets the id it
+was issued for and is followed by the very items it led to. A reasoning item that would be
+followed by anything else is dropped with one WARN, since OpenAI refuses "a reasoning item
+without its required following item" with a 400.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from metis.errors import CapabilityError
+from metis.model.content import (
+    Base64ImageSource,
+    ContentBlock,
+    ImageBlock,
+    Message,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.pipeline.call import Call
+from metis.stages.edits.strict_schema import strict_schema_or_reason
+
+Drop = Callable[[str, str, str], None]
+"""``drop(block_type, reason, message_id)``: one WARN for content left out."""
+
+_TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_OUTPUTS = ("message", "function_call")
+
+
+def encode_request(
+    request: CanonicalRequest, call: Call, *, store: bool, include_encrypted_reasoning: bool
+) -> dict[str, Any]:
+    if request.stop_sequences:
+        raise CapabilityError(
+            "the OpenAI Responses API takes no stop sequences",
+            provider=call.provider,
+            request_id=request.request_id,
+        )
+    body: dict[str, Any] = {"model": call.wire_model}
+    if request.system_prompt:
+        body["instructions"] = request.system_prompt
+    body["input"] = input_items(request.messages, call.provider, _warner(call))
+    if request.tools:
+        body["tools"] = [_tool(tool) for tool in request.tools]
+        choice = request.tool_choice
+        if choice is not None:
+            body["tool_choice"] = (
+                {"type": "function", "name": choice.name}
+                if choice.type == "tool"
+                else _TOOL_CHOICE[choice.type]
+            )
+        if request.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = request.parallel_tool_calls
+    body["max_output_tokens"] = request.max_output_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.output_schema is not None:
+        body["text"] = {"format": _json_schema_format(request.output_schema)}
+    if request.thinking is not None:
+        # An effort level, not a budget: <2048 low, <8192 medium (as on Chat Completions).
+        budget = request.thinking.budget_tokens
+        effort = "low" if budget < 2048 else "medium" if budget < 8192 else "high"
+        body["reasoning"] = {"effort": effort, "summary": "auto"}
+    if include_encrypted_reasoning:
+        body["include"] = ["reasoning.encrypted_content"]
+    body["store"] = store
+    body["stream"] = bool(request.stream)
+    return body
+
+
+def input_items(messages: Sequence[Message], provider: str, drop: Drop) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for i, message in enumerate(messages):
+        message_id = message.id or f"messages[{i}]"
+        if message.role is Role.ASSISTANT:
+            items.extend(assistant_items(message.content, provider, message_id, drop))
+        else:
+            items.extend(_user_items(message, message_id, drop))
+    return items
+
+
+def assistant_items(
+    content: Sequence[ContentBlock], provider: str, message_id: str, drop: Drop
+) -> list[dict[str, Any]]:
+    """One assistant turn's items, in block order (also what a reply's content becomes when
+    it is sent back, which the ``continuation`` stage relies on)."""
+    items: list[dict[str, Any]] = []
+    for block in content:
+        raw = block.provider_raw
+        mine = raw.data if raw is not None and raw.provider == provider else {}
+        if isinstance(block, TextBlock):
+            if block.text:
+                items.append(_message_item(block.text, mine))
+        elif isinstance(block, ToolUseBlock):
+            items.append(_function_call(block, mine))
+        elif isinstance(block, ThinkingBlock):
+            reasoning = _reasoning_item(block, mine)
+            if isinstance(reasoning, str):
+                drop(block.type, reasoning, message_id)
+            else:
+                items.append(reasoning)
+        else:
+            reason = f"OpenAI Responses cannot carry a {block.type} block in an assistant turn"
+            drop(block.type, reason, message_id)
+    return _paired(items, message_id, drop)
+
+
+def _paired(items: list[dict[str, Any]], message_id: str, drop: Drop) -> list[dict[str, Any]]:
+    kept: list[dict[str, Any]] = []
+    for i, item in enumerate(items):
+        if item["type"] == "reasoning":
+            following = items[i + 1]["type"] if i + 1 < len(items) else None
+            if following not in _OUTPUTS:
+                reason = "a reasoning item must be followed by the message or call it led to"
+                drop("thinking", reason, message_id)
+                continue
+        kept.append(item)
+    return kept
+
+
+def _message_item(text: str, mine: dict[str, Any]) -> dict[str, Any]:
+    """This provider's own message goes back as the output message it was (id, status,
+    ``output_text``); any other assistant text as an input message with plain string content,
+    the form the API documents for assistant turns it did not produce (an output message
+    requires its id and status)."""
+    if not isinstance(mine.get("id"), str):
+        return {"type": "message", "role": "assistant", "content": text}
+    item: dict[str, Any] = {"type": "message", "role": "assistant", "id": mine["id"]}
+    item["status"] = "completed"
+    if isinstance(mine.get("phase"), str):
+        item["phase"] = mine["phase"]
+    item["content"] = [{"type": "output_text", "text": text, "annotations": []}]
+    return item
+
+
+def _function_call(block: ToolUseBlock, mine: dict[str, Any]) -> dict[str, Any]:
+    kept = mine.get("arguments")  # arguments that were not a JSON object go back as received
+    arguments = (
+        kept
+        if isinstance(kept, str)
+        else json.dumps(block.input, separators=(",", ":"), ensure_ascii=False)
+    )
+    item: dict[str, Any] = {"type": "function_call"}
+    # The item id only where the call id is still the one OpenAI issued with it.
+    if isinstance(mine.get("id"), str) and mine.get("call_id") == block.id:
+        item["id"] = mine["id"]
+    item.update(call_id=block.id, name=block.name, arguments=arguments)
+    return item
+
+
+def _reasoning_item(block: ThinkingBlock, mine: dict[str, Any]) -> dict[str, Any] | str:
+    """The reasoning item, or why there can be none."""
+    item_id = mine.get("id")
+    if not block.signature or not isinstance(item_id, str):
+        return "OpenAI takes back only reasoning items it issued, with their encrypted content"
+    if mine.get("unpaired"):
+        return "the item that followed this reasoning has no canonical form and was not kept"
+    summary = mine.get("summary")
+    if not isinstance(summary, list):
+        summary = [{"type": "summary_text", "text": block.thinking}] if block.thinking else []
+    item: dict[str, Any] = {"type": "reasoning", "id": item_id, "summary": summary}
+    if isinstance(mine.get("content"), list):
+        item["content"] = mine["content"]
+    item["encrypted_content"] = block.signature
+    return item
+
+
+def _user_items(message: Message, message_id: str, drop: Drop) -> list[dict[str, Any]]:
+    """Tool results first, each its own item, then the rest as one message."""
+    out: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    system = message.role is Role.SYSTEM  # system_hoist normally leaves none; keep it in place
+    for block in message.content:
+        if isinstance(block, ToolResultBlock) and not system:
+            out.append(_tool_output(block))
+        elif isinstance(block, TextBlock):
+            parts.append({"type": "input_text", "text": block.text})
+        elif isinstance(block, ImageBlock) and not system:
+            parts.append(_image(block))
+        else:
+            role = message.role.value
+            reason = f"OpenAI Responses cannot carry a {block.type} block in a {role} message"
+            drop(block.type, reason, message_id)
+    if parts:
+        out.append({"type": "message", "role": "system" if system else "user", "content": parts})
+    return out
+
+
+def _tool_output(block: ToolResultBlock) -> dict[str, Any]:
+    output: str | list[dict[str, Any]]
+    if isinstance(block.content, str) or all(isinstance(p, TextBlock) for p in block.content):
+        text = block.text()
+        output = "Error: " + text if block.is_error else text
+    else:  # images too: the output is a list of input parts
+        output = [
+            _image(p) if isinstance(p, ImageBlock) else {"type": "input_text", "text": p.text}
+            for p in block.content
+        ]
+        if block.is_error:
+            output.insert(0, {"type": "input_text", "text": "Error:"})
+    return {"type": "function_call_output", "call_id": block.tool_use_id, "output": output}
+
+
+def _image(block: ImageBlock) -> dict[str, Any]:
+    source = block.source
+    if isinstance(source, Base64ImageSource):
+        url = f"data:{source.media_type};base64,{source.data}"
+    else:
+        url = source.url
+    return {"type": "input_image", "image_url": url, "detail": "auto"}  # detail is required
+
+
+def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "function", "name": tool.name}
+    if tool.description:
+        out["description"] = tool.description
+    out["parameters"] = copy.deepcopy(tool.input_schema)
+    # The API's default is strict: true, which refuses most schemas as written; strict mode
+    # would also need the nulls it makes the model send for optional keys taken out again.
+    out["strict"] = False
+    return out
+
+
+def _json_schema_format(schema: dict[str, Any]) -> dict[str, Any]:
+    strict, _ = strict_schema_or_reason(schema)
+    return {
+        "type": "json_schema",
+        "name": _schema_name(schema.get("title")),
+        "schema": strict if strict is not None else copy.deepcopy(schema),
+        "strict": strict is not None,
+    }
+
+
+def _schema_name(title: Any) -> str:
+    name = _NAME_UNSAFE.sub("_", title)[:64] if isinstance(title, str) else ""
+    return name if any(c.isalnum() for c in name) else "output"
+
+
+def _warner(call: Call) -> Drop:
+    def drop(block_type: str, reason: str, message_id: str) -> None:
+        call.warn_dropped(block_type, reason, message_id=message_id)
+
+    return drop
+
+
+def silent(block_type: str, reason: str, message_id: str) -> None:
+    """A ``Drop`` that says nothing (re-encoding a reply the caller already has)."""

@@ -1,0 +1,378 @@
+"""Reading OpenAI Responses replies (``POST /v1/responses``): the stream parser and errors.
+
+Sans-IO; every value read from the server is checked by :mod:`metis.wire.read`.
+
+A reply is a list of output items, each announced by ``response.output_item.added`` and
+closed by ``response.output_item.done``, with the item's ``output_index`` on every event in
+between; the parser uses that index as the builder's key. ``message`` items give text
+(``output_text`` and ``refusal`` parts), ``function_call`` items tool calls, ``reasoning``
+items thinking: the summary text (its parts joined by a blank line) with the encrypted
+content as the signature, so ``thinking_filter`` sends it back only to the model that made it.
+Every other item (web search, file search, MCP, code interpreter, image generation, tool
+search, whatever comes next) has no canonical form: it is dropped whole with one WARN, and
+all its events are ignored.
+
+As each item is done, its block gets the item it came from in ``provider_raw.data`` (item
+``id``, a message's ``phase``, a reasoning item's summary parts, a call's ``call_id``) for a
+faithful round trip, kept however the reply ends (a cancel or an error too); when the reply
+completes, a reasoning item whose following item was not kept is marked ``unpaired``.
+
+The final response's output is matched to the items the stream announced by ``output_index``
+(its position in ``output``), then by item ``id``, so an item streamed once is never added
+twice, whatever gaps the stream's indices had; only items the stream never announced are read
+from it.
+
+Stop reasons: there is no finish reason. A ``completed`` reply stops with ``refusal`` when it
+refused, ``tool_use`` when it holds a function call, else ``end_turn``, all with raw
+``"completed"``, whatever other items it holds (a dropped item never decides the stop: a reply
+that ends on a compaction item ends its turn like any other). An ``incomplete`` reply stops by
+its ``incomplete_details.reason`` (``max_output_tokens`` -> ``max_tokens``, ``content_filter``
+-> ``content_filter``, others provider-specific), which is also the raw string.
+``response.failed`` and ``error`` events raise classified errors. Usage:
+``input_tokens`` includes cached and cache-written tokens; canonical input is the rest. As the
+recordings show, ``encrypted_content`` differs between ``.added``, ``.done`` and the final
+response (a fresh encryption each time); the one on ``.done`` is kept, as clients send back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from metis.errors import AdapterError, ErrorClass, ProtocolError
+from metis.model.events import StreamEvent
+from metis.model.response import StopKind, StopReason
+from metis.wire.builder import MessageBuilder
+from metis.wire.http_errors import http_error, openai_error_fields
+from metis.wire.read import (
+    list_value,
+    malformed,
+    object_value,
+    optional_object,
+    optional_text,
+    required_index,
+    required_object,
+    required_text,
+    text_value,
+    token_count,
+)
+
+_TEXT_DELTA = "response.output_text.delta"
+_DELTAS = frozenset(
+    (
+        _TEXT_DELTA,
+        "response.refusal.delta",
+        "response.function_call_arguments.delta",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_text.delta",
+    )
+)
+_CANONICAL_ITEMS = frozenset(("message", "function_call", "reasoning"))
+"""The output item types with a canonical form: text, a tool call, thinking."""
+_INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopKind.CONTENT_FILTER}
+_CODE_CLASSES = {
+    "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
+    "insufficient_quota": ErrorClass.RATE_LIMIT,  # not retryable: see responses_error
+    "context_length_exceeded": ErrorClass.CONTEXT_OVERFLOW,
+    "invalid_api_key": ErrorClass.AUTH,
+    "server_error": ErrorClass.SERVER_ERROR,
+    "server_is_overloaded": ErrorClass.OVERLOADED,
+    "vector_store_timeout": ErrorClass.SERVER_ERROR,
+}
+_TYPE_CLASSES = {
+    "invalid_request_error": ErrorClass.INVALID_REQUEST,
+    "server_error": ErrorClass.SERVER_ERROR,
+    "rate_limit_error": ErrorClass.RATE_LIMIT,
+}
+
+
+class _Everything(set[Any]):
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+_EVERYTHING = _Everything()
+
+
+class ResponsesParser:
+    """Feeds Responses stream events (parsed SSE ``data:`` objects) to a builder."""
+
+    __slots__ = ("_builder", "_done", "_dropped", "_fed", "_ids", "_items", "_refused", "_tools")
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self._builder = builder
+        self._done = False
+        self._items: dict[int, tuple[str, bool]] = {}  # index -> (type, done), as they came
+        self._ids: dict[int, Any] = {}  # index -> item id
+        self._dropped: set[Any] = set()  # indices of items outside the canonical model
+        self._fed: set[Any] = set()  # function calls whose arguments arrived in fragments
+        self._tools = False
+        self._refused = False
+
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
+        builder = self._builder
+        if obj.get("type") == _TEXT_DELTA:  # the hot path
+            index, delta = obj.get("output_index"), obj.get("delta")
+            if delta.__class__ is str and index.__class__ is int and index not in self._dropped:
+                builder.text(index, delta)
+                return builder.take()
+        self._event(obj)
+        return builder.take()
+
+    def end(self) -> Sequence[StreamEvent]:
+        if not self._done:
+            raise ProtocolError("openai_responses stream ended before the response did")
+        return self._builder.take()
+
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self._builder.finish(reason)
+        return self._builder.take()
+
+    def _event(self, obj: dict[str, Any]) -> None:
+        kind = required_text(obj, "type", "event")
+        if self._done:
+            return  # nothing belongs to a reply after its response.completed
+        if kind.startswith("response.output_item."):
+            index = required_index(obj, "output_index", kind)
+            item = required_object(obj, "item", kind)
+            if kind == "response.output_item.added":
+                self._added(index, item)
+            elif kind == "response.output_item.done":
+                self._finished(index, item)
+            return
+        self._item_event(kind, obj)
+
+    def _item_event(self, kind: str, obj: dict[str, Any]) -> None:
+        """An event about an item's content, or about the response as a whole."""
+        builder = self._builder
+        index = obj.get("output_index")
+        if index.__class__ is not int and (index is not None or kind in _DELTAS):
+            raise malformed(f"{kind}.output_index", "a whole number", index)
+        if index in self._dropped:
+            return
+        if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            builder.thinking(index, required_text(obj, "delta", kind))
+        elif kind == "response.function_call_arguments.delta":
+            if fragment := required_text(obj, "delta", kind):
+                builder.tool_input(index, fragment)
+                self._fed.add(index)
+        elif kind == "response.reasoning_summary_part.added":
+            if obj.get("summary_index") and builder.has_block(index):
+                builder.thinking(index, "\n\n")
+        elif kind == _TEXT_DELTA:  # reached only when the hot path refused it
+            builder.text(index, required_text(obj, "delta", kind))
+        elif kind == "response.refusal.delta":
+            builder.text(index, required_text(obj, "delta", kind))
+            self._refused = True
+        elif kind in ("response.created", "response.in_progress", "response.queued"):
+            response = required_object(obj, "response", kind)
+            builder.start(*_identity(response))
+        elif kind in ("response.completed", "response.incomplete"):
+            self.finish(required_object(obj, "response", kind))
+        elif kind == "response.failed":
+            error = required_object(obj, "response", kind).get("error")
+            raise responses_error(
+                None, {}, *(openai_error_fields({"error": error}) or ("", None, None))
+            )
+        elif kind == "error":
+            raise responses_error(None, {}, *(openai_error_fields(obj) or (_dump(obj), None, None)))
+        # content parts, *.done events, annotations and the events of dropped items: nothing
+
+    def item(self, index: int, item: dict[str, Any]) -> None:
+        """A whole item, as a non-streamed body (or a stream's final response) gives it."""
+        self._added(index, item)
+        self._finished(index, item)
+
+    def _added(self, index: int, item: dict[str, Any]) -> None:
+        if index in self._items:
+            return
+        kind = required_text(item, "type", "item")
+        builder = self._builder
+        self._items[index] = (kind, False)
+        self._ids[index] = item.get("id")
+        if kind == "function_call":
+            call_id = required_text(item, "call_id", "function_call item")
+            builder.tool_start(index, call_id, required_text(item, "name", "function_call item"))
+            self._tools = True
+            if arguments := _arguments(item.get("arguments")):
+                builder.tool_input(index, arguments)
+                self._fed.add(index)
+        elif kind not in _CANONICAL_ITEMS:
+            self._dropped.add(index)
+            reason = f"OpenAI Responses {kind!r} items have no canonical form"
+            builder.warn(kind, reason, message_id=builder.message_id)
+
+    def _finished(self, index: int, item: dict[str, Any]) -> None:
+        self._added(index, item)  # a server that skipped .added
+        kind, done = self._items[index]
+        if index in self._dropped or done:
+            return
+        builder = self._builder
+        if kind == "message":
+            if not builder.has_block(index):  # no deltas came: the item holds the text
+                self._message_text(index, item)
+            raw = {"id": item.get("id"), "phase": item.get("phase")}
+        elif kind == "reasoning":
+            summary = list_value(item.get("summary") or [], "reasoning item.summary")
+            content = list_value(item.get("content") or [], "reasoning item.content")
+            if not builder.has_block(index) and (texts := _texts(summary, content)):
+                builder.thinking(index, "\n\n".join(texts))
+            if signature := optional_text(item, "encrypted_content", "reasoning item"):
+                builder.thinking_signature(index, signature)
+            raw = {"id": item.get("id"), "summary": summary, "content": content or None}
+        else:  # function_call
+            if index not in self._fed and (arguments := _arguments(item.get("arguments"))):
+                builder.tool_input(index, arguments)
+            builder.close(index)
+            raw = {"id": item.get("id"), "call_id": item.get("call_id")}
+        self._items[index] = (kind, True)
+        canonical = builder.index_of(index)
+        if canonical is not None:  # kept now, so an early end (cancel, error) keeps it too
+            builder.keep_raw(canonical, {k: v for k, v in raw.items() if v is not None})
+
+    def _message_text(self, index: int, item: dict[str, Any]) -> None:
+        where = "message item.content[]"
+        for part in list_value(item.get("content") or [], "message item.content"):
+            part = object_value(part, where)
+            kind = required_text(part, "type", where)
+            text = optional_text(part, "text", where) if kind == "output_text" else None
+            if kind == "refusal":
+                text, self._refused = optional_text(part, "refusal", where), True
+            if text:
+                self._builder.text(index, text)
+
+    def finish(self, response: dict[str, Any]) -> None:
+        """The final response: the items the stream never gave, usage and the stop reason;
+        the message ends."""
+        builder = self._builder
+        builder.start(*_identity(response))
+        output = list_value(response.get("output") or [], "response.output")
+        for position, item in enumerate(output):
+            item = object_value(item, "response.output[]")
+            if not self._seen(position, item):  # an item the stream never announced
+                index = position if position not in self._items else max(self._items) + 1
+                self.item(index, item)
+        _usage(builder, optional_object(response, "usage", "response"))
+        builder.stop(self._stop_reason(response))
+        self._mark_unpaired()
+        builder.finish()
+        self._done = True
+        self._dropped = _EVERYTHING  # the hot path now hands every delta to _event
+
+    def _mark_unpaired(self) -> None:
+        """Mark ``unpaired`` each kept reasoning item whose following item (in the order the
+        items arrived) made no block or is reasoning too: what it led to was not kept."""
+        builder = self._builder
+        order = list(self._items)
+        made = {i for i in order if i not in self._dropped and builder.has_block(i)}
+        for position, index in enumerate(order):
+            kind, done = self._items[index]
+            canonical = builder.index_of(index)
+            if kind != "reasoning" or not done or index not in made or canonical is None:
+                continue
+            following = order[position + 1] if position + 1 < len(order) else None
+            if following not in made or self._items[following][0] == "reasoning":
+                builder.keep_raw(canonical, {"unpaired": True})
+
+    def _seen(self, position: int, item: dict[str, Any]) -> bool:
+        """Whether the final response's ``item`` at ``position`` is one the stream gave."""
+        item_id = item.get("id")
+        if item_id is None:
+            return position in self._items  # nothing but its position to go by
+        if position in self._items and self._ids[position] in (None, item_id):
+            return True
+        return item_id in self._ids.values()
+
+    def _stop_reason(self, response: dict[str, Any]) -> StopReason:
+        status = response.get("status")
+        if status == "completed":
+            if self._refused:
+                return StopReason(kind=StopKind.REFUSAL, raw=status)
+            if self._tools:
+                return StopReason(kind=StopKind.TOOL_USE, raw=status)
+            return StopReason(kind=StopKind.END_TURN, raw=status)
+        if status == "incomplete":
+            details = object_value(
+                response.get("incomplete_details") or {}, "response.incomplete_details"
+            )
+            reason = details.get("reason")
+            raw = reason if isinstance(reason, str) else status
+            return StopReason(kind=_INCOMPLETE.get(raw, StopKind.PROVIDER_SPECIFIC), raw=raw)
+        if status == "cancelled":
+            return StopReason(kind=StopKind.CANCELLED, raw=status)
+        raw_status = status if isinstance(status, str) else None
+        return StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=raw_status)
+
+
+def _usage(builder: MessageBuilder, usage: dict[str, Any] | None) -> None:
+    """Canonical input counts uncached input only; OpenAI's ``input_tokens`` counts it all."""
+    if not usage:
+        return
+    details = object_value(usage.get("input_tokens_details") or {}, "usage.input_tokens_details")
+    provider = builder.provider
+    cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
+    written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
+    total = token_count(usage.get("input_tokens") or 0, "input_tokens", provider)
+    builder.usage(
+        input_tokens=max(0, total - cached - written),
+        output_tokens=usage.get("output_tokens") or 0,
+        cached_input_tokens=cached,
+        cache_creation_input_tokens=written,
+    )
+
+
+def _arguments(value: Any) -> str:
+    if value is None or isinstance(value, str):
+        return value or ""
+    if isinstance(value, dict):  # a few compatible servers send an object, not a string
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    raise malformed("function_call item.arguments", "a string", value)
+
+
+def _identity(response: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The response's ``id`` and ``model``."""
+    return optional_text(response, "id", "response"), optional_text(response, "model", "response")
+
+
+def _texts(summary: list[Any], content: list[Any]) -> list[str]:
+    """The text of a reasoning item's summary and content parts."""
+    texts = []
+    for part in (*summary, *content):
+        text = object_value(part, "reasoning item part").get("text")
+        if text:
+            texts.append(text_value(text, "reasoning item part.text"))
+    return texts
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, default=repr)[:200]
+
+
+# Errors ------------------------------------------------------------------------------------
+
+
+def responses_error(
+    status: int | None,
+    headers: Mapping[str, str],
+    message: str,
+    code: str | None,
+    kind: str | None,
+    request_id: str | None = None,
+) -> AdapterError:
+    """An HTTP status decides unless the code says more; in a stream, the type decides."""
+    cls = _CODE_CLASSES.get(code or "")
+    if cls is None and status is None:
+        cls = _TYPE_CLASSES.get(kind or "")
+        if cls is None and (code or "").startswith(("invalid_", "unsupported_")):
+            cls = ErrorClass.INVALID_REQUEST
+    return http_error(
+        status,
+        headers,
+        message
+        or ("" if status else f"openai_responses reported {code or kind or 'an error'} alone"),
+        error_class=cls,
+        code=code or kind,
+        request_id=request_id,
+        retryable=False if code == "insufficient_quota" else None,  # out of credit
+    )

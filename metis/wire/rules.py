@@ -1,0 +1,298 @@
+"""What each provider refuses with a 400, checked on the encoded request before it is sent.
+
+Each rule set reads a provider's JSON body and returns every problem it finds, as
+``"<where>: <what>"`` strings, so the ``pre_send_check`` stage can report them all at once
+instead of one provider 400 after a network round trip. The rules are the providers'
+documented (and observed) validation: tool_use / tool_result pairing and order, id and name
+formats, role alternation, signatures on thinking blocks, empty text, and (Anthropic) what
+thinking allows of tool choice, sampling and an open tool loop (``anthropic_rules``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from metis.wire.anthropic.rules import parameter_problems
+from metis.wire.bedrock_converse.rules import converse_problems
+
+Rules = Callable[[dict[str, Any]], list[str]]
+
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+def anthropic_problems(body: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return ["messages: at least one message is required"]
+    if _role(messages[0]) != "user":
+        problems.append("messages.0: the first message must use the user role")
+    pending: list[str] = []  # tool_use ids of the previous assistant turn
+    for i, message in enumerate(messages):
+        role = _role(message)
+        if role not in ("user", "assistant"):
+            problems.append(f"messages.{i}: role must be user or assistant, not {role!r}")
+            continue
+        if i and role == _role(messages[i - 1]):
+            problems.append(f"messages.{i}: roles must alternate between user and assistant")
+        blocks = _anthropic_blocks(message)
+        if not blocks:
+            problems.append(f"messages.{i}: content must not be empty")
+        for j, block in enumerate(blocks):
+            where = f"messages.{i}.content.{j}"
+            kind = block.get("type")
+            if kind == "text" and not str(block.get("text", "")).strip():
+                problems.append(f"{where}: text content blocks must contain non-whitespace text")
+            elif kind == "thinking" and not block.get("signature"):
+                problems.append(f"{where}: thinking blocks must carry their signature")
+            elif kind == "tool_use":
+                tool_id = block.get("id")
+                if not _ANTHROPIC_ID.match(str(tool_id or "")):
+                    problems.append(
+                        f"{where}: tool_use id {tool_id!r} has characters Anthropic refuses"
+                    )
+                if not isinstance(block.get("input"), dict):
+                    problems.append(f"{where}: tool_use input must be an object")
+        if role == "user":
+            results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+            if pending and sorted(map(str, results)) != sorted(pending):
+                problems.append(
+                    f"messages.{i}: tool_use ids {pending} need tool_result blocks immediately "
+                    f"after, found {results}"
+                )
+            elif results and not pending:
+                problems.append(f"messages.{i}: tool_result blocks without a preceding tool_use")
+            leading = [b.get("type") for b in blocks[: len(results)]]
+            if results and any(kind != "tool_result" for kind in leading):
+                problems.append(f"messages.{i}: tool_result blocks must come first in the message")
+            pending = []
+        else:
+            pending = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
+    if pending:
+        problems.append(f"messages.{len(messages) - 1}: tool_use ids {pending} are never answered")
+    problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
+    problems += parameter_problems(body)
+    return problems
+
+
+def openai_chat_problems(body: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return ["messages: at least one message is required"]
+    awaiting: list[str] = []
+    for i, message in enumerate(messages):
+        role = _role(message)
+        if awaiting and role != "tool":
+            problems.append(
+                f"messages[{i}]: an assistant message with 'tool_calls' must be followed by tool "
+                f"messages responding to each 'tool_call_id'; missing {awaiting}"
+            )
+            awaiting = []
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id in awaiting:
+                awaiting.remove(call_id)
+            else:
+                problems.append(
+                    f"messages[{i}]: tool message {call_id!r} does not answer a preceding tool call"
+                )
+        elif role == "assistant":
+            for j, call in enumerate(message.get("tool_calls") or []):
+                where = f"messages[{i}].tool_calls[{j}]"
+                if len(str(call.get("id", ""))) > 40:
+                    problems.append(f"{where}.id: longer than 40 characters")
+                if not _is_json_object(call.get("function", {}).get("arguments")):
+                    problems.append(f"{where}.function.arguments: must be a JSON object string")
+                awaiting.append(call.get("id"))
+        elif role in ("system", "developer", "user"):
+            if message.get("content") in (None, "", []):
+                problems.append(f"messages[{i}]: {role} content must not be empty")
+        else:
+            problems.append(f"messages[{i}]: unknown role {role!r}")
+    if awaiting:
+        problems.append(f"tool calls {awaiting} are never answered")
+    problems += _tool_names(body.get("tools"), lambda t: (t.get("function") or {}).get("name"))
+    return problems
+
+
+def deepseek_problems(body: dict[str, Any]) -> list[str]:
+    """Chat Completions' rules, and thinking mode's: every assistant message that made tool
+    calls carries its (non-empty) ``reasoning_content``."""
+    problems = openai_chat_problems(body)
+    thinking = body.get("thinking")
+    thinks = (
+        str(body.get("model", "")).startswith("deepseek-reasoner")
+        or "reasoning_effort" in body
+        or (isinstance(thinking, dict) and thinking.get("type") == "enabled")
+    )
+    messages = body.get("messages")
+    for i, message in enumerate(messages if thinks and isinstance(messages, list) else []):
+        if _role(message) == "assistant" and message.get("tool_calls"):
+            reasoning = message.get("reasoning_content")
+            if not (isinstance(reasoning, str) and reasoning):
+                problems.append(
+                    f"messages[{i}].reasoning_content: thinking mode needs it back on every "
+                    "assistant message that made tool calls"
+                )
+    return problems
+
+
+def openai_responses_problems(body: dict[str, Any]) -> list[str]:
+    items = body.get("input")
+    if not isinstance(items, list) or not items:
+        return ["input: at least one item is required"]
+    problems: list[str] = []
+    continued = body.get("previous_response_id") is not None  # earlier calls live server-side
+    calls: list[str] = []
+    answered: set[str] = set()
+    for i, item in enumerate(items):
+        kind = item.get("type", "message") if isinstance(item, dict) else None
+        where = f"input[{i}]"
+        if kind == "function_call":
+            calls.append(item.get("call_id"))
+            if not _is_json_object(item.get("arguments")):
+                problems.append(f"{where}.arguments: must be a JSON object string")
+        elif kind == "function_call_output":
+            call_id = item.get("call_id")
+            if call_id not in calls and not continued:
+                problems.append(f"{where}: no tool call found for output {call_id!r}")
+            answered.add(call_id)
+        elif kind == "reasoning":
+            following = items[i + 1].get("type", "message") if i + 1 < len(items) else None
+            if following not in ("message", "function_call"):
+                problems.append(f"{where}: reasoning was provided without its following item")
+        elif kind == "message":
+            assistant = item.get("role") == "assistant"
+            for j, part in enumerate(
+                item.get("content") if isinstance(item.get("content"), list) else []
+            ):
+                kind_of = str(part.get("type", ""))
+                ok = (
+                    kind_of in ("output_text", "refusal")
+                    if assistant
+                    else kind_of.startswith("input_")
+                )
+                if not ok:
+                    problems.append(
+                        f"{where}.content[{j}]: {item.get('role')} content cannot be {kind_of}"
+                    )
+        else:
+            problems.append(f"{where}: unknown item type {kind!r}")
+    problems += [
+        f"no tool output found for function call {c!r}" for c in calls if c not in answered
+    ]
+    problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
+    return problems
+
+
+_GEMINI_DATA = {"text", "inlineData", "fileData", "functionCall", "functionResponse"}
+
+
+def gemini_problems(body: dict[str, Any]) -> list[str]:
+    contents = body.get("contents")
+    if not isinstance(contents, list) or not contents:
+        return ["contents: at least one content is required"]
+    problems: list[str] = []
+    pending: list[str] | None = None  # function calls of the previous model turn
+    for i, content in enumerate(contents):
+        role, parts = content.get("role"), content.get("parts")
+        if role not in ("user", "model"):
+            problems.append(f"contents[{i}]: role must be user or model, not {role!r}")
+        if not isinstance(parts, list) or not parts:
+            problems.append(f"contents[{i}]: parts must not be empty")
+            continue
+        for j, part in enumerate(parts):
+            kinds = _GEMINI_DATA & set(part)
+            if len(kinds) != 1:
+                problems.append(
+                    f"contents[{i}].parts[{j}]: exactly one data field, got {sorted(kinds)}"
+                )
+            if "text" in part and not part["text"] and "thoughtSignature" not in part:
+                problems.append(f"contents[{i}].parts[{j}]: empty text parameter")
+        responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
+        names = sorted(str(r.get("name")) for r in responses)
+        if pending is not None and (role != "user" or names != sorted(pending)):
+            problems.append(
+                f"contents[{i}]: function responses must answer the previous turn's function "
+                f"calls ({sorted(pending)} vs {names})"
+            )
+        elif pending is None and responses:
+            problems.append(f"contents[{i}]: functionResponse without a preceding functionCall")
+        calls = [str(p["functionCall"].get("name")) for p in parts if "functionCall" in p]
+        pending = calls if role == "model" and calls else None
+    tools = body.get("tools")
+    declarations = [
+        d
+        for t in (tools if isinstance(tools, list) else [])
+        for d in (t.get("functionDeclarations") or [])
+    ]
+    problems += _tool_names(declarations, lambda d: d.get("name"))
+    return problems
+
+
+def ollama_problems(body: dict[str, Any]) -> list[str]:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return ["messages: at least one message is required"]
+    problems: list[str] = []
+    called: list[str] = []
+    for i, message in enumerate(messages):
+        role = _role(message)
+        if role not in ("system", "user", "assistant", "tool"):
+            problems.append(f"messages[{i}]: unknown role {role!r}")
+        for j, call in enumerate(message.get("tool_calls") or []):
+            function = call.get("function") or {}
+            if not isinstance(function.get("arguments"), dict):
+                problems.append(f"messages[{i}].tool_calls[{j}]: arguments must be an object")
+            called.append(str(function.get("name")))
+        if role == "tool" and message.get("tool_name") not in called:
+            name = message.get("tool_name")
+            problems.append(f"messages[{i}]: tool result for {name!r}, which was never called")
+    return problems
+
+
+RULES_DIALECT = {"deepseek": "openai_chat"}
+"""Rules written for one provider of a shared wire dialect: the dialect they check."""
+
+RULES: dict[str, Rules] = {
+    "anthropic": anthropic_problems,
+    "bedrock_anthropic": anthropic_problems,
+    "bedrock_converse": converse_problems,
+    "openai_chat": openai_chat_problems,
+    "deepseek": deepseek_problems,
+    "openai_responses": openai_responses_problems,
+    "gemini": gemini_problems,
+    "ollama": ollama_problems,
+}
+
+
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, dict) else None
+
+
+def _anthropic_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _is_json_object(text: Any) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except (TypeError, ValueError):
+        return False
+
+
+def _tool_names(tools: Any, name_of: Callable[[dict[str, Any]], Any]) -> list[str]:
+    problems = []
+    for i, tool in enumerate(tools if isinstance(tools, list) else []):
+        name = name_of(tool) if isinstance(tool, dict) else None
+        if name is not None and not _TOOL_NAME.match(str(name)):
+            problems.append(f"tools.{i}.name: {name!r} must match {_TOOL_NAME.pattern}")
+    return problems

@@ -1,0 +1,174 @@
+"""A codec configured by its stack's YAML: docs/stacks.md data-driven provider, for any wire format
+that is a JSON body (or JSON chunks) holding text, tool calls, usage and a finish reason.
+
+A stack names it ``codec: schema`` in both ``encode`` and ``normalize`` and passes the wire
+schema as ``settings`` (write it once with a YAML anchor). Every key is optional and validated
+when the stack is built. Paths are dot paths (``candidates.0.content.parts``; ``*`` = every
+item); templates are JSON shapes with ``{placeholders}`` (see :mod:`schema_paths`: a
+placeholder whose value is absent removes its key, ``{$if: x, $then: v}`` is a conditional).
+
+``message_schema`` (docs/stacks.md) -- how the history is written:
+    ``messages_key``, ``role_key``, ``role_map`` (canonical role -> wire role; ``tool`` for
+    tool-result messages), ``content_key``, ``content_wrap`` (``string``: text-only content
+    as one string | ``blocks_array`` / ``parts_array``: a list of parts),
+    ``system_prompt: {mode: top_level | role | first_message, key, wrap: string | parts}``,
+    ``tool_result: {role, wrap_mode: parts | direct, block_template}``,
+    ``tool_call_block_template``. Added here, named and general:
+    ``text_template`` / ``image_template`` / ``image_url_template`` / ``thinking_template`` /
+    ``redacted_thinking_template`` -- each block kind's part (a kind without a template is
+    dropped whole with one WARN); ``tool_result.error_template`` (else ``error_prefix`` +
+    text); ``tool_calls_key`` -- tool calls in a separate list of the message (``separate``
+    wires); ``merge_same_role`` -- consecutive turns with one wire role become one;
+    ``echo`` -- part fields (a thought signature) kept in the block's ``provider_raw`` and
+    written back onto the same part only when the request goes to the provider *and model*
+    that produced them; ``foreign_tool_call_fields`` -- fields for a tool-call part no
+    same-origin ``provider_raw`` vouches for (a history from another provider).
+    Placeholders: text ``{text}``; image ``{media_type} {data} {url}``; thinking
+    ``{thinking} {signature}``; tool call ``{id} {name} {input} {input_json}``; tool result
+    ``{tool_call_id} {tool_name} {content} {is_error}`` (``tool_name`` is found from the
+    matching call in the request's history, by id, else by position).
+
+``request_schema`` (added) -- the rest of the body:
+    ``body_template`` with ``{model} {stream} {max_output_tokens} {temperature}
+    {stop_sequences} {output_schema} {output_schema_name} {thinking} {thinking_budget}
+    {parallel_tool_calls} {tools} {tool_choice}``; ``tool_template`` (``{name} {description}
+    {input_schema}``); ``tool_choice: {auto, any, none, tool}`` templates (``{name}``).
+
+``response_schema`` (docs/stacks.md) -- how a reply is read:
+    ``content_mode: blocks | separate``, ``content_path``; blocks: ``block_detect`` (an
+    ordered map of ``text`` / ``thinking`` / ``tool_call`` to ``{key}`` and/or ``{field,
+    value}``; the first match wins, anything else is dropped whole with one WARN),
+    ``text_value``, ``thinking_value``, ``thinking_signature``; separate: ``text_field``,
+    ``thinking_field``, ``tool_calls_field``; both: ``tool_call_name``, ``tool_call_input``,
+    ``tool_call_input_format: object | json_string``, ``tool_call_id`` (absent: ids are
+    minted, see :mod:`schema_parse`), ``tool_call_index`` (stream fragments), ``usage_path``,
+    ``input_tokens`` / ``output_tokens`` / ``cached_input_tokens`` /
+    ``cache_creation_input_tokens`` (a path or a list of paths, summed),
+    ``input_includes_cached`` (canonical input excludes them), ``finish_reason_path`` (a
+    path, or a list of paths or ``{path, map, default}``; the first present wins),
+    ``finish_reasons`` (raw -> stop kind; unknown raw values are ``provider_specific``, never
+    ``end_turn``), ``finish_reason_tool_use`` (raw values that mean ``tool_use`` when the
+    message holds a tool call), ``response_id_path``, ``model_path``, and
+    ``dropped_fields`` (paths whose non-empty presence is reported once as dropped content).
+
+``stream_schema`` -- overrides of ``response_schema`` keys for streamed chunks (for a wire
+whose chunks are small responses, nothing). The stream finishes when the body ends, and must
+have carried a finish reason.
+
+``error_schema`` (added): ``path`` (where an error object sits, in an error body or a stream
+chunk), ``message``, ``code`` (paths whose values name the error; the first that ``classes``
+maps decides the class and is the ``provider_code``, else the HTTP status decides and the
+first code present is reported), ``retry_after`` (a path to seconds or a
+duration like ``"17s"``), ``classes``, ``request_id_header``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from metis.errors import AdapterError
+from metis.model.events import StreamEvent
+from metis.model.request import CanonicalRequest
+from metis.pipeline.call import Call
+from metis.wire import json_limits
+from metis.wire.builder import MessageBuilder
+from metis.wire.codec import CodecFactory
+from metis.wire.http_errors import body_excerpt, http_error
+from metis.wire.schema.compiled import Compiled, load_settings
+from metis.wire.schema.encode import Encoder
+from metis.wire.schema.parse import SchemaParser
+from metis.wire.schema.paths import first, resolve, seconds
+
+
+class SchemaCodec:
+    """A :class:`~metis.wire.codec.Codec` whose wire format is its settings."""
+
+    def __init__(self, **settings: Any) -> None:
+        self.schema: Compiled = load_settings(settings)
+        self.name = self.schema.settings.name
+        self._encoder = Encoder(self.schema)
+
+    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+        return self._encoder.encode(request, call)
+
+    def stream_parser(self, builder: MessageBuilder) -> SchemaParser:
+        return self._parser(builder, streamed=True)
+
+    def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
+        parser = self._parser(builder, streamed=False)
+        try:
+            events = [*parser.feed(body)]
+        except AdapterError:
+            parser.read_pending_usage()  # for the message the reader ends with the error
+            raise
+        return [*events, *parser.end()]
+
+    def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
+        data = _json(body)
+        error = self._error(data, status, headers)
+        if error is not None:
+            return error
+        return http_error(status, headers, body_excerpt(body) if body.strip() else "")
+
+    def _parser(self, builder: MessageBuilder, streamed: bool) -> SchemaParser:
+        s = self.schema
+        return SchemaParser(
+            self.name,
+            s.stream if streamed else s.response,
+            s.messages.echo,
+            s.error_path,
+            self._stream_error,
+            builder,
+            streamed,
+        )
+
+    def _stream_error(self, obj: dict[str, Any]) -> AdapterError:
+        """An error object inside a 200 body or stream: no HTTP status."""
+        error = self._error(obj, None, {})
+        assert error is not None  # the parser calls this only when the error object is there
+        return error
+
+    def _error(
+        self, data: Any, status: int | None, headers: Mapping[str, str]
+    ) -> AdapterError | None:
+        s = self.schema
+        error = resolve(data, s.error_path) if isinstance(data, dict) else None
+        if not isinstance(error, dict):
+            return None
+        message = resolve(error, s.error_message)
+        codes = [first(error, path) for path in s.error_codes]
+        codes = [str(code) for code in codes if isinstance(code, str | int) and code != ""]
+        classes = s.settings.error_schema.classes
+        decisive = next((code for code in codes if code in classes), None)
+        cls = classes[decisive] if decisive is not None else None
+        request_id = None
+        header = s.settings.error_schema.request_id_header
+        if header:
+            request_id = next((v for k, v in headers.items() if k.lower() == header.lower()), None)
+        result = http_error(
+            status,
+            headers,
+            message if isinstance(message, str) else "",
+            error_class=cls,
+            code=decisive or (codes[0] if codes else None),
+            request_id=request_id,
+        )
+        if result.retry_after_seconds is None and s.error_retry is not None:
+            result.retry_after_seconds = seconds(first(error, s.error_retry))
+        return result
+
+
+def _json(body: bytes) -> Any:
+    """The JSON error body; a list (some Google endpoints wrap errors in one) gives its first
+    item."""
+    try:
+        value = json_limits.loads(body)
+    except ValueError:  # invalid JSON or UTF-8, NaN, nesting too deep: no JSON error body
+        return None
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return value[0]
+    return value
+
+
+codec = CodecFactory(SchemaCodec)

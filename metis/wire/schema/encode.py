@@ -1,0 +1,353 @@
+"""Canonical request -> provider JSON, driven by ``message_schema`` and ``request_schema``.
+
+Each content block is rendered with its template; a block with no template (an image where
+the schema has no ``image_template``, say) is dropped whole with one ``call.warn_dropped``.
+Tool results need the called tool's name on some wires (``{tool_name}``): it is looked up by
+id in the request's own history, and when the id matches no call there, by position among the
+calls of the assistant turn before it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from metis.errors import InvalidRequestError
+from metis.model.content import (
+    Base64ImageSource,
+    ContentBlock,
+    ImageBlock,
+    Message,
+    ProviderRaw,
+    RedactedThinkingBlock,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from metis.model.request import CanonicalRequest
+from metis.pipeline.call import Call
+from metis.wire.schema.compiled import Compiled
+from metis.wire.schema.paths import OMIT, compile_path, set_path
+
+log = logging.getLogger("metis")
+
+Part = dict[str, Any]
+
+
+class _Turn:
+    """One wire message being built: its role, its parts, its separate tool calls."""
+
+    __slots__ = ("calls", "direct", "parts", "role", "texts")
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self.parts: list[Any] = []
+        self.texts: list[str | None] = []  # the text of each part, None for other parts
+        self.calls: list[Any] = []
+        self.direct: Part | None = None  # a whole message (a ``direct`` tool result)
+
+
+class Encoder:
+    def __init__(self, schema: Compiled) -> None:
+        self.s = schema
+        self.m = schema.messages
+        self._messages_key = compile_path(self.m.messages_key)
+
+    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+        names = _tool_names(request)
+        system = self._system_text(request, call)
+        turns: list[_Turn] = []
+        previous_calls: list[str] = []
+        for i, message in enumerate(request.messages):
+            if message.role is Role.SYSTEM:
+                continue
+            message_id = message.id or f"messages[{i}]"
+            turns.extend(self._message(message, message_id, call, names, previous_calls))
+            if message.role is Role.ASSISTANT:
+                previous_calls = [b.name for b in message.content if isinstance(b, ToolUseBlock)]
+        body: dict[str, Any] = {}
+        mode = self.m.system_prompt.mode
+        if system and mode == "top_level":
+            set_path(body, self.s.system_key, self._wrap_system(system))
+        elif system and mode == "role":
+            turn = _Turn(self.m.role_map.get("system", "system"))
+            self._add_text(turn, system)
+            turns.insert(0, turn)
+        elif system:
+            self._prepend(turns, system)
+        set_path(body, self._messages_key, [self._render_turn(t) for t in self._merged(turns)])
+        rendered = self.s.body.render(self._body_values(request, call))
+        if isinstance(rendered, dict):
+            _merge(body, rendered)
+        return body
+
+    # Messages --------------------------------------------------------------------------------
+
+    def _message(
+        self,
+        message: Message,
+        message_id: str,
+        call: Call,
+        names: dict[str, str],
+        previous_calls: list[str],
+    ) -> list[_Turn]:
+        role = self.m.role_map.get(
+            "assistant" if message.role is Role.ASSISTANT else message.role.value
+        ) or self.m.role_map.get("user", "user")
+        turn = _Turn(role)
+        results: list[_Turn] = []
+        result_turn: _Turn | None = None
+        position = 0
+        for block in message.content:
+            if isinstance(block, ToolResultBlock):
+                name = names.get(block.tool_use_id)
+                if name is None and position < len(previous_calls):
+                    name = previous_calls[position]
+                position += 1
+                part = self._tool_result(block, name, message_id, call)
+                if part is OMIT:
+                    continue
+                if self.m.tool_result.wrap_mode == "direct":
+                    direct = _Turn(self.m.tool_result.role)
+                    direct.direct = {self.m.role_key: direct.role, **part}
+                    results.append(direct)
+                else:
+                    if result_turn is None:
+                        result_turn = _Turn(self.m.tool_result.role)
+                        results.append(result_turn)
+                    result_turn.parts.append(part)
+                    result_turn.texts.append(None)
+            else:
+                self._block(block, turn, message_id, call)
+        return [*results, turn]
+
+    def _block(self, block: ContentBlock, turn: _Turn, message_id: str, call: Call) -> None:
+        s = self.s
+        if isinstance(block, TextBlock):
+            echo = self._echo(block.provider_raw, call)
+            if not block.text and not echo:
+                return  # providers refuse empty text parts; nothing is lost
+            text_part = self._add_text(turn, block.text)
+            if echo and isinstance(text_part, dict):
+                text_part.update(echo)
+            return
+        part: Any = OMIT
+        if isinstance(block, ToolUseBlock):
+            if s.tool_call is not None:
+                part = s.tool_call.render(_call_values(block))
+                if isinstance(part, dict):
+                    part.update(self._echo(block.provider_raw, call) or self._foreign(block, call))
+                    (turn.calls if self.m.tool_calls_key else turn.parts).append(part)
+                    if not self.m.tool_calls_key:
+                        turn.texts.append(None)
+                    return
+        elif isinstance(block, ImageBlock):
+            source = block.source
+            if isinstance(source, Base64ImageSource):
+                values = {"media_type": source.media_type, "data": source.data}
+                template = s.image
+            else:
+                values = {"url": source.url}
+                template = s.image_url
+            if template is not None:
+                part = template.render(values)
+        elif isinstance(block, ThinkingBlock):
+            if s.thinking is not None:
+                part = s.thinking.render({"thinking": block.thinking, "signature": block.signature})
+        elif isinstance(block, RedactedThinkingBlock) and s.redacted is not None:
+            part = s.redacted.render({"data": block.data})
+        if part is OMIT:
+            reason = f"{call.provider} has no wire form for a {block.type} block here"
+            call.warn_dropped(block.type, reason, message_id=message_id)
+            return
+        turn.parts.append(part)
+        turn.texts.append(None)
+
+    def _add_text(self, turn: _Turn, text: str) -> Any:
+        part = self.s.text.render({"text": text}) if self.s.text is not None else text
+        turn.parts.append(part)
+        turn.texts.append(text)
+        return part
+
+    def _tool_result(
+        self, block: ToolResultBlock, name: str | None, message_id: str, call: Call
+    ) -> Any:
+        result = self.m.tool_result
+        template = self.s.tool_error if block.is_error and self.s.tool_error else self.s.tool_result
+        if template is None:
+            call.warn_dropped(
+                "tool_result", f"{call.provider} has no wire form for tool results", message_id
+            )
+            return OMIT
+        if not isinstance(block.content, str):
+            for item in block.content:
+                if not isinstance(item, TextBlock):
+                    call.warn_dropped(
+                        item.type,
+                        f"a {call.provider} tool result holds text only",
+                        message_id=message_id,
+                        tool_use_id=block.tool_use_id,
+                    )
+        text = block.text()
+        if block.is_error and template is not self.s.tool_error:
+            text = result.error_prefix + text
+        if name is None and template.uses("tool_name"):
+            raise InvalidRequestError(
+                f"{call.provider} needs the tool name of each result, and no call in the "
+                f"history has id {block.tool_use_id!r} ({message_id})",
+                provider=call.provider,
+            )
+        return template.render(
+            {
+                "tool_call_id": block.tool_use_id,
+                "tool_name": name,
+                "content": text,
+                "is_error": block.is_error,
+            }
+        )
+
+    def _echo(self, raw: ProviderRaw | None, call: Call) -> dict[str, Any]:
+        if raw is None or not self.m.echo or not call.produced(raw):
+            return {}
+        return {key: raw.data[key] for key in self.m.echo if key in raw.data}
+
+    def _foreign(self, block: ToolUseBlock, call: Call) -> dict[str, Any]:
+        fields = self.m.foreign_tool_call_fields
+        if not fields or call.produced(block.provider_raw):
+            return {}
+        return dict(fields)
+
+    # Turns -----------------------------------------------------------------------------------
+
+    def _merged(self, turns: list[_Turn]) -> list[_Turn]:
+        out: list[_Turn] = []
+        for turn in turns:
+            if turn.direct is None and not turn.parts and not turn.calls:
+                continue  # nothing sendable was left in it
+            last = out[-1] if out else None
+            if (
+                self.m.merge_same_role
+                and last is not None
+                and last.direct is None
+                and turn.direct is None
+                and last.role == turn.role
+            ):
+                last.parts.extend(turn.parts)
+                last.texts.extend(turn.texts)
+                last.calls.extend(turn.calls)
+            else:
+                out.append(turn)
+        return out
+
+    def _render_turn(self, turn: _Turn) -> Part:
+        if turn.direct is not None:
+            return turn.direct
+        message: Part = {self.m.role_key: turn.role}
+        content: Any = turn.parts or (None if turn.calls else [])
+        if self.m.content_wrap == "string" and all(t is not None for t in turn.texts):
+            content = "".join(t or "" for t in turn.texts) if turn.texts else None
+        message[self.m.content_key] = content
+        if turn.calls and self.m.tool_calls_key:
+            message[self.m.tool_calls_key] = turn.calls
+        return message
+
+    def _system_text(self, request: CanonicalRequest, call: Call) -> str:
+        parts = [request.system_prompt or ""]
+        for i, message in enumerate(request.messages):
+            if message.role is Role.SYSTEM:  # system_hoist normally leaves none behind
+                log.warning(
+                    "%s encode: SYSTEM message %s was not hoisted; sending it as system text",
+                    call.provider,
+                    message.id or f"messages[{i}]",
+                )
+                parts.append(message.text())
+        return "\n\n".join(part for part in parts if part)
+
+    def _wrap_system(self, text: str) -> Any:
+        wrap = self.m.system_prompt.wrap
+        if wrap == "string":
+            return text
+        part = self.s.text.render({"text": text}) if self.s.text is not None else text
+        return {"parts": [part]} if wrap == "parts" else [part]
+
+    def _prepend(self, turns: list[_Turn], system: str) -> None:
+        user = self.m.role_map.get("user", "user")
+        for turn in turns:
+            if turn.role == user and turn.direct is None:
+                part = self.s.text.render({"text": system}) if self.s.text is not None else system
+                turn.parts.insert(0, part)
+                turn.texts.insert(0, system)
+                return
+        turn = _Turn(user)
+        self._add_text(turn, system)
+        turns.insert(0, turn)
+
+    # The body --------------------------------------------------------------------------------
+
+    def _body_values(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+        tools = [
+            self.s.tool.render(
+                {
+                    "name": tool.name,
+                    "description": tool.description or None,
+                    "input_schema": tool.input_schema,
+                }
+            )
+            for tool in request.tools
+        ]
+        choice: Any = None
+        if request.tools and request.tool_choice is not None:
+            template = self.s.choices[request.tool_choice.type]
+            if template is not None:
+                choice = template.render({"name": request.tool_choice.name})
+            else:
+                log.warning(
+                    "%s takes no tool_choice %r; the provider's default applies",
+                    call.provider,
+                    request.tool_choice.type,
+                )
+        schema = request.output_schema
+        title = schema.get("title") if schema else None
+        return {
+            "model": call.wire_model,
+            "stream": bool(request.stream),
+            "max_output_tokens": request.max_output_tokens,
+            "temperature": request.temperature,
+            "stop_sequences": list(request.stop_sequences) or None,
+            "output_schema": schema,
+            "output_schema_name": title if isinstance(title, str) and title else "output",
+            "thinking": True if request.thinking else None,
+            "thinking_budget": request.thinking.budget_tokens if request.thinking else None,
+            "parallel_tool_calls": request.parallel_tool_calls,
+            "tools": [t for t in tools if t is not OMIT] or None,
+            "tool_choice": None if choice is OMIT else choice,
+        }
+
+
+def _call_values(block: ToolUseBlock) -> dict[str, Any]:
+    return {
+        "id": block.id,
+        "name": block.name,
+        "input": block.input,
+        "input_json": json.dumps(block.input, separators=(",", ":"), ensure_ascii=False),
+    }
+
+
+def _tool_names(request: CanonicalRequest) -> dict[str, str]:
+    return {
+        block.id: block.name
+        for message in request.messages
+        for block in message.content
+        if isinstance(block, ToolUseBlock)
+    }
+
+
+def _merge(target: dict[str, Any], extra: dict[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        else:
+            target[key] = value

@@ -1,0 +1,316 @@
+"""Provider JSON -> canonical events, driven by ``response_schema`` / ``stream_schema``.
+
+One parser reads a whole body and each streamed chunk alike: a chunk is a small response.
+``blocks`` mode walks the list at ``content_path`` and detects each item's kind; text items
+accumulate into the current text block (a stream's text arrives as many small parts), and a
+tool call item is a whole call. ``separate`` mode reads the object at ``content_path``: its
+text field is a text fragment and each item of its tool-call list a call or, when its id is
+absent, the next fragment of the call at its index (``tool_call_index``) or position.
+
+Ids: a call without one gets ``<minted_id_prefix><response id>_<n>`` (n counts the calls of
+the response), the same whether the response was streamed or not; with no response id, a
+random token stands in for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+from metis.errors import AdapterError, ProtocolError
+from metis.model.events import StreamEvent
+from metis.model.response import StopKind, StopReason
+from metis.wire.builder import MessageBuilder
+from metis.wire.read import malformed
+from metis.wire.schema.compiled import Reading
+from metis.wire.schema.paths import Path, getter
+
+ErrorReader = Callable[[dict[str, Any]], AdapterError]
+
+
+class SchemaParser:
+    __slots__ = (
+        "_b",
+        "_calls",
+        "_dropped",
+        "_echo",
+        "_error",
+        "_errors",
+        "_finish",
+        "_last",
+        "_name",
+        "_open",
+        "_pending_usage",
+        "_r",
+        "_response_id",
+        "_streamed",
+        "_text_block",
+        "_text_key",
+        "_where",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        reading: Reading,
+        echo: list[str],
+        error_path: Path,
+        errors: ErrorReader,
+        builder: MessageBuilder,
+        streamed: bool,
+    ) -> None:
+        self._name = name
+        self._r = reading
+        self._echo = echo
+        self._error = getter(error_path)
+        self._errors = errors
+        self._b = builder
+        self._streamed = streamed
+        self._where = f"{name} {'chunk' if streamed else 'response'}"  # names fields in errors
+        self._response_id: str | None = None
+        self._calls = 0
+        self._open: dict[Any, tuple[Hashable, str | None]] = {}  # separate mode: index -> call
+        self._text_key: Hashable = "text"
+        self._text_block = -1  # canonical index of the open text block
+        self._last = -1  # canonical index of the last block opened
+        self._finish: StopReason | None = None
+        self._dropped: set[str] = set()
+        self._pending_usage: dict[str, Any] | None = None
+        # Usage comes in every chunk and only the last counts: it is read once, when the
+        # message finishes (also when it finishes early, on an error or a cancel).
+
+    # StreamParser ----------------------------------------------------------------------------
+
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
+        if self._error(obj).__class__ is dict:
+            raise self._errors(obj)
+        self._read(obj)
+        return self._b.take()
+
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self.read_pending_usage()
+        self._b.finish(reason)
+        return self._b.take()
+
+    def read_pending_usage(self) -> None:
+        """Read the last usage seen, if the message ends early: unreadable, it is estimated."""
+        if self._pending_usage is not None:
+            with contextlib.suppress(ProtocolError):  # already failing: estimate instead
+                self._apply_usage()
+
+    def end(self) -> Sequence[StreamEvent]:
+        builder = self._b
+        if self._pending_usage is not None:
+            self._apply_usage()
+        if self._finish is None:
+            if self._streamed:
+                raise ProtocolError(
+                    f"{self._name} stream ended before its finish reason",
+                    provider=builder.provider,
+                )
+            self._finish = StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=None)
+        stop = self._finish
+        if stop.raw in self._r.tool_use_raw and self._calls:
+            stop = StopReason(kind=StopKind.TOOL_USE, raw=stop.raw)
+        builder.stop(stop)
+        builder.finish()
+        return builder.take()
+
+    # Reading ---------------------------------------------------------------------------------
+
+    def _read(self, obj: dict[str, Any]) -> None:
+        r = self._r
+        builder = self._b
+        if not builder.started:
+            self._response_id = _opt_str(r.response_id(obj)) if r.response_id else None
+            builder.start(self._response_id, _opt_str(r.model(obj)) if r.model else None)
+        envelope = r.envelope(obj) if r.envelope is not None else None
+        content = r.content(envelope if r.content_scoped else obj)
+        if content:
+            if r.separate:
+                if content.__class__ is not dict:
+                    raise malformed(f"{self._where}.{r.content_path}", "an object", content)
+                self._message(content)
+            else:
+                if content.__class__ is not list:
+                    raise malformed(f"{self._where}.{r.content_path}", "a list", content)
+                for part in content:
+                    self._part(part)
+        usage = r.usage(obj)
+        if usage.__class__ is dict:
+            self._pending_usage = usage
+        for scoped, get, mapping, default in r.finish:
+            raw = get(envelope if scoped else obj)
+            if raw is not None:
+                if raw.__class__ is not str:
+                    raise malformed(f"{self._where} finish reason", "a string", raw)
+                self._finish = StopReason(kind=mapping.get(raw, default), raw=raw)
+                break
+        for name, scoped, get, block_type in r.dropped:
+            if name not in self._dropped and get(envelope if scoped else obj):
+                self._dropped.add(name)
+                builder.warn(
+                    block_type,
+                    f"{self._name} {block_type!r} has no canonical form",
+                    message_id=builder.message_id,
+                )
+
+    def _part(self, part: Any) -> None:
+        if part.__class__ is not dict:
+            raise malformed(f"{self._where} content part", "an object", part)
+        kind = None
+        for rule_kind, key, field_key, field, value in self._r.detect:
+            if key is not None and key not in part:
+                continue
+            if field_key is not None:
+                if part.get(field_key) != value:
+                    continue
+            elif field is not None and field(part) != value:
+                continue
+            kind = rule_kind
+            break
+        if kind == "text":
+            key = self._r.text_key
+            text = part.get(key) if key is not None else self._r.text_value(part)
+            self._text(self._str(text, "text"), self._echoed(part) if self._echo else None)
+        elif kind == "thinking":
+            self._thinking(part)
+        elif kind == "tool_call":
+            self._tool_call(part, whole=True)
+        else:
+            builder = self._b
+            block_type = next((str(k) for k in part if k not in self._echo), "part")
+            builder.warn(
+                block_type,
+                f"{self._name} {block_type!r} parts have no canonical form",
+                message_id=builder.message_id,
+            )
+
+    def _message(self, message: dict[str, Any]) -> None:
+        r = self._r
+        if r.thinking_field is not None:
+            thinking = r.thinking_field(message)
+            if thinking:
+                self._b.thinking("thinking", self._str(thinking, "reasoning"))
+                self._last = self._index("thinking")
+        text = r.text_field(message)
+        if text:
+            self._text(self._str(text, "text"), self._echoed(message))
+        calls = r.tool_calls_field(message)
+        if calls:
+            if calls.__class__ is not list:
+                raise malformed(f"{self._where} tool calls", "a list", calls)
+            for position, item in enumerate(calls):
+                self._tool_call(item, whole=False, position=position)
+
+    def _text(self, text: str, echo: dict[str, Any] | None) -> None:
+        builder = self._b
+        if text and not echo and self._text_block == self._last >= 0:
+            builder.text(self._text_key, text)  # the hot path: more of the open text block
+            return
+        current = self._text_block if self._text_block == self._last else -1
+        if echo and current >= 0 and builder.has_raw(current):
+            # A second signed text part: a block of its own, so each keeps its signature.
+            self._text_key = ("text", self._last + 1)
+            current = -1
+        if text or (echo and current < 0):
+            builder.text(self._text_key, text)
+            self._text_block = self._last = self._index(self._text_key)
+        if echo:
+            builder.keep_raw(self._text_block, echo)
+
+    def _thinking(self, part: dict[str, Any]) -> None:
+        builder = self._b
+        text = self._str(self._r.thinking_value(part), "thinking")
+        if text:
+            builder.thinking("thinking", text)
+            self._last = self._index("thinking")
+        if self._r.thinking_signature is not None:
+            signature = self._r.thinking_signature(part)
+            if signature:
+                builder.thinking_signature("thinking", self._str(signature, "signature"))
+                self._last = self._index("thinking")
+
+    def _tool_call(self, item: Any, whole: bool, position: int = 0) -> None:
+        if item.__class__ is not dict:
+            raise malformed(f"{self._where} tool call", "an object", item)
+        r = self._r
+        builder = self._b
+        tool_id = _opt_str(r.tool_id(item)) if r.tool_id else None
+        index: Any = r.tool_index(item) if r.tool_index else None
+        if index is None:
+            index = position
+        elif index.__class__ is not int and index.__class__ is not str:
+            raise malformed(f"{self._where} tool call index", "a whole number", index)
+        known = None if whole else self._open.get(index)
+        if known is None or (tool_id and tool_id != known[1]):
+            name = r.tool_name(item)
+            if name.__class__ is not str or not name:
+                raise malformed(f"{self._where} tool call name", "a name", name or None)
+            key: Hashable = ("tool", self._calls)
+            self._calls += 1
+            builder.tool_start(key, tool_id or self._mint(), name)
+            self._last = self._index(key)
+            builder.keep_raw(self._last, self._echoed(item) or {})
+            if not whole:
+                self._open[index] = (key, tool_id)
+        else:
+            key = known[0]
+        given = r.tool_input(item)
+        if given is None:
+            given = "" if r.json_input else {}
+        if isinstance(given, dict):
+            text = json.dumps(given, separators=(",", ":"), ensure_ascii=False)
+            builder.tool_input(key, text)
+            builder.tool_end(key, given)
+        elif isinstance(given, str) and r.json_input:
+            builder.tool_input(key, given)
+            if whole:
+                builder.close(key)
+        else:
+            raise malformed(f"{self._where} tool call input", "an object", given)
+
+    def _apply_usage(self) -> None:
+        usage = self._pending_usage
+        assert usage is not None
+        self._pending_usage = None
+        r = self._r
+        tokens = r.input_tokens(usage)
+        cached = r.cached(usage)
+        created = r.created(usage)
+        if tokens is not None and r.schema.input_includes_cached:
+            tokens = max(0, tokens - (cached or 0) - (created or 0))
+            cached, created = cached or 0, created or 0
+        self._b.usage(tokens, r.output_tokens(usage), cached, created)
+
+    # Helpers ---------------------------------------------------------------------------------
+
+    def _echoed(self, part: dict[str, Any]) -> dict[str, Any] | None:
+        if not self._echo:
+            return None
+        found = {key: part[key] for key in self._echo if key in part}
+        return found or None
+
+    def _str(self, value: Any, what: str) -> str:
+        if value.__class__ is not str:
+            raise malformed(f"{self._where} {what}", "a string", value)
+        return value
+
+    def _index(self, key: Hashable) -> int:
+        """The canonical index of the block just opened or extended under ``key`` (it may
+        have made no event: a fragment ending in half a surrogate pair is held back)."""
+        index = self._b.index_of(key)
+        assert index is not None
+        return index
+
+    def _mint(self) -> str:
+        if self._response_id is None:
+            self._response_id = uuid.uuid4().hex[:16]
+        return f"{self._r.schema.minted_id_prefix}{self._response_id}_{self._calls - 1}"
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
