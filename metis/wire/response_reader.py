@@ -6,7 +6,7 @@ a whole JSON body) and the canonical events except the IO: the codec's parser an
 and §4, the usage estimate of §5 and what to do with objects that come after the end. It
 needs no event loop; its caller reads the bytes, frames them, and hands each object over::
 
-    reader = ResponseReader(codec, call, stream=True, request_body=body, secrets=secrets)
+    reader = ResponseReader(codec, call, request_body=body, secrets=secrets)
     try:
         for obj in objects:                  # framed objects, as they arrive
             yield from reader.feed(obj)      # or reader.body(obj): a whole JSON reply
@@ -82,11 +82,12 @@ class ReadContext(Protocol):
 
 
 class ResponseReader:
-    """One response of one call, read through ``codec`` (see the module's docstring).
+    """One response of one call, read through ``codec`` (see the module's docstring): a
+    stream's objects go to ``feed``, a whole reply to ``body``.
 
-    ``stream``: the objects are a stream's events (``feed``), else one whole reply
-    (``body``). ``request_body``: what was sent, to estimate the input when the provider
-    reports no usage. ``secrets``: values hidden from errors and log records."""
+    ``context``: the call (its identity, and where dropped content is reported).
+    ``request_body``: what was sent, to estimate the input when the provider reports no
+    usage. ``secrets``: values hidden from errors and log records."""
 
     __slots__ = (
         "_builder",
@@ -108,7 +109,6 @@ class ResponseReader:
         codec: Codec,
         context: ReadContext,
         *,
-        stream: bool,
         request_body: Mapping[str, Any] | None = None,
         secrets: tuple[str, ...] = (),
     ) -> None:
@@ -122,7 +122,7 @@ class ResponseReader:
             context.warn_dropped,
             self._estimate_input_tokens if request_body is not None else None,
         )
-        self._parser: StreamParser | None = codec.stream_parser(builder) if stream else None
+        self._parser = codec.stream_parser(builder)
         self._complete = False  # the message ended and its ending was looked at
         self._whole = False  # a whole reply was read (body)
         self._ignored = 0  # objects read after the end
@@ -142,10 +142,7 @@ class ResponseReader:
         """One object of a stream: the events it made."""
         if self._complete:
             return self._after_end(obj)
-        parser = self._parser
-        if parser is None:
-            raise TypeError("ResponseReader.feed reads a stream; a whole reply goes to body()")
-        events = parser.feed(obj)
+        events = self._parser.feed(obj)
         if self._builder.completed:
             self._ended(events)
         return events
@@ -163,9 +160,7 @@ class ResponseReader:
     def finish(self) -> Sequence[StreamEvent]:
         """The input ended: the message's last events, or ProtocolError when it never
         completed."""
-        events = NO_EVENTS
-        if self._parser is not None and not self._whole:
-            events = self._parser.end()
+        events = NO_EVENTS if self._whole else self._parser.end()
         if not self._builder.completed:
             self._unsent = events  # given with the error's ending
             raise ProtocolError(f"{self._context.provider} response ended before the message did")
@@ -218,10 +213,7 @@ class ResponseReader:
 
     def _end_with(self, reason: StopReason) -> Sequence[StreamEvent]:
         """End the message early, through the parser (which may hold usage not yet read)."""
-        if self._parser is not None:
-            return self._parser.interrupt(reason)
-        self._builder.finish(reason)
-        return self._builder.take()
+        return self._parser.interrupt(reason)
 
     def _after_end(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         self._ignored += 1

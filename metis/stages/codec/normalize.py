@@ -64,7 +64,6 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
         reader = ResponseReader(
             self.codec,
             call,
-            stream=request.stream,
             request_body=request.body,
             secrets=self._secrets,
         )
