@@ -592,6 +592,38 @@ def test_take_hands_out_each_event_once_in_the_order_made() -> None:
     assert b.take() == ()
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["text", "thinking", "tool"]),
+            st.integers(0, 2),
+            st.sampled_from(["a", "é", "\ud83d", "\ude00", "", "{}"]),
+        ),
+        max_size=12,
+    )
+)
+def test_take_text_is_text_then_take(ops: list[tuple[str, int, str]]) -> None:
+    """The hot path's one call gives what its two calls give, whatever came before."""
+    one, two = MessageBuilder(PROVIDER, MODEL), MessageBuilder(PROVIDER, MODEL)
+    for builder_ in (one, two):
+        builder_.start("m", "x")
+    for op, key, text in ops:
+        if op == "text":
+            got = one.take_text(key, text)
+            two.text(key, text)
+            assert got == two.take()
+        else:
+            for builder_ in (one, two):
+                if op == "thinking":
+                    builder_.thinking(key, text)
+                else:
+                    builder_.tool_start(key, f"toolu_{key}", "f")
+    one.finish()
+    two.finish()
+    assert one.take() == two.take()
+
+
 def test_usage_is_estimated_only_when_the_provider_reported_none() -> None:
     asked: list[str] = []
 

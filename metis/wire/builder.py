@@ -191,6 +191,23 @@ class MessageBuilder:
         block.parts.append(text)
         self._events.append(TextDelta(block.index, text))
 
+    def take_text(self, key: Hashable, text: str) -> Sequence[StreamEvent]:
+        """``text(key, text)`` then ``take()``: a parser's hot path (a text delta that is
+        the whole object), in one call."""
+        block = self._by_key.get(key)
+        if (
+            self._events
+            or block is None
+            or block.kind != TEXT
+            or block.held
+            or block.index != len(self._blocks) - 1
+            or not text.isascii()
+        ):
+            self.text(key, text)
+            return self.take()
+        block.parts.append(text)
+        return [TextDelta(block.index, text)]
+
     def thinking(self, key: Hashable, text: str) -> None:
         block = self._thinking_block(key)
         if block.held or not text.isascii():

@@ -80,9 +80,9 @@ class AnthropicStreamParser:
             if index.__class__ is int and delta.__class__ is dict:
                 text = delta.get("text")  # the hot path: a text_delta
                 if text.__class__ is str and delta.get("type") == "text_delta":
-                    if index not in self._dropped:
-                        builder.text(index, text)
-                    return builder.take()
+                    if index in self._dropped:
+                        return builder.take()
+                    return builder.take_text(index, text)
             self._delta(required_index(obj, "index", kind), required_object(obj, "delta", kind))
         elif kind.__class__ is str:
             self._event(kind, obj)

@@ -69,7 +69,7 @@ class ConverseStreamParser:
                 text = delta.get("text")
                 if text.__class__ is str:  # the hot path: a text delta
                     if text:  # some models open with an empty text delta; it is no block
-                        builder.text(index, text)
+                        return builder.take_text(index, text)
                     return builder.take()
         event = object_value(event, _BLOCK_DELTA)
         index = required_index(event, "contentBlockIndex", _BLOCK_DELTA)

@@ -63,7 +63,7 @@ class OllamaStreamParser:
                 if not builder.started:
                     builder.start(None, _model(obj))
                 if content:
-                    builder.text(_TEXT, content)  # the hot path: a bare text fragment
+                    return builder.take_text(_TEXT, content)  # the hot path: a bare fragment
                 return builder.take()
         self._object(obj)
         return builder.take()

@@ -115,8 +115,7 @@ class ResponsesParser:
         if obj.get("type") == _TEXT_DELTA:  # the hot path
             index, delta = obj.get("output_index"), obj.get("delta")
             if delta.__class__ is str and index.__class__ is int and index not in self._dropped:
-                builder.text(index, delta)
-                return builder.take()
+                return builder.take_text(index, delta)
         self._event(obj)
         return builder.take()
 
