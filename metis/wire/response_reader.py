@@ -174,7 +174,7 @@ class ResponseReader:
         reason ``cancelled`` and what arrived (the events not yet given come first)."""
         events = self._unsent_events()
         if not self._builder.completed:
-            events += self._end_with(_CANCELLED)
+            events += self._parser.interrupt(_CANCELLED)  # it may hold usage not yet read
         self._ended(events)
         return events
 
@@ -193,7 +193,8 @@ class ResponseReader:
                 )
             return None
         if builder.started and not builder.completed:
-            events += self._end_with(StopReason(kind=StopKind.ERROR, raw=error.provider_code))
+            ending = StopReason(kind=StopKind.ERROR, raw=error.provider_code)
+            events += self._parser.interrupt(ending)
         if builder.completed:
             self._ended(events)
         return events
@@ -210,10 +211,6 @@ class ResponseReader:
         events = [*self._unsent, *self._builder.take()]
         self._unsent = NO_EVENTS
         return events
-
-    def _end_with(self, reason: StopReason) -> Sequence[StreamEvent]:
-        """End the message early, through the parser (which may hold usage not yet read)."""
-        return self._parser.interrupt(reason)
 
     def _after_end(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         self._ignored += 1
