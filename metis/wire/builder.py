@@ -206,7 +206,7 @@ class MessageBuilder:
             self.text(key, text)
             return self.take()
         block.parts.append(text)
-        return [TextDelta(block.index, text)]
+        return (TextDelta(block.index, text),)
 
     def thinking(self, key: Hashable, text: str) -> None:
         block = self._thinking_block(key)

@@ -200,7 +200,9 @@ class _StreamParser:
                         raise malformed("choices[0].delta", "an object", delta)
                     content = delta.get("content")
                     if content and len(delta) == 1 and content.__class__ is str:
-                        builder.text(_TEXT, content)  # the hot path: a bare text fragment
+                        if choice.get("finish_reason") is None and not obj.get("usage"):
+                            return builder.take_text(_TEXT, content)  # the hot path
+                        builder.text(_TEXT, content)
                     else:
                         self._delta(delta)
                 if (finish := choice.get("finish_reason")) is not None:
