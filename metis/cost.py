@@ -23,14 +23,14 @@ uncached input::
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Iterable
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -39,102 +39,16 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from metis.catalog.catalog import Catalog, default_catalog
-from metis.catalog.lookup import lookup, stack_catalog_provider
 from metis.catalog.model_info import ModelInfo
+from metis.catalog.price_rates import ModelPrice, PriceTierEntry
 from metis.core.config_files import config_error, read_yaml, show
 from metis.errors import ConfigError
 from metis.model.response import TokenUsage
+from metis.stacks.catalog import lookup, stack_catalog_provider
 
 MILLION = Decimal(1_000_000)
 QUANTUM = Decimal("1e-8")
-
-
-def _rate(value: Any) -> Any:
-    """A rate from YAML: an int, a float (read through its shortest repr) or decimal text."""
-    rate: Decimal | None = None
-    if isinstance(value, int | float | str | Decimal) and not isinstance(value, bool):
-        try:
-            rate = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-        except InvalidOperation:
-            rate = None
-    if rate is None or not rate.is_finite():
-        raise PydanticCustomError("rate_type", _RATE_ERROR.format("a number"), _got(value))
-    if rate < 0:
-        raise PydanticCustomError("rate_range", _RATE_ERROR.format("a number >= 0"), _got(value))
-    return rate
-
-
-_RATE_ERROR = "expected {} (USD per million tokens), got {{got}}"
-
-
-def _got(value: Any) -> dict[str, str]:
-    return {"got": show(value)}
-
-
-Rate = Annotated[Decimal, BeforeValidator(_rate)]
-
-
-class PriceTierEntry(BaseModel):
-    """Rates that apply to every token of a call whose total input exceeds
-    ``above_input_tokens`` (the "cliff" tiers Anthropic and Google price long prompts by).
-    A rate left out keeps the model's base rate."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    above_input_tokens: int = Field(ge=0)
-    input: Rate | None = None
-    output: Rate | None = None
-    cached_input: Rate | None = None
-    cache_creation: Rate | None = None
-
-
-class ModelPrice(BaseModel):
-    """One model's rates, USD per million tokens, as the table gives them.
-
-    Price with :attr:`cached_input_rate` and :attr:`cache_creation_rate`, which apply the
-    defaults (the input rate) to rates the table leaves out.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    input: Rate
-    output: Rate
-    cached_input: Rate | None = None
-    cache_creation: Rate | None = None
-    tiers: list[PriceTierEntry] = Field(default_factory=list)
-    aliases: list[str] = Field(default_factory=list)
-
-    _model: str = PrivateAttr(default="")
-
-    @property
-    def model(self) -> str:
-        """The canonical id this entry is listed under in its table."""
-        return self._model
-
-    @property
-    def cached_input_rate(self) -> Decimal:
-        """Cache reads; the input rate when the table gives none."""
-        return self.input if self.cached_input is None else self.cached_input
-
-    @property
-    def cache_creation_rate(self) -> Decimal:
-        """Cache writes; the input rate when the table gives none."""
-        return self.input if self.cache_creation is None else self.cache_creation
-
-    def for_input(self, total_input_tokens: int) -> ModelPrice:
-        """The rates for a call of ``total_input_tokens``: the highest tier it passes, if any,
-        replaces each rate that tier names."""
-        passed = [t for t in self.tiers if total_input_tokens > t.above_input_tokens]
-        if not passed:
-            return self
-        tier = max(passed, key=lambda t: t.above_input_tokens)
-        base = self.model_copy(update={"tiers": []})
-        changes = {
-            name: getattr(tier, name)
-            for name in ("input", "output", "cached_input", "cache_creation")
-            if getattr(tier, name) is not None
-        }
-        return base.model_copy(update=changes)
+log = logging.getLogger("metis")
 
 
 class Cost(BaseModel):
@@ -152,6 +66,13 @@ class Cost(BaseModel):
     pricing_version: str
     estimated: bool = False
     """Copied from the usage: the token counts were estimated, so is the cost."""
+    unpriced: str | None = None
+    """Why there is no price (``cost_of`` of a model no table prices); every amount is then 0."""
+
+    @property
+    def priced(self) -> bool:
+        """Whether the amounts are a price (False: :attr:`unpriced` says why they are 0)."""
+        return self.unpriced is None
 
     @property
     def breakdown(self) -> dict[str, Decimal]:
@@ -242,6 +163,13 @@ class PriceTable(BaseModel):
 
     def model_id(self, model: str) -> str:
         """The canonical id of the entry that prices ``model`` (found as :meth:`price` does)."""
+        found = self.find(model)
+        if found is None:
+            raise ConfigError(self._no_price(model))
+        return found
+
+    def find(self, model: str) -> str | None:
+        """:meth:`model_id`, or None when no entry prices ``model``."""
         found = self._index.get(model)
         prefix, sep, name = model.partition(":")
         provider = stack_catalog_provider(prefix) if sep else None
@@ -252,12 +180,13 @@ class PriceTable(BaseModel):
             found = self._by_wire_name(model)
         if found is None and translated:
             found = self._by_wire_name(translated)
-        if found is None:
-            raise ConfigError(
-                f"no price for model {model!r} in {self.source} (pricing_version "
-                f"{self.pricing_version}); add it under models: with input and output rates"
-            )
         return found
+
+    def _no_price(self, model: str) -> str:
+        return (
+            f"no price for model {model!r} in {self.source} (pricing_version "
+            f"{self.pricing_version}); add it under models: with input and output rates"
+        )
 
     def _by_wire_name(self, model: str) -> str | None:
         provider, sep, name = model.partition(":")
@@ -344,13 +273,49 @@ def default_price_table() -> PriceTable:
 
 def cost_of(model: str, usage: TokenUsage, table: PriceTable | None = None) -> Cost:
     """The cost of one call's ``usage`` on ``model`` (the model catalog's prices unless given a
-    table). Raises :class:`ConfigError` when the model has no price."""
-    if table is not None:
-        return table.cost(model, usage)
-    info = lookup(model)  # one entry, not the whole table, in the common case
-    if info is not None and info.prices is not None:
-        catalog = default_catalog()
-        return price_usage(
-            info.key.replace("/", ":", 1), _catalog_price(info), usage, catalog.version
+    table). A model with no price gives an unpriced Cost (``priced`` False, ``unpriced`` says
+    why, every amount 0) and one WARN per model per process, so a loop summing costs goes on."""
+    found = priced_cost(model, usage, table)
+    return found if found is not None else _unpriced(model, table or default_price_table(), usage)
+
+
+def priced_cost(model: str, usage: TokenUsage, table: PriceTable | None = None) -> Cost | None:
+    """:func:`cost_of`, or None (and no WARN) when no price is found for ``model``."""
+    if table is None:
+        info = lookup(model)  # one entry, not the whole table, in the common case
+        if info is not None and info.prices is not None:
+            catalog = default_catalog()
+            return price_usage(
+                info.key.replace("/", ":", 1), _catalog_price(info), usage, catalog.version
+            )
+        table = default_price_table()
+    model_id = table.find(model)
+    if model_id is None:
+        return None
+    return price_usage(model_id, table.models[model_id], usage, table.pricing_version)
+
+
+def _unpriced(model: str, table: PriceTable, usage: TokenUsage) -> Cost:
+    reason = table._no_price(model)
+    if model not in _warned_unpriced:
+        _warned_unpriced.add(model)
+        log.warning(
+            "%s; its cost is counted as 0 (Cost.priced is False)",
+            reason,
+            extra={"event": "metis.unpriced_model", "model": model},
         )
-    return default_price_table().cost(model, usage)
+    zero = Decimal(0)
+    return Cost(
+        model=model,
+        usd=zero,
+        input_usd=zero,
+        output_usd=zero,
+        cached_input_usd=zero,
+        cache_creation_usd=zero,
+        pricing_version=table.pricing_version,
+        estimated=usage.estimated,
+        unpriced=reason,
+    )
+
+
+_warned_unpriced: set[str] = set()

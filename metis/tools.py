@@ -18,8 +18,11 @@
 The input schema comes from the signature's type hints through pydantic (``Annotated[int,
 Field(ge=1)]`` works), the description from the docstring's first paragraph, and each
 parameter's description from its ``Args:`` entry. Arguments are validated before the function
-runs; a tool that raises, or arguments that do not validate, become an ``is_error`` result the
-model can read, never an exception in the application.
+runs; a tool that raises (even an exception that cannot be printed), arguments that do not
+validate, or a result that cannot be made text (circular, bytes that are not UTF-8, nested too
+deep for JSON, an object whose ``str()`` fails) become an ``is_error`` result the model can
+read, never an exception in the application. A string result's lone UTF-16 surrogates become
+U+FFFD, as they do in what providers send.
 """
 
 from __future__ import annotations
@@ -28,46 +31,60 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
 
 import anyio
 import anyio.to_thread
 import pydantic_core
-from pydantic import BaseModel, TypeAdapter, ValidationError, validate_call
+from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError, validate_call
 
+from metis.core.options import checked_options
+from metis.errors import ConfigError
 from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.model.request import ToolDefinition
 from metis.model.response import CanonicalResponse
+from metis.wire.unicode_text import clean
+
+P = ParamSpec("P")
+R = TypeVar("R")
+P2 = ParamSpec("P2")
+R2 = TypeVar("R2")
+M = TypeVar("M", bound=BaseModel)
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
 _ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)\s*(?:\([^)]*\))?:\s*(.*)$")
 
 
 @dataclass(frozen=True, slots=True)
-class Tool:
-    """A tool the model may call: its definition, and the function that answers the call."""
+class Tool(Generic[P, R]):
+    """A tool the model may call: its definition, and the function that answers the call.
+
+    A ``Tool[P, R]`` is called as its function is (``P``'s arguments, ``R`` back), so a type
+    checker knows an ``@metis.tool`` function's signature as well as before it was decorated.
+    """
 
     definition: ToolDefinition
-    function: Callable[..., Any]
+    function: Callable[P, R]
 
     @property
     def name(self) -> str:
         return self.definition.name
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.function(*args, **kwargs)
 
     @classmethod
+    @checked_options
     def from_function(
         cls,
-        function: Callable[..., Any],
+        function: Callable[P2, R2],
         *,
         name: str | None = None,
         description: str | None = None,
-    ) -> Tool:
+    ) -> Tool[P2, R2]:
         """A tool from ``function``'s signature and docstring."""
         summary, params = _docstring(inspect.getdoc(function) or "")
-        schema = TypeAdapter[Any](function).json_schema()  # type: ignore[arg-type]
+        schema = _input_schema(function, name or function.__name__)
         for param, text in params.items():
             prop = schema.get("properties", {}).get(param)
             if isinstance(prop, dict):
@@ -78,10 +95,11 @@ class Tool:
             description=description if description is not None else summary,
             input_schema=schema,
         )
-        return cls(definition, validate_call(function))
+        return Tool(definition, validate_call(function))
 
     @classmethod
-    def from_model(cls, model: type[BaseModel], *, name: str | None = None) -> Tool:
+    @checked_options
+    def from_model(cls, model: type[M], *, name: str | None = None) -> Tool[..., M]:
         """A tool whose input is ``model``: answering a call returns the validated instance."""
         schema = model.model_json_schema()
         _drop_titles(schema)
@@ -90,22 +108,38 @@ class Tool:
             description=(inspect.getdoc(model) or "").split("\n\n")[0],
             input_schema=schema,
         )
-        return cls(definition, lambda **fields: model.model_validate(fields))
+
+        def answer(**fields: Any) -> M:
+            return model.model_validate(fields)
+
+        return Tool(definition, answer)
 
 
+AnyTool = Tool[..., Any]
+"""A tool of any signature."""
+
+
+@overload
+def tool(function: Callable[P, R], /) -> Tool[P, R]: ...
+@overload
 def tool(
-    function: Callable[..., Any] | None = None,
+    *, name: str | None = None, description: str | None = None
+) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+@checked_options
+def tool(
+    function: Callable[P, R] | None = None,
     *,
     name: str | None = None,
     description: str | None = None,
-) -> Any:
-    """Make a :class:`Tool` of a function: ``@tool`` or ``@tool(name=..., description=...)``."""
+) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
+    """Make a :class:`Tool` of a function: ``@tool`` or ``@tool(name=..., description=...)``.
+    The tool keeps the function's signature for type checkers (``Tool[P, R]``)."""
     if function is None:
         return lambda f: Tool.from_function(f, name=name, description=description)
     return Tool.from_function(function, name=name, description=description)
 
 
-def as_tool_definition(item: Tool | ToolDefinition | Callable[..., Any]) -> ToolDefinition:
+def as_tool_definition(item: AnyTool | ToolDefinition | Callable[..., Any]) -> ToolDefinition:
     """What a request carries for a tool given as a Tool, a definition or a plain function."""
     if isinstance(item, ToolDefinition):
         return item
@@ -115,7 +149,7 @@ def as_tool_definition(item: Tool | ToolDefinition | Callable[..., Any]) -> Tool
 
 
 async def arun_tools(
-    reply: CanonicalResponse | Message, tools: Sequence[Tool | Callable[..., Any]]
+    reply: CanonicalResponse | Message, tools: Sequence[AnyTool | Callable[..., Any]]
 ) -> Message:
     """Run every tool call of ``reply`` (concurrently; a plain function in a worker thread)
     and return the tool-result message, results in the calls' order."""
@@ -133,7 +167,7 @@ async def arun_tools(
 
 
 def run_tools(
-    reply: CanonicalResponse | Message, tools: Sequence[Tool | Callable[..., Any]]
+    reply: CanonicalResponse | Message, tools: Sequence[AnyTool | Callable[..., Any]]
 ) -> Message:
     """:func:`arun_tools` for code without an event loop: the calls run one by one here."""
     by_name = _by_name(tools)
@@ -144,7 +178,7 @@ def run_tools(
 # Internals -------------------------------------------------------------------------------
 
 
-def _by_name(tools: Sequence[Tool | Callable[..., Any]]) -> dict[str, Tool]:
+def _by_name(tools: Sequence[AnyTool | Callable[..., Any]]) -> dict[str, AnyTool]:
     made = [t if isinstance(t, Tool) else Tool.from_function(t) for t in tools]
     return {t.name: t for t in made}
 
@@ -154,7 +188,7 @@ def _calls(reply: CanonicalResponse | Message) -> list[ToolUseBlock]:
     return [block for block in content if isinstance(block, ToolUseBlock)]
 
 
-async def _run(call: ToolUseBlock, tools: dict[str, Tool]) -> ToolResultBlock:
+async def _run(call: ToolUseBlock, tools: dict[str, AnyTool]) -> ToolResultBlock:
     found = tools.get(call.name)
     if found is None:
         return _unknown(call, tools)
@@ -165,10 +199,10 @@ async def _run(call: ToolUseBlock, tools: dict[str, Tool]) -> ToolResultBlock:
             value = await anyio.to_thread.run_sync(lambda: found.function(**call.input))
     except Exception as exc:
         return _failed(call, exc)
-    return ToolResultBlock(tool_use_id=call.id, content=_text(value))
+    return _result(call, value)
 
 
-def _run_sync(call: ToolUseBlock, tools: dict[str, Tool]) -> ToolResultBlock:
+def _run_sync(call: ToolUseBlock, tools: dict[str, AnyTool]) -> ToolResultBlock:
     found = tools.get(call.name)
     if found is None:
         return _unknown(call, tools)
@@ -178,14 +212,14 @@ def _run_sync(call: ToolUseBlock, tools: dict[str, Tool]) -> ToolResultBlock:
             raise TypeError(f"tool {call.name} is async: use arun_tools in an event loop")
     except Exception as exc:
         return _failed(call, exc)
-    return ToolResultBlock(tool_use_id=call.id, content=_text(value))
+    return _result(call, value)
 
 
 async def _awaited(value: Awaitable[Any] | Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-def _unknown(call: ToolUseBlock, tools: dict[str, Tool]) -> ToolResultBlock:
+def _unknown(call: ToolUseBlock, tools: dict[str, AnyTool]) -> ToolResultBlock:
     known = ", ".join(sorted(tools)) or "none"
     text = f"no tool named {call.name!r}; the tools are: {known}"
     return ToolResultBlock(tool_use_id=call.id, content=text, is_error=True)
@@ -198,16 +232,73 @@ def _failed(call: ToolUseBlock, exc: Exception) -> ToolResultBlock:
         )
         text = f"the arguments of {call.name} are not valid: {problems}"
     else:
-        text = f"{type(exc).__name__}: {exc}"
-    return ToolResultBlock(tool_use_id=call.id, content=text, is_error=True)
+        text = _described(exc)
+    return ToolResultBlock(tool_use_id=call.id, content=clean(text), is_error=True)
+
+
+def _result(call: ToolUseBlock, value: Any) -> ToolResultBlock:
+    try:
+        text = _text(value)
+    except Exception as exc:  # circular, not UTF-8, too deep, a str() that raises, ...
+        reason = f"the result of {call.name} could not be made text ({_described(exc)})"
+        return ToolResultBlock(tool_use_id=call.id, content=clean(reason), is_error=True)
+    return ToolResultBlock(tool_use_id=call.id, content=text)
 
 
 def _text(value: Any) -> str:
     if isinstance(value, str):
-        return value
+        return clean(value)
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return pydantic_core.to_json(value, fallback=str).decode()
+
+
+def _described(exc: BaseException) -> str:
+    """``Type: message`` for an exception, even one whose ``str()`` fails."""
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<its message could not be printed>"
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _input_schema(function: Callable[..., Any], name: str) -> dict[str, Any]:
+    """The JSON schema of ``function``'s parameters; a parameter whose type has none is a
+    ConfigError naming the tool, the parameter and the type."""
+    try:
+        return TypeAdapter[Any](function).json_schema()  # type: ignore[arg-type]
+    except PydanticUserError as exc:
+        hints = _parameter_types(function)
+        for parameter, annotation in hints.items():
+            try:
+                TypeAdapter[Any](annotation).json_schema()
+            except PydanticUserError:
+                raise ConfigError(
+                    f"tool {name!r}: parameter {parameter!r} has the type "
+                    f"{_type_name(annotation)}, which has no JSON schema a model can fill; use a "
+                    "JSON type (str, int, float, bool, list, dict, Literal, a pydantic model)"
+                ) from None
+        raise ConfigError(f"tool {name!r}: no JSON schema for its parameters: {exc}") from None
+
+
+def _parameter_types(function: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        hints = get_type_hints(function, include_extras=True)
+    except Exception:  # an annotation that does not resolve: pydantic's own error says which
+        return {}
+    parameters = inspect.signature(function).parameters
+    return {name: hints[name] for name in parameters if name in hints}
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        module = annotation.__module__
+        return (
+            annotation.__qualname__
+            if module == "builtins"
+            else f"{module}.{annotation.__qualname__}"
+        )
+    return repr(annotation)
 
 
 def _docstring(doc: str) -> tuple[str, dict[str, str]]:

@@ -504,7 +504,7 @@ def test_prices_come_from_the_model_catalog(no_keys: None) -> None:
 @pytest.mark.slow
 def test_stack_imports_the_module_that_registers_custom_stages(tmp_path: Path) -> None:
     (tmp_path / "mystages.py").write_text(
-        "from typing import Any\nfrom metis import Stage, register_stage\n\n"
+        "from typing import Any\nfrom metis.pipeline import Stage, register_stage\n\n"
         "@register_stage\nclass Shout(Stage[Any, Any, Any, Any]):\n    name = 'shout'\n\n"
         "    async def __call__(self, request, call, inner):  # type: ignore[no-untyped-def]\n"
         "        async for event in inner(request, call):\n            yield event\n",
@@ -610,3 +610,30 @@ def test_chat_keeps_line_history_between_sessions(
     assert readline.get_history_item(readline.get_current_history_length()) == (
         "What's the weather in Paris?"
     )
+
+
+def test_the_chat_prompt_marks_its_colour_codes_for_readline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """readline counts every character of the prompt as on screen unless \\001...\\002 say
+    otherwise; with the codes counted, editing a long line redraws it in the wrong place."""
+    import builtins
+    import sys
+
+    from metis.cli import chat
+
+    class Terminal(StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    prompts: list[str] = []
+
+    def read(prompt: str = "") -> str:
+        prompts.append(prompt)
+        raise EOFError
+
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    monkeypatch.setattr(builtins, "input", read)
+    monkeypatch.setattr(chat, "_line_editing", lambda: None)
+    chat._loop(None, None, Output(Terminal(), colour=True))  # type: ignore[arg-type]
+    assert prompts == ["\x01\x1b[1;32m\x02you>\x01\x1b[0m\x02 "]

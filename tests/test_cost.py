@@ -168,6 +168,30 @@ def test_cost_of_uses_the_catalog_unless_given_a_table() -> None:
     assert cost_of("anthropic:claude-sonnet-4-5", usage, table()).usd == Decimal("15.3")
 
 
+def test_cost_of_an_unpriced_model_is_an_unpriced_cost_a_sum_can_go_past(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    from metis import cost
+
+    cost._warned_unpriced.discard("ollama:my-own-finetune")
+    usage = TokenUsage(input_tokens=1000, output_tokens=1000)
+    calls = ["anthropic:claude-haiku-4-5", "ollama:my-own-finetune", "ollama:my-own-finetune"]
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        costs = [cost_of(model, usage) for model in calls]
+        total = sum(c.usd for c in costs)
+    assert total == costs[0].usd and costs[0].priced and costs[0].unpriced is None
+    unpriced = costs[1]
+    assert not unpriced.priced and unpriced.usd == 0 and unpriced.model == "ollama:my-own-finetune"
+    assert unpriced.unpriced is not None and "no price for model" in unpriced.unpriced
+    warns = [r for r in caplog.records if getattr(r, "event", "") == "metis.unpriced_model"]
+    assert len(warns) == 1  # once per model per process
+    assert not cost_of("openai:gpt-4o", usage, table()).priced  # a table without it
+    with pytest.raises(ConfigError, match="no price for model"):
+        table().cost("openai:gpt-4o", usage)  # the table's own lookup still says so
+
+
 def test_a_tier_prices_every_token_of_a_call_past_its_threshold() -> None:
     tiered = table(
         models={

@@ -248,3 +248,30 @@ async def test_a_connection_dropped_mid_body_is_a_network_error(provider: str) -
     with pytest.raises(AdapterError) as caught:
         await collect(adapter, request(provider))
     assert caught.value.error_class is ErrorClass.NETWORK
+
+
+AUTH_BODIES = [
+    b'{"error": {"type": "invalid_request_error", "message": "Incorrect API key provided"}}',
+    b'{"type": "error", "error": {"type": "invalid_request_error", "message": "bad key"}}',
+    b'{"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "API key not valid"}}',
+    b'{"error": {"code": "invalid_api_key", "message": "Incorrect API key"}}',
+    b'{"message": "The security token included in the request is invalid."}',
+    b'{"error": "unauthorized"}',
+    b"",
+]
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_401_or_403_is_auth_whatever_the_body_says_in_every_stack(status: int) -> None:
+    from metis.stacks.loader import builtin_stacks, load_stack
+
+    headers = [{}, {"x-amzn-errortype": "ValidationException:http://internal.amazon.com/"}]
+    wrong = []
+    for stack in builtin_stacks():
+        codec = load_stack(stack).build_pipeline()["normalize"].codec  # type: ignore[attr-defined]
+        for body in AUTH_BODIES:
+            for header in headers:
+                error = codec.error_from_http(status, header, body)
+                if error.error_class is not ErrorClass.AUTH or error.retryable:
+                    wrong.append((stack, body[:40], header, error.error_class.value))
+    assert wrong == []

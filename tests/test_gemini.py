@@ -35,6 +35,7 @@ from metis.model.request import ThinkingConfig, ToolChoice
 from metis.model.response import StopKind
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.stacks.loader import load_stack
+from metis.stages.edits import schema_cleanup
 from metis.stages.policy.invariants import StreamChecker
 from metis.testing.cassette import ReplayTransport
 from metis.wire.builder import MessageBuilder
@@ -680,6 +681,7 @@ async def test_tool_schemas_are_cleaned_for_gemini_with_one_warn_per_keyword(
         return httpx.Response(200, json=chunk({"text": "ok"}, finish="STOP"))
 
     tool = ToolDefinition(name="forecast", input_schema=pydantic_like)
+    schema_cleanup._warned.clear()  # warned of once per process
     with caplog.at_level(logging.WARNING, logger="metis"):
         await gemini_adapter(httpx.MockTransport(handler)).complete(
             weather_request(False, tools=[tool])
@@ -696,6 +698,30 @@ async def test_tool_schemas_are_cleaned_for_gemini_with_one_warn_per_keyword(
     }
     records = [r for r in caplog.records if getattr(r, "event", None) == "metis.schema_cleanup"]
     assert sorted(r.keyword for r in records) == ["additionalProperties", "exclusiveMinimum"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_a_metis_tool_sent_on_every_call_is_warned_of_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import metis
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=chunk({"text": "ok"}, finish="STOP"))
+
+    @metis.tool
+    def look_up_tide(harbour: str, days: int = 1) -> str:
+        """Tide times for a harbour."""
+        return "high at noon"
+
+    schema_cleanup._warned.clear()
+    adapter = gemini_adapter(httpx.MockTransport(handler))
+    request = weather_request(False, tools=[look_up_tide.definition])
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        for _ in range(3):
+            await adapter.complete(request)
+    records = [r for r in caplog.records if getattr(r, "event", None) == "metis.schema_cleanup"]
+    assert [r.tool for r in records] == ["look_up_tide"]  # type: ignore[attr-defined]
 
 
 async def stream_sse(body: str) -> tuple[list[StreamEvent], BaseException | None]:

@@ -15,6 +15,7 @@ from metis import AdapterConfig, build_adapter
 from metis.errors import CapabilityError
 from metis.model.content import Base64ImageSource, ImageBlock, Message, TextBlock
 from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.stages.edits import schema_cleanup
 
 pytestmark = pytest.mark.anyio
 
@@ -153,6 +154,7 @@ async def test_tool_schemas_are_inlined_and_cleaned_with_a_warning_per_keyword(
     server = Server(SHOWN)
     ollama = adapter(server, supports_tools=True)
     tool = ToolDefinition(name="ship", description="Ship a parcel", input_schema=ADDRESS_SCHEMA)
+    schema_cleanup._warned.clear()  # warned of once per process
     caplog.set_level(logging.WARNING, logger="metis")
     await ollama.complete(request(tools=[tool]))
     sent = server.chats[-1]["tools"][0]["function"]["parameters"]

@@ -48,6 +48,7 @@ class Context:
     model: str = "anthropic:claude-sonnet-4-5"
     request_id: str = "req_1"
     session_id: str | None = None
+    secrets: tuple[str, ...] = ()
     dropped: list[str] = field(default_factory=list)
 
     def warn_dropped(
@@ -244,6 +245,17 @@ def test_an_http_error_answer_is_classified_with_the_key_hidden() -> None:
     assert isinstance(error, RateLimitError)
     assert (error.provider, error.provider_status, error.request_id) == ("anthropic", 429, "req_9")
     assert KEY not in str(error) and KEY not in (error.provider_message or "")
+
+
+def test_a_secret_the_call_gains_while_it_is_read_is_hidden_too() -> None:
+    context = Context()
+    reader = ResponseReader(get_codec("anthropic"), context)
+    context.secrets = ("token-fetched-late",)  # an auth stage added it after the reader began
+    message = {"type": "authentication_error", "message": "bad token-fetched-late"}
+    body = json.dumps({"type": "error", "error": message}).encode()
+    error = reader.http_error(401, {}, body)
+    assert "token-fetched-late" not in str(error)
+    assert "token-fetched-late" not in (error.provider_message or "")
 
 
 # After the end -------------------------------------------------------------------------------

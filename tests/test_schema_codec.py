@@ -41,6 +41,7 @@ from metis.model.events import (
 )
 from metis.model.request import CanonicalRequest, ToolChoice, ToolDefinition
 from metis.model.response import StopKind
+from metis.stages.edits import schema_cleanup
 from metis.stages.edits.schema_cleanup import SchemaCleanup
 from metis.stages.policy.invariants import StreamChecker
 from metis.wire.builder import MessageBuilder
@@ -687,6 +688,7 @@ def test_cleanup_logs_one_structured_warn_per_tool_and_keyword(
     tool = ToolDefinition(name="t", input_schema=NESTED)
     req = request(tools=[tool, WEATHER], output_schema=NESTED)
     stage = cleanup(remove=["additionalProperties"], output_schema=True)
+    schema_cleanup._warned.clear()  # warned of once per process
     with caplog.at_level(logging.WARNING, logger="metis"):
         out = stage.rewrite(req, make_call(provider="toy"))
     records = [r for r in caplog.records if getattr(r, "event", None) == "metis.schema_cleanup"]

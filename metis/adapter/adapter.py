@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 
@@ -24,6 +24,8 @@ from metis.adapter.sendable import check_request
 from metis.catalog.capabilities import model_capabilities
 from metis.catalog.estimate import estimate_input_tokens
 from metis.catalog.lookup import find_model, warn_uncatalogued
+from metis.core.deprecation import warn_deprecated
+from metis.core.options import checked_init, checked_options
 from metis.core.secrets import install_httpx_log_filter
 from metis.errors import (
     AdapterError,
@@ -36,7 +38,7 @@ from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import CanonicalResponse
-from metis.pipeline.call import Call, DropRecord
+from metis.pipeline.call import NO_TERMS, Call, CallTerms, DropRecord
 from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.config import AdapterConfig
 from metis.pipeline.pipeline import Pipeline
@@ -45,6 +47,7 @@ from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.services import StageServices
 from metis.pipeline.stores import ToolIdStore, default_tool_id_store
 from metis.stacks.loader import Endpoint, StackSpec, load_stack
+from metis.stacks.model_ids import own_stack_names, wire_name
 from metis.telemetry import NULL_SINK, TelemetrySink
 from metis.transport.clients import AsyncHTTPClient, as_httpx
 from metis.transport.stage import http_client
@@ -53,13 +56,13 @@ if TYPE_CHECKING:
     import httpx
 
 install_httpx_log_filter()
+Events: TypeAlias = AsyncIterator[StreamEvent]
 
 
+@checked_init
 class Adapter:
-    """One provider stack's pipeline, behind the adapter interface (docs/contract.md §1):
-    ``stream``, ``complete``, ``count_tokens``, ``estimate_input_tokens``, ``cancel``, ``init``,
-    ``dispose``, ``close``. Shareable by any number of concurrent calls; build one with
-    :func:`metis.build_adapter`."""
+    """One provider stack's pipeline, behind the adapter interface (docs/contract.md §1): a
+    :class:`~metis.ChatModel`, shared by any number of concurrent calls."""
 
     def __init__(
         self,
@@ -102,18 +105,18 @@ class Adapter:
 
     # ProviderAdapter ---------------------------------------------------------------------
 
-    def stream(self, request: CanonicalRequest) -> AsyncIterator[StreamEvent]:
-        """Yield the canonical events of one call, ending with ``message.complete``. (The
-        call's own generator, handed over as it is: no frame of ours per event.)"""
-        return self._run(request, stream_by_default=True)
+    def stream(self, request: CanonicalRequest, terms: CallTerms | None = None) -> Events:
+        """One call's events, ending with ``message.complete``; ``terms``: what a router settled."""
+        return self._run(request, terms or NO_TERMS, stream_by_default=True)
 
-    async def complete(self, request: CanonicalRequest) -> CanonicalResponse:
-        """One call, folded from the same events ``stream()`` yields (a whole-body call unless
-        the request sets ``stream=True``)."""
+    async def complete(
+        self, request: CanonicalRequest, terms: CallTerms | None = None
+    ) -> CanonicalResponse:
+        """One call, folded from ``stream()``'s events (whole-body unless ``stream=True``)."""
         started = time.monotonic()
         final: MessageComplete | None = None
         try:
-            async with aclosing(self._run(request)) as events:
+            async with aclosing(self._run(request, terms or NO_TERMS)) as events:
                 async for event in events:
                     if isinstance(event, MessageComplete):
                         final = event
@@ -146,21 +149,18 @@ class Adapter:
         else the offline estimate; the result says which (:mod:`metis.adapter.count_tokens`)."""
         return await count_tokens(self, request)
 
-    async def cancel(self, request_id: str) -> bool:
+    def cancel(self, request_id: str) -> bool:
         """Abort an in-flight call (docs/contract.md §2). Its stream closes any tool still open,
         yields ``message.complete`` with stop reason ``cancelled`` and the partial content,
         and ends. True only if the call was running and is now cancelled; safe before it
         starts, after it ends, twice, and from any task."""
         handles = self._inflight.get(request_id)
-        if not handles:
-            return False
-        return any([handle.cancel() for handle in handles])
+        return any([handle.cancel() for handle in handles or ()])
 
     async def close(self) -> None:
-        """Release the connection pool, if this adapter made it."""
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        """Deprecated: :meth:`aclose`."""
+        warn_deprecated("Adapter.close()", "Adapter.aclose()")
+        await self.aclose()
 
     async def init(self) -> None:
         """Lifecycle hook: runs each stage's ``init`` (a local provider checks its server and
@@ -173,14 +173,22 @@ class Adapter:
                 await stage.init(self)
             self._initialized = True
 
-    async def dispose(self) -> None:
-        """Runs each stage's ``dispose``, innermost first, then releases the HTTP client."""
+    async def aclose(self) -> None:
+        """Runs each stage's ``dispose``, innermost first, then releases the connection pool
+        if this adapter made it. ``async with adapter`` calls it on the way out."""
         try:
             for stage in reversed(self.pipeline.stages):
                 await stage.dispose(self)
         finally:
             self._initialized = False
-            await self.close()
+            if self._owns_client and self._client is not None:
+                client, self._client = self._client, None
+                await client.aclose()
+
+    async def dispose(self) -> None:
+        """Deprecated: :meth:`aclose`."""
+        warn_deprecated("Adapter.dispose()", "Adapter.aclose()")
+        await self.aclose()
 
     def http_client(self) -> AsyncHTTPClient:
         """The client this adapter sends with (made on first use when none was given)."""
@@ -191,12 +199,12 @@ class Adapter:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.dispose()
+        await self.aclose()
 
     # Internals ---------------------------------------------------------------------------
 
     async def _run(
-        self, request: CanonicalRequest, stream_by_default: bool = False
+        self, request: CanonicalRequest, terms: CallTerms, stream_by_default: bool = False
     ) -> AsyncGenerator[StreamEvent, None]:
         default = stream_by_default and self.capabilities.supports_streaming
         request = self._transport_mode(request, default=default)
@@ -210,8 +218,9 @@ class Adapter:
             model=request.model,
             wire_model=self.wire_model(request.model),
             session_id=request.session_id,
-            deadline=anyio.current_time() + self.config.timeout_seconds,
+            deadline=terms.deadline_after(self.config.timeout_seconds),
             drops=DropRecord(secrets=self.endpoint.secrets),
+            terms=terms,
         )
         handles = self._inflight.setdefault(request.request_id, [])
         handles.append(call.cancel)
@@ -223,7 +232,7 @@ class Adapter:
                         call.cancel.finished = True  # delivered: nothing left to cancel
                     yield event
         except Exception as exc:
-            scrub_error(exc, self.endpoint.secrets)
+            scrub_error(exc, call.secrets)  # the endpoint's, and credentials fetched for the call
             raise
         finally:
             call.cancel.finished = True
@@ -282,6 +291,10 @@ class Adapter:
         check_ready(self.name, self.stack, self.endpoint, request, self._foreign_prefixes)
 
     @functools.cached_property
+    def _own_names(self) -> frozenset[str]:
+        return own_stack_names(self.stack)
+
+    @functools.cached_property
     def _foreign_prefixes(self) -> frozenset[str]:
         return foreign_prefixes(self.stack)
 
@@ -298,9 +311,8 @@ class Adapter:
         return request
 
     def wire_model(self, model: str) -> str:
-        """The provider's name for a canonical ``provider:name`` model id."""
-        prefix = f"{self.name}:"
-        return model[len(prefix) :] if model.startswith(prefix) else model
+        """The provider's name for a model id (``metis.stacks.model_ids.wire_name``)."""
+        return wire_name(model, self.stack, self._own_names)
 
     def _services(self) -> StageServices:
         return StageServices(
@@ -338,6 +350,7 @@ class Adapter:
         )
 
 
+@checked_options
 def build_adapter(
     stack: str | Path | StackSpec,
     config: AdapterConfig | None = None,

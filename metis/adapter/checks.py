@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from metis.errors import InvalidRequestError
+from metis.errors import InvalidRequestError, NotConfiguredError
 from metis.model.request import CanonicalRequest
 from metis.stacks.loader import Endpoint, StackSpec, builtin_stacks
+from metis.stacks.model_ids import own_stack_names
 
 
 def check_ready(
@@ -17,16 +18,9 @@ def check_ready(
     """No key for a stack that needs one is a NotConfiguredError naming its variable; a model
     of another provider (a prefix in ``foreign``: ``openai:gpt-4o`` to the Anthropic adapter)
     an InvalidRequestError."""
-    auth = stack.auth
-    if auth.header and auth.env and not auth.optional and not endpoint.api_key:
-        from metis.registry.registry import NotConfiguredError
-
-        raise NotConfiguredError(
-            f"{name}: no API key: set {auth.env} (or pass api_key=...)",
-            model=request.model,
-            adapter=name,
-            api_key_env=auth.env,
-        )
+    missing = missing_key(name, stack, endpoint, request.model)
+    if missing is not None:
+        raise missing
     prefix, sep, _ = request.model.partition(":")
     if sep and prefix != name and prefix in foreign:
         raise InvalidRequestError(
@@ -37,12 +31,23 @@ def check_ready(
         )
 
 
+def missing_key(
+    name: str, stack: StackSpec, endpoint: Endpoint, model: str | None = None
+) -> NotConfiguredError | None:
+    """The error a call would raise for want of a key (None when the key is there or the stack
+    needs none): what a router checks when it is built."""
+    auth = stack.auth
+    if not auth.header or not auth.env or auth.optional or endpoint.api_key:
+        return None
+    return NotConfiguredError(
+        f"{name}: no API key: set {auth.env} (or pass api_key=...)",
+        model=model,
+        adapter=name,
+        api_key_env=auth.env,
+    )
+
+
 def foreign_prefixes(stack: StackSpec) -> frozenset[str]:
     """The built-in stacks a model prefix could wrongly name for ``stack``: all of them but
     the ones it extends (``anthropic:claude-...`` is right for a stack over anthropic)."""
-    own = {
-        source.rsplit("/", 1)[-1].removesuffix(".yaml")
-        for source in stack.stage_sources.values()
-        if source.startswith("metis/stacks/builtin/")
-    }
-    return frozenset(set(builtin_stacks()) - own - {stack.name})
+    return frozenset(set(builtin_stacks()) - own_stack_names(stack))

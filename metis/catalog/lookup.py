@@ -1,17 +1,14 @@
-"""Finding a canonical ``provider:model`` id in the catalog, whatever names its provider.
-
-The part before ``:`` is a stack name (``openai_responses``, whose stack names its catalog
-provider) or a catalog provider id itself (``google``, ``amazon-bedrock``).
-"""
+"""Finding a model in the catalog by its catalog provider, and the one warning for a model the
+catalog does not know. A canonical ``stack:model`` id is looked up by :mod:`metis.stacks.catalog`,
+which knows the stacks."""
 
 from __future__ import annotations
 
-import functools
 import logging
 
 from metis.catalog.catalog import default_catalog
 from metis.catalog.model_info import ModelInfo
-from metis.errors import ConfigError
+from metis.core.suggest import closest
 
 log = logging.getLogger("metis")
 _warned: set[tuple[str, str]] = set()
@@ -22,42 +19,26 @@ def find_model(catalog_provider: str, wire_model: str) -> ModelInfo | None:
     return default_catalog().get(catalog_provider, wire_model)
 
 
-def lookup(model: str) -> ModelInfo | None:
-    """The entry for a canonical id such as ``anthropic:claude-sonnet-4-5``."""
-    prefix, sep, name = model.partition(":")
-    if not sep:
-        return None
-    provider = stack_catalog_provider(prefix) or prefix
-    return find_model(provider, name)
-
-
-@functools.cache
-def stack_catalog_provider(stack: str) -> str | None:
-    """The catalog provider a built-in stack names, or None (not a built-in stack, or one
-    whose models the catalog does not know)."""
-    from metis.stacks.loader import builtin_stacks, load_stack
-
-    if stack not in builtin_stacks():
-        return None
-    try:
-        return load_stack(stack).catalog
-    except ConfigError:
-        return None
-
-
 def warn_uncatalogued(catalog_provider: str, wire_model: str, source: str) -> None:
-    """One WARN per (provider, model) per process: the model's limits are the stack's guess."""
+    """One WARN per (provider, model) per process: the model's limits are the stack's guess.
+    It names the catalog's closest models, in case the name is misspelt. None for a model
+    whose entry was skipped as malformed: its WARN said so already."""
     if (catalog_provider, wire_model) in _warned:
         return
     _warned.add((catalog_provider, wire_model))
+    if default_catalog().malformed(catalog_provider, wire_model):
+        return
+    close = closest(wire_model, default_catalog().ids(catalog_provider), n=3, cutoff=0.7)
     log.warning(
-        "model %r is not in the model catalog for %s: using the capabilities %s declares",
+        "model %r is not in the model catalog for %s%s: using the capabilities %s declares",
         wire_model,
         catalog_provider,
+        f" (closest: {', '.join(close)})" if close else "",
         source,
         extra={
             "event": "metis.uncatalogued_model",
             "catalog_provider": catalog_provider,
             "model": wire_model,
+            "closest": close,
         },
     )

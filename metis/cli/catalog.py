@@ -10,8 +10,9 @@ from decimal import Decimal
 from typing import Any
 
 from metis.catalog import Catalog, ModelInfo, default_catalog
-from metis.catalog.lookup import stack_catalog_provider
+from metis.catalog.first_party import is_first_party
 from metis.cli.output import CliError, Output
+from metis.stacks.catalog import stack_catalog_provider
 
 NEEDS = ("tools", "reasoning", "images", "pdf", "structured_output", "prompt_caching")
 
@@ -25,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
         return _providers(out, catalog)
     provider = _provider(args.provider, catalog) if args.provider else None
     needs = {need: True for need in NEEDS if getattr(args, need)}
-    found = catalog.search(args.search, provider=provider, **needs)
+    found = ranked(catalog.search(args.search, provider=provider, **needs))
     shown = found[: args.limit]
     if args.json:
         for info in shown:
@@ -43,6 +44,20 @@ def run(args: argparse.Namespace) -> int:
         "dim",
     )
     return 0
+
+
+def ranked(found: list[ModelInfo]) -> list[ModelInfo]:
+    """The model's maker first (``anthropic:claude-...``), then the platforms metis has a stack
+    for (Bedrock, Vertex, Azure, ...), then the resellers; each in provider then id order."""
+    from metis.stacks.loader import builtin_stacks
+
+    with_stacks = {stack_catalog_provider(stack) for stack in builtin_stacks()}
+
+    def rank(info: ModelInfo) -> tuple[int, str, str]:
+        tier = 0 if is_first_party(info) else 1 if info.provider in with_stacks else 2
+        return tier, info.provider, info.id
+
+    return sorted(found, key=rank)
 
 
 def _provider(name: str, catalog: Catalog) -> str:
@@ -103,6 +118,10 @@ def _refresh(out: Output) -> int:
     path = cache_path()
     catalog = write_snapshot(online_sources(), path)
     out.line(f"wrote {len(catalog)} models of {len(catalog.providers)} providers to {path}")
+    if catalog.skipped:
+        names = ", ".join(entry["entry"] for entry in catalog.skipped[:5])
+        more = ", ..." if len(catalog.skipped) > 5 else ""
+        out.line(f"left out {len(catalog.skipped)} malformed entries: {names}{more}", "dim")
     return 0
 
 

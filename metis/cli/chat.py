@@ -20,7 +20,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from metis.cli.conversation import WEATHER, Renderer, run_tool, stream_reply, tool_calls
 from metis.cli.models import Models, Target, price
-from metis.cli.output import Output, duration, error, note, one_line, usd
+from metis.cli.output import Output, duration, error, for_readline, note, one_line, usd
 from metis.core.ids import new_request_id
 from metis.errors import AdapterError, ConfigError, ErrorClass
 from metis.model.content import ContentBlock, Message, TextBlock
@@ -122,14 +122,14 @@ class Chat:
         if self.cancel_wanted and self.target is not None and self.request_id is not None:
             # Ctrl-C came before the call was under way: cancel it now that it is.
             self.cancel_wanted = False
-            await self.target.adapter.cancel(self.request_id)
+            self.target.adapter.cancel(self.request_id)
 
     async def cancel(self) -> None:
         self.cancel_wanted = True
         target, request_id = self.target, self.request_id
         if target is None or request_id is None:
             return
-        if await target.adapter.cancel(request_id):
+        if target.adapter.cancel(request_id):
             self.cancel_wanted = False
 
     async def aclose(self) -> None:
@@ -177,7 +177,7 @@ def _loop(portal: BlockingPortal, chat: Chat, out: Output) -> None:
     prompt = out.style("you>", "bold", "green") + " "
     while True:
         try:
-            line = input(prompt if interactive else "")
+            line = input(for_readline(prompt) if interactive else "")
         except EOFError:
             if interactive:
                 out.line()

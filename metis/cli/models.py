@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from metis.adapter.adapter import Adapter
 from metis.core.config_files import read_yaml
-from metis.cost import Cost, cost_of
-from metis.errors import ConfigError
+from metis.cost import Cost, priced_cost
+from metis.errors import ConfigError, NotConfiguredError
 from metis.model.response import TokenUsage
-from metis.registry.registry import NotConfiguredError, Registry, Route
+from metis.registry.registry import ModelRoute, Registry
 from metis.stacks.loader import builtin_stacks
 
 if TYPE_CHECKING:
@@ -231,7 +231,7 @@ def _offline_entry(entry: Any, emulator: Emulator, name: str) -> Any:
 
 
 def _target(
-    registry: Registry, route: Route, *, offline: bool, reason: str | None = None
+    registry: Registry, route: ModelRoute, *, offline: bool, reason: str | None = None
 ) -> Target:
     return Target(
         name=route.model,
@@ -248,10 +248,11 @@ def price(target: Target, usage: TokenUsage) -> Cost | None:
 
     The canonical id is tried, then the request's ``stack:wire`` name.
     """
-    candidates = [target.name, target.model]
-    for candidate in candidates:
+    for candidate in (target.name, target.model):
         try:
-            return cost_of(candidate, usage)
-        except ConfigError:
+            cost = priced_cost(candidate, usage)
+        except ConfigError:  # an id that matches several entries
             continue
+        if cost is not None:
+            return cost
     return None

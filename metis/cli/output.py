@@ -35,6 +35,13 @@ _CODES = {
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+def for_readline(prompt: str) -> str:
+    """``prompt`` with each colour code between ``\\001`` and ``\\002``, which tell readline
+    the code takes no room on screen (else it miscounts the prompt's width and redraws an
+    edited line in the wrong place)."""
+    return ANSI.sub(lambda code: f"\001{code.group(0)}\002", prompt)
+
+
 def wants_colour(stream: TextIO) -> bool:
     """Colour on a terminal, unless NO_COLOR is set or the terminal is ``TERM=dumb``."""
     isatty = getattr(stream, "isatty", None)

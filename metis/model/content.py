@@ -92,6 +92,10 @@ class ToolUseBlock(_Block):
 ToolResultContent = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
 
 
+EMPTY_ERROR_RESULT = "(the tool failed without output)"
+"""The words an error tool result with no output is sent with: some providers refuse it empty."""
+
+
 class ToolResultBlock(_Block):
     """The answer to a tool call: the canonical id of the call it answers, its content
     (text, or text and images), and ``is_error`` when the tool failed."""

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from metis.core.ids import new_request_id
 from metis.model.content import Message
+from metis.model.message_dicts import as_messages
 
 
 class ToolAnnotations(BaseModel):
@@ -100,3 +101,11 @@ class CanonicalRequest(BaseModel):
     as the method asks (``stream()`` streams where the provider can; ``complete()`` does not).
     Either method honours an explicit value: ``complete()`` of a streamed call folds its events,
     ``stream()`` of a whole-body call yields the same events at once."""
+
+    @field_validator("messages", mode="before")
+    @classmethod
+    def _checked_dicts(cls, value: Any) -> Any:
+        """A message given as a dict is checked with its index (``metis.model.message_dicts``)."""
+        if isinstance(value, list) and not all(isinstance(m, Message) for m in value):
+            return as_messages(value)
+        return value

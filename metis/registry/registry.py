@@ -54,43 +54,40 @@ from pydantic import ValidationError
 
 from metis.adapter.adapter import Adapter, build_adapter
 from metis.core.config_files import config_error, read_yaml
-from metis.errors import ConfigError, InvalidRequestError
+from metis.core.deprecation import renamed
+from metis.core.options import check_options, keyword_names
+from metis.errors import ConfigError, InvalidRequestError, NotConfiguredError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.config import AdapterConfig
-from metis.registry.entries import AdapterStatus, Route, model_route, resolve_adapter
+from metis.registry.entries import AdapterStatus, ModelRoute, model_route, resolve_adapter
 from metis.registry.file import AdapterEntry, ModelEntry, RegistryFile
+from metis.routing.router import Router
 from metis.routing.spec import check_routes
+from metis.routing.targets import RouteTarget
 from metis.transport.clients import AsyncHTTPClient
 from metis.transport.stage import http_client
 
 if TYPE_CHECKING:
     from metis.registry.entries import ResolvedAdapter
-    from metis.routing.router import Router
 
 __all__ = [
     "AdapterEntry",
     "AdapterStatus",
     "ModelEntry",
+    "ModelRoute",
     "NotConfiguredError",
     "Registry",
     "RegistryFile",
-    "Route",
 ]
-
-
-class NotConfiguredError(ConfigError):
-    """A model was routed to an adapter that has no API key (docs/models-yaml.md)."""
-
-    def __init__(
-        self, message: str, *, model: str | None, adapter: str, api_key_env: str | None
-    ) -> None:
-        super().__init__(message)
-        self.model = model
-        self.adapter = adapter
-        self.api_key_env = api_key_env
+__getattr__ = renamed(__name__, {"Route": "ModelRoute"}, globals())
 
 
 # The registry ------------------------------------------------------------------------------
+
+_REGISTRY_OPTIONS = frozenset({"source", "base_dir", "environ", "clients"}) | (
+    keyword_names(build_adapter) - {"stack", "config", "init_on_first_call"}
+)
+"""A Registry's own options, and the ones it passes to every adapter it builds."""
 
 
 class Registry:
@@ -106,6 +103,7 @@ class Registry:
         clients: Mapping[str, AsyncHTTPClient] | None = None,
         **adapter_kwargs: Any,
     ) -> None:
+        check_options("Registry()", adapter_kwargs, _REGISTRY_OPTIONS)
         self.source = source
         env = os.environ if environ is None else environ
         base = Path(base_dir) if base_dir is not None else None
@@ -124,7 +122,7 @@ class Registry:
             name: resolve_adapter(name, entry, env, base, source)
             for name, entry in spec.adapters.items()
         }
-        self._routes: dict[str, Route] = {}
+        self._routes: dict[str, ModelRoute] = {}
         self._overrides: dict[str, dict[str, Any]] = {}
         self._names: dict[str, str] = {}  # canonical id or alias -> canonical id
         for model_id, entry in spec.models.items():
@@ -214,11 +212,11 @@ class Registry:
         """Every declared adapter, configured or not (with the reason)."""
         return [adapter.status for adapter in self._adapters.values()]
 
-    def routes(self) -> list[Route]:
+    def routes(self) -> list[ModelRoute]:
         """Every model's route, whether or not its adapter is configured."""
         return list(self._routes.values())
 
-    def resolve(self, name: str) -> Route:
+    def resolve(self, name: str) -> ModelRoute:
         """The route for a canonical model id or alias.
 
         Raises :class:`~metis.errors.InvalidRequestError` (with close matches) for an unknown
@@ -255,12 +253,25 @@ class Registry:
         return adapter, request
 
     def router(self, name: str, **kwargs: Any) -> Router:
-        """The router for ``routes: {name: ...}`` (keyword arguments go to ``Router``)."""
-        from metis.routing.router import router_for
-
+        """The router for ``routes: {name: ...}`` (keyword arguments go to ``Router``). A model
+        whose adapter has no key is skipped by the router, as a model string without one is."""
         if name not in self.route_specs:
             raise self._unknown(name, "route", list(self.route_specs))
-        return router_for(self, name, self.route_specs[name], **kwargs)
+        spec = self.route_specs[name]
+        targets = []
+        for target in spec.targets():
+            route = self._routes[self._names[target.model]]
+            adapter = self._adapter_for(route.adapter_name, self._overrides[route.model])
+            model = f"{adapter.name}:{route.wire_name}"
+            targets.append(RouteTarget(model, adapter, target.max_retries, target.options))
+        return Router(
+            targets,
+            name=name,
+            fallback_on=spec.fallback_on,
+            max_retries=spec.max_retries,
+            limits=spec.limits,
+            **kwargs,
+        )
 
     def _check_configured(self, adapter_name: str, model_id: str | None) -> None:
         adapter = self._adapters[adapter_name]
@@ -324,7 +335,7 @@ class Registry:
         built, self._built = list(self._built.values()), {}
         owned, self._owned_clients = list(self._owned_clients.values()), {}
         for adapter in built:
-            await adapter.dispose()  # each stage's dispose, then the adapter's own client
+            await adapter.aclose()  # each stage's dispose, then the adapter's own client
         for client in owned:
             await client.aclose()
 

@@ -19,6 +19,7 @@ Each stage entry is a registered stage name, alone or mapped to its options.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from importlib import resources
@@ -31,6 +32,7 @@ from metis.catalog.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.core.config_files import MAX_CONFIG_BYTES, config_error, decode_text, parse_yaml
 from metis.core.secrets import collect as collect_secrets
 from metis.core.secrets import scrub_url
+from metis.core.suggest import did_you_mean
 from metis.errors import ConfigError, StackError, redact
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.pipeline import Pipeline
@@ -271,8 +273,32 @@ def _read(name_or_path: str | Path) -> tuple[str, str]:
         return decode_text(data, str(path)), str(path)
     resource = resources.files("metis.stacks.builtin") / f"{name_or_path}.yaml"
     if not resource.is_file():
-        raise ConfigError(
-            f"no built-in stack named {name_or_path!r}; built-in stacks: "
-            + ", ".join(builtin_stacks())
-        )
+        raise _unknown_stack(str(name_or_path))
     return resource.read_text(encoding="utf-8"), f"metis/stacks/builtin/{name_or_path}.yaml"
+
+
+def _unknown_stack(name: str) -> ConfigError:
+    """No built-in stack is ``name``: the stacks serving it when it is a model catalog's
+    provider id (``google`` is served by ``gemini``), else the nearest names."""
+    known = builtin_stacks()
+    serving = [stack for stack in known if _catalog_of(stack) == name]
+    if serving:
+        which = "the stack" if len(serving) == 1 else "the stacks"
+        hint = (
+            f"; {name!r} is a provider id of the model catalog, not a stack: its models are "
+            f"served by {which} {', '.join(repr(stack) for stack in serving)} "
+            f"(write {serving[0]}:MODEL)"
+        )
+    else:
+        hint = did_you_mean(name, known)
+    return ConfigError(
+        f"no built-in stack named {name!r}{hint} (built-in stacks: {', '.join(known)})"
+    )
+
+
+@functools.cache
+def _catalog_of(stack: str) -> str | None:
+    try:
+        return load_stack(stack).catalog
+    except ConfigError:
+        return None

@@ -9,19 +9,23 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from metis.core.options import checked_init
+from metis.core.version import VERSION
 from metis.model.response import StopKind, StopReason, TokenUsage
-from metis.telemetry import (
+from metis.telemetry.events import (
     AvailabilityChanged,
     CallCompleted,
     CallFailed,
     CallStarted,
     RouteDecided,
     RoutingEvent,
+    SharedStateChanged,
     TelemetryEvent,
     ToolIdStoreFailed,
 )
 
 
+@checked_init
 class OpenTelemetrySink:
     """One OpenTelemetry span per attempt, after the GenAI semantic conventions.
 
@@ -38,10 +42,8 @@ class OpenTelemetrySink:
             raise ImportError(
                 "OpenTelemetrySink needs the OpenTelemetry API: pip install 'metis[otel]'"
             ) from exc
-        from metis import __version__
-
         self._trace = trace
-        self._tracer = trace.get_tracer(tracer_name, __version__, tracer_provider=tracer_provider)
+        self._tracer = trace.get_tracer(tracer_name, VERSION, tracer_provider=tracer_provider)
         self._open: dict[tuple[str, int], list[Any]] = {}
         self._lock = threading.Lock()
 
@@ -50,7 +52,7 @@ class OpenTelemetrySink:
             self._start(event)
         elif isinstance(event, ToolIdStoreFailed):
             self._store_failed(event)
-        elif isinstance(event, RouteDecided | AvailabilityChanged):
+        elif isinstance(event, RouteDecided | AvailabilityChanged | SharedStateChanged):
             self._routing(event)
         else:
             self._end(event)
@@ -197,6 +199,13 @@ def _routing_attributes(event: RoutingEvent) -> dict[str, Any]:
             "metis.route.skipped": [f"{m}: {r}" for m, o, r in event.steps if o == "skipped"],
             "metis.route.failed": [f"{m}: {r}" for m, o, r in event.steps if o == "failed"],
             "metis.request_id": event.request_id,
+        }
+    if isinstance(event, SharedStateChanged):
+        return {
+            "metis.route.name": event.route,
+            "metis.shared_state.store": event.store,
+            "metis.shared_state.state": event.state,
+            "metis.shared_state.reason": event.reason,
         }
     return {
         "metis.availability.key": event.key,

@@ -99,11 +99,15 @@ def http_error(
 ) -> AdapterError:
     """Build the error a provider reported, with an HTTP status or (inside a 200 stream) none.
 
-    ``error_class`` from the body wins over the status mapping; with neither, an error inside a
-    stream is a server error. A 503 that says it is overloaded is ``overloaded``, and an
-    invalid request whose text says the context is too long is a context overflow.
+    ``error_class`` from the body wins over the status mapping, except that a 401 or 403 is
+    always ``auth`` (OpenAI-compatible servers answer a bad key with a 401 typed
+    ``invalid_request_error``); with neither, an error inside a stream is a server error. A
+    503 that says it is overloaded is ``overloaded``, and an invalid request whose text says
+    the context is too long is a context overflow.
     """
     cls = error_class or (class_for_status(status) if status else ErrorClass.SERVER_ERROR)
+    if status in (401, 403):
+        cls = ErrorClass.AUTH
     if status == 503 and error_class is None and _OVERLOADED_TEXT.search(message):
         cls = ErrorClass.OVERLOADED
     if cls is ErrorClass.INVALID_REQUEST and says_context_overflow(message):

@@ -76,6 +76,12 @@ class ReadContext(Protocol):
     @property
     def session_id(self) -> str | None: ...
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Values no error or log record of the call may show (credentials fetched for it
+        may be added while it runs)."""
+        ...
+
     def warn_dropped(
         self, block_type: str, reason: str, message_id: str | None = None, **extra: Any
     ) -> None: ...
@@ -87,7 +93,8 @@ class ResponseReader:
 
     ``context``: the call (its identity, and where dropped content is reported).
     ``request_body``: what was sent, to estimate the input when the provider reports no
-    usage. ``secrets``: values hidden from errors and log records."""
+    usage. ``secrets``: values hidden from errors and log records, besides the call's own
+    (read when needed: a stage may add one while the response is read)."""
 
     __slots__ = (
         "_builder",
@@ -237,10 +244,13 @@ class ResponseReader:
                         self._invalid_arguments(block)
                 return
 
+    def _all_secrets(self) -> tuple[str, ...]:
+        return (*self._secrets, *self._context.secrets)
+
     def _classified(self, error: AdapterError) -> AdapterError:
         error.provider = error.provider or self._context.provider
         error.request_id = error.request_id or self._context.request_id
-        scrub_error(error, self._secrets)  # a server may echo the key back
+        scrub_error(error, self._all_secrets())  # a server may echo a key back
         return error
 
     def _estimate_input_tokens(self) -> int:
@@ -262,7 +272,7 @@ class ResponseReader:
         """A tool call whose arguments are not a JSON object is kept, marked (``input_error``,
         its text in ``provider_raw``). What the model wrote may quote the key back: the
         record shows it redacted."""
-        context, secrets = self._context, self._secrets
+        context, secrets = self._context, self._all_secrets()
         raw = block.provider_raw.data.get("arguments", "") if block.provider_raw else ""
         name, tool_id, arguments = (
             redact(str(text), *secrets) for text in (block.name, block.id, raw)
@@ -297,7 +307,7 @@ def warn_ignored_after_end(
         "%s sent more after %s; ignored%s",
         context.provider,
         terminal,
-        f" ({redact(str(error), *secrets)})" if error is not None else "",
+        f" ({redact(str(error), *secrets, *context.secrets)})" if error is not None else "",
         extra={
             "event": "metis.events_after_end",
             "request_id": context.request_id,

@@ -5,7 +5,8 @@ Some providers accept only a subset of JSON Schema for tool parameters (Gemini's
 ``$ref`` there is a 400 ``Unknown name``). The stack lists the keywords in ``remove``; the
 stage removes them wherever they stand as schema keywords (never a property that happens to
 share the name, never inside ``enum`` or ``default`` values), and logs one structured WARN per
-tool and keyword, naming every place it was removed from.
+tool and keyword, naming every place it was removed from, once per process (a tool sent on
+every call is warned of on the first).
 
 Two rewrites keep meaning instead of losing it: ``inline_refs`` replaces a local ``$ref``
 (``#/$defs/...``, ``#/definitions/...``) with the schema it points to (a recursive reference
@@ -174,8 +175,19 @@ def _type_list(schema: Schema) -> None:
         schema["nullable"] = True
 
 
+# What was warned of, once per process: the same tool sent again says nothing new.
+_warned: set[tuple[str, str, str, tuple[str, ...]]] = set()
+_MAX_WARNED = 10_000  # forgotten (and warned of again) past this many distinct removals
+
+
 def _warn(call: Call, what: str, removed: dict[str, list[str]], tool: str | None) -> None:
     for keyword, places in removed.items():
+        seen = (call.provider, what, keyword, tuple(places))
+        if seen in _warned:
+            continue
+        if len(_warned) >= _MAX_WARNED:
+            _warned.clear()
+        _warned.add(seen)
         log.warning(
             "schema_cleanup: removed %r from %s for %s (at %s)",
             keyword,

@@ -32,6 +32,8 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         self._services = services  # what each model can serve, and how it counts tokens
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
+        if call.terms.capabilities_checked:  # a router decided it before choosing this model
+            return request
         caps = self._services.capabilities_for(call.wire_model)
         problems = unmet_needs(request, caps, self._services.token_profile_for(call.wire_model))
         if problems:
@@ -44,8 +46,14 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
 
 
 def unmet_needs(
-    request: CanonicalRequest, caps: AdapterCapabilities, profile: TokenProfile | None = None
+    request: CanonicalRequest,
+    caps: AdapterCapabilities,
+    profile: TokenProfile | None = None,
+    *,
+    estimate: int | None = None,
 ) -> list[str]:
+    """What ``caps`` cannot serve of ``request``, one phrase each; ``estimate`` is the request's
+    input-token estimate under ``profile`` when the caller already made it."""
     problems: list[str] = []
     images = [
         block
@@ -87,7 +95,8 @@ def unmet_needs(
             f"max_output_tokens {request.max_output_tokens} is above the model's "
             f"{caps.max_output_tokens}"
         )
-    estimate = estimate_request_tokens(request, profile)
+    if estimate is None:
+        estimate = estimate_request_tokens(request, profile)
     if estimate > caps.max_context_tokens:
         problems.append(
             f"the input is about {estimate} tokens and the context holds {caps.max_context_tokens}"

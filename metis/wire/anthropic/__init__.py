@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from metis.model.content import (
+    EMPTY_ERROR_RESULT,
     Base64ImageSource,
     ContentBlock,
     ImageBlock,
@@ -21,18 +22,16 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
-from metis.pipeline.call import Call
-from metis.stages.policy.empty_content import EMPTY_ERROR_RESULT
 from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, parse_body
 from metis.wire.anthropic.rules import model_traits
-from metis.wire.codec import Codec
+from metis.wire.codec import Codec, EncodeContext
 
 log = logging.getLogger("metis")
 
 # Encoding ----------------------------------------------------------------------------------
 
 
-def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
+def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     body: dict[str, Any] = {"model": call.wire_model, "max_tokens": request.max_output_tokens}
     system = _system(request, call)
     if system:
@@ -55,7 +54,7 @@ def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
     return body
 
 
-def _system(request: CanonicalRequest, call: Call) -> str:
+def _system(request: CanonicalRequest, call: EncodeContext) -> str:
     parts = [request.system_prompt or ""]
     for i, message in enumerate(request.messages):
         if message.role is Role.SYSTEM:  # system_hoist normally leaves none behind
@@ -67,7 +66,7 @@ def _system(request: CanonicalRequest, call: Call) -> str:
     return "\n\n".join(part for part in parts if part)
 
 
-def _messages(request: CanonicalRequest, call: Call) -> list[dict[str, Any]]:
+def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i, message in enumerate(request.messages):
         if message.role is Role.SYSTEM:
@@ -87,7 +86,7 @@ def _messages(request: CanonicalRequest, call: Call) -> list[dict[str, Any]]:
     return out
 
 
-def _block(block: ContentBlock, call: Call, message_id: str) -> dict[str, Any] | None:
+def _block(block: ContentBlock, call: EncodeContext, message_id: str) -> dict[str, Any] | None:
     if isinstance(block, TextBlock):
         # Anthropic refuses text blocks that are empty or only whitespace.
         return {"type": "text", "text": block.text} if block.text.strip() else None
@@ -143,7 +142,7 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     return out
 
 
-def _thinking(budget_tokens: int, call: Call) -> dict[str, Any]:
+def _thinking(budget_tokens: int, call: EncodeContext) -> dict[str, Any]:
     """Manual thinking with the request's budget, or adaptive where the model thinks only
     that way."""
     if "enabled" not in model_traits(call.wire_model).thinking_modes:

@@ -19,17 +19,16 @@ from metis.errors import ProtocolError
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopReason
-from metis.pipeline.call import Call
 from metis.wire import anthropic
 from metis.wire.anthropic import read as anthropic_read
 from metis.wire.bedrock_converse import errors as aws_errors
 from metis.wire.builder import NO_EVENTS, MessageBuilder
-from metis.wire.codec import Codec
+from metis.wire.codec import Codec, EncodeContext
 
 ANTHROPIC_VERSION = "bedrock-2023-05-31"
 
 
-def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
+def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     body = anthropic.encode(request, call)
     body.pop("model", None)
     body.pop("stream", None)

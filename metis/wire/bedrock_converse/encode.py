@@ -23,7 +23,7 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
-from metis.pipeline.call import Call
+from metis.wire.codec import EncodeContext
 
 EMPTY_RESULT = "(no output)"
 _IMAGE_FORMATS = {
@@ -34,7 +34,7 @@ _IMAGE_FORMATS = {
 }
 
 
-def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
+def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     body: dict[str, Any] = {"messages": _messages(request, call)}
     system = _system(request)
     if system:
@@ -62,7 +62,7 @@ def _system(request: CanonicalRequest) -> str:
     return "\n\n".join(part for part in parts if part)
 
 
-def _messages(request: CanonicalRequest, call: Call) -> list[dict[str, Any]]:
+def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i, message in enumerate(request.messages):
         if message.role is Role.SYSTEM:
@@ -79,7 +79,7 @@ def _messages(request: CanonicalRequest, call: Call) -> list[dict[str, Any]]:
     return out
 
 
-def _block(block: ContentBlock, call: Call, message_id: str) -> dict[str, Any] | None:
+def _block(block: ContentBlock, call: EncodeContext, message_id: str) -> dict[str, Any] | None:
     if isinstance(block, TextBlock):
         # Converse refuses blank text ("The text field in the ContentBlock object is blank").
         return {"text": block.text} if block.text.strip() else None
@@ -101,7 +101,7 @@ def _block(block: ContentBlock, call: Call, message_id: str) -> dict[str, Any] |
     return {"reasoningContent": {"redactedContent": redacted.data}}
 
 
-def _image(block: ImageBlock, call: Call, message_id: str) -> dict[str, Any] | None:
+def _image(block: ImageBlock, call: EncodeContext, message_id: str) -> dict[str, Any] | None:
     source = block.source
     image_format = (
         _IMAGE_FORMATS.get(source.media_type) if isinstance(source, Base64ImageSource) else None
@@ -116,7 +116,7 @@ def _image(block: ImageBlock, call: Call, message_id: str) -> dict[str, Any] | N
     return {"image": {"format": image_format, "source": {"bytes": source.data}}}
 
 
-def _tool_result(block: ToolResultBlock, call: Call, message_id: str) -> dict[str, Any]:
+def _tool_result(block: ToolResultBlock, call: EncodeContext, message_id: str) -> dict[str, Any]:
     content: list[dict[str, Any]]
     if isinstance(block.content, str):
         content = [{"text": block.content}] if block.content else []

@@ -28,7 +28,7 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.request import ToolDefinition
-from metis.pipeline.call import Call
+from metis.wire.codec import EncodeContext
 from metis.wire.openai_chat.read import content_chunks
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -58,7 +58,7 @@ class ReasoningReplay(BaseModel):
     the API"), and V4 refuses it empty, so its stack sets a single space."""
 
 
-def user_messages(message: Message, message_id: str, call: Call) -> list[dict[str, Any]]:
+def user_messages(message: Message, message_id: str, call: EncodeContext) -> list[dict[str, Any]]:
     """Tool results first, each its own ``role: tool`` message, then the rest as one turn."""
     out: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
@@ -80,7 +80,7 @@ def user_messages(message: Message, message_id: str, call: Call) -> list[dict[st
     return out
 
 
-def _tool_message(block: ToolResultBlock, message_id: str, call: Call) -> dict[str, Any]:
+def _tool_message(block: ToolResultBlock, message_id: str, call: EncodeContext) -> dict[str, Any]:
     if not isinstance(block.content, str):
         for part in block.content:
             if not isinstance(part, TextBlock):
@@ -94,7 +94,7 @@ def _tool_message(block: ToolResultBlock, message_id: str, call: Call) -> dict[s
 
 
 def assistant_message(
-    message: Message, message_id: str, call: Call, replay: ReasoningReplay | None
+    message: Message, message_id: str, call: EncodeContext, replay: ReasoningReplay | None
 ) -> dict[str, Any]:
     texts: list[str] = []
     reasoning: list[str] = []
@@ -130,7 +130,7 @@ def assistant_message(
     return out
 
 
-def _encode_arguments(block: ToolUseBlock, call: Call) -> str:
+def _encode_arguments(block: ToolUseBlock, call: EncodeContext) -> str:
     raw = block.provider_raw  # arguments that were not a JSON object go back as received
     if raw is not None and raw.provider == call.provider:
         kept = raw.data.get("arguments")
@@ -154,7 +154,7 @@ def _image_url(block: ImageBlock) -> str:
     return source.url
 
 
-def _drop(call: Call, block_type: str, role: Role, message_id: str) -> None:
+def _drop(call: EncodeContext, block_type: str, role: Role, message_id: str) -> None:
     reason = f"openai_chat cannot carry a {block_type} block in a {role.value} message"
     call.warn_dropped(block_type, reason, message_id=message_id)
 

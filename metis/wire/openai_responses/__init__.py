@@ -13,9 +13,8 @@ from metis.errors import AdapterError, StackError
 from metis.model.content import ContentBlock
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
-from metis.pipeline.call import Call
 from metis.wire.builder import MessageBuilder
-from metis.wire.codec import CodecFactory
+from metis.wire.codec import CodecFactory, EncodeContext
 from metis.wire.http_errors import body_excerpt, json_body, openai_error_fields
 from metis.wire.openai_responses.encode import assistant_items, encode_request, silent
 from metis.wire.openai_responses.read import ResponsesParser, responses_error
@@ -44,7 +43,7 @@ class OpenAIResponsesCodec:
         self.store = store
         self.include_encrypted_reasoning = include_encrypted_reasoning
 
-    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+    def encode(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         mode = self.include_encrypted_reasoning
         return encode_request(
             request,
@@ -54,7 +53,9 @@ class OpenAIResponsesCodec:
             or (mode == "auto" and request.thinking is not None),
         )
 
-    def output_items(self, content: list[ContentBlock], call: Call) -> list[dict[str, Any]]:
+    def output_items(
+        self, content: list[ContentBlock], call: EncodeContext
+    ) -> list[dict[str, Any]]:
         """The input items a reply's content becomes when a later request sends it back."""
         return assistant_items(content, call.provider, "reply", silent)
 

@@ -36,8 +36,8 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
-from metis.pipeline.call import Call
-from metis.stages.edits.strict_schema import strict_schema_or_reason
+from metis.wire.codec import EncodeContext
+from metis.wire.strict_schema import strict_schema_or_reason
 
 Drop = Callable[[str, str, str], None]
 """``drop(block_type, reason, message_id)``: one WARN for content left out."""
@@ -48,7 +48,11 @@ _OUTPUTS = ("message", "function_call")
 
 
 def encode_request(
-    request: CanonicalRequest, call: Call, *, store: bool, include_encrypted_reasoning: bool
+    request: CanonicalRequest,
+    call: EncodeContext,
+    *,
+    store: bool,
+    include_encrypted_reasoning: bool,
 ) -> dict[str, Any]:
     if request.stop_sequences:
         raise CapabilityError(
@@ -256,7 +260,7 @@ def _schema_name(title: Any) -> str:
     return name if any(c.isalnum() for c in name) else "output"
 
 
-def _warner(call: Call) -> Drop:
+def _warner(call: EncodeContext) -> Drop:
     def drop(block_type: str, reason: str, message_id: str) -> None:
         call.warn_dropped(block_type, reason, message_id=message_id)
 

@@ -28,7 +28,7 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.request import CanonicalRequest
-from metis.pipeline.call import Call
+from metis.wire.codec import EncodeContext
 from metis.wire.schema.compiled import Compiled
 from metis.wire.schema.paths import OMIT, compile_path, set_path
 
@@ -56,7 +56,7 @@ class Encoder:
         self.m = schema.messages
         self._messages_key = compile_path(self.m.messages_key)
 
-    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+    def encode(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         names = _tool_names(request)
         system = self._system_text(request, call)
         turns: list[_Turn] = []
@@ -90,7 +90,7 @@ class Encoder:
         self,
         message: Message,
         message_id: str,
-        call: Call,
+        call: EncodeContext,
         names: dict[str, str],
         previous_calls: list[str],
     ) -> list[_Turn]:
@@ -124,7 +124,9 @@ class Encoder:
                 self._block(block, turn, message_id, call)
         return [*results, turn]
 
-    def _block(self, block: ContentBlock, turn: _Turn, message_id: str, call: Call) -> None:
+    def _block(
+        self, block: ContentBlock, turn: _Turn, message_id: str, call: EncodeContext
+    ) -> None:
         s = self.s
         if isinstance(block, TextBlock):
             echo = self._echo(block.provider_raw, call)
@@ -173,7 +175,7 @@ class Encoder:
         return part
 
     def _tool_result(
-        self, block: ToolResultBlock, name: str | None, message_id: str, call: Call
+        self, block: ToolResultBlock, name: str | None, message_id: str, call: EncodeContext
     ) -> Any:
         result = self.m.tool_result
         template = self.s.tool_error if block.is_error and self.s.tool_error else self.s.tool_result
@@ -209,12 +211,12 @@ class Encoder:
             }
         )
 
-    def _echo(self, raw: ProviderRaw | None, call: Call) -> dict[str, Any]:
+    def _echo(self, raw: ProviderRaw | None, call: EncodeContext) -> dict[str, Any]:
         if raw is None or not self.m.echo or not call.produced(raw):
             return {}
         return {key: raw.data[key] for key in self.m.echo if key in raw.data}
 
-    def _foreign(self, block: ToolUseBlock, call: Call) -> dict[str, Any]:
+    def _foreign(self, block: ToolUseBlock, call: EncodeContext) -> dict[str, Any]:
         fields = self.m.foreign_tool_call_fields
         if not fields or call.produced(block.provider_raw):
             return {}
@@ -254,7 +256,7 @@ class Encoder:
             message[self.m.tool_calls_key] = turn.calls
         return message
 
-    def _system_text(self, request: CanonicalRequest, call: Call) -> str:
+    def _system_text(self, request: CanonicalRequest, call: EncodeContext) -> str:
         parts = [request.system_prompt or ""]
         for i, message in enumerate(request.messages):
             if message.role is Role.SYSTEM:  # system_hoist normally leaves none behind
@@ -287,7 +289,7 @@ class Encoder:
 
     # The body --------------------------------------------------------------------------------
 
-    def _body_values(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+    def _body_values(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         tools = [
             self.s.tool.render(
                 {

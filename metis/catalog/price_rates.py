@@ -1,0 +1,101 @@
+"""A model's rates, USD per million tokens, as a price table gives them: base rates, the
+long-prompt tiers, and the defaults for rates a table leaves out (:mod:`metis.cost` prices
+calls with them)."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr
+from pydantic_core import PydanticCustomError
+
+from metis.core.config_files import show
+
+
+def _rate(value: Any) -> Any:
+    """A rate from YAML: an int, a float (read through its shortest repr) or decimal text."""
+    rate: Decimal | None = None
+    if isinstance(value, int | float | str | Decimal) and not isinstance(value, bool):
+        try:
+            rate = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+        except InvalidOperation:
+            rate = None
+    if rate is None or not rate.is_finite():
+        raise PydanticCustomError("rate_type", _RATE_ERROR.format("a number"), _got(value))
+    if rate < 0:
+        raise PydanticCustomError("rate_range", _RATE_ERROR.format("a number >= 0"), _got(value))
+    return rate
+
+
+_RATE_ERROR = "expected {} (USD per million tokens), got {{got}}"
+
+
+def _got(value: Any) -> dict[str, str]:
+    return {"got": show(value)}
+
+
+Rate = Annotated[Decimal, BeforeValidator(_rate)]
+
+
+class PriceTierEntry(BaseModel):
+    """Rates that apply to every token of a call whose total input exceeds
+    ``above_input_tokens`` (the "cliff" tiers Anthropic and Google price long prompts by).
+    A rate left out keeps the model's base rate."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    above_input_tokens: int = Field(ge=0)
+    input: Rate | None = None
+    output: Rate | None = None
+    cached_input: Rate | None = None
+    cache_creation: Rate | None = None
+
+
+class ModelPrice(BaseModel):
+    """One model's rates, USD per million tokens, as the table gives them.
+
+    Price with :attr:`cached_input_rate` and :attr:`cache_creation_rate`, which apply the
+    defaults (the input rate) to rates the table leaves out.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: Rate
+    output: Rate
+    cached_input: Rate | None = None
+    cache_creation: Rate | None = None
+    tiers: list[PriceTierEntry] = Field(default_factory=list)
+    aliases: list[str] = Field(default_factory=list)
+
+    _model: str = PrivateAttr(default="")
+
+    @property
+    def model(self) -> str:
+        """The canonical id this entry is listed under in its table."""
+        return self._model
+
+    @property
+    def cached_input_rate(self) -> Decimal:
+        """Cache reads; the input rate when the table gives none."""
+        return self.input if self.cached_input is None else self.cached_input
+
+    @property
+    def cache_creation_rate(self) -> Decimal:
+        """Cache writes; the input rate when the table gives none."""
+        return self.input if self.cache_creation is None else self.cache_creation
+
+    def for_input(self, total_input_tokens: int) -> ModelPrice:
+        """The rates for a call of ``total_input_tokens``: the highest tier it passes, if any,
+        replaces each rate that tier names."""
+        passed = [t for t in self.tiers if total_input_tokens > t.above_input_tokens]
+        if not passed:
+            return self
+        tier = max(passed, key=lambda t: t.above_input_tokens)
+        base = self.model_copy(update={"tiers": []})
+        changes = {
+            name: getattr(tier, name)
+            for name in ("input", "output", "cached_input", "cache_creation")
+            if getattr(tier, name) is not None
+        }
+        return base.model_copy(update=changes)

@@ -1,0 +1,182 @@
+"""Stored histories in Anthropic Messages form (``messages`` and ``system``), in and out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from metis.adapter.sendable import first_unsendable
+from metis.errors import InvalidRequestError
+from metis.histories.reading import (
+    Ids,
+    built,
+    dropped,
+    history,
+    items,
+    mapping,
+    message,
+    role_shown,
+    text,
+    tool_input,
+)
+from metis.model.content import (
+    Base64ImageSource,
+    ContentBlock,
+    ImageBlock,
+    Message,
+    ProviderRaw,
+    RedactedThinkingBlock,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    URLImageSource,
+)
+from metis.model.dicts import MessageDict
+
+
+def from_anthropic(
+    messages: Iterable[Any], *, system: Any = None, model: str | None = None
+) -> list[Message]:
+    """Canonical messages from a Messages API ``messages`` list (and its ``system``). Thinking
+    blocks are marked as made by Anthropic's ``model``, so their signatures go back only there."""
+    ids = Ids()
+    made_by = ProviderRaw(provider="anthropic", model=model)
+    out: list[Message] = []
+    if system:
+        content = _blocks(system, "system", ids, made_by)
+        out.append(built(Message, "system", role=Role.SYSTEM, content=content))
+    for i, raw in enumerate(history(messages)):
+        where = f"messages[{i}]"
+        role = mapping(raw, where).get("role")
+        if role not in ("user", "assistant"):
+            raise InvalidRequestError(
+                f"{where}.role: expected user or assistant, got {role_shown(role)}"
+            )
+        blocks = _blocks(raw.get("content"), where, ids, made_by)
+        results = [b for b in blocks if isinstance(b, ToolResultBlock)]
+        rest = [b for b in blocks if not isinstance(b, ToolResultBlock)]
+        if results:  # tool results ride in a user turn on the wire; a tool turn here
+            out.append(Message(role=Role.TOOL, content=list(results)))
+        if rest or not results:
+            out.append(built(Message, where, role=Role(role), content=rest))
+    return out
+
+
+def _blocks(content: Any, where: str, ids: Ids, made_by: ProviderRaw) -> list[ContentBlock]:
+    if isinstance(content, str):
+        return [TextBlock(text=content)]
+    blocks: list[ContentBlock] = []
+    for j, raw in enumerate(items(content, f"{where}.content")):
+        at = f"{where}.content[{j}]"
+        block = _block(mapping(raw, at), at, ids, made_by)
+        if block is not None:
+            blocks.append(block)
+    return blocks
+
+
+def _block(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ContentBlock | None:
+    kind = block.get("type")
+    if kind == "text":
+        return TextBlock(text=text(block, "text", at))
+    if kind == "image":
+        return ImageBlock(source=_source(block.get("source"), at))
+    if kind == "tool_use":
+        return ToolUseBlock(
+            id=ids(block.get("id"), f"{at}.id"),
+            name=text(block, "name", at),
+            input=tool_input(block.get("input"), f"{at}.input"),
+        )
+    if kind == "tool_result":
+        return _result(block, at, ids, made_by)
+    if kind == "thinking":
+        thinking, signature = text(block, "thinking", at), block.get("signature")
+        return built(
+            ThinkingBlock, at, thinking=thinking, signature=signature, provider_raw=made_by
+        )
+    if kind == "redacted_thinking":
+        return RedactedThinkingBlock(data=text(block, "data", at), provider_raw=made_by)
+    dropped(kind, at, "Anthropic Messages import")
+    return None
+
+
+def _result(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ToolResultBlock:
+    inner = block.get("content", "")
+    parts = inner if isinstance(inner, str) else _blocks(inner, at, ids, made_by)
+    content = (
+        parts
+        if isinstance(parts, str)
+        else [p for p in parts if isinstance(p, TextBlock | ImageBlock)]
+    )
+    return ToolResultBlock(
+        tool_use_id=ids(block.get("tool_use_id"), f"{at}.tool_use_id"),
+        content=content,
+        is_error=bool(block.get("is_error", False)),
+    )
+
+
+def _source(source: Any, where: str) -> Base64ImageSource | URLImageSource:
+    at = f"{where}.source"
+    item = mapping(source, at)
+    if item.get("type") == "base64":
+        media_type, data = text(item, "media_type", at, None), text(item, "data", at, None)
+        return Base64ImageSource(media_type=media_type, data=data)
+    if item.get("type") == "url":
+        return URLImageSource(url=text(item, "url", at, None))
+    raise InvalidRequestError(f"{at}: expected a base64 or url image source")
+
+
+def to_anthropic(messages: Iterable[Message | MessageDict]) -> dict[str, Any]:
+    """``{"system": ..., "messages": [...]}`` in Messages API form from canonical messages (or
+    their dicts): system text hoisted, tool results in user turns, consecutive same-role turns
+    merged."""
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    for i, value in enumerate(history(messages)):
+        where = f"messages[{i}]"
+        canonical = message(value, where)
+        if canonical.role is Role.SYSTEM:
+            system.append(canonical.text())
+            continue
+        role = "assistant" if canonical.role is Role.ASSISTANT else "user"
+        blocks = [_wire(b, f"{where}.content[{j}]") for j, b in enumerate(canonical.content)]
+        content = [b for b in blocks if b is not None]
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(content)
+        else:
+            out.append({"role": role, "content": content})
+    body: dict[str, Any] = {"messages": out}
+    if system:
+        body["system"] = "\n\n".join(system)
+    return body
+
+
+def _wire(block: ContentBlock, where: str) -> dict[str, Any] | None:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ImageBlock):
+        return {"type": "image", "source": block.source.model_dump()}
+    if isinstance(block, ToolUseBlock):
+        problem = first_unsendable(block.input, f"{where}.input")
+        if problem:
+            raise InvalidRequestError(problem)
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, ToolResultBlock):
+        content: Any = (
+            block.content
+            if isinstance(block.content, str)
+            else [_wire(part, where) for part in block.content]
+        )
+        return {
+            "type": "tool_result",
+            "tool_use_id": block.tool_use_id,
+            "content": content,
+            **({"is_error": True} if block.is_error else {}),
+        }
+    if isinstance(block, ThinkingBlock) and block.signature:
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if isinstance(block, RedactedThinkingBlock):
+        return {"type": "redacted_thinking", "data": block.data}
+    dropped(block.type, where, "Anthropic Messages export")  # unsigned thinking
+    return None

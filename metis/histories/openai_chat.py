@@ -1,0 +1,176 @@
+"""Stored histories in OpenAI Chat Completions ``messages`` form, in and out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from metis.adapter.sendable import first_unsendable
+from metis.errors import InvalidRequestError
+from metis.histories.reading import (
+    Ids,
+    built,
+    dropped,
+    history,
+    items,
+    mapping,
+    message,
+    role_shown,
+    text,
+    tool_input,
+)
+from metis.model.content import (
+    Base64ImageSource,
+    ContentBlock,
+    ImageBlock,
+    Message,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    URLImageSource,
+)
+from metis.model.dicts import MessageDict
+
+
+def from_openai_chat(messages: Iterable[Any]) -> list[Message]:
+    """Canonical messages from a Chat Completions ``messages`` list."""
+    ids = Ids()
+    out: list[Message] = []
+    for i, raw in enumerate(history(messages)):
+        where = f"messages[{i}]"
+        item = mapping(raw, where)
+        role = item.get("role")
+        if role in ("system", "developer"):
+            out.append(Message(role=Role.SYSTEM, content=_parts(item.get("content"), where)))
+        elif role == "user":
+            out.append(Message(role=Role.USER, content=_parts(item.get("content"), where)))
+        elif role == "assistant":
+            out.append(Message(role=Role.ASSISTANT, content=_assistant(item, where, ids)))
+        elif role == "tool":
+            result = ToolResultBlock(
+                tool_use_id=ids(item.get("tool_call_id"), f"{where}.tool_call_id"),
+                content=_text(item.get("content"), where),
+            )
+            if out and out[-1].role is Role.TOOL:  # parallel results: one canonical message
+                out[-1] = Message(role=Role.TOOL, content=[*out[-1].content, result])
+            else:
+                out.append(Message(role=Role.TOOL, content=[result]))
+        else:
+            raise InvalidRequestError(
+                f"{where}.role: expected system, developer, user, assistant or tool, got "
+                f"{role_shown(role)}"
+            )
+    return out
+
+
+def _parts(content: Any, where: str) -> list[ContentBlock]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [TextBlock(text=content)]
+    blocks: list[ContentBlock] = []
+    for j, raw in enumerate(items(content, f"{where}.content")):
+        at = f"{where}.content[{j}]"
+        part = mapping(raw, at)
+        kind = part.get("type")
+        if kind == "text":
+            blocks.append(TextBlock(text=text(part, "text", at)))
+        elif kind == "image_url":
+            url = mapping(part.get("image_url"), f"{at}.image_url").get("url")
+            blocks.append(ImageBlock(source=_image_source(url, f"{at}.image_url.url")))
+        else:
+            dropped(kind, at, "OpenAI Chat import")
+    return blocks
+
+
+def _text(content: Any, where: str) -> str:
+    return "".join(b.text for b in _parts(content, where) if isinstance(b, TextBlock))
+
+
+def _assistant(item: Mapping[str, Any], where: str, ids: Ids) -> list[ContentBlock]:
+    blocks: list[ContentBlock] = []
+    reasoning = item.get("reasoning_content") or item.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        blocks.append(ThinkingBlock(thinking=reasoning))
+    blocks.extend(_parts(item.get("content"), where))
+    calls = item.get("tool_calls")
+    for k, raw in enumerate(items(calls, f"{where}.tool_calls") if calls is not None else []):
+        at = f"{where}.tool_calls[{k}]"
+        function = mapping(mapping(raw, at).get("function"), f"{at}.function")
+        blocks.append(
+            ToolUseBlock(
+                id=ids(raw.get("id"), f"{at}.id"),
+                name=text(function, "name", f"{at}.function"),
+                input=tool_input(function.get("arguments"), f"{at}.function.arguments"),
+            )
+        )
+    return blocks
+
+
+def _image_source(url: Any, where: str) -> Base64ImageSource | URLImageSource:
+    if not isinstance(url, str) or not url:
+        raise InvalidRequestError(f"{where}: expected an image URL")
+    if url.startswith("data:"):
+        header, _, data = url[5:].partition(",")
+        media_type, _, encoding = header.partition(";")
+        if encoding != "base64" or not data:
+            raise InvalidRequestError(f"{where}: expected a base64 data URL")
+        return built(Base64ImageSource, where, media_type=media_type, data=data)
+    return built(URLImageSource, where, url=url)
+
+
+def to_openai_chat(messages: Iterable[Message | MessageDict]) -> list[dict[str, Any]]:
+    """A Chat Completions ``messages`` list from canonical messages (or their dicts)."""
+    out: list[dict[str, Any]] = []
+    for i, value in enumerate(history(messages)):
+        where = f"messages[{i}]"
+        canonical = message(value, where)
+        if canonical.role is Role.TOOL:
+            for block in canonical.content:
+                if isinstance(block, ToolResultBlock):
+                    result = {"role": "tool", "tool_call_id": block.tool_use_id}
+                    out.append({**result, "content": block.text()})
+            continue
+        parts: list[dict[str, Any]] = []
+        calls: list[dict[str, Any]] = []
+        for j, block in enumerate(canonical.content):
+            if isinstance(block, TextBlock):
+                parts.append({"type": "text", "text": block.text})
+            elif isinstance(block, ImageBlock):
+                parts.append({"type": "image_url", "image_url": {"url": _image_url(block)}})
+            elif isinstance(block, ToolUseBlock):
+                calls.append(_call(block, f"{where}.content[{j}]"))
+            else:
+                dropped(block.type, where, "OpenAI Chat export")
+        entry: dict[str, Any] = {"role": canonical.role.value, "content": _content(parts)}
+        if calls:
+            entry["tool_calls"] = calls
+        out.append(entry)
+    return out
+
+
+def _call(block: ToolUseBlock, where: str) -> dict[str, Any]:
+    problem = first_unsendable(block.input, f"{where}.input")
+    if problem:
+        raise InvalidRequestError(problem)
+    arguments = json.dumps(block.input, ensure_ascii=False)
+    function = {"name": block.name, "arguments": arguments}
+    return {"id": block.id, "type": "function", "function": function}
+
+
+def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]] | None:
+    if not parts:
+        return None
+    if all(p["type"] == "text" for p in parts):
+        return "".join(p["text"] for p in parts)
+    return parts
+
+
+def _image_url(block: ImageBlock) -> str:
+    source = block.source
+    if isinstance(source, Base64ImageSource):
+        return f"data:{source.media_type};base64,{source.data}"
+    return source.url

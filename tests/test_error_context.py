@@ -1,0 +1,125 @@
+"""Errors that say where the mistake is and what was meant: the message's index and the
+nearest role or key, the tool's parameter, the nearest stack, the stack serving a catalog
+provider id, the catalog's nearest models."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import metis
+from metis import AdapterConfig, CanonicalRequest, InvalidRequestError, build_adapter
+from metis.catalog.lookup import _warned
+from metis.errors import ConfigError
+from metis.testing.emulator import Emulator
+
+HELLO = {"role": "user", "content": "Hello"}
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ({"role": "usr", "content": "Hi"}, "messages[1]: unknown role 'usr'; did you mean 'user'?"),
+        ({"role": "developer", "content": "Hi"}, "messages[1]: unknown role 'developer'; did you"),
+        (
+            {"role": "user", "contnt": "Hi"},
+            "messages[1]: unknown key 'contnt'; did you mean 'content'",
+        ),
+        ({"rol": "user", "content": "Hi"}, "messages[1]: unknown key 'rol'; did you mean 'role'"),
+        ({"content": "Hi"}, "messages[1]: no 'role'"),
+        ("Hi", "messages[1]: expected a Message or a dict, got str"),
+        (
+            {"role": "user", "content": [{"type": "txt", "text": "Hi"}]},
+            "messages[1].content[0]: unknown block type 'txt'; did you mean 'text'",
+        ),
+        (
+            {"role": "user", "content": [{"type": "text", "txet": "Hi"}]},
+            "messages[1].content[0]: unknown key 'txet'; did you mean 'text'",
+        ),
+        (
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "tu_1", "nmae": "f"}]},
+            "messages[1].content[0]: unknown key 'nmae'; did you mean 'name'",
+        ),
+        (
+            {"role": "user", "content": [{"type": "text", "text": 3}]},
+            "messages[1].content[0].text: Input should be a valid string",
+        ),
+    ],
+)
+def test_a_wrong_dict_message_names_its_index_and_the_nearest_name(
+    message: Any, expected: str
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        CanonicalRequest(model="m", max_output_tokens=10, messages=[HELLO, message])
+    assert expected in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_a_one_line_call_names_the_wrong_message_before_sending(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    history = [HELLO, {"role": "assistant", "content": "Hi!"}, {"role": "usr", "content": "?"}]
+    with pytest.raises(InvalidRequestError, match=r"messages\[2\]: unknown role 'usr'"):
+        await metis.acomplete("anthropic:claude-sonnet-4-5", history)  # type: ignore[arg-type]
+    assert emulator.stats.requests == 0
+
+
+def _with_a_socket(city: str, connection: socket.socket) -> str:
+    return city
+
+
+def _with_a_callback(city: str, callback: Callable[[int], int]) -> str:
+    return city
+
+
+@pytest.mark.parametrize(
+    ("function", "parameter", "type_name"),
+    [
+        (_with_a_socket, "connection", "socket.socket"),
+        (_with_a_callback, "callback", "Callable"),
+    ],
+)
+def test_an_unsupported_tool_parameter_type_names_the_tool_and_the_parameter(
+    function: Callable[..., Any], parameter: str, type_name: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        metis.tool(function)
+    text = str(caught.value)
+    assert f"tool {function.__name__!r}" in text and f"parameter {parameter!r}" in text
+    assert type_name in text
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("antropic:claude-sonnet-4-5", "did you mean 'anthropic'"),
+        ("opnai:gpt-4o", "did you mean 'openai'"),
+        ("google:gemini-2.5-flash", "served by the stack 'gemini' (write gemini:MODEL)"),
+        ("amazon-bedrock:amazon.nova-pro-v1:0", "the stacks 'bedrock', 'bedrock_anthropic'"),
+        ("fireworks-ai:llama", "served by the stack 'fireworks'"),
+    ],
+)
+def test_a_wrong_provider_says_what_was_meant(model: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        metis.complete(model, "Hi")
+    assert expected in str(caught.value)
+    with pytest.raises(ConfigError) as built:
+        build_adapter(model.partition(":")[0])
+    assert expected in str(built.value)
+
+
+def test_an_uncatalogued_model_warning_names_the_closest_known_models(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    _warned.discard(("anthropic", "claude-sonet-4-5"))
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        build_adapter("anthropic", AdapterConfig(api_key="k")).capabilities_for("claude-sonet-4-5")
+    (warn,) = [r for r in caplog.records if getattr(r, "event", "") == "metis.uncatalogued_model"]
+    assert "claude-sonnet-4-5" in warn.closest
+    assert "(closest: claude-sonnet-4-5" in warn.getMessage()
