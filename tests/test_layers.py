@@ -51,7 +51,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("routing", ("metis/routing/",)),
     ("registry", ("metis/registry/",)),
     ("redis", ("metis/redis/",)),
-    ("helpers", ("metis/calls/", "metis/tools.py", "metis/histories.py", "metis/cost.py")),
+    ("helpers", ("metis/calls/", "metis/tools.py", "metis/histories/", "metis/cost.py")),
     ("testing", ("metis/testing/",)),
     ("cli", ("metis/cli/",)),
     (
