@@ -331,17 +331,34 @@ def test_record_against_the_emulator_writes_a_replayable_cassette_without_the_ke
     assert 'get_weather({"city": "Paris"})' in replayed.stdout
 
 
-@pytest.mark.parametrize("provider", ["openai", "gemini", "ollama", "groq"])
+@pytest.mark.parametrize(
+    ("provider", "model"),
+    [
+        ("openai", "gpt-4o"),
+        ("gemini", "gemini-2.5-flash"),
+        ("ollama", "qwen3"),
+        ("groq", "llama-3.3-70b-versatile"),
+    ],
+)
 def test_record_and_replay_other_providers_in_process(
-    provider: str, tmp_path: Path, capsys: Any, no_keys: None
+    provider: str, model: str, tmp_path: Path, capsys: Any, no_keys: None
 ) -> None:
     target = tmp_path / f"{provider}.yaml"
-    args = ["record", "--provider", provider, "-m", "some-model", "--prompt", "Hi there"]
+    args = ["record", "--provider", provider, "-m", model, "--prompt", "Hi there"]
     assert main([*args, "-o", str(target), "--emulator", "--no-stream"]) == 0
     capsys.readouterr()
     assert main(["replay", str(target)]) == 0
     out = capsys.readouterr().out
-    assert f"{provider} some-model (not streamed)" in out and "You said: Hi there" in out
+    assert f"{provider} {model} (not streamed)" in out and "You said: Hi there" in out
+
+
+def test_recording_an_unknown_model_gets_the_providers_not_found(
+    tmp_path: Path, capsys: Any, no_keys: None
+) -> None:
+    target = tmp_path / "openai.yaml"
+    args = ["record", "--provider", "openai", "-m", "gpt-nope", "--prompt", "Hi", "--no-stream"]
+    assert main([*args, "-o", str(target), "--emulator"]) == 1
+    assert "The model `gpt-nope` does not exist" in capsys.readouterr().err
 
 
 # emulator -----------------------------------------------------------------------------------

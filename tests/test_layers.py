@@ -51,7 +51,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("routing", ("metis/routing/",)),
     ("registry", ("metis/registry/",)),
     ("redis", ("metis/redis/",)),
-    ("helpers", ("metis/calls/", "metis/tools.py", "metis/histories/", "metis/cost.py")),
+    (
+        "helpers",
+        (
+            "metis/calls/",
+            "metis/sessions/",
+            "metis/tools.py",
+            "metis/histories/",
+            "metis/cost.py",
+        ),
+    ),
     ("testing", ("metis/testing/",)),
     ("cli", ("metis/cli/",)),
     (
@@ -78,10 +87,6 @@ PENDING: dict[tuple[str, str], str] = {
         "metis.adapter.count_tokens",
         "metis.adapter.adapter",
     ): "engine: count_tokens takes no Adapter",
-    ("metis.testing.emulator._wire", "metis.testing.emulator.responder"): "emulator: rewritten",
-    ("metis.testing.emulator.count_tokens", "metis.testing.emulator.openai_responses"): (
-        "emulator: rewritten"
-    ),
 }
 
 

@@ -1,7 +1,7 @@
-"""What every wire format shares: the parsed HTTP request, the replies, SSE/NDJSON frames,
+"""What every wire format shares: the request as read, the replies, SSE and NDJSON frames,
 deterministic ids and signatures, and the delta splitting that makes a stream look real.
 
-Nothing here knows a provider; nothing here imports metis outside this package.
+Nothing here knows a provider.
 """
 
 from __future__ import annotations
@@ -11,14 +11,10 @@ import hashlib
 import hmac
 import json
 import re
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from metis.testing.emulator.responder import Responder
+from typing import Any
 
 
 @dataclass(slots=True)
@@ -42,6 +38,11 @@ class HttpRequest:
             self.method.encode() + b" " + self.path.encode() + b"\n" + self.body
         ).digest()
 
+    def bearer(self) -> str:
+        """The token of an ``Authorization: Bearer`` header ("" without one)."""
+        scheme, _, token = (self.header("authorization") or "").partition(" ")
+        return token.strip() if scheme.lower() == "bearer" else ""
+
 
 @dataclass(slots=True)
 class JsonReply:
@@ -64,7 +65,7 @@ class JsonReply:
 
 @dataclass(slots=True, frozen=True)
 class Frame:
-    """One stream event as bytes: ``head`` + JSON ``payload`` + ``tail`` (each flushed alone)."""
+    """One stream event as bytes: ``head`` + JSON ``payload`` + ``tail`` (each sent alone)."""
 
     head: bytes
     payload: bytes
@@ -75,17 +76,13 @@ class Frame:
 
     def truncated(self) -> bytes:
         """The same frame with its JSON cut in half: a malformed chunk, framing intact."""
-        cut = max(1, len(self.payload) // 2)
-        return self.head + self.payload[:cut] + self.tail
+        return self.head + self.payload[: max(1, len(self.payload) // 2)] + self.tail
 
 
 @dataclass(slots=True)
 class StreamReply:
-    """A streamed answer: frames written one chunk each, then the chunked terminator.
-
-    ``error_frames(kind)`` is what this provider sends when an error happens inside a 200
-    stream (the stream then ends); the fault injector splices it in.
-    """
+    """A streamed answer. ``error_frames(kind)`` is what the provider sends when an error
+    happens inside a 200 stream (the stream then ends); the fault injector splices it in."""
 
     frames: list[Frame]
     headers: dict[str, str]
@@ -93,43 +90,54 @@ class StreamReply:
     status: int = 200
 
 
+Reply = JsonReply | StreamReply
+
+
 class ApiError(Exception):
-    """Raised by a wire format when the request is refused; ``reply`` is the error response."""
+    """A refused request; ``reply`` is the provider's error response."""
 
     def __init__(self, reply: JsonReply) -> None:
         super().__init__(reply.status)
         self.reply = reply
 
 
-# --- framing --------------------------------------------------------------------------------
-
-
-def dumps(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+def dumps(value: Any, separators: tuple[str, str] = (",", ":")) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=separators).encode()
 
 
 def sse(data: Any, event: str | None = None, *, sep: bytes = b"\n\n", pad: int = 0) -> Frame:
     """An SSE event: optional ``event:`` line, one ``data:`` line, a blank line."""
     head = (b"event: " + event.encode() + b"\n" if event else b"") + b"data: "
-    payload = data if isinstance(data, bytes) else dumps(data)
-    return Frame(head, payload, b" " * pad + sep)
+    return Frame(head, data if isinstance(data, bytes) else dumps(data), b" " * pad + sep)
 
 
 def ndjson(data: Any) -> Frame:
     return Frame(b"", dumps(data), b"\n")
 
 
+def parse_json_object(body: bytes) -> dict[str, Any]:
+    """The body as a JSON object; a ValueError says why it is not one."""
+    try:
+        value = json.loads(body or b"null")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"The request body is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError("The request body must be a JSON object.")
+    return value
+
+
 # --- deterministic ids, times, signatures ----------------------------------------------------
 
-_ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-_B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-_HEX = "0123456789abcdef"
-_LOWER = "0123456789abcdefghijklmnopqrstuvwxyz"
-ALPHABETS = {"alnum": _ALNUM, "b58": _B58, "hex": _HEX, "lower": _LOWER}
+ALPHABETS = {
+    "alnum": "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    "b58": "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz",
+    "hex": "0123456789abcdef",
+    "lower": "0123456789abcdefghijklmnopqrstuvwxyz",
+}
 
 
 class Ids:
-    """Ids derived from the request's digest: the same request always gets the same ids."""
+    """Ids derived from a seed (the request's digest): the same request, the same ids."""
 
     def __init__(self, seed: bytes) -> None:
         self._seed = seed
@@ -143,6 +151,11 @@ class Ids:
             block = hashlib.sha256(self._seed + self._n.to_bytes(4, "big")).digest()
             out.extend(chars[b % len(chars)] for b in block)
         return "".join(out[:length])
+
+
+def request_ids(request: HttpRequest) -> Ids:
+    """Ids for a request's headers: distinct per request even when bodies repeat."""
+    return Ids(request.digest + request.number.to_bytes(8, "big"))
 
 
 SIGNING_KEY = b"metis-emulator-signing-key-v1"
@@ -166,13 +179,28 @@ def verify(kind: str, text: str, sig: str) -> bool:
     return raw.startswith(b"EMU1") and hmac.compare_digest(raw[4:36], sign(kind, text))
 
 
+def seal(kind: str, seed: str) -> str:
+    """An opaque token only this emulator issues, that it can check on its own (a Gemini
+    thought signature: nothing else comes back with it)."""
+    nonce = hashlib.sha256(seed.encode()).digest()[:16]
+    return base64.b64encode(b"EMU2" + nonce + sign(kind, nonce.hex())[:16]).decode()
+
+
+def sealed(kind: str, token: str) -> bool:
+    try:
+        raw = base64.b64decode(token.encode(), validate=False)
+    except (ValueError, TypeError):
+        return False
+    mac = sign(kind, raw[4:20].hex())[:16]
+    return len(raw) == 36 and raw.startswith(b"EMU2") and hmac.compare_digest(raw[20:], mac)
+
+
 def now_unix() -> int:
     return int(time.time())
 
 
 def rfc3339_nanos() -> str:
-    ns = time.time_ns()
-    secs, frac = divmod(ns, 1_000_000_000)
+    secs, frac = divmod(time.time_ns(), 1_000_000_000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{frac:09d}Z"
 
 
@@ -180,6 +208,7 @@ def rfc3339_nanos() -> str:
 
 _PIECES = re.compile(r"\s*\S+|\s+$")
 _GROUPS = (1, 2, 1, 3, 2)
+_JSON_SIZES = (2, 7, 3, 5, 4)
 
 
 def split_text(text: str) -> list[str]:
@@ -188,22 +217,15 @@ def split_text(text: str) -> list[str]:
         return []
     pieces = _PIECES.findall(text)
     if len(pieces) <= 1:
-        if len(text) < 2:
-            return [text]
         half = len(text) // 2
-        return [text[:half], text[half:]]
+        return [text] if len(text) < 2 else [text[:half], text[half:]]
     out: list[str] = []
-    i = 0
-    k = 0
+    i = k = 0
     while i < len(pieces):
         size = _GROUPS[k % len(_GROUPS)]
         out.append("".join(pieces[i : i + size]))
-        i += size
-        k += 1
+        i, k = i + size, k + 1
     return out
-
-
-_JSON_SIZES = (2, 7, 3, 5, 4)
 
 
 def split_json(text: str) -> list[str]:
@@ -211,70 +233,17 @@ def split_json(text: str) -> list[str]:
     if len(text) <= 2:
         return [text]
     out: list[str] = []
-    i = 0
-    k = 0
+    i = k = 0
     while i < len(text):
         size = _JSON_SIZES[k % len(_JSON_SIZES)]
         out.append(text[i : i + size])
-        i += size
-        k += 1
+        i, k = i + size, k + 1
     return out
 
 
 def count_tokens(text: str) -> int:
     """The emulator's token count: a quarter of the characters, at least one for any text."""
     return (len(text) + 3) // 4 if text else 0
-
-
-@dataclass(slots=True)
-class Env:
-    """What a wire format may use besides the request: the scripted model and shared state."""
-
-    responder: Responder
-    responses: dict[str, list[dict[str, Any]]]
-    context_tokens: dict[str, int]
-    strict_signatures: bool = True
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-class Provider:
-    """One wire format: which paths it serves, how it authenticates, how it fails, how it
-    answers. Subclasses implement every method."""
-
-    name: str = ""
-
-    def route(self, method: str, path: str) -> str | None:
-        """The endpoint this request is for (None: not this provider's path)."""
-        raise NotImplementedError
-
-    def allowed_methods(self, path: str) -> list[str]:
-        """Methods this provider serves at ``path`` (for a 405)."""
-        raise NotImplementedError
-
-    def authenticate(
-        self, endpoint: str, request: HttpRequest, keys: frozenset[str] | None
-    ) -> JsonReply | None:
-        """An error reply when the request's credentials are missing or refused."""
-        raise NotImplementedError
-
-    def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
-        """The error reply for a status fault (rate_limit, overloaded, server_error, auth,
-        context_overflow), in this provider's format."""
-        raise NotImplementedError
-
-    def handle(self, endpoint: str, request: HttpRequest, env: Env) -> JsonReply | StreamReply:
-        raise NotImplementedError
-
-
-def parse_json_object(request: HttpRequest, bad: Callable[[str], JsonReply]) -> dict[str, Any]:
-    """The body as a JSON object, or ApiError(bad(message))."""
-    try:
-        body = json.loads(request.body or b"null")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(bad(f"The request body is not valid JSON: {exc}")) from None
-    if not isinstance(body, dict):
-        raise ApiError(bad("The request body must be a JSON object."))
-    return body
 
 
 def is_int(value: Any) -> bool:
@@ -285,26 +254,23 @@ def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def tool_name_ok(name: Any, limit: int = 64) -> bool:
-    return isinstance(name, str) and bool(re.fullmatch(rf"[a-zA-Z0-9_-]{{1,{limit}}}", name))
+def object_at(value: Any, key: str) -> dict[str, Any]:
+    """``value[key]`` when both are objects, else an empty one (an optional field's settings)."""
+    found = value.get(key) if isinstance(value, dict) else None
+    return found if isinstance(found, dict) else {}
 
 
 def text_of(value: Any) -> str:
     """Text from a string or a list of text-ish blocks (tool results come both ways)."""
     if isinstance(value, str):
         return value
-    if isinstance(value, list):
-        parts = []
-        for item in value:
-            if isinstance(item, str):
-                parts.append(item)
-            elif isinstance(item, dict):
-                text = item.get("text", item.get("content"))
-                if isinstance(text, str):
-                    parts.append(text)
-                elif isinstance(text, list):
-                    parts.append(text_of(text))
-        return "\n".join(p for p in parts if p)
     if value is None:
         return ""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if not isinstance(value, list):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    parts = []
+    for item in value:
+        text = item.get("text", item.get("content")) if isinstance(item, dict) else item
+        if isinstance(text, str | list):
+            parts.append(text_of(text))
+    return "\n".join(p for p in parts if p)
