@@ -244,9 +244,7 @@ def test_a_stack_without_key_sends_no_openai_fields() -> None:
 )
 def test_a_hint_with_no_form_is_a_warning(rules: str, model: str, provider: str) -> None:
     _, call = run({"model": "m"}, continuing(hints=2), rules, model)
-    assert (
-        reasons(call) == [f"{provider} has no form for a cache hint (docs/caching.md)"] * 2
-    )
+    assert reasons(call) == [f"{provider} has no form for a cache hint (docs/caching.md)"] * 2
 
 
 def test_gemini_reads_a_cached_content_without_system_and_tools() -> None:
@@ -270,3 +268,13 @@ def test_a_bad_policy_is_refused_when_made() -> None:
         CachePolicy(cached_content="my-cache")
     with pytest.raises(ValidationError):
         CachePolicy(prefix=True, surprise=1)  # type: ignore[call-arg]
+
+
+def test_a_long_session_id_is_sent_as_a_64_character_key() -> None:
+    """OpenAI refuses a prompt_cache_key over 64 characters; the same session, the same key."""
+    long_session = RequestedCache(None, 0, continuing=True, session_id="tenant-" + "x" * 80)
+    first, _ = run({"model": "gpt"}, long_session, "openai_chat", "openai:gpt-4.1", key=True)
+    again, _ = run({"model": "gpt"}, long_session, "openai_chat", "openai:gpt-4.1", key=True)
+    assert len(first["prompt_cache_key"]) == 64
+    assert first["prompt_cache_key"].startswith("metis-")
+    assert first == again

@@ -104,3 +104,21 @@ def test_a_breakpoint_counts_the_lookback_in_blocks() -> None:
     assert read > 0
     read, _ = far.explicit("p", segments, [3], blocks=[1, 1, 20, 1])
     assert read == 0
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses"])
+def test_openai_refuses_a_prompt_cache_key_over_64_characters(
+    http: httpx.Client, path: str
+) -> None:
+    body: dict[str, Any] = {"model": "gpt-4.1", "prompt_cache_key": "k" * 65}
+    if path.endswith("completions"):
+        body["messages"] = [{"role": "user", "content": "hi"}]
+    else:
+        body["input"] = "hi"
+    headers = {"authorization": "Bearer test"}
+    refused = http.post(path, json=body, headers=headers)
+    assert refused.status_code == 400
+    error = refused.json()["error"]
+    assert error["param"] == "prompt_cache_key" and error["code"] == "string_above_max_length"
+    body["prompt_cache_key"] = "k" * 64
+    assert http.post(path, json=body, headers=headers).status_code == 200

@@ -21,6 +21,7 @@ provider's limit, with a warning.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 from typing import Any, Literal
 
@@ -40,6 +41,7 @@ log = logging.getLogger("metis")
 
 MAX_BREAKPOINTS = cache_points.MAX_BREAKPOINTS
 BEDROCK_CATALOG = "amazon-bedrock"
+MAX_PROMPT_CACHE_KEY = 64
 
 _FORMS = {
     "anthropic": "anthropic",
@@ -160,10 +162,18 @@ def _openai_fields(
     fields: dict[str, Any] = {}
     key = policy.key or session_id
     if key:
-        fields["prompt_cache_key"] = key
+        fields["prompt_cache_key"] = _bounded(key)
     if policy.retention:
         fields["prompt_cache_retention"] = policy.retention
     return {**body, **fields} if fields else body
+
+
+def _bounded(key: str) -> str:
+    """OpenAI refuses a ``prompt_cache_key`` over 64 characters: a longer session id or key
+    is sent as a digest of itself (the same key, the same digest: affinity holds)."""
+    if len(key) <= MAX_PROMPT_CACHE_KEY:
+        return key
+    return "metis-" + hashlib.sha256(key.encode()).hexdigest()[: MAX_PROMPT_CACHE_KEY - 6]
 
 
 def _no_form_for_policy(asked: RequestedCache, call: Call, provider: str) -> None:

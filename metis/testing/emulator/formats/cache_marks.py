@@ -9,6 +9,8 @@ from typing import Any
 from metis.testing.emulator.rules import Refused
 
 MAX_BREAKPOINTS = 4
+MAX_PROMPT_CACHE_KEY = 64
+"""OpenAI refuses a longer ``prompt_cache_key`` (Chat Completions and Responses)."""
 LOOKBACK_BLOCKS = 20
 """Anthropic looks for an earlier cache entry up to 20 blocks before each breakpoint."""
 
@@ -69,3 +71,15 @@ def converse_breakpoints(body: dict[str, Any]) -> list[int]:
 def block_counts(messages: list[Any]) -> list[int]:
     """Blocks per prompt segment (the tools and system count as one), for the lookback."""
     return [1, *(max(1, len(_content(m))) for m in messages)]
+
+
+def check_prompt_cache_key(body: dict[str, Any], call: Any) -> None:
+    """OpenAI's refusal of a ``prompt_cache_key`` over 64 characters (its words)."""
+    key = body.get("prompt_cache_key")
+    if isinstance(key, str) and len(key) > MAX_PROMPT_CACHE_KEY:
+        raise Refused(
+            "Invalid 'prompt_cache_key': string too long. Expected a string with maximum "
+            f"length {MAX_PROMPT_CACHE_KEY}, but got a string with length {len(key)} instead.",
+            "prompt_cache_key",
+            "string_above_max_length",
+        )
