@@ -5,6 +5,7 @@ each attempt through the auth flow and the transport (``Provider.fetch``), one
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -129,7 +130,5 @@ def _ms(started: float) -> int:
 
 
 def _emit(sink: TelemetrySink, event: TelemetryEvent) -> None:
-    try:
+    with contextlib.suppress(Exception):  # a failing sink never fails the call
         sink.emit(event)
-    except Exception:  # a failing sink never fails the call (as the telemetry stage)
-        pass

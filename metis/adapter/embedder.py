@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
@@ -47,9 +47,6 @@ from metis.telemetry import NULL_SINK, TelemetrySink
 from metis.transport.clients import AsyncHTTPClient, as_httpx
 from metis.transport.stage import http_client
 from metis.wire.embeddings import EmbedBatch, Embedded, embedding_codec
-
-if TYPE_CHECKING:
-    import httpx
 
 install_httpx_log_filter()
 
@@ -244,7 +241,8 @@ class _Run:
         where = _ranges([f.indices for f in failures])
         error.message = (
             f"{len(failures)} of {requests} embedding requests failed, {items} of "
-            f"{len(self.vectors)} inputs without a vector (items {where}); the first: {error.message}"
+            f"{len(self.vectors)} inputs without a vector (items {where}); the first: "
+            f"{error.message}"
         )
         error.args = (error.message,)
         error.partial_embeddings = PartialEmbeddings(self.vectors, model, usage, failures)

@@ -10,10 +10,11 @@ its key, its codec (``metis.wire.embeddings``), its limits and its auth steps::
     name: vertex
     extends: gemini                     # a built-in embedding stack, or a path
     settings: vertex
-    endpoint: {base_url: "https://{location}-aiplatform.googleapis.com",
-               path: /v1/projects/{project}/locations/{location}/publishers/google/models/{model}:predict}
+    endpoint:
+      base_url: "https://{location}-aiplatform.googleapis.com"
+      path: /v1/projects/{project}/locations/{location}/publishers/google/models/{model}:predict
     codec: vertex
-    stages: [url_params: {params: {...}}, google_auth]
+    stages: [url_params: {params: ...}, google_auth]
 
 ``extends`` merges ``endpoint``, ``auth``, ``headers`` and ``limits`` key by key (``null``
 removes one); every other key replaces the parent's.
@@ -34,7 +35,7 @@ from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.settings import settings_kind
 from metis.pipeline.stage import Stage
-from metis.stacks.loader import AuthSpec, EndpointSpec, StageEntry, StackSpec
+from metis.stacks.loader import AuthSpec, EndpointSpec, StackSpec, StageEntry
 from metis.wire.embeddings import CODECS
 
 AUTH_STEPS = ("url_params", "aws_endpoint", "aws_sigv4", "google_auth", "azure_auth")

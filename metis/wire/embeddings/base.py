@@ -95,7 +95,7 @@ def vector(value: Any, where: str) -> list[float]:
     for number in value:
         if number.__class__ not in (float, int) or not math.isfinite(number):
             raise malformed(where, "a list of finite numbers", number)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def vectors(value: Any, where: str, count: int) -> list[list[float]]:
