@@ -39,12 +39,14 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from metis.catalog.catalog import Catalog, default_catalog
+from metis.catalog.embedding_models import EMBEDDING_PRICES_VERSION, embedding_model
 from metis.catalog.model_info import ModelInfo
 from metis.catalog.price_rates import ModelPrice, PriceTierEntry
 from metis.core.config_files import config_error, read_yaml, show
 from metis.errors import ConfigError
 from metis.model.response import TokenUsage
 from metis.stacks.catalog import lookup, stack_catalog_provider
+from metis.stacks.embedding import embedding_catalog_provider
 
 MILLION = Decimal(1_000_000)
 QUANTUM = Decimal("1e-8")
@@ -289,10 +291,25 @@ def priced_cost(model: str, usage: TokenUsage, table: PriceTable | None = None) 
                 info.key.replace("/", ":", 1), _catalog_price(info), usage, catalog.version
             )
         table = default_price_table()
-    model_id = table.find(model)
+        model_id = table.find(model)
+        if model_id is None:
+            return _embedding_cost(model, usage)
+    else:
+        model_id = table.find(model)
     if model_id is None:
         return None
     return price_usage(model_id, table.models[model_id], usage, table.pricing_version)
+
+
+def _embedding_cost(model: str, usage: TokenUsage) -> Cost | None:
+    """An embedding model's price from metis's embedding table (docs/embeddings.md), for the
+    models the maintained catalog does not price (Voyage's, Cohere's, Vertex's...)."""
+    stack, _, name = model.partition(":")
+    info = embedding_model(embedding_catalog_provider(stack) or stack, name)
+    if info is None or info.price is None:
+        return None
+    price = ModelPrice(input=info.price, output=Decimal(0))
+    return price_usage(model, price, usage, EMBEDDING_PRICES_VERSION)
 
 
 def _unpriced(model: str, table: PriceTable, usage: TokenUsage) -> Cost:

@@ -34,6 +34,9 @@ from decimal import Decimal
 
 from metis.catalog.lookup import find_model
 
+EMBEDDING_PRICES_VERSION = "metis-embeddings-2026-11"
+"""The ``pricing_version`` of a cost priced from this table."""
+
 
 @dataclass(frozen=True, slots=True)
 class EmbeddingModel:

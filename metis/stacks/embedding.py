@@ -22,6 +22,7 @@ removes one); every other key replaces the parent's.
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,14 @@ def load_embedding_stack(name_or_path: str | Path) -> EmbeddingStackSpec:
         return EmbeddingStackSpec.model_validate({**data, "source": source})
     except ValidationError as exc:
         raise config_error(exc, source, EmbeddingStackSpec) from None
+
+
+@functools.cache
+def embedding_catalog_provider(stack: str) -> str | None:
+    """The catalog provider a built-in embedding stack names, or None."""
+    if stack not in builtin_embedding_stacks():
+        return None
+    return load_embedding_stack(stack).catalog
 
 
 def builtin_embedding_stacks() -> list[str]:
