@@ -12,20 +12,60 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-from metis.errors import ProtocolError
+from metis.errors import AdapterError, ErrorClass, ProtocolError
 from metis.model.embeddings import ImageInput
 from metis.wire.embeddings.base import (
     EmbedBatch,
     EmbedCodec,
     Embedded,
+    generic_error,
     only_texts,
     tokens,
     vector,
 )
+from metis.wire.http_errors import http_error, json_body
 from metis.wire.read import malformed, object_value
+
+_CLASSES = {
+    "API_KEY_INVALID": ErrorClass.AUTH,
+    "PERMISSION_DENIED": ErrorClass.AUTH,
+    "UNAUTHENTICATED": ErrorClass.AUTH,
+    "RESOURCE_EXHAUSTED": ErrorClass.RATE_LIMIT,
+    "UNAVAILABLE": ErrorClass.OVERLOADED,
+    "INTERNAL": ErrorClass.SERVER_ERROR,
+    "DEADLINE_EXCEEDED": ErrorClass.SERVER_ERROR,
+}
+
+
+def google_error(status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
+    """A google.rpc status answer (the Gemini API's and Vertex AI's): the class from a
+    detail's ``reason`` (``API_KEY_INVALID``) or the ``status`` name, the wait from a
+    ``RetryInfo`` detail (as the gemini chat stack's error schema reads them)."""
+    data = json_body(body)
+    error = data.get("error") if data is not None else None
+    if not isinstance(error, dict):
+        return generic_error(status, headers, body)
+    details = [d for d in error.get("details") or () if isinstance(d, dict)]
+    codes = [d.get("reason") for d in details] + [error.get("status")]
+    code = next((c for c in codes if isinstance(c, str) and c in _CLASSES), None)
+    code = code or next((c for c in codes if isinstance(c, str)), None)
+    found = http_error(
+        status,
+        headers,
+        str(error.get("message") or ""),
+        error_class=_CLASSES.get(code or ""),
+        code=code,
+    )
+    delay = next((d.get("retryDelay") for d in details if d.get("retryDelay")), None)
+    if isinstance(delay, str) and delay.endswith("s"):
+        with contextlib.suppress(ValueError):
+            found.retry_after_seconds = float(delay[:-1])
+    return found
+
 
 TASK_TYPES = {
     "query": "RETRIEVAL_QUERY",
@@ -64,6 +104,9 @@ class GeminiEmbeddings(EmbedCodec):
             requests.append(one)
         return {"requests": requests}
 
+    def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
+        return google_error(status, headers, body)
+
     def decode(
         self, body: dict[str, Any], headers: Mapping[str, str], batch: EmbedBatch
     ) -> Embedded:
@@ -100,6 +143,9 @@ class VertexEmbeddings(EmbedCodec):
         if batch.dimensions is not None:
             parameters["outputDimensionality"] = batch.dimensions
         return {"instances": instances, "parameters": parameters}
+
+    def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
+        return google_error(status, headers, body)
 
     def decode(
         self, body: dict[str, Any], headers: Mapping[str, str], batch: EmbedBatch
