@@ -138,6 +138,16 @@ class Provider:
         whole: a JSON object, or a classified AdapterError with every secret hidden. An error
         answer is classified by ``errors`` when given (an embedding codec's), else by the
         stack's codec."""
+        status, headers, raw = await self.fetch_bytes(request, call, errors)
+        try:
+            return Fetched(status, headers, _json_object(raw, call))
+        except AdapterError as error:
+            raise _classified(error, call, self.services.secrets)  # noqa: B904 - as it came
+
+    async def fetch_bytes(
+        self, request: WireRequest, call: Call, errors: ErrorMapper | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        """:meth:`fetch`, the answer's body as bytes (a JSONL file, a download)."""
         transport = self.part("transport")
         open_ = getattr(transport, "open", None)
         if open_ is None:
@@ -152,7 +162,7 @@ class Provider:
                 raise exchange.translate(exc) from exc
             finally:
                 await exchange.aclose()
-            return Fetched(exchange.status, dict(exchange.headers), _json_object(raw, call))
+            return exchange.status, dict(exchange.headers), raw
         except HTTPFailure as failure:
             classify = errors or self.codec.error_from_http
             error = classify(failure.status, failure.headers, failure.body)
