@@ -190,7 +190,7 @@ class Batches:
         events = [*reader.feed(body), *reader.finish()]
         final = next(e for e in events if isinstance(e, MessageComplete))
         canonical = CanonicalRequest.model_construct(
-            model=call.model, messages=[], request_id=call.request_id
+            model=call.model, messages=[], request_id=call.request_id, max_output_tokens=1
         )
         return folded(self.adapter.name, canonical, final, time.monotonic())
 
