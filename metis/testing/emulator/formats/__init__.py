@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from metis.testing.emulator.formats.anthropic import Anthropic
 from metis.testing.emulator.formats.base import Format
+from metis.testing.emulator.formats.batches import BATCHES
 from metis.testing.emulator.formats.bedrock import Bedrock
 from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.cloud import CLOUD
@@ -21,6 +22,7 @@ def all_formats() -> list[Format]:
         AzureEmbeddings(),
         Cohere(),
         *(embeddings() for embeddings in EMBEDDINGS),
+        *(batches() for batches in BATCHES),
         Anthropic(),
         Responses(),
         Gemini(),
