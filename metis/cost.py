@@ -273,12 +273,43 @@ def default_price_table() -> PriceTable:
     return PriceTable.load()
 
 
-def cost_of(model: str, usage: TokenUsage, table: PriceTable | None = None) -> Cost:
+BATCH_DISCOUNT = Decimal("0.5")
+"""What a batch costs of the standard rate: Anthropic, OpenAI and Gemini each bill their batch
+APIs at half price (their pricing pages); an embedding model's own batch price wins."""
+
+
+def cost_of(
+    model: str, usage: TokenUsage, table: PriceTable | None = None, *, batch: bool = False
+) -> Cost:
     """The cost of one call's ``usage`` on ``model`` (the model catalog's prices unless given a
     table). A model with no price gives an unpriced Cost (``priced`` False, ``unpriced`` says
-    why, every amount 0) and one WARN per model per process, so a loop summing costs goes on."""
+    why, every amount 0) and one WARN per model per process, so a loop summing costs goes on.
+    ``batch``: the call was an item of a provider batch (docs/batches.md), priced at the batch
+    rate."""
     found = priced_cost(model, usage, table)
-    return found if found is not None else _unpriced(model, table or default_price_table(), usage)
+    if found is None:
+        return _unpriced(model, table or default_price_table(), usage)
+    return _batch_priced(model, found, usage) if batch else found
+
+
+def _batch_priced(model: str, cost: Cost, usage: TokenUsage) -> Cost:
+    stack, _, name = model.partition(":")
+    info = embedding_model(embedding_catalog_provider(stack) or stack, name)
+    if info is not None and info.batch_price is not None and info.price:
+        rate = info.batch_price / info.price
+    else:
+        rate = BATCH_DISCOUNT
+    parts = {
+        key: _money(getattr(cost, key) * rate)
+        for key in ("input_usd", "output_usd", "cached_input_usd", "cache_creation_usd")
+    }
+    return cost.model_copy(
+        update={
+            **parts,
+            "usd": _money(sum(parts.values(), Decimal(0))),
+            "pricing_version": f"{cost.pricing_version}+batch",
+        }
+    )
 
 
 def priced_cost(model: str, usage: TokenUsage, table: PriceTable | None = None) -> Cost | None:
