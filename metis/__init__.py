@@ -29,6 +29,8 @@ _EXPORTS: dict[str, str] = {
         "metis.adapter.count_tokens",
     ),
     **dict.fromkeys(["Embedder", "build_embedder"], "metis.adapter.embedder"),
+    **dict.fromkeys(["Batches"], "metis.adapter.batches"),
+    **dict.fromkeys(["BatchItem", "BatchResults", "BatchStatus"], "metis.model.batches"),
     **dict.fromkeys(["EmbedOptions", "aembed", "embed"], "metis.calls.embed"),
     **dict.fromkeys(
         ["EmbeddingResult", "ImageInput", "PartialEmbeddings"], "metis.model.embeddings"
@@ -236,6 +238,7 @@ if TYPE_CHECKING:
     from metis.adapter import Adapter as Adapter
     from metis.adapter import ChatModel as ChatModel
     from metis.adapter import build_adapter as build_adapter
+    from metis.adapter.batches import Batches as Batches
     from metis.adapter.count_tokens import TokenCount as TokenCount
     from metis.adapter.embedder import Embedder as Embedder
     from metis.adapter.embedder import build_embedder as build_embedder
@@ -302,6 +305,9 @@ if TYPE_CHECKING:
     from metis.model import ToolUseInputDelta as ToolUseInputDelta
     from metis.model import ToolUseStart as ToolUseStart
     from metis.model import URLImageSource as URLImageSource
+    from metis.model.batches import BatchItem as BatchItem
+    from metis.model.batches import BatchResults as BatchResults
+    from metis.model.batches import BatchStatus as BatchStatus
     from metis.model.dicts import MessageDict as MessageDict
     from metis.model.embeddings import EmbeddingResult as EmbeddingResult
     from metis.model.embeddings import ImageInput as ImageInput

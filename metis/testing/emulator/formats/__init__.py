@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from metis.testing.emulator.formats.anthropic import Anthropic
 from metis.testing.emulator.formats.base import Format
-from metis.testing.emulator.formats.batches import BATCHES
+from metis.testing.emulator.formats.batches import AnthropicBatches, GeminiBatches
+from metis.testing.emulator.formats.batches_openai import OpenAIBatches
 from metis.testing.emulator.formats.bedrock import Bedrock
 from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.cloud import CLOUD
@@ -22,7 +23,9 @@ def all_formats() -> list[Format]:
         AzureEmbeddings(),
         Cohere(),
         *(embeddings() for embeddings in EMBEDDINGS),
-        *(batches() for batches in BATCHES),
+        AnthropicBatches(),
+        OpenAIBatches(),
+        GeminiBatches(),
         Anthropic(),
         Responses(),
         Gemini(),
