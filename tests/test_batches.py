@@ -116,15 +116,19 @@ async def test_bad_batches_are_refused_before_sending() -> None:
     with pytest.raises(InvalidRequestError, match="distinct"):
         await batches("openai", emulator).submit([("a", mixed["other"]), ("a", mixed["other"])])
     assert emulator.stats.requests == 0
-    for stack in ("ollama", "bedrock", "vertex"):
+    for stack in ("ollama", "bedrock", "vertex", "groq", "azure", "bedrock_mantle"):
         with pytest.raises(CapabilityError):
             Batches(build_adapter(stack, api_key="k", settings=_settings(stack)))
 
 
 def _settings(stack: str) -> dict[str, str]:
-    return {"bedrock": {"region": "us-east-1"}, "vertex": {"project": "p", "location": "l"}}.get(
-        stack, {}
-    )
+    found = {
+        "bedrock": {"region": "us-east-1"},
+        "bedrock_mantle": {"region": "us-east-1"},
+        "vertex": {"project": "p", "location": "l"},
+        "azure": {"resource": "r"},
+    }
+    return found.get(stack, {})
 
 
 async def test_an_unknown_batch_id_is_the_providers_not_found() -> None:

@@ -42,16 +42,19 @@ from metis.wire.batches import gemini as gemini_batches
 from metis.wire.batches import openai as openai_batches
 
 KINDS = {
-    "anthropic": "anthropic",
-    "openai_chat": "openai",
-    "openai_responses": "openai",
-    "schema": "gemini",
+    ("anthropic", "anthropic"): "anthropic",
+    ("openai", "openai_chat"): "openai",
+    ("openai", "openai_responses"): "openai",
+    ("google", "schema"): "gemini",
 }
-"""Which batch API serves a chat codec (``schema`` is the Gemini stack's)."""
+"""Which batch API serves an adapter, by its stack's catalog provider and codec: the batch
+APIs are the first-party providers' own (not Vertex AI's, Bedrock's, Azure's or the
+OpenAI-compatible services')."""
 
 
 class Batchable(Protocol):
     name: str
+    stack: Any
     endpoint: Any
     pipeline: Any
     config: Any
@@ -64,20 +67,13 @@ class Batches:
 
     def __init__(self, adapter: Batchable) -> None:
         provider = adapter.pipeline.provider
-        kind = KINDS.get(provider.codec_name or "") if provider is not None else None
+        codec = provider.codec_name if provider is not None else None
+        kind = KINDS.get((adapter.stack.catalog or "", codec or ""))
         if provider is None or kind is None:
             raise CapabilityError(
-                f"{adapter.name}: no batch API (batches: Anthropic Messages, OpenAI Chat "
-                "Completions and Responses, Gemini)",
+                f"{adapter.name}: no batch API metis speaks (Anthropic Message Batches, OpenAI "
+                "Batch over Chat Completions and Responses, Gemini batch mode; docs/batches.md)",
                 provider=adapter.name,
-            )
-        if (
-            kind == "gemini"
-            and "generativelanguage" not in adapter.endpoint.base_url
-            and "{" in adapter.endpoint.base_url
-        ):
-            raise CapabilityError(
-                f"{adapter.name}: Vertex AI batches need Cloud Storage; not supported"
             )
         self.adapter, self.kind = adapter, kind
         self.provider: Provider = provider
@@ -177,7 +173,8 @@ class Batches:
                 item.status, {}, json.dumps(item.error).encode()
             )
         else:
-            error = error_for(ErrorClass.OTHER, f"batch item {item.custom_id} was {item.outcome}")
+            kind = ErrorClass.CANCELLED if item.outcome == "cancelled" else ErrorClass.OTHER
+            error = error_for(kind, f"batch item {item.custom_id} was {item.outcome}")
         if isinstance(error, AdapterError):
             error.provider = self.adapter.name
         return BatchItem(item.custom_id, item.outcome, None, error)  # type: ignore[arg-type]
