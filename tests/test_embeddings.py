@@ -317,3 +317,13 @@ def test_embed_one_liner_blocks_and_cost_of_prices_it(monkeypatch: pytest.Monkey
         * metis.cost_of("voyage:voyage-3.5", metis.TokenUsage(input_tokens=1_000_000)).usd
         / 1_000_000
     )
+
+
+async def test_a_configuration_an_auth_step_refuses_is_raised_as_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "not/a/project")
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "us-central1")
+    e = embedder("vertex", Emulator())
+    with pytest.raises(metis.ConfigError, match="not a valid project"):
+        await e.embed(["a", "b"], model="vertex:text-embedding-005", concurrency=2)

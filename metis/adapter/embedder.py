@@ -148,7 +148,7 @@ class Embedder:
                     self.config.max_retries,
                     self.telemetry,
                 )
-            except AdapterError as error:
+            except Exception as error:  # kept; raised once the other requests end
                 run.failures.append(FailedItems(chunk, error))
                 return
             run.arrived(chunk, embedded)
@@ -232,11 +232,14 @@ class _Run:
         vectors = [v for v in self.vectors if v is not None]
         return EmbeddingResult(vectors, served, usage, requests)
 
-    def _failed(self, model: str, usage: TokenUsage, requests: int) -> AdapterError:
+    def _failed(self, model: str, usage: TokenUsage, requests: int) -> Exception:
         failures = tuple(sorted(self.failures, key=lambda f: f.indices.start))
-        first = failures[0]
-        error = first.error
-        assert isinstance(error, AdapterError)
+        error = failures[0].error
+        if not isinstance(error, AdapterError):
+            # not the provider's answer: a configuration an auth step refused, or a bug;
+            # raised as itself (not inside an exception group)
+            assert isinstance(error, Exception)
+            return error
         items = sum(len(f.indices) for f in failures)
         where = _ranges([f.indices for f in failures])
         error.message = (
