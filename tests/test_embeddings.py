@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.lowlevel
 import httpx
 import pytest
 
@@ -23,6 +25,8 @@ from metis import (
 )
 from metis.adapter.embedder import Embedder, build_embedder
 from metis.errors import AdapterError
+from metis.routing.limits import Limiter
+from metis.routing.limits import Limits as RouteLimits
 from metis.testing.emulator import Emulator
 from metis.testing.emulator.formats.embedding_vectors import unit_vector
 
@@ -327,3 +331,51 @@ async def test_a_configuration_an_auth_step_refuses_is_raised_as_itself(
     e = embedder("vertex", Emulator())
     with pytest.raises(metis.ConfigError, match="not a valid project"):
         await e.embed(["a", "b"], model="vertex:text-embedding-005", concurrency=2)
+
+
+class Counting(httpx.AsyncBaseTransport):
+    """The emulator, counting the requests in flight at once."""
+
+    def __init__(self, emulator: Emulator) -> None:
+        self.inner, self.now, self.most = emulator.transport(), 0, 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.now += 1
+        self.most = max(self.most, self.now)
+        try:
+            for _ in range(5):
+                await anyio.lowlevel.checkpoint()  # let every request that may start, start
+            return await self.inner.handle_async_request(request)
+        finally:
+            self.now -= 1
+
+
+async def test_concurrency_is_bounded_by_the_call_and_by_a_routers_limiter(tmp_path: Path) -> None:
+    stack = tmp_path / "c.yaml"
+    stack.write_text("name: c\nextends: openai\nlimits: {max_inputs: 1}\n")
+    texts = [f"t{i}" for i in range(40)]
+    counting = Counting(Emulator())
+    client = httpx.AsyncClient(transport=counting)
+    e = build_embedder(stack, api_key="k", http_client=client)
+    await e.embed(texts, model="text-embedding-3-small", dimensions=4, concurrency=6)
+    assert counting.most == 6
+    counting.most = 0
+    limiter = Limiter("c", RouteLimits(max_concurrent=2, tokens_per_minute=10**9))
+    limited = build_embedder(stack, api_key="k", http_client=client, limiter=limiter)
+    result = await limited.embed(texts, model="text-embedding-3-small", dimensions=4, concurrency=6)
+    assert counting.most == 2 and len(result) == 40
+
+
+async def test_a_limiter_that_refuses_fails_the_requests_it_refuses_and_keeps_the_rest(
+    tmp_path: Path,
+) -> None:
+    stack = tmp_path / "r.yaml"
+    stack.write_text("name: r\nextends: openai\nlimits: {max_inputs: 1, concurrency: 1}\n")
+    limiter = Limiter("r", RouteLimits(requests_per_minute=2, on_limit="fail"))
+    e = build_embedder(stack, api_key="k", http_client=Emulator().client(), limiter=limiter)
+    with pytest.raises(RateLimitError) as caught:
+        await e.embed(["a", "b", "c", "d"], model="text-embedding-3-small", dimensions=4)
+    partial = caught.value.partial_embeddings
+    assert partial is not None and partial.succeeded == 2 and len(partial.failed) == 2
+    # which two: the order tasks start in is the event loop's (trio's differs from asyncio's)
+    assert all((v is None) == (i in partial.failed) for i, v in enumerate(partial.vectors))

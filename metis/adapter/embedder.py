@@ -13,9 +13,11 @@ fails the call with its own error, carrying every vector that arrived
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -51,6 +53,18 @@ from metis.wire.embeddings import EmbedBatch, Embedded, embedding_codec
 install_httpx_log_filter()
 
 
+class Admitted(Protocol):
+    async def settle(self, usage: TokenUsage | None) -> None: ...
+
+
+class Admits(Protocol):
+    """What admits a request (``metis.routing.limits.Limiter`` is one)."""
+
+    def admit(
+        self, estimate: int, deadline: float = ...
+    ) -> AbstractAsyncContextManager[Admitted]: ...
+
+
 @checked_init
 class Embedder:
     """One embedding stack's provider, shared by any number of concurrent calls."""
@@ -62,6 +76,7 @@ class Embedder:
         *,
         telemetry: TelemetrySink | None = None,
         registry: StageRegistry = default_registry,
+        limiter: Admits | None = None,
     ) -> None:
         spec = stack if isinstance(stack, EmbeddingStackSpec) else load_embedding_stack(stack)
         self.stack = spec
@@ -78,6 +93,9 @@ class Embedder:
         )
         self.codec = embedding_codec(spec.codec)
         self.telemetry = telemetry or NULL_SINK
+        self.limiter = limiter
+        """Admits each request (a router's :class:`~metis.routing.limits.Limiter`: concurrent
+        calls, requests and tokens per minute), or None."""
         self._client = self.config.http_client
         self._owns_client = self._client is None
         services = StageServices(
@@ -139,15 +157,7 @@ class Embedder:
                 tuple(sent[chunk.start : chunk.stop]), wire_model, dimensions, input_type, truncate
             )
             try:
-                embedded = await send_batch(
-                    self.provider,
-                    self.codec,
-                    self.endpoint,
-                    batch,
-                    self._call(model, wire_model),
-                    self.config.max_retries,
-                    self.telemetry,
-                )
+                embedded = await self._send(batch, self._call(model, wire_model), estimates, chunk)
             except Exception as error:  # kept; raised once the other requests end
                 run.failures.append(FailedItems(chunk, error))
                 return
@@ -158,6 +168,29 @@ class Embedder:
             for chunk in chunks:
                 group.start_soon(_limited, limiter, one, chunk)
         return run.result(f"{self.name}:{wire_model}", len(chunks))
+
+    async def _send(
+        self, batch: EmbedBatch, call: Call, estimates: list[int], chunk: range
+    ) -> Embedded:
+        """One request, admitted by the embedder's limiter first when it has one."""
+        send = functools.partial(
+            send_batch,
+            self.provider,
+            self.codec,
+            self.endpoint,
+            batch,
+            call,
+            self.config.max_retries,
+            self.telemetry,
+        )
+        if self.limiter is None:
+            return await send()
+        estimate = sum(estimates[chunk.start : chunk.stop])
+        async with self.limiter.admit(estimate, call.deadline) as admitted:
+            embedded = await send()
+            used = embedded.input_tokens if embedded.input_tokens is not None else estimate
+            await admitted.settle(TokenUsage(input_tokens=used))
+            return embedded
 
     def _call(self, model: str, wire_model: str) -> Call:
         return Call(
@@ -262,6 +295,7 @@ def build_embedder(
     config: AdapterConfig | None = None,
     *,
     telemetry: TelemetrySink | None = None,
+    limiter: Admits | None = None,
     **given: Any,
 ) -> Embedder:
     """An embedder for a built-in embedding stack (``"openai"``, ``"voyage"``) or a stack file;
@@ -269,7 +303,7 @@ def build_embedder(
     if given:
         base = dict(config) if config else {}
         config = AdapterConfig(**{**base, **{k: v for k, v in given.items() if v is not None}})
-    return Embedder(stack, config, telemetry=telemetry)
+    return Embedder(stack, config, telemetry=telemetry, limiter=limiter)
 
 
 __all__ = ["Embedder", "build_embedder"]
