@@ -19,6 +19,7 @@ from metis import CanonicalRequest, Message, build_adapter
 from metis.adapter.batches import Batches
 from metis.errors import CapabilityError, InvalidRequestError, ProtocolError, ServerError
 from metis.testing.emulator import Emulator
+from metis.wire.batches import RawItem
 from metis.wire.batches import anthropic as anthropic_wire
 from metis.wire.batches import gemini as gemini_wire
 from metis.wire.batches import openai as openai_wire
@@ -280,3 +281,27 @@ def test_gemini_operation_states_and_inlined_responses() -> None:
     (send,) = gemini_wire.submit("https://g", "gemini-2.5-flash", [("k", {"contents": []})])
     assert send.url == "https://g/v1beta/models/gemini-2.5-flash:batchGenerateContent"
     assert send.body["batch"]["input_config"]["requests"]["requests"][0]["metadata"] == {"key": "k"}
+
+
+@pytest.mark.backend_independent
+async def test_an_item_that_cannot_be_read_is_that_items_error_only() -> None:
+    b = Batches(build_adapter("anthropic", api_key="k"))
+    bad = b._item(RawItem("bad", "succeeded", {"type": "message", "content": "not a list"}))
+    assert bad.outcome == "errored" and isinstance(bad.error, ProtocolError)
+    good = b._item(
+        RawItem(
+            "good",
+            "succeeded",
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": "Hi"}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 3, "output_tokens": 1},
+            },
+        )
+    )
+    assert good.response is not None and good.response.text == "Hi"
+    assert good.response.model == "anthropic:claude-sonnet-4-5"

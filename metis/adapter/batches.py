@@ -35,11 +35,11 @@ from metis.model.response import CanonicalResponse
 from metis.pipeline.call import Call, DropRecord
 from metis.pipeline.provider import Provider
 from metis.pipeline.request import WireRequest
-from metis.stages.codec.reading import CallReader
 from metis.wire.batches import RawItem, Send
 from metis.wire.batches import anthropic as anthropic_batches
 from metis.wire.batches import gemini as gemini_batches
 from metis.wire.batches import openai as openai_batches
+from metis.wire.response_reader import ResponseReader
 
 KINDS = {
     ("anthropic", "anthropic"): "anthropic",
@@ -166,7 +166,11 @@ class Batches:
 
     def _item(self, item: RawItem) -> BatchItem:
         if item.body is not None:
-            return BatchItem(item.custom_id, "succeeded", self._response(item.body))
+            try:
+                return BatchItem(item.custom_id, "succeeded", self._response(item.body))
+            except AdapterError as unreadable:  # this item only: the others are kept
+                unreadable.provider = self.adapter.name
+                return BatchItem(item.custom_id, "errored", None, unreadable)
         codec = self.provider.codec
         if item.error is not None:
             error: Exception = codec.error_from_http(
@@ -182,9 +186,8 @@ class Batches:
     def _response(self, body: dict[str, Any]) -> CanonicalResponse:
         model = body.get("model") or body.get("modelVersion") or "unknown"
         call = self._call(f"{self.adapter.name}:{model}")
-        request = WireRequest("", {}, stream=False)
-        reader = CallReader(self.provider.codec, request, call, self.provider.services.secrets)
-        events = [*reader.feed(body), *reader.finish()]
+        reader = ResponseReader(self.provider.codec, call, secrets=self.provider.services.secrets)
+        events = [*reader.body(body), *reader.finish()]
         final = next(e for e in events if isinstance(e, MessageComplete))
         canonical = CanonicalRequest.model_construct(
             model=call.model, messages=[], request_id=call.request_id, max_output_tokens=1
