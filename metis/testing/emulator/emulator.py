@@ -40,7 +40,8 @@ class Emulator:
     context window (``{"anthropic": 1000}``). ``cache_min_tokens`` is the smallest prefix the
     simulated prompt cache keeps. ``strict_signatures`` refuses thinking signatures and
     encrypted reasoning this emulator did not issue (as the providers do). ``record`` is how
-    many requests :attr:`requests` keeps.
+    many requests :attr:`requests` keeps. ``websocket``: the Responses endpoints also speak
+    the WebSocket mode (:mod:`.websocket`; off, an upgrade gets the 405 of a POST-only path).
     """
 
     def __init__(
@@ -59,8 +60,10 @@ class Emulator:
         strict_signatures: bool = True,
         record: int = 1000,
         verbose: bool = False,
+        websocket: bool = True,
     ) -> None:
         self.host, self.port, self.seed, self.verbose = host, port, seed, verbose
+        self.websocket = websocket
         self.model = (
             as_model(model) if model is not None else Responder(tool_preamble=tool_preamble)
         )
@@ -81,7 +84,9 @@ class Emulator:
     def start(self) -> Self:
         if self._server is not None:
             return self
-        server = self._server = Server((self.host, self.port), self.handler, self.verbose)
+        server = self._server = Server(
+            (self.host, self.port), self.handler, self.verbose, self.websocket
+        )
         self.port = int(server.server_address[1])
         self._thread = threading.Thread(
             target=server.serve_forever,

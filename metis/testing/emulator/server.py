@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl
 
 from metis.testing.emulator.formats import ALIASES as PROVIDER_ALIASES
 from metis.testing.emulator.handler import FAULT_HEADER, Delivery, Handler, RecordedRequest, Stats
+from metis.testing.emulator.websocket import Connection, is_upgrade, raw_head, upgrade_refusal
 from metis.testing.emulator.wire import HttpRequest, JsonReply
 
 log = logging.getLogger("metis.testing.emulator")
@@ -33,10 +34,16 @@ class Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256
 
-    def __init__(self, address: tuple[str, int], handler: Handler, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: Handler,
+        verbose: bool = False,
+        websocket: bool = True,
+    ) -> None:
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
-        self.handler, self.verbose = handler, verbose
+        self.handler, self.verbose, self.websocket = handler, verbose, websocket
         self.stopping = threading.Event()
         self.connections: set[socket.socket] = set()
         self.handlers: set[threading.Thread] = set()
@@ -116,7 +123,30 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         request = HttpRequest(self.command, path, dict(parse_qsl(query)), headers, body)
+        if self.server.websocket and is_upgrade(self.command, headers) and self._upgrade(request):
+            return
         self._deliver(self.server.handler.handle(request))
+
+    def _upgrade(self, request: HttpRequest) -> bool:
+        """Serve the Responses WebSocket mode on this connection (False: not an endpoint
+        that has it; the request is answered as any other)."""
+        handler = self.server.handler
+        refused = upgrade_refusal(handler, request)
+        if refused is False:
+            return False
+        self.close_connection = True
+        if isinstance(refused, JsonReply):
+            body = refused.encode()
+            head = {"content-type": "application/json", "content-length": str(len(body))}
+            self._write(self._head(refused.status, {**head, **refused.headers}) + body)
+            return True
+        self.log_request(101)
+        connection = Connection(
+            self.connection, handler, request, self.server.stopping, self._abort
+        )
+        if connection.accept(raw_head(self.command, self.path, list(self.headers.items()))):
+            connection.serve()
+        return True
 
     def _read_body(self, headers: dict[str, str]) -> bytes:
         if "chunked" not in headers.get("transfer-encoding", "").lower():

@@ -27,6 +27,9 @@ class HttpRequest:
     headers: dict[str, str]
     body: bytes
     number: int = 0
+    connection: dict[str, Any] | None = None
+    """A WebSocket connection's own memory (its last response), for a request that came as a
+    ``response.create`` message on it (:mod:`.websocket`)."""
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name.lower())
