@@ -190,7 +190,14 @@ class WebSocketTransport(Transport):
                 raise Unavailable from None
             raise HTTPFailure(refused.status, refused.headers, refused.body) from None
         if scope.cancelled_caught:
-            raise expired(call, clock, self.limits)
+            if anyio.current_time() >= clock.head_by():
+                raise expired(call, clock, self.limits)
+            raise NetworkError(
+                f"{call.provider}: no WebSocket connection within "
+                f"{self.options.connect_timeout:g} s",
+                provider=call.provider,
+                request_id=call.request_id,
+            )
         return False
 
     async def _lane(self, session: str) -> Lane:

@@ -97,6 +97,13 @@ class Emulator:
         self._thread.start()
         return self
 
+    def drop_connections(self) -> None:
+        """Closes every open connection now, serving on (what a server's restart or its idle
+        timeout looks like to the clients; a WebSocket session's connection included)."""
+        server = self._server
+        if server is not None:
+            server.drop_connections()
+
     def stop(self) -> None:
         server, thread = self._server, self._thread
         if server is None:

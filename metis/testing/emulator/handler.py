@@ -62,8 +62,9 @@ class RecordedRequest:
     status: int = 0
     faults: list[str] = field(default_factory=list)
     call_ids: list[str] = field(default_factory=list)
-    websocket: bool = False
-    """It came as a ``response.create`` message on a WebSocket connection."""
+    websocket: int = 0
+    """The number of the WebSocket connection it came on as a ``response.create`` message
+    (from 1, in the order they were opened; 0: over HTTP)."""
 
     def json(self) -> Any:
         return json.loads(self.body) if self.body else None
@@ -112,6 +113,8 @@ class Handler:
         self._counts: Counter[str] = Counter()
         self._statuses: Counter[int] = Counter()
         self._faults: Counter[str] = Counter()
+        self.sockets = itertools.count(1)
+        """Numbers for WebSocket connections."""
 
     # --- state ----------------------------------------------------------------------------
 
@@ -213,7 +216,7 @@ class Handler:
                 request.query,
                 request.headers,
                 request.body,
-                websocket=request.connection is not None,
+                websocket=request.connection.number if request.connection is not None else 0,
             )
             self._records.append(record)
         return record

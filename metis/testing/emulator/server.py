@@ -57,6 +57,13 @@ class Server(ThreadingHTTPServer):
             return
         super().handle_error(request, client_address)
 
+    def drop_connections(self) -> None:
+        with self.lock:
+            connections = list(self.connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
     def close_all(self) -> None:
         """Stops serving and closes every connection, stalled ones included."""
         self.stopping.set()

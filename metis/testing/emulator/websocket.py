@@ -19,14 +19,13 @@ import json
 import socket
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Ping, Request, TextMessage
 from wsproto.utilities import RemoteProtocolError
 
 from metis.testing.emulator.handler import Delivery, Handler
-from metis.testing.emulator.wire import HttpRequest, JsonReply
+from metis.testing.emulator.wire import HttpRequest, JsonReply, SocketMemory
 
 READ_SIZE = 1 << 16
 ENDPOINT = "responses"
@@ -62,8 +61,7 @@ class Connection:
         self.sock, self.handler, self.request = sock, handler, request
         self.stopping, self.abort = stopping, abort
         self.protocol = WSConnection(ConnectionType.SERVER)
-        self.memory: dict[str, Any] = {}
-        """The connection's last response: id -> the items it ends."""
+        self.memory = SocketMemory(next(handler.sockets))
         self.open = True
 
     def accept(self, raw_head: bytes) -> bool:
