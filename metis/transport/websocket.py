@@ -94,6 +94,7 @@ class WebSocket:
     _partial: list[str] = field(default_factory=list)
     closed: bool = False
     bytes_sent: int = 0
+    """Every byte written: the upgrade request, then the frames."""
 
     @classmethod
     async def connect(
@@ -140,9 +141,8 @@ class WebSocket:
         extra: list[tuple[bytes, bytes]],
     ) -> WebSocket:
         protocol = WSConnection(ConnectionType.CLIENT)
-        await _write(
-            stream, protocol.send(Request(host=authority, target=target, extra_headers=extra))
-        )
+        head = protocol.send(Request(host=authority, target=target, extra_headers=extra))
+        await _write(stream, head)
         refused: RejectConnection | None = None
         body = bytearray()
         while True:
@@ -156,7 +156,7 @@ class WebSocket:
                         k.decode("latin-1").lower(): v.decode("latin-1")
                         for k, v in event.extra_headers
                     }
-                    return cls(stream, protocol, found, anyio.current_time())
+                    return cls(stream, protocol, found, anyio.current_time(), bytes_sent=len(head))
                 if isinstance(event, RejectConnection):
                     refused = event
                     if not event.has_body:

@@ -228,6 +228,11 @@ class WebSocketTransport(Transport):
         lane = self._lanes.get(session_id)
         return lane is not None and lane.socket is not None
 
+    def bytes_sent(self, session_id: str) -> int:
+        """What the session's connection has sent so far: its upgrade request and frames."""
+        lane = self._lanes.get(session_id)
+        return lane.socket.bytes_sent if lane is not None and lane.socket is not None else 0
+
     async def release(self, session_id: str) -> None:
         """Close the session's connection (``Session.aclose``); a later turn opens another."""
         lane = self._lanes.pop(session_id, None)
