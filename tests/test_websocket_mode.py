@@ -304,3 +304,75 @@ async def test_two_hundred_concurrent_sessions_over_websocket_without_an_error()
         sent = turns(server)
         assert len(sent) == 600 and all(r.websocket for r in sent)
         assert len({r.websocket for r in sent}) == 200
+
+
+async def test_a_connection_past_the_servers_age_limit_is_replaced_and_the_turn_sent_whole() -> (
+    None
+):
+    with Emulator(websocket_max_seconds=0.2) as server:
+        adapter = ws_adapter(server)
+        async with adapter, session_on(adapter) as session:
+            await session.asend("First")
+            await anyio.sleep(0.3)  # the server now refuses turns on this connection
+            reply = await session.asend("Second")
+            assert reply.text == "You said: Second"
+        first, second = turns(server)
+        assert first.websocket != second.websocket
+        assert "previous_response_id" not in second.json()
+
+
+async def test_a_connection_older_than_max_connection_seconds_is_replaced_before_a_turn(
+    emulator: Emulator,
+) -> None:
+    adapter = ws_adapter(emulator, max_connection_seconds=0.1)
+    async with adapter, session_on(adapter) as session:
+        await session.asend("First")
+        await anyio.sleep(0.2)
+        await session.asend("Second")
+    first, second = turns(emulator)
+    assert first.websocket != second.websocket
+    assert len(second.json()["input"]) == 3
+
+
+async def test_past_max_connections_the_least_recent_sessions_connection_is_closed(
+    emulator: Emulator,
+) -> None:
+    adapter = ws_adapter(emulator, max_connections=1)
+    transport = transport_of(adapter)
+    async with adapter, session_on(adapter) as one, session_on(adapter) as two:
+        await one.asend("One")
+        await two.asend("Two")
+        assert transport.holds(two.session_id) and not transport.holds(one.session_id)
+        reply = await one.asend("One again")
+        assert reply.text == "You said: One again"
+    numbers = [r.websocket for r in turns(emulator)]
+    assert len(set(numbers)) == 3 and 0 not in numbers
+    assert "previous_response_id" not in turns(emulator)[-1].json()
+
+
+async def test_a_restored_session_starts_a_connection_with_the_whole_transcript(
+    emulator: Emulator,
+) -> None:
+    adapter = ws_adapter(emulator)
+    async with adapter, session_on(adapter) as session:
+        await session.asend("First")
+        saved = session.to_json()
+    other = ws_adapter(emulator)  # another worker
+    async with other, Session.from_json(saved, adapters={STACK: other}) as again:
+        reply = await again.asend("Second")
+        assert reply.text == "You said: Second"
+        await again.asend("Third")
+    _, second, third = turns(emulator)
+    assert second.websocket != turns(emulator)[0].websocket
+    assert "previous_response_id" not in second.json() and len(second.json()["input"]) == 3
+    assert third.json()["previous_response_id"] and len(third.json()["input"]) == 1
+
+
+async def test_without_fallback_an_endpoint_without_the_mode_is_the_calls_error() -> None:
+    with Emulator(websocket=False) as server:
+        adapter = ws_adapter(server, fallback=False)
+        async with adapter, session_on(adapter) as session:
+            with pytest.raises(metis.errors.AdapterError) as raised:
+                await session.asend("Hello")
+            assert raised.value.provider_status == 405
+        assert turns(server) == []

@@ -41,7 +41,8 @@ class Emulator:
     simulated prompt cache keeps. ``strict_signatures`` refuses thinking signatures and
     encrypted reasoning this emulator did not issue (as the providers do). ``record`` is how
     many requests :attr:`requests` keeps. ``websocket``: the Responses endpoints also speak
-    the WebSocket mode (:mod:`.websocket`; off, an upgrade gets the 405 of a POST-only path).
+    the WebSocket mode (:mod:`.websocket`; off, an upgrade gets the 405 of a POST-only path);
+    ``websocket_max_seconds`` is how long a connection serves turns.
     """
 
     def __init__(
@@ -61,9 +62,10 @@ class Emulator:
         record: int = 1000,
         verbose: bool = False,
         websocket: bool = True,
+        websocket_max_seconds: float = 3600.0,
     ) -> None:
         self.host, self.port, self.seed, self.verbose = host, port, seed, verbose
-        self.websocket = websocket
+        self.websocket, self.websocket_max_seconds = websocket, websocket_max_seconds
         self.model = (
             as_model(model) if model is not None else Responder(tool_preamble=tool_preamble)
         )
@@ -85,7 +87,11 @@ class Emulator:
         if self._server is not None:
             return self
         server = self._server = Server(
-            (self.host, self.port), self.handler, self.verbose, self.websocket
+            (self.host, self.port),
+            self.handler,
+            self.verbose,
+            self.websocket,
+            self.websocket_max_seconds,
         )
         self.port = int(server.server_address[1])
         self._thread = threading.Thread(

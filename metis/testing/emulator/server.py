@@ -20,7 +20,13 @@ from urllib.parse import parse_qsl
 
 from metis.testing.emulator.formats import ALIASES as PROVIDER_ALIASES
 from metis.testing.emulator.handler import FAULT_HEADER, Delivery, Handler, RecordedRequest, Stats
-from metis.testing.emulator.websocket import Connection, is_upgrade, raw_head, upgrade_refusal
+from metis.testing.emulator.websocket import (
+    MAX_SECONDS,
+    Connection,
+    is_upgrade,
+    raw_head,
+    upgrade_refusal,
+)
 from metis.testing.emulator.wire import HttpRequest, JsonReply
 
 log = logging.getLogger("metis.testing.emulator")
@@ -40,10 +46,12 @@ class Server(ThreadingHTTPServer):
         handler: Handler,
         verbose: bool = False,
         websocket: bool = True,
+        websocket_max_seconds: float = MAX_SECONDS,
     ) -> None:
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         self.handler, self.verbose, self.websocket = handler, verbose, websocket
+        self.websocket_max_seconds = websocket_max_seconds
         self.stopping = threading.Event()
         self.connections: set[socket.socket] = set()
         self.handlers: set[threading.Thread] = set()
@@ -148,8 +156,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._write(self._head(refused.status, {**head, **refused.headers}) + body)
             return True
         self.log_request(101)
+        server = self.server
         connection = Connection(
-            self.connection, handler, request, self.server.stopping, self._abort
+            self.connection,
+            handler,
+            request,
+            server.stopping,
+            self._abort,
+            server.websocket_max_seconds,
         )
         if connection.accept(raw_head(self.command, self.path, list(self.headers.items()))):
             connection.serve()

@@ -18,6 +18,7 @@ import contextlib
 import json
 import socket
 import threading
+import time
 from collections.abc import Callable
 
 from wsproto import ConnectionType, WSConnection
@@ -29,6 +30,13 @@ from metis.testing.emulator.wire import HttpRequest, JsonReply, SocketMemory
 
 READ_SIZE = 1 << 16
 ENDPOINT = "responses"
+MAX_SECONDS = 3600.0
+"""How long a connection serves turns (OpenAI's WebSocket mode: 60 minutes)."""
+LIMIT_CODE = "websocket_connection_limit_reached"
+LIMIT_MESSAGE = (
+    "Responses websocket connection limit reached (60 minutes). Create a new websocket "
+    "connection to continue."
+)
 
 
 def is_upgrade(method: str, headers: dict[str, str]) -> bool:
@@ -57,9 +65,11 @@ class Connection:
         request: HttpRequest,
         stopping: threading.Event,
         abort: Callable[[], None],
+        max_seconds: float = MAX_SECONDS,
     ) -> None:
         self.sock, self.handler, self.request = sock, handler, request
         self.stopping, self.abort = stopping, abort
+        self.ends_at = time.monotonic() + max_seconds
         self.protocol = WSConnection(ConnectionType.SERVER)
         self.memory = SocketMemory(next(handler.sockets))
         self.open = True
@@ -108,6 +118,10 @@ class Connection:
         if not isinstance(message, dict) or message.get("type") != "response.create":
             kind = message.get("type") if isinstance(message, dict) else None
             self._error(400, "invalid_request_error", f"Unsupported event type {kind!r}.")
+            return
+        if time.monotonic() >= self.ends_at:  # OpenAI's limit on a connection's age
+            error = {"type": "invalid_request_error", "code": LIMIT_CODE, "message": LIMIT_MESSAGE}
+            self._text(json.dumps({"type": "error", "status": 400, "error": error}))
             return
         body = {k: v for k, v in message.items() if k != "type"}
         body["stream"] = True
