@@ -26,8 +26,6 @@ from metis.transport.ws_stage import WebSocketTransport
 STACK = "openai_responses_ws"
 MODEL = f"{STACK}:gpt-5"
 
-pytestmark = pytest.mark.anyio
-
 
 @metis.tool
 def get_weather(city: str) -> str:
@@ -71,6 +69,7 @@ async def adapter(emulator: Emulator) -> AsyncIterator[Adapter]:
     await adapter.aclose()
 
 
+@pytest.mark.anyio
 async def test_a_turn_goes_on_the_sessions_connection_and_closing_the_session_releases_it(
     emulator: Emulator,
     adapter: Adapter,
@@ -88,6 +87,7 @@ async def test_a_turn_goes_on_the_sessions_connection_and_closing_the_session_re
     assert [m.role.value for m in session.messages] == ["user", "assistant"] * 2
 
 
+@pytest.mark.anyio
 async def test_a_tool_loop_sends_only_the_new_items_on_one_connection(
     emulator: Emulator,
     adapter: Adapter,
@@ -108,6 +108,7 @@ async def test_a_tool_loop_sends_only_the_new_items_on_one_connection(
     assert bodies[1]["input"][0]["type"] == "function_call_output"
 
 
+@pytest.mark.anyio
 async def test_a_call_without_a_session_goes_over_http(
     emulator: Emulator,
     adapter: Adapter,
@@ -120,6 +121,7 @@ async def test_a_call_without_a_session_goes_over_http(
     assert [r.websocket for r in turns(emulator)] == [0]
 
 
+@pytest.mark.anyio
 async def test_a_connection_dropped_mid_turn_fails_the_turn_and_the_next_resends_everything(
     emulator: Emulator,
     adapter: Adapter,
@@ -140,6 +142,7 @@ async def test_a_connection_dropped_mid_turn_fails_the_turn_and_the_next_resends
     assert len(body["input"]) == len(session.messages) - 1
 
 
+@pytest.mark.anyio
 async def test_a_connection_closed_between_turns_is_replaced_and_the_turn_sent_whole(
     emulator: Emulator,
     adapter: Adapter,
@@ -156,6 +159,7 @@ async def test_a_connection_closed_between_turns_is_replaced_and_the_turn_sent_w
     assert len(second.json()["input"]) == 3  # message, reply, message
 
 
+@pytest.mark.anyio
 async def test_an_error_message_is_classified_as_over_http_and_the_connection_stays(
     emulator: Emulator,
     adapter: Adapter,
@@ -173,6 +177,7 @@ async def test_an_error_message_is_classified_as_over_http_and_the_connection_st
     assert len(numbers) == 1 and 0 not in numbers
 
 
+@pytest.mark.anyio
 async def test_a_server_that_never_answers_ends_in_the_first_event_timeout(
     emulator: Emulator,
 ) -> None:
@@ -187,6 +192,7 @@ async def test_a_server_that_never_answers_ends_in_the_first_event_timeout(
             await session.asend("Hello")
 
 
+@pytest.mark.anyio
 async def test_a_server_that_never_completes_the_upgrade_ends_in_the_connect_timeout() -> None:
     async def accept_and_wait(stream: Any) -> None:
         await anyio.sleep_forever()
@@ -205,6 +211,7 @@ async def test_a_server_that_never_completes_the_upgrade_ends_in_the_connect_tim
             group.cancel_scope.cancel()
 
 
+@pytest.mark.anyio
 async def test_cancel_mid_stream_keeps_what_arrived_and_closes_the_connection(
     emulator: Emulator,
     adapter: Adapter,
@@ -240,6 +247,7 @@ async def test_cancel_mid_stream_keeps_what_arrived_and_closes_the_connection(
     assert "previous_response_id" not in last.json()
 
 
+@pytest.mark.anyio
 async def test_without_the_mode_the_calls_fall_back_to_http() -> None:
     with Emulator(websocket=False) as server:
         adapter = ws_adapter(server)
@@ -254,6 +262,7 @@ async def test_without_the_mode_the_calls_fall_back_to_http() -> None:
         assert len(upgrades) == 1  # tried once, then HTTP for fallback_seconds
 
 
+@pytest.mark.anyio
 async def test_a_refused_key_on_the_upgrade_is_an_authentication_error() -> None:
     with Emulator(api_keys=["right"]) as server:
         adapter = ws_adapter(server, api_key="wrong")
@@ -262,6 +271,7 @@ async def test_a_refused_key_on_the_upgrade_is_an_authentication_error() -> None
                 await session.asend("Hello")
 
 
+@pytest.mark.anyio
 async def test_store_false_continues_on_the_connection_and_sends_whole_over_http(
     emulator: Emulator,
     tmp_path: Path,
@@ -282,6 +292,7 @@ async def test_store_false_continues_on_the_connection_and_sends_whole_over_http
 
 
 @pytest.mark.slow
+@pytest.mark.anyio
 async def test_two_hundred_concurrent_sessions_over_websocket_without_an_error() -> None:
     with Emulator() as server:
         adapter = ws_adapter(server)
@@ -306,6 +317,7 @@ async def test_two_hundred_concurrent_sessions_over_websocket_without_an_error()
         assert len({r.websocket for r in sent}) == 200
 
 
+@pytest.mark.anyio
 async def test_a_connection_past_the_servers_age_limit_is_replaced_and_the_turn_sent_whole() -> (
     None
 ):
@@ -321,6 +333,7 @@ async def test_a_connection_past_the_servers_age_limit_is_replaced_and_the_turn_
         assert "previous_response_id" not in second.json()
 
 
+@pytest.mark.anyio
 async def test_a_connection_older_than_max_connection_seconds_is_replaced_before_a_turn(
     emulator: Emulator,
 ) -> None:
@@ -334,6 +347,7 @@ async def test_a_connection_older_than_max_connection_seconds_is_replaced_before
     assert len(second.json()["input"]) == 3
 
 
+@pytest.mark.anyio
 async def test_past_max_connections_the_least_recent_sessions_connection_is_closed(
     emulator: Emulator,
 ) -> None:
@@ -350,6 +364,7 @@ async def test_past_max_connections_the_least_recent_sessions_connection_is_clos
     assert "previous_response_id" not in turns(emulator)[-1].json()
 
 
+@pytest.mark.anyio
 async def test_a_restored_session_starts_a_connection_with_the_whole_transcript(
     emulator: Emulator,
 ) -> None:
@@ -368,6 +383,7 @@ async def test_a_restored_session_starts_a_connection_with_the_whole_transcript(
     assert third.json()["previous_response_id"] and len(third.json()["input"]) == 1
 
 
+@pytest.mark.anyio
 async def test_without_fallback_an_endpoint_without_the_mode_is_the_calls_error() -> None:
     with Emulator(websocket=False) as server:
         adapter = ws_adapter(server, fallback=False)
@@ -376,3 +392,15 @@ async def test_without_fallback_an_endpoint_without_the_mode_is_the_calls_error(
                 await session.asend("Hello")
             assert raised.value.provider_status == 405
         assert turns(server) == []
+
+
+def test_the_synchronous_forms_keep_the_connection_and_close_it(emulator: Emulator) -> None:
+    adapter = ws_adapter(emulator)
+    with session_on(adapter) as session:
+        session.send("One")
+        assert session.send("Two").text == "You said: Two"
+        assert transport_of(adapter).holds(session.session_id)
+    assert not transport_of(adapter).holds(session.session_id)
+    first, second = turns(emulator)
+    assert first.websocket == second.websocket != 0
+    assert second.json()["previous_response_id"] and len(second.json()["input"]) == 1
