@@ -404,3 +404,33 @@ def test_the_synchronous_forms_keep_the_connection_and_close_it(emulator: Emulat
     first, second = turns(emulator)
     assert first.websocket == second.websocket != 0
     assert second.json()["previous_response_id"] and len(second.json()["input"]) == 1
+
+
+@pytest.mark.anyio
+async def test_a_call_of_a_session_whose_connection_is_busy_goes_over_http(
+    emulator: Emulator, adapter: Adapter
+) -> None:
+    def ask(text: str) -> metis.CanonicalRequest:
+        return metis.CanonicalRequest(
+            model=MODEL,
+            messages=[metis.Message.user(text)],
+            max_output_tokens=100,
+            session_id="ses_shared",
+        )
+
+    emulator.push_fault("stall=0.5;after=3")  # the first call stays in flight a while
+    arrived: list[Any] = []
+
+    async def first() -> None:
+        async for event in adapter.stream(ask("First")):
+            arrived.append(event)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(first)
+        while not arrived:  # noqa: ASYNC110 (the first call is streaming, then stalls)
+            await anyio.sleep(0.01)
+        second = await adapter.complete(ask("Second"))
+    assert second.text == "You said: Second"
+    assert isinstance(arrived[-1], metis.MessageComplete)
+    numbers = [r.websocket for r in turns(emulator)]
+    assert numbers[0] != 0 and numbers[1] == 0
