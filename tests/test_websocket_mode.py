@@ -434,3 +434,17 @@ async def test_a_call_of_a_session_whose_connection_is_busy_goes_over_http(
     assert isinstance(arrived[-1], metis.MessageComplete)
     numbers = [r.websocket for r in turns(emulator)]
     assert numbers[0] != 0 and numbers[1] == 0
+
+
+@pytest.mark.anyio
+async def test_an_adapter_on_an_in_process_client_sends_every_turn_over_it(
+    emulator: Emulator,
+) -> None:
+    adapter = metis.build_adapter(
+        STACK, api_key="k", base_url="http://emulated.invalid", http_client=emulator.client()
+    )
+    async with adapter, session_on(adapter) as session:
+        await session.asend("One")
+        await session.asend("Two")
+        assert not transport_of(adapter).holds(session.session_id)
+    assert [r.websocket for r in turns(emulator)] == [0, 0]

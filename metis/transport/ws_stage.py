@@ -5,7 +5,10 @@ message on the session's connection (``wss://`` at the same URL, the same header
 steps sign the upgrade as they would the POST), opened on its first turn and kept between
 turns; its messages come back as the SSE body of the same call (:mod:`.ws_exchange`). Anything
 else goes over HTTP, as the ``transport`` stage sends it: a call without a session, a call of a
-session whose connection has a turn in flight, a request that is not a turn (``count_tokens``).
+session whose connection has a turn in flight, a request that is not a turn (``count_tokens``),
+every call of an adapter whose HTTP client has a mock or in-process transport (the emulator's
+``client()``, ``httpx.MockTransport``; respx mocks inside httpx's own transport, so under respx
+the connection is still opened).
 
 What a connection holds: the last reply that completed on it. A request that continues that
 reply (``previous_response_id``, from the ``continuation`` stage) is sent as it is: only the new
@@ -47,6 +50,7 @@ from pydantic import Field
 from metis.errors import NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest, whole_body
+from metis.transport.clients import sends_over_network
 from metis.transport.exchange import Exchange, ReadClock, expired, open_exchange
 from metis.transport.stage import Transport
 from metis.transport.websocket import ConnectionLost, UpgradeRefused, WebSocket, websocket_url
@@ -95,7 +99,12 @@ class WebSocketTransport(Transport):
 
     async def open(self, request: WireRequest, call: Call) -> Exchange | SocketExchange:  # type: ignore[override]
         session = call.session_id
-        if not self._turn(request) or session is None or self._unavailable():
+        if (
+            not self._turn(request)
+            or session is None
+            or self._unavailable()
+            or not sends_over_network(self._http())  # a mock or in-process transport
+        ):
             return await self._over_http(request, call)
         lane = await self._lane(session)
         if lane.busy:  # one reply at a time on a connection: this call goes over HTTP
