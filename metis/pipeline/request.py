@@ -30,6 +30,10 @@ class WireRequest:
     stream: bool = False
     method: str = "POST"
     content: bytes | None = field(default=None, repr=False)
+    full_input: list[Any] | None = field(default=None, repr=False)
+    """The whole transcript's input items, when ``continuation`` sent only the new ones
+    against ``previous_response_id``: what a transport that cannot continue there (a new
+    WebSocket connection, HTTP with ``store: false``) sends instead (:func:`whole_body`)."""
     cache: RequestedCache | None = field(default=None, repr=False)
     """What the canonical request asked of the prompt cache (the ``cache_control`` stage
     applies it in the dialect's form)."""
@@ -41,12 +45,27 @@ class WireRequest:
         content = body_bytes(self.body) if self.method != "GET" else b""
         return dataclasses.replace(self, content=content)
 
+    def whole(self) -> WireRequest:
+        """This request with the whole transcript in place of ``previous_response_id`` and
+        the new items (itself, when it continues nothing)."""
+        if self.full_input is None:
+            return self
+        return dataclasses.replace(self, body=whole_body(self), content=None, full_input=None)
+
     def __repr__(self) -> str:
         from metis.core.secrets import is_secret_header, scrub_url
 
         shown = {k: "[REDACTED]" if is_secret_header(k) else v for k, v in self.headers.items()}
         url = scrub_url(self.url)
         return f"WireRequest({self.method} {url}, stream={self.stream}, headers={shown})"
+
+
+def whole_body(request: WireRequest) -> dict[str, Any]:
+    """``request``'s body with the whole transcript (see :attr:`WireRequest.full_input`)."""
+    body = {k: v for k, v in request.body.items() if k != "previous_response_id"}
+    if request.full_input is not None:
+        body["input"] = request.full_input
+    return body
 
 
 @dataclass(frozen=True, slots=True)
