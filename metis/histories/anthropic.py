@@ -37,11 +37,16 @@ from metis.model.dicts import MessageDict
 
 
 def from_anthropic(
-    messages: Iterable[Any], *, system: Any = None, model: str | None = None
+    messages: Iterable[Any],
+    *,
+    system: Any = None,
+    model: str | None = None,
+    ids: Ids | None = None,
 ) -> list[Message]:
     """Canonical messages from a Messages API ``messages`` list (and its ``system``). Thinking
-    blocks are marked as made by Anthropic's ``model``, so their signatures go back only there."""
-    ids = Ids()
+    blocks are marked as made by Anthropic's ``model``, so their signatures go back only there.
+    ``ids`` maps the tool ids read to canonical ones (default: a new id for each)."""
+    ids = Ids() if ids is None else ids
     made_by = ProviderRaw(provider="anthropic", model=model)
     out: list[Message] = []
     if system:

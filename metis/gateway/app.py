@@ -1,0 +1,165 @@
+"""The ASGI application ``metis serve`` runs (Starlette; docs/gateway.md says why): the
+providers' endpoints, the model list, health and readiness."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from metis.errors import AdapterError, InvalidRequestError
+from metis.gateway.anthropic_api import VERSIONS
+from metis.gateway.config import GatewayConfig
+from metis.gateway.errors import RequestTooLargeError
+from metis.gateway.service import Gateway, error_reply, log_dropped, request_id
+from metis.wire.json_limits import loads
+
+log = logging.getLogger("metis.gateway")
+
+
+async def read_body(request: Request, limit: int) -> Any:
+    """The request's JSON body, refused past ``limit`` bytes before more is read."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise RequestTooLargeError(f"request body is larger than {limit} bytes")
+    received = bytearray()
+    async for chunk in request.stream():
+        received += chunk
+        if len(received) > limit:
+            raise RequestTooLargeError(f"request body is larger than {limit} bytes")
+    try:
+        return loads(bytes(received))
+    except (ValueError, RecursionError):
+        raise InvalidRequestError("the request body is not valid JSON") from None
+
+
+def _check_version(request: Request) -> None:
+    version = request.headers.get("anthropic-version")
+    if version is not None and version not in VERSIONS:
+        raise InvalidRequestError(f"anthropic-version: invalid version {version!r}"[:200])
+
+
+def _json(status: int, body: Any, headers: dict[str, str]) -> JSONResponse:
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def _answer(gateway: Gateway, api: str, request: Request) -> Response:
+    rid = request_id()
+    try:
+        gateway.authenticate(request.headers)
+        if api == "anthropic":
+            _check_version(request)
+        body = await read_body(request, gateway.settings.max_request_bytes)
+        prepared = gateway.prepare(api, body)
+        if prepared.reported:
+            log_dropped(prepared, prepared.reported)
+        if prepared.inbound.stream:
+            streamed = await gateway.stream(api, prepared)
+            return StreamingResponse(streamed.chunks, headers=streamed.headers)
+        result = await gateway.complete(api, prepared)
+        return _json(result.status, result.body, result.headers)
+    except AdapterError as exc:
+        failed = error_reply(api, exc, rid)
+        return _json(failed.status, failed.body, failed.headers)
+    except Exception:
+        log.exception("gateway request failed", extra={"event": "metis.gateway.error"})
+        failed = error_reply(api, AdapterError("internal gateway error"), rid)
+        return _json(failed.status, failed.body, failed.headers)
+
+
+async def _count_tokens(gateway: Gateway, request: Request) -> Response:
+    rid = request_id()
+    try:
+        gateway.authenticate(request.headers)
+        _check_version(request)
+        body = await read_body(request, gateway.settings.max_request_bytes)
+        if isinstance(body, dict):
+            body = {**body, "max_tokens": body.get("max_tokens") or 1}
+        prepared = gateway.prepare("anthropic", body)
+        counted = await prepared.target.chat_model.count_tokens(prepared.request)
+        return _json(200, {"input_tokens": counted.input_tokens}, {})
+    except AdapterError as exc:
+        failed = error_reply("anthropic", exc, rid)
+        return _json(failed.status, failed.body, failed.headers)
+
+
+def _models(gateway: Gateway, request: Request) -> Response:
+    """One list both SDKs read: OpenAI's ``object``/``created``/``owned_by`` and Anthropic's
+    ``type``/``display_name``/``created_at`` on each entry."""
+    rid = request_id()
+    try:
+        gateway.authenticate(request.headers)
+    except AdapterError as exc:
+        api = "anthropic" if request.headers.get("anthropic-version") else "chat"
+        failed = error_reply(api, exc, rid)
+        return _json(failed.status, failed.body, failed.headers)
+    data = [
+        {
+            **entry,
+            "object": "model",
+            "type": "model",
+            "display_name": entry["id"],
+            "created": 0,
+            "created_at": "1970-01-01T00:00:00Z",
+            "owned_by": "metis",
+        }
+        for entry in gateway.models.listing()
+    ]
+    first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
+    page = {"object": "list", "data": data, "has_more": False, "first_id": first, "last_id": last}
+    return _json(200, page, {})
+
+
+def create_app(config: GatewayConfig) -> Starlette:
+    """The gateway's ASGI application over ``config``; its lifespan closes the adapters."""
+    gateway = Gateway(config)
+    state = {"ready": False}
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        state["ready"] = True
+        try:
+            yield
+        finally:
+            state["ready"] = False
+            await gateway.aclose()
+
+    async def messages(request: Request) -> Response:
+        return await _answer(gateway, "anthropic", request)
+
+    async def chat(request: Request) -> Response:
+        return await _answer(gateway, "chat", request)
+
+    async def responses(request: Request) -> Response:
+        return await _answer(gateway, "responses", request)
+
+    async def count_tokens(request: Request) -> Response:
+        return await _count_tokens(gateway, request)
+
+    async def models(request: Request) -> Response:
+        return _models(gateway, request)
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def ready(request: Request) -> Response:
+        return JSONResponse({"ready": state["ready"]}, status_code=200 if state["ready"] else 503)
+
+    routes = [
+        Route("/v1/messages", messages, methods=["POST"]),
+        Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/v1/responses", responses, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/ready", ready, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.gateway = gateway
+    return app

@@ -1,0 +1,247 @@
+"""The gateway without its web framework: a request of one of the served APIs in, its reply
+(a JSON body, or a stream of bytes) out, through the same adapters and routers as a library
+call (docs/gateway.md)."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from pydantic import ValidationError
+
+from metis.core.ids import new_request_id
+from metis.errors import AdapterError, InvalidRequestError
+from metis.gateway import anthropic_api, chat_api, responses_api
+from metis.gateway.config import GatewayConfig
+from metis.gateway.errors import (
+    ErrorReply,
+    GatewayAuthError,
+    GatewayTimeoutError,
+    PreviousResponseNotFoundError,
+    anthropic_error,
+    openai_error,
+)
+from metis.gateway.inbound import Inbound
+from metis.gateway.models import ModelTable, Target
+from metis.gateway.projection import project
+from metis.gateway.responses_read import read_responses
+from metis.gateway.sse import BlockWriter, new_id
+from metis.gateway.store import ResponseStore
+from metis.model.content import Message, Role
+from metis.model.events import MessageComplete, StreamEvent
+from metis.model.request import CanonicalRequest
+from metis.model.response import CanonicalResponse
+
+log = logging.getLogger("metis.gateway")
+DROPPED_HEADER = "x-metis-dropped"
+"""Names what the gateway left out of the request (docs/gateway.md)."""
+
+
+@dataclass(slots=True)
+class JsonResult:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class StreamResult:
+    chunks: AsyncIterator[bytes]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Prepared:
+    inbound: Inbound
+    target: Target
+    request: CanonicalRequest
+    reported: list[str]
+
+
+READERS: dict[str, Callable[[Any], Inbound]] = {
+    "anthropic": anthropic_api.read_messages,
+    "chat": chat_api.read_chat,
+    "responses": read_responses,
+}
+
+
+def error_reply(api: str, error: AdapterError, request_id: str) -> ErrorReply:
+    if api == "anthropic":
+        return anthropic_error(error, request_id)
+    return openai_error(error, request_id)
+
+
+class Gateway:
+    def __init__(self, config: GatewayConfig) -> None:
+        self.settings = config.settings
+        self.api_key = config.api_key
+        self.models = ModelTable(config.registry)
+        self.stored = ResponseStore(config.settings.stored_responses)
+
+    async def aclose(self) -> None:
+        await self.models.aclose()
+
+    def authenticate(self, headers: Mapping[str, str]) -> None:
+        """The client's key, as ``x-api-key`` or ``Authorization: Bearer`` (both APIs' forms)."""
+        if self.api_key is None:
+            return
+        given = headers.get("x-api-key") or ""
+        scheme, _, token = (headers.get("authorization") or "").partition(" ")
+        if not given and scheme.lower() == "bearer":
+            given = token.strip()
+        if not given or not hmac.compare_digest(given.encode(), self.api_key.encode()):
+            raise GatewayAuthError("invalid or missing API key for this gateway")
+
+    def prepare(self, api: str, body: Any) -> Prepared:
+        try:
+            inbound = READERS[api](body)
+        except ValidationError as exc:
+            raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
+        if api == "responses":
+            self._continue(inbound)
+        target = self.models.resolve(inbound.model)
+        limit, changes, dropped = project(inbound, target.capabilities)
+        try:
+            request = inbound.request(target.request_model, limit, **changes)
+        except ValidationError as exc:
+            raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
+        return Prepared(inbound, target, request, [*inbound.ignored, *dropped])
+
+    def _continue(self, inbound: Inbound) -> None:
+        previous = inbound.options.get("previous_response_id")
+        if previous is None:
+            return
+        stored = self.stored.get(previous)
+        if stored is None:
+            raise PreviousResponseNotFoundError(
+                f"Previous response with id '{previous}' not found."
+            )
+        inbound.messages = [*stored.messages, *inbound.messages]
+
+    def _remember(self, prepared: Prepared, response_id: str, reply: Message) -> None:
+        inbound = prepared.inbound
+        if inbound.options.get("store", True):
+            history = [m for m in inbound.messages if m.role is not Role.SYSTEM]
+            self.stored.put(response_id, [*history, reply])
+
+    # Answering ----------------------------------------------------------------------------------
+
+    async def complete(self, api: str, prepared: Prepared) -> JsonResult:
+        try:
+            with anyio.fail_after(self.settings.request_timeout_seconds):
+                response = await prepared.target.chat_model.complete(prepared.request)
+        except TimeoutError:
+            raise GatewayTimeoutError("the request took longer than the gateway allows") from None
+        reported = prepared.reported + warnings_of(response)
+        model = prepared.inbound.model
+        if api == "anthropic":
+            body = anthropic_api.write_message(response, model)
+        elif api == "chat":
+            body = chat_api.write_completion(response, model)
+        else:
+            response_id = new_id("resp_")
+            output = responses_api.output_items(response.content)
+            body = responses_api.response_object(
+                prepared.inbound, model, response_id, output, response.stop_reason, response.usage
+            )
+            self._remember(prepared, response_id, response.message)
+        return JsonResult(200, body, dropped_headers(reported))
+
+    async def stream(self, api: str, prepared: Prepared) -> StreamResult:
+        """The stream's first event is awaited here, so a call that fails before it is an
+        error reply with its status; one that fails later ends the stream with the API's own
+        error event."""
+        events = aiter(prepared.target.chat_model.stream(prepared.request))
+        deadline = anyio.current_time() + self.settings.request_timeout_seconds
+        try:
+            first = await _next(events, deadline)
+        except BaseException:
+            await _aclose(events)
+            raise
+        writer, response_id = self._writer(api, prepared)
+        chunks = self._chunks(api, prepared, events, first, writer, deadline, response_id)
+        headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
+        return StreamResult(chunks, {**headers, **dropped_headers(prepared.reported)})
+
+    def _writer(self, api: str, prepared: Prepared) -> tuple[BlockWriter, str]:
+        model = prepared.inbound.model
+        if api == "anthropic":
+            return anthropic_api.MessageStream(model), ""
+        if api == "chat":
+            include = bool(prepared.inbound.options.get("include_usage"))
+            return chat_api.ChunkStream(model, include), ""
+        response_id = new_id("resp_")
+        return responses_api.ResponseStream(prepared.inbound, model, response_id), response_id
+
+    async def _chunks(
+        self,
+        api: str,
+        prepared: Prepared,
+        events: AsyncIterator[StreamEvent],
+        first: StreamEvent | None,
+        writer: BlockWriter,
+        deadline: float,
+        response_id: str,
+    ) -> AsyncIterator[bytes]:
+        try:
+            item = first
+            while item is not None:
+                yield writer.feed(item)
+                if isinstance(item, MessageComplete):
+                    if response_id:
+                        reply = Message(role=Role.ASSISTANT, content=item.final_content)
+                        self._remember(prepared, response_id, reply)
+                    if item.warnings:
+                        log_dropped(prepared, warnings_of(item))
+                item = await _next(events, deadline)
+        except AdapterError as exc:
+            failed = error_reply(api, exc, prepared.request.request_id)
+            yield writer.error(failed.status, failed.body)
+        finally:
+            await _aclose(events)
+
+
+async def _next(events: AsyncIterator[StreamEvent], deadline: float) -> StreamEvent | None:
+    """The stream's next event (None at its end) within the request's deadline."""
+    try:
+        with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+            return await anext(events)
+    except StopAsyncIteration:
+        return None
+    except TimeoutError:
+        raise GatewayTimeoutError("the request took longer than the gateway allows") from None
+
+
+async def _aclose(events: AsyncIterator[StreamEvent]) -> None:
+    closer = getattr(events, "aclose", None)
+    if closer is not None:
+        with anyio.CancelScope(shield=True):
+            await closer()
+
+
+def warnings_of(response: CanonicalResponse | MessageComplete) -> list[str]:
+    return [f"{w.block_type} ({w.reason})" for w in response.warnings if not w.repeated]
+
+
+def dropped_headers(reported: list[str]) -> dict[str, str]:
+    if not reported:
+        return {}
+    text = "; ".join(reported).encode("ascii", "replace").decode()
+    return {DROPPED_HEADER: text.replace("\r", " ").replace("\n", " ")[:2000]}
+
+
+def log_dropped(prepared: Prepared, reported: list[str]) -> None:
+    log.warning(
+        "left out of the request for %s: %s",
+        prepared.inbound.model,
+        "; ".join(reported),
+        extra={"event": "metis.gateway.dropped", "model": prepared.inbound.model},
+    )
+
+
+def request_id() -> str:
+    return new_request_id()
