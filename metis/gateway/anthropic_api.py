@@ -59,8 +59,8 @@ READ = frozenset(
         "output_config",
     }
 )
-VERSIONS = frozenset({"2023-06-01", "2023-01-01"})
-"""The ``anthropic-version`` values accepted: the current one and the one before it."""
+VERSIONS = frozenset({"2026-10-21", "2023-06-01", "2023-01-01"})
+"""The ``anthropic-version`` values accepted: the current one (the 2.x SDKs') and the earlier."""
 STOPS = {
     StopKind.END_TURN: "end_turn",
     StopKind.MAX_TOKENS: "max_tokens",

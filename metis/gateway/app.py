@@ -4,6 +4,7 @@ providers' endpoints, the model list, health and readiness."""
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -13,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from metis.errors import AdapterError, InvalidRequestError
+from metis.errors import AdapterError, ConfigError, InvalidRequestError
 from metis.gateway.anthropic_api import VERSIONS
 from metis.gateway.config import GatewayConfig
 from metis.gateway.errors import RequestTooLargeError
@@ -163,3 +164,12 @@ def create_app(config: GatewayConfig) -> Starlette:
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.gateway = gateway
     return app
+
+
+def from_environment() -> Starlette:
+    """The application over the configuration ``METIS_GATEWAY_CONFIG`` names: what each
+    worker of ``metis serve --workers N`` runs."""
+    path = os.environ.get("METIS_GATEWAY_CONFIG")
+    if not path:
+        raise ConfigError("METIS_GATEWAY_CONFIG is not set: it names the gateway's models.yaml")
+    return create_app(GatewayConfig.load(path))

@@ -27,7 +27,7 @@ class GatewaySettings(BaseModel):
     api_key_env: str | None = Field(default=None, min_length=1)
     max_request_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     request_timeout_seconds: float = Field(default=600.0, gt=0)
-    drain_seconds: float = Field(default=30.0, ge=0)
+    drain_seconds: int = Field(default=30, ge=0)
     """How long shutting down waits for the streams in flight to finish."""
     stored_responses: int = Field(default=10_000, ge=0)
     """How many Responses API conversations are kept for ``previous_response_id``."""
