@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -18,7 +19,7 @@ from metis.errors import AdapterError, ConfigError, InvalidRequestError
 from metis.gateway.anthropic_api import VERSIONS
 from metis.gateway.config import GatewayConfig
 from metis.gateway.errors import RequestTooLargeError
-from metis.gateway.service import Gateway, error_reply, log_dropped, request_id
+from metis.gateway.service import Gateway, StreamResult, error_reply, log_dropped, request_id
 from metis.wire.json_limits import loads
 
 log = logging.getLogger("metis.gateway")
@@ -38,6 +39,28 @@ async def read_body(request: Request, limit: int) -> Any:
         return loads(bytes(received))
     except (ValueError, RecursionError):
         raise InvalidRequestError("the request body is not valid JSON") from None
+
+
+class DeadlineStream(StreamingResponse):
+    """A stream that ends by its deadline: with the API's own error event when the upstream
+    call runs past it (the upstream call is cancelled, as when the client goes away)."""
+
+    def __init__(self, result: StreamResult) -> None:
+        super().__init__(result.chunks, headers=result.headers)
+        self.result = result
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        started: list[bool] = []
+
+        async def sending(message: Any) -> None:
+            started.append(True)
+            await send(message)
+
+        with anyio.move_on_after(self.result.deadline - anyio.current_time()) as scope_:
+            await super().__call__(scope, receive, sending)
+        if scope_.cancelled_caught and started:
+            body = self.result.timed_out()
+            await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def _check_version(request: Request) -> None:
@@ -61,8 +84,7 @@ async def _answer(gateway: Gateway, api: str, request: Request) -> Response:
         if prepared.reported:
             log_dropped(prepared, prepared.reported)
         if prepared.inbound.stream:
-            streamed = await gateway.stream(api, prepared)
-            return StreamingResponse(streamed.chunks, headers=streamed.headers)
+            return DeadlineStream(await gateway.stream(api, prepared))
         result = await gateway.complete(api, prepared)
         return _json(result.status, result.body, result.headers)
     except AdapterError as exc:

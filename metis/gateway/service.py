@@ -50,8 +50,13 @@ class JsonResult:
 
 @dataclass(slots=True)
 class StreamResult:
+    """A stream to send: its bytes, its headers, the time (``anyio.current_time()``) it must
+    end by, and the bytes that end it when it does not."""
+
     chunks: AsyncIterator[bytes]
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str]
+    deadline: float
+    timed_out: Callable[[], bytes]
 
 
 @dataclass(slots=True)
@@ -163,9 +168,16 @@ class Gateway:
             await _aclose(events)
             raise
         writer, response_id = self._writer(api, prepared)
-        chunks = self._chunks(api, prepared, events, first, writer, deadline, response_id)
+        chunks = self._chunks(api, prepared, events, first, writer, response_id)
         headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
-        return StreamResult(chunks, {**headers, **dropped_headers(prepared.reported)})
+        headers.update(dropped_headers(prepared.reported))
+
+        def timed_out() -> bytes:
+            late = GatewayTimeoutError("the request took longer than the gateway allows")
+            failed = error_reply(api, late, prepared.request.request_id)
+            return writer.error(failed.status, failed.body)
+
+        return StreamResult(chunks, headers, deadline, timed_out)
 
     def _writer(self, api: str, prepared: Prepared) -> tuple[BlockWriter, str]:
         model = prepared.inbound.model
@@ -184,9 +196,10 @@ class Gateway:
         events: AsyncIterator[StreamEvent],
         first: StreamEvent | None,
         writer: BlockWriter,
-        deadline: float,
         response_id: str,
     ) -> AsyncIterator[bytes]:
+        """The stream's bytes; the deadline is kept by whoever sends them (one cancel scope
+        for the whole stream, not one per event)."""
         try:
             item = first
             while item is not None:
@@ -197,7 +210,7 @@ class Gateway:
                         self._remember(prepared, response_id, reply)
                     if item.warnings:
                         log_dropped(prepared, warnings_of(item))
-                item = await _next(events, deadline)
+                item = await anext(events, None)
         except AdapterError as exc:
             failed = error_reply(api, exc, prepared.request.request_id)
             yield writer.error(failed.status, failed.body)
