@@ -191,3 +191,16 @@ def test_shutdown_drains_the_streams_in_flight(emulator: Emulator) -> None:
 def loop_release(server: Any, held: Held) -> None:
     """Sets ``held.release`` on the server's own event loop."""
     server.servers[0].get_loop().call_soon_threadsafe(held.release.set)
+
+
+def test_the_example_configuration_loads_and_refuses_a_missing_key() -> None:
+    from metis.errors import ConfigError
+    from metis.gateway.config import GatewayConfig
+
+    loaded = GatewayConfig.load("examples/gateway.yaml", environ={"METIS_GATEWAY_KEY": "k"})
+    assert loaded.api_key == "k" and loaded.settings.port == 4000
+    assert "default" in loaded.registry.route_specs
+    with pytest.raises(ConfigError, match="METIS_GATEWAY_KEY"):
+        GatewayConfig.load("examples/gateway.yaml", environ={})
+    with pytest.raises(ConfigError, match="gateway.prot"):
+        GatewayConfig.from_dict({"gateway": {"prot": 1}}, environ={})
