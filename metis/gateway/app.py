@@ -76,7 +76,7 @@ def _json(status: int, body: Any, headers: dict[str, str]) -> JSONResponse:
 async def _answer(gateway: Gateway, api: str, request: Request) -> Response:
     rid = request_id()
     try:
-        gateway.authenticate(request.headers)
+        key = gateway.authenticate(request.headers)
         if api == "anthropic":
             _check_version(request)
         body = await read_body(request, gateway.settings.max_request_bytes)
@@ -84,8 +84,8 @@ async def _answer(gateway: Gateway, api: str, request: Request) -> Response:
         if prepared.reported:
             log_dropped(prepared, prepared.reported)
         if prepared.inbound.stream:
-            return DeadlineStream(await gateway.stream(api, prepared))
-        result = await gateway.complete(api, prepared)
+            return DeadlineStream(await gateway.stream(api, prepared, key))
+        result = await gateway.complete(api, prepared, key)
         return _json(result.status, result.body, result.headers)
     except AdapterError as exc:
         failed = error_reply(api, exc, rid)

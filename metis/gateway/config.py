@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from metis.core.config_files import config_error, read_yaml
 from metis.errors import ConfigError
+from metis.gateway.keys import Keys, KeySpec
 from metis.registry.registry import Registry
 
 
@@ -31,14 +32,18 @@ class GatewaySettings(BaseModel):
     """How long shutting down waits for the streams in flight to finish."""
     stored_responses: int = Field(default=10_000, ge=0)
     """How many Responses API conversations are kept for ``previous_response_id``."""
+    keys: list[KeySpec] = Field(default_factory=list)
+    """Gateway keys with their own models, limits and budget (metis.gateway.keys)."""
 
 
 class GatewayConfig:
     """A models.yaml read for serving: the registry of its models, aliases and routes, the
     gateway's settings, and the client key they name (read from the environment)."""
 
-    def __init__(self, registry: Registry, settings: GatewaySettings, api_key: str | None):
-        self.registry, self.settings, self.api_key = registry, settings, api_key
+    def __init__(
+        self, registry: Registry, settings: GatewaySettings, api_key: str | None, keys: Keys
+    ) -> None:
+        self.registry, self.settings, self.api_key, self.keys = registry, settings, api_key, keys
 
     @classmethod
     def load(
@@ -76,5 +81,6 @@ class GatewayConfig:
                     f"{source}: gateway.api_key_env names {settings.api_key_env}, which is not "
                     "set; set it to the key clients must send"
                 )
+        keys = Keys(settings.keys, env)
         registry = Registry.from_dict(data, source, environ=environ, **registry_kwargs)
-        return cls(registry, settings, api_key)
+        return cls(registry, settings, api_key, keys)

@@ -31,6 +31,12 @@ class GatewayAuthError(AdapterError):
     error_class = ErrorClass.AUTH
 
 
+class GatewayPermissionError(AdapterError):
+    """A gateway key naming a model it may not use: 403."""
+
+    error_class = ErrorClass.AUTH
+
+
 class GatewayTimeoutError(AdapterError):
     """The request ran past the configured per-request timeout: 504."""
 
@@ -80,6 +86,8 @@ def _special(error: AdapterError) -> tuple[int, str, str | None] | None:
         return 413, "request_too_large", "request_too_large"
     if isinstance(error, GatewayTimeoutError):
         return 504, "timeout_error", "timeout"
+    if isinstance(error, GatewayPermissionError):
+        return 403, "permission_error", "model_not_allowed"
     return None
 
 
@@ -107,6 +115,7 @@ def openai_error(error: AdapterError, request_id: str, param: str | None = None)
             kind = "server_error"
     else:
         status, kind, code = _OPENAI[error.error_class]
+        code = error.provider_code if error.provider_code == "insufficient_quota" else code
     if isinstance(error, PreviousResponseNotFoundError):
         param = "previous_response_id"
     body = {"error": {"message": error.message, "type": kind, "param": param, "code": code}}

@@ -26,6 +26,7 @@ from metis.gateway.errors import (
     openai_error,
 )
 from metis.gateway.inbound import Inbound
+from metis.gateway.keys import KeyState
 from metis.gateway.models import ModelTable, Target
 from metis.gateway.projection import project
 from metis.gateway.responses_read import read_responses
@@ -34,7 +35,7 @@ from metis.gateway.store import ResponseStore
 from metis.model.content import Message, Role
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest
-from metis.model.response import CanonicalResponse
+from metis.model.response import CanonicalResponse, TokenUsage
 
 log = logging.getLogger("metis.gateway")
 DROPPED_HEADER = "x-metis-dropped"
@@ -84,22 +85,28 @@ class Gateway:
     def __init__(self, config: GatewayConfig) -> None:
         self.settings = config.settings
         self.api_key = config.api_key
+        self.keys = config.keys
         self.models = ModelTable(config.registry)
         self.stored = ResponseStore(config.settings.stored_responses)
 
     async def aclose(self) -> None:
         await self.models.aclose()
 
-    def authenticate(self, headers: Mapping[str, str]) -> None:
-        """The client's key, as ``x-api-key`` or ``Authorization: Bearer`` (both APIs' forms)."""
-        if self.api_key is None:
-            return
+    def authenticate(self, headers: Mapping[str, str]) -> KeyState | None:
+        """The client's key, as ``x-api-key`` or ``Authorization: Bearer`` (both APIs' forms):
+        the simple key (None) or one of ``gateway.keys`` (its state)."""
+        if self.api_key is None and not self.keys:
+            return None
         given = headers.get("x-api-key") or ""
         scheme, _, token = (headers.get("authorization") or "").partition(" ")
         if not given and scheme.lower() == "bearer":
             given = token.strip()
-        if not given or not hmac.compare_digest(given.encode(), self.api_key.encode()):
+        if given and self.api_key and hmac.compare_digest(given.encode(), self.api_key.encode()):
+            return None
+        found = self.keys.find(given) if given else None
+        if found is None:
             raise GatewayAuthError("invalid or missing API key for this gateway")
+        return found
 
     def prepare(self, api: str, body: Any) -> Prepared:
         try:
@@ -135,12 +142,21 @@ class Gateway:
 
     # Answering ----------------------------------------------------------------------------------
 
-    async def complete(self, api: str, prepared: Prepared) -> JsonResult:
+    async def complete(
+        self, api: str, prepared: Prepared, key: KeyState | None = None
+    ) -> JsonResult:
+        if key is not None:
+            self.keys.admit(key, prepared.inbound.model)
+        response = None
         try:
             with anyio.fail_after(self.settings.request_timeout_seconds):
                 response = await prepared.target.chat_model.complete(prepared.request)
         except TimeoutError:
             raise GatewayTimeoutError("the request took longer than the gateway allows") from None
+        finally:
+            if key is not None:
+                charged = priced_model(response.provider, response.model) if response else None
+                self.keys.release(key, charged, response.usage if response else None)
         reported = prepared.reported + warnings_of(response)
         model = prepared.inbound.model
         if api == "anthropic":
@@ -156,19 +172,25 @@ class Gateway:
             self._remember(prepared, response_id, response.message)
         return JsonResult(200, body, dropped_headers(reported))
 
-    async def stream(self, api: str, prepared: Prepared) -> StreamResult:
+    async def stream(
+        self, api: str, prepared: Prepared, key: KeyState | None = None
+    ) -> StreamResult:
         """The stream's first event is awaited here, so a call that fails before it is an
         error reply with its status; one that fails later ends the stream with the API's own
         error event."""
+        if key is not None:
+            self.keys.admit(key, prepared.inbound.model)
         events = aiter(prepared.target.chat_model.stream(prepared.request))
         deadline = anyio.current_time() + self.settings.request_timeout_seconds
         try:
             first = await _next(events, deadline)
         except BaseException:
             await _aclose(events)
+            if key is not None:
+                self.keys.release(key, None, None)
             raise
         writer, response_id = self._writer(api, prepared)
-        chunks = self._chunks(api, prepared, events, first, writer, response_id)
+        chunks = self._chunks(api, prepared, events, first, writer, response_id, key)
         headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
         headers.update(dropped_headers(prepared.reported))
 
@@ -197,14 +219,17 @@ class Gateway:
         first: StreamEvent | None,
         writer: BlockWriter,
         response_id: str,
+        key: KeyState | None = None,
     ) -> AsyncIterator[bytes]:
         """The stream's bytes; the deadline is kept by whoever sends them (one cancel scope
         for the whole stream, not one per event)."""
+        used: tuple[str | None, TokenUsage | None] = (None, None)
         try:
             item = first
             while item is not None:
                 yield writer.feed(item)
                 if isinstance(item, MessageComplete):
+                    used = (priced_model(None, item.model or prepared.request.model), item.usage)
                     if response_id:
                         reply = Message(role=Role.ASSISTANT, content=item.final_content)
                         self._remember(prepared, response_id, reply)
@@ -216,6 +241,13 @@ class Gateway:
             yield writer.error(failed.status, failed.body)
         finally:
             await _aclose(events)
+            if key is not None:
+                self.keys.release(key, *used)
+
+
+def priced_model(provider: str | None, model: str) -> str:
+    """The name a model's price is found by: ``provider:model`` where the model has no prefix."""
+    return model if ":" in model or provider is None else f"{provider}:{model}"
 
 
 async def _next(events: AsyncIterator[StreamEvent], deadline: float) -> StreamEvent | None:

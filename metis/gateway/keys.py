@@ -1,0 +1,123 @@
+"""Gateway keys (docs/gateway.md): each with the models it may use, a request rate, a number of
+requests at once and a USD budget priced from the catalog; kept as SHA-256 digests, in this
+process's memory."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from metis.cost import priced_cost
+from metis.errors import ConfigError, ErrorClass, RateLimitError
+from metis.gateway.errors import GatewayPermissionError
+from metis.model.response import TokenUsage
+
+WINDOW_SECONDS = 60.0
+
+
+class KeySpec(BaseModel):
+    """One entry of ``gateway.keys``: the key's SHA-256 digest (``sha256``), or the variable
+    holding the key (``key_env``), and what it may do."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    key_env: str | None = Field(default=None, min_length=1)
+    models: list[str] | None = None
+    """The model ids, aliases and routes the key may name (None: every one)."""
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    max_concurrent: int | None = Field(default=None, ge=1)
+    budget_usd: Decimal | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> KeySpec:
+        if (self.sha256 is None) == (self.key_env is None):
+            raise ValueError("give the key as sha256 (its digest) or key_env, one of the two")
+        return self
+
+
+class BudgetExceededError(RateLimitError):
+    """A key's budget is spent: 429 ``insufficient_quota``, as OpenAI answers a spent quota."""
+
+    error_class = ErrorClass.RATE_LIMIT
+
+
+@dataclass(slots=True)
+class KeyState:
+    spec: KeySpec
+    started: deque[float] = field(default_factory=deque)
+    in_flight: int = 0
+    spent: Decimal = Decimal(0)
+
+
+def digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class Keys:
+    """The configured keys by digest; ``admit`` checks one request against its key's limits
+    and holds its place until ``release``."""
+
+    def __init__(self, specs: list[KeySpec], environ: Mapping[str, str]) -> None:
+        self._by_digest: dict[str, KeyState] = {}
+        for spec in specs:
+            found = spec.sha256
+            if spec.key_env is not None:
+                value = environ.get(spec.key_env)
+                if not value:
+                    raise ConfigError(
+                        f"gateway.keys.{spec.name}.key_env: {spec.key_env} is not set"
+                    )
+                found = digest(value)
+            assert found is not None
+            self._by_digest[found] = KeyState(spec)
+
+    def __bool__(self) -> bool:
+        return bool(self._by_digest)
+
+    def find(self, given: str) -> KeyState | None:
+        return self._by_digest.get(digest(given))
+
+    def admit(self, state: KeyState, model: str, now: float | None = None) -> None:
+        spec = state.spec
+        if spec.models is not None and model not in spec.models:
+            raise GatewayPermissionError(f"key {spec.name!r} may not use model {model!r}")
+        if spec.budget_usd is not None and state.spent >= spec.budget_usd:
+            raise BudgetExceededError(
+                f"key {spec.name!r} has spent its budget of {spec.budget_usd} USD",
+                provider_code="insufficient_quota",
+            )
+        moment = time.monotonic() if now is None else now
+        while state.started and state.started[0] <= moment - WINDOW_SECONDS:
+            state.started.popleft()
+        if spec.requests_per_minute is not None and len(state.started) >= spec.requests_per_minute:
+            wait = state.started[0] + WINDOW_SECONDS - moment
+            raise RateLimitError(
+                f"key {spec.name!r} is over its {spec.requests_per_minute} requests per minute",
+                retry_after_seconds=max(1.0, wait),
+            )
+        if spec.max_concurrent is not None and state.in_flight >= spec.max_concurrent:
+            raise RateLimitError(
+                f"key {spec.name!r} has {spec.max_concurrent} requests in flight already",
+                retry_after_seconds=1.0,
+            )
+        state.started.append(moment)
+        state.in_flight += 1
+
+    def release(self, state: KeyState, model: str | None, usage: TokenUsage | None) -> None:
+        """The request is over; what it used (None: nothing known) is charged to the key."""
+        state.in_flight -= 1
+        if model is not None and usage is not None:
+            cost = priced_cost(model, usage)
+            if cost is not None:
+                state.spent += cost.usd
+
+    def spent(self, name: str) -> Decimal | None:
+        return next((s.spent for s in self._by_digest.values() if s.spec.name == name), None)
