@@ -204,3 +204,23 @@ def test_the_example_configuration_loads_and_refuses_a_missing_key() -> None:
         GatewayConfig.load("examples/gateway.yaml", environ={})
     with pytest.raises(ConfigError, match="gateway.prot"):
         GatewayConfig.from_dict({"gateway": {"prot": 1}}, environ={})
+
+
+async def test_the_metrics_endpoint_counts_requests_errors_tokens_and_cost(
+    emulator: Emulator,
+) -> None:
+    app = create_app(gateway_config(emulator))
+    headers = {"x-api-key": GATEWAY_KEY}
+    async with _client(app) as client:
+        assert (await client.post("/v1/messages", json=SAID, headers=headers)).status_code == 200
+        streamed = {"model": "gpt", "messages": SAID["messages"], "stream": True}
+        await client.post("/v1/chat/completions", json=streamed, headers=headers)
+        await client.post("/v1/messages", json={**SAID, "model": "nope"}, headers=headers)
+        text = (await client.get("/metrics")).text
+    assert 'metis_gateway_requests_total{api="anthropic",model="flash",status="200"} 1' in text
+    assert 'metis_gateway_requests_total{api="chat",model="gpt",status="200"} 1' in text
+    assert 'metis_gateway_requests_total{api="anthropic",model="",status="404"} 1' in text
+    assert 'metis_gateway_errors_total{api="anthropic",error_class="invalid_request"} 1' in text
+    assert 'metis_gateway_tokens_total{model="openai:gpt-4o",direction="output"}' in text
+    assert 'metis_gateway_cost_usd_total{model="gemini:gemini-2.5-flash"}' in text
+    assert 'metis_gateway_request_seconds_count{api="chat"} 1' in text

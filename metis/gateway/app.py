@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -74,6 +75,16 @@ def _json(status: int, body: Any, headers: dict[str, str]) -> JSONResponse:
 
 
 async def _answer(gateway: Gateway, api: str, request: Request) -> Response:
+    """The request answered; a refused one is counted here (with no model: its name may be
+    anything), a served one where it ends."""
+    started = time.monotonic()
+    response = await _answered(gateway, api, request)
+    if response.status_code != 200:
+        gateway.metrics.request(api, "", response.status_code, time.monotonic() - started)
+    return response
+
+
+async def _answered(gateway: Gateway, api: str, request: Request) -> Response:
     rid = request_id()
     try:
         key = gateway.authenticate(request.headers)
@@ -88,9 +99,11 @@ async def _answer(gateway: Gateway, api: str, request: Request) -> Response:
         result = await gateway.complete(api, prepared, key)
         return _json(result.status, result.body, result.headers)
     except AdapterError as exc:
+        gateway.metrics.error(api, exc.error_class.value)
         failed = error_reply(api, exc, rid)
         return _json(failed.status, failed.body, failed.headers)
     except Exception:
+        gateway.metrics.error(api, "other")
         log.exception("gateway request failed", extra={"event": "metis.gateway.error"})
         failed = error_reply(api, AdapterError("internal gateway error"), rid)
         return _json(failed.status, failed.body, failed.headers)
@@ -171,6 +184,10 @@ def create_app(config: GatewayConfig) -> Starlette:
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
+    async def metrics(request: Request) -> Response:
+        media = "text/plain; version=0.0.4; charset=utf-8"
+        return Response(gateway.metrics.render(), media_type=media)
+
     async def ready(request: Request) -> Response:
         return JSONResponse({"ready": state["ready"]}, status_code=200 if state["ready"] else 503)
 
@@ -182,6 +199,7 @@ def create_app(config: GatewayConfig) -> Starlette:
         Route("/v1/models", models, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/ready", ready, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.gateway = gateway

@@ -57,6 +57,15 @@ class KeyState:
     spent: Decimal = Decimal(0)
 
 
+def price(model: str, usage: TokenUsage) -> Decimal | None:
+    """What ``usage`` cost on ``model`` at the catalog's prices (None: no single price known)."""
+    try:
+        cost = priced_cost(model, usage)
+    except ConfigError:  # a bare name several catalog providers serve
+        return None
+    return cost.usd if cost is not None else None
+
+
 def digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
@@ -115,9 +124,7 @@ class Keys:
         """The request is over; what it used (None: nothing known) is charged to the key."""
         state.in_flight -= 1
         if model is not None and usage is not None:
-            cost = priced_cost(model, usage)
-            if cost is not None:
-                state.spent += cost.usd
+            state.spent += price(model, usage) or 0
 
     def spent(self, name: str) -> Decimal | None:
         return next((s.spent for s in self._by_digest.values() if s.spec.name == name), None)

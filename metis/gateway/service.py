@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from metis.gateway.errors import (
 )
 from metis.gateway.inbound import Inbound
 from metis.gateway.keys import KeyState
+from metis.gateway.metrics import Metrics
 from metis.gateway.models import ModelTable, Target
 from metis.gateway.projection import project
 from metis.gateway.responses_read import read_responses
@@ -66,6 +68,7 @@ class Prepared:
     target: Target
     request: CanonicalRequest
     reported: list[str]
+    started: float = field(default_factory=time.monotonic)
 
 
 READERS: dict[str, Callable[[Any], Inbound]] = {
@@ -88,6 +91,7 @@ class Gateway:
         self.keys = config.keys
         self.models = ModelTable(config.registry)
         self.stored = ResponseStore(config.settings.stored_responses)
+        self.metrics = Metrics()
 
     async def aclose(self) -> None:
         await self.models.aclose()
@@ -154,9 +158,13 @@ class Gateway:
         except TimeoutError:
             raise GatewayTimeoutError("the request took longer than the gateway allows") from None
         finally:
+            charged = priced_model(response.provider, response.model) if response else None
+            if response is not None and charged is not None:
+                self.metrics.usage(charged, response.usage)
             if key is not None:
-                charged = priced_model(response.provider, response.model) if response else None
                 self.keys.release(key, charged, response.usage if response else None)
+        elapsed = time.monotonic() - prepared.started
+        self.metrics.request(api, prepared.inbound.model, 200, elapsed)
         reported = prepared.reported + warnings_of(response)
         model = prepared.inbound.model
         if api == "anthropic":
@@ -229,7 +237,9 @@ class Gateway:
             while item is not None:
                 yield writer.feed(item)
                 if isinstance(item, MessageComplete):
-                    used = (priced_model(None, item.model or prepared.request.model), item.usage)
+                    charged = streamed_model(prepared, item)
+                    used = (charged, item.usage)
+                    self.metrics.usage(charged, item.usage)
                     if response_id:
                         reply = Message(role=Role.ASSISTANT, content=item.final_content)
                         self._remember(prepared, response_id, reply)
@@ -237,12 +247,22 @@ class Gateway:
                         log_dropped(prepared, warnings_of(item))
                 item = await anext(events, None)
         except AdapterError as exc:
+            self.metrics.error(api, exc.error_class.value)
             failed = error_reply(api, exc, prepared.request.request_id)
             yield writer.error(failed.status, failed.body)
         finally:
+            elapsed = time.monotonic() - prepared.started
+            self.metrics.request(api, prepared.inbound.model, 200, elapsed)
             await _aclose(events)
             if key is not None:
                 self.keys.release(key, *used)
+
+
+def streamed_model(prepared: Prepared, complete: MessageComplete) -> str:
+    """The model a stream's usage is priced as: the routed model's canonical id, or for a
+    route the model that answered (its wire name, priced when only one provider has it)."""
+    asked = prepared.request.model
+    return complete.model or asked if asked.startswith("route:") else asked
 
 
 def priced_model(provider: str | None, model: str) -> str:
