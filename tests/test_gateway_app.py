@@ -202,7 +202,7 @@ def test_the_example_configuration_loads_and_refuses_a_missing_key() -> None:
     assert "default" in loaded.registry.route_specs
     with pytest.raises(ConfigError, match="METIS_GATEWAY_KEY"):
         GatewayConfig.load("examples/gateway.yaml", environ={})
-    with pytest.raises(ConfigError, match="gateway.prot"):
+    with pytest.raises(ConfigError, match=r"gateway\.prot"):
         GatewayConfig.from_dict({"gateway": {"prot": 1}}, environ={})
 
 

@@ -369,3 +369,28 @@ def test_each_error_class_keeps_its_status_and_shape(
 def test_overloaded_is_529_for_anthropic_and_503_for_openai() -> None:
     assert anthropic_error(OverloadedError("x"), "r").status == 529
     assert openai_error(OverloadedError("x"), "r").status == 503
+
+
+def test_the_maker_rides_in_the_signature_and_only_the_gateways_is_read() -> None:
+    from metis.gateway.provenance import unwrap, wrap
+    from metis.model.content import ProviderRaw
+
+    maker = ProviderRaw(provider="gemini", model="gemini:gemini-2.5-flash")
+    wrapped = wrap(maker, "c2lnbmF0dXJl")
+    assert wrapped.startswith("metis1.") and unwrap(wrapped) == (maker, "c2lnbmF0dXJl")
+    for given in ("plain-signature", "metis1.", "metis1.!!!.x", "metis1.WzFd.x", "metis1.e30"):
+        assert unwrap(given) == (None, given)
+    inbound = read_messages(
+        {
+            "model": "m",
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "thinking", "thinking": "t", "signature": wrapped}],
+                },
+            ],
+        }
+    )
+    block = inbound.messages[1].content[0]
+    assert block.provider_raw == maker and block.signature == "c2lnbmF0dXJl"  # type: ignore[union-attr]

@@ -214,3 +214,33 @@ def test_the_model_list_reads_in_both_sdks(claude: Any, oai: Any) -> None:
     listed = {model.id for model in oai.models.list()}
     assert {"sonnet", "anthropic:claude-sonnet-4-5", "fallback"} <= listed
     assert {model.id for model in claude.models.list()} == listed
+
+
+def test_thinking_goes_back_signed_to_the_model_that_wrote_it(
+    claude: Any, emulator: Emulator
+) -> None:
+    thinking = {"type": "enabled", "budget_tokens": 2000}
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Oslo?"}]
+    with claude.messages.stream(
+        model="sonnet", max_tokens=4000, thinking=thinking, messages=messages, tools=[WEATHER]
+    ) as stream:
+        first = stream.get_final_message()
+    assert [block.type for block in first.content] == ["thinking", "tool_use"]
+    call = first.content[1]
+    messages += [
+        {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "2 C"}],
+        },
+    ]
+    raw = claude.messages.with_raw_response.create(
+        model="sonnet", max_tokens=4000, thinking=thinking, messages=messages, tools=[WEATHER]
+    )
+    assert "x-metis-dropped" not in raw.headers and "2 C" in raw.parse().content[-1].text
+    sent = emulator.bodies("anthropic")[-1]["messages"][1]["content"][0]
+    assert sent["type"] == "thinking" and not sent["signature"].startswith("metis1.")
+    elsewhere = claude.messages.with_raw_response.create(
+        model="flash", max_tokens=4000, messages=messages, tools=[WEATHER]
+    )
+    assert "thinking" in elsewhere.headers["x-metis-dropped"]  # not Gemini's to read

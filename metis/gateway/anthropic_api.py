@@ -21,11 +21,13 @@ from metis.gateway.inbound import (
     tool_definition,
     unknown_fields,
 )
+from metis.gateway.provenance import restored, wrap
 from metis.gateway.sse import BlockWriter, event, new_id
 from metis.histories.anthropic import from_anthropic
 from metis.histories.reading import text
 from metis.model.content import (
     ContentBlock,
+    ProviderRaw,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -82,6 +84,7 @@ def read_messages(raw: Any) -> Inbound:
     messages = from_anthropic(
         body.get("messages", []), system=body.get("system"), model=model, ids=KeptIds()
     )
+    messages = restored(messages)
     fields: dict[str, Any] = {}
     tools, skipped = _tools(body.get("tools"))
     ignored += skipped
@@ -187,9 +190,10 @@ def block(item: ContentBlock) -> dict[str, Any] | None:
     if isinstance(item, TextBlock):
         return {"type": "text", "text": item.text}
     if isinstance(item, ThinkingBlock):
-        return {"type": "thinking", "thinking": item.thinking, "signature": item.signature or ""}
+        signature = wrap(item.provider_raw, item.signature or "")
+        return {"type": "thinking", "thinking": item.thinking, "signature": signature}
     if isinstance(item, RedactedThinkingBlock):
-        return {"type": "redacted_thinking", "data": item.data}
+        return {"type": "redacted_thinking", "data": wrap(item.provider_raw, item.data)}
     if isinstance(item, ToolUseBlock):
         return {"type": "tool_use", "id": item.id, "name": item.name, "input": item.input}
     return None
@@ -213,9 +217,9 @@ def write_message(response: CanonicalResponse, model: str) -> dict[str, Any]:
 class MessageStream(BlockWriter):
     """The canonical events of one call as the Messages API streams them."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, made_by: ProviderRaw | None = None) -> None:
         super().__init__()
-        self.model = model
+        self.model, self.made_by = model, made_by  # who writes the thinking, when known
         self.started = False
 
     def feed(self, item: StreamEvent) -> bytes:
@@ -249,7 +253,7 @@ class MessageStream(BlockWriter):
                 "input": {},
             }
         elif kind == "thinking" and isinstance(item, ThinkingDelta) and item.redacted_data:
-            opening = {"type": "redacted_thinking", "data": item.redacted_data}
+            opening = {"type": "redacted_thinking", "data": wrap(self.made_by, item.redacted_data)}
         elif kind == "thinking":
             opening = {"type": "thinking", "thinking": "", "signature": ""}
         else:
@@ -266,7 +270,8 @@ class MessageStream(BlockWriter):
     def thinking(self, item: ThinkingDelta) -> bytes:
         out = self._delta(type="thinking_delta", thinking=item.thinking) if item.thinking else b""
         if item.signature:
-            out += self._delta(type="signature_delta", signature=item.signature)
+            signature = wrap(self.made_by, item.signature)
+            out += self._delta(type="signature_delta", signature=signature)
         return out
 
     def tool_input(self, item: ToolUseInputDelta) -> bytes:

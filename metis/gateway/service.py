@@ -34,7 +34,7 @@ from metis.gateway.projection import project
 from metis.gateway.responses_read import read_responses
 from metis.gateway.sse import BlockWriter, new_id
 from metis.gateway.store import ResponseStore
-from metis.model.content import Message, Role
+from metis.model.content import Message, ProviderRaw, Role
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.model.response import CanonicalResponse, TokenUsage
@@ -212,7 +212,7 @@ class Gateway:
     def _writer(self, api: str, prepared: Prepared) -> tuple[BlockWriter, str]:
         model = prepared.inbound.model
         if api == "anthropic":
-            return anthropic_api.MessageStream(model), ""
+            return anthropic_api.MessageStream(model, made_by(prepared)), ""
         if api == "chat":
             include = bool(prepared.inbound.options.get("include_usage"))
             return chat_api.ChunkStream(model, include), ""
@@ -256,6 +256,16 @@ class Gateway:
             await _aclose(events)
             if key is not None:
                 self.keys.release(key, *used)
+
+
+def made_by(prepared: Prepared) -> ProviderRaw | None:
+    """Who the thinking of a stream is made by, as the adapter records it (a route's model is
+    known only once it answers: None)."""
+    asked = prepared.request.model
+    provider = getattr(prepared.target.chat_model, "name", None)
+    if asked.startswith("route:") or not isinstance(provider, str):
+        return None
+    return ProviderRaw(provider=provider, model=asked)
 
 
 def streamed_model(prepared: Prepared, complete: MessageComplete) -> str:
