@@ -7,7 +7,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -152,6 +152,16 @@ def _models(gateway: Gateway, request: Request) -> Response:
     return _json(200, page, {})
 
 
+@asynccontextmanager
+async def shared_ledger(url: str) -> AsyncIterator[Any]:
+    """The keys' ledger in the Redis at ``url``, connected for the application's life."""
+    from metis.gateway.keys_redis import RedisLedger
+    from metis.redis.target import connect, parse_redis_url
+
+    async with connect(parse_redis_url(url), max_connections=64, seconds=5.0) as client:
+        yield RedisLedger(client)
+
+
 def create_app(config: GatewayConfig) -> Starlette:
     """The gateway's ASGI application over ``config``; its lifespan closes the adapters."""
     gateway = Gateway(config)
@@ -159,12 +169,16 @@ def create_app(config: GatewayConfig) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        state["ready"] = True
-        try:
-            yield
-        finally:
-            state["ready"] = False
-            await gateway.aclose()
+        async with AsyncExitStack() as stack:
+            stack.push_async_callback(gateway.aclose)
+            url = gateway.settings.redis_url
+            if url is not None:
+                gateway.keys.ledger = await stack.enter_async_context(shared_ledger(url))
+            state["ready"] = True
+            try:
+                yield
+            finally:
+                state["ready"] = False
 
     async def messages(request: Request) -> Response:
         return await _answer(gateway, "anthropic", request)

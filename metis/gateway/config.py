@@ -32,6 +32,8 @@ class GatewaySettings(BaseModel):
     """How long shutting down waits for the streams in flight to finish."""
     stored_responses: int = Field(default=10_000, ge=0)
     """How many Responses API conversations are kept for ``previous_response_id``."""
+    redis_url: str | None = None
+    """Where the keys' limits and spend are shared by every gateway (else: in memory)."""
     keys: list[KeySpec] = Field(default_factory=list)
     """Gateway keys with their own models, limits and budget (metis.gateway.keys)."""
 

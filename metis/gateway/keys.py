@@ -10,7 +10,9 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from metis.cost import priced_cost
@@ -70,22 +72,53 @@ def digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+# What a ledger says of a request: admitted, or which limit refused it.
+ADMITTED, OVER_BUDGET, OVER_RATE, OVER_CONCURRENCY = 0, 1, 2, 3
+
+
+class MemoryLedger:
+    """Each key's requests, leases and spend in this process's memory."""
+
+    async def admit(self, state: KeyState, now: float) -> tuple[int, float]:
+        spec = state.spec
+        if spec.budget_usd is not None and state.spent >= spec.budget_usd:
+            return OVER_BUDGET, 0.0
+        while state.started and state.started[0] <= now - WINDOW_SECONDS:
+            state.started.popleft()
+        if spec.requests_per_minute is not None and len(state.started) >= spec.requests_per_minute:
+            return OVER_RATE, state.started[0] + WINDOW_SECONDS - now
+        if spec.max_concurrent is not None and state.in_flight >= spec.max_concurrent:
+            return OVER_CONCURRENCY, 1.0
+        state.started.append(now)
+        state.in_flight += 1
+        return ADMITTED, 0.0
+
+    async def release(self, state: KeyState, usd: Decimal) -> None:
+        state.in_flight -= 1
+        state.spent += usd
+
+    async def spent(self, state: KeyState) -> Decimal:
+        return state.spent
+
+
 class Keys:
     """The configured keys by digest; ``admit`` checks one request against its key's limits
-    and holds its place until ``release``."""
+    (in the ledger: this process's memory, or Redis shared by every gateway) and holds its
+    place until ``release``."""
 
-    def __init__(self, specs: list[KeySpec], environ: Mapping[str, str]) -> None:
+    def __init__(
+        self, specs: list[KeySpec], environ: Mapping[str, str], ledger: Any = None
+    ) -> None:
+        self.ledger = MemoryLedger() if ledger is None else ledger
         self._by_digest: dict[str, KeyState] = {}
         for spec in specs:
-            found = spec.sha256
+            found = spec.sha256 or ""
             if spec.key_env is not None:
                 value = environ.get(spec.key_env)
                 if not value:
-                    raise ConfigError(
-                        f"gateway.keys.{spec.name}.key_env: {spec.key_env} is not set"
-                    )
+                    where = f"gateway.keys.{spec.name}.key_env"
+                    raise ConfigError(f"{where}: {spec.key_env} is not set")
                 found = digest(value)
-            assert found is not None
             self._by_digest[found] = KeyState(spec)
 
     def __bool__(self) -> bool:
@@ -94,37 +127,33 @@ class Keys:
     def find(self, given: str) -> KeyState | None:
         return self._by_digest.get(digest(given))
 
-    def admit(self, state: KeyState, model: str, now: float | None = None) -> None:
+    async def admit(self, state: KeyState, model: str, now: float | None = None) -> None:
         spec = state.spec
         if spec.models is not None and model not in spec.models:
             raise GatewayPermissionError(f"key {spec.name!r} may not use model {model!r}")
-        if spec.budget_usd is not None and state.spent >= spec.budget_usd:
+        verdict, wait = await self.ledger.admit(state, time.time() if now is None else now)
+        if verdict == OVER_BUDGET:
             raise BudgetExceededError(
                 f"key {spec.name!r} has spent its budget of {spec.budget_usd} USD",
                 provider_code="insufficient_quota",
             )
-        moment = time.monotonic() if now is None else now
-        while state.started and state.started[0] <= moment - WINDOW_SECONDS:
-            state.started.popleft()
-        if spec.requests_per_minute is not None and len(state.started) >= spec.requests_per_minute:
-            wait = state.started[0] + WINDOW_SECONDS - moment
+        if verdict == OVER_RATE:
             raise RateLimitError(
                 f"key {spec.name!r} is over its {spec.requests_per_minute} requests per minute",
                 retry_after_seconds=max(1.0, wait),
             )
-        if spec.max_concurrent is not None and state.in_flight >= spec.max_concurrent:
+        if verdict == OVER_CONCURRENCY:
             raise RateLimitError(
                 f"key {spec.name!r} has {spec.max_concurrent} requests in flight already",
                 retry_after_seconds=1.0,
             )
-        state.started.append(moment)
-        state.in_flight += 1
 
-    def release(self, state: KeyState, model: str | None, usage: TokenUsage | None) -> None:
+    async def release(self, state: KeyState, model: str | None, usage: TokenUsage | None) -> None:
         """The request is over; what it used (None: nothing known) is charged to the key."""
-        state.in_flight -= 1
-        if model is not None and usage is not None:
-            state.spent += price(model, usage) or 0
+        usd = price(model, usage) if model is not None and usage is not None else None
+        with anyio.CancelScope(shield=True):  # a cancelled request still gives its place back
+            await self.ledger.release(state, usd or Decimal(0))
 
-    def spent(self, name: str) -> Decimal | None:
-        return next((s.spent for s in self._by_digest.values() if s.spec.name == name), None)
+    async def spent(self, name: str) -> Decimal | None:
+        found = next((s for s in self._by_digest.values() if s.spec.name == name), None)
+        return None if found is None else await self.ledger.spent(found)

@@ -150,7 +150,7 @@ class Gateway:
         self, api: str, prepared: Prepared, key: KeyState | None = None
     ) -> JsonResult:
         if key is not None:
-            self.keys.admit(key, prepared.inbound.model)
+            await self.keys.admit(key, prepared.inbound.model)
         response = None
         try:
             with anyio.fail_after(self.settings.request_timeout_seconds):
@@ -162,7 +162,7 @@ class Gateway:
             if response is not None and charged is not None:
                 self.metrics.usage(charged, response.usage)
             if key is not None:
-                self.keys.release(key, charged, response.usage if response else None)
+                await self.keys.release(key, charged, response.usage if response else None)
         elapsed = time.monotonic() - prepared.started
         self.metrics.request(api, prepared.inbound.model, 200, elapsed)
         reported = prepared.reported + warnings_of(response)
@@ -187,7 +187,7 @@ class Gateway:
         error reply with its status; one that fails later ends the stream with the API's own
         error event."""
         if key is not None:
-            self.keys.admit(key, prepared.inbound.model)
+            await self.keys.admit(key, prepared.inbound.model)
         events = aiter(prepared.target.chat_model.stream(prepared.request))
         deadline = anyio.current_time() + self.settings.request_timeout_seconds
         try:
@@ -195,7 +195,7 @@ class Gateway:
         except BaseException:
             await _aclose(events)
             if key is not None:
-                self.keys.release(key, None, None)
+                await self.keys.release(key, None, None)
             raise
         writer, response_id = self._writer(api, prepared)
         chunks = self._chunks(api, prepared, events, first, writer, response_id, key)
@@ -255,7 +255,7 @@ class Gateway:
             self.metrics.request(api, prepared.inbound.model, 200, elapsed)
             await _aclose(events)
             if key is not None:
-                self.keys.release(key, *used)
+                await self.keys.release(key, *used)
 
 
 def made_by(prepared: Prepared) -> ProviderRaw | None:
