@@ -15,7 +15,7 @@ from metis.gateway.errors import GatewayPermissionError
 from metis.gateway.keys import BudgetExceededError, Keys, KeySpec, digest
 from metis.model.response import TokenUsage
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import gateway_config
+from tests.gateway_fixture import GATEWAY_KEY, gateway_config
 
 SAID = {"model": "flash", "max_tokens": 50, "messages": [{"role": "user", "content": "Hi"}]}
 
@@ -107,11 +107,11 @@ def redis_url() -> Any:
 @pytest.mark.backend_independent(False)
 async def test_the_ledger_in_redis_keeps_the_same_limits(redis_url: str) -> None:
     from metis.core.ids import new_ulid
-    from metis.gateway.app import shared_ledger
+    from metis.gateway.app import redis_client
     from metis.gateway.keys_redis import RedisLedger
 
-    async with shared_ledger(redis_url) as ledger:
-        fresh = RedisLedger(ledger.client, prefix=f"test:{new_ulid()}:")  # one per backend run
+    async with redis_client(redis_url) as client:
+        fresh = RedisLedger(client, prefix=f"test:{new_ulid()}:")  # one per backend run
         keys = Keys([KeySpec(name="team", sha256=digest("k1"), **LIMITED)], {}, fresh)
         state = keys.find("k1")
         assert state is not None
@@ -139,3 +139,10 @@ def test_two_gateways_over_one_redis_enforce_one_rate_and_one_budget(redis_url: 
         assert [ask(url, "shared-key") for url in (one, two, one, two)] == [200, 200, 200, 429]
         assert ask(one, "paid-key") == 200  # its reply costs more than the budget
         assert ask(two, "paid-key") == 429
+        # one Responses conversation across both: the stored responses are shared too
+        headers = {"authorization": f"Bearer {GATEWAY_KEY}"}
+        said = {"model": "flash", "input": "Hi"}
+        started = httpx.post(one + "/v1/responses", json=said, headers=headers).json()
+        more = {**said, "input": "And?", "previous_response_id": started["id"]}
+        went_on = httpx.post(two + "/v1/responses", json=more, headers=headers)
+        assert went_on.status_code == 200, went_on.text

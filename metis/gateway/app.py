@@ -20,7 +20,9 @@ from metis.errors import AdapterError, ConfigError, InvalidRequestError
 from metis.gateway.anthropic_api import VERSIONS
 from metis.gateway.config import GatewayConfig
 from metis.gateway.errors import RequestTooLargeError
+from metis.gateway.keys_redis import RedisLedger
 from metis.gateway.service import Gateway, StreamResult, error_reply, log_dropped, request_id
+from metis.gateway.store import RedisResponseStore
 from metis.wire.json_limits import loads
 
 log = logging.getLogger("metis.gateway")
@@ -91,7 +93,7 @@ async def _answered(gateway: Gateway, api: str, request: Request) -> Response:
         if api == "anthropic":
             _check_version(request)
         body = await read_body(request, gateway.settings.max_request_bytes)
-        prepared = gateway.prepare(api, body)
+        prepared = await gateway.prepare(api, body)
         if prepared.reported:
             log_dropped(prepared, prepared.reported)
         if prepared.inbound.stream:
@@ -117,7 +119,7 @@ async def _count_tokens(gateway: Gateway, request: Request) -> Response:
         body = await read_body(request, gateway.settings.max_request_bytes)
         if isinstance(body, dict):
             body = {**body, "max_tokens": body.get("max_tokens") or 1}
-        prepared = gateway.prepare("anthropic", body)
+        prepared = await gateway.prepare("anthropic", body)
         counted = await prepared.target.chat_model.count_tokens(prepared.request)
         return _json(200, {"input_tokens": counted.input_tokens}, {})
     except AdapterError as exc:
@@ -153,13 +155,12 @@ def _models(gateway: Gateway, request: Request) -> Response:
 
 
 @asynccontextmanager
-async def shared_ledger(url: str) -> AsyncIterator[Any]:
-    """The keys' ledger in the Redis at ``url``, connected for the application's life."""
-    from metis.gateway.keys_redis import RedisLedger
+async def redis_client(url: str) -> AsyncIterator[Any]:
+    """A client of the Redis at ``url`` that the gateways share, for the application's life."""
     from metis.redis.target import connect, parse_redis_url
 
     async with connect(parse_redis_url(url), max_connections=64, seconds=5.0) as client:
-        yield RedisLedger(client)
+        yield client
 
 
 def create_app(config: GatewayConfig) -> Starlette:
@@ -173,7 +174,9 @@ def create_app(config: GatewayConfig) -> Starlette:
             stack.push_async_callback(gateway.aclose)
             url = gateway.settings.redis_url
             if url is not None:
-                gateway.keys.ledger = await stack.enter_async_context(shared_ledger(url))
+                client = await stack.enter_async_context(redis_client(url))
+                gateway.keys.ledger = RedisLedger(client)
+                gateway.stored = RedisResponseStore(client, gateway.settings.stored_seconds)
             state["ready"] = True
             try:
                 yield

@@ -33,7 +33,10 @@ class GatewaySettings(BaseModel):
     stored_responses: int = Field(default=10_000, ge=0)
     """How many Responses API conversations are kept for ``previous_response_id``."""
     redis_url: str | None = None
-    """Where the keys' limits and spend are shared by every gateway (else: in memory)."""
+    """Where the keys' limits and spend, and the stored responses, are shared by every
+    gateway (else: in memory)."""
+    stored_seconds: int = Field(default=30 * 86400, ge=1)
+    """How long a stored response is kept in Redis."""
     keys: list[KeySpec] = Field(default_factory=list)
     """Gateway keys with their own models, limits and budget (metis.gateway.keys)."""
 

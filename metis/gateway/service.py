@@ -33,7 +33,7 @@ from metis.gateway.models import ModelTable, Target
 from metis.gateway.projection import project
 from metis.gateway.responses_read import read_responses
 from metis.gateway.sse import BlockWriter, new_id
-from metis.gateway.store import ResponseStore
+from metis.gateway.store import RedisResponseStore, ResponseStore
 from metis.model.content import Message, ProviderRaw, Role
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest
@@ -90,7 +90,9 @@ class Gateway:
         self.api_key = config.api_key
         self.keys = config.keys
         self.models = ModelTable(config.registry)
-        self.stored = ResponseStore(config.settings.stored_responses)
+        self.stored: ResponseStore | RedisResponseStore = ResponseStore(
+            config.settings.stored_responses
+        )
         self.metrics = Metrics()
 
     async def aclose(self) -> None:
@@ -112,13 +114,13 @@ class Gateway:
             raise GatewayAuthError("invalid or missing API key for this gateway")
         return found
 
-    def prepare(self, api: str, body: Any) -> Prepared:
+    async def prepare(self, api: str, body: Any) -> Prepared:
         try:
             inbound = READERS[api](body)
         except ValidationError as exc:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
         if api == "responses":
-            self._continue(inbound)
+            await self._continue(inbound)
         target = self.models.resolve(inbound.model)
         limit, changes, dropped = project(inbound, target.capabilities)
         try:
@@ -127,22 +129,22 @@ class Gateway:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
         return Prepared(inbound, target, request, [*inbound.ignored, *dropped])
 
-    def _continue(self, inbound: Inbound) -> None:
+    async def _continue(self, inbound: Inbound) -> None:
         previous = inbound.options.get("previous_response_id")
         if previous is None:
             return
-        stored = self.stored.get(previous)
+        stored = await self.stored.get(previous)
         if stored is None:
             raise PreviousResponseNotFoundError(
                 f"Previous response with id '{previous}' not found."
             )
         inbound.messages = [*stored.messages, *inbound.messages]
 
-    def _remember(self, prepared: Prepared, response_id: str, reply: Message) -> None:
+    async def _remember(self, prepared: Prepared, response_id: str, reply: Message) -> None:
         inbound = prepared.inbound
         if inbound.options.get("store", True):
             history = [m for m in inbound.messages if m.role is not Role.SYSTEM]
-            self.stored.put(response_id, [*history, reply])
+            await self.stored.put(response_id, [*history, reply])
 
     # Answering ----------------------------------------------------------------------------------
 
@@ -177,7 +179,7 @@ class Gateway:
             body = responses_api.response_object(
                 prepared.inbound, model, response_id, output, response.stop_reason, response.usage
             )
-            self._remember(prepared, response_id, response.message)
+            await self._remember(prepared, response_id, response.message)
         return JsonResult(200, body, dropped_headers(reported))
 
     async def stream(
@@ -242,7 +244,7 @@ class Gateway:
                     self.metrics.usage(charged, item.usage)
                     if response_id:
                         reply = Message(role=Role.ASSISTANT, content=item.final_content)
-                        self._remember(prepared, response_id, reply)
+                        await self._remember(prepared, response_id, reply)
                     if item.warnings:
                         log_dropped(prepared, warnings_of(item))
                 item = await anext(events, None)
