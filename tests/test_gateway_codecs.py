@@ -394,3 +394,18 @@ def test_the_maker_rides_in_the_signature_and_only_the_gateways_is_read() -> Non
     )
     block = inbound.messages[1].content[0]
     assert block.provider_raw == maker and block.signature == "c2lnbmF0dXJl"  # type: ignore[union-attr]
+
+
+def test_a_system_turn_among_the_messages_is_read_where_it_stands() -> None:
+    inbound = read_messages(
+        {
+            "model": "m",
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "system", "content": "From now on, be brief."},
+                {"role": "user", "content": "more"},
+            ],
+        }
+    )
+    assert [m.role for m in inbound.messages] == [Role.USER, Role.SYSTEM, Role.USER]
+    assert inbound.messages[1].text() == "From now on, be brief."

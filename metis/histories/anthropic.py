@@ -55,11 +55,14 @@ def from_anthropic(
     for i, raw in enumerate(history(messages)):
         where = f"messages[{i}]"
         role = mapping(raw, where).get("role")
-        if role not in ("user", "assistant"):
+        if role not in ("user", "assistant", "system"):
             raise InvalidRequestError(
-                f"{where}.role: expected user or assistant, got {role_shown(role)}"
+                f"{where}.role: expected user, assistant or system, got {role_shown(role)}"
             )
         blocks = _blocks(raw.get("content"), where, ids, made_by)
+        if role == "system":  # the Messages API takes system turns among the others
+            out.append(built(Message, where, role=Role.SYSTEM, content=blocks))
+            continue
         results = [b for b in blocks if isinstance(b, ToolResultBlock)]
         rest = [b for b in blocks if not isinstance(b, ToolResultBlock)]
         if results:  # tool results ride in a user turn on the wire; a tool turn here
