@@ -224,3 +224,51 @@ async def test_the_metrics_endpoint_counts_requests_errors_tokens_and_cost(
     assert 'metis_gateway_tokens_total{model="openai:gpt-4o",direction="output"}' in text
     assert 'metis_gateway_cost_usd_total{model="gemini:gemini-2.5-flash"}' in text
     assert 'metis_gateway_request_seconds_count{api="chat"} 1' in text
+
+
+@pytest.mark.backend_independent(False)
+async def test_a_client_that_goes_away_cancels_a_whole_body_call(emulator: Emulator) -> None:
+    app = create_app(gateway_config(emulator))
+    held = _held(app)
+    cancelled: list[bool] = []
+    begun = anyio.Event()
+
+    async def complete(request: CanonicalRequest) -> Any:
+        begun.set()
+        try:
+            await held.release.wait()
+        except anyio.get_cancelled_exc_class():
+            cancelled.append(True)
+            raise
+
+    held.complete = complete  # type: ignore[method-assign]
+    messages = [{"type": "http.request", "body": json.dumps(SAID).encode(), "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        if messages:
+            return messages.pop()
+        await begun.wait()  # the call has started: now the client hangs up
+        return {"type": "http.disconnect"}
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "path": "/v1/messages",
+        "raw_path": b"/v1/messages",
+        "query_string": b"",
+        "headers": [(b"x-api-key", GATEWAY_KEY.encode()), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("gw", 80),
+        "scheme": "http",
+        "root_path": "",
+    }
+    with anyio.fail_after(60):  # a bound on a hang, not a timing: it ends at once when right
+        await app(scope, receive, send)
+    assert cancelled == [True] and not held.release.is_set()

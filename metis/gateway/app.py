@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from starlette.applications import Starlette
@@ -26,6 +26,7 @@ from metis.gateway.store import RedisResponseStore
 from metis.wire.json_limits import loads
 
 log = logging.getLogger("metis.gateway")
+T = TypeVar("T")
 
 
 async def read_body(request: Request, limit: int) -> Any:
@@ -66,6 +67,32 @@ class DeadlineStream(StreamingResponse):
             await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
+async def until_disconnect(request: Request, work: Awaitable[T]) -> T | None:
+    """``work``'s result, or None when the client disconnects first (``work`` is cancelled,
+    and the upstream call with it): a whole-body reply has no stream to notice it."""
+    found: list[T] = []
+    failed: list[Exception] = []
+
+    async def run(scope: anyio.CancelScope) -> None:
+        try:
+            found.append(await work)
+        except Exception as exc:  # raised below, outside the task group (not in a group)
+            failed.append(exc)
+        finally:
+            scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run, group.cancel_scope)
+        while True:
+            message = await request.receive()
+            if message["type"] == "http.disconnect":
+                group.cancel_scope.cancel()
+                break
+    if failed:
+        raise failed[0]
+    return found[0] if found else None
+
+
 def _check_version(request: Request) -> None:
     version = request.headers.get("anthropic-version")
     if version is not None and version not in VERSIONS:
@@ -98,7 +125,9 @@ async def _answered(gateway: Gateway, api: str, request: Request) -> Response:
             log_dropped(prepared, prepared.reported)
         if prepared.inbound.stream:
             return DeadlineStream(await gateway.stream(api, prepared, key))
-        result = await gateway.complete(api, prepared, key)
+        result = await until_disconnect(request, gateway.complete(api, prepared, key))
+        if result is None:  # the client went away: no one reads this
+            return Response(status_code=499)
         return _json(result.status, result.body, result.headers)
     except AdapterError as exc:
         gateway.metrics.error(api, exc.error_class.value)
