@@ -37,11 +37,16 @@ from metis.model.dicts import MessageDict
 
 
 def from_anthropic(
-    messages: Iterable[Any], *, system: Any = None, model: str | None = None
+    messages: Iterable[Any],
+    *,
+    system: Any = None,
+    model: str | None = None,
+    ids: Ids | None = None,
 ) -> list[Message]:
     """Canonical messages from a Messages API ``messages`` list (and its ``system``). Thinking
-    blocks are marked as made by Anthropic's ``model``, so their signatures go back only there."""
-    ids = Ids()
+    blocks are marked as made by Anthropic's ``model``, so their signatures go back only there.
+    ``ids`` maps the tool ids read to canonical ones (default: a new id for each)."""
+    ids = Ids() if ids is None else ids
     made_by = ProviderRaw(provider="anthropic", model=model)
     out: list[Message] = []
     if system:
@@ -50,11 +55,14 @@ def from_anthropic(
     for i, raw in enumerate(history(messages)):
         where = f"messages[{i}]"
         role = mapping(raw, where).get("role")
-        if role not in ("user", "assistant"):
+        if role not in ("user", "assistant", "system"):
             raise InvalidRequestError(
-                f"{where}.role: expected user or assistant, got {role_shown(role)}"
+                f"{where}.role: expected user, assistant or system, got {role_shown(role)}"
             )
         blocks = _blocks(raw.get("content"), where, ids, made_by)
+        if role == "system":  # the Messages API takes system turns among the others
+            out.append(built(Message, where, role=Role.SYSTEM, content=blocks))
+            continue
         results = [b for b in blocks if isinstance(b, ToolResultBlock)]
         rest = [b for b in blocks if not isinstance(b, ToolResultBlock)]
         if results:  # tool results ride in a user turn on the wire; a tool turn here

@@ -35,9 +35,10 @@ from metis.model.content import (
 from metis.model.dicts import MessageDict
 
 
-def from_openai_chat(messages: Iterable[Any]) -> list[Message]:
-    """Canonical messages from a Chat Completions ``messages`` list."""
-    ids = Ids()
+def from_openai_chat(messages: Iterable[Any], *, ids: Ids | None = None) -> list[Message]:
+    """Canonical messages from a Chat Completions ``messages`` list; ``ids`` maps the tool ids
+    read to canonical ones (default: a new id for each)."""
+    ids = Ids() if ids is None else ids
     out: list[Message] = []
     for i, raw in enumerate(history(messages)):
         where = f"messages[{i}]"
