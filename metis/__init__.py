@@ -50,10 +50,14 @@ _EXPORTS = {
     **dict.fromkeys(
         [
             "AdapterCapabilities",
+            "AudioBlock",
             "Base64ImageSource",
+            "Base64Source",
             "CanonicalRequest",
             "CanonicalResponse",
             "ContentBlock",
+            "DocumentBlock",
+            "FileIdSource",
             "ImageBlock",
             "Message",
             "MessageComplete",
@@ -66,6 +70,7 @@ _EXPORTS = {
             "StreamEvent",
             "TextBlock",
             "TextDelta",
+            "TextSource",
             "ThinkingBlock",
             "ThinkingConfig",
             "ThinkingDelta",
@@ -79,6 +84,8 @@ _EXPORTS = {
             "ToolUseInputDelta",
             "ToolUseStart",
             "URLImageSource",
+            "URLSource",
+            "VideoBlock",
         ],
         "metis.model",
     ),
@@ -151,10 +158,14 @@ if TYPE_CHECKING:
     from metis.errors import ServerError as ServerError
     from metis.errors import StackError as StackError
     from metis.model import AdapterCapabilities as AdapterCapabilities
+    from metis.model import AudioBlock as AudioBlock
     from metis.model import Base64ImageSource as Base64ImageSource
+    from metis.model import Base64Source as Base64Source
     from metis.model import CanonicalRequest as CanonicalRequest
     from metis.model import CanonicalResponse as CanonicalResponse
     from metis.model import ContentBlock as ContentBlock
+    from metis.model import DocumentBlock as DocumentBlock
+    from metis.model import FileIdSource as FileIdSource
     from metis.model import ImageBlock as ImageBlock
     from metis.model import Message as Message
     from metis.model import MessageComplete as MessageComplete
@@ -167,6 +178,7 @@ if TYPE_CHECKING:
     from metis.model import StreamEvent as StreamEvent
     from metis.model import TextBlock as TextBlock
     from metis.model import TextDelta as TextDelta
+    from metis.model import TextSource as TextSource
     from metis.model import ThinkingBlock as ThinkingBlock
     from metis.model import ThinkingConfig as ThinkingConfig
     from metis.model import ThinkingDelta as ThinkingDelta
@@ -180,6 +192,8 @@ if TYPE_CHECKING:
     from metis.model import ToolUseInputDelta as ToolUseInputDelta
     from metis.model import ToolUseStart as ToolUseStart
     from metis.model import URLImageSource as URLImageSource
+    from metis.model import URLSource as URLSource
+    from metis.model import VideoBlock as VideoBlock
     from metis.model.dicts import MessageDict as MessageDict
     from metis.pipeline.call import Call as Call
     from metis.pipeline.config import AdapterConfig as AdapterConfig

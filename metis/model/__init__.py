@@ -25,6 +25,15 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
+from metis.model.media import (
+    AudioBlock,
+    Base64Source,
+    DocumentBlock,
+    FileIdSource,
+    TextSource,
+    URLSource,
+    VideoBlock,
+)
 from metis.model.request import (
     CanonicalRequest,
     ThinkingConfig,
@@ -42,11 +51,15 @@ from metis.model.response import (
 
 __all__ = [
     "AdapterCapabilities",
+    "AudioBlock",
     "Base64ImageSource",
+    "Base64Source",
     "CanonicalRequest",
     "CanonicalResponse",
     "ContentBlock",
+    "DocumentBlock",
     "DroppedContent",
+    "FileIdSource",
     "ImageBlock",
     "Message",
     "MessageComplete",
@@ -59,6 +72,7 @@ __all__ = [
     "StreamEvent",
     "TextBlock",
     "TextDelta",
+    "TextSource",
     "ThinkingBlock",
     "ThinkingConfig",
     "ThinkingDelta",
@@ -72,4 +86,6 @@ __all__ = [
     "ToolUseInputDelta",
     "ToolUseStart",
     "URLImageSource",
+    "URLSource",
+    "VideoBlock",
 ]
