@@ -17,6 +17,12 @@ from typing import Any
 
 from metis.wire.anthropic.rules import parameter_problems
 from metis.wire.bedrock_converse.rules import converse_problems
+from metis.wire.media_rules import (
+    anthropic_media_problems,
+    gemini_media_problems,
+    openai_chat_media_problems,
+    openai_responses_media_problems,
+)
 
 Rules = Callable[[dict[str, Any]], list[str]]
 
@@ -76,6 +82,7 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
         problems.append(f"messages.{len(messages) - 1}: tool_use ids {pending} are never answered")
     problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
     problems += parameter_problems(body)
+    problems += anthropic_media_problems(body)
     return problems
 
 
@@ -117,6 +124,7 @@ def openai_chat_problems(body: dict[str, Any]) -> list[str]:
     if awaiting:
         problems.append(f"tool calls {awaiting} are never answered")
     problems += _tool_names(body.get("tools"), lambda t: (t.get("function") or {}).get("name"))
+    problems += openai_chat_media_problems(body)
     return problems
 
 
@@ -187,6 +195,7 @@ def openai_responses_problems(body: dict[str, Any]) -> list[str]:
         f"no tool output found for function call {c!r}" for c in calls if c not in answered
     ]
     problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
+    problems += openai_responses_media_problems(items)
     return problems
 
 
@@ -232,6 +241,7 @@ def gemini_problems(body: dict[str, Any]) -> list[str]:
         for d in (t.get("functionDeclarations") or [])
     ]
     problems += _tool_names(declarations, lambda d: d.get("name"))
+    problems += gemini_media_problems(body)
     return problems
 
 

@@ -17,6 +17,7 @@ from metis.model.content import (
     ToolResultContent,
     ToolUseBlock,
 )
+from metis.model.media_fit import fit_media
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
@@ -33,7 +34,9 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
         caps = self._services.capabilities_for(call.wire_model)
-        problems = unmet_needs(request, caps, self._services.token_profile_for(call.wire_model))
+        # Files: unreadable ones are refused in the turn sent, dropped from older turns.
+        request, problems = fit_media(request, caps, call.provider, call.warn_dropped)
+        problems += unmet_needs(request, caps, self._services.token_profile_for(call.wire_model))
         if problems:
             raise CapabilityError(
                 f"{call.model} cannot serve this request: " + "; ".join(problems),

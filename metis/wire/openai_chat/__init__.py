@@ -22,6 +22,7 @@ from metis.errors import AdapterError, ErrorClass, ProtocolError, StackError
 from metis.model.content import (
     Role,
 )
+from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.wire.builder import MessageBuilder
@@ -83,12 +84,13 @@ class OpenAIChatCodec:
         messages: list[dict[str, Any]] = []
         if request.system_prompt:
             messages.append({"role": "system", "content": request.system_prompt})
+        start = current_turn_start(request.messages)
         for i, message in enumerate(request.messages):
             message_id = message.id or f"messages[{i}]"
             if message.role is Role.ASSISTANT:
                 messages.append(assistant_message(message, message_id, call, self.reasoning))
             else:
-                messages.extend(user_messages(message, message_id, call))
+                messages.extend(user_messages(message, message_id, call, i >= start))
         body: dict[str, Any] = {
             "model": call.wire_model,
             "messages": messages,

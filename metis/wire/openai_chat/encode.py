@@ -3,9 +3,10 @@
 The system prompt comes first; each tool result is its own ``role: tool`` message (``is_error``
 as an ``"Error: "`` prefix: the wire has no flag); tool calls are ``tool_calls`` with
 JSON-string arguments. Reasoning goes back in the stack's ``reasoning_field`` when it names one
-(DeepSeek's ``reasoning_content``), and only to the provider and model that produced it. What
-the wire cannot hold (other thinking, an image in a tool result or an assistant turn) is
-dropped whole with one ``call.warn_dropped`` record.
+(DeepSeek's ``reasoning_content``), and only to the provider and model that produced it. An
+image or file in a tool result (a tool message holds text only) follows in the user message
+after the tool messages, a note in the result naming it. What the wire cannot hold (other
+thinking, media in an assistant turn) is dropped whole with one ``call.warn_dropped`` record.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from metis.model.content import (
-    Base64ImageSource,
+    AudioBlock,
+    DocumentBlock,
     ImageBlock,
     Message,
     Role,
@@ -26,9 +28,12 @@ from metis.model.content import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    VideoBlock,
 )
 from metis.model.request import ToolDefinition
 from metis.pipeline.call import Call
+from metis.wire.media import project_attachments
+from metis.wire.openai_chat.media import media_parts
 from metis.wire.openai_chat.read import content_chunks
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -58,20 +63,30 @@ class ReasoningReplay(BaseModel):
     the API"), and V4 refuses it empty, so its stack sets a single space."""
 
 
-def user_messages(message: Message, message_id: str, call: Call) -> list[dict[str, Any]]:
-    """Tool results first, each its own ``role: tool`` message, then the rest as one turn."""
+def user_messages(
+    message: Message, message_id: str, call: Call, current: bool = False
+) -> list[dict[str, Any]]:
+    """Tool results first, each its own ``role: tool`` message, then the rest as one turn: the
+    images and files of the tool results (a tool message holds text only), then the message's
+    own content. ``current``: the message is in the turn being sent (docs/contract.md §9)."""
     out: list[dict[str, Any]] = []
+    attached: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
+    system = message.role is Role.SYSTEM  # system_hoist normally leaves none; keep it in place
     for block in message.content:
-        if isinstance(block, ToolResultBlock):
-            out.append(_tool_message(block, message_id, call))
+        if isinstance(block, ToolResultBlock) and not system:
+            projected = project_attachments(block)
+            out.append(_tool_message(projected.result))
+            for part in projected.attachments:
+                attached += media_parts(part, call, message_id, current)
         elif isinstance(block, TextBlock):
             parts.append({"type": "text", "text": block.text})
-        elif isinstance(block, ImageBlock) and message.role is not Role.SYSTEM:
-            parts.append({"type": "image_url", "image_url": {"url": _image_url(block)}})
+        elif isinstance(block, ImageBlock | DocumentBlock | AudioBlock | VideoBlock) and not system:
+            parts += media_parts(block, call, message_id, current)
         else:
             _drop(call, block.type, message.role, message_id)
-    if message.role is Role.SYSTEM:  # system_hoist normally leaves none; keep it in place
+    parts = attached + parts
+    if system:
         out.append({"role": "system", "content": "".join(p["text"] for p in parts)})
     elif len(parts) == 1 and parts[0]["type"] == "text":
         out.append({"role": "user", "content": parts[0]["text"]})
@@ -80,14 +95,7 @@ def user_messages(message: Message, message_id: str, call: Call) -> list[dict[st
     return out
 
 
-def _tool_message(block: ToolResultBlock, message_id: str, call: Call) -> dict[str, Any]:
-    if not isinstance(block.content, str):
-        for part in block.content:
-            if not isinstance(part, TextBlock):
-                reason = "an openai_chat tool message holds text only"
-                call.warn_dropped(
-                    part.type, reason, message_id=message_id, tool_use_id=block.tool_use_id
-                )
+def _tool_message(block: ToolResultBlock) -> dict[str, Any]:
     text = block.text()
     content = "Error: " + text if block.is_error else text
     return {"role": "tool", "tool_call_id": block.tool_use_id, "content": content}
@@ -145,13 +153,6 @@ def tool_definition(tool: ToolDefinition) -> dict[str, Any]:
         function["description"] = tool.description
     function["parameters"] = copy.deepcopy(tool.input_schema)
     return {"type": "function", "function": function}
-
-
-def _image_url(block: ImageBlock) -> str:
-    source = block.source
-    if isinstance(source, Base64ImageSource):
-        return f"data:{source.media_type};base64,{source.data}"
-    return source.url
 
 
 def _drop(call: Call, block_type: str, role: Role, message_id: str) -> None:

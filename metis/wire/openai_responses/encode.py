@@ -1,9 +1,10 @@
 """Encoding for the OpenAI Responses codec: a canonical request becomes ``POST /v1/responses``.
 
 The conversation is a flat list of input items. A user (or tool) message becomes its tool
-results as ``function_call_output`` items followed by one ``user`` message of ``input_text`` and
-``input_image`` parts; an assistant message becomes, block by block, ``reasoning``, ``message``
-(``output_text``) and ``function_call`` items in their original order. The system prompt is
+results as ``function_call_output`` items followed by one ``user`` message of ``input_text``,
+``input_image`` and ``input_file`` parts (metis/wire/openai_responses/files.py); an assistant
+message becomes, block by block, ``reasoning``, ``message`` (``output_text``) and
+``function_call`` items in their original order. The system prompt is
 ``instructions``. ``is_error`` has no wire form and becomes an ``"Error: "`` prefix, as on
 Chat Completions.
 
@@ -21,23 +22,31 @@ import copy
 import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from metis.errors import CapabilityError
 from metis.model.content import (
+    AudioBlock,
     Base64ImageSource,
     ContentBlock,
+    DocumentBlock,
     ImageBlock,
     Message,
     Role,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
+    ToolResultContent,
     ToolUseBlock,
+    VideoBlock,
 )
+from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.pipeline.call import Call
 from metis.stages.edits.strict_schema import strict_schema_or_reason
+from metis.wire.media import refuse_block
+from metis.wire.openai_responses.files import file_parts
 
 Drop = Callable[[str, str, str], None]
 """``drop(block_type, reason, message_id)``: one WARN for content left out."""
@@ -48,7 +57,12 @@ _OUTPUTS = ("message", "function_call")
 
 
 def encode_request(
-    request: CanonicalRequest, call: Call, *, store: bool, include_encrypted_reasoning: bool
+    request: CanonicalRequest,
+    call: Call,
+    *,
+    store: bool,
+    include_encrypted_reasoning: bool,
+    file_urls: bool = True,
 ) -> dict[str, Any]:
     if request.stop_sequences:
         raise CapabilityError(
@@ -59,7 +73,13 @@ def encode_request(
     body: dict[str, Any] = {"model": call.wire_model}
     if request.system_prompt:
         body["instructions"] = request.system_prompt
-    body["input"] = input_items(request.messages, call.provider, _warner(call))
+    body["input"] = input_items(
+        request.messages,
+        call.provider,
+        _warner(call),
+        refuse=_refuser(call),
+        file_urls=file_urls,
+    )
     if request.tools:
         body["tools"] = [_tool(tool) for tool in request.tools]
         choice = request.tool_choice
@@ -88,14 +108,25 @@ def encode_request(
     return body
 
 
-def input_items(messages: Sequence[Message], provider: str, drop: Drop) -> list[dict[str, Any]]:
+def input_items(
+    messages: Sequence[Message],
+    provider: str,
+    drop: Drop,
+    *,
+    refuse: Drop | None = None,
+    file_urls: bool = True,
+) -> list[dict[str, Any]]:
+    """The conversation as input items. A file with no form here is refused with ``refuse``
+    in the turn being sent (docs/contract.md §9), and dropped with ``drop`` before it."""
     items: list[dict[str, Any]] = []
+    start = current_turn_start(messages)
     for i, message in enumerate(messages):
         message_id = message.id or f"messages[{i}]"
         if message.role is Role.ASSISTANT:
             items.extend(assistant_items(message.content, provider, message_id, drop))
         else:
-            items.extend(_user_items(message, message_id, drop))
+            files = _Files(drop, refuse if refuse is not None and i >= start else drop, file_urls)
+            items.extend(_user_items(message, message_id, files))
     return items
 
 
@@ -185,37 +216,54 @@ def _reasoning_item(block: ThinkingBlock, mine: dict[str, Any]) -> dict[str, Any
     return item
 
 
-def _user_items(message: Message, message_id: str, drop: Drop) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class _Files:
+    drop: Drop
+    refuse: Drop
+    """For a file this wire cannot carry: ``drop`` in an older turn, a refusal in the turn sent."""
+    urls: bool
+
+
+def _user_items(message: Message, message_id: str, files: _Files) -> list[dict[str, Any]]:
     """Tool results first, each its own item, then the rest as one message."""
     out: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
     system = message.role is Role.SYSTEM  # system_hoist normally leaves none; keep it in place
     for block in message.content:
         if isinstance(block, ToolResultBlock) and not system:
-            out.append(_tool_output(block))
+            out.append(_tool_output(block, message_id, files))
         elif isinstance(block, TextBlock):
             parts.append({"type": "input_text", "text": block.text})
-        elif isinstance(block, ImageBlock) and not system:
-            parts.append(_image(block))
+        elif isinstance(block, ImageBlock | DocumentBlock | AudioBlock | VideoBlock) and not system:
+            parts += _media(block, message_id, files)
         else:
             role = message.role.value
             reason = f"OpenAI Responses cannot carry a {block.type} block in a {role} message"
-            drop(block.type, reason, message_id)
+            files.drop(block.type, reason, message_id)
     if parts:
         out.append({"type": "message", "role": "system" if system else "user", "content": parts})
     return out
 
 
-def _tool_output(block: ToolResultBlock) -> dict[str, Any]:
+def _media(block: ToolResultContent, message_id: str, files: _Files) -> list[dict[str, Any]]:
+    if isinstance(block, TextBlock):
+        return [{"type": "input_text", "text": block.text}]
+    if isinstance(block, ImageBlock):
+        return [_image(block)]
+    wire = file_parts(block, file_urls=files.urls)
+    if isinstance(wire, str):
+        files.refuse(block.type, wire, message_id)
+        return []
+    return wire
+
+
+def _tool_output(block: ToolResultBlock, message_id: str, files: _Files) -> dict[str, Any]:
     output: str | list[dict[str, Any]]
     if isinstance(block.content, str) or all(isinstance(p, TextBlock) for p in block.content):
         text = block.text()
         output = "Error: " + text if block.is_error else text
-    else:  # images too: the output is a list of input parts
-        output = [
-            _image(p) if isinstance(p, ImageBlock) else {"type": "input_text", "text": p.text}
-            for p in block.content
-        ]
+    else:  # images and files too: the output is a list of input parts
+        output = [wire for p in block.content for wire in _media(p, message_id, files)]
         if block.is_error:
             output.insert(0, {"type": "input_text", "text": "Error:"})
     return {"type": "function_call_output", "call_id": block.tool_use_id, "output": output}
@@ -261,6 +309,13 @@ def _warner(call: Call) -> Drop:
         call.warn_dropped(block_type, reason, message_id=message_id)
 
     return drop
+
+
+def _refuser(call: Call) -> Drop:
+    def refuse(block_type: str, reason: str, message_id: str) -> None:
+        refuse_block(call, block_type, reason, message_id)
+
+    return refuse
 
 
 def silent(block_type: str, reason: str, message_id: str) -> None:
