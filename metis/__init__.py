@@ -15,7 +15,11 @@ _EXPORTS = {
     "acomplete": "metis.calls",
     "stream": "metis.calls",
     "astream": "metis.calls",
+    "count_tokens": "metis.calls",
+    "acount_tokens": "metis.calls",
     "CallOptions": "metis.calls",
+    "TokenCount": "metis.adapter.count_tokens",
+    "UnknownOptionError": "metis.core.options",
     "MessageDict": "metis.model.dicts",
     "tool": "metis.tools",
     "Tool": "metis.tools",
@@ -132,11 +136,15 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from metis.adapter.adapter import Adapter as Adapter
     from metis.adapter.adapter import build_adapter as build_adapter
+    from metis.adapter.count_tokens import TokenCount as TokenCount
     from metis.calls import CallOptions as CallOptions
     from metis.calls import acomplete as acomplete
+    from metis.calls import acount_tokens as acount_tokens
     from metis.calls import astream as astream
     from metis.calls import complete as complete
+    from metis.calls import count_tokens as count_tokens
     from metis.calls import stream as stream
+    from metis.core.options import UnknownOptionError as UnknownOptionError
     from metis.cost import Cost as Cost
     from metis.cost import PriceTable as PriceTable
     from metis.cost import cost_of as cost_of

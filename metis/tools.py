@@ -28,44 +28,56 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
 
 import anyio
 import anyio.to_thread
 import pydantic_core
 from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError, validate_call
 
+from metis.core.options import checked_options
 from metis.errors import ConfigError
 from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.model.request import ToolDefinition
 from metis.model.response import CanonicalResponse
+
+P = ParamSpec("P")
+R = TypeVar("R")
+P2 = ParamSpec("P2")
+R2 = TypeVar("R2")
+M = TypeVar("M", bound=BaseModel)
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
 _ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)\s*(?:\([^)]*\))?:\s*(.*)$")
 
 
 @dataclass(frozen=True, slots=True)
-class Tool:
-    """A tool the model may call: its definition, and the function that answers the call."""
+class Tool(Generic[P, R]):
+    """A tool the model may call: its definition, and the function that answers the call.
+
+    A ``Tool[P, R]`` is called as its function is (``P``'s arguments, ``R`` back), so a type
+    checker knows an ``@metis.tool`` function's signature as well as before it was decorated.
+    """
 
     definition: ToolDefinition
-    function: Callable[..., Any]
+    function: Callable[P, R]
 
     @property
     def name(self) -> str:
         return self.definition.name
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.function(*args, **kwargs)
 
     @classmethod
+    @checked_options
     def from_function(
         cls,
-        function: Callable[..., Any],
+        function: Callable[P2, R2],
         *,
         name: str | None = None,
         description: str | None = None,
-    ) -> Tool:
+    ) -> Tool[P2, R2]:
         """A tool from ``function``'s signature and docstring."""
         summary, params = _docstring(inspect.getdoc(function) or "")
         schema = _input_schema(function, name or function.__name__)
@@ -79,10 +91,11 @@ class Tool:
             description=description if description is not None else summary,
             input_schema=schema,
         )
-        return cls(definition, validate_call(function))
+        return Tool(definition, validate_call(function))
 
     @classmethod
-    def from_model(cls, model: type[BaseModel], *, name: str | None = None) -> Tool:
+    @checked_options
+    def from_model(cls, model: type[M], *, name: str | None = None) -> Tool[..., M]:
         """A tool whose input is ``model``: answering a call returns the validated instance."""
         schema = model.model_json_schema()
         _drop_titles(schema)
@@ -91,22 +104,38 @@ class Tool:
             description=(inspect.getdoc(model) or "").split("\n\n")[0],
             input_schema=schema,
         )
-        return cls(definition, lambda **fields: model.model_validate(fields))
+
+        def answer(**fields: Any) -> M:
+            return model.model_validate(fields)
+
+        return Tool(definition, answer)
 
 
+AnyTool = Tool[..., Any]
+"""A tool of any signature."""
+
+
+@overload
+def tool(function: Callable[P, R], /) -> Tool[P, R]: ...
+@overload
 def tool(
-    function: Callable[..., Any] | None = None,
+    *, name: str | None = None, description: str | None = None
+) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+@checked_options
+def tool(
+    function: Callable[P, R] | None = None,
     *,
     name: str | None = None,
     description: str | None = None,
-) -> Any:
-    """Make a :class:`Tool` of a function: ``@tool`` or ``@tool(name=..., description=...)``."""
+) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
+    """Make a :class:`Tool` of a function: ``@tool`` or ``@tool(name=..., description=...)``.
+    The tool keeps the function's signature for type checkers (``Tool[P, R]``)."""
     if function is None:
         return lambda f: Tool.from_function(f, name=name, description=description)
     return Tool.from_function(function, name=name, description=description)
 
 
-def as_tool_definition(item: Tool | ToolDefinition | Callable[..., Any]) -> ToolDefinition:
+def as_tool_definition(item: AnyTool | ToolDefinition | Callable[..., Any]) -> ToolDefinition:
     """What a request carries for a tool given as a Tool, a definition or a plain function."""
     if isinstance(item, ToolDefinition):
         return item
@@ -116,7 +145,7 @@ def as_tool_definition(item: Tool | ToolDefinition | Callable[..., Any]) -> Tool
 
 
 async def arun_tools(
-    reply: CanonicalResponse | Message, tools: Sequence[Tool | Callable[..., Any]]
+    reply: CanonicalResponse | Message, tools: Sequence[AnyTool | Callable[..., Any]]
 ) -> Message:
     """Run every tool call of ``reply`` (concurrently; a plain function in a worker thread)
     and return the tool-result message, results in the calls' order."""
@@ -134,7 +163,7 @@ async def arun_tools(
 
 
 def run_tools(
-    reply: CanonicalResponse | Message, tools: Sequence[Tool | Callable[..., Any]]
+    reply: CanonicalResponse | Message, tools: Sequence[AnyTool | Callable[..., Any]]
 ) -> Message:
     """:func:`arun_tools` for code without an event loop: the calls run one by one here."""
     by_name = _by_name(tools)
@@ -145,7 +174,7 @@ def run_tools(
 # Internals -------------------------------------------------------------------------------
 
 
-def _by_name(tools: Sequence[Tool | Callable[..., Any]]) -> dict[str, Tool]:
+def _by_name(tools: Sequence[AnyTool | Callable[..., Any]]) -> dict[str, AnyTool]:
     made = [t if isinstance(t, Tool) else Tool.from_function(t) for t in tools]
     return {t.name: t for t in made}
 
@@ -155,7 +184,7 @@ def _calls(reply: CanonicalResponse | Message) -> list[ToolUseBlock]:
     return [block for block in content if isinstance(block, ToolUseBlock)]
 
 
-async def _run(call: ToolUseBlock, tools: dict[str, Tool]) -> ToolResultBlock:
+async def _run(call: ToolUseBlock, tools: dict[str, AnyTool]) -> ToolResultBlock:
     found = tools.get(call.name)
     if found is None:
         return _unknown(call, tools)
@@ -169,7 +198,7 @@ async def _run(call: ToolUseBlock, tools: dict[str, Tool]) -> ToolResultBlock:
     return ToolResultBlock(tool_use_id=call.id, content=_text(value))
 
 
-def _run_sync(call: ToolUseBlock, tools: dict[str, Tool]) -> ToolResultBlock:
+def _run_sync(call: ToolUseBlock, tools: dict[str, AnyTool]) -> ToolResultBlock:
     found = tools.get(call.name)
     if found is None:
         return _unknown(call, tools)
@@ -186,7 +215,7 @@ async def _awaited(value: Awaitable[Any] | Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-def _unknown(call: ToolUseBlock, tools: dict[str, Tool]) -> ToolResultBlock:
+def _unknown(call: ToolUseBlock, tools: dict[str, AnyTool]) -> ToolResultBlock:
     known = ", ".join(sorted(tools)) or "none"
     text = f"no tool named {call.name!r}; the tools are: {known}"
     return ToolResultBlock(tool_use_id=call.id, content=text, is_error=True)

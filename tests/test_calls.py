@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import textwrap
 
-import anyio
 import pytest
 
 import metis
-from metis import calls
+from metis.calls import CallOptions, adapters
 from metis.errors import ConfigError
 from metis.model import MessageComplete, TextDelta, ToolDefinition
 from metis.registry import NotConfiguredError
@@ -67,26 +65,38 @@ async def test_the_async_forms_reuse_one_adapter_per_loop(at_emulator: Emulator)
     first = await metis.acomplete("anthropic:claude-sonnet-4-5", "Hi", max_output_tokens=50)
     kinds = [type(e).__name__ async for e in metis.astream("anthropic:claude-sonnet-4-5", "Hi")]
     assert first.text and kinds[-1] == "MessageComplete"
-    loop = anyio.lowlevel.current_token().native_token
-    assert len(calls._adapters[loop]) == 1  # same stack, same settings: one adapter
+    held = adapters.this_loop()
+    assert len(held) == 1  # same stack, same settings: one adapter
     await metis.acomplete("anthropic:claude-sonnet-4-5", "Hi", timeout_seconds=30)
-    assert len(calls._adapters[loop]) == 2  # other settings: another one
-    for adapter in calls._adapters.pop(loop).values():
-        await adapter.close()
+    assert len(held) == 2  # other settings: another one
+    await held.close()
 
 
-def test_the_synchronous_form_refuses_inside_a_running_loop() -> None:
-    async def inside() -> None:
-        metis.complete("anthropic:claude-sonnet-4-5", "Hi")
+def test_one_line_token_counting_asks_the_provider_where_it_can(at_emulator: Emulator) -> None:
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    counted = metis.count_tokens("anthropic:claude-sonnet-4-5", messages, tools=[WEATHER])
+    assert counted.source == "provider" and counted.input_tokens > 0
+    asked = at_emulator.requests[-1]
+    assert asked.path.endswith("/v1/messages/count_tokens")
+    assert asked.json()["tools"][0]["name"] == "get_weather"  # what would be sent is counted
+    estimated = metis.count_tokens("openai:gpt-4o", messages)  # Chat Completions cannot count
+    assert estimated.source == "estimate" and estimated.input_tokens > 0
 
-    with pytest.raises(RuntimeError, match=r"await metis\.acomplete"):
-        asyncio.run(inside())
-    with pytest.raises(RuntimeError, match=r"metis\.astream"):
-        anyio.run(lambda: _drain_sync_stream(), backend="trio")
+
+@pytest.mark.anyio
+async def test_one_line_token_counting_has_an_async_form(at_emulator: Emulator) -> None:
+    counted = await metis.acount_tokens("gemini:gemini-2.5-flash", "Hi", system="Be brief.")
+    assert counted.source == "provider" and counted.input_tokens > 0
+    assert ":countTokens" in at_emulator.requests[-1].path
 
 
-async def _drain_sync_stream() -> None:
-    list(metis.stream("anthropic:claude-sonnet-4-5", "Hi"))
+@pytest.mark.parametrize("function", [metis.complete, metis.stream])
+def test_the_docstrings_of_complete_and_stream_say_what_every_option_does(
+    function: object,
+) -> None:
+    doc = function.__doc__ or ""
+    for option in sorted(CallOptions.__optional_keys__):
+        assert f"- ``{option}``: " in doc, option
 
 
 def test_a_missing_key_names_the_variable_before_anything_is_sent(

@@ -24,6 +24,7 @@ from metis.adapter.sendable import check_request
 from metis.catalog.capabilities import model_capabilities
 from metis.catalog.estimate import estimate_input_tokens
 from metis.catalog.lookup import find_model, warn_uncatalogued
+from metis.core.options import checked_init, checked_options
 from metis.core.secrets import install_httpx_log_filter
 from metis.errors import (
     AdapterError,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 install_httpx_log_filter()
 
 
+@checked_init
 class Adapter:
     """One provider stack's pipeline, behind the adapter interface (docs/contract.md §1):
     ``stream``, ``complete``, ``count_tokens``, ``estimate_input_tokens``, ``cancel``, ``init``,
@@ -342,6 +344,7 @@ class Adapter:
         )
 
 
+@checked_options
 def build_adapter(
     stack: str | Path | StackSpec,
     config: AdapterConfig | None = None,

@@ -6,11 +6,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from metis.core.options import checked_init
 from metis.core.secrets import is_secret_header, scrub_url
 from metis.model.capabilities import AdapterCapabilities
 from metis.transport.clients import AsyncHTTPClient
 
 
+@checked_init
 class AdapterConfig(BaseModel):
     """How one adapter reaches its provider.
 

@@ -16,6 +16,8 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
+from metis.core.options import checked_init
+
 
 class ToolIdStore(Protocol):
     """Where a session's canonical tool ids and each provider's ids are remembered
@@ -34,6 +36,7 @@ class ToolIdStore(Protocol):
     async def forget(self, session_id: str) -> None: ...
 
 
+@checked_init
 class InMemoryToolIdStore:
     """A process-local store that keeps the most recently used ``max_sessions`` sessions."""
 

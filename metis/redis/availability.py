@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from metis.core.options import checked_init
 from metis.errors import MAX_RETRY_AFTER_SECONDS, ErrorClass
 from metis.routing.availability import (
     Admission,
@@ -56,6 +57,7 @@ return {old_state, old_failures, state, failures, tostring(until_), admitted, pr
 """
 
 
+@checked_init
 class RedisAvailability:
     """Availability records in Redis hashes under ``{prefix}{platform:model}``."""
 

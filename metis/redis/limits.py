@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from metis.core.options import checked_init
+
 # ARGV: now, per_minute, amount, max_wait (-1: no check, just add -amount), ttl
 _SCRIPT = """
 local h = redis.call('HMGET', KEYS[1], 'level', 'stamp')
@@ -38,6 +40,7 @@ return {1, tostring(wait)}
 """
 
 
+@checked_init
 class RedisBuckets:
     """Token buckets in Redis hashes under ``{prefix}{name}``."""
 
@@ -84,6 +87,7 @@ return 0
 """
 
 
+@checked_init
 class RedisSlots:
     """Concurrency slots in Redis sorted sets under ``{prefix}{name}``."""
 

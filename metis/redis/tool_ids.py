@@ -36,6 +36,7 @@ import anyio
 import anyio.lowlevel
 from anyio.lowlevel import RunVar
 
+from metis.core.options import checked_init
 from metis.errors import ConfigError, ProtocolError
 from metis.redis.errors import RedisError, classify
 from metis.redis.target import (
@@ -79,6 +80,7 @@ class _Pool:
     depth: int = 1
 
 
+@checked_init
 class RedisToolIdStore:
     """A :class:`metis.pipeline.stores.ToolIdStore` shared by every worker that uses the same Redis.
 

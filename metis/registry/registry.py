@@ -54,6 +54,7 @@ from pydantic import ValidationError
 
 from metis.adapter.adapter import Adapter, build_adapter
 from metis.core.config_files import config_error, read_yaml
+from metis.core.options import check_options, keyword_names
 from metis.errors import ConfigError, InvalidRequestError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.config import AdapterConfig
@@ -92,6 +93,11 @@ class NotConfiguredError(ConfigError):
 
 # The registry ------------------------------------------------------------------------------
 
+_REGISTRY_OPTIONS = frozenset({"source", "base_dir", "environ", "clients"}) | (
+    keyword_names(build_adapter) - {"stack", "config", "init_on_first_call"}
+)
+"""A Registry's own options, and the ones it passes to every adapter it builds."""
+
 
 class Registry:
     """Canonical model ids and aliases -> routes and adapters, from a models.yaml."""
@@ -106,6 +112,7 @@ class Registry:
         clients: Mapping[str, AsyncHTTPClient] | None = None,
         **adapter_kwargs: Any,
     ) -> None:
+        check_options("Registry()", adapter_kwargs, _REGISTRY_OPTIONS)
         self.source = source
         env = os.environ if environ is None else environ
         base = Path(base_dir) if base_dir is not None else None

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Protocol
 
+from metis.core.options import checked_init
 from metis.errors import MAX_RETRY_AFTER_SECONDS, ErrorClass
 
 
@@ -28,6 +29,7 @@ class State(StrEnum):
     PROBING = "probing"
 
 
+@checked_init
 @dataclass(frozen=True, slots=True)
 class CooldownPolicy:
     """How long a model cools down: ``base[error class] * 2 ** (failures - 1)``, at least the
@@ -146,6 +148,7 @@ class AvailabilityStore(Protocol):
     async def record(self, key: str) -> AvailabilityRecord: ...
 
 
+@checked_init
 class InMemoryAvailability:
     """The records of one process. ``clock`` is seconds on any monotonic scale."""
 

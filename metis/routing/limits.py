@@ -25,10 +25,12 @@ from typing import Literal, Protocol
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from metis.core.options import checked_init
 from metis.errors import RateLimitError
 from metis.model.response import TokenUsage
 
 
+@checked_init
 class Limits(BaseModel):
     """The limits of one provider or model (``limits:`` in a route of models.yaml)."""
 
@@ -76,6 +78,7 @@ class _Bucket:
     stamp: float
 
 
+@checked_init
 class InMemoryBuckets:
     """The buckets of one process. ``clock`` is seconds on any monotonic scale."""
 
@@ -132,6 +135,7 @@ class Admitted:
         )
 
 
+@checked_init
 class Limiter:
     """Admits calls to one provider or model (``key``) within its :class:`Limits`."""
 

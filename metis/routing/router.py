@@ -22,6 +22,7 @@ import anyio
 from metis.adapter.adapter import Adapter
 from metis.adapter.count_tokens import TokenCount
 from metis.catalog.estimate import estimate_request_tokens
+from metis.core.options import checked_init
 from metis.errors import (
     AdapterError,
     CapabilityError,
@@ -56,6 +57,7 @@ AVAILABILITY_ERRORS = DEFAULT_FALLBACK_ON
 """The error classes that say a model is unavailable (and cool it down)."""
 
 
+@checked_init
 class Router:
     """Presents the adapter interface (``complete``, ``stream``, ``cancel``, ``close``,
     ``estimate_input_tokens``) over an ordered list of models; see the module's docstring."""

@@ -21,6 +21,7 @@ import logging
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Protocol, TypeAlias
 
+from metis.core.options import checked_init
 from metis.model.response import StopReason, TokenUsage
 
 __all__ = [
@@ -189,6 +190,7 @@ class NullSink:
 NULL_SINK = NullSink()
 
 
+@checked_init
 class LoggingSink:
     """One log record per event, its fields in the record (``extra``) for structured handlers:
     ``record.event`` is the event name, ``record.request_id``, ``record.usage`` and so on."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from metis.core.options import checked_init
 from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.telemetry import (
     AvailabilityChanged,
@@ -22,6 +23,7 @@ from metis.telemetry import (
 )
 
 
+@checked_init
 class OpenTelemetrySink:
     """One OpenTelemetry span per attempt, after the GenAI semantic conventions.
 

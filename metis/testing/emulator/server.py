@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import parse_qsl
 
+from metis.core.options import checked_init
 from metis.testing.emulator._wire import (
     ApiError,
     Env,
@@ -130,6 +131,7 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+@checked_init
 class Emulator:
     """A loopback server speaking Anthropic, OpenAI Chat, OpenAI Responses, Gemini and Ollama.
 

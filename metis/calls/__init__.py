@@ -1,0 +1,314 @@
+"""One-line calls: a model string, the messages, the options; no adapter, no models.yaml.
+
+::
+
+    import metis
+
+    reply = metis.complete("anthropic:claude-sonnet-4-5", "Name three moons of Jupiter.")
+    print(reply.text)
+
+    for event in metis.stream("openai:gpt-4o", "Count to five."):
+        ...
+    reply = await metis.acomplete("gemini:gemini-2.5-flash", messages, tools=[weather])
+    count = metis.count_tokens("anthropic:claude-sonnet-4-5", messages)
+
+A :class:`~metis.routing.Router` can stand where the model string goes: the call then goes
+to the first of its models that serves it (docs/routing.md).
+
+The part before ``:`` names a built-in stack; the key comes from the stack's variable
+(``ANTHROPIC_API_KEY``), the base URL from the SDKs' conventional one where the stack names it
+(``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, ...). An option the calls do not take is a
+TypeError naming the nearest one they do. Adapters are built once per (stack, key, base URL,
+timeout, retries) and event loop, reused, and closed with the loop (:mod:`metis.calls.adapters`).
+The synchronous forms run on a private event loop in a background thread, so they work in
+scripts, threads, forked workers and notebooks, and Ctrl-C cancels the call in flight
+(:mod:`metis.calls.background`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from typing import TypeVar, Unpack, overload
+
+from pydantic import TypeAdapter
+
+from metis.adapter.adapter import Adapter
+from metis.adapter.count_tokens import TokenCount
+from metis.calls.adapters import leased_adapter
+from metis.calls.background import BackgroundLoop, background_loop, on_background_loop
+from metis.calls.request import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_SECONDS,
+    CallOptions,
+    MessagesLike,
+    ModelLike,
+    build_request,
+    check_call_options,
+    stack_and_model,
+    validated,
+)
+from metis.model.events import StreamEvent
+from metis.model.response import CanonicalResponse
+from metis.routing.router import Router
+
+__all__ = [
+    "CallOptions",
+    "MessagesLike",
+    "ModelLike",
+    "acomplete",
+    "acount_tokens",
+    "astream",
+    "complete",
+    "count_tokens",
+    "stream",
+]
+
+T = TypeVar("T")
+
+
+@overload
+def complete(
+    model: ModelLike,
+    messages: MessagesLike,
+    *,
+    output_type: None = None,
+    **options: Unpack[CallOptions],
+) -> CanonicalResponse: ...
+@overload
+def complete(
+    model: ModelLike,
+    messages: MessagesLike,
+    *,
+    output_type: type[T],
+    **options: Unpack[CallOptions],
+) -> T: ...
+def complete(
+    model: ModelLike,
+    messages: MessagesLike,
+    *,
+    output_type: type[T] | None = None,
+    **options: Unpack[CallOptions],
+) -> CanonicalResponse | T:
+    """One call, folded into a :class:`CanonicalResponse` (``.text``, ``.tool_calls``,
+    ``.message``, ``.usage``); with ``output_type``, the reply's structured output.
+
+    ``model``: ``"provider:model"`` (a built-in stack, then the model's name), or a Router.
+    ``messages``: the user's text, one message, or the conversation (:class:`Message` objects
+    or plain dicts in the same shape).
+
+    Options (all keyword, all optional; any other name is a TypeError naming the nearest):
+
+    - ``output_type``: a pydantic model, a dataclass or any type pydantic validates: the
+      reply is asked for in its JSON schema and returned validated as an instance of it (an
+      ``OutputValidationError`` carrying the reply when it does not validate).
+    - ``system``: the system prompt.
+    - ``tools``: what the model may call: :func:`metis.tool` functions, plain functions,
+      :class:`ToolDefinition` objects.
+    - ``tool_choice``: :class:`ToolChoice`: ``auto`` (the default), ``any`` tool, one ``tool``
+      by name, or ``none``.
+    - ``max_output_tokens``: the reply's limit; default the model's own, up to 4,096.
+    - ``temperature``: sampling temperature (0 and up); default the provider's.
+    - ``stop_sequences``: strings that end the reply where they appear.
+    - ``output_schema``: a JSON schema the reply must follow (``output_type`` sets it).
+    - ``thinking``: :class:`ThinkingConfig` (``budget_tokens``): the model reasons first,
+      where it can.
+    - ``session_id``: the conversation's id, so tool-call ids stay consistent across
+      providers when the conversation moves between them.
+    - ``api_key``: default the stack's variable (``ANTHROPIC_API_KEY``, ...).
+    - ``base_url``: default the SDK's variable the stack names (``ANTHROPIC_BASE_URL``, ...),
+      else the provider's URL.
+    - ``timeout_seconds``: bounds the whole call, retries and their waits included
+      (default 600).
+    - ``max_retries``: retries of a transient failure (default 2).
+
+    It blocks until the reply is in, on metis's own event loop in a background thread, so it
+    works inside a running event loop too (a notebook); Ctrl-C cancels the call. In async code
+    use ``await metis.acomplete(...)``.
+    """
+    check_call_options("complete", options)
+    loop = _blocking_loop("complete", model)
+    return loop.call(functools.partial(_acomplete, model, messages, output_type, options))
+
+
+@overload
+async def acomplete(
+    model: ModelLike,
+    messages: MessagesLike,
+    *,
+    output_type: None = None,
+    **options: Unpack[CallOptions],
+) -> CanonicalResponse: ...
+@overload
+async def acomplete(
+    model: ModelLike,
+    messages: MessagesLike,
+    *,
+    output_type: type[T],
+    **options: Unpack[CallOptions],
+) -> T: ...
+async def acomplete(
+    model: ModelLike,
+    messages: MessagesLike,
+    *,
+    output_type: type[T] | None = None,
+    **options: Unpack[CallOptions],
+) -> CanonicalResponse | T:
+    """:func:`complete` in async code (asyncio or trio): the same arguments and options."""
+    check_call_options("acomplete", options)
+    return await _acomplete(model, messages, output_type, options)
+
+
+def stream(
+    model: ModelLike, messages: MessagesLike, **options: Unpack[CallOptions]
+) -> Iterator[StreamEvent]:
+    """One streamed call: its canonical events as they arrive (``message.start``, text,
+    thinking and tool-call deltas, ...), ending with ``message.complete`` (the final content,
+    stop reason and usage). Nothing is sent until the first event is asked for; leaving the
+    loop early closes the stream.
+
+    ``model`` and ``messages`` as :func:`complete`'s. Options (all keyword, all optional; any
+    other name is a TypeError naming the nearest):
+
+    - ``system``: the system prompt.
+    - ``tools``: :func:`metis.tool` functions, plain functions, :class:`ToolDefinition`\\ s.
+    - ``tool_choice``: :class:`ToolChoice`: ``auto`` (the default), ``any``, ``tool``, ``none``.
+    - ``max_output_tokens``: the reply's limit; default the model's own, up to 4,096.
+    - ``temperature``: sampling temperature (0 and up); default the provider's.
+    - ``stop_sequences``: strings that end the reply where they appear.
+    - ``output_schema``: a JSON schema the reply must follow.
+    - ``thinking``: :class:`ThinkingConfig` (``budget_tokens``).
+    - ``session_id``: the conversation's id (tool-call ids across providers).
+    - ``api_key``: default the stack's variable (``ANTHROPIC_API_KEY``, ...).
+    - ``base_url``: default the SDK's variable the stack names, else the provider's URL.
+    - ``timeout_seconds``: bounds the whole call (default 600).
+    - ``max_retries``: retries of a transient failure before the first event (default 2).
+
+    A plain iterator, run on metis's own event loop in a background thread (so it works inside
+    a running loop too); Ctrl-C cancels the stream. In async code use
+    ``async for event in metis.astream(...)``.
+    """
+    check_call_options("stream", options)
+    loop = _blocking_loop("stream", model)
+    return loop.iterate(functools.partial(_astream, model, messages, options))
+
+
+def astream(
+    model: ModelLike, messages: MessagesLike, **options: Unpack[CallOptions]
+) -> AsyncGenerator[StreamEvent, None]:
+    """:func:`stream` in async code: ``async for event in metis.astream(...)``."""
+    check_call_options("astream", options)
+    return _astream(model, messages, options)
+
+
+def count_tokens(
+    model: ModelLike, messages: MessagesLike, **options: Unpack[CallOptions]
+) -> TokenCount:
+    """How many input tokens the call :func:`complete` would make with these arguments is:
+    ``.input_tokens``, and ``.source``: ``provider`` (its counting endpoint: Anthropic,
+    OpenAI Responses, Gemini, Bedrock) or ``estimate`` (offline; ``.detail`` says why). The
+    same options as :func:`complete`; what is counted is what would be sent."""
+    check_call_options("count_tokens", options)
+    loop = _blocking_loop("count_tokens", model)
+    return loop.call(functools.partial(_acount_tokens, model, messages, options))
+
+
+async def acount_tokens(
+    model: ModelLike, messages: MessagesLike, **options: Unpack[CallOptions]
+) -> TokenCount:
+    """:func:`count_tokens` in async code."""
+    check_call_options("acount_tokens", options)
+    return await _acount_tokens(model, messages, options)
+
+
+# Internals -------------------------------------------------------------------------------
+
+
+async def _acomplete(
+    model: ModelLike, messages: MessagesLike, output_type: type[T] | None, options: CallOptions
+) -> CanonicalResponse | T:
+    output = TypeAdapter(output_type) if output_type is not None else None
+    if output is not None:
+        options = {**options, "output_schema": output.json_schema()}
+    async with _adapter(model, options) as adapter:
+        response = await adapter.complete(build_request(adapter, model, messages, options))
+    return response if output is None else validated(output, response)
+
+
+async def _astream(
+    model: ModelLike, messages: MessagesLike, options: CallOptions
+) -> AsyncGenerator[StreamEvent, None]:
+    async with _adapter(model, options) as adapter:
+        request = build_request(adapter, model, messages, options)
+        events = adapter.stream(request)
+        try:
+            async for event in events:
+                yield event
+        finally:
+            await _aclose(events)
+
+
+async def _acount_tokens(
+    model: ModelLike, messages: MessagesLike, options: CallOptions
+) -> TokenCount:
+    async with _adapter(model, options) as adapter:
+        return await adapter.count_tokens(build_request(adapter, model, messages, options))
+
+
+async def _aclose(events: AsyncIterator[StreamEvent]) -> None:
+    aclose = getattr(events, "aclose", None)  # an adapter's events are an async generator
+    if aclose is not None:
+        await aclose()
+
+
+@contextlib.asynccontextmanager
+async def _adapter(model: ModelLike, options: CallOptions) -> AsyncIterator[Adapter | Router]:
+    """The adapter for ``model``'s stack and these settings on the running event loop (a
+    router is its own adapter), open while the block runs."""
+    if isinstance(model, Router):
+        yield model
+        return
+    stack_name, _ = stack_and_model(model)
+    async with leased_adapter(
+        stack_name,
+        api_key=options.get("api_key"),
+        base_url=options.get("base_url"),
+        timeout_seconds=options.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
+        max_retries=options.get("max_retries", DEFAULT_MAX_RETRIES),
+    ) as adapter:
+        yield adapter
+
+
+def _blocking_loop(what: str, model: ModelLike) -> BackgroundLoop:
+    """The loop a synchronous form runs its call on; refused where waiting would deadlock."""
+    usage = {
+        "complete": "reply = await metis.acomplete(...)",
+        "stream": "async for event in metis.astream(...): ...",
+        "count_tokens": "count = await metis.acount_tokens(...)",
+    }[what]
+    if on_background_loop():
+        raise RuntimeError(
+            f"metis.{what}() was called on the event loop metis runs the synchronous calls on "
+            "(from a stage, a telemetry sink or a store), where waiting for the reply would "
+            f"wait for itself; there, use '{usage}'"
+        )
+    if isinstance(model, Router) and _in_event_loop():
+        raise RuntimeError(
+            f"metis.{what}() with a Router, in a thread running an event loop: the router's "
+            "connection pools and shared stores may belong to this loop, which the call would "
+            f"block; use '{usage.replace('(...)', '(router, ...)')}'"
+        )
+    return background_loop()
+
+
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+        return True
+    except RuntimeError:
+        pass
+    trio = sys.modules.get("trio")
+    return bool(trio is not None and trio.lowlevel.in_trio_run())

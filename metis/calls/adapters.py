@@ -1,0 +1,204 @@
+"""The adapters the one-line calls build, held per event loop and released with it.
+
+An adapter (and its connection pool) is built once per stack, key, base URL, timeout and retry
+count on each event loop, and reused by the calls that name the same. A loop holds at most
+:data:`MAX_ADAPTERS_PER_LOOP` of them: making one more closes the least recently used (once
+its calls in flight have ended), so a server calling with a thousand tenants' keys keeps a
+bounded number of pools. When the loop ends (``asyncio.run``, ``trio.run``, the end of the
+synchronous forms' own loop) its adapters are closed, so a loop per job leaks nothing. A loop
+closed without ending its tasks (``loop.close()`` after ``run_until_complete``) has its
+adapters dropped at the next call on another loop, unclosed. A forked child starts with none
+of its parent's: their connections belong to the parent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from metis.adapter.adapter import Adapter
+from metis.pipeline.config import AdapterConfig
+from metis.registry.registry import NotConfiguredError
+from metis.stacks.loader import StackSpec, load_stack
+
+MAX_ADAPTERS_PER_LOOP = 16
+"""How many adapters (each with its own connection pool) one event loop keeps for the
+one-line calls; the least recently used beyond it is closed."""
+
+AdapterKey = tuple[str, str | None, str | None, float, int]
+"""What an adapter was built from: stack, key, base URL, timeout, retries."""
+
+
+@dataclass(eq=False)
+class _Held:
+    adapter: Adapter
+    calls: int = 0
+    """Calls in flight on it: an evicted adapter is closed when the last one ends."""
+    evicted: bool = False
+
+
+class LoopAdapters:
+    """One event loop's adapters for the one-line calls, least recently used first."""
+
+    def __init__(self) -> None:
+        self._held: OrderedDict[AdapterKey, _Held] = OrderedDict()
+        self.release_task: object = None
+        """What closes them when the loop ends (a task the loop holds only weakly)."""
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def adapters(self) -> list[Adapter]:
+        return [held.adapter for held in self._held.values()]
+
+    @contextlib.asynccontextmanager
+    async def lease(self, key: AdapterKey, build: Callable[[], Adapter]) -> AsyncIterator[Adapter]:
+        """The adapter for ``key`` (built on first use), kept open while the block runs."""
+        held = self._held.get(key)
+        if held is None:
+            held = self._held[key] = _Held(build())
+        self._held.move_to_end(key)
+        held.calls += 1
+        try:
+            await self._evict_beyond(MAX_ADAPTERS_PER_LOOP)
+            yield held.adapter
+        finally:
+            held.calls -= 1
+            if held.evicted and held.calls == 0:
+                await _close(held.adapter)
+
+    async def close(self) -> None:
+        """Close every adapter (the loop is ending)."""
+        await self._evict_beyond(0)
+
+    async def _evict_beyond(self, limit: int) -> None:
+        while len(self._held) > limit:
+            _, held = self._held.popitem(last=False)
+            held.evicted = True
+            if held.calls == 0:
+                await _close(held.adapter)
+
+
+_loops: dict[object, LoopAdapters] = {}
+"""By the native token of each event loop that made a one-line call (an asyncio loop, a trio
+run's token)."""
+
+
+def this_loop() -> LoopAdapters:
+    """The running event loop's adapters (watched from the first call on, to be closed when
+    the loop ends)."""
+    token = anyio.lowlevel.current_token().native_token
+    held = _loops.get(token)
+    if held is None:
+        _forget_closed_loops()
+        held = _loops[token] = LoopAdapters()
+        held.release_task = _release_at_end(token, held)
+    return held
+
+
+@contextlib.asynccontextmanager
+async def leased_adapter(
+    stack_name: str,
+    *,
+    api_key: str | None,
+    base_url: str | None,
+    timeout_seconds: float,
+    max_retries: int,
+) -> AsyncIterator[Adapter]:
+    """The adapter for ``stack_name`` and these settings on the running event loop, open
+    while the block runs. The key defaults to the stack's variable; the base URL to the SDK's
+    variable the stack names (read by the adapter)."""
+    stack = builtin_stack(stack_name)
+    api_key = api_key or (os.environ.get(stack.auth.env) if stack.auth.env else None)
+    _require_key(stack, api_key)
+    env = stack.endpoint.base_url_env
+    # Keyed by what the adapter is built from, so a changed variable gets a new adapter.
+    key = (stack_name, api_key, base_url or (os.environ.get(env) if env else None))
+    config = AdapterConfig(
+        api_key=api_key,
+        base_url=base_url,
+        timeout_seconds=timeout_seconds,
+        max_retries=max_retries,
+    )
+    build = functools.partial(Adapter, stack, config, init_on_first_call=True)
+    async with this_loop().lease((*key, timeout_seconds, max_retries), build) as adapter:
+        yield adapter
+
+
+@functools.cache
+def builtin_stack(name: str) -> StackSpec:
+    return load_stack(name)
+
+
+def _require_key(stack: StackSpec, api_key: str | None) -> None:
+    auth = stack.auth
+    if api_key or not auth.env or auth.optional:
+        return
+    raise NotConfiguredError(
+        f"{stack.name}: no API key: set {auth.env} (or pass api_key=...)",
+        model=None,
+        adapter=stack.name,
+        api_key_env=auth.env,
+    )
+
+
+async def _close(adapter: Adapter) -> None:
+    with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+        await adapter.dispose()
+
+
+def _release_at_end(token: object, held: LoopAdapters) -> object:
+    """Start what closes ``held`` when its loop ends: a task asyncio cancels when
+    ``asyncio.run`` (or ``anyio.run``) finishes, a system task trio cancels at the end of
+    ``trio.run``."""
+
+    async def wait_for_the_end() -> None:
+        try:
+            await anyio.sleep_forever()
+        except GeneratorExit:  # dropped with a loop that never ended it: nothing can run now
+            raise
+        except BaseException:  # cancelled: the loop is ending
+            if _loops.get(token) is held:
+                del _loops[token]
+            await held.close()
+            raise
+
+    if isinstance(token, asyncio.AbstractEventLoop):
+        return token.create_task(wait_for_the_end(), name="metis: close the one-line adapters")
+    import trio  # the only other backend anyio runs on
+
+    trio.lowlevel.spawn_system_task(wait_for_the_end, name="metis: close the one-line adapters")
+    return None
+
+
+def _forget_closed_loops() -> None:
+    """Drop what closed asyncio loops held (their tasks never ran to the end)."""
+    for token, held in list(_loops.items()):
+        if isinstance(token, asyncio.AbstractEventLoop) and token.is_closed():
+            del _loops[token]
+            _quiet(held.release_task)
+
+
+def _forget_all_after_fork() -> None:
+    for held in _loops.values():
+        _quiet(held.release_task)
+    _loops.clear()
+
+
+def _quiet(task: Any) -> None:
+    """A task of a loop that will never run again is dropped without asyncio's "Task was
+    destroyed but it is pending" log line."""
+    if isinstance(task, asyncio.Task):
+        task._log_destroy_pending = False  # type: ignore[attr-defined]
+
+
+os.register_at_fork(after_in_child=_forget_all_after_fork)

@@ -1,0 +1,202 @@
+"""The event loop the synchronous forms (``metis.complete``, ``metis.stream``) run their calls on.
+
+One per process: an asyncio loop in a daemon thread, started by the first synchronous call.
+
+- **Ctrl-C.** A ``KeyboardInterrupt`` (or any exception raised in the waiting thread) cancels
+  the call in flight on the loop, waits for it to wind down (its connection closed), and is
+  raised as it came; the loop goes on serving later calls. A second Ctrl-C stops the wait.
+- **Fork.** A forked child (gunicorn ``--preload``, multiprocessing) does not inherit the
+  loop's thread: its first synchronous call starts a loop of its own.
+- **Exit.** At interpreter exit the calls still in flight (a daemon thread's) are cancelled
+  and the loop's adapters closed; exit does not wait for their replies.
+- **Inside an event loop** (a notebook's cell, code under ``asyncio.run``) the calling thread
+  blocks until the reply is in, as any blocking call would, while the call runs here. On this
+  loop's own thread (code that metis runs: a stage, a telemetry sink, a store) a synchronous
+  call would wait for itself, so it is refused.
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import os
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import TypeVar
+
+import anyio
+from anyio.from_thread import BlockingPortal
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+T = TypeVar("T")
+
+READ_AHEAD = 16
+"""How many events of a synchronous stream are read before the iterating thread takes them."""
+STOP_WAIT_SECONDS = 10.0
+"""At exit, how long to wait for the cancelled calls' cleanup before leaving it undone."""
+
+
+class BackgroundLoop:
+    """An event loop in a daemon thread, and the calls it runs for blocking code."""
+
+    def __init__(self) -> None:
+        started: concurrent.futures.Future[BlockingPortal] = concurrent.futures.Future()
+        self.thread = threading.Thread(
+            target=self._run, args=(started,), name="metis-sync-calls", daemon=True
+        )
+        self.thread.start()
+        self.portal = started.result()
+
+    def _run(self, started: concurrent.futures.Future[BlockingPortal]) -> None:
+        async def serve() -> None:
+            async with BlockingPortal() as portal:
+                started.set_result(portal)
+                await portal.sleep_until_stopped()
+
+        try:
+            anyio.run(serve)
+        except BaseException as exc:  # reported to the thread that started the loop
+            if not started.done():
+                started.set_exception(exc)
+
+    def call(self, function: Callable[[], Awaitable[T]]) -> T:
+        """``await function()`` on the loop; an exception raised here while waiting (Ctrl-C)
+        cancels it there first."""
+        call = _Cancellable()
+        future = self.portal.start_task_soon(call.run, function)
+        try:
+            return future.result()
+        except BaseException:
+            if not future.done():
+                self._stop_task(call, future)  # its cleanup (the connection closed) first
+            raise
+
+    def iterate(self, open_events: Callable[[], AsyncIterator[T]]) -> Iterator[T]:
+        """The items of ``open_events()``, iterated on the loop in one task of their own (so
+        its cancel scopes stay in the task that entered them). Up to :data:`READ_AHEAD` items
+        wait for this thread, which takes all that are waiting in one crossing."""
+        send, receive = anyio.create_memory_object_stream[T](READ_AHEAD)
+
+        async def produce() -> None:
+            async with send:
+                events = open_events()
+                try:
+                    async for event in events:
+                        await send.send(event)
+                finally:
+                    await _aclose(events)
+
+        producer = _Cancellable()
+        future = self.portal.start_task_soon(producer.run, produce)
+        try:
+            while batch := self.portal.call(_waiting, receive):
+                yield from batch
+            future.result()  # the error that ended the events, if one did
+        finally:
+            if not future.done():  # left early, or interrupted while waiting
+                self._stop_task(producer, future)
+            self._close(receive)
+
+    def _stop_task(self, task: _Cancellable, future: concurrent.futures.Future[T]) -> None:
+        try:
+            self.portal.call(task.cancel)
+        except RuntimeError:  # the loop has stopped (interpreter exit): nothing runs there
+            return
+        concurrent.futures.wait([future])
+
+    def _close(self, receive: MemoryObjectReceiveStream[T]) -> None:
+        """On the loop's thread: a receive interrupted there may still be waking up."""
+        try:
+            self.portal.call(receive.close)
+        except RuntimeError:  # the loop has stopped: nothing waits on it any more
+            receive.close()
+
+    def stop(self) -> None:
+        """Cancel the calls in flight, close the loop's adapters, end the thread."""
+        try:
+            self.portal.call(self.portal.stop, True)
+        except RuntimeError:  # already stopped
+            return
+        self.thread.join(STOP_WAIT_SECONDS)
+
+
+class _Cancellable:
+    """Runs one awaitable in a cancel scope that a thread outside the loop can cancel."""
+
+    def __init__(self) -> None:
+        self.scope: anyio.CancelScope | None = None
+        self.cancelled = False
+
+    async def run(self, function: Callable[[], Awaitable[T]]) -> T:
+        with anyio.CancelScope() as self.scope:
+            if self.cancelled:
+                self.scope.cancel()
+            return await function()
+        raise _Interrupted  # cancelled for the waiting thread, which raises its own exception
+
+    def cancel(self) -> None:
+        """On the loop's thread (through the portal), so it cannot race ``run``."""
+        self.cancelled = True
+        if self.scope is not None:
+            self.scope.cancel()
+
+
+class _Interrupted(Exception):
+    pass
+
+
+async def _waiting(receive: MemoryObjectReceiveStream[T]) -> list[T]:
+    """The items waiting in ``receive``, after waiting for one; none at its end."""
+    try:
+        items = [await receive.receive()]
+    except anyio.EndOfStream:
+        return []
+    while True:
+        try:
+            items.append(receive.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            return items
+
+
+async def _aclose(events: AsyncIterator[object]) -> None:
+    aclose = getattr(events, "aclose", None)
+    if aclose is not None:
+        with anyio.CancelScope(shield=True):
+            await aclose()
+
+
+_lock = threading.Lock()
+_loop: BackgroundLoop | None = None
+
+
+def background_loop() -> BackgroundLoop:
+    """The process's loop for the synchronous forms (started on first use)."""
+    global _loop
+    with _lock:
+        if _loop is None or not _loop.thread.is_alive():
+            _loop = BackgroundLoop()
+        return _loop
+
+
+def on_background_loop() -> bool:
+    """Whether this thread is the one the synchronous forms' loop runs in."""
+    loop = _loop
+    return loop is not None and loop.thread is threading.current_thread()
+
+
+def _stop_at_exit() -> None:
+    global _loop
+    with _lock:
+        loop, _loop = _loop, None
+    if loop is not None:
+        loop.stop()
+
+
+def _forget_after_fork() -> None:
+    """In a forked child: the loop's thread was not inherited; the next call starts one."""
+    global _loop, _lock
+    _loop, _lock = None, threading.Lock()
+
+
+atexit.register(_stop_at_exit)
+os.register_at_fork(after_in_child=_forget_after_fork)

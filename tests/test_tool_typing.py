@@ -1,0 +1,72 @@
+"""``@metis.tool`` keeps the function's type for type checkers: mypy checks a user's snippet."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from mypy import api
+
+SNIPPET = '''
+from typing import assert_type
+
+from pydantic import BaseModel
+
+import metis
+from metis.tools import Tool
+
+
+@metis.tool
+def get_weather(city: str, days: int = 1) -> str:
+    """Current weather for a city."""
+    return f"18 C in {city}"
+
+
+@metis.tool(name="lookup", description="Look a key up.")
+async def lookup(key: str) -> dict[str, int]:
+    return {key: 1}
+
+
+class City(BaseModel):
+    name: str
+
+
+assert_type(get_weather("Paris"), str)
+assert_type(get_weather("Paris", days=2), str)
+
+
+async def awaited() -> None:
+    assert_type(await lookup("k"), dict[str, int])
+
+
+assert_type(Tool.from_model(City)(name="Oslo"), City)
+assert_type(get_weather.definition.name, str)
+get_weather(3)  # type: ignore[arg-type]
+get_weather("Paris", weeks=2)  # type: ignore[call-arg]
+reply = metis.complete("openai:gpt-4o", "Weather?", tools=[get_weather, lookup])
+metis.run_tools(reply, [get_weather])
+'''
+
+
+def test_a_decorated_tool_keeps_its_signature_and_return_type(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Before, ``@metis.tool`` returned ``Any``: every ``assert_type`` failed, and the two
+    ignores (a wrong argument, an unknown one) were reported as unused."""
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(textwrap.dedent(SNIPPET), encoding="utf-8")
+    cache = request.config.cache.mkdir("mypy") if request.config.cache else tmp_path / "cache"
+    out, err, status = api.run(
+        [
+            "--strict",
+            "--warn-unused-ignores",
+            "--no-error-summary",
+            "--cache-dir",
+            str(cache),
+            "--python-version",
+            "3.11",
+            str(snippet),
+        ]
+    )
+    assert status == 0, out + err
