@@ -127,13 +127,13 @@ class FileBlock(BlockBase):
         return self
 
     def media_type(self) -> str | None:
-        """The file's media type: its source's, or guessed from a URL's extension."""
+        """The file's media type: its source's, or guessed from the extension of a URL or a
+        file id (``s3://bucket/lease.pdf``)."""
         source = self.source
         if isinstance(source, Base64Source | TextSource) or source.media_type:
             return source.media_type
-        if isinstance(source, URLSource):
-            return mimetypes.guess_type(urlsplit(source.url).path)[0]
-        return None
+        name = source.url if isinstance(source, URLSource) else source.file_id
+        return mimetypes.guess_type(urlsplit(name).path)[0]
 
     def byte_size(self) -> int | None:
         """The file's size in bytes where it is inline; None for URLs and file ids."""
