@@ -39,7 +39,7 @@ def document(block: MediaBlock, at: At) -> dict[str, Any] | None:
     if not isinstance(block, DocumentBlock):
         cannot_carry(at.call, block, "Anthropic takes no audio or video", at.where, at.current)
         return None
-    source = _source(block)
+    source = document_source(block)
     if isinstance(source, str):
         cannot_carry(at.call, block, source, at.where, at.current)
         return None
@@ -53,7 +53,7 @@ def document(block: MediaBlock, at: At) -> dict[str, Any] | None:
     return out
 
 
-def _source(block: DocumentBlock) -> dict[str, Any] | str:
+def document_source(block: DocumentBlock) -> dict[str, Any] | str:
     """The wire source, or why there is none."""
     source = block.source
     media_type = block.media_type()

@@ -1,0 +1,24 @@
+"""Stored conversations in OpenAI Chat or Anthropic Messages request format, in and out.
+
+For applications moving to metis with histories already on disk::
+
+    messages = from_openai_chat(stored["messages"])
+    messages = from_anthropic(stored["messages"], system=stored.get("system"),
+                              model="claude-sonnet-4-5")
+    stored = {"messages": to_openai_chat(messages)}
+    body = to_anthropic(messages)                     # {"system": ..., "messages": [...]}
+
+Provider tool ids become canonical ``tu_`` ids, the same id always the same one. Documents and
+audio come and go in each format's own form (metis/histories/files.py): a Chat ``file`` id is
+OpenAI's, an Anthropic ``file`` source Anthropic's, and each goes back only to its own format.
+What one side cannot carry (video, another provider's file id, server tools, reasoning in Chat
+format) is dropped whole with the structured ``metis.lossy_projection`` WARN, never silently.
+Malformed input is an InvalidRequestError naming where it is.
+"""
+
+from __future__ import annotations
+
+from metis.histories.anthropic import from_anthropic, to_anthropic
+from metis.histories.openai_chat import from_openai_chat, to_openai_chat
+
+__all__ = ["from_anthropic", "from_openai_chat", "to_anthropic", "to_openai_chat"]

@@ -1,0 +1,178 @@
+"""Stored conversations in OpenAI Chat Completions form, in and out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from metis.errors import InvalidRequestError
+from metis.histories.common import Ids, dropped, items, mapping
+from metis.histories.files import from_chat_audio, from_chat_file, split_data_url, to_chat_parts
+from metis.model.content import (
+    Base64ImageSource,
+    ContentBlock,
+    ImageBlock,
+    Message,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    URLImageSource,
+)
+from metis.model.media import AudioBlock, DocumentBlock, VideoBlock
+from metis.wire.media import project_attachments
+from metis.wire.openai_chat.media import image_url
+
+
+def from_openai_chat(messages: Iterable[Any]) -> list[Message]:
+    """Canonical messages from a Chat Completions ``messages`` list."""
+    ids = Ids()
+    out: list[Message] = []
+    for i, raw in enumerate(messages):
+        where = f"messages[{i}]"
+        item = mapping(raw, where)
+        role = item.get("role")
+        if role in ("system", "developer"):
+            out.append(Message(role=Role.SYSTEM, content=_parts(item.get("content"), where)))
+        elif role == "user":
+            out.append(Message(role=Role.USER, content=_parts(item.get("content"), where)))
+        elif role == "assistant":
+            out.append(Message(role=Role.ASSISTANT, content=_assistant(item, where, ids)))
+        elif role == "tool":
+            result = ToolResultBlock(
+                tool_use_id=ids(item.get("tool_call_id"), f"{where}.tool_call_id"),
+                content=_text(item.get("content"), where),
+            )
+            if out and out[-1].role is Role.TOOL:  # parallel results: one canonical message
+                out[-1] = Message(role=Role.TOOL, content=[*out[-1].content, result])
+            else:
+                out.append(Message(role=Role.TOOL, content=[result]))
+        else:
+            raise InvalidRequestError(
+                f"{where}.role: expected system, developer, user, assistant or tool, got {role!r}"
+            )
+    return out
+
+
+def _parts(content: Any, where: str) -> list[ContentBlock]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [TextBlock(text=content)]
+    blocks: list[ContentBlock] = []
+    for j, raw in enumerate(items(content, f"{where}.content")):
+        at = f"{where}.content[{j}]"
+        part = mapping(raw, at)
+        kind = part.get("type")
+        if kind == "text":
+            blocks.append(TextBlock(text=str(part.get("text", ""))))
+        elif kind == "image_url":
+            url = mapping(part.get("image_url"), f"{at}.image_url").get("url")
+            blocks.append(ImageBlock(source=_image_source(url, at)))
+        elif kind == "file":
+            blocks.append(from_chat_file(part, at))
+        elif kind == "input_audio":
+            blocks.append(from_chat_audio(part, at))
+        else:
+            dropped(str(kind), at, "OpenAI Chat import")
+    return blocks
+
+
+def _text(content: Any, where: str) -> str:
+    return "".join(b.text for b in _parts(content, where) if isinstance(b, TextBlock))
+
+
+def _assistant(item: Mapping[str, Any], where: str, ids: Ids) -> list[ContentBlock]:
+    blocks: list[ContentBlock] = []
+    reasoning = item.get("reasoning_content") or item.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        blocks.append(ThinkingBlock(thinking=reasoning))
+    blocks.extend(_parts(item.get("content"), where))
+    for k, raw in enumerate(item.get("tool_calls") or []):
+        at = f"{where}.tool_calls[{k}]"
+        function = mapping(mapping(raw, at).get("function"), f"{at}.function")
+        blocks.append(
+            ToolUseBlock(
+                id=ids(raw.get("id"), f"{at}.id"),
+                name=str(function.get("name", "")),
+                input=_arguments(function.get("arguments"), f"{at}.function.arguments"),
+            )
+        )
+    return blocks
+
+
+def _arguments(text: Any, where: str) -> dict[str, Any]:
+    if isinstance(text, dict):
+        return text
+    try:
+        value = json.loads(text or "{}")
+    except (TypeError, ValueError):
+        raise InvalidRequestError(f"{where}: expected a JSON object, got {text!r:.80}") from None
+    if not isinstance(value, dict):
+        raise InvalidRequestError(f"{where}: expected a JSON object, got {text!r:.80}")
+    return value
+
+
+def _image_source(url: Any, where: str) -> Base64ImageSource | URLImageSource:
+    if not isinstance(url, str) or not url:
+        raise InvalidRequestError(f"{where}: expected an image URL")
+    if url.startswith("data:"):
+        media_type, data = split_data_url(url, where)
+        return Base64ImageSource(media_type=media_type, data=data)
+    return URLImageSource(url=url)
+
+
+def to_openai_chat(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """A Chat Completions ``messages`` list from canonical messages. A tool message holds text
+    only: the images and files of a tool result follow in a user message, as metis sends them."""
+    out: list[dict[str, Any]] = []
+    for i, message in enumerate(messages):
+        where = f"messages[{i}]"
+        if message.role is Role.TOOL:
+            attached: list[dict[str, Any]] = []
+            for block in message.content:
+                if isinstance(block, ToolResultBlock):
+                    projected = project_attachments(block)
+                    result = {"role": "tool", "tool_call_id": block.tool_use_id}
+                    out.append({**result, "content": projected.result.text()})
+                    for part in projected.attachments:
+                        attached += _media(part, where)
+            if attached:
+                out.append({"role": "user", "content": attached})
+            continue
+        parts: list[dict[str, Any]] = []
+        calls: list[dict[str, Any]] = []
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                parts.append({"type": "text", "text": block.text})
+            elif isinstance(block, ImageBlock | DocumentBlock | AudioBlock | VideoBlock):
+                parts += _media(block, where)
+            elif isinstance(block, ToolUseBlock):
+                arguments = json.dumps(block.input, ensure_ascii=False)
+                function = {"name": block.name, "arguments": arguments}
+                calls.append({"id": block.id, "type": "function", "function": function})
+            else:
+                dropped(block.type, where, "OpenAI Chat export")
+        entry: dict[str, Any] = {"role": message.role.value, "content": _content(parts)}
+        if calls:
+            entry["tool_calls"] = calls
+        out.append(entry)
+    return out
+
+
+def _media(
+    block: ImageBlock | DocumentBlock | AudioBlock | VideoBlock, where: str
+) -> list[dict[str, Any]]:
+    if isinstance(block, ImageBlock):
+        return [{"type": "image_url", "image_url": {"url": image_url(block)}}]
+    return to_chat_parts(block, where)
+
+
+def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]] | None:
+    if not parts:
+        return None
+    if all(p["type"] == "text" for p in parts):
+        return "".join(p["text"] for p in parts)
+    return parts
