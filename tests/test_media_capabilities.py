@@ -16,8 +16,10 @@ from metis.errors import CapabilityError
 from metis.model import (
     AdapterCapabilities,
     AudioBlock,
+    Base64ImageSource,
     CanonicalRequest,
     DocumentBlock,
+    ImageBlock,
     Message,
     TextBlock,
     TextDelta,
@@ -206,3 +208,22 @@ def test_the_catalog_narrows_file_inputs_per_model() -> None:
     # an unknown catalog entry keeps the stack's declaration
     unknown = ModelInfo(provider="x", id="m", input_modalities=None)
     assert model_capabilities(declared, unknown) == declared
+
+
+@pytest.mark.anyio
+async def test_an_image_in_an_older_turn_of_a_model_that_sees_none_is_dropped_too() -> None:
+    png = ImageBlock(source=Base64ImageSource(media_type="image/png", data="iVBO"))
+    blind = TEXT_ONLY.model_copy(update={"supports_images": False})
+    call = make_call()
+    (sent,) = await _run(_history(png), blind, call)
+    assert sent.messages[0].content == [TextBlock(text="read this")]
+    assert [(w.block_type, w.reason) for w in call.warnings] == [
+        ("image", "the model takes no image input")
+    ]
+    with pytest.raises(CapabilityError, match="images"):  # in the turn sent: refused
+        await _run(_request(Message.user("look", png)), blind, make_call())
+    bmp = ImageBlock(source=Base64ImageSource(media_type="image/bmp", data="Qk0="))
+    picky = READS_ALL.model_copy(update={"accepted_image_media_types": ["image/png"]})
+    call = make_call()
+    await _run(_history(png, bmp), picky, call)
+    assert [w.reason for w in call.warnings] == ["the model takes no image/bmp images"]

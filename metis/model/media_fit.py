@@ -4,9 +4,9 @@
 In the turn being sent (the messages after the last assistant message) a document, audio or
 video block the model cannot read is an unmet need, which ``capability_check`` refuses with a
 CapabilityError before anything is sent. In an older turn (a history that moved here from a
-model that could read it) the block is dropped whole, with the lossy-projection WARN, and
-listed in the call's warnings. A block given as a file id that another provider's Files API
-issued is treated the same way: the id names nothing here.
+model that could read it) the block, or an image the model cannot see, is dropped whole, with
+the lossy-projection WARN, and listed in the call's warnings. A block given as a file id that
+another provider's Files API issued is treated the same way: the id names nothing here.
 """
 
 from __future__ import annotations
@@ -14,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from metis.model.capabilities import AdapterCapabilities
-from metis.model.content import ContentBlock, Message, Role, ToolResultBlock
+from metis.model.content import (
+    Base64ImageSource,
+    ContentBlock,
+    ImageBlock,
+    Message,
+    Role,
+    ToolResultBlock,
+)
 from metis.model.media import AudioBlock, DocumentBlock, FileIdSource, MediaBlock, VideoBlock
 from metis.model.request import CanonicalRequest
 
@@ -23,6 +30,10 @@ Drop = Callable[[str, str, str], None]
 
 SHARED_FILES = {"openai_responses": "openai", "azure_responses": "azure"}
 """Stacks that reach the same Files API as another stack (the same platform and account)."""
+
+_VISIBLE = (ImageBlock, DocumentBlock, AudioBlock, VideoBlock)
+"""What an older turn may hold that a model cannot read (the turn sent: files here, images in
+``capability_check``'s own needs)."""
 
 _ALIASES = {
     "audio/mp3": "audio/mpeg",
@@ -46,8 +57,12 @@ def same_files(issuer: str, provider: str) -> bool:
     return SHARED_FILES.get(issuer, issuer) == SHARED_FILES.get(provider, provider)
 
 
-def unreadable(block: MediaBlock, caps: AdapterCapabilities, provider: str) -> str | None:
+def unreadable(
+    block: MediaBlock | ImageBlock, caps: AdapterCapabilities, provider: str
+) -> str | None:
     """Why the model behind ``caps`` (on ``provider``) cannot read ``block``; None if it can."""
+    if isinstance(block, ImageBlock):
+        return _unseen(block, caps)
     source = block.source
     if isinstance(source, FileIdSource) and not same_files(source.provider, provider):
         return f"its file id was issued by {source.provider}, and names no file on {provider}"
@@ -95,12 +110,22 @@ def _needs(message: Message, where: str, caps: AdapterCapabilities, provider: st
     return problems
 
 
+def _unseen(block: ImageBlock, caps: AdapterCapabilities) -> str | None:
+    if not caps.supports_images:
+        return "the model takes no image input"
+    accepted = caps.accepted_image_media_types
+    source = block.source
+    if accepted and isinstance(source, Base64ImageSource) and source.media_type not in accepted:
+        return f"the model takes no {source.media_type} images"
+    return None
+
+
 def _readable(
     message: Message, where: str, caps: AdapterCapabilities, provider: str, drop: Drop
 ) -> Message:
     kept: list[ContentBlock] = []
     for block in message.content:
-        if isinstance(block, DocumentBlock | AudioBlock | VideoBlock):
+        if isinstance(block, _VISIBLE):
             reason = unreadable(block, caps, provider)
             if reason is not None:
                 drop(block.type, reason, where)
@@ -118,7 +143,7 @@ def _readable(
 
 
 def _kept(part: object, caps: AdapterCapabilities, provider: str, drop: Drop, where: str) -> bool:
-    if not isinstance(part, DocumentBlock | AudioBlock | VideoBlock):
+    if not isinstance(part, _VISIBLE):
         return True
     reason = unreadable(part, caps, provider)
     if reason is None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from metis.testing.emulator import files
 from metis.testing.emulator._wire import (
     ApiError,
     Env,
@@ -228,6 +229,10 @@ class Anthropic(Provider):
         for key in body:
             if key not in TOP_LEVEL:
                 raise bad(f"{key}: Extra inputs are not permitted")
+        refused = files.anthropic(body)
+        if refused is not None:
+            kind = "request_too_large" if refused.status == 413 else "invalid_request_error"
+            raise ApiError(self.error(refused.status, kind, refused.message, request))
         model = body.get("model")
         if not isinstance(model, str) or not model:
             raise bad("model: Field required")

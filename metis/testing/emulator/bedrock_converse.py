@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any
 
+from metis.testing.emulator import files
 from metis.testing.emulator._wire import (
     Env,
     Ids,
@@ -31,6 +32,7 @@ from metis.testing.emulator.responder import CallIn, Prompt, Reply, ResultIn, To
 SIGNATURE_KIND = "bedrock-reasoning"
 _TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _BLOCKS = {"text", "image", "toolUse", "toolResult", "reasoningContent", "document", "cachePoint"}
+_BLOCKS |= {"audio", "video"}
 _TOP_LEVEL = {
     "messages",
     "system",
@@ -58,6 +60,9 @@ def converse_prompt(model: str, body: dict[str, Any], env: Env) -> Prompt:
     if max_tokens is not None and (not is_int(max_tokens) or max_tokens < 1):
         raise ValueError("inferenceConfig.maxTokens: must be a positive integer")
     tools, choice = _tool_config(body.get("toolConfig"))
+    refused = files.converse(body.get("messages"))
+    if refused is not None:
+        raise ValueError(refused)
     turns, segments = _turns(body.get("messages"), bool(tools), env)
     thinking = (body.get("additionalModelRequestFields") or {}).get("thinking") or {}
     return Prompt(

@@ -21,6 +21,7 @@ import json
 import re
 from typing import Any
 
+from metis.testing.emulator import files
 from metis.testing.emulator._wire import (
     ApiError,
     Env,
@@ -312,6 +313,9 @@ class Gemini(Provider):
         contents = field(body, "contents")
         if not isinstance(contents, list) or not contents:
             raise bad("* GenerateContentRequest.contents: contents is not specified\n")
+        refused = files.gemini(body, model)
+        if refused is not None:
+            raise bad(refused)
         config = field(body, "generationConfig") or {}
         if not isinstance(config, dict):
             raise bad("Invalid value at 'generation_config': expected an object.")

@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from metis.testing.emulator import files
 from metis.testing.emulator._wire import (
     ApiError,
     Env,
@@ -410,6 +411,9 @@ class OpenAIChat(Provider):
         for key in body:
             if key not in TOP_LEVEL:
                 raise bad(f"Unrecognized request argument supplied: {key}")
+        refused = files.openai_chat(body)
+        if refused is not None:
+            raise bad(refused)
         model = body.get("model")
         if not isinstance(model, str) or not model:
             raise bad("you must provide a model parameter")

@@ -22,6 +22,7 @@ import base64
 import json
 from typing import Any
 
+from metis.testing.emulator import files
 from metis.testing.emulator._wire import (
     ApiError,
     Env,
@@ -185,6 +186,9 @@ class OpenAIResponses(Provider):
         for key in body:
             if key not in TOP_LEVEL:
                 raise bad(f"Unknown parameter: '{key}'.", key, "unknown_parameter")
+        refused = files.openai_responses(body.get("input"))
+        if refused is not None:
+            raise bad(refused)
         model = body.get("model")
         if not isinstance(model, str) or not model:
             raise bad("Missing required parameter: 'model'.", "model", "missing_required_parameter")

@@ -679,7 +679,10 @@ class Responder:
             prompt = _unshim(prompt)
             if prompt.tools:
                 return self._shimmed(prompt)
-        last = prompt.turns[-1] if prompt.turns else Turn(role="user")
+        # A user turn of attachments only (the images and files of the tool results before
+        # it, where a tool message holds text only) says nothing of its own.
+        said = [t for t in prompt.turns if t.role != "user" or t.text or t.results]
+        last = said[-1] if said else Turn(role="user")
         message = _last_user_text(prompt.turns)
         reply = Reply()
         forced = prompt.tool_choice not in ("auto", "none") and bool(prompt.tools)
