@@ -13,6 +13,7 @@ import anyio
 import httpx
 import pytest
 
+import metis
 from metis.errors import CapabilityError
 from metis.model import (
     Base64ImageSource,
@@ -231,3 +232,25 @@ async def test_converse_refuses_bad_document_names_too_many_documents_and_lone_d
     assert "text content block" in (await _post(url, converse(document("a")), auth)).text
     audio = {"audio": {"format": "mp3", "source": {"bytes": "SUQz"}}}
     assert (await _post(url, converse(text, audio), auth)).status_code == 200
+
+
+def test_metis_complete_takes_a_document_as_a_dict(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", emulator.url)
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    document = {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjcK"},
+        "title": "Q3 report",
+    }
+    messages = [{"role": "user", "content": [{"type": "text", "text": "Summarise."}, document]}]
+    reply = metis.complete("gemini:gemini-2.5-flash", messages)
+    assert reply.text and reply.warnings == []
+    sent = emulator.requests[-1].json()["contents"][0]["parts"]
+    assert {"inlineData": {"mimeType": "application/pdf", "data": "JVBERi0xLjcK"}} in sent
+    misspelt = [{"role": "user", "content": [{**document, "titel": "x"}]}]
+    with pytest.raises(
+        metis.InvalidRequestError, match="unknown key 'titel'; did you mean 'title'"
+    ):
+        metis.complete("gemini:gemini-2.5-flash", misspelt)
