@@ -62,6 +62,7 @@ _EXPORTS = {
             "ContentBlock",
             "DocumentBlock",
             "FileIdSource",
+            "FreeformInput",
             "ImageBlock",
             "Message",
             "MessageComplete",
@@ -174,6 +175,7 @@ if TYPE_CHECKING:
     from metis.model import ContentBlock as ContentBlock
     from metis.model import DocumentBlock as DocumentBlock
     from metis.model import FileIdSource as FileIdSource
+    from metis.model import FreeformInput as FreeformInput
     from metis.model import ImageBlock as ImageBlock
     from metis.model import Message as Message
     from metis.model import MessageComplete as MessageComplete

@@ -36,6 +36,7 @@ from metis.model.media import (
 )
 from metis.model.request import (
     CanonicalRequest,
+    FreeformInput,
     ThinkingConfig,
     ToolAnnotations,
     ToolChoice,
@@ -60,6 +61,7 @@ __all__ = [
     "DocumentBlock",
     "DroppedContent",
     "FileIdSource",
+    "FreeformInput",
     "ImageBlock",
     "Message",
     "MessageComplete",

@@ -23,6 +23,9 @@ class AdapterCapabilities(BaseModel):
     supports_streaming: bool = True
     supports_streaming_tool_calls: bool = False
     supports_parallel_tool_calls: bool = False
+    supports_custom_tools: bool = False
+    """Freeform tools go as the provider's own custom tools (OpenAI's), grammars enforced;
+    elsewhere a freeform tool is a function of one string, and one with a grammar is refused."""
     supports_prompt_caching: bool = False
     max_context_tokens: int = Field(default=8192, ge=1)
     max_output_tokens: int = Field(default=4096, ge=1)

@@ -19,6 +19,7 @@ from metis.model.content import (
 )
 from metis.model.media_fit import fit_media
 from metis.model.request import CanonicalRequest
+from metis.model.tool_fit import fit_tools
 from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import RequestStage
@@ -36,6 +37,8 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         caps = self._services.capabilities_for(call.wire_model)
         # Files: unreadable ones are refused in the turn sent, dropped from older turns.
         request, problems = fit_media(request, caps, call.provider, call.warn_dropped)
+        request, unmet = fit_tools(request, caps)  # freeform tools: functions, or refused
+        problems += unmet
         problems += unmet_needs(request, caps, self._services.token_profile_for(call.wire_model))
         if problems:
             raise CapabilityError(

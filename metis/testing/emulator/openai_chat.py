@@ -579,6 +579,8 @@ class OpenAIChat(Provider):
                     "tool_choice",
                 )
             return f"tool:{name}"
+        if isinstance(raw, dict) and raw.get("type") == "custom":  # a custom tool, never called
+            return "auto"
         if isinstance(raw, dict) and raw.get("type") == "allowed_tools":
             return (
                 "required" if (raw.get("allowed_tools") or {}).get("mode") == "required" else "auto"
@@ -715,6 +717,9 @@ class OpenAIChat(Provider):
                             "missing_required_parameter",
                         )
                     function = call.get("function")
+                    custom = call.get("custom")
+                    if call.get("type") == "custom" and isinstance(custom, dict):
+                        function = {"name": custom.get("name"), "arguments": custom.get("input")}
                     if not isinstance(function, dict) or not isinstance(function.get("name"), str):
                         raise bad(
                             f"Missing required parameter: '{where}.function'.",

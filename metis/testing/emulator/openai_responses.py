@@ -352,6 +352,10 @@ class OpenAIResponses(Provider):
                 )
             segments.append(dumps(item).decode())
             kind = item.get("type", "message")
+            if kind == "custom_tool_call":  # a freeform call: its input, for arguments
+                kind, item = "function_call", {**item, "arguments": item.get("input")}
+            elif kind == "custom_tool_call_output":
+                kind = "function_call_output"
             if kind == "message":
                 role = item.get("role")
                 if role not in ("user", "assistant", "system", "developer"):

@@ -31,6 +31,7 @@ from metis.wire.http_errors import body_excerpt, http_error, json_body, openai_e
 from metis.wire.openai_chat.encode import (
     ReasoningReplay,
     assistant_message,
+    named_tool_choice,
     schema_name,
     tool_definition,
     user_messages,
@@ -85,10 +86,12 @@ class OpenAIChatCodec:
         if request.system_prompt:
             messages.append({"role": "system", "content": request.system_prompt})
         start = current_turn_start(request.messages)
+        custom = frozenset(tool.name for tool in request.tools if tool.freeform)
         for i, message in enumerate(request.messages):
             message_id = message.id or f"messages[{i}]"
             if message.role is Role.ASSISTANT:
-                messages.append(assistant_message(message, message_id, call, self.reasoning))
+                replay = self.reasoning
+                messages.append(assistant_message(message, message_id, call, replay, custom))
             else:
                 messages.extend(user_messages(message, message_id, call, i >= start))
         body: dict[str, Any] = {
@@ -102,8 +105,8 @@ class OpenAIChatCodec:
             choice = request.tool_choice
             if choice is not None:
                 body["tool_choice"] = (
-                    {"type": "function", "function": {"name": choice.name}}
-                    if choice.type == "tool"
+                    named_tool_choice(choice.name, custom)
+                    if choice.name is not None
                     else _TOOL_CHOICE[choice.type]
                 )
             if request.parallel_tool_calls is not None:

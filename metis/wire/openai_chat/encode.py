@@ -102,14 +102,24 @@ def _tool_message(block: ToolResultBlock) -> dict[str, Any]:
 
 
 def assistant_message(
-    message: Message, message_id: str, call: Call, replay: ReasoningReplay | None
+    message: Message,
+    message_id: str,
+    call: Call,
+    replay: ReasoningReplay | None,
+    custom: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
+    """``custom``: the names of the request's freeform tools, whose calls go as custom calls."""
     texts: list[str] = []
     reasoning: list[str] = []
     calls: list[dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, TextBlock):
             texts.append(block.text)
+        elif isinstance(block, ToolUseBlock) and _is_custom(block, call, custom):
+            text = freeform_text(block.input)
+            calls.append(
+                {"id": block.id, "type": "custom", "custom": {"name": block.name, "input": text}}
+            )
         elif isinstance(block, ToolUseBlock):
             function = {"name": block.name, "arguments": _encode_arguments(block, call)}
             calls.append({"id": block.id, "type": "function", "function": function})
@@ -148,6 +158,16 @@ def _encode_arguments(block: ToolUseBlock, call: Call) -> str:
 
 
 def tool_definition(tool: ToolDefinition) -> dict[str, Any]:
+    if tool.freeform is not None:  # the SDK's ChatCompletionCustomToolParam
+        custom: dict[str, Any] = {"name": tool.name}
+        if tool.description:
+            custom["description"] = tool.description
+        if tool.freeform.syntax is not None:
+            grammar = {"definition": tool.freeform.definition, "syntax": tool.freeform.syntax}
+            custom["format"] = {"type": "grammar", "grammar": grammar}
+        else:
+            custom["format"] = {"type": "text"}
+        return {"type": "custom", "custom": custom}
     function: dict[str, Any] = {"name": tool.name}
     if tool.description:
         function["description"] = tool.description
@@ -163,3 +183,25 @@ def _drop(call: Call, block_type: str, role: Role, message_id: str) -> None:
 def schema_name(title: Any) -> str:
     name = _NAME_UNSAFE.sub("_", title)[:64] if isinstance(title, str) else ""
     return name if any(c.isalnum() for c in name) else "output"
+
+
+def named_tool_choice(name: str, custom: frozenset[str]) -> dict[str, Any]:
+    """The ``tool_choice`` forcing the tool ``name`` (a custom one by its own form)."""
+    if name in custom:
+        return {"type": "custom", "custom": {"name": name}}
+    return {"type": "function", "function": {"name": name}}
+
+
+def freeform_text(tool_input: dict[str, Any]) -> str:
+    """A freeform call's text: its ``input`` (docs/contract.md §10); any other input, as JSON."""
+    text = tool_input.get("input")
+    if isinstance(text, str) and len(tool_input) == 1:
+        return text
+    return json.dumps(tool_input, separators=(",", ":"), ensure_ascii=False)
+
+
+def _is_custom(block: ToolUseBlock, call: Call, custom: frozenset[str]) -> bool:
+    """A call of a freeform tool the request declares, or one this provider made as custom."""
+    raw = block.provider_raw
+    made = raw is not None and raw.provider == call.provider and raw.data.get("type") == "custom"
+    return block.name in custom or made

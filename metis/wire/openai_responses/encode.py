@@ -46,6 +46,7 @@ from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.pipeline.call import Call
 from metis.stages.edits.strict_schema import strict_schema_or_reason
 from metis.wire.media import refuse_block
+from metis.wire.openai_responses.custom import CUSTOM_CALL, custom_call, custom_tool, is_custom
 from metis.wire.openai_responses.files import file_parts
 
 Drop = Callable[[str, str, str], None]
@@ -53,7 +54,7 @@ Drop = Callable[[str, str, str], None]
 
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-_OUTPUTS = ("message", "function_call")
+_OUTPUTS = ("message", "function_call", CUSTOM_CALL)
 
 
 def encode_request(
@@ -73,19 +74,21 @@ def encode_request(
     body: dict[str, Any] = {"model": call.wire_model}
     if request.system_prompt:
         body["instructions"] = request.system_prompt
+    custom = frozenset(tool.name for tool in request.tools if tool.freeform)
     body["input"] = input_items(
         request.messages,
         call.provider,
         _warner(call),
         refuse=_refuser(call),
         file_urls=file_urls,
+        custom=custom,
     )
     if request.tools:
         body["tools"] = [_tool(tool) for tool in request.tools]
         choice = request.tool_choice
         if choice is not None:
             body["tool_choice"] = (
-                {"type": "function", "name": choice.name}
+                {"type": "custom" if choice.name in custom else "function", "name": choice.name}
                 if choice.type == "tool"
                 else _TOOL_CHOICE[choice.type]
             )
@@ -115,23 +118,32 @@ def input_items(
     *,
     refuse: Drop | None = None,
     file_urls: bool = True,
+    custom: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
     """The conversation as input items. A file with no form here is refused with ``refuse``
-    in the turn being sent (docs/contract.md §9), and dropped with ``drop`` before it."""
+    in the turn being sent (docs/contract.md §9), and dropped with ``drop`` before it.
+    ``custom``: the request's freeform tools, whose calls and results go as custom ones."""
     items: list[dict[str, Any]] = []
     start = current_turn_start(messages)
+    custom_ids: set[str] = set()
     for i, message in enumerate(messages):
         message_id = message.id or f"messages[{i}]"
         if message.role is Role.ASSISTANT:
-            items.extend(assistant_items(message.content, provider, message_id, drop))
+            made = assistant_items(message.content, provider, message_id, drop, custom)
+            custom_ids |= {item["call_id"] for item in made if item["type"] == CUSTOM_CALL}
+            items.extend(made)
         else:
             files = _Files(drop, refuse if refuse is not None and i >= start else drop, file_urls)
-            items.extend(_user_items(message, message_id, files))
+            items.extend(_user_items(message, message_id, files, custom_ids))
     return items
 
 
 def assistant_items(
-    content: Sequence[ContentBlock], provider: str, message_id: str, drop: Drop
+    content: Sequence[ContentBlock],
+    provider: str,
+    message_id: str,
+    drop: Drop,
+    custom: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
     """One assistant turn's items, in block order (also what a reply's content becomes when
     it is sent back, which the ``continuation`` stage relies on)."""
@@ -142,6 +154,8 @@ def assistant_items(
         if isinstance(block, TextBlock):
             if block.text:
                 items.append(_message_item(block.text, mine))
+        elif isinstance(block, ToolUseBlock) and is_custom(block, mine, custom):
+            items.append(custom_call(block, mine))
         elif isinstance(block, ToolUseBlock):
             items.append(_function_call(block, mine))
         elif isinstance(block, ThinkingBlock):
@@ -224,14 +238,19 @@ class _Files:
     urls: bool
 
 
-def _user_items(message: Message, message_id: str, files: _Files) -> list[dict[str, Any]]:
+def _user_items(
+    message: Message, message_id: str, files: _Files, custom_ids: set[str]
+) -> list[dict[str, Any]]:
     """Tool results first, each its own item, then the rest as one message."""
     out: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
     system = message.role is Role.SYSTEM  # system_hoist normally leaves none; keep it in place
     for block in message.content:
         if isinstance(block, ToolResultBlock) and not system:
-            out.append(_tool_output(block, message_id, files))
+            output = _tool_output(block, message_id, files)
+            if block.tool_use_id in custom_ids:  # the answer to a custom call
+                output["type"] = "custom_tool_call_output"
+            out.append(output)
         elif isinstance(block, TextBlock):
             parts.append({"type": "input_text", "text": block.text})
         elif isinstance(block, ImageBlock | DocumentBlock | AudioBlock | VideoBlock) and not system:
@@ -279,6 +298,8 @@ def _image(block: ImageBlock) -> dict[str, Any]:
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    if tool.freeform is not None:
+        return custom_tool(tool)
     out: dict[str, Any] = {"type": "function", "name": tool.name}
     if tool.description:
         out["description"] = tool.description
