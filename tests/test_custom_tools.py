@@ -11,7 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from metis.errors import CapabilityError
+import metis
+from metis.errors import CapabilityError, ConfigError
 from metis.model import (
     CanonicalRequest,
     FreeformInput,
@@ -217,3 +218,21 @@ async def test_a_history_with_a_freeform_call_is_accepted_on_the_emulator(
     with anyio.fail_after(20):
         reply = await adapter.complete(request)
     assert reply.text
+
+
+def test_metis_tool_makes_a_freeform_tool_of_a_function_of_one_text() -> None:
+    @metis.tool(freeform=FreeformInput())
+    def apply_patch(input: str) -> str:
+        """Apply a diff."""
+        return f"applied {len(input.splitlines())} lines"
+
+    assert apply_patch.definition.freeform == FreeformInput()
+    assert apply_patch.definition.input_schema == FREEFORM_SCHEMA
+    call = ToolUseBlock(id="tu_1", name="apply_patch", input={"input": DIFF})
+    (result,) = metis.run_tools(Message.assistant(call), [apply_patch]).content
+    assert isinstance(result, ToolResultBlock) and result.content == "applied 5 lines"
+    with pytest.raises(ConfigError, match="takes one parameter, input: str"):
+
+        @metis.tool(freeform=FreeformInput())
+        def two(input: str, mode: str) -> str:
+            return input + mode
