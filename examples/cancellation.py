@@ -47,7 +47,7 @@ async def main() -> None:
 
         async def cancel_soon() -> None:
             await a_few_arrived.wait()
-            cancelled = await adapter.cancel(request.request_id)  # from any task
+            cancelled = adapter.cancel(request.request_id)  # from any task, without awaiting
             print(f"cancel({request.request_id}) -> {cancelled}")
 
         async with adapter, anyio.create_task_group() as tasks:

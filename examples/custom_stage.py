@@ -20,16 +20,14 @@ import anyio
 
 from metis import (
     Adapter,
-    Call,
     CanonicalRequest,
     Message,
     MessageComplete,
-    Stage,
     StreamEvent,
     TextBlock,
     TextDelta,
 )
-from metis.pipeline.stage import Inner
+from metis.pipeline import Call, Inner, Stage
 from metis.testing import stand_in
 
 CARD = re.compile(r"\b(?:\d[ -]?){13,16}\b")

@@ -15,7 +15,8 @@ import re
 
 import anyio
 
-from metis import Call, CanonicalRequest, Message, RequestStage, TextBlock
+from metis import CanonicalRequest, Message, TextBlock
+from metis.pipeline import Call, RequestStage
 from metis.testing import MODELS, stand_in
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")

@@ -94,9 +94,9 @@ async def main() -> None:
                 history.append(Message.tool(*results))
             else:
                 print(f"    {reply.text}")
-        await router.close()
+        await router.aclose()
         for adapter in adapters.values():
-            await adapter.close()
+            await adapter.aclose()
 
 
 def report(number: int, decision: RouteDecided | None) -> None:

@@ -80,7 +80,7 @@ async def main() -> None:
                 history.append(Message.tool(*results))
                 print(f"    <- {', '.join(r.text() for r in results)}")
         for adapter in adapters.values():
-            await adapter.close()
+            await adapter.aclose()
 
         # The history is still one valid canonical conversation: every call answered, tu_ ids.
         uses = [b.id for m in history for b in m.content if isinstance(b, ToolUseBlock)]

@@ -1,6 +1,8 @@
 """metis: one canonical format for every LLM provider, as a pipeline of small stages.
 
-Names are imported on first use, so ``import metis`` costs almost nothing.
+Names are imported on first use, so ``import metis`` costs almost nothing. The names for
+writing stages and stacks (``Stage``, ``Call``, ``Pipeline``, ...) are in
+:mod:`metis.pipeline`.
 """
 
 from __future__ import annotations
@@ -8,49 +10,72 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from metis.core.deprecation import warn_deprecated
+from metis.core.version import VERSION as __version__
 
-_EXPORTS = {
-    "complete": "metis.calls",
-    "acomplete": "metis.calls",
-    "stream": "metis.calls",
-    "astream": "metis.calls",
-    "count_tokens": "metis.calls",
-    "acount_tokens": "metis.calls",
-    "CallOptions": "metis.calls",
-    "TokenCount": "metis.adapter.count_tokens",
-    "UnknownOptionError": "metis.core.options",
-    "MessageDict": "metis.model.dicts",
-    "tool": "metis.tools",
-    "Tool": "metis.tools",
-    "run_tools": "metis.tools",
-    "arun_tools": "metis.tools",
-    "Adapter": "metis.adapter",
-    "build_adapter": "metis.adapter",
-    "AdapterConfig": "metis.pipeline.config",
-    "Pipeline": "metis.pipeline.pipeline",
-    "Stage": "metis.pipeline.stage",
-    "Inner": "metis.pipeline.stage",
-    "RequestStage": "metis.pipeline.stage",
-    "Call": "metis.pipeline.call",
-    "StageServices": "metis.pipeline.services",
-    "WireRequest": "metis.pipeline.request",
-    "ResponseHead": "metis.pipeline.request",
-    "register_stage": "metis.pipeline.registry",
-    "load_stack": "metis.stacks.loader",
-    "InMemoryToolIdStore": "metis.pipeline.stores",
-    "ToolIdStore": "metis.pipeline.stores",
-    "TelemetrySink": "metis.telemetry",
-    "Registry": "metis.registry",
-    "Router": "metis.routing",
-    "Route": "metis.registry",
-    "NotConfiguredError": "metis.registry",
-    "PriceTable": "metis.cost",
-    "Cost": "metis.cost",
-    "cost_of": "metis.cost",
-    "LoggingSink": "metis.telemetry",
-    "ListSink": "metis.telemetry",
-    "OpenTelemetrySink": "metis.telemetry",
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "Adapter",
+            "build_adapter",
+        ],
+        "metis.adapter",
+    ),
+    **dict.fromkeys(
+        [
+            "TokenCount",
+        ],
+        "metis.adapter.count_tokens",
+    ),
+    **dict.fromkeys(
+        [
+            "CallOptions",
+            "acomplete",
+            "acount_tokens",
+            "astream",
+            "complete",
+            "count_tokens",
+            "stream",
+        ],
+        "metis.calls",
+    ),
+    **dict.fromkeys(
+        [
+            "UnknownOptionError",
+        ],
+        "metis.core.options",
+    ),
+    **dict.fromkeys(
+        [
+            "Cost",
+            "PriceTable",
+            "cost_of",
+        ],
+        "metis.cost",
+    ),
+    **dict.fromkeys(
+        [
+            "AdapterError",
+            "AuthError",
+            "CancelledError",
+            "CapabilityError",
+            "ConfigError",
+            "ContextOverflowError",
+            "ErrorClass",
+            "InvalidRequestError",
+            "InvariantViolation",
+            "NetworkError",
+            "NotConfiguredError",
+            "OutputValidationError",
+            "OverloadedError",
+            "ProtocolError",
+            "RateLimitError",
+            "RedirectError",
+            "ServerError",
+            "StackError",
+        ],
+        "metis.errors",
+    ),
     **dict.fromkeys(
         [
             "AdapterCapabilities",
@@ -61,6 +86,7 @@ _EXPORTS = {
             "CanonicalResponse",
             "ContentBlock",
             "DocumentBlock",
+            "DroppedContent",
             "FileIdSource",
             "FreeformInput",
             "ImageBlock",
@@ -96,38 +122,103 @@ _EXPORTS = {
     ),
     **dict.fromkeys(
         [
-            "AdapterError",
-            "AuthError",
-            "CancelledError",
-            "CapabilityError",
-            "ConfigError",
-            "ContextOverflowError",
-            "ErrorClass",
-            "InvalidRequestError",
-            "InvariantViolation",
-            "NetworkError",
-            "OutputValidationError",
-            "OverloadedError",
-            "ProtocolError",
-            "RateLimitError",
-            "RedirectError",
-            "ServerError",
-            "StackError",
+            "MessageDict",
         ],
-        "metis.errors",
+        "metis.model.dicts",
+    ),
+    **dict.fromkeys(
+        [
+            "AdapterConfig",
+        ],
+        "metis.pipeline.config",
+    ),
+    **dict.fromkeys(
+        [
+            "InMemoryToolIdStore",
+            "ToolIdStore",
+        ],
+        "metis.pipeline.stores",
+    ),
+    **dict.fromkeys(
+        [
+            "ModelRoute",
+            "Registry",
+        ],
+        "metis.registry",
+    ),
+    **dict.fromkeys(
+        [
+            "RouteTarget",
+            "Router",
+        ],
+        "metis.routing",
+    ),
+    **dict.fromkeys(
+        [
+            "AvailabilityChanged",
+            "CallCompleted",
+            "CallFailed",
+            "CallStarted",
+            "ListSink",
+            "LoggingSink",
+            "MultiSink",
+            "NullSink",
+            "OpenTelemetrySink",
+            "RouteDecided",
+            "TelemetryEvent",
+            "TelemetrySink",
+            "ToolIdStoreFailed",
+        ],
+        "metis.telemetry",
+    ),
+    **dict.fromkeys(
+        [
+            "Tool",
+            "arun_tools",
+            "run_tools",
+            "tool",
+        ],
+        "metis.tools",
     ),
 }
+"""Every public name of ``metis``, and the module it is imported from on first use."""
+
+_MOVED: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "Call",
+            "Inner",
+            "Pipeline",
+            "RequestStage",
+            "ResponseHead",
+            "Stage",
+            "StageServices",
+            "WireRequest",
+            "load_stack",
+            "register_stage",
+        ],
+        "metis.pipeline",
+    ),
+}
+"""Names that moved: importable from here for one release, with a DeprecationWarning."""
+_RENAMED = {"Route": "ModelRoute"}
 
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'metis' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+    if name in _MOVED:
+        warn_deprecated(f"metis.{name}", f"{_MOVED[name]}.{name}")
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    if name in _RENAMED:
+        warn_deprecated(f"metis.{name}", f"metis.{_RENAMED[name]}")
+        return __getattr__(_RENAMED[name])
+    raise AttributeError(f"module 'metis' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
@@ -135,8 +226,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from metis.adapter.adapter import Adapter as Adapter
-    from metis.adapter.adapter import build_adapter as build_adapter
+    from metis.adapter import Adapter as Adapter
+    from metis.adapter import build_adapter as build_adapter
     from metis.adapter.count_tokens import TokenCount as TokenCount
     from metis.calls import CallOptions as CallOptions
     from metis.calls import acomplete as acomplete
@@ -159,6 +250,7 @@ if TYPE_CHECKING:
     from metis.errors import InvalidRequestError as InvalidRequestError
     from metis.errors import InvariantViolation as InvariantViolation
     from metis.errors import NetworkError as NetworkError
+    from metis.errors import NotConfiguredError as NotConfiguredError
     from metis.errors import OutputValidationError as OutputValidationError
     from metis.errors import OverloadedError as OverloadedError
     from metis.errors import ProtocolError as ProtocolError
@@ -174,6 +266,7 @@ if TYPE_CHECKING:
     from metis.model import CanonicalResponse as CanonicalResponse
     from metis.model import ContentBlock as ContentBlock
     from metis.model import DocumentBlock as DocumentBlock
+    from metis.model import DroppedContent as DroppedContent
     from metis.model import FileIdSource as FileIdSource
     from metis.model import FreeformInput as FreeformInput
     from metis.model import ImageBlock as ImageBlock
@@ -205,27 +298,26 @@ if TYPE_CHECKING:
     from metis.model import URLSource as URLSource
     from metis.model import VideoBlock as VideoBlock
     from metis.model.dicts import MessageDict as MessageDict
-    from metis.pipeline.call import Call as Call
     from metis.pipeline.config import AdapterConfig as AdapterConfig
-    from metis.pipeline.pipeline import Pipeline as Pipeline
-    from metis.pipeline.registry import register_stage as register_stage
-    from metis.pipeline.request import ResponseHead as ResponseHead
-    from metis.pipeline.request import WireRequest as WireRequest
-    from metis.pipeline.services import StageServices as StageServices
-    from metis.pipeline.stage import Inner as Inner
-    from metis.pipeline.stage import RequestStage as RequestStage
-    from metis.pipeline.stage import Stage as Stage
     from metis.pipeline.stores import InMemoryToolIdStore as InMemoryToolIdStore
     from metis.pipeline.stores import ToolIdStore as ToolIdStore
-    from metis.registry.registry import NotConfiguredError as NotConfiguredError
-    from metis.registry.registry import Registry as Registry
-    from metis.registry.registry import Route as Route
+    from metis.registry import ModelRoute as ModelRoute
+    from metis.registry import Registry as Registry
     from metis.routing import Router as Router
-    from metis.stacks.loader import load_stack as load_stack
+    from metis.routing import RouteTarget as RouteTarget
+    from metis.telemetry import AvailabilityChanged as AvailabilityChanged
+    from metis.telemetry import CallCompleted as CallCompleted
+    from metis.telemetry import CallFailed as CallFailed
+    from metis.telemetry import CallStarted as CallStarted
     from metis.telemetry import ListSink as ListSink
     from metis.telemetry import LoggingSink as LoggingSink
+    from metis.telemetry import MultiSink as MultiSink
+    from metis.telemetry import NullSink as NullSink
     from metis.telemetry import OpenTelemetrySink as OpenTelemetrySink
+    from metis.telemetry import RouteDecided as RouteDecided
+    from metis.telemetry import TelemetryEvent as TelemetryEvent
     from metis.telemetry import TelemetrySink as TelemetrySink
+    from metis.telemetry import ToolIdStoreFailed as ToolIdStoreFailed
     from metis.tools import Tool as Tool
     from metis.tools import arun_tools as arun_tools
     from metis.tools import run_tools as run_tools

@@ -39,12 +39,12 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from metis.catalog.catalog import Catalog, default_catalog
-from metis.catalog.lookup import lookup, stack_catalog_provider
 from metis.catalog.model_info import ModelInfo
 from metis.catalog.price_rates import ModelPrice, PriceTierEntry
 from metis.core.config_files import config_error, read_yaml, show
 from metis.errors import ConfigError
 from metis.model.response import TokenUsage
+from metis.stacks.catalog import lookup, stack_catalog_provider
 
 MILLION = Decimal(1_000_000)
 QUANTUM = Decimal("1e-8")

@@ -16,6 +16,35 @@ from urllib.parse import quote
 if TYPE_CHECKING:
     from metis.model.response import CanonicalResponse
 
+__all__ = [
+    "ERROR_TYPES",
+    "RETRYABLE",
+    "RETRY_POLICY",
+    "AdapterError",
+    "AuthError",
+    "CancelledError",
+    "CapabilityError",
+    "ConfigError",
+    "ContextOverflowError",
+    "ErrorClass",
+    "InvalidRequestError",
+    "InvariantViolation",
+    "NetworkError",
+    "NotConfiguredError",
+    "OutputValidationError",
+    "OverloadedError",
+    "ProtocolError",
+    "RateLimitError",
+    "RedirectError",
+    "RetryPolicy",
+    "ServerError",
+    "StackError",
+    "error_for",
+    "redact",
+    "scrub_error",
+    "secret_forms",
+]
+
 
 class ErrorClass(StrEnum):
     """The classes every failure falls into (docs/contract.md §4); retries follow the class."""
@@ -290,3 +319,29 @@ class ConfigError(ValueError):
 
 class StackError(ConfigError):
     """A pipeline whose stages do not fit together; names the stage and the reason."""
+
+
+class NotConfiguredError(AuthError, ConfigError):
+    """A call whose provider is not configured: no API key, credentials, region, project or
+    resource where one is needed (docs/models-yaml.md, docs/cloud.md). Raised when the call is
+    made, before anything is sent; the message names what to set.
+
+    An :class:`AuthError` (class ``auth``: never retried, no fallback by default) like every
+    other call-time failure. It is also a :class:`ConfigError`, which it was before; catching
+    it as one is deprecated and stops working in the next release."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str | None,
+        adapter: str,
+        api_key_env: str | None,
+        **details: Any,
+    ) -> None:
+        super().__init__(message, provider=details.pop("provider", adapter), **details)
+        self.model = model
+        self.adapter = adapter
+        """The adapter (the stack, or the models.yaml entry) that is not configured."""
+        self.api_key_env = api_key_env
+        """The environment variable to set, where there is one."""

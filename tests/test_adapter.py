@@ -10,7 +10,7 @@ import pytest
 import respx
 
 from metis import AdapterConfig, AdapterError, build_adapter
-from metis.errors import ConfigError, StackError
+from metis.errors import AuthError, ConfigError, ErrorClass, StackError
 from metis.model import CanonicalRequest, Message, MessageComplete, TextDelta
 from metis.model.response import StopKind
 
@@ -85,7 +85,7 @@ async def test_stream_streams_unless_the_request_says_otherwise() -> None:
     folded = await adapter.complete(request(stream=True))  # complete() honours it too
     assert json.loads(route.calls.last.request.content)["stream"] is True
     assert folded.text == "Hi"
-    await adapter.close()
+    await adapter.aclose()
 
 
 @pytest.mark.anyio
@@ -99,7 +99,7 @@ async def test_stream_of_a_whole_body_call_yields_the_same_events() -> None:
     assert json.loads(route.calls.last.request.content)["stream"] is False
     assert type(received[0]).__name__ == "MessageStart"
     assert isinstance(received[-1], MessageComplete)
-    await adapter.close()
+    await adapter.aclose()
 
 
 @pytest.mark.anyio
@@ -182,7 +182,7 @@ async def test_complete_keeps_what_arrived_when_it_fails() -> None:
         async for _ in adapter.stream(request()):
             pass
     assert "ended" in str(caught.value)
-    await adapter.close()
+    await adapter.aclose()
 
 
 def test_capabilities_can_be_overridden_per_adapter() -> None:
@@ -228,7 +228,7 @@ async def test_message_complete_is_the_last_event_of_every_stream() -> None:
             "anthropic", AdapterConfig(api_key="k", capabilities={"supports_streaming": False})
         )
         events = [e async for e in adapter.stream(request())]
-        await adapter.close()
+        await adapter.aclose()
     assert isinstance(events[-1], MessageComplete)
     assert [e.type for e in events] == ["message.start", "text.delta", "message.complete"]
 
@@ -270,6 +270,9 @@ async def test_a_missing_key_names_its_variable_before_anything_is_sent(
     with pytest.raises(NotConfiguredError, match="set ANTHROPIC_API_KEY") as caught:
         await adapter.complete(request())
     assert caught.value.api_key_env == "ANTHROPIC_API_KEY" and sent == []
+    # a call-time failure like every other: an AdapterError of class auth, never retried
+    assert isinstance(caught.value, AuthError) and caught.value.error_class is ErrorClass.AUTH
+    assert caught.value.provider == "anthropic" and not caught.value.retryable
 
 
 @pytest.mark.anyio

@@ -21,6 +21,7 @@ from metis.errors import (
     ServerError,
 )
 from metis.model.content import (
+    EMPTY_ERROR_RESULT,
     Base64ImageSource,
     ImageBlock,
     Message,
@@ -50,7 +51,6 @@ from metis.model.request import (
 )
 from metis.model.response import StopKind
 from metis.pipeline.call import Call
-from metis.stages.policy.empty_content import EMPTY_ERROR_RESULT
 from metis.wire.anthropic import codec
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import get_codec

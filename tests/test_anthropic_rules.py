@@ -132,7 +132,7 @@ async def test_thinking_with_a_forced_tool_fails_before_any_request(emulator: Em
     with pytest.raises(InvalidRequestError, match="forces tool use"):
         await adapter.complete(request)
     assert emulator.stats.requests == 0
-    await adapter.close()
+    await adapter.aclose()
 
 
 @pytest.mark.parametrize(
@@ -188,7 +188,7 @@ async def test_thinking_on_an_adaptive_only_model_is_accepted(emulator: Emulator
     response = await adapter.complete(request)
     assert emulator.requests[-1].json()["thinking"] == {"type": "adaptive"}
     assert response.content
-    await adapter.close()
+    await adapter.aclose()
 
 
 def test_per_model_traits_come_from_the_catalog() -> None:

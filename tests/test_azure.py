@@ -292,7 +292,7 @@ async def test_a_wrong_key_or_token_is_an_auth_error_sent_once(
         good = AdapterConfig(base_url=emulator.base_url(stack), api_key="good-key")
         response = await build_adapter(stack, good).complete(ask(stack))
         assert response.stop_reason.kind is StopKind.END_TURN
-        await adapter.close()
+        await adapter.aclose()
 
 
 def test_the_emulator_refuses_a_request_without_credentials() -> None:

@@ -106,7 +106,7 @@ async def test_a_sigv4_signed_call_is_verified_and_answered(
     (record,) = emulator.requests[-1:]
     assert record.headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDEMULATOR/")
     assert "%3A" in record.path
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.anyio
@@ -133,7 +133,7 @@ async def test_a_refused_signature_is_an_auth_error_sent_once(
         await a.complete(ask("bedrock"))
     assert caught.value.provider_code == code and caught.value.provider_status == 403
     assert emulator.stats.requests == 1
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.anyio
@@ -147,8 +147,8 @@ async def test_a_wrong_bearer_key_is_refused_and_the_right_one_accepted() -> Non
         with anyio.fail_after(DEADLINE):
             response = await good.complete(ask("bedrock"))
         assert response.stop_reason.kind is StopKind.TOOL_USE
-        await bad.close()
-        await good.close()
+        await bad.aclose()
+        await good.aclose()
 
 
 @pytest.mark.anyio
@@ -227,7 +227,7 @@ async def test_a_full_tool_loop_with_reasoning_passes_the_emulators_checks(
     assert "18C" in text
     sent = [json.loads(r.body) for r in emulator.requests]
     assert len(sent) == 2  # both accepted: the signed reasoning and the tool ids went back intact
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.anyio
@@ -239,7 +239,7 @@ async def test_a_malformed_frame_is_a_protocol_error(emulator: Emulator) -> None
             ask("bedrock", Message.user("Tell me a story about the sea."), tools=[])
         ):
             pass
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.anyio
@@ -252,7 +252,7 @@ async def test_a_signature_dated_outside_the_allowed_skew_is_refused(
     with anyio.fail_after(DEADLINE), pytest.raises(AuthError, match="Signature expired"):
         await a.complete(ask("bedrock"))
     assert emulator.stats.requests == 1
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.anyio
@@ -276,4 +276,4 @@ async def test_bedrock_errors_arrive_classified(
         async for _ in a.stream(ask("bedrock", story, tools=[])):
             pass
     assert caught.value.error_class.value == error_class
-    await a.close()
+    await a.aclose()

@@ -98,7 +98,7 @@ async def test_each_reply_s_call_0_gets_its_own_canonical_id(
     assert sent_ids and "call_0" not in sent_ids
     assert str(sent[0].url) == "https://bedrock-mantle.us-west-2.api.aws/v1/chat/completions"
     assert sent[0].headers["authorization"] == "Bearer ABSKkey"
-    await adapter.close()
+    await adapter.aclose()
 
 
 @pytest.mark.anyio

@@ -32,15 +32,15 @@ def at_emulator(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Emulator
 
 @pytest.fixture
 def disposed(monkeypatch: pytest.MonkeyPatch) -> list[Adapter]:
-    """The adapters disposed (closed) during the test, in order."""
+    """The adapters closed during the test, in order."""
     seen: list[Adapter] = []
-    dispose = Adapter.dispose
+    aclose = Adapter.aclose
 
     async def recording(self: Adapter) -> None:
         seen.append(self)
-        await dispose(self)
+        await aclose(self)
 
-    monkeypatch.setattr(Adapter, "dispose", recording)
+    monkeypatch.setattr(Adapter, "aclose", recording)
     return seen
 
 
@@ -50,12 +50,12 @@ async def test_the_least_recently_used_adapter_is_closed_beyond_the_bound(
 ) -> None:
     monkeypatch.setattr(adapters, "MAX_ADAPTERS_PER_LOOP", 2)
     held = adapters.this_loop()
-    await held.close()
+    await held.aclose()
     for tenant in ("a", "b", "a", "c"):  # "b" is the least recently used when "c" comes
         await metis.acomplete(MODEL, "Hi", api_key=f"key-{tenant}")
     assert [a.config.api_key for a in disposed] == ["key-b"]
     assert sorted(a.config.api_key or "" for a in held.adapters()) == ["key-a", "key-c"]
-    await held.close()
+    await held.aclose()
     assert len(held) == 0 and len(disposed) == 3
 
 
@@ -65,7 +65,7 @@ async def test_an_evicted_adapter_in_use_is_closed_when_its_call_ends(
 ) -> None:
     monkeypatch.setattr(adapters, "MAX_ADAPTERS_PER_LOOP", 1)
     held = adapters.this_loop()
-    await held.close()
+    await held.aclose()
     disposed.clear()
     events = metis.astream(MODEL, "Tell me a story.", api_key="key-a")
     first = await events.__anext__()  # the stream holds key-a's adapter
@@ -74,7 +74,7 @@ async def test_an_evicted_adapter_in_use_is_closed_when_its_call_ends(
     rest = [first] + [event async for event in events]
     assert isinstance(rest[-1], MessageComplete)
     assert [a.config.api_key for a in disposed] == ["key-a"]
-    await held.close()
+    await held.aclose()
 
 
 def _job() -> Callable[[], Any]:

@@ -69,7 +69,7 @@ async def test_the_async_forms_reuse_one_adapter_per_loop(at_emulator: Emulator)
     assert len(held) == 1  # same stack, same settings: one adapter
     await metis.acomplete("anthropic:claude-sonnet-4-5", "Hi", timeout_seconds=30)
     assert len(held) == 2  # other settings: another one
-    await held.close()
+    await held.aclose()
 
 
 def test_one_line_token_counting_asks_the_provider_where_it_can(at_emulator: Emulator) -> None:

@@ -112,8 +112,8 @@ async def test_cancel_from_another_task_ends_the_stream_with_partial_content() -
 
     async def cancel_when_stalled() -> None:
         await peer.stalled.wait()
-        results.append(await adapter.cancel(req.request_id))
-        results.append(await adapter.cancel(req.request_id))  # idempotent: nothing left to do
+        results.append(adapter.cancel(req.request_id))
+        results.append(adapter.cancel(req.request_id))  # idempotent: nothing left to do
 
     with anyio.fail_after(DEADLINE):
         async with anyio.create_task_group() as tg:
@@ -125,7 +125,7 @@ async def test_cancel_from_another_task_ends_the_stream_with_partial_content() -
     assert isinstance(tool, ToolUseBlock) and tool.input == {"path": "a.txt"}
     assert results == [True, False]
     assert peer.closed == 1  # the HTTP response was closed
-    assert await adapter.cancel(req.request_id) is False  # after completion
+    assert adapter.cancel(req.request_id) is False  # after completion
 
 
 @pytest.mark.anyio
@@ -138,7 +138,7 @@ async def test_cancel_from_the_consuming_task_between_events() -> None:
         async for event in adapter.stream(req):
             events.append(event)
             if isinstance(event, ToolUseStart):
-                assert await adapter.cancel(req.request_id) is True
+                assert adapter.cancel(req.request_id) is True
     # The next read is refused, so the input fragment never arrives: nothing parses, {}.
     assert_cancelled_ending(events, tool_input={})
 
@@ -148,8 +148,8 @@ async def test_cancel_before_the_call_starts_does_nothing() -> None:
     peer = FakePeer(anthropic_reply("hello"))
     adapter = peer.adapter("anthropic")
     req = request("anthropic")
-    assert await adapter.cancel(req.request_id) is False
-    assert await adapter.cancel("req_unknown") is False
+    assert adapter.cancel(req.request_id) is False
+    assert adapter.cancel("req_unknown") is False
     events = await collect(adapter, req)
     assert events[-1].stop_reason.kind is StopKind.END_TURN  # type: ignore[attr-defined]
 
@@ -175,7 +175,7 @@ async def test_cancel_while_connecting_gives_an_empty_cancelled_message() -> Non
         async with anyio.create_task_group() as tg:
             tg.start_soon(consume)
             await started.wait()
-            assert await adapter.cancel(req.request_id) is True
+            assert adapter.cancel(req.request_id) is True
     assert [type(e) for e in events] == [MessageStart, MessageComplete]
     assert_cancelled_ending(events, expect_tool=False)
 
@@ -195,7 +195,7 @@ async def test_cancel_during_a_retry_backoff_stops_waiting() -> None:
             tg.start_soon(consume)
             await anyio.sleep(0.2)  # the first answer (529) arrived; the retry is sleeping
             assert len(peer.requests) == 1
-            assert await adapter.cancel(req.request_id) is True
+            assert adapter.cancel(req.request_id) is True
     assert len(peer.requests) == 1
     assert_cancelled_ending(events, expect_tool=False)
 
@@ -289,7 +289,7 @@ async def test_many_cancelled_streams_leave_nothing_in_flight() -> None:
         req = request("anthropic")
         async for event in adapter.stream(req):
             if isinstance(event, ToolUseStart):
-                await adapter.cancel(req.request_id)
+                adapter.cancel(req.request_id)
 
     with anyio.fail_after(DEADLINE):
         async with anyio.create_task_group() as tg:

@@ -96,8 +96,8 @@ async def run_one(adapter: Adapter, provider: str, mode: str, point: Any) -> dic
     resumed = anyio.Event()  # the other task has cancelled: go on
 
     async def cancel_twice() -> None:
-        results.append(await adapter.cancel(req.request_id))
-        results.append(await adapter.cancel(req.request_id))
+        results.append(adapter.cancel(req.request_id))
+        results.append(adapter.cancel(req.request_id))
 
     async def consume(scope_holder: list[anyio.CancelScope]) -> None:
         nonlocal error
@@ -134,9 +134,9 @@ async def run_one(adapter: Adapter, provider: str, mode: str, point: Any) -> dic
                 tg.start_soon(consume, [])
                 if point == "before_send":
                     # the earliest moment the call is known: before anything is sent
-                    while not (await adapter.cancel(req.request_id)) and not events:
+                    while not adapter.cancel(req.request_id) and not events:
                         await anyio.lowlevel.checkpoint()
-                    results.extend([True, await adapter.cancel(req.request_id)])
+                    results.extend([True, adapter.cancel(req.request_id)])
                 elif point == "connect":
                     await anyio.sleep(SLOW / 3)
                     await cancel_twice()
@@ -196,7 +196,7 @@ async def test_cancel_at_every_point(provider: str, mode: str, emulator: Emulato
                     assert len(events) == n, where
             await settled(adapter, where)
     finally:
-        await adapter.close()
+        await adapter.aclose()
 
 
 async def settled(adapter: Adapter, where: str) -> None:
@@ -225,4 +225,4 @@ async def test_closing_a_stream_early_releases_its_connection_at_once(emulator: 
             assert busy_connections(adapter) == 0
     finally:
         await settled(adapter, "after closing early")
-        await adapter.close()
+        await adapter.aclose()

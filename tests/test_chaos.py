@@ -238,7 +238,7 @@ async def run_chaos(calls: int, backend: str, seed: int) -> Figures:
             figures.leaked_connections = sum(busy_connections(a) for a in adapters.values())
         finally:
             for adapter in adapters.values():
-                await adapter.close()
+                await adapter.aclose()
         stats = emulator.stats
         records = emulator.requests
 

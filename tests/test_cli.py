@@ -504,7 +504,7 @@ def test_prices_come_from_the_model_catalog(no_keys: None) -> None:
 @pytest.mark.slow
 def test_stack_imports_the_module_that_registers_custom_stages(tmp_path: Path) -> None:
     (tmp_path / "mystages.py").write_text(
-        "from typing import Any\nfrom metis import Stage, register_stage\n\n"
+        "from typing import Any\nfrom metis.pipeline import Stage, register_stage\n\n"
         "@register_stage\nclass Shout(Stage[Any, Any, Any, Any]):\n    name = 'shout'\n\n"
         "    async def __call__(self, request, call, inner):  # type: ignore[no-untyped-def]\n"
         "        async for event in inner(request, call):\n            yield event\n",

@@ -153,7 +153,7 @@ async def test_a_tool_call_round_trip_keeps_invariants_ids_and_usage(
         assert emulator.stats.requests == 0
         final = checked([e async for e in a.stream(request(stack))])
         assert final.stop_reason.kind is StopKind.END_TURN and final.usage.output_tokens > 0
-        return await a.close()
+        return await a.aclose()
     with anyio.fail_after(DEADLINE):
         events = [e async for e in a.stream(request(stack))]
         final = checked(events)
@@ -165,7 +165,7 @@ async def test_a_tool_call_round_trip_keeps_invariants_ids_and_usage(
         response = await a.complete(request(stack))
     assert [b.type for b in response.content] == [b.type for b in final.final_content]
     assert {r.status for r in emulator.requests} == {200}
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.backend_independent
@@ -188,7 +188,7 @@ async def test_a_tool_loop_sends_the_result_back_and_ends_the_turn(
     assert final.stop_reason.kind is StopKind.END_TURN
     assert any(b.type == "text" and b.text for b in final.final_content)  # type: ignore[union-attr]
     assert {r.status for r in emulator.requests} == {200}
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.backend_independent
@@ -201,7 +201,7 @@ async def test_a_rate_limit_is_retried(stack: str, emulator: Emulator) -> None:
         events = [e async for e in a.stream(request(stack))]
     checked(events)
     assert emulator.stats.requests == 2  # the 429, then the retry that succeeded
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.anyio
@@ -217,7 +217,7 @@ async def test_a_dropped_stream_ends_with_its_partial_message_then_a_network_err
             events.append(event)
     assert checked(events).stop_reason.kind is StopKind.ERROR
     assert emulator.stats.requests == 1  # an event had reached us: not retried
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.backend_independent
@@ -233,7 +233,7 @@ async def test_an_error_inside_the_stream_is_classified(stack: str, emulator: Em
     assert caught.value.error_class in (ErrorClass.SERVER_ERROR, ErrorClass.OVERLOADED)
     if events:
         assert checked(events).stop_reason.kind is StopKind.ERROR
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.anyio
@@ -253,9 +253,9 @@ async def test_cancel_mid_stream_ends_cleanly(stack: str, emulator: Emulator) ->
             tg.start_soon(consume)
             while not events:  # noqa: ASYNC110 (the stream stalls right after its first events)
                 await anyio.sleep(0.01)
-            assert await a.cancel(req.request_id) is True
+            assert a.cancel(req.request_id) is True
     assert checked(events).stop_reason.kind is StopKind.CANCELLED
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.backend_independent
@@ -272,4 +272,4 @@ async def test_what_the_model_cannot_do_is_refused_before_sending(
     with pytest.raises(CapabilityError):
         await a.complete(req)
     assert emulator.stats.requests == 0
-    await a.close()
+    await a.aclose()

@@ -13,11 +13,14 @@ import base64
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from metis.errors import ProtocolError
+from metis.model.content import Message, ProviderRaw, ThinkingBlock
+from metis.model.request import CanonicalRequest
 from metis.stacks.loader import load_stack
 from metis.wire import read as wire_read
 from metis.wire.builder import MessageBuilder
@@ -299,3 +302,37 @@ def test_what_was_there_is_shown_short() -> None:
 )
 def test_well_shaped_values_pass_through(read: Callable[[], Any], value: Any) -> None:
     assert read() == value
+
+
+@dataclass
+class PlainContext:
+    """An EncodeContext that is not the pipeline's Call: the codecs need nothing more."""
+
+    request_id: str = "req_1"
+    provider: str = "test"
+    model: str = "test:m"
+    wire_model: str = "m"
+    dropped: list[str] = field(default_factory=list)
+
+    def produced(self, origin: ProviderRaw | None) -> bool:
+        return origin is not None and (origin.provider, origin.model) == ("test", self.model)
+
+    def warn_dropped(
+        self, block_type: str, reason: str, message_id: str | None = None, **extra: Any
+    ) -> None:
+        self.dropped.append(block_type)
+
+
+@pytest.mark.parametrize("name", list(REPLIES))
+def test_a_codec_encodes_for_any_encode_context(name: str) -> None:
+    """Sans-IO: encoding takes an EncodeContext, which the pipeline's Call is one of."""
+    context = PlainContext()
+    history = [
+        Message.user("hi"),
+        Message(role="assistant", content=[ThinkingBlock(thinking="t", signature="s")]),
+        Message.user("and?"),
+    ]
+    request = CanonicalRequest(model="test:m", messages=history, max_output_tokens=9)
+    body = codec_for(name).encode(request, context)
+    assert "hi" in json.dumps(body)
+    assert context.dropped in ([], ["thinking"])  # reasoning of another model, or none

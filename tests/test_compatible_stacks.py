@@ -343,7 +343,7 @@ async def test_a_streamed_tool_call_through_each_stack(name: str) -> None:
     kinds = [type(b) for b in final.final_content]
     expected = [TextBlock, ToolUseBlock]
     assert kinds == ([ThinkingBlock, *expected] if quirks.reasoning_field else expected)
-    await adapter.close()
+    await adapter.aclose()
 
 
 @pytest.mark.anyio

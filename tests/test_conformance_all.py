@@ -131,7 +131,7 @@ async def test_a_tool_call_round_trip_keeps_invariants_ids_and_usage(
         assert final.usage.input_tokens > 0 and final.usage.output_tokens > 0
         response = await a.complete(request(provider))
     assert [b.type for b in response.content] == [b.type for b in final.final_content]
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.backend_independent
@@ -144,7 +144,7 @@ async def test_a_rate_limit_is_retried(provider: str, emulator: Emulator) -> Non
         events = [e async for e in a.stream(request(provider))]
     checked(events)
     assert emulator.stats.requests == 2  # the 429, then the retry that succeeded
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.anyio
@@ -163,7 +163,7 @@ async def test_a_dropped_stream_ends_with_its_partial_message_then_a_network_err
     final = checked(events)
     assert final.stop_reason.kind is StopKind.ERROR
     assert emulator.stats.requests == 1  # an event had reached us: not retried
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.backend_independent
@@ -181,7 +181,7 @@ async def test_an_error_inside_the_stream_is_classified(provider: str, emulator:
     assert caught.value.error_class in (ErrorClass.SERVER_ERROR, ErrorClass.OVERLOADED)
     if events:
         assert checked(events).stop_reason.kind is StopKind.ERROR
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.anyio
@@ -201,10 +201,10 @@ async def test_cancel_mid_stream_ends_cleanly(provider: str, emulator: Emulator)
             tg.start_soon(consume)
             while not events:  # noqa: ASYNC110 (the stream stalls right after its first events)
                 await anyio.sleep(0.01)
-            assert await a.cancel(req.request_id) is True
+            assert a.cancel(req.request_id) is True
     final = checked(events)
     assert final.stop_reason.kind is StopKind.CANCELLED
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.backend_independent
@@ -223,7 +223,7 @@ async def test_what_the_model_cannot_do_is_refused_before_sending(
     with pytest.raises(CapabilityError):
         await a.complete(req)
     assert emulator.stats.requests == 0
-    await a.close()
+    await a.aclose()
 
 
 def test_every_built_in_stack_is_covered() -> None:

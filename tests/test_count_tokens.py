@@ -140,4 +140,4 @@ async def test_bedrock_counts_at_count_tokens_addressed_and_signed_like_any_requ
     assert list(body["input"]) == [kind]
     authorization = sent.headers.get("authorization", "")
     assert authorization.startswith("AWS4-HMAC-SHA256" if auth == "sigv4" else "Bearer ")
-    await built.close()
+    await built.aclose()

@@ -131,7 +131,7 @@ async def test_an_error_body_that_never_ends_ends_at_the_deadline(
                 await run(adapter, stream)
         assert 0.9 <= elapsed() <= 1.0 + SLACK
         assert len(proxy.requests) == 1  # no time was left for another attempt
-        await adapter.close()
+        await adapter.aclose()
 
 
 @pytest.mark.anyio
@@ -144,7 +144,7 @@ async def test_a_whole_body_that_stalls_ends_at_the_idle_timeout() -> None:
             with pytest.raises(NetworkError, match=r"stalled for 0.5 s"):
                 await adapter.complete(request("anthropic", stream=False))
         assert 0.4 <= elapsed() <= 0.5 + SLACK
-        await adapter.close()
+        await adapter.aclose()
 
 
 @pytest.mark.anyio
@@ -160,7 +160,7 @@ async def test_cancel_interrupts_an_error_body_that_never_ends(stream: bool) -> 
         async def cancel_once_the_head_is_in() -> None:
             await sent.wait()
             await anyio.sleep(0.2)  # the head and the first bytes are read; the rest never come
-            cancelled.append(await adapter.cancel(req.request_id))
+            cancelled.append(adapter.cancel(req.request_id))
 
         async with timed() as elapsed, anyio.create_task_group() as tasks:
             tasks.start_soon(cancel_once_the_head_is_in)
@@ -174,7 +174,7 @@ async def test_cancel_interrupts_an_error_body_that_never_ends(stream: bool) -> 
                 assert result.stop_reason.kind is StopKind.CANCELLED
         assert cancelled == [True]
         assert elapsed() <= 0.2 + SLACK
-        await adapter.close()
+        await adapter.aclose()
 
 
 # 2. timeout_seconds bounds the whole call: attempts, backoff, Retry-After -----------------
@@ -192,7 +192,7 @@ async def test_the_deadline_bounds_all_attempts_and_their_backoff() -> None:
                 await run(adapter, stream=True)
         assert len(proxy.requests) == 2
         assert elapsed() <= 1.25 + SLACK  # not slept into the third attempt's backoff
-        await adapter.close()
+        await adapter.aclose()
 
 
 @pytest.mark.anyio
@@ -205,7 +205,7 @@ async def test_an_attempt_that_hangs_ends_at_the_deadline_and_is_not_retried() -
                 await run(adapter, stream=False)
         assert 0.9 <= elapsed() <= 1.0 + SLACK
         assert len(proxy.requests) == 1
-        await adapter.close()
+        await adapter.aclose()
 
 
 @pytest.mark.anyio
@@ -221,7 +221,7 @@ async def test_a_retry_after_past_the_deadline_ends_the_call_at_once(retry_after
         assert caught.value.retry_after_seconds == float(retry_after)
         assert len(proxy.requests) == 1
         assert elapsed() <= SLACK
-        await adapter.close()
+        await adapter.aclose()
 
 
 @pytest.mark.anyio
@@ -235,7 +235,7 @@ async def test_a_retry_after_within_the_deadline_is_waited_for() -> None:
             events = await run(adapter, stream=True)
         assert [e.text for e in events if isinstance(e, TextDelta)] == ["after the wait"]
         assert 0.3 <= elapsed() <= 0.3 + SLACK
-        await adapter.close()
+        await adapter.aclose()
 
 
 # 3. The idle timeout is exact on a real socket ---------------------------------------------
@@ -256,7 +256,7 @@ async def test_a_stall_after_the_first_event_ends_after_the_idle_timeout() -> No
         final = events[-1]
         assert isinstance(final, MessageComplete) and final.stop_reason.kind is StopKind.ERROR
         assert final.final_content[0].text == "partial "  # type: ignore[union-attr]
-        await adapter.close()
+        await adapter.aclose()
 
 
 @pytest.mark.anyio
@@ -270,7 +270,7 @@ async def test_nothing_arriving_ends_after_the_first_event_timeout(after_head: b
             with pytest.raises(NetworkError, match=r"nothing arrived within 0.5 s"):
                 await run(adapter, stream=True)
         assert 0.4 <= elapsed() <= 0.5 + SLACK
-        await adapter.close()
+        await adapter.aclose()
 
 
 @pytest.mark.anyio
@@ -283,7 +283,7 @@ async def test_a_slow_but_steady_stream_is_not_cut_by_the_idle_timeout() -> None
         async with timed():
             events = await run(adapter, stream=True)
         assert [e.text for e in events if isinstance(e, TextDelta)] == ["a", "b", "c"]
-        await adapter.close()
+        await adapter.aclose()
 
 
 @pytest.mark.slow
@@ -312,7 +312,7 @@ async def test_a_provider_stream_cut_silent_midway_ends_after_the_idle_timeout(
         assert 0.4 <= elapsed() - started <= 0.5 + SLACK
         final = events[-1]
         assert isinstance(final, MessageComplete) and final.stop_reason.kind is StopKind.ERROR
-        await adapter.close()
+        await adapter.aclose()
 
 
 # 4. cancel() is False once message.complete has been delivered ----------------------------
@@ -328,10 +328,10 @@ async def test_cancel_after_message_complete_returns_false() -> None:
         async with timed():
             async for event in adapter.stream(req):
                 if isinstance(event, MessageComplete):
-                    answers.append(await adapter.cancel(req.request_id))
+                    answers.append(adapter.cancel(req.request_id))
         assert answers == [False]
         assert event.stop_reason.kind is StopKind.END_TURN
-        await adapter.close()
+        await adapter.aclose()
 
 
 # 5. A connection that a broken response left unusable is never reused ----------------------
@@ -360,7 +360,7 @@ async def test_after_a_short_body_the_next_call_succeeds(stream: bool, then: Any
         assert isinstance(events[-1], MessageComplete)
         assert events[-1].stop_reason.kind is StopKind.END_TURN
         assert [r.connection for r in proxy.requests] == [1, 2]
-        await adapter.close()
+        await adapter.aclose()
 
 
 @pytest.mark.anyio
@@ -381,7 +381,7 @@ async def test_after_a_body_longer_than_declared_the_next_call_needs_no_retry() 
             events = await run(adapter, stream=False)
         assert isinstance(events[-1], MessageComplete)  # it does succeed, after a retry
         assert len(proxy.requests) == 2
-        await adapter.close()
+        await adapter.aclose()
 
 
 @pytest.mark.anyio
@@ -398,7 +398,7 @@ async def test_a_reset_mid_stream_keeps_what_arrived() -> None:
         assert isinstance(final, MessageComplete) and final.stop_reason.kind is StopKind.ERROR
         assert final.final_content[0].text == "kept "  # type: ignore[union-attr]
         assert len(proxy.requests) == 1  # an event had reached the caller: not retried
-        await adapter.close()
+        await adapter.aclose()
 
 
 # 6 and 11. Redirects: never followed in a loop, never to another origin with the key -------
@@ -418,7 +418,7 @@ async def test_metis_own_client_follows_no_redirect() -> None:
                 await run(adapter, stream=True)
         assert caught.value.error_class is ErrorClass.OTHER and not caught.value.retryable
         assert len(proxy.requests) == 1
-        await adapter.close()
+        await adapter.aclose()
 
 
 @pytest.mark.anyio

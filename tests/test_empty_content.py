@@ -78,7 +78,7 @@ async def test_every_stack_sends_a_silent_error_result_in_words(
     sent = json.dumps(emulator.requests[-1].json())
     assert EMPTY_ERROR_RESULT in sent
     assert '"text": ""' not in sent and '"content": ""' not in sent
-    await a.close()
+    await a.aclose()
 
 
 @pytest.mark.anyio
@@ -95,4 +95,4 @@ async def test_every_stack_refuses_an_empty_user_message_before_sending(
     with pytest.raises(InvalidRequestError, match=r"messages\[2\]: a user message has nothing"):
         await a.complete(request)
     assert emulator.stats.requests == 0
-    await a.close()
+    await a.aclose()

@@ -87,7 +87,7 @@ async def test_a_tool_conversation_visits_every_platform_and_each_accepts_its_hi
     assert len(served) == len(ROTATION)
     assert any(s.endswith(":tool_use") for s in served)  # ids crossed platforms
     for built in adapters.values():
-        await built.close()
+        await built.aclose()
 
 
 @pytest.mark.anyio
@@ -116,5 +116,5 @@ async def test_reasoning_signed_on_one_platform_is_not_sent_to_another(
     sent = json.dumps(emulator.requests[-1].json())
     assert signed[0].signature not in sent  # the same model, another platform: not sent
     assert [w.block_type for w in second.warnings] == ["thinking"]
-    await home.close()
-    await away.close()
+    await home.aclose()
+    await away.aclose()

@@ -89,4 +89,4 @@ async def test_an_open_tool_loop_from_one_stack_is_accepted_by_every_other(
         accepted[consumer] = reply.stop_reason.kind
     assert set(accepted) == set(STACKS) - {producer}
     for adapter in built.values():
-        await adapter.close()
+        await adapter.aclose()

@@ -206,7 +206,7 @@ async def test_cancel_mid_stream_ends_the_read_and_closes_the_response(http: Mod
         async def cancel_once_it_stalls() -> None:
             await sent.wait()
             await anyio.sleep(0.2)
-            await adapter.cancel(req.request_id)
+            adapter.cancel(req.request_id)
 
         async with timed_call() as elapsed, anyio.create_task_group() as tasks:
             tasks.start_soon(cancel_once_it_stalls)

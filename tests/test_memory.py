@@ -141,7 +141,7 @@ async def cancelled_streams(adapter: Adapter, count: int) -> None:
         with anyio.fail_after(5):
             async for event in adapter.stream(req):
                 if event.type == "text.delta" and not cancelled:
-                    cancelled = await adapter.cancel(req.request_id)
+                    cancelled = adapter.cancel(req.request_id)
                     assert cancelled
                 if isinstance(event, MessageComplete):
                     assert event.stop_reason.kind.value == "cancelled"
@@ -167,7 +167,7 @@ async def test_a_100k_delta_stream_retains_nothing() -> None:
         growth = await retained() - before
     finally:
         tracemalloc.stop()
-        await adapter.close()
+        await adapter.aclose()
     print(f"\n100,000-delta stream: retained growth {growth} bytes")
     assert growth < TOLERANCE
 
@@ -188,7 +188,7 @@ async def test_cancelled_streams_retain_nothing_and_do_not_scale() -> None:
     finally:
         tracemalloc.stop()
         logging.getLogger("metis").disabled = False
-        await adapter.close()
+        await adapter.aclose()
     grew_200 = (after_200[0] - base[0], after_200[1] - base[1])
     grew_1000 = (after_1000[0] - after_200[0], after_1000[1] - after_200[1])
     print(

@@ -82,7 +82,7 @@ async def test_a_route_to_a_stack_file_sends_only_the_name(
     try:
         await metis.acomplete(router, "Hi", max_output_tokens=50)
     finally:
-        await router.close()
+        await router.aclose()
     assert sent_model(emulator) == "claude-sonnet-4-5"
 
 

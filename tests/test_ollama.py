@@ -1150,7 +1150,7 @@ async def test_init_checks_the_server_and_the_configured_model() -> None:
     await adapter.init()
     assert [(m, p) for m, p, _ in server.seen] == [("GET", "/api/version"), ("POST", "/api/show")]
     assert server.seen[1][2] == {"model": "qwen3:8b"}
-    await adapter.dispose()
+    await adapter.aclose()
 
 
 @pytest.mark.anyio
@@ -1244,7 +1244,7 @@ async def test_unloading_from_a_server_that_is_gone_does_not_raise(
     await adapter.init()
     server.down = True
     caplog.set_level(logging.WARNING, logger="metis")
-    await adapter.dispose()
+    await adapter.aclose()
     assert any("could not unload qwen3:8b" in r.getMessage() for r in caplog.records)
 
 
@@ -1322,7 +1322,7 @@ async def test_cancel_mid_stream_ends_with_the_partial_content() -> None:
 
     async def cancel_when_stalled() -> None:
         await peer.stalled.wait()
-        assert await adapter.cancel(request.request_id)
+        assert adapter.cancel(request.request_id)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(cancel_when_stalled)

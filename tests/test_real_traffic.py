@@ -233,7 +233,7 @@ async def replay(
         )
         return [final]
     finally:
-        await adapter.close()
+        await adapter.aclose()
         check_sent(exchange, sent)
 
 

@@ -138,7 +138,7 @@ async def test_a_thinking_mode_tool_loop_completes(emulator: Emulator, stream: b
         adapter, ask(), stream
     )  # the emulator refuses it without reasoning_content
     assert second.text and second.warnings == []
-    await adapter.close()
+    await adapter.aclose()
 
 
 def test_the_emulator_refuses_a_tool_turn_without_its_reasoning(emulator: Emulator) -> None:

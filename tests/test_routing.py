@@ -68,7 +68,7 @@ async def test_an_overloaded_first_model_fails_over_to_another_provider(
         "cooling_down",
         "overloaded",
     )
-    await route.close()
+    await route.aclose()
 
 
 @pytest.mark.anyio
@@ -290,9 +290,9 @@ async def test_cancel_reaches_the_model_serving_the_call(emulator: Emulator) -> 
         async for event in route.stream(request):
             events.append(event)
             if len(events) == 1:
-                assert await route.cancel(request.request_id)
+                assert route.cancel(request.request_id)
     assert events[-1].stop_reason.kind is StopKind.CANCELLED  # type: ignore[union-attr]
-    assert not await route.cancel(request.request_id)
+    assert not route.cancel(request.request_id)
 
 
 @pytest.mark.anyio

@@ -92,7 +92,7 @@ async def converse(
             )
         elif (question := next(questions, None)) is not None:
             history.append(Message.user(question))
-    await route.close()
+    await route.aclose()
     return history, served
 
 

@@ -139,7 +139,7 @@ async def test_tls_verification_is_on_by_default() -> None:
         assert context.verify_mode == ssl.CERT_REQUIRED
         assert context.check_hostname is True
     finally:
-        await adapter.close()
+        await adapter.aclose()
 
 
 @pytest.mark.anyio

@@ -235,13 +235,13 @@ def test_stopping_the_loop_closes_its_adapters(
     at_emulator: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     disposed: list[Adapter] = []
-    dispose = Adapter.dispose
+    aclose = Adapter.aclose
 
     async def recording(self: Adapter) -> None:
         disposed.append(self)
-        await dispose(self)
+        await aclose(self)
 
-    monkeypatch.setattr(Adapter, "dispose", recording)
+    monkeypatch.setattr(Adapter, "aclose", recording)
     loop = background.BackgroundLoop()
     assert loop.call(functools.partial(metis.acomplete, MODEL, "Hi")).text
     assert disposed == []

@@ -129,4 +129,4 @@ async def test_a_loop_begun_elsewhere_finishes_on_claude_then_thinking_returns(
     fresh = await claude.complete(ask(history))
     assert emulator.requests[-1].json()["thinking"]["type"] == "enabled"
     assert fresh.warnings == [] and fresh.content[0].type == "thinking"
-    await claude.close()
+    await claude.aclose()

@@ -740,7 +740,7 @@ async def test_complete_returns_the_answer_when_the_store_fails() -> None:
     [call] = [b for b in response.content if isinstance(b, ToolUseBlock)]
     assert CANONICAL.match(call.id) and call.input == {"city": "Oslo"}
     assert store.calls == ["read", "write"]
-    await adapter.close()
+    await adapter.aclose()
 
 
 class _OddStore(InMemoryToolIdStore):

@@ -978,7 +978,7 @@ async def test_a_cancelled_tgi_stream_ends_with_its_calls_and_the_open_tag_as_te
 
     async def cancel_when_stalled() -> None:
         await peer.stalled.wait()
-        assert await adapter.cancel(request.request_id) is True
+        assert adapter.cancel(request.request_id) is True
 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:

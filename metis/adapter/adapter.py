@@ -24,6 +24,7 @@ from metis.adapter.sendable import check_request
 from metis.catalog.capabilities import model_capabilities
 from metis.catalog.estimate import estimate_input_tokens
 from metis.catalog.lookup import find_model, warn_uncatalogued
+from metis.core.deprecation import warn_deprecated
 from metis.core.options import checked_init, checked_options
 from metis.core.secrets import install_httpx_log_filter
 from metis.errors import (
@@ -149,21 +150,18 @@ class Adapter:
         else the offline estimate; the result says which (:mod:`metis.adapter.count_tokens`)."""
         return await count_tokens(self, request)
 
-    async def cancel(self, request_id: str) -> bool:
+    def cancel(self, request_id: str) -> bool:
         """Abort an in-flight call (docs/contract.md §2). Its stream closes any tool still open,
         yields ``message.complete`` with stop reason ``cancelled`` and the partial content,
         and ends. True only if the call was running and is now cancelled; safe before it
         starts, after it ends, twice, and from any task."""
         handles = self._inflight.get(request_id)
-        if not handles:
-            return False
-        return any([handle.cancel() for handle in handles])
+        return any([handle.cancel() for handle in handles or ()])
 
     async def close(self) -> None:
-        """Release the connection pool, if this adapter made it."""
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        """Deprecated: :meth:`aclose`."""
+        warn_deprecated("Adapter.close()", "Adapter.aclose()")
+        await self.aclose()
 
     async def init(self) -> None:
         """Lifecycle hook: runs each stage's ``init`` (a local provider checks its server and
@@ -176,14 +174,22 @@ class Adapter:
                 await stage.init(self)
             self._initialized = True
 
-    async def dispose(self) -> None:
-        """Runs each stage's ``dispose``, innermost first, then releases the HTTP client."""
+    async def aclose(self) -> None:
+        """Runs each stage's ``dispose``, innermost first, then releases the connection pool
+        if this adapter made it. ``async with adapter`` calls it on the way out."""
         try:
             for stage in reversed(self.pipeline.stages):
                 await stage.dispose(self)
         finally:
             self._initialized = False
-            await self.close()
+            if self._owns_client and self._client is not None:
+                client, self._client = self._client, None
+                await client.aclose()
+
+    async def dispose(self) -> None:
+        """Deprecated: :meth:`aclose`."""
+        warn_deprecated("Adapter.dispose()", "Adapter.aclose()")
+        await self.aclose()
 
     def http_client(self) -> AsyncHTTPClient:
         """The client this adapter sends with (made on first use when none was given)."""
@@ -194,7 +200,7 @@ class Adapter:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.dispose()
+        await self.aclose()
 
     # Internals ---------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metis.errors import InvalidRequestError
+from metis.errors import InvalidRequestError, NotConfiguredError
 from metis.model.request import CanonicalRequest
 from metis.stacks.loader import Endpoint, StackSpec, builtin_stacks
 from metis.stacks.model_ids import own_stack_names
@@ -20,8 +20,6 @@ def check_ready(
     an InvalidRequestError."""
     auth = stack.auth
     if auth.header and auth.env and not auth.optional and not endpoint.api_key:
-        from metis.registry.registry import NotConfiguredError
-
         raise NotConfiguredError(
             f"{name}: no API key: set {auth.env} (or pass api_key=...)",
             model=request.model,

@@ -26,8 +26,8 @@ import anyio
 import anyio.lowlevel
 
 from metis.adapter.adapter import Adapter
+from metis.errors import NotConfiguredError
 from metis.pipeline.config import AdapterConfig
-from metis.registry.registry import NotConfiguredError
 from metis.stacks.loader import StackSpec, load_stack
 
 MAX_ADAPTERS_PER_LOOP = 16
@@ -76,7 +76,7 @@ class LoopAdapters:
             if held.evicted and held.calls == 0:
                 await _close(held.adapter)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Close every adapter (the loop is ending)."""
         await self._evict_beyond(0)
 
@@ -153,7 +153,7 @@ def _require_key(stack: StackSpec, api_key: str | None) -> None:
 
 async def _close(adapter: Adapter) -> None:
     with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-        await adapter.dispose()
+        await adapter.aclose()
 
 
 def _release_at_end(token: object, held: LoopAdapters) -> object:
@@ -169,7 +169,7 @@ def _release_at_end(token: object, held: LoopAdapters) -> object:
         except BaseException:  # cancelled: the loop is ending
             if _loops.get(token) is held:
                 del _loops[token]
-            await held.close()
+            await held.aclose()
             raise
 
     if isinstance(token, asyncio.AbstractEventLoop):

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from metis.cli.output import CliError, Output, error, one_line
+from metis.core.version import VERSION
 
 COMMANDS = {
     "demo": "metis.cli.demo",
@@ -50,9 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="metis",
         description="One canonical format over every LLM provider: try it from the terminal.",
     )
-    from metis import __version__
-
-    parser.add_argument("--version", action="version", version=f"metis {__version__}")
+    parser.add_argument("--version", action="version", version=f"metis {VERSION}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_demo(commands)
     _add_chat(commands)

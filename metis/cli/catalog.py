@@ -11,8 +11,8 @@ from typing import Any
 
 from metis.catalog import Catalog, ModelInfo, default_catalog
 from metis.catalog.first_party import is_first_party
-from metis.catalog.lookup import stack_catalog_provider
 from metis.cli.output import CliError, Output
+from metis.stacks.catalog import stack_catalog_provider
 
 NEEDS = ("tools", "reasoning", "images", "pdf", "structured_output", "prompt_caching")
 

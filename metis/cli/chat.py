@@ -122,14 +122,14 @@ class Chat:
         if self.cancel_wanted and self.target is not None and self.request_id is not None:
             # Ctrl-C came before the call was under way: cancel it now that it is.
             self.cancel_wanted = False
-            await self.target.adapter.cancel(self.request_id)
+            self.target.adapter.cancel(self.request_id)
 
     async def cancel(self) -> None:
         self.cancel_wanted = True
         target, request_id = self.target, self.request_id
         if target is None or request_id is None:
             return
-        if await target.adapter.cancel(request_id):
+        if target.adapter.cancel(request_id):
             self.cancel_wanted = False
 
     async def aclose(self) -> None:

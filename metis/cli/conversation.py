@@ -24,6 +24,9 @@ from metis.model.events import (
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
 
+SYSTEM = "You are a weather assistant. Look the weather up with your tool; answer in one sentence."
+"""The demo's system prompt, for the weather tool below."""
+
 WEATHER = ToolDefinition(
     name="get_weather",
     description="Current weather for a city",

@@ -4,30 +4,42 @@ Offline (the default) every provider is the in-process emulator; ``--live`` uses
 the environment and skips the providers without one. Each model call is a turn: its reply is
 streamed as it arrives, tool calls are run locally and their results go to the next provider,
 and a table of the turns (stop reason, tokens, cost, latency) closes the run.
+
+Offline, one more question closes the conversation (the fallback turn): it goes to a route of
+the first two providers, the first of which the emulator answers with "overloaded"; the second
+takes the turn, tool calls from the first in its history, and the decision is shown.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass
+import time
 from decimal import Decimal
 from urllib.parse import urlsplit
 
 import anyio
 
-from metis.cli.conversation import WEATHER, Renderer, Reply, run_tool, stream_reply, tool_calls
-from metis.cli.demo_fallback import fallback_turn
+from metis.cli.conversation import (
+    SYSTEM,
+    WEATHER,
+    Renderer,
+    Reply,
+    run_tool,
+    stream_reply,
+    tool_calls,
+)
+from metis.cli.demo_table import Row, print_table
 from metis.cli.models import Models, Target, price
-from metis.cli.output import CliError, Output, duration, note, usd
+from metis.cli.output import CliError, Output, note
 from metis.core.ids import new_request_id
-from metis.errors import AdapterError
+from metis.errors import AdapterError, NotConfiguredError
 from metis.model.content import Message, ToolUseBlock
+from metis.model.events import MessageComplete
 from metis.model.request import CanonicalRequest
-from metis.registry.registry import NotConfiguredError
-from metis.telemetry import CallStarted, TelemetryEvent
+from metis.routing import Router, RouteTarget
+from metis.telemetry import CallStarted, RouteDecided, TelemetryEvent
 
-SYSTEM = "You are a weather assistant. Look the weather up with your tool; answer in one sentence."
 SCRIPT = (
     "What's the weather in Paris?",
     "What about the weather in Tokyo and Oslo?",
@@ -37,23 +49,6 @@ SCRIPT = (
     "Thanks! That is all for today.",
 )
 MAX_CALLS_PER_MESSAGE = 4
-
-
-@dataclass(slots=True)
-class Row:
-    turn: int
-    target: Target
-    stop: str
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-    cost: Decimal | None = None
-    estimated: bool = False
-    latency_ms: float = 0.0
-    ids_mapped: int = 0
-    """Canonical tool ids this turn's request carried, each sent as the provider's own."""
-    dropped: int = 0
-    """Blocks the provider could not take (another model's signed reasoning, ...)."""
-    retries: int = 0
 
 
 class AttemptCounter:
@@ -182,7 +177,7 @@ async def _converse(models: Models, targets: list[Target], live: bool, out: Outp
     if not live:  # one more question, through a route whose first model is overloaded
         rows += await fallback_turn(models, active, history, session, out, len(rows) + 1)
     out.line()
-    _table(out, rows)
+    print_table(out, rows)
     return 0
 
 
@@ -229,44 +224,119 @@ def _row(turn: int, target: Target, reply: Reply, ids_mapped: int, retries: int)
     )
 
 
-def _table(out: Output, rows: list[Row]) -> None:
-    body = [
-        [
-            str(r.turn),
-            r.target.provider,
-            r.target.model.partition(":")[2] or r.target.model,
-            r.stop,
-            "-" if r.tokens_in is None else str(r.tokens_in),
-            "-" if r.tokens_out is None else str(r.tokens_out),
-            usd(r.cost, estimated=r.estimated),
-            duration(r.latency_ms) if r.tokens_in is not None else "-",
-            str(r.ids_mapped),
-            str(r.dropped),
-            str(r.retries),
-        ]
-        for r in rows
-    ]
-    out.table(
-        ["turn", "provider", "model", "stop", "in", "out", "cost", "latency", "ids", "dropped",
-         "retries"],
-        body,
-        right=(0, 4, 5, 6, 7, 8, 9, 10),
-    )  # fmt: skip
-    providers = len({r.target.provider for r in rows if r.tokens_in is not None})
-    tokens_in = sum(r.tokens_in or 0 for r in rows)
-    tokens_out = sum(r.tokens_out or 0 for r in rows)
-    total = sum((r.cost for r in rows if r.cost is not None), Decimal(0))
-    out.line(
-        f"{len(rows)} turns, {providers} providers, {tokens_in} tokens in, {tokens_out} out, "
-        f"{usd(total)} (prices: the model catalog, $0 on a local server; -: not priced)",
-        "dim",
-    )
-    out.line(
-        "ids: tool ids the turn sent in the provider's own form; dropped: blocks that provider "
-        "could not take (warned once per session); retries: attempts after the first",
-        "dim",
-    )
-
-
 def _tool_ids(history: list[Message]) -> int:
     return len({b.id for m in history for b in m.content if isinstance(b, ToolUseBlock)})
+
+
+# The fallback turn ----------------------------------------------------------------------------
+
+QUESTION = "What's the weather in Lima?"
+
+
+class _Decisions:
+    def __init__(self) -> None:
+        self.last: RouteDecided | None = None
+
+    def emit(self, event: TelemetryEvent) -> None:
+        if isinstance(event, RouteDecided):
+            self.last = event
+
+
+async def fallback_turn(
+    models: Models,
+    targets: list[Target],
+    history: list[Message],
+    session: str,
+    out: Output,
+    turn: int,
+) -> list[Row]:
+    """The rows of the fallback turn (none when it cannot be staged)."""
+    emulator = models.emulator
+    if emulator is None or len(targets) < 2:
+        return []
+    from metis.testing.emulator.server import PROVIDER_ALIASES
+
+    if targets[0].adapter.name not in PROVIDER_ALIASES:
+        return []
+    first, second = targets[:2]
+    decisions = _Decisions()
+    route = Router(
+        [RouteTarget(first.model, first.adapter, max_retries=0), second.model],
+        adapters={second.adapter.name: second.adapter},
+        name="demo",
+        telemetry=decisions,
+    )
+    out.line()
+    out.line(out.style("user:", "bold") + f" {QUESTION}")
+    history.append(Message.user(QUESTION))
+    note(out, f"a route: {first.model}, else {second.model}; {first.provider} is overloaded now")
+    emulator.push_fault("overloaded", provider=first.adapter.name)
+    rows: list[Row] = []
+    for number in (turn, turn + 1):  # the tool call, then the answer
+        out.line(out.style(f"[{number}] route {route.name}", "bold", "blue"))
+        request = CanonicalRequest(
+            model="route:demo",
+            session_id=session,
+            system_prompt=SYSTEM,
+            messages=list(history),
+            tools=[WEATHER],
+            max_output_tokens=1024,
+        )
+        renderer = Renderer(out)
+        started = time.monotonic()
+        try:
+            final = await _streamed(route, request, renderer)
+        except AdapterError as error:
+            note(out, f"the route failed: {error}")
+            return rows
+        assert decisions.last is not None
+        served = first if decisions.last.served_by == first.model else second
+        for model, outcome, reason in decisions.last.steps:
+            note(out, f"{model} {outcome}: {reason}")
+        rows.append(_fallback_row(number, served, final, (time.monotonic() - started) * 1000))
+        if not _continue(final, history, renderer):
+            break
+    return rows
+
+
+def _fallback_row(number: int, served: Target, final: MessageComplete, latency_ms: float) -> Row:
+    usage, cost = final.usage, price(served, final.usage)
+    return Row(
+        number,
+        served,
+        final.stop_reason.kind.value,
+        usage.total_input_tokens,
+        usage.output_tokens,
+        cost.usd if cost else None,
+        usage.estimated,
+        latency_ms,
+    )
+
+
+async def _streamed(
+    route: Router, request: CanonicalRequest, renderer: Renderer
+) -> MessageComplete:
+    final: MessageComplete | None = None
+    try:
+        async for event in route.stream(request):
+            renderer.event(event)
+            final = event if isinstance(event, MessageComplete) else final
+    finally:
+        renderer.newline()
+    assert final is not None  # a stream ends with message.complete or raises
+    return final
+
+
+def _continue(final: MessageComplete, history: list[Message], renderer: Renderer) -> bool:
+    """Add the reply (and the results of its tool calls) to the history; True when the model
+    wants the results."""
+    if final.final_content:
+        history.append(Message.assistant(*final.final_content))
+    wanted = tool_calls(final)
+    if not wanted:
+        return False
+    results = [run_tool(call) for call in wanted]
+    for result in results:
+        renderer.tool_result(result)
+    history.append(Message.tool(*results))
+    return True

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from metis.adapter.adapter import Adapter
 from metis.core.config_files import read_yaml
 from metis.cost import Cost, priced_cost
-from metis.errors import ConfigError
+from metis.errors import ConfigError, NotConfiguredError
 from metis.model.response import TokenUsage
-from metis.registry.registry import NotConfiguredError, Registry, Route
+from metis.registry.registry import ModelRoute, Registry
 from metis.stacks.loader import builtin_stacks
 
 if TYPE_CHECKING:
@@ -231,7 +231,7 @@ def _offline_entry(entry: Any, emulator: Emulator, name: str) -> Any:
 
 
 def _target(
-    registry: Registry, route: Route, *, offline: bool, reason: str | None = None
+    registry: Registry, route: ModelRoute, *, offline: bool, reason: str | None = None
 ) -> Target:
     return Target(
         name=route.model,

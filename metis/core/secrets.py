@@ -14,11 +14,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from metis.pipeline.request import SECRET_HEADERS
-
 _SECRET_NAME = re.compile(
     r"auth|key|token|secret|passw|cookie|signature|credential|\bsig\b", re.IGNORECASE
 )
+
+SECRET_HEADERS = frozenset(
+    {"authorization", "x-api-key", "api-key", "x-goog-api-key", "x-amz-security-token"}
+)
+"""The headers that carry credentials, whatever their names say."""
 
 PUBLIC_QUERY_PARAMS = frozenset({"alt", "api-version", "api_version", "version", "beta"})
 """Query parameters that carry no secret (Gemini's ``alt=sse``, Azure's ``api-version``)."""

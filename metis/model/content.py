@@ -84,6 +84,10 @@ ToolResultContent = Annotated[
 ]
 
 
+EMPTY_ERROR_RESULT = "(the tool failed without output)"
+"""The words an error tool result with no output is sent with: some providers refuse it empty."""
+
+
 class ToolResultBlock(BlockBase):
     """The answer to a tool call: the canonical id of the call it answers, its content
     (text, or text with images, documents, audio or video), and ``is_error`` when the tool

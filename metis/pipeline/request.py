@@ -6,10 +6,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-SECRET_HEADERS = frozenset(
-    {"authorization", "x-api-key", "api-key", "x-goog-api-key", "x-amz-security-token"}
-)
-
 
 def body_bytes(body: dict[str, Any]) -> bytes:
     """The bytes a JSON body is sent as (and, where a stage signs it, signed as)."""

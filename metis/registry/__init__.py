@@ -1,22 +1,24 @@
-"""models.yaml -> routes and adapters; the code lives in :mod:`metis.registry.registry`
+"""models.yaml -> model routes and adapters; the code lives in :mod:`metis.registry.registry`
 (entries and the file schema beside it)."""
 
+from metis.core.deprecation import renamed
 from metis.registry.registry import (
     AdapterEntry,
     AdapterStatus,
     ModelEntry,
+    ModelRoute,
     NotConfiguredError,
     Registry,
     RegistryFile,
-    Route,
 )
 
 __all__ = [
     "AdapterEntry",
     "AdapterStatus",
     "ModelEntry",
+    "ModelRoute",
     "NotConfiguredError",
     "Registry",
     "RegistryFile",
-    "Route",
 ]
+__getattr__ = renamed(__name__, {"Route": "ModelRoute"}, globals())

@@ -23,7 +23,7 @@ log = logging.getLogger("metis")
 
 
 @dataclass(frozen=True, slots=True)
-class Route:
+class ModelRoute:
     """Where a model name leads: the canonical id, its adapter, and what it can serve."""
 
     model: str
@@ -119,7 +119,7 @@ def _load_stack(name: str, type_: str, base: Path | None, source: str) -> StackS
         raise ConfigError(message) from None
 
 
-def model_route(model_id: str, entry: ModelEntry, stack: StackSpec, source: str) -> Route:
+def model_route(model_id: str, entry: ModelEntry, stack: StackSpec, source: str) -> ModelRoute:
     """The route for ``models: {model_id: entry}``, whose adapter entry uses ``stack``."""
     where = f"{source}: models.{model_id}"
     wire_name = entry.wire_name or model_id.partition(":")[2] or model_id
@@ -132,7 +132,7 @@ def model_route(model_id: str, entry: ModelEntry, stack: StackSpec, source: str)
         raise config_error(
             exc, source, AdapterCapabilities, ("models", model_id, "capabilities")
         ) from None
-    return Route(
+    return ModelRoute(
         model=model_id,
         adapter_name=entry.adapter,
         wire_name=wire_name,

@@ -54,41 +54,31 @@ from pydantic import ValidationError
 
 from metis.adapter.adapter import Adapter, build_adapter
 from metis.core.config_files import config_error, read_yaml
+from metis.core.deprecation import renamed
 from metis.core.options import check_options, keyword_names
-from metis.errors import ConfigError, InvalidRequestError
+from metis.errors import ConfigError, InvalidRequestError, NotConfiguredError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.config import AdapterConfig
-from metis.registry.entries import AdapterStatus, Route, model_route, resolve_adapter
+from metis.registry.entries import AdapterStatus, ModelRoute, model_route, resolve_adapter
 from metis.registry.file import AdapterEntry, ModelEntry, RegistryFile
+from metis.routing.router import Router, router_for
 from metis.routing.spec import check_routes
 from metis.transport.clients import AsyncHTTPClient
 from metis.transport.stage import http_client
 
 if TYPE_CHECKING:
     from metis.registry.entries import ResolvedAdapter
-    from metis.routing.router import Router
 
 __all__ = [
     "AdapterEntry",
     "AdapterStatus",
     "ModelEntry",
+    "ModelRoute",
     "NotConfiguredError",
     "Registry",
     "RegistryFile",
-    "Route",
 ]
-
-
-class NotConfiguredError(ConfigError):
-    """A model was routed to an adapter that has no API key (docs/models-yaml.md)."""
-
-    def __init__(
-        self, message: str, *, model: str | None, adapter: str, api_key_env: str | None
-    ) -> None:
-        super().__init__(message)
-        self.model = model
-        self.adapter = adapter
-        self.api_key_env = api_key_env
+__getattr__ = renamed(__name__, {"Route": "ModelRoute"}, globals())
 
 
 # The registry ------------------------------------------------------------------------------
@@ -131,7 +121,7 @@ class Registry:
             name: resolve_adapter(name, entry, env, base, source)
             for name, entry in spec.adapters.items()
         }
-        self._routes: dict[str, Route] = {}
+        self._routes: dict[str, ModelRoute] = {}
         self._overrides: dict[str, dict[str, Any]] = {}
         self._names: dict[str, str] = {}  # canonical id or alias -> canonical id
         for model_id, entry in spec.models.items():
@@ -221,11 +211,11 @@ class Registry:
         """Every declared adapter, configured or not (with the reason)."""
         return [adapter.status for adapter in self._adapters.values()]
 
-    def routes(self) -> list[Route]:
+    def routes(self) -> list[ModelRoute]:
         """Every model's route, whether or not its adapter is configured."""
         return list(self._routes.values())
 
-    def resolve(self, name: str) -> Route:
+    def resolve(self, name: str) -> ModelRoute:
         """The route for a canonical model id or alias.
 
         Raises :class:`~metis.errors.InvalidRequestError` (with close matches) for an unknown
@@ -263,8 +253,6 @@ class Registry:
 
     def router(self, name: str, **kwargs: Any) -> Router:
         """The router for ``routes: {name: ...}`` (keyword arguments go to ``Router``)."""
-        from metis.routing.router import router_for
-
         if name not in self.route_specs:
             raise self._unknown(name, "route", list(self.route_specs))
         return router_for(self, name, self.route_specs[name], **kwargs)
@@ -331,7 +319,7 @@ class Registry:
         built, self._built = list(self._built.values()), {}
         owned, self._owned_clients = list(self._owned_clients.values()), {}
         for adapter in built:
-            await adapter.dispose()  # each stage's dispose, then the adapter's own client
+            await adapter.aclose()  # each stage's dispose, then the adapter's own client
         for client in owned:
             await client.aclose()
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 
 from metis.adapter.adapter import Adapter
 from metis.adapter.count_tokens import TokenCount
 from metis.catalog.estimate import estimate_request_tokens
+from metis.core.deprecation import warn_deprecated
 from metis.core.options import checked_init
 from metis.errors import (
     AdapterError,
@@ -50,16 +51,13 @@ from metis.routing.targets import ResolvedTarget, RouteTarget, Targets
 from metis.stages.policy.capability_check import unmet_needs
 from metis.telemetry import NULL_SINK, AvailabilityChanged, RouteDecided, TelemetrySink
 
-if TYPE_CHECKING:
-    from metis.registry.registry import Registry
-
 AVAILABILITY_ERRORS = DEFAULT_FALLBACK_ON
 """The error classes that say a model is unavailable (and cool it down)."""
 
 
 @checked_init
 class Router:
-    """Presents the adapter interface (``complete``, ``stream``, ``cancel``, ``close``,
+    """Presents the adapter interface (``complete``, ``stream``, ``cancel``, ``aclose``,
     ``estimate_input_tokens``) over an ordered list of models; see the module's docstring."""
 
     def __init__(
@@ -155,20 +153,25 @@ class Router:
                 return
         raise self._exhausted(request, steps, last)
 
-    async def cancel(self, request_id: str) -> bool:
+    def cancel(self, request_id: str) -> bool:
         """Cancel the call wherever it is running (see :meth:`Adapter.cancel`)."""
         adapters = {id(t.adapter): t.adapter for t in self.targets}.values()
-        return any([await adapter.cancel(request_id) for adapter in adapters])
+        return any([adapter.cancel(request_id) for adapter in adapters])
+
+    async def aclose(self) -> None:
+        """Close the adapters this router built (adapters given to it stay the caller's)."""
+        await self._targets.aclose()
 
     async def close(self) -> None:
-        """Close the adapters this router built (adapters given to it stay the caller's)."""
-        await self._targets.close()
+        """Deprecated: :meth:`aclose`."""
+        warn_deprecated("Router.close()", "Router.aclose()")
+        await self.aclose()
 
     async def __aenter__(self) -> Router:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+        await self.aclose()
 
     def estimate_input_tokens(
         self,
@@ -348,11 +351,17 @@ class Router:
     # Building --------------------------------------------------------------------------------
 
 
-def router_for(registry: Registry, name: str, spec: RouteSpec, **kwargs: Any) -> Router:
-    """The router for a models.yaml route: its models are the registry's ids or aliases."""
+class ModelResolver(Protocol):
+    """What resolves a route's model names (a :class:`metis.registry.Registry` does)."""
+
+    def request(self, name: str, **fields: Any) -> tuple[Adapter, CanonicalRequest]: ...
+
+
+def router_for(models: ModelResolver, name: str, spec: RouteSpec, **kwargs: Any) -> Router:
+    """The router for a models.yaml route: its models are ids or aliases ``models`` knows."""
     targets = []
     for target in spec.targets():
-        adapter, request = registry.request(target.model, messages=[], max_output_tokens=1)
+        adapter, request = models.request(target.model, messages=[], max_output_tokens=1)
         targets.append(RouteTarget(request.model, adapter, target.max_retries, target.options))
     return Router(
         targets,

@@ -103,10 +103,10 @@ class Targets:
             limiter=limiter,
         )
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         owned, self._owned = list(self._owned.values()), {}
         for adapter in owned:
-            await adapter.close()
+            await adapter.aclose()
 
     def _build(self, provider: str) -> Adapter:
         built = self._owned.get(provider)

@@ -14,13 +14,9 @@ from typing import Any
 
 from metis.errors import StackError
 from metis.pipeline.registry import StageRegistry
+from metis.wire.codec import rules_name
 
-
-def rules_name(codec: str, settings: dict[str, Any] | None) -> str:
-    """The pre-send rules of a dialect: the codec's name, or a configured codec's own name."""
-    if settings and isinstance(settings.get("name"), str):
-        return str(settings["name"])
-    return codec
+__all__ = ["apply_dialect", "rules_name"]
 
 
 def apply_dialect(

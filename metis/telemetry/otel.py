@@ -10,8 +10,9 @@ import threading
 from typing import Any
 
 from metis.core.options import checked_init
+from metis.core.version import VERSION
 from metis.model.response import StopKind, StopReason, TokenUsage
-from metis.telemetry import (
+from metis.telemetry.events import (
     AvailabilityChanged,
     CallCompleted,
     CallFailed,
@@ -40,10 +41,8 @@ class OpenTelemetrySink:
             raise ImportError(
                 "OpenTelemetrySink needs the OpenTelemetry API: pip install 'metis[otel]'"
             ) from exc
-        from metis import __version__
-
         self._trace = trace
-        self._tracer = trace.get_tracer(tracer_name, __version__, tracer_provider=tracer_provider)
+        self._tracer = trace.get_tracer(tracer_name, VERSION, tracer_provider=tracer_provider)
         self._open: dict[tuple[str, int], list[Any]] = {}
         self._lock = threading.Lock()
 

@@ -14,9 +14,37 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from metis.errors import AdapterError, StackError
+from metis.model.content import ProviderRaw
 from metis.model.request import CanonicalRequest
-from metis.pipeline.call import Call
 from metis.wire.builder import MessageBuilder
+
+
+class EncodeContext(Protocol):
+    """What encoding needs of the call in progress (:class:`metis.pipeline.Call` is one): who
+    is called, and where to report what the provider cannot take."""
+
+    @property
+    def request_id(self) -> str: ...
+
+    @property
+    def provider(self) -> str:
+        """The adapter's name."""
+
+    @property
+    def model(self) -> str:
+        """The canonical model id (``provider:name``)."""
+
+    @property
+    def wire_model(self) -> str:
+        """The provider's name for the model."""
+
+    def produced(self, origin: ProviderRaw | None) -> bool:
+        """Whether content recorded as made by ``origin`` was made by this provider and model."""
+
+    def warn_dropped(
+        self, block_type: str, reason: str, message_id: str | None = None, **extra: Any
+    ) -> None:
+        """Report content the provider cannot take (it is left out of the request)."""
 
 
 class StreamParser(Protocol):
@@ -31,7 +59,7 @@ class StreamParser(Protocol):
 class Codec(Protocol):
     name: str
 
-    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]: ...
+    def encode(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]: ...
 
     def stream_parser(self, builder: MessageBuilder) -> StreamParser: ...
 
@@ -53,6 +81,13 @@ _LAZY: dict[str, str] = {
     "schema": "metis.wire.schema:codec",
 }
 _CODECS: dict[str, Any] = {}
+
+
+def rules_name(codec: str, settings: Mapping[str, Any] | None) -> str:
+    """The pre-send rules of a dialect: the codec's name, or a configured codec's own name."""
+    if settings and isinstance(settings.get("name"), str):
+        return str(settings["name"])
+    return codec
 
 
 def register_codec(codec: Codec) -> Codec:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from metis.errors import CapabilityError
 from metis.model.content import ImageBlock, TextBlock, ToolResultBlock
 from metis.model.media import Base64Source, DocumentBlock, MediaBlock, TextSource
-from metis.pipeline.call import Call
+from metis.wire.codec import EncodeContext
 
 _EXTENSIONS = {"text/plain": ".txt", "text/markdown": ".md", "audio/mpeg": ".mp3"}
 
@@ -54,7 +54,7 @@ def preamble(block: DocumentBlock, *, title: bool) -> str | None:
 
 
 def cannot_carry(
-    call: Call, block: MediaBlock | ImageBlock, reason: str, message_id: str, current: bool
+    call: EncodeContext, block: MediaBlock | ImageBlock, reason: str, message_id: str, current: bool
 ) -> None:
     """The block is not sent: a CapabilityError in the turn being sent (``current``), else
     dropped with the lossy-projection WARN."""
@@ -63,7 +63,7 @@ def cannot_carry(
     call.warn_dropped(block.type, reason, message_id=message_id)
 
 
-def refuse_block(call: Call, block_type: str, reason: str, message_id: str) -> None:
+def refuse_block(call: EncodeContext, block_type: str, reason: str, message_id: str) -> None:
     """The CapabilityError for a block of the turn being sent that this wire cannot carry."""
     raise CapabilityError(
         f"{call.model} cannot take the {block_type} in {message_id}: {reason}",

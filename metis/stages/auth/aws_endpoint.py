@@ -95,7 +95,7 @@ async def in_worker(call: Call, blocking: Callable[..., T], *args: Any) -> T:
 
 
 def not_configured(call: Call, why: str, variable: str) -> ConfigError:
-    from metis.registry.registry import NotConfiguredError
+    from metis.errors import NotConfiguredError
 
     return NotConfiguredError(
         f"{call.provider}: {why}", model=call.model, adapter=call.provider, api_key_env=variable

@@ -134,7 +134,7 @@ def _is_async(provider: Any) -> bool:
 
 
 def _not_configured(call: Call, reason: str) -> ConfigError:
-    from metis.registry.registry import NotConfiguredError
+    from metis.errors import NotConfiguredError
 
     return NotConfiguredError(
         f"{call.provider} has no API key and {reason}: set AZURE_OPENAI_API_KEY (or "

@@ -143,7 +143,7 @@ def _google_auth(call: Call) -> Any:
 
 
 def _not_configured(call: Call, reason: str) -> ConfigError:
-    from metis.registry.registry import NotConfiguredError
+    from metis.errors import NotConfiguredError
 
     return NotConfiguredError(
         f"{call.provider}: {reason}; {HOW_TO_CONFIGURE}",

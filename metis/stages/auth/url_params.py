@@ -91,7 +91,7 @@ def _first_set(environ: Mapping[str, str], variables: list[str]) -> str | None:
 
 
 def _not_configured(call: Call, name: str, variables: list[str]) -> ConfigError:
-    from metis.registry.registry import NotConfiguredError
+    from metis.errors import NotConfiguredError
 
     where = " or ".join(variables) if variables else "no environment variable"
     return NotConfiguredError(

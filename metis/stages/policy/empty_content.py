@@ -11,12 +11,19 @@ an error tool result with no output says so in words, :data:`EMPTY_ERROR_RESULT`
 from __future__ import annotations
 
 from metis.errors import InvalidRequestError
-from metis.model.content import ContentBlock, Message, Role, TextBlock, ToolResultBlock
+from metis.model.content import (
+    EMPTY_ERROR_RESULT,
+    ContentBlock,
+    Message,
+    Role,
+    TextBlock,
+    ToolResultBlock,
+)
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
 
-EMPTY_ERROR_RESULT = "(the tool failed without output)"
+__all__ = ["EMPTY_ERROR_RESULT", "EmptyContent"]
 
 
 class EmptyContent(RequestStage[CanonicalRequest]):

@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from metis.model.content import (
+    EMPTY_ERROR_RESULT,
     AudioBlock,
     Base64ImageSource,
     ContentBlock,
@@ -25,20 +26,18 @@ from metis.model.content import (
 )
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
-from metis.pipeline.call import Call
-from metis.stages.policy.empty_content import EMPTY_ERROR_RESULT
 from metis.wire.anthropic.documents import At as _At
 from metis.wire.anthropic.documents import document
 from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, parse_body
 from metis.wire.anthropic.rules import model_traits
-from metis.wire.codec import Codec
+from metis.wire.codec import Codec, EncodeContext
 
 log = logging.getLogger("metis")
 
 # Encoding ----------------------------------------------------------------------------------
 
 
-def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
+def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     body: dict[str, Any] = {"model": call.wire_model, "max_tokens": request.max_output_tokens}
     system = _system(request, call)
     if system:
@@ -61,7 +60,7 @@ def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
     return body
 
 
-def _system(request: CanonicalRequest, call: Call) -> str:
+def _system(request: CanonicalRequest, call: EncodeContext) -> str:
     parts = [request.system_prompt or ""]
     for i, message in enumerate(request.messages):
         if message.role is Role.SYSTEM:  # system_hoist normally leaves none behind
@@ -73,7 +72,7 @@ def _system(request: CanonicalRequest, call: Call) -> str:
     return "\n\n".join(part for part in parts if part)
 
 
-def _messages(request: CanonicalRequest, call: Call) -> list[dict[str, Any]]:
+def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     start = current_turn_start(request.messages)
     for i, message in enumerate(request.messages):
@@ -148,7 +147,7 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     return out
 
 
-def _thinking(budget_tokens: int, call: Call) -> dict[str, Any]:
+def _thinking(budget_tokens: int, call: EncodeContext) -> dict[str, Any]:
     """Manual thinking with the request's budget, or adaptive where the model thinks only
     that way."""
     if "enabled" not in model_traits(call.wire_model).thinking_modes:

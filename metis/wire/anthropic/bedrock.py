@@ -16,17 +16,16 @@ from typing import Any
 
 from metis.errors import ProtocolError
 from metis.model.request import CanonicalRequest
-from metis.pipeline.call import Call
 from metis.wire import anthropic
 from metis.wire.anthropic import read as anthropic_read
 from metis.wire.bedrock_converse import errors as aws_errors
 from metis.wire.builder import MessageBuilder
-from metis.wire.codec import Codec
+from metis.wire.codec import Codec, EncodeContext
 
 ANTHROPIC_VERSION = "bedrock-2023-05-31"
 
 
-def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
+def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     body = anthropic.encode(request, call)
     body.pop("model", None)
     body.pop("stream", None)

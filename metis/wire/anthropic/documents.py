@@ -18,7 +18,7 @@ from metis.model.media import (
     TextSource,
     URLSource,
 )
-from metis.pipeline.call import Call
+from metis.wire.codec import EncodeContext
 from metis.wire.media import cannot_carry
 
 PDF = "application/pdf"
@@ -29,7 +29,7 @@ class At:
     """Where a block is being encoded: the call, the message, and whether it is in the turn
     being sent (a block this wire cannot carry is then refused, not dropped)."""
 
-    call: Call
+    call: EncodeContext
     where: str
     current: bool
 

@@ -29,8 +29,8 @@ from metis.model.content import (
 )
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
-from metis.pipeline.call import Call
 from metis.wire.bedrock_converse.media import media
+from metis.wire.codec import EncodeContext
 from metis.wire.media import cannot_carry, project_attachments
 
 EMPTY_RESULT = "(no output)"
@@ -42,7 +42,7 @@ _IMAGE_FORMATS = {
 }
 
 
-def encode(request: CanonicalRequest, call: Call) -> dict[str, Any]:
+def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     body: dict[str, Any] = {"messages": _messages(request, call)}
     system = _system(request)
     if system:
@@ -70,7 +70,7 @@ def _system(request: CanonicalRequest) -> str:
     return "\n\n".join(part for part in parts if part)
 
 
-def _messages(request: CanonicalRequest, call: Call) -> list[dict[str, Any]]:
+def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     start = current_turn_start(request.messages)
     names: set[str] = set()  # document names, unique in the request
@@ -94,7 +94,7 @@ class _At:
     """Where a block is encoded: the call, the message and its role, whether it is in the turn
     being sent, and the document names the request has used."""
 
-    call: Call
+    call: EncodeContext
     where: str
     current: bool
     names: set[str]
@@ -139,7 +139,7 @@ def _block(block: ContentBlock | ToolResultContent, at: _At) -> dict[str, Any] |
     return None  # a tool result inside a tool result has no form
 
 
-def _image(block: ImageBlock, call: Call, message_id: str) -> dict[str, Any] | None:
+def _image(block: ImageBlock, call: EncodeContext, message_id: str) -> dict[str, Any] | None:
     source = block.source
     image_format = (
         _IMAGE_FORMATS.get(source.media_type) if isinstance(source, Base64ImageSource) else None

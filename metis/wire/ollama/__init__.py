@@ -41,8 +41,7 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
-from metis.pipeline.call import Call
-from metis.wire.codec import Codec
+from metis.wire.codec import Codec, EncodeContext
 from metis.wire.media import project_attachments
 from metis.wire.ollama.read import OllamaStreamParser, parse_body
 from metis.wire.ollama.read import error_from_http as error_from_http  # stages read it here
@@ -59,7 +58,7 @@ _NO_KNOBS: Mapping[str, Any] = MappingProxyType({})
 
 def encode(
     request: CanonicalRequest,
-    call: Call,
+    call: EncodeContext,
     knobs: Mapping[str, Any] = _NO_KNOBS,
     context_tokens: int | None = None,
 ) -> dict[str, Any]:
@@ -108,7 +107,7 @@ def encode(
 
 
 def _user(
-    message: Message, message_id: str, call: Call, names: dict[str, str]
+    message: Message, message_id: str, call: EncodeContext, names: dict[str, str]
 ) -> list[dict[str, Any]]:
     """Tool results first, each its own ``role: tool`` message, then the rest as one turn."""
     out: list[dict[str, Any]] = []
@@ -153,7 +152,7 @@ def _tool_message(block: ToolResultBlock, names: dict[str, str]) -> dict[str, An
     return out
 
 
-def _assistant(message: Message, message_id: str, call: Call) -> dict[str, Any]:
+def _assistant(message: Message, message_id: str, call: EncodeContext) -> dict[str, Any]:
     texts: list[str] = []
     reasoning: list[str] = []
     calls: list[dict[str, Any]] = []
@@ -177,7 +176,7 @@ def _assistant(message: Message, message_id: str, call: Call) -> dict[str, Any]:
     return out
 
 
-def _foreign(block: ThinkingBlock, call: Call) -> str:
+def _foreign(block: ThinkingBlock, call: EncodeContext) -> str:
     origin = block.provider_raw
     if origin is None:
         return "its producing provider and model are unknown"
@@ -186,12 +185,12 @@ def _foreign(block: ThinkingBlock, call: Call) -> str:
     return f"it was produced by model {origin.model}, not {call.model}"
 
 
-def _drop(call: Call, block: ContentBlock, role: Role, message_id: str) -> None:
+def _drop(call: EncodeContext, block: ContentBlock, role: Role, message_id: str) -> None:
     reason = f"Ollama cannot carry a {block.type} block in a {role.value} message"
     call.warn_dropped(block.type, reason, message_id=message_id)
 
 
-def _tools(request: CanonicalRequest, call: Call) -> list[dict[str, Any]]:
+def _tools(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, Any]]:
     """Ollama has no tool_choice: ``none`` sends no tools, a named tool only that one; ``any``
     cannot be enforced, nor can a named tool be forced, and the log says so."""
     choice = request.tool_choice
@@ -252,7 +251,7 @@ class OllamaCodec:
         """This codec with an adapter's options and its models' context windows."""
         return OllamaCodec(options, capabilities_for)
 
-    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+    def encode(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         found = self._capabilities_for
         window = found(call.wire_model).max_context_tokens if found is not None else None
         return encode(request, call, self._knobs, window)

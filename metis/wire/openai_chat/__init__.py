@@ -24,9 +24,8 @@ from metis.model.content import (
 )
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest
-from metis.pipeline.call import Call
 from metis.wire.builder import MessageBuilder
-from metis.wire.codec import Codec
+from metis.wire.codec import Codec, EncodeContext
 from metis.wire.http_errors import body_excerpt, http_error, json_body, openai_error_fields
 from metis.wire.openai_chat.encode import (
     ReasoningReplay,
@@ -81,7 +80,7 @@ class OpenAIChatCodec:
         except ValidationError as exc:
             raise StackError(f"codec 'openai_chat' settings: {exc}") from None
 
-    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+    def encode(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
         if request.system_prompt:
             messages.append({"role": "system", "content": request.system_prompt})

@@ -31,7 +31,7 @@ from metis.model.content import (
     VideoBlock,
 )
 from metis.model.request import ToolDefinition
-from metis.pipeline.call import Call
+from metis.wire.codec import EncodeContext
 from metis.wire.media import project_attachments
 from metis.wire.openai_chat.media import media_parts
 from metis.wire.openai_chat.read import content_chunks
@@ -64,7 +64,7 @@ class ReasoningReplay(BaseModel):
 
 
 def user_messages(
-    message: Message, message_id: str, call: Call, current: bool = False
+    message: Message, message_id: str, call: EncodeContext, current: bool = False
 ) -> list[dict[str, Any]]:
     """Tool results first, each its own ``role: tool`` message, then the rest as one turn: the
     images and files of the tool results (a tool message holds text only), then the message's
@@ -104,7 +104,7 @@ def _tool_message(block: ToolResultBlock) -> dict[str, Any]:
 def assistant_message(
     message: Message,
     message_id: str,
-    call: Call,
+    call: EncodeContext,
     replay: ReasoningReplay | None,
     custom: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
@@ -148,7 +148,7 @@ def assistant_message(
     return out
 
 
-def _encode_arguments(block: ToolUseBlock, call: Call) -> str:
+def _encode_arguments(block: ToolUseBlock, call: EncodeContext) -> str:
     raw = block.provider_raw  # arguments that were not a JSON object go back as received
     if raw is not None and raw.provider == call.provider:
         kept = raw.data.get("arguments")
@@ -175,7 +175,7 @@ def tool_definition(tool: ToolDefinition) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def _drop(call: Call, block_type: str, role: Role, message_id: str) -> None:
+def _drop(call: EncodeContext, block_type: str, role: Role, message_id: str) -> None:
     reason = f"openai_chat cannot carry a {block_type} block in a {role.value} message"
     call.warn_dropped(block_type, reason, message_id=message_id)
 
@@ -200,7 +200,7 @@ def freeform_text(tool_input: dict[str, Any]) -> str:
     return json.dumps(tool_input, separators=(",", ":"), ensure_ascii=False)
 
 
-def _is_custom(block: ToolUseBlock, call: Call, custom: frozenset[str]) -> bool:
+def _is_custom(block: ToolUseBlock, call: EncodeContext, custom: frozenset[str]) -> bool:
     """A call of a freeform tool the request declares, or one this provider made as custom."""
     raw = block.provider_raw
     made = raw is not None and raw.provider == call.provider and raw.data.get("type") == "custom"

@@ -13,14 +13,14 @@ from typing import Any
 
 from metis.model.content import Base64ImageSource, ImageBlock
 from metis.model.media import AudioBlock, DocumentBlock, FileIdSource, MediaBlock
-from metis.pipeline.call import Call
+from metis.wire.codec import EncodeContext
 from metis.wire.media import cannot_carry, data_url, filename, inline, preamble
 
 AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
 
 def media_parts(
-    block: ImageBlock | MediaBlock, call: Call, message_id: str, current: bool
+    block: ImageBlock | MediaBlock, call: EncodeContext, message_id: str, current: bool
 ) -> list[dict[str, Any]]:
     """The block's content parts (none, with the refusal or WARN, when it has no form here)."""
     if isinstance(block, ImageBlock):

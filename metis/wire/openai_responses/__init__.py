@@ -12,9 +12,8 @@ from typing import Any, Literal
 from metis.errors import AdapterError, StackError
 from metis.model.content import ContentBlock
 from metis.model.request import CanonicalRequest
-from metis.pipeline.call import Call
 from metis.wire.builder import MessageBuilder
-from metis.wire.codec import CodecFactory
+from metis.wire.codec import CodecFactory, EncodeContext
 from metis.wire.http_errors import body_excerpt, json_body, openai_error_fields
 from metis.wire.openai_responses.encode import assistant_items, encode_request, silent
 from metis.wire.openai_responses.read import ResponsesParser, responses_error
@@ -49,7 +48,7 @@ class OpenAIResponsesCodec:
         self.include_encrypted_reasoning = include_encrypted_reasoning
         self.file_urls = file_urls
 
-    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+    def encode(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         mode = self.include_encrypted_reasoning
         return encode_request(
             request,
@@ -60,7 +59,9 @@ class OpenAIResponsesCodec:
             file_urls=self.file_urls,
         )
 
-    def output_items(self, content: list[ContentBlock], call: Call) -> list[dict[str, Any]]:
+    def output_items(
+        self, content: list[ContentBlock], call: EncodeContext
+    ) -> list[dict[str, Any]]:
         """The input items a reply's content becomes when a later request sends it back."""
         return assistant_items(content, call.provider, "reply", silent)
 

@@ -43,11 +43,11 @@ from metis.model.content import (
 )
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
-from metis.pipeline.call import Call
-from metis.stages.edits.strict_schema import strict_schema_or_reason
+from metis.wire.codec import EncodeContext
 from metis.wire.media import refuse_block
 from metis.wire.openai_responses.custom import CUSTOM_CALL, custom_call, custom_tool, is_custom
 from metis.wire.openai_responses.files import file_parts
+from metis.wire.strict_schema import strict_schema_or_reason
 
 Drop = Callable[[str, str, str], None]
 """``drop(block_type, reason, message_id)``: one WARN for content left out."""
@@ -59,7 +59,7 @@ _OUTPUTS = ("message", "function_call", CUSTOM_CALL)
 
 def encode_request(
     request: CanonicalRequest,
-    call: Call,
+    call: EncodeContext,
     *,
     store: bool,
     include_encrypted_reasoning: bool,
@@ -325,14 +325,14 @@ def _schema_name(title: Any) -> str:
     return name if any(c.isalnum() for c in name) else "output"
 
 
-def _warner(call: Call) -> Drop:
+def _warner(call: EncodeContext) -> Drop:
     def drop(block_type: str, reason: str, message_id: str) -> None:
         call.warn_dropped(block_type, reason, message_id=message_id)
 
     return drop
 
 
-def _refuser(call: Call) -> Drop:
+def _refuser(call: EncodeContext) -> Drop:
     def refuse(block_type: str, reason: str, message_id: str) -> None:
         refuse_block(call, block_type, reason, message_id)
 

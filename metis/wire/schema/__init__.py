@@ -73,10 +73,9 @@ from typing import Any
 
 from metis.errors import AdapterError
 from metis.model.request import CanonicalRequest
-from metis.pipeline.call import Call
 from metis.wire import json_limits
 from metis.wire.builder import MessageBuilder
-from metis.wire.codec import CodecFactory
+from metis.wire.codec import CodecFactory, EncodeContext
 from metis.wire.http_errors import body_excerpt, http_error
 from metis.wire.schema.compiled import Compiled, load_settings
 from metis.wire.schema.encode import Encoder
@@ -92,7 +91,7 @@ class SchemaCodec:
         self.name = self.schema.settings.name
         self._encoder = Encoder(self.schema)
 
-    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+    def encode(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         return self._encoder.encode(request, call)
 
     def stream_parser(self, builder: MessageBuilder) -> SchemaParser:

@@ -34,7 +34,7 @@ from metis.model.content import (
 )
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest
-from metis.pipeline.call import Call
+from metis.wire.codec import EncodeContext
 from metis.wire.media import Attachment, cannot_carry
 from metis.wire.schema.compiled import Compiled
 from metis.wire.schema.files import file_parts, result_media
@@ -63,7 +63,7 @@ class _At:
     """The message a block is in, the call, and whether it is in the turn being sent."""
 
     where: str
-    call: Call
+    call: EncodeContext
     current: bool
 
 
@@ -73,7 +73,7 @@ class Encoder:
         self.m = schema.messages
         self._messages_key = compile_path(self.m.messages_key)
 
-    def encode(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+    def encode(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         names = _tool_names(request)
         system = self._system_text(request, call)
         turns: list[_Turn] = []
@@ -202,7 +202,7 @@ class Encoder:
         return part
 
     def _tool_result(
-        self, block: ToolResultBlock, name: str | None, message_id: str, call: Call
+        self, block: ToolResultBlock, name: str | None, message_id: str, call: EncodeContext
     ) -> Any:
         result = self.m.tool_result
         template = self.s.tool_error if block.is_error and self.s.tool_error else self.s.tool_result
@@ -229,12 +229,12 @@ class Encoder:
             }
         )
 
-    def _echo(self, raw: ProviderRaw | None, call: Call) -> dict[str, Any]:
+    def _echo(self, raw: ProviderRaw | None, call: EncodeContext) -> dict[str, Any]:
         if raw is None or not self.m.echo or not call.produced(raw):
             return {}
         return {key: raw.data[key] for key in self.m.echo if key in raw.data}
 
-    def _foreign(self, block: ToolUseBlock, call: Call) -> dict[str, Any]:
+    def _foreign(self, block: ToolUseBlock, call: EncodeContext) -> dict[str, Any]:
         fields = self.m.foreign_tool_call_fields
         if not fields or call.produced(block.provider_raw):
             return {}
@@ -274,7 +274,7 @@ class Encoder:
             message[self.m.tool_calls_key] = turn.calls
         return message
 
-    def _system_text(self, request: CanonicalRequest, call: Call) -> str:
+    def _system_text(self, request: CanonicalRequest, call: EncodeContext) -> str:
         parts = [request.system_prompt or ""]
         for i, message in enumerate(request.messages):
             if message.role is Role.SYSTEM:  # system_hoist normally leaves none behind
@@ -307,7 +307,7 @@ class Encoder:
 
     # The body --------------------------------------------------------------------------------
 
-    def _body_values(self, request: CanonicalRequest, call: Call) -> dict[str, Any]:
+    def _body_values(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         tools = [
             self.s.tool.render(
                 {

@@ -1,0 +1,125 @@
+"""The sinks: what receives the bus events (a sink is anything with a synchronous ``emit``)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+from metis.core.options import checked_init
+from metis.telemetry.events import (
+    AvailabilityChanged,
+    CallCompleted,
+    CallStarted,
+    RouteDecided,
+    TelemetryEvent,
+    ToolIdStoreFailed,
+)
+
+
+class TelemetrySink(Protocol):
+    """Receives the telemetry events of each attempt (``llm.call_started``, ``completed``,
+    ``failed``, routing and store events); ``LoggingSink``, ``ListSink`` and
+    ``OpenTelemetrySink`` are provided."""
+
+    def emit(self, event: TelemetryEvent) -> None:
+        """Receive one event. Synchronous and cheap: it runs on the call's own task."""
+        ...
+
+
+class NullSink:
+    """Drops everything; the default. With it the telemetry stage steps out of the way."""
+
+    __slots__ = ()
+
+    def emit(self, event: TelemetryEvent) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return "NullSink()"
+
+
+NULL_SINK = NullSink()
+
+
+@checked_init
+class LoggingSink:
+    """One log record per event, its fields in the record (``extra``) for structured handlers:
+    ``record.event`` is the event name, ``record.request_id``, ``record.usage`` and so on."""
+
+    def __init__(self, logger: str | logging.Logger = "metis.telemetry", level: int = logging.INFO):
+        self.logger = logging.getLogger(logger) if isinstance(logger, str) else logger
+        self.level = level
+
+    def emit(self, event: TelemetryEvent) -> None:
+        if not self.logger.isEnabledFor(self.level):
+            return
+        self.logger.log(self.level, "%s", _describe(event), extra=event.to_dict())
+
+    def __repr__(self) -> str:
+        return f"LoggingSink({self.logger.name!r}, {logging.getLevelName(self.level)})"
+
+
+def _describe(event: TelemetryEvent) -> str:
+    if isinstance(event, RouteDecided):
+        steps = "; ".join(f"{model} {outcome} ({reason})" for model, outcome, reason in event.steps)
+        return f"{event.name} {event.route} {event.request_id}: {event.served_by}: {steps}"
+    if isinstance(event, AvailabilityChanged):
+        return (
+            f"{event.name} {event.key}: {event.old_state} -> {event.new_state} "
+            f"({event.reason}, {event.failures} failures, cooldown {event.cooldown_seconds:g} s)"
+        )
+    head = (
+        f"{event.name} {event.provider} {event.wire_model} {event.request_id} "
+        f"retry {event.retry_count}"
+    )
+    if isinstance(event, CallStarted):
+        return head
+    if isinstance(event, ToolIdStoreFailed):
+        return f"{head}: tool-id store {event.operation} failed: {event.error_message}"
+    if isinstance(event, CallCompleted):
+        usage = event.usage
+        return (
+            f"{head}: {event.stop_reason.kind.value} in {event.latency_ms} ms, "
+            f"{usage.total_input_tokens} in / {usage.output_tokens} out"
+        )
+    return f"{head}: {event.error_class} after {event.latency_ms} ms: {event.error_message}"
+
+
+class ListSink:
+    """Keeps every event, in order; for tests."""
+
+    def __init__(self) -> None:
+        self.events: list[TelemetryEvent] = []
+
+    def emit(self, event: TelemetryEvent) -> None:
+        self.events.append(event)
+
+    def names(self) -> list[str]:
+        return [e.name for e in self.events]
+
+    def clear(self) -> None:
+        self.events.clear()
+
+    def __repr__(self) -> str:
+        return f"ListSink({len(self.events)} events)"
+
+
+class MultiSink:
+    """Hands each event to every sink in turn. A sink that raises does not keep the event
+    from the others; the first such error is raised once they all had it."""
+
+    def __init__(self, *sinks: TelemetrySink) -> None:
+        self.sinks = sinks
+
+    def emit(self, event: TelemetryEvent) -> None:
+        failure: Exception | None = None
+        for sink in self.sinks:
+            try:
+                sink.emit(event)
+            except Exception as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    def __repr__(self) -> str:
+        return f"MultiSink({', '.join(map(repr, self.sinks))})"
