@@ -405,3 +405,11 @@ def test_converse_takes_no_file_by_url_nor_a_file_in_an_assistant_turn() -> None
     assert body["messages"][1]["content"] == [{"text": "See:"}]
     assert call.dropped_types == ["document"]
     assert "assistant" in call.dropped[0][1]
+
+
+def test_anthropic_takes_documents_in_user_messages_only() -> None:
+    call = recording_call()
+    request = _request(Message.user("hi"), Message.assistant("See:", REPORT), Message.user("ok"))
+    body = anthropic.encode(request, call)
+    assert body["messages"][1]["content"] == [{"type": "text", "text": "See:"}]
+    assert call.dropped_types == ["document"] and "user messages" in call.dropped[0][1]

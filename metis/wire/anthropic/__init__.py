@@ -79,7 +79,8 @@ def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, 
         if message.role is Role.SYSTEM:
             continue
         role = "assistant" if message.role is Role.ASSISTANT else "user"
-        at = _At(call, message.id or f"messages[{i}]", current=i >= start)
+        where = message.id or f"messages[{i}]"
+        at = _At(call, where, current=i >= start, assistant=role == "assistant")
         blocks = [b for block in message.content if (b := _block(block, at))]
         if not blocks:  # Anthropic rejects empty content; nothing was sendable
             continue

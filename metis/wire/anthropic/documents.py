@@ -26,12 +26,14 @@ PDF = "application/pdf"
 
 @dataclass(frozen=True, slots=True)
 class At:
-    """Where a block is being encoded: the call, the message, and whether it is in the turn
-    being sent (a block this wire cannot carry is then refused, not dropped)."""
+    """Where a block is being encoded: the call, the message, whether it is in the turn being
+    sent (a block this wire cannot carry is then refused, not dropped), and whether the
+    message is the assistant's (documents go in user messages only)."""
 
     call: EncodeContext
     where: str
     current: bool
+    assistant: bool = False
 
 
 def document(block: MediaBlock, at: At) -> dict[str, Any] | None:
@@ -39,7 +41,7 @@ def document(block: MediaBlock, at: At) -> dict[str, Any] | None:
     if not isinstance(block, DocumentBlock):
         cannot_carry(at.call, block, "Anthropic takes no audio or video", at.where, at.current)
         return None
-    source = document_source(block)
+    source = document_source(block) if not at.assistant else "only in user messages"
     if isinstance(source, str):
         cannot_carry(at.call, block, source, at.where, at.current)
         return None
