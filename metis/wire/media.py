@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import mimetypes
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from metis.errors import CapabilityError
 from metis.model.content import ImageBlock, TextBlock, ToolResultBlock
@@ -63,7 +64,7 @@ def cannot_carry(
     call.warn_dropped(block.type, reason, message_id=message_id)
 
 
-def refuse_block(call: EncodeContext, block_type: str, reason: str, message_id: str) -> None:
+def refuse_block(call: EncodeContext, block_type: str, reason: str, message_id: str) -> NoReturn:
     """The CapabilityError for a block of the turn being sent that this wire cannot carry."""
     raise CapabilityError(
         f"{call.model} cannot take the {block_type} in {message_id}: {reason}",
