@@ -17,6 +17,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         [
             "Adapter",
+            "ChatModel",
             "build_adapter",
         ],
         "metis.adapter",
@@ -165,6 +166,7 @@ _EXPORTS: dict[str, str] = {
             "NullSink",
             "OpenTelemetrySink",
             "RouteDecided",
+            "SharedStateChanged",
             "TelemetryEvent",
             "TelemetrySink",
             "ToolIdStoreFailed",
@@ -227,6 +229,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from metis.adapter import Adapter as Adapter
+    from metis.adapter import ChatModel as ChatModel
     from metis.adapter import build_adapter as build_adapter
     from metis.adapter.count_tokens import TokenCount as TokenCount
     from metis.calls import CallOptions as CallOptions
@@ -315,6 +318,7 @@ if TYPE_CHECKING:
     from metis.telemetry import NullSink as NullSink
     from metis.telemetry import OpenTelemetrySink as OpenTelemetrySink
     from metis.telemetry import RouteDecided as RouteDecided
+    from metis.telemetry import SharedStateChanged as SharedStateChanged
     from metis.telemetry import TelemetryEvent as TelemetryEvent
     from metis.telemetry import TelemetrySink as TelemetrySink
     from metis.telemetry import ToolIdStoreFailed as ToolIdStoreFailed

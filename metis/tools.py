@@ -18,8 +18,11 @@
 The input schema comes from the signature's type hints through pydantic (``Annotated[int,
 Field(ge=1)]`` works), the description from the docstring's first paragraph, and each
 parameter's description from its ``Args:`` entry. Arguments are validated before the function
-runs; a tool that raises, or arguments that do not validate, become an ``is_error`` result the
-model can read, never an exception in the application.
+runs; a tool that raises (even an exception that cannot be printed), arguments that do not
+validate, or a result that cannot be made text (circular, bytes that are not UTF-8, nested too
+deep for JSON, an object whose ``str()`` fails) become an ``is_error`` result the model can
+read, never an exception in the application. A string result's lone UTF-16 surrogates become
+U+FFFD, as they do in what providers send.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from metis.errors import ConfigError
 from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.model.request import FREEFORM_SCHEMA, FreeformInput, ToolDefinition
 from metis.model.response import CanonicalResponse
+from metis.wire.unicode_text import clean
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -216,7 +220,7 @@ async def _run(call: ToolUseBlock, tools: dict[str, AnyTool]) -> ToolResultBlock
             value = await anyio.to_thread.run_sync(lambda: found.function(**call.input))
     except Exception as exc:
         return _failed(call, exc)
-    return ToolResultBlock(tool_use_id=call.id, content=_text(value))
+    return _result(call, value)
 
 
 def _run_sync(call: ToolUseBlock, tools: dict[str, AnyTool]) -> ToolResultBlock:
@@ -229,7 +233,7 @@ def _run_sync(call: ToolUseBlock, tools: dict[str, AnyTool]) -> ToolResultBlock:
             raise TypeError(f"tool {call.name} is async: use arun_tools in an event loop")
     except Exception as exc:
         return _failed(call, exc)
-    return ToolResultBlock(tool_use_id=call.id, content=_text(value))
+    return _result(call, value)
 
 
 async def _awaited(value: Awaitable[Any] | Any) -> Any:
@@ -249,16 +253,34 @@ def _failed(call: ToolUseBlock, exc: Exception) -> ToolResultBlock:
         )
         text = f"the arguments of {call.name} are not valid: {problems}"
     else:
-        text = f"{type(exc).__name__}: {exc}"
-    return ToolResultBlock(tool_use_id=call.id, content=text, is_error=True)
+        text = _described(exc)
+    return ToolResultBlock(tool_use_id=call.id, content=clean(text), is_error=True)
+
+
+def _result(call: ToolUseBlock, value: Any) -> ToolResultBlock:
+    try:
+        text = _text(value)
+    except Exception as exc:  # circular, not UTF-8, too deep, a str() that raises, ...
+        reason = f"the result of {call.name} could not be made text ({_described(exc)})"
+        return ToolResultBlock(tool_use_id=call.id, content=clean(reason), is_error=True)
+    return ToolResultBlock(tool_use_id=call.id, content=text)
 
 
 def _text(value: Any) -> str:
     if isinstance(value, str):
-        return value
+        return clean(value)
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return pydantic_core.to_json(value, fallback=str).decode()
+
+
+def _described(exc: BaseException) -> str:
+    """``Type: message`` for an exception, even one whose ``str()`` fails."""
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<its message could not be printed>"
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 def _input_schema(function: Callable[..., Any], name: str) -> dict[str, Any]:

@@ -16,12 +16,13 @@ import anyio
 import httpx
 import pytest
 
-from metis import AdapterConfig, AuthError, CancelledError, NetworkError, build_adapter
+from metis import AdapterConfig, AuthError, CancelledError, ConfigError, NetworkError, build_adapter
 from metis.adapter import Adapter
 from metis.model import CanonicalRequest, Message
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.registry import NotConfiguredError
 from metis.stages.auth import aws as aws_auth
+from metis.telemetry import CallFailed, ListSink
 from metis.wire.framing.aws_eventstream import event_frame
 
 botocore_auth = pytest.importorskip("botocore.auth")
@@ -365,3 +366,78 @@ async def test_an_inference_profile_arn_is_sent_escaped_whole() -> None:
         b"/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Aapplication-inference-profile"
         b"%2Fabc123/converse-stream"
     )
+
+
+SESSION_TOKEN = "IQoJb3JpZ2luX2VjEFkaCXVzLWVhc3QtMSJHMEUCIQDexampleSessionToken"
+
+
+@pytest.mark.anyio
+async def test_credentials_fetched_to_sign_are_hidden_when_the_server_echoes_them(
+    aws_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", EXAMPLE_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", EXAMPLE_SECRET)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", SESSION_TOKEN)
+    sent: list[httpx.Request] = []
+    echoed = f"The security token included in the request is invalid: {SESSION_TOKEN}"
+    error = {"message": f"{echoed} (signed with {EXAMPLE_SECRET})"}
+    error["__header_type"] = "UnrecognizedClientException"
+    adapter = bedrock(sent, status=403, error=error, options={"region": "us-east-1"})
+    sink = ListSink()
+    adapter.telemetry = sink
+    with pytest.raises(AuthError) as caught:
+        await run(adapter)
+    assert sent[0].headers["x-amz-security-token"] == SESSION_TOKEN  # it was sent, signed
+    (failed,) = [event for event in sink.events if isinstance(event, CallFailed)]
+    shown = [str(caught.value), repr(caught.value), json.dumps(caught.value.describe())]
+    for text in [*shown, failed.error_message]:
+        assert "The security token included in the request is invalid" in text
+        assert SESSION_TOKEN not in text and EXAMPLE_SECRET not in text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "region",
+    [
+        "evil.example#",
+        "evil.example/",
+        "evil.example?",
+        "us-east-1.evil.example#",
+        "user@evil.example",
+        "us east 1",
+        "US-EAST-1",
+        "us_east_1",
+    ],
+)
+@pytest.mark.parametrize("source", ["options", "AWS_REGION", "profile"])
+async def test_a_region_that_is_not_a_region_name_is_refused_before_sending(
+    aws_env: Path, monkeypatch: pytest.MonkeyPatch, region: str, source: str
+) -> None:
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "ABSKexample")
+    options: dict[str, Any] = {}
+    if source == "options":
+        options["region"] = region
+    elif source == "AWS_REGION":
+        monkeypatch.setenv("AWS_REGION", region)
+    else:
+        (aws_env / "config").write_text(f"[default]\nregion = {region}\n")
+    sent: list[httpx.Request] = []
+    with pytest.raises(ConfigError, match="not an AWS region name") as caught:
+        await run(bedrock(sent, options=options))
+    assert not isinstance(caught.value, NotConfiguredError)
+    assert sent == []
+
+
+@pytest.mark.parametrize(
+    "region",
+    [
+        "us-east-1",
+        "us-gov-west-1",
+        "us-isob-east-1",
+        "cn-northwest-1",
+        "eusc-de-east-1",
+        "ap-southeast-7",
+    ],
+)
+def test_every_shape_of_aws_region_name_is_accepted(region: str) -> None:
+    assert aws_auth.checked_region(region, "AWS_REGION") == region

@@ -348,3 +348,124 @@ def test_metis_models_lists_filters_and_explains_an_unknown_provider(
     assert rows and all(row["provider"] == "openai" and "gpt-4o" in row["id"] for row in rows)
     assert main(["models", "--provider", "nowhere"]) == 1
     assert "metis: error: no provider 'nowhere'" in capsys.readouterr().err
+
+
+# Malformed entries -------------------------------------------------------------------------
+
+GOOD = {"provider": "acme", "id": "acme-good", "context_window": 1000, "max_output_tokens": 100}
+MALFORMED = [
+    pytest.param({"context_window": "big"}, "context_window", id="a limit that is not a number"),
+    pytest.param({"max_output_tokens": [1]}, "max_output_tokens", id="a list for a limit"),
+    pytest.param({"prices": {"input": "1"}}, "prices.output", id="a price missing"),
+    pytest.param({"prices": {"input": "x", "output": "1"}}, "prices.input", id="not a decimal"),
+    pytest.param({"prices": {"input": "1", "output": "1", "tiers": [{}]}}, "tiers", id="tier"),
+    pytest.param({"prices": ["1", "2"]}, "prices", id="prices a list"),
+    pytest.param({"input_modalities": "text"}, "input_modalities", id="modalities a string"),
+    pytest.param({"reasoning_form": "sometimes"}, "reasoning_form", id="unknown reasoning form"),
+    pytest.param({"deprecated": "maybe"}, "deprecated", id="not a boolean"),
+    pytest.param({"extra": {"a": 1}}, "extra", id="extra not text"),
+    pytest.param({"aliases": "acme-bad-2"}, "aliases", id="aliases a string"),
+    pytest.param({"aliases": [1]}, "aliases", id="aliases not strings"),
+]
+
+
+def _bad(fields: dict[str, Any]) -> dict[str, Any]:
+    return {"provider": "acme", "id": "acme-bad", **fields}
+
+
+def _skipped(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if getattr(r, "event", "") == "metis.catalog_entry_skipped"]
+
+
+@pytest.mark.parametrize(("fields", "field_name"), MALFORMED)
+def test_a_malformed_entry_is_skipped_with_one_warn_naming_it(
+    caplog: pytest.LogCaptureFixture, fields: dict[str, Any], field_name: str
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        catalog = Catalog({"models": [GOOD, _bad(fields)]}, "test.json")
+        assert catalog.get("acme", "acme-bad") is None
+        assert catalog.get("acme", "acme-bad") is None
+        assert [m.id for m in catalog.models()] == ["acme-good"] == [m.id for m in catalog]
+        assert catalog.search("acme") == catalog.models("acme")
+    assert catalog.get("acme", "acme-good") is not None
+    (warn,) = _skipped(caplog)
+    assert "acme/acme-bad" in warn.getMessage() and field_name in warn.getMessage()
+    assert "test.json" in warn.getMessage()
+
+
+@pytest.mark.parametrize(
+    "entry", [None, 5, "acme-bad", ["acme-bad"], {"id": "acme-bad"}, {"provider": "acme", "id": 7}]
+)
+def test_an_entry_without_usable_names_is_skipped_with_one_warn_naming_its_place(
+    caplog: pytest.LogCaptureFixture, entry: Any
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        catalog = Catalog({"models": [GOOD, entry]}, "test.json")
+    assert len(catalog) == 1 and [m.id for m in catalog] == ["acme-good"]
+    (warn,) = _skipped(caplog)
+    assert "models[1]" in warn.getMessage()
+
+
+@pytest.mark.anyio
+async def test_a_call_to_a_model_whose_entry_is_malformed_runs_as_uncatalogued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = {"provider": "anthropic", "id": "claude-broken-1", "max_output_tokens": "lots"}
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"version": "t", "models": [broken]}))
+    monkeypatch.setenv("METIS_CATALOG", str(path))
+    default_catalog.cache_clear()
+    _warned.discard(("anthropic", "claude-broken-1"))
+    reply = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-broken-1",
+        "content": [{"type": "text", "text": "Hi."}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    client = httpx.AsyncClient(
+        transport=httpx.MockTransport(lambda r: httpx.Response(200, json=reply))
+    )
+    try:
+        with caplog.at_level(logging.WARNING, logger="metis"):
+            for _ in range(2):
+                adapter = build_adapter("anthropic", AdapterConfig(api_key="k", http_client=client))
+                response = await adapter.complete(_ask("anthropic:claude-broken-1"))
+                assert response.text == "Hi."
+                assert adapter.capabilities_for("claude-broken-1") == adapter.stack.capabilities
+    finally:
+        monkeypatch.delenv("METIS_CATALOG")
+        default_catalog.cache_clear()
+    (warn,) = _skipped(caplog)
+    assert "anthropic/claude-broken-1" in warn.getMessage()
+    uncatalogued = [
+        r for r in caplog.records if getattr(r, "event", "") == "metis.uncatalogued_model"
+    ]
+    assert uncatalogued == []  # the one WARN says it already
+
+
+def test_refresh_leaves_out_entries_upstream_data_makes_malformed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    upstream = json.loads(json.dumps(MODELS_DEV))
+    models = upstream["acme"]["models"]
+    models["acme-odd"] = {"name": "Odd", "limit": {"context": "128k"}, "release_date": 2025}
+    models["acme-shapes"] = {"name": "Shapes", "limit": [1, 2], "modalities": "text"}
+    models["acme-form"] = {"name": "Form", "reasoning": True, "modalities": {"input": "text"}}
+    with respx.mock:
+        respx.get(MODELS_DEV_URL).respond(json=upstream)
+        sources = online_sources(fetch_prices=_genai)
+    path = tmp_path / "catalog.json.gz"
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        written = write_snapshot(sources, path)
+    stored = json.loads(gzip.decompress(path.read_bytes()))
+    ids = {entry["id"] for entry in stored["models"]}
+    assert "acme-odd" not in ids and "acme-form" not in ids
+    assert {"acme-1", "acme-think", "acme-shapes"} <= ids  # a wrong shape reads as unknown
+    assert [s["entry"] for s in stored["skipped"]] == ["acme/acme-form", "acme/acme-odd"]
+    assert [s["entry"] for s in written.skipped] == ["acme/acme-form", "acme/acme-odd"]
+    assert len(_skipped(caplog)) == 2
+    reloaded = Catalog(stored, str(path))
+    assert all(info.id in ids for info in reloaded) and len(reloaded) == len(ids)

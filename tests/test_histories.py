@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from metis.errors import InvalidRequestError
 from metis.histories import from_anthropic, from_openai_chat, to_anthropic, to_openai_chat
@@ -199,3 +202,157 @@ def test_plain_dict_messages_are_typed_and_validate() -> None:
     messages = [Message.model_validate(m) for m in history]
     assert messages[0].content == [TextBlock(text="Hi")]
     assert isinstance(messages[2].content[0], ToolResultBlock)
+
+
+# Malformed stored histories: a classified error naming where, never a bare exception --------
+
+
+def _nested(levels: int) -> list[Any]:
+    outer: list[Any] = []
+    inner = outer
+    for _ in range(levels):
+        inner.append([])
+        inner = inner[0]
+    return outer
+
+
+ODD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=8),
+    st.sampled_from(["\ud83d", "data:", "data:image/png;base64,", "tool_use", "text", "{"]),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=3),
+    st.builds(lambda: _nested(150)),  # deeper than JSON may go; printable by hypothesis
+    st.just("[" * 5000 + "]" * 5000),
+    st.just({1: "a non-string key"}),
+)
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON value: each object member and each list item, 8 levels deep."""
+    found = [path]
+    if len(path) >= 8:
+        return found
+    if isinstance(value, dict):
+        for key, child in value.items():
+            found += _paths(child, (*path, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            found += _paths(child, (*path, index))
+    return found
+
+
+@st.composite
+def mutated(draw: st.DrawFn, history: list[dict[str, Any]]) -> list[Any]:
+    """``history`` with one to three places replaced by an odd value, or removed."""
+    result: Any = copy.deepcopy(history)
+    for _ in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from(_paths(result)))
+        if not path:
+            result = copy.deepcopy(draw(ODD_VALUES))  # a later mutation must not change it
+            continue
+        parent = result
+        for step in path[:-1]:
+            parent = parent[step]
+        if draw(st.booleans()) and isinstance(parent, dict):
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = copy.deepcopy(draw(ODD_VALUES))
+        if not isinstance(result, list | dict):
+            break
+    return result  # type: ignore[no-any-return]
+
+
+def _imported_or_refused(load: Any, history: Any, export: Any, **extra: Any) -> None:
+    try:
+        messages = load(history, **extra)
+        export(messages)
+    except InvalidRequestError as error:
+        assert error.message.startswith(("messages", "system")), error.message
+        assert error.error_class.value == "invalid_request"
+
+
+@settings(max_examples=300, deadline=None)
+@given(mutated(CHAT))
+def test_a_mutated_chat_history_imports_or_is_refused_naming_where(history: Any) -> None:
+    _imported_or_refused(from_openai_chat, history, to_openai_chat)
+
+
+@settings(max_examples=300, deadline=None)
+@given(mutated(ANTHROPIC), st.one_of(st.none(), ODD_VALUES))
+def test_a_mutated_anthropic_history_imports_or_is_refused_naming_where(
+    history: Any, system: Any
+) -> None:
+    _imported_or_refused(from_anthropic, history, to_anthropic, system=system)
+
+
+@pytest.mark.parametrize(
+    ("load", "history", "where"),
+    [
+        (from_openai_chat, [{"role": "assistant", "tool_calls": True}], "messages[0].tool_calls"),
+        (
+            from_openai_chat,
+            [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": 5}}]}],
+            "messages[0].tool_calls[0].function.name",
+        ),
+        (
+            from_openai_chat,
+            [{"role": "user", "content": [{"type": "text", "text": None}]}],
+            "messages[0].content[0].text",
+        ),
+        (
+            from_anthropic,
+            [{"role": "assistant", "content": [{"type": "thinking", "signature": 7}]}],
+            "messages[0].content[0].signature",
+        ),
+        (
+            from_anthropic,
+            [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "input": {1: 2}}]}],
+            "messages[0].content[0].input",
+        ),
+        (
+            from_anthropic,
+            [{"role": "user", "content": [{"type": "image", "source": {"type": "base64"}}]}],
+            "messages[0].content[0].source",
+        ),
+        (from_openai_chat, 42, "messages: expected a list"),
+        (from_anthropic, [{"role": _nested(5000)}], "messages[0].role: expected user or"),
+        (from_openai_chat, [{"role": _nested(5000)}], "messages[0].role: expected system"),
+    ],
+)
+def test_a_malformed_field_is_an_invalid_request_naming_the_message_and_field(
+    load: Any, history: Any, where: str
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        load(history)
+    assert where in caught.value.message
+
+
+@pytest.mark.parametrize("export", [to_openai_chat, to_anthropic])
+def test_exports_take_message_dicts_and_refuse_what_is_not_a_message_naming_it(
+    export: Any,
+) -> None:
+    assert export([{"role": "user", "content": "Hi"}]) == export([Message.user("Hi")])
+    with pytest.raises(InvalidRequestError, match=r"messages\[1\]"):
+        export([Message.user("Hi"), {"role": "robot", "content": "x"}])
+    with pytest.raises(InvalidRequestError, match=r"messages\[0\]"):
+        export(["Hi"])
+    nan = Message.assistant(ToolUseBlock(id="tu_1", name="w", input={"x": float("nan")}))
+    with pytest.raises(InvalidRequestError, match=r"messages\[0\]\.content\[0\]\.input\.x"):
+        export([nan])
+
+
+def test_the_warn_for_a_dropped_part_names_its_type_printably(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    odd = "half \ud83d" + "x" * 500
+    history = [{"role": "user", "content": [{"type": odd}, {"type": ["a", "list"]}]}]
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        assert from_openai_chat(history)[0].content == []
+    first, second = (r.getMessage() for r in caplog.records)
+    first.encode("utf-8")  # no lone surrogate in a log line
+    assert "half \ufffd" in first and len(first) < 200
+    assert second.startswith("dropped list at messages[0].content[1]")

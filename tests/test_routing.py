@@ -334,12 +334,12 @@ async def test_a_probe_cancelled_by_its_caller_frees_the_model_for_the_next_call
     assert (await route.complete(ask())).provider == "openai"
     now[0] += 60
     emulator.push_fault("stall=30;after=0", provider="anthropic")
-    with anyio.move_on_after(0.5):
-        if streaming:
-            async for _ in route.stream(ask()):
-                pass
-        else:
-            await route.complete(ask())
+    with anyio.fail_after(DEADLINE), anyio.CancelScope() as probe:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_call, route, streaming)
+            while len(emulator.requests) < 3:  # noqa: ASYNC110 (the emulator is another thread)
+                await anyio.sleep(0.01)
+            probe.cancel()  # the probe's own caller goes away, its request in flight
     record = await availability.record(MODELS["anthropic"])
     assert record.state is State.COOLING_DOWN and record.until == now[0]
     with anyio.fail_after(DEADLINE):
@@ -359,3 +359,11 @@ def test_the_sync_stream_takes_a_router_with_limits(emulator_server: Emulator) -
         events = list(metis.stream(route, "Say hello."))
         assert isinstance(events[-1], MessageComplete)
     assert [r.provider for r in emulator_server.requests] == ["anthropic", "gemini", "gemini"]
+
+
+async def _call(route: Router, streaming: bool) -> None:
+    if streaming:
+        async for _ in route.stream(ask()):
+            pass
+    else:
+        await route.complete(ask())

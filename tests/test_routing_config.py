@@ -45,7 +45,8 @@ async def test_a_route_from_models_yaml_falls_back(emulator: Emulator) -> None:
     async with Registry.from_dict(spec) as registry:
         route = registry.router("default")
         assert [t.model for t in route.targets] == ["anthropic:claude-sonnet-4-5", "openai:gpt-4o"]
-        assert route.targets[0].adapter.config.max_retries == 1
+        assert route.targets[0].max_retries == 1  # the call's, not the adapter's (2)
+        assert route.targets[0].adapter.config.max_retries == 2
         assert route.targets[1].limiter is not None
         assert route.targets[1].limiter.limits == Limits(max_concurrent=4)
         emulator.push_fault("overloaded", times=2, provider="anthropic")

@@ -838,3 +838,57 @@ async def test_a_cancel_while_connecting_stays_a_cancel() -> None:
         store = RedisToolIdStore(f"redis://127.0.0.1:{port}", timeout=0.3)
         with pytest.raises(NetworkError, match=r"timed out after 0\.3s"):
             await store.provider_ids("s", "openai", ["tu_1"])
+
+
+class _WatchedStore(RedisToolIdStore):
+    """The Redis store, saying when a write begins."""
+
+    writing: anyio.Event
+
+    async def remember(self, session_id: str, provider: str, pairs: Any) -> None:
+        self.writing.set()
+        await super().remember(session_id, provider, pairs)
+
+
+@pytest.mark.anyio
+async def test_a_cancel_while_redis_holds_the_write_ends_the_stream_cancelled(
+    own_server: RedisProcess,
+) -> None:
+    """docs/contract.md §1-2: cancel() is True only for a call it cancelled, and such a stream
+    ends with message.complete, stop reason cancelled, its content kept."""
+    provider = ScriptedProvider("anthropic", [tools(("weather", {"city": "Oslo"}), say="checking")])
+    url = f"redis://127.0.0.1:{own_server.port}"
+    store = _WatchedStore(url, timeout=30)
+    store.writing = anyio.Event()
+    adapter = build_adapter(
+        "anthropic",
+        AdapterConfig(api_key="k", max_retries=0, http_client=provider.client()),
+        tool_id_store=store,
+    )
+    request = CanonicalRequest(
+        model="anthropic:claude-x",
+        messages=[Message.user("weather in Oslo?")],
+        max_output_tokens=100,
+        session_id="conv-1",
+    )
+    events: list[Any] = []
+
+    async def consume() -> None:
+        events.extend([event async for event in adapter.stream(request)])
+
+    admin = coredis.Redis.from_url(url)
+    async with admin:
+        await admin.client_pause(60_000, coredis.PureToken.WRITE)  # writes wait; reads do not
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(consume)
+                await store.writing.wait()
+                assert adapter.cancel(request.request_id) is True
+        finally:
+            await admin.client_unpause()
+    complete = events[-1]
+    assert isinstance(complete, MessageComplete)
+    assert complete.stop_reason.kind is StopKind.CANCELLED
+    [call] = [b for b in complete.final_content if isinstance(b, ToolUseBlock)]
+    assert call.input == {"city": "Oslo"}
+    assert adapter.cancel(request.request_id) is False  # over: nothing left to cancel

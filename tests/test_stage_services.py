@@ -52,6 +52,7 @@ def test_a_call_carries_its_identity_and_nothing_else() -> None:
         "cancel",
         "deadline",
         "drops",
+        "terms",  # what a router settled for the call: its retries, its capability verdict
     }
 
 

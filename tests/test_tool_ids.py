@@ -772,3 +772,54 @@ async def test_a_store_answer_that_is_not_a_map_of_ids_is_not_sent(
             )
         assert _wire_ids(seen[0]) == ([derived], [derived]), answer
         assert bool(_store_warnings(caplog)) is warned, answer
+
+
+class _SlowWrites(_BrokenStore):
+    """A store that answers reads at once and never finishes a write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = anyio.Event()
+
+    async def provider_ids(self, session_id: str, provider: str, canonical_ids: Any) -> Any:
+        self.calls.append("read")
+        return {}
+
+    async def remember(self, session_id: str, provider: str, pairs: Any) -> None:
+        self.writing.set()
+        await super().remember(session_id, provider, pairs)
+
+
+@pytest.mark.backend_independent(False)
+@pytest.mark.anyio
+async def test_a_cancel_during_the_write_at_message_complete_ends_the_stream_cancelled(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """docs/contract.md §1-2: cancel() answers True only for a call it cancelled, and a
+    cancelled stream ends with message.complete whose stop reason is cancelled."""
+    store, sink = _SlowWrites(), ListSink()
+    call = make_call()
+    reply = _tool_events(("toolu_A", "weather", {"city": "Oslo"}), text="checking")
+    out: list[Any] = []
+
+    async def run() -> None:
+        _, events = await drive(
+            bound(ToolIds(prefix="toolu_"), store=store, telemetry=sink),
+            _history(new_tool_id()),
+            call,
+            reply,
+        )
+        out.extend(events)
+
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await store.writing.wait()
+            assert call.cancel.cancel() is True
+    complete = out[-1]
+    assert isinstance(complete, MessageComplete)
+    assert complete.stop_reason.kind is StopKind.CANCELLED
+    [block] = [b for b in complete.final_content if isinstance(b, ToolUseBlock)]
+    assert CANONICAL.match(block.id) and block.input == {"city": "Oslo"}  # the content kept
+    assert store.calls == ["read", "write"]
+    assert _store_warnings(caplog) == [] and sink.events == []  # a cancel is not a failure

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 import pytest
@@ -203,3 +204,118 @@ def test_output_type_with_nested_models_validates_through_refs(
     found = metis.complete("openai:gpt-4o", "Alice lives in Paris 75001.", output_type=Resident)
     assert isinstance(found, Resident) and isinstance(found.home, Address)
     assert found.home.city == "Paris" and found.home.postcode == 75001
+
+
+# Results that cannot be made text, exceptions that cannot be printed ------------------------
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no message for you")
+
+
+class NoStr:
+    def __str__(self) -> str:
+        raise ValueError("no str for you")
+
+
+def _circular_list() -> list[object]:
+    items: list[object] = []
+    items.append(items)
+    return items
+
+
+def _circular_dict() -> dict[str, object]:
+    items: dict[str, object] = {}
+    items["self"] = items
+    return items
+
+
+def _deep(levels: int = 5000) -> list[object]:
+    outer: list[object] = []
+    inner = outer
+    for _ in range(levels):
+        inner.append([])
+        inner = inner[0]  # type: ignore[assignment]
+    return outer
+
+
+class Looped(BaseModel):
+    items: list[object]
+
+
+UNTEXTABLE = [
+    pytest.param(_circular_list, "Circular reference", id="circular list"),
+    pytest.param(_circular_dict, "Circular reference", id="circular dict"),
+    pytest.param(lambda: b"\xff\xfe not utf-8", "utf-8", id="bytes that are not UTF-8"),
+    pytest.param(lambda: {"text": "half \ud83d"}, "encode", id="a lone surrogate inside"),
+    pytest.param(_deep, "depth", id="nested too deep"),
+    pytest.param(lambda: {"when": NoStr()}, "no str for you", id="an object str() fails on"),
+    pytest.param(lambda: Looped(items=_circular_list()), "Circular", id="a model with a loop"),
+]
+
+
+def _returning(make: Callable[[], object]) -> tuple[Tool, Tool]:
+    """Two tools that return what ``make`` makes: a plain one and an async one."""
+
+    def result() -> object:
+        return make()
+
+    async def async_result() -> object:
+        return make()
+
+    return Tool.from_function(result), Tool.from_function(async_result)
+
+
+@pytest.mark.parametrize(("make", "says"), UNTEXTABLE)
+def test_a_result_that_cannot_be_made_text_is_an_is_error_result(
+    make: Callable[[], object], says: str
+) -> None:
+    plain, _ = _returning(make)
+    (block,) = run_tools(reply_with(call("result")), [plain]).content
+    assert isinstance(block, ToolResultBlock) and block.is_error
+    assert block.text().startswith("the result of result could not be made text (")
+    assert says in block.text()
+    block.text().encode("utf-8")  # sendable as it is
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("make", "says"), UNTEXTABLE)
+async def test_arun_tools_makes_the_same_is_error_results(
+    make: Callable[[], object], says: str
+) -> None:
+    plain, asynchronous = _returning(make)
+    reply = reply_with(call("result", "tu_1"), call("async_result", "tu_2"))
+    message = await arun_tools(reply, [plain, asynchronous])
+    blocks = [b for b in message.content if isinstance(b, ToolResultBlock)]
+    assert [b.tool_use_id for b in blocks] == ["tu_1", "tu_2"]
+    assert all(b.is_error and says in b.text() for b in blocks)
+
+
+def raises_unprintable() -> str:
+    """Fails with an exception whose message cannot be printed."""
+    raise Unprintable()
+
+
+def raises_surrogates() -> str:
+    """Fails with a message holding a lone surrogate."""
+    raise RuntimeError("half an emoji: \ud83d")
+
+
+@pytest.mark.anyio
+async def test_an_exception_that_cannot_be_printed_is_an_is_error_result() -> None:
+    reply = reply_with(call("raises_unprintable", "tu_1"), call("raises_surrogates", "tu_2"))
+    tools = [raises_unprintable, raises_surrogates]
+    for message in (run_tools(reply, tools), await arun_tools(reply, tools)):
+        first, second = (b for b in message.content if isinstance(b, ToolResultBlock))
+        assert first.is_error and first.text() == "Unprintable: <its message could not be printed>"
+        assert second.is_error and second.text() == "RuntimeError: half an emoji: \ufffd"
+
+
+def test_a_string_result_with_a_lone_surrogate_keeps_its_text() -> None:
+    def half() -> str:
+        return "half an emoji: \ud83d"
+
+    (block,) = run_tools(reply_with(call("half")), [half]).content
+    assert isinstance(block, ToolResultBlock) and not block.is_error
+    assert block.text() == "half an emoji: \ufffd"

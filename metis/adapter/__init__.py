@@ -2,5 +2,6 @@
 count_tokens beside it)."""
 
 from metis.adapter.adapter import Adapter, build_adapter
+from metis.adapter.chat_model import ChatModel
 
-__all__ = ["Adapter", "build_adapter"]
+__all__ = ["Adapter", "ChatModel", "build_adapter"]

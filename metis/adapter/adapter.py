@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 
@@ -38,7 +38,7 @@ from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import CanonicalResponse
-from metis.pipeline.call import Call, DropRecord
+from metis.pipeline.call import NO_TERMS, Call, CallTerms, DropRecord
 from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.config import AdapterConfig
 from metis.pipeline.pipeline import Pipeline
@@ -56,14 +56,13 @@ if TYPE_CHECKING:
     import httpx
 
 install_httpx_log_filter()
+Events: TypeAlias = AsyncIterator[StreamEvent]
 
 
 @checked_init
 class Adapter:
-    """One provider stack's pipeline, behind the adapter interface (docs/contract.md §1):
-    ``stream``, ``complete``, ``count_tokens``, ``estimate_input_tokens``, ``cancel``, ``init``,
-    ``dispose``, ``close``. Shareable by any number of concurrent calls; build one with
-    :func:`metis.build_adapter`."""
+    """One provider stack's pipeline, behind the adapter interface (docs/contract.md §1): a
+    :class:`~metis.ChatModel`, shared by any number of concurrent calls."""
 
     def __init__(
         self,
@@ -106,18 +105,18 @@ class Adapter:
 
     # ProviderAdapter ---------------------------------------------------------------------
 
-    def stream(self, request: CanonicalRequest) -> AsyncIterator[StreamEvent]:
-        """Yield the canonical events of one call, ending with ``message.complete``. (The
-        call's own generator, handed over as it is: no frame of ours per event.)"""
-        return self._run(request, stream_by_default=True)
+    def stream(self, request: CanonicalRequest, terms: CallTerms | None = None) -> Events:
+        """One call's events, ending with ``message.complete``; ``terms``: what a router settled."""
+        return self._run(request, terms or NO_TERMS, stream_by_default=True)
 
-    async def complete(self, request: CanonicalRequest) -> CanonicalResponse:
-        """One call, folded from the same events ``stream()`` yields (a whole-body call unless
-        the request sets ``stream=True``)."""
+    async def complete(
+        self, request: CanonicalRequest, terms: CallTerms | None = None
+    ) -> CanonicalResponse:
+        """One call, folded from ``stream()``'s events (whole-body unless ``stream=True``)."""
         started = time.monotonic()
         final: MessageComplete | None = None
         try:
-            async with aclosing(self._run(request)) as events:
+            async with aclosing(self._run(request, terms or NO_TERMS)) as events:
                 async for event in events:
                     if isinstance(event, MessageComplete):
                         final = event
@@ -205,7 +204,7 @@ class Adapter:
     # Internals ---------------------------------------------------------------------------
 
     async def _run(
-        self, request: CanonicalRequest, stream_by_default: bool = False
+        self, request: CanonicalRequest, terms: CallTerms, stream_by_default: bool = False
     ) -> AsyncGenerator[StreamEvent, None]:
         default = stream_by_default and self.capabilities.supports_streaming
         request = self._transport_mode(request, default=default)
@@ -219,8 +218,9 @@ class Adapter:
             model=request.model,
             wire_model=self.wire_model(request.model),
             session_id=request.session_id,
-            deadline=anyio.current_time() + self.config.timeout_seconds,
+            deadline=terms.deadline_after(self.config.timeout_seconds),
             drops=DropRecord(secrets=self.endpoint.secrets),
+            terms=terms,
         )
         handles = self._inflight.setdefault(request.request_id, [])
         handles.append(call.cancel)
@@ -232,7 +232,7 @@ class Adapter:
                         call.cancel.finished = True  # delivered: nothing left to cancel
                     yield event
         except Exception as exc:
-            scrub_error(exc, self.endpoint.secrets)
+            scrub_error(exc, call.secrets)  # the endpoint's, and credentials fetched for the call
             raise
         finally:
             call.cancel.finished = True

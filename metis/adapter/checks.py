@@ -18,14 +18,9 @@ def check_ready(
     """No key for a stack that needs one is a NotConfiguredError naming its variable; a model
     of another provider (a prefix in ``foreign``: ``openai:gpt-4o`` to the Anthropic adapter)
     an InvalidRequestError."""
-    auth = stack.auth
-    if auth.header and auth.env and not auth.optional and not endpoint.api_key:
-        raise NotConfiguredError(
-            f"{name}: no API key: set {auth.env} (or pass api_key=...)",
-            model=request.model,
-            adapter=name,
-            api_key_env=auth.env,
-        )
+    missing = missing_key(name, stack, endpoint, request.model)
+    if missing is not None:
+        raise missing
     prefix, sep, _ = request.model.partition(":")
     if sep and prefix != name and prefix in foreign:
         raise InvalidRequestError(
@@ -34,6 +29,22 @@ def check_ready(
             provider=name,
             request_id=request.request_id,
         )
+
+
+def missing_key(
+    name: str, stack: StackSpec, endpoint: Endpoint, model: str | None = None
+) -> NotConfiguredError | None:
+    """The error a call would raise for want of a key (None when the key is there or the stack
+    needs none): what a router checks when it is built."""
+    auth = stack.auth
+    if not auth.header or not auth.env or auth.optional or endpoint.api_key:
+        return None
+    return NotConfiguredError(
+        f"{name}: no API key: set {auth.env} (or pass api_key=...)",
+        model=model,
+        adapter=name,
+        api_key_env=auth.env,
+    )
 
 
 def foreign_prefixes(stack: StackSpec) -> frozenset[str]:

@@ -96,8 +96,8 @@ def _provider_models(
 
 
 def _entry(pid: str, mid: str, raw: Mapping[str, Any], genai_model: Any | None) -> dict[str, Any]:
-    limit = raw.get("limit") or {}
-    modalities = raw.get("modalities") or {}
+    limit = _mapping(raw.get("limit"))  # upstream data: a wrong shape reads as unknown, and
+    modalities = _mapping(raw.get("modalities"))  # the entry is checked before it is written
     reasoning = raw.get("reasoning")
     tools = raw.get("tool_call")
     prices = _genai_prices(genai_model) if genai_model is not None else None
@@ -125,6 +125,10 @@ def _entry(pid: str, mid: str, raw: Mapping[str, Any], genai_model: Any | None) 
         "open_weights": raw.get("open_weights"),
     }
     return {key: value for key, value in entry.items() if value is not None}
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _parallel(pid: str, tools: Any) -> bool | None:

@@ -3,7 +3,10 @@
 The packaged snapshot (``metis/catalog/models.json.gz``) is read on first use, never at import.
 ``metis models --refresh`` writes a newer one to the user's cache folder, which then wins; the
 ``METIS_CATALOG`` environment variable names another file. Entries are built from the
-snapshot's dicts only when asked for, so a lookup costs one dict access after the first.
+snapshot's dicts only when asked for, so a lookup costs one dict access after the first. An
+entry is checked when it is indexed (its names) and when it is built (every field): a malformed
+one is skipped with one WARN naming it, and its model is treated as uncatalogued
+(:mod:`metis.catalog.entries`).
 """
 
 from __future__ import annotations
@@ -14,14 +17,12 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping
-from decimal import Decimal
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-
-from metis.catalog.model_info import ModelInfo, ModelPrices, PriceTier
+from metis.catalog.entries import MalformedEntry, index_names, label, model_info, warn_skipped
+from metis.catalog.model_info import ModelInfo
 from metis.errors import ConfigError
 
 PACKAGED = "models.json.gz"
@@ -40,40 +41,52 @@ class Catalog:
         self.version = str(snapshot.get("version", "unknown"))
         self.sources: dict[str, Any] = dict(snapshot.get("sources") or {})
         self.providers: dict[str, dict[str, Any]] = dict(snapshot.get("providers") or {})
+        self.skipped: list[dict[str, str]] = list(snapshot.get("skipped") or [])
+        """The malformed entries left out when the snapshot was refreshed, and why."""
         self._raw: dict[str, Mapping[str, Any]] = {}
         self._names: dict[tuple[str, str], str] = {}
         self._built: dict[str, ModelInfo] = {}
         self._overrides: dict[str, dict[str, Any]] = {}
-        for raw in snapshot["models"]:
-            self._add(raw)
+        self._malformed: set[str] = set()
+        for position, raw in enumerate(snapshot["models"]):
+            try:
+                self._add(raw)
+            except MalformedEntry as exc:
+                warn_skipped(source, label(raw, position), str(exc))
 
     def __repr__(self) -> str:
         return f"<Catalog {self.version}: {len(self._raw)} models from {self.source}>"
 
     def __len__(self) -> int:
-        return len(self._raw)
+        return len(self._raw) - len(self._malformed)
 
     def __iter__(self) -> Iterator[ModelInfo]:
-        for key in self._raw:
-            yield self._info(key)
+        for key in list(self._raw):
+            info = self._info(key)
+            if info is not None:
+                yield info
 
     # Lookup ------------------------------------------------------------------------------
 
     def get(self, provider: str, model: str) -> ModelInfo | None:
         """The entry for ``model`` (a wire name or alias) at catalog provider ``provider``.
         A cross-region inference profile id (``us.anthropic.claude-...``) finds its model."""
-        key = self._names.get((provider, model)) or self._names.get((provider, model.lower()))
-        if key is None:
-            bare = _REGION_PREFIX.sub("", model)
-            key = self._names.get((provider, bare)) if bare != model else None
+        key = self._key(provider, model)
         return self._info(key) if key is not None else None
+
+    def malformed(self, provider: str, model: str) -> bool:
+        """Whether ``model`` names an entry that was skipped as malformed (and warned of)."""
+        key = self._key(provider, model)
+        return key is not None and self._info(key) is None
 
     def models(self, provider: str | None = None) -> list[ModelInfo]:
         """Every entry, or one provider's, in provider then id order."""
         found = [
-            self._info(k) for k, raw in self._raw.items() if provider in (None, raw["provider"])
+            self._info(k)
+            for k, raw in list(self._raw.items())
+            if provider in (None, raw["provider"])
         ]
-        return sorted(found, key=lambda m: (m.provider, m.id))
+        return sorted((m for m in found if m is not None), key=lambda m: (m.provider, m.id))
 
     def ids(self, provider: str) -> list[str]:
         """The ids of ``provider``'s entries, without building them."""
@@ -111,33 +124,44 @@ class Catalog:
         merged = {**self._overrides.get(key, {}), **fields}
         base = self._raw.get(key, {"provider": provider, "id": model})
         try:
-            checked = TypeAdapter(ModelInfo).validate_python({**base, **merged})
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
-            )
-            raise ConfigError(f"catalog override for {provider}:{model}: {problems}") from None
-        if info is None:
+            checked = model_info({**base, **merged})
+        except MalformedEntry as exc:
+            raise ConfigError(f"catalog override for {provider}:{model}: {exc}") from None
+        if info is None and key not in self._raw:
             self._add(base)
+        self._malformed.discard(key)  # the override mended it
         self._overrides[key] = merged
         self._built[key] = checked
         return checked
 
     # Internals ---------------------------------------------------------------------------
 
-    def _add(self, raw: Mapping[str, Any]) -> None:
-        key = f"{raw['provider']}/{raw['id']}"
+    def _add(self, raw: Any) -> None:
+        provider, model, aliases = index_names(raw)
+        key = f"{provider}/{model}"
         self._raw[key] = raw
-        for name in (raw["id"], *raw.get("aliases", ())):
-            self._names.setdefault((raw["provider"], name), key)
-            self._names.setdefault((raw["provider"], name.lower()), key)
+        for name in (model, *aliases):
+            self._names.setdefault((provider, name), key)
+            self._names.setdefault((provider, name.lower()), key)
 
-    def _info(self, key: str) -> ModelInfo:
+    def _key(self, provider: str, model: str) -> str | None:
+        key = self._names.get((provider, model)) or self._names.get((provider, model.lower()))
+        if key is None:
+            bare = _REGION_PREFIX.sub("", model)
+            key = self._names.get((provider, bare)) if bare != model else None
+        return key
+
+    def _info(self, key: str) -> ModelInfo | None:
+        """The entry built and checked (None, after one WARN, when it is malformed)."""
         info = self._built.get(key)
-        if info is None:
-            info = self._built[key] = _model_info(
-                {**self._raw[key], **self._overrides.get(key, {})}
-            )
+        if info is None and key not in self._malformed:
+            try:
+                info = model_info({**self._raw[key], **self._overrides.get(key, {})})
+            except MalformedEntry as exc:
+                self._malformed.add(key)
+                warn_skipped(self.source, key, str(exc))
+                return None
+            self._built[key] = info
         return info
 
 
@@ -148,38 +172,6 @@ def _has(info: ModelInfo, need: str) -> bool:
     if value is None and need not in ModelInfo.__dataclass_fields__:
         raise ConfigError(f"unknown capability {need!r} to search by")
     return bool(value)
-
-
-def _model_info(raw: Mapping[str, Any]) -> ModelInfo:
-    values = dict(raw)
-    for key in ("aliases", "input_modalities"):
-        if values.get(key) is not None:
-            values[key] = tuple(values[key])
-    prices = values.get("prices")
-    if isinstance(prices, Mapping):
-        values["prices"] = _prices(prices)
-    return ModelInfo(**values)
-
-
-def _prices(raw: Mapping[str, Any]) -> ModelPrices:
-    tiers = tuple(
-        PriceTier(
-            above_input_tokens=int(t["above_input_tokens"]),
-            **{
-                k: Decimal(str(t[k]))
-                for k in ("input", "output", "cache_read", "cache_write")
-                if k in t
-            },
-        )
-        for t in raw.get("tiers", ())
-    )
-    return ModelPrices(
-        input=Decimal(str(raw["input"])),
-        output=Decimal(str(raw["output"])),
-        cache_read=Decimal(str(raw["cache_read"])) if "cache_read" in raw else None,
-        cache_write=Decimal(str(raw["cache_write"])) if "cache_write" in raw else None,
-        tiers=tiers,
-    )
 
 
 def read_snapshot(path: str | Path) -> dict[str, Any]:

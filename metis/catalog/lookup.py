@@ -21,10 +21,13 @@ def find_model(catalog_provider: str, wire_model: str) -> ModelInfo | None:
 
 def warn_uncatalogued(catalog_provider: str, wire_model: str, source: str) -> None:
     """One WARN per (provider, model) per process: the model's limits are the stack's guess.
-    It names the catalog's closest models, in case the name is misspelt."""
+    It names the catalog's closest models, in case the name is misspelt. None for a model
+    whose entry was skipped as malformed: its WARN said so already."""
     if (catalog_provider, wire_model) in _warned:
         return
     _warned.add((catalog_provider, wire_model))
+    if default_catalog().malformed(catalog_provider, wire_model):
+        return
     close = closest(wire_model, default_catalog().ids(catalog_provider), n=3, cutoff=0.7)
     log.warning(
         "model %r is not in the model catalog for %s%s: using the capabilities %s declares",

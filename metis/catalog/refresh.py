@@ -21,6 +21,7 @@ import httpx
 
 from metis.catalog.build import build_snapshot
 from metis.catalog.catalog import Catalog, cache_path
+from metis.catalog.entries import valid_entries
 from metis.errors import ConfigError
 
 MODELS_DEV_URL = "https://models.dev/api.json"
@@ -75,9 +76,14 @@ def _latest_genai_prices() -> list[Any]:
 def write_snapshot(
     sources: tuple[dict[str, Any], list[Any], dict[str, Any]], path: Path
 ) -> Catalog:
+    """Build the snapshot and write it to ``path``, without its malformed entries (each one
+    WARN, and listed in the snapshot's ``skipped``); the catalog it holds."""
     raw, providers, where = sources
     version = datetime.date.today().isoformat()
     snapshot = build_snapshot(raw, providers, sources=where, version=version)
+    snapshot["models"], skipped = valid_entries(snapshot["models"], "refreshed from its sources")
+    if skipped:
+        snapshot["skipped"] = [{"entry": name, "why": why} for name, why in skipped]
     catalog = Catalog(snapshot, str(path))  # refuse to write what would not load
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(snapshot, separators=(",", ":"), sort_keys=True).encode()

@@ -118,6 +118,10 @@ def _refresh(out: Output) -> int:
     path = cache_path()
     catalog = write_snapshot(online_sources(), path)
     out.line(f"wrote {len(catalog)} models of {len(catalog.providers)} providers to {path}")
+    if catalog.skipped:
+        names = ", ".join(entry["entry"] for entry in catalog.skipped[:5])
+        more = ", ..." if len(catalog.skipped) > 5 else ""
+        out.line(f"left out {len(catalog.skipped)} malformed entries: {names}{more}", "dim")
     return 0
 
 

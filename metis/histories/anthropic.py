@@ -1,13 +1,25 @@
-"""Stored conversations in Anthropic Messages form, in and out."""
+"""Stored histories in Anthropic Messages form (``messages`` and ``system``), in and out."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
+from metis.adapter.sendable import first_unsendable
 from metis.errors import InvalidRequestError
-from metis.histories.common import Ids, dropped, items, mapping
 from metis.histories.files import from_anthropic_document, to_anthropic_document
+from metis.histories.reading import (
+    Ids,
+    built,
+    dropped,
+    history,
+    items,
+    mapping,
+    message,
+    role_shown,
+    text,
+    tool_input,
+)
 from metis.model.content import (
     Base64ImageSource,
     ContentBlock,
@@ -23,6 +35,7 @@ from metis.model.content import (
     ToolUseBlock,
     URLImageSource,
 )
+from metis.model.dicts import MessageDict
 from metis.model.media import AudioBlock, DocumentBlock, VideoBlock
 
 
@@ -35,20 +48,22 @@ def from_anthropic(
     made_by = ProviderRaw(provider="anthropic", model=model)
     out: list[Message] = []
     if system:
-        out.append(Message(role=Role.SYSTEM, content=_blocks(system, "system", ids, made_by)))
-    for i, raw in enumerate(messages):
+        content = _blocks(system, "system", ids, made_by)
+        out.append(built(Message, "system", role=Role.SYSTEM, content=content))
+    for i, raw in enumerate(history(messages)):
         where = f"messages[{i}]"
-        item = mapping(raw, where)
-        role = item.get("role")
+        role = mapping(raw, where).get("role")
         if role not in ("user", "assistant"):
-            raise InvalidRequestError(f"{where}.role: expected user or assistant, got {role!r}")
-        blocks = _blocks(item.get("content"), where, ids, made_by)
+            raise InvalidRequestError(
+                f"{where}.role: expected user or assistant, got {role_shown(role)}"
+            )
+        blocks = _blocks(raw.get("content"), where, ids, made_by)
         results = [b for b in blocks if isinstance(b, ToolResultBlock)]
         rest = [b for b in blocks if not isinstance(b, ToolResultBlock)]
         if results:  # tool results ride in a user turn on the wire; a tool turn here
             out.append(Message(role=Role.TOOL, content=list(results)))
         if rest or not results:
-            out.append(Message(role=Role(role), content=rest))
+            out.append(built(Message, where, role=Role(role), content=rest))
     return out
 
 
@@ -67,60 +82,70 @@ def _blocks(content: Any, where: str, ids: Ids, made_by: ProviderRaw) -> list[Co
 def _block(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ContentBlock | None:
     kind = block.get("type")
     if kind == "text":
-        return TextBlock(text=str(block.get("text", "")))
+        return TextBlock(text=text(block, "text", at))
     if kind == "image":
-        return ImageBlock(source=_image_source(block.get("source"), at))
+        return ImageBlock(source=_source(block.get("source"), at))
     if kind == "document":
         return from_anthropic_document(block, at)
     if kind == "tool_use":
-        tool_input = block.get("input") or {}
-        if not isinstance(tool_input, dict):
-            raise InvalidRequestError(f"{at}.input: expected an object")
-        tool_id = ids(block.get("id"), f"{at}.id")
-        return ToolUseBlock(id=tool_id, name=str(block.get("name", "")), input=tool_input)
+        return ToolUseBlock(
+            id=ids(block.get("id"), f"{at}.id"),
+            name=text(block, "name", at),
+            input=tool_input(block.get("input"), f"{at}.input"),
+        )
     if kind == "tool_result":
-        inner = block.get("content", "")
-        parts = inner if isinstance(inner, str) else _blocks(inner, at, ids, made_by)
-        content: str | list[ToolResultContent] = (
-            parts
-            if isinstance(parts, str)
-            else [p for p in parts if isinstance(p, TextBlock | ImageBlock | DocumentBlock)]
-        )
-        return ToolResultBlock(
-            tool_use_id=ids(block.get("tool_use_id"), f"{at}.tool_use_id"),
-            content=content,
-            is_error=bool(block.get("is_error", False)),
-        )
+        return _result(block, at, ids, made_by)
     if kind == "thinking":
-        thinking = str(block.get("thinking", ""))
-        signature = block.get("signature")
-        return ThinkingBlock(thinking=thinking, signature=signature, provider_raw=made_by)
+        thinking, signature = text(block, "thinking", at), block.get("signature")
+        return built(
+            ThinkingBlock, at, thinking=thinking, signature=signature, provider_raw=made_by
+        )
     if kind == "redacted_thinking":
-        return RedactedThinkingBlock(data=str(block.get("data", "")), provider_raw=made_by)
-    dropped(str(kind), at, "Anthropic Messages import")
+        return RedactedThinkingBlock(data=text(block, "data", at), provider_raw=made_by)
+    dropped(kind, at, "Anthropic Messages import")
     return None
 
 
-def _image_source(source: Any, where: str) -> Base64ImageSource | URLImageSource:
-    item = mapping(source, f"{where}.source")
+def _result(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ToolResultBlock:
+    inner = block.get("content", "")
+    parts = inner if isinstance(inner, str) else _blocks(inner, at, ids, made_by)
+    content = (
+        parts
+        if isinstance(parts, str)
+        else [p for p in parts if isinstance(p, TextBlock | ImageBlock | DocumentBlock)]
+    )
+    return ToolResultBlock(
+        tool_use_id=ids(block.get("tool_use_id"), f"{at}.tool_use_id"),
+        content=content,
+        is_error=bool(block.get("is_error", False)),
+    )
+
+
+def _source(source: Any, where: str) -> Base64ImageSource | URLImageSource:
+    at = f"{where}.source"
+    item = mapping(source, at)
     if item.get("type") == "base64":
-        return Base64ImageSource(media_type=str(item.get("media_type")), data=str(item.get("data")))
+        media_type, data = text(item, "media_type", at, None), text(item, "data", at, None)
+        return Base64ImageSource(media_type=media_type, data=data)
     if item.get("type") == "url":
-        return URLImageSource(url=str(item.get("url")))
-    raise InvalidRequestError(f"{where}.source: expected a base64 or url image source")
+        return URLImageSource(url=text(item, "url", at, None))
+    raise InvalidRequestError(f"{at}: expected a base64 or url image source")
 
 
-def to_anthropic(messages: Iterable[Message]) -> dict[str, Any]:
-    """``{"system": ..., "messages": [...]}`` in Messages API form from canonical messages
-    (system text hoisted; tool results in user turns; consecutive same-role turns merged)."""
+def to_anthropic(messages: Iterable[Message | MessageDict]) -> dict[str, Any]:
+    """``{"system": ..., "messages": [...]}`` in Messages API form from canonical messages (or
+    their dicts): system text hoisted, tool results in user turns, consecutive same-role turns
+    merged."""
     system: list[str] = []
     out: list[dict[str, Any]] = []
-    for i, message in enumerate(messages):
-        if message.role is Role.SYSTEM:
-            system.append(message.text())
+    for i, value in enumerate(history(messages)):
+        where = f"messages[{i}]"
+        canonical = message(value, where)
+        if canonical.role is Role.SYSTEM:
+            system.append(canonical.text())
             continue
-        role = "assistant" if message.role is Role.ASSISTANT else "user"
-        blocks = [_to_block(b, f"messages[{i}]") for b in message.content]
+        role = "assistant" if canonical.role is Role.ASSISTANT else "user"
+        blocks = [_wire(b, f"{where}.content[{j}]") for j, b in enumerate(canonical.content)]
         content = [b for b in blocks if b is not None]
         if out and out[-1]["role"] == role:
             out[-1]["content"].extend(content)
@@ -132,7 +157,7 @@ def to_anthropic(messages: Iterable[Message]) -> dict[str, Any]:
     return body
 
 
-def _to_block(block: ContentBlock | ToolResultContent, where: str) -> dict[str, Any] | None:
+def _wire(block: ContentBlock | ToolResultContent, where: str) -> dict[str, Any] | None:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
     if isinstance(block, ImageBlock):
@@ -140,11 +165,16 @@ def _to_block(block: ContentBlock | ToolResultContent, where: str) -> dict[str, 
     if isinstance(block, DocumentBlock | AudioBlock | VideoBlock):
         return to_anthropic_document(block, where)
     if isinstance(block, ToolUseBlock):
+        problem = first_unsendable(block.input, f"{where}.input")
+        if problem:
+            raise InvalidRequestError(problem)
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
     if isinstance(block, ToolResultBlock):
-        content: Any = block.content
-        if not isinstance(content, str):
-            content = [p for part in content if (p := _to_block(part, where)) is not None]
+        content: Any = (
+            block.content
+            if isinstance(block.content, str)
+            else [p for part in block.content if (p := _wire(part, where)) is not None]
+        )
         return {
             "type": "tool_result",
             "tool_use_id": block.tool_use_id,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis.errors import InvalidRequestError
-from metis.histories.common import dropped, mapping, text_field
+from metis.histories.reading import dropped, mapping, text
 from metis.model.media import (
     AudioBlock,
     Base64Source,
@@ -41,6 +41,13 @@ def split_data_url(url: str, where: str) -> tuple[str, str]:
     return media_type, data
 
 
+def _required(item: Mapping[str, Any], key: str, where: str) -> str:
+    value = text(item, key, where, None)
+    if not value:
+        raise InvalidRequestError(f"{where}.{key}: expected a non-empty string")
+    return value
+
+
 # OpenAI Chat --------------------------------------------------------------------------------
 
 
@@ -49,10 +56,10 @@ def from_chat_file(part: Mapping[str, Any], where: str) -> DocumentBlock:
     name = file.get("filename") if isinstance(file.get("filename"), str) else None
     guessed = mimetypes.guess_type(name)[0] if name else None
     if "file_id" in file:
-        file_id = text_field(file, "file_id", f"{where}.file")
+        file_id = _required(file, "file_id", f"{where}.file")
         source: Any = FileIdSource(file_id=file_id, provider="openai", media_type=guessed)
     else:
-        data = text_field(file, "file_data", f"{where}.file")
+        data = _required(file, "file_data", f"{where}.file")
         if data.startswith("data:"):
             media_type, encoded = split_data_url(data, f"{where}.file.file_data")
             source = Base64Source(media_type=media_type, data=encoded)
@@ -68,7 +75,7 @@ def from_chat_audio(part: Mapping[str, Any], where: str) -> AudioBlock:
     media_type = _AUDIO_TYPES.get(str(audio.get("format")))
     if media_type is None:
         raise InvalidRequestError(f"{where}.input_audio.format: expected wav or mp3")
-    data = text_field(audio, "data", f"{where}.input_audio")
+    data = _required(audio, "data", f"{where}.input_audio")
     return AudioBlock(source=Base64Source(media_type=media_type, data=data))
 
 
@@ -101,14 +108,14 @@ def from_anthropic_document(block: Mapping[str, Any], where: str) -> DocumentBlo
     at = f"{where}.source"
     canonical: Any
     if kind == "base64":
-        media_type = text_field(source, "media_type", at)
-        canonical = Base64Source(media_type=media_type, data=text_field(source, "data", at))
+        media_type = _required(source, "media_type", at)
+        canonical = Base64Source(media_type=media_type, data=_required(source, "data", at))
     elif kind == "url":
-        canonical = URLSource(url=text_field(source, "url", at))
+        canonical = URLSource(url=_required(source, "url", at))
     elif kind == "text":
         canonical = TextSource(text=str(source.get("data", "")))
     elif kind == "file":
-        canonical = FileIdSource(file_id=text_field(source, "file_id", at), provider="anthropic")
+        canonical = FileIdSource(file_id=_required(source, "file_id", at), provider="anthropic")
     else:  # "content": custom content blocks, which no other provider has
         dropped("document", where, "Anthropic Messages import")
         return None

@@ -1,4 +1,4 @@
-"""Stored conversations in OpenAI Chat Completions form, in and out."""
+"""Stored histories in OpenAI Chat Completions ``messages`` form, in and out."""
 
 from __future__ import annotations
 
@@ -6,9 +6,21 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from metis.adapter.sendable import first_unsendable
 from metis.errors import InvalidRequestError
-from metis.histories.common import Ids, dropped, items, mapping
 from metis.histories.files import from_chat_audio, from_chat_file, split_data_url, to_chat_parts
+from metis.histories.reading import (
+    Ids,
+    built,
+    dropped,
+    history,
+    items,
+    mapping,
+    message,
+    role_shown,
+    text,
+    tool_input,
+)
 from metis.model.content import (
     Base64ImageSource,
     ContentBlock,
@@ -21,6 +33,7 @@ from metis.model.content import (
     ToolUseBlock,
     URLImageSource,
 )
+from metis.model.dicts import MessageDict
 from metis.model.media import AudioBlock, DocumentBlock, VideoBlock
 from metis.wire.media import project_attachments
 from metis.wire.openai_chat.media import image_url
@@ -30,7 +43,7 @@ def from_openai_chat(messages: Iterable[Any]) -> list[Message]:
     """Canonical messages from a Chat Completions ``messages`` list."""
     ids = Ids()
     out: list[Message] = []
-    for i, raw in enumerate(messages):
+    for i, raw in enumerate(history(messages)):
         where = f"messages[{i}]"
         item = mapping(raw, where)
         role = item.get("role")
@@ -51,7 +64,8 @@ def from_openai_chat(messages: Iterable[Any]) -> list[Message]:
                 out.append(Message(role=Role.TOOL, content=[result]))
         else:
             raise InvalidRequestError(
-                f"{where}.role: expected system, developer, user, assistant or tool, got {role!r}"
+                f"{where}.role: expected system, developer, user, assistant or tool, got "
+                f"{role_shown(role)}"
             )
     return out
 
@@ -67,16 +81,16 @@ def _parts(content: Any, where: str) -> list[ContentBlock]:
         part = mapping(raw, at)
         kind = part.get("type")
         if kind == "text":
-            blocks.append(TextBlock(text=str(part.get("text", ""))))
+            blocks.append(TextBlock(text=text(part, "text", at)))
         elif kind == "image_url":
             url = mapping(part.get("image_url"), f"{at}.image_url").get("url")
-            blocks.append(ImageBlock(source=_image_source(url, at)))
+            blocks.append(ImageBlock(source=_image_source(url, f"{at}.image_url.url")))
         elif kind == "file":
             blocks.append(from_chat_file(part, at))
         elif kind == "input_audio":
             blocks.append(from_chat_audio(part, at))
         else:
-            dropped(str(kind), at, "OpenAI Chat import")
+            dropped(kind, at, "OpenAI Chat import")
     return blocks
 
 
@@ -90,29 +104,18 @@ def _assistant(item: Mapping[str, Any], where: str, ids: Ids) -> list[ContentBlo
     if isinstance(reasoning, str) and reasoning:
         blocks.append(ThinkingBlock(thinking=reasoning))
     blocks.extend(_parts(item.get("content"), where))
-    for k, raw in enumerate(item.get("tool_calls") or []):
+    calls = item.get("tool_calls")
+    for k, raw in enumerate(items(calls, f"{where}.tool_calls") if calls is not None else []):
         at = f"{where}.tool_calls[{k}]"
         function = mapping(mapping(raw, at).get("function"), f"{at}.function")
         blocks.append(
             ToolUseBlock(
                 id=ids(raw.get("id"), f"{at}.id"),
-                name=str(function.get("name", "")),
-                input=_arguments(function.get("arguments"), f"{at}.function.arguments"),
+                name=text(function, "name", f"{at}.function"),
+                input=tool_input(function.get("arguments"), f"{at}.function.arguments"),
             )
         )
     return blocks
-
-
-def _arguments(text: Any, where: str) -> dict[str, Any]:
-    if isinstance(text, dict):
-        return text
-    try:
-        value = json.loads(text or "{}")
-    except (TypeError, ValueError):
-        raise InvalidRequestError(f"{where}: expected a JSON object, got {text!r:.80}") from None
-    if not isinstance(value, dict):
-        raise InvalidRequestError(f"{where}: expected a JSON object, got {text!r:.80}")
-    return value
 
 
 def _image_source(url: Any, where: str) -> Base64ImageSource | URLImageSource:
@@ -120,45 +123,51 @@ def _image_source(url: Any, where: str) -> Base64ImageSource | URLImageSource:
         raise InvalidRequestError(f"{where}: expected an image URL")
     if url.startswith("data:"):
         media_type, data = split_data_url(url, where)
-        return Base64ImageSource(media_type=media_type, data=data)
-    return URLImageSource(url=url)
+        return built(Base64ImageSource, where, media_type=media_type, data=data)
+    return built(URLImageSource, where, url=url)
 
 
-def to_openai_chat(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """A Chat Completions ``messages`` list from canonical messages. A tool message holds text
-    only: the images and files of a tool result follow in a user message, as metis sends them."""
+def to_openai_chat(messages: Iterable[Message | MessageDict]) -> list[dict[str, Any]]:
+    """A Chat Completions ``messages`` list from canonical messages (or their dicts). A tool
+    message holds text only: the images and files of a tool result follow in a user message,
+    as metis sends them (docs/contract.md §9)."""
     out: list[dict[str, Any]] = []
-    for i, message in enumerate(messages):
+    for i, value in enumerate(history(messages)):
         where = f"messages[{i}]"
-        if message.role is Role.TOOL:
-            attached: list[dict[str, Any]] = []
-            for block in message.content:
-                if isinstance(block, ToolResultBlock):
-                    projected = project_attachments(block)
-                    result = {"role": "tool", "tool_call_id": block.tool_use_id}
-                    out.append({**result, "content": projected.result.text()})
-                    for part in projected.attachments:
-                        attached += _media(part, where)
-            if attached:
-                out.append({"role": "user", "content": attached})
+        canonical = message(value, where)
+        if canonical.role is Role.TOOL:
+            out += _tool_messages(canonical, where)
             continue
         parts: list[dict[str, Any]] = []
         calls: list[dict[str, Any]] = []
-        for block in message.content:
+        for j, block in enumerate(canonical.content):
             if isinstance(block, TextBlock):
                 parts.append({"type": "text", "text": block.text})
             elif isinstance(block, ImageBlock | DocumentBlock | AudioBlock | VideoBlock):
                 parts += _media(block, where)
             elif isinstance(block, ToolUseBlock):
-                arguments = json.dumps(block.input, ensure_ascii=False)
-                function = {"name": block.name, "arguments": arguments}
-                calls.append({"id": block.id, "type": "function", "function": function})
+                calls.append(_call(block, f"{where}.content[{j}]"))
             else:
                 dropped(block.type, where, "OpenAI Chat export")
-        entry: dict[str, Any] = {"role": message.role.value, "content": _content(parts)}
+        entry: dict[str, Any] = {"role": canonical.role.value, "content": _content(parts)}
         if calls:
             entry["tool_calls"] = calls
         out.append(entry)
+    return out
+
+
+def _tool_messages(canonical: Message, where: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    attached: list[dict[str, Any]] = []
+    for block in canonical.content:
+        if isinstance(block, ToolResultBlock):
+            projected = project_attachments(block)
+            result = {"role": "tool", "tool_call_id": block.tool_use_id}
+            out.append({**result, "content": projected.result.text()})
+            for part in projected.attachments:
+                attached += _media(part, where)
+    if attached:
+        out.append({"role": "user", "content": attached})
     return out
 
 
@@ -168,6 +177,15 @@ def _media(
     if isinstance(block, ImageBlock):
         return [{"type": "image_url", "image_url": {"url": image_url(block)}}]
     return to_chat_parts(block, where)
+
+
+def _call(block: ToolUseBlock, where: str) -> dict[str, Any]:
+    problem = first_unsendable(block.input, f"{where}.input")
+    if problem:
+        raise InvalidRequestError(problem)
+    arguments = json.dumps(block.input, ensure_ascii=False)
+    function = {"name": block.name, "arguments": arguments}
+    return {"id": block.id, "type": "function", "function": function}
 
 
 def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]] | None:

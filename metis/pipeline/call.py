@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+
 from metis.errors import redact
 from metis.model.content import ProviderRaw
 from metis.model.response import DroppedContent
@@ -22,11 +24,34 @@ class DropRecord:
     ``message.complete.warnings``) and the session memory that warns of each drop once."""
 
     secrets: tuple[str, ...] = ()
-    """Values hidden from the drop reasons (the adapter's key: a reason may quote the server)."""
+    """Values hidden from the drop reasons, errors and telemetry of the call: the adapter's
+    (its key: a reason may quote the server), and those fetched for it (:meth:`Call.add_secret`)."""
     warned: SessionWarnings = field(default_factory=lambda: session_warnings)
     """Which drops each session was already warned about."""
     warnings: list[DroppedContent] = field(default_factory=list)
     """Every drop of this call, in order."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallTerms:
+    """What a caller above the adapter (a :class:`~metis.routing.Router`) settled for one call
+    before handing it over: when the call must be over (``deadline``, on the event loop's clock,
+    in place of ``timeout_seconds`` from now), how many times the adapter may retry it, and
+    whether the model's capabilities were already checked against the request (the
+    ``capability_check`` stage then does not check them again)."""
+
+    deadline: float | None = None
+    max_retries: int | None = None
+    capabilities_checked: bool = False
+
+    def deadline_after(self, timeout_seconds: float) -> float:
+        """The call's deadline: the one settled, else ``timeout_seconds`` from now."""
+        if self.deadline is not None:
+            return self.deadline
+        return anyio.current_time() + timeout_seconds
+
+
+NO_TERMS = CallTerms()
 
 
 @dataclass(slots=True, eq=False)
@@ -54,6 +79,22 @@ class Call:
     every attempt, read, backoff sleep and store call of the call ends by then."""
     drops: DropRecord = field(default_factory=DropRecord)
     """What the call left out, reported with its result (:meth:`warn_dropped`)."""
+    terms: CallTerms = field(default_factory=lambda: NO_TERMS)
+    """What the caller above the adapter settled for the call (its retries, its check)."""
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What no error, warning or telemetry event of this call may show: the adapter's
+        secrets and the credentials fetched for the call (longest first)."""
+        return self.drops.secrets
+
+    def add_secret(self, *values: str | None) -> None:
+        """Hide ``values`` too: credentials a stage fetched for this call (a cloud access
+        token, an AWS secret key or session token), which a server may echo back."""
+        new = [value for value in values if value and value not in self.drops.secrets]
+        if new:
+            found = (*self.drops.secrets, *new)
+            self.drops.secrets = tuple(sorted(set(found), key=len, reverse=True))
 
     @property
     def warnings(self) -> list[DroppedContent]:

@@ -61,8 +61,9 @@ from metis.model.request import CanonicalRequest
 from metis.pipeline.config import AdapterConfig
 from metis.registry.entries import AdapterStatus, ModelRoute, model_route, resolve_adapter
 from metis.registry.file import AdapterEntry, ModelEntry, RegistryFile
-from metis.routing.router import Router, router_for
+from metis.routing.router import Router
 from metis.routing.spec import check_routes
+from metis.routing.targets import RouteTarget
 from metis.transport.clients import AsyncHTTPClient
 from metis.transport.stage import http_client
 
@@ -252,10 +253,25 @@ class Registry:
         return adapter, request
 
     def router(self, name: str, **kwargs: Any) -> Router:
-        """The router for ``routes: {name: ...}`` (keyword arguments go to ``Router``)."""
+        """The router for ``routes: {name: ...}`` (keyword arguments go to ``Router``). A model
+        whose adapter has no key is skipped by the router, as a model string without one is."""
         if name not in self.route_specs:
             raise self._unknown(name, "route", list(self.route_specs))
-        return router_for(self, name, self.route_specs[name], **kwargs)
+        spec = self.route_specs[name]
+        targets = []
+        for target in spec.targets():
+            route = self._routes[self._names[target.model]]
+            adapter = self._adapter_for(route.adapter_name, self._overrides[route.model])
+            model = f"{adapter.name}:{route.wire_name}"
+            targets.append(RouteTarget(model, adapter, target.max_retries, target.options))
+        return Router(
+            targets,
+            name=name,
+            fallback_on=spec.fallback_on,
+            max_retries=spec.max_retries,
+            limits=spec.limits,
+            **kwargs,
+        )
 
     def _check_configured(self, adapter_name: str, model_id: str | None) -> None:
         adapter = self._adapters[adapter_name]

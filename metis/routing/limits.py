@@ -9,7 +9,9 @@ the usage the provider reported (input and output tokens, instead of the estimat
 
 Buckets and slots live in memory by default; :class:`~metis.redis.limits.RedisBuckets`
 and :class:`~metis.redis.limits.RedisSlots` share them across worker processes (a
-shared slot is a lease that ends with the call, or at its deadline if the worker died).
+shared slot is a lease that ends with the call, or at its deadline if the worker died). A
+limiter given them as :class:`~metis.routing.shared_state.Fallback` (as a router does) goes on
+with its own buckets and slots while the shared ones fail.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from metis.core.options import checked_init
 from metis.errors import RateLimitError
 from metis.model.response import TokenUsage
+from metis.routing.shared_state import Fallback
 
 
 @checked_init
@@ -108,6 +111,28 @@ class InMemoryBuckets:
         bucket.level = min(per_minute, bucket.level + amount)
 
 
+class InMemorySlots:
+    """Concurrency slots of one process as leases: what stands in for shared slots while their
+    store fails. ``clock`` is seconds on any monotonic scale."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._leases: dict[str, dict[str, float]] = {}
+
+    async def take(self, name: str, limit: int, holder: str, lease_seconds: float) -> bool:
+        now = self.clock()
+        leases = self._leases.setdefault(name, {})
+        for expired in [h for h, end in leases.items() if end <= now]:
+            del leases[expired]
+        if len(leases) >= limit:
+            return False
+        leases[holder] = now + lease_seconds
+        return True
+
+    async def give_back(self, name: str, holder: str) -> None:
+        self._leases.get(name, {}).pop(holder, None)
+
+
 def bucket_wait(level: float, per_minute: float, amount: float) -> float:
     """Seconds until a bucket at ``level`` holds ``amount`` (or is full, for an amount larger
     than the whole bucket: such a call goes when the bucket is full and leaves it in debt)."""
@@ -124,15 +149,14 @@ class Admitted:
     settled: bool = False
 
     async def settle(self, usage: TokenUsage | None) -> None:
-        if self.settled or usage is None or self.limiter.limits.tokens_per_minute is None:
+        per_minute = self.limiter.limits.tokens_per_minute
+        if self.settled or usage is None or per_minute is None:
             return
         self.settled = True
-        used = usage.total_input_tokens + usage.output_tokens
-        await self.limiter.buckets.give_back(
-            f"{self.limiter.key}:tokens",
-            self.limiter.limits.tokens_per_minute,
-            self.estimate - used,
-        )
+        unused = self.estimate - (usage.total_input_tokens + usage.output_tokens)
+        name = f"{self.limiter.key}:tokens"
+        with anyio.CancelScope(shield=True):
+            await self.limiter.bucket_store.run(lambda b: b.give_back(name, per_minute, unused))
 
 
 @checked_init
@@ -143,13 +167,17 @@ class Limiter:
         self,
         key: str,
         limits: Limits,
-        buckets: Buckets | None = None,
-        shared_slots: SharedSlots | None = None,
+        buckets: Buckets | Fallback[Buckets] | None = None,
+        shared_slots: SharedSlots | Fallback[SharedSlots] | None = None,
     ) -> None:
         self.key = key
         self.limits = limits
-        self.buckets: Buckets = buckets or InMemoryBuckets()
-        self.shared_slots = shared_slots
+        if not isinstance(buckets, Fallback):
+            buckets = Fallback.local_only("buckets", buckets or InMemoryBuckets())
+        self.bucket_store: Fallback[Buckets] = buckets
+        if shared_slots is not None and not isinstance(shared_slots, Fallback):
+            shared_slots = Fallback.local_only("slots", shared_slots)
+        self.slot_store: Fallback[SharedSlots] | None = shared_slots
         self._slots: anyio.CapacityLimiter | None = None
 
     def __repr__(self) -> str:
@@ -159,7 +187,7 @@ class Limiter:
     async def admit(self, estimate: int, deadline: float = math.inf) -> AsyncIterator[Admitted]:
         """Hold a slot and the budget for one call of about ``estimate`` input tokens."""
         async with AsyncExitStack() as stack:
-            if self.limits.max_concurrent is not None and self.shared_slots is not None:
+            if self.limits.max_concurrent is not None and self.slot_store is not None:
                 holder = uuid.uuid4().hex
                 await self._shared_slot(deadline, holder)
                 stack.push_async_callback(self._give_slot_back, holder)
@@ -167,34 +195,32 @@ class Limiter:
                 borrower = object()  # not the task: a stream may be read from several tasks
                 await self._slot(deadline, borrower)
                 stack.callback(self._limiter().release_on_behalf_of, borrower)
-            request_wait = await self._take(
-                "requests", self.limits.requests_per_minute, 1, deadline
-            )
+            request_wait = await self._take("requests", 1, deadline)
             try:
-                token_wait = await self._take(
-                    "tokens", self.limits.tokens_per_minute, estimate, deadline
-                )
+                token_wait = await self._take("tokens", estimate, deadline)
             except RateLimitError:
-                if self.limits.requests_per_minute is not None:
-                    await self.buckets.give_back(
-                        f"{self.key}:requests", self.limits.requests_per_minute, 1
-                    )
+                await self._give_back("requests", 1)
                 raise
             try:
                 await anyio.sleep(max(request_wait, token_wait))
             except BaseException:  # cancelled while waiting its turn: it used nothing
-                with anyio.CancelScope(shield=True):
-                    await self._give_back(estimate)
+                await self._give_back("requests", 1)
+                await self._give_back("tokens", estimate)
                 raise
             yield Admitted(self, estimate)
 
-    async def _give_back(self, estimate: int) -> None:
-        if self.limits.requests_per_minute is not None:
-            await self.buckets.give_back(f"{self.key}:requests", self.limits.requests_per_minute, 1)
-        if self.limits.tokens_per_minute is not None:
-            await self.buckets.give_back(
-                f"{self.key}:tokens", self.limits.tokens_per_minute, estimate
-            )
+    def _per_minute(self, what: str) -> float | None:
+        if what == "requests":
+            return self.limits.requests_per_minute
+        return self.limits.tokens_per_minute
+
+    async def _give_back(self, what: str, amount: int) -> None:
+        per_minute = self._per_minute(what)
+        if per_minute is None:
+            return
+        name = f"{self.key}:{what}"
+        with anyio.CancelScope(shield=True):
+            await self.bucket_store.run(lambda b: b.give_back(name, per_minute, amount))
 
     async def _slot(self, deadline: float, borrower: object) -> None:
         slots = self._limiter()
@@ -210,11 +236,11 @@ class Limiter:
         raise self._refused("concurrent calls", None)
 
     async def _shared_slot(self, deadline: float, holder: str) -> None:
-        assert self.shared_slots is not None and self.limits.max_concurrent is not None
+        slots, limit = self.slot_store, self.limits.max_concurrent
+        assert slots is not None and limit is not None
         lease = (deadline - anyio.current_time() if math.isfinite(deadline) else 600.0) + 30.0
-        while not await self.shared_slots.take(
-            f"{self.key}:slots", self.limits.max_concurrent, holder, lease
-        ):
+        name = f"{self.key}:slots"
+        while not await slots.run(lambda s: s.take(name, limit, holder, lease), deadline):
             if self.limits.on_limit == "fail":
                 raise self._refused("concurrent calls", None)
             if anyio.current_time() + SHARED_SLOT_POLL_SECONDS > deadline:
@@ -222,22 +248,25 @@ class Limiter:
             await anyio.sleep(SHARED_SLOT_POLL_SECONDS)
 
     async def _give_slot_back(self, holder: str) -> None:
-        assert self.shared_slots is not None
+        assert self.slot_store is not None
+        name = f"{self.key}:slots"
         with anyio.CancelScope(shield=True):
-            await self.shared_slots.give_back(f"{self.key}:slots", holder)
+            await self.slot_store.everywhere(lambda s: s.give_back(name, holder))
 
     def _limiter(self) -> anyio.CapacityLimiter:
         if self._slots is None:
             self._slots = anyio.CapacityLimiter(self.limits.max_concurrent or 1)
         return self._slots
 
-    async def _take(
-        self, what: str, per_minute: float | None, amount: int, deadline: float
-    ) -> float:
+    async def _take(self, what: str, amount: int, deadline: float) -> float:
+        per_minute = self._per_minute(what)
         if per_minute is None:
             return 0.0
         max_wait = 0.0 if self.limits.on_limit == "fail" else deadline - anyio.current_time()
-        wait = await self.buckets.reserve(f"{self.key}:{what}", per_minute, amount, max_wait)
+        name = f"{self.key}:{what}"
+        wait = await self.bucket_store.run(
+            lambda b: b.reserve(name, per_minute, amount, max_wait), deadline
+        )
         if wait is None:
             retry_after = bucket_wait(0.0, per_minute, amount)
             raise self._refused(f"{what} per minute", retry_after)

@@ -1,55 +1,63 @@
-"""A router: one adapter-shaped object over an ordered list of models of any providers.
+"""A router: one ChatModel over an ordered list of models of any providers.
 
-A call goes to the first model that can take it: one whose catalog entry can serve the
-request, that is not cooling down after failures, and whose client-side limits let it through.
-When that model fails with an error class the route moves on for (overloaded, rate_limit,
-server_error, network by default), after the adapter's own retries, the next model is tried.
-A stream moves on only until its first event has reached the caller; after that a failure
-ends it as an adapter's stream ends. Every decision and every change of a model's availability
-is a telemetry event. The history stays each stage's business: tool ids, thinking provenance
-and the rest are handled by each model's own stack, so any of them can take the next turn.
+A call goes to the first model that can take it: one that has its key, whose capabilities can
+serve the request, that is not cooling down after failures, and whose client-side limits let it
+through. When that model fails with an error class the route moves on for (overloaded,
+rate_limit, server_error, network by default), the next model is tried at once: a model with
+another after it does not retry by default (the route is its retry), and the last one keeps its
+adapter's own retries. A stream moves on only until its first event has reached the caller;
+after that a failure ends it as an adapter's stream ends. Every decision and every change of a
+model's availability is a telemetry event. Availability, buckets and slots kept in a shared
+store fall back to this process's own while the store fails (:mod:`metis.routing.shared_state`).
+The history stays each stage's business: tool ids, thinking provenance and the rest are handled
+by each model's own stack, so any of them can take the next turn.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable, Mapping, Sequence
-from contextlib import AsyncExitStack, aclosing, asynccontextmanager
-from typing import Any, Protocol
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from metis.adapter.adapter import Adapter
+from metis.adapter.chat_model import ChatModel
 from metis.adapter.count_tokens import TokenCount
 from metis.catalog.estimate import estimate_request_tokens
 from metis.core.deprecation import warn_deprecated
 from metis.core.options import checked_init
 from metis.errors import (
     AdapterError,
-    CapabilityError,
     ConfigError,
     ErrorClass,
-    OverloadedError,
+    NotConfiguredError,
     ProtocolError,
+    RateLimitError,
 )
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest, ToolDefinition
-from metis.model.response import CanonicalResponse
-from metis.routing.availability import Admission, AvailabilityStore, Change, InMemoryAvailability
-from metis.routing.limits import (
-    Admitted,
-    Buckets,
-    InMemoryBuckets,
-    Limiter,
-    Limits,
-    SharedSlots,
-)
-from metis.routing.spec import DEFAULT_FALLBACK_ON, RouteSpec, TargetSpec, error_classes
+from metis.model.response import CanonicalResponse, TokenUsage
+from metis.pipeline.call import CallTerms
+from metis.routing.attempt import CANNOT_SERVE, Attempt, RouteCall
+from metis.routing.availability import AvailabilityStore, Change, InMemoryAvailability
+from metis.routing.limits import Buckets, InMemoryBuckets, InMemorySlots, Limits, SharedSlots
+from metis.routing.shared_state import SHARED_STATE_TIMEOUT, Fallback, emit_safely
+from metis.routing.spec import DEFAULT_FALLBACK_ON, TargetSpec, error_classes
 from metis.routing.targets import ResolvedTarget, RouteTarget, Targets
 from metis.stages.policy.capability_check import unmet_needs
-from metis.telemetry import NULL_SINK, AvailabilityChanged, RouteDecided, TelemetrySink
+from metis.telemetry import NULL_SINK, AvailabilityChanged, TelemetrySink
 
 AVAILABILITY_ERRORS = DEFAULT_FALLBACK_ON
 """The error classes that say a model is unavailable (and cool it down)."""
@@ -57,8 +65,9 @@ AVAILABILITY_ERRORS = DEFAULT_FALLBACK_ON
 
 @checked_init
 class Router:
-    """Presents the adapter interface (``complete``, ``stream``, ``cancel``, ``aclose``,
-    ``estimate_input_tokens``) over an ordered list of models; see the module's docstring."""
+    """A :class:`~metis.ChatModel` (``complete``, ``stream``, ``count_tokens``,
+    ``capabilities_for``, ``aclose``; and ``cancel``, ``estimate_input_tokens``) over an ordered
+    list of models; see the module's docstring."""
 
     def __init__(
         self,
@@ -73,6 +82,7 @@ class Router:
         buckets: Buckets | None = None,
         slots: SharedSlots | None = None,
         telemetry: TelemetrySink | None = None,
+        shared_state_timeout: float = SHARED_STATE_TIMEOUT,
     ) -> None:
         if not targets:
             raise ConfigError("a route needs at least one model")
@@ -80,87 +90,95 @@ class Router:
         self.fallback_on = error_classes(fallback_on)
         self.availability: AvailabilityStore = availability or InMemoryAvailability()
         self.telemetry = telemetry or NULL_SINK
-        self._targets = Targets(adapters or {}, limits or {}, buckets or InMemoryBuckets(), slots)
-        self.targets = [self._targets.resolve(t, max_retries) for t in targets]
+        self.shared_state_timeout = shared_state_timeout
+        self._outage: set[str] = set()  # the shared stores now standing in locally
+        policy = getattr(self.availability, "policy", None)
+        self._availability: Fallback[AvailabilityStore] = self._fallback(
+            "availability", self.availability, InMemoryAvailability(policy)
+        )
+        self._targets = Targets(
+            adapters or {},
+            limits or {},
+            self._fallback("buckets", buckets or InMemoryBuckets(), InMemoryBuckets()),
+            None if slots is None else self._fallback("slots", slots, InMemorySlots()),
+        )
+        self.targets = self._targets.resolve_all(name, targets, max_retries)
+
+    def _fallback(self, kind: str, shared: Any, local: Any) -> Fallback[Any]:
+        """A store of the router's state, and the local one that stands in while it fails."""
+        if isinstance(shared, type(local)):  # a store of this process's own
+            return Fallback.local_only(kind, shared)
+        return Fallback(
+            kind,
+            shared,
+            local,
+            route=self.name,
+            telemetry=self.telemetry,
+            timeout=self.shared_state_timeout,
+            outage=self._outage,
+        )
 
     def __repr__(self) -> str:
         return f"<Router {self.name}: {' -> '.join(t.model for t in self.targets)}>"
 
-    # The adapter interface -------------------------------------------------------------------
+    # ChatModel ---------------------------------------------------------------------------------
 
     async def complete(self, request: CanonicalRequest) -> CanonicalResponse:
         """The first model that serves the request answers it."""
-        steps: list[tuple[str, str, str]] = []
-        last: AdapterError | None = None
+        call = RouteCall(self.name, request, self.telemetry)
         for target in self.targets:
-            admitted = await self._admit(target, request, steps)
-            if admitted is None:
-                continue
-            routed, admission = admitted
-            try:
-                async with self._limited(target, routed, admission, steps) as budget:
-                    if budget is None:
-                        continue
-                    response = await target.adapter.complete(routed)
-                    await budget.settle(response.usage)
-            except AdapterError as error:
-                last = error
-                if await self._failed(target, error, steps):
+            async with self._attempt(call, target) as attempt:
+                if attempt is None:
                     continue
-                self._decided(request, steps, None)
-                raise
-            except BaseException:
-                await self._changed(self.availability.abandoned(target.key))
-                raise
-            await self._served(target, steps)
-            self._decided(request, steps, target.model)
-            return response
-        raise self._exhausted(request, steps, last)
+                response = await target.adapter.complete(attempt.request, attempt.terms)
+                await self._served(call, attempt, response.usage)
+                return response
+        raise call.exhausted()
 
     async def stream(self, request: CanonicalRequest) -> AsyncGenerator[StreamEvent, None]:
         """The first model whose stream yields an event serves the whole stream."""
-        steps: list[tuple[str, str, str]] = []
-        last: AdapterError | None = None
+        call = RouteCall(self.name, request, self.telemetry)
         for target in self.targets:
-            admitted = await self._admit(target, request, steps)
-            if admitted is None:
-                continue
-            routed, admission = admitted
-            async with AsyncExitStack() as stack:
+            async with self._attempt(call, target) as attempt:
+                if attempt is None:
+                    continue
+                events = target.adapter.stream(attempt.request, attempt.terms)
                 try:
-                    budget = await stack.enter_async_context(
-                        self._limited(target, routed, admission, steps)
-                    )
-                    if budget is None:
-                        continue
-                    events = target.adapter.stream(routed)
-                    stack.push_async_callback(_aclose, events)
-                    first = await _first(events, target)
-                except AdapterError as error:
-                    last = error
-                    if await self._failed(target, error, steps):
-                        continue
-                    self._decided(request, steps, None)
-                    raise
-                except BaseException:
-                    await self._changed(self.availability.abandoned(target.key))
-                    raise
-                await self._served(target, steps)
-                self._decided(request, steps, target.model)
-                async with aclosing(self._rest(target, first, events, budget)) as rest:
-                    async for event in rest:
+                    event = await _first(events, target)
+                    await self._served(call, attempt, None)
+                    while True:
+                        if isinstance(event, MessageComplete) and attempt.budget is not None:
+                            await attempt.budget.settle(event.usage)
                         yield event
-                return
-        raise self._exhausted(request, steps, last)
+                        event = await anext(events)
+                except StopAsyncIteration:
+                    return
+                finally:
+                    await _aclose(events)
+        raise call.exhausted()
+
+    async def count_tokens(self, request: CanonicalRequest) -> TokenCount:
+        """The first callable model's count of ``request`` (see :meth:`Adapter.count_tokens`)."""
+        first = self._callable()[0]
+        return await first.adapter.count_tokens(first.request_for(request))
+
+    def capabilities_for(self, wire_model: str) -> AdapterCapabilities:
+        """What every model of the route can serve, for defaults: the first callable model's
+        capabilities with the smallest output limit of them all."""
+        found = [t.capabilities for t in self._callable()]
+        smallest = min(c.max_output_tokens for c in found)
+        return found[0].model_copy(update={"max_output_tokens": smallest})
+
+    async def aclose(self) -> None:
+        """Dispose of the adapters this router built (adapters given to it stay the caller's)."""
+        await self._targets.aclose()
+
+    # The rest of the adapter interface ---------------------------------------------------------
 
     def cancel(self, request_id: str) -> bool:
         """Cancel the call wherever it is running (see :meth:`Adapter.cancel`)."""
         adapters = {id(t.adapter): t.adapter for t in self.targets}.values()
         return any([adapter.cancel(request_id) for adapter in adapters])
-
-    async def aclose(self) -> None:
-        """Close the adapters this router built (adapters given to it stay the caller's)."""
-        await self._targets.aclose()
 
     async def close(self) -> None:
         """Deprecated: :meth:`aclose`."""
@@ -181,196 +199,169 @@ class Router:
         *,
         model: str | None = None,
     ) -> int:
-        """The first model's estimate (see :meth:`Adapter.estimate_input_tokens`)."""
-        first = self.targets[0]
+        """The first callable model's estimate (see :meth:`Adapter.estimate_input_tokens`)."""
+        first = self._callable()[0]
         return first.adapter.estimate_input_tokens(
             messages, tools, system_prompt, model=model or first.model
         )
 
-    async def count_tokens(self, request: CanonicalRequest) -> TokenCount:
-        """The first model's count of ``request`` (see :meth:`Adapter.count_tokens`)."""
-        first = self.targets[0]
-        return await first.adapter.count_tokens(first.request_for(request))
-
     def wire_model(self, model: str) -> str:
         return model
 
-    def capabilities_for(self, wire_model: str) -> AdapterCapabilities:
-        """What every model of the route can serve, for defaults: the first model's
-        capabilities with the smallest output limit of them all."""
-        smallest = min(t.capabilities.max_output_tokens for t in self.targets)
-        return self.targets[0].capabilities.model_copy(update={"max_output_tokens": smallest})
+    def _callable(self) -> list[ResolvedTarget]:
+        """The models that have their keys (all of them when none has: a call says so)."""
+        return [t for t in self.targets if t.missing_key is None] or self.targets
 
-    # One model -------------------------------------------------------------------------------
-
-    async def _admit(
-        self, target: ResolvedTarget, request: CanonicalRequest, steps: list[tuple[str, str, str]]
-    ) -> tuple[CanonicalRequest, Admission] | None:
-        routed = target.request_for(request)
-        problems = unmet_needs(routed, target.capabilities, target.profile)
-        if problems:
-            steps.append((target.model, "skipped", "cannot serve: " + "; ".join(problems)))
-            return None
-        admission, change = await self.availability.admit(target.key)
-        self._emit_change(change)
-        if not admission.admitted:
-            steps.append((target.model, "skipped", admission.reason))
-            return None
-        return routed, admission
+    # One model's turn --------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def _limited(
-        self,
-        target: ResolvedTarget,
-        routed: CanonicalRequest,
-        admission: Admission,
-        steps: list[tuple[str, str, str]],
-    ) -> AsyncIterator[Admitted | None]:
-        """The call's budget under the target's limits; None (and the step skipped) when the
-        limits refuse it."""
-        if target.limiter is None:
-            yield Admitted(Limiter(target.key, Limits()), 0, settled=True)
-            return
-        estimate = estimate_request_tokens(routed, target.profile)
-        deadline = anyio.current_time() + target.adapter.config.timeout_seconds
-        entered = False
-        try:
-            async with target.limiter.admit(estimate, deadline) as budget:
-                entered = True
-                yield budget
-        except AdapterError as error:
-            if entered:
-                raise
-            steps.append((target.model, "skipped", error.message))
-            if admission.probe:
-                await self._changed(self.availability.abandoned(target.key))
+    async def _attempt(
+        self, call: RouteCall, target: ResolvedTarget
+    ) -> AsyncIterator[Attempt | None]:
+        """The model's turn: None (the step recorded) when it is skipped; else the attempt,
+        under its limits. A failure the route moves on for is recorded and suppressed; any
+        other is raised once the decision is told."""
+        attempt = await self._admitted(call, target)
+        if attempt is None:
             yield None
-
-    async def _rest(
-        self,
-        target: ResolvedTarget,
-        first: StreamEvent,
-        events: AsyncIterator[StreamEvent],
-        budget: Admitted,
-    ) -> AsyncGenerator[StreamEvent, None]:
-        """The stream after its first event: no moving on any more."""
-        event = first
-        try:
-            while True:
-                if isinstance(event, MessageComplete):
-                    await budget.settle(event.usage)
-                yield event
-                event = await events.__anext__()
-        except StopAsyncIteration:
             return
+        async with AsyncExitStack() as held:
+            if not await self._limited(call, attempt, held):
+                yield None
+                return
+            try:
+                yield attempt
+            except NotConfiguredError as error:  # a credential the adapter looked for in vain
+                call.not_configured(target, error)
+                await self._leave_probe(attempt)
+            except AdapterError as error:
+                if attempt.served:
+                    await self._failed_serving(target, error)
+                    raise
+                if not await self._failed(call, target, error, attempt.probe):
+                    call.decided(None)
+                    raise
+            except BaseException:
+                if not attempt.served:
+                    await self._leave_probe(attempt)
+                raise
+
+    async def _admitted(self, call: RouteCall, target: ResolvedTarget) -> Attempt | None:
+        """The checks before any wait, in order: the key, the lifecycle's ``init``, the
+        capabilities (decided once, and handed to the adapter), the availability."""
+        missing = target.not_configured()
+        if missing is not None:
+            call.not_configured(target, missing)
+            return None
+        deadline = anyio.current_time() + target.adapter.config.timeout_seconds
+        if not await self._initialized(call, target):
+            return None
+        routed = target.request_for(call.request)
+        estimate = estimate_request_tokens(routed, target.profile)
+        problems = unmet_needs(routed, target.capabilities, target.profile, estimate=estimate)
+        if problems:
+            call.skipped(target, CANNOT_SERVE + "; ".join(problems))
+            return None
+        admission, change = await self._availability.run(
+            lambda store: store.admit(target.key), deadline
+        )
+        self._emit_change(change)
+        if not admission.admitted:
+            call.skipped(target, admission.reason)
+            return None
+        terms = CallTerms(deadline, target.max_retries, capabilities_checked=True)
+        return Attempt(target, routed, terms, deadline, admission.probe, estimate)
+
+    async def _initialized(self, call: RouteCall, target: ResolvedTarget) -> bool:
+        """The lifecycle's ``init`` (once) for an adapter built to run it before its first
+        call; False (the step recorded) when it failed and the route moves on."""
+        if not target.adapter.init_on_first_call:
+            return True
+        try:
+            await target.adapter.init()
+        except NotConfiguredError as error:
+            call.not_configured(target, error)
+            return False
         except AdapterError as error:
-            if error.error_class in AVAILABILITY_ERRORS:
-                await self._changed(
-                    self.availability.failed(
-                        target.key, error.error_class, error.retry_after_seconds
-                    )
-                )
+            if await self._failed(call, target, error, probe=False):
+                return False
+            call.decided(None)
             raise
+        return True
+
+    async def _limited(self, call: RouteCall, attempt: Attempt, held: AsyncExitStack) -> bool:
+        """Whether the model's limits let the call through before its deadline (the budget
+        they grant is held in ``held``); if not, the step is recorded."""
+        limiter = attempt.target.limiter
+        if limiter is None:
+            return True
+        try:
+            admit = limiter.admit(attempt.estimate, attempt.deadline)
+            attempt.budget = await held.enter_async_context(admit)
+        except RateLimitError as refusal:
+            call.skipped(attempt.target, refusal.message)
+            await self._leave_probe(attempt)
+            return False
+        except BaseException:  # cancelled while waiting its turn
+            await self._leave_probe(attempt)
+            raise
+        return True
+
+    async def _served(self, call: RouteCall, attempt: Attempt, usage: TokenUsage | None) -> None:
+        attempt.served = True
+        if attempt.budget is not None:
+            await attempt.budget.settle(usage)
+        call.served(attempt.target)
+        key = attempt.target.key
+        await self._changed(lambda store: store.succeeded(key))
 
     async def _failed(
-        self, target: ResolvedTarget, error: AdapterError, steps: list[tuple[str, str, str]]
+        self, call: RouteCall, target: ResolvedTarget, error: AdapterError, probe: bool
     ) -> bool:
         """Record a failed attempt; True when the route moves on."""
-        steps.append((target.model, "failed", f"{error.error_class.value}: {error.message}"))
+        call.failed(target, error)
+        key = target.key
         if error.error_class in AVAILABILITY_ERRORS:
-            retry_after = error.retry_after_seconds
-            await self._changed(
-                self.availability.failed(target.key, error.error_class, retry_after)
-            )
+            error_class, retry_after = error.error_class, error.retry_after_seconds
+            await self._changed(lambda store: store.failed(key, error_class, retry_after))
         elif error.provider_status is not None:  # the provider answered: it is up
-            await self._changed(self.availability.succeeded(target.key))
-        else:
-            await self._changed(self.availability.abandoned(target.key))
+            await self._changed(lambda store: store.succeeded(key))
+        elif probe:  # no verdict: the next call may probe
+            await self._changed(lambda store: store.abandoned(key))
         return error.error_class in self.fallback_on
 
-    async def _served(self, target: ResolvedTarget, steps: list[tuple[str, str, str]]) -> None:
-        steps.append((target.model, "served", "answered"))
-        await self._changed(self.availability.succeeded(target.key))
+    async def _failed_serving(self, target: ResolvedTarget, error: AdapterError) -> None:
+        """A stream failed after its first event: no moving on, but the model may cool down."""
+        if error.error_class in AVAILABILITY_ERRORS:
+            error_class, retry_after = error.error_class, error.retry_after_seconds
+            await self._changed(lambda store: store.failed(target.key, error_class, retry_after))
 
-    async def _changed(self, pending: Awaitable[Change | None]) -> None:
+    async def _leave_probe(self, attempt: Attempt) -> None:
+        """A call that took the probe and ends with no verdict frees the model for the next
+        probe; any other call leaves the model's state alone."""
+        if attempt.probe:
+            key = attempt.target.key
+            await self._changed(lambda store: store.abandoned(key))
+
+    async def _changed(
+        self, change: Callable[[AvailabilityStore], Awaitable[Change | None]]
+    ) -> None:
         with anyio.CancelScope(shield=True):
-            self._emit_change(await pending)
+            self._emit_change(await self._availability.run(change))
 
     def _emit_change(self, change: Change | None) -> None:
         if change is None:
             return
-        self.telemetry.emit(
-            AvailabilityChanged(
-                key=change.key,
-                old_state=change.old.state.value,
-                new_state=change.new.state.value,
-                cooldown_seconds=change.cooldown_seconds,
-                failures=change.new.failures,
-                reason=change.reason,
-                timestamp=time.time(),
-            )
+        event = AvailabilityChanged(
+            key=change.key,
+            old_state=change.old.state.value,
+            new_state=change.new.state.value,
+            cooldown_seconds=change.cooldown_seconds,
+            failures=change.new.failures,
+            reason=change.reason,
+            timestamp=time.time(),
         )
-
-    def _decided(
-        self, request: CanonicalRequest, steps: list[tuple[str, str, str]], served: str | None
-    ) -> None:
-        self.telemetry.emit(
-            RouteDecided(
-                request_id=request.request_id,
-                session_id=request.session_id,
-                route=self.name,
-                served_by=served,
-                steps=tuple(steps),
-                timestamp=time.time(),
-            )
-        )
-
-    def _exhausted(
-        self,
-        request: CanonicalRequest,
-        steps: list[tuple[str, str, str]],
-        last: AdapterError | None,
-    ) -> AdapterError:
-        self._decided(request, steps, None)
-        summary = "; ".join(f"{model} {outcome}: {reason}" for model, outcome, reason in steps)
-        if last is not None:
-            last.add_note(f"route {self.name}: every model failed or was skipped: {summary}")
-            return last
-        if all(reason.startswith("cannot serve") for _, _, reason in steps):
-            error: AdapterError = CapabilityError(
-                f"no model of route {self.name} can serve this request: {summary}",
-                request_id=request.request_id,
-            )
-        else:
-            error = OverloadedError(
-                f"no model of route {self.name} is available now: {summary}",
-                request_id=request.request_id,
-            )
-        return error
-
-    # Building --------------------------------------------------------------------------------
-
-
-class ModelResolver(Protocol):
-    """What resolves a route's model names (a :class:`metis.registry.Registry` does)."""
-
-    def request(self, name: str, **fields: Any) -> tuple[Adapter, CanonicalRequest]: ...
-
-
-def router_for(models: ModelResolver, name: str, spec: RouteSpec, **kwargs: Any) -> Router:
-    """The router for a models.yaml route: its models are ids or aliases ``models`` knows."""
-    targets = []
-    for target in spec.targets():
-        adapter, request = models.request(target.model, messages=[], max_output_tokens=1)
-        targets.append(RouteTarget(request.model, adapter, target.max_retries, target.options))
-    return Router(
-        targets,
-        name=name,
-        fallback_on=spec.fallback_on,
-        max_retries=spec.max_retries,
-        limits=spec.limits,
-        **kwargs,
-    )
+        emit_safely(self.telemetry, event)
 
 
 async def _aclose(events: AsyncIterator[StreamEvent]) -> None:
@@ -381,6 +372,11 @@ async def _aclose(events: AsyncIterator[StreamEvent]) -> None:
 
 async def _first(events: AsyncIterator[StreamEvent], target: ResolvedTarget) -> StreamEvent:
     try:
-        return await events.__anext__()
+        return await anext(events)
     except StopAsyncIteration:
         raise ProtocolError(f"{target.model} ended its stream without an event") from None
+
+
+if TYPE_CHECKING:  # mypy holds the router and the adapter to the one interface
+    _ROUTER: type[ChatModel] = Router
+    _ADAPTER: type[ChatModel] = Adapter

@@ -8,7 +8,8 @@
           - sonnet                                   # a model id or alias of this file
           - {model: openai:gpt-4o, max_retries: 0, options: {temperature: 0.2}}
         fallback_on: [overloaded, rate_limit, server_error, network]   # the default
-        max_retries: 1          # the adapter's own retries before moving on (default: its own)
+        max_retries: 1          # each model's retries before moving on (default: none, and
+                                # the last model that can be called keeps its adapter's own)
         limits:                 # per provider or per provider:model
           anthropic: {max_concurrent: 8, tokens_per_minute: 40000, on_limit: wait}
 """

@@ -1,28 +1,34 @@
-"""The models of a route, resolved: each one's adapter, capabilities, limiter and options."""
+"""The models of a route, resolved: each one's adapter, limiter, options and retries, and
+whether it can be called at all (its key), all decided when the router is built."""
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from metis.adapter.adapter import Adapter
+from metis.adapter.checks import missing_key
 from metis.catalog.estimate import TokenProfile
-from metis.errors import ConfigError
+from metis.errors import ConfigError, NotConfiguredError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
 from metis.pipeline.config import AdapterConfig
 from metis.routing.limits import Buckets, Limiter, Limits, SharedSlots
+from metis.routing.shared_state import Fallback
 from metis.routing.spec import TargetSpec, validated_options
 from metis.stacks.loader import load_stack
+
+log = logging.getLogger("metis")
 
 
 @dataclass(frozen=True, slots=True)
 class RouteTarget:
     """One model of a route: ``"provider:model"``, the adapter that serves it (built from the
-    provider's stack when None), the adapter's own retries before moving on (None: its own
-    setting) and request fields set for this model."""
+    provider's stack when None), the adapter's retries before moving on (None: the route's
+    default) and request fields set for this model."""
 
     model: str
     adapter: Adapter | None = None
@@ -34,26 +40,45 @@ class RouteTarget:
 class ResolvedTarget:
     model: str
     key: str
+    wire_model: str
     adapter: Adapter
     options: dict[str, Any]
-    capabilities: AdapterCapabilities
     profile: TokenProfile
     limiter: Limiter | None
+    max_retries: int | None
+    """The call's retries on this model; None: the adapter's own."""
+    missing_key: NotConfiguredError | None
+    """Why the model cannot be called (no key), found when the route was built; None if it can."""
+
+    def not_configured(self) -> NotConfiguredError | None:
+        """A fresh error for a call that finds the model without its key (None: it has one)."""
+        found = self.missing_key
+        if found is None:
+            return None
+        return NotConfiguredError(
+            found.message, model=found.model, adapter=found.adapter, api_key_env=found.api_key_env
+        )
 
     def request_for(self, request: CanonicalRequest) -> CanonicalRequest:
         return request.model_copy(update={**self.options, "model": self.model})
 
+    @property
+    def capabilities(self) -> AdapterCapabilities:
+        """What the model serves now (a lifecycle ``init`` may have refined it)."""
+        return self.adapter.capabilities_for(self.wire_model)
+
 
 class Targets:
     """Resolves a route's models to adapters: the ones given per provider, else built from the
-    provider's stack (and owned: :meth:`close` closes them); limiters are shared per key."""
+    provider's stack with their lifecycle (and owned: :meth:`aclose` disposes of them);
+    limiters are shared per key."""
 
     def __init__(
         self,
         adapters: Mapping[str, Adapter],
         limits: Mapping[str, Limits],
-        buckets: Buckets,
-        slots: SharedSlots | None = None,
+        buckets: Fallback[Buckets],
+        slots: Fallback[SharedSlots] | None = None,
     ) -> None:
         self._slots = slots
         self._given = dict(adapters)
@@ -61,15 +86,22 @@ class Targets:
         self._limits = dict(limits)
         self._buckets = buckets
         self._limiters: dict[str, Limiter] = {}
-        self._retried: dict[tuple[int, int], tuple[Adapter, Adapter]] = {}
 
-    def _with_retries(self, adapter: Adapter, retries: int) -> Adapter:
-        """The adapter with other retries, made once per adapter and count."""
-        key = (id(adapter), retries)
-        known = self._retried.get(key)
-        if known is None or known[0] is not adapter:
-            known = self._retried[key] = (adapter, _with_retries(adapter, retries))
-        return known[1]
+    def resolve_all(
+        self, route: str, targets: Sequence[str | RouteTarget | TargetSpec], max_retries: int | None
+    ) -> list[ResolvedTarget]:
+        """Every model of the route. A model without its key is kept, to be skipped (with one
+        WARNING now). A model with no retries set moves on at its first failure when a model
+        that can be called comes after it, and keeps its adapter's own retries when none does."""
+        resolved = [self.resolve(target, max_retries) for target in targets]
+        callable_ = [i for i, t in enumerate(resolved) if t.missing_key is None]
+        for index, target in enumerate(resolved):
+            if target.missing_key is not None:
+                reason = target.missing_key.message
+                log.warning("route %s: %s will be skipped: %s", route, target.model, reason)
+            elif target.max_retries is None and index < callable_[-1]:
+                target.max_retries = 0
+        return resolved
 
     def resolve(
         self, target: str | RouteTarget | TargetSpec, max_retries: int | None
@@ -79,41 +111,45 @@ class Targets:
         if not sep or not provider or not wire:
             raise ConfigError(f"route models are 'provider:model', got {spec.model!r}")
         adapter = spec.adapter or self._given.get(provider) or self._build(provider)
-        retries = spec.max_retries if spec.max_retries is not None else max_retries
-        if retries is not None and retries != adapter.config.max_retries:
-            adapter = self._with_retries(adapter, retries)
         wire_model = adapter.wire_model(spec.model)
         key = f"{adapter.name}:{wire_model}"
-        limit_key = (
-            key if key in self._limits else adapter.name if adapter.name in self._limits else None
-        )
-        limiter = None
-        if limit_key is not None:
-            limiter = self._limiters.get(limit_key)
-            if limiter is None:
-                limiter = Limiter(limit_key, self._limits[limit_key], self._buckets, self._slots)
-                self._limiters[limit_key] = limiter
+        missing = missing_key(adapter.name, adapter.stack, adapter.endpoint, spec.model)
         return ResolvedTarget(
             model=spec.model,
             key=key,
+            wire_model=wire_model,
             adapter=adapter,
             options=validated_options(dict(spec.options)),
-            capabilities=adapter.capabilities_for(wire_model),
             profile=adapter.stack.token_estimate.for_model(wire_model),
-            limiter=limiter,
+            limiter=self._limiter(key, adapter.name),
+            max_retries=spec.max_retries if spec.max_retries is not None else max_retries,
+            missing_key=missing,
         )
 
     async def aclose(self) -> None:
+        """Dispose of the adapters built here (each stage's ``dispose``, then the client)."""
         owned, self._owned = list(self._owned.values()), {}
         for adapter in owned:
             await adapter.aclose()
+
+    def _limiter(self, key: str, platform: str) -> Limiter | None:
+        limit_key = key if key in self._limits else platform if platform in self._limits else None
+        if limit_key is None:
+            return None
+        limiter = self._limiters.get(limit_key)
+        if limiter is None:
+            limits = self._limits[limit_key]
+            limiter = Limiter(limit_key, limits, self._buckets, self._slots)
+            self._limiters[limit_key] = limiter
+        return limiter
 
     def _build(self, provider: str) -> Adapter:
         built = self._owned.get(provider)
         if built is None:
             stack = load_stack(provider)
             api_key = os.environ.get(stack.auth.env) if stack.auth.env else None
-            built = self._owned[provider] = Adapter(stack, AdapterConfig(api_key=api_key))
+            config = AdapterConfig(api_key=api_key)
+            built = self._owned[provider] = Adapter(stack, config, init_on_first_call=True)
         return built
 
 
@@ -127,17 +163,3 @@ def as_route_target(target: str | RouteTarget | TargetSpec) -> RouteTarget:
             f"a route's models are 'provider:model' strings or RouteTargets, got {target!r}"
         )
     return target
-
-
-def _with_retries(adapter: Adapter, max_retries: int) -> Adapter:
-    """The same adapter (stack, pipeline, connection pool, tool ids) with other retries."""
-    config = adapter.config.model_copy(
-        update={"max_retries": max_retries, "http_client": adapter.http_client()}
-    )
-    return Adapter(
-        adapter.stack,
-        config,
-        pipeline=adapter.pipeline,
-        tool_id_store=adapter.tool_id_store,
-        telemetry=adapter.telemetry,
-    )

@@ -24,6 +24,7 @@ from metis.telemetry.events import (
     CallStarted,
     RouteDecided,
     RoutingEvent,
+    SharedStateChanged,
     TelemetryEvent,
     ToolIdStoreFailed,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "OpenTelemetrySink",
     "RouteDecided",
     "RoutingEvent",
+    "SharedStateChanged",
     "TelemetryEvent",
     "TelemetrySink",
     "ToolIdStoreFailed",

@@ -126,7 +126,27 @@ class AvailabilityChanged:
         return out
 
 
-RoutingEvent: TypeAlias = RouteDecided | AvailabilityChanged
+@dataclass(frozen=True, slots=True)
+class SharedStateChanged:
+    """A router's shared store (``store``: ``availability``, ``buckets`` or ``slots``, in Redis
+    say) failed or did not answer in time, so the router went on with this process's own state
+    (``state`` ``local``), or it answered again (``state`` ``shared``). ``reason`` says what
+    happened (metis.routing.shared_state)."""
+
+    name: ClassVar[str] = "metis.shared_state_changed"
+    route: str
+    store: str
+    state: str
+    reason: str
+    timestamp: float
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"event": self.name}
+        out.update({f.name: getattr(self, f.name) for f in fields(self)})
+        return out
+
+
+RoutingEvent: TypeAlias = RouteDecided | AvailabilityChanged | SharedStateChanged
 TelemetryEvent: TypeAlias = (
     CallStarted | CallCompleted | CallFailed | ToolIdStoreFailed | RoutingEvent
 )

@@ -19,6 +19,7 @@ from metis.telemetry.events import (
     CallStarted,
     RouteDecided,
     RoutingEvent,
+    SharedStateChanged,
     TelemetryEvent,
     ToolIdStoreFailed,
 )
@@ -51,7 +52,7 @@ class OpenTelemetrySink:
             self._start(event)
         elif isinstance(event, ToolIdStoreFailed):
             self._store_failed(event)
-        elif isinstance(event, RouteDecided | AvailabilityChanged):
+        elif isinstance(event, RouteDecided | AvailabilityChanged | SharedStateChanged):
             self._routing(event)
         else:
             self._end(event)
@@ -198,6 +199,13 @@ def _routing_attributes(event: RoutingEvent) -> dict[str, Any]:
             "metis.route.skipped": [f"{m}: {r}" for m, o, r in event.steps if o == "skipped"],
             "metis.route.failed": [f"{m}: {r}" for m, o, r in event.steps if o == "failed"],
             "metis.request_id": event.request_id,
+        }
+    if isinstance(event, SharedStateChanged):
+        return {
+            "metis.route.name": event.route,
+            "metis.shared_state.store": event.store,
+            "metis.shared_state.state": event.state,
+            "metis.shared_state.reason": event.reason,
         }
     return {
         "metis.availability.key": event.key,

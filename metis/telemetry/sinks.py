@@ -11,6 +11,7 @@ from metis.telemetry.events import (
     CallCompleted,
     CallStarted,
     RouteDecided,
+    SharedStateChanged,
     TelemetryEvent,
     ToolIdStoreFailed,
 )
@@ -63,6 +64,8 @@ def _describe(event: TelemetryEvent) -> str:
     if isinstance(event, RouteDecided):
         steps = "; ".join(f"{model} {outcome} ({reason})" for model, outcome, reason in event.steps)
         return f"{event.name} {event.route} {event.request_id}: {event.served_by}: {steps}"
+    if isinstance(event, SharedStateChanged):
+        return f"{event.name} {event.route} {event.store}: {event.state} ({event.reason})"
     if isinstance(event, AvailabilityChanged):
         return (
             f"{event.name} {event.key}: {event.old_state} -> {event.new_state} "

@@ -32,19 +32,29 @@ from metis.pipeline.config import AdapterConfig
 from metis.pipeline.request import HTTPFailure, ResponseHead, ResponseItem, WireRequest, body_bytes
 from metis.pipeline.services import StageServices, no_client
 from metis.pipeline.stage import Inner, Stage
+from metis.transport import slots as pool
 from metis.transport.clients import http_errors, is_read_timeout, is_timeout, request_timeout
 from metis.transport.redirects import redirect_target
+from metis.transport.slots import slots_of
 from metis.transport.socket_reads import bound_socket_reads, socket_abort
 
 CONNECT_TIMEOUT = 10.0
 
 
 def http_client(timeout_seconds: float = 600.0) -> httpx.AsyncClient:
-    """The client an adapter makes when the application gives none: it follows no redirects.
-    Its timeouts only matter to requests that bring none; the transport's always do."""
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout_seconds, connect=CONNECT_TIMEOUT), follow_redirects=False
+    """The client an adapter makes when the application gives none: it follows no redirects,
+    pools connections as the official SDKs do, and its calls wait for a connection in metis's
+    connection slots (metis/transport/slots.py). Its timeouts only matter to requests that
+    bring none; the transport's always do."""
+    size = pool.MAX_CONNECTIONS
+    limits = httpx.Limits(max_connections=size, max_keepalive_connections=pool.MAX_KEEPALIVE)
+    client = httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout_seconds, connect=CONNECT_TIMEOUT),
+        limits=limits,
+        follow_redirects=False,
     )
+    pool.give_slots(client, size)
+    return client
 
 
 @dataclass(slots=True)
@@ -123,7 +133,11 @@ class Transport(Stage[WireRequest, Any, Any, ResponseItem]):
         response: httpx.Response | None = None
         chunks: AsyncIterator[bytes] | None = None
         undo: list[Callable[[], None]] = []
+        slots = slots_of(self._http())
+        taken = False
         try:
+            if slots is not None:  # the client metis made: a connection slot first
+                taken = await self._take_slot(slots, call, clock)
             response = await self._send(http_request, call, clock)
             chunks = _body_chunks(response)
             read = self._reader(response, chunks, call, clock, undo)
@@ -153,6 +167,29 @@ class Transport(Stage[WireRequest, Any, Any, ResponseItem]):
                     await chunks.aclose()  # type: ignore[attr-defined]
                 if response is not None:
                     await response.aclose()
+            if taken and slots is not None:
+                slots.release()
+
+    async def _take_slot(self, slots: anyio.Semaphore, call: Call, clock: ReadClock) -> bool:
+        """One of the client's connection slots (metis/transport/slots.py), waited for like
+        the response's head: within the call's deadline and cancel."""
+        try:  # a free slot is taken at once: awaiting would queue the call behind every task
+            slots.acquire_nowait()
+            return True
+        except anyio.WouldBlock:
+            pass
+        acquired = False
+        try:
+            with call.cancel.guard(clock.head_by()) as scope:
+                await slots.acquire()
+                acquired = True
+        except BaseException:
+            if acquired:  # taken, then cancelled in the same moment
+                slots.release()
+            raise
+        if scope.cancelled_caught:
+            raise self._expired(call, clock)
+        return True
 
     def _build(
         self, call: Call, method: str, url: str | httpx.URL, headers: Any, content: bytes

@@ -10,6 +10,7 @@ so a stack that authenticates with a Bedrock API key (a bearer token) needs no e
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +18,21 @@ from metis.errors import ConfigError
 
 REGION_ENV = ("AWS_REGION", "AWS_DEFAULT_REGION")
 INSTALL_HINT = "pip install 'metis[bedrock]' (botocore)"
+REGION_GRAMMAR = re.compile(r"[a-z]{2,8}(?:-[a-z]+){1,3}-[0-9]{1,2}")
+"""An AWS region's name: a partition prefix, one to three words and a number (``us-east-1``,
+``us-gov-west-1``, ``us-isob-east-1``, ``eusc-de-east-1``). A region goes into the host name
+of the request, so nothing else may: a ``#``, ``/``, ``?`` or ``@`` would send the signed
+request to another host."""
+
+
+def checked_region(name: str, source: str) -> str:
+    """``name`` if it is an AWS region's name; else a ConfigError saying where it came from."""
+    if REGION_GRAMMAR.fullmatch(name):
+        return name
+    raise ConfigError(
+        f"{source} {name[:64]!r} is not an AWS region name (lower-case words and a number "
+        "joined by '-', like us-east-1)"
+    )
 
 
 def botocore_session(profile: str | None) -> Any:
@@ -30,13 +46,14 @@ def botocore_session(profile: str | None) -> Any:
 
 
 def region(options: Mapping[str, Any]) -> str | None:
-    """The region the adapter's ``options.region``, AWS_REGION or AWS_DEFAULT_REGION names."""
+    """The region the adapter's ``options.region``, AWS_REGION or AWS_DEFAULT_REGION names;
+    a value that is not a region's name is a ConfigError."""
     configured = options.get("region")
     if isinstance(configured, str) and configured:
-        return configured
+        return checked_region(configured, "options['region']")
     for name in REGION_ENV:
         if value := os.environ.get(name):
-            return value
+            return checked_region(value, name)
     return None
 
 
@@ -51,6 +68,14 @@ def frozen_credentials(session: Any) -> Any | None:
     chain may read files or call a metadata service, so run it in a worker thread."""
     credentials = _botocore_call(session.get_credentials)
     return None if credentials is None else _botocore_call(credentials.get_frozen_credentials)
+
+
+def secret_parts(credentials: Any) -> tuple[str, ...]:
+    """What of ``credentials`` (botocore's frozen credentials) no error or log may show: the
+    secret key and the session token (the access key id names the key, as AWS's own messages
+    print it)."""
+    parts = (getattr(credentials, "secret_key", None), getattr(credentials, "token", None))
+    return tuple(part for part in parts if isinstance(part, str) and part)
 
 
 def _botocore_call(function: Any, *args: Any) -> Any:

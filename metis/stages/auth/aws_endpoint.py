@@ -63,15 +63,12 @@ def profile_of(options: Mapping[str, Any]) -> str | None:
 
 async def region_or_fail(call: Call, options: Mapping[str, Any], session: Any | None = None) -> str:
     """The call's AWS region (from the adapter's ``options``, the environment or the AWS
-    profile), or a NotConfiguredError saying where to set one."""
-    found = aws_auth.region(options)
-    if found is None:
-        try:
-            if session is None:
-                session = aws_auth.botocore_session(profile_of(options))
-            found = await in_worker(call, aws_auth.profile_region, session)
-        except ConfigError:
-            found = None  # no botocore, or no usable profile: the message below says what to do
+    profile), or a NotConfiguredError saying where to set one; a ConfigError for a value that
+    is not a region's name, before anything is sent to the host it would make."""
+    try:
+        found = aws_auth.region(options) or await _profile_region(call, options, session)
+    except ConfigError as exc:  # a value that is not a region's name
+        raise ConfigError(f"{call.provider}: {exc}") from None
     if found is None:
         raise not_configured(
             call,
@@ -80,6 +77,18 @@ async def region_or_fail(call: Call, options: Mapping[str, Any], session: Any | 
             "AWS_REGION",
         )
     return found
+
+
+async def _profile_region(
+    call: Call, options: Mapping[str, Any], session: Any | None
+) -> str | None:
+    try:
+        if session is None:
+            session = aws_auth.botocore_session(profile_of(options))
+        found = await in_worker(call, aws_auth.profile_region, session)
+    except ConfigError:
+        return None  # no botocore, or no usable profile: region_or_fail says what to do
+    return None if found is None else aws_auth.checked_region(found, "the AWS profile's region")
 
 
 async def in_worker(call: Call, blocking: Callable[..., T], *args: Any) -> T:

@@ -71,6 +71,7 @@ class AwsSigV4(Stage[WireRequest, WireRequest, Any, Any]):
                 "temporary ones), or AWS_PROFILE to a profile of ~/.aws/credentials",
                 BEARER_ENV,
             )
+        call.add_secret(*aws_auth.secret_parts(credentials))  # a server may echo them back
         headers = aws_auth.sign(
             request.method,
             request.url,

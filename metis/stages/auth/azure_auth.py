@@ -7,24 +7,25 @@ carries the ``api-key`` header and this stage adds nothing. Without one it sends
 plain or async, like azure-identity's ``get_bearer_token_provider(...)``), else from
 azure-identity's ``DefaultAzureCredential`` (environment, workload or managed identity, Azure
 CLI login), cached until five minutes before it expires. Getting a token can touch files and
-the network, so a plain callable and the credential run in a worker thread.
+the network, so a plain callable and the credential run in a worker thread; however many calls
+need a token at once, one fetch serves them all, and each waits within its own deadline and
+cancel (metis/stages/auth/token_cache.py).
 
 Needs the optional extra ``metis[azure]`` (azure-identity) unless a token provider is given.
 No key and no identity raise NotConfiguredError naming what to set; an identity the token
-service refuses is an AuthError, which is not retried.
+service refuses, or a token provider that fails, is an AuthError (not retried), an unreachable
+token service a NetworkError; the provider's exception is chained as the cause.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
+import os
 import threading
-import time
 from collections.abc import AsyncIterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
-import anyio.to_thread
 from pydantic import BaseModel, ConfigDict
 
 from metis.errors import AuthError, ConfigError, NetworkError
@@ -32,9 +33,19 @@ from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
+from metis.stages.auth.token_cache import (
+    AsyncFetch,
+    BlockingFetch,
+    Token,
+    TokenCache,
+    is_async_callable,
+    printable,
+)
 
 COGNITIVE_SERVICES = "https://cognitiveservices.azure.com/.default"
 REFRESH_MARGIN_SECONDS = 300.0
+SECRET_ENV = ("AZURE_CLIENT_SECRET", "AZURE_PASSWORD", "AZURE_CLIENT_CERTIFICATE_PASSWORD")
+"""azure-identity's environment secrets: hidden from errors, which may quote them."""
 
 
 class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
@@ -57,8 +68,17 @@ class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
         super().__init__(**options)
         # Shared by every call of this adapter, on purpose: one identity, one cached token.
         self._credential: Any = None
-        self._token: tuple[str, float] | None = None
-        self._lock = threading.Lock()
+        self._credential_lock = threading.Lock()
+        self._identity = TokenCache(
+            "Entra ID",
+            classify=_identity_error,
+            refresh_margin=REFRESH_MARGIN_SECONDS,
+            secrets=_environment_secrets,
+        )
+        # A provider says nothing of expiry (and caches itself): its fetches are only shared.
+        self._provided = TokenCache(
+            "the Entra ID token provider", classify=_classified, secrets=_environment_secrets
+        )
 
     async def __call__(
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
@@ -72,65 +92,72 @@ class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
 
     async def _bearer(self, call: Call) -> str:
         provider = self._options.get("azure_ad_token_provider")
-        if provider is not None and not callable(provider):
+        if provider is None:
+            return await self._identity.token(call, self._identity_token)
+        if not callable(provider):
             raise ConfigError(
                 f"{call.provider}: options['azure_ad_token_provider'] must be a callable that "
                 f"returns a token, got {type(provider)!r}"
             )
-        if provider is not None:
-            if _is_async(provider):
-                token = await provider()
-            else:
-                token = await anyio.to_thread.run_sync(provider)
-        else:
-            cached = self._token
-            if cached is not None and time.time() < cached[1] - REFRESH_MARGIN_SECONDS:
-                return cached[0]
-            token = await anyio.to_thread.run_sync(self._identity_token, call)
-        if not isinstance(token, str) or not token:
-            raise AuthError(
-                f"{call.provider}: the Entra ID token provider gave no token",
-                provider=call.provider,
-                request_id=call.request_id,
-            )
-        return token
+        return await self._provided.token(call, _from_provider(provider))
 
-    def _identity_token(self, call: Call) -> str:
-        """In a worker thread: a token from DefaultAzureCredential, cached until near expiry."""
-        try:
-            from azure.core.exceptions import ClientAuthenticationError, ServiceRequestError
-            from azure.identity import CredentialUnavailableError, DefaultAzureCredential
-        except ImportError:
-            raise _not_configured(
-                call, "azure-identity is not installed (pip install 'metis[azure]')"
-            ) from None
-        with self._lock:
-            try:
-                if self._credential is None:
-                    self._credential = DefaultAzureCredential()
-                access = self._credential.get_token(self.options.scope)
-            except CredentialUnavailableError as exc:
-                raise _not_configured(call, f"no Entra ID identity is available ({exc})") from None
-            except ServiceRequestError as exc:
-                raise NetworkError(
-                    f"{call.provider}: reaching Entra ID failed: {exc}",
-                    provider=call.provider,
-                    request_id=call.request_id,
-                ) from None
-            except ClientAuthenticationError as exc:
-                raise AuthError(
-                    f"{call.provider}: Entra ID refused the identity: {exc}",
-                    provider=call.provider,
-                    request_id=call.request_id,
-                ) from None
-            self._token = (access.token, float(access.expires_on))
-        return str(access.token)
+    def _identity_token(self) -> Token:
+        """In a worker thread: a token from DefaultAzureCredential."""
+        from azure.identity import DefaultAzureCredential
+
+        with self._credential_lock:
+            if self._credential is None:
+                self._credential = DefaultAzureCredential()
+        access = self._credential.get_token(self.options.scope)
+        return Token(access.token, float(access.expires_on))
 
 
-def _is_async(provider: Any) -> bool:
-    """An async function, or an object whose ``__call__`` is one."""
-    call = getattr(provider, "__call__", None)  # noqa: B004 - the method itself is wanted
-    return inspect.iscoroutinefunction(provider) or inspect.iscoroutinefunction(call)
+def _from_provider(provider: Any) -> BlockingFetch | AsyncFetch:
+    if is_async_callable(provider):
+
+        async def fetch_async() -> Token:
+            return Token(await provider())
+
+        return fetch_async
+
+    def fetch() -> Token:
+        return Token(provider())
+
+    return fetch
+
+
+def _identity_error(exc: Exception, call: Call) -> BaseException | None:
+    if isinstance(exc, ImportError):
+        return _not_configured(call, "azure-identity is not installed (pip install 'metis[azure]')")
+    return _classified(exc, call)
+
+
+def _classified(exc: Exception, call: Call) -> BaseException | None:
+    """The error for what azure-identity raised (None: the cache's AuthError)."""
+    try:
+        from azure.core.exceptions import (
+            ClientAuthenticationError,
+            ServiceRequestError,
+            ServiceResponseError,
+        )
+        from azure.identity import CredentialUnavailableError
+    except ImportError:  # a token provider of the application's, without azure-identity
+        return None
+    details: dict[str, Any] = {"provider": call.provider, "request_id": call.request_id}
+    if isinstance(exc, CredentialUnavailableError):
+        return _not_configured(call, f"no Entra ID identity is available ({printable(exc)})")
+    if isinstance(exc, ServiceRequestError | ServiceResponseError):
+        return NetworkError(
+            f"{call.provider}: reaching Entra ID failed: {printable(exc)}", **details
+        )
+    if isinstance(exc, ClientAuthenticationError):
+        message = f"{call.provider}: Entra ID refused the identity: {printable(exc)}"
+        return AuthError(message, **details)
+    return None
+
+
+def _environment_secrets() -> tuple[str | None, ...]:
+    return tuple(os.environ.get(name) for name in SECRET_ENV)
 
 
 def _not_configured(call: Call, reason: str) -> ConfigError:

@@ -8,11 +8,14 @@ credentials are ``AdapterConfig.options["google_credentials"]`` when given (any
 ``GOOGLE_APPLICATION_CREDENTIALS`` names, ``gcloud auth application-default login``'s, or the
 metadata server's on Google Cloud. The token is cached until it expires (google-auth keeps it
 on the credentials object); finding and refreshing credentials can touch files and the
-network, so both run in a worker thread (``anyio.to_thread``), never on the event loop.
+network, so both run in a worker thread (``anyio.to_thread``), never on the event loop. However
+many calls find the token expired at once, one refresh serves them all, and each waits within
+its own deadline and cancel (metis/stages/auth/token_cache.py).
 
 Needs the optional extra ``metis[vertex]`` (google-auth). Credentials that cannot be found raise
 NotConfiguredError naming what to set; a refresh the token service refuses (an expired or
-revoked credential) is an AuthError, which is not retried.
+revoked credential), or any other failure of the credentials, is an AuthError (not retried), a
+token service that fails a NetworkError; google-auth's exception is chained as the cause.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from collections.abc import AsyncIterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
-import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from metis.errors import AuthError, ConfigError, NetworkError
@@ -31,6 +33,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
+from metis.stages.auth.token_cache import Token, TokenCache, printable
 
 CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 HOW_TO_CONFIGURE = (
@@ -59,7 +62,9 @@ class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
         super().__init__(**options)
         # Shared by every call of this adapter, on purpose: one credential, one cached token.
         self._default: Any = None
-        self._lock = threading.Lock()
+        self._default_lock = threading.Lock()
+        # The credentials keep the token and its expiry: the cache only shares each refresh.
+        self._refreshes = TokenCache("the Google credentials", classify=_classified)
 
     async def __call__(
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
@@ -70,6 +75,18 @@ class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
             async for item in inner(dataclasses.replace(request, headers=headers), call):
                 yield item
             return
+        credentials = self._credentials(call)
+        if credentials is None or not credentials.valid:
+            token = await self._refreshes.token(call, self._fresh_token)
+        else:
+            token = credentials.token
+            call.add_secret(token)
+        headers = {**request.headers, "authorization": f"Bearer {token}"}
+        async for item in inner(dataclasses.replace(request, headers=headers), call):
+            yield item
+
+    def _credentials(self, call: Call) -> Any:
+        """The credentials given in ``options``, or the defaults found so far (or None)."""
         credentials = self._options.get("google_credentials") or self._default
         if credentials is not None and not all(
             hasattr(credentials, name) for name in ("valid", "token", "refresh")
@@ -78,68 +95,49 @@ class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
                 f"{call.provider}: options['google_credentials'] must be google-auth "
                 f"credentials (google.auth.credentials.Credentials), got {type(credentials)!r}"
             )
-        if credentials is None or not credentials.valid:
-            token = await anyio.to_thread.run_sync(self._fresh_token, call, credentials)
-        else:
-            token = credentials.token
-        headers = {**request.headers, "authorization": f"Bearer {token}"}
-        async for item in inner(dataclasses.replace(request, headers=headers), call):
-            yield item
+        return credentials
 
-    def _fresh_token(self, call: Call, credentials: Any) -> str:
+    def _fresh_token(self) -> Token:
         """In a worker thread: find the default credentials if need be, refresh if expired."""
-        auth = _google_auth(call)
-        with self._lock:
-            try:
-                if credentials is None:
-                    credentials = self._default
-                if credentials is None:
-                    credentials, _project = auth.default(scopes=self.options.scopes)
-                    self._default = credentials
-                if not credentials.valid:
-                    from google.auth.transport.requests import Request
-
-                    credentials.refresh(Request())
-            except auth.exceptions.DefaultCredentialsError as exc:
-                raise _not_configured(call, f"no Google credentials found ({exc})") from None
-            except auth.exceptions.RefreshError as exc:
-                if exc.retryable:  # the token service failed, not the credential
-                    raise NetworkError(
-                        f"{call.provider}: the Google token service failed: {exc}",
-                        provider=call.provider,
-                        request_id=call.request_id,
-                    ) from None
-                raise AuthError(
-                    f"{call.provider}: the Google credentials could not be refreshed (expired or "
-                    f"revoked?): {exc}",
-                    provider=call.provider,
-                    request_id=call.request_id,
-                ) from None
-            except auth.exceptions.TransportError as exc:
-                raise NetworkError(
-                    f"{call.provider}: refreshing the Google access token failed: {exc}",
-                    provider=call.provider,
-                    request_id=call.request_id,
-                ) from None
-            token = credentials.token
-        if not isinstance(token, str) or not token:
-            raise AuthError(
-                f"{call.provider}: the Google credentials gave no access token",
-                provider=call.provider,
-                request_id=call.request_id,
-            )
-        return token
-
-
-def _google_auth(call: Call) -> Any:
-    try:
         import google.auth
-        import google.auth.exceptions
+        from google.auth.transport.requests import Request
+
+        credentials = self._options.get("google_credentials")
+        if credentials is None:
+            with self._default_lock:
+                if self._default is None:
+                    self._default, _project = google.auth.default(scopes=self.options.scopes)
+                credentials = self._default
+        if not credentials.valid:
+            credentials.refresh(Request())
+        return Token(credentials.token)
+
+
+def _classified(exc: Exception, call: Call) -> BaseException | None:
+    """The error for what google-auth raised (None: the cache's AuthError)."""
+    if isinstance(exc, ImportError):
+        why = f"google-auth is not installed ({printable(exc)}): pip install 'metis[vertex]'"
+        return _not_configured(call, why)
+    try:
+        from google.auth import exceptions
     except ImportError:
-        raise _not_configured(
-            call, "google-auth is not installed: pip install 'metis[vertex]'"
-        ) from None
-    return google.auth
+        return None
+    details: dict[str, Any] = {"provider": call.provider, "request_id": call.request_id}
+    if isinstance(exc, exceptions.DefaultCredentialsError):
+        return _not_configured(call, f"no Google credentials found ({printable(exc)})")
+    if isinstance(exc, exceptions.RefreshError) and not exc.retryable:
+        return AuthError(
+            f"{call.provider}: the Google credentials could not be refreshed (expired or "
+            f"revoked?): {printable(exc)}",
+            **details,
+        )
+    if isinstance(exc, exceptions.RefreshError):  # the token service failed, not the credential
+        message = f"{call.provider}: the Google token service failed: {printable(exc)}"
+        return NetworkError(message, **details)
+    if isinstance(exc, exceptions.TransportError):
+        message = f"{call.provider}: refreshing the Google access token failed: {printable(exc)}"
+        return NetworkError(message, **details)
+    return None
 
 
 def _not_configured(call: Call, reason: str) -> ConfigError:

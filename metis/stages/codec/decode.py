@@ -202,7 +202,7 @@ def warn_ignored_after_end(
         "%s sent more after %s; ignored%s",
         call.provider,
         terminal,
-        f" ({redact(str(error), *secrets)})" if error is not None else "",
+        f" ({redact(str(error), *secrets, *call.secrets)})" if error is not None else "",
         extra={
             "event": "metis.events_after_end",
             "request_id": call.request_id,

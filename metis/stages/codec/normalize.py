@@ -128,13 +128,15 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
         builder = MessageBuilder(call.provider, call.model, call.warn_dropped)
         builder.estimate_usage = lambda b: _estimate_usage(b, request, call)
         secrets = self._secrets
-        builder.invalid_arguments = lambda *tool: _invalid_arguments(call, secrets, *tool)
+        builder.invalid_arguments = lambda *tool: _invalid_arguments(
+            call, (*secrets, *call.secrets), *tool
+        )
         return builder
 
     def _classified(self, error: AdapterError, call: Call) -> AdapterError:
         error.provider = error.provider or call.provider
         error.request_id = error.request_id or call.request_id
-        scrub_error(error, self._secrets)  # a server may echo the key back
+        scrub_error(error, (*self._secrets, *call.secrets))  # a server may echo a key back
         return error
 
 

@@ -1,7 +1,8 @@
 """retry: bounded retries of transient failures (docs/contract.md §4), with tenacity.
 
-Total attempts are ``1 + config.max_retries``. Which error classes are retried, and how long
-to wait, is the table ``metis.errors.RETRY_POLICY``; a provider's Retry-After (seconds, an HTTP
+Total attempts are ``1 + config.max_retries``, or ``1 + call.max_retries`` when the caller set
+the call's own (a router does). Which error classes are retried, and how long to wait, is the
+table ``metis.errors.RETRY_POLICY``; a provider's Retry-After (seconds, an HTTP
 date, or ``retry-after-ms``) wins, capped at 60 s. A streamed call is retried only while no
 event has reached the caller: after that, a failure ends the stream as docs/contract.md §4 says.
 The call's deadline bounds the whole loop: a wait (backoff or Retry-After) that would end past
@@ -45,8 +46,10 @@ class Retry(Stage[Any, Any, StreamEvent, StreamEvent]):
         def transient(exc: BaseException) -> bool:
             return isinstance(exc, AdapterError) and exc.retryable and not yielded
 
+        retries = call.terms.max_retries
+        retries = self._max_retries if retries is None else retries
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(1 + self._max_retries) | StopAtDeadline(call),
+            stop=stop_after_attempt(1 + retries) | StopAtDeadline(call),
             wait=backoff,
             retry=retry_if_exception(transient),
             sleep=self.sleep or call.cancel.sleep,

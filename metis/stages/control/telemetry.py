@@ -99,7 +99,8 @@ class Telemetry(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
                     call, retry_count, latency_ms, complete, first_ms
                 )
             else:
-                ended = _failed(call, retry_count, latency_ms, exc, complete, self._secrets)
+                secrets = (*self._secrets, *call.secrets)
+                ended = _failed(call, retry_count, latency_ms, exc, complete, secrets)
             self._emit(sink, call, ended)
             raise
         latency_ms = _ms_since(started)

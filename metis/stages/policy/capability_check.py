@@ -34,6 +34,8 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         self._services = services  # what each model can serve, and how it counts tokens
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
+        if call.terms.capabilities_checked:  # a router decided it before choosing this model
+            return request
         caps = self._services.capabilities_for(call.wire_model)
         # Files: unreadable ones are refused in the turn sent, dropped from older turns.
         request, problems = fit_media(request, caps, call.provider, call.warn_dropped)
@@ -50,8 +52,14 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
 
 
 def unmet_needs(
-    request: CanonicalRequest, caps: AdapterCapabilities, profile: TokenProfile | None = None
+    request: CanonicalRequest,
+    caps: AdapterCapabilities,
+    profile: TokenProfile | None = None,
+    *,
+    estimate: int | None = None,
 ) -> list[str]:
+    """What ``caps`` cannot serve of ``request``, one phrase each; ``estimate`` is the request's
+    input-token estimate under ``profile`` when the caller already made it."""
     problems: list[str] = []
     images = [
         block
@@ -93,7 +101,8 @@ def unmet_needs(
             f"max_output_tokens {request.max_output_tokens} is above the model's "
             f"{caps.max_output_tokens}"
         )
-    estimate = estimate_request_tokens(request, profile)
+    if estimate is None:
+        estimate = estimate_request_tokens(request, profile)
     if estimate > caps.max_context_tokens:
         problems.append(
             f"the input is about {estimate} tokens and the context holds {caps.max_context_tokens}"

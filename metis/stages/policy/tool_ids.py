@@ -9,7 +9,9 @@ session when the message completes.
 The store is never worth an answer: each store call runs within the call's cancel and
 deadline, and when one fails or is cut off the call goes on with derived ids and the reply
 whole. A failure (not a cancel) is reported once: a WARN record and a
-``metis.tool_id_store_failed`` bus event.
+``metis.tool_id_store_failed`` bus event. A cancel that cuts the write at ``message.complete``
+short ends the call as cancelled, as ``cancel()`` answered True: the message keeps all its
+content and its stop reason says ``cancelled`` (docs/contract.md §2).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.request import CanonicalRequest
+from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
@@ -119,6 +122,8 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
                     store = self._store_or_fail()
                     remember = partial(store.remember, call.session_id, call.provider)
                     await _store_call(call, self._sink, "write", partial(remember, pairs))
+                if call.cancel.cancelled:  # cancel() said True: the stream ends cancelled
+                    event = replace(event, stop_reason=StopReason(kind=StopKind.CANCELLED))
             yield event
 
     async def _provider_ids(self, request: CanonicalRequest, call: Call) -> dict[str, str]:

@@ -1,0 +1,98 @@
+"""One routed call, step by step: the models considered, what each did, and the decision."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from metis.errors import AdapterError, CapabilityError, NotConfiguredError, OverloadedError
+from metis.model.request import CanonicalRequest
+from metis.pipeline.call import CallTerms
+from metis.routing.limits import Admitted
+from metis.routing.shared_state import emit_safely
+from metis.routing.targets import ResolvedTarget
+from metis.telemetry import RouteDecided, TelemetrySink
+
+CANNOT_SERVE = "cannot serve: "
+NOT_CONFIGURED = "not configured: "
+
+
+@dataclass(slots=True)
+class Attempt:
+    """A model admitted to serve the call: the request as it goes to it, the terms settled for
+    the adapter (the deadline that began before any wait, the retries, the capability verdict),
+    whether it is the probe after a cool-down, and the budget its limits granted."""
+
+    target: ResolvedTarget
+    request: CanonicalRequest
+    terms: CallTerms
+    deadline: float
+    probe: bool
+    estimate: int
+    budget: Admitted | None = None
+    served: bool = False
+    """Its answer (or its stream's first event) reached the caller: no moving on any more."""
+
+
+@dataclass(slots=True)
+class RouteCall:
+    """One call through a route: its request, every step so far as ``(model, outcome,
+    reason)``, and the last error of a model that was tried."""
+
+    route: str
+    request: CanonicalRequest
+    telemetry: TelemetrySink
+    steps: list[tuple[str, str, str]] = field(default_factory=list)
+    last: AdapterError | None = None
+    unconfigured: NotConfiguredError | None = None
+    """The last credential a model's adapter looked for in vain when called."""
+
+    def skipped(self, target: ResolvedTarget, reason: str) -> None:
+        self.steps.append((target.model, "skipped", reason))
+
+    def not_configured(self, target: ResolvedTarget, error: NotConfiguredError) -> None:
+        self.unconfigured = error
+        self.skipped(target, f"{NOT_CONFIGURED}{error.message}")
+
+    def failed(self, target: ResolvedTarget, error: AdapterError) -> None:
+        self.last = error
+        self.steps.append((target.model, "failed", f"{error.error_class.value}: {error.message}"))
+
+    def served(self, target: ResolvedTarget) -> None:
+        self.steps.append((target.model, "served", "answered"))
+        self.decided(target.model)
+
+    def decided(self, served_by: str | None) -> None:
+        event = RouteDecided(
+            request_id=self.request.request_id,
+            session_id=self.request.session_id,
+            route=self.route,
+            served_by=served_by,
+            steps=tuple(self.steps),
+            timestamp=time.time(),
+        )
+        emit_safely(self.telemetry, event)
+
+    def exhausted(self) -> Exception:
+        """The error when no model served: the last model's own, with every step in a note;
+        else the missing credential (no model could be called), a CapabilityError (none could
+        serve it) or an OverloadedError (none was free)."""
+        self.decided(None)
+        summary = "; ".join(f"{model} {outcome}: {reason}" for model, outcome, reason in self.steps)
+        note = f"route {self.route}: every model failed or was skipped: {summary}"
+        reasons = [reason for _, _, reason in self.steps]
+        if self.last is not None:
+            self.last.add_note(note)
+            return self.last
+        if self.unconfigured is not None and all(r.startswith(NOT_CONFIGURED) for r in reasons):
+            self.unconfigured.add_note(note)
+            return self.unconfigured
+        if all(reason.startswith(CANNOT_SERVE) for reason in reasons):
+            return CapabilityError(
+                f"no model of route {self.route} can serve this request: {summary}",
+                request_id=self.request.request_id,
+            )
+        return OverloadedError(
+            f"no model of route {self.route} is available now: {summary}",
+            request_id=self.request.request_id,
+        )

@@ -1,0 +1,57 @@
+"""The connection pool of the client metis makes, and where its calls wait for a connection.
+
+An adapter (or a Registry) given no client makes one (:func:`metis.transport.stage.http_client`)
+with the official SDKs' pool: up to ``MAX_CONNECTIONS`` connections, ``MAX_KEEPALIVE`` of them
+kept idle. httpx's own default (100 and 20) queues every call past the hundredth inside
+httpcore, and httpcore 1.0 scans its whole queue and pool on every request, response and
+cancel (``AsyncConnectionPool._assign_requests_to_connections``): with 600 streams that work
+keeps the event loop busy for tens of seconds, so no deadline fires on time
+(docs/http-client.md has the measurements).
+
+So a call never queues there: each request of such a client first takes one of its
+connection slots, as many as the pool has connections, and holds it until its response is
+closed. The wait for a slot is one semaphore wait, done by the transport inside the call's
+cancel and deadline like every other wait; httpcore then always finds a connection free or
+room for a new one. A client the application gives has no slots: its pool is the
+application's to size (httpx2's pool does not have that scan).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import anyio
+from anyio.lowlevel import RunVar
+
+MAX_CONNECTIONS = 1000
+"""Connections of the pool metis makes (the official SDKs' limit)."""
+MAX_KEEPALIVE = 100
+"""Idle connections it keeps (the official SDKs' limit)."""
+
+_SIZES: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+"""The clients metis made, with their number of connection slots."""
+_SLOTS: RunVar[weakref.WeakKeyDictionary[Any, anyio.Semaphore]] = RunVar("metis_connection_slots")
+"""Per event loop (a client's connections belong to the loop that opened them): each client's
+semaphore."""
+
+
+def give_slots(client: Any, size: int) -> None:
+    """Make every request of ``client`` wait for one of ``size`` slots (see the module)."""
+    _SIZES[client] = size
+
+
+def slots_of(client: Any) -> anyio.Semaphore | None:
+    """The semaphore of ``client``'s connection slots in this event loop; None for a client
+    without slots."""
+    size = _SIZES.get(client)
+    if size is None:
+        return None
+    per_client = _SLOTS.get(None)
+    if per_client is None:
+        per_client = weakref.WeakKeyDictionary()
+        _SLOTS.set(per_client)
+    semaphore = per_client.get(client)
+    if semaphore is None:
+        semaphore = per_client[client] = anyio.Semaphore(size)
+    return semaphore
