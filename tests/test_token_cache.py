@@ -69,6 +69,13 @@ class Gate:
         if self.opened_on_loop is not None:
             self.opened_on_loop.set()
 
+    async def fetching(self) -> None:
+        """Wait until a fetch has begun: a fetch in a worker thread starts some time after its
+        task blocks, so waiting for blocked tasks alone races with it on a loaded machine."""
+        with anyio.fail_after(SAFETY_SECONDS):
+            while not self.started:
+                await anyio.sleep(0.005)
+
     def blocking(self) -> str:
         self.started += 1
         self.opened.wait(SAFETY_SECONDS)
@@ -299,7 +306,7 @@ async def test_cancel_cuts_a_token_fetch_short(source: Source) -> None:
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(call)
-            await anyio.wait_all_tasks_blocked()
+            await gate.fetching()
             assert adapter.cancel(request.request_id) is True
         assert gate.started == 1 and gate.ended == 0
         assert peer.requests == []
@@ -331,7 +338,7 @@ async def test_when_the_fetching_call_is_cancelled_a_waiting_call_takes_the_fetc
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(cancelled)
-            await anyio.wait_all_tasks_blocked()  # the first call runs the fetch
+            await gate.fetching()  # the first call runs the fetch
             for _ in range(5):
                 tasks.start_soon(waiting)
             await anyio.wait_all_tasks_blocked()
