@@ -156,6 +156,14 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(
         [
+            "RunResult",
+            "Session",
+            "SessionBusyError",
+        ],
+        "metis.sessions",
+    ),
+    **dict.fromkeys(
+        [
             "AvailabilityChanged",
             "CallCompleted",
             "CallFailed",
@@ -308,6 +316,9 @@ if TYPE_CHECKING:
     from metis.registry import Registry as Registry
     from metis.routing import Router as Router
     from metis.routing import RouteTarget as RouteTarget
+    from metis.sessions import RunResult as RunResult
+    from metis.sessions import Session as Session
+    from metis.sessions import SessionBusyError as SessionBusyError
     from metis.telemetry import AvailabilityChanged as AvailabilityChanged
     from metis.telemetry import CallCompleted as CallCompleted
     from metis.telemetry import CallFailed as CallFailed

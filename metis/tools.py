@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
 
@@ -170,16 +170,21 @@ def as_tool_definition(item: AnyTool | ToolDefinition | Callable[..., Any]) -> T
 
 
 async def arun_tools(
-    reply: CanonicalResponse | Message, tools: Sequence[AnyTool | Callable[..., Any]]
+    reply: CanonicalResponse | Message,
+    tools: Sequence[AnyTool | Callable[..., Any]],
+    *,
+    timeout_seconds: float | None = None,
 ) -> Message:
     """Run every tool call of ``reply`` (concurrently; a plain function in a worker thread)
-    and return the tool-result message, results in the calls' order."""
-    by_name = _by_name(tools)
+    and return the tool-result message, results in the calls' order. ``timeout_seconds``
+    bounds each call: one still running then is answered with an ``is_error`` result saying
+    so (a plain function's thread is left to finish on its own)."""
+    by_name = tools_by_name(tools)
     calls = _calls(reply)
     results: list[ToolResultBlock | None] = [None] * len(calls)
 
     async def one(i: int, call: ToolUseBlock) -> None:
-        results[i] = await _run(call, by_name)
+        results[i] = await arun_tool_call(call, by_name, timeout_seconds=timeout_seconds)
 
     async with anyio.create_task_group() as group:
         for i, call in enumerate(calls):
@@ -191,17 +196,32 @@ def run_tools(
     reply: CanonicalResponse | Message, tools: Sequence[AnyTool | Callable[..., Any]]
 ) -> Message:
     """:func:`arun_tools` for code without an event loop: the calls run one by one here."""
-    by_name = _by_name(tools)
+    by_name = tools_by_name(tools)
     blocks = [_run_sync(call, by_name) for call in _calls(reply)]
     return Message(role=Role.TOOL, content=list(blocks))
 
 
-# Internals -------------------------------------------------------------------------------
+async def arun_tool_call(
+    call: ToolUseBlock, tools: Mapping[str, AnyTool], *, timeout_seconds: float | None = None
+) -> ToolResultBlock:
+    """The result of one tool call: the tool's answer, or an ``is_error`` result when the tool
+    is unknown, its arguments are not valid, it raises, or it outlasts ``timeout_seconds``.
+    ``tools`` by name, as :func:`tools_by_name` makes them."""
+    if timeout_seconds is None:
+        return await _run(call, tools)
+    with anyio.move_on_after(timeout_seconds):
+        return await _run(call, tools)
+    text = f"{call.name} did not finish within {timeout_seconds:g} s"
+    return ToolResultBlock(tool_use_id=call.id, content=text, is_error=True)
 
 
-def _by_name(tools: Sequence[AnyTool | Callable[..., Any]]) -> dict[str, AnyTool]:
+def tools_by_name(tools: Sequence[AnyTool | Callable[..., Any]]) -> dict[str, AnyTool]:
+    """The tools (plain functions made into tools) by name."""
     made = [t if isinstance(t, Tool) else Tool.from_function(t) for t in tools]
     return {t.name: t for t in made}
+
+
+# Internals -------------------------------------------------------------------------------
 
 
 def _calls(reply: CanonicalResponse | Message) -> list[ToolUseBlock]:
@@ -209,24 +229,26 @@ def _calls(reply: CanonicalResponse | Message) -> list[ToolUseBlock]:
     return [block for block in content if isinstance(block, ToolUseBlock)]
 
 
-async def _run(call: ToolUseBlock, tools: dict[str, AnyTool]) -> ToolResultBlock:
+async def _run(call: ToolUseBlock, tools: Mapping[str, AnyTool]) -> ToolResultBlock:
     found = tools.get(call.name)
-    if found is None:
-        return _unknown(call, tools)
+    if found is None or call.input_error is not None:
+        return _unrunnable(call, tools)
     try:
         if inspect.iscoroutinefunction(getattr(found.function, "__wrapped__", found.function)):
             value = await _awaited(found.function(**call.input))
         else:
-            value = await anyio.to_thread.run_sync(lambda: found.function(**call.input))
+            value = await anyio.to_thread.run_sync(
+                lambda: found.function(**call.input), abandon_on_cancel=True
+            )
     except Exception as exc:
         return _failed(call, exc)
     return _result(call, value)
 
 
-def _run_sync(call: ToolUseBlock, tools: dict[str, AnyTool]) -> ToolResultBlock:
+def _run_sync(call: ToolUseBlock, tools: Mapping[str, AnyTool]) -> ToolResultBlock:
     found = tools.get(call.name)
-    if found is None:
-        return _unknown(call, tools)
+    if found is None or call.input_error is not None:
+        return _unrunnable(call, tools)
     try:
         value = found.function(**call.input)
         if inspect.isawaitable(value):
@@ -240,9 +262,13 @@ async def _awaited(value: Awaitable[Any] | Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-def _unknown(call: ToolUseBlock, tools: dict[str, AnyTool]) -> ToolResultBlock:
-    known = ", ".join(sorted(tools)) or "none"
-    text = f"no tool named {call.name!r}; the tools are: {known}"
+def _unrunnable(call: ToolUseBlock, tools: Mapping[str, AnyTool]) -> ToolResultBlock:
+    """An unknown tool, or arguments that were not a JSON object: answered, never run."""
+    if call.name not in tools:
+        known = ", ".join(sorted(tools)) or "none"
+        text = f"no tool named {call.name!r}; the tools are: {known}"
+    else:
+        text = f"the arguments of {call.name} are not a JSON object: {call.input_error}"
     return ToolResultBlock(tool_use_id=call.id, content=text, is_error=True)
 
 

@@ -13,10 +13,10 @@ from metis.catalog.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.call import Call
 from metis.pipeline.config import AdapterConfig
+from metis.pipeline.endpoint import Endpoint
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Stage
 from metis.pipeline.stores import InMemoryToolIdStore, ToolIdStore
-from metis.stacks.loader import Endpoint
 from metis.telemetry import NULL_SINK, TelemetrySink
 
 FULL_CAPABILITIES = AdapterCapabilities(

@@ -2,7 +2,7 @@
 
 Anthropic, OpenAI Chat, OpenAI Responses, Gemini, Ollama, an OpenAI-compatible service (Groq)
 and a text-only endpoint with emulated tools (TGI) take turns in one session, with tool calls.
-Each stands behind a scripted server that refuses, like the real API, any request it would
+Each is the emulator in scripted mode, refusing, like the real API, any request it would
 refuse; so every turn proves that provider accepts the history all the others produced. With
 thinking on, no request may carry another model's opaque reasoning.
 """
@@ -10,10 +10,8 @@ thinking on, no request may carry another model's opaque reasoning.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-import httpx
 import pytest
 
 from metis import AdapterConfig, build_adapter
@@ -27,10 +25,9 @@ from metis.model import (
     ToolUseBlock,
 )
 from metis.pipeline.stores import InMemoryToolIdStore
+from metis.testing.emulator import Emulator, Reply, Script, text, thinking, tools
+from metis.testing.emulator.formats.gemini_rules import BYPASS
 
-from .scripted import ScriptedProvider, _openai_body, _openai_stream, text, thinking, tools
-from .scripted_gemini import ScriptedGemini
-from .scripted_responses import ScriptedResponses
 from .test_conformance import TOOLS, fold_stream, run_tool
 
 pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
@@ -38,98 +35,11 @@ pytestmark = pytest.mark.backend_independent  # stages and mock transports (test
 ORDER = ["anthropic", "openai", "openai_responses", "gemini", "ollama", "groq", "tgi"]
 
 
-class ScriptedOllama:
-    """/api/chat in NDJSON; refuses tool messages that answer no call, or args not objects."""
-
-    def __init__(self, script: list[dict[str, Any]]) -> None:
-        self.script = script
-        self.requests: list[dict[str, Any]] = []
-
-    def handler(self, request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
-        self.requests.append(body)
-        called: list[str] = []
-        for i, message in enumerate(body["messages"]):
-            for call in message.get("tool_calls") or []:
-                if not isinstance(call["function"]["arguments"], dict):
-                    return _ollama_error(f"messages[{i}]: arguments must be an object")
-                called.append(call["function"]["name"])
-            if message["role"] == "tool" and message.get("tool_name") not in called:
-                return _ollama_error(f"messages[{i}]: tool result for an unknown call")
-        reply = self.script.pop(0)
-        lines: list[dict[str, Any]] = []
-        if reply.get("thinking"):
-            lines.append(
-                {"message": {"role": "assistant", "content": "", "thinking": reply["thinking"][0]}}
-            )
-        for piece in re.findall(r"\S+\s*", reply.get("text") or ""):
-            lines.append({"message": {"role": "assistant", "content": piece}})
-        calls = [{"function": {"name": n, "arguments": a}} for n, a in reply.get("tools", [])]
-        if calls:
-            lines.append({"message": {"role": "assistant", "content": "", "tool_calls": calls}})
-        lines.append(
-            {
-                "message": {"role": "assistant", "content": ""},
-                "done": True,
-                "done_reason": "stop",
-                "prompt_eval_count": 50,
-                "eval_count": 10,
-            }
-        )
-        for line in lines:
-            line.setdefault("model", body["model"])
-            line.setdefault("done", False)
-        if body.get("stream") is False:  # one JSON object with everything
-            whole = dict(lines[-1])
-            whole["message"] = {
-                "role": "assistant",
-                "content": "".join(line["message"].get("content", "") for line in lines),
-                **({"thinking": reply["thinking"][0]} if reply.get("thinking") else {}),
-                **({"tool_calls": calls} if calls else {}),
-            }
-            return httpx.Response(200, json=whole)
-        text_body = "".join(json.dumps(line) + "\n" for line in lines)
-        return httpx.Response(200, headers={"content-type": "application/x-ndjson"}, text=text_body)
-
-
-def _ollama_error(message: str) -> httpx.Response:
-    return httpx.Response(400, json={"error": message})
-
-
-class ScriptedTGI:
-    """A text-only model: OpenAI chunks whose text carries the tool calls as tags."""
-
-    def __init__(self, script: list[dict[str, Any]]) -> None:
-        self.script = script
-        self.requests: list[dict[str, Any]] = []
-
-    def handler(self, request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
-        self.requests.append(body)
-        if "tools" in body:
-            return httpx.Response(400, json={"error": {"message": "no native tools here"}})
-        reply = self.script.pop(0)
-        said = reply.get("text") or ""
-        for name, args in reply.get("tools", []):
-            said += f'<tool_call>{{"name": "{name}", "arguments": {json.dumps(args)}}}</tool_call>'
-        if not body.get("stream"):
-            return httpx.Response(200, json=_openai_body({"text": said}, []))
-        chunks = _openai_stream({"text": said}, [])
-        return httpx.Response(
-            200, headers={"content-type": "text/event-stream"}, text="".join(chunks)
-        )
-
-
-def servers(script: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "anthropic": ScriptedProvider("anthropic", script),
-        "openai": ScriptedProvider("openai", script),
-        "openai_responses": ScriptedResponses(script),
-        "gemini": ScriptedGemini(script),
-        "ollama": ScriptedOllama(script),
-        "groq": ScriptedProvider("openai", script),
-        "tgi": ScriptedTGI(script),
-    }
+def servers(script: list[Reply]) -> dict[str, Emulator]:
+    """An emulator per provider, all answering from one script (so each keeps its own
+    requests: Groq and TGI are served by the same format as OpenAI)."""
+    shared = Script(script)
+    return {name: Emulator(model=shared, models="any") for name in ORDER}
 
 
 def adapters(peers: dict[str, Any]) -> dict[str, Adapter]:
@@ -137,10 +47,9 @@ def adapters(peers: dict[str, Any]) -> dict[str, Adapter]:
     local = {"supports_tools": True, "supports_thinking": True, "max_context_tokens": 32768}
     built = {}
     for name, peer in peers.items():
-        client = httpx.AsyncClient(transport=httpx.MockTransport(peer.handler))
         config = AdapterConfig(
             api_key="test-key",
-            http_client=client,
+            http_client=peer.client(),
             capabilities=local if name == "ollama" else {},
         )
         built[name] = build_adapter(name, config, tool_id_store=store)
@@ -177,16 +86,16 @@ async def converse(
     return history
 
 
-def script(reasoning: bool = False) -> list[dict[str, Any]]:
+def script(reasoning: bool = False) -> list[Reply]:
     cities = ["Paris", "Rome", "Oslo", "Tokyo", "Lima", "Cairo", "Quito"]
-    out: list[dict[str, Any]] = []
+    out: list[Reply] = []
     for i, city in enumerate(cities * 2):
         step = (
             tools(("get_weather", {"city": city}))
             if i % 2 == 0
             else text(f"It is sunny in {city}.")
         )
-        out.append(thinking(f"Thinking about {city}.", f"sig-{i}", step) if reasoning else step)
+        out.append(thinking(f"Thinking about {city}.", step) if reasoning else step)
     return out
 
 
@@ -200,6 +109,7 @@ async def test_a_conversation_visits_every_provider_family_with_tool_calls(strea
 
     for name, peer in peers.items():
         assert len(peer.requests) == 2, name  # every provider took both of its turns
+    assert all("tools" not in body for body in peers["tgi"].bodies())  # emulated tools only
     calls = [b for m in history for b in m.content if isinstance(b, ToolUseBlock)]
     results = [b for m in history for b in m.content if isinstance(b, ToolResultBlock)]
     assert len(calls) == 7 and all(c.id.startswith("tu_") for c in calls)
@@ -227,7 +137,7 @@ async def test_with_thinking_on_no_request_carries_another_models_reasoning(
     secrets = opaque_reasoning_issued(peers)
     assert secrets["anthropic"] and secrets["openai_responses"] and secrets["gemini"]
     for name, peer in peers.items():
-        for body in peer.requests:
+        for body in peer.bodies():
             sent = json.dumps(body)
             foreign = [
                 s for owner, issued in secrets.items() if owner != name for s in issued if s in sent
@@ -242,17 +152,26 @@ async def test_with_thinking_on_no_request_carries_another_models_reasoning(
     assert {"openai", "groq", "tgi"} <= dropped
 
 
-def opaque_reasoning_issued(peers: dict[str, Any]) -> dict[str, set[str]]:
-    """Every signature or encrypted blob each provider handed out."""
+def opaque_reasoning_issued(peers: dict[str, Emulator]) -> dict[str, set[str]]:
+    """Every signature or encrypted blob each provider handed out (and was sent back)."""
     anthropic = {
         block["signature"]
-        for body in peers["anthropic"].requests
+        for body in peers["anthropic"].bodies()
         for message in body["messages"]
         for block in (message["content"] if isinstance(message["content"], list) else [])
         if block.get("type") == "thinking"
     }
-    return {
-        "anthropic": anthropic,
-        "openai_responses": set(peers["openai_responses"]._reasoning.values()),
-        "gemini": set(peers["gemini"].issued_signatures),
+    responses = {
+        item.get("encrypted_content") or item["id"]
+        for items in peers["openai_responses"].stored.values()
+        for item in items
+        if item.get("type") == "reasoning"
     }
+    gemini = {
+        part["thoughtSignature"]
+        for body in peers["gemini"].bodies()
+        for content in body["contents"]
+        for part in content["parts"]
+        if part.get("thoughtSignature", BYPASS) != BYPASS
+    }
+    return {"anthropic": anthropic, "openai_responses": responses, "gemini": gemini}

@@ -12,7 +12,15 @@ import pytest
 
 from metis import AdapterConfig, build_adapter
 from metis.errors import OverloadedError, ProtocolError
-from metis.model import CanonicalRequest, Message, MessageComplete, ToolDefinition
+from metis.model import (
+    CanonicalRequest,
+    Message,
+    MessageComplete,
+    ThinkingConfig,
+    ToolDefinition,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from metis.model.response import StopKind
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.wire.anthropic.bedrock import codec
@@ -163,3 +171,29 @@ async def test_a_whole_reply_comes_from_invoke() -> None:
     response = await adapter(json.dumps(body).encode(), sent).complete(request())
     assert response.content[0].text == "Sunny."  # type: ignore[union-attr]
     assert sent[0].url.raw_path.endswith(b"/invoke")
+
+
+@pytest.mark.anyio
+async def test_a_tool_loop_begun_without_thinking_is_sent_without_it_not_refused() -> None:
+    """The loop in progress opened on another provider (no thinking block to send back): as
+    on Anthropic's own API, this request goes without thinking (the thinking_turn stage)."""
+    sent: list[httpx.Request] = []
+    frames = b"".join(event_frame("chunk", chunk(e)) for e in EVENTS)
+    call = ToolUseBlock(id="tu_01JB7R3V2F8Z2Q6J0Y8W3C5N4K", name="get_weather", input={})
+    history = [
+        Message.user("weather?"),
+        Message.assistant(call),
+        Message.tool(ToolResultBlock(tool_use_id=call.id, content="sunny")),
+    ]
+    thinking = request().model_copy(
+        update={
+            "messages": history,
+            "thinking": ThinkingConfig(budget_tokens=1024),
+            "max_output_tokens": 2048,
+        }
+    )
+    events = [e async for e in adapter(frames, sent).stream(thinking)]
+    done = events[-1]
+    assert isinstance(done, MessageComplete)
+    assert [w.block_type for w in done.warnings] == ["thinking"]
+    assert "thinking" not in json.loads(sent[0].content)

@@ -27,7 +27,7 @@ from metis.model import (
 from metis.model.response import StopKind
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.testing.emulator import Emulator
-from metis.testing.emulator.bedrock import CREDENTIALS, EXPIRED_TOKEN
+from metis.testing.emulator.formats.bedrock import CREDENTIALS, EXPIRED_TOKEN
 from tests.test_bedrock_auth import aws_env, frozen_clock  # noqa: F401
 
 eventstream = pytest.importorskip("botocore.eventstream")

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from metis.model import CanonicalRequest, DroppedContent, Message, Role
+from metis.testing.emulator import text, thinking, tools
 
 from .helpers import answer, lossy_warnings, make_call
-from .scripted import shared_script, text, thinking, tools
-from .test_conformance import TOOLS, adapters_for, run_tool
+from .test_conformance import TOOLS, adapters_for, run_tool, scripted
 
 
 @pytest.mark.anyio
@@ -19,11 +19,11 @@ async def test_a_dropped_block_is_logged_once_per_session_and_listed_with_every_
 ) -> None:
     caplog.set_level("WARNING", logger="metis")
     replies = [
-        thinking("Paris first.", "sig-A1", tools(("get_weather", {"city": "Paris"}))),
+        thinking("Paris first.", tools(("get_weather", {"city": "Paris"}))),
         text("Sunny in Paris."),
         text("Still sunny."),
     ]
-    adapters = adapters_for(shared_script(replies, "anthropic", "openai"))
+    adapters = adapters_for(scripted(replies), "anthropic", "openai")
     history = [Message.user("Weather in Paris?")]
 
     async def turn(name: str) -> list[DroppedContent]:

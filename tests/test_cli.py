@@ -237,7 +237,13 @@ def test_stack_lists_the_stages_in_order_with_their_types(capsys: Any) -> None:
     rows = [line.split() for line in out.splitlines() if re.match(r"\s*\d+\s+[a-z_]+\s", line)]
     expected = [s.name for s in load_stack("anthropic").stages]
     assert [row[1] for row in rows] == expected
-    by_name = {row[1]: " ".join(row[2:]) for row in rows}
+    # The kind column: how the engine runs each stage, and the provider part it is.
+    kinds = {row[1]: " ".join(row[2:4] if row[3].startswith("(") else row[2:3]) for row in rows}
+    assert kinds["invariants"] == kinds["tool_ids"] == kinds["telemetry"] == "hook"
+    assert kinds["capability_check"] == "transform" and kinds["retry"] == "wrapper"
+    assert kinds["encode"] == "transform (encode)" and kinds["cache_control"] == "transform (edit)"
+    assert kinds["normalize"] == "send (reader)" and kinds["transport"] == "send (transport)"
+    by_name = {row[1]: " ".join(row[4:] if row[3].startswith("(") else row[3:]) for row in rows}
     assert by_name["encode"].startswith("CanonicalRequest → WireRequest")
     assert "codec=anthropic" in by_name["encode"]
     assert "bytes | ResponseHead → dict[str, Any]" in by_name["decode"]
@@ -331,17 +337,34 @@ def test_record_against_the_emulator_writes_a_replayable_cassette_without_the_ke
     assert 'get_weather({"city": "Paris"})' in replayed.stdout
 
 
-@pytest.mark.parametrize("provider", ["openai", "gemini", "ollama", "groq"])
+@pytest.mark.parametrize(
+    ("provider", "model"),
+    [
+        ("openai", "gpt-4o"),
+        ("gemini", "gemini-2.5-flash"),
+        ("ollama", "qwen3"),
+        ("groq", "llama-3.3-70b-versatile"),
+    ],
+)
 def test_record_and_replay_other_providers_in_process(
-    provider: str, tmp_path: Path, capsys: Any, no_keys: None
+    provider: str, model: str, tmp_path: Path, capsys: Any, no_keys: None
 ) -> None:
     target = tmp_path / f"{provider}.yaml"
-    args = ["record", "--provider", provider, "-m", "some-model", "--prompt", "Hi there"]
+    args = ["record", "--provider", provider, "-m", model, "--prompt", "Hi there"]
     assert main([*args, "-o", str(target), "--emulator", "--no-stream"]) == 0
     capsys.readouterr()
     assert main(["replay", str(target)]) == 0
     out = capsys.readouterr().out
-    assert f"{provider} some-model (not streamed)" in out and "You said: Hi there" in out
+    assert f"{provider} {model} (not streamed)" in out and "You said: Hi there" in out
+
+
+def test_recording_an_unknown_model_gets_the_providers_not_found(
+    tmp_path: Path, capsys: Any, no_keys: None
+) -> None:
+    target = tmp_path / "openai.yaml"
+    args = ["record", "--provider", "openai", "-m", "gpt-nope", "--prompt", "Hi", "--no-stream"]
+    assert main([*args, "-o", str(target), "--emulator"]) == 1
+    assert "The model `gpt-nope` does not exist" in capsys.readouterr().err
 
 
 # emulator -----------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Each built-in stack is driven through a mock HTTP peer that answers in OpenAI chunk format
 (with the reasoning field that server uses), and the wire body it sent is checked for that
 provider's quirks; every quirk is sourced in the stack's YAML comments. A conversation then
-alternates OpenAI with two of these stacks, each turn checked by tests/scripted.py's OpenAI
+alternates OpenAI with two of these stacks, each turn checked by the emulator's OpenAI
 rules (plus Mistral's tool-id rule), and a stack written in a temporary file shows a new
 provider needs no Python at all.
 """
@@ -48,9 +48,9 @@ from metis.pipeline.stores import InMemoryToolIdStore
 from metis.stacks.loader import load_stack
 from metis.stages.edits.wire_fields import WireFields
 from metis.stages.policy.invariants import StreamChecker
+from metis.testing.emulator import Emulator, Script, text, tools
 
 from .helpers import answer, lossy_warnings
-from .scripted import ScriptedProvider, text, tools
 
 pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
 
@@ -669,11 +669,12 @@ def run_tool(call: ToolUseBlock) -> ToolResultBlock:
 async def test_a_conversation_alternating_openai_and_compatible_stacks(
     streaming: bool, pair: tuple[str, str]
 ) -> None:
-    """Every turn goes through a stand-in that refuses (400) what OpenAI would refuse; the
-    compatible stacks' requests are checked by the same rules, and Mistral's ids by its own."""
-    shared = script()
+    """Every turn goes through the emulator, which refuses (400) what OpenAI would refuse; the
+    compatible stacks' requests are checked by the same rules, and Mistral's ids by its own.
+    Each stack has its own emulator, all answering from one script."""
+    shared = Script(script())
     order = ["openai", *pair] * 2
-    providers = {name: ScriptedProvider("openai", shared) for name in ("openai", *pair)}
+    providers = {name: Emulator(model=shared, models="any") for name in ("openai", *pair)}
     store = InMemoryToolIdStore()
     adapters = {
         name: build_adapter(
@@ -707,14 +708,14 @@ async def test_a_conversation_alternating_openai_and_compatible_stacks(
     assert len(canonical) == 4 and all(i.startswith("tu_") for i in canonical)
 
     if "mistral" in pair:  # every id Mistral is sent is one it issued or a 9-character one
-        own = set(providers["mistral"].issued_ids)
-        for body in providers["mistral"].requests:
+        own = set(providers["mistral"].call_ids())
+        for body in providers["mistral"].bodies():
             for message in body["messages"]:
                 ids = [c["id"] for c in message.get("tool_calls") or []]
                 ids += [message["tool_call_id"]] if message["role"] == "tool" else []
                 for tool_id in ids:
                     assert tool_id in own or MISTRAL_ID.match(tool_id), tool_id
     for name in pair:  # each stack's own quirks held on every turn
-        for body in providers[name].requests:
+        for body in providers[name].bodies():
             for key in STACKS[name].absent:
                 assert key not in body, (name, key)

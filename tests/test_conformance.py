@@ -1,8 +1,8 @@
 """Cross-adapter conformance (docs/contract.md): substitutability, mid-session swap, tool ids.
 
-A six-turn conversation with tool calls alternates Anthropic and OpenAI. Each provider is a
-scripted stand-in that refuses, with a 400, any request its real counterpart would refuse
-(see tests/scripted.py), so every turn proves that adapter accepts the history the other made.
+A six-turn conversation with tool calls alternates Anthropic and OpenAI. Both are the emulator
+in its scripted mode, answering from one script: it refuses, with a 400, any request the real
+API would refuse, so every turn proves that adapter accepts the history the other made.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from metis.model import (
     ToolUseBlock,
 )
 from metis.pipeline.stores import InMemoryToolIdStore
+from metis.testing.emulator import Emulator, Reply, text, thinking, tools
 
 from .helpers import answer
-from .scripted import ScriptedProvider, shared_script, text, thinking, tools
 
 TOOLS = [
     ToolDefinition(
@@ -52,7 +52,7 @@ TOOLS = [
 ]
 
 
-def script() -> list[dict[str, Any]]:
+def script() -> list[Reply]:
     return [
         tools(("get_weather", {"city": "Paris"})),
         text("Sunny and 21 °C in Paris."),
@@ -78,17 +78,14 @@ def run_tool(call: ToolUseBlock) -> ToolResultBlock:
     return ToolResultBlock(tool_use_id=call.id, content=result)
 
 
-def adapters_for(providers: dict[str, ScriptedProvider]) -> dict[str, Adapter]:
+def scripted(replies: list[Reply]) -> Emulator:
+    return Emulator(model=replies, models="any")
+
+
+def adapters_for(emulator: Emulator, *stacks: str) -> dict[str, Adapter]:
     store = InMemoryToolIdStore()
-    stacks = {"anthropic": "anthropic", "openai": "openai"}
-    return {
-        flavour: build_adapter(
-            stacks[flavour],
-            AdapterConfig(api_key="test-key", http_client=provider.client()),
-            tool_id_store=store,
-        )
-        for flavour, provider in providers.items()
-    }
+    config = AdapterConfig(api_key="test-key", http_client=emulator.client())
+    return {stack: build_adapter(stack, config, tool_id_store=store) for stack in stacks}
 
 
 async def converse(order: list[Adapter], streaming: bool) -> list[Message]:
@@ -123,12 +120,12 @@ async def fold_stream(adapter: Adapter, request: CanonicalRequest) -> CanonicalR
 async def test_a_six_turn_conversation_alternating_providers_is_accepted_every_turn(
     streaming: bool,
 ) -> None:
-    providers = shared_script(script(), "anthropic", "openai")
-    adapters = adapters_for(providers)
+    emulator = scripted(script())
+    adapters = adapters_for(emulator, "anthropic", "openai")
     order = [adapters["anthropic"], adapters["openai"]] * 3
     history = await converse(order, streaming)
 
-    assert len(providers["anthropic"].requests) == 3 and len(providers["openai"].requests) == 3
+    assert len(emulator.bodies("anthropic")) == 3 and len(emulator.bodies("openai")) == 3
     assert history[-1].text() == "Paris sunny, Berlin cloudy, Rome hot."
     canonical_ids = [b.id for m in history for b in m.content if isinstance(b, ToolUseBlock)]
     assert len(canonical_ids) == 4 and all(i.startswith("tu_") for i in canonical_ids)
@@ -136,23 +133,23 @@ async def test_a_six_turn_conversation_alternating_providers_is_accepted_every_t
 
 @pytest.mark.anyio
 async def test_tool_ids_stay_consistent_across_the_swap() -> None:
-    providers = shared_script(script(), "anthropic", "openai")
-    adapters = adapters_for(providers)
+    emulator = scripted(script())
+    adapters = adapters_for(emulator, "anthropic", "openai")
     history = await converse([adapters["anthropic"], adapters["openai"]] * 3, streaming=True)
     first_call = next(b for m in history for b in m.content if isinstance(b, ToolUseBlock))
-    anthropic_issued = providers["anthropic"].issued_ids[0]
+    anthropic_issued = emulator.call_ids("anthropic")[0]
 
     # OpenAI never saw this call: it gets an id derived from the canonical one, in both the
     # assistant's tool_calls and the tool message that answers it, on every OpenAI turn.
     derived = derive_provider_tool_id(first_call.id, "call_")
-    for body in providers["openai"].requests:
+    for body in emulator.bodies("openai"):
         assistant = next(m for m in body["messages"] if m.get("tool_calls"))
         assert assistant["tool_calls"][0]["id"] == derived
         answer = next(m for m in body["messages"] if m["role"] == "tool")
         assert answer["tool_call_id"] == derived
 
     # Back on Anthropic, the call carries the id Anthropic itself issued for it.
-    for body in providers["anthropic"].requests[1:]:
+    for body in emulator.bodies("anthropic")[1:]:
         assistant = next(m for m in body["messages"] if m["role"] == "assistant")
         tool_use = next(b for b in assistant["content"] if b["type"] == "tool_use")
         assert tool_use["id"] == anthropic_issued
@@ -164,9 +161,9 @@ async def test_tool_ids_stay_consistent_across_the_swap() -> None:
         }
 
     # And OpenAI's own calls go back to OpenAI under the ids OpenAI issued.
-    last_openai = providers["openai"].requests[-1]
+    last_openai = emulator.bodies("openai")[-1]
     sent_ids = [c["id"] for m in last_openai["messages"] for c in m.get("tool_calls") or []]
-    assert providers["openai"].issued_ids[0] in sent_ids
+    assert emulator.call_ids("openai")[0] in sent_ids
 
 
 @pytest.mark.anyio
@@ -174,8 +171,7 @@ async def test_tool_ids_stay_consistent_across_the_swap() -> None:
 async def test_each_adapter_alone_produces_the_same_canonical_conversation(streaming: bool) -> None:
     histories = []
     for flavour in ("anthropic", "openai"):
-        providers = shared_script(script(), flavour)
-        adapter = adapters_for(providers)[flavour]
+        adapter = adapters_for(scripted(script()), flavour)[flavour]
         histories.append(_without_ids(await converse([adapter] * 6, streaming)))
     assert histories[0] == histories[1]
 
@@ -201,13 +197,13 @@ async def test_signed_thinking_goes_back_only_to_the_model_that_made_it(
     streaming: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     replies = [
-        thinking("Paris first.", "sig-A1", tools(("get_weather", {"city": "Paris"}))),
+        thinking("Paris first.", tools(("get_weather", {"city": "Paris"}))),
         text("Sunny in Paris."),
         text("Still sunny."),
         text("Sunny, says the other model."),
     ]
-    providers = shared_script(replies, "anthropic", "openai")
-    adapters = adapters_for(providers)
+    emulator = scripted(replies)
+    adapters = adapters_for(emulator, "anthropic", "openai")
     history = [Message.user("Weather in Paris?")]
 
     async def turn(adapter: Adapter, model: str) -> None:
@@ -224,20 +220,21 @@ async def test_signed_thinking_goes_back_only_to_the_model_that_made_it(
 
     await turn(adapters["anthropic"], "anthropic:claude-a")
     thought = history[1].content[0]
-    assert thought.type == "thinking" and thought.signature == "sig-A1"  # type: ignore[union-attr]
+    assert thought.type == "thinking" and thought.signature  # type: ignore[union-attr]
 
     await turn(adapters["anthropic"], "anthropic:claude-a")  # same model: sent back, signed
-    sent = providers["anthropic"].requests[-1]["messages"][1]["content"][0]
-    assert sent == {"type": "thinking", "thinking": "Paris first.", "signature": "sig-A1"}
+    sent = emulator.bodies("anthropic")[-1]["messages"][1]["content"][0]
+    signature = thought.signature  # type: ignore[union-attr]
+    assert sent == {"type": "thinking", "thinking": "Paris first.", "signature": signature}
 
     caplog.clear()
     caplog.set_level("WARNING", logger="metis")
     await turn(adapters["openai"], "openai:gpt-x")  # another provider: dropped with one WARN
-    assert "thinking" not in json.dumps(providers["openai"].requests[-1])
+    assert "thinking" not in json.dumps(emulator.bodies("openai")[-1])
     await turn(adapters["anthropic"], "anthropic:claude-b")  # another model: dropped too
     assert all(
         block["type"] != "thinking"
-        for message in providers["anthropic"].requests[-1]["messages"]
+        for message in emulator.bodies("anthropic")[-1]["messages"]
         for block in message["content"]
     )
     warnings = [r for r in caplog.records if getattr(r, "block_type", None) == "thinking"]

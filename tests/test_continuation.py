@@ -1,14 +1,16 @@
 """The continuation stage: previous_response_id and only the new items, when that is the
 same conversation; the whole transcript otherwise. First the stage alone over a fake inner,
-then whole conversations through the openai_responses adapter against a scripted Responses
-server that rebuilds each request's conversation from the replies it stored, so "the server
+then whole conversations through the openai_responses adapter against the emulator in scripted
+mode, which rebuilds each request's conversation from the responses it stored, so "the server
 saw the same conversation" is checked, not assumed. Swaps to and from Anthropic and OpenAI
 Chat are here too: their histories must be accepted by the Responses encoder."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,7 +20,7 @@ import pytest
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
 from metis.core.ids import derive_provider_tool_id
-from metis.errors import InvalidRequestError, ServerError, StackError
+from metis.errors import AuthError, InvalidRequestError, ServerError, StackError
 from metis.model import (
     CanonicalRequest,
     Message,
@@ -38,10 +40,9 @@ from metis.pipeline.request import WireRequest
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.stacks.loader import load_stack, parse_stack
 from metis.stages.edits.continuation import Continuation
+from metis.testing.emulator import Emulator, Reply, Script, text, thinking, tools
 
 from .helpers import lossy_warnings, make_call
-from .scripted import Reply, shared_script, text, thinking, tools
-from .scripted_responses import ScriptedResponses, normalized
 
 pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
 
@@ -312,26 +313,25 @@ USERS = ["What's the weather in Paris?", "And tomorrow?", "Thanks!", "Bye.", "Re
 def script() -> list[Reply]:
     return [
         thinking(
-            "I should look it up.",
-            "sig-1",
-            tools(("get_weather", {"city": "Paris"}), say="Checking."),
+            "I should look it up.", tools(("get_weather", {"city": "Paris"}), say="Checking.")
         ),
         text("Sunny in Paris."),
-        thinking("Forecast next.", "sig-3", text("Sunny tomorrow too.")),
+        thinking("Forecast next.", text("Sunny tomorrow too.")),
         text("You're welcome."),
         text("Goodbye."),
     ]
 
 
 class World:
-    """The three providers, answering from one shared script, and their adapters."""
+    """The three providers (the emulator, one for Responses and one for the others),
+    answering from one shared script, and their adapters."""
 
     def __init__(
         self, store: bool = True, continuation: bool = True, replies: list[Reply] | None = None
     ) -> None:
-        shared = replies if replies is not None else script()
-        self.responses = ScriptedResponses(shared)
-        self.others = shared_script(shared, "anthropic", "openai")
+        self.script = Script(replies if replies is not None else script())
+        self.responses = Emulator(model=self.script, models="any")
+        others = Emulator(model=self.script, models="any")
         ids = InMemoryToolIdStore()
         stack = load_stack("openai_responses")
         if not store:
@@ -348,14 +348,26 @@ class World:
                 stack, self.config(self.responses.client()), tool_id_store=ids
             ),
             **{
-                name: build_adapter(name, self.config(p.client()), tool_id_store=ids)
-                for name, p in self.others.items()
+                name: build_adapter(name, self.config(others.client()), tool_id_store=ids)
+                for name in ("anthropic", "openai")
             },
         }
         if not continuation:
             self.adapters["responses"].pipeline.remove("continuation")
         self.history = [Message.user(USERS[0])]
         self.users = iter(USERS[1:])
+
+    def sent(self) -> list[dict[str, Any]]:
+        """The bodies the Responses server was sent."""
+        return list(self.responses.bodies())
+
+    def response_id(self, n: int) -> str:
+        """The id of the n-th response the server stored (from 0)."""
+        return list(self.responses.stored)[n]
+
+    def contexts(self) -> list[Any]:
+        """The conversation the Responses server rebuilt for each request it answered."""
+        return [normalized(p.items) for p in self.script.prompts if p.provider == PROVIDER]
 
     @staticmethod
     def config(client: httpx.AsyncClient) -> AdapterConfig:
@@ -397,13 +409,14 @@ async def test_a_three_turn_session_sends_only_new_items_on_turns_two_and_three(
     world = World()
     for _ in range(3):
         await world.turn("responses", stream=stream)
-    first, second, third = world.responses.requests
+    first, second, third = world.sent()
     assert "previous_response_id" not in first and len(first["input"]) == 1
-    assert second["previous_response_id"] == "resp_1"
+    assert second["previous_response_id"] == world.response_id(0)
+    [call_id] = world.responses.call_ids()
     assert second["input"] == [
-        {"type": "function_call_output", "call_id": "call_1x0", "output": "sunny, 21C"}
+        {"type": "function_call_output", "call_id": call_id, "output": "sunny, 21C"}
     ]
-    assert third["previous_response_id"] == "resp_2"
+    assert third["previous_response_id"] == world.response_id(1)
     assert third["input"] == [
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": USERS[1]}]}
     ]
@@ -417,16 +430,16 @@ async def test_the_server_sees_the_same_conversation_with_or_without_continuatio
     for world in worlds:
         for _ in range(4):
             await world.turn("responses")
-    contexts = [[normalized(c) for c in w.responses.contexts] for w in worlds]
-    assert contexts[0] == contexts[1]
-    assert ["previous_response_id" in b for b in worlds[0].responses.requests] == [
+    contexts = [w.contexts() for w in worlds]
+    assert len(contexts[0]) == 4 and contexts[0] == contexts[1]
+    assert ["previous_response_id" in b for b in worlds[0].sent()] == [
         False,
         True,
         True,
         True,
     ]
-    assert sum(len(b["input"]) for b in worlds[0].responses.requests) < sum(
-        len(b["input"]) for b in worlds[1].responses.requests
+    assert sum(len(b["input"]) for b in worlds[0].sent()) < sum(
+        len(b["input"]) for b in worlds[1].sent()
     )
 
 
@@ -435,16 +448,17 @@ async def test_with_store_false_every_turn_sends_the_whole_transcript() -> None:
     world = World(store=False)
     for _ in range(3):
         await world.turn("responses")
-    assert all(b["store"] is False for b in world.responses.requests)
-    assert all("previous_response_id" not in b for b in world.responses.requests)
-    # Reasoning still went back, as encrypted content, and the server took it.
-    assert world.responses.requests[1]["input"][1]["encrypted_content"] == "enc_1"
+    assert all(b["store"] is False for b in world.sent())
+    assert all("previous_response_id" not in b for b in world.sent())
+    # Reasoning still went back, as encrypted content, and the server took it (it checks it).
+    assert world.sent()[1]["input"][1]["encrypted_content"].startswith("gAAAAAB")
+    assert world.responses.stored == {}
 
 
 def swap_script() -> list[Reply]:
     return [
-        thinking("Look it up.", "-", tools(("get_weather", {"city": "Paris"}), say="Checking.")),
-        thinking("The tool said sunny.", "sig-anthropic", text("Sunny in Paris.")),  # Anthropic
+        thinking("Look it up.", tools(("get_weather", {"city": "Paris"}), say="Checking.")),
+        thinking("The tool said sunny.", text("Sunny in Paris.")),  # Anthropic
         text("Tomorrow too."),
         text("You're welcome."),  # Anthropic
         text("Goodbye."),
@@ -462,11 +476,11 @@ async def test_a_swap_away_and_back_continues_from_the_last_reply_made_here(
     world = World(replies=swap_script())
     for name in order:
         await world.turn(name)
-    _first, second, third = world.responses.requests
-    assert second["previous_response_id"] == "resp_1"
+    _first, second, third = world.sent()
+    assert second["previous_response_id"] == world.response_id(0)
     assert [i["type"] for i in second["input"]] == ["function_call_output", "message", "message"]
     assert second["input"][1]["content"] == "Sunny in Paris."  # Anthropic's turn
-    assert third["previous_response_id"] == "resp_2"
+    assert third["previous_response_id"] == world.response_id(1)
     assert [i["role"] for i in third["input"]] == ["user", "assistant", "user"]
     assert third["input"][1]["content"] == "You're welcome."  # Anthropic's again
     # Anthropic's thinking is dropped each time it is sent to OpenAI, with one WARN in all.
@@ -476,9 +490,7 @@ async def test_a_swap_away_and_back_continues_from_the_last_reply_made_here(
     whole = World(replies=swap_script(), continuation=False)
     for name in order:
         await whole.turn(name)
-    assert [normalized(c) for c in world.responses.contexts] == [
-        normalized(c) for c in whole.responses.contexts
-    ]
+    assert len(world.contexts()) == 3 and world.contexts() == whole.contexts()
 
 
 @pytest.mark.anyio
@@ -492,7 +504,7 @@ async def test_history_made_elsewhere_is_accepted_with_consistent_tool_ids(
     await world.turn("responses")  # gets that history whole: nothing was made here yet
     await world.turn(elsewhere)
     await world.turn("responses")
-    body = world.responses.requests[0]
+    body = world.sent()[0]
     assert "previous_response_id" not in body
     call = next(i for i in body["input"] if i["type"] == "function_call")
     answer = next(i for i in body["input"] if i["type"] == "function_call_output")
@@ -505,38 +517,33 @@ async def test_history_made_elsewhere_is_accepted_with_consistent_tool_ids(
     thinking = [d["block_type"] for d in drops if d["adapter"] == PROVIDER]
     assert thinking == (["thinking"] * 2 if elsewhere == "anthropic" else [])
     # The second Responses turn continues from the first reply made here.
-    assert world.responses.requests[1]["previous_response_id"] == "resp_1"
+    assert world.sent()[1]["previous_response_id"] == world.response_id(0)
 
 
 @pytest.mark.anyio
 async def test_a_retried_call_sends_the_same_continued_body_and_advances_once() -> None:
     world = World()
     await world.turn("responses")
-    world.responses.failures.append(
-        httpx.Response(
-            500, json={"error": {"message": "oops", "type": "server_error", "code": None}}
-        )
-    )
+    world.responses.push_fault("server_error")
     world.adapters["responses"].pipeline["retry"].sleep = _no_sleep  # type: ignore[attr-defined]
     await world.turn("responses")
     await world.turn("responses")
-    failed, retried, third = world.responses.requests[1:]
-    assert failed == retried and retried["previous_response_id"] == "resp_1"
-    assert third["previous_response_id"] == "resp_3"  # the attempt that answered
+    failed, retried, third = world.sent()[1:]
+    assert failed == retried and retried["previous_response_id"] == world.response_id(0)
+    assert [r.status for r in world.responses.requests] == [200, 500, 200, 200]
+    assert third["previous_response_id"] == world.response_id(1)  # the attempt that answered
 
 
 @pytest.mark.anyio
 async def test_a_failed_call_leaves_the_state_where_it_was() -> None:
     world = World()
     await world.turn("responses")
-    world.responses.failures.append(
-        httpx.Response(400, json={"error": {"message": "bad", "type": "invalid_request_error"}})
-    )
-    with pytest.raises(InvalidRequestError):
+    world.responses.push_fault("auth")  # a failure that is not retried
+    with pytest.raises(AuthError):
         await world.turn("responses")
     await world.turn("responses")  # the caller tries again with the same history
-    assert world.responses.requests[2]["previous_response_id"] == "resp_1"
-    assert world.responses.requests[2]["input"] == world.responses.requests[1]["input"]
+    assert world.sent()[2]["previous_response_id"] == world.response_id(0)
+    assert world.sent()[2]["input"] == world.sent()[1]["input"]
 
 
 @pytest.mark.anyio
@@ -545,12 +552,35 @@ async def test_another_model_sends_the_whole_transcript() -> None:
     await world.turn("responses", model="gpt-5")
     await world.turn("responses", model="gpt-5-mini")
     await world.turn("responses", model="gpt-5")
-    _first, other, back = world.responses.requests
+    _first, other, back = world.sent()
     assert "previous_response_id" not in other
     # gpt-5-mini may not read gpt-5's reasoning: thinking_filter left it out
     assert [i["type"] for i in other["input"]].count("reasoning") == 0
-    assert back["previous_response_id"] == "resp_1"
+    assert back["previous_response_id"] == world.response_id(0)
 
 
 async def _no_sleep(seconds: float) -> None:
     return None
+
+
+def normalized(items: list[Any]) -> list[Any]:
+    """A conversation as the model reads it: without what only describes an item (``status``,
+    ``logprobs``), arguments parsed, and every id (made per request, so different in two runs
+    of one conversation) replaced by its order of appearance."""
+    plain = [{"type": "message", **_described(item)} for item in items]
+    dumped = json.dumps(plain)
+    found = re.findall(r"\b(?:call|fc|rs|msg|tu)_[0-9A-Za-z]+", dumped)
+    for n, made in enumerate(dict.fromkeys(found)):
+        dumped = dumped.replace(made, f"id-{n}")
+    return json.loads(dumped)  # type: ignore[no-any-return]
+
+
+def _described(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_described(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    kept = {k: _described(v) for k, v in value.items() if k not in ("status", "logprobs")}
+    if isinstance(kept.get("arguments"), str):
+        kept["arguments"] = json.loads(kept["arguments"] or "{}")
+    return kept

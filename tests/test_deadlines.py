@@ -5,7 +5,7 @@ is the behaviour under test. Each also runs under ``anyio.fail_after``, so a han
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -104,6 +104,13 @@ async def run(adapter: Adapter, stream: bool) -> list[StreamEvent]:
         result = await adapter.complete(request(adapter.name, stream=False))
         return [MessageComplete(result.content, result.stop_reason, result.usage)]
     return [event async for event in adapter.stream(request(adapter.name))]
+
+
+@pytest.fixture(scope="module")
+def emulator_server() -> Iterator[Emulator]:
+    """The emulator serving any model name: these tests' requests name model ``m``."""
+    with Emulator(models="any") as server:
+        yield server
 
 
 # 1. Every read of every body is bounded, and cancel() interrupts it ------------------------

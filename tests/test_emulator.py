@@ -1293,7 +1293,11 @@ def test_a_client_dropping_a_kept_alive_connection_prints_no_traceback(
 
     with Emulator(port=0) as server:
         body = json.dumps(
-            {"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]}
+            {
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 50,
+                "messages": [{"role": "user", "content": "hi"}],
+            }
         ).encode()
         head = (
             "POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: k\r\n"
@@ -1321,6 +1325,6 @@ def test_a_client_dropping_a_kept_alive_connection_prints_no_traceback(
 def test_the_scripted_model_does_not_take_every_capitalised_word_for_a_name(
     text: str, names: list[str]
 ) -> None:
-    from metis.testing.emulator.responder import _proper_nouns
+    from metis.testing.emulator.words import proper_nouns as _proper_nouns
 
     assert _proper_nouns(text, set()) == names

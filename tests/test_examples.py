@@ -89,3 +89,12 @@ async def test_the_mask_cards_stage_yields_new_events_and_changes_none_from_insi
     assert isinstance(final, MessageComplete) and final.final_content == [
         TextBlock(text="my card is [card].")
     ]
+
+
+@pytest.mark.slow
+def test_agent_loop_runs_the_tools_swaps_and_goes_on_after_a_restore() -> None:
+    out = run("agent_loop.py")
+    assert "step 1 on anthropic:claude-sonnet-4-5" in out and "step 2 on openai:gpt-4o" in out
+    assert "get_weather({'city': 'Paris'}) -> 21°C, sunny" in out
+    assert "complete after 2 steps: According to get_weather: 21°C, sunny." in out
+    assert "after a restore, openai:" in out and "6 messages in the history" in out

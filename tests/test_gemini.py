@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,13 @@ from metis.stacks.loader import load_stack
 from metis.stages.edits import schema_cleanup
 from metis.stages.policy.invariants import StreamChecker
 from metis.testing.cassette import ReplayTransport
+from metis.testing.emulator import Emulator, Reply, text, tools
+from metis.testing.emulator.formats.gemini_rules import BYPASS
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import get_codec
 from metis.wire.schema import SchemaCodec
 
 from .helpers import lossy_warnings, make_call
-from .scripted import ScriptedProvider, text, tools
-from .scripted_gemini import BYPASS, ScriptedGemini
 
 pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
 
@@ -798,7 +799,7 @@ async def test_a_stream_cut_before_its_finish_reason_is_a_protocol_error() -> No
 # A conversation across three providers ------------------------------------------------------
 
 
-def script() -> list[dict[str, Any]]:
+def script() -> list[Reply]:
     return [
         tools(("get_weather", {"city": "Paris"})),
         text("Sunny in Paris."),
@@ -850,34 +851,27 @@ async def converse(order: list[Adapter], streaming: bool) -> list[Message]:
 async def test_a_conversation_moving_between_three_providers_is_accepted_every_turn(
     streaming: bool,
 ) -> None:
-    """Each provider is a scripted stand-in that answers a request its real counterpart would
-    refuse with a 400 (tests/scripted.py, tests/scripted_gemini.py): Gemini 3 checks function
-    response counts and names, and a signature on the current turn's calls."""
-    shared = script()
-    anthropic, openai = ScriptedProvider("anthropic", shared), ScriptedProvider("openai", shared)
-    gemini = ScriptedGemini(shared)
+    """Each provider is the emulator in scripted mode, refusing what its real counterpart
+    would refuse with a 400: Gemini 3 checks function response counts and a signature it
+    issued (or the bypass value) on the current turn's calls."""
+    emulator = Emulator(model=script(), models="any")
     store = InMemoryToolIdStore()
-
-    def adapter(stack: str, client: httpx.AsyncClient) -> Adapter:
-        config = AdapterConfig(api_key="test-key", http_client=client)
-        return build_adapter(stack, config, tool_id_store=store)
-
+    config = AdapterConfig(api_key="test-key", http_client=emulator.client())
     a, o, g = (
-        adapter("anthropic", anthropic.client()),
-        adapter("openai", openai.client()),
-        adapter("gemini", gemini.client()),
+        build_adapter(s, config, tool_id_store=store) for s in ("anthropic", "openai", "gemini")
     )
     history = await converse([a, g, o, g, g, a], streaming)
     assert history[-1].text() == "Done."
-    assert (len(anthropic.requests), len(openai.requests), len(gemini.requests)) == (2, 1, 3)
+    assert [len(emulator.bodies(p)) for p in ("anthropic", "openai", "gemini")] == [2, 1, 3]
 
     # Gemini's own first call (turn 4) goes back with the signature Gemini put on it and the
     # id minted from its response; the calls made elsewhere carry the bypass value.
-    last = gemini.requests[-1]["contents"]
-    own = [p for c in last for p in c["parts"] if p.get("thoughtSignature", "").startswith("sig-")]
+    last = emulator.bodies("gemini")[-1]["contents"]
+    signed = [p for c in last for p in c["parts"] if "thoughtSignature" in p]
+    own = [p for p in signed if p["thoughtSignature"] != BYPASS]
     assert [p["functionCall"]["args"] for p in own] == [{"city": "Oslo"}]
-    assert own[0]["functionCall"]["id"] == "call_resp2_0"
-    foreign = [p for c in last for p in c["parts"] if p.get("thoughtSignature") == BYPASS]
+    assert re.fullmatch(r"call_[0-9A-Za-z]{22}_0", own[0]["functionCall"]["id"])
+    foreign = [p for p in signed if p["thoughtSignature"] == BYPASS]
     assert [p["functionCall"]["args"]["city"] for p in foreign] == ["Paris", "Berlin", "Rome"]
     canonical = [b.id for m in history for b in m.content if isinstance(b, ToolUseBlock)]
     assert len(set(canonical)) == 4 and all(i.startswith("tu_") for i in canonical)

@@ -33,6 +33,19 @@ def test_lone_surrogate_escapes_still_parse_as_json_reads_them(escape: str) -> N
     assert json_limits.loads(text) == json.loads(text)
 
 
+@pytest.mark.parametrize("text", ["\ud83d", '{"t": "\ud800"}', '"a\udfffb"'])
+def test_text_holding_a_lone_surrogate_itself_reads_as_json_reads_it(text: str) -> None:
+    """Not an escape but the code point itself (a str no UTF-8 can encode): what Python's json
+    makes of it, or a ValueError, never the TypeError the fast parser raises."""
+    try:
+        expected = json.loads(text)
+    except ValueError:
+        with pytest.raises(ValueError):
+            json_limits.loads(text)
+    else:
+        assert json_limits.loads(text) == expected
+
+
 @pytest.mark.parametrize("text", ['{"a": NaN}', '{"a": Infinity}', "[-Infinity]", "NaN"])
 def test_nan_and_infinity_are_refused(text: str) -> None:
     with pytest.raises(json_limits.JSONLimitError):

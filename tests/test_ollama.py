@@ -66,6 +66,8 @@ from metis.pipeline.stores import InMemoryToolIdStore
 from metis.stages.local.ollama_lifecycle import OllamaLifecycle
 from metis.stages.policy.invariants import StreamChecker
 from metis.testing.cassette import Cassette, ReplayTransport
+from metis.testing.emulator import Emulator, Prompt, Script, text, thinking, tools
+from metis.testing.emulator import Reply as ScriptedReply
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import get_codec
 from metis.wire.ollama import codec
@@ -74,7 +76,6 @@ from metis.wire.ollama.read import stop_reason
 from .fakes import DROP, STALL, FakePeer
 from .fakes import Reply as FakeReply
 from .helpers import RecordingCall, recording_call
-from .scripted import Reply, shared_script, text, thinking, tools
 
 CASSETTES = Path(__file__).parents[1] / "cassettes" / "ollama"
 MODEL = "ollama:qwen3:8b"
@@ -921,7 +922,7 @@ class ScriptedOllama:
     arguments that are not objects, images that are not base64), plus, stricter than Ollama,
     a tool message that does not name the call it answers; answers from a shared script."""
 
-    script: list[Reply]
+    script: Script
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def handler(self, request: httpx.Request) -> httpx.Response:
@@ -930,18 +931,15 @@ class ScriptedOllama:
         problems = ollama_problems(body)
         if problems:
             return httpx.Response(400, json={"error": "; ".join(problems)})
-        return answer(request, *ollama_reply(self.script.pop(0)))
+        return answer(request, *ollama_reply(self.script(Prompt(model=MODEL, turns=[]))))
 
 
-def ollama_reply(reply: Reply) -> list[dict[str, Any]]:
-    objs = []
-    if reply.get("thinking"):
-        objs.append(line({"content": "", "thinking": reply["thinking"][0]}))
-    for word in (reply.get("text") or "").split(" "):
-        if word:
-            objs.append(line({"content": word + " "}))
-    for name, args in reply.get("tools", []):
-        objs.append(line({"content": "", "tool_calls": [{"function": {"name": name, "arguments": args}}]}))  # fmt: skip  # noqa: E501
+def ollama_reply(reply: ScriptedReply) -> list[dict[str, Any]]:
+    objs = [line({"content": "", "thinking": reply.thinking})] if reply.thinking else []
+    objs += [line({"content": word + " "}) for word in reply.text.split(" ") if word]
+    for call in reply.calls:
+        function = {"name": call.name, "arguments": call.args}
+        objs.append(line({"content": "", "tool_calls": [{"function": function}]}))
     return [*objs, done("stop", prompt_eval_count=50, eval_count=10)]
 
 
@@ -1002,25 +1000,23 @@ def run_tool(call: ToolUseBlock) -> ToolResultBlock:
 async def test_history_made_on_anthropic_and_openai_is_accepted_and_comes_back(
     streaming: bool,
 ) -> None:
-    script = [
-        thinking("Paris first.", "sig-1", tools(("get_weather", {"city": "Paris"}))),  # anthropic
-        tools(("to_fahrenheit", {"celsius": 21}), say="Converting."),  # ollama
-        tools(("get_weather", {"city": "Rome"}), ("get_weather", {"city": "Oslo"})),  # openai
-        {"thinking": ("All done.", ""), **text("Paris 70 °F, Rome and Oslo 21C.")},  # ollama
-        text("Anything else?"),  # anthropic
-        tools(("get_weather", {"city": "Nice"})),  # ollama
-        text("Nice: 21C."),  # openai
-    ]
-    remote = shared_script(script, "anthropic", "openai")
+    script = Script(
+        [
+            thinking("Paris first.", tools(("get_weather", {"city": "Paris"}))),  # anthropic
+            tools(("to_fahrenheit", {"celsius": 21}), say="Converting."),  # ollama
+            tools(("get_weather", {"city": "Rome"}), ("get_weather", {"city": "Oslo"})),  # openai
+            thinking("All done.", text("Paris 70 °F, Rome and Oslo 21C.")),  # ollama
+            text("Anything else?"),  # anthropic
+            tools(("get_weather", {"city": "Nice"})),  # ollama
+            text("Nice: 21C."),  # openai
+        ]
+    )
+    remote = Emulator(model=script, models="any")
     local = ScriptedOllama(script)
     store = InMemoryToolIdStore()
+    config = AdapterConfig(api_key="k", http_client=remote.client())
     adapters = {
-        flavour: build_adapter(
-            flavour,
-            AdapterConfig(api_key="k", http_client=provider.client()),
-            tool_id_store=store,
-        )
-        for flavour, provider in remote.items()
+        name: build_adapter(name, config, tool_id_store=store) for name in ("anthropic", "openai")
     }
     adapters["ollama"] = ollama_adapter(local.handler, store)
     models = {"anthropic": "anthropic:claude-x", "openai": "openai:gpt-x", "ollama": MODEL}
@@ -1041,7 +1037,7 @@ async def test_history_made_on_anthropic_and_openai_is_accepted_and_comes_back(
         else:
             history.append(Message.user("And Nice?"))
 
-    assert len(local.requests) == 3 and not script
+    assert len(local.requests) == 3 and script.remaining == 0
     assert history[-2].text() == "Nice: 21C."
     # Anthropic's call reached Ollama under an id derived from its canonical id, with its name.
     first = next(b for m in history for b in m.content if isinstance(b, ToolUseBlock))
@@ -1066,8 +1062,8 @@ async def test_history_made_on_anthropic_and_openai_is_accepted_and_comes_back(
     assert answer["content"] == "Error: boom"
     # Ollama's reasoning went to Ollama again, and to nobody else.
     assert any(m.get("thinking") == "All done." for m in local.requests[2]["messages"])
-    assert "All done." not in json.dumps(remote["anthropic"].requests[-1])
-    assert "All done." not in json.dumps(remote["openai"].requests[-1])
+    assert "All done." not in json.dumps(remote.bodies("anthropic")[-1])
+    assert "All done." not in json.dumps(remote.bodies("openai")[-1])
     ids = [b.id for m in history for b in m.content if isinstance(b, ToolUseBlock)]
     assert len(ids) == len(set(ids)) == 5 and all(i.startswith("tu_") for i in ids)
 
@@ -1178,7 +1174,7 @@ async def test_a_server_that_is_down_names_the_url_and_ollama_serve() -> None:
     with pytest.raises(NetworkError) as caught:
         async with adapter:
             pass
-    assert "http://gpu-box:11434" in caught.value.message
+    assert caught.value.message.startswith("cannot reach the Ollama server at http://gpu-box:11434")
     assert "`ollama serve`" in caught.value.message
     assert caught.value.error_class is ErrorClass.NETWORK and caught.value.provider == "ollama"
 

@@ -256,5 +256,6 @@ async def test_600_streams_at_a_3_s_timeout_complete_or_end_at_their_deadline(
             f"{outcomes.count('deadline')} at their deadline; the last call ended "
             f"{max(late):+.1f} s from its deadline; {wall:.1f} s in all"
         )
-    assert sorted(set(outcomes)) <= ["deadline", "end_turn"] and len(outcomes) == STREAMS
+    # Every stream completes or ends at its deadline (a set's subset: all may complete).
+    assert set(outcomes) <= {"deadline", "end_turn"} and len(outcomes) == STREAMS
     assert max(late) < OVERRUN

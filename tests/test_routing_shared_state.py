@@ -213,9 +213,9 @@ async def test_a_store_that_never_answers_costs_a_bounded_wait(
         buckets=Hanging(),  # type: ignore[arg-type]
         slots=Hanging(),  # type: ignore[arg-type]
         limits={"anthropic": Limits(max_concurrent=1, tokens_per_minute=1_000_000)},
-        telemetry=sink,
         shared_state_timeout=HANG_BOUND,
     )
+    route.telemetry = sink  # set later: its stores report to it too
     with anyio.fail_after(DEADLINE), caplog.at_level(logging.INFO, "metis"):
         for _ in range(3):
             await call(route, streaming)

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +51,7 @@ from metis.redis.target import CLIENT_NAME  # noqa: E402
 from metis.redis.tool_ids import RedisError, RedisToolIdStore  # noqa: E402
 from metis.stages.policy.tool_ids import ToolIds  # noqa: E402
 from metis.telemetry import ListSink  # noqa: E402
+from metis.testing.emulator import Emulator, text, tools  # noqa: E402
 
 from .helpers import bound, drive, make_call  # noqa: E402
 from .redis_servers import (  # noqa: E402
@@ -59,7 +60,6 @@ from .redis_servers import (  # noqa: E402
     free_port,
     make_certificates,
 )
-from .scripted import ScriptedProvider, text, tools  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -640,27 +640,25 @@ async def test_the_tool_ids_stage_round_trips_across_workers(
 # A reply recorded while the server dies -----------------------------------------------------------
 
 
-def _dying_store_provider(
-    provider: ScriptedProvider, server: RedisProcess
-) -> Callable[[httpx.Request], httpx.Response]:
-    """The scripted provider's streamed reply, with the Redis server killed just before the
-    message ends (when the tool_ids stage records the reply's ids)."""
+class _DyingStore(httpx.AsyncBaseTransport):
+    """The emulator's streamed reply, with the Redis server killed just before the message
+    ends (when the tool_ids stage records the reply's ids)."""
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        response = provider.handler(request)
+    def __init__(self, emulator: Emulator, server: RedisProcess) -> None:
+        self.inner, self.server = emulator.transport(), server
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
         if not json.loads(request.content).get("stream"):
             return response
-        body = response.content.decode()
-        head, tail = body.split("event: message_delta", 1)
+        head, tail = (await response.aread()).decode().split("event: message_delta", 1)
 
         async def chunks() -> AsyncIterator[bytes]:
             yield head.encode()
-            server.kill()
+            self.server.kill()
             yield ("event: message_delta" + tail).encode()
 
         return httpx.Response(200, headers=response.headers, content=chunks())
-
-    return handler
 
 
 def _store_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
@@ -671,12 +669,9 @@ def _store_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]
 async def test_a_reply_recorded_while_the_server_dies_reaches_the_caller_whole(
     own_server: RedisProcess, caplog: pytest.LogCaptureFixture
 ) -> None:
-    provider = ScriptedProvider(
-        "anthropic", [tools(("weather", {"city": "Oslo"}), say="checking"), text("rain, 4 C")]
-    )
-    http = httpx.AsyncClient(
-        transport=httpx.MockTransport(_dying_store_provider(provider, own_server))
-    )
+    script = [tools(("weather", {"city": "Oslo"}), say="checking"), text("rain, 4 C")]
+    emulator = Emulator(model=script, models="any")
+    http = httpx.AsyncClient(transport=_DyingStore(emulator, own_server))
     sink = ListSink()
     store = RedisToolIdStore(f"redis://127.0.0.1:{own_server.port}", timeout=2)
     adapter = build_adapter(
@@ -730,7 +725,7 @@ async def test_a_reply_recorded_while_the_server_dies_reaches_the_caller_whole(
         answer = await adapter.complete(second)
     assert answer.text == "rain, 4 C"
     derived = derive_provider_tool_id(call.id, "toolu_", 40)
-    sent = provider.requests[1]["messages"]
+    sent = emulator.bodies("anthropic")[1]["messages"]
     assert sent[1]["content"][-1]["id"] == derived
     assert sent[2]["content"][0]["tool_use_id"] == derived
     [warning] = [
@@ -856,7 +851,8 @@ async def test_a_cancel_while_redis_holds_the_write_ends_the_stream_cancelled(
 ) -> None:
     """docs/contract.md §1-2: cancel() is True only for a call it cancelled, and such a stream
     ends with message.complete, stop reason cancelled, its content kept."""
-    provider = ScriptedProvider("anthropic", [tools(("weather", {"city": "Oslo"}), say="checking")])
+    script = [tools(("weather", {"city": "Oslo"}), say="checking")]
+    provider = Emulator(model=script, models="any")
     url = f"redis://127.0.0.1:{own_server.port}"
     store = _WatchedStore(url, timeout=30)
     store.writing = anyio.Event()

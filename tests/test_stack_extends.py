@@ -64,7 +64,9 @@ def test_a_child_merges_mappings_and_replaces_the_rest(tmp_path: Path) -> None:
     assert spec.headers == {"x-a": "1", "x-c": "3"}  # null removes a key
     assert spec.capabilities.supports_tools and spec.capabilities.max_context_tokens == 5000
     assert names(spec) == names(load_stack(tmp_path / "base.yaml"))
-    assert set(spec.stage_sources.values()) == {str(tmp_path / "base.yaml")}
+    # The base lists no telemetry: the skeleton added it, and says so.
+    assert set(spec.stage_sources.values()) == {str(tmp_path / "base.yaml"), "skeleton"}
+    assert spec.stage_sources["telemetry"] == "skeleton"
 
 
 def test_stage_edits_by_name_and_which_file_set_each_stage(tmp_path: Path) -> None:
@@ -78,20 +80,21 @@ def test_stage_edits_by_name_and_which_file_set_each_stage(tmp_path: Path) -> No
             "stages": {
                 "remove": ["thinking_filter"],
                 "options": {"tool_ids": {"max_length": 9}},
-                "replace": {"retry": "telemetry"},
+                "replace": {"retry": "retry"},
                 "insert_after": {"encode": [{"wire_fields": {"drop": ["seed"]}}]},
-                "insert_before": {"invariants": "capability_check"},
+                "insert_before": {"tool_ids": "capability_check"},
             },
         },
     )
     spec = load_stack(child)
     assert names(spec) == [
-        "capability_check",
         "invariants",
+        "capability_check",
         "tool_ids",
         "encode",
         "wire_fields",
         "pre_send_check",
+        "retry",
         "telemetry",
         "normalize",
         "decode",
@@ -101,8 +104,34 @@ def test_stage_edits_by_name_and_which_file_set_each_stage(tmp_path: Path) -> No
     assert tool_ids.options == {"prefix": "call_", "max_length": 9}  # re-optioned, merged
     here, base = str(child), str(tmp_path / "base.yaml")
     assert spec.stage_sources["tool_ids"] == here and spec.stage_sources["wire_fields"] == here
-    assert spec.stage_sources["invariants"] == base and spec.stage_sources["telemetry"] == here
+    assert spec.stage_sources["invariants"] == base and spec.stage_sources["retry"] == here
+    assert spec.stage_sources["telemetry"] == "skeleton"
     spec.build_pipeline()  # and it assembles
+
+
+@pytest.mark.parametrize(
+    ("edits", "rule"),
+    [
+        ({"insert_before": {"invariants": "capability_check"}}, "invariants-outermost"),
+        ({"remove": ["retry"], "insert_after": {"telemetry": "retry"}}, "retry-around-attempts"),
+        (
+            {"remove": ["invariants"], "insert_after": {"retry": "invariants"}},
+            "invariants-outermost",
+        ),
+        ({"insert_before": {"encode": [{"wire_fields": {"drop": ["seed"]}}]}}, "edits-between"),
+        ({"insert_after": {"pre_send_check": "google_auth"}}, "retry-around-attempts"),
+        ({"remove": ["invariants"]}, "contract-stages"),
+        ({"remove": ["tool_ids"]}, "contract-stages"),
+    ],
+)
+def test_an_edit_that_breaks_the_skeleton_is_refused_naming_the_rule(
+    tmp_path: Path, edits: Any, rule: str
+) -> None:
+    write(tmp_path, "base", BASE)
+    child = write(tmp_path, "child", {"name": "c", "extends": "base.yaml", "stages": edits})
+    with pytest.raises(StackError, match=f"rule {rule}") as caught:
+        load_stack(child)
+    assert str(child) in str(caught.value)
 
 
 def test_chains_are_followed_and_cycles_refused(tmp_path: Path) -> None:
@@ -131,7 +160,8 @@ def test_a_builtin_stack_can_be_extended_by_name(tmp_path: Path) -> None:
     spec = load_stack(child)
     assert spec.codec is None or spec.codec == "openai_chat"
     assert "strict_schema" not in names(spec) and "encode" in names(spec)
-    assert spec.stage_sources["encode"] == "metis/stacks/builtin/openai.yaml"
+    assert spec.stage_sources["encode"] == "skeleton"  # openai.yaml names its codec only
+    assert spec.stage_sources["tool_ids"] == "metis/stacks/builtin/openai.yaml"
 
 
 @pytest.mark.parametrize(
@@ -205,7 +235,8 @@ def test_metis_stack_shows_which_file_set_each_stage(
     rows = {
         line.split()[1]: line.split()[-1] for line in out.splitlines() if line[:3].strip().isdigit()
     }
-    assert rows["wire_fields"] == "mine.yaml" and rows["encode"] == "openai.yaml"
+    assert rows["wire_fields"] == "mine.yaml" and rows["tool_ids"] == "openai.yaml"
+    assert rows["encode"] == "skeleton"
 
 
 COMPATIBLE = ("groq", "together", "vllm", "llamacpp", "openrouter", "mistral", "deepseek")

@@ -277,15 +277,12 @@ async def test_closing_the_stream_after_its_message_reports_completed() -> None:
 
 
 @pytest.mark.anyio
-async def test_with_no_sink_the_stage_hands_back_the_inner_stream_itself() -> None:
-    inner_stream = script(reply())(WIRE, None)
-
-    def inner(request: Any, call: Any) -> AsyncIterator[StreamEvent]:
-        return inner_stream
-
+async def test_with_no_sink_the_stage_opens_no_watch_and_costs_nothing_per_event() -> None:
     for sink in (None, NULL_SINK):
-        assert traced(sink)(WIRE, call_at(), inner) is inner_stream
-    await inner_stream.aclose()  # type: ignore[attr-defined]
+        request, watch = await traced(sink).open(WIRE, call_at())
+        assert request is WIRE and watch is None  # the engine's loop has nothing to call
+    _, watch = await traced(ListSink()).open(WIRE, call_at())
+    assert watch is not None
 
 
 @pytest.mark.anyio

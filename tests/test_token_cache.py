@@ -73,7 +73,7 @@ class Gate:
         """Wait until a fetch has begun: a fetch in a worker thread starts some time after its
         task blocks, so waiting for blocked tasks alone races with it on a loaded machine."""
         with anyio.fail_after(SAFETY_SECONDS):
-            while not self.started:
+            while not self.started:  # noqa: ASYNC110 (set from a worker thread: no event to await)
                 await anyio.sleep(0.005)
 
     def blocking(self) -> str:

@@ -43,9 +43,9 @@ from metis.telemetry import (
     OpenTelemetrySink,
     ToolIdStoreFailed,
 )
+from metis.testing.emulator import Emulator, tools
 
 from .helpers import bound, drive, make_call
-from .scripted import ScriptedProvider, tools
 
 pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
 
@@ -728,11 +728,11 @@ def test_sinks_take_the_store_failure_event(caplog: pytest.LogCaptureFixture) ->
 
 @pytest.mark.anyio
 async def test_complete_returns_the_answer_when_the_store_fails() -> None:
-    provider = ScriptedProvider("anthropic", [tools(("weather", {"city": "Oslo"}))])
+    emulator = Emulator(model=[tools(("weather", {"city": "Oslo"}))], models="any")
     store = _BrokenStore(NetworkError("redis 127.0.0.1:6379: connection refused"))
     adapter = build_adapter(
         "anthropic",
-        AdapterConfig(api_key="k", max_retries=0, http_client=provider.client()),
+        AdapterConfig(api_key="k", max_retries=0, http_client=emulator.client()),
         tool_id_store=store,  # type: ignore[arg-type]
     )
     request = _history(new_tool_id()).model_copy(update={"session_id": "conv-1"})

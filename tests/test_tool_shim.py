@@ -61,10 +61,11 @@ from metis.stages.policy.tool_shim import (
     preamble,
     render_call,
 )
+from metis.testing.emulator import Emulator, Prompt, Script, text, tools
+from metis.testing.emulator import Reply as ScriptedReply
 
 from .fakes import DROP, STALL, FakePeer, Reply
 from .helpers import answer, bound, make_call
-from .scripted import ScriptedProvider, text, tools
 
 WEATHER = ToolDefinition(
     name="get_weather",
@@ -664,7 +665,7 @@ class ScriptedTGI:
     It refuses (422, as TGI's validation does) a request with anything a bare chat template
     cannot render: tools, tool messages, tool_calls, roles that do not alternate."""
 
-    def __init__(self, script: list[dict[str, Any]]) -> None:
+    def __init__(self, script: Script) -> None:
         self.script = script
         self.requests: list[dict[str, Any]] = []
 
@@ -675,10 +676,10 @@ class ScriptedTGI:
         if problems:
             error = {"error": "; ".join(problems), "error_type": "validation"}
             return httpx.Response(422, json=error)
-        reply = self.script.pop(0)
-        content = "".join(render_call(name, args) for name, args in reply.get("tools", []))
-        if reply.get("text"):
-            content = reply["text"] + ("\n" if content else "") + content
+        reply = self.script(Prompt(model="tgi", turns=[]))
+        content = "".join(render_call(call.name, call.args) for call in reply.calls)
+        if reply.text:
+            content = reply.text + ("\n" if content else "") + content
         if body.get("stream"):
             chunks = tgi_chunks(content, [3, 8, 1, 13])
             return httpx.Response(
@@ -717,7 +718,7 @@ def tgi_problems(body: dict[str, Any]) -> list[str]:
     return problems
 
 
-def swap_script() -> list[dict[str, Any]]:
+def swap_script() -> list[ScriptedReply]:
     return [
         tools(("get_weather", {"city": "Paris"})),  # tgi
         text("Sunny and 21 °C in Paris."),  # anthropic
@@ -748,10 +749,9 @@ def run_tool(call: ToolUseBlock) -> ToolResultBlock:
 async def test_a_conversation_swapping_emulated_and_native_tools_is_accepted_every_turn(
     streaming: bool,
 ) -> None:
-    script = swap_script()
+    script = Script(swap_script())
     tgi = ScriptedTGI(script)
-    anthropic = ScriptedProvider("anthropic", script)
-    openai = ScriptedProvider("openai", script)
+    emulator = Emulator(model=script, models="any")
     store = InMemoryToolIdStore()
 
     def adapter(stack: str, client: httpx.AsyncClient) -> Adapter:
@@ -761,8 +761,8 @@ async def test_a_conversation_swapping_emulated_and_native_tools_is_accepted_eve
 
     adapters = {
         "tgi": adapter("tgi", tgi.client()),
-        "anthropic": adapter("anthropic", anthropic.client()),
-        "openai": adapter("openai", openai.client()),
+        "anthropic": adapter("anthropic", emulator.client()),
+        "openai": adapter("openai", emulator.client()),
     }
     order = ["tgi", "anthropic", "openai", "tgi", "anthropic", "tgi", "openai", "tgi"]
     users = iter(USERS)
@@ -784,8 +784,9 @@ async def test_a_conversation_swapping_emulated_and_native_tools_is_accepted_eve
         elif (following := next(users, None)) is not None:
             history.append(Message.user(following))
 
-    assert not script
-    assert len(tgi.requests) == 4 and len(anthropic.requests) == 2 and len(openai.requests) == 2
+    assert script.remaining == 0
+    anthropic, openai = emulator.bodies("anthropic"), emulator.bodies("openai")
+    assert len(tgi.requests) == 4 and len(anthropic) == 2 and len(openai) == 2
     assert history[-1].text() == "Paris sunny, Berlin cloudy, Rome hot, Oslo cold."
     calls = [b for m in history for b in m.content if isinstance(b, ToolUseBlock)]
     assert len(calls) == 5 and all(re.fullmatch(r"tu_[0-9A-Z]{26}", c.id) for c in calls)
@@ -794,7 +795,7 @@ async def test_a_conversation_swapping_emulated_and_native_tools_is_accepted_eve
 
     # TGI made the Paris call: it goes to Anthropic and OpenAI under ids derived from the
     # canonical one, with its result answering it.
-    first_anthropic = anthropic.requests[0]["messages"]
+    first_anthropic = anthropic[0]["messages"]
     tool_use = next(b for b in first_anthropic[1]["content"] if b["type"] == "tool_use")
     assert tool_use == {
         "type": "tool_use",
@@ -803,7 +804,7 @@ async def test_a_conversation_swapping_emulated_and_native_tools_is_accepted_eve
         "input": {"city": "Paris"},
     }
     assert first_anthropic[2]["content"][0]["tool_use_id"] == tool_use["id"]
-    openai_call = next(m for m in openai.requests[0]["messages"] if m.get("tool_calls"))
+    openai_call = next(m for m in openai[0]["messages"] if m.get("tool_calls"))
     assert openai_call["tool_calls"][0]["id"] == derive_provider_tool_id(paris.id, "call_")
 
     # OpenAI made the Berlin and Rome calls: TGI sees them as text, with canonical ids on
@@ -822,19 +823,14 @@ async def test_a_conversation_swapping_emulated_and_native_tools_is_accepted_eve
 
 
 @pytest.mark.anyio
-async def test_with_no_tools_the_stage_hands_back_the_inner_stream_itself() -> None:
-    inner_stream: list[Any] = []
+async def test_with_no_tools_the_stage_opens_no_watch_and_passes_events_as_they_are() -> None:
+    _, watch = await shim().open(req(), tgi_call())
+    assert watch is None  # nothing for the engine's loop to call: no per-event cost at all
 
     async def inner(request: CanonicalRequest, call: Call) -> Any:
         yield MessageStart()
 
-    def record(request: CanonicalRequest, call: Call) -> Any:
-        inner_stream.append(inner(request, call))
-        return inner_stream[-1]
-
-    stream = shim()(req(), tgi_call(), record)
-    assert stream is inner_stream[0]  # no per-event cost at all
-    assert [e async for e in stream] == [MessageStart()]
+    assert [e async for e in shim()(req(), tgi_call(), inner)] == [MessageStart()]
 
 
 @pytest.mark.anyio

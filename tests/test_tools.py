@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Annotated, Literal
 
+import anyio
 import pytest
 from pydantic import BaseModel, Field, field_validator
 
@@ -204,6 +206,61 @@ def test_output_type_with_nested_models_validates_through_refs(
     found = metis.complete("openai:gpt-4o", "Alice lives in Paris 75001.", output_type=Resident)
     assert isinstance(found, Resident) and isinstance(found.home, Address)
     assert found.home.city == "Paris" and found.home.postcode == 75001
+
+
+@pytest.mark.anyio
+async def test_a_tool_that_outlasts_its_timeout_is_answered_as_an_error_the_others_kept() -> None:
+    never = anyio.Event()
+    released = threading.Event()
+
+    @tool
+    async def wait_forever(key: str) -> str:
+        """Waits for an event nobody sets."""
+        await never.wait()
+        return "unreachable"
+
+    @tool
+    def block_thread(key: str) -> str:
+        """Blocks its worker thread until the test ends."""
+        released.wait()
+        return "too late"
+
+    reply = reply_with(
+        call("wait_forever", "tu_1", key="a"),
+        call("lookup", "tu_2", key="abc"),
+        call("block_thread", "tu_3", key="b"),
+    )
+    try:
+        with anyio.fail_after(30):  # a guard: without the timeout this would never end
+            message = await arun_tools(
+                reply, [wait_forever, async_lookup, block_thread], timeout_seconds=0.05
+            )
+    finally:
+        released.set()
+    blocks = [b for b in message.content if isinstance(b, ToolResultBlock)]
+    assert [b.is_error for b in blocks] == [True, False, True]
+    assert blocks[0].text() == "wait_forever did not finish within 0.05 s"
+    assert blocks[1].text() == '{"abc":3}'
+    assert blocks[2].text() == "block_thread did not finish within 0.05 s"
+
+
+@pytest.mark.anyio
+async def test_a_call_whose_arguments_did_not_parse_is_answered_as_an_error_never_run() -> None:
+    ran: list[str] = []
+
+    @tool
+    def record(city: str) -> str:
+        """Records the city."""
+        ran.append(city)
+        return city
+
+    bad = ToolUseBlock(id="tu_1", name="record", input={"city": "Par"}, input_error="cut off")
+    reply = reply_with(bad)
+    for message in (run_tools(reply, [record]), await arun_tools(reply, [record])):
+        (block,) = message.content
+        assert isinstance(block, ToolResultBlock) and block.is_error
+        assert block.text() == "the arguments of record are not a JSON object: cut off"
+    assert ran == []
 
 
 # Results that cannot be made text, exceptions that cannot be printed ------------------------

@@ -474,7 +474,10 @@ async def test_recorded_vertex_replies_replay_through_the_vertex_stack(path: Pat
 @pytest.mark.anyio
 async def test_credentials_that_are_not_google_auth_s_are_a_config_error() -> None:
     peer = Peer()
-    with pytest.raises(ConfigError, match="google_credentials"):
+    # Refused when the adapter is built, by its typed settings, before anything is sent.
+    with pytest.raises(
+        ConfigError, match=r"setting .google_credentials.: .*google-auth credentials"
+    ):
         await vertex("vertex", peer, google_credentials="/path/to/key.json").complete(ask())
     assert peer.requests == []
 

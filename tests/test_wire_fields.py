@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from metis.errors import StackError
+from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import stages
 from metis.pipeline.request import WireRequest
 from metis.stacks.loader import parse_stack
@@ -109,22 +110,29 @@ def test_a_stack_names_it_after_encode_and_it_fits_there() -> None:
 
 
 def test_before_encode_it_is_refused_and_named() -> None:
-    spec = parse_stack(
-        {
-            "name": "x",
-            "endpoint": {"base_url": "http://x", "path": "/v1"},
-            "stages": [
-                "invariants",
-                {"wire_fields": {"drop": ["stream_options"]}},
-                {"encode": {"codec": "openai_chat"}},
-                {"normalize": {"codec": "openai_chat"}},
-                {"decode": {"format": "sse"}},
-                "transport",
-            ],
-        }
+    stack = {
+        "name": "x",
+        "endpoint": {"base_url": "http://x", "path": "/v1"},
+        "stages": [
+            "invariants",
+            {"wire_fields": {"drop": ["stream_options"]}},
+            {"encode": {"codec": "openai_chat"}},
+            {"normalize": {"codec": "openai_chat"}},
+            {"decode": {"format": "sse"}},
+            "transport",
+        ],
+    }
+    # Refused when the stack is read, by the skeleton's order rule, naming the stage ...
+    with pytest.raises(StackError, match=r"'wire_fields'.*rule edits-between-encode-and-retry"):
+        parse_stack(stack)
+    # ... and, for a pipeline put together in code, by the types its neighbours take.
+    encode, normalize, decode, transport = (
+        parse_stack({**stack, "stages": stack["stages"][:1] + stack["stages"][2:]})
+        .build_pipeline()
+        .stages[1:]
     )
     with pytest.raises(StackError, match="wire_fields"):
-        spec.build_pipeline()
+        Pipeline([WireFields(drop=["stream_options"]), encode, normalize, decode, transport])
 
 
 # rename -----------------------------------------------------------------------------------

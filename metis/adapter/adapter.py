@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing
-from dataclasses import replace
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import AsyncExitStack, aclosing
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 
+from metis.adapter.capabilities import ModelCapabilities
 from metis.adapter.checks import check_ready, foreign_prefixes
 from metis.adapter.count_tokens import TokenCount, count_tokens
+from metis.adapter.delivery import Delivery, folded
 from metis.adapter.sendable import check_request
-from metis.catalog.capabilities import model_capabilities
 from metis.catalog.estimate import estimate_input_tokens
-from metis.catalog.lookup import find_model, warn_uncatalogued
 from metis.core.deprecation import warn_deprecated
 from metis.core.options import checked_init, checked_options
 from metis.core.secrets import install_httpx_log_filter
@@ -31,7 +31,6 @@ from metis.errors import (
     AdapterError,
     CapabilityError,
     ProtocolError,
-    scrub_error,
 )
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message
@@ -41,12 +40,14 @@ from metis.model.response import CanonicalResponse
 from metis.pipeline.call import NO_TERMS, Call, CallTerms, DropRecord
 from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.config import AdapterConfig
+from metis.pipeline.hooks import Watch
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.services import StageServices
+from metis.pipeline.settings import ProviderSettings, validate_settings
 from metis.pipeline.stores import ToolIdStore, default_tool_id_store
-from metis.stacks.loader import Endpoint, StackSpec, load_stack
+from metis.stacks.loader import StackSpec, endpoint_for, load_stack
 from metis.stacks.model_ids import own_stack_names, wire_name
 from metis.telemetry import NULL_SINK, TelemetrySink
 from metis.transport.clients import AsyncHTTPClient, as_httpx
@@ -78,9 +79,12 @@ class Adapter:
         self.stack = stack
         self.name = stack.name
         self.config = config or AdapterConfig()
-        self._model_capabilities: dict[str, AdapterCapabilities] = {}
-        self.capabilities = self.config.merged_capabilities(stack.capabilities)
-        self.endpoint = Endpoint.for_stack(
+        self._capabilities = ModelCapabilities(stack, self.config)
+        self.settings = validate_settings(
+            stack.settings, self.config.given_settings(), f"{stack.name} adapter settings"
+        )
+        """The provider's own settings, of the kind the stack names, checked here."""
+        self.endpoint = endpoint_for(
             stack,
             api_key=self.config.api_key,
             base_url=self.config.base_url,
@@ -99,6 +103,7 @@ class Adapter:
         ask for, so nobody has to remember it)."""
         self._initialized = False
         self._init_lock = anyio.Lock()
+        self._lifespan: AsyncExitStack | None = None
 
     def __repr__(self) -> str:
         return f"<Adapter {self.name}: {' -> '.join(self.pipeline.names())}>"
@@ -122,11 +127,11 @@ class Adapter:
                         final = event
         except AdapterError as error:
             if final is not None:
-                error.partial_response = self._response(request, final, started)
+                error.partial_response = folded(self.name, request, final, started)
             raise
         if final is None:
             raise ProtocolError(f"{self.name} gave no message.complete", provider=self.name)
-        return self._response(request, final, started)
+        return folded(self.name, request, final, started)
 
     def estimate_input_tokens(
         self,
@@ -163,22 +168,34 @@ class Adapter:
         await self.aclose()
 
     async def init(self) -> None:
-        """Lifecycle hook: runs each stage's ``init`` (a local provider checks its server and
-        model there); a remote HTTP stack has nothing to prepare. Runs once however often it
-        is called; an adapter built with ``init_on_first_call`` runs it before its first call."""
+        """Lifecycle hook: enters the provider's lifespan (a local provider checks its server
+        and model there, and the capabilities it reports become this adapter's), then runs
+        each stage's ``init``; a remote HTTP stack has nothing to prepare. Runs once however
+        often it is called; an adapter built with ``init_on_first_call`` runs it before its
+        first call."""
         async with self._init_lock:
             if self._initialized:
                 return
+            provider = self.pipeline.provider
+            lifespan = provider.lifespan(self.capabilities) if provider is not None else None
+            if lifespan is not None:
+                exits = AsyncExitStack()
+                self.capabilities = await exits.enter_async_context(lifespan)
+                self._lifespan = exits
             for stage in self.pipeline:
                 await stage.init(self)
             self._initialized = True
 
     async def aclose(self) -> None:
-        """Runs each stage's ``dispose``, innermost first, then releases the connection pool
-        if this adapter made it. ``async with adapter`` calls it on the way out."""
+        """Runs each stage's ``dispose``, innermost first, leaves the provider's lifespan (a
+        local model is unloaded there), then releases the connection pool if this adapter
+        made it. ``async with adapter`` calls it on the way out."""
         try:
             for stage in reversed(self.pipeline.stages):
                 await stage.dispose(self)
+            lifespan, self._lifespan = self._lifespan, None
+            if lifespan is not None:
+                await lifespan.aclose()
         finally:
             self._initialized = False
             if self._owns_client and self._client is not None:
@@ -203,9 +220,16 @@ class Adapter:
 
     # Internals ---------------------------------------------------------------------------
 
-    async def _run(
+    def _run(
         self, request: CanonicalRequest, terms: CallTerms, stream_by_default: bool = False
     ) -> AsyncGenerator[StreamEvent, None]:
+        """The call's one generator: the pipeline's outermost segment, opened by
+        :meth:`_start`, with this adapter's own watch outermost of all."""
+        return self.pipeline.stream(request, partial(self._start, terms, stream_by_default))
+
+    async def _start(
+        self, terms: CallTerms, stream_by_default: bool, request: CanonicalRequest
+    ) -> tuple[CanonicalRequest, Call, Watch]:
         default = stream_by_default and self.capabilities.supports_streaming
         request = self._transport_mode(request, default=default)
         if self.init_on_first_call and not self._initialized:
@@ -224,21 +248,7 @@ class Adapter:
         )
         handles = self._inflight.setdefault(request.request_id, [])
         handles.append(call.cancel)
-        try:
-            async with self.pipeline.run(request, call) as events:
-                async for event in events:
-                    if isinstance(event, MessageComplete):
-                        event = replace(event, warnings=list(call.warnings))
-                        call.cancel.finished = True  # delivered: nothing left to cancel
-                    yield event
-        except Exception as exc:
-            scrub_error(exc, call.secrets)  # the endpoint's, and credentials fetched for the call
-            raise
-        finally:
-            call.cancel.finished = True
-            handles.remove(call.cancel)
-            if not handles:
-                del self._inflight[request.request_id]
+        return request, call, Delivery(call, self._inflight)
 
     @property
     def telemetry(self) -> TelemetrySink:
@@ -263,28 +273,17 @@ class Adapter:
     @property
     def capabilities(self) -> AdapterCapabilities:
         """What this adapter serves for a model the catalog does not know: the stack's
-        declaration with the configured overrides (a lifecycle hook may refine it)."""
-        return self._capabilities
+        declaration with the configured overrides (a lifespan may refine it)."""
+        return self._capabilities.declared
 
     @capabilities.setter
     def capabilities(self, value: AdapterCapabilities) -> None:
-        self._capabilities = value
-        self._model_capabilities.clear()
+        self._capabilities.declared = value
 
     def capabilities_for(self, wire_model: str) -> AdapterCapabilities:
         """What ``wire_model`` can serve through this adapter: :attr:`capabilities` narrowed by
-        the model's catalog entry, with the configured overrides still winning. A model the
-        catalog does not know keeps :attr:`capabilities` (with one WARN per model per process)."""
-        found = self._model_capabilities.get(wire_model)
-        if found is None:
-            found = self._capabilities
-            info = find_model(self.stack.catalog, wire_model) if self.stack.catalog else None
-            if info is not None:
-                found = self.config.merged_capabilities(model_capabilities(found, info))
-            elif self.stack.catalog:
-                warn_uncatalogued(self.stack.catalog, wire_model, self.stack.source)
-            self._model_capabilities[wire_model] = found
-        return found
+        the model's catalog entry, with the configured overrides still winning."""
+        return self._capabilities.of(wire_model)
 
     def _check_ready(self, request: CanonicalRequest) -> None:
         """What would make the call fail at the provider, found before anything is sent."""
@@ -324,6 +323,7 @@ class Adapter:
             telemetry=self.telemetry,
             capabilities_for=self.capabilities_for,
             token_profile_for=self.stack.token_estimate.for_model,
+            settings=self.settings,
         )
 
     def _stage_client(self) -> httpx.AsyncClient:
@@ -333,21 +333,6 @@ class Adapter:
         if self._client is None:
             self._client = http_client(self.config.timeout_seconds)
         return self._client
-
-    def _response(
-        self, request: CanonicalRequest, final: MessageComplete, started: float
-    ) -> CanonicalResponse:
-        return CanonicalResponse(
-            request_id=request.request_id,
-            model=request.model,
-            provider=self.name,
-            content=final.final_content,
-            stop_reason=final.stop_reason,
-            usage=final.usage,
-            latency_ms=int((time.monotonic() - started) * 1000),
-            message_id=final.message_id,
-            warnings=final.warnings,
-        )
 
 
 @checked_options
@@ -362,6 +347,7 @@ def build_adapter(
     extra_headers: dict[str, str] | None = None,
     capabilities: dict[str, Any] | None = None,
     http_client: AsyncHTTPClient | None = None,
+    settings: Mapping[str, Any] | ProviderSettings | None = None,
     tool_id_store: ToolIdStore | None = None,
     telemetry: TelemetrySink | None = None,
     registry: StageRegistry = default_registry,
@@ -369,10 +355,12 @@ def build_adapter(
 ) -> Adapter:
     """An adapter for a built-in stack (``"anthropic"``, ``"openai"``) or a stack file.
 
-    The settings are :class:`AdapterConfig`'s, given as keywords or as ``config`` (a keyword
-    wins over the same field of ``config``). A key not given is read from the stack's variable
-    (``ANTHROPIC_API_KEY``); a base URL from the SDK's variable the stack names, else the
-    provider's own. A base URL without a scheme is a ConfigError here; a missing key is a
+    The configuration is :class:`AdapterConfig`'s, given as keywords or as ``config`` (a
+    keyword wins over the same field of ``config``). A key not given is read from the stack's
+    variable (``ANTHROPIC_API_KEY``); a base URL from the SDK's variable the stack names, else
+    the provider's own. ``settings`` are the provider's own, of the kind its stack names
+    (``{"region": "eu-west-1"}`` for Bedrock; docs/engine.md). A base URL without a scheme,
+    or a setting the stack's kind does not have, is a ConfigError here; a missing key is a
     NotConfiguredError naming the variable when the first call is made, before it is sent.
     """
     spec = stack if isinstance(stack, StackSpec) else load_stack(stack, registry)
@@ -384,12 +372,12 @@ def build_adapter(
         "extra_headers": extra_headers,
         "capabilities": capabilities,
         "http_client": http_client,
+        "settings": dict(settings) if isinstance(settings, Mapping) else settings,
     }
-    settings = {name: value for name, value in given.items() if value is not None}
-    if settings:
-        base = config.model_dump(exclude={"http_client"}) if config else {}
-        client = settings.pop("http_client", config.http_client if config else None)
-        config = AdapterConfig(**{**base, **settings}, http_client=client)
+    chosen = {name: value for name, value in given.items() if value is not None}
+    if chosen:
+        base = dict(config) if config else {}
+        config = AdapterConfig(**{**base, **chosen})
     return Adapter(
         spec,
         config,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from metis.errors import InvalidRequestError, NotConfiguredError
 from metis.model.request import CanonicalRequest
-from metis.stacks.loader import Endpoint, StackSpec, builtin_stacks
+from metis.pipeline.endpoint import Endpoint
+from metis.stacks.loader import StackSpec, builtin_stacks
 from metis.stacks.model_ids import own_stack_names
 
 

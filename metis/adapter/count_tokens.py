@@ -13,8 +13,11 @@ sent, then asks the provider's counting endpoint:
 * AWS Bedrock: ``POST /model/{modelId}/count-tokens``, for Converse and for InvokeModel
   (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_CountTokens.html).
 
-The counting request is addressed and authenticated by the stack's own stages that do that
-for every request (region and project in the URL, SigV4, an OAuth or Entra ID token). Other
+The counting request goes the way every request to the provider goes (the provider's
+``fetch``, docs/engine.md): addressed and authenticated by the stack's auth flow (region and
+project in the URL, SigV4, an OAuth or Entra ID token), sent through the transport with its
+deadlines and redirect policy (never to another origin with the key), its answer read under
+the JSON limits, an error classified by the codec with every secret hidden. Other
 providers have no such endpoint (OpenAI Chat Completions, Ollama, the OpenAI-compatible
 servers) and get the offline estimate. The result says which it is. When the endpoint fails,
 the estimate is returned with the reason, unless ``estimate_on_error=False``.
@@ -23,23 +26,35 @@ the estimate is returned with the reason, unless ``estimate_on_error=False``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import anyio
 
 from metis.catalog.estimate import estimate_request_tokens
-from metis.errors import AdapterError, NetworkError, ProtocolError
+from metis.core.secrets import scrub_url
+from metis.errors import AdapterError, ProtocolError, scrub_error
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call, DropRecord
+from metis.pipeline.config import AdapterConfig
+from metis.pipeline.endpoint import Endpoint
 from metis.pipeline.pipeline import Pipeline
-from metis.pipeline.request import WireRequest, body_bytes
-from metis.pipeline.stage import Inner, Stage
-from metis.transport.clients import http_errors
+from metis.pipeline.request import WireRequest
+from metis.stacks.loader import StackSpec
 
-if TYPE_CHECKING:
-    from metis.adapter.adapter import Adapter
+
+class Countable(Protocol):
+    """What counting needs of an adapter (an :class:`~metis.adapter.Adapter` is one): its
+    name, stack, pipeline (whose provider sends), configuration, endpoint and model names."""
+
+    name: str
+    stack: StackSpec
+    pipeline: Pipeline
+    config: AdapterConfig
+    endpoint: Endpoint
+
+    def wire_model(self, model: str) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,13 +131,7 @@ ENDPOINTS: dict[str, CountEndpoint] = {
     "bedrock_converse": _bedrock,
     "bedrock_anthropic": _bedrock,
 }
-"""By the codec of a stack's ``encode`` stage: where to count and with what body."""
-
-
-_WATCHERS = frozenset({"invariants", "telemetry"})
-"""Stages that watch a reply's events; counting has none."""
-_ADDRESSING = frozenset({"url_params", "aws_endpoint", "aws_sigv4", "google_auth", "azure_auth"})
-"""Stages after ``encode`` that address and authenticate every request: the count's too."""
+"""By the provider's codec: where to count and with what body."""
 
 
 def _read_count(payload: Any) -> int | None:
@@ -135,126 +144,59 @@ def _read_count(payload: Any) -> int | None:
 
 
 async def count_tokens(
-    adapter: Adapter, request: CanonicalRequest, *, estimate_on_error: bool = True
+    adapter: Countable, request: CanonicalRequest, *, estimate_on_error: bool = True
 ) -> TokenCount:
     """How many input tokens ``request`` is, asked of the provider where it can say."""
     wire_model = adapter.wire_model(request.model)
     profile = adapter.stack.token_estimate.for_model(wire_model)
-    encode = next((s for s in adapter.pipeline if s.name == "encode"), None)
-    codec = getattr(getattr(encode, "options", None), "codec", None)
-    endpoint = ENDPOINTS.get(codec) if isinstance(codec, str) else None
-    if encode is None or endpoint is None:
+    provider = adapter.pipeline.provider
+    encode = provider.part("encode") if provider is not None else None
+    endpoint = ENDPOINTS.get(provider.codec_name or "") if provider is not None else None
+    if provider is None or encode is None or endpoint is None:
         return TokenCount(
             estimate_request_tokens(request, profile),
             "estimate",
             f"{adapter.name} has no token-counting endpoint",
         )
-    wire = await _encoded(adapter, request.model_copy(update={"stream": False}), encode)
+    call = _call(adapter, request)
+    unstreamed = request.model_copy(update={"stream": False})
+    wire = await adapter.pipeline.prepare(unstreamed, call, through=encode)
     target = endpoint(wire)
     if target is None:
         return TokenCount(
             estimate_request_tokens(request, profile),
             "estimate",
-            f"{adapter.name}: no counting endpoint beside {wire.url}",
+            f"{adapter.name}: no counting endpoint beside {scrub_url(wire.url)}",
         )
     url, body = target
     try:
-        counting = await _addressed(adapter, request, encode, WireRequest(url, body, wire.headers))
-        tokens = await _ask(adapter, counting.url, counting.body, counting.headers, encode)
+        answer = await provider.fetch(WireRequest(url, body, wire.headers), call)
+        tokens = _read_count(answer.body)
+        if tokens is None:
+            raise ProtocolError(
+                f"{scrub_url(url)} answered without a token count: {str(answer.body)[:200]!r}",
+                provider=adapter.name,
+            )
     except AdapterError as error:
+        scrub_error(error, adapter.endpoint.secrets)
         if not estimate_on_error:
             raise
         return TokenCount(
             estimate_request_tokens(request, profile),
             "estimate",
-            f"{url} failed: {error}",
+            f"{scrub_url(url)} failed: {error}",
         )
-    return TokenCount(tokens, "provider", url)
+    return TokenCount(tokens, "provider", scrub_url(url))
 
 
-async def _encoded(adapter: Adapter, request: CanonicalRequest, encode: Any) -> WireRequest:
-    """The wire request the adapter would send, from its stages up to ``encode``."""
-    stages = list(adapter.pipeline.stages)
-    outer = [s for s in stages[: stages.index(encode) + 1] if s.name not in _WATCHERS]
-    captured: list[WireRequest] = []
-    pipeline = Pipeline([*outer, _Capture(captured)], "count")
-    async with pipeline.run(request, _call(adapter, request)) as events:
-        async for _ in events:
-            pass
-    if not captured:
-        raise ProtocolError(f"{adapter.name}: the stack encoded no request", provider=adapter.name)
-    return captured[0]
-
-
-def _call(adapter: Adapter, request: CanonicalRequest) -> Call:
+def _call(adapter: Countable, request: CanonicalRequest) -> Call:
+    """The counting request's identity: the call's, with the adapter's deadline."""
     return Call(
         request_id=request.request_id,
         provider=adapter.name,
         model=request.model,
         wire_model=adapter.wire_model(request.model),
         session_id=request.session_id,
+        deadline=anyio.current_time() + adapter.config.timeout_seconds,
         drops=DropRecord(secrets=adapter.endpoint.secrets),
     )
-
-
-async def _addressed(
-    adapter: Adapter, request: CanonicalRequest, encode: Any, counting: WireRequest
-) -> WireRequest:
-    """``counting`` through the stack's addressing and authenticating stages."""
-    stages = list(adapter.pipeline.stages)
-    after = [s for s in stages[stages.index(encode) + 1 :] if s.name in _ADDRESSING]
-    if not after:
-        return counting
-    captured: list[WireRequest] = []
-    pipeline = Pipeline([*after, _Capture(captured)], "count", takes=WireRequest)
-    async with pipeline.run(counting, _call(adapter, request)) as events:
-        async for _ in events:
-            pass
-    return captured[0] if captured else counting
-
-
-async def _ask(
-    adapter: Adapter, url: str, body: dict[str, Any], headers: dict[str, str], encode: Any
-) -> int:
-    http = adapter.http_client()
-    try:
-        with anyio.fail_after(adapter.config.timeout_seconds):
-            # The bytes the stack's signing stage (SigV4) signed: the transport's serializer.
-            response = await http.post(url, content=body_bytes(body), headers=headers)
-    except http_errors(TimeoutError) as exc:
-        raise NetworkError(
-            f"counting tokens at {url} failed: {type(exc).__name__}: {exc}", provider=adapter.name
-        ) from exc
-    if response.status_code >= 400:
-        raise encode.codec.error_from_http(
-            response.status_code, dict(response.headers), response.content
-        )
-    try:
-        count = _read_count(response.json())
-    except ValueError:
-        count = None
-    if count is None:
-        raise ProtocolError(
-            f"{url} answered without a token count: {response.text[:200]!r}",
-            provider=adapter.name,
-        )
-    return count
-
-
-class _Capture(Stage[WireRequest, WireRequest, Any, Any]):
-    """Keeps the encoded request instead of sending it."""
-
-    name = "capture"
-    terminal = True
-
-    def __init__(self, captured: list[WireRequest]) -> None:
-        super().__init__()
-        self.captured = captured
-
-    async def __call__(
-        self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
-    ) -> AsyncIterator[Any]:
-        self.captured.append(request)
-        nothing: tuple[Any, ...] = ()
-        for item in nothing:
-            yield item

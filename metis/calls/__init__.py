@@ -124,6 +124,9 @@ def complete(
     - ``timeout_seconds``: bounds the whole call, retries and their waits included
       (default 600).
     - ``max_retries``: retries of a transient failure (default 2).
+    - ``settings``: the provider's own, of its stack's kind (``{"region": "eu-west-1"}`` for
+      Bedrock, ``{"project": ...}`` for Vertex; docs/engine.md); a misspelt one is a
+      ConfigError naming the nearest.
 
     It blocks until the reply is in, on metis's own event loop in a background thread, so it
     works inside a running event loop too (a notebook); Ctrl-C cancels the call. In async code
@@ -186,6 +189,7 @@ def stream(
     - ``base_url``: default the SDK's variable the stack names, else the provider's URL.
     - ``timeout_seconds``: bounds the whole call (default 600).
     - ``max_retries``: retries of a transient failure before the first event (default 2).
+    - ``settings``: the provider's own, as for :func:`complete`.
 
     A plain iterator, run on metis's own event loop in a background thread (so it works inside
     a running loop too); Ctrl-C cancels the stream. In async code use
@@ -278,6 +282,7 @@ async def _adapter(model: ModelLike, options: CallOptions) -> AsyncIterator[Adap
         base_url=options.get("base_url"),
         timeout_seconds=options.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
         max_retries=options.get("max_retries", DEFAULT_MAX_RETRIES),
+        settings=options.get("settings"),
     ) as adapter:
         yield adapter
 

@@ -1,7 +1,7 @@
 """The adapters the one-line calls build, held per event loop and released with it.
 
-An adapter (and its connection pool) is built once per stack, key, base URL, timeout and retry
-count on each event loop, and reused by the calls that name the same. A loop holds at most
+An adapter (and its connection pool) is built once per stack, key, base URL, settings, timeout
+and retry count on each event loop, and reused by the calls that name the same. A loop holds at most
 :data:`MAX_ADAPTERS_PER_LOOP` of them: making one more closes the least recently used (once
 its calls in flight have ended), so a server calling with a thousand tenants' keys keeps a
 bounded number of pools. When the loop ends (``asyncio.run``, ``trio.run``, the end of the
@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import os
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +35,8 @@ MAX_ADAPTERS_PER_LOOP = 16
 """How many adapters (each with its own connection pool) one event loop keeps for the
 one-line calls; the least recently used beyond it is closed."""
 
-AdapterKey = tuple[str, str | None, str | None, float, int]
-"""What an adapter was built from: stack, key, base URL, timeout, retries."""
+AdapterKey = tuple[str, str | None, str | None, float, int, str]
+"""What an adapter was built from: stack, key, base URL, timeout, retries, settings."""
 
 
 @dataclass(eq=False)
@@ -113,6 +114,7 @@ async def leased_adapter(
     base_url: str | None,
     timeout_seconds: float,
     max_retries: int,
+    settings: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Adapter]:
     """The adapter for ``stack_name`` and these settings on the running event loop, open
     while the block runs. The key defaults to the stack's variable; the base URL to the SDK's
@@ -128,10 +130,20 @@ async def leased_adapter(
         base_url=base_url,
         timeout_seconds=timeout_seconds,
         max_retries=max_retries,
+        settings=dict(settings or {}),
     )
     build = functools.partial(Adapter, stack, config, init_on_first_call=True)
-    async with this_loop().lease((*key, timeout_seconds, max_retries), build) as adapter:
+    lease = (*key, timeout_seconds, max_retries, _settings_key(settings))
+    async with this_loop().lease(lease, build) as adapter:
         yield adapter
+
+
+def _settings_key(settings: Mapping[str, Any] | None) -> str:
+    """The settings as part of the key: equal values, one adapter; an object (credentials, a
+    token provider) by identity."""
+    return json.dumps(
+        dict(settings or {}), sort_keys=True, default=lambda value: f"{type(value)}@{id(value)}"
+    )
 
 
 @functools.cache

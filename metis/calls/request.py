@@ -28,9 +28,10 @@ DEFAULT_MAX_RETRIES = 2
 T = TypeVar("T")
 
 
-class CallOptions(TypedDict, total=False):
-    """The options every one-line call takes (all keyword, all optional); the docstring of
-    :func:`metis.complete` says what each does."""
+class ModelOptions(TypedDict, total=False):
+    """What a model call takes besides the messages (all keyword, all optional): the one-line
+    calls' options but the session id, which a :class:`~metis.sessions.Session` owns. The
+    docstring of :func:`metis.complete` says what each does."""
 
     system: str
     tools: Sequence[AnyTool | ToolDefinition | Callable[..., Any]]
@@ -41,13 +42,22 @@ class CallOptions(TypedDict, total=False):
     stop_sequences: Sequence[str]
     output_schema: dict[str, Any]
     thinking: ThinkingConfig
-    session_id: str
     api_key: str
     """Default: the stack's variable (``ANTHROPIC_API_KEY``, ...)."""
     base_url: str
     """Default: the SDK's variable where the stack names one, else the provider's URL."""
     timeout_seconds: float
     max_retries: int
+    settings: Mapping[str, Any]
+    """The provider's own settings, of its stack's kind (``{"region": "eu-west-1"}`` for
+    Bedrock; docs/engine.md), checked when the adapter is built."""
+
+
+class CallOptions(ModelOptions, total=False):
+    """The options every one-line call takes (all keyword, all optional); the docstring of
+    :func:`metis.complete` says what each does."""
+
+    session_id: str
 
 
 OPTIONS = CallOptions.__optional_keys__

@@ -154,7 +154,9 @@ class Models:
 
             plan = [f for f in (self.faults, f"slow={self.pace}:1" if self.pace > 0 else "") if f]
             faults = ",".join(plan) or None
-            self.emulator = Emulator(port=0, faults=faults, seed=self.seed).start()
+            # the registry already decides which models exist: its local ones too (tgi)
+            emulator = Emulator(port=0, faults=faults, seed=self.seed, models="any")
+            self.emulator = emulator.start()
         return self.emulator
 
     def names(self) -> list[str]:

@@ -24,6 +24,8 @@ from metis.cli.output import CliError, Output
 from metis.errors import StackError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
+from metis.pipeline.segments import stage_kind
+from metis.stacks.assembly import SKELETON_SOURCE
 from metis.stacks.loader import StackSpec, load_stack
 
 OPTION_WIDTH = 48
@@ -51,6 +53,9 @@ class StageView:
     request_out: str
     items_in: str
     items_out: str
+    kind: str = ""
+    """How the engine runs it (transform, hook, wrapper, send) and, for a provider stage, the
+    part it is (docs/engine.md)."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,9 +117,17 @@ def describe(spec: StackSpec) -> list[StageView]:
             stage.options.model_dump(mode="json", exclude_defaults=True),
             *requests[i],
             *items[i],
+            kind_text(stage),
         )
         for i, stage in enumerate(stages)
     ]
+
+
+def kind_text(stage: Any) -> str:
+    """``transform``, ``hook``, ``wrapper`` or ``send``, with the provider part it is."""
+    role = getattr(stage, "role", None)
+    kind = "send" if role in ("reader", "framing", "transport") else stage_kind(stage)
+    return f"{kind} ({role})" if role else kind
 
 
 def type_name(t: Any) -> str:
@@ -179,8 +192,11 @@ def show(out: Output, spec: StackSpec, views: list[StageView], *, verbose: bool)
         ("capabilities", capabilities_text(spec.capabilities)),
     ]
     if spec.codec:
-        facts.insert(1, ("codec", spec.codec))
-    inherited = sorted(set(spec.stage_sources.values()) - {spec.source})
+        facts.insert(
+            1, ("codec", spec.codec + (f", framing {spec.framing}" if spec.framing else ""))
+        )
+    sources = set(spec.stage_sources.values())
+    inherited = sorted(sources - {spec.source, SKELETON_SOURCE})
     if inherited:
         facts.insert(1, ("extends", ", ".join(inherited)))
     for label, value in facts:
@@ -197,13 +213,15 @@ def show(out: Output, spec: StackSpec, views: list[StageView], *, verbose: bool)
         ]
         for v in views
     ]
-    headers = ["#", "stage", "request (in → out)", "events (from inside → out)", "options"]
-    if inherited:  # which file set each stage
+    for row, view in zip(rows, views, strict=True):
+        row.insert(2, view.kind)
+    headers = ["#", "stage", "kind", "request (in → out)", "events (from inside → out)", "options"]
+    if inherited or SKELETON_SOURCE in sources:  # which file set each stage
         headers.append("set in")
         for row, view in zip(rows, views, strict=True):
             row.append(spec.stage_sources.get(view.name, spec.source).rsplit("/", 1)[-1])
     if verbose:
-        out.table(headers[:4], [r[:4] for r in rows], right=(0,))
+        out.table(headers[:5], [r[:5] for r in rows], right=(0,))
         for view in views:
             if view.options:
                 out.line()

@@ -6,9 +6,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from metis.core.deprecation import warn_deprecated
 from metis.core.options import checked_init
 from metis.core.secrets import is_secret_header, scrub_url
+from metis.errors import ConfigError
 from metis.model.capabilities import AdapterCapabilities
+from metis.pipeline.settings import ProviderSettings
 from metis.transport.clients import AsyncHTTPClient
 
 
@@ -29,7 +32,11 @@ class AdapterConfig(BaseModel):
     timeout_seconds: float = Field(default=600.0, gt=0)
     max_retries: int = Field(default=2, ge=0)
     extra_headers: dict[str, str] = Field(default_factory=dict)
+    settings: dict[str, Any] | ProviderSettings | None = None
+    """The provider's own settings, of the kind its stack names (``region`` for Bedrock,
+    ``project`` for Vertex, ...; metis.pipeline.settings), validated when the adapter is built."""
     options: dict[str, Any] = Field(default_factory=dict)
+    """Deprecated: :attr:`settings`."""
     capabilities: dict[str, Any] = Field(default_factory=dict)
     http_client: AsyncHTTPClient | None = Field(default=None, repr=False)
 
@@ -40,6 +47,16 @@ class AdapterConfig(BaseModel):
             elif name == "extra_headers" and value:
                 value = {k: "[REDACTED]" if is_secret_header(k) else v for k, v in value.items()}
             yield name, value
+
+    def given_settings(self) -> dict[str, Any] | ProviderSettings:
+        """:attr:`settings`, or the deprecated :attr:`options` when only they are given."""
+        if self.settings is not None:
+            if self.options:
+                raise ConfigError("AdapterConfig: give settings or options (deprecated), not both")
+            return self.settings
+        if self.options:
+            warn_deprecated("AdapterConfig(options=...)", "AdapterConfig(settings=...)")
+        return dict(self.options)
 
     def merged_capabilities(self, declared: AdapterCapabilities) -> AdapterCapabilities:
         if not self.capabilities:

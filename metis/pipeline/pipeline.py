@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import types
 import typing
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -15,11 +15,15 @@ from metis.errors import StackError
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
+from metis.pipeline.hooks import Runner, Start, run_segment
+from metis.pipeline.provider import Provider
+from metis.pipeline.segments import compile_call, prepare, segment
+from metis.pipeline.send import provider_tail
 from metis.pipeline.services import StageServices
+from metis.pipeline.skeleton import ZONE_NAMES, ZONES, check_order
 from metis.pipeline.stage import Stage
 
 AnyStage = Stage[Any, Any, Any, Any]
-Runner = Callable[[Any, Call, list[AsyncIterator[Any]]], AsyncIterator[Any]]
 
 
 class Pipeline:
@@ -36,6 +40,7 @@ class Pipeline:
         """What the outermost stage is handed (a canonical request, for a provider's stack)."""
         self._stages: tuple[AnyStage, ...] = ()
         self._runner: Runner | None = None
+        self._provider: Provider | None = None
         self._services: StageServices | None = None
         self._install(tuple(stages))
 
@@ -46,6 +51,7 @@ class Pipeline:
         pipeline._services = services
         for stage in pipeline._stages:
             stage.bind(services)
+        pipeline._assemble()
         return pipeline
 
     def rebind(self, services: StageServices) -> None:
@@ -53,6 +59,7 @@ class Pipeline:
         self._services = services
         for stage in self._stages:
             stage.bind(services)
+        self._assemble()
 
     @property
     def services(self) -> StageServices | None:
@@ -124,6 +131,20 @@ class Pipeline:
                     if aclose is not None:
                         await aclose()
 
+    def stream(self, request: Any, start: Start) -> AsyncGenerator[Any, None]:
+        """One call's events as one generator: ``start(request)`` opens the call (its request,
+        its :class:`Call`, and the watch of whoever asks, outermost of all), the outermost
+        segment's hooks run in the same frame, and closing the generator closes every stage's
+        iterator, whether the caller finished, broke out, failed or was cancelled."""
+        steps, inside = self._outer
+        return run_segment(steps, inside, request, None, [], start)
+
+    async def prepare(self, request: Any, call: Call, through: AnyStage) -> Any:
+        """``request`` as the stages up to ``through`` (included) hand it inward, nothing
+        sent (:func:`metis.pipeline.segments.prepare`)."""
+        stages = self._stages
+        return await prepare(stages[: stages.index(through) + 1], request, call)
+
     # Assembly --------------------------------------------------------------------------
 
     def _index(self, name: str) -> int:
@@ -142,37 +163,19 @@ class Pipeline:
                 if stage not in self._stages:
                     stage.bind(self._services)
         self._stages = stages
-        self._runner = _compile(stages)
+        self._outer = compile_call(stages, provider_tail)
+        self._runner = segment(*self._outer)
+        self._assemble()
         return self
 
+    def _assemble(self) -> None:
+        self._provider = Provider.of(self._stages, self._services)
 
-def _compile(stages: tuple[AnyStage, ...]) -> Runner:
-    runner: Runner | None = None
-    for stage in reversed(stages):
-        runner = _bind(stage, runner)
-    assert runner is not None
-    return runner
-
-
-def _bind(stage: AnyStage, inside: Runner | None) -> Runner:
-    def run(request: Any, call: Call, opened: list[AsyncIterator[Any]]) -> AsyncIterator[Any]:
-        if inside is None:
-            iterator = stage(request, call, _nothing_inside)
-        else:
-
-            def inner(inner_request: Any, inner_call: Call) -> AsyncIterator[Any]:
-                return inside(inner_request, inner_call, opened)
-
-            iterator = stage(request, call, inner)
-        if not opened or opened[-1] is not iterator:  # a RequestStage hands back inner's own
-            opened.append(iterator)
-        return iterator
-
-    return run
-
-
-def _nothing_inside(request: Any, call: Call) -> AsyncIterator[Any]:
-    raise StackError("a terminal stage tried to call a stage inside it")
+    @property
+    def provider(self) -> Provider | None:
+        """The wire half of this pipeline, assembled from its provider stages (None for a
+        pipeline without a transport of the provider's): its parts share one codec."""
+        return self._provider
 
 
 # Validation ----------------------------------------------------------------------------
@@ -209,6 +212,14 @@ def validate(
                 + ", ".join(s.name for s in stages[stages.index(stage) + 1 :])
             )
 
+    check_order([s.name for s in stages], _zone_finder(stages), f"pipeline {name!r}")
+    _check_types(stages, name, takes)
+
+
+def _check_types(stages: tuple[AnyStage, ...], name: str, takes: Any) -> None:
+    """Each stage takes what the one outside it hands inward, and expects what the one
+    inside it yields; the stack yields canonical events."""
+    *outer, innermost = stages
     request_type: Any = takes
     for stage in stages:
         sig = stage.signature()
@@ -237,6 +248,18 @@ def validate(
             f"pipeline {name!r} yields {_show(item_type)} (from {producer!r}) where canonical "
             "stream events are needed: is a 'normalize' stage missing?"
         )
+
+
+def _zone_finder(stages: tuple[AnyStage, ...]) -> Callable[[str], int | None]:
+    by_name = {stage.name: stage for stage in stages}
+
+    def zone_of(name: str) -> int | None:
+        declared = getattr(by_name.get(name), "zone", None)
+        if declared in ZONE_NAMES:
+            return ZONE_NAMES.index(declared)
+        return ZONES.get(name)
+
+    return zone_of
 
 
 def _fits(expected: Any, produced: Any) -> bool:

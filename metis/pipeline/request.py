@@ -14,13 +14,26 @@ def body_bytes(body: dict[str, Any]) -> bytes:
 
 @dataclass(slots=True)
 class WireRequest:
-    """An HTTP request in the provider's own format: ``body`` is its JSON document."""
+    """An HTTP request in the provider's own format: ``body`` is its JSON document.
+
+    ``content`` is the body's bytes once it is final: the engine serializes it once, when the
+    request crosses into ``retry`` (:meth:`serialized`), and what an auth step signs is what
+    the transport sends. A stage that replaces the body of a serialized request sets
+    ``content=None`` with it."""
 
     url: str
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
     stream: bool = False
     method: str = "POST"
+    content: bytes | None = field(default=None, repr=False)
+
+    def serialized(self) -> WireRequest:
+        """This request with its body's bytes (itself, when they are there already)."""
+        if self.content is not None:
+            return self
+        content = body_bytes(self.body) if self.method != "GET" else b""
+        return WireRequest(self.url, self.body, self.headers, self.stream, self.method, content)
 
     def __repr__(self) -> str:
         from metis.core.secrets import is_secret_header, scrub_url

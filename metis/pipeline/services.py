@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING
 from metis.catalog.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.config import AdapterConfig
+from metis.pipeline.settings import NoSettings, ProviderSettings
 from metis.telemetry import NULL_SINK, TelemetrySink
 
 if TYPE_CHECKING:
     import httpx
 
+    from metis.pipeline.endpoint import Endpoint
     from metis.pipeline.stores import ToolIdStore
-    from metis.stacks.loader import Endpoint
 
 
 def no_client() -> httpx.AsyncClient:
@@ -65,6 +66,8 @@ class StageServices:
     """What a model (by its wire name) can serve through this adapter."""
     token_profile_for: Callable[[str], TokenProfile] = lambda _wire_model: DEFAULT_PROFILE
     """How the provider counts a model's input tokens (the stack's ``token_estimate``)."""
+    settings: ProviderSettings = field(default_factory=NoSettings)
+    """The adapter's typed settings, of its stack's kind (metis.pipeline.settings)."""
 
     @property
     def secrets(self) -> tuple[str, ...]:

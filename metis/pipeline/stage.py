@@ -41,9 +41,6 @@ from metis.errors import StackError
 from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
 
-if typing.TYPE_CHECKING:
-    from metis.adapter.adapter import Adapter
-
 RequestIn = TypeVar("RequestIn")
 RequestOut = TypeVar("RequestOut")
 ItemsIn = TypeVar("ItemsIn")
@@ -68,6 +65,12 @@ class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
     dialect_option: ClassVar[str | None] = None
     """The option naming the wire dialect (``codec`` for encode and normalize, ``rules`` for
     pre_send_check), which a stack's top-level ``codec:`` sets once for every such stage."""
+    role: ClassVar[str | None] = None
+    """The part of the provider this stage is (``encode``, ``edit``, ``auth``, ``reader``,
+    ``framing``, ``transport``, ``lifespan``; metis.pipeline.provider), None for a policy."""
+    zone: ClassVar[str | None] = None
+    """Where the skeleton places a stage of this class (``policy``, ``wire edit``, ``auth
+    step``; metis.pipeline.skeleton); None: where it is listed."""
 
     @classmethod
     def dialect(cls, options: dict[str, Any]) -> str | None:
@@ -95,26 +98,49 @@ class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
         when the stage is inserted into an adapter's pipeline later). Keep what the stage
         uses; most stages use nothing and leave this alone."""
 
-    async def init(self, adapter: Adapter) -> None:
-        """Lifecycle hook (docs/contract.md §1): ``adapter.init()`` calls it on every stage, in
-        order. A local provider's stage checks its server here; most stages have nothing to do."""
+    async def init(self, adapter: Any) -> None:
+        """Kept for stages written for the first engine: ``adapter.init()`` calls it on every
+        stage, in order, with the adapter. A setup of the provider's belongs in its lifespan
+        (docs/engine.md), which takes services, not the adapter."""
 
-    async def dispose(self, adapter: Adapter) -> None:
-        """Lifecycle hook: ``adapter.dispose()`` calls it on every stage, innermost first."""
+    async def dispose(self, adapter: Any) -> None:
+        """Kept likewise: ``adapter.aclose()`` calls it on every stage, innermost first."""
 
     @classmethod
     def signature(cls) -> StageSignature:
         return _signature_of(cls)
 
 
-class RequestStage(Stage[RequestIn, RequestIn, Any, Any]):
+class Transform(Stage[RequestIn, RequestOut, Any, Any]):
+    """A request transform: it rewrites the request on its way in, once per call, and leaves
+    the items alone (it costs nothing per item). ``encode`` is one: canonical in, wire out."""
+
+    def rewrite(self, request: RequestIn, call: Call) -> RequestOut:
+        raise NotImplementedError(f"stage {self.name!r} does not implement rewrite")
+
+    def __call__(self, request: RequestIn, call: Call, inner: Inner[RequestOut, Any]) -> Any:
+        return inner(self.rewrite(request, call), call)
+
+
+class RequestStage(Transform[RequestIn, RequestIn]):
     """A stage that rewrites the request and leaves the items alone."""
 
-    def rewrite(self, request: RequestIn, call: Call) -> RequestIn:
-        raise NotImplementedError
+
+class AsyncRequestStage(Stage[RequestIn, RequestIn, Any, Any]):
+    """A request transform that awaits (an auth step fetching a token, a region lookup)."""
+
+    async def rewrite(self, request: RequestIn, call: Call) -> RequestIn:
+        raise NotImplementedError(f"stage {self.name!r} does not implement rewrite")
 
     def __call__(self, request: RequestIn, call: Call, inner: Inner[RequestIn, Any]) -> Any:
-        return inner(self.rewrite(request, call), call)
+        return _rewritten_then(self.rewrite, request, call, inner)
+
+
+async def _rewritten_then(
+    rewrite: Callable[[Any, Call], Any], request: Any, call: Call, inner: Inner[Any, Any]
+) -> AsyncIterator[Any]:
+    async for item in inner(await rewrite(request, call), call):
+        yield item
 
 
 class StageSignature(typing.NamedTuple):

@@ -22,7 +22,10 @@ class AdapterEntry(BaseModel):
     timeout_seconds: float = Field(default=600.0, gt=0)
     max_retries: int = Field(default=2, ge=0)
     extra_headers: dict[str, str] = Field(default_factory=dict)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """The provider's own settings, of its stack's kind (docs/engine.md)."""
     options: dict[str, Any] = Field(default_factory=dict)
+    """Deprecated: ``settings``."""
 
 
 class ModelEntry(BaseModel):

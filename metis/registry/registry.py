@@ -312,6 +312,7 @@ class Registry:
                 timeout_seconds=entry.timeout_seconds,
                 max_retries=entry.max_retries,
                 extra_headers=dict(entry.extra_headers),
+                settings=dict(entry.settings) if entry.settings else None,
                 options=dict(entry.options),
                 capabilities=dict(overrides),
                 http_client=self._client_for(adapter_name, entry),

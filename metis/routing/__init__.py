@@ -1,6 +1,7 @@
 """Routing and resilience: fallback across providers, availability, client-side limits.
 
-See docs/routing.md. ``Router`` presents an adapter's interface over an ordered list of models.
+See docs/routing.md. ``Router`` is a :class:`~metis.ChatModel`, as an adapter is, over an ordered
+list of models.
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ from metis.routing.availability import (
     InMemoryAvailability,
     State,
 )
-from metis.routing.limits import Buckets, InMemoryBuckets, Limiter, Limits, SharedSlots
+from metis.routing.limits import (
+    Buckets,
+    InMemoryBuckets,
+    InMemorySlots,
+    Limiter,
+    Limits,
+    SharedSlots,
+)
 from metis.routing.router import Router
 from metis.routing.spec import DEFAULT_FALLBACK_ON, RouteSpec, TargetSpec
 from metis.routing.targets import RouteTarget
@@ -27,6 +35,7 @@ __all__ = [
     "CooldownPolicy",
     "InMemoryAvailability",
     "InMemoryBuckets",
+    "InMemorySlots",
     "Limiter",
     "Limits",
     "RouteSpec",

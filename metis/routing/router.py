@@ -89,9 +89,10 @@ class Router:
         self.name = name
         self.fallback_on = error_classes(fallback_on)
         self.availability: AvailabilityStore = availability or InMemoryAvailability()
-        self.telemetry = telemetry or NULL_SINK
+        self._telemetry = telemetry or NULL_SINK
         self.shared_state_timeout = shared_state_timeout
         self._outage: set[str] = set()  # the shared stores now standing in locally
+        self._stores: list[Fallback[Any]] = []
         policy = getattr(self.availability, "policy", None)
         self._availability: Fallback[AvailabilityStore] = self._fallback(
             "availability", self.availability, InMemoryAvailability(policy)
@@ -104,11 +105,22 @@ class Router:
         )
         self.targets = self._targets.resolve_all(name, targets, max_retries)
 
+    @property
+    def telemetry(self) -> TelemetrySink:
+        """Where the route's decisions and state changes go; setting it tells every store."""
+        return self._telemetry
+
+    @telemetry.setter
+    def telemetry(self, sink: TelemetrySink) -> None:
+        self._telemetry = sink
+        for store in self._stores:
+            store.telemetry = sink
+
     def _fallback(self, kind: str, shared: Any, local: Any) -> Fallback[Any]:
         """A store of the router's state, and the local one that stands in while it fails."""
         if isinstance(shared, type(local)):  # a store of this process's own
             return Fallback.local_only(kind, shared)
-        return Fallback(
+        store: Fallback[Any] = Fallback(
             kind,
             shared,
             local,
@@ -117,6 +129,8 @@ class Router:
             timeout=self.shared_state_timeout,
             outage=self._outage,
         )
+        self._stores.append(store)
+        return store
 
     def __repr__(self) -> str:
         return f"<Router {self.name}: {' -> '.join(t.model for t in self.targets)}>"

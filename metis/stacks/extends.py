@@ -33,10 +33,16 @@ Reader = Callable[[str, str], tuple[dict[str, Any], str]]
 """Reads a parent: (name or path, the child's source) -> (its data, its source)."""
 
 
+RootHook = Callable[[dict[str, Any], str], tuple[dict[str, Any], dict[str, str]]]
+"""Completes the root of a chain before the children's edits: (data, source) -> (data, the
+file that set each stage)."""
+
+
 def resolve(
-    data: dict[str, Any], source: str, read: Reader
+    data: dict[str, Any], source: str, read: Reader, root_hook: RootHook | None = None
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """``data`` with its ``extends`` chain applied, and for each stage the file that set it."""
+    """``data`` with its ``extends`` chain applied, and for each stage the file that set it.
+    ``root_hook`` completes the root first (the skeleton's stages added to it)."""
     chain = [(data, source)]
     seen = [source]
     while "extends" in chain[-1][0]:
@@ -53,6 +59,8 @@ def resolve(
     root, root_source = chain[-1]
     merged = {k: v for k, v in root.items() if k != "extends"}
     origin = {_entry_name(e, root_source): root_source for e in _stage_list(merged, root_source)}
+    if root_hook is not None:
+        merged, origin = root_hook(merged, root_source)
     for child, child_source in reversed(chain[:-1]):
         merged = _merge(merged, child, child_source, origin)
     return merged, origin

@@ -21,23 +21,23 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from metis.catalog.estimate import DEFAULT_PROFILE, TokenProfile
 from metis.core.config_files import MAX_CONFIG_BYTES, config_error, decode_text, parse_yaml
-from metis.core.secrets import collect as collect_secrets
-from metis.core.secrets import scrub_url
 from metis.core.suggest import did_you_mean
 from metis.errors import ConfigError, StackError, redact
 from metis.model.capabilities import AdapterCapabilities
+from metis.pipeline.endpoint import Endpoint, without_overlap
 from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
+from metis.pipeline.settings import settings_kind
+from metis.stacks.assembly import checked, completed_root
 from metis.stacks.dialect import apply_dialect
 from metis.stacks.extends import resolve
 
@@ -89,6 +89,18 @@ class StackSpec(BaseModel):
     """The wire dialect, named once: every stage that needs it takes it from here."""
     codec_settings: dict[str, Any] | None = None
     """The settings of a codec configured by its stack (the schema-driven one)."""
+    framing: Literal["sse", "ndjson", "json", "eventstream"] | None = None
+    """How the answer's body is cut into objects (``decode``'s format), named once."""
+    settings: str = "none"
+    """The kind of settings an adapter of this stack takes (metis.pipeline.settings:
+    ``bedrock``, ``vertex``, ``azure``, ``ollama``), validated when the adapter is built."""
+
+    @field_validator("settings")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        settings_kind(value)
+        return value
+
     stages: list[StageEntry]
     source: str = "<inline>"
     stage_sources: dict[str, str] = Field(default_factory=dict)
@@ -127,88 +139,33 @@ class StackSpec(BaseModel):
             raise StackError(f"{self.source}: {exc}") from None
 
 
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """Where one adapter's requests go and the headers every one of them carries.
-
-    ``base_url`` may carry a query string (a proxy's ``?key=``): it is kept on every request
-    URL, after the path, and its values count among the adapter's ``secrets``."""
-
-    base_url: str
-    path: str
-    stream_path: str | None = None
-    headers: dict[str, str] = field(default_factory=dict, repr=False)
-    api_key: str | None = field(default=None, repr=False)
-    auth_header: str | None = None
-    auth_scheme: str | None = None
-    secrets: tuple[str, ...] = field(default=(), init=False, repr=False)
-    """The key, secret header values and base-URL query values: hidden from every error,
-    telemetry event and log line of a call (:func:`metis.errors.redact`)."""
-
-    def __post_init__(self) -> None:
-        found = collect_secrets(self.api_key, self.headers, self.base_url)
-        object.__setattr__(self, "secrets", found)
-
-    def __repr__(self) -> str:
-        return (
-            f"Endpoint({redact(scrub_url(self.base_url), *self.secrets)}{self.path}, "
-            f"auth_header={self.auth_header!r}, api_key={'set' if self.api_key else 'none'})"
+def endpoint_for(
+    spec: StackSpec,
+    *,
+    api_key: str | None,
+    base_url: str | None,
+    extra_headers: dict[str, str],
+) -> Endpoint:
+    """Where an adapter of ``spec`` sends: the key given, else the stack's variable's; the base
+    URL given, else the SDK's variable the stack names, else the provider's own."""
+    key = api_key or (os.environ.get(spec.auth.env) if spec.auth.env else None)
+    env = spec.endpoint.base_url_env
+    from_env = os.environ.get(env) if env else None
+    url = base_url or from_env or spec.endpoint.base_url
+    if "://" not in url:
+        where = "base_url" if base_url else env if from_env else f"{spec.source}: base_url"
+        raise ConfigError(
+            f"{where}: expected a URL with its scheme (https://host...), got {redact(url)!r}"
         )
-
-    def url(self, *, stream: bool, model: str) -> str:
-        path = self.stream_path if stream and self.stream_path else self.path
-        base, _, query = self.base_url.partition("?")
-        url = base.rstrip("/") + path.replace("{model}", model)
-        if query:
-            url += ("&" if "?" in url else "?") + query
-        return url
-
-    def request_headers(self) -> dict[str, str]:
-        headers = {"content-type": "application/json", **self.headers}
-        if self.auth_header and self.api_key:
-            scheme = f"{self.auth_scheme} " if self.auth_scheme else ""
-            headers[self.auth_header] = scheme + self.api_key
-        return headers
-
-    @classmethod
-    def for_stack(
-        cls,
-        spec: StackSpec,
-        *,
-        api_key: str | None,
-        base_url: str | None,
-        extra_headers: dict[str, str],
-    ) -> Endpoint:
-        key = api_key or (os.environ.get(spec.auth.env) if spec.auth.env else None)
-        env = spec.endpoint.base_url_env
-        from_env = os.environ.get(env) if env else None
-        url = base_url or from_env or spec.endpoint.base_url
-        if "://" not in url:
-            where = "base_url" if base_url else env if from_env else f"{spec.source}: base_url"
-            raise ConfigError(
-                f"{where}: expected a URL with its scheme (https://host...), got {redact(url)!r}"
-            )
-        return cls(
-            base_url=_without_overlap(url, spec.endpoint.path),
-            path=spec.endpoint.path,
-            stream_path=spec.endpoint.stream_path,
-            headers={**spec.headers, **extra_headers},
-            api_key=key,
-            auth_header=spec.auth.header,
-            auth_scheme=spec.auth.scheme,
-        )
-
-
-def _without_overlap(base_url: str, path: str) -> str:
-    """``base_url`` without a trailing part the path repeats: the SDKs' conventional base URLs
-    end in the API version (``OPENAI_BASE_URL=https://host/v1``) that metis's paths start with."""
-    base = base_url.rstrip("/")
-    segments = [s for s in path.split("?")[0].split("/") if s]
-    for n in range(len(segments) - 1, 0, -1):
-        prefix = "/" + "/".join(segments[:n])
-        if base.endswith(prefix):
-            return base[: -len(prefix)]
-    return base
+    return Endpoint(
+        base_url=without_overlap(url, spec.endpoint.path),
+        path=spec.endpoint.path,
+        stream_path=spec.endpoint.stream_path,
+        headers={**spec.headers, **extra_headers},
+        api_key=key,
+        auth_header=spec.auth.header,
+        auth_scheme=spec.auth.scheme,
+    )
 
 
 def load_stack(name_or_path: str | Path, registry: StageRegistry = default_registry) -> StackSpec:
@@ -222,16 +179,18 @@ def parse_stack(
 ) -> StackSpec:
     """A stack from its parsed YAML: its ``extends`` chain resolved, its codec handed to the
     stages that need it (docs/stacks.md)."""
-    origin: dict[str, str] = {}
+    root_hook = functools.partial(completed_root, registry=registry)
     if "extends" in data:
-        data, origin = resolve(data, source, _load)
+        data, origin = resolve(data, source, _load, root_hook)
+    else:
+        data, origin = root_hook(data, source)
     if isinstance(data.get("stages"), list):
         try:
             entries = StackSpec._entries(data["stages"])
         except ValueError as exc:
             raise ConfigError(f"{source}: stages: {exc}") from None
-        data = {**data, "stages": apply_dialect({**data, "stages": entries}, source, registry)}
-    origin = origin or {entry["name"]: source for entry in data.get("stages", [])}
+        entries = apply_dialect({**data, "stages": entries}, source, registry)
+        data = {**data, "stages": checked(data, entries, source, registry)}
     try:
         return StackSpec.model_validate({**data, "source": source, "stage_sources": origin})
     except ValidationError as exc:

@@ -68,7 +68,7 @@ def loads(text: str | bytes) -> Any:
         raise JSONLimitError(f"nested deeper than {MAX_DEPTH} levels")
     try:
         return from_json(text, allow_inf_nan=False)
-    except ValueError:
+    except (ValueError, TypeError):  # TypeError: a lone surrogate, which no UTF-8 can hold
         pass  # refused by jiter: Python's json decides, and says why
     try:
         return _DECODER.decode(text)

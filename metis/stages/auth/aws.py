@@ -10,29 +10,15 @@ so a stack that authenticates with a Bedrock API key (a bearer token) needs no e
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from metis.errors import ConfigError
+from metis.pipeline.settings import REGION_GRAMMAR as REGION_GRAMMAR  # the grammar lives with
+from metis.pipeline.settings import checked_region as checked_region  # the Bedrock settings
 
 REGION_ENV = ("AWS_REGION", "AWS_DEFAULT_REGION")
 INSTALL_HINT = "pip install 'metis[bedrock]' (botocore)"
-REGION_GRAMMAR = re.compile(r"[a-z]{2,8}(?:-[a-z]+){1,3}-[0-9]{1,2}")
-"""An AWS region's name: a partition prefix, one to three words and a number (``us-east-1``,
-``us-gov-west-1``, ``us-isob-east-1``, ``eusc-de-east-1``). A region goes into the host name
-of the request, so nothing else may: a ``#``, ``/``, ``?`` or ``@`` would send the signed
-request to another host."""
-
-
-def checked_region(name: str, source: str) -> str:
-    """``name`` if it is an AWS region's name; else a ConfigError saying where it came from."""
-    if REGION_GRAMMAR.fullmatch(name):
-        return name
-    raise ConfigError(
-        f"{source} {name[:64]!r} is not an AWS region name (lower-case words and a number "
-        "joined by '-', like us-east-1)"
-    )
 
 
 def botocore_session(profile: str | None) -> Any:
@@ -46,11 +32,11 @@ def botocore_session(profile: str | None) -> Any:
 
 
 def region(options: Mapping[str, Any]) -> str | None:
-    """The region the adapter's ``options.region``, AWS_REGION or AWS_DEFAULT_REGION names;
+    """The region the adapter's ``region`` setting, AWS_REGION or AWS_DEFAULT_REGION names;
     a value that is not a region's name is a ConfigError."""
     configured = options.get("region")
     if isinstance(configured, str) and configured:
-        return checked_region(configured, "options['region']")
+        return checked_region(configured, "the region setting")
     for name in REGION_ENV:
         if value := os.environ.get(name):
             return checked_region(value, name)

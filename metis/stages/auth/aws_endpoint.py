@@ -1,8 +1,8 @@
 """aws_endpoint: the AWS request's URL: its region filled in, its model id escaped.
 
 A stack's base URL may hold ``{region}`` (``https://bedrock-runtime.{region}.amazonaws.com``):
-the region comes from the adapter's ``options.region``, AWS_REGION, AWS_DEFAULT_REGION or the
-``region`` of the AWS profile (``options.profile`` or AWS_PROFILE, read with botocore when it is
+the region comes from the adapter's ``region`` setting, AWS_REGION, AWS_DEFAULT_REGION or the
+``region`` of the AWS profile (the ``profile`` setting or AWS_PROFILE, read with botocore when it is
 installed), and a missing one is a NotConfiguredError naming what to set, before anything is
 sent. The model id in the path is percent-encoded whole, as the AWS SDKs send it
 (``us.amazon.nova-micro-v1:0`` -> ``us.amazon.nova-micro-v1%3A0``; an ARN's ``/`` too), so
@@ -12,7 +12,7 @@ the path that is sent is the one that is signed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -24,14 +24,15 @@ from metis.errors import ConfigError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
-from metis.pipeline.stage import Inner, Stage
+from metis.pipeline.stage import AsyncRequestStage
 from metis.stages.auth import aws as aws_auth
 
 T = TypeVar("T")
 
 
-class AwsEndpoint(Stage[WireRequest, WireRequest, Any, Any]):
+class AwsEndpoint(AsyncRequestStage[WireRequest]):
     name = "aws_endpoint"
+    role = "auth"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
@@ -39,30 +40,25 @@ class AwsEndpoint(Stage[WireRequest, WireRequest, Any, Any]):
     _options: Mapping[str, Any] = MappingProxyType({})
 
     def bind(self, services: StageServices) -> None:
-        self._options = services.config.options
+        self._options = services.settings.as_mapping()
 
-    async def __call__(
-        self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
-    ) -> AsyncIterator[Any]:
+    async def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         url = request.url
         if "{region}" in url:
             url = url.replace("{region}", await region_or_fail(call, self._options))
         model = call.wire_model
         url = url.replace(f"/{model}/", f"/{quote(model, safe='')}/", 1)
-        if url != request.url:
-            request = dataclasses.replace(request, url=url)
-        async for item in inner(request, call):
-            yield item
+        return request if url == request.url else dataclasses.replace(request, url=url)
 
 
 def profile_of(options: Mapping[str, Any]) -> str | None:
-    """The AWS profile the adapter's ``options`` name, if any."""
+    """The AWS profile the adapter's settings name, if any."""
     profile = options.get("profile")
     return profile if isinstance(profile, str) and profile else None
 
 
 async def region_or_fail(call: Call, options: Mapping[str, Any], session: Any | None = None) -> str:
-    """The call's AWS region (from the adapter's ``options``, the environment or the AWS
+    """The call's AWS region (from the adapter's settings, the environment or the AWS
     profile), or a NotConfiguredError saying where to set one; a ConfigError for a value that
     is not a region's name, before anything is sent to the host it would make."""
     try:
@@ -73,7 +69,7 @@ async def region_or_fail(call: Call, options: Mapping[str, Any], session: Any | 
         raise not_configured(
             call,
             "no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), give the adapter "
-            "options={'region': ...}, or set region in your AWS profile",
+            "settings={'region': ...}, or set region in your AWS profile",
             "AWS_REGION",
         )
     return found

@@ -3,7 +3,7 @@
 A request that already carries ``authorization`` (the stack's bearer key, a Bedrock API key
 from AWS_BEARER_TOKEN_BEDROCK or the adapter's ``api_key``) goes as it is. Otherwise it is
 signed with AWS Signature Version 4 by botocore, with credentials from the standard chain
-(metis/stages/auth/aws.py) for the profile in the adapter's ``options.profile`` or
+(metis/stages/auth/aws.py) for the profile in the adapter's ``profile`` setting or
 AWS_PROFILE. No credentials at all is a NotConfiguredError naming what to set, raised before
 anything is sent. The stage sits inside ``retry``, so every attempt is signed afresh, and
 outside ``normalize``, so a configuration error reaches the caller as itself.
@@ -12,7 +12,7 @@ outside ``normalize``, so a configuration error reaches the caller as itself.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -20,17 +20,18 @@ from pydantic import BaseModel, ConfigDict
 
 from metis.errors import ConfigError
 from metis.pipeline.call import Call
-from metis.pipeline.request import WireRequest, body_bytes
+from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
-from metis.pipeline.stage import Inner, Stage
+from metis.pipeline.stage import AsyncRequestStage
 from metis.stages.auth import aws as aws_auth
 from metis.stages.auth.aws_endpoint import in_worker, not_configured, profile_of, region_or_fail
 
 BEARER_ENV = "AWS_BEARER_TOKEN_BEDROCK"
 
 
-class AwsSigV4(Stage[WireRequest, WireRequest, Any, Any]):
+class AwsSigV4(AsyncRequestStage[WireRequest]):
     name = "aws_sigv4"
+    role = "auth"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
@@ -46,15 +47,12 @@ class AwsSigV4(Stage[WireRequest, WireRequest, Any, Any]):
         self._options: Mapping[str, Any] = MappingProxyType({})
 
     def bind(self, services: StageServices) -> None:
-        self._options = services.config.options
+        self._options = services.settings.as_mapping()
 
-    async def __call__(
-        self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
-    ) -> AsyncIterator[Any]:
-        if not any(name.lower() == "authorization" for name in request.headers):
-            request = await self._signed(request, call)
-        async for item in inner(request, call):
-            yield item
+    async def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
+        if any(name.lower() == "authorization" for name in request.headers):
+            return request
+        return await self._signed(request.serialized(), call)
 
     async def _signed(self, request: WireRequest, call: Call) -> WireRequest:
         try:
@@ -76,7 +74,7 @@ class AwsSigV4(Stage[WireRequest, WireRequest, Any, Any]):
             request.method,
             request.url,
             request.headers,
-            body_bytes(request.body),
+            request.content or b"",  # the bytes the transport sends
             credentials,
             await region_or_fail(call, self._options, session),
             self.options.service,

@@ -3,7 +3,7 @@
 With an API key (``AZURE_OPENAI_API_KEY`` or ``AdapterConfig.api_key``) the request already
 carries the ``api-key`` header and this stage adds nothing. Without one it sends
 ``Authorization: Bearer <token>`` for the Cognitive Services scope, the token coming from
-``AdapterConfig.options["azure_ad_token_provider"]`` when given (a callable returning the token,
+the adapter's ``token_provider`` setting when given (a callable returning the token,
 plain or async, like azure-identity's ``get_bearer_token_provider(...)``), else from
 azure-identity's ``DefaultAzureCredential`` (environment, workload or managed identity, Azure
 CLI login), cached until five minutes before it expires. Getting a token can touch files and
@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -32,7 +32,7 @@ from metis.errors import AuthError, ConfigError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
-from metis.pipeline.stage import Inner, Stage
+from metis.pipeline.stage import AsyncRequestStage
 from metis.stages.auth.token_cache import (
     AsyncFetch,
     BlockingFetch,
@@ -48,8 +48,9 @@ SECRET_ENV = ("AZURE_CLIENT_SECRET", "AZURE_PASSWORD", "AZURE_CLIENT_CERTIFICATE
 """azure-identity's environment secrets: hidden from errors, which may quote them."""
 
 
-class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
+class AzureAuth(AsyncRequestStage[WireRequest]):
     name = "azure_auth"
+    role = "auth"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
@@ -62,7 +63,7 @@ class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
 
     def bind(self, services: StageServices) -> None:
         self._api_key = services.require_endpoint(self.name).api_key
-        self._options = services.config.options
+        self._options = services.settings.as_mapping()
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -80,23 +81,20 @@ class AzureAuth(Stage[WireRequest, WireRequest, Any, Any]):
             "the Entra ID token provider", classify=_classified, secrets=_environment_secrets
         )
 
-    async def __call__(
-        self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
-    ) -> AsyncIterator[Any]:
-        if not self._api_key:
-            token = await self._bearer(call)
-            headers = {**request.headers, "authorization": f"Bearer {token}"}
-            request = dataclasses.replace(request, headers=headers)
-        async for item in inner(request, call):
-            yield item
+    async def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
+        if self._api_key:
+            return request
+        token = await self._bearer(call)
+        headers = {**request.headers, "authorization": f"Bearer {token}"}
+        return dataclasses.replace(request, headers=headers)
 
     async def _bearer(self, call: Call) -> str:
-        provider = self._options.get("azure_ad_token_provider")
+        provider = self._options.get("token_provider")
         if provider is None:
             return await self._identity.token(call, self._identity_token)
         if not callable(provider):
             raise ConfigError(
-                f"{call.provider}: options['azure_ad_token_provider'] must be a callable that "
+                f"{call.provider}: the token_provider setting must be a callable that "
                 f"returns a token, got {type(provider)!r}"
             )
         return await self._provided.token(call, _from_provider(provider))
@@ -167,7 +165,7 @@ def _not_configured(call: Call, reason: str) -> ConfigError:
         f"{call.provider} has no API key and {reason}: set AZURE_OPENAI_API_KEY (or "
         "AdapterConfig.api_key), or sign in for Entra ID (`az login`, a managed identity, or "
         "AZURE_CLIENT_ID / AZURE_TENANT_ID / AZURE_CLIENT_SECRET), or pass "
-        "AdapterConfig(options={'azure_ad_token_provider': ...})",
+        "settings={'token_provider': ...}",
         model=call.model,
         adapter=call.provider,
         api_key_env="AZURE_OPENAI_API_KEY",

@@ -3,7 +3,7 @@ Default Credentials.
 
 A ready access token (``AdapterConfig.api_key``, or ``GOOGLE_OAUTH_ACCESS_TOKEN``, as from
 ``gcloud auth print-access-token``) is sent as it is and never refreshed. Otherwise the
-credentials are ``AdapterConfig.options["google_credentials"]`` when given (any
+credentials are the adapter's ``credentials`` setting when given (any
 ``google.auth.credentials.Credentials``), else what ``google.auth.default()`` finds: the file
 ``GOOGLE_APPLICATION_CREDENTIALS`` names, ``gcloud auth application-default login``'s, or the
 metadata server's on Google Cloud. The token is cached until it expires (google-auth keeps it
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -32,18 +32,19 @@ from metis.errors import AuthError, ConfigError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
-from metis.pipeline.stage import Inner, Stage
+from metis.pipeline.stage import AsyncRequestStage
 from metis.stages.auth.token_cache import Token, TokenCache, printable
 
 CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 HOW_TO_CONFIGURE = (
     "set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file, run `gcloud auth "
-    "application-default login`, or pass AdapterConfig(options={'google_credentials': ...})"
+    "application-default login`, or pass settings={'credentials': ...}"
 )
 
 
-class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
+class GoogleAuth(AsyncRequestStage[WireRequest]):
     name = "google_auth"
+    role = "auth"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
@@ -56,7 +57,7 @@ class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
 
     def bind(self, services: StageServices) -> None:
         self._api_key = services.require_endpoint(self.name).api_key
-        self._options = services.config.options
+        self._options = services.settings.as_mapping()
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -66,15 +67,11 @@ class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
         # The credentials keep the token and its expiry: the cache only shares each refresh.
         self._refreshes = TokenCache("the Google credentials", classify=_classified)
 
-    async def __call__(
-        self, request: WireRequest, call: Call, inner: Inner[WireRequest, Any]
-    ) -> AsyncIterator[Any]:
+    async def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         ready = self._api_key  # an access token given as it is (not refreshed)
         if ready:
             headers = {**request.headers, "authorization": f"Bearer {ready}"}
-            async for item in inner(dataclasses.replace(request, headers=headers), call):
-                yield item
-            return
+            return dataclasses.replace(request, headers=headers)
         credentials = self._credentials(call)
         if credentials is None or not credentials.valid:
             token = await self._refreshes.token(call, self._fresh_token)
@@ -82,17 +79,16 @@ class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
             token = credentials.token
             call.add_secret(token)
         headers = {**request.headers, "authorization": f"Bearer {token}"}
-        async for item in inner(dataclasses.replace(request, headers=headers), call):
-            yield item
+        return dataclasses.replace(request, headers=headers)
 
     def _credentials(self, call: Call) -> Any:
-        """The credentials given in ``options``, or the defaults found so far (or None)."""
-        credentials = self._options.get("google_credentials") or self._default
+        """The credentials given in the settings, or the defaults found so far (or None)."""
+        credentials = self._options.get("credentials") or self._default
         if credentials is not None and not all(
             hasattr(credentials, name) for name in ("valid", "token", "refresh")
         ):
             raise ConfigError(
-                f"{call.provider}: options['google_credentials'] must be google-auth "
+                f"{call.provider}: the credentials setting must be google-auth "
                 f"credentials (google.auth.credentials.Credentials), got {type(credentials)!r}"
             )
         return credentials
@@ -102,7 +98,7 @@ class GoogleAuth(Stage[WireRequest, WireRequest, Any, Any]):
         import google.auth
         from google.auth.transport.requests import Request
 
-        credentials = self._options.get("google_credentials")
+        credentials = self._options.get("credentials")
         if credentials is None:
             with self._default_lock:
                 if self._default is None:

@@ -10,7 +10,8 @@ each value comes from::
           location: [GOOGLE_CLOUD_LOCATION, CLOUD_ML_REGION]
         hosts: {global-aiplatform.googleapis.com: aiplatform.googleapis.com}
 
-``AdapterConfig.options[name]`` wins over the variables. A value that is missing raises
+The adapter's setting of that name (``project``, ``location``, ``resource``: its stack's kind of
+settings) wins over the variables. A value that is missing raises
 NotConfiguredError naming the option and the variables to set, and a value that could change
 the URL's shape (a ``/``, a ``?``, a space) a ConfigError, both before anything is sent.
 ``hosts`` then renames a host the substitution made (Vertex's global location has no
@@ -40,6 +41,7 @@ _SAFE_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 class UrlParams(RequestStage[WireRequest]):
     name = "url_params"
+    role = "auth"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
@@ -53,7 +55,7 @@ class UrlParams(RequestStage[WireRequest]):
     _options: Mapping[str, Any] = MappingProxyType({})
 
     def bind(self, services: StageServices) -> None:
-        self._options = services.config.options
+        self._options = services.settings.as_mapping()
 
     def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         if "{" not in request.url:
@@ -96,7 +98,7 @@ def _not_configured(call: Call, name: str, variables: list[str]) -> ConfigError:
     where = " or ".join(variables) if variables else "no environment variable"
     return NotConfiguredError(
         f"{call.provider} needs a {name} for its endpoint: set {where}, or pass "
-        f"AdapterConfig(options={{{name!r}: ...}}), or a base_url with no placeholders",
+        f"settings={{{name!r}: ...}}, or a base_url with no placeholders",
         model=call.model,
         adapter=call.provider,
         api_key_env=variables[0] if variables else None,

@@ -5,9 +5,11 @@ the call's own (a router does). Which error classes are retried, and how long to
 table ``metis.errors.RETRY_POLICY``; a provider's Retry-After (seconds, an HTTP
 date, or ``retry-after-ms``) wins, capped at 60 s. A streamed call is retried only while no
 event has reached the caller: after that, a failure ends the stream as docs/contract.md §4 says.
-The call's deadline bounds the whole loop: a wait (backoff or Retry-After) that would end past
-it is not slept; the last error is raised at once, its ``retry_after_seconds`` as the provider
-sent it. Sleeping goes through anyio (asyncio and trio), and ``adapter.cancel()`` cuts it short.
+The request is final when it reaches this stage: its body is serialized here, once, and every
+attempt sends (and an auth step signs) those bytes. The call's deadline bounds the whole loop:
+a wait (backoff or Retry-After) that would end past it is not slept; the last error is raised
+at once, its ``retry_after_seconds`` as the provider sent it. Sleeping goes through anyio
+(asyncio and trio), and ``adapter.cancel()`` cuts it short.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from metis.errors import MAX_RETRY_AFTER_SECONDS, RETRY_POLICY, AdapterError
 from metis.model.events import StreamEvent
 from metis.pipeline.call import Call
 from metis.pipeline.config import AdapterConfig
+from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
 
@@ -41,6 +44,10 @@ class Retry(Stage[Any, Any, StreamEvent, StreamEvent]):
     async def __call__(
         self, request: Any, call: Call, inner: Inner[Any, StreamEvent]
     ) -> AsyncIterator[StreamEvent]:
+        if isinstance(
+            request, WireRequest
+        ):  # final now: its bytes are made once, for every attempt
+            request = request.serialized()
         yielded = False
 
         def transient(exc: BaseException) -> bool:

@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 from metis.errors import AdapterError, ErrorClass, redact
-from metis.model.events import MessageComplete, StreamEvent
+from metis.model.events import MessageComplete, MessageStart, StreamEvent
 from metis.model.response import StopKind
 from metis.pipeline.call import Call
+from metis.pipeline.hooks import EventHook, Watch
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
-from metis.pipeline.stage import Inner, Stage
 from metis.telemetry import (
     NULL_SINK,
     CallCompleted,
@@ -42,7 +41,10 @@ from metis.telemetry import (
 log = logging.getLogger("metis")
 
 
-class Telemetry(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
+class Telemetry(EventHook[WireRequest]):
+    """A per-event hook inside ``retry``: opened once per attempt, it watches that attempt's
+    events in the engine's one loop. With the ``NullSink`` it opens no watch at all."""
+
     name = "telemetry"
 
     def __init__(self, **options: Any) -> None:
@@ -55,56 +57,15 @@ class Telemetry(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
         self._sink = services.telemetry
         self._secrets = services.secrets
 
-    def __call__(
-        self, request: WireRequest, call: Call, inner: Inner[WireRequest, StreamEvent]
-    ) -> AsyncIterator[StreamEvent]:
+    async def open(self, request: WireRequest, call: Call) -> tuple[WireRequest, Watch | None]:
         sink = self._sink
         if type(sink) is NullSink:
-            return inner(request, call)
-        return self._observed(request, call, inner, sink)
-
-    async def _observed(
-        self,
-        request: WireRequest,
-        call: Call,
-        inner: Inner[WireRequest, StreamEvent],
-        sink: TelemetrySink,
-    ) -> AsyncIterator[StreamEvent]:
-        retry_count = call.attempt
+            return request, None
+        watch = _Attempt(self, sink, call)
         self._emit(
-            sink,
-            call,
-            CallStarted(
-                **_identity(call, retry_count),
-                stream=request.stream,
-            ),
+            sink, call, CallStarted(**_identity(call, watch.retry_count), stream=request.stream)
         )
-        started = time.monotonic()
-        first_ms: int | None = None  # time to the first event: time to first chunk
-        complete: MessageComplete | None = None
-        try:
-            async for event in inner(request, call):
-                if first_ms is None:
-                    first_ms = _ms_since(started)
-                if isinstance(event, MessageComplete):
-                    complete = event
-                yield event
-        except BaseException as exc:
-            # GeneratorExit (the caller closed the stream) and the async library's
-            # cancellation (asyncio.CancelledError, trio.Cancelled) are not Exceptions.
-            latency_ms = _ms_since(started)
-            if not isinstance(exc, Exception) and _answered(complete):
-                assert complete is not None
-                ended: TelemetryEvent = _completed(
-                    call, retry_count, latency_ms, complete, first_ms
-                )
-            else:
-                secrets = (*self._secrets, *call.secrets)
-                ended = _failed(call, retry_count, latency_ms, exc, complete, secrets)
-            self._emit(sink, call, ended)
-            raise
-        latency_ms = _ms_since(started)
-        self._emit(sink, call, _completed(call, retry_count, latency_ms, complete, first_ms))
+        return request, watch
 
     def _emit(self, sink: TelemetrySink, call: Call, event: TelemetryEvent) -> None:
         try:
@@ -123,6 +84,40 @@ class Telemetry(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
                         "sink": repr(sink),
                     },
                 )
+
+
+class _Attempt(Watch):
+    """One attempt's record: when its first event came, its ``message.complete``, and the
+    one ending it reports."""
+
+    __slots__ = ("call", "complete", "first_ms", "retry_count", "sink", "stage", "started")
+    kinds = (MessageStart, MessageComplete)  # the first event (rule 1), and the last
+
+    def __init__(self, stage: Telemetry, sink: TelemetrySink, call: Call) -> None:
+        self.stage, self.sink, self.call = stage, sink, call
+        self.retry_count = call.attempt
+        self.started = time.monotonic()
+        self.first_ms: int | None = None  # time to the first event: time to first chunk
+        self.complete: MessageComplete | None = None
+
+    def event(self, event: StreamEvent) -> StreamEvent:
+        if self.first_ms is None:
+            self.first_ms = _ms_since(self.started)
+        if event.__class__ is MessageComplete:
+            self.complete = event
+        return event
+
+    def close(self, error: BaseException | None) -> BaseException | None:
+        call, complete, latency_ms = self.call, self.complete, _ms_since(self.started)
+        # GeneratorExit (the caller closed the stream) and the async library's cancellation
+        # (asyncio.CancelledError, trio.Cancelled) are not Exceptions.
+        if error is None or (not isinstance(error, Exception) and _answered(complete)):
+            ended = _completed(call, self.retry_count, latency_ms, complete, self.first_ms)
+        else:
+            secrets = (*self.stage._secrets, *call.secrets)
+            ended = _failed(call, self.retry_count, latency_ms, error, complete, secrets)
+        self.stage._emit(self.sink, call, ended)
+        return None
 
 
 def _answered(complete: MessageComplete | None) -> bool:

@@ -29,6 +29,7 @@ MAX_BREAKPOINTS = 4
 
 class CacheControl(RequestStage[WireRequest]):
     name = "cache_control"
+    role = "edit"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)

@@ -92,27 +92,46 @@ class ContinuationMemory:
 
 
 class Continuation(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
+    """A wire edit that is also a call wrapper (it may send the call twice). It reads
+    items with the provider's codec, the one ``encode`` built."""
+
     name = "continuation"
+    role = "edit"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
 
         enabled: bool = True
         max_entries: int = Field(default=10_000, ge=1, description="sessions x models kept")
-        codec: str = Field(default="openai_responses", description="whose items to fingerprint")
+        codec: str = Field(
+            default="openai_responses",
+            description="whose items to fingerprint, for the stage on its own (in a stack: "
+            "the provider's codec)",
+        )
 
     options: Options
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        codec = get_codec(self.options.codec)
-        if not callable(getattr(codec, "output_items", None)):
-            raise StackError(f"stage 'continuation': codec {codec.name!r} has no output_items")
-        self.codec = cast(ContinuationCodec, codec)
+        self._codec: ContinuationCodec | None = None
+        self.use_codec(get_codec(self.options.codec))  # a plain codec: its one instance
         self.memory = ContinuationMemory(self.options.max_entries)
         """Cross-call state by design (bounded); everything per call stays local."""
 
-    async def __call__(
+    def use_codec(self, codec: Any) -> None:
+        """Read items with the provider's codec (the one ``encode`` built)."""
+        if not callable(getattr(codec, "output_items", None)):
+            raise StackError(
+                f"stage 'continuation': codec {getattr(codec, 'name', codec)!r} has no output_items"
+            )
+        self._codec = cast(ContinuationCodec, codec)
+
+    @property
+    def codec(self) -> ContinuationCodec:
+        assert self._codec is not None
+        return self._codec
+
+    def __call__(
         self, request: WireRequest, call: Call, inner: Inner[WireRequest, StreamEvent]
     ) -> AsyncIterator[StreamEvent]:
         items = request.body.get("input")
@@ -121,11 +140,18 @@ class Continuation(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
             or not call.session_id
             or request.body.get("store") is False
             or not isinstance(items, list)
-        ):
-            async for event in inner(request, call):
-                yield event
-            return
+        ):  # nothing to continue: no frame of this stage on the way
+            return inner(request, call)
+        return self._continued(request, call, inner, items)
 
+    async def _continued(
+        self,
+        request: WireRequest,
+        call: Call,
+        inner: Inner[WireRequest, StreamEvent],
+        items: list[Any],
+    ) -> AsyncIterator[StreamEvent]:
+        assert call.session_id is not None
         key: Key = (call.session_id, call.provider, call.model)
         previous = self.memory.get(key)
         hasher = hashlib.sha256()

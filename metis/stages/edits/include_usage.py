@@ -16,6 +16,7 @@ from metis.pipeline.stage import RequestStage
 
 class IncludeUsage(RequestStage[WireRequest]):
     name = "include_usage"
+    role = "edit"
 
     def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         if not request.stream:

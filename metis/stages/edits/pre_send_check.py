@@ -20,6 +20,7 @@ from metis.wire.rules import RULES, RULES_DIALECT
 
 class PreSendCheck(RequestStage[WireRequest]):
     name = "pre_send_check"
+    role = "edit"
 
     dialect_option = "rules"
 

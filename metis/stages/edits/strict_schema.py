@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -25,8 +24,8 @@ from pydantic import BaseModel, ConfigDict
 from metis.model.content import ToolUseBlock
 from metis.model.events import MessageComplete, StreamEvent, ToolUseEnd
 from metis.pipeline.call import Call
+from metis.pipeline.hooks import EventHook, Watch
 from metis.pipeline.request import WireRequest
-from metis.pipeline.stage import Inner, Stage
 from metis.wire.strict_schema import Schema, strict_schema_or_reason, to_strict_schema
 from metis.wire.strict_schema_nulls import strip_optional_nulls
 
@@ -35,8 +34,12 @@ log = logging.getLogger("metis")
 __all__ = ["StrictSchema", "strict_schema_or_reason", "strip_optional_nulls", "to_strict_schema"]
 
 
-class StrictSchema(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
+class StrictSchema(EventHook[WireRequest]):
+    """A wire edit with a watch: ``open`` makes the body strict; the watch takes the nulls
+    strict mode forces out of the inputs of the tools it made strict."""
+
     name = "strict_schema"
+    role = "edit"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
@@ -45,13 +48,11 @@ class StrictSchema(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
 
     options: Options
 
-    def __call__(
-        self, request: WireRequest, call: Call, inner: Inner[WireRequest, StreamEvent]
-    ) -> AsyncIterator[StreamEvent]:
+    async def open(self, request: WireRequest, call: Call) -> tuple[WireRequest, Watch | None]:
         request, originals = self.convert(request, call)
         if not originals:  # nothing made strict: nothing to restore on the way out
-            return inner(request, call)
-        return self._restore(request, call, inner, originals)
+            return request, None
+        return request, _Restore(originals)
 
     def convert(self, request: WireRequest, call: Call) -> tuple[WireRequest, dict[str, Schema]]:
         """The request with its body made strict where it can be, and the original parameter
@@ -107,25 +108,28 @@ class StrictSchema(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
             return fmt
         return {**fmt, "json_schema": {**spec, "schema": converted, "strict": True}}
 
-    async def _restore(
-        self,
-        request: WireRequest,
-        call: Call,
-        inner: Inner[WireRequest, StreamEvent],
-        originals: dict[str, Schema],
-    ) -> AsyncIterator[StreamEvent]:
-        async for event in inner(request, call):
-            if isinstance(event, ToolUseEnd):
-                schema = originals.get(event.tool_name)
-                if schema is not None:
-                    cleaned = strip_optional_nulls(event.final_input, schema)
-                    if cleaned is not event.final_input:
-                        event = dataclasses.replace(event, final_input=cleaned)
-            elif isinstance(event, MessageComplete):
-                content = _restore_blocks(event.final_content, originals)
-                if content is not event.final_content:
-                    event = dataclasses.replace(event, final_content=content)
-            yield event
+
+class _Restore(Watch):
+    """The caller's optional keys, not strict mode's nulls, in the tools' final inputs."""
+
+    __slots__ = ("originals",)
+    kinds = (ToolUseEnd, MessageComplete)
+
+    def __init__(self, originals: dict[str, Schema]) -> None:
+        self.originals = originals
+
+    def event(self, event: StreamEvent) -> StreamEvent:
+        if isinstance(event, ToolUseEnd):
+            schema = self.originals.get(event.tool_name)
+            if schema is not None:
+                cleaned = strip_optional_nulls(event.final_input, schema)
+                if cleaned is not event.final_input:
+                    return dataclasses.replace(event, final_input=cleaned)
+        elif isinstance(event, MessageComplete):
+            content = _restore_blocks(event.final_content, self.originals)
+            if content is not event.final_content:
+                return dataclasses.replace(event, final_content=content)
+        return event
 
 
 def _restore_blocks(blocks: list[Any], originals: dict[str, Schema]) -> list[Any]:

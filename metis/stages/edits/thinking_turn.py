@@ -20,6 +20,7 @@ from metis.wire.anthropic.rules import open_turn_start, starts_with_thinking
 
 class ThinkingTurn(RequestStage[WireRequest]):
     name = "thinking_turn"
+    role = "edit"
 
     def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         thinking = request.body.get("thinking")

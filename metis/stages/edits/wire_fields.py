@@ -60,6 +60,7 @@ def parse_path(text: str, *, wildcards: bool = True) -> Path:
 
 class WireFields(RequestStage[WireRequest]):
     name = "wire_fields"
+    role = "edit"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)

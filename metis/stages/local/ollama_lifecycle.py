@@ -1,39 +1,55 @@
 """ollama_lifecycle: a local server's setup and teardown (docs/contract.md §1), and clear failures.
 
-``adapter.init()`` (or ``async with build_adapter("ollama") as adapter``) checks that the
-server answers (``GET /api/version``) and, when a default model is configured (this stage's
-``model`` option, or ``AdapterConfig.options["model"]``), that the model is pulled
-(``POST /api/show``), and takes what the server reports the model can do as the adapter's
+The stage is the provider's lifespan (docs/engine.md). ``adapter.init()`` (or ``async with
+build_adapter("ollama") as adapter``) enters it: it checks that the server answers
+(``GET /api/version``) and, when a default model is configured (this stage's ``model``
+option, or the adapter's ``model`` setting), that the model is pulled (``POST /api/show``),
+and hands back what the server reports the model can do, which the adapter takes as its
 capabilities: tools, images (``vision``) and thinking as listed (servers since 0.6 list
 them), and the context window capped at the length the model was trained for (never raised
 past what was declared: it is also the ``num_ctx`` the server allocates memory for). Each
 change from the declaration is logged. With ``preload`` it loads the model into memory so the
-first call does not wait for it. ``adapter.dispose()`` unloads it when ``unload`` is set.
+first call does not wait for it. ``adapter.dispose()`` leaves it, unloading the model when
+``unload`` is set. Every check is sent the way every request to the provider is
+(``Provider.fetch``: the transport's deadlines, redirect policy and error classification),
+each within ``check_timeout``.
 
 Without ``init()`` nothing is checked ahead: a call to a model that is not pulled fails with
 the server's 404, classified by the codec with the ``ollama pull`` command to run; a server
-that is down fails with a NetworkError naming the URL and ``ollama serve`` (this stage
-rewords the transport's connection failure, after the retries).
+that is down fails with a NetworkError naming the URL and ``ollama serve``: the stage is also
+a hook whose watch rewords the transport's connection failure, after the retries.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
 
-import httpx
+import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from metis.errors import AdapterError, ErrorClass, InvalidRequestError, NetworkError, error_for
+from metis.core.ids import new_request_id
+from metis.errors import AdapterError, InvalidRequestError, NetworkError, error_for
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.call import Call
+from metis.pipeline.hooks import EventHook, Watch
+from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
-from metis.pipeline.stage import Inner, Stage
-from metis.transport.clients import http_errors, is_connect_failure
-from metis.wire.ollama import error_from_http
+from metis.transport.clients import is_connect_failure
 
 log = logging.getLogger("metis")
+
+
+class Sender(Protocol):
+    """What the lifespan sends through: the provider (its name, and its one send path)."""
+
+    name: str
+
+    async def fetch(self, request: WireRequest, call: Call) -> Any:
+        """The whole answer to ``request``: its ``body`` (a JSON object), or an error."""
+
 
 # What /api/show lists for a model, and the capability flag that claims it.
 _FEATURES = {
@@ -43,119 +59,186 @@ _FEATURES = {
 }
 
 
-class OllamaLifecycle(Stage[Any, Any, Any, Any]):
+class OllamaLifecycle(EventHook[Any]):
     name = "ollama_lifecycle"
+    role = "lifespan"
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
 
         model: str | None = Field(
-            default=None, description="the model init() checks; else AdapterConfig.options.model"
+            default=None, description="the model init() checks; else the adapter's model setting"
         )
         preload: bool = Field(default=False, description="load the model into memory at init")
         unload: bool = Field(default=False, description="unload the model at dispose")
         check_timeout: float = Field(default=5.0, gt=0, description="seconds, for each check")
 
     options: Options
-    _base_url = ""
+    _services = StageServices()
 
     def bind(self, services: StageServices) -> None:
-        self._base_url = services.require_endpoint(self.name).base_url
+        services.require_endpoint(self.name)
+        self._services = services
 
-    async def __call__(
-        self, request: Any, call: Call, inner: Inner[Any, Any]
-    ) -> AsyncIterator[Any]:
+    async def open(self, request: Any, call: Call) -> tuple[Any, Watch]:
+        return request, _Reworded(self._base_url())
+
+    def _base_url(self) -> str:
+        endpoint = self._services.endpoint
+        return endpoint.base_url if endpoint is not None else ""
+
+    @asynccontextmanager
+    async def lifespan(
+        self, provider: Sender, declared: AdapterCapabilities
+    ) -> AsyncIterator[AdapterCapabilities]:
+        """The server checked (and the model loaded) on the way in, the model unloaded on the
+        way out; yields the capabilities as the server reports them."""
+        checks = _Checks(self, provider)
+        base = checks.base
+        version = await checks.version()
+        log.info("ollama %s at %s", version or "(version unknown)", base)
+        model = self._model()
+        found = declared
+        if model is not None:
+            found = _adopt(provider.name, declared, model, await checks.show(model))
+            if self.options.preload:
+                await checks.chat(model, "loading", keep_alive=self._setting("keep_alive"))
         try:
-            async for item in inner(request, call):
-                yield item
+            yield found
+        finally:
+            if self.options.unload and model is not None:
+                with anyio.CancelScope(shield=True):
+                    await checks.unload(model)
+
+    def _setting(self, name: str) -> Any:
+        return self._services.settings.value(name)
+
+    def _model(self) -> str | None:
+        model = self.options.model or self._setting("model")
+        if not isinstance(model, str) or not model:
+            return None
+        prefix = f"{self._services.provider}:"
+        return model[len(prefix) :] if model.startswith(prefix) else model
+
+
+class _Reworded(Watch):
+    """A server that is down, said as such: the URL, and ``ollama serve``."""
+
+    kinds = ()
+    __slots__ = ("base_url",)
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+
+    def close(self, error: BaseException | None) -> BaseException | None:
+        if not isinstance(error, NetworkError):
+            return None
+        cause = _connect_failure(error)
+        if cause is None:
+            return None
+        reworded = _unreachable(self.base_url, cause, error.provider or "", error.request_id)
+        reworded.__cause__ = cause
+        return reworded
+
+
+class _Checks:
+    """The lifespan's requests, each sent through the provider's one send path."""
+
+    def __init__(self, stage: OllamaLifecycle, provider: Sender) -> None:
+        self.stage, self.provider = stage, provider
+        self.base = stage._base_url().rstrip("/")
+
+    async def version(self) -> str | None:
+        url = f"{self.base}/api/version"
+        try:
+            answer = await self.send("GET", url)
+        except AdapterError as error:
+            if error.provider_status is None:  # not an answer: the server is down, say
+                raise
+            if error.provider_status != 404:  # 404: a server older than /api/version
+                raise self.reworded(error, f"GET {url}") from None
+            await self.send("GET", f"{self.base}/api/tags", what=f"GET {self.base}/api/tags")
+            return None
+        version = answer.body.get("version")
+        return version if isinstance(version, str) else None
+
+    async def show(self, model: str) -> dict[str, Any]:
+        url = f"{self.base}/api/show"
+        try:
+            shown: dict[str, Any] = (await self.send("POST", url, {"model": model})).body
+            return shown
+        except AdapterError as error:
+            if error.provider_status is None:  # not an answer: the server is down, say
+                raise
+            if error.provider_status != 404:
+                raise self.reworded(error, f"POST {url}") from None
+            raise InvalidRequestError(
+                f"model {model!r} is not on the Ollama server at {self.base}; "
+                f"pull it first: `ollama pull {model}`",
+                provider=self.provider.name,
+                provider_status=404,
+                provider_message=error.provider_message,
+            ) from None
+
+    async def chat(self, model: str, what: str, **extra: Any) -> None:
+        body = {"model": model, "messages": [], "stream": False}
+        body.update({key: value for key, value in extra.items() if value is not None})
+        wait = self.stage._services.config.timeout_seconds
+        await self.send("POST", f"{self.base}/api/chat", body, wait=wait, what=f"{what} {model}")
+
+    async def unload(self, model: str) -> None:
+        try:
+            await self.chat(model, "unloading", keep_alive=0)
+        except AdapterError as error:  # the server is gone: nothing left to unload
+            log.warning("could not unload %s from %s: %s", model, self.base, error)
+
+    async def send(
+        self,
+        method: str,
+        url: str,
+        body: dict[str, Any] | None = None,
+        *,
+        wait: float | None = None,
+        what: str | None = None,
+    ) -> Any:
+        endpoint = self.stage._services.require_endpoint(self.stage.name)
+        headers = endpoint.request_headers()
+        if body is None:
+            headers.pop("content-type", None)
+        call = self.call(wait or self.stage.options.check_timeout)
+        request = WireRequest(url, body or {}, headers, method=method)
+        try:
+            return await self.provider.fetch(request, call)
         except NetworkError as error:
             cause = _connect_failure(error)
             if cause is None:
                 raise
-            base = self._base_url
-            raise _unreachable(base, cause, call.provider, call.request_id) from cause
+            raise _unreachable(endpoint.base_url, cause, self.provider.name) from cause
+        except AdapterError as error:
+            if what is None:
+                raise
+            raise self.reworded(error, what) from None
 
-    async def init(self, adapter: Any) -> None:
-        base = adapter.endpoint.base_url.rstrip("/")
-        version = await self._get_version(adapter, base)
-        log.info("ollama %s at %s", version or "(version unknown)", base)
-        model = self._model(adapter)
-        if model is None:
-            return
-        shown = await self._send(adapter, "POST", f"{base}/api/show", {"model": model})
-        if shown.status_code == 404:
-            raise InvalidRequestError(
-                f"model {model!r} is not on the Ollama server at {base}; "
-                f"pull it first: `ollama pull {model}`",
-                provider=adapter.name,
-                provider_status=404,
-                provider_message=_error_text(shown),
-            )
-        _raise_for(shown, adapter.name, f"POST {base}/api/show")
-        adapter.capabilities = _adopt(adapter, model, _json(shown))
-        if self.options.preload:
-            body = {"model": model, "messages": [], "stream": False}
-            keep_alive = adapter.config.options.get("keep_alive")
-            if keep_alive is not None:
-                body["keep_alive"] = keep_alive
-            loaded = await self._send(
-                adapter, "POST", f"{base}/api/chat", body, adapter.config.timeout_seconds
-            )
-            _raise_for(loaded, adapter.name, f"loading {model}")
+    def call(self, seconds: float) -> Call:
+        return Call(
+            request_id=new_request_id(),
+            provider=self.provider.name,
+            model="",
+            wire_model="",
+            deadline=anyio.current_time() + seconds,
+        )
 
-    async def dispose(self, adapter: Any) -> None:
-        model = self._model(adapter)
-        if not self.options.unload or model is None:
-            return
-        base = adapter.endpoint.base_url.rstrip("/")
-        body = {"model": model, "messages": [], "keep_alive": 0, "stream": False}
-        try:
-            response = await self._send(adapter, "POST", f"{base}/api/chat", body)
-        except AdapterError as error:  # the server is gone: nothing left to unload
-            log.warning("could not unload %s from %s: %s", model, base, error)
-            return
-        if response.status_code >= 300:
-            log.warning("could not unload %s from %s: HTTP %s", model, base, response.status_code)
-
-    def _model(self, adapter: Any) -> str | None:
-        model = self.options.model or adapter.config.options.get("model")
-        return adapter.wire_model(model) if isinstance(model, str) and model else None
-
-    async def _get_version(self, adapter: Any, base: str) -> str | None:
-        response = await self._send(adapter, "GET", f"{base}/api/version")
-        if response.status_code == 404:  # a server older than /api/version
-            response = await self._send(adapter, "GET", f"{base}/api/tags")
-            _raise_for(response, adapter.name, f"GET {base}/api/tags")
-            return None
-        _raise_for(response, adapter.name, f"GET {base}/api/version")
-        version = _json(response).get("version")
-        return version if isinstance(version, str) else None
-
-    async def _send(
-        self,
-        adapter: Any,
-        method: str,
-        url: str,
-        body: dict[str, Any] | None = None,
-        wait: float | None = None,
-    ) -> httpx.Response:
-        headers = adapter.endpoint.request_headers()
-        if body is None:
-            headers.pop("content-type", None)
-        try:
-            return await adapter.http_client().request(  # type: ignore[no-any-return]
-                method,
-                url,
-                json=body,
-                headers=headers,
-                timeout=wait or self.options.check_timeout,
-            )
-        except http_errors() as exc:
-            if is_connect_failure(exc):
-                raise _unreachable(adapter.endpoint.base_url, exc, adapter.name) from exc
-            raise NetworkError(
-                f"{method} {url} failed: {type(exc).__name__}: {exc}", provider=adapter.name
-            ) from exc
+    def reworded(self, error: AdapterError, what: str) -> AdapterError:
+        status = f"HTTP {error.provider_status}: " if error.provider_status else ""
+        return error_for(
+            error.error_class,
+            f"{what}: {status}{error.message}",
+            provider=self.provider.name,
+            provider_status=error.provider_status,
+            provider_message=error.provider_message,
+            retryable=error.retryable,
+            retry_after_seconds=error.retry_after_seconds,
+        )
 
 
 def _unreachable(
@@ -180,56 +263,22 @@ def _connect_failure(error: BaseException) -> Exception | None:
     return None
 
 
-def _raise_for(response: httpx.Response, provider: str, what: str) -> None:
-    if response.status_code < 300:
-        return
-    error = error_from_http(response.status_code, dict(response.headers), response.content)
-    raise error_for(
-        error.error_class,
-        f"{what}: HTTP {response.status_code}: {error.message}",
-        provider=provider,
-        provider_status=response.status_code,
-        provider_message=error.provider_message,
-        retryable=error.retryable,
-        retry_after_seconds=error.retry_after_seconds,
-    )
-
-
-def _json(response: httpx.Response) -> dict[str, Any]:
-    try:
-        data = response.json()
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        raise error_for(
-            ErrorClass.OTHER,
-            f"{response.request.url} did not answer with a JSON object: {response.text[:120]!r}",
-        )
-    return data
-
-
-def _error_text(response: httpx.Response) -> str:
-    try:
-        error = response.json().get("error")
-    except (ValueError, AttributeError):
-        error = None
-    return error if isinstance(error, str) else response.text[:300]
-
-
-def _adopt(adapter: Any, model: str, shown: dict[str, Any]) -> AdapterCapabilities:
-    """The adapter's capabilities as the server reports them for ``model``."""
-    caps: AdapterCapabilities = adapter.capabilities
+def _adopt(
+    provider: str, caps: AdapterCapabilities, model: str, shown: dict[str, Any]
+) -> AdapterCapabilities:
+    """``caps`` as the server reports them for ``model``."""
     update: dict[str, Any] = {}
     listed = shown.get("capabilities")
     if isinstance(listed, list):  # servers since 0.6 list what the model can do
         for feature, flag in _FEATURES.items():
             if getattr(caps, flag) != (feature in listed):
                 update[flag] = feature in listed
-                _changed(adapter, model, flag, update[flag], f"{feature!r} listed: {update[flag]}")
+                why = f"{feature!r} listed: {update[flag]}"
+                _changed(provider, caps, model, flag, update[flag], why)
     trained = _context_length(shown.get("model_info"))
     if trained is not None and caps.max_context_tokens > trained:
         update["max_context_tokens"] = trained
-        _changed(adapter, model, "max_context_tokens", trained, f"trained for {trained}")
+        _changed(provider, caps, model, "max_context_tokens", trained, f"trained for {trained}")
         if caps.max_output_tokens > trained:  # no reply is longer than the whole window
             update["max_output_tokens"] = trained
     return caps.model_copy(update=update) if update else caps
@@ -244,17 +293,19 @@ def _context_length(info: Any) -> int | None:
     return None
 
 
-def _changed(adapter: Any, model: str, flag: str, value: Any, why: str) -> None:
+def _changed(
+    provider: str, caps: AdapterCapabilities, model: str, flag: str, value: Any, why: str
+) -> None:
     """A declared capability the server's report overrides: a loss is a WARN, a gain news."""
     level = logging.WARNING if value is False or flag == "max_context_tokens" else logging.INFO
     log.log(
         level,
         "%s: %s is now %s for %s, as the Ollama server reports (%s; declared %s)",
-        adapter.name,
+        provider,
         flag,
         value,
         model,
         why,
-        getattr(adapter.capabilities, flag),
-        extra={"event": "metis.capability_mismatch", "adapter": adapter.name, "capability": flag},
+        getattr(caps, flag),
+        extra={"event": "metis.capability_mismatch", "adapter": provider, "capability": flag},
     )

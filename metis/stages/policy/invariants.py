@@ -12,7 +12,6 @@ checks exactly what the application receives.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any, NoReturn
 
 from metis.errors import InvariantViolation
@@ -28,7 +27,7 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.pipeline.call import Call
-from metis.pipeline.stage import Inner, Stage
+from metis.pipeline.hooks import EventHook, Watch
 
 RULES = {
     1: "message.start precedes everything, once",
@@ -39,22 +38,19 @@ RULES = {
 }
 
 
-class Invariants(Stage[Any, Any, StreamEvent, StreamEvent]):
+class Invariants(EventHook[Any]):
+    """A per-event hook: each call's events go through a :class:`StreamChecker` of its own,
+    in the engine's one loop (no frame of its own per event)."""
+
     name = "invariants"
 
-    async def __call__(
-        self, request: Any, call: Call, inner: Inner[Any, StreamEvent]
-    ) -> AsyncIterator[StreamEvent]:
-        checker = StreamChecker()
-        check = checker.check
-        async for event in inner(request, call):
-            check(event)
-            yield event
-        checker.check_ended()
+    async def open(self, request: Any, call: Call) -> tuple[Any, Watch]:
+        return request, _Checking()
 
 
 class StreamChecker:
-    """The rules as a small state machine; usable on its own over any event sequence."""
+    """The rules as a small state machine; usable on its own over any event sequence:
+    ``check`` each event (it is handed back), then ``check_ended``."""
 
     __slots__ = (
         "_complete",
@@ -80,7 +76,7 @@ class StreamChecker:
         # index -> [thinking parts, signature parts, redacted parts]
         self._thinking: dict[int, tuple[list[str], list[str], list[str]]] = {}
 
-    def check(self, event: StreamEvent) -> None:
+    def check(self, event: StreamEvent) -> StreamEvent:
         if self._complete:
             _fail(4, f"{event.type} arrived after message.complete")
         cls = type(event)
@@ -134,6 +130,7 @@ class StreamChecker:
             self._complete_message(event)
         else:
             raise InvariantViolation(f"unknown event type {cls.__name__}")
+        return event
 
     def check_ended(self) -> None:
         if not self._complete:
@@ -184,6 +181,17 @@ class StreamChecker:
                 _fail(4, f"final_content[{index}] names tool {block.name!r}, not the one started")
             if block.input != self._tool_inputs[tool_use_id]:
                 _fail(4, f"final_content[{index}] input differs from tool.use_end's final_input")
+
+
+class _Checking(StreamChecker, Watch):
+    """One call's checker, as the watch the engine hands each event."""
+
+    event = StreamChecker.check
+
+    def close(self, error: BaseException | None) -> BaseException | None:
+        if error is None:
+            self.check_ended()
+        return None
 
 
 def _fail(rule: int, detail: str) -> NoReturn:

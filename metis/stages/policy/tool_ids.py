@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from functools import partial
 from typing import TypeVar
@@ -48,8 +48,8 @@ from metis.model.events import (
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, StopReason
 from metis.pipeline.call import Call
+from metis.pipeline.hooks import EventHook, Watch
 from metis.pipeline.services import StageServices
-from metis.pipeline.stage import Inner, Stage
 from metis.pipeline.stores import ToolIdStore
 from metis.telemetry import NULL_SINK, TelemetrySink, ToolIdStoreFailed
 
@@ -58,7 +58,10 @@ log = logging.getLogger("metis")
 T = TypeVar("T")
 
 
-class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent]):
+class ToolIds(EventHook[CanonicalRequest]):
+    """A hook that spans the call: ``open`` maps the history's ids to the provider's on
+    the way in; its watch maps the reply's ids back and writes the new pairs to the store."""
+
     name = "tool_ids"
 
     class Options(BaseModel):
@@ -88,43 +91,14 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
             )
         return self._store
 
-    async def __call__(
-        self,
-        request: CanonicalRequest,
-        call: Call,
-        inner: Inner[CanonicalRequest, StreamEvent],
-    ) -> AsyncIterator[StreamEvent]:
+    async def open(self, request: CanonicalRequest, call: Call) -> tuple[CanonicalRequest, Watch]:
+        """The history with the provider's ids, and the watch that gives the reply's ids
+        canonical ones (and remembers the pairs at ``message.complete``)."""
         outward = await self._provider_ids(request, call)
         if outward:
             request = _rewrite_history(request, outward)
         inward = {pid: cid for cid, pid in outward.items()}
-        issued: dict[str, str] = {}  # provider id -> canonical id of its latest tool.use_start
-        started: list[tuple[str, str]] = []  # (provider id, canonical id), in order
-
-        # Events belong to the stage that made them: one with an id to map is yielded anew.
-        async for event in inner(request, call):
-            if type(event) is TextDelta:
-                pass
-            elif isinstance(event, ToolUseInputDelta | ToolUseEnd):
-                cid = issued.get(event.tool_use_id)
-                if cid is not None and cid != event.tool_use_id:
-                    event = replace(event, tool_use_id=cid)
-            elif isinstance(event, ToolUseStart):
-                pid = event.tool_use_id
-                issued[pid] = cid = _canonical_id(pid, inward, started)
-                started.append((pid, cid))
-                event = replace(event, tool_use_id=cid)
-            elif isinstance(event, MessageComplete):
-                content = _canonical_content(event.final_content, started, inward)
-                event = replace(event, final_content=content)
-                if call.session_id and started:
-                    pairs = {c: p for p, c in started}
-                    store = self._store_or_fail()
-                    remember = partial(store.remember, call.session_id, call.provider)
-                    await _store_call(call, self._sink, "write", partial(remember, pairs))
-                if call.cancel.cancelled:  # cancel() said True: the stream ends cancelled
-                    event = replace(event, stop_reason=StopReason(kind=StopKind.CANCELLED))
-            yield event
+        return request, _Mapping(self, call, inward)
 
     async def _provider_ids(self, request: CanonicalRequest, call: Call) -> dict[str, str]:
         canonical = {
@@ -145,6 +119,49 @@ class ToolIds(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent
         return {
             cid: known.get(cid) or derive_provider_tool_id(cid, prefix, limit) for cid in canonical
         }
+
+
+class _Mapping(Watch):
+    """One call's id mapping: each provider id the reply issues gets a canonical one.
+    Events belong to the stage that made them: one with an id to map is passed on anew."""
+
+    __slots__ = ("call", "inward", "issued", "stage", "started")
+    kinds = (ToolUseStart, ToolUseInputDelta, ToolUseEnd, MessageComplete)
+
+    def __init__(self, stage: ToolIds, call: Call, inward: dict[str, str]) -> None:
+        self.stage, self.call, self.inward = stage, call, inward
+        self.issued: dict[str, str] = {}  # provider id -> canonical id of its latest start
+        self.started: list[tuple[str, str]] = []  # (provider id, canonical id), in order
+
+    def event(self, event: StreamEvent) -> StreamEvent:
+        if event.__class__ is TextDelta:
+            return event
+        if isinstance(event, ToolUseInputDelta | ToolUseEnd):
+            cid = self.issued.get(event.tool_use_id)
+            if cid is not None and cid != event.tool_use_id:
+                return replace(event, tool_use_id=cid)
+        elif isinstance(event, ToolUseStart):
+            pid = event.tool_use_id
+            self.issued[pid] = cid = _canonical_id(pid, self.inward, self.started)
+            self.started.append((pid, cid))
+            return replace(event, tool_use_id=cid)
+        elif isinstance(event, MessageComplete):
+            content = _canonical_content(event.final_content, self.started, self.inward)
+            return replace(event, final_content=content)
+        return event
+
+    async def completed(self, event: MessageComplete) -> MessageComplete | None:
+        """The pairs of this reply, remembered for the session. A cancel that cut the write
+        short ends the call as cancelled, as ``cancel()`` answered True."""
+        call, started = self.call, self.started
+        if call.session_id and started:
+            pairs = {c: p for p, c in started}
+            store = self.stage._store_or_fail()
+            remember = partial(store.remember, call.session_id, call.provider)
+            await _store_call(call, self.stage._sink, "write", partial(remember, pairs))
+            if call.cancel.cancelled:  # cancel() said True: the stream ends cancelled
+                return replace(event, stop_reason=StopReason(kind=StopKind.CANCELLED))
+        return None
 
 
 def _rewrite_history(request: CanonicalRequest, ids: dict[str, str]) -> CanonicalRequest:

@@ -1,9 +1,9 @@
-"""metis.testing.emulator: a real HTTP server on loopback that speaks each provider's wire
-format.
+"""metis.testing.emulator: every provider's wire format behind one request handler, on a
+loopback socket or in process, answered by a scripted model, a script, or a function.
 
-For demos, integration tests over real sockets, chaos tests and benchmarks; never where a real
-provider is configured. It is written from the providers' documentation and recorded traffic,
-independently of metis's codecs, so it is a second opinion on the formats.
+For demos, integration tests over real sockets or none, chaos tests and benchmarks; never
+where a real provider is configured. It is written from the providers' documentation and
+recorded traffic, independently of metis's codecs, so it is a second opinion on the formats.
 
     from metis.testing.emulator import Emulator
 
@@ -13,37 +13,53 @@ independently of metis's codecs, so it is a second opinion on the formats.
         ...
         print(emulator.stats)
 
-Endpoints: Anthropic ``POST /v1/messages``; OpenAI ``POST /v1/chat/completions`` (which also
-serves the OpenAI-compatible stacks: DeepSeek, Groq, Mistral, OpenRouter, Together, vLLM,
-llama.cpp, TGI) and ``POST /v1/responses``; Gemini
-``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``; Ollama
-``POST /api/chat``, ``POST /api/show``, ``GET /api/tags``, ``GET /api/version``; AWS Bedrock
-``POST /model/{id}/converse``, ``/converse-stream``, ``/invoke`` and
-``/invoke-with-response-stream`` (SigV4 or a Bedrock API key). Faults: see
-:mod:`metis.testing.emulator.faults`; the scripted model: see
-:mod:`metis.testing.emulator.responder`.
-Command line: ``python -m metis.testing.emulator --port 8900``.
+Endpoints (``metis emulator --help`` lists them): Anthropic ``/v1/messages``; OpenAI
+``/v1/chat/completions`` (and the OpenAI-compatible services' paths) and ``/v1/responses``;
+Gemini ``/v1beta/models/{model}:generateContent``; Ollama ``/api/chat``; AWS Bedrock
+``/model/{id}/converse`` and ``/invoke``; Vertex AI's ``/v1/projects/.../publishers/...``;
+Azure OpenAI under ``/azure/openai/v1``; each API's model list. Faults: see
+:mod:`metis.testing.emulator.faults`; the scripted model: :mod:`.responder`; scripts and
+function models: :mod:`.script`; each API's 400 rules: the ``*_rules`` modules of
+:mod:`.formats`.
 """
 
 from __future__ import annotations
 
 from metis.testing.emulator.cli import main
+from metis.testing.emulator.emulator import Emulator
 from metis.testing.emulator.faults import Fault, FaultPlan, FaultRule, FaultSpecError, parse_faults
-from metis.testing.emulator.server import FAULT_HEADER, Emulator, RecordedRequest, Stats
+from metis.testing.emulator.formats import ALIASES as PROVIDER_ALIASES
+from metis.testing.emulator.handler import FAULT_HEADER, RecordedRequest, Stats
+from metis.testing.emulator.model import CallOut, Prompt, Reply
+from metis.testing.emulator.responder import Responder
+from metis.testing.emulator.script import FunctionModel, Script, ScriptError, text, thinking, tools
 from metis.testing.emulator.stand_in import MODELS, StandIn, stand_in
+from metis.testing.emulator.transport import EmulatorTransport
 
 __all__ = [
     "FAULT_HEADER",
     "MODELS",
+    "PROVIDER_ALIASES",
+    "CallOut",
     "Emulator",
+    "EmulatorTransport",
     "Fault",
     "FaultPlan",
     "FaultRule",
     "FaultSpecError",
+    "FunctionModel",
+    "Prompt",
     "RecordedRequest",
+    "Reply",
+    "Responder",
+    "Script",
+    "ScriptError",
     "StandIn",
     "Stats",
     "main",
     "parse_faults",
     "stand_in",
+    "text",
+    "thinking",
+    "tools",
 ]

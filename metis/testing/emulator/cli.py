@@ -11,17 +11,31 @@ import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
+from metis.testing.emulator.emulator import Emulator
 from metis.testing.emulator.faults import FaultSpecError
-from metis.testing.emulator.server import Emulator
 
 ENDPOINTS = (
-    ("anthropic", "POST /v1/messages"),
-    ("openai", "POST /v1/chat/completions (+ /chat/completions, /openai/v1/..., /api/v1/...)"),
-    ("openai_responses", "POST /v1/responses"),
-    ("gemini", "POST /v1beta/models/{model}:generateContent | :streamGenerateContent?alt=sse"),
-    ("ollama", "POST /api/chat, GET /api/tags, GET /api/version"),
-    ("bedrock", "POST /model/{id}/converse, /converse-stream, /invoke (+ streamed)"),
+    ("anthropic", "POST /v1/messages, /v1/messages/count_tokens; GET /v1/models"),
+    ("openai", "POST /v1/chat/completions; GET /v1/models"),
+    ("  compatible", "the same under /chat/completions (DeepSeek), /openai/v1 (Groq), /api/v1"),
+    ("", "(OpenRouter), /inference/v1, /v1/openai, /api/paas/v4, /compatible-mode/v1"),
+    ("openai_responses", "POST /v1/responses, /v1/responses/input_tokens"),
+    ("gemini", "POST /v1beta/models/{model}:generateContent, :streamGenerateContent?alt=sse,"),
+    ("", ":countTokens; GET /v1beta/models"),
+    ("ollama", "POST /api/chat, /api/show; GET /api/tags, /api/version"),
+    ("bedrock", "POST /model/{id}/converse, /converse-stream, /invoke,"),
+    ("", "/invoke-with-response-stream, /count-tokens (SigV4 or a Bedrock API key)"),
+    ("vertex", "POST /v1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent"),
+    ("", "(and :streamGenerateContent, :countTokens; v1beta1 too)"),
+    ("vertex_anthropic", "POST /v1/projects/{p}/locations/{l}/publishers/anthropic/models/{m}"),
+    ("", ":rawPredict, :streamRawPredict"),
+    ("azure", "under /azure (base URL <url>/azure): POST /openai/v1/chat/completions,"),
+    ("", "/openai/v1/responses; GET /openai/v1/models (api-key or an Entra ID token)"),
 )
+
+
+def endpoints() -> str:
+    return "\n".join(f"  {name:<17} {paths}" for name, paths in ENDPOINTS)
 
 
 class _UsageError(Exception):
@@ -42,8 +56,11 @@ def _fail(message: str, status: int) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="metis emulator",
-        description="Serve the Anthropic, OpenAI (Chat and Responses), Gemini and Ollama wire "
-        "formats on loopback, with a scripted model and optional fault injection.",
+        description="Serve the Anthropic, OpenAI (Chat and Responses, and the OpenAI-compatible "
+        "services), Gemini, Ollama, AWS Bedrock, Vertex AI and Azure OpenAI wire formats on "
+        "loopback, with a scripted model and optional fault injection.",
+        epilog="endpoints:\n" + endpoints(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8900, help="port (0: any free; default 8900)")
@@ -66,6 +83,13 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="PROVIDER=N",
         help="a provider's context window, e.g. anthropic=2000 (repeatable)",
+    )
+    parser.add_argument(
+        "--models",
+        default="catalog",
+        metavar="catalog|any|NAME,...",
+        help="the models served: the model catalog's (default; others get the provider's 404), "
+        "any name, or the catalog's and these",
     )
     parser.add_argument(
         "--tool-preamble",
@@ -102,6 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             api_keys=args.api_keys,
             context_tokens=context,
             tool_preamble=args.tool_preamble,
+            models=args.models if args.models in ("catalog", "any") else args.models.split(","),
             verbose=args.verbose,
         )
         emulator.start()
@@ -114,8 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with contextlib.suppress(ValueError):  # not the main thread: Ctrl-C only
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(f"metis emulator listening on {emulator.url}  (Ctrl-C to stop)")
-    for provider, paths in ENDPOINTS:
-        print(f"  {provider:<17} {paths}")
+    print(endpoints())
     if args.faults:
         print(f"  faults: {args.faults} (seed {args.seed})")
     print(

@@ -19,7 +19,7 @@ from typing import Any
 
 from metis.adapter.adapter import Adapter, build_adapter
 from metis.pipeline.config import AdapterConfig
-from metis.testing.emulator.server import Emulator
+from metis.testing.emulator.emulator import Emulator
 
 MODELS = {
     "anthropic": "anthropic:claude-sonnet-4-5",

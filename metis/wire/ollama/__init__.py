@@ -6,10 +6,11 @@ older servers ignore), ``is_error`` as an ``"Error: "`` prefix, tool-call argume
 objects, images as bare base64 (URL images are dropped: Ollama fetches nothing), generation
 settings under ``options``. ``options.num_ctx`` is the context the adapter declares
 (``max_context_tokens``), so the window capability_check enforces is the one Ollama allocates
-instead of its silently truncating default. Knobs from ``AdapterConfig.options``: ``num_ctx``
-(a number, or null to leave Ollama's default), ``keep_alive``, ``think`` (what to send when the
-request asks for thinking: true, a level ``low``/``medium``/``high`` for gpt-oss, or ``budget``
-to derive the level from ``budget_tokens``) and ``model_options`` (more Ollama options).
+instead of its silently truncating default. Knobs from the adapter's settings
+(``OllamaSettings``): ``num_ctx`` (a number, or null to leave Ollama's default),
+``keep_alive``, ``think`` (what to send when the request asks for thinking: true, a level
+``low``/``medium``/``high`` for gpt-oss, or ``budget`` to derive the level from
+``budget_tokens``) and ``model_options`` (more Ollama options).
 
 Reasoning goes back as the assistant message's ``thinking`` only to the provider and model
 that produced it: a local model's reasoning has no signature to check, and its chat template
@@ -62,7 +63,7 @@ def encode(
     knobs: Mapping[str, Any] = _NO_KNOBS,
     context_tokens: int | None = None,
 ) -> dict[str, Any]:
-    """The /api/chat body; ``knobs`` are the adapter's options (num_ctx, keep_alive, think,
+    """The /api/chat body; ``knobs`` are the adapter's settings (num_ctx, keep_alive, think,
     model_options) and ``context_tokens`` the model's window, sent as num_ctx by default."""
     messages: list[dict[str, Any]] = []
     if request.system_prompt:
@@ -89,7 +90,7 @@ def encode(
         body["think"] = _think(request.thinking.budget_tokens, knobs.get("think"))
     extra = knobs.get("model_options") or {}
     if not isinstance(extra, dict):
-        raise ConfigError("AdapterConfig.options['model_options'] must map Ollama option names")
+        raise ConfigError("the model_options setting must map Ollama option names")
     options: dict[str, Any] = dict(extra)
     options["num_predict"] = request.max_output_tokens
     if request.temperature is not None:
@@ -229,7 +230,7 @@ def _think(budget: int, configured: Any) -> bool | str:
 
 
 class OllamaCodec:
-    """Ollama's codec; the stack's encode stage gives it the adapter's options
+    """Ollama's codec; the stack's encode stage gives it the adapter's settings
     (:meth:`for_adapter`), which shape each request."""
 
     name = "ollama"
@@ -248,7 +249,7 @@ class OllamaCodec:
     def for_adapter(
         self, options: Mapping[str, Any], capabilities_for: Callable[[str], AdapterCapabilities]
     ) -> OllamaCodec:
-        """This codec with an adapter's options and its models' context windows."""
+        """This codec with an adapter's settings and its models' context windows."""
         return OllamaCodec(options, capabilities_for)
 
     def encode(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:

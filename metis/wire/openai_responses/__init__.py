@@ -105,4 +105,4 @@ def _build(**settings: Any) -> OpenAIResponsesCodec:
 
 codec = CodecFactory(_build)
 """Registered in ``metis.wire.codec``; a stack may set ``store``,
-``include_encrypted_reasoning`` and ``file_urls`` in ``encode``'s ``settings``."""
+``include_encrypted_reasoning`` and ``file_urls`` in its ``codec_settings``."""

@@ -51,7 +51,7 @@ string a server echoes back).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -60,8 +60,8 @@ from metis.errors import InvalidRequestError
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
+from metis.pipeline.hooks import EventHook, Watch
 from metis.pipeline.services import StageServices
-from metis.pipeline.stage import Inner, Stage
 from metis.stages.policy.tool_shim.history import text_history, uses_tools
 from metis.stages.policy.tool_shim.prompt import NO_TOOLS, into_first_user_turn, preamble
 from metis.stages.policy.tool_shim.reply import ToolCallParser
@@ -74,7 +74,10 @@ MAX_STOP_SEQUENCES = 4
 when the request leaves room for it."""
 
 
-class ToolShim(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent]):
+class ToolShim(EventHook[CanonicalRequest]):
+    """A hook: ``open`` writes the tools into the prompt; its watch reads the calls out of
+    the reply's text (``ToolCallParser``), in the engine's one loop."""
+
     name = "tool_shim"
 
     class Options(BaseModel):
@@ -89,13 +92,13 @@ class ToolShim(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEven
     def bind(self, services: StageServices) -> None:
         self._services = services  # what each model can serve
 
-    def __call__(
-        self, request: CanonicalRequest, call: Call, inner: Inner[CanonicalRequest, StreamEvent]
-    ) -> AsyncIterator[StreamEvent]:
+    async def open(
+        self, request: CanonicalRequest, call: Call
+    ) -> tuple[CanonicalRequest, Watch | None]:
         request, offered = self.rewrite(request, call)
         if offered is None:  # no tools offered: the reply is plain text, passed through
-            return inner(request, call)
-        return self._parse(request, call, inner, offered)
+            return request, None
+        return request, _Reading(ToolCallParser(offered, _warner(call)))
 
     def rewrite(
         self, request: CanonicalRequest, call: Call
@@ -149,32 +152,43 @@ class ToolShim(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEven
         names = frozenset(tool.name for tool in tools) if offered else None
         return request.model_copy(update=update), names
 
-    async def _parse(
-        self,
-        request: CanonicalRequest,
-        call: Call,
-        inner: Inner[CanonicalRequest, StreamEvent],
-        offered: frozenset[str],
-    ) -> AsyncIterator[StreamEvent]:
-        def warn(reason: str, text: str) -> None:
-            log.warning(
-                "tool_shim: %s: %.200s",
-                reason,
-                text,
-                extra={
-                    "event": "metis.tool_shim",
-                    "request_id": call.request_id,
-                    "session_id": call.session_id,
-                    "adapter": call.provider,
-                    "reason": reason,
-                },
-            )
 
-        parser = ToolCallParser(offered, warn)
-        feed, out = parser.feed, parser.out
-        async for event in inner(request, call):
-            feed(event)
-            if out:
-                for item in out:
-                    yield item
-                out.clear()
+class _Reading(Watch):
+    """One reply read through the parser: each event in, what it lets out (often nothing
+    while a tag is open, sometimes several)."""
+
+    __slots__ = ("feed", "out")
+
+    def __init__(self, parser: ToolCallParser) -> None:
+        self.feed, self.out = parser.feed, parser.out
+
+    def event(self, event: StreamEvent) -> StreamEvent | list[StreamEvent] | None:
+        self.feed(event)
+        out = self.out
+        if not out:
+            return None
+        if len(out) == 1:
+            only = out[0]
+            out.clear()
+            return only
+        events = list(out)
+        out.clear()
+        return events
+
+
+def _warner(call: Call) -> Callable[[str, str], None]:
+    def warn(reason: str, text: str) -> None:
+        log.warning(
+            "tool_shim: %s: %.200s",
+            reason,
+            text,
+            extra={
+                "event": "metis.tool_shim",
+                "request_id": call.request_id,
+                "session_id": call.session_id,
+                "adapter": call.provider,
+                "reason": reason,
+            },
+        )
+
+    return warn

@@ -1,0 +1,122 @@
+"""A session's synchronous forms: each runs its async twin on the loop the one-line calls
+run theirs on (docs/calls.md), so they work in scripts, threads and notebooks, and Ctrl-C
+cancels the turn."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import sys
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Unpack
+
+from metis.calls.background import BackgroundLoop, background_loop, on_background_loop
+from metis.calls.request import MessagesLike, ModelLike, ModelOptions
+from metis.model.events import StreamEvent
+from metis.model.response import CanonicalResponse
+from metis.routing.router import Router
+from metis.sessions.agent import DEFAULT_MAX_STEPS
+from metis.sessions.events import RunEvent, RunResult
+from metis.sessions.stream import TurnStream
+
+EventHandler = Callable[[StreamEvent | RunEvent], Awaitable[None] | None]
+
+
+class BlockingForms:
+    """``send``, ``stream`` and ``run`` for code without an event loop (a Session's)."""
+
+    if TYPE_CHECKING:
+
+        @property
+        def model(self) -> ModelLike: ...
+
+        async def asend(
+            self, message: MessagesLike | None = None, **options: Unpack[ModelOptions]
+        ) -> CanonicalResponse: ...
+
+        def astream(
+            self, message: MessagesLike | None = None, **options: Unpack[ModelOptions]
+        ) -> TurnStream[StreamEvent]: ...
+
+        async def arun(
+            self,
+            message: MessagesLike | None = None,
+            *,
+            max_steps: int = DEFAULT_MAX_STEPS,
+            tool_timeout_seconds: float | None = None,
+            output_type: type[Any] | None = None,
+            on_event: EventHandler | None = None,
+            **options: Unpack[ModelOptions],
+        ) -> RunResult: ...
+
+        def _checked(self, what: str, options: Mapping[str, Any]) -> ModelOptions: ...
+
+    def send(
+        self, message: MessagesLike | None = None, **options: Unpack[ModelOptions]
+    ) -> CanonicalResponse:
+        """:meth:`asend` for code without an event loop (run on metis's own, as
+        ``metis.complete``; Ctrl-C cancels the turn)."""
+        self._checked("send", options)
+        loop = blocking_loop("send", self.model)
+        return loop.call(functools.partial(self.asend, message, **options))
+
+    def stream(
+        self, message: MessagesLike | None = None, **options: Unpack[ModelOptions]
+    ) -> Iterator[StreamEvent]:
+        """:meth:`astream` for code without an event loop."""
+        self._checked("stream", options)
+        loop = blocking_loop("stream", self.model)
+        return loop.iterate(functools.partial(self.astream, message, **options))
+
+    def run(
+        self,
+        message: MessagesLike | None = None,
+        *,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        tool_timeout_seconds: float | None = None,
+        output_type: type[Any] | None = None,
+        on_event: EventHandler | None = None,
+        **options: Unpack[ModelOptions],
+    ) -> RunResult:
+        """:meth:`arun` for code without an event loop (``on_event`` is called on metis's
+        loop, between the run's steps as they happen)."""
+        self._checked("run", options)
+        loop = blocking_loop("run", self.model)
+        run = functools.partial(
+            self.arun,
+            message,
+            max_steps=max_steps,
+            tool_timeout_seconds=tool_timeout_seconds,
+            output_type=output_type,
+            on_event=on_event,
+            **options,
+        )
+        return loop.call(run)
+
+
+def blocking_loop(what: str, model: ModelLike) -> BackgroundLoop:
+    """metis's loop for ``Session.<what>()``; refused where waiting on it would deadlock."""
+    usage = f"await session.a{what}(...)"
+    if on_background_loop():
+        raise RuntimeError(
+            f"Session.{what}() was called on the event loop metis runs the synchronous calls on "
+            "(from a stage, a telemetry sink, a store or a run's event handler), where waiting "
+            f"for the reply would wait for itself; there, use '{usage}'"
+        )
+    if isinstance(model, Router) and _in_event_loop():
+        raise RuntimeError(
+            f"Session.{what}() with a Router, in a thread running an event loop: the router's "
+            "connection pools and shared stores may belong to this loop, which the call would "
+            f"block; use '{usage}'"
+        )
+    return background_loop()
+
+
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+        return True
+    except RuntimeError:
+        pass
+    trio = sys.modules.get("trio")
+    return bool(trio is not None and trio.lowlevel.in_trio_run())

@@ -1,0 +1,130 @@
+"""Before a model call: does the history fit the model's context window, and if not, compact it.
+
+The window is the routed model's, from the model catalog (``capabilities_for``: for a router,
+its first model's). The request fits when its input tokens and the reply's
+``max_output_tokens`` together fit the window. The input is counted as ``context_check`` says:
+
+- ``auto`` (the default): the offline estimate while it is under half the room left for the
+  input; past that, the provider's own count (``count_tokens``: Anthropic, OpenAI Responses,
+  Gemini, Bedrock; the estimate elsewhere), one counting call per model call;
+- ``count``: the provider's count before every call;
+- ``estimate``: the offline estimate only;
+- ``off``: no check (the provider's own error, ``ContextOverflowError``, says it did not fit).
+
+A request that does not fit raises :class:`~metis.errors.ContextOverflowError` before anything
+is sent, unless the session has a compactor: a function of the history and the
+:class:`ContextBudget` that returns a shorter history (summarized, trimmed: the application's
+choice). The compacted history replaces the session's, and is checked again.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from metis.adapter.adapter import Adapter
+from metis.errors import ConfigError, ContextOverflowError
+from metis.model.content import Message
+from metis.model.request import CanonicalRequest
+from metis.sessions.models import Resolved
+
+ContextCheck = Literal["auto", "count", "estimate", "off"]
+CONTEXT_CHECKS: tuple[ContextCheck, ...] = ("auto", "count", "estimate", "off")
+AUTO_COUNT_FRACTION = 0.5
+"""``auto`` asks the provider's count once the estimate passes this share of the input room."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBudget:
+    """What a model call has room for: the window, the reply's share of it, and the input's
+    size as counted (``source``: ``provider`` or ``estimate``)."""
+
+    model: str
+    window: int
+    max_output_tokens: int
+    input_tokens: int
+    source: Literal["provider", "estimate"]
+
+    @property
+    def limit(self) -> int:
+        """The most input tokens that fit beside the reply."""
+        return self.window - self.max_output_tokens
+
+    @property
+    def fits(self) -> bool:
+        return self.input_tokens <= self.limit
+
+
+Compactor = Callable[
+    [list[Message], ContextBudget], Awaitable[Sequence[Message]] | Sequence[Message]
+]
+"""A function (plain or async) from the history and the budget to a shorter history."""
+
+
+async def measure(
+    resolved: Resolved, request: CanonicalRequest, check: ContextCheck
+) -> ContextBudget:
+    """The budget of ``request`` on ``resolved``'s model, counted as ``check`` says."""
+    caps = resolved.chat.capabilities_for(resolved.wire_model)
+    room = caps.max_context_tokens - request.max_output_tokens
+    model = request.model if isinstance(resolved.chat, Adapter) else None
+    estimate = resolved.chat.estimate_input_tokens(
+        request.messages, request.tools, request.system_prompt, model=model
+    )
+    tokens = estimate
+    source_kind: Literal["provider", "estimate"] = "estimate"
+    if check == "count" or (check == "auto" and estimate > room * AUTO_COUNT_FRACTION):
+        counted = await resolved.chat.count_tokens(request)
+        tokens, source_kind = counted.input_tokens, counted.source
+    return ContextBudget(
+        resolved.label, caps.max_context_tokens, request.max_output_tokens, tokens, source_kind
+    )
+
+
+async def fitted(
+    resolved: Resolved,
+    request: CanonicalRequest,
+    check: ContextCheck,
+    compact: Compactor | None,
+) -> tuple[CanonicalRequest, ContextBudget | None, bool]:
+    """``request`` as it fits the model's window (its messages compacted if they had to be),
+    the budget it was measured at, and whether it was compacted; a ContextOverflowError when
+    it cannot fit."""
+    if check == "off":
+        return request, None, False
+    budget = await measure(resolved, request, check)
+    if budget.fits:
+        return request, budget, False
+    if compact is None:
+        raise _overflow(budget, resolved, "give the session a compactor (Session(compact=...))")
+    messages = await _compacted(compact, list(request.messages), budget)
+    request = request.model_copy(update={"messages": messages})
+    budget = await measure(resolved, request, check)
+    if not budget.fits:
+        raise _overflow(budget, resolved, "the compactor's history does not fit either")
+    return request, budget, True
+
+
+async def _compacted(
+    compact: Compactor, messages: list[Message], budget: ContextBudget
+) -> list[Message]:
+    result: object = compact(messages, budget)
+    if inspect.isawaitable(result):
+        result = await result
+    if not isinstance(result, list | tuple) or not all(isinstance(m, Message) for m in result):
+        raise ConfigError(f"a compactor returns a list of Messages, got {result!r:.200}")
+    if not result:
+        raise ConfigError("a compactor returned no messages; a call needs at least one")
+    return list(result)
+
+
+def _overflow(budget: ContextBudget, resolved: Resolved, advice: str) -> ContextOverflowError:
+    first = resolved.servers[0][0].name if resolved.servers else None
+    return ContextOverflowError(
+        f"{budget.model}: the input is {budget.input_tokens} tokens ({budget.source}) and the "
+        f"reply may take {budget.max_output_tokens}, over the context window of "
+        f"{budget.window}; nothing was sent: {advice}",
+        provider=first,
+    )

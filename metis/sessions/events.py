@@ -1,0 +1,97 @@
+"""What a run of the agent loop reports besides the model's own events, and how it ended.
+
+A run's events are the canonical stream events of each model call (docs/contract.md §2) with
+these in between: ``step.start`` before each call, ``tool.result`` for each tool call answered,
+``step.complete`` after each step, and ``run.complete`` last, carrying the :class:`RunResult`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, ClassVar, Literal
+
+from metis.cost import Cost
+from metis.model.content import Message, ToolResultBlock, ToolUseBlock
+from metis.model.response import CanonicalResponse, TokenUsage
+
+RunEnd = Literal["complete", "step_limit", "cancelled", "tool_calls_pending"]
+"""Why a run ended: the model stopped calling tools; it still called them after ``max_steps``
+model calls (their results are in the history, so ``run()`` goes on from there); it was
+cancelled; or it called a tool the session has only a definition of, which the application
+answers (``session.add(Message.tool(...))``, then ``run()``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """A finished run: the last reply, why the run ended, and what it took."""
+
+    response: CanonicalResponse
+    """The last reply (for a cancelled step, what arrived of it)."""
+    reason: RunEnd
+    steps: int
+    """How many model calls the run made."""
+    usage: TokenUsage
+    """Summed over the run's model calls (``estimated`` if any count was)."""
+    costs: tuple[Cost, ...]
+    """Each model call's cost, priced by the model catalog (docs/contract.md §5)."""
+    messages: tuple[Message, ...]
+    """What the run added to the session's history, in order."""
+    output: Any = None
+    """With ``output_type``: the last reply, validated as that type."""
+    pending: tuple[ToolUseBlock, ...] = ()
+    """With ``tool_calls_pending``: the calls the application answers."""
+
+    @property
+    def text(self) -> str:
+        return self.response.text
+
+    @property
+    def cost_usd(self) -> Decimal:
+        """The run's total cost in USD (calls of models with no price count as 0)."""
+        return sum((cost.usd for cost in self.costs), Decimal(0))
+
+
+class RunEvent:
+    """The base of the agent loop's own events."""
+
+    __slots__ = ()
+    type: ClassVar[str]
+
+
+@dataclass(frozen=True, slots=True)
+class StepStart(RunEvent):
+    """A model call is about to be made: the step's number (from 1) and the model."""
+
+    type: ClassVar[str] = "step.start"
+    step: int
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultEvent(RunEvent):
+    """A tool call answered: by the tool, or with an ``is_error`` result (it failed, timed
+    out, or was cancelled)."""
+
+    type: ClassVar[str] = "tool.result"
+    step: int
+    call: ToolUseBlock
+    result: ToolResultBlock
+
+
+@dataclass(frozen=True, slots=True)
+class StepComplete(RunEvent):
+    """A step is over: its reply and, when it called tools, the results sent back."""
+
+    type: ClassVar[str] = "step.complete"
+    step: int
+    response: CanonicalResponse
+    tool_results: Message | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunComplete(RunEvent):
+    """The run is over; always its last event."""
+
+    type: ClassVar[str] = "run.complete"
+    result: RunResult = field()

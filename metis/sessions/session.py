@@ -1,0 +1,397 @@
+"""Session: one conversation as an object (docs/sessions.md).
+
+The adapter (or router) is the application's, shared and stateless per call; a session owns
+one conversation (its history, its id and the tool-id map kept under it, its model, options
+and per-provider state) and has one owner: one turn at a time; a turn's events are read once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+import threading
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from contextlib import aclosing
+from typing import Any, TypeVar, Unpack
+
+import anyio
+from pydantic import TypeAdapter
+
+from metis.adapter.adapter import Adapter
+from metis.calls.request import MessagesLike, ModelLike, ModelOptions, as_messages
+from metis.core.ids import new_ulid
+from metis.core.options import check_options
+from metis.errors import AdapterError, ConfigError, InvalidRequestError, ProtocolError
+from metis.model.content import Message
+from metis.model.dicts import MessageDict
+from metis.model.events import StreamEvent
+from metis.model.response import CanonicalResponse, TokenUsage
+from metis.sessions.agent import DEFAULT_MAX_STEPS, RunSettings, run_events
+from metis.sessions.blocking import BlockingForms, EventHandler
+from metis.sessions.context import CONTEXT_CHECKS, Compactor, ContextCheck
+from metis.sessions.control import TurnControl
+from metis.sessions.core import CallRecord, Conversation
+from metis.sessions.events import RunComplete, RunEvent, RunResult
+from metis.sessions.models import checked_model
+from metis.sessions.provider_state import ProviderState
+from metis.sessions.saved import read_saved, restored, saved_session
+from metis.sessions.stream import TurnStream
+
+T = TypeVar("T")
+log = logging.getLogger("metis")
+SESSION_OPTIONS = ModelOptions.__optional_keys__
+_HINTS = {"session_id": "the session's id is Session(session_id=...), set once"}
+
+
+class SessionBusyError(RuntimeError):
+    """A turn was started on a session that has one in flight: a session has one owner."""
+
+
+class Session(BlockingForms):
+    """One conversation with a model: ``send`` a message and get the reply, ``stream`` a turn's
+    events, or ``run`` the agent loop with tools; the history grows as it goes.
+
+    ``model``: ``"provider:model"`` or a :class:`~metis.routing.Router`; assign another
+    between turns (or between a run's steps) to move the conversation. ``messages``: the
+    history to start from. ``adapters``: the application's adapters by stack name
+    (``{"anthropic": adapter}``); a stack not given uses the adapter the one-line calls keep
+    (key from the stack's variable or ``api_key=``). ``compact`` and ``context_check``: see
+    :mod:`metis.sessions.context`. Options: the one-line calls' (``system``, ``tools``,
+    ``max_output_tokens``, ...; an unknown one is a TypeError naming the nearest), the
+    session's defaults, overridden per turn.
+    """
+
+    def __init__(
+        self,
+        model: ModelLike,
+        messages: MessagesLike | None = None,
+        *,
+        session_id: str | None = None,
+        adapters: Mapping[str, Adapter] | None = None,
+        compact: Compactor | None = None,
+        context_check: ContextCheck = "auto",
+        **options: Unpack[ModelOptions],
+    ) -> None:
+        check_options("Session()", options, SESSION_OPTIONS, _HINTS)
+        if context_check not in CONTEXT_CHECKS:
+            raise ConfigError(
+                f"context_check {context_check!r}: expected one of {', '.join(CONTEXT_CHECKS)}"
+            )
+        self._conversation = Conversation(
+            checked_model(model),
+            as_messages(messages) if messages is not None else [],
+            session_id or f"ses_{new_ulid()}",
+            adapters or {},
+            ModelOptions(**options),
+            compact=compact,
+            context_check=context_check,
+            provider_state=ProviderState(),
+            usage=TokenUsage(),
+        )
+        self._lock = threading.Lock()
+        self._control: TurnControl | None = None
+
+    def __repr__(self) -> str:
+        conversation = self._conversation
+        return (
+            f"<Session {conversation.session_id}: {len(conversation.history)} messages, "
+            f"model {conversation.model!r}>"
+        )
+
+    # The conversation ----------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        """The conversation's id: the tool-id store keeps its map under it."""
+        return self._conversation.session_id
+
+    @property
+    def model(self) -> ModelLike:
+        """The model the next call goes to; assigning another is the swap."""
+        return self._conversation.model
+
+    @model.setter
+    def model(self, model: ModelLike) -> None:
+        self._conversation.model = checked_model(model)
+
+    @property
+    def adapters(self) -> dict[str, Adapter]:
+        """The application's adapters by stack name (add one to use it from the next call)."""
+        return self._conversation.adapters
+
+    @property
+    def messages(self) -> list[Message]:
+        """The history (a copy; assign a list to replace it between turns)."""
+        return list(self._conversation.history)
+
+    @messages.setter
+    def messages(self, messages: MessagesLike) -> None:
+        with self._owned("set messages"):
+            self._conversation.history[:] = as_messages(messages)
+
+    def add(self, *messages: Message | MessageDict) -> None:
+        """Append messages to the history between turns (tool results the application
+        answered, say)."""
+        with self._owned("add"):
+            self._conversation.history.extend(as_messages(list(messages)))
+
+    @property
+    def options(self) -> ModelOptions:
+        """The session's default options (a copy; assign new ones, between turns or steps,
+        when the next model needs others: a swap to a model that cannot think, say)."""
+        return ModelOptions(**self._conversation.options)
+
+    @options.setter
+    def options(self, options: Mapping[str, Any]) -> None:
+        check_options("Session.options", options, SESSION_OPTIONS, _HINTS)
+        self._conversation.options = ModelOptions(**options)  # type: ignore[typeddict-item]
+
+    @property
+    def usage(self) -> TokenUsage:
+        """Every model call's usage so far, summed."""
+        return self._conversation.usage
+
+    @property
+    def busy(self) -> bool:
+        """Whether a turn is in flight."""
+        return self._lock.locked()
+
+    # One turn ------------------------------------------------------------------------------
+
+    async def asend(
+        self, message: MessagesLike | None = None, **options: Unpack[ModelOptions]
+    ) -> CanonicalResponse:
+        """Send ``message`` (or, without one, the history as it is) and return the reply,
+        appended to the history. Options override the session's for this turn."""
+        overrides = self._checked("send", options)
+        record = CallRecord()
+        with self._turn("send") as control:
+            mark = self._begin(message)
+            events = self._conversation.call(overrides, control, record, mark)
+            try:
+                async with aclosing(events):
+                    async for _ in events:
+                        pass
+            except AdapterError as error:
+                reply = record.reply.response if record.reply is not None else None
+                if error.partial_response is None and reply is not None:
+                    error.partial_response = reply
+                raise
+        response = record.reply.response if record.reply is not None else None
+        if response is None:
+            raise ProtocolError(f"{record.model} ended its stream without message.complete")
+        return response
+
+    def astream(
+        self, message: MessagesLike | None = None, **options: Unpack[ModelOptions]
+    ) -> TurnStream[StreamEvent]:
+        """Send ``message`` and yield the reply's canonical events, ending with
+        ``message.complete``; the reply is appended when the stream ends (what arrived of it,
+        if it is closed early or cancelled). Leave early inside ``async with``
+        (:class:`~metis.sessions.stream.TurnStream`)."""
+        overrides = self._checked("stream", options)
+        return TurnStream(self._streamed(message, overrides))
+
+    async def _streamed(
+        self, message: MessagesLike | None, options: ModelOptions
+    ) -> AsyncGenerator[StreamEvent, None]:
+        with self._turn("stream") as control:
+            mark = self._begin(message)
+            events = self._conversation.call(options, control, CallRecord(), mark)
+            async with aclosing(events):
+                async for event in events:
+                    yield event
+
+    # The agent loop ------------------------------------------------------------------------
+
+    async def arun(
+        self,
+        message: MessagesLike | None = None,
+        *,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        tool_timeout_seconds: float | None = None,
+        output_type: type[Any] | None = None,
+        on_event: EventHandler | None = None,
+        **options: Unpack[ModelOptions],
+    ) -> RunResult:
+        """Run the agent loop (:mod:`metis.sessions.agent`) from ``message``: the model is
+        called, its tool calls answered with the session's ``tools``, until it stops calling
+        them or ``max_steps`` model calls were made. ``on_event`` (plain or async) sees every
+        event as it happens; ``output_type`` validates the last reply as that type
+        (``RunResult.output``)."""
+        events = self.astream_run(
+            message,
+            max_steps=max_steps,
+            tool_timeout_seconds=tool_timeout_seconds,
+            output_type=output_type,
+            **options,
+        )
+        result: RunResult | None = None
+        async with events:
+            async for event in events:
+                if on_event is not None:
+                    handled = on_event(event)
+                    if inspect.isawaitable(handled):
+                        await handled
+                if isinstance(event, RunComplete):
+                    result = event.result
+        assert result is not None  # run.complete is always the run's last event
+        return result
+
+    def astream_run(
+        self,
+        message: MessagesLike | None = None,
+        *,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        tool_timeout_seconds: float | None = None,
+        output_type: type[Any] | None = None,
+        **options: Unpack[ModelOptions],
+    ) -> TurnStream[StreamEvent | RunEvent]:
+        """:meth:`arun`'s events as they happen (:mod:`metis.sessions.events`), ending with
+        ``run.complete``; the model is read again at each ``step.start``. Leave early inside
+        ``async with`` (:class:`~metis.sessions.stream.TurnStream`)."""
+        if max_steps < 1:
+            raise ConfigError(f"max_steps is at least 1, got {max_steps}")
+        overrides = self._checked("run", options)
+        output = TypeAdapter(output_type) if output_type is not None else None
+        if output is not None:
+            overrides["output_schema"] = output.json_schema()
+        settings = RunSettings(max_steps, tool_timeout_seconds, output)
+        return TurnStream(self._run(message, overrides, settings))
+
+    async def _run(
+        self, message: MessagesLike | None, options: ModelOptions, settings: RunSettings
+    ) -> AsyncGenerator[StreamEvent | RunEvent, None]:
+        with self._turn("run") as control:
+            new = self._new(message)
+            events = run_events(self._conversation, new, options, settings, control)
+            async with aclosing(events):
+                async for event in events:
+                    yield event
+
+    async def aclose(self) -> None:
+        """Release what providers keep open for this conversation (a live connection, where a
+        provider keeps one; none of today's stacks does). The history stays; a later turn
+        opens what it needs again. ``async with Session(...)`` closes it at the end."""
+        with self._owned("aclose"):
+            held = self._conversation.connections
+            while held:
+                provider, connection = held.popitem()
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await connection.aclose()
+                    except Exception as exc:  # one that fails to close leaves the others
+                        log.warning(
+                            "session %s: closing %s's connection failed: %r",
+                            self.session_id,
+                            provider,
+                            exc,
+                            extra={"event": "metis.session_close_failed", "provider": provider},
+                        )
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def cancel(self) -> bool:
+        """Stop the turn in flight, from any task or thread: a reply being streamed ends with
+        what arrived (stop reason ``cancelled``), tools still running are answered as
+        cancelled, a run ends with reason ``cancelled``. True if a turn was in flight."""
+        control = self._control
+        if control is None:
+            return False
+        control.cancel()
+        return True
+
+    # Saving --------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The session as JSON-ready data (:mod:`metis.sessions.saved`)."""
+        with self._owned("save"):
+            saved = saved_session(self._conversation)
+        return saved.model_dump(mode="json", exclude_none=True)
+
+    def to_json(self) -> str:
+        """The session as JSON text; :meth:`from_json` reads it back, on any worker."""
+        with self._owned("save"):
+            saved = saved_session(self._conversation)
+        return saved.model_dump_json(exclude_none=True)
+
+    @classmethod
+    def from_json(
+        cls,
+        data: str | bytes | dict[str, Any],
+        *,
+        model: ModelLike | None = None,
+        adapters: Mapping[str, Adapter] | None = None,
+        tools: Sequence[Any] | None = None,
+        compact: Compactor | None = None,
+        api_key: str | None = None,
+    ) -> Session:
+        """A session from :meth:`to_json`'s text: the same id, history, options and provider
+        state. Functions are not data: ``tools`` (the session was saved with) and
+        ``compact`` are given again, a router as ``model``, and the key as ``api_key`` (or
+        the stack's variable)."""
+        saved = read_saved(data)
+        chosen, options = restored(saved, model, tools, api_key)
+        session = cls(
+            chosen,
+            saved.messages,
+            session_id=saved.session_id,
+            adapters=adapters,
+            compact=compact,
+            context_check=saved.context_check,
+            **options,
+        )
+        session._conversation.keeper.state = saved.provider_state
+        session._conversation.usage = saved.usage
+        return session
+
+    # Internals -----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _owned(self, what: str) -> Iterator[None]:
+        """The session, held for ``what``; refused while a turn is in flight."""
+        if not self._lock.acquire(blocking=False):
+            raise SessionBusyError(
+                f"session {self.session_id}: {what} while a turn is in flight; a session has "
+                "one owner and one turn at a time (wait for the turn, or cancel() it)"
+            )
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    @contextlib.contextmanager
+    def _turn(self, what: str) -> Iterator[TurnControl]:
+        """The session, held for a turn on the running event loop, and the turn's control."""
+        with self._owned(what):
+            self._control = TurnControl()
+            try:
+                yield self._control
+            finally:
+                self._control = None
+
+    def _checked(self, what: str, options: Mapping[str, Any]) -> ModelOptions:
+        """A turn's options, checked: they override the session's, read at each call."""
+        check_options(f"Session.{what}()", options, SESSION_OPTIONS, _HINTS)
+        checked: ModelOptions = {**options}  # type: ignore[typeddict-item]
+        return checked
+
+    def _new(self, message: MessagesLike | None) -> list[Message]:
+        new = as_messages(message) if message is not None else []
+        if not new and not self._conversation.history:
+            raise InvalidRequestError(
+                f"session {self.session_id}: nothing to send: the history is empty; give a message"
+            )
+        return new
+
+    def _begin(self, message: MessagesLike | None) -> int:
+        """Append the turn's messages; where the history stood before them."""
+        new = self._new(message)
+        mark = len(self._conversation.history)
+        self._conversation.history.extend(new)
+        return mark

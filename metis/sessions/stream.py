@@ -1,0 +1,43 @@
+"""A turn's events, read once: iterate them, and leave early inside ``async with``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from types import TracebackType
+from typing import Generic, TypeVar
+
+E = TypeVar("E")
+
+
+class TurnStream(Generic[E]):
+    """The events of one turn (or run), in order, read once.
+
+    Leaving the loop early ends the turn only when the stream is closed: use it as
+    ``async with session.astream(...) as events: async for event in events: ...`` (or call
+    :meth:`aclose`); a stream dropped unclosed ends its turn whenever the event loop
+    finalizes it, and until then the session is busy. Read to its end, it closes itself.
+    """
+
+    def __init__(self, events: AsyncGenerator[E, None]) -> None:
+        self._events = events
+
+    def __aiter__(self) -> TurnStream[E]:
+        return self
+
+    async def __anext__(self) -> E:
+        return await self._events.__anext__()
+
+    async def aclose(self) -> None:
+        """End the turn: what arrived is kept (docs/sessions.md)."""
+        await self._events.aclose()
+
+    async def __aenter__(self) -> TurnStream[E]:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,327 @@
+"""Anthropic Messages API: ``POST /v1/messages``, ``/v1/messages/count_tokens``, and
+``GET /v1/models`` (a request with an ``anthropic-version`` header).
+
+Auth: ``x-api-key``, or ``Authorization: Bearer`` as the 2.x SDK sends it (401
+``authentication_error`` without either), and a known ``anthropic-version`` (400 without).
+The 400 rules are :mod:`.anthropic_rules`. Streams are ``event:`` + ``data:`` SSE with a
+``ping`` after the first block starts, some ``data:`` lines padded with trailing spaces (as
+recorded), tool input in ``input_json_delta`` fragments after an empty one, and usage in
+``message_start`` and ``message_delta``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from metis.testing.emulator.formats.anthropic_rules import RULES, SIGNATURE_KIND, _blocks
+from metis.testing.emulator.formats.base import Call, Format, Route
+from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
+from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.wire import (
+    Frame,
+    HttpRequest,
+    Ids,
+    JsonReply,
+    dumps,
+    request_ids,
+    signature,
+    split_json,
+    split_text,
+    sse,
+    text_of,
+)
+
+ORGANIZATION = "6c5b7a38-2f4e-4bd1-9a54-000000e30a70"
+VERSIONS = frozenset({"2023-06-01", "2023-01-01", "2026-10-21"})
+ERRORS = {
+    "rate_limit": (
+        429,
+        "rate_limit_error",
+        "This request would exceed your organization's rate limit of 50 requests per minute. "
+        "For details, refer to: https://docs.claude.com/en/api/rate-limits.",
+    ),
+    "overloaded": (529, "overloaded_error", "Overloaded"),
+    "server_error": (500, "api_error", "Internal server error"),
+    "auth": (401, "authentication_error", "invalid x-api-key"),
+}
+CHOICES = {"auto": "auto", "any": "required", "none": "none"}
+
+
+class Anthropic(Format):
+    name = "anthropic"
+    routes: ClassVar[Sequence[Route]] = (
+        ("POST", "/v1/messages", "messages"),
+        ("POST", "/v1/messages/count_tokens", "count_tokens"),
+        ("GET", "/v1/models", "models"),
+        ("GET", "/v1/models/(?P<model>[^/]+)", "model"),
+    )
+    rules = RULES
+    catalog: ClassVar[tuple[str, ...]] = ("anthropic",)
+
+    def claims(self, endpoint: str, request: HttpRequest) -> bool:
+        return not endpoint.startswith("model") or request.header("anthropic-version") is not None
+
+    def error(self, status: int, kind: str, message: str, request: HttpRequest) -> JsonReply:
+        request_id = "req_011C" + request_ids(request).token(20, "b58")
+        headers = {"request-id": request_id, "anthropic-organization-id": ORGANIZATION}
+        if status in (408, 409, 429) or status >= 500:
+            headers["x-should-retry"] = "true"
+        body = {"type": "error", "error": {"type": kind, "message": message}}
+        return JsonReply(status, {**body, "request_id": request_id}, headers)
+
+    def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
+        key = request.header("x-api-key") or request.bearer()
+        version = request.header("anthropic-version")
+        if not key:
+            message = "x-api-key header is required"
+        elif keys is not None and key not in keys:
+            message = "invalid x-api-key"
+        elif not version:
+            return self.error(
+                400, "invalid_request_error", "anthropic-version: header is required", request
+            )
+        elif version not in VERSIONS:
+            message = f"anthropic-version: invalid version {version!r}"
+            return self.error(400, "invalid_request_error", message, request)
+        else:
+            return None
+        return self.error(401, "authentication_error", message, request)
+
+    def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
+        kind = {404: "not_found_error", 413: "request_too_large"}.get(
+            refused.status, "invalid_request_error"
+        )
+        return self.error(refused.status, kind, refused.message, request)
+
+    def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
+        if kind == "context_overflow":
+            return self.refusal(self.overflow(208367, 200000), request)
+        reply = self.error(*ERRORS[kind], request)
+        if kind == "rate_limit":
+            reply.headers["retry-after"] = f"{retry_after:g}"
+            reply.headers["anthropic-ratelimit-requests-limit"] = "50"
+            reply.headers["anthropic-ratelimit-requests-remaining"] = "0"
+        return reply
+
+    def overflow(self, tokens: int, limit: int) -> Refused:
+        return Refused(f"prompt is too long: {tokens} tokens > {limit} maximum")
+
+    def unknown_model(self, model: str) -> Refused:
+        return Refused(f"model: {model}", status=404)
+
+    def stream_error(self, kind: str, call: Call) -> list[Frame]:
+        _, error_type, message = ERRORS.get(kind, ERRORS["overloaded"])
+        payload = {"type": "error", "error": {"type": error_type, "message": message}}
+        return [sse({**payload, "request_id": self.headers(call.request)["request-id"]}, "error")]
+
+    def headers(self, request: HttpRequest) -> dict[str, str]:
+        request_id = "req_011C" + request_ids(request).token(20, "b58")
+        return {"request-id": request_id, "anthropic-organization-id": ORGANIZATION}
+
+    def stream_headers(self, call: Call) -> dict[str, str]:
+        return {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
+
+    def parse(self, call: Call) -> None:
+        if call.endpoint == "count_tokens":
+            call.body.setdefault("max_tokens", 1)
+        super().parse(call)
+
+    def serve(self, call: Call) -> JsonReply | None:
+        if call.endpoint == "count_tokens":
+            prompt = self.read(call)
+            tokens = max(1, (sum(len(s) for s in prompt.segments) + 3) // 4)
+            return JsonReply(200, {"input_tokens": tokens}, self.headers(call.request))
+        if not call.endpoint.startswith("model"):
+            return None
+        listed = [
+            {
+                "type": "model",
+                "id": m.id,
+                "display_name": m.name,
+                "created_at": f"{m.released}T00:00:00Z",
+            }
+            for m in call.env.served.listing(self.catalog)
+        ]
+        if call.endpoint == "model":
+            wanted = call.match["model"]
+            if not call.env.served.known(self.catalog, wanted):
+                raise self.unknown_model(wanted)
+            found = [m for m in listed if m["id"] == wanted]
+            synthesized = {
+                "type": "model",
+                "id": wanted,
+                "display_name": wanted,
+                "created_at": "2025-01-01T00:00:00Z",
+            }
+            return JsonReply(200, found[0] if found else synthesized, self.headers(call.request))
+        first, last = (listed[0]["id"], listed[-1]["id"]) if listed else (None, None)
+        page = {"data": listed, "has_more": False, "first_id": first, "last_id": last}
+        return JsonReply(200, page, self.headers(call.request))
+
+    # --- the request ----------------------------------------------------------------------
+
+    def read(self, call: Call) -> Prompt:
+        body = call.body
+        breakpoints: set[int] = set()
+        system = body.get("system") or ""
+        if isinstance(system, list) and any("cache_control" in b for b in system):
+            breakpoints.add(0)
+        tools = []
+        for tool in body.get("tools") or []:
+            breakpoints.update([0] if "cache_control" in tool else [])
+            if tool.get("type", "custom") == "custom":
+                tools.append(
+                    ToolSpec(tool["name"], str(tool.get("description") or ""), tool["input_schema"])
+                )
+        turns, system_texts = [], [text_of(system)]
+        for i, message in enumerate(body["messages"]):
+            if any("cache_control" in b for b in _blocks(message)):
+                breakpoints.add(i + 1)
+            if message["role"] == "system":
+                system_texts.append(text_of(message["content"]))
+            else:
+                turns.append(_turn(message))
+        choice = body.get("tool_choice") or {"type": "auto"}
+        fmt = body.get("output_format") or (body.get("output_config") or {}).get("format")
+        schema = (
+            fmt.get("schema")
+            if isinstance(fmt, dict) and fmt.get("type") == "json_schema"
+            else None
+        )
+        thinking = (body.get("thinking") or {}).get("type") in ("enabled", "adaptive")
+        system_text = "\n".join(t for t in system_texts if t)
+        return Prompt(
+            model=call.model,
+            turns=turns,
+            system=system_text,
+            tools=tools,
+            tool_choice=f"tool:{choice['name']}"
+            if choice["type"] == "tool"
+            else CHOICES[choice["type"]],
+            parallel=not choice.get("disable_parallel_tool_use", False),
+            thinking=thinking,
+            max_tokens=body["max_tokens"],
+            output_schema=schema if isinstance(schema, dict) else None,
+            segments=[dumps(body.get("tools") or []).decode() + system_text]
+            + [dumps(m).decode() for m in body["messages"]],
+            breakpoints=sorted(breakpoints) or None,
+            provider=self.name,
+            items=body["messages"],
+        )
+
+    def cached(self, call: Call, prompt: Prompt, reply: Reply) -> None:
+        if prompt.breakpoints:
+            read, written = call.env.cache.explicit(self.name, prompt.segments, prompt.breakpoints)
+            reply.usage.cache_read, reply.usage.cache_write = read, written
+
+    # --- the reply ------------------------------------------------------------------------
+
+    def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        if reply.thinking:
+            sig = signature(SIGNATURE_KIND, reply.thinking)
+            content.append({"type": "thinking", "thinking": reply.thinking, "signature": sig})
+        if reply.text:
+            content.append({"type": "text", "text": reply.text})
+        for out in reply.calls:
+            tool_id = call.call_id(ids, "toolu_01", 22, "b58")
+            content.append({"type": "tool_use", "id": tool_id, "name": out.name, "input": out.args})
+        usage = reply.usage
+        return {
+            "id": "msg_01" + ids.token(22, "b58"),
+            "type": "message",
+            "role": "assistant",
+            "model": call.model,
+            "content": content,
+            "stop_reason": reply.stop,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": usage.uncached_input,
+                "cache_creation_input_tokens": usage.cache_write,
+                "cache_read_input_tokens": usage.cache_read,
+                "cache_creation": {
+                    "ephemeral_5m_input_tokens": usage.cache_write,
+                    "ephemeral_1h_input_tokens": 0,
+                },
+                "output_tokens": usage.output_tokens,
+                "service_tier": "standard",
+            },
+        }
+
+    def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
+        return message_events(rendered)
+
+
+def _turn(message: dict[str, Any]) -> Turn:
+    turn = Turn(role=message["role"])
+    texts = []
+    for block in _blocks(message):
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(block["text"])
+        elif kind == "tool_use":
+            turn.calls.append(CallIn(block["id"], block["name"], block["input"]))
+        elif kind == "tool_result":
+            content = text_of(block.get("content"))
+            turn.results.append(
+                ResultIn(block["tool_use_id"], content, None, bool(block.get("is_error")))
+            )
+    turn.text = "\n".join(texts)
+    return turn
+
+
+def message_events(message: dict[str, Any]) -> list[Frame]:
+    """A rendered message as the Messages API streams it."""
+    frames: list[Frame] = []
+
+    def emit(event: str, data: dict[str, Any]) -> None:
+        frames.append(sse({"type": event, **data}, event, pad=(len(frames) * 7) % 13))
+        if event == "content_block_start" and data["index"] == 0:
+            frames.append(sse({"type": "ping"}, "ping"))
+
+    usage = message["usage"]
+    started = {
+        **message,
+        "content": [],
+        "stop_reason": None,
+        "usage": {**usage, "output_tokens": 1},
+    }
+    emit("message_start", {"message": started})
+    for index, block in enumerate(message["content"]):
+        _block_events(emit, index, block)
+    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    counts = (
+        "input_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+        "output_tokens",
+    )
+    emit("message_delta", {"delta": delta, "usage": {k: usage[k] for k in counts}})
+    emit("message_stop", {})
+    return frames
+
+
+def _block_events(emit: Any, index: int, block: dict[str, Any]) -> None:
+    kind = block["type"]
+    opening = {
+        "thinking": {"type": "thinking", "thinking": "", "signature": ""},
+        "text": {"type": "text", "text": ""},
+    }.get(kind, {**block, "input": {}})
+    emit("content_block_start", {"index": index, "content_block": opening})
+
+    def delta(**fields: Any) -> None:
+        emit("content_block_delta", {"index": index, "delta": fields})
+
+    if kind == "thinking":
+        for piece in split_text(block["thinking"]):
+            delta(type="thinking_delta", thinking=piece)
+        delta(type="signature_delta", signature=block["signature"])
+    elif kind == "text":
+        for piece in split_text(block["text"]):
+            delta(type="text_delta", text=piece)
+    else:
+        delta(type="input_json_delta", partial_json="")
+        for piece in split_json(dumps(block["input"]).decode()) if block["input"] else []:
+            delta(type="input_json_delta", partial_json=piece)
+    emit("content_block_stop", {"index": index})

@@ -1,0 +1,270 @@
+"""AWS Bedrock Runtime: Converse (``/model/{id}/converse``, ``/converse-stream``), Claude through
+InvokeModel (``/model/{id}/invoke``, ``/invoke-with-response-stream``) and CountTokens
+(``/model/{id}/count-tokens``).
+
+Auth as Bedrock checks it: a Bedrock API key as ``Authorization: Bearer ...``, or a SigV4
+signature, recomputed with botocore from the request as received for the access keys in
+:data:`CREDENTIALS` (a wrong signature, an unknown key, a stale ``X-Amz-Date`` and the session
+token :data:`EXPIRED_TOKEN` are refused with the 403 and exception type AWS sends). Errors are
+``{"message": ...}`` with ``x-amzn-ErrorType``; streams are AWS event-stream frames with both
+CRCs, and an error inside one is an exception frame. InvokeModel's Claude body is Anthropic's
+Messages body (checked by Anthropic's rules) with ``anthropic_version``, and its stream
+carries each Anthropic event base64-encoded in a ``chunk`` frame.
+"""
+
+from __future__ import annotations
+
+import base64
+import calendar
+import json
+import re
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar
+from urllib.parse import unquote
+
+from metis.testing.emulator.formats.anthropic import Anthropic, message_events
+from metis.testing.emulator.formats.base import Call, Format, Route
+from metis.testing.emulator.formats.converse import (
+    RULES,
+    converse_message,
+    converse_prompt,
+    stream_events,
+)
+from metis.testing.emulator.model import Prompt, Reply
+from metis.testing.emulator.rules import Check, Refused, Rule, check, never, one_of
+from metis.testing.emulator.wire import Frame, HttpRequest, Ids, JsonReply
+
+CREDENTIALS = {
+    "AKIDEMULATOR": "emulator/secret/key+EXAMPLE",
+    "AKIDEXAMPLE": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+}
+"""Access key id -> secret access key: the identities the emulator's SigV4 check knows."""
+EXPIRED_TOKEN = "emulator-expired-session-token"
+ANTHROPIC_VERSION = "bedrock-2023-05-31"
+MAX_CLOCK_SKEW = 300  # seconds: AWS refuses a signature dated further off than 5 minutes
+AUTHORIZATION = re.compile(
+    r"^AWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<region>[^/]+)/"
+    r"(?P<service>[^/]+)/aws4_request, ?SignedHeaders=(?P<signed>[^,]+), ?"
+    r"Signature=(?P<sig>[0-9a-f]{64})$"
+)
+EVENTSTREAM = "application/vnd.amazon.eventstream"
+FAULTS: dict[str, tuple[Any, ...]] = {
+    "rate_limit": (
+        429,
+        "ThrottlingException",
+        "Too many requests, please wait before trying again.",
+    ),
+    "overloaded": (
+        503,
+        "ServiceUnavailableException",
+        "Bedrock is unable to process your request.",
+    ),
+    "server_error": (500, "InternalServerException", "The server encountered an internal error."),
+    "auth": (
+        403,
+        "AccessDeniedException",
+        "You don't have access to the model with the specified model ID.",
+    ),
+}
+STREAM_EXCEPTIONS = {
+    "rate_limit": "throttlingException",
+    "overloaded": "serviceUnavailableException",
+    "server_error": "modelStreamErrorException",
+}
+INVOKE_RULES: list[Rule | Check] = [
+    Rule(
+        "anthropic_version",
+        one_of(ANTHROPIC_VERSION),
+        f"anthropic_version: must be {ANTHROPIC_VERSION!r}",
+        required=True,
+    ),
+    *(
+        Rule(key, never, f"#: extraneous key [{key}] is not permitted", nullable=False)
+        for key in ("model", "stream")
+    ),
+]
+SIGNATURE = (
+    "The request signature we calculated does not match the signature you provided. Check your "
+    "AWS Secret Access Key and "
+    "signing method."
+)
+
+
+def error(status: int, kind: str, message: str) -> JsonReply:
+    return JsonReply(
+        status,
+        {"message": message},
+        {"x-amzn-ErrorType": f"{kind}:http://internal.amazon.com/coral/com.amazon.bedrock/"},
+    )
+
+
+class Bedrock(Format):
+    name = "bedrock"
+    routes: ClassVar[Sequence[Route]] = (
+        (
+            "POST",
+            r"/model/(?P<model>[^/]+)/(?P<action>converse|converse-stream|invoke|invoke-with-response-stream|count-tokens)",
+            "model",
+        ),
+    )
+    rules = RULES
+    catalog: ClassVar[tuple[str, ...]] = ("amazon-bedrock",)
+
+    def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
+        authorization = request.header("authorization") or ""
+        if authorization.startswith("Bearer "):
+            token = request.bearer()
+            if token and (keys is None or token in keys):
+                return None
+            return error(
+                403,
+                "UnrecognizedClientException",
+                "Invalid API Key format: Must start with pre-defined prefix",
+            )
+        if not authorization:
+            return error(403, "MissingAuthenticationTokenException", "Missing Authentication Token")
+        return _check_signature(authorization, request)
+
+    def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
+        kind = "ResourceNotFoundException" if refused.status == 404 else "ValidationException"
+        return error(refused.status, kind, refused.message)
+
+    def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
+        if kind == "context_overflow":
+            return self.refusal(self.overflow(0, 0), request)
+        return error(*FAULTS.get(kind, FAULTS["server_error"]))
+
+    def overflow(self, tokens: int, limit: int) -> Refused:
+        return Refused("Input is too long for requested model.")
+
+    def unknown_model(self, model: str) -> Refused:
+        return Refused("The provided model identifier is invalid.", status=400)
+
+    def stream_error(self, kind: str, call: Call) -> list[Frame]:
+        from metis.wire.framing.aws_eventstream import exception_frame
+
+        exception = STREAM_EXCEPTIONS.get(kind, "internalServerException")
+        return [
+            Frame(exception_frame(exception, FAULTS.get(kind, FAULTS["server_error"])[2]), b"", b"")
+        ]
+
+    def stream_headers(self, call: Call) -> dict[str, str]:
+        return {"content-type": EVENTSTREAM}
+
+    def parse(self, call: Call) -> None:
+        call.model = unquote(call.match["model"])
+        action = call.options["action"] = call.match["action"]
+        call.stream = action.endswith("stream")
+        if action.startswith("invoke"):
+            check(INVOKE_RULES, call.body)
+            call.body = {
+                **{k: v for k, v in call.body.items() if k != "anthropic_version"},
+                "model": call.model,
+            }
+            Anthropic().parse(call)
+            call.stream = action.endswith("stream")
+        elif action != "count-tokens":
+            check(self.rules, call.body, call)
+
+    def serve(self, call: Call) -> JsonReply | None:
+        """CountTokens: ``{"input": {"converse": {...}}}`` or ``{"input": {"invokeModel":
+        {"body": "<JSON>"}}}``, answered ``{"inputTokens": N}``."""
+        if call.options["action"] != "count-tokens":
+            return None
+        given = call.body.get("input")
+        if not isinstance(given, dict) or len(given) != 1:
+            raise Refused("input: expected exactly one of converse, invokeModel")
+        ((kind, content),) = given.items()
+        if kind == "converse" and isinstance(content, dict):
+            text = json.dumps({k: content.get(k) for k in ("messages", "system", "toolConfig")})
+        elif kind == "invokeModel" and isinstance(content, dict):
+            text = str(content.get("body", ""))
+        else:
+            raise Refused(f"input.{kind}: not a CountTokens input")
+        return JsonReply(200, {"inputTokens": max(1, (len(text) + 3) // 4)})
+
+    def read(self, call: Call) -> Prompt:
+        if call.options["action"].startswith("invoke"):
+            return Anthropic().read(call)
+        return converse_prompt(call.model, call.body)
+
+    def cached(self, call: Call, prompt: Prompt, reply: Reply) -> None:
+        """Bedrock reports the cache only where a request marks it; the emulator marks none."""
+
+    def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> Any:
+        if call.options["action"].startswith("invoke"):
+            return Anthropic().render(call, prompt, reply, ids)
+        return converse_message(reply, ids, call.issued)
+
+    def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
+        if call.options["action"].startswith("invoke"):
+            chunks = [
+                {"bytes": base64.b64encode(f.payload).decode()}
+                for f in message_events(rendered)
+                if b'"ping"' not in f.payload
+            ]
+            return [_frame("chunk", chunk) for chunk in chunks]
+        return [_frame(kind, payload) for kind, payload in stream_events(rendered)]
+
+
+def _frame(kind: str, payload: dict[str, Any]) -> Frame:
+    """An event frame, split so that a truncated one (the malformed fault) breaks the stream."""
+    from metis.wire.framing.aws_eventstream import event_frame
+
+    data = event_frame(kind, payload)
+    return Frame(data[:-24], data[-24:-4], data[-4:])
+
+
+def _check_signature(authorization: str, request: HttpRequest) -> JsonReply | None:
+    parts = AUTHORIZATION.match(authorization)
+    if parts is None:
+        return error(
+            403,
+            "IncompleteSignatureException",
+            "Authorization header requires 'Credential', 'Signature' and 'SignedHeaders' "
+            "parameters.",
+        )
+    secret = CREDENTIALS.get(parts["key"])
+    token = request.header("x-amz-security-token")
+    if secret is None:
+        return error(
+            403,
+            "UnrecognizedClientException",
+            "The security token included in the request is invalid.",
+        )
+    if token == EXPIRED_TOKEN:
+        return error(
+            403, "ExpiredTokenException", "The security token included in the request is expired"
+        )
+    amz_date = request.header("x-amz-date") or ""
+    try:
+        signed_at = calendar.timegm(time.strptime(amz_date, "%Y%m%dT%H%M%SZ"))
+    except ValueError:
+        return error(403, "IncompleteSignatureException", "X-Amz-Date is missing or malformed")
+    if abs(time.time() - signed_at) > MAX_CLOCK_SKEW:
+        return error(
+            403,
+            "InvalidSignatureException",
+            f"Signature expired: {amz_date} is now earlier or later than the allowed skew.",
+        )
+    from botocore.credentials import Credentials
+
+    from metis.stages.auth.aws import expected_signature
+
+    signed = {name: request.header(name) or "" for name in parts["signed"].split(";")}
+    url = f"http://{request.header('host')}{request.path}"
+    credentials = Credentials(parts["key"], secret, token)
+    wanted = expected_signature(
+        request.method,
+        url,
+        signed,
+        request.body,
+        credentials,
+        parts["region"],
+        parts["service"],
+        amz_date,
+    )
+    if wanted != parts["sig"] or parts["service"] != "bedrock":
+        return error(403, "InvalidSignatureException", SIGNATURE)
+    return None

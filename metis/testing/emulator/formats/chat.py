@@ -1,0 +1,255 @@
+"""OpenAI Chat Completions: ``POST /v1/chat/completions``, also at the paths where the
+OpenAI-compatible services serve it (DeepSeek ``/chat/completions``, Groq ``/openai/v1``,
+OpenRouter ``/api/v1``, Fireworks ``/inference/v1``, DeepInfra ``/v1/openai``, Z.ai
+``/api/paas/v4``, DashScope ``/compatible-mode/v1``), with ``GET .../models`` beside each.
+
+The 400 rules are :mod:`.chat_rules`. Streams are ``data:``-only SSE ending in ``data: [DONE]``:
+the tool call ``id`` and ``name`` only on the first fragment of each index, the finish_reason
+chunk, then (only with ``stream_options.include_usage``) a usage chunk with ``choices: []``;
+chunks carry ``obfuscation`` padding unless ``stream_options.include_obfuscation`` is false.
+DeepSeek's ``deepseek-reasoner`` streams its thinking as ``reasoning_content``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from metis.testing.emulator.formats.base import Call, Route
+from metis.testing.emulator.formats.chat_rules import DEEPSEEK_THINKING, RULES
+from metis.testing.emulator.formats.openai import REASONING_MODEL, OpenAI
+from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
+from metis.testing.emulator.wire import (
+    Frame,
+    Ids,
+    dumps,
+    now_unix,
+    object_at,
+    split_json,
+    split_text,
+    sse,
+    text_of,
+)
+
+FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+# Where each service serves the format, and whose models its model list shows (/v1 is
+# OpenAI's, and Mistral's, Together's, xAI's... as well).
+PREFIXES = {
+    "/v1": "openai",
+    "": "deepseek",
+    "/openai/v1": "groq",
+    "/api/v1": "openrouter",
+    "/inference/v1": "fireworks-ai",
+    "/v1/openai": "deepinfra",
+    "/api/paas/v4": "zai",
+    "/compatible-mode/v1": "alibaba",
+}
+
+
+class Chat(OpenAI):
+    name = "openai"
+    routes: ClassVar[Sequence[Route]] = tuple(
+        route
+        for prefix in PREFIXES
+        for route in (
+            ("POST", prefix + "/chat/completions", "chat"),
+            ("GET", f"(?P<prefix>{prefix})/models", "models"),
+            ("GET", f"(?P<prefix>{prefix})/models/(?P<model>.+)", "model"),
+        )
+    )
+    rules = RULES
+    catalog: ClassVar[tuple[str, ...]] = ("*",)  # any OpenAI-compatible service's models
+
+    def listed(self, call: Call) -> tuple[str, ...]:
+        return (PREFIXES[call.match["prefix"]],)
+
+    def read(self, call: Call) -> Prompt:
+        body = call.body
+        options = object_at(body, "stream_options")
+        thinks = bool(DEEPSEEK_THINKING.match(call.model))
+        call.options = {
+            "reasoning_content": thinks,
+            "include_usage": options.get("include_usage") is True,
+            "obfuscation": options.get("include_obfuscation", True) is not False,
+        }
+        tools = [
+            ToolSpec(
+                f["name"],
+                str(f.get("description") or ""),
+                f.get("parameters") or {"type": "object", "properties": {}},
+            )
+            for f in (t["function"] for t in body.get("tools") or [] if t["type"] == "function")
+        ]
+        turns, system = _turns(body["messages"])
+        fmt = object_at(body, "response_format")
+        schema = (
+            object_at(fmt, "json_schema").get("schema")
+            if fmt.get("type") == "json_schema"
+            else None
+        )
+        return Prompt(
+            model=call.model,
+            turns=turns,
+            system=system,
+            tools=tools,
+            tool_choice=_choice(body.get("tool_choice")),
+            parallel=body.get("parallel_tool_calls", True) is not False,
+            thinking=bool(REASONING_MODEL.match(call.model)) or thinks,
+            max_tokens=body.get("max_completion_tokens", body.get("max_tokens")),
+            output_schema=schema if isinstance(schema, dict) else None,
+            json_mode=fmt.get("type") == "json_object",
+            segments=[dumps(body.get("tools") or []).decode()]
+            + [dumps(m).decode() for m in body["messages"]],
+            provider=self.name,
+            items=body["messages"],
+        )
+
+    def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> dict[str, Any]:
+        completion_id = "chatcmpl-" + ids.token(29)
+        calls = [(call.call_id(ids, "call_", 24), out) for out in reply.calls]
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": reply.text or None,
+            "refusal": None,
+            "annotations": [],
+        }
+        if call.options["reasoning_content"]:
+            message["reasoning_content"] = reply.thinking
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": cid,
+                    "type": "function",
+                    "function": {"name": out.name, "arguments": out.arguments},
+                }
+                for cid, out in calls
+            ]
+        choice = {
+            "index": 0,
+            "message": message,
+            "logprobs": None,
+            "finish_reason": FINISH[reply.stop],
+        }
+        return {
+            "id": completion_id,
+            "object": "chat.completion",
+            "created": now_unix(),
+            "model": call.model,
+            "choices": [choice],
+            "usage": _usage(reply),
+            "service_tier": "default",
+            "system_fingerprint": "fp_" + ids.token(10, "hex"),
+        }
+
+    def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
+        frames: list[Frame] = []
+        base = {
+            k: rendered[k] for k in ("id", "created", "model", "service_tier", "system_fingerprint")
+        }
+
+        def chunk(
+            delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None
+        ) -> None:
+            choices = (
+                []
+                if delta is None
+                else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+            )
+            data = {"object": "chat.completion.chunk", **base, "choices": choices}
+            data = {"id": base["id"], **data}
+            if call.options["include_usage"]:
+                data["usage"] = usage
+            if call.options["obfuscation"]:
+                data["obfuscation"] = ids.token(1 + len(frames) % 15)
+            frames.append(sse(data))
+
+        message = rendered["choices"][0]["message"]
+        calls = message.get("tool_calls") or []
+        if call.options["reasoning_content"]:
+            chunk({"role": "assistant", "content": None, "reasoning_content": ""})
+            for piece in split_text(reply.thinking):
+                chunk({"reasoning_content": piece})
+        pieces = split_text(reply.text)
+        opening: dict[str, Any] = {
+            "role": "assistant",
+            "content": None if calls and not pieces else "",
+            "refusal": None,
+        }
+        if calls and not pieces:
+            opening = {**opening, "tool_calls": [_call_start(0, calls[0])]}
+        chunk(opening)
+        for piece in pieces:
+            chunk({"content": piece})
+        for index, tool_call in enumerate(calls):
+            if index or pieces:
+                chunk({"tool_calls": [_call_start(index, tool_call)]})
+            for fragment in split_json(tool_call["function"]["arguments"]):
+                chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
+        chunk({}, FINISH[reply.stop])
+        if call.options["include_usage"]:
+            chunk(None, usage=_usage(reply))
+        frames.append(Frame(b"data: ", b"[DONE]", b"\n\n"))
+        return frames
+
+    def stream_error(self, kind: str, call: Call) -> list[Frame]:
+        return [sse({"error": self.stream_error_body(kind)})]
+
+
+def _call_start(index: int, tool_call: dict[str, Any]) -> dict[str, Any]:
+    function = {"name": tool_call["function"]["name"], "arguments": ""}
+    return {"index": index, "id": tool_call["id"], "type": "function", "function": function}
+
+
+def _choice(raw: Any) -> str:
+    if isinstance(raw, dict) and raw.get("type") == "function":
+        return f"tool:{raw['function']['name']}"
+    if isinstance(raw, dict) and raw.get("type") == "custom":  # a custom tool, never called
+        return "auto"
+    if isinstance(raw, dict):  # allowed_tools
+        return "required" if (raw.get("allowed_tools") or {}).get("mode") == "required" else "auto"
+    return str(raw or "auto")
+
+
+def _turns(messages: list[dict[str, Any]]) -> tuple[list[Turn], str]:
+    turns: list[Turn] = []
+    system: list[str] = []
+    names: dict[str, str] = {}
+    for message in messages:
+        role, content = message["role"], text_of(message.get("content"))
+        if role in ("system", "developer"):
+            system.append(content)
+        elif role in ("tool", "function"):
+            call_id = message.get("tool_call_id", "")
+            result = ResultIn(call_id, content, names.get(call_id, message.get("name")))
+            if role == "tool" and turns and turns[-1].role == "user" and turns[-1].results:
+                turns[-1].results.append(result)
+            else:
+                turns.append(Turn(role="user", results=[result]))
+        else:
+            turn = Turn(role=role, text=content)
+            for tool_call in message.get("tool_calls") or []:
+                if tool_call.get("type") == "custom":  # a freeform call: its text, as arguments
+                    custom = tool_call["custom"]
+                    function = {"name": custom["name"], "arguments": custom["input"]}
+                else:
+                    function = tool_call["function"]
+                turn.calls.append(CallIn(tool_call["id"], function["name"], function["arguments"]))
+                names[tool_call["id"]] = function["name"]
+            turns.append(turn)
+    return turns, "\n".join(system)
+
+
+def _usage(reply: Reply) -> dict[str, Any]:
+    usage = reply.usage
+    return {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cache_read, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": usage.thinking_tokens,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }

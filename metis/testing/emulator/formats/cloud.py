@@ -1,0 +1,195 @@
+"""The cloud platforms: Gemini and Claude on Google Vertex AI, OpenAI on Azure. Each serves a
+provider's own format at the platform's paths, with the platform's authentication:
+
+- Vertex AI: ``/v1beta1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent``
+  (and ``:streamGenerateContent``, ``:countTokens``), ``/v1/.../publishers/anthropic/models/{m}
+  :rawPredict`` (and ``:streamRawPredict``), an OAuth bearer token (an API key is refused),
+  errors as google.rpc statuses. Claude's body names no ``model`` (the URL does) and carries
+  ``anthropic_version: vertex-2023-10-16``.
+- Azure OpenAI's v1 API: ``/openai/v1/chat/completions``, ``/openai/v1/responses`` and
+  ``/openai/v1/models``, with an ``api-key`` header or an Entra ID bearer token, refused as
+  Azure refuses them. They are served under ``/azure`` (``Emulator.base_url("azure")``
+  includes it), which stands for the resource's own host: Groq serves the same
+  ``/openai/v1/chat/completions`` path on its host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from metis.testing.emulator.formats.anthropic import Anthropic
+from metis.testing.emulator.formats.base import Call, Route
+from metis.testing.emulator.formats.chat import Chat
+from metis.testing.emulator.formats.gemini import Gemini, google_error
+from metis.testing.emulator.formats.responses import Responses
+from metis.testing.emulator.rules import Check, Refused, Rule, check, never, one_of
+from metis.testing.emulator.wire import HttpRequest, JsonReply
+
+VERTEX = (
+    r"/(?P<version>v1|v1beta1)/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/publishers"
+)
+VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
+AZURE_MOUNT = "/azure"
+OAUTH = (
+    "Expected OAuth 2 access token, login cookie or other valid authentication credential. See "
+    "https://developers.google.com/identity/sign-in/web/devconsole-project."
+)
+INVALID_KEY = (
+    "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a "
+    "valid key for an "
+    "active subscription and use a correct regional API endpoint for your resource."
+)
+VERTEX_CLAUDE_RULES: list[Rule | Check] = [
+    Rule("model", never, "model: Extra inputs are not permitted"),
+    Rule(
+        "anthropic_version",
+        one_of(VERTEX_ANTHROPIC_VERSION),
+        f"anthropic_version: Input should be '{VERTEX_ANTHROPIC_VERSION}'",
+        required=True,
+    ),
+]
+
+
+class OnVertex:
+    """What Vertex AI does the same for every publisher: OAuth tokens, and its quota 429."""
+
+    def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
+        token = request.bearer()
+        if not token:
+            return google_error(
+                401,
+                "UNAUTHENTICATED",
+                f"Request is missing required authentication credential. {OAUTH}",
+            )
+        if keys is not None and token not in keys:
+            return google_error(
+                401, "UNAUTHENTICATED", f"Request had invalid authentication credentials. {OAUTH}"
+            )
+        return None
+
+    def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
+        if kind == "rate_limit":
+            return google_error(
+                429,
+                "RESOURCE_EXHAUSTED",
+                "Quota exceeded for "
+                "aiplatform.googleapis.com/generate_content_requests_per_minute_per_project_per_"
+                "base_model "
+                ""
+                "with base model: emulated. Please submit a quota increase request. "
+                "https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai.",
+            )
+        reply: JsonReply = super().fault(kind, request, retry_after)  # type: ignore[misc]
+        return reply
+
+
+class VertexGemini(OnVertex, Gemini):
+    name = "vertex"
+    routes: ClassVar[Sequence[Route]] = (
+        (
+            "POST",
+            VERTEX
+            + r"/google/models/(?P<model>[^/:]+)"
+            + r":(?P<method>generateContent|streamGenerateContent|countTokens)",
+            "generate",
+        ),
+    )
+    catalog: ClassVar[tuple[str, ...]] = ("google-vertex",)
+
+
+class VertexAnthropic(OnVertex, Anthropic):
+    name = "vertex_anthropic"
+    routes: ClassVar[Sequence[Route]] = (
+        (
+            "POST",
+            r"/v1/projects/[^/]+/locations/[^/]+/publishers/anthropic/models/(?P<model>[^/:]+):(?P<method>rawPredict|streamRawPredict)",
+            "messages",
+        ),
+    )
+    catalog: ClassVar[tuple[str, ...]] = ("google-vertex-anthropic", "anthropic")
+
+    def parse(self, call: Call) -> None:
+        check(VERTEX_CLAUDE_RULES, call.body)
+        streamed = call.match["method"] == "streamRawPredict"
+        if streamed != (call.body.get("stream") is True):
+            raise Refused("stream: streamRawPredict takes stream: true and rawPredict does not")
+        body = {k: v for k, v in call.body.items() if k != "anthropic_version"}
+        call.body = {**body, "model": call.match["model"]}
+        super().parse(call)
+
+
+def azure_authenticate(request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
+    """An ``api-key`` header, or an Entra ID bearer token; Azure's 401 bodies otherwise."""
+    key, token = request.header("api-key"), request.bearer()
+    if key:
+        return None if keys is None or key in keys else _azure_401(INVALID_KEY)
+    if token:
+        return (
+            None
+            if keys is None or token in keys
+            else _azure_401(
+                "Unauthorized. Access token is missing, invalid, audience is incorrect "
+                "(https://cognitiveservices.azure.com), or have expired."
+            )
+        )
+    return _azure_401(
+        "Access denied due to missing subscription key. Make sure to include subscription key "
+        "when making requests to an API."
+    )
+
+
+def _azure_401(message: str) -> JsonReply:
+    return JsonReply(401, {"error": {"code": "401", "message": message}})
+
+
+class OnAzure:
+    """Azure's own 429 (a deployment's quota) and 401; the rest passes through from the model
+    service in OpenAI's shape."""
+
+    mount = AZURE_MOUNT
+    catalog: ClassVar[tuple[str, ...]] = ("azure",)
+
+    def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
+        return azure_authenticate(request, keys)
+
+    def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
+        if kind == "rate_limit":
+            seconds = max(1, round(retry_after))
+            message = (
+                "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version "
+                "v1 have exceeded token "
+                f"rate limit of your current AIServices S0 pricing tier. Please retry after "
+                f"{seconds} seconds."
+            )
+            headers = {"retry-after": str(seconds), "x-ratelimit-remaining-tokens": "0"}
+            return JsonReply(429, {"error": {"code": "429", "message": message}}, headers)
+        if kind == "auth":
+            return _azure_401(INVALID_KEY)
+        reply: JsonReply = super().fault(kind, request, retry_after)  # type: ignore[misc]
+        return reply
+
+    def serves(self, env: Any, model: str) -> bool:
+        return True  # an Azure deployment's name is its owner's choice
+
+    def listed(self, call: Any) -> tuple[str, ...]:
+        return ("azure",)
+
+
+class AzureChat(OnAzure, Chat):
+    name = "azure"
+    routes: ClassVar[Sequence[Route]] = (
+        ("POST", AZURE_MOUNT + "/openai/v1/chat/completions", "chat"),
+        ("GET", AZURE_MOUNT + "/openai/v1/models", "models"),
+        ("GET", AZURE_MOUNT + "/openai/v1/models/(?P<model>.+)", "model"),
+    )
+
+
+class AzureResponses(OnAzure, Responses):
+    name = "azure_responses"
+    routes: ClassVar[Sequence[Route]] = (
+        ("POST", AZURE_MOUNT + "/openai/v1/responses", "responses"),
+    )
+
+
+CLOUD = (VertexGemini, VertexAnthropic, AzureChat, AzureResponses)

@@ -1,0 +1,300 @@
+"""The Converse wire format (AWS Bedrock): what it refuses (a ``ValidationException``), how its
+request reads and its reply renders and streams.
+
+Refused as Converse refuses: unknown top-level keys, a conversation that does not start with
+a user message or does not alternate roles, blank text, unknown content blocks, tool blocks
+without a ``toolConfig``, a ``toolResult`` that answers no ``toolUse`` of the previous message,
+tool use left unanswered, tool names outside ``[a-zA-Z0-9_-]{1,64}``, and reasoning
+signatures this emulator did not issue.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from metis.testing.emulator.formats import files_rules
+from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
+from metis.testing.emulator.rules import (
+    Check,
+    Refused,
+    Rule,
+    at_least,
+    matches,
+    names,
+    nonempty,
+    obj,
+    one_of,
+    typed,
+)
+from metis.testing.emulator.wire import (
+    Ids,
+    dumps,
+    signature,
+    split_json,
+    split_text,
+    text_of,
+    verify,
+)
+
+SIGNATURE_KIND = "bedrock-reasoning"
+TOP_LEVEL = names(
+    "messages system inferenceConfig toolConfig additionalModelRequestFields guardrailConfig "
+    "promptVariables "
+    "requestMetadata performanceConfig additionalModelResponseFieldPaths"
+)
+BLOCKS = names("text image document audio video toolUse toolResult reasoningContent cachePoint")
+TOOL_ID = r"[a-zA-Z0-9_-]{1,64}"
+
+
+def _blocks(message: dict[str, Any]) -> list[tuple[int, str, Any]]:
+    return [(j, *next(iter(block.items()))) for j, block in enumerate(message["content"])]
+
+
+def _check_turns(body: dict[str, Any], call: Any) -> None:
+    """Starts with a user message, alternates, and answers every toolUse in the next message
+    (only those)."""
+    has_tools = bool((body.get("toolConfig") or {}).get("tools"))
+    previous, open_calls = "", set[str]()
+    for i, message in enumerate(body["messages"]):
+        role = message["role"]
+        if not previous and role != "user":
+            raise Refused(
+                "A conversation must start with a user message. Try again with a conversation "
+                "that starts with a user message."
+            )
+        if previous == role:
+            raise Refused(
+                "A conversation must alternate between user and assistant roles. Make sure the "
+                "conversation alternates "
+                "between user and assistant roles and try again."
+            )
+        blocks = _blocks(message)
+        if any(kind in ("toolUse", "toolResult") for _, kind, _ in blocks) and not has_tools:
+            raise Refused(
+                "The toolConfig field must be defined when using toolUse and toolResult content "
+                "blocks."
+            )
+        _check_blocks(i, role, blocks, call)
+        answered = {value["toolUseId"] for _, kind, value in blocks if kind == "toolResult"}
+        if answered - open_calls:
+            raise Refused(
+                f"messages.{i}: The toolResult blocks at messages.{i}.content contain toolUseIds "
+                f"that do not match the "
+                "toolUse blocks of the previous turn."
+            )
+        if open_calls - answered:
+            raise Refused(
+                f"messages.{i}: Expected toolResult blocks at messages.{i}.content for the "
+                f"following Ids: {', '.join(sorted(open_calls - answered))}"
+            )
+        previous, open_calls = (
+            role,
+            {value["toolUseId"] for _, kind, value in blocks if kind == "toolUse"},
+        )
+
+
+def _check_blocks(i: int, role: str, blocks: list[tuple[int, str, Any]], call: Any) -> None:
+    strict = call is None or call.env.strict_signatures
+    for j, kind, value in blocks:
+        where = f"messages.{i}.content.{j}"
+        if kind == "toolUse" and (role != "assistant" or not isinstance(value.get("input"), dict)):
+            raise Refused(f"{where}.toolUse: an assistant block with an object input")
+        if kind == "toolResult" and role != "user":
+            raise Refused(f"{where}.toolResult: only in user messages")
+        if kind == "reasoningContent" and role != "assistant":
+            raise Refused(f"{where}.reasoningContent: only in assistant messages")
+        text = (
+            (value or {}).get("reasoningText")
+            if kind == "reasoningContent" and isinstance(value, dict)
+            else None
+        )
+        if (
+            text is not None
+            and strict
+            and not verify(SIGNATURE_KIND, str(text.get("text")), str(text.get("signature")))
+        ):
+            raise Refused(f"{where}.reasoningContent: the reasoning signature is invalid")
+
+
+RULES: list[Rule | Check] = [
+    Rule(
+        "~",
+        one_of(*TOP_LEVEL),
+        "Malformed input request: extraneous key [{value}] is not permitted",
+    ),
+    Rule(
+        "system",
+        lambda s: isinstance(s, list) and all(isinstance(b, dict) for b in s),
+        "system: must be a list of SystemContentBlock objects",
+    ),
+    Rule(
+        "inferenceConfig.maxTokens",
+        at_least(1),
+        "inferenceConfig.maxTokens: must be a positive integer",
+    ),
+    Rule(
+        "toolConfig.tools.*",
+        lambda t: isinstance(t, dict) and typed("name", matches(TOOL_ID))(t.get("toolSpec")),
+        "toolConfig.tools.{0}.toolSpec.name: must match [a-zA-Z0-9_-]{{1,64}}",
+    ),
+    Rule(
+        "toolConfig.tools.*.toolSpec.inputSchema",
+        typed("json", obj),
+        "toolConfig.tools.{0}.toolSpec.inputSchema.json: required",
+        required=True,
+    ),
+    Rule(
+        "toolConfig.tools",
+        nonempty,
+        "toolConfig.tools: must have length greater than or equal to 1",
+        when=lambda b: b.get("toolConfig") is not None,
+    ),
+    Rule(
+        "messages", nonempty, "messages: must have length greater than or equal to 1", required=True
+    ),
+    Rule(
+        "messages.*",
+        lambda m: isinstance(m, dict) and m.get("role") in ("user", "assistant"),
+        "messages.{0}.role: must be user or assistant",
+    ),
+    Rule(
+        "messages.*.content",
+        nonempty,
+        "messages.{0}.content: must have length greater than or equal to 1",
+        required=True,
+    ),
+    Rule(
+        "messages.*.content.*",
+        lambda b: isinstance(b, dict) and len(b) == 1 and next(iter(b)) in BLOCKS,
+        "messages.{0}.content.{1}: must hold exactly one known content block member",
+    ),
+    Rule(
+        "messages.*.content.*",
+        lambda b: "text" not in b or (isinstance(b["text"], str) and bool(b["text"].strip())),
+        "The text field in the ContentBlock object at messages.{0}.content.{1} is blank. Add "
+        "text to the text field, and try again.",
+    ),
+    *(
+        Rule(
+            f"messages.*.content.*.{kind}",
+            typed("toolUseId", matches(TOOL_ID)),
+            "messages.{0}.content.{1}." + kind + ".toolUseId: must match [a-zA-Z0-9_-]{{1,64}}",
+        )
+        for kind in ("toolUse", "toolResult")
+    ),
+    Rule(
+        "messages.*.content.*.toolResult.content",
+        nonempty,
+        "messages.{0}.content.{1}.toolResult.content: must have length greater than or equal to 1",
+        required=True,
+    ),
+    files_rules.converse,
+    _check_turns,
+]
+
+
+def converse_prompt(model: str, body: dict[str, Any]) -> Prompt:
+    system = "\n".join(
+        b["text"] for b in body.get("system") or [] if isinstance(b.get("text"), str)
+    )
+    config = body.get("toolConfig") or {}
+    tools = [
+        ToolSpec(
+            t["toolSpec"]["name"],
+            t["toolSpec"].get("description", ""),
+            t["toolSpec"]["inputSchema"]["json"],
+        )
+        for t in config.get("tools") or []
+    ]
+    choice = config.get("toolChoice") or {"auto": {}}
+    thinking = (body.get("additionalModelRequestFields") or {}).get("thinking") or {}
+    return Prompt(
+        model=model,
+        turns=[_turn(m) for m in body["messages"]],
+        system=system,
+        tools=tools,
+        tool_choice=f"tool:{choice['tool'].get('name')}"
+        if "tool" in choice
+        else "required"
+        if "any" in choice
+        else "auto",
+        thinking=thinking.get("type") == "enabled",
+        max_tokens=(body.get("inferenceConfig") or {}).get("maxTokens"),
+        segments=[dumps(config).decode() + system, *(dumps(m).decode() for m in body["messages"])],
+        provider="bedrock",
+        items=body["messages"],
+    )
+
+
+def _turn(message: dict[str, Any]) -> Turn:
+    turn = Turn(role=message["role"])
+    texts = []
+    for _, kind, value in _blocks(message):
+        if kind == "text":
+            texts.append(value)
+        elif kind == "toolUse":
+            turn.calls.append(CallIn(value["toolUseId"], value.get("name", ""), value["input"]))
+        elif kind == "toolResult":
+            content = text_of(
+                [p.get("text") or json.dumps(p.get("json")) for p in value["content"]]
+            )
+            turn.results.append(
+                ResultIn(value["toolUseId"], content, None, value.get("status") == "error")
+            )
+    turn.text = "\n".join(texts)
+    return turn
+
+
+def converse_message(reply: Reply, ids: Ids, issued: list[str]) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if reply.thinking:
+        sig = signature(SIGNATURE_KIND, reply.thinking)
+        content.append(
+            {"reasoningContent": {"reasoningText": {"text": reply.thinking, "signature": sig}}}
+        )
+    if reply.text:
+        content.append({"text": reply.text})
+    for out in reply.calls:
+        issued.append(tool_id := "tooluse_" + ids.token(22, "alnum"))
+        content.append({"toolUse": {"toolUseId": tool_id, "name": out.name, "input": out.args}})
+    usage = reply.usage
+    return {
+        "output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": reply.stop,
+        "usage": {
+            "inputTokens": usage.uncached_input,
+            "outputTokens": usage.output_tokens,
+            "totalTokens": usage.uncached_input + usage.output_tokens,
+            "cacheReadInputTokens": usage.cache_read,
+            "cacheWriteInputTokens": usage.cache_write,
+        },
+        "metrics": {"latencyMs": 42},
+    }
+
+
+def stream_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """ConverseStream's events for ``message``, in order, with the padding field ``p`` the
+    service adds to some of them (as recorded)."""
+    events: list[tuple[str, dict[str, Any]]] = [("messageStart", {"role": "assistant", "p": "abc"})]
+    for index, block in enumerate(message["output"]["message"]["content"]):
+        deltas: list[dict[str, Any]] = []
+        if "reasoningContent" in block:
+            reasoning = block["reasoningContent"]["reasoningText"]
+            deltas = [{"reasoningContent": {"text": p}} for p in split_text(reasoning["text"])]
+            deltas.append({"reasoningContent": {"signature": reasoning["signature"]}})
+        elif "text" in block:
+            deltas = [{"text": p} for p in split_text(block["text"])]
+        else:
+            tool = block["toolUse"]
+            start = {"toolUse": {"toolUseId": tool["toolUseId"], "name": tool["name"]}}
+            events.append(("contentBlockStart", {"contentBlockIndex": index, "start": start}))
+            deltas = [
+                {"toolUse": {"input": p}}
+                for p in (split_json(dumps(tool["input"]).decode()) if tool["input"] else [])
+            ]
+        events += [("contentBlockDelta", {"contentBlockIndex": index, "delta": d}) for d in deltas]
+        events.append(("contentBlockStop", {"contentBlockIndex": index}))
+    events.append(("messageStop", {"stopReason": message["stopReason"], "p": "abcdefgh"}))
+    events.append(("metadata", {"usage": message["usage"], "metrics": message["metrics"]}))
+    return events

@@ -1,0 +1,353 @@
+"""Gemini API: ``POST /v1beta/models/{model}:generateContent``, ``:streamGenerateContent``
+(``?alt=sse`` for SSE, otherwise a streamed JSON array) and ``:countTokens``; ``GET
+/v1beta/models`` and ``/v1beta/models/{model}``.
+
+Auth: ``x-goog-api-key`` or ``?key=`` (403 ``PERMISSION_DENIED`` without one; a refused key is
+400 ``INVALID_ARGUMENT`` with reason ``API_KEY_INVALID``, as Gemini answers). The 400 rules are
+:mod:`.gemini_rules`. Streams are ``data:`` SSE separated by ``\\r\\n\\r\\n`` (as recorded),
+JSON with ``": "`` separators, ``usageMetadata`` on every chunk, function calls whole (with no
+id) in one chunk, thought parts (``thought: true``) first when
+``thinkingConfig.includeThoughts``, and a thought signature on the first function call (Gemini
+3) or the first part after thinking.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from metis.testing.emulator.formats.base import Call, Format, Route
+from metis.testing.emulator.formats.gemini_reply import (
+    finish_reason,
+    reply_parts,
+    stream_chunks,
+    usage_metadata,
+)
+from metis.testing.emulator.formats.gemini_rules import RULES, normalized
+from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
+from metis.testing.emulator.rules import Refused, check
+from metis.testing.emulator.wire import (
+    Frame,
+    HttpRequest,
+    Ids,
+    JsonReply,
+    dumps,
+    is_int,
+    text_of,
+)
+
+SEPARATORS = (",", ": ")
+API_KEY_INVALID: list[dict[str, Any]] = [
+    {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": "API_KEY_INVALID",
+        "domain": "googleapis.com",
+        "metadata": {"service": "generativelanguage.googleapis.com"},
+    },
+    {
+        "@type": "type.googleapis.com/google.rpc.LocalizedMessage",
+        "locale": "en-US",
+        "message": "API key not valid. Please pass a valid API key.",
+    },
+]
+INTERNAL = "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting"
+FAULTS: dict[str, tuple[Any, ...]] = {
+    "overloaded": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+    "server_error": (500, "INTERNAL", INTERNAL),
+    "auth": (400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."),
+}
+IN_STREAM: dict[str, tuple[Any, ...]] = {
+    **FAULTS,
+    "rate_limit": (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
+}
+CHOICES = {"ANY": "required", "NONE": "none", "VALIDATED": "auto"}
+
+
+def google_error(
+    status: int, state: str, message: str, details: list[dict[str, Any]] | None = None
+) -> JsonReply:
+    error: dict[str, Any] = {"code": status, "message": message, "status": state}
+    if details:
+        error["details"] = details
+    headers = {
+        "content-type": "application/json; charset=UTF-8",
+        "vary": "Origin, X-Origin, Referer",
+    }
+    return JsonReply(status, {"error": error}, headers, indent=2, separators=SEPARATORS)
+
+
+class Gemini(Format):
+    name = "gemini"
+    routes: ClassVar[Sequence[Route]] = (
+        (
+            "POST",
+            r"/(v1|v1beta|v1alpha)/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent|countTokens)",
+            "generate",
+        ),
+        ("GET", r"/(v1|v1beta|v1alpha)/models", "models"),
+        ("GET", r"/(v1|v1beta|v1alpha)/models/(?P<model>[^/:]+)", "model"),
+    )
+    rules = RULES
+    catalog: ClassVar[tuple[str, ...]] = ("google",)
+    window = 1_048_576
+
+    def claims(self, endpoint: str, request: HttpRequest) -> bool:
+        """``/v1/models`` is OpenAI's too: a Gemini client sends its key Google's way."""
+        google = request.header("x-goog-api-key") or "key" in request.query
+        return endpoint == "generate" or not request.path.startswith("/v1/") or bool(google)
+
+    def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
+        key = request.header("x-goog-api-key") or request.query.get("key")
+        if not key:
+            return google_error(
+                403,
+                "PERMISSION_DENIED",
+                "Method doesn't allow unregistered callers (callers without established "
+                "identity). Please use API Key or "
+                "other form of API consumer identity to call this API.",
+            )
+        return self.fault("auth", request, 0) if keys is not None and key not in keys else None
+
+    def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
+        return google_error(
+            refused.status,
+            "NOT_FOUND" if refused.status == 404 else "INVALID_ARGUMENT",
+            refused.message,
+        )
+
+    def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
+        if kind == "rate_limit":
+            quota = {
+                "quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+                "quotaId": "GenerateRequestsPerMinutePerProjectPerModel",
+                "quotaValue": "10",
+            }
+            details: list[dict[str, Any]] = [
+                {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [quota]},
+                {
+                    "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                    "retryDelay": f"{retry_after:g}s",
+                },
+            ]
+            message = (
+                "You exceeded your current quota, please check your plan and billing details. "
+                "For more information on "
+                "this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
+            )
+            return google_error(429, "RESOURCE_EXHAUSTED", message, details)
+        if kind == "context_overflow":
+            return self.refusal(self.overflow(1048577, 1048576), request)
+        status, state, message = FAULTS[kind]
+        return google_error(status, state, message, API_KEY_INVALID if kind == "auth" else None)
+
+    def overflow(self, tokens: int, limit: int) -> Refused:
+        return Refused(
+            f"The input token count ({tokens}) exceeds the maximum number of tokens allowed "
+            f"({limit})."
+        )
+
+    def unknown_model(self, model: str) -> Refused:
+        return Refused(
+            f"models/{model} is not found for API version v1beta, or is not supported for "
+            f"generateContent. Call "
+            "ModelService.ListModels to see the list of available models and their supported "
+            "methods.",
+            status=404,
+        )
+
+    def stream_error(self, kind: str, call: Call) -> list[Frame]:
+        status, state, message = IN_STREAM.get(kind, FAULTS["server_error"])
+        error = dumps({"error": {"code": status, "message": message, "status": state}}, SEPARATORS)
+        return [
+            Frame(b"data: ", error, b"\r\n\r\n")
+            if call.options["sse"]
+            else Frame(b",\r\n", error, b"\n]")
+        ]
+
+    def headers(self, request: HttpRequest) -> dict[str, str]:
+        return {"vary": "Origin, X-Origin, Referer", "server-timing": "gfet4t7; dur=1"}
+
+    def stream_headers(self, call: Call) -> dict[str, str]:
+        if call.options["sse"]:
+            return {"content-type": "text/event-stream", "content-disposition": "attachment"}
+        return {"content-type": "application/json; charset=UTF-8"}
+
+    def parse(self, call: Call) -> None:
+        call.model = call.match["model"]
+        method = call.match["method"]
+        body = call.body
+        if method == "countTokens" and isinstance(
+            body.get("generateContentRequest") or body.get("generate_content_request"), dict
+        ):
+            body = body.get("generateContentRequest") or body["generate_content_request"]
+        call.body = normalized(body)
+        check(self.rules, call.body, call)
+        call.stream = method == "streamGenerateContent"
+        call.options["sse"] = call.request.query.get("alt") == "sse"
+
+    def serve(self, call: Call) -> JsonReply | None:
+        if call.endpoint == "generate" and call.match["method"] == "countTokens":
+            total = sum((len(s) + 3) // 4 for s in self.read(call).segments) or 1
+            body = {
+                "totalTokens": total,
+                "promptTokensDetails": [{"modality": "TEXT", "tokenCount": total}],
+            }
+            return JsonReply(
+                200,
+                body,
+                {"content-type": "application/json; charset=UTF-8"},
+                indent=2,
+                separators=SEPARATORS,
+            )
+        if call.endpoint == "generate":
+            return None
+        listed = [
+            _listed(m.id, m.name, m.context, m.output)
+            for m in call.env.served.listing(self.catalog)
+            if not m.id.startswith("claude")  # Claude on Vertex: not a Gemini API model
+        ]
+        if call.endpoint == "models":
+            return JsonReply(200, {"models": listed}, indent=2, separators=SEPARATORS)
+        wanted = call.match["model"]
+        if not call.env.served.known(self.catalog, wanted):
+            raise self.unknown_model(wanted)
+        found = next(
+            (m for m in listed if m["name"] == f"models/{wanted}"),
+            _listed(wanted, wanted, 1_048_576, 65_536),
+        )
+        return JsonReply(200, found, indent=2, separators=SEPARATORS)
+
+    def read(self, call: Call) -> Prompt:
+        body = call.body
+        config = body.get("generationConfig") or {}
+        thinking_config = config.get("thinkingConfig") or {}
+        budget = thinking_config.get("thinkingBudget")
+        thinking_model = bool(re.search(r"2\.5|gemini-3|thinking", call.model))
+        thinks = budget != 0 and (
+            thinking_model or is_int(budget) or "thinkingLevel" in thinking_config
+        )
+        tools = [
+            ToolSpec(
+                d["name"],
+                str(d.get("description") or ""),
+                d.get("parametersJsonSchema") or d.get("parameters") or {},
+            )
+            for tool in body.get("tools") or []
+            for d in tool.get("functionDeclarations") or []
+        ]
+        calling = (body.get("toolConfig") or {}).get("functionCallingConfig") or {}
+        mode = str(calling.get("mode", "AUTO")).upper()
+        allowed = calling.get("allowedFunctionNames")
+        choice = (
+            f"tool:{allowed[0]}"
+            if mode == "ANY" and isinstance(allowed, list) and len(allowed) == 1
+            else CHOICES.get(mode, "auto")
+        )
+        instruction = body.get("systemInstruction")
+        system = text_of(instruction.get("parts")) if isinstance(instruction, dict) else ""
+        schema = config.get("responseJsonSchema") or config.get("responseSchema")
+        call.options.update(
+            include_thoughts=thinking_config.get("includeThoughts") is True,
+            signed=thinks and (bool(tools) or call.model.startswith("gemini-3")),
+        )
+        return Prompt(
+            model=call.model,
+            turns=[_turn(i, content) for i, content in enumerate(body["contents"])],
+            system=system,
+            tools=tools,
+            tool_choice=choice,
+            thinking=thinks,
+            max_tokens=config.get("maxOutputTokens")
+            if isinstance(config.get("maxOutputTokens"), int)
+            else None,
+            output_schema=schema if isinstance(schema, dict) else None,
+            json_mode=config.get("responseMimeType") == "application/json",
+            segments=[dumps(body.get("tools") or [], (", ", ": ")).decode() + system]
+            + [dumps(c, (", ", ": ")).decode() for c in body["contents"]],
+            provider=self.name,
+            items=body["contents"],
+        )
+
+    def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> Any:
+        parts = reply_parts(call, reply)
+        response_id = ids.token(22, "alnum")
+        call.options["response_id"] = response_id
+        visible = reply.usage.output_tokens - reply.usage.thinking_tokens
+        candidate = {
+            "content": {"parts": parts, "role": "model"},
+            "finishReason": finish_reason(reply),
+            "index": 0,
+        }
+        body = {
+            "candidates": [candidate],
+            "usageMetadata": usage_metadata(reply, visible),
+            "modelVersion": call.model,
+            "responseId": response_id,
+        }
+        if call.stream:
+            return body
+        headers = {**self.headers(call.request), "content-type": "application/json; charset=UTF-8"}
+        return JsonReply(200, body, headers, indent=2, separators=SEPARATORS)
+
+    def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
+        chunks = stream_chunks(
+            call.model,
+            call.options["response_id"],
+            reply,
+            rendered["candidates"][0]["content"]["parts"],
+        )
+        if call.options["sse"]:
+            return [Frame(b"data: ", dumps(c, SEPARATORS), b"\r\n\r\n") for c in chunks]
+        frames = [
+            Frame(b"[" if i == 0 else b",\r\n", dumps(c, SEPARATORS), b"\n")
+            for i, c in enumerate(chunks)
+        ]
+        return [*frames, Frame(b"", b"", b"]")]
+
+    def cached(self, call: Call, prompt: Prompt, reply: Reply) -> None:
+        reply.usage.cache_read = call.env.cache.implicit(self.name, prompt.segments)
+
+
+def _listed(model: str, name: str, context: int, output: int) -> dict[str, Any]:
+    methods = ["generateContent", "countTokens", "streamGenerateContent"]
+    return {
+        "name": f"models/{model}",
+        "version": "001",
+        "displayName": name,
+        "inputTokenLimit": context,
+        "outputTokenLimit": output,
+        "supportedGenerationMethods": methods,
+    }
+
+
+def _turn(i: int, content: dict[str, Any]) -> Turn:
+    turn = Turn(role="assistant" if content.get("role") == "model" else "user")
+    texts = []
+    for j, part in enumerate(content["parts"]):
+        if "functionCall" in part:
+            called = part["functionCall"]
+            turn.calls.append(
+                CallIn(
+                    str(called.get("id") or f"{i}:{j}"), called["name"], called.get("args") or {}
+                )
+            )
+        elif "functionResponse" in part:
+            response = part["functionResponse"]
+            turn.results.append(
+                ResultIn(
+                    str(response.get("id") or ""), _result_text(response), response.get("name")
+                )
+            )
+        elif isinstance(part.get("text"), str) and part.get("thought") is not True:
+            texts.append(part["text"])
+    turn.text = "\n".join(texts)
+    return turn
+
+
+def _result_text(response: dict[str, Any]) -> str:
+    """A function response's text: ``{"output": "..."}`` (or result, content, ...) unwrapped."""
+    value = response.get("response")
+    if isinstance(value, dict) and len(value) == 1 and isinstance(next(iter(value.values())), str):
+        return str(next(iter(value.values())))
+    return text_of(value)

@@ -1,0 +1,306 @@
+"""What the Gemini API refuses with a 400 (``INVALID_ARGUMENT``), in its own words. Field names
+are read in either proto-JSON spelling (``functionCall`` / ``function_call``): a request is
+:func:`normalized` to camelCase before the rules read it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from metis.testing.emulator.formats import files_rules
+from metis.testing.emulator.rules import (
+    MISSING,
+    Check,
+    Refused,
+    Rule,
+    array,
+    between,
+    matches,
+    names,
+    nonempty,
+    obj,
+    one_of,
+    typed,
+)
+from metis.testing.emulator.wire import sealed
+
+TOP_LEVEL = names(
+    "contents tools toolConfig safetySettings systemInstruction generationConfig cachedContent "
+    "labels model"
+)
+DATA = (
+    "text",
+    "inlineData",
+    "fileData",
+    "functionCall",
+    "functionResponse",
+    "executableCode",
+    "codeExecutionResult",
+)
+PART_FIELDS = (
+    *DATA,
+    "thought",
+    "thoughtSignature",
+    "videoMetadata",
+    "partMetadata",
+    "mediaResolution",
+)
+SCHEMA_KEYS = frozenset(
+    [
+        "type",
+        "format",
+        "title",
+        "description",
+        "nullable",
+        "enum",
+        "maxItems",
+        "minItems",
+        "properties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "example",
+        "anyOf",
+        "propertyOrdering",
+        "default",
+        "items",
+        "minimum",
+        "maximum",
+    ]
+)
+SIGNATURE_KIND = "gemini-thought"
+BYPASS = "skip_thought_signature_validator"  # Google's documented value for foreign histories
+FIELD = 'Invalid JSON payload received. Unknown name "{value}"{at}: Cannot find field.'
+
+
+def camel(value: Any) -> Any:
+    """A dict with its keys in camelCase (not recursive)."""
+    if not isinstance(value, dict):
+        return value
+    return {re.sub(r"_([a-z])", lambda m: m.group(1).upper(), k): v for k, v in value.items()}
+
+
+def normalized(body: dict[str, Any]) -> dict[str, Any]:
+    """The request with its structural keys in camelCase (schemas, arguments and function
+    responses are the caller's own data and are left alone)."""
+    out: dict[str, Any] = camel(body)
+    config = camel(out.get("generationConfig"))
+    if isinstance(config, dict):
+        out["generationConfig"] = (
+            {**config, "thinkingConfig": camel(config.get("thinkingConfig"))}
+            if "thinkingConfig" in config
+            else config
+        )
+    calling = camel(out.get("toolConfig"))
+    if isinstance(calling, dict) and "functionCallingConfig" in calling:
+        out["toolConfig"] = {
+            **calling,
+            "functionCallingConfig": camel(calling["functionCallingConfig"]),
+        }
+    if isinstance(out.get("tools"), list):
+        out["tools"] = [_tool(camel(t)) for t in out["tools"]]
+    if isinstance(out.get("contents"), list):
+        out["contents"] = [_content(camel(c)) for c in out["contents"]]
+    if isinstance(out.get("systemInstruction"), dict):
+        out["systemInstruction"] = _content(camel(out["systemInstruction"]))
+    return out
+
+
+def _tool(tool: Any) -> Any:
+    if isinstance(tool, dict) and isinstance(tool.get("functionDeclarations"), list):
+        return {**tool, "functionDeclarations": [camel(d) for d in tool["functionDeclarations"]]}
+    return tool
+
+
+def _content(content: Any) -> Any:
+    if not isinstance(content, dict) or not isinstance(content.get("parts"), list):
+        return content
+    parts = []
+    for part in content["parts"]:
+        part = camel(part)
+        for key in ("functionCall", "functionResponse"):
+            if isinstance(part, dict) and key in part:
+                part = {**part, key: camel(part[key])}
+        parts.append(part)
+    return {**content, "parts": parts}
+
+
+def _check_parameter_schemas(body: dict[str, Any], call: Any) -> None:
+    """``parameters`` is Gemini's OpenAPI subset (``parametersJsonSchema`` takes JSON Schema)."""
+    for i, tool in enumerate(body.get("tools") or []):
+        for j, declaration in enumerate(tool.get("functionDeclarations") or []):
+            where = f"tools[{i}].function_declarations[{j}].parameters"
+            _schema_keys(declaration.get("parameters"), where)
+
+
+def _schema_keys(schema: Any, where: str) -> None:
+    if not isinstance(schema, dict):
+        return
+    for key, value in schema.items():
+        if key not in SCHEMA_KEYS:
+            raise Refused(FIELD.format(value=key, at=f" at '{where}'"))
+        subs = value.items() if key == "properties" and isinstance(value, dict) else []
+        subs = [*subs, *(("items", value),)] if key == "items" else subs
+        subs = (
+            [*subs, *((f"anyOf[{n}]", v) for n, v in enumerate(value))]
+            if key == "anyOf" and isinstance(value, list)
+            else subs
+        )
+        for name, sub in subs:
+            _schema_keys(sub, f"{where}.{'properties.' if key == 'properties' else ''}{name}")
+
+
+def _check_data(body: dict[str, Any], call: Any) -> None:
+    for i, content in enumerate(body["contents"]):
+        for j, part in enumerate(content["parts"]):
+            kinds = [k for k in DATA if k in part]
+            where = f"* GenerateContentRequest.contents[{i}].parts[{j}].data"
+            if not kinds and "thoughtSignature" not in part:
+                raise Refused(
+                    f"{where}: required oneof field 'data' must have one initialized field\n"
+                )
+            if len(kinds) > 1:
+                raise Refused(
+                    f"{where}: oneof field 'data' is already set. Cannot set '{kinds[1]}'\n"
+                )
+            if part.get("text") == "" and "thoughtSignature" not in part:
+                raise Refused(
+                    "Unable to submit request because it has an empty text parameter. Add a "
+                    "value to the parameter and try again."
+                )
+
+
+def _kind(content: dict[str, Any]) -> str:
+    parts = content["parts"]
+    if any("functionCall" in p for p in parts):
+        return "calls"
+    if any("functionResponse" in p for p in parts):
+        return "responses"
+    return "model" if content.get("role") == "model" else "user"
+
+
+def _check_turns(body: dict[str, Any], call: Any) -> None:
+    """Function calls follow a user turn or responses; responses answer the turn before, one
+    response per call."""
+    previous, calls = "", 0
+    for content in body["contents"]:
+        kind = _kind(content)
+        if kind == "calls" and previous not in ("user", "responses"):
+            raise Refused(
+                "Please ensure that function call turn comes immediately after a user turn or "
+                "after a function response turn."
+            )
+        if kind == "responses" and previous != "calls":
+            raise Refused(
+                "Please ensure that function response turn comes immediately after a function "
+                "call turn."
+            )
+        responses = sum("functionResponse" in p for p in content["parts"])
+        if kind == "responses" and responses != calls:
+            raise Refused(
+                "Please ensure that the number of function response parts is equal to the number "
+                "of function call parts of the function call turn."
+            )
+        previous, calls = kind, sum("functionCall" in p for p in content["parts"])
+
+
+def _check_signatures(body: dict[str, Any], call: Any) -> None:
+    """Gemini 3: the first function call of each step of the current turn (after the last user
+    text) carries a thought signature this emulator issued, or the documented bypass."""
+    model = call.model if call is not None else ""
+    if not model.startswith("gemini-3"):
+        return
+    contents = body["contents"]
+    start = max(
+        (
+            i + 1
+            for i, c in enumerate(contents)
+            if _kind(c) == "user" and any("text" in p for p in c["parts"])
+        ),
+        default=0,
+    )
+    for i, content in enumerate(contents[start:], start):
+        first = next((p for p in content["parts"] if "functionCall" in p), None)
+        sig = first.get("thoughtSignature") if first else MISSING
+        if first is not None and not sig:
+            raise Refused(
+                "Function call is missing a thought_signature in functionCall parts. This is "
+                "required for tools to work "
+                "correctly, and missing thought_signature may lead to degraded model "
+                "performance. Additional data, "
+                f"function call `default_api:{first['functionCall']['name']}` , position {i + 1}. "
+                f"Please refer to "
+                "https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
+            )
+        if (
+            first is not None
+            and call.env.strict_signatures
+            and sig != BYPASS
+            and not sealed(SIGNATURE_KIND, str(sig))
+        ):
+            raise Refused(f"Thought signature is not valid (contents[{i}]).")
+
+
+RULES: list[Rule | Check] = [
+    Rule("~", one_of(*TOP_LEVEL), FIELD.replace("{at}", "")),
+    Rule(
+        "contents",
+        nonempty,
+        "* GenerateContentRequest.contents: contents is not specified\n",
+        required=True,
+    ),
+    Rule("generationConfig", obj, "Invalid value at 'generation_config': expected an object."),
+    Rule(
+        "generationConfig.temperature",
+        between(0, 2),
+        "* GenerateContentRequest.generation_config.temperature: must be in [0.0, 2.0]\n",
+    ),
+    Rule("tools", array, "Invalid value at 'tools': expected a list."),
+    Rule(
+        "tools.*.functionDeclarations.*.name",
+        matches(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}"),
+        "* GenerateContentRequest.tools[{0}].function_declarations[{1}].name: Invalid function "
+        "name. Must start with a "
+        "letter or an underscore. Must be a-z, A-Z, 0-9, or contain underscores, dots, colons "
+        "and dashes, with a maximum "
+        "length of 64.\n",
+        required=True,
+    ),
+    _check_parameter_schemas,
+    Rule("contents.*", obj, "Invalid value at 'contents[{0}]': expected an object."),
+    Rule(
+        "contents.*.role",
+        one_of("user", "model", "function", "tool"),
+        "Please use a valid role: user, model.",
+    ),
+    Rule(
+        "contents.*.parts",
+        nonempty,
+        "* GenerateContentRequest.contents[{0}].parts: contents.parts must not be empty.\n",
+        required=True,
+    ),
+    Rule(
+        "contents.*.parts.*",
+        obj,
+        "Invalid value at 'contents[{0}].parts[{1}]': expected an object.",
+    ),
+    Rule(
+        "contents.*.parts.*.~",
+        one_of(*PART_FIELDS),
+        FIELD.replace("{at}", " at 'contents[{0}].parts[{1}]'"),
+    ),
+    _check_data,
+    files_rules.gemini,
+    Rule(
+        "contents.*.parts.*.functionCall",
+        typed("name", matches(r".+")),
+        "* GenerateContentRequest.contents[{0}].parts[{1}].function_call.name: Name cannot be "
+        "empty.\n",
+    ),
+    _check_signatures,
+    _check_turns,
+]

@@ -1,0 +1,388 @@
+"""Ollama: ``POST /api/chat``, ``POST /api/show``, ``GET /api/tags``, ``GET /api/version``,
+``GET /`` (no auth). The models are the ones ``/api/tags`` lists (a local server serves what
+it has pulled), or any name with ``Emulator(models="any")``.
+
+Models of families that cannot use tools or think (``gemma*``, as recorded) refuse ``tools``
+and ``think`` with Ollama's own 400s; a chat with no messages is a model load (``done_reason:
+"load"``); ``stream`` defaults to true. Streams are NDJSON, one object per line and per chunk:
+``thinking`` deltas first when ``think`` is on, ``content`` deltas, tool calls whole
+(arguments as objects, with an id and an index) in one line, then the ``done: true`` line with
+``done_reason`` and the timings. An error inside a stream is an ``{"error": "..."}`` line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from metis.testing.emulator.formats.base import Call, Format, Route
+from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
+from metis.testing.emulator.rules import (
+    Check,
+    Refused,
+    Rule,
+    array,
+    obj,
+    one_of,
+    string,
+    text,
+    typed,
+)
+from metis.testing.emulator.wire import (
+    Frame,
+    HttpRequest,
+    Ids,
+    JsonReply,
+    StreamReply,
+    dumps,
+    ndjson,
+    object_at,
+    rfc3339_nanos,
+    split_text,
+)
+
+VERSION = "0.12.6"
+NO_TOOLS = ("gemma", "llava", "phi3")
+NO_THINKING = ("gemma", "llama", "llava", "phi3", "mistral")
+MODELS = [
+    ("llama3.2:latest", "llama", "3.2B", "Q4_K_M", 2019393189),
+    ("qwen3:latest", "qwen3", "8.2B", "Q4_K_M", 5225388164),
+    ("gpt-oss:20b", "gptoss", "20.9B", "MXFP4", 13780173734),
+    ("gemma3:1b", "gemma3", "999.89M", "Q4_K_M", 815319791),
+]
+JSON = {"content-type": "application/json; charset=utf-8"}
+FAULTS: dict[str, tuple[Any, ...]] = {
+    "rate_limit": (429, "too many requests, please try again later"),
+    "overloaded": (503, "server busy, please try again.  maximum pending requests exceeded"),
+    "server_error": (500, "llama runner process has terminated: exit status 2"),
+    "auth": (401, "unauthorized"),
+    "context_overflow": (400, "the input length exceeds the context length"),
+}
+
+
+def _family(body: dict[str, Any]) -> str:
+    return str(body.get("model", "")).split("/")[-1].lower()
+
+
+def _check_capabilities(body: dict[str, Any], call: Any) -> None:
+    """Models of families that cannot use tools or think refuse them, as Ollama does."""
+    model, family = body["model"], _family(body)
+    if body.get("tools") and family.startswith(NO_TOOLS):
+        raise Refused(f"registry.ollama.ai/library/{model} does not support tools")
+    if _thinks(body) and family.startswith(NO_THINKING):
+        raise Refused(f'"{model}" does not support thinking')
+
+
+def _thinks(body: dict[str, Any]) -> bool:
+    return body.get("think") is True or body.get("think") in ("low", "medium", "high")
+
+
+RULES: list[Rule | Check] = [
+    Rule("model", text, "model is required", required=True),
+    _check_capabilities,
+    Rule(
+        "tools.*",
+        lambda t: (
+            isinstance(t.get("function"), dict) and isinstance(t["function"].get("name"), str)
+        ),
+        "invalid tool definition: function.name is required",
+    ),
+    Rule(
+        "messages",
+        array,
+        "json: cannot unmarshal into Go struct field ChatRequest.messages of type []api.Message",
+    ),
+    Rule(
+        "messages.*",
+        obj,
+        "json: cannot unmarshal into Go struct field ChatRequest.messages of type api.Message",
+    ),
+    Rule(
+        "messages.*.role",
+        one_of("system", "user", "assistant", "tool"),
+        "invalid role: '{value}'",
+        required=True,
+    ),
+    Rule(
+        "messages.*.content",
+        string,
+        "json: cannot unmarshal array into Go struct field Message.messages.content of type string",
+    ),
+    Rule(
+        "messages.*.tool_calls.*",
+        typed("function", obj),
+        "messages[{0}].tool_calls[{1}]: function is required",
+    ),
+    Rule(
+        "messages.*.tool_calls.*.function.arguments",
+        obj,
+        "json: cannot unmarshal string into Go struct field "
+        "ToolCallFunction.messages.tool_calls.function.arguments of type "
+        "api.ToolCallFunctionArguments",
+    ),
+]
+
+
+class Ollama(Format):
+    name = "ollama"
+    routes: ClassVar[Sequence[Route]] = (
+        ("POST", "/api/chat", "chat"),
+        ("GET", "/api/tags", "tags"),
+        ("GET", "/api/version", "version"),
+        ("POST", "/api/show", "show"),
+        ("GET", "/", "root"),
+        ("HEAD", "/", "root"),
+    )
+    rules = RULES
+    window = None
+
+    def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
+        return None  # a local Ollama has no auth
+
+    def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
+        return JsonReply(refused.status, {"error": refused.message}, dict(JSON))
+
+    def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
+        status, message = FAULTS[kind]
+        reply = JsonReply(status, {"error": message}, dict(JSON))
+        if kind == "rate_limit":
+            reply.headers["retry-after"] = f"{retry_after:g}"
+        return reply
+
+    def overflow(self, tokens: int, limit: int) -> Refused:
+        return Refused(FAULTS["context_overflow"][1])
+
+    def unknown_model(self, model: str) -> Refused:
+        return Refused(f'model "{model}" not found, try pulling it first', status=404)
+
+    def stream_error(self, kind: str, call: Call) -> list[Frame]:
+        message = (
+            FAULTS[kind][1]
+            if kind in ("rate_limit", "overloaded")
+            else "an error was encountered while running the model: unexpected EOF"
+        )
+        return [ndjson({"error": message})]
+
+    def headers(self, request: HttpRequest) -> dict[str, str]:
+        return dict(JSON)
+
+    def stream_headers(self, call: Call) -> dict[str, str]:
+        return {"content-type": "application/x-ndjson"}
+
+    def parse(self, call: Call) -> None:
+        if call.endpoint == "chat":
+            super().parse(call)
+            call.stream = call.body.get("stream", True) is not False
+
+    def serves(self, env: Any, model: str) -> bool:
+        """What ``/api/tags`` lists (a name without a tag is ``:latest``), else as told."""
+        tagged = model if ":" in model else model + ":latest"
+        return (
+            env.served.policy == "any"
+            or model in env.served.names
+            or tagged in {m[0] for m in MODELS}
+        )
+
+    def serve(self, call: Call) -> Any:
+        if call.endpoint == "root":
+            return JsonReply(
+                200, raw=b"Ollama is running", headers={"content-type": "text/plain; charset=utf-8"}
+            )
+        if call.endpoint == "version":
+            return JsonReply(200, {"version": VERSION}, dict(JSON))
+        if call.endpoint == "tags":
+            return JsonReply(200, {"models": [_tag(*m) for m in MODELS]}, dict(JSON))
+        if call.endpoint == "show":
+            return _show(call.body)
+        if not self.serves(call.env, call.model):
+            raise self.unknown_model(call.model)
+        if any(m["role"] != "system" for m in call.body.get("messages") or []):
+            return None
+        message = {"role": "assistant", "content": ""}
+        done = {"model": call.model, "created_at": rfc3339_nanos(), "message": message}
+        return _one(call, {**done, "done_reason": "load", "done": True})
+
+    def read(self, call: Call) -> Prompt:
+        body = call.body
+        think = _thinks(body)
+        call.options["think"] = think
+        tools = [
+            ToolSpec(
+                f["name"],
+                str(f.get("description") or ""),
+                f.get("parameters") if isinstance(f.get("parameters"), dict) else {},
+            )
+            for f in (t["function"] for t in body.get("tools") or [])
+        ]
+        turns, system = _turns(body["messages"])
+        fmt = body.get("format")
+        limit = object_at(body, "options").get("num_predict")
+        return Prompt(
+            model=call.model,
+            turns=turns,
+            system=system,
+            tools=tools,
+            thinking=think,
+            max_tokens=limit if isinstance(limit, int) and limit > 0 else None,
+            output_schema=fmt if isinstance(fmt, dict) else None,
+            json_mode=fmt == "json",
+            segments=[dumps(body.get("tools") or [], (", ", ": ")).decode()]
+            + [dumps(m, (", ", ": ")).decode() for m in body["messages"]],
+            provider=self.name,
+            items=body["messages"],
+        )
+
+    def cached(self, call: Call, prompt: Prompt, reply: Reply) -> None:
+        """A local server reports no cache reads."""
+
+    def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> Any:
+        calls = [
+            {
+                "id": call.call_id(ids, "call_", 8, "lower"),
+                "function": {"index": i, "name": c.name, "arguments": c.args},
+            }
+            for i, c in enumerate(reply.calls)
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if call.options["think"] and reply.thinking:
+            message["thinking"] = reply.thinking
+        if calls:
+            message["tool_calls"] = calls
+        return {
+            "model": call.model,
+            "created_at": rfc3339_nanos(),
+            "message": message,
+            "done": True,
+            **_timings(reply),
+        }
+
+    def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
+        def line(message: dict[str, Any], done: bool = False, **extra: Any) -> Frame:
+            shown = {"role": "assistant", **message}
+            return ndjson(
+                {
+                    "model": call.model,
+                    "created_at": rfc3339_nanos(),
+                    "message": shown,
+                    "done": done,
+                    **extra,
+                }
+            )
+
+        lines = (
+            [line({"content": "", "thinking": p}) for p in split_text(reply.thinking)]
+            if call.options["think"]
+            else []
+        )
+        lines += [line({"content": p}) for p in split_text(reply.text)]
+        calls = rendered["message"].get("tool_calls")
+        lines += [line({"content": "", "tool_calls": calls})] if calls else []
+        return [*lines, line({"content": ""}, True, **_timings(reply))]
+
+
+def _one(call: Call, body: dict[str, Any]) -> Any:
+    if call.stream:
+        return StreamReply(
+            [ndjson(body)], {"content-type": "application/x-ndjson"}, lambda kind: []
+        )
+    return JsonReply(200, body, dict(JSON))
+
+
+def _turns(messages: list[dict[str, Any]]) -> tuple[list[Turn], str]:
+    turns: list[Turn] = []
+    system: list[str] = []
+    for message in messages:
+        role, content = message["role"], message.get("content", "") or ""
+        if role == "system":
+            system.append(content)
+        elif role == "tool":
+            result = ResultIn(
+                str(message.get("tool_call_id") or ""),
+                content,
+                message.get("tool_name") or message.get("name"),
+            )
+            if turns and turns[-1].role == "user" and turns[-1].results:
+                turns[-1].results.append(result)
+            else:
+                turns.append(Turn(role="user", results=[result]))
+        else:
+            turn = Turn(role=role, text=content)
+            for j, tool_call in enumerate(message.get("tool_calls") or []):
+                function = tool_call["function"]
+                turn.calls.append(
+                    CallIn(
+                        str(tool_call.get("id") or j),
+                        str(function.get("name")),
+                        function.get("arguments", {}),
+                    )
+                )
+            turns.append(turn)
+    return turns, "\n".join(system)
+
+
+def _show(body: dict[str, Any]) -> JsonReply:
+    model = body.get("model", body.get("name"))
+    if not isinstance(model, str) or not model:
+        raise Refused("model is required")
+    name = model if ":" in model else model + ":latest"
+    _, family, size, quant, _ = {m[0]: m for m in MODELS}.get(
+        name, (name, name.split(":")[0], "7B", "Q4_K_M", 0)
+    )
+    base = name.split("/")[-1].lower()
+    capabilities = [
+        "completion",
+        *(["tools"] if not base.startswith(NO_TOOLS) else []),
+        *(["thinking"] if not base.startswith(NO_THINKING) else []),
+    ]
+    shown = {
+        "license": "",
+        "modelfile": f"FROM {name}\n",
+        "parameters": "temperature 0.6\ntop_p 0.95",
+        "template": "{{ .Prompt }}",
+        "details": _details(family, size, quant),
+        "model_info": {
+            "general.architecture": family,
+            "general.parameter_count": 8_000_000_000,
+            f"{family}.context_length": 40960,
+        },
+        "capabilities": capabilities,
+        "modified_at": "2025-08-20T13:40:00.000000000Z",
+    }
+    return JsonReply(200, shown, dict(JSON))
+
+
+def _details(family: str, size: str, quant: str) -> dict[str, Any]:
+    return {
+        "parent_model": "",
+        "format": "gguf",
+        "family": family,
+        "families": [family],
+        "parameter_size": size,
+        "quantization_level": quant,
+    }
+
+
+def _timings(reply: Reply) -> dict[str, Any]:
+    usage = reply.usage
+    return {
+        "done_reason": "length" if reply.stop == "max_tokens" else "stop",
+        "total_duration": 1_000_000 + 5_000_000 * usage.output_tokens,
+        "load_duration": 1_000_000,
+        "prompt_eval_count": usage.input_tokens,
+        "prompt_eval_duration": 100_000 * usage.input_tokens,
+        "eval_count": usage.output_tokens,
+        "eval_duration": 5_000_000 * usage.output_tokens,
+    }
+
+
+def _tag(name: str, family: str, size: str, quant: str, nbytes: int) -> dict[str, Any]:
+    digest = Ids(name.encode()).token(64, "hex")
+    modified = "2025-08-20T13:40:00.000000000Z"
+    return {
+        "name": name,
+        "model": name,
+        "modified_at": modified,
+        "size": nbytes,
+        "digest": digest,
+        "details": _details(family, size, quant),
+    }

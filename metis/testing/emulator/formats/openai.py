@@ -1,0 +1,267 @@
+"""What OpenAI's APIs share, for Chat Completions, Responses, Azure and the OpenAI-compatible
+services: Bearer keys, the error body (``message``, ``type``, ``param``, ``code``), the status
+faults, the model list (``GET /v1/models``), and the rules both APIs apply to sampling and
+strict JSON schemas.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from metis.testing.emulator.formats.base import Call, Format
+from metis.testing.emulator.rules import (
+    Refused,
+    Rule,
+    Test,
+    anything,
+    at_most,
+    not_below,
+    number,
+    one_of,
+    placeholders,
+)
+from metis.testing.emulator.wire import HttpRequest, JsonReply, object_at, request_ids
+
+REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
+NO_KEY = (
+    "You didn't provide an API key. You need to provide your API key in an Authorization header "
+    "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with "
+    "blank username) if you're accessing the API from your browser and are prompted for a "
+    "username. You can obtain an API key from https://platform.openai.com/account/api-keys."
+)
+SERVER_ERROR = "The server had an error while processing your request. Sorry about that!"
+OVERLOADED = "The server is overloaded or not ready yet."
+
+
+def missing(where: str, test: Test = anything, **options: Any) -> Rule:
+    """OpenAI's "Missing required parameter" for the field at ``where`` (or one failing
+    ``test``)."""
+    param = placeholders(where, brackets=True)
+    message = f"Missing required parameter: '{param}'."
+    code = "missing_required_parameter"
+    return Rule(where, test, message, param, code, required=True, **options)
+
+
+def expected(where: str, test: Test, what: str, **options: Any) -> Rule:
+    """OpenAI's "Invalid type": the value at ``where`` must be ``what`` (passing ``test``)."""
+    param = placeholders(where, brackets=True)
+    return Rule(
+        where,
+        test,
+        f"Invalid type for '{param}': expected {what}.",
+        param,
+        "invalid_type",
+        **options,
+    )
+
+
+def listing(allowed: Sequence[str]) -> str:
+    """Names as OpenAI lists them: ``'a' and 'b'``, ``'a', 'b', and 'c'``."""
+    listed = [f"'{a}'" for a in allowed]
+    return (
+        " and ".join(listed) if len(listed) < 3 else ", ".join(listed[:-1]) + f", and {listed[-1]}"
+    )
+
+
+def supported(where: str, allowed: Sequence[str], **options: Any) -> Rule:
+    """OpenAI's "Invalid value": the value at ``where`` must be one of ``allowed``."""
+    listed = [f"'{a}'" for a in allowed]
+    listing = (
+        " and ".join(listed) if len(listed) < 3 else ", ".join(listed[:-1]) + f", and {listed[-1]}"
+    )
+    message = f"Invalid value: '{{value}}'. Supported values are: {listing}."
+    param = placeholders(where, brackets=True)
+    return Rule(where, one_of(*allowed), message, param, "invalid_value", **options)
+
+
+TEMPERATURE = [
+    expected("temperature", number, "a decimal, but got {type} instead"),
+    Rule(
+        "temperature",
+        at_most(2),
+        "Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got "
+        "{value} instead.",
+        "temperature",
+        "decimal_above_max_value",
+    ),
+    Rule(
+        "temperature",
+        not_below(0),
+        "Invalid 'temperature': decimal below minimum value. Expected a value >= 0, but got "
+        "{value} instead.",
+        "temperature",
+        "decimal_below_min_value",
+    ),
+]
+
+
+def strict_schema_problem(schema: Any, path: str = "()") -> str | None:
+    """What OpenAI's strict mode refuses in a schema (None: nothing): every object closed with
+    ``additionalProperties: false`` and every property required, at every level."""
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    if kind == "object" or (isinstance(kind, list) and "object" in kind):
+        if schema.get("additionalProperties") is not False:
+            return (
+                f"In context={path}, 'additionalProperties' is required to be supplied and to be "
+                f"false."
+            )
+        props = schema.get("properties") or {}
+        missing = [p for p in props if p not in (schema.get("required") or [])]
+        if missing:
+            return (
+                f"In context={path}, 'required' is required to be supplied and to be an array "
+                f"including every key in properties. Missing '{missing[0]}'."
+            )
+        subs = [(sub, f"('properties', '{name}')") for name, sub in props.items()]
+    else:
+        subs = []
+    for key in ("items", "anyOf", "allOf"):
+        value = schema.get(key)
+        subs += [(item, f"('{key}',)") for item in (value if isinstance(value, list) else [value])]
+    defs = schema.get("$defs") or schema.get("definitions") or {}
+    subs += [(sub, f"('$defs', '{name}')") for name, sub in defs.items()]
+    return next((p for sub, at in subs if (p := strict_schema_problem(sub, at))), None)
+
+
+def json_schema_format(spec: Any, where: str, schema_param: str) -> dict[str, Any]:
+    """The schema of a ``json_schema`` output format (Chat's ``response_format.json_schema``,
+    Responses' ``text.format``), refused when unnamed or not strict-valid."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+        raise Refused(
+            f"Missing required parameter: '{where}.name'.",
+            f"{where}.name",
+            "missing_required_parameter",
+        )
+    schema = object_at(spec, "schema")
+    problem = strict_schema_problem(schema) if spec.get("strict") is True else None
+    if problem:
+        message = f"Invalid schema for response_format '{spec['name']}': {problem}"
+        raise Refused(message, schema_param, "invalid_json_schema")
+    return schema
+
+
+class OpenAI(Format):
+    """The OpenAI base. Subclasses set the routes, rules, and how they read and render."""
+
+    catalog: ClassVar[tuple[str, ...]] = ("openai",)
+    window: ClassVar[int | None] = 128_000
+    overflow_param: ClassVar[str] = "messages"
+    overflow_message = (
+        "This model's maximum context length is {limit} tokens. However, your messages resulted "
+        "in {tokens} tokens. Please reduce the length of the messages."
+    )
+
+    def error(
+        self,
+        status: int,
+        message: str,
+        request: HttpRequest,
+        kind: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+    ) -> JsonReply:
+        body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
+        return JsonReply(status, body, self.headers(request))
+
+    def headers(self, request: HttpRequest) -> dict[str, str]:
+        return {
+            "x-request-id": "req_" + request_ids(request).token(32, "hex"),
+            "openai-organization": "emulator-org",
+            "openai-processing-ms": "1",
+            "openai-version": "2020-10-01",
+            "access-control-expose-headers": "X-Request-ID",
+        }
+
+    def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
+        key = request.bearer()
+        if not key:
+            return self.error(401, NO_KEY, request)
+        return self.invalid_key(request, key) if keys is not None and key not in keys else None
+
+    def invalid_key(self, request: HttpRequest, key: str = "sk-emulator") -> JsonReply:
+        shown = key[:3] + "*" * 4 + key[-4:] if len(key) > 8 else key[:1] + "***"
+        message = (
+            f"Incorrect API key provided: {shown}. You can find your API key at "
+            f"https://platform.openai.com/account/api-keys."
+        )
+        return self.error(401, message, request, code="invalid_api_key")
+
+    def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
+        return self.error(
+            refused.status, refused.message, request, param=refused.param, code=refused.code
+        )
+
+    def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
+        if kind == "rate_limit":
+            model = re.search(rb'"model"\s*:\s*"([^"]{1,100})"', request.body)
+            name = model.group(1).decode(errors="replace") if model else "gpt-4o"
+            wait = f"{retry_after:g}s"
+            message = (
+                f"Rate limit reached for {name} in organization org-emulator on requests per min "
+                f"(RPM): Limit 500, Used 500, Requested 1. Please try again in {wait}. Visit "
+                "https://platform.openai.com/account/rate-limits to learn more."
+            )
+            reply = self.error(429, message, request, "requests", code="rate_limit_exceeded")
+            reply.headers.update(
+                {
+                    "retry-after": f"{retry_after:g}",
+                    "x-ratelimit-limit-requests": "500",
+                    "x-ratelimit-remaining-requests": "0",
+                    "x-ratelimit-reset-requests": wait,
+                }
+            )
+            return reply
+        if kind == "overloaded":
+            return self.error(503, OVERLOADED, request, "server_error")
+        if kind == "server_error":
+            return self.error(500, SERVER_ERROR, request, "server_error")
+        if kind == "auth":
+            return self.invalid_key(request)
+        return self.refusal(self.overflow(131072, 128000), request)
+
+    def overflow(self, tokens: int, limit: int) -> Refused:
+        message = self.overflow_message.format(limit=limit, tokens=tokens)
+        return Refused(message, self.overflow_param, "context_length_exceeded")
+
+    def unknown_model(self, model: str) -> Refused:
+        message = f"The model `{model}` does not exist or you do not have access to it."
+        return Refused(message, None, "model_not_found", 404)
+
+    def listed(self, call: Call) -> tuple[str, ...]:
+        """The catalog providers whose models ``GET .../models`` lists."""
+        return self.catalog
+
+    def serve(self, call: Call) -> JsonReply | None:
+        """``GET .../models`` and ``GET .../models/{id}``."""
+        if not call.endpoint.startswith("model"):
+            return None
+        if call.endpoint == "model":
+            wanted = call.match["model"]
+            if not call.env.served.known(self.catalog, wanted):
+                raise self.unknown_model(wanted)
+            return JsonReply(200, _model(wanted, 1_700_000_000), self.headers(call.request))
+        data = [_model(m.id, m.created) for m in call.env.served.listing(self.listed(call))]
+        return JsonReply(200, {"object": "list", "data": data}, self.headers(call.request))
+
+    def stream_error_body(self, kind: str) -> dict[str, Any]:
+        if kind == "rate_limit":
+            message, kind_, code = (
+                "Rate limit reached. Please try again later.",
+                "requests",
+                "rate_limit_exceeded",
+            )
+        else:
+            message, kind_, code = (
+                (OVERLOADED if kind == "overloaded" else SERVER_ERROR),
+                "server_error",
+                None,
+            )
+        return {"message": message, "type": kind_, "param": None, "code": code}
+
+
+def _model(name: str, created: int) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": created, "owned_by": "system"}

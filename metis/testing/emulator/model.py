@@ -1,0 +1,138 @@
+"""What a model sees and says, whatever the wire format: every format reads its request into a
+:class:`Prompt` and renders its answer from a :class:`Reply`. A model is any callable from
+a Prompt to a Reply (:data:`Model`): the scripted model (:mod:`.responder`), a script, or a
+function a test writes (:mod:`.script`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from metis.testing.emulator.wire import count_tokens
+
+StopKind = Literal["end_turn", "tool_use", "max_tokens"]
+# Claude Code wraps its own context in these; they are not the user's words.
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+
+
+@dataclass(slots=True)
+class ToolSpec:
+    name: str
+    description: str = ""
+    schema: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CallIn:
+    id: str
+    name: str
+    args: Any = None
+
+
+@dataclass(slots=True)
+class ResultIn:
+    call_id: str
+    content: str
+    name: str | None = None
+    is_error: bool = False
+
+
+@dataclass(slots=True)
+class Turn:
+    role: Literal["user", "assistant"]
+    text: str = ""
+    calls: list[CallIn] = field(default_factory=list)
+    results: list[ResultIn] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Prompt:
+    """A request, provider-neutral. ``segments`` are the request's parts in prompt order
+    (tools and system first, then one per message) for token counting and prefix caching;
+    ``breakpoints`` the segment indexes that carry an explicit cache marker (Anthropic).
+    ``provider`` names the format that read it; ``items`` are the conversation in its wire
+    form, as the provider rebuilt it (Responses: the stored items it continues, then its
+    input)."""
+
+    model: str
+    turns: list[Turn]
+    system: str = ""
+    tools: list[ToolSpec] = field(default_factory=list)
+    tool_choice: str = "auto"  # auto | none | required | tool:<name>
+    parallel: bool = True
+    thinking: bool = False
+    max_tokens: int | None = None
+    output_schema: dict[str, Any] | None = None
+    json_mode: bool = False
+    segments: list[str] = field(default_factory=list)
+    breakpoints: list[int] | None = None
+    provider: str = ""
+    items: list[Any] = field(default_factory=list)
+
+    @property
+    def user_text(self) -> str:
+        """The last thing the user wrote, without ``<system-reminder>`` blocks."""
+        for turn in reversed(self.turns):
+            text = _REMINDER.sub("", turn.text).strip() if turn.role == "user" else ""
+            if text:
+                return text
+        return ""
+
+
+@dataclass(slots=True)
+class CallOut:
+    name: str
+    args: dict[str, Any]
+
+    @property
+    def arguments(self) -> str:
+        return json.dumps(self.args, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(slots=True)
+class Usage:
+    input_tokens: int = 0  # all input, cached or not
+    cache_read: int = 0
+    cache_write: int = 0
+    output_tokens: int = 0  # all output, thinking included
+    thinking_tokens: int = 0
+
+    @property
+    def uncached_input(self) -> int:
+        return max(0, self.input_tokens - self.cache_read - self.cache_write)
+
+
+@dataclass(slots=True)
+class Reply:
+    thinking: str = ""
+    text: str = ""
+    calls: list[CallOut] = field(default_factory=list)
+    stop: StopKind = "end_turn"
+    usage: Usage = field(default_factory=Usage)
+
+
+Model = Callable[[Prompt], Reply]
+
+
+def measured(prompt: Prompt, reply: Reply) -> Reply:
+    """``reply`` with its usage counted (a quarter of the characters), cut at the prompt's
+    ``max_tokens`` (its calls dropped, its stop ``max_tokens``) when it does not fit."""
+    usage = reply.usage
+    usage.input_tokens = sum(count_tokens(s) for s in prompt.segments) or 1
+    usage.thinking_tokens = count_tokens(reply.thinking)
+    visible = count_tokens(reply.text) + sum(count_tokens(c.arguments) + 5 for c in reply.calls)
+    limit = prompt.max_tokens
+    if limit is not None and usage.thinking_tokens + visible > limit:
+        room = max(0, limit - usage.thinking_tokens)
+        reply.calls = []
+        reply.text = reply.text[: room * 4].rstrip()
+        reply.stop = "max_tokens"
+        visible = min(room, count_tokens(reply.text))
+    elif reply.calls and reply.stop == "end_turn":
+        reply.stop = "tool_use"
+    usage.output_tokens = max(1, usage.thinking_tokens + visible)
+    return reply

@@ -1,0 +1,329 @@
+"""One request and its answer on the adapter's HTTP session: the only IO of a call.
+
+:func:`open_exchange` sends a wire request and returns an :class:`Exchange` once the answer's
+head is in: its status, its content type, and ``read()``, which gives the body's chunks one
+by one (None at the end). An answer that is not a success is read whole (up to a limit) and
+raised as :class:`~metis.pipeline.wire.HTTPFailure`, for the provider's codec to classify.
+The transport stage, the provider's send loop, ``count_tokens`` and a provider's lifespan all
+send through here, so every request gets the same protections:
+
+- every wait ends on one clock (anyio's): the head by the call's deadline (streamed: within
+  ``first_event_timeout`` too), the first body bytes within ``first_event_timeout`` of sending
+  (streamed) or ``idle_timeout`` of the head (not streamed), each later read within
+  ``idle_timeout``, nothing past the deadline; ``cancel()`` interrupts any of them;
+- on a real socket each read is bounded at the socket (``socket_reads``); elsewhere (a mock
+  transport) each read waits in a cancel scope;
+- redirects are followed only as ``redirects`` allows: never to another origin with a secret;
+- the body is the request's bytes, serialized once (``WireRequest.content``): what a signing
+  step signed is what is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import anyio
+import httpx
+
+from metis.errors import CancelledError, NetworkError
+from metis.pipeline.call import Call
+from metis.pipeline.request import HTTPFailure, WireRequest
+from metis.transport.clients import http_errors, is_read_timeout, is_timeout, request_timeout
+from metis.transport.redirects import redirect_target
+from metis.transport.slots import slots_of
+from metis.transport.socket_reads import bound_socket_reads, socket_abort
+
+CONNECT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How long each wait of an exchange may last, and how much of an error body is read."""
+
+    connect_timeout: float = CONNECT_TIMEOUT
+    first_event_timeout: float = 120.0
+    idle_timeout: float = 120.0
+    max_error_body_bytes: int = 1 << 20
+    timeout_seconds: float = 600.0
+    """The adapter's ``timeout_seconds``: the backstop given to the HTTP client."""
+
+
+@dataclass(slots=True)
+class ReadClock:
+    """When each wait of one exchange must end, on anyio's clock."""
+
+    deadline: float
+    """The whole call's end (``Call.deadline``)."""
+    idle: float
+    first_by: float
+    """When the first body bytes are due."""
+    streamed: bool
+    head_arrived: bool = False
+    received: bool = False
+
+    def head_by(self) -> float:
+        return self.first_by if self.streamed else self.deadline
+
+    def on_head(self) -> None:
+        self.head_arrived = True
+        if not self.streamed:
+            self.first_by = min(self.deadline, anyio.current_time() + self.idle)
+
+    def read_by(self) -> float:
+        if self.received:
+            return min(self.deadline, anyio.current_time() + self.idle)
+        return self.first_by
+
+    def seconds_for_read(self) -> float:
+        return max(0.0, self.read_by() - anyio.current_time())
+
+
+@dataclass(slots=True, eq=False)
+class Exchange:
+    """An answer whose head has arrived: read its body with ``read()``, then ``aclose()``."""
+
+    status: int
+    content_type: str | None
+    headers: httpx.Headers
+    read: Callable[[], Awaitable[bytes | None]]
+    clock: ReadClock
+    call: Call
+    limits: Limits
+    response: httpx.Response
+    chunks: AsyncIterator[bytes]
+    slots: anyio.Semaphore | None = None
+    """The client's connection slots, one of which this exchange holds until it is closed."""
+    undo: list[Callable[[], None]] = field(default_factory=list)
+
+    def translate(self, error: Exception) -> Exception:
+        """An HTTP client's failure while reading, as the NetworkError (or CancelledError)
+        it stands for; anything else as it is."""
+        if not isinstance(error, http_errors()):
+            return error
+        translated = failure(error, self.call, self.clock, self.limits)
+        translated.__cause__ = error
+        return translated
+
+    async def body(self) -> bytes:
+        """The rest of the body, whole (for an answer read at once)."""
+        parts = []
+        while (chunk := await self.read()) is not None:
+            self.clock.received = True
+            if self.call.cancel.cancelled:
+                raise CancelledError("the call was cancelled")
+            parts.append(chunk)
+        return b"".join(parts)
+
+    async def aclose(self) -> None:
+        for step in self.undo:
+            step()
+        self.undo.clear()
+        try:
+            with anyio.CancelScope(shield=True):
+                await self.chunks.aclose()  # type: ignore[attr-defined]
+                await self.response.aclose()
+        finally:
+            slots, self.slots = self.slots, None
+            if slots is not None:
+                slots.release()
+
+
+def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body's chunks as they arrive. A body without a content encoding is read from the
+    response's byte stream itself: ``aiter_bytes`` would add two generator frames, a decoder
+    and a chunker per chunk only to hand the same bytes on."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    stream = response.stream
+    if encoding in ("", "identity") and isinstance(stream, httpx.AsyncByteStream):
+        return stream.__aiter__()
+    return response.aiter_bytes().__aiter__()
+
+
+async def open_exchange(
+    http: httpx.AsyncClient, request: WireRequest, call: Call, limits: Limits
+) -> Exchange:
+    """Send ``request``; the exchange once its head is in, or the failure, classified (an
+    unsuccessful answer as HTTPFailure, with its body)."""
+    first_by = min(call.deadline, anyio.current_time() + limits.first_event_timeout)
+    clock = ReadClock(call.deadline, limits.idle_timeout, first_by, request.stream)
+    content = request.content if request.content is not None else request.serialized().content
+    built = _build(http, call, limits, request.method, request.url, request.headers, content)
+    slots = slots_of(http)
+    if slots is not None:  # the client metis made: a connection slot first
+        await _take_slot(slots, call, clock, limits)
+    try:
+        response = await _send(http, built, call, clock, limits)
+    except BaseException:
+        if slots is not None:
+            slots.release()
+        raise
+    chunks = _body_chunks(response)
+    exchange = Exchange(
+        status=response.status_code,
+        content_type=response.headers.get("content-type"),
+        headers=response.headers,
+        read=partial(anext, chunks, None),
+        clock=clock,
+        call=call,
+        limits=limits,
+        response=response,
+        chunks=chunks,
+        slots=slots,
+    )
+    try:
+        exchange.read = _reader(exchange)
+        if response.status_code >= 300:
+            raise HTTPFailure(
+                response.status_code, dict(response.headers), await _error_body(exchange)
+            )
+    except BaseException as exc:
+        await exchange.aclose()
+        if isinstance(exc, http_errors()):
+            raise exchange.translate(exc) from exc
+        raise
+    return exchange
+
+
+async def _error_body(exchange: Exchange) -> bytes:
+    limit = exchange.limits.max_error_body_bytes
+    body = bytearray()
+    while (chunk := await exchange.read()) is not None:
+        exchange.clock.received = True
+        if exchange.call.cancel.cancelled:
+            raise CancelledError("the call was cancelled")
+        body += chunk
+        if len(body) >= limit:
+            break
+    return bytes(body[:limit])
+
+
+async def _take_slot(slots: anyio.Semaphore, call: Call, clock: ReadClock, limits: Limits) -> None:
+    """One of the client's connection slots (metis/transport/slots.py), waited for like the
+    response's head: within the call's deadline and cancel."""
+    try:  # a free slot is taken at once: awaiting would queue the call behind every task
+        slots.acquire_nowait()
+        return
+    except anyio.WouldBlock:
+        pass
+    acquired = False
+    try:
+        with call.cancel.guard(clock.head_by()) as scope:
+            await slots.acquire()
+            acquired = True
+    except BaseException:
+        if acquired:  # taken, then cancelled in the same moment
+            slots.release()
+        raise
+    if scope.cancelled_caught:
+        raise expired(call, clock, limits)
+
+
+def _build(
+    http: httpx.AsyncClient,
+    call: Call,
+    limits: Limits,
+    method: str,
+    url: str | httpx.URL,
+    headers: Any,
+    content: bytes | None,
+) -> httpx.Request:
+    # Every wait is bounded by the read clock (a cancel scope or the socket read's own
+    # timeout); httpx's timeouts are only a backstop at the call's length.
+    left = min(limits.timeout_seconds, call.deadline - anyio.current_time())
+    left = max(0.001, left)
+    timeout = request_timeout(left, connect=min(left, limits.connect_timeout))
+    return http.build_request(method, url, headers=headers, content=content, timeout=timeout)
+
+
+async def _send(
+    http: httpx.AsyncClient, request: httpx.Request, call: Call, clock: ReadClock, limits: Limits
+) -> httpx.Response:
+    """Send, and follow the redirects ``redirects`` allows; the response's head, in time."""
+    hops = 0
+    while True:
+        response: httpx.Response | None = None
+        try:
+            # Trio can hand send() its response and register the cancel in the same turn:
+            # the guard then raises with the response in hand, which is closed here.
+            with call.cancel.guard(clock.head_by()):
+                response = await http.send(request, stream=True, follow_redirects=False)
+        except http_errors() as exc:
+            raise failure(exc, call, clock, limits, when="before a response arrived") from exc
+        except BaseException:
+            if response is not None:
+                with anyio.CancelScope(shield=True):
+                    await response.aclose()
+            raise
+        if response is None:  # the guard abandoned the wait: its time ran out
+            raise expired(call, clock, limits)
+        if not response.has_redirect_location:
+            clock.on_head()
+            return response
+        with anyio.CancelScope(shield=True):
+            await response.aclose()
+        hops += 1
+        target = redirect_target(request, response, http, call, hops)
+        request = _build(
+            http, call, limits, request.method, target, request.headers, request.content
+        )
+
+
+def _reader(exchange: Exchange) -> Callable[[], Awaitable[bytes | None]]:
+    """How the body is read, chunk by chunk (None at the end), within the clock's time."""
+    response, chunks, call, clock = (
+        exchange.response,
+        exchange.chunks,
+        exchange.call,
+        exchange.clock,
+    )
+    restore = bound_socket_reads(response, clock.seconds_for_read)
+    abort = socket_abort(response) if restore is not None else None
+    if restore is not None and abort is not None:
+        exchange.undo.append(restore)
+        exchange.undo.append(lambda: call.cancel.off(abort))
+        call.cancel.on_cancel(abort)
+        return partial(anext, chunks, None)  # no frame of ours per chunk
+    if restore is not None:
+        restore()
+
+    async def guarded_read() -> bytes | None:
+        with call.cancel.guard(clock.read_by()) as scope:
+            chunk = await anext(chunks, None)
+        if scope.cancelled_caught:
+            raise expired(call, clock, exchange.limits)
+        return chunk
+
+    return guarded_read
+
+
+def failure(
+    exc: Exception, call: Call, clock: ReadClock, limits: Limits, when: str = ""
+) -> CancelledError | NetworkError:
+    if call.cancel.cancelled:
+        return CancelledError("the call was cancelled")
+    if is_read_timeout(exc) and clock.head_arrived:
+        return expired(call, clock, limits)
+    kind = "timed out" if is_timeout(exc) else "failed"
+    when = when or "while reading the response"
+    return NetworkError(
+        f"connection to {call.provider} {kind} {when}: {type(exc).__name__}: {exc}",
+        provider=call.provider,
+        request_id=call.request_id,
+    )
+
+
+def expired(call: Call, clock: ReadClock, limits: Limits) -> NetworkError:
+    if anyio.current_time() >= clock.deadline:
+        what = f"the call's timeout ({limits.timeout_seconds:g} s) ran out"
+    elif clock.received:
+        what = f"the response stalled for {limits.idle_timeout:g} s"
+    elif clock.streamed:
+        what = f"nothing arrived within {limits.first_event_timeout:g} s"
+    else:
+        what = f"the response body stalled for {limits.idle_timeout:g} s"
+    return NetworkError(
+        f"{call.provider}: {what}", provider=call.provider, request_id=call.request_id
+    )

@@ -1,0 +1,296 @@
+"""A response body's JSON objects, as its framing delimits them: sans-IO, fed chunk by chunk.
+
+``BodyObjects(fmt, streamed=..., content_type=...)`` takes the body's chunks as they arrive
+(``feed(chunk) -> objects``) and its end (``close() -> objects``). The framing ``fmt`` is
+``sse`` (each event's data one JSON object; OpenAI's ``[DONE]`` ends it), ``ndjson`` (one
+object per line), ``eventstream`` (AWS's binary frames) or ``json``. A body that is not
+streamed, or whose framing is ``json``, is one JSON document, parsed once at the end.
+
+A streamed request answered with a whole JSON body (``content-type: application/json``, as
+some proxies and servers do) is read as that one document and given as a :class:`WholeBody`,
+so that the reader takes it as a complete reply. A stream mislabelled as JSON is still read
+as its framing says: SSE never opens with ``{``, and NDJSON is one document per line.
+
+Anything that is not a JSON object, and JSON beyond :mod:`metis.wire.json_limits`
+(NaN, Infinity, nesting deeper than 100 levels), raises :class:`~metis.errors.ProtocolError`.
+After ``[DONE]`` nothing is parsed: :attr:`done` is set, and the events that follow are only
+counted (:attr:`ignored`), for the caller to stop reading and say so. An object that raises
+(a provider's error frame, invalid JSON) does not take the objects before it in the same
+chunk with it: they are returned, and the error is kept in :attr:`failed` for the caller to
+raise once it has read them (:attr:`halted` says to look, one check per chunk).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic_core import from_json
+
+from metis.errors import AdapterError, ProtocolError
+from metis.wire import json_limits
+from metis.wire.framing.aws_eventstream import EventStreamDecoder, frame_object
+from metis.wire.framing.sse import MAX_LINE_LENGTH
+from metis.wire.framing.sse_data import SSEDataDecoder
+from metis.wire.json_limits import MAX_DEPTH, JSONLimitError
+
+FORMATS = ("sse", "ndjson", "json", "eventstream")
+_SNIPPET = 200
+
+
+class WholeBody(dict[str, Any]):
+    """A complete reply's JSON body, given where a stream was expected."""
+
+    __slots__ = ()
+
+
+class BodyObjects:
+    """The JSON objects of one response body, in order."""
+
+    __slots__ = (
+        "_fmt",
+        "_frames",
+        "_held",
+        "_lines",
+        "_mode",
+        "_sse",
+        "content_type",
+        "done",
+        "failed",
+        "feed",
+        "halted",
+        "ignored",
+    )
+
+    def __init__(self, fmt: str, *, streamed: bool, content_type: str | None = None) -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown framing {fmt!r}; known: {', '.join(FORMATS)}")
+        self._fmt = fmt
+        self.content_type = content_type
+        self._mode = "first" if streamed and fmt != "json" else "whole"
+        self._held: list[bytes] = []
+        self._sse = SSEDataDecoder() if fmt == "sse" else None
+        self._frames = EventStreamDecoder() if fmt == "eventstream" else None
+        self._lines = _LineSplitter() if fmt == "ndjson" else None
+        self.halted = False
+        """Stop feeding and look at :attr:`done` and :attr:`failed` (one check per chunk)."""
+        self.done = False
+        """``[DONE]`` was read: what follows is not parsed."""
+        self.failed: AdapterError | None = None
+        """What an object of the last chunk raised (a provider's error frame, invalid JSON):
+        the objects before it were returned, and the caller raises it once they are read."""
+        self.ignored = 0
+        """How many events came after ``[DONE]``."""
+        self.feed: Callable[[bytes], list[dict[str, Any]]] = (
+            self._first if self._mode == "first" else self._hold
+        )
+        """Takes a chunk, gives the objects it completes (often none). Once the first chunk
+        says what the body is, it is the reader of that framing itself: no dispatch per chunk."""
+
+    def _first(self, chunk: bytes) -> list[dict[str, Any]]:
+        if _whole_json(self.content_type, chunk):
+            self._mode, self.feed = "reply", self._hold
+            return self._hold(chunk)
+        self._mode = "stream"
+        if self._sse is not None:
+            self.feed = self._sse_objects
+        elif self._frames is not None:
+            self.feed = self._frame_objects
+        else:
+            self.feed = self._ndjson_objects
+        return self.feed(chunk)
+
+    def _hold(self, chunk: bytes) -> list[dict[str, Any]]:
+        self._held.append(chunk)
+        return []
+
+    def close(self) -> list[dict[str, Any]]:
+        mode = self._mode
+        if mode == "whole":
+            return [_parse(_text(b"".join(self._held), "json"), "json")]
+        if mode == "reply":
+            return _whole_reply(b"".join(self._held), self._fmt)
+        if self._sse is not None:
+            if self.done:
+                return []
+            return [_parse(data, "sse") for data in self._sse.close() if not _skip(data)]
+        if self._frames is not None:
+            self._frames.close()
+            return []
+        if self._lines is not None:
+            return [_ndjson_object(line) for line in self._lines.close()]
+        return []
+
+    def _frame_objects(self, chunk: bytes) -> list[dict[str, Any]]:
+        assert self._frames is not None
+        return self._each(self._frames.feed(chunk), frame_object)
+
+    def _ndjson_objects(self, chunk: bytes) -> list[dict[str, Any]]:
+        assert self._lines is not None
+        return self._each(self._lines.feed(chunk), _ndjson_object)
+
+    def _each(self, items: list[Any], parse: Any) -> list[dict[str, Any]]:
+        objects: list[dict[str, Any]] = []
+        for item in items:
+            try:
+                objects.append(parse(item))
+            except AdapterError as error:
+                self._fail(error)
+                break
+        return objects
+
+    def _fail(self, error: AdapterError) -> None:
+        self.failed = error
+        self.halted = True
+
+    def _sse_objects(self, chunk: bytes) -> list[dict[str, Any]]:
+        assert self._sse is not None
+        if self.done:
+            self.ignored += len(self._sse.feed(chunk))
+            return []
+        objects: list[dict[str, Any]] = []
+        events = self._sse.feed(chunk)  # undecodable bytes raise
+        for i, data in enumerate(events):
+            try:
+                if data[:1] == "{" and data.count("{") + data.count("[") <= MAX_DEPTH:
+                    try:  # the usual event, parsed here: json_limits.loads' fast path, inlined
+                        objects.append(from_json(data, allow_inf_nan=False))
+                    except ValueError:
+                        objects.append(_parse(data, "sse"))  # what jiter refuses, and why
+                elif not _skip(data):
+                    objects.append(_parse(data, "sse"))
+                elif data.strip() == "[DONE]":
+                    self.done = self.halted = True
+                    self.ignored = len(events) - i - 1
+                    break
+            except AdapterError as error:
+                self._fail(error)
+                break
+        return objects
+
+
+def _whole_reply(body: bytes, fmt: str) -> list[dict[str, Any]]:
+    """A streamed request answered with ``application/json``: one whole reply, or NDJSON."""
+    if fmt == "ndjson" and _several_lines(body):  # NDJSON labelled as plain JSON
+        lines = [line for line in body.split(b"\n") if line.strip()]
+        return [_parse(_text(line, "ndjson"), "ndjson") for line in lines]
+    return [WholeBody(_parse(_text(body, "json"), "json"))]
+
+
+def _skip(data: str) -> bool:
+    """OpenAI's ``[DONE]`` terminator, and events whose data is blank (keep-alives)."""
+    if data[:1] == "{":
+        return False
+    stripped = data.strip()
+    return not stripped or stripped == "[DONE]"
+
+
+def parse_object(text: str, fmt: str) -> dict[str, Any]:
+    """One JSON object of a ``fmt`` body, or a ProtocolError saying what is wrong with it."""
+    return _parse(text, fmt)
+
+
+def _parse(text: str, fmt: str) -> dict[str, Any]:
+    try:
+        value = json_limits.loads(text)
+    except JSONLimitError as exc:
+        raise ProtocolError(
+            f"provider sent JSON metis refuses in its {fmt} stream: {exc}"
+        ) from None
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ProtocolError(
+            f"provider sent invalid JSON in its {fmt} stream: {text[:_SNIPPET]}"
+        ) from None
+    if not isinstance(value, dict):
+        raise ProtocolError(
+            f"provider sent a JSON {type(value).__name__} where an object was expected "
+            f"in its {fmt} stream: {text[:_SNIPPET]}"
+        )
+    return value
+
+
+def _ndjson_object(line: bytes) -> dict[str, Any]:
+    """One NDJSON line's object: the usual line parsed at once with ``from_json``, anything
+    else (a BOM, leading blanks, what jiter refuses) through :func:`_parse`."""
+    try:
+        text = line.decode()
+    except UnicodeDecodeError:
+        text = _text(line, "ndjson")  # raises, classified
+    if text[:1] == "{" and text.count("{") + text.count("[") <= MAX_DEPTH:
+        try:
+            value: dict[str, Any] = from_json(text, allow_inf_nan=False)
+            return value
+        except ValueError:
+            pass
+    return _parse(text, "ndjson")
+
+
+def _text(body: bytes, fmt: str) -> str:
+    try:
+        return body.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(
+            f"provider sent invalid UTF-8 in its {fmt} stream ({exc.reason} at byte {exc.start})"
+        ) from None
+
+
+def _whole_json(content_type: str | None, first: bytes) -> bool:
+    """An ``application/json`` answer (whatever its parameters; not ``application/x-ndjson``)
+    that opens a JSON object: an event stream mislabelled as JSON is still read as a stream."""
+    if content_type is None or first.lstrip()[:1] != b"{":
+        return False
+    return content_type.partition(";")[0].strip().lower() == "application/json"
+
+
+def _several_lines(body: bytes) -> bool:
+    """Whether ``body`` is JSON documents one per line rather than one document."""
+    lines = [line for line in body.split(b"\n") if line.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        json_limits.loads(lines[0].decode("utf-8", "replace"))
+    except (ValueError, RecursionError, JSONLimitError):
+        return False  # a document spread over lines (pretty-printed), or not JSON at all
+    return True
+
+
+class _LineSplitter:
+    """Splits ndjson bytes into its non-blank lines, LF or CRLF (the CR is whitespace to the
+    JSON parser), whatever the chunk boundaries.
+
+    It splits on b"\\n" before decoding: a LF byte never occurs inside a UTF-8 multi-byte
+    character, so a boundary cannot cut a character that reaches the parser.
+    """
+
+    __slots__ = ("_held", "_partial")
+
+    def __init__(self) -> None:
+        self._partial: list[bytes] = []
+        self._held = 0
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        if b"\n" not in chunk:
+            if chunk:
+                self._partial.append(chunk)
+                self._held += len(chunk)
+                if self._held > MAX_LINE_LENGTH:
+                    raise ProtocolError(
+                        "provider sent an ndjson line longer than 16 MiB without a line end"
+                    )
+            return []
+        lines = chunk.split(b"\n")
+        tail = lines.pop()
+        if self._partial:
+            self._partial.append(lines[0])
+            lines[0] = b"".join(self._partial)
+            self._partial = []
+        if tail:
+            self._partial.append(tail)
+        self._held = len(tail)
+        return [line for line in lines if line.strip()]
+
+    def close(self) -> list[bytes]:
+        line = b"".join(self._partial)
+        self._partial = []
+        self._held = 0
+        return [line] if line.strip() else []

@@ -1,0 +1,194 @@
+"""The emulator's scripted mode (a script of replies, or a function of the prompt) and its
+in-process transport (no socket): each format still checks the request by its provider's rules
+and renders the reply as its provider would."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from metis import AdapterConfig, build_adapter
+from metis.model import CanonicalRequest, Message, ThinkingConfig, ToolDefinition, ToolResultBlock
+from metis.pipeline.stores import InMemoryToolIdStore
+from metis.testing.emulator import Emulator, Prompt, Reply, Script, thinking, tools
+
+WEATHER = ToolDefinition(
+    name="get_weather",
+    description="Current weather for a city",
+    input_schema={
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+)
+ANTHROPIC = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+
+
+def ask(model: str, *messages: Message, **fields: Any) -> CanonicalRequest:
+    history = list(messages) or [Message.user("What's the weather in Paris?")]
+    return CanonicalRequest(
+        model=model, session_id="s", messages=history, max_output_tokens=2048, **fields
+    )
+
+
+def messages_body(content: str = "hi", model: str = "claude-sonnet-4-5") -> dict[str, Any]:
+    return {"model": model, "max_tokens": 100, "messages": [{"role": "user", "content": content}]}
+
+
+@pytest.mark.anyio
+async def test_one_script_answers_every_format_in_turn_through_metis() -> None:
+    script = [tools(("get_weather", {"city": "Oslo"})), "Cold in Oslo.", "Hello from OpenAI."]
+    emulator = Emulator(model=script, models="any")
+    config = AdapterConfig(api_key="k", http_client=emulator.client())
+    store = InMemoryToolIdStore()
+    anthropic = build_adapter("anthropic", config, tool_id_store=store)
+    openai = build_adapter("openai", config, tool_id_store=store)
+    first = await anthropic.complete(ask("anthropic:claude-x", tools=[WEATHER]))
+    call = first.tool_calls[0]
+    assert (call.name, call.input) == ("get_weather", {"city": "Oslo"})
+    answer = Message.tool(ToolResultBlock(tool_use_id=call.id, content="-3C"))
+    history = [Message.user("Weather?"), Message.assistant(*first.content), answer]
+    second = await anthropic.complete(ask("anthropic:claude-x", *history, tools=[WEATHER]))
+    assert second.text == "Cold in Oslo."
+    third = await openai.complete(ask("openai:gpt-x", Message.user("hi")))
+    assert third.text == "Hello from OpenAI."
+    assert not emulator.running  # no socket was ever opened
+    assert [len(emulator.bodies(p)) for p in ("anthropic", "openai")] == [2, 1]
+    assert emulator.call_ids("anthropic") == [
+        emulator.bodies("anthropic")[1]["messages"][1]["content"][0]["id"]
+    ]
+
+
+@pytest.mark.anyio
+async def test_a_function_model_sees_the_prompt_without_system_reminders() -> None:
+    seen: list[Prompt] = []
+
+    def model(prompt: Prompt) -> str:
+        seen.append(prompt)
+        return f"{prompt.provider}: {prompt.user_text}"
+
+    emulator = Emulator(model=model)
+    said = "<system-reminder>Use the Todo Tool. Remember CLAUDE.md.</system-reminder>\nHow are you?"
+    async with httpx.AsyncClient(
+        transport=emulator.transport(), base_url="http://emulator"
+    ) as http:
+        reply = await http.post("/v1/messages", json=messages_body(said), headers=ANTHROPIC)
+    assert reply.json()["content"][0]["text"] == "anthropic: How are you?"
+    assert seen[0].turns[0].text == said
+
+
+def test_a_script_that_has_run_out_is_the_providers_400_saying_so() -> None:
+    emulator = Emulator(model=Script(["only one"]))
+    with httpx.Client(transport=emulator.transport(), base_url="http://emulator") as http:
+        assert http.post("/v1/messages", json=messages_body(), headers=ANTHROPIC).status_code == 200
+        refused = http.post("/v1/messages", json=messages_body(), headers=ANTHROPIC)
+        chat = http.post(
+            "/v1/chat/completions",
+            json={"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+            headers={"authorization": "Bearer k"},
+        )
+    assert refused.status_code == 400
+    assert refused.json()["error"] == {
+        "type": "invalid_request_error",
+        "message": "the script has no more replies",
+    }
+    assert chat.json()["error"]["message"] == "the script has no more replies"
+
+
+def test_a_scripted_request_is_still_checked_by_the_providers_rules() -> None:
+    script = Script(["never sent"])
+    emulator = Emulator(model=script)
+    with httpx.Client(transport=emulator.transport(), base_url="http://emulator") as http:
+        bad = {**messages_body(), "max_tokens": 0}
+        refused = http.post("/v1/messages", json=bad, headers=ANTHROPIC)
+    assert refused.status_code == 400 and "max_tokens" in refused.json()["error"]["message"]
+    assert script.remaining == 1
+
+
+@pytest.mark.anyio
+async def test_scripted_thinking_is_signed_by_the_emulator_and_accepted_back() -> None:
+    emulator = Emulator(
+        model=[thinking("Look it up.", tools(("get_weather", {"city": "Rome"}))), "Warm."],
+        models="any",
+    )
+    adapter = build_adapter("anthropic", AdapterConfig(api_key="k", http_client=emulator.client()))
+    request = ask(
+        "anthropic:claude-x", tools=[WEATHER], thinking=ThinkingConfig(budget_tokens=1024)
+    )
+    first = await adapter.complete(request)
+    thought = first.content[0]
+    assert thought.type == "thinking" and thought.thinking == "Look it up."  # type: ignore[union-attr]
+    answer = Message.tool(ToolResultBlock(tool_use_id=first.tool_calls[0].id, content="25C"))
+    history = [*request.messages, Message.assistant(*first.content), answer]
+    second = await adapter.complete(request.model_copy(update={"messages": history}))
+    assert second.text == "Warm."
+    sent = emulator.bodies("anthropic")[1]["messages"][1]["content"][0]
+    assert sent["signature"] == thought.signature  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_the_in_process_transport_streams_and_injects_faults() -> None:
+    emulator = Emulator(model=lambda prompt: "one two three four five six")
+    body = {**messages_body(), "stream": True}
+    async with httpx.AsyncClient(
+        transport=emulator.transport(), base_url="http://emulator"
+    ) as http:
+        async with http.stream("POST", "/v1/messages", json=body, headers=ANTHROPIC) as response:
+            chunks = [chunk async for chunk in response.aiter_bytes()]
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert len(chunks) > 5 and b"message_stop" in chunks[-1]
+        emulator.push_fault("drop=3")
+        with pytest.raises(httpx.RemoteProtocolError):
+            async with http.stream("POST", "/v1/messages", json=body, headers=ANTHROPIC) as cut:
+                [chunk async for chunk in cut.aiter_bytes()]
+        emulator.push_fault("drop")
+        with pytest.raises(httpx.RemoteProtocolError):
+            await http.post("/v1/messages", json=messages_body(), headers=ANTHROPIC)
+        limited = await http.post(
+            "/v1/messages",
+            json=messages_body(),
+            headers={**ANTHROPIC, "x-emulator-fault": "rate_limit=2"},
+        )
+    assert limited.status_code == 429 and limited.headers["retry-after"] == "2"
+    assert emulator.stats.faults == {"drop": 2, "rate_limit": 1}
+
+
+def test_tools_offered_in_the_system_prompt_are_called_with_tags_whoever_answers() -> None:
+    emulator = Emulator(model=[tools(("get_weather", {"city": "Lima"}))], models="any")
+    system = '<tools>\n{"name": "get_weather", "parameters": {"type": "object"}}\n</tools>'
+    body = {
+        "model": "tgi",
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": "Lima?"}],
+    }
+    with httpx.Client(transport=emulator.transport(), base_url="http://emulator") as http:
+        reply = http.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer k"})
+    message = reply.json()["choices"][0]["message"]
+    call = json.loads(message["content"].removeprefix("<tool_call>").removesuffix("</tool_call>"))
+    assert (
+        call == {"name": "get_weather", "arguments": {"city": "Lima"}}
+        and "tool_calls" not in message
+    )
+
+
+def test_a_reply_the_model_cannot_give_is_refused_not_crashed() -> None:
+    emulator = Emulator(model=lambda prompt: 42)
+    with httpx.Client(transport=emulator.transport(), base_url="http://emulator") as http:
+        refused = http.post("/v1/messages", json=messages_body(), headers=ANTHROPIC)
+    assert (
+        refused.status_code == 400
+        and "expected a Reply or a string" in refused.json()["error"]["message"]
+    )
+
+
+def test_replies_are_copied_so_a_script_can_reuse_one() -> None:
+    same = Reply(text="again and again")
+    emulator = Emulator(model=[same, same])
+    with httpx.Client(transport=emulator.transport(), base_url="http://emulator") as http:
+        usages = [
+            http.post("/v1/messages", json=messages_body(), headers=ANTHROPIC).json()["usage"]
+            for _ in "ab"
+        ]
+    assert usages[0] == usages[1] and same.usage.output_tokens == 0
