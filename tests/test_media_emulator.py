@@ -1,7 +1,7 @@
 """File blocks end to end on the emulator, whose rules refuse what each real API refuses
 (metis/testing/emulator/formats/files_rules.py): a PDF question on every platform that reads
-PDFs, streamed and whole; a conversation carrying a PDF and media in a tool result swapped across every
-family, each request accepted and each block a provider cannot take in the warnings, by kind;
+PDFs, streamed and whole; a conversation carrying a PDF and media in a tool result swapped across
+every family, each request accepted and each block a provider cannot take in the warnings, by kind;
 and the refusals themselves, on raw requests (a file id from another provider, a document
 over the size limit, a name or type the API does not take)."""
 
