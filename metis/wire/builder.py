@@ -35,12 +35,11 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.response import StopKind, StopReason, TokenUsage
-from metis.wire.json_limits import too_deep
-from metis.wire.partial_json import parse_object, parse_partial_object
+from metis.wire.builder_blocks import CUT_OFF, ENDED, NOT_AN_OBJECT, REDACTED, TEXT, THINKING, TOOL
+from metis.wire.builder_blocks import Block as _Block
 from metis.wire.read import token_count
 from metis.wire.unicode_text import REPLACEMENT, clean, clean_value, joined
 
-_TEXT, _THINKING, _REDACTED, _TOOL = "text", "thinking", "redacted_thinking", "tool_use"
 _USAGE_FIELDS = (
     "input_tokens",
     "output_tokens",
@@ -53,35 +52,6 @@ Warn = Callable[..., None]
 
 def _ignore(*args: Any, **kwargs: Any) -> None:
     return None
-
-
-class _Block:
-    __slots__ = (
-        "ended",
-        "final_input",
-        "held",
-        "index",
-        "input_error",
-        "kind",
-        "name",
-        "parts",
-        "signature",
-        "tool_id",
-        "unparsed",
-    )
-
-    def __init__(self, kind: str, index: int) -> None:
-        self.kind = kind
-        self.index = index
-        self.parts: list[str] = []
-        self.signature: str | None = None
-        self.tool_id = ""
-        self.name = ""
-        self.ended = False
-        self.held = ""  # a high surrogate ending the last fragment, waiting for its low half
-        self.final_input: dict[str, Any] | None = None
-        self.unparsed: str | None = None
-        self.input_error: str | None = None
 
 
 class MessageBuilder:
@@ -109,6 +79,7 @@ class MessageBuilder:
         self._blocks: list[_Block] = []
         self._by_key: dict[Hashable, _Block] = {}
         self._open_tool: _Block | None = None
+        self._waiting: _Block | None = None  # a tool call whose end waits for the stop reason
         self._raw: dict[int, dict[str, Any]] = {}
 
     # Message level -----------------------------------------------------------------------
@@ -152,9 +123,13 @@ class MessageBuilder:
         for block in self._blocks:
             if block.held:
                 self._flush(block)
+        cut = _limited(stop)
         if self._open_tool is not None:
             # A cut-off stream leaves arguments truncated: expected, so no WARN for them.
-            self._end_tool(self._open_tool, None, partial=_abrupt(stop))
+            self._end_tool(self._open_tool, None, partial=_abrupt(stop), cut=cut)
+        if self._waiting is not None:
+            last = self._waiting.index == len(self._blocks) - 1
+            self._settle(self._waiting, CUT_OFF if cut and last else None)
         if not self.usage_reported and self.estimate_usage is not None:
             self.estimate_usage(self)
         if self.output_count_pending:
@@ -185,8 +160,8 @@ class MessageBuilder:
 
     def text(self, key: Hashable, text: str) -> None:
         block = self._by_key.get(key)
-        if block is None or block.kind != _TEXT or block.index != len(self._blocks) - 1:
-            block = self._open(key, _TEXT)
+        if block is None or block.kind != TEXT or block.index != len(self._blocks) - 1:
+            block = self._open(key, TEXT)
         if block.held or not text.isascii():
             text = self._unicode(block, text)
             if not text:
@@ -210,13 +185,13 @@ class MessageBuilder:
         self.out.append(ThinkingDelta(block.index, "", signature=signature))
 
     def redacted_thinking(self, key: Hashable, data: str) -> None:
-        block = self._open(key, _REDACTED)
+        block = self._open(key, REDACTED)
         data = clean(data)
         block.parts.append(data)
         self.out.append(ThinkingDelta(block.index, "", redacted_data=data))
 
     def tool_start(self, key: Hashable, tool_id: str, name: str) -> None:
-        block = self._open(key, _TOOL)
+        block = self._open(key, TOOL)
         block.tool_id = tool_id = clean(tool_id)
         block.name = name = clean(name)
         self._open_tool = block
@@ -224,7 +199,7 @@ class MessageBuilder:
 
     def tool_input(self, key: Hashable, fragment: str) -> None:
         block = self._by_key.get(key)
-        if block is None or block.kind != _TOOL:
+        if block is None or block.kind != TOOL:
             self.warn("tool_use", f"input fragment for unknown tool block {key!r}")
             return
         if block.ended:
@@ -239,13 +214,13 @@ class MessageBuilder:
     def tool_end(self, key: Hashable, final_input: dict[str, Any] | None = None) -> None:
         """End a tool; ``final_input`` is the provider's authoritative input, when it has one."""
         block = self._by_key.get(key)
-        if block is not None and block.kind == _TOOL and not block.ended:
+        if block is not None and block.kind == TOOL and not block.ended:
             self._end_tool(block, final_input, partial=False)
 
     def close(self, key: Hashable) -> None:
         """The provider closed a block: for a tool that is its end, otherwise nothing."""
         block = self._by_key.get(key)
-        if block is not None and block.kind == _TOOL and not block.ended:
+        if block is not None and block.kind == TOOL and not block.ended:
             self._end_tool(block, None, partial=False)
 
     def has_block(self, key: Hashable) -> bool:
@@ -269,8 +244,8 @@ class MessageBuilder:
 
     def _thinking_block(self, key: Hashable) -> _Block:
         block = self._by_key.get(key)
-        if block is None or block.kind != _THINKING or block.index != len(self._blocks) - 1:
-            block = self._open(key, _THINKING)
+        if block is None or block.kind != THINKING or block.index != len(self._blocks) - 1:
+            block = self._open(key, THINKING)
         return block
 
     def _unicode(self, block: _Block, text: str) -> str:
@@ -282,9 +257,9 @@ class MessageBuilder:
         """A held high surrogate whose low half never came: it becomes U+FFFD."""
         block.held = ""
         block.parts.append(REPLACEMENT)
-        if block.kind == _TEXT:
+        if block.kind == TEXT:
             self.out.append(TextDelta(block.index, REPLACEMENT))
-        elif block.kind == _THINKING:
+        elif block.kind == THINKING:
             self.out.append(ThinkingDelta(block.index, REPLACEMENT))
         else:
             self.out.append(ToolUseInputDelta(block.index, block.tool_id, REPLACEMENT))
@@ -296,37 +271,48 @@ class MessageBuilder:
             self._flush(self._blocks[-1])
         if self._open_tool is not None:
             self._end_tool(self._open_tool, None, partial=False)
+        if self._waiting is not None:  # another block follows: the call was not cut off
+            self._settle(self._waiting, None)
         block = _Block(kind, len(self._blocks))
         self._blocks.append(block)
         self._by_key[key] = block
         return block
 
-    def _end_tool(self, block: _Block, final_input: dict[str, Any] | None, partial: bool) -> None:
+    def _end_tool(
+        self, block: _Block, final_input: dict[str, Any] | None, partial: bool, cut: bool = False
+    ) -> None:
+        """End a tool call. One whose input may be unfinished waits for the reply's stop
+        reason (its ``tool.use_end`` with it): the last block of a reply stopped by the output
+        limit was cut off (docs/contract.md §2)."""
+        if self._waiting is not None:  # a call before this one: not the one cut off
+            self._settle(self._waiting, None)
         if block.held:
             self._flush(block)
         block.ended = True
         if self._open_tool is block:
             self._open_tool = None
-        if final_input is not None:
-            final_input = clean_value(final_input)
-        else:
-            raw = "".join(block.parts)
-            deep = too_deep(raw)  # kept raw: nothing downstream must recurse that far
-            parsed = None if deep else parse_object(raw)
-            if parsed is not None and ("\\u" in raw or not raw.isascii()):
-                parsed = clean_value(parsed)
-            if parsed is None:
-                block.unparsed = raw
-                parsed = {} if deep else clean_value(parse_partial_object(raw))
-                if partial:
-                    block.input_error = "the reply ended before the arguments were complete"
-                else:
-                    block.input_error = "the arguments are not a JSON object"
-                    self._report_invalid(block, raw)
-            final_input = parsed
-        block.final_input = final_input
+        block.read_input(final_input)
+        last = block.index == len(self._blocks) - 1
+        cut = last and (cut or _limited(self.stop_reason))
+        if block.doubtful and not (partial or cut):
+            self._waiting = block
+            return
+        self._settle(block, ENDED if partial else CUT_OFF if cut else None)
+
+    def _settle(self, block: _Block, stopped_early: str | None) -> None:
+        """Emit the end of a tool call; ``stopped_early`` says why its arguments, if doubtful,
+        are unfinished (None: the reply went on, so they are what the model wrote)."""
+        if self._waiting is block:
+            self._waiting = None
+        if block.doubtful and stopped_early is not None:
+            block.input_error = stopped_early
+        elif block.unparsed is not None:
+            block.input_error = NOT_AN_OBJECT
+            self._report_invalid(block, block.unparsed)
         self.out.append(
-            ToolUseEnd(block.index, block.tool_id, block.name, final_input, block.input_error)
+            ToolUseEnd(
+                block.index, block.tool_id, block.name, block.final_input or {}, block.input_error
+            )
         )
 
     def _report_invalid(self, block: _Block, raw: str) -> None:
@@ -344,11 +330,11 @@ class MessageBuilder:
         content: list[ContentBlock] = []
         for block in self._blocks:
             kept = self._raw.get(block.index)
-            if block.kind == _TEXT:
+            if block.kind == TEXT:
                 content.append(
                     TextBlock(text="".join(block.parts), provider_raw=self._origin(kept))
                 )
-            elif block.kind == _THINKING:
+            elif block.kind == THINKING:
                 content.append(
                     ThinkingBlock(
                         thinking="".join(block.parts),
@@ -356,7 +342,7 @@ class MessageBuilder:
                         provider_raw=self._origin(kept) or origin,
                     )
                 )
-            elif block.kind == _REDACTED:
+            elif block.kind == REDACTED:
                 content.append(
                     RedactedThinkingBlock(
                         data="".join(block.parts), provider_raw=self._origin(kept) or origin
@@ -387,6 +373,10 @@ def _clean_stop(reason: StopReason | None) -> StopReason | None:
     if reason is None or reason.raw is None or reason.raw.isascii():
         return reason
     return StopReason(kind=reason.kind, raw=clean(reason.raw))
+
+
+def _limited(reason: StopReason | None) -> bool:
+    return reason is not None and reason.kind is StopKind.MAX_TOKENS
 
 
 def _abrupt(reason: StopReason) -> bool:
