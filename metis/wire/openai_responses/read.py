@@ -59,6 +59,7 @@ from metis.wire.read import (
     required_index,
     required_object,
     required_text,
+    split_input,
     text_value,
     token_count,
 )
@@ -321,8 +322,9 @@ def _usage(builder: MessageBuilder, usage: dict[str, Any] | None) -> None:
     cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
     written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
     total = token_count(usage.get("input_tokens") or 0, "input_tokens", provider)
+    uncached, cached, written = split_input(total, cached, written)
     builder.usage(
-        input_tokens=max(0, total - cached - written),
+        input_tokens=uncached,
         output_tokens=usage.get("output_tokens") or 0,
         cached_input_tokens=cached,
         cache_creation_input_tokens=written,
