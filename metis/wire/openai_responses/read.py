@@ -19,10 +19,11 @@ As each item is done, its block gets the item it came from in ``provider_raw.dat
 faithful round trip, kept however the reply ends (a cancel or an error too); when the reply
 completes, a reasoning item whose following item was not kept is marked ``unpaired``.
 
-The final response's output is matched to the items the stream announced by ``output_index``
-(its position in ``output``), then by item ``id``, so an item streamed once is never added
-twice, whatever gaps the stream's indices had; only items the stream never announced are read
-from it.
+The final response's output is matched to the items the stream announced by item ``id``, then
+by ``output_index`` (its position in ``output``) and type, so an item streamed once is never
+added twice, whatever gaps the stream's indices had and even where the endpoint gives an item a
+new id on every event (GitHub Copilot's); only items the stream never announced are read from
+it. Events are keyed by ``output_index`` alone, never by item id.
 
 Stop reasons: there is no finish reason. A ``completed`` reply stops with ``refusal`` when it
 refused, ``tool_use`` when it holds a function call, else ``end_turn``, all with raw
@@ -284,13 +285,17 @@ class ResponsesParser:
         self._dropped = _EVERYTHING  # the hot path now hands every delta to _event
 
     def _seen(self, position: int, item: dict[str, Any]) -> bool:
-        """Whether the final response's ``item`` at ``position`` is one the stream gave."""
+        """Whether the final response's ``item`` at ``position`` is one the stream gave: by
+        ``output_index``, or by item id where the stream's indices had gaps. An endpoint that
+        changes an item's id between events (GitHub Copilot's) still gives its index: an item
+        of the type streamed at that index, whose id the stream never gave, is that item."""
         item_id = item.get("id")
         if item_id is None:
             return position in self._items  # nothing but its position to go by
-        if position in self._items and self._ids[position] in (None, item_id):
+        if item_id in self._ids.values():
             return True
-        return item_id in self._ids.values()
+        streamed = self._items.get(position)
+        return streamed is not None and streamed[0] == item.get("type", "message")
 
     def _stop_reason(self, response: dict[str, Any]) -> StopReason:
         status = response.get("status")
