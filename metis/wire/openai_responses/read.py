@@ -267,10 +267,13 @@ class ResponsesParser:
     def finish(self, response: dict[str, Any]) -> None:
         builder = self._builder
         builder.start(*_identity(response))
-        output = list_value(response.get("output") or [], "response.output")
+        output = [
+            object_value(item, "response.output[]")
+            for item in list_value(response.get("output") or [], "response.output")
+        ]
+        final_ids = {item.get("id") for item in output} - {None}
         for position, item in enumerate(output):
-            item = object_value(item, "response.output[]")
-            if not self._seen(position, item):  # an item the stream never announced
+            if not self._seen(position, item, final_ids):  # an item the stream never announced
                 index = position if position not in self._items else max(self._items) + 1
                 self.item(index, item)
         _usage(builder, optional_object(response, "usage", "response"))
@@ -284,18 +287,20 @@ class ResponsesParser:
             )
         self._dropped = _EVERYTHING  # the hot path now hands every delta to _event
 
-    def _seen(self, position: int, item: dict[str, Any]) -> bool:
+    def _seen(self, position: int, item: dict[str, Any], final_ids: set[Any]) -> bool:
         """Whether the final response's ``item`` at ``position`` is one the stream gave: by
-        ``output_index``, or by item id where the stream's indices had gaps. An endpoint that
-        changes an item's id between events (GitHub Copilot's) still gives its index: an item
-        of the type streamed at that index, whose id the stream never gave, is that item."""
+        item id, or by ``output_index``. An endpoint that changes an item's id between events
+        (GitHub Copilot's) still gives its index: an item of the type streamed at that index is
+        that item, unless the streamed one is elsewhere in ``final_ids`` under its own id."""
         item_id = item.get("id")
         if item_id is None:
             return position in self._items  # nothing but its position to go by
         if item_id in self._ids.values():
             return True
         streamed = self._items.get(position)
-        return streamed is not None and streamed[0] == item.get("type", "message")
+        if streamed is None or streamed[0] != item.get("type", "message"):
+            return False
+        return self._ids[position] not in final_ids
 
     def _stop_reason(self, response: dict[str, Any]) -> StopReason:
         status = response.get("status")
