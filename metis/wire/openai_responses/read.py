@@ -40,16 +40,16 @@ response (a fresh encryption each time); the one on ``.done`` is kept, as client
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
-from metis.errors import AdapterError, ErrorClass, ProtocolError
+from metis.errors import ProtocolError
 from metis.model.events import MessageComplete
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.freeform import CLOSING, OPENING, text_fragment
-from metis.wire.http_errors import http_error, openai_error_fields
+from metis.wire.http_errors import openai_error_fields
 from metis.wire.openai_responses.custom import CUSTOM_CALL
+from metis.wire.openai_responses.errors import responses_error
 from metis.wire.openai_responses.items import CANONICAL_ITEMS, with_items
 from metis.wire.read import (
     list_value,
@@ -79,20 +79,6 @@ _DELTAS = frozenset(
 )
 _CALLS = ("function_call", CUSTOM_CALL)
 _INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopKind.CONTENT_FILTER}
-_CODE_CLASSES = {
-    "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
-    "insufficient_quota": ErrorClass.RATE_LIMIT,  # not retryable: see responses_error
-    "context_length_exceeded": ErrorClass.CONTEXT_OVERFLOW,
-    "invalid_api_key": ErrorClass.AUTH,
-    "server_error": ErrorClass.SERVER_ERROR,
-    "server_is_overloaded": ErrorClass.OVERLOADED,
-    "vector_store_timeout": ErrorClass.SERVER_ERROR,
-}
-_TYPE_CLASSES = {
-    "invalid_request_error": ErrorClass.INVALID_REQUEST,
-    "server_error": ErrorClass.SERVER_ERROR,
-    "rate_limit_error": ErrorClass.RATE_LIMIT,
-}
 
 
 class _Everything(set[Any]):
@@ -372,32 +358,3 @@ def _texts(summary: list[Any], content: list[Any]) -> list[str]:
 
 def _dump(obj: Any) -> str:
     return json.dumps(obj, default=repr)[:200]
-
-
-# Errors ------------------------------------------------------------------------------------
-
-
-def responses_error(
-    status: int | None,
-    headers: Mapping[str, str],
-    message: str,
-    code: str | None,
-    kind: str | None,
-    request_id: str | None = None,
-) -> AdapterError:
-    """An HTTP status decides unless the code says more; in a stream, the type decides."""
-    cls = _CODE_CLASSES.get(code or "")
-    if cls is None and status is None:
-        cls = _TYPE_CLASSES.get(kind or "")
-        if cls is None and (code or "").startswith(("invalid_", "unsupported_")):
-            cls = ErrorClass.INVALID_REQUEST
-    return http_error(
-        status,
-        headers,
-        message
-        or ("" if status else f"openai_responses reported {code or kind or 'an error'} alone"),
-        error_class=cls,
-        code=code or kind,
-        request_id=request_id,
-        retryable=False if code == "insufficient_quota" else None,  # out of credit
-    )
