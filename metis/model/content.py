@@ -123,6 +123,18 @@ class RedactedThinkingBlock(BlockBase):
     data: str
 
 
+class OpaqueBlock(BlockBase):
+    """A block a provider returned that has no canonical meaning (a compaction item, an MCP
+    call, a tool-search result, whatever arrives next), kept so that nothing is silently lost:
+    ``kind`` is the provider's own type, ``provider_raw`` who made it and the block exactly as
+    the provider gave it (``data["item"]``). It goes back only to that provider; anywhere else
+    it is dropped with one WARN (docs/contract.md §8)."""
+
+    type: Literal["opaque"] = "opaque"
+    kind: str
+    provider_raw: ProviderRaw
+
+
 ContentBlock = Annotated[
     TextBlock
     | ImageBlock
@@ -132,7 +144,8 @@ ContentBlock = Annotated[
     | ToolUseBlock
     | ToolResultBlock
     | ThinkingBlock
-    | RedactedThinkingBlock,
+    | RedactedThinkingBlock
+    | OpaqueBlock,
     Field(discriminator="type"),
 ]
 

@@ -20,6 +20,7 @@ from metis.model.content import (
     DocumentBlock,
     ImageBlock,
     Message,
+    OpaqueBlock,
     RedactedThinkingBlock,
     Role,
     TextBlock,
@@ -50,6 +51,7 @@ _BLOCKS: dict[str, type[BaseModel]] = {
         ToolResultBlock,
         ThinkingBlock,
         RedactedThinkingBlock,
+        OpaqueBlock,
     )
 }
 _TAGS = {*_BLOCKS, "url", "base64", "file"}

@@ -18,11 +18,6 @@ from typing import Any
 from metis.catalog.estimate import CHARS_PER_TOKEN
 from metis.model.content import (
     ContentBlock,
-    ProviderRaw,
-    RedactedThinkingBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolUseBlock,
 )
 from metis.model.events import (
     MessageComplete,
@@ -35,7 +30,16 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.response import StopKind, StopReason, TokenUsage
-from metis.wire.builder_blocks import CUT_OFF, ENDED, NOT_AN_OBJECT, REDACTED, TEXT, THINKING, TOOL
+from metis.wire.builder_blocks import (
+    CUT_OFF,
+    ENDED,
+    NOT_AN_OBJECT,
+    OPAQUE,
+    REDACTED,
+    TEXT,
+    THINKING,
+    TOOL,
+)
 from metis.wire.builder_blocks import Block as _Block
 from metis.wire.read import token_count
 from metis.wire.unicode_text import REPLACEMENT, clean, clean_value, joined
@@ -223,6 +227,15 @@ class MessageBuilder:
         if block is not None and block.kind == TOOL and not block.ended:
             self._end_tool(block, None, partial=False)
 
+    def opaque(self, key: Hashable, kind: str, item: dict[str, Any]) -> None:
+        """Keep a block that has no canonical meaning, whole: the provider's ``kind`` and its
+        own ``item`` (called again for the same key, the item is replaced by the later form).
+        It makes no event; it is in ``final_content`` as an OpaqueBlock (docs/contract.md §8)."""
+        block = self._by_key.get(key)
+        if block is None or block.kind != OPAQUE:
+            block = self._open(key, OPAQUE)
+        block.name, block.item = clean(kind), clean_value(item)
+
     def has_block(self, key: Hashable) -> bool:
         return key in self._by_key
 
@@ -326,46 +339,10 @@ class MessageBuilder:
             )
 
     def final_content(self) -> list[ContentBlock]:
-        origin = ProviderRaw(provider=self.provider, model=self.model)
-        content: list[ContentBlock] = []
-        for block in self._blocks:
-            kept = self._raw.get(block.index)
-            if block.kind == TEXT:
-                content.append(
-                    TextBlock(text="".join(block.parts), provider_raw=self._origin(kept))
-                )
-            elif block.kind == THINKING:
-                content.append(
-                    ThinkingBlock(
-                        thinking="".join(block.parts),
-                        signature=block.signature,
-                        provider_raw=self._origin(kept) or origin,
-                    )
-                )
-            elif block.kind == REDACTED:
-                content.append(
-                    RedactedThinkingBlock(
-                        data="".join(block.parts), provider_raw=self._origin(kept) or origin
-                    )
-                )
-            else:
-                if block.unparsed is not None:
-                    kept = {**(kept or {}), "arguments": block.unparsed}
-                content.append(
-                    ToolUseBlock(
-                        id=block.tool_id,
-                        name=block.name,
-                        input=block.final_input or {},
-                        input_error=block.input_error,
-                        provider_raw=self._origin(kept),
-                    )
-                )
-        return content
-
-    def _origin(self, data: dict[str, Any] | None) -> ProviderRaw | None:
-        if data is None:
-            return None
-        return ProviderRaw(provider=self.provider, model=self.model, data=dict(data))
+        return [
+            block.content(self.provider, self.model, self._raw.get(block.index))
+            for block in self._blocks
+        ]
 
 
 def _clean_stop(reason: StopReason | None) -> StopReason | None:

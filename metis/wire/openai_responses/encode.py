@@ -33,6 +33,7 @@ from metis.model.content import (
     DocumentBlock,
     ImageBlock,
     Message,
+    OpaqueBlock,
     Role,
     TextBlock,
     ThinkingBlock,
@@ -45,6 +46,7 @@ from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.codec import EncodeContext
 from metis.wire.media import refuse_block
+from metis.wire.opaque import elsewhere, own_item
 from metis.wire.openai_responses.custom import CUSTOM_CALL, custom_call, custom_tool, is_custom
 from metis.wire.openai_responses.files import file_parts
 from metis.wire.strict_schema import strict_schema_or_reason
@@ -54,7 +56,6 @@ Drop = Callable[[str, str, str], None]
 
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-_OUTPUTS = ("message", "function_call", CUSTOM_CALL)
 
 
 def encode_request(
@@ -158,6 +159,12 @@ def assistant_items(
             items.append(custom_call(block, mine))
         elif isinstance(block, ToolUseBlock):
             items.append(_function_call(block, mine))
+        elif isinstance(block, OpaqueBlock):  # back as it came, only to where it came from
+            item = own_item(block, provider)
+            if item is None:
+                drop(block.kind, elsewhere(block), message_id)
+            else:
+                items.append(item)
         elif isinstance(block, ThinkingBlock):
             reasoning = _reasoning_item(block, mine)
             if isinstance(reasoning, str):
@@ -175,7 +182,7 @@ def _paired(items: list[dict[str, Any]], message_id: str, drop: Drop) -> list[di
     for i, item in enumerate(items):
         if item["type"] == "reasoning":
             following = items[i + 1]["type"] if i + 1 < len(items) else None
-            if following not in _OUTPUTS:
+            if following is None or following == "reasoning":  # it must lead to an item
                 reason = "a reasoning item must be followed by the message or call it led to"
                 drop("thinking", reason, message_id)
                 continue

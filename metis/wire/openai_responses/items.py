@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from metis.model.content import ContentBlock, ProviderRaw, TextBlock, ThinkingBlock, ToolUseBlock
+from metis.model.content import (
+    ContentBlock,
+    OpaqueBlock,
+    ProviderRaw,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
 from metis.wire.builder import MessageBuilder
 
 CANONICAL_ITEMS: dict[str, type[Any]] = {
@@ -28,10 +35,16 @@ def with_items(
     up, the content stays as it is."""
     order = list(items)
     made = [i for i in order if i not in dropped and builder.has_block(i)]
-    if len(made) != len(content):
+    canonical = [block for block in content if not isinstance(block, OpaqueBlock)]
+    if len(made) != len(canonical):
         return content
+    by_block = dict(zip(map(id, canonical), made, strict=True))
     out: list[ContentBlock] = []
-    for block, index in zip(content, made, strict=True):
+    for block in content:
+        if isinstance(block, OpaqueBlock):  # the item itself, kept whole
+            out.append(block)
+            continue
+        index = by_block[id(block)]
         kind, raw = items[index]
         if not isinstance(block, CANONICAL_ITEMS[kind]):
             return content
@@ -42,7 +55,8 @@ def with_items(
         if kind == "reasoning":
             after = order.index(index) + 1
             following = order[after] if after < len(order) else None
-            if following not in made or items[following][0] == "reasoning":
+            kept = following is not None and (following in made or following in dropped)
+            if following is None or not kept or items[following][0] == "reasoning":
                 data["unpaired"] = True  # what it led to was not kept (or nothing was)
         old = block.provider_raw
         merged = ProviderRaw(

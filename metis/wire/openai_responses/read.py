@@ -11,8 +11,9 @@ between; the parser uses that index as the builder's key. ``message`` items give
 items thinking: the summary text (its parts joined by a blank line) with the encrypted
 content as the signature, so ``thinking_filter`` sends it back only to the model that made it.
 Every other item (web search, file search, MCP, code interpreter, image generation, tool
-search, whatever comes next) has no canonical form: it is dropped whole with one WARN, and
-all its events are ignored.
+search, compaction, whatever comes next) has no canonical form: it is kept whole as an opaque
+block (docs/contract.md §8), in the form its ``.done`` event (or the final response) gives, and
+all its other events are ignored.
 
 As each item is done, its block gets the item it came from in ``provider_raw.data`` (item
 ``id``, a message's ``phase``, a reasoning item's summary parts, a call's ``call_id``) for a
@@ -196,13 +197,17 @@ class ResponsesParser:
                 self._fed.add(index)
         elif kind not in CANONICAL_ITEMS:
             self._dropped.add(index)
-            reason = f"OpenAI Responses {kind!r} items have no canonical form"
-            builder.warn(kind, reason, message_id=builder.message_id)
+            builder.opaque(index, kind, item)
 
     def _finished(self, index: int, item: dict[str, Any]) -> None:
         self._added(index, item)  # a server that skipped .added
         kind, raw = self._items[index]
-        if index in self._dropped or raw is not None:
+        if index in self._dropped:
+            if raw is None:
+                self._builder.opaque(index, kind, item)  # its whole form, once
+                self._items[index] = (kind, {})
+            return
+        if raw is not None:
             return
         builder = self._builder
         if kind == "message":
