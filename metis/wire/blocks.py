@@ -1,6 +1,5 @@
-"""A block as the message builder keeps it while it arrives, and how a tool call's arguments
-end: parsed, kept raw when they are not a JSON object, or marked incomplete when the reply
-stopped before they were whole (docs/contract.md §2)."""
+"""A content block as :class:`~metis.wire.builder.MessageBuilder` keeps it while it streams,
+and the canonical content block it becomes when the message ends."""
 
 from __future__ import annotations
 
@@ -21,10 +20,7 @@ from metis.wire.unicode_text import clean_value
 
 TEXT, THINKING, REDACTED, TOOL = "text", "thinking", "redacted_thinking", "tool_use"
 OPAQUE = "opaque"
-
-CUT_OFF = "the reply reached its output limit (max_tokens) before the arguments were complete"
-ENDED = "the reply ended before the arguments were complete"
-NOT_AN_OBJECT = "the arguments are not a JSON object"
+"""The kinds of block."""
 
 
 class Block:
@@ -80,28 +76,50 @@ class Block:
         self.final_input = parsed
         self.doubtful = self.unparsed is not None or not raw.strip()
 
-    def content(self, provider: str, model: str, kept: dict[str, Any] | None) -> ContentBlock:
-        """The canonical block; ``kept`` the provider fields kept for it (``keep_raw``)."""
-        origin = ProviderRaw(provider=provider, model=model, data=dict(kept or {}))
-        mine = origin if kept is not None else None
-        if self.kind == TEXT:
-            return TextBlock(text="".join(self.parts), provider_raw=mine)
-        if self.kind == THINKING:
-            thinking = "".join(self.parts)
-            return ThinkingBlock(thinking=thinking, signature=self.signature, provider_raw=origin)
-        if self.kind == REDACTED:
-            return RedactedThinkingBlock(data="".join(self.parts), provider_raw=origin)
-        if self.kind == OPAQUE:
-            data = {"item": self.item or {}}
-            raw = ProviderRaw(provider=provider, model=model, data=data)
-            return OpaqueBlock(kind=self.name, provider_raw=raw)
-        if self.unparsed is not None:
-            kept = {**(kept or {}), "arguments": self.unparsed}
-            mine = ProviderRaw(provider=provider, model=model, data=kept)
-        return ToolUseBlock(
-            id=self.tool_id,
-            name=self.name,
-            input=self.final_input or {},
-            input_error=self.input_error,
-            provider_raw=mine,
+
+def final_content(
+    blocks: list[Block], kept: dict[int, dict[str, Any]], provider: str, model: str
+) -> list[ContentBlock]:
+    """The canonical content of ``blocks``, each with the provider fields kept for it (by
+    canonical index) in ``provider_raw``; thinking is marked as ``provider``'s and
+    ``model``'s even when nothing was kept for it."""
+    origin = ProviderRaw(provider=provider, model=model)
+
+    def raw(data: dict[str, Any] | None) -> ProviderRaw | None:
+        return (
+            None if data is None else ProviderRaw(provider=provider, model=model, data=dict(data))
         )
+
+    content: list[ContentBlock] = []
+    for block in blocks:
+        data = kept.get(block.index)
+        if block.kind == TEXT:
+            content.append(TextBlock(text="".join(block.parts), provider_raw=raw(data)))
+        elif block.kind == THINKING:
+            content.append(
+                ThinkingBlock(
+                    thinking="".join(block.parts),
+                    signature=block.signature,
+                    provider_raw=raw(data) or origin,
+                )
+            )
+        elif block.kind == OPAQUE:
+            item = ProviderRaw(provider=provider, model=model, data={"item": block.item or {}})
+            content.append(OpaqueBlock(kind=block.name, provider_raw=item))
+        elif block.kind == REDACTED:
+            content.append(
+                RedactedThinkingBlock(data="".join(block.parts), provider_raw=raw(data) or origin)
+            )
+        else:
+            if block.unparsed is not None:
+                data = {**(data or {}), "arguments": block.unparsed}
+            content.append(
+                ToolUseBlock(
+                    id=block.tool_id,
+                    name=block.name,
+                    input=block.final_input or {},
+                    input_error=block.input_error,
+                    provider_raw=raw(data),
+                )
+            )
+    return content
