@@ -20,14 +20,15 @@ def point(ttl: str | None) -> dict[str, Any]:
 
 
 def hinted_blocks(
-    message: Message, encoded: list[tuple[ContentBlock, dict[str, Any]]]
+    message: Message, encoded: list[tuple[ContentBlock | None, dict[str, Any]]]
 ) -> list[dict[str, Any]]:
     """The wire blocks of one message with a checkpoint after each hinted block (and after
-    the last, for a hint on the message)."""
+    the last, for a hint on the message). A block that became several wire blocks is paired
+    with the last of them; the others with None."""
     out: list[dict[str, Any]] = []
     for block, wire in encoded:
         out.append(wire)
-        if block.cache is not None:
+        if block is not None and block.cache is not None:
             out.append(point(block.cache.ttl))
     if message.cache is not None and out and not _is_point(out[-1]):
         out.append(point(message.cache.ttl))

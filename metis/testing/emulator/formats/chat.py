@@ -208,6 +208,8 @@ def _call_start(index: int, tool_call: dict[str, Any]) -> dict[str, Any]:
 def _choice(raw: Any) -> str:
     if isinstance(raw, dict) and raw.get("type") == "function":
         return f"tool:{raw['function']['name']}"
+    if isinstance(raw, dict) and raw.get("type") == "custom":  # a custom tool, never called
+        return "auto"
     if isinstance(raw, dict):  # allowed_tools
         return "required" if (raw.get("allowed_tools") or {}).get("mode") == "required" else "auto"
     return str(raw or "auto")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from metis.testing.emulator.formats import files_rules
 from metis.testing.emulator.formats.cache_marks import (
     block_counts,
     converse_breakpoints,
@@ -47,7 +48,7 @@ TOP_LEVEL = names(
     "promptVariables "
     "requestMetadata performanceConfig additionalModelResponseFieldPaths"
 )
-BLOCKS = ("text", "image", "toolUse", "toolResult", "reasoningContent", "document", "cachePoint")
+BLOCKS = names("text image document audio video toolUse toolResult reasoningContent cachePoint")
 TOOL_ID = r"[a-zA-Z0-9_-]{1,64}"
 
 
@@ -196,6 +197,7 @@ RULES: list[Rule | Check] = [
         "messages.{0}.content.{1}.toolResult.content: must have length greater than or equal to 1",
         required=True,
     ),
+    files_rules.converse,
     _check_turns,
 ]
 
