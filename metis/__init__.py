@@ -115,6 +115,36 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(
         [
+            "Citation",
+            "DocumentLocation",
+            "TextSpan",
+        ],
+        "metis.model.citation",
+    ),
+    **dict.fromkeys(
+        [
+            "CitationDelta",
+            "ServerToolCall",
+            "ServerToolResult",
+        ],
+        "metis.model.events",
+    ),
+    **dict.fromkeys(
+        [
+            "CodeExecution",
+            "CodeOutput",
+            "ProviderTool",
+            "SearchResult",
+            "ServerToolCallBlock",
+            "ServerToolResultBlock",
+            "UserLocation",
+            "WebFetch",
+            "WebSearch",
+        ],
+        "metis.model.server_tools",
+    ),
+    **dict.fromkeys(
+        [
             "MessageDict",
         ],
         "metis.model.dicts",
@@ -292,7 +322,22 @@ if TYPE_CHECKING:
     from metis.model import ToolUseInputDelta as ToolUseInputDelta
     from metis.model import ToolUseStart as ToolUseStart
     from metis.model import URLImageSource as URLImageSource
+    from metis.model.citation import Citation as Citation
+    from metis.model.citation import DocumentLocation as DocumentLocation
+    from metis.model.citation import TextSpan as TextSpan
     from metis.model.dicts import MessageDict as MessageDict
+    from metis.model.events import CitationDelta as CitationDelta
+    from metis.model.events import ServerToolCall as ServerToolCall
+    from metis.model.events import ServerToolResult as ServerToolResult
+    from metis.model.server_tools import CodeExecution as CodeExecution
+    from metis.model.server_tools import CodeOutput as CodeOutput
+    from metis.model.server_tools import ProviderTool as ProviderTool
+    from metis.model.server_tools import SearchResult as SearchResult
+    from metis.model.server_tools import ServerToolCallBlock as ServerToolCallBlock
+    from metis.model.server_tools import ServerToolResultBlock as ServerToolResultBlock
+    from metis.model.server_tools import UserLocation as UserLocation
+    from metis.model.server_tools import WebFetch as WebFetch
+    from metis.model.server_tools import WebSearch as WebSearch
     from metis.pipeline.config import AdapterConfig as AdapterConfig
     from metis.pipeline.stores import InMemoryToolIdStore as InMemoryToolIdStore
     from metis.pipeline.stores import ToolIdStore as ToolIdStore

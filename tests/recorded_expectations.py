@@ -14,6 +14,8 @@ from metis.errors import AdapterError, CapabilityError, ErrorClass
 from metis.model import (
     MessageComplete,
     RedactedThinkingBlock,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
@@ -98,6 +100,10 @@ def expected_anthropic(exchange: Exchange) -> Expected:
             blocks.append(("thinking", block.get("signature")))
         elif block["type"] == "redacted_thinking":
             blocks.append(("redacted", block["data"]))
+        elif block["type"] == "server_tool_use":
+            blocks.append(("server_call", (block["id"], block["name"], block["input"])))
+        elif _anthropic_server_result(block):
+            blocks.append(("server_result", block["tool_use_id"]))
     return Expected(
         blocks=blocks,
         usage=usage_of(
@@ -107,8 +113,20 @@ def expected_anthropic(exchange: Exchange) -> Expected:
             usage.get("cache_creation_input_tokens", 0),
         ),
         stop_raw=stop,
-        dropped=sum(1 for b in content if b["type"] not in CANONICAL_ANTHROPIC_BLOCKS),
+        dropped=sum(
+            1
+            for b in content
+            if b["type"] not in CANONICAL_ANTHROPIC_BLOCKS
+            and b["type"] != "server_tool_use"
+            and not _anthropic_server_result(b)
+        ),
     )
+
+
+def _anthropic_server_result(block: dict[str, Any]) -> bool:
+    """A server tool's result (MCP results answer MCP calls, which have no canonical form)."""
+    kind = str(block["type"])
+    return kind.endswith("_tool_result") and not kind.startswith("mcp_")
 
 
 def _anthropic_stream(body: bytes) -> tuple[list[dict[str, Any]], dict[str, int], str | None]:
@@ -138,7 +156,7 @@ def _anthropic_stream(body: bytes) -> tuple[list[dict[str, Any]], dict[str, int]
         joined = "".join(texts[index])
         if block["type"] == "text":
             block["text"] = block.get("text", "") + joined
-        elif block["type"] == "tool_use":
+        elif block["type"] in ("tool_use", "server_tool_use"):
             block["input"] = json.loads(joined) if joined else block.get("input", {})
         elif block["type"] == "thinking":
             block["thinking"] = joined
@@ -157,6 +175,10 @@ def observed_anthropic(final: MessageComplete) -> Blocks:
             blocks.append(("thinking", block.signature))
         elif isinstance(block, RedactedThinkingBlock):
             blocks.append(("redacted", block.data))
+        elif isinstance(block, ServerToolCallBlock):
+            blocks.append(("server_call", (block.id, block.name, block.input)))
+        elif isinstance(block, ServerToolResultBlock):
+            blocks.append(("server_result", block.tool_call_id))
     return blocks
 
 

@@ -1,6 +1,7 @@
 """The canonical model: what applications read and write, whatever the provider."""
 
 from metis.model.capabilities import AdapterCapabilities
+from metis.model.citation import Citation, DocumentLocation, TextSpan
 from metis.model.content import (
     Base64ImageSource,
     ContentBlock,
@@ -16,8 +17,11 @@ from metis.model.content import (
     URLImageSource,
 )
 from metis.model.events import (
+    CitationDelta,
     MessageComplete,
     MessageStart,
+    ServerToolCall,
+    ServerToolResult,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -39,26 +43,51 @@ from metis.model.response import (
     StopReason,
     TokenUsage,
 )
+from metis.model.server_tools import (
+    CodeExecution,
+    CodeOutput,
+    ProviderTool,
+    SearchResult,
+    ServerTool,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
+    UserLocation,
+    WebFetch,
+    WebSearch,
+)
 
 __all__ = [
     "AdapterCapabilities",
     "Base64ImageSource",
     "CanonicalRequest",
     "CanonicalResponse",
+    "Citation",
+    "CitationDelta",
+    "CodeExecution",
+    "CodeOutput",
     "ContentBlock",
+    "DocumentLocation",
     "DroppedContent",
     "ImageBlock",
     "Message",
     "MessageComplete",
     "MessageStart",
     "ProviderRaw",
+    "ProviderTool",
     "RedactedThinkingBlock",
     "Role",
+    "SearchResult",
+    "ServerTool",
+    "ServerToolCall",
+    "ServerToolCallBlock",
+    "ServerToolResult",
+    "ServerToolResultBlock",
     "StopKind",
     "StopReason",
     "StreamEvent",
     "TextBlock",
     "TextDelta",
+    "TextSpan",
     "ThinkingBlock",
     "ThinkingConfig",
     "ThinkingDelta",
@@ -72,4 +101,7 @@ __all__ = [
     "ToolUseInputDelta",
     "ToolUseStart",
     "URLImageSource",
+    "UserLocation",
+    "WebFetch",
+    "WebSearch",
 ]

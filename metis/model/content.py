@@ -13,6 +13,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from metis.model.block import BlockBase
+from metis.model.block import ProviderRaw as ProviderRaw
+from metis.model.citation import Citation
+from metis.model.server_tools import ServerToolCallBlock as ServerToolCallBlock
+from metis.model.server_tools import ServerToolResultBlock as ServerToolResultBlock
+
 
 class Role(StrEnum):
     """Who speaks a message: ``system``, ``user``, ``assistant``, or ``tool`` (tool results)."""
@@ -23,27 +29,13 @@ class Role(StrEnum):
     TOOL = "tool"
 
 
-class ProviderRaw(BaseModel):
-    """A provider's own representation of a block, and who produced it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    provider: str
-    model: str | None = None
-    data: dict[str, Any] = Field(default_factory=dict)
-
-
-class _Block(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    provider_raw: ProviderRaw | None = None
-
-
-class TextBlock(_Block):
-    """Text in a message or reply."""
+class TextBlock(BlockBase):
+    """Text in a message or reply; ``citations`` are the sources a reply's text cites
+    (docs/contract.md §11)."""
 
     type: Literal["text"] = "text"
     text: str
+    citations: list[Citation] | None = None
 
 
 class Base64ImageSource(BaseModel):
@@ -68,14 +60,14 @@ class URLImageSource(BaseModel):
 ImageSource = Annotated[Base64ImageSource | URLImageSource, Field(discriminator="type")]
 
 
-class ImageBlock(_Block):
+class ImageBlock(BlockBase):
     """An image in a message, from base64 data or a URL."""
 
     type: Literal["image"] = "image"
     source: ImageSource
 
 
-class ToolUseBlock(_Block):
+class ToolUseBlock(BlockBase):
     """A tool call the model made: its canonical id (``tu_<ulid>``), the tool's name and its
     input; ``input_error`` says why, when the arguments were not a JSON object."""
 
@@ -96,7 +88,7 @@ EMPTY_ERROR_RESULT = "(the tool failed without output)"
 """The words an error tool result with no output is sent with: some providers refuse it empty."""
 
 
-class ToolResultBlock(_Block):
+class ToolResultBlock(BlockBase):
     """The answer to a tool call: the canonical id of the call it answers, its content
     (text, or text and images), and ``is_error`` when the tool failed."""
 
@@ -112,7 +104,7 @@ class ToolResultBlock(_Block):
         return "\n".join(part.text for part in self.content if isinstance(part, TextBlock))
 
 
-class ThinkingBlock(_Block):
+class ThinkingBlock(BlockBase):
     """A model's reasoning, with the provider's ``signature`` where it signs it; it goes back
     only to the provider, platform and model that produced it (docs/contract.md §7)."""
 
@@ -121,7 +113,7 @@ class ThinkingBlock(_Block):
     signature: str | None = None
 
 
-class RedactedThinkingBlock(_Block):
+class RedactedThinkingBlock(BlockBase):
     """Reasoning the provider keeps encrypted: opaque ``data`` that goes back only to the
     provider and model that produced it (docs/contract.md §7)."""
 
@@ -130,7 +122,14 @@ class RedactedThinkingBlock(_Block):
 
 
 ContentBlock = Annotated[
-    TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock,
+    TextBlock
+    | ImageBlock
+    | ToolUseBlock
+    | ToolResultBlock
+    | ThinkingBlock
+    | RedactedThinkingBlock
+    | ServerToolCallBlock
+    | ServerToolResultBlock,
     Field(discriminator="type"),
 ]
 

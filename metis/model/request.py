@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from metis.core.ids import new_request_id
 from metis.model.content import Message
 from metis.model.message_dicts import as_messages
+from metis.model.server_tools import ServerTool
 
 
 class ToolAnnotations(BaseModel):
@@ -89,6 +90,8 @@ class CanonicalRequest(BaseModel):
     request_id: str = Field(default_factory=new_request_id)
     session_id: str | None = None
     tools: list[ToolDefinition] = Field(default_factory=list)
+    server_tools: list[ServerTool] = Field(default_factory=list)
+    """Tools the provider runs itself (web search, code execution, ...: docs/contract.md §10)."""
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
     system_prompt: str | None = None

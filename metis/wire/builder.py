@@ -16,17 +16,19 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from metis.catalog.estimate import CHARS_PER_TOKEN
+from metis.model.citation import Citation
 from metis.model.content import (
     ContentBlock,
     ProviderRaw,
-    RedactedThinkingBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolUseBlock,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
 )
 from metis.model.events import (
+    CitationDelta,
     MessageComplete,
     MessageStart,
+    ServerToolCall,
+    ServerToolResult,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -35,12 +37,12 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.response import StopKind, StopReason, TokenUsage
+from metis.wire.builder_blocks import REDACTED, TEXT, THINKING, TOOL, WHOLE, BlockRecord
 from metis.wire.json_limits import too_deep
 from metis.wire.partial_json import parse_object, parse_partial_object
 from metis.wire.read import token_count
 from metis.wire.unicode_text import REPLACEMENT, clean, clean_value, joined
 
-_TEXT, _THINKING, _REDACTED, _TOOL = "text", "thinking", "redacted_thinking", "tool_use"
 _USAGE_FIELDS = (
     "input_tokens",
     "output_tokens",
@@ -53,35 +55,6 @@ Warn = Callable[..., None]
 
 def _ignore(*args: Any, **kwargs: Any) -> None:
     return None
-
-
-class _Block:
-    __slots__ = (
-        "ended",
-        "final_input",
-        "held",
-        "index",
-        "input_error",
-        "kind",
-        "name",
-        "parts",
-        "signature",
-        "tool_id",
-        "unparsed",
-    )
-
-    def __init__(self, kind: str, index: int) -> None:
-        self.kind = kind
-        self.index = index
-        self.parts: list[str] = []
-        self.signature: str | None = None
-        self.tool_id = ""
-        self.name = ""
-        self.ended = False
-        self.held = ""  # a high surrogate ending the last fragment, waiting for its low half
-        self.final_input: dict[str, Any] | None = None
-        self.unparsed: str | None = None
-        self.input_error: str | None = None
 
 
 class MessageBuilder:
@@ -106,9 +79,9 @@ class MessageBuilder:
         """The output count reported so far is a placeholder (Anthropic's ``message_start``
         says 1); if the message ends before the real count, it is estimated from what arrived."""
         self._usage = [0, 0, 0, 0]
-        self._blocks: list[_Block] = []
-        self._by_key: dict[Hashable, _Block] = {}
-        self._open_tool: _Block | None = None
+        self._blocks: list[BlockRecord] = []
+        self._by_key: dict[Hashable, BlockRecord] = {}
+        self._open_tool: BlockRecord | None = None
         self._raw: dict[int, dict[str, Any]] = {}
 
     # Message level -----------------------------------------------------------------------
@@ -185,8 +158,8 @@ class MessageBuilder:
 
     def text(self, key: Hashable, text: str) -> None:
         block = self._by_key.get(key)
-        if block is None or block.kind != _TEXT or block.index != len(self._blocks) - 1:
-            block = self._open(key, _TEXT)
+        if block is None or block.kind != TEXT or block.index != len(self._blocks) - 1:
+            block = self._open(key, TEXT)
         if block.held or not text.isascii():
             text = self._unicode(block, text)
             if not text:
@@ -210,13 +183,37 @@ class MessageBuilder:
         self.out.append(ThinkingDelta(block.index, "", signature=signature))
 
     def redacted_thinking(self, key: Hashable, data: str) -> None:
-        block = self._open(key, _REDACTED)
+        block = self._open(key, REDACTED)
         data = clean(data)
         block.parts.append(data)
         self.out.append(ThinkingDelta(block.index, "", redacted_data=data))
 
+    def citation(self, key: Hashable, citation: Citation) -> None:
+        """A source the text block under ``key`` cites (a new text block when it is not the
+        latest)."""
+        block = self._by_key.get(key)
+        if block is None or block.kind != TEXT or block.index != len(self._blocks) - 1:
+            block = self._open(key, TEXT)
+        block.citations.append(citation)
+        self.out.append(CitationDelta(block.index, citation))
+
+    def server_tool(
+        self, key: Hashable, block: ServerToolCallBlock | ServerToolResultBlock
+    ) -> None:
+        """A server tool's call or result, whole (docs/contract.md §10); its ``provider_raw``
+        is made this reply's own."""
+        record = self._open(key, WHOLE)
+        raw = block.provider_raw.data if block.provider_raw else {}
+        origin = ProviderRaw(provider=self.provider, model=self.model, data=clean_value(raw))
+        record.whole = whole = block.model_copy(update={"provider_raw": origin})
+        record.ended = True
+        if isinstance(whole, ServerToolCallBlock):
+            self.out.append(ServerToolCall(record.index, whole))
+        else:
+            self.out.append(ServerToolResult(record.index, whole))
+
     def tool_start(self, key: Hashable, tool_id: str, name: str) -> None:
-        block = self._open(key, _TOOL)
+        block = self._open(key, TOOL)
         block.tool_id = tool_id = clean(tool_id)
         block.name = name = clean(name)
         self._open_tool = block
@@ -224,7 +221,7 @@ class MessageBuilder:
 
     def tool_input(self, key: Hashable, fragment: str) -> None:
         block = self._by_key.get(key)
-        if block is None or block.kind != _TOOL:
+        if block is None or block.kind != TOOL:
             self.warn("tool_use", f"input fragment for unknown tool block {key!r}")
             return
         if block.ended:
@@ -239,13 +236,13 @@ class MessageBuilder:
     def tool_end(self, key: Hashable, final_input: dict[str, Any] | None = None) -> None:
         """End a tool; ``final_input`` is the provider's authoritative input, when it has one."""
         block = self._by_key.get(key)
-        if block is not None and block.kind == _TOOL and not block.ended:
+        if block is not None and block.kind == TOOL and not block.ended:
             self._end_tool(block, final_input, partial=False)
 
     def close(self, key: Hashable) -> None:
         """The provider closed a block: for a tool that is its end, otherwise nothing."""
         block = self._by_key.get(key)
-        if block is not None and block.kind == _TOOL and not block.ended:
+        if block is not None and block.kind == TOOL and not block.ended:
             self._end_tool(block, None, partial=False)
 
     def has_block(self, key: Hashable) -> bool:
@@ -267,41 +264,43 @@ class MessageBuilder:
 
     # Internals ---------------------------------------------------------------------------
 
-    def _thinking_block(self, key: Hashable) -> _Block:
+    def _thinking_block(self, key: Hashable) -> BlockRecord:
         block = self._by_key.get(key)
-        if block is None or block.kind != _THINKING or block.index != len(self._blocks) - 1:
-            block = self._open(key, _THINKING)
+        if block is None or block.kind != THINKING or block.index != len(self._blocks) - 1:
+            block = self._open(key, THINKING)
         return block
 
-    def _unicode(self, block: _Block, text: str) -> str:
+    def _unicode(self, block: BlockRecord, text: str) -> str:
         """``text`` after the surrogate ``block`` held; holds a new trailing one."""
         text, block.held = joined(block.held, text)
         return text
 
-    def _flush(self, block: _Block) -> None:
+    def _flush(self, block: BlockRecord) -> None:
         """A held high surrogate whose low half never came: it becomes U+FFFD."""
         block.held = ""
         block.parts.append(REPLACEMENT)
-        if block.kind == _TEXT:
+        if block.kind == TEXT:
             self.out.append(TextDelta(block.index, REPLACEMENT))
-        elif block.kind == _THINKING:
+        elif block.kind == THINKING:
             self.out.append(ThinkingDelta(block.index, REPLACEMENT))
         else:
             self.out.append(ToolUseInputDelta(block.index, block.tool_id, REPLACEMENT))
 
-    def _open(self, key: Hashable, kind: str) -> _Block:
+    def _open(self, key: Hashable, kind: str) -> BlockRecord:
         if not self.started:
             self.start()
         if self._blocks and self._blocks[-1].held:
             self._flush(self._blocks[-1])
         if self._open_tool is not None:
             self._end_tool(self._open_tool, None, partial=False)
-        block = _Block(kind, len(self._blocks))
+        block = BlockRecord(kind, len(self._blocks))
         self._blocks.append(block)
         self._by_key[key] = block
         return block
 
-    def _end_tool(self, block: _Block, final_input: dict[str, Any] | None, partial: bool) -> None:
+    def _end_tool(
+        self, block: BlockRecord, final_input: dict[str, Any] | None, partial: bool
+    ) -> None:
         if block.held:
             self._flush(block)
         block.ended = True
@@ -329,7 +328,7 @@ class MessageBuilder:
             ToolUseEnd(block.index, block.tool_id, block.name, final_input, block.input_error)
         )
 
-    def _report_invalid(self, block: _Block, raw: str) -> None:
+    def _report_invalid(self, block: BlockRecord, raw: str) -> None:
         if self.invalid_arguments is not None:
             self.invalid_arguments(block.name, block.tool_id, raw)
         else:
@@ -341,40 +340,9 @@ class MessageBuilder:
 
     def final_content(self) -> list[ContentBlock]:
         origin = ProviderRaw(provider=self.provider, model=self.model)
-        content: list[ContentBlock] = []
-        for block in self._blocks:
-            kept = self._raw.get(block.index)
-            if block.kind == _TEXT:
-                content.append(
-                    TextBlock(text="".join(block.parts), provider_raw=self._origin(kept))
-                )
-            elif block.kind == _THINKING:
-                content.append(
-                    ThinkingBlock(
-                        thinking="".join(block.parts),
-                        signature=block.signature,
-                        provider_raw=self._origin(kept) or origin,
-                    )
-                )
-            elif block.kind == _REDACTED:
-                content.append(
-                    RedactedThinkingBlock(
-                        data="".join(block.parts), provider_raw=self._origin(kept) or origin
-                    )
-                )
-            else:
-                if block.unparsed is not None:
-                    kept = {**(kept or {}), "arguments": block.unparsed}
-                content.append(
-                    ToolUseBlock(
-                        id=block.tool_id,
-                        name=block.name,
-                        input=block.final_input or {},
-                        input_error=block.input_error,
-                        provider_raw=self._origin(kept),
-                    )
-                )
-        return content
+        return [
+            block.block(self._origin(self._raw.get(block.index)), origin) for block in self._blocks
+        ]
 
     def _origin(self, data: dict[str, Any] | None) -> ProviderRaw | None:
         if data is None:

@@ -16,15 +16,19 @@ from metis.model.content import (
     ContentBlock,
     ImageBlock,
     Role,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.wire.anthropic import server_tools
 from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, parse_body
 from metis.wire.anthropic.rules import model_traits
 from metis.wire.codec import Codec, EncodeContext
+from metis.wire.server_replay import for_provider
 
 log = logging.getLogger("metis")
 
@@ -37,11 +41,14 @@ def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     if system:
         body["system"] = system
     body["messages"] = _messages(request, call)
-    if request.tools:
-        body["tools"] = [_tool(tool) for tool in request.tools]
+    if request.tools or request.server_tools:
+        tools = [_tool(tool) for tool in request.tools]
+        body["tools"] = tools + server_tools.declarations(request, call)
         choice = _tool_choice(request)
         if choice is not None:
             body["tool_choice"] = choice
+        if container := server_tools.container(request):
+            body["container"] = container
     if request.stop_sequences:
         body["stop_sequences"] = list(request.stop_sequences)
     if request.temperature is not None:
@@ -73,7 +80,8 @@ def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, 
             continue
         role = "assistant" if message.role is Role.ASSISTANT else "user"
         message_id = message.id or f"messages[{i}]"
-        blocks = [b for block in message.content if (b := _block(block, call, message_id))]
+        content = for_provider(message.content, call, message_id)
+        blocks = [b for block in content if (b := _block(block, call, message_id))]
         if not blocks:  # Anthropic rejects empty content; nothing was sendable
             continue
         if out and out[-1]["role"] == role:  # Anthropic wants user and assistant to alternate
@@ -96,6 +104,8 @@ def _block(block: ContentBlock, call: EncodeContext, message_id: str) -> dict[st
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
     if isinstance(block, ToolResultBlock):
         return _tool_result(block)
+    if isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
+        return dict(block.provider_raw.data) if block.provider_raw else None  # its own, verbatim
     if isinstance(block, ThinkingBlock):
         if not block.signature:
             call.warn_dropped(
@@ -172,6 +182,12 @@ class AnthropicCodec:
     stream_parser = staticmethod(AnthropicStreamParser)
     parse_body = staticmethod(parse_body)
     error_from_http = staticmethod(error_from_http)
+
+    @staticmethod
+    def headers_for(body: dict[str, Any]) -> dict[str, str]:
+        """The ``anthropic-beta`` header the body's server tools need."""
+        beta = server_tools.beta_header(body.get("tools") or [])
+        return {"anthropic-beta": beta} if beta else {}
 
 
 codec: Codec = AnthropicCodec()

@@ -5,9 +5,11 @@ Sans-IO. The parsers turn Anthropic's objects into canonical events by driving a
 checked by :mod:`metis.wire.read`, so a malformed field is a ProtocolError naming it.
 
 Anthropic numbers its content blocks itself (``index``) and the parser uses that number as the
-builder's key. Blocks the canonical model has no room for (server tools, MCP calls, code
-execution and their results, whatever Anthropic adds next) are dropped whole, with one WARN
-each, together with all their deltas.
+builder's key. A server tool's call (``server_tool_use``, its input streamed as a tool call's)
+and result (any ``*_tool_result`` answering it) become whole canonical blocks, and citations on
+text become canonical citations (:mod:`metis.wire.anthropic.server_tools`). Blocks the canonical
+model has no room for (MCP calls, whatever Anthropic adds next) are dropped whole, with one
+WARN each, together with all their deltas.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from typing import Any
 
 from metis.errors import AdapterError, ErrorClass, ProtocolError
 from metis.model.response import StopKind, StopReason
+from metis.wire.anthropic.server_tools import call_block, citation, result_block
 from metis.wire.builder import MessageBuilder
 from metis.wire.http_errors import body_excerpt, http_error, json_body
+from metis.wire.partial_json import parse_object
 from metis.wire.read import (
     list_value,
     malformed,
@@ -59,7 +63,17 @@ _BLOCK = "content_block"
 class AnthropicStreamParser:
     """Feeds Anthropic's stream events (parsed SSE ``data:`` objects) to a builder."""
 
-    __slots__ = ("_builder", "_done", "_dropped", "_fragments", "_inputs", "_started", "_warned")
+    __slots__ = (
+        "_builder",
+        "_done",
+        "_dropped",
+        "_fragments",
+        "_inputs",
+        "_server_calls",
+        "_server_names",
+        "_started",
+        "_warned",
+    )
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
@@ -69,6 +83,9 @@ class AnthropicStreamParser:
         self._inputs: dict[int, dict[str, Any]] = {}  # tool inputs given whole at block start
         self._fragments: set[int] = set()  # tool indices that received input_json_delta text
         self._warned: set[str] = set()  # unknown delta types already reported
+        # server_tool_use blocks still open: index -> (the block, its input fragments)
+        self._server_calls: dict[int, tuple[dict[str, Any], list[str]]] = {}
+        self._server_names: dict[str, str] = {}  # server call id -> tool name
 
     def feed(self, obj: dict[str, Any]) -> None:
         kind = obj.get("type")
@@ -143,6 +160,8 @@ class AnthropicStreamParser:
         if kind == "text":
             if text := optional_text(block, "text", _BLOCK):
                 builder.text(index, text)
+            for cited in list_value(block.get("citations") or [], "content_block.citations"):
+                builder.citation(index, citation(object_value(cited, "content_block.citations[]")))
         elif kind == "thinking":
             if thinking := optional_text(block, "thinking", _BLOCK):
                 builder.thinking(index, thinking)
@@ -155,6 +174,14 @@ class AnthropicStreamParser:
             builder.tool_start(index, tool_id, required_text(block, "name", _BLOCK))
             if given := optional_object(block, "input", _BLOCK):
                 self._inputs[index] = given
+        elif kind == "server_tool_use":
+            tool_id = required_text(block, "id", _BLOCK)
+            self._server_names[tool_id] = required_text(block, "name", _BLOCK)
+            self._server_calls[index] = (block, [])
+        elif block.get("tool_use_id") in self._server_names and kind.endswith("_tool_result"):
+            builder.server_tool(
+                index, result_block(block, self._server_names[block["tool_use_id"]])
+            )
         else:
             self._dropped.add(index)
             builder.warn(
@@ -170,6 +197,10 @@ class AnthropicStreamParser:
         builder = self._builder
         if kind == "input_json_delta":
             fragment = required_text(delta, "partial_json", kind)
+            server = self._server_calls.get(index)
+            if server is not None:
+                server[1].append(fragment)
+                return
             builder.tool_input(index, fragment)
             if fragment:
                 self._fragments.add(index)
@@ -179,7 +210,9 @@ class AnthropicStreamParser:
             builder.thinking_signature(index, required_text(delta, "signature", kind))
         elif kind == "text_delta":  # reached only when the hot path refused it
             builder.text(index, required_text(delta, "text", kind))
-        elif kind != "citations_delta" and kind not in self._warned:
+        elif kind == "citations_delta":
+            builder.citation(index, citation(required_object(delta, "citation", kind)))
+        elif kind not in self._warned:
             self._warned.add(kind)
             builder.warn(
                 kind, f"unknown delta type {kind!r} ignored", message_id=builder.message_id
@@ -187,6 +220,15 @@ class AnthropicStreamParser:
 
     def _stop_block(self, index: int) -> None:
         if index in self._dropped:
+            return
+        server = self._server_calls.pop(index, None)
+        if server is not None:
+            block, fragments = server
+            given = optional_object(block, "input", _BLOCK) or {}
+            streamed = parse_object("".join(fragments)) if fragments else None
+            self._builder.server_tool(
+                index, call_block(block, given if streamed is None else streamed)
+            )
             return
         given = self._inputs.pop(index, None)
         if given is not None and index not in self._fragments:
