@@ -27,6 +27,7 @@ from .recordings import Exchange
 Blocks = list[tuple[Any, ...]]
 CANONICAL_ANTHROPIC_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinking"}
 CANONICAL_RESPONSES_ITEMS = {"message", "function_call", "reasoning"}
+SERVER_RESPONSES_ITEMS = {"web_search_call", "code_interpreter_call"}
 _BEDROCK_STOP = {
     "end_turn": StopKind.END_TURN,
     "tool_use": StopKind.TOOL_USE,
@@ -253,10 +254,18 @@ def expected_responses(exchange: Exchange) -> Expected:
             summary = "\n\n".join(p["text"] for p in item.get("summary") or [])
             if summary or item.get("encrypted_content"):
                 blocks.append(("thinking", (summary, item.get("encrypted_content"))))
+        elif item["type"] in SERVER_RESPONSES_ITEMS:
+            blocks.append(("server_call", item["id"]))
+            blocks.append(("server_result", item["id"]))
     usage = final["usage"]
     details = usage.get("input_tokens_details") or {}
     cached, written = details.get("cached_tokens", 0), details.get("cache_write_tokens", 0)
-    dropped = [item["type"] for item in items if item["type"] not in CANONICAL_RESPONSES_ITEMS]
+    dropped = [
+        item["type"]
+        for item in items
+        if item["type"] not in CANONICAL_RESPONSES_ITEMS
+        and item["type"] not in SERVER_RESPONSES_ITEMS
+    ]
     calls = any(item["type"] == "function_call" for item in items)
     assert final["status"] == "completed"  # every recorded reply did complete
     return Expected(
@@ -282,6 +291,10 @@ def observed_responses(final: MessageComplete) -> Blocks:
             blocks.append(("tool", (block.name, block.input)))
         elif isinstance(block, ThinkingBlock):
             blocks.append(("thinking", (block.thinking, block.signature)))
+        elif isinstance(block, ServerToolCallBlock):
+            blocks.append(("server_call", block.id))
+        elif isinstance(block, ServerToolResultBlock):
+            blocks.append(("server_result", block.tool_call_id))
     return blocks
 
 

@@ -731,7 +731,7 @@ def test_items_outside_the_canonical_model_are_dropped_with_one_warning_each() -
             created(),
             *other_item_events(0, "mcp_list_tools"),
             *reasoning_events(1),
-            *other_item_events(2, "web_search_call"),
+            *other_item_events(2, "file_search_call"),
             {
                 "type": "response.output_text.delta",
                 "output_index": 2,
@@ -743,7 +743,7 @@ def test_items_outside_the_canonical_model_are_dropped_with_one_warning_each() -
             completed(),
         ]
     )
-    assert warns.types == ["mcp_list_tools", "web_search_call"]
+    assert warns.types == ["mcp_list_tools", "file_search_call"]
     content = final(builder).final_content
     assert [b.type for b in content] == ["thinking", "thinking", "text"]
     assert content[0].provider_raw is not None and content[0].provider_raw.data["unpaired"] is True
@@ -1271,9 +1271,9 @@ def plain(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return json.loads(text)  # type: ignore[no-any-return]
 
 
-def test_a_reasoning_item_whose_follower_was_dropped_does_not_go_back() -> None:
-    """Here the first reasoning item led to a web search (no canonical form): only the second
-    reasoning item and the message can go back."""
+def test_a_reasoning_item_and_the_web_search_it_led_to_go_back() -> None:
+    """Here the first reasoning item led to a web search: it goes back with the search's item,
+    whole, then the second reasoning item and the message, as the recorded next request."""
     first, second = recording(
         "pydantic-ai__test_openai_responses__test_openai_responses_model_web_search_tool_stream.yaml"
     )
@@ -1287,7 +1287,9 @@ def test_a_reasoning_item_whose_follower_was_dropped_does_not_go_back() -> None:
     ]
     call = make_call()
     items = codec.output_items(content, call)
-    assert items == sent_back[3:5]
+    search = items[1]["action"]
+    assert search.pop("sources") == [{"type": "api", "name": "oai-weather"}]  # as it came
+    assert items == sent_back[1:5]  # pydantic-ai sent the search back without its sources
 
 
 def test_an_item_id_with_a_lone_surrogate_reaches_provider_raw_replaced() -> None:

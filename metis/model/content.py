@@ -11,7 +11,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from metis.model.block import BlockBase
 from metis.model.block import ProviderRaw as ProviderRaw
@@ -36,6 +43,13 @@ class TextBlock(BlockBase):
     type: Literal["text"] = "text"
     text: str
     citations: list[Citation] | None = None
+
+    @model_serializer(mode="wrap")
+    def _citations_only_when_given(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if self.citations is None and isinstance(data, dict):
+            data.pop("citations", None)  # a block without citations dumps as it always did
+        return data
 
 
 class Base64ImageSource(BaseModel):

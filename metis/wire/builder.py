@@ -194,6 +194,10 @@ class MessageBuilder:
         block = self._by_key.get(key)
         if block is None or block.kind != TEXT or block.index != len(self._blocks) - 1:
             block = self._open(key, TEXT)
+        if citation.provider_raw is not None:
+            data = clean_value(citation.provider_raw.data)
+            origin = ProviderRaw(provider=self.provider, model=self.model, data=data)
+            citation = citation.model_copy(update={"provider_raw": origin})
         block.citations.append(citation)
         self.out.append(CitationDelta(block.index, citation))
 

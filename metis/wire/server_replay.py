@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from metis.model.content import (
     ContentBlock,
+    Message,
     ServerToolCallBlock,
     ServerToolResultBlock,
     TextBlock,
@@ -56,3 +57,15 @@ def _origin(block: ServerToolCallBlock | ServerToolResultBlock) -> str:
     if origin is None:
         return "it was made by an unknown provider"
     return f"it was made by {origin.provider} ({origin.model})"
+
+
+def messages_for_provider(messages: list[Message], call: EncodeContext) -> list[Message]:
+    """Every message's content as :func:`for_provider` makes it (the same objects when no
+    message holds a server tool's block)."""
+    out: list[Message] = []
+    for i, message in enumerate(messages):
+        if has_server_blocks(message.content):
+            content = for_provider(message.content, call, message.id or f"messages[{i}]")
+            message = message.model_copy(update={"content": content})
+        out.append(message)
+    return out

@@ -7,6 +7,7 @@ Anthropic answers.
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any
 
@@ -105,7 +106,7 @@ def _block(block: ContentBlock, call: EncodeContext, message_id: str) -> dict[st
     if isinstance(block, ToolResultBlock):
         return _tool_result(block)
     if isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
-        return dict(block.provider_raw.data) if block.provider_raw else None  # its own, verbatim
+        return copy.deepcopy(block.provider_raw.data) if block.provider_raw else None  # verbatim
     if isinstance(block, ThinkingBlock):
         if not block.signature:
             call.warn_dropped(

@@ -30,6 +30,8 @@ from metis.model.content import (
     ImageBlock,
     Message,
     Role,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -37,6 +39,8 @@ from metis.model.content import (
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.codec import EncodeContext
+from metis.wire.openai_responses.server_tools import declarations, includes
+from metis.wire.server_replay import messages_for_provider
 from metis.wire.strict_schema import strict_schema_or_reason
 
 Drop = Callable[[str, str, str], None]
@@ -44,7 +48,7 @@ Drop = Callable[[str, str, str], None]
 
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-_OUTPUTS = ("message", "function_call")
+_OUTPUTS = ("message", "function_call", "web_search_call", "code_interpreter_call")
 
 
 def encode_request(
@@ -63,9 +67,10 @@ def encode_request(
     body: dict[str, Any] = {"model": call.wire_model}
     if request.system_prompt:
         body["instructions"] = request.system_prompt
-    body["input"] = input_items(request.messages, call.provider, _warner(call))
-    if request.tools:
-        body["tools"] = [_tool(tool) for tool in request.tools]
+    messages = messages_for_provider(request.messages, call)
+    body["input"] = input_items(messages, call.provider, _warner(call))
+    if request.tools or request.server_tools:
+        body["tools"] = [_tool(t) for t in request.tools] + declarations(request, call)
         choice = request.tool_choice
         if choice is not None:
             body["tool_choice"] = (
@@ -85,8 +90,9 @@ def encode_request(
         budget = request.thinking.budget_tokens
         effort = "low" if budget < 2048 else "medium" if budget < 8192 else "high"
         body["reasoning"] = {"effort": effort, "summary": "auto"}
-    if include_encrypted_reasoning:
-        body["include"] = ["reasoning.encrypted_content"]
+    include = ["reasoning.encrypted_content"] if include_encrypted_reasoning else []
+    if include := include + includes(request):
+        body["include"] = include
     body["store"] = store
     body["stream"] = bool(request.stream)
     return body
@@ -117,6 +123,11 @@ def assistant_items(
                 items.append(_message_item(block.text, mine))
         elif isinstance(block, ToolUseBlock):
             items.append(_function_call(block, mine))
+        elif isinstance(block, ServerToolCallBlock):
+            if isinstance(mine.get("item"), dict):  # the item, whole, from the call block
+                items.append(copy.deepcopy(mine["item"]))
+        elif isinstance(block, ServerToolResultBlock):
+            pass  # its item went back with its call
         elif isinstance(block, ThinkingBlock):
             reasoning = _reasoning_item(block, mine)
             if isinstance(reasoning, str):

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from metis.model.content import ContentBlock, ProviderRaw, TextBlock, ThinkingBlock, ToolUseBlock
+from metis.model.content import (
+    ContentBlock,
+    ProviderRaw,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
 from metis.wire.builder import MessageBuilder
 
 CANONICAL_ITEMS: dict[str, type[Any]] = {
@@ -14,6 +22,9 @@ CANONICAL_ITEMS: dict[str, type[Any]] = {
     "reasoning": ThinkingBlock,
 }
 """The output item types with a canonical form, and the block each becomes."""
+
+SERVER_ITEMS = ("web_search_call", "code_interpreter_call")
+"""The items a server tool's call and result come from (their blocks carry their item)."""
 
 
 def with_items(
@@ -27,10 +38,16 @@ def with_items(
     up, the content stays as it is."""
     order = list(items)
     made = [i for i in order if i not in dropped and builder.has_block(i)]
-    if len(made) != len(content):
+    own = [b for b in content if not isinstance(b, ServerToolCallBlock | ServerToolResultBlock)]
+    if len(made) != len(own):
         return content
+    kept = dict(zip(map(id, own), made, strict=True))
     out: list[ContentBlock] = []
-    for block, index in zip(content, made, strict=True):
+    for block in content:
+        index = kept.get(id(block))
+        if index is None:  # a server tool's block: its item is already on it
+            out.append(block)
+            continue
         kind, raw = items[index]
         if not isinstance(block, CANONICAL_ITEMS[kind]):
             return content
@@ -41,7 +58,8 @@ def with_items(
         if kind == "reasoning":
             after = order.index(index) + 1
             following = order[after] if after < len(order) else None
-            if following not in made or items[following][0] == "reasoning":
+            led_to = items[following][0] if following is not None else None
+            if (following not in made and led_to not in SERVER_ITEMS) or led_to == "reasoning":
                 data["unpaired"] = True  # what it led to was not kept (or nothing was)
         old = block.provider_raw
         merged = ProviderRaw(

@@ -8,9 +8,11 @@ between; the parser uses that index as the builder's key. ``message`` items give
 (``output_text`` and ``refusal`` parts), ``function_call`` items tool calls, ``reasoning``
 items thinking: the summary text (its parts joined by a blank line) with the encrypted
 content as the signature, so ``thinking_filter`` sends it back only to the model that made it.
-Every other item (web search, file search, MCP, code interpreter, image generation, tool
-search, whatever comes next) has no canonical form: it is dropped whole with one WARN, and
-all its events are ignored.
+A ``web_search_call`` or ``code_interpreter_call`` item becomes a server tool's call and result
+blocks when it is done, and text annotations become citations
+(:mod:`metis.wire.openai_responses.server_tools`). Every other item (file search, MCP, image
+generation, tool search, whatever comes next) has no canonical form: it is dropped whole with
+one WARN, and all its events are ignored.
 
 As each item is done, its block gets the item it came from in ``provider_raw.data`` (item
 ``id``, a message's ``phase``, a reasoning item's summary parts, a call's ``call_id``) for a
@@ -46,6 +48,7 @@ from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.http_errors import http_error, openai_error_fields
 from metis.wire.openai_responses.items import CANONICAL_ITEMS, with_items
+from metis.wire.openai_responses.server_tools import SERVER_ITEMS, citation, server_blocks
 from metis.wire.read import (
     list_value,
     malformed,
@@ -155,6 +158,10 @@ class ResponsesParser:
                 builder.thinking(index, "\n\n")
         elif kind == _TEXT_DELTA:  # reached only when the hot path refused it
             builder.text(index, required_text(obj, "delta", kind))
+        elif kind == "response.output_text.annotation.added":
+            found = citation(required_object(obj, "annotation", kind))
+            if found is not None and builder.has_block(index):
+                builder.citation(index, found)
         elif kind == "response.refusal.delta":
             builder.text(index, required_text(obj, "delta", kind))
             self._refused = True
@@ -191,6 +198,8 @@ class ResponsesParser:
             if arguments := _arguments(item.get("arguments")):
                 builder.tool_input(index, arguments)
                 self._fed.add(index)
+        elif kind in SERVER_ITEMS:  # read whole when done; its own events are not needed
+            self._dropped.add(index)
         elif kind not in CANONICAL_ITEMS:
             self._dropped.add(index)
             reason = f"OpenAI Responses {kind!r} items have no canonical form"
@@ -199,6 +208,12 @@ class ResponsesParser:
     def _finished(self, index: int, item: dict[str, Any]) -> None:
         self._added(index, item)  # a server that skipped .added
         kind, raw = self._items[index]
+        if kind in SERVER_ITEMS and raw is None:
+            call, result = server_blocks(item)
+            self._builder.server_tool((index, "call"), call)
+            self._builder.server_tool((index, "result"), result)
+            self._items[index] = (kind, {})
+            return
         if index in self._dropped or raw is not None:
             return
         builder = self._builder
@@ -227,6 +242,7 @@ class ResponsesParser:
 
     def _message_text(self, index: int, item: dict[str, Any]) -> None:
         where = "message item.content[]"
+        offset = 0  # where the part starts in the block's text
         for part in list_value(item.get("content") or [], "message item.content"):
             part = object_value(part, where)
             kind = required_text(part, "type", where)
@@ -235,6 +251,11 @@ class ResponsesParser:
                 text, self._refused = optional_text(part, "refusal", where), True
             if text:
                 self._builder.text(index, text)
+            for annotation in list_value(part.get("annotations") or [], f"{where}.annotations"):
+                found = citation(object_value(annotation, f"{where}.annotations[]"), offset)
+                if found is not None:
+                    self._builder.citation(index, found)
+            offset += len(text or "")
 
     def finish(self, response: dict[str, Any]) -> None:
         builder = self._builder
