@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from metis.errors import AdapterError, ErrorClass, ProtocolError, StackError
+from metis.model.citation import Citation
 from metis.model.content import (
     Role,
 )
@@ -40,6 +41,7 @@ from metis.wire.openai_chat.read import (
     stop_reason,
     tool_call_id,
 )
+from metis.wire.openai_chat.server_tools import annotation_citations, search_fields, source_list
 from metis.wire.read import (
     malformed,
     object_value,
@@ -49,6 +51,7 @@ from metis.wire.read import (
     required_object,
     text_value,
 )
+from metis.wire.server_replay import messages_for_provider
 
 _TEXT, _REASONING = "text", "reasoning"
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
@@ -82,7 +85,7 @@ class OpenAIChatCodec:
         messages: list[dict[str, Any]] = []
         if request.system_prompt:
             messages.append({"role": "system", "content": request.system_prompt})
-        for i, message in enumerate(request.messages):
+        for i, message in enumerate(messages_for_provider(request.messages, call)):
             message_id = message.id or f"messages[{i}]"
             if message.role is Role.ASSISTANT:
                 messages.append(assistant_message(message, message_id, call, self.reasoning))
@@ -105,6 +108,11 @@ class OpenAIChatCodec:
                 )
             if request.parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = request.parallel_tool_calls
+        if request.server_tools:
+            searching = search_fields(request, call)
+            if own := searching.pop("tools", []):
+                body["tools"] = body.get("tools", []) + own
+            body.update(searching)
         if request.stop_sequences:
             body["stop"] = list(request.stop_sequences)
         if request.temperature is not None:
@@ -144,6 +152,8 @@ class OpenAIChatCodec:
         refusal = optional_text(message, "refusal", "message")
         if refusal:
             builder.text(_TEXT, refusal)
+        for cited in annotation_citations(message.get("annotations")) + source_list(body):
+            builder.citation(_TEXT, cited)
         calls = optional_list(message, "tool_calls", "message")
         for i, item in enumerate(calls):
             item = object_value(item, "message.tool_calls[]")
@@ -167,7 +177,7 @@ class OpenAIChatCodec:
 
 
 class _StreamParser:
-    __slots__ = ("_builder", "_finished", "_keys", "_refused", "_tools")
+    __slots__ = ("_builder", "_finished", "_keys", "_refused", "_sources", "_tools")
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
@@ -175,6 +185,7 @@ class _StreamParser:
         self._keys: list[Hashable] = []
         self._refused = False
         self._finished = False
+        self._sources: list[Citation] = []  # a reply's source list, as the last chunk gave it
 
     def feed(self, obj: dict[str, Any]) -> None:
         if "error" in obj:
@@ -204,10 +215,14 @@ class _StreamParser:
         usage = obj.get("usage")
         if usage:
             read_usage(builder, object_value(usage, "chunk.usage"))
+        if "citations" in obj:  # Perplexity repeats the list on every chunk
+            self._sources = source_list(obj)
 
     def end(self) -> None:
         if not self._finished:
             raise ProtocolError("openai_chat stream ended without a finish_reason")
+        for cited in self._sources:
+            self._builder.citation(_TEXT, cited)
         self._builder.finish()
 
     def _delta(self, delta: dict[str, Any]) -> None:
@@ -218,6 +233,8 @@ class _StreamParser:
         if refusal := optional_text(delta, "refusal", "delta"):
             builder.text(_TEXT, refusal)
             self._refused = True
+        for cited in annotation_citations(delta.get("annotations")):
+            builder.citation(_TEXT, cited)
         for item in optional_list(delta, "tool_calls", "delta"):
             item = object_value(item, "delta.tool_calls[]")
             index, tool_id = _tool_index(item), optional_text(item, "id", "delta.tool_calls[]")
