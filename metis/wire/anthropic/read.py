@@ -221,13 +221,12 @@ class AnthropicStreamParser:
     def _stop_block(self, index: int) -> None:
         if index in self._dropped:
             return
-        server = self._server_calls.pop(index, None)
-        if server is not None:
-            block, fragments = server
-            given = optional_object(block, "input", _BLOCK) or {}
+        if index in self._server_calls:
+            block, fragments = self._server_calls.pop(index)
+            declared = optional_object(block, "input", _BLOCK) or {}
             streamed = parse_object("".join(fragments)) if fragments else None
             self._builder.server_tool(
-                index, call_block(block, given if streamed is None else streamed)
+                index, call_block(block, declared if streamed is None else streamed)
             )
             return
         given = self._inputs.pop(index, None)

@@ -206,7 +206,7 @@ def citation(raw: dict[str, Any]) -> Citation:
         index=_int(raw.get("document_index")),
         title=_text(raw.get("document_title")),
         file_id=_text(raw.get("file_id")),
-        unit=unit,  # type: ignore[arg-type]
+        unit=unit,
         start=_int(raw.get(f"start_{suffix}")) if unit else None,
         end=_int(raw.get(f"end_{suffix}")) if unit else None,
     )

@@ -9,6 +9,7 @@ images, only S3 locations, so those are dropped with the structured WARN.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from metis.model.content import (
@@ -17,13 +18,17 @@ from metis.model.content import (
     ImageBlock,
     RedactedThinkingBlock,
     Role,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.wire.bedrock_converse.server_tools import declarations
 from metis.wire.codec import EncodeContext
+from metis.wire.server_replay import messages_for_provider
 
 EMPTY_RESULT = "(no output)"
 _IMAGE_FORMATS = {
@@ -45,7 +50,7 @@ def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     if request.stop_sequences:
         inference["stopSequences"] = list(request.stop_sequences)
     body["inferenceConfig"] = inference
-    tools = _tool_config(request)
+    tools = _tool_config(request, call)
     if tools is not None:
         body["toolConfig"] = tools
     if request.thinking is not None:
@@ -64,7 +69,7 @@ def _system(request: CanonicalRequest) -> str:
 
 def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for i, message in enumerate(request.messages):
+    for i, message in enumerate(messages_for_provider(request.messages, call)):
         if message.role is Role.SYSTEM:
             continue
         role = "assistant" if message.role is Role.ASSISTANT else "user"
@@ -89,6 +94,8 @@ def _block(block: ContentBlock, call: EncodeContext, message_id: str) -> dict[st
         return {"toolResult": _tool_result(block, call, message_id)}
     if isinstance(block, ImageBlock):
         return _image(block, call, message_id)
+    if isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
+        return copy.deepcopy(block.provider_raw.data) if block.provider_raw else None  # verbatim
     if isinstance(block, ThinkingBlock):
         if not block.signature:
             call.warn_dropped(
@@ -139,10 +146,11 @@ def _tool_result(block: ToolResultBlock, call: EncodeContext, message_id: str) -
     }
 
 
-def _tool_config(request: CanonicalRequest) -> dict[str, Any] | None:
-    if not request.tools:
+def _tool_config(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any] | None:
+    if not request.tools and not request.server_tools:
         return None
-    config: dict[str, Any] = {"tools": [_tool(tool) for tool in request.tools]}
+    tools = [_tool(tool) for tool in request.tools] + declarations(request, call)
+    config: dict[str, Any] = {"tools": tools}
     choice = request.tool_choice
     if choice is not None and choice.type == "tool":
         config["toolChoice"] = {"tool": {"name": choice.name}}
