@@ -80,11 +80,16 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         [
             "AdapterCapabilities",
+            "AudioBlock",
             "Base64ImageSource",
+            "Base64Source",
             "CanonicalRequest",
             "CanonicalResponse",
             "ContentBlock",
+            "DocumentBlock",
             "DroppedContent",
+            "FileIdSource",
+            "FreeformInput",
             "ImageBlock",
             "Message",
             "MessageComplete",
@@ -97,6 +102,7 @@ _EXPORTS: dict[str, str] = {
             "StreamEvent",
             "TextBlock",
             "TextDelta",
+            "TextSource",
             "ThinkingBlock",
             "ThinkingConfig",
             "ThinkingDelta",
@@ -110,6 +116,8 @@ _EXPORTS: dict[str, str] = {
             "ToolUseInputDelta",
             "ToolUseStart",
             "URLImageSource",
+            "URLSource",
+            "VideoBlock",
         ],
         "metis.model",
     ),
@@ -292,11 +300,16 @@ if TYPE_CHECKING:
     from metis.errors import ServerError as ServerError
     from metis.errors import StackError as StackError
     from metis.model import AdapterCapabilities as AdapterCapabilities
+    from metis.model import AudioBlock as AudioBlock
     from metis.model import Base64ImageSource as Base64ImageSource
+    from metis.model import Base64Source as Base64Source
     from metis.model import CanonicalRequest as CanonicalRequest
     from metis.model import CanonicalResponse as CanonicalResponse
     from metis.model import ContentBlock as ContentBlock
+    from metis.model import DocumentBlock as DocumentBlock
     from metis.model import DroppedContent as DroppedContent
+    from metis.model import FileIdSource as FileIdSource
+    from metis.model import FreeformInput as FreeformInput
     from metis.model import ImageBlock as ImageBlock
     from metis.model import Message as Message
     from metis.model import MessageComplete as MessageComplete
@@ -309,6 +322,7 @@ if TYPE_CHECKING:
     from metis.model import StreamEvent as StreamEvent
     from metis.model import TextBlock as TextBlock
     from metis.model import TextDelta as TextDelta
+    from metis.model import TextSource as TextSource
     from metis.model import ThinkingBlock as ThinkingBlock
     from metis.model import ThinkingConfig as ThinkingConfig
     from metis.model import ThinkingDelta as ThinkingDelta
@@ -322,6 +336,8 @@ if TYPE_CHECKING:
     from metis.model import ToolUseInputDelta as ToolUseInputDelta
     from metis.model import ToolUseStart as ToolUseStart
     from metis.model import URLImageSource as URLImageSource
+    from metis.model import URLSource as URLSource
+    from metis.model import VideoBlock as VideoBlock
     from metis.model.citation import Citation as Citation
     from metis.model.citation import DocumentLocation as DocumentLocation
     from metis.model.citation import TextSpan as TextSpan

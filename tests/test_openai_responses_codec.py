@@ -760,7 +760,6 @@ def test_items_outside_the_canonical_model_are_dropped_with_one_warning_each() -
         "apply_patch_call",
         "shell_call",
         "local_shell_call",
-        "custom_tool_call",
     ],
 )
 def test_a_dropped_item_never_becomes_the_stop_reason(kind: str) -> None:

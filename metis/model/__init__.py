@@ -29,8 +29,18 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
+from metis.model.media import (
+    AudioBlock,
+    Base64Source,
+    DocumentBlock,
+    FileIdSource,
+    TextSource,
+    URLSource,
+    VideoBlock,
+)
 from metis.model.request import (
     CanonicalRequest,
+    FreeformInput,
     ThinkingConfig,
     ToolAnnotations,
     ToolChoice,
@@ -58,7 +68,9 @@ from metis.model.server_tools import (
 
 __all__ = [
     "AdapterCapabilities",
+    "AudioBlock",
     "Base64ImageSource",
+    "Base64Source",
     "CanonicalRequest",
     "CanonicalResponse",
     "Citation",
@@ -66,8 +78,11 @@ __all__ = [
     "CodeExecution",
     "CodeOutput",
     "ContentBlock",
+    "DocumentBlock",
     "DocumentLocation",
     "DroppedContent",
+    "FileIdSource",
+    "FreeformInput",
     "ImageBlock",
     "Message",
     "MessageComplete",
@@ -87,6 +102,7 @@ __all__ = [
     "StreamEvent",
     "TextBlock",
     "TextDelta",
+    "TextSource",
     "TextSpan",
     "ThinkingBlock",
     "ThinkingConfig",
@@ -101,7 +117,9 @@ __all__ = [
     "ToolUseInputDelta",
     "ToolUseStart",
     "URLImageSource",
+    "URLSource",
     "UserLocation",
+    "VideoBlock",
     "WebFetch",
     "WebSearch",
 ]

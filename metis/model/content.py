@@ -23,6 +23,9 @@ from pydantic import (
 from metis.model.block import BlockBase
 from metis.model.block import ProviderRaw as ProviderRaw
 from metis.model.citation import Citation
+from metis.model.media import AudioBlock as AudioBlock
+from metis.model.media import DocumentBlock as DocumentBlock
+from metis.model.media import VideoBlock as VideoBlock
 from metis.model.server_tools import ServerToolCallBlock as ServerToolCallBlock
 from metis.model.server_tools import ServerToolResultBlock as ServerToolResultBlock
 
@@ -95,7 +98,9 @@ class ToolUseBlock(BlockBase):
     ["arguments"]``, and the call is best answered with an ``is_error`` tool result."""
 
 
-ToolResultContent = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
+ToolResultContent = Annotated[
+    TextBlock | ImageBlock | DocumentBlock | AudioBlock | VideoBlock, Field(discriminator="type")
+]
 
 
 EMPTY_ERROR_RESULT = "(the tool failed without output)"
@@ -104,7 +109,8 @@ EMPTY_ERROR_RESULT = "(the tool failed without output)"
 
 class ToolResultBlock(BlockBase):
     """The answer to a tool call: the canonical id of the call it answers, its content
-    (text, or text and images), and ``is_error`` when the tool failed."""
+    (text, or text with images, documents, audio or video), and ``is_error`` when the tool
+    failed."""
 
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str
@@ -112,7 +118,8 @@ class ToolResultBlock(BlockBase):
     is_error: bool = False
 
     def text(self) -> str:
-        """The result's text parts, one per line; images are not text and are left out."""
+        """The result's text parts, one per line; images and files are not text and are left
+        out."""
         if isinstance(self.content, str):
             return self.content
         return "\n".join(part.text for part in self.content if isinstance(part, TextBlock))
@@ -138,6 +145,9 @@ class RedactedThinkingBlock(BlockBase):
 ContentBlock = Annotated[
     TextBlock
     | ImageBlock
+    | DocumentBlock
+    | AudioBlock
+    | VideoBlock
     | ToolUseBlock
     | ToolResultBlock
     | ThinkingBlock

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ValidationError
 from metis.core.suggest import did_you_mean
 from metis.errors import InvalidRequestError
 from metis.model.content import (
+    AudioBlock,
+    DocumentBlock,
     ImageBlock,
     Message,
     RedactedThinkingBlock,
@@ -24,6 +26,7 @@ from metis.model.content import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    VideoBlock,
 )
 
 _ROLES = [role.value for role in Role]
@@ -40,13 +43,16 @@ _BLOCKS: dict[str, type[BaseModel]] = {
     for block in (
         TextBlock,
         ImageBlock,
+        DocumentBlock,
+        AudioBlock,
+        VideoBlock,
         ToolUseBlock,
         ToolResultBlock,
         ThinkingBlock,
         RedactedThinkingBlock,
     )
 }
-_TAGS = {*_BLOCKS, "url", "base64"}
+_TAGS = {*_BLOCKS, "url", "base64", "file"}
 
 
 def as_messages(messages: Iterable[object]) -> list[Message]:

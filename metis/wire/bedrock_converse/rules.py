@@ -4,13 +4,16 @@ The same rules the Converse API reference and its error messages state: the conv
 starts with a user message and alternates roles, no message is empty, no text block is blank,
 tool ids and names match ``[a-zA-Z0-9_-]{1,64}``, tool blocks need a ``toolConfig``, and every
 ``toolUse`` is answered by a ``toolResult`` in the next message and only there (a server
-tool's, ``type: "server_tool_use"``, in the assistant message that holds it).
+tool's, ``type: "server_tool_use"``, in the assistant message that holds it), and files keep
+the limits of metis/wire/bedrock_converse/media.py.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from metis.wire.bedrock_converse.media import message_problems
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -35,6 +38,7 @@ def converse_problems(body: dict[str, Any]) -> list[str]:
             problems.append(f"messages.{i}: content must not be empty")
             continue
         problems += _block_problems(i, blocks, has_tools)
+        problems += message_problems(i, role, [b for b in blocks if isinstance(b, dict)])
         results = [b["toolResult"].get("toolUseId") for b in blocks if "toolResult" in b]
         if role == "user" and (pending or results) and sorted(map(str, results)) != sorted(pending):
             problems.append(

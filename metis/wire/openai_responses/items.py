@@ -19,6 +19,7 @@ from metis.wire.builder import MessageBuilder
 CANONICAL_ITEMS: dict[str, type[Any]] = {
     "message": TextBlock,
     "function_call": ToolUseBlock,
+    "custom_tool_call": ToolUseBlock,  # a freeform call: its text as {"input": text}
     "reasoning": ThinkingBlock,
 }
 """The output item types with a canonical form, and the block each becomes."""

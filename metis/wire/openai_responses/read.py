@@ -5,7 +5,9 @@ Sans-IO; every value read from the server is checked by :mod:`metis.wire.read`.
 A reply is a list of output items, each announced by ``response.output_item.added`` and
 closed by ``response.output_item.done``, with the item's ``output_index`` on every event in
 between; the parser uses that index as the builder's key. ``message`` items give text
-(``output_text`` and ``refusal`` parts), ``function_call`` items tool calls, ``reasoning``
+(``output_text`` and ``refusal`` parts), ``function_call`` items tool calls, and so do
+``custom_tool_call`` items (a freeform call: its text as ``{"input": text}``, its
+``response.custom_tool_call_input.delta`` pieces as that JSON's pieces), ``reasoning``
 items thinking: the summary text (its parts joined by a blank line) with the encrypted
 content as the signature, so ``thinking_filter`` sends it back only to the model that made it.
 A ``web_search_call`` or ``code_interpreter_call`` item becomes a server tool's call and result
@@ -46,7 +48,9 @@ from metis.errors import AdapterError, ErrorClass, ProtocolError
 from metis.model.events import MessageComplete
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
+from metis.wire.freeform import CLOSING, OPENING, text_fragment
 from metis.wire.http_errors import http_error, openai_error_fields
+from metis.wire.openai_responses.custom import CUSTOM_CALL
 from metis.wire.openai_responses.items import CANONICAL_ITEMS, with_items
 from metis.wire.openai_responses.server_tools import SERVER_ITEMS, citation, server_blocks
 from metis.wire.read import (
@@ -69,10 +73,12 @@ _DELTAS = frozenset(
         _TEXT_DELTA,
         "response.refusal.delta",
         "response.function_call_arguments.delta",
+        "response.custom_tool_call_input.delta",
         "response.reasoning_summary_text.delta",
         "response.reasoning_text.delta",
     )
 )
+_CALLS = ("function_call", CUSTOM_CALL)
 _INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopKind.CONTENT_FILTER}
 _CODE_CLASSES = {
     "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
@@ -153,6 +159,10 @@ class ResponsesParser:
             if fragment := required_text(obj, "delta", kind):
                 builder.tool_input(index, fragment)
                 self._fed.add(index)
+        elif kind == "response.custom_tool_call_input.delta":
+            if fragment := required_text(obj, "delta", kind):
+                builder.tool_input(index, text_fragment(fragment))
+                self._fed.add(index)
         elif kind == "response.reasoning_summary_part.added":
             if obj.get("summary_index") and builder.has_block(index):
                 builder.thinking(index, "\n\n")
@@ -191,11 +201,16 @@ class ResponsesParser:
         builder = self._builder
         self._items[index] = (kind, None)
         self._ids[index] = item.get("id")
-        if kind == "function_call":
-            call_id = required_text(item, "call_id", "function_call item")
-            builder.tool_start(index, call_id, required_text(item, "name", "function_call item"))
+        if kind in _CALLS:
+            call_id = required_text(item, "call_id", f"{kind} item")
+            builder.tool_start(index, call_id, required_text(item, "name", f"{kind} item"))
             self._tools = True
-            if arguments := _arguments(item.get("arguments")):
+            if kind == CUSTOM_CALL:
+                builder.tool_input(index, OPENING)
+                if text := _custom_input(item.get("input")):
+                    builder.tool_input(index, text_fragment(text))
+                    self._fed.add(index)
+            elif arguments := _arguments(item.get("arguments")):
                 builder.tool_input(index, arguments)
                 self._fed.add(index)
         elif kind in SERVER_ITEMS:  # read whole when done; its own events are not needed
@@ -229,16 +244,27 @@ class ResponsesParser:
             if signature := optional_text(item, "encrypted_content", "reasoning item"):
                 builder.thinking_signature(index, signature)
             raw = {"id": item.get("id"), "summary": summary, "content": content or None}
-        else:  # function_call
-            if index not in self._fed and (arguments := _arguments(item.get("arguments"))):
-                builder.tool_input(index, arguments)
-            builder.close(index)
+        else:  # function_call, custom_tool_call
+            self._call_done(index, kind, item)
             raw = {"id": item.get("id"), "call_id": item.get("call_id")}
+            if kind == CUSTOM_CALL:
+                raw["type"] = CUSTOM_CALL
         raw = clean_value(raw)  # it reaches provider_raw (with_items): no lone surrogate
         self._items[index] = (kind, raw)
         canonical = builder.index_of(index)
         if canonical is not None:  # kept now, so an early end (cancel, error) keeps it too
             builder.keep_raw(canonical, {k: v for k, v in raw.items() if v is not None})
+
+    def _call_done(self, index: int, kind: str, item: dict[str, Any]) -> None:
+        builder = self._builder
+        if kind == CUSTOM_CALL:
+            if index not in self._fed and (text := _custom_input(item.get("input"))):
+                builder.tool_input(index, text_fragment(text))
+            if item.get("status") != "incomplete":  # cut off: its input is unfinished
+                builder.tool_input(index, CLOSING)
+        elif index not in self._fed and (arguments := _arguments(item.get("arguments"))):
+            builder.tool_input(index, arguments)
+        builder.close(index)
 
     def _message_text(self, index: int, item: dict[str, Any]) -> None:
         where = "message item.content[]"
@@ -330,6 +356,12 @@ def _arguments(value: Any) -> str:
     if isinstance(value, dict):  # a few compatible servers send an object, not a string
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     raise malformed("function_call item.arguments", "a string", value)
+
+
+def _custom_input(value: Any) -> str:
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise malformed("custom_tool_call item.input", "a string", value)
 
 
 def _identity(response: dict[str, Any]) -> tuple[str | None, str | None]:

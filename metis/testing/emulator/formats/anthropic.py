@@ -89,7 +89,9 @@ class Anthropic(Format):
         return self.error(401, "authentication_error", message, request)
 
     def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
-        kind = "not_found_error" if refused.status == 404 else "invalid_request_error"
+        kind = {404: "not_found_error", 413: "request_too_large"}.get(
+            refused.status, "invalid_request_error"
+        )
         return self.error(refused.status, kind, refused.message, request)
 
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:

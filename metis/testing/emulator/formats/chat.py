@@ -203,6 +203,8 @@ def _call_start(index: int, tool_call: dict[str, Any]) -> dict[str, Any]:
 def _choice(raw: Any) -> str:
     if isinstance(raw, dict) and raw.get("type") == "function":
         return f"tool:{raw['function']['name']}"
+    if isinstance(raw, dict) and raw.get("type") == "custom":  # a custom tool, never called
+        return "auto"
     if isinstance(raw, dict):  # allowed_tools
         return "required" if (raw.get("allowed_tools") or {}).get("mode") == "required" else "auto"
     return str(raw or "auto")
@@ -226,7 +228,11 @@ def _turns(messages: list[dict[str, Any]]) -> tuple[list[Turn], str]:
         else:
             turn = Turn(role=role, text=content)
             for tool_call in message.get("tool_calls") or []:
-                function = tool_call["function"]
+                if tool_call.get("type") == "custom":  # a freeform call: its text, as arguments
+                    custom = tool_call["custom"]
+                    function = {"name": custom["name"], "arguments": custom["input"]}
+                else:
+                    function = tool_call["function"]
                 turn.calls.append(CallIn(tool_call["id"], function["name"], function["arguments"]))
                 names[tool_call["id"]] = function["name"]
             turns.append(turn)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from metis.testing.emulator.formats import files_rules
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 from metis.testing.emulator.rules import (
     Check,
@@ -42,7 +43,7 @@ TOP_LEVEL = names(
     "promptVariables "
     "requestMetadata performanceConfig additionalModelResponseFieldPaths"
 )
-BLOCKS = ("text", "image", "toolUse", "toolResult", "reasoningContent", "document", "cachePoint")
+BLOCKS = names("text image document audio video toolUse toolResult reasoningContent cachePoint")
 TOOL_ID = r"[a-zA-Z0-9_-]{1,64}"
 
 
@@ -188,6 +189,7 @@ RULES: list[Rule | Check] = [
         "messages.{0}.content.{1}.toolResult.content: must have length greater than or equal to 1",
         required=True,
     ),
+    files_rules.converse,
     _check_turns,
 ]
 
