@@ -28,6 +28,7 @@ Blocks = list[tuple[Any, ...]]
 CANONICAL_ANTHROPIC_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinking"}
 CANONICAL_RESPONSES_ITEMS = {"message", "function_call", "reasoning"}
 SERVER_RESPONSES_ITEMS = {"web_search_call", "code_interpreter_call"}
+GEMINI_SERVER_PARTS = {"executableCode", "codeExecutionResult", "toolCall", "toolResponse"}
 _BEDROCK_STOP = {
     "end_turn": StopKind.END_TURN,
     "tool_use": StopKind.TOOL_USE,
@@ -326,14 +327,12 @@ def gemini_parts(chunk: dict[str, Any]) -> list[dict[str, Any]]:
 def expected_gemini(exchange: Exchange) -> Expected:
     blocks: list[list[Any]] = []  # [kind, content, signature]
     dropped = 0
-    grounding = False
     usage: dict[str, Any] = {}
     finish = None
     for chunk in gemini_chunks(exchange):
         candidate = (chunk.get("candidates") or [{}])[0]
         for part in gemini_parts(chunk):
             dropped += _add_gemini_part(blocks, part)
-        grounding = grounding or bool(candidate.get("groundingMetadata"))
         usage = chunk.get("usageMetadata") or usage
         finish = candidate.get("finishReason") or finish
     cached = usage.get("cachedContentTokenCount", 0)
@@ -347,7 +346,7 @@ def expected_gemini(exchange: Exchange) -> Expected:
         ),
         stop_raw=finish,
         stop_kind=StopKind.TOOL_USE if calls else StopKind.END_TURN,
-        dropped=dropped + grounding,
+        dropped=dropped,  # groundingMetadata: citations
     )
 
 
@@ -371,6 +370,8 @@ def _add_gemini_part(blocks: list[list[Any]], part: dict[str, Any]) -> int:
     elif "functionCall" in part:
         call = part["functionCall"]
         blocks.append(["tool", (call["name"], call.get("args", {})), signature])
+    elif GEMINI_SERVER_PARTS & set(part):
+        blocks.append(["server", part, None])
     else:
         return 1
     return 0
@@ -386,6 +387,8 @@ def observed_gemini(final: MessageComplete) -> Blocks:
             out.append(("text", block.text, raw.get("thoughtSignature")))
         elif isinstance(block, ToolUseBlock):
             out.append(("tool", (block.name, block.input), raw.get("thoughtSignature")))
+        elif isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
+            out.append(("server", raw.get("part"), None))
     return out
 
 

@@ -249,6 +249,11 @@ class MessageBuilder:
         if block is not None and block.kind == TOOL and not block.ended:
             self._end_tool(block, None, partial=False)
 
+    def text_of(self, key: Hashable) -> str:
+        """The text received so far in the text block under ``key`` ("" if there is none)."""
+        block = self._by_key.get(key)
+        return "".join(block.parts) if block is not None and block.kind == TEXT else ""
+
     def has_block(self, key: Hashable) -> bool:
         return key in self._by_key
 
