@@ -1,4 +1,4 @@
-"""Server-side tools and citations (docs/contract.md §10, §11): the canonical declarations and
+"""Server-side tools and citations (docs/contract.md §11, §12): the canonical declarations and
 blocks, Anthropic's wire forms both ways (whole and streamed), the projection to other
 providers, the stream invariants, and run_tools passing the blocks over.
 
@@ -248,7 +248,7 @@ def test_a_reply_with_server_blocks_continues_whole() -> None:
         stop_reason=StopReason(kind=StopKind.PAUSE_TURN, raw="pause_turn"),
         usage=TokenUsage(), latency_ms=1,
     )  # fmt: skip
-    assert reply.tool_calls == []
+    assert reply.tool_calls == [] and reply.citations == []
     assert reply.message.content == content  # pause_turn: sent back as it is, to go on
 
 

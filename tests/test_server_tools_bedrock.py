@@ -1,4 +1,4 @@
-"""Nova 2's system tools and citations on Bedrock Converse (docs/contract.md §10, §11).
+"""Nova 2's system tools and citations on Bedrock Converse (docs/contract.md §11, §12).
 
 Wire samples follow botocore's bedrock-runtime shapes (``SystemTool``, ``ToolUseBlock.type``,
 ``ToolResultBlock.type``, ``CitationsContentBlock``, ``ContentBlockStart``,

@@ -55,7 +55,7 @@ async def test_a_web_search_with_citations_and_its_history(stream: bool) -> None
     assert isinstance(result, ServerToolResultBlock) and result.search_results is not None
     assert [(r.url, r.title) for r in result.search_results] == FOUND
     assert isinstance(text, TextBlock) and text.text == "Python 3.14 is out."
-    assert [c.url for c in text.citations or []] == [url for url, _ in FOUND]
+    assert [c.url for c in reply.citations] == [url for url, _ in FOUND]
     assert reply.tool_calls == [] and reply.warnings == []
     (sent,) = emulator.bodies("anthropic")[0]["tools"]
     sent.pop("cache_control")  # the cache_control stage's breakpoint: server tools take one

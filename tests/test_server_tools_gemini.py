@@ -1,4 +1,4 @@
-"""Gemini's built-in tools and grounding through the schema codec (docs/contract.md §10, §11).
+"""Gemini's built-in tools and grounding through the schema codec (docs/contract.md §11, §12).
 
 Wire samples follow python-genai's ``types.py`` (``ExecutableCode``, ``CodeExecutionResult``,
 ``GroundingMetadata``, ``GroundingChunk``, ``GroundingSupport``, ``Segment``) and the example

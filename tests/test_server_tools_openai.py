@@ -1,4 +1,4 @@
-"""Server-side tools and citations on OpenAI's APIs (docs/contract.md §10, §11): Responses'
+"""Server-side tools and citations on OpenAI's APIs (docs/contract.md §11, §12): Responses'
 web_search and code_interpreter (declared, read whole and streamed, sent back), Chat
 Completions' web_search_options and annotations, Perplexity's and xAI's source lists.
 

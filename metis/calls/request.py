@@ -28,7 +28,7 @@ DEFAULT_TIMEOUT_SECONDS = 600.0
 DEFAULT_MAX_RETRIES = 2
 T = TypeVar("T")
 ServerToolLike = WebSearch | WebFetch | CodeExecution | ProviderTool
-"""A tool the provider runs itself (docs/contract.md §10)."""
+"""A tool the provider runs itself (docs/contract.md §11)."""
 
 
 class ModelOptions(TypedDict, total=False):

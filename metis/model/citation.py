@@ -1,4 +1,4 @@
-"""Citations: where a piece of a reply's text comes from (docs/contract.md §11).
+"""Citations: where a piece of a reply's text comes from (docs/contract.md §12).
 
 A citation sits on the ``TextBlock`` whose text it supports. It names its source (a web page by
 URL and title, or a document of the request by index and title) and, where the provider says

@@ -41,7 +41,7 @@ class Role(StrEnum):
 
 class TextBlock(BlockBase):
     """Text in a message or reply; ``citations`` are the sources a reply's text cites
-    (docs/contract.md §11)."""
+    (docs/contract.md §12)."""
 
     type: Literal["text"] = "text"
     text: str

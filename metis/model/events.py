@@ -105,7 +105,7 @@ class CitationDelta(StreamEvent):
 
 @dataclass(slots=True)
 class ServerToolCall(StreamEvent):
-    """A call the provider made and ran itself, whole (docs/contract.md §10): nothing for the
+    """A call the provider made and ran itself, whole (docs/contract.md §11): nothing for the
     application to run."""
 
     type: ClassVar[str] = "server_tool.call"
@@ -115,7 +115,7 @@ class ServerToolCall(StreamEvent):
 
 @dataclass(slots=True)
 class ServerToolResult(StreamEvent):
-    """What a server tool call returned, whole (docs/contract.md §10)."""
+    """What a server tool call returned, whole (docs/contract.md §11)."""
 
     type: ClassVar[str] = "server_tool.result"
     content_block_index: int

@@ -130,7 +130,7 @@ class CanonicalRequest(BaseModel):
     session_id: str | None = None
     tools: list[ToolDefinition] = Field(default_factory=list)
     server_tools: list[ServerTool] = Field(default_factory=list)
-    """Tools the provider runs itself (web search, code execution, ...: docs/contract.md §10)."""
+    """Tools the provider runs itself (web search, code execution, ...: docs/contract.md §11)."""
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
     system_prompt: str | None = None

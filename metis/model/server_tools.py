@@ -1,5 +1,5 @@
 """Tools the provider runs itself: their declarations, and their calls and results in a reply
-(docs/contract.md §10).
+(docs/contract.md §11).
 
 Declared in ``CanonicalRequest.server_tools``::
 

@@ -204,7 +204,7 @@ class MessageBuilder:
     def server_tool(
         self, key: Hashable, block: ServerToolCallBlock | ServerToolResultBlock
     ) -> None:
-        """A server tool's call or result, whole (docs/contract.md §10); its ``provider_raw``
+        """A server tool's call or result, whole (docs/contract.md §11); its ``provider_raw``
         is made this reply's own."""
         record = self._open(key, WHOLE)
         raw = block.provider_raw.data if block.provider_raw else {}

@@ -1,4 +1,4 @@
-"""Server-tool blocks in a history sent to a provider (docs/contract.md §10).
+"""Server-tool blocks in a history sent to a provider (docs/contract.md §11).
 
 A server tool's call and result go back verbatim (``provider_raw``: encrypted contents and ids
 included) only to the provider and model that made them. Anywhere else a result becomes text

@@ -1,4 +1,4 @@
-"""Anthropic's server tools and citations (docs/contract.md §10, §11).
+"""Anthropic's server tools and citations (docs/contract.md §11, §12).
 
 Declared as ``web_search_20250305``, ``web_fetch_20250910`` (beta ``web-fetch-2025-09-10``) and
 ``code_execution_20250825`` (beta ``code-execution-2025-08-25``). A reply holds

@@ -1,4 +1,4 @@
-"""Amazon Nova 2's system tools on Converse, and Converse citations (docs/contract.md §10, §11).
+"""Amazon Nova 2's system tools on Converse, and Converse citations (docs/contract.md §11, §12).
 
 Declared as ``toolConfig.tools[{systemTool: {name}}]``: ``nova_grounding`` (web search) and
 ``nova_code_interpreter``; Nova 2 models only. AWS runs them inside the turn: the reply's

@@ -1,4 +1,4 @@
-"""Web search and citations on Chat Completions (docs/contract.md §10, §11).
+"""Web search and citations on Chat Completions (docs/contract.md §11, §12).
 
 OpenAI's search models (``gpt-4o-search-preview``, ``gpt-5-search-api``, ...) search when the
 body has ``web_search_options`` (``search_context_size``, ``user_location``) and cite in

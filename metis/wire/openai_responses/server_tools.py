@@ -1,4 +1,4 @@
-"""OpenAI Responses' built-in tools and annotations (docs/contract.md §10, §11).
+"""OpenAI Responses' built-in tools and annotations (docs/contract.md §11, §12).
 
 Declared as ``web_search`` (``filters.allowed_domains``, ``search_context_size``,
 ``user_location``) and ``code_interpreter`` (``container``); a reply holds one output item per

@@ -1,4 +1,4 @@
-"""Gemini's built-in tools and grounding (docs/contract.md §10, §11), beside the schema codec.
+"""Gemini's built-in tools and grounding (docs/contract.md §11, §12), beside the schema codec.
 
 Declared as ``tools[{googleSearch: {excludeDomains?}}, {urlContext: {}}, {codeExecution: {}}]``.
 Code execution answers with model parts ``executableCode{language, code, id?}`` and

@@ -1,4 +1,4 @@
-"""What the APIs refuse of server tools' blocks sent back in a history (docs/contract.md §10).
+"""What the APIs refuse of server tools' blocks sent back in a history (docs/contract.md §11).
 
 Anthropic: a server tool's result (``web_search_tool_result``, ``code_execution_tool_result``,
 ...) goes back in the assistant message that holds its ``server_tool_use``, after it; a result
