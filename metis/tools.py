@@ -263,12 +263,13 @@ async def _awaited(value: Awaitable[Any] | Any) -> Any:
 
 
 def _unrunnable(call: ToolUseBlock, tools: Mapping[str, AnyTool]) -> ToolResultBlock:
-    """An unknown tool, or arguments that were not a JSON object: answered, never run."""
+    """An unknown tool, or an input that is not whole (arguments that were not a JSON object, a
+    call cut off by the output limit): answered with why, never run."""
     if call.name not in tools:
         known = ", ".join(sorted(tools)) or "none"
         text = f"no tool named {call.name!r}; the tools are: {known}"
     else:
-        text = f"the arguments of {call.name} are not a JSON object: {call.input_error}"
+        text = f"{call.name} was not run: {call.input_error}"
     return ToolResultBlock(tool_use_id=call.id, content=text, is_error=True)
 
 

@@ -37,9 +37,17 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.response import StopKind, StopReason, TokenUsage
-from metis.wire.builder_blocks import REDACTED, TEXT, THINKING, TOOL, WHOLE, BlockRecord
-from metis.wire.json_limits import too_deep
-from metis.wire.partial_json import parse_object, parse_partial_object
+from metis.wire.builder_blocks import (
+    CUT_OFF,
+    ENDED,
+    NOT_AN_OBJECT,
+    REDACTED,
+    TEXT,
+    THINKING,
+    TOOL,
+    WHOLE,
+)
+from metis.wire.builder_blocks import Block as _Block
 from metis.wire.read import token_count
 from metis.wire.unicode_text import REPLACEMENT, clean, clean_value, joined
 
@@ -79,9 +87,10 @@ class MessageBuilder:
         """The output count reported so far is a placeholder (Anthropic's ``message_start``
         says 1); if the message ends before the real count, it is estimated from what arrived."""
         self._usage = [0, 0, 0, 0]
-        self._blocks: list[BlockRecord] = []
-        self._by_key: dict[Hashable, BlockRecord] = {}
-        self._open_tool: BlockRecord | None = None
+        self._blocks: list[_Block] = []
+        self._by_key: dict[Hashable, _Block] = {}
+        self._open_tool: _Block | None = None
+        self._waiting: _Block | None = None  # a tool call whose end waits for the stop reason
         self._raw: dict[int, dict[str, Any]] = {}
 
     # Message level -----------------------------------------------------------------------
@@ -125,9 +134,13 @@ class MessageBuilder:
         for block in self._blocks:
             if block.held:
                 self._flush(block)
+        cut = _limited(stop)
         if self._open_tool is not None:
             # A cut-off stream leaves arguments truncated: expected, so no WARN for them.
-            self._end_tool(self._open_tool, None, partial=_abrupt(stop))
+            self._end_tool(self._open_tool, None, partial=_abrupt(stop), cut=cut)
+        if self._waiting is not None:
+            last = self._waiting.index == len(self._blocks) - 1
+            self._settle(self._waiting, CUT_OFF if cut and last else None)
         if not self.usage_reported and self.estimate_usage is not None:
             self.estimate_usage(self)
         if self.output_count_pending:
@@ -273,18 +286,18 @@ class MessageBuilder:
 
     # Internals ---------------------------------------------------------------------------
 
-    def _thinking_block(self, key: Hashable) -> BlockRecord:
+    def _thinking_block(self, key: Hashable) -> _Block:
         block = self._by_key.get(key)
         if block is None or block.kind != THINKING or block.index != len(self._blocks) - 1:
             block = self._open(key, THINKING)
         return block
 
-    def _unicode(self, block: BlockRecord, text: str) -> str:
+    def _unicode(self, block: _Block, text: str) -> str:
         """``text`` after the surrogate ``block`` held; holds a new trailing one."""
         text, block.held = joined(block.held, text)
         return text
 
-    def _flush(self, block: BlockRecord) -> None:
+    def _flush(self, block: _Block) -> None:
         """A held high surrogate whose low half never came: it becomes U+FFFD."""
         block.held = ""
         block.parts.append(REPLACEMENT)
@@ -295,49 +308,58 @@ class MessageBuilder:
         else:
             self.out.append(ToolUseInputDelta(block.index, block.tool_id, REPLACEMENT))
 
-    def _open(self, key: Hashable, kind: str) -> BlockRecord:
+    def _open(self, key: Hashable, kind: str) -> _Block:
         if not self.started:
             self.start()
         if self._blocks and self._blocks[-1].held:
             self._flush(self._blocks[-1])
         if self._open_tool is not None:
             self._end_tool(self._open_tool, None, partial=False)
-        block = BlockRecord(kind, len(self._blocks))
+        if self._waiting is not None:  # another block follows: the call was not cut off
+            self._settle(self._waiting, None)
+        block = _Block(kind, len(self._blocks))
         self._blocks.append(block)
         self._by_key[key] = block
         return block
 
     def _end_tool(
-        self, block: BlockRecord, final_input: dict[str, Any] | None, partial: bool
+        self, block: _Block, final_input: dict[str, Any] | None, partial: bool, cut: bool = False
     ) -> None:
+        """End a tool call. One whose input may be unfinished waits for the reply's stop
+        reason (its ``tool.use_end`` with it): the last block of a reply stopped by the output
+        limit was cut off (docs/contract.md §2)."""
+        if self._waiting is not None:  # a call before this one: not the one cut off
+            self._settle(self._waiting, None)
         if block.held:
             self._flush(block)
         block.ended = True
         if self._open_tool is block:
             self._open_tool = None
-        if final_input is not None:
-            final_input = clean_value(final_input)
-        else:
-            raw = "".join(block.parts)
-            deep = too_deep(raw)  # kept raw: nothing downstream must recurse that far
-            parsed = None if deep else parse_object(raw)
-            if parsed is not None and ("\\u" in raw or not raw.isascii()):
-                parsed = clean_value(parsed)
-            if parsed is None:
-                block.unparsed = raw
-                parsed = {} if deep else clean_value(parse_partial_object(raw))
-                if partial:
-                    block.input_error = "the reply ended before the arguments were complete"
-                else:
-                    block.input_error = "the arguments are not a JSON object"
-                    self._report_invalid(block, raw)
-            final_input = parsed
-        block.final_input = final_input
+        block.read_input(final_input)
+        last = block.index == len(self._blocks) - 1
+        cut = last and (cut or _limited(self.stop_reason))
+        if block.doubtful and not (partial or cut):
+            self._waiting = block
+            return
+        self._settle(block, ENDED if partial else CUT_OFF if cut else None)
+
+    def _settle(self, block: _Block, stopped_early: str | None) -> None:
+        """Emit the end of a tool call; ``stopped_early`` says why its arguments, if doubtful,
+        are unfinished (None: the reply went on, so they are what the model wrote)."""
+        if self._waiting is block:
+            self._waiting = None
+        if block.doubtful and stopped_early is not None:
+            block.input_error = stopped_early
+        elif block.unparsed is not None:
+            block.input_error = NOT_AN_OBJECT
+            self._report_invalid(block, block.unparsed)
         self.out.append(
-            ToolUseEnd(block.index, block.tool_id, block.name, final_input, block.input_error)
+            ToolUseEnd(
+                block.index, block.tool_id, block.name, block.final_input or {}, block.input_error
+            )
         )
 
-    def _report_invalid(self, block: BlockRecord, raw: str) -> None:
+    def _report_invalid(self, block: _Block, raw: str) -> None:
         if self.invalid_arguments is not None:
             self.invalid_arguments(block.name, block.tool_id, raw)
         else:
@@ -349,9 +371,7 @@ class MessageBuilder:
 
     def final_content(self) -> list[ContentBlock]:
         origin = ProviderRaw(provider=self.provider, model=self.model)
-        return [
-            block.block(self._origin(self._raw.get(block.index)), origin) for block in self._blocks
-        ]
+        return [b.block(self._origin(self._raw.get(b.index)), origin) for b in self._blocks]
 
     def _origin(self, data: dict[str, Any] | None) -> ProviderRaw | None:
         if data is None:
@@ -364,6 +384,10 @@ def _clean_stop(reason: StopReason | None) -> StopReason | None:
     if reason is None or reason.raw is None or reason.raw.isascii():
         return reason
     return StopReason(kind=reason.kind, raw=clean(reason.raw))
+
+
+def _limited(reason: StopReason | None) -> bool:
+    return reason is not None and reason.kind is StopKind.MAX_TOKENS
 
 
 def _abrupt(reason: StopReason) -> bool:

@@ -1,5 +1,6 @@
-"""The builder's record of one block while a reply arrives, and the canonical block it ends as
-(:mod:`metis.wire.builder`)."""
+"""A block as the message builder keeps it while it arrives, and how a tool call's arguments
+end: parsed, kept raw when they are not a JSON object, or marked incomplete when the reply
+stopped before they were whole (docs/contract.md §2)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,22 @@ from metis.model.content import (
     ThinkingBlock,
     ToolUseBlock,
 )
+from metis.wire.json_limits import too_deep
+from metis.wire.partial_json import parse_object, parse_partial_object
+from metis.wire.unicode_text import clean_value
 
-TEXT, THINKING, REDACTED, TOOL, WHOLE = "text", "thinking", "redacted_thinking", "tool_use", "whole"
+TEXT, THINKING, REDACTED, TOOL = "text", "thinking", "redacted_thinking", "tool_use"
+WHOLE = "whole"  # a block that arrives whole: a server tool's call or result
+
+CUT_OFF = "the reply reached its output limit (max_tokens) before the arguments were complete"
+ENDED = "the reply ended before the arguments were complete"
+NOT_AN_OBJECT = "the arguments are not a JSON object"
 
 
-class BlockRecord:
+class Block:
     __slots__ = (
         "citations",
+        "doubtful",
         "ended",
         "final_input",
         "held",
@@ -49,6 +59,9 @@ class BlockRecord:
         self.final_input: dict[str, Any] | None = None
         self.unparsed: str | None = None
         self.input_error: str | None = None
+        self.doubtful = False
+        """A tool call whose input may be unfinished: arguments that are not a JSON object,
+        or none at all; whether it was cut off is known only when the reply stops."""
         self.citations: list[Citation] = []
         self.whole: ServerToolCallBlock | ServerToolResultBlock | None = None
 
@@ -56,9 +69,8 @@ class BlockRecord:
         """The canonical block; ``kept`` holds the provider fields kept for it, ``origin``
         says who made the reply."""
         if self.kind == TEXT:
-            return TextBlock(
-                text="".join(self.parts), citations=self.citations or None, provider_raw=kept
-            )
+            text = "".join(self.parts)
+            return TextBlock(text=text, citations=self.citations or None, provider_raw=kept)
         if self.kind == THINKING:
             return ThinkingBlock(
                 thinking="".join(self.parts), signature=self.signature, provider_raw=kept or origin
@@ -77,3 +89,22 @@ class BlockRecord:
             input_error=self.input_error,
             provider_raw=kept,
         )
+
+    def read_input(self, final_input: dict[str, Any] | None) -> None:
+        """The call's input: the provider's own (``final_input``) or its arguments parsed;
+        arguments that are not a JSON object are kept in ``unparsed``, what parsed of them
+        is the input."""
+        if final_input is not None:
+            self.final_input = clean_value(final_input)
+            self.doubtful = not final_input
+            return
+        raw = "".join(self.parts)
+        deep = too_deep(raw)  # kept raw: nothing downstream must recurse that far
+        parsed = None if deep else parse_object(raw)
+        if parsed is not None and ("\\u" in raw or not raw.isascii()):
+            parsed = clean_value(parsed)
+        if parsed is None:
+            self.unparsed = raw
+            parsed = {} if deep else clean_value(parse_partial_object(raw))
+        self.final_input = parsed
+        self.doubtful = self.unparsed is not None or not raw.strip()

@@ -16,7 +16,8 @@ from metis.wire.builder import MessageBuilder
 from metis.wire.codec import CodecFactory, EncodeContext
 from metis.wire.http_errors import body_excerpt, json_body, openai_error_fields
 from metis.wire.openai_responses.encode import assistant_items, encode_request, silent
-from metis.wire.openai_responses.read import ResponsesParser, responses_error
+from metis.wire.openai_responses.errors import responses_error
+from metis.wire.openai_responses.read import ResponsesParser
 from metis.wire.read import required_list
 
 IncludeMode = Literal["auto", "always", "never"]

@@ -21,10 +21,11 @@ As each item is done, its block gets the item it came from in ``provider_raw.dat
 faithful round trip, kept however the reply ends (a cancel or an error too); when the reply
 completes, a reasoning item whose following item was not kept is marked ``unpaired``.
 
-The final response's output is matched to the items the stream announced by ``output_index``
-(its position in ``output``), then by item ``id``, so an item streamed once is never added
-twice, whatever gaps the stream's indices had; only items the stream never announced are read
-from it.
+The final response's output is matched to the items the stream announced by item ``id``, then
+by ``output_index`` (its position in ``output``) and type, so an item streamed once is never
+added twice, whatever gaps the stream's indices had and even where the endpoint gives an item a
+new id on every event (GitHub Copilot's); only items the stream never announced are read from
+it. Events are keyed by ``output_index`` alone, never by item id.
 
 Stop reasons: there is no finish reason. A ``completed`` reply stops with ``refusal`` when it
 refused, ``tool_use`` when it holds a function call, else ``end_turn``, all with raw
@@ -41,16 +42,16 @@ response (a fresh encryption each time); the one on ``.done`` is kept, as client
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
-from metis.errors import AdapterError, ErrorClass, ProtocolError
+from metis.errors import ProtocolError
 from metis.model.events import MessageComplete
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.freeform import CLOSING, OPENING, text_fragment
-from metis.wire.http_errors import http_error, openai_error_fields
+from metis.wire.http_errors import openai_error_fields
 from metis.wire.openai_responses.custom import CUSTOM_CALL
+from metis.wire.openai_responses.errors import responses_error
 from metis.wire.openai_responses.items import CANONICAL_ITEMS, with_items
 from metis.wire.openai_responses.server_tools import SERVER_ITEMS, citation, server_blocks
 from metis.wire.read import (
@@ -62,6 +63,7 @@ from metis.wire.read import (
     required_index,
     required_object,
     required_text,
+    split_input,
     text_value,
     token_count,
 )
@@ -80,20 +82,6 @@ _DELTAS = frozenset(
 )
 _CALLS = ("function_call", CUSTOM_CALL)
 _INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopKind.CONTENT_FILTER}
-_CODE_CLASSES = {
-    "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
-    "insufficient_quota": ErrorClass.RATE_LIMIT,  # not retryable: see responses_error
-    "context_length_exceeded": ErrorClass.CONTEXT_OVERFLOW,
-    "invalid_api_key": ErrorClass.AUTH,
-    "server_error": ErrorClass.SERVER_ERROR,
-    "server_is_overloaded": ErrorClass.OVERLOADED,
-    "vector_store_timeout": ErrorClass.SERVER_ERROR,
-}
-_TYPE_CLASSES = {
-    "invalid_request_error": ErrorClass.INVALID_REQUEST,
-    "server_error": ErrorClass.SERVER_ERROR,
-    "rate_limit_error": ErrorClass.RATE_LIMIT,
-}
 
 
 class _Everything(set[Any]):
@@ -286,10 +274,13 @@ class ResponsesParser:
     def finish(self, response: dict[str, Any]) -> None:
         builder = self._builder
         builder.start(*_identity(response))
-        output = list_value(response.get("output") or [], "response.output")
+        output = [
+            object_value(item, "response.output[]")
+            for item in list_value(response.get("output") or [], "response.output")
+        ]
+        final_ids = {item.get("id") for item in output} - {None}
         for position, item in enumerate(output):
-            item = object_value(item, "response.output[]")
-            if not self._seen(position, item):  # an item the stream never announced
+            if not self._seen(position, item, final_ids):  # an item the stream never announced
                 index = position if position not in self._items else max(self._items) + 1
                 self.item(index, item)
         _usage(builder, optional_object(response, "usage", "response"))
@@ -303,14 +294,20 @@ class ResponsesParser:
             )
         self._dropped = _EVERYTHING  # the hot path now hands every delta to _event
 
-    def _seen(self, position: int, item: dict[str, Any]) -> bool:
-        """Whether the final response's ``item`` at ``position`` is one the stream gave."""
+    def _seen(self, position: int, item: dict[str, Any], final_ids: set[Any]) -> bool:
+        """Whether the final response's ``item`` at ``position`` is one the stream gave: by
+        item id, or by ``output_index``. An endpoint that changes an item's id between events
+        (GitHub Copilot's) still gives its index: an item of the type streamed at that index is
+        that item, unless the streamed one is elsewhere in ``final_ids`` under its own id."""
         item_id = item.get("id")
         if item_id is None:
             return position in self._items  # nothing but its position to go by
-        if position in self._items and self._ids[position] in (None, item_id):
+        if item_id in self._ids.values():
             return True
-        return item_id in self._ids.values()
+        streamed = self._items.get(position)
+        if streamed is None or streamed[0] != item.get("type", "message"):
+            return False
+        return self._ids[position] not in final_ids
 
     def _stop_reason(self, response: dict[str, Any]) -> StopReason:
         status = response.get("status")
@@ -342,8 +339,9 @@ def _usage(builder: MessageBuilder, usage: dict[str, Any] | None) -> None:
     cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
     written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
     total = token_count(usage.get("input_tokens") or 0, "input_tokens", provider)
+    uncached, cached, written = split_input(total, cached, written)
     builder.usage(
-        input_tokens=max(0, total - cached - written),
+        input_tokens=uncached,
         output_tokens=usage.get("output_tokens") or 0,
         cached_input_tokens=cached,
         cache_creation_input_tokens=written,
@@ -381,32 +379,3 @@ def _texts(summary: list[Any], content: list[Any]) -> list[str]:
 
 def _dump(obj: Any) -> str:
     return json.dumps(obj, default=repr)[:200]
-
-
-# Errors ------------------------------------------------------------------------------------
-
-
-def responses_error(
-    status: int | None,
-    headers: Mapping[str, str],
-    message: str,
-    code: str | None,
-    kind: str | None,
-    request_id: str | None = None,
-) -> AdapterError:
-    """An HTTP status decides unless the code says more; in a stream, the type decides."""
-    cls = _CODE_CLASSES.get(code or "")
-    if cls is None and status is None:
-        cls = _TYPE_CLASSES.get(kind or "")
-        if cls is None and (code or "").startswith(("invalid_", "unsupported_")):
-            cls = ErrorClass.INVALID_REQUEST
-    return http_error(
-        status,
-        headers,
-        message
-        or ("" if status else f"openai_responses reported {code or kind or 'an error'} alone"),
-        error_class=cls,
-        code=code or kind,
-        request_id=request_id,
-        retryable=False if code == "insufficient_quota" else None,  # out of credit
-    )
