@@ -135,13 +135,9 @@ class StreamChecker:
         elif cls is MessageComplete:
             assert isinstance(event, MessageComplete)
             self._complete_message(event)
-        elif cls is CitationDelta:
-            assert isinstance(event, CitationDelta)
-            self._block(event.content_block_index, event)
-            self._citations.setdefault(event.content_block_index, []).append(event.citation)
-        elif cls is ServerToolCall or cls is ServerToolResult:
-            assert isinstance(event, ServerToolCall | ServerToolResult)
-            self._whole_block(event)
+        elif cls is CitationDelta or cls is ServerToolCall or cls is ServerToolResult:
+            assert isinstance(event, CitationDelta | ServerToolCall | ServerToolResult)
+            self._cited_or_whole(event)
         else:
             raise InvariantViolation(f"unknown event type {cls.__name__}")
         return event
@@ -157,9 +153,12 @@ class StreamChecker:
             _fail(5, f"{event.type} at index {index} after index {self._index}")
         self._index = index
 
-    def _whole_block(self, event: ServerToolCall | ServerToolResult) -> None:
+    def _cited_or_whole(self, event: CitationDelta | ServerToolCall | ServerToolResult) -> None:
         index = event.content_block_index
         self._block(index, event)
+        if isinstance(event, CitationDelta):
+            self._citations.setdefault(index, []).append(event.citation)
+            return
         if index in self._whole or index in self._text or index in self._citations:
             _fail(4, f"{event.type} at index {index}, which holds another block")
         self._whole[index] = event.block
