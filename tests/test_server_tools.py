@@ -438,6 +438,22 @@ def test_anthropic_document_citations_read_their_location() -> None:
     }  # fmt: skip
 
 
+def test_a_result_with_a_malformed_call_id_is_dropped_with_a_warn() -> None:
+    warned: list[str] = []
+    builder = MessageBuilder("anthropic", MODEL, lambda kind, *a, **k: warned.append(kind))
+    odd = {**SEARCH_RESULT, "tool_use_id": ["srvtoolu_1"]}
+    codec.parse_body({**BODY, "content": [SEARCH_CALL, odd]}, builder)
+    assert [b.type for b in final_content(builder)] == ["server_tool_call"]
+    assert warned == ["web_search_tool_result"]
+
+
+def test_server_blocks_round_trip_as_dicts() -> None:
+    reply = final_content(read_body(BODY))
+    dumped = Message.assistant(*reply).model_dump(mode="json", exclude_none=True)
+    again = CanonicalRequest(model=MODEL, messages=[dumped], max_output_tokens=1).messages[0]
+    assert again.content == reply
+
+
 def test_a_result_answering_no_server_call_is_dropped_with_a_warn() -> None:
     warned: list[str] = []
     builder = MessageBuilder("anthropic", MODEL, lambda kind, *a, **k: warned.append(kind))

@@ -286,6 +286,14 @@ def test_chat_annotations_read_as_citations_whole_and_streamed() -> None:
     )  # fmt: skip
 
 
+def test_chat_annotations_of_another_shape_are_passed_over() -> None:
+    model = "openai:gpt-4o-search-preview"
+    body = copy.deepcopy(CHAT_BODY)
+    body["choices"][0]["message"]["annotations"] = ["odd", {"type": "file_path"}]  # type: ignore[index]
+    (text,) = read_body(body, chat, model)
+    assert text.citations is None
+
+
 def test_perplexity_takes_domain_filters_and_lists_its_sources() -> None:
     model = "perplexity:sonar"
     tool = WebSearch(blocked_domains=["pinterest.com"], context_size="low")

@@ -22,6 +22,8 @@ from metis.model.content import (
     Message,
     RedactedThinkingBlock,
     Role,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -50,6 +52,8 @@ _BLOCKS: dict[str, type[BaseModel]] = {
         ToolResultBlock,
         ThinkingBlock,
         RedactedThinkingBlock,
+        ServerToolCallBlock,
+        ServerToolResultBlock,
     )
 }
 _TAGS = {*_BLOCKS, "url", "base64", "file"}

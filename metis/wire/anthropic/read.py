@@ -178,7 +178,7 @@ class AnthropicStreamParser:
             tool_id = required_text(block, "id", _BLOCK)
             self._server_names[tool_id] = required_text(block, "name", _BLOCK)
             self._server_calls[index] = (block, [])
-        elif block.get("tool_use_id") in self._server_names and kind.endswith("_tool_result"):
+        elif kind.endswith("_tool_result") and self._answers_server_call(block):
             builder.server_tool(
                 index, result_block(block, self._server_names[block["tool_use_id"]])
             )
@@ -189,6 +189,10 @@ class AnthropicStreamParser:
                 f"Anthropic {kind!r} blocks have no canonical form",
                 message_id=builder.message_id,
             )
+
+    def _answers_server_call(self, block: dict[str, Any]) -> bool:
+        call_id = block.get("tool_use_id")
+        return isinstance(call_id, str) and call_id in self._server_names
 
     def _delta(self, index: int, delta: dict[str, Any]) -> None:
         if index in self._dropped:

@@ -93,8 +93,10 @@ def annotation_citations(annotations: Any) -> list[Citation]:
     """``message.annotations`` (or a delta's) as citations."""
     out = []
     for annotation in annotations if isinstance(annotations, list) else []:
-        cited = annotation.get("url_citation") if isinstance(annotation, dict) else None
-        if annotation.get("type") != "url_citation" or not isinstance(cited, dict):
+        if not isinstance(annotation, dict) or annotation.get("type") != "url_citation":
+            continue
+        cited = annotation.get("url_citation")
+        if not isinstance(cited, dict):
             continue
         start, end = cited.get("start_index"), cited.get("end_index")
         span = None
