@@ -94,6 +94,7 @@ _EXPORTS: dict[str, str] = {
             "Message",
             "MessageComplete",
             "MessageStart",
+            "OpaqueBlock",
             "ProviderRaw",
             "RedactedThinkingBlock",
             "Role",
@@ -314,6 +315,7 @@ if TYPE_CHECKING:
     from metis.model import Message as Message
     from metis.model import MessageComplete as MessageComplete
     from metis.model import MessageStart as MessageStart
+    from metis.model import OpaqueBlock as OpaqueBlock
     from metis.model import ProviderRaw as ProviderRaw
     from metis.model import RedactedThinkingBlock as RedactedThinkingBlock
     from metis.model import Role as Role

@@ -13,6 +13,7 @@ from typing import Any
 from metis.errors import AdapterError, CapabilityError, ErrorClass
 from metis.model import (
     MessageComplete,
+    OpaqueBlock,
     RedactedThinkingBlock,
     ServerToolCallBlock,
     ServerToolResultBlock,
@@ -106,6 +107,8 @@ def expected_anthropic(exchange: Exchange) -> Expected:
             blocks.append(("server_call", (block["id"], block["name"], block["input"])))
         elif _anthropic_server_result(block):
             blocks.append(("server_result", block["tool_use_id"]))
+        elif block["type"] not in CANONICAL_ANTHROPIC_BLOCKS:  # kept whole, opaque
+            blocks.append(("opaque", block["type"]))
     return Expected(
         blocks=blocks,
         usage=usage_of(
@@ -115,13 +118,7 @@ def expected_anthropic(exchange: Exchange) -> Expected:
             usage.get("cache_creation_input_tokens", 0),
         ),
         stop_raw=stop,
-        dropped=sum(
-            1
-            for b in content
-            if b["type"] not in CANONICAL_ANTHROPIC_BLOCKS
-            and b["type"] != "server_tool_use"
-            and not _anthropic_server_result(b)
-        ),
+        dropped=0,  # blocks with no canonical form are kept (opaque), never dropped
     )
 
 
@@ -181,6 +178,8 @@ def observed_anthropic(final: MessageComplete) -> Blocks:
             blocks.append(("server_call", (block.id, block.name, block.input)))
         elif isinstance(block, ServerToolResultBlock):
             blocks.append(("server_result", block.tool_call_id))
+        elif isinstance(block, OpaqueBlock):
+            blocks.append(("opaque", block.kind))
     return blocks
 
 
@@ -258,15 +257,11 @@ def expected_responses(exchange: Exchange) -> Expected:
         elif item["type"] in SERVER_RESPONSES_ITEMS:
             blocks.append(("server_call", item["id"]))
             blocks.append(("server_result", item["id"]))
+        elif item["type"] not in CANONICAL_RESPONSES_ITEMS:  # kept whole, opaque
+            blocks.append(("opaque", item["type"]))
     usage = final["usage"]
     details = usage.get("input_tokens_details") or {}
     cached, written = details.get("cached_tokens", 0), details.get("cache_write_tokens", 0)
-    dropped = [
-        item["type"]
-        for item in items
-        if item["type"] not in CANONICAL_RESPONSES_ITEMS
-        and item["type"] not in SERVER_RESPONSES_ITEMS
-    ]
     calls = any(item["type"] == "function_call" for item in items)
     assert final["status"] == "completed"  # every recorded reply did complete
     return Expected(
@@ -275,10 +270,9 @@ def expected_responses(exchange: Exchange) -> Expected:
             usage["input_tokens"] - cached - written, usage["output_tokens"], cached, written
         ),
         stop_raw="completed",
-        # Items with no canonical form are dropped and never decide the stop.
+        # Items with no canonical form are kept (opaque) and never decide the stop.
         stop_kind=StopKind.TOOL_USE if calls else StopKind.END_TURN,
-        dropped=len(dropped),
-        dropped_types=dropped,
+        dropped=0,
         message_id=final["id"],
     )
 
@@ -296,6 +290,8 @@ def observed_responses(final: MessageComplete) -> Blocks:
             blocks.append(("server_call", block.id))
         elif isinstance(block, ServerToolResultBlock):
             blocks.append(("server_result", block.tool_call_id))
+        elif isinstance(block, OpaqueBlock):
+            blocks.append(("opaque", block.kind))
     return blocks
 
 

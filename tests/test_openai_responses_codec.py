@@ -26,6 +26,7 @@ from metis.model.content import (
     Base64ImageSource,
     ImageBlock,
     Message,
+    OpaqueBlock,
     ProviderRaw,
     RedactedThinkingBlock,
     Role,
@@ -726,7 +727,7 @@ def test_a_cut_off_tool_call_ends_with_max_tokens() -> None:
     assert warns.types == []  # a cut-off call is expected: the stop reason says why
 
 
-def test_items_outside_the_canonical_model_are_dropped_with_one_warning_each() -> None:
+def test_items_outside_the_canonical_model_are_kept_whole_as_opaque_blocks() -> None:
     builder, warns = run_stream(
         [
             created(),
@@ -744,11 +745,15 @@ def test_items_outside_the_canonical_model_are_dropped_with_one_warning_each() -
             completed(),
         ]
     )
-    assert warns.types == ["mcp_list_tools", "file_search_call"]
+    assert warns.types == []  # nothing dropped (docs/contract.md §8)
     content = final(builder).final_content
-    assert [b.type for b in content] == ["thinking", "thinking", "text"]
-    assert content[0].provider_raw is not None and content[0].provider_raw.data["unpaired"] is True
-    assert content[1].provider_raw is not None and "unpaired" not in content[1].provider_raw.data
+    assert [b.type for b in content] == ["opaque", "thinking", "opaque", "thinking", "text"]
+    listing, search = content[0], content[2]
+    assert isinstance(listing, OpaqueBlock) and listing.kind == "mcp_list_tools"
+    assert isinstance(search, OpaqueBlock) and search.kind == "file_search_call"
+    assert search.provider_raw.data["item"]["status"] == "completed"  # its .done form
+    for thinking in (content[1], content[3]):  # each followed by what goes back with it
+        assert thinking.provider_raw is not None and "unpaired" not in thinking.provider_raw.data
     assert final(builder).stop_reason.kind is StopKind.END_TURN
 
 
@@ -769,7 +774,8 @@ def test_a_dropped_item_never_becomes_the_stop_reason(kind: str) -> None:
     )
     stop = final(builder).stop_reason
     assert (stop.kind, stop.raw) == (StopKind.END_TURN, "completed")
-    assert final(builder).final_content[0].type == "text" and warns.types == [kind]
+    content = final(builder).final_content
+    assert [b.type for b in content] == ["text", "opaque"] and warns.types == []
 
 
 def test_a_dropped_item_alongside_a_call_or_in_an_incomplete_reply_keeps_the_status() -> None:

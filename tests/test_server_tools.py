@@ -438,13 +438,13 @@ def test_anthropic_document_citations_read_their_location() -> None:
     }  # fmt: skip
 
 
-def test_a_result_with_a_malformed_call_id_is_dropped_with_a_warn() -> None:
+def test_a_result_with_a_malformed_call_id_is_kept_opaque() -> None:
     warned: list[str] = []
     builder = MessageBuilder("anthropic", MODEL, lambda kind, *a, **k: warned.append(kind))
     odd = {**SEARCH_RESULT, "tool_use_id": ["srvtoolu_1"]}
     codec.parse_body({**BODY, "content": [SEARCH_CALL, odd]}, builder)
-    assert [b.type for b in final_content(builder)] == ["server_tool_call"]
-    assert warned == ["web_search_tool_result"]
+    assert [b.type for b in final_content(builder)] == ["server_tool_call", "opaque"]
+    assert warned == []
 
 
 def test_server_blocks_round_trip_as_dicts() -> None:
@@ -454,11 +454,12 @@ def test_server_blocks_round_trip_as_dicts() -> None:
     assert again.content == reply
 
 
-def test_a_result_answering_no_server_call_is_dropped_with_a_warn() -> None:
-    warned: list[str] = []
-    builder = MessageBuilder("anthropic", MODEL, lambda kind, *a, **k: warned.append(kind))
+def test_a_result_answering_no_server_call_is_kept_opaque() -> None:
+    """Not a server tool's result here: kept whole, as any block with no canonical form."""
+    builder = MessageBuilder("anthropic", MODEL)
     codec.parse_body({**BODY, "content": [SEARCH_RESULT]}, builder)
-    assert final_content(builder) == [] and warned == ["web_search_tool_result"]
+    (kept,) = final_content(builder)
+    assert kept.type == "opaque" and kept.kind == "web_search_tool_result"
 
 
 # Anthropic: history ------------------------------------------------------------------------

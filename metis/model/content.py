@@ -142,6 +142,18 @@ class RedactedThinkingBlock(BlockBase):
     data: str
 
 
+class OpaqueBlock(BlockBase):
+    """A block a provider returned that has no canonical meaning (a compaction item, an MCP
+    call, a tool-search result, whatever arrives next), kept so that nothing is silently lost:
+    ``kind`` is the provider's own type, ``provider_raw`` who made it and the block exactly as
+    the provider gave it (``data["item"]``). It goes back only to that provider; anywhere else
+    it is dropped with one WARN (docs/contract.md §8)."""
+
+    type: Literal["opaque"] = "opaque"
+    kind: str
+    provider_raw: ProviderRaw
+
+
 ContentBlock = Annotated[
     TextBlock
     | ImageBlock
@@ -153,7 +165,8 @@ ContentBlock = Annotated[
     | ThinkingBlock
     | RedactedThinkingBlock
     | ServerToolCallBlock
-    | ServerToolResultBlock,
+    | ServerToolResultBlock
+    | OpaqueBlock,
     Field(discriminator="type"),
 ]
 

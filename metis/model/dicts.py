@@ -108,6 +108,18 @@ class RedactedThinkingBlockDict(TypedDict):
     data: str
 
 
+class ProviderRawDict(TypedDict):
+    provider: str
+    model: NotRequired[str | None]
+    data: NotRequired[dict[str, Any]]
+
+
+class OpaqueBlockDict(TypedDict):
+    type: Literal["opaque"]
+    kind: str
+    provider_raw: ProviderRawDict
+
+
 ContentBlockDict = (
     TextBlockDict
     | ImageBlockDict
@@ -118,6 +130,7 @@ ContentBlockDict = (
     | ToolResultBlockDict
     | ThinkingBlockDict
     | RedactedThinkingBlockDict
+    | OpaqueBlockDict
 )
 
 

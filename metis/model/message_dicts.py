@@ -20,6 +20,7 @@ from metis.model.content import (
     DocumentBlock,
     ImageBlock,
     Message,
+    OpaqueBlock,
     RedactedThinkingBlock,
     Role,
     ServerToolCallBlock,
@@ -54,6 +55,7 @@ _BLOCKS: dict[str, type[BaseModel]] = {
         RedactedThinkingBlock,
         ServerToolCallBlock,
         ServerToolResultBlock,
+        OpaqueBlock,
     )
 }
 _TAGS = {*_BLOCKS, "url", "base64", "file"}

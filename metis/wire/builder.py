@@ -41,6 +41,7 @@ from metis.wire.builder_blocks import (
     CUT_OFF,
     ENDED,
     NOT_AN_OBJECT,
+    OPAQUE,
     REDACTED,
     TEXT,
     THINKING,
@@ -202,8 +203,7 @@ class MessageBuilder:
         self.out.append(ThinkingDelta(block.index, "", redacted_data=data))
 
     def citation(self, key: Hashable, citation: Citation) -> None:
-        """A source the text block under ``key`` cites (a new text block when it is not the
-        latest)."""
+        """A source the text block under ``key`` cites (a new block unless it is the latest)."""
         block = self._by_key.get(key)
         if block is None or block.kind != TEXT or block.index != len(self._blocks) - 1:
             block = self._open(key, TEXT)
@@ -262,8 +262,17 @@ class MessageBuilder:
         if block is not None and block.kind == TOOL and not block.ended:
             self._end_tool(block, None, partial=False)
 
+    def opaque(self, key: Hashable, kind: str, item: dict[str, Any]) -> None:
+        """Keep a block that has no canonical meaning, whole: the provider's ``kind`` and its
+        own ``item`` (called again for the same key, the item is replaced by the later form).
+        It makes no event; it is in ``final_content`` as an OpaqueBlock (docs/contract.md §8)."""
+        block = self._by_key.get(key)
+        if block is None or block.kind != OPAQUE:
+            block = self._open(key, OPAQUE)
+        block.name, block.item = clean(kind), clean_value(item)
+
     def text_of(self, key: Hashable) -> str:
-        """The text received so far in the text block under ``key`` ("" if there is none)."""
+        """The text so far of the text block under ``key`` ("" if there is none)."""
         block = self._by_key.get(key)
         return "".join(block.parts) if block is not None and block.kind == TEXT else ""
 
@@ -370,13 +379,10 @@ class MessageBuilder:
             )
 
     def final_content(self) -> list[ContentBlock]:
-        origin = ProviderRaw(provider=self.provider, model=self.model)
-        return [b.block(self._origin(self._raw.get(b.index)), origin) for b in self._blocks]
-
-    def _origin(self, data: dict[str, Any] | None) -> ProviderRaw | None:
-        if data is None:
-            return None
-        return ProviderRaw(provider=self.provider, model=self.model, data=dict(data))
+        return [
+            block.content(self.provider, self.model, self._raw.get(block.index))
+            for block in self._blocks
+        ]
 
 
 def _clean_stop(reason: StopReason | None) -> StopReason | None:

@@ -9,6 +9,7 @@ from typing import Any
 from metis.model.citation import Citation
 from metis.model.content import (
     ContentBlock,
+    OpaqueBlock,
     ProviderRaw,
     RedactedThinkingBlock,
     ServerToolCallBlock,
@@ -22,6 +23,7 @@ from metis.wire.partial_json import parse_object, parse_partial_object
 from metis.wire.unicode_text import clean_value
 
 TEXT, THINKING, REDACTED, TOOL = "text", "thinking", "redacted_thinking", "tool_use"
+OPAQUE = "opaque"
 WHOLE = "whole"  # a block that arrives whole: a server tool's call or result
 
 CUT_OFF = "the reply reached its output limit (max_tokens) before the arguments were complete"
@@ -38,6 +40,7 @@ class Block:
         "held",
         "index",
         "input_error",
+        "item",
         "kind",
         "name",
         "parts",
@@ -59,36 +62,12 @@ class Block:
         self.final_input: dict[str, Any] | None = None
         self.unparsed: str | None = None
         self.input_error: str | None = None
+        self.item: dict[str, Any] | None = None  # an opaque block: the provider's own
         self.doubtful = False
         """A tool call whose input may be unfinished: arguments that are not a JSON object,
         or none at all; whether it was cut off is known only when the reply stops."""
         self.citations: list[Citation] = []
         self.whole: ServerToolCallBlock | ServerToolResultBlock | None = None
-
-    def block(self, kept: ProviderRaw | None, origin: ProviderRaw) -> ContentBlock:
-        """The canonical block; ``kept`` holds the provider fields kept for it, ``origin``
-        says who made the reply."""
-        if self.kind == TEXT:
-            text = "".join(self.parts)
-            return TextBlock(text=text, citations=self.citations or None, provider_raw=kept)
-        if self.kind == THINKING:
-            return ThinkingBlock(
-                thinking="".join(self.parts), signature=self.signature, provider_raw=kept or origin
-            )
-        if self.kind == REDACTED:
-            return RedactedThinkingBlock(data="".join(self.parts), provider_raw=kept or origin)
-        if self.whole is not None:
-            return self.whole
-        if self.unparsed is not None:
-            data = {**(kept.data if kept else {}), "arguments": self.unparsed}
-            kept = ProviderRaw(provider=origin.provider, model=origin.model, data=data)
-        return ToolUseBlock(
-            id=self.tool_id,
-            name=self.name,
-            input=self.final_input or {},
-            input_error=self.input_error,
-            provider_raw=kept,
-        )
 
     def read_input(self, final_input: dict[str, Any] | None) -> None:
         """The call's input: the provider's own (``final_input``) or its arguments parsed;
@@ -108,3 +87,32 @@ class Block:
             parsed = {} if deep else clean_value(parse_partial_object(raw))
         self.final_input = parsed
         self.doubtful = self.unparsed is not None or not raw.strip()
+
+    def content(self, provider: str, model: str, kept: dict[str, Any] | None) -> ContentBlock:
+        """The canonical block; ``kept`` the provider fields kept for it (``keep_raw``)."""
+        origin = ProviderRaw(provider=provider, model=model, data=dict(kept or {}))
+        mine = origin if kept is not None else None
+        if self.kind == TEXT:
+            text = "".join(self.parts)
+            return TextBlock(text=text, citations=self.citations or None, provider_raw=mine)
+        if self.whole is not None:
+            return self.whole
+        if self.kind == THINKING:
+            thinking = "".join(self.parts)
+            return ThinkingBlock(thinking=thinking, signature=self.signature, provider_raw=origin)
+        if self.kind == REDACTED:
+            return RedactedThinkingBlock(data="".join(self.parts), provider_raw=origin)
+        if self.kind == OPAQUE:
+            data = {"item": self.item or {}}
+            raw = ProviderRaw(provider=provider, model=model, data=data)
+            return OpaqueBlock(kind=self.name, provider_raw=raw)
+        if self.unparsed is not None:
+            kept = {**(kept or {}), "arguments": self.unparsed}
+            mine = ProviderRaw(provider=provider, model=model, data=kept)
+        return ToolUseBlock(
+            id=self.tool_id,
+            name=self.name,
+            input=self.final_input or {},
+            input_error=self.input_error,
+            provider_raw=mine,
+        )

@@ -20,6 +20,7 @@ from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Transform
 from metis.wire.codec import get_codec, rules_name
+from metis.wire.opaque import without_foreign
 
 
 class CodecOptions(BaseModel):
@@ -71,7 +72,7 @@ class Encode(Transform[CanonicalRequest, WireRequest]):
         if endpoint is None:
             raise StackError("stage 'encode' has no endpoint: an adapter gives it one")
         stream = bool(request.stream)
-        body = self.codec.encode(request, call)
+        body = self.codec.encode(without_foreign(request, call), call)
         headers = endpoint.request_headers()
         headers_for = getattr(self.codec, "headers_for", None)  # what the body needs (betas)
         if headers_for is not None:

@@ -18,6 +18,7 @@ from metis.model.content import (
     ContentBlock,
     DocumentBlock,
     ImageBlock,
+    OpaqueBlock,
     Role,
     ServerToolCallBlock,
     ServerToolResultBlock,
@@ -35,6 +36,7 @@ from metis.wire.anthropic.documents import document
 from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, parse_body
 from metis.wire.anthropic.rules import model_traits
 from metis.wire.codec import Codec, EncodeContext
+from metis.wire.opaque import elsewhere, own_item
 from metis.wire.server_replay import for_provider
 
 log = logging.getLogger("metis")
@@ -124,6 +126,11 @@ def _block(block: ContentBlock, at: _At) -> dict[str, Any] | None:
             )
             return None
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if isinstance(block, OpaqueBlock):
+        item = own_item(block, at.call.provider)
+        if item is None:
+            at.call.warn_dropped(block.kind, elsewhere(block), message_id=at.where)
+        return item
     return {"type": "redacted_thinking", "data": block.data}
 
 

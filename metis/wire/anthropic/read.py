@@ -8,8 +8,9 @@ Anthropic numbers its content blocks itself (``index``) and the parser uses that
 builder's key. A server tool's call (``server_tool_use``, its input streamed as a tool call's)
 and result (any ``*_tool_result`` answering it) become whole canonical blocks, and citations on
 text become canonical citations (:mod:`metis.wire.anthropic.server_tools`). Blocks the canonical
-model has no room for (MCP calls, whatever Anthropic adds next) are dropped whole, with one
-WARN each, together with all their deltas.
+model has no room for (MCP calls, whatever Anthropic adds next) are kept whole as opaque blocks
+(docs/contract.md §8), a streamed one's ``input_json_delta`` fragments making its ``input``;
+their other deltas are ignored.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ class AnthropicStreamParser:
         "_dropped",
         "_fragments",
         "_inputs",
+        "_opaque",
+        "_opaque_input",
         "_server_calls",
         "_server_names",
         "_started",
@@ -80,6 +83,8 @@ class AnthropicStreamParser:
         self._done = False
         self._started = False
         self._dropped: set[int] = set()  # indices of blocks outside the canonical model
+        self._opaque: dict[int, dict[str, Any]] = {}  # those blocks, as they started
+        self._opaque_input: dict[int, list[str]] = {}  # their input_json_delta fragments
         self._inputs: dict[int, dict[str, Any]] = {}  # tool inputs given whole at block start
         self._fragments: set[int] = set()  # tool indices that received input_json_delta text
         self._warned: set[str] = set()  # unknown delta types already reported
@@ -182,22 +187,23 @@ class AnthropicStreamParser:
             builder.server_tool(
                 index, result_block(block, self._server_names[block["tool_use_id"]])
             )
-        else:
+        else:  # no canonical form: kept whole (docs/contract.md §8)
             self._dropped.add(index)
-            builder.warn(
-                kind,
-                f"Anthropic {kind!r} blocks have no canonical form",
-                message_id=builder.message_id,
-            )
+            self._opaque[index] = block
+            builder.opaque(index, kind, block)
 
     def _answers_server_call(self, block: dict[str, Any]) -> bool:
         call_id = block.get("tool_use_id")
         return isinstance(call_id, str) and call_id in self._server_names
 
     def _delta(self, index: int, delta: dict[str, Any]) -> None:
-        if index in self._dropped:
-            return
         kind = required_text(delta, "type", "content_block_delta.delta")
+        if index in self._dropped:
+            if kind == "input_json_delta" and index in self._opaque:  # a server tool's input
+                self._opaque_input.setdefault(index, []).append(
+                    required_text(delta, "partial_json", kind)
+                )
+            return
         builder = self._builder
         if kind == "input_json_delta":
             fragment = required_text(delta, "partial_json", kind)
@@ -224,6 +230,7 @@ class AnthropicStreamParser:
 
     def _stop_block(self, index: int) -> None:
         if index in self._dropped:
+            self._opaque_done(index)
             return
         if index in self._server_calls:
             block, fragments = self._server_calls.pop(index)
@@ -238,6 +245,16 @@ class AnthropicStreamParser:
             self._builder.tool_end(index, given)
         else:
             self._builder.close(index)
+
+    def _opaque_done(self, index: int) -> None:
+        """An opaque block whose input came in fragments gets it whole."""
+        pieces = self._opaque_input.pop(index, None)
+        block = self._opaque.get(index)
+        if pieces is None or block is None:
+            return
+        given = parse_object("".join(pieces))
+        item = {**block, "input": given} if given is not None else block
+        self._builder.opaque(index, str(block.get("type")), item)
 
 
 def parse_body(body: dict[str, Any], builder: MessageBuilder) -> None:

@@ -33,6 +33,7 @@ from metis.model.content import (
     DocumentBlock,
     ImageBlock,
     Message,
+    OpaqueBlock,
     Role,
     ServerToolCallBlock,
     ServerToolResultBlock,
@@ -47,6 +48,7 @@ from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.codec import EncodeContext
 from metis.wire.media import refuse_block
+from metis.wire.opaque import elsewhere, own_item
 from metis.wire.openai_responses.custom import CUSTOM_CALL, custom_call, custom_tool, is_custom
 from metis.wire.openai_responses.files import file_parts
 from metis.wire.openai_responses.server_tools import declarations, includes
@@ -58,7 +60,6 @@ Drop = Callable[[str, str, str], None]
 
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-_OUTPUTS = ("message", "function_call", CUSTOM_CALL, "web_search_call", "code_interpreter_call")
 
 
 def encode_request(
@@ -168,6 +169,12 @@ def assistant_items(
                 items.append(copy.deepcopy(mine["item"]))
         elif isinstance(block, ServerToolResultBlock):
             pass  # its item went back with its call
+        elif isinstance(block, OpaqueBlock):  # back as it came, only to where it came from
+            item = own_item(block, provider)
+            if item is None:
+                drop(block.kind, elsewhere(block), message_id)
+            else:
+                items.append(item)
         elif isinstance(block, ThinkingBlock):
             reasoning = _reasoning_item(block, mine)
             if isinstance(reasoning, str):
@@ -185,7 +192,7 @@ def _paired(items: list[dict[str, Any]], message_id: str, drop: Drop) -> list[di
     for i, item in enumerate(items):
         if item["type"] == "reasoning":
             following = items[i + 1]["type"] if i + 1 < len(items) else None
-            if following not in _OUTPUTS:
+            if following is None or following == "reasoning":  # it must lead to an item
                 reason = "a reasoning item must be followed by the message or call it led to"
                 drop("thinking", reason, message_id)
                 continue

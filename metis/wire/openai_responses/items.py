@@ -7,6 +7,7 @@ from typing import Any
 
 from metis.model.content import (
     ContentBlock,
+    OpaqueBlock,
     ProviderRaw,
     ServerToolCallBlock,
     ServerToolResultBlock,
@@ -24,9 +25,6 @@ CANONICAL_ITEMS: dict[str, type[Any]] = {
 }
 """The output item types with a canonical form, and the block each becomes."""
 
-SERVER_ITEMS = ("web_search_call", "code_interpreter_call")
-"""The items a server tool's call and result come from (their blocks carry their item)."""
-
 
 def with_items(
     content: list[ContentBlock],
@@ -39,16 +37,17 @@ def with_items(
     up, the content stays as it is."""
     order = list(items)
     made = [i for i in order if i not in dropped and builder.has_block(i)]
-    own = [b for b in content if not isinstance(b, ServerToolCallBlock | ServerToolResultBlock)]
-    if len(made) != len(own):
+    whole = (OpaqueBlock, ServerToolCallBlock, ServerToolResultBlock)
+    canonical = [block for block in content if not isinstance(block, whole)]
+    if len(made) != len(canonical):
         return content
-    kept = dict(zip(map(id, own), made, strict=True))
+    by_block = dict(zip(map(id, canonical), made, strict=True))
     out: list[ContentBlock] = []
     for block in content:
-        index = kept.get(id(block))
-        if index is None:  # a server tool's block: its item is already on it
+        if isinstance(block, whole):  # the item itself (or a server tool's), kept whole
             out.append(block)
             continue
+        index = by_block[id(block)]
         kind, raw = items[index]
         if not isinstance(block, CANONICAL_ITEMS[kind]):
             return content
@@ -59,8 +58,8 @@ def with_items(
         if kind == "reasoning":
             after = order.index(index) + 1
             following = order[after] if after < len(order) else None
-            led_to = items[following][0] if following is not None else None
-            if (following not in made and led_to not in SERVER_ITEMS) or led_to == "reasoning":
+            kept = following is not None and (following in made or following in dropped)
+            if following is None or not kept or items[following][0] == "reasoning":
                 data["unpaired"] = True  # what it led to was not kept (or nothing was)
         old = block.provider_raw
         merged = ProviderRaw(

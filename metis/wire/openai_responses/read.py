@@ -13,8 +13,9 @@ content as the signature, so ``thinking_filter`` sends it back only to the model
 A ``web_search_call`` or ``code_interpreter_call`` item becomes a server tool's call and result
 blocks when it is done, and text annotations become citations
 (:mod:`metis.wire.openai_responses.server_tools`). Every other item (file search, MCP, image
-generation, tool search, whatever comes next) has no canonical form: it is dropped whole with
-one WARN, and all its events are ignored.
+generation, tool search, compaction, whatever comes next) has no canonical form: it is kept
+whole as an opaque block (docs/contract.md §8), in the form its ``.done`` event (or the final
+response) gives, and all its other events are ignored.
 
 As each item is done, its block gets the item it came from in ``provider_raw.data`` (item
 ``id``, a message's ``phase``, a reasoning item's summary parts, a call's ``call_id``) for a
@@ -205,8 +206,7 @@ class ResponsesParser:
             self._dropped.add(index)
         elif kind not in CANONICAL_ITEMS:
             self._dropped.add(index)
-            reason = f"OpenAI Responses {kind!r} items have no canonical form"
-            builder.warn(kind, reason, message_id=builder.message_id)
+            builder.opaque(index, kind, item)
 
     def _finished(self, index: int, item: dict[str, Any]) -> None:
         self._added(index, item)  # a server that skipped .added
@@ -217,7 +217,12 @@ class ResponsesParser:
             self._builder.server_tool((index, "result"), result)
             self._items[index] = (kind, {})
             return
-        if index in self._dropped or raw is not None:
+        if index in self._dropped:
+            if raw is None:
+                self._builder.opaque(index, kind, item)  # its whole form, once
+                self._items[index] = (kind, {})
+            return
+        if raw is not None:
             return
         builder = self._builder
         if kind == "message":
