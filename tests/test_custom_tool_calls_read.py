@@ -29,12 +29,12 @@ DIFF = '*** Begin Patch\n*** Update File: a.py\n-x = "old"\n+x = "new"\n*** End 
 responses = OpenAIResponsesCodec()
 
 
-def _checked(builder: MessageBuilder) -> MessageComplete:
+def _checked(events: list[Any]) -> MessageComplete:
     checker = StreamChecker()
-    for event in builder.out:
+    for event in events:
         checker.check(event)
     checker.check_ended()
-    final = builder.out[-1]
+    final = events[-1]
     assert isinstance(final, MessageComplete)
     return final
 
@@ -42,13 +42,12 @@ def _checked(builder: MessageBuilder) -> MessageComplete:
 def _read(codec: Any, provider: str, chunks: list[dict[str, Any]] | dict[str, Any]) -> Any:
     builder = MessageBuilder(provider, f"{provider}:gpt-5")
     if isinstance(chunks, dict):
-        codec.parse_body(chunks, builder)
+        events = list(codec.parse_body(chunks, builder))
     else:
         parser = codec.stream_parser(builder)
-        for chunk in chunks:
-            parser.feed(chunk)
-        parser.end()
-    return builder.out, _checked(builder)
+        events = [event for chunk in chunks for event in parser.feed(chunk)]
+        events += parser.end()
+    return events, _checked(events)
 
 
 def _the_call(final: MessageComplete) -> ToolUseBlock:

@@ -17,8 +17,8 @@ from metis.model.events import MessageComplete, ToolUseEnd
 from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
 from metis.stacks.loader import load_stack
 from metis.stages.policy.invariants import StreamChecker
+from metis.wire.builder import OUTPUT_LIMIT_ARGUMENTS as CUT_OFF
 from metis.wire.builder import MessageBuilder
-from metis.wire.builder_blocks import CUT_OFF
 from metis.wire.codec import get_codec
 
 
@@ -30,18 +30,17 @@ def _codec(stack: str) -> Any:
 def _read(stack: str, wire: list[dict[str, Any]] | dict[str, Any]) -> MessageComplete:
     builder = MessageBuilder(stack, f"{stack}:m")
     if isinstance(wire, dict):
-        _codec(stack).parse_body(wire, builder)
+        events = list(_codec(stack).parse_body(wire, builder))
     else:
         parser = _codec(stack).stream_parser(builder)
-        for obj in wire:
-            parser.feed(obj)
-        parser.end()
+        events = [event for obj in wire for event in parser.feed(obj)]
+        events += parser.end()
     checker = StreamChecker()
-    for event in builder.out:
+    for event in events:
         checker.check(event)
     checker.check_ended()
-    ends = [e for e in builder.out if isinstance(e, ToolUseEnd)]
-    final = builder.out[-1]
+    ends = [e for e in events if isinstance(e, ToolUseEnd)]
+    final = events[-1]
     assert isinstance(final, MessageComplete)
     calls = [b for b in final.final_content if isinstance(b, ToolUseBlock)]
     assert [e.input_error for e in ends] == [c.input_error for c in calls]  # streamed as kept

@@ -50,8 +50,7 @@ REPLY = {  # an Anthropic reply with an MCP call (its reference's shape)
 
 def _reply() -> list[object]:
     builder = MessageBuilder("anthropic", "anthropic:claude-sonnet-4-6")
-    anthropic.parse_body(REPLY, builder)
-    final = builder.out[-1]
+    final = list(anthropic.parse_body(REPLY, builder))[-1]
     assert isinstance(final, MessageComplete)
     return list(final.final_content)
 

@@ -108,16 +108,15 @@ def _call(index: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 def _read(stream: list[dict[str, Any]]) -> tuple[list[Any], MessageComplete]:
     builder = MessageBuilder("openai_responses", "openai_responses:gpt-5")
     parser = codec.stream_parser(builder)
-    for event in stream:
-        parser.feed(event)
-    parser.end()
+    events = [event for obj in stream for event in parser.feed(obj)]
+    events += parser.end()
     checker = StreamChecker()
-    for event in builder.out:
+    for event in events:
         checker.check(event)
     checker.check_ended()
-    final = builder.out[-1]
+    final = events[-1]
     assert isinstance(final, MessageComplete)
-    return builder.out, final
+    return events, final
 
 
 @pytest.mark.parametrize("with_call", [False, True], ids=["text", "text-and-call"])

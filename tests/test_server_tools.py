@@ -116,32 +116,30 @@ def request(*messages: Message, **kw: Any) -> CanonicalRequest:
     )
 
 
-def read_body(body: dict[str, Any]) -> MessageBuilder:
-    builder = MessageBuilder("anthropic", MODEL)
-    codec.parse_body(body, builder)
-    checked(builder)
-    return builder
+def read_body(body: dict[str, Any], builder: MessageBuilder | None = None) -> list[Any]:
+    """The events of a whole reply, checked by the stream invariants."""
+    events = list(codec.parse_body(body, builder or MessageBuilder("anthropic", MODEL)))
+    checked(events)
+    return events
 
 
-def read_stream(objs: list[dict[str, Any]]) -> MessageBuilder:
-    builder = MessageBuilder("anthropic", MODEL)
-    parser = codec.stream_parser(builder)
-    for obj in objs:
-        parser.feed(obj)
-    parser.end()
-    checked(builder)
-    return builder
+def read_stream(objs: list[dict[str, Any]]) -> list[Any]:
+    parser = codec.stream_parser(MessageBuilder("anthropic", MODEL))
+    events = [event for obj in objs for event in parser.feed(obj)]
+    events += parser.end()
+    checked(events)
+    return events
 
 
-def checked(builder: MessageBuilder) -> None:
+def checked(events: list[Any]) -> None:
     checker = StreamChecker()
-    for event in builder.out:
+    for event in events:
         checker.check(event)
     checker.check_ended()
 
 
-def final_content(builder: MessageBuilder) -> list[Any]:
-    return builder.out[-1].final_content  # type: ignore[attr-defined,no-any-return]
+def final_content(events: list[Any]) -> list[Any]:
+    return events[-1].final_content  # type: ignore[no-any-return]
 
 
 def stream_of(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -344,8 +342,8 @@ def test_anthropic_refuses_what_it_cannot_take(tool: Any, words: str) -> None:
 
 
 def test_anthropic_body_reads_search_call_results_and_citations() -> None:
-    builder = read_body(BODY)
-    _, call, result, text = final_content(builder)
+    events = read_body(BODY)
+    _, call, result, text = final_content(events)
     assert isinstance(call, ServerToolCallBlock)
     assert (call.id, call.name, call.input) == (
         SEARCH_CALL["id"],
@@ -371,7 +369,7 @@ def test_anthropic_body_reads_search_call_results_and_citations() -> None:
     )
     assert cited.cited_text == WEB_CITATION["cited_text"]
     assert cited.provider_raw is not None and cited.provider_raw.data == WEB_CITATION
-    kinds = [type(e).__name__ for e in builder.out]
+    kinds = [type(e).__name__ for e in events]
     assert [k for k in kinds if k.startswith("Server")] == ["ServerToolCall", "ServerToolResult"]
 
 
@@ -379,15 +377,15 @@ def test_anthropic_stream_gives_the_same_content_as_the_body() -> None:
     streamed = read_stream(stream_of(BODY))
     assert final_content(streamed) == final_content(read_body(BODY))
     events = [
-        e for e in streamed.out if isinstance(e, ServerToolCall | ServerToolResult | CitationDelta)
+        e for e in streamed if isinstance(e, ServerToolCall | ServerToolResult | CitationDelta)
     ]
     assert [e.content_block_index for e in events] == [1, 2, 3]
 
 
 def test_anthropic_code_execution_result_reads_as_code_output() -> None:
     body = {**BODY, "content": [CODE_CALL, CODE_RESULT, {"type": "text", "text": "45"}]}
-    for builder in (read_body(body), read_stream(stream_of(body))):
-        call, result, _ = final_content(builder)
+    for events in (read_body(body), read_stream(stream_of(body))):
+        call, result, _ = final_content(events)
         assert call.input == {"code": "print(sum(range(10)))"}
         assert result.code_output == CodeOutput(
             stdout="45\n", stderr="", exit_code=0, files=["file_011CPf8Qn2"]
@@ -442,8 +440,8 @@ def test_a_result_with_a_malformed_call_id_is_kept_opaque() -> None:
     warned: list[str] = []
     builder = MessageBuilder("anthropic", MODEL, lambda kind, *a, **k: warned.append(kind))
     odd = {**SEARCH_RESULT, "tool_use_id": ["srvtoolu_1"]}
-    codec.parse_body({**BODY, "content": [SEARCH_CALL, odd]}, builder)
-    assert [b.type for b in final_content(builder)] == ["server_tool_call", "opaque"]
+    events = read_body({**BODY, "content": [SEARCH_CALL, odd]}, builder)
+    assert [b.type for b in final_content(events)] == ["server_tool_call", "opaque"]
     assert warned == []
 
 
@@ -456,9 +454,7 @@ def test_server_blocks_round_trip_as_dicts() -> None:
 
 def test_a_result_answering_no_server_call_is_kept_opaque() -> None:
     """Not a server tool's result here: kept whole, as any block with no canonical form."""
-    builder = MessageBuilder("anthropic", MODEL)
-    codec.parse_body({**BODY, "content": [SEARCH_RESULT]}, builder)
-    (kept,) = final_content(builder)
+    (kept,) = final_content(read_body({**BODY, "content": [SEARCH_RESULT]}))
     assert kept.type == "opaque" and kept.kind == "web_search_tool_result"
 
 
@@ -523,8 +519,7 @@ def metis_chat_encode(req: CanonicalRequest, call: Any) -> dict[str, Any]:
 
 
 def test_invariants_refuse_final_content_without_the_server_blocks_streamed() -> None:
-    builder = read_body(BODY)
-    events = list(builder.out)
+    events = read_body(BODY)
     final = events[-1]
     final.final_content = final.final_content[:2]  # type: ignore[attr-defined]
     checker = StreamChecker()
@@ -534,13 +529,13 @@ def test_invariants_refuse_final_content_without_the_server_blocks_streamed() ->
 
 
 def test_invariants_refuse_citations_the_content_does_not_hold() -> None:
-    builder = read_body(BODY)
-    final = builder.out[-1]
+    events = read_body(BODY)
+    final = events[-1]
     text = final.final_content[3]  # type: ignore[attr-defined]
     final.final_content[3] = text.model_copy(update={"citations": None})  # type: ignore[attr-defined]
     checker = StreamChecker()
     with pytest.raises(InvariantViolation, match="citations"):
-        for event in builder.out:
+        for event in events:
             checker.check(event)
 
 

@@ -66,18 +66,16 @@ def request(*messages: Message, model: str = MODEL, **kw: Any) -> CanonicalReque
     )
 
 
-def checked(builder: MessageBuilder) -> list[Any]:
+def checked(events: list[Any]) -> list[Any]:
     checker = StreamChecker()
-    for event in builder.out:
+    for event in events:
         checker.check(event)
     checker.check_ended()
-    return builder.out[-1].final_content  # type: ignore[attr-defined,no-any-return]
+    return events[-1].final_content  # type: ignore[no-any-return]
 
 
 def read_body() -> list[Any]:
-    builder = MessageBuilder("bedrock", MODEL)
-    codec.parse_body(copy.deepcopy(BODY), builder)
-    return checked(builder)
+    return checked(list(codec.parse_body(copy.deepcopy(BODY), MessageBuilder("bedrock", MODEL))))
 
 
 def read_stream() -> list[Any]:
@@ -100,12 +98,9 @@ def read_stream() -> list[Any]:
         {"messageStop": {"stopReason": "end_turn"}},
         {"metadata": {"usage": {"inputTokens": 12, "outputTokens": 8}}},
     ]  # fmt: skip
-    builder = MessageBuilder("bedrock", MODEL)
-    parser = codec.stream_parser(builder)
-    for event in events:
-        parser.feed(event)
-    parser.end()
-    return checked(builder)
+    parser = codec.stream_parser(MessageBuilder("bedrock", MODEL))
+    made = [event for obj in events for event in parser.feed(obj)]
+    return checked(made + list(parser.end()))
 
 
 def delta(index: int, value: dict[str, Any]) -> dict[str, Any]:

@@ -54,16 +54,15 @@ def read(*objs: dict[str, Any], streamed: bool = False) -> list[Any]:
     builder = MessageBuilder("gemini", MODEL)
     if streamed:
         parser = codec.stream_parser(builder)
-        for obj in objs:
-            parser.feed(copy.deepcopy(obj))
-        parser.end()
+        events = [event for obj in objs for event in parser.feed(copy.deepcopy(obj))]
+        events += parser.end()
     else:
-        codec.parse_body(copy.deepcopy(objs[0]), builder)
+        events = list(codec.parse_body(copy.deepcopy(objs[0]), builder))
     checker = StreamChecker()
-    for event in builder.out:
+    for event in events:
         checker.check(event)
     checker.check_ended()
-    return builder.out[-1].final_content  # type: ignore[attr-defined,no-any-return]
+    return events[-1].final_content  # type: ignore[no-any-return]
 
 
 def request(*messages: Message, model: str = MODEL, **kw: Any) -> CanonicalRequest:

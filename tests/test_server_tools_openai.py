@@ -82,29 +82,25 @@ def request(*messages: Message, model: str = MODEL, **kw: Any) -> CanonicalReque
     )
 
 
-def checked(builder: MessageBuilder) -> list[Any]:
+def checked(events: list[Any]) -> list[Any]:
     checker = StreamChecker()
-    for event in builder.out:
+    for event in events:
         checker.check(event)
     checker.check_ended()
-    return builder.out[-1].final_content  # type: ignore[attr-defined,no-any-return]
+    return events[-1].final_content  # type: ignore[no-any-return]
 
 
 def read_body(body: dict[str, Any], codec: Any = responses, model: str = MODEL) -> list[Any]:
     builder = MessageBuilder(model.split(":")[0], model)
-    codec.parse_body(copy.deepcopy(body), builder)
-    return checked(builder)
+    return checked(list(codec.parse_body(copy.deepcopy(body), builder)))
 
 
 def read_stream(
     objs: list[dict[str, Any]], codec: Any = responses, model: str = MODEL
 ) -> list[Any]:
-    builder = MessageBuilder(model.split(":")[0], model)
-    parser = codec.stream_parser(builder)
-    for obj in copy.deepcopy(objs):
-        parser.feed(obj)
-    parser.end()
-    return checked(builder)
+    parser = codec.stream_parser(MessageBuilder(model.split(":")[0], model))
+    events = [event for obj in copy.deepcopy(objs) for event in parser.feed(obj)]
+    return checked(events + list(parser.end()))
 
 
 def responses_stream() -> list[dict[str, Any]]:

@@ -46,12 +46,11 @@ def _usage(stack: str, body: dict[str, Any], stream: bool) -> TokenUsage:
     builder = MessageBuilder(stack, f"{stack}:m")
     if stream:
         parser = codec.stream_parser(builder)
-        for chunk in _as_chunks(stack, body):
-            parser.feed(chunk)
-        parser.end()
+        events = [event for chunk in _as_chunks(stack, body) for event in parser.feed(chunk)]
+        events += parser.end()
     else:
-        codec.parse_body(body, builder)
-    final = builder.out[-1]
+        events = list(codec.parse_body(body, builder))
+    final = events[-1]
     assert isinstance(final, MessageComplete)
     return final.usage
 

@@ -6,29 +6,26 @@ canonical ``content_block_index``, keeps every stream invariant of docs/contract
 end assembles ``final_content`` from what it kept. Text is kept as a list of fragments and
 joined once, so cost grows linearly with the stream.
 
-Events are appended to ``builder.out``; the normalize stage drains that list after each
-provider object, so the hot path makes one small object per event and no per-chunk lists.
+The caller pulls, as with h11: the builder's methods record the events they make, and
+:meth:`MessageBuilder.take` hands out those made since the last take. A parser's ``feed``
+returns ``builder.take()``, so a provider object's events come back from feeding it; events
+made by an object whose reading then failed stay in the builder and come out with the
+message's end (``finish`` then ``take``), so nothing that arrived is lost. Nothing is assigned
+to the builder from outside: the usage estimate is a function given at construction, and a
+tool call whose arguments are not a JSON object is data on its events (``input_error``, the
+text in ``provider_raw``) for the reader to report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from metis.catalog.estimate import CHARS_PER_TOKEN
-from metis.model.citation import Citation
-from metis.model.content import (
-    ContentBlock,
-    ProviderRaw,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-)
+from metis.model.content import ContentBlock
 from metis.model.events import (
-    CitationDelta,
     MessageComplete,
     MessageStart,
-    ServerToolCall,
-    ServerToolResult,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -37,18 +34,8 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.response import StopKind, StopReason, TokenUsage
-from metis.wire.builder_blocks import (
-    CUT_OFF,
-    ENDED,
-    NOT_AN_OBJECT,
-    OPAQUE,
-    REDACTED,
-    TEXT,
-    THINKING,
-    TOOL,
-    WHOLE,
-)
-from metis.wire.builder_blocks import Block as _Block
+from metis.wire.blocks import OPAQUE, REDACTED, TEXT, THINKING, TOOL, Block, final_content
+from metis.wire.builder_whole import WholeBlocks
 from metis.wire.read import token_count
 from metis.wire.unicode_text import REPLACEMENT, clean, clean_value, joined
 
@@ -61,17 +48,43 @@ _USAGE_FIELDS = (
 
 Warn = Callable[..., None]
 
+NO_EVENTS: Sequence[StreamEvent] = ()
+"""What reading an object that makes no event returns."""
+
+INVALID_ARGUMENTS = "the arguments are not a JSON object"
+"""The ``input_error`` of a finished tool call whose arguments do not parse."""
+CUT_OFF_ARGUMENTS = "the reply ended before the arguments were complete"
+OUTPUT_LIMIT_ARGUMENTS = (
+    "the reply reached its output limit (max_tokens) before the arguments were complete"
+)
+"""A call cut off by the output limit (docs/contract.md §2): expected, so not reported."""
+"""The ``input_error`` of a tool call the reply ended in the middle of."""
+
 
 def _ignore(*args: Any, **kwargs: Any) -> None:
     return None
 
 
-class MessageBuilder:
-    def __init__(self, provider: str, model: str, warn: Warn = _ignore) -> None:
+class MessageBuilder(WholeBlocks):
+    """One message's blocks and events.
+
+    ``warn`` reports content dropped on the way in (a block type the canonical model has no
+    room for); ``estimate_input_tokens``, when given, is asked at the end for the request's
+    input size if the provider reported no usage at all: the counts are then estimated (the
+    output from what arrived) and marked ``estimated``."""
+
+    def __init__(
+        self,
+        provider: str,
+        model: str,
+        warn: Warn = _ignore,
+        estimate_input_tokens: Callable[[], int] | None = None,
+    ) -> None:
         self.provider = provider
         self.model = model
         self.warn = warn
-        self.out: list[StreamEvent] = []
+        self._estimate_input_tokens = estimate_input_tokens
+        self._events: list[StreamEvent] = []
         self.started = False
         self.completed = False
         self.message_id: str | None = None
@@ -79,20 +92,23 @@ class MessageBuilder:
         self.stop_reason: StopReason | None = None
         self.usage_reported = False
         self.usage_estimated = False
-        self.estimate_usage: Callable[[MessageBuilder], None] | None = None
-        """Called at ``finish`` when the provider reported no usage at all."""
-        self.invalid_arguments: Callable[[str, str, str], None] | None = None
-        """Called with a tool's name, id and argument text when a finished tool call's
-        arguments are not a JSON object (the call is kept, marked); without it, ``warn``."""
         self.output_count_pending = False
         """The output count reported so far is a placeholder (Anthropic's ``message_start``
         says 1); if the message ends before the real count, it is estimated from what arrived."""
         self._usage = [0, 0, 0, 0]
-        self._blocks: list[_Block] = []
-        self._by_key: dict[Hashable, _Block] = {}
-        self._open_tool: _Block | None = None
-        self._waiting: _Block | None = None  # a tool call whose end waits for the stop reason
+        self._blocks: list[Block] = []
+        self._by_key: dict[Hashable, Block] = {}
+        self._open_tool: Block | None = None
+        self._waiting: Block | None = None  # a tool call whose end waits for the stop reason
         self._raw: dict[int, dict[str, Any]] = {}
+
+    def take(self) -> Sequence[StreamEvent]:
+        """The events made since the last ``take``, in order; the builder keeps none of them."""
+        events = self._events
+        if not events:
+            return NO_EVENTS
+        self._events = []
+        return events
 
     # Message level -----------------------------------------------------------------------
 
@@ -104,7 +120,7 @@ class MessageBuilder:
         self.started = True
         self.message_id = message_id = clean(message_id) if message_id else message_id
         self.reported_model = model = clean(model) if model else model
-        self.out.append(MessageStart(message_id, model))
+        self._events.append(MessageStart(message_id, model))
 
     def usage(
         self,
@@ -127,7 +143,8 @@ class MessageBuilder:
         self.stop_reason = _clean_stop(reason)
 
     def finish(self, reason: StopReason | None = None) -> None:
-        """End the message: close any tool still open, then ``message.complete``."""
+        """End the message: close any tool still open, then ``message.complete`` (``take``
+        hands them out). Once ended, a message stays as it is."""
         if self.completed:
             return
         self.start()
@@ -141,14 +158,15 @@ class MessageBuilder:
             self._end_tool(self._open_tool, None, partial=_abrupt(stop), cut=cut)
         if self._waiting is not None:
             last = self._waiting.index == len(self._blocks) - 1
-            self._settle(self._waiting, CUT_OFF if cut and last else None)
-        if not self.usage_reported and self.estimate_usage is not None:
-            self.estimate_usage(self)
-        if self.output_count_pending:
+            self._settle(self._waiting, OUTPUT_LIMIT_ARGUMENTS if cut and last else None)
+        if not self.usage_reported and self._estimate_input_tokens is not None:
+            self._usage[0] = self._estimate_input_tokens()
+            self.usage_estimated = True
+        if self.usage_estimated or self.output_count_pending:
             self._usage[1] = int(sum(map(len, self.output_text())) / CHARS_PER_TOKEN)
             self.usage_estimated = True
         self.completed = True
-        self.out.append(
+        self._events.append(
             MessageComplete(
                 self.final_content(), stop, self.token_usage(), self.message_id, self.reported_model
             )
@@ -179,7 +197,24 @@ class MessageBuilder:
             if not text:
                 return
         block.parts.append(text)
-        self.out.append(TextDelta(block.index, text))
+        self._events.append(TextDelta(block.index, text))
+
+    def take_text(self, key: Hashable, text: str) -> Sequence[StreamEvent]:
+        """``text(key, text)`` then ``take()``: a parser's hot path (a text delta that is
+        the whole object), in one call."""
+        block = self._by_key.get(key)
+        if (
+            self._events
+            or block is None
+            or block.kind != TEXT
+            or block.held
+            or block.index != len(self._blocks) - 1
+            or not text.isascii()
+        ):
+            self.text(key, text)
+            return self.take()
+        block.parts.append(text)
+        return (TextDelta(block.index, text),)
 
     def thinking(self, key: Hashable, text: str) -> None:
         block = self._thinking_block(key)
@@ -188,53 +223,26 @@ class MessageBuilder:
             if not text:
                 return
         block.parts.append(text)
-        self.out.append(ThinkingDelta(block.index, text))
+        self._events.append(ThinkingDelta(block.index, text))
 
     def thinking_signature(self, key: Hashable, signature: str) -> None:
         block = self._thinking_block(key)
         signature = clean(signature)
         block.signature = (block.signature or "") + signature
-        self.out.append(ThinkingDelta(block.index, "", signature=signature))
+        self._events.append(ThinkingDelta(block.index, "", signature=signature))
 
     def redacted_thinking(self, key: Hashable, data: str) -> None:
         block = self._open(key, REDACTED)
         data = clean(data)
         block.parts.append(data)
-        self.out.append(ThinkingDelta(block.index, "", redacted_data=data))
-
-    def citation(self, key: Hashable, citation: Citation) -> None:
-        """A source the text block under ``key`` cites (a new block unless it is the latest)."""
-        block = self._by_key.get(key)
-        if block is None or block.kind != TEXT or block.index != len(self._blocks) - 1:
-            block = self._open(key, TEXT)
-        if citation.provider_raw is not None:
-            data = clean_value(citation.provider_raw.data)
-            origin = ProviderRaw(provider=self.provider, model=self.model, data=data)
-            citation = citation.model_copy(update={"provider_raw": origin})
-        block.citations.append(citation)
-        self.out.append(CitationDelta(block.index, citation))
-
-    def server_tool(
-        self, key: Hashable, block: ServerToolCallBlock | ServerToolResultBlock
-    ) -> None:
-        """A server tool's call or result, whole (docs/contract.md §11); its ``provider_raw``
-        is made this reply's own."""
-        record = self._open(key, WHOLE)
-        raw = block.provider_raw.data if block.provider_raw else {}
-        origin = ProviderRaw(provider=self.provider, model=self.model, data=clean_value(raw))
-        record.whole = whole = block.model_copy(update={"provider_raw": origin})
-        record.ended = True
-        if isinstance(whole, ServerToolCallBlock):
-            self.out.append(ServerToolCall(record.index, whole))
-        else:
-            self.out.append(ServerToolResult(record.index, whole))
+        self._events.append(ThinkingDelta(block.index, "", redacted_data=data))
 
     def tool_start(self, key: Hashable, tool_id: str, name: str) -> None:
         block = self._open(key, TOOL)
         block.tool_id = tool_id = clean(tool_id)
         block.name = name = clean(name)
         self._open_tool = block
-        self.out.append(ToolUseStart(block.index, tool_id, name))
+        self._events.append(ToolUseStart(block.index, tool_id, name))
 
     def tool_input(self, key: Hashable, fragment: str) -> None:
         block = self._by_key.get(key)
@@ -248,7 +256,7 @@ class MessageBuilder:
             fragment = self._unicode(block, fragment)
         block.parts.append(fragment)
         if fragment:
-            self.out.append(ToolUseInputDelta(block.index, block.tool_id, fragment))
+            self._events.append(ToolUseInputDelta(block.index, block.tool_id, fragment))
 
     def tool_end(self, key: Hashable, final_input: dict[str, Any] | None = None) -> None:
         """End a tool; ``final_input`` is the provider's authoritative input, when it has one."""
@@ -271,11 +279,6 @@ class MessageBuilder:
             block = self._open(key, OPAQUE)
         block.name, block.item = clean(kind), clean_value(item)
 
-    def text_of(self, key: Hashable) -> str:
-        """The text so far of the text block under ``key`` ("" if there is none)."""
-        block = self._by_key.get(key)
-        return "".join(block.parts) if block is not None and block.kind == TEXT else ""
-
     def has_block(self, key: Hashable) -> bool:
         return key in self._by_key
 
@@ -295,29 +298,29 @@ class MessageBuilder:
 
     # Internals ---------------------------------------------------------------------------
 
-    def _thinking_block(self, key: Hashable) -> _Block:
+    def _thinking_block(self, key: Hashable) -> Block:
         block = self._by_key.get(key)
         if block is None or block.kind != THINKING or block.index != len(self._blocks) - 1:
             block = self._open(key, THINKING)
         return block
 
-    def _unicode(self, block: _Block, text: str) -> str:
+    def _unicode(self, block: Block, text: str) -> str:
         """``text`` after the surrogate ``block`` held; holds a new trailing one."""
         text, block.held = joined(block.held, text)
         return text
 
-    def _flush(self, block: _Block) -> None:
+    def _flush(self, block: Block) -> None:
         """A held high surrogate whose low half never came: it becomes U+FFFD."""
         block.held = ""
         block.parts.append(REPLACEMENT)
         if block.kind == TEXT:
-            self.out.append(TextDelta(block.index, REPLACEMENT))
+            self._events.append(TextDelta(block.index, REPLACEMENT))
         elif block.kind == THINKING:
-            self.out.append(ThinkingDelta(block.index, REPLACEMENT))
+            self._events.append(ThinkingDelta(block.index, REPLACEMENT))
         else:
-            self.out.append(ToolUseInputDelta(block.index, block.tool_id, REPLACEMENT))
+            self._events.append(ToolUseInputDelta(block.index, block.tool_id, REPLACEMENT))
 
-    def _open(self, key: Hashable, kind: str) -> _Block:
+    def _open(self, key: Hashable, kind: str) -> Block:
         if not self.started:
             self.start()
         if self._blocks and self._blocks[-1].held:
@@ -326,13 +329,13 @@ class MessageBuilder:
             self._end_tool(self._open_tool, None, partial=False)
         if self._waiting is not None:  # another block follows: the call was not cut off
             self._settle(self._waiting, None)
-        block = _Block(kind, len(self._blocks))
+        block = Block(kind, len(self._blocks))
         self._blocks.append(block)
         self._by_key[key] = block
         return block
 
     def _end_tool(
-        self, block: _Block, final_input: dict[str, Any] | None, partial: bool, cut: bool = False
+        self, block: Block, final_input: dict[str, Any] | None, partial: bool, cut: bool = False
     ) -> None:
         """End a tool call. One whose input may be unfinished waits for the reply's stop
         reason (its ``tool.use_end`` with it): the last block of a reply stopped by the output
@@ -345,14 +348,15 @@ class MessageBuilder:
         if self._open_tool is block:
             self._open_tool = None
         block.read_input(final_input)
-        last = block.index == len(self._blocks) - 1
-        cut = last and (cut or _limited(self.stop_reason))
+        cut = block.index == len(self._blocks) - 1 and (cut or _limited(self.stop_reason))
         if block.doubtful and not (partial or cut):
             self._waiting = block
             return
-        self._settle(block, ENDED if partial else CUT_OFF if cut else None)
+        self._settle(
+            block, CUT_OFF_ARGUMENTS if partial else OUTPUT_LIMIT_ARGUMENTS if cut else None
+        )
 
-    def _settle(self, block: _Block, stopped_early: str | None) -> None:
+    def _settle(self, block: Block, stopped_early: str | None) -> None:
         """Emit the end of a tool call; ``stopped_early`` says why its arguments, if doubtful,
         are unfinished (None: the reply went on, so they are what the model wrote)."""
         if self._waiting is block:
@@ -360,29 +364,14 @@ class MessageBuilder:
         if block.doubtful and stopped_early is not None:
             block.input_error = stopped_early
         elif block.unparsed is not None:
-            block.input_error = NOT_AN_OBJECT
-            self._report_invalid(block, block.unparsed)
-        self.out.append(
-            ToolUseEnd(
-                block.index, block.tool_id, block.name, block.final_input or {}, block.input_error
-            )
+            block.input_error = INVALID_ARGUMENTS
+        final_input = block.final_input or {}
+        self._events.append(
+            ToolUseEnd(block.index, block.tool_id, block.name, final_input, block.input_error)
         )
 
-    def _report_invalid(self, block: _Block, raw: str) -> None:
-        if self.invalid_arguments is not None:
-            self.invalid_arguments(block.name, block.tool_id, raw)
-        else:
-            self.warn(
-                "tool_use",
-                f"tool {block.name!r} arguments are not a JSON object; kept raw",
-                tool_use_id=block.tool_id,
-            )
-
     def final_content(self) -> list[ContentBlock]:
-        return [
-            block.content(self.provider, self.model, self._raw.get(block.index))
-            for block in self._blocks
-        ]
+        return final_content(self._blocks, self._raw, self.provider, self.model)
 
 
 def _clean_stop(reason: StopReason | None) -> StopReason | None:

@@ -15,9 +15,11 @@ become a server tool's call and result, never a call to run; ``citationsContent`
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from metis.errors import ProtocolError
+from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.bedrock_converse import errors as aws_errors
 from metis.wire.bedrock_converse import server_tools as nova
@@ -63,29 +65,36 @@ class ConverseStreamParser:
         self._server: dict[int, tuple[dict[str, Any], list[Any]]] = {}
         self._server_names: dict[str, str] = {}  # server call id -> canonical name
 
-    def feed(self, obj: dict[str, Any]) -> None:
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
+        builder = self._builder
         event = obj.get(_BLOCK_DELTA)
         if event is None:
             self._event(obj)
-            return
+            return builder.take()
         if event.__class__ is dict:
             index, delta = event.get("contentBlockIndex"), event.get("delta")
             if index.__class__ is int and delta.__class__ is dict:
                 text = delta.get("text")
                 if text.__class__ is str:  # the hot path: a text delta
                     if text:  # some models open with an empty text delta; it is no block
-                        self._builder.text(index, text)
-                    return
+                        return builder.take_text(index, text)
+                    return builder.take()
         event = object_value(event, _BLOCK_DELTA)
         index = required_index(event, "contentBlockIndex", _BLOCK_DELTA)
         self._delta(index, required_object(event, "delta", _BLOCK_DELTA))
+        return builder.take()
 
-    def end(self) -> None:
+    def end(self) -> Sequence[StreamEvent]:
         if not self._stopped:
             raise ProtocolError(
                 "bedrock stream ended before messageStop", provider=self._builder.provider
             )
         self._builder.finish()  # a stream without its metadata event: usage is estimated
+        return self._builder.take()
+
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self._builder.finish(reason)
+        return self._builder.take()
 
     def _event(self, obj: dict[str, Any]) -> None:
         builder = self._builder
@@ -177,7 +186,7 @@ class ConverseStreamParser:
         self._builder.server_tool(index, block)
 
 
-def parse_body(body: dict[str, Any], builder: MessageBuilder) -> None:
+def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
     """A Converse response: the same events a stream would give, finished."""
     builder.start()
     output = required_object(body, "output", "response")
@@ -190,6 +199,7 @@ def parse_body(body: dict[str, Any], builder: MessageBuilder) -> None:
     usage(builder, optional_object(body, "usage", "response"))
     builder.stop(stop_reason(required_text(body, "stopReason", "response")))
     builder.finish()
+    return builder.take()
 
 
 def _server_block(parser: ConverseStreamParser, index: int, block: dict[str, Any]) -> bool:

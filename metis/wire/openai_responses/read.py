@@ -10,17 +10,16 @@ between; the parser uses that index as the builder's key. ``message`` items give
 ``response.custom_tool_call_input.delta`` pieces as that JSON's pieces), ``reasoning``
 items thinking: the summary text (its parts joined by a blank line) with the encrypted
 content as the signature, so ``thinking_filter`` sends it back only to the model that made it.
-A ``web_search_call`` or ``code_interpreter_call`` item becomes a server tool's call and result
-blocks when it is done, and text annotations become citations
-(:mod:`metis.wire.openai_responses.server_tools`). Every other item (file search, MCP, image
-generation, tool search, compaction, whatever comes next) has no canonical form: it is kept
-whole as an opaque block (docs/contract.md §8), in the form its ``.done`` event (or the final
-response) gives, and all its other events are ignored.
+Web search and code interpreter items, and text annotations: :mod:`.server_tools`. Every other
+item (file search, MCP, image generation, compaction, ...) is kept whole as an opaque block
+(docs/contract.md §8), in the form its ``.done`` event (or the final response) gives, and all
+its other events are ignored.
 
 As each item is done, its block gets the item it came from in ``provider_raw.data`` (item
 ``id``, a message's ``phase``, a reasoning item's summary parts, a call's ``call_id``) for a
 faithful round trip, kept however the reply ends (a cancel or an error too); when the reply
-completes, a reasoning item whose following item was not kept is marked ``unpaired``.
+completes, a reasoning item whose following item was not kept is marked ``unpaired`` (an
+opaque item is kept: it goes back with the reasoning that led to it).
 
 The final response's output is matched to the items the stream announced by item ``id``, then
 by ``output_index`` (its position in ``output``) and type, so an item streamed once is never
@@ -43,18 +42,18 @@ response (a fresh encryption each time); the one on ``.done`` is kept, as client
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from metis.errors import ProtocolError
-from metis.model.events import MessageComplete
+from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.freeform import CLOSING, OPENING, text_fragment
 from metis.wire.http_errors import openai_error_fields
+from metis.wire.openai_responses import server_tools as server
 from metis.wire.openai_responses.custom import CUSTOM_CALL
 from metis.wire.openai_responses.errors import responses_error
-from metis.wire.openai_responses.items import CANONICAL_ITEMS, with_items
-from metis.wire.openai_responses.server_tools import SERVER_ITEMS, citation, server_blocks
 from metis.wire.read import (
     list_value,
     malformed,
@@ -68,7 +67,6 @@ from metis.wire.read import (
     text_value,
     token_count,
 )
-from metis.wire.unicode_text import clean_value
 
 _TEXT_DELTA = "response.output_text.delta"
 _DELTAS = frozenset(
@@ -81,6 +79,8 @@ _DELTAS = frozenset(
         "response.reasoning_text.delta",
     )
 )
+_CANONICAL_ITEMS = frozenset(("message", "function_call", CUSTOM_CALL, "reasoning"))
+"""The output item types with a canonical form: text, a tool call, thinking."""
 _CALLS = ("function_call", CUSTOM_CALL)
 _INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopKind.CONTENT_FILTER}
 
@@ -101,24 +101,30 @@ class ResponsesParser:
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
         self._done = False
-        self._items: dict[int, tuple[str, dict[str, Any] | None]] = {}  # index -> (type, raw)
+        self._items: dict[int, tuple[str, bool]] = {}  # index -> (type, done), as they came
         self._ids: dict[int, Any] = {}  # index -> item id
         self._dropped: set[Any] = set()  # indices of items outside the canonical model
         self._fed: set[Any] = set()  # function calls whose arguments arrived in fragments
         self._tools = False
         self._refused = False
 
-    def feed(self, obj: dict[str, Any]) -> None:
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
+        builder = self._builder
         if obj.get("type") == _TEXT_DELTA:  # the hot path
             index, delta = obj.get("output_index"), obj.get("delta")
             if delta.__class__ is str and index.__class__ is int and index not in self._dropped:
-                self._builder.text(index, delta)
-                return
+                return builder.take_text(index, delta)
         self._event(obj)
+        return builder.take()
 
-    def end(self) -> None:
+    def end(self) -> Sequence[StreamEvent]:
         if not self._done:
             raise ProtocolError("openai_responses stream ended before the response did")
+        return self._builder.take()
+
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self._builder.finish(reason)
+        return self._builder.take()
 
     def _event(self, obj: dict[str, Any]) -> None:
         kind = required_text(obj, "type", "event")
@@ -158,7 +164,7 @@ class ResponsesParser:
         elif kind == _TEXT_DELTA:  # reached only when the hot path refused it
             builder.text(index, required_text(obj, "delta", kind))
         elif kind == "response.output_text.annotation.added":
-            found = citation(required_object(obj, "annotation", kind))
+            found = server.citation(required_object(obj, "annotation", kind))
             if found is not None and builder.has_block(index):
                 builder.citation(index, found)
         elif kind == "response.refusal.delta":
@@ -188,7 +194,7 @@ class ResponsesParser:
             return
         kind = required_text(item, "type", "item")
         builder = self._builder
-        self._items[index] = (kind, None)
+        self._items[index] = (kind, False)
         self._ids[index] = item.get("id")
         if kind in _CALLS:
             call_id = required_text(item, "call_id", f"{kind} item")
@@ -202,27 +208,22 @@ class ResponsesParser:
             elif arguments := _arguments(item.get("arguments")):
                 builder.tool_input(index, arguments)
                 self._fed.add(index)
-        elif kind in SERVER_ITEMS:  # read whole when done; its own events are not needed
+        elif kind in server.SERVER_ITEMS:  # read whole when done; its own events are not needed
             self._dropped.add(index)
-        elif kind not in CANONICAL_ITEMS:
+        elif kind not in _CANONICAL_ITEMS:  # kept whole (docs/contract.md §8)
             self._dropped.add(index)
             builder.opaque(index, kind, item)
 
     def _finished(self, index: int, item: dict[str, Any]) -> None:
         self._added(index, item)  # a server that skipped .added
-        kind, raw = self._items[index]
-        if kind in SERVER_ITEMS and raw is None:
-            call, result = server_blocks(item)
-            self._builder.server_tool((index, "call"), call)
-            self._builder.server_tool((index, "result"), result)
-            self._items[index] = (kind, {})
+        kind, done = self._items[index]
+        if kind in server.SERVER_ITEMS and not done:
+            self._items[index] = (kind, server.add_server_blocks(self._builder, index, item))
             return
-        if index in self._dropped:
-            if raw is None:
-                self._builder.opaque(index, kind, item)  # its whole form, once
-                self._items[index] = (kind, {})
-            return
-        if raw is not None:
+        if index in self._dropped and not done:
+            self._builder.opaque(index, kind, item)  # its whole form, once
+            self._items[index] = (kind, True)
+        if index in self._dropped or done:
             return
         builder = self._builder
         if kind == "message":
@@ -242,8 +243,7 @@ class ResponsesParser:
             raw = {"id": item.get("id"), "call_id": item.get("call_id")}
             if kind == CUSTOM_CALL:
                 raw["type"] = CUSTOM_CALL
-        raw = clean_value(raw)  # it reaches provider_raw (with_items): no lone surrogate
-        self._items[index] = (kind, raw)
+        self._items[index] = (kind, True)
         canonical = builder.index_of(index)
         if canonical is not None:  # kept now, so an early end (cancel, error) keeps it too
             builder.keep_raw(canonical, {k: v for k, v in raw.items() if v is not None})
@@ -270,13 +270,13 @@ class ResponsesParser:
                 text, self._refused = optional_text(part, "refusal", where), True
             if text:
                 self._builder.text(index, text)
-            for annotation in list_value(part.get("annotations") or [], f"{where}.annotations"):
-                found = citation(object_value(annotation, f"{where}.annotations[]"), offset)
-                if found is not None:
-                    self._builder.citation(index, found)
+            for found in server.part_citations(part, offset, where):
+                self._builder.citation(index, found)
             offset += len(text or "")
 
     def finish(self, response: dict[str, Any]) -> None:
+        """The final response: the items the stream never gave, usage and the stop reason;
+        the message ends."""
         builder = self._builder
         builder.start(*_identity(response))
         output = [
@@ -290,14 +290,26 @@ class ResponsesParser:
                 self.item(index, item)
         _usage(builder, optional_object(response, "usage", "response"))
         builder.stop(self._stop_reason(response))
+        self._mark_unpaired()
         builder.finish()
         self._done = True
-        final = builder.out[-1]
-        if isinstance(final, MessageComplete):
-            final.final_content = with_items(
-                final.final_content, self._items, self._dropped, builder
-            )
         self._dropped = _EVERYTHING  # the hot path now hands every delta to _event
+
+    def _mark_unpaired(self) -> None:
+        """Mark ``unpaired`` each kept reasoning item whose following item (in the order the
+        items arrived) made no block or is reasoning too: what it led to was not kept."""
+        builder = self._builder
+        order = list(self._items)
+        # an opaque item goes back too, and a server tool's (its blocks under (index, "call"))
+        made = {i for i in order if builder.has_block(i) or builder.has_block((i, "call"))}
+        for position, index in enumerate(order):
+            kind, done = self._items[index]
+            canonical = builder.index_of(index)
+            if kind != "reasoning" or not done or index not in made or canonical is None:
+                continue
+            following = order[position + 1] if position + 1 < len(order) else None
+            if following not in made or self._items[following][0] == "reasoning":
+                builder.keep_raw(canonical, {"unpaired": True})
 
     def _seen(self, position: int, item: dict[str, Any], final_ids: set[Any]) -> bool:
         """Whether the final response's ``item`` at ``position`` is one the stream gave: by

@@ -31,7 +31,9 @@ from metis.model.server_tools import (
     ServerToolResultBlock,
     WebSearch,
 )
+from metis.wire.builder import MessageBuilder
 from metis.wire.codec import EncodeContext
+from metis.wire.read import list_value, object_value
 
 SERVER_ITEMS = {"web_search_call": WEB_SEARCH, "code_interpreter_call": CODE_EXECUTION}
 INCLUDES = {
@@ -115,6 +117,24 @@ def server_blocks(item: dict[str, Any]) -> tuple[ServerToolCallBlock, ServerTool
         tool_call_id=item_id, name=name, error=error, provider_raw=_raw({"id": item_id}), **fields
     )
     return call, result
+
+
+def add_server_blocks(builder: MessageBuilder, index: int, item: dict[str, Any]) -> bool:
+    """The finished item at ``index`` as its call and result blocks; True (it is done)."""
+    call, result = server_blocks(item)
+    builder.server_tool((index, "call"), call)
+    builder.server_tool((index, "result"), result)
+    return True
+
+
+def part_citations(part: dict[str, Any], offset: int, where: str) -> list[Citation]:
+    """An ``output_text`` part's annotations as citations (``offset``: where the part starts
+    in the block's text)."""
+    found = [
+        citation(object_value(annotation, f"{where}.annotations[]"), offset)
+        for annotation in list_value(part.get("annotations") or [], f"{where}.annotations")
+    ]
+    return [c for c in found if c is not None]
 
 
 def _source(source: dict[str, Any]) -> SearchResult:

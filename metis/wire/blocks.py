@@ -1,6 +1,5 @@
-"""A block as the message builder keeps it while it arrives, and how a tool call's arguments
-end: parsed, kept raw when they are not a JSON object, or marked incomplete when the reply
-stopped before they were whole (docs/contract.md §2)."""
+"""A content block as :class:`~metis.wire.builder.MessageBuilder` keeps it while it streams,
+and the canonical content block it becomes when the message ends."""
 
 from __future__ import annotations
 
@@ -24,11 +23,8 @@ from metis.wire.unicode_text import clean_value
 
 TEXT, THINKING, REDACTED, TOOL = "text", "thinking", "redacted_thinking", "tool_use"
 OPAQUE = "opaque"
-WHOLE = "whole"  # a block that arrives whole: a server tool's call or result
-
-CUT_OFF = "the reply reached its output limit (max_tokens) before the arguments were complete"
-ENDED = "the reply ended before the arguments were complete"
-NOT_AN_OBJECT = "the arguments are not a JSON object"
+WHOLE = "whole"  # a server tool's call or result: it arrives whole
+"""The kinds of block."""
 
 
 class Block:
@@ -66,7 +62,7 @@ class Block:
         self.doubtful = False
         """A tool call whose input may be unfinished: arguments that are not a JSON object,
         or none at all; whether it was cut off is known only when the reply stops."""
-        self.citations: list[Citation] = []
+        self.citations: list[Citation] = []  # a text block's
         self.whole: ServerToolCallBlock | ServerToolResultBlock | None = None
 
     def read_input(self, final_input: dict[str, Any] | None) -> None:
@@ -88,31 +84,53 @@ class Block:
         self.final_input = parsed
         self.doubtful = self.unparsed is not None or not raw.strip()
 
-    def content(self, provider: str, model: str, kept: dict[str, Any] | None) -> ContentBlock:
-        """The canonical block; ``kept`` the provider fields kept for it (``keep_raw``)."""
-        origin = ProviderRaw(provider=provider, model=model, data=dict(kept or {}))
-        mine = origin if kept is not None else None
-        if self.kind == TEXT:
-            text = "".join(self.parts)
-            return TextBlock(text=text, citations=self.citations or None, provider_raw=mine)
-        if self.whole is not None:
-            return self.whole
-        if self.kind == THINKING:
-            thinking = "".join(self.parts)
-            return ThinkingBlock(thinking=thinking, signature=self.signature, provider_raw=origin)
-        if self.kind == REDACTED:
-            return RedactedThinkingBlock(data="".join(self.parts), provider_raw=origin)
-        if self.kind == OPAQUE:
-            data = {"item": self.item or {}}
-            raw = ProviderRaw(provider=provider, model=model, data=data)
-            return OpaqueBlock(kind=self.name, provider_raw=raw)
-        if self.unparsed is not None:
-            kept = {**(kept or {}), "arguments": self.unparsed}
-            mine = ProviderRaw(provider=provider, model=model, data=kept)
-        return ToolUseBlock(
-            id=self.tool_id,
-            name=self.name,
-            input=self.final_input or {},
-            input_error=self.input_error,
-            provider_raw=mine,
+
+def final_content(
+    blocks: list[Block], kept: dict[int, dict[str, Any]], provider: str, model: str
+) -> list[ContentBlock]:
+    """The canonical content of ``blocks``, each with the provider fields kept for it (by
+    canonical index) in ``provider_raw``; thinking is marked as ``provider``'s and
+    ``model``'s even when nothing was kept for it."""
+    origin = ProviderRaw(provider=provider, model=model)
+
+    def raw(data: dict[str, Any] | None) -> ProviderRaw | None:
+        return (
+            None if data is None else ProviderRaw(provider=provider, model=model, data=dict(data))
         )
+
+    content: list[ContentBlock] = []
+    for block in blocks:
+        data = kept.get(block.index)
+        if block.kind == TEXT:
+            text, cited = "".join(block.parts), block.citations or None
+            content.append(TextBlock(text=text, citations=cited, provider_raw=raw(data)))
+        elif block.whole is not None:
+            content.append(block.whole)
+        elif block.kind == THINKING:
+            content.append(
+                ThinkingBlock(
+                    thinking="".join(block.parts),
+                    signature=block.signature,
+                    provider_raw=raw(data) or origin,
+                )
+            )
+        elif block.kind == OPAQUE:
+            item = ProviderRaw(provider=provider, model=model, data={"item": block.item or {}})
+            content.append(OpaqueBlock(kind=block.name, provider_raw=item))
+        elif block.kind == REDACTED:
+            content.append(
+                RedactedThinkingBlock(data="".join(block.parts), provider_raw=raw(data) or origin)
+            )
+        else:
+            if block.unparsed is not None:
+                data = {**(data or {}), "arguments": block.unparsed}
+            content.append(
+                ToolUseBlock(
+                    id=block.tool_id,
+                    name=block.name,
+                    input=block.final_input or {},
+                    input_error=block.input_error,
+                    provider_raw=raw(data),
+                )
+            )
+    return content
