@@ -94,8 +94,13 @@ _EXPORTS: dict[str, str] = {
             "Base64Source",
             "CanonicalRequest",
             "CanonicalResponse",
+            "Citation",
+            "CitationDelta",
+            "CodeExecution",
+            "CodeOutput",
             "ContentBlock",
             "DocumentBlock",
+            "DocumentLocation",
             "DroppedContent",
             "FileIdSource",
             "FreeformInput",
@@ -105,14 +110,21 @@ _EXPORTS: dict[str, str] = {
             "MessageStart",
             "OpaqueBlock",
             "ProviderRaw",
+            "ProviderTool",
             "RedactedThinkingBlock",
             "Role",
+            "SearchResult",
+            "ServerToolCall",
+            "ServerToolCallBlock",
+            "ServerToolResult",
+            "ServerToolResultBlock",
             "StopKind",
             "StopReason",
             "StreamEvent",
             "TextBlock",
             "TextDelta",
             "TextSource",
+            "TextSpan",
             "ThinkingBlock",
             "ThinkingConfig",
             "ThinkingDelta",
@@ -127,7 +139,10 @@ _EXPORTS: dict[str, str] = {
             "ToolUseStart",
             "URLImageSource",
             "URLSource",
+            "UserLocation",
             "VideoBlock",
+            "WebFetch",
+            "WebSearch",
         ],
         "metis.model",
     ),
@@ -293,8 +308,13 @@ if TYPE_CHECKING:
     from metis.model import CachePolicy as CachePolicy
     from metis.model import CanonicalRequest as CanonicalRequest
     from metis.model import CanonicalResponse as CanonicalResponse
+    from metis.model import Citation as Citation
+    from metis.model import CitationDelta as CitationDelta
+    from metis.model import CodeExecution as CodeExecution
+    from metis.model import CodeOutput as CodeOutput
     from metis.model import ContentBlock as ContentBlock
     from metis.model import DocumentBlock as DocumentBlock
+    from metis.model import DocumentLocation as DocumentLocation
     from metis.model import DroppedContent as DroppedContent
     from metis.model import FileIdSource as FileIdSource
     from metis.model import FreeformInput as FreeformInput
@@ -304,14 +324,21 @@ if TYPE_CHECKING:
     from metis.model import MessageStart as MessageStart
     from metis.model import OpaqueBlock as OpaqueBlock
     from metis.model import ProviderRaw as ProviderRaw
+    from metis.model import ProviderTool as ProviderTool
     from metis.model import RedactedThinkingBlock as RedactedThinkingBlock
     from metis.model import Role as Role
+    from metis.model import SearchResult as SearchResult
+    from metis.model import ServerToolCall as ServerToolCall
+    from metis.model import ServerToolCallBlock as ServerToolCallBlock
+    from metis.model import ServerToolResult as ServerToolResult
+    from metis.model import ServerToolResultBlock as ServerToolResultBlock
     from metis.model import StopKind as StopKind
     from metis.model import StopReason as StopReason
     from metis.model import StreamEvent as StreamEvent
     from metis.model import TextBlock as TextBlock
     from metis.model import TextDelta as TextDelta
     from metis.model import TextSource as TextSource
+    from metis.model import TextSpan as TextSpan
     from metis.model import ThinkingBlock as ThinkingBlock
     from metis.model import ThinkingConfig as ThinkingConfig
     from metis.model import ThinkingDelta as ThinkingDelta
@@ -326,7 +353,10 @@ if TYPE_CHECKING:
     from metis.model import ToolUseStart as ToolUseStart
     from metis.model import URLImageSource as URLImageSource
     from metis.model import URLSource as URLSource
+    from metis.model import UserLocation as UserLocation
     from metis.model import VideoBlock as VideoBlock
+    from metis.model import WebFetch as WebFetch
+    from metis.model import WebSearch as WebSearch
     from metis.model.batches import BatchItem as BatchItem
     from metis.model.batches import BatchResults as BatchResults
     from metis.model.batches import BatchStatus as BatchStatus

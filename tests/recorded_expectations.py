@@ -15,6 +15,8 @@ from metis.model import (
     MessageComplete,
     OpaqueBlock,
     RedactedThinkingBlock,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
@@ -26,6 +28,8 @@ from .recordings import Exchange
 Blocks = list[tuple[Any, ...]]
 CANONICAL_ANTHROPIC_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinking"}
 CANONICAL_RESPONSES_ITEMS = {"message", "function_call", "reasoning"}
+SERVER_RESPONSES_ITEMS = {"web_search_call", "code_interpreter_call"}
+GEMINI_SERVER_PARTS = {"executableCode", "codeExecutionResult", "toolCall", "toolResponse"}
 _BEDROCK_STOP = {
     "end_turn": StopKind.END_TURN,
     "tool_use": StopKind.TOOL_USE,
@@ -99,6 +103,10 @@ def expected_anthropic(exchange: Exchange) -> Expected:
             blocks.append(("thinking", block.get("signature")))
         elif block["type"] == "redacted_thinking":
             blocks.append(("redacted", block["data"]))
+        elif block["type"] == "server_tool_use":
+            blocks.append(("server_call", (block["id"], block["name"], block["input"])))
+        elif _anthropic_server_result(block):
+            blocks.append(("server_result", block["tool_use_id"]))
         elif block["type"] not in CANONICAL_ANTHROPIC_BLOCKS:  # kept whole, opaque
             blocks.append(("opaque", block["type"]))
     return Expected(
@@ -112,6 +120,12 @@ def expected_anthropic(exchange: Exchange) -> Expected:
         stop_raw=stop,
         dropped=0,  # blocks with no canonical form are kept (opaque), never dropped
     )
+
+
+def _anthropic_server_result(block: dict[str, Any]) -> bool:
+    """A server tool's result (MCP results answer MCP calls, which have no canonical form)."""
+    kind = str(block["type"])
+    return kind.endswith("_tool_result") and not kind.startswith("mcp_")
 
 
 def _anthropic_stream(body: bytes) -> tuple[list[dict[str, Any]], dict[str, int], str | None]:
@@ -141,7 +155,7 @@ def _anthropic_stream(body: bytes) -> tuple[list[dict[str, Any]], dict[str, int]
         joined = "".join(texts[index])
         if block["type"] == "text":
             block["text"] = block.get("text", "") + joined
-        elif block["type"] == "tool_use":
+        elif block["type"] in ("tool_use", "server_tool_use"):
             block["input"] = json.loads(joined) if joined else block.get("input", {})
         elif block["type"] == "thinking":
             block["thinking"] = joined
@@ -160,6 +174,10 @@ def observed_anthropic(final: MessageComplete) -> Blocks:
             blocks.append(("thinking", block.signature))
         elif isinstance(block, RedactedThinkingBlock):
             blocks.append(("redacted", block.data))
+        elif isinstance(block, ServerToolCallBlock):
+            blocks.append(("server_call", (block.id, block.name, block.input)))
+        elif isinstance(block, ServerToolResultBlock):
+            blocks.append(("server_result", block.tool_call_id))
         elif isinstance(block, OpaqueBlock):
             blocks.append(("opaque", block.kind))
     return blocks
@@ -236,6 +254,9 @@ def expected_responses(exchange: Exchange) -> Expected:
             summary = "\n\n".join(p["text"] for p in item.get("summary") or [])
             if summary or item.get("encrypted_content"):
                 blocks.append(("thinking", (summary, item.get("encrypted_content"))))
+        elif item["type"] in SERVER_RESPONSES_ITEMS:
+            blocks.append(("server_call", item["id"]))
+            blocks.append(("server_result", item["id"]))
         elif item["type"] not in CANONICAL_RESPONSES_ITEMS:  # kept whole, opaque
             blocks.append(("opaque", item["type"]))
     usage = final["usage"]
@@ -265,6 +286,10 @@ def observed_responses(final: MessageComplete) -> Blocks:
             blocks.append(("tool", (block.name, block.input)))
         elif isinstance(block, ThinkingBlock):
             blocks.append(("thinking", (block.thinking, block.signature)))
+        elif isinstance(block, ServerToolCallBlock):
+            blocks.append(("server_call", block.id))
+        elif isinstance(block, ServerToolResultBlock):
+            blocks.append(("server_result", block.tool_call_id))
         elif isinstance(block, OpaqueBlock):
             blocks.append(("opaque", block.kind))
     return blocks
@@ -298,14 +323,12 @@ def gemini_parts(chunk: dict[str, Any]) -> list[dict[str, Any]]:
 def expected_gemini(exchange: Exchange) -> Expected:
     blocks: list[list[Any]] = []  # [kind, content, signature]
     dropped = 0
-    grounding = False
     usage: dict[str, Any] = {}
     finish = None
     for chunk in gemini_chunks(exchange):
         candidate = (chunk.get("candidates") or [{}])[0]
         for part in gemini_parts(chunk):
             dropped += _add_gemini_part(blocks, part)
-        grounding = grounding or bool(candidate.get("groundingMetadata"))
         usage = chunk.get("usageMetadata") or usage
         finish = candidate.get("finishReason") or finish
     cached = usage.get("cachedContentTokenCount", 0)
@@ -319,7 +342,7 @@ def expected_gemini(exchange: Exchange) -> Expected:
         ),
         stop_raw=finish,
         stop_kind=StopKind.TOOL_USE if calls else StopKind.END_TURN,
-        dropped=dropped + grounding,
+        dropped=dropped,  # groundingMetadata: citations
     )
 
 
@@ -343,6 +366,8 @@ def _add_gemini_part(blocks: list[list[Any]], part: dict[str, Any]) -> int:
     elif "functionCall" in part:
         call = part["functionCall"]
         blocks.append(["tool", (call["name"], call.get("args", {})), signature])
+    elif GEMINI_SERVER_PARTS & set(part):
+        blocks.append(["server", part, None])
     else:
         return 1
     return 0
@@ -358,6 +383,8 @@ def observed_gemini(final: MessageComplete) -> Blocks:
             out.append(("text", block.text, raw.get("thoughtSignature")))
         elif isinstance(block, ToolUseBlock):
             out.append(("tool", (block.name, block.input), raw.get("thoughtSignature")))
+        elif isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
+            out.append(("server", raw.get("part"), None))
     return out
 
 

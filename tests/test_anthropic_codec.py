@@ -28,6 +28,8 @@ from metis.model.content import (
     OpaqueBlock,
     RedactedThinkingBlock,
     Role,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -61,6 +63,7 @@ from tests.helpers import make_call as call_for
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "shared" / "real-traffic" / "anthropic"
 CANONICAL = {"text", "thinking", "redacted_thinking", "tool_use"}
+SERVER = "server_tool_use"  # and the *_tool_result blocks answering one
 
 
 # Helpers -----------------------------------------------------------------------------------
@@ -538,7 +541,7 @@ def test_tool_input_given_whole_at_block_start() -> None:
     assert not any(isinstance(e, ToolUseInputDelta) for e in events)
 
 
-def test_server_blocks_are_kept_whole_as_opaque_blocks() -> None:
+def test_server_blocks_read_as_canonical_blocks() -> None:
     events, warns = run_stream(
         [
             start(),
@@ -556,20 +559,14 @@ def test_server_blocks_are_kept_whole_as_opaque_blocks() -> None:
             MESSAGE_STOP,
         ]
     )
-    assert warns.types == []  # nothing dropped: kept (docs/contract.md §8)
-    use, result, text = final(events).final_content
-    assert text == TextBlock(text="found it")
-    assert isinstance(use, OpaqueBlock) and use.kind == "server_tool_use"
-    assert use.provider_raw.provider == "anthropic"
-    item = {
-        "type": "server_tool_use",
-        "id": "srvtoolu_1",
-        "name": "web_search",
-        "input": {"q": "x"},
-    }
-    assert use.provider_raw.data["item"] == item  # its streamed input, whole
-    assert isinstance(result, OpaqueBlock) and result.kind == "web_search_tool_result"
-    assert result.provider_raw.data["item"]["tool_use_id"] == "srvtoolu_1"
+    assert warns.types == ["mystery_delta"]
+    call, result, text = final(events).final_content
+    assert isinstance(call, ServerToolCallBlock) and call.input == {"q": "x"}
+    assert call.id == "srvtoolu_1" and call.name == "web_search"
+    assert isinstance(result, ServerToolResultBlock) and result.search_results == []
+    assert result.tool_call_id == "srvtoolu_1" and result.name == "web_search"
+    assert isinstance(text, TextBlock) and text.text == "found it"
+    assert text.citations is not None and text.citations[0].kind == "url"
     assert [e.content_block_index for e in events if isinstance(e, TextDelta)] == [2]
 
 
@@ -803,7 +800,9 @@ def test_recorded_tool_search_stream() -> None:
     first, second = load("test_tool_search__test_anthropic_native_tool_search_streaming")
     events, warns = run_stream(sse_objects(first["body"]["string"]))
     done = final(events)
-    assert warns.types == [] and _opaque(done) == ["server_tool_use", "tool_search_tool_result"]
+    assert warns.types == []
+    kinds = [b.type for b in done.final_content]
+    assert kinds[:3] == ["text", "server_tool_call", "server_tool_result"]
     (tool,) = [b for b in done.final_content if isinstance(b, ToolUseBlock)]
     assert tool.id == "toolu_01EFn5wTNBYA8Reni8rbmnHT" and tool.name == "get_exchange_rate"
     assert tool.input == {"from_currency": "USD", "to_currency": "EUR"}
@@ -816,11 +815,13 @@ def test_recorded_tool_search_stream() -> None:
 def test_recorded_web_fetch_stream() -> None:
     (response,) = load("test_anthropic__test_anthropic_web_fetch_tool_stream")
     events, warns = run_stream(sse_objects(response["body"]["string"]))
-    assert warns.types == [] and _opaque(final(events)) == [
-        "server_tool_use",
-        "web_fetch_tool_result",
-    ]
-    assert _canonical(final(events)) == ["thinking", "text"]
+    assert warns.types == []
+    kinds = [b.type for b in final(events).final_content]
+    assert kinds == ["thinking", "server_tool_call", "server_tool_result", "text"]
+    fetched = final(events).final_content[2]
+    assert isinstance(fetched, ServerToolResultBlock) and fetched.search_results
+    assert fetched.search_results[0].url == "https://ai.pydantic.dev"
+    assert (fetched.search_results[0].snippet or "").startswith("Pydantic AI")
     usage = final(events).usage
     assert (usage.input_tokens, usage.output_tokens) == (7244, 153)
     assert (usage.cached_input_tokens, usage.cache_creation_input_tokens) == (0, 0)
@@ -836,9 +837,10 @@ def test_recorded_mcp_stream() -> None:
 def test_recorded_advisor_stream_uses_final_cumulative_usage() -> None:
     (response,) = load("test_anthropic__test_anthropic_advisor_tool_stream")
     events, warns = run_stream(sse_objects(response["body"]["string"]))
+    assert warns.types == []
     done = final(events)
-    assert warns.types == [] and _opaque(done) == ["server_tool_use", "advisor_tool_result"]
-    assert _canonical(done) == ["thinking", "text", "text"]
+    kinds = [b.type for b in done.final_content]
+    assert kinds == ["thinking", "text", "server_tool_call", "server_tool_result", "text"]
     assert (done.usage.input_tokens, done.usage.output_tokens) == (2411, 145)
 
 
@@ -858,12 +860,19 @@ def test_every_recorded_stream(name: str) -> None:
         foreign = [
             o["content_block"]["type"]
             for o in objs
-            if o["type"] == "content_block_start" and o["content_block"]["type"] not in CANONICAL
+            if o["type"] == "content_block_start"
+            and o["content_block"]["type"] not in CANONICAL
+            and not _server_block(o["content_block"]["type"])
         ]
         assert warns.types == [] and _opaque(final(events)) == foreign
         (raw_stop,) = [o["delta"]["stop_reason"] for o in objs if o["type"] == "message_delta"]
         assert final(events).stop_reason.raw == raw_stop
         assert final(events).final_content
+
+
+def _server_block(kind: str) -> bool:
+    """A server tool's call, or a result answering one (MCP's answer MCP calls: dropped)."""
+    return kind == SERVER or (kind.endswith("_tool_result") and not kind.startswith("mcp_"))
 
 
 # Non-streamed bodies -----------------------------------------------------------------------
@@ -950,7 +959,6 @@ def test_body_gives_the_same_events_as_the_stream() -> None:
     )
     assert from_body == from_stream
     assert body_warns.types == stream_warns.types == []
-    assert _opaque(final(from_body)) == ["server_tool_use"]
 
 
 def test_error_body_raises_classified_error() -> None:

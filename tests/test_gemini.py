@@ -380,7 +380,9 @@ def test_usage_maps_all_four_counts() -> None:
     }
 
 
-def test_parts_and_metadata_with_no_canonical_form_are_dropped_with_one_warn_each() -> None:
+def test_parts_with_no_canonical_form_are_dropped_with_one_warn_each() -> None:
+    """Code execution's parts are a server tool's blocks, grounding metadata citations
+    (tests/test_server_tools_gemini.py); an inline image in a reply has no canonical form."""
     events = parse(
         chunk({"executableCode": {"language": "PYTHON", "code": "1+1"}, "thoughtSignature": "s"}),
         chunk({"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "2"}}),
@@ -391,13 +393,9 @@ def test_parts_and_metadata_with_no_canonical_form_are_dropped_with_one_warn_eac
             {"inlineData": {"mimeType": "image/png", "data": "AA=="}}]},
             "groundingMetadata": {"webSearchQueries": ["1+1"]}, "finishReason": "STOP"}]},
     )  # fmt: skip
-    assert events[-1] == [
-        "executableCode",
-        "codeExecutionResult",
-        "groundingMetadata",
-        "inlineData",
-    ]
-    assert [b.type for b in final_of(events).final_content] == ["text"]
+    assert events[-1] == ["inlineData"]
+    kinds = [b.type for b in final_of(events).final_content]
+    assert kinds == ["server_tool_call", "server_tool_result", "text"]
 
 
 @pytest.mark.parametrize(

@@ -18,26 +18,28 @@ from metis.wire.builder import MessageBuilder
 
 from .helpers import make_call
 
-SEARCH = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
-RESULT = {
-    "type": "web_search_tool_result",
-    "tool_use_id": "srvtoolu_1",
-    "content": [
-        {
-            "type": "web_search_result",
-            "url": "https://example.com/oslo",
-            "title": "Oslo weather",
-            "encrypted_content": "EqgfCioIARgBIiQ3",
-        }
-    ],
+# A server tool's call and result are canonical blocks (docs/contract.md §11); an MCP
+# connector's are not (anthropic-sdk-python beta_mcp_tool_use_block, beta_mcp_tool_result_block).
+SEARCH = {
+    "type": "mcp_tool_use",
+    "id": "mcptoolu_1",
+    "name": "get_weather",
+    "server_name": "weather",
+    "input": {},
 }
-REPLY = {  # an Anthropic reply with a web search (its reference's shape)
+RESULT = {
+    "type": "mcp_tool_result",
+    "tool_use_id": "mcptoolu_1",
+    "is_error": False,
+    "content": [{"type": "text", "text": "Oslo: -3 C, snow"}],
+}
+REPLY = {  # an Anthropic reply with an MCP call (its reference's shape)
     "id": "msg_1",
     "type": "message",
     "role": "assistant",
     "model": "claude-sonnet-4-6",
     "content": [
-        {**SEARCH, "input": {"query": "weather in Oslo"}},
+        {**SEARCH, "input": {"city": "Oslo"}},
         RESULT,
         {"type": "text", "text": "It is cold in Oslo."},
     ],
@@ -55,11 +57,11 @@ def _reply() -> list[object]:
 
 def test_a_block_with_no_canonical_form_is_kept_with_its_provenance() -> None:
     search, result, text = _reply()
-    assert isinstance(search, OpaqueBlock) and search.kind == "server_tool_use"
+    assert isinstance(search, OpaqueBlock) and search.kind == "mcp_tool_use"
     assert search.provider_raw == ProviderRaw(
         provider="anthropic",
         model="anthropic:claude-sonnet-4-6",
-        data={"item": {**SEARCH, "input": {"query": "weather in Oslo"}}},
+        data={"item": {**SEARCH, "input": {"city": "Oslo"}}},
     )
     assert isinstance(result, OpaqueBlock) and result.provider_raw.data["item"] == RESULT
     assert text == TextBlock(text="It is cold in Oslo.")
@@ -106,9 +108,9 @@ async def test_elsewhere_it_is_left_out_with_one_warn_each_in_the_warnings() -> 
     emulator = Emulator(models="any")
     reply, sent = await _ask("openai", "openai:gpt-4o", emulator)
     warned = [(w.block_type, w.reason) for w in reply.warnings]  # type: ignore[attr-defined]
-    assert [kind for kind, _ in warned] == ["server_tool_use", "web_search_tool_result"]
+    assert [kind for kind, _ in warned] == ["mcp_tool_use", "mcp_tool_result"]
     assert "goes back only to the provider that made it" in warned[0][1]
-    assert "srvtoolu_1" not in str(sent)
+    assert "mcptoolu_1" not in str(sent)
     assert sent["messages"][1] == {"role": "assistant", "content": "It is cold in Oslo."}
 
 

@@ -734,7 +734,7 @@ def test_items_outside_the_canonical_model_are_kept_whole_as_opaque_blocks() -> 
             created(),
             *other_item_events(0, "mcp_list_tools"),
             *reasoning_events(1),
-            *other_item_events(2, "web_search_call"),
+            *other_item_events(2, "file_search_call"),
             {
                 "type": "response.output_text.delta",
                 "output_index": 2,
@@ -751,7 +751,7 @@ def test_items_outside_the_canonical_model_are_kept_whole_as_opaque_blocks() -> 
     assert [b.type for b in content] == ["opaque", "thinking", "opaque", "thinking", "text"]
     listing, search = content[0], content[2]
     assert isinstance(listing, OpaqueBlock) and listing.kind == "mcp_list_tools"
-    assert isinstance(search, OpaqueBlock) and search.kind == "web_search_call"
+    assert isinstance(search, OpaqueBlock) and search.kind == "file_search_call"
     assert search.provider_raw.data["item"]["status"] == "completed"  # its .done form
     for thinking in (content[1], content[3]):  # each followed by what goes back with it
         assert thinking.provider_raw is not None and "unpaired" not in thinking.provider_raw.data
@@ -1274,9 +1274,9 @@ def plain(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return json.loads(text)  # type: ignore[no-any-return]
 
 
-def test_a_reasoning_item_and_the_opaque_item_it_led_to_go_back_together() -> None:
-    """Here the first reasoning item led to a web search (no canonical form, kept whole as an
-    opaque block): the whole reply goes back, as the client that recorded it sent it."""
+def test_a_reasoning_item_and_the_web_search_it_led_to_go_back() -> None:
+    """Here the first reasoning item led to a web search: it goes back with the search's item,
+    whole, then the second reasoning item and the message, as the recorded next request."""
     first, second = recording(
         "pydantic-ai__test_openai_responses__test_openai_responses_model_web_search_tool_stream.yaml"
     )
@@ -1290,10 +1290,9 @@ def test_a_reasoning_item_and_the_opaque_item_it_led_to_go_back_together() -> No
     ]
     call = make_call()
     items = codec.output_items(content, call)
-    assert [i["type"] for i in items] == [i["type"] for i in sent_back[1:5]]
-    assert items[1]["id"] == sent_back[2]["id"]  # the item as OpenAI gave it
-    assert items[1]["action"]["query"] == sent_back[2]["action"]["query"]
-    assert items[2:] == sent_back[3:5]
+    search = items[1]["action"]
+    assert search.pop("sources") == [{"type": "api", "name": "oai-weather"}]  # as it came
+    assert items == sent_back[1:5]  # pydantic-ai sent the search back without its sources
 
 
 def test_an_item_id_with_a_lone_surrogate_reaches_provider_raw_replaced() -> None:

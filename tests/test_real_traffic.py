@@ -123,7 +123,7 @@ APIS: dict[str, Api] = {
         rec.error_responses,
         request=lambda exchange: {"model": "openai_responses:recorded"},
         chunk_sizes=(7,),
-        raw_item_ids=("msg_", "fc_", "rs_"),
+        raw_item_ids=("msg_", "fc_", "rs_", "ws_", "ci_"),
     ),
     "gemini": Api(
         rec.expected_gemini,

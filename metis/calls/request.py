@@ -16,6 +16,7 @@ from metis.model.content import Message
 from metis.model.dicts import MessageDict
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse
+from metis.model.server_tools import CodeExecution, ProviderTool, WebFetch, WebSearch
 from metis.routing.router import Router
 from metis.tools import AnyTool, as_tool_definition
 
@@ -27,6 +28,8 @@ DEFAULT_MAX_OUTPUT_TOKENS = 4096
 DEFAULT_TIMEOUT_SECONDS = 600.0
 DEFAULT_MAX_RETRIES = 2
 T = TypeVar("T")
+ServerToolLike = WebSearch | WebFetch | CodeExecution | ProviderTool
+"""A tool the provider runs itself (docs/contract.md §11)."""
 
 
 class ModelOptions(TypedDict, total=False):
@@ -35,7 +38,7 @@ class ModelOptions(TypedDict, total=False):
     docstring of :func:`metis.complete` says what each does."""
 
     system: str
-    tools: Sequence[AnyTool | ToolDefinition | Callable[..., Any]]
+    tools: Sequence[AnyTool | ToolDefinition | ServerToolLike | Callable[..., Any]]
     tool_choice: ToolChoice
     max_output_tokens: int
     """Default: the model's own limit, up to 4,096."""
@@ -91,11 +94,13 @@ def build_request(
     if max_output_tokens is None:  # the model's own limit, up to a default that fits most replies
         limit = adapter.capabilities_for(adapter.wire_model(model)).max_output_tokens
         max_output_tokens = min(limit, DEFAULT_MAX_OUTPUT_TOKENS)
+    tools = options.get("tools", ())
     return CanonicalRequest(
         model=model,
         messages=as_messages(messages),
         system_prompt=options.get("system"),
-        tools=[as_tool_definition(t) for t in options.get("tools", ())],
+        tools=[as_tool_definition(t) for t in tools if not isinstance(t, ServerToolLike)],
+        server_tools=[t for t in tools if isinstance(t, ServerToolLike)],
         tool_choice=options.get("tool_choice"),
         max_output_tokens=max_output_tokens,
         temperature=options.get("temperature"),

@@ -2,6 +2,7 @@
 
 from metis.model.cache import CacheHint, CachePolicy
 from metis.model.capabilities import AdapterCapabilities
+from metis.model.citation import Citation, DocumentLocation, TextSpan
 from metis.model.content import (
     Base64ImageSource,
     ContentBlock,
@@ -18,8 +19,11 @@ from metis.model.content import (
     URLImageSource,
 )
 from metis.model.events import (
+    CitationDelta,
     MessageComplete,
     MessageStart,
+    ServerToolCall,
+    ServerToolResult,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -51,6 +55,18 @@ from metis.model.response import (
     StopReason,
     TokenUsage,
 )
+from metis.model.server_tools import (
+    CodeExecution,
+    CodeOutput,
+    ProviderTool,
+    SearchResult,
+    ServerTool,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
+    UserLocation,
+    WebFetch,
+    WebSearch,
+)
 
 __all__ = [
     "AdapterCapabilities",
@@ -61,8 +77,13 @@ __all__ = [
     "CachePolicy",
     "CanonicalRequest",
     "CanonicalResponse",
+    "Citation",
+    "CitationDelta",
+    "CodeExecution",
+    "CodeOutput",
     "ContentBlock",
     "DocumentBlock",
+    "DocumentLocation",
     "DroppedContent",
     "FileIdSource",
     "FreeformInput",
@@ -72,14 +93,22 @@ __all__ = [
     "MessageStart",
     "OpaqueBlock",
     "ProviderRaw",
+    "ProviderTool",
     "RedactedThinkingBlock",
     "Role",
+    "SearchResult",
+    "ServerTool",
+    "ServerToolCall",
+    "ServerToolCallBlock",
+    "ServerToolResult",
+    "ServerToolResultBlock",
     "StopKind",
     "StopReason",
     "StreamEvent",
     "TextBlock",
     "TextDelta",
     "TextSource",
+    "TextSpan",
     "ThinkingBlock",
     "ThinkingConfig",
     "ThinkingDelta",
@@ -94,5 +123,8 @@ __all__ = [
     "ToolUseStart",
     "URLImageSource",
     "URLSource",
+    "UserLocation",
     "VideoBlock",
+    "WebFetch",
+    "WebSearch",
 ]

@@ -30,6 +30,9 @@ class AdapterCapabilities(BaseModel):
     max_context_tokens: int = Field(default=8192, ge=1)
     max_output_tokens: int = Field(default=4096, ge=1)
     accepted_image_media_types: list[str] = Field(default_factory=list)
+    server_tools: list[str] = Field(default_factory=list)
+    """The tools the provider runs itself that the stack maps (``web_search``, ``web_fetch``,
+    ``code_execution``: docs/contract.md §11); any other is a CapabilityError."""
     accepted_document_media_types: list[str] = Field(default_factory=list)
     """The documents the stack's wire carries, by media type (``application/pdf``); empty:
     none. The catalog narrows it per model: PDFs only to a model that reads PDFs or images."""

@@ -11,14 +11,24 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from metis.model.block import BlockBase
 from metis.model.block import ProviderRaw as ProviderRaw
 from metis.model.cache import CacheHint
+from metis.model.citation import Citation
 from metis.model.media import AudioBlock as AudioBlock
 from metis.model.media import DocumentBlock as DocumentBlock
 from metis.model.media import VideoBlock as VideoBlock
+from metis.model.server_tools import ServerToolCallBlock as ServerToolCallBlock
+from metis.model.server_tools import ServerToolResultBlock as ServerToolResultBlock
 
 
 class Role(StrEnum):
@@ -31,10 +41,19 @@ class Role(StrEnum):
 
 
 class TextBlock(BlockBase):
-    """Text in a message or reply."""
+    """Text in a message or reply; ``citations`` are the sources a reply's text cites
+    (docs/contract.md §12)."""
 
     type: Literal["text"] = "text"
     text: str
+    citations: list[Citation] | None = None
+
+    @model_serializer(mode="wrap")
+    def _citations_only_when_given(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if self.citations is None and isinstance(data, dict):
+            data.pop("citations", None)  # a block without citations dumps as it always did
+        return data
 
 
 class Base64ImageSource(BaseModel):
@@ -146,6 +165,8 @@ ContentBlock = Annotated[
     | ToolResultBlock
     | ThinkingBlock
     | RedactedThinkingBlock
+    | ServerToolCallBlock
+    | ServerToolResultBlock
     | OpaqueBlock,
     Field(discriminator="type"),
 ]

@@ -1,4 +1,4 @@
-"""The seven canonical stream events (docs/contract.md §2).
+"""The canonical stream events (docs/contract.md §2).
 
 Events are small slotted records, not pydantic models: one is made per delta on the hot path,
 and validation happens where data enters (requests, config, the final content), not here.
@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from metis.model.citation import Citation
 from metis.model.content import ContentBlock
 from metis.model.response import DroppedContent, StopReason, TokenUsage
+from metis.model.server_tools import ServerToolCallBlock, ServerToolResultBlock
 
 
 class StreamEvent:
-    """The base of the seven canonical stream events (docs/contract.md §2)."""
+    """The base of the canonical stream events (docs/contract.md §2)."""
 
     __slots__ = ()
     type: ClassVar[str]
@@ -92,6 +94,35 @@ class ToolUseEnd(StreamEvent):
 
 
 @dataclass(slots=True)
+class CitationDelta(StreamEvent):
+    """A source the text block at ``content_block_index`` cites; it is one of the block's
+    ``citations`` in ``final_content``, in the order these events came."""
+
+    type: ClassVar[str] = "text.citation"
+    content_block_index: int
+    citation: Citation
+
+
+@dataclass(slots=True)
+class ServerToolCall(StreamEvent):
+    """A call the provider made and ran itself, whole (docs/contract.md §11): nothing for the
+    application to run."""
+
+    type: ClassVar[str] = "server_tool.call"
+    content_block_index: int
+    block: ServerToolCallBlock
+
+
+@dataclass(slots=True)
+class ServerToolResult(StreamEvent):
+    """What a server tool call returned, whole (docs/contract.md §11)."""
+
+    type: ClassVar[str] = "server_tool.result"
+    content_block_index: int
+    block: ServerToolResultBlock
+
+
+@dataclass(slots=True)
 class MessageComplete(StreamEvent):
     type: ClassVar[str] = "message.complete"
     final_content: list[ContentBlock]
@@ -103,4 +134,13 @@ class MessageComplete(StreamEvent):
     """What the call left out, and why: set when the event leaves the adapter."""
 
 
-BLOCK_EVENTS = (TextDelta, ThinkingDelta, ToolUseStart, ToolUseInputDelta, ToolUseEnd)
+BLOCK_EVENTS = (
+    TextDelta,
+    ThinkingDelta,
+    ToolUseStart,
+    ToolUseInputDelta,
+    ToolUseEnd,
+    CitationDelta,
+    ServerToolCall,
+    ServerToolResult,
+)

@@ -23,6 +23,8 @@ from metis.model.content import (
     OpaqueBlock,
     RedactedThinkingBlock,
     Role,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -51,6 +53,8 @@ _BLOCKS: dict[str, type[BaseModel]] = {
         ToolResultBlock,
         ThinkingBlock,
         RedactedThinkingBlock,
+        ServerToolCallBlock,
+        ServerToolResultBlock,
         OpaqueBlock,
     )
 }

@@ -11,6 +11,7 @@ from metis.core.ids import new_request_id
 from metis.model.cache import CachePolicy
 from metis.model.content import Message
 from metis.model.message_dicts import as_messages
+from metis.model.server_tools import ServerTool
 
 
 class ToolAnnotations(BaseModel):
@@ -129,6 +130,8 @@ class CanonicalRequest(BaseModel):
     request_id: str = Field(default_factory=new_request_id)
     session_id: str | None = None
     tools: list[ToolDefinition] = Field(default_factory=list)
+    server_tools: list[ServerTool] = Field(default_factory=list)
+    """Tools the provider runs itself (web search, code execution, ...: docs/contract.md §11)."""
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
     system_prompt: str | None = None

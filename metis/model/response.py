@@ -6,6 +6,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from metis.model.citation import Citation
 from metis.model.content import ContentBlock, Message, Role, TextBlock, ToolUseBlock
 
 
@@ -93,6 +94,11 @@ class CanonicalResponse(BaseModel):
     def text(self) -> str:
         """The reply's text blocks, joined."""
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def citations(self) -> list[Citation]:
+        """The sources the reply's text cites, in order (docs/contract.md §12)."""
+        return [c for b in self.content if isinstance(b, TextBlock) for c in b.citations or []]
 
     @property
     def tool_calls(self) -> list[ToolUseBlock]:

@@ -26,7 +26,7 @@ from typing import Any
 import anyio
 from pydantic import TypeAdapter
 
-from metis.calls.request import ModelOptions, validated
+from metis.calls.request import ModelOptions, ServerToolLike, validated
 from metis.cost import Cost
 from metis.errors import ProtocolError
 from metis.model.content import Message, ToolResultBlock, ToolUseBlock
@@ -96,7 +96,8 @@ async def run_events(
         if any(isinstance(t, ToolDefinition) and t.name == c.name for t in tools for c in calls):
             reason = "tool_calls_pending"
         elif calls:  # answered even when cancelled (then as cancelled): the history stays valid
-            runnable = tools_by_name([t for t in tools if not isinstance(t, ToolDefinition)])
+            mine = [t for t in tools if not isinstance(t, ToolDefinition | ServerToolLike)]
+            runnable = tools_by_name(mine)  # the provider runs its own tools
             results = await _answer(conversation, calls, runnable, settings, control)
             tally.messages.append(results)
             for call, result in zip(calls, results.content, strict=True):

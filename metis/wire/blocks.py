@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from metis.model.citation import Citation
 from metis.model.content import (
     ContentBlock,
     OpaqueBlock,
     ProviderRaw,
     RedactedThinkingBlock,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
@@ -20,11 +23,13 @@ from metis.wire.unicode_text import clean_value
 
 TEXT, THINKING, REDACTED, TOOL = "text", "thinking", "redacted_thinking", "tool_use"
 OPAQUE = "opaque"
+WHOLE = "whole"  # a server tool's call or result: it arrives whole
 """The kinds of block."""
 
 
 class Block:
     __slots__ = (
+        "citations",
         "doubtful",
         "ended",
         "final_input",
@@ -38,6 +43,7 @@ class Block:
         "signature",
         "tool_id",
         "unparsed",
+        "whole",
     )
 
     def __init__(self, kind: str, index: int) -> None:
@@ -56,6 +62,8 @@ class Block:
         self.doubtful = False
         """A tool call whose input may be unfinished: arguments that are not a JSON object,
         or none at all; whether it was cut off is known only when the reply stops."""
+        self.citations: list[Citation] = []  # a text block's
+        self.whole: ServerToolCallBlock | ServerToolResultBlock | None = None
 
     def read_input(self, final_input: dict[str, Any] | None) -> None:
         """The call's input: the provider's own (``final_input``) or its arguments parsed;
@@ -94,7 +102,10 @@ def final_content(
     for block in blocks:
         data = kept.get(block.index)
         if block.kind == TEXT:
-            content.append(TextBlock(text="".join(block.parts), provider_raw=raw(data)))
+            text, cited = "".join(block.parts), block.citations or None
+            content.append(TextBlock(text=text, citations=cited, provider_raw=raw(data)))
+        elif block.whole is not None:
+            content.append(block.whole)
         elif block.kind == THINKING:
             content.append(
                 ThinkingBlock(

@@ -35,6 +35,7 @@ from metis.model.events import (
 )
 from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.wire.blocks import OPAQUE, REDACTED, TEXT, THINKING, TOOL, Block, final_content
+from metis.wire.builder_whole import WholeBlocks
 from metis.wire.read import token_count
 from metis.wire.unicode_text import REPLACEMENT, clean, clean_value, joined
 
@@ -64,7 +65,7 @@ def _ignore(*args: Any, **kwargs: Any) -> None:
     return None
 
 
-class MessageBuilder:
+class MessageBuilder(WholeBlocks):
     """One message's blocks and events.
 
     ``warn`` reports content dropped on the way in (a block type the canonical model has no

@@ -73,10 +73,26 @@ class Encode(Transform[CanonicalRequest, WireRequest]):
         if endpoint is None:
             raise StackError("stage 'encode' has no endpoint: an adapter gives it one")
         stream = bool(request.stream)
+        body = self.codec.encode(without_foreign(request, call), call)
+        headers = endpoint.request_headers()
+        headers_for = getattr(self.codec, "headers_for", None)  # what the body needs (betas)
+        if headers_for is not None:
+            headers = _joined(headers, headers_for(body))
         return WireRequest(
             url=endpoint.url(stream=stream, model=call.wire_model),
-            body=self.codec.encode(without_foreign(request, call), call),
-            headers=endpoint.request_headers(),
+            body=body,
+            headers=headers,
             stream=stream,
             cache=requested_cache(request),
         )
+
+
+def _joined(headers: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
+    """``headers`` with ``extra``'s values added, a list header's values comma-joined."""
+    if not extra:
+        return headers
+    out = dict(headers)
+    for name, value in extra.items():
+        given = next((k for k in out if k.lower() == name.lower()), None)
+        out[given or name] = f"{out[given]},{value}" if given else value
+    return out

@@ -101,6 +101,7 @@ def unmet_needs(
             f"max_output_tokens {request.max_output_tokens} is above the model's "
             f"{caps.max_output_tokens}"
         )
+    problems.extend(_server_tool_needs(request, caps))
     if estimate is None:
         estimate = estimate_request_tokens(request, profile)
     if estimate > caps.max_context_tokens:
@@ -108,6 +109,17 @@ def unmet_needs(
             f"the input is about {estimate} tokens and the context holds {caps.max_context_tokens}"
         )
     return problems
+
+
+def _server_tool_needs(request: CanonicalRequest, caps: AdapterCapabilities) -> list[str]:
+    """One phrase per kind of server tool the stack does not map (a provider's own tool is
+    checked against the wire dialect when it is encoded)."""
+    kinds = {t.kind for t in request.server_tools if t.kind != "provider"}
+    return [
+        f"the provider runs no {kind} tool that metis maps"
+        for kind in sorted(kinds)
+        if kind not in caps.server_tools
+    ]
 
 
 def _with_nested(content: list[ContentBlock]) -> list[ContentBlock | ToolResultContent]:

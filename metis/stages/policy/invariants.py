@@ -17,8 +17,11 @@ from typing import Any, NoReturn
 from metis.errors import InvariantViolation
 from metis.model.content import RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from metis.model.events import (
+    CitationDelta,
     MessageComplete,
     MessageStart,
+    ServerToolCall,
+    ServerToolResult,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -53,6 +56,7 @@ class StreamChecker:
     ``check`` each event (it is handed back), then ``check_ended``."""
 
     __slots__ = (
+        "_citations",
         "_complete",
         "_index",
         "_open_tools",
@@ -62,6 +66,7 @@ class StreamChecker:
         "_tool_inputs",
         "_tool_names",
         "_tools",
+        "_whole",
     )
 
     def __init__(self) -> None:
@@ -75,6 +80,8 @@ class StreamChecker:
         self._text: dict[int, list[str]] = {}
         # index -> [thinking parts, signature parts, redacted parts]
         self._thinking: dict[int, tuple[list[str], list[str], list[str]]] = {}
+        self._citations: dict[int, list[Any]] = {}
+        self._whole: dict[int, Any] = {}  # server tool calls and results, by index
 
     def check(self, event: StreamEvent) -> StreamEvent:
         if self._complete:
@@ -128,6 +135,9 @@ class StreamChecker:
         elif cls is MessageComplete:
             assert isinstance(event, MessageComplete)
             self._complete_message(event)
+        elif cls is CitationDelta or cls is ServerToolCall or cls is ServerToolResult:
+            assert isinstance(event, CitationDelta | ServerToolCall | ServerToolResult)
+            self._cited_or_whole(event)
         else:
             raise InvariantViolation(f"unknown event type {cls.__name__}")
         return event
@@ -142,6 +152,16 @@ class StreamChecker:
         if index < self._index:
             _fail(5, f"{event.type} at index {index} after index {self._index}")
         self._index = index
+
+    def _cited_or_whole(self, event: CitationDelta | ServerToolCall | ServerToolResult) -> None:
+        index = event.content_block_index
+        self._block(index, event)
+        if isinstance(event, CitationDelta):
+            self._citations.setdefault(index, []).append(event.citation)
+            return
+        if index in self._whole or index in self._text or index in self._citations:
+            _fail(4, f"{event.type} at index {index}, which holds another block")
+        self._whole[index] = event.block
 
     def _open_tool(self, tool_use_id: str, index: int, event: StreamEvent) -> None:
         if tool_use_id not in self._open_tools:
@@ -173,6 +193,13 @@ class StreamChecker:
                 )
             if not ok:
                 _fail(4, f"final_content[{index}] does not hold the reasoning its deltas carried")
+        for index, citations in self._citations.items():
+            block = content[index] if index < len(content) else None
+            if not isinstance(block, TextBlock) or (block.citations or []) != citations:
+                _fail(4, f"final_content[{index}] does not hold the citations its events carried")
+        for index, whole in self._whole.items():
+            if index >= len(content) or content[index] != whole:
+                _fail(4, f"final_content[{index}] is not the {whole.type} block its event carried")
         for tool_use_id, index in self._tools.items():
             block = content[index] if index < len(content) else None
             if not isinstance(block, ToolUseBlock) or block.id != tool_use_id:

@@ -19,8 +19,8 @@ Gemini ``/v1beta/models/{model}:generateContent``; Ollama ``/api/chat``; AWS Bed
 ``/model/{id}/converse`` and ``/invoke``; Vertex AI's ``/v1/projects/.../publishers/...``;
 Azure OpenAI under ``/azure/openai/v1``; each API's model list. Faults: see
 :mod:`metis.testing.emulator.faults`; the scripted model: :mod:`.responder`; scripts and
-function models: :mod:`.script`; each API's 400 rules: the ``*_rules`` modules of
-:mod:`.formats`.
+function models: :mod:`.script` (web search and code execution: :mod:`.server_tools`); each
+API's 400 rules: the ``*_rules`` modules of :mod:`.formats`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from metis.testing.emulator.handler import FAULT_HEADER, RecordedRequest, Stats
 from metis.testing.emulator.model import CallOut, Prompt, Reply
 from metis.testing.emulator.responder import Responder
 from metis.testing.emulator.script import FunctionModel, Script, ScriptError, text, thinking, tools
+from metis.testing.emulator.server_tools import code_execution, web_search
 from metis.testing.emulator.stand_in import MODELS, StandIn, stand_in
 from metis.testing.emulator.transport import EmulatorTransport
 
@@ -56,10 +57,12 @@ __all__ = [
     "ScriptError",
     "StandIn",
     "Stats",
+    "code_execution",
     "main",
     "parse_faults",
     "stand_in",
     "text",
     "thinking",
     "tools",
+    "web_search",
 ]

@@ -115,6 +115,10 @@ class Reply:
     calls: list[CallOut] = field(default_factory=list)
     stop: StopKind = "end_turn"
     usage: Usage = field(default_factory=Usage)
+    server: list[Any] = field(default_factory=list)
+    """Server tools the reply ran, before its text (:mod:`.server_tools`)."""
+    cite: bool = False
+    """The text cites every web search result."""
 
 
 Model = Callable[[Prompt], Reply]

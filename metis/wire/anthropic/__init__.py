@@ -7,6 +7,7 @@ Anthropic answers.
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any
 
@@ -19,6 +20,8 @@ from metis.model.content import (
     ImageBlock,
     OpaqueBlock,
     Role,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -27,6 +30,7 @@ from metis.model.content import (
 )
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.wire.anthropic import server_tools
 from metis.wire.anthropic.cache import hinted_blocks
 from metis.wire.anthropic.documents import At as _At
 from metis.wire.anthropic.documents import document
@@ -34,6 +38,7 @@ from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, pa
 from metis.wire.anthropic.rules import model_traits
 from metis.wire.codec import Codec, EncodeContext
 from metis.wire.opaque import elsewhere, own_item
+from metis.wire.server_replay import for_provider
 
 log = logging.getLogger("metis")
 
@@ -46,11 +51,14 @@ def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     if system:
         body["system"] = system
     body["messages"] = _messages(request, call)
-    if request.tools:
-        body["tools"] = [_tool(tool) for tool in request.tools]
+    if request.tools or request.server_tools:
+        tools = [_tool(tool) for tool in request.tools]
+        body["tools"] = tools + server_tools.declarations(request, call)
         choice = _tool_choice(request)
         if choice is not None:
             body["tool_choice"] = choice
+        if container := server_tools.container(request):
+            body["container"] = container
     if request.stop_sequences:
         body["stop_sequences"] = list(request.stop_sequences)
     if request.temperature is not None:
@@ -83,8 +91,9 @@ def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, 
             continue
         role = "assistant" if message.role is Role.ASSISTANT else "user"
         where = message.id or f"messages[{i}]"
+        content = for_provider(message.content, call, where)
         at = _At(call, where, current=i >= start, assistant=role == "assistant")
-        encoded = [(block, wire) for block in message.content if (wire := _block(block, at))]
+        encoded = [(block, wire) for block in content if (wire := _block(block, at))]
         blocks = hinted_blocks(message, encoded, call, where)
         if not blocks:  # Anthropic rejects empty content; nothing was sendable
             continue
@@ -110,6 +119,8 @@ def _block(block: ContentBlock, at: _At) -> dict[str, Any] | None:
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
     if isinstance(block, ToolResultBlock):
         return _tool_result(block, at)
+    if isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
+        return copy.deepcopy(block.provider_raw.data) if block.provider_raw else None  # verbatim
     if isinstance(block, ThinkingBlock):
         if not block.signature:
             at.call.warn_dropped(
@@ -187,6 +198,12 @@ class AnthropicCodec:
     stream_parser = staticmethod(AnthropicStreamParser)
     parse_body = staticmethod(parse_body)
     error_from_http = staticmethod(error_from_http)
+
+    @staticmethod
+    def headers_for(body: dict[str, Any]) -> dict[str, str]:
+        """The ``anthropic-beta`` header the body's server tools need."""
+        beta = server_tools.beta_header(body.get("tools") or [])
+        return {"anthropic-beta": beta} if beta else {}
 
 
 codec: Codec = AnthropicCodec()

@@ -5,8 +5,10 @@ Sans-IO. The parsers turn Anthropic's objects into canonical events by driving a
 is checked by :mod:`metis.wire.read`, so a malformed field is a ProtocolError naming it.
 
 Anthropic numbers its content blocks itself (``index``) and the parser uses that number as the
-builder's key. Blocks the canonical model has no room for (server tools, MCP calls, code
-execution and their results, whatever Anthropic adds next) are kept whole as opaque blocks
+builder's key. A server tool's call (``server_tool_use``, its input streamed as a tool call's)
+and result (any ``*_tool_result`` answering it) become whole canonical blocks, and citations on
+text become canonical citations (:mod:`metis.wire.anthropic.server_tools`). Blocks the canonical
+model has no room for (MCP calls, whatever Anthropic adds next) are kept whole as opaque blocks
 (docs/contract.md §8), a streamed one's ``input_json_delta`` fragments making its ``input``;
 their other deltas are ignored.
 """
@@ -19,6 +21,7 @@ from typing import Any
 from metis.errors import AdapterError, ErrorClass, ProtocolError
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
+from metis.wire.anthropic.server_tools import call_block, citation, result_block
 from metis.wire.builder import MessageBuilder
 from metis.wire.http_errors import body_excerpt, http_error, json_body
 from metis.wire.partial_json import parse_object
@@ -71,6 +74,8 @@ class AnthropicStreamParser:
         "_inputs",
         "_opaque",
         "_opaque_input",
+        "_server_calls",
+        "_server_names",
         "_started",
         "_warned",
     )
@@ -85,6 +90,9 @@ class AnthropicStreamParser:
         self._inputs: dict[int, dict[str, Any]] = {}  # tool inputs given whole at block start
         self._fragments: set[int] = set()  # tool indices that received input_json_delta text
         self._warned: set[str] = set()  # unknown delta types already reported
+        # server_tool_use blocks still open: index -> (the block, its input fragments)
+        self._server_calls: dict[int, tuple[dict[str, Any], list[str]]] = {}
+        self._server_names: dict[str, str] = {}  # server call id -> tool name
 
     def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         kind = obj.get("type")
@@ -166,6 +174,8 @@ class AnthropicStreamParser:
         if kind == "text":
             if text := optional_text(block, "text", _BLOCK):
                 builder.text(index, text)
+            for cited in list_value(block.get("citations") or [], "content_block.citations"):
+                builder.citation(index, citation(object_value(cited, "content_block.citations[]")))
         elif kind == "thinking":
             if thinking := optional_text(block, "thinking", _BLOCK):
                 builder.thinking(index, thinking)
@@ -178,10 +188,22 @@ class AnthropicStreamParser:
             builder.tool_start(index, tool_id, required_text(block, "name", _BLOCK))
             if given := optional_object(block, "input", _BLOCK):
                 self._inputs[index] = given
+        elif kind == "server_tool_use":
+            tool_id = required_text(block, "id", _BLOCK)
+            self._server_names[tool_id] = required_text(block, "name", _BLOCK)
+            self._server_calls[index] = (block, [])
+        elif kind.endswith("_tool_result") and self._answers_server_call(block):
+            builder.server_tool(
+                index, result_block(block, self._server_names[block["tool_use_id"]])
+            )
         else:  # no canonical form: kept whole (docs/contract.md §8)
             self._dropped.add(index)
             self._opaque[index] = block
             builder.opaque(index, kind, block)
+
+    def _answers_server_call(self, block: dict[str, Any]) -> bool:
+        call_id = block.get("tool_use_id")
+        return isinstance(call_id, str) and call_id in self._server_names
 
     def _delta(self, index: int, delta: dict[str, Any]) -> None:
         kind = required_text(delta, "type", "content_block_delta.delta")
@@ -194,6 +216,10 @@ class AnthropicStreamParser:
         builder = self._builder
         if kind == "input_json_delta":
             fragment = required_text(delta, "partial_json", kind)
+            server = self._server_calls.get(index)
+            if server is not None:
+                server[1].append(fragment)
+                return
             builder.tool_input(index, fragment)
             if fragment:
                 self._fragments.add(index)
@@ -203,7 +229,9 @@ class AnthropicStreamParser:
             builder.thinking_signature(index, required_text(delta, "signature", kind))
         elif kind == "text_delta":  # reached only when the hot path refused it
             builder.text(index, required_text(delta, "text", kind))
-        elif kind != "citations_delta" and kind not in self._warned:
+        elif kind == "citations_delta":
+            builder.citation(index, citation(required_object(delta, "citation", kind)))
+        elif kind not in self._warned:
             self._warned.add(kind)
             builder.warn(
                 kind, f"unknown delta type {kind!r} ignored", message_id=builder.message_id
@@ -212,6 +240,14 @@ class AnthropicStreamParser:
     def _stop_block(self, index: int) -> None:
         if index in self._dropped:
             self._opaque_done(index)
+            return
+        if index in self._server_calls:
+            block, fragments = self._server_calls.pop(index)
+            declared = optional_object(block, "input", _BLOCK) or {}
+            streamed = parse_object("".join(fragments)) if fragments else None
+            self._builder.server_tool(
+                index, call_block(block, declared if streamed is None else streamed)
+            )
             return
         given = self._inputs.pop(index, None)
         if given is not None and index not in self._fragments:

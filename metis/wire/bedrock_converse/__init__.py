@@ -6,7 +6,10 @@ text and reasoning blocks begin with their first delta), ``contentBlockDelta`` (
 ``toolUse.input`` JSON fragments, ``reasoningContent`` text / signature / redactedContent),
 ``contentBlockStop``, ``messageStop`` (the stop reason) and ``metadata`` (usage, after the
 stop). Converse numbers blocks itself (``contentBlockIndex``), and that number is the
-builder's key. Exception frames were raised, classified, by ``decode`` already.
+builder's key. Exception frames were raised, classified, by ``decode`` already. Nova's
+system tools (a ``toolUse`` of ``type: "server_tool_use"`` and the ``toolResult`` answering it)
+become a server tool's call and result, never a call to run; ``citationsContent`` and
+``citation`` deltas become citations (:mod:`metis.wire.bedrock_converse.server_tools`).
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from metis.errors import ProtocolError
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.bedrock_converse import errors as aws_errors
+from metis.wire.bedrock_converse import server_tools as nova
 from metis.wire.bedrock_converse.encode import encode
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import Codec
+from metis.wire.partial_json import parse_object
 from metis.wire.read import (
     object_value,
     optional_object,
@@ -50,12 +55,15 @@ _BLOCK_START, _BLOCK_DELTA = "contentBlockStart", "contentBlockDelta"
 class ConverseStreamParser:
     """Feeds ConverseStream events to a builder."""
 
-    __slots__ = ("_builder", "_stopped", "_tool_inputs")
+    __slots__ = ("_builder", "_server", "_server_names", "_stopped", "_tool_inputs")
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
         self._stopped = False
         self._tool_inputs: dict[int, bool] = {}  # open tool blocks: did input arrive?
+        # open server blocks: index -> (the toolUse or toolResult start, its pieces)
+        self._server: dict[int, tuple[dict[str, Any], list[Any]]] = {}
+        self._server_names: dict[str, str] = {}  # server call id -> canonical name
 
     def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         builder = self._builder
@@ -96,8 +104,13 @@ class ConverseStreamParser:
             event = object_value(obj[_BLOCK_START], _BLOCK_START)
             start = required_object(event, "start", _BLOCK_START)
             tool = optional_object(start, "toolUse", "contentBlockStart.start")
-            if tool is not None:
-                index = required_index(event, "contentBlockIndex", _BLOCK_START)
+            result = optional_object(start, "toolResult", "contentBlockStart.start")
+            index = required_index(event, "contentBlockIndex", _BLOCK_START)
+            if tool is not None and nova.is_server_call(tool):
+                self._server[index] = ({"toolUse": tool}, [])
+            elif result is not None:
+                self._server[index] = ({"toolResult": result}, [])
+            elif tool is not None:
                 tool_id = required_text(tool, "toolUseId", "contentBlockStart.start.toolUse")
                 builder.tool_start(index, tool_id, required_text(tool, "name", "toolUse"))
                 self._tool_inputs[index] = False
@@ -117,7 +130,14 @@ class ConverseStreamParser:
 
     def _delta(self, index: int, delta: dict[str, Any]) -> None:
         builder = self._builder
-        if "text" in delta:
+        if index in self._server:
+            pieces = self._server[index][1]
+            tool = delta.get("toolUse")
+            pieces.extend([tool.get("input", "")] if isinstance(tool, dict) else [])
+            pieces.extend(delta.get("toolResult") or [])
+        elif "citation" in delta:
+            builder.citation(index, nova.citation(object_value(delta["citation"], "citation")))
+        elif "text" in delta:
             text = text_value(delta["text"], "contentBlockDelta.delta.text")
             if text:  # some models open with an empty text delta; it is no block
                 builder.text(index, text)
@@ -145,11 +165,25 @@ class ConverseStreamParser:
             builder.redacted_thinking(index, _base64(reasoning, where))
 
     def _stop_block(self, index: int) -> None:
+        if index in self._server:
+            start, pieces = self._server.pop(index)
+            if "toolUse" in start:
+                given = parse_object("".join(p for p in pieces if isinstance(p, str))) or {}
+                self._server_call(index, start["toolUse"], given)
+            else:
+                whole = {**start["toolResult"], "content": pieces}
+                self._builder.server_tool(index, nova.result_block(whole, self._server_names))
+            return
         had_input = self._tool_inputs.pop(index, None)
         if had_input is False:  # a tool called without arguments sends no input delta
             self._builder.tool_end(index, {})
         else:
             self._builder.close(index)
+
+    def _server_call(self, index: int, tool: dict[str, Any], given: dict[str, Any]) -> None:
+        block = nova.call_block(tool, given)
+        self._server_names[block.id] = block.name
+        self._builder.server_tool(index, block)
 
 
 def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
@@ -157,12 +191,35 @@ def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[Stream
     builder.start()
     output = required_object(body, "output", "response")
     message = required_object(output, "message", "response.output")
+    parser = ConverseStreamParser(builder)
     for index, block in enumerate(required_list(message, "content", "response.output.message")):
-        _whole_block(builder, index, object_value(block, "response.output.message.content[]"))
+        block = object_value(block, "response.output.message.content[]")
+        if not _server_block(parser, index, block):
+            _whole_block(builder, index, block)
     usage(builder, optional_object(body, "usage", "response"))
     builder.stop(stop_reason(required_text(body, "stopReason", "response")))
     builder.finish()
     return builder.take()
+
+
+def _server_block(parser: ConverseStreamParser, index: int, block: dict[str, Any]) -> bool:
+    """A server tool's whole call or result (or cited text), read as the stream reads it;
+    False for any other block."""
+    tool, result = block.get("toolUse"), block.get("toolResult")
+    if isinstance(tool, dict) and nova.is_server_call(tool):
+        given = object_value(tool.get("input") or {}, "content[].toolUse.input")
+        parser._server_call(index, tool, given)
+    elif isinstance(result, dict):
+        parser._builder.server_tool(index, nova.result_block(result, parser._server_names))
+    elif isinstance(cited := block.get("citationsContent"), dict):
+        for part in cited.get("content") or []:
+            if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]:
+                parser._builder.text(index, part["text"])
+        for raw in cited.get("citations") or []:
+            parser._builder.citation(index, nova.citation(object_value(raw, "citations[]")))
+    else:
+        return False
+    return True
 
 
 def _whole_block(builder: MessageBuilder, index: int, block: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ images, only S3 locations, so those are dropped with the structured WARN.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,8 @@ from metis.model.content import (
     ImageBlock,
     RedactedThinkingBlock,
     Role,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -31,8 +34,10 @@ from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.bedrock_converse.cache import hinted_blocks
 from metis.wire.bedrock_converse.media import media
+from metis.wire.bedrock_converse.server_tools import declarations
 from metis.wire.codec import EncodeContext
 from metis.wire.media import cannot_carry, project_attachments
+from metis.wire.server_replay import messages_for_provider
 
 EMPTY_RESULT = "(no output)"
 _IMAGE_FORMATS = {
@@ -54,7 +59,7 @@ def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     if request.stop_sequences:
         inference["stopSequences"] = list(request.stop_sequences)
     body["inferenceConfig"] = inference
-    tools = _tool_config(request)
+    tools = _tool_config(request, call)
     if tools is not None:
         body["toolConfig"] = tools
     if request.thinking is not None:
@@ -75,7 +80,7 @@ def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, 
     out: list[dict[str, Any]] = []
     start = current_turn_start(request.messages)
     names: set[str] = set()  # document names, unique in the request
-    for i, message in enumerate(request.messages):
+    for i, message in enumerate(messages_for_provider(request.messages, call)):
         if message.role is Role.SYSTEM:
             continue
         role = "assistant" if message.role is Role.ASSISTANT else "user"
@@ -132,6 +137,8 @@ def _block(block: ContentBlock | ToolResultContent, at: _At) -> dict[str, Any] |
         return {"toolUse": {"toolUseId": block.id, "name": block.name, "input": block.input}}
     if isinstance(block, ImageBlock):
         return _image(block, at.call, at.where)
+    if isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
+        return copy.deepcopy(block.provider_raw.data) if block.provider_raw else None  # verbatim
     if isinstance(block, DocumentBlock | AudioBlock | VideoBlock):
         wire = media(block, at.names) if at.role == "user" else "not in an assistant message"
         if isinstance(wire, str):
@@ -179,10 +186,11 @@ def _tool_result(block: ToolResultBlock, at: _At) -> dict[str, Any]:
     }
 
 
-def _tool_config(request: CanonicalRequest) -> dict[str, Any] | None:
-    if not request.tools:
+def _tool_config(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any] | None:
+    if not request.tools and not request.server_tools:
         return None
-    config: dict[str, Any] = {"tools": [_tool(tool) for tool in request.tools]}
+    tools = [_tool(tool) for tool in request.tools] + declarations(request, call)
+    config: dict[str, Any] = {"tools": tools}
     choice = request.tool_choice
     if choice is not None and choice.type == "tool":
         config["toolChoice"] = {"tool": {"name": choice.name}}

@@ -2,8 +2,9 @@
 
 The same rules the Converse API reference and its error messages state: the conversation
 starts with a user message and alternates roles, no message is empty, no text block is blank,
-tool ids and names match ``[a-zA-Z0-9_-]{1,64}``, tool blocks need a ``toolConfig``, every
-``toolUse`` is answered by a ``toolResult`` in the next message and only there, and files keep
+tool ids and names match ``[a-zA-Z0-9_-]{1,64}``, tool blocks need a ``toolConfig``, and every
+``toolUse`` is answered by a ``toolResult`` in the next message and only there (a server
+tool's, ``type: "server_tool_use"``, in the assistant message that holds it), and files keep
 the limits of metis/wire/bedrock_converse/media.py.
 """
 
@@ -43,12 +44,16 @@ def converse_problems(body: dict[str, Any]) -> list[str]:
             problems.append(
                 f"messages.{i}: toolUse ids {pending} need toolResult blocks here, found {results}"
             )
-        pending = [str(b["toolUse"].get("toolUseId")) for b in blocks if "toolUse" in b]
+        pending = [  # a server tool's call (Nova's) is answered in its own message
+            str(b["toolUse"].get("toolUseId"))
+            for b in blocks
+            if "toolUse" in b and b["toolUse"].get("type") != "server_tool_use"
+        ]
     if pending:
         problems.append(f"messages.{len(messages) - 1}: toolUse ids {pending} are never answered")
     for j, tool in enumerate((body.get("toolConfig") or {}).get("tools") or []):
-        if "cachePoint" in tool:  # a cache checkpoint after the tools before it
-            continue
+        if "toolSpec" not in tool:
+            continue  # a cache checkpoint, or a system tool (Nova's) named by AWS
         name = (tool.get("toolSpec") or {}).get("name")
         if not _NAME.match(str(name or "")):
             problems.append(f"toolConfig.tools.{j}: tool name {name!r} must match [a-zA-Z0-9_-]")

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from metis.errors import AdapterError, ErrorClass, ProtocolError, StackError
+from metis.model.citation import Citation
 from metis.model.content import (
     Role,
 )
@@ -48,6 +49,7 @@ from metis.wire.openai_chat.read import (
     stop_reason,
     tool_call_id,
 )
+from metis.wire.openai_chat.server_tools import annotation_citations, search_fields, source_list
 from metis.wire.read import (
     malformed,
     object_value,
@@ -57,6 +59,7 @@ from metis.wire.read import (
     required_object,
     text_value,
 )
+from metis.wire.server_replay import messages_for_provider
 
 _TEXT, _REASONING = "text", "reasoning"
 CUSTOM_RAW = {"type": "custom"}
@@ -94,7 +97,7 @@ class OpenAIChatCodec:
             messages.append({"role": "system", "content": request.system_prompt})
         start = current_turn_start(request.messages)
         custom = frozenset(tool.name for tool in request.tools if tool.freeform)
-        for i, message in enumerate(request.messages):
+        for i, message in enumerate(messages_for_provider(request.messages, call)):
             message_id = message.id or f"messages[{i}]"
             if message.role is Role.ASSISTANT:
                 replay = self.reasoning
@@ -118,6 +121,11 @@ class OpenAIChatCodec:
                 )
             if request.parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = request.parallel_tool_calls
+        if request.server_tools:
+            searching = search_fields(request, call)
+            if own := searching.pop("tools", []):
+                body["tools"] = body.get("tools", []) + own
+            body.update(searching)
         if request.stop_sequences:
             body["stop"] = list(request.stop_sequences)
         if request.temperature is not None:
@@ -157,6 +165,8 @@ class OpenAIChatCodec:
         refusal = optional_text(message, "refusal", "message")
         if refusal:
             builder.text(_TEXT, refusal)
+        for cited in annotation_citations(message.get("annotations")) + source_list(body):
+            builder.citation(_TEXT, cited)
         calls = optional_list(message, "tool_calls", "message")
         for i, item in enumerate(calls):
             item = object_value(item, "message.tool_calls[]")
@@ -186,7 +196,7 @@ class OpenAIChatCodec:
 
 
 class _StreamParser:
-    __slots__ = ("_builder", "_custom", "_finished", "_keys", "_refused", "_tools")
+    __slots__ = ("_builder", "_custom", "_finished", "_keys", "_refused", "_sources", "_tools")
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
@@ -195,6 +205,7 @@ class _StreamParser:
         self._custom: set[Hashable] = set()  # the keys of custom (freeform) calls
         self._refused = False
         self._finished = False
+        self._sources: list[Citation] = []  # a reply's source list, as the last chunk gave it
 
     def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         if "error" in obj:
@@ -226,11 +237,15 @@ class _StreamParser:
         usage = obj.get("usage")
         if usage:
             read_usage(builder, object_value(usage, "chunk.usage"))
+        if "citations" in obj:  # Perplexity repeats the list on every chunk
+            self._sources = source_list(obj)
         return builder.take()
 
     def end(self) -> Sequence[StreamEvent]:
         if not self._finished:
             raise ProtocolError("openai_chat stream ended without a finish_reason")
+        for cited in self._sources:
+            self._builder.citation(_TEXT, cited)
         self._builder.finish()
         return self._builder.take()
 
@@ -246,6 +261,8 @@ class _StreamParser:
         if refusal := optional_text(delta, "refusal", "delta"):
             builder.text(_TEXT, refusal)
             self._refused = True
+        for cited in annotation_citations(delta.get("annotations")):
+            builder.citation(_TEXT, cited)
         for item in optional_list(delta, "tool_calls", "delta"):
             self._tool_delta(object_value(item, "delta.tool_calls[]"))
 

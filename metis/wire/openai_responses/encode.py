@@ -35,6 +35,8 @@ from metis.model.content import (
     Message,
     OpaqueBlock,
     Role,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -49,6 +51,8 @@ from metis.wire.media import refuse_block
 from metis.wire.opaque import elsewhere, own_item
 from metis.wire.openai_responses.custom import CUSTOM_CALL, custom_call, custom_tool, is_custom
 from metis.wire.openai_responses.files import file_parts
+from metis.wire.openai_responses.server_tools import declarations, includes
+from metis.wire.server_replay import messages_for_provider
 from metis.wire.strict_schema import strict_schema_or_reason
 
 Drop = Callable[[str, str, str], None]
@@ -77,15 +81,15 @@ def encode_request(
         body["instructions"] = request.system_prompt
     custom = frozenset(tool.name for tool in request.tools if tool.freeform)
     body["input"] = input_items(
-        request.messages,
+        messages_for_provider(request.messages, call),
         call.provider,
         _warner(call),
         refuse=_refuser(call),
         file_urls=file_urls,
         custom=custom,
     )
-    if request.tools:
-        body["tools"] = [_tool(tool) for tool in request.tools]
+    if request.tools or request.server_tools:
+        body["tools"] = [_tool(t) for t in request.tools] + declarations(request, call)
         choice = request.tool_choice
         if choice is not None:
             body["tool_choice"] = (
@@ -105,8 +109,9 @@ def encode_request(
         budget = request.thinking.budget_tokens
         effort = "low" if budget < 2048 else "medium" if budget < 8192 else "high"
         body["reasoning"] = {"effort": effort, "summary": "auto"}
-    if include_encrypted_reasoning:
-        body["include"] = ["reasoning.encrypted_content"]
+    include = ["reasoning.encrypted_content"] if include_encrypted_reasoning else []
+    if include := include + includes(request):
+        body["include"] = include
     body["store"] = store
     body["stream"] = bool(request.stream)
     return body
@@ -159,6 +164,11 @@ def assistant_items(
             items.append(custom_call(block, mine))
         elif isinstance(block, ToolUseBlock):
             items.append(_function_call(block, mine))
+        elif isinstance(block, ServerToolCallBlock):
+            if isinstance(mine.get("item"), dict):  # the item, whole, from the call block
+                items.append(copy.deepcopy(mine["item"]))
+        elif isinstance(block, ServerToolResultBlock):
+            pass  # its item went back with its call
         elif isinstance(block, OpaqueBlock):  # back as it came, only to where it came from
             item = own_item(block, provider)
             if item is None:

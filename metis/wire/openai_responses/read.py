@@ -10,10 +10,10 @@ between; the parser uses that index as the builder's key. ``message`` items give
 ``response.custom_tool_call_input.delta`` pieces as that JSON's pieces), ``reasoning``
 items thinking: the summary text (its parts joined by a blank line) with the encrypted
 content as the signature, so ``thinking_filter`` sends it back only to the model that made it.
-Every other item (web search, file search, MCP, code interpreter, image generation, tool
-search, compaction, whatever comes next) has no canonical form: it is kept whole as an opaque
-block (docs/contract.md §8), in the form its ``.done`` event (or the final response) gives, and
-all its other events are ignored.
+Web search and code interpreter items, and text annotations: :mod:`.server_tools`. Every other
+item (file search, MCP, image generation, compaction, ...) is kept whole as an opaque block
+(docs/contract.md §8), in the form its ``.done`` event (or the final response) gives, and all
+its other events are ignored.
 
 As each item is done, its block gets the item it came from in ``provider_raw.data`` (item
 ``id``, a message's ``phase``, a reasoning item's summary parts, a call's ``call_id``) for a
@@ -51,6 +51,7 @@ from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.freeform import CLOSING, OPENING, text_fragment
 from metis.wire.http_errors import openai_error_fields
+from metis.wire.openai_responses import server_tools as server
 from metis.wire.openai_responses.custom import CUSTOM_CALL
 from metis.wire.openai_responses.errors import responses_error
 from metis.wire.read import (
@@ -162,6 +163,10 @@ class ResponsesParser:
                 builder.thinking(index, "\n\n")
         elif kind == _TEXT_DELTA:  # reached only when the hot path refused it
             builder.text(index, required_text(obj, "delta", kind))
+        elif kind == "response.output_text.annotation.added":
+            found = server.citation(required_object(obj, "annotation", kind))
+            if found is not None and builder.has_block(index):
+                builder.citation(index, found)
         elif kind == "response.refusal.delta":
             builder.text(index, required_text(obj, "delta", kind))
             self._refused = True
@@ -203,6 +208,8 @@ class ResponsesParser:
             elif arguments := _arguments(item.get("arguments")):
                 builder.tool_input(index, arguments)
                 self._fed.add(index)
+        elif kind in server.SERVER_ITEMS:  # read whole when done; its own events are not needed
+            self._dropped.add(index)
         elif kind not in _CANONICAL_ITEMS:  # kept whole (docs/contract.md §8)
             self._dropped.add(index)
             builder.opaque(index, kind, item)
@@ -210,6 +217,9 @@ class ResponsesParser:
     def _finished(self, index: int, item: dict[str, Any]) -> None:
         self._added(index, item)  # a server that skipped .added
         kind, done = self._items[index]
+        if kind in server.SERVER_ITEMS and not done:
+            self._items[index] = (kind, server.add_server_blocks(self._builder, index, item))
+            return
         if index in self._dropped and not done:
             self._builder.opaque(index, kind, item)  # its whole form, once
             self._items[index] = (kind, True)
@@ -251,6 +261,7 @@ class ResponsesParser:
 
     def _message_text(self, index: int, item: dict[str, Any]) -> None:
         where = "message item.content[]"
+        offset = 0  # where the part starts in the block's text
         for part in list_value(item.get("content") or [], "message item.content"):
             part = object_value(part, where)
             kind = required_text(part, "type", where)
@@ -259,6 +270,9 @@ class ResponsesParser:
                 text, self._refused = optional_text(part, "refusal", where), True
             if text:
                 self._builder.text(index, text)
+            for found in server.part_citations(part, offset, where):
+                self._builder.citation(index, found)
+            offset += len(text or "")
 
     def finish(self, response: dict[str, Any]) -> None:
         """The final response: the items the stream never gave, usage and the stop reason;
@@ -286,7 +300,8 @@ class ResponsesParser:
         items arrived) made no block or is reasoning too: what it led to was not kept."""
         builder = self._builder
         order = list(self._items)
-        made = {i for i in order if builder.has_block(i)}  # an opaque item goes back too
+        # an opaque item goes back too, and a server tool's (its blocks under (index, "call"))
+        made = {i for i in order if builder.has_block(i) or builder.has_block((i, "call"))}
         for position, index in enumerate(order):
             kind, done = self._items[index]
             canonical = builder.index_of(index)

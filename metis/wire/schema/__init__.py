@@ -71,13 +71,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from metis.errors import AdapterError
+from metis.errors import AdapterError, CapabilityError
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.wire import json_limits
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import CodecFactory, EncodeContext
 from metis.wire.http_errors import body_excerpt, http_error
+from metis.wire.schema import gemini_tools
 from metis.wire.schema.compiled import Compiled, load_settings
 from metis.wire.schema.encode import Encoder
 from metis.wire.schema.parse import SchemaParser
@@ -93,7 +94,16 @@ class SchemaCodec:
         self._encoder = Encoder(self.schema)
 
     def encode(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
-        return self._encoder.encode(request, call)
+        body = self._encoder.encode(request, call)
+        if request.server_tools:
+            if self.name != "gemini":
+                raise CapabilityError(
+                    f"{call.model} cannot serve this request: {self.name} runs no server tools",
+                    provider=call.provider,
+                    request_id=call.request_id,
+                )
+            body["tools"] = [*body.get("tools", []), *gemini_tools.declarations(request, call)]
+        return body
 
     def stream_parser(self, builder: MessageBuilder) -> SchemaParser:
         return self._parser(builder, streamed=True)
@@ -124,6 +134,7 @@ class SchemaCodec:
             self._stream_error,
             builder,
             streamed,
+            gemini_tools.GeminiParts() if self.name == "gemini" else None,
         )
 
     def _stream_error(self, obj: dict[str, Any]) -> AdapterError:

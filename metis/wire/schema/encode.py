@@ -10,6 +10,7 @@ calls of the assistant turn before it.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from metis.model.content import (
     ProviderRaw,
     RedactedThinkingBlock,
     Role,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -39,6 +42,7 @@ from metis.wire.media import Attachment, cannot_carry
 from metis.wire.schema.compiled import Compiled
 from metis.wire.schema.files import file_parts, result_media
 from metis.wire.schema.paths import OMIT, compile_path, set_path
+from metis.wire.server_replay import messages_for_provider
 
 log = logging.getLogger("metis")
 
@@ -79,7 +83,7 @@ class Encoder:
         turns: list[_Turn] = []
         previous_calls: list[str] = []
         start = current_turn_start(request.messages)
-        for i, message in enumerate(request.messages):
+        for i, message in enumerate(messages_for_provider(request.messages, call)):
             if message.role is Role.SYSTEM:
                 continue
             at = _At(message.id or f"messages[{i}]", call, i >= start)
@@ -154,6 +158,12 @@ class Encoder:
             else:
                 turn.parts += parts
                 turn.texts += [None] * len(parts)
+            return
+        if isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
+            raw = block.provider_raw  # the model's own part (messages_for_provider saw to it)
+            if raw is not None and isinstance(raw.data.get("part"), dict):
+                turn.parts.append(copy.deepcopy(raw.data["part"]))
+                turn.texts.append(None)
             return
         if isinstance(block, TextBlock):
             echo = self._echo(block.provider_raw, call)

@@ -26,6 +26,7 @@ from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.read import malformed, split_input
 from metis.wire.schema.compiled import Reading
+from metis.wire.schema.gemini_tools import GeminiParts
 from metis.wire.schema.paths import Path, getter
 
 ErrorReader = Callable[[dict[str, Any]], AdapterError]
@@ -39,6 +40,7 @@ class SchemaParser:
         "_echo",
         "_error",
         "_errors",
+        "_extra",
         "_finish",
         "_last",
         "_name",
@@ -61,8 +63,10 @@ class SchemaParser:
         errors: ErrorReader,
         builder: MessageBuilder,
         streamed: bool,
+        extra: GeminiParts | None = None,
     ) -> None:
         self._name = name
+        self._extra = extra  # a dialect's server-tool parts and citations
         self._r = reading
         self._echo = echo
         self._error = getter(error_path)
@@ -112,6 +116,8 @@ class SchemaParser:
                     provider=builder.provider,
                 )
             self._finish = StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=None)
+        if self._extra is not None:
+            self._extra.finish(builder, self._text_key)
         stop = self._finish
         if stop.raw in self._r.tool_use_raw and self._calls:
             stop = StopReason(kind=StopKind.TOOL_USE, raw=stop.raw)
@@ -139,6 +145,8 @@ class SchemaParser:
                     raise malformed(f"{self._where}.{r.content_path}", "a list", content)
                 for part in content:
                     self._part(part)
+        if self._extra is not None:
+            self._extra.seen(obj)
         usage = r.usage(obj)
         if usage.__class__ is dict:
             self._pending_usage = usage
@@ -180,6 +188,8 @@ class SchemaParser:
             self._thinking(part)
         elif kind == "tool_call":
             self._tool_call(part, whole=True)
+        elif self._extra is not None and (made := self._extra.part(part, self._b)) is not None:
+            self._last = made
         else:
             builder = self._b
             block_type = next((str(k) for k in part if k not in self._echo), "part")

@@ -23,6 +23,7 @@ from metis.testing.emulator.formats.cache_marks import block_counts, unmarked
 from metis.testing.emulator.formats.canonical_turns import turns_of
 from metis.testing.emulator.model import Prompt, Reply, ToolSpec
 from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.server_tools import anthropic_blocks, anthropic_citations
 from metis.testing.emulator.wire import (
     Frame,
     HttpRequest,
@@ -225,8 +226,13 @@ class Anthropic(Format):
         if reply.thinking:
             sig = signature(SIGNATURE_KIND, reply.thinking)
             content.append({"type": "thinking", "thinking": reply.thinking, "signature": sig})
+        for server in reply.server:
+            content += anthropic_blocks(server, "srvtoolu_01" + ids.token(22, "b58"))
         if reply.text:
-            content.append({"type": "text", "text": reply.text})
+            cited = anthropic_citations(reply)
+            content.append(
+                {"type": "text", "text": reply.text, **({"citations": cited} if cited else {})}
+            )
         for out in reply.calls:
             tool_id = call.call_id(ids, "toolu_01", 22, "b58")
             content.append({"type": "tool_use", "id": tool_id, "name": out.name, "input": out.args})
@@ -297,6 +303,10 @@ def message_events(message: dict[str, Any]) -> list[Frame]:
 
 def _block_events(emit: Any, index: int, block: dict[str, Any]) -> None:
     kind = block["type"]
+    if kind.endswith("_tool_result"):  # a server tool's result comes whole
+        emit("content_block_start", {"index": index, "content_block": block})
+        emit("content_block_stop", {"index": index})
+        return
     opening = {
         "thinking": {"type": "thinking", "thinking": "", "signature": ""},
         "text": {"type": "text", "text": ""},
@@ -311,6 +321,8 @@ def _block_events(emit: Any, index: int, block: dict[str, Any]) -> None:
             delta(type="thinking_delta", thinking=piece)
         delta(type="signature_delta", signature=block["signature"])
     elif kind == "text":
+        for cited in block.get("citations") or []:
+            delta(type="citations_delta", citation=cited)
         for piece in split_text(block["text"]):
             delta(type="text_delta", text=piece)
     else:

@@ -1,0 +1,208 @@
+"""Gemini's built-in tools and grounding (docs/contract.md §11, §12), beside the schema codec.
+
+Declared as ``tools[{googleSearch: {excludeDomains?}}, {urlContext: {}}, {codeExecution: {}}]``.
+Code execution answers with model parts ``executableCode{language, code, id?}`` and
+``codeExecutionResult{outcome, output, id?}``; with ``includeServerSideToolInvocations`` (Gemini
+API) a search or URL fetch shows as ``toolCall{id, toolType, args}`` and ``toolResponse{id,
+toolType, response}`` parts. Each becomes a server tool's call or result keeping its part (and
+any ``thoughtSignature`` on it) to go back verbatim to the model that made it. A candidate's
+``groundingMetadata`` (usually on the last chunk) becomes citations: each of its
+``groundingSupports`` cites the ``groundingChunks`` it names, for the span of the reply its
+``segment`` gives. Sources: python-genai ``types.py`` (``GoogleSearch``, ``UrlContext``,
+``ToolCodeExecution``, ``ExecutableCode``, ``CodeExecutionResult``, ``Outcome``, ``ToolCall``,
+``ToolResponse``, ``GroundingMetadata``, ``GroundingChunk``, ``GroundingSupport``, ``Segment``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+from metis.errors import CapabilityError
+from metis.model.citation import Citation, TextSpan
+from metis.model.content import ProviderRaw
+from metis.model.request import CanonicalRequest
+from metis.model.server_tools import (
+    CODE_EXECUTION,
+    WEB_FETCH,
+    WEB_SEARCH,
+    CodeExecution,
+    CodeOutput,
+    ProviderTool,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
+    WebFetch,
+    WebSearch,
+)
+from metis.wire.builder import MessageBuilder
+from metis.wire.codec import EncodeContext
+
+_TOOL_TYPES = {"GOOGLE_SEARCH_WEB": WEB_SEARCH, "URL_CONTEXT": WEB_FETCH}
+_OK = "OUTCOME_OK"
+
+
+def declarations(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, Any]]:
+    """The request's server tools as Gemini ``tools`` entries."""
+    out: list[dict[str, Any]] = []
+    for tool in request.server_tools:
+        if isinstance(tool, WebSearch):
+            if tool.max_uses or tool.allowed_domains or tool.user_location or tool.context_size:
+                _refuse(call, "Gemini's Google Search takes only blocked_domains")
+            search = {"excludeDomains": list(tool.blocked_domains)} if tool.blocked_domains else {}
+            out.append({"googleSearch": search})
+        elif isinstance(tool, WebFetch):
+            if tool != WebFetch():
+                _refuse(call, "Gemini's URL context takes no options")
+            out.append({"urlContext": {}})
+        elif isinstance(tool, CodeExecution):
+            if tool.container is not None:
+                _refuse(call, "Gemini's code execution takes no container")
+            out.append({"codeExecution": {}})
+        elif isinstance(tool, ProviderTool) and tool.dialect == "gemini":
+            out.append({tool.type: dict(tool.options)})
+        else:
+            _refuse(call, f"the {tool.dialect} tool {tool.type!r} goes only to {tool.dialect}")
+    return out
+
+
+def _refuse(call: EncodeContext, reason: str) -> None:
+    raise CapabilityError(
+        f"{call.model} cannot serve this request: {reason}",
+        provider=call.provider,
+        request_id=call.request_id,
+    )
+
+
+class GeminiParts:
+    """Reads one reply's server-tool parts and grounding, for the schema parser."""
+
+    def __init__(self) -> None:
+        self._calls = 0
+        self._last_call: str | None = None
+        self._names: dict[str, str] = {}
+        self._grounding: dict[str, Any] | None = None
+
+    def part(self, part: dict[str, Any], builder: MessageBuilder) -> int | None:
+        """The canonical index of the block ``part`` made, or None when it is not a server
+        tool's part."""
+        block: ServerToolCallBlock | ServerToolResultBlock
+        raw = ProviderRaw(provider="gemini", data={"part": part})
+        if isinstance(code := part.get("executableCode"), dict):
+            block = self._call(code.get("id"), CODE_EXECUTION, _code_input(code), raw)
+        elif isinstance(ran := part.get("codeExecutionResult"), dict):
+            block = _code_result(ran, self._answered(ran.get("id")), raw)
+        elif isinstance(used := part.get("toolCall"), dict):
+            name = _TOOL_TYPES.get(str(used.get("toolType")), str(used.get("toolType")).lower())
+            args = used.get("args")
+            block = self._call(used.get("id"), name, args if isinstance(args, dict) else {}, raw)
+        elif isinstance(answer := part.get("toolResponse"), dict):
+            call_id = self._answered(answer.get("id"))
+            block = ServerToolResultBlock(
+                tool_call_id=call_id, name=self._names.get(call_id, "tool"), provider_raw=raw
+            )
+        else:
+            return None
+        key: Hashable = ("server", self._calls, block.type)
+        builder.server_tool(key, block)
+        index = builder.index_of(key)
+        assert index is not None
+        return index
+
+    def seen(self, obj: dict[str, Any]) -> None:
+        """A response or chunk: its grounding metadata, if any, replaces what came before."""
+        candidates = obj.get("candidates")
+        first = candidates[0] if isinstance(candidates, list) and candidates else None
+        grounding = first.get("groundingMetadata") if isinstance(first, dict) else None
+        if isinstance(grounding, dict):
+            self._grounding = grounding
+
+    def finish(self, builder: MessageBuilder, text_key: Hashable) -> None:
+        """The grounding's citations, on the reply's text."""
+        if self._grounding is not None:
+            text = builder.text_of(text_key)
+            for cited in citations(self._grounding, text):
+                builder.citation(text_key, cited)
+
+    def _call(
+        self, given_id: Any, name: str, input_: dict[str, Any], raw: ProviderRaw
+    ) -> ServerToolCallBlock:
+        self._calls += 1
+        call_id = given_id if isinstance(given_id, str) and given_id else f"server_{self._calls}"
+        self._last_call = call_id
+        self._names[call_id] = name
+        return ServerToolCallBlock(id=call_id, name=name, input=input_, provider_raw=raw)
+
+    def _answered(self, given_id: Any) -> str:
+        """The call a result answers: by its id, else the latest call."""
+        self._calls += 1
+        if isinstance(given_id, str) and given_id:
+            return given_id
+        return self._last_call or f"server_{self._calls}"
+
+
+def _code_input(code: dict[str, Any]) -> dict[str, Any]:
+    return {k: code[k] for k in ("language", "code") if isinstance(code.get(k), str)}
+
+
+def _code_result(ran: dict[str, Any], call_id: str, raw: ProviderRaw) -> ServerToolResultBlock:
+    outcome = ran.get("outcome")
+    output = ran.get("output") if isinstance(ran.get("output"), str) else ""
+    assert isinstance(output, str)
+    ok = outcome == _OK
+    code = CodeOutput(stdout=output if ok else "", stderr="" if ok else output)
+    error = None if ok else str(outcome)
+    return ServerToolResultBlock(
+        tool_call_id=call_id, name=CODE_EXECUTION, code_output=code, error=error, provider_raw=raw
+    )
+
+
+def citations(grounding: dict[str, Any], text: str) -> list[Citation]:
+    """``groundingMetadata`` as citations of ``text``: one per supported segment and chunk,
+    else (no supports) one per web chunk."""
+    chunks = [
+        c.get("web") if isinstance(c, dict) else None for c in _list(grounding, "groundingChunks")
+    ]
+    out: list[Citation] = []
+    supports = _list(grounding, "groundingSupports")
+    for support in supports:
+        segment = support.get("segment") if isinstance(support, dict) else None
+        span, quoted = _span(segment if isinstance(segment, dict) else {}, text)
+        for index in _list(support, "groundingChunkIndices"):
+            web = chunks[index] if isinstance(index, int) and 0 <= index < len(chunks) else None
+            if isinstance(web, dict):
+                out.append(_web(web, support, span, quoted))
+    if not supports:
+        out = [_web(web, {}, None, None) for web in chunks if isinstance(web, dict)]
+    return out
+
+
+def _web(
+    web: dict[str, Any], support: dict[str, Any], span: TextSpan | None, quoted: str | None
+) -> Citation:
+    uri, title = web.get("uri"), web.get("title")
+    return Citation(
+        kind="url",
+        url=uri if isinstance(uri, str) else None,
+        title=title if isinstance(title, str) else None,
+        cited_text=quoted,
+        span=span,
+        provider_raw=ProviderRaw(provider="gemini", data={"support": support, "chunk": web}),
+    )
+
+
+def _span(segment: dict[str, Any], text: str) -> tuple[TextSpan | None, str | None]:
+    """The segment's span of ``text``: where its text is, else its offsets (UTF-8 bytes)."""
+    quoted = segment.get("text") if isinstance(segment.get("text"), str) else None
+    if quoted and (at := text.find(quoted)) >= 0:
+        return TextSpan(start=at, end=at + len(quoted)), quoted
+    start, end = segment.get("startIndex", 0), segment.get("endIndex")
+    if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end:
+        data = text.encode()
+        first = len(data[:start].decode(errors="ignore"))
+        return TextSpan(start=first, end=len(data[:end].decode(errors="ignore"))), quoted
+    return None, quoted
+
+
+def _list(obj: Any, key: str) -> list[Any]:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, list) else []
