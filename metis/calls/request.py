@@ -13,6 +13,7 @@ from metis.errors import ConfigError, OutputValidationError
 from metis.model import message_dicts
 from metis.model.content import Message
 from metis.model.dicts import MessageDict
+from metis.model.knobs import ReasoningEffort
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse
 from metis.routing.router import Router
@@ -39,9 +40,19 @@ class ModelOptions(TypedDict, total=False):
     max_output_tokens: int
     """Default: the model's own limit, up to 4,096."""
     temperature: float
+    top_p: float
+    top_k: int
+    seed: int
+    frequency_penalty: float
+    presence_penalty: float
     stop_sequences: Sequence[str]
     output_schema: dict[str, Any]
     thinking: ThinkingConfig
+    reasoning: ReasoningEffort | int
+    """An effort (``"high"``) or a budget (``8000``): ``thinking``'s shorthand, not both."""
+    provider_options: Mapping[str, Mapping[str, Any]]
+    extra_headers: Mapping[str, Mapping[str, str]]
+    extra_query: Mapping[str, Mapping[str, str]]
     api_key: str
     """Default: the stack's variable (``ANTHROPIC_API_KEY``, ...)."""
     base_url: str
@@ -66,7 +77,7 @@ _HINTS = {
     "stream": "for a streamed call use metis.stream(...) or metis.astream(...)",
     "model": "the model is the first argument: metis.complete('provider:model', messages)",
 }
-_UNSENT = ("top_p", "top_k", "frequency_penalty", "presence_penalty", "seed", "n", "logprobs")
+_UNSENT = ("n", "logprobs")
 
 
 def check_call_options(what: str, options: Mapping[str, Any], *also: str) -> None:
@@ -96,11 +107,34 @@ def build_request(
         tool_choice=options.get("tool_choice"),
         max_output_tokens=max_output_tokens,
         temperature=options.get("temperature"),
+        top_p=options.get("top_p"),
+        top_k=options.get("top_k"),
+        seed=options.get("seed"),
+        frequency_penalty=options.get("frequency_penalty"),
+        presence_penalty=options.get("presence_penalty"),
         stop_sequences=list(options.get("stop_sequences", ())),
         output_schema=options.get("output_schema"),
-        thinking=options.get("thinking"),
+        thinking=thinking_option(options),
         session_id=options.get("session_id"),
+        provider_options=_nested(options.get("provider_options")),
+        extra_headers=_nested(options.get("extra_headers")),
+        extra_query=_nested(options.get("extra_query")),
     )
+
+
+def thinking_option(options: ModelOptions) -> ThinkingConfig | ReasoningEffort | int | None:
+    """``thinking``, or its shorthand ``reasoning``; both is a ConfigError."""
+    thinking, reasoning = options.get("thinking"), options.get("reasoning")
+    if thinking is not None and reasoning is not None:
+        raise ConfigError(
+            "give thinking or its shorthand reasoning, not both "
+            f"(thinking={thinking!r}, reasoning={reasoning!r})"
+        )
+    return thinking if thinking is not None else reasoning
+
+
+def _nested(value: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    return {key: dict(inner) for key, inner in (value or {}).items()}
 
 
 def stack_and_model(model: str) -> tuple[str, str]:

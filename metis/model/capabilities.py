@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from metis.model.knobs import ReasoningProfile, SamplingRanges
+
 
 class AdapterCapabilities(BaseModel):
     """What a stack (and the model behind it) can serve: tools, images, thinking, structured
@@ -27,3 +29,8 @@ class AdapterCapabilities(BaseModel):
     max_context_tokens: int = Field(default=8192, ge=1)
     max_output_tokens: int = Field(default=4096, ge=1)
     accepted_image_media_types: list[str] = Field(default_factory=list)
+    sampling: SamplingRanges | None = None
+    """The sampling settings the API takes and the range of each (``temperature: [0, 1]``);
+    None: not declared, every setting is sent as given (docs/contract.md §9)."""
+    reasoning: ReasoningProfile | None = None
+    """How the model is asked to reason, from the catalog; None: unknown or it does not."""

@@ -23,6 +23,7 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.wire.bedrock_converse.knobs import model_fields
 from metis.wire.codec import EncodeContext
 
 EMPTY_RESULT = "(no output)"
@@ -42,17 +43,17 @@ def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     inference: dict[str, Any] = {"maxTokens": request.max_output_tokens}
     if request.temperature is not None:
         inference["temperature"] = request.temperature
+    if request.top_p is not None:
+        inference["topP"] = request.top_p
     if request.stop_sequences:
         inference["stopSequences"] = list(request.stop_sequences)
     body["inferenceConfig"] = inference
     tools = _tool_config(request)
     if tools is not None:
         body["toolConfig"] = tools
-    if request.thinking is not None:
-        # Claude's own field, passed through to the model (the Converse guide's "reasoning").
-        body["additionalModelRequestFields"] = {
-            "thinking": {"type": "enabled", "budget_tokens": request.thinking.budget_tokens}
-        }
+    fields = model_fields(request, call)
+    if fields:
+        body["additionalModelRequestFields"] = fields
     return body
 
 

@@ -146,11 +146,15 @@ def read_usage(builder: MessageBuilder, usage: dict[str, Any]) -> None:
     cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
     written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
     prompt = token_count(usage.get("prompt_tokens") or 0, "prompt_tokens", provider)
+    output = object_value(
+        usage.get("completion_tokens_details") or {}, "usage.completion_tokens_details"
+    )
     builder.usage(
         input_tokens=max(0, prompt - cached - written),
         output_tokens=usage.get("completion_tokens") or 0,
         cached_input_tokens=cached,
         cache_creation_input_tokens=written,
+        reasoning_tokens=output.get("reasoning_tokens") or 0,
     )
 
 

@@ -37,6 +37,7 @@ from metis.model.content import (
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.codec import EncodeContext
+from metis.wire.knobs.forms import effort_of
 from metis.wire.strict_schema import strict_schema_or_reason
 
 Drop = Callable[[str, str, str], None]
@@ -76,15 +77,16 @@ def encode_request(
         if request.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = request.parallel_tool_calls
     body["max_output_tokens"] = request.max_output_tokens
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
+    for name in ("temperature", "top_p"):  # Responses takes no other sampling setting
+        if getattr(request, name) is not None:
+            body[name] = getattr(request, name)
     if request.output_schema is not None:
         body["text"] = {"format": _json_schema_format(request.output_schema)}
     if request.thinking is not None:
-        # An effort level, not a budget: <2048 low, <8192 medium (as on Chat Completions).
-        budget = request.thinking.budget_tokens
-        effort = "low" if budget < 2048 else "medium" if budget < 8192 else "high"
-        body["reasoning"] = {"effort": effort, "summary": "auto"}
+        body["reasoning"] = {
+            "effort": effort_of(request.thinking),
+            "summary": request.thinking.summary or "auto",
+        }
     if include_encrypted_reasoning:
         body["include"] = ["reasoning.encrypted_content"]
     body["store"] = store

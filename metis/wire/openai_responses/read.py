@@ -295,11 +295,13 @@ def _usage(builder: MessageBuilder, usage: dict[str, Any] | None) -> None:
     cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
     written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
     total = token_count(usage.get("input_tokens") or 0, "input_tokens", provider)
+    output = object_value(usage.get("output_tokens_details") or {}, "usage.output_tokens_details")
     builder.usage(
         input_tokens=max(0, total - cached - written),
         output_tokens=usage.get("output_tokens") or 0,
         cached_input_tokens=cached,
         cache_creation_input_tokens=written,
+        reasoning_tokens=output.get("reasoning_tokens") or 0,
     )
 
 

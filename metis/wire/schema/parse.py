@@ -280,7 +280,7 @@ class SchemaParser:
         if tokens is not None and r.schema.input_includes_cached:
             tokens = max(0, tokens - (cached or 0) - (created or 0))
             cached, created = cached or 0, created or 0
-        self._b.usage(tokens, r.output_tokens(usage), cached, created)
+        self._b.usage(tokens, r.output_tokens(usage), cached, created, r.reasoning(usage))
 
     # Helpers ---------------------------------------------------------------------------------
 
