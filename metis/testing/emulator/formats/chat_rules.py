@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import (
     REASONING_MODEL,
     TEMPERATURE,
@@ -246,4 +247,5 @@ RULES: list[Rule | Check] = [
     _check_tool_messages,
     _check_reasoning_sent_back,
     _check_response_format,
+    check_openai,
 ]

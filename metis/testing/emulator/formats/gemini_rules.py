@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from metis.testing.emulator.formats.knobs_rules import check_gemini
 from metis.testing.emulator.rules import (
     MISSING,
     Check,
@@ -301,4 +302,5 @@ RULES: list[Rule | Check] = [
     ),
     _check_signatures,
     _check_turns,
+    check_gemini,
 ]

@@ -9,6 +9,7 @@ import base64
 import json
 from typing import Any
 
+from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import (
     TEMPERATURE,
     expected,
@@ -255,4 +256,5 @@ RULES: list[Rule | Check] = [
     missing("input.*[type=reasoning].id"),
     _check_items,
     _check_text_format,
+    check_openai,
 ]
