@@ -40,18 +40,14 @@ def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     system = _system(request)
     if system:
         body["system"] = [{"text": system}]
-    inference: dict[str, Any] = {"maxTokens": request.max_output_tokens}
-    if request.temperature is not None:
-        inference["temperature"] = request.temperature
-    if request.top_p is not None:
-        inference["topP"] = request.top_p
+    sampling, fields = model_fields(request, call)
+    inference: dict[str, Any] = {"maxTokens": request.max_output_tokens, **sampling}
     if request.stop_sequences:
         inference["stopSequences"] = list(request.stop_sequences)
     body["inferenceConfig"] = inference
     tools = _tool_config(request)
     if tools is not None:
         body["toolConfig"] = tools
-    fields = model_fields(request, call)
     if fields:
         body["additionalModelRequestFields"] = fields
     return body

@@ -11,28 +11,52 @@ from typing import Any
 
 from metis.catalog.first_party import family_of
 from metis.model.request import CanonicalRequest
-from metis.wire.anthropic.knobs import thinking_fields
+from metis.wire.anthropic.knobs import sampling_fields, thinking_fields
 from metis.wire.codec import EncodeContext
 from metis.wire.knobs.forms import effort_of
 
 
-def model_fields(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
-    """The request's ``additionalModelRequestFields`` (empty when it needs none)."""
+def model_fields(
+    request: CanonicalRequest, call: EncodeContext
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The request's ``inferenceConfig`` sampling fields and its
+    ``additionalModelRequestFields`` (each empty when it needs none)."""
     family = family_of(call.wire_model)
     if family is None:  # an ARN or profile that names no model: Claude's fields, as before
         family = "claude"
-    fields: dict[str, Any] = {}
+    if family == "claude":  # Anthropic's rules hold: with thinking on, temperature 1 only, ...
+        fields = _claude_fields(request, call)
+        sampling = sampling_fields(request, fields.get("thinking"), call)
+        if "top_k" in sampling:
+            fields["top_k"] = sampling.pop("top_k")
+        return {_INFERENCE[k]: v for k, v in sampling.items()}, fields
+    inference = {
+        _INFERENCE[name]: getattr(request, name)
+        for name in ("temperature", "top_p")
+        if getattr(request, name) is not None
+    }
     if request.top_k is not None:
-        if family == "claude":
-            fields["top_k"] = request.top_k
-        else:
-            call.warn_dropped("top_k", "this Bedrock model takes no top_k; it was not sent")
+        call.warn_dropped("top_k", "this Bedrock model takes no top_k; it was not sent")
+    return inference, _reasoning_fields(request, family, call)
+
+
+_INFERENCE = {"temperature": "temperature", "top_p": "topP"}
+
+
+def _claude_fields(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
+    if request.thinking is None:
+        return {}
+    return thinking_fields(request.thinking, request.max_output_tokens, call.wire_model)
+
+
+def _reasoning_fields(
+    request: CanonicalRequest, family: str, call: EncodeContext
+) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
     thinking = request.thinking
     if thinking is None:
         return fields
-    if family == "claude":
-        fields.update(thinking_fields(thinking, request.max_output_tokens, call.wire_model))
-    elif family == "gpt":
+    if family == "gpt":
         fields["reasoning_effort"] = effort_of(thinking)
     elif family == "nova":
         effort = effort_of(thinking)

@@ -30,7 +30,6 @@ from metis.testing.emulator.rules import (
     never,
     nonempty,
     obj,
-    one_of,
     string,
     text,
 )
@@ -43,10 +42,20 @@ TOP_LEVEL = names(
     "stream_options temperature tool_choice tools top_logprobs top_p user verbosity "
     "web_search_options"
 )
+OPENROUTER_FIELDS = names("reasoning provider models transforms plugins usage")
+"""OpenRouter's own request fields (its API reference): taken on its path only."""
 ROLES = ("system", "assistant", "user", "function", "tool", "developer")
 PART_TYPES = ("text", "image_url", "input_audio", "refusal", "audio", "file")
 ARGUMENTS = "messages.*.tool_calls.*.function.arguments"
 DEEPSEEK_THINKING = re.compile(r"^deepseek-reasoner")
+
+
+def _check_top_level(body: dict[str, Any], call: Any) -> None:
+    request = getattr(call, "request", None)
+    own = OPENROUTER_FIELDS if str(getattr(request, "path", "")).startswith("/api/v1/") else ()
+    for key in body:
+        if key not in TOP_LEVEL and key not in own:
+            raise Refused(f"Unrecognized request argument supplied: {key}")
 
 
 def _check_strict_tools(body: dict[str, Any], call: Any) -> None:
@@ -170,7 +179,7 @@ def _check_response_format(body: dict[str, Any], call: Any) -> None:
 
 
 RULES: list[Rule | Check] = [
-    Rule("~", one_of(*TOP_LEVEL), "Unrecognized request argument supplied: {value}"),
+    _check_top_level,
     Rule("model", text, "you must provide a model parameter", required=True),
     expected("stream", boolean, "a boolean, but got {type} instead", nullable=False),
     Rule(
