@@ -252,3 +252,23 @@ async def test_ollama_sends_think_and_its_options(emulator: Emulator) -> None:
     assert body["think"] == "high"
     assert body["options"]["top_k"] == 20 and body["options"]["seed"] == 4
     assert response.warnings == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize(
+    ("stack", "model"),
+    [
+        ("anthropic", "claude-sonnet-4-5"),
+        ("openai", "gpt-5.1"),
+        ("openai_responses", "gpt-5.2"),
+        ("gemini", "gemini-2.5-flash"),
+    ],
+)
+async def test_reasoning_tokens_are_reported_apart_streamed_and_whole(
+    emulator: Emulator, stream: bool, stack: str, model: str
+) -> None:
+    adapter = adapter_for(stack, emulator)
+    response = await answer(adapter, ask(f"{stack}:{model}", thinking="low"), stream)
+    usage = response.usage
+    assert 0 < usage.reasoning_tokens < usage.output_tokens, usage

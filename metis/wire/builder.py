@@ -135,14 +135,8 @@ class MessageBuilder:
         """Record counts the provider reported; ``None`` leaves a count as it was. A count
         that is not a whole number from 0 to ``MAX_TOKEN_COUNT`` is a ProtocolError.
         ``reasoning_tokens`` is the part of ``output_tokens`` spent reasoning."""
-        counts = (
-            input_tokens,
-            output_tokens,
-            cached_input_tokens,
-            cache_creation_input_tokens,
-            reasoning_tokens,
-        )
-        for i, value in enumerate(counts):
+        counts = (input_tokens, output_tokens, cached_input_tokens, cache_creation_input_tokens)
+        for i, value in enumerate((*counts, reasoning_tokens)):
             if value is not None:
                 self._usage[i] = token_count(value, _USAGE_FIELDS[i], self.provider)
                 self.usage_reported = True
