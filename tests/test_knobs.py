@@ -60,6 +60,8 @@ def test_the_one_line_calls_take_reasoning_and_the_sampling_settings() -> None:
     adapter = metis.build_adapter("openai", metis.AdapterConfig(api_key="k"))
     made = build_request(adapter, "openai:gpt-5", "hi", {"reasoning": "high", "seed": 3})
     assert (made.thinking, made.seed) == (ThinkingConfig(effort="high"), 3)
+    with pytest.raises(ConfigError, match="'openai' must be a mapping"):
+        build_request(adapter, "openai:gpt-5", "hi", {"provider_options": {"openai": "flex"}})  # type: ignore[dict-item]
     with pytest.raises(ConfigError, match="not both"):
         build_request(adapter, "openai:gpt-5", "hi", {"reasoning": 1, "thinking": "low"})  # type: ignore[typeddict-item]
 

@@ -134,7 +134,15 @@ def thinking_option(options: ModelOptions) -> ThinkingConfig | ReasoningEffort |
 
 
 def _nested(value: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
-    return {key: dict(inner) for key, inner in (value or {}).items()}
+    """Options keyed by provider, each a mapping (a ConfigError naming the one that is not)."""
+    if value is not None and not isinstance(value, Mapping):
+        raise ConfigError(f"expected a mapping of provider names to options, got {value!r}")
+    out = {}
+    for key, inner in (value or {}).items():
+        if not isinstance(inner, Mapping):
+            raise ConfigError(f"the options for {key!r} must be a mapping, got {inner!r}")
+        out[key] = dict(inner)
+    return out
 
 
 def stack_and_model(model: str) -> tuple[str, str]:
