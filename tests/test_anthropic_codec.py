@@ -36,6 +36,7 @@ from metis.model.content import (
 from metis.model.events import (
     MessageComplete,
     MessageStart,
+    StreamEvent,
     TextDelta,
     ThinkingDelta,
     ToolUseEnd,
@@ -94,14 +95,14 @@ def new_builder() -> tuple[MessageBuilder, Recorder]:
     return MessageBuilder("anthropic", "anthropic:claude-sonnet-4-5", warns), warns
 
 
-def run_stream(objs: list[dict[str, Any]]) -> tuple[MessageBuilder, Recorder]:
+def run_stream(objs: list[dict[str, Any]]) -> tuple[list[StreamEvent], Recorder]:
+    """The events each object and the end of the stream returned, in order."""
     builder, warns = new_builder()
     parser = codec.stream_parser(builder)
-    for obj in objs:
-        parser.feed(obj)
-    parser.end()
-    check_invariants(builder)
-    return builder, warns
+    events = [event for obj in objs for event in parser.feed(obj)]
+    events += parser.end()
+    check_invariants(events)
+    return events, warns
 
 
 def sse_objects(text: str) -> list[dict[str, Any]]:
@@ -110,8 +111,7 @@ def sse_objects(text: str) -> list[dict[str, Any]]:
     return [json.loads(e.data) for e in events]
 
 
-def check_invariants(builder: MessageBuilder) -> None:
-    out = builder.out
+def check_invariants(out: list[StreamEvent]) -> None:
     assert isinstance(out[0], MessageStart)
     assert isinstance(out[-1], MessageComplete)
     assert sum(isinstance(e, MessageComplete) for e in out) == 1
@@ -123,8 +123,8 @@ def check_invariants(builder: MessageBuilder) -> None:
     assert len(set(starts)) == len(starts)
 
 
-def final(builder: MessageBuilder) -> MessageComplete:
-    event = builder.out[-1]
+def final(events: list[StreamEvent]) -> MessageComplete:
+    event = events[-1]
     assert isinstance(event, MessageComplete)
     return event
 
@@ -428,7 +428,7 @@ def test_encode_does_not_mutate_request() -> None:
 
 
 def test_text_stream() -> None:
-    builder, warns = run_stream(
+    events, warns = run_stream(
         [
             start(input_tokens=10, output_tokens=1, cache_read_input_tokens=3),
             block_start(0, type="text", text=""),
@@ -440,12 +440,12 @@ def test_text_stream() -> None:
             MESSAGE_STOP,
         ]
     )
-    assert builder.out[0] == MessageStart("msg_1", "claude-sonnet-4-5")
-    assert [e for e in builder.out if isinstance(e, TextDelta)] == [
+    assert events[0] == MessageStart("msg_1", "claude-sonnet-4-5")
+    assert [e for e in events if isinstance(e, TextDelta)] == [
         TextDelta(0, "Hel"),
         TextDelta(0, "lo"),
     ]
-    done = final(builder)
+    done = final(events)
     assert done.final_content == [TextBlock(text="Hello")]
     assert done.stop_reason.kind is StopKind.END_TURN and done.stop_reason.raw == "end_turn"
     assert done.usage.input_tokens == 10
@@ -456,7 +456,7 @@ def test_text_stream() -> None:
 
 
 def test_initial_text_in_block_start_is_emitted() -> None:
-    builder, _ = run_stream(
+    events, _ = run_stream(
         [
             start(),
             block_start(0, type="text", text="Hi"),
@@ -465,11 +465,11 @@ def test_initial_text_in_block_start_is_emitted() -> None:
             MESSAGE_STOP,
         ]
     )
-    assert final(builder).final_content == [TextBlock(text="Hi!")]
+    assert final(events).final_content == [TextBlock(text="Hi!")]
 
 
 def test_thinking_and_signature_stream() -> None:
-    builder, _ = run_stream(
+    events, _ = run_stream(
         [
             start(),
             block_start(0, type="thinking", thinking="", signature=""),
@@ -486,10 +486,10 @@ def test_thinking_and_signature_stream() -> None:
             MESSAGE_STOP,
         ]
     )
-    thinking = [e for e in builder.out if isinstance(e, ThinkingDelta)]
+    thinking = [e for e in events if isinstance(e, ThinkingDelta)]
     assert thinking[-2] == ThinkingDelta(0, "", signature="SIG")
     assert thinking[-1] == ThinkingDelta(1, "", redacted_data="OPAQUE")
-    content = final(builder).final_content
+    content = final(events).final_content
     assert isinstance(content[0], ThinkingBlock)
     assert (content[0].thinking, content[0].signature) == ("let me think", "SIG")
     assert content[1] == RedactedThinkingBlock(data="OPAQUE", provider_raw=content[1].provider_raw)
@@ -497,7 +497,7 @@ def test_thinking_and_signature_stream() -> None:
 
 
 def test_tool_use_stream_with_fragments() -> None:
-    builder, warns = run_stream(
+    events, warns = run_stream(
         [
             start(),
             block_start(0, type="tool_use", id="toolu_1", name="f", input={}),
@@ -512,19 +512,19 @@ def test_tool_use_stream_with_fragments() -> None:
             MESSAGE_STOP,
         ]
     )
-    fragments = [e.partial_json for e in builder.out if isinstance(e, ToolUseInputDelta)]
+    fragments = [e.partial_json for e in events if isinstance(e, ToolUseInputDelta)]
     assert fragments == ['{"a": ', "1}"]  # raw, and the empty fragment is not an event
-    ends = [e for e in builder.out if isinstance(e, ToolUseEnd)]
+    ends = [e for e in events if isinstance(e, ToolUseEnd)]
     assert [(e.tool_use_id, e.final_input) for e in ends] == [
         ("toolu_1", {"a": 1}),
         ("toolu_2", {}),
     ]
-    assert final(builder).stop_reason.kind is StopKind.TOOL_USE
+    assert final(events).stop_reason.kind is StopKind.TOOL_USE
     assert warns.calls == []
 
 
 def test_tool_input_given_whole_at_block_start() -> None:
-    builder, _ = run_stream(
+    events, _ = run_stream(
         [
             start(),
             block_start(0, type="tool_use", id="toolu_1", name="f", input={"x": [1, 2]}),
@@ -532,13 +532,13 @@ def test_tool_input_given_whole_at_block_start() -> None:
             MESSAGE_STOP,
         ]
     )
-    (end,) = [e for e in builder.out if isinstance(e, ToolUseEnd)]
+    (end,) = [e for e in events if isinstance(e, ToolUseEnd)]
     assert end.final_input == {"x": [1, 2]}
-    assert not any(isinstance(e, ToolUseInputDelta) for e in builder.out)
+    assert not any(isinstance(e, ToolUseInputDelta) for e in events)
 
 
 def test_server_blocks_dropped_with_one_warn_each() -> None:
-    builder, warns = run_stream(
+    events, warns = run_stream(
         [
             start(),
             block_start(0, type="server_tool_use", id="srvtoolu_1", name="web_search", input={}),
@@ -557,12 +557,12 @@ def test_server_blocks_dropped_with_one_warn_each() -> None:
     )
     assert warns.types == ["server_tool_use", "web_search_tool_result"]
     assert warns.calls[0][2]["message_id"] == "msg_1"
-    assert final(builder).final_content == [TextBlock(text="found it")]
-    assert [e.content_block_index for e in builder.out if isinstance(e, TextDelta)] == [0]
+    assert final(events).final_content == [TextBlock(text="found it")]
+    assert [e.content_block_index for e in events if isinstance(e, TextDelta)] == [0]
 
 
 def test_unknown_delta_on_known_block_warns_once() -> None:
-    builder, warns = run_stream(
+    events, warns = run_stream(
         [
             start(),
             block_start(0, type="text", text=""),
@@ -574,14 +574,14 @@ def test_unknown_delta_on_known_block_warns_once() -> None:
         ]
     )
     assert warns.types == ["sparkle_delta"]
-    assert final(builder).final_content == [TextBlock(text="a")]
+    assert final(events).final_content == [TextBlock(text="a")]
 
 
 def test_unknown_event_types_are_ignored() -> None:
-    builder, warns = run_stream(
+    events, warns = run_stream(
         [start(), {"type": "future_event", "x": 1}, {"type": "ping"}, MESSAGE_STOP]
     )
-    assert final(builder).final_content == []
+    assert final(events).final_content == []
     assert warns.calls == []
 
 
@@ -598,9 +598,9 @@ def test_unknown_event_types_are_ignored() -> None:
     ],
 )
 def test_stop_reasons(raw: str, kind: StopKind) -> None:
-    builder, _ = run_stream([start(), message_delta(raw), MESSAGE_STOP])
-    assert final(builder).stop_reason.kind is kind
-    assert final(builder).stop_reason.raw == raw
+    events, _ = run_stream([start(), message_delta(raw), MESSAGE_STOP])
+    assert final(events).stop_reason.kind is kind
+    assert final(events).stop_reason.raw == raw
 
 
 def test_null_stop_reason_leaves_it_unset() -> None:
@@ -613,14 +613,14 @@ def test_null_stop_reason_leaves_it_unset() -> None:
 
 
 def test_message_delta_usage_updates_only_present_fields() -> None:
-    builder, _ = run_stream(
+    events, _ = run_stream(
         [
             start(input_tokens=100, output_tokens=1, cache_creation_input_tokens=50),
             message_delta("end_turn", output_tokens=42),
             MESSAGE_STOP,
         ]
     )
-    usage = final(builder).usage
+    usage = final(events).usage
     assert (usage.input_tokens, usage.output_tokens, usage.cache_creation_input_tokens) == (
         100,
         42,
@@ -765,8 +765,8 @@ def test_malformed_message_start_names_the_field(message: dict[str, Any], proble
 
 def test_recorded_thinking_stream() -> None:
     (response,) = load("test_anthropic__test_anthropic_model_thinking_part_stream")
-    builder, warns = run_stream(sse_objects(response["body"]["string"]))
-    done = final(builder)
+    events, warns = run_stream(sse_objects(response["body"]["string"]))
+    done = final(events)
     thinking, text = done.final_content
     assert isinstance(thinking, ThinkingBlock) and isinstance(text, TextBlock)
     assert thinking.thinking and thinking.signature and thinking.signature.startswith("E")
@@ -779,50 +779,50 @@ def test_recorded_thinking_stream() -> None:
 
 def test_recorded_redacted_thinking_stream() -> None:
     (response,) = load("test_anthropic__test_anthropic_model_thinking_part_redacted_stream")
-    builder, warns = run_stream(sse_objects(response["body"]["string"]))
-    content = final(builder).final_content
+    events, warns = run_stream(sse_objects(response["body"]["string"]))
+    content = final(events).final_content
     assert [b.type for b in content] == ["redacted_thinking", "redacted_thinking", "text"]
     assert isinstance(content[0], RedactedThinkingBlock) and content[0].data.startswith("EqkE")
-    assert final(builder).usage.output_tokens == 189
+    assert final(events).usage.output_tokens == 189
     assert warns.calls == []
 
 
 def test_recorded_tool_search_stream() -> None:
     first, second = load("test_tool_search__test_anthropic_native_tool_search_streaming")
-    builder, warns = run_stream(sse_objects(first["body"]["string"]))
-    done = final(builder)
+    events, warns = run_stream(sse_objects(first["body"]["string"]))
+    done = final(events)
     assert warns.types == ["server_tool_use", "tool_search_tool_result"]
     (tool,) = [b for b in done.final_content if isinstance(b, ToolUseBlock)]
     assert tool.id == "toolu_01EFn5wTNBYA8Reni8rbmnHT" and tool.name == "get_exchange_rate"
     assert tool.input == {"from_currency": "USD", "to_currency": "EUR"}
     assert done.stop_reason.kind is StopKind.TOOL_USE
     assert done.usage.input_tokens == 1591 and done.usage.output_tokens == 175
-    builder, _ = run_stream(sse_objects(second["body"]["string"]))
-    assert final(builder).stop_reason.raw == "end_turn"
+    events, _ = run_stream(sse_objects(second["body"]["string"]))
+    assert final(events).stop_reason.raw == "end_turn"
 
 
 def test_recorded_web_fetch_stream() -> None:
     (response,) = load("test_anthropic__test_anthropic_web_fetch_tool_stream")
-    builder, warns = run_stream(sse_objects(response["body"]["string"]))
+    events, warns = run_stream(sse_objects(response["body"]["string"]))
     assert warns.types == ["server_tool_use", "web_fetch_tool_result"]
-    assert [b.type for b in final(builder).final_content] == ["thinking", "text"]
-    usage = final(builder).usage
+    assert [b.type for b in final(events).final_content] == ["thinking", "text"]
+    usage = final(events).usage
     assert (usage.input_tokens, usage.output_tokens) == (7244, 153)
     assert (usage.cached_input_tokens, usage.cache_creation_input_tokens) == (0, 0)
 
 
 def test_recorded_mcp_stream() -> None:
     (response,) = load("test_anthropic__test_anthropic_mcp_servers_stream")
-    builder, warns = run_stream(sse_objects(response["body"]["string"]))
+    events, warns = run_stream(sse_objects(response["body"]["string"]))
     assert warns.types == ["mcp_tool_use", "mcp_tool_result"]
-    assert [b.type for b in final(builder).final_content] == ["thinking", "text"]
+    assert [b.type for b in final(events).final_content] == ["thinking", "text"]
 
 
 def test_recorded_advisor_stream_uses_final_cumulative_usage() -> None:
     (response,) = load("test_anthropic__test_anthropic_advisor_tool_stream")
-    builder, warns = run_stream(sse_objects(response["body"]["string"]))
+    events, warns = run_stream(sse_objects(response["body"]["string"]))
     assert warns.types == ["server_tool_use", "advisor_tool_result"]
-    done = final(builder)
+    done = final(events)
     assert [b.type for b in done.final_content] == ["thinking", "text", "text"]
     assert (done.usage.input_tokens, done.usage.output_tokens) == (2411, 145)
 
@@ -831,7 +831,7 @@ def test_recorded_advisor_stream_uses_final_cumulative_usage() -> None:
 def test_every_recorded_stream(name: str) -> None:
     for response in yaml.safe_load((RECORDINGS / name).read_text())["interactions"]:
         objs = sse_objects(response["response"]["body"]["string"])
-        builder, warns = run_stream(objs)
+        events, warns = run_stream(objs)
         foreign = [
             o["content_block"]["type"]
             for o in objs
@@ -839,24 +839,24 @@ def test_every_recorded_stream(name: str) -> None:
         ]
         assert warns.types == foreign
         (raw_stop,) = [o["delta"]["stop_reason"] for o in objs if o["type"] == "message_delta"]
-        assert final(builder).stop_reason.raw == raw_stop
-        assert final(builder).final_content
+        assert final(events).stop_reason.raw == raw_stop
+        assert final(events).final_content
 
 
 # Non-streamed bodies -----------------------------------------------------------------------
 
 
-def parse(body: dict[str, Any]) -> tuple[MessageBuilder, Recorder]:
+def parse(body: dict[str, Any]) -> tuple[list[StreamEvent], Recorder]:
     builder, warns = new_builder()
-    codec.parse_body(body, builder)
-    check_invariants(builder)
-    return builder, warns
+    events = list(codec.parse_body(body, builder))
+    check_invariants(events)
+    return events, warns
 
 
 def test_recorded_parallel_tool_calls_body() -> None:
     first, second = load("test_anthropic__test_multiple_parallel_tool_calls")
-    builder, _ = parse(first["parsed_body"])
-    done = final(builder)
+    events, _ = parse(first["parsed_body"])
+    done = final(events)
     tools = [b for b in done.final_content if isinstance(b, ToolUseBlock)]
     assert [t.input["name"] for t in tools] == ["Alice", "Bob", "Charlie", "Daisy"]
     assert tools[0].id == "toolu_0167cfEnoQaPviGdVXA95zcu"
@@ -866,15 +866,15 @@ def test_recorded_parallel_tool_calls_body() -> None:
     assert done.message_id == "msg_011S3wxtqL5CVescWqS3zeg2"
     assert done.model == "claude-haiku-4-5-20251001"
     # Whole inputs come as tool_end's authoritative input, never as fragments.
-    assert not any(isinstance(e, ToolUseInputDelta) for e in builder.out)
-    builder, _ = parse(second["parsed_body"])
-    assert final(builder).stop_reason.raw == "end_turn"
+    assert not any(isinstance(e, ToolUseInputDelta) for e in events)
+    events, _ = parse(second["parsed_body"])
+    assert final(events).stop_reason.raw == "end_turn"
 
 
 def test_recorded_thinking_with_tool_body() -> None:
     first, _ = load("test_anthropic__test_anthropic_tool_with_thinking")
-    builder, _ = parse(first["parsed_body"])
-    thinking, text, tool = final(builder).final_content
+    events, _ = parse(first["parsed_body"])
+    thinking, text, tool = final(events).final_content
     assert isinstance(thinking, ThinkingBlock) and thinking.signature
     assert thinking.signature == first["parsed_body"]["content"][0]["signature"]
     assert isinstance(text, TextBlock)
@@ -883,11 +883,11 @@ def test_recorded_thinking_with_tool_body() -> None:
 
 def test_recorded_redacted_body_and_tool_output() -> None:
     for response in load("test_anthropic__test_anthropic_model_thinking_part_redacted"):
-        builder, _ = parse(response["parsed_body"])
-        assert [b.type for b in final(builder).final_content] == ["redacted_thinking", "text"]
+        events, _ = parse(response["parsed_body"])
+        assert [b.type for b in final(events).final_content] == ["redacted_thinking", "text"]
     _, second = load("test_anthropic__test_anthropic_tool_output")
-    builder, _ = parse(second["parsed_body"])
-    (tool,) = final(builder).final_content
+    events, _ = parse(second["parsed_body"])
+    (tool,) = final(events).final_content
     assert isinstance(tool, ToolUseBlock)
     assert tool.input == {"city": "Mexico City", "country": "Mexico"}
 
@@ -925,7 +925,7 @@ def test_body_gives_the_same_events_as_the_stream() -> None:
             MESSAGE_STOP,
         ]
     )
-    assert from_body.out == from_stream.out
+    assert from_body == from_stream
     assert body_warns.types == stream_warns.types == ["server_tool_use"]
 
 

@@ -9,10 +9,11 @@ import pytest
 
 from metis.errors import ProtocolError
 from metis.model.content import TextBlock, ToolUseBlock
-from metis.model.events import MessageComplete, TextDelta
+from metis.model.events import MessageComplete, StreamEvent, TextDelta
 from metis.model.response import StopKind, StopReason
 from metis.wire.anthropic import codec
 from metis.wire.builder import MessageBuilder
+from metis.wire.codec import StreamParser
 
 
 def start(msg_id: str = "msg_1", content: list[Any] | None = None, **usage: int) -> dict[str, Any]:
@@ -46,16 +47,14 @@ def message_delta(reason: str, **usage: int) -> dict[str, Any]:
 STOP = {"type": "message_stop"}
 
 
-def feed(objs: list[dict[str, Any]]) -> MessageBuilder:
-    builder = MessageBuilder("anthropic", "anthropic:claude-sonnet-4-5")
-    parser = codec.stream_parser(builder)
-    for obj in objs:
-        parser.feed(obj)
-    return builder
+def feed(objs: list[dict[str, Any]]) -> tuple[StreamParser, list[StreamEvent]]:
+    """The parser, and the events feeding it ``objs`` returned."""
+    parser = codec.stream_parser(MessageBuilder("anthropic", "anthropic:claude-sonnet-4-5"))
+    return parser, [event for obj in objs for event in parser.feed(obj)]
 
 
-def final(builder: MessageBuilder) -> MessageComplete:
-    event = builder.out[-1]
+def final(events: list[StreamEvent]) -> MessageComplete:
+    event = events[-1]
     assert isinstance(event, MessageComplete)
     return event
 
@@ -71,7 +70,7 @@ def test_a_second_message_start_with_another_id_is_a_protocol_error() -> None:
 
 
 def test_a_repeated_message_start_with_the_same_id_is_ignored() -> None:
-    builder = feed(
+    _, events = feed(
         [
             start("msg_1", input_tokens=10, output_tokens=1),
             block_start(0, type="text", text=""),
@@ -83,15 +82,15 @@ def test_a_repeated_message_start_with_the_same_id_is_ignored() -> None:
             STOP,
         ]
     )
-    done = final(builder)
+    done = final(events)
     assert done.final_content == [TextBlock(text="Hello there")]
     assert (done.usage.input_tokens, done.usage.output_tokens) == (10, 3)
     assert done.message_id == "msg_1" and not done.usage.estimated
 
 
 def test_model_context_window_exceeded_is_max_tokens_with_the_raw_kept() -> None:
-    builder = feed([start(), message_delta("model_context_window_exceeded"), STOP])
-    stop = final(builder).stop_reason
+    _, events = feed([start(), message_delta("model_context_window_exceeded"), STOP])
+    stop = final(events).stop_reason
     assert (stop.kind, stop.raw) == (StopKind.MAX_TOKENS, "model_context_window_exceeded")
 
 
@@ -100,7 +99,7 @@ def test_content_given_in_message_start_is_read() -> None:
         {"type": "text", "text": "Already here. "},
         {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"q": "x"}},
     ]
-    builder = feed(
+    _, events = feed(
         [
             start(content=given, input_tokens=5, output_tokens=1),
             block_start(2, type="text", text=""),
@@ -110,29 +109,29 @@ def test_content_given_in_message_start_is_read() -> None:
             STOP,
         ]
     )
-    content = final(builder).final_content
+    content = final(events).final_content
     assert content[0] == TextBlock(text="Already here. ")
     assert isinstance(content[1], ToolUseBlock) and content[1].input == {"q": "x"}
     assert content[2] == TextBlock(text="Then more.")
-    assert next(e.text for e in builder.out if isinstance(e, TextDelta)) == "Already here. "
+    assert next(e.text for e in events if isinstance(e, TextDelta)) == "Already here. "
 
 
 @pytest.mark.parametrize("ending", [StopKind.CANCELLED, StopKind.ERROR])
 def test_a_stream_cut_short_estimates_its_output_tokens(ending: StopKind) -> None:
-    builder = feed(
+    parser, events = feed(
         [
             start(input_tokens=12, output_tokens=1),
             block_start(0, type="text", text=""),
             text_delta(0, "x" * 400),  # 100 tokens at four characters a token
         ]
     )
-    builder.finish(StopReason(kind=ending, raw=None))  # what normalize does on a cancel or error
-    usage = final(builder).usage
+    events += parser.interrupt(StopReason(kind=ending, raw=None))  # a cancel or an error
+    usage = final(events).usage
     assert usage.estimated and usage.output_tokens == 100 and usage.input_tokens == 12
 
 
 def test_a_stream_that_ends_properly_keeps_the_reported_count_exact() -> None:
-    builder = feed(
+    _, events = feed(
         [
             start(input_tokens=12, output_tokens=1),
             block_start(0, type="text", text=""),
@@ -142,5 +141,5 @@ def test_a_stream_that_ends_properly_keeps_the_reported_count_exact() -> None:
             STOP,
         ]
     )
-    usage = final(builder).usage
+    usage = final(events).usage
     assert not usage.estimated and usage.output_tokens == 87

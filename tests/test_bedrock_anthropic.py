@@ -82,12 +82,10 @@ def test_the_body_is_messages_with_bedrocks_version_and_no_model_or_stream() -> 
 
 
 def test_chunk_events_unwrap_into_anthropic_events() -> None:
-    builder = MessageBuilder("bedrock_anthropic", "m")
-    parser = codec.stream_parser(builder)
-    for event in EVENTS:
-        parser.feed({"chunk": chunk(event)})
-    parser.end()
-    done = builder.out[-1]
+    parser = codec.stream_parser(MessageBuilder("bedrock_anthropic", "m"))
+    events = [e for event in EVENTS for e in parser.feed({"chunk": chunk(event)})]
+    events += parser.end()
+    done = events[-1]
     assert isinstance(done, MessageComplete)
     assert done.final_content[0].input == {"city": "Paris"}  # type: ignore[union-attr]
     assert done.stop_reason.kind is StopKind.TOOL_USE

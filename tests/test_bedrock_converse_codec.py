@@ -31,7 +31,13 @@ from metis.model.content import (
     ToolUseBlock,
     URLImageSource,
 )
-from metis.model.events import MessageComplete, ToolUseEnd, ToolUseInputDelta, ToolUseStart
+from metis.model.events import (
+    MessageComplete,
+    StreamEvent,
+    ToolUseEnd,
+    ToolUseInputDelta,
+    ToolUseStart,
+)
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import StopKind
 from metis.wire.bedrock_converse import codec
@@ -205,28 +211,27 @@ def test_tool_choice_none_sends_no_tools_unless_the_history_needs_them() -> None
     assert "toolChoice" not in body["toolConfig"] and body["toolConfig"]["tools"]
 
 
-def feed(objs: list[dict[str, Any]], end: bool = True) -> MessageBuilder:
-    builder = MessageBuilder("bedrock", "m")
-    parser = codec.stream_parser(builder)
-    for obj in objs:
-        parser.feed(obj)
+def feed(objs: list[dict[str, Any]], end: bool = True) -> list[StreamEvent]:
+    """The events feeding ``objs`` (then ending the stream, if ``end``) returned."""
+    parser = codec.stream_parser(MessageBuilder("bedrock", "m"))
+    events = [event for obj in objs for event in parser.feed(obj)]
     if end:
-        parser.end()
-    return builder
+        events += parser.end()
+    return events
 
 
 def delta(index: int, value: dict[str, Any]) -> dict[str, Any]:
     return {"contentBlockDelta": {"contentBlockIndex": index, "delta": value}}
 
 
-def final(builder: MessageBuilder) -> MessageComplete:
-    last = builder.out[-1]
+def final(events: list[StreamEvent]) -> MessageComplete:
+    last = events[-1]
     assert isinstance(last, MessageComplete)
     return last
 
 
 def test_a_streamed_parallel_tool_call_with_split_arguments() -> None:
-    builder = feed(
+    events = feed(
         [
             {"messageStart": {"role": "assistant"}},
             delta(0, {"text": "Let me check."}),
@@ -261,15 +266,15 @@ def test_a_streamed_parallel_tool_call_with_split_arguments() -> None:
             },
         ]
     )
-    done = final(builder)
-    assert [type(e).__name__ for e in builder.out].count("ToolUseInputDelta") == 2
-    ends = [e for e in builder.out if isinstance(e, ToolUseEnd)]
+    done = final(events)
+    assert [type(e).__name__ for e in events].count("ToolUseInputDelta") == 2
+    ends = [e for e in events if isinstance(e, ToolUseEnd)]
     assert [(e.tool_use_id, e.final_input) for e in ends] == [
         ("tooluse_a", {"city": "Paris"}),
         ("tooluse_b", {}),
     ]
-    assert any(isinstance(e, ToolUseStart) for e in builder.out)
-    assert any(isinstance(e, ToolUseInputDelta) for e in builder.out)
+    assert any(isinstance(e, ToolUseStart) for e in events)
+    assert any(isinstance(e, ToolUseInputDelta) for e in events)
     assert done.stop_reason.kind is StopKind.TOOL_USE
     usage = done.usage
     assert (
@@ -282,7 +287,7 @@ def test_a_streamed_parallel_tool_call_with_split_arguments() -> None:
 
 
 def test_reasoning_with_signature_and_redacted_reasoning_stream() -> None:
-    builder = feed(
+    events = feed(
         [
             {"messageStart": {"role": "assistant"}},
             delta(0, {"reasoningContent": {"text": "Think"}}),
@@ -296,7 +301,7 @@ def test_reasoning_with_signature_and_redacted_reasoning_stream() -> None:
             {"metadata": {"usage": {"inputTokens": 1, "outputTokens": 2}}},
         ]
     )
-    content = final(builder).final_content
+    content = final(events).final_content
     assert [b.type for b in content] == ["thinking", "redacted_thinking", "text"]
     assert content[0].thinking == "Thinking." and content[0].signature == "c2ln"  # type: ignore[union-attr]
     assert content[1].data == "cmVk"  # type: ignore[union-attr]
@@ -307,10 +312,10 @@ def test_a_guardrail_stop_is_a_content_filter_and_unknown_reasons_are_kept_raw()
         ("guardrail_intervened", StopKind.CONTENT_FILTER),
         ("model_context_window_exceeded", StopKind.PROVIDER_SPECIFIC),
     ]:
-        builder = feed(
+        events = feed(
             [{"messageStart": {}}, {"messageStop": {"stopReason": raw}}, {"metadata": {}}]
         )
-        stop = final(builder).stop_reason
+        stop = final(events).stop_reason
         assert (stop.kind, stop.raw) == (kind, raw)
 
 
@@ -320,14 +325,14 @@ def test_a_stream_cut_before_message_stop_is_a_protocol_error() -> None:
 
 
 def test_a_stream_without_metadata_ends_at_message_stop() -> None:
-    builder = feed(
+    events = feed(
         [
             {"messageStart": {}},
             delta(0, {"text": "Hi"}),
             {"messageStop": {"stopReason": "end_turn"}},
         ]
     )
-    assert final(builder).stop_reason.kind is StopKind.END_TURN
+    assert final(events).stop_reason.kind is StopKind.END_TURN
 
 
 @pytest.mark.parametrize(
@@ -369,7 +374,7 @@ def test_malformed_events_are_protocol_errors_naming_the_field(
 
 
 def test_unknown_events_and_deltas_are_ignored() -> None:
-    builder = feed(
+    events = feed(
         [
             {"messageStart": {}},
             {"somethingNew": {"x": 1}},
@@ -378,12 +383,11 @@ def test_unknown_events_and_deltas_are_ignored() -> None:
             {"messageStop": {"stopReason": "end_turn"}},
         ]
     )
-    assert [b.type for b in final(builder).final_content] == ["text"]
+    assert [b.type for b in final(events).final_content] == ["text"]
 
 
 def test_a_whole_body_with_reasoning_text_and_tool_use() -> None:
-    builder = MessageBuilder("bedrock", "m")
-    codec.parse_body(
+    events = codec.parse_body(
         {
             "output": {
                 "message": {
@@ -406,9 +410,9 @@ def test_a_whole_body_with_reasoning_text_and_tool_use() -> None:
             "stopReason": "tool_use",
             "usage": {"inputTokens": 5, "outputTokens": 6, "totalTokens": 11},
         },
-        builder,
+        MessageBuilder("bedrock", "m"),
     )
-    done = final(builder)
+    done = final(list(events))
     assert [b.type for b in done.final_content] == [
         "thinking",
         "redacted_thinking",

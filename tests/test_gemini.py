@@ -90,20 +90,19 @@ def encode(model: str = MODEL, **fields: Any) -> dict[str, Any]:
 def parse(*chunks: dict[str, Any], stream: bool = True, model: str = MODEL) -> list[Any]:
     warned: list[str] = []
     builder = MessageBuilder("gemini", model, lambda kind, *a, **k: warned.append(kind))
+    events: list[Any]
     if stream:
         parser = codec().stream_parser(builder)
-        for chunk in chunks:
-            parser.feed(chunk)
-        parser.end()
+        events = [event for chunk in chunks for event in parser.feed(chunk)]
+        events += parser.end()
     else:
         (body,) = chunks
-        codec().parse_body(body, builder)
+        events = list(codec().parse_body(body, builder))
     checker = StreamChecker()
-    for event in builder.out:
+    for event in events:
         checker.check(event)
     checker.check_ended()
-    builder.out.append(warned)  # type: ignore[arg-type]
-    return builder.out
+    return [*events, warned]
 
 
 def chunk(*parts: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -446,16 +445,14 @@ def test_a_character_split_across_chunks_is_one_text_block() -> None:
 
 
 def test_a_block_that_makes_no_event_yet_after_the_events_were_drained() -> None:
-    """The normalize stage drains the builder's events after each chunk: a block opened by a
-    chunk that makes no event must not be looked up among them."""
-    builder = MessageBuilder("gemini", MODEL)
-    parser = codec().stream_parser(builder)
-    parser.feed(chunk({"text": "Hi. "}))
-    builder.out.clear()
-    parser.feed(chunk({"thought": True, "text": "\ud83e"}))
-    parser.feed(chunk({"thought": True, "text": "\udd14"}, finish="STOP"))
-    parser.end()
-    text, thinking = final_of([*builder.out, None]).final_content
+    """Each chunk returns its own events: a block opened by a chunk that makes no event must
+    not be looked up among the events of the chunks before it."""
+    parser = codec().stream_parser(MessageBuilder("gemini", MODEL))
+    assert parser.feed(chunk({"text": "Hi. "}))
+    assert not parser.feed(chunk({"thought": True, "text": "\ud83e"}))
+    events = parser.feed(chunk({"thought": True, "text": "\udd14"}, finish="STOP"))
+    events = [*events, *parser.end()]
+    text, thinking = final_of([*events, None]).final_content
     assert (text.text, thinking.thinking) == ("Hi. ", "\U0001f914")  # type: ignore[union-attr]
 
 

@@ -241,9 +241,7 @@ def test_tool_call_inputs_of_every_shape_survive_the_wire_both_ways(
             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
                 "role": "assistant", "content": None, "tool_calls": [sent]}}],
         }  # fmt: skip
-    builder = MessageBuilder(provider, "m")
-    codec.parse_body(json.loads(json.dumps(reply)), builder)
-    final = builder.out[-1]
+    final = codec.parse_body(json.loads(json.dumps(reply)), MessageBuilder(provider, "m"))[-1]
     assert isinstance(final, MessageComplete)
     (parsed,) = final.final_content
     assert isinstance(parsed, ToolUseBlock)

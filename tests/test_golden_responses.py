@@ -252,9 +252,9 @@ def test_tool_call_inputs_of_every_shape_survive_the_wire_both_ways(shape: dict[
     assert sent["type"] == "function_call" and isinstance(sent["arguments"], str)
     reply = {"id": "resp_1", "model": "m", "status": "completed", "output": [sent],
              "usage": {"input_tokens": 1, "output_tokens": 1}}  # fmt: skip
-    builder = MessageBuilder("openai_responses", "m")
-    codec.parse_body(json.loads(json.dumps(reply)), builder)
-    final = builder.out[-1]
+    final = codec.parse_body(
+        json.loads(json.dumps(reply)), MessageBuilder("openai_responses", "m")
+    )[-1]
     assert isinstance(final, MessageComplete)
     (parsed,) = final.final_content
     assert isinstance(parsed, ToolUseBlock)

@@ -27,7 +27,7 @@ from metis.model import (
     ToolUseStart,
 )
 from metis.stages.policy.invariants import StreamChecker
-from metis.wire.builder import MessageBuilder
+from metis.wire.builder import INVALID_ARGUMENTS, MessageBuilder
 
 PROVIDER, MODEL = "anthropic", "anthropic:claude-x"
 
@@ -40,9 +40,22 @@ class Warnings:
         self.calls.append((args, kwargs))
 
 
-def _builder() -> tuple[MessageBuilder, Warnings]:
+class _Recording(MessageBuilder):
+    """A builder whose ``out`` is every event it has handed out so far (through ``take``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.taken: list[StreamEvent] = []
+
+    @property
+    def out(self) -> list[StreamEvent]:
+        self.taken += self.take()
+        return self.taken
+
+
+def _builder(**kwargs: Any) -> tuple[_Recording, Warnings]:
     warns = Warnings()
-    return MessageBuilder(PROVIDER, MODEL, warns), warns
+    return _Recording(PROVIDER, MODEL, warns, **kwargs), warns
 
 
 def _valid(events: list[StreamEvent]) -> list[StreamEvent]:
@@ -53,13 +66,13 @@ def _valid(events: list[StreamEvent]) -> list[StreamEvent]:
     return events
 
 
-def _complete(builder: MessageBuilder) -> MessageComplete:
+def _complete(builder: _Recording) -> MessageComplete:
     last = builder.out[-1]
     assert isinstance(last, MessageComplete)
     return last
 
 
-def _kinds(builder: MessageBuilder) -> list[str]:
+def _kinds(builder: _Recording) -> list[str]:
     return [e.type for e in builder.out]
 
 
@@ -207,25 +220,21 @@ def test_authoritative_final_input_wins() -> None:
     assert warns.calls == []
 
 
-def test_tool_input_that_is_not_json_is_kept_raw_with_one_warn() -> None:
+def test_tool_input_that_is_not_json_is_kept_raw_and_marked() -> None:
     b, warns = _builder()
     b.tool_start(0, "toolu_1", "shell")
     b.tool_input(0, "ls -la; echo 'not json'")
     b.close(0)
     b.finish()
     end = next(e for e in b.out if isinstance(e, ToolUseEnd))
-    assert end.final_input == {}
+    assert end.final_input == {} and end.input_error == INVALID_ARGUMENTS
     [tool] = _complete(b).final_content
     assert isinstance(tool, ToolUseBlock)
-    assert tool.input == {}
+    assert tool.input == {} and tool.input_error == INVALID_ARGUMENTS
     assert tool.provider_raw == ProviderRaw(
         provider=PROVIDER, model=MODEL, data={"arguments": "ls -la; echo 'not json'"}
     )
-    assert len(warns.calls) == 1
-    args, kwargs = warns.calls[0]
-    assert args[0] == "tool_use"
-    assert "shell" in args[1]
-    assert kwargs == {"tool_use_id": "toolu_1"}
+    assert warns.calls == []  # data, not a report: the reader logs it (test_response_reader)
     _valid(b.out)
 
 
@@ -248,9 +257,9 @@ def test_unparseable_input_keeps_what_parses_and_the_raw_string(
     b.finish()
     [tool] = _complete(b).final_content
     assert isinstance(tool, ToolUseBlock)
-    assert tool.input == partial
+    assert tool.input == partial and tool.input_error == INVALID_ARGUMENTS
     assert tool.provider_raw is not None and tool.provider_raw.data == {"arguments": raw}
-    assert len(warns.calls) == 1
+    assert warns.calls == []
 
 
 @pytest.mark.parametrize("kind", [StopKind.CANCELLED, StopKind.ERROR])
@@ -500,7 +509,7 @@ _ops = st.lists(
 def test_any_sequence_of_calls_keeps_the_stream_invariants(
     ops: list[tuple[str, int, Any]], stop: StopKind | None
 ) -> None:
-    b = MessageBuilder(PROVIDER, MODEL)
+    b = _Recording(PROVIDER, MODEL)
     tool_ids = 0
     for op, key, arg in ops:
         if op == "text":
@@ -534,9 +543,7 @@ def test_any_sequence_of_calls_keeps_the_stream_invariants(
 
 
 def test_arguments_that_are_not_json_keep_the_call_marked_with_its_raw_text() -> None:
-    reported: list[tuple[str, str, str]] = []
-    b, _ = _builder()
-    b.invalid_arguments = lambda *tool: reported.append(tool)
+    b, warns = _builder()
     b.tool_start(0, "call_1", "get_weather")
     b.tool_input(0, "{'city': 'Paris'}")  # Python's repr, not JSON
     b.tool_start(1, "call_2", "get_time")
@@ -550,15 +557,13 @@ def test_arguments_that_are_not_json_keep_the_call_marked_with_its_raw_text() ->
     assert bad.provider_raw is not None
     assert bad.provider_raw.data == {"arguments": "{'city': 'Paris'}"}
     assert good.input == {"tz": "UTC"} and good.input_error is None
-    assert reported == [("get_weather", "call_1", "{'city': 'Paris'}")]
+    assert warns.calls == []  # data on the events: the reader reports it (test_response_reader)
     ends = [e for e in b.out if isinstance(e, ToolUseEnd)]
     assert [e.input_error for e in ends] == ["the arguments are not a JSON object", None]
 
 
-def test_cut_off_arguments_are_marked_but_not_reported() -> None:
-    reported: list[tuple[str, str, str]] = []
-    b, _ = _builder()
-    b.invalid_arguments = lambda *tool: reported.append(tool)
+def test_cut_off_arguments_are_marked_as_cut_off() -> None:
+    b, warns = _builder()
     b.tool_start(0, "call_1", "f")
     b.tool_input(0, '{"a": 1, "b": "tru')
     b.finish(StopReason(kind=StopKind.CANCELLED, raw=None))
@@ -567,4 +572,75 @@ def test_cut_off_arguments_are_marked_but_not_reported() -> None:
     (tool,) = final.final_content
     assert isinstance(tool, ToolUseBlock) and tool.input == {"a": 1}
     assert tool.input_error == "the reply ended before the arguments were complete"
-    assert reported == []
+    assert warns.calls == []
+
+
+# Pulling events; the usage estimate --------------------------------------------------------
+
+
+def test_take_hands_out_each_event_once_in_the_order_made() -> None:
+    b = MessageBuilder(PROVIDER, MODEL)
+    assert b.take() == ()
+    b.text(0, "a")
+    b.text(0, "b")
+    assert b.take() == [MessageStart(None, None), TextDelta(0, "a"), TextDelta(0, "b")]
+    assert b.take() == ()
+    b.tool_start(1, "toolu_1", "f")  # ends nothing, opens a block
+    b.finish()
+    events = b.take()
+    assert [e.type for e in events] == ["tool.use_start", "tool.use_end", "message.complete"]
+    assert b.take() == ()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["text", "thinking", "tool"]),
+            st.integers(0, 2),
+            st.sampled_from(["a", "é", "\ud83d", "\ude00", "", "{}"]),
+        ),
+        max_size=12,
+    )
+)
+def test_take_text_is_text_then_take(ops: list[tuple[str, int, str]]) -> None:
+    """The hot path's one call gives what its two calls give, whatever came before."""
+    one, two = MessageBuilder(PROVIDER, MODEL), MessageBuilder(PROVIDER, MODEL)
+    for builder_ in (one, two):
+        builder_.start("m", "x")
+    for op, key, text in ops:
+        if op == "text":
+            got = one.take_text(key, text)
+            two.text(key, text)
+            assert list(got) == list(two.take())
+        else:
+            for builder_ in (one, two):
+                if op == "thinking":
+                    builder_.thinking(key, text)
+                else:
+                    builder_.tool_start(key, f"toolu_{key}", "f")
+    one.finish()
+    two.finish()
+    assert list(one.take()) == list(two.take())
+
+
+def test_usage_is_estimated_only_when_the_provider_reported_none() -> None:
+    asked: list[str] = []
+
+    def input_tokens() -> int:
+        asked.append("input")
+        return 7
+
+    b, _ = _builder(estimate_input_tokens=input_tokens)
+    b.text(0, "x" * 40)  # 10 tokens at four characters a token
+    b.finish()
+    usage = _complete(b).usage
+    assert (usage.input_tokens, usage.output_tokens, usage.estimated) == (7, 10, True)
+    assert asked == ["input"]
+    reported, _ = _builder(estimate_input_tokens=input_tokens)
+    reported.text(0, "x" * 40)
+    reported.usage(input_tokens=3, output_tokens=2)
+    reported.finish()
+    usage = _complete(reported).usage
+    assert (usage.input_tokens, usage.output_tokens, usage.estimated) == (3, 2, False)
+    assert asked == ["input"]

@@ -162,14 +162,13 @@ def run(objs: list[dict[str, Any]]) -> tuple[list[StreamEvent], Recorder]:
     warns = Recorder()
     builder = MessageBuilder("ollama", MODEL, warns)
     parser = codec.stream_parser(builder)
-    for obj in objs:
-        parser.feed(obj)
-    parser.end()
+    events = [event for obj in objs for event in parser.feed(obj)]
+    events += parser.end()
     checker = StreamChecker()
-    for event in builder.out:
+    for event in events:
         checker.check(event)
     checker.check_ended()
-    return builder.out, warns
+    return events, warns
 
 
 def final(events: list[StreamEvent]) -> MessageComplete:
@@ -644,9 +643,7 @@ def test_a_whole_body_gives_the_same_events_as_a_stream() -> None:
         "prompt_eval_count": 145,
         "eval_count": 44,
     }
-    builder = MessageBuilder("ollama", MODEL)
-    codec.parse_body(body, builder)
-    complete = final(builder.out)
+    complete = final(list(codec.parse_body(body, MessageBuilder("ollama", MODEL))))
     assert [type(b).__name__ for b in complete.final_content] == ["ThinkingBlock", "ToolUseBlock"]
     assert complete.stop_reason.kind is StopKind.TOOL_USE
     assert (complete.usage.input_tokens, complete.usage.output_tokens) == (145, 44)

@@ -95,20 +95,17 @@ def new_builder() -> MessageBuilder:
 
 
 def stream(chunks: list[dict[str, Any]]) -> list[StreamEvent]:
-    builder = new_builder()
-    parser = codec.stream_parser(builder)
-    for chunk in chunks:
-        parser.feed(chunk)
-    parser.end()
-    check_invariants(builder.out)
-    return builder.out
+    parser = codec.stream_parser(new_builder())
+    events = [event for chunk in chunks for event in parser.feed(chunk)]
+    events += parser.end()
+    check_invariants(events)
+    return events
 
 
 def parse(body: dict[str, Any]) -> list[StreamEvent]:
-    builder = new_builder()
-    codec.parse_body(body, builder)
-    check_invariants(builder.out)
-    return builder.out
+    events = list(codec.parse_body(body, new_builder()))
+    check_invariants(events)
+    return events
 
 
 def check_invariants(events: list[StreamEvent]) -> None:

@@ -36,18 +36,13 @@ def builder(warnings: list[tuple[str, str]] | None = None) -> MessageBuilder:
 def stream(
     chunks: list[dict[str, Any]], warnings: list[tuple[str, str]] | None = None
 ) -> list[StreamEvent]:
-    b = builder(warnings)
-    parser = codec.stream_parser(b)
-    for obj in chunks:
-        parser.feed(obj)
-    parser.end()
-    return b.out
+    parser = codec.stream_parser(builder(warnings))
+    events = [event for obj in chunks for event in parser.feed(obj)]
+    return [*events, *parser.end()]
 
 
 def parse(body: dict[str, Any]) -> MessageComplete:
-    b = builder()
-    codec.parse_body(body, b)
-    last = b.out[-1]
+    last = codec.parse_body(body, builder())[-1]
     assert isinstance(last, MessageComplete)
     return last
 
@@ -153,9 +148,7 @@ def test_text_and_own_thinking_go_back_as_content_chunks() -> None:
         {"type": "thinking", "thinking": [{"type": "text", "text": "Hmm"}]},
         {"type": "text", "text": "Four"},
     ]
-    b = builder()  # and they read back as what they were
-    codec.parse_body(body({"content": chunks}), b)
-    done = b.out[-1]
+    done = parse(body({"content": chunks}))  # and they read back as what they were
     assert isinstance(done, MessageComplete)
     assert [
         (x.type, getattr(x, "thinking", getattr(x, "text", None))) for x in done.final_content

@@ -4,6 +4,7 @@ the round trip of real recorded replies into the next request."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from metis.model.content import (
 from metis.model.events import (
     MessageComplete,
     MessageStart,
+    StreamEvent,
     TextDelta,
     ThinkingDelta,
     ToolUseEnd,
@@ -48,7 +50,7 @@ from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, To
 from metis.model.response import StopKind
 from metis.pipeline.call import Call
 from metis.stages.policy.invariants import StreamChecker
-from metis.wire.builder import MessageBuilder
+from metis.wire.builder import INVALID_ARGUMENTS, MessageBuilder
 from metis.wire.codec import get_codec
 from metis.wire.framing.sse import SSEDecoder
 from metis.wire.openai_responses import OpenAIResponsesCodec
@@ -111,22 +113,21 @@ def mine(**data: Any) -> ProviderRaw:
     return ProviderRaw(provider=PROVIDER, model=MODEL, data=data)
 
 
-def run_stream(objs: list[dict[str, Any]]) -> tuple[MessageBuilder, Recorder]:
+def run_stream(objs: list[dict[str, Any]]) -> tuple[list[StreamEvent], Recorder]:
+    """The events feeding ``objs`` and ending the stream returned, checked."""
     warns = Recorder()
-    builder = MessageBuilder(PROVIDER, MODEL, warns)
-    parser = codec.stream_parser(builder)
-    for obj in objs:
-        parser.feed(obj)
-    parser.end()
+    parser = codec.stream_parser(MessageBuilder(PROVIDER, MODEL, warns))
+    events = [event for obj in objs for event in parser.feed(obj)]
+    events += parser.end()
     checker = StreamChecker()
-    for event in builder.out:
+    for event in events:
         checker.check(event)
     checker.check_ended()
-    return builder, warns
+    return events, warns
 
 
-def final(builder: MessageBuilder) -> MessageComplete:
-    event = builder.out[-1]
+def final(events: Sequence[StreamEvent]) -> MessageComplete:
+    event = events[-1]
     assert isinstance(event, MessageComplete)
     return event
 
@@ -589,7 +590,7 @@ def test_output_items_are_what_a_reply_becomes_when_sent_back() -> None:
 
 
 def test_stream_text() -> None:
-    builder, warns = run_stream(
+    events, warns = run_stream(
         [
             created(),
             {"type": "response.in_progress", "response": {"id": "resp_1"}},
@@ -597,10 +598,10 @@ def test_stream_text() -> None:
             completed(),
         ]
     )
-    out = builder.out
+    out = events
     assert out[0] == MessageStart("resp_1", "gpt-5-2025")
     assert [e.text for e in out if isinstance(e, TextDelta)] == ["Hel", "lo"]
-    done = final(builder)
+    done = final(events)
     assert done.final_content == [TextBlock(text="Hello", provider_raw=mine(id="msg_1"))]
     assert (done.stop_reason.kind, done.stop_reason.raw) == (StopKind.END_TURN, "completed")
     assert done.usage.model_dump(exclude={"estimated"}) == {
@@ -614,7 +615,7 @@ def test_stream_text() -> None:
 
 
 def test_stream_function_calls_keep_raw_fragments() -> None:
-    builder, _ = run_stream(
+    events, _ = run_stream(
         [
             created(),
             *message_events(0, "Let me look."),
@@ -623,7 +624,7 @@ def test_stream_function_calls_keep_raw_fragments() -> None:
             completed(),
         ]
     )
-    out = builder.out
+    out = events
     assert [(e.tool_use_id, e.tool_name) for e in out if isinstance(e, ToolUseStart)] == [
         ("call_A", "get_weather"),
         ("call_B", "get_time"),
@@ -634,14 +635,14 @@ def test_stream_function_calls_keep_raw_fragments() -> None:
         "{}",
     ]
     assert [e.final_input for e in out if isinstance(e, ToolUseEnd)] == [{"city": "Paris"}, {}]
-    done = final(builder)
+    done = final(events)
     assert (done.stop_reason.kind, done.stop_reason.raw) == (StopKind.TOOL_USE, "completed")
     call = done.final_content[1]
     assert isinstance(call, ToolUseBlock) and call.provider_raw == mine(id="fc_1", call_id="call_A")
 
 
 def test_stream_reasoning_summary_parts_and_the_encrypted_content_of_done() -> None:
-    builder, _ = run_stream(
+    events, _ = run_stream(
         [
             created(),
             *reasoning_events(0, ["**Plan**", "\n\nStep"], ["**Check**"]),
@@ -649,10 +650,10 @@ def test_stream_reasoning_summary_parts_and_the_encrypted_content_of_done() -> N
             completed(),
         ]
     )
-    thinking = [e for e in builder.out if isinstance(e, ThinkingDelta)]
+    thinking = [e for e in events if isinstance(e, ThinkingDelta)]
     assert "".join(e.thinking for e in thinking) == "**Plan**\n\nStep\n\n**Check**"
     assert [e.signature for e in thinking if e.signature] == ["enc_done"]
-    block = final(builder).final_content[0]
+    block = final(events).final_content[0]
     assert isinstance(block, ThinkingBlock)
     assert (block.thinking, block.signature) == ("**Plan**\n\nStep\n\n**Check**", "enc_done")
     assert block.provider_raw == mine(
@@ -665,10 +666,10 @@ def test_stream_reasoning_summary_parts_and_the_encrypted_content_of_done() -> N
 
 
 def test_stream_reasoning_with_only_encrypted_content() -> None:
-    builder, _ = run_stream(
+    events, _ = run_stream(
         [created(), *reasoning_events(0), *call_events(1, "c", "f", "{}"), completed()]
     )
-    block = final(builder).final_content[0]
+    block = final(events).final_content[0]
     assert isinstance(block, ThinkingBlock) and (block.thinking, block.signature) == (
         "",
         "enc_done",
@@ -678,7 +679,7 @@ def test_stream_reasoning_with_only_encrypted_content() -> None:
 def test_stream_refusal() -> None:
     common = {"output_index": 0, "item_id": "msg_1", "content_index": 0}
     item = {"id": "msg_1", "type": "message", "role": "assistant"}
-    builder, _ = run_stream(
+    events, _ = run_stream(
         [
             created(),
             {"type": "response.output_item.added", "output_index": 0, "item": item},
@@ -689,7 +690,7 @@ def test_stream_refusal() -> None:
             completed(),
         ]
     )
-    done = final(builder)
+    done = final(events)
     assert done.final_content == [TextBlock(text="I can't help.", provider_raw=mine(id="msg_1"))]
     assert (done.stop_reason.kind, done.stop_reason.raw) == (StopKind.REFUSAL, "completed")
 
@@ -705,29 +706,30 @@ def test_stream_refusal() -> None:
 )
 def test_incomplete_replies(reason: str | None, kind: StopKind, raw: str) -> None:
     end = completed("incomplete", incomplete_details={"reason": reason} if reason else None)
-    builder, _ = run_stream([created(), *message_events(0, "Once upon"), end])
-    assert (final(builder).stop_reason.kind, final(builder).stop_reason.raw) == (kind, raw)
+    events, _ = run_stream([created(), *message_events(0, "Once upon"), end])
+    assert (final(events).stop_reason.kind, final(events).stop_reason.raw) == (kind, raw)
 
 
 def test_a_cut_off_tool_call_ends_with_max_tokens() -> None:
     events = call_events(0, "c", "f", '{"a":')[:-2]  # no .done events
-    builder, warns = run_stream(
+    events, warns = run_stream(
         [
             created(),
             *events,
             completed("incomplete", incomplete_details={"reason": "max_output_tokens"}),
         ]
     )
-    done = final(builder)
+    done = final(events)
     assert done.stop_reason.kind is StopKind.MAX_TOKENS
     block = done.final_content[0]
     assert isinstance(block, ToolUseBlock) and block.input == {}
     assert block.provider_raw is not None and block.provider_raw.data["arguments"] == '{"a":'
-    assert warns.types == ["tool_use"]  # the builder's: arguments kept raw
+    assert block.input_error == INVALID_ARGUMENTS  # kept raw, marked: the reader logs it
+    assert warns.types == []
 
 
 def test_items_outside_the_canonical_model_are_dropped_with_one_warning_each() -> None:
-    builder, warns = run_stream(
+    events, warns = run_stream(
         [
             created(),
             *other_item_events(0, "mcp_list_tools"),
@@ -745,11 +747,11 @@ def test_items_outside_the_canonical_model_are_dropped_with_one_warning_each() -
         ]
     )
     assert warns.types == ["mcp_list_tools", "web_search_call"]
-    content = final(builder).final_content
+    content = final(events).final_content
     assert [b.type for b in content] == ["thinking", "thinking", "text"]
     assert content[0].provider_raw is not None and content[0].provider_raw.data["unpaired"] is True
     assert content[1].provider_raw is not None and "unpaired" not in content[1].provider_raw.data
-    assert final(builder).stop_reason.kind is StopKind.END_TURN
+    assert final(events).stop_reason.kind is StopKind.END_TURN
 
 
 @pytest.mark.parametrize(
@@ -765,16 +767,16 @@ def test_items_outside_the_canonical_model_are_dropped_with_one_warning_each() -
     ],
 )
 def test_a_dropped_item_never_becomes_the_stop_reason(kind: str) -> None:
-    builder, warns = run_stream(
+    events, warns = run_stream(
         [created(), *message_events(0, "Done."), *other_item_events(1, kind), completed()]
     )
-    stop = final(builder).stop_reason
+    stop = final(events).stop_reason
     assert (stop.kind, stop.raw) == (StopKind.END_TURN, "completed")
-    assert final(builder).final_content[0].type == "text" and warns.types == [kind]
+    assert final(events).final_content[0].type == "text" and warns.types == [kind]
 
 
 def test_a_dropped_item_alongside_a_call_or_in_an_incomplete_reply_keeps_the_status() -> None:
-    builder, _ = run_stream(
+    events, _ = run_stream(
         [
             created(),
             *call_events(0, "c1", "f", "{}"),
@@ -782,15 +784,15 @@ def test_a_dropped_item_alongside_a_call_or_in_an_incomplete_reply_keeps_the_sta
             completed(),
         ]
     )
-    assert final(builder).stop_reason.kind is StopKind.TOOL_USE
-    builder, _ = run_stream(
+    assert final(events).stop_reason.kind is StopKind.TOOL_USE
+    events, _ = run_stream(
         [
             created(),
             *other_item_events(0, "shell_call"),
             completed("incomplete", incomplete_details={"reason": "max_output_tokens"}),
         ]
     )
-    stop = final(builder).stop_reason
+    stop = final(events).stop_reason
     assert (stop.kind, stop.raw) == (StopKind.MAX_TOKENS, "max_output_tokens")
 
 
@@ -810,9 +812,7 @@ def test_a_body_ending_on_a_compaction_item_is_end_turn() -> None:
         ],
         "usage": {"input_tokens": 10, "output_tokens": 2},
     }
-    builder = MessageBuilder(PROVIDER, MODEL, Recorder())
-    codec.parse_body(body, builder)
-    stop = final(builder).stop_reason
+    stop = final(codec.parse_body(body, MessageBuilder(PROVIDER, MODEL, Recorder()))).stop_reason
     assert (stop.kind, stop.raw) == (StopKind.END_TURN, "completed")
 
 
@@ -824,7 +824,7 @@ def final_message(item_id: str, text: str) -> dict[str, Any]:
 def test_final_output_is_matched_by_index_then_id_never_position() -> None:
     # The stream numbered its items 0 and 2 (a gap); the final output lists them at 0 and 1.
     output = [final_message("msg_a", "First."), final_message("msg_b", "Second.")]
-    builder, _ = run_stream(
+    events, _ = run_stream(
         [
             created(),
             *message_events(0, "First.", item_id="msg_a"),
@@ -832,7 +832,7 @@ def test_final_output_is_matched_by_index_then_id_never_position() -> None:
             completed(output=output),
         ]
     )
-    content = final(builder).final_content
+    content = final(events).final_content
     assert [b.text for b in content] == ["First.", "Second."]  # type: ignore[union-attr]
     assert [b.provider_raw.data["id"] for b in content] == ["msg_a", "msg_b"]  # type: ignore[union-attr]
 
@@ -843,10 +843,10 @@ def test_a_final_output_item_without_an_id_is_matched_by_its_index() -> None:
         "role": "assistant",
         "content": [{"type": "output_text", "text": "Hi."}],
     }
-    builder, _ = run_stream(
+    events, _ = run_stream(
         [created(), *message_events(0, "Hi.", item_id="msg_a"), completed(output=[bare])]
     )
-    assert [b.text for b in final(builder).final_content] == ["Hi."]  # type: ignore[union-attr]
+    assert [b.text for b in final(events).final_content] == ["Hi."]  # type: ignore[union-attr]
 
 
 def test_final_output_items_the_stream_never_announced_are_added_once() -> None:
@@ -857,14 +857,14 @@ def test_final_output_items_the_stream_never_announced_are_added_once() -> None:
         final_message("msg_c", "Also new."),
         final_message("msg_b", "Streamed."),
     ]
-    builder, _ = run_stream(
+    events, _ = run_stream(
         [
             created(),
             *message_events(1, "Streamed.", item_id="msg_b"),
             completed(output=output),
         ]
     )
-    texts = [b.text for b in final(builder).final_content]  # type: ignore[union-attr]
+    texts = [b.text for b in final(events).final_content]  # type: ignore[union-attr]
     assert sorted(texts) == ["Also new.", "Streamed.", "Unstreamed."]
     assert texts.count("Streamed.") == 1
 
@@ -889,7 +889,7 @@ def test_items_given_only_whole_are_read_from_done_or_the_final_response() -> No
         "summary": [{"type": "summary_text", "text": "a"}, {"type": "summary_text", "text": "b"}],
         "encrypted_content": "e",
     }
-    builder, _ = run_stream(
+    events, _ = run_stream(
         [
             created(),
             {"type": "response.output_item.done", "output_index": 0, "item": reasoning},
@@ -897,7 +897,7 @@ def test_items_given_only_whole_are_read_from_done_or_the_final_response() -> No
             completed(output=[reasoning, message, call]),
         ]
     )
-    content = final(builder).final_content
+    content = final(events).final_content
     assert [b.model_dump(exclude={"provider_raw"}) for b in content] == [
         {"type": "thinking", "thinking": "a\n\nb", "signature": "e"},
         {"type": "text", "text": "From done."},
@@ -911,8 +911,8 @@ def test_cache_write_tokens_are_cache_creation() -> None:
         "input_tokens_details": {"cached_tokens": 600, "cache_write_tokens": 300},
         "output_tokens": 7,
     }
-    builder, _ = run_stream([created(), *message_events(0, "x"), completed(usage=usage)])
-    assert final(builder).usage.model_dump(exclude={"estimated"}) == {
+    events, _ = run_stream([created(), *message_events(0, "x"), completed(usage=usage)])
+    assert final(events).usage.model_dump(exclude={"estimated"}) == {
         "input_tokens": 100,
         "output_tokens": 7,
         "cached_input_tokens": 600,
@@ -922,16 +922,15 @@ def test_cache_write_tokens_are_cache_creation() -> None:
 
 
 def test_a_cancelled_response() -> None:
-    builder = MessageBuilder(PROVIDER, MODEL)
-    codec.parse_body(body_of(status="cancelled"), builder)
-    assert final(builder).stop_reason.kind is StopKind.CANCELLED
+    events = codec.parse_body(body_of(status="cancelled"), MessageBuilder(PROVIDER, MODEL))
+    assert final(events).stop_reason.kind is StopKind.CANCELLED
 
 
 def test_events_after_the_response_completed_are_ignored() -> None:
     late = message_events(1, "late")
-    builder, _ = run_stream([created(), *message_events(0, "on time"), completed(), *late])
-    assert isinstance(builder.out[-1], MessageComplete)
-    assert [b.text for b in final(builder).final_content if isinstance(b, TextBlock)] == ["on time"]
+    events, _ = run_stream([created(), *message_events(0, "on time"), completed(), *late])
+    assert isinstance(events[-1], MessageComplete)
+    assert [b.text for b in final(events).final_content if isinstance(b, TextBlock)] == ["on time"]
 
 
 def test_stream_that_ends_early_is_a_protocol_error() -> None:
@@ -1123,8 +1122,7 @@ def test_parse_body_gives_the_same_events_as_the_stream() -> None:
         "name": "f",
         "arguments": '{"a":1}',
     }
-    builder = MessageBuilder(PROVIDER, MODEL)
-    codec.parse_body(body_of(reasoning, message, call), builder)
+    events = codec.parse_body(body_of(reasoning, message, call), MessageBuilder(PROVIDER, MODEL))
     streamed, _ = run_stream(
         [
             created("resp_9"),
@@ -1134,10 +1132,10 @@ def test_parse_body_gives_the_same_events_as_the_stream() -> None:
             completed(),
         ]
     )
-    assert final(builder).final_content == final(streamed).final_content
-    assert final(builder).stop_reason == final(streamed).stop_reason
-    assert final(builder).message_id == "resp_9"
-    assert runs(builder.out) == runs(streamed.out)
+    assert final(events).final_content == final(streamed).final_content
+    assert final(events).stop_reason == final(streamed).stop_reason
+    assert final(events).message_id == "resp_9"
+    assert runs(list(events)) == runs(streamed)
 
 
 def runs(events: list[Any]) -> list[type]:
@@ -1242,8 +1240,8 @@ def parse_recorded(interaction: dict[str, Any]) -> MessageComplete:
     decoder = SSEDecoder()
     text = interaction["response"]["body"]["string"].encode()
     events = decoder.feed(text) + decoder.close()
-    builder, _ = run_stream([json.loads(e.data) for e in events])
-    return final(builder)
+    events, _ = run_stream([json.loads(e.data) for e in events])
+    return final(events)
 
 
 def test_a_recorded_reply_goes_back_as_the_next_recorded_request_sent_it() -> None:
@@ -1296,11 +1294,9 @@ def test_an_item_id_with_a_lone_surrogate_reaches_provider_raw_replaced() -> Non
     """The item a block came from goes into its provider_raw: a lone surrogate in it (a
     hostile or corrupted id) is replaced there too, so the reply can be encoded and sent
     back (the continuation stage hashes it as UTF-8)."""
-    builder, _ = run_stream(
-        [created(), *message_events(0, "hi", item_id="msg_\ud800"), completed()]
-    )
-    (block,) = final(builder).final_content
+    events, _ = run_stream([created(), *message_events(0, "hi", item_id="msg_\ud800"), completed()])
+    (block,) = final(events).final_content
     assert block.provider_raw is not None
     assert block.provider_raw.data["id"] == "msg_\ufffd"
-    for item in codec.output_items(final(builder).final_content, make_call()):
+    for item in codec.output_items(final(events).final_content, make_call()):
         json.dumps(item, ensure_ascii=False).encode("utf-8")

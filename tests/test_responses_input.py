@@ -21,13 +21,12 @@ from .test_openai_responses_codec import (
 
 
 def test_a_reply_cut_short_keeps_its_finished_reasoning_items() -> None:
-    builder = MessageBuilder(PROVIDER, MODEL)
-    parser = codec.stream_parser(builder)
-    events = [created(), *reasoning_events(0, ["Plan", " the call."]), *message_events(1, "Che")]
-    for event in events[:-2]:  # the message never finishes: the stream is cancelled
-        parser.feed(event)
-    builder.finish(StopReason(kind=StopKind.CANCELLED, raw=None))
-    thought, text = final(builder).final_content
+    parser = codec.stream_parser(MessageBuilder(PROVIDER, MODEL))
+    objs = [created(), *reasoning_events(0, ["Plan", " the call."]), *message_events(1, "Che")]
+    for obj in objs[:-2]:  # the message never finishes: the stream is cancelled
+        parser.feed(obj)
+    ending = parser.interrupt(StopReason(kind=StopKind.CANCELLED, raw=None))
+    thought, text = final(ending).final_content
     assert isinstance(thought, ThinkingBlock) and thought.signature == "enc_done"
     assert thought.provider_raw == ProviderRaw(
         provider=PROVIDER,
@@ -46,16 +45,15 @@ def test_a_reply_cut_short_keeps_its_finished_reasoning_items() -> None:
 
 
 def test_an_error_after_a_finished_call_keeps_the_calls_item() -> None:
-    builder = MessageBuilder(PROVIDER, MODEL)
-    parser = codec.stream_parser(builder)
+    parser = codec.stream_parser(MessageBuilder(PROVIDER, MODEL))
     for event in [
         created(),
         *reasoning_events(0, ["Look it up."]),
         *call_events(1, "call_9", "f", "{}"),
     ]:
         parser.feed(event)
-    builder.finish(StopReason(kind=StopKind.ERROR, raw=None))
-    thought, tool = final(builder).final_content
+    ending = parser.interrupt(StopReason(kind=StopKind.ERROR, raw=None))
+    thought, tool = final(ending).final_content
     assert thought.provider_raw is not None and thought.provider_raw.data["id"] == "rs_0"
     assert tool.provider_raw is not None
     assert tool.provider_raw.data == {"id": "fc_1", "call_id": "call_9"}

@@ -168,19 +168,19 @@ def build(settings: dict[str, Any]) -> SchemaCodec:
 
 def events_of(codec_: SchemaCodec, objects: list[dict[str, Any]], stream: bool = True) -> list[Any]:
     builder = MessageBuilder("toy", "toy:m")
+    events: list[Any]
     if stream:
         parser = codec_.stream_parser(builder)
-        for obj in objects:
-            parser.feed(json.loads(json.dumps(obj)))
-        parser.end()
+        events = [event for obj in objects for event in parser.feed(json.loads(json.dumps(obj)))]
+        events += parser.end()
     else:
         (body,) = objects
-        codec_.parse_body(body, builder)
+        events = list(codec_.parse_body(body, builder))
     checker = StreamChecker()
-    for event in builder.out:
+    for event in events:
         checker.check(event)
     checker.check_ended()
-    return builder.out
+    return events
 
 
 def final_of(events: list[Any]) -> MessageComplete:
@@ -331,12 +331,11 @@ def test_blocks_mode_streams_chunk_by_chunk_and_text_accumulates() -> None:
     warned: list[str] = []
     builder = MessageBuilder("toy", "toy:m", lambda kind, *a, **k: warned.append(kind))
     parser = build(PARROT).stream_parser(builder)
-    for chunk in chunks:
-        parser.feed(chunk)
-    parser.end()
-    texts = [e.text for e in builder.out if isinstance(e, TextDelta)]
+    events = [event for chunk in chunks for event in parser.feed(chunk)]
+    events += parser.end()
+    texts = [e.text for e in events if isinstance(e, TextDelta)]
     assert texts == ["Hel", "lo", "!"]
-    final = final_of(builder.out)
+    final = final_of(events)
     assert [type(b).__name__ for b in final.final_content] == [
         "TextBlock",
         "ToolUseBlock",

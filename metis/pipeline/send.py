@@ -13,7 +13,7 @@ The parts are the send path's stages, found by their ``role`` (``reader``, ``fra
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -53,16 +53,23 @@ class Objects(Protocol):
 
 
 class CallReader(Protocol):
-    """One call's reading: provider objects in, canonical events out."""
+    """One call's reading (the sans-IO ``ResponseReader`` of metis/wire/response_reader.py,
+    driven for the call): provider objects in, canonical events out."""
 
-    stopped: bool
-    """Enough was read after the message ended: stop reading."""
+    reading: bool
+    """False once enough was read after the message ended: stop reading."""
 
-    def feed(self, obj: dict[str, Any]) -> list[StreamEvent]: ...
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
+        """One object of a stream, as it arrives."""
+        ...
 
-    def finish(self) -> list[StreamEvent]: ...
+    def read(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
+        """Any object: a whole reply, or one of a stream."""
+        ...
 
-    def ended(self, error: Exception) -> tuple[list[StreamEvent], Exception | None]:
+    def finish(self) -> Sequence[StreamEvent]: ...
+
+    def ended(self, error: Exception) -> tuple[Sequence[StreamEvent], Exception | None]:
         """The events that end a message cut short by ``error``, and the error to raise
         (None when the ending is the whole answer: a cancelled call)."""
         ...
@@ -138,12 +145,12 @@ async def _send(
                         else:
                             for passed in await watches.passed(event):
                                 yield passed
-                if reader.stopped or objects.halted:
+                if objects.halted or not reader.reading:
                     await _halted(objects, framing, read, call)
                     break
             else:
-                for obj in objects.close():
-                    for passed in await _through(watches, *feed(obj)):
+                for obj in objects.close():  # a whole reply comes here, at the end
+                    for passed in await _through(watches, *reader.read(obj)):
                         yield passed
             for passed in await _through(watches, *reader.finish()):
                 yield passed

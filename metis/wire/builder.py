@@ -6,24 +6,23 @@ canonical ``content_block_index``, keeps every stream invariant of docs/contract
 end assembles ``final_content`` from what it kept. Text is kept as a list of fragments and
 joined once, so cost grows linearly with the stream.
 
-Events are appended to ``builder.out``; the normalize stage drains that list after each
-provider object, so the hot path makes one small object per event and no per-chunk lists.
+The caller pulls, as with h11: the builder's methods record the events they make, and
+:meth:`MessageBuilder.take` hands out those made since the last take. A parser's ``feed``
+returns ``builder.take()``, so a provider object's events come back from feeding it; events
+made by an object whose reading then failed stay in the builder and come out with the
+message's end (``finish`` then ``take``), so nothing that arrived is lost. Nothing is assigned
+to the builder from outside: the usage estimate is a function given at construction, and a
+tool call whose arguments are not a JSON object is data on its events (``input_error``, the
+text in ``provider_raw``) for the reader to report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from metis.catalog.estimate import CHARS_PER_TOKEN
-from metis.model.content import (
-    ContentBlock,
-    ProviderRaw,
-    RedactedThinkingBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolUseBlock,
-)
+from metis.model.content import ContentBlock
 from metis.model.events import (
     MessageComplete,
     MessageStart,
@@ -35,12 +34,12 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.response import StopKind, StopReason, TokenUsage
+from metis.wire.blocks import REDACTED, TEXT, THINKING, TOOL, Block, final_content
 from metis.wire.json_limits import too_deep
 from metis.wire.partial_json import parse_object, parse_partial_object
 from metis.wire.read import token_count
 from metis.wire.unicode_text import REPLACEMENT, clean, clean_value, joined
 
-_TEXT, _THINKING, _REDACTED, _TOOL = "text", "thinking", "redacted_thinking", "tool_use"
 _USAGE_FIELDS = (
     "input_tokens",
     "output_tokens",
@@ -51,46 +50,39 @@ _USAGE_FIELDS = (
 
 Warn = Callable[..., None]
 
+NO_EVENTS: Sequence[StreamEvent] = ()
+"""What reading an object that makes no event returns."""
+
+INVALID_ARGUMENTS = "the arguments are not a JSON object"
+"""The ``input_error`` of a finished tool call whose arguments do not parse."""
+CUT_OFF_ARGUMENTS = "the reply ended before the arguments were complete"
+"""The ``input_error`` of a tool call the reply ended in the middle of."""
+
 
 def _ignore(*args: Any, **kwargs: Any) -> None:
     return None
 
 
-class _Block:
-    __slots__ = (
-        "ended",
-        "final_input",
-        "held",
-        "index",
-        "input_error",
-        "kind",
-        "name",
-        "parts",
-        "signature",
-        "tool_id",
-        "unparsed",
-    )
-
-    def __init__(self, kind: str, index: int) -> None:
-        self.kind = kind
-        self.index = index
-        self.parts: list[str] = []
-        self.signature: str | None = None
-        self.tool_id = ""
-        self.name = ""
-        self.ended = False
-        self.held = ""  # a high surrogate ending the last fragment, waiting for its low half
-        self.final_input: dict[str, Any] | None = None
-        self.unparsed: str | None = None
-        self.input_error: str | None = None
-
-
 class MessageBuilder:
-    def __init__(self, provider: str, model: str, warn: Warn = _ignore) -> None:
+    """One message's blocks and events.
+
+    ``warn`` reports content dropped on the way in (a block type the canonical model has no
+    room for); ``estimate_input_tokens``, when given, is asked at the end for the request's
+    input size if the provider reported no usage at all: the counts are then estimated (the
+    output from what arrived) and marked ``estimated``."""
+
+    def __init__(
+        self,
+        provider: str,
+        model: str,
+        warn: Warn = _ignore,
+        estimate_input_tokens: Callable[[], int] | None = None,
+    ) -> None:
         self.provider = provider
         self.model = model
         self.warn = warn
-        self.out: list[StreamEvent] = []
+        self._estimate_input_tokens = estimate_input_tokens
+        self._events: list[StreamEvent] = []
         self.started = False
         self.completed = False
         self.message_id: str | None = None
@@ -98,19 +90,22 @@ class MessageBuilder:
         self.stop_reason: StopReason | None = None
         self.usage_reported = False
         self.usage_estimated = False
-        self.estimate_usage: Callable[[MessageBuilder], None] | None = None
-        """Called at ``finish`` when the provider reported no usage at all."""
-        self.invalid_arguments: Callable[[str, str, str], None] | None = None
-        """Called with a tool's name, id and argument text when a finished tool call's
-        arguments are not a JSON object (the call is kept, marked); without it, ``warn``."""
         self.output_count_pending = False
         """The output count reported so far is a placeholder (Anthropic's ``message_start``
         says 1); if the message ends before the real count, it is estimated from what arrived."""
         self._usage = [0, 0, 0, 0, 0]
-        self._blocks: list[_Block] = []
-        self._by_key: dict[Hashable, _Block] = {}
-        self._open_tool: _Block | None = None
+        self._blocks: list[Block] = []
+        self._by_key: dict[Hashable, Block] = {}
+        self._open_tool: Block | None = None
         self._raw: dict[int, dict[str, Any]] = {}
+
+    def take(self) -> Sequence[StreamEvent]:
+        """The events made since the last ``take``, in order; the builder keeps none of them."""
+        events = self._events
+        if not events:
+            return NO_EVENTS
+        self._events = []
+        return events
 
     # Message level -----------------------------------------------------------------------
 
@@ -122,7 +117,7 @@ class MessageBuilder:
         self.started = True
         self.message_id = message_id = clean(message_id) if message_id else message_id
         self.reported_model = model = clean(model) if model else model
-        self.out.append(MessageStart(message_id, model))
+        self._events.append(MessageStart(message_id, model))
 
     def usage(
         self,
@@ -146,7 +141,8 @@ class MessageBuilder:
         self.stop_reason = _clean_stop(reason)
 
     def finish(self, reason: StopReason | None = None) -> None:
-        """End the message: close any tool still open, then ``message.complete``."""
+        """End the message: close any tool still open, then ``message.complete`` (``take``
+        hands them out). Once ended, a message stays as it is."""
         if self.completed:
             return
         self.start()
@@ -157,13 +153,14 @@ class MessageBuilder:
         if self._open_tool is not None:
             # A cut-off stream leaves arguments truncated: expected, so no WARN for them.
             self._end_tool(self._open_tool, None, partial=_abrupt(stop))
-        if not self.usage_reported and self.estimate_usage is not None:
-            self.estimate_usage(self)
-        if self.output_count_pending:
+        if not self.usage_reported and self._estimate_input_tokens is not None:
+            self._usage[0] = self._estimate_input_tokens()
+            self.usage_estimated = True
+        if self.usage_estimated or self.output_count_pending:
             self._usage[1] = int(sum(map(len, self.output_text())) / CHARS_PER_TOKEN)
             self.usage_estimated = True
         self.completed = True
-        self.out.append(
+        self._events.append(
             MessageComplete(
                 self.final_content(), stop, self.token_usage(), self.message_id, self.reported_model
             )
@@ -188,14 +185,31 @@ class MessageBuilder:
 
     def text(self, key: Hashable, text: str) -> None:
         block = self._by_key.get(key)
-        if block is None or block.kind != _TEXT or block.index != len(self._blocks) - 1:
-            block = self._open(key, _TEXT)
+        if block is None or block.kind != TEXT or block.index != len(self._blocks) - 1:
+            block = self._open(key, TEXT)
         if block.held or not text.isascii():
             text = self._unicode(block, text)
             if not text:
                 return
         block.parts.append(text)
-        self.out.append(TextDelta(block.index, text))
+        self._events.append(TextDelta(block.index, text))
+
+    def take_text(self, key: Hashable, text: str) -> Sequence[StreamEvent]:
+        """``text(key, text)`` then ``take()``: a parser's hot path (a text delta that is
+        the whole object), in one call."""
+        block = self._by_key.get(key)
+        if (
+            self._events
+            or block is None
+            or block.kind != TEXT
+            or block.held
+            or block.index != len(self._blocks) - 1
+            or not text.isascii()
+        ):
+            self.text(key, text)
+            return self.take()
+        block.parts.append(text)
+        return (TextDelta(block.index, text),)
 
     def thinking(self, key: Hashable, text: str) -> None:
         block = self._thinking_block(key)
@@ -204,30 +218,30 @@ class MessageBuilder:
             if not text:
                 return
         block.parts.append(text)
-        self.out.append(ThinkingDelta(block.index, text))
+        self._events.append(ThinkingDelta(block.index, text))
 
     def thinking_signature(self, key: Hashable, signature: str) -> None:
         block = self._thinking_block(key)
         signature = clean(signature)
         block.signature = (block.signature or "") + signature
-        self.out.append(ThinkingDelta(block.index, "", signature=signature))
+        self._events.append(ThinkingDelta(block.index, "", signature=signature))
 
     def redacted_thinking(self, key: Hashable, data: str) -> None:
-        block = self._open(key, _REDACTED)
+        block = self._open(key, REDACTED)
         data = clean(data)
         block.parts.append(data)
-        self.out.append(ThinkingDelta(block.index, "", redacted_data=data))
+        self._events.append(ThinkingDelta(block.index, "", redacted_data=data))
 
     def tool_start(self, key: Hashable, tool_id: str, name: str) -> None:
-        block = self._open(key, _TOOL)
+        block = self._open(key, TOOL)
         block.tool_id = tool_id = clean(tool_id)
         block.name = name = clean(name)
         self._open_tool = block
-        self.out.append(ToolUseStart(block.index, tool_id, name))
+        self._events.append(ToolUseStart(block.index, tool_id, name))
 
     def tool_input(self, key: Hashable, fragment: str) -> None:
         block = self._by_key.get(key)
-        if block is None or block.kind != _TOOL:
+        if block is None or block.kind != TOOL:
             self.warn("tool_use", f"input fragment for unknown tool block {key!r}")
             return
         if block.ended:
@@ -237,18 +251,18 @@ class MessageBuilder:
             fragment = self._unicode(block, fragment)
         block.parts.append(fragment)
         if fragment:
-            self.out.append(ToolUseInputDelta(block.index, block.tool_id, fragment))
+            self._events.append(ToolUseInputDelta(block.index, block.tool_id, fragment))
 
     def tool_end(self, key: Hashable, final_input: dict[str, Any] | None = None) -> None:
         """End a tool; ``final_input`` is the provider's authoritative input, when it has one."""
         block = self._by_key.get(key)
-        if block is not None and block.kind == _TOOL and not block.ended:
+        if block is not None and block.kind == TOOL and not block.ended:
             self._end_tool(block, final_input, partial=False)
 
     def close(self, key: Hashable) -> None:
         """The provider closed a block: for a tool that is its end, otherwise nothing."""
         block = self._by_key.get(key)
-        if block is not None and block.kind == _TOOL and not block.ended:
+        if block is not None and block.kind == TOOL and not block.ended:
             self._end_tool(block, None, partial=False)
 
     def has_block(self, key: Hashable) -> bool:
@@ -270,41 +284,41 @@ class MessageBuilder:
 
     # Internals ---------------------------------------------------------------------------
 
-    def _thinking_block(self, key: Hashable) -> _Block:
+    def _thinking_block(self, key: Hashable) -> Block:
         block = self._by_key.get(key)
-        if block is None or block.kind != _THINKING or block.index != len(self._blocks) - 1:
-            block = self._open(key, _THINKING)
+        if block is None or block.kind != THINKING or block.index != len(self._blocks) - 1:
+            block = self._open(key, THINKING)
         return block
 
-    def _unicode(self, block: _Block, text: str) -> str:
+    def _unicode(self, block: Block, text: str) -> str:
         """``text`` after the surrogate ``block`` held; holds a new trailing one."""
         text, block.held = joined(block.held, text)
         return text
 
-    def _flush(self, block: _Block) -> None:
+    def _flush(self, block: Block) -> None:
         """A held high surrogate whose low half never came: it becomes U+FFFD."""
         block.held = ""
         block.parts.append(REPLACEMENT)
-        if block.kind == _TEXT:
-            self.out.append(TextDelta(block.index, REPLACEMENT))
-        elif block.kind == _THINKING:
-            self.out.append(ThinkingDelta(block.index, REPLACEMENT))
+        if block.kind == TEXT:
+            self._events.append(TextDelta(block.index, REPLACEMENT))
+        elif block.kind == THINKING:
+            self._events.append(ThinkingDelta(block.index, REPLACEMENT))
         else:
-            self.out.append(ToolUseInputDelta(block.index, block.tool_id, REPLACEMENT))
+            self._events.append(ToolUseInputDelta(block.index, block.tool_id, REPLACEMENT))
 
-    def _open(self, key: Hashable, kind: str) -> _Block:
+    def _open(self, key: Hashable, kind: str) -> Block:
         if not self.started:
             self.start()
         if self._blocks and self._blocks[-1].held:
             self._flush(self._blocks[-1])
         if self._open_tool is not None:
             self._end_tool(self._open_tool, None, partial=False)
-        block = _Block(kind, len(self._blocks))
+        block = Block(kind, len(self._blocks))
         self._blocks.append(block)
         self._by_key[key] = block
         return block
 
-    def _end_tool(self, block: _Block, final_input: dict[str, Any] | None, partial: bool) -> None:
+    def _end_tool(self, block: Block, final_input: dict[str, Any] | None, partial: bool) -> None:
         if block.held:
             self._flush(block)
         block.ended = True
@@ -321,68 +335,15 @@ class MessageBuilder:
             if parsed is None:
                 block.unparsed = raw
                 parsed = {} if deep else clean_value(parse_partial_object(raw))
-                if partial:
-                    block.input_error = "the reply ended before the arguments were complete"
-                else:
-                    block.input_error = "the arguments are not a JSON object"
-                    self._report_invalid(block, raw)
+                block.input_error = CUT_OFF_ARGUMENTS if partial else INVALID_ARGUMENTS
             final_input = parsed
         block.final_input = final_input
-        self.out.append(
+        self._events.append(
             ToolUseEnd(block.index, block.tool_id, block.name, final_input, block.input_error)
         )
 
-    def _report_invalid(self, block: _Block, raw: str) -> None:
-        if self.invalid_arguments is not None:
-            self.invalid_arguments(block.name, block.tool_id, raw)
-        else:
-            self.warn(
-                "tool_use",
-                f"tool {block.name!r} arguments are not a JSON object; kept raw",
-                tool_use_id=block.tool_id,
-            )
-
     def final_content(self) -> list[ContentBlock]:
-        origin = ProviderRaw(provider=self.provider, model=self.model)
-        content: list[ContentBlock] = []
-        for block in self._blocks:
-            kept = self._raw.get(block.index)
-            if block.kind == _TEXT:
-                content.append(
-                    TextBlock(text="".join(block.parts), provider_raw=self._origin(kept))
-                )
-            elif block.kind == _THINKING:
-                content.append(
-                    ThinkingBlock(
-                        thinking="".join(block.parts),
-                        signature=block.signature,
-                        provider_raw=self._origin(kept) or origin,
-                    )
-                )
-            elif block.kind == _REDACTED:
-                content.append(
-                    RedactedThinkingBlock(
-                        data="".join(block.parts), provider_raw=self._origin(kept) or origin
-                    )
-                )
-            else:
-                if block.unparsed is not None:
-                    kept = {**(kept or {}), "arguments": block.unparsed}
-                content.append(
-                    ToolUseBlock(
-                        id=block.tool_id,
-                        name=block.name,
-                        input=block.final_input or {},
-                        input_error=block.input_error,
-                        provider_raw=self._origin(kept),
-                    )
-                )
-        return content
-
-    def _origin(self, data: dict[str, Any] | None) -> ProviderRaw | None:
-        if data is None:
-            return None
-        return ProviderRaw(provider=self.provider, model=self.model, data=dict(data))
+        return final_content(self._blocks, self._raw, self.provider, self.model)
 
 
 def _clean_stop(reason: StopReason | None) -> StopReason | None:

@@ -3,19 +3,23 @@
 A codec is sans-IO: pure code over dicts and bytes, testable without a network or an event
 loop. ``encode`` makes the provider's JSON body from a canonical request; a parser turns the
 provider's objects (SSE payloads, NDJSON lines or one JSON body) into canonical events by
-driving a :class:`~metis.wire.builder.MessageBuilder`; ``error_from_http`` turns
-a non-2xx answer into a classified :class:`~metis.errors.AdapterError`.
+driving a :class:`~metis.wire.builder.MessageBuilder`, and returns the events each object
+made (``builder.take()``); ``error_from_http`` turns a non-2xx answer into a classified
+:class:`~metis.errors.AdapterError`. :class:`~metis.wire.response_reader.ResponseReader` drives
+a codec over one response.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from metis.errors import AdapterError, StackError
 from metis.model.content import ProviderRaw
+from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
+from metis.model.response import StopReason
 from metis.wire.builder import MessageBuilder
 
 
@@ -48,12 +52,16 @@ class EncodeContext(Protocol):
 
 
 class StreamParser(Protocol):
-    def feed(self, obj: dict[str, Any]) -> None:
-        """Take one provider object; append canonical events to the builder. An error object
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
+        """Take one provider object; return the canonical events it made. An error object
         from the provider raises the matching AdapterError."""
 
-    def end(self) -> None:
+    def end(self) -> Sequence[StreamEvent]:
         """The body ended: finish the message, or raise ProtocolError if it was cut short."""
+
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        """The reply was cut short (cancelled, or failed after it began): end the message
+        with ``reason`` and what arrived, returning its last events."""
 
 
 class Codec(Protocol):
@@ -63,7 +71,7 @@ class Codec(Protocol):
 
     def stream_parser(self, builder: MessageBuilder) -> StreamParser: ...
 
-    def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> None:
+    def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
         """A whole non-streamed response: the same events a stream would give, finished."""
 
     def error_from_http(

@@ -30,10 +30,10 @@ from metis.pipeline.call import Call
 from metis.pipeline.request import ResponseHead, ResponseItem, WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
-from metis.stages.codec.reading import MAX_IGNORED_AFTER_END, warn_ignored_after_end
 from metis.wire.framing.objects import BodyObjects, WholeBody
+from metis.wire.response_reader import MAX_IGNORED_AFTER_END, warn_ignored_after_end
 
-__all__ = ["MAX_IGNORED_AFTER_END", "Decode", "WholeBody", "warn_ignored_after_end"]
+__all__ = ["Decode", "WholeBody"]
 
 Read = Callable[[], Awaitable[bytes | None]]
 

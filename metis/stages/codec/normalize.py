@@ -1,19 +1,20 @@
 """normalize: the provider's objects become canonical events, via its codec (docs/contract.md §2).
 
-A streamed response feeds the codec's parser object by object; a whole JSON body goes through
-``parse_body`` and gives the very same events, so everything outside this stage has one path.
-Failures become classified errors here: an HTTP error answer through the codec's error
-mapping, and a failure after the message began ends it as docs/contract.md §4 says, with a final
-``message.complete`` (stop reason ``error``, the partial content) before the error is raised.
-Objects that arrive after the codec ended the message (after Anthropic's ``message_stop``,
-Responses' ``response.completed``, Ollama's ``done: true``) make no events: one WARN record
-says they were ignored, junk that cannot be read is ignored too, and only a provider error
-event (or a transport failure) among them is still raised, after ``message.complete``. The
-decode stage reads nothing after OpenAI's ``[DONE]``.
+The reading is the sans-IO :class:`~metis.wire.response_reader.ResponseReader`, one per call
+(:class:`metis.stages.codec.reading.CallReader`, which says the engine's failures as its
+endings): a streamed response is read object by object, a whole JSON body (also one given where
+a stream was asked for) through the codec's ``parse_body``, with the very same events, so
+everything outside this stage has one path. Failures become classified errors: an HTTP error
+answer through the codec's error mapping, and a failure after the message began ends it as
+docs/contract.md §4 says, with a final ``message.complete`` (stop reason ``error``, the partial
+content) before the error is raised. Objects that arrive after the codec ended the message
+(after Anthropic's ``message_stop``, Responses' ``response.completed``, Ollama's ``done:
+true``) make no events: one WARN record says they were ignored, junk that cannot be read is
+ignored too, and only a provider error event (or a transport failure) among them is still
+raised, after ``message.complete``. The decode stage reads nothing after OpenAI's ``[DONE]``.
 
-The reading itself is :class:`metis.stages.codec.reading.CallReader`, one per call: the
-provider's send loop feeds it in its own loop, and this stage, run on its own, does the same.
-In an adapter it reads with the provider's one codec, the one ``encode`` built.
+The provider's send loop drives the reader in its own loop, and this stage, run on its own,
+does the same. In an adapter it reads with the provider's one codec, the one ``encode`` built.
 """
 
 from __future__ import annotations
@@ -71,9 +72,9 @@ class Normalize(Stage[WireRequest, WireRequest, dict[str, Any], StreamEvent]):
         reader = self.reader(request, call)
         try:
             async for obj in inner(request, call):
-                for event in reader.feed(obj):
+                for event in reader.read(obj):
                     yield event
-                if reader.stopped:
+                if not reader.reading:
                     break
             events = reader.finish()
         except Exception as exc:

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from metis.errors import ProtocolError
+from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
+from metis.model.response import StopReason
 from metis.wire import anthropic
 from metis.wire.anthropic import read as anthropic_read
 from metis.wire.bedrock_converse import errors as aws_errors
-from metis.wire.builder import MessageBuilder
+from metis.wire.builder import NO_EVENTS, MessageBuilder
 from metis.wire.codec import Codec, EncodeContext
 
 ANTHROPIC_VERSION = "bedrock-2023-05-31"
@@ -41,14 +44,17 @@ class InvokeStreamParser:
         self._inner = anthropic_read.AnthropicStreamParser(builder)
         self._provider = builder.provider
 
-    def feed(self, obj: dict[str, Any]) -> None:
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         chunk = obj.get("chunk")
         if chunk is None:
-            return  # an event type newer than this codec
-        self._inner.feed(unwrap_chunk(chunk, self._provider))
+            return NO_EVENTS  # an event type newer than this codec
+        return self._inner.feed(unwrap_chunk(chunk, self._provider))
 
-    def end(self) -> None:
-        self._inner.end()
+    def end(self) -> Sequence[StreamEvent]:
+        return self._inner.end()
+
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        return self._inner.interrupt(reason)
 
 
 def unwrap_chunk(chunk: Any, provider: str) -> dict[str, Any]:

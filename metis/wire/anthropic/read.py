@@ -1,8 +1,8 @@
 """Reading Anthropic Messages replies: the stream parser, the whole-body parser and errors.
 
 Sans-IO. The parsers turn Anthropic's objects into canonical events by driving a
-:class:`~metis.wire.builder.MessageBuilder`; every value read from the server is
-checked by :mod:`metis.wire.read`, so a malformed field is a ProtocolError naming it.
+:class:`~metis.wire.builder.MessageBuilder`, and return them; every value read from the server
+is checked by :mod:`metis.wire.read`, so a malformed field is a ProtocolError naming it.
 
 Anthropic numbers its content blocks itself (``index``) and the parser uses that number as the
 builder's key. Blocks the canonical model has no room for (server tools, MCP calls, code
@@ -12,10 +12,11 @@ each, together with all their deltas.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from metis.errors import AdapterError, ErrorClass, ProtocolError
+from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.http_errors import body_excerpt, http_error, json_body
@@ -57,7 +58,8 @@ _BLOCK = "content_block"
 
 
 class AnthropicStreamParser:
-    """Feeds Anthropic's stream events (parsed SSE ``data:`` objects) to a builder."""
+    """Feeds Anthropic's stream events (parsed SSE ``data:`` objects) to a builder; each
+    ``feed`` returns the canonical events the object made."""
 
     __slots__ = ("_builder", "_done", "_dropped", "_fragments", "_inputs", "_started", "_warned")
 
@@ -70,27 +72,34 @@ class AnthropicStreamParser:
         self._fragments: set[int] = set()  # tool indices that received input_json_delta text
         self._warned: set[str] = set()  # unknown delta types already reported
 
-    def feed(self, obj: dict[str, Any]) -> None:
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         kind = obj.get("type")
+        builder = self._builder
         if kind == "content_block_delta":
             index, delta = obj.get("index"), obj.get("delta")
             if index.__class__ is int and delta.__class__ is dict:
                 text = delta.get("text")  # the hot path: a text_delta
                 if text.__class__ is str and delta.get("type") == "text_delta":
-                    if index not in self._dropped:
-                        self._builder.text(index, text)
-                    return
+                    if index in self._dropped:
+                        return builder.take()
+                    return builder.take_text(index, text)
             self._delta(required_index(obj, "index", kind), required_object(obj, "delta", kind))
         elif kind.__class__ is str:
             self._event(kind, obj)
         else:
             raise malformed("event.type", "a string", kind)
+        return builder.take()
 
-    def end(self) -> None:
+    def end(self) -> Sequence[StreamEvent]:
         if not self._done:
             raise ProtocolError(
                 "anthropic stream ended before message_stop", provider=self._builder.provider
             )
+        return self._builder.take()
+
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self._builder.finish(reason)
+        return self._builder.take()
 
     def _event(self, kind: str, obj: dict[str, Any]) -> None:
         builder = self._builder
@@ -195,7 +204,7 @@ class AnthropicStreamParser:
             self._builder.close(index)
 
 
-def parse_body(body: dict[str, Any], builder: MessageBuilder) -> None:
+def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
     """A non-streamed Messages response, through the same block handling as the stream."""
     if body.get("type") == "error":
         raise _stream_error(body, builder.provider)
@@ -207,6 +216,7 @@ def parse_body(body: dict[str, Any], builder: MessageBuilder) -> None:
     _usage(builder, optional_object(body, "usage", "message"))
     _stop(builder, optional_text(body, "stop_reason", "message"))
     builder.finish()
+    return builder.take()
 
 
 def stop_reason(raw: str) -> StopReason:

@@ -12,9 +12,11 @@ builder's key. Exception frames were raised, classified, by ``decode`` already.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from metis.errors import ProtocolError
+from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.bedrock_converse import errors as aws_errors
 from metis.wire.bedrock_converse.encode import encode
@@ -55,29 +57,36 @@ class ConverseStreamParser:
         self._stopped = False
         self._tool_inputs: dict[int, bool] = {}  # open tool blocks: did input arrive?
 
-    def feed(self, obj: dict[str, Any]) -> None:
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
+        builder = self._builder
         event = obj.get(_BLOCK_DELTA)
         if event is None:
             self._event(obj)
-            return
+            return builder.take()
         if event.__class__ is dict:
             index, delta = event.get("contentBlockIndex"), event.get("delta")
             if index.__class__ is int and delta.__class__ is dict:
                 text = delta.get("text")
                 if text.__class__ is str:  # the hot path: a text delta
                     if text:  # some models open with an empty text delta; it is no block
-                        self._builder.text(index, text)
-                    return
+                        return builder.take_text(index, text)
+                    return builder.take()
         event = object_value(event, _BLOCK_DELTA)
         index = required_index(event, "contentBlockIndex", _BLOCK_DELTA)
         self._delta(index, required_object(event, "delta", _BLOCK_DELTA))
+        return builder.take()
 
-    def end(self) -> None:
+    def end(self) -> Sequence[StreamEvent]:
         if not self._stopped:
             raise ProtocolError(
                 "bedrock stream ended before messageStop", provider=self._builder.provider
             )
         self._builder.finish()  # a stream without its metadata event: usage is estimated
+        return self._builder.take()
+
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self._builder.finish(reason)
+        return self._builder.take()
 
     def _event(self, obj: dict[str, Any]) -> None:
         builder = self._builder
@@ -143,7 +152,7 @@ class ConverseStreamParser:
             self._builder.close(index)
 
 
-def parse_body(body: dict[str, Any], builder: MessageBuilder) -> None:
+def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
     """A Converse response: the same events a stream would give, finished."""
     builder.start()
     output = required_object(body, "output", "response")
@@ -153,6 +162,7 @@ def parse_body(body: dict[str, Any], builder: MessageBuilder) -> None:
     usage(builder, optional_object(body, "usage", "response"))
     builder.stop(stop_reason(required_text(body, "stopReason", "response")))
     builder.finish()
+    return builder.take()
 
 
 def _whole_block(builder: MessageBuilder, index: int, block: dict[str, Any]) -> None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from metis.core.ids import new_ulid
 from metis.errors import AdapterError, ErrorClass, ProtocolError, redact
+from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.http_errors import body_excerpt, http_error, json_body
@@ -53,24 +54,30 @@ class OllamaStreamParser:
         self._calls = 0
         self._done = False
 
-    def feed(self, obj: dict[str, Any]) -> None:
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
+        builder = self._builder
         message = obj.get("message")
         if message.__class__ is dict and not self._done and obj.get("done") is False:
             content = message.get("content")
             if len(message) == 2 and content.__class__ is str:
-                builder = self._builder
                 if not builder.started:
                     builder.start(None, _model(obj))
                 if content:
-                    builder.text(_TEXT, content)  # the hot path: a bare text fragment
-                return
+                    return builder.take_text(_TEXT, content)  # the hot path: a bare fragment
+                return builder.take()
         self._object(obj)
+        return builder.take()
 
-    def end(self) -> None:
+    def end(self) -> Sequence[StreamEvent]:
         if not self._done:
             raise ProtocolError(
                 "ollama stream ended before its done line", provider=self._builder.provider
             )
+        return self._builder.take()
+
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self._builder.finish(reason)
+        return self._builder.take()
 
     def _object(self, obj: dict[str, Any]) -> None:
         if "error" in obj:
@@ -136,12 +143,13 @@ class OllamaStreamParser:
         self._builder.finish()
 
 
-def parse_body(body: dict[str, Any], builder: MessageBuilder) -> None:
+def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
     """A non-streamed answer: one object, ``done: true``, through the same handling."""
     parser = OllamaStreamParser(builder)
     parser._object(body)
     if not builder.completed:
         raise ProtocolError(f"ollama answered without done: true: {_dump(body)}")
+    return builder.take()
 
 
 def stop_reason(raw: Any, called: bool) -> StopReason:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,7 +22,9 @@ from metis.errors import AdapterError, ErrorClass, ProtocolError, StackError
 from metis.model.content import (
     Role,
 )
+from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
+from metis.model.response import StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import Codec, EncodeContext
 from metis.wire.http_errors import body_excerpt, http_error, json_body, openai_error_fields
@@ -124,7 +126,7 @@ class OpenAIChatCodec:
     def stream_parser(self, builder: MessageBuilder) -> _StreamParser:
         return _StreamParser(builder)
 
-    def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> None:
+    def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
         if "error" in body:
             raise _body_error(body)
         builder.start(
@@ -153,6 +155,7 @@ class OpenAIChatCodec:
         finish = optional_text(choice, "finish_reason", "choices[0]")
         builder.stop(stop_reason(finish, bool(refusal), bool(calls)))
         builder.finish()
+        return builder.take()
 
     def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
         data = json_body(body)
@@ -173,7 +176,7 @@ class _StreamParser:
         self._refused = False
         self._finished = False
 
-    def feed(self, obj: dict[str, Any]) -> None:
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         if "error" in obj:
             raise _body_error(obj)
         builder = self._builder
@@ -193,7 +196,9 @@ class _StreamParser:
                         raise malformed("choices[0].delta", "an object", delta)
                     content = delta.get("content")
                     if content and len(delta) == 1 and content.__class__ is str:
-                        builder.text(_TEXT, content)  # the hot path: a bare text fragment
+                        if choice.get("finish_reason") is None and not obj.get("usage"):
+                            return builder.take_text(_TEXT, content)  # the hot path
+                        builder.text(_TEXT, content)
                     else:
                         self._delta(delta)
                 if (finish := choice.get("finish_reason")) is not None:
@@ -201,11 +206,17 @@ class _StreamParser:
         usage = obj.get("usage")
         if usage:
             read_usage(builder, object_value(usage, "chunk.usage"))
+        return builder.take()
 
-    def end(self) -> None:
+    def end(self) -> Sequence[StreamEvent]:
         if not self._finished:
             raise ProtocolError("openai_chat stream ended without a finish_reason")
         self._builder.finish()
+        return self._builder.take()
+
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self._builder.finish(reason)
+        return self._builder.take()
 
     def _delta(self, delta: dict[str, Any]) -> None:
         builder = self._builder

@@ -6,11 +6,12 @@ Encoding lives in :mod:`metis.wire.openai_responses.encode`, reading replies in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from metis.errors import AdapterError, StackError
 from metis.model.content import ContentBlock
+from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import CodecFactory, EncodeContext
@@ -61,13 +62,14 @@ class OpenAIResponsesCodec:
     def stream_parser(self, builder: MessageBuilder) -> ResponsesParser:
         return ResponsesParser(builder)
 
-    def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> None:
+    def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
         error = body.get("error")
         if error or body.get("status") == "failed":
             info = openai_error_fields({"error": error}) or ("", None, None)
             raise responses_error(None, {}, *info)
         required_list(body, "output", "response")
         ResponsesParser(builder).finish(body)  # every item is one it has not seen
+        return builder.take()
 
     def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
         data = json_body(body)

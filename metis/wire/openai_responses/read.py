@@ -37,15 +37,14 @@ response (a fresh encryption each time); the one on ``.done`` is kept, as client
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from metis.errors import AdapterError, ErrorClass, ProtocolError
-from metis.model.events import MessageComplete
+from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.http_errors import http_error, openai_error_fields
-from metis.wire.openai_responses.items import CANONICAL_ITEMS, with_items
 from metis.wire.read import (
     list_value,
     malformed,
@@ -58,7 +57,6 @@ from metis.wire.read import (
     text_value,
     token_count,
 )
-from metis.wire.unicode_text import clean_value
 
 _TEXT_DELTA = "response.output_text.delta"
 _DELTAS = frozenset(
@@ -70,6 +68,8 @@ _DELTAS = frozenset(
         "response.reasoning_text.delta",
     )
 )
+_CANONICAL_ITEMS = frozenset(("message", "function_call", "reasoning"))
+"""The output item types with a canonical form: text, a tool call, thinking."""
 _INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopKind.CONTENT_FILTER}
 _CODE_CLASSES = {
     "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
@@ -103,24 +103,30 @@ class ResponsesParser:
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
         self._done = False
-        self._items: dict[int, tuple[str, dict[str, Any] | None]] = {}  # index -> (type, raw)
+        self._items: dict[int, tuple[str, bool]] = {}  # index -> (type, done), as they came
         self._ids: dict[int, Any] = {}  # index -> item id
         self._dropped: set[Any] = set()  # indices of items outside the canonical model
         self._fed: set[Any] = set()  # function calls whose arguments arrived in fragments
         self._tools = False
         self._refused = False
 
-    def feed(self, obj: dict[str, Any]) -> None:
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
+        builder = self._builder
         if obj.get("type") == _TEXT_DELTA:  # the hot path
             index, delta = obj.get("output_index"), obj.get("delta")
             if delta.__class__ is str and index.__class__ is int and index not in self._dropped:
-                self._builder.text(index, delta)
-                return
+                return builder.take_text(index, delta)
         self._event(obj)
+        return builder.take()
 
-    def end(self) -> None:
+    def end(self) -> Sequence[StreamEvent]:
         if not self._done:
             raise ProtocolError("openai_responses stream ended before the response did")
+        return self._builder.take()
+
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self._builder.finish(reason)
+        return self._builder.take()
 
     def _event(self, obj: dict[str, Any]) -> None:
         kind = required_text(obj, "type", "event")
@@ -182,7 +188,7 @@ class ResponsesParser:
             return
         kind = required_text(item, "type", "item")
         builder = self._builder
-        self._items[index] = (kind, None)
+        self._items[index] = (kind, False)
         self._ids[index] = item.get("id")
         if kind == "function_call":
             call_id = required_text(item, "call_id", "function_call item")
@@ -191,15 +197,15 @@ class ResponsesParser:
             if arguments := _arguments(item.get("arguments")):
                 builder.tool_input(index, arguments)
                 self._fed.add(index)
-        elif kind not in CANONICAL_ITEMS:
+        elif kind not in _CANONICAL_ITEMS:
             self._dropped.add(index)
             reason = f"OpenAI Responses {kind!r} items have no canonical form"
             builder.warn(kind, reason, message_id=builder.message_id)
 
     def _finished(self, index: int, item: dict[str, Any]) -> None:
         self._added(index, item)  # a server that skipped .added
-        kind, raw = self._items[index]
-        if index in self._dropped or raw is not None:
+        kind, done = self._items[index]
+        if index in self._dropped or done:
             return
         builder = self._builder
         if kind == "message":
@@ -219,8 +225,7 @@ class ResponsesParser:
                 builder.tool_input(index, arguments)
             builder.close(index)
             raw = {"id": item.get("id"), "call_id": item.get("call_id")}
-        raw = clean_value(raw)  # it reaches provider_raw (with_items): no lone surrogate
-        self._items[index] = (kind, raw)
+        self._items[index] = (kind, True)
         canonical = builder.index_of(index)
         if canonical is not None:  # kept now, so an early end (cancel, error) keeps it too
             builder.keep_raw(canonical, {k: v for k, v in raw.items() if v is not None})
@@ -237,6 +242,8 @@ class ResponsesParser:
                 self._builder.text(index, text)
 
     def finish(self, response: dict[str, Any]) -> None:
+        """The final response: the items the stream never gave, usage and the stop reason;
+        the message ends."""
         builder = self._builder
         builder.start(*_identity(response))
         output = list_value(response.get("output") or [], "response.output")
@@ -247,14 +254,25 @@ class ResponsesParser:
                 self.item(index, item)
         _usage(builder, optional_object(response, "usage", "response"))
         builder.stop(self._stop_reason(response))
+        self._mark_unpaired()
         builder.finish()
         self._done = True
-        final = builder.out[-1]
-        if isinstance(final, MessageComplete):
-            final.final_content = with_items(
-                final.final_content, self._items, self._dropped, builder
-            )
         self._dropped = _EVERYTHING  # the hot path now hands every delta to _event
+
+    def _mark_unpaired(self) -> None:
+        """Mark ``unpaired`` each kept reasoning item whose following item (in the order the
+        items arrived) made no block or is reasoning too: what it led to was not kept."""
+        builder = self._builder
+        order = list(self._items)
+        made = {i for i in order if i not in self._dropped and builder.has_block(i)}
+        for position, index in enumerate(order):
+            kind, done = self._items[index]
+            canonical = builder.index_of(index)
+            if kind != "reasoning" or not done or index not in made or canonical is None:
+                continue
+            following = order[position + 1] if position + 1 < len(order) else None
+            if following not in made or self._items[following][0] == "reasoning":
+                builder.keep_raw(canonical, {"unpaired": True})
 
     def _seen(self, position: int, item: dict[str, Any]) -> bool:
         """Whether the final response's ``item`` at ``position`` is one the stream gave."""

@@ -66,10 +66,11 @@ duration like ``"17s"``), ``classes``, ``request_id_header``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from metis.errors import AdapterError
+from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.wire import json_limits
 from metis.wire.builder import MessageBuilder
@@ -95,10 +96,14 @@ class SchemaCodec:
     def stream_parser(self, builder: MessageBuilder) -> SchemaParser:
         return self._parser(builder, streamed=True)
 
-    def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> None:
+    def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
         parser = self._parser(builder, streamed=False)
-        parser.feed(body)
-        parser.end()
+        try:
+            events = [*parser.feed(body)]
+        except AdapterError:
+            parser.read_pending_usage()  # for the message the reader ends with the error
+            raise
+        return [*events, *parser.end()]
 
     def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
         data = _json(body)

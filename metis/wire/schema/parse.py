@@ -17,10 +17,11 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from metis.errors import AdapterError, ProtocolError
+from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.read import malformed
@@ -80,25 +81,27 @@ class SchemaParser:
         self._pending_usage: dict[str, Any] | None = None
         # Usage comes in every chunk and only the last counts: it is read once, when the
         # message finishes (also when it finishes early, on an error or a cancel).
-        fallback = builder.estimate_usage
-
-        def usage_at_finish(b: MessageBuilder) -> None:
-            if self._pending_usage is not None:
-                with contextlib.suppress(ProtocolError):  # already failing: estimate instead
-                    self._apply_usage()
-            if not b.usage_reported and fallback is not None:
-                fallback(b)
-
-        builder.estimate_usage = usage_at_finish
 
     # StreamParser ----------------------------------------------------------------------------
 
-    def feed(self, obj: dict[str, Any]) -> None:
+    def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         if self._error(obj).__class__ is dict:
             raise self._errors(obj)
         self._read(obj)
+        return self._b.take()
 
-    def end(self) -> None:
+    def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self.read_pending_usage()
+        self._b.finish(reason)
+        return self._b.take()
+
+    def read_pending_usage(self) -> None:
+        """Read the last usage seen, if the message ends early: unreadable, it is estimated."""
+        if self._pending_usage is not None:
+            with contextlib.suppress(ProtocolError):  # already failing: estimate instead
+                self._apply_usage()
+
+    def end(self) -> Sequence[StreamEvent]:
         builder = self._b
         if self._pending_usage is not None:
             self._apply_usage()
@@ -114,6 +117,7 @@ class SchemaParser:
             stop = StopReason(kind=StopKind.TOOL_USE, raw=stop.raw)
         builder.stop(stop)
         builder.finish()
+        return builder.take()
 
     # Reading ---------------------------------------------------------------------------------
 
