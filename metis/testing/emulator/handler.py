@@ -96,6 +96,7 @@ class Handler:
         record: int,
     ) -> None:
         self.formats, self.env, self.plan, self.keys = formats, env, plan, keys
+        env.answer = answer  # what a batch endpoint answers each of its requests with
         self.lock = threading.Lock()
         self._numbers = itertools.count(1)
         self._queue: deque[tuple[str | None, list[Fault]]] = deque()
@@ -300,7 +301,7 @@ class Handler:
 def answer(fmt: Format, call: Call) -> HttpReply:
     """A format's answer to one call: a model turn (read, ask the model, render, frame) or, for
     endpoints that are not one, what the format serves itself."""
-    if call.request.method == "POST":
+    if call.request.method == "POST" and fmt.takes_json(call.endpoint):
         try:
             call.body = parse_json_object(call.request.body)
         except ValueError as exc:
