@@ -88,6 +88,8 @@ _EXPORTS: dict[str, str] = {
         [
             "AdapterCapabilities",
             "Base64ImageSource",
+            "CacheHint",
+            "CachePolicy",
             "CanonicalRequest",
             "CanonicalResponse",
             "ContentBlock",
@@ -276,6 +278,8 @@ if TYPE_CHECKING:
     from metis.errors import StackError as StackError
     from metis.model import AdapterCapabilities as AdapterCapabilities
     from metis.model import Base64ImageSource as Base64ImageSource
+    from metis.model import CacheHint as CacheHint
+    from metis.model import CachePolicy as CachePolicy
     from metis.model import CanonicalRequest as CanonicalRequest
     from metis.model import CanonicalResponse as CanonicalResponse
     from metis.model import ContentBlock as ContentBlock

@@ -127,6 +127,8 @@ def complete(
       (``{"openai": {"service_tier": "flex"}}``); other providers ignore them.
     - ``extra_headers``: HTTP headers for one provider only, keyed as ``provider_options``.
     - ``extra_query``: URL query parameters for one provider only, keyed the same way.
+    - ``cache``: :class:`CachePolicy`: what to cache; default the stack's (the system
+      prompt and tools, and the conversation once it has a reply; docs/caching.md).
     - ``session_id``: the conversation's id, so tool-call ids stay consistent across
       providers when the conversation moves between them.
     - ``api_key``: default the stack's variable (``ANTHROPIC_API_KEY``, ...).
@@ -204,6 +206,7 @@ def stream(
     - ``provider_options``: wire fields for one provider only, as for :func:`complete`.
     - ``extra_headers``: HTTP headers for one provider only.
     - ``extra_query``: URL query parameters for one provider only.
+    - ``cache``: :class:`CachePolicy`: what to cache; default the stack's (docs/caching.md).
     - ``session_id``: the conversation's id (tool-call ids across providers).
     - ``api_key``: default the stack's variable (``ANTHROPIC_API_KEY``, ...).
     - ``base_url``: default the SDK's variable the stack names, else the provider's URL.

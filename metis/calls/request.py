@@ -11,6 +11,7 @@ from metis.adapter.adapter import Adapter
 from metis.core.options import check_options
 from metis.errors import ConfigError, OutputValidationError
 from metis.model import message_dicts
+from metis.model.cache import CachePolicy
 from metis.model.content import Message
 from metis.model.dicts import MessageDict
 from metis.model.knobs import ReasoningEffort
@@ -53,6 +54,8 @@ class ModelOptions(TypedDict, total=False):
     provider_options: Mapping[str, Mapping[str, Any]]
     extra_headers: Mapping[str, Mapping[str, str]]
     extra_query: Mapping[str, Mapping[str, str]]
+    cache: CachePolicy
+    """Default: the stack's policy (docs/caching.md)."""
     api_key: str
     """Default: the stack's variable (``ANTHROPIC_API_KEY``, ...)."""
     base_url: str
@@ -115,6 +118,7 @@ def build_request(
         stop_sequences=list(options.get("stop_sequences", ())),
         output_schema=options.get("output_schema"),
         thinking=thinking_option(options),
+        cache=options.get("cache"),
         session_id=options.get("session_id"),
         provider_options=_nested(options.get("provider_options")),
         extra_headers=_nested(options.get("extra_headers")),

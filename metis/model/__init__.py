@@ -1,5 +1,6 @@
 """The canonical model: what applications read and write, whatever the provider."""
 
+from metis.model.cache import CacheHint, CachePolicy
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import (
     Base64ImageSource,
@@ -43,6 +44,8 @@ from metis.model.response import (
 __all__ = [
     "AdapterCapabilities",
     "Base64ImageSource",
+    "CacheHint",
+    "CachePolicy",
     "CanonicalRequest",
     "CanonicalResponse",
     "ContentBlock",

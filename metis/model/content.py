@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from metis.model.cache import CacheHint
+
 
 class Role(StrEnum):
     """Who speaks a message: ``system``, ``user``, ``assistant``, or ``tool`` (tool results)."""
@@ -37,6 +39,8 @@ class _Block(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     provider_raw: ProviderRaw | None = None
+    cache: CacheHint | None = Field(default=None, exclude_if=lambda hint: hint is None)
+    """Cache the prompt up to and including this block (docs/caching.md)."""
 
 
 class TextBlock(_Block):
@@ -143,6 +147,8 @@ class Message(BaseModel):
     role: Role
     content: list[ContentBlock]
     id: str | None = None
+    cache: CacheHint | None = Field(default=None, exclude_if=lambda hint: hint is None)
+    """Cache the prompt up to and including this message (docs/caching.md)."""
 
     @field_validator("content", mode="before")
     @classmethod

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from metis.core.ids import new_request_id
+from metis.model.cache import CachePolicy
 from metis.model.content import Message
 from metis.model.knobs import ReasoningEffort
 from metis.model.message_dicts import as_messages
@@ -138,6 +139,8 @@ class CanonicalRequest(BaseModel):
     """HTTP headers for one provider only, keyed as ``provider_options``."""
     extra_query: dict[str, dict[str, str]] = Field(default_factory=dict)
     """URL query parameters for one provider only, keyed as ``provider_options``."""
+    cache: CachePolicy | None = None
+    """What to cache (docs/caching.md); None: the provider stack's default policy."""
     stream: bool | None = None
     """How the HTTP call is made: streamed (True) or one whole body (False). None, the default:
     as the method asks (``stream()`` streams where the provider can; ``complete()`` does not).

@@ -19,6 +19,7 @@ from metis.pipeline.endpoint import Endpoint
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Transform
+from metis.wire.cache_points import requested_cache
 from metis.wire.codec import get_codec, rules_name
 from metis.wire.knobs import OptionTarget, apply_provider_options, fit_request
 
@@ -88,4 +89,10 @@ class Encode(Transform[CanonicalRequest, WireRequest]):
             ),
             call.provider,
         )
-        return WireRequest(url=target.url, body=target.body, headers=target.headers, stream=stream)
+        return WireRequest(
+            url=target.url,
+            body=target.body,
+            headers=target.headers,
+            stream=stream,
+            cache=requested_cache(request),
+        )

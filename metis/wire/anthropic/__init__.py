@@ -22,6 +22,7 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.wire.anthropic.cache import hinted_blocks
 from metis.wire.anthropic.knobs import sampling_fields, thinking_fields
 from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, parse_body
 from metis.wire.codec import Codec, EncodeContext
@@ -73,7 +74,10 @@ def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, 
             continue
         role = "assistant" if message.role is Role.ASSISTANT else "user"
         message_id = message.id or f"messages[{i}]"
-        blocks = [b for block in message.content if (b := _block(block, call, message_id))]
+        encoded = [
+            (block, wire) for block in message.content if (wire := _block(block, call, message_id))
+        ]
+        blocks = hinted_blocks(message, encoded, call, message_id)
         if not blocks:  # Anthropic rejects empty content; nothing was sendable
             continue
         if out and out[-1]["role"] == role:  # Anthropic wants user and assistant to alternate

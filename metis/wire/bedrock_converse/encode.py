@@ -23,6 +23,7 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.wire.bedrock_converse.cache import hinted_blocks
 from metis.wire.bedrock_converse.knobs import model_fields
 from metis.wire.codec import EncodeContext
 
@@ -66,7 +67,10 @@ def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, 
             continue
         role = "assistant" if message.role is Role.ASSISTANT else "user"
         message_id = message.id or f"messages[{i}]"
-        blocks = [b for block in message.content if (b := _block(block, call, message_id))]
+        encoded = [
+            (block, wire) for block in message.content if (wire := _block(block, call, message_id))
+        ]
+        blocks = hinted_blocks(message, encoded)
         if not blocks:  # Converse refuses a message with no content
             continue
         if out and out[-1]["role"] == role:  # Converse wants user and assistant to alternate

@@ -43,6 +43,8 @@ def converse_problems(body: dict[str, Any]) -> list[str]:
     if pending:
         problems.append(f"messages.{len(messages) - 1}: toolUse ids {pending} are never answered")
     for j, tool in enumerate((body.get("toolConfig") or {}).get("tools") or []):
+        if "cachePoint" in tool:  # a cache checkpoint after the tools before it
+            continue
         name = (tool.get("toolSpec") or {}).get("name")
         if not _NAME.match(str(name or "")):
             problems.append(f"toolConfig.tools.{j}: tool name {name!r} must match [a-zA-Z0-9_-]")

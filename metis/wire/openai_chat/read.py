@@ -144,6 +144,9 @@ def read_usage(builder: MessageBuilder, usage: dict[str, Any]) -> None:
     details = object_value(usage.get("prompt_tokens_details") or {}, "usage.prompt_tokens_details")
     provider = builder.provider
     cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
+    if not cached and usage.get("prompt_cache_hit_tokens"):  # DeepSeek's own field
+        hit = usage["prompt_cache_hit_tokens"]
+        cached = token_count(hit, "prompt_cache_hit_tokens", provider)
     written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
     prompt = token_count(usage.get("prompt_tokens") or 0, "prompt_tokens", provider)
     output = object_value(

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from metis.testing.emulator.formats.anthropic_rules import RULES, SIGNATURE_KIND, _blocks
 from metis.testing.emulator.formats.base import Call, Format, Route
+from metis.testing.emulator.formats.cache_marks import block_counts, unmarked
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.wire import (
@@ -201,16 +202,19 @@ class Anthropic(Format):
             thinking=thinking,
             max_tokens=body["max_tokens"],
             output_schema=schema if isinstance(schema, dict) else None,
-            segments=[dumps(body.get("tools") or []).decode() + system_text]
-            + [dumps(m).decode() for m in body["messages"]],
+            segments=[dumps(unmarked(body.get("tools") or [])).decode() + system_text]
+            + [dumps(unmarked(m)).decode() for m in body["messages"]],
             breakpoints=sorted(breakpoints) or None,
+            segment_blocks=block_counts(body["messages"]),
             provider=self.name,
             items=body["messages"],
         )
 
     def cached(self, call: Call, prompt: Prompt, reply: Reply) -> None:
         if prompt.breakpoints:
-            read, written = call.env.cache.explicit(self.name, prompt.segments, prompt.breakpoints)
+            read, written = call.env.cache.explicit(
+                self.name, prompt.segments, prompt.breakpoints, prompt.segment_blocks
+            )
             reply.usage.cache_read, reply.usage.cache_write = read, written
 
     # --- the reply ------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from metis.testing.emulator.formats.cache_marks import check_breakpoint_limit
 from metis.testing.emulator.formats.knobs_rules import check_anthropic
 from metis.testing.emulator.rules import (
     Check,
@@ -350,4 +351,5 @@ RULES: list[Rule | Check] = [
     _check_turn_opens_with_thinking,
     _check_tool_pairs,
     check_anthropic,
+    check_breakpoint_limit,
 ]

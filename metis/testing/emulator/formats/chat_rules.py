@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import (
     REASONING_MODEL,
@@ -257,4 +258,5 @@ RULES: list[Rule | Check] = [
     _check_reasoning_sent_back,
     _check_response_format,
     check_openai,
+    check_prompt_cache_key,
 ]

@@ -13,6 +13,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from metis.testing.emulator.formats.cache_marks import (
+    block_counts,
+    converse_breakpoints,
+    unmarked,
+)
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 from metis.testing.emulator.rules import (
     Check,
@@ -144,7 +149,10 @@ RULES: list[Rule | Check] = [
     ),
     Rule(
         "toolConfig.tools.*",
-        lambda t: isinstance(t, dict) and typed("name", matches(TOOL_ID))(t.get("toolSpec")),
+        lambda t: (
+            isinstance(t, dict)
+            and ("cachePoint" in t or typed("name", matches(TOOL_ID))(t.get("toolSpec")))
+        ),
         "toolConfig.tools.{0}.toolSpec.name: must match [a-zA-Z0-9_-]{{1,64}}",
     ),
     Rule(
@@ -214,6 +222,7 @@ def converse_prompt(model: str, body: dict[str, Any]) -> Prompt:
             t["toolSpec"]["inputSchema"]["json"],
         )
         for t in config.get("tools") or []
+        if "toolSpec" in t
     ]
     choice = config.get("toolChoice") or {"auto": {}}
     thinking = (body.get("additionalModelRequestFields") or {}).get("thinking") or {}
@@ -229,7 +238,12 @@ def converse_prompt(model: str, body: dict[str, Any]) -> Prompt:
         else "auto",
         thinking=thinking.get("type") == "enabled",
         max_tokens=(body.get("inferenceConfig") or {}).get("maxTokens"),
-        segments=[dumps(config).decode() + system, *(dumps(m).decode() for m in body["messages"])],
+        segments=[
+            dumps(unmarked(config)).decode() + system,
+            *(dumps(unmarked(m)).decode() for m in body["messages"]),
+        ],
+        breakpoints=converse_breakpoints(body) or None,
+        segment_blocks=block_counts(body["messages"]),
         provider="bedrock",
         items=body["messages"],
     )

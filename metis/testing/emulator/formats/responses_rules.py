@@ -9,6 +9,7 @@ import base64
 import json
 from typing import Any
 
+from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import (
     TEMPERATURE,
@@ -258,4 +259,5 @@ RULES: list[Rule | Check] = [
     _check_items,
     _check_text_format,
     check_openai,
+    check_prompt_cache_key,
 ]
