@@ -120,11 +120,9 @@ def complete(
     - ``presence_penalty``: penalise tokens that appeared at all.
     - ``stop_sequences``: strings that end the reply where they appear.
     - ``output_schema``: a JSON schema the reply must follow (``output_type`` sets it).
-    - ``thinking``: :class:`ThinkingConfig` (an ``effort`` or ``budget_tokens``): the model
-      reasons first, where it can (docs/reasoning.md).
+    - ``thinking``: :class:`ThinkingConfig`, an effort or a budget (docs/reasoning.md).
     - ``reasoning``: ``thinking``'s shorthand, an effort (``"high"``) or a budget (``8000``).
-    - ``provider_options``: wire fields for one provider only, by its name
-      (``{"openai": {"service_tier": "flex"}}``); other providers ignore them.
+    - ``provider_options``: wire fields for one provider only (``{"openai": {...}}``).
     - ``extra_headers``: HTTP headers for one provider only, keyed as ``provider_options``.
     - ``extra_query``: URL query parameters for one provider only, keyed the same way.
     - ``cache``: :class:`CachePolicy`: what to cache; default the stack's (the system
