@@ -18,6 +18,9 @@ uncached input::
 
     usd = (input * input_rate + output * output_rate
            + cached_input * cached_input_rate + cache_creation * cache_creation_rate) / 1e6
+
+where the reasoning part of the output (``usage.reasoning_tokens``) is at the reasoning rate
+when the table gives one (the output rate otherwise).
 """
 
 from __future__ import annotations
@@ -223,7 +226,11 @@ def price_usage(model_id: str, price: ModelPrice, usage: TokenUsage, version: st
     rates = price.for_input(usage.total_input_tokens)
     parts = (
         Decimal(usage.input_tokens) * rates.input / MILLION,
-        Decimal(usage.output_tokens) * rates.output / MILLION,
+        (
+            Decimal(usage.output_tokens - usage.reasoning_tokens) * rates.output
+            + Decimal(usage.reasoning_tokens) * rates.reasoning_rate
+        )
+        / MILLION,
         Decimal(usage.cached_input_tokens) * rates.cached_input_rate / MILLION,
         Decimal(usage.cache_creation_input_tokens) * rates.cache_creation_rate / MILLION,
     )
@@ -256,6 +263,7 @@ def _catalog_price(info: ModelInfo) -> ModelPrice:
     return ModelPrice.model_construct(
         input=prices.input,
         output=prices.output,
+        reasoning=prices.reasoning,
         cached_input=prices.cache_read,
         cache_creation=prices.cache_write,
         tiers=tiers,

@@ -194,14 +194,14 @@ def test_system_stop_sequences_temperature_thinking_stream() -> None:
     request = req(
         system_prompt="Be terse.",
         stop_sequences=["END"],
-        temperature=0.2,
+        temperature=1.0,
         thinking=ThinkingConfig(budget_tokens=2048),
         stream=True,
     )
     body = codec.encode(request, make_call())
     assert body["system"] == "Be terse."
     assert body["stop_sequences"] == ["END"]
-    assert body["temperature"] == 0.2
+    assert body["temperature"] == 1.0  # the only temperature thinking allows
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert body["stream"] is True
     assert "tools" not in body and "tool_choice" not in body

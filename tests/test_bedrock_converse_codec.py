@@ -90,7 +90,7 @@ def test_a_conversation_with_tools_encodes_as_converse() -> None:
             system_prompt="You are a forecaster.",
             tools=[WEATHER],
             tool_choice=ToolChoice(type="tool", name="get_weather"),
-            temperature=0.2,
+            temperature=1.0,  # with thinking on, Claude takes only 1
             stop_sequences=["END"],
             thinking=ThinkingConfig(budget_tokens=1024),
         )
@@ -99,7 +99,7 @@ def test_a_conversation_with_tools_encodes_as_converse() -> None:
     assert body["system"] == [{"text": "You are a forecaster.\n\nBe brief."}]
     assert body["inferenceConfig"] == {
         "maxTokens": 99,
-        "temperature": 0.2,
+        "temperature": 1.0,
         "stopSequences": ["END"],
     }
     assert body["toolConfig"] == {

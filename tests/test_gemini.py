@@ -377,6 +377,7 @@ def test_usage_maps_all_four_counts() -> None:
         "output_tokens": 87,  # candidates + thoughts
         "cached_input_tokens": 1024,
         "cache_creation_input_tokens": 0,
+        "reasoning_tokens": 27,  # the thoughts, within output_tokens
     }
 
 
@@ -570,6 +571,7 @@ async def test_golden_stream_round_trip() -> None:
         "output_tokens": 87,
         "cached_input_tokens": 1024,
         "cache_creation_input_tokens": 0,
+        "reasoning_tokens": 27,
     }
     assert (final.message_id, final.model) == ("GoldenWeatherResp01", "gemini-2.5-flash")
 

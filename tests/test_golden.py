@@ -67,6 +67,7 @@ USAGE = {
         "output_tokens": 87,
         "cached_input_tokens": 1024,
         "cache_creation_input_tokens": 128,
+        "reasoning_tokens": 0,
     },
     # OpenAI's prompt_tokens (1564) include the 1024 cached; canonical input is the rest.
     "openai": {
@@ -74,6 +75,7 @@ USAGE = {
         "output_tokens": 87,
         "cached_input_tokens": 1024,
         "cache_creation_input_tokens": 0,
+        "reasoning_tokens": 0,
     },
 }
 PROVIDERS = ["anthropic", "openai"]

@@ -71,6 +71,7 @@ USAGE = {  # input_tokens 1564 include the 1024 cached; canonical input is the r
     "output_tokens": 187,
     "cached_input_tokens": 1024,
     "cache_creation_input_tokens": 0,
+    "reasoning_tokens": 64,
 }
 
 
@@ -224,6 +225,7 @@ async def test_the_next_turn_continues_with_only_the_tool_results() -> None:
         "output_tokens": 19,
         "cached_input_tokens": 1536,
         "cache_creation_input_tokens": 0,
+        "reasoning_tokens": 0,
     }
 
 

@@ -450,6 +450,7 @@ def test_a_text_stream_through_the_hot_path() -> None:
         "output_tokens": 2,
         "cached_input_tokens": 0,
         "cache_creation_input_tokens": 0,
+        "reasoning_tokens": 0,  # Ollama does not report it
         "estimated": False,
     }
 
@@ -771,6 +772,7 @@ async def test_golden_stream_round_trips_and_keeps_the_invariants() -> None:
         "output_tokens": 87,
         "cached_input_tokens": 0,
         "cache_creation_input_tokens": 0,
+        "reasoning_tokens": 0,
     }
 
 

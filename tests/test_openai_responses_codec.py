@@ -610,6 +610,7 @@ def test_stream_text() -> None:
         "output_tokens": 20,
         "cached_input_tokens": 30,
         "cache_creation_input_tokens": 0,
+        "reasoning_tokens": 5,
     }
     assert done.message_id == "resp_1" and warns.calls == []
 
@@ -921,6 +922,7 @@ def test_cache_write_tokens_are_cache_creation() -> None:
         "output_tokens": 7,
         "cached_input_tokens": 600,
         "cache_creation_input_tokens": 300,
+        "reasoning_tokens": 0,
     }
 
 

@@ -95,8 +95,10 @@ def test_a_one_line_call_refuses_an_unknown_option_naming_the_nearest(
 def test_an_option_metis_does_not_send_says_so_and_lists_the_options(
     at_emulator: Emulator, call: str
 ) -> None:
-    with pytest.raises(TypeError, match=r"'top_p'; metis does not send top_p; its options are: "):
-        ONE_LINE_CALLS[call](top_p=0.1)
+    with pytest.raises(
+        TypeError, match=r"'logprobs'; metis does not send logprobs; its options are: "
+    ):
+        ONE_LINE_CALLS[call](logprobs=True)
     with pytest.raises(TypeError, match=r"'stream'; for a streamed call use metis\.stream"):
         ONE_LINE_CALLS[call](stream=True)
     assert at_emulator.stats.requests == 0

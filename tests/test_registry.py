@@ -160,7 +160,7 @@ def test_capability_overrides_merge_with_the_stack_and_reach_the_adapter() -> No
     assert route.capabilities.max_output_tokens == 64_000  # from the anthropic stack
 
     adapter = registry.adapter("anthropic:claude-sonnet-4-6")
-    assert adapter.capabilities == route.capabilities
+    assert adapter.capabilities_for("claude-sonnet-4-6") == route.capabilities
     assert adapter.capabilities.max_context_tokens == 1_000_000
 
     plain = registry.adapter("anthropic:claude-haiku-4-5")

@@ -307,6 +307,7 @@ def test_blocks_mode_reads_mixed_items_by_a_field_value() -> None:
         "output_tokens": 12,
         "cached_input_tokens": 10,
         "cache_creation_input_tokens": 0,
+        "reasoning_tokens": 0,
     }
     assert (final.message_id, final.model) == ("t-1", "parrot-2")
 

@@ -324,6 +324,7 @@ class Adapter:
             capabilities_for=self.capabilities_for,
             token_profile_for=self.stack.token_estimate.for_model,
             settings=self.settings,
+            option_keys=self._own_names | ({self.stack.catalog} if self.stack.catalog else set()),
         )
 
     def _stage_client(self) -> httpx.AsyncClient:

@@ -112,10 +112,19 @@ def complete(
       by name, or ``none``.
     - ``max_output_tokens``: the reply's limit; default the model's own, up to 4,096.
     - ``temperature``: sampling temperature (0 and up); default the provider's.
+    - ``top_p``: nucleus sampling; it and the next four go where the model takes them, else
+      are left out with a warning; out of range: InvalidRequestError (docs/contract.md §13).
+    - ``top_k``: sample from the k likeliest tokens.
+    - ``seed``: a seed for sampling, where the provider takes one.
+    - ``frequency_penalty``: penalise tokens by how often they appeared.
+    - ``presence_penalty``: penalise tokens that appeared at all.
     - ``stop_sequences``: strings that end the reply where they appear.
     - ``output_schema``: a JSON schema the reply must follow (``output_type`` sets it).
-    - ``thinking``: :class:`ThinkingConfig` (``budget_tokens``): the model reasons first,
-      where it can.
+    - ``thinking``: :class:`ThinkingConfig`, an effort or a budget (docs/reasoning.md).
+    - ``reasoning``: ``thinking``'s shorthand, an effort (``"high"``) or a budget (``8000``).
+    - ``provider_options``: wire fields for one provider only (``{"openai": {...}}``).
+    - ``extra_headers``: HTTP headers for one provider only, keyed as ``provider_options``.
+    - ``extra_query``: URL query parameters for one provider only, keyed the same way.
     - ``cache``: :class:`CachePolicy`: what to cache; default the stack's (the system
       prompt and tools, and the conversation once it has a reply; docs/caching.md).
     - ``session_id``: the conversation's id, so tool-call ids stay consistent across
@@ -183,9 +192,18 @@ def stream(
     - ``tool_choice``: :class:`ToolChoice`: ``auto`` (the default), ``any``, ``tool``, ``none``.
     - ``max_output_tokens``: the reply's limit; default the model's own, up to 4,096.
     - ``temperature``: sampling temperature (0 and up); default the provider's.
+    - ``top_p``: nucleus sampling (0 to 1); where taken, as for :func:`complete`.
+    - ``top_k``: sample from the k likeliest tokens.
+    - ``seed``: a seed for sampling.
+    - ``frequency_penalty``: penalise tokens by how often they appeared.
+    - ``presence_penalty``: penalise tokens that appeared at all.
     - ``stop_sequences``: strings that end the reply where they appear.
     - ``output_schema``: a JSON schema the reply must follow.
-    - ``thinking``: :class:`ThinkingConfig` (``budget_tokens``).
+    - ``thinking``: :class:`ThinkingConfig` (an ``effort`` or ``budget_tokens``).
+    - ``reasoning``: ``thinking``'s shorthand (``"high"``, ``8000``).
+    - ``provider_options``: wire fields for one provider only, as for :func:`complete`.
+    - ``extra_headers``: HTTP headers for one provider only.
+    - ``extra_query``: URL query parameters for one provider only.
     - ``cache``: :class:`CachePolicy`: what to cache; default the stack's (docs/caching.md).
     - ``session_id``: the conversation's id (tool-call ids across providers).
     - ``api_key``: default the stack's variable (``ANTHROPIC_API_KEY``, ...).

@@ -14,6 +14,7 @@ from metis.model import message_dicts
 from metis.model.cache import CachePolicy
 from metis.model.content import Message
 from metis.model.dicts import MessageDict
+from metis.model.knobs import ReasoningEffort
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse
 from metis.model.server_tools import CodeExecution, ProviderTool, WebFetch, WebSearch
@@ -43,9 +44,19 @@ class ModelOptions(TypedDict, total=False):
     max_output_tokens: int
     """Default: the model's own limit, up to 4,096."""
     temperature: float
+    top_p: float
+    top_k: int
+    seed: int
+    frequency_penalty: float
+    presence_penalty: float
     stop_sequences: Sequence[str]
     output_schema: dict[str, Any]
     thinking: ThinkingConfig
+    reasoning: ReasoningEffort | int
+    """An effort (``"high"``) or a budget (``8000``): ``thinking``'s shorthand, not both."""
+    provider_options: Mapping[str, Mapping[str, Any]]
+    extra_headers: Mapping[str, Mapping[str, str]]
+    extra_query: Mapping[str, Mapping[str, str]]
     cache: CachePolicy
     """Default: the stack's policy (docs/caching.md)."""
     api_key: str
@@ -72,7 +83,7 @@ _HINTS = {
     "stream": "for a streamed call use metis.stream(...) or metis.astream(...)",
     "model": "the model is the first argument: metis.complete('provider:model', messages)",
 }
-_UNSENT = ("top_p", "top_k", "frequency_penalty", "presence_penalty", "seed", "n", "logprobs")
+_UNSENT = ("n", "logprobs")
 
 
 def check_call_options(what: str, options: Mapping[str, Any], *also: str) -> None:
@@ -104,12 +115,43 @@ def build_request(
         tool_choice=options.get("tool_choice"),
         max_output_tokens=max_output_tokens,
         temperature=options.get("temperature"),
+        top_p=options.get("top_p"),
+        top_k=options.get("top_k"),
+        seed=options.get("seed"),
+        frequency_penalty=options.get("frequency_penalty"),
+        presence_penalty=options.get("presence_penalty"),
         stop_sequences=list(options.get("stop_sequences", ())),
         output_schema=options.get("output_schema"),
-        thinking=options.get("thinking"),
+        thinking=thinking_option(options),
         cache=options.get("cache"),
         session_id=options.get("session_id"),
+        provider_options=_nested(options.get("provider_options")),
+        extra_headers=_nested(options.get("extra_headers")),
+        extra_query=_nested(options.get("extra_query")),
     )
+
+
+def thinking_option(options: ModelOptions) -> ThinkingConfig | ReasoningEffort | int | None:
+    """``thinking``, or its shorthand ``reasoning``; both is a ConfigError."""
+    thinking, reasoning = options.get("thinking"), options.get("reasoning")
+    if thinking is not None and reasoning is not None:
+        raise ConfigError(
+            "give thinking or its shorthand reasoning, not both "
+            f"(thinking={thinking!r}, reasoning={reasoning!r})"
+        )
+    return thinking if thinking is not None else reasoning
+
+
+def _nested(value: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    """Options keyed by provider, each a mapping (a ConfigError naming the one that is not)."""
+    if value is not None and not isinstance(value, Mapping):
+        raise ConfigError(f"expected a mapping of provider names to options, got {value!r}")
+    out = {}
+    for key, inner in (value or {}).items():
+        if not isinstance(inner, Mapping):
+            raise ConfigError(f"the options for {key!r} must be a mapping, got {inner!r}")
+        out[key] = dict(inner)
+    return out
 
 
 def stack_and_model(model: str) -> tuple[str, str]:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from metis.catalog.knobs import reasoning_profile, refused_sampling
 from metis.catalog.model_info import ModelInfo
 from metis.model.capabilities import AdapterCapabilities
+from metis.model.knobs import SAMPLING_NAMES
 
 _NARROWED = (
     ("supports_tools", "tools"),
@@ -39,6 +41,7 @@ def model_capabilities(declared: AdapterCapabilities, info: ModelInfo) -> Adapte
         update["max_context_tokens"] = info.max_input_tokens or info.context_window
     if info.max_output_tokens:
         update["max_output_tokens"] = info.max_output_tokens
+    update.update(_knobs(declared, info))
     return declared.model_copy(update=update) if update else declared
 
 
@@ -56,4 +59,19 @@ def _media(declared: AdapterCapabilities, info: ModelInfo) -> dict[str, Any]:
     ):
         if info.takes(modality) is False:
             update[field] = []
+    return update
+
+
+def _knobs(declared: AdapterCapabilities, info: ModelInfo) -> dict[str, Any]:
+    """The model's reasoning profile, and the stack's sampling without what it refuses."""
+    update: dict[str, Any] = {}
+    profile = reasoning_profile(info)
+    if profile is not None:
+        update["reasoning"] = profile
+    refused = refused_sampling(info)
+    if refused:
+        ranges = declared.sampling
+        if ranges is None:
+            ranges = dict.fromkeys(SAMPLING_NAMES, (None, None))
+        update["sampling"] = {k: v for k, v in ranges.items() if k not in refused}
     return update

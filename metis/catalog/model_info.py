@@ -36,6 +36,8 @@ class ModelPrices:
     output: Decimal
     cache_read: Decimal | None = None
     cache_write: Decimal | None = None
+    reasoning: Decimal | None = None
+    """Reasoning output, where it is priced apart from the rest of the output."""
     tiers: tuple[PriceTier, ...] = ()
 
     def for_input(self, total_input_tokens: int) -> ModelPrices:
@@ -46,6 +48,7 @@ class ModelPrices:
             return self
         tier = max(chosen, key=lambda t: t.above_input_tokens)
         return ModelPrices(
+            reasoning=self.reasoning,
             input=self.input if tier.input is None else tier.input,
             output=self.output if tier.output is None else tier.output,
             cache_read=self.cache_read if tier.cache_read is None else tier.cache_read,
@@ -73,6 +76,11 @@ class ModelInfo:
     parallel_tools: bool | None = None
     reasoning: bool | None = None
     reasoning_form: ReasoningForm | None = None
+    reasoning_levels: tuple[str, ...] | None = None
+    """The effort levels the model takes, where an entry states them (else read from the
+    model's name: metis/catalog/knobs.py)."""
+    refuses_sampling: tuple[str, ...] | None = None
+    """Sampling settings the model refuses, where an entry states them (else as above)."""
     structured_output: bool | None = None
     temperature: bool | None = None
     prompt_caching: bool | None = None

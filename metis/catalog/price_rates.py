@@ -65,6 +65,8 @@ class ModelPrice(BaseModel):
     output: Rate
     cached_input: Rate | None = None
     cache_creation: Rate | None = None
+    reasoning: Rate | None = None
+    """Reasoning output, where it is priced apart; the output rate otherwise."""
     tiers: list[PriceTierEntry] = Field(default_factory=list)
     aliases: list[str] = Field(default_factory=list)
 
@@ -79,6 +81,11 @@ class ModelPrice(BaseModel):
     def cached_input_rate(self) -> Decimal:
         """Cache reads; the input rate when the table gives none."""
         return self.input if self.cached_input is None else self.cached_input
+
+    @property
+    def reasoning_rate(self) -> Decimal:
+        """Reasoning output; the output rate when the table gives none."""
+        return self.output if self.reasoning is None else self.reasoning
 
     @property
     def cache_creation_rate(self) -> Decimal:

@@ -45,8 +45,8 @@ def _thinking(
     if not caps.supports_thinking:
         dropped.append("thinking (the model does not think aloud)")
         return None
-    if thinking.budget_tokens < limit:
-        return thinking
+    if thinking.budget_tokens is None or thinking.budget_tokens < limit:
+        return thinking  # an effort level: the adapter fits it to the model
     if limit - 1 < MIN_THINKING_BUDGET:
         dropped.append(f"thinking (the output limit {limit} leaves no room for a budget)")
         return None

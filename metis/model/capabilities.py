@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from metis.model.knobs import ReasoningProfile, SamplingRanges
+
 
 class AdapterCapabilities(BaseModel):
     """What a stack (and the model behind it) can serve: tools, images, thinking, structured
@@ -42,3 +44,8 @@ class AdapterCapabilities(BaseModel):
     accepted_video_media_types: list[str] = Field(default_factory=list)
     """Video input by media type (``video/mp4``); empty: none, and none to a model whose
     catalog entry lists no video input."""
+    sampling: SamplingRanges | None = None
+    """The sampling settings the API takes and the range of each (``temperature: [0, 1]``);
+    None: not declared, every setting is sent as given (docs/contract.md §13)."""
+    reasoning: ReasoningProfile | None = None
+    """How the model is asked to reason, from the catalog; None: unknown or it does not."""

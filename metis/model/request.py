@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from metis.core.ids import new_request_id
 from metis.model.cache import CachePolicy
 from metis.model.content import Message
+from metis.model.knobs import ReasoningEffort
 from metis.model.message_dicts import as_messages
 from metis.model.server_tools import ServerTool
 
@@ -110,11 +111,37 @@ class ToolChoice(BaseModel):
 
 
 class ThinkingConfig(BaseModel):
-    """Ask the model to reason before answering, within ``budget_tokens``."""
+    """Ask the model to reason before answering: within ``budget_tokens``, or at an ``effort``
+    level (one or the other). Each model is asked the way it takes (docs/reasoning.md): a
+    budget for an effort model, or a level it lacks, is converted, with a warning."""
 
     model_config = ConfigDict(frozen=True)
 
-    budget_tokens: int = Field(ge=1)
+    budget_tokens: int | None = Field(default=None, ge=1)
+    effort: ReasoningEffort | None = None
+    """``none`` (off where the model allows it), ``minimal``, ``low``, ``medium``, ``high``,
+    ``xhigh``, ``max``."""
+    summary: Literal["auto", "concise", "detailed"] | None = None
+    """The reasoning summary OpenAI's Responses API returns (default ``auto``)."""
+
+    @model_validator(mode="after")
+    def _budget_or_effort(self) -> ThinkingConfig:
+        if (self.budget_tokens is None) == (self.effort is None):
+            raise ValueError(
+                "thinking takes a budget_tokens or an effort, one of the two"
+                + (" (not both)" if self.effort is not None else "")
+            )
+        return self
+
+    @classmethod
+    def coerce(cls, value: Any) -> Any:
+        """``"high"`` (an effort) or ``8000`` (a budget) as a ThinkingConfig; anything else
+        as it is, for pydantic to check."""
+        if isinstance(value, str):
+            return {"effort": value}
+        if isinstance(value, int) and not isinstance(value, bool):
+            return {"budget_tokens": value}
+        return value
 
 
 class CanonicalRequest(BaseModel):
@@ -137,8 +164,23 @@ class CanonicalRequest(BaseModel):
     system_prompt: str | None = None
     stop_sequences: list[str] = Field(default_factory=list)
     temperature: float | None = Field(default=None, ge=0)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    top_k: int | None = Field(default=None, ge=1)
+    seed: int | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
     output_schema: dict[str, Any] | None = None
     thinking: ThinkingConfig | None = None
+    """How the model reasons first: a :class:`ThinkingConfig`, or its effort (``"high"``) or
+    budget (``8000``) alone."""
+    provider_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Wire fields for one provider only, keyed by its name (the adapter's, a stack it extends,
+    or its catalog id: ``{"openai": {"service_tier": "flex"}}``); merged into that provider's
+    body, ignored by every other (docs/contract.md §13)."""
+    extra_headers: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """HTTP headers for one provider only, keyed as ``provider_options``."""
+    extra_query: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """URL query parameters for one provider only, keyed as ``provider_options``."""
     cache: CachePolicy | None = None
     """What to cache (docs/caching.md); None: the provider stack's default policy."""
     stream: bool | None = None
@@ -146,6 +188,11 @@ class CanonicalRequest(BaseModel):
     as the method asks (``stream()`` streams where the provider can; ``complete()`` does not).
     Either method honours an explicit value: ``complete()`` of a streamed call folds its events,
     ``stream()`` of a whole-body call yields the same events at once."""
+
+    @field_validator("thinking", mode="before")
+    @classmethod
+    def _thinking_shorthand(cls, value: Any) -> Any:
+        return ThinkingConfig.coerce(value)
 
     @field_validator("messages", mode="before")
     @classmethod

@@ -49,6 +49,10 @@ class TokenUsage(BaseModel):
     output_tokens: int = Field(default=0, ge=0)
     cached_input_tokens: int = Field(default=0, ge=0)
     cache_creation_input_tokens: int = Field(default=0, ge=0)
+    reasoning_tokens: int = Field(default=0, ge=0)
+    """The part of ``output_tokens`` the model spent reasoning (OpenAI's ``reasoning_tokens``,
+    Gemini's ``thoughtsTokenCount``, ...): always included in ``output_tokens``, and 0 where
+    the provider does not report it."""
     estimated: bool = False
 
     @property

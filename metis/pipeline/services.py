@@ -68,6 +68,9 @@ class StageServices:
     """How the provider counts a model's input tokens (the stack's ``token_estimate``)."""
     settings: ProviderSettings = field(default_factory=NoSettings)
     """The adapter's typed settings, of its stack's kind (metis.pipeline.settings)."""
+    option_keys: frozenset[str] = frozenset()
+    """The names a request's provider options reach this adapter by besides its own: the
+    stacks it extends and its catalog id (docs/contract.md §13)."""
 
     @property
     def secrets(self) -> tuple[str, ...]:

@@ -168,5 +168,6 @@ def add_usage(total: TokenUsage, more: TokenUsage) -> TokenUsage:
         cached_input_tokens=total.cached_input_tokens + more.cached_input_tokens,
         cache_creation_input_tokens=total.cache_creation_input_tokens
         + more.cache_creation_input_tokens,
+        reasoning_tokens=total.reasoning_tokens + more.reasoning_tokens,
         estimated=total.estimated or more.estimated,
     )

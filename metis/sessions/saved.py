@@ -19,6 +19,7 @@ from metis.core.config_files import config_error
 from metis.errors import ConfigError
 from metis.model.cache import CachePolicy
 from metis.model.content import Message
+from metis.model.knobs import ReasoningEffort
 from metis.model.request import ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import TokenUsage
 from metis.routing.router import Router
@@ -28,8 +29,9 @@ from metis.sessions.provider_state import ProviderState
 from metis.tools import Tool
 
 FORMAT = "metis.session/1"
-NOT_SAVED = frozenset({"api_key", "tools"})
-"""Options a saved session leaves out: the key is a secret; tools are functions."""
+NOT_SAVED = frozenset({"api_key", "tools", "extra_headers"})
+"""Options a saved session leaves out: the key (and extra headers, which may carry one) are
+secrets; tools are functions."""
 
 
 class SavedOptions(BaseModel):
@@ -41,9 +43,17 @@ class SavedOptions(BaseModel):
     tool_choice: ToolChoice | None = None
     max_output_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0)
+    top_p: float | None = None
+    top_k: int | None = None
+    seed: int | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
     stop_sequences: list[str] | None = None
     output_schema: dict[str, Any] | None = None
     thinking: ThinkingConfig | None = None
+    reasoning: ReasoningEffort | int | None = None
+    provider_options: dict[str, dict[str, Any]] | None = None
+    extra_query: dict[str, dict[str, str]] | None = None
     cache: CachePolicy | None = None
     base_url: str | None = None
     timeout_seconds: float | None = Field(default=None, gt=0)

@@ -223,6 +223,7 @@ def _usage_attributes(usage: TokenUsage) -> dict[str, Any]:
         "gen_ai.usage.output_tokens": usage.output_tokens,
         "gen_ai.usage.cache_read.input_tokens": usage.cached_input_tokens,
         "gen_ai.usage.cache_write.input_tokens": usage.cache_creation_input_tokens,
+        "gen_ai.usage.reasoning.output_tokens": usage.reasoning_tokens,  # within output_tokens
     }
 
 

@@ -44,6 +44,7 @@ _USAGE_FIELDS = (
     "output_tokens",
     "cached_input_tokens",
     "cache_creation_input_tokens",
+    "reasoning_tokens",
 )
 
 Warn = Callable[..., None]
@@ -95,7 +96,7 @@ class MessageBuilder(WholeBlocks):
         self.output_count_pending = False
         """The output count reported so far is a placeholder (Anthropic's ``message_start``
         says 1); if the message ends before the real count, it is estimated from what arrived."""
-        self._usage = [0, 0, 0, 0]
+        self._usage = [0, 0, 0, 0, 0]
         self._blocks: list[Block] = []
         self._by_key: dict[Hashable, Block] = {}
         self._open_tool: Block | None = None
@@ -128,12 +129,13 @@ class MessageBuilder(WholeBlocks):
         output_tokens: int | None = None,
         cached_input_tokens: int | None = None,
         cache_creation_input_tokens: int | None = None,
+        reasoning_tokens: int | None = None,
     ) -> None:
         """Record counts the provider reported; ``None`` leaves a count as it was. A count
-        that is not a whole number from 0 to ``MAX_TOKEN_COUNT`` is a ProtocolError."""
-        for i, value in enumerate(
-            (input_tokens, output_tokens, cached_input_tokens, cache_creation_input_tokens)
-        ):
+        that is not a whole number from 0 to ``MAX_TOKEN_COUNT`` is a ProtocolError.
+        ``reasoning_tokens`` is the part of ``output_tokens`` spent reasoning."""
+        counts = (input_tokens, output_tokens, cached_input_tokens, cache_creation_input_tokens)
+        for i, value in enumerate((*counts, reasoning_tokens)):
             if value is not None:
                 self._usage[i] = token_count(value, _USAGE_FIELDS[i], self.provider)
                 self.usage_reported = True
@@ -173,12 +175,13 @@ class MessageBuilder(WholeBlocks):
         )
 
     def token_usage(self) -> TokenUsage:
-        i, o, cached, created = self._usage
+        i, o, cached, created, reasoning = self._usage
         return TokenUsage(
             input_tokens=i,
-            output_tokens=o,
+            output_tokens=max(o, reasoning),
             cached_input_tokens=cached,
             cache_creation_input_tokens=created,
+            reasoning_tokens=reasoning,
             estimated=self.usage_estimated,
         )
 

@@ -21,6 +21,7 @@ from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Transform
 from metis.wire.cache_points import requested_cache
 from metis.wire.codec import get_codec, rules_name
+from metis.wire.knobs import OptionTarget, apply_provider_options, fit_request
 from metis.wire.opaque import without_foreign
 
 
@@ -60,10 +61,14 @@ class Encode(Transform[CanonicalRequest, WireRequest]):
         self.codec: Any = self._built
         """The adapter's codec: the one built from the stack, shaped by the adapter."""
         self._endpoint: Endpoint | None = None
+        self._services = StageServices()
+        self._dialect = rules_name(self.options.codec, self.options.settings)
 
     def bind(self, services: StageServices) -> None:
-        """Where requests go; a codec shaped by the adapter's settings (Ollama's) gets them."""
+        """Where requests go; a codec shaped by the adapter's settings (Ollama's) gets them;
+        what each model takes of the request's knobs, and the names its options reach it by."""
         self._endpoint = services.require_endpoint(self.name)
+        self._services = services
         for_adapter = getattr(self._built, "for_adapter", None)
         if for_adapter is not None:
             self.codec = for_adapter(services.settings.as_mapping(), services.capabilities_for)
@@ -73,15 +78,27 @@ class Encode(Transform[CanonicalRequest, WireRequest]):
         if endpoint is None:
             raise StackError("stage 'encode' has no endpoint: an adapter gives it one")
         stream = bool(request.stream)
-        body = self.codec.encode(without_foreign(request, call), call)
+        caps = self._services.capabilities_for(call.wire_model)
+        request = fit_request(without_foreign(request, call), caps, call, self._dialect)
         headers = endpoint.request_headers()
+        body = self.codec.encode(request, call)
         headers_for = getattr(self.codec, "headers_for", None)  # what the body needs (betas)
         if headers_for is not None:
             headers = _joined(headers, headers_for(body))
+        target = apply_provider_options(
+            request,
+            {call.provider, *self._services.option_keys},
+            OptionTarget(
+                body=body,
+                headers=headers,
+                url=endpoint.url(stream=stream, model=call.wire_model),
+            ),
+            call.provider,
+        )
         return WireRequest(
-            url=endpoint.url(stream=stream, model=call.wire_model),
-            body=body,
-            headers=headers,
+            url=target.url,
+            body=target.body,
+            headers=target.headers,
             stream=stream,
             cache=requested_cache(request),
         )

@@ -89,7 +89,9 @@ def unmet_needs(
         problems.append("parallel tool calls were asked for and the model makes one at a time")
     if request.stop_sequences and not caps.supports_stop_sequences:
         problems.append("stop sequences were given and the model takes none")
-    if request.thinking is not None and not caps.supports_thinking:
+    thinking = request.thinking
+    budget = thinking is not None and thinking.budget_tokens is not None
+    if budget and not (caps.supports_thinking or caps.reasoning is not None):
         problems.append("thinking was asked for and the model does not think aloud")
     if request.output_schema is not None and not caps.supports_structured_output:
         problems.append("an output schema was given and the model has no structured output")

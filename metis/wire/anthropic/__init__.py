@@ -34,8 +34,8 @@ from metis.wire.anthropic import server_tools
 from metis.wire.anthropic.cache import hinted_blocks
 from metis.wire.anthropic.documents import At as _At
 from metis.wire.anthropic.documents import document
+from metis.wire.anthropic.knobs import sampling_fields, thinking_fields
 from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, parse_body
-from metis.wire.anthropic.rules import model_traits
 from metis.wire.codec import Codec, EncodeContext
 from metis.wire.opaque import elsewhere, own_item
 from metis.wire.server_replay import for_provider
@@ -61,12 +61,12 @@ def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
             body["container"] = container
     if request.stop_sequences:
         body["stop_sequences"] = list(request.stop_sequences)
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
     if request.thinking is not None:
-        body["thinking"] = _thinking(request.thinking.budget_tokens, call)
+        body.update(thinking_fields(request.thinking, request.max_output_tokens, call.wire_model))
+    body.update(sampling_fields(request, body.get("thinking"), call))
     if request.output_schema is not None:
-        body["output_config"] = {"format": {"type": "json_schema", "schema": request.output_schema}}
+        output_config = body.setdefault("output_config", {})
+        output_config["format"] = {"type": "json_schema", "schema": request.output_schema}
     body["stream"] = bool(request.stream)
     return body
 
@@ -166,14 +166,6 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
         out["description"] = tool.description
     out["input_schema"] = tool.input_schema
     return out
-
-
-def _thinking(budget_tokens: int, call: EncodeContext) -> dict[str, Any]:
-    """Manual thinking with the request's budget, or adaptive where the model thinks only
-    that way."""
-    if "enabled" not in model_traits(call.wire_model).thinking_modes:
-        return {"type": "adaptive"}
-    return {"type": "enabled", "budget_tokens": budget_tokens}
 
 
 def _tool_choice(request: CanonicalRequest) -> dict[str, Any] | None:

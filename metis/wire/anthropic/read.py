@@ -292,11 +292,13 @@ def _stop(builder: MessageBuilder, raw: str | None) -> None:
 
 def _usage(builder: MessageBuilder, usage: dict[str, Any] | None) -> None:
     if usage:
+        details = usage.get("output_tokens_details")  # thinking_tokens: within output_tokens
         builder.usage(
             input_tokens=usage.get("input_tokens"),
             output_tokens=usage.get("output_tokens"),
             cached_input_tokens=usage.get("cache_read_input_tokens"),
             cache_creation_input_tokens=usage.get("cache_creation_input_tokens"),
+            reasoning_tokens=details.get("thinking_tokens") if isinstance(details, dict) else None,
         )
 
 

@@ -52,21 +52,29 @@ def builtin_model_traits(model: str) -> ModelTraits:
 
 
 def catalog_model_traits(model: str) -> ModelTraits:
-    """The built-in traits where they name the model, else what the model catalog says: a
-    model without temperature takes no sampling parameters; one that thinks by a budget takes
-    no adaptive thinking, one that thinks adaptively takes both."""
+    """The built-in traits where they name the model, else what the model catalog knows of it
+    (metis/catalog/knobs.py, which reads a Claude model's name when it has no entry): one that
+    refuses sampling takes none; one that thinks by a budget takes no adaptive thinking, one
+    that thinks only adaptively no budget."""
     known = [prefix for prefix in _KNOWN if model.startswith(prefix)]
     if known:
         return _KNOWN[max(known, key=len)]
+    from metis.catalog.knobs import reasoning_profile, refused_sampling
     from metis.catalog.lookup import find_model
+    from metis.catalog.model_info import ModelInfo
 
     info = find_model("anthropic", model)
     if info is None:
-        return DEFAULT_TRAITS
+        if "claude" not in model.lower():
+            return DEFAULT_TRAITS
+        info = ModelInfo(provider="anthropic", id=model, reasoning=True)
+    profile = reasoning_profile(info)
     modes = DEFAULT_TRAITS.thinking_modes
-    if info.reasoning_form == "budget":
+    if profile is not None and profile.form == "budget":
         modes = frozenset({"enabled"})
-    return ModelTraits(sampling=info.temperature is not False, thinking_modes=modes)
+    elif profile is not None and profile.form == "adaptive" and profile.budget_max is None:
+        modes = frozenset({"adaptive"})
+    return ModelTraits(sampling=not refused_sampling(info), thinking_modes=modes)
 
 
 model_traits: Callable[[str], ModelTraits] = catalog_model_traits

@@ -33,6 +33,7 @@ from metis.model.content import (
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.bedrock_converse.cache import hinted_blocks
+from metis.wire.bedrock_converse.knobs import model_fields
 from metis.wire.bedrock_converse.media import media
 from metis.wire.bedrock_converse.server_tools import declarations
 from metis.wire.codec import EncodeContext
@@ -53,20 +54,16 @@ def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     system = _system(request)
     if system:
         body["system"] = [{"text": system}]
-    inference: dict[str, Any] = {"maxTokens": request.max_output_tokens}
-    if request.temperature is not None:
-        inference["temperature"] = request.temperature
+    sampling, fields = model_fields(request, call)
+    inference: dict[str, Any] = {"maxTokens": request.max_output_tokens, **sampling}
     if request.stop_sequences:
         inference["stopSequences"] = list(request.stop_sequences)
     body["inferenceConfig"] = inference
     tools = _tool_config(request, call)
     if tools is not None:
         body["toolConfig"] = tools
-    if request.thinking is not None:
-        # Claude's own field, passed through to the model (the Converse guide's "reasoning").
-        body["additionalModelRequestFields"] = {
-            "thinking": {"type": "enabled", "budget_tokens": request.thinking.budget_tokens}
-        }
+    if fields:
+        body["additionalModelRequestFields"] = fields
     return body
 
 

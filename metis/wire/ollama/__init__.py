@@ -41,15 +41,19 @@ from metis.model.content import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.model.knobs import ReasoningEffort
+from metis.model.request import CanonicalRequest, ThinkingConfig, ToolDefinition
 from metis.wire.codec import Codec, EncodeContext
+from metis.wire.knobs.forms import effort_of
+from metis.wire.knobs.reasoning import nearest_level
+from metis.wire.knobs.sampling import sampling_fields
 from metis.wire.media import project_attachments
 from metis.wire.ollama.read import OllamaStreamParser, parse_body
 from metis.wire.ollama.read import error_from_http as error_from_http  # stages read it here
 
 log = logging.getLogger("metis")
 
-_LEVELS = ("low", "medium", "high")
+_LEVELS: tuple[ReasoningEffort, ...] = ("low", "medium", "high")
 
 
 # Encoding ----------------------------------------------------------------------------------
@@ -87,14 +91,13 @@ def encode(
     if request.output_schema is not None:
         body["format"] = request.output_schema
     if request.thinking is not None:
-        body["think"] = _think(request.thinking.budget_tokens, knobs.get("think"))
+        body["think"] = _think(request.thinking, knobs.get("think"), call)
     extra = knobs.get("model_options") or {}
     if not isinstance(extra, dict):
         raise ConfigError("the model_options setting must map Ollama option names")
     options: dict[str, Any] = dict(extra)
     options["num_predict"] = request.max_output_tokens
-    if request.temperature is not None:
-        options["temperature"] = request.temperature
+    options.update(sampling_fields(request))  # Ollama's options use the same names
     if request.stop_sequences:
         options["stop"] = list(request.stop_sequences)
     num_ctx = knobs.get("num_ctx", context_tokens)
@@ -221,11 +224,22 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def _think(budget: int, configured: Any) -> bool | str:
-    if configured == "budget":  # gpt-oss levels, the way openai_chat maps a budget to effort
-        return "low" if budget < 2048 else "medium" if budget < 8192 else "high"
+def _think(thinking: ThinkingConfig, configured: Any, call: EncodeContext) -> bool | str:
+    """``think``: false for effort ``none``; a level where the model takes levels (the
+    ``think`` setting ``budget``: the request's effort, or the table's for its budget, as
+    openai_chat's); the configured level; else true (a level asked for is then not applied)."""
+    if thinking.effort == "none":
+        return False
+    if configured == "budget":
+        return nearest_level(effort_of(thinking, _LEVELS), _LEVELS)
     if configured in _LEVELS:
         return str(configured)
+    if thinking.effort is not None:
+        call.warn_dropped(
+            "reasoning",
+            f"effort {thinking.effort!r}: this Ollama model takes thinking on or off "
+            "(the think setting 'budget' sends levels); think was sent as true",
+        )
     return True
 
 

@@ -34,6 +34,8 @@ from metis.wire.builder import MessageBuilder
 from metis.wire.codec import Codec, EncodeContext
 from metis.wire.freeform import CLOSING, OPENING, text_fragment, whole_input
 from metis.wire.http_errors import body_excerpt, http_error, json_body, openai_error_fields
+from metis.wire.knobs.forms import effort_of
+from metis.wire.knobs.sampling import sampling_fields
 from metis.wire.openai_chat.encode import (
     ReasoningReplay,
     assistant_message,
@@ -128,8 +130,7 @@ class OpenAIChatCodec:
             body.update(searching)
         if request.stop_sequences:
             body["stop"] = list(request.stop_sequences)
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
+        body.update(sampling_fields(request))
         if request.output_schema is not None:
             schema = copy.deepcopy(request.output_schema)
             name = schema_name(schema.get("title"))
@@ -138,11 +139,7 @@ class OpenAIChatCodec:
                 "json_schema": {"name": name, "schema": schema},
             }
         if request.thinking is not None:
-            # Chat Completions takes an effort level, not a budget: <2048 low, <8192 medium.
-            budget = request.thinking.budget_tokens
-            body["reasoning_effort"] = (
-                "low" if budget < 2048 else "medium" if budget < 8192 else "high"
-            )
+            body["reasoning_effort"] = effort_of(request.thinking)
         return body
 
     def stream_parser(self, builder: MessageBuilder) -> _StreamParser:

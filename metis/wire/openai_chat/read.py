@@ -151,11 +151,15 @@ def read_usage(builder: MessageBuilder, usage: dict[str, Any]) -> None:
     written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
     prompt = token_count(usage.get("prompt_tokens") or 0, "prompt_tokens", provider)
     uncached, cached, written = split_input(prompt, cached, written)
+    output = object_value(
+        usage.get("completion_tokens_details") or {}, "usage.completion_tokens_details"
+    )
     builder.usage(
         input_tokens=uncached,
         output_tokens=usage.get("completion_tokens") or 0,
         cached_input_tokens=cached,
         cache_creation_input_tokens=written,
+        reasoning_tokens=output.get("reasoning_tokens") or 0,
     )
 
 

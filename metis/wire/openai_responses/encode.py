@@ -47,6 +47,7 @@ from metis.model.content import (
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.codec import EncodeContext
+from metis.wire.knobs.forms import effort_of
 from metis.wire.media import refuse_block
 from metis.wire.opaque import elsewhere, own_item
 from metis.wire.openai_responses.custom import CUSTOM_CALL, custom_call, custom_tool, is_custom
@@ -100,15 +101,16 @@ def encode_request(
         if request.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = request.parallel_tool_calls
     body["max_output_tokens"] = request.max_output_tokens
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
+    for name in ("temperature", "top_p"):  # Responses takes no other sampling setting
+        if getattr(request, name) is not None:
+            body[name] = getattr(request, name)
     if request.output_schema is not None:
         body["text"] = {"format": _json_schema_format(request.output_schema)}
     if request.thinking is not None:
-        # An effort level, not a budget: <2048 low, <8192 medium (as on Chat Completions).
-        budget = request.thinking.budget_tokens
-        effort = "low" if budget < 2048 else "medium" if budget < 8192 else "high"
-        body["reasoning"] = {"effort": effort, "summary": "auto"}
+        body["reasoning"] = {
+            "effort": effort_of(request.thinking),
+            "summary": request.thinking.summary or "auto",
+        }
     include = ["reasoning.encrypted_content"] if include_encrypted_reasoning else []
     if include := include + includes(request):
         body["include"] = include

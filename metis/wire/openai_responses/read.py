@@ -357,11 +357,13 @@ def _usage(builder: MessageBuilder, usage: dict[str, Any] | None) -> None:
     written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
     total = token_count(usage.get("input_tokens") or 0, "input_tokens", provider)
     uncached, cached, written = split_input(total, cached, written)
+    output = object_value(usage.get("output_tokens_details") or {}, "usage.output_tokens_details")
     builder.usage(
         input_tokens=uncached,
         output_tokens=usage.get("output_tokens") or 0,
         cached_input_tokens=cached,
         cache_creation_input_tokens=written,
+        reasoning_tokens=output.get("reasoning_tokens") or 0,
     )
 
 

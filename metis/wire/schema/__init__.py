@@ -35,8 +35,10 @@ placeholder whose value is absent removes its key, ``{$if: x, $then: v}`` is a c
 ``request_schema`` (added) -- the rest of the body:
     ``body_template`` with ``{model} {stream} {max_output_tokens} {temperature}
     {stop_sequences} {output_schema} {output_schema_name} {thinking} {thinking_budget}
-    {parallel_tool_calls} {tools} {tool_choice}``; ``tool_template`` (``{name} {description}
-    {input_schema}``); ``tool_choice: {auto, any, none, tool}`` templates (``{name}``).
+    {thinking_level} {reasoning_effort} {top_p} {top_k} {seed} {frequency_penalty}
+    {presence_penalty} {parallel_tool_calls} {tools} {tool_choice}``; ``tool_template``
+    (``{name} {description} {input_schema}``); ``tool_choice: {auto, any, none, tool}``
+    templates (``{name}``).
 
 ``response_schema`` (docs/stacks.md) -- how a reply is read:
     ``content_mode: blocks | separate``, ``content_path``; blocks: ``block_detect`` (an
@@ -47,7 +49,7 @@ placeholder whose value is absent removes its key, ``{$if: x, $then: v}`` is a c
     ``tool_call_input_format: object | json_string``, ``tool_call_id`` (absent: ids are
     minted, see :mod:`schema_parse`), ``tool_call_index`` (stream fragments), ``usage_path``,
     ``input_tokens`` / ``output_tokens`` / ``cached_input_tokens`` /
-    ``cache_creation_input_tokens`` (a path or a list of paths, summed),
+    ``cache_creation_input_tokens`` / ``reasoning_tokens`` (a path or a list of paths, summed),
     ``input_includes_cached`` (canonical input excludes them), ``finish_reason_path`` (a
     path, or a list of paths or ``{path, map, default}``; the first present wins),
     ``finish_reasons`` (raw -> stop kind; unknown raw values are ``provider_specific``, never

@@ -46,6 +46,13 @@ BODY_VARS = (
     "output_schema_name",
     "thinking",
     "thinking_budget",
+    "thinking_level",
+    "reasoning_effort",
+    "top_p",
+    "top_k",
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
     "parallel_tool_calls",
     "tools",
     "tool_choice",
@@ -102,6 +109,7 @@ class Reading:
         self.output_tokens = _counter(schema.output_tokens)
         self.cached = _counter(schema.cached_input_tokens)
         self.created = _counter(schema.cache_creation_input_tokens)
+        self.reasoning = _counter(schema.reasoning_tokens)
         self.finish: list[tuple[bool, Getter, dict[str, StopKind], StopKind]] = []
         for source in sources:
             mapping = schema.finish_reasons if source.map is None else source.map

@@ -293,7 +293,7 @@ class SchemaParser:
         created = r.created(usage)
         if tokens is not None and r.schema.input_includes_cached:
             tokens, cached, created = split_input(tokens, cached or 0, created or 0)
-        self._b.usage(tokens, r.output_tokens(usage), cached, created)
+        self._b.usage(tokens, r.output_tokens(usage), cached, created, r.reasoning(usage))
 
     # Helpers ---------------------------------------------------------------------------------
 

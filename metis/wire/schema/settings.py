@@ -150,6 +150,9 @@ class ResponseSchema(_Model):
     output_tokens: Paths = "output_tokens"
     cached_input_tokens: Paths | None = None
     cache_creation_input_tokens: Paths | None = None
+    reasoning_tokens: Paths | None = None
+    """Where the reasoning part of the output is counted (it is added to ``output_tokens``'
+    paths too where the provider counts it apart, as Gemini's ``thoughtsTokenCount``)."""
     input_includes_cached: bool = False
     finish_reason_path: str | list[str | FinishSource] = "stop_reason"
     finish_reasons: dict[str, StopKind] = Field(default_factory=dict)

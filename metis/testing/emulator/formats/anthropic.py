@@ -254,6 +254,8 @@ class Anthropic(Format):
                     "ephemeral_1h_input_tokens": 0,
                 },
                 "output_tokens": usage.output_tokens,
+                # the thinking part of output_tokens (anthropic SDK 0.105+ OutputTokensDetails)
+                "output_tokens_details": {"thinking_tokens": usage.thinking_tokens},
                 "service_tier": "standard",
             },
         }
@@ -284,7 +286,10 @@ def message_events(message: dict[str, Any]) -> list[Frame]:
         **message,
         "content": [],
         "stop_reason": None,
-        "usage": {**usage, "output_tokens": 1},
+        "usage": {
+            **{k: v for k, v in usage.items() if k != "output_tokens_details"},
+            "output_tokens": 1,
+        },
     }
     emit("message_start", {"message": started})
     for index, block in enumerate(message["content"]):
@@ -295,8 +300,10 @@ def message_events(message: dict[str, Any]) -> list[Frame]:
         "cache_creation_input_tokens",
         "cache_read_input_tokens",
         "output_tokens",
+        "output_tokens_details",
     )
-    emit("message_delta", {"delta": delta, "usage": {k: usage[k] for k in counts}})
+    final = {k: usage[k] for k in counts if k in usage}
+    emit("message_delta", {"delta": delta, "usage": final})
     emit("message_stop", {})
     return frames
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from metis.testing.emulator.formats import files_rules, server_rules
 from metis.testing.emulator.formats.cache_marks import check_breakpoint_limit
+from metis.testing.emulator.formats.knobs_rules import check_anthropic
 from metis.testing.emulator.rules import (
     Check,
     Refused,
@@ -352,5 +353,6 @@ RULES: list[Rule | Check] = [
     _check_blocks,
     _check_turn_opens_with_thinking,
     _check_tool_pairs,
+    check_anthropic,
     check_breakpoint_limit,
 ]

@@ -9,6 +9,7 @@ from typing import Any
 
 from metis.testing.emulator.formats import files_rules
 from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
+from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import (
     REASONING_MODEL,
     TEMPERATURE,
@@ -31,7 +32,6 @@ from metis.testing.emulator.rules import (
     never,
     nonempty,
     obj,
-    one_of,
     string,
     text,
 )
@@ -44,12 +44,22 @@ TOP_LEVEL = names(
     "stream_options temperature tool_choice tools top_logprobs top_p user verbosity "
     "web_search_options"
 )
+OPENROUTER_FIELDS = names("reasoning provider models transforms plugins usage")
+"""OpenRouter's own request fields (its API reference): taken on its path only."""
 ROLES = ("system", "assistant", "user", "function", "tool", "developer")
 PART_TYPES = ("text", "image_url", "input_audio", "refusal", "audio", "file")
 FUNCTION_CALLS = "messages.*.tool_calls.*[type=function|]"
 CUSTOM_CALLS = "messages.*.tool_calls.*[type=custom]"
 ARGUMENTS = f"{FUNCTION_CALLS}.function.arguments"
 DEEPSEEK_THINKING = re.compile(r"^deepseek-reasoner")
+
+
+def _check_top_level(body: dict[str, Any], call: Any) -> None:
+    request = getattr(call, "request", None)
+    own = OPENROUTER_FIELDS if str(getattr(request, "path", "")).startswith("/api/v1/") else ()
+    for key in body:
+        if key not in TOP_LEVEL and key not in own:
+            raise Refused(f"Unrecognized request argument supplied: {key}")
 
 
 def _check_strict_tools(body: dict[str, Any], call: Any) -> None:
@@ -173,7 +183,7 @@ def _check_response_format(body: dict[str, Any], call: Any) -> None:
 
 
 RULES: list[Rule | Check] = [
-    Rule("~", one_of(*TOP_LEVEL), "Unrecognized request argument supplied: {value}"),
+    _check_top_level,
     Rule("model", text, "you must provide a model parameter", required=True),
     expected("stream", boolean, "a boolean, but got {type} instead", nullable=False),
     Rule(
@@ -253,5 +263,6 @@ RULES: list[Rule | Check] = [
     _check_tool_messages,
     _check_reasoning_sent_back,
     _check_response_format,
+    check_openai,
     check_prompt_cache_key,
 ]

@@ -25,6 +25,7 @@ from metis.testing.emulator.rules import (
     Refused,
     Rule,
     at_least,
+    between,
     matches,
     names,
     nonempty,
@@ -137,6 +138,15 @@ RULES: list[Rule | Check] = [
         "inferenceConfig.maxTokens",
         at_least(1),
         "inferenceConfig.maxTokens: must be a positive integer",
+    ),
+    *(
+        Rule(
+            f"inferenceConfig.{name}",
+            between(0, 1),
+            f"1 validation error detected: Value at 'inferenceConfig.{name}' failed to satisfy "
+            "constraint: Member must have value less than or equal to 1",
+        )
+        for name in ("temperature", "topP")
     ),
     Rule(
         "toolConfig.tools.*",

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from metis.testing.emulator.formats import files_rules
+from metis.testing.emulator.formats.knobs_rules import check_gemini
 from metis.testing.emulator.rules import (
     MISSING,
     Check,
@@ -303,4 +304,5 @@ RULES: list[Rule | Check] = [
     ),
     _check_signatures,
     _check_turns,
+    check_gemini,
 ]

@@ -11,6 +11,7 @@ from typing import Any
 
 from metis.testing.emulator.formats import files_rules
 from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
+from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import (
     TEMPERATURE,
     expected,
@@ -272,5 +273,6 @@ RULES: list[Rule | Check] = [
     missing("input.*[type=reasoning].id"),
     _check_items,
     _check_text_format,
+    check_openai,
     check_prompt_cache_key,
 ]

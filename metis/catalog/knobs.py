@@ -1,0 +1,190 @@
+"""What each model takes of the request's knobs: how it is asked to reason, and the sampling
+settings it refuses (docs/reasoning.md has the table this code holds).
+
+Neither models.dev nor genai-prices records these, so they are read from the model's name, by
+family and version, as the reasoning form is (``metis/catalog/build.py``). A catalog entry may
+state them itself (``reasoning_levels``, ``refuses_sampling``: a models.yaml ``catalog:`` block),
+which wins. Sources, per family:
+
+- Claude: adaptive thinking from 4.6, ``xhigh`` and adaptive-only from Opus 4.7 and the 5
+  models, no sampling settings on those (400 "temperature is deprecated for this model");
+  budgets from 1024 and below ``max_tokens``.
+- OpenAI: ``reasoning_effort`` levels per model (o-series low..high; gpt-5 minimal..high;
+  gpt-5.1 none..high; gpt-5.2 and later none..xhigh); reasoning models refuse temperature,
+  top_p and the penalties, GPT-5.1 and later take them with effort ``none``.
+- Gemini 2.5: ``thinkingBudget`` (Pro 128-32768 and never off; Flash 0-24576; Flash-Lite
+  512-24576, 0 is off); Gemini 3: ``thinkingLevel`` (Pro low/high, 3.1 Pro low..high, Flash
+  minimal..high), never off.
+- xAI: grok-3-mini takes low/high; grok-4 reasons always and refuses the penalties.
+- DeepSeek's reasoning models take low..high and max and never stop; Amazon Nova 2 takes
+  low..high and can stop.
+"""
+
+from __future__ import annotations
+
+import re
+
+from metis.catalog.first_party import family_of
+from metis.catalog.model_info import ModelInfo
+from metis.model.knobs import EFFORT_ORDER, ReasoningEffort, ReasoningProfile
+
+_CLAUDE = re.compile(
+    r"claude-(?:(?P<tier>opus|sonnet|haiku)-)?(?P<major>\d+)(?:[-.](?P<minor>\d)(?!\d))?"
+)
+_CLAUDE_OLD = re.compile(r"claude-(?P<major>\d)-(?P<minor>\d)-(?P<tier>opus|sonnet|haiku)")
+_GPT5 = re.compile(r"gpt-5(?:\.(?P<minor>\d+))?")
+_GEMINI = re.compile(r"gemini-(?P<major>\d+)(?:\.(?P<minor>\d+))?")
+_PENALTIES = ("frequency_penalty", "presence_penalty")
+_OPENAI_REASONING_REFUSES = ("temperature", "top_p", *_PENALTIES)
+_CLAUDE_SAMPLING = ("temperature", "top_p", "top_k")
+
+
+def _levels(*names: ReasoningEffort) -> tuple[ReasoningEffort, ...]:
+    return tuple(level for level in EFFORT_ORDER if level in names)
+
+
+def _name(model_id: str) -> str:
+    """The model's own name: no region, vendor or route prefix (``us.anthropic.`` ...)."""
+    name = model_id.lower().rsplit("/", 1)[-1]
+    name = re.sub(r"^(?:us|eu|apac|ap|jp|au|ca|global)\.", "", name)
+    vendor, dot, rest = name.partition(".")
+    return rest if dot and vendor.isalpha() else name
+
+
+def reasoning_profile(info: ModelInfo) -> ReasoningProfile | None:
+    """How ``info``'s model is asked to reason; None when it does not reason, or when nothing
+    is known of how (the request's setting then goes as it is)."""
+    if not info.reasoning:
+        return None
+    name, family = _name(info.id), family_of(info.id)
+    profile = None
+    if family == "claude":
+        profile = _claude(name, info.max_output_tokens)
+    elif family in ("gpt", "o1", "o3", "o4", "codex"):
+        profile = _openai(name)
+    elif family == "gemini":
+        profile = _gemini(name)
+    elif family == "grok":
+        profile = _grok(name)
+    elif family == "deepseek":
+        levels = _levels("low", "medium", "high", "max")
+        profile = ReasoningProfile(
+            form="effort", levels=levels, can_disable=False, family="deepseek"
+        )
+    elif family == "nova":
+        profile = ReasoningProfile(
+            form="effort", levels=_levels("none", "low", "medium", "high"), family="nova"
+        )
+    if profile is not None and info.reasoning_levels is not None:
+        levels = _levels(*info.reasoning_levels)  # type: ignore[arg-type]
+        profile = profile.model_copy(
+            update={"levels": levels, "can_disable": "none" in levels, "form": "effort"}
+        )
+    return profile
+
+
+def refused_sampling(info: ModelInfo) -> tuple[str, ...]:
+    """The sampling settings ``info``'s model refuses whatever the request (a catalog entry's
+    own ``refuses_sampling`` first)."""
+    if info.refuses_sampling is not None:
+        return tuple(info.refuses_sampling)
+    name, family = _name(info.id), family_of(info.id)
+    refused: tuple[str, ...] = ()
+    if family == "claude" and _claude_version(name) is not None:
+        version, tier = _claude_version(name) or ((0, 0), None)
+        if version >= (5, 0) or (tier == "opus" and version >= (4, 7)):
+            refused = _CLAUDE_SAMPLING
+    elif family == "grok" and name.startswith("grok-4"):
+        refused = _PENALTIES
+    elif family in ("o1", "o3", "o4") or (family == "gpt" and _gpt5_minor(name) == 0):
+        refused = _OPENAI_REASONING_REFUSES
+    takes_it_unreasoning = family == "gpt" and (_gpt5_minor(name) or 0) >= 1
+    if info.temperature is False and "temperature" not in refused and not takes_it_unreasoning:
+        refused = ("temperature", *refused)
+    return refused
+
+
+def _claude_version(name: str) -> tuple[tuple[int, int], str | None] | None:
+    match = _CLAUDE.search(name) or _CLAUDE_OLD.search(name)
+    if match is None:
+        return None
+    return (int(match["major"]), int(match["minor"] or 0)), match["tier"]
+
+
+def _claude(name: str, max_output: int | None) -> ReasoningProfile:
+    version, tier = _claude_version(name) or ((3, 7), None)
+    budget_max = max_output - 1 if max_output else None
+    if version < (4, 6):
+        return ReasoningProfile(
+            form="budget", budget_min=1024, budget_max=budget_max, family="anthropic"
+        )
+    newest = version >= (5, 0) or (tier == "opus" and version >= (4, 7))
+    levels = ("none", "low", "medium", "high", "xhigh", "max") if newest else ()
+    return ReasoningProfile(
+        form="adaptive",
+        levels=_levels(*levels) if newest else _levels("none", "low", "medium", "high", "max"),
+        budget_min=None if newest else 1024,
+        budget_max=None if newest else budget_max,
+        family="anthropic",
+    )
+
+
+def _gpt5_minor(name: str) -> int | None:
+    match = _GPT5.search(name)
+    return int(match["minor"] or 0) if match else None
+
+
+def _openai(name: str) -> ReasoningProfile:
+    if "gpt-oss" in name:
+        return ReasoningProfile(
+            form="effort", levels=_levels("low", "medium", "high"), can_disable=False,
+            family="openai",
+        )  # fmt: skip
+    minor = _gpt5_minor(name)
+    if minor is None:  # the o-series
+        return ReasoningProfile(
+            form="effort", levels=_levels("low", "medium", "high"), can_disable=False,
+            family="openai",
+        )  # fmt: skip
+    if minor == 0:
+        return ReasoningProfile(
+            form="effort", levels=_levels("minimal", "low", "medium", "high"),
+            can_disable=False, family="openai",
+        )  # fmt: skip
+    top: tuple[ReasoningEffort, ...] = ("xhigh",) if minor >= 2 else ()
+    return ReasoningProfile(
+        form="effort",
+        levels=_levels("none", "low", "medium", "high", *top),
+        family="openai",
+        sampling_only_without_reasoning=_OPENAI_REASONING_REFUSES,
+    )
+
+
+def _gemini(name: str) -> ReasoningProfile | None:
+    match = _GEMINI.search(name)
+    if match is None:
+        return None
+    version = (int(match["major"]), int(match["minor"] or 0))
+    if version >= (3, 0):
+        if "flash" in name:
+            levels = _levels("minimal", "low", "medium", "high")
+        elif version >= (3, 1):
+            levels = _levels("low", "medium", "high")
+        else:
+            levels = _levels("low", "high")
+        return ReasoningProfile(form="effort", levels=levels, can_disable=False, family="google")
+    if "flash-lite" in name:
+        return ReasoningProfile(form="budget", budget_min=512, budget_max=24576, family="google")
+    if "flash" in name:
+        return ReasoningProfile(form="budget", budget_min=1, budget_max=24576, family="google")
+    return ReasoningProfile(
+        form="budget", budget_min=128, budget_max=32768, can_disable=False, family="google"
+    )
+
+
+def _grok(name: str) -> ReasoningProfile:
+    if name.startswith("grok-3-mini"):
+        return ReasoningProfile(
+            form="effort", levels=_levels("low", "high"), can_disable=False, family="xai"
+        )
+    return ReasoningProfile(form="always", can_disable=False, family="xai")

@@ -1,0 +1,113 @@
+"""What each API refuses of reasoning and sampling settings, per model, in its own words: the
+ranges, the levels each model has, and the settings reasoning models refuse. The per-model
+facts are the model catalog's (metis/catalog/knobs.py), so a request metis lets through that a
+model would refuse is refused here too (docs/emulator.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metis.catalog.knobs import reasoning_profile, refused_sampling
+from metis.catalog.model_info import ModelInfo
+from metis.model.knobs import ReasoningProfile
+from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.wire import is_number
+
+
+def _model_facts(provider: str, model: str) -> tuple[ReasoningProfile | None, tuple[str, ...]]:
+    info = ModelInfo(provider=provider, id=model, reasoning=True)
+    return reasoning_profile(info), refused_sampling(info)
+
+
+def _range(body: dict[str, Any], name: str, low: float, high: float, message: str) -> None:
+    value = body.get(name)
+    if value is not None and (not is_number(value) or not low <= value <= high):
+        raise Refused(message.format(value=value), name, "invalid_value")
+
+
+def check_openai(body: dict[str, Any], call: Any) -> None:
+    """OpenAI Chat and Responses: top_p in [0, 1], penalties in [-2, 2]; a reasoning model's
+    levels, and the sampling settings it refuses while it reasons."""
+    _range(body, "top_p", 0, 1, "Invalid 'top_p': expected a value in [0, 1], got {value}.")
+    for name in ("frequency_penalty", "presence_penalty"):
+        _range(body, name, -2, 2, f"Invalid '{name}': expected a value in [-2, 2], got {{value}}.")
+    model = str(body.get("model", ""))
+    if not (model.startswith(("o1", "o3", "o4", "gpt-5"))):
+        return
+    profile, refused = _model_facts("openai", model)
+    reasoning = body.get("reasoning")
+    effort = body.get("reasoning_effort") or (
+        reasoning.get("effort") if isinstance(reasoning, dict) else None
+    )
+    param = "reasoning_effort" if "reasoning_effort" in body else "reasoning.effort"
+    if profile is not None and effort is not None and effort not in profile.levels:
+        raise Refused(
+            f"Unsupported value: '{param}' does not support '{effort}' with this model. "
+            f"Supported values are: {', '.join(repr(lv) for lv in profile.levels)}.",
+            param,
+            "unsupported_value",
+        )
+    reasoning_on = effort not in (None, "none") or not (profile and profile.can_disable)
+    held = profile.sampling_only_without_reasoning if profile and reasoning_on else ()
+    for name in (*refused, *held):
+        if name in body:
+            raise Refused(
+                f"Unsupported parameter: '{name}' is not supported with this model.",
+                name,
+                "unsupported_parameter",
+            )
+
+
+def check_anthropic(body: dict[str, Any], call: Any) -> None:
+    """Messages API: the sampling a model refuses, the thinking types and effort levels it
+    has."""
+    model = str(body.get("model", ""))
+    if "claude" not in model:
+        return
+    profile, refused = _model_facts("anthropic", model)
+    for name in refused:
+        if name in body:
+            raise Refused(f"`{name}` is deprecated for this model.")
+    thinking = body.get("thinking")
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    if profile is not None and profile.form == "budget" and kind == "adaptive":
+        raise Refused("thinking.type: 'adaptive' is not supported for this model; use 'enabled'")
+    output_config = body.get("output_config")
+    effort = output_config.get("effort") if isinstance(output_config, dict) else None
+    if effort is None:
+        return
+    levels = profile.levels if profile is not None and profile.levels else ()
+    if not levels:
+        raise Refused("output_config.effort: effort is not supported for this model")
+    if effort not in levels or effort == "none":
+        allowed = ", ".join(f"'{lv}'" for lv in levels if lv != "none")
+        raise Refused(f"output_config.effort: Input should be {allowed}")
+
+
+def check_gemini(body: dict[str, Any], call: Any) -> None:
+    """generateContent: topP in [0, 1]; a thinking level or a budget, as the model takes it."""
+    config = body.get("generationConfig")
+    if not isinstance(config, dict):
+        return
+    top_p = config.get("topP")
+    if top_p is not None and (not is_number(top_p) or not 0 <= top_p <= 1):
+        raise Refused("* GenerateContentRequest.generation_config.top_p: must be in [0.0, 1.0]\n")
+    thinking = config.get("thinkingConfig")
+    if not isinstance(thinking, dict):
+        return
+    level, budget = thinking.get("thinkingLevel"), thinking.get("thinkingBudget")
+    if level is not None and budget is not None:
+        raise Refused("thinking_budget and thinking_level are not supported together.")
+    profile, _ = _model_facts("google", str(getattr(call, "model", "")))
+    if profile is None:
+        return
+    if level is not None and (profile.form != "effort" or str(level).lower() not in profile.levels):
+        raise Refused(f"Thinking level {level} is not supported for this model.")
+    if budget is not None and profile.form == "budget":
+        if budget == 0 and not profile.can_disable:
+            raise Refused("Budget 0 is invalid. This model only works in thinking mode.")
+        low, high = profile.budget_min or 0, profile.budget_max or budget
+        if budget != 0 and budget != -1 and not low <= budget <= high:
+            raise Refused(f"The thinking budget {budget} is invalid. Please choose a value "
+                          f"between {low} and {high}.")  # fmt: skip

@@ -1,0 +1,63 @@
+"""Thinking and sampling as a Claude model takes them (Anthropic, Bedrock and Vertex alike).
+
+Thinking: ``{type: enabled, budget_tokens}`` for a budget; ``{type: adaptive}`` with
+``output_config.effort`` for an effort (``low``, ``medium``, ``high``, ``xhigh``, ``max``),
+or a budget from the table of docs/reasoning.md where the model takes no adaptive thinking;
+``{type: disabled}`` for effort ``none``. With thinking on, Anthropic takes only temperature 1,
+top_p from 0.95 and no top_k (:mod:`metis.wire.anthropic.rules`): any other is left out with a
+warning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metis.model.request import CanonicalRequest, ThinkingConfig
+from metis.wire.anthropic.rules import MIN_THINKING_BUDGET, model_traits
+from metis.wire.codec import EncodeContext
+from metis.wire.knobs.forms import budget_of
+
+_ANTHROPIC_EFFORTS = {"minimal": "low"}
+"""Anthropic has no ``minimal``: it is ``low``."""
+
+
+def thinking_fields(thinking: ThinkingConfig, max_tokens: int, wire_model: str) -> dict[str, Any]:
+    """The body's ``thinking`` (and ``output_config.effort``) for ``thinking``."""
+    if thinking.effort == "none":
+        return {"thinking": {"type": "disabled"}}
+    modes = model_traits(wire_model).thinking_modes
+    if thinking.effort is not None and "adaptive" in modes:
+        effort = _ANTHROPIC_EFFORTS.get(thinking.effort, thinking.effort)
+        return {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}
+    if "enabled" not in modes:
+        return {"thinking": {"type": "adaptive"}}
+    ceiling = (
+        None if thinking.budget_tokens is not None else max(max_tokens - 1, MIN_THINKING_BUDGET)
+    )
+    budget = budget_of(thinking, ceiling)  # a budget given goes as given: pre_send_check checks it
+    return {"thinking": {"type": "enabled", "budget_tokens": budget}}
+
+
+def sampling_fields(
+    request: CanonicalRequest, thinking: Any, call: EncodeContext
+) -> dict[str, Any]:
+    """temperature, top_p and top_k as set, but those thinking does not allow."""
+    thinking_on = isinstance(thinking, dict) and thinking.get("type") not in (None, "disabled")
+    fields: dict[str, Any] = {}
+    for name in ("temperature", "top_p", "top_k"):
+        value = getattr(request, name)
+        if value is None:
+            continue
+        if thinking_on and not _allowed_with_thinking(name, value):
+            call.warn_dropped(name, f"{name} {value} is not allowed with thinking on; not sent")
+            continue
+        fields[name] = value
+    return fields
+
+
+def _allowed_with_thinking(name: str, value: float) -> bool:
+    if name == "temperature":
+        return value == 1
+    if name == "top_p":
+        return 0.95 <= value <= 1
+    return False  # top_k

@@ -1,0 +1,65 @@
+"""The request fitted to the routed model: reasoning in the form it takes, sampling it takes,
+in range; every setting not applied as asked reported with the call's warnings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metis.errors import InvalidRequestError
+from metis.model.capabilities import AdapterCapabilities
+from metis.model.request import CanonicalRequest
+from metis.wire.codec import EncodeContext
+from metis.wire.knobs.reasoning import fit_reasoning
+from metis.wire.knobs.sampling import fit_sampling
+
+SUMMARY_DIALECTS = frozenset({"openai_responses"})
+"""The dialects that carry ``thinking.summary``."""
+
+
+def fit_request(
+    request: CanonicalRequest, caps: AdapterCapabilities, call: EncodeContext, dialect: str
+) -> CanonicalRequest:
+    """``request`` as the routed model takes it (docs/contract.md §13); an InvalidRequestError
+    for a sampling value outside the provider's range."""
+    update: dict[str, Any] = {}
+    thinking = request.thinking
+    if thinking is not None:
+        thinking = _fitted_thinking(request, caps, call, dialect)
+        if thinking != request.thinking:
+            update["thinking"] = thinking
+
+    def warn(name: str, reason: str) -> None:
+        call.warn_dropped(name, reason)
+
+    cleared, problems = fit_sampling(request, caps.sampling, caps.reasoning, thinking, warn)
+    if problems:
+        count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+        raise InvalidRequestError(
+            f"{call.provider} would refuse this request ({count}): " + "; ".join(problems),
+            provider=call.provider,
+            request_id=call.request_id,
+            retryable=False,
+        )
+    update.update(cleared)
+    return request.model_copy(update=update) if update else request
+
+
+def _fitted_thinking(
+    request: CanonicalRequest, caps: AdapterCapabilities, call: EncodeContext, dialect: str
+) -> Any:
+    thinking = request.thinking
+    assert thinking is not None
+    if caps.reasoning is None and not caps.supports_thinking and thinking.effort is not None:
+        call.warn_dropped(
+            "reasoning", "the model does not reason; the reasoning effort was not sent"
+        )
+        return None
+    if thinking.summary is not None and dialect not in SUMMARY_DIALECTS:
+        call.warn_dropped("reasoning.summary", "this provider has no reasoning summary setting")
+        thinking = thinking.model_copy(update={"summary": None})
+    return fit_reasoning(
+        thinking,
+        caps.reasoning,
+        request.max_output_tokens,
+        lambda reason: call.warn_dropped("reasoning", reason),
+    )

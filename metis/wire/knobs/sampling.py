@@ -1,0 +1,58 @@
+"""The sampling settings a request may send to the routed model (docs/contract.md §13).
+
+A setting the stack's API does not take, or the model refuses (from the catalog), is left out
+with a warning: the same request must be sendable to every model of a route. A value outside
+the range the stack declares would be refused by the provider, so it is an error before
+anything is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from metis.model.knobs import SAMPLING_NAMES, ReasoningProfile, SamplingRanges
+from metis.model.request import CanonicalRequest, ThinkingConfig
+
+
+def fit_sampling(
+    request: CanonicalRequest,
+    ranges: SamplingRanges | None,
+    profile: ReasoningProfile | None,
+    thinking: ThinkingConfig | None,
+    warn: Callable[[str, str], None],
+) -> tuple[dict[str, Any], list[str]]:
+    """The request fields to clear (as an update) and the out-of-range problems, one phrase
+    each; ``warn(name, reason)`` for each setting left out."""
+    update: dict[str, Any] = {}
+    problems: list[str] = []
+    reasoning_on = thinking is not None and thinking.effort != "none"
+    for name in SAMPLING_NAMES:
+        value = getattr(request, name)
+        if value is None:
+            continue
+        if ranges is not None and name not in ranges:
+            update[name] = None
+            warn(name, f"{name} is not taken by this provider or model; it was not sent")
+            continue
+        if profile is not None and reasoning_on and name in profile.sampling_only_without_reasoning:
+            update[name] = None
+            warn(name, f"{name} is taken only with reasoning off (effort 'none'); it was not sent")
+            continue
+        low, high = ranges.get(name, (None, None)) if ranges is not None else (None, None)
+        if (low is not None and value < low) or (high is not None and value > high):
+            problems.append(f"{name} {value} is outside the provider's range {_shown(low, high)}")
+    return update, problems
+
+
+def sampling_fields(request: CanonicalRequest) -> dict[str, Any]:
+    """The sampling settings set on ``request``, under the names OpenAI and most APIs use."""
+    return {name: value for name in SAMPLING_NAMES if (value := getattr(request, name)) is not None}
+
+
+def _shown(low: float | None, high: float | None) -> str:
+    return f"[{'-inf' if low is None else _num(low)}, {'inf' if high is None else _num(high)}]"
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
