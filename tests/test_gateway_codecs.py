@@ -169,7 +169,7 @@ def test_a_chat_request_reads_its_settings() -> None:
     )
     assert inbound.fields["tool_choice"].type == "any"
     assert inbound.fields["stop_sequences"] == ["END"]
-    assert inbound.fields["thinking"].budget_tokens == 1024
+    assert inbound.fields["thinking"].effort == "low"
     assert inbound.fields["output_schema"] == schema
     assert inbound.max_output_tokens == 99 and inbound.options["include_usage"] is True
     assert inbound.ignored == ["logprobs"]
@@ -195,7 +195,7 @@ def test_a_responses_request_reads_its_items() -> None:
     assert [m.role for m in inbound.messages] == [Role.USER, Role.ASSISTANT, Role.TOOL]
     assert len(inbound.messages[1].content) == 2 and len(inbound.messages[2].content) == 2
     assert inbound.fields["system_prompt"] == "Be brief."
-    assert inbound.fields["thinking"].budget_tokens == 16384
+    assert inbound.fields["thinking"].effort == "high"
     assert inbound.options["store"] is False and inbound.ignored == ["input[1] (reasoning)"]
 
 

@@ -11,6 +11,7 @@ from metis.core.ids import TOOL_ID_PREFIX
 from metis.errors import InvalidRequestError
 from metis.histories.reading import Ids
 from metis.model.content import Message
+from metis.model.knobs import EFFORT_ORDER
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolDefinition
 
 
@@ -109,18 +110,16 @@ def tool_definition(name: Any, description: Any, schema: Any, where: str) -> Too
     return ToolDefinition(name=name, description=text, input_schema=schema)
 
 
-EFFORT_BUDGETS = {"minimal": 512, "low": 1024, "medium": 4096, "high": 16384, "xhigh": 32768}
-"""OpenAI's reasoning efforts as thinking budgets, for models that take a budget."""
-
-
 def effort_thinking(effort: Any, where: str) -> ThinkingConfig | None:
-    if effort is None or effort == "none":
+    """OpenAI's ``reasoning_effort`` (or ``reasoning.effort``) as a canonical effort level, which
+    the adapter fits to the routed model (docs/reasoning.md)."""
+    if effort is None:
         return None
-    if effort not in EFFORT_BUDGETS:
+    if effort not in EFFORT_ORDER:
         raise InvalidRequestError(
-            f"{where}: expected one of none, {', '.join(EFFORT_BUDGETS)}, got {effort!r}"[:200]
+            f"{where}: expected one of {', '.join(EFFORT_ORDER)}, got {effort!r}"[:200]
         )
-    return ThinkingConfig(budget_tokens=EFFORT_BUDGETS[effort])
+    return ThinkingConfig(effort=effort)
 
 
 def unknown_fields(body: Mapping[str, Any], read: frozenset[str]) -> list[str]:

@@ -43,7 +43,8 @@ def _thinking(
     thinking: ThinkingConfig, caps: AdapterCapabilities, limit: int, dropped: list[str]
 ) -> ThinkingConfig | None:
     if not caps.supports_thinking:
-        dropped.append("thinking (the model does not think aloud)")
+        if thinking.effort != "none":  # asking a model that never reasons not to is no loss
+            dropped.append("thinking (the model does not think aloud)")
         return None
     if thinking.budget_tokens is None or thinking.budget_tokens < limit:
         return thinking  # an effort level: the adapter fits it to the model

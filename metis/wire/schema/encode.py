@@ -35,20 +35,18 @@ from metis.model.content import (
     ToolUseBlock,
     VideoBlock,
 )
-from metis.model.knobs import ReasoningEffort
 from metis.model.media_fit import current_turn_start
-from metis.model.request import CanonicalRequest, ThinkingConfig
+from metis.model.request import CanonicalRequest
 from metis.wire.codec import EncodeContext
-from metis.wire.knobs.reasoning import nearest_level
 from metis.wire.knobs.sampling import sampling_fields
 from metis.wire.media import Attachment, cannot_carry
 from metis.wire.schema.compiled import Compiled
 from metis.wire.schema.files import file_parts, result_media
 from metis.wire.schema.paths import OMIT, compile_path, set_path
+from metis.wire.schema.thinking import thinking_values
 from metis.wire.server_replay import messages_for_provider
 
 log = logging.getLogger("metis")
-_GEMINI_LEVELS: tuple[ReasoningEffort, ...] = ("minimal", "low", "medium", "high")
 
 Part = dict[str, Any]
 
@@ -359,23 +357,6 @@ class Encoder:
             "tools": [t for t in tools if t is not OMIT] or None,
             "tool_choice": None if choice is OMIT else choice,
         }
-
-
-def thinking_values(thinking: ThinkingConfig | None) -> dict[str, Any]:
-    """``{thinking}`` (on: true), ``{thinking_budget}`` (0 for effort ``none``, Gemini 2.5's
-    off), ``{thinking_level}`` (Gemini 3's MINIMAL..HIGH) and ``{reasoning_effort}``."""
-    if thinking is None:
-        return {}
-    effort = thinking.effort
-    if effort == "none":
-        return {"thinking_budget": 0, "reasoning_effort": "none"}
-    level = nearest_level(effort, _GEMINI_LEVELS).upper() if effort is not None else None
-    return {
-        "thinking": True,
-        "thinking_budget": thinking.budget_tokens,
-        "thinking_level": level,
-        "reasoning_effort": effort,
-    }
 
 
 def _call_values(block: ToolUseBlock) -> dict[str, Any]:
