@@ -108,6 +108,15 @@ class Reading:
         self.dropped = [
             (name, *local(name), str(compile_path(name)[-1])) for name in schema.dropped_fields
         ]
+        self.dropped_keys: frozenset[str] | None = None
+        """When every dropped field is one key of the envelope (Gemini's), those keys: a chunk
+        whose envelope has none of them is not looked at further (one check per chunk)."""
+        relative = [compile_path(name)[len(prefix or ()) :] for name in schema.dropped_fields]
+        if prefix and all(
+            compile_path(name)[: len(prefix)] == prefix and len(rest) == 1 and rest[0] != WILDCARD
+            for name, rest in zip(schema.dropped_fields, relative, strict=True)
+        ):
+            self.dropped_keys = frozenset(str(rest[0]) for rest in relative)
 
 
 def _envelope(paths: list[Path]) -> Path | None:
