@@ -28,6 +28,13 @@ _EXPORTS: dict[str, str] = {
         ],
         "metis.adapter.count_tokens",
     ),
+    **dict.fromkeys(["Embedder", "build_embedder"], "metis.adapter.embedder"),
+    **dict.fromkeys(["Batches"], "metis.adapter.batches"),
+    **dict.fromkeys(["BatchItem", "BatchResults", "BatchStatus"], "metis.model.batches"),
+    **dict.fromkeys(["EmbedOptions", "aembed", "embed"], "metis.calls.embed"),
+    **dict.fromkeys(
+        ["EmbeddingResult", "ImageInput", "PartialEmbeddings"], "metis.model.embeddings"
+    ),
     **dict.fromkeys(
         [
             "CallOptions",
@@ -231,7 +238,10 @@ if TYPE_CHECKING:
     from metis.adapter import Adapter as Adapter
     from metis.adapter import ChatModel as ChatModel
     from metis.adapter import build_adapter as build_adapter
+    from metis.adapter.batches import Batches as Batches
     from metis.adapter.count_tokens import TokenCount as TokenCount
+    from metis.adapter.embedder import Embedder as Embedder
+    from metis.adapter.embedder import build_embedder as build_embedder
     from metis.calls import CallOptions as CallOptions
     from metis.calls import acomplete as acomplete
     from metis.calls import acount_tokens as acount_tokens
@@ -239,6 +249,9 @@ if TYPE_CHECKING:
     from metis.calls import complete as complete
     from metis.calls import count_tokens as count_tokens
     from metis.calls import stream as stream
+    from metis.calls.embed import EmbedOptions as EmbedOptions
+    from metis.calls.embed import aembed as aembed
+    from metis.calls.embed import embed as embed
     from metis.core.options import UnknownOptionError as UnknownOptionError
     from metis.cost import Cost as Cost
     from metis.cost import PriceTable as PriceTable
@@ -292,7 +305,13 @@ if TYPE_CHECKING:
     from metis.model import ToolUseInputDelta as ToolUseInputDelta
     from metis.model import ToolUseStart as ToolUseStart
     from metis.model import URLImageSource as URLImageSource
+    from metis.model.batches import BatchItem as BatchItem
+    from metis.model.batches import BatchResults as BatchResults
+    from metis.model.batches import BatchStatus as BatchStatus
     from metis.model.dicts import MessageDict as MessageDict
+    from metis.model.embeddings import EmbeddingResult as EmbeddingResult
+    from metis.model.embeddings import ImageInput as ImageInput
+    from metis.model.embeddings import PartialEmbeddings as PartialEmbeddings
     from metis.pipeline.config import AdapterConfig as AdapterConfig
     from metis.pipeline.stores import InMemoryToolIdStore as InMemoryToolIdStore
     from metis.pipeline.stores import ToolIdStore as ToolIdStore

@@ -39,12 +39,14 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from metis.catalog.catalog import Catalog, default_catalog
+from metis.catalog.embedding_models import EMBEDDING_PRICES_VERSION, embedding_model
 from metis.catalog.model_info import ModelInfo
 from metis.catalog.price_rates import ModelPrice, PriceTierEntry
 from metis.core.config_files import config_error, read_yaml, show
 from metis.errors import ConfigError
 from metis.model.response import TokenUsage
 from metis.stacks.catalog import lookup, stack_catalog_provider
+from metis.stacks.embedding import embedding_catalog_provider
 
 MILLION = Decimal(1_000_000)
 QUANTUM = Decimal("1e-8")
@@ -271,12 +273,43 @@ def default_price_table() -> PriceTable:
     return PriceTable.load()
 
 
-def cost_of(model: str, usage: TokenUsage, table: PriceTable | None = None) -> Cost:
+BATCH_DISCOUNT = Decimal("0.5")
+"""What a batch costs of the standard rate: Anthropic, OpenAI and Gemini each bill their batch
+APIs at half price (their pricing pages); an embedding model's own batch price wins."""
+
+
+def cost_of(
+    model: str, usage: TokenUsage, table: PriceTable | None = None, *, batch: bool = False
+) -> Cost:
     """The cost of one call's ``usage`` on ``model`` (the model catalog's prices unless given a
     table). A model with no price gives an unpriced Cost (``priced`` False, ``unpriced`` says
-    why, every amount 0) and one WARN per model per process, so a loop summing costs goes on."""
+    why, every amount 0) and one WARN per model per process, so a loop summing costs goes on.
+    ``batch``: the call was an item of a provider batch (docs/batches.md), priced at the batch
+    rate."""
     found = priced_cost(model, usage, table)
-    return found if found is not None else _unpriced(model, table or default_price_table(), usage)
+    if found is None:
+        return _unpriced(model, table or default_price_table(), usage)
+    return _batch_priced(model, found, usage) if batch else found
+
+
+def _batch_priced(model: str, cost: Cost, usage: TokenUsage) -> Cost:
+    stack, _, name = model.partition(":")
+    info = embedding_model(embedding_catalog_provider(stack) or stack, name)
+    if info is not None and info.batch_price is not None and info.price:
+        rate = info.batch_price / info.price
+    else:
+        rate = BATCH_DISCOUNT
+    parts = {
+        key: _money(getattr(cost, key) * rate)
+        for key in ("input_usd", "output_usd", "cached_input_usd", "cache_creation_usd")
+    }
+    return cost.model_copy(
+        update={
+            **parts,
+            "usd": _money(sum(parts.values(), Decimal(0))),
+            "pricing_version": f"{cost.pricing_version}+batch",
+        }
+    )
 
 
 def priced_cost(model: str, usage: TokenUsage, table: PriceTable | None = None) -> Cost | None:
@@ -289,10 +322,25 @@ def priced_cost(model: str, usage: TokenUsage, table: PriceTable | None = None) 
                 info.key.replace("/", ":", 1), _catalog_price(info), usage, catalog.version
             )
         table = default_price_table()
-    model_id = table.find(model)
+        model_id = table.find(model)
+        if model_id is None:
+            return _embedding_cost(model, usage)
+    else:
+        model_id = table.find(model)
     if model_id is None:
         return None
     return price_usage(model_id, table.models[model_id], usage, table.pricing_version)
+
+
+def _embedding_cost(model: str, usage: TokenUsage) -> Cost | None:
+    """An embedding model's price from metis's embedding table (docs/embeddings.md), for the
+    models the maintained catalog does not price (Voyage's, Cohere's, Vertex's...)."""
+    stack, _, name = model.partition(":")
+    info = embedding_model(embedding_catalog_provider(stack) or stack, name)
+    if info is None or info.price is None:
+        return None
+    price = ModelPrice(input=info.price, output=Decimal(0))
+    return price_usage(model, price, usage, EMBEDDING_PRICES_VERSION)
 
 
 def _unpriced(model: str, table: PriceTable, usage: TokenUsage) -> Cost:

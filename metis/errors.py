@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote
 
 if TYPE_CHECKING:
+    from metis.model.embeddings import PartialEmbeddings
     from metis.model.response import CanonicalResponse
 
 __all__ = [
@@ -154,6 +155,8 @@ class AdapterError(Exception):
         self.provider = provider
         self.partial_response: CanonicalResponse | None = None
         """For ``complete()``: what arrived before the failure, when anything did."""
+        self.partial_embeddings: PartialEmbeddings | None = None
+        """For an embedding call: every vector that arrived, and which items failed."""
         super().__init__(self.message)
 
     def __str__(self) -> str:

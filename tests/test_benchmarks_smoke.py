@@ -109,3 +109,18 @@ def test_tiny_run_of_the_installed_anchors(tmp_path: Path) -> None:
     for r in rows:
         assert r["errors"] == [], r
         assert _positive(r["median_cpu_s"])
+
+
+def test_the_websocket_loop_runs_over_http_and_websocket(tmp_path: Path) -> None:
+    import anyio
+
+    from benchmarks import websocket_loop
+    from metis.testing.emulator import Emulator
+
+    with Emulator(model=websocket_loop.loop_model, models="any") as server:
+        for stack, store in websocket_loop.COLUMNS.values():
+            path = websocket_loop.stack_file(tmp_path, stack, store)
+            sent, steps, cpu, wall = anyio.run(websocket_loop.one_run, server.url, path, 20)
+            assert steps == 21 and sent > 0 and cpu > 0 and wall > 0
+        websockets = {r.websocket for r in server.requests if r.method == "POST"}
+        assert 0 in websockets and len(websockets) == 3  # HTTP, and one connection per ws run

@@ -63,8 +63,17 @@ LONG_TAIL = {
     "dashscope": "dashscope:qwen-plus",
     "open_responses": "open_responses:some-model",
 }
-MODELS = {**CLOUD, **LONG_TAIL}
-EMULATED_AS = {**dict.fromkeys(LONG_TAIL, "openai"), "open_responses": "openai_responses"}
+WEBSOCKET = {  # OpenAI's and Azure's Responses over WebSocket (docs/websocket.md)
+    "openai_responses_ws": "openai_responses_ws:gpt-5",
+    "azure_responses_ws": "azure_responses_ws:my-gpt-5-deployment",
+}
+MODELS = {**CLOUD, **LONG_TAIL, **WEBSOCKET}
+EMULATED_AS = {
+    **dict.fromkeys(LONG_TAIL, "openai"),
+    "open_responses": "openai_responses",
+    "openai_responses_ws": "openai_responses",
+    "azure_responses_ws": "azure_responses",
+}
 NO_TOOLS = {"perplexity"}  # Sonar has no tool calling: the stack refuses tools unsent
 WEATHER = ToolDefinition(
     name="get_weather",

@@ -27,6 +27,7 @@ import anyio
 import anyio.lowlevel
 
 from metis.adapter.adapter import Adapter
+from metis.adapter.embedder import Embedder
 from metis.errors import NotConfiguredError
 from metis.pipeline.config import AdapterConfig
 from metis.stacks.loader import StackSpec, load_stack
@@ -35,13 +36,16 @@ MAX_ADAPTERS_PER_LOOP = 16
 """How many adapters (each with its own connection pool) one event loop keeps for the
 one-line calls; the least recently used beyond it is closed."""
 
+Pooled = Adapter | Embedder
+"""What a loop keeps for the one-line calls: chat adapters and embedders."""
+
 AdapterKey = tuple[str, str | None, str | None, float, int, str]
 """What an adapter was built from: stack, key, base URL, timeout, retries, settings."""
 
 
 @dataclass(eq=False)
 class _Held:
-    adapter: Adapter
+    adapter: Pooled
     calls: int = 0
     """Calls in flight on it: an evicted adapter is closed when the last one ends."""
     evicted: bool = False
@@ -58,11 +62,11 @@ class LoopAdapters:
     def __len__(self) -> int:
         return len(self._held)
 
-    def adapters(self) -> list[Adapter]:
+    def adapters(self) -> list[Pooled]:
         return [held.adapter for held in self._held.values()]
 
     @contextlib.asynccontextmanager
-    async def lease(self, key: AdapterKey, build: Callable[[], Adapter]) -> AsyncIterator[Adapter]:
+    async def lease(self, key: AdapterKey, build: Callable[[], Pooled]) -> AsyncIterator[Pooled]:
         """The adapter for ``key`` (built on first use), kept open while the block runs."""
         held = self._held.get(key)
         if held is None:
@@ -135,6 +139,7 @@ async def leased_adapter(
     build = functools.partial(Adapter, stack, config, init_on_first_call=True)
     lease = (*key, timeout_seconds, max_retries, _settings_key(settings))
     async with this_loop().lease(lease, build) as adapter:
+        assert isinstance(adapter, Adapter)  # the key names a chat stack
         yield adapter
 
 
@@ -163,7 +168,7 @@ def _require_key(stack: StackSpec, api_key: str | None) -> None:
     )
 
 
-async def _close(adapter: Adapter) -> None:
+async def _close(adapter: Pooled) -> None:
     with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
         await adapter.aclose()
 

@@ -21,7 +21,7 @@ error answer classified by the codec, every secret hidden from what is raised.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -36,6 +36,10 @@ from metis.wire.framing.objects import parse_object
 
 AnyStage = Stage[Any, Any, Any, Any]
 ROLES = ("encode", "edit", "auth", "reader", "framing", "transport", "lifespan")
+
+
+ErrorMapper = Callable[[int, Mapping[str, str], bytes], AdapterError]
+"""What classifies an error answer: its status, headers and body -> the error."""
 
 
 class Authenticates(Protocol):
@@ -127,9 +131,23 @@ class Provider:
             request = await rewritten if inspect.isawaitable(rewritten) else rewritten
         return request
 
-    async def fetch(self, request: WireRequest, call: Call) -> Fetched:
+    async def fetch(
+        self, request: WireRequest, call: Call, errors: ErrorMapper | None = None
+    ) -> Fetched:
         """Send ``request`` the way every request to this provider goes, and read its answer
-        whole: a JSON object, or a classified AdapterError with every secret hidden."""
+        whole: a JSON object, or a classified AdapterError with every secret hidden. An error
+        answer is classified by ``errors`` when given (an embedding codec's), else by the
+        stack's codec."""
+        status, headers, raw = await self.fetch_bytes(request, call, errors)
+        try:
+            return Fetched(status, headers, _json_object(raw, call))
+        except AdapterError as error:
+            raise _classified(error, call, self.services.secrets)  # noqa: B904 - as it came
+
+    async def fetch_bytes(
+        self, request: WireRequest, call: Call, errors: ErrorMapper | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        """:meth:`fetch`, the answer's body as bytes (a JSONL file, a download)."""
         transport = self.part("transport")
         open_ = getattr(transport, "open", None)
         if open_ is None:
@@ -144,9 +162,10 @@ class Provider:
                 raise exchange.translate(exc) from exc
             finally:
                 await exchange.aclose()
-            return Fetched(exchange.status, dict(exchange.headers), _json_object(raw, call))
+            return exchange.status, dict(exchange.headers), raw
         except HTTPFailure as failure:
-            error = self.codec.error_from_http(failure.status, failure.headers, failure.body)
+            classify = errors or self.codec.error_from_http
+            error = classify(failure.status, failure.headers, failure.body)
             raise _classified(error, call, secrets) from None
         except AdapterError as error:
             raise _classified(error, call, secrets)  # noqa: B904 - as it came, cause kept

@@ -27,6 +27,7 @@ _BUILTIN: dict[str, str] = {
     "normalize": "metis.stages.codec.normalize:Normalize",
     "decode": "metis.stages.codec.decode:Decode",
     "transport": "metis.transport.stage:Transport",
+    "websocket_transport": "metis.transport.ws_stage:WebSocketTransport",
     "retry": "metis.stages.control.retry:Retry",
     "telemetry": "metis.stages.control.telemetry:Telemetry",
     "continuation": "metis.stages.edits.continuation:Continuation",

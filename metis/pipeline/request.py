@@ -27,13 +27,26 @@ class WireRequest:
     stream: bool = False
     method: str = "POST"
     content: bytes | None = field(default=None, repr=False)
+    full_input: list[Any] | None = field(default=None, repr=False)
+    """The whole transcript's input items, when ``continuation`` sent only the new ones
+    against ``previous_response_id``: what a transport that cannot continue there (a new
+    WebSocket connection, HTTP with ``store: false``) sends instead (:func:`whole_body`)."""
 
     def serialized(self) -> WireRequest:
         """This request with its body's bytes (itself, when they are there already)."""
         if self.content is not None:
             return self
         content = body_bytes(self.body) if self.method != "GET" else b""
-        return WireRequest(self.url, self.body, self.headers, self.stream, self.method, content)
+        return WireRequest(
+            self.url, self.body, self.headers, self.stream, self.method, content, self.full_input
+        )
+
+    def whole(self) -> WireRequest:
+        """This request with the whole transcript in place of ``previous_response_id`` and
+        the new items (itself, when it continues nothing)."""
+        if self.full_input is None:
+            return self
+        return WireRequest(self.url, whole_body(self), self.headers, self.stream, self.method)
 
     def __repr__(self) -> str:
         from metis.core.secrets import is_secret_header, scrub_url
@@ -41,6 +54,14 @@ class WireRequest:
         shown = {k: "[REDACTED]" if is_secret_header(k) else v for k, v in self.headers.items()}
         url = scrub_url(self.url)
         return f"WireRequest({self.method} {url}, stream={self.stream}, headers={shown})"
+
+
+def whole_body(request: WireRequest) -> dict[str, Any]:
+    """``request``'s body with the whole transcript (see :attr:`WireRequest.full_input`)."""
+    body = {k: v for k, v in request.body.items() if k != "previous_response_id"}
+    if request.full_input is not None:
+        body["input"] = request.full_input
+    return body
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,6 +66,7 @@ ZONES: dict[str, int] = {
     "normalize": READ,
     "decode": FRAME,
     "transport": SEND,
+    "websocket_transport": SEND,
 }
 """The zone of each built-in stage, by name (a stage class may declare its own ``zone``)."""
 

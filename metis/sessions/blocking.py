@@ -8,7 +8,7 @@ import asyncio
 import functools
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from metis.calls.background import BackgroundLoop, background_loop, on_background_loop
 from metis.calls.request import MessagesLike, ModelLike, ModelOptions
@@ -51,6 +51,8 @@ class BlockingForms:
 
         def _checked(self, what: str, options: Mapping[str, Any]) -> ModelOptions: ...
 
+        async def aclose(self) -> None: ...
+
     def send(
         self, message: MessagesLike | None = None, **options: Unpack[ModelOptions]
     ) -> CanonicalResponse:
@@ -92,6 +94,18 @@ class BlockingForms:
             **options,
         )
         return loop.call(run)
+
+    def close(self) -> None:
+        """:meth:`aclose` for code without an event loop: what providers keep open for the
+        session (a WebSocket stack's connection) is closed on metis's loop, where the
+        synchronous turns opened it. ``with Session(...) as session:`` calls it at the end."""
+        blocking_loop("close", self.model).call(self.aclose)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def blocking_loop(what: str, model: ModelLike) -> BackgroundLoop:

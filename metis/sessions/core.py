@@ -34,7 +34,7 @@ from metis.model.response import StopKind, TokenUsage
 from metis.sessions.context import Compactor, ContextCheck, fitted
 from metis.sessions.control import TurnControl
 from metis.sessions.models import Resolved, resolved
-from metis.sessions.provider_state import ProviderState, StateKeeper
+from metis.sessions.provider_state import ProviderState, StateKeeper, lease_connections
 from metis.sessions.reply import Reply
 
 UNFINISHED = (StopKind.CANCELLED, StopKind.ERROR)
@@ -74,8 +74,8 @@ class Conversation:
         self.keeper = StateKeeper(session_id, provider_state)
         self.usage = usage
         self.connections: dict[str, Any] = {}
-        """What a provider keeps open for this conversation, by provider (a live connection:
-        none of today's stacks keeps one); :meth:`Session.aclose` closes each."""
+        """What a provider keeps open for this conversation, by provider (the WebSocket
+        transport's connection, docs/websocket.md); :meth:`Session.aclose` closes each."""
 
     def options_with(self, overrides: ModelOptions) -> ModelOptions:
         """The session's options as they are now, with a turn's ``overrides``."""
@@ -104,6 +104,7 @@ class Conversation:
                     self.keeper.forget_ids_not_in(self.history)
                     mark = None  # the turn's own messages are no longer where they were
                 await self.keeper.before_call(found.servers)
+                lease_connections(self.connections, self.session_id, found.servers)
                 reply = record.reply = Reply(found, request, budget.input_tokens if budget else 0)
                 try:
                     async with aclosing(self._stream(found, request, reply, control)) as events:

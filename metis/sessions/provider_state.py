@@ -132,6 +132,36 @@ class StateKeeper:
         self.state.continuation = kept
 
 
+class ConnectionLease:
+    """A session's hold on the connection an adapter's transport keeps for it (the
+    WebSocket transport's, docs/websocket.md): ``aclose`` releases it."""
+
+    def __init__(self, transport: Any, session_id: str) -> None:
+        self.transport = transport
+        self.session_id = session_id
+
+    async def aclose(self) -> None:
+        await self.transport.release(self.session_id)
+
+
+def lease_connections(
+    held: dict[str, Any], session_id: str, servers: tuple[tuple[Adapter, str], ...]
+) -> None:
+    """Note in ``held`` (a session's connections, by provider) each adapter among ``servers``
+    whose transport keeps a connection per session, so closing the session releases it."""
+    for adapter, _ in servers:
+        provider = adapter.pipeline.provider
+        transport = provider.part("transport") if provider is not None else None
+        if transport is None or not callable(getattr(transport, "release", None)):
+            continue
+        key = adapter.name
+        kept = held.get(key)
+        if kept is not None and getattr(kept, "transport", None) is not transport:
+            key = f"{adapter.name} ({id(transport):x})"
+        if key not in held:
+            held[key] = ConnectionLease(transport, session_id)
+
+
 def _continuation(adapter: Adapter) -> Continuation | None:
     if "continuation" not in adapter.pipeline:
         return None

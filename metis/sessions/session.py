@@ -271,9 +271,9 @@ class Session(BlockingForms):
                     yield event
 
     async def aclose(self) -> None:
-        """Release what providers keep open for this conversation (a live connection, where a
-        provider keeps one; none of today's stacks does). The history stays; a later turn
-        opens what it needs again. ``async with Session(...)`` closes it at the end."""
+        """Release what providers keep open for this conversation (the connection of a
+        WebSocket stack, docs/websocket.md). The history stays; a later turn opens what it
+        needs again. ``async with Session(...)`` closes it at the end."""
         with self._owned("aclose"):
             held = self._conversation.connections
             while held:

@@ -23,7 +23,7 @@ import functools
 import os
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -139,8 +139,21 @@ class StackSpec(BaseModel):
             raise StackError(f"{self.source}: {exc}") from None
 
 
+class EndpointSource(Protocol):
+    """What :func:`endpoint_for` reads of a stack (a chat or an embedding stack)."""
+
+    @property
+    def endpoint(self) -> EndpointSpec: ...
+    @property
+    def auth(self) -> AuthSpec: ...
+    @property
+    def headers(self) -> dict[str, str]: ...
+    @property
+    def source(self) -> str: ...
+
+
 def endpoint_for(
-    spec: StackSpec,
+    spec: EndpointSource,
     *,
     api_key: str | None,
     base_url: str | None,

@@ -65,6 +65,13 @@ def client_classes() -> tuple[type[Any], ...]:
     return tuple(package.AsyncClient for package in _packages())
 
 
+def sends_over_network(client: object) -> bool:
+    """Whether ``client`` sends over connections of its own (its package's
+    ``AsyncHTTPTransport``), not through a mock or in-process transport."""
+    transport = getattr(client, "_transport", None)
+    return isinstance(transport, tuple(package.AsyncHTTPTransport for package in _packages()))
+
+
 def http_errors(*others: type[Exception]) -> tuple[type[Exception], ...]:
     """What either client raises for a request that failed (``HTTPError``), and ``others``:
     for an ``except`` clause, which evaluates it only when an exception is being handled."""

@@ -102,6 +102,11 @@ class Continuation(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
         model_config = ConfigDict(extra="forbid", frozen=True)
 
         enabled: bool = True
+        connection_local: bool = Field(
+            default=False,
+            description="continue with store: false too: the transport keeps the last reply "
+            "on its connection (WebSocket mode, docs/websocket.md)",
+        )
         max_entries: int = Field(default=10_000, ge=1, description="sessions x models kept")
         codec: str = Field(
             default="openai_responses",
@@ -138,7 +143,7 @@ class Continuation(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
         if (
             not self.options.enabled
             or not call.session_id
-            or request.body.get("store") is False
+            or (request.body.get("store") is False and not self.options.connection_local)
             or not isinstance(items, list)
         ):  # nothing to continue: no frame of this stage on the way
             return inner(request, call)
@@ -163,7 +168,7 @@ class Continuation(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
                     "previous_response_id": previous.response_id,
                     "input": items[i:],
                 }
-                sent = dataclasses.replace(request, body=body)
+                sent = dataclasses.replace(request, body=body, full_input=items)
             hasher.update(_fingerprint(item))
 
         attempts = [sent] if sent is request else [sent, request]

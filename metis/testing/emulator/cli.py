@@ -31,6 +31,9 @@ ENDPOINTS = (
     ("", ":rawPredict, :streamRawPredict"),
     ("azure", "under /azure (base URL <url>/azure): POST /openai/v1/chat/completions,"),
     ("", "/openai/v1/responses; GET /openai/v1/models (api-key or an Entra ID token)"),
+    ("embeddings", "POST /v1/embeddings (OpenAI, Mistral, Voyage), /azure/openai/v1/embeddings,"),
+    ("", "/v2/embed (Cohere), /v1beta/models/{m}:batchEmbedContents, Vertex :predict,"),
+    ("", "Bedrock /model/{titan|cohere embed id}/invoke, /api/embed (Ollama)"),
 )
 
 

@@ -40,7 +40,9 @@ class Emulator:
     context window (``{"anthropic": 1000}``). ``cache_min_tokens`` is the smallest prefix the
     simulated prompt cache keeps. ``strict_signatures`` refuses thinking signatures and
     encrypted reasoning this emulator did not issue (as the providers do). ``record`` is how
-    many requests :attr:`requests` keeps.
+    many requests :attr:`requests` keeps. ``websocket``: the Responses endpoints also speak
+    the WebSocket mode (:mod:`.websocket`; off, an upgrade gets the 405 of a POST-only path);
+    ``websocket_max_seconds`` is how long a connection serves turns.
     """
 
     def __init__(
@@ -59,8 +61,11 @@ class Emulator:
         strict_signatures: bool = True,
         record: int = 1000,
         verbose: bool = False,
+        websocket: bool = True,
+        websocket_max_seconds: float = 3600.0,
     ) -> None:
         self.host, self.port, self.seed, self.verbose = host, port, seed, verbose
+        self.websocket, self.websocket_max_seconds = websocket, websocket_max_seconds
         self.model = (
             as_model(model) if model is not None else Responder(tool_preamble=tool_preamble)
         )
@@ -81,7 +86,13 @@ class Emulator:
     def start(self) -> Self:
         if self._server is not None:
             return self
-        server = self._server = Server((self.host, self.port), self.handler, self.verbose)
+        server = self._server = Server(
+            (self.host, self.port),
+            self.handler,
+            self.verbose,
+            self.websocket,
+            self.websocket_max_seconds,
+        )
         self.port = int(server.server_address[1])
         self._thread = threading.Thread(
             target=server.serve_forever,
@@ -91,6 +102,13 @@ class Emulator:
         )
         self._thread.start()
         return self
+
+    def drop_connections(self) -> None:
+        """Closes every open connection now, serving on (what a server's restart or its idle
+        timeout looks like to the clients; a WebSocket session's connection included)."""
+        server = self._server
+        if server is not None:
+            server.drop_connections()
 
     def stop(self) -> None:
         server, thread = self._server, self._thread

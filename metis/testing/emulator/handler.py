@@ -30,7 +30,14 @@ from metis.testing.emulator.model import measured
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.script import ScriptError
 from metis.testing.emulator.shim import as_tags, unshimmed
-from metis.testing.emulator.wire import HttpRequest, Ids, JsonReply, StreamReply, parse_json_object
+from metis.testing.emulator.wire import (
+    Frame,
+    HttpRequest,
+    Ids,
+    JsonReply,
+    StreamReply,
+    parse_json_object,
+)
 from metis.testing.emulator.wire import Reply as HttpReply
 
 log = logging.getLogger("metis.testing.emulator")
@@ -55,6 +62,9 @@ class RecordedRequest:
     status: int = 0
     faults: list[str] = field(default_factory=list)
     call_ids: list[str] = field(default_factory=list)
+    websocket: int = 0
+    """The number of the WebSocket connection it came on as a ``response.create`` message
+    (from 1, in the order they were opened; 0: over HTTP)."""
 
     def json(self) -> Any:
         return json.loads(self.body) if self.body else None
@@ -96,6 +106,7 @@ class Handler:
         record: int,
     ) -> None:
         self.formats, self.env, self.plan, self.keys = formats, env, plan, keys
+        env.answer = answer  # what a batch endpoint answers each of its requests with
         self.lock = threading.Lock()
         self._numbers = itertools.count(1)
         self._queue: deque[tuple[str | None, list[Fault]]] = deque()
@@ -103,6 +114,8 @@ class Handler:
         self._counts: Counter[str] = Counter()
         self._statuses: Counter[int] = Counter()
         self._faults: Counter[str] = Counter()
+        self.sockets = itertools.count(1)
+        """Numbers for WebSocket connections."""
 
     # --- state ----------------------------------------------------------------------------
 
@@ -137,7 +150,9 @@ class Handler:
 
     # --- one request ----------------------------------------------------------------------
 
-    def handle(self, request: HttpRequest) -> Delivery:
+    def handle(self, request: HttpRequest, payloads: bool = False) -> Delivery:
+        """The answer to ``request``; ``payloads``: a stream's steps are each event's JSON
+        alone (a WebSocket message each), not its SSE frame."""
         found, allowed = self._route(request)
         record = self._begin(request, found[0].name if found else None)
         if found is None:
@@ -164,7 +179,7 @@ class Handler:
             if fault.kind == "slow":
                 self._count(record, fault)
         if isinstance(reply, StreamReply):
-            return self._streamed(record, reply, faults)
+            return self._streamed(record, reply, faults, payloads)
         return self._whole(record, reply, faults, fmt, call)
 
     def _route(self, request: HttpRequest) -> tuple[tuple[Format, Call] | None, list[str]]:
@@ -202,6 +217,7 @@ class Handler:
                 request.query,
                 request.headers,
                 request.body,
+                websocket=request.connection.number if request.connection is not None else 0,
             )
             self._records.append(record)
         return record
@@ -267,9 +283,11 @@ class Handler:
         return delivery
 
     def _streamed(
-        self, record: RecordedRequest, reply: StreamReply, faults: list[Fault]
+        self, record: RecordedRequest, reply: StreamReply, faults: list[Fault], payloads: bool
     ) -> Delivery:
         main, wait, frames = primary(faults), delay(faults), reply.frames
+        encode = _payload if payloads else Frame.encode
+        truncated = _truncated_payload if payloads else Frame.truncated
         at = -1
         if main is not None:
             self._count(record, main)
@@ -282,14 +300,14 @@ class Handler:
                 if main.kind == "stall":
                     steps.append(main.seconds)
                 elif main.kind == "stream_error":
-                    steps += [f.encode() for f in reply.error_frames(main.error_class)]
+                    steps += [encode(f) for f in reply.error_frames(main.error_class)]
                     break
                 elif main.kind == "malformed" and frame is not None:
-                    steps.append(frame.truncated())
+                    steps.append(truncated(frame))
                     continue
             if frame is None:
                 break
-            steps += [wait, frame.encode()] if wait else [frame.encode()]
+            steps += [wait, encode(frame)] if wait else [encode(frame)]
         return self._stream(record, reply, steps)
 
     def _stream(self, record: RecordedRequest, reply: StreamReply, steps: list[Step]) -> Delivery:
@@ -297,10 +315,18 @@ class Handler:
         return Delivery(reply.status, headers, None, [s for s in steps if s != b""], record)
 
 
+def _payload(frame: Frame) -> bytes:
+    return frame.payload
+
+
+def _truncated_payload(frame: Frame) -> bytes:
+    return frame.payload[: max(1, len(frame.payload) // 2)]
+
+
 def answer(fmt: Format, call: Call) -> HttpReply:
     """A format's answer to one call: a model turn (read, ask the model, render, frame) or, for
     endpoints that are not one, what the format serves itself."""
-    if call.request.method == "POST":
+    if call.request.method == "POST" and fmt.takes_json(call.endpoint):
         try:
             call.body = parse_json_object(call.request.body)
         except ValueError as exc:

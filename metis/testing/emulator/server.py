@@ -20,6 +20,13 @@ from urllib.parse import parse_qsl
 
 from metis.testing.emulator.formats import ALIASES as PROVIDER_ALIASES
 from metis.testing.emulator.handler import FAULT_HEADER, Delivery, Handler, RecordedRequest, Stats
+from metis.testing.emulator.websocket import (
+    MAX_SECONDS,
+    Connection,
+    is_upgrade,
+    raw_head,
+    upgrade_refusal,
+)
 from metis.testing.emulator.wire import HttpRequest, JsonReply
 
 log = logging.getLogger("metis.testing.emulator")
@@ -33,10 +40,18 @@ class Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256
 
-    def __init__(self, address: tuple[str, int], handler: Handler, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: Handler,
+        verbose: bool = False,
+        websocket: bool = True,
+        websocket_max_seconds: float = MAX_SECONDS,
+    ) -> None:
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
-        self.handler, self.verbose = handler, verbose
+        self.handler, self.verbose, self.websocket = handler, verbose, websocket
+        self.websocket_max_seconds = websocket_max_seconds
         self.stopping = threading.Event()
         self.connections: set[socket.socket] = set()
         self.handlers: set[threading.Thread] = set()
@@ -49,6 +64,13 @@ class Server(ThreadingHTTPServer):
         if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
             return
         super().handle_error(request, client_address)
+
+    def drop_connections(self) -> None:
+        with self.lock:
+            connections = list(self.connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
     def close_all(self) -> None:
         """Stops serving and closes every connection, stalled ones included."""
@@ -116,7 +138,36 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         request = HttpRequest(self.command, path, dict(parse_qsl(query)), headers, body)
+        if self.server.websocket and is_upgrade(self.command, headers) and self._upgrade(request):
+            return
         self._deliver(self.server.handler.handle(request))
+
+    def _upgrade(self, request: HttpRequest) -> bool:
+        """Serve the Responses WebSocket mode on this connection (False: not an endpoint
+        that has it; the request is answered as any other)."""
+        handler = self.server.handler
+        refused = upgrade_refusal(handler, request)
+        if refused is False:
+            return False
+        self.close_connection = True
+        if isinstance(refused, JsonReply):
+            body = refused.encode()
+            head = {"content-type": "application/json", "content-length": str(len(body))}
+            self._write(self._head(refused.status, {**head, **refused.headers}) + body)
+            return True
+        self.log_request(101)
+        server = self.server
+        connection = Connection(
+            self.connection,
+            handler,
+            request,
+            server.stopping,
+            self._abort,
+            server.websocket_max_seconds,
+        )
+        if connection.accept(raw_head(self.command, self.path, list(self.headers.items()))):
+            connection.serve()
+        return True
 
     def _read_body(self, headers: dict[str, str]) -> bytes:
         if "chunked" not in headers.get("transfer-encoding", "").lower():

@@ -17,6 +17,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+class SocketMemory(dict[str, Any]):
+    """A WebSocket connection's own memory: its last response (id -> the items it ends), and
+    the connection's number (from 1, in the order connections were opened)."""
+
+    __slots__ = ("number",)
+
+    def __init__(self, number: int) -> None:
+        super().__init__()
+        self.number = number
+
+
 @dataclass(slots=True)
 class HttpRequest:
     """One request as the server read it (header names lower-cased, the query parsed)."""
@@ -27,6 +38,9 @@ class HttpRequest:
     headers: dict[str, str]
     body: bytes
     number: int = 0
+    connection: SocketMemory | None = None
+    """A WebSocket connection's own memory (its last response), for a request that came as a
+    ``response.create`` message on it (:mod:`.websocket`)."""
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name.lower())

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from metis.testing.emulator.formats.anthropic import Anthropic
 from metis.testing.emulator.formats.base import Format
+from metis.testing.emulator.formats.batches import AnthropicBatches, GeminiBatches
+from metis.testing.emulator.formats.batches_openai import OpenAIBatches
 from metis.testing.emulator.formats.bedrock import Bedrock
 from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.cloud import CLOUD
+from metis.testing.emulator.formats.embeddings import AzureEmbeddings, Cohere, OpenAIEmbeddings
+from metis.testing.emulator.formats.embeddings_cloud import EMBEDDINGS
 from metis.testing.emulator.formats.gemini import Gemini
 from metis.testing.emulator.formats.ollama import Ollama
 from metis.testing.emulator.formats.responses import Responses
@@ -15,6 +19,13 @@ from metis.testing.emulator.formats.responses import Responses
 
 def all_formats() -> list[Format]:
     return [
+        OpenAIEmbeddings(),
+        AzureEmbeddings(),
+        Cohere(),
+        *(embeddings() for embeddings in EMBEDDINGS),
+        AnthropicBatches(),
+        OpenAIBatches(),
+        GeminiBatches(),
         Anthropic(),
         Responses(),
         Gemini(),
@@ -32,6 +43,7 @@ _SERVED_BY: dict[str, str | None] = {
     **dict.fromkeys(["openai_responses", "responses", "open_responses"], "openai_responses"),
     **dict.fromkeys(["gemini", "google"], "gemini"),
     "ollama": "ollama",
+    **dict.fromkeys(["cohere", "voyage"], None),
     **dict.fromkeys(["bedrock", "bedrock_anthropic", "bedrock_mantle"], "bedrock"),
     **dict.fromkeys(["vertex", "vertex_anthropic", "azure", "azure_responses"], None),
     **dict.fromkeys(

@@ -30,6 +30,10 @@ class Env:
     served: Any = None  # metis.testing.emulator.catalog.Served
     responses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    batches: dict[str, Any] = field(default_factory=dict)
+    """The batches and uploaded files of the batch endpoints, by id."""
+    answer: Any = None
+    """How one request is answered (``handler.answer``): a batch answers its items with it."""
 
 
 @dataclass(slots=True)
@@ -111,6 +115,10 @@ class Format:
         return {"content-type": "text/event-stream; charset=utf-8"}
 
     # --- how it answers -------------------------------------------------------------------
+
+    def takes_json(self, endpoint: str) -> bool:
+        """Whether a POST to ``endpoint`` carries a JSON body (a file upload does not)."""
+        return True
 
     def parse(self, call: Call) -> None:
         """Reads ``call.body`` (already a JSON object), ``call.stream`` and ``call.model``,

@@ -179,6 +179,10 @@ class Responses(OpenAI):
             "metadata": body.get("metadata") or {},
         }
         call.options["rendered"] = response
+        connection = call.request.connection
+        if connection is not None:  # WebSocket mode: the connection keeps its last response
+            connection.clear()
+            connection[response["id"]] = call.options["items"] + output
         if body.get("store") is not False:
             with call.env.lock:
                 call.env.responses[response["id"]] = call.options["items"] + output

@@ -78,8 +78,9 @@ def items_of(body: dict[str, Any], call: Any) -> list[Any]:
     items: list[Any] = []
     previous = body.get("previous_response_id")
     if previous is not None:
+        connection = call.request.connection  # a WebSocket connection's last response first
         with call.env.lock:
-            stored = call.env.responses.get(previous)
+            stored = (connection or {}).get(previous) or call.env.responses.get(previous)
         if stored is None:
             raise Refused(
                 f"Previous response with id '{previous}' not found.",

@@ -1,0 +1,238 @@
+"""Provider batches: many canonical requests as one Anthropic Message Batch, OpenAI Batch
+(over Chat Completions or Responses) or Gemini batch (docs/batches.md).
+
+``Batches(adapter)`` works through a chat adapter: each request is encoded by the adapter's
+own stages and codec up to ``encode`` (as :mod:`metis.adapter.count_tokens` does), so an item
+is exactly the body a single call would send, non-streamed; each result is read by the same
+codec into a :class:`CanonicalResponse`. Every request of the flow (submit, status, results,
+cancel) goes through the adapter's provider (``Provider.fetch``): its auth, transport,
+deadlines, and error classification. A batch id is all it takes to follow or read a batch
+later, from another process.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+import anyio
+
+from metis.adapter.delivery import folded
+from metis.core.ids import new_request_id
+from metis.errors import (
+    AdapterError,
+    CapabilityError,
+    ErrorClass,
+    InvalidRequestError,
+    error_for,
+)
+from metis.model.batches import BatchItem, BatchResults, BatchStatus
+from metis.model.events import MessageComplete
+from metis.model.request import CanonicalRequest
+from metis.model.response import CanonicalResponse
+from metis.pipeline.call import Call, DropRecord
+from metis.pipeline.provider import Provider
+from metis.pipeline.request import WireRequest
+from metis.wire.batches import RawItem, Send
+from metis.wire.batches import anthropic as anthropic_batches
+from metis.wire.batches import gemini as gemini_batches
+from metis.wire.batches import openai as openai_batches
+from metis.wire.response_reader import ResponseReader
+
+KINDS = {
+    ("anthropic", "anthropic"): "anthropic",
+    ("openai", "openai_chat"): "openai",
+    ("openai", "openai_responses"): "openai",
+    ("google", "schema"): "gemini",
+}
+"""Which batch API serves an adapter, by its stack's catalog provider and codec: the batch
+APIs are the first-party providers' own (not Vertex AI's, Bedrock's, Azure's or the
+OpenAI-compatible services')."""
+
+
+class Batchable(Protocol):
+    name: str
+    stack: Any
+    endpoint: Any
+    pipeline: Any
+    config: Any
+
+    def wire_model(self, model: str) -> str: ...
+
+
+class Batches:
+    """Submit, follow and read provider batches through one chat adapter."""
+
+    def __init__(self, adapter: Batchable) -> None:
+        provider = adapter.pipeline.provider
+        codec = provider.codec_name if provider is not None else None
+        kind = KINDS.get((adapter.stack.catalog or "", codec or ""))
+        if provider is None or kind is None:
+            raise CapabilityError(
+                f"{adapter.name}: no batch API metis speaks (Anthropic Message Batches, OpenAI "
+                "Batch over Chat Completions and Responses, Gemini batch mode; docs/batches.md)",
+                provider=adapter.name,
+            )
+        self.adapter, self.kind = adapter, kind
+        self.provider: Provider = provider
+        self.base_url = adapter.endpoint.base_url.rstrip("/").partition("?")[0]
+
+    # Submitting ------------------------------------------------------------------------
+
+    async def submit(
+        self, requests: Mapping[str, CanonicalRequest] | Iterable[tuple[str, CanonicalRequest]]
+    ) -> BatchStatus:
+        """One batch of ``requests`` by the caller's ids; its status (``.id`` resumes it)."""
+        pairs = list(requests.items() if isinstance(requests, Mapping) else requests)
+        if not pairs:
+            raise InvalidRequestError("a batch needs at least one request")
+        keys = [key for key, _ in pairs]
+        if len(set(keys)) != len(keys) or not all(isinstance(k, str) and k for k in keys):
+            raise InvalidRequestError("batch ids must be distinct non-empty strings")
+        models = {self.adapter.wire_model(r.model) for _, r in pairs}
+        if self.kind == "gemini" and len(models) != 1:
+            raise InvalidRequestError(f"a Gemini batch runs one model; these name {sorted(models)}")
+        bodies = [(key, await self._body(request)) for key, request in pairs]
+        if self.kind == "anthropic":
+            (send,) = anthropic_batches.submit(self.base_url, bodies)
+            answer = await self._json(send)
+            return anthropic_batches.read_status(answer, self.adapter.name)
+        if self.kind == "gemini":
+            (send,) = gemini_batches.submit(self.base_url, models.pop(), bodies)
+            answer = await self._json(send)
+            return gemini_batches.read_status(answer, self.adapter.name)
+        path = self.adapter.endpoint.path
+        uploaded = await self._json(openai_batches.upload(self.base_url, path, bodies))
+        answer = await self._json(
+            openai_batches.create(self.base_url, path, openai_batches.file_id(uploaded))
+        )
+        return openai_batches.read_status(answer, self.adapter.name)
+
+    async def _body(self, request: CanonicalRequest) -> dict[str, Any]:
+        encode = self.provider.part("encode")
+        assert encode is not None
+        call = self._call(request.model)
+        unstreamed = request.model_copy(update={"stream": False})
+        wire: WireRequest = await self.adapter.pipeline.prepare(unstreamed, call, through=encode)
+        body = dict(wire.body)
+        if self.kind == "gemini":
+            body.pop("model", None)
+        return body
+
+    # Following -------------------------------------------------------------------------
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        answer = await self._json(self._module().status_request(self.base_url, batch_id))
+        status: BatchStatus = self._module().read_status(answer, self.adapter.name)
+        return status
+
+    async def wait(
+        self, batch_id: str, *, poll_seconds: float = 30.0, timeout_seconds: float | None = None
+    ) -> BatchStatus:
+        """The batch's status once it is final, asked every ``poll_seconds``."""
+        with anyio.fail_after(timeout_seconds):
+            while True:
+                status = await self.status(batch_id)
+                if status.done:
+                    return status
+                await anyio.sleep(poll_seconds)
+
+    async def cancel(self, batch_id: str) -> BatchStatus:
+        await self._json(self._module().cancel_request(self.base_url, batch_id))
+        return await self.status(batch_id)
+
+    async def results(self, batch_id: str) -> BatchResults:
+        """Every item of a finished batch by the caller's id; an ``InvalidRequestError``
+        while the batch is still running."""
+        answer = await self._json(self._module().status_request(self.base_url, batch_id))
+        status = self._module().read_status(answer, self.adapter.name)
+        if not status.done:
+            raise InvalidRequestError(
+                f"batch {batch_id} is {status.raw}: its results are not ready"
+            )
+        raw: list[RawItem] = []
+        if self.kind == "anthropic":
+            send = anthropic_batches.results_request(answer)
+            if send is not None:
+                raw = anthropic_batches.read_results(await self._bytes(send))
+        elif self.kind == "openai":
+            for send in openai_batches.results_requests(self.base_url, answer):
+                raw += openai_batches.read_results(await self._bytes(send))
+        else:
+            raw = gemini_batches.read_results(answer)
+        return BatchResults(status, {item.custom_id: self._item(item) for item in raw})
+
+    def _item(self, item: RawItem) -> BatchItem:
+        if item.body is not None:
+            try:
+                return BatchItem(item.custom_id, "succeeded", self._response(item.body))
+            except AdapterError as unreadable:  # this item only: the others are kept
+                unreadable.provider = self.adapter.name
+                return BatchItem(item.custom_id, "errored", None, unreadable)
+        codec = self.provider.codec
+        if item.error is not None:
+            error: Exception = codec.error_from_http(
+                item.status, {}, json.dumps(item.error).encode()
+            )
+        else:
+            kind = ErrorClass.CANCELLED if item.outcome == "cancelled" else ErrorClass.OTHER
+            error = error_for(kind, f"batch item {item.custom_id} was {item.outcome}")
+        if isinstance(error, AdapterError):
+            error.provider = self.adapter.name
+        return BatchItem(item.custom_id, item.outcome, None, error)  # type: ignore[arg-type]
+
+    def _response(self, body: dict[str, Any]) -> CanonicalResponse:
+        model = body.get("model") or body.get("modelVersion") or "unknown"
+        call = self._call(f"{self.adapter.name}:{model}")
+        reader = ResponseReader(self.provider.codec, call, secrets=self.provider.services.secrets)
+        events = [*reader.body(body), *reader.finish()]
+        final = next(e for e in events if isinstance(e, MessageComplete))
+        canonical = CanonicalRequest.model_construct(
+            model=call.model, messages=[], request_id=call.request_id, max_output_tokens=1
+        )
+        return folded(self.adapter.name, canonical, final, time.monotonic())
+
+    # Sending ---------------------------------------------------------------------------
+
+    def _module(self) -> Any:
+        return {"anthropic": anthropic_batches, "openai": openai_batches, "gemini": gemini_batches}[
+            self.kind
+        ]
+
+    def _wire(self, send: Send) -> WireRequest:
+        headers = dict(self.adapter.endpoint.request_headers())
+        content = send.content
+        if send.content_type is not None:
+            headers["content-type"] = send.content_type
+        if send.method == "GET":
+            headers.pop("content-type", None)
+            content = b""
+        return WireRequest(send.url, send.body, headers, method=send.method, content=content)
+
+    async def _json(self, send: Send) -> dict[str, Any]:
+        fetched = await self.provider.fetch(
+            self._wire(send), self._call(f"{self.adapter.name}:batch")
+        )
+        return fetched.body
+
+    async def _bytes(self, send: Send) -> bytes:
+        _, _, raw = await self.provider.fetch_bytes(
+            self._wire(send), self._call(f"{self.adapter.name}:batch")
+        )
+        return raw
+
+    def _call(self, model: str) -> Call:
+        secrets = self.adapter.endpoint.secrets
+        return Call(
+            request_id=new_request_id(),
+            provider=self.adapter.name,
+            model=model,
+            wire_model=self.adapter.wire_model(model) if ":" in model else model,
+            deadline=anyio.current_time() + self.adapter.config.timeout_seconds,
+            drops=DropRecord(secrets=secrets),
+        )
+
+
+__all__ = ["Batches"]

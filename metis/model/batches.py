@@ -1,0 +1,68 @@
+"""The canonical batch: many requests sent as one provider batch, read back by the caller's
+ids (docs/batches.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from metis.model.response import CanonicalResponse
+
+BatchState = Literal["pending", "running", "completed", "failed", "expired", "cancelled"]
+"""Every provider's lifecycle, reduced: ``completed``, ``failed``, ``expired`` and
+``cancelled`` are final (results may still be read from a finished batch)."""
+FINAL_STATES: frozenset[str] = frozenset({"completed", "failed", "expired", "cancelled"})
+
+ItemOutcome = Literal["succeeded", "errored", "cancelled", "expired"]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStatus:
+    """Where a batch is: ``state`` (canonical), ``raw`` (the provider's own word), and the
+    counts the provider reports (``None`` where it reports none)."""
+
+    id: str
+    provider: str
+    state: BatchState
+    raw: str
+    total: int | None = None
+    succeeded: int | None = None
+    failed: int | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.state in FINAL_STATES
+
+
+@dataclass(frozen=True, slots=True)
+class BatchItem:
+    """One request's result: its ``response`` when it succeeded, else its ``error`` (an
+    ``AdapterError`` classified from the provider's per-item error) and why."""
+
+    custom_id: str
+    outcome: ItemOutcome
+    response: CanonicalResponse | None = None
+    error: Exception | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResults:
+    """Every item of a finished batch, by the caller's id (results come in any order)."""
+
+    status: BatchStatus
+    items: dict[str, BatchItem] = field(default_factory=dict)
+
+    def __getitem__(self, custom_id: str) -> BatchItem:
+        return self.items[custom_id]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @property
+    def succeeded(self) -> dict[str, CanonicalResponse]:
+        return {k: v.response for k, v in self.items.items() if v.response is not None}
+
+    @property
+    def failed(self) -> dict[str, BatchItem]:
+        return {k: v for k, v in self.items.items() if v.response is None}

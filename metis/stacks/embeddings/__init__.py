@@ -1,0 +1,1 @@
+"""The built-in embedding stacks, one YAML file per provider (docs/embeddings.md)."""

@@ -1,0 +1,278 @@
+"""The batch APIs, simulated: Anthropic Message Batches, OpenAI's Batch API (files and
+batches, over Chat Completions and Responses) and Gemini's batch mode (inline requests).
+
+A batch's items are answered when it is submitted, each as its own request would be (the same
+format, rules, model and faults: ``Env.answer``), and kept in memory. It reports itself running
+for the first :data:`POLLS_TO_FINISH` status reads, then finished. An item whose request
+carries ``[fail]`` fails as the provider's 500; a batch with ``[expire]`` in any request
+expires: none of its items is answered. Results come back in reverse order, as the providers
+say they may.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from metis.testing.emulator.formats.anthropic import Anthropic
+from metis.testing.emulator.formats.base import Call, Format, Route
+from metis.testing.emulator.formats.gemini import Gemini, google_error
+from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.wire import HttpRequest, JsonReply, request_ids
+
+POLLS_TO_FINISH = 2
+"""Status reads a batch answers as running before it is finished."""
+
+
+@dataclass(slots=True)
+class Batch:
+    id: str
+    items: list[tuple[str, int, dict[str, Any] | None]] = field(default_factory=list)
+    """(custom id, HTTP status, body) per request; the body None when it expired."""
+    polls: int = 0
+    expired: bool = False
+    cancelled: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def finished(self) -> bool:
+        return self.cancelled or self.polls > POLLS_TO_FINISH
+
+    @property
+    def succeeded(self) -> int:
+        return sum(1 for _, status, body in self.items if status == 200 and body is not None)
+
+
+def run_items(
+    fmt: Format, call: Call, requests: list[tuple[str, str, dict[str, Any]]], batch_id: str
+) -> Batch:
+    """A batch of (custom id, path, body) answered now, each as its own request would be."""
+    expired = any("[expire]" in json.dumps(body) for _, _, body in requests)
+    batch = Batch(batch_id, expired=expired)
+    for key, path, body in requests:
+        if expired:
+            batch.items.append((key, 0, None))
+            continue
+        batch.items.append((key, *answer_one(fmt, call, path, body)))
+    batch.items.reverse()  # any order: key by custom id
+    return batch
+
+
+def answer_one(
+    fmt: Format, outer: Call, path: str, body: dict[str, Any]
+) -> tuple[int, dict[str, Any]]:
+    raw = json.dumps(body).encode()
+    request = HttpRequest("POST", path, {}, dict(outer.request.headers), raw)
+    if "[fail]" in raw.decode():
+        reply = fmt.fault("server_error", request, 0)
+        return reply.status, reply.body
+    found = fmt.route("POST", path)
+    if found is None:
+        return 404, {"error": {"type": "not_found_error", "message": f"No such endpoint: {path}"}}
+    one = Call(found[0], request, found[1], outer.env)
+    try:
+        reply = outer.env.answer(fmt, one)
+    except Refused as refused:
+        reply = fmt.refusal(refused, request)
+    return reply.status, reply.body
+
+
+def store(call: Call, batch: Batch) -> Batch:
+    with call.env.lock:
+        call.env.batches[batch.id] = batch
+    return batch
+
+
+def find(call: Call, batch_id: str, missing: Refused) -> Batch:
+    with call.env.lock:
+        found = call.env.batches.get(batch_id)
+    if not isinstance(found, Batch):
+        raise missing
+    return found
+
+
+def _origin(request: HttpRequest) -> str:
+    host = request.header("host") or "localhost"
+    local = host.startswith(("127.", "localhost", "[::1]"))
+    return ("http://" if local else "https://") + host
+
+
+class AnthropicBatches(Anthropic):
+    name = "anthropic"
+    routes: ClassVar[Sequence[Route]] = (
+        ("POST", r"/v1/messages/batches", "create"),
+        ("GET", r"/v1/messages/batches/(?P<id>[^/]+)", "status"),
+        ("GET", r"/v1/messages/batches/(?P<id>[^/]+)/results", "results"),
+        ("POST", r"/v1/messages/batches/(?P<id>[^/]+)/cancel", "cancel"),
+    )
+
+    def parse(self, call: Call) -> None:
+        if call.endpoint != "create":
+            return
+        requests = call.body.get("requests")
+        if not isinstance(requests, list) or not requests:
+            raise Refused("requests: Field required")
+        for i, item in enumerate(requests):
+            if not isinstance(item, dict) or not isinstance(item.get("custom_id"), str):
+                raise Refused(f"requests.{i}.custom_id: Field required")
+            if not isinstance(item.get("params"), dict) or item["params"].get("stream"):
+                raise Refused(f"requests.{i}.params: a Messages body, not streamed")
+
+    def serve(self, call: Call) -> JsonReply | None:
+        missing = Refused("Message batch not found", status=404)
+        if call.endpoint == "create":
+            batch_id = "msgbatch_" + request_ids(call.request).token(24)
+            requests = [
+                (i["custom_id"], "/v1/messages", i["params"]) for i in call.body["requests"]
+            ]
+            batch = store(call, run_items(Anthropic(), call, requests, batch_id))
+            return JsonReply(200, self._object(batch, call.request))
+        batch = find(call, call.match["id"], missing)
+        if call.endpoint == "cancel":
+            batch.cancelled = True
+        elif call.endpoint == "status":
+            batch.polls += 1
+        if call.endpoint == "results":
+            if not batch.finished():
+                raise Refused("Message batch is still processing", status=400)
+            lines = [
+                json.dumps({"custom_id": key, "result": self._result(batch, status, body)})
+                for key, status, body in batch.items
+            ]
+            return JsonReply(
+                200,
+                raw="\n".join(lines).encode() + b"\n",
+                headers={"content-type": "application/binary"},
+            )
+        return JsonReply(200, self._object(batch, call.request))
+
+    def _result(self, batch: Batch, status: int, body: dict[str, Any] | None) -> dict[str, Any]:
+        if batch.cancelled:
+            return {"type": "canceled"}
+        if body is None:
+            return {"type": "expired"}
+        if status == 200:
+            return {"type": "succeeded", "message": body}
+        return {"type": "errored", "error": body}
+
+    def _object(self, batch: Batch, request: HttpRequest) -> dict[str, Any]:
+        done = batch.finished()
+        counts = {
+            "processing": 0 if done else len(batch.items),
+            "succeeded": 0,
+            "errored": 0,
+            "canceled": 0,
+            "expired": 0,
+        }
+        if done:
+            for _, status, body in batch.items:
+                kind = (
+                    "canceled"
+                    if batch.cancelled
+                    else "expired"
+                    if body is None
+                    else "succeeded"
+                    if status == 200
+                    else "errored"
+                )
+                counts[kind] += 1
+        return {
+            "id": batch.id,
+            "type": "message_batch",
+            "processing_status": "ended"
+            if done
+            else "canceling"
+            if batch.cancelled
+            else "in_progress",
+            "request_counts": counts,
+            "created_at": "2026-11-26T09:00:00Z",
+            "expires_at": "2026-11-27T09:00:00Z",
+            "ended_at": "2026-11-26T09:05:00Z" if done else None,
+            "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": f"{_origin(request)}/v1/messages/batches/{batch.id}/results"
+            if done
+            else None,
+        }
+
+
+class GeminiBatches(Gemini):
+    name = "gemini"
+    routes: ClassVar[Sequence[Route]] = (
+        ("POST", r"/(v1beta|v1)/models/(?P<model>[^/:]+):batchGenerateContent", "create"),
+        ("GET", r"/(v1beta|v1)/batches/(?P<id>[^/:]+)", "status"),
+        ("POST", r"/(v1beta|v1)/batches/(?P<id>[^/:]+):cancel", "cancel"),
+    )
+
+    def claims(self, endpoint: str, request: HttpRequest) -> bool:
+        return True
+
+    def parse(self, call: Call) -> None:
+        if call.endpoint != "create":
+            return
+        batch = call.body.get("batch")
+        requests = (((batch or {}).get("input_config") or {}).get("requests") or {}).get("requests")
+        if not isinstance(requests, list) or not requests:
+            raise Refused("batch.input_config.requests.requests: must not be empty")
+
+    def serve(self, call: Call) -> JsonReply | None:
+        if call.endpoint == "create":
+            model = call.match["model"]
+            path = f"/v1beta/models/{model}:generateContent"
+            requests = []
+            for i, item in enumerate(call.body["batch"]["input_config"]["requests"]["requests"]):
+                key = ((item.get("metadata") or {}).get("key")) if isinstance(item, dict) else None
+                requests.append(
+                    (str(key if key is not None else i), path, (item or {}).get("request") or {})
+                )
+            batch = run_items(Gemini(), call, requests, request_ids(call.request).token(16).lower())
+            batch.extra["model"] = model
+            return JsonReply(200, self._operation(store(call, batch)))
+        with call.env.lock:
+            found = call.env.batches.get(call.match["id"])
+        if not isinstance(found, Batch):
+            return google_error(404, "NOT_FOUND", f"Batch batches/{call.match['id']} not found.")
+        batch = found
+        if call.endpoint == "cancel":
+            batch.cancelled = True
+            return JsonReply(200, {})
+        batch.polls += 1
+        return JsonReply(200, self._operation(batch))
+
+    def _operation(self, batch: Batch) -> dict[str, Any]:
+        done = batch.finished()
+        if not done:
+            state = "BATCH_STATE_PENDING" if batch.polls == 0 else "BATCH_STATE_RUNNING"
+        else:
+            state = (
+                "BATCH_STATE_CANCELLED"
+                if batch.cancelled
+                else "BATCH_STATE_EXPIRED"
+                if batch.expired
+                else "BATCH_STATE_SUCCEEDED"
+            )
+        metadata = {
+            "@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
+            "model": f"models/{batch.extra.get('model')}",
+            "name": f"batches/{batch.id}",
+            "state": state,
+            "batchStats": {"requestCount": str(len(batch.items))},
+        }
+        operation: dict[str, Any] = {"name": f"batches/{batch.id}", "metadata": metadata}
+        if done and state == "BATCH_STATE_SUCCEEDED":
+            inlined = [
+                {"response": body, "metadata": {"key": key}}
+                if status == 200
+                else {"error": (body or {}).get("error", body), "metadata": {"key": key}}
+                for key, status, body in batch.items
+            ]
+            operation["done"] = True
+            operation["response"] = {
+                "@type": "type.googleapis.com/google.ai.generativelanguage.v1main."
+                "GenerateContentBatchOutput",
+                "inlinedResponses": {"inlinedResponses": inlined},
+            }
+        elif done:
+            operation["done"] = True
+        return operation

@@ -1,0 +1,172 @@
+"""OpenAI's Batch API, simulated (see :mod:`.batches`): ``POST /v1/files`` (a multipart
+upload of the JSONL requests), ``GET /v1/files/{id}/content``, ``POST /v1/batches``,
+``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``, over Chat Completions and
+Responses."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from metis.testing.emulator.formats.base import Call, Route
+from metis.testing.emulator.formats.batches import Batch, find, run_items, store
+from metis.testing.emulator.formats.chat import Chat
+from metis.testing.emulator.formats.responses import Responses
+from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.wire import HttpRequest, JsonReply, parse_json_object, request_ids
+
+_OPENAI_ENDPOINTS = {"/v1/chat/completions": Chat, "/v1/responses": Responses}
+
+
+def _multipart_file(request: HttpRequest) -> bytes:
+    kind = request.header("content-type") or ""
+    found = re.search(r"boundary=([^;]+)", kind)
+    if found is None:
+        raise Refused("expected a multipart/form-data upload", "file")
+    boundary = b"--" + found.group(1).strip('"').encode()
+    for part in request.body.split(boundary):
+        head, _, content = part.partition(b"\r\n\r\n")
+        if b'name="file"' in head:
+            return content.removesuffix(b"\r\n")
+    raise Refused("'file' is a required property", "file")
+
+
+class OpenAIBatches(Chat):
+    name = "openai"
+    routes: ClassVar[Sequence[Route]] = (
+        ("POST", r"/v1/files", "upload"),
+        ("GET", r"/v1/files/(?P<id>[^/]+)/content", "content"),
+        ("POST", r"/v1/batches", "create"),
+        ("GET", r"/v1/batches/(?P<id>[^/]+)", "status"),
+        ("POST", r"/v1/batches/(?P<id>[^/]+)/cancel", "cancel"),
+    )
+
+    def takes_json(self, endpoint: str) -> bool:
+        return endpoint != "upload"
+
+    def parse(self, call: Call) -> None:
+        if call.endpoint == "create":
+            for key in ("input_file_id", "endpoint", "completion_window"):
+                if not isinstance(call.body.get(key), str):
+                    raise Refused(f"Missing required parameter: '{key}'.", key)
+            if call.body["endpoint"] not in _OPENAI_ENDPOINTS:
+                raise Refused(f"Invalid value for 'endpoint': {call.body['endpoint']}", "endpoint")
+
+    def serve(self, call: Call) -> JsonReply | None:
+        ids = request_ids(call.request)
+        if call.endpoint == "upload":
+            content = _multipart_file(call.request)
+            file_id = "file-" + ids.token(22)
+            with call.env.lock:
+                call.env.batches[file_id] = content
+            body = {
+                "id": file_id,
+                "object": "file",
+                "bytes": len(content),
+                "filename": "batch.jsonl",
+                "purpose": "batch",
+                "created_at": int(time.time()),
+            }
+            return JsonReply(200, body, self.headers(call.request))
+        if call.endpoint == "content":
+            with call.env.lock:
+                stored = call.env.batches.get(call.match["id"])
+            if not isinstance(stored, bytes):
+                raise Refused(f"No such File object: {call.match['id']}", "id", status=404)
+            return JsonReply(200, raw=stored, headers={"content-type": "application/octet-stream"})
+        missing = Refused(
+            f"No batch found with id '{call.match.groupdict().get('id')}'.", status=404
+        )
+        if call.endpoint == "create":
+            with call.env.lock:
+                uploaded = call.env.batches.get(call.body["input_file_id"])
+            if not isinstance(uploaded, bytes):
+                raise Refused(
+                    f"No such File object: {call.body['input_file_id']}",
+                    "input_file_id",
+                    status=404,
+                )
+            endpoint = call.body["endpoint"]
+            requests = []
+            for line in uploaded.decode().splitlines():
+                if line.strip():
+                    item = parse_json_object(line.encode())
+                    if item.get("url") != endpoint:
+                        raise Refused(
+                            f"The url of every request must be {endpoint}", "input_file_id"
+                        )
+                    requests.append((str(item.get("custom_id")), endpoint, item.get("body") or {}))
+            batch = run_items(
+                _OPENAI_ENDPOINTS[endpoint](), call, requests, "batch_" + ids.token(24)
+            )
+            batch.extra["endpoint"] = endpoint
+            return JsonReply(
+                200, self._object(store(call, batch), call), self.headers(call.request)
+            )
+        batch = find(call, call.match["id"], missing)
+        if call.endpoint == "cancel":
+            batch.cancelled = True
+        else:
+            batch.polls += 1
+        return JsonReply(200, self._object(batch, call), self.headers(call.request))
+
+    def _object(self, batch: Batch, call: Call) -> dict[str, Any]:
+        done = batch.finished()
+        status = (
+            ("cancelled" if batch.cancelled else "expired" if batch.expired else "completed")
+            if done
+            else ("validating" if batch.polls == 0 else "in_progress")
+        )
+        output = error = None
+        if done:
+            output, error = self._files(batch, call)
+        failed = sum(1 for _, s, b in batch.items if s != 200 or b is None)
+        return {
+            "id": batch.id,
+            "object": "batch",
+            "endpoint": batch.extra.get("endpoint"),
+            "completion_window": "24h",
+            "status": status,
+            "output_file_id": output,
+            "error_file_id": error,
+            "request_counts": {
+                "total": len(batch.items),
+                "completed": batch.succeeded if done else 0,
+                "failed": failed if done else 0,
+            },
+        }
+
+    def _files(self, batch: Batch, call: Call) -> tuple[str | None, str | None]:
+        out: list[dict[str, Any]] = []
+        err: list[dict[str, Any]] = []
+        for n, (key, status, body) in enumerate(batch.items):
+            line: dict[str, Any] = {"id": f"batch_req_{n}", "custom_id": key}
+            if body is None or batch.cancelled:
+                code = "batch_cancelled" if batch.cancelled else "batch_expired"
+                err.append(
+                    {
+                        **line,
+                        "response": None,
+                        "error": {
+                            "code": code,
+                            "message": f"This request was not executed: {code}.",
+                        },
+                    }
+                )
+            else:
+                line["response"] = {"status_code": status, "request_id": f"req_{n}", "body": body}
+                line["error"] = None
+                (out if status == 200 else err).append(line)
+        names: list[str | None] = []
+        for suffix, lines in (("out", out), ("err", err)):
+            if not lines:
+                names.append(None)
+                continue
+            name = f"file-{batch.id}-{suffix}"
+            with call.env.lock:
+                call.env.batches[name] = "\n".join(json.dumps(x) for x in lines).encode() + b"\n"
+            names.append(name)
+        return names[0], names[1]

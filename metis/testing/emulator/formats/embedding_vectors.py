@@ -1,0 +1,89 @@
+"""What every emulated embeddings endpoint shares: deterministic vectors and token counts,
+and which models it serves.
+
+A vector is a function of the model, the input and the size alone (BLAKE2b of the three,
+spread over the size and scaled to unit length), so the same text always gets the same
+vector, different texts different ones, and a test can compute what it expects
+(:func:`unit_vector`).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import struct
+from typing import Any
+
+from metis.catalog.embedding_models import embedding_model
+from metis.testing.emulator.formats.base import Env
+from metis.testing.emulator.rules import Refused
+
+DEFAULT_DIMENSIONS = 768
+"""The size of a model the embedding table does not know (nomic-embed-text's)."""
+
+
+def unit_vector(model: str, item: str, size: int) -> list[float]:
+    """The emulator's vector of ``item`` from ``model`` with ``size`` dimensions."""
+    seed = hashlib.blake2b(f"{model}\0{item}".encode(), digest_size=32).digest()
+    values: list[float] = []
+    block = 0
+    while len(values) < size:
+        chunk = hashlib.blake2b(seed + block.to_bytes(4, "big"), digest_size=64).digest()
+        values.extend((byte - 127.5) / 127.5 for byte in chunk)
+        block += 1
+    values = values[:size]
+    norm = math.sqrt(sum(v * v for v in values)) or 1.0
+    return [round(v / norm, 7) for v in values]
+
+
+def tokens_of(item: str) -> int:
+    """About four characters a token, at least one."""
+    return max(1, (len(item) + 3) // 4)
+
+
+def default_size(catalog: str, model: str) -> int:
+    found = embedding_model(catalog, model)
+    return found.dimensions if found is not None else DEFAULT_DIMENSIONS
+
+
+def served(env: Env, catalogs: tuple[str, ...], model: str) -> bool:
+    """A model of the embedding table, or of the catalog with ``embed`` in its name, or one
+    the emulator was told to serve."""
+    if env.served.policy == "any" or model in env.served.names:
+        return True
+    if any(embedding_model(catalog, model) is not None for catalog in catalogs):
+        return True
+    return "embed" in model and env.served.known(catalogs, model)
+
+
+def as_base64(vector: list[float]) -> str:
+    """OpenAI's ``encoding_format: base64``: little-endian float32s."""
+    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+
+
+def text_list(value: Any, where: str, limit: int | None) -> list[str]:
+    """``value`` as a non-empty list of non-empty texts (a single text is a list of one)."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items:
+        raise Refused(f"{where}: expected a non-empty string or array of strings", where)
+    if limit is not None and len(items) > limit:
+        raise Refused(f"{where}: at most {limit} inputs a request, got {len(items)}", where)
+    for i, item in enumerate(items):
+        if not isinstance(item, str) or not item:
+            raise Refused(f"{where}[{i}]: expected a non-empty string", where)
+    return items
+
+
+def size_of(given: Any, default: int, choices: tuple[int, ...] | None, low: int | None) -> int:
+    """The vector size a request asks for, checked against what the model gives."""
+    if given is None:
+        return default
+    if not isinstance(given, int) or isinstance(given, bool):
+        raise Refused(f"dimensions: expected an integer, got {given!r}")
+    fits = given == default or (
+        given in choices if choices is not None else low is not None and low <= given <= default
+    )
+    if not fits:
+        raise Refused(f"dimensions {given} is not supported by this model")
+    return given

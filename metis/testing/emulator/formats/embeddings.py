@@ -1,0 +1,205 @@
+"""The embeddings endpoints of OpenAI's shape and Cohere's:
+
+- ``POST /v1/embeddings``: OpenAI (platform.openai.com/docs/api-reference/embeddings), and the
+  services that copy it on their own hosts: Mistral (``output_dimension``), Voyage
+  (``input_type``, ``truncation``, ``output_dimension``) and any OpenAI-compatible server; the
+  keys each takes are its own (an unknown one is OpenAI's 400);
+- ``POST /azure/openai/v1/embeddings``: the same on Azure's v1 API, with Azure's auth;
+- ``POST /v2/embed``: Cohere (docs.cohere.com/reference/embed), 96 texts a request,
+  ``input_type`` required, errors as ``{id, message}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from metis.catalog.embedding_models import embedding_model
+from metis.testing.emulator.formats.base import Call, Format, Route
+from metis.testing.emulator.formats.chat import Chat
+from metis.testing.emulator.formats.cloud import AZURE_MOUNT, OnAzure
+from metis.testing.emulator.formats.embedding_vectors import (
+    as_base64,
+    default_size,
+    served,
+    size_of,
+    text_list,
+    tokens_of,
+    unit_vector,
+)
+from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.wire import Frame, HttpRequest, JsonReply
+
+_KEYS = {
+    "openai": {"model", "input", "dimensions", "encoding_format", "user"},
+    "voyage": {
+        "model",
+        "input",
+        "input_type",
+        "truncation",
+        "output_dimension",
+        "output_dtype",
+        "encoding_format",
+    },
+    "mistral": {"model", "input", "output_dimension", "output_dtype", "encoding_format"},
+}
+_LIMITS = {"openai": 2048, "voyage": 1000, "mistral": 512}
+_CATALOG = {"openai": "openai", "voyage": "voyage", "mistral": "mistral"}
+
+
+def _family(model: str) -> str:
+    if model.startswith("voyage"):
+        return "voyage"
+    if model.startswith(("mistral", "codestral")):
+        return "mistral"
+    return "openai"
+
+
+class OpenAIEmbeddings(Chat):
+    name = "openai"
+    routes: ClassVar[Sequence[Route]] = (("POST", r"/v1/embeddings", "embeddings"),)
+    catalog: ClassVar[tuple[str, ...]] = ("openai", "voyage", "mistral", "*")
+
+    def parse(self, call: Call) -> None:
+        body = call.body
+        call.model = model = str(body.get("model") or "")
+        if not model:
+            raise Refused("you must provide a model parameter", "model")
+        family = _family(model)
+        for key in body:
+            if key not in _KEYS[family]:
+                raise Refused(f"Unrecognized request argument supplied: {key}", key)
+        call.options["texts"] = text_list(body.get("input"), "input", _LIMITS[family])
+        if body.get("encoding_format", "float") not in ("float", "base64"):
+            raise Refused("encoding_format: expected 'float' or 'base64'", "encoding_format")
+        if family == "voyage" and body.get("input_type") not in (None, "query", "document"):
+            raise Refused("input_type: expected 'query', 'document' or null", "input_type")
+        info = embedding_model(_CATALOG[family], model)
+        asked = body.get("output_dimension" if family != "openai" else "dimensions")
+        if info is None:
+            call.options["size"] = size_of(asked, asked or default_size("", model), None, 1)
+        elif asked is not None and info.min_dimensions is None and info.dimension_choices is None:
+            raise Refused("This model does not support specifying dimensions.", "dimensions")
+        else:
+            call.options["size"] = size_of(
+                asked, info.dimensions, info.dimension_choices, info.min_dimensions
+            )
+
+    def serves(self, env: Any, model: str) -> bool:
+        return served(env, self.catalog, model)
+
+    def serve(self, call: Call) -> JsonReply | None:
+        if not self.serves(call.env, call.model):
+            raise self.unknown_model(call.model)
+        texts, size = call.options["texts"], call.options["size"]
+        encoded = call.body.get("encoding_format") == "base64"
+        data = []
+        for index, text in enumerate(texts):
+            vector: Any = unit_vector(call.model, text, size)
+            data.append(
+                {
+                    "object": "embedding",
+                    "index": index,
+                    "embedding": as_base64(vector) if encoded else vector,
+                }
+            )
+        used = sum(tokens_of(t) for t in texts)
+        usage = (
+            {"total_tokens": used}
+            if _family(call.model) == "voyage"
+            else {"prompt_tokens": used, "total_tokens": used}
+        )
+        body = {"object": "list", "data": data, "model": call.model, "usage": usage}
+        return JsonReply(
+            200, body, {"content-type": "application/json", **self.headers(call.request)}
+        )
+
+
+class AzureEmbeddings(OnAzure, OpenAIEmbeddings):
+    name = "azure"
+    routes: ClassVar[Sequence[Route]] = (
+        ("POST", AZURE_MOUNT + "/openai/v1/embeddings", "embeddings"),
+    )
+
+
+_COHERE_TYPES = ("search_document", "search_query", "classification", "clustering", "image")
+_COHERE_FAULTS = {
+    "rate_limit": (429, "You are using a Trial key, which is limited to 100 API calls / minute."),
+    "overloaded": (503, "the service is overloaded, please try again later"),
+    "server_error": (500, "internal server error, this has been reported to our developers"),
+    "auth": (401, "invalid api token"),
+    "context_overflow": (400, "too many tokens: the input exceeds the model's limit"),
+}
+
+
+class Cohere(Format):
+    name = "cohere"
+    routes: ClassVar[Sequence[Route]] = (("POST", r"/v2/embed", "embed"),)
+    catalog: ClassVar[tuple[str, ...]] = ("cohere",)
+
+    def _error(self, status: int, message: str) -> JsonReply:
+        return JsonReply(status, {"id": "emulated", "message": message})
+
+    def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
+        token = request.bearer()
+        if not token:
+            return self._error(401, "no api key supplied")
+        return (
+            self._error(401, "invalid api token")
+            if keys is not None and token not in keys
+            else None
+        )
+
+    def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
+        return self._error(refused.status, refused.message)
+
+    def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
+        return self._error(*_COHERE_FAULTS.get(kind, _COHERE_FAULTS["server_error"]))
+
+    def overflow(self, tokens: int, limit: int) -> Refused:
+        return Refused(_COHERE_FAULTS["context_overflow"][1])
+
+    def unknown_model(self, model: str) -> Refused:
+        return Refused(
+            f"model '{model}' not found, make sure the correct model ID was used", status=404
+        )
+
+    def stream_error(self, kind: str, call: Call) -> list[Frame]:
+        return []
+
+    def parse(self, call: Call) -> None:
+        body = call.body
+        call.model = str(body.get("model") or "")
+        if not call.model:
+            raise Refused("invalid request: model must be specified")
+        kind = body.get("input_type")
+        if kind not in _COHERE_TYPES:
+            raise Refused(f"invalid request: input_type must be one of {', '.join(_COHERE_TYPES)}")
+        if "inputs" in body:
+            inputs = body["inputs"]
+            if not isinstance(inputs, list) or not inputs or len(inputs) > 96:
+                raise Refused("invalid request: inputs must be a list of 1 to 96 items")
+            call.options["texts"] = [repr(item) for item in inputs]
+        else:
+            call.options["texts"] = text_list(body.get("texts"), "texts", 96)
+        info = embedding_model("cohere", call.model)
+        default = info.dimensions if info is not None else 1024
+        choices = info.dimension_choices if info is not None else None
+        call.options["size"] = size_of(body.get("output_dimension"), default, choices, None)
+
+    def serve(self, call: Call) -> JsonReply | None:
+        if not served(call.env, self.catalog, call.model):
+            raise self.unknown_model(call.model)
+        texts, size = call.options["texts"], call.options["size"]
+        vectors = [unit_vector(call.model, t, size) for t in texts]
+        body = {
+            "id": "emulated",
+            "embeddings": {"float": vectors},
+            "texts": [t for t in texts],
+            "meta": {
+                "api_version": {"version": "2"},
+                "billed_units": {"input_tokens": sum(tokens_of(t) for t in texts)},
+            },
+            "response_type": "embeddings_by_type",
+        }
+        return JsonReply(200, body, {"content-type": "application/json"})

@@ -1,0 +1,249 @@
+"""One client WebSocket connection: wsproto (sans-IO) over an anyio TCP or TLS stream.
+
+wsproto does the handshake and every frame (masking, fragments, control frames, the closing
+handshake); this module only moves its bytes and hands back whole text messages. Every wait is
+bounded by the caller: :meth:`WebSocket.connect` by a deadline, :meth:`WebSocket.receive` by the
+deadline the caller gives each read, in a cancel scope (the caller's ``call.cancel.guard``).
+
+A failure of the connection itself (refused, reset, closed, a protocol violation) is a
+:class:`ConnectionLost`; a server that answers the upgrade with anything but ``101`` is a
+:class:`UpgradeRefused`, carrying the HTTP answer (status, headers, body) as it came.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ssl
+from collections import deque
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.abc
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import (
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    Ping,
+    RejectConnection,
+    RejectData,
+    Request,
+    TextMessage,
+)
+from wsproto.utilities import LocalProtocolError, RemoteProtocolError
+
+READ_SIZE = 1 << 16
+MAX_REJECT_BODY = 1 << 20
+HOP_HEADERS = frozenset(
+    {
+        "host",
+        "connection",
+        "upgrade",
+        "content-length",
+        "content-type",
+        "transfer-encoding",
+        "accept-encoding",
+        "accept",
+        "keep-alive",
+    }
+)
+"""Headers of an HTTP request that a WebSocket upgrade does not carry (wsproto sets its own)."""
+
+
+class ConnectionLost(Exception):
+    """The connection failed, closed or broke the protocol."""
+
+
+class UpgradeRefused(Exception):
+    """The server answered the upgrade request with an HTTP response, not ``101``."""
+
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status, self.headers, self.body = status, headers, body
+
+
+def websocket_url(url: str) -> str:
+    """An ``http(s)`` URL as the ``ws(s)`` URL of the same endpoint."""
+    parts = urlsplit(url)
+    scheme = {"https": "wss", "http": "ws"}.get(parts.scheme, parts.scheme)
+    return parts._replace(scheme=scheme).geturl()
+
+
+_TLS: ssl.SSLContext | None = None
+
+
+def tls_context() -> ssl.SSLContext:
+    """The system's default TLS context, made once (loading the CA store is costly)."""
+    global _TLS
+    if _TLS is None:
+        _TLS = ssl.create_default_context()
+    return _TLS
+
+
+@dataclass(slots=True, eq=False)
+class WebSocket:
+    """An open client connection: ``send_text``, ``receive`` whole text messages, ``aclose``."""
+
+    stream: anyio.abc.ByteStream
+    protocol: WSConnection
+    headers: dict[str, str]
+    """The upgrade answer's headers."""
+    opened_at: float
+    messages: deque[str] = field(default_factory=deque)
+    _partial: list[str] = field(default_factory=list)
+    closed: bool = False
+    bytes_sent: int = 0
+    """Every byte written: the upgrade request, then the frames."""
+
+    @classmethod
+    async def connect(
+        cls, url: str, headers: dict[str, str], tls: ssl.SSLContext | None = None
+    ) -> WebSocket:
+        """Open ``url`` (``ws://`` or ``wss://``) and complete the upgrade (in the caller's
+        cancel scope): UpgradeRefused, ConnectionLost."""
+        parts = urlsplit(url)
+        secure = parts.scheme == "wss"
+        host = parts.hostname or ""
+        port = parts.port or (443 if secure else 80)
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
+        extra = [
+            (name.encode("latin-1"), value.encode("latin-1"))
+            for name, value in headers.items()
+            if name.lower() not in HOP_HEADERS and not name.lower().startswith("sec-websocket-")
+        ]
+        authority = host if parts.port is None else f"{host}:{port}"
+        try:
+            stream: anyio.abc.ByteStream
+            if secure:
+                stream = await anyio.connect_tcp(
+                    host, port, ssl_context=tls or tls_context(), tls_standard_compatible=False
+                )
+            else:
+                stream = await anyio.connect_tcp(host, port)
+        except (OSError, anyio.BrokenResourceError, ssl.SSLError) as exc:
+            raise ConnectionLost(f"could not connect to {authority}: {exc!r}") from exc
+        try:
+            return await cls._upgrade(stream, authority, target, extra)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.aclose_forcefully(stream)
+            raise
+
+    @classmethod
+    async def _upgrade(
+        cls,
+        stream: anyio.abc.ByteStream,
+        authority: str,
+        target: str,
+        extra: list[tuple[bytes, bytes]],
+    ) -> WebSocket:
+        protocol = WSConnection(ConnectionType.CLIENT)
+        head = protocol.send(Request(host=authority, target=target, extra_headers=extra))
+        await _write(stream, head)
+        refused: RejectConnection | None = None
+        body = bytearray()
+        while True:
+            data = await _read(stream)
+            if data is None:
+                raise ConnectionLost("the server closed the connection during the upgrade")
+            protocol.receive_data(data)
+            for event in protocol.events():
+                if isinstance(event, AcceptConnection):
+                    found = {
+                        k.decode("latin-1").lower(): v.decode("latin-1")
+                        for k, v in event.extra_headers
+                    }
+                    return cls(stream, protocol, found, anyio.current_time(), bytes_sent=len(head))
+                if isinstance(event, RejectConnection):
+                    refused = event
+                    if not event.has_body:
+                        raise _refusal(event, b"")
+                elif isinstance(event, RejectData) and refused is not None:
+                    body += event.data
+                    if event.body_finished or len(body) >= MAX_REJECT_BODY:
+                        raise _refusal(refused, bytes(body[:MAX_REJECT_BODY]))
+
+    async def send_text(self, text: str) -> None:
+        """Send one text message (ConnectionLost when the connection is gone)."""
+        if self.closed:
+            raise ConnectionLost("the connection is closed")
+        try:
+            data = self.protocol.send(TextMessage(data=text))
+        except LocalProtocolError as exc:
+            raise ConnectionLost(f"the connection is closing: {exc}") from exc
+        self.bytes_sent += len(data)
+        await _write(self.stream, data)
+
+    async def receive(self) -> str:
+        """The next whole text message; waits as long as the caller's cancel scope lets it.
+        Pings are answered; a close from the server is answered, then ConnectionLost."""
+        while not self.messages:
+            if self.closed:
+                raise ConnectionLost("the server closed the connection")
+            data = await _read(self.stream)
+            if data is None:
+                self.closed = True
+                raise ConnectionLost("the server closed the connection")
+            self.protocol.receive_data(data)
+            await self._take_events()
+        return self.messages.popleft()
+
+    async def _take_events(self) -> None:
+        try:
+            for event in self.protocol.events():
+                if isinstance(event, TextMessage):
+                    self._partial.append(event.data)
+                    if event.message_finished:
+                        self.messages.append("".join(self._partial))
+                        self._partial.clear()
+                elif isinstance(event, Ping):
+                    await _write(self.stream, self.protocol.send(event.response()))
+                elif isinstance(event, CloseConnection):
+                    self.closed = True
+                    reply = self.protocol.send(event.response())
+                    with anyio.CancelScope(shield=True), _quiet():
+                        await _write(self.stream, reply)
+                elif isinstance(event, BytesMessage):
+                    raise ConnectionLost("the server sent a binary message")
+        except RemoteProtocolError as exc:
+            self.closed = True
+            raise ConnectionLost(f"the server broke the WebSocket protocol: {exc}") from exc
+
+    async def aclose(self) -> None:
+        """Close politely when the connection is still open, then drop it; never raises."""
+        with anyio.CancelScope(shield=True):
+            if not self.closed:
+                self.closed = True
+                with anyio.move_on_after(1.0), _quiet():
+                    await _write(self.stream, self.protocol.send(CloseConnection(code=1000)))
+            await anyio.aclose_forcefully(self.stream)
+
+
+def _quiet() -> contextlib.suppress:
+    """Suppress the connection's own failures (closing a connection that is already gone)."""
+    return contextlib.suppress(ConnectionLost, LocalProtocolError)
+
+
+async def _read(stream: anyio.abc.ByteStream) -> bytes | None:
+    """The next bytes, or None at the end of the stream."""
+    try:
+        return await stream.receive(READ_SIZE)
+    except anyio.EndOfStream:
+        return None
+    except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
+        raise ConnectionLost(f"the connection failed: {exc!r}") from exc
+
+
+async def _write(stream: anyio.abc.ByteStream, data: bytes) -> None:
+    try:
+        await stream.send(data)
+    except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
+        raise ConnectionLost(f"the connection failed: {exc!r}") from exc
+
+
+def _refusal(event: RejectConnection, body: bytes) -> UpgradeRefused:
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in event.headers}
+    return UpgradeRefused(event.status_code, headers, body)

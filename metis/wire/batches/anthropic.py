@@ -1,0 +1,86 @@
+"""Anthropic Message Batches (docs.anthropic.com/en/api/creating-message-batches):
+``POST /v1/messages/batches {requests: [{custom_id, params}]}``; ``GET
+/v1/messages/batches/{id}`` -> ``processing_status`` (``in_progress``, ``canceling``,
+``ended``), ``request_counts``, ``results_url``; the results a JSONL file of ``{custom_id,
+result: {type: succeeded, message} | {type: errored, error} | {type: canceled} | {type:
+expired}}`` in any order; ``POST .../{id}/cancel``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metis.errors import ProtocolError
+from metis.model.batches import BatchState, BatchStatus
+from metis.wire.batches import RawItem, Send, jsonl, state_of
+from metis.wire.read import object_value, required_text
+
+_STATES: dict[str, BatchState] = {
+    "in_progress": "running",
+    "canceling": "running",
+    "ended": "completed",
+}
+_OUTCOMES = {
+    "succeeded": "succeeded",
+    "errored": "errored",
+    "canceled": "cancelled",
+    "expired": "expired",
+}
+
+
+def submit(base_url: str, items: list[tuple[str, dict[str, Any]]]) -> list[Send]:
+    requests = [{"custom_id": key, "params": body} for key, body in items]
+    return [Send("POST", f"{base_url}/v1/messages/batches", {"requests": requests})]
+
+
+def status_request(base_url: str, batch_id: str) -> Send:
+    return Send("GET", f"{base_url}/v1/messages/batches/{batch_id}")
+
+
+def cancel_request(base_url: str, batch_id: str) -> Send:
+    return Send("POST", f"{base_url}/v1/messages/batches/{batch_id}/cancel")
+
+
+def batch_id(answer: dict[str, Any]) -> str:
+    return required_text(answer, "id", "message batch")
+
+
+def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
+    counts = object_value(answer.get("request_counts") or {}, "request_counts")
+    raw = required_text(answer, "processing_status", "message batch")
+    state = state_of(raw, _STATES)
+    if state == "completed" and not counts.get("succeeded") and counts.get("expired"):
+        state = "expired"
+    elif state == "completed" and not counts.get("succeeded") and counts.get("canceled"):
+        state = "cancelled"
+    total = sum(v for v in counts.values() if isinstance(v, int))
+    failed = sum(counts.get(k) or 0 for k in ("errored", "canceled", "expired"))
+    return BatchStatus(
+        batch_id(answer), provider, state, raw, total, counts.get("succeeded"), failed
+    )
+
+
+def results_request(answer: dict[str, Any]) -> Send | None:
+    url = answer.get("results_url")
+    return Send("GET", url) if isinstance(url, str) and url else None
+
+
+def read_results(raw: bytes) -> list[RawItem]:
+    items = []
+    for line in jsonl(raw, "message batch results"):
+        key = required_text(line, "custom_id", "result line")
+        result = object_value(line.get("result"), "result")
+        kind = result.get("type")
+        if kind not in _OUTCOMES:
+            raise ProtocolError(f"result of {key!r}: unknown type {kind!r}")
+        message = result.get("message")
+        error = result.get("error")
+        items.append(
+            RawItem(
+                key,
+                _OUTCOMES[kind],
+                message if isinstance(message, dict) else None,
+                error if isinstance(error, dict) else None,
+                400,
+            )
+        )
+    return items

@@ -1,0 +1,134 @@
+"""OpenAI's Batch API (platform.openai.com/docs/guides/batch) over Chat Completions or
+Responses: the requests uploaded as a JSONL file (``POST /v1/files``, purpose ``batch``), each
+line ``{custom_id, method: POST, url, body}``; ``POST /v1/batches {input_file_id, endpoint,
+completion_window: 24h}``; ``GET /v1/batches/{id}`` -> ``status`` (``validating``,
+``in_progress``, ``finalizing``, ``completed``, ``failed``, ``expired``, ``cancelling``,
+``cancelled``), ``output_file_id``, ``error_file_id``; each output line ``{custom_id,
+response: {status_code, body}, error}``, read from ``GET /v1/files/{id}/content``."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from metis.model.batches import BatchState, BatchStatus
+from metis.wire.batches import RawItem, Send, jsonl, state_of
+from metis.wire.read import object_value, required_text
+
+_STATES: dict[str, BatchState] = {
+    "validating": "pending",
+    "in_progress": "running",
+    "finalizing": "running",
+    "cancelling": "running",
+    "completed": "completed",
+    "failed": "failed",
+    "expired": "expired",
+    "cancelled": "cancelled",
+}
+
+
+def upload(base_url: str, path: str, items: list[tuple[str, dict[str, Any]]]) -> Send:
+    lines = [
+        json.dumps(
+            {"custom_id": key, "method": "POST", "url": path, "body": body}, separators=(",", ":")
+        )
+        for key, body in items
+    ]
+    boundary = f"metis-{uuid.uuid4().hex}"
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n',
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="batch.jsonl"\r\n'
+        "Content-Type: application/jsonl\r\n\r\n",
+    ]
+    content = (
+        "".join(parts).encode() + "\n".join(lines).encode() + f"\r\n--{boundary}--\r\n".encode()
+    )
+    return Send(
+        "POST",
+        f"{base_url}/v1/files",
+        content=content,
+        content_type=f"multipart/form-data; boundary={boundary}",
+    )
+
+
+def create(base_url: str, path: str, file_id: str) -> Send:
+    body = {"input_file_id": file_id, "endpoint": path, "completion_window": "24h"}
+    return Send("POST", f"{base_url}/v1/batches", body)
+
+
+def file_id(answer: dict[str, Any]) -> str:
+    return required_text(answer, "id", "file")
+
+
+def batch_id(answer: dict[str, Any]) -> str:
+    return required_text(answer, "id", "batch")
+
+
+def status_request(base_url: str, batch: str) -> Send:
+    return Send("GET", f"{base_url}/v1/batches/{batch}")
+
+
+def cancel_request(base_url: str, batch: str) -> Send:
+    return Send("POST", f"{base_url}/v1/batches/{batch}/cancel")
+
+
+def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
+    raw = required_text(answer, "status", "batch")
+    counts = object_value(answer.get("request_counts") or {}, "request_counts")
+    return BatchStatus(
+        batch_id(answer),
+        provider,
+        state_of(raw, _STATES),
+        raw,
+        counts.get("total"),
+        counts.get("completed"),
+        counts.get("failed"),
+    )
+
+
+def results_requests(base_url: str, answer: dict[str, Any]) -> list[Send]:
+    found = [answer.get("output_file_id"), answer.get("error_file_id")]
+    return [
+        Send("GET", f"{base_url}/v1/files/{f}/content") for f in found if isinstance(f, str) and f
+    ]
+
+
+def read_results(raw: bytes) -> list[RawItem]:
+    items = []
+    for line in jsonl(raw, "batch output"):
+        key = required_text(line, "custom_id", "output line")
+        response = line.get("response")
+        error = line.get("error")
+        if isinstance(response, dict):
+            status = response.get("status_code")
+            body = response.get("body")
+            if isinstance(status, int) and status == 200 and isinstance(body, dict):
+                items.append(RawItem(key, "succeeded", body))
+                continue
+            if isinstance(body, dict):
+                items.append(
+                    RawItem(key, "errored", None, body, status if isinstance(status, int) else 500)
+                )
+                continue
+        if isinstance(error, dict):
+            code = error.get("code")
+            outcome = (
+                "expired"
+                if code == "batch_expired"
+                else "cancelled"
+                if code == "batch_cancelled"
+                else "errored"
+            )
+            items.append(RawItem(key, outcome, None, {"error": error}, 400))
+            continue
+        items.append(
+            RawItem(
+                key,
+                "errored",
+                None,
+                {"error": {"message": f"no response in {json.dumps(line)[:200]}"}},
+                500,
+            )
+        )
+    return items
