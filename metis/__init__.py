@@ -87,15 +87,23 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         [
             "AdapterCapabilities",
+            "AudioBlock",
             "Base64ImageSource",
+            "CacheHint",
+            "CachePolicy",
+            "Base64Source",
             "CanonicalRequest",
             "CanonicalResponse",
             "ContentBlock",
+            "DocumentBlock",
             "DroppedContent",
+            "FileIdSource",
+            "FreeformInput",
             "ImageBlock",
             "Message",
             "MessageComplete",
             "MessageStart",
+            "OpaqueBlock",
             "ProviderRaw",
             "RedactedThinkingBlock",
             "Role",
@@ -104,6 +112,7 @@ _EXPORTS: dict[str, str] = {
             "StreamEvent",
             "TextBlock",
             "TextDelta",
+            "TextSource",
             "ThinkingBlock",
             "ThinkingConfig",
             "ThinkingDelta",
@@ -117,6 +126,8 @@ _EXPORTS: dict[str, str] = {
             "ToolUseInputDelta",
             "ToolUseStart",
             "URLImageSource",
+            "URLSource",
+            "VideoBlock",
         ],
         "metis.model",
     ),
@@ -275,15 +286,23 @@ if TYPE_CHECKING:
     from metis.errors import ServerError as ServerError
     from metis.errors import StackError as StackError
     from metis.model import AdapterCapabilities as AdapterCapabilities
+    from metis.model import AudioBlock as AudioBlock
     from metis.model import Base64ImageSource as Base64ImageSource
+    from metis.model import Base64Source as Base64Source
+    from metis.model import CacheHint as CacheHint
+    from metis.model import CachePolicy as CachePolicy
     from metis.model import CanonicalRequest as CanonicalRequest
     from metis.model import CanonicalResponse as CanonicalResponse
     from metis.model import ContentBlock as ContentBlock
+    from metis.model import DocumentBlock as DocumentBlock
     from metis.model import DroppedContent as DroppedContent
+    from metis.model import FileIdSource as FileIdSource
+    from metis.model import FreeformInput as FreeformInput
     from metis.model import ImageBlock as ImageBlock
     from metis.model import Message as Message
     from metis.model import MessageComplete as MessageComplete
     from metis.model import MessageStart as MessageStart
+    from metis.model import OpaqueBlock as OpaqueBlock
     from metis.model import ProviderRaw as ProviderRaw
     from metis.model import RedactedThinkingBlock as RedactedThinkingBlock
     from metis.model import Role as Role
@@ -292,6 +311,7 @@ if TYPE_CHECKING:
     from metis.model import StreamEvent as StreamEvent
     from metis.model import TextBlock as TextBlock
     from metis.model import TextDelta as TextDelta
+    from metis.model import TextSource as TextSource
     from metis.model import ThinkingBlock as ThinkingBlock
     from metis.model import ThinkingConfig as ThinkingConfig
     from metis.model import ThinkingDelta as ThinkingDelta
@@ -305,6 +325,8 @@ if TYPE_CHECKING:
     from metis.model import ToolUseInputDelta as ToolUseInputDelta
     from metis.model import ToolUseStart as ToolUseStart
     from metis.model import URLImageSource as URLImageSource
+    from metis.model import URLSource as URLSource
+    from metis.model import VideoBlock as VideoBlock
     from metis.model.batches import BatchItem as BatchItem
     from metis.model.batches import BatchResults as BatchResults
     from metis.model.batches import BatchStatus as BatchStatus

@@ -41,7 +41,7 @@ from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError,
 from metis.core.options import checked_options
 from metis.errors import ConfigError
 from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
-from metis.model.request import ToolDefinition
+from metis.model.request import FREEFORM_SCHEMA, FreeformInput, ToolDefinition
 from metis.model.response import CanonicalResponse
 from metis.wire.unicode_text import clean
 
@@ -81,10 +81,14 @@ class Tool(Generic[P, R]):
         *,
         name: str | None = None,
         description: str | None = None,
+        freeform: FreeformInput | None = None,
     ) -> Tool[P2, R2]:
-        """A tool from ``function``'s signature and docstring."""
+        """A tool from ``function``'s signature and docstring; ``freeform``: its input is
+        text, handed to its one parameter, ``input: str`` (docs/contract.md §10)."""
         summary, params = _docstring(inspect.getdoc(function) or "")
         schema = _input_schema(function, name or function.__name__)
+        if freeform is not None:
+            _takes_text(function, schema, name or function.__name__)
         for param, text in params.items():
             prop = schema.get("properties", {}).get(param)
             if isinstance(prop, dict):
@@ -93,7 +97,8 @@ class Tool(Generic[P, R]):
         definition = ToolDefinition(
             name=name or function.__name__,
             description=description if description is not None else summary,
-            input_schema=schema,
+            input_schema=schema if freeform is None else FREEFORM_SCHEMA,
+            freeform=freeform,
         )
         return Tool(definition, validate_call(function))
 
@@ -123,7 +128,10 @@ AnyTool = Tool[..., Any]
 def tool(function: Callable[P, R], /) -> Tool[P, R]: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    freeform: FreeformInput | None = None,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 @checked_options
 def tool(
@@ -131,12 +139,25 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    freeform: FreeformInput | None = None,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
-    """Make a :class:`Tool` of a function: ``@tool`` or ``@tool(name=..., description=...)``.
-    The tool keeps the function's signature for type checkers (``Tool[P, R]``)."""
+    """Make a :class:`Tool` of a function: ``@tool`` or ``@tool(name=..., description=...)``;
+    ``@tool(freeform=FreeformInput())`` for a function of one ``input: str`` that takes free
+    text. The tool keeps the function's signature for type checkers (``Tool[P, R]``)."""
     if function is None:
-        return lambda f: Tool.from_function(f, name=name, description=description)
-    return Tool.from_function(function, name=name, description=description)
+        return lambda f: Tool.from_function(
+            f, name=name, description=description, freeform=freeform
+        )
+    return Tool.from_function(function, name=name, description=description, freeform=freeform)
+
+
+def _takes_text(function: Callable[..., Any], schema: dict[str, Any], name: str) -> None:
+    properties = schema.get("properties")
+    text = isinstance(properties, dict) and properties.get("input", {}).get("type") == "string"
+    if not text or list(properties or {}) != ["input"]:
+        raise ConfigError(
+            f"tool {name!r}: a freeform tool's function takes one parameter, input: str"
+        )
 
 
 def as_tool_definition(item: AnyTool | ToolDefinition | Callable[..., Any]) -> ToolDefinition:
@@ -242,12 +263,13 @@ async def _awaited(value: Awaitable[Any] | Any) -> Any:
 
 
 def _unrunnable(call: ToolUseBlock, tools: Mapping[str, AnyTool]) -> ToolResultBlock:
-    """An unknown tool, or arguments that were not a JSON object: answered, never run."""
+    """An unknown tool, or an input that is not whole (arguments that were not a JSON object, a
+    call cut off by the output limit): answered with why, never run."""
     if call.name not in tools:
         known = ", ".join(sorted(tools)) or "none"
         text = f"no tool named {call.name!r}; the tools are: {known}"
     else:
-        text = f"the arguments of {call.name} are not a JSON object: {call.input_error}"
+        text = f"{call.name} was not run: {call.input_error}"
     return ToolResultBlock(tool_use_id=call.id, content=text, is_error=True)
 
 

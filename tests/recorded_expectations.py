@@ -13,6 +13,7 @@ from typing import Any
 from metis.errors import AdapterError, CapabilityError, ErrorClass
 from metis.model import (
     MessageComplete,
+    OpaqueBlock,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -98,6 +99,8 @@ def expected_anthropic(exchange: Exchange) -> Expected:
             blocks.append(("thinking", block.get("signature")))
         elif block["type"] == "redacted_thinking":
             blocks.append(("redacted", block["data"]))
+        elif block["type"] not in CANONICAL_ANTHROPIC_BLOCKS:  # kept whole, opaque
+            blocks.append(("opaque", block["type"]))
     return Expected(
         blocks=blocks,
         usage=usage_of(
@@ -107,7 +110,7 @@ def expected_anthropic(exchange: Exchange) -> Expected:
             usage.get("cache_creation_input_tokens", 0),
         ),
         stop_raw=stop,
-        dropped=sum(1 for b in content if b["type"] not in CANONICAL_ANTHROPIC_BLOCKS),
+        dropped=0,  # blocks with no canonical form are kept (opaque), never dropped
     )
 
 
@@ -157,6 +160,8 @@ def observed_anthropic(final: MessageComplete) -> Blocks:
             blocks.append(("thinking", block.signature))
         elif isinstance(block, RedactedThinkingBlock):
             blocks.append(("redacted", block.data))
+        elif isinstance(block, OpaqueBlock):
+            blocks.append(("opaque", block.kind))
     return blocks
 
 
@@ -231,10 +236,11 @@ def expected_responses(exchange: Exchange) -> Expected:
             summary = "\n\n".join(p["text"] for p in item.get("summary") or [])
             if summary or item.get("encrypted_content"):
                 blocks.append(("thinking", (summary, item.get("encrypted_content"))))
+        elif item["type"] not in CANONICAL_RESPONSES_ITEMS:  # kept whole, opaque
+            blocks.append(("opaque", item["type"]))
     usage = final["usage"]
     details = usage.get("input_tokens_details") or {}
     cached, written = details.get("cached_tokens", 0), details.get("cache_write_tokens", 0)
-    dropped = [item["type"] for item in items if item["type"] not in CANONICAL_RESPONSES_ITEMS]
     calls = any(item["type"] == "function_call" for item in items)
     assert final["status"] == "completed"  # every recorded reply did complete
     return Expected(
@@ -243,10 +249,9 @@ def expected_responses(exchange: Exchange) -> Expected:
             usage["input_tokens"] - cached - written, usage["output_tokens"], cached, written
         ),
         stop_raw="completed",
-        # Items with no canonical form are dropped and never decide the stop.
+        # Items with no canonical form are kept (opaque) and never decide the stop.
         stop_kind=StopKind.TOOL_USE if calls else StopKind.END_TURN,
-        dropped=len(dropped),
-        dropped_types=dropped,
+        dropped=0,
         message_id=final["id"],
     )
 
@@ -260,6 +265,8 @@ def observed_responses(final: MessageComplete) -> Blocks:
             blocks.append(("tool", (block.name, block.input)))
         elif isinstance(block, ThinkingBlock):
             blocks.append(("thinking", (block.thinking, block.signature)))
+        elif isinstance(block, OpaqueBlock):
+            blocks.append(("opaque", block.kind))
     return blocks
 
 

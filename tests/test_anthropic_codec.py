@@ -25,6 +25,7 @@ from metis.model.content import (
     Base64ImageSource,
     ImageBlock,
     Message,
+    OpaqueBlock,
     RedactedThinkingBlock,
     Role,
     TextBlock,
@@ -537,7 +538,7 @@ def test_tool_input_given_whole_at_block_start() -> None:
     assert not any(isinstance(e, ToolUseInputDelta) for e in events)
 
 
-def test_server_blocks_dropped_with_one_warn_each() -> None:
+def test_server_blocks_are_kept_whole_as_opaque_blocks() -> None:
     events, warns = run_stream(
         [
             start(),
@@ -555,10 +556,21 @@ def test_server_blocks_dropped_with_one_warn_each() -> None:
             MESSAGE_STOP,
         ]
     )
-    assert warns.types == ["server_tool_use", "web_search_tool_result"]
-    assert warns.calls[0][2]["message_id"] == "msg_1"
-    assert final(events).final_content == [TextBlock(text="found it")]
-    assert [e.content_block_index for e in events if isinstance(e, TextDelta)] == [0]
+    assert warns.types == []  # nothing dropped: kept (docs/contract.md §8)
+    use, result, text = final(events).final_content
+    assert text == TextBlock(text="found it")
+    assert isinstance(use, OpaqueBlock) and use.kind == "server_tool_use"
+    assert use.provider_raw.provider == "anthropic"
+    item = {
+        "type": "server_tool_use",
+        "id": "srvtoolu_1",
+        "name": "web_search",
+        "input": {"q": "x"},
+    }
+    assert use.provider_raw.data["item"] == item  # its streamed input, whole
+    assert isinstance(result, OpaqueBlock) and result.kind == "web_search_tool_result"
+    assert result.provider_raw.data["item"]["tool_use_id"] == "srvtoolu_1"
+    assert [e.content_block_index for e in events if isinstance(e, TextDelta)] == [2]
 
 
 def test_unknown_delta_on_known_block_warns_once() -> None:
@@ -791,7 +803,7 @@ def test_recorded_tool_search_stream() -> None:
     first, second = load("test_tool_search__test_anthropic_native_tool_search_streaming")
     events, warns = run_stream(sse_objects(first["body"]["string"]))
     done = final(events)
-    assert warns.types == ["server_tool_use", "tool_search_tool_result"]
+    assert warns.types == [] and _opaque(done) == ["server_tool_use", "tool_search_tool_result"]
     (tool,) = [b for b in done.final_content if isinstance(b, ToolUseBlock)]
     assert tool.id == "toolu_01EFn5wTNBYA8Reni8rbmnHT" and tool.name == "get_exchange_rate"
     assert tool.input == {"from_currency": "USD", "to_currency": "EUR"}
@@ -804,8 +816,11 @@ def test_recorded_tool_search_stream() -> None:
 def test_recorded_web_fetch_stream() -> None:
     (response,) = load("test_anthropic__test_anthropic_web_fetch_tool_stream")
     events, warns = run_stream(sse_objects(response["body"]["string"]))
-    assert warns.types == ["server_tool_use", "web_fetch_tool_result"]
-    assert [b.type for b in final(events).final_content] == ["thinking", "text"]
+    assert warns.types == [] and _opaque(final(events)) == [
+        "server_tool_use",
+        "web_fetch_tool_result",
+    ]
+    assert _canonical(final(events)) == ["thinking", "text"]
     usage = final(events).usage
     assert (usage.input_tokens, usage.output_tokens) == (7244, 153)
     assert (usage.cached_input_tokens, usage.cache_creation_input_tokens) == (0, 0)
@@ -814,17 +829,25 @@ def test_recorded_web_fetch_stream() -> None:
 def test_recorded_mcp_stream() -> None:
     (response,) = load("test_anthropic__test_anthropic_mcp_servers_stream")
     events, warns = run_stream(sse_objects(response["body"]["string"]))
-    assert warns.types == ["mcp_tool_use", "mcp_tool_result"]
-    assert [b.type for b in final(events).final_content] == ["thinking", "text"]
+    assert warns.types == [] and _opaque(final(events)) == ["mcp_tool_use", "mcp_tool_result"]
+    assert _canonical(final(events)) == ["thinking", "text"]
 
 
 def test_recorded_advisor_stream_uses_final_cumulative_usage() -> None:
     (response,) = load("test_anthropic__test_anthropic_advisor_tool_stream")
     events, warns = run_stream(sse_objects(response["body"]["string"]))
-    assert warns.types == ["server_tool_use", "advisor_tool_result"]
     done = final(events)
-    assert [b.type for b in done.final_content] == ["thinking", "text", "text"]
+    assert warns.types == [] and _opaque(done) == ["server_tool_use", "advisor_tool_result"]
+    assert _canonical(done) == ["thinking", "text", "text"]
     assert (done.usage.input_tokens, done.usage.output_tokens) == (2411, 145)
+
+
+def _opaque(done: MessageComplete) -> list[str]:
+    return [b.kind for b in done.final_content if isinstance(b, OpaqueBlock)]
+
+
+def _canonical(done: MessageComplete) -> list[str]:
+    return [b.type for b in done.final_content if not isinstance(b, OpaqueBlock)]
 
 
 @pytest.mark.parametrize("name", stream_files())
@@ -837,7 +860,7 @@ def test_every_recorded_stream(name: str) -> None:
             for o in objs
             if o["type"] == "content_block_start" and o["content_block"]["type"] not in CANONICAL
         ]
-        assert warns.types == foreign
+        assert warns.types == [] and _opaque(final(events)) == foreign
         (raw_stop,) = [o["delta"]["stop_reason"] for o in objs if o["type"] == "message_delta"]
         assert final(events).stop_reason.raw == raw_stop
         assert final(events).final_content
@@ -926,7 +949,8 @@ def test_body_gives_the_same_events_as_the_stream() -> None:
         ]
     )
     assert from_body == from_stream
-    assert body_warns.types == stream_warns.types == ["server_tool_use"]
+    assert body_warns.types == stream_warns.types == []
+    assert _opaque(final(from_body)) == ["server_tool_use"]
 
 
 def test_error_body_raises_classified_error() -> None:

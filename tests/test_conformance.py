@@ -209,7 +209,11 @@ async def test_signed_thinking_goes_back_only_to_the_model_that_made_it(
     async def turn(adapter: Adapter, model: str) -> None:
         nonlocal history
         request = CanonicalRequest(
-            model=model, session_id="thinking", messages=history, tools=TOOLS, max_output_tokens=512
+            model=model,
+            session_id="signed-reasoning",
+            messages=history,
+            tools=TOOLS,
+            max_output_tokens=512,
         )
         response = await (fold_stream(adapter, request) if streaming else adapter.complete(request))
         history = [*history, Message(role=Role.ASSISTANT, content=response.content)]
@@ -239,8 +243,8 @@ async def test_signed_thinking_goes_back_only_to_the_model_that_made_it(
     )
     warnings = [r for r in caplog.records if getattr(r, "block_type", None) == "thinking"]
     assert [(r.adapter, r.session_id) for r in warnings] == [  # type: ignore[attr-defined]
-        ("openai", "thinking"),
-        ("anthropic", "thinking"),
+        ("openai", "signed-reasoning"),
+        ("anthropic", "signed-reasoning"),
     ]
     assert "produced by anthropic" in warnings[0].reason  # type: ignore[attr-defined]
     assert "model anthropic:claude-a" in warnings[1].reason  # type: ignore[attr-defined]

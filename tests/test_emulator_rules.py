@@ -1237,7 +1237,7 @@ BEDROCK = {
     ),
     "b-block-member": Case(
         "converse",
-        put(messages=[b_user({"video": {}})]),
+        put(messages=[b_user({"hologram": {}})]),
         400,
         "messages.0.content.0: must hold exactly one known content block member",
     ),

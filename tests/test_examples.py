@@ -98,3 +98,11 @@ def test_agent_loop_runs_the_tools_swaps_and_goes_on_after_a_restore() -> None:
     assert "get_weather({'city': 'Paris'}) -> 21°C, sunny" in out
     assert "complete after 2 steps: According to get_weather: 21°C, sunny." in out
     assert "after a restore, openai:" in out and "6 messages in the history" in out
+
+
+@pytest.mark.slow
+def test_cache_loop_reads_each_turn_from_the_cache_and_costs_less() -> None:
+    out = run("cache_loop.py")
+    assert "turn  2:  2259 in,  2165 read from the cache" in out
+    assert "turn 10:  2799 in,  2732 read from the cache" in out
+    assert out.rstrip().endswith("ten turns: $0.0185 cached, $0.0761 not: 76% saved")

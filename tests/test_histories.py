@@ -319,7 +319,7 @@ def test_a_mutated_anthropic_history_imports_or_is_refused_naming_where(
             "messages[0].content[0].source",
         ),
         (from_openai_chat, 42, "messages: expected a list"),
-        (from_anthropic, [{"role": _nested(5000)}], "messages[0].role: expected user or"),
+        (from_anthropic, [{"role": _nested(5000)}], "messages[0].role: expected user, assistant"),
         (from_openai_chat, [{"role": _nested(5000)}], "messages[0].role: expected system"),
     ],
 )

@@ -61,6 +61,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "metis/cost.py",
         ),
     ),
+    ("gateway", ("metis/gateway/",)),
     ("testing", ("metis/testing/",)),
     ("cli", ("metis/cli/",)),
     (

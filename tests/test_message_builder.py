@@ -171,8 +171,9 @@ def test_an_empty_fragment_makes_no_event() -> None:
     b.tool_start(0, "toolu_1", "t")
     b.tool_input(0, "")
     b.close(0)
-    assert _kinds(b) == ["message.start", "tool.use_start", "tool.use_end"]
-    assert b.out[-1] == ToolUseEnd(0, "toolu_1", "t", {})
+    b.text(1, "Done.")  # the reply went on: the call was whole (a tool of no arguments)
+    assert _kinds(b) == ["message.start", "tool.use_start", "tool.use_end", "text.delta"]
+    assert b.out[2] == ToolUseEnd(0, "toolu_1", "t", {})
 
 
 def test_text_after_a_tool_opens_a_new_block_at_a_higher_index() -> None:

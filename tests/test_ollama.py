@@ -394,7 +394,7 @@ def test_redacted_reasoning_and_misplaced_blocks_are_dropped_whole() -> None:
     assert call.dropped_types == ["tool_use", "redacted_thinking"]
 
 
-def test_images_are_bare_base64_and_url_images_are_dropped() -> None:
+def test_images_are_bare_base64_url_images_are_dropped_tool_result_images_follow() -> None:
     png = Base64ImageSource(media_type="image/png", data="iVBORw0KGgo=")
     url = URLImageSource(url="https://example.com/cat.png")
     result = ToolResultBlock(
@@ -408,13 +408,14 @@ def test_images_are_bare_base64_and_url_images_are_dropped() -> None:
     call = make_call()
     messages = ollama.encode(req(*history), call)["messages"]
     assert messages[0] == {"role": "user", "content": "look\nclosely", "images": ["iVBORw0KGgo="]}
+    # a tool message holds text only: the result's image follows in the user message
+    note = "see\n[image 1 follows in the next message]"
     assert messages[2:] == [
-        {"role": "tool", "content": "see", "tool_name": "snap", "tool_call_id": "c1"},
-        {"role": "user", "content": "and?"},
+        {"role": "tool", "content": note, "tool_name": "snap", "tool_call_id": "c1"},
+        {"role": "user", "content": "and?", "images": ["iVBORw0KGgo="]},
     ]
-    assert call.dropped_types == ["image", "image"]
+    assert call.dropped_types == ["image"]
     assert "URL" in call.dropped[0][1]
-    assert call.dropped[1][2]["tool_use_id"] == "c1"
 
 
 def test_a_turn_of_tool_results_only_sends_no_empty_user_message() -> None:

@@ -274,7 +274,9 @@ def test_tool_results_come_before_the_users_other_content() -> None:
     assert out[2] == {"role": "user", "content": "and also"}
 
 
-def test_image_in_tool_result_is_dropped_with_warning() -> None:
+def test_an_image_in_a_tool_result_follows_in_a_user_message() -> None:
+    # A tool message holds text only (ChatCompletionToolMessageParam): the image goes in the
+    # user message after the tool messages, and the result says so; nothing is dropped.
     call = recording_call("openai", "openai:gpt-4o")
     image = ImageBlock(source=Base64ImageSource(media_type="image/png", data="AAAA"))
     message = Message(
@@ -282,12 +284,17 @@ def test_image_in_tool_result_is_dropped_with_warning() -> None:
         role="tool",
         content=[ToolResultBlock(tool_use_id="a", content=[TextBlock(text="see"), image])],
     )
-    [out] = encode(request(message), call)["messages"]
-    assert out["content"] == "see"
-    [(block_type, _, extra)] = call.dropped
-    assert block_type == "image" and call.warnings[0].block_type == "image"
-    assert extra["message_id"] == "m7"
-    assert extra["tool_use_id"] == "a"
+    tool, user = encode(request(message), call)["messages"]
+    assert tool == {
+        "role": "tool",
+        "tool_call_id": "a",
+        "content": "see\n[image 1 follows in the next message]",
+    }
+    assert user == {
+        "role": "user",
+        "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}],
+    }
+    assert call.dropped == [] and call.warnings == []
 
 
 def test_user_images_become_image_url_parts() -> None:

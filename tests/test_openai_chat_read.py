@@ -314,6 +314,23 @@ def test_cache_write_tokens_become_cache_creation_tokens() -> None:
     assert final(events).usage == done.usage
 
 
+def test_deepseeks_cache_hits_are_cache_reads_streamed_and_whole() -> None:
+    """DeepSeek reports its cache as ``prompt_cache_hit_tokens`` (and misses), inside
+    ``prompt_tokens``."""
+    usage = {
+        "prompt_tokens": 1000,
+        "completion_tokens": 5,
+        "prompt_cache_hit_tokens": 768,
+        "prompt_cache_miss_tokens": 232,
+    }
+    done = parse(body({"content": "hi"}, usage=usage))
+    assert (done.usage.input_tokens, done.usage.cached_input_tokens) == (232, 768)
+    events = stream(
+        [chunk({"content": "x"}, "stop"), {"id": "cmpl-1", "choices": [], "usage": usage}]
+    )
+    assert final(events).usage == done.usage
+
+
 def test_no_warning_is_logged_for_plain_content(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         parse(body({"content": [{"type": "text", "text": "plain"}]}))

@@ -36,4 +36,5 @@ def test_parts_are_found_by_role_not_by_name() -> None:
         "url_params",
         "google_auth",
     ]
-    assert [name for role, name in provider.describe() if role == "edit"] == ["pre_send_check"]
+    edits = [name for role, name in provider.describe() if role == "edit"]
+    assert edits == ["cache_control", "pre_send_check"]

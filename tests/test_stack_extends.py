@@ -93,6 +93,7 @@ def test_stage_edits_by_name_and_which_file_set_each_stage(tmp_path: Path) -> No
         "tool_ids",
         "encode",
         "wire_fields",
+        "cache_control",
         "pre_send_check",
         "retry",
         "telemetry",

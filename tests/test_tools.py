@@ -259,7 +259,7 @@ async def test_a_call_whose_arguments_did_not_parse_is_answered_as_an_error_neve
     for message in (run_tools(reply, [record]), await arun_tools(reply, [record])):
         (block,) = message.content
         assert isinstance(block, ToolResultBlock) and block.is_error
-        assert block.text() == "the arguments of record are not a JSON object: cut off"
+        assert block.text() == "record was not run: cut off"
     assert ran == []
 
 

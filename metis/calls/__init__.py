@@ -116,6 +116,8 @@ def complete(
     - ``output_schema``: a JSON schema the reply must follow (``output_type`` sets it).
     - ``thinking``: :class:`ThinkingConfig` (``budget_tokens``): the model reasons first,
       where it can.
+    - ``cache``: :class:`CachePolicy`: what to cache; default the stack's (the system
+      prompt and tools, and the conversation once it has a reply; docs/caching.md).
     - ``session_id``: the conversation's id, so tool-call ids stay consistent across
       providers when the conversation moves between them.
     - ``api_key``: default the stack's variable (``ANTHROPIC_API_KEY``, ...).
@@ -184,6 +186,7 @@ def stream(
     - ``stop_sequences``: strings that end the reply where they appear.
     - ``output_schema``: a JSON schema the reply must follow.
     - ``thinking``: :class:`ThinkingConfig` (``budget_tokens``).
+    - ``cache``: :class:`CachePolicy`: what to cache; default the stack's (docs/caching.md).
     - ``session_id``: the conversation's id (tool-call ids across providers).
     - ``api_key``: default the stack's variable (``ANTHROPIC_API_KEY``, ...).
     - ``base_url``: default the SDK's variable the stack names, else the provider's URL.

@@ -11,6 +11,7 @@ from metis.adapter.adapter import Adapter
 from metis.core.options import check_options
 from metis.errors import ConfigError, OutputValidationError
 from metis.model import message_dicts
+from metis.model.cache import CachePolicy
 from metis.model.content import Message
 from metis.model.dicts import MessageDict
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
@@ -42,6 +43,8 @@ class ModelOptions(TypedDict, total=False):
     stop_sequences: Sequence[str]
     output_schema: dict[str, Any]
     thinking: ThinkingConfig
+    cache: CachePolicy
+    """Default: the stack's policy (docs/caching.md)."""
     api_key: str
     """Default: the stack's variable (``ANTHROPIC_API_KEY``, ...)."""
     base_url: str
@@ -99,6 +102,7 @@ def build_request(
         stop_sequences=list(options.get("stop_sequences", ())),
         output_schema=options.get("output_schema"),
         thinking=options.get("thinking"),
+        cache=options.get("cache"),
         session_id=options.get("session_id"),
     )
 

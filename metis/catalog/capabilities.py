@@ -32,6 +32,7 @@ def model_capabilities(declared: AdapterCapabilities, info: ModelInfo) -> Adapte
         value = getattr(info, known)
         if value is not None:
             update[field] = getattr(declared, field) and bool(value)
+    update.update(_media(declared, info))
     if declared.tools_emulated:  # a prompt-and-parse shim serves tools whatever the model does
         update.pop("supports_tools", None)
     if info.context_window:
@@ -39,3 +40,20 @@ def model_capabilities(declared: AdapterCapabilities, info: ModelInfo) -> Adapte
     if info.max_output_tokens:
         update["max_output_tokens"] = info.max_output_tokens
     return declared.model_copy(update=update) if update else declared
+
+
+def _media(declared: AdapterCapabilities, info: ModelInfo) -> dict[str, Any]:
+    """The file inputs ``info``'s model reads of those ``declared``: PDFs where it reads PDFs
+    or images (providers show a PDF's pages as images), audio and video where it hears and
+    sees them. What the catalog does not know keeps the declaration."""
+    update: dict[str, Any] = {}
+    if info.takes("pdf") is False and info.takes("image") is False:
+        kept = [t for t in declared.accepted_document_media_types if t != "application/pdf"]
+        update["accepted_document_media_types"] = kept
+    for field, modality in (
+        ("accepted_audio_media_types", "audio"),
+        ("accepted_video_media_types", "video"),
+    ):
+        if info.takes(modality) is False:
+            update[field] = []
+    return update

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from metis.model.content import (
+    DocumentBlock,
     ImageBlock,
     Message,
     RedactedThinkingBlock,
@@ -26,6 +27,7 @@ from metis.model.content import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from metis.model.media import TextSource
 from metis.model.request import CanonicalRequest, ToolChoice, ToolDefinition
 
 CHARS_PER_TOKEN = 4.0
@@ -181,6 +183,8 @@ def _message_units(message: Message, p: TokenProfile, *, reasoning: bool) -> tup
                         overhead += p.image_tokens
         elif isinstance(block, ImageBlock):
             overhead += p.image_tokens
+        elif isinstance(block, DocumentBlock) and isinstance(block.source, TextSource):
+            units += _units(block.source.text, p)  # other files: the provider's count only
     return units, overhead
 
 

@@ -7,6 +7,7 @@
     metis record --provider P -m M ...  one real call (or --emulator) into a cassette
     metis emulator --port N             the provider emulator, in the foreground
     metis models [SEARCH] [--provider P]  the model catalog: limits, capabilities, prices
+    metis serve --config FILE           the gateway: the providers' APIs over a models.yaml
 
 Each command lives in its own module, imported only when it runs (so ``metis --help`` is
 quick). User errors are one ``metis: error: ...`` line on stderr and a non-zero exit status:
@@ -34,6 +35,7 @@ COMMANDS = {
     "replay": "metis.cli.replay",
     "record": "metis.cli.record",
     "models": "metis.cli.catalog",
+    "serve": "metis.cli.serve",
 }
 
 
@@ -60,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_record(commands)
     _add_models(commands)
     _add_emulator(commands)
+    _add_serve(commands)
     return parser
 
 
@@ -185,6 +188,20 @@ def _add_emulator(commands: Commands) -> None:
         help="run the provider emulator (see 'metis emulator --help')",
         add_help=False,
     )
+
+
+def _add_serve(commands: Commands) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="serve the providers' APIs over the models of a models.yaml (docs/gateway.md)",
+        description="The gateway: Anthropic Messages, OpenAI Chat Completions and Responses "
+        "over every model, alias and route of FILE. Host and port default to its gateway: "
+        "section (127.0.0.1:4000).",
+    )
+    serve.add_argument("--config", required=True, metavar="FILE", help="the models.yaml")
+    serve.add_argument("--host", help="the address to listen on")
+    serve.add_argument("--port", type=int, help="the port to listen on")
+    serve.add_argument("--workers", type=_positive, default=1, help="worker processes")
 
 
 def _positive(text: str) -> int:

@@ -8,12 +8,15 @@ For applications moving to metis with histories already on disk::
     stored = {"messages": to_openai_chat(messages)}
     body = to_anthropic(messages)                     # {"system": ..., "messages": [...]}
 
-Provider tool ids become canonical ``tu_`` ids, the same id always the same one. What one side
-cannot carry (audio parts, documents, server tools, reasoning in Chat format) is dropped whole
-with the structured ``metis.lossy_projection`` WARN, never silently. Malformed input (a field
-of the wrong type, a list that is not one, tool arguments that are not a JSON object) is an
-InvalidRequestError naming the message, the block and the field, never a bare exception. The
-exports take canonical messages or their dicts (``metis.MessageDict``).
+Provider tool ids become canonical ``tu_`` ids, the same id always the same one. Documents and
+audio come and go in each format's own form (metis/histories/files.py): a Chat ``file`` id is
+OpenAI's, an Anthropic ``file`` source Anthropic's, and each goes back only to its own format.
+What one side cannot carry (video, another provider's file id, server tools, reasoning in Chat
+format) is dropped whole with the structured ``metis.lossy_projection`` WARN, never silently.
+Malformed input (a field of the wrong type, a list that is not one, tool arguments that are
+not a JSON object) is an InvalidRequestError naming the message, the block and the field,
+never a bare exception. The exports take canonical messages or their dicts
+(``metis.MessageDict``).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from typing import Any
 
 from metis.adapter.sendable import first_unsendable
 from metis.errors import InvalidRequestError
+from metis.histories.files import from_anthropic_document, to_anthropic_document
 from metis.histories.reading import (
     Ids,
     built,
@@ -30,18 +31,25 @@ from metis.model.content import (
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
+    ToolResultContent,
     ToolUseBlock,
     URLImageSource,
 )
 from metis.model.dicts import MessageDict
+from metis.model.media import AudioBlock, DocumentBlock, VideoBlock
 
 
 def from_anthropic(
-    messages: Iterable[Any], *, system: Any = None, model: str | None = None
+    messages: Iterable[Any],
+    *,
+    system: Any = None,
+    model: str | None = None,
+    ids: Ids | None = None,
 ) -> list[Message]:
     """Canonical messages from a Messages API ``messages`` list (and its ``system``). Thinking
-    blocks are marked as made by Anthropic's ``model``, so their signatures go back only there."""
-    ids = Ids()
+    blocks are marked as made by Anthropic's ``model``, so their signatures go back only there.
+    ``ids`` maps the tool ids read to canonical ones (default: a new id for each)."""
+    ids = Ids() if ids is None else ids
     made_by = ProviderRaw(provider="anthropic", model=model)
     out: list[Message] = []
     if system:
@@ -50,11 +58,14 @@ def from_anthropic(
     for i, raw in enumerate(history(messages)):
         where = f"messages[{i}]"
         role = mapping(raw, where).get("role")
-        if role not in ("user", "assistant"):
+        if role not in ("user", "assistant", "system"):
             raise InvalidRequestError(
-                f"{where}.role: expected user or assistant, got {role_shown(role)}"
+                f"{where}.role: expected user, assistant or system, got {role_shown(role)}"
             )
         blocks = _blocks(raw.get("content"), where, ids, made_by)
+        if role == "system":  # the Messages API takes system turns among the others
+            out.append(built(Message, where, role=Role.SYSTEM, content=blocks))
+            continue
         results = [b for b in blocks if isinstance(b, ToolResultBlock)]
         rest = [b for b in blocks if not isinstance(b, ToolResultBlock)]
         if results:  # tool results ride in a user turn on the wire; a tool turn here
@@ -82,6 +93,8 @@ def _block(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ContentBlock 
         return TextBlock(text=text(block, "text", at))
     if kind == "image":
         return ImageBlock(source=_source(block.get("source"), at))
+    if kind == "document":
+        return from_anthropic_document(block, at)
     if kind == "tool_use":
         return ToolUseBlock(
             id=ids(block.get("id"), f"{at}.id"),
@@ -107,7 +120,7 @@ def _result(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ToolResultBl
     content = (
         parts
         if isinstance(parts, str)
-        else [p for p in parts if isinstance(p, TextBlock | ImageBlock)]
+        else [p for p in parts if isinstance(p, TextBlock | ImageBlock | DocumentBlock)]
     )
     return ToolResultBlock(
         tool_use_id=ids(block.get("tool_use_id"), f"{at}.tool_use_id"),
@@ -152,11 +165,13 @@ def to_anthropic(messages: Iterable[Message | MessageDict]) -> dict[str, Any]:
     return body
 
 
-def _wire(block: ContentBlock, where: str) -> dict[str, Any] | None:
+def _wire(block: ContentBlock | ToolResultContent, where: str) -> dict[str, Any] | None:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
     if isinstance(block, ImageBlock):
         return {"type": "image", "source": block.source.model_dump()}
+    if isinstance(block, DocumentBlock | AudioBlock | VideoBlock):
+        return to_anthropic_document(block, where)
     if isinstance(block, ToolUseBlock):
         problem = first_unsendable(block.input, f"{where}.input")
         if problem:
@@ -166,7 +181,7 @@ def _wire(block: ContentBlock, where: str) -> dict[str, Any] | None:
         content: Any = (
             block.content
             if isinstance(block.content, str)
-            else [_wire(part, where) for part in block.content]
+            else [p for part in block.content if (p := _wire(part, where)) is not None]
         )
         return {
             "type": "tool_result",

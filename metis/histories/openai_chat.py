@@ -8,6 +8,7 @@ from typing import Any
 
 from metis.adapter.sendable import first_unsendable
 from metis.errors import InvalidRequestError
+from metis.histories.files import from_chat_audio, from_chat_file, split_data_url, to_chat_parts
 from metis.histories.reading import (
     Ids,
     built,
@@ -33,11 +34,15 @@ from metis.model.content import (
     URLImageSource,
 )
 from metis.model.dicts import MessageDict
+from metis.model.media import AudioBlock, DocumentBlock, VideoBlock
+from metis.wire.media import project_attachments
+from metis.wire.openai_chat.media import image_url
 
 
-def from_openai_chat(messages: Iterable[Any]) -> list[Message]:
-    """Canonical messages from a Chat Completions ``messages`` list."""
-    ids = Ids()
+def from_openai_chat(messages: Iterable[Any], *, ids: Ids | None = None) -> list[Message]:
+    """Canonical messages from a Chat Completions ``messages`` list; ``ids`` maps the tool ids
+    read to canonical ones (default: a new id for each)."""
+    ids = Ids() if ids is None else ids
     out: list[Message] = []
     for i, raw in enumerate(history(messages)):
         where = f"messages[{i}]"
@@ -81,6 +86,10 @@ def _parts(content: Any, where: str) -> list[ContentBlock]:
         elif kind == "image_url":
             url = mapping(part.get("image_url"), f"{at}.image_url").get("url")
             blocks.append(ImageBlock(source=_image_source(url, f"{at}.image_url.url")))
+        elif kind == "file":
+            blocks.append(from_chat_file(part, at))
+        elif kind == "input_audio":
+            blocks.append(from_chat_audio(part, at))
         else:
             dropped(kind, at, "OpenAI Chat import")
     return blocks
@@ -114,33 +123,29 @@ def _image_source(url: Any, where: str) -> Base64ImageSource | URLImageSource:
     if not isinstance(url, str) or not url:
         raise InvalidRequestError(f"{where}: expected an image URL")
     if url.startswith("data:"):
-        header, _, data = url[5:].partition(",")
-        media_type, _, encoding = header.partition(";")
-        if encoding != "base64" or not data:
-            raise InvalidRequestError(f"{where}: expected a base64 data URL")
+        media_type, data = split_data_url(url, where)
         return built(Base64ImageSource, where, media_type=media_type, data=data)
     return built(URLImageSource, where, url=url)
 
 
 def to_openai_chat(messages: Iterable[Message | MessageDict]) -> list[dict[str, Any]]:
-    """A Chat Completions ``messages`` list from canonical messages (or their dicts)."""
+    """A Chat Completions ``messages`` list from canonical messages (or their dicts). A tool
+    message holds text only: the images and files of a tool result follow in a user message,
+    as metis sends them (docs/contract.md §9)."""
     out: list[dict[str, Any]] = []
     for i, value in enumerate(history(messages)):
         where = f"messages[{i}]"
         canonical = message(value, where)
         if canonical.role is Role.TOOL:
-            for block in canonical.content:
-                if isinstance(block, ToolResultBlock):
-                    result = {"role": "tool", "tool_call_id": block.tool_use_id}
-                    out.append({**result, "content": block.text()})
+            out += _tool_messages(canonical, where)
             continue
         parts: list[dict[str, Any]] = []
         calls: list[dict[str, Any]] = []
         for j, block in enumerate(canonical.content):
             if isinstance(block, TextBlock):
                 parts.append({"type": "text", "text": block.text})
-            elif isinstance(block, ImageBlock):
-                parts.append({"type": "image_url", "image_url": {"url": _image_url(block)}})
+            elif isinstance(block, ImageBlock | DocumentBlock | AudioBlock | VideoBlock):
+                parts += _media(block, where)
             elif isinstance(block, ToolUseBlock):
                 calls.append(_call(block, f"{where}.content[{j}]"))
             else:
@@ -150,6 +155,29 @@ def to_openai_chat(messages: Iterable[Message | MessageDict]) -> list[dict[str, 
             entry["tool_calls"] = calls
         out.append(entry)
     return out
+
+
+def _tool_messages(canonical: Message, where: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    attached: list[dict[str, Any]] = []
+    for block in canonical.content:
+        if isinstance(block, ToolResultBlock):
+            projected = project_attachments(block)
+            result = {"role": "tool", "tool_call_id": block.tool_use_id}
+            out.append({**result, "content": projected.result.text()})
+            for part in projected.attachments:
+                attached += _media(part, where)
+    if attached:
+        out.append({"role": "user", "content": attached})
+    return out
+
+
+def _media(
+    block: ImageBlock | DocumentBlock | AudioBlock | VideoBlock, where: str
+) -> list[dict[str, Any]]:
+    if isinstance(block, ImageBlock):
+        return [{"type": "image_url", "image_url": {"url": image_url(block)}}]
+    return to_chat_parts(block, where)
 
 
 def _call(block: ToolUseBlock, where: str) -> dict[str, Any]:
@@ -167,10 +195,3 @@ def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]] | None:
     if all(p["type"] == "text" for p in parts):
         return "".join(p["text"] for p in parts)
     return parts
-
-
-def _image_url(block: ImageBlock) -> str:
-    source = block.source
-    if isinstance(source, Base64ImageSource):
-        return f"data:{source.media_type};base64,{source.data}"
-    return source.url

@@ -37,15 +37,16 @@ class Ids:
         return self.known.setdefault(provider_id, new_tool_id())
 
 
-def dropped(what: Any, where: str, fmt: str) -> None:
+def dropped(what: Any, where: str, fmt: str, why: str | None = None) -> None:
     """The structured WARN for a part the other side has no canonical form for (its type as
-    stored, shortened and printable, or the type of a type that is not a string)."""
+    stored, shortened and printable, or the type of a type that is not a string); ``why``
+    says what it is instead, when the form exists but this part cannot take it."""
     what = clean(what[:60]) if isinstance(what, str) else type(what).__name__
     log.warning(
-        "dropped %s at %s: %s has no canonical form for it",
+        "dropped %s at %s: %s",
         what,
         where,
-        fmt,
+        why or f"{fmt} has no canonical form for it",
         extra={"event": "metis.lossy_projection", "block_type": what, "reason": where},
     )
 

@@ -1,11 +1,13 @@
 """The canonical model: what applications read and write, whatever the provider."""
 
+from metis.model.cache import CacheHint, CachePolicy
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import (
     Base64ImageSource,
     ContentBlock,
     ImageBlock,
     Message,
+    OpaqueBlock,
     ProviderRaw,
     RedactedThinkingBlock,
     Role,
@@ -25,8 +27,18 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
+from metis.model.media import (
+    AudioBlock,
+    Base64Source,
+    DocumentBlock,
+    FileIdSource,
+    TextSource,
+    URLSource,
+    VideoBlock,
+)
 from metis.model.request import (
     CanonicalRequest,
+    FreeformInput,
     ThinkingConfig,
     ToolAnnotations,
     ToolChoice,
@@ -42,15 +54,23 @@ from metis.model.response import (
 
 __all__ = [
     "AdapterCapabilities",
+    "AudioBlock",
     "Base64ImageSource",
+    "Base64Source",
+    "CacheHint",
+    "CachePolicy",
     "CanonicalRequest",
     "CanonicalResponse",
     "ContentBlock",
+    "DocumentBlock",
     "DroppedContent",
+    "FileIdSource",
+    "FreeformInput",
     "ImageBlock",
     "Message",
     "MessageComplete",
     "MessageStart",
+    "OpaqueBlock",
     "ProviderRaw",
     "RedactedThinkingBlock",
     "Role",
@@ -59,6 +79,7 @@ __all__ = [
     "StreamEvent",
     "TextBlock",
     "TextDelta",
+    "TextSource",
     "ThinkingBlock",
     "ThinkingConfig",
     "ThinkingDelta",
@@ -72,4 +93,6 @@ __all__ = [
     "ToolUseInputDelta",
     "ToolUseStart",
     "URLImageSource",
+    "URLSource",
+    "VideoBlock",
 ]

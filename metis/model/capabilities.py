@@ -23,7 +23,19 @@ class AdapterCapabilities(BaseModel):
     supports_streaming: bool = True
     supports_streaming_tool_calls: bool = False
     supports_parallel_tool_calls: bool = False
+    supports_custom_tools: bool = False
+    """Freeform tools go as the provider's own custom tools (OpenAI's), grammars enforced;
+    elsewhere a freeform tool is a function of one string, and one with a grammar is refused."""
     supports_prompt_caching: bool = False
     max_context_tokens: int = Field(default=8192, ge=1)
     max_output_tokens: int = Field(default=4096, ge=1)
     accepted_image_media_types: list[str] = Field(default_factory=list)
+    accepted_document_media_types: list[str] = Field(default_factory=list)
+    """The documents the stack's wire carries, by media type (``application/pdf``); empty:
+    none. The catalog narrows it per model: PDFs only to a model that reads PDFs or images."""
+    accepted_audio_media_types: list[str] = Field(default_factory=list)
+    """Audio input by media type (``audio/wav``); empty: none, and none to a model whose
+    catalog entry lists no audio input."""
+    accepted_video_media_types: list[str] = Field(default_factory=list)
+    """Video input by media type (``video/mp4``); empty: none, and none to a model whose
+    catalog entry lists no video input."""

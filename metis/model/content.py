@@ -13,6 +13,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from metis.model.block import BlockBase
+from metis.model.block import ProviderRaw as ProviderRaw
+from metis.model.cache import CacheHint
+from metis.model.media import AudioBlock as AudioBlock
+from metis.model.media import DocumentBlock as DocumentBlock
+from metis.model.media import VideoBlock as VideoBlock
+
 
 class Role(StrEnum):
     """Who speaks a message: ``system``, ``user``, ``assistant``, or ``tool`` (tool results)."""
@@ -23,23 +30,7 @@ class Role(StrEnum):
     TOOL = "tool"
 
 
-class ProviderRaw(BaseModel):
-    """A provider's own representation of a block, and who produced it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    provider: str
-    model: str | None = None
-    data: dict[str, Any] = Field(default_factory=dict)
-
-
-class _Block(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    provider_raw: ProviderRaw | None = None
-
-
-class TextBlock(_Block):
+class TextBlock(BlockBase):
     """Text in a message or reply."""
 
     type: Literal["text"] = "text"
@@ -68,14 +59,14 @@ class URLImageSource(BaseModel):
 ImageSource = Annotated[Base64ImageSource | URLImageSource, Field(discriminator="type")]
 
 
-class ImageBlock(_Block):
+class ImageBlock(BlockBase):
     """An image in a message, from base64 data or a URL."""
 
     type: Literal["image"] = "image"
     source: ImageSource
 
 
-class ToolUseBlock(_Block):
+class ToolUseBlock(BlockBase):
     """A tool call the model made: its canonical id (``tu_<ulid>``), the tool's name and its
     input; ``input_error`` says why, when the arguments were not a JSON object."""
 
@@ -89,16 +80,19 @@ class ToolUseBlock(_Block):
     ["arguments"]``, and the call is best answered with an ``is_error`` tool result."""
 
 
-ToolResultContent = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
+ToolResultContent = Annotated[
+    TextBlock | ImageBlock | DocumentBlock | AudioBlock | VideoBlock, Field(discriminator="type")
+]
 
 
 EMPTY_ERROR_RESULT = "(the tool failed without output)"
 """The words an error tool result with no output is sent with: some providers refuse it empty."""
 
 
-class ToolResultBlock(_Block):
+class ToolResultBlock(BlockBase):
     """The answer to a tool call: the canonical id of the call it answers, its content
-    (text, or text and images), and ``is_error`` when the tool failed."""
+    (text, or text with images, documents, audio or video), and ``is_error`` when the tool
+    failed."""
 
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str
@@ -106,13 +100,14 @@ class ToolResultBlock(_Block):
     is_error: bool = False
 
     def text(self) -> str:
-        """The result's text parts, one per line; images are not text and are left out."""
+        """The result's text parts, one per line; images and files are not text and are left
+        out."""
         if isinstance(self.content, str):
             return self.content
         return "\n".join(part.text for part in self.content if isinstance(part, TextBlock))
 
 
-class ThinkingBlock(_Block):
+class ThinkingBlock(BlockBase):
     """A model's reasoning, with the provider's ``signature`` where it signs it; it goes back
     only to the provider, platform and model that produced it (docs/contract.md §7)."""
 
@@ -121,7 +116,7 @@ class ThinkingBlock(_Block):
     signature: str | None = None
 
 
-class RedactedThinkingBlock(_Block):
+class RedactedThinkingBlock(BlockBase):
     """Reasoning the provider keeps encrypted: opaque ``data`` that goes back only to the
     provider and model that produced it (docs/contract.md §7)."""
 
@@ -129,8 +124,29 @@ class RedactedThinkingBlock(_Block):
     data: str
 
 
+class OpaqueBlock(BlockBase):
+    """A block a provider returned that has no canonical meaning (a compaction item, an MCP
+    call, a tool-search result, whatever arrives next), kept so that nothing is silently lost:
+    ``kind`` is the provider's own type, ``provider_raw`` who made it and the block exactly as
+    the provider gave it (``data["item"]``). It goes back only to that provider; anywhere else
+    it is dropped with one WARN (docs/contract.md §8)."""
+
+    type: Literal["opaque"] = "opaque"
+    kind: str
+    provider_raw: ProviderRaw
+
+
 ContentBlock = Annotated[
-    TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock,
+    TextBlock
+    | ImageBlock
+    | DocumentBlock
+    | AudioBlock
+    | VideoBlock
+    | ToolUseBlock
+    | ToolResultBlock
+    | ThinkingBlock
+    | RedactedThinkingBlock
+    | OpaqueBlock,
     Field(discriminator="type"),
 ]
 
@@ -143,6 +159,8 @@ class Message(BaseModel):
     role: Role
     content: list[ContentBlock]
     id: str | None = None
+    cache: CacheHint | None = Field(default=None, exclude_if=lambda hint: hint is None)
+    """Cache the prompt up to and including this message (docs/caching.md)."""
 
     @field_validator("content", mode="before")
     @classmethod

@@ -38,6 +38,51 @@ class ImageBlockDict(TypedDict):
     source: Base64SourceDict | URLSourceDict
 
 
+class TextSourceDict(TypedDict):
+    type: Literal["text"]
+    text: str
+    media_type: NotRequired[str]
+
+
+class FileURLSourceDict(TypedDict):
+    type: Literal["url"]
+    url: str
+    media_type: NotRequired[str | None]
+
+
+class FileIdSourceDict(TypedDict):
+    type: Literal["file"]
+    file_id: str
+    provider: str
+    media_type: NotRequired[str | None]
+
+
+FileSourceDict = Base64SourceDict | FileURLSourceDict | TextSourceDict | FileIdSourceDict
+
+
+class DocumentBlockDict(TypedDict):
+    """``{"type": "document", "source": {"type": "url", "url": "https://.../paper.pdf"}}``"""
+
+    type: Literal["document"]
+    source: FileSourceDict
+    title: NotRequired[str | None]
+    context: NotRequired[str | None]
+    citations: NotRequired[bool]
+
+
+class AudioBlockDict(TypedDict):
+    type: Literal["audio"]
+    source: Base64SourceDict | FileURLSourceDict | FileIdSourceDict
+
+
+class VideoBlockDict(TypedDict):
+    type: Literal["video"]
+    source: Base64SourceDict | FileURLSourceDict | FileIdSourceDict
+
+
+MediaBlockDict = DocumentBlockDict | AudioBlockDict | VideoBlockDict
+
+
 class ToolUseBlockDict(TypedDict):
     type: Literal["tool_use"]
     id: str
@@ -48,7 +93,7 @@ class ToolUseBlockDict(TypedDict):
 class ToolResultBlockDict(TypedDict):
     type: Literal["tool_result"]
     tool_use_id: str
-    content: NotRequired[str | list[TextBlockDict | ImageBlockDict]]
+    content: NotRequired[str | list[TextBlockDict | ImageBlockDict | MediaBlockDict]]
     is_error: NotRequired[bool]
 
 
@@ -63,13 +108,29 @@ class RedactedThinkingBlockDict(TypedDict):
     data: str
 
 
+class ProviderRawDict(TypedDict):
+    provider: str
+    model: NotRequired[str | None]
+    data: NotRequired[dict[str, Any]]
+
+
+class OpaqueBlockDict(TypedDict):
+    type: Literal["opaque"]
+    kind: str
+    provider_raw: ProviderRawDict
+
+
 ContentBlockDict = (
     TextBlockDict
     | ImageBlockDict
+    | DocumentBlockDict
+    | AudioBlockDict
+    | VideoBlockDict
     | ToolUseBlockDict
     | ToolResultBlockDict
     | ThinkingBlockDict
     | RedactedThinkingBlockDict
+    | OpaqueBlockDict
 )
 
 

@@ -16,14 +16,18 @@ from pydantic import BaseModel, ValidationError
 from metis.core.suggest import did_you_mean
 from metis.errors import InvalidRequestError
 from metis.model.content import (
+    AudioBlock,
+    DocumentBlock,
     ImageBlock,
     Message,
+    OpaqueBlock,
     RedactedThinkingBlock,
     Role,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    VideoBlock,
 )
 
 _ROLES = [role.value for role in Role]
@@ -40,13 +44,17 @@ _BLOCKS: dict[str, type[BaseModel]] = {
     for block in (
         TextBlock,
         ImageBlock,
+        DocumentBlock,
+        AudioBlock,
+        VideoBlock,
         ToolUseBlock,
         ToolResultBlock,
         ThinkingBlock,
         RedactedThinkingBlock,
+        OpaqueBlock,
     )
 }
-_TAGS = {*_BLOCKS, "url", "base64"}
+_TAGS = {*_BLOCKS, "url", "base64", "file"}
 
 
 def as_messages(messages: Iterable[object]) -> list[Message]:

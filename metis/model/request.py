@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from metis.core.ids import new_request_id
+from metis.model.cache import CachePolicy
 from metis.model.content import Message
 from metis.model.message_dicts import as_messages
 
@@ -22,9 +24,36 @@ class ToolAnnotations(BaseModel):
     open_world: bool | None = None
 
 
+class FreeformInput(BaseModel):
+    """A tool whose input is free text, not JSON (OpenAI's custom tools), optionally held to a
+    grammar: ``syntax`` (``lark`` or ``regex``) and its ``definition``. A call of such a tool
+    is a tool call whose input is ``{"input": "<the text>"}`` (docs/contract.md §10)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    syntax: Literal["lark", "regex"] | None = None
+    definition: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _grammar_whole(self) -> FreeformInput:
+        if (self.syntax is None) != (self.definition is None):
+            raise ValueError("a grammar needs both its syntax and its definition")
+        return self
+
+
+FREEFORM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"input": {"type": "string", "description": "The tool's input, as free text."}},
+    "required": ["input"],
+    "additionalProperties": False,
+}
+"""The JSON form of a freeform tool's input, for a provider without custom tools."""
+
+
 class ToolDefinition(BaseModel):
     """A tool the model may call: its name, a description and a JSON schema of its input.
-    :func:`metis.tool` makes one from a Python function or a pydantic model."""
+    :func:`metis.tool` makes one from a Python function or a pydantic model. A ``freeform``
+    tool takes free text instead (its ``input_schema`` is then :data:`FREEFORM_SCHEMA`)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -34,6 +63,17 @@ class ToolDefinition(BaseModel):
         default_factory=lambda: {"type": "object", "properties": {}}
     )
     annotations: ToolAnnotations | None = None
+    freeform: FreeformInput | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _freeform_schema(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("freeform") is not None:
+            given = data.get("input_schema")
+            if given is not None and given != FREEFORM_SCHEMA:
+                raise ValueError("a freeform tool takes text: give it no input_schema")
+            data = {**data, "input_schema": copy.deepcopy(FREEFORM_SCHEMA)}
+        return data
 
 
 class ToolChoice(BaseModel):
@@ -96,6 +136,8 @@ class CanonicalRequest(BaseModel):
     temperature: float | None = Field(default=None, ge=0)
     output_schema: dict[str, Any] | None = None
     thinking: ThinkingConfig | None = None
+    cache: CachePolicy | None = None
+    """What to cache (docs/caching.md); None: the provider stack's default policy."""
     stream: bool | None = None
     """How the HTTP call is made: streamed (True) or one whole body (False). None, the default:
     as the method asks (``stream()`` streams where the provider can; ``complete()`` does not).

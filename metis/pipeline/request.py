@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from metis.model.cache import RequestedCache
 
 
 def body_bytes(body: dict[str, Any]) -> bytes:
@@ -31,22 +34,23 @@ class WireRequest:
     """The whole transcript's input items, when ``continuation`` sent only the new ones
     against ``previous_response_id``: what a transport that cannot continue there (a new
     WebSocket connection, HTTP with ``store: false``) sends instead (:func:`whole_body`)."""
+    cache: RequestedCache | None = field(default=None, repr=False)
+    """What the canonical request asked of the prompt cache (the ``cache_control`` stage
+    applies it in the dialect's form)."""
 
     def serialized(self) -> WireRequest:
         """This request with its body's bytes (itself, when they are there already)."""
         if self.content is not None:
             return self
         content = body_bytes(self.body) if self.method != "GET" else b""
-        return WireRequest(
-            self.url, self.body, self.headers, self.stream, self.method, content, self.full_input
-        )
+        return dataclasses.replace(self, content=content)
 
     def whole(self) -> WireRequest:
         """This request with the whole transcript in place of ``previous_response_id`` and
         the new items (itself, when it continues nothing)."""
         if self.full_input is None:
             return self
-        return WireRequest(self.url, whole_body(self), self.headers, self.stream, self.method)
+        return dataclasses.replace(self, body=whole_body(self), content=None, full_input=None)
 
     def __repr__(self) -> str:
         from metis.core.secrets import is_secret_header, scrub_url

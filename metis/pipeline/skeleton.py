@@ -73,6 +73,7 @@ ZONES: dict[str, int] = {
 SKELETON: tuple[tuple[str, int], ...] = (
     ("invariants", OUTER),
     ("encode", ENCODE),
+    ("cache_control", EDIT),
     ("pre_send_check", EDIT),
     ("retry", RETRY),
     ("telemetry", TELEMETRY),
@@ -81,7 +82,7 @@ SKELETON: tuple[tuple[str, int], ...] = (
     ("transport", SEND),
 )
 """The stages every provider stack has, added where they belong when a stack leaves them out
-(``pre_send_check`` goes last among the wire edits)."""
+(``cache_control``, then ``pre_send_check``, go last among the wire edits)."""
 
 REQUIRED = ("invariants", "tool_ids")
 """Stages a provider stack may not lose (docs/contract.md §2 and §6)."""
@@ -165,7 +166,9 @@ def complete(
     for name, zone in SKELETON:
         if name in names:
             continue
-        if name == "pre_send_check":  # after the last wire edit, before retry
+        if name == "cache_control" and "pre_send_check" in names:  # the check sees it
+            at = names.index("pre_send_check")
+        elif name in ("cache_control", "pre_send_check"):  # after the wire edits, before retry
             at = next((i for i, z in enumerate(placed) if z > EDIT), len(placed))
         else:
             at = next((i for i, z in enumerate(placed) if z > zone), len(placed))

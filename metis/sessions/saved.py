@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from metis.calls.request import ModelLike, ModelOptions
 from metis.core.config_files import config_error
 from metis.errors import ConfigError
+from metis.model.cache import CachePolicy
 from metis.model.content import Message
 from metis.model.request import ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import TokenUsage
@@ -43,6 +44,7 @@ class SavedOptions(BaseModel):
     stop_sequences: list[str] | None = None
     output_schema: dict[str, Any] | None = None
     thinking: ThinkingConfig | None = None
+    cache: CachePolicy | None = None
     base_url: str | None = None
     timeout_seconds: float | None = Field(default=None, gt=0)
     max_retries: int | None = Field(default=None, ge=0)

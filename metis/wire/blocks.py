@@ -7,24 +7,31 @@ from typing import Any
 
 from metis.model.content import (
     ContentBlock,
+    OpaqueBlock,
     ProviderRaw,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
 )
+from metis.wire.json_limits import too_deep
+from metis.wire.partial_json import parse_object, parse_partial_object
+from metis.wire.unicode_text import clean_value
 
 TEXT, THINKING, REDACTED, TOOL = "text", "thinking", "redacted_thinking", "tool_use"
+OPAQUE = "opaque"
 """The kinds of block."""
 
 
 class Block:
     __slots__ = (
+        "doubtful",
         "ended",
         "final_input",
         "held",
         "index",
         "input_error",
+        "item",
         "kind",
         "name",
         "parts",
@@ -45,6 +52,29 @@ class Block:
         self.final_input: dict[str, Any] | None = None
         self.unparsed: str | None = None
         self.input_error: str | None = None
+        self.item: dict[str, Any] | None = None  # an opaque block: the provider's own
+        self.doubtful = False
+        """A tool call whose input may be unfinished: arguments that are not a JSON object,
+        or none at all; whether it was cut off is known only when the reply stops."""
+
+    def read_input(self, final_input: dict[str, Any] | None) -> None:
+        """The call's input: the provider's own (``final_input``) or its arguments parsed;
+        arguments that are not a JSON object are kept in ``unparsed``, what parsed of them
+        is the input."""
+        if final_input is not None:
+            self.final_input = clean_value(final_input)
+            self.doubtful = not final_input
+            return
+        raw = "".join(self.parts)
+        deep = too_deep(raw)  # kept raw: nothing downstream must recurse that far
+        parsed = None if deep else parse_object(raw)
+        if parsed is not None and ("\\u" in raw or not raw.isascii()):
+            parsed = clean_value(parsed)
+        if parsed is None:
+            self.unparsed = raw
+            parsed = {} if deep else clean_value(parse_partial_object(raw))
+        self.final_input = parsed
+        self.doubtful = self.unparsed is not None or not raw.strip()
 
 
 def final_content(
@@ -73,6 +103,9 @@ def final_content(
                     provider_raw=raw(data) or origin,
                 )
             )
+        elif block.kind == OPAQUE:
+            item = ProviderRaw(provider=provider, model=model, data={"item": block.item or {}})
+            content.append(OpaqueBlock(kind=block.name, provider_raw=item))
         elif block.kind == REDACTED:
             content.append(
                 RedactedThinkingBlock(data="".join(block.parts), provider_raw=raw(data) or origin)

@@ -34,9 +34,7 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.response import StopKind, StopReason, TokenUsage
-from metis.wire.blocks import REDACTED, TEXT, THINKING, TOOL, Block, final_content
-from metis.wire.json_limits import too_deep
-from metis.wire.partial_json import parse_object, parse_partial_object
+from metis.wire.blocks import OPAQUE, REDACTED, TEXT, THINKING, TOOL, Block, final_content
 from metis.wire.read import token_count
 from metis.wire.unicode_text import REPLACEMENT, clean, clean_value, joined
 
@@ -55,6 +53,10 @@ NO_EVENTS: Sequence[StreamEvent] = ()
 INVALID_ARGUMENTS = "the arguments are not a JSON object"
 """The ``input_error`` of a finished tool call whose arguments do not parse."""
 CUT_OFF_ARGUMENTS = "the reply ended before the arguments were complete"
+OUTPUT_LIMIT_ARGUMENTS = (
+    "the reply reached its output limit (max_tokens) before the arguments were complete"
+)
+"""A call cut off by the output limit (docs/contract.md §2): expected, so not reported."""
 """The ``input_error`` of a tool call the reply ended in the middle of."""
 
 
@@ -96,6 +98,7 @@ class MessageBuilder:
         self._blocks: list[Block] = []
         self._by_key: dict[Hashable, Block] = {}
         self._open_tool: Block | None = None
+        self._waiting: Block | None = None  # a tool call whose end waits for the stop reason
         self._raw: dict[int, dict[str, Any]] = {}
 
     def take(self) -> Sequence[StreamEvent]:
@@ -148,9 +151,13 @@ class MessageBuilder:
         for block in self._blocks:
             if block.held:
                 self._flush(block)
+        cut = _limited(stop)
         if self._open_tool is not None:
             # A cut-off stream leaves arguments truncated: expected, so no WARN for them.
-            self._end_tool(self._open_tool, None, partial=_abrupt(stop))
+            self._end_tool(self._open_tool, None, partial=_abrupt(stop), cut=cut)
+        if self._waiting is not None:
+            last = self._waiting.index == len(self._blocks) - 1
+            self._settle(self._waiting, OUTPUT_LIMIT_ARGUMENTS if cut and last else None)
         if not self.usage_reported and self._estimate_input_tokens is not None:
             self._usage[0] = self._estimate_input_tokens()
             self.usage_estimated = True
@@ -262,6 +269,15 @@ class MessageBuilder:
         if block is not None and block.kind == TOOL and not block.ended:
             self._end_tool(block, None, partial=False)
 
+    def opaque(self, key: Hashable, kind: str, item: dict[str, Any]) -> None:
+        """Keep a block that has no canonical meaning, whole: the provider's ``kind`` and its
+        own ``item`` (called again for the same key, the item is replaced by the later form).
+        It makes no event; it is in ``final_content`` as an OpaqueBlock (docs/contract.md §8)."""
+        block = self._by_key.get(key)
+        if block is None or block.kind != OPAQUE:
+            block = self._open(key, OPAQUE)
+        block.name, block.item = clean(kind), clean_value(item)
+
     def has_block(self, key: Hashable) -> bool:
         return key in self._by_key
 
@@ -310,31 +326,45 @@ class MessageBuilder:
             self._flush(self._blocks[-1])
         if self._open_tool is not None:
             self._end_tool(self._open_tool, None, partial=False)
+        if self._waiting is not None:  # another block follows: the call was not cut off
+            self._settle(self._waiting, None)
         block = Block(kind, len(self._blocks))
         self._blocks.append(block)
         self._by_key[key] = block
         return block
 
-    def _end_tool(self, block: Block, final_input: dict[str, Any] | None, partial: bool) -> None:
+    def _end_tool(
+        self, block: Block, final_input: dict[str, Any] | None, partial: bool, cut: bool = False
+    ) -> None:
+        """End a tool call. One whose input may be unfinished waits for the reply's stop
+        reason (its ``tool.use_end`` with it): the last block of a reply stopped by the output
+        limit was cut off (docs/contract.md §2)."""
+        if self._waiting is not None:  # a call before this one: not the one cut off
+            self._settle(self._waiting, None)
         if block.held:
             self._flush(block)
         block.ended = True
         if self._open_tool is block:
             self._open_tool = None
-        if final_input is not None:
-            final_input = clean_value(final_input)
-        else:
-            raw = "".join(block.parts)
-            deep = too_deep(raw)  # kept raw: nothing downstream must recurse that far
-            parsed = None if deep else parse_object(raw)
-            if parsed is not None and ("\\u" in raw or not raw.isascii()):
-                parsed = clean_value(parsed)
-            if parsed is None:
-                block.unparsed = raw
-                parsed = {} if deep else clean_value(parse_partial_object(raw))
-                block.input_error = CUT_OFF_ARGUMENTS if partial else INVALID_ARGUMENTS
-            final_input = parsed
-        block.final_input = final_input
+        block.read_input(final_input)
+        cut = block.index == len(self._blocks) - 1 and (cut or _limited(self.stop_reason))
+        if block.doubtful and not (partial or cut):
+            self._waiting = block
+            return
+        self._settle(
+            block, CUT_OFF_ARGUMENTS if partial else OUTPUT_LIMIT_ARGUMENTS if cut else None
+        )
+
+    def _settle(self, block: Block, stopped_early: str | None) -> None:
+        """Emit the end of a tool call; ``stopped_early`` says why its arguments, if doubtful,
+        are unfinished (None: the reply went on, so they are what the model wrote)."""
+        if self._waiting is block:
+            self._waiting = None
+        if block.doubtful and stopped_early is not None:
+            block.input_error = stopped_early
+        elif block.unparsed is not None:
+            block.input_error = INVALID_ARGUMENTS
+        final_input = block.final_input or {}
         self._events.append(
             ToolUseEnd(block.index, block.tool_id, block.name, final_input, block.input_error)
         )
@@ -348,6 +378,10 @@ def _clean_stop(reason: StopReason | None) -> StopReason | None:
     if reason is None or reason.raw is None or reason.raw.isascii():
         return reason
     return StopReason(kind=reason.kind, raw=clean(reason.raw))
+
+
+def _limited(reason: StopReason | None) -> bool:
+    return reason is not None and reason.kind is StopKind.MAX_TOKENS
 
 
 def _abrupt(reason: StopReason) -> bool:

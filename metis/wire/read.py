@@ -156,3 +156,13 @@ def shown(value: Any) -> str:
     if value.__class__ is int and abs(value) > MAX_TOKEN_COUNT:
         return f"a {value.bit_length()}-bit number"  # repr() of a huge int may itself fail
     return _SHOWN.repr(value)
+
+
+def split_input(total: int, cached: int, written: int) -> tuple[int, int, int]:
+    """A prompt total that includes its cached and cache-written tokens, as canonical usage:
+    ``(uncached input, cached, written)``, which always add up to ``total``. A provider whose
+    cached and written counts together exceed its total (OpenRouter does for Gemini) has the
+    total kept: the cached count first, then as much of the written one as is left."""
+    cached = min(cached, total)
+    written = min(written, total - cached)
+    return total - cached - written, cached, written

@@ -17,6 +17,12 @@ from typing import Any
 
 from metis.wire.anthropic.rules import parameter_problems
 from metis.wire.bedrock_converse.rules import converse_problems
+from metis.wire.media_rules import (
+    anthropic_media_problems,
+    gemini_media_problems,
+    openai_chat_media_problems,
+    openai_responses_media_problems,
+)
 
 Rules = Callable[[dict[str, Any]], list[str]]
 
@@ -76,6 +82,7 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
         problems.append(f"messages.{len(messages) - 1}: tool_use ids {pending} are never answered")
     problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
     problems += parameter_problems(body)
+    problems += anthropic_media_problems(body)
     return problems
 
 
@@ -106,7 +113,10 @@ def openai_chat_problems(body: dict[str, Any]) -> list[str]:
                 where = f"messages[{i}].tool_calls[{j}]"
                 if len(str(call.get("id", ""))) > 40:
                     problems.append(f"{where}.id: longer than 40 characters")
-                if not _is_json_object(call.get("function", {}).get("arguments")):
+                if call.get("type") == "custom":  # a freeform call: its input is any text
+                    if not isinstance((call.get("custom") or {}).get("input"), str):
+                        problems.append(f"{where}.custom.input: must be a string")
+                elif not _is_json_object(call.get("function", {}).get("arguments")):
                     problems.append(f"{where}.function.arguments: must be a JSON object string")
                 awaiting.append(call.get("id"))
         elif role in ("system", "developer", "user"):
@@ -116,8 +126,14 @@ def openai_chat_problems(body: dict[str, Any]) -> list[str]:
             problems.append(f"messages[{i}]: unknown role {role!r}")
     if awaiting:
         problems.append(f"tool calls {awaiting} are never answered")
-    problems += _tool_names(body.get("tools"), lambda t: (t.get("function") or {}).get("name"))
+    problems += _tool_names(body.get("tools"), _chat_tool_name)
+    problems += openai_chat_media_problems(body)
     return problems
+
+
+def _chat_tool_name(tool: dict[str, Any]) -> Any:
+    spec = tool.get("custom" if tool.get("type") == "custom" else "function")
+    return spec.get("name") if isinstance(spec, dict) else None
 
 
 def deepseek_problems(body: dict[str, Any]) -> list[str]:
@@ -157,14 +173,18 @@ def openai_responses_problems(body: dict[str, Any]) -> list[str]:
             calls.append(item.get("call_id"))
             if not _is_json_object(item.get("arguments")):
                 problems.append(f"{where}.arguments: must be a JSON object string")
-        elif kind == "function_call_output":
+        elif kind == "custom_tool_call":  # a freeform call: its input is any text
+            calls.append(item.get("call_id"))
+            if not isinstance(item.get("input"), str):
+                problems.append(f"{where}.input: must be a string")
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             call_id = item.get("call_id")
             if call_id not in calls and not continued:
                 problems.append(f"{where}: no tool call found for output {call_id!r}")
             answered.add(call_id)
         elif kind == "reasoning":
             following = items[i + 1].get("type", "message") if i + 1 < len(items) else None
-            if following not in ("message", "function_call"):
+            if following not in ("message", "function_call", "custom_tool_call"):
                 problems.append(f"{where}: reasoning was provided without its following item")
         elif kind == "message":
             assistant = item.get("role") == "assistant"
@@ -187,6 +207,7 @@ def openai_responses_problems(body: dict[str, Any]) -> list[str]:
         f"no tool output found for function call {c!r}" for c in calls if c not in answered
     ]
     problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
+    problems += openai_responses_media_problems(items)
     return problems
 
 
@@ -232,6 +253,7 @@ def gemini_problems(body: dict[str, Any]) -> list[str]:
         for d in (t.get("functionDeclarations") or [])
     ]
     problems += _tool_names(declarations, lambda d: d.get("name"))
+    problems += gemini_media_problems(body)
     return problems
 
 

@@ -19,7 +19,9 @@ from metis.pipeline.endpoint import Endpoint
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Transform
+from metis.wire.cache_points import requested_cache
 from metis.wire.codec import get_codec, rules_name
+from metis.wire.opaque import without_foreign
 
 
 class CodecOptions(BaseModel):
@@ -73,7 +75,8 @@ class Encode(Transform[CanonicalRequest, WireRequest]):
         stream = bool(request.stream)
         return WireRequest(
             url=endpoint.url(stream=stream, model=call.wire_model),
-            body=self.codec.encode(request, call),
+            body=self.codec.encode(without_foreign(request, call), call),
             headers=endpoint.request_headers(),
             stream=stream,
+            cache=requested_cache(request),
         )

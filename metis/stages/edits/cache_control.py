@@ -1,150 +1,186 @@
-"""The ``cache_control`` stage: Anthropic prompt caching for the stable prefix of a call.
+"""The ``cache_control`` stage: the request's cache policy (docs/caching.md), in the form of
+the stack's wire dialect. Every provider stack has it (the skeleton adds it after ``encode``).
 
-On an Anthropic Messages body it marks the system prompt (its last block; a plain string
-becomes one text block) and the last tool definition with ``cache_control``, so the tools and
-system prompt are read from the cache on the next call instead of billed again in full.
+- Anthropic (and Claude on Bedrock InvokeModel and Vertex): ``cache_control`` breakpoints on
+  the last tool, the system prompt and the conversation's last block, within the four a
+  request takes, beside the caller's hints (metis.wire.cache_points says which are kept).
+- Bedrock Converse: ``cachePoint`` blocks at the same places, on the models the catalog says
+  cache; on the others the caller's hints are taken out, with a warning.
+- OpenAI (a stack that says ``key: true``): ``prompt_cache_key`` (the policy's key, else the
+  session id) and ``prompt_cache_retention``; it caches prefixes itself.
+- Gemini: implicit caching needs nothing; a policy's ``cached_content`` becomes
+  ``cachedContent``, and the request then carries no system prompt or tools (the cached
+  content has them; Gemini refuses both).
+- Everything else caches implicitly, or not at all.
 
-Anthropic takes at most four cache breakpoints a request, and a one-hour entry may not follow
-a five-minute one. The caller's own markers (anywhere in system, tools or message content)
-count against the limit; a marker this stage would add past it, or out of TTL order, is left
-out with a DEBUG record. The caller's markers are never changed.
+A hint the provider has no form for, and a policy setting it cannot apply, are listed in the
+result's warnings. The caller's own markers are never moved; they are left out only past the
+provider's limit, with a warning.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from metis.catalog.lookup import find_model
+from metis.model.cache import CachePolicy, CacheTTL, RequestedCache
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.stage import RequestStage
+from metis.wire import cache_points
+from metis.wire.anthropic import cache as anthropic_cache
+from metis.wire.bedrock_converse import cache as converse_cache
+from metis.wire.rules import RULES_DIALECT
 
 log = logging.getLogger("metis")
 
-MAX_BREAKPOINTS = 4
+MAX_BREAKPOINTS = cache_points.MAX_BREAKPOINTS
+BEDROCK_CATALOG = "amazon-bedrock"
+MAX_PROMPT_CACHE_KEY = 64
+
+_FORMS = {
+    "anthropic": "anthropic",
+    "bedrock_anthropic": "anthropic",
+    "bedrock_converse": "converse",
+    "openai_chat": "openai",
+    "openai_responses": "openai",
+    "gemini": "gemini",
+}
 
 
 class CacheControl(RequestStage[WireRequest]):
     name = "cache_control"
     role = "edit"
+    dialect_option = "rules"
 
     class Options(BaseModel):
+        """The stack's default policy (a request's ``cache`` replaces it) and its dialect."""
+
         model_config = ConfigDict(extra="forbid", frozen=True)
+        rules: str | None = None
         system: bool = True
         tools: bool = True
-        ttl: Literal["5m", "1h"] | None = None
+        conversation: bool | Literal["auto"] = "auto"
+        ttl: CacheTTL | None = None
+        key: bool = False
+        """Send OpenAI's ``prompt_cache_key`` and ``prompt_cache_retention`` (OpenAI and
+        Azure OpenAI take them; other servers of the dialect may refuse them)."""
 
     options: Options
 
+    @classmethod
+    def dialect(cls, options: dict[str, Any]) -> str | None:
+        rules = options.get("rules")
+        return RULES_DIALECT.get(rules, rules) if isinstance(rules, str) else None
+
     def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
+        asked = request.cache or RequestedCache()
+        form = _FORMS.get(self.options.rules or "anthropic", "implicit")
         body = request.body
-        marker: dict[str, Any] = {"type": "ephemeral"}
-        if self.options.ttl is not None:
-            marker["ttl"] = self.options.ttl
-        ttl = self.options.ttl or "5m"
-
-        tools_ttls = _ttls(body.get("tools"))
-        system_ttls = _ttls(body.get("system"))
-        message_ttls = [t for m in _list(body.get("messages")) for t in _message_ttls(m)]
-        used = len(tools_ttls) + len(system_ttls) + len(message_ttls)
-        new_body: dict[str, Any] | None = None
-
-        # The system breakpoint first: its prefix includes the tools, so when only one
-        # breakpoint is left it caches the most.
-        if self.options.system:
-            system = _marked_system(body.get("system"), marker)
-            if system is not None and self._fits(
-                used, ttl, tools_ttls, message_ttls, "system prompt", call
-            ):
-                new_body = {**body, "system": system}
-                used += 1
-
-        if self.options.tools:
-            tools = _marked_tools(body.get("tools"), marker)
-            later = [*system_ttls, *message_ttls]
-            if tools is not None and self._fits(
-                used, ttl, tools_ttls, later, "tool definitions", call
-            ):
-                new_body = {**(new_body or body), "tools": tools}
-                used += 1
-
-        if new_body is None:
+        if form in ("anthropic", "converse"):
+            body = self._breakpoints(body, asked, form, call)
+        else:
+            body = self._no_breakpoints(body, asked, form, call)
+        if body is request.body:
             return request
-        return dataclasses.replace(request, body=new_body)
+        return dataclasses.replace(request, body=body, content=None)
+
+    def _policy(self, asked: RequestedCache) -> tuple[CachePolicy, bool, bool]:
+        """The policy in force, and whether it caches the system prompt and the tools."""
+        if asked.policy is not None:
+            return asked.policy, asked.policy.prefix, asked.policy.prefix
+        o = self.options
+        default = CachePolicy(conversation=o.conversation, ttl=o.ttl)
+        return default, o.system, o.tools
+
+    def _breakpoints(
+        self, body: dict[str, Any], asked: RequestedCache, form: str, call: Call
+    ) -> dict[str, Any]:
+        policy, system, tools = self._policy(asked)
+        wire = anthropic_cache if form == "anthropic" else converse_cache
+        if form == "converse" and not self._caches(call):
+            hints = wire.present(body)
+            for _ in hints:
+                _warn(call, f"{call.wire_model} has no prompt caching on Bedrock (model catalog)")
+            return wire.settled(body, [], hints, None) if hints else body
+        conversation = asked.caches_conversation(policy)
+        wanted = wire.policy_points(
+            body, policy.ttl, system=system, tools=tools, conversation=conversation
+        )
+        present = wire.present(body)
+        kept, dropped = cache_points.choose(present + wanted)
+        for point, why in dropped:
+            message = f"cache breakpoint on {point.where} not sent: {why}"
+            if point.source == "hint" or asked.policy is not None:
+                _warn(call, message)
+            else:
+                log.debug("cache_control: %s", message)
+        added = [p for p in kept if p.source != "hint"]
+        removed = [p for p, _ in dropped if p.source == "hint"]
+        _no_form_for_policy(asked, call, "Bedrock" if form == "converse" else "Anthropic")
+        if not added and not removed:
+            return body
+        settled: dict[str, Any] = wire.settled(body, added, removed, policy.ttl)
+        return settled
+
+    def _no_breakpoints(
+        self, body: dict[str, Any], asked: RequestedCache, form: str, call: Call
+    ) -> dict[str, Any]:
+        provider = {"openai": "OpenAI", "gemini": "Gemini"}.get(form, call.provider)
+        for _ in range(asked.hints):
+            _warn(call, f"{provider} has no form for a cache hint (docs/caching.md)")
+        policy = asked.policy
+        if form == "gemini" and policy is not None and policy.cached_content:
+            out = {k: v for k, v in body.items() if k not in _NOT_WITH_CACHED_CONTENT}
+            return {**out, "cachedContent": policy.cached_content}
+        _no_form_for_policy(asked, call, provider)
+        if form == "openai" and self.options.key:
+            return _openai_fields(body, policy or CachePolicy(), asked.session_id)
+        return body
 
     @staticmethod
-    def _fits(
-        used: int, ttl: str, earlier: list[str], later: list[str], what: str, call: Call
-    ) -> bool:
-        if used >= MAX_BREAKPOINTS:
-            log.debug(
-                "cache_control: not caching the %s: the request already has %d of %d "
-                "cache breakpoints",
-                what,
-                used,
-                MAX_BREAKPOINTS,
-            )
-            return False
-        if (ttl == "5m" and "1h" in later) or (ttl == "1h" and "5m" in earlier):
-            log.debug(
-                "cache_control: not caching the %s: a %s breakpoint there would put a 5m "
-                "breakpoint before a 1h one",
-                what,
-                ttl,
-            )
-            return False
-        return True
+    def _caches(call: Call) -> bool:
+        """Converse caches on the models the catalog says do (Claude, Nova); an unknown model
+        may refuse a ``cachePoint``."""
+        info = find_model(BEDROCK_CATALOG, call.wire_model)
+        return info is not None and info.prompt_caching is True
 
 
-def _marked_system(system: Any, marker: dict[str, Any]) -> list[Any] | None:
-    """The system prompt with a breakpoint on its last block, or None to leave it alone."""
-    if isinstance(system, str):
-        if not system:
-            return None
-        return [{"type": "text", "text": system, "cache_control": dict(marker)}]
-    if isinstance(system, list) and system and isinstance(system[-1], dict):
-        if "cache_control" in system[-1]:
-            return None  # the caller placed it already
-        return [*system[:-1], {**system[-1], "cache_control": dict(marker)}]
-    return None
+_NOT_WITH_CACHED_CONTENT = ("systemInstruction", "tools", "toolConfig")
 
 
-def _marked_tools(tools: Any, marker: dict[str, Any]) -> list[Any] | None:
-    """The tools with a breakpoint on the last one, or None to leave them alone."""
-    if not isinstance(tools, list) or not tools or not isinstance(tools[-1], dict):
-        return None
-    if "cache_control" in tools[-1]:
-        return None
-    return [*tools[:-1], {**tools[-1], "cache_control": dict(marker)}]
+def _openai_fields(
+    body: dict[str, Any], policy: CachePolicy, session_id: str | None
+) -> dict[str, Any]:
+    if not policy.prefix and policy.conversation is False:
+        return body
+    fields: dict[str, Any] = {}
+    key = policy.key or session_id
+    if key:
+        fields["prompt_cache_key"] = _bounded(key)
+    if policy.retention:
+        fields["prompt_cache_retention"] = policy.retention
+    return {**body, **fields} if fields else body
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
+def _bounded(key: str) -> str:
+    """OpenAI refuses a ``prompt_cache_key`` over 64 characters: a longer session id or key
+    is sent as a digest of itself (the same key, the same digest: affinity holds)."""
+    if len(key) <= MAX_PROMPT_CACHE_KEY:
+        return key
+    return "metis-" + hashlib.sha256(key.encode()).hexdigest()[: MAX_PROMPT_CACHE_KEY - 6]
 
 
-def _ttl(block: Any) -> list[str]:
-    if isinstance(block, dict):
-        marker = block.get("cache_control")
-        if isinstance(marker, dict):
-            return [str(marker.get("ttl") or "5m")]
-    return []
+def _no_form_for_policy(asked: RequestedCache, call: Call, provider: str) -> None:
+    """A Gemini cached content asked of another provider is not applied: said in warnings."""
+    if asked.policy is not None and asked.policy.cached_content:
+        _warn(call, f"{provider} cannot read a Gemini cached content; it was not used")
 
 
-def _ttls(blocks: Any) -> list[str]:
-    """The TTLs of the cache markers on a list of blocks (tools, system blocks, content),
-    including those on the content of a tool result."""
-    found: list[str] = []
-    for block in _list(blocks):
-        found += _ttl(block)
-        if isinstance(block, dict) and isinstance(block.get("content"), list):
-            found += _ttls(block["content"])
-    return found
-
-
-def _message_ttls(message: Any) -> list[str]:
-    if not isinstance(message, dict):
-        return []
-    return _ttls(message.get("content"))
+def _warn(call: Call, reason: str) -> None:
+    call.warn_dropped("cache", reason)

@@ -17,7 +17,9 @@ from metis.model.content import (
     ToolResultContent,
     ToolUseBlock,
 )
+from metis.model.media_fit import fit_media
 from metis.model.request import CanonicalRequest
+from metis.model.tool_fit import fit_tools
 from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import RequestStage
@@ -35,7 +37,11 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         if call.terms.capabilities_checked:  # a router decided it before choosing this model
             return request
         caps = self._services.capabilities_for(call.wire_model)
-        problems = unmet_needs(request, caps, self._services.token_profile_for(call.wire_model))
+        # Files: unreadable ones are refused in the turn sent, dropped from older turns.
+        request, problems = fit_media(request, caps, call.provider, call.warn_dropped)
+        request, unmet = fit_tools(request, caps)  # freeform tools: functions, or refused
+        problems += unmet
+        problems += unmet_needs(request, caps, self._services.token_profile_for(call.wire_model))
         if problems:
             raise CapabilityError(
                 f"{call.model} cannot serve this request: " + "; ".join(problems),

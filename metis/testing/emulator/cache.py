@@ -32,18 +32,29 @@ class PromptCache:
         return out
 
     def explicit(
-        self, provider: str, segments: list[str], breakpoints: list[int]
+        self,
+        provider: str,
+        segments: list[str],
+        breakpoints: list[int],
+        blocks: list[int] | None = None,
+        lookback: int = 20,
     ) -> tuple[int, int]:
-        """Anthropic: prefixes end at cache breakpoints; returns (read, written)."""
+        """Anthropic and Bedrock: prefixes end at cache breakpoints, and each breakpoint
+        finds an entry written earlier up to ``lookback`` blocks before it (``blocks``: how
+        many each segment has; one each when not given); returns (read, written)."""
         prefixes = self._prefixes(provider, segments)
+        sizes = blocks or [1] * len(segments)
         marks = sorted({b for b in breakpoints if 0 <= b < len(prefixes)})
         if not marks:
             return 0, 0
         with self._lock:
             read = 0
-            for key, tokens in (prefixes[b] for b in marks):
-                if key in self._seen and tokens >= self.min_tokens:
-                    read = tokens
+            for mark in marks:
+                for at in self._looked_back(mark, sizes, lookback):
+                    key, tokens = prefixes[at]
+                    if key in self._seen and tokens >= self.min_tokens:
+                        read = max(read, tokens)
+                        break
             last_key, last_tokens = prefixes[marks[-1]]
             fresh = last_tokens >= self.min_tokens and last_key not in self._seen
             written = last_tokens - read if fresh else 0
@@ -51,6 +62,18 @@ class PromptCache:
                 key for key, tokens in (prefixes[b] for b in marks) if tokens >= self.min_tokens
             )
         return read, written
+
+    @staticmethod
+    def _looked_back(mark: int, sizes: list[int], lookback: int) -> list[int]:
+        """The segments a breakpoint at ``mark`` checks, itself first, then back while the
+        blocks passed stay within ``lookback``."""
+        found, passed = [mark], 0
+        for at in range(mark - 1, -1, -1):
+            passed += sizes[at + 1] if at + 1 < len(sizes) else 1
+            if passed > lookback:
+                break
+            found.append(at)
+        return found
 
     def implicit(self, provider: str, segments: list[str], granularity: int = 1) -> int:
         """OpenAI and Gemini: the longest prefix seen before is read from cache."""

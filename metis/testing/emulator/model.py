@@ -53,7 +53,8 @@ class Turn:
 class Prompt:
     """A request, provider-neutral. ``segments`` are the request's parts in prompt order
     (tools and system first, then one per message) for token counting and prefix caching;
-    ``breakpoints`` the segment indexes that carry an explicit cache marker (Anthropic).
+    ``breakpoints`` the segment indexes that carry an explicit cache marker (Anthropic,
+    Bedrock), ``segment_blocks`` how many content blocks each segment has (for the lookback).
     ``provider`` names the format that read it; ``items`` are the conversation in its wire
     form, as the provider rebuilt it (Responses: the stored items it continues, then its
     input)."""
@@ -70,6 +71,7 @@ class Prompt:
     json_mode: bool = False
     segments: list[str] = field(default_factory=list)
     breakpoints: list[int] | None = None
+    segment_blocks: list[int] | None = None
     provider: str = ""
     items: list[Any] = field(default_factory=list)
 

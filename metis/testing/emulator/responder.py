@@ -43,7 +43,10 @@ class Responder:
         self.tool_preamble = tool_preamble
 
     def __call__(self, prompt: Prompt) -> Reply:
-        last = prompt.turns[-1] if prompt.turns else Turn(role="user")
+        # A user turn of attachments only (the images and files of the tool results before
+        # it, where a tool message holds text only) says nothing of its own.
+        said = [t for t in prompt.turns if t.role != "user" or t.text or t.results]
+        last = said[-1] if said else Turn(role="user")
         message = prompt.user_text
         forced = prompt.tool_choice not in ("auto", "none") and bool(prompt.tools)
         answering = last.role == "user" and bool(last.results) and not forced

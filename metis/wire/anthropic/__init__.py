@@ -12,19 +12,28 @@ from typing import Any
 
 from metis.model.content import (
     EMPTY_ERROR_RESULT,
+    AudioBlock,
     Base64ImageSource,
     ContentBlock,
+    DocumentBlock,
     ImageBlock,
+    OpaqueBlock,
     Role,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    VideoBlock,
 )
+from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.wire.anthropic.cache import hinted_blocks
+from metis.wire.anthropic.documents import At as _At
+from metis.wire.anthropic.documents import document
 from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, parse_body
 from metis.wire.anthropic.rules import model_traits
 from metis.wire.codec import Codec, EncodeContext
+from metis.wire.opaque import elsewhere, own_item
 
 log = logging.getLogger("metis")
 
@@ -68,12 +77,15 @@ def _system(request: CanonicalRequest, call: EncodeContext) -> str:
 
 def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
+    start = current_turn_start(request.messages)
     for i, message in enumerate(request.messages):
         if message.role is Role.SYSTEM:
             continue
         role = "assistant" if message.role is Role.ASSISTANT else "user"
-        message_id = message.id or f"messages[{i}]"
-        blocks = [b for block in message.content if (b := _block(block, call, message_id))]
+        where = message.id or f"messages[{i}]"
+        at = _At(call, where, current=i >= start, assistant=role == "assistant")
+        encoded = [(block, wire) for block in message.content if (wire := _block(block, at))]
+        blocks = hinted_blocks(message, encoded, call, where)
         if not blocks:  # Anthropic rejects empty content; nothing was sendable
             continue
         if out and out[-1]["role"] == role:  # Anthropic wants user and assistant to alternate
@@ -86,23 +98,30 @@ def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, 
     return out
 
 
-def _block(block: ContentBlock, call: EncodeContext, message_id: str) -> dict[str, Any] | None:
+def _block(block: ContentBlock, at: _At) -> dict[str, Any] | None:
     if isinstance(block, TextBlock):
         # Anthropic refuses text blocks that are empty or only whitespace.
         return {"type": "text", "text": block.text} if block.text.strip() else None
     if isinstance(block, ImageBlock):
         return _image(block)
+    if isinstance(block, DocumentBlock | AudioBlock | VideoBlock):
+        return document(block, at)
     if isinstance(block, ToolUseBlock):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
     if isinstance(block, ToolResultBlock):
-        return _tool_result(block)
+        return _tool_result(block, at)
     if isinstance(block, ThinkingBlock):
         if not block.signature:
-            call.warn_dropped(
-                "thinking", "Anthropic accepts only signed thinking blocks", message_id=message_id
+            at.call.warn_dropped(
+                "thinking", "Anthropic accepts only signed thinking blocks", message_id=at.where
             )
             return None
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if isinstance(block, OpaqueBlock):
+        item = own_item(block, at.call.provider)
+        if item is None:
+            at.call.warn_dropped(block.kind, elsewhere(block), message_id=at.where)
+        return item
     return {"type": "redacted_thinking", "data": block.data}
 
 
@@ -115,17 +134,13 @@ def _image(block: ImageBlock) -> dict[str, Any]:
     return {"type": "image", "source": wire}
 
 
-def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
+def _tool_result(block: ToolResultBlock, at: _At) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id}
     content: str | list[dict[str, Any]]
     if isinstance(block.content, str):
         content = block.content
     else:
-        content = [
-            _image(part) if isinstance(part, ImageBlock) else {"type": "text", "text": part.text}
-            for part in block.content
-            if isinstance(part, ImageBlock) or part.text
-        ]
+        content = [wire for part in block.content if (wire := _block(part, at)) is not None]
     if block.is_error:
         out["content"] = content or EMPTY_ERROR_RESULT  # Anthropic rejects an empty error
         out["is_error"] = True

@@ -6,8 +6,9 @@ is checked by :mod:`metis.wire.read`, so a malformed field is a ProtocolError na
 
 Anthropic numbers its content blocks itself (``index``) and the parser uses that number as the
 builder's key. Blocks the canonical model has no room for (server tools, MCP calls, code
-execution and their results, whatever Anthropic adds next) are dropped whole, with one WARN
-each, together with all their deltas.
+execution and their results, whatever Anthropic adds next) are kept whole as opaque blocks
+(docs/contract.md §8), a streamed one's ``input_json_delta`` fragments making its ``input``;
+their other deltas are ignored.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.http_errors import body_excerpt, http_error, json_body
+from metis.wire.partial_json import parse_object
 from metis.wire.read import (
     list_value,
     malformed,
@@ -61,13 +63,25 @@ class AnthropicStreamParser:
     """Feeds Anthropic's stream events (parsed SSE ``data:`` objects) to a builder; each
     ``feed`` returns the canonical events the object made."""
 
-    __slots__ = ("_builder", "_done", "_dropped", "_fragments", "_inputs", "_started", "_warned")
+    __slots__ = (
+        "_builder",
+        "_done",
+        "_dropped",
+        "_fragments",
+        "_inputs",
+        "_opaque",
+        "_opaque_input",
+        "_started",
+        "_warned",
+    )
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
         self._done = False
         self._started = False
         self._dropped: set[int] = set()  # indices of blocks outside the canonical model
+        self._opaque: dict[int, dict[str, Any]] = {}  # those blocks, as they started
+        self._opaque_input: dict[int, list[str]] = {}  # their input_json_delta fragments
         self._inputs: dict[int, dict[str, Any]] = {}  # tool inputs given whole at block start
         self._fragments: set[int] = set()  # tool indices that received input_json_delta text
         self._warned: set[str] = set()  # unknown delta types already reported
@@ -164,18 +178,19 @@ class AnthropicStreamParser:
             builder.tool_start(index, tool_id, required_text(block, "name", _BLOCK))
             if given := optional_object(block, "input", _BLOCK):
                 self._inputs[index] = given
-        else:
+        else:  # no canonical form: kept whole (docs/contract.md §8)
             self._dropped.add(index)
-            builder.warn(
-                kind,
-                f"Anthropic {kind!r} blocks have no canonical form",
-                message_id=builder.message_id,
-            )
+            self._opaque[index] = block
+            builder.opaque(index, kind, block)
 
     def _delta(self, index: int, delta: dict[str, Any]) -> None:
-        if index in self._dropped:
-            return
         kind = required_text(delta, "type", "content_block_delta.delta")
+        if index in self._dropped:
+            if kind == "input_json_delta" and index in self._opaque:  # a server tool's input
+                self._opaque_input.setdefault(index, []).append(
+                    required_text(delta, "partial_json", kind)
+                )
+            return
         builder = self._builder
         if kind == "input_json_delta":
             fragment = required_text(delta, "partial_json", kind)
@@ -196,12 +211,23 @@ class AnthropicStreamParser:
 
     def _stop_block(self, index: int) -> None:
         if index in self._dropped:
+            self._opaque_done(index)
             return
         given = self._inputs.pop(index, None)
         if given is not None and index not in self._fragments:
             self._builder.tool_end(index, given)
         else:
             self._builder.close(index)
+
+    def _opaque_done(self, index: int) -> None:
+        """An opaque block whose input came in fragments gets it whole."""
+        pieces = self._opaque_input.pop(index, None)
+        block = self._opaque.get(index)
+        if pieces is None or block is None:
+            return
+        given = parse_object("".join(pieces))
+        item = {**block, "input": given} if given is not None else block
+        self._builder.opaque(index, str(block.get("type")), item)
 
 
 def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:

@@ -9,21 +9,30 @@ images, only S3 locations, so those are dropped with the structured WARN.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from metis.model.content import (
+    AudioBlock,
     Base64ImageSource,
     ContentBlock,
+    DocumentBlock,
     ImageBlock,
     RedactedThinkingBlock,
     Role,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
+    ToolResultContent,
     ToolUseBlock,
+    VideoBlock,
 )
+from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.wire.bedrock_converse.cache import hinted_blocks
+from metis.wire.bedrock_converse.media import media
 from metis.wire.codec import EncodeContext
+from metis.wire.media import cannot_carry, project_attachments
 
 EMPTY_RESULT = "(no output)"
 _IMAGE_FORMATS = {
@@ -64,12 +73,19 @@ def _system(request: CanonicalRequest) -> str:
 
 def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
+    start = current_turn_start(request.messages)
+    names: set[str] = set()  # document names, unique in the request
     for i, message in enumerate(request.messages):
         if message.role is Role.SYSTEM:
             continue
         role = "assistant" if message.role is Role.ASSISTANT else "user"
-        message_id = message.id or f"messages[{i}]"
-        blocks = [b for block in message.content if (b := _block(block, call, message_id))]
+        at = _At(call, message.id or f"messages[{i}]", i >= start, names, role)
+        encoded = [
+            (block if last else None, wire)
+            for block in message.content
+            for last, wire in _last_flagged(_blocks(block, at))
+        ]
+        blocks = hinted_blocks(message, encoded)
         if not blocks:  # Converse refuses a message with no content
             continue
         if out and out[-1]["role"] == role:  # Converse wants user and assistant to alternate
@@ -79,26 +95,60 @@ def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, 
     return out
 
 
-def _block(block: ContentBlock, call: EncodeContext, message_id: str) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class _At:
+    """Where a block is encoded: the call, the message and its role, whether it is in the turn
+    being sent, and the document names the request has used."""
+
+    call: EncodeContext
+    where: str
+    current: bool
+    names: set[str]
+    role: str
+
+
+def _last_flagged(wires: list[dict[str, Any]]) -> list[tuple[bool, dict[str, Any]]]:
+    """Each wire block of one canonical block, flagged True on the last (where its cache hint
+    goes)."""
+    return [(i == len(wires) - 1, wire) for i, wire in enumerate(wires)]
+
+
+def _blocks(block: ContentBlock, at: _At) -> list[dict[str, Any]]:
+    """The block's Converse blocks: one, none, or a tool result and the audio moved out of it
+    (a tool result holds no audio; it follows the result in the same user message)."""
+    if isinstance(block, ToolResultBlock):
+        projected = project_attachments(block, keep=(ImageBlock, DocumentBlock, VideoBlock))
+        moved = [b for part in projected.attachments if (b := _block(part, at))]
+        return [{"toolResult": _tool_result(projected.result, at)}, *moved]
+    out = _block(block, at)
+    return [out] if out else []
+
+
+def _block(block: ContentBlock | ToolResultContent, at: _At) -> dict[str, Any] | None:
     if isinstance(block, TextBlock):
         # Converse refuses blank text ("The text field in the ContentBlock object is blank").
         return {"text": block.text} if block.text.strip() else None
     if isinstance(block, ToolUseBlock):
         return {"toolUse": {"toolUseId": block.id, "name": block.name, "input": block.input}}
-    if isinstance(block, ToolResultBlock):
-        return {"toolResult": _tool_result(block, call, message_id)}
     if isinstance(block, ImageBlock):
-        return _image(block, call, message_id)
+        return _image(block, at.call, at.where)
+    if isinstance(block, DocumentBlock | AudioBlock | VideoBlock):
+        wire = media(block, at.names) if at.role == "user" else "not in an assistant message"
+        if isinstance(wire, str):
+            cannot_carry(at.call, block, wire, at.where, at.current)
+            return None
+        return wire
     if isinstance(block, ThinkingBlock):
         if not block.signature:
-            call.warn_dropped(
-                "thinking", "Bedrock accepts only signed reasoning blocks", message_id=message_id
+            at.call.warn_dropped(
+                "thinking", "Bedrock accepts only signed reasoning blocks", message_id=at.where
             )
             return None
         text = {"text": block.thinking, "signature": block.signature}
         return {"reasoningContent": {"reasoningText": text}}
-    redacted: RedactedThinkingBlock = block
-    return {"reasoningContent": {"redactedContent": redacted.data}}
+    if isinstance(block, RedactedThinkingBlock):
+        return {"reasoningContent": {"redactedContent": block.data}}
+    return None  # a tool result inside a tool result has no form
 
 
 def _image(block: ImageBlock, call: EncodeContext, message_id: str) -> dict[str, Any] | None:
@@ -116,22 +166,12 @@ def _image(block: ImageBlock, call: EncodeContext, message_id: str) -> dict[str,
     return {"image": {"format": image_format, "source": {"bytes": source.data}}}
 
 
-def _tool_result(block: ToolResultBlock, call: EncodeContext, message_id: str) -> dict[str, Any]:
+def _tool_result(block: ToolResultBlock, at: _At) -> dict[str, Any]:
     content: list[dict[str, Any]]
     if isinstance(block.content, str):
         content = [{"text": block.content}] if block.content else []
     else:
-        content = [
-            part_out
-            for part in block.content
-            if (
-                part_out := (
-                    _image(part, call, message_id)
-                    if isinstance(part, ImageBlock)
-                    else ({"text": part.text} if part.text else None)
-                )
-            )
-        ]
+        content = [wire for part in block.content if (wire := _block(part, at))]
     return {
         "toolUseId": block.tool_use_id,
         "content": content or [{"text": EMPTY_RESULT}],  # Converse wants at least one part

@@ -2,14 +2,17 @@
 
 The same rules the Converse API reference and its error messages state: the conversation
 starts with a user message and alternates roles, no message is empty, no text block is blank,
-tool ids and names match ``[a-zA-Z0-9_-]{1,64}``, tool blocks need a ``toolConfig``, and every
-``toolUse`` is answered by a ``toolResult`` in the next message and only there.
+tool ids and names match ``[a-zA-Z0-9_-]{1,64}``, tool blocks need a ``toolConfig``, every
+``toolUse`` is answered by a ``toolResult`` in the next message and only there, and files keep
+the limits of metis/wire/bedrock_converse/media.py.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from metis.wire.bedrock_converse.media import message_problems
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -34,6 +37,7 @@ def converse_problems(body: dict[str, Any]) -> list[str]:
             problems.append(f"messages.{i}: content must not be empty")
             continue
         problems += _block_problems(i, blocks, has_tools)
+        problems += message_problems(i, role, [b for b in blocks if isinstance(b, dict)])
         results = [b["toolResult"].get("toolUseId") for b in blocks if "toolResult" in b]
         if role == "user" and (pending or results) and sorted(map(str, results)) != sorted(pending):
             problems.append(
@@ -43,6 +47,8 @@ def converse_problems(body: dict[str, Any]) -> list[str]:
     if pending:
         problems.append(f"messages.{len(messages) - 1}: toolUse ids {pending} are never answered")
     for j, tool in enumerate((body.get("toolConfig") or {}).get("tools") or []):
+        if "cachePoint" in tool:  # a cache checkpoint after the tools before it
+            continue
         name = (tool.get("toolSpec") or {}).get("name")
         if not _NAME.match(str(name or "")):
             problems.append(f"toolConfig.tools.{j}: tool name {name!r} must match [a-zA-Z0-9_-]")

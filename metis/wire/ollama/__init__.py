@@ -43,6 +43,7 @@ from metis.model.content import (
 )
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.codec import Codec, EncodeContext
+from metis.wire.media import project_attachments
 from metis.wire.ollama.read import OllamaStreamParser, parse_body
 from metis.wire.ollama.read import error_from_http as error_from_http  # stages read it here
 
@@ -113,10 +114,16 @@ def _user(
     out: list[dict[str, Any]] = []
     texts: list[str] = []
     images: list[str] = []
+    attached: list[ContentBlock] = []  # a tool message holds text: its images follow it
     for block in message.content:
         if isinstance(block, ToolResultBlock):
-            out.append(_tool_message(block, message_id, call, names))
-        elif isinstance(block, TextBlock):
+            projected = project_attachments(block)
+            out.append(_tool_message(projected.result, names))
+            attached += projected.attachments
+    for block in [*attached, *message.content]:
+        if isinstance(block, ToolResultBlock):
+            continue
+        if isinstance(block, TextBlock):
             texts.append(block.text)
         elif isinstance(block, ImageBlock) and message.role is not Role.SYSTEM:
             if isinstance(block.source, Base64ImageSource):
@@ -136,16 +143,7 @@ def _user(
     return out
 
 
-def _tool_message(
-    block: ToolResultBlock, message_id: str, call: EncodeContext, names: dict[str, str]
-) -> dict[str, Any]:
-    if not isinstance(block.content, str):
-        for part in block.content:
-            if not isinstance(part, TextBlock):
-                reason = "an Ollama tool message holds text only"
-                call.warn_dropped(
-                    part.type, reason, message_id=message_id, tool_use_id=block.tool_use_id
-                )
+def _tool_message(block: ToolResultBlock, names: dict[str, str]) -> dict[str, Any]:
     text = block.text()
     out: dict[str, Any] = {"role": "tool", "content": "Error: " + text if block.is_error else text}
     name = names.get(block.tool_use_id)

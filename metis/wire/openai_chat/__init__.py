@@ -6,7 +6,10 @@
 The parser reads ``chat.completion.chunk`` objects. As recorded traffic shows, a tool call's
 ``id`` and ``name`` come only on the first fragment of its ``index`` (with ``arguments: ""``),
 ``finish_reason`` has a chunk of its own, and usage follows it in a last chunk whose
-``choices`` is empty; so the message finishes only when the body ends.
+``choices`` is empty; so the message finishes only when the body ends. A ``tool_calls[]`` entry
+of ``type: "custom"`` (a freeform tool's call: ``custom.name`` and ``custom.input``, streamed
+in the same shape, openai/openai-openapi#576) is a tool call whose input is ``{"input": text}``
+(:mod:`metis.wire.freeform`).
 """
 
 from __future__ import annotations
@@ -23,14 +26,17 @@ from metis.model.content import (
     Role,
 )
 from metis.model.events import StreamEvent
+from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest
-from metis.model.response import StopReason
+from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import Codec, EncodeContext
+from metis.wire.freeform import CLOSING, OPENING, text_fragment, whole_input
 from metis.wire.http_errors import body_excerpt, http_error, json_body, openai_error_fields
 from metis.wire.openai_chat.encode import (
     ReasoningReplay,
     assistant_message,
+    named_tool_choice,
     schema_name,
     tool_definition,
     user_messages,
@@ -53,6 +59,8 @@ from metis.wire.read import (
 )
 
 _TEXT, _REASONING = "text", "reasoning"
+CUSTOM_RAW = {"type": "custom"}
+"""Kept on a custom call's block: it goes back as a custom call (encode.py)."""
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
 _CODE_CLASSES = {
     "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
@@ -84,12 +92,15 @@ class OpenAIChatCodec:
         messages: list[dict[str, Any]] = []
         if request.system_prompt:
             messages.append({"role": "system", "content": request.system_prompt})
+        start = current_turn_start(request.messages)
+        custom = frozenset(tool.name for tool in request.tools if tool.freeform)
         for i, message in enumerate(request.messages):
             message_id = message.id or f"messages[{i}]"
             if message.role is Role.ASSISTANT:
-                messages.append(assistant_message(message, message_id, call, self.reasoning))
+                replay = self.reasoning
+                messages.append(assistant_message(message, message_id, call, replay, custom))
             else:
-                messages.extend(user_messages(message, message_id, call))
+                messages.extend(user_messages(message, message_id, call, i >= start))
         body: dict[str, Any] = {
             "model": call.wire_model,
             "messages": messages,
@@ -101,8 +112,8 @@ class OpenAIChatCodec:
             choice = request.tool_choice
             if choice is not None:
                 body["tool_choice"] = (
-                    {"type": "function", "function": {"name": choice.name}}
-                    if choice.type == "tool"
+                    named_tool_choice(choice.name, custom)
+                    if choice.name is not None
                     else _TOOL_CHOICE[choice.type]
                 )
             if request.parallel_tool_calls is not None:
@@ -149,9 +160,14 @@ class OpenAIChatCodec:
         calls = optional_list(message, "tool_calls", "message")
         for i, item in enumerate(calls):
             item = object_value(item, "message.tool_calls[]")
-            key, function = ("tool", i), required_object(item, "function", "message.tool_calls[]")
+            key, custom = ("tool", i), item.get("type") == "custom"
+            function = required_object(item, "custom" if custom else "function", "tool_calls[]")
             builder.tool_start(key, tool_call_id(item), _required(function, "name"))
-            builder.tool_input(key, _arguments(function.get("arguments")))
+            if custom:
+                builder.tool_input(key, whole_input(_custom_input(function.get("input"))))
+                builder.keep_raw(builder.index_of(key) or 0, CUSTOM_RAW)
+            else:
+                builder.tool_input(key, _arguments(function.get("arguments")))
             builder.close(key)
         if usage := body.get("usage"):
             read_usage(builder, object_value(usage, "response.usage"))
@@ -170,12 +186,13 @@ class OpenAIChatCodec:
 
 
 class _StreamParser:
-    __slots__ = ("_builder", "_finished", "_keys", "_refused", "_tools")
+    __slots__ = ("_builder", "_custom", "_finished", "_keys", "_refused", "_tools")
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
         self._tools: dict[Any, tuple[Hashable, str]] = {}  # wire index -> (our key, tool id)
         self._keys: list[Hashable] = []
+        self._custom: set[Hashable] = set()  # the keys of custom (freeform) calls
         self._refused = False
         self._finished = False
 
@@ -230,28 +247,44 @@ class _StreamParser:
             builder.text(_TEXT, refusal)
             self._refused = True
         for item in optional_list(delta, "tool_calls", "delta"):
-            item = object_value(item, "delta.tool_calls[]")
-            index, tool_id = _tool_index(item), optional_text(item, "id", "delta.tool_calls[]")
-            function = object_value(item.get("function") or {}, "delta.tool_calls[].function")
-            known = self._tools.get(index)
-            key: Hashable
-            if known is None or (tool_id and tool_id != known[1]):
-                # A new call; so is an index reused with another id (some compatible servers
-                # send every call as index 0).
-                key, tool_id = ("tool", len(self._keys)), tool_call_id(item)
-                self._tools[index] = (key, tool_id)
-                self._keys.append(key)
-                builder.tool_start(key, tool_id, _required(function, "name"))
-            else:
-                key = known[0]
-            arguments = _arguments(function.get("arguments"))
-            if arguments:
-                builder.tool_input(key, arguments)
+            self._tool_delta(object_value(item, "delta.tool_calls[]"))
+
+    def _tool_delta(self, item: dict[str, Any]) -> None:
+        builder = self._builder
+        index, tool_id = _tool_index(item), optional_text(item, "id", "delta.tool_calls[]")
+        custom = item.get("type") == "custom" or "custom" in item
+        field = "custom" if custom else "function"
+        function = object_value(item.get(field) or {}, f"delta.tool_calls[].{field}")
+        known = self._tools.get(index)
+        key: Hashable
+        if known is None or (tool_id and tool_id != known[1]):
+            # A new call; so is an index reused with another id (some compatible servers
+            # send every call as index 0).
+            key, tool_id = ("tool", len(self._keys)), tool_call_id(item)
+            self._tools[index] = (key, tool_id)
+            self._keys.append(key)
+            builder.tool_start(key, tool_id, _required(function, "name"))
+            if custom:
+                self._custom.add(key)
+                builder.keep_raw(builder.index_of(key) or 0, CUSTOM_RAW)
+                builder.tool_input(key, OPENING)
+        else:
+            key = known[0]
+        if key in self._custom:
+            if text := _custom_input(function.get("input")):
+                builder.tool_input(key, text_fragment(text))
+        elif arguments := _arguments(function.get("arguments")):
+            builder.tool_input(key, arguments)
 
     def _finish(self, reason: str) -> None:
         self._finished = True
         self._builder.stop(stop_reason(reason, self._refused, bool(self._keys)))
+        cut_off = self._builder.stop_reason is not None and (
+            self._builder.stop_reason.kind is StopKind.MAX_TOKENS
+        )
         for key in self._keys:  # no fragment follows a finish_reason: end the tools now
+            if key in self._custom and not (cut_off and key == self._keys[-1]):
+                self._builder.tool_input(key, CLOSING)
             self._builder.close(key)
 
 
@@ -267,6 +300,12 @@ def _arguments(value: Any) -> str:
     if isinstance(value, dict):  # a few compatible servers send an object, not a string
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     raise malformed("tool_calls[].function.arguments", "a string", value)
+
+
+def _custom_input(value: Any) -> str:
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise malformed("tool_calls[].custom.input", "a string", value)
 
 
 def _tool_index(item: dict[str, Any]) -> int | str | None:

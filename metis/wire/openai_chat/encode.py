@@ -3,9 +3,10 @@
 The system prompt comes first; each tool result is its own ``role: tool`` message (``is_error``
 as an ``"Error: "`` prefix: the wire has no flag); tool calls are ``tool_calls`` with
 JSON-string arguments. Reasoning goes back in the stack's ``reasoning_field`` when it names one
-(DeepSeek's ``reasoning_content``), and only to the provider and model that produced it. What
-the wire cannot hold (other thinking, an image in a tool result or an assistant turn) is
-dropped whole with one ``call.warn_dropped`` record.
+(DeepSeek's ``reasoning_content``), and only to the provider and model that produced it. An
+image or file in a tool result (a tool message holds text only) follows in the user message
+after the tool messages, a note in the result naming it. What the wire cannot hold (other
+thinking, media in an assistant turn) is dropped whole with one ``call.warn_dropped`` record.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from metis.model.content import (
-    Base64ImageSource,
+    AudioBlock,
+    DocumentBlock,
     ImageBlock,
     Message,
     Role,
@@ -26,9 +28,12 @@ from metis.model.content import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    VideoBlock,
 )
 from metis.model.request import ToolDefinition
 from metis.wire.codec import EncodeContext
+from metis.wire.media import project_attachments
+from metis.wire.openai_chat.media import media_parts
 from metis.wire.openai_chat.read import content_chunks
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -58,20 +63,30 @@ class ReasoningReplay(BaseModel):
     the API"), and V4 refuses it empty, so its stack sets a single space."""
 
 
-def user_messages(message: Message, message_id: str, call: EncodeContext) -> list[dict[str, Any]]:
-    """Tool results first, each its own ``role: tool`` message, then the rest as one turn."""
+def user_messages(
+    message: Message, message_id: str, call: EncodeContext, current: bool = False
+) -> list[dict[str, Any]]:
+    """Tool results first, each its own ``role: tool`` message, then the rest as one turn: the
+    images and files of the tool results (a tool message holds text only), then the message's
+    own content. ``current``: the message is in the turn being sent (docs/contract.md §9)."""
     out: list[dict[str, Any]] = []
+    attached: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
+    system = message.role is Role.SYSTEM  # system_hoist normally leaves none; keep it in place
     for block in message.content:
-        if isinstance(block, ToolResultBlock):
-            out.append(_tool_message(block, message_id, call))
+        if isinstance(block, ToolResultBlock) and not system:
+            projected = project_attachments(block)
+            out.append(_tool_message(projected.result))
+            for part in projected.attachments:
+                attached += media_parts(part, call, message_id, current)
         elif isinstance(block, TextBlock):
             parts.append({"type": "text", "text": block.text})
-        elif isinstance(block, ImageBlock) and message.role is not Role.SYSTEM:
-            parts.append({"type": "image_url", "image_url": {"url": _image_url(block)}})
+        elif isinstance(block, ImageBlock | DocumentBlock | AudioBlock | VideoBlock) and not system:
+            parts += media_parts(block, call, message_id, current)
         else:
             _drop(call, block.type, message.role, message_id)
-    if message.role is Role.SYSTEM:  # system_hoist normally leaves none; keep it in place
+    parts = attached + parts
+    if system:
         out.append({"role": "system", "content": "".join(p["text"] for p in parts)})
     elif len(parts) == 1 and parts[0]["type"] == "text":
         out.append({"role": "user", "content": parts[0]["text"]})
@@ -80,28 +95,31 @@ def user_messages(message: Message, message_id: str, call: EncodeContext) -> lis
     return out
 
 
-def _tool_message(block: ToolResultBlock, message_id: str, call: EncodeContext) -> dict[str, Any]:
-    if not isinstance(block.content, str):
-        for part in block.content:
-            if not isinstance(part, TextBlock):
-                reason = "an openai_chat tool message holds text only"
-                call.warn_dropped(
-                    part.type, reason, message_id=message_id, tool_use_id=block.tool_use_id
-                )
+def _tool_message(block: ToolResultBlock) -> dict[str, Any]:
     text = block.text()
     content = "Error: " + text if block.is_error else text
     return {"role": "tool", "tool_call_id": block.tool_use_id, "content": content}
 
 
 def assistant_message(
-    message: Message, message_id: str, call: EncodeContext, replay: ReasoningReplay | None
+    message: Message,
+    message_id: str,
+    call: EncodeContext,
+    replay: ReasoningReplay | None,
+    custom: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
+    """``custom``: the names of the request's freeform tools, whose calls go as custom calls."""
     texts: list[str] = []
     reasoning: list[str] = []
     calls: list[dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, TextBlock):
             texts.append(block.text)
+        elif isinstance(block, ToolUseBlock) and _is_custom(block, call, custom):
+            text = freeform_text(block.input)
+            calls.append(
+                {"id": block.id, "type": "custom", "custom": {"name": block.name, "input": text}}
+            )
         elif isinstance(block, ToolUseBlock):
             function = {"name": block.name, "arguments": _encode_arguments(block, call)}
             calls.append({"id": block.id, "type": "function", "function": function})
@@ -140,18 +158,21 @@ def _encode_arguments(block: ToolUseBlock, call: EncodeContext) -> str:
 
 
 def tool_definition(tool: ToolDefinition) -> dict[str, Any]:
+    if tool.freeform is not None:  # the SDK's ChatCompletionCustomToolParam
+        custom: dict[str, Any] = {"name": tool.name}
+        if tool.description:
+            custom["description"] = tool.description
+        if tool.freeform.syntax is not None:
+            grammar = {"definition": tool.freeform.definition, "syntax": tool.freeform.syntax}
+            custom["format"] = {"type": "grammar", "grammar": grammar}
+        else:
+            custom["format"] = {"type": "text"}
+        return {"type": "custom", "custom": custom}
     function: dict[str, Any] = {"name": tool.name}
     if tool.description:
         function["description"] = tool.description
     function["parameters"] = copy.deepcopy(tool.input_schema)
     return {"type": "function", "function": function}
-
-
-def _image_url(block: ImageBlock) -> str:
-    source = block.source
-    if isinstance(source, Base64ImageSource):
-        return f"data:{source.media_type};base64,{source.data}"
-    return source.url
 
 
 def _drop(call: EncodeContext, block_type: str, role: Role, message_id: str) -> None:
@@ -162,3 +183,25 @@ def _drop(call: EncodeContext, block_type: str, role: Role, message_id: str) -> 
 def schema_name(title: Any) -> str:
     name = _NAME_UNSAFE.sub("_", title)[:64] if isinstance(title, str) else ""
     return name if any(c.isalnum() for c in name) else "output"
+
+
+def named_tool_choice(name: str, custom: frozenset[str]) -> dict[str, Any]:
+    """The ``tool_choice`` forcing the tool ``name`` (a custom one by its own form)."""
+    if name in custom:
+        return {"type": "custom", "custom": {"name": name}}
+    return {"type": "function", "function": {"name": name}}
+
+
+def freeform_text(tool_input: dict[str, Any]) -> str:
+    """A freeform call's text: its ``input`` (docs/contract.md §10); any other input, as JSON."""
+    text = tool_input.get("input")
+    if isinstance(text, str) and len(tool_input) == 1:
+        return text
+    return json.dumps(tool_input, separators=(",", ":"), ensure_ascii=False)
+
+
+def _is_custom(block: ToolUseBlock, call: EncodeContext, custom: frozenset[str]) -> bool:
+    """A call of a freeform tool the request declares, or one this provider made as custom."""
+    raw = block.provider_raw
+    made = raw is not None and raw.provider == call.provider and raw.data.get("type") == "custom"
+    return block.name in custom or made

@@ -30,6 +30,7 @@ from metis.wire.read import (
     optional_text,
     required,
     required_text,
+    split_input,
     text_value,
     token_count,
 )
@@ -144,10 +145,14 @@ def read_usage(builder: MessageBuilder, usage: dict[str, Any]) -> None:
     details = object_value(usage.get("prompt_tokens_details") or {}, "usage.prompt_tokens_details")
     provider = builder.provider
     cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
+    if not cached and usage.get("prompt_cache_hit_tokens"):  # DeepSeek's own field
+        hit = usage["prompt_cache_hit_tokens"]
+        cached = token_count(hit, "prompt_cache_hit_tokens", provider)
     written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
     prompt = token_count(usage.get("prompt_tokens") or 0, "prompt_tokens", provider)
+    uncached, cached, written = split_input(prompt, cached, written)
     builder.usage(
-        input_tokens=max(0, prompt - cached - written),
+        input_tokens=uncached,
         output_tokens=usage.get("completion_tokens") or 0,
         cached_input_tokens=cached,
         cache_creation_input_tokens=written,

@@ -17,7 +17,8 @@ from metis.wire.builder import MessageBuilder
 from metis.wire.codec import CodecFactory, EncodeContext
 from metis.wire.http_errors import body_excerpt, json_body, openai_error_fields
 from metis.wire.openai_responses.encode import assistant_items, encode_request, silent
-from metis.wire.openai_responses.read import ResponsesParser, responses_error
+from metis.wire.openai_responses.errors import responses_error
+from metis.wire.openai_responses.read import ResponsesParser
 from metis.wire.read import required_list
 
 IncludeMode = Literal["auto", "always", "never"]
@@ -33,15 +34,21 @@ class OpenAIResponsesCodec:
     do not reason (gpt-4o, gpt-4.1) refuse the request with a 400 when it is asked for, so
     ``auto`` asks exactly when the request asks for reasoning (``thinking``), which such a model
     refuses anyway; ``always`` suits a stack serving only reasoning models (gpt-5 and the
-    o-series reason even unasked), ``never`` one that wants no reasoning back."""
+    o-series reason even unasked), ``never`` one that wants no reasoning back.
+
+    ``file_urls``: the server fetches ``input_file`` parts by URL (Azure's does not)."""
 
     name = "openai_responses"
 
     def __init__(
-        self, store: bool = True, include_encrypted_reasoning: IncludeMode = "auto"
+        self,
+        store: bool = True,
+        include_encrypted_reasoning: IncludeMode = "auto",
+        file_urls: bool = True,
     ) -> None:
         self.store = store
         self.include_encrypted_reasoning = include_encrypted_reasoning
+        self.file_urls = file_urls
 
     def encode(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         mode = self.include_encrypted_reasoning
@@ -51,6 +58,7 @@ class OpenAIResponsesCodec:
             store=self.store,
             include_encrypted_reasoning=mode == "always"
             or (mode == "auto" and request.thinking is not None),
+            file_urls=self.file_urls,
         )
 
     def output_items(
@@ -84,6 +92,7 @@ def _build(**settings: Any) -> OpenAIResponsesCodec:
     allowed: dict[str, tuple[Any, ...]] = {
         "store": (True, False),
         "include_encrypted_reasoning": ("auto", "always", "never"),
+        "file_urls": (True, False),
     }
     for key, value in settings.items():
         if key not in allowed:
@@ -98,5 +107,5 @@ def _build(**settings: Any) -> OpenAIResponsesCodec:
 
 
 codec = CodecFactory(_build)
-"""Registered in ``metis.wire.codec``; a stack may set ``store`` and
-``include_encrypted_reasoning`` in ``encode``'s ``settings``."""
+"""Registered in ``metis.wire.codec``; a stack may set ``store``,
+``include_encrypted_reasoning`` and ``file_urls`` in its ``codec_settings``."""

@@ -1,9 +1,10 @@
 """Encoding for the OpenAI Responses codec: a canonical request becomes ``POST /v1/responses``.
 
 The conversation is a flat list of input items. A user (or tool) message becomes its tool
-results as ``function_call_output`` items followed by one ``user`` message of ``input_text`` and
-``input_image`` parts; an assistant message becomes, block by block, ``reasoning``, ``message``
-(``output_text``) and ``function_call`` items in their original order. The system prompt is
+results as ``function_call_output`` items followed by one ``user`` message of ``input_text``,
+``input_image`` and ``input_file`` parts (metis/wire/openai_responses/files.py); an assistant
+message becomes, block by block, ``reasoning``, ``message`` (``output_text``) and
+``function_call`` items in their original order. The system prompt is
 ``instructions``. ``is_error`` has no wire form and becomes an ``"Error: "`` prefix, as on
 Chat Completions.
 
@@ -21,22 +22,33 @@ import copy
 import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from metis.errors import CapabilityError
 from metis.model.content import (
+    AudioBlock,
     Base64ImageSource,
     ContentBlock,
+    DocumentBlock,
     ImageBlock,
     Message,
+    OpaqueBlock,
     Role,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
+    ToolResultContent,
     ToolUseBlock,
+    VideoBlock,
 )
+from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.codec import EncodeContext
+from metis.wire.media import refuse_block
+from metis.wire.opaque import elsewhere, own_item
+from metis.wire.openai_responses.custom import CUSTOM_CALL, custom_call, custom_tool, is_custom
+from metis.wire.openai_responses.files import file_parts
 from metis.wire.strict_schema import strict_schema_or_reason
 
 Drop = Callable[[str, str, str], None]
@@ -44,7 +56,6 @@ Drop = Callable[[str, str, str], None]
 
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-_OUTPUTS = ("message", "function_call")
 
 
 def encode_request(
@@ -53,6 +64,7 @@ def encode_request(
     *,
     store: bool,
     include_encrypted_reasoning: bool,
+    file_urls: bool = True,
 ) -> dict[str, Any]:
     if request.stop_sequences:
         raise CapabilityError(
@@ -63,13 +75,21 @@ def encode_request(
     body: dict[str, Any] = {"model": call.wire_model}
     if request.system_prompt:
         body["instructions"] = request.system_prompt
-    body["input"] = input_items(request.messages, call.provider, _warner(call))
+    custom = frozenset(tool.name for tool in request.tools if tool.freeform)
+    body["input"] = input_items(
+        request.messages,
+        call.provider,
+        _warner(call),
+        refuse=_refuser(call),
+        file_urls=file_urls,
+        custom=custom,
+    )
     if request.tools:
         body["tools"] = [_tool(tool) for tool in request.tools]
         choice = request.tool_choice
         if choice is not None:
             body["tool_choice"] = (
-                {"type": "function", "name": choice.name}
+                {"type": "custom" if choice.name in custom else "function", "name": choice.name}
                 if choice.type == "tool"
                 else _TOOL_CHOICE[choice.type]
             )
@@ -92,19 +112,39 @@ def encode_request(
     return body
 
 
-def input_items(messages: Sequence[Message], provider: str, drop: Drop) -> list[dict[str, Any]]:
+def input_items(
+    messages: Sequence[Message],
+    provider: str,
+    drop: Drop,
+    *,
+    refuse: Drop | None = None,
+    file_urls: bool = True,
+    custom: frozenset[str] = frozenset(),
+) -> list[dict[str, Any]]:
+    """The conversation as input items. A file with no form here is refused with ``refuse``
+    in the turn being sent (docs/contract.md §9), and dropped with ``drop`` before it.
+    ``custom``: the request's freeform tools, whose calls and results go as custom ones."""
     items: list[dict[str, Any]] = []
+    start = current_turn_start(messages)
+    custom_ids: set[str] = set()
     for i, message in enumerate(messages):
         message_id = message.id or f"messages[{i}]"
         if message.role is Role.ASSISTANT:
-            items.extend(assistant_items(message.content, provider, message_id, drop))
+            made = assistant_items(message.content, provider, message_id, drop, custom)
+            custom_ids |= {item["call_id"] for item in made if item["type"] == CUSTOM_CALL}
+            items.extend(made)
         else:
-            items.extend(_user_items(message, message_id, drop))
+            files = _Files(drop, refuse if refuse is not None and i >= start else drop, file_urls)
+            items.extend(_user_items(message, message_id, files, custom_ids))
     return items
 
 
 def assistant_items(
-    content: Sequence[ContentBlock], provider: str, message_id: str, drop: Drop
+    content: Sequence[ContentBlock],
+    provider: str,
+    message_id: str,
+    drop: Drop,
+    custom: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
     """One assistant turn's items, in block order (also what a reply's content becomes when
     it is sent back, which the ``continuation`` stage relies on)."""
@@ -115,8 +155,16 @@ def assistant_items(
         if isinstance(block, TextBlock):
             if block.text:
                 items.append(_message_item(block.text, mine))
+        elif isinstance(block, ToolUseBlock) and is_custom(block, mine, custom):
+            items.append(custom_call(block, mine))
         elif isinstance(block, ToolUseBlock):
             items.append(_function_call(block, mine))
+        elif isinstance(block, OpaqueBlock):  # back as it came, only to where it came from
+            item = own_item(block, provider)
+            if item is None:
+                drop(block.kind, elsewhere(block), message_id)
+            else:
+                items.append(item)
         elif isinstance(block, ThinkingBlock):
             reasoning = _reasoning_item(block, mine)
             if isinstance(reasoning, str):
@@ -134,7 +182,7 @@ def _paired(items: list[dict[str, Any]], message_id: str, drop: Drop) -> list[di
     for i, item in enumerate(items):
         if item["type"] == "reasoning":
             following = items[i + 1]["type"] if i + 1 < len(items) else None
-            if following not in _OUTPUTS:
+            if following is None or following == "reasoning":  # it must lead to an item
                 reason = "a reasoning item must be followed by the message or call it led to"
                 drop("thinking", reason, message_id)
                 continue
@@ -189,37 +237,59 @@ def _reasoning_item(block: ThinkingBlock, mine: dict[str, Any]) -> dict[str, Any
     return item
 
 
-def _user_items(message: Message, message_id: str, drop: Drop) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class _Files:
+    drop: Drop
+    refuse: Drop
+    """For a file this wire cannot carry: ``drop`` in an older turn, a refusal in the turn sent."""
+    urls: bool
+
+
+def _user_items(
+    message: Message, message_id: str, files: _Files, custom_ids: set[str]
+) -> list[dict[str, Any]]:
     """Tool results first, each its own item, then the rest as one message."""
     out: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
     system = message.role is Role.SYSTEM  # system_hoist normally leaves none; keep it in place
     for block in message.content:
         if isinstance(block, ToolResultBlock) and not system:
-            out.append(_tool_output(block))
+            output = _tool_output(block, message_id, files)
+            if block.tool_use_id in custom_ids:  # the answer to a custom call
+                output["type"] = "custom_tool_call_output"
+            out.append(output)
         elif isinstance(block, TextBlock):
             parts.append({"type": "input_text", "text": block.text})
-        elif isinstance(block, ImageBlock) and not system:
-            parts.append(_image(block))
+        elif isinstance(block, ImageBlock | DocumentBlock | AudioBlock | VideoBlock) and not system:
+            parts += _media(block, message_id, files)
         else:
             role = message.role.value
             reason = f"OpenAI Responses cannot carry a {block.type} block in a {role} message"
-            drop(block.type, reason, message_id)
+            files.drop(block.type, reason, message_id)
     if parts:
         out.append({"type": "message", "role": "system" if system else "user", "content": parts})
     return out
 
 
-def _tool_output(block: ToolResultBlock) -> dict[str, Any]:
+def _media(block: ToolResultContent, message_id: str, files: _Files) -> list[dict[str, Any]]:
+    if isinstance(block, TextBlock):
+        return [{"type": "input_text", "text": block.text}]
+    if isinstance(block, ImageBlock):
+        return [_image(block)]
+    wire = file_parts(block, file_urls=files.urls)
+    if isinstance(wire, str):
+        files.refuse(block.type, wire, message_id)
+        return []
+    return wire
+
+
+def _tool_output(block: ToolResultBlock, message_id: str, files: _Files) -> dict[str, Any]:
     output: str | list[dict[str, Any]]
     if isinstance(block.content, str) or all(isinstance(p, TextBlock) for p in block.content):
         text = block.text()
         output = "Error: " + text if block.is_error else text
-    else:  # images too: the output is a list of input parts
-        output = [
-            _image(p) if isinstance(p, ImageBlock) else {"type": "input_text", "text": p.text}
-            for p in block.content
-        ]
+    else:  # images and files too: the output is a list of input parts
+        output = [wire for p in block.content for wire in _media(p, message_id, files)]
         if block.is_error:
             output.insert(0, {"type": "input_text", "text": "Error:"})
     return {"type": "function_call_output", "call_id": block.tool_use_id, "output": output}
@@ -235,6 +305,8 @@ def _image(block: ImageBlock) -> dict[str, Any]:
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    if tool.freeform is not None:
+        return custom_tool(tool)
     out: dict[str, Any] = {"type": "function", "name": tool.name}
     if tool.description:
         out["description"] = tool.description
@@ -265,6 +337,13 @@ def _warner(call: EncodeContext) -> Drop:
         call.warn_dropped(block_type, reason, message_id=message_id)
 
     return drop
+
+
+def _refuser(call: EncodeContext) -> Drop:
+    def refuse(block_type: str, reason: str, message_id: str) -> None:
+        refuse_block(call, block_type, reason, message_id)
+
+    return refuse
 
 
 def silent(block_type: str, reason: str, message_id: str) -> None:

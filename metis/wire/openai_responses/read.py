@@ -5,22 +5,27 @@ Sans-IO; every value read from the server is checked by :mod:`metis.wire.read`.
 A reply is a list of output items, each announced by ``response.output_item.added`` and
 closed by ``response.output_item.done``, with the item's ``output_index`` on every event in
 between; the parser uses that index as the builder's key. ``message`` items give text
-(``output_text`` and ``refusal`` parts), ``function_call`` items tool calls, ``reasoning``
+(``output_text`` and ``refusal`` parts), ``function_call`` items tool calls, and so do
+``custom_tool_call`` items (a freeform call: its text as ``{"input": text}``, its
+``response.custom_tool_call_input.delta`` pieces as that JSON's pieces), ``reasoning``
 items thinking: the summary text (its parts joined by a blank line) with the encrypted
 content as the signature, so ``thinking_filter`` sends it back only to the model that made it.
 Every other item (web search, file search, MCP, code interpreter, image generation, tool
-search, whatever comes next) has no canonical form: it is dropped whole with one WARN, and
-all its events are ignored.
+search, compaction, whatever comes next) has no canonical form: it is kept whole as an opaque
+block (docs/contract.md §8), in the form its ``.done`` event (or the final response) gives, and
+all its other events are ignored.
 
 As each item is done, its block gets the item it came from in ``provider_raw.data`` (item
 ``id``, a message's ``phase``, a reasoning item's summary parts, a call's ``call_id``) for a
 faithful round trip, kept however the reply ends (a cancel or an error too); when the reply
-completes, a reasoning item whose following item was not kept is marked ``unpaired``.
+completes, a reasoning item whose following item was not kept is marked ``unpaired`` (an
+opaque item is kept: it goes back with the reasoning that led to it).
 
-The final response's output is matched to the items the stream announced by ``output_index``
-(its position in ``output``), then by item ``id``, so an item streamed once is never added
-twice, whatever gaps the stream's indices had; only items the stream never announced are read
-from it.
+The final response's output is matched to the items the stream announced by item ``id``, then
+by ``output_index`` (its position in ``output``) and type, so an item streamed once is never
+added twice, whatever gaps the stream's indices had and even where the endpoint gives an item a
+new id on every event (GitHub Copilot's); only items the stream never announced are read from
+it. Events are keyed by ``output_index`` alone, never by item id.
 
 Stop reasons: there is no finish reason. A ``completed`` reply stops with ``refusal`` when it
 refused, ``tool_use`` when it holds a function call, else ``end_turn``, all with raw
@@ -37,14 +42,17 @@ response (a fresh encryption each time); the one on ``.done`` is kept, as client
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from metis.errors import AdapterError, ErrorClass, ProtocolError
+from metis.errors import ProtocolError
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
-from metis.wire.http_errors import http_error, openai_error_fields
+from metis.wire.freeform import CLOSING, OPENING, text_fragment
+from metis.wire.http_errors import openai_error_fields
+from metis.wire.openai_responses.custom import CUSTOM_CALL
+from metis.wire.openai_responses.errors import responses_error
 from metis.wire.read import (
     list_value,
     malformed,
@@ -54,6 +62,7 @@ from metis.wire.read import (
     required_index,
     required_object,
     required_text,
+    split_input,
     text_value,
     token_count,
 )
@@ -64,27 +73,15 @@ _DELTAS = frozenset(
         _TEXT_DELTA,
         "response.refusal.delta",
         "response.function_call_arguments.delta",
+        "response.custom_tool_call_input.delta",
         "response.reasoning_summary_text.delta",
         "response.reasoning_text.delta",
     )
 )
-_CANONICAL_ITEMS = frozenset(("message", "function_call", "reasoning"))
+_CANONICAL_ITEMS = frozenset(("message", "function_call", CUSTOM_CALL, "reasoning"))
 """The output item types with a canonical form: text, a tool call, thinking."""
+_CALLS = ("function_call", CUSTOM_CALL)
 _INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopKind.CONTENT_FILTER}
-_CODE_CLASSES = {
-    "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
-    "insufficient_quota": ErrorClass.RATE_LIMIT,  # not retryable: see responses_error
-    "context_length_exceeded": ErrorClass.CONTEXT_OVERFLOW,
-    "invalid_api_key": ErrorClass.AUTH,
-    "server_error": ErrorClass.SERVER_ERROR,
-    "server_is_overloaded": ErrorClass.OVERLOADED,
-    "vector_store_timeout": ErrorClass.SERVER_ERROR,
-}
-_TYPE_CLASSES = {
-    "invalid_request_error": ErrorClass.INVALID_REQUEST,
-    "server_error": ErrorClass.SERVER_ERROR,
-    "rate_limit_error": ErrorClass.RATE_LIMIT,
-}
 
 
 class _Everything(set[Any]):
@@ -156,6 +153,10 @@ class ResponsesParser:
             if fragment := required_text(obj, "delta", kind):
                 builder.tool_input(index, fragment)
                 self._fed.add(index)
+        elif kind == "response.custom_tool_call_input.delta":
+            if fragment := required_text(obj, "delta", kind):
+                builder.tool_input(index, text_fragment(fragment))
+                self._fed.add(index)
         elif kind == "response.reasoning_summary_part.added":
             if obj.get("summary_index") and builder.has_block(index):
                 builder.thinking(index, "\n\n")
@@ -190,21 +191,28 @@ class ResponsesParser:
         builder = self._builder
         self._items[index] = (kind, False)
         self._ids[index] = item.get("id")
-        if kind == "function_call":
-            call_id = required_text(item, "call_id", "function_call item")
-            builder.tool_start(index, call_id, required_text(item, "name", "function_call item"))
+        if kind in _CALLS:
+            call_id = required_text(item, "call_id", f"{kind} item")
+            builder.tool_start(index, call_id, required_text(item, "name", f"{kind} item"))
             self._tools = True
-            if arguments := _arguments(item.get("arguments")):
+            if kind == CUSTOM_CALL:
+                builder.tool_input(index, OPENING)
+                if text := _custom_input(item.get("input")):
+                    builder.tool_input(index, text_fragment(text))
+                    self._fed.add(index)
+            elif arguments := _arguments(item.get("arguments")):
                 builder.tool_input(index, arguments)
                 self._fed.add(index)
-        elif kind not in _CANONICAL_ITEMS:
+        elif kind not in _CANONICAL_ITEMS:  # kept whole (docs/contract.md §8)
             self._dropped.add(index)
-            reason = f"OpenAI Responses {kind!r} items have no canonical form"
-            builder.warn(kind, reason, message_id=builder.message_id)
+            builder.opaque(index, kind, item)
 
     def _finished(self, index: int, item: dict[str, Any]) -> None:
         self._added(index, item)  # a server that skipped .added
         kind, done = self._items[index]
+        if index in self._dropped and not done:
+            self._builder.opaque(index, kind, item)  # its whole form, once
+            self._items[index] = (kind, True)
         if index in self._dropped or done:
             return
         builder = self._builder
@@ -220,15 +228,26 @@ class ResponsesParser:
             if signature := optional_text(item, "encrypted_content", "reasoning item"):
                 builder.thinking_signature(index, signature)
             raw = {"id": item.get("id"), "summary": summary, "content": content or None}
-        else:  # function_call
-            if index not in self._fed and (arguments := _arguments(item.get("arguments"))):
-                builder.tool_input(index, arguments)
-            builder.close(index)
+        else:  # function_call, custom_tool_call
+            self._call_done(index, kind, item)
             raw = {"id": item.get("id"), "call_id": item.get("call_id")}
+            if kind == CUSTOM_CALL:
+                raw["type"] = CUSTOM_CALL
         self._items[index] = (kind, True)
         canonical = builder.index_of(index)
         if canonical is not None:  # kept now, so an early end (cancel, error) keeps it too
             builder.keep_raw(canonical, {k: v for k, v in raw.items() if v is not None})
+
+    def _call_done(self, index: int, kind: str, item: dict[str, Any]) -> None:
+        builder = self._builder
+        if kind == CUSTOM_CALL:
+            if index not in self._fed and (text := _custom_input(item.get("input"))):
+                builder.tool_input(index, text_fragment(text))
+            if item.get("status") != "incomplete":  # cut off: its input is unfinished
+                builder.tool_input(index, CLOSING)
+        elif index not in self._fed and (arguments := _arguments(item.get("arguments"))):
+            builder.tool_input(index, arguments)
+        builder.close(index)
 
     def _message_text(self, index: int, item: dict[str, Any]) -> None:
         where = "message item.content[]"
@@ -246,10 +265,13 @@ class ResponsesParser:
         the message ends."""
         builder = self._builder
         builder.start(*_identity(response))
-        output = list_value(response.get("output") or [], "response.output")
+        output = [
+            object_value(item, "response.output[]")
+            for item in list_value(response.get("output") or [], "response.output")
+        ]
+        final_ids = {item.get("id") for item in output} - {None}
         for position, item in enumerate(output):
-            item = object_value(item, "response.output[]")
-            if not self._seen(position, item):  # an item the stream never announced
+            if not self._seen(position, item, final_ids):  # an item the stream never announced
                 index = position if position not in self._items else max(self._items) + 1
                 self.item(index, item)
         _usage(builder, optional_object(response, "usage", "response"))
@@ -264,7 +286,7 @@ class ResponsesParser:
         items arrived) made no block or is reasoning too: what it led to was not kept."""
         builder = self._builder
         order = list(self._items)
-        made = {i for i in order if i not in self._dropped and builder.has_block(i)}
+        made = {i for i in order if builder.has_block(i)}  # an opaque item goes back too
         for position, index in enumerate(order):
             kind, done = self._items[index]
             canonical = builder.index_of(index)
@@ -274,14 +296,20 @@ class ResponsesParser:
             if following not in made or self._items[following][0] == "reasoning":
                 builder.keep_raw(canonical, {"unpaired": True})
 
-    def _seen(self, position: int, item: dict[str, Any]) -> bool:
-        """Whether the final response's ``item`` at ``position`` is one the stream gave."""
+    def _seen(self, position: int, item: dict[str, Any], final_ids: set[Any]) -> bool:
+        """Whether the final response's ``item`` at ``position`` is one the stream gave: by
+        item id, or by ``output_index``. An endpoint that changes an item's id between events
+        (GitHub Copilot's) still gives its index: an item of the type streamed at that index is
+        that item, unless the streamed one is elsewhere in ``final_ids`` under its own id."""
         item_id = item.get("id")
         if item_id is None:
             return position in self._items  # nothing but its position to go by
-        if position in self._items and self._ids[position] in (None, item_id):
+        if item_id in self._ids.values():
             return True
-        return item_id in self._ids.values()
+        streamed = self._items.get(position)
+        if streamed is None or streamed[0] != item.get("type", "message"):
+            return False
+        return self._ids[position] not in final_ids
 
     def _stop_reason(self, response: dict[str, Any]) -> StopReason:
         status = response.get("status")
@@ -313,8 +341,9 @@ def _usage(builder: MessageBuilder, usage: dict[str, Any] | None) -> None:
     cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
     written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
     total = token_count(usage.get("input_tokens") or 0, "input_tokens", provider)
+    uncached, cached, written = split_input(total, cached, written)
     builder.usage(
-        input_tokens=max(0, total - cached - written),
+        input_tokens=uncached,
         output_tokens=usage.get("output_tokens") or 0,
         cached_input_tokens=cached,
         cache_creation_input_tokens=written,
@@ -327,6 +356,12 @@ def _arguments(value: Any) -> str:
     if isinstance(value, dict):  # a few compatible servers send an object, not a string
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     raise malformed("function_call item.arguments", "a string", value)
+
+
+def _custom_input(value: Any) -> str:
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise malformed("custom_tool_call item.input", "a string", value)
 
 
 def _identity(response: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -346,32 +381,3 @@ def _texts(summary: list[Any], content: list[Any]) -> list[str]:
 
 def _dump(obj: Any) -> str:
     return json.dumps(obj, default=repr)[:200]
-
-
-# Errors ------------------------------------------------------------------------------------
-
-
-def responses_error(
-    status: int | None,
-    headers: Mapping[str, str],
-    message: str,
-    code: str | None,
-    kind: str | None,
-    request_id: str | None = None,
-) -> AdapterError:
-    """An HTTP status decides unless the code says more; in a stream, the type decides."""
-    cls = _CODE_CLASSES.get(code or "")
-    if cls is None and status is None:
-        cls = _TYPE_CLASSES.get(kind or "")
-        if cls is None and (code or "").startswith(("invalid_", "unsupported_")):
-            cls = ErrorClass.INVALID_REQUEST
-    return http_error(
-        status,
-        headers,
-        message
-        or ("" if status else f"openai_responses reported {code or kind or 'an error'} alone"),
-        error_class=cls,
-        code=code or kind,
-        request_id=request_id,
-        retryable=False if code == "insufficient_quota" else None,  # out of credit
-    )

@@ -14,16 +14,20 @@ placeholder whose value is absent removes its key, ``{$if: x, $then: v}`` is a c
     ``system_prompt: {mode: top_level | role | first_message, key, wrap: string | parts}``,
     ``tool_result: {role, wrap_mode: parts | direct, block_template}``,
     ``tool_call_block_template``. Added here, named and general:
-    ``text_template`` / ``image_template`` / ``image_url_template`` / ``thinking_template`` /
-    ``redacted_thinking_template`` -- each block kind's part (a kind without a template is
-    dropped whole with one WARN); ``tool_result.error_template`` (else ``error_prefix`` +
-    text); ``tool_calls_key`` -- tool calls in a separate list of the message (``separate``
-    wires); ``merge_same_role`` -- consecutive turns with one wire role become one;
+    ``text_template`` / ``image_template`` / ``image_url_template`` / ``file_template`` /
+    ``file_uri_template`` / ``thinking_template`` / ``redacted_thinking_template`` -- each block
+    kind's part (a kind without a template is dropped whole with one WARN; the file templates
+    serve documents, audio and video, inline or by URL and file id);
+    ``tool_result.media_path`` / ``media_models`` -- where a result's inline media go in the
+    rendered result, for which models (else after the results, metis/wire/schema/files.py);
+    ``tool_result.error_template`` (else ``error_prefix`` + text); ``tool_calls_key`` -- tool
+    calls in a separate list of the message (``separate`` wires); ``merge_same_role`` --
+    consecutive turns with one wire role become one;
     ``echo`` -- part fields (a thought signature) kept in the block's ``provider_raw`` and
     written back onto the same part only when the request goes to the provider *and model*
     that produced them; ``foreign_tool_call_fields`` -- fields for a tool-call part no
     same-origin ``provider_raw`` vouches for (a history from another provider).
-    Placeholders: text ``{text}``; image ``{media_type} {data} {url}``; thinking
+    Placeholders: text ``{text}``; image and file ``{media_type} {data} {url}``; thinking
     ``{thinking} {signature}``; tool call ``{id} {name} {input} {input_json}``; tool result
     ``{tool_call_id} {tool_name} {content} {is_error}`` (``tool_name`` is found from the
     matching call in the request's history, by id, else by position).

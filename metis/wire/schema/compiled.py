@@ -7,6 +7,7 @@ read: :class:`Reading` for a response or stream schema.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,7 @@ from metis.wire.schema.settings import FinishSource, Paths, ResponseSchema, Sche
 
 TEXT_VARS = ("text",)
 IMAGE_VARS = ("media_type", "data", "url")
+FILE_VARS = ("media_type", "data", "url")
 THINKING_VARS = ("thinking", "signature")
 REDACTED_VARS = ("data",)
 TOOL_CALL_VARS = ("id", "name", "input", "input_json")
@@ -127,6 +129,15 @@ def _envelope_keys(fields: list[str], prefix: Path | None) -> frozenset[str] | N
     return frozenset(keys)
 
 
+def _regex(pattern: str | None, where: str) -> re.Pattern[str] | None:
+    if pattern is None:
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise StackError(f"{where}: not a regular expression: {exc}") from None
+
+
 def _envelope(paths: list[Path]) -> Path | None:
     """A ``key.index`` prefix that at least two of ``paths`` go through, if there is one."""
     prefixes = [p[:2] for p in paths if len(p) > 2 and p[1].__class__ is int and WILDCARD not in p]
@@ -148,9 +159,14 @@ class Compiled:
         self.messages = m
         where = "message_schema"
         t = compile_template
+        result = m.tool_result
         self.text = t(m.text_template, TEXT_VARS, f"{where}.text_template")
         self.image = t(m.image_template, IMAGE_VARS, f"{where}.image_template")
         self.image_url = t(m.image_url_template, IMAGE_VARS, f"{where}.image_url_template")
+        self.file = t(m.file_template, FILE_VARS, f"{where}.file_template")
+        self.file_uri = t(m.file_uri_template, FILE_VARS, f"{where}.file_uri_template")
+        self.media_path = compile_path(result.media_path) if result.media_path else None
+        self.media_models = _regex(result.media_models, f"{where}.tool_result.media_models")
         self.thinking = t(m.thinking_template, THINKING_VARS, f"{where}.thinking_template")
         self.redacted = t(
             m.redacted_thinking_template, REDACTED_VARS, f"{where}.redacted_thinking_template"
@@ -158,7 +174,6 @@ class Compiled:
         self.tool_call = t(
             m.tool_call_block_template, TOOL_CALL_VARS, f"{where}.tool_call_block_template"
         )
-        result = m.tool_result
         for name in ("block_template", "error_template"):
             given = getattr(result, name)
             if result.wrap_mode == "direct" and given is not None and not isinstance(given, dict):

@@ -2,6 +2,7 @@
 
 Each content block is rendered with its template; a block with no template (an image where
 the schema has no ``image_template``, say) is dropped whole with one ``call.warn_dropped``.
+Files and the media of tool results are rendered by :mod:`metis.wire.schema.files`.
 Tool results need the called tool's name on some wires (``{tool_name}``): it is looked up by
 id in the request's own history, and when the id matches no call there, by position among the
 calls of the assistant turn before it.
@@ -11,12 +12,15 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from metis.errors import InvalidRequestError
 from metis.model.content import (
+    AudioBlock,
     Base64ImageSource,
     ContentBlock,
+    DocumentBlock,
     ImageBlock,
     Message,
     ProviderRaw,
@@ -26,10 +30,14 @@ from metis.model.content import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    VideoBlock,
 )
+from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest
 from metis.wire.codec import EncodeContext
+from metis.wire.media import Attachment, cannot_carry
 from metis.wire.schema.compiled import Compiled
+from metis.wire.schema.files import file_parts, result_media
 from metis.wire.schema.paths import OMIT, compile_path, set_path
 
 log = logging.getLogger("metis")
@@ -50,6 +58,15 @@ class _Turn:
         self.direct: Part | None = None  # a whole message (a ``direct`` tool result)
 
 
+@dataclass(frozen=True, slots=True)
+class _At:
+    """The message a block is in, the call, and whether it is in the turn being sent."""
+
+    where: str
+    call: EncodeContext
+    current: bool
+
+
 class Encoder:
     def __init__(self, schema: Compiled) -> None:
         self.s = schema
@@ -61,11 +78,12 @@ class Encoder:
         system = self._system_text(request, call)
         turns: list[_Turn] = []
         previous_calls: list[str] = []
+        start = current_turn_start(request.messages)
         for i, message in enumerate(request.messages):
             if message.role is Role.SYSTEM:
                 continue
-            message_id = message.id or f"messages[{i}]"
-            turns.extend(self._message(message, message_id, call, names, previous_calls))
+            at = _At(message.id or f"messages[{i}]", call, i >= start)
+            turns.extend(self._message(message, at, names, previous_calls))
             if message.role is Role.ASSISTANT:
                 previous_calls = [b.name for b in message.content if isinstance(b, ToolUseBlock)]
         body: dict[str, Any] = {}
@@ -87,13 +105,9 @@ class Encoder:
     # Messages --------------------------------------------------------------------------------
 
     def _message(
-        self,
-        message: Message,
-        message_id: str,
-        call: EncodeContext,
-        names: dict[str, str],
-        previous_calls: list[str],
+        self, message: Message, at: _At, names: dict[str, str], previous_calls: list[str]
     ) -> list[_Turn]:
+        message_id, call = at.where, at.call
         role = self.m.role_map.get(
             "assistant" if message.role is Role.ASSISTANT else message.role.value
         ) or self.m.role_map.get("user", "user")
@@ -101,15 +115,20 @@ class Encoder:
         results: list[_Turn] = []
         result_turn: _Turn | None = None
         position = 0
+        following: list[Attachment] = []  # media of the results, after them (files.py)
         for block in message.content:
             if isinstance(block, ToolResultBlock):
                 name = names.get(block.tool_use_id)
                 if name is None and position < len(previous_calls):
                     name = previous_calls[position]
                 position += 1
-                part = self._tool_result(block, name, message_id, call)
+                media = result_media(block, self.s, call.wire_model)
+                following += media.following
+                part = self._tool_result(media.result, name, message_id, call)
                 if part is OMIT:
                     continue
+                if media.nested and isinstance(part, dict) and self.s.media_path:
+                    set_path(part, self.s.media_path, media.nested)
                 if self.m.tool_result.wrap_mode == "direct":
                     direct = _Turn(self.m.tool_result.role)
                     direct.direct = {self.m.role_key: direct.role, **part}
@@ -121,13 +140,21 @@ class Encoder:
                     result_turn.parts.append(part)
                     result_turn.texts.append(None)
             else:
-                self._block(block, turn, message_id, call)
+                self._block(block, turn, at)
+        for extra in following:
+            self._block(extra, result_turn or turn, at)
         return [*results, turn]
 
-    def _block(
-        self, block: ContentBlock, turn: _Turn, message_id: str, call: EncodeContext
-    ) -> None:
-        s = self.s
+    def _block(self, block: ContentBlock | Attachment, turn: _Turn, at: _At) -> None:
+        s, call, message_id = self.s, at.call, at.where
+        if isinstance(block, DocumentBlock | AudioBlock | VideoBlock):
+            parts = file_parts(block, s, call.provider)
+            if isinstance(parts, str):
+                cannot_carry(call, block, parts, message_id, at.current)
+            else:
+                turn.parts += parts
+                turn.texts += [None] * len(parts)
+            return
         if isinstance(block, TextBlock):
             echo = self._echo(block.provider_raw, call)
             if not block.text and not echo:
@@ -184,16 +211,7 @@ class Encoder:
                 "tool_result", f"{call.provider} has no wire form for tool results", message_id
             )
             return OMIT
-        if not isinstance(block.content, str):
-            for item in block.content:
-                if not isinstance(item, TextBlock):
-                    call.warn_dropped(
-                        item.type,
-                        f"a {call.provider} tool result holds text only",
-                        message_id=message_id,
-                        tool_use_id=block.tool_use_id,
-                    )
-        text = block.text()
+        text = block.text()  # its media were moved out (files.py)
         if block.is_error and template is not self.s.tool_error:
             text = result.error_prefix + text
         if name is None and template.uses("tool_name"):

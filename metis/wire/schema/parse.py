@@ -24,7 +24,7 @@ from metis.errors import AdapterError, ProtocolError
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
-from metis.wire.read import malformed
+from metis.wire.read import malformed, split_input
 from metis.wire.schema.compiled import Reading
 from metis.wire.schema.paths import Path, getter
 
@@ -289,8 +289,7 @@ class SchemaParser:
         cached = r.cached(usage)
         created = r.created(usage)
         if tokens is not None and r.schema.input_includes_cached:
-            tokens = max(0, tokens - (cached or 0) - (created or 0))
-            cached, created = cached or 0, created or 0
+            tokens, cached, created = split_input(tokens, cached or 0, created or 0)
         self._b.usage(tokens, r.output_tokens(usage), cached, created)
 
     # Helpers ---------------------------------------------------------------------------------

@@ -45,6 +45,13 @@ class ToolResult(_Model):
     """For a result with ``is_error``; without one, the block template gets the text with
     ``error_prefix`` in front."""
     error_prefix: str = "Error: "
+    media_path: str | None = None
+    """A dot path in the rendered result where its inline images and files go, as parts
+    (Gemini 3's ``functionResponse.parts``); without it, or for a model ``media_models`` does
+    not match, they follow the result as parts of the same turn, a note in the result naming
+    each."""
+    media_models: str | None = None
+    """A regular expression of the wire model names that take media at ``media_path``."""
 
 
 class MessageSchema(_Model):
@@ -62,6 +69,11 @@ class MessageSchema(_Model):
     text_template: Any = Field(default_factory=lambda: {"type": "text", "text": "{text}"})
     image_template: Any = None
     image_url_template: Any = None
+    file_template: Any = None
+    """A document, audio or video given inline (``{media_type} {data}``); a document's title
+    and context go in a text part before it."""
+    file_uri_template: Any = None
+    """A file by URL or by the provider's file id (``{media_type} {url}``)."""
     thinking_template: Any = None
     redacted_thinking_template: Any = None
     tool_call_block_template: Any = None

@@ -14,9 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from metis.errors import InvalidRequestError
+from metis.gateway.anthropic_api import read_messages
+from metis.model.content import Message
 from metis.testing.emulator.formats.anthropic_rules import RULES, SIGNATURE_KIND, _blocks
 from metis.testing.emulator.formats.base import Call, Format, Route
-from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
+from metis.testing.emulator.formats.cache_marks import block_counts, unmarked
+from metis.testing.emulator.formats.canonical_turns import turns_of
+from metis.testing.emulator.model import Prompt, Reply, ToolSpec
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.wire import (
     Frame,
@@ -29,7 +34,6 @@ from metis.testing.emulator.wire import (
     split_json,
     split_text,
     sse,
-    text_of,
 )
 
 ORGANIZATION = "6c5b7a38-2f4e-4bd1-9a54-000000e30a70"
@@ -89,7 +93,9 @@ class Anthropic(Format):
         return self.error(401, "authentication_error", message, request)
 
     def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
-        kind = "not_found_error" if refused.status == 404 else "invalid_request_error"
+        kind = {404: "not_found_error", 413: "request_too_large"}.get(
+            refused.status, "invalid_request_error"
+        )
         return self.error(refused.status, kind, refused.message, request)
 
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
@@ -172,14 +178,10 @@ class Anthropic(Format):
                 tools.append(
                     ToolSpec(tool["name"], str(tool.get("description") or ""), tool["input_schema"])
                 )
-        turns, system_texts = [], [text_of(system)]
         for i, message in enumerate(body["messages"]):
             if any("cache_control" in b for b in _blocks(message)):
                 breakpoints.add(i + 1)
-            if message["role"] == "system":
-                system_texts.append(text_of(message["content"]))
-            else:
-                turns.append(_turn(message))
+        turns, system_texts = turns_of(_canonical(body))
         choice = body.get("tool_choice") or {"type": "auto"}
         fmt = body.get("output_format") or (body.get("output_config") or {}).get("format")
         schema = (
@@ -201,16 +203,19 @@ class Anthropic(Format):
             thinking=thinking,
             max_tokens=body["max_tokens"],
             output_schema=schema if isinstance(schema, dict) else None,
-            segments=[dumps(body.get("tools") or []).decode() + system_text]
-            + [dumps(m).decode() for m in body["messages"]],
+            segments=[dumps(unmarked(body.get("tools") or [])).decode() + system_text]
+            + [dumps(unmarked(m)).decode() for m in body["messages"]],
             breakpoints=sorted(breakpoints) or None,
+            segment_blocks=block_counts(body["messages"]),
             provider=self.name,
             items=body["messages"],
         )
 
     def cached(self, call: Call, prompt: Prompt, reply: Reply) -> None:
         if prompt.breakpoints:
-            read, written = call.env.cache.explicit(self.name, prompt.segments, prompt.breakpoints)
+            read, written = call.env.cache.explicit(
+                self.name, prompt.segments, prompt.breakpoints, prompt.segment_blocks
+            )
             reply.usage.cache_read, reply.usage.cache_write = read, written
 
     # --- the reply ------------------------------------------------------------------------
@@ -251,22 +256,12 @@ class Anthropic(Format):
         return message_events(rendered)
 
 
-def _turn(message: dict[str, Any]) -> Turn:
-    turn = Turn(role=message["role"])
-    texts = []
-    for block in _blocks(message):
-        kind = block.get("type")
-        if kind == "text":
-            texts.append(block["text"])
-        elif kind == "tool_use":
-            turn.calls.append(CallIn(block["id"], block["name"], block["input"]))
-        elif kind == "tool_result":
-            content = text_of(block.get("content"))
-            turn.results.append(
-                ResultIn(block["tool_use_id"], content, None, bool(block.get("is_error")))
-            )
-    turn.text = "\n".join(texts)
-    return turn
+def _canonical(body: dict[str, Any]) -> list[Message]:
+    """The request's messages (and system) as the gateway reads them: one reader of the API."""
+    try:
+        return read_messages({**body, "max_tokens": body.get("max_tokens") or 1}).messages
+    except InvalidRequestError as refused:
+        raise Refused(refused.message) from None
 
 
 def message_events(message: dict[str, Any]) -> list[Frame]:

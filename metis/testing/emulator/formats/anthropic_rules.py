@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from metis.testing.emulator.formats import files_rules
+from metis.testing.emulator.formats.cache_marks import check_breakpoint_limit
 from metis.testing.emulator.rules import (
     Check,
     Refused,
@@ -345,7 +347,9 @@ RULES: list[Rule | Check] = [
         ),
         AT_BLOCK + ".thinking: `thinking` and `signature` are required",
     ),
+    files_rules.anthropic,
     _check_blocks,
     _check_turn_opens_with_thinking,
     _check_tool_pairs,
+    check_breakpoint_limit,
 ]

@@ -190,7 +190,13 @@ class Bedrock(Format):
         return converse_prompt(call.model, call.body)
 
     def cached(self, call: Call, prompt: Prompt, reply: Reply) -> None:
-        """Bedrock reports the cache only where a request marks it; the emulator marks none."""
+        """Bedrock caches only where a request marks it (``cachePoint``, or Anthropic's
+        ``cache_control`` through InvokeModel), as Anthropic does."""
+        if prompt.breakpoints:
+            read, written = call.env.cache.explicit(
+                "bedrock", prompt.segments, prompt.breakpoints, prompt.segment_blocks
+            )
+            reply.usage.cache_read, reply.usage.cache_write = read, written
 
     def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> Any:
         if call.options["action"].startswith("invoke"):

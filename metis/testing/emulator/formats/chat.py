@@ -15,10 +15,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from metis.errors import InvalidRequestError
+from metis.gateway.chat_api import read_chat
+from metis.model.content import Message
 from metis.testing.emulator.formats.base import Call, Route
+from metis.testing.emulator.formats.canonical_turns import turns_of
 from metis.testing.emulator.formats.chat_rules import DEEPSEEK_THINKING, RULES
 from metis.testing.emulator.formats.openai import REASONING_MODEL, OpenAI
-from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
+from metis.testing.emulator.model import Prompt, Reply, ToolSpec
+from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.wire import (
     Frame,
     Ids,
@@ -28,7 +33,6 @@ from metis.testing.emulator.wire import (
     split_json,
     split_text,
     sse,
-    text_of,
 )
 
 FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
@@ -80,7 +84,8 @@ class Chat(OpenAI):
             )
             for f in (t["function"] for t in body.get("tools") or [] if t["type"] == "function")
         ]
-        turns, system = _turns(body["messages"])
+        turns, system_texts = turns_of(_canonical(body))
+        system = "\n".join(system_texts)
         fmt = object_at(body, "response_format")
         schema = (
             object_at(fmt, "json_schema").get("schema")
@@ -203,34 +208,19 @@ def _call_start(index: int, tool_call: dict[str, Any]) -> dict[str, Any]:
 def _choice(raw: Any) -> str:
     if isinstance(raw, dict) and raw.get("type") == "function":
         return f"tool:{raw['function']['name']}"
+    if isinstance(raw, dict) and raw.get("type") == "custom":  # a custom tool, never called
+        return "auto"
     if isinstance(raw, dict):  # allowed_tools
         return "required" if (raw.get("allowed_tools") or {}).get("mode") == "required" else "auto"
     return str(raw or "auto")
 
 
-def _turns(messages: list[dict[str, Any]]) -> tuple[list[Turn], str]:
-    turns: list[Turn] = []
-    system: list[str] = []
-    names: dict[str, str] = {}
-    for message in messages:
-        role, content = message["role"], text_of(message.get("content"))
-        if role in ("system", "developer"):
-            system.append(content)
-        elif role in ("tool", "function"):
-            call_id = message.get("tool_call_id", "")
-            result = ResultIn(call_id, content, names.get(call_id, message.get("name")))
-            if role == "tool" and turns and turns[-1].role == "user" and turns[-1].results:
-                turns[-1].results.append(result)
-            else:
-                turns.append(Turn(role="user", results=[result]))
-        else:
-            turn = Turn(role=role, text=content)
-            for tool_call in message.get("tool_calls") or []:
-                function = tool_call["function"]
-                turn.calls.append(CallIn(tool_call["id"], function["name"], function["arguments"]))
-                names[tool_call["id"]] = function["name"]
-            turns.append(turn)
-    return turns, "\n".join(system)
+def _canonical(body: dict[str, Any]) -> list[Message]:
+    """The request's messages as the gateway reads them: one reader of the API."""
+    try:
+        return read_chat(body).messages
+    except InvalidRequestError as refused:
+        raise Refused(refused.message) from None
 
 
 def _usage(reply: Reply) -> dict[str, Any]:

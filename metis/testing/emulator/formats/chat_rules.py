@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from metis.testing.emulator.formats import files_rules
+from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.openai import (
     REASONING_MODEL,
     TEMPERATURE,
@@ -44,7 +46,9 @@ TOP_LEVEL = names(
 )
 ROLES = ("system", "assistant", "user", "function", "tool", "developer")
 PART_TYPES = ("text", "image_url", "input_audio", "refusal", "audio", "file")
-ARGUMENTS = "messages.*.tool_calls.*.function.arguments"
+FUNCTION_CALLS = "messages.*.tool_calls.*[type=function|]"
+CUSTOM_CALLS = "messages.*.tool_calls.*[type=custom]"
+ARGUMENTS = f"{FUNCTION_CALLS}.function.arguments"
 DEEPSEEK_THINKING = re.compile(r"^deepseek-reasoner")
 
 
@@ -84,7 +88,7 @@ def _check_tool_choice(body: dict[str, Any], call: Any) -> None:
                 "tool_choice",
             )
     elif choice not in ("none", "auto", "required") and not (
-        isinstance(choice, dict) and choice.get("type") == "allowed_tools"
+        isinstance(choice, dict) and choice.get("type") in ("allowed_tools", "custom")
     ):
         message = (
             "Invalid value for 'tool_choice': expected 'none', 'auto', 'required' or a named "
@@ -237,13 +241,17 @@ RULES: list[Rule | Check] = [
     missing("messages.*[role=tool].tool_call_id"),
     expected("messages.*.tool_calls", array, "an array"),
     missing("messages.*.tool_calls.*.id"),
-    missing("messages.*.tool_calls.*.function"),
-    missing("messages.*.tool_calls.*.function.name"),
+    missing(f"{FUNCTION_CALLS}.function"),
+    missing(f"{FUNCTION_CALLS}.function.name"),
     missing(ARGUMENTS),
-    expected(
-        "messages.*.tool_calls.*.function.arguments", string, "a string, but got {type} instead"
-    ),
+    expected(ARGUMENTS, string, "a string, but got {type} instead"),
+    missing(f"{CUSTOM_CALLS}.custom"),
+    missing(f"{CUSTOM_CALLS}.custom.name"),
+    missing(f"{CUSTOM_CALLS}.custom.input"),
+    expected(f"{CUSTOM_CALLS}.custom.input", string, "a string, but got {type} instead"),
+    files_rules.openai_chat,
     _check_tool_messages,
     _check_reasoning_sent_back,
     _check_response_format,
+    check_prompt_cache_key,
 ]

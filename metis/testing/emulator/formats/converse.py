@@ -13,6 +13,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from metis.testing.emulator.formats import files_rules
+from metis.testing.emulator.formats.cache_marks import (
+    block_counts,
+    converse_breakpoints,
+    unmarked,
+)
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 from metis.testing.emulator.rules import (
     Check,
@@ -42,7 +48,7 @@ TOP_LEVEL = names(
     "promptVariables "
     "requestMetadata performanceConfig additionalModelResponseFieldPaths"
 )
-BLOCKS = ("text", "image", "toolUse", "toolResult", "reasoningContent", "document", "cachePoint")
+BLOCKS = names("text image document audio video toolUse toolResult reasoningContent cachePoint")
 TOOL_ID = r"[a-zA-Z0-9_-]{1,64}"
 
 
@@ -134,7 +140,10 @@ RULES: list[Rule | Check] = [
     ),
     Rule(
         "toolConfig.tools.*",
-        lambda t: isinstance(t, dict) and typed("name", matches(TOOL_ID))(t.get("toolSpec")),
+        lambda t: (
+            isinstance(t, dict)
+            and ("cachePoint" in t or typed("name", matches(TOOL_ID))(t.get("toolSpec")))
+        ),
         "toolConfig.tools.{0}.toolSpec.name: must match [a-zA-Z0-9_-]{{1,64}}",
     ),
     Rule(
@@ -188,6 +197,7 @@ RULES: list[Rule | Check] = [
         "messages.{0}.content.{1}.toolResult.content: must have length greater than or equal to 1",
         required=True,
     ),
+    files_rules.converse,
     _check_turns,
 ]
 
@@ -204,6 +214,7 @@ def converse_prompt(model: str, body: dict[str, Any]) -> Prompt:
             t["toolSpec"]["inputSchema"]["json"],
         )
         for t in config.get("tools") or []
+        if "toolSpec" in t
     ]
     choice = config.get("toolChoice") or {"auto": {}}
     thinking = (body.get("additionalModelRequestFields") or {}).get("thinking") or {}
@@ -219,7 +230,12 @@ def converse_prompt(model: str, body: dict[str, Any]) -> Prompt:
         else "auto",
         thinking=thinking.get("type") == "enabled",
         max_tokens=(body.get("inferenceConfig") or {}).get("maxTokens"),
-        segments=[dumps(config).decode() + system, *(dumps(m).decode() for m in body["messages"])],
+        segments=[
+            dumps(unmarked(config)).decode() + system,
+            *(dumps(unmarked(m)).decode() for m in body["messages"]),
+        ],
+        breakpoints=converse_breakpoints(body) or None,
+        segment_blocks=block_counts(body["messages"]),
         provider="bedrock",
         items=body["messages"],
     )

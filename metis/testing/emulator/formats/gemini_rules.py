@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from metis.testing.emulator.formats import files_rules
 from metis.testing.emulator.rules import (
     MISSING,
     Check,
@@ -293,6 +294,7 @@ RULES: list[Rule | Check] = [
         FIELD.replace("{at}", " at 'contents[{0}].parts[{1}]'"),
     ),
     _check_data,
+    files_rules.gemini,
     Rule(
         "contents.*.parts.*.functionCall",
         typed("name", matches(r".+")),

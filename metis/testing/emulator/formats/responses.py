@@ -234,6 +234,10 @@ def _turns(items: list[dict[str, Any]]) -> tuple[list[Turn], list[str]]:
     names: dict[str, str] = {}
     for item in items:
         kind = item.get("type", "message")
+        if kind == "custom_tool_call":  # a freeform call: its input, as arguments
+            kind, item = "function_call", {**item, "arguments": item.get("input")}
+        elif kind == "custom_tool_call_output":
+            kind = "function_call_output"
         last = turns[-1] if turns else None
         if kind == "message" and item["role"] in ("system", "developer"):
             system.append(text_of(item["content"]))

@@ -9,6 +9,8 @@ import base64
 import json
 from typing import Any
 
+from metis.testing.emulator.formats import files_rules
+from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.openai import (
     TEMPERATURE,
     expected,
@@ -124,6 +126,13 @@ def _check_tool_choice(body: dict[str, Any], call: Any) -> None:
         raise Refused("Invalid value for 'tool_choice'.", "tool_choice", "invalid_value")
 
 
+CALL_KINDS = {
+    "custom_tool_call": "function_call",
+    "custom_tool_call_output": "function_call_output",
+}
+"""A custom (freeform) tool's call and output pair as a function's do."""
+
+
 def _check_items(body: dict[str, Any], call: Any) -> None:
     """Outputs answer earlier calls and every call is answered; reasoning items carry what this
     emulator issued (or were stored by it) and come before the item they led to."""
@@ -133,7 +142,7 @@ def _check_items(body: dict[str, Any], call: Any) -> None:
     calls: set[str] = set()
     answered: set[str] = set()
     for i, item in enumerate(items):
-        kind = item.get("type", "message")
+        kind = CALL_KINDS.get(item.get("type", "message"), item.get("type", "message"))
         if kind == "function_call":
             calls.add(item["call_id"])
         elif kind == "function_call_output":
@@ -169,7 +178,8 @@ def _check_reasoning(
             "false. Try again with `store` set to true, or remove this item from your input.",
             "input",
         )
-    if not following or following[0].get("type", "message") not in ("message", "function_call"):
+    led_to = following[0].get("type", "message") if following else None
+    if CALL_KINDS.get(str(led_to), led_to) not in ("message", "function_call"):
         raise Refused(
             f"Item '{item['id']}' of type 'reasoning' was provided without its required following "
             f"item.",
@@ -224,6 +234,7 @@ def _starts_anew(body: dict[str, Any]) -> bool:
 
 
 FUNCTION_CALLS = "input.*[type=function_call]"
+CUSTOM_CALLS = "input.*[type=custom_tool_call]"
 RULES: list[Rule | Check] = [
     Rule("~", one_of(*TOP_LEVEL), "Unknown parameter: '{value}'.", "{value}", "unknown_parameter"),
     missing("model", test=text),
@@ -253,7 +264,13 @@ RULES: list[Rule | Check] = [
     missing(f"{FUNCTION_CALLS}.name"),
     expected(f"{FUNCTION_CALLS}.arguments", string, "a string"),
     missing("input.*[type=function_call_output].call_id"),
+    missing(f"{CUSTOM_CALLS}.call_id"),
+    missing(f"{CUSTOM_CALLS}.name"),
+    expected(f"{CUSTOM_CALLS}.input", string, "a string"),
+    missing("input.*[type=custom_tool_call_output].call_id"),
+    files_rules.openai_responses,
     missing("input.*[type=reasoning].id"),
     _check_items,
     _check_text_format,
+    check_prompt_cache_key,
 ]

@@ -1,0 +1,261 @@
+"""The ASGI application ``metis serve`` runs (Starlette; docs/gateway.md says why): the
+providers' endpoints, the model list, health and readiness."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any, TypeVar
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from metis.errors import AdapterError, ConfigError, InvalidRequestError
+from metis.gateway.anthropic_api import VERSIONS
+from metis.gateway.config import GatewayConfig
+from metis.gateway.errors import RequestTooLargeError
+from metis.gateway.keys_redis import RedisLedger
+from metis.gateway.service import Gateway, StreamResult, error_reply, log_dropped, request_id
+from metis.gateway.store import RedisResponseStore
+from metis.wire.json_limits import loads
+
+log = logging.getLogger("metis.gateway")
+T = TypeVar("T")
+
+
+async def read_body(request: Request, limit: int) -> Any:
+    """The request's JSON body, refused past ``limit`` bytes before more is read."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise RequestTooLargeError(f"request body is larger than {limit} bytes")
+    received = bytearray()
+    async for chunk in request.stream():
+        received += chunk
+        if len(received) > limit:
+            raise RequestTooLargeError(f"request body is larger than {limit} bytes")
+    try:
+        return loads(bytes(received))
+    except (ValueError, RecursionError):
+        raise InvalidRequestError("the request body is not valid JSON") from None
+
+
+class DeadlineStream(StreamingResponse):
+    """A stream that ends by its deadline: with the API's own error event when the upstream
+    call runs past it (the upstream call is cancelled, as when the client goes away)."""
+
+    def __init__(self, result: StreamResult) -> None:
+        super().__init__(result.chunks, headers=result.headers)
+        self.result = result
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        started: list[bool] = []
+
+        async def sending(message: Any) -> None:
+            started.append(True)
+            await send(message)
+
+        with anyio.move_on_after(self.result.deadline - anyio.current_time()) as scope_:
+            await super().__call__(scope, receive, sending)
+        if scope_.cancelled_caught and started:
+            body = self.result.timed_out()
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def until_disconnect(request: Request, work: Awaitable[T]) -> T | None:
+    """``work``'s result, or None when the client disconnects first (``work`` is cancelled,
+    and the upstream call with it): a whole-body reply has no stream to notice it."""
+    found: list[T] = []
+    failed: list[Exception] = []
+
+    async def run(scope: anyio.CancelScope) -> None:
+        try:
+            found.append(await work)
+        except Exception as exc:  # raised below, outside the task group (not in a group)
+            failed.append(exc)
+        finally:
+            scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run, group.cancel_scope)
+        while True:
+            message = await request.receive()
+            if message["type"] == "http.disconnect":
+                group.cancel_scope.cancel()
+                break
+    if failed:
+        raise failed[0]
+    return found[0] if found else None
+
+
+def _check_version(request: Request) -> None:
+    version = request.headers.get("anthropic-version")
+    if version is not None and version not in VERSIONS:
+        raise InvalidRequestError(f"anthropic-version: invalid version {version!r}"[:200])
+
+
+def _json(status: int, body: Any, headers: dict[str, str]) -> JSONResponse:
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def _answer(gateway: Gateway, api: str, request: Request) -> Response:
+    """The request answered; a refused one is counted here (with no model: its name may be
+    anything), a served one where it ends."""
+    started = time.monotonic()
+    response = await _answered(gateway, api, request)
+    if response.status_code != 200:
+        gateway.metrics.request(api, "", response.status_code, time.monotonic() - started)
+    return response
+
+
+async def _answered(gateway: Gateway, api: str, request: Request) -> Response:
+    rid = request_id()
+    try:
+        key = gateway.authenticate(request.headers)
+        if api == "anthropic":
+            _check_version(request)
+        body = await read_body(request, gateway.settings.max_request_bytes)
+        prepared = await gateway.prepare(api, body)
+        if prepared.reported:
+            log_dropped(prepared, prepared.reported)
+        if prepared.inbound.stream:
+            return DeadlineStream(await gateway.stream(api, prepared, key))
+        result = await until_disconnect(request, gateway.complete(api, prepared, key))
+        if result is None:  # the client went away: no one reads this
+            return Response(status_code=499)
+        return _json(result.status, result.body, result.headers)
+    except AdapterError as exc:
+        gateway.metrics.error(api, exc.error_class.value)
+        failed = error_reply(api, exc, rid)
+        return _json(failed.status, failed.body, failed.headers)
+    except Exception:
+        gateway.metrics.error(api, "other")
+        log.exception("gateway request failed", extra={"event": "metis.gateway.error"})
+        failed = error_reply(api, AdapterError("internal gateway error"), rid)
+        return _json(failed.status, failed.body, failed.headers)
+
+
+async def _count_tokens(gateway: Gateway, request: Request) -> Response:
+    rid = request_id()
+    try:
+        gateway.authenticate(request.headers)
+        _check_version(request)
+        body = await read_body(request, gateway.settings.max_request_bytes)
+        if isinstance(body, dict):
+            body = {**body, "max_tokens": body.get("max_tokens") or 1}
+        prepared = await gateway.prepare("anthropic", body)
+        counted = await prepared.target.chat_model.count_tokens(prepared.request)
+        return _json(200, {"input_tokens": counted.input_tokens}, {})
+    except AdapterError as exc:
+        failed = error_reply("anthropic", exc, rid)
+        return _json(failed.status, failed.body, failed.headers)
+
+
+def _models(gateway: Gateway, request: Request) -> Response:
+    """One list both SDKs read: OpenAI's ``object``/``created``/``owned_by`` and Anthropic's
+    ``type``/``display_name``/``created_at`` on each entry."""
+    rid = request_id()
+    try:
+        gateway.authenticate(request.headers)
+    except AdapterError as exc:
+        api = "anthropic" if request.headers.get("anthropic-version") else "chat"
+        failed = error_reply(api, exc, rid)
+        return _json(failed.status, failed.body, failed.headers)
+    data = [
+        {
+            **entry,
+            "object": "model",
+            "type": "model",
+            "display_name": entry["id"],
+            "created": 0,
+            "created_at": "1970-01-01T00:00:00Z",
+            "owned_by": "metis",
+        }
+        for entry in gateway.models.listing()
+    ]
+    first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
+    page = {"object": "list", "data": data, "has_more": False, "first_id": first, "last_id": last}
+    return _json(200, page, {})
+
+
+@asynccontextmanager
+async def redis_client(url: str) -> AsyncIterator[Any]:
+    """A client of the Redis at ``url`` that the gateways share, for the application's life."""
+    from metis.redis.target import connect, parse_redis_url
+
+    async with connect(parse_redis_url(url), max_connections=64, seconds=5.0) as client:
+        yield client
+
+
+def create_app(config: GatewayConfig) -> Starlette:
+    """The gateway's ASGI application over ``config``; its lifespan closes the adapters."""
+    gateway = Gateway(config)
+    state = {"ready": False}
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            stack.push_async_callback(gateway.aclose)
+            url = gateway.settings.redis_url
+            if url is not None:
+                client = await stack.enter_async_context(redis_client(url))
+                gateway.keys.ledger = RedisLedger(client)
+                gateway.stored = RedisResponseStore(client, gateway.settings.stored_seconds)
+            state["ready"] = True
+            try:
+                yield
+            finally:
+                state["ready"] = False
+
+    async def messages(request: Request) -> Response:
+        return await _answer(gateway, "anthropic", request)
+
+    async def chat(request: Request) -> Response:
+        return await _answer(gateway, "chat", request)
+
+    async def responses(request: Request) -> Response:
+        return await _answer(gateway, "responses", request)
+
+    async def count_tokens(request: Request) -> Response:
+        return await _count_tokens(gateway, request)
+
+    async def models(request: Request) -> Response:
+        return _models(gateway, request)
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def metrics(request: Request) -> Response:
+        media = "text/plain; version=0.0.4; charset=utf-8"
+        return Response(gateway.metrics.render(), media_type=media)
+
+    async def ready(request: Request) -> Response:
+        return JSONResponse({"ready": state["ready"]}, status_code=200 if state["ready"] else 503)
+
+    routes = [
+        Route("/v1/messages", messages, methods=["POST"]),
+        Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/v1/responses", responses, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/ready", ready, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.gateway = gateway
+    return app
+
+
+def from_environment() -> Starlette:
+    """The application over the configuration ``METIS_GATEWAY_CONFIG`` names: what each
+    worker of ``metis serve --workers N`` runs."""
+    path = os.environ.get("METIS_GATEWAY_CONFIG")
+    if not path:
+        raise ConfigError("METIS_GATEWAY_CONFIG is not set: it names the gateway's models.yaml")
+    return create_app(GatewayConfig.load(path))

@@ -1,0 +1,268 @@
+"""OpenAI Chat Completions served: ``POST /v1/chat/completions`` read into the canonical form,
+the reply and its chunks written back as the API writes them (``data:`` lines, the role first,
+a tool call's id and name on its first fragment only, the finish_reason chunk, the usage chunk
+with ``choices: []`` when ``stream_options.include_usage`` asks, then ``data: [DONE]``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from metis.errors import InvalidRequestError
+from metis.gateway.inbound import (
+    Inbound,
+    KeptIds,
+    body_object,
+    effort_thinking,
+    flag,
+    model_name,
+    optional_int,
+    optional_number,
+    string_list,
+    tool_definition,
+    unknown_fields,
+)
+from metis.gateway.sse import DONE, BlockWriter, data, dumps, new_id, now
+from metis.histories.openai_chat import from_openai_chat
+from metis.model.content import TextBlock, ThinkingBlock, ToolUseBlock
+from metis.model.events import (
+    MessageComplete,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolUseEnd,
+    ToolUseInputDelta,
+    ToolUseStart,
+)
+from metis.model.request import ToolChoice
+from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
+
+READ = frozenset(
+    {
+        "model",
+        "messages",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "temperature",
+        "stop",
+        "max_tokens",
+        "max_completion_tokens",
+        "stream",
+        "stream_options",
+        "response_format",
+        "reasoning_effort",
+    }
+)
+FINISH = {
+    StopKind.MAX_TOKENS: "length",
+    StopKind.TOOL_USE: "tool_calls",
+    StopKind.CONTENT_FILTER: "content_filter",
+    StopKind.REFUSAL: "content_filter",
+}
+
+
+def read_chat(raw: Any) -> Inbound:
+    """A Chat Completions request body (parsed JSON) in canonical terms."""
+    body = body_object(raw)
+    model = model_name(body)
+    ignored = unknown_fields(body, READ)
+    fields: dict[str, Any] = {}
+    if tools := _tools(body.get("tools")):
+        fields["tools"] = tools
+    if (choice := _tool_choice(body.get("tool_choice"))) is not None:
+        fields["tool_choice"] = choice
+    if body.get("parallel_tool_calls") is not None:
+        fields["parallel_tool_calls"] = flag(body, "parallel_tool_calls")
+    if (temperature := optional_number(body, "temperature")) is not None:
+        fields["temperature"] = temperature
+    if stops := string_list(body.get("stop"), "stop"):
+        fields["stop_sequences"] = stops
+    if (thinking := effort_thinking(body.get("reasoning_effort"), "reasoning_effort")) is not None:
+        fields["thinking"] = thinking
+    schema, json_mode = output_format(body.get("response_format"), "response_format")
+    if schema is not None:
+        fields["output_schema"] = schema
+    if json_mode:
+        ignored.append("response_format (json_object)")
+    limit = optional_int(body, "max_completion_tokens") or optional_int(body, "max_tokens")
+    stream_options = body.get("stream_options")
+    include_usage = isinstance(stream_options, Mapping) and stream_options.get("include_usage")
+    return Inbound(
+        model=model,
+        messages=from_openai_chat(body.get("messages", []), ids=KeptIds()),
+        stream=flag(body, "stream"),
+        max_output_tokens=limit,
+        fields=fields,
+        ignored=ignored,
+        options={"include_usage": include_usage is True},
+    )
+
+
+def _tools(raw: Any) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise InvalidRequestError("tools: expected a list of tools")
+    tools = []
+    for i, tool in enumerate(raw):
+        where = f"tools[{i}]"
+        function = tool.get("function") if isinstance(tool, Mapping) else None
+        if not isinstance(function, Mapping):
+            raise InvalidRequestError(f"{where}.function: expected an object")
+        tools.append(
+            tool_definition(
+                function.get("name"),
+                function.get("description"),
+                function.get("parameters"),
+                f"{where}.function",
+            )
+        )
+    return tools
+
+
+def _tool_choice(raw: Any) -> ToolChoice | None:
+    if raw is None:
+        return None
+    named = {"auto": "auto", "required": "any", "none": "none"}
+    if isinstance(raw, str) and raw in named:
+        return ToolChoice(type=named[raw])
+    function = raw.get("function") if isinstance(raw, Mapping) else None
+    if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+        return ToolChoice.tool(function["name"])
+    raise InvalidRequestError(
+        "tool_choice: expected auto, required, none or {type: function, function: {name}}"
+    )
+
+
+def output_format(raw: Any, where: str) -> tuple[dict[str, Any] | None, bool]:
+    """A ``json_schema`` format's schema, and whether JSON mode (``json_object``) was asked."""
+    if raw is None:
+        return None, False
+    kind = raw.get("type") if isinstance(raw, Mapping) else None
+    if kind == "text":
+        return None, False
+    if kind == "json_object":
+        return None, True
+    spec = raw.get("json_schema", raw) if isinstance(raw, Mapping) else None
+    schema = spec.get("schema") if isinstance(spec, Mapping) else None
+    if kind != "json_schema" or not isinstance(schema, dict):
+        raise InvalidRequestError(f"{where}: expected text, json_object or a json_schema")
+    return schema, False
+
+
+# The reply ---------------------------------------------------------------------------------
+
+
+def usage(tokens: TokenUsage) -> dict[str, Any]:
+    prompt = tokens.total_input_tokens
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": tokens.output_tokens,
+        "total_tokens": prompt + tokens.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": tokens.cached_input_tokens},
+    }
+
+
+def finish_reason(reason: StopReason) -> str:
+    return FINISH.get(reason.kind, "stop")
+
+
+def write_completion(response: CanonicalResponse, model: str) -> dict[str, Any]:
+    """The Chat Completions reply body for ``response``, naming ``model`` as the client did."""
+    message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
+    texts = [b.text for b in response.content if isinstance(b, TextBlock)]
+    if texts:
+        message["content"] = "".join(texts)
+    thinking = "".join(b.thinking for b in response.content if isinstance(b, ThinkingBlock))
+    if thinking:
+        message["reasoning_content"] = thinking
+    calls = [
+        {
+            "id": b.id,
+            "type": "function",
+            "function": {"name": b.name, "arguments": dumps(b.input)},
+        }
+        for b in response.content
+        if isinstance(b, ToolUseBlock)
+    ]
+    if calls:
+        message["tool_calls"] = calls
+    choice = {
+        "index": 0,
+        "message": message,
+        "logprobs": None,
+        "finish_reason": finish_reason(response.stop_reason),
+    }
+    return {
+        "id": new_id("chatcmpl-"),
+        "object": "chat.completion",
+        "created": now(),
+        "model": model,
+        "choices": [choice],
+        "usage": usage(response.usage),
+    }
+
+
+class ChunkStream(BlockWriter):
+    """The canonical events of one call as Chat Completions streams them."""
+
+    def __init__(self, model: str, include_usage: bool) -> None:
+        super().__init__()
+        self.base: dict[str, Any] = {
+            "id": new_id("chatcmpl-"),
+            "object": "chat.completion.chunk",
+            "created": now(),
+            "model": model,
+        }
+        self.include_usage = include_usage
+        self.started = False
+        self.calls = 0  # tool calls opened: the index of the next one
+
+    def _chunk(self, delta: dict[str, Any] | None, finish: str | None = None) -> bytes:
+        choices = (
+            []
+            if delta is None
+            else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+        )
+        chunk: dict[str, Any] = {**self.base, "choices": choices}
+        if self.include_usage:
+            chunk["usage"] = None
+        return data(chunk)
+
+    def feed(self, item: StreamEvent) -> bytes:
+        head = b""
+        if not self.started:
+            self.started = True
+            head = self._chunk({"role": "assistant", "content": "", "refusal": None})
+        return head + super().feed(item)
+
+    def open_block(self, kind: str, item: StreamEvent) -> bytes:
+        if not isinstance(item, ToolUseStart):
+            return b""
+        function = {"name": item.tool_name, "arguments": ""}
+        opened = {"index": self.calls, "id": item.tool_use_id, "type": "function"}
+        self.calls += 1
+        return self._chunk({"tool_calls": [{**opened, "function": function}]})
+
+    def text(self, item: TextDelta) -> bytes:
+        return self._chunk({"content": item.text}) if item.text else b""
+
+    def thinking(self, item: ThinkingDelta) -> bytes:
+        return self._chunk({"reasoning_content": item.thinking}) if item.thinking else b""
+
+    def tool_input(self, item: ToolUseInputDelta) -> bytes:
+        fragment = {"index": self.calls - 1, "function": {"arguments": item.partial_json}}
+        return self._chunk({"tool_calls": [fragment]})
+
+    def close_block(self, kind: str, end: ToolUseEnd | None) -> bytes:
+        return b""
+
+    def complete(self, item: MessageComplete) -> bytes:
+        out = self._chunk({}, finish_reason(item.stop_reason))
+        if self.include_usage:
+            out += data({**self.base, "choices": [], "usage": usage(item.usage)})
+        return out + DONE
+
+    def error(self, status: int, body: dict[str, Any]) -> bytes:
+        return data(body)

@@ -1,0 +1,91 @@
+"""The ``gateway:`` section of a models.yaml (docs/gateway.md): where to listen, the key a
+client must give, and the limits of each request."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from metis.core.config_files import config_error, read_yaml
+from metis.errors import ConfigError
+from metis.gateway.keys import Keys, KeySpec
+from metis.registry.registry import Registry
+
+
+class GatewaySettings(BaseModel):
+    """``gateway:`` in a models.yaml. ``api_key_env`` names the variable holding the one key
+    clients must send (``x-api-key`` or ``Authorization: Bearer``); without it the gateway
+    takes any client and listens on loopback only unless told otherwise."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=4000, ge=0, le=65535)
+    api_key_env: str | None = Field(default=None, min_length=1)
+    max_request_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    request_timeout_seconds: float = Field(default=600.0, gt=0)
+    drain_seconds: int = Field(default=30, ge=0)
+    """How long shutting down waits for the streams in flight to finish."""
+    stored_responses: int = Field(default=10_000, ge=0)
+    """How many Responses API conversations are kept for ``previous_response_id``."""
+    redis_url: str | None = None
+    """Where the keys' limits and spend, and the stored responses, are shared by every
+    gateway (else: in memory)."""
+    stored_seconds: int = Field(default=30 * 86400, ge=1)
+    """How long a stored response is kept in Redis."""
+    keys: list[KeySpec] = Field(default_factory=list)
+    """Gateway keys with their own models, limits and budget (metis.gateway.keys)."""
+
+
+class GatewayConfig:
+    """A models.yaml read for serving: the registry of its models, aliases and routes, the
+    gateway's settings, and the client key they name (read from the environment)."""
+
+    def __init__(
+        self, registry: Registry, settings: GatewaySettings, api_key: str | None, keys: Keys
+    ) -> None:
+        self.registry, self.settings, self.api_key, self.keys = registry, settings, api_key, keys
+
+    @classmethod
+    def load(
+        cls, path: str | Path, *, environ: Mapping[str, str] | None = None, **registry_kwargs: Any
+    ) -> GatewayConfig:
+        file = Path(path).expanduser()
+        data = read_yaml(file, "gateway configuration")
+        return cls.from_dict(
+            data, str(file), base_dir=file.parent, environ=environ, **registry_kwargs
+        )
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Any,
+        source: str = "<inline>",
+        *,
+        environ: Mapping[str, str] | None = None,
+        **registry_kwargs: Any,
+    ) -> GatewayConfig:
+        if not isinstance(data, dict):
+            raise ConfigError(f"{source}: expected a mapping with adapters, models and gateway")
+        data = dict(data)
+        raw = data.pop("gateway", None) or {}
+        try:
+            settings = GatewaySettings.model_validate(raw)
+        except ValidationError as exc:
+            raise config_error(exc, source, GatewaySettings, ("gateway",)) from None
+        env = os.environ if environ is None else environ
+        api_key = None
+        if settings.api_key_env is not None:
+            api_key = env.get(settings.api_key_env)
+            if not api_key:
+                raise ConfigError(
+                    f"{source}: gateway.api_key_env names {settings.api_key_env}, which is not "
+                    "set; set it to the key clients must send"
+                )
+        keys = Keys(settings.keys, env)
+        registry = Registry.from_dict(data, source, environ=environ, **registry_kwargs)
+        return cls(registry, settings, api_key, keys)

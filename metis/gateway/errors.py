@@ -1,0 +1,122 @@
+"""Errors in each served API's shape, with the status code of their class (docs/gateway.md).
+
+Anthropic: ``{"type": "error", "error": {"type", "message"}, "request_id"}``; OpenAI (both
+APIs): ``{"error": {"message", "type", "param", "code"}}``. The official SDKs pick their
+exception class from the status, so each error class keeps the status the provider gives it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from metis.errors import AdapterError, ErrorClass, InvalidRequestError
+
+
+class ModelNotFoundError(InvalidRequestError):
+    """A model name the configuration does not have: 404 in every API."""
+
+
+class PreviousResponseNotFoundError(InvalidRequestError):
+    """A ``previous_response_id`` the gateway does not hold."""
+
+
+class RequestTooLargeError(InvalidRequestError):
+    """A body over the configured size limit: 413."""
+
+
+class GatewayAuthError(AdapterError):
+    """A missing or wrong gateway key: 401."""
+
+    error_class = ErrorClass.AUTH
+
+
+class GatewayPermissionError(AdapterError):
+    """A gateway key naming a model it may not use: 403."""
+
+    error_class = ErrorClass.AUTH
+
+
+class GatewayTimeoutError(AdapterError):
+    """The request ran past the configured per-request timeout: 504."""
+
+    error_class = ErrorClass.SERVER_ERROR
+
+
+@dataclass(slots=True)
+class ErrorReply:
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+_ANTHROPIC: dict[ErrorClass, tuple[int, str]] = {
+    ErrorClass.RATE_LIMIT: (429, "rate_limit_error"),
+    ErrorClass.OVERLOADED: (529, "overloaded_error"),
+    ErrorClass.AUTH: (401, "authentication_error"),
+    ErrorClass.SERVER_ERROR: (500, "api_error"),
+    ErrorClass.NETWORK: (502, "api_error"),
+    ErrorClass.CONTEXT_OVERFLOW: (400, "invalid_request_error"),
+    ErrorClass.INVALID_REQUEST: (400, "invalid_request_error"),
+    ErrorClass.CAPABILITY: (400, "invalid_request_error"),
+    ErrorClass.CANCELLED: (499, "api_error"),
+    ErrorClass.OTHER: (500, "api_error"),
+}
+_OPENAI: dict[ErrorClass, tuple[int, str, str | None]] = {
+    ErrorClass.RATE_LIMIT: (429, "requests", "rate_limit_exceeded"),
+    ErrorClass.OVERLOADED: (503, "server_error", None),
+    ErrorClass.AUTH: (401, "invalid_request_error", "invalid_api_key"),
+    ErrorClass.SERVER_ERROR: (500, "server_error", None),
+    ErrorClass.NETWORK: (502, "server_error", None),
+    ErrorClass.CONTEXT_OVERFLOW: (400, "invalid_request_error", "context_length_exceeded"),
+    ErrorClass.INVALID_REQUEST: (400, "invalid_request_error", None),
+    ErrorClass.CAPABILITY: (400, "invalid_request_error", "unsupported_value"),
+    ErrorClass.CANCELLED: (499, "server_error", None),
+    ErrorClass.OTHER: (500, "server_error", None),
+}
+
+
+def _special(error: AdapterError) -> tuple[int, str, str | None] | None:
+    """Status, Anthropic type and OpenAI code of the gateway's own errors."""
+    if isinstance(error, ModelNotFoundError):
+        return 404, "not_found_error", "model_not_found"
+    if isinstance(error, PreviousResponseNotFoundError):
+        return 400, "invalid_request_error", "previous_response_not_found"
+    if isinstance(error, RequestTooLargeError):
+        return 413, "request_too_large", "request_too_large"
+    if isinstance(error, GatewayTimeoutError):
+        return 504, "timeout_error", "timeout"
+    if isinstance(error, GatewayPermissionError):
+        return 403, "permission_error", "model_not_allowed"
+    return None
+
+
+def _headers(error: AdapterError) -> dict[str, str]:
+    if error.retry_after_seconds is not None:
+        return {"retry-after": f"{max(0.0, error.retry_after_seconds):g}"}
+    return {}
+
+
+def anthropic_error(error: AdapterError, request_id: str) -> ErrorReply:
+    special = _special(error)
+    status, kind = (special[0], special[1]) if special else _ANTHROPIC[error.error_class]
+    body = {"type": "error", "error": {"type": kind, "message": error.message}}
+    headers = {**_headers(error), "request-id": request_id}
+    if status in (408, 409, 429) or status >= 500:
+        headers["x-should-retry"] = "true"
+    return ErrorReply(status, {**body, "request_id": request_id}, headers)
+
+
+def openai_error(error: AdapterError, request_id: str, param: str | None = None) -> ErrorReply:
+    special = _special(error)
+    if special:
+        status, kind, code = special[0], "invalid_request_error", special[2]
+        if status == 504:
+            kind = "server_error"
+    else:
+        status, kind, code = _OPENAI[error.error_class]
+        code = error.provider_code if error.provider_code == "insufficient_quota" else code
+    if isinstance(error, PreviousResponseNotFoundError):
+        param = "previous_response_id"
+    body = {"error": {"message": error.message, "type": kind, "param": param, "code": code}}
+    return ErrorReply(status, body, {**_headers(error), "x-request-id": request_id})

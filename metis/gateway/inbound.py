@@ -1,0 +1,128 @@
+"""A request as read from one of the served APIs: the canonical parts, what the reply's shape
+depends on, and the fields that were left out because they have no canonical meaning."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from metis.core.ids import TOOL_ID_PREFIX
+from metis.errors import InvalidRequestError
+from metis.histories.reading import Ids
+from metis.model.content import Message
+from metis.model.request import CanonicalRequest, ThinkingConfig, ToolDefinition
+
+
+@dataclass(slots=True)
+class Inbound:
+    """One request in canonical terms, before the gateway routes it. ``model`` is the name the
+    client gave (a model, alias or route of the configuration); ``fields`` the other
+    ``CanonicalRequest`` fields; ``ignored`` the request's fields that were left out."""
+
+    model: str
+    messages: list[Message]
+    stream: bool = False
+    max_output_tokens: int | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+    ignored: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def request(self, model: str, max_output_tokens: int, **changes: Any) -> CanonicalRequest:
+        """The canonical request for ``model`` (its wire form, or a route)."""
+        fields = {**self.fields, **changes}
+        return CanonicalRequest(
+            model=model, messages=self.messages, max_output_tokens=max_output_tokens, **fields
+        )
+
+
+class KeptIds(Ids):
+    """Tool ids as a client sends them back: a canonical id the gateway gave out stays itself
+    (so the tool-id store finds the provider id behind it); any other gets a canonical id,
+    the same one throughout the request."""
+
+    def __call__(self, provider_id: Any, where: str) -> str:
+        if isinstance(provider_id, str) and provider_id.startswith(TOOL_ID_PREFIX):
+            return provider_id
+        return super().__call__(provider_id, where)
+
+
+def body_object(body: Any) -> Mapping[str, Any]:
+    if not isinstance(body, Mapping):
+        raise InvalidRequestError("the request body must be a JSON object")
+    return body
+
+
+def model_name(body: Mapping[str, Any]) -> str:
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise InvalidRequestError("model: expected the name of a model (a non-empty string)")
+    return model
+
+
+def optional_int(body: Mapping[str, Any], key: str) -> int | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidRequestError(f"{key}: expected a positive integer, got {value!r}"[:200])
+    return value
+
+
+def optional_number(body: Mapping[str, Any], key: str) -> float | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise InvalidRequestError(f"{key}: expected a number >= 0, got {value!r}"[:200])
+    return float(value)
+
+
+def flag(body: Mapping[str, Any], key: str, default: bool = False) -> bool:
+    value = body.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise InvalidRequestError(f"{key}: expected true or false, got {value!r}"[:200])
+    return value
+
+
+def string_list(value: Any, where: str) -> list[str]:
+    """A string or a list of strings (OpenAI's ``stop``), as a list."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return list(value)
+    raise InvalidRequestError(f"{where}: expected a string or a list of strings")
+
+
+def tool_definition(name: Any, description: Any, schema: Any, where: str) -> ToolDefinition:
+    if not isinstance(name, str) or not name:
+        raise InvalidRequestError(f"{where}.name: expected a non-empty string")
+    if schema is None:
+        schema = {"type": "object", "properties": {}}
+    if not isinstance(schema, dict):
+        raise InvalidRequestError(f"{where}: the input schema must be a JSON object")
+    text = description if isinstance(description, str) else ""
+    return ToolDefinition(name=name, description=text, input_schema=schema)
+
+
+EFFORT_BUDGETS = {"minimal": 512, "low": 1024, "medium": 4096, "high": 16384, "xhigh": 32768}
+"""OpenAI's reasoning efforts as thinking budgets, for models that take a budget."""
+
+
+def effort_thinking(effort: Any, where: str) -> ThinkingConfig | None:
+    if effort is None or effort == "none":
+        return None
+    if effort not in EFFORT_BUDGETS:
+        raise InvalidRequestError(
+            f"{where}: expected one of none, {', '.join(EFFORT_BUDGETS)}, got {effort!r}"[:200]
+        )
+    return ThinkingConfig(budget_tokens=EFFORT_BUDGETS[effort])
+
+
+def unknown_fields(body: Mapping[str, Any], read: frozenset[str]) -> list[str]:
+    """The request's fields the reader does not take, in the order they came."""
+    return [key for key in body if key not in read]

@@ -1,0 +1,159 @@
+"""Gateway keys (docs/gateway.md): each with the models it may use, a request rate, a number of
+requests at once and a USD budget priced from the catalog; kept as SHA-256 digests, in this
+process's memory."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from metis.cost import priced_cost
+from metis.errors import ConfigError, ErrorClass, RateLimitError
+from metis.gateway.errors import GatewayPermissionError
+from metis.model.response import TokenUsage
+
+WINDOW_SECONDS = 60.0
+
+
+class KeySpec(BaseModel):
+    """One entry of ``gateway.keys``: the key's SHA-256 digest (``sha256``), or the variable
+    holding the key (``key_env``), and what it may do."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    key_env: str | None = Field(default=None, min_length=1)
+    models: list[str] | None = None
+    """The model ids, aliases and routes the key may name (None: every one)."""
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    max_concurrent: int | None = Field(default=None, ge=1)
+    budget_usd: Decimal | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> KeySpec:
+        if (self.sha256 is None) == (self.key_env is None):
+            raise ValueError("give the key as sha256 (its digest) or key_env, one of the two")
+        return self
+
+
+class BudgetExceededError(RateLimitError):
+    """A key's budget is spent: 429 ``insufficient_quota``, as OpenAI answers a spent quota."""
+
+    error_class = ErrorClass.RATE_LIMIT
+
+
+@dataclass(slots=True)
+class KeyState:
+    spec: KeySpec
+    started: deque[float] = field(default_factory=deque)
+    in_flight: int = 0
+    spent: Decimal = Decimal(0)
+
+
+def price(model: str, usage: TokenUsage) -> Decimal | None:
+    """What ``usage`` cost on ``model`` at the catalog's prices (None: no single price known)."""
+    try:
+        cost = priced_cost(model, usage)
+    except ConfigError:  # a bare name several catalog providers serve
+        return None
+    return cost.usd if cost is not None else None
+
+
+def digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+# What a ledger says of a request: admitted, or which limit refused it.
+ADMITTED, OVER_BUDGET, OVER_RATE, OVER_CONCURRENCY = 0, 1, 2, 3
+
+
+class MemoryLedger:
+    """Each key's requests, leases and spend in this process's memory."""
+
+    async def admit(self, state: KeyState, now: float) -> tuple[int, float]:
+        spec = state.spec
+        if spec.budget_usd is not None and state.spent >= spec.budget_usd:
+            return OVER_BUDGET, 0.0
+        while state.started and state.started[0] <= now - WINDOW_SECONDS:
+            state.started.popleft()
+        if spec.requests_per_minute is not None and len(state.started) >= spec.requests_per_minute:
+            return OVER_RATE, state.started[0] + WINDOW_SECONDS - now
+        if spec.max_concurrent is not None and state.in_flight >= spec.max_concurrent:
+            return OVER_CONCURRENCY, 1.0
+        state.started.append(now)
+        state.in_flight += 1
+        return ADMITTED, 0.0
+
+    async def release(self, state: KeyState, usd: Decimal) -> None:
+        state.in_flight -= 1
+        state.spent += usd
+
+    async def spent(self, state: KeyState) -> Decimal:
+        return state.spent
+
+
+class Keys:
+    """The configured keys by digest; ``admit`` checks one request against its key's limits
+    (in the ledger: this process's memory, or Redis shared by every gateway) and holds its
+    place until ``release``."""
+
+    def __init__(
+        self, specs: list[KeySpec], environ: Mapping[str, str], ledger: Any = None
+    ) -> None:
+        self.ledger = MemoryLedger() if ledger is None else ledger
+        self._by_digest: dict[str, KeyState] = {}
+        for spec in specs:
+            found = spec.sha256 or ""
+            if spec.key_env is not None:
+                value = environ.get(spec.key_env)
+                if not value:
+                    where = f"gateway.keys.{spec.name}.key_env"
+                    raise ConfigError(f"{where}: {spec.key_env} is not set")
+                found = digest(value)
+            self._by_digest[found] = KeyState(spec)
+
+    def __bool__(self) -> bool:
+        return bool(self._by_digest)
+
+    def find(self, given: str) -> KeyState | None:
+        return self._by_digest.get(digest(given))
+
+    async def admit(self, state: KeyState, model: str, now: float | None = None) -> None:
+        spec = state.spec
+        if spec.models is not None and model not in spec.models:
+            raise GatewayPermissionError(f"key {spec.name!r} may not use model {model!r}")
+        verdict, wait = await self.ledger.admit(state, time.time() if now is None else now)
+        if verdict == OVER_BUDGET:
+            raise BudgetExceededError(
+                f"key {spec.name!r} has spent its budget of {spec.budget_usd} USD",
+                provider_code="insufficient_quota",
+            )
+        if verdict == OVER_RATE:
+            raise RateLimitError(
+                f"key {spec.name!r} is over its {spec.requests_per_minute} requests per minute",
+                retry_after_seconds=max(1.0, wait),
+            )
+        if verdict == OVER_CONCURRENCY:
+            raise RateLimitError(
+                f"key {spec.name!r} has {spec.max_concurrent} requests in flight already",
+                retry_after_seconds=1.0,
+            )
+
+    async def release(self, state: KeyState, model: str | None, usage: TokenUsage | None) -> None:
+        """The request is over; what it used (None: nothing known) is charged to the key."""
+        usd = price(model, usage) if model is not None and usage is not None else None
+        with anyio.CancelScope(shield=True):  # a cancelled request still gives its place back
+            await self.ledger.release(state, usd or Decimal(0))
+
+    async def spent(self, name: str) -> Decimal | None:
+        found = next((s for s in self._by_digest.values() if s.spec.name == name), None)
+        return None if found is None else await self.ledger.spent(found)

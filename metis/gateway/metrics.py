@@ -1,0 +1,82 @@
+"""The gateway's metrics in Prometheus text format (``GET /metrics``): requests by API, model
+and status, errors by class, tokens, cost in USD, and request durations."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from decimal import Decimal
+
+from metis.gateway.keys import price
+from metis.model.response import TokenUsage
+
+BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+"""Duration buckets in seconds: a model call takes seconds to minutes."""
+
+
+def _labels(**labels: str) -> str:
+    escaped = (
+        f'{k}="{v.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"'
+        for k, v in labels.items()
+    )
+    return "{" + ",".join(escaped) + "}"
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.requests: Counter[tuple[str, str, int]] = Counter()
+        self.errors: Counter[tuple[str, str]] = Counter()
+        self.tokens: Counter[tuple[str, str]] = Counter()
+        self.cost: dict[str, Decimal] = {}
+        self.durations: dict[str, list[int]] = {}
+        self.duration_sum: dict[str, float] = {}
+        self.duration_count: Counter[str] = Counter()
+
+    def request(self, api: str, model: str, status: int, seconds: float) -> None:
+        self.requests[(api, model, status)] += 1
+        counts = self.durations.setdefault(api, [0] * len(BUCKETS))
+        for index, bound in enumerate(BUCKETS):
+            if seconds <= bound:
+                counts[index] += 1
+        self.duration_sum[api] = self.duration_sum.get(api, 0.0) + seconds
+        self.duration_count[api] += 1
+
+    def error(self, api: str, error_class: str) -> None:
+        self.errors[(api, error_class)] += 1
+
+    def usage(self, model: str, usage: TokenUsage) -> None:
+        self.tokens[(model, "input")] += usage.total_input_tokens
+        self.tokens[(model, "output")] += usage.output_tokens
+        usd = price(model, usage)
+        if usd is not None:
+            self.cost[model] = self.cost.get(model, Decimal(0)) + usd
+
+    def render(self) -> str:
+        requests = [
+            (_labels(api=a, model=m, status=str(s)), n) for (a, m, s), n in self.requests.items()
+        ]
+        errors = [(_labels(api=a, error_class=k), n) for (a, k), n in self.errors.items()]
+        tokens = [(_labels(model=m, direction=d), n) for (m, d), n in self.tokens.items()]
+        cost = [(_labels(model=m), usd) for m, usd in self.cost.items()]
+        lines = [
+            *_family("requests_total", "Requests answered, by API, model and status.", requests),
+            *_family("errors_total", "Failed requests, by API and error class.", errors),
+            *_family("tokens_total", "Tokens used, by model and direction.", tokens),
+            *_family("cost_usd_total", "Cost at the catalog's prices, by model.", cost),
+            "# HELP metis_gateway_request_seconds Request durations (a stream's until its end).",
+            "# TYPE metis_gateway_request_seconds histogram",
+        ]
+        for api, counts in sorted(self.durations.items()):
+            name, total = "metis_gateway_request_seconds", self.duration_count[api]
+            for bound, n in [*zip([f"{b:g}" for b in BUCKETS], counts, strict=True)]:
+                lines.append(f"{name}_bucket{_labels(api=api, le=bound)} {n}")
+            lines.append(f"{name}_bucket{_labels(api=api, le='+Inf')} {total}")
+            lines.append(f"{name}_sum{_labels(api=api)} {self.duration_sum[api]:.6f}")
+            lines.append(f"{name}_count{_labels(api=api)} {total}")
+        return "\n".join(lines) + "\n"
+
+
+def _family(name: str, text: str, samples: Sequence[tuple[str, object]]) -> list[str]:
+    full = f"metis_gateway_{name}"
+    head = [f"# HELP {full} {text}", f"# TYPE {full} counter"]
+    return head + [f"{full}{labels} {value}" for labels, value in sorted(samples)]

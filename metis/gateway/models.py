@@ -1,0 +1,71 @@
+"""The names a client may give as ``model``: the configuration's models, their aliases and its
+routes, each resolved to what a library call would use (an adapter, or a router)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from metis.adapter.chat_model import ChatModel
+from metis.errors import InvalidRequestError, NotConfiguredError
+from metis.gateway.errors import ModelNotFoundError
+from metis.model.capabilities import AdapterCapabilities
+from metis.registry.registry import Registry
+from metis.routing.router import Router
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a request goes: the model (an adapter or a router), the request's ``model`` for
+    it, and what it can serve."""
+
+    name: str
+    chat_model: ChatModel
+    request_model: str
+    capabilities: AdapterCapabilities
+
+
+class ModelTable:
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self._routers: dict[str, Router] = {}
+
+    def resolve(self, name: str) -> Target:
+        """The target of ``name``; ModelNotFoundError (404) for a name the configuration does
+        not have, NotConfiguredError (401) for a model whose adapter has no key."""
+        if name in self.registry.route_specs:
+            router = self._routers.get(name)
+            if router is None:
+                router = self._routers[name] = self.registry.router(name)
+            return Target(name, router, f"route:{name}", router.capabilities_for(name))
+        try:
+            route = self.registry.resolve(name)
+        except NotConfiguredError:
+            raise
+        except InvalidRequestError as exc:  # the registry's, for a name it does not have
+            raise ModelNotFoundError(exc.message) from None
+        adapter = self.registry.adapter(name)
+        model = f"{adapter.name}:{route.wire_name}"
+        return Target(name, adapter, model, adapter.capabilities_for(route.wire_name))
+
+    def listing(self) -> list[dict[str, Any]]:
+        """Every name a client may give: models and their aliases (with what they can serve)
+        and routes."""
+        listed: list[dict[str, Any]] = []
+        for route in self.registry.routes():
+            caps = route.capabilities
+            limits = {
+                "context_window": caps.max_context_tokens,
+                "max_output_tokens": caps.max_output_tokens,
+            }
+            for name in (route.model, *route.aliases):
+                listed.append({"id": name, "kind": "model", "model": route.model, **limits})
+        for name in self.registry.route_specs:
+            listed.append({"id": name, "kind": "route"})
+        return listed
+
+    async def aclose(self) -> None:
+        routers, self._routers = list(self._routers.values()), {}
+        for router in routers:
+            await router.aclose()
+        await self.registry.aclose()

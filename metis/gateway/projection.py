@@ -1,0 +1,54 @@
+"""Projection (docs/gateway.md): a request setting the routed model cannot honour is left out
+and reported, never refused; a default the target needs and the client may omit (the output
+limit) comes from what the model can serve (its catalog entry)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metis.gateway.inbound import Inbound
+from metis.model.capabilities import AdapterCapabilities
+from metis.model.request import ThinkingConfig
+
+MIN_THINKING_BUDGET = 1024
+"""The smallest thinking budget Anthropic's models take."""
+
+
+def project(inbound: Inbound, caps: AdapterCapabilities) -> tuple[int, dict[str, Any], list[str]]:
+    """The output limit, the fields to change, and what was left out (one phrase each)."""
+    changes: dict[str, Any] = {}
+    dropped: list[str] = []
+    fields = inbound.fields
+    limit = inbound.max_output_tokens or caps.max_output_tokens
+    if limit > caps.max_output_tokens:
+        dropped.append(f"max_tokens lowered from {limit} to {caps.max_output_tokens}")
+        limit = caps.max_output_tokens
+    if fields.get("thinking") is not None:
+        thinking = _thinking(fields["thinking"], caps, limit, dropped)
+        if thinking is not fields["thinking"]:
+            changes["thinking"] = thinking
+    if fields.get("output_schema") is not None and not caps.supports_structured_output:
+        changes["output_schema"] = None
+        dropped.append("output schema (the model has no structured output)")
+    if fields.get("stop_sequences") and not caps.supports_stop_sequences:
+        changes["stop_sequences"] = []
+        dropped.append("stop sequences (the model takes none)")
+    if fields.get("parallel_tool_calls") and not caps.supports_parallel_tool_calls:
+        changes["parallel_tool_calls"] = None
+        dropped.append("parallel_tool_calls (the model makes one call at a time)")
+    return limit, changes, dropped
+
+
+def _thinking(
+    thinking: ThinkingConfig, caps: AdapterCapabilities, limit: int, dropped: list[str]
+) -> ThinkingConfig | None:
+    if not caps.supports_thinking:
+        dropped.append("thinking (the model does not think aloud)")
+        return None
+    if thinking.budget_tokens < limit:
+        return thinking
+    if limit - 1 < MIN_THINKING_BUDGET:
+        dropped.append(f"thinking (the output limit {limit} leaves no room for a budget)")
+        return None
+    dropped.append(f"thinking budget lowered from {thinking.budget_tokens} to {limit - 1}")
+    return ThinkingConfig(budget_tokens=limit - 1)

@@ -1,0 +1,61 @@
+"""Who wrote a thinking block, carried through a client (docs/gateway.md).
+
+A signature (and redacted thinking's data) is good only with the provider and model that
+made it (docs/contract.md §7); a client of the gateway sends it back with no word of which
+model that was. The gateway writes the maker into the signature it hands out
+(``metis1.<provider and model, base64url>.<signature>``) and reads it back, so the block
+returns to its maker whichever model took the turns between, and goes nowhere else.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+
+from metis.model.content import Message, ProviderRaw, RedactedThinkingBlock, ThinkingBlock
+
+PREFIX = "metis1."
+
+
+def wrap(made_by: ProviderRaw | None, opaque: str) -> str:
+    if made_by is None or not opaque:
+        return opaque
+    maker = json.dumps([made_by.provider, made_by.model], separators=(",", ":")).encode()
+    return f"{PREFIX}{base64.urlsafe_b64encode(maker).decode().rstrip('=')}.{opaque}"
+
+
+def unwrap(given: str) -> tuple[ProviderRaw | None, str]:
+    """The maker and the provider's own value; (None, ``given``) when it carries no maker."""
+    if not given.startswith(PREFIX):
+        return None, given
+    tag, dot, opaque = given[len(PREFIX) :].partition(".")
+    try:
+        provider, model = json.loads(base64.urlsafe_b64decode(tag + "=" * (-len(tag) % 4)))
+    except (ValueError, binascii.Error, TypeError):
+        return None, given
+    if not dot or not isinstance(provider, str) or not isinstance(model, str | None):
+        return None, given
+    return ProviderRaw(provider=provider, model=model), opaque
+
+
+def restored(messages: list[Message]) -> list[Message]:
+    """``messages`` with each thinking block the gateway handed out given back its maker."""
+    out = []
+    for message in messages:
+        content = [_restored(block) for block in message.content]
+        changed = any(new is not old for new, old in zip(content, message.content, strict=True))
+        out.append(message.model_copy(update={"content": content}) if changed else message)
+    return out
+
+
+def _restored(block: object) -> object:
+    if isinstance(block, ThinkingBlock) and block.signature:
+        maker, signature = unwrap(block.signature)
+        if maker is not None:
+            return block.model_copy(update={"signature": signature, "provider_raw": maker})
+    if isinstance(block, RedactedThinkingBlock):
+        maker, data = unwrap(block.data)
+        if maker is not None:
+            return block.model_copy(update={"data": data, "provider_raw": maker})
+    return block

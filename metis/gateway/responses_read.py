@@ -1,0 +1,221 @@
+"""OpenAI Responses requests read into the canonical form: ``input`` (a string, or items:
+messages, ``function_call``, ``function_call_output``), ``instructions``, function tools,
+``text.format``, ``reasoning.effort``. Items with no canonical form (reasoning, references to
+stored items, hosted tools) are left out and reported."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from metis.errors import InvalidRequestError
+from metis.gateway.chat_api import output_format
+from metis.gateway.inbound import (
+    Inbound,
+    KeptIds,
+    body_object,
+    effort_thinking,
+    flag,
+    model_name,
+    optional_int,
+    optional_number,
+    tool_definition,
+    unknown_fields,
+)
+from metis.histories.reading import built, mapping, text, tool_input
+from metis.model.content import (
+    Base64ImageSource,
+    ContentBlock,
+    ImageBlock,
+    Message,
+    Role,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    URLImageSource,
+)
+from metis.model.request import ToolChoice
+
+READ = frozenset(
+    {
+        "model",
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "temperature",
+        "max_output_tokens",
+        "stream",
+        "text",
+        "reasoning",
+        "previous_response_id",
+        "store",
+    }
+)
+ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM}
+ROLES["developer"] = Role.SYSTEM
+
+
+def read_responses(raw: Any) -> Inbound:
+    """A Responses API request body (parsed JSON) in canonical terms. ``options`` keep what
+    the reply echoes and what the gateway's state needs (``previous_response_id``, ``store``)."""
+    body = body_object(raw)
+    model = model_name(body)
+    ignored = unknown_fields(body, READ)
+    messages = _input(body.get("input"), ignored)
+    fields: dict[str, Any] = {}
+    instructions = body.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise InvalidRequestError("instructions: expected a string")
+    if instructions:
+        fields["system_prompt"] = instructions
+    if tools := _tools(body.get("tools"), ignored):
+        fields["tools"] = tools
+    if (choice := _tool_choice(body.get("tool_choice"))) is not None:
+        fields["tool_choice"] = choice
+    if body.get("parallel_tool_calls") is not None:
+        fields["parallel_tool_calls"] = flag(body, "parallel_tool_calls")
+    if (temperature := optional_number(body, "temperature")) is not None:
+        fields["temperature"] = temperature
+    reasoning = body.get("reasoning")
+    effort = reasoning.get("effort") if isinstance(reasoning, Mapping) else None
+    if (thinking := effort_thinking(effort, "reasoning.effort")) is not None:
+        fields["thinking"] = thinking
+    text_options = body.get("text")
+    fmt = text_options.get("format") if isinstance(text_options, Mapping) else None
+    schema, json_mode = output_format(fmt, "text.format")
+    if schema is not None:
+        fields["output_schema"] = schema
+    if json_mode:
+        ignored.append("text.format (json_object)")
+    previous = body.get("previous_response_id")
+    if previous is not None and not isinstance(previous, str):
+        raise InvalidRequestError("previous_response_id: expected a string")
+    options = {key: body.get(key) for key in ("instructions", "tool_choice", "text", "reasoning")}
+    options.update(previous_response_id=previous, store=flag(body, "store", True))
+    options.update(tools=body.get("tools") or [], max_output_tokens=body.get("max_output_tokens"))
+    return Inbound(
+        model=model,
+        messages=messages,
+        stream=flag(body, "stream"),
+        max_output_tokens=optional_int(body, "max_output_tokens"),
+        fields=fields,
+        ignored=ignored,
+        options=options,
+    )
+
+
+def _input(raw: Any, ignored: list[str]) -> list[Message]:
+    if isinstance(raw, str):
+        return [Message.user(raw)]
+    if not isinstance(raw, list):
+        raise InvalidRequestError("input: expected a string or a list of items")
+    ids = KeptIds()
+    out: list[Message] = []
+    for i, value in enumerate(raw):
+        where = f"input[{i}]"
+        item = mapping(value, where)
+        kind = item.get("type", "message")
+        if kind == "message":
+            _add(out, _message(item, where))
+        elif kind == "function_call":
+            call = ToolUseBlock(
+                id=ids(item.get("call_id"), f"{where}.call_id"),
+                name=text(item, "name", where, None),
+                input=tool_input(item.get("arguments"), f"{where}.arguments"),
+            )
+            _add(out, Message(role=Role.ASSISTANT, content=[call]))
+        elif kind == "function_call_output":
+            result = ToolResultBlock(
+                tool_use_id=ids(item.get("call_id"), f"{where}.call_id"),
+                content=_output_text(item.get("output"), f"{where}.output"),
+            )
+            _add(out, Message(role=Role.TOOL, content=[result]))
+        else:
+            ignored.append(f"{where} ({str(kind)[:40]})")
+    return out
+
+
+def _add(out: list[Message], message: Message) -> None:
+    """Consecutive items of one role are one canonical message (a turn's text and its calls,
+    parallel results)."""
+    if out and out[-1].role is message.role and message.role is not Role.SYSTEM:
+        out[-1] = Message(role=message.role, content=[*out[-1].content, *message.content])
+    else:
+        out.append(message)
+
+
+def _message(item: Mapping[str, Any], where: str) -> Message:
+    role = item.get("role")
+    if role not in ROLES:
+        raise InvalidRequestError(f"{where}.role: expected user, assistant, system or developer")
+    content = item.get("content")
+    if isinstance(content, str):
+        return Message(role=ROLES[role], content=content)
+    if not isinstance(content, list):
+        raise InvalidRequestError(f"{where}.content: expected a string or a list of parts")
+    blocks: list[ContentBlock] = []
+    for j, raw in enumerate(content):
+        at = f"{where}.content[{j}]"
+        part = mapping(raw, at)
+        kind = part.get("type")
+        if kind in ("input_text", "output_text", "text"):
+            blocks.append(TextBlock(text=text(part, "text", at, None)))
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            blocks.append(built(ImageBlock, at, source=image_source(part["image_url"])))
+        else:
+            raise InvalidRequestError(f"{at}.type: {str(kind)[:40]!r} cannot be read")
+    return Message(role=ROLES[role], content=blocks)
+
+
+def image_source(url: str) -> Base64ImageSource | URLImageSource:
+    """A ``data:`` URL as inline base64 data, any other as a URL."""
+    if url.startswith("data:") and ";base64," in url:
+        media_type, _, payload = url[5:].partition(";base64,")
+        return Base64ImageSource(media_type=media_type, data=payload)
+    return URLImageSource(url=url)
+
+
+def _output_text(raw: Any, where: str) -> str:
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, list):
+        parts = [mapping(p, f"{where}[{k}]") for k, p in enumerate(raw)]
+        return "".join(str(p.get("text", "")) for p in parts)
+    raise InvalidRequestError(f"{where}: expected a string or a list of parts")
+
+
+def _tools(raw: Any, ignored: list[str]) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise InvalidRequestError("tools: expected a list of tools")
+    tools = []
+    for i, value in enumerate(raw):
+        tool = mapping(value, f"tools[{i}]")
+        if tool.get("type") != "function":
+            ignored.append(f"tools[{i}] ({str(tool.get('type'))[:40]})")
+            continue
+        schema = tool.get("parameters")
+        tools.append(
+            tool_definition(tool.get("name"), tool.get("description"), schema, f"tools[{i}]")
+        )
+    return tools
+
+
+def _tool_choice(raw: Any) -> ToolChoice | None:
+    if raw is None:
+        return None
+    named = {"auto": "auto", "required": "any", "none": "none"}
+    if isinstance(raw, str) and raw in named:
+        return ToolChoice(type=named[raw])
+    if (
+        isinstance(raw, Mapping)
+        and raw.get("type") == "function"
+        and isinstance(raw.get("name"), str)
+    ):
+        return ToolChoice.tool(raw["name"])
+    raise InvalidRequestError(
+        "tool_choice: expected auto, required, none or {type: function, name}"
+    )

@@ -1,0 +1,324 @@
+"""The gateway without its web framework: a request of one of the served APIs in, its reply
+(a JSON body, or a stream of bytes) out, through the same adapters and routers as a library
+call (docs/gateway.md)."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from pydantic import ValidationError
+
+from metis.core.ids import new_request_id
+from metis.errors import AdapterError, InvalidRequestError
+from metis.gateway import anthropic_api, chat_api, responses_api
+from metis.gateway.config import GatewayConfig
+from metis.gateway.errors import (
+    ErrorReply,
+    GatewayAuthError,
+    GatewayTimeoutError,
+    PreviousResponseNotFoundError,
+    anthropic_error,
+    openai_error,
+)
+from metis.gateway.inbound import Inbound
+from metis.gateway.keys import KeyState
+from metis.gateway.metrics import Metrics
+from metis.gateway.models import ModelTable, Target
+from metis.gateway.projection import project
+from metis.gateway.responses_read import read_responses
+from metis.gateway.sse import BlockWriter, new_id
+from metis.gateway.store import RedisResponseStore, ResponseStore
+from metis.model.content import Message, ProviderRaw, Role
+from metis.model.events import MessageComplete, StreamEvent
+from metis.model.request import CanonicalRequest
+from metis.model.response import CanonicalResponse, TokenUsage
+
+log = logging.getLogger("metis.gateway")
+DROPPED_HEADER = "x-metis-dropped"
+"""Names what the gateway left out of the request (docs/gateway.md)."""
+
+
+@dataclass(slots=True)
+class JsonResult:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class StreamResult:
+    """A stream to send: its bytes, its headers, the time (``anyio.current_time()``) it must
+    end by, and the bytes that end it when it does not."""
+
+    chunks: AsyncIterator[bytes]
+    headers: dict[str, str]
+    deadline: float
+    timed_out: Callable[[], bytes]
+
+
+@dataclass(slots=True)
+class Prepared:
+    inbound: Inbound
+    target: Target
+    request: CanonicalRequest
+    reported: list[str]
+    started: float = field(default_factory=time.monotonic)
+
+
+READERS: dict[str, Callable[[Any], Inbound]] = {
+    "anthropic": anthropic_api.read_messages,
+    "chat": chat_api.read_chat,
+    "responses": read_responses,
+}
+
+
+def error_reply(api: str, error: AdapterError, request_id: str) -> ErrorReply:
+    if api == "anthropic":
+        return anthropic_error(error, request_id)
+    return openai_error(error, request_id)
+
+
+class Gateway:
+    def __init__(self, config: GatewayConfig) -> None:
+        self.settings = config.settings
+        self.api_key = config.api_key
+        self.keys = config.keys
+        self.models = ModelTable(config.registry)
+        self.stored: ResponseStore | RedisResponseStore = ResponseStore(
+            config.settings.stored_responses
+        )
+        self.metrics = Metrics()
+
+    async def aclose(self) -> None:
+        await self.models.aclose()
+
+    def authenticate(self, headers: Mapping[str, str]) -> KeyState | None:
+        """The client's key, as ``x-api-key`` or ``Authorization: Bearer`` (both APIs' forms):
+        the simple key (None) or one of ``gateway.keys`` (its state)."""
+        if self.api_key is None and not self.keys:
+            return None
+        given = headers.get("x-api-key") or ""
+        scheme, _, token = (headers.get("authorization") or "").partition(" ")
+        if not given and scheme.lower() == "bearer":
+            given = token.strip()
+        if given and self.api_key and hmac.compare_digest(given.encode(), self.api_key.encode()):
+            return None
+        found = self.keys.find(given) if given else None
+        if found is None:
+            raise GatewayAuthError("invalid or missing API key for this gateway")
+        return found
+
+    async def prepare(self, api: str, body: Any) -> Prepared:
+        try:
+            inbound = READERS[api](body)
+        except ValidationError as exc:
+            raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
+        if api == "responses":
+            await self._continue(inbound)
+        target = self.models.resolve(inbound.model)
+        limit, changes, dropped = project(inbound, target.capabilities)
+        try:
+            request = inbound.request(target.request_model, limit, **changes)
+        except ValidationError as exc:
+            raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
+        return Prepared(inbound, target, request, [*inbound.ignored, *dropped])
+
+    async def _continue(self, inbound: Inbound) -> None:
+        previous = inbound.options.get("previous_response_id")
+        if previous is None:
+            return
+        stored = await self.stored.get(previous)
+        if stored is None:
+            raise PreviousResponseNotFoundError(
+                f"Previous response with id '{previous}' not found."
+            )
+        inbound.messages = [*stored.messages, *inbound.messages]
+
+    async def _remember(self, prepared: Prepared, response_id: str, reply: Message) -> None:
+        inbound = prepared.inbound
+        if inbound.options.get("store", True):
+            history = [m for m in inbound.messages if m.role is not Role.SYSTEM]
+            await self.stored.put(response_id, [*history, reply])
+
+    # Answering ----------------------------------------------------------------------------------
+
+    async def complete(
+        self, api: str, prepared: Prepared, key: KeyState | None = None
+    ) -> JsonResult:
+        if key is not None:
+            await self.keys.admit(key, prepared.inbound.model)
+        response = None
+        try:
+            with anyio.fail_after(self.settings.request_timeout_seconds):
+                response = await prepared.target.chat_model.complete(prepared.request)
+        except TimeoutError:
+            raise GatewayTimeoutError("the request took longer than the gateway allows") from None
+        finally:
+            charged = priced_model(response.provider, response.model) if response else None
+            if response is not None and charged is not None:
+                self.metrics.usage(charged, response.usage)
+            if key is not None:
+                await self.keys.release(key, charged, response.usage if response else None)
+        elapsed = time.monotonic() - prepared.started
+        self.metrics.request(api, prepared.inbound.model, 200, elapsed)
+        reported = prepared.reported + warnings_of(response)
+        model = prepared.inbound.model
+        if api == "anthropic":
+            body = anthropic_api.write_message(response, model)
+        elif api == "chat":
+            body = chat_api.write_completion(response, model)
+        else:
+            response_id = new_id("resp_")
+            output = responses_api.output_items(response.content)
+            body = responses_api.response_object(
+                prepared.inbound, model, response_id, output, response.stop_reason, response.usage
+            )
+            await self._remember(prepared, response_id, response.message)
+        return JsonResult(200, body, dropped_headers(reported))
+
+    async def stream(
+        self, api: str, prepared: Prepared, key: KeyState | None = None
+    ) -> StreamResult:
+        """The stream's first event is awaited here, so a call that fails before it is an
+        error reply with its status; one that fails later ends the stream with the API's own
+        error event."""
+        if key is not None:
+            await self.keys.admit(key, prepared.inbound.model)
+        events = aiter(prepared.target.chat_model.stream(prepared.request))
+        deadline = anyio.current_time() + self.settings.request_timeout_seconds
+        try:
+            first = await _next(events, deadline)
+        except BaseException:
+            await _aclose(events)
+            if key is not None:
+                await self.keys.release(key, None, None)
+            raise
+        writer, response_id = self._writer(api, prepared)
+        chunks = self._chunks(api, prepared, events, first, writer, response_id, key)
+        headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
+        headers.update(dropped_headers(prepared.reported))
+
+        def timed_out() -> bytes:
+            late = GatewayTimeoutError("the request took longer than the gateway allows")
+            failed = error_reply(api, late, prepared.request.request_id)
+            return writer.error(failed.status, failed.body)
+
+        return StreamResult(chunks, headers, deadline, timed_out)
+
+    def _writer(self, api: str, prepared: Prepared) -> tuple[BlockWriter, str]:
+        model = prepared.inbound.model
+        if api == "anthropic":
+            return anthropic_api.MessageStream(model, made_by(prepared)), ""
+        if api == "chat":
+            include = bool(prepared.inbound.options.get("include_usage"))
+            return chat_api.ChunkStream(model, include), ""
+        response_id = new_id("resp_")
+        return responses_api.ResponseStream(prepared.inbound, model, response_id), response_id
+
+    async def _chunks(
+        self,
+        api: str,
+        prepared: Prepared,
+        events: AsyncIterator[StreamEvent],
+        first: StreamEvent | None,
+        writer: BlockWriter,
+        response_id: str,
+        key: KeyState | None = None,
+    ) -> AsyncIterator[bytes]:
+        """The stream's bytes; the deadline is kept by whoever sends them (one cancel scope
+        for the whole stream, not one per event)."""
+        used: tuple[str | None, TokenUsage | None] = (None, None)
+        try:
+            item = first
+            while item is not None:
+                yield writer.feed(item)
+                if isinstance(item, MessageComplete):
+                    charged = streamed_model(prepared, item)
+                    used = (charged, item.usage)
+                    self.metrics.usage(charged, item.usage)
+                    if response_id:
+                        reply = Message(role=Role.ASSISTANT, content=item.final_content)
+                        await self._remember(prepared, response_id, reply)
+                    if item.warnings:
+                        log_dropped(prepared, warnings_of(item))
+                item = await anext(events, None)
+        except AdapterError as exc:
+            self.metrics.error(api, exc.error_class.value)
+            failed = error_reply(api, exc, prepared.request.request_id)
+            yield writer.error(failed.status, failed.body)
+        finally:
+            elapsed = time.monotonic() - prepared.started
+            self.metrics.request(api, prepared.inbound.model, 200, elapsed)
+            await _aclose(events)
+            if key is not None:
+                await self.keys.release(key, *used)
+
+
+def made_by(prepared: Prepared) -> ProviderRaw | None:
+    """Who the thinking of a stream is made by, as the adapter records it (a route's model is
+    known only once it answers: None)."""
+    asked = prepared.request.model
+    provider = getattr(prepared.target.chat_model, "name", None)
+    if asked.startswith("route:") or not isinstance(provider, str):
+        return None
+    return ProviderRaw(provider=provider, model=asked)
+
+
+def streamed_model(prepared: Prepared, complete: MessageComplete) -> str:
+    """The model a stream's usage is priced as: the routed model's canonical id, or for a
+    route the model that answered (its wire name, priced when only one provider has it)."""
+    asked = prepared.request.model
+    return complete.model or asked if asked.startswith("route:") else asked
+
+
+def priced_model(provider: str | None, model: str) -> str:
+    """The name a model's price is found by: ``provider:model`` where the model has no prefix."""
+    return model if ":" in model or provider is None else f"{provider}:{model}"
+
+
+async def _next(events: AsyncIterator[StreamEvent], deadline: float) -> StreamEvent | None:
+    """The stream's next event (None at its end) within the request's deadline."""
+    try:
+        with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+            return await anext(events)
+    except StopAsyncIteration:
+        return None
+    except TimeoutError:
+        raise GatewayTimeoutError("the request took longer than the gateway allows") from None
+
+
+async def _aclose(events: AsyncIterator[StreamEvent]) -> None:
+    closer = getattr(events, "aclose", None)
+    if closer is not None:
+        with anyio.CancelScope(shield=True):
+            await closer()
+
+
+def warnings_of(response: CanonicalResponse | MessageComplete) -> list[str]:
+    return [f"{w.block_type} ({w.reason})" for w in response.warnings if not w.repeated]
+
+
+def dropped_headers(reported: list[str]) -> dict[str, str]:
+    if not reported:
+        return {}
+    text = "; ".join(reported).encode("ascii", "replace").decode()
+    return {DROPPED_HEADER: text.replace("\r", " ").replace("\n", " ")[:2000]}
+
+
+def log_dropped(prepared: Prepared, reported: list[str]) -> None:
+    log.warning(
+        "left out of the request for %s: %s",
+        prepared.inbound.model,
+        "; ".join(reported),
+        extra={"event": "metis.gateway.dropped", "model": prepared.inbound.model},
+    )
+
+
+def request_id() -> str:
+    return new_request_id()

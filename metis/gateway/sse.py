@@ -1,0 +1,128 @@
+"""Server-sent events as the providers frame them, and the block bookkeeping every stream
+writer shares: canonical events carry a block index and no block end for text or thinking, so
+a block closes when the next one opens or the message completes."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from metis.core.ids import new_ulid
+from metis.model.events import (
+    MessageComplete,
+    MessageStart,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolUseEnd,
+    ToolUseInputDelta,
+    ToolUseStart,
+)
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def event(name: str, data: Any) -> bytes:
+    """``event: name`` and its ``data:`` line (Anthropic's and the Responses API's framing)."""
+    return f"event: {name}\ndata: {dumps(data)}\n\n".encode()
+
+
+def data(payload: Any) -> bytes:
+    """A ``data:``-only event (Chat Completions' framing)."""
+    return f"data: {dumps(payload)}\n\n".encode()
+
+
+DONE = b"data: [DONE]\n\n"
+
+
+def new_id(prefix: str) -> str:
+    return prefix + new_ulid()
+
+
+def now() -> int:
+    return int(time.time())
+
+
+class BlockWriter:
+    """Canonical events in, the API's bytes out. Subclasses write each step; this class keeps
+    which block is open (kind ``text``, ``thinking`` or ``tool``) and closes it in time."""
+
+    def __init__(self) -> None:
+        self.open_kind: str | None = None
+        self.open_index: int | None = None
+        self.blocks = 0  # blocks opened so far: the API's own index of the next one
+        self.input_written = False  # whether the open tool block's arguments were streamed
+
+    def feed(self, item: StreamEvent) -> bytes:
+        if isinstance(item, TextDelta):
+            return self._ensure("text", item.content_block_index, item) + self.text(item)
+        if isinstance(item, ThinkingDelta):
+            return self._ensure("thinking", item.content_block_index, item) + self.thinking(item)
+        if isinstance(item, ToolUseStart):
+            return self._close() + self._opened("tool", item.content_block_index, item)
+        if isinstance(item, ToolUseInputDelta):
+            if self.open_kind != "tool" or not item.partial_json:
+                return b""
+            self.input_written = True
+            return self.tool_input(item)
+        if isinstance(item, ToolUseEnd):
+            return self._close(item) if self.open_kind == "tool" else b""
+        if isinstance(item, MessageComplete):
+            return self._close() + self.complete(item)
+        if isinstance(item, MessageStart):
+            return self.start(item)
+        return b""
+
+    def _ensure(self, kind: str, index: int, item: StreamEvent) -> bytes:
+        if self.open_kind == kind and self.open_index == index:
+            return b""
+        return self._close() + self._opened(kind, index, item)
+
+    def _opened(self, kind: str, index: int, item: StreamEvent) -> bytes:
+        self.open_kind, self.open_index, self.input_written = kind, index, False
+        written = self.open_block(kind, item)
+        self.blocks += 1
+        return written
+
+    def _close(self, end: ToolUseEnd | None = None) -> bytes:
+        if self.open_kind is None:
+            return b""
+        kind, self.open_kind, self.open_index = self.open_kind, None, None
+        whole = b""
+        if end is not None and not self.input_written and end.final_input:
+            # a provider that sends the arguments whole, at the end: one fragment of them all
+            partial = dumps(end.final_input)
+            whole = self.tool_input(
+                ToolUseInputDelta(end.content_block_index, end.tool_use_id, partial)
+            )
+        return whole + self.close_block(kind, end)
+
+    # What each API writes ---------------------------------------------------------------------
+
+    def start(self, item: MessageStart) -> bytes:
+        return b""
+
+    def open_block(self, kind: str, item: StreamEvent) -> bytes:
+        raise NotImplementedError
+
+    def text(self, item: TextDelta) -> bytes:
+        raise NotImplementedError
+
+    def thinking(self, item: ThinkingDelta) -> bytes:
+        raise NotImplementedError
+
+    def tool_input(self, item: ToolUseInputDelta) -> bytes:
+        raise NotImplementedError
+
+    def close_block(self, kind: str, end: ToolUseEnd | None) -> bytes:
+        raise NotImplementedError
+
+    def complete(self, item: MessageComplete) -> bytes:
+        raise NotImplementedError
+
+    def error(self, status: int, body: dict[str, Any]) -> bytes:
+        """The stream's last bytes when the call fails after it began."""
+        raise NotImplementedError

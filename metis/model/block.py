@@ -1,0 +1,30 @@
+"""What every content block has: the provider's own form of it, and who produced it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from metis.model.cache import CacheHint
+
+
+class ProviderRaw(BaseModel):
+    """A provider's own representation of a block, and who produced it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: str
+    model: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class BlockBase(BaseModel):
+    """The base of every content block: frozen, with an optional ``provider_raw`` and an
+    optional cache hint."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider_raw: ProviderRaw | None = None
+    cache: CacheHint | None = Field(default=None, exclude_if=lambda hint: hint is None)
+    """Cache the prompt up to and including this block (docs/caching.md)."""

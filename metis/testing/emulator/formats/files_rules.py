@@ -1,0 +1,279 @@
+"""What each API refuses of the files in a request: documents, audio and video, by URL, inline or
+by file id. Written from each provider's reference, independently of metis's own checks (it
+judges them): a file id another provider issued, a document over the size limit, a document
+type or name the API does not take.
+
+Each API's check is a rule of its table (:data:`metis.testing.emulator.rules.Check`): it raises
+the first refusal, as the API words it. File ids: this emulator "issued" every well-formed id
+of its own provider (Anthropic ``file_...``, OpenAI ``file-...``, Gemini ``files/...``, S3 URIs
+on Bedrock) and no other.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from metis.testing.emulator.rules import Refused
+
+MB = 1024 * 1024
+_ANTHROPIC_FILE = re.compile(r"^file_[A-Za-z0-9]+$")
+_OPENAI_FILE = re.compile(r"^file-[A-Za-z0-9]+$")
+_GEMINI_FILE = re.compile(
+    r"^(?:files/|https://generativelanguage\.googleapis\.com/v1(?:beta)?/files/)[a-z0-9-]+$"
+)
+_S3 = re.compile(r"^s3://[a-z0-9][.\-a-z0-9]{1,61}[a-z0-9](/.*)?$")
+_DOCUMENT_NAME = re.compile(r"^(?:[A-Za-z0-9()\[\]-]| (?! ))+$")
+_DOCUMENT_FORMATS = {"pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md"}
+_AUDIO_FORMATS = {"mp3", "opus", "wav", "aac", "flac", "mp4", "ogg", "mkv", "mka", "x-aac"}
+_AUDIO_FORMATS |= {"m4a", "mpeg", "mpga", "pcm", "webm"}
+_VIDEO_FORMATS = {"mkv", "mov", "mp4", "webm", "flv", "mpeg", "mpg", "wmv", "three_gp"}
+
+
+def _parts(messages: Any, nested: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    for i, message in enumerate(messages if isinstance(messages, list) else []):
+        content = message.get("content") if isinstance(message, dict) else None
+        for j, part in enumerate(content if isinstance(content, list) else []):
+            if not isinstance(part, dict):
+                continue
+            yield f"messages.{i}.content.{j}", part
+            inner = part.get("content") if part.get("type") == nested else None
+            for k, item in enumerate(inner if isinstance(inner, list) else []):
+                if isinstance(item, dict):
+                    yield f"messages.{i}.content.{j}.content.{k}", item
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+# Anthropic -----------------------------------------------------------------------------------
+
+
+def anthropic(body: dict[str, Any], call: Any = None) -> None:
+    inline = 0
+    citing: set[bool] = set()
+    for where, part in _parts(body.get("messages"), "tool_result"):
+        data = _obj(part.get("source")).get("data")
+        inline += len(data) if isinstance(data, str) else 0
+        if part.get("type") == "document":
+            citing.add(_obj(part.get("citations")).get("enabled") is True)
+            refused = _anthropic_document(where, _obj(part.get("source")))
+            if refused:
+                raise Refused(refused)
+    if inline > 32 * MB:
+        raise Refused("Request exceeds the maximum allowed number of bytes.", status=413)
+    if len(citing) > 1:
+        raise Refused("Citations must be enabled on all documents or on none of them.")
+
+
+def _anthropic_document(where: str, source: dict[str, Any]) -> str | None:
+    kind = source.get("type")
+    at = f"{where}.document.source.{kind}"
+    if kind == "base64":
+        if source.get("media_type") != "application/pdf":
+            return f"{at}.media_type: Input should be 'application/pdf'"
+        return None if isinstance(source.get("data"), str) else f"{at}.data: Field required"
+    if kind == "text":
+        if source.get("media_type") != "text/plain":
+            return f"{at}.media_type: Input should be 'text/plain'"
+        return None if isinstance(source.get("data"), str) else f"{at}.data: Field required"
+    if kind == "url":
+        return None if isinstance(source.get("url"), str) else f"{at}.url: Field required"
+    if kind == "file":
+        file_id = source.get("file_id")
+        return None if _ANTHROPIC_FILE.match(str(file_id)) else f"File not found: {file_id}"
+    if kind == "content":
+        return None
+    return (
+        f"{where}.document.source: Input tag '{kind}' found using 'type' does not match any of "
+        "the expected tags: 'base64', 'text', 'content', 'url', 'file'"
+    )
+
+
+# OpenAI Chat Completions and Responses -------------------------------------------------------
+
+
+def openai_chat(body: dict[str, Any], call: Any = None) -> None:
+    refused = _chat_parts(body)
+    if refused:
+        raise Refused(refused)
+
+
+def _chat_parts(body: dict[str, Any]) -> str | None:
+    for where, part in _parts(body.get("messages"), ""):
+        at = where.replace("messages.", "messages[").replace(".content.", "].content[") + "]"
+        if part.get("type") == "file":
+            refused = _chat_file(at, _obj(part.get("file")))
+            if refused:
+                return refused
+        elif part.get("type") == "input_audio":
+            audio = _obj(part.get("input_audio"))
+            if audio.get("format") not in ("wav", "mp3"):
+                return (
+                    f"Invalid value: '{audio.get('format')}'. Supported values are: 'wav' and "
+                    "'mp3'."
+                )
+            if not isinstance(audio.get("data"), str):
+                return f"Missing required parameter: '{at}.input_audio.data'."
+    return None
+
+
+def _chat_file(at: str, file: dict[str, Any]) -> str | None:
+    if ("file_data" in file) == ("file_id" in file):
+        return f"Invalid '{at}.file': provide exactly one of 'file_data' or 'file_id'."
+    if "file_id" in file:
+        return _openai_file_id(file["file_id"])
+    if not str(file.get("file_data")).startswith("data:application/pdf;base64,"):
+        return (
+            f"Invalid value for '{at}.file.file_data': Expected a base64-encoded data URL with an "
+            "application/pdf MIME type."
+        )
+    if not file.get("filename"):
+        return f"Missing required parameter: '{at}.file.filename'."
+    return None
+
+
+def _openai_file_id(file_id: Any) -> str | None:
+    return None if _OPENAI_FILE.match(str(file_id)) else f"No such File object: {file_id}"
+
+
+def openai_responses(body: dict[str, Any], call: Any = None) -> None:
+    refused = _responses_parts(body.get("input"))
+    if refused:
+        raise Refused(refused)
+
+
+def _responses_parts(items: Any) -> str | None:
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        item = _obj(item)
+        parts = item.get("output") if item.get("type") == "function_call_output" else None
+        parts = item.get("content") if parts is None else parts
+        for j, part in enumerate(parts if isinstance(parts, list) else []):
+            if _obj(part).get("type") != "input_file":
+                continue
+            given = [key for key in ("file_data", "file_id", "file_url") if part.get(key)]
+            if len(given) != 1:
+                return (
+                    f"Invalid 'input[{i}].content[{j}]': provide exactly one of 'file_data', "
+                    "'file_id' or 'file_url'."
+                )
+            if given == ["file_id"] and _openai_file_id(part["file_id"]):
+                return _openai_file_id(part["file_id"])
+            if given == ["file_data"] and not str(part["file_data"]).startswith("data:"):
+                return f"Invalid 'input[{i}].content[{j}].file_data': expected a data URL."
+    return None
+
+
+# Gemini --------------------------------------------------------------------------------------
+
+
+def gemini(body: dict[str, Any], call: Any = None) -> None:
+    refused = _gemini_parts_refused(body, call.model if call is not None else "")
+    if refused:
+        raise Refused(refused)
+
+
+def _gemini_parts_refused(body: dict[str, Any], model: str) -> str | None:
+    inline = 0
+    for where, part in _gemini_parts(body.get("contents")):
+        blob = part.get("inlineData")
+        if isinstance(blob, dict):
+            inline += len(str(blob.get("data", "")))
+            if not blob.get("mimeType") or not isinstance(blob.get("data"), str):
+                return f"* GenerateContentRequest.{where}.inline_data: mime_type and data required"
+        uri = _obj(part.get("fileData")).get("fileUri")
+        if "fileData" in part and not _gemini_uri(uri):
+            return f"* GenerateContentRequest.{where}.file_data.file_uri: Invalid file uri: {uri}"
+        response = _obj(part.get("functionResponse"))
+        if response.get("parts") and not re.match(r"^gemini-(?:[3-9]|[1-9][0-9])", model):
+            return (
+                f"* GenerateContentRequest.{where}.function_response.parts: multimodal function "
+                f"responses are not supported by {model}"
+            )
+    if inline > 100 * MB:
+        return f"Request payload size exceeds the limit: {100 * MB} bytes."
+    return None
+
+
+def _gemini_parts(contents: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    for i, content in enumerate(contents if isinstance(contents, list) else []):
+        parts = _obj(content).get("parts")
+        for j, part in enumerate(parts if isinstance(parts, list) else []):
+            if isinstance(part, dict):
+                yield f"contents[{i}].parts[{j}]", part
+                nested = _obj(part.get("functionResponse")).get("parts")
+                for k, inner in enumerate(nested if isinstance(nested, list) else []):
+                    if isinstance(inner, dict):
+                        yield f"contents[{i}].parts[{j}].function_response.parts[{k}]", inner
+
+
+def _gemini_uri(uri: Any) -> bool:
+    if not isinstance(uri, str):
+        return False
+    return bool(_GEMINI_FILE.match(uri)) or uri.startswith(("https://", "http://", "gs://"))
+
+
+# Bedrock Converse ----------------------------------------------------------------------------
+
+
+def converse(body: dict[str, Any], call: Any = None) -> None:
+    refused = _converse_messages(body.get("messages"))
+    if refused:
+        raise Refused(refused)
+
+
+def _converse_messages(messages: Any) -> str | None:
+    for i, message in enumerate(messages if isinstance(messages, list) else []):
+        blocks = [b for b in _obj(message).get("content") or [] if isinstance(b, dict)]
+        documents = [b for b in blocks if "document" in b]
+        if (documents or any("image" in b for b in blocks)) and message.get("role") != "user":
+            return f"messages.{i}: images and documents can only be included in user messages."
+        if documents and not any("text" in b for b in blocks):
+            return (
+                f"messages.{i}: A conversation must include a text content block when it "
+                "includes a document content block."
+            )
+        if len(documents) > 5:
+            return f"messages.{i}: You can include up to 5 documents in a message."
+        for j, block in enumerate(blocks):
+            refused = _converse_block(f"messages.{i}.content.{j}", block)
+            if refused:
+                return refused
+    return None
+
+
+def _converse_block(where: str, block: dict[str, Any]) -> str | None:
+    for kind, formats in (
+        ("document", _DOCUMENT_FORMATS),
+        ("audio", _AUDIO_FORMATS),
+        ("video", _VIDEO_FORMATS),
+    ):
+        value = _obj(block.get(kind))
+        if kind not in block:
+            continue
+        if "format" in value and value["format"] not in formats:
+            return f"{where}.{kind}.format: must be one of {', '.join(sorted(formats))}"
+        source = _obj(value.get("source"))
+        if len(source) != 1:
+            return f"{where}.{kind}.source: must hold exactly one member"
+        uri = _obj(source.get("s3Location")).get("uri")
+        if "s3Location" in source and not _S3.match(str(uri)):
+            return f"{where}.{kind}.source.s3Location.uri: {uri!r} is not an S3 URI"
+        data = source.get("bytes")
+        if kind == "document" and isinstance(data, str) and len(data) * 3 // 4 > 4.5 * MB:
+            return f"{where}: The document is larger than 4.5 MB."
+        if kind == "document":
+            return _document_name(where, value.get("name"))
+    return None
+
+
+def _document_name(where: str, name: Any) -> str | None:
+    if isinstance(name, str) and 0 < len(name) <= 200 and _DOCUMENT_NAME.match(name):
+        return None
+    return (
+        f"{where}.document.name: The document file name can only contain alphanumeric "
+        "characters, whitespace characters, hyphens, parentheses, and square brackets. The name "
+        "can't contain more than one consecutive whitespace character."
+    )

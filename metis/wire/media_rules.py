@@ -1,0 +1,154 @@
+"""The size, count and shape limits providers document for files, checked on the encoded body
+before it is sent (``pre_send_check``, metis/wire/rules.py).
+
+- Anthropic (build-with-claude/pdf-support, vision): a request is at most 32 MB; a base64
+  document is a PDF, a text document ``text/plain``; citations are enabled on every document
+  of a request or on none; an image is at most 5 MB and a request holds at most 100.
+- OpenAI Chat Completions (guides/file-inputs, the SDK's ``File`` and ``InputAudio``): a
+  ``file`` part holds ``file_data`` (a PDF data URL, with a ``filename``) or ``file_id``;
+  ``input_audio`` is ``wav`` or ``mp3``.
+- OpenAI Responses (``ResponseInputFileParam``): an ``input_file`` gives exactly one of
+  ``file_data``, ``file_id`` and ``file_url``.
+- Gemini (gemini-api/docs/file-input-methods): inline data totals at most 100 MB (as base64),
+  an inline PDF at most 50 MB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+MB = 1024 * 1024
+ANTHROPIC_REQUEST_BYTES = 32 * MB
+ANTHROPIC_IMAGE_BYTES = 5 * MB
+ANTHROPIC_IMAGES = 100
+GEMINI_INLINE_BYTES = 100 * MB
+GEMINI_INLINE_PDF_BYTES = 50 * MB
+
+
+def parts(messages: Any, key: str = "content") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every content part of ``messages`` (and of the tool results in them), with where it is."""
+    for i, message in enumerate(messages if isinstance(messages, list) else []):
+        content = message.get(key) if isinstance(message, dict) else None
+        yield from _nested(content, f"messages.{i}.{key}")
+
+
+def _nested(content: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    for j, part in enumerate(content if isinstance(content, list) else []):
+        if not isinstance(part, dict):
+            continue
+        yield f"{where}.{j}", part
+        inner = part.get("content")
+        if part.get("type") == "tool_result" and isinstance(inner, list):
+            yield from _nested(inner, f"{where}.{j}.content")
+
+
+def anthropic_media_problems(body: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
+    inline = images = 0
+    citing: set[bool] = set()
+    for where, part in parts(body.get("messages")):
+        source = _obj(part.get("source"))
+        data = source.get("data")
+        size = len(data) if isinstance(data, str) else 0
+        inline += size
+        if part.get("type") == "image":
+            images += 1
+            if size > ANTHROPIC_IMAGE_BYTES:  # the limit is on the base64 text
+                problems.append(f"{where}: an image is at most 5 MB (as base64)")
+        elif part.get("type") == "document":
+            citing.add(bool((part.get("citations") or {}).get("enabled")))
+            problems += _anthropic_document(where, source)
+    if inline > ANTHROPIC_REQUEST_BYTES:
+        problems.append(f"messages: {_mb(inline)} of inline files; a request is at most 32 MB")
+    if images > ANTHROPIC_IMAGES:
+        problems.append(f"messages: {images} images; a request holds at most 100")
+    if len(citing) > 1:
+        problems.append("messages: citations must be enabled on every document or on none")
+    return problems
+
+
+def _anthropic_document(where: str, source: dict[str, Any]) -> list[str]:
+    kind, media_type = source.get("type"), source.get("media_type")
+    if kind == "base64" and media_type != "application/pdf":
+        return [f"{where}.source.media_type: a base64 document is application/pdf"]
+    if kind == "text" and media_type != "text/plain":
+        return [f"{where}.source.media_type: a text document is text/plain"]
+    return []
+
+
+def openai_chat_media_problems(body: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
+    for where, part in parts(body.get("messages")):
+        kind = part.get("type")
+        if kind == "file":
+            file = _obj(part.get("file"))
+            given = [key for key in ("file_data", "file_id") if key in file]
+            if len(given) != 1:
+                problems.append(f"{where}.file: give one of file_data and file_id")
+            data = file.get("file_data")
+            if isinstance(data, str) and not data.startswith("data:application/pdf;base64,"):
+                problems.append(f"{where}.file.file_data: a PDF data URL (PDF files only)")
+            if "file_data" in file and not file.get("filename"):
+                problems.append(f"{where}.file.filename: required with file_data")
+        elif kind == "input_audio":
+            audio = _obj(part.get("input_audio"))
+            if audio.get("format") not in ("wav", "mp3"):
+                problems.append(f"{where}.input_audio.format: wav or mp3")
+    return problems
+
+
+def openai_responses_media_problems(items: list[Any]) -> list[str]:
+    problems: list[str] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        content = item.get("content") if item.get("type", "message") == "message" else None
+        output = item.get("output") if item.get("type") == "function_call_output" else None
+        for key, value in (("content", content), ("output", output)):
+            for j, part in enumerate(value if isinstance(value, list) else []):
+                if isinstance(part, dict) and part.get("type") == "input_file":
+                    given = [k for k in ("file_data", "file_id", "file_url") if part.get(k)]
+                    if len(given) != 1:
+                        problems.append(
+                            f"input[{i}].{key}[{j}]: give one of file_data, file_id and file_url"
+                        )
+    return problems
+
+
+def gemini_media_problems(body: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
+    inline = 0
+    for where, blob in _gemini_blobs(body.get("contents")):
+        data = blob.get("data")
+        size = len(data) if isinstance(data, str) else 0
+        inline += size
+        if blob.get("mimeType") == "application/pdf" and size * 3 // 4 > GEMINI_INLINE_PDF_BYTES:
+            problems.append(f"{where}: an inline PDF is at most 50 MB")
+    if inline > GEMINI_INLINE_BYTES:
+        problems.append(f"contents: {_mb(inline)} of inline data; a request takes at most 100 MB")
+    return problems
+
+
+def _gemini_blobs(contents: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    for i, content in enumerate(contents if isinstance(contents, list) else []):
+        found = content.get("parts") if isinstance(content, dict) else None
+        for j, part in enumerate(found if isinstance(found, list) else []):
+            if not isinstance(part, dict):
+                continue
+            if isinstance(part.get("inlineData"), dict):
+                yield f"contents[{i}].parts[{j}].inlineData", part["inlineData"]
+            response = part.get("functionResponse")
+            nested = response.get("parts") if isinstance(response, dict) else None
+            for k, inner in enumerate(nested if isinstance(nested, list) else []):
+                if isinstance(inner, dict) and isinstance(inner.get("inlineData"), dict):
+                    where = f"contents[{i}].parts[{j}].functionResponse.parts[{k}].inlineData"
+                    yield where, inner["inlineData"]
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _mb(size: int) -> str:
+    return f"{size / MB:.1f} MB"

@@ -1,0 +1,48 @@
+"""Blocks with no canonical meaning (:class:`metis.model.OpaqueBlock`) on their way back: each
+goes only to the provider that made it, as the item it gave; anywhere else it is left out with
+one WARN naming its kind (docs/contract.md §8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metis.model.content import Message, OpaqueBlock
+from metis.model.request import CanonicalRequest
+from metis.wire.codec import EncodeContext
+
+
+def own_item(block: OpaqueBlock, provider: str) -> dict[str, Any] | None:
+    """The block as ``provider`` gave it, when ``provider`` made it; else None."""
+    raw = block.provider_raw
+    item = raw.data.get("item")
+    return item if raw.provider == provider and isinstance(item, dict) else None
+
+
+def elsewhere(block: OpaqueBlock) -> str:
+    """Why the block is left out of a request to another provider."""
+    return (
+        f"a {block.kind!r} block from {block.provider_raw.provider} has no canonical form: "
+        "it goes back only to the provider that made it"
+    )
+
+
+def without_foreign(request: CanonicalRequest, call: EncodeContext) -> CanonicalRequest:
+    """``request`` without the opaque blocks another provider made, each reported once."""
+    if not any(_foreign(b, call.provider) for m in request.messages for b in m.content):
+        return request
+    messages: list[Message] = []
+    for i, message in enumerate(request.messages):
+        kept = []
+        for block in message.content:
+            if _foreign(block, call.provider):
+                assert isinstance(block, OpaqueBlock)
+                where = message.id or f"messages[{i}]"
+                call.warn_dropped(block.kind, elsewhere(block), message_id=where)
+            else:
+                kept.append(block)
+        messages.append(message.model_copy(update={"content": kept}))
+    return request.model_copy(update={"messages": messages})
+
+
+def _foreign(block: Any, provider: str) -> bool:
+    return isinstance(block, OpaqueBlock) and block.provider_raw.provider != provider

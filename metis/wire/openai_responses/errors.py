@@ -1,0 +1,50 @@
+"""The errors of OpenAI Responses replies: HTTP statuses, and the ``error`` objects of a
+stream (``response.failed``, ``error`` events), each a classified AdapterError."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from metis.errors import AdapterError, ErrorClass
+from metis.wire.http_errors import http_error
+
+_CODE_CLASSES = {
+    "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
+    "insufficient_quota": ErrorClass.RATE_LIMIT,  # not retryable: see responses_error
+    "context_length_exceeded": ErrorClass.CONTEXT_OVERFLOW,
+    "invalid_api_key": ErrorClass.AUTH,
+    "server_error": ErrorClass.SERVER_ERROR,
+    "server_is_overloaded": ErrorClass.OVERLOADED,
+    "vector_store_timeout": ErrorClass.SERVER_ERROR,
+}
+_TYPE_CLASSES = {
+    "invalid_request_error": ErrorClass.INVALID_REQUEST,
+    "server_error": ErrorClass.SERVER_ERROR,
+    "rate_limit_error": ErrorClass.RATE_LIMIT,
+}
+
+
+def responses_error(
+    status: int | None,
+    headers: Mapping[str, str],
+    message: str,
+    code: str | None,
+    kind: str | None,
+    request_id: str | None = None,
+) -> AdapterError:
+    """An HTTP status decides unless the code says more; in a stream, the type decides."""
+    cls = _CODE_CLASSES.get(code or "")
+    if cls is None and status is None:
+        cls = _TYPE_CLASSES.get(kind or "")
+        if cls is None and (code or "").startswith(("invalid_", "unsupported_")):
+            cls = ErrorClass.INVALID_REQUEST
+    return http_error(
+        status,
+        headers,
+        message
+        or ("" if status else f"openai_responses reported {code or kind or 'an error'} alone"),
+        error_class=cls,
+        code=code or kind,
+        request_id=request_id,
+        retryable=False if code == "insufficient_quota" else None,  # out of credit
+    )

@@ -1,0 +1,75 @@
+"""A gateway over emulator-backed models of every family, and a real uvicorn server for it on
+loopback (tests/test_gateway_*.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+
+from metis.gateway.app import create_app
+from metis.gateway.config import GatewayConfig
+from metis.testing.emulator import Emulator
+
+GATEWAY_KEY = "gw-secret-key"
+FAMILIES = {
+    # adapter entry -> (stack, model id, alias)
+    "anthropic": ("anthropic", "anthropic:claude-sonnet-4-5", "sonnet"),
+    "openai": ("openai", "openai:gpt-4o", "gpt"),
+    "responses": ("openai_responses", "openai_responses:gpt-5", "gpt5"),
+    "gemini": ("gemini", "gemini:gemini-2.5-flash", "flash"),
+    "bedrock": ("bedrock", "bedrock:anthropic.claude-haiku-4-5-20251001-v1:0", "haiku"),
+    "groq": ("groq", "groq:llama-3.3-70b-versatile", "llama"),
+}
+
+
+def gateway_config(
+    emulator: Emulator, gateway: dict[str, Any] | None = None, **more: Any
+) -> GatewayConfig:
+    adapters: dict[str, Any] = {
+        name: {"type": stack, "api_key_env": "UPSTREAM_KEY", "max_retries": 0}
+        for name, (stack, _, _) in FAMILIES.items()
+    }
+    adapters["bedrock"]["settings"] = {"region": "us-east-1"}
+    models = {
+        model: {"adapter": name, "aliases": [alias]} for name, (_, model, alias) in FAMILIES.items()
+    }
+    data = {
+        "adapters": adapters,
+        "models": models,
+        "routes": {"fallback": {"models": ["flash", "gpt"]}},
+        "gateway": {"api_key_env": "GATEWAY_KEY", **(gateway or {})},
+        **more,
+    }
+    environ = {"UPSTREAM_KEY": "sk-upstream", "GATEWAY_KEY": GATEWAY_KEY}
+    clients = {name: emulator.client() for name in FAMILIES}
+    return GatewayConfig.from_dict(data, environ=environ, clients=clients)
+
+
+@contextmanager
+def serving(app: Starlette) -> Iterator[tuple[str, uvicorn.Server]]:
+    """``app`` under uvicorn on a free loopback port, in a thread; its base URL."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("the gateway did not start")
+            threading.Event().wait(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{port}", server
+    finally:
+        server.should_exit = True
+        thread.join()
+
+
+@contextmanager
+def gateway_url(emulator: Emulator, **gateway: Any) -> Iterator[str]:
+    with serving(create_app(gateway_config(emulator, gateway))) as (url, _):
+        yield url

@@ -1,0 +1,274 @@
+"""The gateway's ASGI application: keys in both Anthropic forms, anthropic-version, the size
+limit, health and readiness, the per-request timeout, a client that goes away (the upstream
+call is cancelled), and a shutdown that lets the streams in flight finish."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from metis.gateway.app import create_app
+from metis.gateway.models import Target
+from metis.model.capabilities import AdapterCapabilities
+from metis.model.events import MessageComplete, StreamEvent, TextDelta
+from metis.model.request import CanonicalRequest
+from metis.model.response import StopKind, StopReason, TokenUsage
+from metis.testing.emulator import Emulator
+from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
+
+pytestmark = pytest.mark.anyio
+SAID = {"model": "flash", "max_tokens": 50, "messages": [{"role": "user", "content": "Hi"}]}
+
+
+class Held:
+    """A model whose stream says one word, then waits for ``release`` (and records whether
+    its stream was closed, and how)."""
+
+    def __init__(self) -> None:
+        self.release = anyio.Event()
+        self.first_sent = threading.Event()
+        self.closed = False
+
+    async def _events(self) -> AsyncIterator[StreamEvent]:
+        try:
+            yield TextDelta(0, "one ")
+            self.first_sent.set()
+            await self.release.wait()
+            yield TextDelta(0, "two")
+            done = StopReason(kind=StopKind.END_TURN)
+            yield MessageComplete([], done, TokenUsage(output_tokens=2))
+        finally:
+            self.closed = True
+
+    def stream(self, request: CanonicalRequest) -> AsyncIterator[StreamEvent]:
+        return self._events()
+
+    async def complete(self, request: CanonicalRequest) -> Any:
+        await self.release.wait()
+
+
+def _held(app: Any) -> Held:
+    held = Held()
+    caps = AdapterCapabilities(max_output_tokens=100)
+    app.state.gateway.models.resolve = lambda name: Target(name, held, "x:y", caps)  # type: ignore[arg-type]
+    return held
+
+
+def _client(app: Any) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw")
+
+
+@pytest.fixture
+def emulator() -> Emulator:
+    return Emulator()
+
+
+async def test_both_anthropic_key_forms_and_versions(emulator: Emulator) -> None:
+    app = create_app(gateway_config(emulator))
+    async with _client(app) as client:
+        for headers in (
+            {"x-api-key": GATEWAY_KEY, "anthropic-version": "2023-06-01"},
+            {"authorization": f"Bearer {GATEWAY_KEY}", "anthropic-version": "2026-10-21"},
+        ):
+            reply = await client.post("/v1/messages", json=SAID, headers=headers)
+            assert reply.status_code == 200, reply.text
+        refused = await client.post(
+            "/v1/messages", json=SAID, headers={"x-api-key": GATEWAY_KEY, "anthropic-version": "1"}
+        )
+        assert (
+            refused.status_code == 400 and "anthropic-version" in refused.json()["error"]["message"]
+        )
+        missing = await client.post("/v1/chat/completions", json=SAID)
+        assert missing.status_code == 401 and missing.json()["error"]["code"] == "invalid_api_key"
+
+
+async def test_a_body_over_the_limit_is_413_in_the_callers_shape(emulator: Emulator) -> None:
+    app = create_app(gateway_config(emulator, {"max_request_bytes": 2048}))
+    big = {**SAID, "messages": [{"role": "user", "content": "x" * 4096}]}
+    headers = {"x-api-key": GATEWAY_KEY}
+    async with _client(app) as client:
+        reply = await client.post("/v1/messages", json=big, headers=headers)
+        assert reply.status_code == 413 and reply.json()["error"]["type"] == "request_too_large"
+        reply = await client.post(
+            "/v1/responses", json={"model": "gpt", "input": "x" * 4096}, headers=headers
+        )
+        assert reply.status_code == 413 and reply.json()["error"]["code"] == "request_too_large"
+        broken = await client.post("/v1/chat/completions", content=b"{not json", headers=headers)
+        assert broken.status_code == 400 and "not valid JSON" in broken.json()["error"]["message"]
+
+
+async def test_health_readiness_and_the_model_list(emulator: Emulator) -> None:
+    app = create_app(gateway_config(emulator))
+    async with _client(app) as client:
+        assert (await client.get("/health")).json() == {"status": "ok"}
+        assert (await client.get("/ready")).status_code == 503  # no lifespan ran here
+        listed = await client.get("/v1/models", headers={"x-api-key": GATEWAY_KEY})
+        flash = next(m for m in listed.json()["data"] if m["id"] == "flash")
+        assert flash["model"] == "gemini:gemini-2.5-flash" and flash["context_window"] > 0
+
+
+async def test_a_request_past_its_timeout_is_504(emulator: Emulator) -> None:
+    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.01}))
+    _held(app)  # never released
+    async with _client(app) as client:
+        headers = {"x-api-key": GATEWAY_KEY}
+        reply = await client.post("/v1/messages", json=SAID, headers=headers)
+        assert reply.status_code == 504 and reply.json()["error"]["type"] == "timeout_error"
+        streamed = await client.post(
+            "/v1/chat/completions", json={**SAID, "stream": True}, headers=headers
+        )
+        assert streamed.status_code == 200  # the first event came in time: the error ends it
+        assert '"code":"timeout"' in streamed.text
+
+
+@pytest.mark.backend_independent(False)
+async def test_a_client_that_goes_away_cancels_the_upstream_call(emulator: Emulator) -> None:
+    app = create_app(gateway_config(emulator))
+    held = _held(app)
+    sent: list[dict[str, Any]] = []
+    body = anyio.Event()
+
+    async def receive() -> dict[str, Any]:
+        if not sent:
+            data = json.dumps({**SAID, "stream": True}).encode()
+            sent.append({})
+            return {"type": "http.request", "body": data, "more_body": False}
+        await body.wait()  # the first chunk reached the client: now it hangs up
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body" and message.get("body"):
+            body.set()
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "path": "/v1/messages",
+        "raw_path": b"/v1/messages",
+        "query_string": b"",
+        "headers": [(b"x-api-key", GATEWAY_KEY.encode()), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("gw", 80),
+        "scheme": "http",
+        "root_path": "",
+    }
+    await app(scope, receive, send)
+    assert held.closed and not held.release.is_set()
+
+
+def test_shutdown_drains_the_streams_in_flight(emulator: Emulator) -> None:
+    app = create_app(gateway_config(emulator))
+    held = _held(app)
+    with serving(app) as (url, server):
+        result: dict[str, str] = {}
+
+        def call() -> None:
+            with httpx.stream(
+                "POST",
+                url + "/v1/messages",
+                json={**SAID, "stream": True},
+                headers={"x-api-key": GATEWAY_KEY},
+            ) as reply:
+                result["text"] = "".join(reply.iter_text())
+
+        client = threading.Thread(target=call)
+        client.start()
+        held.first_sent.wait()
+        server.should_exit = True  # as SIGTERM does: stop accepting, let the streams finish
+        loop_release(server, held)
+        client.join()
+    assert "message_stop" in result["text"] and '"text":"two"' in result["text"]
+
+
+def loop_release(server: Any, held: Held) -> None:
+    """Sets ``held.release`` on the server's own event loop."""
+    server.servers[0].get_loop().call_soon_threadsafe(held.release.set)
+
+
+def test_the_example_configuration_loads_and_refuses_a_missing_key() -> None:
+    from metis.errors import ConfigError
+    from metis.gateway.config import GatewayConfig
+
+    loaded = GatewayConfig.load("examples/gateway.yaml", environ={"METIS_GATEWAY_KEY": "k"})
+    assert loaded.api_key == "k" and loaded.settings.port == 4000
+    assert "default" in loaded.registry.route_specs
+    with pytest.raises(ConfigError, match="METIS_GATEWAY_KEY"):
+        GatewayConfig.load("examples/gateway.yaml", environ={})
+    with pytest.raises(ConfigError, match=r"gateway\.prot"):
+        GatewayConfig.from_dict({"gateway": {"prot": 1}}, environ={})
+
+
+async def test_the_metrics_endpoint_counts_requests_errors_tokens_and_cost(
+    emulator: Emulator,
+) -> None:
+    app = create_app(gateway_config(emulator))
+    headers = {"x-api-key": GATEWAY_KEY}
+    async with _client(app) as client:
+        assert (await client.post("/v1/messages", json=SAID, headers=headers)).status_code == 200
+        streamed = {"model": "gpt", "messages": SAID["messages"], "stream": True}
+        await client.post("/v1/chat/completions", json=streamed, headers=headers)
+        await client.post("/v1/messages", json={**SAID, "model": "nope"}, headers=headers)
+        text = (await client.get("/metrics")).text
+    assert 'metis_gateway_requests_total{api="anthropic",model="flash",status="200"} 1' in text
+    assert 'metis_gateway_requests_total{api="chat",model="gpt",status="200"} 1' in text
+    assert 'metis_gateway_requests_total{api="anthropic",model="",status="404"} 1' in text
+    assert 'metis_gateway_errors_total{api="anthropic",error_class="invalid_request"} 1' in text
+    assert 'metis_gateway_tokens_total{model="openai:gpt-4o",direction="output"}' in text
+    assert 'metis_gateway_cost_usd_total{model="gemini:gemini-2.5-flash"}' in text
+    assert 'metis_gateway_request_seconds_count{api="chat"} 1' in text
+
+
+@pytest.mark.backend_independent(False)
+async def test_a_client_that_goes_away_cancels_a_whole_body_call(emulator: Emulator) -> None:
+    app = create_app(gateway_config(emulator))
+    held = _held(app)
+    cancelled: list[bool] = []
+    begun = anyio.Event()
+
+    async def complete(request: CanonicalRequest) -> Any:
+        begun.set()
+        try:
+            await held.release.wait()
+        except anyio.get_cancelled_exc_class():
+            cancelled.append(True)
+            raise
+
+    held.complete = complete  # type: ignore[method-assign]
+    messages = [{"type": "http.request", "body": json.dumps(SAID).encode(), "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        if messages:
+            return messages.pop()
+        await begun.wait()  # the call has started: now the client hangs up
+        return {"type": "http.disconnect"}
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "path": "/v1/messages",
+        "raw_path": b"/v1/messages",
+        "query_string": b"",
+        "headers": [(b"x-api-key", GATEWAY_KEY.encode()), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("gw", 80),
+        "scheme": "http",
+        "root_path": "",
+    }
+    with anyio.fail_after(60):  # a bound on a hang, not a timing: it ends at once when right
+        await app(scope, receive, send)
+    assert cancelled == [True] and not held.release.is_set()
