@@ -114,6 +114,40 @@ def test_foreign_tool_ids_get_one_canonical_id_per_request() -> None:
     assert call.id.startswith("tu_") and call.id == result.tool_use_id
 
 
+def test_a_chat_request_with_custom_tools_reads_them_as_freeform() -> None:
+    grammar = {"type": "grammar", "grammar": {"syntax": "regex", "definition": "[a-z]+"}}
+    call = {"id": "call_9", "type": "custom", "custom": {"name": "sh", "input": "ls -la"}}
+    inbound = read_chat(
+        {
+            "model": "gpt",
+            "messages": [
+                {"role": "user", "content": "x"},
+                {"role": "assistant", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "call_9", "content": "a b"},
+            ],
+            "tools": [
+                {"type": "custom", "custom": {"name": "sh", "format": {"type": "text"}}},
+                {"type": "custom", "custom": {"name": "word", "format": grammar}},
+            ],
+            "tool_choice": {"type": "custom", "custom": {"name": "word"}},
+        }
+    )
+    used = inbound.messages[1].content[0]
+    assert isinstance(used, ToolUseBlock) and used.input == {"input": "ls -la"}
+    sh, word = inbound.fields["tools"]
+    assert sh.freeform is not None and sh.freeform.syntax is None
+    assert word.freeform is not None and word.freeform.definition == "[a-z]+"
+    assert inbound.fields["tool_choice"].name == "word"
+    with pytest.raises(InvalidRequestError, match=r"tools\[0\].custom.format"):
+        read_chat(
+            {
+                "model": "gpt",
+                "messages": [{"role": "user", "content": "x"}],
+                "tools": [{"type": "custom", "custom": {"name": "sh", "format": {"type": "x"}}}],
+            }
+        )
+
+
 def test_a_chat_request_reads_its_settings() -> None:
     schema = {"type": "object", "properties": {}}
     inbound = read_chat(

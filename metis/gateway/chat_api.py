@@ -34,7 +34,7 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
-from metis.model.request import ToolChoice
+from metis.model.request import FreeformInput, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
 
 READ = frozenset(
@@ -107,6 +107,9 @@ def _tools(raw: Any) -> list[Any]:
     tools = []
     for i, tool in enumerate(raw):
         where = f"tools[{i}]"
+        if isinstance(tool, Mapping) and tool.get("type") == "custom":
+            tools.append(_custom_tool(tool.get("custom"), f"{where}.custom"))
+            continue
         function = tool.get("function") if isinstance(tool, Mapping) else None
         if not isinstance(function, Mapping):
             raise InvalidRequestError(f"{where}.function: expected an object")
@@ -121,17 +124,43 @@ def _tools(raw: Any) -> list[Any]:
     return tools
 
 
+def _custom_tool(raw: Any, where: str) -> ToolDefinition:
+    """A custom (freeform) tool: free text input, or text held to a ``grammar`` format."""
+    if not isinstance(raw, Mapping):
+        raise InvalidRequestError(f"{where}: expected an object")
+    name, description = raw.get("name"), raw.get("description")
+    if not isinstance(name, str) or not name:
+        raise InvalidRequestError(f"{where}.name: expected a non-empty string")
+    fmt = raw.get("format") or {"type": "text"}
+    grammar = fmt.get("grammar") if isinstance(fmt, Mapping) else None
+    if isinstance(fmt, Mapping) and fmt.get("type") == "text":
+        freeform = FreeformInput()
+    elif isinstance(grammar, Mapping) and fmt.get("type") == "grammar":
+        syntax, definition = grammar.get("syntax"), grammar.get("definition")
+        if syntax not in ("lark", "regex") or not isinstance(definition, str) or not definition:
+            raise InvalidRequestError(
+                f"{where}.format.grammar: expected a syntax (lark or regex) and a definition"
+            )
+        freeform = FreeformInput(syntax=syntax, definition=definition)
+    else:
+        raise InvalidRequestError(f"{where}.format: expected a text or grammar format")
+    text = description if isinstance(description, str) else ""
+    return ToolDefinition(name=name, description=text, freeform=freeform)
+
+
 def _tool_choice(raw: Any) -> ToolChoice | None:
     if raw is None:
         return None
     named = {"auto": "auto", "required": "any", "none": "none"}
     if isinstance(raw, str) and raw in named:
         return ToolChoice(type=named[raw])
-    function = raw.get("function") if isinstance(raw, Mapping) else None
-    if isinstance(function, Mapping) and isinstance(function.get("name"), str):
-        return ToolChoice.tool(function["name"])
+    kind = raw.get("type") if isinstance(raw, Mapping) else None
+    chosen = raw.get("custom" if kind == "custom" else "function") if kind else None
+    if isinstance(chosen, Mapping) and isinstance(chosen.get("name"), str):
+        return ToolChoice.tool(chosen["name"])
     raise InvalidRequestError(
-        "tool_choice: expected auto, required, none or {type: function, function: {name}}"
+        "tool_choice: expected auto, required, none, {type: function, function: {name}} "
+        "or {type: custom, custom: {name}}"
     )
 
 

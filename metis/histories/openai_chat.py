@@ -108,14 +108,15 @@ def _assistant(item: Mapping[str, Any], where: str, ids: Ids) -> list[ContentBlo
     calls = item.get("tool_calls")
     for k, raw in enumerate(items(calls, f"{where}.tool_calls") if calls is not None else []):
         at = f"{where}.tool_calls[{k}]"
-        function = mapping(mapping(raw, at).get("function"), f"{at}.function")
-        blocks.append(
-            ToolUseBlock(
-                id=ids(raw.get("id"), f"{at}.id"),
-                name=text(function, "name", f"{at}.function"),
-                input=tool_input(function.get("arguments"), f"{at}.function.arguments"),
-            )
-        )
+        if mapping(raw, at).get("type") == "custom":  # a freeform call: its text as the input
+            custom = mapping(raw.get("custom"), f"{at}.custom")
+            name = text(custom, "name", f"{at}.custom")
+            given: Any = {"input": text(custom, "input", f"{at}.custom")}
+        else:
+            function = mapping(raw.get("function"), f"{at}.function")
+            name = text(function, "name", f"{at}.function")
+            given = tool_input(function.get("arguments"), f"{at}.function.arguments")
+        blocks.append(ToolUseBlock(id=ids(raw.get("id"), f"{at}.id"), name=name, input=given))
     return blocks
 
 
