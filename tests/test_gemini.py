@@ -399,6 +399,25 @@ def test_parts_with_no_canonical_form_are_dropped_with_one_warn_each() -> None:
     assert kinds == ["server_tool_call", "server_tool_result", "text"]
 
 
+def test_metadata_is_dropped_with_a_warn_the_first_time_it_is_there_and_not_when_empty() -> None:
+    """The chunks look for the dropped fields only where one of their keys is: one present but
+    empty is not content, one that arrives late (or after another) is still reported once."""
+
+    def with_metadata(text: str, **fields: Any) -> dict[str, Any]:
+        candidate = {"content": {"role": "model", "parts": [{"text": text}]}, **fields}
+        return {**chunk(), "candidates": [candidate]}
+
+    events = parse(
+        with_metadata("a", groundingMetadata={}),
+        chunk({"text": "b"}),
+        with_metadata("c", urlContextMetadata={"urlMetadata": [{"retrievedUrl": "u"}]}),
+        with_metadata("d", urlContextMetadata={"urlMetadata": []}, groundingMetadata={"q": 1}),
+        with_metadata("e", groundingMetadata={"q": 2}, finishReason="STOP"),
+    )
+    assert events[-1] == ["urlContextMetadata", "groundingMetadata"]
+    assert final_of(events).final_content[0].text == "abcde"  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize(
     ("bad", "problem"),
     [

@@ -118,6 +118,23 @@ class Reading:
         self.dropped = [
             (name, *local(name), str(compile_path(name)[-1])) for name in schema.dropped_fields
         ]
+        self.dropped_keys = _envelope_keys(schema.dropped_fields, prefix)
+        """When every dropped field is one key of the envelope (Gemini's), those keys: a chunk
+        whose envelope has none of them is not looked at further (one check per chunk)."""
+
+
+def _envelope_keys(fields: list[str], prefix: Path | None) -> frozenset[str] | None:
+    """The keys ``fields`` are in the envelope at ``prefix``, when each is one key of it."""
+    if not prefix:
+        return None
+    keys: set[str] = set()
+    for field in fields:
+        path = compile_path(field)
+        rest = path[len(prefix) :]
+        if path[: len(prefix)] != prefix or len(rest) != 1 or rest[0] == WILDCARD:
+            return None
+        keys.add(str(rest[0]))
+    return frozenset(keys)
 
 
 def _regex(pattern: str | None, where: str) -> re.Pattern[str] | None:

@@ -157,7 +157,14 @@ class SchemaParser:
                     raise malformed(f"{self._where} finish reason", "a string", raw)
                 self._finish = StopReason(kind=mapping.get(raw, default), raw=raw)
                 break
-        for name, scoped, get, block_type in r.dropped:
+        keys = r.dropped_keys  # None: look for each; else look only if one of them is there
+        if keys is None or (envelope.__class__ is dict and not keys.isdisjoint(envelope)):
+            self._report_dropped(obj, envelope)
+
+    def _report_dropped(self, obj: dict[str, Any], envelope: Any) -> None:
+        """One WARN for each field with no canonical form, the first time it is there."""
+        builder = self._b
+        for name, scoped, get, block_type in self._r.dropped:
             if name not in self._dropped and get(envelope if scoped else obj):
                 self._dropped.add(name)
                 builder.warn(
@@ -298,10 +305,10 @@ class SchemaParser:
     # Helpers ---------------------------------------------------------------------------------
 
     def _echoed(self, part: dict[str, Any]) -> dict[str, Any] | None:
-        if not self._echo:
+        echo = self._echo
+        if not echo or part.keys().isdisjoint(echo):
             return None
-        found = {key: part[key] for key in self._echo if key in part}
-        return found or None
+        return {key: part[key] for key in echo if key in part}
 
     def _str(self, value: Any, what: str) -> str:
         if value.__class__ is not str:
