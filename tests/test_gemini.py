@@ -408,14 +408,19 @@ def test_metadata_is_dropped_with_a_warn_the_first_time_it_is_there_and_not_when
         return {**chunk(), "candidates": [candidate]}
 
     events = parse(
-        with_metadata("a", groundingMetadata={}),
+        with_metadata("a", urlContextMetadata={}),
         chunk({"text": "b"}),
-        with_metadata("c", urlContextMetadata={"urlMetadata": [{"retrievedUrl": "u"}]}),
-        with_metadata("d", urlContextMetadata={"urlMetadata": []}, groundingMetadata={"q": 1}),
-        with_metadata("e", groundingMetadata={"q": 2}, finishReason="STOP"),
+        with_metadata("c", groundingMetadata={"webSearchQueries": ["q"]}),  # read: citations
+        with_metadata("d", urlContextMetadata={"urlMetadata": [{"retrievedUrl": "u"}]}),
+        with_metadata("e", urlContextMetadata={"urlMetadata": [{"retrievedUrl": "v"}]}),
+        with_metadata("f", finishReason="STOP"),
     )
-    assert events[-1] == ["urlContextMetadata", "groundingMetadata"]
-    assert final_of(events).final_content[0].text == "abcde"  # type: ignore[union-attr]
+    assert events[-1] == ["urlContextMetadata"]
+    assert final_of(events).final_content[0].text == "abcdef"  # type: ignore[union-attr]
+    empty = parse(
+        with_metadata("a", urlContextMetadata={}), with_metadata("b", finishReason="STOP")
+    )
+    assert empty[-1] == []
 
 
 @pytest.mark.parametrize(
