@@ -46,6 +46,15 @@ def test_parse_object_reads_a_complete_object(text: str) -> None:
     assert parse_object(text) == DOCUMENT
 
 
+def test_a_lone_surrogate_in_the_text_is_read_not_a_bare_type_error() -> None:
+    """Fragments joined from parsed JSON strings can hold a lone surrogate, which no UTF-8 can
+    hold: the fast parser refuses such a str with a TypeError; Python's json reads it."""
+    surrogate = chr(0xD800)
+    lone = '{"a": "' + surrogate + '", "b": 1}'
+    assert parse_object(lone) == {"a": surrogate, "b": 1}
+    assert parse_partial_object(lone[:-1] + ', "c": [1') == {"a": surrogate, "b": 1}
+
+
 @pytest.mark.parametrize("text", ["", "   ", "\n\t"])
 def test_parse_object_reads_nothing_as_an_empty_object(text: str) -> None:
     assert parse_object(text) == {}

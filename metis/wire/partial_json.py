@@ -38,6 +38,11 @@ def parse_object(text: str) -> dict[str, Any] | None:
         return {}
     try:
         value = from_json(text, allow_inf_nan=False)
+    except TypeError:  # a str no UTF-8 can hold (a lone surrogate): json reads it
+        try:
+            value = _DECODER.decode(text)
+        except (ValueError, RecursionError):
+            return None
     except ValueError as exc:
         if not (_SURROGATE.search(text) or "recursion" in str(exc)):
             return None  # json would refuse it too
@@ -64,7 +69,7 @@ def parse_partial_object(text: str) -> dict[str, Any]:
     for end, closer in reversed(_member_ends(text)[-_MAX_ATTEMPTS:]):
         try:  # the partial mode closes the object the cut left open
             value = from_json(text[:end], allow_partial=True, allow_inf_nan=False)
-        except ValueError:  # refused by jiter: Python's json decides (NaN, depth, surrogates)
+        except (ValueError, TypeError):  # refused by jiter: json decides (NaN, depth, surrogates)
             value = parse_object(text[:end] + closer)
         if isinstance(value, dict):
             return value
