@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -645,3 +646,17 @@ def test_usage_is_estimated_only_when_the_provider_reported_none() -> None:
     usage = _complete(reported).usage
     assert (usage.input_tokens, usage.output_tokens, usage.estimated) == (3, 2, False)
     assert asked == ["input"]
+
+
+def test_a_server_tool_block_with_a_lone_surrogate_is_cleaned_like_any_text() -> None:
+    """A JSON ``\\ud800`` escape alone decodes to a str no UTF-8 can hold: in a server tool's
+    input, as in text, it becomes U+FFFD, so the event and the reply encode."""
+    from metis.model.server_tools import ServerToolCallBlock
+
+    b = MessageBuilder(PROVIDER, MODEL)
+    b.server_tool(0, ServerToolCallBlock(id="srvtoolu_1", name="x", input={"q": "a" + chr(0xD800)}))
+    b.finish()
+    events = b.take()
+    call = events[-2]
+    assert call.to_dict()["block"]["input"] == {"q": "a\ufffd"}  # type: ignore[union-attr]
+    json.dumps([e.to_dict() for e in events], ensure_ascii=False).encode()

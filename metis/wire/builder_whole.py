@@ -4,12 +4,27 @@ text: a server tool's call or result (docs/contract.md §11) and a citation (§1
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from metis.model.citation import Citation
 from metis.model.content import ProviderRaw, ServerToolCallBlock, ServerToolResultBlock
 from metis.model.events import CitationDelta, ServerToolCall, ServerToolResult, StreamEvent
 from metis.wire.blocks import TEXT, WHOLE, Block
 from metis.wire.unicode_text import clean_value
+
+_Whole = TypeVar("_Whole", bound=BaseModel)
+
+
+def _cleaned(value: _Whole) -> _Whole:
+    """``value`` with every lone surrogate in its strings replaced (a JSON escape such as
+    ``\\ud800`` alone decodes to a str no UTF-8 can hold); itself when it holds none."""
+    dumped = value.model_dump()
+    cleaned = clean_value(dumped)
+    if cleaned == dumped:
+        return value
+    return type(value).model_validate(cleaned)
 
 
 class WholeBlocks:
@@ -27,6 +42,7 @@ class WholeBlocks:
         block = self._by_key.get(key)
         if block is None or block.kind != TEXT or block.index != len(self._blocks) - 1:
             block = self._open(key, TEXT)
+        citation = _cleaned(citation)
         if citation.provider_raw is not None:
             citation = citation.model_copy(
                 update={"provider_raw": self._own(citation.provider_raw)}
@@ -40,6 +56,7 @@ class WholeBlocks:
         """A server tool's call or result, whole; its ``provider_raw`` made this reply's own."""
         record = self._open(key, WHOLE)
         record.ended = True
+        block = _cleaned(block)
         raw = block.provider_raw or ProviderRaw(provider=self.provider)
         record.whole = whole = block.model_copy(update={"provider_raw": self._own(raw)})
         if isinstance(whole, ServerToolCallBlock):
