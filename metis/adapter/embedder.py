@@ -1,6 +1,6 @@
 """An embedder: one embedding stack made ready to call (docs/embeddings.md).
 
-Embeddings have their own interface, not the chat adapter's (seed 004 §8): no stream, no
+Embeddings have their own interface, not the chat adapter's: no stream, no
 tools, no system prompt; a list of inputs is the normal case. What they share with the chat
 adapters is the machinery: the stack's endpoint and key, the auth flow of every platform, the
 transport with its deadlines and redirect policy, the retry policy, the bus events and the
