@@ -161,7 +161,7 @@ def _models(gateway: Gateway, request: Request) -> Response:
     ``type``/``display_name``/``created_at`` on each entry."""
     rid = request_id()
     try:
-        gateway.authenticate(request.headers)
+        key = gateway.authenticate(request.headers)
     except AdapterError as exc:
         api = "anthropic" if request.headers.get("anthropic-version") else "chat"
         failed = error_reply(api, exc, rid)
@@ -177,6 +177,7 @@ def _models(gateway: Gateway, request: Request) -> Response:
             "owned_by": "metis",
         }
         for entry in gateway.models.listing()
+        if key is None or key.may_use(entry["id"])
     ]
     first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
     page = {"object": "list", "data": data, "has_more": False, "first_id": first, "last_id": last}
