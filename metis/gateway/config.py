@@ -37,6 +37,9 @@ class GatewaySettings(BaseModel):
     gateway (else: in memory)."""
     stored_seconds: int = Field(default=30 * 86400, ge=1)
     """How long a stored response is kept in Redis."""
+    pass_through: bool = True
+    """Whether a request whose API is the routed model's own goes through as it came
+    (metis.gateway.passthrough); off: every request is translated."""
     keys: list[KeySpec] = Field(default_factory=list)
     """Gateway keys with their own models, limits and budget (metis.gateway.keys)."""
 
