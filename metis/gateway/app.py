@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import anyio
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -272,7 +273,12 @@ def create_app(config: GatewayConfig) -> Starlette:
         Route("/ready", ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    middleware = []
+    if config.tracer is not None:
+        from metis.gateway.tracing import ServerSpans
+
+        middleware.append(Middleware(ServerSpans, tracer=config.tracer))
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
     app.state.gateway = gateway
     app.state.pass_through = passer
     return app

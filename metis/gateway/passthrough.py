@@ -33,8 +33,10 @@ from metis.gateway.service import Gateway, JsonResult, StreamResult, dropped_hea
 from metis.gateway.sse import data, event
 from metis.model.content import Message, ProviderRaw
 from metis.model.request import CanonicalRequest
+from metis.model.response import TokenUsage
 from metis.pipeline.call import Call, DropRecord
 from metis.pipeline.request import HTTPFailure, WireRequest
+from metis.telemetry.events import CallCompleted, CallFailed, CallStarted
 from metis.transport.exchange import Exchange
 
 CODECS = {"anthropic": "anthropic", "chat": "openai_chat"}
@@ -59,6 +61,9 @@ class Passing:
     made_by: ProviderRaw
     reported: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+    call: Call | None = None
+    """The upstream call, once it is sent (its telemetry reported when it ends)."""
+    error: AdapterError | None = None
 
 
 class PassThrough:
@@ -146,14 +151,18 @@ class PassThrough:
             }
         wire = WireRequest(url, passing.body, sent, stream=passing.stream).serialized()
         transport = provider.part("transport")
+        passing.call = call
+        adapter.telemetry.emit(CallStarted(**_identity(call), stream=passing.stream))
         try:
             wire = await provider.authenticate(wire, call)
             return await transport.open(wire, call), call  # type: ignore[union-attr]
         except HTTPFailure as failure:
             error = provider.codec.error_from_http(failure.status, failure.headers, failure.body)
-            raise _classified(error, call) from None
+            passing.error = _classified(error, call)
+            raise passing.error from None
         except AdapterError as error:
-            raise _classified(error, call) from None
+            passing.error = _classified(error, call)
+            raise passing.error from None
 
     # Answering --------------------------------------------------------------------------------
 
@@ -184,7 +193,7 @@ class PassThrough:
             except Exception as exc:
                 error = exchange.translate(exc)
                 if isinstance(error, AdapterError):
-                    _classified(error, call)
+                    passing.error = _classified(error, call)
                 raise error from exc
             finally:
                 await exchange.aclose()
@@ -235,7 +244,7 @@ class PassThrough:
             error = exchange.translate(exc)
             if not isinstance(error, AdapterError):
                 raise
-            _classified(error, call)
+            passing.error = _classified(error, call)
             self.gateway.metrics.error(passing.api, error.error_class.value)
             yield self._error_bytes(passing, error, call)
         finally:
@@ -251,8 +260,54 @@ class PassThrough:
             gateway.metrics.usage(charged, relay.usage)
         elapsed = time.monotonic() - passing.started
         gateway.metrics.request(passing.api, passing.target.name, 200, elapsed)
+        if passing.call is not None:
+            passing.adapter.telemetry.emit(_ended(passing, relay, elapsed))
         if key is not None:
             await gateway.keys.release(key, charged, relay.usage)
+
+
+def _identity(call: Call) -> dict[str, Any]:
+    return {
+        "request_id": call.request_id,
+        "session_id": None,
+        "provider": call.provider,
+        "model": call.model,
+        "wire_model": call.wire_model,
+        "retry_count": 0,
+        "timestamp": time.time(),
+    }
+
+
+def _ended(passing: Passing, relay: Relay, elapsed: float) -> CallCompleted | CallFailed:
+    """The call's end for the adapter's telemetry (the library's client span, its log)."""
+    assert passing.call is not None
+    identity, latency = _identity(passing.call), int(elapsed * 1000)
+    error = passing.error
+    if error is None and relay.failed is None and relay.stop is not None:
+        usage = relay.usage or TokenUsage()
+        return CallCompleted(
+            **identity,
+            latency_ms=latency,
+            usage=usage,
+            stop_reason=relay.stop,
+            message_id=None,
+            response_model=passing.body["model"],
+        )
+    if error is not None:
+        kind, message, status = error.error_class.value, error.message, error.provider_status
+    elif relay.failed is not None:
+        kind, message, status = relay.failed, f"the stream ended with {relay.failed}", None
+    else:
+        kind, message, status = "cancelled", "the caller went away", None
+    return CallFailed(
+        **identity,
+        latency_ms=latency,
+        error_class=kind,
+        error_message=message,
+        provider_status=status,
+        retryable=False,
+        usage=relay.usage,
+    )
 
 
 def _own_thinking(body: dict[str, Any], made_by: ProviderRaw) -> bool:

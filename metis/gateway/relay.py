@@ -16,8 +16,10 @@ from typing import Any
 from metis.gateway.provenance import wrap
 from metis.gateway.sse import data, dumps, event
 from metis.model.content import ProviderRaw
-from metis.model.response import TokenUsage
+from metis.model.response import StopReason, TokenUsage
+from metis.wire.anthropic.read import stop_reason as anthropic_stop
 from metis.wire.json_limits import loads
+from metis.wire.openai_chat.read import stop_reason as chat_stop
 from metis.wire.read import split_input
 
 _MODEL = re.compile(rb'"model": ?"(?:[^"\\]|\\.)*"')
@@ -69,14 +71,15 @@ def _error_type(obj: Any) -> str:
 
 class Relay:
     """One answer relayed: ``feed`` each chunk of a stream (then ``end``), or ``whole`` for a
-    whole body. ``usage`` is what the provider reported so far; ``failed`` the type of an
-    error event it sent in the stream (None: none)."""
+    whole body. ``usage`` and ``stop`` are what the provider reported so far; ``failed`` the
+    type of an error event it sent in the stream (None: none)."""
 
     markers: tuple[bytes, ...] = ()
 
     def __init__(self, model: str) -> None:
         self.model = model
         self.usage: TokenUsage | None = None
+        self.stop: StopReason | None = None
         self.failed: str | None = None
         self._held = b""
 
@@ -151,6 +154,7 @@ class AnthropicRelay(Relay):
             self.usage = anthropic_usage(obj["message"].get("usage"), self.usage)
         elif name == "message_delta":
             self.usage = anthropic_usage(obj.get("usage"), self.usage)
+            self._stopped((obj.get("delta") or {}).get("stop_reason"))
         elif name == "error":
             self.failed = _error_type(obj)
         elif name == "content_block_start" and isinstance(obj.get("content_block"), dict):
@@ -160,6 +164,10 @@ class AnthropicRelay(Relay):
         else:
             return raw + b"\n\n"
         return event(name, obj)
+
+    def _stopped(self, raw: Any) -> None:
+        if isinstance(raw, str):
+            self.stop = anthropic_stop(raw)
 
     def _sign(self, part: dict[str, Any]) -> None:
         for key in ("signature", "data"):
@@ -176,6 +184,7 @@ class AnthropicRelay(Relay):
             return body
         obj["model"] = self.model
         self.usage = anthropic_usage(obj.get("usage"))
+        self._stopped(obj.get("stop_reason"))
         for block in obj.get("content") or ():
             if isinstance(block, dict):
                 self._sign(block)
@@ -186,7 +195,7 @@ class ChatRelay(Relay):
     """A Chat Completions answer. The gateway asks a stream for its usage chunk; a caller that
     did not ask for it (``include_usage``) does not get it."""
 
-    markers = (b'"usage":{', b'"usage": {', b'"error"')
+    markers = (b'"usage":{', b'"usage": {', b'"error"', b'"finish_reason":"', b'"finish_reason": "')
 
     def __init__(self, model: str, include_usage: bool) -> None:
         super().__init__(model)
@@ -197,8 +206,17 @@ class ChatRelay(Relay):
     def _pass(self, ready: bytes) -> bytes:
         return super()._pass(_MODEL.sub(self._named, ready))
 
+    def _stopped(self, obj: dict[str, Any]) -> None:
+        choices = obj.get("choices")
+        first = choices[0] if isinstance(choices, list) and choices else None
+        raw = first.get("finish_reason") if isinstance(first, dict) else None
+        if isinstance(raw, str):
+            self.stop = chat_stop(raw, False, raw == "tool_calls")
+
     def rewrite(self, raw: bytes) -> bytes:
         _, obj = _fields(raw)
+        if isinstance(obj, dict):
+            self._stopped(obj)
         if isinstance(obj, dict) and "error" in obj and "choices" not in obj:
             self.failed = _error_type(obj)
         elif isinstance(obj, dict) and isinstance(obj.get("usage"), dict):
@@ -215,4 +233,5 @@ class ChatRelay(Relay):
             return body
         obj["model"] = self.model
         self.usage = chat_usage(obj.get("usage"))
+        self._stopped(obj)
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
