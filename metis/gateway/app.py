@@ -232,6 +232,7 @@ def create_app(config: GatewayConfig) -> Starlette:
                 client = await stack.enter_async_context(redis_client(url))
                 gateway.keys.ledger = RedisLedger(client)
                 gateway.stored = RedisResponseStore(client, gateway.settings.stored_seconds)
+                gateway.models.share(client)
             state["ready"] = True
             try:
                 yield
