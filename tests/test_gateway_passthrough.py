@@ -6,6 +6,7 @@ translated. The official SDKs against the gateway, the emulator upstream."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -261,3 +262,39 @@ async def test_the_example_of_both_paths() -> None:
             assert answer.status_code == 200, answer.text
             paths.append(answer.headers["x-metis-path"])
     assert paths == ["pass-through", "translated", "pass-through", "translated"]
+
+
+def test_a_stalled_pass_through_stream_ends_by_the_deadline_and_a_gone_client_frees_its_place() -> (
+    None
+):
+    emulator = Emulator()
+    keys = [{"name": "one", "sha256": digest("one-key"), "max_concurrent": 1}]
+    settings = {"keys": keys, "request_timeout_seconds": 1}
+    with serving(create_app(gateway_config(emulator, settings))) as (url, _):
+        one = anthropic.Anthropic(api_key="one-key", base_url=url, max_retries=0)
+        emulator.push_fault("stall=60", provider="anthropic")
+        with (
+            pytest.raises(anthropic.APIStatusError, match="longer than the gateway allows"),
+            one.messages.stream(model="sonnet", max_tokens=50, messages=SAID) as stream,
+        ):
+            list(stream)
+        # a client that goes away mid-stream: the upstream call ends, the key's place is free
+        emulator.push_fault("stall=60", provider="anthropic")
+        said = {"model": "sonnet", "max_tokens": 50, "messages": SAID, "stream": True}
+        with httpx.stream(
+            "POST", url + "/v1/messages", json=said, headers={"x-api-key": "one-key"}
+        ) as held:
+            assert held.status_code == 200
+            next(held.iter_bytes())
+        statuses = []
+        for _ in range(200):  # the gateway notices the disconnect at once; a bound, not a timing
+            statuses.append(_asked(url, "one-key"))
+            if statuses[-1] != 429:
+                break
+            time.sleep(0.05)
+        assert statuses[-1] == 200, statuses
+
+
+def _asked(url: str, key: str) -> int:
+    said = {"model": "flash", "max_tokens": 50, "messages": SAID}
+    return httpx.post(url + "/v1/messages", json=said, headers={"x-api-key": key}).status_code
