@@ -158,6 +158,16 @@ def test_the_output_limit_is_lowered_to_the_models_and_said(
     assert raw.headers["x-metis-path"] == "pass-through"
     assert "max_tokens lowered from 100000" in raw.headers["x-metis-dropped"]
     assert emulator.bodies("anthropic")[-1]["max_tokens"] < 100_000
+    thinking = {"type": "enabled", "budget_tokens": 90_000}
+    with claude.messages.with_streaming_response.create(
+        model="sonnet", max_tokens=100_000, thinking=thinking, messages=SAID, stream=True
+    ) as streamed:
+        assert (
+            streamed.status_code == 200
+            and "thinking budget lowered" in (streamed.headers["x-metis-dropped"])
+        )
+    sent = emulator.bodies("anthropic")[-1]
+    assert sent["thinking"]["budget_tokens"] == sent["max_tokens"] - 1
 
 
 def test_a_provider_error_arrives_in_the_gateways_shape_without_the_providers_key(

@@ -27,6 +27,7 @@ from metis.errors import AdapterError, ProtocolError, scrub_error
 from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.keys import KeyState
 from metis.gateway.models import Target
+from metis.gateway.projection import MIN_THINKING_BUDGET
 from metis.gateway.provenance import unwrap
 from metis.gateway.relay import AnthropicRelay, ChatRelay, Relay
 from metis.gateway.service import Gateway, JsonResult, StreamResult, dropped_headers, error_reply
@@ -103,6 +104,13 @@ class PassThrough:
             if isinstance(asked, int) and not isinstance(asked, bool) and asked > most:
                 passing.body[key] = most
                 passing.reported.append(f"{key} lowered from {asked} to {most}")
+        thinking, limit = passing.body.get("thinking"), passing.body.get("max_tokens")
+        if not isinstance(thinking, dict) or not isinstance(limit, int):
+            return
+        budget = thinking.get("budget_tokens")
+        if isinstance(budget, int) and budget >= limit > MIN_THINKING_BUDGET:
+            passing.body["thinking"] = {**thinking, "budget_tokens": limit - 1}
+            passing.reported.append(f"thinking budget lowered from {budget} to {limit - 1}")
 
     # Sending ----------------------------------------------------------------------------------
 
