@@ -50,11 +50,11 @@ def _config(tmp_path: Path, upstream: str, redis_url: str) -> Path:
     return path
 
 
-def _started(config: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _started(config: Path, *more: str) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     command = [sys.executable, "-m", "metis.cli", "serve", "--config", str(config)]
     process = subprocess.Popen(
-        [*command, "--port", str(port)],
+        [*command, "--port", str(port), *more],
         env={"UP_KEY": "sk-upstream", "PATH": "/usr/bin:/bin"},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -100,3 +100,25 @@ def test_two_gateway_processes_share_one_rate_one_budget_and_the_responses(
             for process, _ in servers:
                 process.terminate()
                 process.wait(timeout=60)
+
+
+def test_the_metrics_of_two_workers_are_one(tmp_path: Path, redis_url: str) -> None:
+    with Emulator().start() as upstream:
+        config = _config(tmp_path, upstream.base_url("gemini"), redis_url)
+        process, url = _started(config, "--workers", "2")
+        try:
+            _ready(process, url)
+            for _ in range(6):
+                said = httpx.post(url + "/v1/messages", json=SAID, headers={"x-api-key": "any-key"})
+                assert said.status_code == 200
+            line = 'metis_gateway_requests_total{api="anthropic",model="flash",status="200"} 6'
+            scraped = []
+            for _ in range(100):  # each worker writes its counts every second: a bound
+                scraped.append(line in httpx.get(url + "/metrics").text)
+                if scraped[-1]:
+                    break
+                time.sleep(0.1)
+            assert scraped[-1]
+        finally:
+            process.terminate()
+            process.wait(timeout=60)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 from pathlib import Path
 
 from metis.cli.output import CliError
@@ -17,7 +18,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from metis.gateway.app import create_app
+        from metis.gateway.app import METRICS_DIR_VARIABLE, create_app
         from metis.gateway.config import GatewayConfig
     except ImportError as missing:
         raise CliError(f"metis serve needs {missing.name}: pip install 'metis[serve]'") from None
@@ -37,13 +38,15 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     os.environ[CONFIG_VARIABLE] = path
-    uvicorn.run(
-        "metis.gateway.app:from_environment",
-        factory=True,
-        host=host,
-        port=port,
-        workers=args.workers,
-        timeout_graceful_shutdown=drain,
-        log_level="info",
-    )
+    with tempfile.TemporaryDirectory(prefix="metis-metrics-") as metrics_dir:
+        os.environ.setdefault(METRICS_DIR_VARIABLE, metrics_dir)  # one /metrics for them all
+        uvicorn.run(
+            "metis.gateway.app:from_environment",
+            factory=True,
+            host=host,
+            port=port,
+            workers=args.workers,
+            timeout_graceful_shutdown=drain,
+            log_level="info",
+        )
     return 0

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, TypeVar
 
 import anyio
@@ -22,6 +22,7 @@ from metis.gateway.anthropic_api import VERSIONS
 from metis.gateway.config import GatewayConfig
 from metis.gateway.errors import RequestTooLargeError
 from metis.gateway.keys_redis import RedisLedger
+from metis.gateway.metrics_shared import SharedMetrics
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.service import Gateway, StreamResult, error_reply, log_dropped, request_id
 from metis.gateway.store import RedisResponseStore
@@ -29,6 +30,8 @@ from metis.wire.json_limits import loads
 
 log = logging.getLogger("metis.gateway")
 JSON = "application/json"
+METRICS_DIR_VARIABLE = "METIS_GATEWAY_METRICS_DIR"
+"""Where the workers of ``metis serve --workers N`` share their metrics (set by the CLI)."""
 T = TypeVar("T")
 
 
@@ -217,11 +220,11 @@ async def redis_client(url: str) -> AsyncIterator[Any]:
         yield client
 
 
-def create_app(config: GatewayConfig) -> Starlette:
-    """The gateway's ASGI application over ``config``; its lifespan closes the adapters."""
-    gateway = Gateway(config)
-    passer = PassThrough(gateway)
-    state = {"ready": False}
+def _lifespan(
+    gateway: Gateway, shared: SharedMetrics | None, state: dict[str, bool]
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """The application's life: the shared state's Redis client when ``redis_url`` names one,
+    the metrics written for the other workers, the adapters closed at the end."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -233,11 +236,26 @@ def create_app(config: GatewayConfig) -> Starlette:
                 gateway.keys.ledger = RedisLedger(client)
                 gateway.stored = RedisResponseStore(client, gateway.settings.stored_seconds)
                 gateway.models.share(client)
+            group = await stack.enter_async_context(anyio.create_task_group())
+            if shared is not None:
+                group.start_soon(shared.keep_writing)
             state["ready"] = True
             try:
                 yield
             finally:
                 state["ready"] = False
+                group.cancel_scope.cancel()
+
+    return lifespan
+
+
+def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlette:
+    """The gateway's ASGI application over ``config``; its lifespan closes the adapters.
+    ``metrics_dir``: a directory the workers of one server share their metrics in."""
+    gateway = Gateway(config)
+    passer = PassThrough(gateway)
+    state = {"ready": False}
+    shared = SharedMetrics(gateway.metrics, metrics_dir) if metrics_dir else None
 
     async def messages(request: Request) -> Response:
         return await _answer(gateway, passer, "anthropic", request)
@@ -259,7 +277,8 @@ def create_app(config: GatewayConfig) -> Starlette:
 
     async def metrics(request: Request) -> Response:
         media = "text/plain; version=0.0.4; charset=utf-8"
-        return Response(gateway.metrics.render(), media_type=media)
+        text = shared.render() if shared is not None else gateway.metrics.render()
+        return Response(text, media_type=media)
 
     async def ready(request: Request) -> Response:
         return JSONResponse({"ready": state["ready"]}, status_code=200 if state["ready"] else 503)
@@ -279,6 +298,7 @@ def create_app(config: GatewayConfig) -> Starlette:
         from metis.gateway.tracing import ServerSpans
 
         middleware.append(Middleware(ServerSpans, tracer=config.tracer))
+    lifespan = _lifespan(gateway, shared, state)
     app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
     app.state.gateway = gateway
     app.state.pass_through = passer
@@ -291,4 +311,4 @@ def from_environment() -> Starlette:
     path = os.environ.get("METIS_GATEWAY_CONFIG")
     if not path:
         raise ConfigError("METIS_GATEWAY_CONFIG is not set: it names the gateway's models.yaml")
-    return create_app(GatewayConfig.load(path))
+    return create_app(GatewayConfig.load(path), os.environ.get(METRICS_DIR_VARIABLE))

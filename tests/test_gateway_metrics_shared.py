@@ -1,0 +1,53 @@
+"""One ``/metrics`` for the workers of one server: each writes its counts beside the others',
+and a scrape of any answers the sum."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from metis.gateway.app import create_app
+from metis.testing.emulator import Emulator
+from tests.gateway_fixture import GATEWAY_KEY, gateway_config
+
+pytestmark = pytest.mark.anyio
+SAID = {"model": "flash", "max_tokens": 50, "messages": [{"role": "user", "content": "Hi"}]}
+LINE = 'metis_gateway_requests_total{api="anthropic",model="flash",status="200"}'
+
+
+async def test_a_scrape_of_either_worker_counts_both(tmp_path: Path) -> None:
+    emulator = Emulator()
+    workers = [create_app(gateway_config(emulator), str(tmp_path)) for _ in range(2)]
+    clients = [
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw")
+        for app in workers
+    ]
+    headers = {"x-api-key": GATEWAY_KEY}
+    for client, times in zip(clients, (1, 2), strict=True):
+        for _ in range(times):
+            answer = await client.post("/v1/messages", json=SAID, headers=headers)
+            assert answer.status_code == 200
+    await clients[1].get("/metrics")  # the second worker's counts written
+    text = (await clients[0].get("/metrics")).text
+    assert f"{LINE} 3" in text
+    assert 'metis_gateway_request_seconds_count{api="anthropic"} 3' in text
+    assert 'metis_gateway_cost_usd_total{model="gemini:gemini-2.5-flash"}' in text
+    for client in clients:
+        await client.aclose()
+
+
+async def test_a_worker_writes_its_counts_as_it_stops(tmp_path: Path) -> None:
+    app = create_app(gateway_config(Emulator()), str(tmp_path))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+            said = await client.post("/v1/messages", json=SAID, headers={"x-api-key": GATEWAY_KEY})
+            assert said.status_code == 200
+    written = _files(tmp_path)
+    assert len(written) == 1 and '"flash", 200, 1]' in written[0]
+
+
+def _files(directory: Path) -> list[str]:
+    return [path.read_text() for path in directory.glob("*.json")]
