@@ -80,3 +80,22 @@ async def test_no_spans_unless_asked() -> None:
         said = {"model": "sonnet", "max_tokens": 50, "messages": SAID}
         await client.post("/v1/messages", json=said, headers={"x-api-key": GATEWAY_KEY})
     assert exporter.get_finished_spans() == ()
+
+
+async def test_a_passed_through_call_that_fails_ends_its_client_span_as_failed() -> None:
+    exporter, emulator = in_memory.InMemorySpanExporter(), Emulator()
+    app = create_app(gateway_config(emulator, {"opentelemetry": True}, _provider(exporter)))
+    emulator.push_fault("overloaded", provider="anthropic")
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        said = {"model": "sonnet", "max_tokens": 50, "messages": SAID, "stream": True}
+        answer = await client.post("/v1/messages", json=said, headers={"x-api-key": GATEWAY_KEY})
+    assert answer.status_code == 529
+    clients = [s for s in exporter.get_finished_spans() if s.kind == trace_api.SpanKind.CLIENT]
+    assert [s.attributes["error.type"] for s in clients] == ["overloaded"]
+
+
+def _provider(exporter: Any) -> Any:
+    provider = sdk_trace.TracerProvider()
+    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    return provider

@@ -223,6 +223,9 @@ class PassThrough:
         try:
             exchange, call = await self._open(passing, headers)
         except BaseException:
+            if passing.call is not None:
+                elapsed = time.monotonic() - passing.started
+                passing.adapter.telemetry.emit(_ended(passing, relay, elapsed))
             if key is not None:
                 await gateway.keys.release(key, None, None)
             raise
