@@ -150,7 +150,7 @@ def test_other_apis_routes_and_foreign_thinking_are_translated(claude: Any, oai:
 
 
 def test_the_output_limit_is_lowered_to_the_models_and_said(
-    claude: Any, emulator: Emulator
+    claude: Any, emulator: Emulator, caplog: pytest.LogCaptureFixture
 ) -> None:
     raw = claude.messages.with_raw_response.create(
         model="sonnet", max_tokens=100_000, timeout=60, messages=SAID
@@ -158,6 +158,8 @@ def test_the_output_limit_is_lowered_to_the_models_and_said(
     assert raw.headers["x-metis-path"] == "pass-through"
     assert "max_tokens lowered from 100000" in raw.headers["x-metis-dropped"]
     assert emulator.bodies("anthropic")[-1]["max_tokens"] < 100_000
+    logged = [r for r in caplog.records if getattr(r, "event", "") == "metis.gateway.dropped"]
+    assert logged and "max_tokens lowered" in logged[-1].getMessage()
     thinking = {"type": "enabled", "budget_tokens": 90_000}
     with claude.messages.with_streaming_response.create(
         model="sonnet", max_tokens=100_000, thinking=thinking, messages=SAID, stream=True

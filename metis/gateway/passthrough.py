@@ -14,6 +14,7 @@ policy), but not through the library's stages: no retries, no tool-id store, no 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.telemetry.events import CallCompleted, CallFailed, CallStarted
 from metis.transport.exchange import Exchange
 
+log = logging.getLogger("metis.gateway")
 CODECS = {"anthropic": "anthropic", "chat": "openai_chat"}
 """The caller's API -> the codec of the stacks that speak it upstream."""
 PATHS = {"anthropic": "/messages", "chat": "/chat/completions"}
@@ -95,6 +97,13 @@ class PassThrough:
         passing = Passing(api, target, adapter, dict(body), body.get("stream") is True, made_by)
         passing.body["model"] = adapter.wire_model(target.request_model)
         self._limit(passing)
+        if passing.reported:
+            log.warning(
+                "left out of the request for %s: %s",
+                target.name,
+                "; ".join(passing.reported),
+                extra={"event": "metis.gateway.dropped", "model": target.name},
+            )
         return passing
 
     def _limit(self, passing: Passing) -> None:
