@@ -159,10 +159,26 @@ def deepseek_problems(body: dict[str, Any]) -> list[str]:
 
 
 RESPONSES_ITEMS = frozenset(
-    "web_search_call code_interpreter_call file_search_call computer_call computer_call_output "
-    "image_generation_call local_shell_call local_shell_call_output shell_call "
-    "shell_call_output apply_patch_call apply_patch_call_output mcp_list_tools "
-    "mcp_approval_request mcp_approval_response mcp_call compaction item_reference".split()
+    [
+        "web_search_call",
+        "code_interpreter_call",
+        "file_search_call",
+        "computer_call",
+        "computer_call_output",
+        "image_generation_call",
+        "local_shell_call",
+        "local_shell_call_output",
+        "shell_call",
+        "shell_call_output",
+        "apply_patch_call",
+        "apply_patch_call_output",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "mcp_call",
+        "compaction",
+        "item_reference",
+    ]
 )
 """The input items besides messages, calls, outputs and reasoning that the Responses API takes
 back (openai-python ``responses/response_input_item_param.py``): a reply's server tool items
