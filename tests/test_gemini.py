@@ -400,30 +400,6 @@ def test_parts_with_no_canonical_form_are_kept_whole_as_opaque_blocks() -> None:
     assert kinds == ["server_tool_call", "server_tool_result", "text", "opaque"]
 
 
-def test_metadata_is_dropped_with_a_warn_the_first_time_it_is_there_and_not_when_empty() -> None:
-    """The chunks look for the dropped fields only where one of their keys is: one present but
-    empty is not content, one that arrives late (or after another) is still reported once."""
-
-    def with_metadata(text: str, **fields: Any) -> dict[str, Any]:
-        candidate = {"content": {"role": "model", "parts": [{"text": text}]}, **fields}
-        return {**chunk(), "candidates": [candidate]}
-
-    events = parse(
-        with_metadata("a", urlContextMetadata={}),
-        chunk({"text": "b"}),
-        with_metadata("c", groundingMetadata={"webSearchQueries": ["q"]}),  # read: citations
-        with_metadata("d", urlContextMetadata={"urlMetadata": [{"retrievedUrl": "u"}]}),
-        with_metadata("e", urlContextMetadata={"urlMetadata": [{"retrievedUrl": "v"}]}),
-        with_metadata("f", finishReason="STOP"),
-    )
-    assert events[-1] == ["urlContextMetadata"]
-    assert final_of(events).final_content[0].text == "abcdef"  # type: ignore[union-attr]
-    empty = parse(
-        with_metadata("a", urlContextMetadata={}), with_metadata("b", finishReason="STOP")
-    )
-    assert empty[-1] == []
-
-
 @pytest.mark.parametrize(
     ("bad", "problem"),
     [
