@@ -104,7 +104,7 @@ class SchemaCodec:
                     provider=call.provider,
                     request_id=call.request_id,
                 )
-            body["tools"] = [*body.get("tools", []), *gemini_tools.declarations(request, call)]
+            gemini_tools.add_declarations(body, request, call)
         return body
 
     def stream_parser(self, builder: MessageBuilder) -> SchemaParser:

@@ -20,6 +20,7 @@ nothing; elsewhere as their text projection. Sources: python-genai ``types.py`` 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable
 from typing import Any
 
@@ -46,6 +47,8 @@ from metis.wire.codec import EncodeContext
 _TOOL_TYPES = {"GOOGLE_SEARCH_WEB": WEB_SEARCH, "URL_CONTEXT": WEB_FETCH}
 _OK = "OUTCOME_OK"
 _URL_READ = "URL_RETRIEVAL_STATUS_SUCCESS"
+_COMBINES = re.compile(r"^gemini-(?:[3-9]|[1-9][0-9])")  # the wire models that mix tools
+_SHOWN = "includeServerSideToolInvocations"
 
 
 def declarations(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, Any]]:
@@ -70,6 +73,20 @@ def declarations(request: CanonicalRequest, call: EncodeContext) -> list[dict[st
         else:
             _refuse(call, f"the {tool.dialect} tool {tool.type!r} goes only to {tool.dialect}")
     return out
+
+
+def add_declarations(body: dict[str, Any], request: CanonicalRequest, call: EncodeContext) -> None:
+    """The request's server tools added to ``body``'s ``tools``. Beside function tools only from
+    Gemini 3 on, which then must be asked to show its own calls (``toolConfig
+    .includeServerSideToolInvocations``: ai.google.dev/gemini-api/docs/tool-combination; the
+    Vertex stack leaves the field out, which Vertex does not take); before, a CapabilityError."""
+    tools = body.get("tools") or []
+    if any(isinstance(t, dict) and "functionDeclarations" in t for t in tools):
+        if not _COMBINES.search(call.wire_model):
+            _refuse(call, "Gemini takes built-in tools beside function tools from Gemini 3 on")
+        config = body.get("toolConfig")
+        body["toolConfig"] = {**(config if isinstance(config, dict) else {}), _SHOWN: True}
+    body["tools"] = [*tools, *declarations(request, call)]
 
 
 def _refuse(call: EncodeContext, reason: str) -> None:
