@@ -138,9 +138,7 @@ class ConverseStreamParser:
 
     def _delta(self, index: int, delta: dict[str, Any]) -> None:
         builder = self._builder
-        if index in self._opaque:
-            self._opaque_piece(index, delta)
-        elif index in self._server:
+        if index in self._server:
             pieces = self._server[index][1]
             tool = delta.get("toolUse")
             pieces.extend([tool.get("input", "")] if isinstance(tool, dict) else [])
@@ -159,7 +157,7 @@ class ConverseStreamParser:
                 self._tool_inputs[index] = True
         elif "reasoningContent" in delta:
             self._reasoning(index, delta["reasoningContent"])
-        elif delta:  # a delta newer than this codec: kept whole
+        elif delta:  # an image's piece, or a delta newer than this codec: kept whole
             self._opaque_piece(index, delta)
 
     def _opaque_piece(self, index: int, piece: dict[str, Any]) -> None:
