@@ -301,3 +301,24 @@ def test_a_converse_stream_cut_off_keeps_what_arrived_of_the_block() -> None:
     assert kept.provider_raw.data["item"] == {
         "image": {"format": "png", "source": {"bytes": PNG[:4]}}
     }
+
+
+def test_a_converse_delta_of_a_new_kind_beside_text_keeps_the_text_whole() -> None:
+    builder = MessageBuilder("bedrock", "bedrock:m")
+    parser = converse.stream_parser(builder)
+    delta = "contentBlockDelta"
+    for event in (
+        {"messageStart": {"role": "assistant"}},
+        {delta: {"contentBlockIndex": 0, "delta": {"text": "A "}}},
+        {delta: {"contentBlockIndex": 0, "delta": {"audio": {"chunk": "AA"}}}},
+        {delta: {"contentBlockIndex": 0, "delta": {"text": "cat."}}},
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"messageStop": {"stopReason": "end_turn"}},
+    ):
+        parser.feed(event)
+    final = list(parser.end())[-1]
+    assert isinstance(final, MessageComplete)
+    texts = [b.text for b in final.final_content if isinstance(b, TextBlock)]
+    kept = [b for b in final.final_content if isinstance(b, OpaqueBlock)]
+    assert "".join(texts) == "A cat."
+    assert [k.provider_raw.data["item"] for k in kept] == [{"audio": {"chunk": "AA"}}]

@@ -185,7 +185,8 @@ class ConverseStreamParser:
         if index in self._opaque:
             kind, item = self._opaque.pop(index)
             self._builder.opaque(("opaque", index), kind, item)
-            return
+            if not self._builder.has_block(index):  # nothing else was at that index
+                return
         if index in self._server:
             start, pieces = self._server.pop(index)
             if "toolUse" in start:
