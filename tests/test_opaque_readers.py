@@ -322,3 +322,30 @@ def test_a_converse_delta_of_a_new_kind_beside_text_keeps_the_text_whole() -> No
     kept = [b for b in final.final_content if isinstance(b, OpaqueBlock)]
     assert "".join(texts) == "A cat."
     assert [k.provider_raw.data["item"] for k in kept] == [{"audio": {"chunk": "AA"}}]
+
+
+def test_a_converse_delta_of_a_new_kind_inside_a_tool_call_leaves_the_call_whole() -> None:
+    builder = MessageBuilder("bedrock", "bedrock:m")
+    parser = converse.stream_parser(builder)
+    start = {"toolUse": {"toolUseId": "tooluse_1", "name": "get_weather"}}
+    delta = "contentBlockDelta"
+    events = []
+    for event in (
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockStart": {"contentBlockIndex": 0, "start": start}},
+        {delta: {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"city": "Oslo"}'}}}},
+        {delta: {"contentBlockIndex": 0, "delta": {"note": {"text": "n"}}}},
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"messageStop": {"stopReason": "tool_use"}},
+    ):
+        events += parser.feed(event)
+    events += parser.end()
+    checker = StreamChecker()
+    for event in events:
+        checker.check(event)
+    checker.check_ended()
+    final = events[-1]
+    assert isinstance(final, MessageComplete)
+    (call,) = [b for b in final.final_content if b.type == "tool_use"]
+    assert call.input == {"city": "Oslo"}  # type: ignore[union-attr]
+    assert any(isinstance(b, OpaqueBlock) and b.kind == "note" for b in final.final_content)
