@@ -333,8 +333,9 @@ def test_a_converse_delta_of_a_new_kind_inside_a_tool_call_leaves_the_call_whole
     for event in (
         {"messageStart": {"role": "assistant"}},
         {"contentBlockStart": {"contentBlockIndex": 0, "start": start}},
-        {delta: {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"city": "Oslo"}'}}}},
+        {delta: {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"city": '}}}},
         {delta: {"contentBlockIndex": 0, "delta": {"note": {"text": "n"}}}},
+        {delta: {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '"Oslo"}'}}}},
         {"contentBlockStop": {"contentBlockIndex": 0}},
         {"messageStop": {"stopReason": "tool_use"}},
     ):
