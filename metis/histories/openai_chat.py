@@ -56,6 +56,7 @@ def from_openai_chat(messages: Iterable[Any], *, ids: Ids | None = None) -> list
     read to canonical ones (default: a new id for each)."""
     ids = Ids() if ids is None else ids
     out: list[Message] = []
+    called: dict[str, str] = {}  # legacy function calls awaiting their result: name -> id
     for i, raw in enumerate(history(messages)):
         where = f"messages[{i}]"
         item = mapping(raw, where)
@@ -65,22 +66,47 @@ def from_openai_chat(messages: Iterable[Any], *, ids: Ids | None = None) -> list
         elif role == "user":
             out.append(Message(role=Role.USER, content=_parts(item.get("content"), where)))
         elif role == "assistant":
-            out.append(Message(role=Role.ASSISTANT, content=_assistant(item, where, ids)))
-        elif role == "tool":
-            result = ToolResultBlock(
-                tool_use_id=ids(item.get("tool_call_id"), f"{where}.tool_call_id"),
-                content=_text(item.get("content"), where),
-            )
-            if out and out[-1].role is Role.TOOL:  # parallel results: one canonical message
-                out[-1] = Message(role=Role.TOOL, content=[*out[-1].content, result])
-            else:
-                out.append(Message(role=Role.TOOL, content=[result]))
+            content = _assistant(item, where, ids)
+            if item.get("function_call") is not None:
+                content.append(_function_call(item["function_call"], where, ids, called))
+            out.append(Message(role=Role.ASSISTANT, content=content))
+        elif role in ("tool", "function"):
+            _tool_result(out, item, where, _result_id(item, where, ids, called))
         else:
             raise InvalidRequestError(
-                f"{where}.role: expected system, developer, user, assistant or tool, got "
-                f"{role_shown(role)}"
+                f"{where}.role: expected system, developer, user, assistant, tool or function, "
+                f"got {role_shown(role)}"
             )
     return out
+
+
+def _tool_result(out: list[Message], item: Mapping[str, Any], where: str, call_id: str) -> None:
+    result = ToolResultBlock(tool_use_id=call_id, content=_text(item.get("content"), where))
+    if out and out[-1].role is Role.TOOL:  # parallel results: one canonical message
+        out[-1] = Message(role=Role.TOOL, content=[*out[-1].content, result])
+    else:
+        out.append(Message(role=Role.TOOL, content=[result]))
+
+
+def _function_call(raw: Any, where: str, ids: Ids, called: dict[str, str]) -> ToolUseBlock:
+    """A legacy ``function_call`` (deprecated function calling): a tool call without an id,
+    answered by the next ``role: function`` message of its name."""
+    at = f"{where}.function_call"
+    name = text(mapping(raw, at), "name", at)
+    given = tool_input(raw.get("arguments"), f"{at}.arguments")
+    called[name] = ids(f"function_call:{where}", at)
+    return ToolUseBlock(id=called[name], name=name, input=given)
+
+
+def _result_id(item: Mapping[str, Any], where: str, ids: Ids, called: dict[str, str]) -> str:
+    if item.get("role") == "tool":
+        return ids(item.get("tool_call_id"), f"{where}.tool_call_id")
+    name = text(item, "name", where)
+    if name not in called:
+        raise InvalidRequestError(
+            f"{where}: a function result for {name!r} with no function_call before it"[:200]
+        )
+    return called.pop(name)
 
 
 def _parts(content: Any, where: str) -> list[ContentBlock]:

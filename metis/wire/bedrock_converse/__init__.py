@@ -144,7 +144,8 @@ class ConverseStreamParser:
             pieces.extend([tool.get("input", "")] if isinstance(tool, dict) else [])
             pieces.extend(delta.get("toolResult") or [])
         elif "citation" in delta:
-            builder.citation(index, nova.citation(object_value(delta["citation"], "citation")))
+            cited = nova.citation(object_value(delta["citation"], "citation"))
+            builder.citation(_cited_text(builder, index), cited)
         elif "text" in delta:
             text = text_value(delta["text"], "contentBlockDelta.delta.text")
             if text:  # some models open with an empty text delta; it is no block
@@ -240,11 +241,21 @@ def _server_block(parser: ConverseStreamParser, index: int, block: dict[str, Any
         for part in cited.get("content") or []:
             if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]:
                 parser._builder.text(index, part["text"])
+        key = _cited_text(parser._builder, index)
         for raw in cited.get("citations") or []:
-            parser._builder.citation(index, nova.citation(object_value(raw, "citations[]")))
+            parser._builder.citation(key, nova.citation(object_value(raw, "citations[]")))
     else:
         return False
     return True
+
+
+def _cited_text(builder: MessageBuilder, index: int) -> int:
+    """The block citations at ``index`` belong to: its own text, else the text just before it
+    (Nova 2's web grounding sends a ``citationsContent`` of citations only after the text it
+    grounds: https://docs.aws.amazon.com/nova/latest/nova2-userguide/web-grounding.html)."""
+    if builder.text_of(index) or index == 0 or not builder.text_of(index - 1):
+        return index
+    return index - 1
 
 
 def _whole_block(builder: MessageBuilder, index: int, block: dict[str, Any]) -> None:
