@@ -301,3 +301,52 @@ def test_a_converse_stream_cut_off_keeps_what_arrived_of_the_block() -> None:
     assert kept.provider_raw.data["item"] == {
         "image": {"format": "png", "source": {"bytes": PNG[:4]}}
     }
+
+
+def test_a_converse_delta_of_a_new_kind_beside_text_keeps_the_text_whole() -> None:
+    builder = MessageBuilder("bedrock", "bedrock:m")
+    parser = converse.stream_parser(builder)
+    delta = "contentBlockDelta"
+    for event in (
+        {"messageStart": {"role": "assistant"}},
+        {delta: {"contentBlockIndex": 0, "delta": {"text": "A "}}},
+        {delta: {"contentBlockIndex": 0, "delta": {"audio": {"chunk": "AA"}}}},
+        {delta: {"contentBlockIndex": 0, "delta": {"text": "cat."}}},
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"messageStop": {"stopReason": "end_turn"}},
+    ):
+        parser.feed(event)
+    final = list(parser.end())[-1]
+    assert isinstance(final, MessageComplete)
+    texts = [b.text for b in final.final_content if isinstance(b, TextBlock)]
+    kept = [b for b in final.final_content if isinstance(b, OpaqueBlock)]
+    assert "".join(texts) == "A cat."
+    assert [k.provider_raw.data["item"] for k in kept] == [{"audio": {"chunk": "AA"}}]
+
+
+def test_a_converse_delta_of_a_new_kind_inside_a_tool_call_leaves_the_call_whole() -> None:
+    builder = MessageBuilder("bedrock", "bedrock:m")
+    parser = converse.stream_parser(builder)
+    start = {"toolUse": {"toolUseId": "tooluse_1", "name": "get_weather"}}
+    delta = "contentBlockDelta"
+    events = []
+    for event in (
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockStart": {"contentBlockIndex": 0, "start": start}},
+        {delta: {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"city": '}}}},
+        {delta: {"contentBlockIndex": 0, "delta": {"note": {"text": "n"}}}},
+        {delta: {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '"Oslo"}'}}}},
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"messageStop": {"stopReason": "tool_use"}},
+    ):
+        events += parser.feed(event)
+    events += parser.end()
+    checker = StreamChecker()
+    for event in events:
+        checker.check(event)
+    checker.check_ended()
+    final = events[-1]
+    assert isinstance(final, MessageComplete)
+    (call,) = [b for b in final.final_content if b.type == "tool_use"]
+    assert call.input == {"city": "Oslo"}  # type: ignore[union-attr]
+    assert any(isinstance(b, OpaqueBlock) and b.kind == "note" for b in final.final_content)

@@ -97,8 +97,8 @@ class ConverseStreamParser:
         return self._builder.take()
 
     def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
-        for index in list(self._opaque):  # what arrived of them is kept
-            self._stop_block(index)
+        for index, held in self._opaque.items():  # what arrived of them is kept
+            self._builder.opaque(("opaque", index), *held)
         self._builder.finish(reason)
         return self._builder.take()
 
@@ -166,9 +166,10 @@ class ConverseStreamParser:
         into its whole form (``{"image": {"format", "source": {"bytes"}}}``)."""
         if index in self._opaque:
             merge_fragment(self._opaque[index][1], piece)
-        else:
-            kind = next(iter(piece))
-            self._opaque[index] = (kind, copy.deepcopy(piece))
+            return
+        kind = next(iter(piece))
+        self._opaque[index] = (kind, copy.deepcopy(piece))
+        if not self._builder.has_block(index):  # a block of its own: in its place now
             self._builder.opaque(("opaque", index), kind, piece)
 
     def _reasoning(self, index: int, reasoning: Any) -> None:
@@ -183,10 +184,13 @@ class ConverseStreamParser:
             builder.redacted_thinking(index, _base64(reasoning, where))
 
     def _stop_block(self, index: int) -> None:
-        if index in self._opaque:
-            kind, item = self._opaque.pop(index)
-            self._builder.opaque(("opaque", index), kind, item)
-            return
+        held = self._opaque.pop(index, None)
+        if held is None or self._builder.has_block(index):
+            self._close(index)
+        if held is not None:  # after the block it came beside, if any
+            self._builder.opaque(("opaque", index), *held)
+
+    def _close(self, index: int) -> None:
         if index in self._server:
             start, pieces = self._server.pop(index)
             if "toolUse" in start:
