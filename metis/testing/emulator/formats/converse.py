@@ -19,6 +19,7 @@ from metis.testing.emulator.formats.cache_marks import (
     converse_breakpoints,
     unmarked,
 )
+from metis.testing.emulator.formats.knobs_rules import check_converse
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 from metis.testing.emulator.rules import (
     Check,
@@ -209,6 +210,7 @@ RULES: list[Rule | Check] = [
     ),
     files_rules.converse,
     _check_turns,
+    check_converse,
 ]
 
 
