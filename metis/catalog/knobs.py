@@ -124,6 +124,19 @@ def setting_rules(info: ModelInfo) -> SettingRules | None:
     return rules if rules != SettingRules() else None
 
 
+def openai_cache_generation(model_id: str) -> str | None:
+    """How an OpenAI model takes prompt-caching settings: ``breakpoints`` (gpt-5.6 and later:
+    ``prompt_cache_breakpoint`` on content parts, ``prompt_cache_options``; the deprecated
+    ``prompt_cache_retention`` has no effect), ``24h`` (gpt-5.5: retention ``24h`` only), None
+    (the rest: retention ``in_memory`` or ``24h``)."""
+    name = _name(model_id)
+    minor = _gpt5_minor(name)
+    later = re.match(r"gpt-(\d+)", name)
+    if (minor is not None and minor >= 6) or (later is not None and int(later[1]) >= 6):
+        return "breakpoints"
+    return "24h" if minor == 5 else None
+
+
 def _claude_one_of(name: str, family: str | None) -> bool:
     """Claude 4.5 and 4.6 refuse temperature and top_p together (the models after them
     refuse both, whatever the other)."""

@@ -241,7 +241,11 @@ def _usage(reply: Reply, reasoning_apart: bool) -> dict[str, Any]:
         "prompt_tokens": usage.input_tokens,
         "completion_tokens": completion,
         "total_tokens": usage.input_tokens + usage.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": usage.cache_read, "audio_tokens": 0},
+        "prompt_tokens_details": {
+            "cached_tokens": usage.cache_read,
+            "audio_tokens": 0,
+            **({"cache_write_tokens": usage.cache_write} if usage.cache_write else {}),
+        },
         "completion_tokens_details": {
             "reasoning_tokens": usage.thinking_tokens,
             "audio_tokens": 0,

@@ -19,6 +19,7 @@ from metis.testing.emulator.formats.openai import (
     strict_schema_problem,
     supported,
 )
+from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
 from metis.testing.emulator.rules import (
     Check,
     Refused,
@@ -269,5 +270,6 @@ RULES: list[Rule | Check] = [
     _check_reasoning_sent_back,
     _check_response_format,
     check_openai,
+    check_openai_cache,
     check_prompt_cache_key,
 ]
