@@ -1,6 +1,7 @@
 """Per-model corrections of the settings (metis/catalog/knobs.py, docs/reasoning.md): Claude 4.5
 and 4.6 take temperature or top_p, not both; o3, o4-mini and grok-4 take no stop sequences;
-DeepSeek switches thinking off with ``thinking: {type: disabled}``; the Claude 5 models take
+DeepSeek switches thinking off with ``thinking: {type: disabled}`` and, thinking (its default),
+ignores temperature and the penalties; the Claude 5 models take
 ``xhigh`` and ``max``; xAI counts reasoning tokens outside ``completion_tokens``. Each request
 goes through its adapter to the emulator, which refuses what the provider would (a regression
 shows as a refused request), streamed and whole, under asyncio and trio."""
@@ -103,6 +104,20 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], set[str]]] = [
         {"thinking": "medium"},
         {"thinking": {"type": "enabled"}, "reasoning_effort": "high"},
         {"reasoning"},
+    ),
+    (
+        "deepseek",
+        "deepseek-v4-flash",  # thinking by default, it ignores temperature and the penalties
+        {"temperature": 0.3, "presence_penalty": 0.5, "top_p": 0.9},
+        {"temperature": None, "presence_penalty": None, "top_p": 0.9},
+        {"temperature", "presence_penalty"},
+    ),
+    (
+        "deepseek",
+        "deepseek-v4-flash",
+        {"thinking": "none", "temperature": 0.3},
+        {"thinking": {"type": "disabled"}, "temperature": 0.3},
+        set(),
     ),
     (
         "anthropic",

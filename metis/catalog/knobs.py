@@ -21,8 +21,9 @@ which wins. Sources, per family:
 - OpenAI o3 and o4-mini refuse ``stop``; so does xAI's grok-4 (docs.x.ai "Reasoning").
 - xAI: grok-3-mini takes low/high; grok-4 reasons always and refuses the penalties.
 - DeepSeek: V4 (and any model but the legacy ``deepseek-reasoner``) thinks by default and
-  stops with ``thinking: {type: disabled}``, its effort ``low``, ``high`` or ``max``
-  (api-docs.deepseek.com "Thinking Mode"); ``deepseek-reasoner`` never stops. Amazon Nova 2
+  stops with ``thinking: {type: disabled}``, its effort ``low``, ``high`` or ``max``; thinking,
+  it ignores temperature and the penalties (api-docs.deepseek.com "Thinking Mode");
+  ``deepseek-reasoner`` never stops. Amazon Nova 2
   takes low..high and can stop.
 """
 
@@ -49,6 +50,7 @@ _GEMINI = re.compile(r"gemini-(?P<major>\d+)(?:\.(?P<minor>\d+))?")
 _PENALTIES = ("frequency_penalty", "presence_penalty")
 _OPENAI_REASONING_REFUSES = ("temperature", "top_p", *_PENALTIES)
 _CLAUDE_SAMPLING = ("temperature", "top_p", "top_k")
+_DEEPSEEK_THINKING_IGNORES = ("temperature", *_PENALTIES)
 _CLAUDE_ONE_OF: tuple[tuple[SamplingName, ...], ...] = (("temperature", "top_p"),)
 
 
@@ -236,7 +238,13 @@ def _deepseek(name: str) -> ReasoningProfile:
             family="deepseek",
         )  # fmt: skip
     levels = _levels("none", "low", "high", "max")
-    return ReasoningProfile(form="effort", levels=levels, family="deepseek")
+    return ReasoningProfile(
+        form="effort",
+        levels=levels,
+        family="deepseek",
+        reasons_by_default=True,
+        sampling_only_without_reasoning=_DEEPSEEK_THINKING_IGNORES,
+    )
 
 
 def _grok(name: str) -> ReasoningProfile:

@@ -66,7 +66,10 @@ class ReasoningProfile(BaseModel):
     ``additionalModelRequestFields``): ``anthropic``, ``openai``, ``nova``, ``deepseek``."""
     sampling_only_without_reasoning: tuple[str, ...] = Field(default_factory=tuple)
     """Sampling settings it takes only with reasoning off (GPT-5.1 and later: temperature and
-    top_p with effort ``none``); refused whenever it reasons."""
+    top_p with effort ``none``); refused (or, on DeepSeek, ignored) whenever it reasons."""
+    reasons_by_default: bool = False
+    """It reasons when the request does not say (DeepSeek V4); False: it does not, or
+    nothing is said of it without a setting."""
 
 
 class SettingRules(BaseModel):

@@ -26,7 +26,10 @@ def fit_sampling(
     each; ``warn(name, reason)`` for each setting left out."""
     update: dict[str, Any] = {}
     problems: list[str] = []
-    reasoning_on = thinking is not None and thinking.effort != "none"
+    if thinking is not None:
+        reasoning_on = thinking.effort != "none"
+    else:
+        reasoning_on = profile is not None and profile.reasons_by_default
     for name in SAMPLING_NAMES:
         value = getattr(request, name)
         if value is None:
@@ -37,7 +40,7 @@ def fit_sampling(
             continue
         if profile is not None and reasoning_on and name in profile.sampling_only_without_reasoning:
             update[name] = None
-            warn(name, f"{name} is taken only with reasoning off (effort 'none'); it was not sent")
+            warn(name, f"{name} is applied only with reasoning off (effort 'none'); not sent")
             continue
         low, high = ranges.get(name, (None, None)) if ranges is not None else (None, None)
         if (low is not None and value < low) or (high is not None and value > high):
