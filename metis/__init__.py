@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(["Embedder", "build_embedder"], "metis.adapter.embedder"),
     **dict.fromkeys(["Batches"], "metis.adapter.batches"),
+    **dict.fromkeys(["CachedContents"], "metis.adapter.cached_contents"),
     **dict.fromkeys(["BatchItem", "BatchResults", "BatchStatus"], "metis.model.batches"),
     **dict.fromkeys(["EmbedOptions", "aembed", "embed"], "metis.calls.embed"),
     **dict.fromkeys(
@@ -91,6 +92,7 @@ _EXPORTS: dict[str, str] = {
             "Base64ImageSource",
             "CacheHint",
             "CachePolicy",
+            "CachedContent",
             "Base64Source",
             "CanonicalRequest",
             "CanonicalResponse",
@@ -265,6 +267,7 @@ if TYPE_CHECKING:
     from metis.adapter import ChatModel as ChatModel
     from metis.adapter import build_adapter as build_adapter
     from metis.adapter.batches import Batches as Batches
+    from metis.adapter.cached_contents import CachedContents as CachedContents
     from metis.adapter.count_tokens import TokenCount as TokenCount
     from metis.adapter.embedder import Embedder as Embedder
     from metis.adapter.embedder import build_embedder as build_embedder
@@ -304,6 +307,7 @@ if TYPE_CHECKING:
     from metis.model import AudioBlock as AudioBlock
     from metis.model import Base64ImageSource as Base64ImageSource
     from metis.model import Base64Source as Base64Source
+    from metis.model import CachedContent as CachedContent
     from metis.model import CacheHint as CacheHint
     from metis.model import CachePolicy as CachePolicy
     from metis.model import CanonicalRequest as CanonicalRequest

@@ -27,6 +27,11 @@ MY_BASES = {
         CHAT,
         {"model": "openai/gpt-5", "messages": [{"role": "user", "content": "hi"}]},
     ),
+    "deepseek": Base(
+        "/chat/completions",
+        CHAT,
+        {"model": "deepseek-v4-flash", "messages": [{"role": "user", "content": "hi"}]},
+    ),
 }
 ADAPTIVE = {"type": "adaptive"}
 
@@ -125,6 +130,54 @@ CASES = {
     "g-top-p-out-of-range": Case(
         "gemini", put(generationConfig={"topP": 2}), 400, "generation_config.top_p"
     ),
+    "a-temperature-and-top-p-on-sonnet-4-5": Case(
+        "anthropic",
+        put(temperature=0.5, top_p=0.9),
+        400,
+        "`temperature` and `top_p` cannot both be specified for this model.",
+    ),
+    "a-temperature-and-top-p-on-opus-4-6": Case(
+        "anthropic",
+        put(model="claude-opus-4-6", temperature=0.5, top_p=0.9),
+        400,
+        "`temperature` and `top_p` cannot both be specified for this model.",
+    ),
+    "b-temperature-and-top-p-on-claude-4-5": Case(
+        "converse",
+        put(inferenceConfig={"maxTokens": 10, "temperature": 0.5, "topP": 0.9}),
+        400,
+        "`temperature` and `top_p` cannot both be specified for this model.",
+    ),
+    "c-stop-on-o3": Case(
+        "chat",
+        put(model="o3", stop=["END"]),
+        400,
+        "Unsupported parameter: 'stop' is not supported with this model.",
+    ),
+    "c-stop-on-o4-mini": Case(
+        "chat",
+        put(model="o4-mini", stop=["END"]),
+        400,
+        "Unsupported parameter: 'stop' is not supported with this model.",
+    ),
+    "c-stop-on-grok-4": Case(
+        "chat",
+        put(model="grok-4", stop=["END"]),
+        400,
+        "Unsupported parameter: 'stop' is not supported with this model.",
+    ),
+    "d-effort-none": Case(
+        "deepseek",
+        put(reasoning_effort="none"),
+        400,
+        "reasoning_effort: expected one of",
+    ),
+    "d-thinking-of-another-type": Case(
+        "deepseek",
+        put(thinking={"type": "adaptive"}),
+        400,
+        "thinking.type: expected 'enabled' or 'disabled'",
+    ),
     "b-temperature-out-of-range": Case(
         "converse",
         put(inferenceConfig={"maxTokens": 10, "temperature": 1.5}),
@@ -133,6 +186,18 @@ CASES = {
     ),
 }
 ACCEPTED = {
+    "sonnet-4-5-temperature-alone": ("anthropic", put(temperature=0.5)),
+    "sonnet-4-5-top-p-alone": ("anthropic", put(top_p=0.9)),
+    "sonnet-4-temperature-and-top-p": (
+        "anthropic",
+        put(model="claude-sonnet-4-20250514", temperature=0.5, top_p=0.9),
+    ),
+    "gpt-4o-stop": ("chat", put(stop=["END"])),
+    "deepseek-thinking-off": ("deepseek", put(thinking={"type": "disabled"})),
+    "deepseek-thinking-max": (
+        "deepseek",
+        put(thinking={"type": "enabled"}, reasoning_effort="max"),
+    ),
     "openrouter-reasoning": ("openrouter", put(reasoning={"effort": "high"})),
     "gpt-5-1-temperature-without-reasoning": (
         "chat",

@@ -1,10 +1,11 @@
 """One request across a route of Anthropic, OpenAI, Gemini and Bedrock asking for effort high,
-top_p and a seed, with each provider's own options: every request the route sends is one its
-provider takes (the emulator refuses any other), and every setting not applied is in that
-call's warnings (docs/contract.md §9)."""
+top_p, a seed and caching, with each provider's own options: every request the route sends is
+one its provider takes (the emulator refuses any other), and every setting not applied is in
+that call's warnings (docs/contract.md §9)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from metis import AdapterConfig, Router, build_adapter
 from metis.adapter import Adapter
 from metis.errors import InvalidRequestError
-from metis.model import CanonicalRequest, Message
+from metis.model import CacheHint, CachePolicy, CanonicalRequest, Message, TextBlock
 from metis.routing import RouteTarget
 from metis.testing.emulator import Emulator
 
@@ -98,6 +99,68 @@ async def test_each_provider_of_the_route_gets_a_request_it_takes(
         fields = body["additionalModelRequestFields"]
         assert fields["thinking"] == {"type": "enabled", "budget_tokens": 16384}
         assert "topP" not in body["inferenceConfig"] and "service_tier" not in body
+
+
+CACHED_NOT_APPLIED = {  # and the caller's cache hint, which OpenAI and Gemini have no form for
+    "anthropic": {"top_p", "seed"},
+    "openai": {"top_p", "cache"},
+    "gemini": {"cache"},
+    "bedrock": {"top_p", "seed"},
+}
+
+
+def ask_cached() -> CanonicalRequest:
+    """The route's request continuing a conversation, with a cache policy (a one-hour TTL
+    and OpenAI's key) and the caller's hint on the manual."""
+    manual = TextBlock(text="The manual. " * 300, cache=CacheHint(ttl="1h"))
+    return ask(
+        system_prompt="Plan from the manual.", cache=CachePolicy(ttl="1h", key="trip-42")
+    ).model_copy(
+        update={
+            "messages": [
+                Message.user(manual, "Plan a trip."),
+                Message.assistant("Where to?"),
+                Message.user("Lisbon."),
+            ]
+        }
+    )
+
+
+def anthropic_marks(body: dict[str, Any]) -> list[Any]:
+    blocks = [*body["system"], *(b for m in body["messages"] for b in m["content"])]
+    return [b["cache_control"] for b in blocks if isinstance(b, dict) and "cache_control" in b]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize("first", list(TARGETS))
+async def test_effort_sampling_seed_and_caching_across_the_route(
+    emulator: Emulator, first: str, stream: bool
+) -> None:
+    response = await answer(routed(emulator, first), ask_cached(), stream)
+    assert {w.block_type for w in response.warnings} == CACHED_NOT_APPLIED[first]
+    (recorded,) = emulator.requests
+    assert recorded.status == 200
+    body = recorded.json()
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    if first == "anthropic":  # the hint, the system prompt, the conversation's end
+        assert anthropic_marks(body) == [hour, hour, hour]
+        assert body["thinking"] == {"type": "enabled", "budget_tokens": 16384}
+    elif first == "openai":
+        assert body["prompt_cache_key"] == "trip-42" and body["reasoning_effort"] == "high"
+        assert body["seed"] == 42
+    elif first == "gemini":
+        assert "cachedContent" not in body and "cache_control" not in json.dumps(body)
+        assert body["generationConfig"]["seed"] == 42
+    else:
+        points = [
+            b["cachePoint"]
+            for section in (body["system"], *(m["content"] for m in body["messages"]))
+            for b in section
+            if "cachePoint" in b
+        ]
+        assert points == [{"type": "default", "ttl": "1h"}] * 3
+        assert body["additionalModelRequestFields"]["thinking"]["budget_tokens"] == 16384
 
 
 @pytest.mark.anyio

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metis.catalog.capabilities import model_capabilities
+from metis.catalog.capabilities import model_capabilities, uncatalogued_capabilities
 from metis.catalog.lookup import find_model, warn_uncatalogued
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.config import AdapterConfig
@@ -39,5 +39,6 @@ class ModelCapabilities:
                 found = self._config.merged_capabilities(model_capabilities(found, info))
             elif stack.catalog:
                 warn_uncatalogued(stack.catalog, wire_model, stack.source)
+                found = uncatalogued_capabilities(found, stack.catalog, wire_model)
             self._by_model[wire_model] = found
         return found

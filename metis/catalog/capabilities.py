@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from metis.catalog.knobs import reasoning_profile, refused_sampling
+from metis.catalog.knobs import reasoning_profile, refused_sampling, setting_rules
 from metis.catalog.model_info import ModelInfo
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.knobs import SAMPLING_NAMES
@@ -45,6 +45,16 @@ def model_capabilities(declared: AdapterCapabilities, info: ModelInfo) -> Adapte
     return declared.model_copy(update=update) if update else declared
 
 
+def uncatalogued_capabilities(
+    declared: AdapterCapabilities, catalog: str, wire_model: str
+) -> AdapterCapabilities:
+    """``declared`` for a model the catalog lacks: only what its name tells of the settings it
+    refuses (metis/catalog/knobs.py reads those from the name, so a new grok-4 snapshot is
+    known to refuse ``stop`` before the catalog lists it)."""
+    rules = setting_rules(ModelInfo(provider=catalog, id=wire_model))
+    return declared.model_copy(update={"setting_rules": rules}) if rules else declared
+
+
 def _media(declared: AdapterCapabilities, info: ModelInfo) -> dict[str, Any]:
     """The file inputs ``info``'s model reads of those ``declared``: PDFs where it reads PDFs
     or images (providers show a PDF's pages as images), audio and video where it hears and
@@ -68,6 +78,9 @@ def _knobs(declared: AdapterCapabilities, info: ModelInfo) -> dict[str, Any]:
     profile = reasoning_profile(info)
     if profile is not None:
         update["reasoning"] = profile
+    rules = setting_rules(info)
+    if rules is not None:
+        update["setting_rules"] = rules
     refused = refused_sampling(info)
     if refused:
         ranges = declared.sampling

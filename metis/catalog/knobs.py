@@ -15,9 +15,16 @@ which wins. Sources, per family:
 - Gemini 2.5: ``thinkingBudget`` (Pro 128-32768 and never off; Flash 0-24576; Flash-Lite
   512-24576, 0 is off); Gemini 3: ``thinkingLevel`` (Pro low/high, 3.1 Pro low..high, Flash
   minimal..high), never off.
+- Claude 4.5 and 4.6 (Haiku, Sonnet, Opus) take temperature or top_p, not both (400
+  "`temperature` and `top_p` cannot both be specified for this model", on Anthropic and
+  Bedrock alike).
+- OpenAI o3 and o4-mini refuse ``stop``; so does xAI's grok-4 (docs.x.ai "Reasoning").
 - xAI: grok-3-mini takes low/high; grok-4 reasons always and refuses the penalties.
-- DeepSeek's reasoning models take low..high and max and never stop; Amazon Nova 2 takes
-  low..high and can stop.
+- DeepSeek: V4 (and any model but the legacy ``deepseek-reasoner``) thinks by default and
+  stops with ``thinking: {type: disabled}``, its effort ``low``, ``high`` or ``max``; thinking,
+  it ignores temperature and the penalties (api-docs.deepseek.com "Thinking Mode");
+  ``deepseek-reasoner`` never stops. Amazon Nova 2
+  takes low..high and can stop.
 """
 
 from __future__ import annotations
@@ -26,7 +33,13 @@ import re
 
 from metis.catalog.first_party import family_of
 from metis.catalog.model_info import ModelInfo
-from metis.model.knobs import EFFORT_ORDER, ReasoningEffort, ReasoningProfile
+from metis.model.knobs import (
+    EFFORT_ORDER,
+    ReasoningEffort,
+    ReasoningProfile,
+    SamplingName,
+    SettingRules,
+)
 
 _CLAUDE = re.compile(
     r"claude-(?:(?P<tier>opus|sonnet|haiku)-)?(?P<major>\d+)(?:[-.](?P<minor>\d)(?!\d))?"
@@ -37,6 +50,8 @@ _GEMINI = re.compile(r"gemini-(?P<major>\d+)(?:\.(?P<minor>\d+))?")
 _PENALTIES = ("frequency_penalty", "presence_penalty")
 _OPENAI_REASONING_REFUSES = ("temperature", "top_p", *_PENALTIES)
 _CLAUDE_SAMPLING = ("temperature", "top_p", "top_k")
+_DEEPSEEK_THINKING_IGNORES = ("temperature", *_PENALTIES)
+_CLAUDE_ONE_OF: tuple[tuple[SamplingName, ...], ...] = (("temperature", "top_p"),)
 
 
 def _levels(*names: ReasoningEffort) -> tuple[ReasoningEffort, ...]:
@@ -67,10 +82,7 @@ def reasoning_profile(info: ModelInfo) -> ReasoningProfile | None:
     elif family == "grok":
         profile = _grok(name)
     elif family == "deepseek":
-        levels = _levels("low", "medium", "high", "max")
-        profile = ReasoningProfile(
-            form="effort", levels=levels, can_disable=False, family="deepseek"
-        )
+        profile = _deepseek(name)
     elif family == "nova":
         profile = ReasoningProfile(
             form="effort", levels=_levels("none", "low", "medium", "high"), family="nova"
@@ -92,7 +104,7 @@ def refused_sampling(info: ModelInfo) -> tuple[str, ...]:
     refused: tuple[str, ...] = ()
     if family == "claude" and _claude_version(name) is not None:
         version, tier = _claude_version(name) or ((0, 0), None)
-        if version >= (5, 0) or (tier == "opus" and version >= (4, 7)):
+        if _claude_sampling_gone(version, tier):
             refused = _CLAUDE_SAMPLING
     elif family == "grok" and name.startswith("grok-4"):
         refused = _PENALTIES
@@ -102,6 +114,43 @@ def refused_sampling(info: ModelInfo) -> tuple[str, ...]:
     if info.temperature is False and "temperature" not in refused and not takes_it_unreasoning:
         refused = ("temperature", *refused)
     return refused
+
+
+def setting_rules(info: ModelInfo) -> SettingRules | None:
+    """What ``info``'s model refuses beyond the ranges; None: nothing known."""
+    name, family = _name(info.id), family_of(info.id)
+    rules = SettingRules(
+        one_at_a_time=_CLAUDE_ONE_OF if _claude_one_of(name, family) else (),
+        refuses_stop=family in ("o3", "o4") or (family == "grok" and name.startswith("grok-4")),
+    )
+    return rules if rules != SettingRules() else None
+
+
+def openai_cache_generation(model_id: str) -> str | None:
+    """How an OpenAI model takes prompt-caching settings: ``breakpoints`` (gpt-5.6 and later:
+    ``prompt_cache_breakpoint`` on content parts, ``prompt_cache_options``; the deprecated
+    ``prompt_cache_retention`` has no effect), ``24h`` (gpt-5.5: retention ``24h`` only), None
+    (the rest: retention ``in_memory`` or ``24h``)."""
+    name = _name(model_id)
+    minor = _gpt5_minor(name)
+    later = re.match(r"gpt-(\d+)", name)
+    if (minor is not None and minor >= 6) or (later is not None and int(later[1]) >= 6):
+        return "breakpoints"
+    return "24h" if minor == 5 else None
+
+
+def _claude_one_of(name: str, family: str | None) -> bool:
+    """Claude 4.5 and 4.6 refuse temperature and top_p together (the models after them
+    refuse both, whatever the other)."""
+    version = _claude_version(name) if family == "claude" else None
+    if version is None:
+        return False
+    number, tier = version
+    return tier is not None and number >= (4, 5) and not _claude_sampling_gone(number, tier)
+
+
+def _claude_sampling_gone(version: tuple[int, int], tier: str | None) -> bool:
+    return version >= (5, 0) or (tier == "opus" and version >= (4, 7))
 
 
 def _claude_version(name: str) -> tuple[tuple[int, int], str | None] | None:
@@ -179,6 +228,22 @@ def _gemini(name: str) -> ReasoningProfile | None:
         return ReasoningProfile(form="budget", budget_min=1, budget_max=24576, family="google")
     return ReasoningProfile(
         form="budget", budget_min=128, budget_max=32768, can_disable=False, family="google"
+    )
+
+
+def _deepseek(name: str) -> ReasoningProfile:
+    if name.startswith("deepseek-reasoner"):
+        return ReasoningProfile(
+            form="effort", levels=_levels("low", "medium", "high", "max"), can_disable=False,
+            family="deepseek",
+        )  # fmt: skip
+    levels = _levels("none", "low", "high", "max")
+    return ReasoningProfile(
+        form="effort",
+        levels=levels,
+        family="deepseek",
+        reasons_by_default=True,
+        sampling_only_without_reasoning=_DEEPSEEK_THINKING_IGNORES,
     )
 
 

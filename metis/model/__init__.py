@@ -1,6 +1,6 @@
 """The canonical model: what applications read and write, whatever the provider."""
 
-from metis.model.cache import CacheHint, CachePolicy
+from metis.model.cache import CachedContent, CacheHint, CachePolicy
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.citation import Citation, DocumentLocation, TextSpan
 from metis.model.content import (
@@ -75,6 +75,7 @@ __all__ = [
     "Base64Source",
     "CacheHint",
     "CachePolicy",
+    "CachedContent",
     "CanonicalRequest",
     "CanonicalResponse",
     "Citation",

@@ -82,3 +82,19 @@ class RequestedCache:
         if policy.conversation == "auto":
             return self.continuing
         return policy.conversation
+
+
+class CachedContent(BaseModel):
+    """A Gemini explicit cache (docs/caching.md): a stored prompt prefix that requests read
+    by its ``name`` (``CachePolicy(cached_content=name)``), billed for its storage until it
+    expires or is deleted."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=CACHED_CONTENT_NAME)
+    model: str
+    """The model it was made for: only that model reads it."""
+    expire_time: str | None = None
+    token_count: int | None = None
+    """The tokens cached: what each request reading it is billed at the cached rate."""
+    display_name: str | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from metis.model.knobs import ReasoningProfile, SamplingRanges
+from metis.model.knobs import ReasoningProfile, SamplingRanges, SettingRules
 
 
 class AdapterCapabilities(BaseModel):
@@ -49,3 +49,6 @@ class AdapterCapabilities(BaseModel):
     None: not declared, every setting is sent as given (docs/contract.md §13)."""
     reasoning: ReasoningProfile | None = None
     """How the model is asked to reason, from the catalog; None: unknown or it does not."""
+    setting_rules: SettingRules | None = None
+    """What the model refuses beyond the ranges (settings taken one at a time, stop
+    sequences), from the catalog; None: nothing known."""

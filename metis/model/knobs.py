@@ -66,4 +66,20 @@ class ReasoningProfile(BaseModel):
     ``additionalModelRequestFields``): ``anthropic``, ``openai``, ``nova``, ``deepseek``."""
     sampling_only_without_reasoning: tuple[str, ...] = Field(default_factory=tuple)
     """Sampling settings it takes only with reasoning off (GPT-5.1 and later: temperature and
-    top_p with effort ``none``); refused whenever it reasons."""
+    top_p with effort ``none``); refused (or, on DeepSeek, ignored) whenever it reasons."""
+    reasons_by_default: bool = False
+    """It reasons when the request does not say (DeepSeek V4); False: it does not, or
+    nothing is said of it without a setting."""
+
+
+class SettingRules(BaseModel):
+    """What a model refuses of a request's settings beyond their ranges (from the catalog,
+    metis/catalog/knobs.py): the settings it takes only one at a time, and stop sequences."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    one_at_a_time: tuple[tuple[SamplingName, ...], ...] = ()
+    """Groups of sampling settings the model refuses together (Claude 4.5 and 4.6: temperature
+    or top_p); of a group the request sets, the first is sent and the rest left out."""
+    refuses_stop: bool = False
+    """Stop sequences are refused (OpenAI o3 and o4-mini, xAI grok-4)."""

@@ -6,8 +6,9 @@ the stack's wire dialect. Every provider stack has it (the skeleton adds it afte
   request takes, beside the caller's hints (metis.wire.cache_points says which are kept).
 - Bedrock Converse: ``cachePoint`` blocks at the same places, on the models the catalog says
   cache; on the others the caller's hints are taken out, with a warning.
-- OpenAI (a stack that says ``key: true``): ``prompt_cache_key`` (the policy's key, else the
-  session id) and ``prompt_cache_retention``; it caches prefixes itself.
+- OpenAI: ``prompt_cache_key`` and retention (a stack that says ``key: true``), and from
+  gpt-5.6 ``prompt_cache_breakpoint`` on the caller's hints and the system prompt
+  (metis/stages/edits/openai_cache.py); it caches prefixes itself.
 - Gemini: implicit caching needs nothing; a policy's ``cached_content`` becomes
   ``cachedContent``, and the request then carries no system prompt or tools (the cached
   content has them; Gemini refuses both).
@@ -21,7 +22,6 @@ provider's limit, with a warning.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 from typing import Any, Literal
 
@@ -32,6 +32,7 @@ from metis.model.cache import CachePolicy, CacheTTL, RequestedCache
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.stage import RequestStage
+from metis.stages.edits.openai_cache import openai_cache_edit
 from metis.wire import cache_points
 from metis.wire.anthropic import cache as anthropic_cache
 from metis.wire.bedrock_converse import cache as converse_cache
@@ -41,7 +42,6 @@ log = logging.getLogger("metis")
 
 MAX_BREAKPOINTS = cache_points.MAX_BREAKPOINTS
 BEDROCK_CATALOG = "amazon-bedrock"
-MAX_PROMPT_CACHE_KEY = 64
 
 _FORMS = {
     "anthropic": "anthropic",
@@ -131,7 +131,10 @@ class CacheControl(RequestStage[WireRequest]):
     def _no_breakpoints(
         self, body: dict[str, Any], asked: RequestedCache, form: str, call: Call
     ) -> dict[str, Any]:
-        provider = {"openai": "OpenAI", "gemini": "Gemini"}.get(form, call.provider)
+        if form == "openai":
+            o = self.options
+            return openai_cache_edit(body, asked, call, key=o.key, system=o.system)
+        provider = "Gemini" if form == "gemini" else call.provider
         for _ in range(asked.hints):
             _warn(call, f"{provider} has no form for a cache hint (docs/caching.md)")
         policy = asked.policy
@@ -139,8 +142,6 @@ class CacheControl(RequestStage[WireRequest]):
             out = {k: v for k, v in body.items() if k not in _NOT_WITH_CACHED_CONTENT}
             return {**out, "cachedContent": policy.cached_content}
         _no_form_for_policy(asked, call, provider)
-        if form == "openai" and self.options.key:
-            return _openai_fields(body, policy or CachePolicy(), asked.session_id)
         return body
 
     @staticmethod
@@ -152,28 +153,6 @@ class CacheControl(RequestStage[WireRequest]):
 
 
 _NOT_WITH_CACHED_CONTENT = ("systemInstruction", "tools", "toolConfig")
-
-
-def _openai_fields(
-    body: dict[str, Any], policy: CachePolicy, session_id: str | None
-) -> dict[str, Any]:
-    if not policy.prefix and policy.conversation is False:
-        return body
-    fields: dict[str, Any] = {}
-    key = policy.key or session_id
-    if key:
-        fields["prompt_cache_key"] = _bounded(key)
-    if policy.retention:
-        fields["prompt_cache_retention"] = policy.retention
-    return {**body, **fields} if fields else body
-
-
-def _bounded(key: str) -> str:
-    """OpenAI refuses a ``prompt_cache_key`` over 64 characters: a longer session id or key
-    is sent as a digest of itself (the same key, the same digest: affinity holds)."""
-    if len(key) <= MAX_PROMPT_CACHE_KEY:
-        return key
-    return "metis-" + hashlib.sha256(key.encode()).hexdigest()[: MAX_PROMPT_CACHE_KEY - 6]
 
 
 def _no_form_for_policy(asked: RequestedCache, call: Call, provider: str) -> None:

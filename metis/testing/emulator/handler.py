@@ -146,6 +146,7 @@ class Handler:
             self._queue.clear()
         with self.env.lock:
             self.env.responses.clear()
+            self.env.cached_contents.clear()
         self.env.cache.reset()
 
     # --- one request ----------------------------------------------------------------------

@@ -10,7 +10,7 @@ from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
 from metis.wire.codec import EncodeContext
 from metis.wire.knobs.reasoning import fit_reasoning
-from metis.wire.knobs.sampling import fit_sampling
+from metis.wire.knobs.sampling import fit_sampling, fit_setting_rules
 
 SUMMARY_DIALECTS = frozenset({"openai_responses"})
 """The dialects that carry ``thinking.summary``."""
@@ -41,6 +41,7 @@ def fit_request(
             retryable=False,
         )
     update.update(cleared)
+    update.update(fit_setting_rules(request, caps.setting_rules, cleared, warn))
     return request.model_copy(update=update) if update else request
 
 

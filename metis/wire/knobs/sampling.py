@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from metis.model.knobs import SAMPLING_NAMES, ReasoningProfile, SamplingRanges
+from metis.model.knobs import SAMPLING_NAMES, ReasoningProfile, SamplingRanges, SettingRules
 from metis.model.request import CanonicalRequest, ThinkingConfig
 
 
@@ -26,7 +26,10 @@ def fit_sampling(
     each; ``warn(name, reason)`` for each setting left out."""
     update: dict[str, Any] = {}
     problems: list[str] = []
-    reasoning_on = thinking is not None and thinking.effort != "none"
+    if thinking is not None:
+        reasoning_on = thinking.effort != "none"
+    else:
+        reasoning_on = profile is not None and profile.reasons_by_default
     for name in SAMPLING_NAMES:
         value = getattr(request, name)
         if value is None:
@@ -37,12 +40,35 @@ def fit_sampling(
             continue
         if profile is not None and reasoning_on and name in profile.sampling_only_without_reasoning:
             update[name] = None
-            warn(name, f"{name} is taken only with reasoning off (effort 'none'); it was not sent")
+            warn(name, f"{name} is applied only with reasoning off (effort 'none'); not sent")
             continue
         low, high = ranges.get(name, (None, None)) if ranges is not None else (None, None)
         if (low is not None and value < low) or (high is not None and value > high):
             problems.append(f"{name} {value} is outside the provider's range {_shown(low, high)}")
     return update, problems
+
+
+def fit_setting_rules(
+    request: CanonicalRequest,
+    rules: SettingRules | None,
+    cleared: dict[str, Any],
+    warn: Callable[[str, str], None],
+) -> dict[str, Any]:
+    """The request fields to clear for what the model refuses beyond the ranges: of settings it
+    takes one at a time, all but the first set (``cleared``: already left out); stop sequences
+    where it refuses them. ``warn(name, reason)`` for each."""
+    if rules is None:
+        return {}
+    update: dict[str, Any] = {}
+    for group in rules.one_at_a_time:
+        present = [n for n in group if getattr(request, n) is not None and n not in cleared]
+        for name in present[1:]:
+            update[name] = None
+            warn(name, f"the model takes {present[0]} or {name}, not both; {name} was not sent")
+    if rules.refuses_stop and request.stop_sequences:
+        update["stop_sequences"] = []
+        warn("stop_sequences", "the model takes no stop sequences; they were not sent")
+    return update
 
 
 def sampling_fields(request: CanonicalRequest) -> dict[str, Any]:

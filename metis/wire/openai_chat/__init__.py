@@ -34,7 +34,6 @@ from metis.wire.builder import MessageBuilder
 from metis.wire.codec import Codec, EncodeContext
 from metis.wire.freeform import CLOSING, OPENING, text_fragment, whole_input
 from metis.wire.http_errors import body_excerpt, http_error, json_body, openai_error_fields
-from metis.wire.knobs.forms import effort_of
 from metis.wire.knobs.sampling import sampling_fields
 from metis.wire.openai_chat.encode import (
     ReasoningReplay,
@@ -44,6 +43,8 @@ from metis.wire.openai_chat.encode import (
     tool_definition,
     user_messages,
 )
+from metis.wire.openai_chat.quirks import NAMES as QUIRK_NAMES
+from metis.wire.openai_chat.quirks import NO_QUIRKS, ChatQuirks, reasoning_fields
 from metis.wire.openai_chat.read import (
     read_content,
     read_reasoning,
@@ -82,14 +83,18 @@ class OpenAIChatCodec:
 
     name = "openai_chat"
 
-    def __init__(self, reasoning: ReasoningReplay | None = None) -> None:
-        self.reasoning = reasoning
+    def __init__(
+        self, reasoning: ReasoningReplay | None = None, quirks: ChatQuirks = NO_QUIRKS
+    ) -> None:
+        self.reasoning, self.quirks = reasoning, quirks
 
     def configured(self, **settings: Any) -> OpenAIChatCodec:
         """This codec with a stack's ``encode`` settings (``reasoning_field``,
-        ``reasoning_placeholder``)."""
+        ``reasoning_placeholder``; ``thinking_switch``, ``reasoning_tokens_apart``)."""
+        quirks = {k: settings.pop(k) for k in list(settings) if k in QUIRK_NAMES}
         try:
-            return OpenAIChatCodec(ReasoningReplay(**settings))
+            replay = ReasoningReplay(**settings) if settings else None
+            return OpenAIChatCodec(replay, ChatQuirks(**quirks))
         except ValidationError as exc:
             raise StackError(f"codec 'openai_chat' settings: {exc}") from None
 
@@ -139,11 +144,11 @@ class OpenAIChatCodec:
                 "json_schema": {"name": name, "schema": schema},
             }
         if request.thinking is not None:
-            body["reasoning_effort"] = effort_of(request.thinking)
+            body.update(reasoning_fields(request.thinking, self.quirks))
         return body
 
     def stream_parser(self, builder: MessageBuilder) -> _StreamParser:
-        return _StreamParser(builder)
+        return _StreamParser(builder, self.quirks.reasoning_tokens_apart)
 
     def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
         if "error" in body:
@@ -177,7 +182,8 @@ class OpenAIChatCodec:
                 builder.tool_input(key, _arguments(function.get("arguments")))
             builder.close(key)
         if usage := body.get("usage"):
-            read_usage(builder, object_value(usage, "response.usage"))
+            apart = self.quirks.reasoning_tokens_apart
+            read_usage(builder, object_value(usage, "response.usage"), apart)
         finish = optional_text(choice, "finish_reason", "choices[0]")
         builder.stop(stop_reason(finish, bool(refusal), bool(calls)))
         builder.finish()
@@ -193,10 +199,12 @@ class OpenAIChatCodec:
 
 
 class _StreamParser:
-    __slots__ = ("_builder", "_custom", "_finished", "_keys", "_refused", "_sources", "_tools")
+    __slots__ = (
+        "_apart", "_builder", "_custom", "_finished", "_keys", "_refused", "_sources", "_tools"
+    )  # fmt: skip
 
-    def __init__(self, builder: MessageBuilder) -> None:
-        self._builder = builder
+    def __init__(self, builder: MessageBuilder, reasoning_apart: bool = False) -> None:
+        self._builder, self._apart = builder, reasoning_apart
         self._tools: dict[Any, tuple[Hashable, str]] = {}  # wire index -> (our key, tool id)
         self._keys: list[Hashable] = []
         self._custom: set[Hashable] = set()  # the keys of custom (freeform) calls
@@ -233,7 +241,7 @@ class _StreamParser:
                     self._finish(text_value(finish, "choices[0].finish_reason"))
         usage = obj.get("usage")
         if usage:
-            read_usage(builder, object_value(usage, "chunk.usage"))
+            read_usage(builder, object_value(usage, "chunk.usage"), self._apart)
         if "citations" in obj:  # Perplexity repeats the list on every chunk
             self._sources = source_list(obj)
         return builder.take()

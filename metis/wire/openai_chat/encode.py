@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from metis.catalog.knobs import openai_cache_generation
 from metis.model.content import (
     AudioBlock,
     DocumentBlock,
@@ -35,6 +36,7 @@ from metis.model.request import ToolDefinition
 from metis.wire.codec import EncodeContext
 from metis.wire.media import project_attachments
 from metis.wire.opaque import own_item, place_of, sent_back
+from metis.wire.openai_cache import BREAKPOINT, hinted, text_part
 from metis.wire.openai_chat.media import media_parts
 from metis.wire.openai_chat.read import REASONING_DETAILS, content_chunks
 
@@ -75,6 +77,7 @@ def user_messages(
     attached: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
     system = message.role is Role.SYSTEM  # system_hoist normally leaves none; keep it in place
+    breakpoints = not system and openai_cache_generation(call.wire_model) == "breakpoints"
     for block in message.content:
         if isinstance(block, ToolResultBlock) and not system:
             projected = project_attachments(block)
@@ -82,7 +85,7 @@ def user_messages(
             for part in projected.attachments:
                 attached += media_parts(part, call, message_id, current)
         elif isinstance(block, TextBlock):
-            parts.append({"type": "text", "text": block.text})
+            parts.append(text_part("text", block, breakpoints and hinted(message, block)))
         elif isinstance(block, ImageBlock | DocumentBlock | AudioBlock | VideoBlock) and not system:
             parts += media_parts(block, call, message_id, current)
         else:
@@ -90,7 +93,7 @@ def user_messages(
     parts = attached + parts
     if system:
         out.append({"role": "system", "content": "".join(p["text"] for p in parts)})
-    elif len(parts) == 1 and parts[0]["type"] == "text":
+    elif len(parts) == 1 and parts[0]["type"] == "text" and BREAKPOINT not in parts[0]:
         out.append({"role": "user", "content": parts[0]["text"]})
     elif parts or not out:
         out.append({"role": "user", "content": parts or ""})

@@ -144,8 +144,12 @@ def stop_reason(raw: str | None, refused: bool, calls: bool) -> StopReason:
     return known or StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=raw)
 
 
-def read_usage(builder: MessageBuilder, usage: dict[str, Any]) -> None:
-    """Canonical input counts uncached, unwritten tokens only; ``prompt_tokens`` counts all."""
+def read_usage(
+    builder: MessageBuilder, usage: dict[str, Any], reasoning_apart: bool = False
+) -> None:
+    """Canonical input counts uncached, unwritten tokens only; ``prompt_tokens`` counts all.
+    ``reasoning_apart``: ``completion_tokens`` leaves the reasoning tokens out (xAI), so they
+    are added to make the output count."""
     details = object_value(usage.get("prompt_tokens_details") or {}, "usage.prompt_tokens_details")
     provider = builder.provider
     cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
@@ -158,12 +162,14 @@ def read_usage(builder: MessageBuilder, usage: dict[str, Any]) -> None:
     output = object_value(
         usage.get("completion_tokens_details") or {}, "usage.completion_tokens_details"
     )
+    reasoning = token_count(output.get("reasoning_tokens") or 0, "reasoning_tokens", provider)
+    completion = token_count(usage.get("completion_tokens") or 0, "completion_tokens", provider)
     builder.usage(
         input_tokens=uncached,
-        output_tokens=usage.get("completion_tokens") or 0,
+        output_tokens=completion + reasoning if reasoning_apart else completion,
         cached_input_tokens=cached,
         cache_creation_input_tokens=written,
-        reasoning_tokens=output.get("reasoning_tokens") or 0,
+        reasoning_tokens=reasoning,
     )
 
 

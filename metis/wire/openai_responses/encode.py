@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from metis.catalog.knobs import openai_cache_generation
 from metis.errors import CapabilityError
 from metis.model.content import (
     AudioBlock,
@@ -50,6 +51,7 @@ from metis.wire.codec import EncodeContext
 from metis.wire.knobs.forms import effort_of
 from metis.wire.media import refuse_block
 from metis.wire.opaque import elsewhere, own_item
+from metis.wire.openai_cache import hinted, text_part
 from metis.wire.openai_responses.custom import CUSTOM_CALL, custom_call, custom_tool, is_custom
 from metis.wire.openai_responses.files import file_parts
 from metis.wire.openai_responses.server_tools import declarations, includes
@@ -88,6 +90,7 @@ def encode_request(
         refuse=_refuser(call),
         file_urls=file_urls,
         custom=custom,
+        breakpoints=openai_cache_generation(call.wire_model) == "breakpoints",
     )
     if request.tools or request.server_tools:
         body["tools"] = [_tool(t) for t in request.tools] + declarations(request, call)
@@ -127,10 +130,12 @@ def input_items(
     refuse: Drop | None = None,
     file_urls: bool = True,
     custom: frozenset[str] = frozenset(),
+    breakpoints: bool = False,
 ) -> list[dict[str, Any]]:
     """The conversation as input items. A file with no form here is refused with ``refuse``
     in the turn being sent (docs/contract.md §9), and dropped with ``drop`` before it.
-    ``custom``: the request's freeform tools, whose calls and results go as custom ones."""
+    ``custom``: the request's freeform tools, whose calls and results go as custom ones;
+    ``breakpoints``: the caller's cache hints on text go as ``prompt_cache_breakpoint``."""
     items: list[dict[str, Any]] = []
     start = current_turn_start(messages)
     custom_ids: set[str] = set()
@@ -141,7 +146,9 @@ def input_items(
             custom_ids |= {item["call_id"] for item in made if item["type"] == CUSTOM_CALL}
             items.extend(made)
         else:
-            files = _Files(drop, refuse if refuse is not None and i >= start else drop, file_urls)
+            files = _Files(
+                drop, refuse if refuse is not None and i >= start else drop, file_urls, breakpoints
+            )
             items.extend(_user_items(message, message_id, files, custom_ids))
     return items
 
@@ -255,6 +262,7 @@ class _Files:
     refuse: Drop
     """For a file this wire cannot carry: ``drop`` in an older turn, a refusal in the turn sent."""
     urls: bool
+    breakpoints: bool = False
 
 
 def _user_items(
@@ -271,7 +279,8 @@ def _user_items(
                 output["type"] = "custom_tool_call_output"
             out.append(output)
         elif isinstance(block, TextBlock):
-            parts.append({"type": "input_text", "text": block.text})
+            mark = files.breakpoints and not system and hinted(message, block)
+            parts.append(text_part("input_text", block, mark))
         elif isinstance(block, ImageBlock | DocumentBlock | AudioBlock | VideoBlock) and not system:
             parts += _media(block, message_id, files)
         else:

@@ -13,6 +13,7 @@ from metis.testing.emulator.formats.cloud import CLOUD
 from metis.testing.emulator.formats.embeddings import AzureEmbeddings, Cohere, OpenAIEmbeddings
 from metis.testing.emulator.formats.embeddings_cloud import EMBEDDINGS
 from metis.testing.emulator.formats.gemini import Gemini
+from metis.testing.emulator.formats.gemini_caches import GeminiCaches
 from metis.testing.emulator.formats.ollama import Ollama
 from metis.testing.emulator.formats.responses import Responses
 
@@ -26,6 +27,7 @@ def all_formats() -> list[Format]:
         AnthropicBatches(),
         OpenAIBatches(),
         GeminiBatches(),
+        GeminiCaches(),
         Anthropic(),
         Responses(),
         Gemini(),

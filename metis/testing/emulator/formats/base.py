@@ -32,6 +32,8 @@ class Env:
     lock: threading.Lock = field(default_factory=threading.Lock)
     batches: dict[str, Any] = field(default_factory=dict)
     """The batches and uploaded files of the batch endpoints, by id."""
+    cached_contents: dict[str, Any] = field(default_factory=dict)
+    """Gemini's cached contents, by name (``cachedContents/{id}``)."""
     answer: Any = None
     """How one request is answered (``handler.answer``): a batch answers its items with it."""
 

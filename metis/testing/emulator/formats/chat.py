@@ -7,11 +7,13 @@ The 400 rules are :mod:`.chat_rules`. Streams are ``data:``-only SSE ending in `
 the tool call ``id`` and ``name`` only on the first fragment of each index, the finish_reason
 chunk, then (only with ``stream_options.include_usage``) a usage chunk with ``choices: []``;
 chunks carry ``obfuscation`` padding unless ``stream_options.include_obfuscation`` is false.
-DeepSeek's ``deepseek-reasoner`` streams its thinking as ``reasoning_content``.
+DeepSeek's ``deepseek-reasoner`` and xAI's grok-3-mini stream their thinking as
+``reasoning_content``; xAI's usage leaves reasoning tokens out of ``completion_tokens``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -40,6 +42,9 @@ from metis.testing.emulator.wire import (
     sse,
 )
 
+GROK_REASONING = re.compile(r"^grok-(3-mini|4)")
+"""xAI's reasoning models; grok-3-mini streams its reasoning as ``reasoning_content``."""
+GROK_SHOWN_REASONING = re.compile(r"^grok-3-mini")
 FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 # Where each service serves the format, and whose models its model list shows (/v1 is
 # OpenAI's, and Mistral's, Together's, xAI's... as well).
@@ -75,9 +80,12 @@ class Chat(OpenAI):
     def read(self, call: Call) -> Prompt:
         body = call.body
         options = object_at(body, "stream_options")
-        thinks = bool(DEEPSEEK_THINKING.match(call.model))
+        switched_off = object_at(body, "thinking").get("type") == "disabled"
+        deepseek = bool(DEEPSEEK_THINKING.match(call.model)) and not switched_off
+        thinks = deepseek or bool(GROK_SHOWN_REASONING.match(call.model))
         call.options = {
             "reasoning_content": thinks,
+            "reasoning_apart": call.model.startswith("grok"),
             "include_usage": options.get("include_usage") is True,
             "obfuscation": options.get("include_obfuscation", True) is not False,
         }
@@ -104,7 +112,8 @@ class Chat(OpenAI):
             tools=tools,
             tool_choice=_choice(body.get("tool_choice")),
             parallel=body.get("parallel_tool_calls", True) is not False,
-            thinking=bool(REASONING_MODEL.match(call.model)) or thinks,
+            thinking=bool(REASONING_MODEL.match(call.model) or GROK_REASONING.match(call.model))
+            or thinks,
             max_tokens=body.get("max_completion_tokens", body.get("max_tokens")),
             output_schema=schema if isinstance(schema, dict) else None,
             json_mode=fmt.get("type") == "json_object",
@@ -146,7 +155,7 @@ class Chat(OpenAI):
             "created": now_unix(),
             "model": call.model,
             "choices": [choice],
-            "usage": _usage(reply),
+            "usage": _usage(reply, call.options["reasoning_apart"]),
             "service_tier": "default",
             "system_fingerprint": "fp_" + ids.token(10, "hex"),
             **source_lists(reply, call.model),
@@ -202,7 +211,7 @@ class Chat(OpenAI):
                 chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
         chunk({}, FINISH[reply.stop])
         if call.options["include_usage"]:
-            chunk(None, usage=_usage(reply))
+            chunk(None, usage=_usage(reply, call.options["reasoning_apart"]))
         frames.append(Frame(b"data: ", b"[DONE]", b"\n\n"))
         return frames
 
@@ -233,13 +242,20 @@ def _canonical(body: dict[str, Any]) -> list[Message]:
         raise Refused(refused.message) from None
 
 
-def _usage(reply: Reply) -> dict[str, Any]:
+def _usage(reply: Reply, reasoning_apart: bool) -> dict[str, Any]:
+    """``reasoning_apart``: xAI's counts, whose ``completion_tokens`` leaves the reasoning out
+    (``total_tokens`` adds it back)."""
     usage = reply.usage
+    completion = usage.output_tokens - (usage.thinking_tokens if reasoning_apart else 0)
     return {
         "prompt_tokens": usage.input_tokens,
-        "completion_tokens": usage.output_tokens,
+        "completion_tokens": completion,
         "total_tokens": usage.input_tokens + usage.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": usage.cache_read, "audio_tokens": 0},
+        "prompt_tokens_details": {
+            "cached_tokens": usage.cache_read,
+            "audio_tokens": 0,
+            **({"cache_write_tokens": usage.cache_write} if usage.cache_write else {}),
+        },
         "completion_tokens_details": {
             "reasoning_tokens": usage.thinking_tokens,
             "audio_tokens": 0,

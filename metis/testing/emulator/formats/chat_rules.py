@@ -19,6 +19,7 @@ from metis.testing.emulator.formats.openai import (
     strict_schema_problem,
     supported,
 )
+from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
 from metis.testing.emulator.rules import (
     Check,
     Refused,
@@ -46,17 +47,22 @@ TOP_LEVEL = names(
 )
 OPENROUTER_FIELDS = names("reasoning provider models transforms plugins usage")
 """OpenRouter's own request fields (its API reference): taken on its path only."""
+DEEPSEEK_FIELDS = names("thinking")
+"""DeepSeek's own (its "Thinking Mode" guide): taken for its models."""
 ROLES = ("system", "assistant", "user", "function", "tool", "developer")
 PART_TYPES = ("text", "image_url", "input_audio", "refusal", "audio", "file")
 FUNCTION_CALLS = "messages.*.tool_calls.*[type=function|]"
 CUSTOM_CALLS = "messages.*.tool_calls.*[type=custom]"
 ARGUMENTS = f"{FUNCTION_CALLS}.function.arguments"
-DEEPSEEK_THINKING = re.compile(r"^deepseek-reasoner")
+DEEPSEEK_THINKING = re.compile(r"^deepseek-(reasoner|v4)")
+"""DeepSeek's models that think (V4 unless ``thinking: {type: disabled}``)."""
 
 
 def _check_top_level(body: dict[str, Any], call: Any) -> None:
     request = getattr(call, "request", None)
     own = OPENROUTER_FIELDS if str(getattr(request, "path", "")).startswith("/api/v1/") else ()
+    if str(body.get("model", "")).startswith("deepseek"):
+        own = DEEPSEEK_FIELDS
     for key in body:
         if key not in TOP_LEVEL and key not in own:
             raise Refused(f"Unrecognized request argument supplied: {key}")
@@ -264,5 +270,6 @@ RULES: list[Rule | Check] = [
     _check_reasoning_sent_back,
     _check_response_format,
     check_openai,
+    check_openai_cache,
     check_prompt_cache_key,
 ]

@@ -19,6 +19,7 @@ from metis.testing.emulator.formats.cache_marks import (
     converse_breakpoints,
     unmarked,
 )
+from metis.testing.emulator.formats.knobs_rules import check_converse
 from metis.testing.emulator.formats.server_converse import (
     check_server_blocks,
     citations_block,
@@ -224,6 +225,7 @@ RULES: list[Rule | Check] = [
     ),
     files_rules.converse,
     _check_turns,
+    check_converse,
 ]
 
 

@@ -1,6 +1,7 @@
 """Gemini API: ``POST /v1beta/models/{model}:generateContent``, ``:streamGenerateContent``
 (``?alt=sse`` for SSE, otherwise a streamed JSON array) and ``:countTokens``; ``GET
-/v1beta/models`` and ``/v1beta/models/{model}``.
+/v1beta/models`` and ``/v1beta/models/{model}``. A request naming a ``cachedContent`` reads it
+(:mod:`.gemini_cached`; the endpoints that make one are :mod:`.gemini_caches`).
 
 Auth: ``x-goog-api-key`` or ``?key=`` (403 ``PERMISSION_DENIED`` without one; a refused key is
 400 ``INVALID_ARGUMENT`` with reason ``API_KEY_INVALID``, as Gemini answers). The 400 rules are
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from metis.testing.emulator.formats.base import Call, Format, Route
+from metis.testing.emulator.formats.gemini_cached import read_cached_content
 from metis.testing.emulator.formats.gemini_reply import (
     finish_reason,
     reply_parts,
@@ -113,7 +115,7 @@ class Gemini(Format):
     def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
         return google_error(
             refused.status,
-            "NOT_FOUND" if refused.status == 404 else "INVALID_ARGUMENT",
+            {404: "NOT_FOUND", 403: "PERMISSION_DENIED"}.get(refused.status, "INVALID_ARGUMENT"),
             refused.message,
         )
 
@@ -184,6 +186,7 @@ class Gemini(Format):
             body = body.get("generateContentRequest") or body["generate_content_request"]
         call.body = normalized(body)
         check(self.rules, call.body, call)
+        read_cached_content(call)
         call.stream = method == "streamGenerateContent"
         call.options["sse"] = call.request.query.get("alt") == "sse"
 
@@ -313,7 +316,8 @@ class Gemini(Format):
         return [*frames, Frame(b"", b"", b"]")]
 
     def cached(self, call: Call, prompt: Prompt, reply: Reply) -> None:
-        reply.usage.cache_read = call.env.cache.implicit(self.name, prompt.segments)
+        implicit = call.env.cache.implicit(self.name, prompt.segments)
+        reply.usage.cache_read = max(implicit, call.options.get("cached_tokens", 0))
 
 
 def _listed(model: str, name: str, context: int, output: int) -> dict[str, Any]:

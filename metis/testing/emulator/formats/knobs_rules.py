@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from metis.catalog.knobs import reasoning_profile, refused_sampling
+from metis.catalog.knobs import reasoning_profile, refused_sampling, setting_rules
 from metis.catalog.model_info import ModelInfo
 from metis.model.knobs import ReasoningProfile
 from metis.testing.emulator.rules import Refused
@@ -26,13 +26,34 @@ def _range(body: dict[str, Any], name: str, low: float, high: float, message: st
         raise Refused(message.format(value=value), name, "invalid_value")
 
 
+ONE_AT_A_TIME = "`{0}` and `{1}` cannot both be specified for this model. Please use only one."
+"""Anthropic's words (and Bedrock's, for Claude) for two settings a model takes one at a time."""
+DEEPSEEK_EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
+"""The ``reasoning_effort`` values DeepSeek maps to its own (api-docs.deepseek.com "Thinking
+Mode"); reasoning is switched off with ``thinking: {type: disabled}``, not an effort."""
+
+
+def _one_at_a_time(provider: str, model: str, present: Any) -> None:
+    rules = setting_rules(ModelInfo(provider=provider, id=model))
+    for group in rules.one_at_a_time if rules is not None else ():
+        both = [name for name in group if present(name)]
+        if len(both) > 1:
+            raise Refused(ONE_AT_A_TIME.format(*both))
+
+
 def check_openai(body: dict[str, Any], call: Any) -> None:
     """OpenAI Chat and Responses: top_p in [0, 1], penalties in [-2, 2]; a reasoning model's
-    levels, and the sampling settings it refuses while it reasons."""
+    levels, and the sampling settings (and ``stop``) it refuses while it reasons."""
     _range(body, "top_p", 0, 1, "Invalid 'top_p': expected a value in [0, 1], got {value}.")
     for name in ("frequency_penalty", "presence_penalty"):
         _range(body, name, -2, 2, f"Invalid '{name}': expected a value in [-2, 2], got {{value}}.")
     model = str(body.get("model", ""))
+    rules = setting_rules(ModelInfo(provider="openai", id=model))
+    if "stop" in body and rules is not None and rules.refuses_stop:
+        message = "Unsupported parameter: 'stop' is not supported with this model."
+        raise Refused(message, "stop", "unsupported_parameter")
+    if model.startswith("deepseek"):
+        _check_deepseek(body)
     if not (model.startswith(("o1", "o3", "o4", "gpt-5"))):
         return
     profile, refused = _model_facts("openai", model)
@@ -69,6 +90,7 @@ def check_anthropic(body: dict[str, Any], call: Any) -> None:
     for name in refused:
         if name in body:
             raise Refused(f"`{name}` is deprecated for this model.")
+    _one_at_a_time("anthropic", model, body.__contains__)
     thinking = body.get("thinking")
     kind = thinking.get("type") if isinstance(thinking, dict) else None
     if profile is not None and profile.form == "budget" and kind == "adaptive":
@@ -111,3 +133,29 @@ def check_gemini(body: dict[str, Any], call: Any) -> None:
         if budget != 0 and budget != -1 and not low <= budget <= high:
             raise Refused(f"The thinking budget {budget} is invalid. Please choose a value "
                           f"between {low} and {high}.")  # fmt: skip
+
+
+def check_converse(body: dict[str, Any], call: Any) -> None:
+    """Bedrock Converse: a Claude model's settings taken one at a time, as Anthropic's."""
+    config = body.get("inferenceConfig")
+    if not isinstance(config, dict):
+        return
+    wire = {"temperature": "temperature", "top_p": "topP"}
+    _one_at_a_time("bedrock", str(getattr(call, "model", "")), lambda n: wire.get(n) in config)
+
+
+def _check_deepseek(body: dict[str, Any]) -> None:
+    thinking = body.get("thinking")
+    kind = thinking.get("type") if isinstance(thinking, dict) else thinking
+    if thinking is not None and kind not in ("enabled", "disabled"):
+        raise Refused("thinking.type: expected 'enabled' or 'disabled'", "thinking")
+    effort = body.get("reasoning_effort")
+    if effort is not None and effort not in DEEPSEEK_EFFORTS:
+        shown = ", ".join(repr(e) for e in DEEPSEEK_EFFORTS)
+        raise Refused(
+            f"reasoning_effort: expected one of {shown}, got {effort!r}", "reasoning_effort"
+        )
+    if effort is not None and kind == "disabled":
+        raise Refused(
+            "reasoning_effort is not allowed when thinking is disabled", "reasoning_effort"
+        )

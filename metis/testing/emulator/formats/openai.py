@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from metis.testing.emulator.formats.base import Call, Format
+from metis.testing.emulator.formats.openai_cache_rules import breakpoint_segments
 from metis.testing.emulator.rules import (
     Refused,
     Rule,
@@ -189,6 +190,20 @@ class OpenAI(Format):
             f"https://platform.openai.com/account/api-keys."
         )
         return self.error(401, message, request, code="invalid_api_key")
+
+    def cached(self, call: Any, prompt: Any, reply: Any) -> None:
+        """gpt-5.6 and later cache at breakpoints only (:mod:`.openai_cache_rules`); the
+        others every prefix, in steps of 128 tokens."""
+        options = call.body.get("prompt_cache_options")
+        marks = breakpoint_segments(prompt.model, prompt.items or [], options)
+        if marks is None:
+            super().cached(call, prompt, reply)
+            return
+        segments = prompt.segments
+        read, written = call.env.cache.explicit(
+            "openai-breakpoints", segments, marks, lookback=len(segments)
+        )
+        reply.usage.cache_read, reply.usage.cache_write = read, written
 
     def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
         return self.error(

@@ -177,7 +177,10 @@ class Responses(OpenAI):
             "truncation": body.get("truncation", "disabled"),
             "usage": {
                 "input_tokens": usage.input_tokens,
-                "input_tokens_details": {"cached_tokens": usage.cache_read},
+                "input_tokens_details": {
+                    "cached_tokens": usage.cache_read,
+                    **({"cache_write_tokens": usage.cache_write} if usage.cache_write else {}),
+                },
                 "output_tokens": usage.output_tokens,
                 "output_tokens_details": {"reasoning_tokens": usage.thinking_tokens},
                 "total_tokens": usage.input_tokens + usage.output_tokens,

@@ -20,6 +20,7 @@ from metis.testing.emulator.formats.openai import (
     missing,
     strict_schema_problem,
 )
+from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
 from metis.testing.emulator.rules import (
     Check,
     Refused,
@@ -285,5 +286,6 @@ RULES: list[Rule | Check] = [
     _check_items,
     _check_text_format,
     check_openai,
+    check_openai_cache,
     check_prompt_cache_key,
 ]

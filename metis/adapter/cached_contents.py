@@ -1,0 +1,117 @@
+"""Gemini explicit caching through a Gemini API adapter (docs/caching.md): make a cached
+content of a stable prompt prefix, read it, delete it.
+
+``CachedContents(adapter).create(request)`` caches the request's system prompt, tools and
+messages, encoded by the adapter's own stages up to ``encode`` (as a call would send them),
+and returns a :class:`~metis.model.cache.CachedContent`. Later requests name it in
+``CachePolicy(cached_content=cached.name)`` and carry only what follows the prefix: the
+``cache_control`` stage then leaves out their system prompt and tools, which the cache holds.
+Every request goes through the adapter's provider (``Provider.fetch``): its auth, transport,
+deadlines and error classification.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+import anyio
+
+from metis.core.ids import new_request_id
+from metis.errors import CapabilityError, InvalidRequestError
+from metis.model.cache import CACHED_CONTENT_NAME, CachedContent
+from metis.model.request import CanonicalRequest
+from metis.pipeline.call import Call, DropRecord
+from metis.pipeline.request import WireRequest
+from metis.wire.schema.cached_contents import create_body, read_cached_content
+
+GEMINI_API = ("google", "schema")
+"""The catalog provider and codec of the stacks that speak the Gemini API (not Vertex AI,
+whose cached contents live under a project and location)."""
+MIN_TTL_SECONDS = 1
+
+
+class Cacheable(Protocol):
+    name: str
+    stack: Any
+    endpoint: Any
+    pipeline: Any
+    config: Any
+
+    def wire_model(self, model: str) -> str: ...
+
+
+class CachedContents:
+    """Create, read and delete Gemini cached contents through one Gemini API adapter."""
+
+    def __init__(self, adapter: Cacheable) -> None:
+        provider = adapter.pipeline.provider
+        codec = provider.codec_name if provider is not None else None
+        if provider is None or (adapter.stack.catalog, codec) != GEMINI_API:
+            raise CapabilityError(
+                f"{adapter.name}: explicit cached contents are the Gemini API's "
+                "(docs/caching.md); other providers cache through CachePolicy alone",
+                provider=adapter.name,
+            )
+        self.adapter, self.provider = adapter, provider
+        self.base_url = adapter.endpoint.base_url.rstrip("/").partition("?")[0]
+
+    async def create(
+        self,
+        request: CanonicalRequest,
+        *,
+        ttl_seconds: int = 3600,
+        display_name: str | None = None,
+    ) -> CachedContent:
+        """Cache ``request``'s system prompt, tools and messages for its model, for
+        ``ttl_seconds``. Gemini refuses a prefix below the model's minimum (1,024 to 4,096
+        tokens) with an InvalidRequestError."""
+        if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int):
+            raise InvalidRequestError(f"ttl_seconds must be an integer, not {ttl_seconds!r}")
+        if ttl_seconds < MIN_TTL_SECONDS:
+            raise InvalidRequestError(f"ttl_seconds must be at least 1, not {ttl_seconds}")
+        call = self._call(request.model)
+        encode = self.provider.part("encode")
+        assert encode is not None
+        unstreamed = request.model_copy(update={"stream": False, "cache": None})
+        wire: WireRequest = await self.adapter.pipeline.prepare(unstreamed, call, through=encode)
+        body = create_body(wire.body, call.wire_model, ttl_seconds, display_name)
+        answer = await self._json("POST", f"{self.base_url}/v1beta/cachedContents", body)
+        return read_cached_content(answer)
+
+    async def get(self, name: str) -> CachedContent:
+        answer = await self._json("GET", self._url(name))
+        return read_cached_content(answer)
+
+    async def delete(self, name: str) -> None:
+        """Delete the cached content now (it is billed for storage until it expires)."""
+        await self._json("DELETE", self._url(name))
+
+    def _url(self, name: str) -> str:
+        if not isinstance(name, str) or not re.fullmatch(CACHED_CONTENT_NAME, name):
+            raise InvalidRequestError(f"{name!r} is not a cached content name (cachedContents/…)")
+        return f"{self.base_url}/v1beta/{name}"
+
+    async def _json(
+        self, method: str, url: str, body: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        headers = dict(self.adapter.endpoint.request_headers())
+        if body is None:
+            headers.pop("content-type", None)
+        wire = WireRequest(url, body or {}, headers, method=method, content=None if body else b"")
+        fetched = await self.provider.fetch(wire, self._call(f"{self.adapter.name}:cache"))
+        answer: dict[str, Any] = fetched.body
+        return answer
+
+    def _call(self, model: str) -> Call:
+        return Call(
+            request_id=new_request_id(),
+            provider=self.adapter.name,
+            model=model,
+            wire_model=self.adapter.wire_model(model) if ":" in model else model,
+            deadline=anyio.current_time() + self.adapter.config.timeout_seconds,
+            drops=DropRecord(secrets=self.adapter.endpoint.secrets),
+        )
+
+
+__all__ = ["CachedContents"]

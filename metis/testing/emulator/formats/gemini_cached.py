@@ -1,0 +1,129 @@
+"""Gemini API cached contents in the emulator (ai.google.dev/gemini-api/docs/caching): what
+``POST /v1beta/cachedContents`` stores (:mod:`.gemini_caches` serves it) and how a
+``generateContent`` naming one in ``cachedContent`` is read: its contents first, the system
+instruction and tools of the cache (a request that sets its own is refused, as Gemini refuses
+it), and the cached tokens reported in ``cachedContentTokenCount`` (within
+``promptTokenCount``). A cache below the model's minimum (1,024 tokens; 4,096 on the Pro
+models) is refused, as is one read by another model. Entries live until deleted or the
+emulator is reset: the emulator keeps no clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metis.testing.emulator.formats.base import Call
+from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.wire import count_tokens, dumps, request_ids
+
+CACHED_PARTS = ("systemInstruction", "tools", "toolConfig")
+NOT_WITH_CACHE = (
+    "CachedContent can not be used with GenerateContent request setting system_instruction, "
+    "tools or tool_config.\n\nProposed fix: move those values to CachedContent from "
+    "GenerateContent request."
+)
+
+
+def find(call: Call, name: str) -> dict[str, Any] | None:
+    with call.env.lock:
+        found: dict[str, Any] | None = call.env.cached_contents.get(name)
+        return found
+
+
+def remove(call: Call, name: str) -> dict[str, Any] | None:
+    with call.env.lock:
+        found: dict[str, Any] | None = call.env.cached_contents.pop(name, None)
+        return found
+
+
+def read_cached_content(call: Call) -> None:
+    """A ``generateContent`` body that names a cached content, with the cache's parts put in:
+    its contents first, its system instruction and tools (``call.options["cached_tokens"]``:
+    how many tokens came from the cache)."""
+    body = call.body
+    name = body.get("cachedContent")
+    if name is None:
+        return
+    if not isinstance(name, str):
+        raise Refused("Invalid value at 'cached_content' (TYPE_STRING)")
+    if any(body.get(part) is not None for part in CACHED_PARTS):
+        raise Refused(NOT_WITH_CACHE)
+    entry = find(call, name)
+    if entry is None:
+        raise Refused(missing(name), status=403)
+    if entry["model"] != f"models/{call.model}":
+        raise Refused(
+            f"Model used by GenerateContent request (models/{call.model}) and CachedContent "
+            f"({entry['model']}) has to be the same."
+        )
+    merged = {k: v for k, v in body.items() if k != "cachedContent"}
+    merged["contents"] = [*entry.get("contents", []), *body.get("contents", [])]
+    merged.update({part: entry[part] for part in CACHED_PARTS if part in entry})
+    call.body = merged
+    call.options["cached_tokens"] = entry["usageMetadata"]["totalTokenCount"]
+
+
+def check_create(body: dict[str, Any]) -> None:
+    model = body.get("model")
+    if not isinstance(model, str) or not model.startswith("models/"):
+        raise Refused("* CreateCachedContentRequest.cached_content.model: model is required")
+    if not body.get("contents") and not body.get("systemInstruction"):
+        raise Refused("* CreateCachedContentRequest.cached_content.contents: contents is required")
+    ttl = body.get("ttl")
+    if ttl is not None and not (isinstance(ttl, str) and _is_duration(ttl)):
+        raise Refused(
+            "Invalid value at 'cached_content.ttl' (type.googleapis.com/google.protobuf."
+            f"Duration), Field 'ttl', Illegal duration format; duration must end with 's': {ttl}"
+        )
+
+
+def _is_duration(text: str) -> bool:
+    number = text.removesuffix("s")
+    return text.endswith("s") and number.replace(".", "", 1).isdigit()
+
+
+def created(call: Call) -> dict[str, Any]:
+    body = call.body
+    model = body["model"]
+    tokens = _tokens(body)
+    least = 4096 if "pro" in model else 1024
+    if tokens < least:
+        raise Refused(
+            f"Cached content is too small. total_token_count={tokens}, "
+            f"min_total_token_count={least}"
+        )
+    name = "cachedContents/" + request_ids(call.request).token(16).lower()
+    entry = {part: body[part] for part in ("contents", *CACHED_PARTS) if part in body}
+    entry.update(
+        name=name,
+        model=model,
+        displayName=body.get("displayName", ""),
+        createTime="2026-01-01T00:00:00.000000Z",
+        updateTime="2026-01-01T00:00:00.000000Z",
+        expireTime=body.get("expireTime") or "2026-01-01T01:00:00.000000Z",
+        usageMetadata={"totalTokenCount": tokens},
+    )
+    with call.env.lock:
+        call.env.cached_contents[name] = entry
+    return shown(entry)
+
+
+def _tokens(body: dict[str, Any]) -> int:
+    """The cached prefix's tokens, counted as a generateContent prompt's are (its tools and
+    system instruction, then each content)."""
+    instruction = body.get("systemInstruction") or {}
+    system = "".join(
+        str(p.get("text", "")) for p in instruction.get("parts") or [] if isinstance(p, dict)
+    )
+    segments = [dumps(body.get("tools") or [], (", ", ": ")).decode() + system]
+    segments += [dumps(c, (", ", ": ")).decode() for c in body.get("contents") or []]
+    return sum(count_tokens(s) for s in segments)
+
+
+def shown(entry: dict[str, Any]) -> dict[str, Any]:
+    """What Gemini shows of a cached content: its metadata, not the cached prompt."""
+    return {k: v for k, v in entry.items() if k not in ("contents", *CACHED_PARTS)}
+
+
+def missing(name: str) -> str:
+    return f"CachedContent not found (or permission denied): {name}"

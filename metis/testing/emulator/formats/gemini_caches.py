@@ -1,0 +1,51 @@
+"""Gemini API explicit caching, its endpoints: ``POST /v1beta/cachedContents {model, contents,
+systemInstruction, tools, toolConfig, ttl | expireTime, displayName}`` stores a prompt prefix
+as ``cachedContents/{id}``; ``GET`` and ``DELETE /v1beta/cachedContents/{id}`` read and remove
+it (:mod:`.gemini_cached` has what is stored and how a request reads it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from metis.testing.emulator.formats.base import Call, Route
+from metis.testing.emulator.formats.gemini import SEPARATORS, Gemini, google_error
+from metis.testing.emulator.formats.gemini_cached import (
+    check_create,
+    created,
+    find,
+    missing,
+    remove,
+    shown,
+)
+from metis.testing.emulator.wire import JsonReply
+
+
+class GeminiCaches(Gemini):
+    name = "gemini"
+    routes: ClassVar[Sequence[Route]] = (
+        ("POST", r"/(v1beta|v1)/cachedContents", "create"),
+        ("GET", r"/(v1beta|v1)/cachedContents/(?P<id>[^/:]+)", "get"),
+        ("DELETE", r"/(v1beta|v1)/cachedContents/(?P<id>[^/:]+)", "delete"),
+    )
+
+    def claims(self, endpoint: str, request: Any) -> bool:
+        return True
+
+    def parse(self, call: Call) -> None:
+        if call.endpoint == "create":
+            check_create(call.body)
+
+    def serve(self, call: Call) -> JsonReply | None:
+        if call.endpoint == "create":
+            return _reply(created(call))
+        name = f"cachedContents/{call.match['id']}"
+        found = remove(call, name) if call.endpoint == "delete" else find(call, name)
+        if found is None:
+            return google_error(403, "PERMISSION_DENIED", missing(name))
+        return _reply({} if call.endpoint == "delete" else shown(found))
+
+
+def _reply(body: dict[str, Any]) -> JsonReply:
+    headers = {"content-type": "application/json; charset=UTF-8"}
+    return JsonReply(200, body, headers, indent=2, separators=SEPARATORS)

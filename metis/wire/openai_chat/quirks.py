@@ -1,0 +1,40 @@
+"""How a Chat Completions server differs from OpenAI in its reasoning fields and counts (a
+stack's ``encode`` settings, beside :class:`~metis.wire.openai_chat.encode.ReasoningReplay`).
+
+- DeepSeek switches reasoning on and off with ``thinking: {type: enabled | disabled}`` and
+  takes the level in ``reasoning_effort`` only while it is on (api-docs.deepseek.com "Thinking
+  Mode"): ``thinking_switch``.
+- xAI's ``completion_tokens`` leaves out ``completion_tokens_details.reasoning_tokens`` where
+  OpenAI's includes them (its usage objects: ``total_tokens`` is prompt + completion +
+  reasoning): ``reasoning_tokens_apart`` adds them, so ``output_tokens`` is the billed total.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from metis.model.request import ThinkingConfig
+from metis.wire.knobs.forms import effort_of
+
+
+class ChatQuirks(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    thinking_switch: bool = False
+    reasoning_tokens_apart: bool = False
+
+
+NAMES = frozenset(ChatQuirks.model_fields)
+NO_QUIRKS = ChatQuirks()
+
+
+def reasoning_fields(thinking: ThinkingConfig, quirks: ChatQuirks) -> dict[str, Any]:
+    """The body's reasoning fields for ``thinking`` (already fitted to the model)."""
+    effort = effort_of(thinking)
+    if not quirks.thinking_switch:
+        return {"reasoning_effort": effort}
+    if effort == "none":
+        return {"thinking": {"type": "disabled"}}
+    return {"thinking": {"type": "enabled"}, "reasoning_effort": effort}
