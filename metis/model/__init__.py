@@ -42,6 +42,7 @@ from metis.model.media import (
 )
 from metis.model.request import (
     CanonicalRequest,
+    Compaction,
     FreeformInput,
     ThinkingConfig,
     ToolAnnotations,
@@ -81,6 +82,7 @@ __all__ = [
     "CitationDelta",
     "CodeExecution",
     "CodeOutput",
+    "Compaction",
     "ContentBlock",
     "DocumentBlock",
     "DocumentLocation",

@@ -29,7 +29,7 @@ from metis.model.events import StreamEvent
 from metis.model.response import CanonicalResponse, TokenUsage
 from metis.sessions.agent import DEFAULT_MAX_STEPS, RunSettings, run_events
 from metis.sessions.blocking import BlockingForms, EventHandler
-from metis.sessions.context import CONTEXT_CHECKS, Compactor, ContextCheck
+from metis.sessions.context import CONTEXT_CHECKS, Compact, ContextCheck, checked_compact
 from metis.sessions.control import TurnControl
 from metis.sessions.core import CallRecord, Conversation
 from metis.sessions.events import RunComplete, RunEvent, RunResult
@@ -69,7 +69,7 @@ class Session(BlockingForms):
         *,
         session_id: str | None = None,
         adapters: Mapping[str, Adapter] | None = None,
-        compact: Compactor | None = None,
+        compact: Compact = None,
         context_check: ContextCheck = "auto",
         **options: Unpack[ModelOptions],
     ) -> None:
@@ -84,7 +84,7 @@ class Session(BlockingForms):
             session_id or f"ses_{new_ulid()}",
             adapters or {},
             ModelOptions(**options),
-            compact=compact,
+            compact=checked_compact(compact),
             context_check=context_check,
             provider_state=ProviderState(),
             usage=TokenUsage(),
@@ -328,7 +328,7 @@ class Session(BlockingForms):
         model: ModelLike | None = None,
         adapters: Mapping[str, Adapter] | None = None,
         tools: Sequence[Any] | None = None,
-        compact: Compactor | None = None,
+        compact: Compact = None,
         api_key: str | None = None,
     ) -> Session:
         """A session from :meth:`to_json`'s text: the same id, history, options and provider

@@ -1,4 +1,5 @@
-"""OpenAI Responses API: ``POST /v1/responses`` and ``/v1/responses/input_tokens``.
+"""OpenAI Responses API: ``POST /v1/responses``, ``/v1/responses/input_tokens`` and
+``/v1/responses/compact`` (compaction: :mod:`.compaction`).
 
 Auth as Chat (Bearer); the 400 rules are :mod:`.responses_rules`. Responses are stored unless
 ``store: false``, for ``previous_response_id``. Streams are ``event:`` + ``data:`` SSE with
@@ -16,6 +17,11 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from metis.testing.emulator.formats.base import Call, Route
+from metis.testing.emulator.formats.compaction import (
+    compacted_response,
+    responses_item,
+    responses_threshold,
+)
 from metis.testing.emulator.formats.openai import REASONING_MODEL, OpenAI
 from metis.testing.emulator.formats.responses_rules import (
     INPUT_TOKENS_FIELDS,
@@ -24,7 +30,7 @@ from metis.testing.emulator.formats.responses_rules import (
     items_of,
 )
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
-from metis.testing.emulator.rules import Check, Rule, check, one_of
+from metis.testing.emulator.rules import Check, Rule, check, names, one_of
 from metis.testing.emulator.wire import (
     Frame,
     Ids,
@@ -50,6 +56,20 @@ COUNT_RULES: list[Rule | Check] = [
     ),
     *RULES[1:],
 ]
+COMPACT_FIELDS = names(
+    "model input instructions previous_response_id prompt_cache_key prompt_cache_options "
+    "prompt_cache_retention service_tier"
+)
+COMPACT_RULES: list[Rule | Check] = [
+    Rule(
+        "~",
+        one_of(*COMPACT_FIELDS),
+        "Unknown parameter: '{value}'.",
+        "{value}",
+        "unknown_parameter",
+    ),
+    *RULES[1:],
+]
 FAILED = {
     "rate_limit": ("rate_limit_exceeded", "Rate limit reached. Please try again later."),
     "overloaded": ("server_error", "The server is overloaded or not ready yet."),
@@ -61,6 +81,7 @@ class Responses(OpenAI):
     routes: ClassVar[Sequence[Route]] = (
         ("POST", "/v1/responses", "responses"),
         ("POST", "/v1/responses/input_tokens", "input_tokens"),
+        ("POST", "/v1/responses/compact", "compact"),
     )
     rules = RULES
     window = 400_000
@@ -71,8 +92,10 @@ class Responses(OpenAI):
     )
 
     def parse(self, call: Call) -> None:
-        if call.endpoint == "input_tokens":
-            check(COUNT_RULES, call.body, call)
+        if call.endpoint in ("input_tokens", "compact"):
+            check(
+                COUNT_RULES if call.endpoint == "input_tokens" else COMPACT_RULES, call.body, call
+            )
             call.model = call.body["model"]
         else:
             super().parse(call)
@@ -87,9 +110,14 @@ class Responses(OpenAI):
         return refused
 
     def serve(self, call: Call) -> JsonReply | None:
-        if call.endpoint != "input_tokens":
+        if call.endpoint not in ("input_tokens", "compact"):
             return None
-        tokens = sum(count_tokens(segment) for segment in self.read(call).segments) or 1
+        prompt = self.read(call)
+        tokens = sum(count_tokens(segment) for segment in prompt.segments) or 1
+        if call.endpoint == "compact":
+            ids = Ids(call.request.digest)
+            answer = compacted_response(prompt, call.options["items"], ids, tokens)
+            return JsonReply(200, answer, self.headers(call.request))
         return JsonReply(
             200,
             {"object": "response.input_tokens", "input_tokens": tokens},
@@ -143,6 +171,9 @@ class Responses(OpenAI):
 
     def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> dict[str, Any]:
         output = _output(call, reply, ids)
+        threshold = responses_threshold(call.body)
+        if threshold is not None and reply.usage.input_tokens >= threshold:
+            output.insert(0, responses_item(prompt, ids))
         body, usage = call.body, reply.usage
         incomplete = reply.stop == "max_tokens"
         reasoning = object_at(body, "reasoning")
@@ -339,6 +370,8 @@ def _item_events(emit: Any, index: int, item: dict[str, Any]) -> None:
                 emit("response.reasoning_summary_text.delta", {**at, "delta": piece}, True)
             emit("response.reasoning_summary_text.done", {**at, "text": part["text"]})
             emit("response.reasoning_summary_part.done", {**at, "part": part})
+    elif item["type"] == "compaction":  # whole, in its added and done events
+        emit("response.output_item.added", {"output_index": index, "item": item})
     elif item["type"] == "message":
         emit(
             "response.output_item.added",
