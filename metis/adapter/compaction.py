@@ -17,6 +17,7 @@ from metis.adapter.count_tokens import Countable, side_call
 from metis.errors import CapabilityError
 from metis.model.content import Message
 from metis.model.request import CanonicalRequest
+from metis.pipeline.call import CallTerms
 from metis.pipeline.request import WireRequest
 from metis.wire.compaction import responses_compact_body, responses_compacted
 
@@ -38,6 +39,7 @@ async def compact_conversation(adapter: Countable, request: CanonicalRequest) ->
     if provider is None or encode is None or not can_compact(adapter):
         raise CapabilityError(f"{adapter.name} has no compaction endpoint", provider=adapter.name)
     call = side_call(adapter, request)
+    call.terms = CallTerms(capabilities_checked=True)  # it is compacted for being too long
     unstreamed = request.model_copy(update={"stream": False, "compaction": None})
     wire = await adapter.pipeline.prepare(unstreamed, call, through=encode)
     url = wire.url.partition("?")[0]
