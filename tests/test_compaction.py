@@ -268,3 +268,11 @@ def test_the_window_starts_at_the_latest_compaction_its_provider_made() -> None:
     assert window_start(messages, ["anthropic"]) == 1
     assert window_start(messages, ["openai_responses"]) == 3
     assert window_start(messages, ["gemini"]) == 0
+
+
+def test_compaction_by_the_provider_is_saved_with_the_session() -> None:
+    saved = Session(CLAUDE, compact="provider").to_json()
+    assert json.loads(saved)["compact"] == "provider"
+    restored = Session.from_json(saved)
+    assert json.loads(restored.to_json())["compact"] == "provider"
+    assert "compact" not in json.loads(Session(CLAUDE).to_json())

@@ -332,9 +332,9 @@ class Session(BlockingForms):
         api_key: str | None = None,
     ) -> Session:
         """A session from :meth:`to_json`'s text: the same id, history, options and provider
-        state. Functions are not data: ``tools`` (the session was saved with) and
-        ``compact`` are given again, a router as ``model``, and the key as ``api_key`` (or
-        the stack's variable)."""
+        state. Functions are not data: ``tools`` (the session was saved with) and a
+        ``compact`` function are given again (``"provider"`` is kept), a router as
+        ``model``, and the key as ``api_key`` (or the stack's variable)."""
         saved = read_saved(data)
         chosen, options = restored(saved, model, tools, api_key)
         session = cls(
@@ -342,7 +342,7 @@ class Session(BlockingForms):
             saved.messages,
             session_id=saved.session_id,
             adapters=adapters,
-            compact=compact,
+            compact=compact if compact is not None else saved.compact,
             context_check=saved.context_check,
             **options,
         )
