@@ -80,7 +80,7 @@ PROVIDER_COMPACT_AT = 0.8
 
 def checked_compact(compact: object) -> Compact:
     """``compact`` if it is a policy a session takes."""
-    if compact is None or compact == "provider" or (callable(compact)):
+    if compact is None or compact == "provider" or callable(compact):
         return compact
     raise ConfigError(f"compact is a function or 'provider', got {compact!r:.100}")
 

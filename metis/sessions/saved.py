@@ -3,7 +3,8 @@
 What is saved: the session id, the model (a ``provider:model`` string; a router is given again
 on restore), the history, the options (never the API key), the names of the tools (their
 functions are given again on restore), the context check, compaction by the provider (a
-compacting function is given again), the usage so far and the provider state (tool ids, continuation: :mod:`metis.sessions.provider_state`).
+compacting function is given again), the usage so far and the provider state (tool ids,
+continuation: :mod:`metis.sessions.provider_state`).
 """
 
 from __future__ import annotations
