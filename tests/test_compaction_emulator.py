@@ -55,6 +55,12 @@ def compaction_turn(block: dict[str, Any], role: str = "assistant") -> list[dict
 
 def test_the_valid_compaction_forms_are_accepted(http: httpx.Client) -> None:
     management = {"edits": [EDIT]}
+    assert (
+        http.post(
+            "/v1/messages", json=messages(context_management={"edits": []}), headers=ANTHROPIC
+        ).status_code
+        == 200
+    )
     block = {"type": "compaction", "content": "Summary."}
     failed = {"type": "compaction", "content": None}
     for body in (
@@ -76,7 +82,8 @@ def test_the_valid_compaction_forms_are_accepted(http: httpx.Client) -> None:
     ("body", "headers", "message"),
     [
         (messages(context_management={"edits": [EDIT]}), ANTHROPIC, "anthropic-beta"),
-        (messages(context_management={"edits": []}), BETA, "non-empty list"),
+        (messages(context_management={"edits": "compact"}), BETA, "a valid list"),
+        (messages(context_management=[EDIT]), BETA, "a valid list"),
         (messages(context_management={"edits": [{"type": "compact"}]}), BETA, "expected tags"),
         (
             messages(context_management={"edits": [{**EDIT, "trigger": {"value": 60_000}}]}),

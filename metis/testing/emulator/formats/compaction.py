@@ -79,9 +79,9 @@ def check_anthropic(body: dict[str, Any], call: Any) -> None:
 
 
 def _check_anthropic_edits(management: Any, call: Any) -> None:
-    edits = management.get("edits") if isinstance(management, dict) else None
-    if not isinstance(edits, list) or not edits:
-        raise Refused("context_management.edits: Input should be a non-empty list")
+    edits = management.get("edits", []) if isinstance(management, dict) else None
+    if not isinstance(edits, list):  # Claude Code sends an empty list
+        raise Refused("context_management.edits: Input should be a valid list")
     for i, edit in enumerate(edits):
         where = f"context_management.edits.{i}"
         kind = edit.get("type") if isinstance(edit, dict) else None
