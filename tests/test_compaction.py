@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
 from metis.errors import ConfigError, ContextOverflowError
 from metis.model import CanonicalRequest, Compaction, Message, OpaqueBlock, TextBlock
@@ -276,3 +277,34 @@ def test_compaction_by_the_provider_is_saved_with_the_session() -> None:
     restored = Session.from_json(saved)
     assert json.loads(restored.to_json())["compact"] == "provider"
     assert "compact" not in json.loads(Session(CLAUDE).to_json())
+
+
+@pytest.mark.anyio
+async def test_over_websocket_the_compact_endpoint_goes_over_http_the_turns_on_the_connection(
+    emulator: Emulator,
+) -> None:
+    stack = "openai_responses_ws"
+    config = AdapterConfig(
+        api_key="k", base_url=emulator.url, max_retries=0, capabilities={"max_context_tokens": 4000}
+    )
+    history = [Message.user("Describe the harbour."), Message.assistant(text_of(5000))]
+    async with (
+        build_adapter(stack, config) as ws,
+        Session(
+            f"{stack}:gpt-5",
+            history,
+            adapters={stack: ws},
+            compact="provider",
+            context_check="estimate",
+            max_output_tokens=200,
+        ) as chat,
+    ):
+        assert (await chat.asend("And the boats?")).text == "You said: And the boats?"
+    compact, turn = [r for r in emulator.requests if r.method == "POST"]
+    assert compact.path == "/v1/responses/compact" and not compact.websocket
+    assert turn.websocket and turn.json()["context_management"][0]["compact_threshold"] == 3040
+    assert [i.get("type", "message") for i in turn.json()["input"]] == [
+        "message",
+        "compaction",
+        "message",
+    ]
