@@ -151,7 +151,7 @@ async def test_a_session_leaving_compaction_to_anthropic_counts_from_its_block(
     assert trigger == int((window - 200) * 0.8)
     assert compactions([first.message]) and compactions(chat.messages)
     second = await chat.asend(text_of(30_000))  # 90,000 in all, 30,000 from the block
-    assert second.text
+    assert second.text and not compactions([second.message])  # read from the block: under it
     replay = sent(emulator, "/v1/messages")[1]["messages"][1]["content"][0]
     assert replay["type"] == "compaction" and replay["content"].startswith("Summary of")
 

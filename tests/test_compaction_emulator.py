@@ -191,10 +191,11 @@ def test_a_responses_reply_past_the_threshold_opens_with_a_compaction_item(
     ).json()
     item = reply["output"][0]
     assert item["type"] == "compaction" and item["id"].startswith("cmp_")
-    again = [{"role": "user", "content": "hi"}, item, {"role": "user", "content": "More?"}]
-    assert (
-        http.post("/v1/responses", json=responses(input=again), headers=OPENAI).status_code == 200
-    )
+    again = [{"role": "user", "content": LONG[:4000]}, item, {"role": "user", "content": "More?"}]
+    later = responses(input=again, context_management=[{**threshold[0], "compact_threshold": 600}])
+    answer = http.post("/v1/responses", json=later, headers=OPENAI)
+    assert answer.status_code == 200  # its item accepted; read from it on, under the threshold
+    assert [i["type"] for i in answer.json()["output"]] == ["message"]
 
 
 def test_the_compact_endpoint_answers_the_user_messages_and_one_compaction_item(

@@ -21,7 +21,11 @@ from metis.testing.emulator.formats.anthropic_rules import RULES, SIGNATURE_KIND
 from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.cache_marks import block_counts, unmarked
 from metis.testing.emulator.formats.canonical_turns import turns_of
-from metis.testing.emulator.formats.compaction import anthropic_block, anthropic_trigger
+from metis.testing.emulator.formats.compaction import (
+    anthropic_block,
+    anthropic_trigger,
+    read_tokens,
+)
 from metis.testing.emulator.model import Prompt, Reply, ToolSpec
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.server_tools import anthropic_blocks, anthropic_citations
@@ -238,7 +242,7 @@ class Anthropic(Format):
             tool_id = call.call_id(ids, "toolu_01", 22, "b58")
             content.append({"type": "tool_use", "id": tool_id, "name": out.name, "input": out.args})
         trigger = anthropic_trigger(call.body)
-        if trigger is not None and reply.usage.input_tokens >= trigger:
+        if trigger is not None and read_tokens(prompt) >= trigger:
             content.insert(0, anthropic_block(prompt))
         usage = reply.usage
         return {

@@ -19,7 +19,7 @@ from typing import Any
 
 from metis.testing.emulator.model import Prompt
 from metis.testing.emulator.rules import Refused
-from metis.testing.emulator.wire import Ids, is_int, now_unix, sign
+from metis.testing.emulator.wire import Ids, count_tokens, is_int, now_unix, sign
 
 ANTHROPIC_BETA = "compact-2026-01-12"
 ANTHROPIC_EDITS = ("compact_20260112", "clear_tool_uses_20250919", "clear_thinking_20251015")
@@ -47,6 +47,21 @@ def opens(content: str) -> bool:
         )
     except (ValueError, KeyError, TypeError):
         return False
+
+
+def read_tokens(prompt: Prompt) -> int:
+    """The input the model reads: from the latest compaction block (a message holding one, or a
+    compaction item) on, as the APIs read a compacted conversation; the tools and system too."""
+    start = None
+    for i, item in enumerate(prompt.items or []):
+        content = item.get("content") if isinstance(item, dict) else None
+        blocks = content if isinstance(content, list) else [item]
+        if any(isinstance(b, dict) and b.get("type") == "compaction" for b in blocks):
+            start = i
+    segments = (
+        prompt.segments if start is None else prompt.segments[:1] + prompt.segments[1 + start :]
+    )
+    return sum(count_tokens(segment) for segment in segments)
 
 
 def summary(prompt: Prompt) -> str:

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from metis.testing.emulator.formats.base import Call, Route
 from metis.testing.emulator.formats.compaction import (
     compacted_response,
+    read_tokens,
     responses_item,
     responses_threshold,
 )
@@ -172,7 +173,7 @@ class Responses(OpenAI):
     def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> dict[str, Any]:
         output = _output(call, reply, ids)
         threshold = responses_threshold(call.body)
-        if threshold is not None and reply.usage.input_tokens >= threshold:
+        if threshold is not None and read_tokens(prompt) >= threshold:
             output.insert(0, responses_item(prompt, ids))
         body, usage = call.body, reply.usage
         incomplete = reply.stop == "max_tokens"
