@@ -15,6 +15,7 @@ from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
 from metis.errors import ConfigError, ContextOverflowError
 from metis.model import CanonicalRequest, Compaction, Message, OpaqueBlock, TextBlock
+from metis.routing import Router
 from metis.sessions import Session
 from metis.testing.emulator import Emulator
 from metis.wire.anthropic import codec as anthropic_codec
@@ -308,3 +309,22 @@ async def test_over_websocket_the_compact_endpoint_goes_over_http_the_turns_on_t
         "compaction",
         "message",
     ]
+
+
+@pytest.mark.anyio
+async def test_a_router_admits_a_history_its_model_reads_from_its_compaction_block(
+    emulator: Emulator,
+) -> None:
+    item = {"type": "compaction", "content": "Summary: a busy harbour."}
+    raw = {"provider": "anthropic", "model": "claude-sonnet-4-5", "data": {"item": item}}
+    block = OpaqueBlock.model_validate({"kind": "compaction", "provider_raw": raw})
+    history = [
+        Message.user(text_of(3000)),  # over the window, but before the block
+        Message.assistant(block, TextBlock(text="Noted.")),
+    ]
+    small = adapter("anthropic", emulator, 2000)
+    route = Router([CLAUDE], adapters={"anthropic": small}, max_retries=0, name="compacted")
+    chat = Session(route, history, context_check="estimate", max_output_tokens=200)
+    assert (await chat.asend("And then?")).text
+    (body,) = sent(emulator, "/v1/messages")
+    assert body["messages"][1]["content"][0] == item  # back as it came

@@ -44,7 +44,7 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         problems += unmet
         profile = self._services.token_profile_for(call.wire_model)
         problems += unmet_needs(
-            request, caps, profile, estimate=_window_estimate(request, call, profile)
+            request, caps, profile, estimate=read_estimate(request, call.provider, profile)
         )
         if problems:
             raise CapabilityError(
@@ -55,9 +55,10 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         return request
 
 
-def _window_estimate(request: CanonicalRequest, call: Call, profile: TokenProfile | None) -> int:
-    """The input the provider reads: from the latest compaction block it made, if any."""
-    start = window_start(request.messages, [call.provider])
+def read_estimate(request: CanonicalRequest, provider: str, profile: TokenProfile | None) -> int:
+    """The input ``provider`` reads of ``request``, estimated: from the latest compaction block
+    it made on, if any."""
+    start = window_start(request.messages, [provider])
     read = request.model_copy(update={"messages": request.messages[start:]}) if start else request
     return estimate_request_tokens(read, profile)
 
