@@ -1,10 +1,10 @@
 """The history a session keeps after every kind of turn is one every stack accepts (issue 24):
 a text turn, a run with tool calls, a run cancelled in the middle of a tool, a turn that failed
-in the middle of its stream, a run whose model was swapped between steps, and a session
-restored from JSON. Each history is then sent, with a new user message, to every family and
-platform behind the emulator, which refuses what each API refuses (unanswered tool calls,
-foreign ids or signatures, Anthropic's thinking-turn rule, ...); thinking is on wherever the
-model can think."""
+in the middle of its stream, a run whose model was swapped between steps, a session
+restored from JSON, and a history the Responses API compacted. Each history is then sent, with
+a new user message, to every family and platform behind the emulator, which refuses what each
+API refuses (unanswered tool calls, foreign ids or signatures, Anthropic's thinking-turn rule,
+...); thinking is on wherever the model can think."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ import anyio
 import pytest
 
 from metis.errors import NetworkError
-from metis.model import Role, StopKind, ToolResultBlock, ToolUseBlock
+from metis.model import OpaqueBlock, Role, StopKind, ToolResultBlock, ToolUseBlock
 from metis.sessions import Session, StepComplete
 from metis.testing.emulator import Emulator
 
+from . import test_conformance_all as families
 from .session_helpers import (
     DEADLINE,
     MODELS,
@@ -30,7 +31,15 @@ from .session_helpers import (
 
 pytestmark = pytest.mark.backend_independent  # wire formats; cancellation: test_sessions
 
-KINDS = ["text", "tool_calls", "cancelled_mid_tool", "failed_mid_stream", "swapped", "restored"]
+KINDS = [
+    "text",
+    "tool_calls",
+    "cancelled_mid_tool",
+    "failed_mid_stream",
+    "swapped",
+    "restored",
+    "compacted",
+]
 
 
 async def produce(kind: str, emulator: Emulator, session: Session) -> Session:
@@ -64,7 +73,50 @@ async def produce(kind: str, emulator: Emulator, session: Session) -> Session:
         session.model = MODELS["openai_responses"]  # gpt-4o, which does not think
         session.options = {k: v for k, v in session.options.items() if k != "thinking"}
         await session.asend("And in Oslo?")
+    elif kind == "compacted":
+        session = await compacted_by_responses(emulator, session)
     return session
+
+
+async def compacted_by_responses(emulator: Emulator, session: Session) -> Session:
+    """A tool run on Anthropic, then a turn on a Responses model whose window the history
+    outgrows: compacted by the compact endpoint (a compaction item in an assistant message of
+    its own), the session then back on Anthropic with thinking."""
+    await session.arun("What's the weather in Paris and Rome?")
+    history = session.messages
+    store = session.adapters["anthropic"].tool_id_store
+    probe = families.adapter("openai_responses", emulator)
+    size = probe.estimate_input_tokens(history, [get_weather.definition], None)
+    small = families.adapter(
+        "openai_responses", emulator, capabilities={"max_context_tokens": size + 100}
+    )
+    small.tool_id_store = store
+    compacting = Session(
+        MODELS["openai_responses"],
+        history,
+        session_id=session.session_id,
+        adapters={**session.adapters, "openai_responses": small},
+        tools=[get_weather],
+        compact="provider",
+        context_check="estimate",
+        max_output_tokens=100,
+    )
+    await compacting.asend("Thanks. And what should I pack for the trip, all told?")
+    assert any(
+        isinstance(b, OpaqueBlock) and b.kind == "compaction"
+        for m in compacting.messages
+        for b in m.content
+    )
+    await close_all({"probe": probe, "small": small})
+    return Session(
+        MODELS["anthropic"],
+        compacting.messages,
+        session_id=session.session_id,
+        adapters=session.adapters,
+        tools=[get_weather],
+        max_output_tokens=4096,
+        thinking=THINKING,
+    )
 
 
 async def cancelled_in_a_tool(session: Session) -> None:

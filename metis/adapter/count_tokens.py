@@ -158,7 +158,7 @@ async def count_tokens(
             "estimate",
             f"{adapter.name} has no token-counting endpoint",
         )
-    call = _call(adapter, request)
+    call = side_call(adapter, request)
     unstreamed = request.model_copy(update={"stream": False})
     wire = await adapter.pipeline.prepare(unstreamed, call, through=encode)
     target = endpoint(wire)
@@ -189,8 +189,9 @@ async def count_tokens(
     return TokenCount(tokens, "provider", scrub_url(url))
 
 
-def _call(adapter: Countable, request: CanonicalRequest) -> Call:
-    """The counting request's identity: the call's, with the adapter's deadline."""
+def side_call(adapter: Countable, request: CanonicalRequest) -> Call:
+    """A side request's identity (counting, compacting): the call's, with the adapter's
+    deadline."""
     return Call(
         request_id=request.request_id,
         provider=adapter.name,

@@ -42,6 +42,7 @@ from metis.model.media import (
 )
 from metis.model.request import (
     CanonicalRequest,
+    Compaction,
     FreeformInput,
     ThinkingConfig,
     ToolAnnotations,
@@ -82,6 +83,7 @@ __all__ = [
     "CitationDelta",
     "CodeExecution",
     "CodeOutput",
+    "Compaction",
     "ContentBlock",
     "DocumentBlock",
     "DocumentLocation",

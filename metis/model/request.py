@@ -144,6 +144,20 @@ class ThinkingConfig(BaseModel):
         return value
 
 
+class Compaction(BaseModel):
+    """Ask the provider to compact the conversation itself once its input passes
+    ``trigger_tokens`` (Anthropic's context management, the Responses API's
+    ``context_management``): the reply then holds a compaction block, an
+    :class:`~metis.model.OpaqueBlock` of kind ``compaction`` that goes back only to that
+    provider (docs/contract.md §8). ``instructions``: what the summary should keep (Anthropic
+    only). A provider without compaction drops it with one WARN (docs/sessions.md)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    trigger_tokens: int = Field(ge=1)
+    instructions: str | None = Field(default=None, min_length=1)
+
+
 class CanonicalRequest(BaseModel):
     """One call in metis's own terms, whatever the provider: the model (``provider:name``),
     the messages, the output limit, and what else the call asks for (tools, tool choice,
@@ -181,6 +195,8 @@ class CanonicalRequest(BaseModel):
     """HTTP headers for one provider only, keyed as ``provider_options``."""
     extra_query: dict[str, dict[str, str]] = Field(default_factory=dict)
     """URL query parameters for one provider only, keyed as ``provider_options``."""
+    compaction: Compaction | None = None
+    """Compaction by the provider, where it has it (:class:`Compaction`)."""
     cache: CachePolicy | None = None
     """What to cache (docs/caching.md); None: the provider stack's default policy."""
     stream: bool | None = None

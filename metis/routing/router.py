@@ -33,7 +33,6 @@ import anyio
 from metis.adapter.adapter import Adapter
 from metis.adapter.chat_model import ChatModel
 from metis.adapter.count_tokens import TokenCount
-from metis.catalog.estimate import estimate_request_tokens
 from metis.core.deprecation import warn_deprecated
 from metis.core.options import checked_init
 from metis.errors import (
@@ -56,7 +55,7 @@ from metis.routing.limits import Buckets, InMemoryBuckets, InMemorySlots, Limits
 from metis.routing.shared_state import SHARED_STATE_TIMEOUT, Fallback, emit_safely
 from metis.routing.spec import DEFAULT_FALLBACK_ON, TargetSpec, error_classes
 from metis.routing.targets import ResolvedTarget, RouteTarget, Targets
-from metis.stages.policy.capability_check import unmet_needs
+from metis.stages.policy.capability_check import read_estimate, unmet_needs
 from metis.telemetry import NULL_SINK, AvailabilityChanged, TelemetrySink
 
 AVAILABILITY_ERRORS = DEFAULT_FALLBACK_ON
@@ -271,7 +270,7 @@ class Router:
         if not await self._initialized(call, target):
             return None
         routed = target.request_for(call.request)
-        estimate = estimate_request_tokens(routed, target.profile)
+        estimate = read_estimate(routed, target.adapter.name, target.profile)
         problems = unmet_needs(routed, target.capabilities, target.profile, estimate=estimate)
         if problems:
             call.skipped(target, CANNOT_SERVE + "; ".join(problems))

@@ -19,7 +19,7 @@ owner (one turn at a time); a turn's events are read once.
 
 from __future__ import annotations
 
-from metis.sessions.context import Compactor, ContextBudget, ContextCheck
+from metis.sessions.context import Compact, Compactor, ContextBudget, ContextCheck
 from metis.sessions.events import (
     RunComplete,
     RunEnd,
@@ -32,6 +32,7 @@ from metis.sessions.events import (
 from metis.sessions.session import Session, SessionBusyError
 
 __all__ = [
+    "Compact",
     "Compactor",
     "ContextBudget",
     "ContextCheck",

@@ -12,9 +12,18 @@ its first model's). The request fits when its input tokens and the reply's
 - ``off``: no check (the provider's own error, ``ContextOverflowError``, says it did not fit).
 
 A request that does not fit raises :class:`~metis.errors.ContextOverflowError` before anything
-is sent, unless the session has a compactor: a function of the history and the
-:class:`ContextBudget` that returns a shorter history (summarized, trimmed: the application's
-choice). The compacted history replaces the session's, and is checked again.
+is sent, unless the session compacts (``compact``):
+
+- a function of the history and the :class:`ContextBudget` that returns a shorter history
+  (summarized, trimmed: the application's choice);
+- ``"provider"``: the provider's own compaction. Every call asks the provider to compact past
+  :data:`PROVIDER_COMPACT_AT` of the room for the input (Anthropic's context management, the
+  Responses API's ``context_management``), so the reply holds a compaction block before the
+  history outgrows the window; a history that no longer fits is compacted by the provider's
+  compact endpoint where it has one (Responses), its turn's own messages kept after it.
+
+The compacted history replaces the session's, and is checked again. The provider reads a
+conversation from the latest compaction block it made, so what precedes it is not counted.
 """
 
 from __future__ import annotations
@@ -25,10 +34,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from metis.adapter.adapter import Adapter
+from metis.adapter.compaction import can_compact, compact_conversation
 from metis.errors import ConfigError, ContextOverflowError
-from metis.model.content import Message
-from metis.model.request import CanonicalRequest
+from metis.model.content import Message, Role, ToolResultBlock
+from metis.model.request import CanonicalRequest, Compaction
 from metis.sessions.models import Resolved
+from metis.wire.compaction import window_start
 
 ContextCheck = Literal["auto", "count", "estimate", "off"]
 CONTEXT_CHECKS: tuple[ContextCheck, ...] = ("auto", "count", "estimate", "off")
@@ -61,6 +72,29 @@ Compactor = Callable[
     [list[Message], ContextBudget], Awaitable[Sequence[Message]] | Sequence[Message]
 ]
 """A function (plain or async) from the history and the budget to a shorter history."""
+Compact = Compactor | Literal["provider"] | None
+"""A session's overflow policy: none (a ContextOverflowError), the provider's, or a function."""
+PROVIDER_COMPACT_AT = 0.8
+"""``"provider"``: the share of the input's room past which the provider is asked to compact."""
+
+
+def checked_compact(compact: object) -> Compact:
+    """``compact`` if it is a policy a session takes."""
+    if compact is None or compact == "provider" or callable(compact):
+        return compact
+    raise ConfigError(f"compact is a function or 'provider', got {compact!r:.100}")
+
+
+def with_provider_compaction(
+    resolved: Resolved, request: CanonicalRequest, compact: Compact
+) -> CanonicalRequest:
+    """``request`` asking the provider to compact, when the session leaves compaction to it."""
+    if compact != "provider":
+        return request
+    caps = resolved.chat.capabilities_for(resolved.wire_model)
+    room = caps.max_context_tokens - request.max_output_tokens
+    trigger = Compaction(trigger_tokens=max(1, int(room * PROVIDER_COMPACT_AT)))
+    return request.model_copy(update={"compaction": trigger})
 
 
 async def measure(
@@ -70,6 +104,9 @@ async def measure(
     caps = resolved.chat.capabilities_for(resolved.wire_model)
     room = caps.max_context_tokens - request.max_output_tokens
     model = request.model if isinstance(resolved.chat, Adapter) else None
+    start = window_start(request.messages, [adapter.name for adapter, _ in resolved.servers])
+    if start:
+        request = request.model_copy(update={"messages": request.messages[start:]})
     estimate = resolved.chat.estimate_input_tokens(
         request.messages, request.tools, request.system_prompt, model=model
     )
@@ -87,7 +124,7 @@ async def fitted(
     resolved: Resolved,
     request: CanonicalRequest,
     check: ContextCheck,
-    compact: Compactor | None,
+    compact: Compact,
 ) -> tuple[CanonicalRequest, ContextBudget | None, bool]:
     """``request`` as it fits the model's window (its messages compacted if they had to be),
     the budget it was measured at, and whether it was compacted; a ContextOverflowError when
@@ -99,7 +136,10 @@ async def fitted(
         return request, budget, False
     if compact is None:
         raise _overflow(budget, resolved, "give the session a compactor (Session(compact=...))")
-    messages = await _compacted(compact, list(request.messages), budget)
+    if compact == "provider":
+        messages = await _provider_compacted(resolved, request, budget)
+    else:
+        messages = await _compacted(compact, list(request.messages), budget)
     request = request.model_copy(update={"messages": messages})
     budget = await measure(resolved, request, check)
     if not budget.fits:
@@ -118,6 +158,33 @@ async def _compacted(
     if not result:
         raise ConfigError("a compactor returned no messages; a call needs at least one")
     return list(result)
+
+
+async def _provider_compacted(
+    resolved: Resolved, request: CanonicalRequest, budget: ContextBudget
+) -> list[Message]:
+    """The history compacted by the provider's endpoint, up to the turn's own messages (the
+    last user message that answers no tool call, and what followed it), which stay after."""
+    adapter = resolved.servers[0][0] if resolved.servers else None
+    if adapter is None or not can_compact(adapter):
+        raise _overflow(budget, resolved, "its provider compacts only past the trigger it is sent")
+    messages = list(request.messages)
+    start = turn_start(messages)
+    if start == 0:
+        raise _overflow(budget, resolved, "the turn's own messages are all there is to compact")
+    earlier = request.model_copy(update={"messages": messages[:start]})
+    return [*await compact_conversation(adapter, earlier), *messages[start:]]
+
+
+def turn_start(messages: list[Message]) -> int:
+    """Where the turn being sent begins: its user message that answers no tool call."""
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if message.role is Role.USER and not any(
+            isinstance(b, ToolResultBlock) for b in message.content
+        ):
+            return i
+    return 0
 
 
 def _overflow(budget: ContextBudget, resolved: Resolved, advice: str) -> ContextOverflowError:

@@ -31,7 +31,7 @@ from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, TokenUsage
-from metis.sessions.context import Compactor, ContextCheck, fitted
+from metis.sessions.context import Compact, ContextCheck, fitted, with_provider_compaction
 from metis.sessions.control import TurnControl
 from metis.sessions.models import Resolved, resolved
 from metis.sessions.provider_state import ProviderState, StateKeeper, lease_connections
@@ -59,7 +59,7 @@ class Conversation:
         adapters: Mapping[str, Adapter],
         options: ModelOptions,
         *,
-        compact: Compactor | None,
+        compact: Compact,
         context_check: ContextCheck,
         provider_state: ProviderState,
         usage: TokenUsage,
@@ -96,6 +96,7 @@ class Conversation:
                 request = build_request(
                     found.chat, found.model, self.history, self._call_options(found, options)
                 )
+                request = with_provider_compaction(found, request, self.compact)
                 request, budget, compacted = await fitted(
                     found, request, self.context_check, self.compact
                 )

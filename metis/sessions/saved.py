@@ -2,8 +2,9 @@
 
 What is saved: the session id, the model (a ``provider:model`` string; a router is given again
 on restore), the history, the options (never the API key), the names of the tools (their
-functions are given again on restore), the context check, the usage so far and the provider
-state (tool ids, continuation: :mod:`metis.sessions.provider_state`).
+functions are given again on restore), the context check, compaction by the provider (a
+compacting function is given again), the usage so far and the provider state (tool ids,
+continuation: :mod:`metis.sessions.provider_state`).
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ class SavedSession(BaseModel):
     options: SavedOptions = Field(default_factory=SavedOptions)
     tools: list[str] = Field(default_factory=list)
     context_check: ContextCheck = "auto"
+    compact: Literal["provider"] | None = None
+    """``"provider"`` when the session leaves compaction to the provider (a function is not
+    data: it is given again on restore)."""
     provider_state: ProviderState = Field(default_factory=ProviderState)
     usage: TokenUsage = Field(default_factory=TokenUsage)
 
@@ -102,6 +106,7 @@ def saved_session(conversation: Conversation) -> SavedSession:
         options=saved_options(conversation.options),
         tools=tool_names(conversation.options.get("tools", ())),
         context_check=conversation.context_check,
+        compact="provider" if conversation.compact == "provider" else None,
         provider_state=conversation.keeper.state,
         usage=conversation.usage,
     )

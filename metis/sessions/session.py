@@ -29,7 +29,7 @@ from metis.model.events import StreamEvent
 from metis.model.response import CanonicalResponse, TokenUsage
 from metis.sessions.agent import DEFAULT_MAX_STEPS, RunSettings, run_events
 from metis.sessions.blocking import BlockingForms, EventHandler
-from metis.sessions.context import CONTEXT_CHECKS, Compactor, ContextCheck
+from metis.sessions.context import CONTEXT_CHECKS, Compact, ContextCheck, checked_compact
 from metis.sessions.control import TurnControl
 from metis.sessions.core import CallRecord, Conversation
 from metis.sessions.events import RunComplete, RunEvent, RunResult
@@ -69,7 +69,7 @@ class Session(BlockingForms):
         *,
         session_id: str | None = None,
         adapters: Mapping[str, Adapter] | None = None,
-        compact: Compactor | None = None,
+        compact: Compact = None,
         context_check: ContextCheck = "auto",
         **options: Unpack[ModelOptions],
     ) -> None:
@@ -84,7 +84,7 @@ class Session(BlockingForms):
             session_id or f"ses_{new_ulid()}",
             adapters or {},
             ModelOptions(**options),
-            compact=compact,
+            compact=checked_compact(compact),
             context_check=context_check,
             provider_state=ProviderState(),
             usage=TokenUsage(),
@@ -328,13 +328,13 @@ class Session(BlockingForms):
         model: ModelLike | None = None,
         adapters: Mapping[str, Adapter] | None = None,
         tools: Sequence[Any] | None = None,
-        compact: Compactor | None = None,
+        compact: Compact = None,
         api_key: str | None = None,
     ) -> Session:
         """A session from :meth:`to_json`'s text: the same id, history, options and provider
-        state. Functions are not data: ``tools`` (the session was saved with) and
-        ``compact`` are given again, a router as ``model``, and the key as ``api_key`` (or
-        the stack's variable)."""
+        state. Functions are not data: ``tools`` (the session was saved with) and a
+        ``compact`` function are given again (``"provider"`` is kept), a router as
+        ``model``, and the key as ``api_key`` (or the stack's variable)."""
         saved = read_saved(data)
         chosen, options = restored(saved, model, tools, api_key)
         session = cls(
@@ -342,7 +342,7 @@ class Session(BlockingForms):
             saved.messages,
             session_id=saved.session_id,
             adapters=adapters,
-            compact=compact,
+            compact=compact if compact is not None else saved.compact,
             context_check=saved.context_check,
             **options,
         )

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
+from anyio.streams.tls import TLSStream
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import (
     AcceptConnection,
@@ -32,6 +33,8 @@ from wsproto.events import (
     TextMessage,
 )
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
+
+from metis.transport.proxy import ProxyError, open_tunnel, proxy_name
 
 READ_SIZE = 1 << 16
 MAX_REJECT_BODY = 1 << 20
@@ -98,10 +101,15 @@ class WebSocket:
 
     @classmethod
     async def connect(
-        cls, url: str, headers: dict[str, str], tls: ssl.SSLContext | None = None
+        cls,
+        url: str,
+        headers: dict[str, str],
+        tls: ssl.SSLContext | None = None,
+        proxy: str | None = None,
     ) -> WebSocket:
-        """Open ``url`` (``ws://`` or ``wss://``) and complete the upgrade (in the caller's
-        cancel scope): UpgradeRefused, ConnectionLost."""
+        """Open ``url`` (``ws://`` or ``wss://``), through ``proxy``'s CONNECT tunnel if given
+        (:mod:`.proxy`), and complete the upgrade (in the caller's cancel scope):
+        UpgradeRefused, ConnectionLost."""
         parts = urlsplit(url)
         secure = parts.scheme == "wss"
         host = parts.hostname or ""
@@ -116,15 +124,12 @@ class WebSocket:
         ]
         authority = host if parts.port is None else f"{host}:{port}"
         try:
-            stream: anyio.abc.ByteStream
-            if secure:
-                stream = await anyio.connect_tcp(
-                    host, port, ssl_context=tls or tls_context(), tls_standard_compatible=False
-                )
-            else:
-                stream = await anyio.connect_tcp(host, port)
+            stream = await _open_stream(host, port, secure, tls or tls_context(), proxy)
+        except ProxyError as exc:
+            raise ConnectionLost(str(exc)) from exc
         except (OSError, anyio.BrokenResourceError, ssl.SSLError) as exc:
-            raise ConnectionLost(f"could not connect to {authority}: {exc!r}") from exc
+            via = f" through {proxy_name(proxy)}" if proxy else ""
+            raise ConnectionLost(f"could not connect to {authority}{via}: {exc!r}") from exc
         try:
             return await cls._upgrade(stream, authority, target, extra)
         except BaseException:
@@ -220,6 +225,29 @@ class WebSocket:
                 with anyio.move_on_after(1.0), _quiet():
                     await _write(self.stream, self.protocol.send(CloseConnection(code=1000)))
             await anyio.aclose_forcefully(self.stream)
+
+
+async def _open_stream(
+    host: str, port: int, secure: bool, tls: ssl.SSLContext, proxy: str | None
+) -> anyio.abc.ByteStream:
+    """A TCP (or TLS, for ``wss``) stream to ``host:port``, direct or through ``proxy``."""
+    if proxy is None:
+        if secure:
+            return await anyio.connect_tcp(
+                host, port, ssl_context=tls, tls_standard_compatible=False
+            )
+        return await anyio.connect_tcp(host, port)
+    tunnel = await open_tunnel(proxy, host, port, tls)
+    if not secure:
+        return tunnel
+    try:
+        return await TLSStream.wrap(
+            tunnel, hostname=host, ssl_context=tls, standard_compatible=False
+        )
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await anyio.aclose_forcefully(tunnel)
+        raise
 
 
 def _quiet() -> contextlib.suppress:

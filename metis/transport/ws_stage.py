@@ -30,6 +30,9 @@ Failures, as over HTTP:
 - a connection lost during a turn is a NetworkError (``retry`` sends again while nothing has
   arrived; the next turn opens a new connection and sends the whole transcript).
 
+Through an HTTP proxy (the ``proxy`` option, else the environment's as for HTTP), the
+connection is a CONNECT tunnel (:mod:`.proxy`).
+
 The mode is unavailable when the server answers the upgrade with 404, 405, 426 or 501, or with
 a success that is not ``101`` (an HTTP server ignoring the upgrade). Then, with ``fallback``
 on, this call and every call for ``fallback_seconds`` go over HTTP; with it off, the answer is
@@ -52,6 +55,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest, whole_body
 from metis.transport.clients import sends_over_network
 from metis.transport.exchange import Exchange, ReadClock, expired, open_exchange
+from metis.transport.proxy import environment_proxy
 from metis.transport.stage import Transport
 from metis.transport.websocket import ConnectionLost, UpgradeRefused, WebSocket, websocket_url
 from metis.transport.ws_exchange import Lane, SocketExchange, lost, message_kind, receive
@@ -85,6 +89,11 @@ class WebSocketTransport(Transport):
         )
         fallback_seconds: float = Field(
             default=600.0, ge=0, description="how long HTTP is used before trying again"
+        )
+        proxy: str | None = Field(
+            default=None,
+            description="an http(s):// proxy the connection tunnels through (CONNECT); '' for "
+            "none; default: the environment's (HTTPS_PROXY, ALL_PROXY, NO_PROXY), as for HTTP",
         )
 
     options: Options
@@ -189,7 +198,7 @@ class WebSocketTransport(Transport):
         url = websocket_url(request.url)
         try:
             with call.cancel.guard(connect_by) as scope:
-                lane.socket = await WebSocket.connect(url, request.headers)
+                lane.socket = await WebSocket.connect(url, request.headers, proxy=self._proxy(url))
         except ConnectionLost as exc:
             raise lost(call, exc, "before a response arrived") from exc
         except UpgradeRefused as refused:
@@ -208,6 +217,13 @@ class WebSocketTransport(Transport):
                 request_id=call.request_id,
             )
         return False
+
+    def _proxy(self, url: str) -> str | None:
+        """The proxy of a connection to ``url``: the option's, else the environment's when
+        the HTTP client trusts the environment (:mod:`.proxy`)."""
+        if self.options.proxy is not None:
+            return self.options.proxy or None
+        return environment_proxy(url) if getattr(self._http(), "trust_env", True) else None
 
     async def _lane(self, session: str) -> Lane:
         lane = self._lanes.get(session)

@@ -214,6 +214,9 @@ def openai_responses_problems(body: dict[str, Any]) -> list[str]:
             following = items[i + 1].get("type", "message") if i + 1 < len(items) else None
             if following not in _LED_TO:
                 problems.append(f"{where}: reasoning was provided without its following item")
+        elif kind == "compaction":  # a compaction the provider made, back as it came
+            if not isinstance(item.get("encrypted_content"), str):
+                problems.append(f"{where}.encrypted_content: must be a string")
         elif kind == "message":
             assistant = item.get("role") == "assistant"
             for j, part in enumerate(

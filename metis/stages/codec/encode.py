@@ -80,6 +80,9 @@ class Encode(Transform[CanonicalRequest, WireRequest]):
         stream = bool(request.stream)
         caps = self._services.capabilities_for(call.wire_model)
         request = fit_request(without_foreign(request, call), caps, call, self._dialect)
+        if request.compaction is not None and not getattr(self.codec, "supports_compaction", False):
+            call.warn_dropped("compaction", f"{call.provider} does not compact conversations")
+            request = request.model_copy(update={"compaction": None})
         headers = endpoint.request_headers()
         body = self.codec.encode(request, call)
         headers_for = getattr(self.codec, "headers_for", None)  # what the body needs (betas)

@@ -23,6 +23,7 @@ from metis.model.tool_fit import fit_tools
 from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import RequestStage
+from metis.wire.compaction import window_start
 
 
 class CapabilityCheck(RequestStage[CanonicalRequest]):
@@ -41,7 +42,10 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         request, problems = fit_media(request, caps, call.provider, call.warn_dropped)
         request, unmet = fit_tools(request, caps)  # freeform tools: functions, or refused
         problems += unmet
-        problems += unmet_needs(request, caps, self._services.token_profile_for(call.wire_model))
+        profile = self._services.token_profile_for(call.wire_model)
+        problems += unmet_needs(
+            request, caps, profile, estimate=read_estimate(request, call.provider, profile)
+        )
         if problems:
             raise CapabilityError(
                 f"{call.model} cannot serve this request: " + "; ".join(problems),
@@ -49,6 +53,14 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
                 request_id=request.request_id,
             )
         return request
+
+
+def read_estimate(request: CanonicalRequest, provider: str, profile: TokenProfile | None) -> int:
+    """The input ``provider`` reads of ``request``, estimated: from the latest compaction block
+    it made on, if any."""
+    start = window_start(request.messages, [provider])
+    read = request.model_copy(update={"messages": request.messages[start:]}) if start else request
+    return estimate_request_tokens(read, profile)
 
 
 def unmet_needs(

@@ -37,6 +37,7 @@ from metis.wire.anthropic.documents import document
 from metis.wire.anthropic.knobs import sampling_fields, thinking_fields
 from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, parse_body
 from metis.wire.codec import Codec, EncodeContext
+from metis.wire.compaction import ANTHROPIC_BETA, anthropic_asks, anthropic_fields
 from metis.wire.opaque import elsewhere, own_item
 from metis.wire.server_replay import for_provider
 
@@ -67,6 +68,8 @@ def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     if request.output_schema is not None:
         output_config = body.setdefault("output_config", {})
         output_config["format"] = {"type": "json_schema", "schema": request.output_schema}
+    if request.compaction is not None:
+        body.update(anthropic_fields(request.compaction))
     body["stream"] = bool(request.stream)
     return body
 
@@ -186,6 +189,7 @@ def _tool_choice(request: CanonicalRequest) -> dict[str, Any] | None:
 
 class AnthropicCodec:
     name = "anthropic"
+    supports_compaction = True
     encode = staticmethod(encode)
     stream_parser = staticmethod(AnthropicStreamParser)
     parse_body = staticmethod(parse_body)
@@ -193,8 +197,11 @@ class AnthropicCodec:
 
     @staticmethod
     def headers_for(body: dict[str, Any]) -> dict[str, str]:
-        """The ``anthropic-beta`` header the body's server tools need."""
-        beta = server_tools.beta_header(body.get("tools") or [])
+        """The ``anthropic-beta`` header the body's server tools and compaction need."""
+        betas = [server_tools.beta_header(body.get("tools") or [])]
+        if anthropic_asks(body):
+            betas.append(ANTHROPIC_BETA)
+        beta = ",".join(b for b in betas if b)
         return {"anthropic-beta": beta} if beta else {}
 
 

@@ -73,6 +73,7 @@ class AnthropicStreamParser:
         "_fragments",
         "_inputs",
         "_opaque",
+        "_opaque_fields",
         "_opaque_input",
         "_server_calls",
         "_server_names",
@@ -87,6 +88,7 @@ class AnthropicStreamParser:
         self._dropped: set[int] = set()  # indices of blocks outside the canonical model
         self._opaque: dict[int, dict[str, Any]] = {}  # those blocks, as they started
         self._opaque_input: dict[int, list[str]] = {}  # their input_json_delta fragments
+        self._opaque_fields: dict[int, dict[str, str]] = {}  # a compaction block's deltas
         self._inputs: dict[int, dict[str, Any]] = {}  # tool inputs given whole at block start
         self._fragments: set[int] = set()  # tool indices that received input_json_delta text
         self._warned: set[str] = set()  # unknown delta types already reported
@@ -212,6 +214,11 @@ class AnthropicStreamParser:
                 self._opaque_input.setdefault(index, []).append(
                     required_text(delta, "partial_json", kind)
                 )
+            elif kind == "compaction_delta" and index in self._opaque:
+                fields = self._opaque_fields.setdefault(index, {})
+                for name in ("content", "encrypted_content"):
+                    if piece := optional_text(delta, name, kind):
+                        fields[name] = fields.get(name, "") + piece
             return
         builder = self._builder
         if kind == "input_json_delta":
@@ -256,13 +263,16 @@ class AnthropicStreamParser:
             self._builder.close(index)
 
     def _opaque_done(self, index: int) -> None:
-        """An opaque block whose input came in fragments gets it whole."""
+        """An opaque block whose input (or a compaction block whose summary) came in deltas
+        gets it whole."""
         pieces = self._opaque_input.pop(index, None)
+        fields = self._opaque_fields.pop(index, None)
         block = self._opaque.get(index)
-        if pieces is None or block is None:
+        if (pieces is None and fields is None) or block is None:
             return
-        given = parse_object("".join(pieces))
-        item = {**block, "input": given} if given is not None else block
+        given = parse_object("".join(pieces)) if pieces is not None else None
+        item = {**block, "input": given} if given is not None else dict(block)
+        item.update(fields or {})
         self._builder.opaque(index, str(block.get("type")), item)
 
 

@@ -39,6 +39,7 @@ class OpenAIResponsesCodec:
     ``file_urls``: the server fetches ``input_file`` parts by URL (Azure's does not)."""
 
     name = "openai_responses"
+    supports_compaction = True
 
     def __init__(
         self,

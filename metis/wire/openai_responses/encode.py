@@ -48,6 +48,7 @@ from metis.model.content import (
 from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.codec import EncodeContext
+from metis.wire.compaction import responses_fields
 from metis.wire.knobs.forms import effort_of
 from metis.wire.media import refuse_block
 from metis.wire.opaque import elsewhere, own_item
@@ -117,6 +118,8 @@ def encode_request(
     include = ["reasoning.encrypted_content"] if include_encrypted_reasoning else []
     if include := include + includes(request):
         body["include"] = include
+    if request.compaction is not None:
+        body.update(responses_fields(request.compaction))
     body["store"] = store
     body["stream"] = bool(request.stream)
     return body

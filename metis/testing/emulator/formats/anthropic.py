@@ -21,6 +21,11 @@ from metis.testing.emulator.formats.anthropic_rules import RULES, SIGNATURE_KIND
 from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.cache_marks import block_counts, unmarked
 from metis.testing.emulator.formats.canonical_turns import turns_of
+from metis.testing.emulator.formats.compaction import (
+    anthropic_block,
+    anthropic_trigger,
+    read_tokens,
+)
 from metis.testing.emulator.model import Prompt, Reply, ToolSpec
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.server_tools import anthropic_blocks, anthropic_citations
@@ -236,6 +241,9 @@ class Anthropic(Format):
         for out in reply.calls:
             tool_id = call.call_id(ids, "toolu_01", 22, "b58")
             content.append({"type": "tool_use", "id": tool_id, "name": out.name, "input": out.args})
+        trigger = anthropic_trigger(call.body)
+        if trigger is not None and read_tokens(prompt) >= trigger:
+            content.insert(0, anthropic_block(prompt))
         usage = reply.usage
         return {
             "id": "msg_01" + ids.token(22, "b58"),
@@ -310,6 +318,12 @@ def message_events(message: dict[str, Any]) -> list[Frame]:
 
 def _block_events(emit: Any, index: int, block: dict[str, Any]) -> None:
     kind = block["type"]
+    if kind == "compaction":  # its summary in one delta
+        emit("content_block_start", {"index": index, "content_block": {**block, "content": None}})
+        summary = {"type": "compaction_delta", "content": block["content"]}
+        emit("content_block_delta", {"index": index, "delta": summary})
+        emit("content_block_stop", {"index": index})
+        return
     if kind.endswith("_tool_result"):  # a server tool's result comes whole
         emit("content_block_start", {"index": index, "content_block": block})
         emit("content_block_stop", {"index": index})

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from metis.testing.emulator.formats import files_rules, server_rules
+from metis.testing.emulator.formats import compaction, files_rules, server_rules
 from metis.testing.emulator.formats.cache_marks import check_breakpoint_limit
 from metis.testing.emulator.formats.knobs_rules import check_anthropic
 from metis.testing.emulator.rules import (
@@ -131,6 +131,7 @@ OWNER = {
     "tool_result": "user",
     "thinking": "assistant",
     "redacted_thinking": "assistant",
+    "compaction": "assistant",
 }
 
 
@@ -350,6 +351,7 @@ RULES: list[Rule | Check] = [
     ),
     files_rules.anthropic,
     server_rules.anthropic,
+    compaction.check_anthropic,
     _check_blocks,
     _check_turn_opens_with_thinking,
     _check_tool_pairs,

@@ -1,4 +1,5 @@
-"""OpenAI Responses API: ``POST /v1/responses`` and ``/v1/responses/input_tokens``.
+"""OpenAI Responses API: ``POST /v1/responses``, ``/v1/responses/input_tokens`` and
+``/v1/responses/compact`` (compaction: :mod:`.compaction`).
 
 Auth as Chat (Bearer); the 400 rules are :mod:`.responses_rules`. Responses are stored unless
 ``store: false``, for ``previous_response_id``. Streams are ``event:`` + ``data:`` SSE with
@@ -16,6 +17,12 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from metis.testing.emulator.formats.base import Call, Route
+from metis.testing.emulator.formats.compaction import (
+    compacted_response,
+    read_tokens,
+    responses_item,
+    responses_threshold,
+)
 from metis.testing.emulator.formats.openai import REASONING_MODEL, OpenAI
 from metis.testing.emulator.formats.responses_rules import (
     INPUT_TOKENS_FIELDS,
@@ -23,14 +30,10 @@ from metis.testing.emulator.formats.responses_rules import (
     encrypt,
     items_of,
 )
-from metis.testing.emulator.formats.server_openai import (
-    annotation_events,
-    responses_items,
-    responses_server_events,
-    url_citations,
-)
+from metis.testing.emulator.formats.responses_stream import response_events
+from metis.testing.emulator.formats.server_openai import responses_items, url_citations
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
-from metis.testing.emulator.rules import Check, Rule, check, one_of
+from metis.testing.emulator.rules import Check, Rule, check, names, one_of
 from metis.testing.emulator.wire import (
     Frame,
     Ids,
@@ -39,8 +42,6 @@ from metis.testing.emulator.wire import (
     dumps,
     now_unix,
     object_at,
-    split_json,
-    split_text,
     sse,
     text_of,
 )
@@ -50,6 +51,20 @@ COUNT_RULES: list[Rule | Check] = [
     Rule(
         "~",
         one_of(*INPUT_TOKENS_FIELDS),
+        "Unknown parameter: '{value}'.",
+        "{value}",
+        "unknown_parameter",
+    ),
+    *RULES[1:],
+]
+COMPACT_FIELDS = names(
+    "model input instructions previous_response_id prompt_cache_key prompt_cache_options "
+    "prompt_cache_retention service_tier"
+)
+COMPACT_RULES: list[Rule | Check] = [
+    Rule(
+        "~",
+        one_of(*COMPACT_FIELDS),
         "Unknown parameter: '{value}'.",
         "{value}",
         "unknown_parameter",
@@ -67,6 +82,7 @@ class Responses(OpenAI):
     routes: ClassVar[Sequence[Route]] = (
         ("POST", "/v1/responses", "responses"),
         ("POST", "/v1/responses/input_tokens", "input_tokens"),
+        ("POST", "/v1/responses/compact", "compact"),
     )
     rules = RULES
     window = 400_000
@@ -77,8 +93,10 @@ class Responses(OpenAI):
     )
 
     def parse(self, call: Call) -> None:
-        if call.endpoint == "input_tokens":
-            check(COUNT_RULES, call.body, call)
+        if call.endpoint in ("input_tokens", "compact"):
+            check(
+                COUNT_RULES if call.endpoint == "input_tokens" else COMPACT_RULES, call.body, call
+            )
             call.model = call.body["model"]
         else:
             super().parse(call)
@@ -93,9 +111,14 @@ class Responses(OpenAI):
         return refused
 
     def serve(self, call: Call) -> JsonReply | None:
-        if call.endpoint != "input_tokens":
+        if call.endpoint not in ("input_tokens", "compact"):
             return None
-        tokens = sum(count_tokens(segment) for segment in self.read(call).segments) or 1
+        prompt = self.read(call)
+        tokens = sum(count_tokens(segment) for segment in prompt.segments) or 1
+        if call.endpoint == "compact":
+            ids = Ids(call.request.digest)
+            answer = compacted_response(prompt, call.options["items"], ids, tokens)
+            return JsonReply(200, answer, self.headers(call.request))
         return JsonReply(
             200,
             {"object": "response.input_tokens", "input_tokens": tokens},
@@ -150,6 +173,9 @@ class Responses(OpenAI):
 
     def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> dict[str, Any]:
         output = _output(call, reply, ids)
+        threshold = responses_threshold(call.body)
+        if threshold is not None and read_tokens(prompt) >= threshold:
+            output.insert(0, responses_item(prompt, ids))
         body, usage = call.body, reply.usage
         incomplete = reply.stop == "max_tokens"
         reasoning = object_at(body, "reasoning")
@@ -314,68 +340,3 @@ def _output(call: Call, reply: Reply, ids: Ids) -> list[dict[str, Any]]:
             }
         )
     return output
-
-
-def response_events(response: dict[str, Any], ids: Ids, obfuscate: bool) -> list[Frame]:
-    """A rendered response as the Responses API streams it."""
-    frames: list[Frame] = []
-
-    def emit(kind: str, data: dict[str, Any], delta: bool = False) -> None:
-        event = {"type": kind, "sequence_number": len(frames), **data}
-        if delta and obfuscate:
-            event["obfuscation"] = ids.token(3 + len(frames) % 11)
-        frames.append(sse(event, kind))
-
-    pending = {
-        **response,
-        "status": "in_progress",
-        "output": [],
-        "usage": None,
-        "incomplete_details": None,
-    }
-    emit("response.created", {"response": pending})
-    emit("response.in_progress", {"response": pending})
-    for index, item in enumerate(response["output"]):
-        _item_events(emit, index, item)
-    final = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
-    emit(final, {"response": response})
-    return frames
-
-
-def _item_events(emit: Any, index: int, item: dict[str, Any]) -> None:
-    where = {"item_id": item["id"], "output_index": index}
-    if item["type"] == "reasoning":
-        emit("response.output_item.added", {"output_index": index, "item": {**item, "summary": []}})
-        for s_index, part in enumerate(item["summary"]):
-            at = {**where, "summary_index": s_index}
-            emit(
-                "response.reasoning_summary_part.added",
-                {**at, "part": {"type": "summary_text", "text": ""}},
-            )
-            for piece in split_text(part["text"]):
-                emit("response.reasoning_summary_text.delta", {**at, "delta": piece}, True)
-            emit("response.reasoning_summary_text.done", {**at, "text": part["text"]})
-            emit("response.reasoning_summary_part.done", {**at, "part": part})
-    elif item["type"] == "message":
-        emit(
-            "response.output_item.added",
-            {"output_index": index, "item": {**item, "status": "in_progress", "content": []}},
-        )
-        part, at = item["content"][0], {**where, "content_index": 0}
-        emit("response.content_part.added", {**at, "part": {**part, "text": "", "annotations": []}})
-        for piece in split_text(part["text"]):
-            emit("response.output_text.delta", {**at, "delta": piece, "logprobs": []}, True)
-        annotation_events(emit, at, part)
-        emit("response.output_text.done", {**at, "text": part["text"], "logprobs": []})
-        emit("response.content_part.done", {**at, "part": part})
-    elif item["type"] in ("web_search_call", "code_interpreter_call"):
-        responses_server_events(emit, index, item)
-    else:
-        emit(
-            "response.output_item.added",
-            {"output_index": index, "item": {**item, "status": "in_progress", "arguments": ""}},
-        )
-        for piece in split_json(item["arguments"]):
-            emit("response.function_call_arguments.delta", {**where, "delta": piece}, True)
-        emit("response.function_call_arguments.done", {**where, "arguments": item["arguments"]})
-    emit("response.output_item.done", {"output_index": index, "item": item})

@@ -9,7 +9,7 @@ import base64
 import json
 from typing import Any
 
-from metis.testing.emulator.formats import files_rules
+from metis.testing.emulator.formats import compaction, files_rules
 from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import (
@@ -285,6 +285,7 @@ RULES: list[Rule | Check] = [
     missing("input.*[type=reasoning].id"),
     _check_items,
     _check_text_format,
+    compaction.check_responses,
     check_openai,
     check_openai_cache,
     check_prompt_cache_key,
