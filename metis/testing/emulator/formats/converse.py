@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from metis.testing.emulator.formats import files_rules
+from metis.testing.emulator.formats import files_rules, server_rules
 from metis.testing.emulator.formats.cache_marks import (
     block_counts,
     converse_breakpoints,
     unmarked,
 )
 from metis.testing.emulator.formats.server_converse import (
-    check_server_blocks,
     citations_block,
     code_blocks,
     server_block_events,
@@ -91,7 +90,7 @@ def _check_turns(body: dict[str, Any], call: Any) -> None:
                 "blocks."
             )
         _check_blocks(i, role, blocks, call)
-        server = check_server_blocks(i, role, blocks)  # calls the message answers itself
+        server = server_rules.converse(i, role, blocks)  # calls the message answers itself
         answered = {value["toolUseId"] for _, kind, value in blocks if kind == "toolResult"}
         answered -= server
         if answered - open_calls:
