@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from metis.testing.emulator.formats import files_rules
+from metis.testing.emulator.formats import files_rules, server_rules
 from metis.testing.emulator.formats.cache_marks import (
     block_counts,
     converse_breakpoints,
@@ -21,7 +21,6 @@ from metis.testing.emulator.formats.cache_marks import (
 )
 from metis.testing.emulator.formats.knobs_rules import check_converse
 from metis.testing.emulator.formats.server_converse import (
-    check_server_blocks,
     citations_block,
     code_blocks,
     server_block_events,
@@ -92,7 +91,7 @@ def _check_turns(body: dict[str, Any], call: Any) -> None:
                 "blocks."
             )
         _check_blocks(i, role, blocks, call)
-        server = check_server_blocks(i, role, blocks)  # calls the message answers itself
+        server = server_rules.converse(i, role, blocks)  # calls the message answers itself
         answered = {value["toolUseId"] for _, kind, value in blocks if kind == "toolResult"}
         answered -= server
         if answered - open_calls:

@@ -1,5 +1,4 @@
-"""Nova 2's system tools in Converse replies (:mod:`..server_tools` writes them once), and what
-Converse refuses of them in a history.
+"""Nova 2's system tools in Converse replies (:mod:`..server_tools` writes them once).
 
 ``nova_code_interpreter`` runs inside the turn: the assistant message holds ``toolUse{toolUseId,
 name, input: {code}, type: "server_tool_use"}`` and then ``toolResult{toolUseId, type:
@@ -8,10 +7,10 @@ isError}]}``; streamed, each opens with a ``contentBlockStart`` naming its type,
 in ``toolUse`` deltas, the result in ``toolResult`` deltas. ``nova_grounding`` shows no call:
 the answer's text is followed by a ``citationsContent`` block citing ``location.web{url,
 domain}`` per source (streamed as ``citation`` deltas). Both go back verbatim in the
-assistant turn; a ``toolResult`` there answers a ``server_tool_use`` before it in the same
-message, or is refused. Sources: botocore ``bedrock-runtime/2023-09-30/service-2.json``
-(``ToolUseBlock.type``, ``ToolResultBlock.type``, ``ContentBlockStart``, ``ToolResultBlockDelta``,
-``CitationsContentBlock``, ``CitationsDelta``, ``WebLocation``);
+assistant turn (what Converse refuses of them: :mod:`.server_rules`). Sources: botocore
+``bedrock-runtime/2023-09-30/service-2.json`` (``ToolUseBlock.type``, ``ToolResultBlock.type``,
+``ContentBlockStart``, ``ToolResultBlockDelta``, ``CitationsContentBlock``, ``CitationsDelta``,
+``WebLocation``);
 https://docs.aws.amazon.com/nova/latest/nova2-userguide/web-grounding.html.
 """
 
@@ -23,7 +22,6 @@ from urllib.parse import urlsplit
 
 from metis.testing.emulator.formats.server_openai import cited
 from metis.testing.emulator.model import Reply
-from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.wire import Ids, dumps, split_json
 
 SERVER_CALL = "server_tool_use"
@@ -78,22 +76,3 @@ def server_block_events(index: int, block: dict[str, Any]) -> list[tuple[str, di
         return []
     events = [("contentBlockStart", {**at, "start": start})]
     return events + [("contentBlockDelta", {**at, "delta": d}) for d in deltas]
-
-
-def check_server_blocks(i: int, role: str, blocks: list[tuple[int, str, Any]]) -> set[str]:
-    """The server calls a message answers itself; refuses a result echoed without its call, or
-    outside an assistant message."""
-    calls: set[str] = set()
-    for j, kind, value in blocks:
-        if kind == "toolUse" and isinstance(value, dict) and value.get("type") == SERVER_CALL:
-            calls.add(str(value.get("toolUseId")))
-        elif kind == "toolResult" and isinstance(value, dict) and value.get("type") == CODE_RESULT:
-            if role != "assistant" or value.get("toolUseId") not in calls:
-                raise Refused(
-                    f"messages.{i}.content.{j}.toolResult: a toolResult of type {CODE_RESULT} "
-                    f"must follow the toolUse of type {SERVER_CALL} with toolUseId "
-                    f"{value.get('toolUseId')} in the same assistant message."
-                )
-        elif kind == "citationsContent" and role != "assistant":
-            raise Refused(f"messages.{i}.content.{j}.citationsContent: only in assistant messages")
-    return calls

@@ -4,12 +4,17 @@ Anthropic: a server tool's result (``web_search_tool_result``, ``code_execution_
 ...) goes back in the assistant message that holds its ``server_tool_use``, after it; a result
 whose call is not there is refused, as are search results (and citations) whose encrypted
 contents this emulator did not issue (unless ``strict_signatures`` is off).
+
+Converse (Nova 2's system tools): a ``toolResult`` of ``type: "nova_code_interpreter_result"``
+goes back in the assistant message that holds its ``toolUse`` of ``type: "server_tool_use"``,
+after it; ``citationsContent`` only in an assistant message.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from metis.testing.emulator.formats.server_converse import CODE_RESULT, SERVER_CALL
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.server_tools import SEARCH_KIND
 from metis.testing.emulator.wire import verify
@@ -69,3 +74,22 @@ def _check_index(cited: Any, where: str) -> None:
         sealed = cited.get("encrypted_index")
         if not isinstance(sealed, str) or not verify(SEARCH_KIND, str(cited.get("url")), sealed):
             raise Refused(f"{where}: Invalid `encrypted_index`")
+
+
+def converse(i: int, role: str, blocks: list[tuple[int, str, Any]]) -> set[str]:
+    """The server calls a message answers itself; refuses a result echoed without its call, or
+    outside an assistant message."""
+    calls: set[str] = set()
+    for j, kind, value in blocks:
+        if kind == "toolUse" and isinstance(value, dict) and value.get("type") == SERVER_CALL:
+            calls.add(str(value.get("toolUseId")))
+        elif kind == "toolResult" and isinstance(value, dict) and value.get("type") == CODE_RESULT:
+            if role != "assistant" or value.get("toolUseId") not in calls:
+                raise Refused(
+                    f"messages.{i}.content.{j}.toolResult: a toolResult of type {CODE_RESULT} "
+                    f"must follow the toolUse of type {SERVER_CALL} with toolUseId "
+                    f"{value.get('toolUseId')} in the same assistant message."
+                )
+        elif kind == "citationsContent" and role != "assistant":
+            raise Refused(f"messages.{i}.content.{j}.citationsContent: only in assistant messages")
+    return calls
