@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 
 from benchmarks import workload
-from benchmarks.gateway_report import Cell, markdown
+from benchmarks.gateway_report import Cell, load_cells, markdown
 from benchmarks.server import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -257,6 +257,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--litellm", default=found, help="the litellm executable; '' skips it")
     parser.add_argument("--json", help="write every cell's figures here")
     parser.add_argument("--markdown", help="write the tables here")
+    parser.add_argument("--report-from", help="no run: the tables of these --json files")
     args = parser.parse_args(argv)
     args.concurrency = [int(n) for n in args.concurrency.split(",")]
     args.targets = args.targets.split(",")
@@ -268,17 +269,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> list[Cell]:
     args = parse_args(argv)
-    with ServerProcess() as upstream, tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        (work / "metis.yaml").write_text(metis_config(upstream, args.scenario))
-        (work / "litellm.yaml").write_text(litellm_config(upstream, args.scenario))
-        cells = run_cells(args, work, upstream)
+    if args.report_from:
+        cells = load_cells(args.report_from.split(","))
+    else:
+        with ServerProcess() as upstream, tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            (work / "metis.yaml").write_text(metis_config(upstream, args.scenario))
+            (work / "litellm.yaml").write_text(litellm_config(upstream, args.scenario))
+            cells = run_cells(args, work, upstream)
     text = markdown(cells, args.workers)
     print(text)
     if args.markdown:
         Path(args.markdown).write_text(text)
     if args.json:
-        Path(args.json).write_text(json.dumps([c.summary() for c in cells], indent=1))
+        Path(args.json).write_text(json.dumps([c.saved() for c in cells]))
     return cells
 
 

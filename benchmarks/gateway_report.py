@@ -3,8 +3,10 @@ concurrent streams and target (the upstream straight, or a gateway), and its tab
 
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -43,6 +45,11 @@ class Cell:
     def errors(self) -> int:
         return len(self.result["errors"])
 
+    def saved(self) -> dict[str, Any]:
+        """Every figure, to rebuild the cell from (``--report-from``)."""
+        fields = ("route", "route_name", "kind", "target", "concurrency", "result")
+        return {name: getattr(self, name) for name in fields} | {"summary": self.summary()}
+
     def summary(self) -> dict[str, Any]:
         return {
             "route": self.route,
@@ -69,6 +76,16 @@ class Cell:
             f"CPU {self.cpu_per_request_ms:.2f} ms/request, {self.requests_per_second:.0f}/s, "
             f"{self.errors} errors, load {self.result['load_average']:.1f}"
         )
+
+
+def load_cells(paths: list[str]) -> list[Cell]:
+    """The cells of earlier runs' ``--json`` files, in their order."""
+    cells = []
+    for path in paths:
+        for saved in json.loads(Path(path).read_text()):
+            saved.pop("summary", None)
+            cells.append(Cell(**saved))
+    return cells
 
 
 HEAD = (
