@@ -240,6 +240,7 @@ def run_cells(args: argparse.Namespace, work: Path, upstream: str) -> list[Cell]
                         url, PATHS[route.api], body, route.api, concurrency, n, pids[name]
                     )
                     cells.append(Cell(key, route.name, route.kind, name, concurrency, result))
+                    cells[-1].against(straight)
                     print(cells[-1].line(straight), file=sys.stderr, flush=True)
     return cells
 

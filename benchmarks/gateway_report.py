@@ -67,6 +67,16 @@ class Cell:
             "load_generator_cpu_s": self.result["client_cpu"],
         }
 
+    def against(self, upstream: Cell) -> None:
+        """Keep the upstream's percentiles of the same run: the added latency is against them."""
+        self.result["upstream_ms"] = {
+            "0.5": upstream.latency_ms(0.5),
+            "0.99": upstream.latency_ms(0.99),
+        }
+
+    def added_ms(self, q: float) -> float:
+        return self.latency_ms(q) - self.result["upstream_ms"][str(q)]
+
     def line(self, upstream: Cell) -> str:
         return (
             f"{self.route} {self.target} x{self.concurrency}: p50 {self.latency_ms(0.5):.2f} ms "
@@ -80,11 +90,23 @@ class Cell:
 
 def load_cells(paths: list[str]) -> list[Cell]:
     """The cells of earlier runs' ``--json`` files, in their order."""
-    cells = []
+    cells: list[Cell] = []
     for path in paths:
-        for saved in json.loads(Path(path).read_text()):
-            saved.pop("summary", None)
-            cells.append(Cell(**saved))
+        run = [
+            Cell(**{k: v for k, v in saved.items() if k != "summary"})
+            for saved in json.loads(Path(path).read_text())
+        ]
+        for cell in run:
+            if cell.target != "upstream" and "upstream_ms" not in cell.result:
+                straight = [
+                    c
+                    for c in run
+                    if (c.route, c.concurrency, c.target)
+                    == (cell.route, cell.concurrency, "upstream")
+                ]
+                cell.against(straight[0])
+        known = {(c.route, c.concurrency, c.target) for c in cells}
+        cells += [c for c in run if (c.route, c.concurrency, c.target) not in known]
     return cells
 
 
@@ -95,17 +117,15 @@ HEAD = (
 )
 
 
-def _row(cell: Cell, upstream: Cell, metis: Cell | None) -> str:
+def _row(cell: Cell, metis: Cell | None) -> str:
     load = f"{cell.result['load_average']:.1f}"
     p50, p99 = cell.latency_ms(0.5), cell.latency_ms(0.99)
-    if cell.target == "upstream":
-        added = cpu = ratio = "—"
-    else:
-        added = f"{p50 - upstream.latency_ms(0.5):.2f} | {p99 - upstream.latency_ms(0.99):.2f}"
+    added, cpu, ratio = "— | —", "—", "—"
+    if cell.target != "upstream":
+        added = f"{cell.added_ms(0.5):.2f} | {cell.added_ms(0.99):.2f}"
         cpu = f"{cell.cpu_per_request_ms:.2f}"
-        ratio = f"{cell.cpu_per_request_ms / metis.cpu_per_request_ms:.1f}x" if metis else "—"
-    if cell.target == "upstream":
-        added = "— | —"
+        if metis is not None:
+            ratio = f"{cell.cpu_per_request_ms / metis.cpu_per_request_ms:.1f}x"
     return (
         f"| {cell.concurrency:,} | {cell.target} | {cell.done} | {p50:.2f} | {p99:.2f} "
         f"| {added} | {cpu} | {ratio} | {cell.requests_per_second:.0f} | {cell.errors} | {load} |"
@@ -122,7 +142,7 @@ def markdown(cells: list[Cell], workers: int) -> str:
         for concurrency in dict.fromkeys(c.concurrency for c in mine):
             row = {c.target: c for c in mine if c.concurrency == concurrency}
             for cell in row.values():
-                out.append(_row(cell, row["upstream"], row.get("metis")))
+                out.append(_row(cell, row.get("metis")))
         out.append("")
     goals = _goals(cells)
     if goals:
@@ -131,22 +151,29 @@ def markdown(cells: list[Cell], workers: int) -> str:
 
 
 def _goals(cells: list[Cell]) -> str:
-    lines = ["| route | streams | metis / LiteLLM CPU per request | metis added p99 ms |"]
-    lines.append("|---|---:|---:|---:|")
+    lines = [
+        "| route | streams | metis / LiteLLM CPU per request | metis added p99 ms "
+        "| requests/s on 2 cores from CPU: metis | LiteLLM |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     ratios = []
     for cell in cells:
         if cell.target != "metis":
             continue
-        same = {
-            c.target: c for c in cells if (c.route, c.concurrency) == (cell.route, cell.concurrency)
-        }
-        added = cell.latency_ms(0.99) - same["upstream"].latency_ms(0.99)
-        other = same.get("litellm")
-        ratio = cell.cpu_per_request_ms / other.cpu_per_request_ms if other else float("nan")
-        if other:
-            ratios.append(ratio)
-        shown = f"{ratio:.3f}" if other else "—"
-        lines.append(f"| {cell.route} | {cell.concurrency:,} | {shown} | {added:.2f} |")
+        where = (cell.route, cell.concurrency)
+        other = next(
+            (c for c in cells if (c.route, c.concurrency, c.target) == (*where, "litellm")), None
+        )
+        ratio, theirs = "—", "—"
+        if other is not None:
+            ratios.append(cell.cpu_per_request_ms / other.cpu_per_request_ms)
+            ratio = f"{ratios[-1]:.3f}"
+            theirs = f"{2000 / other.cpu_per_request_ms:.0f}"
+        mine = f"{2000 / cell.cpu_per_request_ms:.0f}"
+        lines.append(
+            f"| {cell.route} | {cell.concurrency:,} | {ratio} | {cell.added_ms(0.99):.2f} "
+            f"| {mine} | {theirs} |"
+        )
     if ratios:
         lines.append(f"\nmedian metis / LiteLLM CPU per request: {statistics.median(ratios):.3f}")
     return "\n".join(lines)
