@@ -108,7 +108,7 @@ def free_port() -> int:
         return port
 
 
-def metis_config(upstream: str, scenario: str) -> str:
+def metis_config(upstream: str, scenario: str, pass_through: bool = True) -> str:
     base = f"{upstream}/s/{scenario}"
     keyed = "api_key_env: BENCH_UPSTREAM_KEY, max_retries: 0"
     return (
@@ -119,7 +119,7 @@ def metis_config(upstream: str, scenario: str) -> str:
         f"  openai:gpt-4o: {{adapter: up-chat, aliases: [{MODELS['chat']}]}}\n"
         "  anthropic:claude-sonnet-4-5: "
         f"{{adapter: up-messages, aliases: [{MODELS['messages']}]}}\n"
-        "gateway: {api_key_env: BENCH_GATEWAY_KEY}\n"
+        f"gateway: {{api_key_env: BENCH_GATEWAY_KEY, pass_through: {str(pass_through).lower()}}}\n"
     )
 
 
@@ -252,6 +252,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=300, help="per cell, at least N")
     parser.add_argument("--targets", default="metis,litellm", help="the gateways measured")
     parser.add_argument("--scenario", default=SCENARIO)
+    parser.add_argument(
+        "--pass-through",
+        choices=("on", "off"),
+        default="on",
+        help="metis's same-API routes pass through (its default) or are translated",
+    )
     parser.add_argument("--workers", type=int, default=1, help="gateway worker processes")
     default = ROOT / ".venv-litellm" / "bin" / "litellm"
     found = str(default) if default.exists() else shutil.which("litellm")
@@ -275,7 +281,9 @@ def main(argv: list[str] | None = None) -> list[Cell]:
     else:
         with ServerProcess() as upstream, tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
-            (work / "metis.yaml").write_text(metis_config(upstream, args.scenario))
+            (work / "metis.yaml").write_text(
+                metis_config(upstream, args.scenario, args.pass_through == "on")
+            )
             (work / "litellm.yaml").write_text(litellm_config(upstream, args.scenario))
             cells = run_cells(args, work, upstream)
     text = markdown(cells, args.workers)
