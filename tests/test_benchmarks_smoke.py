@@ -124,3 +124,31 @@ def test_the_websocket_loop_runs_over_http_and_websocket(tmp_path: Path) -> None
             assert steps == 21 and sent > 0 and cpu > 0 and wall > 0
         websockets = {r.websocket for r in server.requests if r.method == "POST"}
         assert 0 in websockets and len(websockets) == 3  # HTTP, and one connection per ws run
+
+
+def test_the_gateway_section_runs_metis_and_litellm_where_installed(tmp_path: Path) -> None:
+    from benchmarks import gateway
+
+    litellm = gateway.parse_args([]).litellm  # the executable, when LiteLLM is installed
+    targets = ["metis", "litellm"] if litellm else ["metis"]
+    out, md = tmp_path / "gateway.json", tmp_path / "gateway.md"
+    argv = ["--concurrency", "1,3", "--requests", "4", "--targets", ",".join(targets)]
+    argv += ["--routes", "translated,same-chat", "--json", str(out), "--markdown", str(md)]
+    cells = gateway.main(argv)
+
+    ran = {(c.route, c.concurrency, c.target) for c in cells}
+    assert ran == {
+        (route, n, target)
+        for route in ("translated", "same-chat")
+        for n in (1, 3)
+        for target in ("upstream", *targets)
+    }
+    for cell in cells:
+        assert cell.errors == 0, cell.result["errors"]
+        assert cell.done == 4 and cell.result["server_cpu"] >= 0
+    tables = [part for part in md.read_text().split("\n\n") if part.startswith("|")]
+    assert len(tables) == 3  # one per route, then metis beside LiteLLM
+    for table in tables:
+        _table_ok(table)
+    again = gateway.main(["--report-from", str(out)])
+    assert [c.summary() for c in again] == [c.summary() for c in cells]

@@ -14,11 +14,12 @@ import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from metis.errors import AdapterError, ConfigError, InvalidRequestError
 from metis.gateway.anthropic_api import VERSIONS
+from metis.gateway.coalesce import CoalescingStream
 from metis.gateway.config import GatewayConfig
 from metis.gateway.errors import RequestTooLargeError
 from metis.gateway.keys_redis import RedisLedger
@@ -60,7 +61,7 @@ async def read_raw(request: Request, limit: int) -> bytes:
     return bytes(received)
 
 
-class DeadlineStream(StreamingResponse):
+class DeadlineStream(CoalescingStream):
     """A stream that ends by its deadline: with the API's own error event when the upstream
     call runs past it (the upstream call is cancelled, as when the client goes away)."""
 

@@ -1,10 +1,12 @@
 """OpenAI Responses requests read into the canonical form: ``input`` (a string, or items:
-messages, ``function_call``, ``function_call_output``), ``instructions``, function tools,
-``text.format``, ``reasoning.effort``. Items with no canonical form (reasoning, references to
-stored items, hosted tools) are left out and reported."""
+messages with text, image, file and audio parts, ``function_call`` and ``custom_tool_call``
+with their outputs), ``instructions``, function tools, ``text.format``, ``reasoning.effort``.
+Items with no canonical form (reasoning, references to stored items, hosted tools) are left
+out and reported. The emulator reads its Responses requests through :func:`read_input` too."""
 
 from __future__ import annotations
 
+import mimetypes
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +24,7 @@ from metis.gateway.inbound import (
     tool_definition,
     unknown_fields,
 )
+from metis.histories.files import from_chat_audio, split_data_url
 from metis.histories.reading import built, mapping, text, tool_input
 from metis.model.content import (
     Base64ImageSource,
@@ -34,6 +37,7 @@ from metis.model.content import (
     ToolUseBlock,
     URLImageSource,
 )
+from metis.model.media import Base64Source, DocumentBlock, FileIdSource, URLSource
 from metis.model.request import ToolChoice
 
 READ = frozenset(
@@ -55,6 +59,8 @@ READ = frozenset(
 )
 ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM}
 ROLES["developer"] = Role.SYSTEM
+CALLS = frozenset({"function_call", "custom_tool_call"})
+OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 
 
 def read_responses(raw: Any) -> Inbound:
@@ -63,7 +69,7 @@ def read_responses(raw: Any) -> Inbound:
     body = body_object(raw)
     model = model_name(body)
     ignored = unknown_fields(body, READ)
-    messages = _input(body.get("input"), ignored)
+    messages = read_input(body.get("input"), ignored)
     fields: dict[str, Any] = {}
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
@@ -106,7 +112,9 @@ def read_responses(raw: Any) -> Inbound:
     )
 
 
-def _input(raw: Any, ignored: list[str]) -> list[Message]:
+def read_input(raw: Any, ignored: list[str]) -> list[Message]:
+    """``input`` (a string or a list of items) as canonical messages; the items without a
+    canonical form are named in ``ignored``."""
     if isinstance(raw, str):
         return [Message.user(raw)]
     if not isinstance(raw, list):
@@ -118,15 +126,10 @@ def _input(raw: Any, ignored: list[str]) -> list[Message]:
         item = mapping(value, where)
         kind = item.get("type", "message")
         if kind == "message":
-            _add(out, _message(item, where))
-        elif kind == "function_call":
-            call = ToolUseBlock(
-                id=ids(item.get("call_id"), f"{where}.call_id"),
-                name=text(item, "name", where, None),
-                input=tool_input(item.get("arguments"), f"{where}.arguments"),
-            )
-            _add(out, Message(role=Role.ASSISTANT, content=[call]))
-        elif kind == "function_call_output":
+            _add(out, _message(item, where, ignored))
+        elif kind in CALLS:
+            _add(out, Message(role=Role.ASSISTANT, content=[_call(item, where, ids)]))
+        elif kind in OUTPUTS:
             result = ToolResultBlock(
                 tool_use_id=ids(item.get("call_id"), f"{where}.call_id"),
                 content=_output_text(item.get("output"), f"{where}.output"),
@@ -135,6 +138,17 @@ def _input(raw: Any, ignored: list[str]) -> list[Message]:
         else:
             ignored.append(f"{where} ({str(kind)[:40]})")
     return out
+
+
+def _call(item: Mapping[str, Any], where: str, ids: KeptIds) -> ToolUseBlock:
+    """A function call, or a custom (freeform) tool's call with its text as ``input``, as
+    Chat's are read (metis/histories/openai_chat.py)."""
+    if item.get("type") == "custom_tool_call":
+        given: Any = {"input": text(item, "input", where)}
+    else:
+        given = tool_input(item.get("arguments"), f"{where}.arguments")
+    call_id = ids(item.get("call_id"), f"{where}.call_id")
+    return ToolUseBlock(id=call_id, name=text(item, "name", where, None), input=given)
 
 
 def _add(out: list[Message], message: Message) -> None:
@@ -146,7 +160,7 @@ def _add(out: list[Message], message: Message) -> None:
         out.append(message)
 
 
-def _message(item: Mapping[str, Any], where: str) -> Message:
+def _message(item: Mapping[str, Any], where: str, ignored: list[str]) -> Message:
     role = item.get("role")
     if role not in ROLES:
         raise InvalidRequestError(f"{where}.role: expected user, assistant, system or developer")
@@ -162,8 +176,16 @@ def _message(item: Mapping[str, Any], where: str) -> Message:
         kind = part.get("type")
         if kind in ("input_text", "output_text", "text"):
             blocks.append(TextBlock(text=text(part, "text", at, None)))
+        elif kind == "refusal":
+            blocks.append(TextBlock(text=text(part, "refusal", at, None)))
         elif kind == "input_image" and isinstance(part.get("image_url"), str):
             blocks.append(built(ImageBlock, at, source=image_source(part["image_url"])))
+        elif kind == "input_image" and isinstance(part.get("file_id"), str):
+            ignored.append(f"{at} (an image by file id)")  # no canonical image source
+        elif kind == "input_file":
+            blocks.append(input_file(part, at))
+        elif kind == "input_audio":
+            blocks.append(from_chat_audio(part, at))
         else:
             raise InvalidRequestError(f"{at}.type: {str(kind)[:40]!r} cannot be read")
     return Message(role=ROLES[role], content=blocks)
@@ -175,6 +197,29 @@ def image_source(url: str) -> Base64ImageSource | URLImageSource:
         media_type, _, payload = url[5:].partition(";base64,")
         return Base64ImageSource(media_type=media_type, data=payload)
     return URLImageSource(url=url)
+
+
+def input_file(part: Mapping[str, Any], where: str) -> DocumentBlock:
+    """An ``input_file`` part: ``file_id`` (an OpenAI file), ``file_url``, or ``file_data`` (a
+    data URL; bare base64 is taken as a PDF, as Chat's ``file`` part is)."""
+    name = part.get("filename") if isinstance(part.get("filename"), str) else None
+    source: FileIdSource | URLSource | Base64Source
+    if "file_id" in part:
+        file_id = text(part, "file_id", where, None)
+        guessed = mimetypes.guess_type(name)[0] if name else None
+        source = FileIdSource(file_id=file_id, provider="openai", media_type=guessed)
+    elif "file_url" in part:
+        url = text(part, "file_url", where, None)
+        guessed = mimetypes.guess_type(name or url.split("?")[0])[0]
+        source = URLSource(url=url, media_type=guessed)
+    else:
+        data = text(part, "file_data", where, None)
+        if data.startswith("data:"):
+            media_type, encoded = split_data_url(data, f"{where}.file_data")
+            source = Base64Source(media_type=media_type, data=encoded)
+        else:
+            source = Base64Source(media_type="application/pdf", data=data)
+    return built(DocumentBlock, where, source=source, title=name)
 
 
 def _output_text(raw: Any, where: str) -> str:

@@ -16,7 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from metis.errors import InvalidRequestError
+from metis.gateway.responses_read import read_input
+from metis.model.content import Message
 from metis.testing.emulator.formats.base import Call, Route
+from metis.testing.emulator.formats.canonical_turns import turns_of
 from metis.testing.emulator.formats.compaction import (
     compacted_response,
     read_tokens,
@@ -31,9 +35,12 @@ from metis.testing.emulator.formats.responses_rules import (
     items_of,
 )
 from metis.testing.emulator.formats.responses_stream import response_events
-from metis.testing.emulator.formats.server_openai import responses_items, url_citations
-from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
-from metis.testing.emulator.rules import Check, Rule, check, names, one_of
+from metis.testing.emulator.formats.server_openai import (
+    responses_items,
+    url_citations,
+)
+from metis.testing.emulator.model import Prompt, Reply, ToolSpec
+from metis.testing.emulator.rules import Check, Refused, Rule, check, names, one_of
 from metis.testing.emulator.wire import (
     Frame,
     Ids,
@@ -43,7 +50,6 @@ from metis.testing.emulator.wire import (
     now_unix,
     object_at,
     sse,
-    text_of,
 )
 
 MAX_STORED = 1000
@@ -138,7 +144,7 @@ class Responses(OpenAI):
             obfuscation=(body.get("stream_options") or {}).get("include_obfuscation", True)
             is not False,
         )
-        turns, texts = _turns(items)
+        turns, texts = turns_of(_canonical(items))
         instructions = body.get("instructions") if isinstance(body.get("instructions"), str) else ""
         system = "\n".join([str(instructions), *texts])
         fmt = object_at(object_at(body, "text"), "format")
@@ -264,38 +270,13 @@ def _choice(raw: Any) -> str:
     return str(raw or "auto")
 
 
-def _turns(items: list[dict[str, Any]]) -> tuple[list[Turn], list[str]]:
-    turns: list[Turn] = []
-    system: list[str] = []
-    names: dict[str, str] = {}
-    for item in items:
-        kind = item.get("type", "message")
-        if kind == "custom_tool_call":  # a freeform call: its input, as arguments
-            kind, item = "function_call", {**item, "arguments": item.get("input")}
-        elif kind == "custom_tool_call_output":
-            kind = "function_call_output"
-        last = turns[-1] if turns else None
-        if kind == "message" and item["role"] in ("system", "developer"):
-            system.append(text_of(item["content"]))
-        elif (
-            kind == "message" and item["role"] == "assistant" and last and last.role == "assistant"
-        ):
-            last.text = (last.text + "\n" + text_of(item["content"])).strip()
-        elif kind == "message":
-            turns.append(Turn(role=item["role"], text=text_of(item["content"])))
-        elif kind == "function_call":
-            names[item["call_id"]] = item["name"]
-            call = CallIn(item["call_id"], item["name"], item["arguments"])
-            last.calls.append(call) if last and last.role == "assistant" else turns.append(
-                Turn(role="assistant", calls=[call])
-            )
-        elif kind == "function_call_output":
-            result = ResultIn(item["call_id"], text_of(item.get("output")), names[item["call_id"]])
-            if last and last.role == "user" and last.results:
-                last.results.append(result)
-            else:
-                turns.append(Turn(role="user", results=[result]))
-    return turns, system
+def _canonical(items: list[dict[str, Any]]) -> list[Message]:
+    """The conversation (stored items, then the input) as the gateway reads it: one reader of
+    the API. What it leaves out (reasoning items, hosted tools' calls) the model never read."""
+    try:
+        return read_input(items, [])
+    except InvalidRequestError as refused:
+        raise Refused(refused.message) from None
 
 
 def _output(call: Call, reply: Reply, ids: Ids) -> list[dict[str, Any]]:

@@ -1,0 +1,67 @@
+"""A streamed response that writes together the chunks that are ready together.
+
+The gateway writes one SSE event per chunk. When the upstream is fast (a local model, a
+loaded provider sending in bursts, or any reply read in large pieces) one upstream read holds
+many events, and writing each on its own costs a socket write apiece: the largest part of a
+streamed request's CPU (benchmarks/README.md, "The gateway"). Here the body is read in a task
+of its own and the writer sends, in one piece, whatever has been read by the time it runs. A
+chunk is never held back to wait for another, so a slow stream is written event by event as
+before.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import anyio
+from starlette.responses import StreamingResponse
+from starlette.types import Send
+
+MAX_READY = 256
+"""Chunks read ahead of the client at most; past this the reader waits for the writer."""
+
+
+class CoalescingStream(StreamingResponse):
+    async def stream_response(self, send: Send) -> None:
+        start = {"type": "http.response.start", "status": self.status_code}
+        await send({**start, "headers": self.raw_headers})
+        ready: deque[bytes] = deque()
+        produced, drained = anyio.Event(), anyio.Event()
+        finished = False
+
+        async def read() -> None:
+            nonlocal finished, drained
+            try:
+                async for chunk in self.body_iterator:
+                    ready.append(
+                        chunk.encode(self.charset) if isinstance(chunk, str) else bytes(chunk)
+                    )
+                    produced.set()
+                    if len(ready) >= MAX_READY:
+                        drained = anyio.Event()
+                        await drained.wait()
+            finally:
+                finished = True
+                produced.set()
+
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(read)
+                while ready or not finished:
+                    if not ready:
+                        await produced.wait()
+                        produced = anyio.Event()
+                        continue
+                    body = b"".join(ready)
+                    ready.clear()
+                    drained.set()
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+        except BaseExceptionGroup as failed:  # the body's own error, as a plain stream raises it
+            if len(failed.exceptions) == 1:
+                raise failed.exceptions[0] from None
+            raise
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _bytes(chunk: str | bytes | memoryview, charset: str) -> bytes:
+    return chunk.encode(charset) if isinstance(chunk, str) else bytes(chunk)
