@@ -111,10 +111,12 @@ class GeminiParts:
     def seen(self, obj: dict[str, Any]) -> None:
         """A response or chunk: its grounding metadata, if any, replaces what came before."""
         candidates = obj.get("candidates")
-        first = candidates[0] if isinstance(candidates, list) and candidates else None
-        grounding = first.get("groundingMetadata") if isinstance(first, dict) else None
-        if isinstance(grounding, dict):
-            self._grounding = grounding
+        if candidates.__class__ is list and candidates:
+            first = candidates[0]
+            if first.__class__ is dict and "groundingMetadata" in first:
+                grounding = first["groundingMetadata"]
+                if grounding.__class__ is dict:
+                    self._grounding = grounding
 
     def finish(self, builder: MessageBuilder, text_key: Hashable) -> None:
         """The grounding's citations, on the reply's text."""
