@@ -84,7 +84,7 @@ def getter(path: Path) -> Getter:
     hot path, is a loop of ``dict.get`` (one call for a single key)."""
     if WILDCARD in path:
         return lambda obj: resolve(obj, path)
-    if len(path) == 2:
+    if len(path) == 2 and path[0].__class__ is str:
         return _two_steps(*path)
     if not all(step.__class__ is str for step in path):
         pairs = tuple((str(step), step if step.__class__ is int else None) for step in path)
@@ -122,10 +122,10 @@ def getter(path: Path) -> Getter:
     return keys
 
 
-def _two_steps(outer: Step, inner: Step) -> Getter:
+def _two_steps(outer: str, inner: Step) -> Getter:
     """A getter for a path of two steps, unrolled: the envelope of a chunk (``candidates.0``)
     and most content paths (``content.parts``) are read once per streamed object."""
-    outer_key = str(outer)
+    outer_key = outer
     if inner.__class__ is int:
         index, inner_key = inner, str(inner)
 
