@@ -84,8 +84,8 @@ def getter(path: Path) -> Getter:
     hot path, is a loop of ``dict.get`` (one call for a single key)."""
     if WILDCARD in path:
         return lambda obj: resolve(obj, path)
-    if len(path) == 2 and path[0].__class__ is str:
-        return _two_steps(*path)
+    if len(path) == 2 and isinstance(path[0], str):
+        return _two_steps(path[0], path[1])
     if not all(step.__class__ is str for step in path):
         pairs = tuple((str(step), step if step.__class__ is int else None) for step in path)
 
