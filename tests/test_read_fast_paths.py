@@ -1,6 +1,7 @@
 """The readers' fast paths give what the general way gives (benchmarks/README.md says what
 they are for): the schema codec's unrolled two-step paths and its reading of a part that is
-its text alone; and an adapter loads only the codec packages its stack uses."""
+its text alone; the nesting limit checked on a parsed value; ``clean_value`` building nothing
+for a clean value; and an adapter loads only the codec packages its stack uses."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from metis.model.events import MessageComplete, TextDelta, ThinkingDelta
 from metis.stages.policy.invariants import StreamChecker
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import get_codec
+from metis.wire.json_limits import MAX_DEPTH, JSONLimitError, loads, nested_deeper, too_deep
 from metis.wire.schema import SchemaCodec
 from metis.wire.schema.paths import compile_path, getter, resolve
+from metis.wire.unicode_text import clean_value
 
 GEMINI_SETTINGS: dict[str, Any] = yaml.safe_load(
     files("metis.stacks.builtin").joinpath("gemini.yaml").read_text()
@@ -130,3 +133,37 @@ def test_an_adapter_loads_only_the_codec_packages_its_stack_uses() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.strip() == "[]"
+
+
+def nest(depth: int) -> Any:
+    value: Any = 1
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value, "s": "[[{{"}
+    return value
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2, 99, 100, 101, 150, 250])
+def test_the_depth_of_a_parsed_value_is_the_depth_of_its_text(depth: int) -> None:
+    value = nest(depth)
+    assert nested_deeper(value) is too_deep(json.dumps(value)) is (depth > MAX_DEPTH)
+
+
+@pytest.mark.parametrize("depth", [102, 150, 250, 5000])
+def test_a_reply_nested_too_deep_is_refused_however_deep(depth: int) -> None:
+    text = '{"k": [' * (depth // 2) + "1" + "]}" * (depth // 2)
+    with pytest.raises(JSONLimitError):
+        loads(text)
+
+
+def test_a_long_shallow_reply_parses() -> None:
+    reply = {"content": [{"d": i, "t": [i]} for i in range(500)], "text": "{[" * 300}
+    assert loads(json.dumps(reply)) == reply
+
+
+def test_clean_value_hands_back_a_clean_value_itself_and_cleans_a_copy_otherwise() -> None:
+    clean_input = {"city": "Paris", "days": [{"d": 1, "note": "café"}], "n": None}
+    assert clean_value(clean_input) is clean_input
+    dirty = {"a": [{"b": "x\ud83d"}], "\udc00key": "ok", "c": "\ud83d\ude00"}
+    cleaned = clean_value(dirty)
+    assert cleaned == {"a": [{"b": "x\ufffd"}], "\ufffdkey": "ok", "c": "\U0001f600"}
+    assert dirty["a"] == [{"b": "x\ud83d"}]  # the given value is left as it was
