@@ -104,8 +104,10 @@ def unmet_needs(
             f"{caps.max_output_tokens}"
         )
     problems.extend(_server_tool_needs(request, caps))
-    if estimate is None:
-        estimate = estimate_request_tokens(request, profile)
+    if estimate is None:  # the estimate proper only when its bound is past the context
+        estimate = estimate_request_tokens(request, profile, at_most=True)
+        if estimate > caps.max_context_tokens:
+            estimate = estimate_request_tokens(request, profile)
     if estimate > caps.max_context_tokens:
         problems.append(
             f"the input is about {estimate} tokens and the context holds {caps.max_context_tokens}"
