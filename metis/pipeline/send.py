@@ -126,8 +126,7 @@ async def _send(
     call: Call,
 ) -> AsyncIterator[list[StreamEvent]]:
     request, opened = await take_steps(steps, request, call)
-    watches = Watches(opened)
-    table = watches.table  # the attempt's watches: telemetry's, with a sink
+    watches = Watches(opened)  # the attempt's watches: telemetry's, with a sink
     reader = reader_part.reader(request, call)
     exchange: Exchange | None = None
     batch: list[StreamEvent] = []  # the events of this chunk, handed on together
@@ -140,12 +139,7 @@ async def _send(
                 clock.received = True
                 if cancel.cancelled:
                     raise CancelledError("the call was cancelled")
-                for obj in objects.feed(chunk):
-                    for event in feed(obj):
-                        if table.get(event.__class__) == ():  # no watch looks at it
-                            batch.append(event)
-                        else:
-                            batch.extend(await watches.passed(event))
+                await _read_chunk(objects.feed(chunk), feed, watches, batch)
                 if batch:
                     out, batch = batch, []
                     yield out
@@ -180,6 +174,23 @@ async def _send(
     closed = watches.close(None)
     if closed is not None:
         raise closed
+
+
+async def _read_chunk(
+    objects: list[dict[str, Any]],
+    feed: Callable[[dict[str, Any]], Sequence[StreamEvent]],
+    watches: Watches,
+    batch: list[StreamEvent],
+) -> None:
+    """The events of a chunk's objects, through the watches, added to ``batch`` as they are
+    made (so what was made before an object fails is in it)."""
+    table = watches.table
+    for obj in objects:
+        for event in feed(obj):
+            if table.get(event.__class__) == ():  # no watch looks at it
+                batch.append(event)
+            else:
+                batch += await watches.passed(event)
 
 
 async def _halted(
