@@ -202,9 +202,17 @@ def _tools_overhead(
     return overhead
 
 
-def estimate_request_tokens(request: CanonicalRequest, profile: TokenProfile | None = None) -> int:
-    """:func:`estimate_input_tokens` for a whole canonical request."""
-    return estimate_input_tokens(
+def estimate_request_tokens(
+    request: CanonicalRequest, profile: TokenProfile | None = None, *, at_most: bool = False
+) -> int:
+    """:func:`estimate_input_tokens` for a whole canonical request. ``at_most``: a bound the
+    estimate never exceeds, for a fraction of the work (a text of n characters is at most n
+    pieces), enough to tell a request far below a context limit."""
+    slack = 0
+    if at_most and profile is not None and profile.text_counting == "pieces":
+        # round() of each count may exceed the bound's int() by one (and float error by one)
+        profile, slack = _length_profile(profile), 2 * (len(request.tools) + 2)
+    return slack + estimate_input_tokens(
         request.messages,
         request.tools,
         request.system_prompt,
@@ -213,6 +221,23 @@ def estimate_request_tokens(request: CanonicalRequest, profile: TokenProfile | N
         thinking=request.thinking is not None,
         output_schema=request.output_schema,
     )
+
+
+_LENGTH_PROFILES: dict[int, tuple[TokenProfile, TokenProfile]] = {}
+
+
+def _length_profile(profile: TokenProfile) -> TokenProfile:
+    """``profile`` counting a character where it counts a piece (its bound), made once."""
+    kept = _LENGTH_PROFILES.get(id(profile))
+    if kept is not None and kept[0] is profile:
+        return kept[1]
+    if len(_LENGTH_PROFILES) > 64:
+        _LENGTH_PROFILES.clear()
+    bound = profile.model_copy(
+        update={"text_counting": "chars", "chars_per_token": 1 / profile.tokens_per_piece}
+    )
+    _LENGTH_PROFILES[id(profile)] = (profile, bound)
+    return bound
 
 
 # Text -----------------------------------------------------------------------------------------

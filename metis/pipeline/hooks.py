@@ -53,6 +53,34 @@ SYNC, ASYNC, OPEN = 0, 1, 2
 """Request steps: a transform's ``rewrite``, an async one's, a hook's ``open``."""
 Steps = tuple[tuple[int, Callable[..., Any]], ...]
 
+BATCHES = "yields_batches"
+"""The mark of a runner whose items are batches (lists of events), not events: the send
+loop's, and what a wrapper that ``takes_batches`` makes of it."""
+
+
+def yields_batches(runner: Runner) -> bool:
+    return bool(getattr(runner, BATCHES, False))
+
+
+def flattened(inside: Runner) -> Runner:
+    """``inside`` (a runner of batches) one event at a time, for a wrapper that looks at
+    events, or for whoever runs the stack without its outermost segment."""
+
+    def run(request: Any, call: Call, opened: Opened) -> AsyncIterator[Any]:
+        position = len(opened)  # outermost first: before what ``inside`` opens
+        iterator = _each_event(inside(request, call, opened))
+        opened.insert(position, iterator)
+        return iterator
+
+    return run
+
+
+async def _each_event(batches: AsyncIterator[list[StreamEvent]]) -> AsyncIterator[StreamEvent]:
+    async for batch in batches:
+        for event in batch:
+            yield event
+
+
 Passed = StreamEvent | list[StreamEvent] | None
 """What a watch makes of one event: the event (or a new one), a list of events, or None."""
 
@@ -227,26 +255,28 @@ async def run_segment(
         request, opened_watches = await take_steps(steps, request, call)
         watches = Watches([*opened_watches, *watches.all])
         table, plain = watches.table, not watches.all
-        events = inside(request, call, opened)
-        async for event in events:
-            if plain:
-                yield event
-                continue
-            sees = table.get(event.__class__)
-            if sees is None:  # message.complete, or an event of a class of its own
-                for passed in await watches.passed(event):
+        async for item in inside(request, call, opened):
+            # An item is an event, or a batch of them (a list: those of one chunk, from
+            # the send loop); each is handed on alone, in order.
+            for event in item if item.__class__ is list else (item,):
+                if plain:
+                    yield event
+                    continue
+                sees = table.get(event.__class__)
+                if sees is None:  # message.complete, or an event of a class of its own
+                    for passed in await watches.passed(event):
+                        yield passed
+                    continue
+                out: Passed = event
+                for see in sees:  # the usual event: through the watches that look at it
+                    out = see(out)  # type: ignore[arg-type]
+                    if out is None or out.__class__ is list:
+                        break
+                else:
+                    yield out
+                    continue
+                for passed in await watches.passed_on(see, out):  # dropped, or several
                     yield passed
-                continue
-            out: Passed = event
-            for see in sees:  # the usual event: through the watches that look at it, here
-                out = see(out)  # type: ignore[arg-type]
-                if out is None or out.__class__ is list:
-                    break
-            else:
-                yield out
-                continue
-            for passed in await watches.passed_on(see, out):  # dropped, or several
-                yield passed
     except BaseException as exc:
         replaced = ended(watches, exc)
         if replaced is exc:

@@ -15,7 +15,7 @@ from metis.errors import StackError
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
-from metis.pipeline.hooks import Runner, Start, run_segment
+from metis.pipeline.hooks import Runner, Start, flattened, run_segment, yields_batches
 from metis.pipeline.provider import Provider
 from metis.pipeline.segments import compile_call, prepare, segment
 from metis.pipeline.send import provider_tail
@@ -123,7 +123,10 @@ class Pipeline:
         opened: list[AsyncIterator[Any]] = []
         assert self._runner is not None
         try:
-            yield self._runner(request, call, opened)
+            runner = self._runner
+            if yields_batches(runner):  # the outermost segment has no frame: one at a time
+                runner = flattened(runner)
+            yield runner(request, call, opened)
         finally:
             with anyio.CancelScope(shield=True):  # close even when the caller was cancelled
                 for iterator in opened:

@@ -17,7 +17,19 @@ from typing import Any
 
 from metis.errors import StackError
 from metis.pipeline.call import Call
-from metis.pipeline.hooks import ASYNC, OPEN, SYNC, EventHook, Opened, Runner, Steps, run_segment
+from metis.pipeline.hooks import (
+    ASYNC,
+    BATCHES,
+    OPEN,
+    SYNC,
+    EventHook,
+    Opened,
+    Runner,
+    Steps,
+    flattened,
+    run_segment,
+    yields_batches,
+)
 from metis.pipeline.stage import AsyncRequestStage, Stage, Transform
 
 AnyStage = Stage[Any, Any, Any, Any]
@@ -95,6 +107,10 @@ def _terminal(stage: AnyStage) -> Runner:
 
 
 def _wrapped(stage: AnyStage, inside: Runner) -> Runner:
+    batches = yields_batches(inside)
+    if batches and not stage.takes_batches:
+        inside, batches = flattened(inside), False
+
     def run(request: Any, call: Call, opened: Opened) -> AsyncIterator[Any]:
         def inner(inner_request: Any, inner_call: Call) -> AsyncIterator[Any]:
             return inside(inner_request, inner_call, opened)
@@ -104,6 +120,7 @@ def _wrapped(stage: AnyStage, inside: Runner) -> Runner:
             opened.append(iterator)
         return iterator
 
+    setattr(run, BATCHES, batches)
     return run
 
 
@@ -123,6 +140,7 @@ def segment(steps: Steps, inside: Runner) -> Runner:
                 request = rewrite(request, call)
             return inside(request, call, opened)
 
+        setattr(rewrite_then_inside, BATCHES, yields_batches(inside))
         return rewrite_then_inside
 
     def run(request: Any, call: Call, opened: Opened) -> AsyncIterator[Any]:

@@ -21,7 +21,7 @@ import anyio
 from metis.errors import CancelledError
 from metis.model.events import StreamEvent
 from metis.pipeline.call import Call
-from metis.pipeline.hooks import Opened, Runner, Steps, Watches, ended, take_steps
+from metis.pipeline.hooks import BATCHES, Opened, Runner, Steps, Watches, ended, take_steps
 from metis.pipeline.request import WireRequest
 
 
@@ -113,6 +113,7 @@ def send_path(
         opened.append(iterator)
         return iterator
 
+    setattr(run, BATCHES, True)  # the events of a chunk, in one list
     return run
 
 
@@ -123,12 +124,12 @@ async def _send(
     transport: TransportPart,
     request: WireRequest,
     call: Call,
-) -> AsyncIterator[StreamEvent]:
+) -> AsyncIterator[list[StreamEvent]]:
     request, opened = await take_steps(steps, request, call)
-    watches = Watches(opened)
-    table = watches.table  # the attempt's watches: telemetry's, with a sink
+    watches = Watches(opened)  # the attempt's watches: telemetry's, with a sink
     reader = reader_part.reader(request, call)
     exchange: Exchange | None = None
+    batch: list[StreamEvent] = []  # the events of this chunk, handed on together
     try:
         try:
             exchange = await transport.open(request, call)
@@ -138,27 +139,27 @@ async def _send(
                 clock.received = True
                 if cancel.cancelled:
                     raise CancelledError("the call was cancelled")
-                for obj in objects.feed(chunk):
-                    for event in feed(obj):
-                        if table.get(event.__class__) == ():  # no watch looks at it
-                            yield event
-                        else:
-                            for passed in await watches.passed(event):
-                                yield passed
+                await _read_chunk(objects.feed(chunk), feed, watches, batch)
+                if batch:
+                    out, batch = batch, []
+                    yield out
                 if objects.halted or not reader.reading:
                     await _halted(objects, framing, read, call)
                     break
             else:
                 for obj in objects.close():  # a whole reply comes here, at the end
-                    for passed in await _through(watches, *reader.read(obj)):
-                        yield passed
-            for passed in await _through(watches, *reader.finish()):
-                yield passed
+                    batch.extend(await _through(watches, *reader.read(obj)))
+            batch.extend(await _through(watches, *reader.finish()))
+            if batch:
+                out, batch = batch, []
+                yield out
         except Exception as exc:
             error = exchange.translate(exc) if exchange is not None else exc
             events, raised = reader.ended(error)
-            for passed in await _through(watches, *events):
-                yield passed
+            out, batch = batch, []  # what the chunk made before the error goes first
+            out.extend(await _through(watches, *events))
+            if out:
+                yield out
             if raised is not None:
                 raise raised from raised.__cause__
     except BaseException as exc:
@@ -173,6 +174,23 @@ async def _send(
     closed = watches.close(None)
     if closed is not None:
         raise closed
+
+
+async def _read_chunk(
+    objects: list[dict[str, Any]],
+    feed: Callable[[dict[str, Any]], Sequence[StreamEvent]],
+    watches: Watches,
+    batch: list[StreamEvent],
+) -> None:
+    """The events of a chunk's objects, through the watches, added to ``batch`` as they are
+    made (so what was made before an object fails is in it)."""
+    table = watches.table
+    for obj in objects:
+        for event in feed(obj):
+            if table.get(event.__class__) == ():  # no watch looks at it
+                batch.append(event)
+            else:
+                batch += await watches.passed(event)
 
 
 async def _halted(

@@ -62,6 +62,10 @@ class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
     Options: ClassVar[type[BaseModel]] = NoOptions
     terminal: ClassVar[bool] = False
     """A terminal stage (the transport) produces items itself and has nothing inside it."""
+    takes_batches: ClassVar[bool] = False
+    """A call wrapper that hands on what its inner stream gives without looking at it
+    (``retry``) may set this: it is then given the send loop's batches (a list of the events
+    of one chunk) as they are. Any other wrapper is given one event at a time."""
     dialect_option: ClassVar[str | None] = None
     """The option naming the wire dialect (``codec`` for encode and normalize, ``rules`` for
     pre_send_check), which a stack's top-level ``codec:`` sets once for every such stage."""

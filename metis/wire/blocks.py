@@ -17,7 +17,7 @@ from metis.model.content import (
     ThinkingBlock,
     ToolUseBlock,
 )
-from metis.wire.json_limits import too_deep
+from metis.wire.json_limits import MAX_DEPTH, nested_deeper, too_deep
 from metis.wire.partial_json import parse_object, parse_partial_object
 from metis.wire.unicode_text import clean_value
 
@@ -76,8 +76,14 @@ class Block:
             self.doubtful = not final_input
             return
         raw = "".join(self.parts)
-        deep = too_deep(raw)  # kept raw: nothing downstream must recurse that far
-        parsed = None if deep else parse_object(raw)
+        parsed = parse_object(raw)
+        # Nested too deep, it is kept raw: nothing downstream must recurse that far. A parsed
+        # value's containers are walked (cheaper than scanning the text of a long input).
+        if parsed is None:
+            deep = too_deep(raw)
+        else:
+            deep = raw.count("{") + raw.count("[") > MAX_DEPTH and nested_deeper(parsed)
+            parsed = None if deep else parsed
         if parsed is not None and ("\\u" in raw or not raw.isascii()):
             parsed = clean_value(parsed)
         if parsed is None:

@@ -57,6 +57,29 @@ def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+def nested_deeper(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether the objects and arrays of a parsed value nest deeper than ``limit``."""
+    level: list[Any] = [value] if value.__class__ in (dict, list) else []
+    depth = 0
+    while level:
+        inner: list[Any] = []
+        for container in level:
+            cls = container.__class__
+            if cls is dict:
+                container = container.values()
+            elif cls is not list:
+                continue
+            for item in container:
+                cls = item.__class__
+                if cls is dict or cls is list:
+                    inner.append(item)
+        depth += 1
+        if depth > limit:
+            return True
+        level = inner
+    return False
+
+
 def loads(text: str | bytes) -> Any:
     """``json.loads`` within the limits above; any failure is a ``ValueError`` (invalid JSON,
     invalid UTF-8, a refused constant, nesting too deep)."""
@@ -64,12 +87,19 @@ def loads(text: str | bytes) -> Any:
         text = text.decode("utf-8-sig")  # UnicodeDecodeError is a ValueError
     if text[:1] == "\ufeff":
         text = text.lstrip("\ufeff")
-    if too_deep(text):
-        raise JSONLimitError(f"nested deeper than {MAX_DEPTH} levels")
+    few = text.count("{") + text.count("[") <= MAX_DEPTH  # too few brackets to be too deep
     try:
-        return from_json(text, allow_inf_nan=False)
+        value = from_json(text, allow_inf_nan=False)
     except (ValueError, TypeError):  # TypeError: a lone surrogate, which no UTF-8 can hold
-        pass  # refused by jiter: Python's json decides, and says why
+        pass  # refused by jiter (also past its own nesting limit): Python's json decides
+    else:
+        # The parsed value's containers are walked, not the text: far fewer steps than
+        # the brackets of a long reply, whose strings need no scanning.
+        if not few and nested_deeper(value, MAX_DEPTH):
+            raise JSONLimitError(f"nested deeper than {MAX_DEPTH} levels")
+        return value
+    if not few and too_deep(text):
+        raise JSONLimitError(f"nested deeper than {MAX_DEPTH} levels")
     try:
         return _DECODER.decode(text)
     except RecursionError:  # a limit lowered below MAX_DEPTH's needs by the caller's stack

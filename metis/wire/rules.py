@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 from metis.wire.anthropic.rules import parameter_problems
-from metis.wire.bedrock_converse.rules import converse_problems
 from metis.wire.media_rules import (
     anthropic_media_problems,
     gemini_media_problems,
@@ -312,6 +311,14 @@ def ollama_problems(body: dict[str, Any]) -> list[str]:
 
 RULES_DIALECT = {"deepseek": "openai_chat"}
 """Rules written for one provider of a shared wire dialect: the dialect they check."""
+
+
+def converse_problems(body: dict[str, Any]) -> list[str]:
+    """Bedrock Converse's rules, its codec package loaded only by a stack that uses it."""
+    from metis.wire.bedrock_converse.rules import converse_problems as problems
+
+    return problems(body)
+
 
 RULES: dict[str, Rules] = {
     "anthropic": anthropic_problems,

@@ -36,11 +36,44 @@ def joined(held: str, text: str) -> tuple[str, str]:
 
 
 def clean_value(value: Any) -> Any:
-    """A decoded JSON value with :func:`clean` applied to every string in it (keys too)."""
+    """A decoded JSON value with :func:`clean` applied to every string in it (keys too): a
+    copy when a string needed it, else the value itself (the usual case, found by a walk that
+    builds nothing)."""
+    if _all_clean(value):
+        return value
+    return _cleaned(value)
+
+
+def _all_clean(value: Any) -> bool:
+    """Whether no string in ``value`` (keys included) holds a surrogate."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        cls = item.__class__
+        if cls is str:
+            if not item.isascii() and _SURROGATE.search(item):
+                return False
+        elif cls is dict:
+            for key, inner in item.items():
+                if key.__class__ is str and not key.isascii() and _SURROGATE.search(key):
+                    return False
+                if inner.__class__ in _NESTED:
+                    pending.append(inner)
+                elif inner.__class__ is str and not inner.isascii() and _SURROGATE.search(inner):
+                    return False
+        elif cls is list:
+            pending.extend(item)
+    return True
+
+
+_NESTED = (dict, list)
+
+
+def _cleaned(value: Any) -> Any:
     if isinstance(value, str):
         return clean(value)
     if isinstance(value, dict):
-        return {clean(k) if isinstance(k, str) else k: clean_value(v) for k, v in value.items()}
+        return {clean(k) if isinstance(k, str) else k: _cleaned(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [clean_value(v) for v in value]
+        return [_cleaned(v) for v in value]
     return value

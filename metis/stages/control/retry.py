@@ -33,6 +33,7 @@ from metis.pipeline.stage import Inner, Stage
 
 class Retry(Stage[Any, Any, StreamEvent, StreamEvent]):
     name = "retry"
+    takes_batches = True  # it hands on what comes, one chunk's events at a time
 
     sleep: Callable[[float], Awaitable[None]] | None = None
     """Tests may replace how the stage sleeps; by default the call's cancellable sleep."""
@@ -65,9 +66,9 @@ class Retry(Stage[Any, Any, StreamEvent, StreamEvent]):
         async for attempt in retrying:
             with attempt:
                 call.attempt = attempt.retry_state.attempt_number - 1
-                async for event in inner(request, call):
+                async for item in inner(request, call):
                     yielded = True
-                    yield event
+                    yield item
 
 
 class StopAtDeadline(stop_base):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from types import ModuleType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -35,7 +36,6 @@ from metis.pipeline.stage import RequestStage
 from metis.stages.edits.openai_cache import openai_cache_edit
 from metis.wire import cache_points
 from metis.wire.anthropic import cache as anthropic_cache
-from metis.wire.bedrock_converse import cache as converse_cache
 from metis.wire.rules import RULES_DIALECT
 
 log = logging.getLogger("metis")
@@ -102,7 +102,7 @@ class CacheControl(RequestStage[WireRequest]):
         self, body: dict[str, Any], asked: RequestedCache, form: str, call: Call
     ) -> dict[str, Any]:
         policy, system, tools = self._policy(asked)
-        wire = anthropic_cache if form == "anthropic" else converse_cache
+        wire = anthropic_cache if form == "anthropic" else _converse_cache()
         if form == "converse" and not self._caches(call):
             hints = wire.present(body)
             for _ in hints:
@@ -163,3 +163,11 @@ def _no_form_for_policy(asked: RequestedCache, call: Call, provider: str) -> Non
 
 def _warn(call: Call, reason: str) -> None:
     call.warn_dropped("cache", reason)
+
+
+def _converse_cache() -> ModuleType:
+    """Bedrock Converse's cache form: its codec package is loaded only by a stack that
+    writes that form."""
+    from metis.wire.bedrock_converse import cache
+
+    return cache

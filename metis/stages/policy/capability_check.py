@@ -117,12 +117,23 @@ def unmet_needs(
         )
     problems.extend(_server_tool_needs(request, caps))
     if estimate is None:
-        estimate = estimate_request_tokens(request, profile)
+        estimate = _estimate(request, caps, profile)
     if estimate > caps.max_context_tokens:
         problems.append(
             f"the input is about {estimate} tokens and the context holds {caps.max_context_tokens}"
         )
     return problems
+
+
+def _estimate(
+    request: CanonicalRequest, caps: AdapterCapabilities, profile: TokenProfile | None
+) -> int:
+    """The request's token estimate, made only when its bound (a fraction of the work) is past
+    the context; else the bound, which is enough to say it fits."""
+    bound = estimate_request_tokens(request, profile, at_most=True)
+    if bound <= caps.max_context_tokens:
+        return bound
+    return estimate_request_tokens(request, profile)
 
 
 def _server_tool_needs(request: CanonicalRequest, caps: AdapterCapabilities) -> list[str]:

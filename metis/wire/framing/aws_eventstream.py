@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from metis.errors import ProtocolError
-from metis.wire.bedrock_converse.errors import aws_error
 
 _PRELUDE = 12
 _CRC = 4
@@ -185,6 +184,9 @@ def frame_object(frame: Frame) -> dict[str, Any]:
         if not isinstance(event_type, str):
             raise ProtocolError("event stream frame has no :event-type header")
         return {event_type: _json(frame.payload, event_type)}
+    # Imported here: the Bedrock codec package is loaded only by a stream that fails this way.
+    from metis.wire.bedrock_converse.errors import aws_error
+
     if kind == "exception":
         exception_type = str(headers.get(":exception-type") or "exception")
         data = _json(frame.payload, exception_type) if frame.payload else {}

@@ -59,6 +59,10 @@ BODY_VARS = (
 )
 
 
+DetectRule = tuple[str, str | None, str | None, Getter | None, Any]
+"""One rule of ``block_detect``: (kind, key present, field key, field getter, value)."""
+
+
 class Reading:
     """A response (or stream) schema with its paths compiled into getters."""
 
@@ -86,11 +90,12 @@ class Reading:
 
         self.content_path = schema.content_path
         self.content_scoped, self.content = local(schema.content_path)
-        self.detect = [
+        self.detect: list[DetectRule] = [
             (kind, rule.key, _key(rule.field), g(rule.field) if rule.field else None, rule.value)
             for kind, rule in schema.block_detect.items()
         ]
         self.text_key = _key(schema.text_value)
+        self.lone_text_key = self._lone_text_key()
         self.text_value = g(schema.text_value)
         self.thinking_value = g(schema.thinking_value)
         self.thinking_signature = _opt(schema.thinking_signature)
@@ -121,6 +126,33 @@ class Reading:
         self.dropped_keys = _envelope_keys(schema.dropped_fields, prefix)
         """When every dropped field is one key of the envelope (Gemini's), those keys: a chunk
         whose envelope has none of them is not looked at further (one check per chunk)."""
+
+    def _lone_text_key(self) -> str | None:
+        """The text key, when a part holding that key alone is detected as text: the parser
+        then reads such a part without the rules (most streamed chunks are one)."""
+        key = self.text_key
+        if key is None or self.separate:
+            return None
+        alone = {key: _UNMATCHED}  # a value no rule's field can equal
+        for kind, rule_key, field_key, field, value in self.detect:
+            if rule_key is not None and rule_key not in alone:
+                continue
+            if field_key is not None or field is not None:
+                got = alone.get(field_key) if field_key is not None else field(alone)  # type: ignore[misc]
+                if got != value:
+                    continue
+            return key if kind == "text" else None
+        return None
+
+
+class _Unmatched:
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    __hash__ = object.__hash__
+
+
+_UNMATCHED = _Unmatched()
 
 
 def _envelope_keys(fields: list[str], prefix: Path | None) -> frozenset[str] | None:

@@ -97,6 +97,9 @@ def _refuse(call: EncodeContext, reason: str) -> None:
     )
 
 
+_METADATA = frozenset({"groundingMetadata", "urlContextMetadata"})
+
+
 class GeminiParts:
     """Reads one reply's server-tool parts and grounding, for the schema parser."""
 
@@ -136,9 +139,11 @@ class GeminiParts:
     def seen(self, obj: dict[str, Any]) -> None:
         """A response or chunk: its grounding metadata, if any, replaces what came before."""
         candidates = obj.get("candidates")
-        first = candidates[0] if isinstance(candidates, list) and candidates else None
-        if not isinstance(first, dict):
+        if candidates.__class__ is not list or not candidates:
             return
+        first = candidates[0]
+        if first.__class__ is not dict or first.keys().isdisjoint(_METADATA):
+            return  # the usual chunk: one lookup
         if isinstance(grounding := first.get("groundingMetadata"), dict):
             self._grounding = grounding
         if isinstance(url_context := first.get("urlContextMetadata"), dict) and url_context:

@@ -25,7 +25,7 @@ from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.read import malformed, split_input
-from metis.wire.schema.compiled import Reading
+from metis.wire.schema.compiled import DetectRule, Reading
 from metis.wire.schema.gemini_tools import GeminiParts
 from metis.wire.schema.paths import Path, getter
 
@@ -43,6 +43,7 @@ class SchemaParser:
         "_extra",
         "_finish",
         "_last",
+        "_lone",
         "_name",
         "_opaque",
         "_open",
@@ -70,6 +71,8 @@ class SchemaParser:
         self._extra = extra  # a dialect's server-tool parts and citations
         self._r = reading
         self._echo = echo
+        lone = reading.lone_text_key
+        self._lone = lone if lone not in echo else None  # an echoed key needs the long way
         self._error = getter(error_path)
         self._errors = errors
         self._b = builder
@@ -145,7 +148,16 @@ class SchemaParser:
             else:
                 if content.__class__ is not list:
                     raise malformed(f"{self._where}.{r.content_path}", "a list", content)
+                lone = self._lone
                 for part in content:
+                    if lone is not None and part.__class__ is dict and len(part) == 1:
+                        text = part.get(lone)  # the hot path: a part that is its text alone
+                        if text.__class__ is str:
+                            if text and self._text_block == self._last >= 0:
+                                builder.text(self._text_key, text)  # more of the open block
+                            else:
+                                self._text(text, None)
+                            continue
                     self._part(part)
         if self._extra is not None:
             self._extra.seen(obj)
@@ -178,17 +190,7 @@ class SchemaParser:
     def _part(self, part: Any) -> None:
         if part.__class__ is not dict:
             raise malformed(f"{self._where} content part", "an object", part)
-        kind = None
-        for rule_kind, key, field_key, field, value in self._r.detect:
-            if key is not None and key not in part:
-                continue
-            if field_key is not None:
-                if part.get(field_key) != value:
-                    continue
-            elif field is not None and field(part) != value:
-                continue
-            kind = rule_kind
-            break
+        kind = detect(self._r.detect, part)
         if kind == "text":
             key = self._r.text_key
             text = part.get(key) if key is not None else self._r.text_value(part)
@@ -326,6 +328,20 @@ class SchemaParser:
         if self._response_id is None:
             self._response_id = uuid.uuid4().hex[:16]
         return f"{self._r.schema.minted_id_prefix}{self._response_id}_{self._calls - 1}"
+
+
+def detect(rules: list[DetectRule], part: dict[str, Any]) -> str | None:
+    """The kind of content ``part`` is: the first rule of ``block_detect`` it matches."""
+    for rule_kind, key, field_key, field, value in rules:
+        if key is not None and key not in part:
+            continue
+        if field_key is not None:
+            if part.get(field_key) != value:
+                continue
+        elif field is not None and field(part) != value:
+            continue
+        return rule_kind
+    return None
 
 
 def _opt_str(value: Any) -> str | None:

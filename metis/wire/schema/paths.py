@@ -84,6 +84,8 @@ def getter(path: Path) -> Getter:
     hot path, is a loop of ``dict.get`` (one call for a single key)."""
     if WILDCARD in path:
         return lambda obj: resolve(obj, path)
+    if len(path) == 2 and isinstance(path[0], str):
+        return _two_steps(path[0], path[1])
     if not all(step.__class__ is str for step in path):
         pairs = tuple((str(step), step if step.__class__ is int else None) for step in path)
 
@@ -118,6 +120,37 @@ def getter(path: Path) -> Getter:
         return obj
 
     return keys
+
+
+def _two_steps(outer: str, inner: Step) -> Getter:
+    """A getter for a path of two steps, unrolled: the envelope of a chunk (``candidates.0``)
+    and most content paths (``content.parts``) are read once per streamed object."""
+    outer_key = outer
+    if inner.__class__ is int:
+        index, inner_key = inner, str(inner)
+
+        def key_index(obj: Any) -> Any:
+            if obj.__class__ is not dict:
+                return None
+            obj = obj.get(outer_key)
+            cls = obj.__class__
+            if cls is list:
+                try:
+                    return obj[index]
+                except IndexError:
+                    return None
+            return obj.get(inner_key) if cls is dict else None
+
+        return key_index
+    second = str(inner)
+
+    def two_keys(obj: Any) -> Any:
+        if obj.__class__ is not dict:
+            return None
+        obj = obj.get(outer_key)
+        return obj.get(second) if obj.__class__ is dict else None
+
+    return two_keys
 
 
 def first(obj: Any, path: Path) -> Any:

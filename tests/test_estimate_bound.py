@@ -1,0 +1,74 @@
+"""The bound ``capability_check`` reads before making the token estimate: never below the
+estimate, so a request it lets through without the estimate would have passed with it."""
+
+from __future__ import annotations
+
+import pytest
+
+from metis.catalog.estimate import TokenProfile, estimate_request_tokens
+from metis.model.capabilities import AdapterCapabilities
+from metis.model.content import Message, TextBlock, ToolUseBlock
+from metis.model.request import CanonicalRequest, ToolDefinition
+from metis.stages.policy.capability_check import unmet_needs
+
+TEXTS = [
+    "",
+    "a",
+    "Hello, world! It's 2026.",
+    "x" * 95 + " " + "déjà vu 東京 " * 7,
+    '{"city": "Paris", "days": [1, 22, 333, 4444]}\n\n    indented\r\n',
+    "supercalifragilisticexpialidocious " * 3 + "!!!???...",
+]
+TOOL = ToolDefinition(
+    name="weather",
+    description="Weather for a city",
+    input_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+
+
+def request(text: str) -> CanonicalRequest:
+    return CanonicalRequest(
+        model="m",
+        messages=[
+            Message.user(text or "?"),
+            Message(
+                role="assistant",
+                content=[
+                    TextBlock(text=text or "."),
+                    ToolUseBlock(id="t1", name="weather", input={"city": text}),
+                ],
+            ),
+        ],
+        tools=[TOOL, TOOL.model_copy(update={"name": "other"})],
+        system_prompt=text or None,
+        max_output_tokens=100,
+    )
+
+
+@pytest.mark.parametrize(
+    "profile",
+    [
+        TokenProfile(text_counting="pieces"),
+        TokenProfile(text_counting="pieces", word_chars=3, tokens_per_piece=1.37),
+        TokenProfile(text_counting="pieces", tokens_per_piece=0.61, tool_rendering="typescript"),
+        TokenProfile(),
+    ],
+)
+@pytest.mark.parametrize("text", TEXTS)
+def test_the_bound_is_never_below_the_estimate(profile: TokenProfile, text: str) -> None:
+    estimate = estimate_request_tokens(request(text), profile)
+    assert estimate_request_tokens(request(text), profile, at_most=True) >= estimate
+
+
+def test_a_request_over_the_bound_but_within_the_context_is_let_through() -> None:
+    profile = TokenProfile(text_counting="pieces")
+    long_words = request("abcdefghij " * 400)  # 400 pieces, 4,400 characters
+    estimate = estimate_request_tokens(long_words, profile)
+    bound = estimate_request_tokens(long_words, profile, at_most=True)
+    assert estimate < bound
+    caps = AdapterCapabilities(max_context_tokens=estimate, supports_tools=True)
+    assert unmet_needs(long_words, caps, profile) == []
+    over = AdapterCapabilities(max_context_tokens=estimate - 1, supports_tools=True)
+    assert unmet_needs(long_words, over, profile) == [
+        f"the input is about {estimate} tokens and the context holds {estimate - 1}"
+    ]
