@@ -31,6 +31,7 @@ from metis.pipeline.stores import InMemoryToolIdStore
 from metis.registry import NotConfiguredError
 from metis.testing.emulator import Emulator
 
+from .conftest import Waits
 from .recordings import ROOT, cassettes, interactions
 
 CHAT_REPLY = {
@@ -421,21 +422,17 @@ async def test_an_azure_stream_with_filter_results_reads_as_any_other() -> None:
 
 
 @pytest.mark.anyio
-async def test_the_emulator_answers_a_rate_limit_as_azure_does_and_it_is_retried() -> None:
+async def test_the_emulator_answers_a_rate_limit_as_azure_does_and_it_is_retried(
+    no_backoff: Waits,
+) -> None:
     with Emulator() as emulator:
         emulator.push_fault("rate_limit=1", provider="azure")
         config = AdapterConfig(api_key="k", base_url=emulator.base_url("azure"))
         adapter = build_adapter("azure", config)
-
-        async def no_wait(seconds: float) -> None:
-            waited.append(seconds)
-
-        waited: list[float] = []
-        adapter.pipeline["retry"].sleep = no_wait  # type: ignore[attr-defined]
         response = await adapter.complete(ask())
         assert response.stop_reason.kind is StopKind.END_TURN
         assert [r.status for r in emulator.requests] == [429, 200]
-        assert waited == [1.0]  # Azure's retry-after, in seconds
+        assert no_backoff == [1.0]  # Azure's retry-after, in seconds
 
 
 @pytest.mark.anyio

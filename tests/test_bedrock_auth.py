@@ -28,6 +28,8 @@ from metis.wire.framing.aws_eventstream import event_frame
 botocore_auth = pytest.importorskip("botocore.auth")
 from botocore.credentials import Credentials  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
 AWS_VARS = (
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
@@ -43,6 +45,7 @@ AWS_VARS = (
     "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
     "AWS_CONTAINER_CREDENTIALS_FULL_URI",
 )
+
 # AWS's published SigV4 test suite (get-vanilla): the example key pair, service and instant.
 EXAMPLE_KEY, EXAMPLE_SECRET = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 VANILLA_SIGNATURE = "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"
@@ -169,12 +172,7 @@ def bedrock(
         ),
         tool_id_store=InMemoryToolIdStore(),
     )
-    adapter.pipeline["retry"].sleep = _no_sleep  # type: ignore[attr-defined]
     return adapter
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
 
 
 def ask() -> CanonicalRequest:

@@ -30,6 +30,8 @@ from metis.testing.emulator import Emulator
 from metis.testing.emulator.formats.bedrock import CREDENTIALS, EXPIRED_TOKEN
 from tests.test_bedrock_auth import aws_env, frozen_clock  # noqa: F401
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
 eventstream = pytest.importorskip("botocore.eventstream")
 
 WEATHER = ToolDefinition(
@@ -41,6 +43,7 @@ WEATHER = ToolDefinition(
         "required": ["city"],
     },
 )
+
 MODELS = {
     "bedrock": "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0",
     "bedrock_anthropic": "bedrock_anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0",
@@ -55,11 +58,6 @@ def adapter(stack: str, emulator: Emulator, **config: Any) -> Adapter:
         AdapterConfig(base_url=emulator.base_url("bedrock"), **config),
         tool_id_store=InMemoryToolIdStore(),
     )
-
-    async def no_wait(seconds: float) -> None:
-        return None
-
-    built.pipeline["retry"].sleep = no_wait  # type: ignore[attr-defined]
     return built
 
 

@@ -24,6 +24,7 @@ from metis.model.response import StopKind
 from metis.stages.policy.invariants import StreamChecker
 from metis.transport.stage import Transport
 
+from .conftest import Waits
 from .fakes import (
     STALL,
     FakePeer,
@@ -253,15 +254,10 @@ async def test_a_stalled_stream_ends_as_a_network_error_with_its_partial_content
 
 
 @pytest.mark.anyio
-async def test_no_first_event_in_time_is_a_network_error_and_is_retried() -> None:
+async def test_no_first_event_in_time_is_a_network_error_and_is_retried(no_backoff: Waits) -> None:
     peer = FakePeer(Reply(chunks=[STALL]), anthropic_reply("second try"))
     adapter = peer.adapter("anthropic")
     adapter.pipeline.replace("transport", Transport(first_event_timeout=0.2))
-
-    async def no_wait(seconds: float) -> None:
-        return None
-
-    adapter.pipeline["retry"].sleep = no_wait  # type: ignore[attr-defined]
     with anyio.fail_after(DEADLINE):
         events = await collect(adapter, request("anthropic"))
     assert len(peer.requests) == 2

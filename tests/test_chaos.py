@@ -35,6 +35,8 @@ from metis.stages.policy.invariants import StreamChecker
 from metis.testing.emulator import Emulator
 from metis.transport.stage import Transport
 
+from .conftest import Waits
+
 PROVIDERS = ["anthropic", "openai", "openai_responses", "gemini", "ollama"]
 MODELS = {
     "anthropic": "anthropic:claude-sonnet-4-5",
@@ -132,7 +134,7 @@ class Figures:
         )
 
 
-def make_adapter(provider: str, emulator: Emulator, sleeps: list[float]) -> Adapter:
+def make_adapter(provider: str, emulator: Emulator) -> Adapter:
     caps = {"supports_tools": True} if provider == "ollama" else {}
     settings = AdapterConfig(
         api_key="test-key",
@@ -146,11 +148,6 @@ def make_adapter(provider: str, emulator: Emulator, sleeps: list[float]) -> Adap
         "transport",
         Transport(idle_timeout=IDLE_TIMEOUT, first_event_timeout=FIRST_EVENT_TIMEOUT),
     )
-
-    async def no_wait(seconds: float) -> None:  # Retry-After is honoured, just not waited
-        sleeps.append(seconds)
-
-    adapter.pipeline["retry"].sleep = no_wait  # type: ignore[attr-defined]
     return adapter
 
 
@@ -214,12 +211,11 @@ def last_fault(faults: list[str]) -> str | None:
     return None
 
 
-async def run_chaos(calls: int, backend: str, seed: int) -> Figures:
+async def run_chaos(calls: int, backend: str, seed: int, waits: Waits) -> Figures:
     figures = Figures(backend=backend, calls=calls)
-    sleeps: list[float] = []
     started = time.monotonic()
     with Emulator(port=0, faults=FAULTS, seed=seed, record=calls * 4 + 100) as emulator:
-        adapters = {p: make_adapter(p, emulator, sleeps) for p in PROVIDERS}
+        adapters = {p: make_adapter(p, emulator) for p in PROVIDERS}
         outcomes = [
             Outcome(
                 index=i,
@@ -292,7 +288,7 @@ async def run_chaos(calls: int, backend: str, seed: int) -> Figures:
     figures.failures_by_class = dict(by_class)
     figures.requests_served = stats.requests
     figures.retries = stats.requests - calls
-    figures.retry_sleeps = len(sleeps)
+    figures.retry_sleeps = len(waits)  # Retry-After is honoured, just not waited
     figures.faults = dict(stats.faults)
     figures.seconds = time.monotonic() - started
     return figures
@@ -317,8 +313,8 @@ def check(figures: Figures) -> None:
 
 @pytest.mark.slow
 @pytest.mark.anyio
-async def test_chaos_bounded(anyio_backend: str) -> None:
-    figures = await run_chaos(200, anyio_backend, seed=1)
+async def test_chaos_bounded(anyio_backend: str, no_backoff: Waits) -> None:
+    figures = await run_chaos(200, anyio_backend, seed=1, waits=no_backoff)
     check(figures)
     assert figures.seconds < 30
 
@@ -329,9 +325,11 @@ def _slow_selected(config: pytest.Config) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.anyio
-async def test_chaos_full(anyio_backend: str, request: pytest.FixtureRequest) -> None:
+async def test_chaos_full(
+    anyio_backend: str, request: pytest.FixtureRequest, no_backoff: Waits
+) -> None:
     if not _slow_selected(request.config):
         pytest.skip("the full chaos run: select it with -m slow (METIS_CHAOS_CALLS bounds it)")
     calls = int(os.environ.get("METIS_CHAOS_CALLS", "2000"))
-    figures = await run_chaos(calls, anyio_backend, seed=7)
+    figures = await run_chaos(calls, anyio_backend, seed=7, waits=no_backoff)
     check(figures)

@@ -42,6 +42,9 @@ from metis.pipeline.stores import InMemoryToolIdStore
 from metis.stages.policy.invariants import StreamChecker
 from metis.testing.emulator import Emulator
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
+
 TOKEN = "ya29.test-token"
 CLOUD = {
     "vertex": "vertex:gemini-2.5-flash",
@@ -109,13 +112,7 @@ def adapter(stack: str, emulator: Emulator, **config: Any) -> Adapter:
         capabilities=config.pop("capabilities", {}),
         **config,
     )
-    built = build_adapter(stack, settings, tool_id_store=InMemoryToolIdStore())
-
-    async def no_wait(seconds: float) -> None:
-        pass
-
-    built.pipeline["retry"].sleep = no_wait  # type: ignore[attr-defined]
-    return built
+    return build_adapter(stack, settings, tool_id_store=InMemoryToolIdStore())
 
 
 def request(

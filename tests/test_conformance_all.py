@@ -37,6 +37,8 @@ from metis.pipeline.stores import InMemoryToolIdStore
 from metis.stages.policy.invariants import StreamChecker
 from metis.testing.emulator import Emulator
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
 MODELS = {
     "anthropic": "anthropic:claude-sonnet-4-5",
     "openai": "openai:gpt-4o",
@@ -65,6 +67,7 @@ WEATHER = ToolDefinition(
         "required": ["city"],
     },
 )
+
 DEADLINE = 20.0
 
 
@@ -78,12 +81,6 @@ def adapter(provider: str, emulator: Emulator, **config: Any) -> Adapter:
         **config,
     )
     built = build_adapter(provider, settings, tool_id_store=InMemoryToolIdStore())
-    slept: list[float] = []
-
-    async def no_wait(seconds: float) -> None:
-        slept.append(seconds)
-
-    built.pipeline["retry"].sleep = no_wait  # type: ignore[attr-defined]
     return built
 
 

@@ -44,7 +44,10 @@ from metis.testing.emulator import Emulator, Reply, Script, text, thinking, tool
 
 from .helpers import lossy_warnings, make_call
 
-pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+pytestmark = [
+    pytest.mark.backend_independent,
+    pytest.mark.usefixtures("no_backoff"),
+]  # stages and mock transports (tests/conftest.py)
 
 PROVIDER, MODEL = "openai_responses", "openai_responses:gpt-5"
 
@@ -525,7 +528,6 @@ async def test_a_retried_call_sends_the_same_continued_body_and_advances_once() 
     world = World()
     await world.turn("responses")
     world.responses.push_fault("server_error")
-    world.adapters["responses"].pipeline["retry"].sleep = _no_sleep  # type: ignore[attr-defined]
     await world.turn("responses")
     await world.turn("responses")
     failed, retried, third = world.sent()[1:]
@@ -557,10 +559,6 @@ async def test_another_model_sends_the_whole_transcript() -> None:
     # gpt-5-mini may not read gpt-5's reasoning: thinking_filter left it out
     assert [i["type"] for i in other["input"]].count("reasoning") == 0
     assert back["previous_response_id"] == world.response_id(0)
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
 
 
 def normalized(items: list[Any]) -> list[Any]:

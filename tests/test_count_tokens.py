@@ -16,6 +16,9 @@ from metis.testing.emulator import Emulator
 
 from .routing_helpers import MODELS, WEATHER, emulated
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
+
 COUNTED = {
     "anthropic": "/v1/messages/count_tokens",
     "openai_responses": "/v1/responses/input_tokens",

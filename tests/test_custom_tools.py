@@ -38,11 +38,14 @@ from metis.wire.rules import RULES
 from . import test_every_platform as platforms
 from .helpers import bound, make_call
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
 PATCH = ToolDefinition(name="apply_patch", description="Apply a diff.", freeform=FreeformInput())
 SQL = ToolDefinition(
     name="sql",
     freeform=FreeformInput(syntax="lark", definition='start: "SELECT " /[a-z]+/'),
 )
+
 DIFF = "*** Begin Patch\n*** Update File: a.py\n-x\n+y\n*** End Patch"
 
 

@@ -22,7 +22,10 @@ from metis.testing.emulator import Emulator
 from .helpers import make_call
 from .test_conformance_all import DEADLINE, MODELS, PROVIDERS, WEATHER, adapter
 
-pytestmark = pytest.mark.backend_independent  # wire formats; sockets: test_transport and others
+pytestmark = [
+    pytest.mark.backend_independent,
+    pytest.mark.usefixtures("no_backoff"),
+]  # wire formats; sockets: test_transport and others
 
 CALL = ToolUseBlock(id="tu_01JEMPTYERRORRESULT0000000", name="get_weather", input={"city": "Oslo"})
 

@@ -27,6 +27,8 @@ from metis.testing.emulator import Emulator
 from . import test_cloud_conformance as cloud
 from . import test_conformance_all as families
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
 ROTATION = [
     "anthropic",
     "bedrock",

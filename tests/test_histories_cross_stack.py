@@ -19,7 +19,10 @@ from metis.testing.emulator import Emulator
 
 from .test_conformance_all import DEADLINE, WEATHER
 
-pytestmark = pytest.mark.backend_independent  # wire formats; sockets: test_transport and others
+pytestmark = [
+    pytest.mark.backend_independent,
+    pytest.mark.usefixtures("no_backoff"),
+]  # wire formats; sockets: test_transport and others
 
 MODELS = {
     "anthropic": "anthropic:claude-sonnet-4-5",

@@ -379,7 +379,7 @@ async def test_the_request_line_either_client_logs_hides_a_query_key(
 @pytest.mark.slow
 @pytest.mark.anyio
 async def test_the_chaos_run_holds_with_an_httpx2_client(
-    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch, no_backoff: Any
 ) -> None:
     """tests/test_chaos.py's bounded run (200 calls, ~20% faults, all providers), each adapter
     sending with an httpx2 client: every call completes or fails with its fault's class, none
@@ -398,7 +398,7 @@ async def test_the_chaos_run_holds_with_an_httpx2_client(
 
     monkeypatch.setattr(chaos, "build_adapter", with_httpx2_client)
     try:
-        figures = await chaos.run_chaos(200, anyio_backend, seed=2)
+        figures = await chaos.run_chaos(200, anyio_backend, seed=2, waits=no_backoff)
     finally:
         for client in clients:
             await client.aclose()

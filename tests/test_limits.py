@@ -17,6 +17,9 @@ from metis.testing.emulator import Emulator
 from . import routing_redis
 from .routing_helpers import MODELS, ask, emulated
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
+
 redis_port = routing_redis.redis_port
 redis_prefix = routing_redis.redis_prefix
 CALLS = 200

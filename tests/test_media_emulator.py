@@ -29,6 +29,8 @@ from metis.testing.emulator import Emulator
 
 from . import test_every_platform as platforms
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
 PDF = DocumentBlock.from_bytes(b"%PDF-1.7\n1 0 obj\n", "application/pdf", title="Q3 report")
 PNG = ImageBlock(source=Base64ImageSource(media_type="image/png", data="iVBORw0KGgo="))
 READS_PDFS = [

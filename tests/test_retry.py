@@ -20,6 +20,7 @@ from metis.errors import (
 from metis.model import MessageComplete, TextDelta
 from metis.model.response import StopKind
 
+from .conftest import Waits
 from .fakes import (
     DROP,
     FakePeer,
@@ -34,26 +35,18 @@ from .fakes import (
     sse,
 )
 
-
-def with_sleeps(adapter):  # type: ignore[no-untyped-def]
-    slept: list[float] = []
-
-    async def sleep(seconds: float) -> None:
-        slept.append(seconds)
-
-    adapter.pipeline["retry"].sleep = sleep
-    return slept
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
 
 
 @pytest.mark.anyio
-async def test_transient_errors_are_retried_with_backoff_then_succeed() -> None:
+async def test_transient_errors_are_retried_with_backoff_then_succeed(no_backoff: Waits) -> None:
     peer = FakePeer(
         anthropic_error(529, "overloaded_error", "Overloaded"),
         anthropic_error(500, "api_error", "Internal server error"),
         anthropic_reply("fine"),
     )
     adapter = peer.adapter("anthropic")
-    slept = with_sleeps(adapter)
+    slept = no_backoff
     events = await collect(adapter, request("anthropic"))
     assert len(peer.requests) == 3
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["fine"]
@@ -79,25 +72,27 @@ async def test_overloaded_backs_off_longer_than_rate_limit() -> None:
         ({"retry-after": "120"}, 60.0),  # capped
     ],
 )
-async def test_retry_after_is_honoured_and_capped(headers: dict[str, str], expected: float) -> None:
+async def test_retry_after_is_honoured_and_capped(
+    headers: dict[str, str], expected: float, no_backoff: Waits
+) -> None:
     peer = FakePeer(
         openai_error(429, "rate_limit_exceeded", "slow down", **headers), openai_reply()
     )
     adapter = peer.adapter("openai")
-    slept = with_sleeps(adapter)
+    slept = no_backoff
     await collect(adapter, request("openai"))
     assert slept == [expected]
 
 
 @pytest.mark.anyio
-async def test_retry_after_as_an_http_date() -> None:
+async def test_retry_after_as_an_http_date(no_backoff: Waits) -> None:
     when = email.utils.formatdate(time.time() + 10, usegmt=True)
     peer = FakePeer(
         anthropic_error(429, "rate_limit_error", "slow", **{"retry-after": when}),
         anthropic_reply("ok"),
     )
     adapter = peer.adapter("anthropic")
-    slept = with_sleeps(adapter)
+    slept = no_backoff
     await collect(adapter, request("anthropic"))
     assert 8.0 <= slept[0] <= 10.0
 
@@ -106,7 +101,6 @@ async def test_retry_after_as_an_http_date() -> None:
 async def test_attempts_are_one_plus_max_retries_and_the_last_error_is_raised() -> None:
     peer = FakePeer(*(anthropic_error(500, "api_error", f"boom {i}") for i in range(4)))
     adapter = peer.adapter("anthropic", max_retries=2)
-    with_sleeps(adapter)
     with pytest.raises(ServerError, match="boom 2") as caught:
         await collect(adapter, request("anthropic"))
     assert len(peer.requests) == 3
@@ -123,10 +117,10 @@ async def test_max_retries_zero_means_one_attempt() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_client_error_is_not_retried() -> None:
+async def test_a_client_error_is_not_retried(no_backoff: Waits) -> None:
     peer = FakePeer(openai_error(400, None, "bad param"))
     adapter = peer.adapter("openai")
-    slept = with_sleeps(adapter)
+    slept = no_backoff
     with pytest.raises(InvalidRequestError):
         await collect(adapter, request("openai"))
     assert len(peer.requests) == 1 and slept == []
@@ -142,12 +136,12 @@ async def test_insufficient_quota_is_a_rate_limit_that_is_not_retried() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_network_failure_before_any_event_is_retried() -> None:
+async def test_a_network_failure_before_any_event_is_retried(no_backoff: Waits) -> None:
     import httpx
 
     peer = FakePeer(httpx.ConnectError("connection refused"), anthropic_reply("back"))
     adapter = peer.adapter("anthropic")
-    slept = with_sleeps(adapter)
+    slept = no_backoff
     events = await collect(adapter, request("anthropic"))
     assert len(peer.requests) == 2 and len(slept) == 1
     assert isinstance(events[-1], MessageComplete)
@@ -158,18 +152,19 @@ async def test_an_in_stream_error_before_any_event_is_retried() -> None:
     overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     peer = FakePeer(Reply(chunks=sse(overloaded)), anthropic_reply("second time"))
     adapter = peer.adapter("anthropic")
-    with_sleeps(adapter)
     events = await collect(adapter, request("anthropic"))
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["second time"]
 
 
 @pytest.mark.anyio
-async def test_after_an_event_reached_the_caller_a_failure_ends_the_stream_unretried() -> None:
+async def test_after_an_event_reached_the_caller_a_failure_ends_the_stream_unretried(
+    no_backoff: Waits,
+) -> None:
     """docs/contract.md §4: the partial content comes in message.complete(error), then the error."""
     chunks = sse(anthropic_start(), *anthropic_text("partial ", "answer")[:-1])
     peer = FakePeer(Reply(chunks=[*chunks, DROP]), anthropic_reply("never sent"))
     adapter = peer.adapter("anthropic")
-    slept = with_sleeps(adapter)
+    slept = no_backoff
     events = []
     with pytest.raises(NetworkError):
         async for event in adapter.stream(request("anthropic")):
@@ -199,7 +194,6 @@ async def test_complete_retries_too_and_keeps_the_partial_response_on_failure() 
         Reply(chunks=[body], headers={"content-type": "application/json"}),
     )
     adapter = peer.adapter("anthropic")
-    with_sleeps(adapter)
     response = await adapter.complete(request("anthropic", stream=False))
     assert response.text == "ok" and len(peer.requests) == 2
 
@@ -229,7 +223,6 @@ async def test_each_attempt_is_visible_to_telemetry_as_seed_000_9_3_describes() 
     adapter = peer.adapter("anthropic")
     sink = ListSink()
     adapter.telemetry = sink
-    with_sleeps(adapter)
     await collect(adapter, request("anthropic"))
     seen = [(e.name, e.retry_count, getattr(e, "error_class", None)) for e in sink.events]
     assert seen == [
@@ -243,13 +236,15 @@ async def test_each_attempt_is_visible_to_telemetry_as_seed_000_9_3_describes() 
 
 
 @pytest.mark.anyio
-async def test_a_retry_after_longer_than_the_time_left_ends_the_call_unslept() -> None:
+async def test_a_retry_after_longer_than_the_time_left_ends_the_call_unslept(
+    no_backoff: Waits,
+) -> None:
     peer = FakePeer(
         openai_error(429, "rate_limit_exceeded", "slow down", **{"retry-after": "30"}),
         openai_reply(),
     )
     adapter = peer.adapter("openai", timeout_seconds=10)
-    slept = with_sleeps(adapter)
+    slept = no_backoff
     with pytest.raises(RateLimitError) as caught:
         await collect(adapter, request("openai"))
     assert caught.value.retry_after_seconds == 30.0
@@ -257,11 +252,11 @@ async def test_a_retry_after_longer_than_the_time_left_ends_the_call_unslept() -
 
 
 @pytest.mark.anyio
-async def test_a_backoff_that_would_end_past_the_deadline_is_not_slept() -> None:
+async def test_a_backoff_that_would_end_past_the_deadline_is_not_slept(no_backoff: Waits) -> None:
     # Backoff 1-1.25 s fits in 1.5 s; the next, 2-2.5 s, would end past the deadline.
     peer = FakePeer(*(anthropic_error(500, "api_error", f"boom {i}") for i in range(4)))
     adapter = peer.adapter("anthropic", timeout_seconds=1.5, max_retries=3)
-    slept = with_sleeps(adapter)
+    slept = no_backoff
     with pytest.raises(ServerError, match="boom 1"):
         await collect(adapter, request("anthropic"))
     assert len(peer.requests) == 2 and len(slept) == 1

@@ -14,7 +14,10 @@ from metis.testing.emulator import Emulator
 
 from .routing_helpers import ask
 
-pytestmark = pytest.mark.backend_independent  # wire formats; sockets: test_transport and others
+pytestmark = [
+    pytest.mark.backend_independent,
+    pytest.mark.usefixtures("no_backoff"),
+]  # wire formats; sockets: test_transport and others
 
 
 def registry_file(emulator_url: str, **route: Any) -> dict[str, Any]:
@@ -50,16 +53,11 @@ async def test_a_route_from_models_yaml_falls_back(emulator: Emulator) -> None:
         assert route.targets[1].limiter is not None
         assert route.targets[1].limiter.limits == Limits(max_concurrent=4)
         emulator.push_fault("overloaded", times=2, provider="anthropic")
-        route.targets[0].adapter.pipeline["retry"].sleep = _no_wait  # type: ignore[attr-defined]
         with anyio.fail_after(20):
             response = await route.complete(ask())
     assert response.provider == "openai"
     assert [r.provider for r in emulator.requests] == ["anthropic", "anthropic", "openai"]
     assert emulator.requests[-1].json()["temperature"] == 0
-
-
-async def _no_wait(seconds: float) -> None:
-    """The retry's backoff, not waited for (what is tested is the fallback after it)."""
 
 
 def test_fallback_classes_are_configuration() -> None:

@@ -24,6 +24,8 @@ from metis.testing.emulator import Emulator
 
 from .routing_helpers import MODELS, ask, emulated
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
 DEADLINE = 20.0
 
 

@@ -37,6 +37,8 @@ from metis.testing.emulator import Emulator  # noqa: E402
 from .redis_servers import RedisFactory, RedisProcess  # noqa: E402
 from .routing_helpers import MODELS, ask, emulated  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
 DEADLINE = 20.0
 BOUND = 1.0  # the router's wait for one Redis operation, in these tests
 HANG_BOUND = 0.3  # its wait for a store that never answers

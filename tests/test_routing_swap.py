@@ -19,7 +19,10 @@ from metis.testing.emulator import Emulator
 
 from .routing_helpers import WEATHER, emulated
 
-pytestmark = pytest.mark.backend_independent  # wire formats; sockets: test_transport and others
+pytestmark = [
+    pytest.mark.backend_independent,
+    pytest.mark.usefixtures("no_backoff"),
+]  # wire formats; sockets: test_transport and others
 
 PLAIN = ["anthropic:claude-sonnet-4-5", "openai_responses:gpt-4o", "gemini:gemini-2.5-flash"]
 PLAIN.append("openai:gpt-4o")

@@ -21,7 +21,10 @@ from metis.testing.emulator import Emulator
 
 from .routing_helpers import MODELS, ask, emulated
 
-pytestmark = pytest.mark.backend_independent  # wire formats; sockets: test_transport and others
+pytestmark = [
+    pytest.mark.backend_independent,
+    pytest.mark.usefixtures("no_backoff"),
+]  # wire formats; sockets: test_transport and others
 
 
 @pytest.mark.anyio

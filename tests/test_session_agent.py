@@ -23,6 +23,8 @@ from metis.testing.emulator import Emulator
 from .fakes import FakePeer, Reply, anthropic_end, anthropic_start, anthropic_text, sse
 from .session_helpers import DEADLINE, FAMILIES, MODELS, Gate, close_all, emulated
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
 NEXT = {
     "anthropic": "openai",
     "openai": "openai_responses",

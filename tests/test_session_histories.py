@@ -28,7 +28,10 @@ from .session_helpers import (
     thinking_for,
 )
 
-pytestmark = pytest.mark.backend_independent  # wire formats; cancellation: test_sessions
+pytestmark = [
+    pytest.mark.backend_independent,
+    pytest.mark.usefixtures("no_backoff"),
+]  # wire formats; cancellation: test_sessions
 
 KINDS = ["text", "tool_calls", "cancelled_mid_tool", "failed_mid_stream", "swapped", "restored"]
 

@@ -25,6 +25,8 @@ from metis.testing.emulator import Emulator
 
 from .session_helpers import MODELS, close_all, emulated, get_weather
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
 RESPONSES = MODELS["openai_responses"]
 WEATHER = ToolDefinition(
     name="get_weather",

@@ -30,6 +30,8 @@ from .fakes import (
 )
 from .session_helpers import MODELS, close_all, emulated
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
 CLAUDE = "anthropic:claude-sonnet-4-5"
 
 

@@ -30,6 +30,9 @@ from metis.model import CanonicalRequest, Message
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.telemetry import CallFailed, ListSink
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
+
 CHAT_REPLY = {
     "id": "chatcmpl-1",
     "object": "chat.completion",
@@ -123,7 +126,6 @@ def azure(peer: Peer, provider: Any = None, **config: Any) -> Adapter:
         options["azure_ad_token_provider"] = provider
     settings = AdapterConfig(http_client=peer.client(), options=options, **config)
     adapter = build_adapter("azure", settings, tool_id_store=InMemoryToolIdStore())
-    adapter.pipeline["retry"].sleep = _no_sleep  # type: ignore[attr-defined]
     return adapter
 
 
@@ -131,10 +133,6 @@ def vertex(peer: Peer, credentials: Credentials, **config: Any) -> Adapter:
     options = {"project": "p", "location": "us-east5", "google_credentials": credentials}
     settings = AdapterConfig(http_client=peer.client(), options=options, **config)
     return build_adapter("vertex", settings, tool_id_store=InMemoryToolIdStore())
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
 
 
 def ask(model: str = "azure:my-gpt-4o") -> CanonicalRequest:

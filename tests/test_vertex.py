@@ -35,6 +35,8 @@ from metis.testing.emulator import Emulator
 
 from .recordings import ROOT, cassettes, interactions
 
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
 GEMINI_REPLY = {
     "candidates": [
         {"content": {"role": "model", "parts": [{"text": "Hi."}]}, "finishReason": "STOP"}
@@ -498,11 +500,6 @@ async def test_a_token_service_failure_is_retried(
     credentials.refreshed_in = []
     peer = Peer()
     adapter = vertex("vertex", peer, google_credentials=credentials)
-
-    async def no_wait(seconds: float) -> None:
-        pass
-
-    adapter.pipeline["retry"].sleep = no_wait  # type: ignore[attr-defined]
     response = await adapter.complete(ask())
     assert response.stop_reason.kind is StopKind.END_TURN and len(peer.requests) == 1
     assert failures == [] and len(credentials.refreshed_in) == 1
