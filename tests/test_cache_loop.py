@@ -19,7 +19,7 @@ from metis.model import CachePolicy, CanonicalRequest, Message, Role, TokenUsage
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.testing.emulator import Emulator, Script, text, tools
 
-from .test_conformance import TOOLS, fold_stream, run_tool
+from .conversations import TOOLS, fold_stream, run_tool
 
 pytestmark = pytest.mark.backend_independent
 

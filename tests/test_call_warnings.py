@@ -8,8 +8,8 @@ import pytest
 from metis.model import CanonicalRequest, DroppedContent, Message, Role
 from metis.testing.emulator import text, thinking, tools
 
+from .conversations import TOOLS, adapters_for, run_tool, scripted
 from .helpers import answer, lossy_warnings, make_call
-from .test_conformance import TOOLS, adapters_for, run_tool, scripted
 
 
 @pytest.mark.anyio

@@ -2,10 +2,9 @@
 
 Each built-in stack is driven through a mock HTTP peer that answers in OpenAI chunk format
 (with the reasoning field that server uses), and the wire body it sent is checked for that
-provider's quirks; every quirk is sourced in the stack's YAML comments. A conversation then
-alternates OpenAI with two of these stacks, each turn checked by the emulator's OpenAI
-rules (plus Mistral's tool-id rule), and a stack written in a temporary file shows a new
-provider needs no Python at all.
+provider's quirks; every quirk is sourced in the stack's YAML comments. A stack written in a
+temporary file shows a new provider needs no Python at all. (Conversations alternating OpenAI
+with these stacks: tests/test_conversations.py.)
 """
 
 from __future__ import annotations
@@ -48,9 +47,8 @@ from metis.pipeline.stores import InMemoryToolIdStore
 from metis.stacks.loader import load_stack
 from metis.stages.edits.wire_fields import WireFields
 from metis.stages.policy.invariants import StreamChecker
-from metis.testing.emulator import Emulator, Script, text, tools
 
-from .helpers import answer, lossy_warnings
+from .helpers import lossy_warnings
 
 pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
 
@@ -622,100 +620,3 @@ def test_every_wire_fields_option_in_the_built_in_stacks_is_well_formed() -> Non
         for entry in load_stack(name).stages:
             if entry.name == "wire_fields":
                 WireFields(**entry.options)  # raises on a malformed path
-
-
-# Mid-session swap: OpenAI and two compatible stacks, turn by turn ----------------------------
-
-TOOLS = [
-    WEATHER,
-    ToolDefinition(
-        name="to_fahrenheit",
-        description="Convert Celsius to Fahrenheit",
-        input_schema={
-            "type": "object",
-            "properties": {"celsius": {"type": "number"}},
-            "required": ["celsius"],
-        },
-    ),
-]
-USER_TURNS = ["What's the weather in Paris?", "And Berlin and Rome?", "Thanks! One line, please."]
-MISTRAL_ID = re.compile(r"^[A-Za-z0-9]{9}$")
-
-
-def script() -> list[dict[str, Any]]:
-    return [
-        tools(("get_weather", {"city": "Paris"})),
-        text("Sunny and 21 °C in Paris."),
-        tools(
-            ("get_weather", {"city": "Berlin"}),
-            ("get_weather", {"city": "Rome"}),
-            say="Checking both.",
-        ),
-        tools(("to_fahrenheit", {"celsius": 21})),
-        text("Berlin is cloudy, Rome is hot, and 21 °C is 69.8 °F."),
-        text("Paris sunny, Berlin cloudy, Rome hot."),
-    ]
-
-
-def run_tool(call: ToolUseBlock) -> ToolResultBlock:
-    if call.name == "get_weather":
-        return ToolResultBlock(tool_use_id=call.id, content=f"{call.input['city']}: sunny, 21C")
-    return ToolResultBlock(tool_use_id=call.id, content=str(call.input["celsius"] * 9 / 5 + 32))
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize("streaming", [True, False], ids=["stream", "complete"])
-@pytest.mark.parametrize("pair", [("mistral", "deepseek"), ("groq", "llamacpp")])
-async def test_a_conversation_alternating_openai_and_compatible_stacks(
-    streaming: bool, pair: tuple[str, str]
-) -> None:
-    """Every turn goes through the emulator, which refuses (400) what OpenAI would refuse; the
-    compatible stacks' requests are checked by the same rules, and Mistral's ids by its own.
-    Each stack has its own emulator, all answering from one script."""
-    shared = Script(script())
-    order = ["openai", *pair] * 2
-    providers = {name: Emulator(model=shared, models="any") for name in ("openai", *pair)}
-    store = InMemoryToolIdStore()
-    adapters = {
-        name: build_adapter(
-            name,
-            AdapterConfig(api_key="test-key", http_client=provider.client()),
-            tool_id_store=store,
-        )
-        for name, provider in providers.items()
-    }
-    users = iter(USER_TURNS)
-    history = [Message.user(next(users))]
-    for name in order:
-        request = CanonicalRequest(
-            model=f"{name}:test-model",
-            session_id="compat-swap",
-            system_prompt="Be brief.",
-            messages=history,
-            tools=TOOLS,
-            max_output_tokens=512,
-        )
-        response = await answer(adapters[name], request, streaming)
-        history = [*history, Message(role=Role.ASSISTANT, content=response.content)]
-        if response.tool_calls:
-            history.append(Message.tool(*(run_tool(c) for c in response.tool_calls)))
-        elif (following := next(users, None)) is not None:
-            history.append(Message.user(following))
-
-    assert history[-1].text() == "Paris sunny, Berlin cloudy, Rome hot."
-    assert [len(p.requests) for p in providers.values()] == [2, 2, 2]
-    canonical = [b.id for m in history for b in m.content if isinstance(b, ToolUseBlock)]
-    assert len(canonical) == 4 and all(i.startswith("tu_") for i in canonical)
-
-    if "mistral" in pair:  # every id Mistral is sent is one it issued or a 9-character one
-        own = set(providers["mistral"].call_ids())
-        for body in providers["mistral"].bodies():
-            for message in body["messages"]:
-                ids = [c["id"] for c in message.get("tool_calls") or []]
-                ids += [message["tool_call_id"]] if message["role"] == "tool" else []
-                for tool_id in ids:
-                    assert tool_id in own or MISTRAL_ID.match(tool_id), tool_id
-    for name in pair:  # each stack's own quirks held on every turn
-        for body in providers[name].bodies():
-            for key in STACKS[name].absent:
-                assert key not in body, (name, key)

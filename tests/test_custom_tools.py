@@ -35,7 +35,7 @@ from metis.wire.openai_chat import codec as chat
 from metis.wire.openai_responses import OpenAIResponsesCodec
 from metis.wire.rules import RULES
 
-from . import test_every_platform as platforms
+from . import stack_table as platforms
 from .helpers import bound, make_call
 
 pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for

@@ -20,7 +20,9 @@ from metis.stages.policy.empty_content import EMPTY_ERROR_RESULT, EmptyContent
 from metis.testing.emulator import Emulator
 
 from .helpers import make_call
-from .test_conformance_all import DEADLINE, MODELS, PROVIDERS, WEATHER, adapter
+from .stack_table import DEADLINE, FAMILIES, MODELS, WEATHER, adapter
+
+PROVIDERS = list(FAMILIES)
 
 pytestmark = [
     pytest.mark.backend_independent,

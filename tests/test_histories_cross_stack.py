@@ -17,7 +17,7 @@ from metis.model import CanonicalRequest, Message, ThinkingConfig, ToolResultBlo
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.testing.emulator import Emulator
 
-from .test_conformance_all import DEADLINE, WEATHER
+from .stack_table import DEADLINE, WEATHER
 
 pytestmark = [
     pytest.mark.backend_independent,

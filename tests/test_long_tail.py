@@ -5,7 +5,7 @@ documented base URL and path, key variable and catalog id, and its documented qu
 wire_fields edits. Here each sends the same canonical request through a mock peer and the wire
 request is checked against that provider's documentation; the stacks' size, parents and catalog
 ids are checked, and a key that is not set is named before anything is sent. (The conformance
-suite runs over all of them in tests/test_cloud_conformance.py.)
+suite runs over all of them in tests/test_conformance.py.)
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from metis.model import (
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.testing.emulator import Emulator
 
-from . import test_every_platform as platforms
+from . import stack_table as platforms
 
 pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
 
