@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from metis.errors import (
     AuthError,
@@ -61,7 +59,9 @@ from metis.wire.codec import get_codec
 from metis.wire.framing.sse import SSEDecoder
 from tests.helpers import make_call as call_for
 
-RECORDINGS = Path(__file__).resolve().parents[2] / "shared" / "real-traffic" / "anthropic"
+from .recordings import ROOT, interactions
+
+RECORDINGS = ROOT / "anthropic"
 CANONICAL = {"text", "thinking", "redacted_thinking", "tool_use"}
 SERVER = "server_tool_use"  # and the *_tool_result blocks answering one
 
@@ -163,7 +163,7 @@ def load(name: str) -> list[dict[str, Any]]:
     if not RECORDINGS.is_dir():
         pytest.skip("real-traffic recordings not available")
     path = RECORDINGS / f"pydantic-ai__{name}.yaml"
-    return [i["response"] for i in yaml.safe_load(path.read_text())["interactions"]]
+    return [i["response"] for i in interactions(path)]
 
 
 def stream_files() -> list[str]:
@@ -854,7 +854,7 @@ def _canonical(done: MessageComplete) -> list[str]:
 
 @pytest.mark.parametrize("name", stream_files())
 def test_every_recorded_stream(name: str) -> None:
-    for response in yaml.safe_load((RECORDINGS / name).read_text())["interactions"]:
+    for response in interactions(RECORDINGS / name):
         objs = sse_objects(response["response"]["body"]["string"])
         events, warns = run_stream(objs)
         foreign = [

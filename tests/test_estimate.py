@@ -7,7 +7,6 @@ capability_check. The recordings part is skipped when the folder is absent (a fr
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,12 +46,10 @@ from metis.stacks.loader import load_stack, parse_stack
 from metis.stages.policy.capability_check import CapabilityCheck, unmet_needs
 
 from .helpers import FULL_CAPABILITIES, bound, make_call
+from .recordings import ROOT, interactions
 
 pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
 
-ROOT = Path(
-    os.environ.get("METIS_REAL_TRAFFIC", Path(__file__).parents[2] / "shared" / "real-traffic")
-)
 ANTHROPIC = load_stack("anthropic").token_estimate
 OPENAI = load_stack("openai").token_estimate
 TOLERANCE = 0.10  # docs/contract.md §1
@@ -96,8 +93,7 @@ def recorded() -> list[Recorded]:
         return []
     found = []
     for path in sorted(ROOT.glob("*/*.yaml")):
-        doc = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        for i, interaction in enumerate(doc.get("interactions") or []):
+        for i, interaction in enumerate(interactions(path)):
             uri = interaction["request"]["uri"].split("?")[0]
             body = interaction["request"].get("parsed_body")
             if uri.endswith("api.anthropic.com/v1/messages"):

@@ -22,7 +22,6 @@ figures; docs/reliability.md records them.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -44,6 +43,7 @@ from metis.model import MessageComplete, MessageStart, StreamEvent, TextBlock, T
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.telemetry import ListSink
 
+from . import test_real_traffic
 from .reliability_helpers import cassette_streams, split_at, stream_request
 
 KEY = "sk-fuzz-PLANTEDkey-0123456789"
@@ -73,8 +73,7 @@ def _sources() -> list[Source]:
         for s in cassette_streams()
         if s.provider in ("anthropic", "openai", "openai_responses", "gemini", "ollama")
     ]
-    for name in REAL_TRAFFIC:
-        module = importlib.import_module(f"tests.{name}")
+    for name, module in REAL_TRAFFIC.items():
         for exchange in module.EXCHANGES:
             content_type = getattr(exchange, "content_type", None) or "text/event-stream"
             if exchange.status != 200 or not _streamed(name, module, exchange):
@@ -85,7 +84,7 @@ def _sources() -> list[Source]:
     return found
 
 
-REAL_TRAFFIC = ("test_real_traffic",)
+REAL_TRAFFIC = {"test_real_traffic": test_real_traffic}
 
 
 def _streamed(name: str, module: Any, exchange: Any) -> bool:

@@ -7,11 +7,9 @@ present (skipped otherwise).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from metis.errors import (
     AdapterError,
@@ -60,7 +58,7 @@ from metis.wire.openai_chat import codec
 from tests.helpers import make_call as call_for
 from tests.helpers import recording_call
 
-RECORDINGS = Path(__file__).resolve().parents[2] / "shared" / "real-traffic" / "openai_chat"
+from .recordings import cassettes, interactions
 
 READ = ToolDefinition(
     name="Read",
@@ -807,12 +805,9 @@ def test_overloaded_503_without_json() -> None:
 
 
 def _interactions() -> list[tuple[str, dict[str, Any]]]:
-    if not RECORDINGS.is_dir():
-        return []
     found = []
-    for path in sorted(RECORDINGS.glob("*.yaml")):
-        cassette = yaml.safe_load(path.read_text())
-        for i, interaction in enumerate(cassette["interactions"]):
+    for path in cassettes("openai_chat"):
+        for i, interaction in enumerate(interactions(path)):
             if interaction["request"]["uri"].endswith("/chat/completions"):
                 found.append((f"{path.stem}[{i}]", interaction))
     return found

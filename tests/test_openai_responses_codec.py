@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from metis.errors import (
     AuthError,
@@ -57,7 +55,9 @@ from metis.wire.framing.sse import SSEDecoder
 from metis.wire.openai_responses import OpenAIResponsesCodec
 from tests.helpers import make_call as call_for
 
-RECORDINGS = Path(__file__).resolve().parents[2] / "shared" / "real-traffic" / "openai_responses"
+from .recordings import ROOT, interactions
+
+RECORDINGS = ROOT / "openai_responses"
 PROVIDER, MODEL = "openai_responses", "openai_responses:gpt-5"
 codec = OpenAIResponsesCodec()
 
@@ -1238,7 +1238,7 @@ def recording(name: str) -> list[dict[str, Any]]:
     path = RECORDINGS / name
     if not path.exists():
         pytest.skip(f"no recording {path}")
-    return yaml.safe_load(path.read_text())["interactions"]  # type: ignore[no-any-return]
+    return interactions(path)
 
 
 def parse_recorded(interaction: dict[str, Any]) -> MessageComplete:

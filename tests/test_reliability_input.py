@@ -3,7 +3,6 @@ never escape the full adapters as anything but a classified AdapterError."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import re
@@ -44,6 +43,7 @@ from metis.pipeline.warned import session_warnings
 from metis.stacks.loader import load_stack
 from metis.wire import json_limits
 
+from . import test_real_traffic
 from .fakes import anthropic_end, anthropic_start, anthropic_text, sse
 from .reliability_helpers import (
     RecordedStream,
@@ -118,7 +118,7 @@ def test_cassette_streams_ignore_chunk_boundaries(stream: RecordedStream) -> Non
 
 # 1. Chunk-boundary invariance: ../shared/real-traffic ----------------------------------------
 
-_REAL = {name: importlib.import_module(f"tests.{name}") for name in ("test_real_traffic",)}
+_REAL = {"test_real_traffic": test_real_traffic}
 
 
 def _real_streams() -> list[Any]:
