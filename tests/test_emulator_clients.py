@@ -16,9 +16,11 @@ import pytest
 
 from metis.testing.emulator import Emulator, main
 
-anthropic = pytest.importorskip("anthropic")
-openai = pytest.importorskip("openai")
-genai = pytest.importorskip("google.genai")
+from .helpers import ImportOnUse
+
+anthropic = ImportOnUse("anthropic")
+openai = ImportOnUse("openai")
+genai = ImportOnUse("google.genai")
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,10 @@ import pytest
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import FAMILIES, GATEWAY_KEY, gateway_url
 
-anthropic = pytest.importorskip("anthropic")
-openai = pytest.importorskip("openai")
+from .helpers import ImportOnUse
+
+anthropic = ImportOnUse("anthropic")
+openai = ImportOnUse("openai")
 
 ALIASES = [alias for _, _, alias in FAMILIES.values()] + ["fallback"]
 WEATHER = {

@@ -13,6 +13,7 @@ are not imports.
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -172,7 +173,8 @@ def direct_edges(module: str) -> list[Edge]:
     ]
 
 
-def all_edges() -> list[Edge]:
+@functools.cache  # three tests read it; one scan of every module serves them
+def all_edges() -> tuple[Edge, ...]:
     direct = {module: direct_edges(module) for module in MODULES}
     loads = {m for m, edges in direct.items() if any(e.kind == "module" for e in edges)}
     edges = list(dict.fromkeys(edge for found in direct.values() for edge in found))
@@ -183,7 +185,7 @@ def all_edges() -> list[Edge]:
             own = edge.importer == package or edge.importer.startswith(package + ".")
             if package in loads and not own and package != edge.imported:
                 edges.append(Edge(edge.importer, package, edge.line, "package"))
-    return list(dict.fromkeys(edges))
+    return tuple(dict.fromkeys(edges))
 
 
 def pending(edge: Edge) -> tuple[str, str] | None:
