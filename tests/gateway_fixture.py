@@ -28,7 +28,10 @@ FAMILIES = {
 
 
 def gateway_config(
-    emulator: Emulator, gateway: dict[str, Any] | None = None, **more: Any
+    emulator: Emulator,
+    gateway: dict[str, Any] | None = None,
+    tracer_provider: Any = None,
+    **more: Any,
 ) -> GatewayConfig:
     adapters: dict[str, Any] = {
         name: {"type": stack, "api_key_env": "UPSTREAM_KEY", "max_retries": 0}
@@ -47,7 +50,9 @@ def gateway_config(
     }
     environ = {"UPSTREAM_KEY": "sk-upstream", "GATEWAY_KEY": GATEWAY_KEY}
     clients = {name: emulator.client() for name in FAMILIES}
-    return GatewayConfig.from_dict(data, environ=environ, clients=clients)
+    return GatewayConfig.from_dict(
+        data, environ=environ, clients=clients, tracer_provider=tracer_provider
+    )
 
 
 @contextmanager

@@ -418,6 +418,7 @@ def test_a_whole_body_with_reasoning_text_and_tool_use() -> None:
         "redacted_thinking",
         "text",
         "tool_use",
+        "opaque",  # an image has no canonical form in a reply: kept whole (§8)
     ]
     assert done.final_content[3].input == {"city": "Oslo"}  # type: ignore[union-attr]
     assert (done.usage.input_tokens, done.usage.output_tokens) == (5, 6)

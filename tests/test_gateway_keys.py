@@ -146,3 +146,24 @@ def test_two_gateways_over_one_redis_enforce_one_rate_and_one_budget(redis_url: 
         more = {**said, "input": "And?", "previous_response_id": started["id"]}
         went_on = httpx.post(two + "/v1/responses", json=more, headers=headers)
         assert went_on.status_code == 200, went_on.text
+
+
+@pytest.mark.anyio
+async def test_the_model_list_shows_a_key_only_what_it_may_use() -> None:
+    keys = [
+        {"name": "narrow", "sha256": digest("narrow-key"), "models": ["flash", "fallback"]},
+        {"name": "wide", "sha256": digest("wide-key")},
+    ]
+    app = create_app(gateway_config(Emulator(), {"keys": keys}))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+
+        async def listed(key: str) -> list[str]:
+            answer = await client.get("/v1/models", headers={"x-api-key": key})
+            assert answer.status_code == 200
+            return [entry["id"] for entry in answer.json()["data"]]
+
+        assert await listed("narrow-key") == ["flash", "fallback"]
+        wide = await listed("wide-key")
+        assert {"flash", "gpt", "sonnet", "fallback"} <= set(wide) and len(wide) > 2
+        assert set(await listed(GATEWAY_KEY)) == set(wide)  # the simple key: every name

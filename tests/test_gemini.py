@@ -381,9 +381,10 @@ def test_usage_maps_all_four_counts() -> None:
     }
 
 
-def test_parts_with_no_canonical_form_are_dropped_with_one_warn_each() -> None:
+def test_parts_with_no_canonical_form_are_kept_whole_as_opaque_blocks() -> None:
     """Code execution's parts are a server tool's blocks, grounding metadata citations
-    (tests/test_server_tools_gemini.py); an inline image in a reply has no canonical form."""
+    (tests/test_server_tools_gemini.py); an inline image in a reply has no canonical form: it
+    is kept whole (docs/contract.md §8), with no WARN (tests/test_opaque_readers.py)."""
     events = parse(
         chunk({"executableCode": {"language": "PYTHON", "code": "1+1"}, "thoughtSignature": "s"}),
         chunk({"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "2"}}),
@@ -394,33 +395,9 @@ def test_parts_with_no_canonical_form_are_dropped_with_one_warn_each() -> None:
             {"inlineData": {"mimeType": "image/png", "data": "AA=="}}]},
             "groundingMetadata": {"webSearchQueries": ["1+1"]}, "finishReason": "STOP"}]},
     )  # fmt: skip
-    assert events[-1] == ["inlineData"]
+    assert events[-1] == []
     kinds = [b.type for b in final_of(events).final_content]
-    assert kinds == ["server_tool_call", "server_tool_result", "text"]
-
-
-def test_metadata_is_dropped_with_a_warn_the_first_time_it_is_there_and_not_when_empty() -> None:
-    """The chunks look for the dropped fields only where one of their keys is: one present but
-    empty is not content, one that arrives late (or after another) is still reported once."""
-
-    def with_metadata(text: str, **fields: Any) -> dict[str, Any]:
-        candidate = {"content": {"role": "model", "parts": [{"text": text}]}, **fields}
-        return {**chunk(), "candidates": [candidate]}
-
-    events = parse(
-        with_metadata("a", urlContextMetadata={}),
-        chunk({"text": "b"}),
-        with_metadata("c", groundingMetadata={"webSearchQueries": ["q"]}),  # read: citations
-        with_metadata("d", urlContextMetadata={"urlMetadata": [{"retrievedUrl": "u"}]}),
-        with_metadata("e", urlContextMetadata={"urlMetadata": [{"retrievedUrl": "v"}]}),
-        with_metadata("f", finishReason="STOP"),
-    )
-    assert events[-1] == ["urlContextMetadata"]
-    assert final_of(events).final_content[0].text == "abcdef"  # type: ignore[union-attr]
-    empty = parse(
-        with_metadata("a", urlContextMetadata={}), with_metadata("b", finishReason="STOP")
-    )
-    assert empty[-1] == []
+    assert kinds == ["server_tool_call", "server_tool_result", "text", "opaque"]
 
 
 @pytest.mark.parametrize(

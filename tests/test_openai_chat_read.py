@@ -12,6 +12,7 @@ import pytest
 from metis.errors import ProtocolError
 from metis.model.content import (
     ContentBlock,
+    OpaqueBlock,
     ProviderRaw,
     RedactedThinkingBlock,
     TextBlock,
@@ -110,14 +111,16 @@ def test_streamed_content_chunks_become_thinking_and_text_deltas() -> None:
     assert content[0].thinking == "Hmm, four." and content[1].text == "Four."  # type: ignore[union-attr]
 
 
-def test_unknown_content_chunk_is_dropped_with_a_warning() -> None:
+def test_unknown_content_chunk_is_kept_whole_with_no_warning() -> None:
     warnings: list[tuple[str, str]] = []
     reference = {"type": "reference", "reference_ids": [1]}
     events = stream(
         [chunk({"content": [reference, {"type": "text", "text": "ok"}]}, "stop")], warnings
     )
-    assert final(events).final_content == [TextBlock(text="ok")]
-    assert warnings and warnings[0][0] == "reference"
+    kept, text = final(events).final_content
+    assert text == TextBlock(text="ok") and warnings == []
+    assert isinstance(kept, OpaqueBlock) and kept.kind == "reference"
+    assert kept.provider_raw.data == {"item": reference, "place": "content"}
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from metis.errors import (
 from metis.model.content import (
     ImageBlock,
     Message,
+    OpaqueBlock,
     ProviderRaw,
     TextBlock,
     ThinkingBlock,
@@ -294,7 +295,9 @@ def parrot_reply(**extra: Any) -> dict[str, Any]:
 
 def test_blocks_mode_reads_mixed_items_by_a_field_value() -> None:
     final = final_of(events_of(build(PARROT), [parrot_reply()], stream=False))
-    thinking, text, call = final.final_content
+    thinking, text, call, doodle = final.final_content
+    assert isinstance(doodle, OpaqueBlock) and doodle.kind == "kind"  # its first key names it
+    assert doodle.provider_raw.data == {"item": {"kind": "doodle", "svg": "<svg/>"}}
     assert isinstance(thinking, ThinkingBlock)
     assert (thinking.thinking, thinking.signature) == ("Let me think.", "s3al")
     assert isinstance(text, TextBlock) and text.text == "Checking now."
@@ -312,12 +315,12 @@ def test_blocks_mode_reads_mixed_items_by_a_field_value() -> None:
     assert (final.message_id, final.model) == ("t-1", "parrot-2")
 
 
-def test_an_unknown_item_is_dropped_whole_with_one_warn() -> None:
+def test_an_unknown_item_is_kept_whole_with_no_warn() -> None:
     warned: list[tuple[Any, ...]] = []
     builder = MessageBuilder("toy", "toy:m", lambda *a, **k: warned.append((*a, k)))
-    build(PARROT).parse_body(parrot_reply(), builder)
-    assert [w[0] for w in warned] == ["kind"]  # the item's first key names it
-    assert "no canonical form" in warned[0][1]
+    final = final_of(list(build(PARROT).parse_body(parrot_reply(), builder)))
+    assert warned == []
+    assert [b.type for b in final.final_content][-1] == "opaque"
 
 
 def test_blocks_mode_streams_chunk_by_chunk_and_text_accumulates() -> None:

@@ -488,8 +488,8 @@ def test_another_model_gets_the_search_as_text() -> None:
     texts = [b["text"] for b in body["messages"][1]["content"]]
     assert texts[1] == (
         '[web_search {"query": "claude shannon birth date"}]\n'
-        "- Claude Shannon - Wikipedia <https://en.wikipedia.org/wiki/Claude_Shannon>"
-    )
+        "- Claude Shannon - Wikipedia <https://en.wikipedia.org/wiki/Claude_Shannon>\n\n"
+    )  # a paragraph of its own: the reply's text follows
     assert "server_tool_use" not in str(body) and "encrypted" not in str(body)
     assert call.dropped == []
 

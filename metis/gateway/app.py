@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import anyio
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -21,16 +22,30 @@ from metis.gateway.anthropic_api import VERSIONS
 from metis.gateway.config import GatewayConfig
 from metis.gateway.errors import RequestTooLargeError
 from metis.gateway.keys_redis import RedisLedger
+from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.service import Gateway, StreamResult, error_reply, log_dropped, request_id
 from metis.gateway.store import RedisResponseStore
 from metis.wire.json_limits import loads
 
 log = logging.getLogger("metis.gateway")
+JSON = "application/json"
 T = TypeVar("T")
 
 
 async def read_body(request: Request, limit: int) -> Any:
     """The request's JSON body, refused past ``limit`` bytes before more is read."""
+    return parse_body(await read_raw(request, limit))
+
+
+def parse_body(raw: bytes) -> Any:
+    try:
+        return loads(raw)
+    except (ValueError, RecursionError):
+        raise InvalidRequestError("the request body is not valid JSON") from None
+
+
+async def read_raw(request: Request, limit: int) -> bytes:
+    """The request's body, refused past ``limit`` bytes before more is read."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise RequestTooLargeError(f"request body is larger than {limit} bytes")
@@ -39,10 +54,7 @@ async def read_body(request: Request, limit: int) -> Any:
         received += chunk
         if len(received) > limit:
             raise RequestTooLargeError(f"request body is larger than {limit} bytes")
-    try:
-        return loads(bytes(received))
-    except (ValueError, RecursionError):
-        raise InvalidRequestError("the request body is not valid JSON") from None
+    return bytes(received)
 
 
 class DeadlineStream(StreamingResponse):
@@ -99,36 +111,48 @@ def _check_version(request: Request) -> None:
         raise InvalidRequestError(f"anthropic-version: invalid version {version!r}"[:200])
 
 
-def _json(status: int, body: Any, headers: dict[str, str]) -> JSONResponse:
+def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
+    if isinstance(body, bytes):  # a provider's own body, passed through
+        return Response(body, status_code=status, headers=headers, media_type=JSON)
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-async def _answer(gateway: Gateway, api: str, request: Request) -> Response:
+async def _answer(gateway: Gateway, passer: PassThrough, api: str, request: Request) -> Response:
     """The request answered; a refused one is counted here (with no model: its name may be
     anything), a served one where it ends."""
     started = time.monotonic()
-    response = await _answered(gateway, api, request)
+    response = await _answered(gateway, passer, api, request)
     if response.status_code != 200:
         gateway.metrics.request(api, "", response.status_code, time.monotonic() - started)
     return response
 
 
-async def _answered(gateway: Gateway, api: str, request: Request) -> Response:
+async def _answered(gateway: Gateway, passer: PassThrough, api: str, request: Request) -> Response:
     rid = request_id()
     try:
         key = gateway.authenticate(request.headers)
         if api == "anthropic":
             _check_version(request)
-        body = await read_body(request, gateway.settings.max_request_bytes)
-        prepared = await gateway.prepare(api, body)
-        if prepared.reported:
-            log_dropped(prepared, prepared.reported)
-        if prepared.inbound.stream:
-            return DeadlineStream(await gateway.stream(api, prepared, key))
-        result = await until_disconnect(request, gateway.complete(api, prepared, key))
+        raw = await read_raw(request, gateway.settings.max_request_bytes)
+        body = parse_body(raw)
+        passing = passer.plan(api, body, raw)
+        if passing is not None:
+            if passing.stream:
+                return DeadlineStream(await passer.stream(passing, request.headers, key))
+            work = passer.complete(passing, request.headers, key)
+        else:
+            prepared = await gateway.prepare(api, body)
+            if prepared.reported:
+                log_dropped(prepared, prepared.reported)
+            if prepared.inbound.stream:
+                streamed = await gateway.stream(api, prepared, key)
+                streamed.headers[PATH_HEADER] = "translated"
+                return DeadlineStream(streamed)
+            work = gateway.complete(api, prepared, key)
+        result = await until_disconnect(request, work)
         if result is None:  # the client went away: no one reads this
             return Response(status_code=499)
-        return _json(result.status, result.body, result.headers)
+        return _json(result.status, result.body, {PATH_HEADER: "translated", **result.headers})
     except AdapterError as exc:
         gateway.metrics.error(api, exc.error_class.value)
         failed = error_reply(api, exc, rid)
@@ -161,7 +185,7 @@ def _models(gateway: Gateway, request: Request) -> Response:
     ``type``/``display_name``/``created_at`` on each entry."""
     rid = request_id()
     try:
-        gateway.authenticate(request.headers)
+        key = gateway.authenticate(request.headers)
     except AdapterError as exc:
         api = "anthropic" if request.headers.get("anthropic-version") else "chat"
         failed = error_reply(api, exc, rid)
@@ -177,6 +201,7 @@ def _models(gateway: Gateway, request: Request) -> Response:
             "owned_by": "metis",
         }
         for entry in gateway.models.listing()
+        if key is None or key.may_use(entry["id"])
     ]
     first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
     page = {"object": "list", "data": data, "has_more": False, "first_id": first, "last_id": last}
@@ -195,6 +220,7 @@ async def redis_client(url: str) -> AsyncIterator[Any]:
 def create_app(config: GatewayConfig) -> Starlette:
     """The gateway's ASGI application over ``config``; its lifespan closes the adapters."""
     gateway = Gateway(config)
+    passer = PassThrough(gateway)
     state = {"ready": False}
 
     @asynccontextmanager
@@ -206,6 +232,7 @@ def create_app(config: GatewayConfig) -> Starlette:
                 client = await stack.enter_async_context(redis_client(url))
                 gateway.keys.ledger = RedisLedger(client)
                 gateway.stored = RedisResponseStore(client, gateway.settings.stored_seconds)
+                gateway.models.share(client)
             state["ready"] = True
             try:
                 yield
@@ -213,13 +240,13 @@ def create_app(config: GatewayConfig) -> Starlette:
                 state["ready"] = False
 
     async def messages(request: Request) -> Response:
-        return await _answer(gateway, "anthropic", request)
+        return await _answer(gateway, passer, "anthropic", request)
 
     async def chat(request: Request) -> Response:
-        return await _answer(gateway, "chat", request)
+        return await _answer(gateway, passer, "chat", request)
 
     async def responses(request: Request) -> Response:
-        return await _answer(gateway, "responses", request)
+        return await _answer(gateway, passer, "responses", request)
 
     async def count_tokens(request: Request) -> Response:
         return await _count_tokens(gateway, request)
@@ -247,8 +274,14 @@ def create_app(config: GatewayConfig) -> Starlette:
         Route("/ready", ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    middleware = []
+    if config.tracer is not None:
+        from metis.gateway.tracing import ServerSpans
+
+        middleware.append(Middleware(ServerSpans, tracer=config.tracer))
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
     app.state.gateway = gateway
+    app.state.pass_through = passer
     return app
 
 

@@ -52,6 +52,8 @@ READ = frozenset(
         "stream_options",
         "response_format",
         "reasoning_effort",
+        "functions",
+        "function_call",
     }
 )
 FINISH = {
@@ -68,9 +70,14 @@ def read_chat(raw: Any) -> Inbound:
     model = model_name(body)
     ignored = unknown_fields(body, READ)
     fields: dict[str, Any] = {}
-    if tools := _tools(body.get("tools")):
+    legacy = body.get("functions") is not None or body.get("function_call") is not None
+    if legacy and (body.get("tools") is not None or body.get("tool_choice") is not None):
+        raise InvalidRequestError("functions: give tools or functions (deprecated), not both")
+    tools = _functions(body.get("functions")) if legacy else _tools(body.get("tools"))
+    if tools:
         fields["tools"] = tools
-    if (choice := _tool_choice(body.get("tool_choice"))) is not None:
+    choice = _tool_choice(body.get("function_call") if legacy else body.get("tool_choice"))
+    if choice is not None:
         fields["tool_choice"] = choice
     if body.get("parallel_tool_calls") is not None:
         fields["parallel_tool_calls"] = flag(body, "parallel_tool_calls")
@@ -95,7 +102,7 @@ def read_chat(raw: Any) -> Inbound:
         max_output_tokens=limit,
         fields=fields,
         ignored=ignored,
-        options={"include_usage": include_usage is True},
+        options={"include_usage": include_usage is True, "legacy_functions": legacy},
     )
 
 
@@ -121,6 +128,22 @@ def _tools(raw: Any) -> list[Any]:
                 f"{where}.function",
             )
         )
+    return tools
+
+
+def _functions(raw: Any) -> list[Any]:
+    """Deprecated function calling's ``functions``: tools by another name."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise InvalidRequestError("functions: expected a list of functions")
+    tools = []
+    for i, function in enumerate(raw):
+        where = f"functions[{i}]"
+        if not isinstance(function, Mapping):
+            raise InvalidRequestError(f"{where}: expected an object")
+        name, description = function.get("name"), function.get("description")
+        tools.append(tool_definition(name, description, function.get("parameters"), where))
     return tools
 
 
@@ -155,12 +178,12 @@ def _tool_choice(raw: Any) -> ToolChoice | None:
     if isinstance(raw, str) and raw in named:
         return ToolChoice(type=named[raw])
     kind = raw.get("type") if isinstance(raw, Mapping) else None
-    chosen = raw.get("custom" if kind == "custom" else "function") if kind else None
+    chosen = raw.get("custom" if kind == "custom" else "function") if kind else raw
     if isinstance(chosen, Mapping) and isinstance(chosen.get("name"), str):
         return ToolChoice.tool(chosen["name"])
     raise InvalidRequestError(
         "tool_choice: expected auto, required, none, {type: function, function: {name}} "
-        "or {type: custom, custom: {name}}"
+        "or {type: custom, custom: {name}} (function_call: auto, none or {name})"
     )
 
 
@@ -197,8 +220,11 @@ def finish_reason(reason: StopReason) -> str:
     return FINISH.get(reason.kind, "stop")
 
 
-def write_completion(response: CanonicalResponse, model: str) -> dict[str, Any]:
-    """The Chat Completions reply body for ``response``, naming ``model`` as the client did."""
+def write_completion(
+    response: CanonicalResponse, model: str, legacy: bool = False
+) -> dict[str, Any]:
+    """The Chat Completions reply body for ``response``, naming ``model`` as the client did;
+    ``legacy``: a tool call as deprecated function calling's ``function_call`` (the first)."""
     message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
     texts = [b.text for b in response.content if isinstance(b, TextBlock)]
     if texts:
@@ -215,14 +241,13 @@ def write_completion(response: CanonicalResponse, model: str) -> dict[str, Any]:
         for b in response.content
         if isinstance(b, ToolUseBlock)
     ]
-    if calls:
+    finish = finish_reason(response.stop_reason)
+    if calls and legacy:
+        message["function_call"] = calls[0]["function"]
+        finish = "function_call" if finish == "tool_calls" else finish
+    elif calls:
         message["tool_calls"] = calls
-    choice = {
-        "index": 0,
-        "message": message,
-        "logprobs": None,
-        "finish_reason": finish_reason(response.stop_reason),
-    }
+    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
     return {
         "id": new_id("chatcmpl-"),
         "object": "chat.completion",
@@ -236,8 +261,9 @@ def write_completion(response: CanonicalResponse, model: str) -> dict[str, Any]:
 class ChunkStream(BlockWriter):
     """The canonical events of one call as Chat Completions streams them."""
 
-    def __init__(self, model: str, include_usage: bool) -> None:
+    def __init__(self, model: str, include_usage: bool, legacy: bool = False) -> None:
         super().__init__()
+        self.legacy = legacy  # tool calls as deprecated function calling's function_call
         self.base: dict[str, Any] = {
             "id": new_id("chatcmpl-"),
             "object": "chat.completion.chunk",
@@ -270,6 +296,9 @@ class ChunkStream(BlockWriter):
         if not isinstance(item, ToolUseStart):
             return b""
         function = {"name": item.tool_name, "arguments": ""}
+        if self.legacy:  # one call only: the others have no place in the reply
+            self.calls += 1
+            return self._chunk({"function_call": function}) if self.calls == 1 else b""
         opened = {"index": self.calls, "id": item.tool_use_id, "type": "function"}
         self.calls += 1
         return self._chunk({"tool_calls": [{**opened, "function": function}]})
@@ -281,6 +310,9 @@ class ChunkStream(BlockWriter):
         return self._chunk({"reasoning_content": item.thinking}) if item.thinking else b""
 
     def tool_input(self, item: ToolUseInputDelta) -> bytes:
+        if self.legacy:
+            arguments = {"function_call": {"arguments": item.partial_json}}
+            return self._chunk(arguments) if self.calls == 1 else b""
         fragment = {"index": self.calls - 1, "function": {"arguments": item.partial_json}}
         return self._chunk({"tool_calls": [fragment]})
 
@@ -288,7 +320,10 @@ class ChunkStream(BlockWriter):
         return b""
 
     def complete(self, item: MessageComplete) -> bytes:
-        out = self._chunk({}, finish_reason(item.stop_reason))
+        finish = finish_reason(item.stop_reason)
+        if self.legacy and finish == "tool_calls":
+            finish = "function_call"
+        out = self._chunk({}, finish)
         if self.include_usage:
             out += data({**self.base, "choices": [], "usage": usage(item.usage)})
         return out + DONE

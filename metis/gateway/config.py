@@ -37,6 +37,12 @@ class GatewaySettings(BaseModel):
     gateway (else: in memory)."""
     stored_seconds: int = Field(default=30 * 86400, ge=1)
     """How long a stored response is kept in Redis."""
+    opentelemetry: bool = False
+    """A SERVER span per request, the library's client spans under it (metis.gateway.tracing;
+    the global tracer provider's, ``pip install 'metis[otel]'``)."""
+    pass_through: bool = True
+    """Whether a request whose API is the routed model's own goes through as it came
+    (metis.gateway.passthrough); off: every request is translated."""
     keys: list[KeySpec] = Field(default_factory=list)
     """Gateway keys with their own models, limits and budget (metis.gateway.keys)."""
 
@@ -46,9 +52,16 @@ class GatewayConfig:
     gateway's settings, and the client key they name (read from the environment)."""
 
     def __init__(
-        self, registry: Registry, settings: GatewaySettings, api_key: str | None, keys: Keys
+        self,
+        registry: Registry,
+        settings: GatewaySettings,
+        api_key: str | None,
+        keys: Keys,
+        tracer: Any = None,
     ) -> None:
         self.registry, self.settings, self.api_key, self.keys = registry, settings, api_key, keys
+        self.tracer = tracer
+        """The server spans' tracer (None: no spans; ``gateway.opentelemetry``)."""
 
     @classmethod
     def load(
@@ -67,8 +80,11 @@ class GatewayConfig:
         source: str = "<inline>",
         *,
         environ: Mapping[str, str] | None = None,
+        tracer_provider: Any = None,
         **registry_kwargs: Any,
     ) -> GatewayConfig:
+        """``tracer_provider``: the spans' provider when ``gateway.opentelemetry`` is on (else
+        the global one)."""
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: expected a mapping with adapters, models and gateway")
         data = dict(data)
@@ -87,5 +103,12 @@ class GatewayConfig:
                     "set; set it to the key clients must send"
                 )
         keys = Keys(settings.keys, env)
+        tracer = None
+        if settings.opentelemetry:
+            from metis.gateway.tracing import tracer_for
+            from metis.telemetry.otel import OpenTelemetrySink
+
+            tracer = tracer_for(tracer_provider)
+            registry_kwargs.setdefault("telemetry", OpenTelemetrySink(tracer_provider))
         registry = Registry.from_dict(data, source, environ=environ, **registry_kwargs)
-        return cls(registry, settings, api_key, keys)
+        return cls(registry, settings, api_key, keys, tracer)

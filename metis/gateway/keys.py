@@ -58,6 +58,10 @@ class KeyState:
     in_flight: int = 0
     spent: Decimal = Decimal(0)
 
+    def may_use(self, model: str) -> bool:
+        """Whether the key may name ``model`` (a model, alias or route)."""
+        return self.spec.models is None or model in self.spec.models
+
 
 def price(model: str, usage: TokenUsage) -> Decimal | None:
     """What ``usage`` cost on ``model`` at the catalog's prices (None: no single price known)."""
@@ -129,7 +133,7 @@ class Keys:
 
     async def admit(self, state: KeyState, model: str, now: float | None = None) -> None:
         spec = state.spec
-        if spec.models is not None and model not in spec.models:
+        if not state.may_use(model):
             raise GatewayPermissionError(f"key {spec.name!r} may not use model {model!r}")
         verdict, wait = await self.ledger.admit(state, time.time() if now is None else now)
         if verdict == OVER_BUDGET:

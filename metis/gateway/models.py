@@ -29,6 +29,21 @@ class ModelTable:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
         self._routers: dict[str, Router] = {}
+        self.shared: dict[str, Any] = {}
+        """What the routers keep outside the process (availability, buckets, slots), given
+        to each as it is made (``gateway.redis_url``: Redis)."""
+
+    def share(self, client: Any) -> None:
+        """The routers' availability and limits in the Redis of ``client``, shared by every
+        gateway that names it."""
+        from metis.redis.availability import RedisAvailability
+        from metis.redis.limits import RedisBuckets, RedisSlots
+
+        self.shared = {
+            "availability": RedisAvailability(client),
+            "buckets": RedisBuckets(client),
+            "slots": RedisSlots(client),
+        }
 
     def resolve(self, name: str) -> Target:
         """The target of ``name``; ModelNotFoundError (404) for a name the configuration does
@@ -36,7 +51,7 @@ class ModelTable:
         if name in self.registry.route_specs:
             router = self._routers.get(name)
             if router is None:
-                router = self._routers[name] = self.registry.router(name)
+                router = self._routers[name] = self.registry.router(name, **self.shared)
             return Target(name, router, f"route:{name}", router.capabilities_for(name))
         try:
             route = self.registry.resolve(name)

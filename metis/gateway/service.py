@@ -172,7 +172,8 @@ class Gateway:
         if api == "anthropic":
             body = anthropic_api.write_message(response, model)
         elif api == "chat":
-            body = chat_api.write_completion(response, model)
+            legacy = bool(prepared.inbound.options.get("legacy_functions"))
+            body = chat_api.write_completion(response, model, legacy)
         else:
             response_id = new_id("resp_")
             output = responses_api.output_items(response.content)
@@ -216,8 +217,12 @@ class Gateway:
         if api == "anthropic":
             return anthropic_api.MessageStream(model, made_by(prepared)), ""
         if api == "chat":
-            include = bool(prepared.inbound.options.get("include_usage"))
-            return chat_api.ChunkStream(model, include), ""
+            options = prepared.inbound.options
+            include, legacy = (
+                bool(options.get("include_usage")),
+                bool(options.get("legacy_functions")),
+            )
+            return chat_api.ChunkStream(model, include, legacy), ""
         response_id = new_id("resp_")
         return responses_api.ResponseStream(prepared.inbound, model, response_id), response_id
 

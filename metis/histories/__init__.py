@@ -11,8 +11,26 @@ For applications moving to metis with histories already on disk::
 Provider tool ids become canonical ``tu_`` ids, the same id always the same one. Documents and
 audio come and go in each format's own form (metis/histories/files.py): a Chat ``file`` id is
 OpenAI's, an Anthropic ``file`` source Anthropic's, and each goes back only to its own format.
-What one side cannot carry (video, another provider's file id, server tools, reasoning in Chat
-format) is dropped whole with the structured ``metis.lossy_projection`` WARN, never silently.
+Server-tool calls and results, citations, custom tool calls and any block of a type metis does
+not read (kept whole as an opaque block) come in too (metis/histories/blocks.py), marked as made
+by the format's provider (``anthropic``; ``openai`` for Chat), and go back to that format as they
+came. To the other format they go as metis sends them to that provider:
+
+========================  ==============================  ===================================
+block                     Chat form                       Anthropic form
+========================  ==============================  ===================================
+server-tool result        text: what was called, what it  verbatim if Anthropic's, else the
+                          returned (its call in it)       same text
+server-tool call          left out (in its result's text) verbatim if Anthropic's
+citation                  ``url_citation`` annotation     verbatim if Anthropic's
+                          (one with a URL and a span)
+custom tool call          ``type: "custom"`` call         ``tool_use``, input ``{"input"}``
+opaque block              as it came, if Chat's           as it came, if Anthropic's
+========================  ==============================  ===================================
+
+What one side cannot carry (video, another provider's file id or opaque block, a citation it has
+no form for, a server-tool call without its result, reasoning in Chat format) is dropped whole
+with the structured ``metis.lossy_projection`` WARN, never silently.
 Malformed input (a field of the wrong type, a list that is not one, tool arguments that are
 not a JSON object) is an InvalidRequestError naming the message, the block and the field,
 never a bare exception. The exports take canonical messages or their dicts

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from typing import Any
 
 from metis.adapter.sendable import first_unsendable
 from metis.errors import InvalidRequestError
+from metis.histories.blocks import (
+    ANTHROPIC,
+    Export,
+    anthropic_citations,
+    from_anthropic_block,
+    to_anthropic_text,
+)
 from metis.histories.files import from_anthropic_document, to_anthropic_document
 from metis.histories.reading import (
     Ids,
@@ -25,9 +33,12 @@ from metis.model.content import (
     ContentBlock,
     ImageBlock,
     Message,
+    OpaqueBlock,
     ProviderRaw,
     RedactedThinkingBlock,
     Role,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -37,6 +48,8 @@ from metis.model.content import (
 )
 from metis.model.dicts import MessageDict
 from metis.model.media import AudioBlock, DocumentBlock, VideoBlock
+
+_EXPORT = Export(ANTHROPIC, "Anthropic Messages export")
 
 
 def from_anthropic(
@@ -90,7 +103,7 @@ def _blocks(content: Any, where: str, ids: Ids, made_by: ProviderRaw) -> list[Co
 def _block(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ContentBlock | None:
     kind = block.get("type")
     if kind == "text":
-        return TextBlock(text=text(block, "text", at))
+        return TextBlock(text=text(block, "text", at), citations=anthropic_citations(block, at))
     if kind == "image":
         return ImageBlock(source=_source(block.get("source"), at))
     if kind == "document":
@@ -110,8 +123,7 @@ def _block(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ContentBlock 
         )
     if kind == "redacted_thinking":
         return RedactedThinkingBlock(data=text(block, "data", at), provider_raw=made_by)
-    dropped(kind, at, "Anthropic Messages import")
-    return None
+    return from_anthropic_block(block, kind, at, ids.servers, made_by.model)
 
 
 def _result(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ToolResultBlock:
@@ -153,7 +165,8 @@ def to_anthropic(messages: Iterable[Message | MessageDict]) -> dict[str, Any]:
             system.append(canonical.text())
             continue
         role = "assistant" if canonical.role is Role.ASSISTANT else "user"
-        blocks = [_wire(b, f"{where}.content[{j}]") for j, b in enumerate(canonical.content)]
+        own = _EXPORT.own(canonical.content, where)
+        blocks = [_wire(b, f"{where}.content[{j}]") for j, b in enumerate(own)]
         content = [b for b in blocks if b is not None]
         if out and out[-1]["role"] == role:
             out[-1]["content"].extend(content)
@@ -167,7 +180,11 @@ def to_anthropic(messages: Iterable[Message | MessageDict]) -> dict[str, Any]:
 
 def _wire(block: ContentBlock | ToolResultContent, where: str) -> dict[str, Any] | None:
     if isinstance(block, TextBlock):
-        return {"type": "text", "text": block.text}
+        return to_anthropic_text(block, where)
+    if isinstance(block, ServerToolCallBlock | ServerToolResultBlock):  # Anthropic's own
+        return copy.deepcopy(block.provider_raw.data) if block.provider_raw else None
+    if isinstance(block, OpaqueBlock):
+        return copy.deepcopy(_EXPORT.opaque(block, where))
     if isinstance(block, ImageBlock):
         return {"type": "image", "source": block.source.model_dump()}
     if isinstance(block, DocumentBlock | AudioBlock | VideoBlock):

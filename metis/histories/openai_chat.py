@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from metis.adapter.sendable import first_unsendable
 from metis.errors import InvalidRequestError
+from metis.histories.blocks import CHAT, Export, chat_annotations, chat_opaque_part
 from metis.histories.files import from_chat_audio, from_chat_file, split_data_url, to_chat_parts
 from metis.histories.reading import (
     Ids,
@@ -26,6 +28,8 @@ from metis.model.content import (
     ContentBlock,
     ImageBlock,
     Message,
+    OpaqueBlock,
+    ProviderRaw,
     Role,
     TextBlock,
     ThinkingBlock,
@@ -36,7 +40,15 @@ from metis.model.content import (
 from metis.model.dicts import MessageDict
 from metis.model.media import AudioBlock, DocumentBlock, VideoBlock
 from metis.wire.media import project_attachments
+from metis.wire.opaque import place_of
+from metis.wire.openai_chat.encode import freeform_text
 from metis.wire.openai_chat.media import image_url
+from metis.wire.openai_chat.read import REASONING_DETAILS
+from metis.wire.openai_chat.server_tools import annotation_citations
+
+_EXPORT = Export(CHAT, "OpenAI Chat export")
+_CUSTOM = ProviderRaw(provider=CHAT, data={"type": "custom"})
+"""A freeform tool's call: it goes back to Chat as one (docs/contract.md §10)."""
 
 
 def from_openai_chat(messages: Iterable[Any], *, ids: Ids | None = None) -> list[Message]:
@@ -44,6 +56,7 @@ def from_openai_chat(messages: Iterable[Any], *, ids: Ids | None = None) -> list
     read to canonical ones (default: a new id for each)."""
     ids = Ids() if ids is None else ids
     out: list[Message] = []
+    called: dict[str, str] = {}  # legacy function calls awaiting their result: name -> id
     for i, raw in enumerate(history(messages)):
         where = f"messages[{i}]"
         item = mapping(raw, where)
@@ -53,22 +66,47 @@ def from_openai_chat(messages: Iterable[Any], *, ids: Ids | None = None) -> list
         elif role == "user":
             out.append(Message(role=Role.USER, content=_parts(item.get("content"), where)))
         elif role == "assistant":
-            out.append(Message(role=Role.ASSISTANT, content=_assistant(item, where, ids)))
-        elif role == "tool":
-            result = ToolResultBlock(
-                tool_use_id=ids(item.get("tool_call_id"), f"{where}.tool_call_id"),
-                content=_text(item.get("content"), where),
-            )
-            if out and out[-1].role is Role.TOOL:  # parallel results: one canonical message
-                out[-1] = Message(role=Role.TOOL, content=[*out[-1].content, result])
-            else:
-                out.append(Message(role=Role.TOOL, content=[result]))
+            content = _assistant(item, where, ids)
+            if item.get("function_call") is not None:
+                content.append(_function_call(item["function_call"], where, ids, called))
+            out.append(Message(role=Role.ASSISTANT, content=content))
+        elif role in ("tool", "function"):
+            _tool_result(out, item, where, _result_id(item, where, ids, called))
         else:
             raise InvalidRequestError(
-                f"{where}.role: expected system, developer, user, assistant or tool, got "
-                f"{role_shown(role)}"
+                f"{where}.role: expected system, developer, user, assistant, tool or function, "
+                f"got {role_shown(role)}"
             )
     return out
+
+
+def _tool_result(out: list[Message], item: Mapping[str, Any], where: str, call_id: str) -> None:
+    result = ToolResultBlock(tool_use_id=call_id, content=_text(item.get("content"), where))
+    if out and out[-1].role is Role.TOOL:  # parallel results: one canonical message
+        out[-1] = Message(role=Role.TOOL, content=[*out[-1].content, result])
+    else:
+        out.append(Message(role=Role.TOOL, content=[result]))
+
+
+def _function_call(raw: Any, where: str, ids: Ids, called: dict[str, str]) -> ToolUseBlock:
+    """A legacy ``function_call`` (deprecated function calling): a tool call without an id,
+    answered by the next ``role: function`` message of its name."""
+    at = f"{where}.function_call"
+    name = text(mapping(raw, at), "name", at)
+    given = tool_input(raw.get("arguments"), f"{at}.arguments")
+    called[name] = ids(f"function_call:{where}", at)
+    return ToolUseBlock(id=called[name], name=name, input=given)
+
+
+def _result_id(item: Mapping[str, Any], where: str, ids: Ids, called: dict[str, str]) -> str:
+    if item.get("role") == "tool":
+        return ids(item.get("tool_call_id"), f"{where}.tool_call_id")
+    name = text(item, "name", where)
+    if name not in called:
+        raise InvalidRequestError(
+            f"{where}: a function result for {name!r} with no function_call before it"[:200]
+        )
+    return called.pop(name)
 
 
 def _parts(content: Any, where: str) -> list[ContentBlock]:
@@ -90,9 +128,21 @@ def _parts(content: Any, where: str) -> list[ContentBlock]:
             blocks.append(from_chat_file(part, at))
         elif kind == "input_audio":
             blocks.append(from_chat_audio(part, at))
-        else:
-            dropped(kind, at, "OpenAI Chat import")
+        elif (kept := chat_opaque_part(part, kind, at)) is not None:  # back to Chat as it came
+            blocks.append(kept)
     return blocks
+
+
+def _cited(blocks: list[ContentBlock], annotations: Any) -> list[ContentBlock]:
+    """The message's ``annotations`` (a stored reply's url citations) on its text."""
+    cited = annotation_citations(annotations)
+    texts = [i for i, b in enumerate(blocks) if isinstance(b, TextBlock)]
+    if not cited or len(texts) != 1:  # spans count in the one text of the message
+        return blocks
+    at = texts[0]
+    block = blocks[at]
+    assert isinstance(block, TextBlock)
+    return [*blocks[:at], block.model_copy(update={"citations": cited}), *blocks[at + 1 :]]
 
 
 def _text(content: Any, where: str) -> str:
@@ -104,7 +154,7 @@ def _assistant(item: Mapping[str, Any], where: str, ids: Ids) -> list[ContentBlo
     reasoning = item.get("reasoning_content") or item.get("reasoning")
     if isinstance(reasoning, str) and reasoning:
         blocks.append(ThinkingBlock(thinking=reasoning))
-    blocks.extend(_parts(item.get("content"), where))
+    blocks.extend(_cited(_parts(item.get("content"), where), item.get("annotations")))
     calls = item.get("tool_calls")
     for k, raw in enumerate(items(calls, f"{where}.tool_calls") if calls is not None else []):
         at = f"{where}.tool_calls[{k}]"
@@ -112,11 +162,14 @@ def _assistant(item: Mapping[str, Any], where: str, ids: Ids) -> list[ContentBlo
             custom = mapping(raw.get("custom"), f"{at}.custom")
             name = text(custom, "name", f"{at}.custom")
             given: Any = {"input": text(custom, "input", f"{at}.custom")}
+            made: ProviderRaw | None = _CUSTOM
         else:
             function = mapping(raw.get("function"), f"{at}.function")
             name = text(function, "name", f"{at}.function")
             given = tool_input(function.get("arguments"), f"{at}.function.arguments")
-        blocks.append(ToolUseBlock(id=ids(raw.get("id"), f"{at}.id"), name=name, input=given))
+            made = None
+        tool_id = ids(raw.get("id"), f"{at}.id")
+        blocks.append(ToolUseBlock(id=tool_id, name=name, input=given, provider_raw=made))
     return blocks
 
 
@@ -140,22 +193,37 @@ def to_openai_chat(messages: Iterable[Message | MessageDict]) -> list[dict[str, 
         if canonical.role is Role.TOOL:
             out += _tool_messages(canonical, where)
             continue
-        parts: list[dict[str, Any]] = []
-        calls: list[dict[str, Any]] = []
-        for j, block in enumerate(canonical.content):
-            if isinstance(block, TextBlock):
-                parts.append({"type": "text", "text": block.text})
-            elif isinstance(block, ImageBlock | DocumentBlock | AudioBlock | VideoBlock):
-                parts += _media(block, where)
-            elif isinstance(block, ToolUseBlock):
-                calls.append(_call(block, f"{where}.content[{j}]"))
-            else:
-                dropped(block.type, where, "OpenAI Chat export")
-        entry: dict[str, Any] = {"role": canonical.role.value, "content": _content(parts)}
-        if calls:
-            entry["tool_calls"] = calls
-        out.append(entry)
+        out.append(_entry(canonical, where))
     return out
+
+
+def _entry(canonical: Message, where: str) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    details: list[dict[str, Any]] = []
+    content = _EXPORT.own(canonical.content, where)  # server-tool results as text
+    for j, block in enumerate(content):
+        if isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock | DocumentBlock | AudioBlock | VideoBlock):
+            parts += _media(block, where)
+        elif isinstance(block, ToolUseBlock):
+            calls.append(_call(block, f"{where}.content[{j}]"))
+        elif isinstance(block, OpaqueBlock):
+            if (item := _EXPORT.opaque(block, where)) is not None:
+                kept = copy.deepcopy(item)
+                (details if place_of(block) == REASONING_DETAILS else parts).append(kept)
+        else:
+            dropped(block.type, where, "OpenAI Chat export")
+    entry: dict[str, Any] = {"role": canonical.role.value, "content": _content(parts)}
+    if calls:
+        entry["tool_calls"] = calls
+    if details:
+        entry["reasoning_details"] = details
+    texts = [b for b in content if isinstance(b, TextBlock)]
+    if any(b.citations for b in texts) and (cited := chat_annotations(texts, where)):
+        entry["annotations"] = cited
+    return entry
 
 
 def _tool_messages(canonical: Message, where: str) -> list[dict[str, Any]]:
@@ -185,6 +253,10 @@ def _call(block: ToolUseBlock, where: str) -> dict[str, Any]:
     problem = first_unsendable(block.input, f"{where}.input")
     if problem:
         raise InvalidRequestError(problem)
+    raw = block.provider_raw
+    if raw is not None and raw.provider == CHAT and raw.data.get("type") == "custom":
+        custom = {"name": block.name, "input": freeform_text(block.input)}
+        return {"id": block.id, "type": "custom", "custom": custom}
     arguments = json.dumps(block.input, ensure_ascii=False)
     function = {"name": block.name, "arguments": arguments}
     return {"id": block.id, "type": "function", "function": function}
@@ -193,6 +265,6 @@ def _call(block: ToolUseBlock, where: str) -> dict[str, Any]:
 def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]] | None:
     if not parts:
         return None
-    if all(p["type"] == "text" for p in parts):
+    if all(p.get("type") == "text" for p in parts):
         return "".join(p["text"] for p in parts)
     return parts

@@ -30,6 +30,7 @@ class Ids:
 
     def __init__(self) -> None:
         self.known: dict[str, str] = {}
+        self.servers: dict[str, str] = {}  # server tool call id -> its tool's name
 
     def __call__(self, provider_id: Any, where: str) -> str:
         if not isinstance(provider_id, str) or not provider_id:

@@ -171,7 +171,7 @@ def projected_text(
 
 
 def _search_line(result: SearchResult) -> str:
-    line = f"- {result.title or result.url} <{result.url}>"
+    line = f"- {result.title} <{result.url}>" if result.title else f"- <{result.url}>"
     return f"{line}: {result.snippet}" if result.snippet else line
 
 

@@ -40,6 +40,7 @@ class Block:
         "kind",
         "name",
         "parts",
+        "place",
         "signature",
         "tool_id",
         "unparsed",
@@ -59,6 +60,7 @@ class Block:
         self.unparsed: str | None = None
         self.input_error: str | None = None
         self.item: dict[str, Any] | None = None  # an opaque block: the provider's own
+        self.place: str | None = None  # and where in the provider's message it goes back
         self.doubtful = False
         """A tool call whose input may be unfinished: arguments that are not a JSON object,
         or none at all; whether it was cut off is known only when the reply stops."""
@@ -115,7 +117,10 @@ def final_content(
                 )
             )
         elif block.kind == OPAQUE:
-            item = ProviderRaw(provider=provider, model=model, data={"item": block.item or {}})
+            own: dict[str, Any] = {"item": block.item or {}}
+            if block.place is not None:
+                own["place"] = block.place
+            item = ProviderRaw(provider=provider, model=model, data=own)
             content.append(OpaqueBlock(kind=block.name, provider_raw=item))
         elif block.kind == REDACTED:
             content.append(

@@ -273,14 +273,18 @@ class MessageBuilder(WholeBlocks):
         if block is not None and block.kind == TOOL and not block.ended:
             self._end_tool(block, None, partial=False)
 
-    def opaque(self, key: Hashable, kind: str, item: dict[str, Any]) -> None:
+    def opaque(
+        self, key: Hashable, kind: str, item: dict[str, Any], place: str | None = None
+    ) -> None:
         """Keep a block that has no canonical meaning, whole: the provider's ``kind`` and its
-        own ``item`` (called again for the same key, the item is replaced by the later form).
-        It makes no event; it is in ``final_content`` as an OpaqueBlock (docs/contract.md §8)."""
+        own ``item`` (called again for the same key, the item is replaced by the later form);
+        ``place`` names where in the provider's message it goes back, for a provider with more
+        than one such place. It makes no event; it is in ``final_content`` as an OpaqueBlock
+        (docs/contract.md §8)."""
         block = self._by_key.get(key)
         if block is None or block.kind != OPAQUE:
             block = self._open(key, OPAQUE)
-        block.name, block.item = clean(kind), clean_value(item)
+        block.name, block.item, block.place = clean(kind), clean_value(item), place
 
     def has_block(self, key: Hashable) -> bool:
         return key in self._by_key

@@ -4,6 +4,7 @@ one WARN naming its kind (docs/contract.md §8)."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from metis.model.content import Message, OpaqueBlock
@@ -16,6 +17,40 @@ def own_item(block: OpaqueBlock, provider: str) -> dict[str, Any] | None:
     raw = block.provider_raw
     item = raw.data.get("item")
     return item if raw.provider == provider and isinstance(item, dict) else None
+
+
+def sent_back(
+    block: OpaqueBlock, call: EncodeContext, message_id: str | None
+) -> dict[str, Any] | None:
+    """The block as this call's provider gave it, a copy to send (:func:`own_item`); None, with
+    the one WARN, when another provider made it."""
+    item = own_item(block, call.provider)
+    if item is None:
+        call.warn_dropped(block.kind, elsewhere(block), message_id=message_id)
+        return None
+    return copy.deepcopy(item)
+
+
+def place_of(block: OpaqueBlock) -> str | None:
+    """Where in its provider's message the block goes back, when the reader said so."""
+    place = block.provider_raw.data.get("place")
+    return place if isinstance(place, str) else None
+
+
+def merge_fragment(item: dict[str, Any], fragment: dict[str, Any]) -> None:
+    """A streamed piece of an opaque block added to what came before, in place: text is
+    appended, lists extended, objects merged key by key, anything else replaced (a Converse
+    ``image`` delta's ``source.bytes`` pieces become the whole block's)."""
+    for key, value in fragment.items():
+        held = item.get(key)
+        if isinstance(held, str) and isinstance(value, str):
+            item[key] = held + value
+        elif isinstance(held, list) and isinstance(value, list):
+            held.extend(copy.deepcopy(value))
+        elif isinstance(held, dict) and isinstance(value, dict):
+            merge_fragment(held, value)
+        else:
+            item[key] = copy.deepcopy(value)
 
 
 def elsewhere(block: OpaqueBlock) -> str:

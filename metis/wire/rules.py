@@ -158,6 +158,34 @@ def deepseek_problems(body: dict[str, Any]) -> list[str]:
     return problems
 
 
+RESPONSES_ITEMS = frozenset(
+    [
+        "web_search_call",
+        "code_interpreter_call",
+        "file_search_call",
+        "computer_call",
+        "computer_call_output",
+        "image_generation_call",
+        "local_shell_call",
+        "local_shell_call_output",
+        "shell_call",
+        "shell_call_output",
+        "apply_patch_call",
+        "apply_patch_call_output",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "mcp_call",
+        "compaction",
+        "item_reference",
+    ]
+)
+"""The input items besides messages, calls, outputs and reasoning that the Responses API takes
+back (openai-python ``responses/response_input_item_param.py``): a reply's server tool items
+and the other items metis keeps whole go back as they came (docs/contract.md §8, §11)."""
+_LED_TO = frozenset({"message", "function_call", "custom_tool_call"}) | RESPONSES_ITEMS
+
+
 def openai_responses_problems(body: dict[str, Any]) -> list[str]:
     items = body.get("input")
     if not isinstance(items, list) or not items:
@@ -184,7 +212,7 @@ def openai_responses_problems(body: dict[str, Any]) -> list[str]:
             answered.add(call_id)
         elif kind == "reasoning":
             following = items[i + 1].get("type", "message") if i + 1 < len(items) else None
-            if following not in ("message", "function_call", "custom_tool_call"):
+            if following not in _LED_TO:
                 problems.append(f"{where}: reasoning was provided without its following item")
         elif kind == "message":
             assistant = item.get("role") == "assistant"
@@ -201,7 +229,7 @@ def openai_responses_problems(body: dict[str, Any]) -> list[str]:
                     problems.append(
                         f"{where}.content[{j}]: {item.get('role')} content cannot be {kind_of}"
                     )
-        else:
+        elif kind not in RESPONSES_ITEMS:
             problems.append(f"{where}: unknown item type {kind!r}")
     problems += [
         f"no tool output found for function call {c!r}" for c in calls if c not in answered
@@ -212,6 +240,7 @@ def openai_responses_problems(body: dict[str, Any]) -> list[str]:
 
 
 _GEMINI_DATA = {"text", "inlineData", "fileData", "functionCall", "functionResponse"}
+_GEMINI_DATA |= {"executableCode", "codeExecutionResult", "toolCall", "toolResponse"}
 
 
 def gemini_problems(body: dict[str, Any]) -> list[str]:

@@ -34,7 +34,7 @@ def for_provider(
     calls = {b.id: b for b in content if isinstance(b, ServerToolCallBlock)}
     answered = {b.tool_call_id for b in content if isinstance(b, ServerToolResultBlock)}
     out: list[ContentBlock] = []
-    for block in content:
+    for n, block in enumerate(content):
         if not isinstance(block, ServerToolCallBlock | ServerToolResultBlock) or call.produced(
             block.provider_raw
         ):
@@ -44,8 +44,9 @@ def for_provider(
             if text is None:
                 reason = f"{_origin(block)}; its {block.name} result holds nothing readable"
                 call.warn_dropped(block.type, reason, message_id=message_id)
-            else:
-                out.append(TextBlock(text=text))
+            else:  # a paragraph of its own where a wire joins the texts into one string
+                more = any(isinstance(b, TextBlock) for b in content[n + 1 :])
+                out.append(TextBlock(text=text + "\n\n" if more else text))
         elif block.id not in answered:
             reason = f"{_origin(block)}, and no result of it came with it"
             call.warn_dropped(block.type, reason, message_id=message_id)

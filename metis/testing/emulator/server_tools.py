@@ -1,7 +1,8 @@
 """Server-side tools in the emulator's replies: a web search with its results (and the answer
 citing them) or code run in the provider's sandbox, written once and rendered by each format
-as its provider sends them (Anthropic's ``server_tool_use`` and ``*_tool_result`` blocks with
-``citations``)::
+as its provider sends them: Anthropic's ``server_tool_use`` and ``*_tool_result`` blocks with
+``citations`` here, the other APIs' forms in ``formats/server_openai.py``, ``server_gemini.py``
+and ``server_converse.py``::
 
     Emulator(model=[web_search("python 3.13", [("https://python.org", "Python")],
                                say="Python 3.13 is out.")])

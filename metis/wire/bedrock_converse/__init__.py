@@ -14,6 +14,7 @@ become a server tool's call and result, never a call to run; ``citationsContent`
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +27,7 @@ from metis.wire.bedrock_converse import server_tools as nova
 from metis.wire.bedrock_converse.encode import encode
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import Codec
+from metis.wire.opaque import merge_fragment
 from metis.wire.partial_json import parse_object
 from metis.wire.read import (
     object_value,
@@ -55,7 +57,7 @@ _BLOCK_START, _BLOCK_DELTA = "contentBlockStart", "contentBlockDelta"
 class ConverseStreamParser:
     """Feeds ConverseStream events to a builder."""
 
-    __slots__ = ("_builder", "_server", "_server_names", "_stopped", "_tool_inputs")
+    __slots__ = ("_builder", "_opaque", "_server", "_server_names", "_stopped", "_tool_inputs")
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
@@ -64,6 +66,8 @@ class ConverseStreamParser:
         # open server blocks: index -> (the toolUse or toolResult start, its pieces)
         self._server: dict[int, tuple[dict[str, Any], list[Any]]] = {}
         self._server_names: dict[str, str] = {}  # server call id -> canonical name
+        # open blocks with no canonical form (an image): index -> (kind, the block so far)
+        self._opaque: dict[int, tuple[str, dict[str, Any]]] = {}
 
     def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         builder = self._builder
@@ -93,6 +97,8 @@ class ConverseStreamParser:
         return self._builder.take()
 
     def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        for index in list(self._opaque):  # what arrived of them is kept
+            self._stop_block(index)
         self._builder.finish(reason)
         return self._builder.take()
 
@@ -114,6 +120,8 @@ class ConverseStreamParser:
                 tool_id = required_text(tool, "toolUseId", "contentBlockStart.start.toolUse")
                 builder.tool_start(index, tool_id, required_text(tool, "name", "toolUse"))
                 self._tool_inputs[index] = False
+            elif start:  # an image, or a block newer than this codec: kept whole
+                self._opaque_piece(index, start)
         elif "contentBlockStop" in obj:
             event = object_value(obj["contentBlockStop"], "contentBlockStop")
             self._stop_block(required_index(event, "contentBlockIndex", "contentBlockStop"))
@@ -136,7 +144,8 @@ class ConverseStreamParser:
             pieces.extend([tool.get("input", "")] if isinstance(tool, dict) else [])
             pieces.extend(delta.get("toolResult") or [])
         elif "citation" in delta:
-            builder.citation(index, nova.citation(object_value(delta["citation"], "citation")))
+            cited = nova.citation(object_value(delta["citation"], "citation"))
+            builder.citation(_cited_text(builder, index), cited)
         elif "text" in delta:
             text = text_value(delta["text"], "contentBlockDelta.delta.text")
             if text:  # some models open with an empty text delta; it is no block
@@ -149,9 +158,18 @@ class ConverseStreamParser:
                 self._tool_inputs[index] = True
         elif "reasoningContent" in delta:
             self._reasoning(index, delta["reasoningContent"])
+        elif delta:  # an image's piece, or a delta newer than this codec: kept whole
+            self._opaque_piece(index, delta)
+
+    def _opaque_piece(self, index: int, piece: dict[str, Any]) -> None:
+        """A start or delta of a block with no canonical form: the block's pieces, merged
+        into its whole form (``{"image": {"format", "source": {"bytes"}}}``)."""
+        if index in self._opaque:
+            merge_fragment(self._opaque[index][1], piece)
         else:
-            kind = next(iter(delta), "?")
-            builder.warn(kind, f"unknown Converse delta {kind!r} ignored")
+            kind = next(iter(piece))
+            self._opaque[index] = (kind, copy.deepcopy(piece))
+            self._builder.opaque(("opaque", index), kind, piece)
 
     def _reasoning(self, index: int, reasoning: Any) -> None:
         where = "contentBlockDelta.delta.reasoningContent"
@@ -165,6 +183,10 @@ class ConverseStreamParser:
             builder.redacted_thinking(index, _base64(reasoning, where))
 
     def _stop_block(self, index: int) -> None:
+        if index in self._opaque:
+            kind, item = self._opaque.pop(index)
+            self._builder.opaque(("opaque", index), kind, item)
+            return
         if index in self._server:
             start, pieces = self._server.pop(index)
             if "toolUse" in start:
@@ -215,11 +237,21 @@ def _server_block(parser: ConverseStreamParser, index: int, block: dict[str, Any
         for part in cited.get("content") or []:
             if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]:
                 parser._builder.text(index, part["text"])
+        key = _cited_text(parser._builder, index)
         for raw in cited.get("citations") or []:
-            parser._builder.citation(index, nova.citation(object_value(raw, "citations[]")))
+            parser._builder.citation(key, nova.citation(object_value(raw, "citations[]")))
     else:
         return False
     return True
+
+
+def _cited_text(builder: MessageBuilder, index: int) -> int:
+    """The block citations at ``index`` belong to: its own text, else the text just before it
+    (Nova 2's web grounding sends a ``citationsContent`` of citations only after the text it
+    grounds: https://docs.aws.amazon.com/nova/latest/nova2-userguide/web-grounding.html)."""
+    if builder.text_of(index) or index == 0 or not builder.text_of(index - 1):
+        return index
+    return index - 1
 
 
 def _whole_block(builder: MessageBuilder, index: int, block: dict[str, Any]) -> None:
@@ -243,9 +275,8 @@ def _whole_block(builder: MessageBuilder, index: int, block: dict[str, Any]) -> 
             builder.thinking(index, optional_text(given, "text", f"{where}.reasoningText") or "")
             if signature := optional_text(given, "signature", f"{where}.reasoningText"):
                 builder.thinking_signature(index, signature)
-    else:
-        kind = next(iter(block), "?")
-        builder.warn(kind, f"Converse {kind!r} blocks have no canonical form")
+    elif block:  # an image, a document, or a block newer than this codec: kept whole
+        builder.opaque(index, next(iter(block)), block)
 
 
 def stop_reason(raw: str) -> StopReason:

@@ -19,6 +19,7 @@ from metis.model.content import (
     ContentBlock,
     DocumentBlock,
     ImageBlock,
+    OpaqueBlock,
     RedactedThinkingBlock,
     Role,
     ServerToolCallBlock,
@@ -38,6 +39,7 @@ from metis.wire.bedrock_converse.media import media
 from metis.wire.bedrock_converse.server_tools import declarations
 from metis.wire.codec import EncodeContext
 from metis.wire.media import cannot_carry, project_attachments
+from metis.wire.opaque import sent_back
 from metis.wire.server_replay import messages_for_provider
 
 EMPTY_RESULT = "(no output)"
@@ -152,6 +154,8 @@ def _block(block: ContentBlock | ToolResultContent, at: _At) -> dict[str, Any] |
         return {"reasoningContent": {"reasoningText": text}}
     if isinstance(block, RedactedThinkingBlock):
         return {"reasoningContent": {"redactedContent": block.data}}
+    if isinstance(block, OpaqueBlock):  # as Converse gave it, only back to where it came from
+        return sent_back(block, at.call, at.where)
     return None  # a tool result inside a tool result has no form
 
 

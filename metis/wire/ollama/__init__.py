@@ -35,6 +35,7 @@ from metis.model.content import (
     ContentBlock,
     ImageBlock,
     Message,
+    OpaqueBlock,
     Role,
     TextBlock,
     ThinkingBlock,
@@ -50,6 +51,7 @@ from metis.wire.knobs.sampling import sampling_fields
 from metis.wire.media import project_attachments
 from metis.wire.ollama.read import OllamaStreamParser, parse_body
 from metis.wire.ollama.read import error_from_http as error_from_http  # stages read it here
+from metis.wire.opaque import sent_back
 
 log = logging.getLogger("metis")
 
@@ -160,6 +162,7 @@ def _assistant(message: Message, message_id: str, call: EncodeContext) -> dict[s
     texts: list[str] = []
     reasoning: list[str] = []
     calls: list[dict[str, Any]] = []
+    fields: dict[str, Any] = {}
     for block in message.content:
         if isinstance(block, TextBlock):
             texts.append(block.text)
@@ -170,9 +173,11 @@ def _assistant(message: Message, message_id: str, call: EncodeContext) -> dict[s
             reasoning.append(block.thinking)
         elif isinstance(block, ThinkingBlock):
             call.warn_dropped("thinking", _foreign(block, call), message_id=message_id)
+        elif isinstance(block, OpaqueBlock):  # a message field, only back to where it came from
+            fields.update(sent_back(block, call, message_id) or {})
         else:
             _drop(call, block, message.role, message_id)
-    out: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
+    out: dict[str, Any] = {"role": "assistant", "content": "".join(texts), **fields}
     if reasoning:
         out["thinking"] = "\n\n".join(reasoning)
     if calls:

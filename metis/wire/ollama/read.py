@@ -4,12 +4,14 @@ Sans-IO. The parser reads one JSON object per line. As the recordings show, text
 ``message.content`` fragments, reasoning as ``message.thinking``, tool calls whole in one line
 (with an ``id`` only on newer servers: one is minted when absent), and the last line has
 ``done: true``, ``done_reason`` and the token counts. An ``{"error": ...}`` line inside a 200
-stream is raised as a classified error. Every value read from the server is checked by
-:mod:`metis.wire.read`.
+stream is raised as a classified error. A message field not named above (``images`` a model
+made, ...) is kept whole as an opaque block (docs/contract.md §8). Every value read from the
+server is checked by :mod:`metis.wire.read`.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -21,6 +23,7 @@ from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.http_errors import body_excerpt, http_error, json_body
+from metis.wire.opaque import merge_fragment
 from metis.wire.read import (
     malformed,
     object_value,
@@ -32,6 +35,8 @@ from metis.wire.read import (
 )
 
 _TEXT, _THINKING = "text", "thinking"
+_READ = frozenset({"role", "content", "thinking", "tool_calls", "tool_name"})
+_NOTHING: tuple[Any, ...] = (None, "", [], {})
 _CAPABILITY = re.compile(
     r"does not support (tools|thinking|chat|completion|generate|insert|vision|images)"
     r"|missing data required for image input",
@@ -47,12 +52,13 @@ _OUT_OF_MEMORY = re.compile(r"requires more system memory|out of memory|unable t
 class OllamaStreamParser:
     """Feeds Ollama's chat objects (NDJSON lines, or one whole body) to a builder."""
 
-    __slots__ = ("_builder", "_calls", "_done")
+    __slots__ = ("_builder", "_calls", "_done", "_opaque")
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
         self._calls = 0
         self._done = False
+        self._opaque: dict[str, dict[str, Any]] = {}  # message fields with no canonical form
 
     def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         builder = self._builder
@@ -106,6 +112,19 @@ class OllamaStreamParser:
             builder.text(_TEXT, text_value(content, "message.content"))
         for item in optional_list(message, "tool_calls", "message"):
             self._tool_call(object_value(item, "message.tool_calls[]"))
+        for field, value in message.items():
+            if field not in _READ and value not in _NOTHING:
+                self._opaque_field(field, value)
+
+    def _opaque_field(self, field: str, value: Any) -> None:
+        """A message field this codec does not know (images a model made, ...): kept whole
+        (its streamed pieces merged), to go back only to this provider."""
+        item = self._opaque.get(field)
+        if item is None:
+            item = self._opaque[field] = {field: copy.deepcopy(value)}
+        else:
+            merge_fragment(item, {field: value})
+        self._builder.opaque(("field", field), field, item)
 
     def _tool_call(self, item: dict[str, Any]) -> None:
         function = required_object(item, "function", "message.tool_calls[]")

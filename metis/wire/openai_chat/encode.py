@@ -23,6 +23,7 @@ from metis.model.content import (
     DocumentBlock,
     ImageBlock,
     Message,
+    OpaqueBlock,
     Role,
     TextBlock,
     ThinkingBlock,
@@ -33,8 +34,9 @@ from metis.model.content import (
 from metis.model.request import ToolDefinition
 from metis.wire.codec import EncodeContext
 from metis.wire.media import project_attachments
+from metis.wire.opaque import own_item, place_of, sent_back
 from metis.wire.openai_chat.media import media_parts
-from metis.wire.openai_chat.read import content_chunks
+from metis.wire.openai_chat.read import REASONING_DETAILS, content_chunks
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -112,9 +114,17 @@ def assistant_message(
     texts: list[str] = []
     reasoning: list[str] = []
     calls: list[dict[str, Any]] = []
+    details: list[dict[str, Any]] = []  # reasoning_details entries with no canonical form
+    chunked = False  # the reply held content chunks with no canonical form
     for block in message.content:
         if isinstance(block, TextBlock):
             texts.append(block.text)
+        elif isinstance(block, OpaqueBlock):
+            item = sent_back(block, call, message_id)
+            if item is not None and place_of(block) == REASONING_DETAILS:
+                details.append(item)
+            elif item is not None:
+                chunked = True
         elif isinstance(block, ToolUseBlock) and _is_custom(block, call, custom):
             text = freeform_text(block.input)
             calls.append(
@@ -133,9 +143,12 @@ def assistant_message(
             _drop(call, block.type, message.role, message_id)
     content = "".join(texts) if texts else (None if calls else "")
     out: dict[str, Any] = {"role": "assistant", "content": content}
-    if replay is not None and replay.reasoning_in_content and reasoning:
+    in_content = replay is not None and replay.reasoning_in_content
+    if (in_content and reasoning) or chunked:
         out["content"] = content_chunks(
-            message.content, lambda block: call.produced(block.provider_raw)
+            message.content,
+            lambda block: in_content and call.produced(block.provider_raw),
+            lambda block: copy.deepcopy(own_item(block, call.provider)),
         )
     elif replay is not None and replay.reasoning_field is not None:
         said = "".join(reasoning)
@@ -145,6 +158,8 @@ def assistant_message(
             out[replay.reasoning_field] = said
     if calls:
         out["tool_calls"] = calls
+    if details:
+        out["reasoning_details"] = details
     return out
 
 

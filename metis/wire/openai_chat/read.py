@@ -12,6 +12,8 @@ Sans-IO helpers for :mod:`metis.wire.openai_chat`'s parsers:
   compatible server) is a ``tool_use`` stop.
 - usage with cache writes (``prompt_tokens_details.cache_write_tokens``).
 - tool calls without an ``id``: one is minted.
+- a content chunk or ``reasoning_details`` entry of a type not named above: kept whole as an
+  opaque block (docs/contract.md §8), which goes back in the same place only to this provider.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from metis.core.ids import new_ulid
-from metis.model.content import ContentBlock, TextBlock, ThinkingBlock
+from metis.model.content import ContentBlock, OpaqueBlock, TextBlock, ThinkingBlock
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
+from metis.wire.opaque import place_of
 from metis.wire.read import (
     list_value,
     malformed,
@@ -47,6 +50,9 @@ _STOPS = {
         ("eos_token", StopKind.END_TURN),  # TGI 1.4
     )
 }
+CONTENT, REASONING_DETAILS = "content", "reasoning_details"
+"""Where an opaque block of this dialect goes back: a ``content`` chunk or a
+``reasoning_details`` entry of the assistant message."""
 _REFUSED = StopReason(kind=StopKind.REFUSAL, raw="stop")
 _FORCED_TOOL = StopReason(kind=StopKind.TOOL_USE, raw="stop")
 
@@ -76,9 +82,8 @@ def read_content(
         elif kind == "thinking":
             for part in _thinking_parts(required(chunk, "thinking", where), where):
                 builder.thinking(thinking_key, part)
-        else:  # references, images: nothing canonical to put them in
-            reason = f"openai_chat content chunks of type {kind!r} have no canonical form"
-            builder.warn(kind, reason, message_id=builder.message_id)
+        else:  # references, images: kept whole, to go back only to this provider
+            builder.opaque(object(), kind, chunk, place=CONTENT)
 
 
 def _thinking_parts(thinking: Any, where: str) -> list[str]:
@@ -125,9 +130,8 @@ def read_reasoning_details(
         elif kind == "reasoning.encrypted":
             if data := optional_text(entry, "data", kind):
                 builder.redacted_thinking(("encrypted", key), data)
-        else:
-            reason = f"reasoning_details entries of type {kind!r} have no canonical form"
-            builder.warn(kind, reason, message_id=builder.message_id)
+        else:  # kept whole, to go back only to this provider
+            builder.opaque(object(), kind, entry, place=REASONING_DETAILS)
 
 
 def stop_reason(raw: str | None, refused: bool, calls: bool) -> StopReason:
@@ -172,11 +176,15 @@ def tool_call_id(item: dict[str, Any]) -> str:
 
 
 def content_chunks(
-    content: list[ContentBlock], keep_thinking: Callable[[ThinkingBlock], bool]
+    content: list[ContentBlock],
+    keep_thinking: Callable[[ThinkingBlock], bool],
+    own_chunk: Callable[[OpaqueBlock], dict[str, Any] | None] = lambda block: None,
 ) -> list[dict[str, Any]]:
     """An assistant turn's text and reasoning as Mistral's typed content chunks, in order: the
-    ``content`` to send back where a stack keeps reasoning. ``keep_thinking`` says which
-    thinking blocks go (this model's own); tool calls and other blocks are not content."""
+    ``content`` to send back where a stack keeps reasoning, or where the reply held chunks with
+    no canonical form. ``keep_thinking`` says which thinking blocks go (this model's own),
+    ``own_chunk`` gives such a chunk as it came (None: it stays out); tool calls and other
+    blocks are not content."""
     chunks: list[dict[str, Any]] = []
     for block in content:
         if isinstance(block, TextBlock) and block.text:
@@ -185,4 +193,10 @@ def content_chunks(
             chunks.append(
                 {"type": "thinking", "thinking": [{"type": "text", "text": block.thinking}]}
             )
+        elif (
+            isinstance(block, OpaqueBlock)
+            and place_of(block) == CONTENT
+            and (chunk := own_chunk(block)) is not None
+        ):
+            chunks.append(chunk)
     return chunks

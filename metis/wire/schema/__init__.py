@@ -43,7 +43,7 @@ placeholder whose value is absent removes its key, ``{$if: x, $then: v}`` is a c
 ``response_schema`` (docs/stacks.md) -- how a reply is read:
     ``content_mode: blocks | separate``, ``content_path``; blocks: ``block_detect`` (an
     ordered map of ``text`` / ``thinking`` / ``tool_call`` to ``{key}`` and/or ``{field,
-    value}``; the first match wins, anything else is dropped whole with one WARN),
+    value}``; the first match wins; anything else is kept whole, an opaque block: contract §8),
     ``text_value``, ``thinking_value``, ``thinking_signature``; separate: ``text_field``,
     ``thinking_field``, ``tool_calls_field``; both: ``tool_call_name``, ``tool_call_input``,
     ``tool_call_input_format: object | json_string``, ``tool_call_id`` (absent: ids are
@@ -104,7 +104,7 @@ class SchemaCodec:
                     provider=call.provider,
                     request_id=call.request_id,
                 )
-            body["tools"] = [*body.get("tools", []), *gemini_tools.declarations(request, call)]
+            gemini_tools.add_declarations(body, request, call)
         return body
 
     def stream_parser(self, builder: MessageBuilder) -> SchemaParser:

@@ -24,6 +24,7 @@ from metis.model.content import (
     DocumentBlock,
     ImageBlock,
     Message,
+    OpaqueBlock,
     ProviderRaw,
     RedactedThinkingBlock,
     Role,
@@ -40,6 +41,7 @@ from metis.model.request import CanonicalRequest
 from metis.wire.codec import EncodeContext
 from metis.wire.knobs.sampling import sampling_fields
 from metis.wire.media import Attachment, cannot_carry
+from metis.wire.opaque import sent_back
 from metis.wire.schema.compiled import Compiled
 from metis.wire.schema.files import file_parts, result_media
 from metis.wire.schema.paths import OMIT, compile_path, set_path
@@ -165,6 +167,11 @@ class Encoder:
             raw = block.provider_raw  # the model's own part (messages_for_provider saw to it)
             if raw is not None and isinstance(raw.data.get("part"), dict):
                 turn.parts.append(copy.deepcopy(raw.data["part"]))
+                turn.texts.append(None)
+            return
+        if isinstance(block, OpaqueBlock):  # a part as this provider gave it, only to it
+            if (item := sent_back(block, call, message_id)) is not None:
+                turn.parts.append(item)
                 turn.texts.append(None)
             return
         if isinstance(block, TextBlock):

@@ -8,13 +8,19 @@ toolType, response}`` parts. Each becomes a server tool's call or result keeping
 any ``thoughtSignature`` on it) to go back verbatim to the model that made it. A candidate's
 ``groundingMetadata`` (usually on the last chunk) becomes citations: each of its
 ``groundingSupports`` cites the ``groundingChunks`` it names, for the span of the reply its
-``segment`` gives. Sources: python-genai ``types.py`` (``GoogleSearch``, ``UrlContext``,
-``ToolCodeExecution``, ``ExecutableCode``, ``CodeExecutionResult``, ``Outcome``, ``ToolCall``,
-``ToolResponse``, ``GroundingMetadata``, ``GroundingChunk``, ``GroundingSupport``, ``Segment``).
+``segment`` gives. Its ``urlContextMetadata`` (the URL context tool's, output only) becomes a
+``web_fetch`` call and result per URL read (the result's page, or the retrieval status as its
+``error``), unless the reply showed the fetches as ``toolCall`` parts already. Gemini takes no
+part for them back (nor does its own SDK send the metadata again), so to Gemini they go as
+nothing; elsewhere as their text projection. Sources: python-genai ``types.py`` (``GoogleSearch``,
+``UrlContext``, ``ToolCodeExecution``, ``ExecutableCode``, ``CodeExecutionResult``, ``Outcome``,
+``ToolCall``, ``ToolResponse``, ``GroundingMetadata``, ``GroundingChunk``, ``GroundingSupport``,
+``Segment``, ``UrlContextMetadata``, ``UrlMetadata``, ``UrlRetrievalStatus``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable
 from typing import Any
 
@@ -29,6 +35,7 @@ from metis.model.server_tools import (
     CodeExecution,
     CodeOutput,
     ProviderTool,
+    SearchResult,
     ServerToolCallBlock,
     ServerToolResultBlock,
     WebFetch,
@@ -39,6 +46,9 @@ from metis.wire.codec import EncodeContext
 
 _TOOL_TYPES = {"GOOGLE_SEARCH_WEB": WEB_SEARCH, "URL_CONTEXT": WEB_FETCH}
 _OK = "OUTCOME_OK"
+_URL_READ = "URL_RETRIEVAL_STATUS_SUCCESS"
+_COMBINES = re.compile(r"^gemini-(?:[3-9]|[1-9][0-9])")  # the wire models that mix tools
+_SHOWN = "includeServerSideToolInvocations"
 
 
 def declarations(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, Any]]:
@@ -65,6 +75,20 @@ def declarations(request: CanonicalRequest, call: EncodeContext) -> list[dict[st
     return out
 
 
+def add_declarations(body: dict[str, Any], request: CanonicalRequest, call: EncodeContext) -> None:
+    """The request's server tools added to ``body``'s ``tools``. Beside function tools only from
+    Gemini 3 on, which then must be asked to show its own calls (``toolConfig
+    .includeServerSideToolInvocations``: ai.google.dev/gemini-api/docs/tool-combination; the
+    Vertex stack leaves the field out, which Vertex does not take); before, a CapabilityError."""
+    tools = body.get("tools") or []
+    if any(isinstance(t, dict) and "functionDeclarations" in t for t in tools):
+        if not _COMBINES.search(call.wire_model):
+            _refuse(call, "Gemini takes built-in tools beside function tools from Gemini 3 on")
+        config = body.get("toolConfig")
+        body["toolConfig"] = {**(config if isinstance(config, dict) else {}), _SHOWN: True}
+    body["tools"] = [*tools, *declarations(request, call)]
+
+
 def _refuse(call: EncodeContext, reason: str) -> None:
     raise CapabilityError(
         f"{call.model} cannot serve this request: {reason}",
@@ -81,6 +105,7 @@ class GeminiParts:
         self._last_call: str | None = None
         self._names: dict[str, str] = {}
         self._grounding: dict[str, Any] | None = None
+        self._url_context: dict[str, Any] | None = None
 
     def part(self, part: dict[str, Any], builder: MessageBuilder) -> int | None:
         """The canonical index of the block ``part`` made, or None when it is not a server
@@ -112,16 +137,24 @@ class GeminiParts:
         """A response or chunk: its grounding metadata, if any, replaces what came before."""
         candidates = obj.get("candidates")
         first = candidates[0] if isinstance(candidates, list) and candidates else None
-        grounding = first.get("groundingMetadata") if isinstance(first, dict) else None
-        if isinstance(grounding, dict):
+        if not isinstance(first, dict):
+            return
+        if isinstance(grounding := first.get("groundingMetadata"), dict):
             self._grounding = grounding
+        if isinstance(url_context := first.get("urlContextMetadata"), dict) and url_context:
+            self._url_context = url_context
 
     def finish(self, builder: MessageBuilder, text_key: Hashable) -> None:
-        """The grounding's citations, on the reply's text."""
+        """The grounding's citations, on the reply's text; the URLs read, as fetches."""
         if self._grounding is not None:
             text = builder.text_of(text_key)
             for cited in citations(self._grounding, text):
                 builder.citation(text_key, cited)
+        if self._url_context is not None and WEB_FETCH not in self._names.values():
+            for number, entry in enumerate(_list(self._url_context, "urlMetadata"), 1):
+                if isinstance(entry, dict) and isinstance(entry.get("retrievedUrl"), str):
+                    for block in url_fetch(entry, f"url_context_{number}"):
+                        builder.server_tool(("url_context", number, block.type), block)
 
     def _call(
         self, given_id: Any, name: str, input_: dict[str, Any], raw: ProviderRaw
@@ -138,6 +171,24 @@ class GeminiParts:
         if isinstance(given_id, str) and given_id:
             return given_id
         return self._last_call or f"server_{self._calls}"
+
+
+def url_fetch(
+    entry: dict[str, Any], call_id: str
+) -> tuple[ServerToolCallBlock, ServerToolResultBlock]:
+    """A ``urlMetadata`` entry as the fetch it reports: its call and its result."""
+    url, status = entry["retrievedUrl"], entry.get("urlRetrievalStatus")
+    raw = ProviderRaw(provider="gemini", data={"urlMetadata": entry})
+    call = ServerToolCallBlock(id=call_id, name=WEB_FETCH, input={"url": url}, provider_raw=raw)
+    read = status == _URL_READ
+    result = ServerToolResultBlock(
+        tool_call_id=call_id,
+        name=WEB_FETCH,
+        search_results=[SearchResult(url=url)] if read else None,
+        error=None if read else str(status or "URL_RETRIEVAL_STATUS_UNSPECIFIED"),
+        provider_raw=raw,
+    )
+    return call, result
 
 
 def _code_input(code: dict[str, Any]) -> dict[str, Any]:

@@ -44,6 +44,7 @@ class SchemaParser:
         "_finish",
         "_last",
         "_name",
+        "_opaque",
         "_open",
         "_pending_usage",
         "_r",
@@ -76,6 +77,7 @@ class SchemaParser:
         self._where = f"{name} {'chunk' if streamed else 'response'}"  # names fields in errors
         self._response_id: str | None = None
         self._calls = 0
+        self._opaque = 0  # parts kept whole as opaque blocks
         self._open: dict[Any, tuple[Hashable, str | None]] = {}  # separate mode: index -> call
         self._text_key: Hashable = "text"
         self._text_block = -1  # canonical index of the open text block
@@ -197,14 +199,12 @@ class SchemaParser:
             self._tool_call(part, whole=True)
         elif self._extra is not None and (made := self._extra.part(part, self._b)) is not None:
             self._last = made
-        else:
-            builder = self._b
+        else:  # no canonical form: kept whole, to go back only to this provider
             block_type = next((str(k) for k in part if k not in self._echo), "part")
-            builder.warn(
-                block_type,
-                f"{self._name} {block_type!r} parts have no canonical form",
-                message_id=builder.message_id,
-            )
+            opaque_key = ("opaque", self._opaque)
+            self._opaque += 1
+            self._b.opaque(opaque_key, block_type, part)
+            self._last = self._index(opaque_key)
 
     def _message(self, message: dict[str, Any]) -> None:
         r = self._r

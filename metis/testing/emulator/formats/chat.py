@@ -22,6 +22,11 @@ from metis.testing.emulator.formats.base import Call, Route
 from metis.testing.emulator.formats.canonical_turns import turns_of
 from metis.testing.emulator.formats.chat_rules import DEEPSEEK_THINKING, RULES
 from metis.testing.emulator.formats.openai import REASONING_MODEL, OpenAI
+from metis.testing.emulator.formats.server_openai import (
+    chat_annotations,
+    lists_on_every_chunk,
+    source_lists,
+)
 from metis.testing.emulator.model import Prompt, Reply, ToolSpec
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.wire import (
@@ -116,7 +121,7 @@ class Chat(OpenAI):
             "role": "assistant",
             "content": reply.text or None,
             "refusal": None,
-            "annotations": [],
+            "annotations": chat_annotations(reply, call.model),
         }
         if call.options["reasoning_content"]:
             message["reasoning_content"] = reply.thinking
@@ -144,6 +149,7 @@ class Chat(OpenAI):
             "usage": _usage(reply),
             "service_tier": "default",
             "system_fingerprint": "fp_" + ids.token(10, "hex"),
+            **source_lists(reply, call.model),
         }
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
@@ -151,6 +157,8 @@ class Chat(OpenAI):
         base = {
             k: rendered[k] for k in ("id", "created", "model", "service_tier", "system_fingerprint")
         }
+        lists = source_lists(reply, call.model)
+        every = lists_on_every_chunk(call.model)
 
         def chunk(
             delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None
@@ -161,7 +169,7 @@ class Chat(OpenAI):
                 else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
             )
             data = {"object": "chat.completion.chunk", **base, "choices": choices}
-            data = {"id": base["id"], **data}
+            data = {"id": base["id"], **data, **(lists if every or finish else {})}
             if call.options["include_usage"]:
                 data["usage"] = usage
             if call.options["obfuscation"]:
@@ -185,6 +193,8 @@ class Chat(OpenAI):
         chunk(opening)
         for piece in pieces:
             chunk({"content": piece})
+        if message["annotations"]:
+            chunk({"annotations": message["annotations"]})
         for index, tool_call in enumerate(calls):
             if index or pieces:
                 chunk({"tool_calls": [_call_start(index, tool_call)]})

@@ -19,6 +19,12 @@ from metis.testing.emulator.formats.cache_marks import (
     converse_breakpoints,
     unmarked,
 )
+from metis.testing.emulator.formats.server_converse import (
+    check_server_blocks,
+    citations_block,
+    code_blocks,
+    server_block_events,
+)
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 from metis.testing.emulator.rules import (
     Check,
@@ -49,7 +55,10 @@ TOP_LEVEL = names(
     "promptVariables "
     "requestMetadata performanceConfig additionalModelResponseFieldPaths"
 )
-BLOCKS = names("text image document audio video toolUse toolResult reasoningContent cachePoint")
+BLOCKS = names(
+    "text image document audio video toolUse toolResult reasoningContent cachePoint "
+    "citationsContent"
+)
 TOOL_ID = r"[a-zA-Z0-9_-]{1,64}"
 
 
@@ -82,7 +91,9 @@ def _check_turns(body: dict[str, Any], call: Any) -> None:
                 "blocks."
             )
         _check_blocks(i, role, blocks, call)
+        server = check_server_blocks(i, role, blocks)  # calls the message answers itself
         answered = {value["toolUseId"] for _, kind, value in blocks if kind == "toolResult"}
+        answered -= server
         if answered - open_calls:
             raise Refused(
                 f"messages.{i}: The toolResult blocks at messages.{i}.content contain toolUseIds "
@@ -96,7 +107,7 @@ def _check_turns(body: dict[str, Any], call: Any) -> None:
             )
         previous, open_calls = (
             role,
-            {value["toolUseId"] for _, kind, value in blocks if kind == "toolUse"},
+            {value["toolUseId"] for _, kind, value in blocks if kind == "toolUse"} - server,
         )
 
 
@@ -106,7 +117,7 @@ def _check_blocks(i: int, role: str, blocks: list[tuple[int, str, Any]], call: A
         where = f"messages.{i}.content.{j}"
         if kind == "toolUse" and (role != "assistant" or not isinstance(value.get("input"), dict)):
             raise Refused(f"{where}.toolUse: an assistant block with an object input")
-        if kind == "toolResult" and role != "user":
+        if kind == "toolResult" and role != "user" and "type" not in value:
             raise Refused(f"{where}.toolResult: only in user messages")
         if kind == "reasoningContent" and role != "assistant":
             raise Refused(f"{where}.reasoningContent: only in assistant messages")
@@ -152,7 +163,11 @@ RULES: list[Rule | Check] = [
         "toolConfig.tools.*",
         lambda t: (
             isinstance(t, dict)
-            and ("cachePoint" in t or typed("name", matches(TOOL_ID))(t.get("toolSpec")))
+            and (
+                "cachePoint" in t
+                or typed("name", matches(TOOL_ID))(t.get("systemTool"))
+                or typed("name", matches(TOOL_ID))(t.get("toolSpec"))
+            )
         ),
         "toolConfig.tools.{0}.toolSpec.name: must match [a-zA-Z0-9_-]{{1,64}}",
     ),
@@ -277,8 +292,9 @@ def converse_message(reply: Reply, ids: Ids, issued: list[str]) -> dict[str, Any
         content.append(
             {"reasoningContent": {"reasoningText": {"text": reply.thinking, "signature": sig}}}
         )
+    content += code_blocks(reply, ids, issued)
     if reply.text:
-        content.append({"text": reply.text})
+        content += [{"text": reply.text}, *citations_block(reply)]
     for out in reply.calls:
         issued.append(tool_id := "tooluse_" + ids.token(22, "alnum"))
         content.append({"toolUse": {"toolUseId": tool_id, "name": out.name, "input": out.args}})
@@ -303,7 +319,9 @@ def stream_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     events: list[tuple[str, dict[str, Any]]] = [("messageStart", {"role": "assistant", "p": "abc"})]
     for index, block in enumerate(message["output"]["message"]["content"]):
         deltas: list[dict[str, Any]] = []
-        if "reasoningContent" in block:
+        if server := server_block_events(index, block):
+            events += server
+        elif "reasoningContent" in block:
             reasoning = block["reasoningContent"]["reasoningText"]
             deltas = [{"reasoningContent": {"text": p}} for p in split_text(reasoning["text"])]
             deltas.append({"reasoningContent": {"signature": reasoning["signature"]}})

@@ -25,6 +25,7 @@ from metis.testing.emulator.formats.gemini_reply import (
     usage_metadata,
 )
 from metis.testing.emulator.formats.gemini_rules import RULES, normalized
+from metis.testing.emulator.formats.server_gemini import grounding
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 from metis.testing.emulator.rules import Refused, check
 from metis.testing.emulator.wire import (
@@ -279,6 +280,8 @@ class Gemini(Format):
             "finishReason": finish_reason(reply),
             "index": 0,
         }
+        if (metadata := grounding(reply, ids)) is not None:
+            candidate["groundingMetadata"] = metadata
         body = {
             "candidates": [candidate],
             "usageMetadata": usage_metadata(reply, visible),
@@ -297,6 +300,10 @@ class Gemini(Format):
             reply,
             rendered["candidates"][0]["content"]["parts"],
         )
+        if "groundingMetadata" in rendered["candidates"][0]:  # on the last chunk
+            chunks[-1]["candidates"][0]["groundingMetadata"] = rendered["candidates"][0][
+                "groundingMetadata"
+            ]
         if call.options["sse"]:
             return [Frame(b"data: ", dumps(c, SEPARATORS), b"\r\n\r\n") for c in chunks]
         frames = [

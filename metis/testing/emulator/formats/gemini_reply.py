@@ -8,6 +8,7 @@ from typing import Any
 
 from metis.testing.emulator.formats.base import Call
 from metis.testing.emulator.formats.gemini_rules import SIGNATURE_KIND
+from metis.testing.emulator.formats.server_gemini import SERVER_PARTS, code_parts
 from metis.testing.emulator.model import Reply
 from metis.testing.emulator.wire import seal, split_text
 
@@ -16,6 +17,7 @@ def reply_parts(call: Call, reply: Reply) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     if reply.thinking and call.options["include_thoughts"]:
         parts.append({"text": reply.thinking, "thought": True})
+    parts += code_parts(reply)
     if reply.text:
         parts.append({"text": reply.text})
     parts += [{"functionCall": {"name": out.name, "args": out.args}} for out in reply.calls]
@@ -40,6 +42,9 @@ def stream_chunks(
 ) -> list[dict[str, Any]]:
     pieces: list[list[dict[str, Any]]] = []
     for part in parts:
+        if any(kind in part for kind in SERVER_PARTS):  # whole, in a chunk of its own
+            pieces.append([part])
+            continue
         if "functionCall" in part:
             if pieces and "functionCall" in pieces[-1][0]:
                 pieces[-1].append(part)
@@ -55,7 +60,7 @@ def stream_chunks(
                     else {"text": text, **(extra if n == 0 else {})}
                 ]
             )
-    if not pieces or "functionCall" in pieces[-1][0]:
+    if not pieces or "text" not in pieces[-1][0]:
         pieces.append([{"text": ""}])
     chunks, seen = [], 0
     visible = reply.usage.output_tokens - reply.usage.thinking_tokens

@@ -23,6 +23,12 @@ from metis.testing.emulator.formats.responses_rules import (
     encrypt,
     items_of,
 )
+from metis.testing.emulator.formats.server_openai import (
+    annotation_events,
+    responses_items,
+    responses_server_events,
+    url_citations,
+)
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
 from metis.testing.emulator.rules import Check, Rule, check, one_of
 from metis.testing.emulator.wire import (
@@ -105,6 +111,7 @@ class Responses(OpenAI):
         call.options.update(
             summary=reasoning.get("summary") in ("auto", "concise", "detailed"),
             encrypted="reasoning.encrypted_content" in include,
+            include=include,
             obfuscation=(body.get("stream_options") or {}).get("include_obfuscation", True)
             is not False,
         )
@@ -274,8 +281,15 @@ def _output(call: Call, reply: Reply, ids: Ids) -> list[dict[str, Any]]:
             if call.options["encrypted"]
             else reasoning
         )
+    output += responses_items(reply, call.options["include"], ids)
     if reply.text:
-        part = {"type": "output_text", "annotations": [], "logprobs": [], "text": reply.text}
+        annotations = url_citations(reply)
+        part = {
+            "type": "output_text",
+            "annotations": annotations,
+            "logprobs": [],
+            "text": reply.text,
+        }
         message = {
             "id": "msg_" + ids.token(48, "hex"),
             "type": "message",
@@ -345,11 +359,14 @@ def _item_events(emit: Any, index: int, item: dict[str, Any]) -> None:
             {"output_index": index, "item": {**item, "status": "in_progress", "content": []}},
         )
         part, at = item["content"][0], {**where, "content_index": 0}
-        emit("response.content_part.added", {**at, "part": {**part, "text": ""}})
+        emit("response.content_part.added", {**at, "part": {**part, "text": "", "annotations": []}})
         for piece in split_text(part["text"]):
             emit("response.output_text.delta", {**at, "delta": piece, "logprobs": []}, True)
+        annotation_events(emit, at, part)
         emit("response.output_text.done", {**at, "text": part["text"], "logprobs": []})
         emit("response.content_part.done", {**at, "part": part})
+    elif item["type"] in ("web_search_call", "code_interpreter_call"):
+        responses_server_events(emit, index, item)
     else:
         emit(
             "response.output_item.added",

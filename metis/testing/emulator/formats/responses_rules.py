@@ -180,7 +180,7 @@ def _check_reasoning(
             "input",
         )
     led_to = following[0].get("type", "message") if following else None
-    if CALL_KINDS.get(str(led_to), led_to) not in ("message", "function_call"):
+    if CALL_KINDS.get(str(led_to), led_to) not in ("message", "function_call", *SERVER_ITEMS):
         raise Refused(
             f"Item '{item['id']}' of type 'reasoning' was provided without its required following "
             f"item.",
@@ -234,6 +234,12 @@ def _starts_anew(body: dict[str, Any]) -> bool:
     return body.get("previous_response_id") is None and body.get("prompt") is None
 
 
+SERVER_ITEMS = ("web_search_call", "code_interpreter_call")
+"""The built-in tools' items, which go back whole (openai-python ``ResponseInputItemParam``)."""
+SERVER_FIELDS = {
+    "web_search_call": ("id", "status", "action"),
+    "code_interpreter_call": ("id", "status", "code", "container_id", "outputs"),
+}
 FUNCTION_CALLS = "input.*[type=function_call]"
 CUSTOM_CALLS = "input.*[type=custom_tool_call]"
 RULES: list[Rule | Check] = [
@@ -269,6 +275,11 @@ RULES: list[Rule | Check] = [
     missing(f"{CUSTOM_CALLS}.name"),
     expected(f"{CUSTOM_CALLS}.input", string, "a string"),
     missing("input.*[type=custom_tool_call_output].call_id"),
+    *(
+        missing(f"input.*[type={kind}].{field}", nullable=field not in ("code", "outputs"))
+        for kind, fields in SERVER_FIELDS.items()
+        for field in fields
+    ),
     files_rules.openai_responses,
     missing("input.*[type=reasoning].id"),
     _check_items,

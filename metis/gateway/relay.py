@@ -1,0 +1,237 @@
+"""The pass-through path's byte relays (docs/gateway.md "Pass-through"): a provider's answer
+in its own API, handed to a caller of that same API with only what the gateway owns changed:
+the model named as the caller named it, thinking signed with its maker, and the usage read on
+the way (for the key's budget and the metrics). Every other byte goes through as it came.
+
+A stream is cut at event boundaries; a run of events with nothing to change is passed on as
+one piece, unparsed. Sans-IO: bytes in, bytes out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from metis.gateway.provenance import wrap
+from metis.gateway.sse import data, dumps, event
+from metis.model.content import ProviderRaw
+from metis.model.response import StopReason, TokenUsage
+from metis.wire.anthropic.read import stop_reason as anthropic_stop
+from metis.wire.json_limits import loads
+from metis.wire.openai_chat.read import stop_reason as chat_stop
+from metis.wire.read import split_input
+
+_MODEL = re.compile(rb'"model": ?"(?:[^"\\]|\\.)*"')
+"""A JSON object's ``model`` member. Within a JSON string every quote is escaped, so this
+finds only a member, never text that reads like one."""
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def anthropic_usage(raw: Any, before: TokenUsage | None = None) -> TokenUsage:
+    """Messages API usage (``message_start``'s, then ``message_delta``'s counts over it)."""
+    found = raw if isinstance(raw, dict) else {}
+    known = (before or TokenUsage()).model_dump()
+    for field, key in (
+        ("input_tokens", "input_tokens"),
+        ("output_tokens", "output_tokens"),
+        ("cached_input_tokens", "cache_read_input_tokens"),
+        ("cache_creation_input_tokens", "cache_creation_input_tokens"),
+    ):
+        if key in found and found[key] is not None:
+            known[field] = _count(found[key])
+    return TokenUsage.model_validate(known)
+
+
+def chat_usage(raw: Any) -> TokenUsage:
+    """Chat Completions usage; canonical input counts the uncached tokens only."""
+    found = raw if isinstance(raw, dict) else {}
+    details = found.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    uncached, cached, _ = split_input(_count(found.get("prompt_tokens")), cached, 0)
+    output = found.get("completion_tokens_details")
+    reasoning = _count(output.get("reasoning_tokens")) if isinstance(output, dict) else 0
+    out = _count(found.get("completion_tokens"))
+    return TokenUsage(
+        input_tokens=uncached,
+        output_tokens=max(out, reasoning),
+        cached_input_tokens=cached,
+        reasoning_tokens=reasoning,
+    )
+
+
+def _error_type(obj: Any) -> str:
+    error = obj.get("error") if isinstance(obj, dict) else None
+    kind = error.get("type") if isinstance(error, dict) else None
+    return kind if isinstance(kind, str) else "error"
+
+
+class Relay:
+    """One answer relayed: ``feed`` each chunk of a stream (then ``end``), or ``whole`` for a
+    whole body. ``usage`` and ``stop`` are what the provider reported so far; ``failed`` the
+    type of an error event it sent in the stream (None: none)."""
+
+    markers: tuple[bytes, ...] = ()
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.usage: TokenUsage | None = None
+        self.stop: StopReason | None = None
+        self.failed: str | None = None
+        self._held = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        held = self._held + chunk
+        if b"\r" in held:
+            held = held.replace(b"\r\n", b"\n")
+        cut = held.rfind(b"\n\n")
+        if cut < 0:
+            self._held = held
+            return b""
+        ready, self._held = held[: cut + 2], held[cut + 2 :]
+        return self._pass(ready)
+
+    def end(self) -> bytes:
+        """What is left when the stream ends (an event without its blank line)."""
+        held, self._held = self._held, b""
+        return self._pass(held + b"\n\n") if held.strip() else b""
+
+    def _pass(self, ready: bytes) -> bytes:
+        if not any(marker in ready for marker in self.markers):
+            return ready
+        out = []
+        for raw in ready.split(b"\n\n"):
+            if raw.strip():
+                out.append(self.rewrite(raw))
+        return b"".join(out)
+
+    def rewrite(self, raw: bytes) -> bytes:
+        raise NotImplementedError
+
+    def whole(self, body: bytes) -> bytes:
+        """A whole answer's body, relayed."""
+        raise NotImplementedError
+
+
+def _fields(raw: bytes) -> tuple[str, Any]:
+    """An SSE event's name and its data, parsed (None when it is not JSON)."""
+    name, lines = "", []
+    for line in raw.split(b"\n"):
+        if line.startswith(b"event:"):
+            name = line[6:].strip().decode("utf-8", "replace")
+        elif line.startswith(b"data:"):
+            lines.append(line[5:].lstrip(b" "))
+    try:
+        return name, loads(b"\n".join(lines))
+    except (ValueError, RecursionError):
+        return name, None
+
+
+class AnthropicRelay(Relay):
+    """A Messages API answer; ``made_by`` signs the thinking as the translated path does."""
+
+    markers = (
+        b"event: message_start",
+        b"event: message_delta",
+        b"event: error",
+        b"signature_delta",
+        b"redacted_thinking",
+    )
+
+    def __init__(self, model: str, made_by: ProviderRaw) -> None:
+        super().__init__(model)
+        self.made_by = made_by
+
+    def rewrite(self, raw: bytes) -> bytes:
+        name, obj = _fields(raw)
+        if not isinstance(obj, dict):
+            return raw + b"\n\n"
+        if name == "message_start" and isinstance(obj.get("message"), dict):
+            obj["message"]["model"] = self.model
+            self.usage = anthropic_usage(obj["message"].get("usage"), self.usage)
+        elif name == "message_delta":
+            self.usage = anthropic_usage(obj.get("usage"), self.usage)
+            self._stopped((obj.get("delta") or {}).get("stop_reason"))
+        elif name == "error":
+            self.failed = _error_type(obj)
+        elif name == "content_block_start" and isinstance(obj.get("content_block"), dict):
+            self._sign(obj["content_block"])
+        elif name == "content_block_delta" and isinstance(obj.get("delta"), dict):
+            self._sign(obj["delta"])
+        else:
+            return raw + b"\n\n"
+        return event(name, obj)
+
+    def _stopped(self, raw: Any) -> None:
+        if isinstance(raw, str):
+            self.stop = anthropic_stop(raw)
+
+    def _sign(self, part: dict[str, Any]) -> None:
+        for key in ("signature", "data"):
+            if isinstance(part.get(key), str) and part.get("type") in (
+                "thinking",
+                "redacted_thinking",
+                "signature_delta",
+            ):
+                part[key] = wrap(self.made_by, part[key])
+
+    def whole(self, body: bytes) -> bytes:
+        obj = loads(body)
+        if not isinstance(obj, dict):
+            return body
+        obj["model"] = self.model
+        self.usage = anthropic_usage(obj.get("usage"))
+        self._stopped(obj.get("stop_reason"))
+        for block in obj.get("content") or ():
+            if isinstance(block, dict):
+                self._sign(block)
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+class ChatRelay(Relay):
+    """A Chat Completions answer. The gateway asks a stream for its usage chunk; a caller that
+    did not ask for it (``include_usage``) does not get it."""
+
+    markers = (b'"usage":{', b'"usage": {', b'"error"', b'"finish_reason":"', b'"finish_reason": "')
+
+    def __init__(self, model: str, include_usage: bool) -> None:
+        super().__init__(model)
+        self.include_usage = include_usage
+        named = b'"model":' + dumps(model).encode()
+        self._named = named.replace(b"\\", b"\\\\")
+
+    def _pass(self, ready: bytes) -> bytes:
+        return super()._pass(_MODEL.sub(self._named, ready))
+
+    def _stopped(self, obj: dict[str, Any]) -> None:
+        choices = obj.get("choices")
+        first = choices[0] if isinstance(choices, list) and choices else None
+        raw = first.get("finish_reason") if isinstance(first, dict) else None
+        if isinstance(raw, str):
+            self.stop = chat_stop(raw, False, raw == "tool_calls")
+
+    def rewrite(self, raw: bytes) -> bytes:
+        _, obj = _fields(raw)
+        if isinstance(obj, dict):
+            self._stopped(obj)
+        if isinstance(obj, dict) and "error" in obj and "choices" not in obj:
+            self.failed = _error_type(obj)
+        elif isinstance(obj, dict) and isinstance(obj.get("usage"), dict):
+            self.usage = chat_usage(obj["usage"])
+            if not self.include_usage:
+                if obj.get("choices"):  # a usage chunk that also carries a choice
+                    return data({**obj, "usage": None})
+                return b""
+        return raw + b"\n\n"
+
+    def whole(self, body: bytes) -> bytes:
+        obj = loads(body)
+        if not isinstance(obj, dict):
+            return body
+        obj["model"] = self.model
+        self.usage = chat_usage(obj.get("usage"))
+        self._stopped(obj)
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()

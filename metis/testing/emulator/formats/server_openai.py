@@ -1,0 +1,137 @@
+"""Server tools in OpenAI's replies (:mod:`..server_tools` writes them once).
+
+Responses: a ``web_search_call`` item per search (``action.sources`` only when ``include``
+asks for ``web_search_call.action.sources``: URLs, no titles) and a ``code_interpreter_call``
+item per run (``outputs``, its logs, only with ``code_interpreter_call.outputs``), before the
+message, whose ``output_text`` cites each result in a ``url_citation`` annotation; streamed
+with the items' own progress events and ``response.output_text.annotation.added``. Chat: the
+search models' ``message.annotations`` (``url_citation``, nested), in a delta when streamed;
+Perplexity's Sonar lists its sources at the top level instead (``citations``, and
+``search_results`` with titles, on every chunk) and xAI's Grok its ``citations`` (on the last
+chunk). Chat runs no code. Sources: openai-python ``responses/response_function_web_search.py``,
+``responses/response_code_interpreter_tool_call.py``, ``responses/response_output_text.py``,
+``responses/response_stream_event.py``, ``chat/chat_completion_message.py``;
+https://docs.perplexity.ai/api-reference/chat-completions-post; docs.x.ai "Live Search".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from metis.testing.emulator.model import Reply
+from metis.testing.emulator.server_tools import ServerOut
+from metis.testing.emulator.wire import Ids, split_text
+
+SOURCES = "web_search_call.action.sources"
+OUTPUTS = "code_interpreter_call.outputs"
+PERPLEXITY = re.compile(r"^(sonar|r1-1776)")
+XAI = re.compile(r"^grok")
+
+
+def cited(reply: Reply) -> list[tuple[str, str]]:
+    """The (url, title) of every result the reply's text cites."""
+    if not reply.cite or not reply.text:
+        return []
+    return [found for out in reply.server for found in out.results]
+
+
+# Responses --------------------------------------------------------------------------------
+
+
+def responses_items(reply: Reply, include: list[str], ids: Ids) -> list[dict[str, Any]]:
+    """The reply's server tools as Responses output items."""
+    return [_item(out, include, ids) for out in reply.server]
+
+
+def _item(out: ServerOut, include: list[str], ids: Ids) -> dict[str, Any]:
+    if out.name == "web_search":
+        action: dict[str, Any] = {"type": "search", "query": out.input.get("query", "")}
+        if SOURCES in include:
+            action["sources"] = [{"type": "url", "url": url} for url, _ in out.results]
+        item_id = "ws_" + ids.token(48, "hex")
+        return {"id": item_id, "type": "web_search_call", "status": "completed", "action": action}
+    logs = out.stdout + out.stderr
+    return {
+        "id": "ci_" + ids.token(48, "hex"),
+        "type": "code_interpreter_call",
+        "status": "completed" if out.exit_code == 0 else "failed",
+        "code": out.input.get("code", ""),
+        "container_id": "cntr_" + ids.token(48, "hex"),
+        "outputs": ([{"type": "logs", "logs": logs}] if logs else [])
+        if OUTPUTS in include
+        else None,
+    }
+
+
+def url_citations(reply: Reply) -> list[dict[str, Any]]:
+    """An ``output_text``'s annotations: each cited result, for the whole text."""
+    end = len(reply.text)
+    return [
+        {"type": "url_citation", "start_index": 0, "end_index": end, "url": url, "title": title}
+        for url, title in cited(reply)
+    ]
+
+
+def responses_server_events(emit: Any, index: int, item: dict[str, Any]) -> None:
+    """A server item's stream, from ``output_item.added`` to its last progress event (the
+    caller emits ``output_item.done``)."""
+    where = {"item_id": item["id"], "output_index": index}
+    if item["type"] == "web_search_call":
+        action = {k: v for k, v in item["action"].items() if k != "sources"}
+        opening = {**item, "status": "in_progress", "action": action}
+        emit("response.output_item.added", {"output_index": index, "item": opening})
+        for stage in ("in_progress", "searching", "completed"):
+            emit(f"response.web_search_call.{stage}", where)
+        return
+    opening = {**item, "status": "in_progress", "code": "", "outputs": None}
+    emit("response.output_item.added", {"output_index": index, "item": opening})
+    emit("response.code_interpreter_call.in_progress", where)
+    for piece in split_text(item["code"]):
+        emit("response.code_interpreter_call_code.delta", {**where, "delta": piece}, True)
+    emit("response.code_interpreter_call_code.done", {**where, "code": item["code"]})
+    emit("response.code_interpreter_call.interpreting", where)
+    emit("response.code_interpreter_call.completed", where)
+
+
+def annotation_events(emit: Any, at: dict[str, Any], part: dict[str, Any]) -> None:
+    """An ``output_text`` part's annotations, as they stream after its text."""
+    for n, annotation in enumerate(part.get("annotations") or []):
+        emit(
+            "response.output_text.annotation.added",
+            {**at, "annotation_index": n, "annotation": annotation},
+        )
+
+
+# Chat -------------------------------------------------------------------------------------
+
+
+def chat_annotations(reply: Reply, model: str) -> list[dict[str, Any]]:
+    """A search model's ``message.annotations`` (none from Perplexity or xAI: they list)."""
+    if PERPLEXITY.match(model) or XAI.match(model):
+        return []
+    end = len(reply.text)
+    return [
+        {
+            "type": "url_citation",
+            "url_citation": {"start_index": 0, "end_index": end, "url": url, "title": title},
+        }
+        for url, title in cited(reply)
+    ]
+
+
+def source_lists(reply: Reply, model: str) -> dict[str, Any]:
+    """The top-level source lists Perplexity (and xAI) put beside the choices."""
+    found = cited(reply)
+    if not found or not (PERPLEXITY.match(model) or XAI.match(model)):
+        return {}
+    urls = {"citations": [url for url, _ in found]}
+    if XAI.match(model):
+        return urls
+    results = [{"title": title, "url": url, "date": None} for url, title in found]
+    return {**urls, "search_results": results}
+
+
+def lists_on_every_chunk(model: str) -> bool:
+    """Perplexity repeats its lists on every chunk; xAI sends them on the last."""
+    return bool(PERPLEXITY.match(model))

@@ -1,0 +1,82 @@
+"""OpenTelemetry at the gateway: a SERVER span per request (HTTP attributes, the caller's
+``traceparent`` continued), with the library's client spans, translated or passed through,
+as its children; in-memory exporter, emulator upstream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from metis.gateway.app import create_app
+from metis.testing.emulator import Emulator
+from tests.gateway_fixture import GATEWAY_KEY, gateway_config
+
+pytestmark = pytest.mark.anyio
+sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
+trace_api = pytest.importorskip("opentelemetry.trace")
+export = pytest.importorskip("opentelemetry.sdk.trace.export")
+in_memory = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
+
+TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
+PARENT_ID = "b7ad6b7169203331"
+SAID = [{"role": "user", "content": "Hi"}]
+
+
+def _traced() -> tuple[Any, Any]:
+    exporter = in_memory.InMemorySpanExporter()
+    provider = sdk_trace.TracerProvider()
+    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    app = create_app(gateway_config(Emulator(), {"opentelemetry": True}, provider))
+    return app, exporter
+
+
+async def test_a_server_span_per_request_with_the_client_spans_under_it() -> None:
+    app, exporter = _traced()
+    headers = {
+        "x-api-key": GATEWAY_KEY,
+        "traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01",
+        "user-agent": "test-agent",
+    }
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        streamed = {"model": "flash", "max_tokens": 50, "messages": SAID, "stream": True}
+        answer = await client.post("/v1/messages", json=streamed, headers=headers)
+        assert answer.status_code == 200 and answer.headers["x-metis-path"] == "translated"
+        passed = {"model": "sonnet", "max_tokens": 50, "messages": SAID}
+        answer = await client.post("/v1/messages", json=passed, headers=headers)
+        assert answer.status_code == 200 and answer.headers["x-metis-path"] == "pass-through"
+        missing = {**passed, "model": "nope"}
+        assert (await client.post("/v1/messages", json=missing, headers=headers)).status_code == 404
+        await client.get("/health")
+    spans = exporter.get_finished_spans()
+    servers = [s for s in spans if s.kind == trace_api.SpanKind.SERVER]
+    assert [s.name for s in servers] == ["POST /v1/messages"] * 3  # not the health check
+    for span in servers:
+        assert format(span.context.trace_id, "032x") == TRACE_ID
+        assert format(span.parent.span_id, "016x") == PARENT_ID
+        assert span.attributes["http.request.method"] == "POST"
+        assert span.attributes["url.path"] == "/v1/messages"
+        assert span.attributes["user_agent.original"] == "test-agent"
+    statuses = [s.attributes["http.response.status_code"] for s in servers]
+    assert statuses == [200, 200, 404]
+    clients = {s.name: s for s in spans if s.kind == trace_api.SpanKind.CLIENT}
+    assert set(clients) == {"chat gemini-2.5-flash", "chat claude-sonnet-4-5"}
+    for span, server in zip(clients.values(), servers, strict=False):
+        assert span.parent is not None and span.parent.span_id == server.context.span_id
+        assert span.attributes["gen_ai.usage.output_tokens"] > 0
+    translated = clients["chat gemini-2.5-flash"]
+    assert translated.end_time <= servers[0].end_time  # the stream ended inside its request
+
+
+async def test_no_spans_unless_asked() -> None:
+    exporter = in_memory.InMemorySpanExporter()
+    provider = sdk_trace.TracerProvider()
+    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    app = create_app(gateway_config(Emulator(), {}, provider))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        said = {"model": "sonnet", "max_tokens": 50, "messages": SAID}
+        await client.post("/v1/messages", json=said, headers={"x-api-key": GATEWAY_KEY})
+    assert exporter.get_finished_spans() == ()
