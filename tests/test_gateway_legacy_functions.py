@@ -17,7 +17,9 @@ from metis.model.content import ToolResultBlock, ToolUseBlock
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import GATEWAY_KEY, gateway_url
 
-openai = pytest.importorskip("openai")
+from .helpers import ImportOnUse
+
+openai = ImportOnUse("openai")
 
 WEATHER = {
     "name": "get_weather",

@@ -21,8 +21,10 @@ from metis.model.content import ProviderRaw
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
 
-anthropic = pytest.importorskip("anthropic")
-openai = pytest.importorskip("openai")
+from .helpers import ImportOnUse
+
+anthropic = ImportOnUse("anthropic")
+openai = ImportOnUse("openai")
 
 SAID = [{"role": "user", "content": "Hi"}]
 KEYS = [{"name": "paying", "sha256": digest("paying-key"), "budget_usd": 100}]
