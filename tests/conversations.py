@@ -1,4 +1,4 @@
-"""Conversations that move between stacks, turn by turn (tests/test_conversations.py).
+"""Conversations that move between stacks, turn by turn (tests/conformance/test_conversations.py).
 
 Each stack is the emulator in its scripted mode, answering from one script and refusing, with
 the real API's 400, any request that API would refuse: so every turn proves the stack accepts

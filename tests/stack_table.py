@@ -1,11 +1,12 @@
 """Every built-in stack on metis.testing.emulator: its model, the format serving it, and an
-adapter built for it (tests/test_conformance.py runs the conformance suite over this table).
+adapter built for it (tests/conformance/test_conformance.py runs the suite over this table).
 
 The emulator speaks each provider's wire format and refuses, with the real API's 400, what
 that API would refuse. Vertex and Azure run at their own paths with their own authentication
 (a faked Google credential, an ``api-key``); the OpenAI-compatible long tail is served by the
 emulator's OpenAI Chat endpoint at each provider's path. The seven compatible stacks without
-an emulated path are checked against their own quirks in tests/test_compatible_stacks.py.
+an emulated path are checked for their own quirks in
+tests/conformance/test_compatible_stacks.py.
 """
 
 from __future__ import annotations
