@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, TypeVar
 
 import anyio
@@ -217,11 +217,11 @@ async def redis_client(url: str) -> AsyncIterator[Any]:
         yield client
 
 
-def create_app(config: GatewayConfig) -> Starlette:
-    """The gateway's ASGI application over ``config``; its lifespan closes the adapters."""
-    gateway = Gateway(config)
-    passer = PassThrough(gateway)
-    state = {"ready": False}
+def _lifespan(
+    gateway: Gateway, state: dict[str, bool]
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """The application's lifespan: the shared Redis state while it runs (when configured), the
+    adapters closed after; ``state["ready"]`` says whether it is serving."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -238,6 +238,16 @@ def create_app(config: GatewayConfig) -> Starlette:
                 yield
             finally:
                 state["ready"] = False
+
+    return lifespan
+
+
+def create_app(config: GatewayConfig) -> Starlette:
+    """The gateway's ASGI application over ``config``; its lifespan closes the adapters."""
+    gateway = Gateway(config)
+    passer = PassThrough(gateway)
+    state = {"ready": False}
+    lifespan = _lifespan(gateway, state)
 
     async def messages(request: Request) -> Response:
         return await _answer(gateway, passer, "anthropic", request)
