@@ -27,6 +27,7 @@ import httpx._transports.default as httpx_transports
 import pytest
 
 from metis.pipeline.warned import session_warnings
+from metis.stages.control.retry import Retry
 
 BACKENDS = ("asyncio", "trio")
 
@@ -92,6 +93,25 @@ def fresh_session_warnings() -> Iterator[None]:
     session_warnings.clear()
     yield
     session_warnings.clear()
+
+
+class Waits(list[float]):
+    """The backoff waits the retry stage asked for, in order (none of them slept)."""
+
+
+@pytest.fixture
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> Waits:
+    """Every retry stage built while the test runs records its waits instead of sleeping
+    (Retry-After and backoff are still computed, and the deadline still bounds them). The one
+    way the tests skip backoff: request it as an argument, or with
+    ``pytest.mark.usefixtures("no_backoff")`` on a module."""
+    waits = Waits()
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(Retry, "sleep", staticmethod(record))
+    return waits
 
 
 # A provider emulator on a free loopback port, per test module (metis.testing.emulator).

@@ -178,3 +178,18 @@ async def answer(adapter: Any, request: Any, streaming: bool) -> Any:
         message_id=final.message_id,
         warnings=final.warnings,
     )
+
+
+class ImportOnUse:
+    """A module imported on first use, inside the test that uses it, and skipped there when
+    it is not installed: the official SDKs take seconds to import, and every xdist worker
+    imports every test module to collect it, while only one worker runs the tests that need
+    them."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__") or attribute == "_mock_name":  # pytest's collection asks
+            raise AttributeError(attribute)
+        return getattr(pytest.importorskip(self._name), attribute)

@@ -1,6 +1,6 @@
 """What each recorded reply says, read straight from the recording, independently of the
 codecs: the blocks, usage, stop reason and dropped items a replay must give, and the error a
-recorded failure must raise. One reader per API; ``tests/test_real_traffic.py`` replays.
+recorded failure must raise. One reader per API; ``tests/conformance/test_real_traffic.py`` replays.
 """
 
 from __future__ import annotations

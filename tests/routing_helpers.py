@@ -1,4 +1,5 @@
-"""Adapters for routing tests: every provider family against the emulator, retries unslept."""
+"""Adapters for routing tests: every provider family against the emulator, (retries unslept with the
+``no_backoff`` fixture of tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -35,13 +36,7 @@ def emulated(
     built = {}
     for provider in MODELS:
         settings = AdapterConfig(api_key="test-key", base_url=emulator.url, **config)
-        adapter = build_adapter(provider, settings, tool_id_store=store)
-
-        async def no_wait(seconds: float) -> None:
-            pass
-
-        adapter.pipeline["retry"].sleep = no_wait  # type: ignore[attr-defined]
-        built[provider] = adapter
+        built[provider] = build_adapter(provider, settings, tool_id_store=store)
     return built
 
 

@@ -14,7 +14,7 @@ from metis.pipeline.stores import InMemoryToolIdStore
 from metis.sessions import Session
 from metis.testing.emulator import Emulator
 
-from . import test_every_platform as platforms
+from . import stack_table as platforms
 
 MODELS: dict[str, str] = platforms.MODELS
 STACKS: list[str] = platforms.ROTATION

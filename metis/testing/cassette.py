@@ -42,6 +42,8 @@ from metis.errors import redact
 from metis.testing.scrub import BodyDecoder, scrub_chunks, secret_pattern
 
 _SCRUBBED = "[REDACTED]"
+# libyaml's safe loader where PyYAML has it (its wheels do): the same documents, ten times faster
+_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class RecordedRequest(BaseModel):
@@ -90,7 +92,7 @@ class Cassette(BaseModel):
 
     @classmethod
     def load(cls, path: str | Path) -> Cassette:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
         return cls.model_validate(data)
 
     def dump(self, path: str | Path) -> None:

@@ -1,0 +1,169 @@
+"""Gateway keys: kept as digests, each with its models, request rate, requests at once and a
+USD budget priced from the catalog."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import httpx
+import pytest
+
+from metis.errors import ConfigError, RateLimitError
+from metis.gateway.app import create_app
+from metis.gateway.errors import GatewayPermissionError
+from metis.gateway.keys import BudgetExceededError, Keys, KeySpec, digest
+from metis.model.response import TokenUsage
+from metis.testing.emulator import Emulator
+from tests.gateway_fixture import GATEWAY_KEY, gateway_config
+
+SAID = {"model": "flash", "max_tokens": 50, "messages": [{"role": "user", "content": "Hi"}]}
+
+
+def _keys(**spec: Any) -> tuple[Keys, Any]:
+    keys = Keys([KeySpec(name="team", sha256=digest("k1"), **spec)], {})
+    state = keys.find("k1")
+    assert state is not None and keys.find("k2") is None
+    return keys, state
+
+
+async def check_limits(keys: Keys, state: Any) -> None:
+    """The limits of a key with models [m], 2 requests a minute, 1 at once, 0.001 USD."""
+    with pytest.raises(GatewayPermissionError, match="may not use model 'gpt'"):
+        await keys.admit(state, "gpt")
+    await keys.admit(state, "m", now=100.0)
+    with pytest.raises(RateLimitError, match="in flight"):
+        await keys.admit(state, "m", now=101.0)
+    await keys.release(state, None, None)
+    await keys.admit(state, "m", now=110.0)
+    await keys.release(state, None, None)
+    with pytest.raises(RateLimitError) as refused:
+        await keys.admit(state, "m", now=120.0)
+    assert refused.value.retry_after_seconds == pytest.approx(40.0)
+    await keys.admit(state, "m", now=160.5)  # the first has left the window
+    await keys.release(state, "openai:gpt-4o", TokenUsage(input_tokens=1000, output_tokens=100))
+    spent = await keys.spent("team")
+    assert spent is not None and spent > Decimal("0.001")  # 1000 in, 100 out at gpt-4o's prices
+    with pytest.raises(BudgetExceededError, match="spent its budget"):
+        await keys.admit(state, "m", now=300.0)
+
+
+LIMITED = {
+    "models": ["m"],
+    "requests_per_minute": 2,
+    "max_concurrent": 1,
+    "budget_usd": Decimal("0.001"),
+}
+
+
+@pytest.mark.anyio
+async def test_a_keys_models_rate_requests_at_once_and_budget() -> None:
+    keys, state = _keys(**LIMITED)
+    await check_limits(keys, state)
+
+
+def test_a_key_is_given_by_digest_or_variable_never_both() -> None:
+    with pytest.raises(ValueError, match="one of the two"):
+        KeySpec(name="x", sha256=digest("a"), key_env="A")
+    with pytest.raises(ConfigError, match="KEY_A is not set"):
+        Keys([KeySpec(name="x", key_env="KEY_A")], {})
+    assert Keys([KeySpec(name="x", key_env="KEY_A")], {"KEY_A": "a"}).find("a") is not None
+
+
+@pytest.mark.anyio
+async def test_keys_at_the_gateway() -> None:
+    keys = [
+        {"name": "narrow", "sha256": digest("narrow-key"), "models": ["flash"]},
+        {"name": "spent", "sha256": digest("spent-key"), "budget_usd": 0},
+    ]
+    app = create_app(gateway_config(Emulator(), {"keys": keys}))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        ok = await client.post("/v1/messages", json=SAID, headers={"x-api-key": "narrow-key"})
+        assert ok.status_code == 200
+        other = {**SAID, "model": "gpt"}
+        refused = await client.post("/v1/messages", json=other, headers={"x-api-key": "narrow-key"})
+        assert refused.status_code == 403 and refused.json()["error"]["type"] == "permission_error"
+        spent = await client.post(
+            "/v1/chat/completions", json=SAID, headers={"authorization": "Bearer spent-key"}
+        )
+        assert spent.status_code == 429 and spent.json()["error"]["code"] == "insufficient_quota"
+        assert await app.state.gateway.keys.spent("narrow") > 0
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Any:
+    from ..redis_servers import RedisFactory
+
+    pytest.importorskip("coredis")
+    factory = RedisFactory()
+    try:
+        yield f"redis://127.0.0.1:{factory.server().port}"
+    finally:
+        factory.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.backend_independent(False)
+async def test_the_ledger_in_redis_keeps_the_same_limits(redis_url: str) -> None:
+    from metis.core.ids import new_ulid
+    from metis.gateway.app import redis_client
+    from metis.gateway.keys_redis import RedisLedger
+
+    async with redis_client(redis_url) as client:
+        fresh = RedisLedger(client, prefix=f"test:{new_ulid()}:")  # one per backend run
+        keys = Keys([KeySpec(name="team", sha256=digest("k1"), **LIMITED)], {}, fresh)
+        state = keys.find("k1")
+        assert state is not None
+        await check_limits(keys, state)
+
+
+def test_two_gateways_over_one_redis_enforce_one_rate_and_one_budget(redis_url: str) -> None:
+    """Two gateways, each with its own state, on their own servers: the key's limits are
+    counted once between them."""
+    from tests.gateway_fixture import serving
+
+    keys = [
+        {"name": "shared", "sha256": digest("shared-key"), "requests_per_minute": 3},
+        {"name": "paid", "sha256": digest("paid-key"), "budget_usd": "0.000001"},
+    ]
+    settings = {"keys": keys, "redis_url": redis_url}
+    first = create_app(gateway_config(Emulator(), settings))
+    second = create_app(gateway_config(Emulator(), settings))
+    with serving(first) as (one, _), serving(second) as (two, _):
+
+        def ask(url: str, key: str) -> int:
+            headers = {"x-api-key": key}
+            return httpx.post(url + "/v1/messages", json=SAID, headers=headers).status_code
+
+        assert [ask(url, "shared-key") for url in (one, two, one, two)] == [200, 200, 200, 429]
+        assert ask(one, "paid-key") == 200  # its reply costs more than the budget
+        assert ask(two, "paid-key") == 429
+        # one Responses conversation across both: the stored responses are shared too
+        headers = {"authorization": f"Bearer {GATEWAY_KEY}"}
+        said = {"model": "flash", "input": "Hi"}
+        started = httpx.post(one + "/v1/responses", json=said, headers=headers).json()
+        more = {**said, "input": "And?", "previous_response_id": started["id"]}
+        went_on = httpx.post(two + "/v1/responses", json=more, headers=headers)
+        assert went_on.status_code == 200, went_on.text
+
+
+@pytest.mark.anyio
+async def test_the_model_list_shows_a_key_only_what_it_may_use() -> None:
+    keys = [
+        {"name": "narrow", "sha256": digest("narrow-key"), "models": ["flash", "fallback"]},
+        {"name": "wide", "sha256": digest("wide-key")},
+    ]
+    app = create_app(gateway_config(Emulator(), {"keys": keys}))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+
+        async def listed(key: str) -> list[str]:
+            answer = await client.get("/v1/models", headers={"x-api-key": key})
+            assert answer.status_code == 200
+            return [entry["id"] for entry in answer.json()["data"]]
+
+        assert await listed("narrow-key") == ["flash", "fallback"]
+        wide = await listed("wide-key")
+        assert {"flash", "gpt", "sonnet", "fallback"} <= set(wide) and len(wide) > 2
+        assert set(await listed(GATEWAY_KEY)) == set(wide)  # the simple key: every name

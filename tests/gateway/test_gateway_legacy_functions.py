@@ -1,0 +1,99 @@
+"""Deprecated Chat function calling (``functions``, ``function_call``, ``role: function``) is
+read as tools, as OpenAI still takes it: the reply's call comes back as ``function_call``,
+streamed and not, and the function's result goes to the model that is asked next."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from metis.errors import InvalidRequestError
+from metis.gateway.chat_api import read_chat
+from metis.histories.openai_chat import from_openai_chat
+from metis.model.content import ToolResultBlock, ToolUseBlock
+from metis.testing.emulator import Emulator
+from tests.gateway_fixture import GATEWAY_KEY, gateway_url
+
+from ..helpers import ImportOnUse
+
+openai = ImportOnUse("openai")
+
+WEATHER = {
+    "name": "get_weather",
+    "description": "Current weather for a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+}
+ASKED = [{"role": "user", "content": "Weather in Rome?"}]
+
+
+@pytest.fixture(scope="module")
+def oai() -> Iterator[Any]:
+    with gateway_url(Emulator()) as url:
+        yield openai.OpenAI(api_key=GATEWAY_KEY, base_url=url + "/v1", max_retries=0)
+
+
+def test_a_legacy_function_call_over_two_turns_and_two_models(oai: Any) -> None:
+    first = oai.chat.completions.create(
+        model="sonnet", messages=ASKED, functions=[WEATHER], function_call="auto"
+    )
+    choice = first.choices[0]
+    assert choice.finish_reason == "function_call" and choice.message.tool_calls is None
+    call = choice.message.function_call
+    assert call.name == "get_weather" and json.loads(call.arguments) == {"city": "Rome"}
+    turns = [
+        *ASKED,
+        {"role": "assistant", "content": None, "function_call": call.model_dump()},
+        {"role": "function", "name": "get_weather", "content": "Sunny, 24 C"},
+    ]
+    reply = oai.chat.completions.create(model="flash", messages=turns, functions=[WEATHER])
+    assert "Sunny, 24 C" in reply.choices[0].message.content
+
+
+def test_a_streamed_legacy_function_call(oai: Any) -> None:
+    chunks = list(
+        oai.chat.completions.create(
+            model="flash",
+            messages=ASKED,
+            functions=[WEATHER],
+            function_call={"name": "get_weather"},
+            stream=True,
+        )
+    )
+    deltas = [c.choices[0].delta for c in chunks if c.choices]
+    assert all(d.tool_calls is None for d in deltas)
+    calls = [d.function_call for d in deltas if d.function_call is not None]
+    assert calls[0].name == "get_weather"
+    assert json.loads("".join(c.arguments or "" for c in calls)) == {"city": "Rome"}
+    assert chunks[-1].choices[0].finish_reason == "function_call"
+
+
+def test_the_reader_pairs_each_function_result_with_its_call() -> None:
+    messages = from_openai_chat(
+        [
+            *ASKED,
+            {"role": "assistant", "function_call": {"name": "f", "arguments": '{"a": 1}'}},
+            {"role": "function", "name": "f", "content": "done"},
+        ]
+    )
+    used, result = messages[1].content[0], messages[2].content[0]
+    assert isinstance(used, ToolUseBlock) and isinstance(result, ToolResultBlock)
+    assert used.input == {"a": 1} and result.tool_use_id == used.id
+    with pytest.raises(InvalidRequestError, match="no function_call before it"):
+        from_openai_chat([*ASKED, {"role": "function", "name": "f", "content": "x"}])
+
+
+def test_functions_read_as_tools_and_not_beside_them() -> None:
+    body = {"model": "m", "messages": ASKED, "functions": [WEATHER], "function_call": "none"}
+    inbound = read_chat(body)
+    assert [t.name for t in inbound.fields["tools"]] == ["get_weather"]
+    assert inbound.fields["tool_choice"].type == "none" and inbound.ignored == []
+    tool = {"type": "function", "function": WEATHER}
+    with pytest.raises(InvalidRequestError, match="not both"):
+        read_chat({**body, "tools": [tool]})

@@ -1,0 +1,248 @@
+"""The official SDKs pointed at ``metis serve`` (a real uvicorn server on loopback) with
+emulator-backed models of every family behind it: streamed and not, tools over several
+turns with the model swapped between turns, structured output, and each error class arriving
+as the SDK's own exception."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from metis.testing.emulator import Emulator
+from tests.gateway_fixture import FAMILIES, GATEWAY_KEY, gateway_url
+
+from ..helpers import ImportOnUse
+
+anthropic = ImportOnUse("anthropic")
+openai = ImportOnUse("openai")
+
+ALIASES = [alias for _, _, alias in FAMILIES.values()] + ["fallback"]
+WEATHER = {
+    "name": "get_weather",
+    "description": "Current weather for a city.",
+    "input_schema": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[Emulator]:
+    yield Emulator()
+
+
+@pytest.fixture(scope="module")
+def url(emulator: Emulator) -> Iterator[str]:
+    with gateway_url(emulator) as served:
+        yield served
+
+
+@pytest.fixture
+def claude(url: str) -> Any:
+    return anthropic.Anthropic(api_key=GATEWAY_KEY, base_url=url, max_retries=0)
+
+
+@pytest.fixture
+def oai(url: str) -> Any:
+    return openai.OpenAI(api_key=GATEWAY_KEY, base_url=url + "/v1", max_retries=0)
+
+
+@pytest.mark.parametrize("model", ALIASES)
+def test_every_family_through_every_api_streamed_and_not(model: str, claude: Any, oai: Any) -> None:
+    said = [{"role": "user", "content": "Hi"}]
+    message = claude.messages.create(model=model, max_tokens=200, messages=said)
+    assert message.content[0].text == "You said: Hi" and message.model == model
+    assert message.stop_reason == "end_turn" and message.usage.output_tokens > 0
+    with claude.messages.stream(model=model, max_tokens=200, messages=said) as stream:
+        assert stream.get_final_text() == "You said: Hi"
+    completion = oai.chat.completions.create(model=model, messages=said)
+    assert completion.choices[0].message.content == "You said: Hi"
+    chunks = list(
+        oai.chat.completions.create(
+            model=model, messages=said, stream=True, stream_options={"include_usage": True}
+        )
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == (
+        "You said: Hi"
+    )
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens > 0
+    assert oai.responses.create(model=model, input="Hi").output_text == "You said: Hi"
+    with oai.responses.stream(model=model, input="Hi") as stream:
+        assert stream.get_final_response().output_text == "You said: Hi"
+
+
+def test_anthropic_tools_over_turns_swapping_model(claude: Any) -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Oslo?"}]
+    first = claude.messages.create(
+        model="flash", max_tokens=300, messages=messages, tools=[WEATHER]
+    )
+    call = next(block for block in first.content if block.type == "tool_use")
+    assert first.stop_reason == "tool_use" and call.name == "get_weather"
+    assert call.input == {"city": "Oslo"}
+    messages += [
+        {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "Cold, 2 C"}],
+        },
+    ]
+    with claude.messages.stream(
+        model="gpt", max_tokens=300, messages=messages, tools=[WEATHER]
+    ) as stream:
+        answer = stream.get_final_message()
+    assert answer.stop_reason == "end_turn" and "Cold, 2 C" in answer.content[0].text
+
+
+def test_chat_tools_streamed_over_turns_swapping_model(oai: Any) -> None:
+    tool = {
+        "type": "function",
+        "function": {
+            "name": WEATHER["name"],
+            "description": WEATHER["description"],
+            "parameters": WEATHER["input_schema"],
+        },
+    }
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Rome?"}]
+    chunks = list(
+        oai.chat.completions.create(model="sonnet", messages=messages, tools=[tool], stream=True)
+    )
+    fragments = [c.choices[0].delta.tool_calls for c in chunks if c.choices]
+    calls = [call for found in fragments if found for call in found]
+    call_id, name = calls[0].id, calls[0].function.name
+    arguments = "".join(c.function.arguments or "" for c in calls)
+    assert name == "get_weather" and json.loads(arguments) == {"city": "Rome"}
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+    messages += [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": "Sunny, 24 C"},
+    ]
+    reply = oai.chat.completions.create(model="haiku", messages=messages, tools=[tool])
+    assert "Sunny, 24 C" in reply.choices[0].message.content
+
+
+def test_responses_tools_with_previous_response_id(oai: Any) -> None:
+    tool = {"type": "function", **{k: WEATHER[k] for k in ("name", "description")}}
+    tool["parameters"] = WEATHER["input_schema"]
+    first = oai.responses.create(model="gpt5", input="Weather in Lima?", tools=[tool])
+    call = next(item for item in first.output if item.type == "function_call")
+    assert json.loads(call.arguments) == {"city": "Lima"}
+    second = oai.responses.create(
+        model="llama",
+        previous_response_id=first.id,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "Mild, 18 C"}],
+        tools=[tool],
+    )
+    assert "Mild, 18 C" in second.output_text
+    with pytest.raises(openai.BadRequestError) as refused:
+        oai.responses.create(model="gpt5", previous_response_id="resp_unknown", input="Hi")
+    assert refused.value.code == "previous_response_not_found"
+
+
+def test_structured_output_through_chat_and_responses(oai: Any) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["name", "population"],
+        "additionalProperties": False,
+    }
+    fmt = {"type": "json_schema", "json_schema": {"name": "city", "schema": schema, "strict": True}}
+    reply = oai.chat.completions.create(
+        model="flash", messages=[{"role": "user", "content": "A city?"}], response_format=fmt
+    )
+    assert set(json.loads(reply.choices[0].message.content)) == {"name", "population"}
+    text = {"format": {"type": "json_schema", "name": "city", "schema": schema, "strict": True}}
+    answered = oai.responses.create(model="gpt5", input="A city?", text=text)
+    assert set(json.loads(answered.output_text)) == {"name", "population"}
+
+
+def test_errors_arrive_as_each_sdks_own_classes(url: str, emulator: Emulator) -> None:
+    said = [{"role": "user", "content": "Hi"}]
+    wrong = anthropic.Anthropic(api_key="wrong", base_url=url, max_retries=0)
+    with pytest.raises(anthropic.AuthenticationError):
+        wrong.messages.create(model="gpt", max_tokens=10, messages=said)
+    wrong_oai = openai.OpenAI(api_key="wrong", base_url=url + "/v1", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        wrong_oai.chat.completions.create(model="gpt", messages=said)
+    claude = anthropic.Anthropic(api_key=GATEWAY_KEY, base_url=url, max_retries=0)
+    oai = openai.OpenAI(api_key=GATEWAY_KEY, base_url=url + "/v1", max_retries=0)
+    with pytest.raises(anthropic.NotFoundError):
+        claude.messages.create(model="no-such-model", max_tokens=10, messages=said)
+    with pytest.raises(openai.NotFoundError):
+        oai.chat.completions.create(model="no-such-model", messages=said)
+    emulator.push_fault("rate_limit")
+    with pytest.raises(anthropic.RateLimitError):
+        claude.messages.create(model="flash", max_tokens=10, messages=said)
+    emulator.push_fault("rate_limit")
+    with pytest.raises(openai.RateLimitError):
+        oai.responses.create(model="sonnet", input="Hi")
+    emulator.push_fault("overloaded")
+    with pytest.raises(anthropic.InternalServerError) as overloaded:
+        claude.messages.create(model="gpt", max_tokens=10, messages=said)
+    assert overloaded.value.status_code == 529
+    emulator.push_fault("server_error")
+    with pytest.raises(openai.InternalServerError):
+        oai.chat.completions.create(model="llama", messages=said, stream=True)
+
+
+def test_what_the_model_cannot_honour_is_left_out_and_named(claude: Any) -> None:
+    raw = claude.messages.with_raw_response.create(
+        model="gpt",
+        max_tokens=100,
+        extra_body={"top_k": 5},
+        thinking={"type": "enabled", "budget_tokens": 2048},
+        messages=[{"role": "user", "content": "Hi"}],
+    )
+    dropped = raw.headers["x-metis-dropped"]
+    assert "top_k" in dropped and "thinking" in dropped
+    assert raw.parse().content[0].text == "You said: Hi"
+
+
+def test_the_model_list_reads_in_both_sdks(claude: Any, oai: Any) -> None:
+    listed = {model.id for model in oai.models.list()}
+    assert {"sonnet", "anthropic:claude-sonnet-4-5", "fallback"} <= listed
+    assert {model.id for model in claude.models.list()} == listed
+
+
+def test_thinking_goes_back_signed_to_the_model_that_wrote_it(
+    claude: Any, emulator: Emulator
+) -> None:
+    thinking = {"type": "enabled", "budget_tokens": 2000}
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Oslo?"}]
+    with claude.messages.stream(
+        model="sonnet", max_tokens=4000, thinking=thinking, messages=messages, tools=[WEATHER]
+    ) as stream:
+        first = stream.get_final_message()
+    assert [block.type for block in first.content] == ["thinking", "tool_use"]
+    call = first.content[1]
+    messages += [
+        {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "2 C"}],
+        },
+    ]
+    raw = claude.messages.with_raw_response.create(
+        model="sonnet", max_tokens=4000, thinking=thinking, messages=messages, tools=[WEATHER]
+    )
+    assert "x-metis-dropped" not in raw.headers and "2 C" in raw.parse().content[-1].text
+    sent = emulator.bodies("anthropic")[-1]["messages"][1]["content"][0]
+    assert sent["type"] == "thinking" and not sent["signature"].startswith("metis1.")
+    elsewhere = claude.messages.with_raw_response.create(
+        model="flash", max_tokens=4000, messages=messages, tools=[WEATHER]
+    )
+    assert "thinking" in elsewhere.headers["x-metis-dropped"]  # not Gemini's to read

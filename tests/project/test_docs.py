@@ -1,0 +1,69 @@
+"""The README's code compiles and imports only what metis exports; import stays cheap."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import metis
+
+ROOT = Path(__file__).parents[2]
+
+
+def python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(), re.DOTALL)
+
+
+def test_readme_code_compiles_and_its_metis_imports_exist() -> None:
+    blocks = python_blocks(ROOT / "README.md")
+    assert blocks
+    for block in blocks:
+        tree = ast.parse(block)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "metis":
+                for alias in node.names:
+                    assert hasattr(metis, alias.name), alias.name
+
+
+def test_readme_test_command_is_what_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "pip install -e '.[test]' && python -m pytest" in readme
+    assert "pip install --quiet -e '.[test]'" in ci and "step python -m pytest" in ci
+
+
+def test_importing_metis_loads_no_http_or_validation_library() -> None:
+    heavy = "{'httpx', 'pydantic', 'anyio', 'yaml', 'tenacity'}"
+    code = f"import sys, metis; print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_every_document_the_code_points_to_exists() -> None:
+    named: set[str] = set()
+    for path in [*ROOT.glob("metis/**/*.py"), *ROOT.glob("metis/**/*.yaml"), ROOT / "README.md"]:
+        named.update(re.findall(r"docs/[a-z_\-]+\.md", path.read_text(encoding="utf-8")))
+    assert named, "the code names no document"
+    missing = sorted(name for name in named if not (ROOT / name).is_file())
+    assert missing == []
+
+
+def test_the_docs_python_blocks_compile() -> None:
+    for path in ROOT.glob("docs/*.md"):
+        for block in python_blocks(path):
+            ast.parse(block)  # SyntaxError names the document's line
+
+
+def test_every_public_name_has_its_own_docstring() -> None:
+    import inspect
+
+    bare = [
+        name
+        for name in metis.__all__
+        if (inspect.isclass(obj := getattr(metis, name)) and not obj.__dict__.get("__doc__"))
+        or (inspect.isfunction(obj) and not obj.__doc__)
+    ]
+    assert bare == []

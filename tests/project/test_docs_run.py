@@ -1,0 +1,184 @@
+"""Every code block of README.md and docs/*.md runs as written, offline.
+
+Each fenced block says its language. ``python`` blocks run as scripts in a fresh interpreter
+from the repository's root, with the official SDKs' variables (``ANTHROPIC_BASE_URL``,
+``OPENAI_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL`` and the keys) pointing at the emulator. ``yaml``
+blocks are loaded by what they are: a stack file, a models.yaml, a price table. In ``sh``
+blocks the ``metis`` commands run (installing, the test suite and cloud logins are the
+environment, not run here). ``text`` blocks are output and pictures, not code.
+
+A block that needs what no test has (a live key, a Redis server, a cloud account) says so in
+its first line, ``# needs: <what>``, where the reader sees it; in a shell block a command may
+carry the same comment. Such blocks are compiled or parsed but not run, and they stay few.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from metis.testing.emulator import Emulator
+
+ROOT = Path(__file__).parents[2]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LANGUAGES = {"python", "yaml", "sh", "text"}
+NEEDS = re.compile(r"#\s*needs:\s*(\S.*)")
+MAX_NEEDING = 4
+TIMEOUT = 120
+
+
+@dataclass(frozen=True)
+class Block:
+    path: Path
+    line: int
+    language: str
+    code: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def needs(self) -> str | None:
+        first = self.code.lstrip().splitlines()[0] if self.code.strip() else ""
+        found = NEEDS.match(first)
+        return found.group(1) if found else None
+
+
+def blocks(path: Path) -> Iterator[Block]:
+    fence: tuple[int, str] | None = None
+    lines: list[str] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if fence is None and line.startswith("```"):
+            fence, lines = (number, line[3:].strip()), []
+        elif fence is not None and line.startswith("```"):
+            yield Block(path, fence[0], fence[1], "\n".join(lines) + "\n")
+            fence = None
+        elif fence is not None:
+            lines.append(line)
+    assert fence is None, f"{path.name}:{fence[0]}: a code block that never ends"
+
+
+ALL = [block for path in DOCUMENTS for block in blocks(path)]
+
+
+def of(language: str) -> list[Block]:
+    return [b for b in ALL if b.language == language]
+
+
+def ids(found: list[Block]) -> list[str]:
+    return [b.where for b in found]
+
+
+def test_every_block_says_its_language() -> None:
+    assert [b.where for b in ALL if b.language not in LANGUAGES] == []
+
+
+def test_blocks_that_need_a_live_service_say_what_and_are_few() -> None:
+    needing = [f"{b.where}: {b.needs}" for b in ALL if b.needs]
+    assert len(needing) <= MAX_NEEDING, needing
+
+
+@pytest.fixture(scope="module")
+def environment(
+    emulator_server: Emulator, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, str]:
+    """The variables a reader would set, pointing at the emulator; no real key or cloud."""
+    cleared = ("_API_KEY", "_BASE_URL")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith(cleared) and not k.startswith(("AWS_", "AZURE_", "GOOGLE_"))
+    }
+    url = emulator_server.url
+    env.update(
+        ANTHROPIC_BASE_URL=url,
+        OPENAI_BASE_URL=f"{url}/v1",
+        GOOGLE_GEMINI_BASE_URL=url,
+        ANTHROPIC_API_KEY="test-key",
+        OPENAI_API_KEY="test-key",
+        GEMINI_API_KEY="test-key",
+        XDG_CACHE_HOME=str(tmp_path_factory.mktemp("cache")),
+        PYTHONPATH=str(ROOT),
+    )
+    return env
+
+
+def run(command: list[str], env: dict[str, str], where: str) -> None:
+    done = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert done.returncode == 0, f"{where} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", of("python"), ids=ids(of("python")))
+def test_a_python_block_runs(block: Block, environment: dict[str, str]) -> None:
+    ast.parse(block.code, block.where)  # a SyntaxError names the document's block
+    if block.needs:
+        pytest.skip(f"needs {block.needs}")
+    run([sys.executable, "-c", block.code], environment, block.where)
+
+
+@pytest.mark.parametrize("block", of("python"), ids=ids(of("python")))
+def test_a_python_block_compiles(block: Block) -> None:
+    ast.parse(block.code, block.where)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", of("sh"), ids=ids(of("sh")))
+def test_the_metis_commands_of_a_shell_block_run(block: Block, environment: dict[str, str]) -> None:
+    commands = [line for line in block.code.splitlines() if line.startswith("metis ")]
+    if block.needs:
+        pytest.skip(f"needs {block.needs}")
+    venv_bin = str(Path(sys.executable).parent)
+    env = {**environment, "PATH": venv_bin + os.pathsep + environment.get("PATH", "")}
+    for line in commands:
+        if NEEDS.search(line):
+            continue
+        run(shlex.split(line, comments=True), env, f"{block.where}: {line}")
+
+
+@pytest.mark.parametrize("block", of("yaml"), ids=ids(of("yaml")))
+def test_a_yaml_block_loads_as_what_it_is(block: Block, tmp_path: Path) -> None:
+    """An excerpt (a first line ``# path/of/a/file.yaml``) is in that file as shown; any other
+    block is a whole stack file or models.yaml, and loads."""
+    from metis.registry import Registry
+    from metis.stacks.loader import load_stack
+
+    data = yaml.safe_load(block.code)
+    assert isinstance(data, dict), block.where
+    excerpt = EXCERPT.match(block.code)
+    if excerpt:
+        with open(ROOT / excerpt.group(1), encoding="utf-8") as file:
+            whole = yaml.safe_load(file)
+        assert shown_in(data, whole), f"{block.where} is not what {excerpt.group(1)} says"
+        return
+    path = tmp_path / ("models.yaml" if "models" in data or "routes" in data else "stack.yaml")
+    path.write_text(block.code, encoding="utf-8")
+    if path.name == "stack.yaml":
+        load_stack(path).build_pipeline()
+    else:
+        Registry.load(path)
+
+
+EXCERPT = re.compile(r"#\s*([\w./-]+\.ya?ml)\s*(?:\n|$)")
+
+
+def shown_in(shown: object, whole: object) -> bool:
+    """Whether every key ``shown`` has is in ``whole`` with the same value (lists whole)."""
+    if isinstance(shown, dict):
+        return isinstance(whole, dict) and all(
+            key in whole and shown_in(value, whole[key]) for key, value in shown.items()
+        )
+    return shown == whole

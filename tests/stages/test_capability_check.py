@@ -1,0 +1,336 @@
+"""capability_check: what the model cannot serve is refused before any network call
+(docs/catalog.md), and the token estimate behind it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from metis.catalog.estimate import PER_IMAGE, estimate_input_tokens
+from metis.errors import CapabilityError, ErrorClass
+from metis.model import (
+    AdapterCapabilities,
+    Base64ImageSource,
+    CanonicalRequest,
+    ImageBlock,
+    Message,
+    RedactedThinkingBlock,
+    Role,
+    TextBlock,
+    TextDelta,
+    ThinkingBlock,
+    ThinkingConfig,
+    ToolDefinition,
+    ToolResultBlock,
+    ToolUseBlock,
+    URLImageSource,
+)
+from metis.pipeline.call import Call
+from metis.stages.policy.capability_check import CapabilityCheck, unmet_needs
+
+from ..helpers import FULL_CAPABILITIES, bound, make_call
+
+pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
+
+
+def _image(media_type: str = "image/png", data: str = "aGk=") -> ImageBlock:
+    return ImageBlock(source=Base64ImageSource(media_type=media_type, data=data))
+
+
+def _request(*messages: Message, **fields: Any) -> CanonicalRequest:
+    fields.setdefault("max_output_tokens", 100)
+    return CanonicalRequest(
+        model="anthropic:claude-x", messages=list(messages) or [Message.user("hi")], **fields
+    )
+
+
+def _lacking(**flags: Any) -> AdapterCapabilities:
+    return FULL_CAPABILITIES.model_copy(update=flags)
+
+
+async def _run(request: CanonicalRequest, caps: AdapterCapabilities) -> tuple[list[Any], list[Any]]:
+    """Run the stage; return (requests inner was called with, events out)."""
+    calls: list[Any] = []
+
+    async def inner(req: CanonicalRequest, call: Call) -> Any:
+        calls.append(req)
+        yield TextDelta(0, "ok")
+
+    try:
+        stage = bound(CapabilityCheck(), capabilities=caps)
+        out = [e async for e in stage(request, make_call(), inner)]
+    except CapabilityError:
+        assert calls == [], "inner ran before the capability check refused"
+        raise
+    return calls, out
+
+
+# One need per capability flag: (flag, a request that needs it, words the error must use)
+NEEDS: list[tuple[str, CanonicalRequest, str]] = [
+    ("supports_images", _request(Message.user("look", _image())), "images"),
+    ("supports_tools", _request(tools=[ToolDefinition(name="lookup")]), "tools"),
+    (
+        "supports_tools",
+        _request(
+            Message.user("go"),
+            Message.assistant(ToolUseBlock(id="tu_1", name="lookup")),
+            Message.tool(ToolResultBlock(tool_use_id="tu_1", content="r")),
+        ),
+        "tools",
+    ),
+    (
+        "supports_parallel_tool_calls",
+        _request(tools=[ToolDefinition(name="lookup")], parallel_tool_calls=True),
+        "parallel",
+    ),
+    ("supports_thinking", _request(thinking=ThinkingConfig(budget_tokens=1024)), "thinking"),
+    (
+        "supports_structured_output",
+        _request(output_schema={"type": "object", "properties": {}}),
+        "schema",
+    ),
+    ("supports_system_prompt", _request(system_prompt="Be brief."), "system"),
+    ("supports_system_prompt", _request(Message.system("Be brief."), Message.user("hi")), "system"),
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("flag", "request_", "words"), NEEDS, ids=[f"{n[0]}-{i}" for i, n in enumerate(NEEDS)]
+)
+async def test_each_capability_is_refused_before_inner_runs(
+    flag: str, request_: CanonicalRequest, words: str
+) -> None:
+    # the request is fine for a model that has the capability ...
+    calls, out = await _run(request_, FULL_CAPABILITIES)
+    assert calls == [request_] and calls[0] is request_
+    assert len(out) == 1
+    # ... and refused, cleanly and before any IO, by one that lacks it
+    with pytest.raises(CapabilityError) as info:
+        await _run(request_, _lacking(**{flag: False}))
+    error = info.value
+    assert error.error_class is ErrorClass.CAPABILITY
+    assert error.retryable is False
+    assert error.provider == "anthropic"
+    assert error.request_id == request_.request_id
+    assert words in error.message
+    assert "anthropic:claude-x" in error.message
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "flag", ["supports_streaming", "supports_streaming_tool_calls", "supports_prompt_caching"]
+)
+async def test_flags_no_request_can_need_do_not_refuse(flag: str) -> None:
+    # Streaming falls back to one JSON body (the adapter folds it into the same events);
+    # input deltas and caching are the adapter's own business.
+    request = _request(tools=[ToolDefinition(name="t")], stream=True)
+    calls, _ = await _run(request, _lacking(**{flag: False}))
+    assert calls == [request]
+
+
+def test_parallel_tool_calls_false_is_no_need() -> None:
+    request = _request(tools=[ToolDefinition(name="t")], parallel_tool_calls=False)
+    assert unmet_needs(request, _lacking(supports_parallel_tool_calls=False)) == []
+
+
+@pytest.mark.anyio
+async def test_every_unmet_need_is_listed_in_one_error() -> None:
+    request = _request(
+        Message.system("sys"),
+        Message.user("look", _image()),
+        tools=[ToolDefinition(name="t")],
+        parallel_tool_calls=True,
+        thinking=ThinkingConfig(budget_tokens=1024),
+        output_schema={"type": "object"},
+        max_output_tokens=9_000,
+    )
+    caps = AdapterCapabilities(supports_system_prompt=False, max_output_tokens=8_000)
+    with pytest.raises(CapabilityError) as info:
+        await _run(request, caps)
+    message = info.value.message
+    for words in ("images", "tools", "parallel", "thinking", "schema", "system", "9000"):
+        assert words in message, words
+    assert len(unmet_needs(request, caps)) == 7
+
+
+@pytest.mark.anyio
+async def test_a_request_within_capabilities_passes_through_unchanged() -> None:
+    request = _request(
+        Message.system("sys"),
+        Message.user("look", _image()),
+        Message.assistant(ToolUseBlock(id="tu_1", name="t")),
+        Message.tool(ToolResultBlock(tool_use_id="tu_1", content=[_image()])),
+        tools=[ToolDefinition(name="t")],
+        parallel_tool_calls=True,
+        thinking=ThinkingConfig(budget_tokens=1024),
+        output_schema={"type": "object"},
+        max_output_tokens=8_000,
+    )
+    calls, out = await _run(request, FULL_CAPABILITIES)
+    assert calls[0] is request
+    assert out == [TextDelta(0, "ok")]
+
+
+@pytest.mark.anyio
+async def test_images_inside_tool_results_count() -> None:
+    request = _request(
+        Message.user("go"),
+        Message.assistant(ToolUseBlock(id="tu_1", name="screenshot")),
+        Message.tool(
+            ToolResultBlock(tool_use_id="tu_1", content=[TextBlock(text="here"), _image()])
+        ),
+    )
+    with pytest.raises(CapabilityError, match="images"):
+        await _run(request, _lacking(supports_images=False))
+
+
+@pytest.mark.anyio
+async def test_an_image_type_the_model_does_not_accept_is_refused() -> None:
+    caps = _lacking(accepted_image_media_types=["image/png", "image/jpeg"])
+    request = _request(
+        Message.user("look", _image("image/png"), _image("image/bmp"), _image("image/tiff"))
+    )
+    with pytest.raises(CapabilityError) as info:
+        await _run(request, caps)
+    assert "image/bmp" in info.value.message and "image/tiff" in info.value.message
+    assert "image/png" not in info.value.message
+    # inside a tool result too
+    nested = _request(
+        Message.user("go"),
+        Message.assistant(ToolUseBlock(id="tu_1", name="s")),
+        Message.tool(ToolResultBlock(tool_use_id="tu_1", content=[_image("image/bmp")])),
+    )
+    with pytest.raises(CapabilityError, match="image/bmp"):
+        await _run(nested, caps)
+
+
+def test_accepted_types_allow_their_images_and_an_empty_list_allows_any() -> None:
+    request = _request(Message.user("look", _image("image/png"), _image("image/bmp")))
+    assert unmet_needs(request, _lacking(accepted_image_media_types=[])) == []
+    png = _request(Message.user("look", _image("image/png")))
+    assert unmet_needs(png, _lacking(accepted_image_media_types=["image/png"])) == []
+
+
+def test_url_images_have_no_known_type_to_refuse() -> None:
+    url = ImageBlock(source=URLImageSource(url="https://example.com/cat.bmp"))
+    request = _request(Message.user("look", url))
+    assert unmet_needs(request, _lacking(accepted_image_media_types=["image/png"])) == []
+    assert unmet_needs(request, _lacking(supports_images=False)) != []
+
+
+@pytest.mark.anyio
+async def test_max_output_tokens_above_the_limit_is_refused() -> None:
+    with pytest.raises(CapabilityError) as info:
+        await _run(_request(max_output_tokens=8_001), FULL_CAPABILITIES)
+    assert "8001" in info.value.message and "8000" in info.value.message
+    calls, _ = await _run(_request(max_output_tokens=8_000), FULL_CAPABILITIES)
+    assert len(calls) == 1
+
+
+@pytest.mark.anyio
+async def test_an_input_estimated_above_the_context_is_refused() -> None:
+    caps = _lacking(max_context_tokens=1_000)
+    with pytest.raises(CapabilityError, match="context"):
+        await _run(_request(Message.user("x" * 8_000)), caps)
+    calls, _ = await _run(_request(Message.user("x" * 2_000)), caps)
+    assert len(calls) == 1
+
+
+@pytest.mark.anyio
+async def test_the_context_estimate_counts_the_system_prompt_and_tools() -> None:
+    caps = _lacking(max_context_tokens=1_000)
+    with pytest.raises(CapabilityError, match="context"):
+        await _run(_request(system_prompt="s" * 8_000), caps)
+    big_tool = ToolDefinition(name="t", description="d" * 8_000)
+    with pytest.raises(CapabilityError, match="context"):
+        await _run(_request(tools=[big_tool]), caps)
+
+
+def test_a_plain_text_request_needs_nothing_special() -> None:
+    assert unmet_needs(_request(), AdapterCapabilities()) == []
+
+
+# estimate_input_tokens (docs/contract.md §1: ±10% is acceptable) ---------------------------
+
+
+def _estimate(*messages: Message, tools: list[ToolDefinition] | None = None) -> int:
+    return estimate_input_tokens(list(messages), tools or [], None)
+
+
+@pytest.mark.parametrize("chars", [4_000, 40_000, 400_000])
+def test_estimate_grows_with_text_length(chars: int) -> None:
+    expected = chars / 4
+    got = _estimate(Message.user("a" * chars))
+    assert abs(got - expected) <= expected * 0.10
+
+
+def test_estimate_is_monotonic_in_text() -> None:
+    sizes = [0, 10, 100, 1_000, 10_000]
+    estimates = [_estimate(Message.user("word " * n)) for n in sizes]
+    assert estimates == sorted(estimates)
+    assert estimates[-1] > estimates[0]
+
+
+def test_json_and_english_are_about_four_characters_a_token() -> None:
+    english = "The quick brown fox jumps over the lazy dog. " * 100
+    got = _estimate(Message.user(english))
+    assert abs(got - len(english) / 4) <= len(english) / 4 * 0.10
+
+
+def test_images_add_a_flat_cost() -> None:
+    base = _estimate(Message.user("look"))
+    small = _estimate(Message.user("look", _image(data="aGk=")))
+    large = _estimate(Message.user("look", _image(data="A" * 400_000)))
+    assert small - base == large - base == PER_IMAGE
+    two = _estimate(Message.user("look", _image(), _image()))
+    assert two - base == 2 * PER_IMAGE
+
+
+def test_images_inside_tool_results_cost_the_same() -> None:
+    without = _estimate(Message.tool(ToolResultBlock(tool_use_id="tu_1", content="")))
+    with_image = _estimate(Message.tool(ToolResultBlock(tool_use_id="tu_1", content=[_image()])))
+    assert with_image - without == PER_IMAGE
+
+
+def test_tools_count() -> None:
+    base = _estimate(Message.user("hi"))
+    schema = {"type": "object", "properties": {"q": {"type": "string", "description": "x" * 400}}}
+    tool = ToolDefinition(name="search", description="d" * 400, input_schema=schema)
+    one = _estimate(Message.user("hi"), tools=[tool])
+    two = _estimate(Message.user("hi"), tools=[tool, tool])
+    assert one - base >= 200  # 800+ characters of description and schema
+    assert two - base == 2 * (one - base)
+
+
+def test_tool_calls_results_thinking_and_the_system_prompt_count() -> None:
+    base = estimate_input_tokens([Message.user("hi")], [], None)
+    assert estimate_input_tokens([Message.user("hi")], [], "s" * 400) - base >= 90
+    for block in (
+        ToolUseBlock(id="tu_1", name="t", input={"q": "x" * 400}),
+        ToolResultBlock(tool_use_id="tu_1", content="x" * 400),
+        ToolResultBlock(tool_use_id="tu_1", content=[TextBlock(text="x" * 400)]),
+        TextBlock(text="x" * 400),
+        ThinkingBlock(thinking="x" * 400, signature="s"),
+        RedactedThinkingBlock(data="x" * 800),
+    ):
+        message = Message(role=Role.ASSISTANT, content=[block])
+        assert _estimate(Message.user("hi"), message) - base >= 90, block.type
+
+
+def test_an_empty_conversation_costs_little() -> None:
+    assert estimate_input_tokens([], [], None) == 0
+    assert 0 < _estimate(Message.user("")) < 10
+
+
+def test_stop_sequences_need_a_model_that_takes_them() -> None:
+    from metis.model import AdapterCapabilities, CanonicalRequest, Message
+    from metis.stages.policy.capability_check import unmet_needs
+
+    request = CanonicalRequest(
+        model="m", messages=[Message.user("hi")], max_output_tokens=10, stop_sequences=["END"]
+    )
+    caps = AdapterCapabilities(supports_stop_sequences=False)
+    assert unmet_needs(request, caps) == ["stop sequences were given and the model takes none"]
+    assert unmet_needs(request, AdapterCapabilities()) == []

@@ -1,0 +1,219 @@
+"""pre_send_check: everything a provider would refuse, found before the request is sent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from metis.errors import InvalidRequestError, StackError
+from metis.pipeline.request import WireRequest
+from metis.stages.edits.pre_send_check import PreSendCheck
+from metis.wire.rules import anthropic_problems, openai_chat_problems
+
+from ..fakes import FakePeer, collect, request
+from ..helpers import make_call
+
+
+def user(*blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "user", "content": list(blocks)}
+
+
+def assistant(*blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": list(blocks)}
+
+
+TEXT = {"type": "text", "text": "hi"}
+USE = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}
+RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}
+
+
+def test_a_valid_anthropic_history_has_no_problems() -> None:
+    body = {
+        "messages": [user(TEXT), assistant(TEXT, USE), user(RESULT, TEXT)],
+        "tools": [{"name": "f"}],
+    }
+    assert anthropic_problems(body) == []
+
+
+@pytest.mark.parametrize(
+    ("messages", "expected"),
+    [
+        ([assistant(TEXT)], "first message must use the user role"),
+        ([user(TEXT), user(TEXT)], "roles must alternate"),
+        ([user(TEXT), assistant(USE), user(TEXT)], "need tool_result blocks immediately after"),
+        ([user(RESULT)], "without a preceding tool_use"),
+        ([user(TEXT), assistant(USE), user(TEXT, RESULT)], "tool_result blocks must come first"),
+        ([user({"type": "text", "text": "  "})], "non-whitespace text"),
+        (
+            [user(TEXT), assistant({"type": "thinking", "thinking": "x"})],
+            "must carry their signature",
+        ),
+        ([user(TEXT), assistant({**USE, "id": "tu 1"})], "characters Anthropic refuses"),
+        ([user(TEXT), assistant(USE)], "never answered"),
+        ([user(TEXT), {"role": "system", "content": "x"}], "role must be user or assistant"),
+    ],
+)
+def test_each_anthropic_rule(messages: list[dict[str, Any]], expected: str) -> None:
+    problems = anthropic_problems({"messages": messages})
+    assert any(expected in p for p in problems), problems
+
+
+CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+@pytest.mark.parametrize(
+    ("messages", "expected"),
+    [
+        (
+            [
+                {"role": "assistant", "content": None, "tool_calls": [CALL]},
+                {"role": "user", "content": "x"},
+            ],
+            "must be followed by tool messages",
+        ),
+        (
+            [{"role": "tool", "tool_call_id": "call_9", "content": "x"}],
+            "does not answer a preceding tool call",
+        ),
+        (
+            [
+                {"role": "assistant", "content": None, "tool_calls": [{**CALL, "id": "c" * 41}]},
+                {"role": "tool", "tool_call_id": "c" * 41, "content": "x"},
+            ],
+            "longer than 40",
+        ),
+        (
+            [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{**CALL, "function": {"name": "f", "arguments": "[1]"}}],
+                },
+                {"role": "tool", "tool_call_id": "call_1", "content": "x"},
+            ],
+            "JSON object string",
+        ),
+        ([{"role": "user", "content": ""}], "content must not be empty"),
+        ([{"role": "assistant", "content": None, "tool_calls": [CALL]}], "never answered"),
+    ],
+)
+def test_each_openai_rule(messages: list[dict[str, Any]], expected: str) -> None:
+    problems = openai_chat_problems({"messages": messages})
+    assert any(expected in p for p in problems), problems
+
+
+def test_tool_names_are_checked() -> None:
+    body = {"messages": [user(TEXT)], "tools": [{"name": "has space"}, {"name": "x" * 65}]}
+    assert len(anthropic_problems(body)) == 2
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    body = {"messages": [assistant({"type": "text", "text": ""}), assistant(USE)]}
+    wire = WireRequest(url="http://x", body=body)
+    with pytest.raises(InvalidRequestError) as caught:
+        PreSendCheck(rules="anthropic").rewrite(wire, make_call())
+    message = str(caught.value)
+    assert "problems" in message
+    for expected in ("first message", "alternate", "non-whitespace", "never answered"):
+        assert expected in message
+    assert caught.value.retryable is False
+
+
+def test_an_unknown_rule_set_is_refused_when_the_stack_is_built() -> None:
+    with pytest.raises(StackError, match="unknown rule set 'gemni'"):
+        PreSendCheck(rules="gemni")
+
+
+@pytest.mark.anyio
+async def test_a_broken_history_never_reaches_the_network() -> None:
+    from metis.model import Message, ToolResultBlock
+
+    peer = FakePeer()
+    adapter = peer.adapter("openai")
+    adapter.pipeline.remove("tool_result_check")  # so the wire check is the one that sees it
+    broken = request(
+        "openai",
+        messages=[
+            Message.user("hi"),
+            Message.tool(ToolResultBlock(tool_use_id="tu_x", content="?")),
+        ],
+    )
+    with pytest.raises(InvalidRequestError, match="does not answer a preceding tool call"):
+        await collect(adapter, broken)
+    assert peer.requests == []
+
+
+@pytest.mark.parametrize(
+    ("rules", "body", "expected"),
+    [
+        (
+            "openai_responses",
+            {"input": [{"type": "function_call_output", "call_id": "c1", "output": "x"}]},
+            "no tool call found",
+        ),
+        (
+            "openai_responses",
+            {"input": [{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}]},
+            "no tool output found",
+        ),
+        (
+            "openai_responses",
+            {"input": [{"type": "reasoning", "id": "r1"}]},
+            "without its following item",
+        ),
+        (
+            "openai_responses",
+            {"input": [{"role": "user", "content": [{"type": "output_text", "text": "x"}]}]},
+            "cannot be output_text",
+        ),
+        (
+            "gemini",
+            {
+                "contents": [
+                    {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]},
+                    {"role": "user", "parts": [{"text": "hi"}]},
+                ]
+            },
+            "must answer the previous turn",
+        ),
+        (
+            "gemini",
+            {"contents": [{"role": "assistant", "parts": [{"text": "x"}]}]},
+            "role must be user or model",
+        ),
+        ("gemini", {"contents": [{"role": "user", "parts": [{"text": ""}]}]}, "empty text"),
+        (
+            "ollama",
+            {"messages": [{"role": "tool", "tool_name": "f", "content": "x"}]},
+            "never called",
+        ),
+        (
+            "ollama",
+            {
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}],
+                    }
+                ]
+            },
+            "must be an object",
+        ),
+    ],
+)
+def test_each_other_providers_rules(rules: str, body: dict[str, Any], expected: str) -> None:
+    from metis.wire.rules import RULES
+
+    problems = RULES[rules](body)
+    assert any(expected in p for p in problems), problems
+
+
+def test_a_continued_responses_request_may_answer_calls_made_earlier() -> None:
+    from metis.wire.rules import openai_responses_problems
+
+    body = {
+        "previous_response_id": "resp_1",
+        "input": [{"type": "function_call_output", "call_id": "c1", "output": "x"}],
+    }
+    assert openai_responses_problems(body) == []

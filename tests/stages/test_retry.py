@@ -1,0 +1,262 @@
+"""Retries (docs/contract.md §4 items 10 and 11) through real adapters."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+
+import pytest
+
+from metis import ErrorClass
+from metis.errors import (
+    RETRY_POLICY,
+    InvalidRequestError,
+    NetworkError,
+    OverloadedError,
+    RateLimitError,
+    ServerError,
+)
+from metis.model import MessageComplete, TextDelta
+from metis.model.response import StopKind
+
+from ..conftest import Waits
+from ..fakes import (
+    DROP,
+    FakePeer,
+    Reply,
+    anthropic_error,
+    anthropic_reply,
+    anthropic_start,
+    anthropic_text,
+    collect,
+    openai_error,
+    request,
+    sse,
+)
+
+pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+
+
+@pytest.mark.anyio
+async def test_transient_errors_are_retried_with_backoff_then_succeed(no_backoff: Waits) -> None:
+    peer = FakePeer(
+        anthropic_error(529, "overloaded_error", "Overloaded"),
+        anthropic_error(500, "api_error", "Internal server error"),
+        anthropic_reply("fine"),
+    )
+    adapter = peer.adapter("anthropic")
+    slept = no_backoff
+    events = await collect(adapter, request("anthropic"))
+    assert len(peer.requests) == 3
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["fine"]
+    overloaded, server = RETRY_POLICY[ErrorClass.OVERLOADED], RETRY_POLICY[ErrorClass.SERVER_ERROR]
+    assert overloaded.base_delay <= slept[0] <= overloaded.base_delay * 1.25  # first backoff
+    assert 2 * server.base_delay <= slept[1] <= 2 * server.base_delay * 1.25  # doubled
+
+
+@pytest.mark.anyio
+async def test_overloaded_backs_off_longer_than_rate_limit() -> None:
+    assert (
+        RETRY_POLICY[ErrorClass.OVERLOADED].base_delay
+        > RETRY_POLICY[ErrorClass.RATE_LIMIT].base_delay
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"retry-after": "3"}, 3.0),
+        ({"retry-after-ms": "1500"}, 1.5),
+        ({"retry-after": "120"}, 60.0),  # capped
+    ],
+)
+async def test_retry_after_is_honoured_and_capped(
+    headers: dict[str, str], expected: float, no_backoff: Waits
+) -> None:
+    peer = FakePeer(
+        openai_error(429, "rate_limit_exceeded", "slow down", **headers), openai_reply()
+    )
+    adapter = peer.adapter("openai")
+    slept = no_backoff
+    await collect(adapter, request("openai"))
+    assert slept == [expected]
+
+
+@pytest.mark.anyio
+async def test_retry_after_as_an_http_date(no_backoff: Waits) -> None:
+    when = email.utils.formatdate(time.time() + 10, usegmt=True)
+    peer = FakePeer(
+        anthropic_error(429, "rate_limit_error", "slow", **{"retry-after": when}),
+        anthropic_reply("ok"),
+    )
+    adapter = peer.adapter("anthropic")
+    slept = no_backoff
+    await collect(adapter, request("anthropic"))
+    assert 8.0 <= slept[0] <= 10.0
+
+
+@pytest.mark.anyio
+async def test_attempts_are_one_plus_max_retries_and_the_last_error_is_raised() -> None:
+    peer = FakePeer(*(anthropic_error(500, "api_error", f"boom {i}") for i in range(4)))
+    adapter = peer.adapter("anthropic", max_retries=2)
+    with pytest.raises(ServerError, match="boom 2") as caught:
+        await collect(adapter, request("anthropic"))
+    assert len(peer.requests) == 3
+    assert caught.value.retryable is True
+
+
+@pytest.mark.anyio
+async def test_max_retries_zero_means_one_attempt() -> None:
+    peer = FakePeer(anthropic_error(529, "overloaded_error", "Overloaded"))
+    adapter = peer.adapter("anthropic", max_retries=0)
+    with pytest.raises(OverloadedError):
+        await collect(adapter, request("anthropic"))
+    assert len(peer.requests) == 1
+
+
+@pytest.mark.anyio
+async def test_a_client_error_is_not_retried(no_backoff: Waits) -> None:
+    peer = FakePeer(openai_error(400, None, "bad param"))
+    adapter = peer.adapter("openai")
+    slept = no_backoff
+    with pytest.raises(InvalidRequestError):
+        await collect(adapter, request("openai"))
+    assert len(peer.requests) == 1 and slept == []
+
+
+@pytest.mark.anyio
+async def test_insufficient_quota_is_a_rate_limit_that_is_not_retried() -> None:
+    peer = FakePeer(openai_error(429, "insufficient_quota", "You exceeded your current quota"))
+    adapter = peer.adapter("openai")
+    with pytest.raises(RateLimitError) as caught:
+        await collect(adapter, request("openai"))
+    assert len(peer.requests) == 1 and caught.value.retryable is False
+
+
+@pytest.mark.anyio
+async def test_a_network_failure_before_any_event_is_retried(no_backoff: Waits) -> None:
+    import httpx
+
+    peer = FakePeer(httpx.ConnectError("connection refused"), anthropic_reply("back"))
+    adapter = peer.adapter("anthropic")
+    slept = no_backoff
+    events = await collect(adapter, request("anthropic"))
+    assert len(peer.requests) == 2 and len(slept) == 1
+    assert isinstance(events[-1], MessageComplete)
+
+
+@pytest.mark.anyio
+async def test_an_in_stream_error_before_any_event_is_retried() -> None:
+    overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    peer = FakePeer(Reply(chunks=sse(overloaded)), anthropic_reply("second time"))
+    adapter = peer.adapter("anthropic")
+    events = await collect(adapter, request("anthropic"))
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["second time"]
+
+
+@pytest.mark.anyio
+async def test_after_an_event_reached_the_caller_a_failure_ends_the_stream_unretried(
+    no_backoff: Waits,
+) -> None:
+    """docs/contract.md §4: the partial content comes in message.complete(error), then the error."""
+    chunks = sse(anthropic_start(), *anthropic_text("partial ", "answer")[:-1])
+    peer = FakePeer(Reply(chunks=[*chunks, DROP]), anthropic_reply("never sent"))
+    adapter = peer.adapter("anthropic")
+    slept = no_backoff
+    events = []
+    with pytest.raises(NetworkError):
+        async for event in adapter.stream(request("anthropic")):
+            events.append(event)
+    assert len(peer.requests) == 1 and slept == []
+    final = events[-1]
+    assert isinstance(final, MessageComplete)
+    assert final.stop_reason.kind is StopKind.ERROR
+    assert final.final_content[0].text == "partial answer"  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_complete_retries_too_and_keeps_the_partial_response_on_failure() -> None:
+    body = json.dumps(
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": [{"type": "text", "text": "ok"}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+        }
+    )
+    peer = FakePeer(
+        anthropic_error(503, "api_error", "unavailable"),
+        Reply(chunks=[body], headers={"content-type": "application/json"}),
+    )
+    adapter = peer.adapter("anthropic")
+    response = await adapter.complete(request("anthropic", stream=False))
+    assert response.text == "ok" and len(peer.requests) == 2
+
+
+def openai_reply() -> Reply:
+    return Reply(
+        chunks=[
+            *sse(
+                {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "hi"}}]},
+                names=False,
+            ),
+            *sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}, names=False),
+            "data: [DONE]\n\n",
+        ]
+    )
+
+
+@pytest.mark.anyio
+async def test_each_attempt_is_visible_to_telemetry_as_seed_000_9_3_describes() -> None:
+    from metis.telemetry import ListSink
+
+    peer = FakePeer(
+        anthropic_error(529, "overloaded_error", "Overloaded"),
+        anthropic_error(529, "overloaded_error", "Overloaded"),
+        anthropic_reply("third time lucky"),
+    )
+    adapter = peer.adapter("anthropic")
+    sink = ListSink()
+    adapter.telemetry = sink
+    await collect(adapter, request("anthropic"))
+    seen = [(e.name, e.retry_count, getattr(e, "error_class", None)) for e in sink.events]
+    assert seen == [
+        ("llm.call_started", 0, None),
+        ("llm.call_failed", 0, "overloaded"),
+        ("llm.call_started", 1, None),
+        ("llm.call_failed", 1, "overloaded"),
+        ("llm.call_started", 2, None),
+        ("llm.call_completed", 2, None),
+    ]
+
+
+@pytest.mark.anyio
+async def test_a_retry_after_longer_than_the_time_left_ends_the_call_unslept(
+    no_backoff: Waits,
+) -> None:
+    peer = FakePeer(
+        openai_error(429, "rate_limit_exceeded", "slow down", **{"retry-after": "30"}),
+        openai_reply(),
+    )
+    adapter = peer.adapter("openai", timeout_seconds=10)
+    slept = no_backoff
+    with pytest.raises(RateLimitError) as caught:
+        await collect(adapter, request("openai"))
+    assert caught.value.retry_after_seconds == 30.0
+    assert len(peer.requests) == 1 and slept == []
+
+
+@pytest.mark.anyio
+async def test_a_backoff_that_would_end_past_the_deadline_is_not_slept(no_backoff: Waits) -> None:
+    # Backoff 1-1.25 s fits in 1.5 s; the next, 2-2.5 s, would end past the deadline.
+    peer = FakePeer(*(anthropic_error(500, "api_error", f"boom {i}") for i in range(4)))
+    adapter = peer.adapter("anthropic", timeout_seconds=1.5, max_retries=3)
+    slept = no_backoff
+    with pytest.raises(ServerError, match="boom 1"):
+        await collect(adapter, request("anthropic"))
+    assert len(peer.requests) == 2 and len(slept) == 1
