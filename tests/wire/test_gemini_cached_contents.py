@@ -15,7 +15,7 @@ from metis.errors import AuthError, CapabilityError, InvalidRequestError
 from metis.model import CachePolicy, CanonicalRequest, Message, ToolDefinition
 from metis.testing.emulator import Emulator
 
-from .helpers import answer
+from ..helpers import answer
 
 MODEL = "gemini:gemini-2.5-flash"
 MANUAL = "The manual says many things about the device. " * 300

@@ -17,7 +17,7 @@ from metis.model import CacheHint, CachePolicy, CanonicalRequest, Message, TextB
 from metis.model.content import ImageBlock, URLImageSource
 from metis.testing.emulator import Emulator
 
-from .helpers import answer
+from ..helpers import answer
 
 MANUAL = "The manual says many things about the device. " * 120
 SYSTEM = "Answer from the manual. " * 60

@@ -18,7 +18,7 @@ from metis.testing.emulator import Emulator
 from metis.wire.builder import MessageBuilder
 from metis.wire.openai_chat import OpenAIChatCodec
 
-from .helpers import answer
+from ..helpers import answer
 
 BEDROCK_CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 

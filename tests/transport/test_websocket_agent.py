@@ -15,9 +15,9 @@ from metis.model import Role, ToolChoice, ToolResultBlock
 from metis.sessions import Session, StepComplete, StepStart
 from metis.testing.emulator import Emulator
 
+from ..session_helpers import DEADLINE, Gate
+from ..sessions.test_session_agent import get_time
 from . import test_conformance_all as families
-from .session_helpers import DEADLINE, Gate
-from .test_session_agent import get_time
 from .test_websocket_mode import MODEL, STACK, transport_of, turns, ws_adapter
 
 CLAUDE = families.MODELS["anthropic"]
