@@ -21,7 +21,7 @@ from metis.testing.emulator import Emulator
 from metis.wire.anthropic import codec as anthropic_codec
 from metis.wire.compaction import ANTHROPIC_BETA, window_start
 
-from . import test_conformance_all as families
+from .. import stack_table as families
 
 CLAUDE = families.MODELS["anthropic"]
 GPT = families.MODELS["openai_responses"]
