@@ -11,7 +11,6 @@ import pytest
 
 from metis.errors import (
     AuthError,
-    CapabilityError,
     ContextOverflowError,
     ErrorClass,
     InvalidRequestError,
@@ -542,8 +541,11 @@ def test_no_tools_means_no_tool_fields() -> None:
 def test_temperature_and_stop_sequences() -> None:
     body, _ = encode(temperature=0.3)
     assert body["temperature"] == 0.3
-    with pytest.raises(CapabilityError, match="stop sequences"):
-        encode(stop_sequences=["END"])
+    # left out with a warning, as every setting the provider would refuse (docs/contract.md §13),
+    # so one request can serve a route of several providers
+    body, dropped = encode(stop_sequences=["END"])
+    assert "stop" not in body and "stop_sequences" not in body
+    assert dropped.types == ["stop_sequences"]
 
 
 def test_output_schema_is_strict_where_it_can_be() -> None:

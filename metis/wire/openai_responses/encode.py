@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from metis.catalog.knobs import openai_cache_generation
-from metis.errors import CapabilityError
 from metis.model.content import (
     AudioBlock,
     Base64ImageSource,
@@ -74,11 +73,9 @@ def encode_request(
     include_encrypted_reasoning: bool,
     file_urls: bool = True,
 ) -> dict[str, Any]:
-    if request.stop_sequences:
-        raise CapabilityError(
-            "the OpenAI Responses API takes no stop sequences",
-            provider=call.provider,
-            request_id=request.request_id,
+    if request.stop_sequences:  # a setting left out, not a refusal (docs/contract.md §13)
+        call.warn_dropped(
+            "stop_sequences", "the OpenAI Responses API takes no stop sequences; they were not sent"
         )
     body: dict[str, Any] = {"model": call.wire_model}
     if request.system_prompt:
