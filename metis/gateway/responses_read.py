@@ -112,9 +112,11 @@ def read_responses(raw: Any) -> Inbound:
     )
 
 
-def read_input(raw: Any, ignored: list[str]) -> list[Message]:
+def read_input(raw: Any, ignored: list[str], *, messages_apart: bool = False) -> list[Message]:
     """``input`` (a string or a list of items) as canonical messages; the items without a
-    canonical form are named in ``ignored``."""
+    canonical form are named in ``ignored``. ``messages_apart``: each message item stays a
+    message of its own, not joined to the one before it of the same role (the emulator reads
+    the last one as what the user said)."""
     if isinstance(raw, str):
         return [Message.user(raw)]
     if not isinstance(raw, list):
@@ -125,7 +127,9 @@ def read_input(raw: Any, ignored: list[str]) -> list[Message]:
         where = f"input[{i}]"
         item = mapping(value, where)
         kind = item.get("type", "message")
-        if kind == "message":
+        if kind == "message" and messages_apart:
+            out.append(_message(item, where, ignored))
+        elif kind == "message":
             _add(out, _message(item, where, ignored))
         elif kind in CALLS:
             _add(out, Message(role=Role.ASSISTANT, content=[_call(item, where, ids)]))

@@ -134,3 +134,27 @@ def test_the_emulator_still_refuses_what_its_rules_refuse_before_reading() -> No
         )
     assert reply.status_code == 400
     assert "nowhere" in reply.json()["error"]["message"]
+
+
+def test_the_emulator_answers_the_last_of_several_user_messages() -> None:
+    # Codex CLI sends its environment and instructions as user messages of their own before
+    # the prompt; the scripted model answers the prompt, not the joined text
+    body = {
+        "model": "gpt-5",
+        "input": [
+            _user(
+                {
+                    "type": "input_text",
+                    "text": "<environment_context>cwd /tmp/Say</environment_context>",
+                }
+            ),
+            _user({"type": "input_text", "text": "Say hi"}),
+        ],
+    }
+    with Emulator(models="any") as emulator:
+        reply = httpx.post(
+            f"{emulator.url}/v1/responses", json=body, headers={"authorization": "Bearer k"}
+        )
+    assert reply.status_code == 200, reply.text
+    (message,) = [item for item in reply.json()["output"] if item["type"] == "message"]
+    assert message["content"][0]["text"] == "You said: Say hi"

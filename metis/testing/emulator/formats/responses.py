@@ -272,13 +272,10 @@ def _choice(raw: Any) -> str:
 
 def _canonical(items: list[dict[str, Any]]) -> list[Message]:
     """The conversation (stored items, then the input) as the gateway reads it: one reader of
-    the API. What it leaves out (reasoning items, hosted tools' calls) the model never read;
-    a compaction item stands in for what came before it, so the model reads from the latest."""
-    kinds = [item.get("type") if isinstance(item, dict) else None for item in items]
-    if "compaction" in kinds:
-        items = items[len(kinds) - kinds[::-1].index("compaction") :]
+    the API. What it leaves out (reasoning items, hosted tools' calls) the model never read.
+    Each message item is a turn of its own, so what the user said last is the last one."""
     try:
-        return read_input(items, [])
+        return read_input(items, [], messages_apart=True)
     except InvalidRequestError as refused:
         raise Refused(refused.message) from None
 
