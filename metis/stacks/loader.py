@@ -19,6 +19,7 @@ Each stage entry is a registered stage name, alone or mapped to its options.
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from importlib import resources
@@ -217,11 +218,24 @@ def _load(name_or_path: str, relative_to: str | None) -> tuple[dict[str, Any], s
         parent = Path(relative_to).parent
         if not relative_to.startswith("metis/stacks/builtin/"):
             path = parent / path
-    text, source = _read(path if _is_path(path) else name_or_path)
-    data = parse_yaml(text, source)
+    if _is_path(path):
+        data, source = _parsed(*_read(path))
+    else:
+        data, source = copy.deepcopy(_parsed_builtin(name_or_path))
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping with name, endpoint and stages")
     return data, source
+
+
+def _parsed(text: str, source: str) -> tuple[Any, str]:
+    return parse_yaml(text, source), source
+
+
+@functools.cache
+def _parsed_builtin(name: str) -> tuple[Any, str]:
+    """A built-in stack file, parsed once: it is package data, and every adapter built on the
+    stack (or on one extending it) would otherwise parse it again. Callers get a deep copy."""
+    return _parsed(*_read(name))
 
 
 def builtin_stacks() -> list[str]:

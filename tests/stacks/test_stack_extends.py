@@ -256,3 +256,28 @@ def test_each_openai_compatible_stack_is_a_short_file_over_the_shared_base(name:
     assert "metis/stacks/builtin/openai_compatible.yaml" in spec.stage_sources.values()
     assert spec.codec == "openai_chat"
     spec.build_pipeline()
+
+
+def test_a_built_in_stack_file_is_parsed_once_and_each_load_gets_its_own_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from metis.stacks import loader
+
+    parsed: list[str] = []
+    original = loader.parse_yaml
+
+    def counting(text: str, source: str) -> Any:
+        parsed.append(source)
+        return original(text, source)
+
+    loader._parsed_builtin.cache_clear()
+    monkeypatch.setattr(loader, "parse_yaml", counting)
+    first, first_source = loader._load("groq", None)
+    first["name"] = "changed by a caller"
+    first["headers"] = {"x-changed": "1"}
+    second, _ = loader._load("groq", None)
+    assert parsed == ["metis/stacks/builtin/groq.yaml"]
+    assert second["name"] == "groq" and "x-changed" not in str(second)
+    assert load_stack("groq") == load_stack("groq")
+    assert parsed.count("metis/stacks/builtin/groq.yaml") == 1
+    assert first_source == "metis/stacks/builtin/groq.yaml"

@@ -48,7 +48,9 @@ GEMINI_REPLY = {
     ],
     "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 2, "totalTokenCount": 7},
 }
-CALLS = 200
+CALLS = 20
+"""Calls waiting for one token at once: every one is blocked on the fetch before the gate opens,
+so twenty prove the single flight as well as two hundred did (each call runs the whole stack)."""
 TOKEN_TAIL = "7f3a9c2e1b5d"
 SAFETY_SECONDS = 10.0
 """How long a stuck fake fetch waits before it gives up by itself: never reached when the
