@@ -41,7 +41,7 @@ class UsageTally:
         provider = self._builder.provider
         for field in _COUNTS:
             if usage.get(field) is not None:
-                self._reported[field] = token_count(usage[field], f"usage.{field}", provider)
+                self._reported[field] = token_count(usage[field], field, provider)
         if usage.get("iterations") is not None:
             self._compaction = _compaction_counts(usage["iterations"], provider)
         totals = {
