@@ -128,6 +128,38 @@ async def test_an_anthropic_compaction_block_keeps_its_summary_streamed_or_not(
     assert response.message.content[0] == block  # first, as the API put it
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_compacted_anthropic_turn_counts_the_compaction_pass_in_its_usage(
+    stream: bool, emulator: Emulator
+) -> None:
+    """The emulator reports a compacted reply's passes apart, as the API does (the top-level
+    counts the message pass's only); the usage (and so the cost) is the billed total."""
+    chat = families.adapter("anthropic", emulator)
+    request = CanonicalRequest(
+        model=CLAUDE,
+        messages=[Message.user(text_of(60_000))],
+        max_output_tokens=200,
+        compaction=Compaction(trigger_tokens=50_000),
+        stream=stream,
+    )
+    response = await chat.complete(request)
+    (sent_request,) = emulator.requests
+    async with emulator.client() as client:  # the same request, its reply read raw
+        raw = await client.post(
+            "http://emulator/v1/messages",
+            json={**json.loads(sent_request.body), "stream": False},
+            headers=sent_request.headers,
+        )
+    usage = raw.json()["usage"]
+    compaction, message = usage["iterations"]
+    assert compaction["type"] == "compaction" and message["type"] == "message"
+    assert message["input_tokens"] == usage["input_tokens"]
+    assert response.usage.input_tokens == compaction["input_tokens"] + message["input_tokens"]
+    assert response.usage.output_tokens == compaction["output_tokens"] + message["output_tokens"]
+    assert response.usage.input_tokens > 60_000  # the compaction pass read the whole turn
+
+
 # Sessions ------------------------------------------------------------------------------------
 
 

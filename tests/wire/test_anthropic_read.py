@@ -143,3 +143,89 @@ def test_a_stream_that_ends_properly_keeps_the_reported_count_exact() -> None:
     )
     usage = final(events).usage
     assert not usage.estimated and usage.output_tokens == 87
+
+
+# A compacted turn's usage, in the shape of Anthropic's compaction docs ("Understanding usage"):
+# the top-level counts are the message pass only; ``iterations`` lists the compaction pass too.
+COMPACTION_PASS = {
+    "type": "compaction",
+    "input_tokens": 180_000,
+    "output_tokens": 3_500,
+    "cache_read_input_tokens": 0,
+    "cache_creation_input_tokens": 0,
+}
+MESSAGE_PASS = {
+    "type": "message",
+    "input_tokens": 23_000,
+    "output_tokens": 1_000,
+    "cache_read_input_tokens": 4_000,
+    "cache_creation_input_tokens": 600,
+}
+COMPACTED_USAGE = {
+    "input_tokens": 23_000,
+    "output_tokens": 1_000,
+    "cache_read_input_tokens": 4_000,
+    "cache_creation_input_tokens": 600,
+    "iterations": [COMPACTION_PASS, MESSAGE_PASS],
+}
+BILLED = (203_000, 4_500, 4_000, 600)  # input, output, cache read, cache write
+
+
+def counts(done: MessageComplete) -> tuple[int | None, ...]:
+    usage = done.usage
+    return (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cached_input_tokens,
+        usage.cache_creation_input_tokens,
+    )
+
+
+def test_a_compacted_reply_counts_its_compaction_pass() -> None:
+    body = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [
+            {"type": "compaction", "content": "Summary of the conversation."},
+            {"type": "text", "text": "Go on."},
+        ],
+        "stop_reason": "end_turn",
+        "usage": COMPACTED_USAGE,
+    }
+    events = codec.parse_body(body, MessageBuilder("anthropic", "anthropic:claude-sonnet-4-5"))
+    assert counts(final(list(events))) == BILLED
+
+
+@pytest.mark.parametrize("passes_in", ["message_start", "message_delta"])
+def test_a_compacted_stream_counts_its_compaction_pass(passes_in: str) -> None:
+    """The passes may come with the stream's first usage or its last; either way the totals
+    count them once."""
+    opening = {k: v for k, v in COMPACTED_USAGE.items() if k != "iterations"}
+    opening["output_tokens"] = 1
+    closing = dict(COMPACTED_USAGE)
+    if passes_in == "message_start":
+        opening["iterations"] = [COMPACTION_PASS]
+        del closing["iterations"]
+    begin = start()
+    begin["message"]["usage"] = opening
+    end = message_delta("end_turn")
+    end["usage"] = closing
+    text = [block_start(0, type="text", text=""), text_delta(0, "Go on."), block_stop(0)]
+    _, events = feed([begin, *text, end, STOP])
+    assert counts(final(events)) == BILLED
+
+
+def test_a_stream_whose_last_usage_has_only_output_keeps_the_compaction_input() -> None:
+    begin = start()
+    begin["message"]["usage"] = {**COMPACTED_USAGE, "output_tokens": 1}
+    _, events = feed([begin, message_delta("end_turn", output_tokens=1_000), STOP])
+    assert counts(final(events)) == BILLED
+
+
+def test_malformed_iterations_are_a_protocol_error() -> None:
+    begin = start()
+    begin["message"]["usage"] = {"input_tokens": 5, "iterations": {"type": "compaction"}}
+    with pytest.raises(ProtocolError, match=r"usage\.iterations"):
+        feed([begin])

@@ -22,6 +22,7 @@ from metis.errors import AdapterError, ErrorClass, ProtocolError
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.anthropic.server_tools import call_block, citation, result_block
+from metis.wire.anthropic.usage import UsageTally
 from metis.wire.builder import MessageBuilder
 from metis.wire.http_errors import body_excerpt, http_error, json_body
 from metis.wire.partial_json import parse_object
@@ -78,11 +79,13 @@ class AnthropicStreamParser:
         "_server_calls",
         "_server_names",
         "_started",
+        "_tally",
         "_warned",
     )
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
+        self._tally = UsageTally(builder)
         self._done = False
         self._started = False
         self._dropped: set[int] = set()  # indices of blocks outside the canonical model
@@ -138,7 +141,7 @@ class AnthropicStreamParser:
             delta = required_object(obj, "delta", kind)
             _stop(builder, optional_text(delta, "stop_reason", "message_delta.delta"))
             usage = optional_object(obj, "usage", kind)
-            _usage(builder, usage)
+            self._tally.read(usage)
             if usage and usage.get("output_tokens") is not None:
                 builder.output_count_pending = False
         elif kind == "message_stop":
@@ -163,7 +166,7 @@ class AnthropicStreamParser:
             )
         self._started = True
         builder.start(message_id, optional_text(message, "model", "message_start.message"))
-        _usage(builder, optional_object(message, "usage", "message_start.message"))
+        self._tally.read(optional_object(message, "usage", "message_start.message"))
         builder.output_count_pending = True
         content = message.get("content") or []
         for index, block in enumerate(list_value(content, "message_start.message.content")):
@@ -285,7 +288,7 @@ def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[Stream
     for index, block in enumerate(required_list(body, "content", "message")):
         parser._start_block(index, object_value(block, "message.content[]"))
         parser._stop_block(index)
-    _usage(builder, optional_object(body, "usage", "message"))
+    parser._tally.read(optional_object(body, "usage", "message"))
     _stop(builder, optional_text(body, "stop_reason", "message"))
     builder.finish()
     return builder.take()
@@ -298,18 +301,6 @@ def stop_reason(raw: str) -> StopReason:
 def _stop(builder: MessageBuilder, raw: str | None) -> None:
     if raw is not None:
         builder.stop(stop_reason(raw))
-
-
-def _usage(builder: MessageBuilder, usage: dict[str, Any] | None) -> None:
-    if usage:
-        details = usage.get("output_tokens_details")  # thinking_tokens: within output_tokens
-        builder.usage(
-            input_tokens=usage.get("input_tokens"),
-            output_tokens=usage.get("output_tokens"),
-            cached_input_tokens=usage.get("cache_read_input_tokens"),
-            cache_creation_input_tokens=usage.get("cache_creation_input_tokens"),
-            reasoning_tokens=details.get("thinking_tokens") if isinstance(details, dict) else None,
-        )
 
 
 # Errors ------------------------------------------------------------------------------------

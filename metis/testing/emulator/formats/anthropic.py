@@ -23,6 +23,7 @@ from metis.testing.emulator.formats.cache_marks import block_counts, unmarked
 from metis.testing.emulator.formats.canonical_turns import turns_of
 from metis.testing.emulator.formats.compaction import (
     anthropic_block,
+    anthropic_iterations,
     anthropic_trigger,
     read_tokens,
 )
@@ -242,10 +243,11 @@ class Anthropic(Format):
             tool_id = call.call_id(ids, "toolu_01", 22, "b58")
             content.append({"type": "tool_use", "id": tool_id, "name": out.name, "input": out.args})
         trigger = anthropic_trigger(call.body)
-        if trigger is not None and read_tokens(prompt) >= trigger:
+        compacted = trigger is not None and read_tokens(prompt) >= trigger
+        if compacted:
             content.insert(0, anthropic_block(prompt))
         usage = reply.usage
-        return {
+        rendered: dict[str, Any] = {
             "id": "msg_01" + ids.token(22, "b58"),
             "type": "message",
             "role": "assistant",
@@ -267,6 +269,9 @@ class Anthropic(Format):
                 "service_tier": "standard",
             },
         }
+        if compacted:  # the passes apart; the top-level counts are the message pass's
+            rendered["usage"]["iterations"] = anthropic_iterations(prompt, rendered["usage"])
+        return rendered
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
         return message_events(rendered)
@@ -295,7 +300,7 @@ def message_events(message: dict[str, Any]) -> list[Frame]:
         "content": [],
         "stop_reason": None,
         "usage": {
-            **{k: v for k, v in usage.items() if k != "output_tokens_details"},
+            **{k: v for k, v in usage.items() if k not in ("output_tokens_details", "iterations")},
             "output_tokens": 1,
         },
     }
@@ -309,6 +314,7 @@ def message_events(message: dict[str, Any]) -> list[Frame]:
         "cache_read_input_tokens",
         "output_tokens",
         "output_tokens_details",
+        "iterations",
     )
     final = {k: usage[k] for k in counts if k in usage}
     emit("message_delta", {"delta": delta, "usage": final})

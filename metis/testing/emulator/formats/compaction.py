@@ -81,6 +81,27 @@ def anthropic_trigger(body: dict[str, Any]) -> int | None:
     return None
 
 
+def anthropic_iterations(prompt: Prompt, message_usage: dict[str, Any]) -> list[dict[str, Any]]:
+    """``usage.iterations`` of a compacted reply: the compaction pass read the whole
+    conversation and wrote the summary; the message pass is what the top-level counts say."""
+    counts = (
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    )
+    return [
+        {
+            "type": "compaction",
+            "input_tokens": read_tokens(prompt),
+            "output_tokens": max(1, len(summary(prompt)) // 4),
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+        },
+        {"type": "message", **{k: message_usage[k] for k in counts}},
+    ]
+
+
 def check_anthropic(body: dict[str, Any], call: Any) -> None:
     """The context-management edits, the beta they need, and compaction blocks sent back."""
     management = body.get("context_management")
