@@ -13,10 +13,11 @@ deadlines and error classification.
 from __future__ import annotations
 
 import re
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 
+from metis.adapter.count_tokens import Countable
 from metis.core.ids import new_request_id
 from metis.errors import CapabilityError, InvalidRequestError
 from metis.model.cache import CACHED_CONTENT_NAME, CachedContent
@@ -31,20 +32,10 @@ whose cached contents live under a project and location)."""
 MIN_TTL_SECONDS = 1
 
 
-class Cacheable(Protocol):
-    name: str
-    stack: Any
-    endpoint: Any
-    pipeline: Any
-    config: Any
-
-    def wire_model(self, model: str) -> str: ...
-
-
 class CachedContents:
     """Create, read and delete Gemini cached contents through one Gemini API adapter."""
 
-    def __init__(self, adapter: Cacheable) -> None:
+    def __init__(self, adapter: Countable) -> None:
         provider = adapter.pipeline.provider
         codec = provider.codec_name if provider is not None else None
         if provider is None or (adapter.stack.catalog, codec) != GEMINI_API:

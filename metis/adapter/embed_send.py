@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
@@ -18,6 +17,7 @@ from metis.pipeline.endpoint import Endpoint
 from metis.pipeline.provider import Provider
 from metis.pipeline.request import WireRequest
 from metis.stages.control.retry import StopAtDeadline, backoff
+from metis.stages.control.telemetry import call_identity
 from metis.telemetry import (
     CallCompleted,
     CallFailed,
@@ -71,7 +71,7 @@ async def _attempt(
     observed = type(sink) is not NullSink
     started = time.monotonic()
     if observed:
-        _emit(sink, CallStarted(**_identity(call), stream=False))
+        _emit(sink, CallStarted(**call_identity(call, call.attempt), stream=False))
     try:
         fetched = await provider.fetch(request, call, codec.error_from_http)
         embedded = codec.decode(fetched.body, fetched.headers, batch)
@@ -87,7 +87,7 @@ async def _attempt(
         _emit(
             sink,
             CallCompleted(
-                **_identity(call),
+                **call_identity(call, call.attempt),
                 latency_ms=_ms(started),
                 usage=usage,
                 stop_reason=_EMBEDDED,
@@ -104,25 +104,13 @@ def _failed(call: Call, started: float, exc: BaseException, secrets: tuple[str, 
     else:
         kind, status, retryable = ErrorClass.CANCELLED.value, None, False
     return CallFailed(
-        **_identity(call),
+        **call_identity(call, call.attempt),
         latency_ms=_ms(started),
         error_class=kind,
         error_message=redact(str(exc), *secrets, *call.secrets),
         provider_status=status,
         retryable=retryable,
     )
-
-
-def _identity(call: Call) -> dict[str, Any]:
-    return {
-        "request_id": call.request_id,
-        "session_id": None,
-        "provider": call.provider,
-        "model": call.model,
-        "wire_model": call.wire_model,
-        "retry_count": call.attempt,
-        "timestamp": time.time(),
-    }
 
 
 def _ms(started: float) -> int:

@@ -38,6 +38,7 @@ from metis.model.request import CanonicalRequest
 from metis.model.response import TokenUsage
 from metis.pipeline.call import Call, DropRecord
 from metis.pipeline.request import HTTPFailure, WireRequest
+from metis.stages.control.telemetry import call_identity
 from metis.telemetry.events import CallCompleted, CallFailed, CallStarted
 from metis.transport.exchange import Exchange
 
@@ -169,7 +170,7 @@ class PassThrough:
         wire = WireRequest(url, passing.body, sent, stream=passing.stream).serialized()
         transport = provider.part("transport")
         passing.call = call
-        adapter.telemetry.emit(CallStarted(**_identity(call), stream=passing.stream))
+        adapter.telemetry.emit(CallStarted(**call_identity(call, 0), stream=passing.stream))
         try:
             wire = await provider.authenticate(wire, call)
             return await transport.open(wire, call), call  # type: ignore[union-attr]
@@ -286,22 +287,10 @@ class PassThrough:
             await gateway.keys.release(key, charged, relay.usage)
 
 
-def _identity(call: Call) -> dict[str, Any]:
-    return {
-        "request_id": call.request_id,
-        "session_id": None,
-        "provider": call.provider,
-        "model": call.model,
-        "wire_model": call.wire_model,
-        "retry_count": 0,
-        "timestamp": time.time(),
-    }
-
-
 def _ended(passing: Passing, relay: Relay, elapsed: float) -> CallCompleted | CallFailed:
     """The call's end for the adapter's telemetry (the library's client span, its log)."""
     assert passing.call is not None
-    identity, latency = _identity(passing.call), int(elapsed * 1000)
+    identity, latency = call_identity(passing.call, 0), int(elapsed * 1000)
     error = passing.error
     if error is None and relay.failed is None and relay.stop is not None:
         usage = relay.usage or TokenUsage()

@@ -63,7 +63,7 @@ class Telemetry(EventHook[WireRequest]):
             return request, None
         watch = _Attempt(self, sink, call)
         self._emit(
-            sink, call, CallStarted(**_identity(call, watch.retry_count), stream=request.stream)
+            sink, call, CallStarted(**call_identity(call, watch.retry_count), stream=request.stream)
         )
         return request, watch
 
@@ -134,7 +134,7 @@ def _completed(
 ) -> TelemetryEvent:
     if complete is None:  # the stack ended without a message: report it as what it is
         return CallFailed(
-            **_identity(call, retry_count),
+            **call_identity(call, retry_count),
             latency_ms=latency_ms,
             error_class=ErrorClass.OTHER.value,
             error_message="the stream ended without a message.complete",
@@ -142,7 +142,7 @@ def _completed(
             retryable=False,
         )
     return CallCompleted(
-        **_identity(call, retry_count),
+        **call_identity(call, retry_count),
         latency_ms=latency_ms,
         usage=complete.usage,
         stop_reason=complete.stop_reason,
@@ -180,7 +180,7 @@ def _failed(
         status = None
         retryable = False
     return CallFailed(
-        **_identity(call, retry_count),
+        **call_identity(call, retry_count),
         latency_ms=latency_ms,
         error_class=error_class,
         error_message=message,
@@ -194,7 +194,7 @@ def _ms_since(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
-def _identity(call: Call, retry_count: int) -> dict[str, Any]:
+def call_identity(call: Call, retry_count: int) -> dict[str, Any]:
     """Which attempt of which call: the fields every bus event starts with."""
     return {
         "request_id": call.request_id,
