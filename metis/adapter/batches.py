@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 
+from metis.adapter.count_tokens import Countable
 from metis.adapter.delivery import folded
 from metis.core.ids import new_request_id
 from metis.errors import (
@@ -52,20 +53,10 @@ APIs are the first-party providers' own (not Vertex AI's, Bedrock's, Azure's or 
 OpenAI-compatible services')."""
 
 
-class Batchable(Protocol):
-    name: str
-    stack: Any
-    endpoint: Any
-    pipeline: Any
-    config: Any
-
-    def wire_model(self, model: str) -> str: ...
-
-
 class Batches:
     """Submit, follow and read provider batches through one chat adapter."""
 
-    def __init__(self, adapter: Batchable) -> None:
+    def __init__(self, adapter: Countable) -> None:
         provider = adapter.pipeline.provider
         codec = provider.codec_name if provider is not None else None
         kind = KINDS.get((adapter.stack.catalog or "", codec or ""))
