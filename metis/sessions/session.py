@@ -41,6 +41,8 @@ from metis.sessions.stream import TurnStream
 T = TypeVar("T")
 log = logging.getLogger("metis")
 SESSION_OPTIONS = ModelOptions.__optional_keys__
+_OWN_OPTIONS = frozenset({"messages", "session_id", "adapters", "compact", "context_check"})
+"""The constructor's own keywords, named as the nearest option to a misspelt one."""
 _HINTS = {"session_id": "the session's id is Session(session_id=...), set once"}
 
 
@@ -73,7 +75,7 @@ class Session(BlockingForms):
         context_check: ContextCheck = "auto",
         **options: Unpack[ModelOptions],
     ) -> None:
-        check_options("Session()", options, SESSION_OPTIONS, _HINTS)
+        check_options("Session()", options, SESSION_OPTIONS | _OWN_OPTIONS, _HINTS)
         if context_check not in CONTEXT_CHECKS:
             raise ConfigError(
                 f"context_check {context_check!r}: expected one of {', '.join(CONTEXT_CHECKS)}"

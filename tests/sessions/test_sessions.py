@@ -210,6 +210,14 @@ def test_options_are_checked_as_the_one_line_calls_check_theirs() -> None:
     assert session.options == {"temperature": 0.2}
 
 
+@pytest.mark.parametrize(
+    ("misspelt", "meant"), [("compat", "compact"), ("context_chek", "context_check")]
+)
+def test_a_misspelt_constructor_keyword_names_the_keyword(misspelt: str, meant: str) -> None:
+    with pytest.raises(UnknownOptionError, match=f"did you mean '{meant}'"):
+        Session(CLAUDE, **{misspelt: 1})  # type: ignore[arg-type]
+
+
 def test_a_model_is_a_model_string_or_a_router() -> None:
     adapter = metis.build_adapter("anthropic", api_key="k")
     with pytest.raises(ConfigError, match="adapters="):
