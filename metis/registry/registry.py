@@ -54,7 +54,7 @@ from pydantic import ValidationError
 
 from metis.adapter.adapter import Adapter, build_adapter
 from metis.core.config_files import config_error, read_yaml
-from metis.core.deprecation import renamed
+from metis.core.deprecation import renamed, warn_deprecated
 from metis.core.options import check_options, keyword_names
 from metis.errors import ConfigError, InvalidRequestError, NotConfiguredError
 from metis.model.request import CanonicalRequest
@@ -312,8 +312,7 @@ class Registry:
                 timeout_seconds=entry.timeout_seconds,
                 max_retries=entry.max_retries,
                 extra_headers=dict(entry.extra_headers),
-                settings=dict(entry.settings) if entry.settings else None,
-                options=dict(entry.options),
+                settings=_entry_settings(adapter_name, entry),
                 capabilities=dict(overrides),
                 http_client=self._client_for(adapter_name, entry),
             )
@@ -352,3 +351,13 @@ class Registry:
             f"<Registry {self.source}: {len(self._routes)} models, "
             f"{configured}/{len(self._adapters)} adapters configured>"
         )
+
+
+def _entry_settings(name: str, entry: AdapterEntry) -> dict[str, Any] | None:
+    """An adapter entry's ``settings:``, or its deprecated ``options:``."""
+    if entry.options:
+        if entry.settings:
+            raise ConfigError(f"adapter {name!r}: give settings or options (deprecated), not both")
+        warn_deprecated("an adapter's `options:` in models.yaml", "`settings:`", stacklevel=5)
+        return dict(entry.options)
+    return dict(entry.settings) if entry.settings else None

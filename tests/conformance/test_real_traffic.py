@@ -210,7 +210,7 @@ def adapter_for(exchange: Exchange, chunk_size: int, sent: list[httpx.Request]) 
 
     config = AdapterConfig(
         api_key=api.api_key,
-        options=api.options,
+        settings=api.options,
         capabilities=api.capabilities,
         http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
         max_retries=0,

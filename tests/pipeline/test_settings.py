@@ -76,6 +76,19 @@ def test_options_still_work_as_a_deprecated_alias() -> None:
         build_adapter("vertex", AdapterConfig(options={"project": "p"}, settings={"project": "q"}))
 
 
+def test_a_models_yaml_adapter_with_options_is_read_as_settings_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("metis.core.deprecation._warned", set())
+    yaml = {"adapters": {"local": {"type": "ollama", "options": {"model": "qwen3:8b"}}}}
+    with pytest.warns(DeprecationWarning, match="`options:` in models.yaml .* use `settings:`"):
+        adapter = Registry.from_dict(yaml).adapter("local")
+    assert adapter.settings == OllamaSettings(model="qwen3:8b")
+    both = {"type": "ollama", "options": {"model": "a"}, "settings": {"model": "b"}}
+    with pytest.raises(ConfigError, match="settings or options"):
+        Registry.from_dict({"adapters": {"local": both}}).adapter("local")
+
+
 def test_the_old_names_of_cloud_credentials_are_still_taken() -> None:
     def token() -> str:
         return "t"

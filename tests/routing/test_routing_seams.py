@@ -215,7 +215,7 @@ async def test_a_models_init_runs_before_the_router_decides_what_it_can_serve(
     emulator: Emulator,
 ) -> None:
     """Ollama declares no tools; its init reads them from the server (``/api/show``)."""
-    config = AdapterConfig(base_url=emulator.url, options={"model": "qwen3:8b"})
+    config = AdapterConfig(base_url=emulator.url, settings={"model": "qwen3:8b"})
     ollama = build_adapter("ollama", config, init_on_first_call=True)
     assert not ollama.capabilities.supports_tools
     sink = ListSink()

@@ -79,7 +79,7 @@ class Peer:
 
 
 def azure(stack: str, peer: Peer, *, api_key: str | None = "azure-key", **config: Any) -> Adapter:
-    config.setdefault("options", {"resource": "my-resource"})
+    config.setdefault("settings", {"resource": "my-resource"})
     settings = AdapterConfig(api_key=api_key, http_client=peer.client(), **config)
     return build_adapter(stack, settings, tool_id_store=InMemoryToolIdStore())
 
@@ -121,7 +121,7 @@ async def test_resource_and_key_come_from_the_environment(monkeypatch: pytest.Mo
     monkeypatch.setenv("AZURE_OPENAI_RESOURCE", "env-resource")
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", "env-key")
     peer = Peer()
-    await azure("azure", peer, api_key=None, options={}).complete(ask())
+    await azure("azure", peer, api_key=None, settings={}).complete(ask())
     assert peer.requests[0].url.host == "env-resource.openai.azure.com"
     assert peer.requests[0].headers["api-key"] == "env-key"
 
@@ -130,7 +130,7 @@ async def test_resource_and_key_come_from_the_environment(monkeypatch: pytest.Mo
 async def test_a_foundry_base_url_is_used_as_given() -> None:
     peer = Peer()
     base = "https://my-project.services.ai.azure.com"
-    await azure("azure", peer, base_url=base, options={}).complete(ask())
+    await azure("azure", peer, base_url=base, settings={}).complete(ask())
     assert str(peer.requests[0].url) == base + "/openai/v1/chat/completions"
 
 
@@ -138,7 +138,7 @@ async def test_a_foundry_base_url_is_used_as_given() -> None:
 async def test_no_resource_is_not_configured_and_names_what_to_set() -> None:
     peer = Peer()
     with pytest.raises(NotConfiguredError, match="AZURE_OPENAI_RESOURCE") as caught:
-        await azure("azure", peer, options={}).complete(ask())
+        await azure("azure", peer, settings={}).complete(ask())
     assert "base_url" in str(caught.value) and peer.requests == []
 
 
@@ -146,7 +146,7 @@ async def test_no_resource_is_not_configured_and_names_what_to_set() -> None:
 async def test_a_resource_that_would_change_the_url_is_refused() -> None:
     peer = Peer()
     with pytest.raises(ConfigError, match="resource"):
-        await azure("azure", peer, options={"resource": "evil.example/x?"}).complete(ask())
+        await azure("azure", peer, settings={"resource": "evil.example/x?"}).complete(ask())
     assert peer.requests == []
 
 
@@ -174,7 +174,7 @@ async def test_without_a_key_a_token_provider_gives_the_bearer_token(kind: str) 
     provider = {"plain": plain, "async": asynchronous, "async object": AsyncProvider()}[kind]
     peer = Peer()
     options = {"resource": "r", "azure_ad_token_provider": provider}
-    await azure("azure_responses", peer, api_key=None, options=options).complete(
+    await azure("azure_responses", peer, api_key=None, settings=options).complete(
         ask("azure_responses")
     )
     sent = peer.requests[0]
@@ -276,7 +276,7 @@ async def test_without_azure_identity_installed_it_says_which_extra(
     ("credential", "message"),
     [
         ({"api_key": "wrong-key"}, "invalid subscription key"),
-        ({"options": {"resource": "r", "azure_ad_token_provider": lambda: "bad"}}, "audience"),
+        ({"settings": {"resource": "r", "azure_ad_token_provider": lambda: "bad"}}, "audience"),
     ],
 )
 async def test_a_wrong_key_or_token_is_an_auth_error_sent_once(
@@ -330,7 +330,7 @@ async def test_recorded_azure_replies_replay_through_the_azure_stack(path: Path)
         )
         host = httpx.URL(interaction["request"]["uri"]).host
         options = {"resource": host.split(".")[0]}
-        response = await azure("azure", peer, options=options).complete(request)
+        response = await azure("azure", peer, settings=options).complete(request)
         sent = json.loads(peer.requests[0].content)
         assert sent["model"] == recorded_request["model"]  # the deployment name
         assert sent["messages"] == recorded_request["messages"]
@@ -405,7 +405,7 @@ async def test_an_azure_stream_with_filter_results_reads_as_any_other() -> None:
 
     config = AdapterConfig(
         api_key="k",
-        options={"resource": "r"},
+        settings={"resource": "r"},
         http_client=httpx.AsyncClient(transport=httpx.MockTransport(peer)),
     )
     events = [e async for e in build_adapter("azure", config).stream(ask())]
@@ -440,7 +440,7 @@ async def test_a_token_provider_that_is_not_callable_is_a_config_error() -> None
     peer = Peer()
     options = {"resource": "r", "azure_ad_token_provider": "a-token"}
     with pytest.raises(ConfigError, match="azure_ad_token_provider"):
-        await azure("azure", peer, api_key=None, options=options).complete(ask())
+        await azure("azure", peer, api_key=None, settings=options).complete(ask())
     assert peer.requests == []
 
 

@@ -108,7 +108,7 @@ def adapter(body: bytes, sent: list[httpx.Request]) -> Any:
 
     client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
     config = AdapterConfig(
-        api_key="ABSKkey", options={"region": "us-east-2"}, http_client=client, max_retries=0
+        api_key="ABSKkey", settings={"region": "us-east-2"}, http_client=client, max_retries=0
     )
     return build_adapter("bedrock_anthropic", config, tool_id_store=InMemoryToolIdStore())
 

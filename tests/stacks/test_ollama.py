@@ -124,7 +124,7 @@ def codec_for(**options: Any) -> Any:
     """The codec as the encode stage of an adapter with these ``options`` holds it, for a model
     with a 4,096-token context window."""
     window = AdapterCapabilities(max_context_tokens=4096)
-    return codec.for_adapter(AdapterConfig(options=options).options, lambda _model: window)
+    return codec.for_adapter(AdapterConfig(settings=options).settings, lambda _model: window)
 
 
 ollama = codec_for()
@@ -1141,7 +1141,7 @@ def lifecycle_adapter(server: FakeServer, **config: Any) -> Adapter:
 @pytest.mark.anyio
 async def test_init_checks_the_server_and_the_configured_model() -> None:
     server = FakeServer(models={"qwen3:8b": QWEN})
-    adapter = lifecycle_adapter(server, options={"model": MODEL})
+    adapter = lifecycle_adapter(server, settings={"model": MODEL})
     await adapter.init()
     assert [(m, p) for m, p, _ in server.seen] == [("GET", "/api/version"), ("POST", "/api/show")]
     assert server.seen[1][2] == {"model": "qwen3:8b"}
@@ -1159,7 +1159,7 @@ async def test_init_without_a_model_only_checks_the_server() -> None:
 
 @pytest.mark.anyio
 async def test_a_missing_model_names_the_pull_command() -> None:
-    adapter = lifecycle_adapter(FakeServer(), options={"model": "llama3.2"})
+    adapter = lifecycle_adapter(FakeServer(), settings={"model": "llama3.2"})
     with pytest.raises(InvalidRequestError) as caught:
         await adapter.init()
     assert "`ollama pull llama3.2`" in caught.value.message
@@ -1217,7 +1217,7 @@ async def test_something_that_is_not_ollama_is_reported_with_its_status() -> Non
 @pytest.mark.anyio
 async def test_preload_and_unload_with_the_stage_options() -> None:
     server = FakeServer(models={"qwen3:8b": QWEN})
-    adapter = lifecycle_adapter(server, options={"keep_alive": "1h"})
+    adapter = lifecycle_adapter(server, settings={"keep_alive": "1h"})
     stage = OllamaLifecycle(model="qwen3:8b", preload=True, unload=True)
     adapter.pipeline.replace("ollama_lifecycle", stage)
     async with adapter:
@@ -1234,7 +1234,7 @@ async def test_unloading_from_a_server_that_is_gone_does_not_raise(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     server = FakeServer(models={"qwen3:8b": QWEN})
-    adapter = lifecycle_adapter(server, options={"model": "qwen3:8b"})
+    adapter = lifecycle_adapter(server, settings={"model": "qwen3:8b"})
     adapter.pipeline.replace("ollama_lifecycle", OllamaLifecycle(unload=True))
     await adapter.init()
     server.down = True
@@ -1250,7 +1250,7 @@ async def test_init_warns_where_declarations_and_the_server_disagree(
     small = {"capabilities": ["completion"], "model_info": {"gemma3.context_length": 32768}}
     server = FakeServer(models={"gemma3:1b": small})
     capabilities = {"supports_tools": True, "max_context_tokens": 65536}
-    adapter = lifecycle_adapter(server, options={"model": "gemma3:1b"}, capabilities=capabilities)
+    adapter = lifecycle_adapter(server, settings={"model": "gemma3:1b"}, capabilities=capabilities)
     caplog.set_level(logging.WARNING, logger="metis")
     await adapter.init()
     warned = [
@@ -1271,13 +1271,13 @@ async def test_a_failing_show_is_classified() -> None:
         return httpx.Response(500, json={"error": "llama runner process has terminated"})
 
     with pytest.raises(ServerError, match="api/show: HTTP 500"):
-        await ollama_adapter(handler, options={"model": "m"}).init()
+        await ollama_adapter(handler, settings={"model": "m"}).init()
 
 
 # Per-model capabilities in models.yaml -----------------------------------------------------
 
 MODELS_YAML = {
-    "adapters": {"local": {"type": "ollama", "options": {"model": "qwen3:8b"}}},
+    "adapters": {"local": {"type": "ollama", "settings": {"model": "qwen3:8b"}}},
     "models": {
         "ollama:qwen3:8b": {
             "adapter": "local",
@@ -1296,7 +1296,7 @@ def test_models_yaml_declares_capabilities_per_local_model() -> None:
     assert not gemma.capabilities.supports_tools
     assert gemma.capabilities.max_context_tokens == 4096
     adapter = registry.adapter("local")
-    assert adapter.config.options == {"model": "qwen3:8b"}
+    assert adapter.config.settings == {"model": "qwen3:8b"}
 
 
 def test_a_local_server_needs_no_key_in_models_yaml() -> None:

@@ -57,7 +57,7 @@ def adapter(server: Server, **capabilities: Any) -> Any:
     client = httpx.AsyncClient(transport=httpx.MockTransport(server.handle))
     config = AdapterConfig(
         http_client=client,
-        options={"model": MODEL},
+        settings={"model": MODEL},
         capabilities=capabilities,
         max_retries=0,
     )

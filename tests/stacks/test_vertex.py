@@ -89,7 +89,7 @@ def valid_credentials(token: str = "ya29.valid") -> Credentials:
 def vertex(stack: str, peer: Peer, **options: Any) -> Adapter:
     options = {"project": "my-project", "location": "us-east5", **options}
     options.setdefault("google_credentials", valid_credentials())
-    config = AdapterConfig(http_client=peer.client(), options=options)
+    config = AdapterConfig(http_client=peer.client(), settings=options)
     return build_adapter(stack, config, tool_id_store=InMemoryToolIdStore())
 
 
@@ -150,7 +150,7 @@ async def test_gemini_on_vertex_at_the_global_and_regional_urls(
         client = httpx.AsyncClient(transport=httpx.MockTransport(streamed))
         options = {"project": "my-project", "location": location}
         config = AdapterConfig(
-            http_client=client, options={**options, "google_credentials": valid_credentials()}
+            http_client=client, settings={**options, "google_credentials": valid_credentials()}
         )
         events = [e async for e in build_adapter("vertex", config).stream(ask())]
         assert events[-1].stop_reason.kind is StopKind.END_TURN  # type: ignore[attr-defined]
@@ -194,7 +194,7 @@ async def test_claude_on_vertex_uses_raw_predict_with_vertex_s_body(
     peer = Peer()
     config = AdapterConfig(
         http_client=httpx.AsyncClient(transport=httpx.MockTransport(reply)),
-        options={
+        settings={
             "project": "my-project",
             "location": "global",
             "google_credentials": valid_credentials(),
@@ -235,7 +235,7 @@ async def test_project_and_location_come_from_the_environment(
     monkeypatch.setenv(location_env, "asia-northeast1")
     peer = Peer()
     config = AdapterConfig(
-        http_client=peer.client(), options={"google_credentials": valid_credentials()}
+        http_client=peer.client(), settings={"google_credentials": valid_credentials()}
     )
     await build_adapter(stack, config).complete(ask(stack, CLAUDE_MODEL))
     url = peer.requests[0].url
@@ -262,7 +262,7 @@ async def test_a_missing_project_or_location_is_not_configured_and_nothing_is_se
         "google_credentials": valid_credentials(),
     }
     del options[missing]
-    config = AdapterConfig(http_client=peer.client(), options=options)
+    config = AdapterConfig(http_client=peer.client(), settings=options)
     with pytest.raises(NotConfiguredError, match=names):
         await build_adapter(stack, config).complete(ask(stack, CLAUDE_MODEL))
     assert peer.requests == []
@@ -308,7 +308,7 @@ async def test_adc_is_found_and_refreshed_off_the_event_loop_then_cached(
 ) -> None:
     peer = Peer()
     config = AdapterConfig(
-        http_client=peer.client(), options={"project": "p", "location": "global"}
+        http_client=peer.client(), settings={"project": "p", "location": "global"}
     )
     adapter = build_adapter("vertex", config)
     await adapter.complete(ask())
@@ -324,7 +324,7 @@ async def test_adc_is_found_and_refreshed_off_the_event_loop_then_cached(
 async def test_an_expired_token_is_refreshed_before_the_request(adc: dict[str, Any]) -> None:
     peer = Peer()
     config = AdapterConfig(
-        http_client=peer.client(), options={"project": "p", "location": "global"}
+        http_client=peer.client(), settings={"project": "p", "location": "global"}
     )
     adapter = build_adapter("vertex", config)
     await adapter.complete(ask())
@@ -346,7 +346,7 @@ async def test_no_adc_is_not_configured_and_names_what_to_set(
     monkeypatch.setattr(google.auth, "default", default)
     peer = Peer()
     config = AdapterConfig(
-        http_client=peer.client(), options={"project": "p", "location": "global"}
+        http_client=peer.client(), settings={"project": "p", "location": "global"}
     )
     with pytest.raises(NotConfiguredError, match="GOOGLE_APPLICATION_CREDENTIALS") as caught:
         await build_adapter("vertex_anthropic", config).complete(
@@ -374,7 +374,7 @@ async def test_without_google_auth_installed_it_says_which_extra(
     monkeypatch.setitem(sys.modules, "google.auth", None)
     peer = Peer()
     config = AdapterConfig(
-        http_client=peer.client(), options={"project": "p", "location": "global"}
+        http_client=peer.client(), settings={"project": "p", "location": "global"}
     )
     with pytest.raises(NotConfiguredError, match=r"metis\[vertex\]"):
         await build_adapter("vertex", config).complete(ask())
@@ -391,14 +391,14 @@ async def test_a_wrong_token_is_an_auth_error_sent_once(stack: str) -> None:
         options = {"project": "p", "location": "global"}
         bad = AdapterConfig(
             base_url=emulator.base_url(stack),
-            options={**options, "google_credentials": valid_credentials("ya29.bad")},
+            settings={**options, "google_credentials": valid_credentials("ya29.bad")},
         )
         with pytest.raises(AuthError, match="invalid authentication credentials") as caught:
             await build_adapter(stack, bad).complete(ask(stack, CLAUDE_MODEL))
         assert caught.value.provider_status == 401 and emulator.stats.requests == 1
         good = AdapterConfig(
             base_url=emulator.base_url(stack),
-            options={**options, "google_credentials": valid_credentials("ya29.good")},
+            settings={**options, "google_credentials": valid_credentials("ya29.good")},
         )
         response = await build_adapter(stack, good).complete(ask(stack, CLAUDE_MODEL))
         assert response.stop_reason.kind is StopKind.END_TURN

@@ -126,14 +126,14 @@ def azure(peer: Peer, provider: Any = None, **config: Any) -> Adapter:
     options: dict[str, Any] = {"resource": "my-resource"}
     if provider is not None:
         options["azure_ad_token_provider"] = provider
-    settings = AdapterConfig(http_client=peer.client(), options=options, **config)
+    settings = AdapterConfig(http_client=peer.client(), settings=options, **config)
     adapter = build_adapter("azure", settings, tool_id_store=InMemoryToolIdStore())
     return adapter
 
 
 def vertex(peer: Peer, credentials: Credentials, **config: Any) -> Adapter:
     options = {"project": "p", "location": "us-east5", "google_credentials": credentials}
-    settings = AdapterConfig(http_client=peer.client(), options=options, **config)
+    settings = AdapterConfig(http_client=peer.client(), settings=options, **config)
     return build_adapter("vertex", settings, tool_id_store=InMemoryToolIdStore())
 
 
