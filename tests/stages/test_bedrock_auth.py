@@ -238,7 +238,7 @@ async def test_a_profile_of_the_shared_files_gives_the_key_and_the_region(aws_en
     )
     (aws_env / "config").write_text("[profile work]\nregion = ap-southeast-2\n")
     sent: list[httpx.Request] = []
-    assert await run(bedrock(sent, options={"profile": "work"})) == "Hi"
+    assert await run(bedrock(sent, settings={"profile": "work"})) == "Hi"
     (request,) = sent
     assert request.url.host == "bedrock-runtime.ap-southeast-2.amazonaws.com"
     assert "Credential=AKIDWORK/" in request.headers["authorization"]
@@ -249,7 +249,7 @@ async def test_a_profile_of_the_shared_files_gives_the_key_and_the_region(aws_en
 async def test_no_credentials_is_not_configured_before_anything_is_sent(aws_env: Path) -> None:
     sent: list[httpx.Request] = []
     with pytest.raises(NotConfiguredError) as caught:
-        await run(bedrock(sent, options={"region": "us-east-1"}))
+        await run(bedrock(sent, settings={"region": "us-east-1"}))
     assert sent == []
     for name in ("AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_PROFILE"):
         assert name in str(caught.value)
@@ -270,7 +270,7 @@ async def test_no_region_is_not_configured_before_anything_is_sent(
 async def test_an_unknown_profile_is_not_configured(aws_env: Path) -> None:
     sent: list[httpx.Request] = []
     with pytest.raises(NotConfiguredError, match="nosuch"):
-        await run(bedrock(sent, options={"profile": "nosuch", "region": "us-east-1"}))
+        await run(bedrock(sent, settings={"profile": "nosuch", "region": "us-east-1"}))
     assert sent == []
 
 
@@ -284,7 +284,7 @@ async def test_an_expired_token_is_an_auth_error_and_is_not_retried(
     sent: list[httpx.Request] = []
     error = {"message": "The security token included in the request is expired"}
     error["__header_type"] = "ExpiredTokenException:http://internal.amazon.com/coral/"
-    adapter = bedrock(sent, status=403, error=error, options={"region": "us-east-1"})
+    adapter = bedrock(sent, status=403, error=error, settings={"region": "us-east-1"})
     with pytest.raises(AuthError) as caught:
         await run(adapter)
     assert len(sent) == 1
@@ -297,7 +297,7 @@ async def test_throttling_is_a_rate_limit_and_is_retried(aws_env: Path) -> None:
     sent: list[httpx.Request] = []
     error = {"message": "Too many requests", "__header_type": "ThrottlingException"}
     adapter = bedrock(
-        sent, status=429, error=error, api_key="ABSKexample", options={"region": "us-east-1"}
+        sent, status=429, error=error, api_key="ABSKexample", settings={"region": "us-east-1"}
     )
     with pytest.raises(Exception) as caught:
         await run(adapter)
@@ -322,7 +322,7 @@ def slow_credentials(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.mark.usefixtures("aws_env", "slow_credentials")
 async def test_cancel_cuts_a_slow_credential_lookup_short() -> None:
     sent: list[httpx.Request] = []
-    adapter = bedrock(sent, options={"region": "us-east-1"})
+    adapter = bedrock(sent, settings={"region": "us-east-1"})
     request = ask()
     started = time.monotonic()
 
@@ -342,7 +342,7 @@ async def test_cancel_cuts_a_slow_credential_lookup_short() -> None:
 @pytest.mark.usefixtures("aws_env", "slow_credentials")
 async def test_the_call_deadline_bounds_a_slow_credential_lookup() -> None:
     sent: list[httpx.Request] = []
-    adapter = bedrock(sent, options={"region": "us-east-1"}, timeout_seconds=0.5, max_retries=0)
+    adapter = bedrock(sent, settings={"region": "us-east-1"}, timeout_seconds=0.5, max_retries=0)
     started = time.monotonic()
     with pytest.raises(NetworkError, match="deadline"):
         await adapter.complete(ask())
@@ -355,7 +355,7 @@ async def test_the_call_deadline_bounds_a_slow_credential_lookup() -> None:
 async def test_an_inference_profile_arn_is_sent_escaped_whole() -> None:
     arn = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc123"
     sent: list[httpx.Request] = []
-    adapter = bedrock(sent, api_key="ABSKexample", options={"region": "us-east-1"})
+    adapter = bedrock(sent, api_key="ABSKexample", settings={"region": "us-east-1"})
     request = CanonicalRequest(
         model=f"bedrock:{arn}", messages=[Message.user("hi")], max_output_tokens=8
     )
@@ -380,7 +380,7 @@ async def test_credentials_fetched_to_sign_are_hidden_when_the_server_echoes_the
     echoed = f"The security token included in the request is invalid: {SESSION_TOKEN}"
     error = {"message": f"{echoed} (signed with {EXAMPLE_SECRET})"}
     error["__header_type"] = "UnrecognizedClientException"
-    adapter = bedrock(sent, status=403, error=error, options={"region": "us-east-1"})
+    adapter = bedrock(sent, status=403, error=error, settings={"region": "us-east-1"})
     sink = ListSink()
     adapter.telemetry = sink
     with pytest.raises(AuthError) as caught:
@@ -421,7 +421,7 @@ async def test_a_region_that_is_not_a_region_name_is_refused_before_sending(
         (aws_env / "config").write_text(f"[default]\nregion = {region}\n")
     sent: list[httpx.Request] = []
     with pytest.raises(ConfigError, match="not an AWS region name") as caught:
-        await run(bedrock(sent, options=options))
+        await run(bedrock(sent, settings=options))
     assert not isinstance(caught.value, NotConfiguredError)
     assert sent == []
 

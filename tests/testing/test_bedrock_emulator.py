@@ -52,7 +52,7 @@ DEADLINE = 20.0
 
 
 def adapter(stack: str, emulator: Emulator, **config: Any) -> Adapter:
-    config.setdefault("options", {"region": "us-east-1"})
+    config.setdefault("settings", {"region": "us-east-1"})
     built = build_adapter(
         stack,
         AdapterConfig(base_url=emulator.base_url("bedrock"), **config),
