@@ -187,7 +187,7 @@ async def _provider_compacted(
     start = turn_start(messages)
     if start == 0:
         raise _overflow(budget, resolved, "the turn's own messages are all there is to compact")
-    earlier = request.model_copy(update={"messages": messages[:start]})
+    earlier = request.model_copy(update={"messages": messages[:start], "model": model})
     compacted = await compact_conversation(adapter, earlier)
     call = CompactionCall(model, compacted.usage, priced_usage(model, compacted.usage))
     return [*compacted.messages, *messages[start:]], call

@@ -17,6 +17,7 @@ from metis import AdapterConfig, build_adapter
 from metis.adapter.compaction import compact_conversation
 from metis.cost import cost_of
 from metis.model import CanonicalRequest, Message, TokenUsage
+from metis.routing import Router
 from metis.sessions import CompactionCall, Session, StepComplete
 from metis.sessions.core import add_usage
 from metis.testing.emulator import Emulator
@@ -165,3 +166,21 @@ async def test_the_compact_endpoint_reports_what_it_spent(
 def test_a_malformed_compact_usage_is_a_protocol_error() -> None:
     with pytest.raises(metis.ProtocolError, match=r"usage\.input_tokens"):
         responses_compact_usage({"usage": {"input_tokens": -1}}, "openai_responses")
+
+
+@pytest.mark.anyio
+async def test_over_a_router_the_compact_endpoint_is_asked_for_the_routed_model(
+    emulator: Emulator,
+) -> None:
+    """The compact request names the provider's model (the route's name is no model of
+    OpenAI's: the emulator refuses it, as the API does), and its cost is that model's."""
+    small = adapter("openai_responses", emulator, 4000)
+    route = Router([GPT], adapters={"openai_responses": small}, max_retries=0, name="harbour")
+    chat = Session(
+        route, history(), compact="provider", context_check="estimate", max_output_tokens=200
+    )
+    result = await chat.arun("What was the harbour like?")
+    (compact,) = [r for r in emulator.requests if r.path == "/v1/responses/compact"]
+    assert json.loads(compact.body)["model"] == "gpt-4o"
+    compaction = as_usage(await compact_usage(emulator))
+    assert result.costs[0] == cost_of(GPT, compaction) and result.costs[0].usd > 0

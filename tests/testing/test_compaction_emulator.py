@@ -257,3 +257,13 @@ def test_a_reply_after_a_compaction_counts_the_input_from_it_on(http: httpx.Clie
     assert later["usage"]["input_tokens"] < 200
     whole = http.post("/v1/responses", json=responses(input=LONG), headers=OPENAI).json()
     assert whole["usage"]["input_tokens"] >= len(LONG) // 4
+
+
+@pytest.mark.parametrize("endpoint", ["/v1/responses/compact", "/v1/responses/input_tokens"])
+def test_the_side_endpoints_refuse_a_model_openai_does_not_have(
+    endpoint: str, http: httpx.Client
+) -> None:
+    body = responses(model="route:harbour")
+    assert "'route:harbour' does not exist" in error_of(
+        http.post(endpoint, json=body, headers=OPENAI)
+    )
