@@ -19,7 +19,8 @@ from . import stack_table as platforms
 MODELS: dict[str, str] = platforms.MODELS
 STACKS: list[str] = platforms.ROTATION
 """Every family and platform whose rules the emulator keeps."""
-FAMILIES = ["anthropic", "openai", "openai_responses", "gemini", "ollama"]
+FAMILIES = ["anthropic", "openai", "openai_responses", "gemini", "ollama", "bedrock"]
+"""One stack of each wire family: Messages, Chat, Responses, Gemini, Ollama, Converse."""
 THINKING = ThinkingConfig(budget_tokens=2048)
 DEADLINE = 60.0
 

@@ -13,13 +13,21 @@ adapter's stages up to ``encode`` so what is compacted is what would be sent.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from metis.adapter.count_tokens import Countable, side_call
+from metis.catalog.estimate import estimate_request_tokens
 from metis.errors import CapabilityError
 from metis.model.content import Message
 from metis.model.request import CanonicalRequest
+from metis.model.response import TokenUsage
 from metis.pipeline.call import CallTerms
 from metis.pipeline.request import WireRequest
-from metis.wire.compaction import responses_compact_body, responses_compacted
+from metis.wire.compaction import (
+    responses_compact_body,
+    responses_compact_usage,
+    responses_compacted,
+)
 
 COMPACT_CODECS = frozenset({"openai_responses"})
 """The codecs whose provider has a compact endpoint."""
@@ -31,9 +39,21 @@ def can_compact(adapter: Countable) -> bool:
     return provider is not None and provider.codec_name in COMPACT_CODECS
 
 
-async def compact_conversation(adapter: Countable, request: CanonicalRequest) -> list[Message]:
+@dataclass(frozen=True, slots=True)
+class CompactedConversation:
+    """What the compact endpoint answered: the shorter history that stands for the
+    conversation, and the tokens the compaction pass spent (billed like any call's)."""
+
+    messages: list[Message]
+    usage: TokenUsage
+    """As the provider reported it; estimated (``usage.estimated``) when it reported none."""
+
+
+async def compact_conversation(
+    adapter: Countable, request: CanonicalRequest
+) -> CompactedConversation:
     """``request``'s conversation as the provider compacted it: a shorter history that
-    stands for it, to continue from with the same provider."""
+    stands for it, to continue from with the same provider, and what compacting it spent."""
     provider = adapter.pipeline.provider
     encode = provider.part("encode") if provider is not None else None
     if provider is None or encode is None or not can_compact(adapter):
@@ -50,4 +70,10 @@ async def compact_conversation(adapter: Countable, request: CanonicalRequest) ->
         )
     body = responses_compact_body(wire.body)
     answer = await provider.fetch(WireRequest(url + "/compact", body, wire.headers), call)
-    return responses_compacted(answer.body, adapter.name, call.wire_model)
+    messages = responses_compacted(answer.body, adapter.name, call.wire_model)
+    usage = responses_compact_usage(answer.body, adapter.name)
+    if usage is None:  # counted as a reply with no usage is: its input estimated
+        profile = adapter.stack.token_estimate.for_model(call.wire_model)
+        estimate = estimate_request_tokens(unstreamed, profile)
+        usage = TokenUsage(input_tokens=estimate, estimated=True)
+    return CompactedConversation(messages, usage)

@@ -1,7 +1,8 @@
 """OpenAI Responses requests read into the canonical form: ``input`` (a string, or items:
 messages with text, image, file and audio parts, ``function_call`` and ``custom_tool_call``
-with their outputs), ``instructions``, function tools, ``text.format``, ``reasoning.effort``.
-Items with no canonical form (reasoning, references to stored items, hosted tools) are left
+with their outputs, ``compaction`` items kept whole for the provider that made them),
+``instructions``, function tools, ``text.format``, ``reasoning.effort``. Other items with no
+canonical form (reasoning, references to stored items, hosted tools) are left
 out and reported. The emulator reads its Responses requests through :func:`read_input` too."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from metis.gateway.inbound import (
     tool_definition,
     unknown_fields,
 )
+from metis.histories.blocks import opaque, stored
 from metis.histories.files import from_chat_audio, split_data_url
 from metis.histories.reading import built, mapping, text, tool_input
 from metis.model.content import (
@@ -61,6 +63,10 @@ ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM}
 ROLES["developer"] = Role.SYSTEM
 CALLS = frozenset({"function_call", "custom_tool_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+COMPACTION = "compaction"
+RESPONSES = "openai_responses"
+"""Who made the compaction items a client sends back: the Responses API (the stack of that
+name; docs/sessions.md "Compaction by the provider")."""
 
 
 def read_responses(raw: Any) -> Inbound:
@@ -133,6 +139,9 @@ def read_input(raw: Any, ignored: list[str], *, messages_apart: bool = False) ->
             _add(out, _message(item, where, ignored))
         elif kind in CALLS:
             _add(out, Message(role=Role.ASSISTANT, content=[_call(item, where, ids)]))
+        elif kind == COMPACTION:  # OpenAI's to read: back to it as it came, dropped elsewhere
+            block = opaque(kind, stored(item, where), RESPONSES)
+            _add(out, Message(role=Role.ASSISTANT, content=[block]))
         elif kind in OUTPUTS:
             result = ToolResultBlock(
                 tool_use_id=ids(item.get("call_id"), f"{where}.call_id"),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from metis.sessions.context import Compact, Compactor, ContextBudget, ContextCheck
 from metis.sessions.events import (
+    CompactionCall,
     RunComplete,
     RunEnd,
     RunEvent,
@@ -33,6 +34,7 @@ from metis.sessions.session import Session, SessionBusyError
 
 __all__ = [
     "Compact",
+    "CompactionCall",
     "Compactor",
     "ContextBudget",
     "ContextCheck",

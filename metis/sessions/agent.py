@@ -107,7 +107,7 @@ async def run_events(
             reason = "cancelled"
         elif response.stop_reason.kind is not StopKind.PAUSE_TURN:
             reason = "complete"
-        yield StepComplete(step, response, results)
+        yield StepComplete(step, response, results, record.compaction)
         if reason is None and control.cancelled:
             reason = "cancelled"
         elif reason is None and step >= settings.max_steps:
@@ -125,6 +125,9 @@ def _counted(record: CallRecord, tally: _Tally) -> CanonicalResponse:
     kept = reply.kept if reply is not None else None
     if kept is not None:
         tally.messages.append(kept)
+    if record.compaction is not None:  # the compact endpoint's call, made before the step's
+        tally.usage = add_usage(tally.usage, record.compaction.usage)
+        tally.costs.append(record.compaction.cost)
     tally.usage = add_usage(tally.usage, response.usage)
     tally.costs.append(priced(response))
     return response

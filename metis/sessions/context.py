@@ -38,7 +38,9 @@ from metis.adapter.compaction import can_compact, compact_conversation
 from metis.errors import ConfigError, ContextOverflowError
 from metis.model.content import Message, Role, ToolResultBlock
 from metis.model.request import CanonicalRequest, Compaction
+from metis.sessions.events import CompactionCall
 from metis.sessions.models import Resolved
+from metis.sessions.reply import priced_usage
 from metis.wire.compaction import window_start
 
 ContextCheck = Literal["auto", "count", "estimate", "off"]
@@ -66,6 +68,18 @@ class ContextBudget:
     @property
     def fits(self) -> bool:
         return self.input_tokens <= self.limit
+
+
+@dataclass(frozen=True, slots=True)
+class Fitted:
+    """A request as it fits the model's window: the budget it was measured at (None when the
+    check is off), whether its history was compacted, and the call to the provider's compact
+    endpoint that did it, if one did."""
+
+    request: CanonicalRequest
+    budget: ContextBudget | None
+    compacted: bool = False
+    compaction: CompactionCall | None = None
 
 
 Compactor = Callable[
@@ -125,26 +139,26 @@ async def fitted(
     request: CanonicalRequest,
     check: ContextCheck,
     compact: Compact,
-) -> tuple[CanonicalRequest, ContextBudget | None, bool]:
-    """``request`` as it fits the model's window (its messages compacted if they had to be),
-    the budget it was measured at, and whether it was compacted; a ContextOverflowError when
-    it cannot fit."""
+) -> Fitted:
+    """``request`` as it fits the model's window (its messages compacted if they had to be);
+    a ContextOverflowError when it cannot fit."""
     if check == "off":
-        return request, None, False
+        return Fitted(request, None)
     budget = await measure(resolved, request, check)
     if budget.fits:
-        return request, budget, False
+        return Fitted(request, budget)
     if compact is None:
         raise _overflow(budget, resolved, "give the session a compactor (Session(compact=...))")
+    call = None
     if compact == "provider":
-        messages = await _provider_compacted(resolved, request, budget)
+        messages, call = await _provider_compacted(resolved, request, budget)
     else:
         messages = await _compacted(compact, list(request.messages), budget)
     request = request.model_copy(update={"messages": messages})
     budget = await measure(resolved, request, check)
     if not budget.fits:
         raise _overflow(budget, resolved, "the compactor's history does not fit either")
-    return request, budget, True
+    return Fitted(request, budget, True, call)
 
 
 async def _compacted(
@@ -162,18 +176,21 @@ async def _compacted(
 
 async def _provider_compacted(
     resolved: Resolved, request: CanonicalRequest, budget: ContextBudget
-) -> list[Message]:
+) -> tuple[list[Message], CompactionCall]:
     """The history compacted by the provider's endpoint, up to the turn's own messages (the
-    last user message that answers no tool call, and what followed it), which stay after."""
-    adapter = resolved.servers[0][0] if resolved.servers else None
+    last user message that answers no tool call, and what followed it), which stay after;
+    and that call, priced as the model's."""
+    adapter, model = resolved.servers[0] if resolved.servers else (None, "")
     if adapter is None or not can_compact(adapter):
         raise _overflow(budget, resolved, "its provider compacts only past the trigger it is sent")
     messages = list(request.messages)
     start = turn_start(messages)
     if start == 0:
         raise _overflow(budget, resolved, "the turn's own messages are all there is to compact")
-    earlier = request.model_copy(update={"messages": messages[:start]})
-    return [*await compact_conversation(adapter, earlier), *messages[start:]]
+    earlier = request.model_copy(update={"messages": messages[:start], "model": model})
+    compacted = await compact_conversation(adapter, earlier)
+    call = CompactionCall(model, compacted.usage, priced_usage(model, compacted.usage))
+    return [*compacted.messages, *messages[start:]], call
 
 
 def turn_start(messages: list[Message]) -> int:

@@ -33,6 +33,7 @@ from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, TokenUsage
 from metis.sessions.context import Compact, ContextCheck, fitted, with_provider_compaction
 from metis.sessions.control import TurnControl
+from metis.sessions.events import CompactionCall
 from metis.sessions.models import Resolved, resolved
 from metis.sessions.provider_state import ProviderState, StateKeeper, lease_connections
 from metis.sessions.reply import Reply
@@ -46,6 +47,8 @@ class CallRecord:
 
     reply: Reply | None = None
     model: str = ""
+    compaction: CompactionCall | None = None
+    """The call to the provider's compact endpoint made before the model call, if one was."""
 
 
 class Conversation:
@@ -97,10 +100,12 @@ class Conversation:
                     found.chat, found.model, self.history, self._call_options(found, options)
                 )
                 request = with_provider_compaction(found, request, self.compact)
-                request, budget, compacted = await fitted(
-                    found, request, self.context_check, self.compact
-                )
-                if compacted:
+                fit = await fitted(found, request, self.context_check, self.compact)
+                request, budget = fit.request, fit.budget
+                if fit.compaction is not None:
+                    record.compaction = fit.compaction
+                    self.usage = add_usage(self.usage, fit.compaction.usage)
+                if fit.compacted:
                     self.history[:] = request.messages
                     self.keeper.forget_ids_not_in(self.history)
                     mark = None  # the turn's own messages are no longer where they were

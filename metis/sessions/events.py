@@ -32,9 +32,11 @@ class RunResult:
     steps: int
     """How many model calls the run made."""
     usage: TokenUsage
-    """Summed over the run's model calls (``estimated`` if any count was)."""
+    """Summed over the run's model calls, and the compact endpoint's where the session had
+    the provider compact the history (``estimated`` if any count was)."""
     costs: tuple[Cost, ...]
-    """Each model call's cost, priced by the model catalog (docs/contract.md §5)."""
+    """Each model call's cost (a compact endpoint's call before its step's), priced by the
+    model catalog (docs/contract.md §5)."""
     messages: tuple[Message, ...]
     """What the run added to the session's history, in order."""
     output: Any = None
@@ -50,6 +52,16 @@ class RunResult:
     def cost_usd(self) -> Decimal:
         """The run's total cost in USD (calls of models with no price count as 0)."""
         return sum((cost.usd for cost in self.costs), Decimal(0))
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionCall:
+    """A call to the provider's compact endpoint the session made before a model call, its
+    history over the window (docs/sessions.md, "Compaction by the provider"): what it spent."""
+
+    model: str
+    usage: TokenUsage
+    cost: Cost
 
 
 class RunEvent:
@@ -81,12 +93,14 @@ class ToolResultEvent(RunEvent):
 
 @dataclass(frozen=True, slots=True)
 class StepComplete(RunEvent):
-    """A step is over: its reply and, when it called tools, the results sent back."""
+    """A step is over: its reply and, when it called tools, the results sent back; when the
+    history was compacted by the provider's endpoint first, that call."""
 
     type: ClassVar[str] = "step.complete"
     step: int
     response: CanonicalResponse
     tool_results: Message | None = None
+    compaction: CompactionCall | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,18 +104,23 @@ def served_by(route: ChatLike, reported: str | None) -> str:
 
 def priced(response: CanonicalResponse) -> Cost:
     """The call's cost from the model catalog; a model no table prices costs 0 (unpriced)."""
+    return priced_usage(response.model, response.usage)
+
+
+def priced_usage(model: str, usage: TokenUsage) -> Cost:
+    """``usage`` on ``model`` priced by the model catalog; 0 (unpriced) when no table prices it."""
     try:
-        return cost_of(response.model, response.usage)
+        return cost_of(model, usage)
     except ConfigError as error:  # a provider's name for its model that several entries share
         zero = Decimal(0)
         return Cost(
-            model=response.model,
+            model=model,
             usd=zero,
             input_usd=zero,
             output_usd=zero,
             cached_input_usd=zero,
             cache_creation_usd=zero,
             pricing_version="",
-            estimated=response.usage.estimated,
+            estimated=usage.estimated,
             unpriced=str(error),
         )

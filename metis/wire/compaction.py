@@ -24,6 +24,8 @@ from metis.errors import ProtocolError
 from metis.model.block import ProviderRaw
 from metis.model.content import Message, OpaqueBlock, Role, TextBlock
 from metis.model.request import Compaction
+from metis.model.response import TokenUsage
+from metis.wire.read import object_value, split_input, token_count
 
 COMPACTION = "compaction"
 """The kind of a compaction block, on both wires."""
@@ -103,6 +105,31 @@ def responses_compacted(answer: Any, provider: str, model: str) -> list[Message]
         else:
             messages.append(Message(role=Role.ASSISTANT, content=[block]))
     return messages
+
+
+def responses_compact_usage(answer: Any, provider: str) -> TokenUsage | None:
+    """What ``POST /responses/compact`` says the pass spent (its ``usage``, counted as a
+    Responses reply's: the input it reports includes the cached part), or None when it says
+    nothing."""
+    usage = answer.get("usage") if isinstance(answer, dict) else None
+    if usage is None:
+        return None
+    usage = object_value(usage, "usage")
+    inputs = object_value(usage.get("input_tokens_details") or {}, "usage.input_tokens_details")
+    outputs = object_value(usage.get("output_tokens_details") or {}, "usage.output_tokens_details")
+    total = token_count(usage.get("input_tokens") or 0, "usage.input_tokens", provider)
+    cached = token_count(inputs.get("cached_tokens") or 0, "cached_tokens", provider)
+    written = token_count(inputs.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
+    uncached, cached, written = split_input(total, cached, written)
+    return TokenUsage(
+        input_tokens=uncached,
+        output_tokens=token_count(usage.get("output_tokens") or 0, "usage.output_tokens", provider),
+        cached_input_tokens=cached,
+        cache_creation_input_tokens=written,
+        reasoning_tokens=token_count(
+            outputs.get("reasoning_tokens") or 0, "reasoning_tokens", provider
+        ),
+    )
 
 
 def _text_parts(item: dict[str, Any]) -> list[TextBlock] | None:

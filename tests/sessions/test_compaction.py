@@ -17,6 +17,7 @@ from metis.errors import ConfigError, ContextOverflowError
 from metis.model import CanonicalRequest, Compaction, Message, OpaqueBlock, TextBlock
 from metis.routing import Router
 from metis.sessions import Session
+from metis.sessions.core import add_usage
 from metis.testing.emulator import Emulator
 from metis.wire.anthropic import codec as anthropic_codec
 from metis.wire.compaction import ANTHROPIC_BETA, window_start
@@ -158,6 +159,9 @@ async def test_a_compacted_anthropic_turn_counts_the_compaction_pass_in_its_usag
     assert response.usage.input_tokens == compaction["input_tokens"] + message["input_tokens"]
     assert response.usage.output_tokens == compaction["output_tokens"] + message["output_tokens"]
     assert response.usage.input_tokens > 60_000  # the compaction pass read the whole turn
+    assert message["input_tokens"] < 1_000  # the reply read the summary, not the turn
+    # the top-level counts are the message pass: added once, not again as an iteration
+    assert response.usage.input_tokens < compaction["input_tokens"] + 1_000
 
 
 # Sessions ------------------------------------------------------------------------------------
@@ -185,6 +189,8 @@ async def test_a_session_leaving_compaction_to_anthropic_counts_from_its_block(
     assert compactions([first.message]) and compactions(chat.messages)
     second = await chat.asend(text_of(30_000))  # 90,000 in all, 30,000 from the block
     assert second.text and not compactions([second.message])  # read from the block: under it
+    assert 30_000 <= second.usage.total_input_tokens < 31_000  # and billed from the block on
+    assert chat.usage == add_usage(first.usage, second.usage)
     replay = sent(emulator, "/v1/messages")[1]["messages"][1]["content"][0]
     assert replay["type"] == "compaction" and replay["content"].startswith("Summary of")
 

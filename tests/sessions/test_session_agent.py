@@ -29,8 +29,9 @@ NEXT = {
     "anthropic": "openai",
     "openai": "openai_responses",
     "openai_responses": "gemini",
-    "gemini": "anthropic",
+    "gemini": "bedrock",
     "ollama": "anthropic",
+    "bedrock": "anthropic",
 }
 """Where a run moves after its first step (not to Ollama, whose API has no tool_choice)."""
 
@@ -167,12 +168,13 @@ async def test_the_events_of_a_run_in_order(emulator: Emulator) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("family", FAMILIES)
 async def test_cancel_in_the_middle_of_a_tool_answers_it_as_cancelled(
-    emulator: Emulator,
+    family: str, emulator: Emulator
 ) -> None:
     adapters = emulated(emulator)
     gate = Gate()
-    session = Session(MODELS["gemini"], adapters=adapters, tools=[gate.tool()])
+    session = Session(MODELS[family], adapters=adapters, tools=[gate.tool()])
 
     async def cancel_when_started() -> None:
         await gate.started.wait()
@@ -191,12 +193,13 @@ async def test_cancel_in_the_middle_of_a_tool_answers_it_as_cancelled(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("family", FAMILIES)
 async def test_the_callers_cancel_scope_in_the_middle_of_a_tool_leaves_a_valid_history(
-    emulator: Emulator,
+    family: str, emulator: Emulator
 ) -> None:
     adapters = emulated(emulator)
     gate = Gate()
-    session = Session(MODELS["anthropic"], adapters=adapters, tools=[gate.tool()])
+    session = Session(MODELS[family], adapters=adapters, tools=[gate.tool()])
     with anyio.CancelScope() as scope:
 
         async def cancel_when_started() -> None:

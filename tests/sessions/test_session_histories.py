@@ -1,5 +1,6 @@
 """The history a session keeps after every kind of turn is one every stack accepts (issue 24):
-a text turn, a run with tool calls, a run cancelled in the middle of a tool, a turn that failed
+a text turn, a run with tool calls, a run cancelled in the middle of a tool or while the model
+streams its tool call, a turn that failed
 in the middle of its stream, a run whose model was swapped between steps, a session
 restored from JSON, and a history the Responses API compacted. Each history is then sent, with
 a new user message, to every family and platform behind the emulator, which refuses what each
@@ -12,7 +13,7 @@ import anyio
 import pytest
 
 from metis.errors import NetworkError
-from metis.model import OpaqueBlock, Role, StopKind, ToolResultBlock, ToolUseBlock
+from metis.model import OpaqueBlock, Role, StopKind, ToolResultBlock, ToolUseBlock, ToolUseStart
 from metis.sessions import Session, StepComplete
 from metis.testing.emulator import Emulator
 
@@ -38,6 +39,7 @@ KINDS = [
     "text",
     "tool_calls",
     "cancelled_mid_tool",
+    "cancelled_mid_tool_call",
     "failed_mid_stream",
     "swapped",
     "restored",
@@ -55,6 +57,8 @@ async def produce(kind: str, emulator: Emulator, session: Session) -> Session:
         assert result.reason == "complete" and result.steps == 2
     elif kind == "cancelled_mid_tool":
         await cancelled_in_a_tool(session)
+    elif kind == "cancelled_mid_tool_call":
+        await cancelled_in_a_tool_call(session)
     elif kind == "failed_mid_stream":
         emulator.push_fault("drop=5")
         with pytest.raises(NetworkError):
@@ -120,6 +124,22 @@ async def compacted_by_responses(emulator: Emulator, session: Session) -> Sessio
         max_output_tokens=4096,
         thinking=THINKING,
     )
+
+
+async def cancelled_in_a_tool_call(session: Session) -> None:
+    """A run cancelled while the model streams its tool call: the reply is kept without the
+    unfinished call (nothing would answer it), so the run has no tool to run."""
+    await session.asend("Hello there, how are you?")  # a turn before, kept as it was
+
+    def cancel_in_the_call(event: object) -> None:
+        if isinstance(event, ToolUseStart):
+            assert session.cancel()
+
+    result = await session.arun("What's the weather in Paris?", on_event=cancel_in_the_call)
+    assert result.reason == "cancelled" and result.steps == 1
+    assert result.response.stop_reason.kind is StopKind.CANCELLED
+    assert not any(isinstance(b, ToolUseBlock) for m in session.messages for b in m.content)
+    assert session.messages[2].text() == "What's the weather in Paris?"
 
 
 async def cancelled_in_a_tool(session: Session) -> None:

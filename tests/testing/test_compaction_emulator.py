@@ -213,3 +213,57 @@ def test_the_compact_endpoint_answers_the_user_messages_and_one_compaction_item(
     assert [i.get("role") for i in answer["output"]] == ["user", "user", None]
     assert answer["output"][-1]["type"] == "compaction"
     assert answer["usage"]["input_tokens"] > 0
+
+
+# Usage: what the model read ------------------------------------------------------------------
+
+
+def test_a_compacted_anthropic_reply_reports_each_pass_as_the_api_does(
+    http: httpx.Client,
+) -> None:
+    """Anthropic's compaction docs ("Understanding usage"): the compaction pass reads the whole
+    conversation; the message pass then reads the summary, not the conversation; the top-level
+    counts are the message pass's only."""
+    body = messages(
+        messages=[{"role": "user", "content": LONG}], context_management={"edits": [EDIT]}
+    )
+    reply = http.post("/v1/messages", json=body, headers=BETA).json()
+    usage, block = reply["usage"], reply["content"][0]
+    compaction, message = usage["iterations"]
+    assert compaction["type"] == "compaction" and message["type"] == "message"
+    assert compaction["input_tokens"] >= len(LONG) // 4  # the conversation, read whole
+    assert compaction["output_tokens"] == (len(block["content"]) + 3) // 4  # the summary
+    assert message["input_tokens"] < 1_000  # the summary (and the empty tools and system)
+    assert message["input_tokens"] >= (len(block["content"]) + 3) // 4
+    assert {k: usage[k] for k in ("input_tokens", "output_tokens")} == {
+        "input_tokens": message["input_tokens"],
+        "output_tokens": message["output_tokens"],
+    }
+
+
+def test_a_reply_after_a_compaction_counts_the_input_from_it_on(http: httpx.Client) -> None:
+    """What precedes the latest compaction block or item is not read, so not counted."""
+    block = {"type": "compaction", "content": "Summary: a busy harbour."}
+    history = [
+        {"role": "user", "content": LONG},
+        {"role": "assistant", "content": [block, {"type": "text", "text": "Noted."}]},
+        {"role": "user", "content": "And then?"},
+    ]
+    answer = http.post("/v1/messages", json=messages(messages=history), headers=BETA).json()
+    assert answer["usage"]["input_tokens"] < 100
+    item = {"type": "compaction", "id": "cmp_1", "encrypted_content": seal("A busy harbour.")}
+    items = [{"role": "user", "content": LONG}, item, {"role": "user", "content": "And then?"}]
+    later = http.post("/v1/responses", json=responses(input=items), headers=OPENAI).json()
+    assert later["usage"]["input_tokens"] < 200
+    whole = http.post("/v1/responses", json=responses(input=LONG), headers=OPENAI).json()
+    assert whole["usage"]["input_tokens"] >= len(LONG) // 4
+
+
+@pytest.mark.parametrize("endpoint", ["/v1/responses/compact", "/v1/responses/input_tokens"])
+def test_the_side_endpoints_refuse_a_model_openai_does_not_have(
+    endpoint: str, http: httpx.Client
+) -> None:
+    body = responses(model="route:harbour")
+    assert "'route:harbour' does not exist" in error_of(
+        http.post(endpoint, json=body, headers=OPENAI)
+    )

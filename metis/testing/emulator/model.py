@@ -75,6 +75,26 @@ class Prompt:
     provider: str = ""
     items: list[Any] = field(default_factory=list)
 
+    def compaction_start(self) -> int | None:
+        """The item the model reads the conversation from: the latest compaction block's (a
+        message holding one, or a compaction item), as the APIs read a compacted conversation
+        (what precedes it is dropped); None when there is none."""
+        start = None
+        for i, item in enumerate(self.items or []):
+            content = item.get("content") if isinstance(item, dict) else None
+            blocks = content if isinstance(content, list) else [item]
+            if any(isinstance(b, dict) and b.get("type") == "compaction" for b in blocks):
+                start = i
+        return start
+
+    def read_segments(self) -> list[str]:
+        """The segments the model reads: the tools and system, then the conversation from
+        :meth:`compaction_start` on."""
+        start = self.compaction_start()
+        if start is None:
+            return self.segments
+        return self.segments[:1] + self.segments[1 + start :]
+
     @property
     def user_text(self) -> str:
         """The last thing the user wrote, without ``<system-reminder>`` blocks."""
@@ -128,7 +148,7 @@ def measured(prompt: Prompt, reply: Reply) -> Reply:
     """``reply`` with its usage counted (a quarter of the characters), cut at the prompt's
     ``max_tokens`` (its calls dropped, its stop ``max_tokens``) when it does not fit."""
     usage = reply.usage
-    usage.input_tokens = sum(count_tokens(s) for s in prompt.segments) or 1
+    usage.input_tokens = sum(count_tokens(s) for s in prompt.read_segments()) or 1
     usage.thinking_tokens = count_tokens(reply.thinking)
     visible = count_tokens(reply.text) + sum(count_tokens(c.arguments) + 5 for c in reply.calls)
     limit = prompt.max_tokens

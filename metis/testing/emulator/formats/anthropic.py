@@ -23,8 +23,9 @@ from metis.testing.emulator.formats.cache_marks import block_counts, unmarked
 from metis.testing.emulator.formats.canonical_turns import turns_of
 from metis.testing.emulator.formats.compaction import (
     anthropic_block,
-    anthropic_iterations,
+    anthropic_compacted_usage,
     anthropic_trigger,
+    read_breakpoints,
     read_tokens,
 )
 from metis.testing.emulator.model import Prompt, Reply, ToolSpec
@@ -219,9 +220,10 @@ class Anthropic(Format):
         )
 
     def cached(self, call: Call, prompt: Prompt, reply: Reply) -> None:
-        if prompt.breakpoints:
+        breakpoints, blocks = read_breakpoints(prompt)  # from the latest compaction block on
+        if breakpoints:
             read, written = call.env.cache.explicit(
-                self.name, prompt.segments, prompt.breakpoints, prompt.segment_blocks
+                self.name, prompt.read_segments(), breakpoints, blocks
             )
             reply.usage.cache_read, reply.usage.cache_write = read, written
 
@@ -244,8 +246,9 @@ class Anthropic(Format):
             content.append({"type": "tool_use", "id": tool_id, "name": out.name, "input": out.args})
         trigger = anthropic_trigger(call.body)
         compacted = trigger is not None and read_tokens(prompt) >= trigger
-        if compacted:
-            content.insert(0, anthropic_block(prompt))
+        block = anthropic_block(prompt) if compacted else None
+        if block is not None:
+            content.insert(0, block)
         usage = reply.usage
         rendered: dict[str, Any] = {
             "id": "msg_01" + ids.token(22, "b58"),
@@ -269,8 +272,8 @@ class Anthropic(Format):
                 "service_tier": "standard",
             },
         }
-        if compacted:  # the passes apart; the top-level counts are the message pass's
-            rendered["usage"]["iterations"] = anthropic_iterations(prompt, rendered["usage"])
+        if block is not None:  # the passes apart; the top-level counts are the message pass's
+            rendered["usage"] = anthropic_compacted_usage(prompt, rendered["usage"], block)
         return rendered
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:

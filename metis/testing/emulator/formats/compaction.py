@@ -52,16 +52,18 @@ def opens(content: str) -> bool:
 def read_tokens(prompt: Prompt) -> int:
     """The input the model reads: from the latest compaction block (a message holding one, or a
     compaction item) on, as the APIs read a compacted conversation; the tools and system too."""
-    start = None
-    for i, item in enumerate(prompt.items or []):
-        content = item.get("content") if isinstance(item, dict) else None
-        blocks = content if isinstance(content, list) else [item]
-        if any(isinstance(b, dict) and b.get("type") == "compaction" for b in blocks):
-            start = i
-    segments = (
-        prompt.segments if start is None else prompt.segments[:1] + prompt.segments[1 + start :]
-    )
-    return sum(count_tokens(segment) for segment in segments)
+    return sum(count_tokens(segment) for segment in prompt.read_segments())
+
+
+def read_breakpoints(prompt: Prompt) -> tuple[list[int] | None, list[int] | None]:
+    """The prompt's cache breakpoints and blocks per segment over :meth:`Prompt.read_segments`:
+    a breakpoint in what the model does not read marks nothing."""
+    start = prompt.compaction_start()
+    marks, blocks = prompt.breakpoints, prompt.segment_blocks
+    if start is None:
+        return marks, blocks
+    kept = [b if b == 0 else b - start for b in marks or [] if b == 0 or b > start]
+    return kept or None, blocks[:1] + blocks[1 + start :] if blocks else None
 
 
 def summary(prompt: Prompt) -> str:
@@ -81,25 +83,42 @@ def anthropic_trigger(body: dict[str, Any]) -> int | None:
     return None
 
 
-def anthropic_iterations(prompt: Prompt, message_usage: dict[str, Any]) -> list[dict[str, Any]]:
-    """``usage.iterations`` of a compacted reply: the compaction pass read the whole
-    conversation and wrote the summary; the message pass is what the top-level counts say."""
-    counts = (
-        "input_tokens",
-        "output_tokens",
-        "cache_read_input_tokens",
-        "cache_creation_input_tokens",
-    )
-    return [
-        {
-            "type": "compaction",
-            "input_tokens": read_tokens(prompt),
-            "output_tokens": max(1, len(summary(prompt)) // 4),
-            "cache_read_input_tokens": 0,
-            "cache_creation_input_tokens": 0,
-        },
-        {"type": "message", **{k: message_usage[k] for k in counts}},
-    ]
+PASS_COUNTS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+
+def anthropic_compacted_usage(
+    prompt: Prompt, usage: dict[str, Any], block: dict[str, Any]
+) -> dict[str, Any]:
+    """A compacted reply's ``usage`` as the Messages API reports it (Anthropic's compaction
+    docs, "Understanding usage"): ``iterations`` lists the two passes. The compaction pass read
+    the conversation (``usage``'s input and cache counts, as measured) and wrote the summary;
+    the message pass read the tools, the system and the summary, not the conversation, and
+    wrote the reply. The top-level counts are the message pass's only (the sum of the
+    non-compaction passes): the compaction pass is billed on top of them."""
+    compaction = {
+        "type": "compaction",
+        **{k: usage[k] for k in PASS_COUNTS},
+        "output_tokens": count_tokens(block["content"]),
+    }
+    read = count_tokens(prompt.segments[0]) + count_tokens(json.dumps(block))
+    message = {
+        "type": "message",
+        "input_tokens": read,
+        "output_tokens": usage["output_tokens"],
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }
+    return {
+        **usage,
+        **{k: message[k] for k in PASS_COUNTS},
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+        "iterations": [compaction, message],
+    }
 
 
 def check_anthropic(body: dict[str, Any], call: Any) -> None:

@@ -119,6 +119,8 @@ class Responses(OpenAI):
     def serve(self, call: Call) -> JsonReply | None:
         if call.endpoint not in ("input_tokens", "compact"):
             return None
+        if not self.serves(call.env, call.model):
+            raise self.unknown_model(call.model)
         prompt = self.read(call)
         tokens = sum(count_tokens(segment) for segment in prompt.segments) or 1
         if call.endpoint == "compact":
