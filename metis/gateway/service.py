@@ -33,7 +33,7 @@ from metis.gateway.models import ModelTable, Target
 from metis.gateway.projection import project
 from metis.gateway.responses_read import read_responses
 from metis.gateway.sse import BlockWriter, new_id
-from metis.gateway.store import RedisResponseStore, ResponseStore
+from metis.gateway.store import RedisResponseStore, ResponseStore, Stored
 from metis.model.content import Message, ProviderRaw, Role
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest
@@ -115,12 +115,15 @@ class Gateway:
         return found
 
     async def prepare(self, api: str, body: Any) -> Prepared:
+        stored = None
+        if api == "responses":
+            body, stored = await self._continued(body)
         try:
             inbound = READERS[api](body)
         except ValidationError as exc:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
-        if api == "responses":
-            await self._continue(inbound)
+        if stored is not None:
+            inbound.messages = [*stored.messages, *inbound.messages]
         target = self.models.resolve(inbound.model)
         limit, changes, dropped = project(inbound, target.capabilities)
         try:
@@ -129,16 +132,24 @@ class Gateway:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
         return Prepared(inbound, target, request, [*inbound.ignored, *dropped])
 
-    async def _continue(self, inbound: Inbound) -> None:
-        previous = inbound.options.get("previous_response_id")
-        if previous is None:
-            return
+    async def _continued(self, body: Any) -> tuple[Any, Stored | None]:
+        """A Responses request with the response it continues: the stored messages to put
+        before its own; or, for a passed-through response (kept as items), the body with
+        those items before its input, read as one (a tool call and its output then share
+        one canonical id)."""
+        previous = body.get("previous_response_id") if isinstance(body, dict) else None
+        if not isinstance(previous, str):
+            return body, None
         stored = await self.stored.get(previous)
         if stored is None:
             raise PreviousResponseNotFoundError(
                 f"Previous response with id '{previous}' not found."
             )
-        inbound.messages = [*stored.messages, *inbound.messages]
+        given = body.get("input")
+        if stored.items is None or not isinstance(given, (str, list)):
+            return body, stored
+        own = [{"role": "user", "content": given}] if isinstance(given, str) else given
+        return {**body, "input": [*stored.items, *own]}, None
 
     async def _remember(self, prepared: Prepared, response_id: str, reply: Message) -> None:
         inbound = prepared.inbound

@@ -1,0 +1,199 @@
+"""The Responses API's pass-through: a Responses request to a model of an
+``openai_responses`` stack goes to the provider as the caller wrote it, and its
+``previous_response_id`` is served from the gateway's own state: sent on only to the upstream
+that made and kept that response, else replaced by the stored conversation. The official
+``openai`` SDK against the gateway, the emulator upstream."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from metis.gateway.app import create_app
+from metis.gateway.config import GatewayConfig
+from metis.gateway.keys import digest
+from metis.testing.emulator import Emulator
+from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
+
+from ..helpers import ImportOnUse
+
+openai = ImportOnUse("openai")
+
+KEYS = [{"name": "paying", "sha256": digest("paying-key"), "budget_usd": 100}]
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Current weather for a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[Emulator]:
+    yield Emulator()
+
+
+@pytest.fixture(scope="module")
+def served(emulator: Emulator) -> Iterator[tuple[str, Any]]:
+    app = create_app(gateway_config(emulator, {"keys": KEYS}))
+    with serving(app) as (url, _):
+        yield url, app
+
+
+@pytest.fixture
+def oai(served: tuple[str, Any]) -> Any:
+    return openai.OpenAI(api_key=GATEWAY_KEY, base_url=served[0] + "/v1", max_retries=0)
+
+
+def _sent(emulator: Emulator) -> dict[str, Any]:
+    body: dict[str, Any] = emulator.bodies("openai_responses")[-1]
+    return body
+
+
+def _text(content: Any) -> str:
+    return content if isinstance(content, str) else "".join(p["text"] for p in content)
+
+
+def test_a_responses_request_keeps_every_field_and_names_the_callers_model(
+    oai: Any, emulator: Emulator
+) -> None:
+    raw = oai.responses.with_raw_response.create(
+        model="gpt5", input="Hi", metadata={"team": "a"}, truncation="auto", user="u-1"
+    )
+    assert raw.headers["x-metis-path"] == "pass-through"
+    response = raw.parse()
+    assert response.model == "gpt5" and response.output_text == "You said: Hi"
+    sent = _sent(emulator)
+    assert sent["model"] == "gpt-5" and sent["metadata"] == {"team": "a"}
+    assert sent["truncation"] == "auto" and sent["user"] == "u-1"  # no canonical form
+    # what the provider does not take, the provider refuses, in the SDK's own exception
+    with pytest.raises(openai.BadRequestError, match="a_field_of_tomorrow"):
+        oai.responses.create(model="gpt5", input="Hi", extra_body={"a_field_of_tomorrow": 1})
+
+
+def test_a_streamed_responses_pass_through_charges_the_key(
+    served: tuple[str, Any], emulator: Emulator
+) -> None:
+    url, app = served
+    paying = openai.OpenAI(api_key="paying-key", base_url=url + "/v1", max_retries=0)
+    with paying.responses.with_streaming_response.create(
+        model="gpt5", input="Hi", stream=True, metadata={"team": "a"}
+    ) as raw:
+        assert raw.headers["x-metis-path"] == "pass-through"
+    with paying.responses.stream(model="gpt5", input="Hi") as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert final.model == "gpt5" and final.output_text == "You said: Hi"
+    assert _sent(emulator)["stream"] is True and final.usage.output_tokens > 0
+    found = app.state.gateway.keys.find("paying-key")
+    assert found is not None and found.spent > 0  # the usage response.completed reported
+    spent = httpx.get(url + "/metrics").text
+    assert 'tokens_total{model="openai_responses:gpt-5",direction="output"}' in spent
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_tools_over_turns_forward_the_id_the_upstream_made(
+    oai: Any, emulator: Emulator, streamed: bool
+) -> None:
+    def ask(**fields: Any) -> Any:
+        if not streamed:
+            return oai.responses.create(model="gpt5", tools=[WEATHER], **fields)
+        with oai.responses.stream(model="gpt5", tools=[WEATHER], **fields) as stream:
+            return stream.get_final_response()
+
+    first = ask(input="Weather in Lima?")
+    call = next(item for item in first.output if item.type == "function_call")
+    assert json.loads(call.arguments) == {"city": "Lima"}
+    result = {"type": "function_call_output", "call_id": call.call_id, "output": "Mild, 18 C"}
+    second = ask(previous_response_id=first.id, input=[result])
+    assert "Mild, 18 C" in second.output_text and second.previous_response_id == first.id
+    sent = _sent(emulator)  # the upstream holds it: the id goes on, with only the new input
+    assert sent["previous_response_id"] == first.id and sent["input"] == [result]
+    third = ask(previous_response_id=second.id, input="And tomorrow?")
+    assert _sent(emulator)["previous_response_id"] == second.id
+    assert third.output_text == "You said: And tomorrow?"
+
+
+def test_an_id_the_upstream_never_saw_is_sent_as_the_conversation(
+    oai: Any, emulator: Emulator
+) -> None:
+    translated = oai.responses.with_raw_response.create(model="sonnet", input="I am Ada.")
+    assert translated.headers["x-metis-path"] == "translated"
+    first = translated.parse()
+    second = oai.responses.create(model="gpt5", previous_response_id=first.id, input="Who am I?")
+    assert second.previous_response_id == first.id  # as the caller gave it
+    sent = _sent(emulator)
+    assert "previous_response_id" not in sent
+    said = [_text(item["content"]) for item in sent["input"]]
+    assert said == ["I am Ada.", "You said: I am Ada.", "Who am I?"]
+    # and the pass-through's own answer continues on a translated model
+    third = oai.responses.create(model="sonnet", previous_response_id=second.id, input="Again?")
+    assert third.output_text == "You said: Again?"
+    with pytest.raises(openai.BadRequestError) as refused:
+        oai.responses.create(model="gpt5", previous_response_id="resp_never", input="Hi")
+    assert refused.value.code == "previous_response_not_found"
+    assert "resp_never" not in json.dumps(_sent(emulator))  # never forwarded
+
+
+def test_a_response_kept_nowhere_upstream_is_sent_as_the_conversation(
+    oai: Any, emulator: Emulator
+) -> None:
+    first = oai.responses.create(model="gpt5", input="I am Ada.", store=False)
+    with pytest.raises(openai.BadRequestError):  # store: false: the gateway kept none either
+        oai.responses.create(model="gpt5", previous_response_id=first.id, input="Who?")
+    emulator.reset()
+    kept = oai.responses.create(model="gpt5", input="I am Bo.")
+    later = oai.responses.create(model="gpt5", previous_response_id=kept.id, input="Who?")
+    assert later.output_text == "You said: Who?"
+
+
+def test_another_upstream_gets_the_conversation_not_the_id() -> None:
+    emulator = Emulator()
+    adapters = {  # another key: another account, which holds none of the first's responses
+        name: {"type": "openai_responses", "api_key_env": variable, "max_retries": 0}
+        for name, variable in (("first", "UPSTREAM_KEY"), ("second", "OTHER_KEY"))
+    }
+    data = {
+        "adapters": adapters,
+        "models": {
+            "first:gpt-5": {"adapter": "first", "aliases": ["one"]},
+            "second:gpt-5": {"adapter": "second", "aliases": ["two"]},
+        },
+        "gateway": {"api_key_env": "GATEWAY_KEY"},
+    }
+    environ = {"UPSTREAM_KEY": "sk-upstream", "OTHER_KEY": "sk-other", "GATEWAY_KEY": GATEWAY_KEY}
+    clients = {name: emulator.client() for name in adapters}
+    config = GatewayConfig.from_dict(data, environ=environ, clients=clients)
+    with serving(create_app(config)) as (url, _):
+        oai = openai.OpenAI(api_key=GATEWAY_KEY, base_url=url + "/v1", max_retries=0)
+        first = oai.responses.create(model="one", input="I am Ada.", reasoning={"effort": "low"})
+        assert any(item.type == "reasoning" for item in first.output)
+        second = oai.responses.create(model="two", previous_response_id=first.id, input="Who?")
+    assert second.output_text == "You said: Who?"
+    sent = emulator.bodies("openai_responses")[-1]
+    assert "previous_response_id" not in sent
+    assert [item.get("type", "message") for item in sent["input"]] == ["message"] * 3
+    assert not any("id" in item for item in sent["input"])
+
+
+def test_provider_errors_arrive_as_the_sdks_own_exceptions(oai: Any, emulator: Emulator) -> None:
+    emulator.push_fault("rate_limit=7", provider="openai_responses")
+    with pytest.raises(openai.RateLimitError) as limited:
+        oai.responses.create(model="gpt5", input="Hi")
+    assert limited.value.response.headers["retry-after"] == "7"
+    emulator.push_fault("auth", provider="openai_responses")
+    with (
+        pytest.raises(openai.AuthenticationError) as refused,
+        oai.responses.stream(model="gpt5", input="Hi") as stream,
+    ):
+        list(stream)
+    assert "sk-upstream" not in refused.value.response.text
