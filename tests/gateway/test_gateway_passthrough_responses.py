@@ -197,3 +197,90 @@ def test_provider_errors_arrive_as_the_sdks_own_exceptions(oai: Any, emulator: E
     ):
         list(stream)
     assert "sk-upstream" not in refused.value.response.text
+
+
+@pytest.mark.anyio
+async def test_azures_responses_pass_through_as_openais() -> None:
+    emulator = Emulator()
+    adapter = {"type": "azure_responses", "api_key_env": "AZURE_KEY", "max_retries": 0}
+    adapter.update(base_url=emulator.base_url("azure_responses"), settings={"resource": "res"})
+    data = {
+        "adapters": {"azure": adapter},
+        "models": {"azure:my-gpt-5": {"adapter": "azure", "aliases": ["deployed"]}},
+    }
+    environ = {"AZURE_KEY": "az-key"}
+    config = GatewayConfig.from_dict(data, environ=environ, clients={"azure": emulator.client()})
+    transport = httpx.ASGITransport(app=create_app(config))
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        said = {"model": "deployed", "input": "Hi", "metadata": {"team": "a"}}
+        first = await client.post("/v1/responses", json=said)
+        assert first.headers["x-metis-path"] == "pass-through"
+        assert first.json()["model"] == "deployed"
+        again = {"model": "deployed", "input": "Again", "previous_response_id": first.json()["id"]}
+        second = await client.post("/v1/responses", json=again)
+    assert second.status_code == 200 and second.headers["x-metis-path"] == "pass-through"
+    sent = emulator.requests[-1]
+    assert sent.headers["api-key"] == "az-key" and sent.json()["model"] == "my-gpt-5"
+    assert sent.json()["previous_response_id"] == first.json()["id"]
+
+
+def test_a_stalled_responses_stream_ends_with_response_failed() -> None:
+    emulator = Emulator()
+    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 1}))
+    with serving(app) as (url, _):
+        emulator.push_fault("stall=60", provider="openai_responses")
+        said = {"model": "gpt5", "input": "Hi", "stream": True}
+        headers = {"authorization": f"Bearer {GATEWAY_KEY}"}
+        with httpx.stream("POST", url + "/v1/responses", json=said, headers=headers) as held:
+            assert held.headers["x-metis-path"] == "pass-through"
+            text = held.read().decode()
+    last = text.strip().split("\n\n")[-1]
+    assert last.startswith("event: response.failed")
+    failed = json.loads(last.split("data: ", 1)[1])
+    assert failed["response"]["status"] == "failed" and failed["response"]["model"] == "gpt5"
+    assert "longer than the gateway allows" in failed["response"]["error"]["message"]
+
+
+# The relay, sans-IO --------------------------------------------------------------------------
+
+RESPONSE = {"id": "resp_1", "object": "response", "model": "gpt-5-2025", "output": []}
+DONE = {
+    **RESPONSE,
+    "status": "completed",
+    "previous_response_id": None,
+    "output": [{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}],
+    "usage": {
+        "input_tokens": 20,
+        "input_tokens_details": {"cached_tokens": 5},
+        "output_tokens": 7,
+        "output_tokens_details": {"reasoning_tokens": 3},
+    },
+}
+STREAM = (
+    b"event: response.created\ndata: "
+    + json.dumps({"type": "response.created", "response": RESPONSE}).encode()
+    + b'\n\nevent: response.output_text.delta\ndata: {"type":"response.output_text.delta",'
+    b'"delta":"\\"model\\":\\"gpt-5-2025\\""}\n\nevent: response.completed\ndata: '
+    + json.dumps({"type": "response.completed", "response": DONE}).encode()
+    + b"\n\n"
+)
+
+
+@pytest.mark.parametrize("size", [1, 9, 80, len(STREAM)])
+def test_the_responses_relay_changes_only_what_the_gateway_owns(size: int) -> None:
+    from metis.gateway.relay_responses import ResponsesRelay
+    from metis.model.response import StopKind
+
+    relay = ResponsesRelay("gpt5", "resp_0")
+    pieces = [STREAM[i : i + size] for i in range(0, len(STREAM), size)]
+    out = b"".join(relay.feed(piece) for piece in pieces) + relay.end()
+    delta = STREAM.split(b"\n\n")[1] + b"\n\n"
+    assert delta in out  # passed on untouched, byte for byte
+    events = [json.loads(e.split(b"data: ", 1)[1]) for e in out.strip().split(b"\n\n")]
+    assert [e["response"]["model"] for e in (events[0], events[2])] == ["gpt5", "gpt5"]
+    assert events[2]["response"]["previous_response_id"] == "resp_0"
+    assert relay.response_id == "resp_1" and relay.output == DONE["output"]
+    assert relay.stop is not None and relay.stop.kind is StopKind.TOOL_USE
+    assert relay.usage is not None
+    assert (relay.usage.input_tokens, relay.usage.cached_input_tokens) == (15, 5)
+    assert relay.usage.output_tokens == 7 and relay.usage.reasoning_tokens == 3
