@@ -9,7 +9,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from pydantic import ValidationError
@@ -39,6 +39,7 @@ from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.model.response import CanonicalResponse, TokenUsage
 
+T = TypeVar("T")
 log = logging.getLogger("metis.gateway")
 DROPPED_HEADER = "x-metis-dropped"
 """Names what the gateway left out of the request (docs/gateway.md)."""
@@ -171,11 +172,17 @@ class Gateway:
         except TimeoutError:
             raise GatewayTimeoutError("the request took longer than the gateway allows") from None
         finally:
-            charged = priced_model(response.provider, response.model) if response else None
-            if response is not None and charged is not None:
-                self.metrics.usage(charged, response.usage)
             if key is not None:
-                await self.keys.release(key, charged, response.usage if response else None)
+                await self.keys.release(key, *spent_by(response))
+        return await self.answered(api, prepared, response)
+
+    async def answered(
+        self, api: str, prepared: Prepared, response: CanonicalResponse
+    ) -> JsonResult:
+        """A model's whole answer, counted, kept (Responses) and written in the caller's API."""
+        charged, used = spent_by(response)
+        if charged is not None and used is not None:
+            self.metrics.usage(charged, used)
         elapsed = time.monotonic() - prepared.started
         self.metrics.request(api, prepared.inbound.model, 200, elapsed)
         reported = prepared.reported + warnings_of(response)
@@ -246,9 +253,11 @@ class Gateway:
         writer: BlockWriter,
         response_id: str,
         key: KeyState | None = None,
+        spent: Spent | None = None,
     ) -> AsyncIterator[bytes]:
         """The stream's bytes; the deadline is kept by whoever sends them (one cancel scope
-        for the whole stream, not one per event)."""
+        for the whole stream, not one per event). What it spent: charged to ``key``, and
+        told in ``spent``."""
         used: tuple[str | None, TokenUsage | None] = (None, None)
         try:
             item = first
@@ -272,8 +281,25 @@ class Gateway:
             elapsed = time.monotonic() - prepared.started
             self.metrics.request(api, prepared.inbound.model, 200, elapsed)
             await _aclose(events)
+            if spent is not None:
+                spent.model, spent.usage = used
             if key is not None:
                 await self.keys.release(key, *used)
+
+
+@dataclass(slots=True)
+class Spent:
+    """What a request spent: the model its usage is priced as, and the usage."""
+
+    model: str | None = None
+    usage: TokenUsage | None = None
+
+
+def spent_by(response: CanonicalResponse | None) -> tuple[str | None, TokenUsage | None]:
+    """The model a whole answer is priced as, and its usage (None, None: no answer)."""
+    if response is None:
+        return None, None
+    return priced_model(response.provider, response.model), response.usage
 
 
 def made_by(prepared: Prepared) -> ProviderRaw | None:
@@ -298,7 +324,7 @@ def priced_model(provider: str | None, model: str) -> str:
     return model if ":" in model or provider is None else f"{provider}:{model}"
 
 
-async def _next(events: AsyncIterator[StreamEvent], deadline: float) -> StreamEvent | None:
+async def _next(events: AsyncIterator[T], deadline: float) -> T | None:
     """The stream's next event (None at its end) within the request's deadline."""
     try:
         with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
@@ -309,7 +335,7 @@ async def _next(events: AsyncIterator[StreamEvent], deadline: float) -> StreamEv
         raise GatewayTimeoutError("the request took longer than the gateway allows") from None
 
 
-async def _aclose(events: AsyncIterator[StreamEvent]) -> None:
+async def _aclose(events: AsyncIterator[Any]) -> None:
     closer = getattr(events, "aclose", None)
     if closer is not None:
         with anyio.CancelScope(shield=True):
