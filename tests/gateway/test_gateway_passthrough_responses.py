@@ -284,3 +284,26 @@ def test_the_responses_relay_changes_only_what_the_gateway_owns(size: int) -> No
     assert relay.usage is not None
     assert (relay.usage.input_tokens, relay.usage.cached_input_tokens) == (15, 5)
     assert relay.usage.output_tokens == 7 and relay.usage.reasoning_tokens == 3
+
+
+@pytest.mark.anyio
+async def test_a_stack_whose_upstream_keeps_no_responses_gets_the_conversation() -> None:
+    emulator = Emulator()  # open_responses: a server that need not store what it answers
+    adapter = {"type": "open_responses", "api_key_env": "KEY", "max_retries": 0}
+    data = {
+        "adapters": {"open": adapter},
+        "models": {"open:gpt-5": {"adapter": "open", "aliases": ["open"]}},
+    }
+    config = GatewayConfig.from_dict(
+        data, environ={"KEY": "k"}, clients={"open": emulator.client()}
+    )
+    transport = httpx.ASGITransport(app=create_app(config))
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        first = await client.post("/v1/responses", json={"model": "open", "input": "I am Ada."})
+        assert first.headers["x-metis-path"] == "pass-through"
+        again = {"model": "open", "input": "Who?", "previous_response_id": first.json()["id"]}
+        second = await client.post("/v1/responses", json=again)
+    assert second.status_code == 200, second.text
+    assert second.json()["previous_response_id"] == first.json()["id"]
+    sent = emulator.bodies("openai_responses")[-1]
+    assert "previous_response_id" not in sent and len(sent["input"]) == 3

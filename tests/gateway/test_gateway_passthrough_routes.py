@@ -5,9 +5,11 @@ against the gateway, the emulator upstream."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from metis.gateway.app import create_app
@@ -21,7 +23,10 @@ anthropic = ImportOnUse("anthropic")
 openai = ImportOnUse("openai")
 
 SAID = [{"role": "user", "content": "Hi"}]
-KEYS = [{"name": "paying", "sha256": digest("paying-key"), "budget_usd": 100}]
+KEYS = [
+    {"name": "paying", "sha256": digest("paying-key"), "budget_usd": 100},
+    {"name": "one", "sha256": digest("one-key"), "max_concurrent": 1},
+]
 ROUTES = {
     "gpt-first": {"models": ["gpt", "flash"]},
     "flash-first": {"models": ["flash", "gpt"]},
@@ -150,3 +155,25 @@ def test_every_model_failing_is_the_last_error_in_the_callers_shape(
     emulator.push_fault("overloaded", provider="gemini")
     with pytest.raises(openai.InternalServerError):
         oai.chat.completions.create(model="gpt-first", messages=SAID, stream=True)
+
+
+@pytest.mark.parametrize("model", ["gpt-first", "flash-first"])
+def test_a_client_gone_from_a_routed_stream_frees_the_keys_place(
+    served: tuple[str, Any], emulator: Emulator, model: str
+) -> None:
+    url, _ = served
+    emulator.push_fault("stall=60")
+    said = {"model": model, "messages": SAID, "stream": True}
+    headers = {"authorization": "Bearer one-key"}
+    with httpx.stream("POST", url + "/v1/chat/completions", json=said, headers=headers) as held:
+        assert held.status_code == 200
+        next(held.iter_bytes())
+    statuses = []
+    for _ in range(200):  # the gateway notices the disconnect at once; a bound, not a timing
+        again = {"model": "gpt", "messages": SAID}
+        answer = httpx.post(url + "/v1/chat/completions", json=again, headers=headers)
+        statuses.append(answer.status_code)
+        if statuses[-1] != 429:
+            break
+        time.sleep(0.05)
+    assert statuses[-1] == 200, statuses
