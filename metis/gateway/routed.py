@@ -22,11 +22,11 @@ from metis.gateway.service import (
     Prepared,
     Spent,
     StreamResult,
-    _aclose,
-    _next,
+    aclose_shielded,
     dropped_headers,
     error_reply,
     log_dropped,
+    next_by,
     spent_by,
 )
 from metis.routing.attempt import Attempt
@@ -142,9 +142,9 @@ class Routed:
         chunks = router.serve_stream(prepared.request, open_)
         deadline = anyio.current_time() + self.gateway.settings.request_timeout_seconds
         try:
-            first = await _next(chunks, deadline)
+            first = await next_by(chunks, deadline)
         except BaseException:
-            await _aclose(chunks)
+            await aclose_shielded(chunks)
             if key is not None:
                 await self.gateway.keys.release(key, None, None)
             raise
@@ -165,7 +165,7 @@ class Routed:
             async for chunk in chunks:
                 yield chunk
         finally:
-            await _aclose(chunks)
+            await aclose_shielded(chunks)
             if key is not None:
                 await self.gateway.keys.release(key, served.spent.model, served.spent.usage)
 
@@ -216,7 +216,7 @@ class Routed:
             async for chunk in chunks:
                 yield chunk
         finally:
-            await _aclose(chunks)
+            await aclose_shielded(chunks)
 
 
 def _log_dropped(prepared: Prepared) -> None:

@@ -212,9 +212,9 @@ class Gateway:
         events = aiter(prepared.target.chat_model.stream(prepared.request))
         deadline = anyio.current_time() + self.settings.request_timeout_seconds
         try:
-            first = await _next(events, deadline)
+            first = await next_by(events, deadline)
         except BaseException:
-            await _aclose(events)
+            await aclose_shielded(events)
             if key is not None:
                 await self.keys.release(key, None, None)
             raise
@@ -280,7 +280,7 @@ class Gateway:
         finally:
             elapsed = time.monotonic() - prepared.started
             self.metrics.request(api, prepared.inbound.model, 200, elapsed)
-            await _aclose(events)
+            await aclose_shielded(events)
             if spent is not None:
                 spent.model, spent.usage = used
             if key is not None:
@@ -324,7 +324,7 @@ def priced_model(provider: str | None, model: str) -> str:
     return model if ":" in model or provider is None else f"{provider}:{model}"
 
 
-async def _next(events: AsyncIterator[T], deadline: float) -> T | None:
+async def next_by(events: AsyncIterator[T], deadline: float) -> T | None:
     """The stream's next event (None at its end) within the request's deadline."""
     try:
         with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
@@ -335,7 +335,7 @@ async def _next(events: AsyncIterator[T], deadline: float) -> T | None:
         raise GatewayTimeoutError("the request took longer than the gateway allows") from None
 
 
-async def _aclose(events: AsyncIterator[Any]) -> None:
+async def aclose_shielded(events: AsyncIterator[Any]) -> None:
     closer = getattr(events, "aclose", None)
     if closer is not None:
         with anyio.CancelScope(shield=True):
