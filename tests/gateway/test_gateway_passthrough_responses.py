@@ -307,3 +307,26 @@ async def test_a_stack_whose_upstream_keeps_no_responses_gets_the_conversation()
     assert second.json()["previous_response_id"] == first.json()["id"]
     sent = emulator.bodies("openai_responses")[-1]
     assert "previous_response_id" not in sent and len(sent["input"]) == 3
+
+
+@pytest.mark.anyio
+async def test_a_passed_through_response_is_kept_in_redis_as_its_items() -> None:
+    from metis.gateway.store import RedisResponseStore, Stored
+    from metis.model.content import Message
+
+    class Client:  # the two commands the store sends
+        def __init__(self) -> None:
+            self.kept: dict[str, str] = {}
+
+        async def get(self, key: str) -> str | None:
+            return self.kept.get(key)
+
+        async def set(self, key: str, value: str, ex: int) -> None:
+            self.kept[key] = value
+
+    store = RedisResponseStore(Client(), seconds=60)
+    items = ({"role": "user", "content": "Hi"}, {"type": "function_call", "call_id": "c1"})
+    await store.keep("resp_a", Stored((), items, "responses:abc"))
+    await store.put("resp_b", [Message.user("Hi")])
+    assert await store.get("resp_a") == Stored((), items, "responses:abc")
+    assert await store.get("resp_b") == Stored((Message.user("Hi"),))
