@@ -27,6 +27,7 @@ LIFECYCLE = (
     "response.failed",
     "response.queued",
 )
+NAMES = frozenset(name.encode() for name in (*LIFECYCLE, "error"))
 ENDED = frozenset({"response.completed", "response.incomplete"})
 _INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopKind.CONTENT_FILTER}
 
@@ -84,6 +85,9 @@ class ResponsesRelay(Relay):
         return out
 
     def rewrite(self, raw: bytes) -> bytes:
+        first = raw.split(b"\n", 1)[0]
+        if first.startswith(b"event:") and first[6:].strip() not in NAMES:
+            return raw + b"\n\n"  # a delta, an item: nothing of the gateway's, left unparsed
         name, obj = _fields(raw)
         if not isinstance(obj, dict):
             return raw + b"\n\n"
