@@ -330,3 +330,33 @@ async def test_a_passed_through_response_is_kept_in_redis_as_its_items() -> None
     await store.put("resp_b", [Message.user("Hi")])
     assert await store.get("resp_a") == Stored((), items, "responses:abc")
     assert await store.get("resp_b") == Stored((Message.user("Hi"),))
+
+
+def test_the_output_limit_is_lowered_and_said(oai: Any, emulator: Emulator) -> None:
+    raw = oai.responses.with_raw_response.create(
+        model="gpt5", input="Hi", max_output_tokens=10_000_000
+    )
+    assert raw.headers["x-metis-path"] == "pass-through"
+    assert "max_output_tokens lowered from 10000000" in raw.headers["x-metis-dropped"]
+    assert _sent(emulator)["max_output_tokens"] < 10_000_000
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_passed_through_response_reports_its_client_span(streamed: bool) -> None:
+    sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
+    export = pytest.importorskip("opentelemetry.sdk.trace.export")
+    in_memory = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
+    exporter = in_memory.InMemorySpanExporter()
+    provider = sdk_trace.TracerProvider()
+    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    app = create_app(gateway_config(Emulator(), {"opentelemetry": True}, provider))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        said = {"model": "gpt5", "input": "Hi", "stream": streamed}
+        headers = {"authorization": f"Bearer {GATEWAY_KEY}"}
+        answer = await client.post("/v1/responses", json=said, headers=headers)
+    assert answer.headers["x-metis-path"] == "pass-through"
+    clients = [s for s in exporter.get_finished_spans() if s.name == "chat gpt-5"]
+    assert len(clients) == 1 and clients[0].attributes["gen_ai.usage.output_tokens"] > 0
+    assert "error.type" not in clients[0].attributes  # completed, with its stop reason
