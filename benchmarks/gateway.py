@@ -77,6 +77,8 @@ HEADERS["messages"].append("anthropic-version: 2023-06-01")
 
 def request_body(api: str, model: str) -> bytes:
     """A streamed request with a system prompt, one question and one tool."""
+    if api == "responses":
+        return responses_body(model)
     if api == "chat":
         body: dict[str, Any] = {
             "model": model,
@@ -245,6 +247,59 @@ def run_cells(args: argparse.Namespace, work: Path, upstream: str) -> list[Cell]
     return cells
 
 
+# The Responses API in and upstream (metis passes it through) ---------------------------------
+
+
+def add_responses_route() -> None:
+    """The route ``same-responses``: a Responses request to a model of an
+    ``openai_responses`` stack, the upstream's ``/v1/responses``."""
+    ROUTES["same-responses"] = Route("Responses in, Responses upstream", "responses", "responses")
+    PATHS["responses"] = "/v1/responses"
+    MARKERS["responses"] = '"total_tokens"'  # the usage of response.completed, its last bytes
+    HEADERS["responses"] = [f"authorization: Bearer {GATEWAY_KEY}"]
+    MODELS["responses"] = "bench-responses"
+
+
+def responses_body(model: str) -> bytes:
+    """The streamed Responses request: instructions, one question, one tool."""
+    tools = [{"type": "function", **t["function"]} for t in workload.openai_tools()]
+    body = {
+        "model": model,
+        "stream": True,
+        "max_output_tokens": 1024,
+        "instructions": workload.SYSTEM,
+        "input": workload.QUESTION,
+        "tools": tools,
+    }
+    return json.dumps(body).encode()
+
+
+def with_responses_model(work: Path, upstream: str, scenario: str) -> None:
+    """Each gateway's configuration in ``work`` given the Responses model."""
+    import yaml
+
+    base = f"{upstream}/s/{scenario}"
+    metis = yaml.safe_load((work / "metis.yaml").read_text())
+    metis["adapters"]["up-responses"] = {
+        "type": "openai_responses",
+        "base_url": base,
+        "api_key_env": "BENCH_UPSTREAM_KEY",
+        "max_retries": 0,
+    }
+    metis["models"]["openai_responses:gpt-5"] = {
+        "adapter": "up-responses",
+        "aliases": [MODELS["responses"]],
+    }
+    (work / "metis.yaml").write_text(yaml.safe_dump(metis))
+    litellm = yaml.safe_load((work / "litellm.yaml").read_text())
+    params = {"model": "openai/gpt-5", "api_base": f"{base}/v1", "api_key": "sk-upstream"}
+    litellm["model_list"].append({"model_name": MODELS["responses"], "litellm_params": params})
+    (work / "litellm.yaml").write_text(yaml.safe_dump(litellm))
+
+
+add_responses_route()
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", default="1,100,1000")
@@ -285,6 +340,7 @@ def main(argv: list[str] | None = None) -> list[Cell]:
                 metis_config(upstream, args.scenario, args.pass_through == "on")
             )
             (work / "litellm.yaml").write_text(litellm_config(upstream, args.scenario))
+            with_responses_model(work, upstream, args.scenario)
             cells = run_cells(args, work, upstream)
     text = markdown(cells, args.workers)
     print(text)

@@ -25,6 +25,7 @@ from metis.gateway.errors import RequestTooLargeError
 from metis.gateway.keys_redis import RedisLedger
 from metis.gateway.metrics_shared import SharedMetrics
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
+from metis.gateway.routed import Routed
 from metis.gateway.service import Gateway, StreamResult, error_reply, log_dropped, request_id
 from metis.gateway.store import RedisResponseStore
 from metis.wire.json_limits import loads
@@ -121,18 +122,18 @@ def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-async def _answer(gateway: Gateway, passer: PassThrough, api: str, request: Request) -> Response:
+async def _answer(routed: Routed, api: str, request: Request) -> Response:
     """The request answered; a refused one is counted here (with no model: its name may be
     anything), a served one where it ends."""
-    started = time.monotonic()
-    response = await _answered(gateway, passer, api, request)
+    started, gateway = time.monotonic(), routed.gateway
+    response = await _answered(routed, api, request)
     if response.status_code != 200:
         gateway.metrics.request(api, "", response.status_code, time.monotonic() - started)
     return response
 
 
-async def _answered(gateway: Gateway, passer: PassThrough, api: str, request: Request) -> Response:
-    rid = request_id()
+async def _answered(routed: Routed, api: str, request: Request) -> Response:
+    gateway, passer, rid = routed.gateway, routed.passer, request_id()
     try:
         key = gateway.authenticate(request.headers)
         if api == "anthropic":
@@ -146,13 +147,20 @@ async def _answered(gateway: Gateway, passer: PassThrough, api: str, request: Re
             work = passer.complete(passing, request.headers, key)
         else:
             prepared = await gateway.prepare(api, body)
-            if prepared.reported:
-                log_dropped(prepared, prepared.reported)
-            if prepared.inbound.stream:
-                streamed = await gateway.stream(api, prepared, key)
-                streamed.headers[PATH_HEADER] = "translated"
-                return DeadlineStream(streamed)
-            work = gateway.complete(api, prepared, key)
+            if routed.takes(api, prepared):  # a route with a model of the caller's API
+                if prepared.inbound.stream:
+                    return DeadlineStream(
+                        await routed.stream(api, prepared, body, raw, request.headers, key)
+                    )
+                work = routed.complete(api, prepared, body, raw, request.headers, key)
+            else:
+                if prepared.reported:
+                    log_dropped(prepared, prepared.reported)
+                if prepared.inbound.stream:
+                    streamed = await gateway.stream(api, prepared, key)
+                    streamed.headers[PATH_HEADER] = "translated"
+                    return DeadlineStream(streamed)
+                work = gateway.complete(api, prepared, key)
         result = await until_disconnect(request, work)
         if result is None:  # the client went away: no one reads this
             return Response(status_code=499)
@@ -255,17 +263,18 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
     ``metrics_dir``: a directory the workers of one server share their metrics in."""
     gateway = Gateway(config)
     passer = PassThrough(gateway)
+    routed = Routed(passer)
     state = {"ready": False}
     shared = SharedMetrics(gateway.metrics, metrics_dir) if metrics_dir else None
 
     async def messages(request: Request) -> Response:
-        return await _answer(gateway, passer, "anthropic", request)
+        return await _answer(routed, "anthropic", request)
 
     async def chat(request: Request) -> Response:
-        return await _answer(gateway, passer, "chat", request)
+        return await _answer(routed, "chat", request)
 
     async def responses(request: Request) -> Response:
-        return await _answer(gateway, passer, "responses", request)
+        return await _answer(routed, "responses", request)
 
     async def count_tokens(request: Request) -> Response:
         return await _count_tokens(gateway, request)

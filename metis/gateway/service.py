@@ -9,7 +9,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from pydantic import ValidationError
@@ -33,12 +33,13 @@ from metis.gateway.models import ModelTable, Target
 from metis.gateway.projection import project
 from metis.gateway.responses_read import read_responses
 from metis.gateway.sse import BlockWriter, new_id
-from metis.gateway.store import RedisResponseStore, ResponseStore
+from metis.gateway.store import RedisResponseStore, ResponseStore, Stored
 from metis.model.content import Message, ProviderRaw, Role
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.model.response import CanonicalResponse, TokenUsage
 
+T = TypeVar("T")
 log = logging.getLogger("metis.gateway")
 DROPPED_HEADER = "x-metis-dropped"
 """Names what the gateway left out of the request (docs/gateway.md)."""
@@ -115,12 +116,15 @@ class Gateway:
         return found
 
     async def prepare(self, api: str, body: Any) -> Prepared:
+        stored = None
+        if api == "responses":
+            body, stored = await self._continued(body)
         try:
             inbound = READERS[api](body)
         except ValidationError as exc:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
-        if api == "responses":
-            await self._continue(inbound)
+        if stored is not None:
+            inbound.messages = [*stored.messages, *inbound.messages]
         target = self.models.resolve(inbound.model)
         limit, changes, dropped = project(inbound, target.capabilities)
         try:
@@ -129,16 +133,24 @@ class Gateway:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
         return Prepared(inbound, target, request, [*inbound.ignored, *dropped])
 
-    async def _continue(self, inbound: Inbound) -> None:
-        previous = inbound.options.get("previous_response_id")
-        if previous is None:
-            return
+    async def _continued(self, body: Any) -> tuple[Any, Stored | None]:
+        """A Responses request with the response it continues: the stored messages to put
+        before its own; or, for a passed-through response (kept as items), the body with
+        those items before its input, read as one (a tool call and its output then share
+        one canonical id)."""
+        previous = body.get("previous_response_id") if isinstance(body, dict) else None
+        if not isinstance(previous, str):
+            return body, None
         stored = await self.stored.get(previous)
         if stored is None:
             raise PreviousResponseNotFoundError(
                 f"Previous response with id '{previous}' not found."
             )
-        inbound.messages = [*stored.messages, *inbound.messages]
+        given = body.get("input")
+        if stored.items is None or not isinstance(given, (str, list)):
+            return body, stored
+        own = [{"role": "user", "content": given}] if isinstance(given, str) else given
+        return {**body, "input": [*stored.items, *own]}, None
 
     async def _remember(self, prepared: Prepared, response_id: str, reply: Message) -> None:
         inbound = prepared.inbound
@@ -160,11 +172,17 @@ class Gateway:
         except TimeoutError:
             raise GatewayTimeoutError("the request took longer than the gateway allows") from None
         finally:
-            charged = priced_model(response.provider, response.model) if response else None
-            if response is not None and charged is not None:
-                self.metrics.usage(charged, response.usage)
             if key is not None:
-                await self.keys.release(key, charged, response.usage if response else None)
+                await self.keys.release(key, *spent_by(response))
+        return await self.answered(api, prepared, response)
+
+    async def answered(
+        self, api: str, prepared: Prepared, response: CanonicalResponse
+    ) -> JsonResult:
+        """A model's whole answer, counted, kept (Responses) and written in the caller's API."""
+        charged, used = spent_by(response)
+        if charged is not None and used is not None:
+            self.metrics.usage(charged, used)
         elapsed = time.monotonic() - prepared.started
         self.metrics.request(api, prepared.inbound.model, 200, elapsed)
         reported = prepared.reported + warnings_of(response)
@@ -194,9 +212,9 @@ class Gateway:
         events = aiter(prepared.target.chat_model.stream(prepared.request))
         deadline = anyio.current_time() + self.settings.request_timeout_seconds
         try:
-            first = await _next(events, deadline)
+            first = await next_by(events, deadline)
         except BaseException:
-            await _aclose(events)
+            await aclose_shielded(events)
             if key is not None:
                 await self.keys.release(key, None, None)
             raise
@@ -235,9 +253,11 @@ class Gateway:
         writer: BlockWriter,
         response_id: str,
         key: KeyState | None = None,
+        spent: Spent | None = None,
     ) -> AsyncIterator[bytes]:
         """The stream's bytes; the deadline is kept by whoever sends them (one cancel scope
-        for the whole stream, not one per event)."""
+        for the whole stream, not one per event). What it spent: charged to ``key``, and
+        told in ``spent``."""
         used: tuple[str | None, TokenUsage | None] = (None, None)
         try:
             item = first
@@ -260,9 +280,26 @@ class Gateway:
         finally:
             elapsed = time.monotonic() - prepared.started
             self.metrics.request(api, prepared.inbound.model, 200, elapsed)
-            await _aclose(events)
+            await aclose_shielded(events)
+            if spent is not None:
+                spent.model, spent.usage = used
             if key is not None:
                 await self.keys.release(key, *used)
+
+
+@dataclass(slots=True)
+class Spent:
+    """What a request spent: the model its usage is priced as, and the usage."""
+
+    model: str | None = None
+    usage: TokenUsage | None = None
+
+
+def spent_by(response: CanonicalResponse | None) -> tuple[str | None, TokenUsage | None]:
+    """The model a whole answer is priced as, and its usage (None, None: no answer)."""
+    if response is None:
+        return None, None
+    return priced_model(response.provider, response.model), response.usage
 
 
 def made_by(prepared: Prepared) -> ProviderRaw | None:
@@ -287,7 +324,7 @@ def priced_model(provider: str | None, model: str) -> str:
     return model if ":" in model or provider is None else f"{provider}:{model}"
 
 
-async def _next(events: AsyncIterator[StreamEvent], deadline: float) -> StreamEvent | None:
+async def next_by(events: AsyncIterator[T], deadline: float) -> T | None:
     """The stream's next event (None at its end) within the request's deadline."""
     try:
         with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
@@ -298,7 +335,7 @@ async def _next(events: AsyncIterator[StreamEvent], deadline: float) -> StreamEv
         raise GatewayTimeoutError("the request took longer than the gateway allows") from None
 
 
-async def _aclose(events: AsyncIterator[StreamEvent]) -> None:
+async def aclose_shielded(events: AsyncIterator[Any]) -> None:
     closer = getattr(events, "aclose", None)
     if closer is not None:
         with anyio.CancelScope(shield=True):

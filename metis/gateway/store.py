@@ -1,6 +1,10 @@
 """The Responses API's stored conversations, for ``previous_response_id``: in this process
 (the oldest forgotten first past the configured number), or in Redis when the gateway names
-one (each kept for ``stored_seconds``), so any gateway can continue any response."""
+one (each kept for ``stored_seconds``), so any gateway can continue any response.
+
+A translated response is kept as canonical messages; a passed-through one as the Responses
+items it was made of (its input and its output, as the provider wrote them) with the upstream
+that keeps it too, when that upstream stored it (docs/gateway.md "Pass-through")."""
 
 from __future__ import annotations
 
@@ -15,9 +19,13 @@ from metis.model.content import Message
 @dataclass(frozen=True, slots=True)
 class Stored:
     """A response's whole conversation: its input (after what it continued) and its reply.
-    The instructions are not kept: the API does not carry them over."""
+    The instructions are not kept: the API does not carry them over. ``items``: the
+    conversation as Responses items (a passed-through response; ``messages`` is then empty);
+    ``upstream``: the upstream that stored it too, which may be sent its id."""
 
     messages: tuple[Message, ...]
+    items: tuple[Any, ...] | None = None
+    upstream: str | None = None
 
 
 class ResponseStore:
@@ -29,9 +37,12 @@ class ResponseStore:
         return self._items.get(response_id)
 
     async def put(self, response_id: str, messages: list[Message]) -> None:
+        await self.keep(response_id, Stored(tuple(messages)))
+
+    async def keep(self, response_id: str, stored: Stored) -> None:
         if self.capacity == 0:
             return
-        self._items[response_id] = Stored(tuple(messages))
+        self._items[response_id] = stored
         while len(self._items) > self.capacity:
             self._items.popitem(last=False)
 
@@ -44,8 +55,18 @@ class RedisResponseStore:
         found = await self.client.get(self.prefix + response_id)
         if found is None:
             return None
-        return Stored(tuple(Message.model_validate(m) for m in json.loads(found)))
+        kept = json.loads(found)
+        if isinstance(kept, dict):  # Responses items
+            return Stored((), tuple(kept["items"]), kept.get("upstream"))
+        return Stored(tuple(Message.model_validate(m) for m in kept))
 
     async def put(self, response_id: str, messages: list[Message]) -> None:
-        data = json.dumps([m.model_dump(mode="json", exclude_none=True) for m in messages])
+        await self.keep(response_id, Stored(tuple(messages)))
+
+    async def keep(self, response_id: str, stored: Stored) -> None:
+        if stored.items is not None:
+            data = json.dumps({"items": list(stored.items), "upstream": stored.upstream})
+        else:
+            kept = [m.model_dump(mode="json", exclude_none=True) for m in stored.messages]
+            data = json.dumps(kept)
         await self.client.set(self.prefix + response_id, data, ex=self.seconds)

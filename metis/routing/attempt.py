@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
-from metis.errors import AdapterError, CapabilityError, NotConfiguredError, OverloadedError
+from metis.errors import (
+    AdapterError,
+    CapabilityError,
+    NotConfiguredError,
+    OverloadedError,
+    ProtocolError,
+)
+from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest
+from metis.model.response import CanonicalResponse, TokenUsage
 from metis.pipeline.call import CallTerms
 from metis.routing.limits import Admitted
 from metis.routing.shared_state import emit_safely
 from metis.routing.targets import ResolvedTarget
 from metis.telemetry import RouteDecided, TelemetrySink
 
+T = TypeVar("T")
 CANNOT_SERVE = "cannot serve: "
 NOT_CONFIGURED = "not configured: "
 
@@ -32,6 +43,41 @@ class Attempt:
     budget: Admitted | None = None
     served: bool = False
     """Its answer (or its stream's first event) reached the caller: no moving on any more."""
+
+    async def settle(self, usage: TokenUsage | None) -> None:
+        """The token budget its limits granted, corrected with the usage the model reported."""
+        if self.budget is not None:
+            await self.budget.settle(usage)
+
+    async def complete(self) -> CanonicalResponse:
+        """The model's answer, the budget settled with its usage."""
+        response = await self.target.adapter.complete(self.request, self.terms)
+        await self.settle(response.usage)
+        return response
+
+    async def stream(self) -> AsyncGenerator[StreamEvent, None]:
+        """The model's stream, the budget settled with its usage when it completes."""
+        events = self.target.adapter.stream(self.request, self.terms)
+        try:
+            async for event in events:
+                if isinstance(event, MessageComplete):
+                    await self.settle(event.usage)
+                yield event
+        finally:
+            await aclose_items(events)
+
+
+async def first_item(items: AsyncIterator[T], target: ResolvedTarget) -> T:
+    try:
+        return await anext(items)
+    except StopAsyncIteration:
+        raise ProtocolError(f"{target.model} ended its stream without an event") from None
+
+
+async def aclose_items(items: AsyncIterator[Any]) -> None:
+    aclose = getattr(items, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 @dataclass(slots=True)

@@ -26,7 +26,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -40,16 +40,15 @@ from metis.errors import (
     ConfigError,
     ErrorClass,
     NotConfiguredError,
-    ProtocolError,
     RateLimitError,
 )
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message
-from metis.model.events import MessageComplete, StreamEvent
+from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.model.response import CanonicalResponse, TokenUsage
 from metis.pipeline.call import CallTerms
-from metis.routing.attempt import CANNOT_SERVE, Attempt, RouteCall
+from metis.routing.attempt import CANNOT_SERVE, Attempt, RouteCall, aclose_items, first_item
 from metis.routing.availability import AvailabilityStore, Change, InMemoryAvailability
 from metis.routing.limits import Buckets, InMemoryBuckets, InMemorySlots, Limits, SharedSlots
 from metis.routing.shared_state import SHARED_STATE_TIMEOUT, Fallback, emit_safely
@@ -58,6 +57,7 @@ from metis.routing.targets import ResolvedTarget, RouteTarget, Targets
 from metis.stages.policy.capability_check import read_estimate, unmet_needs
 from metis.telemetry import NULL_SINK, AvailabilityChanged, TelemetrySink
 
+T = TypeVar("T")
 AVAILABILITY_ERRORS = DEFAULT_FALLBACK_ON
 """The error classes that say a model is unavailable (and cool it down)."""
 
@@ -138,36 +138,51 @@ class Router:
 
     async def complete(self, request: CanonicalRequest) -> CanonicalResponse:
         """The first model that serves the request answers it."""
+        return await self.serve(request, Attempt.complete)
+
+    def stream(self, request: CanonicalRequest) -> AsyncGenerator[StreamEvent, None]:
+        """The first model whose stream yields an event serves the whole stream."""
+        return self.serve_stream(request, Attempt.stream)
+
+    async def serve(
+        self, request: CanonicalRequest, answer: Callable[[Attempt], Awaitable[T]]
+    ) -> T:
+        """The route's choice with the caller's way of answering: ``answer(attempt)`` for each
+        model in turn (its turn, its limits, its availability, the fallback decided as for
+        :meth:`complete`) until one returns. An answer settles the attempt's token budget
+        (:meth:`Attempt.settle`). The gateway answers a model of the caller's own API its own
+        way here (docs/gateway.md "Pass-through")."""
         call = RouteCall(self.name, request, self.telemetry)
         for target in self.targets:
             async with self._attempt(call, target) as attempt:
                 if attempt is None:
                     continue
-                response = await target.adapter.complete(attempt.request, attempt.terms)
-                await self._served(call, attempt, response.usage)
-                return response
+                answered = await answer(attempt)
+                await self._served(call, attempt, None)
+                return answered
         raise call.exhausted()
 
-    async def stream(self, request: CanonicalRequest) -> AsyncGenerator[StreamEvent, None]:
-        """The first model whose stream yields an event serves the whole stream."""
+    async def serve_stream(
+        self, request: CanonicalRequest, open_: Callable[[Attempt], AsyncIterator[T]]
+    ) -> AsyncGenerator[T, None]:
+        """:meth:`serve` for a stream: the first model whose ``open_(attempt)`` yields an item
+        serves the whole stream (as :meth:`stream`)."""
         call = RouteCall(self.name, request, self.telemetry)
         for target in self.targets:
             async with self._attempt(call, target) as attempt:
                 if attempt is None:
                     continue
-                events = target.adapter.stream(attempt.request, attempt.terms)
+                items = open_(attempt)
                 try:
-                    event = await _first(events, target)
+                    item = await first_item(items, target)
                     await self._served(call, attempt, None)
                     while True:
-                        if isinstance(event, MessageComplete) and attempt.budget is not None:
-                            await attempt.budget.settle(event.usage)
-                        yield event
-                        event = await anext(events)
+                        yield item
+                        item = await anext(items)
                 except StopAsyncIteration:
                     return
                 finally:
-                    await _aclose(events)
+                    await aclose_items(items)
         raise call.exhausted()
 
     async def count_tokens(self, request: CanonicalRequest) -> TokenCount:
@@ -375,19 +390,6 @@ class Router:
             timestamp=time.time(),
         )
         emit_safely(self.telemetry, event)
-
-
-async def _aclose(events: AsyncIterator[StreamEvent]) -> None:
-    aclose = getattr(events, "aclose", None)
-    if aclose is not None:
-        await aclose()
-
-
-async def _first(events: AsyncIterator[StreamEvent], target: ResolvedTarget) -> StreamEvent:
-    try:
-        return await anext(events)
-    except StopAsyncIteration:
-        raise ProtocolError(f"{target.model} ended its stream without an event") from None
 
 
 if TYPE_CHECKING:  # mypy holds the router and the adapter to the one interface

@@ -260,7 +260,7 @@ async def test_the_example_of_both_paths() -> None:
     config = GatewayConfig.load(
         "examples/gateway_paths.yaml",
         environ=environ,
-        clients={"anthropic": emulator.client(), "openai": emulator.client()},
+        clients={name: emulator.client() for name in ("anthropic", "openai", "responses")},
     )
     transport = httpx.ASGITransport(app=create_app(config))
     paths = []
@@ -270,12 +270,18 @@ async def test_the_example_of_both_paths() -> None:
             ("/v1/messages", "gpt"),
             ("/v1/chat/completions", "gpt"),
             ("/v1/chat/completions", "sonnet"),
+            ("/v1/responses", "gpt5"),
+            ("/v1/responses", "sonnet"),
+            ("/v1/messages", "either"),
+            ("/v1/chat/completions", "either"),
         ]:
-            said = {"model": model, "max_tokens": 50, "messages": SAID}
+            said: dict[str, Any] = {"model": model, "max_tokens": 50, "messages": SAID}
+            if path == "/v1/responses":
+                said = {"model": model, "input": "Hi"}
             answer = await client.post(path, json=said, headers={"x-api-key": "k"})
             assert answer.status_code == 200, answer.text
             paths.append(answer.headers["x-metis-path"])
-    assert paths == ["pass-through", "translated", "pass-through", "translated"]
+    assert paths == ["pass-through", "translated"] * 4
 
 
 def test_a_stalled_pass_through_stream_ends_by_the_deadline_and_a_gone_client_frees_its_place() -> (

@@ -1,0 +1,200 @@
+"""The upstream call of a passed-through request (docs/gateway.md "Pass-through"): the request
+as the caller wrote it, the model renamed, sent the way every request to the provider goes
+(the URL and headers its codec gives, its auth flow, the transport's exchange with its
+deadlines and redirect policy), but not through the library's stages: no retries, no tool-id
+store, no cache policy. Its telemetry is the library's (the client span, the log)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from metis.adapter.adapter import Adapter
+from metis.core.ids import new_request_id
+from metis.errors import AdapterError, ProtocolError, scrub_error
+from metis.gateway.models import Target
+from metis.gateway.provenance import unwrap
+from metis.gateway.relay import Relay
+from metis.model.content import Message, ProviderRaw
+from metis.model.request import CanonicalRequest
+from metis.model.response import TokenUsage
+from metis.pipeline.call import Call, DropRecord
+from metis.pipeline.request import HTTPFailure, WireRequest
+from metis.stages.control.telemetry import call_identity
+from metis.telemetry.events import CallCompleted, CallFailed, CallStarted
+from metis.transport.exchange import Exchange
+
+CODECS = {"anthropic": "anthropic", "chat": "openai_chat", "responses": "openai_responses"}
+"""The caller's API -> the codec of the stacks that speak it upstream."""
+PATHS = {"anthropic": "/messages", "chat": "/chat/completions", "responses": "/responses"}
+FORWARDED = ("anthropic-beta",)
+"""The caller's headers sent on: the features it asked of the provider."""
+HTTP_TRANSPORT = "transport"
+"""The one transport a request is passed through on (not a WebSocket's)."""
+
+
+@dataclass(slots=True)
+class Passing:
+    """A request going through as it came: its body (the model renamed) and what the relay
+    needs."""
+
+    api: str
+    target: Target
+    adapter: Adapter
+    body: dict[str, Any]
+    stream: bool
+    made_by: ProviderRaw
+    reported: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+    call: Call | None = None
+    """The upstream call, once it is sent (its telemetry reported when it ends)."""
+    error: AdapterError | None = None
+    conversation: Any = None
+    """A Responses request's conversation (:mod:`metis.gateway.passthrough_responses`)."""
+    relay: Relay | None = None
+    """The answer's relay, once the call is sent."""
+    opened: bool = False
+    """The provider took the call (it answers 200): the request is counted where it ends."""
+
+
+def speaks(adapter: Adapter, api: str) -> bool:
+    """Whether ``adapter`` sends ``api``'s requests over HTTP: a request of that API may pass
+    through to it."""
+    provider = adapter.pipeline.provider
+    if provider is None or provider.codec_name != CODECS.get(api):
+        return False
+    return getattr(provider.part("transport"), "name", None) == HTTP_TRANSPORT
+
+
+class Upstream:
+    """Opens passed-through calls; keeps each model's URL and headers."""
+
+    def __init__(self, request_timeout_seconds: float) -> None:
+        self.request_timeout_seconds = request_timeout_seconds
+        self._heads: dict[tuple[int, str, bool], tuple[str, dict[str, str]]] = {}
+
+    async def _head(self, passing: Passing, call: Call) -> tuple[str, dict[str, str]]:
+        """The URL and headers the adapter sends this model's requests with (its codec's, as
+        a library call has them before its auth flow), worked out once per model."""
+        adapter, stream = passing.adapter, passing.stream
+        found = (id(adapter), call.wire_model, stream)
+        if found not in self._heads:
+            provider = adapter.pipeline.provider
+            assert provider is not None
+            probe = CanonicalRequest(
+                model=passing.target.request_model,
+                messages=[Message.user(".")],
+                max_output_tokens=1,
+                stream=stream,
+            )
+            encode = provider.part("encode")
+            assert encode is not None
+            wire = await adapter.pipeline.prepare(probe, call, through=encode)
+            if not wire.url.endswith(PATHS[passing.api]):
+                raise ProtocolError(f"{adapter.name} does not serve {PATHS[passing.api]}")
+            self._heads[found] = (wire.url, dict(wire.headers))
+        return self._heads[found]
+
+    async def open(self, passing: Passing, headers: Mapping[str, str]) -> tuple[Exchange, Call]:
+        """The call sent, its answer's exchange open; a refusal raised classified."""
+        adapter = passing.adapter
+        provider = adapter.pipeline.provider
+        assert provider is not None
+        seconds = min(self.request_timeout_seconds, adapter.config.timeout_seconds)
+        call = Call(
+            request_id=new_request_id(),
+            provider=adapter.name,
+            model=passing.target.request_model,
+            wire_model=passing.body["model"],
+            deadline=anyio.current_time() + seconds,
+            drops=DropRecord(secrets=adapter.endpoint.secrets),
+        )
+        url, sent = await self._head(passing, call)
+        sent = {**sent, **{k: headers[k] for k in FORWARDED if k in headers}}
+        if passing.api == "chat" and passing.stream:
+            options = passing.body.get("stream_options")
+            passing.body["stream_options"] = {
+                **(options if isinstance(options, dict) else {}),
+                "include_usage": True,
+            }
+        wire = WireRequest(url, passing.body, sent, stream=passing.stream).serialized()
+        transport = provider.part("transport")
+        passing.call = call
+        adapter.telemetry.emit(CallStarted(**call_identity(call, 0), stream=passing.stream))
+        try:
+            wire = await provider.authenticate(wire, call)
+            exchange = await transport.open(wire, call)  # type: ignore[union-attr]
+        except HTTPFailure as failure:
+            error = provider.codec.error_from_http(failure.status, failure.headers, failure.body)
+            passing.error = classified(error, call)
+            raise passing.error from None
+        except AdapterError as error:
+            passing.error = classified(error, call)
+            raise passing.error from None
+        passing.opened = True
+        return exchange, call
+
+
+def ended(passing: Passing, relay: Relay, elapsed: float) -> CallCompleted | CallFailed:
+    """The call's end for the adapter's telemetry (the library's client span, its log)."""
+    assert passing.call is not None
+    identity, latency = call_identity(passing.call, 0), int(elapsed * 1000)
+    error = passing.error
+    if error is None and relay.failed is None and relay.stop is not None:
+        usage = relay.usage or TokenUsage()
+        return CallCompleted(
+            **identity,
+            latency_ms=latency,
+            usage=usage,
+            stop_reason=relay.stop,
+            message_id=None,
+            response_model=passing.body["model"],
+        )
+    if error is not None:
+        kind, message, status = error.error_class.value, error.message, error.provider_status
+    elif relay.failed is not None:
+        kind, message, status = relay.failed, f"the stream ended with {relay.failed}", None
+    else:
+        kind, message, status = "cancelled", "the caller went away", None
+    return CallFailed(
+        **identity,
+        latency_ms=latency,
+        error_class=kind,
+        error_message=message,
+        provider_status=status,
+        retryable=False,
+        usage=relay.usage,
+    )
+
+
+def own_thinking(body: dict[str, Any], made_by: ProviderRaw) -> bool:
+    """Whether every thinking block the gateway signed is ``made_by``'s; those are given back
+    their provider's own signature (in place), the others are left as they are."""
+    found: list[tuple[dict[str, Any], str, str]] = []
+    for message in body.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            kind = block.get("type") if isinstance(block, dict) else None
+            key = {"thinking": "signature", "redacted_thinking": "data"}.get(str(kind))
+            if key is None or not isinstance(block.get(key), str):
+                continue
+            maker, opaque = unwrap(block[key])
+            if maker is None:
+                continue
+            if maker != made_by:
+                return False
+            found.append((block, key, opaque))
+    for block, key, opaque in found:
+        block[key] = opaque
+    return True
+
+
+def classified(error: AdapterError, call: Call) -> AdapterError:
+    error.provider = error.provider or call.provider
+    error.request_id = error.request_id or call.request_id
+    scrub_error(error, call.secrets)
+    return error

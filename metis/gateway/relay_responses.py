@@ -1,0 +1,138 @@
+"""The pass-through relay of the OpenAI Responses API (docs/gateway.md "Pass-through"): the
+provider's answer handed to the caller with only what the gateway owns changed, in the
+``response`` objects of the lifecycle events (``response.created``, ``response.in_progress``,
+``response.completed`` ...) and of a whole answer: the model named as the caller named it,
+``previous_response_id`` as the caller gave it (the gateway may have sent the conversation
+instead), and the usage, the stop and the output items read on the way (for the key's budget,
+the metrics, and the gateway's store of conversations). Every other event (the deltas, the
+output items) goes through as it came, unparsed. Sans-IO: bytes in, bytes out.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from metis.gateway.relay import Relay, _count, _error_type, _fields
+from metis.gateway.sse import event
+from metis.model.response import StopKind, StopReason, TokenUsage
+from metis.wire.json_limits import loads
+from metis.wire.read import split_input
+
+LIFECYCLE = (
+    "response.created",
+    "response.in_progress",
+    "response.completed",
+    "response.incomplete",
+    "response.failed",
+    "response.queued",
+)
+NAMES = frozenset(name.encode() for name in (*LIFECYCLE, "error"))
+ENDED = frozenset({"response.completed", "response.incomplete"})
+_INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopKind.CONTENT_FILTER}
+
+
+def responses_usage(raw: Any) -> TokenUsage:
+    """Responses API usage; canonical input counts the uncached tokens only."""
+    found = raw if isinstance(raw, dict) else {}
+    details = found.get("input_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    uncached, cached, _ = split_input(_count(found.get("input_tokens")), cached, 0)
+    output = found.get("output_tokens_details")
+    reasoning = _count(output.get("reasoning_tokens")) if isinstance(output, dict) else 0
+    return TokenUsage(
+        input_tokens=uncached,
+        output_tokens=max(_count(found.get("output_tokens")), reasoning),
+        cached_input_tokens=cached,
+        reasoning_tokens=reasoning,
+    )
+
+
+def stop_of(response: dict[str, Any]) -> StopReason | None:
+    """How a finished response stopped (None: it has not)."""
+    status = response.get("status")
+    if status == "completed":
+        output = response.get("output")
+        items = output if isinstance(output, list) else []
+        called = any(isinstance(i, dict) and i.get("type") == "function_call" for i in items)
+        return StopReason(kind=StopKind.TOOL_USE if called else StopKind.END_TURN, raw=status)
+    if status == "incomplete":
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        raw = reason if isinstance(reason, str) else status
+        return StopReason(kind=_INCOMPLETE.get(raw, StopKind.PROVIDER_SPECIFIC), raw=raw)
+    return None
+
+
+class ResponsesRelay(Relay):
+    """A Responses API answer. ``previous`` is the ``previous_response_id`` the caller gave
+    (None: the one the provider echoes is the caller's own). ``output`` is the finished
+    response's output items; ``response_id`` the provider's id of it."""
+
+    markers = tuple(f"event: {name}".encode() for name in (*LIFECYCLE, "error"))
+
+    def __init__(self, model: str, previous: str | None) -> None:
+        super().__init__(model)
+        self.previous = previous
+        self.response_id: str | None = None
+        self.output: list[Any] | None = None
+        self.events = 0
+        """Events relayed so far: the ``sequence_number`` of one the gateway adds."""
+
+    def feed(self, chunk: bytes) -> bytes:
+        out = super().feed(chunk)
+        self.events += out.count(b"\n\n")
+        return out
+
+    def rewrite(self, raw: bytes) -> bytes:
+        first = raw.split(b"\n", 1)[0]
+        if first.startswith(b"event:") and first[6:].strip() not in NAMES:
+            return raw + b"\n\n"  # a delta, an item: nothing of the gateway's, left unparsed
+        name, obj = _fields(raw)
+        if not isinstance(obj, dict):
+            return raw + b"\n\n"
+        response = obj.get("response")
+        if name in LIFECYCLE and isinstance(response, dict):
+            self._read(response, ended=name in ENDED)
+            if name == "response.failed":
+                self.failed = _error_type({"error": response.get("error")})
+            return event(name, obj)
+        if name == "error":
+            self.failed = str(obj.get("code") or _error_type(obj))
+        return raw + b"\n\n"
+
+    def _read(self, response: dict[str, Any], ended: bool) -> None:
+        """The gateway's part of a ``response`` object: read what it reports, name the
+        caller's model and previous response."""
+        response["model"] = self.model
+        if self.previous is not None:
+            response["previous_response_id"] = self.previous
+        if isinstance(response.get("id"), str):
+            self.response_id = response["id"]
+        if isinstance(response.get("usage"), dict):
+            self.usage = responses_usage(response["usage"])
+        if ended:
+            self.stop = stop_of(response)
+            output = response.get("output")
+            self.output = output if isinstance(output, list) else []
+
+    def whole(self, body: bytes) -> bytes:
+        obj = loads(body)
+        if not isinstance(obj, dict):
+            return body
+        self._read(obj, ended=True)
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+    def failure(self, code: str, message: str) -> bytes:
+        """The event that ends a stream the gateway cut (its deadline, a network failure):
+        ``response.failed``, as the API ends a response that failed."""
+        response: dict[str, Any] = {
+            "id": self.response_id,
+            "object": "response",
+            "status": "failed",
+            "error": {"code": code, "message": message},
+            "model": self.model,
+            "output": [],
+        }
+        failed = {"type": "response.failed", "sequence_number": self.events, "response": response}
+        return event("response.failed", failed)

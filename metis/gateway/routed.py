@@ -1,0 +1,224 @@
+"""A route's request (docs/gateway.md "Pass-through"): the router chooses each model in turn,
+as for a library call (its limits, its availability, the fallback), and the gateway answers
+each attempt its own way: passed through to a model whose API is the caller's, translated to
+any other. A route falls back from one to the other within one request."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from metis.gateway.errors import GatewayTimeoutError
+from metis.gateway.keys import KeyState
+from metis.gateway.models import Target
+from metis.gateway.passthrough import PATH_HEADER, PassThrough
+from metis.gateway.passthrough_call import Passing, speaks
+from metis.gateway.service import (
+    JsonResult,
+    Prepared,
+    Spent,
+    StreamResult,
+    aclose_shielded,
+    dropped_headers,
+    error_reply,
+    log_dropped,
+    next_by,
+    spent_by,
+)
+from metis.routing.attempt import Attempt
+from metis.routing.router import Router
+
+STREAM_HEADERS = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
+
+
+@dataclass(slots=True)
+class Served:
+    """The attempt that answers a routed request: its headers, what it spent, and the bytes
+    that end its stream by the deadline."""
+
+    headers: dict[str, str] = field(default_factory=dict)
+    spent: Spent = field(default_factory=Spent)
+    timed_out: Callable[[], bytes] | None = None
+
+
+class Routed:
+    """Answers the requests to a route with a model of the caller's API."""
+
+    def __init__(self, passer: PassThrough) -> None:
+        self.passer = passer
+        self.gateway = passer.gateway
+
+    def takes(self, api: str, prepared: Prepared) -> bool:
+        """Whether ``prepared`` names a route with a model the caller's API passes through to."""
+        router = prepared.target.chat_model
+        if not self.gateway.settings.pass_through or not isinstance(router, Router):
+            return False
+        return any(speaks(target.adapter, api) for target in router.targets)
+
+    def _passing(
+        self, api: str, prepared: Prepared, body: dict[str, Any], raw: bytes, attempt: Attempt
+    ) -> Passing | None:
+        """The attempt's pass-through, or None when it is translated (as is a model the route
+        gives options of its own: they are set on the canonical request)."""
+        chosen = attempt.target
+        if chosen.options:
+            return None
+        target = Target(prepared.target.name, chosen.adapter, chosen.model, chosen.capabilities)
+        given = copy.deepcopy(body) if b"metis1." in raw else body  # its thinking, per model
+        return self.passer.plan_for(api, given, raw, target, chosen.adapter)
+
+    # Whole answers ----------------------------------------------------------------------------
+
+    async def complete(
+        self,
+        api: str,
+        prepared: Prepared,
+        body: dict[str, Any],
+        raw: bytes,
+        headers: Mapping[str, str],
+        key: KeyState | None,
+    ) -> JsonResult:
+        router = prepared.target.chat_model
+        assert isinstance(router, Router)
+        if key is not None:
+            await self.gateway.keys.admit(key, prepared.inbound.model)
+        served = Served()
+
+        async def answer(attempt: Attempt) -> JsonResult:
+            passing = self._passing(api, prepared, body, raw, attempt)
+            if passing is None:
+                _log_dropped(prepared)
+                response = await attempt.complete()
+                served.spent.model, served.spent.usage = spent_by(response)
+                return await self.gateway.answered(api, prepared, response)
+            await self.passer.converse(passing)
+            try:
+                answered = await self.passer.whole(passing, headers)
+            finally:
+                await self.passer.settle(passing, None)
+            usage = passing.relay.usage if passing.relay is not None else None
+            served.spent.model, served.spent.usage = passing.target.request_model, usage
+            await attempt.settle(usage)
+            return JsonResult(200, answered, self.passer.headers(passing, False))
+
+        try:
+            with anyio.fail_after(self.gateway.settings.request_timeout_seconds):
+                return await router.serve(prepared.request, answer)
+        except TimeoutError:
+            raise GatewayTimeoutError("the request took longer than the gateway allows") from None
+        finally:
+            if key is not None:
+                await self.gateway.keys.release(key, served.spent.model, served.spent.usage)
+
+    # Streams ----------------------------------------------------------------------------------
+
+    async def stream(
+        self,
+        api: str,
+        prepared: Prepared,
+        body: dict[str, Any],
+        raw: bytes,
+        headers: Mapping[str, str],
+        key: KeyState | None,
+    ) -> StreamResult:
+        """The first bytes are awaited here, so a route whose every model failed before them
+        is an error reply with its status."""
+        router = prepared.target.chat_model
+        assert isinstance(router, Router)
+        if key is not None:
+            await self.gateway.keys.admit(key, prepared.inbound.model)
+        served = Served()
+
+        def open_(attempt: Attempt) -> AsyncIterator[bytes]:
+            passing = self._passing(api, prepared, body, raw, attempt)
+            if passing is None:
+                return self._translated(api, prepared, attempt, served)
+            return self._passed(passing, headers, attempt, served)
+
+        chunks = router.serve_stream(prepared.request, open_)
+        deadline = anyio.current_time() + self.gateway.settings.request_timeout_seconds
+        try:
+            first = await next_by(chunks, deadline)
+        except BaseException:
+            await aclose_shielded(chunks)
+            if key is not None:
+                await self.gateway.keys.release(key, None, None)
+            raise
+        assert served.timed_out is not None
+        rest = self._rest(first, chunks, served, key)
+        return StreamResult(rest, served.headers, deadline, served.timed_out)
+
+    async def _rest(
+        self,
+        first: bytes | None,
+        chunks: AsyncIterator[bytes],
+        served: Served,
+        key: KeyState | None,
+    ) -> AsyncIterator[bytes]:
+        try:
+            if first:
+                yield first
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            await aclose_shielded(chunks)
+            if key is not None:
+                await self.gateway.keys.release(key, served.spent.model, served.spent.usage)
+
+    async def _passed(
+        self, passing: Passing, headers: Mapping[str, str], attempt: Attempt, served: Served
+    ) -> AsyncIterator[bytes]:
+        """A pass-through attempt's bytes; a refusal before them lets the route move on."""
+        passer = self.passer
+        try:
+            await passer.converse(passing)
+            chunks = await passer.opened(passing, headers)
+            served.headers = passer.headers(passing, True)
+            served.timed_out = lambda: passer.timed_out(passing)
+            async for chunk in chunks:
+                yield chunk
+            await chunks.aclose()  # type: ignore[attr-defined]
+        finally:
+            await passer.settle(passing, None)
+            usage = passing.relay.usage if passing.relay is not None else None
+            served.spent.model, served.spent.usage = passing.target.request_model, usage
+            await attempt.settle(usage)
+
+    async def _translated(
+        self, api: str, prepared: Prepared, attempt: Attempt, served: Served
+    ) -> AsyncIterator[bytes]:
+        """A translated attempt's bytes, as :meth:`Gateway.stream` writes them."""
+        gateway = self.gateway
+        _log_dropped(prepared)
+        events = attempt.stream()
+        try:
+            first = await anext(events)
+        except StopAsyncIteration:
+            first = None
+        writer, response_id = gateway._writer(api, prepared)
+        served.headers = {**STREAM_HEADERS, PATH_HEADER: "translated"}
+        served.headers.update(dropped_headers(prepared.reported))
+
+        def timed_out() -> bytes:
+            late = GatewayTimeoutError("the request took longer than the gateway allows")
+            failed = error_reply(api, late, prepared.request.request_id)
+            return writer.error(failed.status, failed.body)
+
+        served.timed_out = timed_out
+        chunks = gateway._chunks(
+            api, prepared, events, first, writer, response_id, spent=served.spent
+        )
+        try:
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            await aclose_shielded(chunks)
+
+
+def _log_dropped(prepared: Prepared) -> None:
+    if prepared.reported:
+        log_dropped(prepared, prepared.reported)
