@@ -31,7 +31,8 @@ Failures, as over HTTP:
   arrived; the next turn opens a new connection and sends the whole transcript).
 
 Through an HTTP proxy (the ``proxy`` option, else the environment's as for HTTP), the
-connection is a CONNECT tunnel (:mod:`.proxy`).
+connection is a CONNECT tunnel (:mod:`.proxy`). ``wss://`` verifies the server with the HTTP
+client's TLS context, so both trust the same CAs.
 
 The mode is unavailable when the server answers the upgrade with 404, 405, 426 or 501, or with
 a success that is not ``101`` (an HTTP server ignoring the upgrade). Then, with ``fallback``
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import json
 import math
+import ssl
 from collections import OrderedDict
 from typing import Any
 from urllib.parse import urlsplit
@@ -198,7 +200,9 @@ class WebSocketTransport(Transport):
         url = websocket_url(request.url)
         try:
             with call.cancel.guard(connect_by) as scope:
-                lane.socket = await WebSocket.connect(url, request.headers, proxy=self._proxy(url))
+                lane.socket = await WebSocket.connect(
+                    url, request.headers, tls=self._tls(), proxy=self._proxy(url)
+                )
         except ConnectionLost as exc:
             raise lost(call, exc, "before a response arrived") from exc
         except UpgradeRefused as refused:
@@ -217,6 +221,14 @@ class WebSocketTransport(Transport):
                 request_id=call.request_id,
             )
         return False
+
+    def _tls(self) -> ssl.SSLContext | None:
+        """The TLS context of the adapter's HTTP client (its ``verify``: a CA file or context,
+        ``SSL_CERT_FILE``, truststore), so ``wss://`` trusts what the HTTP calls trust; None
+        (the system's default) for a client whose transport keeps none."""
+        pool = getattr(getattr(self._http(), "_transport", None), "_pool", None)
+        context = getattr(pool, "_ssl_context", None)
+        return context if isinstance(context, ssl.SSLContext) else None
 
     def _proxy(self, url: str) -> str | None:
         """The proxy of a connection to ``url``: the option's, else the environment's when
