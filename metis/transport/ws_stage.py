@@ -177,7 +177,7 @@ class WebSocketTransport(Transport):
                     continue
                 status = message.get("status")
                 if isinstance(status, int) and status >= 400:
-                    raise HTTPFailure(status, {}, first)
+                    raise HTTPFailure(status, _error_headers(message), first)
             clock.on_head()
             return SocketExchange(lane, socket, first, call, clock, limits, self._release)
         raise NetworkError(
@@ -298,3 +298,13 @@ def _error_code(message: dict[str, Any]) -> str | None:
     error = message.get("error")
     code = error.get("code") if isinstance(error, dict) else message.get("code")
     return code if isinstance(code, str) else None
+
+
+def _error_headers(message: dict[str, Any]) -> dict[str, str]:
+    """The HTTP headers an ``error`` message carries (``error.headers``: ``retry-after``,
+    ``x-ratelimit-*``), lower-cased as httpx gives them, for the codec to read as over HTTP."""
+    error = message.get("error")
+    found = error.get("headers") if isinstance(error, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    return {str(k).lower(): v for k, v in found.items() if isinstance(v, str)}

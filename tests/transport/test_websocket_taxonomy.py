@@ -82,7 +82,9 @@ async def test_each_failure_is_the_same_error_over_the_connection_as_over_http(
     assert [r.websocket != 0 for r in turns(emulator)] == [False, True, True]
     assert over_http is not None and over_websocket is not None
     assert type(over_websocket) is type(over_http)
-    assert over_websocket.provider_status == over_http.provider_status  # type: ignore[attr-defined]
+    assert isinstance(over_websocket, AdapterError) and isinstance(over_http, AdapterError)
+    assert over_websocket.provider_status == over_http.provider_status
+    assert over_websocket.retry_after_seconds == over_http.retry_after_seconds
 
 
 @asynccontextmanager
