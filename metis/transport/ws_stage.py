@@ -157,7 +157,12 @@ class WebSocketTransport(Transport):
             socket = lane.socket
             assert socket is not None
             try:
-                await socket.send_text(create_message(request, lane.held))
+                # A server that stops reading would block the write for good: it is bounded
+                # as the wait for the reply's first event is, and cancel interrupts it.
+                with call.cancel.guard(clock.head_by()) as sending:
+                    await socket.send_text(create_message(request, lane.held))
+                if sending.cancelled_caught:
+                    raise expired(call, clock, limits)
                 lane.held = None  # until this reply completes on it
                 first = await receive(socket, call, clock, limits)
             except NetworkError as error:

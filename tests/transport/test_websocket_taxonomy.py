@@ -8,6 +8,7 @@ again by ``retry`` on a new connection, whole. And Azure's WebSocket mode, end t
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, Request
 
 import metis
 from metis.errors import (
@@ -28,8 +31,17 @@ from metis.errors import (
 from metis.model import StopKind
 from metis.sessions import Session
 from metis.testing.emulator import Emulator
+from metis.transport.ws_stage import WebSocketTransport
 
-from .test_websocket_mode import MODEL, STACK, get_weather, session_on, turns, ws_adapter
+from .test_websocket_mode import (
+    MODEL,
+    STACK,
+    get_weather,
+    session_on,
+    transport_of,
+    turns,
+    ws_adapter,
+)
 
 FAULTS = [
     "rate_limit",
@@ -234,3 +246,48 @@ async def test_azure_responses_over_websocket_sends_only_the_new_items_on_one_co
     assert all(r.path == "/azure/openai/v1/responses" for r in sent)
     assert [len(r.json()["input"]) for r in sent] == [1, 1, 1]
     assert all(r.headers.get("api-key") == "azure-key" for r in sent)
+
+
+@asynccontextmanager
+async def upgrading_then_never_reading() -> AsyncIterator[str]:
+    """A loopback server that completes the WebSocket upgrade, then reads nothing more (its
+    receive buffer fills, so a large message cannot be written); its URL."""
+
+    async def accept(client: anyio.abc.SocketStream) -> None:
+        protocol = WSConnection(ConnectionType.SERVER)
+        async with client:
+            while True:
+                protocol.receive_data(await client.receive())
+                if any(isinstance(event, Request) for event in protocol.events()):
+                    break
+            await client.send(protocol.send(AcceptConnection()))
+            await anyio.sleep_forever()
+
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        raw = listener.extra(anyio.abc.SocketAttribute.raw_socket)
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)  # the accepted sockets' too
+        async with anyio.create_task_group() as group:
+            group.start_soon(listener.serve, accept)
+            yield f"http://127.0.0.1:{port}/v1"
+            group.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_turn_the_server_never_reads_ends_in_the_first_event_timeout() -> None:
+    long_text = "word " * 1_200_000  # 6 MB: more than the sockets' buffers hold (4 MB, 8 kB)
+    async with upgrading_then_never_reading() as url:
+        adapter = metis.build_adapter(
+            STACK,
+            api_key="k",
+            base_url=url,
+            max_retries=0,
+            capabilities={"max_context_tokens": 10_000_000},
+        )
+        adapter.pipeline.replace("websocket_transport", WebSocketTransport(first_event_timeout=1))
+        async with adapter, session_on(adapter) as session:
+            with anyio.move_on_after(30) as hang_guard:  # not a timing check: a hang fails
+                with pytest.raises(NetworkError, match=r"nothing arrived within 1 s"):
+                    await session.asend(long_text)
+            assert not hang_guard.cancelled_caught
+            assert not transport_of(adapter).holds(session.session_id)
