@@ -57,7 +57,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest, whole_body
 from metis.transport.clients import sends_over_network
 from metis.transport.exchange import Exchange, ReadClock, expired, open_exchange
-from metis.transport.proxy import environment_proxy
+from metis.transport.proxy import client_proxy, environment_proxy
 from metis.transport.stage import Transport
 from metis.transport.websocket import ConnectionLost, UpgradeRefused, WebSocket, websocket_url
 from metis.transport.ws_exchange import Lane, SocketExchange, lost, message_kind, receive
@@ -95,7 +95,7 @@ class WebSocketTransport(Transport):
         proxy: str | None = Field(
             default=None,
             description="an http(s):// proxy the connection tunnels through (CONNECT); '' for "
-            "none; default: the environment's (HTTPS_PROXY, ALL_PROXY, NO_PROXY), as for HTTP",
+            "none; default: the HTTP client's (its proxy=, or HTTPS_PROXY, ALL_PROXY, NO_PROXY)",
         )
 
     options: Options
@@ -236,11 +236,15 @@ class WebSocketTransport(Transport):
         return context if isinstance(context, ssl.SSLContext) else None
 
     def _proxy(self, url: str) -> str | None:
-        """The proxy of a connection to ``url``: the option's, else the environment's when
-        the HTTP client trusts the environment (:mod:`.proxy`)."""
+        """The proxy of a connection to ``url``: the option's, else the HTTP client's for the
+        same URL, else the environment's when the client trusts it (:mod:`.proxy`)."""
         if self.options.proxy is not None:
             return self.options.proxy or None
-        return environment_proxy(url) if getattr(self._http(), "trust_env", True) else None
+        client = self._http()
+        found = client_proxy(client, url)
+        if found is not None:
+            return found or None
+        return environment_proxy(url) if getattr(client, "trust_env", True) else None
 
     async def _lane(self, session: str) -> Lane:
         lane = self._lanes.get(session)
