@@ -1,13 +1,15 @@
 """A WebSocket connection through an HTTP proxy: an HTTP ``CONNECT`` tunnel (RFC 9110 §9.3.6)
 to the server, TLS to the server inside it for ``wss://``.
 
-Which proxy: the transport's ``proxy`` option when set, else the environment's as httpx reads
-it for the HTTP calls (``HTTPS_PROXY`` for ``wss://``, ``HTTP_PROXY`` for ``ws://``, then
-``ALL_PROXY``; a host ``NO_PROXY`` names goes direct), when the HTTP client trusts the
-environment. The proxy is ``http://`` (or ``https://``, TLS to the proxy itself), credentials
-in the URL sent as ``Proxy-Authorization: Basic``. h11 writes the ``CONNECT`` request and reads
-the proxy's answer; a proxy that refuses the tunnel (407, 403, 502, ...) is a
-:class:`~metis.transport.websocket.ConnectionLost` naming its status, never its credentials.
+Which proxy: the transport's ``proxy`` option when set, else the HTTP client's for the same
+URL (:func:`client_proxy`: its ``proxy=``, and the environment's it read), else, for a client
+that does not say, the environment's as httpx reads it (``HTTPS_PROXY`` for ``wss://``,
+``HTTP_PROXY`` for ``ws://``, then ``ALL_PROXY``; a host ``NO_PROXY`` names goes direct), when
+the client trusts the environment. The proxy is ``http://`` (or ``https://``, TLS to the proxy
+itself), credentials in the URL sent as ``Proxy-Authorization: Basic``. h11 writes the
+``CONNECT`` request and reads the proxy's answer; a proxy that refuses the tunnel (407, 403,
+502, ...) is a :class:`~metis.transport.websocket.ConnectionLost` naming its status, never its
+credentials.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import base64
 import ssl
 import urllib.request
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import anyio
 import anyio.abc
@@ -39,6 +41,40 @@ def environment_proxy(url: str) -> str | None:
         return None
     scheme = "https" if parts.scheme in ("wss", "https") else "http"
     return proxies.get(scheme) or proxies.get("all") or None
+
+
+def client_proxy(client: object, url: str) -> str | None:
+    """The proxy the HTTP client sends ``url``'s requests through (its ``proxy=`` or
+    ``mounts``, and the environment's it read when it was made, ``NO_PROXY`` included), as a
+    URL with the proxy's credentials; ``""`` when the client goes direct; None when the client
+    does not say (not an httpx or httpx2 client, or a transport of its own there)."""
+    for_url = getattr(client, "_transport_for_url", None)
+    base_url = getattr(client, "base_url", None)
+    if for_url is None or base_url is None:
+        return None
+    parts = urlsplit(url)
+    scheme = "https" if parts.scheme in ("wss", "https") else "http"
+    transport = for_url(type(base_url)(parts._replace(scheme=scheme).geturl()))  # its package's URL
+    if transport is getattr(client, "_transport", None):
+        return ""
+    pool = getattr(transport, "_pool", None)
+    address = getattr(pool, "_proxy_url", None)
+    if address is None:
+        return None
+    host = address.host.decode("ascii")
+    port = f":{address.port}" if address.port else ""
+    credentials = _basic_credentials(getattr(pool, "_proxy_headers", []))
+    return f"{address.scheme.decode('ascii')}://{credentials}{host}{port}"
+
+
+def _basic_credentials(headers: list[tuple[bytes, bytes]]) -> str:
+    """``user:password@`` (quoted) from a ``Proxy-Authorization: Basic`` header, else ""."""
+    for name, value in headers:
+        kind, _, encoded = value.partition(b" ")
+        if name.lower() == b"proxy-authorization" and kind.lower() == b"basic":
+            user, _, password = base64.b64decode(encoded).decode("latin-1").partition(":")
+            return f"{quote(user, safe='')}:{quote(password, safe='')}@"
+    return ""
 
 
 def proxy_name(proxy: str) -> str:

@@ -127,6 +127,11 @@ class WebSocket:
             stream = await _open_stream(host, port, secure, tls or tls_context(), proxy)
         except ProxyError as exc:
             raise ConnectionLost(str(exc)) from exc
+        except ssl.SSLCertVerificationError as exc:
+            via = f" (through {proxy_name(proxy)})" if proxy else ""
+            raise ConnectionLost(
+                f"the TLS certificate of {authority}{via} is not trusted: {exc.verify_message}"
+            ) from exc
         except (OSError, anyio.BrokenResourceError, ssl.SSLError) as exc:
             via = f" through {proxy_name(proxy)}" if proxy else ""
             raise ConnectionLost(f"could not connect to {authority}{via}: {exc!r}") from exc
@@ -231,22 +236,23 @@ async def _open_stream(
     host: str, port: int, secure: bool, tls: ssl.SSLContext, proxy: str | None
 ) -> anyio.abc.ByteStream:
     """A TCP (or TLS, for ``wss``) stream to ``host:port``, direct or through ``proxy``."""
+    stream: anyio.abc.ByteStream
     if proxy is None:
-        if secure:
-            return await anyio.connect_tcp(
-                host, port, ssl_context=tls, tls_standard_compatible=False
-            )
-        return await anyio.connect_tcp(host, port)
-    tunnel = await open_tunnel(proxy, host, port, tls)
+        stream = await anyio.connect_tcp(host, port)
+    else:
+        stream = await open_tunnel(proxy, host, port, tls)
     if not secure:
-        return tunnel
+        return stream
     try:
+        # The upgrade is HTTP/1.1; the context of an HTTP client with http2 also offers h2
+        # (httpcore sets the ALPN protocols on it before each of its own connections).
+        tls.set_alpn_protocols(["http/1.1"])
         return await TLSStream.wrap(
-            tunnel, hostname=host, ssl_context=tls, standard_compatible=False
+            stream, hostname=host, ssl_context=tls, standard_compatible=False
         )
     except BaseException:
         with anyio.CancelScope(shield=True):
-            await anyio.aclose_forcefully(tunnel)
+            await anyio.aclose_forcefully(stream)
         raise
 
 

@@ -31,7 +31,8 @@ Failures, as over HTTP:
   arrived; the next turn opens a new connection and sends the whole transcript).
 
 Through an HTTP proxy (the ``proxy`` option, else the environment's as for HTTP), the
-connection is a CONNECT tunnel (:mod:`.proxy`).
+connection is a CONNECT tunnel (:mod:`.proxy`). ``wss://`` verifies the server with the HTTP
+client's TLS context, so both trust the same CAs.
 
 The mode is unavailable when the server answers the upgrade with 404, 405, 426 or 501, or with
 a success that is not ``101`` (an HTTP server ignoring the upgrade). Then, with ``fallback``
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import json
 import math
+import ssl
 from collections import OrderedDict
 from typing import Any
 from urllib.parse import urlsplit
@@ -55,7 +57,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest, whole_body
 from metis.transport.clients import sends_over_network
 from metis.transport.exchange import Exchange, ReadClock, expired, open_exchange
-from metis.transport.proxy import environment_proxy
+from metis.transport.proxy import client_proxy, environment_proxy
 from metis.transport.stage import Transport
 from metis.transport.websocket import ConnectionLost, UpgradeRefused, WebSocket, websocket_url
 from metis.transport.ws_exchange import Lane, SocketExchange, lost, message_kind, receive
@@ -93,7 +95,7 @@ class WebSocketTransport(Transport):
         proxy: str | None = Field(
             default=None,
             description="an http(s):// proxy the connection tunnels through (CONNECT); '' for "
-            "none; default: the environment's (HTTPS_PROXY, ALL_PROXY, NO_PROXY), as for HTTP",
+            "none; default: the HTTP client's (its proxy=, or HTTPS_PROXY, ALL_PROXY, NO_PROXY)",
         )
 
     options: Options
@@ -155,7 +157,12 @@ class WebSocketTransport(Transport):
             socket = lane.socket
             assert socket is not None
             try:
-                await socket.send_text(create_message(request, lane.held))
+                # A server that stops reading would block the write for good: it is bounded
+                # as the wait for the reply's first event is, and cancel interrupts it.
+                with call.cancel.guard(clock.head_by()) as sending:
+                    await socket.send_text(create_message(request, lane.held))
+                if sending.cancelled_caught:
+                    raise expired(call, clock, limits)
                 lane.held = None  # until this reply completes on it
                 first = await receive(socket, call, clock, limits)
             except NetworkError as error:
@@ -175,7 +182,7 @@ class WebSocketTransport(Transport):
                     continue
                 status = message.get("status")
                 if isinstance(status, int) and status >= 400:
-                    raise HTTPFailure(status, {}, first)
+                    raise HTTPFailure(status, _error_headers(message), first)
             clock.on_head()
             return SocketExchange(lane, socket, first, call, clock, limits, self._release)
         raise NetworkError(
@@ -198,7 +205,9 @@ class WebSocketTransport(Transport):
         url = websocket_url(request.url)
         try:
             with call.cancel.guard(connect_by) as scope:
-                lane.socket = await WebSocket.connect(url, request.headers, proxy=self._proxy(url))
+                lane.socket = await WebSocket.connect(
+                    url, request.headers, tls=self._tls(), proxy=self._proxy(url)
+                )
         except ConnectionLost as exc:
             raise lost(call, exc, "before a response arrived") from exc
         except UpgradeRefused as refused:
@@ -218,12 +227,24 @@ class WebSocketTransport(Transport):
             )
         return False
 
+    def _tls(self) -> ssl.SSLContext | None:
+        """The TLS context of the adapter's HTTP client (its ``verify``: a CA file or context,
+        ``SSL_CERT_FILE``, truststore), so ``wss://`` trusts what the HTTP calls trust; None
+        (the system's default) for a client whose transport keeps none."""
+        pool = getattr(getattr(self._http(), "_transport", None), "_pool", None)
+        context = getattr(pool, "_ssl_context", None)
+        return context if isinstance(context, ssl.SSLContext) else None
+
     def _proxy(self, url: str) -> str | None:
-        """The proxy of a connection to ``url``: the option's, else the environment's when
-        the HTTP client trusts the environment (:mod:`.proxy`)."""
+        """The proxy of a connection to ``url``: the option's, else the HTTP client's for the
+        same URL, else the environment's when the client trusts it (:mod:`.proxy`)."""
         if self.options.proxy is not None:
             return self.options.proxy or None
-        return environment_proxy(url) if getattr(self._http(), "trust_env", True) else None
+        client = self._http()
+        found = client_proxy(client, url)
+        if found is not None:
+            return found or None
+        return environment_proxy(url) if getattr(client, "trust_env", True) else None
 
     async def _lane(self, session: str) -> Lane:
         lane = self._lanes.get(session)
@@ -286,3 +307,13 @@ def _error_code(message: dict[str, Any]) -> str | None:
     error = message.get("error")
     code = error.get("code") if isinstance(error, dict) else message.get("code")
     return code if isinstance(code, str) else None
+
+
+def _error_headers(message: dict[str, Any]) -> dict[str, str]:
+    """The HTTP headers an ``error`` message carries (``error.headers``: ``retry-after``,
+    ``x-ratelimit-*``), lower-cased as httpx gives them, for the codec to read as over HTTP."""
+    error = message.get("error")
+    found = error.get("headers") if isinstance(error, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    return {str(k).lower(): v for k, v in found.items() if isinstance(v, str)}

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
+import httpx
 import pytest
 
 import metis
@@ -21,7 +22,7 @@ from metis.errors import NetworkError
 from metis.testing.emulator import Emulator
 from metis.transport.proxy import environment_proxy
 
-from .test_websocket_mode import session_on, transport_of, turns, ws_adapter
+from .test_websocket_mode import STACK, session_on, transport_of, turns, ws_adapter
 
 MAX_HEAD = 1 << 14
 PROXY_VARIABLES = (
@@ -223,3 +224,40 @@ def test_the_environment_names_the_proxy_by_scheme(
 def test_the_proxy_option_is_documented_on_the_transport() -> None:
     adapter = metis.build_adapter("openai_responses_ws", api_key="k")
     assert transport_of(adapter).options.proxy is None
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("package", ["httpx", "httpx2"])
+async def test_the_http_clients_proxy_tunnels_the_connection_with_its_credentials(
+    package: str, emulator: Emulator, no_proxy_environment: pytest.MonkeyPatch
+) -> None:
+    client_package = pytest.importorskip(package)
+    async with running(ConnectProxy()) as proxy:
+        with_credentials = proxy.url.replace("http://", "http://ann:s%3Acret@")
+        async with client_package.AsyncClient(proxy=with_credentials) as client:
+            adapter = metis.build_adapter(
+                STACK, api_key="k", base_url=emulator.url, max_retries=0, http_client=client
+            )
+            async with adapter, session_on(adapter) as session:
+                assert (await session.asend("Hello")).text == "You said: Hello"
+                assert (await session.asend("Again")).text == "You said: Again"
+    assert proxy.targets == [authority(emulator)]
+    expected = "Basic " + base64.b64encode(b"ann:s:cret").decode()
+    assert proxy.header("proxy-authorization") == [expected]
+    assert all(r.websocket for r in turns(emulator))
+
+
+@pytest.mark.anyio
+async def test_a_client_that_ignores_the_environment_goes_direct(
+    emulator: Emulator, no_proxy_environment: pytest.MonkeyPatch
+) -> None:
+    async with running(ConnectProxy()) as proxy:
+        no_proxy_environment.setenv("ALL_PROXY", proxy.url)
+        async with httpx.AsyncClient(trust_env=False) as client:
+            adapter = metis.build_adapter(
+                STACK, api_key="k", base_url=emulator.url, max_retries=0, http_client=client
+            )
+            async with adapter, session_on(adapter) as session:
+                assert (await session.asend("Hello")).text == "You said: Hello"
+    assert proxy.heads == []
+    assert all(r.websocket for r in turns(emulator))

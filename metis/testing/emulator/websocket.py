@@ -6,10 +6,10 @@ does the handshake and every frame). Each ``response.create`` message is answere
 streamed POST of its body: the same rules, faults, ids and events, each event one text
 message. The connection keeps its last response (with ``store: false`` too), so a message may
 continue it with ``previous_response_id`` and only the new items; a new connection knows only
-stored responses. Errors are ``error`` messages with the HTTP status the POST would get:
-``{"type": "error", "status": 400, "error": {...}}``. The faults act on the connection: ``drop``
-closes it mid-stream, ``stall`` stops sending, ``stream_error`` ends the reply with the
-provider's error event.
+stored responses. Errors are ``error`` messages with the HTTP status the POST would get and
+its headers: ``{"type": "error", "status": 429, "error": {..., "headers": {...}}}``. The
+faults act on the connection: ``drop`` closes it mid-stream, ``stall`` stops sending,
+``stream_error`` ends the reply with the provider's error event.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from metis.testing.emulator.handler import Delivery, Handler
 from metis.testing.emulator.wire import HttpRequest, JsonReply, SocketMemory
 
 READ_SIZE = 1 << 16
+BODY_HEADERS = frozenset({"content-type", "content-length", "transfer-encoding", "connection"})
 ENDPOINT = "responses"
 MAX_SECONDS = 3600.0
 """How long a connection serves turns (OpenAI's WebSocket mode: 60 minutes)."""
@@ -144,7 +145,7 @@ class Connection:
                     handler.finish(delivery.record, 0 if step is None else delivery.status)
                     return self._drop()
             handler.finish(delivery.record, delivery.status)
-            self._refusal(delivery.status, delivery.body)
+            self._refusal(delivery.status, delivery.body, delivery.headers)
             return
         handler.finish(delivery.record, delivery.status)
         for step in delivery.steps:
@@ -153,7 +154,9 @@ class Connection:
             if isinstance(step, bytes) and not self._text(step.decode()):
                 return
 
-    def _refusal(self, status: int, body: bytes) -> None:
+    def _refusal(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        """The error message of a refused turn: the POST's status, its error object, and its
+        headers (``retry-after``, ``x-ratelimit-*``) in ``error.headers``, as OpenAI sends them."""
         try:
             found = json.loads(body)
         except ValueError:
@@ -161,6 +164,9 @@ class Connection:
         error = found.get("error") if isinstance(found, dict) else None
         if not isinstance(error, dict):
             error = {"type": "server_error", "message": body.decode("utf-8", "replace")}
+        kept = {k: v for k, v in headers.items() if k.lower() not in BODY_HEADERS}
+        if kept:
+            error = {**error, "headers": kept}
         self._text(json.dumps({"type": "error", "status": status, "error": error}))
 
     def _error(self, status: int, kind: str, message: str) -> None:
