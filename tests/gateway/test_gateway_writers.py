@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metis.gateway.anthropic_api import MessageStream
@@ -29,6 +29,7 @@ def data_of(framed: bytes) -> Any:
     return json.loads(framed.split(b"data: ", 1)[1])
 
 
+@settings(deadline=None)  # a loaded machine is no reason to fail
 @given(text=texts, thinking=texts, arguments=texts)
 def test_messages_deltas_are_the_encoded_event(text: str, thinking: str, arguments: str) -> None:
     writer = MessageStream("claude")
@@ -45,6 +46,7 @@ def test_messages_deltas_are_the_encoded_event(text: str, thinking: str, argumen
     assert got == event("content_block_delta", {**expected, "index": 2, "delta": delta})
 
 
+@settings(deadline=None)  # a loaded machine is no reason to fail
 @given(text=texts, thinking=texts, arguments=texts, include_usage=st.booleans())
 def test_chat_chunks_are_the_encoded_chunk(
     text: str, thinking: str, arguments: str, include_usage: bool
@@ -71,6 +73,7 @@ def test_chat_chunks_are_the_encoded_chunk(
     )
 
 
+@settings(deadline=None)  # a loaded machine is no reason to fail
 @given(text=texts, thinking=texts, arguments=texts)
 def test_responses_deltas_are_the_encoded_event(text: str, thinking: str, arguments: str) -> None:
     writer = ResponseStream(Inbound(model="m", messages=[]), "m", "resp_1")
