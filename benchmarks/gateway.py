@@ -110,8 +110,13 @@ def free_port() -> int:
         return port
 
 
-def metis_config(upstream: str, scenario: str, pass_through: bool = True) -> str:
-    base = f"{upstream}/s/{scenario}"
+def upstream_base(upstream: str, scenario: str, pace_ms: int = 0) -> str:
+    """The upstream's base URL for ``scenario``; ``pace_ms``: its events that far apart."""
+    return f"{upstream}{f'/p{pace_ms}' if pace_ms else ''}/s/{scenario}"
+
+
+def metis_config(upstream: str, scenario: str, pass_through: bool = True, pace_ms: int = 0) -> str:
+    base = upstream_base(upstream, scenario, pace_ms)
     keyed = "api_key_env: BENCH_UPSTREAM_KEY, max_retries: 0"
     return (
         "adapters:\n"
@@ -125,8 +130,8 @@ def metis_config(upstream: str, scenario: str, pass_through: bool = True) -> str
     )
 
 
-def litellm_config(upstream: str, scenario: str) -> str:
-    base = f"{upstream}/s/{scenario}"
+def litellm_config(upstream: str, scenario: str, pace_ms: int = 0) -> str:
+    base = upstream_base(upstream, scenario, pace_ms)
     return (
         "model_list:\n"
         f"  - model_name: {MODELS['chat']}\n"
@@ -227,7 +232,7 @@ def run_cells(args: argparse.Namespace, work: Path, upstream: str) -> list[Cell]
         pids = {}
         for name, (command, url, health) in gateways.items():
             pids[name] = stack.enter_context(gateway_process(command, url, health, ENVIRONMENT))
-        direct = f"{upstream}/s/{args.scenario}"
+        direct = upstream_base(upstream, args.scenario, args.pace)
         for key in args.routes:
             route = ROUTES[key]
             for concurrency in args.concurrency:
@@ -274,11 +279,11 @@ def responses_body(model: str) -> bytes:
     return json.dumps(body).encode()
 
 
-def with_responses_model(work: Path, upstream: str, scenario: str) -> None:
+def with_responses_model(work: Path, upstream: str, scenario: str, pace_ms: int = 0) -> None:
     """Each gateway's configuration in ``work`` given the Responses model."""
     import yaml
 
-    base = f"{upstream}/s/{scenario}"
+    base = upstream_base(upstream, scenario, pace_ms)
     metis = yaml.safe_load((work / "metis.yaml").read_text())
     metis["adapters"]["up-responses"] = {
         "type": "openai_responses",
@@ -307,6 +312,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=300, help="per cell, at least N")
     parser.add_argument("--targets", default="metis,litellm", help="the gateways measured")
     parser.add_argument("--scenario", default=SCENARIO)
+    parser.add_argument(
+        "--pace",
+        type=int,
+        default=0,
+        help="ms between the upstream's events (0: each reply sent whole, at once)",
+    )
     parser.add_argument(
         "--pass-through",
         choices=("on", "off"),
@@ -337,10 +348,10 @@ def main(argv: list[str] | None = None) -> list[Cell]:
         with ServerProcess() as upstream, tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             (work / "metis.yaml").write_text(
-                metis_config(upstream, args.scenario, args.pass_through == "on")
+                metis_config(upstream, args.scenario, args.pass_through == "on", args.pace)
             )
-            (work / "litellm.yaml").write_text(litellm_config(upstream, args.scenario))
-            with_responses_model(work, upstream, args.scenario)
+            (work / "litellm.yaml").write_text(litellm_config(upstream, args.scenario, args.pace))
+            with_responses_model(work, upstream, args.scenario, args.pace)
             cells = run_cells(args, work, upstream)
     text = markdown(cells, args.workers)
     print(text)

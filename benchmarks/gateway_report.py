@@ -73,9 +73,21 @@ class Cell:
             "0.5": upstream.latency_ms(0.5),
             "0.99": upstream.latency_ms(0.99),
         }
+        self.result["upstream_first_ms"] = {
+            "0.5": upstream.first_byte_ms(0.5),
+            "0.99": upstream.first_byte_ms(0.99),
+        }
+
+    def first_byte_ms(self, q: float) -> float:
+        return percentile(self.result["firsts"], q) * 1000
 
     def added_ms(self, q: float) -> float:
         return self.latency_ms(q) - self.result["upstream_ms"][str(q)]
+
+    def added_first_ms(self, q: float) -> float:
+        """Time to the first body byte, the gateway's against the upstream's."""
+        known = self.result.get("upstream_first_ms")
+        return self.first_byte_ms(q) - known[str(q)] if known else float("nan")
 
     def line(self, upstream: Cell) -> str:
         return (
@@ -97,7 +109,7 @@ def load_cells(paths: list[str]) -> list[Cell]:
             for saved in json.loads(Path(path).read_text())
         ]
         for cell in run:
-            if cell.target != "upstream" and "upstream_ms" not in cell.result:
+            if cell.target != "upstream" and "upstream_first_ms" not in cell.result:
                 straight = [
                     c
                     for c in run
@@ -112,17 +124,19 @@ def load_cells(paths: list[str]) -> list[Cell]:
 
 HEAD = (
     "| streams | target | requests | p50 ms | p99 ms | added p50 ms | added p99 ms "
-    "| gateway CPU ms/request | x metis CPU | requests/s | errors | load avg |\n"
-    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    "| added first byte p50 | p99 ms | gateway CPU ms/request | x metis CPU | requests/s "
+    "| errors | load avg |\n"
+    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
 
 def _row(cell: Cell, metis: Cell | None) -> str:
     load = f"{cell.result['load_average']:.1f}"
     p50, p99 = cell.latency_ms(0.5), cell.latency_ms(0.99)
-    added, cpu, ratio = "— | —", "—", "—"
+    added, cpu, ratio = "— | — | — | —", "—", "—"
     if cell.target != "upstream":
         added = f"{cell.added_ms(0.5):.2f} | {cell.added_ms(0.99):.2f}"
+        added += f" | {cell.added_first_ms(0.5):.2f} | {cell.added_first_ms(0.99):.2f}"
         cpu = f"{cell.cpu_per_request_ms:.2f}"
         if metis is not None:
             ratio = f"{cell.cpu_per_request_ms / metis.cpu_per_request_ms:.1f}x"

@@ -8,6 +8,8 @@ prints ``PORT <n>`` on its first line and serves until stdin closes or it is ter
 - ``POST /s/<scenario>/v1/responses``         OpenAI Responses (streamed only)
 - ``POST /s/<scenario>/v1beta/models/<m>:streamGenerateContent``  Gemini, SSE
 - ``POST /s/<scenario>/api/chat``             Ollama, NDJSON (streamed only)
+- ``POST /p<ms>/s/<scenario>/...``             the same, paced: a streamed body's events one
+  ``<ms>`` milliseconds after another (the first at once), as a model generating sends them
 
 Bodies are built once per scenario and cached, already framed: every event is one HTTP chunk
 (``Transfer-Encoding: chunked``) as the providers send them, or, for a scenario with a read
@@ -116,6 +118,39 @@ def route(path: str, body: bytes) -> bytes:
     return response(provider, scenario, stream, include_usage)
 
 
+def paced(path: str) -> tuple[float, str]:
+    """``/p<ms>/...``: the seconds between events, and the path without the prefix."""
+    first, _, rest = path.lstrip("/").partition("/")
+    if len(first) > 1 and first[0] == "p" and first[1:].isdigit():
+        return int(first[1:]) / 1000, "/" + rest
+    return 0.0, path
+
+
+def _frames(reply: bytes) -> tuple[bytes, list[bytes]]:
+    """A chunked response's head and its chunks, each still framed (the last is ``0``)."""
+    at = reply.index(b"\r\n\r\n") + 4
+    head, frames = reply[:at], []
+    while at < len(reply):
+        size = int(reply[at : reply.index(b"\r\n", at)], 16)
+        end = reply.index(b"\r\n", at) + 2 + size + 2
+        frames.append(reply[at:end])
+        at = end
+    return head, frames
+
+
+async def _send_paced(writer: asyncio.StreamWriter, reply: bytes, interval: float) -> None:
+    """``reply``'s events one ``interval`` apart, on a fixed schedule from the first."""
+    head, frames = _frames(reply)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    writer.write(head + frames[0])
+    for n, frame in enumerate(frames[1:-1], 1):
+        await asyncio.sleep(max(0.0, start + n * interval - loop.time()))
+        writer.write(frame + (frames[-1] if n == len(frames) - 2 else b""))
+    if len(frames) < 3:
+        writer.write(b"".join(frames[1:]))
+
+
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
     parts = []
     while True:
@@ -148,7 +183,12 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
             if headers.get("expect", "").lower() == "100-continue":
                 writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-            writer.write(route(path, body) if method == "POST" else _not_found(method))
+            interval, path = paced(path)
+            reply = route(path, body) if method == "POST" else _not_found(method)
+            if interval and reply.startswith(_STREAM_HEAD):
+                await _send_paced(writer, reply, interval)
+            else:
+                writer.write(reply)
             await writer.drain()
             if headers.get("connection", "").lower() == "close":
                 return

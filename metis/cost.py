@@ -107,6 +107,8 @@ class PriceTable(BaseModel):
     source: str = "<inline>"
 
     _index: dict[str, str] = PrivateAttr(default_factory=dict)
+    _by_name: dict[str, set[str]] | None = PrivateAttr(default=None)
+    """The entries each name without its provider prefix may mean (built on first use)."""
 
     # Loading -------------------------------------------------------------------------------
 
@@ -197,11 +199,16 @@ class PriceTable(BaseModel):
         provider, sep, name = model.partition(":")
         if not sep:
             provider, name = "", model
+        if self._by_name is None:  # one pass over the table, not one per lookup
+            by_name: dict[str, set[str]] = {}
+            for key, model_id in self._index.items():
+                short = key.partition(":")[2] if key == model_id else key
+                by_name.setdefault(short, set()).add(model_id)
+            self._by_name = by_name
         matches = {
             model_id
-            for key, model_id in self._index.items()
-            if (key.partition(":")[2] if key == model_id else key) == name
-            and (not sep or model_id.partition(":")[0] == provider)
+            for model_id in self._by_name.get(name, ())
+            if not sep or model_id.partition(":")[0] == provider
         }
         if len(matches) > 1:
             raise ConfigError(

@@ -22,7 +22,7 @@ from metis.gateway.inbound import (
     unknown_fields,
 )
 from metis.gateway.provenance import restored, wrap
-from metis.gateway.sse import BlockWriter, event, new_id
+from metis.gateway.sse import BlockWriter, event, new_id, quoted
 from metis.histories.anthropic import from_anthropic
 from metis.histories.reading import text
 from metis.model.content import (
@@ -172,6 +172,11 @@ def _schema(body: Mapping[str, Any]) -> dict[str, Any] | None:
 
 # The reply ---------------------------------------------------------------------------------
 
+DELTA_HEAD = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":'
+TEXT_DELTA = b'{"type":"text_delta","text":'
+THINKING_DELTA = b'{"type":"thinking_delta","thinking":'
+INPUT_DELTA = b'{"type":"input_json_delta","partial_json":'
+
 
 def usage(tokens: TokenUsage) -> dict[str, Any]:
     return {
@@ -264,18 +269,22 @@ class MessageStream(BlockWriter):
     def _delta(self, **delta: Any) -> bytes:
         return self._event("content_block_delta", index=self.blocks - 1, delta=delta)
 
+    def _string_delta(self, kind: bytes, text: str) -> bytes:
+        """``_delta(type=kind, <member>=text)`` from a template: most of a stream's events."""
+        return b"".join((DELTA_HEAD % (self.blocks - 1), kind, quoted(text), b"}}\n\n"))
+
     def text(self, item: TextDelta) -> bytes:
-        return self._delta(type="text_delta", text=item.text) if item.text else b""
+        return self._string_delta(TEXT_DELTA, item.text) if item.text else b""
 
     def thinking(self, item: ThinkingDelta) -> bytes:
-        out = self._delta(type="thinking_delta", thinking=item.thinking) if item.thinking else b""
+        out = self._string_delta(THINKING_DELTA, item.thinking) if item.thinking else b""
         if item.signature:
             signature = wrap(self.made_by, item.signature)
             out += self._delta(type="signature_delta", signature=signature)
         return out
 
     def tool_input(self, item: ToolUseInputDelta) -> bytes:
-        return self._delta(type="input_json_delta", partial_json=item.partial_json)
+        return self._string_delta(INPUT_DELTA, item.partial_json)
 
     def close_block(self, kind: str, end: ToolUseEnd | None) -> bytes:
         return self._event("content_block_stop", index=self.blocks - 1)

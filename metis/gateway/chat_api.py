@@ -22,7 +22,7 @@ from metis.gateway.inbound import (
     tool_definition,
     unknown_fields,
 )
-from metis.gateway.sse import DONE, BlockWriter, data, dumps, new_id, now
+from metis.gateway.sse import DONE, BlockWriter, data, dumps, new_id, now, object_head, quoted
 from metis.histories.openai_chat import from_openai_chat
 from metis.model.content import TextBlock, ThinkingBlock, ToolUseBlock
 from metis.model.events import (
@@ -273,6 +273,10 @@ class ChunkStream(BlockWriter):
         self.include_usage = include_usage
         self.started = False
         self.calls = 0  # tool calls opened: the index of the next one
+        # _chunk(delta) around a delta written from a template (_string_chunk)
+        self.head = b"data: " + object_head(self.base) + b'"choices":[{"index":0,"delta":'
+        usage_member = b',"usage":null' if include_usage else b""
+        self.tail = b',"logprobs":null,"finish_reason":null}]' + usage_member + b"}\n\n"
 
     def _chunk(self, delta: dict[str, Any] | None, finish: str | None = None) -> bytes:
         choices = (
@@ -303,18 +307,25 @@ class ChunkStream(BlockWriter):
         self.calls += 1
         return self._chunk({"tool_calls": [{**opened, "function": function}]})
 
+    def _string_chunk(self, delta_head: bytes, text: str, delta_tail: bytes = b"}") -> bytes:
+        """``_chunk(delta)`` for a delta of one string member, from a template: most of a
+        stream's chunks."""
+        return b"".join((self.head, delta_head, quoted(text), delta_tail, self.tail))
+
     def text(self, item: TextDelta) -> bytes:
-        return self._chunk({"content": item.text}) if item.text else b""
+        return self._string_chunk(b'{"content":', item.text) if item.text else b""
 
     def thinking(self, item: ThinkingDelta) -> bytes:
-        return self._chunk({"reasoning_content": item.thinking}) if item.thinking else b""
+        if not item.thinking:
+            return b""
+        return self._string_chunk(b'{"reasoning_content":', item.thinking)
 
     def tool_input(self, item: ToolUseInputDelta) -> bytes:
         if self.legacy:
             arguments = {"function_call": {"arguments": item.partial_json}}
             return self._chunk(arguments) if self.calls == 1 else b""
-        fragment = {"index": self.calls - 1, "function": {"arguments": item.partial_json}}
-        return self._chunk({"tool_calls": [fragment]})
+        head = b'{"tool_calls":[{"index":%d,"function":{"arguments":' % (self.calls - 1)
+        return self._string_chunk(head, item.partial_json, b"}}]}")
 
     def close_block(self, kind: str, end: ToolUseEnd | None) -> bytes:
         return b""

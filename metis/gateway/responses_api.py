@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from metis.gateway.inbound import Inbound
-from metis.gateway.sse import BlockWriter, dumps, event, new_id, now
+from metis.gateway.sse import BlockWriter, dumps, event, new_id, now, quoted
 from metis.model.content import ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from metis.model.events import (
     MessageComplete,
@@ -115,6 +115,14 @@ def response_object(
     }
 
 
+DELTA_HEAD = (
+    b'event: %s\ndata: {"type":"%s","sequence_number":%d,"item_id":%s,"output_index":%d%s,"delta":'
+)
+TEXT_DELTA = b"response.output_text.delta"
+SUMMARY_DELTA = b"response.reasoning_summary_text.delta"
+ARGUMENTS_DELTA = b"response.function_call_arguments.delta"
+
+
 class ResponseStream(BlockWriter):
     """The canonical events of one call as the Responses API streams them."""
 
@@ -126,6 +134,7 @@ class ResponseStream(BlockWriter):
         self.items: list[dict[str, Any]] = []  # closed output items
         self.item: dict[str, Any] = {}  # the open one
         self.buffer: list[str] = []  # its text, summary or arguments so far
+        self.item_id = b""  # its id, as JSON
 
     def _emit(self, kind: str, **fields: Any) -> bytes:
         out = event(kind, {"type": kind, "sequence_number": self.sequence, **fields})
@@ -156,6 +165,7 @@ class ResponseStream(BlockWriter):
             self.item = {**reasoning_item(""), "summary": []}
         else:
             self.item = text_item("", "in_progress")
+        self.item_id = quoted(self.item["id"])
         added = self._emit("response.output_item.added", output_index=self.blocks, item=self.item)
         self.blocks += 1  # the index _where names from here on; the base counts it once more
         where = self._where()
@@ -170,24 +180,24 @@ class ResponseStream(BlockWriter):
             )
         return added
 
+    def _delta(self, kind: bytes, index: bytes, text: str, tail: bytes = b"}") -> bytes:
+        """``_emit(kind, **_where(...), delta=text)`` from a template: most of a stream's
+        events. ``index``: the members between ``output_index`` and ``delta``."""
+        self.buffer.append(text)
+        head = DELTA_HEAD % (kind, kind, self.sequence, self.item_id, self.blocks - 1, index)
+        self.sequence += 1
+        return b"".join((head, quoted(text), tail, b"\n\n"))
+
     def text(self, item: TextDelta) -> bytes:
-        self.buffer.append(item.text)
-        where = self._where(content_index=0)
-        return self._emit("response.output_text.delta", **where, delta=item.text, logprobs=[])
+        return self._delta(TEXT_DELTA, b',"content_index":0', item.text, b',"logprobs":[]}')
 
     def thinking(self, item: ThinkingDelta) -> bytes:
         if not item.thinking:
             return b""
-        self.buffer.append(item.thinking)
-        where = self._where(summary_index=0)
-        return self._emit("response.reasoning_summary_text.delta", **where, delta=item.thinking)
+        return self._delta(SUMMARY_DELTA, b',"summary_index":0', item.thinking)
 
     def tool_input(self, item: ToolUseInputDelta) -> bytes:
-        self.buffer.append(item.partial_json)
-        where = self._where()
-        return self._emit(
-            "response.function_call_arguments.delta", **where, delta=item.partial_json
-        )
+        return self._delta(ARGUMENTS_DELTA, b"", item.partial_json)
 
     def close_block(self, kind: str, end: ToolUseEnd | None) -> bytes:
         whole, out = "".join(self.buffer), b""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from json.encoder import encode_basestring
 from typing import Any
 
 from metis.core.ids import new_ulid
@@ -23,6 +24,17 @@ from metis.model.events import (
 
 def dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def quoted(text: str) -> bytes:
+    """``text`` as a JSON string, byte for byte as ``dumps`` writes it (the writers' per-event
+    templates put it between pre-built bytes instead of encoding a whole object)."""
+    return encode_basestring(text).encode()
+
+
+def object_head(fields: dict[str, Any]) -> bytes:
+    """``fields`` as a JSON object's first members, open for more: ``{"a":1,``."""
+    return dumps(fields)[:-1].encode() + b","
 
 
 def event(name: str, data: Any) -> bytes:
