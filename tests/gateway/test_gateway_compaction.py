@@ -25,7 +25,8 @@ openai = ImportOnUse("openai")
 
 ROUTES = {
     "fallback": {"models": ["flash", "gpt"]},
-    "claude-first": {"models": ["sonnet", "gpt"]},  # a route: the translated path to Anthropic
+    # a route whose target sets an option: the translated path to Anthropic (docs/gateway.md)
+    "claude-first": {"models": [{"model": "sonnet", "options": {"temperature": 0.5}}, "gpt"]},
 }
 BLOCK = {"type": "compaction", "content": "Summary: the harbour was busy."}
 
