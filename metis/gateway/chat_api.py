@@ -22,6 +22,7 @@ from metis.gateway.inbound import (
     tool_definition,
     unknown_fields,
 )
+from metis.gateway.openai_tools import chat_tool_choice, custom_tool, narrowed
 from metis.gateway.sse import DONE, BlockWriter, data, dumps, new_id, now, object_head, quoted
 from metis.histories.openai_chat import from_openai_chat
 from metis.model.content import TextBlock, ThinkingBlock, ToolUseBlock
@@ -34,7 +35,6 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
-from metis.model.request import FreeformInput, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
 
 READ = frozenset(
@@ -74,9 +74,12 @@ def read_chat(raw: Any) -> Inbound:
     if legacy and (body.get("tools") is not None or body.get("tool_choice") is not None):
         raise InvalidRequestError("functions: give tools or functions (deprecated), not both")
     tools = _functions(body.get("functions")) if legacy else _tools(body.get("tools"))
+    raw_choice = body.get("function_call") if legacy else body.get("tool_choice")
+    choice, allowed = chat_tool_choice(raw_choice, ignored, legacy)
+    if allowed is not None:
+        tools = narrowed(tools, allowed)
     if tools:
         fields["tools"] = tools
-    choice = _tool_choice(body.get("function_call") if legacy else body.get("tool_choice"))
     if choice is not None:
         fields["tool_choice"] = choice
     if body.get("parallel_tool_calls") is not None:
@@ -115,7 +118,7 @@ def _tools(raw: Any) -> list[Any]:
     for i, tool in enumerate(raw):
         where = f"tools[{i}]"
         if isinstance(tool, Mapping) and tool.get("type") == "custom":
-            tools.append(_custom_tool(tool.get("custom"), f"{where}.custom"))
+            tools.append(custom_tool(tool.get("custom"), f"{where}.custom"))
             continue
         function = tool.get("function") if isinstance(tool, Mapping) else None
         if not isinstance(function, Mapping):
@@ -145,46 +148,6 @@ def _functions(raw: Any) -> list[Any]:
         name, description = function.get("name"), function.get("description")
         tools.append(tool_definition(name, description, function.get("parameters"), where))
     return tools
-
-
-def _custom_tool(raw: Any, where: str) -> ToolDefinition:
-    """A custom (freeform) tool: free text input, or text held to a ``grammar`` format."""
-    if not isinstance(raw, Mapping):
-        raise InvalidRequestError(f"{where}: expected an object")
-    name, description = raw.get("name"), raw.get("description")
-    if not isinstance(name, str) or not name:
-        raise InvalidRequestError(f"{where}.name: expected a non-empty string")
-    fmt = raw.get("format") or {"type": "text"}
-    grammar = fmt.get("grammar") if isinstance(fmt, Mapping) else None
-    if isinstance(fmt, Mapping) and fmt.get("type") == "text":
-        freeform = FreeformInput()
-    elif isinstance(grammar, Mapping) and fmt.get("type") == "grammar":
-        syntax, definition = grammar.get("syntax"), grammar.get("definition")
-        if syntax not in ("lark", "regex") or not isinstance(definition, str) or not definition:
-            raise InvalidRequestError(
-                f"{where}.format.grammar: expected a syntax (lark or regex) and a definition"
-            )
-        freeform = FreeformInput(syntax=syntax, definition=definition)
-    else:
-        raise InvalidRequestError(f"{where}.format: expected a text or grammar format")
-    text = description if isinstance(description, str) else ""
-    return ToolDefinition(name=name, description=text, freeform=freeform)
-
-
-def _tool_choice(raw: Any) -> ToolChoice | None:
-    if raw is None:
-        return None
-    named = {"auto": "auto", "required": "any", "none": "none"}
-    if isinstance(raw, str) and raw in named:
-        return ToolChoice(type=named[raw])
-    kind = raw.get("type") if isinstance(raw, Mapping) else None
-    chosen = raw.get("custom" if kind == "custom" else "function") if kind else raw
-    if isinstance(chosen, Mapping) and isinstance(chosen.get("name"), str):
-        return ToolChoice.tool(chosen["name"])
-    raise InvalidRequestError(
-        "tool_choice: expected auto, required, none, {type: function, function: {name}} "
-        "or {type: custom, custom: {name}} (function_call: auto, none or {name})"
-    )
 
 
 def output_format(raw: Any, where: str) -> tuple[dict[str, Any] | None, bool]:

@@ -1,9 +1,10 @@
 """OpenAI Responses requests read into the canonical form: ``input`` (a string, or items:
 messages with text, image, file and audio parts, ``function_call`` and ``custom_tool_call``
 with their outputs, ``compaction`` items kept whole for the provider that made them),
-``instructions``, function tools, ``text.format``, ``reasoning.effort``. Other items with no
-canonical form (reasoning, references to stored items, hosted tools) are left
-out and reported. The emulator reads its Responses requests through :func:`read_input` too."""
+``instructions``, function and custom tools, the tool choice
+(:mod:`metis.gateway.openai_tools`), ``text.format``, ``reasoning.effort``. Other items with
+no canonical form (reasoning, references to stored items, hosted tools) are left out and
+reported. The emulator reads its Responses requests through :func:`read_input` too."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from metis.gateway.inbound import (
     tool_definition,
     unknown_fields,
 )
+from metis.gateway.openai_tools import custom_tool, narrowed, responses_tool_choice
 from metis.histories.blocks import opaque, stored
 from metis.histories.files import from_chat_audio, split_data_url
 from metis.histories.reading import built, mapping, text, tool_input
@@ -40,7 +42,6 @@ from metis.model.content import (
     URLImageSource,
 )
 from metis.model.media import Base64Source, DocumentBlock, FileIdSource, URLSource
-from metis.model.request import ToolChoice
 
 READ = frozenset(
     {
@@ -82,9 +83,13 @@ def read_responses(raw: Any) -> Inbound:
         raise InvalidRequestError("instructions: expected a string")
     if instructions:
         fields["system_prompt"] = instructions
-    if tools := _tools(body.get("tools"), ignored):
+    tools = _tools(body.get("tools"), ignored)
+    choice, allowed = responses_tool_choice(body.get("tool_choice"), ignored)
+    if allowed is not None:
+        tools = narrowed(tools, allowed)
+    if tools:
         fields["tools"] = tools
-    if (choice := _tool_choice(body.get("tool_choice"))) is not None:
+    if choice is not None:
         fields["tool_choice"] = choice
     if body.get("parallel_tool_calls") is not None:
         fields["parallel_tool_calls"] = flag(body, "parallel_tool_calls")
@@ -252,6 +257,9 @@ def _tools(raw: Any, ignored: list[str]) -> list[Any]:
     tools = []
     for i, value in enumerate(raw):
         tool = mapping(value, f"tools[{i}]")
+        if tool.get("type") == "custom":
+            tools.append(custom_tool(tool, f"tools[{i}]"))
+            continue
         if tool.get("type") != "function":
             ignored.append(f"tools[{i}] ({str(tool.get('type'))[:40]})")
             continue
@@ -260,20 +268,3 @@ def _tools(raw: Any, ignored: list[str]) -> list[Any]:
             tool_definition(tool.get("name"), tool.get("description"), schema, f"tools[{i}]")
         )
     return tools
-
-
-def _tool_choice(raw: Any) -> ToolChoice | None:
-    if raw is None:
-        return None
-    named = {"auto": "auto", "required": "any", "none": "none"}
-    if isinstance(raw, str) and raw in named:
-        return ToolChoice(type=named[raw])
-    if (
-        isinstance(raw, Mapping)
-        and raw.get("type") == "function"
-        and isinstance(raw.get("name"), str)
-    ):
-        return ToolChoice.tool(raw["name"])
-    raise InvalidRequestError(
-        "tool_choice: expected auto, required, none or {type: function, name}"
-    )
