@@ -14,20 +14,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from metis.errors import InvalidRequestError
 from metis.gateway.anthropic_api import read_messages
-from metis.model.content import Message
 from metis.testing.emulator.formats.anthropic_rules import RULES, SIGNATURE_KIND, _blocks
 from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.cache_marks import block_counts, unmarked
-from metis.testing.emulator.formats.canonical_turns import turns_of
+from metis.testing.emulator.formats.canonical_turns import prompt_of, read_by
 from metis.testing.emulator.formats.compaction import (
     anthropic_block,
     anthropic_iterations,
     anthropic_trigger,
     read_tokens,
 )
-from metis.testing.emulator.model import Prompt, Reply, ToolSpec
+from metis.testing.emulator.model import Prompt, Reply
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.server_tools import anthropic_blocks, anthropic_citations
 from metis.testing.emulator.wire import (
@@ -56,7 +54,6 @@ ERRORS = {
     "server_error": (500, "api_error", "Internal server error"),
     "auth": (401, "authentication_error", "invalid x-api-key"),
 }
-CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 
 
 class Anthropic(Format):
@@ -178,45 +175,26 @@ class Anthropic(Format):
         system = body.get("system") or ""
         if isinstance(system, list) and any("cache_control" in b for b in system):
             breakpoints.add(0)
-        tools = []
-        for tool in body.get("tools") or []:
-            breakpoints.update([0] if "cache_control" in tool else [])
-            if tool.get("type", "custom") == "custom":
-                tools.append(
-                    ToolSpec(tool["name"], str(tool.get("description") or ""), tool["input_schema"])
-                )
+        if any("cache_control" in tool for tool in body.get("tools") or []):
+            breakpoints.add(0)
         for i, message in enumerate(body["messages"]):
             if any("cache_control" in b for b in _blocks(message)):
                 breakpoints.add(i + 1)
-        turns, system_texts = turns_of(_canonical(body))
-        choice = body.get("tool_choice") or {"type": "auto"}
-        fmt = body.get("output_format") or (body.get("output_config") or {}).get("format")
-        schema = (
-            fmt.get("schema")
-            if isinstance(fmt, dict) and fmt.get("type") == "json_schema"
-            else None
-        )
-        thinking = (body.get("thinking") or {}).get("type") in ("enabled", "adaptive")
-        system_text = "\n".join(t for t in system_texts if t)
-        return Prompt(
-            model=call.model,
-            turns=turns,
-            system=system_text,
-            tools=tools,
-            tool_choice=f"tool:{choice['name']}"
-            if choice["type"] == "tool"
-            else CHOICES[choice["type"]],
-            parallel=not choice.get("disable_parallel_tool_use", False),
-            thinking=thinking,
+        # the gateway's reader wants an output limit; the rules checked this one already
+        inbound = read_by(read_messages, {**body, "max_tokens": body.get("max_tokens") or 1})
+        prompt = prompt_of(
+            inbound,
+            call.model,
+            thinking=(body.get("thinking") or {}).get("type") in ("enabled", "adaptive"),
             max_tokens=body["max_tokens"],
-            output_schema=schema if isinstance(schema, dict) else None,
-            segments=[dumps(unmarked(body.get("tools") or [])).decode() + system_text]
-            + [dumps(unmarked(m)).decode() for m in body["messages"]],
             breakpoints=sorted(breakpoints) or None,
             segment_blocks=block_counts(body["messages"]),
             provider=self.name,
             items=body["messages"],
         )
+        prompt.segments = [dumps(unmarked(body.get("tools") or [])).decode() + prompt.system]
+        prompt.segments += [dumps(unmarked(m)).decode() for m in body["messages"]]
+        return prompt
 
     def cached(self, call: Call, prompt: Prompt, reply: Reply) -> None:
         if prompt.breakpoints:
@@ -275,14 +253,6 @@ class Anthropic(Format):
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
         return message_events(rendered)
-
-
-def _canonical(body: dict[str, Any]) -> list[Message]:
-    """The request's messages (and system) as the gateway reads them: one reader of the API."""
-    try:
-        return read_messages({**body, "max_tokens": body.get("max_tokens") or 1}).messages
-    except InvalidRequestError as refused:
-        raise Refused(refused.message) from None
 
 
 def message_events(message: dict[str, Any]) -> list[Frame]:

@@ -16,11 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from metis.errors import InvalidRequestError
 from metis.gateway.responses_read import read_input
-from metis.model.content import Message
 from metis.testing.emulator.formats.base import Call, Route
-from metis.testing.emulator.formats.canonical_turns import turns_of
+from metis.testing.emulator.formats.canonical_turns import read_by, turns_of
 from metis.testing.emulator.formats.compaction import (
     compacted_response,
     read_tokens,
@@ -40,7 +38,7 @@ from metis.testing.emulator.formats.server_openai import (
     url_citations,
 )
 from metis.testing.emulator.model import Prompt, Reply, ToolSpec
-from metis.testing.emulator.rules import Check, Refused, Rule, check, names, one_of
+from metis.testing.emulator.rules import Check, Rule, check, names, one_of
 from metis.testing.emulator.wire import (
     Frame,
     Ids,
@@ -144,7 +142,10 @@ class Responses(OpenAI):
             obfuscation=(body.get("stream_options") or {}).get("include_obfuscation", True)
             is not False,
         )
-        turns, texts = turns_of(_canonical(items))
+        # what the gateway leaves out (reasoning items, hosted tools' calls) the model never
+        # read; each message item is a turn of its own, so the user's last words are the last
+        messages = read_by(lambda raw: read_input(raw, [], messages_apart=True), items)
+        turns, texts = turns_of(messages)
         instructions = body.get("instructions") if isinstance(body.get("instructions"), str) else ""
         system = "\n".join([str(instructions), *texts])
         fmt = object_at(object_at(body, "text"), "format")
@@ -268,16 +269,6 @@ def _choice(raw: Any) -> str:
             f"tool:{raw['name']}" if raw.get("type") == "function" else "auto"
         )  # hosted tools, allowed_tools
     return str(raw or "auto")
-
-
-def _canonical(items: list[dict[str, Any]]) -> list[Message]:
-    """The conversation (stored items, then the input) as the gateway reads it: one reader of
-    the API. What it leaves out (reasoning items, hosted tools' calls) the model never read.
-    Each message item is a turn of its own, so what the user said last is the last one."""
-    try:
-        return read_input(items, [], messages_apart=True)
-    except InvalidRequestError as refused:
-        raise Refused(refused.message) from None
 
 
 def _output(call: Call, reply: Reply, ids: Ids) -> list[dict[str, Any]]:
