@@ -68,11 +68,7 @@ def listing(allowed: Sequence[str]) -> str:
 
 def supported(where: str, allowed: Sequence[str], **options: Any) -> Rule:
     """OpenAI's "Invalid value": the value at ``where`` must be one of ``allowed``."""
-    listed = [f"'{a}'" for a in allowed]
-    listing = (
-        " and ".join(listed) if len(listed) < 3 else ", ".join(listed[:-1]) + f", and {listed[-1]}"
-    )
-    message = f"Invalid value: '{{value}}'. Supported values are: {listing}."
+    message = f"Invalid value: '{{value}}'. Supported values are: {listing(allowed)}."
     param = placeholders(where, brackets=True)
     return Rule(where, one_of(*allowed), message, param, "invalid_value", **options)
 
