@@ -21,7 +21,12 @@ from metis.gateway.chat_api import read_chat
 from metis.testing.emulator.formats.base import Call, Route
 from metis.testing.emulator.formats.canonical_turns import prompt_of, read_by
 from metis.testing.emulator.formats.chat_rules import DEEPSEEK_THINKING, RULES
-from metis.testing.emulator.formats.openai import REASONING_MODEL, OpenAI
+from metis.testing.emulator.formats.openai import (
+    REASONING_MODEL,
+    SERVER_ERROR,
+    STREAM_ERRORS,
+    OpenAI,
+)
 from metis.testing.emulator.formats.server_openai import (
     chat_annotations,
     lists_on_every_chunk,
@@ -193,7 +198,8 @@ class Chat(OpenAI):
         return frames
 
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
-        return [sse({"error": self.stream_error_body(kind)})]
+        message, kind, code = STREAM_ERRORS.get(kind, (SERVER_ERROR, "server_error", None))
+        return [sse({"error": {"message": message, "type": kind, "param": None, "code": code}})]
 
 
 def _call_start(index: int, tool_call: dict[str, Any]) -> dict[str, Any]:

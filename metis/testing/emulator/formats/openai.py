@@ -34,6 +34,12 @@ NO_KEY = (
 )
 SERVER_ERROR = "The server had an error while processing your request. Sorry about that!"
 OVERLOADED = "The server is overloaded or not ready yet."
+RATE_LIMITED = "rate_limit_exceeded"
+STREAM_ERRORS = {
+    "rate_limit": ("Rate limit reached. Please try again later.", "requests", RATE_LIMITED),
+    "overloaded": (OVERLOADED, "server_error", None),
+}
+"""An error inside a 200 stream, by fault: its message, type and code (else a server error)."""
 
 
 def missing(where: str, test: Test = anything, **options: Any) -> Rule:
@@ -257,21 +263,6 @@ class OpenAI(Format):
             return JsonReply(200, _model(wanted, 1_700_000_000), self.headers(call.request))
         data = [_model(m.id, m.created) for m in call.env.served.listing(self.listed(call))]
         return JsonReply(200, {"object": "list", "data": data}, self.headers(call.request))
-
-    def stream_error_body(self, kind: str) -> dict[str, Any]:
-        if kind == "rate_limit":
-            message, kind_, code = (
-                "Rate limit reached. Please try again later.",
-                "requests",
-                "rate_limit_exceeded",
-            )
-        else:
-            message, kind_, code = (
-                (OVERLOADED if kind == "overloaded" else SERVER_ERROR),
-                "server_error",
-                None,
-            )
-        return {"message": message, "type": kind_, "param": None, "code": code}
 
 
 def _model(name: str, created: int) -> dict[str, Any]:

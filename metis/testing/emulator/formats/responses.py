@@ -25,7 +25,7 @@ from metis.testing.emulator.formats.compaction import (
     responses_item,
     responses_threshold,
 )
-from metis.testing.emulator.formats.openai import REASONING_MODEL, OpenAI
+from metis.testing.emulator.formats.openai import REASONING_MODEL, STREAM_ERRORS, OpenAI
 from metis.testing.emulator.formats.responses_rules import (
     INPUT_TOKENS_FIELDS,
     RULES,
@@ -75,10 +75,10 @@ COMPACT_RULES: list[Rule | Check] = [
     ),
     *RULES[1:],
 ]
-FAILED = {
-    "rate_limit": ("rate_limit_exceeded", "Rate limit reached. Please try again later."),
-    "overloaded": ("server_error", "The server is overloaded or not ready yet."),
-}
+FAILED = (
+    "An error occurred while processing your request. You can retry your request, or contact us "
+    "through our help center."
+)
 
 
 class Responses(OpenAI):
@@ -239,15 +239,8 @@ class Responses(OpenAI):
         return frames
 
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
-        code, message = FAILED.get(
-            kind,
-            (
-                "server_error",
-                "An error occurred while processing your request. You can retry your request, or "
-                "contact us through our help center.",
-            ),
-        )
-        error = {"code": code, "message": message}
+        message, kind, code = STREAM_ERRORS.get(kind, (FAILED, "server_error", None))
+        error = {"code": code or kind, "message": message}
         failed = {
             **call.options["rendered"],
             "status": "failed",
