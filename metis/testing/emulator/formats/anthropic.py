@@ -137,8 +137,7 @@ class Anthropic(Format):
 
     def serve(self, call: Call) -> JsonReply | None:
         if call.endpoint == "count_tokens":
-            prompt = self.read(call)
-            tokens = max(1, (sum(len(s) for s in prompt.segments) + 3) // 4)
+            tokens = self.read(call).tokens
             return JsonReply(200, {"input_tokens": tokens}, self.headers(call.request))
         if not call.endpoint.startswith("model"):
             return None

@@ -192,7 +192,7 @@ class Gemini(Format):
 
     def serve(self, call: Call) -> JsonReply | None:
         if call.endpoint == "generate" and call.match["method"] == "countTokens":
-            total = sum((len(s) + 3) // 4 for s in self.read(call).segments) or 1
+            total = self.read(call).tokens
             body = {
                 "totalTokens": total,
                 "promptTokensDetails": [{"modality": "TEXT", "tokenCount": total}],

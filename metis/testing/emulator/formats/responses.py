@@ -43,7 +43,6 @@ from metis.testing.emulator.wire import (
     Frame,
     Ids,
     JsonReply,
-    count_tokens,
     dumps,
     now_unix,
     object_at,
@@ -118,7 +117,7 @@ class Responses(OpenAI):
         if call.endpoint not in ("input_tokens", "compact"):
             return None
         prompt = self.read(call)
-        tokens = sum(count_tokens(segment) for segment in prompt.segments) or 1
+        tokens = prompt.tokens
         if call.endpoint == "compact":
             ids = Ids(call.request.digest)
             answer = compacted_response(prompt, call.options["items"], ids, tokens)
