@@ -31,6 +31,7 @@ from metis.testing.emulator.formats.responses_rules import (
     RULES,
     encrypt,
     items_of,
+    taking,
 )
 from metis.testing.emulator.formats.responses_stream import response_events
 from metis.testing.emulator.formats.server_openai import (
@@ -38,7 +39,7 @@ from metis.testing.emulator.formats.server_openai import (
     url_citations,
 )
 from metis.testing.emulator.model import Prompt, Reply, ToolSpec
-from metis.testing.emulator.rules import Check, Rule, check, names, one_of
+from metis.testing.emulator.rules import check, names
 from metis.testing.emulator.wire import (
     Frame,
     Ids,
@@ -50,30 +51,14 @@ from metis.testing.emulator.wire import (
 )
 
 MAX_STORED = 1000
-COUNT_RULES: list[Rule | Check] = [
-    Rule(
-        "~",
-        one_of(*INPUT_TOKENS_FIELDS),
-        "Unknown parameter: '{value}'.",
-        "{value}",
-        "unknown_parameter",
-    ),
-    *RULES[1:],
-]
+
+
+COUNT_RULES = [taking(INPUT_TOKENS_FIELDS), *RULES[1:]]
 COMPACT_FIELDS = names(
     "model input instructions previous_response_id prompt_cache_key prompt_cache_options "
     "prompt_cache_retention service_tier"
 )
-COMPACT_RULES: list[Rule | Check] = [
-    Rule(
-        "~",
-        one_of(*COMPACT_FIELDS),
-        "Unknown parameter: '{value}'.",
-        "{value}",
-        "unknown_parameter",
-    ),
-    *RULES[1:],
-]
+COMPACT_RULES = [taking(COMPACT_FIELDS), *RULES[1:]]
 FAILED = (
     "An error occurred while processing your request. You can retry your request, or contact us "
     "through our help center."
