@@ -148,20 +148,10 @@ class Anthropic(Format):
                 "display_name": m.name,
                 "created_at": f"{m.released}T00:00:00Z",
             }
-            for m in call.env.served.listing(self.catalog)
+            for m in self.models(call, self.catalog)
         ]
         if call.endpoint == "model":
-            wanted = call.match["model"]
-            if not call.env.served.known(self.catalog, wanted):
-                raise self.unknown_model(wanted)
-            found = [m for m in listed if m["id"] == wanted]
-            synthesized = {
-                "type": "model",
-                "id": wanted,
-                "display_name": wanted,
-                "created_at": "2025-01-01T00:00:00Z",
-            }
-            return JsonReply(200, found[0] if found else synthesized, self.headers(call.request))
+            return JsonReply(200, listed[0], self.headers(call.request))
         first, last = (listed[0]["id"], listed[-1]["id"]) if listed else (None, None)
         page = {"data": listed, "has_more": False, "first_id": first, "last_id": last}
         return JsonReply(200, page, self.headers(call.request))

@@ -256,13 +256,9 @@ class OpenAI(Format):
         """``GET .../models`` and ``GET .../models/{id}``."""
         if not call.endpoint.startswith("model"):
             return None
-        if call.endpoint == "model":
-            wanted = call.match["model"]
-            if not call.env.served.known(self.catalog, wanted):
-                raise self.unknown_model(wanted)
-            return JsonReply(200, _model(wanted, 1_700_000_000), self.headers(call.request))
-        data = [_model(m.id, m.created) for m in call.env.served.listing(self.listed(call))]
-        return JsonReply(200, {"object": "list", "data": data}, self.headers(call.request))
+        data = [_model(m.id, m.created) for m in self.models(call, self.listed(call))]
+        body = data[0] if call.endpoint == "model" else {"object": "list", "data": data}
+        return JsonReply(200, body, self.headers(call.request))
 
 
 def _model(name: str, created: int) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""A token counting endpoint answers what the same request's reply reports as its input, as
-the providers' do."""
+"""What the endpoints beside a model turn answer agrees with the rest, as the providers' do: a
+token count is what the same request's reply reports as its input, and a model fetched alone
+is its entry in the model list."""
 
 from __future__ import annotations
 
@@ -51,3 +52,21 @@ def test_the_count_is_the_replys_input_tokens(ask: Any) -> None:
     with httpx.Client(transport=Emulator().transport(), base_url="http://emulator") as client:
         counted, used = ask(client)
     assert counted == used > 0
+
+
+MODEL_LISTS = [
+    ("/v1/models", {"x-api-key": "k", "anthropic-version": "2023-06-01"}, "data", "id", ""),
+    ("/v1/models", {"authorization": "Bearer k"}, "data", "id", ""),
+    ("/v1beta/models", {"x-goog-api-key": "k"}, "models", "name", "models/"),
+]
+
+
+@pytest.mark.parametrize(("path", "headers", "key", "field", "prefix"), MODEL_LISTS)
+def test_a_model_fetched_alone_is_its_entry_in_the_list(
+    path: str, headers: dict[str, str], key: str, field: str, prefix: str
+) -> None:
+    with httpx.Client(transport=Emulator().transport(), base_url="http://emulator") as client:
+        listed = client.get(path, headers=headers).json()[key]
+        for entry in listed[:3]:
+            alone = client.get(f"{path}/{entry[field].removeprefix(prefix)}", headers=headers)
+            assert alone.json() == entry
