@@ -8,6 +8,9 @@ import threading
 
 from metis.testing.emulator.wire import count_tokens
 
+LOOKBACK_BLOCKS = 20
+"""Anthropic looks for an earlier cache entry up to 20 blocks before each breakpoint."""
+
 
 class PromptCache:
     """``min_tokens`` is the smallest prefix kept."""
@@ -37,7 +40,7 @@ class PromptCache:
         segments: list[str],
         breakpoints: list[int],
         blocks: list[int] | None = None,
-        lookback: int = 20,
+        lookback: int = LOOKBACK_BLOCKS,
     ) -> tuple[int, int]:
         """Anthropic and Bedrock: prefixes end at cache breakpoints, and each breakpoint
         finds an entry written earlier up to ``lookback`` blocks before it (``blocks``: how

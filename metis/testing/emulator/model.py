@@ -96,6 +96,12 @@ class Prompt:
         return self.segments[:1] + self.segments[1 + start :]
 
     @property
+    def tokens(self) -> int:
+        """The input tokens it counts for (at least one), from :meth:`read_segments`: what
+        usage reports and the token counting endpoints answer."""
+        return sum(count_tokens(s) for s in self.read_segments()) or 1
+
+    @property
     def user_text(self) -> str:
         """The last thing the user wrote, without ``<system-reminder>`` blocks."""
         for turn in reversed(self.turns):
@@ -148,7 +154,7 @@ def measured(prompt: Prompt, reply: Reply) -> Reply:
     """``reply`` with its usage counted (a quarter of the characters), cut at the prompt's
     ``max_tokens`` (its calls dropped, its stop ``max_tokens``) when it does not fit."""
     usage = reply.usage
-    usage.input_tokens = sum(count_tokens(s) for s in prompt.read_segments()) or 1
+    usage.input_tokens = prompt.tokens
     usage.thinking_tokens = count_tokens(reply.thinking)
     visible = count_tokens(reply.text) + sum(count_tokens(c.arguments) + 5 for c in reply.calls)
     limit = prompt.max_tokens

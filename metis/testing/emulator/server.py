@@ -77,11 +77,9 @@ class Server(ThreadingHTTPServer):
         self.stopping.set()
         self.shutdown()
         self.server_close()
+        self.drop_connections()
         with self.lock:
-            connections, handlers = list(self.connections), list(self.handlers)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
+            handlers = list(self.handlers)
         for handler in handlers:
             handler.join(timeout=2)
 
@@ -123,20 +121,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._read_body(headers)
         except ValueError as exc:
             self.close_connection = True
-            reply = JsonReply(
-                400, {"error": {"type": "invalid_request_error", "message": str(exc)}}
-            )
-            self._write(
-                self._head(
-                    400,
-                    {
-                        "content-type": "application/json",
-                        "content-length": str(len(reply.encode())),
-                    },
-                )
-                + reply.encode()
-            )
-            return
+            error = {"type": "invalid_request_error", "message": str(exc)}
+            return self._write_json(JsonReply(400, {"error": error}))
         request = HttpRequest(self.command, path, dict(parse_qsl(query)), headers, body)
         if self.server.websocket and is_upgrade(self.command, headers) and self._upgrade(request):
             return
@@ -151,9 +137,7 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         self.close_connection = True
         if isinstance(refused, JsonReply):
-            body = refused.encode()
-            head = {"content-type": "application/json", "content-length": str(len(body))}
-            self._write(self._head(refused.status, {**head, **refused.headers}) + body)
+            self._write_json(refused)
             return True
         self.log_request(101)
         server = self.server
@@ -212,6 +196,11 @@ class _Handler(BaseHTTPRequestHandler):
             if isinstance(step, bytes) and not self._write(b"%x\r\n%s\r\n" % (len(step), step)):
                 return
         self._write(b"0\r\n\r\n")
+
+    def _write_json(self, reply: JsonReply) -> None:
+        body = reply.encode()
+        head = {"content-type": "application/json", "content-length": str(len(body))}
+        self._write(self._head(reply.status, {**head, **reply.headers}) + body)
 
     def _write(self, data: bytes) -> bool:
         try:

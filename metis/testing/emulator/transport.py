@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
@@ -33,41 +33,45 @@ class EmulatorTransport(httpx.AsyncBaseTransport, httpx.BaseTransport):
         path = request.url.raw_path.decode("ascii").partition("?")[0]  # as sent (SigV4 signs it)
         return self.handler.handle(HttpRequest(request.method, path, query, headers, body))
 
-    def _response(
-        self,
-        request: httpx.Request,
-        delivery: Delivery,
-        stream: httpx.SyncByteStream | httpx.AsyncByteStream,
-    ) -> httpx.Response:
+    def _waits(self, request: httpx.Request, delivery: Delivery) -> list[float]:
+        """The waits before a whole body (none before a stream's head); a drop raises."""
+        if delivery.body is None:
+            return []
+        if None in delivery.steps:
+            self.handler.finish(delivery.record, 0)
+            raise httpx.RemoteProtocolError(
+                "Server disconnected without sending a response.", request=request
+            )
+        return [float(step) for step in delivery.steps if step is not None]
+
+    def _response(self, request: httpx.Request, delivery: Delivery, stream: Any) -> httpx.Response:
         self.handler.finish(delivery.record, delivery.status)
         headers = {k: v for k, v in delivery.headers.items() if k != "transfer-encoding"}
+        if delivery.body is not None:
+            stream = httpx.ByteStream(delivery.body)
         return httpx.Response(delivery.status, headers=headers, stream=stream, request=request)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         delivery = self._delivery(request, await request.aread())
-        if delivery.body is not None:
-            for step in delivery.steps:
-                if step is None:
-                    self.handler.finish(delivery.record, 0)
-                    raise httpx.RemoteProtocolError(
-                        "Server disconnected without sending a response.", request=request
-                    )
-                await anyio.sleep(float(step))
-            return self._response(request, delivery, httpx.ByteStream(delivery.body))
+        for wait in self._waits(request, delivery):
+            await anyio.sleep(wait)
         return self._response(request, delivery, _AsyncSteps(delivery, request))
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         delivery = self._delivery(request, request.read())
-        if delivery.body is not None:
-            for step in delivery.steps:
-                if step is None:
-                    self.handler.finish(delivery.record, 0)
-                    raise httpx.RemoteProtocolError(
-                        "Server disconnected without sending a response.", request=request
-                    )
-                time.sleep(float(step))
-            return self._response(request, delivery, httpx.ByteStream(delivery.body))
+        for wait in self._waits(request, delivery):
+            time.sleep(wait)
         return self._response(request, delivery, _SyncSteps(delivery, request))
+
+
+def _steps(delivery: Delivery, request: httpx.Request) -> Iterator[bytes | float]:
+    """A stream's chunks and waits; a drop cuts it short."""
+    for step in delivery.steps:
+        if step is None:
+            raise httpx.RemoteProtocolError(
+                "peer closed connection without sending complete message body", request=request
+            )
+        yield step
 
 
 class _AsyncSteps(httpx.AsyncByteStream):
@@ -75,12 +79,7 @@ class _AsyncSteps(httpx.AsyncByteStream):
         self.delivery, self.request = delivery, request
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        for step in self.delivery.steps:
-            if step is None:
-                raise httpx.RemoteProtocolError(
-                    "peer closed connection without sending complete message body",
-                    request=self.request,
-                )
+        for step in _steps(self.delivery, self.request):
             if isinstance(step, bytes):
                 yield step
             else:
@@ -92,12 +91,7 @@ class _SyncSteps(httpx.SyncByteStream):
         self.delivery, self.request = delivery, request
 
     def __iter__(self) -> Iterator[bytes]:
-        for step in self.delivery.steps:
-            if step is None:
-                raise httpx.RemoteProtocolError(
-                    "peer closed connection without sending complete message body",
-                    request=self.request,
-                )
+        for step in _steps(self.delivery, self.request):
             if isinstance(step, bytes):
                 yield step
             else:

@@ -107,14 +107,6 @@ class StreamReply:
 Reply = JsonReply | StreamReply
 
 
-class ApiError(Exception):
-    """A refused request; ``reply`` is the provider's error response."""
-
-    def __init__(self, reply: JsonReply) -> None:
-        super().__init__(reply.status)
-        self.reply = reply
-
-
 def dumps(value: Any, separators: tuple[str, str] = (",", ":")) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=separators).encode()
 

@@ -14,13 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from metis.errors import InvalidRequestError
 from metis.gateway.anthropic_api import read_messages
-from metis.model.content import Message
 from metis.testing.emulator.formats.anthropic_rules import RULES, SIGNATURE_KIND, _blocks
 from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.cache_marks import block_counts, unmarked
-from metis.testing.emulator.formats.canonical_turns import turns_of
+from metis.testing.emulator.formats.canonical_turns import prompt_of, read_by
 from metis.testing.emulator.formats.compaction import (
     anthropic_block,
     anthropic_compacted_usage,
@@ -28,7 +26,7 @@ from metis.testing.emulator.formats.compaction import (
     read_breakpoints,
     read_tokens,
 )
-from metis.testing.emulator.model import Prompt, Reply, ToolSpec
+from metis.testing.emulator.model import Prompt, Reply
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.server_tools import anthropic_blocks, anthropic_citations
 from metis.testing.emulator.wire import (
@@ -57,7 +55,6 @@ ERRORS = {
     "server_error": (500, "api_error", "Internal server error"),
     "auth": (401, "authentication_error", "invalid x-api-key"),
 }
-CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 
 
 class Anthropic(Format):
@@ -141,8 +138,7 @@ class Anthropic(Format):
 
     def serve(self, call: Call) -> JsonReply | None:
         if call.endpoint == "count_tokens":
-            prompt = self.read(call)
-            tokens = max(1, (sum(len(s) for s in prompt.segments) + 3) // 4)
+            tokens = self.read(call).tokens
             return JsonReply(200, {"input_tokens": tokens}, self.headers(call.request))
         if not call.endpoint.startswith("model"):
             return None
@@ -153,20 +149,10 @@ class Anthropic(Format):
                 "display_name": m.name,
                 "created_at": f"{m.released}T00:00:00Z",
             }
-            for m in call.env.served.listing(self.catalog)
+            for m in self.models(call, self.catalog)
         ]
         if call.endpoint == "model":
-            wanted = call.match["model"]
-            if not call.env.served.known(self.catalog, wanted):
-                raise self.unknown_model(wanted)
-            found = [m for m in listed if m["id"] == wanted]
-            synthesized = {
-                "type": "model",
-                "id": wanted,
-                "display_name": wanted,
-                "created_at": "2025-01-01T00:00:00Z",
-            }
-            return JsonReply(200, found[0] if found else synthesized, self.headers(call.request))
+            return JsonReply(200, listed[0], self.headers(call.request))
         first, last = (listed[0]["id"], listed[-1]["id"]) if listed else (None, None)
         page = {"data": listed, "has_more": False, "first_id": first, "last_id": last}
         return JsonReply(200, page, self.headers(call.request))
@@ -179,45 +165,26 @@ class Anthropic(Format):
         system = body.get("system") or ""
         if isinstance(system, list) and any("cache_control" in b for b in system):
             breakpoints.add(0)
-        tools = []
-        for tool in body.get("tools") or []:
-            breakpoints.update([0] if "cache_control" in tool else [])
-            if tool.get("type", "custom") == "custom":
-                tools.append(
-                    ToolSpec(tool["name"], str(tool.get("description") or ""), tool["input_schema"])
-                )
+        if any("cache_control" in tool for tool in body.get("tools") or []):
+            breakpoints.add(0)
         for i, message in enumerate(body["messages"]):
             if any("cache_control" in b for b in _blocks(message)):
                 breakpoints.add(i + 1)
-        turns, system_texts = turns_of(_canonical(body))
-        choice = body.get("tool_choice") or {"type": "auto"}
-        fmt = body.get("output_format") or (body.get("output_config") or {}).get("format")
-        schema = (
-            fmt.get("schema")
-            if isinstance(fmt, dict) and fmt.get("type") == "json_schema"
-            else None
-        )
-        thinking = (body.get("thinking") or {}).get("type") in ("enabled", "adaptive")
-        system_text = "\n".join(t for t in system_texts if t)
-        return Prompt(
-            model=call.model,
-            turns=turns,
-            system=system_text,
-            tools=tools,
-            tool_choice=f"tool:{choice['name']}"
-            if choice["type"] == "tool"
-            else CHOICES[choice["type"]],
-            parallel=not choice.get("disable_parallel_tool_use", False),
-            thinking=thinking,
+        # the gateway's reader wants an output limit; the rules checked this one already
+        inbound = read_by(read_messages, {**body, "max_tokens": body.get("max_tokens") or 1})
+        prompt = prompt_of(
+            inbound,
+            call.model,
+            thinking=(body.get("thinking") or {}).get("type") in ("enabled", "adaptive"),
             max_tokens=body["max_tokens"],
-            output_schema=schema if isinstance(schema, dict) else None,
-            segments=[dumps(unmarked(body.get("tools") or [])).decode() + system_text]
-            + [dumps(unmarked(m)).decode() for m in body["messages"]],
             breakpoints=sorted(breakpoints) or None,
             segment_blocks=block_counts(body["messages"]),
             provider=self.name,
             items=body["messages"],
         )
+        prompt.segments = [dumps(unmarked(body.get("tools") or [])).decode() + prompt.system]
+        prompt.segments += [dumps(unmarked(m)).decode() for m in body["messages"]]
+        return prompt
 
     def cached(self, call: Call, prompt: Prompt, reply: Reply) -> None:
         breakpoints, blocks = read_breakpoints(prompt)  # from the latest compaction block on
@@ -278,14 +245,6 @@ class Anthropic(Format):
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
         return message_events(rendered)
-
-
-def _canonical(body: dict[str, Any]) -> list[Message]:
-    """The request's messages (and system) as the gateway reads them: one reader of the API."""
-    try:
-        return read_messages({**body, "max_tokens": body.get("max_tokens") or 1}).messages
-    except InvalidRequestError as refused:
-        raise Refused(refused.message) from None
 
 
 def message_events(message: dict[str, Any]) -> list[Frame]:

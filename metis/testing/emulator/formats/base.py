@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from metis.testing.emulator.catalog import Listed
 from metis.testing.emulator.model import Model, Prompt, Reply
 from metis.testing.emulator.rules import Check, Refused, Rule, check
 from metis.testing.emulator.wire import Frame, HttpRequest, Ids, JsonReply
@@ -136,6 +137,22 @@ class Format:
     def serve(self, call: Call) -> HttpReply | None:
         """The answer of an endpoint that is not a model turn (token counts, model lists)."""
         return None
+
+    def models(
+        self, call: Call, catalogs: Sequence[str], unlisted: tuple[int, int] = (128_000, 8_192)
+    ) -> list[Listed]:
+        """``GET .../models``: the models of ``catalogs`` served, in id order; ``GET
+        .../models/{id}``: the one asked for alone (as listed, else under its own name with
+        the ``unlisted`` context and output limits), or the API's 404 when it is not served."""
+        served = call.env.served
+        listed: list[Listed] = served.listing(catalogs)
+        if call.endpoint != "model":
+            return listed
+        wanted = call.match["model"]
+        if not served.known(self.catalog, wanted):
+            raise self.unknown_model(wanted)
+        alone = Listed(wanted, wanted, "2025-01-01", *unlisted)
+        return [next((m for m in listed if m.id == wanted), alone)]
 
     def read(self, call: Call) -> Prompt:
         raise NotImplementedError

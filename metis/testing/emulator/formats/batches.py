@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from metis.testing.emulator.formats.anthropic import Anthropic
 from metis.testing.emulator.formats.base import Call, Format, Route
-from metis.testing.emulator.formats.gemini import Gemini, google_error
+from metis.testing.emulator.formats.gemini import Gemini
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.wire import HttpRequest, JsonReply, request_ids
 
@@ -165,18 +165,8 @@ class AnthropicBatches(Anthropic):
             "canceled": 0,
             "expired": 0,
         }
-        if done:
-            for _, status, body in batch.items:
-                kind = (
-                    "canceled"
-                    if batch.cancelled
-                    else "expired"
-                    if body is None
-                    else "succeeded"
-                    if status == 200
-                    else "errored"
-                )
-                counts[kind] += 1
+        for _, status, body in batch.items if done else ():
+            counts[self._result(batch, status, body)["type"]] += 1
         return {
             "id": batch.id,
             "type": "message_batch",
@@ -229,11 +219,8 @@ class GeminiBatches(Gemini):
             batch = run_items(Gemini(), call, requests, request_ids(call.request).token(16).lower())
             batch.extra["model"] = model
             return JsonReply(200, self._operation(store(call, batch)))
-        with call.env.lock:
-            found = call.env.batches.get(call.match["id"])
-        if not isinstance(found, Batch):
-            return google_error(404, "NOT_FOUND", f"Batch batches/{call.match['id']} not found.")
-        batch = found
+        missing = Refused(f"Batch batches/{call.match['id']} not found.", status=404)
+        batch = find(call, call.match["id"], missing)
         if call.endpoint == "cancel":
             batch.cancelled = True
             return JsonReply(200, {})

@@ -11,8 +11,6 @@ from metis.testing.emulator.rules import Refused
 MAX_BREAKPOINTS = 4
 MAX_PROMPT_CACHE_KEY = 64
 """OpenAI refuses a longer ``prompt_cache_key`` (Chat Completions and Responses)."""
-LOOKBACK_BLOCKS = 20
-"""Anthropic looks for an earlier cache entry up to 20 blocks before each breakpoint."""
 
 
 def unmarked(value: Any) -> Any:

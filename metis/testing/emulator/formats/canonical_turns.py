@@ -1,12 +1,56 @@
-"""A request's conversation as the emulator's model reads it, from the canonical messages the
-gateway's server-side codecs read (metis.gateway): one reader of each API's requests."""
+"""A request as the emulator's model reads it, from what the gateway's server-side codecs read
+(metis.gateway): one reader of each API's requests."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
+from metis.errors import InvalidRequestError
+from metis.gateway.inbound import Inbound
 from metis.model.content import Message, Role, TextBlock, ToolResultBlock, ToolUseBlock
-from metis.testing.emulator.model import CallIn, ResultIn, Turn
+from metis.model.request import ToolChoice
+from metis.testing.emulator.model import CallIn, Prompt, ResultIn, ToolSpec, Turn
+from metis.testing.emulator.rules import Refused
+
+CHOICES = {"auto": "auto", "any": "required", "none": "none"}
+
+
+def read_by(reader: Any, body: Any) -> Any:
+    """``reader(body)`` (a gateway codec's reader), its refusal a plain 400."""
+    try:
+        return reader(body)
+    except InvalidRequestError as refused:
+        raise Refused(refused.message) from None
+
+
+def prompt_of(inbound: Inbound, model: str, **wire: Any) -> Prompt:
+    """The Prompt of a request the gateway read: its turns, system texts, function tools, tool
+    choice (a freeform tool's name is never called: auto), parallel calls, output limit and
+    schema. ``wire`` sets what the format reads from the body itself."""
+    fields = inbound.fields
+    tools = fields.get("tools") or []
+    choice: ToolChoice = fields.get("tool_choice") or ToolChoice.auto()
+    freeform = {tool.name for tool in tools if tool.freeform is not None}
+    turns, system = turns_of(inbound.messages)
+    read: dict[str, Any] = {
+        "model": model,
+        "turns": turns,
+        "system": "\n".join(text for text in system if text),
+        "tools": [
+            ToolSpec(tool.name, tool.description or "", tool.input_schema)
+            for tool in tools
+            if tool.freeform is None
+        ],
+        "tool_choice": "auto"
+        if choice.name in freeform
+        else f"tool:{choice.name}"
+        if choice.type == "tool"
+        else CHOICES[choice.type],
+        "parallel": fields.get("parallel_tool_calls", True),
+        "max_tokens": inbound.max_output_tokens,
+        "output_schema": fields.get("output_schema"),
+    }
+    return Prompt(**{**read, **wire})
 
 
 def turns_of(messages: list[Message]) -> tuple[list[Turn], list[str]]:

@@ -17,20 +17,22 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from metis.errors import InvalidRequestError
 from metis.gateway.chat_api import read_chat
-from metis.model.content import Message
 from metis.testing.emulator.formats.base import Call, Route
-from metis.testing.emulator.formats.canonical_turns import turns_of
+from metis.testing.emulator.formats.canonical_turns import prompt_of, read_by
 from metis.testing.emulator.formats.chat_rules import DEEPSEEK_THINKING, RULES
-from metis.testing.emulator.formats.openai import REASONING_MODEL, OpenAI
+from metis.testing.emulator.formats.openai import (
+    REASONING_MODEL,
+    SERVER_ERROR,
+    STREAM_ERRORS,
+    OpenAI,
+)
 from metis.testing.emulator.formats.server_openai import (
     chat_annotations,
     lists_on_every_chunk,
     source_lists,
 )
-from metis.testing.emulator.model import Prompt, Reply, ToolSpec
-from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.model import Prompt, Reply
 from metis.testing.emulator.wire import (
     Frame,
     Ids,
@@ -89,33 +91,17 @@ class Chat(OpenAI):
             "include_usage": options.get("include_usage") is True,
             "obfuscation": options.get("include_obfuscation", True) is not False,
         }
-        tools = [
-            ToolSpec(
-                f["name"],
-                str(f.get("description") or ""),
-                f.get("parameters") or {"type": "object", "properties": {}},
-            )
-            for f in (t["function"] for t in body.get("tools") or [] if t["type"] == "function")
-        ]
-        turns, system_texts = turns_of(_canonical(body))
-        system = "\n".join(system_texts)
         fmt = object_at(body, "response_format")
-        schema = (
-            object_at(fmt, "json_schema").get("schema")
-            if fmt.get("type") == "json_schema"
-            else None
-        )
-        return Prompt(
-            model=call.model,
-            turns=turns,
-            system=system,
-            tools=tools,
-            tool_choice=_choice(body.get("tool_choice")),
-            parallel=body.get("parallel_tool_calls", True) is not False,
+        # the gateway does not read allowed_tools: a choice among the tools, required or not
+        allowed = object_at(object_at(body, "tool_choice"), "allowed_tools")
+        read = {k: v for k, v in body.items() if not (allowed and k == "tool_choice")}
+        return prompt_of(
+            read_by(read_chat, read),
+            call.model,
+            **({"tool_choice": "required"} if allowed.get("mode") == "required" else {}),
             thinking=bool(REASONING_MODEL.match(call.model) or GROK_REASONING.match(call.model))
             or thinks,
             max_tokens=body.get("max_completion_tokens", body.get("max_tokens")),
-            output_schema=schema if isinstance(schema, dict) else None,
             json_mode=fmt.get("type") == "json_object",
             segments=[dumps(body.get("tools") or []).decode()]
             + [dumps(m).decode() for m in body["messages"]],
@@ -216,30 +202,13 @@ class Chat(OpenAI):
         return frames
 
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
-        return [sse({"error": self.stream_error_body(kind)})]
+        message, kind, code = STREAM_ERRORS.get(kind, (SERVER_ERROR, "server_error", None))
+        return [sse({"error": {"message": message, "type": kind, "param": None, "code": code}})]
 
 
 def _call_start(index: int, tool_call: dict[str, Any]) -> dict[str, Any]:
     function = {"name": tool_call["function"]["name"], "arguments": ""}
     return {"index": index, "id": tool_call["id"], "type": "function", "function": function}
-
-
-def _choice(raw: Any) -> str:
-    if isinstance(raw, dict) and raw.get("type") == "function":
-        return f"tool:{raw['function']['name']}"
-    if isinstance(raw, dict) and raw.get("type") == "custom":  # a custom tool, never called
-        return "auto"
-    if isinstance(raw, dict):  # allowed_tools
-        return "required" if (raw.get("allowed_tools") or {}).get("mode") == "required" else "auto"
-    return str(raw or "auto")
-
-
-def _canonical(body: dict[str, Any]) -> list[Message]:
-    """The request's messages as the gateway reads them: one reader of the API."""
-    try:
-        return read_chat(body).messages
-    except InvalidRequestError as refused:
-        raise Refused(refused.message) from None
 
 
 def _usage(reply: Reply, reasoning_apart: bool) -> dict[str, Any]:

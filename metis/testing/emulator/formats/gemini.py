@@ -192,7 +192,7 @@ class Gemini(Format):
 
     def serve(self, call: Call) -> JsonReply | None:
         if call.endpoint == "generate" and call.match["method"] == "countTokens":
-            total = sum((len(s) + 3) // 4 for s in self.read(call).segments) or 1
+            total = self.read(call).tokens
             body = {
                 "totalTokens": total,
                 "promptTokensDetails": [{"modality": "TEXT", "tokenCount": total}],
@@ -208,19 +208,12 @@ class Gemini(Format):
             return None
         listed = [
             _listed(m.id, m.name, m.context, m.output)
-            for m in call.env.served.listing(self.catalog)
-            if not m.id.startswith("claude")  # Claude on Vertex: not a Gemini API model
+            for m in self.models(call, self.catalog, (1_048_576, 65_536))
+            # Claude on Vertex is not a Gemini API model
+            if call.endpoint == "model" or not m.id.startswith("claude")
         ]
-        if call.endpoint == "models":
-            return JsonReply(200, {"models": listed}, indent=2, separators=SEPARATORS)
-        wanted = call.match["model"]
-        if not call.env.served.known(self.catalog, wanted):
-            raise self.unknown_model(wanted)
-        found = next(
-            (m for m in listed if m["name"] == f"models/{wanted}"),
-            _listed(wanted, wanted, 1_048_576, 65_536),
-        )
-        return JsonReply(200, found, indent=2, separators=SEPARATORS)
+        body = listed[0] if call.endpoint == "model" else {"models": listed}
+        return JsonReply(200, body, indent=2, separators=SEPARATORS)
 
     def read(self, call: Call) -> Prompt:
         body = call.body

@@ -34,6 +34,12 @@ NO_KEY = (
 )
 SERVER_ERROR = "The server had an error while processing your request. Sorry about that!"
 OVERLOADED = "The server is overloaded or not ready yet."
+RATE_LIMITED = "rate_limit_exceeded"
+STREAM_ERRORS = {
+    "rate_limit": ("Rate limit reached. Please try again later.", "requests", RATE_LIMITED),
+    "overloaded": (OVERLOADED, "server_error", None),
+}
+"""An error inside a 200 stream, by fault: its message, type and code (else a server error)."""
 
 
 def missing(where: str, test: Test = anything, **options: Any) -> Rule:
@@ -68,11 +74,7 @@ def listing(allowed: Sequence[str]) -> str:
 
 def supported(where: str, allowed: Sequence[str], **options: Any) -> Rule:
     """OpenAI's "Invalid value": the value at ``where`` must be one of ``allowed``."""
-    listed = [f"'{a}'" for a in allowed]
-    listing = (
-        " and ".join(listed) if len(listed) < 3 else ", ".join(listed[:-1]) + f", and {listed[-1]}"
-    )
-    message = f"Invalid value: '{{value}}'. Supported values are: {listing}."
+    message = f"Invalid value: '{{value}}'. Supported values are: {listing(allowed)}."
     param = placeholders(where, brackets=True)
     return Rule(where, one_of(*allowed), message, param, "invalid_value", **options)
 
@@ -254,28 +256,9 @@ class OpenAI(Format):
         """``GET .../models`` and ``GET .../models/{id}``."""
         if not call.endpoint.startswith("model"):
             return None
-        if call.endpoint == "model":
-            wanted = call.match["model"]
-            if not call.env.served.known(self.catalog, wanted):
-                raise self.unknown_model(wanted)
-            return JsonReply(200, _model(wanted, 1_700_000_000), self.headers(call.request))
-        data = [_model(m.id, m.created) for m in call.env.served.listing(self.listed(call))]
-        return JsonReply(200, {"object": "list", "data": data}, self.headers(call.request))
-
-    def stream_error_body(self, kind: str) -> dict[str, Any]:
-        if kind == "rate_limit":
-            message, kind_, code = (
-                "Rate limit reached. Please try again later.",
-                "requests",
-                "rate_limit_exceeded",
-            )
-        else:
-            message, kind_, code = (
-                (OVERLOADED if kind == "overloaded" else SERVER_ERROR),
-                "server_error",
-                None,
-            )
-        return {"message": message, "type": kind_, "param": None, "code": code}
+        data = [_model(m.id, m.created) for m in self.models(call, self.listed(call))]
+        body = data[0] if call.endpoint == "model" else {"object": "list", "data": data}
+        return JsonReply(200, body, self.headers(call.request))
 
 
 def _model(name: str, created: int) -> dict[str, Any]:

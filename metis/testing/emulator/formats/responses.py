@@ -16,23 +16,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from metis.errors import InvalidRequestError
 from metis.gateway.responses_read import read_input
-from metis.model.content import Message
 from metis.testing.emulator.formats.base import Call, Route
-from metis.testing.emulator.formats.canonical_turns import turns_of
+from metis.testing.emulator.formats.canonical_turns import read_by, turns_of
 from metis.testing.emulator.formats.compaction import (
     compacted_response,
     read_tokens,
     responses_item,
     responses_threshold,
 )
-from metis.testing.emulator.formats.openai import REASONING_MODEL, OpenAI
+from metis.testing.emulator.formats.openai import REASONING_MODEL, STREAM_ERRORS, OpenAI
 from metis.testing.emulator.formats.responses_rules import (
     INPUT_TOKENS_FIELDS,
     RULES,
     encrypt,
     items_of,
+    taking,
 )
 from metis.testing.emulator.formats.responses_stream import response_events
 from metis.testing.emulator.formats.server_openai import (
@@ -40,12 +39,11 @@ from metis.testing.emulator.formats.server_openai import (
     url_citations,
 )
 from metis.testing.emulator.model import Prompt, Reply, ToolSpec
-from metis.testing.emulator.rules import Check, Refused, Rule, check, names, one_of
+from metis.testing.emulator.rules import check, names
 from metis.testing.emulator.wire import (
     Frame,
     Ids,
     JsonReply,
-    count_tokens,
     dumps,
     now_unix,
     object_at,
@@ -53,34 +51,18 @@ from metis.testing.emulator.wire import (
 )
 
 MAX_STORED = 1000
-COUNT_RULES: list[Rule | Check] = [
-    Rule(
-        "~",
-        one_of(*INPUT_TOKENS_FIELDS),
-        "Unknown parameter: '{value}'.",
-        "{value}",
-        "unknown_parameter",
-    ),
-    *RULES[1:],
-]
+
+
+COUNT_RULES = [taking(INPUT_TOKENS_FIELDS), *RULES[1:]]
 COMPACT_FIELDS = names(
     "model input instructions previous_response_id prompt_cache_key prompt_cache_options "
     "prompt_cache_retention service_tier"
 )
-COMPACT_RULES: list[Rule | Check] = [
-    Rule(
-        "~",
-        one_of(*COMPACT_FIELDS),
-        "Unknown parameter: '{value}'.",
-        "{value}",
-        "unknown_parameter",
-    ),
-    *RULES[1:],
-]
-FAILED = {
-    "rate_limit": ("rate_limit_exceeded", "Rate limit reached. Please try again later."),
-    "overloaded": ("server_error", "The server is overloaded or not ready yet."),
-}
+COMPACT_RULES = [taking(COMPACT_FIELDS), *RULES[1:]]
+FAILED = (
+    "An error occurred while processing your request. You can retry your request, or contact us "
+    "through our help center."
+)
 
 
 class Responses(OpenAI):
@@ -122,7 +104,7 @@ class Responses(OpenAI):
         if not self.serves(call.env, call.model):
             raise self.unknown_model(call.model)
         prompt = self.read(call)
-        tokens = sum(count_tokens(segment) for segment in prompt.segments) or 1
+        tokens = prompt.tokens
         if call.endpoint == "compact":
             ids = Ids(call.request.digest)
             answer = compacted_response(prompt, call.options["items"], ids, tokens)
@@ -146,7 +128,10 @@ class Responses(OpenAI):
             obfuscation=(body.get("stream_options") or {}).get("include_obfuscation", True)
             is not False,
         )
-        turns, texts = turns_of(_canonical(items))
+        # what the gateway leaves out (reasoning items, hosted tools' calls) the model never
+        # read; each message item is a turn of its own, so the user's last words are the last
+        messages = read_by(lambda raw: read_input(raw, [], messages_apart=True), items)
+        turns, texts = turns_of(messages)
         instructions = body.get("instructions") if isinstance(body.get("instructions"), str) else ""
         system = "\n".join([str(instructions), *texts])
         fmt = object_at(object_at(body, "text"), "format")
@@ -240,15 +225,8 @@ class Responses(OpenAI):
         return frames
 
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
-        code, message = FAILED.get(
-            kind,
-            (
-                "server_error",
-                "An error occurred while processing your request. You can retry your request, or "
-                "contact us through our help center.",
-            ),
-        )
-        error = {"code": code, "message": message}
+        message, kind, code = STREAM_ERRORS.get(kind, (FAILED, "server_error", None))
+        error = {"code": code or kind, "message": message}
         failed = {
             **call.options["rendered"],
             "status": "failed",
@@ -270,16 +248,6 @@ def _choice(raw: Any) -> str:
             f"tool:{raw['name']}" if raw.get("type") == "function" else "auto"
         )  # hosted tools, allowed_tools
     return str(raw or "auto")
-
-
-def _canonical(items: list[dict[str, Any]]) -> list[Message]:
-    """The conversation (stored items, then the input) as the gateway reads it: one reader of
-    the API. What it leaves out (reasoning items, hosted tools' calls) the model never read.
-    Each message item is a turn of its own, so what the user said last is the last one."""
-    try:
-        return read_input(items, [], messages_apart=True)
-    except InvalidRequestError as refused:
-        raise Refused(refused.message) from None
 
 
 def _output(call: Call, reply: Reply, ids: Ids) -> list[dict[str, Any]]:
