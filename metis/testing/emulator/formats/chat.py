@@ -92,13 +92,9 @@ class Chat(OpenAI):
             "obfuscation": options.get("include_obfuscation", True) is not False,
         }
         fmt = object_at(body, "response_format")
-        # the gateway does not read allowed_tools: a choice among the tools, required or not
-        allowed = object_at(object_at(body, "tool_choice"), "allowed_tools")
-        read = {k: v for k, v in body.items() if not (allowed and k == "tool_choice")}
         return prompt_of(
-            read_by(read_chat, read),
+            read_by(read_chat, body),
             call.model,
-            **({"tool_choice": "required"} if allowed.get("mode") == "required" else {}),
             thinking=bool(REASONING_MODEL.match(call.model) or GROK_REASONING.match(call.model))
             or thinks,
             max_tokens=body.get("max_completion_tokens", body.get("max_tokens")),
