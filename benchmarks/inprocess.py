@@ -112,8 +112,8 @@ async def section_stream(url: str, args: argparse.Namespace) -> list[dict[str, A
             clients = await _clients(provider, url)
             try:
                 samples = await _alternate(
-                    {n: (lambda c=c: c.stream(scenario)) for n, c in clients.items()},
-                    lambda n, o, p=provider: verify(n, o, scenario, p, True),
+                    {n: (lambda c=c, s=scenario: c.stream(s)) for n, c in clients.items()},
+                    lambda n, o, p=provider, s=scenario: verify(n, o, s, p, True),
                     args.warmup,
                     args.runs,
                 )
