@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -19,7 +20,12 @@ from pydantic import TypeAdapter, ValidationError
 from metis.catalog.model_info import ModelInfo
 
 log = logging.getLogger("metis")
-_ENTRY: TypeAdapter[ModelInfo] = TypeAdapter(ModelInfo)
+
+
+@cache
+def _entry() -> TypeAdapter[ModelInfo]:
+    """The validator of an entry, built when the first entry is read (not at import)."""
+    return TypeAdapter(ModelInfo)
 
 
 class MalformedEntry(ValueError):
@@ -44,7 +50,7 @@ def index_names(raw: Any) -> tuple[str, str, tuple[str, ...]]:
 def model_info(raw: Mapping[str, Any]) -> ModelInfo:
     """The entry as a ModelInfo, every field checked; MalformedEntry naming what is wrong."""
     try:
-        return _ENTRY.validate_python(raw)
+        return _entry().validate_python(raw)
     except ValidationError as exc:
         raise MalformedEntry(problems(exc)) from None
     except (ValueError, TypeError, ArithmeticError) as exc:  # from a field's own conversion

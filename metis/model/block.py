@@ -12,7 +12,7 @@ from metis.model.cache import CacheHint
 class ProviderRaw(BaseModel):
     """A provider's own representation of a block, and who produced it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     provider: str
     model: str | None = None
@@ -23,7 +23,7 @@ class BlockBase(BaseModel):
     """The base of every content block: frozen, with an optional ``provider_raw`` and an
     optional cache hint."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     provider_raw: ProviderRaw | None = None
     cache: CacheHint | None = Field(default=None, exclude_if=lambda hint: hint is None)

@@ -29,7 +29,7 @@ class CacheHint(BaseModel):
     provider takes one (Anthropic, Bedrock Claude: ``5m`` or ``1h``); None: the provider's
     default (five minutes)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     ttl: CacheTTL | None = None
 
@@ -53,7 +53,7 @@ class CachePolicy(BaseModel):
     works: it takes no request).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     prefix: bool = True
     conversation: bool | Literal["auto"] = "auto"
@@ -89,7 +89,7 @@ class CachedContent(BaseModel):
     by its ``name`` (``CachePolicy(cached_content=name)``), billed for its storage until it
     expires or is deleted."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     name: str = Field(pattern=CACHED_CONTENT_NAME)
     model: str

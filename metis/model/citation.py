@@ -21,7 +21,7 @@ from metis.model.block import ProviderRaw
 class TextSpan(BaseModel):
     """Characters ``start`` (inclusive) to ``end`` (exclusive) of the block's text."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     start: int = Field(ge=0)
     end: int = Field(ge=0)
@@ -39,7 +39,7 @@ class DocumentLocation(BaseModel):
     (0-based, end exclusive), ``page`` (1-based, end exclusive) or ``block`` (content blocks,
     0-based, end exclusive)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     index: int | None = Field(default=None, ge=0)
     title: str | None = None
@@ -54,7 +54,7 @@ class Citation(BaseModel):
     (``document``), with the quoted ``cited_text`` and the ``span`` of the block's text where
     the provider gives them."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     kind: Literal["url", "document", "search_result", "file"]
     url: str | None = None

@@ -59,7 +59,7 @@ class TextBlock(BlockBase):
 class Base64ImageSource(BaseModel):
     """An image given inline: its media type (``image/png``) and base64 data."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: Literal["base64"] = "base64"
     media_type: str
@@ -69,7 +69,7 @@ class Base64ImageSource(BaseModel):
 class URLImageSource(BaseModel):
     """An image given by URL."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: Literal["url"] = "url"
     url: str
@@ -175,7 +175,7 @@ ContentBlock = Annotated[
 class Message(BaseModel):
     """One turn of the conversation. ``content`` accepts a plain string for convenience."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     role: Role
     content: list[ContentBlock]

@@ -48,7 +48,7 @@ SamplingRanges = dict[str, tuple[float | None, float | None]]
 class ReasoningProfile(BaseModel):
     """How one model is asked to reason (from the catalog, docs/reasoning.md)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     form: Literal["budget", "effort", "adaptive", "always"]
     """``budget``: a token budget; ``effort``: a level; ``adaptive``: a level, the model deciding
@@ -76,7 +76,7 @@ class SettingRules(BaseModel):
     """What a model refuses of a request's settings beyond their ranges (from the catalog,
     metis/catalog/knobs.py): the settings it takes only one at a time, and stop sequences."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     one_at_a_time: tuple[tuple[SamplingName, ...], ...] = ()
     """Groups of sampling settings the model refuses together (Claude 4.5 and 4.6: temperature

@@ -29,7 +29,7 @@ from metis.model.block import BlockBase
 
 
 class _Source(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
 class Base64Source(_Source):

@@ -18,7 +18,7 @@ from metis.model.server_tools import ServerTool
 class ToolAnnotations(BaseModel):
     """Behaviour hints for a tool (docs/contract.md); never sent to providers that lack them."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     read_only: bool | None = None
     destructive: bool | None = None
@@ -31,7 +31,7 @@ class FreeformInput(BaseModel):
     grammar: ``syntax`` (``lark`` or ``regex``) and its ``definition``. A call of such a tool
     is a tool call whose input is ``{"input": "<the text>"}`` (docs/contract.md §10)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     syntax: Literal["lark", "regex"] | None = None
     definition: str | None = Field(default=None, min_length=1)
@@ -57,7 +57,7 @@ class ToolDefinition(BaseModel):
     :func:`metis.tool` makes one from a Python function or a pydantic model. A ``freeform``
     tool takes free text instead (its ``input_schema`` is then :data:`FREEFORM_SCHEMA`)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: str = Field(min_length=1)
     description: str = ""
@@ -82,7 +82,7 @@ class ToolChoice(BaseModel):
     """auto: the model decides; any: it must call some tool; tool: it must call ``name``;
     none: it must not call tools."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: Literal["auto", "any", "tool", "none"] = "auto"
     name: str | None = None
@@ -115,7 +115,7 @@ class ThinkingConfig(BaseModel):
     level (one or the other). Each model is asked the way it takes (docs/reasoning.md): a
     budget for an effort model, or a level it lacks, is converted, with a warning."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     budget_tokens: int | None = Field(default=None, ge=1)
     effort: ReasoningEffort | None = None
@@ -152,7 +152,7 @@ class Compaction(BaseModel):
     provider (docs/contract.md §8). ``instructions``: what the summary should keep (Anthropic
     only). A provider without compaction drops it with one WARN (docs/sessions.md)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     trigger_tokens: int = Field(ge=1)
     instructions: str | None = Field(default=None, min_length=1)
@@ -163,7 +163,7 @@ class CanonicalRequest(BaseModel):
     the messages, the output limit, and what else the call asks for (tools, tool choice,
     system prompt, sampling, structured output, thinking, session). docs/contract.md §1."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     model: str = Field(min_length=1, description="canonical 'provider:name' or a wire name")
     messages: list[Message]

@@ -29,7 +29,7 @@ class StopKind(StrEnum):
 class StopReason(BaseModel):
     """A normalized kind plus the provider's own string; nothing is silently called end_turn."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     kind: StopKind
     raw: str | None = None
@@ -43,7 +43,7 @@ class TokenUsage(BaseModel):
     so one price formula fits all (docs/contract.md §5).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
@@ -67,7 +67,7 @@ class DroppedContent(BaseModel):
     ``repeated`` is True when the same drop was already reported earlier in the session: it is
     still listed with the call that made it, but logged only the first time."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     block_type: str
     reason: str
@@ -81,7 +81,7 @@ class CanonicalResponse(BaseModel):
     and the call's warnings. ``.text``, ``.tool_calls`` and ``.message`` (the reply as the
     next assistant message) make continuing a conversation one line."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     request_id: str
     model: str

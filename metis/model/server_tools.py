@@ -29,7 +29,7 @@ WEB_SEARCH, WEB_FETCH, CODE_EXECUTION = "web_search", "web_fetch", "code_executi
 
 
 class _Declaration(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
 class UserLocation(_Declaration):
@@ -106,7 +106,7 @@ ServerTool = Annotated[
 class SearchResult(BaseModel):
     """A page a web search found."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     url: str
     title: str | None = None
@@ -118,7 +118,7 @@ class CodeOutput(BaseModel):
     """What code run by the provider printed, how it exited, and the files it made (provider
     file ids or URLs)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     stdout: str = ""
     stderr: str = ""

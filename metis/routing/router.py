@@ -285,7 +285,7 @@ class Router:
         if not await self._initialized(call, target):
             return None
         routed = target.request_for(call.request)
-        estimate = read_estimate(routed, target.adapter.name, target.profile)
+        estimate = read_estimate(routed, target.adapter.name, target.profile, target.capabilities)
         problems = unmet_needs(routed, target.capabilities, target.profile, estimate=estimate)
         if problems:
             call.skipped(target, CANNOT_SERVE + "; ".join(problems))

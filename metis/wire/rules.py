@@ -48,20 +48,22 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
         if not blocks:
             problems.append(f"messages.{i}: content must not be empty")
         for j, block in enumerate(blocks):
-            where = f"messages.{i}.content.{j}"
             kind = block.get("type")
             if kind == "text" and not str(block.get("text", "")).strip():
-                problems.append(f"{where}: text content blocks must contain non-whitespace text")
+                problems.append(
+                    f"{_block_at(i, j)}: text content blocks must contain non-whitespace text"
+                )
             elif kind == "thinking" and not block.get("signature"):
-                problems.append(f"{where}: thinking blocks must carry their signature")
+                problems.append(f"{_block_at(i, j)}: thinking blocks must carry their signature")
             elif kind == "tool_use":
                 tool_id = block.get("id")
                 if not _ANTHROPIC_ID.match(str(tool_id or "")):
                     problems.append(
-                        f"{where}: tool_use id {tool_id!r} has characters Anthropic refuses"
+                        f"{_block_at(i, j)}: tool_use id {tool_id!r} has characters Anthropic "
+                        "refuses"
                     )
                 if not isinstance(block.get("input"), dict):
-                    problems.append(f"{where}: tool_use input must be an object")
+                    problems.append(f"{_block_at(i, j)}: tool_use input must be an object")
         if role == "user":
             results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
             if pending and sorted(map(str, results)) != sorted(pending):
@@ -83,6 +85,11 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
     problems += parameter_problems(body)
     problems += anthropic_media_problems(body)
     return problems
+
+
+def _block_at(i: int, j: int) -> str:
+    """Where a block is, as Anthropic names it (built only for a block with a problem)."""
+    return f"messages.{i}.content.{j}"
 
 
 def openai_chat_problems(body: dict[str, Any]) -> list[str]:

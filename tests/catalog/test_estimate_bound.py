@@ -11,6 +11,8 @@ from metis.model.content import Message, TextBlock, ToolUseBlock
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.stages.policy.capability_check import unmet_needs
 
+from ..helpers import bound, make_call
+
 TEXTS = [
     "",
     "a",
@@ -72,3 +74,25 @@ def test_a_request_over_the_bound_but_within_the_context_is_let_through() -> Non
     assert unmet_needs(long_words, over, profile) == [
         f"the input is about {estimate} tokens and the context holds {estimate - 1}"
     ]
+
+
+def test_a_request_whose_bound_fits_is_not_estimated_in_full(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """capability_check and the router read the bound and stop there when it fits: the full
+    estimate (a regex pass per piece of text) is made only for a request near the context."""
+    from metis.stages.policy import capability_check
+
+    made: list[bool] = []
+
+    def counting(request: CanonicalRequest, profile: object, *, at_most: bool = False) -> int:
+        made.append(at_most)
+        return estimate_request_tokens(request, profile, at_most=at_most)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(capability_check, "estimate_request_tokens", counting)
+    caps = AdapterCapabilities(max_context_tokens=200_000, supports_tools=True)
+    profile = TokenProfile(text_counting="pieces")
+    stage = bound(capability_check.CapabilityCheck(), capabilities=caps, token_profile=profile)
+    sent = request("a few words")
+    assert stage.rewrite(sent, make_call()) is sent
+    assert made == [True]

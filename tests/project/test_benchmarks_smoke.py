@@ -152,3 +152,17 @@ def test_the_gateway_section_runs_metis_and_litellm_where_installed(tmp_path: Pa
         _table_ok(table)
     again = gateway.main(["--report-from", str(out)])
     assert [c.summary() for c in again] == [c.summary() for c in cells]
+
+
+def test_the_in_process_benchmark_runs_and_reports_a_ratio(tmp_path: Path) -> None:
+    from benchmarks import inprocess
+
+    out = tmp_path / "rows.json"
+    argv = ["--sections", "stream,complete", "--providers", "anthropic", "--reads", "16384"]
+    rows = inprocess.main([*argv, "--runs", "1", "--warmup", "0", "--json", str(out)])
+    assert [(r["kind"], r["provider"]) for r in rows] == [
+        ("stream", "anthropic"),
+        ("complete", "anthropic"),
+    ]
+    assert all(_positive(r["ratio"]) for r in rows)
+    assert json.loads(out.read_text()) == rows

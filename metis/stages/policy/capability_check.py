@@ -43,9 +43,8 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         request, unmet = fit_tools(request, caps)  # freeform tools: functions, or refused
         problems += unmet
         profile = self._services.token_profile_for(call.wire_model)
-        problems += unmet_needs(
-            request, caps, profile, estimate=read_estimate(request, call.provider, profile)
-        )
+        estimate = read_estimate(request, call.provider, profile, caps)
+        problems += unmet_needs(request, caps, profile, estimate=estimate)
         if problems:
             raise CapabilityError(
                 f"{call.model} cannot serve this request: " + "; ".join(problems),
@@ -55,12 +54,17 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         return request
 
 
-def read_estimate(request: CanonicalRequest, provider: str, profile: TokenProfile | None) -> int:
+def read_estimate(
+    request: CanonicalRequest,
+    provider: str,
+    profile: TokenProfile | None,
+    caps: AdapterCapabilities,
+) -> int:
     """The input ``provider`` reads of ``request``, estimated: from the latest compaction block
-    it made on, if any."""
+    it made on, if any; a bound of it when the bound already fits ``caps``' context."""
     start = window_start(request.messages, [provider])
     read = request.model_copy(update={"messages": request.messages[start:]}) if start else request
-    return estimate_request_tokens(read, profile)
+    return _estimate(read, caps, profile)
 
 
 def unmet_needs(

@@ -65,24 +65,30 @@ def present(body: dict[str, Any]) -> list[Breakpoint]:
     """The breakpoints a body carries already (the caller's), in prefix order."""
     found: list[Breakpoint] = []
 
-    def add(path: tuple[Any, ...], order: tuple[int, ...], where: str) -> None:
-        block = at(body, path)
+    def add(block: Any, path: tuple[Any, ...], order: tuple[int, ...]) -> None:
         if isinstance(block, dict) and "cache_control" in block:
             ttl = marker_ttl(block["cache_control"])
+            where = path[0] + "".join(
+                f"[{step}]" if isinstance(step, int) else f".{step}" for step in path[1:]
+            )
             found.append(Breakpoint(path, order, ttl, "hint", where))
 
-    for i, _ in enumerate(_list(body.get("tools"))):
-        add(("tools", i), (0, i), f"tools[{i}]")
-    for i, _ in enumerate(_list(body.get("system"))):
-        add(("system", i), (1, i), f"system[{i}]")
+    for i, block in enumerate(_list(body.get("tools"))):
+        add(block, ("tools", i), (0, i))
+    for i, block in enumerate(_list(body.get("system"))):
+        add(block, ("system", i), (1, i))
     for m, message in enumerate(_list(body.get("messages"))):
         content = _list(message.get("content")) if isinstance(message, dict) else []
         for b, block in enumerate(content):
-            path = ("messages", m, "content", b)
-            add(path, (2, m, b), f"messages[{m}].content[{b}]")
-            nested = block.get("content") if isinstance(block, dict) else None
-            for j, _ in enumerate(_list(nested)):
-                add((*path, "content", j), (2, m, b, j), f"messages[{m}].content[{b}].content[{j}]")
+            if not isinstance(block, dict):
+                continue
+            if "cache_control" in block:
+                add(block, ("messages", m, "content", b), (2, m, b))
+            nested = block.get("content")
+            if not isinstance(nested, list):
+                continue
+            for j, inner in enumerate(nested):
+                add(inner, ("messages", m, "content", b, "content", j), (2, m, b, j))
     return found
 
 
