@@ -32,6 +32,7 @@ A stage that only rewrites the request subclasses :class:`RequestStage` and impl
 from __future__ import annotations
 
 import typing
+import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -155,9 +156,16 @@ class StageSignature(typing.NamedTuple):
 
 
 def _signature_of(cls: type) -> StageSignature:
-    """Resolve ``Stage[...]``'s four parameters for ``cls`` through its generic bases."""
-    params = _resolve(cls, {})
-    return StageSignature(*(params or (Any, Any, Any, Any)))
+    """Resolve ``Stage[...]``'s four parameters for ``cls`` through its generic bases, once
+    per class (its bases never change; every pipeline built checks every stage's)."""
+    found = _SIGNATURES.get(cls)
+    if found is None:
+        params = _resolve(cls, {})
+        found = _SIGNATURES[cls] = StageSignature(*(params or (Any, Any, Any, Any)))
+    return found
+
+
+_SIGNATURES: weakref.WeakKeyDictionary[type, StageSignature] = weakref.WeakKeyDictionary()
 
 
 def _resolve(cls: type, bindings: dict[Any, Any]) -> tuple[Any, ...] | None:

@@ -138,9 +138,12 @@ def _imports(node: ast.AST, kind: str) -> list[tuple[ast.Import | ast.ImportFrom
                 found += _imports(ast.Module(body=[inner], type_ignores=[]), kind)
         elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
             found += _imports(child, "type" if kind == "type" else "lazy")
-        else:
+        elif isinstance(child, _HOLDS_STATEMENTS):  # an expression holds no import
             found += _imports(child, kind)
     return found
+
+
+_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
 def _known(name: str) -> str | None:

@@ -24,9 +24,12 @@ def _functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, int]]:
             found += _functions(node, f"{name}.")
         elif isinstance(node, ast.ClassDef):
             found += _functions(node, f"{prefix}{node.name}.")
-        else:
+        elif isinstance(node, _HOLDS_STATEMENTS):  # an expression holds no function
             found += _functions(node, prefix)
     return found
+
+
+_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
 def offenders() -> dict[str, int]:

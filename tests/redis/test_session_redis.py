@@ -62,7 +62,7 @@ from ..redis_servers import (  # noqa: E402
 )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # its servers stop when the module ends, not the run
 def servers() -> Iterator[RedisFactory]:
     factory = RedisFactory()
     yield factory
@@ -75,7 +75,7 @@ class Server:
     unix_url: str | None = None  # only for a server these tests started
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def redis_server(servers: RedisFactory) -> Server:
     if url := os.environ.get("METIS_REDIS_URL"):
         return Server(url)
@@ -87,7 +87,7 @@ def redis_server(servers: RedisFactory) -> Server:
 PASSWORD = "correct horse/battery#staple?"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def redis_auth_port(servers: RedisFactory) -> int:
     """A server that wants a password (an ACL user ``app`` is added by the test that needs it)."""
     process = servers.server("--requirepass", PASSWORD)
@@ -334,7 +334,7 @@ async def test_no_password_is_a_clear_error(redis_auth_port: int) -> None:
     assert caught.value.code == "NOAUTH"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def tls_server(
     servers: RedisFactory, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[RedisProcess, ssl.SSLContext]:
@@ -398,7 +398,7 @@ async def test_a_store_on_the_primary_a_sentinel_names(
 # Cluster ------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster_ports(servers: RedisFactory) -> list[int]:
     """Three primaries on loopback, the slots spread over them by ``redis-cli --cluster``."""
     cli = shutil.which("redis-cli")
