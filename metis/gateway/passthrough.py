@@ -19,6 +19,8 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import anyio
+
 from metis.adapter.adapter import Adapter
 from metis.errors import AdapterError, ProtocolError
 from metis.gateway.errors import GatewayTimeoutError
@@ -196,9 +198,12 @@ class PassThrough:
         exchange, _ = await self.upstream.open(passing, headers)
         return self._chunks(passing, relay, exchange)
 
+    @property
+    def late(self) -> GatewayTimeoutError:
+        return GatewayTimeoutError("the request took longer than the gateway allows")
+
     def timed_out(self, passing: Passing) -> bytes:
-        late = GatewayTimeoutError("the request took longer than the gateway allows")
-        return self.error_bytes(passing, late)
+        return self.error_bytes(passing, self.late)
 
     def error_bytes(self, passing: Passing, error: AdapterError) -> bytes:
         request_id = passing.call.request_id if passing.call is not None else ""
@@ -225,6 +230,9 @@ class PassThrough:
             if not isinstance(error, AdapterError):
                 raise
             assert passing.call is not None
+            deadline = passing.call.deadline
+            if deadline is not None and anyio.current_time() >= deadline:
+                error = self.late  # the upstream read ran out of the request's own deadline
             passing.error = classified(error, passing.call)
             self.gateway.metrics.error(passing.api, error.error_class.value)
             yield self.error_bytes(passing, error)
