@@ -360,3 +360,55 @@ async def test_a_passed_through_response_reports_its_client_span(streamed: bool)
     clients = [s for s in exporter.get_finished_spans() if s.name == "chat gpt-5"]
     assert len(clients) == 1 and clients[0].attributes["gen_ai.usage.output_tokens"] > 0
     assert "error.type" not in clients[0].attributes  # completed, with its stop reason
+
+
+class _ReadPastTheDeadline:
+    """An upstream whose read fails (as a stalled read does) once the deadline has passed."""
+
+    def __init__(self) -> None:
+        from types import SimpleNamespace
+
+        self.clock = SimpleNamespace(received=False)
+        self.closed = False
+
+    async def read(self) -> bytes | None:
+        raise OSError("stalled")
+
+    def translate(self, error: Exception) -> Exception:
+        from metis.errors import NetworkError
+
+        return NetworkError("nothing arrived within 1 s", provider="openai_responses")
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.anyio
+async def test_a_read_that_fails_at_the_deadline_ends_as_the_gateway_s_timeout() -> None:
+    import anyio
+
+    from metis.gateway.models import Target
+    from metis.gateway.passthrough import PassThrough
+    from metis.gateway.passthrough_call import Passing
+    from metis.gateway.relay_responses import ResponsesRelay
+    from metis.gateway.service import Gateway
+    from metis.model.content import ProviderRaw
+    from metis.pipeline.call import Call
+
+    passer = PassThrough(Gateway(gateway_config(Emulator())))
+    made_by = ProviderRaw(provider="openai_responses")
+    passing = Passing("responses", Target("gpt5", None, "gpt-5", None), None, {}, True, made_by)  # type: ignore[arg-type]
+    passing.call = Call("req_1", "openai_responses", "gpt-5", "gpt-5")
+    passing.call.deadline = anyio.current_time() - 0.001
+    relay = passing.relay = ResponsesRelay("gpt5", None)
+    exchange = _ReadPastTheDeadline()
+    out = b"".join([chunk async for chunk in passer._chunks(passing, relay, exchange)])  # type: ignore[arg-type]
+    failed = json.loads(out.split(b"data: ", 1)[1])
+    assert failed["type"] == "response.failed" and exchange.closed
+    assert "longer than the gateway allows" in failed["response"]["error"]["message"]
+    passing.call.deadline = anyio.current_time() + 60  # before it, the read's own error stands
+    out = b"".join([chunk async for chunk in passer._chunks(passing, relay, exchange)])  # type: ignore[arg-type]
+    assert (
+        "nothing arrived within 1 s"
+        in json.loads(out.split(b"data: ", 1)[1])["response"]["error"]["message"]
+    )
