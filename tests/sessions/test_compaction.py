@@ -108,20 +108,24 @@ def test_a_compaction_asks_for_a_positive_trigger() -> None:
 # Anthropic: the block in the reply, kept whole -----------------------------------------------
 
 
-@pytest.mark.anyio
-@pytest.mark.parametrize("stream", [True, False])
-async def test_an_anthropic_compaction_block_keeps_its_summary_streamed_or_not(
-    stream: bool, emulator: Emulator
-) -> None:
-    chat = families.adapter("anthropic", emulator)
-    request = CanonicalRequest(
+def past_the_trigger(stream: bool) -> CanonicalRequest:
+    """A request for Claude whose one message is past its compaction trigger."""
+    return CanonicalRequest(
         model=CLAUDE,
         messages=[Message.user(text_of(60_000))],
         max_output_tokens=200,
         compaction=Compaction(trigger_tokens=50_000),
         stream=stream,
     )
-    response = await chat.complete(request)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [True, False])
+async def test_an_anthropic_compaction_block_keeps_its_summary_streamed_or_not(
+    stream: bool, emulator: Emulator
+) -> None:
+    chat = families.adapter("anthropic", emulator)
+    response = await chat.complete(past_the_trigger(stream))
     (block,) = compactions([response.message])
     item = block.provider_raw.data["item"]
     assert item["type"] == "compaction"
@@ -137,14 +141,7 @@ async def test_a_compacted_anthropic_turn_counts_the_compaction_pass_in_its_usag
     """The emulator reports a compacted reply's passes apart, as the API does (the top-level
     counts the message pass's only); the usage (and so the cost) is the billed total."""
     chat = families.adapter("anthropic", emulator)
-    request = CanonicalRequest(
-        model=CLAUDE,
-        messages=[Message.user(text_of(60_000))],
-        max_output_tokens=200,
-        compaction=Compaction(trigger_tokens=50_000),
-        stream=stream,
-    )
-    response = await chat.complete(request)
+    response = await chat.complete(past_the_trigger(stream))
     (sent_request,) = emulator.requests
     async with emulator.client() as client:  # the same request, its reply read raw
         raw = await client.post(
