@@ -8,6 +8,7 @@ prints the top functions by own time and by cumulative time, with file:line.
     python -m benchmarks.profile_metis --client floor --provider openai
     python -m benchmarks.profile_metis --tool pyinstrument
     python -m benchmarks.profile_metis --provider gemini --reads 16384   # large reads
+    python -m benchmarks.profile_metis --complete --runs 200   # the non-streamed call (40 messages)
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import warnings
 
 import anyio
 
-from benchmarks.clients import CLIENTS, PROVIDERS, make_client
+from benchmarks import workload
+from benchmarks.clients import CLIENTS, HISTORY_PROVIDERS, PROVIDERS, make_client
 from benchmarks.server import ServerProcess
 from benchmarks.workload import Scenario
 
@@ -37,17 +39,34 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--tool", default="cprofile", choices=["cprofile", "pyinstrument"])
     parser.add_argument("--out", help="also dump the cProfile stats to this file")
+    parser.add_argument(
+        "--complete",
+        action="store_true",
+        help="profile the non-streamed call (a 40-message history with 4 images) instead",
+    )
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    scenario = Scenario(args.deltas, args.fragments, args.reads)
+    if args.complete and args.provider not in HISTORY_PROVIDERS:
+        parser.error(f"--complete takes one of {', '.join(HISTORY_PROVIDERS)}")
+    scenario = (
+        Scenario(20, 5) if args.complete else Scenario(args.deltas, args.fragments, args.reads)
+    )
+    turns = workload.history(40, images=4)
 
     with ServerProcess() as url:
 
         async def streams(n: int) -> float:
             client = make_client(args.client, args.provider, url)
+
+            async def call() -> None:
+                if args.complete:
+                    await client.complete(scenario, turns)
+                else:
+                    await client.stream(scenario)
+
             try:
                 for _ in range(3):
-                    await client.stream(scenario)
+                    await call()
                 start = time.process_time()
                 if args.tool == "pyinstrument":
                     from pyinstrument import Profiler
@@ -55,14 +74,14 @@ def main(argv: list[str] | None = None) -> None:
                     profiler = Profiler(interval=0.0002, async_mode="disabled")
                     profiler.start()
                     for _ in range(n):
-                        await client.stream(scenario)
+                        await call()
                     profiler.stop()
                     print(profiler.output_text(unicode=True, color=False, show_all=False))
                 else:
                     profile = cProfile.Profile()
                     profile.enable()
                     for _ in range(n):
-                        await client.stream(scenario)
+                        await call()
                     profile.disable()
                     if args.out:
                         profile.dump_stats(args.out)
@@ -78,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
 
         cpu = anyio.run(streams, args.runs)
     print(
-        f"{args.runs} streams profiled ({args.client}, {args.provider}, {scenario.name}): "
+        f"{args.runs} {'calls' if args.complete else 'streams'} profiled ({args.client}, {args.provider}, {scenario.name}): "
         f"{cpu:.2f} s CPU with the profiler on"
     )
 
