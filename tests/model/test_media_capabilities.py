@@ -227,3 +227,21 @@ async def test_an_image_in_an_older_turn_of_a_model_that_sees_none_is_dropped_to
     call = make_call()
     await _run(_history(png, bmp), picky, call)
     assert [w.reason for w in call.warnings] == ["the model takes no image/bmp images"]
+
+
+class _TaggedDocument(DocumentBlock):
+    """An application's own document block: the walks tell blocks apart by ``type``, so a
+    subclass is fitted as its base is."""
+
+    tag: str = "mine"
+
+
+@pytest.mark.anyio
+async def test_a_subclassed_file_block_is_fitted_and_refused_as_its_base() -> None:
+    tagged = _TaggedDocument(**PDF.model_dump())
+    call = make_call()
+    (sent,) = await _run(_history(tagged), TEXT_ONLY, call)
+    assert sent.messages[0].content == [TextBlock(text="read this")]
+    assert [w.block_type for w in call.warnings] == ["document"]
+    with pytest.raises(CapabilityError, match="a document it cannot read"):
+        await _run(_request(Message.user("what is in it?", tagged)), TEXT_ONLY, make_call())
