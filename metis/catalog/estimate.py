@@ -17,8 +17,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from metis.model.content import (
+    DocumentBlock,
+    ImageBlock,
     Message,
+    RedactedThinkingBlock,
     Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
 )
 from metis.model.media import TextSource
 from metis.model.request import CanonicalRequest, ToolChoice, ToolDefinition
@@ -153,30 +160,30 @@ def _message_units(message: Message, p: TokenProfile, *, reasoning: bool) -> tup
     """(units of text, tokens of framing) of one message's blocks; its reasoning counts only
     when ``reasoning`` (the profile says which turns the provider keeps it for)."""
     units = overhead = 0
-    for block in message.content:  # told apart by ``type``: isinstance of a model is dearer
-        if block.type == "text":
+    for block in message.content:
+        if isinstance(block, TextBlock):
             units += _units(block.text, p)
-        elif block.type == "thinking":
+        elif isinstance(block, ThinkingBlock):
             if reasoning:
                 units += _units(block.thinking, p)
-        elif block.type == "redacted_thinking":
+        elif isinstance(block, RedactedThinkingBlock):
             if reasoning:
                 overhead += _redacted(block.data)
-        elif block.type == "tool_use":
+        elif isinstance(block, ToolUseBlock):
             units += _units(block.name, p) + _units(_render_input(block.input, p), p)
             overhead += p.per_tool_call
-        elif block.type == "tool_result":
+        elif isinstance(block, ToolResultBlock):
             if isinstance(block.content, str):
                 units += _units(block.content, p)
             else:
                 for part in block.content:
-                    if part.type == "text":
+                    if isinstance(part, TextBlock):
                         units += _units(part.text, p)
                     else:
                         overhead += p.image_tokens
-        elif block.type == "image":
+        elif isinstance(block, ImageBlock):
             overhead += p.image_tokens
-        elif block.type == "document" and isinstance(block.source, TextSource):
+        elif isinstance(block, DocumentBlock) and isinstance(block.source, TextSource):
             units += _units(block.source.text, p)  # other files: the provider's count only
     return units, overhead
 
@@ -298,7 +305,7 @@ def _current_turn_start(messages: list[Message]) -> int:
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if message.role is Role.USER and not all(
-            block.type == "tool_result" for block in message.content
+            isinstance(block, ToolResultBlock) for block in message.content
         ):
             return index + 1
     return 0

@@ -20,6 +20,7 @@ from metis.model.content import (
     ImageBlock,
     Message,
     Role,
+    ToolResultBlock,
 )
 from metis.model.media import AudioBlock, DocumentBlock, FileIdSource, MediaBlock, VideoBlock
 from metis.model.request import CanonicalRequest
@@ -30,11 +31,9 @@ Drop = Callable[[str, str, str], None]
 SHARED_FILES = {"openai_responses": "openai", "azure_responses": "azure"}
 """Stacks that reach the same Files API as another stack (the same platform and account)."""
 
-_VISIBLE = ("image", "document", "audio", "video")
-"""The ``type`` of what an older turn may hold that a model cannot read (the turn sent: files
-here, images in ``capability_check``'s own needs). The walks tell blocks apart by ``type``
-(their union's discriminator): ``isinstance`` of a pydantic class (an ABC) that does not match
-costs several times more."""
+_VISIBLE = (ImageBlock, DocumentBlock, AudioBlock, VideoBlock)
+"""What an older turn may hold that a model cannot read (the turn sent: files here, images in
+``capability_check``'s own needs)."""
 
 _ALIASES = {
     "audio/mp3": "audio/mpeg",
@@ -100,9 +99,9 @@ def fit_media(
 def _needs(message: Message, where: str, caps: AdapterCapabilities, provider: str) -> list[str]:
     problems = []
     for j, block in enumerate(message.content):
-        inner = block.content if block.type == "tool_result" else [block]
+        inner = block.content if isinstance(block, ToolResultBlock) else [block]
         for k, part in enumerate(inner if isinstance(inner, list) else []):
-            if part.type not in ("document", "audio", "video"):
+            if not isinstance(part, DocumentBlock | AudioBlock | VideoBlock):
                 continue
             reason = unreadable(part, caps, provider)
             if reason is not None:
@@ -124,20 +123,14 @@ def _unseen(block: ImageBlock, caps: AdapterCapabilities) -> str | None:
 def _readable(
     message: Message, where: str, caps: AdapterCapabilities, provider: str, drop: Drop
 ) -> Message:
-    content = message.content
-    if not any(
-        block.type in _VISIBLE or (block.type == "tool_result" and block.content.__class__ is list)
-        for block in content
-    ):
-        return message  # nothing a model may be unable to read
     kept: list[ContentBlock] = []
-    for block in content:
-        if block.type in ("image", "document", "audio", "video"):
+    for block in message.content:
+        if isinstance(block, _VISIBLE):
             reason = unreadable(block, caps, provider)
             if reason is not None:
                 drop(block.type, reason, where)
                 continue
-        elif block.type == "tool_result" and not isinstance(block.content, str):
+        elif isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
             parts = [p for p in block.content if _kept(p, caps, provider, drop, where)]
             if len(parts) != len(block.content):
                 block = block.model_copy(update={"content": parts})
@@ -150,7 +143,7 @@ def _readable(
 
 
 def _kept(part: object, caps: AdapterCapabilities, provider: str, drop: Drop, where: str) -> bool:
-    if not isinstance(part, ImageBlock | DocumentBlock | AudioBlock | VideoBlock):
+    if not isinstance(part, _VISIBLE):
         return True
     reason = unreadable(part, caps, provider)
     if reason is None:

@@ -167,7 +167,6 @@ def window_start(messages: Sequence[Message], providers: Sequence[str]) -> int:
     """Where the conversation ``providers`` read begins: the message holding the latest
     compaction block one of them made (0 when none did)."""
     for i in range(len(messages) - 1, -1, -1):
-        for block in messages[i].content:
-            if block.type == "opaque" and any(is_compaction(block, p) for p in providers):
-                return i
+        if any(is_compaction(b, p) for b in messages[i].content for p in providers):
+            return i
     return 0

@@ -11,8 +11,11 @@ from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import (
     Base64ImageSource,
     ContentBlock,
+    ImageBlock,
     Role,
+    ToolResultBlock,
     ToolResultContent,
+    ToolUseBlock,
 )
 from metis.model.media_fit import fit_media
 from metis.model.request import CanonicalRequest
@@ -78,7 +81,7 @@ def unmet_needs(
         block
         for message in request.messages
         for block in _with_nested(message.content)
-        if block.type == "image"
+        if isinstance(block, ImageBlock)
     ]
     if images and not caps.supports_images:
         problems.append("the request holds images and the model takes no images")
@@ -94,7 +97,7 @@ def unmet_needs(
         if refused:
             problems.append(f"image types {', '.join(refused)} are not accepted")
     uses_tools = bool(request.tools) or any(
-        b.type in ("tool_use", "tool_result") for m in request.messages for b in m.content
+        isinstance(b, ToolUseBlock | ToolResultBlock) for m in request.messages for b in m.content
     )
     if uses_tools and not caps.supports_tools:
         problems.append("the request uses tools and the model has no tool calling")
@@ -150,11 +153,9 @@ def _server_tool_needs(request: CanonicalRequest, caps: AdapterCapabilities) -> 
 
 def _with_nested(content: list[ContentBlock]) -> list[ContentBlock | ToolResultContent]:
     """The blocks of a message and, after each tool result, the blocks inside it."""
-    if not any(b.type == "tool_result" and b.content.__class__ is list for b in content):
-        return content
     out: list[ContentBlock | ToolResultContent] = []
     for block in content:
         out.append(block)
-        if block.type == "tool_result" and not isinstance(block.content, str):
+        if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
             out.extend(block.content)
     return out
