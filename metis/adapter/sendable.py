@@ -26,6 +26,8 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def first_unsendable(value: Any, path: str) -> str | None:
     """``"<path>: <why>"`` for the first part of ``value`` that JSON cannot carry, or None."""
+    if _plain(value, 0):  # the usual case, told without naming a path per part
+        return None
     stack: list[tuple[Any, str, int]] = [(value, path, 0)]
     while stack:
         item, where, depth = stack.pop()
@@ -52,6 +54,27 @@ def first_unsendable(value: Any, path: str) -> str | None:
         else:
             return f"{where}: a {type(item).__name__}, which JSON cannot carry"
     return None
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """Whether ``value`` is JSON all through, built of the exact JSON types (False for anything
+    else, which :func:`first_unsendable` then walks naming paths)."""
+    cls = value.__class__
+    if cls is str:
+        return value.isascii() or _SURROGATE.search(value) is None
+    if value is None or cls is int or cls is bool:
+        return True
+    if cls is float:
+        return math.isfinite(value)
+    if depth >= MAX_DEPTH:
+        return False
+    if cls is dict:
+        return all(
+            key.__class__ is str and _plain(child, depth + 1) for key, child in value.items()
+        )
+    if cls is list or cls is tuple:
+        return all(_plain(child, depth + 1) for child in value)
+    return False
 
 
 def _member(key: str) -> str:

@@ -1,0 +1,52 @@
+"""first_unsendable: the usual value is told sendable without naming paths, and anything
+else is still found and named (metis/adapter/sendable.py)."""
+
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+from typing import Any
+
+import pytest
+
+from metis.adapter.sendable import MAX_DEPTH, first_unsendable
+
+
+class _Label(StrEnum):
+    A = "a"
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"city": "Oslo", "n": 1, "t": 1.5, "ok": True, "none": None, "list": [1, (2, 3)]},
+        {"label": _Label.A, "big": 10**30, "text": "æøå ✓"},  # subclasses and non-ASCII
+        _nested(MAX_DEPTH),  # the leaf at the limit, no container beyond it
+    ],
+    ids=["plain", "subclasses", "at-the-limit"],
+)
+def test_what_json_carries_is_sendable(value: Any) -> None:
+    assert first_unsendable(value, "input") is None
+
+
+@pytest.mark.parametrize(
+    ("value", "found"),
+    [
+        ({"a": [1, {"b": math.nan}]}, "input.a[1].b: nan"),
+        ({"a": ("x", b"y")}, "input.a[1]: a bytes"),
+        ({"a": {2: "x"}}, "input.a: the key 2 is a int"),
+        ({"a": ["ok \ud800"]}, "input.a[0]: a string with a lone UTF-16 surrogate"),
+        (_nested(MAX_DEPTH + 1), "nested deeper than 100 levels"),
+    ],
+    ids=["nan", "bytes-in-tuple", "int-key", "surrogate", "too-deep"],
+)
+def test_what_json_cannot_carry_is_named_with_its_path(value: Any, found: str) -> None:
+    problem = first_unsendable(value, "input")
+    assert problem is not None and found in problem
