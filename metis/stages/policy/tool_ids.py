@@ -47,6 +47,7 @@ from metis.model.events import (
 )
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, StopReason
+from metis.model.updated import updated
 from metis.pipeline.call import Call
 from metis.pipeline.hooks import EventHook, Watch
 from metis.pipeline.services import StageServices
@@ -169,16 +170,16 @@ def _rewrite_history(request: CanonicalRequest, ids: dict[str, str]) -> Canonica
     for message in request.messages:
         if any(isinstance(b, ToolUseBlock | ToolResultBlock) for b in message.content):
             content = [_with_provider_id(block, ids) for block in message.content]
-            message = message.model_copy(update={"content": content})
+            message = updated(message, content=content)
         messages.append(message)
-    return request.model_copy(update={"messages": messages})
+    return updated(request, messages=messages)
 
 
 def _with_provider_id(block: ContentBlock, ids: dict[str, str]) -> ContentBlock:
     if isinstance(block, ToolUseBlock):
-        return block.model_copy(update={"id": ids[block.id]})
+        return updated(block, id=ids[block.id])
     if isinstance(block, ToolResultBlock):
-        return block.model_copy(update={"tool_use_id": ids[block.tool_use_id]})
+        return updated(block, tool_use_id=ids[block.tool_use_id])
     return block
 
 
