@@ -224,3 +224,15 @@ async def test_as_a_stage_inner_gets_the_filtered_request() -> None:
     seen, out = await drive(ThinkingFilter(), request, _call(), ["x"])
     assert out == ["x"]
     assert list(seen[0].messages[1].content) == [TextBlock(text="a")]
+
+
+class _LabelledThinking(ThinkingBlock):
+    """An application's own reasoning block: the stage's first look (the history's block
+    classes) must see a subclass as reasoning."""
+
+    label: str = "mine"
+
+
+def test_a_subclassed_reasoning_block_is_filtered_as_its_base() -> None:
+    block = _LabelledThinking(thinking="hmm", signature="sig", provider_raw=OTHER_PROVIDER)
+    assert _run(_request(TextBlock(text="answer"), block)) == [TextBlock(text="answer")]
