@@ -204,3 +204,16 @@ def test_per_model_traits_come_from_the_catalog() -> None:
         assert catalog_model_traits("claude-test-nosampling").sampling is False
     finally:
         default_catalog.cache_clear()
+
+
+def test_traits_read_once_follow_a_changed_catalog_entry() -> None:
+    from metis.catalog import default_catalog
+    from metis.wire.anthropic.rules import catalog_model_traits
+
+    try:
+        assert catalog_model_traits("claude-sonnet-4-5").sampling is True  # read, and kept
+        default_catalog().override("anthropic", "claude-sonnet-4-5", {"temperature": False})
+        assert catalog_model_traits("claude-sonnet-4-5").sampling is False  # a new entry
+    finally:
+        default_catalog.cache_clear()
+    assert catalog_model_traits("claude-sonnet-4-5").sampling is True  # the catalog reread

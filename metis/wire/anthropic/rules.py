@@ -55,15 +55,33 @@ def catalog_model_traits(model: str) -> ModelTraits:
     """The built-in traits where they name the model, else what the model catalog knows of it
     (metis/catalog/knobs.py, which reads a Claude model's name when it has no entry): one that
     refuses sampling takes none; one that thinks by a budget takes no adaptive thinking, one
-    that thinks only adaptively no budget."""
+    that thinks only adaptively no budget. Read once per model and catalog entry: a request's
+    checks ask on every call, and the entry's reading costs tens of microseconds."""
     known = [prefix for prefix in _KNOWN if model.startswith(prefix)]
     if known:
         return _KNOWN[max(known, key=len)]
-    from metis.catalog.knobs import reasoning_profile, refused_sampling
     from metis.catalog.lookup import find_model
-    from metis.catalog.model_info import ModelInfo
 
     info = find_model("anthropic", model)
+    kept = _READ.get(model)
+    if kept is not None and kept[0] is info:  # the same entry (a catalog refresh makes new ones)
+        return kept[1]
+    traits = _catalog_traits(model, info)
+    if len(_READ) >= _READ_AT_MOST:
+        _READ.clear()
+    _READ[model] = (info, traits)
+    return traits
+
+
+_READ: dict[str, tuple[object, ModelTraits]] = {}
+"""The traits read of each model's catalog entry, with the entry they were read from."""
+_READ_AT_MOST = 256
+
+
+def _catalog_traits(model: str, info: Any) -> ModelTraits:
+    from metis.catalog.knobs import reasoning_profile, refused_sampling
+    from metis.catalog.model_info import ModelInfo
+
     if info is None:
         if "claude" not in model.lower():
             return DEFAULT_TRAITS
