@@ -30,6 +30,7 @@ which wins. Sources, per family:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from metis.catalog.first_party import family_of
 from metis.catalog.model_info import ModelInfo
@@ -126,6 +127,7 @@ def setting_rules(info: ModelInfo) -> SettingRules | None:
     return rules if rules != SettingRules() else None
 
 
+@lru_cache(maxsize=256)  # read of the name alone; asked once per message a call
 def openai_cache_generation(model_id: str) -> str | None:
     """How an OpenAI model takes prompt-caching settings: ``breakpoints`` (gpt-5.6 and later:
     ``prompt_cache_breakpoint`` on content parts, ``prompt_cache_options``; the deprecated
