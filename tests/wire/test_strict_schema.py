@@ -672,3 +672,27 @@ async def test_other_events_pass_through() -> None:
     assert out[0] is delta and delta.text == "hi"
     assert out[1] is end  # nothing to remove: the same event
     assert end.final_input is final_input  # nothing to remove: the same dict
+
+
+@pytest.mark.anyio
+async def test_a_schema_converted_before_is_the_same_strict_schema_and_a_new_object(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    stage = StrictSchema()
+    bodies = []
+    for _ in range(2):
+        captured, _ = await _drive(stage, _request({"tools": [_tool("Read", READ)]}), [])
+        bodies.append(captured[0].body)
+    first, second = (body["tools"][0]["function"]["parameters"] for body in bodies)
+    assert first == second == to_strict_schema(READ)
+    first["properties"]["limit"]["type"] = "string"  # an edit of one request's body ...
+    assert second["properties"]["limit"] != {"type": "string"}  # ... is not another's
+    third, _ = await _drive(stage, _request({"tools": [_tool("Read", READ)]}), [])
+    assert third[0].body["tools"][0]["function"]["parameters"] == to_strict_schema(READ)
+    loose = {"type": "object", "additionalProperties": {"type": "string"}}  # cannot be strict
+    with caplog.at_level(logging.INFO, logger="metis"):
+        for _ in range(2):
+            captured, _ = await _drive(stage, _request({"tools": [_tool("Loose", loose)]}), [])
+            assert "strict" not in captured[0].body["tools"][0]["function"]
+    said = [r for r in caplog.records if "'Loose' left non-strict" in r.getMessage()]
+    assert len(said) == 2  # said on every call, converted before or not

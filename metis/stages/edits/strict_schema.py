@@ -16,6 +16,7 @@ streamed ``partial_json`` fragments are the provider's bytes as received and kee
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from typing import Any
 
@@ -86,7 +87,7 @@ class StrictSchema(EventHook[WireRequest]):
         name = function.get("name")
         # An omitted ``parameters`` is OpenAI's "no parameters": the empty object.
         params = function.get("parameters", {"type": "object", "properties": {}})
-        converted, reason = strict_schema_or_reason(params)
+        converted, reason = _strict(params)
         if converted is None:
             log.info("strict_schema: tool %r left non-strict: %s", name, reason)
             return tool
@@ -100,7 +101,7 @@ class StrictSchema(EventHook[WireRequest]):
             return fmt
         if spec.get("strict") is False or "schema" not in spec:
             return fmt
-        converted, reason = strict_schema_or_reason(spec["schema"])
+        converted, reason = _strict(spec["schema"])
         if converted is None:
             log.info(
                 "strict_schema: response format %r left non-strict: %s", spec.get("name"), reason
@@ -145,3 +146,27 @@ def _restore_blocks(blocks: list[Any], originals: dict[str, Schema]) -> list[Any
             out = list(blocks) if out is None else out
             out[i] = block.model_copy(update={"input": cleaned})
     return blocks if out is None else out
+
+
+_CONVERTED: dict[str, tuple[str | None, str | None]] = {}
+"""Each schema converted so far (by its JSON text): the strict schema's JSON text, or the
+reason it has none. A request sends the same tools call after call."""
+_CONVERTED_AT_MOST = 256
+
+
+def _strict(schema: Any) -> tuple[Schema | None, str | None]:
+    """:func:`strict_schema_or_reason`, read of a schema converted before when there is one
+    (each answer a new object: a later edit may change the body)."""
+    try:
+        key = json.dumps(schema, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):  # not JSON: converted afresh (and refused by the API)
+        return strict_schema_or_reason(schema)
+    kept = _CONVERTED.get(key)
+    if kept is None:
+        converted, reason = strict_schema_or_reason(schema)
+        kept = (None if converted is None else json.dumps(converted), reason)
+        if len(_CONVERTED) >= _CONVERTED_AT_MOST:
+            _CONVERTED.clear()
+        _CONVERTED[key] = kept
+    text, reason = kept
+    return (None if text is None else json.loads(text)), reason
