@@ -97,8 +97,8 @@ def main(argv: list[str] | None = None) -> None:
 
         cpu = anyio.run(streams, args.runs)
     print(
-        f"{args.runs} {'calls' if args.complete else 'streams'} profiled ({args.client}, {args.provider}, {scenario.name}): "
-        f"{cpu:.2f} s CPU with the profiler on"
+        f"{args.runs} {'calls' if args.complete else 'streams'} profiled ({args.client}, "
+        f"{args.provider}, {scenario.name}): {cpu:.2f} s CPU with the profiler on"
     )
 
 
