@@ -51,7 +51,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.hooks import EventHook, Watch
 from metis.pipeline.services import StageServices
 from metis.pipeline.stores import ToolIdStore
-from metis.telemetry import NULL_SINK, TelemetrySink, ToolIdStoreFailed
+from metis.telemetry.sink import NULL_SINK, TelemetrySink
 
 log = logging.getLogger("metis")
 
@@ -274,6 +274,8 @@ def _report_store_failure(
             "error_class": error_class,
         },
     )
+    from metis.telemetry.events import ToolIdStoreFailed  # the bus events load when first used
+
     event = ToolIdStoreFailed(
         request_id=call.request_id,
         session_id=call.session_id,

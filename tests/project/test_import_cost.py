@@ -1,0 +1,67 @@
+"""What importing metis and building an adapter loads (benchmarks/README.md, "import"): the
+packages whose names are imported on first use hand out every public name, and an adapter
+built with the defaults loads no module it does not use before its first call."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+STACKS = ("anthropic", "openai", "openai_responses", "gemini", "ollama")
+
+PROBE = """
+import json, sys
+from metis import AdapterConfig, build_adapter
+loaded = {}
+for stack in sys.argv[1:]:
+    before = set(sys.modules)
+    build_adapter(stack, AdapterConfig(api_key="x"))
+    loaded[stack] = sorted(set(sys.modules) - before)
+print(json.dumps({"all": sorted(sys.modules), "per_stack": loaded}))
+"""
+
+
+@pytest.fixture(scope="module")
+def loaded() -> dict[str, list[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *STACKS],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    found: dict[str, list[str]] = json.loads(done.stdout)["per_stack"]
+    found["all"] = json.loads(done.stdout)["all"]
+    return found
+
+
+@pytest.mark.parametrize("package", ["metis", "metis.model", "metis.telemetry"])
+def test_a_lazy_package_hands_out_every_name_it_lists(package: str) -> None:
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+    assert set(module.__all__) <= set(dir(module))
+    with pytest.raises(AttributeError, match="no attribute 'Nonesuch'"):
+        module.Nonesuch  # noqa: B018
+
+
+def test_the_default_sink_loads_neither_the_bus_events_nor_the_other_sinks(
+    loaded: dict[str, list[str]],
+) -> None:
+    assert {m for m in loaded["all"] if m.startswith("metis.telemetry.")} == {
+        "metis.telemetry.sink"
+    }
+
+
+def test_one_module_of_the_canonical_model_loads_alone() -> None:
+    probe = (
+        "import sys, metis.model.knobs; print(sorted(m for m in sys.modules if 'metis.model' in m))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.split() == ["['metis.model',", "'metis.model.knobs']"]
