@@ -65,3 +65,11 @@ def test_one_module_of_the_canonical_model_loads_alone() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.split() == ["['metis.model',", "'metis.model.knobs']"]
+
+
+def test_an_adapter_reads_the_model_catalog_with_its_first_call_not_when_built(
+    loaded: dict[str, list[str]],
+) -> None:
+    assert not {"metis.catalog.catalog", "metis.catalog.entries", "metis.catalog.lookup"} & set(
+        loaded["all"]
+    )

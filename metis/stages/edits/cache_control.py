@@ -28,7 +28,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from metis.catalog.lookup import find_model
 from metis.model.cache import CachePolicy, CacheTTL, RequestedCache
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
@@ -148,6 +147,8 @@ class CacheControl(RequestStage[WireRequest]):
     def _caches(call: Call) -> bool:
         """Converse caches on the models the catalog says do (Claude, Nova); an unknown model
         may refuse a ``cachePoint``."""
+        from metis.catalog.lookup import find_model  # the catalog loads with the first call
+
         info = find_model(BEDROCK_CATALOG, call.wire_model)
         return info is not None and info.prompt_caching is True
 
