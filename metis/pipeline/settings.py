@@ -44,7 +44,9 @@ def checked_region(name: str, source: str) -> str:
 class ProviderSettings(BaseModel):
     """The base of every kind: frozen, unknown keys refused."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, arbitrary_types_allowed=True, defer_build=True
+    )
 
     def value(self, name: str) -> Any:
         """The setting ``name`` if this kind has it and it is set, else None."""
