@@ -21,7 +21,16 @@ for stack in sys.argv[1:]:
     before = set(sys.modules)
     build_adapter(stack, AdapterConfig(api_key="x"))
     loaded[stack] = sorted(set(sys.modules) - before)
-print(json.dumps({"all": sorted(sys.modules), "per_stack": loaded}))
+import pydantic
+built = sorted(
+    f"{model.__module__}.{model.__name__}"
+    for module in list(sys.modules.values())
+    if getattr(module, "__name__", "").startswith("metis")
+    for model in vars(module).values()
+    if isinstance(model, type) and issubclass(model, pydantic.BaseModel)
+    and model.__module__ == module.__name__ and model.__pydantic_complete__
+)
+print(json.dumps({"all": sorted(sys.modules), "per_stack": loaded, "built": built}))
 """
 
 
@@ -36,6 +45,7 @@ def loaded() -> dict[str, list[str]]:
     )
     found: dict[str, list[str]] = json.loads(done.stdout)["per_stack"]
     found["all"] = json.loads(done.stdout)["all"]
+    found["built"] = json.loads(done.stdout)["built"]
     return found
 
 
@@ -73,3 +83,19 @@ def test_an_adapter_reads_the_model_catalog_with_its_first_call_not_when_built(
     assert not {"metis.catalog.catalog", "metis.catalog.entries", "metis.catalog.lookup"} & set(
         loaded["all"]
     )
+
+
+def test_an_adapter_builds_the_validator_of_its_own_settings_kind_only(
+    loaded: dict[str, list[str]],
+) -> None:
+    kinds = {name for name in loaded["built"] if name.startswith("metis.pipeline.settings.")}
+    assert kinds == {  # anthropic, openai, openai_responses and gemini take none; ollama its own
+        "metis.pipeline.settings.NoSettings",
+        "metis.pipeline.settings.OllamaSettings",
+    }
+
+
+def test_building_an_adapter_leaves_the_async_locks_to_its_first_call(
+    loaded: dict[str, list[str]],
+) -> None:
+    assert "anyio._core._synchronization" not in loaded["all"]
