@@ -99,3 +99,9 @@ def test_building_an_adapter_leaves_the_async_locks_to_its_first_call(
     loaded: dict[str, list[str]],
 ) -> None:
     assert "anyio._core._synchronization" not in loaded["all"]
+
+
+def test_the_nearest_name_helper_loads_with_the_first_misspelt_name(
+    loaded: dict[str, list[str]],
+) -> None:
+    assert "difflib" not in loaded["all"]
