@@ -49,7 +49,7 @@ def loaded() -> dict[str, list[str]]:
     return found
 
 
-@pytest.mark.parametrize("package", ["metis", "metis.model", "metis.telemetry"])
+@pytest.mark.parametrize("package", ["metis", "metis.catalog", "metis.model", "metis.telemetry"])
 def test_a_lazy_package_hands_out_every_name_it_lists(package: str) -> None:
     module = importlib.import_module(package)
     for name in module.__all__:
@@ -105,3 +105,29 @@ def test_the_nearest_name_helper_loads_with_the_first_misspelt_name(
     loaded: dict[str, list[str]],
 ) -> None:
     assert "difflib" not in loaded["all"]
+
+
+CODECS = {"anthropic", "bedrock_converse", "ollama", "openai_chat", "openai_responses", "schema"}
+CODEC_PACKAGES = {
+    "anthropic": ["anthropic"],
+    "openai": ["openai_chat"],
+    "openai_responses": ["openai_chat", "openai_responses"],  # it shares Chat's helpers
+    "gemini": ["schema"],
+    "ollama": ["ollama"],
+}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_an_adapter_loads_only_the_codec_packages_of_its_own_stack(stack: str) -> None:
+    probe = (
+        "import sys\n"
+        "from metis import AdapterConfig, build_adapter\n"
+        f"build_adapter({stack!r}, AdapterConfig(api_key='x'))\n"
+        "print(' '.join(sorted({m.split('.')[2] for m in sys.modules"
+        " if m.startswith('metis.wire.') and m.count('.') >= 2})))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = [name for name in done.stdout.split() if name in CODECS]
+    assert loaded == CODEC_PACKAGES[stack]
