@@ -59,7 +59,7 @@ class CacheControl(RequestStage[WireRequest]):
     class Options(BaseModel):
         """The stack's default policy (a request's ``cache`` replaces it) and its dialect."""
 
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
         rules: str | None = None
         system: bool = True
         tools: bool = True

@@ -65,7 +65,7 @@ class ToolIds(EventHook[CanonicalRequest]):
     name = "tool_ids"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
         prefix: str = Field(default="call_", description="how this provider's ids begin")
         max_length: int = Field(default=40, ge=8)
