@@ -30,14 +30,15 @@ def test_a_stage_given_no_options_takes_the_defaults_without_building_a_validato
     class Fresh(Defaults):
         pass
 
-    built = stage_with(Fresh)()
+    options = stage_with(Fresh)().options
+    assert isinstance(options, Fresh)
     assert not Fresh.__pydantic_complete__
-    assert (built.options.level, built.options.tags, built.options.model_fields_set) == (
+    assert (options.level, options.tags, options.model_fields_set) == (
         3,
         [],
         set(),
     )
-    assert built.options == Fresh()
+    assert options == Fresh()
 
 
 def test_an_unknown_option_is_still_refused() -> None:
