@@ -17,6 +17,7 @@ warm-up, and the ratio is metis's median over the floor's of the same rounds.
     python -m benchmarks.inprocess                       # everything, ~5 minutes
     python -m benchmarks.inprocess --sections stream --providers gemini --reads 16384
     python -m benchmarks.inprocess --json out.json
+    python -m benchmarks.inprocess --sections import --import-baseline /tmp/old  # old vs new
 """
 
 from __future__ import annotations
@@ -147,24 +148,34 @@ async def section_complete(url: str, args: argparse.Namespace) -> list[dict[str,
 
 
 def section_import(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Each case in a fresh interpreter, round by round; with ``--import-baseline DIR`` every
+    metis case runs a second time on the ``metis`` package in DIR (an older checkout, say
+    ``git archive main metis | tar -x -C DIR``), interleaved with this tree's."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode cached, as for an installed package
-    samples: dict[str, list[float]] = {label: [] for label in IMPORT_CASES}
+    trees = {"": env}
+    if args.import_baseline:
+        trees["baseline: "] = {**env, "PYTHONPATH": str(Path(args.import_baseline).resolve())}
+    samples: dict[str, list[float]] = {}
     modules: dict[str, int] = {}
     for round_ in range(args.import_runs + 1):  # round 0 writes the bytecode
         for label, code in IMPORT_CASES.items():
-            out = subprocess.run(
-                [sys.executable, "-c", IMPORT_PROBE.format(code=code)],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                env=env,
-                check=True,
-            ).stdout.split()
-            if round_:
-                samples[label].append(float(out[-2]))
-                modules[label] = int(out[-1])
+            for prefix, tree_env in trees.items():
+                if prefix and label == "deps + one model":
+                    continue
+                out = subprocess.run(
+                    [sys.executable, "-c", IMPORT_PROBE.format(code=code)],
+                    cwd=ROOT if not prefix else Path(tree_env["PYTHONPATH"]),
+                    capture_output=True,
+                    text=True,
+                    env=tree_env,
+                    check=True,
+                ).stdout.split()
+                if round_:
+                    samples.setdefault(prefix + label, []).append(float(out[-2]))
+                    modules[prefix + label] = int(out[-1])
     reference = statistics.median(samples["deps + one model"])
+    least = min(samples["deps + one model"])
     rows = []
     for label, got in samples.items():
         cpu = statistics.median(got)
@@ -173,12 +184,18 @@ def section_import(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "kind": "import",
                 "what": label,
                 "cpu_ms": cpu * 1000,
+                "cpu_min_ms": min(got) * 1000,
                 "ratio": cpu / reference,
+                "ratio_min": min(got) / least,
                 "modules": modules[label],
                 "load": os.getloadavg()[0],
             }
         )
-        print(f"import  {label:28} {cpu * 1000:7.1f} ms  {cpu / reference:5.2f}x", flush=True)
+        print(
+            f"import  {label:38} median {cpu * 1000:7.1f} ms {cpu / reference:5.2f}x"
+            f"  min {min(got) * 1000:7.1f} ms {min(got) / least:5.2f}x",
+            flush=True,
+        )
     return rows
 
 
@@ -199,6 +216,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--runs", type=int, default=12)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--import-runs", type=int, default=7)
+    parser.add_argument(
+        "--import-baseline", help="a directory holding an older metis package to interleave"
+    )
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args(argv)
     args.providers = args.providers.split(",")

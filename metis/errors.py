@@ -7,6 +7,7 @@ anything that looks like an API key before they are stored.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from enum import StrEnum
@@ -62,19 +63,29 @@ class ErrorClass(StrEnum):
     OTHER = "other"
 
 
-_KEY_PATTERNS = re.compile(
-    r"(sk-ant-[A-Za-z0-9_\-]+|sk-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{20,}"
-    r"|(?:gsk|hf|xai|pplx|nvapi|csk|fw)[_\-][A-Za-z0-9_\-]{16,}|ya29\.[0-9A-Za-z_\-]{16,}"
-    r"|(?i:bearer)\s+[A-Za-z0-9._\-]{12,})"
-)
+@functools.cache
+def _key_patterns() -> re.Pattern[str]:
+    return re.compile(
+        r"(sk-ant-[A-Za-z0-9_\-]+|sk-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{20,}"
+        r"|(?:gsk|hf|xai|pplx|nvapi|csk|fw)[_\-][A-Za-z0-9_\-]{16,}|ya29\.[0-9A-Za-z_\-]{16,}"
+        r"|(?i:bearer)\s+[A-Za-z0-9._\-]{12,})"
+    )
 
 
-_URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
+@functools.cache
+def _url_credentials() -> re.Pattern[str]:
+    return re.compile(r"(?<=://)[^/@\s]+@")
+
+
 _SHORT = 8
 """A secret shorter than this is hidden only where it stands alone (not inside a word), so a
 four-letter test key does not blank out every word that contains it."""
 _TOKEN_CHARS = r"A-Za-z0-9_\-"
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+@functools.cache
+def _lone_surrogate() -> re.Pattern[str]:
+    return re.compile("[\ud800-\udfff]")
 
 
 def redact(text: str, *secrets: str | None) -> str:
@@ -84,10 +95,10 @@ def redact(text: str, *secrets: str | None) -> str:
     for secret in secrets:
         if secret:
             text = _hide(text, secret)
-    text = _URL_CREDENTIALS.sub("[REDACTED]@", text)
-    text = _KEY_PATTERNS.sub("[REDACTED]", text)
+    text = _url_credentials().sub("[REDACTED]@", text)
+    text = _key_patterns().sub("[REDACTED]", text)
     if not text.isascii():
-        text = _LONE_SURROGATE.sub("\ufffd", text)
+        text = _lone_surrogate().sub("\ufffd", text)
     return text
 
 

@@ -102,7 +102,7 @@ class Adapter:
         """Run :meth:`init` before the first call (what the Registry and the one-line calls
         ask for, so nobody has to remember it)."""
         self._initialized = False
-        self._init_lock = anyio.Lock()
+        self._init_lock: anyio.Lock | None = None  # made by the first init (anyio loads it lazily)
         self._lifespan: AsyncExitStack | None = None
 
     def __repr__(self) -> str:
@@ -173,6 +173,8 @@ class Adapter:
         each stage's ``init``; a remote HTTP stack has nothing to prepare. Runs once however
         often it is called; an adapter built with ``init_on_first_call`` runs it before its
         first call."""
+        if self._init_lock is None:
+            self._init_lock = anyio.Lock()
         async with self._init_lock:
             if self._initialized:
                 return

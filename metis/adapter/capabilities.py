@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from metis.catalog.capabilities import model_capabilities, uncatalogued_capabilities
-from metis.catalog.lookup import find_model, warn_uncatalogued
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.config import AdapterConfig
 from metis.stacks.loader import StackSpec
@@ -33,12 +31,20 @@ class ModelCapabilities:
         keeps :attr:`declared` (with one WARN per model per process)."""
         found = self._by_model.get(wire_model)
         if found is None:
-            stack, found = self._stack, self._declared
-            info = find_model(stack.catalog, wire_model) if stack.catalog else None
-            if info is not None:
-                found = self._config.merged_capabilities(model_capabilities(found, info))
-            elif stack.catalog:
-                warn_uncatalogued(stack.catalog, wire_model, stack.source)
-                found = uncatalogued_capabilities(found, stack.catalog, wire_model)
-            self._by_model[wire_model] = found
+            return self._narrowed(wire_model)
+        return found
+
+    def _narrowed(self, wire_model: str) -> AdapterCapabilities:
+        # The catalog (its snapshot, entry validator and name rules) loads with the first call.
+        from metis.catalog.capabilities import model_capabilities, uncatalogued_capabilities
+        from metis.catalog.lookup import find_model, warn_uncatalogued
+
+        stack, found = self._stack, self._declared
+        info = find_model(stack.catalog, wire_model) if stack.catalog else None
+        if info is not None:
+            found = self._config.merged_capabilities(model_capabilities(found, info))
+        elif stack.catalog:
+            warn_uncatalogued(stack.catalog, wire_model, stack.source)
+            found = uncatalogued_capabilities(found, stack.catalog, wire_model)
+        self._by_model[wire_model] = found
         return found

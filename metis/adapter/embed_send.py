@@ -16,8 +16,8 @@ from metis.pipeline.call import Call
 from metis.pipeline.endpoint import Endpoint
 from metis.pipeline.provider import Provider
 from metis.pipeline.request import WireRequest
+from metis.stages.control.attempt_record import call_identity
 from metis.stages.control.retry import StopAtDeadline, backoff
-from metis.stages.control.telemetry import call_identity
 from metis.telemetry import (
     CallCompleted,
     CallFailed,

@@ -11,6 +11,7 @@ stage sees it (the token estimate and the codecs serialize these parts).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -20,8 +21,16 @@ from metis.model.content import ToolUseBlock
 from metis.model.request import CanonicalRequest
 
 MAX_DEPTH = 100
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@functools.cache
+def _surrogate() -> re.Pattern[str]:
+    return re.compile("[\ud800-\udfff]")
+
+
+@functools.cache
+def _name() -> re.Pattern[str]:
+    return re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def first_unsendable(value: Any, path: str) -> str | None:
@@ -35,7 +44,7 @@ def first_unsendable(value: Any, path: str) -> str | None:
         if item is None or cls in (bool, int):
             continue
         if cls is str or isinstance(item, str):
-            if not item.isascii() and _SURROGATE.search(item):
+            if not item.isascii() and _surrogate().search(item):
                 return f"{where}: a string with a lone UTF-16 surrogate, which is not text"
         elif isinstance(item, float):
             if not math.isfinite(item):
@@ -78,9 +87,9 @@ def _plain(value: Any, depth: int) -> bool:
 
 
 def _member(key: str) -> str:
-    if _NAME.fullmatch(key):
+    if _name().fullmatch(key):
         return f".{key}"
-    return f"[{key[:40]!r}]" if not _SURROGATE.search(key) else "[<a key with a lone surrogate>]"
+    return f"[{key[:40]!r}]" if not _surrogate().search(key) else "[<a key with a lone surrogate>]"
 
 
 def check_request(request: CanonicalRequest, provider: str) -> None:

@@ -10,6 +10,7 @@ and to refuse a request that cannot fit; never used for billing.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Literal
@@ -243,14 +244,18 @@ def _length_profile(profile: TokenProfile) -> TokenProfile:
 # Text -----------------------------------------------------------------------------------------
 
 _PUNCT = r"!-/:-@\[-`{-~"  # ASCII punctuation
-_PIECE = re.compile(
-    rf"[{_PUNCT}]?(?:[A-Z]*[a-z]+|[A-Z]+[a-z]*)(?:'[a-z]{{1,2}})?"  # 'get' '_user' 'HTTP'
-    r"|[0-9]{1,3}"  # a number, up to three digits a piece
-    r"|[^\x00-\x7f]"  # any other script: a piece a character
-    rf"|[{_PUNCT}]+[\r\n]*"  # a run of punctuation: '{"', '":', '**', '=>'
-    r"|\s*[\r\n]+"  # line breaks
-    r"|\s+(?=\s)"  # indentation
-)
+
+
+@functools.cache
+def _piece_pattern() -> re.Pattern[str]:
+    return re.compile(
+        rf"[{_PUNCT}]?(?:[A-Z]*[a-z]+|[A-Z]+[a-z]*)(?:'[a-z]{{1,2}})?"  # 'get' '_user' 'HTTP'
+        r"|[0-9]{1,3}"  # a number, up to three digits a piece
+        r"|[^\x00-\x7f]"  # any other script: a piece a character
+        rf"|[{_PUNCT}]+[\r\n]*"  # a run of punctuation: '{"', '":', '**', '=>'
+        r"|\s*[\r\n]+"  # line breaks
+        r"|\s+(?=\s)"  # indentation
+    )
 
 
 def count_text(text: str, profile: TokenProfile = DEFAULT_PROFILE) -> int:
@@ -274,7 +279,7 @@ def _pieces(text: str, word_chars: int) -> int:
     costs ceil(length / word_chars); any other script costs a token a character. Linear, no
     vocabulary."""
     total = 0
-    for match in _PIECE.finditer(text):
+    for match in _piece_pattern().finditer(text):
         length = match.end() - match.start()
         total += -(-length // word_chars) if length > word_chars else 1
     return total

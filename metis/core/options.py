@@ -13,7 +13,6 @@ pydantic model).
 
 from __future__ import annotations
 
-import difflib
 import functools
 import inspect
 import weakref
@@ -80,6 +79,8 @@ def nearest_option(option: str, known: Collection[str]) -> str | None:
     alias = ALIASES.get(option)
     if alias is not None and alias in known:
         return alias
+    import difflib  # only a misspelt name needs it
+
     close = difflib.get_close_matches(option, list(known), n=1, cutoff=0.6)
     return close[0] if close else None
 

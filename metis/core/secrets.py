@@ -8,15 +8,20 @@ appears; this module only says which they are.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-_SECRET_NAME = re.compile(
-    r"auth|key|token|secret|passw|cookie|signature|credential|\bsig\b", re.IGNORECASE
-)
+
+@functools.cache
+def _secret_name() -> re.Pattern[str]:
+    return re.compile(
+        r"auth|key|token|secret|passw|cookie|signature|credential|\bsig\b", re.IGNORECASE
+    )
+
 
 SECRET_HEADERS = frozenset(
     {"authorization", "x-api-key", "api-key", "x-goog-api-key", "x-amz-security-token"}
@@ -31,7 +36,7 @@ def is_secret_header(name: str) -> bool:
     """A header whose value is a credential: the known auth headers, and any whose name
     says key, token, secret, auth, password, cookie or signature."""
     lowered = name.lower()
-    return lowered in SECRET_HEADERS or bool(_SECRET_NAME.search(lowered))
+    return lowered in SECRET_HEADERS or bool(_secret_name().search(lowered))
 
 
 def header_secrets(headers: Mapping[str, str]) -> list[str]:
@@ -78,7 +83,9 @@ def collect(
     return tuple(sorted({s for s in found if s}, key=len, reverse=True))
 
 
-_QUERY_VALUE = re.compile(r"([?&])([^=&#\s]+)=([^&#\s\"']*)")
+@functools.cache
+def _query_value() -> re.Pattern[str]:
+    return re.compile(r"([?&])([^=&#\s]+)=([^&#\s\"']*)")
 
 
 def scrub_url(url: str) -> str:
@@ -91,7 +98,7 @@ def scrub_url(url: str) -> str:
             return match.group(0)
         return f"{sep}{name}=[REDACTED]"
 
-    return redact(_QUERY_VALUE.sub(hide, url))
+    return redact(_query_value().sub(hide, url))
 
 
 class HttpxRequestLineFilter(logging.Filter):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -11,6 +10,8 @@ def closest(name: str, known: Iterable[str], n: int = 3, cutoff: float = 0.6) ->
     by_lower: dict[str, str] = {}
     for candidate in known:
         by_lower.setdefault(candidate.lower(), candidate)
+    import difflib  # only a misspelt name needs it
+
     found = difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=cutoff)
     return [by_lower[match] for match in found]
 

@@ -24,7 +24,7 @@ from metis.model.request import CanonicalRequest
 from metis.model.response import TokenUsage
 from metis.pipeline.call import Call, DropRecord
 from metis.pipeline.request import HTTPFailure, WireRequest
-from metis.stages.control.telemetry import call_identity
+from metis.stages.control.attempt_record import call_identity
 from metis.telemetry.events import CallCompleted, CallFailed, CallStarted
 from metis.transport.exchange import Exchange
 

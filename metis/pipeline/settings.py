@@ -9,7 +9,6 @@ one named. Each kind is a pydantic model, so code may also pass an instance
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -44,7 +43,9 @@ def checked_region(name: str, source: str) -> str:
 class ProviderSettings(BaseModel):
     """The base of every kind: frozen, unknown keys refused."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, arbitrary_types_allowed=True, defer_build=True
+    )
 
     def value(self, name: str) -> Any:
         """The setting ``name`` if this kind has it and it is set, else None."""
@@ -177,6 +178,8 @@ def _explain(model: type[ProviderSettings], exc: ValidationError) -> str:
     for err in exc.errors():
         key = ".".join(str(p) for p in err["loc"]) or "settings"
         if err["type"] == "extra_forbidden":
+            import difflib  # only a misspelt name needs it
+
             near = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             problems.append(f"unknown setting {key!r}{hint}")

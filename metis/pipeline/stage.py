@@ -31,6 +31,7 @@ A stage that only rewrites the request subclasses :class:`RequestStage` and impl
 
 from __future__ import annotations
 
+import functools
 import typing
 import weakref
 from collections.abc import AsyncIterator, Callable
@@ -51,7 +52,7 @@ Inner = Callable[[RequestOut, Call], AsyncIterator[ItemsIn]]
 
 
 class NoOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
@@ -84,6 +85,9 @@ class Stage(Generic[RequestIn, RequestOut, ItemsIn, ItemsOut]):
         return value if isinstance(value, str) else None
 
     def __init__(self, **options: Any) -> None:
+        if not options and _defaults_only(self.Options):
+            self.options = self.Options.model_construct()  # its validator is built on first use
+            return
         try:
             self.options = self.Options(**options)
         except ValidationError as exc:
@@ -180,6 +184,18 @@ def _resolve(cls: type, bindings: dict[Any, Any]) -> tuple[Any, ...] | None:
             if found is not None:
                 return found
     return None
+
+
+@functools.cache
+def _defaults_only(options: type[BaseModel]) -> bool:
+    """Whether ``options()`` is valid with nothing checked: no field is required, none
+    validates its default and no model validator checks the whole. A stage given no options
+    then takes the defaults without building the model's validator (``defer_build``)."""
+    if options.model_config.get("validate_default"):
+        return False
+    if options.__pydantic_decorators__.model_validators:
+        return False
+    return not any(f.is_required() or f.validate_default for f in options.model_fields.values())
 
 
 def _explain_options(stage: Stage[Any, Any, Any, Any], exc: ValidationError) -> str:

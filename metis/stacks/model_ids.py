@@ -4,12 +4,16 @@ and only the model part is the provider's name for the model."""
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
 from metis.stacks.loader import StackSpec
 
-_STACK_FILE = re.compile(r"(.+?\.ya?ml):(.+)", re.DOTALL)
+
+@functools.cache
+def _stack_file() -> re.Pattern[str]:
+    return re.compile(r"(.+?\.ya?ml):(.+)", re.DOTALL)
 
 
 def split_model_id(model: str) -> tuple[str, str] | None:
@@ -19,7 +23,7 @@ def split_model_id(model: str) -> tuple[str, str] | None:
     Windows drive's); otherwise the stack is everything before the first colon, because model
     names hold colons of their own (``ollama:qwen3:8b``, Bedrock's ``...-v1:0``).
     """
-    found = _STACK_FILE.fullmatch(model)
+    found = _stack_file().fullmatch(model)
     if found:
         return found.group(1), found.group(2)
     stack, sep, name = model.partition(":")

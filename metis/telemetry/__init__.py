@@ -13,46 +13,67 @@ The ``telemetry`` stage (:mod:`metis.stages.control.telemetry`) emits them, sitt
 stage so it sees every attempt; ``retry_count`` is the attempt's number of retries before it.
 A sink is anything with a synchronous ``emit(event)``; it must be cheap (it runs in the call's
 task) and should not raise: the stage logs a failing sink once and carries on.
+
+Each name is imported from its module on first use, so an adapter with the default sink loads
+neither the events nor the other sinks.
 """
 
 from __future__ import annotations
 
-from metis.telemetry.events import (
-    AvailabilityChanged,
-    CallCompleted,
-    CallFailed,
-    CallStarted,
-    RouteDecided,
-    RoutingEvent,
-    SharedStateChanged,
-    TelemetryEvent,
-    ToolIdStoreFailed,
-)
-from metis.telemetry.otel import OpenTelemetrySink
-from metis.telemetry.sinks import (
-    NULL_SINK,
-    ListSink,
-    LoggingSink,
-    MultiSink,
-    NullSink,
-    TelemetrySink,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "NULL_SINK",
-    "AvailabilityChanged",
-    "CallCompleted",
-    "CallFailed",
-    "CallStarted",
-    "ListSink",
-    "LoggingSink",
-    "MultiSink",
-    "NullSink",
-    "OpenTelemetrySink",
-    "RouteDecided",
-    "RoutingEvent",
-    "SharedStateChanged",
-    "TelemetryEvent",
-    "TelemetrySink",
-    "ToolIdStoreFailed",
-]
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "AvailabilityChanged",
+            "CallCompleted",
+            "CallFailed",
+            "CallStarted",
+            "RouteDecided",
+            "RoutingEvent",
+            "SharedStateChanged",
+            "TelemetryEvent",
+            "ToolIdStoreFailed",
+        ],
+        "metis.telemetry.events",
+    ),
+    **dict.fromkeys(["OpenTelemetrySink"], "metis.telemetry.otel"),
+    **dict.fromkeys(["ListSink", "LoggingSink", "MultiSink"], "metis.telemetry.sinks"),
+    **dict.fromkeys(["NULL_SINK", "NullSink", "TelemetrySink"], "metis.telemetry.sink"),
+}
+"""Every public name of ``metis.telemetry``, and the module it is imported from on first use."""
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'metis.telemetry' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:
+    from metis.telemetry.events import AvailabilityChanged as AvailabilityChanged
+    from metis.telemetry.events import CallCompleted as CallCompleted
+    from metis.telemetry.events import CallFailed as CallFailed
+    from metis.telemetry.events import CallStarted as CallStarted
+    from metis.telemetry.events import RouteDecided as RouteDecided
+    from metis.telemetry.events import RoutingEvent as RoutingEvent
+    from metis.telemetry.events import SharedStateChanged as SharedStateChanged
+    from metis.telemetry.events import TelemetryEvent as TelemetryEvent
+    from metis.telemetry.events import ToolIdStoreFailed as ToolIdStoreFailed
+    from metis.telemetry.otel import OpenTelemetrySink as OpenTelemetrySink
+    from metis.telemetry.sink import NULL_SINK as NULL_SINK
+    from metis.telemetry.sink import NullSink as NullSink
+    from metis.telemetry.sink import TelemetrySink as TelemetrySink
+    from metis.telemetry.sinks import ListSink as ListSink
+    from metis.telemetry.sinks import LoggingSink as LoggingSink
+    from metis.telemetry.sinks import MultiSink as MultiSink

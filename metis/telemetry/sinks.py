@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from typing import Protocol
 
 from metis.core.options import checked_init
 from metis.telemetry.events import (
@@ -15,31 +14,9 @@ from metis.telemetry.events import (
     TelemetryEvent,
     ToolIdStoreFailed,
 )
-
-
-class TelemetrySink(Protocol):
-    """Receives the telemetry events of each attempt (``llm.call_started``, ``completed``,
-    ``failed``, routing and store events); ``LoggingSink``, ``ListSink`` and
-    ``OpenTelemetrySink`` are provided."""
-
-    def emit(self, event: TelemetryEvent) -> None:
-        """Receive one event. Synchronous and cheap: it runs on the call's own task."""
-        ...
-
-
-class NullSink:
-    """Drops everything; the default. With it the telemetry stage steps out of the way."""
-
-    __slots__ = ()
-
-    def emit(self, event: TelemetryEvent) -> None:
-        pass
-
-    def __repr__(self) -> str:
-        return "NullSink()"
-
-
-NULL_SINK = NullSink()
+from metis.telemetry.sink import NULL_SINK as NULL_SINK
+from metis.telemetry.sink import NullSink as NullSink
+from metis.telemetry.sink import TelemetrySink as TelemetrySink
 
 
 @checked_init

@@ -61,7 +61,7 @@ class Transport(Stage[WireRequest, Any, Any, ResponseItem]):
     role = "transport"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
         connect_timeout: float = Field(default=CONNECT_TIMEOUT, gt=0)
         first_event_timeout: float = Field(

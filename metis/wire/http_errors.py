@@ -6,6 +6,7 @@ the context-overflow wording and the Retry-After parsing live in this one place.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Mapping
@@ -15,15 +16,20 @@ from typing import Any
 from metis.errors import AdapterError, ErrorClass, error_for
 from metis.wire import json_limits
 
-_OVERFLOW = re.compile(
-    r"context[ _]length|context window|maximum context|too many tokens|prompt is too long"
-    r"|input is too long|reduce the length|exceeds? the (model'?s? )?(maximum|context)"
-    r"|request_too_large|tokens? (limit|exceed)|exceeds the available context",
-    re.IGNORECASE,
-)
+
+@functools.cache
+def _overflow() -> re.Pattern[str]:
+    return re.compile(
+        r"context[ _]length|context window|maximum context|too many tokens|prompt is too long"
+        r"|input is too long|reduce the length|exceeds? the (model'?s? )?(maximum|context)"
+        r"|request_too_large|tokens? (limit|exceed)|exceeds the available context",
+        re.IGNORECASE,
+    )
 
 
-_OVERLOADED_TEXT = re.compile(r"overloaded|over capacity|capacity", re.IGNORECASE)
+@functools.cache
+def _overloaded_text() -> re.Pattern[str]:
+    return re.compile(r"overloaded|over capacity|capacity", re.IGNORECASE)
 
 
 def class_for_status(status: int) -> ErrorClass:
@@ -45,7 +51,7 @@ def class_for_status(status: int) -> ErrorClass:
 
 
 def says_context_overflow(message: str) -> bool:
-    return bool(_OVERFLOW.search(message))
+    return bool(_overflow().search(message))
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
@@ -108,7 +114,7 @@ def http_error(
     cls = error_class or (class_for_status(status) if status else ErrorClass.SERVER_ERROR)
     if status in (401, 403):
         cls = ErrorClass.AUTH
-    if status == 503 and error_class is None and _OVERLOADED_TEXT.search(message):
+    if status == 503 and error_class is None and _overloaded_text().search(message):
         cls = ErrorClass.OVERLOADED
     if cls is ErrorClass.INVALID_REQUEST and says_context_overflow(message):
         cls = ErrorClass.CONTEXT_OVERFLOW

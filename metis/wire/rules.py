@@ -15,7 +15,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from metis.wire.anthropic.rules import parameter_problems
 from metis.wire.media_rules import (
     anthropic_media_problems,
     gemini_media_problems,
@@ -82,6 +81,8 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
     if pending:
         problems.append(f"messages.{len(messages) - 1}: tool_use ids {pending} are never answered")
     problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
+    from metis.wire.anthropic.rules import parameter_problems  # only Anthropic's stacks load it
+
     problems += parameter_problems(body)
     problems += anthropic_media_problems(body)
     return problems

@@ -166,3 +166,23 @@ def test_the_in_process_benchmark_runs_and_reports_a_ratio(tmp_path: Path) -> No
     ]
     assert all(_positive(r["ratio"]) for r in rows)
     assert json.loads(out.read_text()) == rows
+
+
+def test_the_import_section_interleaves_a_baseline_tree(tmp_path: Path) -> None:
+    import shutil
+
+    from benchmarks import inprocess
+
+    baseline = tmp_path / "old"
+    shutil.copytree(
+        Path(inprocess.ROOT) / "metis",
+        baseline / "metis",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    rows = inprocess.main(
+        ["--sections", "import", "--import-runs", "1", "--import-baseline", str(baseline)]
+    )
+    labels = [r["what"] for r in rows]
+    assert "metis + anthropic" in labels and "baseline: metis + anthropic" in labels
+    assert "baseline: deps + one model" not in labels
+    assert all(_positive(r["ratio"]) and _positive(r["ratio_min"]) for r in rows)

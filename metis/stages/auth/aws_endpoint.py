@@ -35,7 +35,7 @@ class AwsEndpoint(AsyncRequestStage[WireRequest]):
     role = "auth"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     _options: Mapping[str, Any] = MappingProxyType({})
 

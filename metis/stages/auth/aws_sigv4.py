@@ -34,7 +34,7 @@ class AwsSigV4(AsyncRequestStage[WireRequest]):
     role = "auth"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
         service: str = "bedrock"
 

@@ -53,7 +53,7 @@ class AzureAuth(AsyncRequestStage[WireRequest]):
     role = "auth"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
         scope: str = COGNITIVE_SERVICES
 

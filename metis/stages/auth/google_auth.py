@@ -47,7 +47,7 @@ class GoogleAuth(AsyncRequestStage[WireRequest]):
     role = "auth"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
         scopes: list[str] = Field(default_factory=lambda: [CLOUD_PLATFORM])
 

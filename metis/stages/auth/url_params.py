@@ -44,7 +44,7 @@ class UrlParams(RequestStage[WireRequest]):
     role = "auth"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
         params: dict[str, list[str]] = Field(default_factory=dict)
         """Each placeholder's environment variables, in order of preference."""

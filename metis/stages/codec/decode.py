@@ -43,7 +43,7 @@ class Decode(Stage[WireRequest, WireRequest, ResponseItem, dict[str, Any]]):
     role = "framing"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
         format: Literal["sse", "ndjson", "json", "eventstream"] = "sse"
 
     options: Options

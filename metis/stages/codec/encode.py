@@ -29,7 +29,7 @@ class CodecOptions(BaseModel):
     """The options of a stage that works through the codec: its name and settings (both
     filled in from the stack's ``codec:`` and ``codec_settings:``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     codec: str
     settings: dict[str, Any] = Field(default_factory=dict)

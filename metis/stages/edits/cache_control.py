@@ -28,14 +28,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from metis.catalog.lookup import find_model
 from metis.model.cache import CachePolicy, CacheTTL, RequestedCache
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.stage import RequestStage
 from metis.stages.edits.openai_cache import openai_cache_edit
 from metis.wire import cache_points
-from metis.wire.anthropic import cache as anthropic_cache
 from metis.wire.rules import RULES_DIALECT
 
 log = logging.getLogger("metis")
@@ -61,7 +59,7 @@ class CacheControl(RequestStage[WireRequest]):
     class Options(BaseModel):
         """The stack's default policy (a request's ``cache`` replaces it) and its dialect."""
 
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
         rules: str | None = None
         system: bool = True
         tools: bool = True
@@ -102,7 +100,7 @@ class CacheControl(RequestStage[WireRequest]):
         self, body: dict[str, Any], asked: RequestedCache, form: str, call: Call
     ) -> dict[str, Any]:
         policy, system, tools = self._policy(asked)
-        wire = anthropic_cache if form == "anthropic" else _converse_cache()
+        wire = _anthropic_cache() if form == "anthropic" else _converse_cache()
         if form == "converse" and not self._caches(call):
             hints = wire.present(body)
             for _ in hints:
@@ -148,6 +146,8 @@ class CacheControl(RequestStage[WireRequest]):
     def _caches(call: Call) -> bool:
         """Converse caches on the models the catalog says do (Claude, Nova); an unknown model
         may refuse a ``cachePoint``."""
+        from metis.catalog.lookup import find_model  # the catalog loads with the first call
+
         info = find_model(BEDROCK_CATALOG, call.wire_model)
         return info is not None and info.prompt_caching is True
 
@@ -163,6 +163,14 @@ def _no_form_for_policy(asked: RequestedCache, call: Call, provider: str) -> Non
 
 def _warn(call: Call, reason: str) -> None:
     call.warn_dropped("cache", reason)
+
+
+def _anthropic_cache() -> ModuleType:
+    """Anthropic's cache form: its codec package is loaded only by a stack that writes that
+    form (an OpenAI stack's cache_control does not load it)."""
+    from metis.wire.anthropic import cache
+
+    return cache
 
 
 def _converse_cache() -> ModuleType:

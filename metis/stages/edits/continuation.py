@@ -99,7 +99,7 @@ class Continuation(Stage[WireRequest, WireRequest, StreamEvent, StreamEvent]):
     role = "edit"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
         enabled: bool = True
         connection_local: bool = Field(

@@ -18,7 +18,6 @@ import hashlib
 import logging
 from typing import Any
 
-from metis.catalog.knobs import openai_cache_generation
 from metis.model.cache import CachePolicy, RequestedCache
 from metis.pipeline.call import Call
 from metis.wire import openai_cache
@@ -33,6 +32,8 @@ def openai_cache_edit(
 ) -> dict[str, Any]:
     """``body`` with the request's cache settings in OpenAI's form; ``key``: the stack sends
     the key and retention; ``system``: the stack's default policy caches the system prompt."""
+    from metis.catalog.knobs import openai_cache_generation  # loads with the first call
+
     generation = openai_cache_generation(call.wire_model)
     policy = asked.policy
     if generation == "breakpoints":

@@ -30,7 +30,7 @@ class PreSendCheck(RequestStage[WireRequest]):
         return RULES_DIALECT.get(rules, rules) if isinstance(rules, str) else None
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
         rules: str
 

@@ -59,7 +59,7 @@ class SchemaCleanup(RequestStage[CanonicalRequest]):
     name = "schema_cleanup"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
         remove: list[str] = Field(default_factory=list, description="keywords to take out")
         inline_refs: bool = False

@@ -43,7 +43,7 @@ class StrictSchema(EventHook[WireRequest]):
     role = "edit"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
         tools: bool = True
         response_format: bool = True
 

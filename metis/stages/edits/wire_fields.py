@@ -63,7 +63,7 @@ class WireFields(RequestStage[WireRequest]):
     role = "edit"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
         rename: dict[str, str] = Field(default_factory=dict)
         drop: list[str] = Field(default_factory=list)

@@ -64,7 +64,7 @@ class OllamaLifecycle(EventHook[Any]):
     role = "lifespan"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
         model: str | None = Field(
             default=None, description="the model init() checks; else the adapter's model setting"

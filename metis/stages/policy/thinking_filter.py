@@ -28,7 +28,7 @@ class ThinkingFilter(RequestStage[CanonicalRequest]):
     name = "thinking_filter"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
         keep: Literal["same_model", "same_provider", "never"] = "same_model"
         as_text: bool = False

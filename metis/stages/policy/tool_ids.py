@@ -52,7 +52,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.hooks import EventHook, Watch
 from metis.pipeline.services import StageServices
 from metis.pipeline.stores import ToolIdStore
-from metis.telemetry import NULL_SINK, TelemetrySink, ToolIdStoreFailed
+from metis.telemetry.sink import NULL_SINK, TelemetrySink
 
 log = logging.getLogger("metis")
 
@@ -66,7 +66,7 @@ class ToolIds(EventHook[CanonicalRequest]):
     name = "tool_ids"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
         prefix: str = Field(default="call_", description="how this provider's ids begin")
         max_length: int = Field(default=40, ge=8)
@@ -275,6 +275,8 @@ def _report_store_failure(
             "error_class": error_class,
         },
     )
+    from metis.telemetry.events import ToolIdStoreFailed  # the bus events load when first used
+
     event = ToolIdStoreFailed(
         request_id=call.request_id,
         session_id=call.session_id,

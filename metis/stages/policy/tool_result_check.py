@@ -25,7 +25,7 @@ class ToolResultCheck(RequestStage[CanonicalRequest]):
     name = "tool_result_check"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
         on_missing: Literal["error", "placeholder"] = "error"
 

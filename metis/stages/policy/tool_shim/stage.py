@@ -81,7 +81,7 @@ class ToolShim(EventHook[CanonicalRequest]):
     name = "tool_shim"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
         stop_at_result: bool = True
         """Ask the server to stop at ``<tool_result``, so the model cannot invent results."""
