@@ -166,3 +166,14 @@ def test_the_in_process_benchmark_runs_and_reports_a_ratio(tmp_path: Path) -> No
     ]
     assert all(_positive(r["ratio"]) for r in rows)
     assert json.loads(out.read_text()) == rows
+
+
+def test_the_above_http_comparison_reads_every_format(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/above_http.py: the floor and metis over the same in-memory bytes, every
+    format, each metis stream checked for the whole tool input."""
+    from benchmarks import above_http
+
+    above_http.main(["--rounds", "1", "--reads", "16384"])
+    rows = capsys.readouterr().out.splitlines()
+    assert [row.split()[0] for row in rows] == list(FORMATS)
+    assert all(" x" in row for row in rows)
