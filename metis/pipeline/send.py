@@ -135,11 +135,13 @@ async def _send(
             exchange = await transport.open(request, call)
             objects = framing.objects(request, exchange.content_type)
             read, clock, cancel, feed = exchange.read, exchange.clock, call.cancel, reader.feed
+            plain = not watches  # no watch in the send path (no telemetry sink)
             while (chunk := await read()) is not None:
                 clock.received = True
                 if cancel.cancelled:
                     raise CancelledError("the call was cancelled")
-                await _read_chunk(objects.feed(chunk), feed, watches, batch)
+                for obj in objects.feed(chunk):  # each event added as made: see the except
+                    batch += feed(obj) if plain else await _watched(feed(obj), watches, batch)
                 if batch:
                     out, batch = batch, []
                     yield out
@@ -147,8 +149,7 @@ async def _send(
                     await _halted(objects, framing, read, call)
                     break
             else:
-                for obj in objects.close():  # a whole reply comes here, at the end
-                    batch.extend(await _through(watches, *reader.read(obj)))
+                await _closed(objects, reader, watches, batch)  # a whole reply comes here
             batch.extend(await _through(watches, *reader.finish()))
             if batch:
                 out, batch = batch, []
@@ -176,21 +177,26 @@ async def _send(
         raise closed
 
 
-async def _read_chunk(
-    objects: list[dict[str, Any]],
-    feed: Callable[[dict[str, Any]], Sequence[StreamEvent]],
-    watches: Watches,
-    batch: list[StreamEvent],
-) -> None:
-    """The events of a chunk's objects, through the watches, added to ``batch`` as they are
-    made (so what was made before an object fails is in it)."""
+async def _watched(
+    events: Sequence[StreamEvent], watches: Watches, batch: list[StreamEvent]
+) -> tuple[()]:
+    """``events`` through the send path's watches, added to ``batch`` as they pass (so what
+    was made before a watch fails is in it); nothing more to add."""
     table = watches.table
-    for obj in objects:
-        for event in feed(obj):
-            if table.get(event.__class__) == ():  # no watch looks at it
-                batch.append(event)
-            else:
-                batch += await watches.passed(event)
+    for event in events:
+        if table.get(event.__class__) == ():  # no watch looks at it
+            batch.append(event)
+        else:
+            batch += await watches.passed(event)
+    return ()
+
+
+async def _closed(
+    objects: Objects, reader: CallReader, watches: Watches, batch: list[StreamEvent]
+) -> None:
+    """The objects the body's end completes (a whole reply, given only at the end)."""
+    for obj in objects.close():
+        batch.extend(await _through(watches, *reader.read(obj)))
 
 
 async def _halted(

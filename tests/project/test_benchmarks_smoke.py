@@ -186,3 +186,14 @@ def test_the_import_section_interleaves_a_baseline_tree(tmp_path: Path) -> None:
     assert "metis + anthropic" in labels and "baseline: metis + anthropic" in labels
     assert "baseline: deps + one model" not in labels
     assert all(_positive(r["ratio"]) and _positive(r["ratio_min"]) for r in rows)
+
+
+def test_the_above_http_comparison_reads_every_format(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/above_http.py: the floor and metis over the same in-memory bytes, every
+    format, each metis stream checked for the whole tool input."""
+    from benchmarks import above_http
+
+    above_http.main(["--rounds", "1", "--reads", "16384"])
+    rows = capsys.readouterr().out.splitlines()
+    assert [row.split()[0] for row in rows] == list(FORMATS)
+    assert all(" x" in row for row in rows)

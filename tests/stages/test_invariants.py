@@ -6,6 +6,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from metis.errors import InvariantViolation, RateLimitError
 from metis.model import (
@@ -371,3 +373,40 @@ async def test_a_consumer_that_stops_early_gets_no_violation() -> None:
     stream: Any = Invariants()("r", make_call(), inner)
     assert await stream.__anext__() is events[0]
     await stream.aclose()  # no message.complete seen, and nothing raised
+
+
+# The text fast path: the same verdict as the long way ---------------------------------------
+
+_INDICES = st.integers(min_value=0, max_value=3)
+_EVENTS = st.one_of(
+    st.builds(TextDelta, _INDICES, st.sampled_from(["a", "b", ""])),
+    st.builds(ThinkingDelta, _INDICES, st.sampled_from(["x", "y"])),
+    st.just(MessageStart()),
+    st.builds(
+        lambda texts: MessageComplete(
+            [TextBlock(text=text) for text in texts],
+            StopReason(kind=StopKind.END_TURN),
+            TokenUsage(input_tokens=1, output_tokens=1),
+        ),
+        st.lists(st.sampled_from(["", "a", "ab", "ba"]), max_size=3),
+    ),
+)
+
+
+def _verdict(check: Any, events: list[StreamEvent]) -> tuple[int, str]:
+    """How many events ``check`` passed, and the violation that stopped it ("" if none)."""
+    for passed, event in enumerate(events):
+        try:
+            assert check(event) is event
+        except InvariantViolation as error:
+            return passed, str(error)
+    return len(events), ""
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_EVENTS, max_size=12))
+def test_the_text_fast_path_gives_the_verdict_of_the_long_way(events: list[StreamEvent]) -> None:
+    fast, slow = StreamChecker(), StreamChecker()
+    events = [MessageStart(), *events] if events and len(events) % 2 else events
+    assert _verdict(fast.check, events) == _verdict(slow._check, events)
+    assert fast._text == slow._text

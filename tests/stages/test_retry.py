@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import email.utils
 import json
+import sys
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -260,3 +262,94 @@ async def test_a_backoff_that_would_end_past_the_deadline_is_not_slept(no_backof
     with pytest.raises(ServerError, match="boom 1"):
         await collect(adapter, request("anthropic"))
     assert len(peer.requests) == 2 and len(slept) == 1
+
+
+# The stage alone: after the first item, the attempt's own iterator ------------------------
+
+
+def _overloaded() -> OverloadedError:
+    return OverloadedError("busy", provider="anthropic")
+
+
+@pytest.mark.anyio
+async def test_the_items_of_an_attempt_are_asked_of_it_directly_after_the_first() -> None:
+    """After the first item nothing is retried, so retry is no frame between the caller and
+    the attempt: every later item is produced with the caller's own frame just above."""
+    from metis.stages.control.retry import Retry
+
+    from ..helpers import bound, make_call
+
+    callers: list[str] = []
+
+    async def inner(request: object, call: object) -> AsyncIterator[int]:
+        for item in range(3):
+            callers.append(sys._getframe(1).f_code.co_name)
+            yield item
+
+    async def consume() -> list[int]:
+        items = []
+        async for item in bound(Retry())(None, make_call(), inner):
+            items.append(item)
+        return items
+
+    assert await consume() == [0, 1, 2]
+    assert callers[1:] == ["consume", "consume"]
+
+
+@pytest.mark.anyio
+async def test_a_failure_before_the_first_item_is_retried_and_one_after_it_is_not() -> None:
+    from metis.stages.control.retry import Retry
+
+    from ..helpers import bound, make_call
+
+    attempts: list[int] = []
+
+    async def inner(request: object, call: object) -> AsyncIterator[str]:
+        attempts.append(len(attempts))
+        if len(attempts) == 1:
+            raise _overloaded()
+        yield "first"
+        raise _overloaded()
+
+    items: list[str] = []
+    with pytest.raises(OverloadedError) as raised:
+        async for item in bound(Retry())(None, make_call(), inner):
+            items.append(item)
+    assert items == ["first"] and attempts == [0, 1]
+    assert raised.value.message == "busy"
+
+
+@pytest.mark.anyio
+async def test_an_attempt_with_no_items_ends_the_stream_and_is_not_run_again() -> None:
+    from metis.stages.control.retry import Retry
+
+    from ..helpers import bound, make_call
+
+    attempts: list[int] = []
+
+    async def inner(request: object, call: object) -> AsyncIterator[str]:
+        attempts.append(1)
+        return
+        yield "never"
+
+    stream = bound(Retry())(None, make_call(), inner)
+    assert [item async for item in stream] == []
+    assert [item async for item in stream] == []
+    assert attempts == [1]
+
+
+@pytest.mark.anyio
+async def test_a_stream_closed_before_it_began_sends_nothing() -> None:
+    from metis.stages.control.retry import Retry
+
+    from ..helpers import bound, make_call
+
+    attempts: list[int] = []
+
+    async def inner(request: object, call: object) -> AsyncIterator[str]:
+        attempts.append(1)
+        yield "never"
+
+    stream = bound(Retry())(None, make_call(), inner)
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert [item async for item in stream] == [] and attempts == []

@@ -42,33 +42,86 @@ class Retry(Stage[Any, Any, StreamEvent, StreamEvent]):
     def bind(self, services: StageServices) -> None:
         self._max_retries = services.config.max_retries
 
-    async def __call__(
+    def __call__(
         self, request: Any, call: Call, inner: Inner[Any, StreamEvent]
     ) -> AsyncIterator[StreamEvent]:
         if isinstance(
             request, WireRequest
         ):  # final now: its bytes are made once, for every attempt
             request = request.serialized()
-        yielded = False
+        return _Attempts(self._attempts(request, call, inner))
 
-        def transient(exc: BaseException) -> bool:
-            return isinstance(exc, AdapterError) and exc.retryable and not yielded
-
+    async def _attempts(
+        self, request: Any, call: Call, inner: Inner[Any, StreamEvent]
+    ) -> tuple[AsyncIterator[Any], Any] | None:
+        """Attempts until one hands out its first item: that attempt's iterator and the item
+        (None: it ended with none). Only a failure before the first item is retried."""
         retries = call.terms.max_retries
         retries = self._max_retries if retries is None else retries
         retrying = AsyncRetrying(
             stop=stop_after_attempt(1 + retries) | StopAtDeadline(call),
             wait=backoff,
-            retry=retry_if_exception(transient),
+            retry=retry_if_exception(_transient),
             sleep=self.sleep or call.cancel.sleep,
             reraise=True,
         )
         async for attempt in retrying:
             with attempt:
                 call.attempt = attempt.retry_state.attempt_number - 1
-                async for item in inner(request, call):
-                    yielded = True
-                    yield item
+                iterator = inner(request, call)
+                try:
+                    first = await anext(iterator)
+                except StopAsyncIteration:
+                    return None
+                return iterator, first
+        return None  # not reached: the last attempt's error is raised
+
+
+def _transient(exc: BaseException) -> bool:
+    return isinstance(exc, AdapterError) and exc.retryable
+
+
+class _Attempts:
+    """retry's stream: the attempts until one has handed out its first item, then that
+    attempt's own iterator, asked directly (no frame of retry's per item: after the first
+    item nothing is retried, so a failure goes out as it is)."""
+
+    __slots__ = ("_next", "_start")
+
+    def __init__(self, start: Awaitable[tuple[AsyncIterator[Any], Any] | None]) -> None:
+        self._start: Awaitable[tuple[AsyncIterator[Any], Any] | None] | None = start
+        self._next: Callable[[], Awaitable[Any]] = self._first
+
+    def __aiter__(self) -> _Attempts:
+        return self
+
+    def __anext__(self) -> Awaitable[Any]:
+        return self._next()
+
+    async def _first(self) -> Any:
+        start, self._start = self._start, None
+        self._next = _exhausted  # however the attempts end, they are not run again
+        if start is None:
+            raise StopAsyncIteration
+        found = await start
+        if found is None:
+            raise StopAsyncIteration
+        iterator, first = found
+        self._next = iterator.__anext__
+        return first
+
+    async def aclose(self) -> None:
+        """The attempt in progress is closed by whoever opened it (the pipeline closes every
+        iterator a call opened); the attempts not begun are dropped."""
+        self._next = _exhausted
+        start, self._start = self._start, None
+        close = getattr(start, "close", None)
+        if close is not None:
+            close()
+
+
+async def _exhausted() -> Any:
+    raise StopAsyncIteration
 
 
 class StopAtDeadline(stop_base):

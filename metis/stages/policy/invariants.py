@@ -60,6 +60,7 @@ class StreamChecker:
         "_complete",
         "_index",
         "_open_tools",
+        "_parts",
         "_started",
         "_text",
         "_thinking",
@@ -82,8 +83,20 @@ class StreamChecker:
         self._thinking: dict[int, tuple[list[str], list[str], list[str]]] = {}
         self._citations: dict[int, list[Any]] = {}
         self._whole: dict[int, Any] = {}  # server tool calls and results, by index
+        self._parts: list[str] | None = None  # the text of the block at _index, once it has some
 
     def check(self, event: StreamEvent) -> StreamEvent:
+        parts = self._parts
+        if (
+            parts is not None
+            and event.__class__ is TextDelta
+            and event.content_block_index == self._index
+        ):  # the usual event: more text for the block the last event was in
+            parts.append(event.text)
+            return event
+        return self._check(event)
+
+    def _check(self, event: StreamEvent) -> StreamEvent:
         if self._complete:
             _fail(4, f"{event.type} arrived after message.complete")
         cls = type(event)
@@ -96,6 +109,7 @@ class StreamChecker:
             if parts is None:
                 parts = self._text[index] = []
             parts.append(event.text)
+            self._parts = parts
         elif cls is MessageStart:
             if self._started:
                 _fail(1, "a second message.start")
@@ -151,6 +165,8 @@ class StreamChecker:
             _fail(1, f"{event.type} before message.start")
         if index < self._index:
             _fail(5, f"{event.type} at index {index} after index {self._index}")
+        if index != self._index:
+            self._parts = None
         self._index = index
 
     def _cited_or_whole(self, event: CitationDelta | ServerToolCall | ServerToolResult) -> None:
@@ -176,6 +192,7 @@ class StreamChecker:
         if self._open_tools:
             _fail(2, f"tools {sorted(self._open_tools)} never ended")
         self._complete = True
+        self._parts = None  # nothing may follow: every event goes the long way
         content = event.final_content
         for index, parts in self._text.items():
             block = content[index] if index < len(content) else None

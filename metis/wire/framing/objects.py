@@ -127,7 +127,22 @@ class BodyObjects:
 
     def _ndjson_objects(self, chunk: bytes) -> list[dict[str, Any]]:
         assert self._lines is not None
-        return self._each(self._lines.feed(chunk), _ndjson_object)
+        objects: list[dict[str, Any]] = []
+        for line in self._lines.feed(chunk):
+            if line[:1] == b"{" and (
+                len(line) <= MAX_DEPTH or line.count(b"{") + line.count(b"[") <= MAX_DEPTH
+            ):
+                try:  # the usual line, parsed as it is: jiter checks the UTF-8 of its strings
+                    objects.append(from_json(line, allow_inf_nan=False))
+                    continue
+                except ValueError:
+                    pass  # said the long way, which names what is wrong
+            try:
+                objects.append(_ndjson_object(line))
+            except AdapterError as error:
+                self._fail(error)
+                break
+        return objects
 
     def _each(self, items: list[Any], parse: Any) -> list[dict[str, Any]]:
         objects: list[dict[str, Any]] = []
@@ -152,7 +167,9 @@ class BodyObjects:
         events = self._sse.feed(chunk)  # undecodable bytes raise
         for i, data in enumerate(events):
             try:
-                if data[:1] == "{" and data.count("{") + data.count("[") <= MAX_DEPTH:
+                if data[:1] == "{" and (  # too short, or too few brackets, to nest too deep
+                    len(data) <= MAX_DEPTH or data.count("{") + data.count("[") <= MAX_DEPTH
+                ):
                     try:  # the usual event, parsed here: json_limits.loads' fast path, inlined
                         objects.append(from_json(data, allow_inf_nan=False))
                     except ValueError:

@@ -63,6 +63,8 @@ class SSEDataDecoder:
             self._pending.append(text)
             text = "".join(self._pending)
             self._pending = []
+        elif text[-2:] == "\n\n" and text[:6] == "data: " and text.find("\n") == len(text) - 2:
+            return [text[6:-2]]  # the usual chunk: one event, its one data line, nothing after
         end = text.rfind("\n\n")
         rest = text[end + 2 :]
         self._ends_with_lf = False

@@ -1,0 +1,106 @@
+"""metis.wire.framing.objects.BodyObjects: the objects of a body (and the error it ends in) do
+not depend on how its bytes are cut, and its fast paths (the usual line or event parsed at
+once, NDJSON lines parsed as bytes) give what the long way gives: each object read alone
+through ``parse_object``, the classified reader of one object."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metis.errors import AdapterError
+from metis.wire.framing.objects import BodyObjects, parse_object
+
+_TEXT = st.text(alphabet='ab é\u2028😀"\\{}[]\n', max_size=6)
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+_OBJECTS = st.dictionaries(st.sampled_from(["type", "text", "n", "é"]), _VALUES, max_size=4)
+_ODD_LINES = st.sampled_from(
+    [
+        b'{"a": NaN}',  # refused by the limits
+        b'{"a": "\xff"}',  # invalid UTF-8 in a string
+        b'{"a": 1}\xff',  # invalid UTF-8 after the object
+        b"[1, 2]",  # not an object
+        b'{"a": "\\ud800"}',  # a lone surrogate escape
+        b"  " + b"[" * 60 + b"]" * 60,  # nested, not an object
+        b'{"deep":' + b"[" * 101 + b"]" * 101 + b"}",  # deeper than the limit
+        b'{"ok":' + b"[" * 99 + b"]" * 99 + b"}",  # within it
+        b"\xef\xbb\xbf{}",  # a BOM
+        b'  {"lead": 1}',
+    ]
+)
+
+
+def _line(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _read(body: bytes, cuts: list[int], fmt: str) -> tuple[list[Any], str]:
+    objects = BodyObjects(fmt, streamed=True, content_type="application/x-ndjson")
+    out: list[Any] = []
+    bounds = sorted({min(cut, len(body)) for cut in cuts})
+    pieces = [body[i:j] for i, j in zip([0, *bounds], [*bounds, len(body)], strict=True)]
+    try:
+        for piece in pieces:
+            out += objects.feed(piece)
+            if objects.failed is not None:
+                raise objects.failed
+        out += objects.close()
+    except AdapterError as error:
+        return out, str(error)
+    return out, ""
+
+
+def _long_way(lines: list[bytes]) -> tuple[list[Any], str]:
+    out: list[Any] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            return out, "invalid UTF-8"
+        try:
+            out.append(parse_object(text, "ndjson"))
+        except AdapterError as error:
+            return out, str(error)
+    return out, ""
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(_OBJECTS.map(_line) | _ODD_LINES, min_size=1, max_size=6),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
+    crlf=st.booleans(),
+)
+def test_ndjson_objects_do_not_depend_on_the_cuts_and_match_the_long_way(
+    lines: list[bytes], cuts: list[int], crlf: bool
+) -> None:
+    body = (b"\r\n" if crlf else b"\n").join(lines) + b"\n"
+    whole = _read(body, [], "ndjson")
+    assert _read(body, cuts, "ndjson") == whole
+    expected, error = _long_way([line + b"\r" if crlf else line for line in lines])
+    assert whole[0] == expected
+    assert bool(whole[1]) == bool(error)
+    if error and error != "invalid UTF-8":
+        assert whole[1].rstrip() == error.rstrip()  # the snippet may keep the line's CR
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    objects=st.lists(_OBJECTS, min_size=1, max_size=6),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
+    named=st.booleans(),
+)
+def test_sse_objects_do_not_depend_on_the_cuts(
+    objects: list[dict[str, Any]], cuts: list[int], named: bool
+) -> None:
+    event = b"event: e\n" if named else b""
+    body = b"".join(event + b"data: " + _line(obj) + b"\n\n" for obj in objects)
+    assert _read(body, cuts, "sse") == (objects, "")
