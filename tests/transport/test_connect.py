@@ -66,6 +66,16 @@ async def stall_once_connected(sock: socket.socket, seconds: float, go: threadin
 
 
 async def test_a_loop_stalled_past_the_timeout_after_the_kernel_connected_is_no_timeout() -> None:
+    await stalled_after_connecting()
+
+
+def test_the_same_on_uvloop() -> None:
+    """The gateway's event loop (uvicorn runs on uvloop where it is installed)."""
+    uvloop = pytest.importorskip("uvloop")
+    uvloop.run(stalled_after_connecting())
+
+
+async def stalled_after_connecting() -> None:
     go = threading.Event()
     with listener() as sock:
         thread = serve_one_when(go, sock)
