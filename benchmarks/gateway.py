@@ -23,10 +23,12 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -130,6 +132,21 @@ def metis_config(upstream: str, scenario: str, pass_through: bool = True, pace_m
     )
 
 
+def with_connect_timeout(work: Path, seconds: float) -> None:
+    """metis's two adapters on stacks of their own whose transport gives a connection
+    ``seconds`` to open (the default is 10 s): a shorter one shows, at any load, whether a
+    connect the upstream accepted at once outlives its timer while the gateway is busy."""
+    config = work / "metis.yaml"
+    text = config.read_text()
+    for stack in ("openai", "anthropic"):
+        (work / f"bench_{stack}.yaml").write_text(
+            f"name: bench_{stack}\nextends: {stack}\n"
+            f"stages:\n  options: {{transport: {{connect_timeout: {seconds}}}}}\n"
+        )
+        text = text.replace(f"{{type: {stack},", f"{{type: ./bench_{stack}.yaml,")
+    config.write_text(text)
+
+
 def litellm_config(upstream: str, scenario: str, pace_ms: int = 0) -> str:
     base = upstream_base(upstream, scenario, pace_ms)
     return (
@@ -177,6 +194,33 @@ def gateway_process(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextlib.contextmanager
+def throttled(pid: int, share: float) -> Iterator[None]:
+    """Process ``pid`` (its group: uvicorn's workers too) running ``share`` of each 100 ms
+    and stopped the rest, as a process gets a fifth of a core at load 18 on two cores: a
+    loaded machine's scheduler, reproduced on a quiet one. ``share`` 1: untouched."""
+    if share >= 1:
+        yield
+        return
+    done = threading.Event()
+
+    def cycle() -> None:
+        while not done.is_set():
+            os.killpg(pid, signal.SIGCONT)
+            time.sleep(0.1 * share)
+            os.killpg(pid, signal.SIGSTOP)
+            done.wait(0.1 * (1 - share))
+        os.killpg(pid, signal.SIGCONT)
+
+    thread = threading.Thread(target=cycle, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 def metis_serve(config: Path, workers: int) -> tuple[list[str], str, str]:
@@ -232,6 +276,7 @@ def run_cells(args: argparse.Namespace, work: Path, upstream: str) -> list[Cell]
         pids = {}
         for name, (command, url, health) in gateways.items():
             pids[name] = stack.enter_context(gateway_process(command, url, health, ENVIRONMENT))
+            stack.enter_context(throttled(pids[name], args.cpu_share))
         direct = upstream_base(upstream, args.scenario, args.pace)
         for key in args.routes:
             route = ROUTES[key]
@@ -325,6 +370,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="metis's same-API routes pass through (its default) or are translated",
     )
     parser.add_argument("--workers", type=int, default=1, help="gateway worker processes")
+    parser.add_argument(
+        "--connect-timeout", type=float, default=0, help="metis's upstream connect timeout, s"
+    )
+    parser.add_argument(
+        "--cpu-share",
+        type=float,
+        default=1.0,
+        help="the gateway runs this share of the time (0.2: a fifth of a core, as at load 18)",
+    )
     default = ROOT / ".venv-litellm" / "bin" / "litellm"
     found = str(default) if default.exists() else shutil.which("litellm")
     parser.add_argument("--litellm", default=found, help="the litellm executable; '' skips it")
@@ -350,6 +404,8 @@ def main(argv: list[str] | None = None) -> list[Cell]:
             (work / "metis.yaml").write_text(
                 metis_config(upstream, args.scenario, args.pass_through == "on", args.pace)
             )
+            if args.connect_timeout:
+                with_connect_timeout(work, args.connect_timeout)
             (work / "litellm.yaml").write_text(litellm_config(upstream, args.scenario, args.pace))
             with_responses_model(work, upstream, args.scenario, args.pace)
             cells = run_cells(args, work, upstream)

@@ -6,7 +6,11 @@ own so that its CPU is neither the gateway's nor the upstream's.
 
 It opens ``--concurrency`` keep-alive connections, warms each with one request, then runs
 ``--requests`` streamed requests over them, each connection sending its next request as soon
-as its last response has ended (a closed loop: that many streams are in flight at once). The
+as its last response has ended (a closed loop: that many streams are in flight at once).
+With ``--rate R`` it is an open loop instead: request i starts at i / R seconds whatever the
+others do (on an idle connection, or a new one when every one is busy), so the streams in
+flight are R times a stream's length (Little's law; the output says the mean) and a slow
+gateway gets no respite: its latency is its own, not a queue the closed loop made. The
 client is a few lines of HTTP/1.1 over asyncio streams, far cheaper than the gateways it
 measures. Each response must be 200 and end with the API's last event (``--marker``), or it
 counts as an error. It prints one JSON object: every latency (request written to last byte,
@@ -28,6 +32,9 @@ from urllib.parse import urlsplit
 
 TICKS = os.sysconf("SC_CLK_TCK")
 WARM_CONNECTIONS = 20
+STALE_SECONDS = 2.0
+"""An open loop's connection idle longer is opened anew: uvicorn closes a keep-alive
+connection idle for 5 s, and a request sent as it closes would count as the gateway's error."""
 
 
 def process_tree(pid: int) -> list[int]:
@@ -60,6 +67,8 @@ def cpu_seconds(pid: int) -> float:
 class Connection:
     def __init__(self, host: str, port: int, request: bytes, marker: bytes) -> None:
         self.host, self.port, self.request, self.marker = host, port, request, marker
+        self.args = (host, port, request, marker)
+        self.idle_since = 0.0
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
@@ -73,7 +82,7 @@ class Connection:
         head = await self.reader.readuntil(b"\r\n\r\n")
         status, headers = int(head[9:12]), head.lower()
         first, tail = await self._body(headers)
-        end = time.perf_counter()
+        end = self.idle_since = time.perf_counter()
         if b"connection: close" in headers:
             self.close()
         if status != 200 or self.marker not in tail:
@@ -114,6 +123,42 @@ def http_request(host: str, port: int, path: str, body: bytes, headers: list[str
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
 
+async def open_loop(
+    connections: list[Connection], rate: float, requests: int
+) -> tuple[list[float], list[float], list[str], float]:
+    """``requests`` started ``1 / rate`` s apart on the idle ``connections`` (new ones when
+    none is idle); latencies, first bytes, errors, and how late the latest start was."""
+    idle, template = list(connections), connections[0]
+    latencies: list[float] = []
+    firsts: list[float] = []
+    errors: list[str] = []
+    latest = 0.0
+
+    async def one(connection: Connection) -> None:
+        try:
+            total, first = await connection.send()
+        except (OSError, RuntimeError, ValueError, asyncio.IncompleteReadError) as exc:
+            errors.append(str(exc)[:200])
+            connection.close()
+        else:
+            latencies.append(total)
+            firsts.append(first)
+        idle.append(connection)
+
+    started, tasks = time.perf_counter(), []
+    for index in range(requests):
+        due = started + index / rate
+        if (wait := due - time.perf_counter()) > 0:
+            await asyncio.sleep(wait)
+        latest = max(latest, time.perf_counter() - due)
+        connection = idle.pop() if idle else Connection(*template.args)
+        if time.perf_counter() - connection.idle_since > STALE_SECONDS:
+            connection.close()  # sent again on a new connection (not timed)
+        tasks.append(asyncio.create_task(one(connection)))
+    await asyncio.gather(*tasks)
+    return latencies, firsts, errors, latest
+
+
 async def run(args: argparse.Namespace, body: bytes) -> dict[str, Any]:
     url = urlsplit(args.url)
     host, port = url.hostname or "127.0.0.1", url.port or 80
@@ -142,7 +187,12 @@ async def run(args: argparse.Namespace, body: bytes) -> dict[str, Any]:
 
     cpu_before = cpu_seconds(args.pid) if args.pid else 0.0
     own_before, start = time.process_time(), time.perf_counter()
-    await asyncio.gather(*(worker(c) for c in connections))
+    late = 0.0
+    if args.rate:
+        latencies, firsts, failed, late = await open_loop(connections, args.rate, args.requests)
+        errors += failed
+    else:
+        await asyncio.gather(*(worker(c) for c in connections))
     wall = time.perf_counter() - start
     own = time.process_time() - own_before
     cpu = cpu_seconds(args.pid) - cpu_before if args.pid else 0.0
@@ -155,6 +205,9 @@ async def run(args: argparse.Namespace, body: bytes) -> dict[str, Any]:
         "wall": wall,
         "server_cpu": cpu,
         "client_cpu": own,
+        "rate": args.rate,
+        "in_flight": sum(latencies) / wall if wall else 0.0,
+        "latest_start_s": late,
     }
 
 
@@ -168,6 +221,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--pid", type=int, default=0, help="the process whose CPU is measured")
+    parser.add_argument(
+        "--rate", type=float, default=0, help="requests/s, an open loop (0: closed)"
+    )
     args = parser.parse_args(argv)
     print(json.dumps(asyncio.run(run(args, Path(args.body).read_bytes()))))
 

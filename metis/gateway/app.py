@@ -27,7 +27,7 @@ from metis.gateway.metrics_shared import SharedMetrics
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.routed import Routed
 from metis.gateway.service import Gateway, StreamResult, error_reply, log_dropped, request_id
-from metis.gateway.store import RedisResponseStore
+from metis.gateway.store import RedisResponseStore, owner_of
 from metis.wire.json_limits import loads
 
 log = logging.getLogger("metis.gateway")
@@ -140,13 +140,14 @@ async def _answered(routed: Routed, api: str, request: Request) -> Response:
             _check_version(request)
         raw = await read_raw(request, gateway.settings.max_request_bytes)
         body = parse_body(raw)
-        passing = passer.plan(api, body, raw)
+        owner = owner_of(key)
+        passing = passer.plan(api, body, raw, owner)
         if passing is not None:
             if passing.stream:
                 return DeadlineStream(await passer.stream(passing, request.headers, key))
             work = passer.complete(passing, request.headers, key)
         else:
-            prepared = await gateway.prepare(api, body)
+            prepared = await gateway.prepare(api, body, owner)
             if routed.takes(api, prepared):  # a route with a model of the caller's API
                 if prepared.inbound.stream:
                     return DeadlineStream(
@@ -179,12 +180,12 @@ async def _answered(routed: Routed, api: str, request: Request) -> Response:
 async def _count_tokens(gateway: Gateway, request: Request) -> Response:
     rid = request_id()
     try:
-        gateway.authenticate(request.headers)
+        key = gateway.authenticate(request.headers)
         _check_version(request)
         body = await read_body(request, gateway.settings.max_request_bytes)
         if isinstance(body, dict):
             body = {**body, "max_tokens": body.get("max_tokens") or 1}
-        prepared = await gateway.prepare("anthropic", body)
+        prepared = await gateway.prepare("anthropic", body, owner_of(key))
         counted = await prepared.target.chat_model.count_tokens(prepared.request)
         return _json(200, {"input_tokens": counted.input_tokens}, {})
     except AdapterError as exc:

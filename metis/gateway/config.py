@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from metis.core.config_files import config_error, read_yaml
 from metis.errors import ConfigError
@@ -44,7 +44,16 @@ class GatewaySettings(BaseModel):
     """Whether a request whose API is the routed model's own goes through as it came
     (metis.gateway.passthrough); off: every request is translated."""
     keys: list[KeySpec] = Field(default_factory=list)
-    """Gateway keys with their own models, limits and budget (metis.gateway.keys)."""
+    """Gateway keys with their own models, limits and budget (metis.gateway.keys). Each name
+    is its own: a key's spend, limits and Responses conversations are kept under it."""
+
+    @field_validator("keys")
+    @classmethod
+    def _names_differ(cls, keys: list[KeySpec]) -> list[KeySpec]:
+        names = [key.name for key in keys]
+        if twice := sorted({name for name in names if names.count(name) > 1}):
+            raise ValueError(f"two keys are named {', '.join(map(repr, twice))}")
+        return keys
 
 
 class GatewayConfig:

@@ -41,6 +41,7 @@ from metis.gateway.relay import AnthropicRelay, ChatRelay, Relay
 from metis.gateway.relay_responses import ResponsesRelay
 from metis.gateway.service import Gateway, JsonResult, StreamResult, dropped_headers, error_reply
 from metis.gateway.sse import data, event
+from metis.gateway.store import Owner
 from metis.model.content import ProviderRaw
 from metis.transport.exchange import Exchange
 
@@ -58,8 +59,9 @@ class PassThrough:
         self.gateway = gateway
         self.upstream = Upstream(gateway.settings.request_timeout_seconds)
 
-    def plan(self, api: str, body: Any, raw: bytes) -> Passing | None:
-        """The request's pass-through, or None when it goes the translated way."""
+    def plan(self, api: str, body: Any, raw: bytes, owner: Owner) -> Passing | None:
+        """The request's pass-through, or None when it goes the translated way. ``owner``:
+        the key asking (metis.gateway.store.owner_of)."""
         if not self.gateway.settings.pass_through or api not in CODECS:
             return None
         if not isinstance(body, dict) or not isinstance(body.get("model"), str):
@@ -71,10 +73,16 @@ class PassThrough:
         target = self.gateway.models.resolve(body["model"])
         if not isinstance(target.chat_model, Adapter):  # a route: metis.gateway.routed
             return None
-        return self.plan_for(api, body, raw, target, target.chat_model)
+        return self.plan_for(api, body, raw, target, target.chat_model, owner)
 
     def plan_for(
-        self, api: str, body: dict[str, Any], raw: bytes, target: Target, adapter: Adapter
+        self,
+        api: str,
+        body: dict[str, Any],
+        raw: bytes,
+        target: Target,
+        adapter: Adapter,
+        owner: Owner,
     ) -> Passing | None:
         """The request's pass-through to ``adapter`` (``target``'s model), or None when it
         does not speak ``api`` or the request holds another model's thinking."""
@@ -83,7 +91,8 @@ class PassThrough:
         made_by = ProviderRaw(provider=adapter.name, model=target.request_model)
         if b"metis1." in raw and not own_thinking(body, made_by):
             return None  # another model's thinking: the translated path leaves it out
-        passing = Passing(api, target, adapter, dict(body), body.get("stream") is True, made_by)
+        streamed = body.get("stream") is True
+        passing = Passing(api, target, adapter, dict(body), streamed, made_by, owner)
         passing.body["model"] = adapter.wire_model(target.request_model)
         self._limit(passing)
         if passing.reported:
@@ -120,7 +129,7 @@ class PassThrough:
             return
         before = len(passing.reported)
         passing.conversation = await converse(
-            passing.body, passing.adapter, self.gateway.stored, passing.reported
+            passing.body, passing.adapter, self.gateway.stored, passing.reported, passing.owner
         )
         if len(passing.reported) > before:
             self._log(passing)

@@ -48,6 +48,8 @@ class Passing:
     body: dict[str, Any]
     stream: bool
     made_by: ProviderRaw
+    owner: str = ""
+    """The key whose Responses conversations it may continue (metis.gateway.store)."""
     reported: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     call: Call | None = None

@@ -21,7 +21,7 @@ from typing import Any
 from metis.adapter.adapter import Adapter
 from metis.gateway.errors import PreviousResponseNotFoundError
 from metis.gateway.relay_responses import ResponsesRelay
-from metis.gateway.store import RedisResponseStore, ResponseStore, Stored
+from metis.gateway.store import Owner, RedisResponseStore, ResponseStore, Stored
 from metis.wire.openai_responses.encode import input_items
 
 KEEPS_RESPONSES = "continuation"
@@ -38,6 +38,8 @@ class Conversation:
     upstream: str
     upstream_keeps: bool
     keep: bool
+    owner: Owner = ""
+    """The key the conversation belongs to (metis.gateway.store)."""
     previous: str | None = None
 
 
@@ -60,6 +62,7 @@ async def converse(
     adapter: Adapter,
     stored: ResponseStore | RedisResponseStore,
     reported: list[str],
+    owner: Owner,
 ) -> Conversation:
     """The conversation of ``body`` (changed in place where the gateway sends the
     conversation for the id); what the gateway leaves out of a stored one, in ``reported``."""
@@ -70,11 +73,11 @@ async def converse(
     upstream_keeps = keep and _stores(adapter) and KEEPS_RESPONSES in adapter.pipeline
     given = body.get("input")
     own = [{"role": "user", "content": given}] if isinstance(given, str) else list(given or [])
-    conversation = Conversation(own, upstream_of(adapter), upstream_keeps, keep)
+    conversation = Conversation(own, upstream_of(adapter), upstream_keeps, keep, owner)
     previous = body.get("previous_response_id")
     if previous is None:
         return conversation
-    found = await stored.get(previous)
+    found = await stored.get(owner, previous)
     if found is None:
         raise PreviousResponseNotFoundError(f"Previous response with id '{previous}' not found.")
     if found.upstream == conversation.upstream and found.items is not None:
@@ -115,4 +118,4 @@ async def remember(
         return
     items = (*conversation.before, *relay.output)
     upstream = conversation.upstream if conversation.upstream_keeps else None
-    await stored.keep(relay.response_id, Stored((), items, upstream))
+    await stored.keep(conversation.owner, relay.response_id, Stored((), items, upstream))

@@ -69,7 +69,7 @@ class Routed:
             return None
         target = Target(prepared.target.name, chosen.adapter, chosen.model, chosen.capabilities)
         given = copy.deepcopy(body) if b"metis1." in raw else body  # its thinking, per model
-        return self.passer.plan_for(api, given, raw, target, chosen.adapter)
+        return self.passer.plan_for(api, given, raw, target, chosen.adapter, prepared.owner)
 
     # Whole answers ----------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from metis.gateway.models import ModelTable, Target
 from metis.gateway.projection import project
 from metis.gateway.responses_read import read_responses
 from metis.gateway.sse import BlockWriter, new_id
-from metis.gateway.store import RedisResponseStore, ResponseStore, Stored
+from metis.gateway.store import Owner, RedisResponseStore, ResponseStore, Stored
 from metis.model.content import Message, ProviderRaw, Role
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest
@@ -69,6 +69,8 @@ class Prepared:
     target: Target
     request: CanonicalRequest
     reported: list[str]
+    owner: Owner = ""
+    """The key whose Responses conversations it may continue and keeps (metis.gateway.store)."""
     started: float = field(default_factory=time.monotonic)
 
 
@@ -115,10 +117,12 @@ class Gateway:
             raise GatewayAuthError("invalid or missing API key for this gateway")
         return found
 
-    async def prepare(self, api: str, body: Any) -> Prepared:
+    async def prepare(self, api: str, body: Any, owner: Owner) -> Prepared:
+        """``owner``: the key asking (metis.gateway.store.owner_of), whose stored responses
+        alone a ``previous_response_id`` may name."""
         stored = None
         if api == "responses":
-            body, stored = await self._continued(body)
+            body, stored = await self._continued(body, owner)
         try:
             inbound = READERS[api](body)
         except ValidationError as exc:
@@ -131,9 +135,9 @@ class Gateway:
             request = inbound.request(target.request_model, limit, **changes)
         except ValidationError as exc:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
-        return Prepared(inbound, target, request, [*inbound.ignored, *dropped])
+        return Prepared(inbound, target, request, [*inbound.ignored, *dropped], owner)
 
-    async def _continued(self, body: Any) -> tuple[Any, Stored | None]:
+    async def _continued(self, body: Any, owner: Owner) -> tuple[Any, Stored | None]:
         """A Responses request with the response it continues: the stored messages to put
         before its own; or, for a passed-through response (kept as items), the body with
         those items before its input, read as one (a tool call and its output then share
@@ -141,7 +145,7 @@ class Gateway:
         previous = body.get("previous_response_id") if isinstance(body, dict) else None
         if not isinstance(previous, str):
             return body, None
-        stored = await self.stored.get(previous)
+        stored = await self.stored.get(owner, previous)
         if stored is None:
             raise PreviousResponseNotFoundError(
                 f"Previous response with id '{previous}' not found."
@@ -156,7 +160,7 @@ class Gateway:
         inbound = prepared.inbound
         if inbound.options.get("store", True):
             history = [m for m in inbound.messages if m.role is not Role.SYSTEM]
-            await self.stored.put(response_id, [*history, reply])
+            await self.stored.put(prepared.owner, response_id, [*history, reply])
 
     # Answering ----------------------------------------------------------------------------------
 

@@ -4,16 +4,29 @@ one (each kept for ``stored_seconds``), so any gateway can continue any response
 
 A translated response is kept as canonical messages; a passed-through one as the Responses
 items it was made of (its input and its output, as the provider wrote them) with the upstream
-that keeps it too, when that upstream stored it (docs/gateway.md "Pass-through")."""
+that keeps it too, when that upstream stored it (docs/gateway.md "Pass-through").
+
+Each response belongs to the gateway key that made it (its ``owner``: the key's name, or ""
+for the simple key): another key asking for its id finds nothing, as for an id never made."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from metis.model.content import Message
+
+Owner = str
+"""Whose responses: a gateway key's name, or "" for the simple key (``owner_of``)."""
+
+
+def owner_of(key: Any) -> Owner:
+    """The owner of the responses a request makes: its key's name (a ``KeyState``), "" for
+    the simple key or a gateway without keys."""
+    return "" if key is None else str(key.spec.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,18 +44,18 @@ class Stored:
 class ResponseStore:
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._items: OrderedDict[str, Stored] = OrderedDict()
+        self._items: OrderedDict[tuple[Owner, str], Stored] = OrderedDict()
 
-    async def get(self, response_id: str) -> Stored | None:
-        return self._items.get(response_id)
+    async def get(self, owner: Owner, response_id: str) -> Stored | None:
+        return self._items.get((owner, response_id))
 
-    async def put(self, response_id: str, messages: list[Message]) -> None:
-        await self.keep(response_id, Stored(tuple(messages)))
+    async def put(self, owner: Owner, response_id: str, messages: list[Message]) -> None:
+        await self.keep(owner, response_id, Stored(tuple(messages)))
 
-    async def keep(self, response_id: str, stored: Stored) -> None:
+    async def keep(self, owner: Owner, response_id: str, stored: Stored) -> None:
         if self.capacity == 0:
             return
-        self._items[response_id] = stored
+        self._items[owner, response_id] = stored
         while len(self._items) > self.capacity:
             self._items.popitem(last=False)
 
@@ -51,8 +64,12 @@ class RedisResponseStore:
     def __init__(self, client: Any, seconds: int, prefix: str = "metis:gateway:responses:"):
         self.client, self.seconds, self.prefix = client, seconds, prefix
 
-    async def get(self, response_id: str) -> Stored | None:
-        found = await self.client.get(self.prefix + response_id)
+    def _key(self, owner: Owner, response_id: str) -> str:
+        # the owner as a digest: a fixed length, so no name and id can spell another's pair
+        return f"{self.prefix}{hashlib.sha256(owner.encode()).hexdigest()[:32]}:{response_id}"
+
+    async def get(self, owner: Owner, response_id: str) -> Stored | None:
+        found = await self.client.get(self._key(owner, response_id))
         if found is None:
             return None
         kept = json.loads(found)
@@ -60,13 +77,13 @@ class RedisResponseStore:
             return Stored((), tuple(kept["items"]), kept.get("upstream"))
         return Stored(tuple(Message.model_validate(m) for m in kept))
 
-    async def put(self, response_id: str, messages: list[Message]) -> None:
-        await self.keep(response_id, Stored(tuple(messages)))
+    async def put(self, owner: Owner, response_id: str, messages: list[Message]) -> None:
+        await self.keep(owner, response_id, Stored(tuple(messages)))
 
-    async def keep(self, response_id: str, stored: Stored) -> None:
+    async def keep(self, owner: Owner, response_id: str, stored: Stored) -> None:
         if stored.items is not None:
             data = json.dumps({"items": list(stored.items), "upstream": stored.upstream})
         else:
             kept = [m.model_dump(mode="json", exclude_none=True) for m in stored.messages]
             data = json.dumps(kept)
-        await self.client.set(self.prefix + response_id, data, ex=self.seconds)
+        await self.client.set(self._key(owner, response_id), data, ex=self.seconds)

@@ -33,6 +33,7 @@ from metis.pipeline.config import AdapterConfig
 from metis.pipeline.request import ResponseHead, ResponseItem, WireRequest
 from metis.pipeline.services import StageServices, no_client
 from metis.pipeline.stage import Inner, Stage
+from metis.transport import connect
 from metis.transport import slots as pool
 from metis.transport.exchange import CONNECT_TIMEOUT, Exchange, Limits, ReadClock, open_exchange
 
@@ -41,9 +42,10 @@ __all__ = ["CONNECT_TIMEOUT", "ReadClock", "Transport", "http_client"]
 
 def http_client(timeout_seconds: float = 600.0) -> httpx.AsyncClient:
     """The client an adapter makes when the application gives none: it follows no redirects,
-    pools connections as the official SDKs do, and its calls wait for a connection in metis's
-    connection slots (metis/transport/slots.py). Its timeouts only matter to requests that
-    bring none; the transport's always do."""
+    pools connections as the official SDKs do, its calls wait for a connection in metis's
+    connection slots (metis/transport/slots.py), and it opens them with a connect timeout that
+    counts only the connection's own wait (metis/transport/connect.py). Its timeouts only
+    matter to requests that bring none; the transport's always do."""
     size = pool.MAX_CONNECTIONS
     limits = httpx.Limits(max_connections=size, max_keepalive_connections=pool.MAX_KEEPALIVE)
     client = httpx.AsyncClient(
@@ -52,6 +54,7 @@ def http_client(timeout_seconds: float = 600.0) -> httpx.AsyncClient:
         follow_redirects=False,
     )
     pool.give_slots(client, size)
+    connect.install(client)  # a connect timeout a busy event loop cannot run out
     return client
 
 

@@ -326,10 +326,10 @@ async def test_a_passed_through_response_is_kept_in_redis_as_its_items() -> None
 
     store = RedisResponseStore(Client(), seconds=60)
     items = ({"role": "user", "content": "Hi"}, {"type": "function_call", "call_id": "c1"})
-    await store.keep("resp_a", Stored((), items, "responses:abc"))
-    await store.put("resp_b", [Message.user("Hi")])
-    assert await store.get("resp_a") == Stored((), items, "responses:abc")
-    assert await store.get("resp_b") == Stored((Message.user("Hi"),))
+    await store.keep("team-a", "resp_a", Stored((), items, "responses:abc"))
+    await store.put("team-a", "resp_b", [Message.user("Hi")])
+    assert await store.get("team-a", "resp_a") == Stored((), items, "responses:abc")
+    assert await store.get("team-a", "resp_b") == Stored((Message.user("Hi"),))
 
 
 def test_the_output_limit_is_lowered_and_said(oai: Any, emulator: Emulator) -> None:
