@@ -70,7 +70,7 @@ def _plain(value: Any, depth: int) -> bool:
     else, which :func:`first_unsendable` then walks naming paths)."""
     cls = value.__class__
     if cls is str:
-        return value.isascii() or _SURROGATE.search(value) is None
+        return value.isascii() or _surrogate().search(value) is None
     if value is None or cls is int or cls is bool:
         return True
     if cls is float:
