@@ -32,7 +32,6 @@ from typing import Any
 
 import anyio
 import httpcore
-from httpcore._backends.anyio import AnyIOStream  # httpcore's stream over an anyio one
 
 _NEXT_ADDRESS_DELAY = 0.25
 """How long one address is given before the next is tried beside it (RFC 8305)."""
@@ -83,7 +82,10 @@ class ConnectBackend(httpcore.AsyncNetworkBackend):
 def install(client: Any) -> bool:
     """Give ``client``'s connection pools (its own and those of its mounts, the proxies the
     environment names) this backend before any connection is opened; False when a pool has
-    no place for one (another httpx)."""
+    no place for one (another httpx, or an httpcore without the streams this backend hands
+    back), and on Windows, where asyncio's default loop may not wait on a socket."""
+    if sys.platform == "win32" or not _httpcore_streams():
+        return False
     transports = [client._transport, *client._mounts.values()]
     pools: list[Any] = [getattr(transport, "_pool", None) for transport in transports if transport]
     if not all(hasattr(pool, "_network_backend") for pool in pools):
@@ -94,12 +96,23 @@ def install(client: Any) -> bool:
     return True
 
 
+def _httpcore_streams() -> bool:
+    """Whether httpcore has the stream classes (private to it) this backend wraps a socket in."""
+    try:
+        from httpcore._backends.anyio import AnyIOStream  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 async def _stream(sock: socket.socket) -> httpcore.AsyncNetworkStream:
     trio = sys.modules.get("trio")
     if trio is not None and _in_trio(trio):
         from httpcore._backends.trio import TrioStream
 
         return TrioStream(trio.SocketStream(trio.socket.from_stdlib_socket(sock)))
+    from httpcore._backends.anyio import AnyIOStream  # httpcore's stream over an anyio one
+
     return AnyIOStream(await anyio.abc.SocketStream.from_socket(sock))
 
 

@@ -157,3 +157,13 @@ def test_the_client_metis_makes_opens_its_connections_this_way() -> None:
     client = http_client()
     backend = client._transport._pool._network_backend  # type: ignore[attr-defined]
     assert isinstance(backend, connect.ConnectBackend)
+
+
+def test_on_windows_the_client_keeps_httpcore_s_own_connect(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """asyncio's default loop on Windows may not wait on a socket: httpcore's backend stays."""
+    monkeypatch.setattr(connect.sys, "platform", "win32")
+    client = http_client()
+    backend = client._transport._pool._network_backend  # type: ignore[attr-defined]
+    assert not isinstance(backend, connect.ConnectBackend)
