@@ -31,6 +31,7 @@ from metis.errors import (
 from metis.model import StopKind
 from metis.sessions import Session
 from metis.testing.emulator import Emulator
+from metis.transport.websocket import WebSocket
 from metis.transport.ws_stage import WebSocketTransport
 
 from .test_websocket_mode import (
@@ -291,3 +292,47 @@ async def test_a_turn_the_server_never_reads_ends_in_the_first_event_timeout() -
                     await session.asend(long_text)
             assert not hang_guard.cancelled_caught
             assert not transport_of(adapter).holds(session.session_id)
+
+
+class Unread(anyio.abc.ByteStream):
+    """A connection whose peer reads nothing: each write begins, and never ends."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    async def send(self, item: bytes) -> None:
+        self.writes.append(item)
+        await anyio.sleep_forever()
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    async def send_eof(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def opened(stream: anyio.abc.ByteStream) -> WebSocket:
+    """A client connection on ``stream``, its upgrade done in memory."""
+    client, server = WSConnection(ConnectionType.CLIENT), WSConnection(ConnectionType.SERVER)
+    server.receive_data(client.send(Request(host="example.com", target="/v1/responses")))
+    assert any(isinstance(event, Request) for event in server.events())
+    client.receive_data(server.send(AcceptConnection()))
+    assert any(isinstance(event, AcceptConnection) for event in client.events())
+    return WebSocket(stream, client, {}, opened_at=0.0)
+
+
+@pytest.mark.anyio
+async def test_a_message_cut_mid_write_is_followed_by_nothing_not_even_a_close_frame() -> None:
+    stream = Unread()
+    socket = opened(stream)
+    with anyio.CancelScope() as scope:
+        scope.cancel()  # the turn's clock ends while the message is being written
+        await socket.send_text("word " * 1000)
+    await socket.aclose()
+    assert len(stream.writes) == 1 and stream.closed
+    assert socket.closed  # and never used again
