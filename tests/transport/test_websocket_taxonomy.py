@@ -285,10 +285,11 @@ async def test_a_turn_the_server_never_reads_ends_in_the_first_event_timeout() -
             max_retries=0,
             capabilities={"max_context_tokens": 10_000_000},
         )
-        adapter.pipeline.replace("websocket_transport", WebSocketTransport(first_event_timeout=1))
+        transport = WebSocketTransport(first_event_timeout=0.2)  # the turn is never read
+        adapter.pipeline.replace("websocket_transport", transport)
         async with adapter, session_on(adapter) as session:
             with anyio.move_on_after(30) as hang_guard:  # not a timing check: a hang fails
-                with pytest.raises(NetworkError, match=r"nothing arrived within 1 s"):
+                with pytest.raises(NetworkError, match=r"nothing arrived within 0.2 s"):
                     await session.asend(long_text)
             assert not hang_guard.cancelled_caught
             assert not transport_of(adapter).holds(session.session_id)
