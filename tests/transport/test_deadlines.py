@@ -144,13 +144,13 @@ async def test_an_error_body_that_never_ends_ends_at_the_deadline(
 @pytest.mark.anyio
 async def test_a_whole_body_that_stalls_ends_at_the_idle_timeout() -> None:
     async with FaultProxy.running() as proxy:
-        proxy.script(response(200, REPLY[:20], declared_length=len(REPLY)), HANG)
-        transport = Transport(idle_timeout=0.5, first_event_timeout=0.5)
+        proxy.script(response(200, REPLY[:20], declared_length=len(REPLY)), HANG)  # one write
+        transport = Transport(idle_timeout=0.2, first_event_timeout=0.2)
         adapter = adapter_for(proxy.url, transport=transport, timeout_seconds=15.0)
         async with timed() as elapsed:
-            with pytest.raises(NetworkError, match=r"stalled for 0.5 s"):
+            with pytest.raises(NetworkError, match=r"stalled for 0.2 s"):
                 await adapter.complete(request("anthropic", stream=False))
-        assert 0.4 <= elapsed() <= 0.5 + SLACK
+        assert 0.15 <= elapsed() <= 0.2 + SLACK
         await adapter.aclose()
 
 
@@ -251,15 +251,16 @@ async def test_a_retry_after_within_the_deadline_is_waited_for() -> None:
 @pytest.mark.anyio
 async def test_a_stall_after_the_first_event_ends_after_the_idle_timeout() -> None:
     async with FaultProxy.running() as proxy:
-        proxy.script(chunked_head(), *stream_events("partial ", "text")[:3], HANG)
-        transport = Transport(first_event_timeout=30.0, idle_timeout=0.5)
+        # what arrives comes in one write: the only silence is the stall's
+        proxy.script(b"".join([chunked_head(), *stream_events("partial ", "text")[:3]]), HANG)
+        transport = Transport(first_event_timeout=30.0, idle_timeout=0.2)
         adapter = adapter_for(proxy.url, transport=transport, timeout_seconds=60.0)
         events: list[StreamEvent] = []
         async with timed() as elapsed:
-            with pytest.raises(NetworkError, match=r"stalled for 0.5 s"):
+            with pytest.raises(NetworkError, match=r"stalled for 0.2 s"):
                 async for event in adapter.stream(request("anthropic")):
                     events.append(event)
-        assert 0.4 <= elapsed() <= 0.5 + SLACK
+        assert 0.15 <= elapsed() <= 0.2 + SLACK
         final = events[-1]
         assert isinstance(final, MessageComplete) and final.stop_reason.kind is StopKind.ERROR
         assert final.final_content[0].text == "partial "  # type: ignore[union-attr]
@@ -354,11 +355,11 @@ async def test_after_a_short_body_the_next_call_succeeds(stream: bool, then: Any
             body = "".join(sse(anthropic_start(), *anthropic_text("cut")[:2])).encode()
             first = [head.replace(b"application/json", b"text/event-stream"), body, then]
             proxy.script(*first)
-            proxy.script(*sse_reply("second"))
+            proxy.script(b"".join(sse_reply("second")))  # in one write: no silence in it
         else:
             proxy.script(response(200, REPLY[:40], declared_length=len(REPLY)), then)
             proxy.script(response(200, REPLY))
-        transport = Transport(first_event_timeout=1.0, idle_timeout=0.5)
+        transport = Transport(first_event_timeout=1.0, idle_timeout=0.2)
         adapter = adapter_for(proxy.url, transport=transport, timeout_seconds=10.0)
         async with timed():
             with pytest.raises(NetworkError):
