@@ -276,7 +276,9 @@ async def upgrading_then_never_reading() -> AsyncIterator[str]:
 
 @pytest.mark.anyio
 async def test_a_turn_the_server_never_reads_ends_in_the_first_event_timeout() -> None:
-    long_text = "word " * 1_200_000  # 6 MB: more than the sockets' buffers hold (4 MB, 8 kB)
+    # More than the sockets' buffers hold (4 MB, 8 kB); one word, which the context check's
+    # token estimate reads at once (a million words cost it seconds of CPU)
+    long_text = "w" * 6_000_000
     async with upgrading_then_never_reading() as url:
         adapter = metis.build_adapter(
             STACK,
@@ -285,11 +287,11 @@ async def test_a_turn_the_server_never_reads_ends_in_the_first_event_timeout() -
             max_retries=0,
             capabilities={"max_context_tokens": 10_000_000},
         )
-        transport = WebSocketTransport(first_event_timeout=0.2)  # the turn is never read
+        transport = WebSocketTransport(first_event_timeout=0.5)  # the connection opens in it
         adapter.pipeline.replace("websocket_transport", transport)
         async with adapter, session_on(adapter) as session:
             with anyio.move_on_after(30) as hang_guard:  # not a timing check: a hang fails
-                with pytest.raises(NetworkError, match=r"nothing arrived within 0.2 s"):
+                with pytest.raises(NetworkError, match=r"nothing arrived within 0.5 s"):
                     await session.asend(long_text)
             assert not hang_guard.cancelled_caught
             assert not transport_of(adapter).holds(session.session_id)
