@@ -185,7 +185,13 @@ class WebSocket:
         except LocalProtocolError as exc:
             raise ConnectionLost(f"the connection is closing: {exc}") from exc
         self.bytes_sent += len(data)
-        await _write(self.stream, data)
+        try:
+            await _write(self.stream, data)
+        except BaseException:
+            # Part of the frame may be out: nothing can follow it, not even a close frame
+            # (which would wait on a peer that stopped reading, and break the protocol).
+            self.closed = True
+            raise
 
     async def receive(self) -> str:
         """The next whole text message; waits as long as the caller's cancel scope lets it.

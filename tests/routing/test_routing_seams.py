@@ -307,7 +307,7 @@ async def test_a_call_that_waits_for_its_limits_has_one_deadline_for_the_wait_an
             deadlines.append(self.deadline)
 
     monkeypatch.setattr(metis.adapter.adapter, "Call", NotedCall)
-    buckets = WaitingBuckets(0.3)
+    buckets = WaitingBuckets(0.05)  # any wait: a deadline set after it is past asked + timeout
     timeout = 5.0
     adapters = emulated(emulator, timeout_seconds=timeout)
     route = Router(

@@ -142,15 +142,16 @@ async def test_a_refused_connection_is_a_network_error(http: ModuleType) -> None
 @pytest.mark.anyio
 async def test_a_stall_mid_stream_ends_after_the_idle_timeout(http: ModuleType) -> None:
     async with FaultProxy.running() as proxy, http.AsyncClient() as client:
-        proxy.script(chunked_head(), *stream_events("kept ", "never")[:3], HANG)
-        transport = Transport(first_event_timeout=30.0, idle_timeout=0.5)
+        # what arrives comes in one write: the only silence is the stall's
+        proxy.script(b"".join([chunked_head(), *stream_events("kept ", "never")[:3]]), HANG)
+        transport = Transport(first_event_timeout=30.0, idle_timeout=0.2)
         adapter = adapter_for(proxy.url, client=client, transport=transport)
         events: list[StreamEvent] = []
         async with timed_call() as elapsed:
-            with pytest.raises(NetworkError, match=r"stalled for 0.5 s"):
+            with pytest.raises(NetworkError, match=r"stalled for 0.2 s"):
                 async for event in adapter.stream(request("anthropic")):
                     events.append(event)
-        assert 0.4 <= elapsed() <= 0.5 + SLACK
+        assert 0.15 <= elapsed() <= 0.2 + SLACK
         assert texts(events) == ["kept "]
 
 
@@ -158,23 +159,23 @@ async def test_a_stall_mid_stream_ends_after_the_idle_timeout(http: ModuleType) 
 async def test_nothing_arriving_ends_after_the_first_event_timeout(http: ModuleType) -> None:
     async with FaultProxy.running() as proxy, http.AsyncClient() as client:
         proxy.script(chunked_head(), HANG)
-        transport = Transport(first_event_timeout=0.5, idle_timeout=30.0)
+        transport = Transport(first_event_timeout=0.25, idle_timeout=30.0)
         adapter = adapter_for(proxy.url, client=client, transport=transport)
         async with timed_call() as elapsed:
-            with pytest.raises(NetworkError, match=r"nothing arrived within 0.5 s"):
+            with pytest.raises(NetworkError, match=r"nothing arrived within 0.25 s"):
                 await run(adapter, stream=True)
-        assert 0.4 <= elapsed() <= 0.5 + SLACK
+        assert 0.2 <= elapsed() <= 0.25 + SLACK
 
 
 @pytest.mark.anyio
 async def test_an_error_body_that_never_ends_ends_at_the_deadline(http: ModuleType) -> None:
     async with FaultProxy.running() as proxy, http.AsyncClient() as client:
         proxy.script(response(500, ERROR[:10], declared_length=len(ERROR)), HANG)
-        adapter = adapter_for(proxy.url, client=client, timeout_seconds=1.0, max_retries=2)
+        adapter = adapter_for(proxy.url, client=client, timeout_seconds=0.5, max_retries=2)
         async with timed_call() as elapsed:
-            with pytest.raises(NetworkError, match=r"timeout \(1 s\) ran out"):
+            with pytest.raises(NetworkError, match=r"timeout \(0.5 s\) ran out"):
                 await run(adapter, stream=False)
-        assert 0.9 <= elapsed() <= 1.0 + SLACK
+        assert 0.45 <= elapsed() <= 0.5 + SLACK
         assert len(proxy.requests) == 1
 
 
@@ -240,8 +241,8 @@ async def test_a_whole_answer_hands_its_connection_back_to_the_pool(
 async def test_after_a_short_body_the_next_call_succeeds(http: ModuleType, then: Any) -> None:
     async with FaultProxy.running() as proxy, http.AsyncClient(timeout=30) as client:
         proxy.script(response(200, REPLY[:40], declared_length=len(REPLY)), then)
-        proxy.script(response(200, REPLY))
-        transport = Transport(first_event_timeout=1.0, idle_timeout=0.5)
+        proxy.script(response(200, REPLY))  # in one write: no silence between head and body
+        transport = Transport(first_event_timeout=1.0, idle_timeout=0.2)
         adapter = adapter_for(proxy.url, client=client, transport=transport)
         async with timed_call():
             with pytest.raises(NetworkError):

@@ -20,7 +20,7 @@ import pytest
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
 from metis.errors import AdapterError, NetworkError
-from metis.model import CanonicalRequest, Message, MessageComplete
+from metis.model import CanonicalRequest, Message, MessageComplete, StreamEvent
 from metis.model.response import StopKind
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.transport import slots as pool
@@ -150,13 +150,20 @@ async def test_a_call_past_the_pool_s_size_waits_for_a_connection_within_its_clo
     monkeypatch.setattr(pool, "MAX_CONNECTIONS", 2)
     async with gated_server(head_first=True) as server:
         adapter = default_client_adapter(server.url, timeout_seconds=60)
-        # long enough that the holders' heads (same loop, a loaded machine) arrive within it
-        adapter.pipeline.replace("transport", Transport(first_event_timeout=2.0))
         finals: list[MessageComplete] = []
         failures: list[AdapterError] = []
+        holders: list[AsyncIterator[StreamEvent]] = []
+        holding = anyio.Event()
 
         async def hold() -> None:
-            finals.append(await streamed(adapter))
+            stream = adapter.stream(ask())
+            await anext(stream)  # its first event: past its first-event clock
+            holders.append(stream)
+            if len(holders) == 2:
+                holding.set()
+            events = [event async for event in stream]
+            assert isinstance(events[-1], MessageComplete)
+            finals.append(events[-1])
 
         async def wait() -> None:
             with pytest.raises(NetworkError) as caught:
@@ -166,14 +173,16 @@ async def test_a_call_past_the_pool_s_size_waits_for_a_connection_within_its_clo
         async with anyio.create_task_group() as tasks:
             for _ in range(2):
                 tasks.start_soon(hold)
-            await server.two_heads.wait()  # both streams are open, holding both connections
+            await holding.wait()  # both streams are open, holding both connections
+            # the calls after them have a short first-event clock: it bounds their wait
+            adapter.pipeline.replace("transport", Transport(first_event_timeout=0.2))
             async with anyio.create_task_group() as waiting:
                 for _ in range(2):
                     waiting.start_soon(wait)
             assert server.arrived == 2  # the others never got a connection, nor queued for one
             server.gate.set()
         await adapter.aclose()
-    assert [f.message for f in failures] == ["anthropic: nothing arrived within 2 s"] * 2
+    assert [f.message for f in failures] == ["anthropic: nothing arrived within 0.2 s"] * 2
     assert [final.stop_reason.kind for final in finals] == [StopKind.END_TURN] * 2
 
 

@@ -15,10 +15,10 @@ from ..fault_proxy import HANG, FaultProxy, chunk, chunked_head, response
 @pytest.mark.anyio
 async def test_each_read_of_a_real_socket_gets_the_time_the_transport_allows() -> None:
     async with FaultProxy.running() as proxy, httpx.AsyncClient(timeout=30) as client:
-        proxy.script(chunked_head(), chunk(b"data: first\n\n"), HANG)
+        proxy.script(chunked_head() + chunk(b"data: first\n\n"), HANG)  # in one write
         request = client.build_request("POST", f"{proxy.url}/v1/messages", content=b"{}")
         reply = await client.send(request, stream=True)
-        restore = bound_socket_reads(reply, lambda: 0.3)
+        restore = bound_socket_reads(reply, lambda: 0.1)
         assert restore is not None  # a real socket: no cancel scope per read is needed
         stream = reply.extensions["network_stream"]
         assert "read" in vars(stream)
@@ -59,7 +59,7 @@ async def test_an_abort_after_the_response_ended_leaves_its_pooled_connection_al
 @pytest.mark.anyio
 async def test_an_abort_during_the_body_ends_the_pending_read_at_once() -> None:
     async with FaultProxy.running() as proxy, httpx.AsyncClient(timeout=30) as client:
-        proxy.script(chunked_head(), chunk(b"data: first\n\n"), HANG)
+        proxy.script(chunked_head() + chunk(b"data: first\n\n"), HANG)  # in one write
         request = client.build_request("POST", f"{proxy.url}/v1/messages", content=b"{}")
         reply = await client.send(request, stream=True)
         abort = socket_abort(reply)

@@ -31,6 +31,7 @@ from metis.errors import (
 from metis.model import StopKind
 from metis.sessions import Session
 from metis.testing.emulator import Emulator
+from metis.transport.websocket import WebSocket
 from metis.transport.ws_stage import WebSocketTransport
 
 from .test_websocket_mode import (
@@ -275,7 +276,9 @@ async def upgrading_then_never_reading() -> AsyncIterator[str]:
 
 @pytest.mark.anyio
 async def test_a_turn_the_server_never_reads_ends_in_the_first_event_timeout() -> None:
-    long_text = "word " * 1_200_000  # 6 MB: more than the sockets' buffers hold (4 MB, 8 kB)
+    # More than the sockets' buffers hold (4 MB, 8 kB); one word, which the context check's
+    # token estimate reads at once (a million words cost it seconds of CPU)
+    long_text = "w" * 6_000_000
     async with upgrading_then_never_reading() as url:
         adapter = metis.build_adapter(
             STACK,
@@ -284,10 +287,55 @@ async def test_a_turn_the_server_never_reads_ends_in_the_first_event_timeout() -
             max_retries=0,
             capabilities={"max_context_tokens": 10_000_000},
         )
-        adapter.pipeline.replace("websocket_transport", WebSocketTransport(first_event_timeout=1))
+        transport = WebSocketTransport(first_event_timeout=0.5)  # the connection opens in it
+        adapter.pipeline.replace("websocket_transport", transport)
         async with adapter, session_on(adapter) as session:
             with anyio.move_on_after(30) as hang_guard:  # not a timing check: a hang fails
-                with pytest.raises(NetworkError, match=r"nothing arrived within 1 s"):
+                with pytest.raises(NetworkError, match=r"nothing arrived within 0.5 s"):
                     await session.asend(long_text)
             assert not hang_guard.cancelled_caught
             assert not transport_of(adapter).holds(session.session_id)
+
+
+class Unread(anyio.abc.ByteStream):
+    """A connection whose peer reads nothing: each write begins, and never ends."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    async def send(self, item: bytes) -> None:
+        self.writes.append(item)
+        await anyio.sleep_forever()
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    async def send_eof(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def opened(stream: anyio.abc.ByteStream) -> WebSocket:
+    """A client connection on ``stream``, its upgrade done in memory."""
+    client, server = WSConnection(ConnectionType.CLIENT), WSConnection(ConnectionType.SERVER)
+    server.receive_data(client.send(Request(host="example.com", target="/v1/responses")))
+    assert any(isinstance(event, Request) for event in server.events())
+    client.receive_data(server.send(AcceptConnection()))
+    assert any(isinstance(event, AcceptConnection) for event in client.events())
+    return WebSocket(stream, client, {}, opened_at=0.0)
+
+
+@pytest.mark.anyio
+async def test_a_message_cut_mid_write_is_followed_by_nothing_not_even_a_close_frame() -> None:
+    stream = Unread()
+    socket = opened(stream)
+    with anyio.CancelScope() as scope:
+        scope.cancel()  # the turn's clock ends while the message is being written
+        await socket.send_text("word " * 1000)
+    await socket.aclose()
+    assert len(stream.writes) == 1 and stream.closed
+    assert socket.closed  # and never used again
