@@ -20,6 +20,7 @@ slow"`` runs everything.
 from __future__ import annotations
 
 import gc
+import os
 import ssl
 from collections.abc import Iterator
 from typing import Any
@@ -41,11 +42,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+DEFAULT_RUN_EXAMPLES = 60
+FULL_SEARCH_EXAMPLES = 300
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         from .xdist_schedule import FileSeconds
 
         config.pluginmanager.register(FileSeconds(), "metis-file-seconds")
+    if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no":
+        _load_search_profile()  # not in xdist's controller: it runs no test
+
+
+def _load_search_profile() -> None:
+    """How many examples a property search tries (this module's docstring)."""
+    from hypothesis import settings
+
+    full = os.environ.get("METIS_FULL_SEARCH", "") not in ("", "0")
+    examples = FULL_SEARCH_EXAMPLES if full else DEFAULT_RUN_EXAMPLES
+    settings.register_profile("metis", max_examples=examples)
+    settings.load_profile("metis")
 
 
 @pytest.hookimpl(optionalhook=True)
