@@ -2,7 +2,8 @@
 
 Async backends: an async test runs under asyncio and under trio, unless it is marked
 ``backend_independent`` (on the test, a ``pytest.param``, its class, or a module's
-``pytestmark``): then its trio run is deselected. Mark a test so only when what it checks
+``pytestmark``): then it has no trio run (a mark on a ``pytest.param`` deselects it; the others
+are never made, which keeps collection short). Mark a test so only when what it checks
 does not depend on the event loop: a codec or stage fed from memory, a replay through a mock
 transport, a wire format checked against the emulator (the socket reads under it are tested
 under both backends by test_transport, test_socket_reads, test_deadlines, test_cancellation).
@@ -75,13 +76,25 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return LongestFirst(config, log)
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture
 def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The event loop an async test runs under: ``pytest_generate_tests`` names it."""
     return str(request.param)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """An async test runs under each backend; a ``backend_independent`` one (marked on itself,
+    its class or its module) under asyncio alone, its trio run never made."""
+    if "anyio_backend" not in metafunc.fixturenames:
+        return
+    everywhere = metafunc.config.getoption("--every-backend")
+    alone = not everywhere and _backend_independent(metafunc.definition)
+    metafunc.parametrize("anyio_backend", BACKENDS[:1] if alone else BACKENDS)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Leaves out the trio run of each ``backend_independent`` test (reported as deselected)."""
+    """Leaves out the trio run of a test whose ``pytest.param`` is marked
+    ``backend_independent`` (reported as deselected)."""
     if config.getoption("--every-backend"):
         return
     keep, drop = [], []
