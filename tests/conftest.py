@@ -26,11 +26,9 @@ import ssl
 from collections.abc import Iterator
 from typing import Any
 
-import httpx._transports.default as httpx_transports
 import pytest
 
-from metis.pipeline.warned import session_warnings
-from metis.stages.control.retry import Retry
+# The fixtures import what they patch: xdist's controller, which runs no test, loads none of it.
 
 BACKENDS = ("asyncio", "trio")
 
@@ -130,6 +128,8 @@ def one_default_tls_context() -> Iterator[None]:
     new one per client, reading the whole CA bundle (~80 ms of CPU), and the tests build an
     adapter, so a client, hundreds of times. The context is the same either way; a shared
     one in ``metis.transport.stage.http_client`` would make this fixture unnecessary."""
+    import httpx._transports.default as httpx_transports
+
     original = httpx_transports.create_ssl_context
     shared: dict[bool, ssl.SSLContext] = {}
 
@@ -148,6 +148,8 @@ def one_default_tls_context() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def fresh_session_warnings() -> Iterator[None]:
     """Each test starts with no session already warned (tests reuse session ids)."""
+    from metis.pipeline.warned import session_warnings
+
     session_warnings.clear()
     yield
     session_warnings.clear()
@@ -163,6 +165,8 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> Waits:
     (Retry-After and backoff are still computed, and the deadline still bounds them). The one
     way the tests skip backoff: request it as an argument, or with
     ``pytest.mark.usefixtures("no_backoff")`` on a module."""
+    from metis.stages.control.retry import Retry
+
     waits = Waits()
 
     async def record(seconds: float) -> None:
