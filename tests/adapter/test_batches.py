@@ -140,6 +140,7 @@ async def test_an_unknown_batch_id_is_the_providers_not_found() -> None:
         await batches("openai", Emulator()).status("batch_nope")
 
 
+@pytest.mark.slow  # a whole process; the default run reads back by id in this one, above
 @pytest.mark.backend_independent
 def test_a_batch_is_read_back_from_its_id_in_a_new_process() -> None:
     with Emulator() as emulator:
