@@ -65,6 +65,14 @@ def _load_search_profile() -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: a worker per core and one more, which runs while another waits on a socket,
+    a subprocess or a timer (measured on two loaded cores: 4:09 of wall with three workers,
+    6:52 with two; 183 s of CPU against 171 s, a worker's collection being the difference)."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadfile`` with the longest files first (tests/xdist_schedule.py)."""
     if config.getvalue("dist") != "loadfile":
