@@ -2,7 +2,8 @@
 
 Async backends: an async test runs under asyncio and under trio, unless it is marked
 ``backend_independent`` (on the test, a ``pytest.param``, its class, or a module's
-``pytestmark``): then its trio run is deselected. Mark a test so only when what it checks
+``pytestmark``): then it has no trio run (a mark on a ``pytest.param`` deselects it; the others
+are never made, which keeps collection short). Mark a test so only when what it checks
 does not depend on the event loop: a codec or stage fed from memory, a replay through a mock
 transport, a wire format checked against the emulator (the socket reads under it are tested
 under both backends by test_transport, test_socket_reads, test_deadlines, test_cancellation).
@@ -20,15 +21,14 @@ slow"`` runs everything.
 from __future__ import annotations
 
 import gc
+import os
 import ssl
 from collections.abc import Iterator
 from typing import Any
 
-import httpx._transports.default as httpx_transports
 import pytest
 
-from metis.pipeline.warned import session_warnings
-from metis.stages.control.retry import Retry
+# The fixtures import what they patch: xdist's controller, which runs no test, loads none of it.
 
 BACKENDS = ("asyncio", "trio")
 
@@ -41,11 +41,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+DEFAULT_RUN_EXAMPLES = 60
+FULL_SEARCH_EXAMPLES = 300
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         from .xdist_schedule import FileSeconds
 
         config.pluginmanager.register(FileSeconds(), "metis-file-seconds")
+    if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no":
+        _load_search_profile()  # not in xdist's controller: it runs no test
+
+
+def _load_search_profile() -> None:
+    """How many examples a property search tries (this module's docstring)."""
+    from hypothesis import settings
+
+    full = os.environ.get("METIS_FULL_SEARCH", "") not in ("", "0")
+    examples = FULL_SEARCH_EXAMPLES if full else DEFAULT_RUN_EXAMPLES
+    settings.register_profile("metis", max_examples=examples)
+    settings.load_profile("metis")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: a worker per core and one more, which runs while another waits on a socket,
+    a subprocess or a timer (measured on two loaded cores: 4:09 of wall with three workers,
+    6:52 with two; 183 s of CPU against 171 s, a worker's collection being the difference)."""
+    return len(os.sched_getaffinity(0)) + 1
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -58,13 +82,25 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return LongestFirst(config, log)
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture
 def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The event loop an async test runs under: ``pytest_generate_tests`` names it."""
     return str(request.param)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """An async test runs under each backend; a ``backend_independent`` one (marked on itself,
+    its class or its module) under asyncio alone, its trio run never made."""
+    if "anyio_backend" not in metafunc.fixturenames:
+        return
+    everywhere = metafunc.config.getoption("--every-backend")
+    alone = not everywhere and _backend_independent(metafunc.definition)
+    metafunc.parametrize("anyio_backend", BACKENDS[:1] if alone else BACKENDS)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Leaves out the trio run of each ``backend_independent`` test (reported as deselected)."""
+    """Leaves out the trio run of a test whose ``pytest.param`` is marked
+    ``backend_independent`` (reported as deselected)."""
     if config.getoption("--every-backend"):
         return
     keep, drop = [], []
@@ -100,6 +136,8 @@ def one_default_tls_context() -> Iterator[None]:
     new one per client, reading the whole CA bundle (~80 ms of CPU), and the tests build an
     adapter, so a client, hundreds of times. The context is the same either way; a shared
     one in ``metis.transport.stage.http_client`` would make this fixture unnecessary."""
+    import httpx._transports.default as httpx_transports
+
     original = httpx_transports.create_ssl_context
     shared: dict[bool, ssl.SSLContext] = {}
 
@@ -118,6 +156,8 @@ def one_default_tls_context() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def fresh_session_warnings() -> Iterator[None]:
     """Each test starts with no session already warned (tests reuse session ids)."""
+    from metis.pipeline.warned import session_warnings
+
     session_warnings.clear()
     yield
     session_warnings.clear()
@@ -133,6 +173,8 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> Waits:
     (Retry-After and backoff are still computed, and the deadline still bounds them). The one
     way the tests skip backoff: request it as an argument, or with
     ``pytest.mark.usefixtures("no_backoff")`` on a module."""
+    from metis.stages.control.retry import Retry
+
     waits = Waits()
 
     async def record(seconds: float) -> None:

@@ -14,16 +14,20 @@ each test, so a test can assert on ``emulator.stats`` and ``emulator.requests`` 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
-from metis.testing.emulator import Emulator
+if TYPE_CHECKING:  # imported when a test asks for it (the xdist controller never does)
+    from metis.testing.emulator import Emulator
 
 LOCAL_MODELS = ("qwen", "local", "tgi", "qwen3:8b", "some-model", "Meta-Llama-3.3-70B-Instruct")
 
 
 @pytest.fixture(scope="module")
 def emulator_server() -> Iterator[Emulator]:
+    from metis.testing.emulator import Emulator
+
     with Emulator(host="127.0.0.1", port=0, models=LOCAL_MODELS) as server:
         yield server
 

@@ -52,6 +52,7 @@ def batches(stack: str, emulator: Emulator) -> Batches:
     return Batches(build_adapter(stack, api_key="k", http_client=emulator.client()))
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(("stack", "model"), STACKS)
 async def test_a_hundred_requests_with_failed_items_read_back_by_id(stack: str, model: str) -> None:
     emulator = Emulator()
@@ -103,6 +104,7 @@ async def test_a_cancelled_batch_cancels_its_items() -> None:
     assert {item.outcome for item in results.items.values()} == {"cancelled"}
 
 
+@pytest.mark.backend_independent
 async def test_bad_batches_are_refused_before_sending() -> None:
     emulator = Emulator()
     b = batches("gemini", emulator)
@@ -132,11 +134,13 @@ def _settings(stack: str) -> dict[str, str]:
     return found.get(stack, {})
 
 
+@pytest.mark.backend_independent
 async def test_an_unknown_batch_id_is_the_providers_not_found() -> None:
     with pytest.raises(metis.InvalidRequestError):
         await batches("openai", Emulator()).status("batch_nope")
 
 
+@pytest.mark.slow  # a whole process; the default run reads back by id in this one, above
 @pytest.mark.backend_independent
 def test_a_batch_is_read_back_from_its_id_in_a_new_process() -> None:
     with Emulator() as emulator:

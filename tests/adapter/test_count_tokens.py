@@ -16,7 +16,10 @@ from metis.testing.emulator import Emulator
 
 from ..routing_helpers import MODELS, WEATHER, emulated
 
-pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+pytestmark = [
+    pytest.mark.usefixtures("no_backoff"),  # retries are not waited for
+    pytest.mark.backend_independent,  # wire formats checked against the emulator
+]
 
 
 COUNTED = {

@@ -1,5 +1,6 @@
 """Embeddings end to end: every embedding stack against the emulator, splitting and order
-under concurrency, a failed request in the middle, every error class, asyncio and trio."""
+under concurrency, a failed request in the middle, every error class. What goes concurrently
+runs under asyncio and trio; the wire formats and the errors read from them under asyncio."""
 
 from __future__ import annotations
 
@@ -65,6 +66,7 @@ def embedder(
     )
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(("stack", "model", "settings", "options"), STACKS)
 async def test_every_stack_embeds_in_input_order_on_the_emulator(
     stack: str, model: str, settings: dict[str, Any], options: dict[str, Any]
@@ -186,6 +188,7 @@ FAULTS = [
 ]
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(("fault", "error"), FAULTS)
 @pytest.mark.parametrize(
     ("stack", "model", "settings", "options"),
@@ -214,6 +217,7 @@ async def test_every_error_class_from_each_providers_error_body(
     assert caught.value.provider == stack
 
 
+@pytest.mark.backend_independent
 async def test_an_unsupported_dimension_is_a_capability_error_before_sending() -> None:
     emulator = Emulator()
     e = embedder("bedrock", emulator, {"region": "us-east-1"})
@@ -226,6 +230,7 @@ async def test_an_unsupported_dimension_is_a_capability_error_before_sending() -
     assert emulator.stats.requests == 0
 
 
+@pytest.mark.backend_independent
 async def test_an_input_type_the_provider_does_not_have_is_a_capability_error() -> None:
     emulator = Emulator()
     with pytest.raises(CapabilityError, match="alike"):
@@ -248,6 +253,7 @@ async def test_an_input_type_the_provider_does_not_have_is_a_capability_error() 
     assert "input_type" not in emulator.bodies("openai")[0]
 
 
+@pytest.mark.backend_independent
 async def test_a_text_too_long_is_refused_unless_truncation_is_asked_for() -> None:
     emulator = Emulator()
     long = "word " * 4000  # about 5,000 tokens; embed-english-v3.0 takes 512
@@ -266,6 +272,7 @@ async def test_a_text_too_long_is_refused_unless_truncation_is_asked_for() -> No
     assert len(sent) < len(very_long) and very_long.startswith(sent)
 
 
+@pytest.mark.backend_independent
 async def test_bad_inputs_are_classified_errors() -> None:
     e = embedder("openai", Emulator())
     with pytest.raises(InvalidRequestError, match="input 1 is empty"):
@@ -277,6 +284,7 @@ async def test_bad_inputs_are_classified_errors() -> None:
     assert (await e.embed([], model="openai:text-embedding-3-small")).vectors == []
 
 
+@pytest.mark.backend_independent
 async def test_images_go_to_a_model_that_embeds_them() -> None:
     emulator = Emulator()
     image = metis.ImageInput("iVBORw0KGgo=", "image/png")
@@ -288,6 +296,7 @@ async def test_images_go_to_a_model_that_embeds_them() -> None:
     assert body["inputs"][1]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
 
 
+@pytest.mark.backend_independent
 async def test_a_missing_key_names_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
     with pytest.raises(metis.NotConfiguredError, match="VOYAGE_API_KEY"):

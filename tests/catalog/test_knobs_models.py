@@ -4,7 +4,8 @@ DeepSeek switches thinking off with ``thinking: {type: disabled}`` and, thinking
 ignores temperature and the penalties; the Claude 5 models take
 ``xhigh`` and ``max``; xAI counts reasoning tokens outside ``completion_tokens``. Each request
 goes through its adapter to the emulator, which refuses what the provider would (a regression
-shows as a refused request), streamed and whole, under asyncio and trio."""
+shows as a refused request), streamed and whole (under asyncio: a wire format is the same
+under trio)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from metis.wire.builder import MessageBuilder
 from metis.wire.openai_chat import OpenAIChatCodec
 
 from ..helpers import answer
+
+pytestmark = pytest.mark.backend_independent  # wire formats checked against the emulator
 
 BEDROCK_CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 

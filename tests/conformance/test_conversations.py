@@ -50,6 +50,7 @@ pytestmark = pytest.mark.usefixtures("no_backoff")
 # Anthropic and OpenAI, turn by turn ----------------------------------------------------------
 
 
+@pytest.mark.backend_independent
 @pytest.mark.anyio
 @pytest.mark.parametrize("streaming", [True, False], ids=["stream", "complete"])
 async def test_a_six_turn_conversation_alternating_providers_is_accepted_every_turn(
@@ -66,6 +67,7 @@ async def test_a_six_turn_conversation_alternating_providers_is_accepted_every_t
     assert len(canonical_ids) == 4 and all(i.startswith("tu_") for i in canonical_ids)
 
 
+@pytest.mark.backend_independent
 @pytest.mark.anyio
 async def test_tool_ids_stay_consistent_across_the_swap() -> None:
     emulator = scripted(script())
@@ -101,6 +103,7 @@ async def test_tool_ids_stay_consistent_across_the_swap() -> None:
     assert emulator.call_ids("openai")[0] in sent_ids
 
 
+@pytest.mark.backend_independent
 @pytest.mark.anyio
 @pytest.mark.parametrize("streaming", [True, False], ids=["stream", "complete"])
 async def test_each_adapter_alone_produces_the_same_canonical_conversation(streaming: bool) -> None:
@@ -120,6 +123,7 @@ def _without_ids(history: list[Message]) -> list[dict[str, Any]]:
     return json.loads(dumped)  # type: ignore[no-any-return]
 
 
+@pytest.mark.backend_independent
 @pytest.mark.anyio
 @pytest.mark.parametrize("streaming", [True, False], ids=["stream", "complete"])
 async def test_signed_thinking_goes_back_only_to_the_model_that_made_it(
@@ -365,6 +369,7 @@ async def test_a_conversation_alternating_openai_and_compatible_stacks(
 # Every platform, turn by turn -------------------------------------------------------------
 
 
+@pytest.mark.backend_independent
 @pytest.mark.anyio
 async def test_a_tool_conversation_visits_every_platform_and_each_accepts_its_history(
     emulator: Emulator,
@@ -393,6 +398,7 @@ async def test_a_tool_conversation_visits_every_platform_and_each_accepts_its_hi
         await built.aclose()
 
 
+@pytest.mark.backend_independent
 @pytest.mark.anyio
 @pytest.mark.parametrize("platform", ["bedrock_anthropic", "vertex_anthropic"])
 async def test_reasoning_signed_on_one_platform_is_not_sent_to_another(

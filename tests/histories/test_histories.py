@@ -276,13 +276,13 @@ def _imported_or_refused(load: Any, history: Any, export: Any, **extra: Any) -> 
         assert error.error_class.value == "invalid_request"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(mutated(CHAT))
 def test_a_mutated_chat_history_imports_or_is_refused_naming_where(history: Any) -> None:
     _imported_or_refused(from_openai_chat, history, to_openai_chat)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(mutated(ANTHROPIC), st.one_of(st.none(), ODD_VALUES))
 def test_a_mutated_anthropic_history_imports_or_is_refused_naming_where(
     history: Any, system: Any

@@ -393,6 +393,7 @@ async def test_credentials_fetched_to_sign_are_hidden_when_the_server_echoes_the
         assert SESSION_TOKEN not in text and EXAMPLE_SECRET not in text
 
 
+@pytest.mark.backend_independent
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     "region",

@@ -30,7 +30,10 @@ from metis.testing.emulator import Emulator
 from metis.testing.emulator.formats.bedrock import CREDENTIALS, EXPIRED_TOKEN
 from tests.stages.test_bedrock_auth import aws_env, frozen_clock  # noqa: F401
 
-pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+pytestmark = [
+    pytest.mark.usefixtures("no_backoff"),  # retries are not waited for
+    pytest.mark.backend_independent,  # wire formats checked against the emulator
+]
 
 eventstream = pytest.importorskip("botocore.eventstream")
 

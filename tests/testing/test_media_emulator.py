@@ -29,7 +29,10 @@ from metis.testing.emulator import Emulator
 
 from .. import stack_table as platforms
 
-pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+pytestmark = [
+    pytest.mark.usefixtures("no_backoff"),  # retries are not waited for
+    pytest.mark.backend_independent,  # wire formats checked against the emulator
+]
 
 PDF = DocumentBlock.from_bytes(b"%PDF-1.7\n1 0 obj\n", "application/pdf", title="Q3 report")
 PNG = ImageBlock(source=Base64ImageSource(media_type="image/png", data="iVBORw0KGgo="))

@@ -147,7 +147,7 @@ def _frame_with_headers(headers: bytes) -> bytes:
     return frame + struct.pack(">I", zlib.crc32(frame))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(headers=st.binary(max_size=64))
 def test_any_header_bytes_parse_or_are_malformed_headers(headers: bytes) -> None:
     """Header blocks are read with explicit bounds: whatever the bytes, a frame's headers

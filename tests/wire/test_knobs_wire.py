@@ -1,7 +1,8 @@
 """Reasoning effort, sampling settings and provider options on the wire, per stack and model:
 each request goes through its adapter to the emulator, which refuses what the provider would
-(its rule tables, docs/emulator.md), streamed and whole, under asyncio and trio. Every setting
-not applied as asked is in the result's warnings (docs/contract.md §9, docs/reasoning.md)."""
+(its rule tables, docs/emulator.md), streamed and whole (under asyncio: a wire format is the
+same under trio). Every setting not applied as asked is in the result's warnings
+(docs/contract.md §9, docs/reasoning.md)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from metis.model import CanonicalRequest, Message
 from metis.testing.emulator import Emulator
 
 from ..helpers import answer
+
+pytestmark = pytest.mark.backend_independent  # wire formats checked against the emulator
 
 BEDROCK_CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 

@@ -506,7 +506,7 @@ _ops = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(ops=_ops, stop=st.sampled_from([None, *StopKind]))
 def test_any_sequence_of_calls_keeps_the_stream_invariants(
     ops: list[tuple[str, int, Any]], stop: StopKind | None
@@ -594,7 +594,7 @@ def test_take_hands_out_each_event_once_in_the_order_made() -> None:
     assert b.take() == ()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(
     ops=st.lists(
         st.tuples(

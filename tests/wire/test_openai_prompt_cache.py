@@ -2,7 +2,8 @@
 the caller's cache hints on text and the stable prefix go as ``prompt_cache_breakpoint`` (at
 most three) and retention is left out; gpt-5.5 takes retention ``24h`` only; earlier models
 take no breakpoint. Each request goes through its adapter to the emulator, which refuses what
-OpenAI refuses and caches as each model does, streamed and whole, under asyncio and trio."""
+OpenAI refuses and caches as each model does, streamed and whole (under asyncio: a wire format is
+the same under trio)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from metis.model.content import ImageBlock, URLImageSource
 from metis.testing.emulator import Emulator
 
 from ..helpers import answer
+
+pytestmark = pytest.mark.backend_independent  # wire formats checked against the emulator
 
 MANUAL = "The manual says many things about the device. " * 120
 SYSTEM = "Answer from the manual. " * 60

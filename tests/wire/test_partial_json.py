@@ -181,7 +181,7 @@ _values = st.recursive(
 _objects = st.dictionaries(st.text(max_size=6), _values, max_size=6)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(whole=_objects, data=st.data(), compact=st.booleans())
 def test_any_truncation_of_any_object_keeps_only_complete_members(
     whole: dict[str, Any], data: st.DataObject, compact: bool
@@ -194,7 +194,7 @@ def test_any_truncation_of_any_object_keeps_only_complete_members(
         assert got == whole
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(st.text(alphabet='{}[]",:\\ ab1', max_size=40) | st.text(max_size=40))
 def test_any_text_gives_a_dict_and_never_raises(text: str) -> None:
     assert isinstance(parse_partial_object(text), dict)

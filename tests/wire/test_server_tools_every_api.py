@@ -27,6 +27,8 @@ from metis.model.server_tools import CodeExecution, CodeOutput
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.testing.emulator import Emulator, code_execution, web_search
 
+pytestmark = pytest.mark.backend_independent  # wire formats checked against the emulator
+
 FOUND = [
     ("https://www.python.org/downloads/", "Download Python"),
     ("https://docs.python.org/3/", "Python docs"),

@@ -42,6 +42,8 @@ from metis.testing.emulator import Emulator, code_execution, tools, web_search
 
 from .test_server_tools_every_api import adapter
 
+pytestmark = pytest.mark.backend_independent  # wire formats checked against the emulator
+
 PDF = DocumentBlock.from_bytes(b"%PDF-1.7\n1 0 obj\n", "application/pdf", title="Q3 report")
 PNG = ImageBlock(source=Base64ImageSource(media_type="image/png", data="iVBORw0KGgo="))
 FOUND = [

@@ -133,7 +133,7 @@ _line = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(
     lines=st.lists(st.tuples(_line, _line_end), max_size=14),
     cuts=st.lists(st.integers(0, 400), max_size=8),
