@@ -403,7 +403,7 @@ def _verdict(check: Any, events: list[StreamEvent]) -> tuple[int, str]:
     return len(events), ""
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(st.lists(_EVENTS, max_size=12))
 def test_the_text_fast_path_gives_the_verdict_of_the_long_way(events: list[StreamEvent]) -> None:
     fast, slow = StreamChecker(), StreamChecker()

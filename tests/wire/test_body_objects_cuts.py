@@ -73,7 +73,7 @@ def _long_way(lines: list[bytes]) -> tuple[list[Any], str]:
     return out, ""
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(
     lines=st.lists(_OBJECTS.map(_line) | _ODD_LINES, min_size=1, max_size=6),
     cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
@@ -92,7 +92,7 @@ def test_ndjson_objects_do_not_depend_on_the_cuts_and_match_the_long_way(
         assert whole[1].rstrip() == error.rstrip()  # the snippet may keep the line's CR
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(
     objects=st.lists(_OBJECTS, min_size=1, max_size=6),
     cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
