@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from metis.core.deprecation import warn_deprecated
+from metis.core.lazy_exports import lazy_exports
 from metis.core.version import VERSION as __version__
 
 _EXPORTS: dict[str, str] = {
@@ -243,23 +244,17 @@ _RENAMED = {"Route": "ModelRoute"}
 __all__ = sorted(_EXPORTS)
 
 
+_load, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
     if name in _MOVED:
         warn_deprecated(f"metis.{name}", f"{_MOVED[name]}.{name}")
         return getattr(importlib.import_module(_MOVED[name]), name)
     if name in _RENAMED:
         warn_deprecated(f"metis.{name}", f"metis.{_RENAMED[name]}")
         return __getattr__(_RENAMED[name])
-    raise AttributeError(f"module 'metis' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return __all__
+    return _load(name)
 
 
 if TYPE_CHECKING:

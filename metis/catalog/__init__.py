@@ -12,8 +12,9 @@ first call names a model, not when it is built.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from metis.core.lazy_exports import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
@@ -27,17 +28,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'metis.catalog' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:

@@ -6,8 +6,9 @@ package (``metis.model.knobs``) does not build every content block's class.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from metis.core.lazy_exports import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "AdapterCapabilities": "metis.model.capabilities",
@@ -76,17 +77,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'metis.model' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:

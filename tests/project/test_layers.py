@@ -4,8 +4,8 @@ table or stays in its layer, and no import cycle of any kind exists.
 An import counts wherever it is written: at module level, inside a function (a lazy import) or
 under ``if TYPE_CHECKING:`` (a type-only import: no cost at run time, but a dependency all the
 same). Importing ``metis.a.b`` at run time also runs the package ``metis/a/__init__.py``: when
-that package imports metis modules as it loads, the importer depends on it too (a "package"
-edge). Names
+that package imports metis modules as it loads, the importer depends on those modules too (a
+"package" edge). Names
 resolved from strings at run time (the stage and codec registries, the lazy export tables)
 are not imports.
 """
@@ -187,7 +187,11 @@ def all_edges() -> tuple[Edge, ...]:
             package = ".".join(parts[:depth])
             own = edge.importer == package or edge.importer.startswith(package + ".")
             if package in loads and not own and package != edge.imported:
-                edges.append(Edge(edge.importer, package, edge.line, "package"))
+                edges += [
+                    Edge(edge.importer, load.imported, edge.line, "package")
+                    for load in direct[package]
+                    if load.kind == "module" and load.imported != edge.importer
+                ]
     return tuple(dict.fromkeys(edges))
 
 
