@@ -91,18 +91,6 @@ async def test_keys_at_the_gateway() -> None:
         assert await app.state.gateway.keys.spent("narrow") > 0
 
 
-@pytest.fixture(scope="module")
-def redis_url() -> Any:
-    from ..redis_servers import RedisFactory
-
-    pytest.importorskip("coredis")
-    factory = RedisFactory()
-    try:
-        yield f"redis://127.0.0.1:{factory.server().port}"
-    finally:
-        factory.close()
-
-
 @pytest.mark.anyio
 @pytest.mark.backend_independent(False)
 async def test_the_ledger_in_redis_keeps_the_same_limits(redis_url: str) -> None:

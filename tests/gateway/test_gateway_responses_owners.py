@@ -24,18 +24,6 @@ KEYS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    from ..redis_servers import RedisFactory
-
-    pytest.importorskip("coredis")
-    factory = RedisFactory()
-    try:
-        yield f"redis://127.0.0.1:{factory.server().port}"
-    finally:
-        factory.close()
-
-
 @pytest.fixture(scope="module", params=["memory", "redis"])
 def gateway(request: pytest.FixtureRequest) -> Iterator[str]:
     settings: dict[str, Any] = {"keys": KEYS}

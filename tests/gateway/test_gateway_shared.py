@@ -3,28 +3,13 @@ model one gateway saw fail is cooling down for every gateway (real redis-server 
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
-import pytest
 
 from metis.gateway.app import create_app
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
 
 SAID = {"model": "fallback", "max_tokens": 50, "messages": [{"role": "user", "content": "Hi"}]}
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Any:
-    from ..redis_servers import RedisFactory
-
-    pytest.importorskip("coredis")
-    factory = RedisFactory()
-    try:
-        yield f"redis://127.0.0.1:{factory.server().port}"
-    finally:
-        factory.close()
 
 
 def test_a_models_cooldown_seen_by_one_gateway_holds_for_the_other(redis_url: str) -> None:
