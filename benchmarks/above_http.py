@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import statistics
 import time
 import warnings
@@ -31,7 +30,7 @@ import anyio
 import httpx
 
 from benchmarks import formats, workload
-from benchmarks.clients import METIS_STACKS, PROVIDERS
+from benchmarks.clients import METIS_STACKS, PROVIDERS, floor_events
 from benchmarks.workload import Scenario
 
 
@@ -95,22 +94,8 @@ class InMemory(httpx.AsyncBaseTransport):
 
 async def floor(client: httpx.AsyncClient, ndjson: bool) -> int:
     """The floor's stream (benchmarks/clients.py ``Floor.stream``)."""
-    loads, events = json.loads, 0
     async with client.stream("POST", "http://bench/v1", json={}) as response:
-        async for line in response.aiter_lines():
-            if ndjson:
-                if not line.strip():
-                    continue
-                loads(line)
-            elif line.startswith("data:"):
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    continue
-                loads(data)
-            else:
-                continue
-            events += 1
-    return events
+        return await floor_events(response, ndjson)
 
 
 class MetisStream:

@@ -130,6 +130,29 @@ class Client:
 # The floor -----------------------------------------------------------------------------------
 
 
+async def floor_events(response: Any, ndjson: bool, first: Any = None) -> int:
+    """The floor's reading of a streamed body: httpx's lines, ``json.loads`` of each event's
+    data (an NDJSON line, or an SSE ``data:`` line other than ``[DONE]``); the events read.
+    ``first`` is awaited after the first event."""
+    loads, events = json.loads, 0
+    async for line in response.aiter_lines():
+        if ndjson:
+            if not line.strip():
+                continue
+            loads(line)
+        elif line.startswith("data:"):
+            data = line[5:].strip()
+            if data == "[DONE]":
+                continue
+            loads(data)
+        else:
+            continue
+        events += 1
+        if first is not None and events == 1:
+            await first()
+    return events
+
+
 class Floor(Client):
     name = "floor"
 
@@ -143,28 +166,12 @@ class Floor(Client):
             self.stream_body = formats.native_stream_request(provider)
 
     async def stream(self, scenario: Scenario, first: Any = None) -> Outcome:
-        loads = json.loads
-        events = 0
         url = wire_url(self.base_url, self.provider, scenario.name)
         ndjson = self.provider == "ollama"
         async with self.pools.next().stream(
             "POST", url, json=self.stream_body, headers=self.headers
         ) as response:
-            async for line in response.aiter_lines():
-                if ndjson:
-                    if not line.strip():
-                        continue
-                    loads(line)
-                elif line.startswith("data:"):
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        continue
-                    loads(data)
-                else:
-                    continue
-                events += 1
-                if first is not None and events == 1:
-                    await first()
+            events = await floor_events(response, ndjson, first)
         return Outcome(events=events)
 
     async def complete(self, scenario: Scenario, turns: list[Turn]) -> Outcome:
