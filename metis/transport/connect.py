@@ -14,14 +14,15 @@ refused); only one still waiting for the other side is a timeout. The same holds
 name's resolution (a lookup that finished is used). So a late timer never fails a
 connection that did not wait, and one that is still waiting fails when the timer runs out, as
 before. Addresses are tried in the resolver's order, the next one 250 ms after the last
-(RFC 8305's delay) or once it failed, the first open one kept. The stream is httpcore's own
-for the running library (its AnyIO stream on asyncio, its trio stream on trio), so nothing
-past the connect changes.
+(RFC 8305's delay) or once it failed, the first open one kept. On trio the connected socket
+is httpcore's own trio stream; on asyncio it is :class:`~metis.transport.asyncio_stream
+.AsyncioStream`, which reads what arrived without a loop turn.
 """
 
 from __future__ import annotations
 
 import errno
+import importlib.util
 import ipaddress
 import math
 import os
@@ -97,12 +98,12 @@ def install(client: Any) -> bool:
 
 
 def _httpcore_streams() -> bool:
-    """Whether httpcore has the stream classes (private to it) this backend wraps a socket in."""
+    """Whether httpcore has the trio stream class (private to it) this backend wraps a socket
+    in under trio (looked up, not imported: importing it imports trio)."""
     try:
-        from httpcore._backends.anyio import AnyIOStream  # noqa: F401
+        return importlib.util.find_spec("httpcore._backends.trio") is not None
     except ImportError:
         return False
-    return True
 
 
 async def _stream(sock: socket.socket) -> httpcore.AsyncNetworkStream:
@@ -111,9 +112,9 @@ async def _stream(sock: socket.socket) -> httpcore.AsyncNetworkStream:
         from httpcore._backends.trio import TrioStream
 
         return TrioStream(trio.SocketStream(trio.socket.from_stdlib_socket(sock)))
-    from httpcore._backends.anyio import AnyIOStream  # httpcore's stream over an anyio one
+    from metis.transport.asyncio_stream import AsyncioStream
 
-    return AnyIOStream(await anyio.abc.SocketStream.from_socket(sock))
+    return await AsyncioStream.over(sock)
 
 
 def _in_trio(trio: Any) -> bool:
