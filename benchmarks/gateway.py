@@ -231,6 +231,15 @@ def metis_serve(config: Path, workers: int) -> tuple[list[str], str, str]:
     return command, f"http://127.0.0.1:{port}", "/health"
 
 
+def floor_serve(upstream: str) -> tuple[list[str], str, str, dict[str, str]]:
+    """The bare proxy of ``benchmarks.gateway_floor`` over ``upstream`` (a same-API route
+    only: it translates nothing); its command, URL, health path and environment."""
+    port = free_port()
+    command = [sys.executable, "-m", "uvicorn", "benchmarks.gateway_floor:app"]
+    command += ["--port", str(port), "--log-level", "warning", "--no-access-log"]
+    return command, f"http://127.0.0.1:{port}", "/health", {"FLOOR_UPSTREAM": upstream}
+
+
 def litellm_serve(executable: str, config: Path, workers: int) -> tuple[list[str], str, str]:
     port = free_port()
     command = [executable, "--config", str(config), "--port", str(port), "--host", "127.0.0.1"]

@@ -5,6 +5,7 @@ is what a gateway adds to each request, not the queue a closed loop builds in fr
 
     python -m benchmarks.gateway_open --rate 20 --pace 250 --scenario t15-f3 --requests 600
     python -m benchmarks.gateway_open --pin --targets metis,litellm --routes same-chat,translated
+    python -m benchmarks.gateway_open --targets floor,metis --routes same-chat   # beside the floor
 
 At ``--pace 250`` a ``t15-f3`` stream (about 20 events) lasts about 5 s, so 20 requests a
 second hold about 100 streams in flight. Each route runs the upstream straight, then each
@@ -89,7 +90,9 @@ def run(args: argparse.Namespace, work: Path, upstream: str) -> dict[str, Any]:
         body = work / f"{route.api}-{route.upstream}.json"
         body.write_bytes(bench.request_body(route.api, bench.MODELS[route.upstream]))
         for target in args.targets:
-            with gateway(args, target, work) as (url, pid):
+            if target == "floor" and route.api != route.upstream:
+                continue  # the floor translates nothing
+            with gateway(args, target, work, direct) as (url, pid):
                 result = load(args, url, route, route.api, body, pid)
             result["upstream"] = straight
             cells[f"{route_key} {target}"] = result
@@ -98,15 +101,20 @@ def run(args: argparse.Namespace, work: Path, upstream: str) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def gateway(args: argparse.Namespace, target: str, work: Path) -> Any:
-    """``target``'s gateway, started for one cell (a fresh process: no cell warms another)."""
+def gateway(args: argparse.Namespace, target: str, work: Path, direct: str) -> Any:
+    """``target``'s gateway, started for one cell (a fresh process: no cell warms another);
+    ``direct``: the upstream's base URL (the floor's)."""
+    environment = dict(bench.ENVIRONMENT)
     if target == "metis":
         command, url, health = bench.metis_serve(work / "metis.yaml", 1)
+    elif target == "floor":
+        command, url, health, extra = bench.floor_serve(direct)
+        environment.update(extra)
     else:
         command, url, health = bench.litellm_serve(args.litellm, work / "litellm.yaml", 1)
     if args.pin:
         command = ["taskset", "-c", GATEWAY_CORE, *command]
-    with bench.gateway_process(command, url, health, bench.ENVIRONMENT) as pid:
+    with bench.gateway_process(command, url, health, environment) as pid:
         yield url, pid
 
 
@@ -142,7 +150,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=600, help="per cell")
     parser.add_argument("--connections", type=int, default=120, help="kept open (more if busy)")
     parser.add_argument("--routes", default="same-chat,translated")
-    parser.add_argument("--targets", default="metis,litellm")
+    parser.add_argument(
+        "--targets",
+        default="metis,litellm",
+        help="metis, litellm, floor (benchmarks.gateway_floor)",
+    )
     parser.add_argument("--scenario", default="t15-f3")
     parser.add_argument("--pace", type=int, default=250, help="ms between the upstream's events")
     parser.add_argument("--pin", action="store_true", help="gateway on core 0, the rest on 1")
