@@ -210,7 +210,7 @@ async def test_thinking_context_and_output_limits_skip_models(emulator: Emulator
     long_reply = ask(max_output_tokens=50_000)  # gpt-4o writes at most 16,384
     assert (await route.complete(long_reply)).provider == "anthropic"
 
-    huge = ask("word " * 250_000, tools=[])  # beyond both contexts
+    huge = ask("word" * 625_000, tools=[])  # one run of 2.5 M letters: beyond both contexts
     with pytest.raises(CapabilityError) as raised:
         await route.complete(huge)
     assert str(raised.value).count("the context holds") == 2
