@@ -25,7 +25,10 @@ from metis.testing.emulator import Emulator
 
 from ..routing_helpers import MODELS, ask, emulated
 
-pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+pytestmark = [
+    pytest.mark.usefixtures("no_backoff"),  # retries are not waited for
+    pytest.mark.backend_independent,  # the route's decisions; cancellation runs under both
+]
 
 DEADLINE = 20.0
 
@@ -282,6 +285,7 @@ async def test_no_failover_once_an_event_reached_the_caller(emulator: Emulator) 
 
 
 @pytest.mark.anyio
+@pytest.mark.backend_independent(False)
 async def test_cancel_reaches_the_model_serving_the_call(emulator: Emulator) -> None:
     route = router(emulator, ["anthropic", "openai"])
     emulator.push_fault("overloaded", provider="anthropic")
@@ -325,6 +329,7 @@ def test_route_models_must_name_a_provider() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.backend_independent(False)
 @pytest.mark.parametrize("streaming", [True, False], ids=["stream", "complete"])
 async def test_a_probe_cancelled_by_its_caller_frees_the_model_for_the_next_call(
     emulator: Emulator, streaming: bool
