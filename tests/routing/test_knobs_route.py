@@ -19,6 +19,8 @@ from metis.testing.emulator import Emulator
 
 from ..helpers import answer
 
+pytestmark = pytest.mark.backend_independent  # the requests each provider is sent
+
 TARGETS = {
     "anthropic": "anthropic:claude-sonnet-4-5",
     "openai": "openai:gpt-5.1",
