@@ -43,7 +43,13 @@ OPTIONS = {
 def adapters(emulator: Emulator) -> dict[str, Adapter]:
     return {
         name: build_adapter(
-            name, AdapterConfig(api_key="k", base_url=emulator.base_url(name), max_retries=0)
+            name,
+            AdapterConfig(
+                api_key="k",
+                base_url=emulator.base_url(name),
+                http_client=emulator.client(),  # in process: no sockets (tests/transport's)
+                max_retries=0,
+            ),
         )
         for name in TARGETS
     }
