@@ -102,7 +102,9 @@ async def test_a_provider_limit_splits_a_call_cohere_96_a_request() -> None:
     emulator = Emulator()
     texts = [f"t{i}" for i in range(200)]
     result = await embedder("cohere", emulator).embed(
-        texts, model="cohere:embed-v4.0", dimensions=256  # the smallest vectors: 200 are made
+        texts,
+        model="cohere:embed-v4.0",
+        dimensions=256,  # the smallest vectors: 200 are made
     )
     assert result.requests == 3
     assert sorted(len(body["texts"]) for body in emulator.bodies("cohere")) == [8, 96, 96]
