@@ -54,10 +54,12 @@ def batches(stack: str, emulator: Emulator) -> Batches:
 
 @pytest.mark.backend_independent
 @pytest.mark.parametrize(("stack", "model"), STACKS)
-async def test_a_hundred_requests_with_failed_items_read_back_by_id(stack: str, model: str) -> None:
+async def test_forty_requests_with_failed_items_read_back_by_id(stack: str, model: str) -> None:
+    """Forty items (one and two digit ids, whose text order is not their number's) read back
+    by id as well as a hundred did: each item costs the emulator and the reader alike."""
     emulator = Emulator()
     submitted = await batches(stack, emulator).submit(
-        requests(model, 100, {7: " [fail]", 42: " [fail]"})
+        requests(model, 40, {7: " [fail]", 22: " [fail]"})
     )
     assert not submitted.done
     resumed = batches(stack, emulator)  # a new adapter: only the id is carried over
@@ -66,12 +68,12 @@ async def test_a_hundred_requests_with_failed_items_read_back_by_id(stack: str, 
     status = await resumed.wait(submitted.id, poll_seconds=0)
     assert status.state == "completed" and status.done
     results = await resumed.results(submitted.id)
-    assert len(results) == 100
-    assert set(results.failed) == {"item-7", "item-42"}
-    for key in ("item-7", "item-42"):
+    assert len(results) == 40
+    assert set(results.failed) == {"item-7", "item-22"}
+    for key in ("item-7", "item-22"):
         item = results[key]
         assert item.outcome == "errored" and isinstance(item.error, ServerError)
-    for i in (0, 50, 99):
+    for i in (0, 20, 39):
         response = results.succeeded[f"item-{i}"]
         assert response.text == f"You said: question {i}"
         assert response.usage.input_tokens > 0

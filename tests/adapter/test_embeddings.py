@@ -101,7 +101,11 @@ async def test_a_thousand_texts_split_into_twenty_requests_run_concurrently_and_
 async def test_a_provider_limit_splits_a_call_cohere_96_a_request() -> None:
     emulator = Emulator()
     texts = [f"t{i}" for i in range(200)]
-    result = await embedder("cohere", emulator).embed(texts, model="cohere:embed-english-v3.0")
+    result = await embedder("cohere", emulator).embed(
+        texts,
+        model="cohere:embed-v4.0",
+        dimensions=256,  # the smallest vectors: 200 are made
+    )
     assert result.requests == 3
     assert sorted(len(body["texts"]) for body in emulator.bodies("cohere")) == [8, 96, 96]
 
@@ -364,7 +368,7 @@ class Counting(httpx.AsyncBaseTransport):
 async def test_concurrency_is_bounded_by_the_call_and_by_a_routers_limiter(tmp_path: Path) -> None:
     stack = tmp_path / "c.yaml"
     stack.write_text("name: c\nextends: openai\nlimits: {max_inputs: 1}\n")
-    texts = [f"t{i}" for i in range(40)]
+    texts = [f"t{i}" for i in range(12)]  # twice the call's concurrency
     counting = Counting(Emulator())
     client = httpx.AsyncClient(transport=counting)
     e = build_embedder(stack, api_key="k", http_client=client)
@@ -374,7 +378,7 @@ async def test_concurrency_is_bounded_by_the_call_and_by_a_routers_limiter(tmp_p
     limiter = Limiter("c", RouteLimits(max_concurrent=2, tokens_per_minute=10**9))
     limited = build_embedder(stack, api_key="k", http_client=client, limiter=limiter)
     result = await limited.embed(texts, model="text-embedding-3-small", dimensions=4, concurrency=6)
-    assert counting.most == 2 and len(result) == 40
+    assert counting.most == 2 and len(result) == 12
 
 
 async def test_a_limiter_that_refuses_fails_the_requests_it_refuses_and_keeps_the_rest(

@@ -40,8 +40,9 @@ from ..fakes import (
 DEADLINE = 5.0
 
 
-def tool_stream_then_stall() -> Reply:
-    """Text, then a tool whose input is still arriving when the line goes quiet."""
+def tool_stream_then_stall(texts: int = 200) -> Reply:
+    """Text (``texts`` deltas), then a tool whose input is still arriving when the line goes
+    quiet."""
     return Reply(
         chunks=[
             *sse(
@@ -57,7 +58,7 @@ def tool_stream_then_stall() -> Reply:
                         "index": 0,
                         "delta": {"type": "text_delta", "text": f"t{i} "},
                     }
-                    for i in range(200)
+                    for i in range(texts)
                 ),
                 {"type": "content_block_stop", "index": 0},
                 {
@@ -277,7 +278,7 @@ async def test_the_overall_timeout_bounds_a_non_streamed_call() -> None:
 
 @pytest.mark.anyio
 async def test_many_cancelled_streams_leave_nothing_in_flight() -> None:
-    replies = [tool_stream_then_stall() for _ in range(20)]
+    replies = [tool_stream_then_stall(texts=10) for _ in range(20)]
     peer = FakePeer(*replies)
     adapter = peer.adapter("anthropic")
 

@@ -19,6 +19,8 @@ from metis.testing.emulator import Emulator
 
 from ..helpers import answer
 
+pytestmark = pytest.mark.backend_independent  # the requests each provider is sent
+
 TARGETS = {
     "anthropic": "anthropic:claude-sonnet-4-5",
     "openai": "openai:gpt-5.1",
@@ -41,7 +43,13 @@ OPTIONS = {
 def adapters(emulator: Emulator) -> dict[str, Adapter]:
     return {
         name: build_adapter(
-            name, AdapterConfig(api_key="k", base_url=emulator.base_url(name), max_retries=0)
+            name,
+            AdapterConfig(
+                api_key="k",
+                base_url=emulator.base_url(name),
+                http_client=emulator.client(),  # in process: no sockets (tests/transport's)
+                max_retries=0,
+            ),
         )
         for name in TARGETS
     }

@@ -132,7 +132,7 @@ async def test_reported_usage_corrects_the_estimate() -> None:
 async def test_workers_share_requests_per_minute_through_redis(
     redis_port: int, redis_prefix: str
 ) -> None:
-    limits = Limits(requests_per_minute=50, on_limit="fail")
+    limits = Limits(requests_per_minute=20, on_limit="fail")
     clock = Clock()  # no refill while the calls run, however slowly they go
     async with coredis.Redis(port=redis_port) as one, coredis.Redis(port=redis_port) as two:
         workers = [
@@ -150,9 +150,9 @@ async def test_workers_share_requests_per_minute_through_redis(
 
         with anyio.fail_after(30):
             async with anyio.create_task_group() as group:
-                for i in range(CALLS):
+                for i in range(60):  # 30 a worker: 40 admitted if each kept its own count
                     group.start_soon(call, workers[i % 2])
-    assert len(admitted) == 50
+    assert len(admitted) == 20
 
 
 @pytest.mark.anyio
@@ -258,9 +258,9 @@ async def test_workers_share_concurrent_slots_through_redis(
 
         with anyio.fail_after(60):
             async with anyio.create_task_group() as group:
-                for i in range(40):
+                for i in range(12):  # 6 a worker: 10 at once if each kept its own count
                     group.start_soon(call, workers[i % 2])
-        assert len(done) == 40 and in_flight[1] == 5
+        assert len(done) == 12 and in_flight[1] == 5
         assert await one.zcard(redis_prefix + "anthropic:slots") == 0  # every lease given back
 
 

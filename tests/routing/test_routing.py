@@ -1,4 +1,6 @@
-"""The router: fallback across providers, capability skips, streams, telemetry, one-line calls."""
+"""The router: fallback across providers, capability skips, streams, telemetry, one-line calls.
+The route's decisions go through the emulator in process (no sockets: tests/transport has
+them); the cancellation tests and the sync one-line calls reach it over loopback."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import pytest
 
 import metis
 from metis import CapabilityError, ErrorClass, OverloadedError
+from metis.adapter import Adapter
 from metis.errors import ContextOverflowError
 from metis.model import (
     Base64ImageSource,
@@ -25,13 +28,23 @@ from metis.testing.emulator import Emulator
 
 from ..routing_helpers import MODELS, ask, emulated
 
-pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+pytestmark = [
+    pytest.mark.usefixtures("no_backoff"),  # retries are not waited for
+    pytest.mark.backend_independent,  # the route's decisions; cancellation runs under both
+]
 
 DEADLINE = 20.0
 
 
-def router(emulator: Emulator, order: list[str], sink: ListSink | None = None, **kw: object):
-    adapters = emulated(emulator)
+def router(
+    emulator: Emulator,
+    order: list[str],
+    sink: ListSink | None = None,
+    *,
+    sockets: bool = False,
+    **kw: object,
+):
+    adapters = in_process(emulator) if not sockets else emulated(emulator)
     return Router(
         [MODELS[p] for p in order],
         adapters=adapters,
@@ -39,6 +52,11 @@ def router(emulator: Emulator, order: list[str], sink: ListSink | None = None, *
         telemetry=sink,
         **kw,  # type: ignore[arg-type]
     )
+
+
+def in_process(emulator: Emulator, **config: object) -> dict[str, Adapter]:
+    """:func:`emulated` adapters answered by the emulator in process, with no socket."""
+    return emulated(emulator, http_client=emulator.client(), **config)
 
 
 def decision(sink: ListSink) -> RouteDecided:
@@ -75,7 +93,7 @@ async def test_an_overloaded_first_model_fails_over_to_another_provider(
 
 @pytest.mark.anyio
 async def test_the_adapter_retries_first_as_configured_per_model(emulator: Emulator) -> None:
-    adapters = emulated(emulator)
+    adapters = in_process(emulator)
     route = Router(
         [RouteTarget(MODELS["anthropic"], max_retries=2), MODELS["gemini"]],
         adapters=adapters,
@@ -128,7 +146,7 @@ async def test_a_request_the_provider_refuses_is_raised_at_once(emulator: Emulat
 
 @pytest.mark.anyio
 async def test_per_model_options_reach_only_that_model(emulator: Emulator) -> None:
-    adapters = emulated(emulator)
+    adapters = in_process(emulator)
     route = Router(
         [
             RouteTarget(MODELS["anthropic"], options={"temperature": 0.1}),
@@ -178,8 +196,8 @@ async def test_a_model_that_cannot_serve_the_request_is_skipped_and_reported(
     emulator: Emulator,
 ) -> None:
     sink = ListSink()
-    adapters = emulated(emulator, capabilities={})
-    blind = emulated(emulator, capabilities={"supports_images": False})["openai"]
+    adapters = in_process(emulator, capabilities={})
+    blind = in_process(emulator, capabilities={"supports_images": False})["openai"]
     route = Router(
         [RouteTarget(MODELS["openai"], adapter=blind), MODELS["anthropic"]],
         adapters=adapters,
@@ -210,7 +228,7 @@ async def test_thinking_context_and_output_limits_skip_models(emulator: Emulator
     long_reply = ask(max_output_tokens=50_000)  # gpt-4o writes at most 16,384
     assert (await route.complete(long_reply)).provider == "anthropic"
 
-    huge = ask("word " * 250_000, tools=[])  # beyond both contexts
+    huge = ask("word" * 625_000, tools=[])  # one run of 2.5 M letters: beyond both contexts
     with pytest.raises(CapabilityError) as raised:
         await route.complete(huge)
     assert str(raised.value).count("the context holds") == 2
@@ -282,8 +300,9 @@ async def test_no_failover_once_an_event_reached_the_caller(emulator: Emulator) 
 
 
 @pytest.mark.anyio
+@pytest.mark.backend_independent(False)
 async def test_cancel_reaches_the_model_serving_the_call(emulator: Emulator) -> None:
-    route = router(emulator, ["anthropic", "openai"])
+    route = router(emulator, ["anthropic", "openai"], sockets=True)
     emulator.push_fault("overloaded", provider="anthropic")
     emulator.push_fault("stall=30;after=2", provider="openai")
     request = ask()
@@ -325,13 +344,14 @@ def test_route_models_must_name_a_provider() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.backend_independent(False)
 @pytest.mark.parametrize("streaming", [True, False], ids=["stream", "complete"])
 async def test_a_probe_cancelled_by_its_caller_frees_the_model_for_the_next_call(
     emulator: Emulator, streaming: bool
 ) -> None:
     now = [0.0]
     availability = InMemoryAvailability(clock=lambda: now[0])
-    route = router(emulator, ["anthropic", "openai"], availability=availability)
+    route = router(emulator, ["anthropic", "openai"], sockets=True, availability=availability)
     emulator.push_fault("overloaded", provider="anthropic")
     assert (await route.complete(ask())).provider == "openai"
     now[0] += 60

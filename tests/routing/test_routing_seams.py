@@ -24,7 +24,10 @@ from metis.testing.emulator import Emulator
 
 from ..routing_helpers import MODELS, ask, emulated
 
-pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
+pytestmark = [
+    pytest.mark.usefixtures("no_backoff"),  # retries are not waited for
+    pytest.mark.backend_independent,  # the route's decisions; deadlines and cancels run under both
+]
 
 DEADLINE = 20.0
 
@@ -294,6 +297,7 @@ class WaitingBuckets(InMemoryBuckets):
 
 
 @pytest.mark.anyio
+@pytest.mark.backend_independent(False)
 async def test_a_call_that_waits_for_its_limits_has_one_deadline_for_the_wait_and_the_call(
     emulator: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -332,6 +336,7 @@ async def requests_reach(emulator: Emulator, count: int) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.backend_independent(False)
 @pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
 async def test_another_call_cancelled_during_the_probe_does_not_admit_a_second_probe(
     emulator: Emulator, streaming: bool
@@ -406,6 +411,7 @@ class NeverRefilled(InMemoryBuckets):
 
 
 @pytest.mark.anyio
+@pytest.mark.backend_independent(False)
 async def test_a_probe_cancelled_while_it_waits_for_its_limits_frees_the_model(
     emulator: Emulator,
 ) -> None:

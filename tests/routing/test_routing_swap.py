@@ -22,7 +22,7 @@ from ..routing_helpers import WEATHER, emulated
 pytestmark = [
     pytest.mark.backend_independent,
     pytest.mark.usefixtures("no_backoff"),
-]  # wire formats; sockets: test_transport and others
+]  # wire formats, through the emulator in process; sockets: test_transport and others
 
 PLAIN = ["anthropic:claude-sonnet-4-5", "openai_responses:gpt-4o", "gemini:gemini-2.5-flash"]
 PLAIN.append("openai:gpt-4o")
@@ -58,7 +58,7 @@ async def converse(
     sink = ListSink()
     route = Router(
         order,
-        adapters=emulated(emulator),
+        adapters=emulated(emulator, http_client=emulator.client()),  # in process: no sockets
         max_retries=0,
         availability=InMemoryAvailability(clock=lambda: now[0]),
         telemetry=sink,

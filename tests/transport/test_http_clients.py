@@ -36,6 +36,8 @@ from .test_deadlines import timed as timed_call
 
 CLIENT_PACKAGES = ["httpx", "httpx2"]
 
+pytestmark = pytest.mark.usefixtures("one_default_httpx2_tls_context")
+
 
 @pytest.fixture(params=CLIENT_PACKAGES)
 def http(request: pytest.FixtureRequest) -> ModuleType:

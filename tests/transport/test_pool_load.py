@@ -124,8 +124,8 @@ async def streamed(adapter: Adapter, request: CanonicalRequest | None = None) ->
 @pytest.mark.anyio
 async def test_the_default_pool_serves_more_streams_at_once_than_httpx_s_default() -> None:
     """httpx's own default pool (100 connections) would hold the 101st request back: here
-    the server answers only once all 150 have arrived."""
-    count = 150
+    the server answers only once all 101 have arrived."""
+    count = 101
     async with gated_server(open_at=count) as server:
         adapter = default_client_adapter(server.url, timeout_seconds=15)
         finals: list[MessageComplete] = []
@@ -229,6 +229,7 @@ OVERRUN = 10.0
 @pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("client", ["metis's own", "httpx2"])
+@pytest.mark.usefixtures("one_default_httpx2_tls_context")
 async def test_600_streams_at_a_3_s_timeout_complete_or_end_at_their_deadline(
     client: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

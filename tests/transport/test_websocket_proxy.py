@@ -228,6 +228,7 @@ def test_the_proxy_option_is_documented_on_the_transport() -> None:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("package", ["httpx", "httpx2"])
+@pytest.mark.usefixtures("one_default_httpx2_tls_context")
 async def test_the_http_clients_proxy_tunnels_the_connection_with_its_credentials(
     package: str, emulator: Emulator, no_proxy_environment: pytest.MonkeyPatch
 ) -> None:

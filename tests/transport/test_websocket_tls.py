@@ -94,9 +94,9 @@ def server_context(ca: trustme.CA, *names: str, alpn: list[str] | None = None) -
 
 
 def client_context(ca: trustme.CA) -> ssl.SSLContext:
-    context = ssl.create_default_context()
-    ca.configure_trust(context)
-    return context
+    """A client's context trusting the test's CA alone (the system's CAs, ~0.1 s of CPU to
+    read, play no part)."""
+    return ssl.create_default_context(cadata=ca.cert_pem.bytes().decode())
 
 
 @pytest.fixture
