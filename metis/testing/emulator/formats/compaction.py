@@ -13,40 +13,30 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
 
 from metis.testing.emulator.model import Prompt
 from metis.testing.emulator.rules import Refused
-from metis.testing.emulator.wire import Ids, count_tokens, is_int, now_unix, sign
+from metis.testing.emulator.wire import (
+    Ids,
+    count_tokens,
+    encrypted_content,
+    is_int,
+    now_unix,
+    opens_encrypted_content,
+)
 
 ANTHROPIC_BETA = "compact-2026-01-12"
 ANTHROPIC_EDITS = ("compact_20260112", "clear_tool_uses_20250919", "clear_thinking_20251015")
 ANTHROPIC_MIN_TRIGGER = 50_000
 SUMMARY_CHARS = 400
 SEAL_KIND = "openai-compaction"
-SEALED_PREFIX = "gAAAAAB"
 
 
 def seal(summary: str) -> str:
     """A summary as an ``encrypted_content`` only this emulator opens."""
-    mac = base64.b64encode(sign(SEAL_KIND, summary)).decode()
-    payload = json.dumps({"s": summary, "m": mac}).encode()
-    return SEALED_PREFIX + base64.urlsafe_b64encode(payload).decode()
-
-
-def opens(content: str) -> bool:
-    """Whether ``content`` is a summary this emulator sealed."""
-    if not content.startswith(SEALED_PREFIX):
-        return False
-    try:
-        payload = json.loads(base64.urlsafe_b64decode(content[len(SEALED_PREFIX) :].encode()))
-        return isinstance(payload["s"], str) and base64.b64decode(payload["m"]) == sign(
-            SEAL_KIND, payload["s"]
-        )
-    except (ValueError, KeyError, TypeError):
-        return False
+    return encrypted_content(SEAL_KIND, summary)
 
 
 def read_tokens(prompt: Prompt) -> int:
@@ -253,7 +243,7 @@ def _check_responses_item(item: dict[str, Any], where: str, call: Any) -> None:
             "missing_required_parameter",
         )
     strict = call is None or call.env.strict_signatures
-    if strict and not opens(content):
+    if strict and not opens_encrypted_content(SEAL_KIND, content):
         raise Refused(
             f"The encrypted content for item {item.get('id') or where} could not be verified.",
             where,
