@@ -1,14 +1,6 @@
-"""Compaction as the two APIs that have it do it, and what they refuse of its forms.
-
-- Anthropic Messages: the ``compact_20260112`` context-management edit, under the
-  ``compact-2026-01-12`` beta, with a trigger of at least 50,000 input tokens. Past the trigger
-  the reply opens with a ``compaction`` block (a readable summary; streamed as one
-  ``compaction_delta``). A compaction block sent back is an assistant's, its ``content`` a
-  non-empty string or null.
-- OpenAI Responses: ``context_management: [{type: "compaction", compact_threshold}]``; past the
-  threshold the output opens with a ``compaction`` item whose ``encrypted_content`` only this
-  emulator reads. ``POST /v1/responses/compact`` answers a conversation's user messages and one
-  compaction item. A compaction item sent back must carry content this emulator issued.
+"""Compaction as the two APIs that have it do it (Anthropic's ``compact_20260112`` edit, the
+Responses API's ``context_management`` compaction and ``POST /v1/responses/compact``), and what
+they refuse of its forms; docs/emulator.md "Compaction" says how each behaves.
 """
 
 from __future__ import annotations
