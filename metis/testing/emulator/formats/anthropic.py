@@ -27,7 +27,7 @@ from metis.testing.emulator.formats.compaction import (
     read_tokens,
 )
 from metis.testing.emulator.model import Prompt, Reply
-from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.rules import Refused, names
 from metis.testing.emulator.server_tools import anthropic_blocks, anthropic_citations
 from metis.testing.emulator.wire import (
     Frame,
@@ -270,13 +270,9 @@ def message_events(message: dict[str, Any]) -> list[Frame]:
     for index, block in enumerate(message["content"]):
         _block_events(emit, index, block)
     delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
-    counts = (
-        "input_tokens",
-        "cache_creation_input_tokens",
-        "cache_read_input_tokens",
-        "output_tokens",
-        "output_tokens_details",
-        "iterations",
+    counts = names(
+        "input_tokens cache_creation_input_tokens cache_read_input_tokens output_tokens "
+        "output_tokens_details iterations"
     )
     final = {k: usage[k] for k in counts if k in usage}
     emit("message_delta", {"delta": delta, "usage": final})

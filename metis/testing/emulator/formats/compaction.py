@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from metis.testing.emulator.model import Prompt
-from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.rules import Refused, names
 from metis.testing.emulator.wire import (
     Ids,
     count_tokens,
@@ -65,11 +65,8 @@ def anthropic_trigger(body: dict[str, Any]) -> int | None:
     return None
 
 
-PASS_COUNTS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_input_tokens",
-    "cache_creation_input_tokens",
+PASS_COUNTS = names(
+    "input_tokens output_tokens cache_read_input_tokens cache_creation_input_tokens"
 )
 
 

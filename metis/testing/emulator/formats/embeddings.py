@@ -28,20 +28,14 @@ from metis.testing.emulator.formats.embedding_vectors import (
     tokens_of,
     unit_vector,
 )
-from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.rules import Refused, names
 from metis.testing.emulator.wire import Frame, HttpRequest, JsonReply
 
 _KEYS = {
     "openai": {"model", "input", "dimensions", "encoding_format", "user"},
-    "voyage": {
-        "model",
-        "input",
-        "input_type",
-        "truncation",
-        "output_dimension",
-        "output_dtype",
-        "encoding_format",
-    },
+    "voyage": set(
+        names("model input input_type truncation output_dimension output_dtype encoding_format")
+    ),
     "mistral": {"model", "input", "output_dimension", "output_dtype", "encoding_format"},
 }
 _LIMITS = {"openai": 2048, "voyage": 1000, "mistral": 512}

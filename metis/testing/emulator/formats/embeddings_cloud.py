@@ -30,18 +30,12 @@ from metis.testing.emulator.formats.embedding_vectors import (
 )
 from metis.testing.emulator.formats.gemini import Gemini
 from metis.testing.emulator.formats.ollama import JSON, Ollama
-from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.rules import Refused, names
 from metis.testing.emulator.wire import HttpRequest, JsonReply
 
-TASK_TYPES = (
-    "RETRIEVAL_QUERY",
-    "RETRIEVAL_DOCUMENT",
-    "SEMANTIC_SIMILARITY",
-    "CLASSIFICATION",
-    "CLUSTERING",
-    "QUESTION_ANSWERING",
-    "FACT_VERIFICATION",
-    "CODE_RETRIEVAL_QUERY",
+TASK_TYPES = names(
+    "RETRIEVAL_QUERY RETRIEVAL_DOCUMENT SEMANTIC_SIMILARITY CLASSIFICATION CLUSTERING "
+    "QUESTION_ANSWERING FACT_VERIFICATION CODE_RETRIEVAL_QUERY"
 )
 
 

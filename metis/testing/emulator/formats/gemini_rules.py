@@ -30,48 +30,16 @@ TOP_LEVEL = names(
     "contents tools toolConfig safetySettings systemInstruction generationConfig cachedContent "
     "labels model"
 )
-DATA = (
-    "text",
-    "inlineData",
-    "fileData",
-    "functionCall",
-    "functionResponse",
-    "executableCode",
-    "codeExecutionResult",
+DATA = names(
+    "text inlineData fileData functionCall functionResponse executableCode codeExecutionResult"
 )
-PART_FIELDS = (
-    *DATA,
-    "thought",
-    "thoughtSignature",
-    "videoMetadata",
-    "partMetadata",
-    "mediaResolution",
-)
+PART_FIELDS = (*DATA, *names("thought thoughtSignature videoMetadata partMetadata mediaResolution"))
 SCHEMA_KEYS = frozenset(
-    [
-        "type",
-        "format",
-        "title",
-        "description",
-        "nullable",
-        "enum",
-        "maxItems",
-        "minItems",
-        "properties",
-        "required",
-        "minProperties",
-        "maxProperties",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "example",
-        "anyOf",
-        "propertyOrdering",
-        "default",
-        "items",
-        "minimum",
-        "maximum",
-    ]
+    names(
+        "type format title description nullable enum maxItems minItems properties required "
+        "minProperties maxProperties minLength maxLength pattern example anyOf propertyOrdering "
+        "default items minimum maximum"
+    )
 )
 SIGNATURE_KIND = "gemini-thought"
 BYPASS = "skip_thought_signature_validator"  # Google's documented value for foreign histories
