@@ -52,8 +52,7 @@ from metis.testing.emulator.wire import (
 SIGNATURE_KIND = "bedrock-reasoning"
 TOP_LEVEL = names(
     "messages system inferenceConfig toolConfig additionalModelRequestFields guardrailConfig "
-    "promptVariables "
-    "requestMetadata performanceConfig additionalModelResponseFieldPaths"
+    "promptVariables requestMetadata performanceConfig additionalModelResponseFieldPaths"
 )
 BLOCKS = names(
     "text image document audio video toolUse toolResult reasoningContent cachePoint "
@@ -81,8 +80,7 @@ def _check_turns(body: dict[str, Any], call: Any) -> None:
         if previous == role:
             raise Refused(
                 "A conversation must alternate between user and assistant roles. Make sure the "
-                "conversation alternates "
-                "between user and assistant roles and try again."
+                "conversation alternates between user and assistant roles and try again."
             )
         blocks = _blocks(message)
         if any(kind in ("toolUse", "toolResult") for _, kind, _ in blocks) and not has_tools:
@@ -97,8 +95,7 @@ def _check_turns(body: dict[str, Any], call: Any) -> None:
         if answered - open_calls:
             raise Refused(
                 f"messages.{i}: The toolResult blocks at messages.{i}.content contain toolUseIds "
-                f"that do not match the "
-                "toolUse blocks of the previous turn."
+                "that do not match the toolUse blocks of the previous turn."
             )
         if open_calls - answered:
             raise Refused(

@@ -39,11 +39,10 @@ from metis.testing.emulator.wire import encrypted_content, opens_encrypted_conte
 
 TOP_LEVEL = names(
     "model input instructions tools tool_choice parallel_tool_calls max_output_tokens "
-    "max_tool_calls temperature top_p top_logprobs stream stream_options store metadata "
-    "reasoning text include previous_response_id truncation user safety_identifier "
-    "prompt_cache_key prompt_cache_options prompt_cache_retention service_tier background "
-    "background_options prompt conversation context_management moderation access_programs "
-    "image client_metadata"
+    "max_tool_calls temperature top_p top_logprobs stream stream_options store metadata reasoning "
+    "text include previous_response_id truncation user safety_identifier prompt_cache_key "
+    "prompt_cache_options prompt_cache_retention service_tier background background_options "
+    "prompt conversation context_management moderation access_programs image client_metadata"
 )
 INPUT_TOKENS_FIELDS = names(
     "model input instructions tools tool_choice parallel_tool_calls previous_response_id "
@@ -159,8 +158,7 @@ def _check_reasoning(
     ):
         raise Refused(
             f"Item with id '{item['id']}' not found. Items are not persisted when `store` is set "
-            f"to "
-            "false. Try again with `store` set to true, or remove this item from your input.",
+            "to false. Try again with `store` set to true, or remove this item from your input.",
             "input",
         )
     led_to = following[0].get("type", "message") if following else None
