@@ -72,12 +72,11 @@ class Anthropic(Format):
         return not endpoint.startswith("model") or request.header("anthropic-version") is not None
 
     def error(self, status: int, kind: str, message: str, request: HttpRequest) -> JsonReply:
-        request_id = "req_011C" + request_ids(request).token(20, "b58")
-        headers = {"request-id": request_id, "anthropic-organization-id": ORGANIZATION}
+        headers = self.headers(request)
         if status in (408, 409, 429) or status >= 500:
             headers["x-should-retry"] = "true"
         body = {"type": "error", "error": {"type": kind, "message": message}}
-        return JsonReply(status, {**body, "request_id": request_id}, headers)
+        return JsonReply(status, {**body, "request_id": headers["request-id"]}, headers)
 
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         key = request.header("x-api-key") or request.bearer()
