@@ -13,14 +13,9 @@ recorded traffic, independently of metis's codecs, so it is a second opinion on 
         ...
         print(emulator.stats)
 
-Endpoints (``metis emulator --help`` lists them): Anthropic ``/v1/messages``; OpenAI
-``/v1/chat/completions`` (and the OpenAI-compatible services' paths) and ``/v1/responses``;
-Gemini ``/v1beta/models/{model}:generateContent``; Ollama ``/api/chat``; AWS Bedrock
-``/model/{id}/converse`` and ``/invoke``; Vertex AI's ``/v1/projects/.../publishers/...``;
-Azure OpenAI under ``/azure/openai/v1``; each API's model list. Faults: see
-:mod:`metis.testing.emulator.faults`; the scripted model: :mod:`.responder`; scripts and
-function models: :mod:`.script` (web search and code execution: :mod:`.server_tools`); each
-API's 400 rules: the ``*_rules`` modules of :mod:`.formats`.
+What it serves, answers and refuses: docs/emulator.md (``metis emulator --help`` lists the
+endpoints); faults: :mod:`.faults`; scripts and function models: :mod:`.script`; each API's
+400 rules: the ``*_rules`` modules of :mod:`.formats`.
 """
 
 from __future__ import annotations

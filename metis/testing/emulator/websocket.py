@@ -1,15 +1,6 @@
-"""The Responses API's WebSocket mode (docs/emulator.md), on the emulator's socket server.
-
-A ``GET`` with ``Upgrade: websocket`` to a Responses endpoint (``/v1/responses``,
-``/azure/openai/v1/responses``) is authenticated as the POST would be, then upgraded (wsproto
-does the handshake and every frame). Each ``response.create`` message is answered as the
-streamed POST of its body: the same rules, faults, ids and events, each event one text
-message. The connection keeps its last response (with ``store: false`` too), so a message may
-continue it with ``previous_response_id`` and only the new items; a new connection knows only
-stored responses. Errors are ``error`` messages with the HTTP status the POST would get and
-its headers: ``{"type": "error", "status": 429, "error": {..., "headers": {...}}}``. The
-faults act on the connection: ``drop`` closes it mid-stream, ``stall`` stops sending,
-``stream_error`` ends the reply with the provider's error event.
+"""The Responses API's WebSocket mode on the emulator's socket server, as docs/emulator.md
+describes it: wsproto does the handshake and every frame, and each ``response.create`` message
+goes to the one request handler as the streamed POST of its body, each event one text message.
 """
 
 from __future__ import annotations

@@ -201,6 +201,30 @@ def sealed(kind: str, token: str) -> bool:
     return len(raw) == 36 and raw.startswith(b"EMU2") and hmac.compare_digest(raw[20:], mac)
 
 
+ENCRYPTED_PREFIX = "gAAAAAB"
+
+
+def encrypted_content(kind: str, text: str) -> str:
+    """``text`` as an OpenAI ``encrypted_content`` (a Fernet-looking token) only this emulator
+    opens: the text and its MAC, base64url after Fernet's prefix."""
+    mac = base64.b64encode(sign(kind, text)).decode()
+    payload = json.dumps({"s": text, "m": mac}).encode()
+    return ENCRYPTED_PREFIX + base64.urlsafe_b64encode(payload).decode()
+
+
+def opens_encrypted_content(kind: str, content: str) -> bool:
+    """Whether ``content`` is an :func:`encrypted_content` of ``kind`` this emulator issued."""
+    if not content.startswith(ENCRYPTED_PREFIX):
+        return False
+    try:
+        payload = json.loads(base64.urlsafe_b64decode(content[len(ENCRYPTED_PREFIX) :].encode()))
+        return isinstance(payload["s"], str) and base64.b64decode(payload["m"]) == sign(
+            kind, payload["s"]
+        )
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
 def now_unix() -> int:
     return int(time.time())
 

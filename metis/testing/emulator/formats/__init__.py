@@ -16,6 +16,7 @@ from metis.testing.emulator.formats.gemini import Gemini
 from metis.testing.emulator.formats.gemini_caches import GeminiCaches
 from metis.testing.emulator.formats.ollama import Ollama
 from metis.testing.emulator.formats.responses import Responses
+from metis.testing.emulator.rules import names
 
 
 def all_formats() -> list[Format]:
@@ -49,27 +50,10 @@ _SERVED_BY: dict[str, str | None] = {
     **dict.fromkeys(["bedrock", "bedrock_anthropic", "bedrock_mantle"], "bedrock"),
     **dict.fromkeys(["vertex", "vertex_anthropic", "azure", "azure_responses"], None),
     **dict.fromkeys(
-        [
-            "deepseek",
-            "groq",
-            "mistral",
-            "openrouter",
-            "together",
-            "vllm",
-            "llamacpp",
-            "tgi",
-            "xai",
-            "cerebras",
-            "fireworks",
-            "perplexity",
-            "deepinfra",
-            "nebius",
-            "sambanova",
-            "moonshot",
-            "zai",
-            "minimax",
-            "dashscope",
-        ],
+        names(
+            "deepseek groq mistral openrouter together vllm llamacpp tgi xai cerebras fireworks "
+            "perplexity deepinfra nebius sambanova moonshot zai minimax dashscope"
+        ),
         "openai",
     ),
 }

@@ -27,7 +27,7 @@ from metis.testing.emulator.formats.compaction import (
     read_tokens,
 )
 from metis.testing.emulator.model import Prompt, Reply
-from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.rules import Refused, names
 from metis.testing.emulator.server_tools import anthropic_blocks, anthropic_citations
 from metis.testing.emulator.wire import (
     Frame,
@@ -72,12 +72,11 @@ class Anthropic(Format):
         return not endpoint.startswith("model") or request.header("anthropic-version") is not None
 
     def error(self, status: int, kind: str, message: str, request: HttpRequest) -> JsonReply:
-        request_id = "req_011C" + request_ids(request).token(20, "b58")
-        headers = {"request-id": request_id, "anthropic-organization-id": ORGANIZATION}
+        headers = self.headers(request)
         if status in (408, 409, 429) or status >= 500:
             headers["x-should-retry"] = "true"
         body = {"type": "error", "error": {"type": kind, "message": message}}
-        return JsonReply(status, {**body, "request_id": request_id}, headers)
+        return JsonReply(status, {**body, "request_id": headers["request-id"]}, headers)
 
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         key = request.header("x-api-key") or request.bearer()
@@ -270,13 +269,9 @@ def message_events(message: dict[str, Any]) -> list[Frame]:
     for index, block in enumerate(message["content"]):
         _block_events(emit, index, block)
     delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
-    counts = (
-        "input_tokens",
-        "cache_creation_input_tokens",
-        "cache_read_input_tokens",
-        "output_tokens",
-        "output_tokens_details",
-        "iterations",
+    counts = names(
+        "input_tokens cache_creation_input_tokens cache_read_input_tokens output_tokens "
+        "output_tokens_details iterations"
     )
     final = {k: usage[k] for k in counts if k in usage}
     emit("message_delta", {"delta": delta, "usage": final})

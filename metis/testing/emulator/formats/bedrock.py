@@ -86,8 +86,7 @@ INVOKE_RULES: list[Rule | Check] = [
 ]
 SIGNATURE = (
     "The request signature we calculated does not match the signature you provided. Check your "
-    "AWS Secret Access Key and "
-    "signing method."
+    "AWS Secret Access Key and signing method."
 )
 
 

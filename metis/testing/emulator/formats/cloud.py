@@ -158,9 +158,8 @@ class OnAzure:
             seconds = max(1, round(retry_after))
             message = (
                 "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version "
-                "v1 have exceeded token "
-                f"rate limit of your current AIServices S0 pricing tier. Please retry after "
-                f"{seconds} seconds."
+                "v1 have exceeded token rate limit of your current AIServices S0 pricing tier. "
+                f"Please retry after {seconds} seconds."
             )
             headers = {"retry-after": str(seconds), "x-ratelimit-remaining-tokens": "0"}
             return JsonReply(429, {"error": {"code": "429", "message": message}}, headers)

@@ -1,52 +1,34 @@
-"""Compaction as the two APIs that have it do it, and what they refuse of its forms.
-
-- Anthropic Messages: the ``compact_20260112`` context-management edit, under the
-  ``compact-2026-01-12`` beta, with a trigger of at least 50,000 input tokens. Past the trigger
-  the reply opens with a ``compaction`` block (a readable summary; streamed as one
-  ``compaction_delta``). A compaction block sent back is an assistant's, its ``content`` a
-  non-empty string or null.
-- OpenAI Responses: ``context_management: [{type: "compaction", compact_threshold}]``; past the
-  threshold the output opens with a ``compaction`` item whose ``encrypted_content`` only this
-  emulator reads. ``POST /v1/responses/compact`` answers a conversation's user messages and one
-  compaction item. A compaction item sent back must carry content this emulator issued.
+"""Compaction as the two APIs that have it do it (Anthropic's ``compact_20260112`` edit, the
+Responses API's ``context_management`` compaction and ``POST /v1/responses/compact``), and what
+they refuse of its forms; docs/emulator.md "Compaction" says how each behaves.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
 
 from metis.testing.emulator.model import Prompt
-from metis.testing.emulator.rules import Refused
-from metis.testing.emulator.wire import Ids, count_tokens, is_int, now_unix, sign
+from metis.testing.emulator.rules import Refused, names
+from metis.testing.emulator.wire import (
+    Ids,
+    count_tokens,
+    encrypted_content,
+    is_int,
+    now_unix,
+    opens_encrypted_content,
+)
 
 ANTHROPIC_BETA = "compact-2026-01-12"
 ANTHROPIC_EDITS = ("compact_20260112", "clear_tool_uses_20250919", "clear_thinking_20251015")
 ANTHROPIC_MIN_TRIGGER = 50_000
 SUMMARY_CHARS = 400
 SEAL_KIND = "openai-compaction"
-SEALED_PREFIX = "gAAAAAB"
 
 
 def seal(summary: str) -> str:
     """A summary as an ``encrypted_content`` only this emulator opens."""
-    mac = base64.b64encode(sign(SEAL_KIND, summary)).decode()
-    payload = json.dumps({"s": summary, "m": mac}).encode()
-    return SEALED_PREFIX + base64.urlsafe_b64encode(payload).decode()
-
-
-def opens(content: str) -> bool:
-    """Whether ``content`` is a summary this emulator sealed."""
-    if not content.startswith(SEALED_PREFIX):
-        return False
-    try:
-        payload = json.loads(base64.urlsafe_b64decode(content[len(SEALED_PREFIX) :].encode()))
-        return isinstance(payload["s"], str) and base64.b64decode(payload["m"]) == sign(
-            SEAL_KIND, payload["s"]
-        )
-    except (ValueError, KeyError, TypeError):
-        return False
+    return encrypted_content(SEAL_KIND, summary)
 
 
 def read_tokens(prompt: Prompt) -> int:
@@ -83,11 +65,8 @@ def anthropic_trigger(body: dict[str, Any]) -> int | None:
     return None
 
 
-PASS_COUNTS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_input_tokens",
-    "cache_creation_input_tokens",
+PASS_COUNTS = names(
+    "input_tokens output_tokens cache_read_input_tokens cache_creation_input_tokens"
 )
 
 
@@ -253,7 +232,7 @@ def _check_responses_item(item: dict[str, Any], where: str, call: Any) -> None:
             "missing_required_parameter",
         )
     strict = call is None or call.env.strict_signatures
-    if strict and not opens(content):
+    if strict and not opens_encrypted_content(SEAL_KIND, content):
         raise Refused(
             f"The encrypted content for item {item.get('id') or where} could not be verified.",
             where,

@@ -37,6 +37,7 @@ from metis.testing.emulator.rules import (
     nonempty,
     obj,
     one_of,
+    placeholders,
     typed,
 )
 from metis.testing.emulator.wire import (
@@ -52,8 +53,7 @@ from metis.testing.emulator.wire import (
 SIGNATURE_KIND = "bedrock-reasoning"
 TOP_LEVEL = names(
     "messages system inferenceConfig toolConfig additionalModelRequestFields guardrailConfig "
-    "promptVariables "
-    "requestMetadata performanceConfig additionalModelResponseFieldPaths"
+    "promptVariables requestMetadata performanceConfig additionalModelResponseFieldPaths"
 )
 BLOCKS = names(
     "text image document audio video toolUse toolResult reasoningContent cachePoint "
@@ -81,8 +81,7 @@ def _check_turns(body: dict[str, Any], call: Any) -> None:
         if previous == role:
             raise Refused(
                 "A conversation must alternate between user and assistant roles. Make sure the "
-                "conversation alternates "
-                "between user and assistant roles and try again."
+                "conversation alternates between user and assistant roles and try again."
             )
         blocks = _blocks(message)
         if any(kind in ("toolUse", "toolResult") for _, kind, _ in blocks) and not has_tools:
@@ -97,8 +96,7 @@ def _check_turns(body: dict[str, Any], call: Any) -> None:
         if answered - open_calls:
             raise Refused(
                 f"messages.{i}: The toolResult blocks at messages.{i}.content contain toolUseIds "
-                f"that do not match the "
-                "toolUse blocks of the previous turn."
+                "that do not match the toolUse blocks of the previous turn."
             )
         if open_calls - answered:
             raise Refused(
@@ -132,6 +130,12 @@ def _check_blocks(i: int, role: str, blocks: list[tuple[int, str, Any]], call: A
             and not verify(SIGNATURE_KIND, str(text.get("text")), str(text.get("signature")))
         ):
             raise Refused(f"{where}.reasoningContent: the reasoning signature is invalid")
+
+
+def not_empty(where: str, **options: Any) -> Rule:
+    """Converse's refusal of an empty list at ``where``."""
+    message = f"{placeholders(where)}: must have length greater than or equal to 1"
+    return Rule(where, nonempty, message, **options)
 
 
 RULES: list[Rule | Check] = [
@@ -177,26 +181,14 @@ RULES: list[Rule | Check] = [
         "toolConfig.tools.{0}.toolSpec.inputSchema.json: required",
         required=True,
     ),
-    Rule(
-        "toolConfig.tools",
-        nonempty,
-        "toolConfig.tools: must have length greater than or equal to 1",
-        when=lambda b: b.get("toolConfig") is not None,
-    ),
-    Rule(
-        "messages", nonempty, "messages: must have length greater than or equal to 1", required=True
-    ),
+    not_empty("toolConfig.tools", when=lambda b: b.get("toolConfig") is not None),
+    not_empty("messages", required=True),
     Rule(
         "messages.*",
         lambda m: isinstance(m, dict) and m.get("role") in ("user", "assistant"),
         "messages.{0}.role: must be user or assistant",
     ),
-    Rule(
-        "messages.*.content",
-        nonempty,
-        "messages.{0}.content: must have length greater than or equal to 1",
-        required=True,
-    ),
+    not_empty("messages.*.content", required=True),
     Rule(
         "messages.*.content.*",
         lambda b: isinstance(b, dict) and len(b) == 1 and next(iter(b)) in BLOCKS,
@@ -216,12 +208,7 @@ RULES: list[Rule | Check] = [
         )
         for kind in ("toolUse", "toolResult")
     ),
-    Rule(
-        "messages.*.content.*.toolResult.content",
-        nonempty,
-        "messages.{0}.content.{1}.toolResult.content: must have length greater than or equal to 1",
-        required=True,
-    ),
+    not_empty("messages.*.content.*.toolResult.content", required=True),
     files_rules.converse,
     _check_turns,
     check_converse,

@@ -21,6 +21,8 @@ from metis.testing.emulator.rules import Refused
 
 DEFAULT_DIMENSIONS = 768
 """The size of a model the embedding table does not know (nomic-embed-text's)."""
+COHERE_INPUT_TYPES = ("search_document", "search_query", "classification", "clustering", "image")
+"""Cohere's ``input_type`` values, on its own API and on Bedrock."""
 
 
 def unit_vector(model: str, item: str, size: int) -> list[float]:
@@ -45,6 +47,15 @@ def tokens_of(item: str) -> int:
 def default_size(catalog: str, model: str) -> int:
     found = embedding_model(catalog, model)
     return found.dimensions if found is not None else DEFAULT_DIMENSIONS
+
+
+def sized(catalog: str, model: str, asked: Any) -> int:
+    """The vector size a request asks of ``model`` (``asked``, None for the default), checked
+    against the embedding table; any size for a model it does not know."""
+    info = embedding_model(catalog, model)
+    if info is None:
+        return size_of(asked, asked or default_size(catalog, model), None, 1)
+    return size_of(asked, info.dimensions, info.dimension_choices, info.min_dimensions)
 
 
 def served(env: Env, catalogs: tuple[str, ...], model: str) -> bool:

@@ -19,32 +19,26 @@ from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.cloud import AZURE_MOUNT, OnAzure
 from metis.testing.emulator.formats.embedding_vectors import (
+    COHERE_INPUT_TYPES,
     as_base64,
-    default_size,
     served,
     size_of,
+    sized,
     text_list,
     tokens_of,
     unit_vector,
 )
-from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.rules import Refused, names
 from metis.testing.emulator.wire import Frame, HttpRequest, JsonReply
 
 _KEYS = {
     "openai": {"model", "input", "dimensions", "encoding_format", "user"},
-    "voyage": {
-        "model",
-        "input",
-        "input_type",
-        "truncation",
-        "output_dimension",
-        "output_dtype",
-        "encoding_format",
-    },
+    "voyage": set(
+        names("model input input_type truncation output_dimension output_dtype encoding_format")
+    ),
     "mistral": {"model", "input", "output_dimension", "output_dtype", "encoding_format"},
 }
 _LIMITS = {"openai": 2048, "voyage": 1000, "mistral": 512}
-_CATALOG = {"openai": "openai", "voyage": "voyage", "mistral": "mistral"}
 
 
 def _family(model: str) -> str:
@@ -74,16 +68,12 @@ class OpenAIEmbeddings(Chat):
             raise Refused("encoding_format: expected 'float' or 'base64'", "encoding_format")
         if family == "voyage" and body.get("input_type") not in (None, "query", "document"):
             raise Refused("input_type: expected 'query', 'document' or null", "input_type")
-        info = embedding_model(_CATALOG[family], model)
+        info = embedding_model(family, model)  # the family is its catalog's name
         asked = body.get("output_dimension" if family != "openai" else "dimensions")
-        if info is None:
-            call.options["size"] = size_of(asked, asked or default_size("", model), None, 1)
-        elif asked is not None and info.min_dimensions is None and info.dimension_choices is None:
+        fixed = info is not None and info.min_dimensions is None and info.dimension_choices is None
+        if asked is not None and fixed:
             raise Refused("This model does not support specifying dimensions.", "dimensions")
-        else:
-            call.options["size"] = size_of(
-                asked, info.dimensions, info.dimension_choices, info.min_dimensions
-            )
+        call.options["size"] = sized(family, model, asked)
 
     def serves(self, env: Any, model: str) -> bool:
         return served(env, self.catalog, model)
@@ -122,7 +112,6 @@ class AzureEmbeddings(OnAzure, OpenAIEmbeddings):
     )
 
 
-_COHERE_TYPES = ("search_document", "search_query", "classification", "clustering", "image")
 _COHERE_FAULTS = {
     "rate_limit": (429, "You are using a Trial key, which is limited to 100 API calls / minute."),
     "overloaded": (503, "the service is overloaded, please try again later"),
@@ -173,8 +162,10 @@ class Cohere(Format):
         if not call.model:
             raise Refused("invalid request: model must be specified")
         kind = body.get("input_type")
-        if kind not in _COHERE_TYPES:
-            raise Refused(f"invalid request: input_type must be one of {', '.join(_COHERE_TYPES)}")
+        if kind not in COHERE_INPUT_TYPES:
+            raise Refused(
+                f"invalid request: input_type must be one of {', '.join(COHERE_INPUT_TYPES)}"
+            )
         if "inputs" in body:
             inputs = body["inputs"]
             if not isinstance(inputs, list) or not inputs or len(inputs) > 96:

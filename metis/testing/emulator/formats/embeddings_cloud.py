@@ -21,35 +21,22 @@ from metis.testing.emulator.formats.base import Call, Route
 from metis.testing.emulator.formats.bedrock import Bedrock
 from metis.testing.emulator.formats.cloud import VERTEX, OnVertex
 from metis.testing.emulator.formats.embedding_vectors import (
-    default_size,
+    COHERE_INPUT_TYPES,
     served,
-    size_of,
+    sized,
     text_list,
     tokens_of,
     unit_vector,
 )
 from metis.testing.emulator.formats.gemini import Gemini
 from metis.testing.emulator.formats.ollama import JSON, Ollama
-from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.rules import Refused, names
 from metis.testing.emulator.wire import HttpRequest, JsonReply
 
-TASK_TYPES = (
-    "RETRIEVAL_QUERY",
-    "RETRIEVAL_DOCUMENT",
-    "SEMANTIC_SIMILARITY",
-    "CLASSIFICATION",
-    "CLUSTERING",
-    "QUESTION_ANSWERING",
-    "FACT_VERIFICATION",
-    "CODE_RETRIEVAL_QUERY",
+TASK_TYPES = names(
+    "RETRIEVAL_QUERY RETRIEVAL_DOCUMENT SEMANTIC_SIMILARITY CLASSIFICATION CLUSTERING "
+    "QUESTION_ANSWERING FACT_VERIFICATION CODE_RETRIEVAL_QUERY"
 )
-
-
-def _size(catalog: str, model: str, asked: Any) -> int:
-    info = embedding_model(catalog, model)
-    if info is None:
-        return size_of(asked, asked or default_size(catalog, model), None, 1)
-    return size_of(asked, info.dimensions, info.dimension_choices, info.min_dimensions)
 
 
 def _content_key(parts: list[Any]) -> str:
@@ -98,7 +85,7 @@ class GeminiEmbeddings(Gemini):
             if not isinstance(parts, list) or not parts:
                 raise Refused(f"requests[{i}].content.parts: must not be empty")
             texts.append(_content_key(parts))
-            sizes.add(_size("google", model, one.get("outputDimensionality")))
+            sizes.add(sized("google", model, one.get("outputDimensionality")))
         call.options.update(texts=texts, size=sizes.pop(), single=single)
 
     def serve(self, call: Call) -> JsonReply | None:
@@ -139,7 +126,7 @@ class VertexEmbeddings(OnVertex, GeminiEmbeddings):
                 raise Refused(f"instances[{i}].task_type: invalid")
             texts.append(content)
         parameters = call.body.get("parameters") or {}
-        size = _size("google-vertex", model, parameters.get("outputDimensionality"))
+        size = sized("google-vertex", model, parameters.get("outputDimensionality"))
         call.options.update(texts=texts, size=size)
 
     def serve(self, call: Call) -> JsonReply | None:
@@ -182,19 +169,13 @@ class BedrockEmbeddings(Bedrock):
                 raise Refused(
                     "Malformed input request: #: extraneous key [dimensions] is not permitted"
                 )
-            size = _size("amazon-bedrock", model, body.get("dimensions"))
+            size = sized("amazon-bedrock", model, body.get("dimensions"))
             call.options.update(texts=[text], size=size, family="titan")
             return
-        if body.get("input_type") not in (
-            "search_document",
-            "search_query",
-            "classification",
-            "clustering",
-            "image",
-        ):
+        if body.get("input_type") not in COHERE_INPUT_TYPES:
             raise Refused("Malformed input request: #: required key [input_type] not found")
         texts = text_list(body.get("texts"), "texts", 96)
-        size = _size("amazon-bedrock", model, body.get("output_dimension"))
+        size = sized("amazon-bedrock", model, body.get("output_dimension"))
         call.options.update(texts=texts, size=size, family="cohere")
 
     def serve(self, call: Call) -> JsonReply | None:
@@ -232,8 +213,7 @@ class OllamaEmbeddings(Ollama):
         if not call.model:
             raise Refused("model is required")
         call.options["texts"] = text_list(call.body.get("input"), "input", None)
-        size = call.body.get("dimensions")
-        call.options["size"] = size_of(size, size or default_size("", call.model), None, 1)
+        call.options["size"] = sized("", call.model, call.body.get("dimensions"))
 
     def serves(self, env: Any, model: str) -> bool:
         return served(env, (), model) or "embed" in model or "minilm" in model

@@ -59,93 +59,77 @@ def anthropic(body: dict[str, Any], call: Any = None) -> None:
         inline += len(data) if isinstance(data, str) else 0
         if part.get("type") == "document":
             citing.add(_obj(part.get("citations")).get("enabled") is True)
-            refused = _anthropic_document(where, _obj(part.get("source")))
-            if refused:
-                raise Refused(refused)
+            _anthropic_document(where, _obj(part.get("source")))
     if inline > 32 * MB:
         raise Refused("Request exceeds the maximum allowed number of bytes.", status=413)
     if len(citing) > 1:
         raise Refused("Citations must be enabled on all documents or on none of them.")
 
 
-def _anthropic_document(where: str, source: dict[str, Any]) -> str | None:
+_ANTHROPIC_MEDIA = {"base64": "application/pdf", "text": "text/plain"}
+_ANTHROPIC_SOURCE_FIELD = {"base64": "data", "text": "data", "url": "url"}
+
+
+def _anthropic_document(where: str, source: dict[str, Any]) -> None:
     kind = source.get("type")
     at = f"{where}.document.source.{kind}"
-    if kind == "base64":
-        if source.get("media_type") != "application/pdf":
-            return f"{at}.media_type: Input should be 'application/pdf'"
-        return None if isinstance(source.get("data"), str) else f"{at}.data: Field required"
-    if kind == "text":
-        if source.get("media_type") != "text/plain":
-            return f"{at}.media_type: Input should be 'text/plain'"
-        return None if isinstance(source.get("data"), str) else f"{at}.data: Field required"
-    if kind == "url":
-        return None if isinstance(source.get("url"), str) else f"{at}.url: Field required"
-    if kind == "file":
-        file_id = source.get("file_id")
-        return None if _ANTHROPIC_FILE.match(str(file_id)) else f"File not found: {file_id}"
-    if kind == "content":
-        return None
-    return (
-        f"{where}.document.source: Input tag '{kind}' found using 'type' does not match any of "
-        "the expected tags: 'base64', 'text', 'content', 'url', 'file'"
-    )
+    if kind == "file" and not _ANTHROPIC_FILE.match(str(source.get("file_id"))):
+        raise Refused(f"File not found: {source.get('file_id')}")
+    if kind in ("file", "content"):
+        return
+    if str(kind) not in _ANTHROPIC_SOURCE_FIELD:
+        raise Refused(
+            f"{where}.document.source: Input tag '{kind}' found using 'type' does not match any "
+            "of the expected tags: 'base64', 'text', 'content', 'url', 'file'"
+        )
+    media = _ANTHROPIC_MEDIA.get(str(kind))
+    if media is not None and source.get("media_type") != media:
+        raise Refused(f"{at}.media_type: Input should be '{media}'")
+    field = _ANTHROPIC_SOURCE_FIELD[str(kind)]
+    if not isinstance(source.get(field), str):
+        raise Refused(f"{at}.{field}: Field required")
 
 
 # OpenAI Chat Completions and Responses -------------------------------------------------------
 
 
 def openai_chat(body: dict[str, Any], call: Any = None) -> None:
-    refused = _chat_parts(body)
-    if refused:
-        raise Refused(refused)
-
-
-def _chat_parts(body: dict[str, Any]) -> str | None:
     for where, part in _parts(body.get("messages"), ""):
         at = where.replace("messages.", "messages[").replace(".content.", "].content[") + "]"
         if part.get("type") == "file":
-            refused = _chat_file(at, _obj(part.get("file")))
-            if refused:
-                return refused
+            _chat_file(at, _obj(part.get("file")))
         elif part.get("type") == "input_audio":
             audio = _obj(part.get("input_audio"))
             if audio.get("format") not in ("wav", "mp3"):
-                return (
+                raise Refused(
                     f"Invalid value: '{audio.get('format')}'. Supported values are: 'wav' and "
                     "'mp3'."
                 )
             if not isinstance(audio.get("data"), str):
-                return f"Missing required parameter: '{at}.input_audio.data'."
-    return None
+                raise Refused(f"Missing required parameter: '{at}.input_audio.data'.")
 
 
-def _chat_file(at: str, file: dict[str, Any]) -> str | None:
+def _chat_file(at: str, file: dict[str, Any]) -> None:
     if ("file_data" in file) == ("file_id" in file):
-        return f"Invalid '{at}.file': provide exactly one of 'file_data' or 'file_id'."
+        raise Refused(f"Invalid '{at}.file': provide exactly one of 'file_data' or 'file_id'.")
     if "file_id" in file:
-        return _openai_file_id(file["file_id"])
-    if not str(file.get("file_data")).startswith("data:application/pdf;base64,"):
-        return (
+        _openai_file_id(file["file_id"])
+    elif not str(file.get("file_data")).startswith("data:application/pdf;base64,"):
+        raise Refused(
             f"Invalid value for '{at}.file.file_data': Expected a base64-encoded data URL with an "
             "application/pdf MIME type."
         )
-    if not file.get("filename"):
-        return f"Missing required parameter: '{at}.file.filename'."
-    return None
+    elif not file.get("filename"):
+        raise Refused(f"Missing required parameter: '{at}.file.filename'.")
 
 
-def _openai_file_id(file_id: Any) -> str | None:
-    return None if _OPENAI_FILE.match(str(file_id)) else f"No such File object: {file_id}"
+def _openai_file_id(file_id: Any) -> None:
+    if not _OPENAI_FILE.match(str(file_id)):
+        raise Refused(f"No such File object: {file_id}")
 
 
 def openai_responses(body: dict[str, Any], call: Any = None) -> None:
-    refused = _responses_parts(body.get("input"))
-    if refused:
-        raise Refused(refused)
-
-
-def _responses_parts(items: Any) -> str | None:
+    items = body.get("input")
     for i, item in enumerate(items if isinstance(items, list) else []):
         item = _obj(item)
         parts = item.get("output") if item.get("type") == "function_call_output" else None
@@ -155,46 +139,43 @@ def _responses_parts(items: Any) -> str | None:
                 continue
             given = [key for key in ("file_data", "file_id", "file_url") if part.get(key)]
             if len(given) != 1:
-                return (
+                raise Refused(
                     f"Invalid 'input[{i}].content[{j}]': provide exactly one of 'file_data', "
                     "'file_id' or 'file_url'."
                 )
-            if given == ["file_id"] and _openai_file_id(part["file_id"]):
-                return _openai_file_id(part["file_id"])
+            if given == ["file_id"]:
+                _openai_file_id(part["file_id"])
             if given == ["file_data"] and not str(part["file_data"]).startswith("data:"):
-                return f"Invalid 'input[{i}].content[{j}].file_data': expected a data URL."
-    return None
+                raise Refused(f"Invalid 'input[{i}].content[{j}].file_data': expected a data URL.")
 
 
 # Gemini --------------------------------------------------------------------------------------
 
 
 def gemini(body: dict[str, Any], call: Any = None) -> None:
-    refused = _gemini_parts_refused(body, call.model if call is not None else "")
-    if refused:
-        raise Refused(refused)
-
-
-def _gemini_parts_refused(body: dict[str, Any], model: str) -> str | None:
+    model = call.model if call is not None else ""
     inline = 0
     for where, part in _gemini_parts(body.get("contents")):
         blob = part.get("inlineData")
         if isinstance(blob, dict):
             inline += len(str(blob.get("data", "")))
             if not blob.get("mimeType") or not isinstance(blob.get("data"), str):
-                return f"* GenerateContentRequest.{where}.inline_data: mime_type and data required"
+                raise Refused(
+                    f"* GenerateContentRequest.{where}.inline_data: mime_type and data required"
+                )
         uri = _obj(part.get("fileData")).get("fileUri")
         if "fileData" in part and not _gemini_uri(uri):
-            return f"* GenerateContentRequest.{where}.file_data.file_uri: Invalid file uri: {uri}"
+            raise Refused(
+                f"* GenerateContentRequest.{where}.file_data.file_uri: Invalid file uri: {uri}"
+            )
         response = _obj(part.get("functionResponse"))
         if response.get("parts") and not re.match(r"^gemini-(?:[3-9]|[1-9][0-9])", model):
-            return (
+            raise Refused(
                 f"* GenerateContentRequest.{where}.function_response.parts: multimodal function "
                 f"responses are not supported by {model}"
             )
     if inline > 100 * MB:
-        return f"Request payload size exceeds the limit: {100 * MB} bytes."
-    return None
+        raise Refused(f"Request payload size exceeds the limit: {100 * MB} bytes.")
 
 
 def _gemini_parts(contents: Any) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -219,32 +200,26 @@ def _gemini_uri(uri: Any) -> bool:
 
 
 def converse(body: dict[str, Any], call: Any = None) -> None:
-    refused = _converse_messages(body.get("messages"))
-    if refused:
-        raise Refused(refused)
-
-
-def _converse_messages(messages: Any) -> str | None:
+    messages = body.get("messages")
     for i, message in enumerate(messages if isinstance(messages, list) else []):
         blocks = [b for b in _obj(message).get("content") or [] if isinstance(b, dict)]
         documents = [b for b in blocks if "document" in b]
         if (documents or any("image" in b for b in blocks)) and message.get("role") != "user":
-            return f"messages.{i}: images and documents can only be included in user messages."
+            raise Refused(
+                f"messages.{i}: images and documents can only be included in user messages."
+            )
         if documents and not any("text" in b for b in blocks):
-            return (
+            raise Refused(
                 f"messages.{i}: A conversation must include a text content block when it "
                 "includes a document content block."
             )
         if len(documents) > 5:
-            return f"messages.{i}: You can include up to 5 documents in a message."
+            raise Refused(f"messages.{i}: You can include up to 5 documents in a message.")
         for j, block in enumerate(blocks):
-            refused = _converse_block(f"messages.{i}.content.{j}", block)
-            if refused:
-                return refused
-    return None
+            _converse_block(f"messages.{i}.content.{j}", block)
 
 
-def _converse_block(where: str, block: dict[str, Any]) -> str | None:
+def _converse_block(where: str, block: dict[str, Any]) -> None:
     for kind, formats in (
         ("document", _DOCUMENT_FORMATS),
         ("audio", _AUDIO_FORMATS),
@@ -254,25 +229,25 @@ def _converse_block(where: str, block: dict[str, Any]) -> str | None:
         if kind not in block:
             continue
         if "format" in value and value["format"] not in formats:
-            return f"{where}.{kind}.format: must be one of {', '.join(sorted(formats))}"
+            raise Refused(f"{where}.{kind}.format: must be one of {', '.join(sorted(formats))}")
         source = _obj(value.get("source"))
         if len(source) != 1:
-            return f"{where}.{kind}.source: must hold exactly one member"
+            raise Refused(f"{where}.{kind}.source: must hold exactly one member")
         uri = _obj(source.get("s3Location")).get("uri")
         if "s3Location" in source and not _S3.match(str(uri)):
-            return f"{where}.{kind}.source.s3Location.uri: {uri!r} is not an S3 URI"
+            raise Refused(f"{where}.{kind}.source.s3Location.uri: {uri!r} is not an S3 URI")
         data = source.get("bytes")
         if kind == "document" and isinstance(data, str) and len(data) * 3 // 4 > 4.5 * MB:
-            return f"{where}: The document is larger than 4.5 MB."
+            raise Refused(f"{where}: The document is larger than 4.5 MB.")
         if kind == "document":
-            return _document_name(where, value.get("name"))
-    return None
+            _document_name(where, value.get("name"))
+            return
 
 
-def _document_name(where: str, name: Any) -> str | None:
+def _document_name(where: str, name: Any) -> None:
     if isinstance(name, str) and 0 < len(name) <= 200 and _DOCUMENT_NAME.match(name):
-        return None
-    return (
+        return
+    raise Refused(
         f"{where}.document.name: The document file name can only contain alphanumeric "
         "characters, whitespace characters, hyphens, parentheses, and square brackets. The name "
         "can't contain more than one consecutive whitespace character."

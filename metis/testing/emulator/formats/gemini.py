@@ -153,9 +153,8 @@ class Gemini(Format):
     def unknown_model(self, model: str) -> Refused:
         return Refused(
             f"models/{model} is not found for API version v1beta, or is not supported for "
-            f"generateContent. Call "
-            "ModelService.ListModels to see the list of available models and their supported "
-            "methods.",
+            "generateContent. Call ModelService.ListModels to see the list of available models "
+            "and their supported methods.",
             status=404,
         )
 

@@ -1,11 +1,7 @@
-"""Gemini API cached contents in the emulator (ai.google.dev/gemini-api/docs/caching): what
-``POST /v1beta/cachedContents`` stores (:mod:`.gemini_caches` serves it) and how a
-``generateContent`` naming one in ``cachedContent`` is read: its contents first, the system
-instruction and tools of the cache (a request that sets its own is refused, as Gemini refuses
-it), and the cached tokens reported in ``cachedContentTokenCount`` (within
-``promptTokenCount``). A cache below the model's minimum (1,024 tokens; 4,096 on the Pro
-models) is refused, as is one read by another model. Entries live until deleted or the
-emulator is reset: the emulator keeps no clock.
+"""Gemini API cached contents (ai.google.dev/gemini-api/docs/caching): what ``POST
+/v1beta/cachedContents`` stores (:mod:`.gemini_caches` serves it) and how a ``generateContent``
+naming one reads it, as docs/emulator.md "The prompt cache" describes. Entries live until
+deleted or the emulator is reset: the emulator keeps no clock.
 """
 
 from __future__ import annotations

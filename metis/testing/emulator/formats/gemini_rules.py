@@ -30,48 +30,16 @@ TOP_LEVEL = names(
     "contents tools toolConfig safetySettings systemInstruction generationConfig cachedContent "
     "labels model"
 )
-DATA = (
-    "text",
-    "inlineData",
-    "fileData",
-    "functionCall",
-    "functionResponse",
-    "executableCode",
-    "codeExecutionResult",
+DATA = names(
+    "text inlineData fileData functionCall functionResponse executableCode codeExecutionResult"
 )
-PART_FIELDS = (
-    *DATA,
-    "thought",
-    "thoughtSignature",
-    "videoMetadata",
-    "partMetadata",
-    "mediaResolution",
-)
+PART_FIELDS = (*DATA, *names("thought thoughtSignature videoMetadata partMetadata mediaResolution"))
 SCHEMA_KEYS = frozenset(
-    [
-        "type",
-        "format",
-        "title",
-        "description",
-        "nullable",
-        "enum",
-        "maxItems",
-        "minItems",
-        "properties",
-        "required",
-        "minProperties",
-        "maxProperties",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "example",
-        "anyOf",
-        "propertyOrdering",
-        "default",
-        "items",
-        "minimum",
-        "maximum",
-    ]
+    names(
+        "type format title description nullable enum maxItems minItems properties required "
+        "minProperties maxProperties minLength maxLength pattern example anyOf propertyOrdering "
+        "default items minimum maximum"
+    )
 )
 SIGNATURE_KIND = "gemini-thought"
 BYPASS = "skip_thought_signature_validator"  # Google's documented value for foreign histories
@@ -230,12 +198,10 @@ def _check_signatures(body: dict[str, Any], call: Any) -> None:
         if first is not None and not sig:
             raise Refused(
                 "Function call is missing a thought_signature in functionCall parts. This is "
-                "required for tools to work "
-                "correctly, and missing thought_signature may lead to degraded model "
-                "performance. Additional data, "
-                f"function call `default_api:{first['functionCall']['name']}` , position {i + 1}. "
-                f"Please refer to "
-                "https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
+                "required for tools to work correctly, and missing thought_signature may lead to "
+                "degraded model performance. Additional data, function call "
+                f"`default_api:{first['functionCall']['name']}` , position {i + 1}. Please refer "
+                "to https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
             )
         if (
             first is not None
@@ -265,10 +231,8 @@ RULES: list[Rule | Check] = [
         "tools.*.functionDeclarations.*.name",
         matches(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}"),
         "* GenerateContentRequest.tools[{0}].function_declarations[{1}].name: Invalid function "
-        "name. Must start with a "
-        "letter or an underscore. Must be a-z, A-Z, 0-9, or contain underscores, dots, colons "
-        "and dashes, with a maximum "
-        "length of 64.\n",
+        "name. Must start with a letter or an underscore. Must be a-z, A-Z, 0-9, or contain "
+        "underscores, dots, colons and dashes, with a maximum length of 64.\n",
         required=True,
     ),
     _check_parameter_schemas,

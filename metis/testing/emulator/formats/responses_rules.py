@@ -5,8 +5,6 @@ front of its own.
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -37,44 +35,27 @@ from metis.testing.emulator.rules import (
     text,
     typed,
 )
-from metis.testing.emulator.wire import sign
+from metis.testing.emulator.wire import encrypted_content, opens_encrypted_content
 
 TOP_LEVEL = names(
     "model input instructions tools tool_choice parallel_tool_calls max_output_tokens "
-    "max_tool_calls temperature top_p top_logprobs stream stream_options store metadata "
-    "reasoning text include previous_response_id truncation user safety_identifier "
-    "prompt_cache_key prompt_cache_options prompt_cache_retention service_tier background "
-    "background_options prompt conversation context_management moderation access_programs "
-    "image client_metadata"
+    "max_tool_calls temperature top_p top_logprobs stream stream_options store metadata reasoning "
+    "text include previous_response_id truncation user safety_identifier prompt_cache_key "
+    "prompt_cache_options prompt_cache_retention service_tier background background_options "
+    "prompt conversation context_management moderation access_programs image client_metadata"
 )
 INPUT_TOKENS_FIELDS = names(
     "model input instructions tools tool_choice parallel_tool_calls previous_response_id "
     "conversation reasoning text truncation personality"
 )
-ENCRYPTED_PREFIX = "gAAAAAB"
 SIGNATURE_KIND = "openai-reasoning"
 USER_PARTS = ("input_text", "input_image", "input_audio", "input_file")
 ASSISTANT_PARTS = ("output_text", "refusal")
 
 
 def encrypt(summary: str) -> str:
-    mac = base64.b64encode(sign(SIGNATURE_KIND, summary)).decode()
-    return (
-        ENCRYPTED_PREFIX
-        + base64.urlsafe_b64encode(json.dumps({"s": summary, "m": mac}).encode()).decode()
-    )
-
-
-def decrypts(content: str) -> bool:
-    if not content.startswith(ENCRYPTED_PREFIX):
-        return False
-    try:
-        payload = json.loads(base64.urlsafe_b64decode(content[len(ENCRYPTED_PREFIX) :].encode()))
-        return isinstance(payload["s"], str) and base64.b64decode(payload["m"]) == sign(
-            SIGNATURE_KIND, payload["s"]
-        )
-    except (ValueError, KeyError, TypeError):
-        return False
+    """A reasoning summary as an ``encrypted_content`` only this emulator opens."""
+    return encrypted_content(SIGNATURE_KIND, summary)
 
 
 def items_of(body: dict[str, Any], call: Any) -> list[Any]:
@@ -166,7 +147,7 @@ def _check_reasoning(
     item: dict[str, Any], following: list[Any], strict: bool, continued: bool, call: Any
 ) -> None:
     content = item.get("encrypted_content")
-    if isinstance(content, str) and strict and not decrypts(content):
+    if isinstance(content, str) and strict and not opens_encrypted_content(SIGNATURE_KIND, content):
         message = f"The encrypted content for item {item['id']} could not be verified."
         raise Refused(message, None, "invalid_encrypted_content")
     if (
@@ -177,8 +158,7 @@ def _check_reasoning(
     ):
         raise Refused(
             f"Item with id '{item['id']}' not found. Items are not persisted when `store` is set "
-            f"to "
-            "false. Try again with `store` set to true, or remove this item from your input.",
+            "to false. Try again with `store` set to true, or remove this item from your input.",
             "input",
         )
     led_to = following[0].get("type", "message") if following else None

@@ -15,20 +15,16 @@ from __future__ import annotations
 from typing import Any
 
 from metis.testing.emulator.formats.server_converse import CODE_RESULT, SERVER_CALL
-from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.rules import Refused, names
 from metis.testing.emulator.server_tools import SEARCH_KIND
 from metis.testing.emulator.wire import verify
 
 SERVER_RESULTS = frozenset(
-    [
-        "web_search_tool_result",
-        "web_fetch_tool_result",
-        "code_execution_tool_result",
-        "bash_code_execution_tool_result",
-        "text_editor_code_execution_tool_result",
-        "tool_search_tool_result",
-        "advisor_tool_result",
-    ]
+    names(
+        "web_search_tool_result web_fetch_tool_result code_execution_tool_result "
+        "bash_code_execution_tool_result text_editor_code_execution_tool_result "
+        "tool_search_tool_result advisor_tool_result"
+    )
 )
 
 
