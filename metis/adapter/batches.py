@@ -180,10 +180,7 @@ class Batches:
         reader = ResponseReader(self.provider.codec, call, secrets=self.provider.services.secrets)
         events = [*reader.body(body), *reader.finish()]
         final = next(e for e in events if isinstance(e, MessageComplete))
-        canonical = CanonicalRequest.model_construct(
-            model=call.model, messages=[], request_id=call.request_id, max_output_tokens=1
-        )
-        return folded(self.adapter.name, canonical, final, time.monotonic())
+        return folded(self.adapter.name, call, final, time.monotonic())
 
     # Sending ---------------------------------------------------------------------------
 

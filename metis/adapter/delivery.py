@@ -45,10 +45,11 @@ class Delivery(Watch):
 
 
 def folded(
-    provider: str, request: CanonicalRequest, final: MessageComplete, started: float
+    provider: str, request: CanonicalRequest | Call, final: MessageComplete, started: float
 ) -> CanonicalResponse:
     """A call's response: its ``message.complete``, with how long it took since ``started``
-    (``time.monotonic()``)."""
+    (``time.monotonic()``); ``request`` names its id and model (the request, or a batch item's
+    call)."""
     return CanonicalResponse(
         request_id=request.request_id,
         model=request.model,

@@ -28,7 +28,7 @@ Runner = Callable[[Awaitable[Any]], Any]
 
 def _uvloop_run(main: Awaitable[Any]) -> Any:
     uvloop = pytest.importorskip("uvloop")
-    return uvloop.run(main)  # type: ignore[arg-type]
+    return uvloop.run(main)
 
 
 @pytest.fixture(params=["asyncio", "uvloop"])
@@ -99,7 +99,12 @@ def test_a_large_body_pauses_the_socket_reads_and_arrives_whole(run: Runner) -> 
     async def main() -> None:
         with connected() as (client, server):
             stream = await stream_over(client)
-            sender = threading.Thread(target=lambda: (server.sendall(payload), server.close()))
+
+            def send_then_close() -> None:
+                server.sendall(payload)
+                server.close()
+
+            sender = threading.Thread(target=send_then_close)
             sender.start()
             for _ in range(200):  # until the protocol holds more than it may
                 await asyncio.sleep(0.01)
@@ -311,3 +316,51 @@ def test_the_client_metis_makes_reads_through_it_on_asyncio(run: Runner, ca: tru
 
     run(main(False))
     run(main(True))
+
+
+def test_tls_starts_inside_tls_as_through_an_https_proxy(run: Runner, ca: trustme.CA) -> None:
+    """An HTTPS proxy's connection carries the target's TLS inside its own."""
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server)
+    trusted = ssl.create_default_context()
+    ca.configure_trust(trusted)
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with server.wrap_socket(conn, server_side=True) as outer:
+            incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+            inner = server.wrap_bio(incoming, outgoing, server_side=True)
+
+            def step(action: Callable[[], Any]) -> Any:
+                while True:
+                    try:
+                        done = action()
+                    except ssl.SSLWantReadError:
+                        outer.sendall(outgoing.read())
+                        incoming.write(outer.recv(65536))
+                        continue
+                    outer.sendall(outgoing.read())
+                    return done
+
+            step(inner.do_handshake)
+            step(lambda: inner.write(step(lambda: inner.read(1024)).upper()))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    async def main() -> None:
+        with contextlib.closing(socket.create_connection(listener.getsockname())) as sock:
+            sock.setblocking(False)
+            plain = await stream_over(sock)
+            proxied = await plain.start_tls(trusted, "127.0.0.1", timeout=5)
+            target = await proxied.start_tls(trusted, "127.0.0.1", timeout=5)
+            await target.write(b"inner\n", timeout=5)
+            assert await target.read(100, timeout=5) == b"INNER\n"
+            await target.aclose()
+
+    try:
+        run(main())
+    finally:
+        listener.close()
+        thread.join(5)
