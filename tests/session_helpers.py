@@ -3,6 +3,7 @@ store for the conversation, and the tools the agent-loop tests call."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import anyio
@@ -25,10 +26,15 @@ THINKING = ThinkingConfig(budget_tokens=2048)
 DEADLINE = 60.0
 
 
-def emulated(emulator: Emulator, store: InMemoryToolIdStore | None = None) -> dict[str, Adapter]:
-    """An adapter for every stack, all keeping tool ids in ``store``."""
+def emulated(
+    emulator: Emulator,
+    store: InMemoryToolIdStore | None = None,
+    stacks: Iterable[str] = STACKS,
+) -> dict[str, Adapter]:
+    """An adapter for every stack (or for ``stacks``, those a test calls: each adapter built
+    costs a few milliseconds), all keeping tool ids in ``store``."""
     store = store or InMemoryToolIdStore()
-    return {stack: platforms.adapter(stack, emulator, store) for stack in STACKS}
+    return {stack: platforms.adapter(stack, emulator, store) for stack in stacks}
 
 
 def thinking_for(session: Session, stack: str) -> dict[str, Any]:

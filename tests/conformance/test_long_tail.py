@@ -27,6 +27,8 @@ from metis.pipeline.stores import InMemoryToolIdStore
 from metis.registry import NotConfiguredError, Registry
 from metis.stacks.loader import load_stack
 
+pytestmark = pytest.mark.backend_independent  # replays through a mock transport
+
 KEY = "sk-long-tail-0123456789"
 WEATHER = ToolDefinition(
     name="get_weather",

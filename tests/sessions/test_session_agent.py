@@ -61,7 +61,7 @@ class Meeting:
 async def test_a_run_answers_parallel_calls_together_until_the_model_stops(
     family: str, emulator: Emulator
 ) -> None:
-    adapters = emulated(emulator)
+    adapters = emulated(emulator, stacks=[family])
     session = Session(MODELS[family], adapters=adapters, tools=[Meeting().tool()])
     with anyio.fail_after(DEADLINE):  # were the calls run one by one, this would never end
         result = await session.arun("What's the weather in Paris and Rome?")
@@ -90,7 +90,7 @@ async def test_a_failing_tool_a_slow_tool_a_swap_between_steps_and_the_step_limi
     family: str, emulator: Emulator
 ) -> None:
     """The model must call a tool each step (tool_choice any) and takes the tools in turn."""
-    adapters = emulated(emulator)
+    adapters = emulated(emulator, stacks=[family, NEXT[family]])
     gate = Gate()
     session = Session(
         MODELS[family],
@@ -126,7 +126,7 @@ async def test_a_failing_tool_a_slow_tool_a_swap_between_steps_and_the_step_limi
 
 @pytest.mark.anyio
 async def test_usage_and_cost_are_summed_over_the_run(emulator: Emulator) -> None:
-    adapters = emulated(emulator)
+    adapters = emulated(emulator, stacks=["anthropic"])
     session = Session(MODELS["anthropic"], adapters=adapters, tools=[Meeting().tool()])
     steps: list[Any] = []
 
@@ -146,7 +146,7 @@ async def test_usage_and_cost_are_summed_over_the_run(emulator: Emulator) -> Non
 
 @pytest.mark.anyio
 async def test_the_events_of_a_run_in_order(emulator: Emulator) -> None:
-    adapters = emulated(emulator)
+    adapters = emulated(emulator, stacks=["openai"])
     session = Session(MODELS["openai"], adapters=adapters, tools=[Meeting().tool()])
     async with session.astream_run("What's the weather in Paris and Rome?") as events:
         kinds = [event.type async for event in events]
@@ -172,7 +172,7 @@ async def test_the_events_of_a_run_in_order(emulator: Emulator) -> None:
 async def test_cancel_in_the_middle_of_a_tool_answers_it_as_cancelled(
     family: str, emulator: Emulator
 ) -> None:
-    adapters = emulated(emulator)
+    adapters = emulated(emulator, stacks=[family])
     gate = Gate()
     session = Session(MODELS[family], adapters=adapters, tools=[gate.tool()])
 
@@ -197,7 +197,7 @@ async def test_cancel_in_the_middle_of_a_tool_answers_it_as_cancelled(
 async def test_the_callers_cancel_scope_in_the_middle_of_a_tool_leaves_a_valid_history(
     family: str, emulator: Emulator
 ) -> None:
-    adapters = emulated(emulator)
+    adapters = emulated(emulator, stacks=[family])
     gate = Gate()
     session = Session(MODELS[family], adapters=adapters, tools=[gate.tool()])
     with anyio.CancelScope() as scope:
@@ -225,7 +225,7 @@ class City(BaseModel):
 
 @pytest.mark.anyio
 async def test_structured_output_at_the_end(emulator: Emulator) -> None:
-    adapters = emulated(emulator)
+    adapters = emulated(emulator, stacks=["openai"])
     session = Session(MODELS["openai"], adapters=adapters)
     result = await session.arun("Name a big city.", output_type=City)
     assert isinstance(result.output, City) and result.output.name
@@ -236,7 +236,7 @@ async def test_structured_output_at_the_end(emulator: Emulator) -> None:
 async def test_a_tool_the_application_answers_ends_the_run_until_it_does(
     emulator: Emulator,
 ) -> None:
-    adapters = emulated(emulator)
+    adapters = emulated(emulator, stacks=["anthropic"])
     weather = ToolDefinition(
         name="get_weather",
         description="Current weather for a city",
@@ -275,7 +275,7 @@ async def test_a_paused_server_side_turn_is_sent_back_and_goes_on() -> None:
 async def test_an_async_event_handler_is_awaited_and_sees_the_run_complete(
     emulator: Emulator,
 ) -> None:
-    adapters = emulated(emulator)
+    adapters = emulated(emulator, stacks=["gemini"])
     session = Session(MODELS["gemini"], adapters=adapters, tools=[Meeting().tool()])
     seen: list[str] = []
 
@@ -293,7 +293,7 @@ async def test_an_async_event_handler_is_awaited_and_sees_the_run_complete(
 async def test_a_cancel_between_a_reply_and_its_tools_answers_every_call_as_cancelled(
     emulator: Emulator,
 ) -> None:
-    adapters = emulated(emulator)
+    adapters = emulated(emulator, stacks=["openai"])
     meeting = Meeting()
     session = Session(MODELS["openai"], adapters=adapters, tools=[meeting.tool()])
 

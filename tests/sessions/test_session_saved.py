@@ -92,6 +92,11 @@ def test_a_saved_session_that_is_not_one_is_a_config_error(data: str, says: str)
         Session.from_json(data)
 
 
+def worker(emulator: Emulator) -> dict[str, Adapter]:
+    """A worker's adapters: the Responses stack these sessions call."""
+    return emulated(emulator, stacks=["openai_responses"])
+
+
 async def open_tool_loop(emulator: Emulator, adapters: dict[str, Adapter]) -> tuple[str, list[str]]:
     """A Responses conversation left in a tool call the application answers: its JSON and the
     pending calls' ids."""
@@ -126,7 +131,7 @@ def issued_call_ids(emulator: Emulator) -> set[str]:
 async def test_a_restored_session_continues_the_stored_reply_with_the_ids_it_issued(
     emulator: Emulator,
 ) -> None:
-    first, second = emulated(emulator), emulated(emulator)  # two workers
+    first, second = worker(emulator), worker(emulator)  # two workers
     saved, calls = await open_tool_loop(emulator, first)
     held = json.loads(saved)["provider_state"]["continuation"][0]["response_id"]
     await answer_elsewhere(saved, calls, second)
@@ -146,7 +151,7 @@ async def test_a_restored_session_continues_the_stored_reply_with_the_ids_it_iss
 async def test_without_the_ids_the_whole_transcript_goes_never_a_wrong_one(
     emulator: Emulator,
 ) -> None:
-    first, second = emulated(emulator), emulated(emulator)
+    first, second = worker(emulator), worker(emulator)
     saved, calls = await open_tool_loop(emulator, first)
     data = json.loads(saved)
     data["provider_state"]["tool_ids"] = {}  # as a save from before the ids were kept
@@ -179,7 +184,7 @@ def redis_url() -> Any:
 
 def on_redis(emulator: Emulator, url: str, prefix: str) -> dict[str, Adapter]:
     """A worker's adapters, keeping tool ids in the shared Redis."""
-    adapters = emulated(emulator)
+    adapters = worker(emulator)
     store = RedisToolIdStore(url, key_prefix=prefix)
     for adapter in adapters.values():
         adapter.tool_id_store = store
@@ -266,9 +271,9 @@ class BrokenStore:
 async def test_a_store_that_fails_never_fails_the_turn(
     emulator: Emulator, caplog: pytest.LogCaptureFixture
 ) -> None:
-    first = emulated(emulator)
+    first = worker(emulator)
     saved, calls = await open_tool_loop(emulator, first)  # the saved state holds tool ids
-    broken = emulated(emulator)
+    broken = worker(emulator)
     for adapter in broken.values():
         adapter.tool_id_store = BrokenStore()
     session = await answer_elsewhere(saved, calls, broken)  # installing them fails: skipped

@@ -56,7 +56,7 @@ def on_peer(peer: FakePeer, **options: Any) -> Session:
 async def test_a_reply_is_appended_after_the_message_and_its_usage_counted(
     emulator: Emulator,
 ) -> None:
-    adapters = emulated(emulator)
+    adapters = emulated(emulator, stacks=["anthropic"])
     session = Session(CLAUDE, adapters=adapters, system="Be brief.")
     reply = await session.asend("Hello there")
     assert reply.stop_reason.kind is StopKind.END_TURN and reply.provider == "anthropic"
@@ -72,7 +72,7 @@ async def test_a_reply_is_appended_after_the_message_and_its_usage_counted(
 async def test_a_streamed_turn_yields_the_events_and_appends_the_reply_when_it_ends(
     emulator: Emulator,
 ) -> None:
-    adapters = emulated(emulator)
+    adapters = emulated(emulator, stacks=["anthropic"])
     session = Session(CLAUDE, adapters=adapters)
     seen: list[str] = []
     async for event in session.astream("Count to three."):
@@ -238,7 +238,7 @@ async def test_nothing_to_send_is_an_invalid_request() -> None:
 
 @pytest.mark.anyio
 async def test_the_model_is_swapped_between_turns(emulator: Emulator) -> None:
-    adapters = emulated(emulator)
+    adapters = emulated(emulator, stacks=["anthropic", "openai", "gemini"])
     session = Session(CLAUDE, adapters=adapters)
     first = await session.asend("Hello")
     session.model = MODELS["openai"]
@@ -293,7 +293,7 @@ async def test_a_synchronous_form_is_refused_where_it_would_wait_for_itself(
 
 @pytest.mark.anyio
 async def test_a_session_over_a_router_runs_on_the_model_that_serves(emulator: Emulator) -> None:
-    adapters = emulated(emulator)
+    adapters = emulated(emulator, stacks=["anthropic", "openai"])
     route = Router([CLAUDE, MODELS["openai"]], adapters=adapters, max_retries=0, name="main")
     session = Session(route, tools=[_weather])
     emulator.push_fault("overloaded", provider="anthropic")

@@ -8,20 +8,15 @@ the key or token is wrong, and the recorded Azure exchange replayed through the 
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("azure.identity", reason="the test extra installs it (metis[azure])")
-
+import importlib.util
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from azure.core.credentials import AccessToken
-from azure.core.exceptions import ClientAuthenticationError
-from azure.identity import CredentialUnavailableError
+import pytest
 
 from metis import AdapterConfig, AuthError, ConfigError, build_adapter
 from metis.adapter import Adapter
@@ -32,7 +27,17 @@ from metis.registry import NotConfiguredError
 from metis.testing.emulator import Emulator
 
 from ..conftest import Waits
+from ..helpers import ImportOnUse
 from ..recordings import ROOT, cassettes, interactions
+
+if TYPE_CHECKING:
+    from azure.core.credentials import AccessToken
+
+if importlib.util.find_spec("azure.identity") is None:  # found without importing it
+    pytest.skip("the test extra installs it (metis[azure])", allow_module_level=True)
+azure_credentials = ImportOnUse("azure.core.credentials")
+azure_exceptions = ImportOnUse("azure.core.exceptions")
+azure_identity = ImportOnUse("azure.identity")  # imported by the tests using them (not to collect)
 
 CHAT_REPLY = {
     "id": "chatcmpl-1",
@@ -197,7 +202,9 @@ class FakeCredential:
         if FakeCredential.error is not None:
             raise FakeCredential.error
         self.scopes += scopes
-        return AccessToken(f"token-{len(self.scopes)}", int(time.time() + self.lifetime))
+        return azure_credentials.AccessToken(
+            f"token-{len(self.scopes)}", int(time.time() + self.lifetime)
+        )
 
 
 @pytest.fixture
@@ -237,7 +244,9 @@ async def test_default_azure_credential_token_is_cached_until_near_expiry(
 async def test_no_key_and_no_identity_is_not_configured(
     fake_identity: type[FakeCredential],
 ) -> None:
-    fake_identity.error = CredentialUnavailableError("EnvironmentCredential: not configured")
+    fake_identity.error = azure_identity.CredentialUnavailableError(
+        "EnvironmentCredential: not configured"
+    )
     peer = Peer()
     with pytest.raises(NotConfiguredError, match="AZURE_OPENAI_API_KEY") as caught:
         await azure("azure", peer, api_key=None).complete(ask())
@@ -248,7 +257,9 @@ async def test_no_key_and_no_identity_is_not_configured(
 async def test_an_identity_entra_refuses_is_an_auth_error_not_retried(
     fake_identity: type[FakeCredential],
 ) -> None:
-    fake_identity.error = ClientAuthenticationError("AADSTS700082: the refresh token has expired")
+    fake_identity.error = azure_exceptions.ClientAuthenticationError(
+        "AADSTS700082: the refresh token has expired"
+    )
     peer = Peer()
     with pytest.raises(AuthError, match="AADSTS700082") as caught:
         await azure("azure", peer, api_key=None).complete(ask())

@@ -60,29 +60,39 @@ async def tool_loop(
 ) -> tuple[list[TokenUsage], list[Any]]:
     """The loop's usage per turn, and the requests the emulator received."""
     model = PROVIDERS[stack]
-    with Emulator(model=loop_script(), models="any") as emulator:
-        adapter = adapter_for(stack, emulator)
-        history = [Message.user("Weather in nine cities, one at a time, please.")]
-        usages: list[TokenUsage] = []
-        for _ in range(TURNS):
-            request = CanonicalRequest(
-                model=f"{stack}:{model}",
-                session_id="loop",
-                system_prompt=SYSTEM,
-                messages=history,
-                tools=TOOLS,
-                max_output_tokens=512,
-                cache=policy,
-            )
-            reply = await (
-                fold_stream(adapter, request) if streaming else adapter.complete(request)
-            )
-            usages.append(reply.usage)
-            history = [*history, Message(role=Role.ASSISTANT, content=reply.content)]
-            if reply.tool_calls:
-                history.append(Message.tool(*(run_tool(c) for c in reply.tool_calls)))
-        await adapter.aclose()
-        return usages, list(emulator.requests)
+    emulator = Emulator(model=loop_script(), models="any")  # in process: emulator.client()
+    adapter = adapter_for(stack, emulator)
+    history = [Message.user("Weather in nine cities, one at a time, please.")]
+    usages: list[TokenUsage] = []
+    for _ in range(TURNS):
+        request = CanonicalRequest(
+            model=f"{stack}:{model}",
+            session_id="loop",
+            system_prompt=SYSTEM,
+            messages=history,
+            tools=TOOLS,
+            max_output_tokens=512,
+            cache=policy,
+        )
+        reply = await (fold_stream(adapter, request) if streaming else adapter.complete(request))
+        usages.append(reply.usage)
+        history = [*history, Message(role=Role.ASSISTANT, content=reply.content)]
+        if reply.tool_calls:
+            history.append(Message.tool(*(run_tool(c) for c in reply.tool_calls)))
+    await adapter.aclose()
+    return usages, list(emulator.requests)
+
+
+_DEFAULT_LOOPS: dict[tuple[str, bool], tuple[list[TokenUsage], list[Any]]] = {}
+
+
+async def default_loop(stack: str, streaming: bool) -> tuple[list[TokenUsage], list[Any]]:
+    """``tool_loop`` with the default cache policy, run once per stack and mode for the
+    module: the loop is deterministic (a fresh emulator and script each time), and three tests
+    read it (its usage, its cost against the policy off, its requests' wire form)."""
+    if (stack, streaming) not in _DEFAULT_LOOPS:
+        _DEFAULT_LOOPS[stack, streaming] = await tool_loop(stack, None, streaming)
+    return _DEFAULT_LOOPS[stack, streaming]
 
 
 def loop_cost(stack: str, usages: list[TokenUsage]) -> Decimal:
@@ -96,7 +106,7 @@ def loop_cost(stack: str, usages: list[TokenUsage]) -> Decimal:
 async def test_turn_two_on_reads_the_conversation_from_the_cache(
     stack: str, streaming: bool
 ) -> None:
-    usages, _ = await tool_loop(stack, None, streaming)
+    usages, _ = await default_loop(stack, streaming)
     assert len(usages) == TURNS
     for turn, usage in enumerate(usages[1:], start=2):
         previous = usages[turn - 2].total_input_tokens
@@ -108,7 +118,7 @@ async def test_turn_two_on_reads_the_conversation_from_the_cache(
 @pytest.mark.anyio
 @pytest.mark.parametrize("stack", sorted(BILLED_WRITES))
 async def test_the_policy_makes_the_loop_cheaper(stack: str) -> None:
-    on, _ = await tool_loop(stack, None, streaming=True)
+    on, _ = await default_loop(stack, streaming=True)
     off, _ = await tool_loop(stack, CachePolicy.off(), streaming=True)
     assert all(u.cached_input_tokens == 0 and u.cache_creation_input_tokens == 0 for u in off)
     with_policy, without = loop_cost(stack, on), loop_cost(stack, off)
@@ -147,5 +157,5 @@ WIRE = {
 @pytest.mark.anyio
 @pytest.mark.parametrize("stack", list(PROVIDERS))
 async def test_each_provider_gets_the_policy_in_its_own_form(stack: str) -> None:
-    _, requests = await tool_loop(stack, None, streaming=False)
+    _, requests = await default_loop(stack, streaming=False)
     assert cache_fields(stack, requests[-1].json()) == WIRE[stack]

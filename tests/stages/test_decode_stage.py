@@ -1,4 +1,5 @@
-"""The ``decode`` stage, driven directly with a fake transport inside it."""
+"""The ``decode`` stage, driven directly with a fake transport inside it (no event loop's
+behaviour is involved: it runs under asyncio alone, tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from metis.stages.codec.decode import Decode, WholeBody
 
 from ..helpers import make_call
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backend_independent]  # a stage fed from memory
 
 
 def streaming(stream: bool = True) -> WireRequest:

@@ -6,9 +6,12 @@ stack (google-auth credentials whose refresh is faked); nothing reaches the netw
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
-pytest.importorskip("azure.identity", reason="the test extra installs it (metis[azure])")
+if importlib.util.find_spec("azure.identity") is None:  # found without importing it
+    pytest.skip("the test extra installs it (metis[azure])", allow_module_level=True)
 pytest.importorskip("google.auth", reason="the test extra installs it (metis[vertex])")
 
 import datetime
@@ -16,11 +19,10 @@ import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
-from azure.core.credentials import AccessToken
 from google.oauth2.credentials import Credentials
 
 from metis import AdapterConfig, AuthError, CancelledError, NetworkError, build_adapter
@@ -29,6 +31,13 @@ from metis.errors import ErrorClass
 from metis.model import CanonicalRequest, Message
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.telemetry import CallFailed, ListSink
+
+from ..helpers import ImportOnUse
+
+if TYPE_CHECKING:
+    from azure.core.credentials import AccessToken
+
+azure_credentials = ImportOnUse("azure.core.credentials")  # imported by the tests using it
 
 pytestmark = pytest.mark.usefixtures("no_backoff")  # retries are not waited for
 
@@ -169,7 +178,7 @@ class GatedIdentity:
     lifetime = 3600.0
 
     def get_token(self, *scopes: str) -> AccessToken:
-        return AccessToken(self.gate.blocking(), int(time.time() + self.lifetime))
+        return azure_credentials.AccessToken(self.gate.blocking(), int(time.time() + self.lifetime))
 
 
 @pytest.fixture

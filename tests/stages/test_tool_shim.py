@@ -373,9 +373,9 @@ def test_text_and_calls_become_blocks_in_order() -> None:
     ]
 
 
-@pytest.mark.parametrize("split", range(1, len(REPLY)))
-def test_a_split_anywhere_gives_the_same_reply(split: int) -> None:
-    assert shape(parse([REPLY[:split], REPLY[split:]])) == EXPECTED
+def test_a_split_anywhere_gives_the_same_reply() -> None:
+    for split in range(1, len(REPLY)):
+        assert shape(parse([REPLY[:split], REPLY[split:]])) == EXPECTED, split
 
 
 def test_a_reply_one_character_at_a_time_gives_the_same_reply() -> None:

@@ -30,12 +30,14 @@ from metis.testing.emulator import Emulator
 from metis.testing.emulator.formats.bedrock import CREDENTIALS, EXPIRED_TOKEN
 from tests.stages.test_bedrock_auth import aws_env, frozen_clock  # noqa: F401
 
+from ..helpers import ImportOnUse
+
 pytestmark = [
     pytest.mark.usefixtures("no_backoff"),  # retries are not waited for
     pytest.mark.backend_independent,  # wire formats checked against the emulator
 ]
 
-eventstream = pytest.importorskip("botocore.eventstream")
+eventstream = ImportOnUse("botocore.eventstream")  # imported by the test using it
 
 WEATHER = ToolDefinition(
     name="get_weather",

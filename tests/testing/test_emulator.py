@@ -950,19 +950,18 @@ def test_fault_specs() -> None:
 
 
 def _statuses(emulator: Emulator, count: int) -> list[int]:
-    with httpx.Client(base_url=emulator.url, timeout=10) as http:
+    """``count`` requests handed to ``emulator`` in process (its faults are its handler's)."""
+    with httpx.Client(transport=emulator.transport(), base_url="http://emulator") as http:
         return [post(http, "openai", False).status_code for _ in range(count)]
 
 
 def test_run_level_fault_rates_are_seeded() -> None:
     spec = "rate_limit=0:0.3,overloaded:0.2"
-    with Emulator(faults=spec, seed=5) as first:
-        one = _statuses(first, 60)
-        stats = first.stats
-    with Emulator(faults=spec, seed=5) as second:
-        two = _statuses(second, 60)
-    with Emulator(faults=spec, seed=6) as third:
-        three = _statuses(third, 60)
+    first = Emulator(faults=spec, seed=5)
+    one = _statuses(first, 60)
+    stats = first.stats
+    two = _statuses(Emulator(faults=spec, seed=5), 60)
+    three = _statuses(Emulator(faults=spec, seed=6), 60)
     assert one == two and one != three
     assert 8 <= one.count(429) <= 30 and 4 <= one.count(503) <= 22 and one.count(200) >= 15
     assert stats.requests == 60
@@ -971,8 +970,7 @@ def test_run_level_fault_rates_are_seeded() -> None:
 
 
 def test_scheduled_and_queued_faults(emulator: Emulator, client: httpx.Client) -> None:
-    with Emulator(faults="overloaded@1+3") as scheduled:
-        assert _statuses(scheduled, 4) == [503, 200, 503, 200]
+    assert _statuses(Emulator(faults="overloaded@1+3"), 4) == [503, 200, 503, 200]
     emulator.push_fault("rate_limit", times=2, provider="anthropic")
     assert post(client, "openai", False).status_code == 200  # not for this provider
     assert post(client, "anthropic", False).status_code == 429

@@ -149,7 +149,9 @@ async def test_anthropic_refuses_a_foreign_file_id_and_a_request_over_32_mb(
     foreign = await _post(url, _anthropic({"type": "file", "file_id": "file-6F2ks"}), ANTHROPIC)
     assert foreign.status_code == 400 and "File not found: file-6F2ks" in foreign.text
     big = {"type": "base64", "media_type": "application/pdf", "data": "A" * (33 * 1024 * 1024)}
-    too_large = await _post(url, _anthropic(big), ANTHROPIC)
+    # in process: no socket carries the 33 MB
+    async with httpx.AsyncClient(transport=emulator.transport()) as in_process:
+        too_large = await in_process.post(url, json=_anthropic(big), headers=ANTHROPIC)
     assert too_large.status_code == 413
     assert too_large.json()["error"]["type"] == "request_too_large"
     text = {"type": "base64", "media_type": "text/plain", "data": "aGk="}
