@@ -21,6 +21,9 @@ one there, so every request the provider sends has the same protections.
 
 from __future__ import annotations
 
+import functools
+import os
+import ssl
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -52,10 +55,27 @@ def http_client(timeout_seconds: float = 600.0) -> httpx.AsyncClient:
         timeout=httpx.Timeout(timeout_seconds, connect=CONNECT_TIMEOUT),
         limits=limits,
         follow_redirects=False,
+        verify=default_tls_context(),
     )
     pool.give_slots(client, size)
     connect.install(client)  # a connect timeout a busy event loop cannot run out
     return client
+
+
+def default_tls_context() -> ssl.SSLContext:
+    """The TLS context httpx would make for a client with the default ``verify`` (the CA file
+    or directory ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` names, else certifi's; keys logged to
+    ``SSLKEYLOGFILE``), made once for those settings and shared by the clients metis makes:
+    each would otherwise read the whole CA store again (~100 ms of CPU an adapter's first
+    call). Every such client offers HTTP/1.1 only, so the ALPN list httpcore sets on it before
+    each connection is the same for all."""
+    names = ("SSL_CERT_FILE", "SSL_CERT_DIR", "SSLKEYLOGFILE")
+    return _tls_context_for(tuple(os.environ.get(name) for name in names))
+
+
+@functools.lru_cache(maxsize=4)
+def _tls_context_for(settings: tuple[str | None, ...]) -> ssl.SSLContext:
+    return httpx.create_ssl_context(trust_env=True)  # reads the settings keyed above
 
 
 class Transport(Stage[WireRequest, Any, Any, ResponseItem]):
