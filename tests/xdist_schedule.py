@@ -8,11 +8,6 @@ Each run keeps every file's seconds per test in pytest's cache; a file the cache
 counts as its number of tests times the median, so a first run keeps xdist's order. The files
 of a group in ``SHARED`` run on one worker, one after the other: they share a cost a worker
 pays once (importing an official SDK takes a second or two of CPU).
-
-xdist's controller asks its scheduler after every event from a worker (six a test) whether the
-run is over, and ``LoadScopeScheduling`` answers by counting every test it ever sent: about a
-third of the controller's CPU on this suite. ``LongestFirst`` keeps a count of each worker's
-unfinished tests instead, and finds a test's index in a dict rather than a list.
 """
 
 from __future__ import annotations
@@ -47,50 +42,13 @@ def file_of(nodeid: str) -> str:
 
 
 class LongestFirst(LoadFileScheduling):
-    """``loadfile`` scheduling, the longest work first, with each worker's unfinished tests
-    counted as they are sent and finished (``LoadScopeScheduling`` recounts them all)."""
+    """``loadfile`` scheduling, the longest work first."""
 
     def __init__(self, config: pytest.Config, log: Any = None) -> None:
         super().__init__(config, log)
         known = config.cache.get(CACHE_KEY, {}) if config.cache is not None else {}
         self.per_test: dict[str, float] = known if isinstance(known, dict) else {}
         self.ordered = False
-        self.unfinished: dict[Any, int] = {}  # worker: tests sent and not finished
-        self.indexes: dict[Any, dict[str, int]] = {}  # worker: its collection's index of a test
-
-    @property
-    def tests_finished(self) -> bool:
-        if not self.collection_is_completed or self.workqueue:
-            return False
-        return all(self.unfinished.get(node, 0) < 2 for node in self.assigned_work)
-
-    @property
-    def has_pending(self) -> bool:
-        return bool(self.workqueue) or any(
-            self.unfinished.get(node, 0) > 0 for node in self.assigned_work
-        )
-
-    def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
-        nodeid = self.registered_collections[node][item_index]
-        unit = self.assigned_work[node][self._split_scope(nodeid)]
-        if not unit[nodeid]:
-            unit[nodeid] = True
-            self.unfinished[node] -= 1
-        self._reschedule(node)
-
-    def remove_node(self, node: Any) -> str | None:
-        self.unfinished.pop(node, None)
-        return super().remove_node(node)
-
-    def _reschedule(self, node: Any) -> None:
-        if node.shutting_down:
-            return
-        if not self.workqueue:
-            node.shutdown()
-            return
-        if self.unfinished.get(node, 0) > 2:  # LoadScopeScheduling's low-water mark
-            return
-        self._assign_work_unit(node)
 
     def _split_scope(self, nodeid: str) -> str:
         file = file_of(nodeid)
@@ -102,15 +60,7 @@ class LongestFirst(LoadFileScheduling):
             units = sorted(self.workqueue.items(), key=lambda unit: -self.expected(unit[1]))
             self.workqueue.clear()
             self.workqueue.update(units)
-        scope, unit = self.workqueue.popitem(last=False)
-        self.assigned_work.setdefault(node, {})[scope] = unit
-        if node not in self.indexes:
-            collection = self.registered_collections[node]
-            self.indexes[node] = {nodeid: index for index, nodeid in enumerate(collection)}
-        index = self.indexes[node]
-        sent = [index[nodeid] for nodeid, finished in unit.items() if not finished]
-        self.unfinished[node] = self.unfinished.get(node, 0) + len(sent)
-        node.send_runtest_some(sent)
+        super()._assign_work_unit(node)
 
     def expected(self, tests: dict[str, bool]) -> float:
         fallback = statistics.median(self.per_test.values()) if self.per_test else 0.0
