@@ -49,7 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Collection builds thousands of objects that live to the end, and xdist's controller
     # keeps three reports of every test: the cyclic garbage collector, run every 700 new
     # objects, walked them again and again (a fifth of the controller's CPU over 6,000
-    # trivial tests; about a second of each worker's collection here). Nothing is
+    # trivial tests; 0.2 s of each worker's collection here). Nothing is
     # frozen yet (pytest_collection_finish does it in a worker): trio, imported later,
     # registers its Random with hypothesis, which looks for the Random's referrers and would
     # find none that are frozen.
