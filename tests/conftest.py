@@ -46,6 +46,14 @@ FULL_SEARCH_EXAMPLES = 300
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Collection builds thousands of objects that live to the end, and xdist's controller
+    # keeps three reports of every test: the cyclic garbage collector, run every 700 new
+    # objects, walked them again and again (a fifth of the controller's CPU over 6,000
+    # trivial tests; 0.2 s of each worker's collection here). Nothing is
+    # frozen yet (pytest_collection_finish does it in a worker): trio, imported later,
+    # registers its Random with hypothesis, which looks for the Random's referrers and would
+    # find none that are frozen.
+    gc.set_threshold(10_000, 10, 10)
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         from .xdist_schedule import FileSeconds
 
@@ -117,7 +125,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """What collection built (the test modules, thousands of test items and their parameters,
     the recorded traffic) lives until the run ends: frozen out of the cyclic garbage
     collector's full passes, which walked all of it again each time (a tenth of a worker's
-    CPU), and the collector runs every 10,000 new objects instead of every 700."""
+    CPU); the collector runs every 10,000 new objects (``pytest_configure``)."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)

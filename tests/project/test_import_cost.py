@@ -6,46 +6,117 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
 STACKS = ("anthropic", "openai", "openai_responses", "gemini", "ollama")
 
-PROBE = """
-import json, sys
-from metis import AdapterConfig, build_adapter
-loaded = {}
-for stack in sys.argv[1:]:
-    before = set(sys.modules)
+# One interpreter answers every probe below, each in a child forked from it: the first before
+# anything of metis is imported, the others after ``from metis import AdapterConfig,
+# build_adapter``, which each of them starts with; a child starts as a fresh interpreter would
+# (seven interpreters for seven probes took several times the CPU). Without fork, each probe
+# gets an interpreter of its own. ``canonical_model_alone`` comes first in the answers.
+PROBES = """
+import json, os, sys
+
+
+def canonical_model_alone():
+    import metis.model.knobs
+    return sorted(m for m in sys.modules if "metis.model" in m)
+
+
+def stacks_one_after_another(*stacks):
+    from metis import AdapterConfig, build_adapter
+    loaded = {}
+    for stack in stacks:
+        before = set(sys.modules)
+        build_adapter(stack, AdapterConfig(api_key="x"))
+        loaded[stack] = sorted(set(sys.modules) - before)
+    import pydantic
+    built = sorted(
+        f"{model.__module__}.{model.__name__}"
+        for module in list(sys.modules.values())
+        if getattr(module, "__name__", "").startswith("metis")
+        for model in vars(module).values()
+        if isinstance(model, type) and issubclass(model, pydantic.BaseModel)
+        and model.__module__ == module.__name__ and model.__pydantic_complete__
+    )
+    return {"all": sorted(sys.modules), "per_stack": loaded, "built": built}
+
+
+def codec_packages(stack):
+    from metis import AdapterConfig, build_adapter
     build_adapter(stack, AdapterConfig(api_key="x"))
-    loaded[stack] = sorted(set(sys.modules) - before)
-import pydantic
-built = sorted(
-    f"{model.__module__}.{model.__name__}"
-    for module in list(sys.modules.values())
-    if getattr(module, "__name__", "").startswith("metis")
-    for model in vars(module).values()
-    if isinstance(model, type) and issubclass(model, pydantic.BaseModel)
-    and model.__module__ == module.__name__ and model.__pydantic_complete__
-)
-print(json.dumps({"all": sorted(sys.modules), "per_stack": loaded, "built": built}))
+    return sorted({m.split(".")[2] for m in sys.modules
+                   if m.startswith("metis.wire.") and m.count(".") >= 2})
+
+
+def in_a_child(probe, *args):
+    if not hasattr(os, "fork"):
+        return probe(*args)
+    readable, writable = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(readable)
+        with os.fdopen(writable, "w") as out:
+            json.dump(probe(*args), out)
+        os._exit(0)
+    os.close(writable)
+    with os.fdopen(readable) as answer:
+        found = json.load(answer)
+    assert os.waitpid(pid, 0)[1] == 0
+    return found
+
+
+probes = json.loads(sys.argv[1])
+first = [probe for probe in probes if probe[0] == "canonical_model_alone"]
+answers = [in_a_child(canonical_model_alone) for _ in first]
+from metis import AdapterConfig, build_adapter  # what every other probe starts with
+rest = [probe for probe in probes if probe[0] != "canonical_model_alone"]
+answers += [in_a_child(globals()[name], *args) for name, *args in rest]
+print(json.dumps(answers))
 """
 
 
-@pytest.fixture(scope="module")
-def loaded() -> dict[str, list[str]]:
+def probed(*probes: list[str]) -> list[Any]:
+    """What each probe (a function of PROBES and its arguments) returns, in a fresh interpreter
+    (a forked child of one, where there is fork)."""
+    if hasattr(os, "fork"):
+        return run_probes(list(probes))
+    return [run_probes([probe])[0] for probe in probes]
+
+
+def run_probes(probes: list[list[str]]) -> list[Any]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *STACKS],
+        [sys.executable, "-c", PROBES, json.dumps(probes)],
         capture_output=True,
         text=True,
         check=True,
         timeout=120,
     )
-    found: dict[str, list[str]] = json.loads(done.stdout)["per_stack"]
-    found["all"] = json.loads(done.stdout)["all"]
-    found["built"] = json.loads(done.stdout)["built"]
+    return list(json.loads(done.stdout))
+
+
+@pytest.fixture(scope="module")
+def probes() -> dict[str, Any]:
+    """Every probe this module asks, asked of one interpreter."""
+    alone, together, *codecs = probed(
+        ["canonical_model_alone"],
+        ["stacks_one_after_another", *STACKS],
+        *(["codec_packages", stack] for stack in STACKS),
+    )
+    return {"alone": alone, "together": together, "codecs": dict(zip(STACKS, codecs, strict=True))}
+
+
+@pytest.fixture(scope="module")
+def loaded(probes: dict[str, Any]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = probes["together"]["per_stack"]
+    found["all"] = probes["together"]["all"]
+    found["built"] = probes["together"]["built"]
     return found
 
 
@@ -67,14 +138,8 @@ def test_the_default_sink_loads_neither_the_bus_events_nor_the_other_sinks(
     }
 
 
-def test_one_module_of_the_canonical_model_loads_alone() -> None:
-    probe = (
-        "import sys, metis.model.knobs; print(sorted(m for m in sys.modules if 'metis.model' in m))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert done.stdout.split() == ["['metis.model',", "'metis.model.knobs']"]
+def test_one_module_of_the_canonical_model_loads_alone(probes: dict[str, Any]) -> None:
+    assert probes["alone"] == ["metis.model", "metis.model.knobs"]
 
 
 def test_an_adapter_reads_the_model_catalog_with_its_first_call_not_when_built(
@@ -118,16 +183,8 @@ CODEC_PACKAGES = {
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_an_adapter_loads_only_the_codec_packages_of_its_own_stack(stack: str) -> None:
-    probe = (
-        "import sys\n"
-        "from metis import AdapterConfig, build_adapter\n"
-        f"build_adapter({stack!r}, AdapterConfig(api_key='x'))\n"
-        "print(' '.join(sorted({m.split('.')[2] for m in sys.modules"
-        " if m.startswith('metis.wire.') and m.count('.') >= 2})))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    )
-    loaded = [name for name in done.stdout.split() if name in CODECS]
+def test_an_adapter_loads_only_the_codec_packages_of_its_own_stack(
+    stack: str, probes: dict[str, Any]
+) -> None:
+    loaded = [name for name in probes["codecs"][stack] if name in CODECS]
     assert loaded == CODEC_PACKAGES[stack]
