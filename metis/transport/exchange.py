@@ -33,7 +33,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.transport.clients import http_errors, is_read_timeout, is_timeout, request_timeout
 from metis.transport.redirects import redirect_target
-from metis.transport.slots import slots_of
+from metis.transport.slots import drop_unclaimed_connections, slots_of
 from metis.transport.socket_reads import bound_socket_reads, socket_abort
 
 CONNECT_TIMEOUT = 10.0
@@ -159,6 +159,7 @@ async def open_exchange(
     except BaseException:
         if slots is not None:
             slots.release()
+            drop_unclaimed_connections(http)
         raise
     chunks = _body_chunks(response)
     exchange = Exchange(

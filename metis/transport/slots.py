@@ -55,3 +55,28 @@ def slots_of(client: Any) -> anyio.Semaphore | None:
     if semaphore is None:
         semaphore = per_client[client] = anyio.Semaphore(size)
     return semaphore
+
+
+def drop_unclaimed_connections(client: Any) -> None:
+    """Drop the connections of ``client``'s pools that no request holds and none ever opened.
+
+    httpcore 1.0 gives a waiting request a new connection before that connection opens
+    (``AsyncConnectionPool._assign_requests_to_connections``); a request cancelled in that
+    moment, in ``wait_for_connection``, is taken out of the pool's queue but the connection it
+    was given stays: never opened, so never idle, closed, expired or available, it holds one
+    of the pool's places for good, and enough of them leave every later call queued inside
+    httpcore. The transport calls this after a request of the client metis made failed.
+    Connections being opened for a request that still waits are that request's and stay."""
+    transports = [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]
+    for transport in transports:
+        pool = getattr(transport, "_pool", None)
+        connections = getattr(pool, "_connections", None)
+        requests = getattr(pool, "_requests", None)
+        if not isinstance(connections, list) or not isinstance(requests, list):
+            continue  # another pool than httpcore 1.0's
+        claimed = {id(getattr(request, "connection", None)) for request in requests}
+        for connection in list(connections):
+            never_opened = getattr(connection, "_connection", False) is None
+            failed = getattr(connection, "_connect_failed", True)
+            if never_opened and failed is False and id(connection) not in claimed:
+                connections.remove(connection)
