@@ -240,6 +240,20 @@ def floor_serve(upstream: str) -> tuple[list[str], str, str, dict[str, str]]:
     return command, f"http://127.0.0.1:{port}", "/health", {"FLOOR_UPSTREAM": upstream}
 
 
+def target_serve(
+    target: str, work: Path, direct: str, litellm: str
+) -> tuple[list[str], str, str, dict[str, str]]:
+    """How to start ``target`` (``metis``, ``floor`` or ``litellm``) over the configurations in
+    ``work`` (``metis.yaml``, ``litellm.yaml``) and the upstream at ``direct``: its command,
+    URL, health path and environment."""
+    if target == "metis":
+        return (*metis_serve(work / "metis.yaml", 1), dict(ENVIRONMENT))
+    if target == "floor":
+        command, url, health, extra = floor_serve(direct)
+        return command, url, health, {**ENVIRONMENT, **extra}
+    return (*litellm_serve(litellm, work / "litellm.yaml", 1), dict(ENVIRONMENT))
+
+
 def litellm_serve(executable: str, config: Path, workers: int) -> tuple[list[str], str, str]:
     port = free_port()
     command = [executable, "--config", str(config), "--port", str(port), "--host", "127.0.0.1"]

@@ -104,14 +104,7 @@ def run(args: argparse.Namespace, work: Path, upstream: str) -> dict[str, Any]:
 def gateway(args: argparse.Namespace, target: str, work: Path, direct: str) -> Any:
     """``target``'s gateway, started for one cell (a fresh process: no cell warms another);
     ``direct``: the upstream's base URL (the floor's)."""
-    environment = dict(bench.ENVIRONMENT)
-    if target == "metis":
-        command, url, health = bench.metis_serve(work / "metis.yaml", 1)
-    elif target == "floor":
-        command, url, health, extra = bench.floor_serve(direct)
-        environment.update(extra)
-    else:
-        command, url, health = bench.litellm_serve(args.litellm, work / "litellm.yaml", 1)
+    command, url, health, environment = bench.target_serve(target, work, direct, args.litellm)
     if args.pin:
         command = ["taskset", "-c", GATEWAY_CORE, *command]
     with bench.gateway_process(command, url, health, environment) as pid:

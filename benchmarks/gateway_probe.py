@@ -75,18 +75,11 @@ def main(argv: list[str] | None = None) -> None:
             )
             (work / "litellm.yaml").write_text(bench.litellm_config(upstream, args.scenario, pace))
             for target in args.targets.split(","):
-                environment = dict(bench.ENVIRONMENT)
-                if target == "metis":
-                    command, url, health = bench.metis_serve(work / "metis.yaml", 1)
-                elif target == "floor":
-                    command, url, health, extra = bench.floor_serve(direct)
-                    environment.update(extra)
-                elif os.path.exists(args.litellm):
-                    command, url, health = bench.litellm_serve(
-                        args.litellm, work / "litellm.yaml", 1
-                    )
-                else:
+                if target == "litellm" and not os.path.exists(args.litellm):
                     continue
+                command, url, health, environment = bench.target_serve(
+                    target, work, direct, args.litellm
+                )
                 with bench.gateway_process(command, url, health, environment) as pid:
                     started = os.getloadavg()[0]
                     cpu, chunks = probe(url, pid, args.requests)
