@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import gc
 import os
-import ssl
 from collections.abc import Iterator
 from typing import Any
 
@@ -146,18 +145,9 @@ def one_default_tls_context() -> Iterator[None]:
     for the clients the tests build themselves."""
     import httpx._transports.default as httpx_transports
 
-    original = httpx_transports.create_ssl_context
-    shared: dict[bool, ssl.SSLContext] = {}
+    from .tls_sharing import shared_default_contexts
 
-    def create_ssl_context(verify: Any = True, cert: Any = None, trust_env: bool = True) -> Any:
-        if verify is not True or cert is not None:
-            return original(verify=verify, cert=cert, trust_env=trust_env)
-        if trust_env not in shared:
-            shared[trust_env] = original(trust_env=trust_env)
-        return shared[trust_env]
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(httpx_transports, "create_ssl_context", create_ssl_context)
+    with shared_default_contexts(httpx_transports):
         yield
 
 

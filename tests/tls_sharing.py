@@ -1,0 +1,31 @@
+"""One TLS context for every client of an httpx (or httpx2) with the default TLS settings:
+the library builds a new one per client, reading the whole CA bundle (~80 ms of CPU)."""
+
+from __future__ import annotations
+
+import contextlib
+import ssl
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+
+@contextlib.contextmanager
+def shared_default_contexts(transports: ModuleType) -> Iterator[None]:
+    """``transports`` (``httpx._transports.default`` or httpx2's) hands every client with the
+    default ``verify`` one context per ``trust_env`` while this lasts."""
+    original = transports.create_ssl_context
+    shared: dict[bool, ssl.SSLContext] = {}
+
+    def create_ssl_context(verify: Any = True, cert: Any = None, trust_env: bool = True) -> Any:
+        if verify is not True or cert is not None:
+            return original(verify=verify, cert=cert, trust_env=trust_env)
+        if trust_env not in shared:
+            shared[trust_env] = original(trust_env=trust_env)
+        return shared[trust_env]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(transports, "create_ssl_context", create_ssl_context)
+        yield
