@@ -159,7 +159,7 @@ async def open_exchange(
     except BaseException:
         if slots is not None:
             slots.release()
-            drop_unclaimed_connections(http)
+            await drop_unclaimed_connections(http)
         raise
     chunks = _body_chunks(response)
     exchange = Exchange(

@@ -57,16 +57,18 @@ def slots_of(client: Any) -> anyio.Semaphore | None:
     return semaphore
 
 
-def drop_unclaimed_connections(client: Any) -> None:
-    """Drop the connections of ``client``'s pools that no request holds and none ever opened.
+async def drop_unclaimed_connections(client: Any) -> None:
+    """Close and drop the connections of ``client``'s pools that no request holds and none
+    ever used.
 
-    httpcore 1.0 gives a waiting request a new connection before that connection opens
-    (``AsyncConnectionPool._assign_requests_to_connections``); a request cancelled in that
-    moment, in ``wait_for_connection``, is taken out of the pool's queue but the connection it
-    was given stays: never opened, so never idle, closed, expired or available, it holds one
-    of the pool's places for good, and enough of them leave every later call queued inside
-    httpcore. The transport calls this after a request of the client metis made failed.
-    Connections being opened for a request that still waits are that request's and stay."""
+    httpcore 1.0 gives a waiting request a connection before it opens it
+    (``AsyncConnectionPool._assign_requests_to_connections``), and opens it before the
+    request takes it (``AsyncHTTP11Connection.handle_async_request``): a request cancelled
+    between the two leaves the connection in the pool, unopened or opened and never used,
+    so never idle, closed, expired or available. It holds one of the pool's places for good,
+    and enough of them leave every later call queued inside httpcore. The transport calls
+    this after a request of the client metis made failed. A connection some request still
+    holds (being opened for it) stays."""
     transports = [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]
     for transport in transports:
         pool = getattr(transport, "_pool", None)
@@ -76,7 +78,17 @@ def drop_unclaimed_connections(client: Any) -> None:
             continue  # another pool than httpcore 1.0's
         claimed = {id(getattr(request, "connection", None)) for request in requests}
         for connection in list(connections):
-            never_opened = getattr(connection, "_connection", False) is None
-            failed = getattr(connection, "_connect_failed", True)
-            if never_opened and failed is False and id(connection) not in claimed:
+            if id(connection) not in claimed and _never_used(connection):
                 connections.remove(connection)
+                with anyio.CancelScope(shield=True):
+                    await connection.aclose()
+
+
+def _never_used(connection: Any) -> bool:
+    if getattr(connection, "_connect_failed", True) is not False:
+        return False
+    opened = getattr(connection, "_connection", False)
+    if opened is None:
+        return True  # given to a request, never opened
+    state = getattr(getattr(opened, "_state", None), "name", None)
+    return state == "NEW" and getattr(opened, "_request_count", None) == 0

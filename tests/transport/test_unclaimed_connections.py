@@ -56,3 +56,32 @@ async def test_a_request_cancelled_as_it_is_given_a_connection_leaves_none_behin
         assert stranded(adapter) == []
         reply = await adapter.complete(question())  # the pool still serves
         assert reply.content
+
+
+@pytest.mark.anyio
+async def test_a_request_cancelled_after_its_connection_opened_leaves_none_behind(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancelled once its connection is open, before the request takes it (httpcore's
+    HTTP/1.1 connection still NEW): the connection is closed and dropped, not left open."""
+    opened = anyio.Event()
+    http11 = httpcore._async.http11.AsyncHTTP11Connection
+    original = http11.handle_async_request
+
+    async def held(self: Any, request: Any) -> Any:
+        if not opened.is_set():
+            opened.set()
+            await anyio.sleep_forever()
+        return await original(self, request)
+
+    monkeypatch.setattr(http11, "handle_async_request", held)
+    adapter = metis.build_adapter("anthropic", api_key="k", base_url=emulator.url, max_retries=0)
+    async with adapter:
+        async with anyio.create_task_group() as group:
+            group.start_soon(adapter.complete, question())
+            await opened.wait()
+            group.cancel_scope.cancel()
+        pool = adapter.http_client()._transport._pool
+        assert [c for c in pool._connections if not c.is_idle() and not c.is_closed()] == []
+        reply = await adapter.complete(question())  # the pool still serves
+        assert reply.content
