@@ -1,5 +1,5 @@
 """Gemini explicit caching through a Gemini API adapter (docs/caching.md): make a cached
-content of a stable prompt prefix, read it, delete it.
+content of a stable prompt prefix, read it, list them, move its expiry, delete it.
 
 ``CachedContents(adapter).create(request)`` caches the request's system prompt, tools and
 messages, encoded by the adapter's own stages up to ``encode`` (as a call would send them),
@@ -13,7 +13,9 @@ deadlines and error classification.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 import anyio
 
@@ -24,7 +26,12 @@ from metis.model.cache import CACHED_CONTENT_NAME, CachedContent
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call, DropRecord
 from metis.pipeline.request import WireRequest
-from metis.wire.schema.cached_contents import create_body, read_cached_content
+from metis.wire.schema.cached_contents import (
+    create_body,
+    expiry_update,
+    read_cached_content,
+    read_page,
+)
 
 GEMINI_API = ("google", "schema")
 """The catalog provider and codec of the stacks that speak the Gemini API (not Vertex AI,
@@ -33,7 +40,8 @@ MIN_TTL_SECONDS = 1
 
 
 class CachedContents:
-    """Create, read and delete Gemini cached contents through one Gemini API adapter."""
+    """Create, read, list, update and delete Gemini cached contents through one Gemini API
+    adapter."""
 
     def __init__(self, adapter: Countable) -> None:
         provider = adapter.pipeline.provider
@@ -57,10 +65,7 @@ class CachedContents:
         """Cache ``request``'s system prompt, tools and messages for its model, for
         ``ttl_seconds``. Gemini refuses a prefix below the model's minimum (1,024 to 4,096
         tokens) with an InvalidRequestError."""
-        if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int):
-            raise InvalidRequestError(f"ttl_seconds must be an integer, not {ttl_seconds!r}")
-        if ttl_seconds < MIN_TTL_SECONDS:
-            raise InvalidRequestError(f"ttl_seconds must be at least 1, not {ttl_seconds}")
+        _check_ttl(ttl_seconds)
         call = self._call(request.model)
         encode = self.provider.part("encode")
         assert encode is not None
@@ -72,6 +77,38 @@ class CachedContents:
 
     async def get(self, name: str) -> CachedContent:
         answer = await self._json("GET", self._url(name))
+        return read_cached_content(answer)
+
+    async def list(self, *, page_size: int = 1000) -> list[CachedContent]:
+        """Every cached content of the key's project, reading page after page
+        (``page_size`` each, at most 1,000)."""
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+            raise InvalidRequestError(f"page_size must be a positive integer, not {page_size!r}")
+        found: list[CachedContent] = []
+        query: dict[str, str | int] = {"pageSize": min(page_size, 1000)}
+        while True:
+            url = f"{self.base_url}/v1beta/cachedContents?{urlencode(query)}"
+            page, token = read_page(await self._json("GET", url))
+            found += page
+            if token is None:
+                return found
+            query["pageToken"] = token
+
+    async def update(
+        self, name: str, *, ttl_seconds: int | None = None, expire_time: datetime | None = None
+    ) -> CachedContent:
+        """Move the cached content's expiry: ``ttl_seconds`` from now, or to ``expire_time``
+        (an aware datetime); give exactly one. Its contents cannot change (Gemini's rule)."""
+        if (ttl_seconds is None) == (expire_time is None):
+            raise InvalidRequestError("give exactly one of ttl_seconds and expire_time")
+        if ttl_seconds is not None:
+            _check_ttl(ttl_seconds)
+        elif not isinstance(expire_time, datetime) or expire_time.utcoffset() is None:
+            raise InvalidRequestError(
+                f"expire_time must be a timezone-aware datetime, not {expire_time!r}"
+            )
+        mask, body = expiry_update(ttl_seconds, expire_time)
+        answer = await self._json("PATCH", f"{self._url(name)}?updateMask={mask}", body)
         return read_cached_content(answer)
 
     async def delete(self, name: str) -> None:
@@ -103,6 +140,13 @@ class CachedContents:
             deadline=anyio.current_time() + self.adapter.config.timeout_seconds,
             drops=DropRecord(secrets=self.adapter.endpoint.secrets),
         )
+
+
+def _check_ttl(ttl_seconds: object) -> None:
+    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int):
+        raise InvalidRequestError(f"ttl_seconds must be an integer, not {ttl_seconds!r}")
+    if ttl_seconds < MIN_TTL_SECONDS:
+        raise InvalidRequestError(f"ttl_seconds must be at least 1, not {ttl_seconds}")
 
 
 __all__ = ["CachedContents"]

@@ -1,10 +1,12 @@
 """Gemini explicit caching (docs/caching.md): a cached content made through a Gemini adapter
 (``POST /v1beta/cachedContents`` in Gemini's shape), read by later requests through
 ``CachePolicy(cached_content=...)`` with the cached tokens in usage, streamed and whole, under
-asyncio and trio; the emulator refuses what Gemini refuses of it."""
+asyncio and trio; listed page by page and its expiry moved (``PATCH`` with ``updateMask``);
+the emulator refuses what Gemini refuses of it."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import httpx
@@ -94,6 +96,70 @@ async def test_a_cached_content_is_read_and_deleted(emulator: Emulator) -> None:
 
 
 @pytest.mark.anyio
+async def test_a_cached_contents_expiry_moves_by_ttl_or_to_a_moment(emulator: Emulator) -> None:
+    caches = CachedContents(gemini(emulator))
+    cached = await caches.create(prefix(), ttl_seconds=600)
+    assert cached.expire_time == "2026-01-01T00:10:00.000000Z"  # the emulator's clock: EPOCH
+    longer = await caches.update(cached.name, ttl_seconds=7200)
+    patch = emulator.requests[-1]
+    assert (patch.method, patch.path, patch.query) == (
+        "PATCH",
+        f"/v1beta/{cached.name}",
+        {"updateMask": "ttl"},
+    )
+    assert patch.json() == {"ttl": "7200s"}
+    assert longer.expire_time == "2026-01-01T02:00:00.000000Z"
+    assert (longer.name, longer.token_count) == (cached.name, cached.token_count)
+
+    paris = timezone(timedelta(hours=1))
+    moment = datetime(2026, 1, 2, 13, 30, tzinfo=paris)
+    at = await caches.update(cached.name, expire_time=moment)
+    patch = emulator.requests[-1]
+    assert patch.query == {"updateMask": "expireTime"}
+    assert patch.json() == {"expireTime": "2026-01-02T12:30:00.000000Z"}  # in UTC
+    assert at.expire_time == "2026-01-02T12:30:00.000000Z"
+    assert await caches.get(cached.name) == at
+
+
+@pytest.mark.anyio
+async def test_an_expiry_update_is_checked_before_sending(emulator: Emulator) -> None:
+    caches = CachedContents(gemini(emulator))
+    name = "cachedContents/abc"
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({}, "exactly one"),
+        ({"ttl_seconds": 60, "expire_time": datetime.now(UTC)}, "exactly one"),
+        ({"ttl_seconds": 0}, "at least 1"),
+        ({"ttl_seconds": "60"}, "an integer"),
+        ({"expire_time": datetime(2026, 1, 2)}, "timezone-aware"),
+        ({"expire_time": "2026-01-02T00:00:00Z"}, "timezone-aware"),
+    ]
+    for given, named in cases:
+        with pytest.raises(InvalidRequestError, match=named):
+            await caches.update(name, **given)
+    with pytest.raises(AuthError, match="CachedContent not found"):  # Gemini's 403
+        await caches.update(name, ttl_seconds=60)
+    assert len(emulator.requests) == 1
+
+
+@pytest.mark.anyio
+async def test_cached_contents_are_listed_page_after_page(emulator: Emulator) -> None:
+    caches = CachedContents(gemini(emulator))
+    assert await caches.list() == []
+    made = [await caches.create(prefix(), display_name=f"manual {i}") for i in range(5)]
+    before = len(emulator.requests)
+    assert await caches.list(page_size=2) == made
+    pages = [r.query for r in emulator.requests[before:]]
+    assert pages == [
+        {"pageSize": "2"},
+        {"pageSize": "2", "pageToken": "2"},
+        {"pageSize": "2", "pageToken": "4"},
+    ]
+    assert await caches.list() == made
+    with pytest.raises(InvalidRequestError, match="page_size"):
+        await caches.list(page_size=0)
+
+
+@pytest.mark.anyio
 async def test_a_prefix_below_the_models_minimum_is_refused(emulator: Emulator) -> None:
     short = prefix().model_copy(update={"messages": [Message.user("hi")], "tools": []})
     with pytest.raises(InvalidRequestError, match="Cached content is too small"):
@@ -131,6 +197,11 @@ async def test_only_a_gemini_api_adapter_makes_cached_contents(
         ({"systemInstruction": {"parts": [{"text": "x"}]}}, 400, "can not be used with"),
         ({"model": "gemini-2.5-pro"}, 400, "has to be the same"),
         ({"cachedContent": "cachedContents/none"}, 403, "CachedContent not found"),
+        ({"patch": "?updateMask=contents", "contents": []}, 400, "updateMask must name"),
+        ({"patch": "", "ttl": "60s"}, 400, "updateMask must name"),
+        ({"patch": "?updateMask=ttl", "expireTime": "x"}, 400, "does not set"),
+        ({"patch": "?updateMask=ttl", "ttl": "60"}, 400, "duration must end with 's'"),
+        ({"patch": "?updateMask=expireTime", "expireTime": 5}, 400, "(TYPE_STRING)"),
     ],
 )
 def test_the_emulator_refuses_what_gemini_refuses_of_a_cached_content(
@@ -143,10 +214,13 @@ def test_the_emulator_refuses_what_gemini_refuses_of_a_cached_content(
             json={"model": "models/gemini-2.5-flash", "contents": [_content(MANUAL)]},
         )
         assert made.status_code == 200, made.text
-        change = dict(change)
-        model = change.pop("model", "gemini-2.5-flash")
-        body = {"contents": [_content("hi")], "cachedContent": made.json()["name"], **change}
-        answered = http.post(f"/v1beta/models/{model}:generateContent", json=body)
+        change, name = dict(change), made.json()["name"]
+        if "patch" in change:
+            answered = http.patch(f"/v1beta/{name}{change.pop('patch')}", json=change)
+        else:
+            model = change.pop("model", "gemini-2.5-flash")
+            body = {"contents": [_content("hi")], "cachedContent": name, **change}
+            answered = http.post(f"/v1beta/models/{model}:generateContent", json=body)
     assert answered.status_code == status, answered.text
     assert fragment in answered.json()["error"]["message"]
 

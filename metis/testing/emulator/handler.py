@@ -327,7 +327,7 @@ def _truncated_payload(frame: Frame) -> bytes:
 def answer(fmt: Format, call: Call) -> HttpReply:
     """A format's answer to one call: a model turn (read, ask the model, render, frame) or, for
     endpoints that are not one, what the format serves itself."""
-    if call.request.method == "POST" and fmt.takes_json(call.endpoint):
+    if call.request.method in ("POST", "PATCH") and fmt.takes_json(call.endpoint):
         try:
             call.body = parse_json_object(call.request.body)
         except ValueError as exc:

@@ -1,11 +1,13 @@
 """Gemini API cached contents (ai.google.dev/gemini-api/docs/caching): what ``POST
 /v1beta/cachedContents`` stores (:mod:`.gemini_caches` serves it) and how a ``generateContent``
 naming one reads it, as docs/emulator.md "The prompt cache" describes. Entries live until
-deleted or the emulator is reset: the emulator keeps no clock.
+deleted or the emulator is reset: the emulator keeps no clock, and its times count from
+``EPOCH`` (an expiry is ``EPOCH`` plus the time to live).
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from metis.testing.emulator.formats.base import Call
@@ -65,12 +67,68 @@ def check_create(body: dict[str, Any]) -> None:
         raise Refused("* CreateCachedContentRequest.cached_content.model: model is required")
     if not body.get("contents") and not body.get("systemInstruction"):
         raise Refused("* CreateCachedContentRequest.cached_content.contents: contents is required")
+    _check_expiry(body)
+
+
+def _check_expiry(body: dict[str, Any]) -> None:
+    moment = body.get("expireTime")
+    if moment is not None and not isinstance(moment, str):
+        raise Refused(f"Invalid value at 'cached_content.expire_time' (TYPE_STRING), {moment}")
     ttl = body.get("ttl")
     if ttl is not None and not (isinstance(ttl, str) and _is_duration(ttl)):
         raise Refused(
             "Invalid value at 'cached_content.ttl' (type.googleapis.com/google.protobuf."
             f"Duration), Field 'ttl', Illegal duration format; duration must end with 's': {ttl}"
         )
+
+
+def check_update(call: Call) -> None:
+    """A PATCH names in ``updateMask`` the fields it changes: only the expiry may change."""
+    mask = [f for f in call.request.query.get("updateMask", "").split(",") if f]
+    if not mask or any(f not in ("ttl", "expireTime") for f in mask):
+        raise Refused(f"updateMask must name ttl or expireTime (the expiry), not {mask}")
+    for field in mask:
+        if field not in call.body:
+            raise Refused(f"updateMask names {field}, which the cached content does not set")
+    _check_expiry(call.body)
+
+
+def updated(call: Call, entry: dict[str, Any]) -> dict[str, Any]:
+    with call.env.lock:
+        entry.update(updateTime=_stamp(EPOCH), expireTime=_expiry(call.body))
+    return shown(entry)
+
+
+def listed(call: Call) -> dict[str, Any]:
+    """A page of the cached contents, in the order they were made; the page token is the
+    index of the page's first entry."""
+    size = call.request.query.get("pageSize", "1000")
+    start = call.request.query.get("pageToken", "0")
+    if not (size.isdigit() and start.isdigit()):
+        raise Refused(f"Invalid pageSize or pageToken: {size!r}, {start!r}")
+    first, count = int(start), min(int(size) or 1000, 1000)
+    with call.env.lock:
+        entries = list(call.env.cached_contents.values())
+    page: dict[str, Any] = {}
+    if entries[first : first + count]:
+        page["cachedContents"] = [shown(e) for e in entries[first : first + count]]
+    if first + count < len(entries):
+        page["nextPageToken"] = str(first + count)
+    return page
+
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _expiry(body: dict[str, Any]) -> str:
+    ttl = body.get("ttl")
+    if ttl is None:
+        return str(body.get("expireTime") or _stamp(EPOCH + timedelta(hours=1)))
+    return _stamp(EPOCH + timedelta(seconds=float(ttl.removesuffix("s"))))
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _is_duration(text: str) -> bool:
@@ -94,9 +152,9 @@ def created(call: Call) -> dict[str, Any]:
         name=name,
         model=model,
         displayName=body.get("displayName", ""),
-        createTime="2026-01-01T00:00:00.000000Z",
-        updateTime="2026-01-01T00:00:00.000000Z",
-        expireTime=body.get("expireTime") or "2026-01-01T01:00:00.000000Z",
+        createTime=_stamp(EPOCH),
+        updateTime=_stamp(EPOCH),
+        expireTime=_expiry(body),
         usageMetadata={"totalTokenCount": tokens},
     )
     with call.env.lock:
