@@ -33,7 +33,12 @@ from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.transport.clients import http_errors, is_read_timeout, is_timeout, request_timeout
 from metis.transport.redirects import redirect_target
-from metis.transport.slots import drop_unclaimed_connections, slots_of
+from metis.transport.slots import (
+    close_if_overread,
+    drop_unclaimed_connections,
+    served_by,
+    slots_of,
+)
 from metis.transport.socket_reads import bound_socket_reads, socket_abort
 
 CONNECT_TIMEOUT = 10.0
@@ -125,6 +130,7 @@ class Exchange:
             with anyio.CancelScope(shield=True):
                 await self.chunks.aclose()  # type: ignore[attr-defined]
                 await self.response.aclose()
+                await close_if_overread(served_by(self.response))
         finally:
             slots, self.slots = self.slots, None
             if slots is not None:

@@ -84,6 +84,36 @@ async def drop_unclaimed_connections(client: Any) -> None:
                     await connection.aclose()
 
 
+def served_by(response: Any) -> Any:
+    """The httpcore HTTP/1.1 connection that read ``response`` (None for another client, or
+    another protocol): found through the byte streams httpx and httpcore wrap round it."""
+    stream = getattr(response, "stream", None)
+    for _ in range(_WRAPPERS):
+        connection = getattr(stream, "_connection", None)
+        if connection is not None:
+            return connection if hasattr(connection, "_h11_state") else None
+        stream = getattr(stream, "_stream", None) or getattr(stream, "_httpcore_stream", None)
+    return None
+
+
+_WRAPPERS = 5
+"""How deep ``served_by`` looks: httpx's bound stream, its transport's, httpcore's pool's and
+connection's."""
+
+
+async def close_if_overread(connection: Any) -> None:
+    """Close ``connection`` (its response closed) when bytes arrived past that response's
+    end. A server that sends more than its ``Content-Length`` leaves the rest in h11's
+    buffer; httpcore pools the connection as idle, and the next request on it would read
+    those bytes as its answer's head and fail. Closed, it leaves the pool at the next
+    request."""
+    state = getattr(connection, "_h11_state", None)
+    leftover = getattr(state, "trailing_data", None)
+    if leftover and leftover[0] and not connection.is_closed():
+        with anyio.CancelScope(shield=True):
+            await connection.aclose()
+
+
 def _never_used(connection: Any) -> bool:
     if getattr(connection, "_connect_failed", True) is not False:
         return False

@@ -2,7 +2,7 @@
 here runs with each client, under asyncio and trio, over real loopback sockets
 (tests/fault_proxy.py; respx mocks httpx only). Streaming, status and headers, connection
 failures and timeouts classified, the per-read deadlines, cancel, the redirect policy, and the
-pool after a short body."""
+pool after a short body and after one longer than declared."""
 
 from __future__ import annotations
 
@@ -251,6 +251,21 @@ async def test_after_a_short_body_the_next_call_succeeds(http: ModuleType, then:
                 await run(adapter, stream=False)
             events = await run(adapter, stream=False)
         assert isinstance(events[-1], MessageComplete)
+        assert [r.connection for r in proxy.requests] == [1, 2]
+
+
+@pytest.mark.anyio
+async def test_after_a_body_longer_than_declared_the_next_call_takes_a_new_connection(
+    http: ModuleType,
+) -> None:
+    async with FaultProxy.running() as proxy, http.AsyncClient(timeout=30) as client:
+        proxy.script(response(200, REPLY + b"extra", declared_length=len(REPLY)))
+        proxy.script(response(200, REPLY))
+        adapter = adapter_for(proxy.url, client=client)  # no retries
+        async with timed_call():
+            for _ in range(2):
+                events = await run(adapter, stream=False)
+                assert isinstance(events[-1], MessageComplete)
         assert [r.connection for r in proxy.requests] == [1, 2]
 
 
