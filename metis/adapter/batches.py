@@ -1,5 +1,6 @@
 """Provider batches: many canonical requests as one Anthropic Message Batch, OpenAI Batch
-(over Chat Completions or Responses) or Gemini batch (docs/batches.md).
+(over Chat Completions or Responses, and Azure OpenAI's over Chat Completions) or Gemini
+batch (docs/batches.md).
 
 ``Batches(adapter)`` works through a chat adapter: each request is encoded by the adapter's
 own stages and codec up to ``encode`` (as :mod:`metis.adapter.count_tokens` does), so an item
@@ -46,11 +47,12 @@ KINDS = {
     ("anthropic", "anthropic"): "anthropic",
     ("openai", "openai_chat"): "openai",
     ("openai", "openai_responses"): "openai",
+    ("azure", "openai_chat"): "azure",
     ("google", "schema"): "gemini",
 }
-"""Which batch API serves an adapter, by its stack's catalog provider and codec: the batch
-APIs are the first-party providers' own (not Vertex AI's, Bedrock's, Azure's or the
-OpenAI-compatible services')."""
+"""Which batch API serves an adapter, by its stack's catalog provider and codec: the
+first-party providers' own and Azure OpenAI's global batch (not Vertex AI's or Bedrock's,
+which read and write cloud storage, nor the OpenAI-compatible services')."""
 
 
 class Batches:
@@ -63,12 +65,30 @@ class Batches:
         if provider is None or kind is None:
             raise CapabilityError(
                 f"{adapter.name}: no batch API metis speaks (Anthropic Message Batches, OpenAI "
-                "Batch over Chat Completions and Responses, Gemini batch mode; docs/batches.md)",
+                "Batch over Chat Completions and Responses, Azure OpenAI global batch over Chat "
+                "Completions, Gemini batch mode; docs/batches.md)",
                 provider=adapter.name,
             )
         self.adapter, self.kind = adapter, kind
         self.provider: Provider = provider
         self.base_url = adapter.endpoint.base_url.rstrip("/").partition("?")[0]
+        self.root, self.item_path = self._root(adapter.endpoint.path)
+
+    def _root(self, path: str) -> tuple[str, str]:
+        """Where the batch API's resources live and the items' endpoint as it names it: OpenAI's
+        under ``/v1`` with the whole path (``/v1/chat/completions``), Azure's under
+        ``/openai/v1`` with the rest (``/chat/completions``)."""
+        if self.kind not in ("openai", "azure"):
+            return self.base_url, path
+        prefix, version, rest = path.partition("/v1/")
+        if not version:
+            raise CapabilityError(
+                f"{self.adapter.name}: the endpoint {path!r} is not under a /v1/ API root, "
+                "where the batch API lives",
+                provider=self.adapter.name,
+            )
+        root = f"{self.base_url}{prefix}/v1"
+        return root, (f"/{rest}" if self.kind == "azure" else path)
 
     # Submitting ------------------------------------------------------------------------
 
@@ -94,10 +114,10 @@ class Batches:
             (send,) = gemini_batches.submit(self.base_url, models.pop(), bodies)
             answer = await self._json(send)
             return gemini_batches.read_status(answer, self.adapter.name)
-        path = self.adapter.endpoint.path
-        uploaded = await self._json(openai_batches.upload(self.base_url, path, bodies))
+        path = self.item_path
+        uploaded = await self._json(openai_batches.upload(self.root, path, bodies))
         answer = await self._json(
-            openai_batches.create(self.base_url, path, openai_batches.file_id(uploaded))
+            openai_batches.create(self.root, path, openai_batches.file_id(uploaded))
         )
         return openai_batches.read_status(answer, self.adapter.name)
 
@@ -115,7 +135,7 @@ class Batches:
     # Following -------------------------------------------------------------------------
 
     async def status(self, batch_id: str) -> BatchStatus:
-        answer = await self._json(self._module().status_request(self.base_url, batch_id))
+        answer = await self._json(self._module().status_request(self.root, batch_id))
         status: BatchStatus = self._module().read_status(answer, self.adapter.name)
         return status
 
@@ -131,13 +151,13 @@ class Batches:
                 await anyio.sleep(poll_seconds)
 
     async def cancel(self, batch_id: str) -> BatchStatus:
-        await self._json(self._module().cancel_request(self.base_url, batch_id))
+        await self._json(self._module().cancel_request(self.root, batch_id))
         return await self.status(batch_id)
 
     async def results(self, batch_id: str) -> BatchResults:
         """Every item of a finished batch by the caller's id; an ``InvalidRequestError``
         while the batch is still running."""
-        answer = await self._json(self._module().status_request(self.base_url, batch_id))
+        answer = await self._json(self._module().status_request(self.root, batch_id))
         status = self._module().read_status(answer, self.adapter.name)
         if not status.done:
             raise InvalidRequestError(
@@ -148,8 +168,8 @@ class Batches:
             send = anthropic_batches.results_request(answer)
             if send is not None:
                 raw = anthropic_batches.read_results(await self._bytes(send))
-        elif self.kind == "openai":
-            for send in openai_batches.results_requests(self.base_url, answer):
+        elif self.kind in ("openai", "azure"):
+            for send in openai_batches.results_requests(self.root, answer):
                 raw += openai_batches.read_results(await self._bytes(send))
         else:
             raw = gemini_batches.read_results(answer)
@@ -185,9 +205,8 @@ class Batches:
     # Sending ---------------------------------------------------------------------------
 
     def _module(self) -> Any:
-        return {"anthropic": anthropic_batches, "openai": openai_batches, "gemini": gemini_batches}[
-            self.kind
-        ]
+        modules = {"anthropic": anthropic_batches, "gemini": gemini_batches}
+        return modules.get(self.kind, openai_batches)
 
     def _wire(self, send: Send) -> WireRequest:
         headers = dict(self.adapter.endpoint.request_headers())

@@ -1,10 +1,11 @@
 """Provider batches on the emulator: 100 requests through Anthropic Message Batches, OpenAI
-Batch (Chat Completions and Responses) and Gemini batch mode, failed and expired items, a
-batch read back from its id alone in a new process, cost at the batch rate; the batch wires
-against documented samples."""
+Batch (Chat Completions and Responses), Azure OpenAI global batch and Gemini batch mode,
+failed and expired items, a batch read back from its id alone in a new process, cost at the
+batch rate; the batch wires against documented samples."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -30,6 +31,7 @@ STACKS = [
     ("anthropic", "anthropic:claude-sonnet-4-5"),
     ("openai", "openai:gpt-4o"),
     ("openai_responses", "openai_responses:gpt-4o"),
+    ("azure", "azure:gpt-4o-batch"),  # a global batch deployment's name
     ("gemini", "gemini:gemini-2.5-flash"),
 ]
 
@@ -49,7 +51,8 @@ def requests(
 
 
 def batches(stack: str, emulator: Emulator) -> Batches:
-    return Batches(build_adapter(stack, api_key="k", http_client=emulator.client()))
+    mounted = {"base_url": emulator.base_url(stack)} if stack == "azure" else {}
+    return Batches(build_adapter(stack, api_key="k", http_client=emulator.client(), **mounted))
 
 
 @pytest.mark.backend_independent
@@ -121,7 +124,7 @@ async def test_bad_batches_are_refused_before_sending() -> None:
     with pytest.raises(InvalidRequestError, match="distinct"):
         await batches("openai", emulator).submit([("a", mixed["other"]), ("a", mixed["other"])])
     assert emulator.stats.requests == 0
-    for stack in ("ollama", "bedrock", "vertex", "groq", "azure", "bedrock_mantle"):
+    for stack in ("ollama", "bedrock", "vertex", "groq", "azure_responses", "bedrock_mantle"):
         with pytest.raises(CapabilityError):
             Batches(build_adapter(stack, api_key="k", settings=_settings(stack)))
 
@@ -131,9 +134,42 @@ def _settings(stack: str) -> dict[str, str]:
         "bedrock": {"region": "us-east-1"},
         "bedrock_mantle": {"region": "us-east-1"},
         "vertex": {"project": "p", "location": "l"},
-        "azure": {"resource": "r"},
+        "azure_responses": {"resource": "r"},
     }
     return found.get(stack, {})
+
+
+@pytest.mark.backend_independent
+async def test_azure_batches_live_under_openai_v1_with_chat_completions_items() -> None:
+    emulator = Emulator()
+    b = batches("azure", emulator)
+    submitted = await b.submit(requests("azure:gpt-4o-batch", 2))
+    await b.cancel(submitted.id)
+    await b.results(submitted.id)
+    upload, create, *rest = emulator.requests
+    paths = [(r.method, r.path) for r in (upload, create, *rest)]
+    batch = f"/azure/openai/v1/batches/{submitted.id}"
+    assert paths[:4] == [
+        ("POST", "/azure/openai/v1/files"),
+        ("POST", "/azure/openai/v1/batches"),
+        ("POST", f"{batch}/cancel"),
+        ("GET", batch),
+    ]
+    assert all(path.startswith("/azure/openai/v1/") for _, path in paths)
+    assert upload.headers["api-key"] == "k"
+    lines = [json.loads(line) for line in upload.body.split(b"\r\n\r\n", 2)[2].splitlines()[:2]]
+    assert [(line["url"], line["body"]["model"]) for line in lines] == [
+        ("/chat/completions", "gpt-4o-batch")
+    ] * 2
+    assert create.json()["endpoint"] == "/chat/completions"
+
+
+@pytest.mark.backend_independent
+async def test_a_batch_api_needs_a_v1_root() -> None:
+    adapter = build_adapter("openai", api_key="k")
+    adapter.endpoint = dataclasses.replace(adapter.endpoint, path="/chat/completions")
+    with pytest.raises(CapabilityError, match="not under a /v1/ API root"):
+        Batches(adapter)
 
 
 @pytest.mark.backend_independent

@@ -4,7 +4,14 @@ line ``{custom_id, method: POST, url, body}``; ``POST /v1/batches {input_file_id
 completion_window: 24h}``; ``GET /v1/batches/{id}`` -> ``status`` (``validating``,
 ``in_progress``, ``finalizing``, ``completed``, ``failed``, ``expired``, ``cancelling``,
 ``cancelled``), ``output_file_id``, ``error_file_id``; each output line ``{custom_id,
-response: {status_code, body}, error}``, read from ``GET /v1/files/{id}/content``."""
+response: {status_code, body}, error}``, read from ``GET /v1/files/{id}/content``.
+
+Azure OpenAI's v1 API serves the same under ``/openai/v1`` (learn.microsoft.com/azure/
+ai-foundry/openai/how-to/batch), with ``/chat/completions`` as the items' ``url`` and the
+batch's ``endpoint``, and a deployment's name as each body's ``model``. So every request here
+is made from ``root``, the URL the ``files`` and ``batches`` resources live under
+(``https://api.openai.com/v1``, ``https://{resource}.openai.azure.com/openai/v1``), and
+``path``, the items' endpoint as the API names it."""
 
 from __future__ import annotations
 
@@ -28,7 +35,7 @@ _STATES: dict[str, BatchState] = {
 }
 
 
-def upload(base_url: str, path: str, items: list[tuple[str, dict[str, Any]]]) -> Send:
+def upload(root: str, path: str, items: list[tuple[str, dict[str, Any]]]) -> Send:
     lines = [
         json.dumps(
             {"custom_id": key, "method": "POST", "url": path, "body": body}, separators=(",", ":")
@@ -46,15 +53,15 @@ def upload(base_url: str, path: str, items: list[tuple[str, dict[str, Any]]]) ->
     )
     return Send(
         "POST",
-        f"{base_url}/v1/files",
+        f"{root}/files",
         content=content,
         content_type=f"multipart/form-data; boundary={boundary}",
     )
 
 
-def create(base_url: str, path: str, file_id: str) -> Send:
+def create(root: str, path: str, file_id: str) -> Send:
     body = {"input_file_id": file_id, "endpoint": path, "completion_window": "24h"}
-    return Send("POST", f"{base_url}/v1/batches", body)
+    return Send("POST", f"{root}/batches", body)
 
 
 def file_id(answer: dict[str, Any]) -> str:
@@ -65,12 +72,12 @@ def batch_id(answer: dict[str, Any]) -> str:
     return required_text(answer, "id", "batch")
 
 
-def status_request(base_url: str, batch: str) -> Send:
-    return Send("GET", f"{base_url}/v1/batches/{batch}")
+def status_request(root: str, batch: str) -> Send:
+    return Send("GET", f"{root}/batches/{batch}")
 
 
-def cancel_request(base_url: str, batch: str) -> Send:
-    return Send("POST", f"{base_url}/v1/batches/{batch}/cancel")
+def cancel_request(root: str, batch: str) -> Send:
+    return Send("POST", f"{root}/batches/{batch}/cancel")
 
 
 def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
@@ -87,11 +94,9 @@ def read_status(answer: dict[str, Any], provider: str) -> BatchStatus:
     )
 
 
-def results_requests(base_url: str, answer: dict[str, Any]) -> list[Send]:
+def results_requests(root: str, answer: dict[str, Any]) -> list[Send]:
     found = [answer.get("output_file_id"), answer.get("error_file_id")]
-    return [
-        Send("GET", f"{base_url}/v1/files/{f}/content") for f in found if isinstance(f, str) and f
-    ]
+    return [Send("GET", f"{root}/files/{f}/content") for f in found if isinstance(f, str) and f]
 
 
 def read_results(raw: bytes) -> list[RawItem]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from metis.testing.emulator.formats.anthropic import Anthropic
 from metis.testing.emulator.formats.base import Format
 from metis.testing.emulator.formats.batches import AnthropicBatches, GeminiBatches
-from metis.testing.emulator.formats.batches_openai import OpenAIBatches
+from metis.testing.emulator.formats.batches_openai import AzureBatches, OpenAIBatches
 from metis.testing.emulator.formats.bedrock import Bedrock
 from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.cloud import CLOUD
@@ -27,6 +27,7 @@ def all_formats() -> list[Format]:
         *(embeddings() for embeddings in EMBEDDINGS),
         AnthropicBatches(),
         OpenAIBatches(),
+        AzureBatches(),
         GeminiBatches(),
         GeminiCaches(),
         Anthropic(),

@@ -1,7 +1,7 @@
 """OpenAI's Batch API, simulated (see :mod:`.batches`): ``POST /v1/files`` (a multipart
 upload of the JSONL requests), ``GET /v1/files/{id}/content``, ``POST /v1/batches``,
 ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``, over Chat Completions and
-Responses."""
+Responses; and Azure OpenAI's, the same under ``/openai/v1`` over ``/chat/completions``."""
 
 from __future__ import annotations
 
@@ -11,14 +11,13 @@ import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from metis.testing.emulator.formats.base import Call, Route
+from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.batches import Batch, find, run_items, store
 from metis.testing.emulator.formats.chat import Chat
+from metis.testing.emulator.formats.cloud import AZURE_MOUNT, AzureChat, OnAzure
 from metis.testing.emulator.formats.responses import Responses
 from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.wire import HttpRequest, JsonReply, parse_json_object, request_ids
-
-_OPENAI_ENDPOINTS = {"/v1/chat/completions": Chat, "/v1/responses": Responses}
 
 
 def _multipart_file(request: HttpRequest) -> bytes:
@@ -43,6 +42,13 @@ class OpenAIBatches(Chat):
         ("GET", r"/v1/batches/(?P<id>[^/]+)", "status"),
         ("POST", r"/v1/batches/(?P<id>[^/]+)/cancel", "cancel"),
     )
+    endpoints: ClassVar[dict[str, type[Format]]] = {
+        "/v1/chat/completions": Chat,
+        "/v1/responses": Responses,
+    }
+    """The batch's ``endpoint`` (each item's ``url``) and the format that answers its items."""
+    item_root: ClassVar[str] = ""
+    """Where that format serves the ``endpoint`` path."""
 
     def takes_json(self, endpoint: str) -> bool:
         return endpoint != "upload"
@@ -52,7 +58,7 @@ class OpenAIBatches(Chat):
             for key in ("input_file_id", "endpoint", "completion_window"):
                 if not isinstance(call.body.get(key), str):
                     raise Refused(f"Missing required parameter: '{key}'.", key)
-            if call.body["endpoint"] not in _OPENAI_ENDPOINTS:
+            if call.body["endpoint"] not in self.endpoints:
                 raise Refused(f"Invalid value for 'endpoint': {call.body['endpoint']}", "endpoint")
 
     def serve(self, call: Call) -> JsonReply | None:
@@ -98,10 +104,9 @@ class OpenAIBatches(Chat):
                         raise Refused(
                             f"The url of every request must be {endpoint}", "input_file_id"
                         )
-                    requests.append((str(item.get("custom_id")), endpoint, item.get("body") or {}))
-            batch = run_items(
-                _OPENAI_ENDPOINTS[endpoint](), call, requests, "batch_" + ids.token(24)
-            )
+                    key, body = str(item.get("custom_id")), item.get("body") or {}
+                    requests.append((key, self.item_root + endpoint, body))
+            batch = run_items(self.endpoints[endpoint](), call, requests, "batch_" + ids.token(24))
             batch.extra["endpoint"] = endpoint
             return JsonReply(
                 200, self._object(store(call, batch), call), self.headers(call.request)
@@ -170,3 +175,13 @@ class OpenAIBatches(Chat):
                 call.env.batches[name] = "\n".join(json.dumps(x) for x in lines).encode() + b"\n"
             names.append(name)
         return names[0], names[1]
+
+
+class AzureBatches(OnAzure, OpenAIBatches):
+    name = "azure"
+    routes: ClassVar[Sequence[Route]] = tuple(
+        (method, AZURE_MOUNT + "/openai" + path, endpoint)
+        for method, path, endpoint in OpenAIBatches.routes
+    )
+    endpoints: ClassVar[dict[str, type[Format]]] = {"/chat/completions": AzureChat}
+    item_root = AZURE_MOUNT + "/openai/v1"
