@@ -85,8 +85,7 @@ def recorded_request_bodies(api: str) -> Iterator[tuple[str, dict[str, Any]]]:
         for i, interaction in enumerate(interactions(path)):
             request = interaction["request"]
             if api_of(request["uri"]) == api:
-                body = request.get("parsed_body") or json.loads(request.get("body") or "{}")
-                yield f"{path.parent.name}/{path.name}#{i}", body
+                yield f"{path.parent.name}/{path.name}#{i}", _request_body(request)
 
 
 def cassettes(folder: str) -> list[Path]:
@@ -153,9 +152,12 @@ def _request_body(request: dict[str, Any]) -> dict[str, Any]:
     if request.get("parsed_body"):
         parsed: dict[str, Any] = request["parsed_body"]
         return parsed
+    raw = request.get("body") or "{}"
+    if isinstance(raw, dict):  # some cassettes keep the body as YAML, not as its text
+        return raw
     try:
-        loaded = json.loads(request.get("body") or "{}")
-    except ValueError:
+        loaded = json.loads(raw)
+    except (ValueError, TypeError):
         return {}
     return loaded if isinstance(loaded, dict) else {}
 

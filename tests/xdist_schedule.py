@@ -46,7 +46,8 @@ class LongestFirst(LoadFileScheduling):
 
     def __init__(self, config: pytest.Config, log: Any = None) -> None:
         super().__init__(config, log)
-        known = config.cache.get(CACHE_KEY, {}) if config.cache is not None else {}
+        cache = getattr(config, "cache", None)  # none with -p no:cacheprovider
+        known = cache.get(CACHE_KEY, {}) if cache is not None else {}
         self.per_test: dict[str, float] = known if isinstance(known, dict) else {}
         self.ordered = False
 
@@ -83,7 +84,7 @@ class FileSeconds:
         self.tests[file].add(report.nodeid)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        cache = session.config.cache
+        cache = getattr(session.config, "cache", None)
         if cache is None or not self.tests:
             return
         known = cache.get(CACHE_KEY, {})
