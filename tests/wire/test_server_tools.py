@@ -452,10 +452,23 @@ def test_server_blocks_round_trip_as_dicts() -> None:
     assert again.content == reply
 
 
-def test_a_result_answering_no_server_call_is_kept_opaque() -> None:
-    """Not a server tool's result here: kept whole, as any block with no canonical form."""
-    (kept,) = final_content(read_body({**BODY, "content": [SEARCH_RESULT]}))
-    assert kept.type == "opaque" and kept.kind == "web_search_tool_result"
+def test_a_result_whose_call_came_in_an_earlier_reply_is_named_by_its_type() -> None:
+    """A reply continuing a ``pause_turn`` opens with the result of the call the previous
+    reply made: the result's type names its tool (as the recorded continuations show)."""
+    (result,) = final_content(read_body({**BODY, "content": [SEARCH_RESULT]}))
+    assert isinstance(result, ServerToolResultBlock)
+    assert (result.name, result.tool_call_id) == ("web_search", SEARCH_CALL["id"])
+    assert [r.url for r in result.search_results] == [
+        "https://en.wikipedia.org/wiki/Claude_Shannon"
+    ]
+
+
+def test_a_result_whose_type_names_no_one_tool_and_no_call_is_kept_opaque() -> None:
+    """``tool_search_tool_result`` answers the regex and the BM25 tool alike: with its call
+    not in the reply, nothing tells which; kept whole, as any block with no canonical form."""
+    answer = {**SEARCH_RESULT, "type": "tool_search_tool_result", "content": {}}
+    (kept,) = final_content(read_body({**BODY, "content": [answer]}))
+    assert kept.type == "opaque" and kept.kind == "tool_search_tool_result"
 
 
 # Anthropic: history ------------------------------------------------------------------------

@@ -58,6 +58,18 @@ _ERROR_CLASSES = {
     "timeout_error": ErrorClass.SERVER_ERROR,
 }
 _BLOCK = "content_block"
+RESULT_TOOLS = {
+    f"{name}_tool_result": name
+    for name in (
+        "web_search",
+        "web_fetch",
+        "code_execution",
+        "bash_code_execution",
+        "text_editor_code_execution",
+    )
+}
+"""The server tools whose results have a type of their own (``tool_search_tool_result``
+answers two tools, MCP results answer MCP calls, which have no canonical form)."""
 
 
 # Parsing -----------------------------------------------------------------------------------
@@ -197,18 +209,21 @@ class AnthropicStreamParser:
             tool_id = required_text(block, "id", _BLOCK)
             self._server_names[tool_id] = required_text(block, "name", _BLOCK)
             self._server_calls[index] = (block, [])
-        elif kind.endswith("_tool_result") and self._answers_server_call(block):
-            builder.server_tool(
-                index, result_block(block, self._server_names[block["tool_use_id"]])
-            )
+        elif kind.endswith("_tool_result") and (name := self._server_tool_named(block, kind)):
+            builder.server_tool(index, result_block(block, name))
         else:  # no canonical form: kept whole (docs/contract.md §8)
             self._dropped.add(index)
             self._opaque[index] = block
             builder.opaque(index, kind, block)
 
-    def _answers_server_call(self, block: dict[str, Any]) -> bool:
+    def _server_tool_named(self, block: dict[str, Any], kind: str) -> str | None:
+        """The name of the server tool a result answers: its call's, from this reply, or, for
+        a call made in an earlier reply (a ``pause_turn`` continued), the one tool that
+        answers with results of this type; None when neither tells it."""
         call_id = block.get("tool_use_id")
-        return isinstance(call_id, str) and call_id in self._server_names
+        if not isinstance(call_id, str):
+            return None
+        return self._server_names.get(call_id) or RESULT_TOOLS.get(kind)
 
     def _delta(self, index: int, delta: dict[str, Any]) -> None:
         kind = required_text(delta, "type", "content_block_delta.delta")
