@@ -67,7 +67,7 @@ class CallReader(Protocol):
         """Any object: a whole reply, or one of a stream."""
         ...
 
-    def finish(self) -> Sequence[StreamEvent]: ...
+    def finish(self, marked: bool = False) -> Sequence[StreamEvent]: ...
 
     def ended(self, error: Exception) -> tuple[Sequence[StreamEvent], Exception | None]:
         """The events that end a message cut short by ``error``, and the error to raise
@@ -150,7 +150,7 @@ async def _send(
                     break
             else:
                 await _closed(objects, reader, watches, batch)  # a whole reply comes here
-            batch.extend(await _through(watches, *reader.finish()))
+            batch.extend(await _through(watches, *reader.finish(objects.done)))
             if batch:
                 out, batch = batch, []
                 yield out

@@ -57,7 +57,11 @@ class StreamParser(Protocol):
         from the provider raises the matching AdapterError."""
 
     def end(self) -> Sequence[StreamEvent]:
-        """The body ended: finish the message, or raise ProtocolError if it was cut short."""
+        """The body ended: finish the message, or raise ProtocolError if it was cut short.
+
+        A parser may also have ``end_marked()``, called instead when the body ended with its
+        framing's own end marker (OpenAI's ``[DONE]``): the server said the reply is whole,
+        so a message it never gave a stop reason ends all the same."""
 
     def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
         """The reply was cut short (cancelled, or failed after it began): end the message

@@ -164,10 +164,16 @@ class ResponseReader:
             self._ended(events)
         return events
 
-    def finish(self) -> Sequence[StreamEvent]:
+    def finish(self, marked: bool = False) -> Sequence[StreamEvent]:
         """The input ended: the message's last events, or ProtocolError when it never
-        completed."""
-        events = NO_EVENTS if self._whole else self._parser.end()
+        completed. ``marked``: it ended with the framing's end marker (``[DONE]``), which a
+        parser with ``end_marked`` reads as a whole reply."""
+        if self._whole:
+            events = NO_EVENTS
+        elif marked and (end_marked := getattr(self._parser, "end_marked", None)) is not None:
+            events = end_marked()
+        else:
+            events = self._parser.end()
         if not self._builder.completed:
             self._unsent = events  # given with the error's ending
             raise ProtocolError(f"{self._context.provider} response ended before the message did")

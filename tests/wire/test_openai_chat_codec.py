@@ -604,6 +604,29 @@ def test_stream_without_finish_reason_is_a_protocol_error() -> None:
         parser.end()
 
 
+def test_a_stream_ended_by_done_without_finish_reason_is_whole() -> None:
+    """Snowflake Cortex (pydantic-ai's recordings) never sends a finish_reason: its usage
+    chunk, then ``[DONE]``. The marker says the reply is whole: a turn's end, or its tool
+    calls'."""
+    parser = codec.stream_parser(new_builder())
+    events = [*parser.feed(chunk({"content": "4"})), *parser.feed(usage_chunk(22, 5))]
+    done = final([*events, *parser.end_marked()])  # type: ignore[attr-defined]
+    assert (done.stop_reason.kind, done.stop_reason.raw) == (StopKind.END_TURN, None)
+    assert done.final_content == [TextBlock(text="4")]
+    assert (done.usage.input_tokens, done.usage.output_tokens) == (22, 5)
+
+    parser = codec.stream_parser(new_builder())
+    call = {"index": 0, "id": "call_1", "function": {"name": "f", "arguments": '{"a": 1}'}}
+    events = list(parser.feed(chunk({"tool_calls": [call]})))
+    done = final([*events, *parser.end_marked()])  # type: ignore[attr-defined]
+    assert done.stop_reason.kind is StopKind.TOOL_USE
+    assert [(b.name, b.input) for b in done.final_content] == [("f", {"a": 1})]  # type: ignore[union-attr]
+
+    parser = codec.stream_parser(new_builder())  # a finish_reason given is kept as it came
+    events = [*parser.feed(chunk({"content": "cut"})), *parser.feed(chunk({}, "length"))]
+    assert final([*events, *parser.end_marked()]).stop_reason.raw == "length"  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize(
     "bad",
     [

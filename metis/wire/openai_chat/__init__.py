@@ -254,6 +254,15 @@ class _StreamParser:
         self._builder.finish()
         return self._builder.take()
 
+    def end_marked(self) -> Sequence[StreamEvent]:
+        """``[DONE]`` ended the stream: a reply some servers send with no ``finish_reason``
+        at all (Snowflake Cortex, as pydantic-ai's recordings show) is whole, ended by its
+        tool calls or as a turn's end."""
+        if not self._finished:
+            kind = StopKind.TOOL_USE if self._keys else StopKind.END_TURN
+            self._finish_with(StopReason(kind=kind))
+        return self.end()
+
     def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
         self._builder.finish(reason)
         return self._builder.take()
@@ -299,8 +308,11 @@ class _StreamParser:
             builder.tool_input(key, arguments)
 
     def _finish(self, reason: str) -> None:
+        self._finish_with(stop_reason(reason, self._refused, bool(self._keys)))
+
+    def _finish_with(self, stop: StopReason) -> None:
         self._finished = True
-        self._builder.stop(stop_reason(reason, self._refused, bool(self._keys)))
+        self._builder.stop(stop)
         cut_off = self._builder.stop_reason is not None and (
             self._builder.stop_reason.kind is StopKind.MAX_TOKENS
         )
