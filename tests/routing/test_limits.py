@@ -242,6 +242,7 @@ async def test_workers_share_concurrent_slots_through_redis(
     limits = Limits(max_concurrent=5)
     in_flight = [0, 0]
     done: list[int] = []
+    full = anyio.Event()  # the five slots are all held: nobody leaves before that
     async with coredis.Redis(port=redis_port) as one, coredis.Redis(port=redis_port) as two:
         workers = [
             Limiter("anthropic", limits, shared_slots=RedisSlots(client, prefix=redis_prefix))
@@ -252,7 +253,10 @@ async def test_workers_share_concurrent_slots_through_redis(
             async with worker.admit(10, anyio.current_time() + 30):
                 in_flight[0] += 1
                 in_flight[1] = max(in_flight)
-                await anyio.sleep(0.02)
+                if in_flight[0] == 5:
+                    full.set()
+                await full.wait()
+                await anyio.sleep(0.02)  # room for a sixth, were the count not shared
                 in_flight[0] -= 1
                 done.append(1)
 
