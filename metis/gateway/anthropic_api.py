@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis.errors import InvalidRequestError
+from metis.gateway.errors import ThreadUnsupportedError
 from metis.gateway.inbound import (
     Inbound,
     KeptIds,
@@ -80,6 +81,10 @@ def read_messages(raw: Any) -> Inbound:
     """A Messages API request body (parsed JSON) in canonical terms."""
     body = body_object(raw)
     model = model_name(body)
+    if body.get("thread") is not None:
+        raise ThreadUnsupportedError(
+            "thread: this gateway holds no message threads; send the whole conversation"
+        )
     ignored = unknown_fields(body, READ)
     messages = from_anthropic(
         body.get("messages", []), system=body.get("system"), model=model, ids=KeptIds()

@@ -35,6 +35,13 @@ JSON = "application/json"
 METRICS_DIR_VARIABLE = "METIS_GATEWAY_METRICS_DIR"
 """Where the workers of ``metis serve --workers N`` share their metrics (set by the CLI)."""
 T = TypeVar("T")
+REQUEST_ID_HEADERS = {
+    "anthropic": "request-id",
+    "chat": "x-request-id",
+    "responses": "x-request-id",
+}
+"""Where each API names the request an answer is to (Anthropic's ``request-id``, OpenAI's
+``x-request-id``)."""
 
 
 async def read_body(request: Request, limit: int) -> Any:
@@ -125,15 +132,24 @@ def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
 async def _answer(routed: Routed, api: str, request: Request) -> Response:
     """The request answered; a refused one is counted here (with no model: its name may be
     anything), a served one where it ends."""
-    started, gateway = time.monotonic(), routed.gateway
-    response = await _answered(routed, api, request)
+    started, gateway, rid = time.monotonic(), routed.gateway, request_id()
+    response = await _answered(routed, api, request, rid)
     if response.status_code != 200:
         gateway.metrics.request(api, "", response.status_code, time.monotonic() - started)
+    _identified(response, api, rid)
     return response
 
 
-async def _answered(routed: Routed, api: str, request: Request) -> Response:
-    gateway, passer, rid = routed.gateway, routed.passer, request_id()
+def _identified(response: Response, api: str, rid: str) -> None:
+    """Every answer names its request in the header the caller's API has for it (an error
+    names the id its body gives): the SDKs read it as ``_request_id``."""
+    header = REQUEST_ID_HEADERS[api]
+    if header not in response.headers:
+        response.headers[header] = rid
+
+
+async def _answered(routed: Routed, api: str, request: Request, rid: str) -> Response:
+    gateway, passer = routed.gateway, routed.passer
     try:
         key = gateway.authenticate(request.headers)
         if api == "anthropic":
@@ -187,7 +203,7 @@ async def _count_tokens(gateway: Gateway, request: Request) -> Response:
             body = {**body, "max_tokens": body.get("max_tokens") or 1}
         prepared = await gateway.prepare("anthropic", body, owner_of(key))
         counted = await prepared.target.chat_model.count_tokens(prepared.request)
-        return _json(200, {"input_tokens": counted.input_tokens}, {})
+        return _json(200, {"input_tokens": counted.input_tokens}, {"request-id": rid})
     except AdapterError as exc:
         failed = error_reply("anthropic", exc, rid)
         return _json(failed.status, failed.body, failed.headers)
