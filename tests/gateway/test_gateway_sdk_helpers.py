@@ -150,6 +150,24 @@ def test_chat_stream_and_parse_helpers_with_pydantic_answered_by_claude(oai: Any
     assert isinstance(final.choices[0].message.parsed, City) and final.usage.total_tokens > 0
 
 
+def test_a_streamed_chat_reply_opens_as_openai_opens_it(oai: Any) -> None:
+    """The role comes with the first content: ``content: null`` beside a first tool call
+    (no empty text before it), ``content: ""`` before text."""
+    tool = openai.pydantic_function_tool(GetWeather, name="get_weather")
+    said = [{"role": "user", "content": "Weather in Rome?"}]
+    chunks = list(
+        oai.chat.completions.create(model="sonnet", messages=said, tools=[tool], stream=True)
+    )
+    first = chunks[0].choices[0].delta
+    assert first.role == "assistant" and first.content is None
+    assert first.tool_calls[0].function.name == "get_weather"
+    assert all(c.choices[0].delta.content is None for c in chunks)
+    said = [{"role": "user", "content": "Hi"}]
+    chunks = list(oai.chat.completions.create(model="sonnet", messages=said, stream=True))
+    first = chunks[0].choices[0].delta
+    assert first.role == "assistant" and first.content == "" and not first.tool_calls
+
+
 def test_responses_stream_and_parse_helpers_answered_by_gemini(oai: Any) -> None:
     tool = {
         "type": "function",

@@ -249,6 +249,8 @@ async function aiSdkAgent(model) {
   const prompt = "Weather in Oslo?";
   const whole = await ai.generateText({ model, tools, stopWhen, prompt, maxRetries: 0 });
   check(whole.steps.length === 2 && whole.steps[0].finishReason === "tool-calls", "two steps");
+  const said = whole.steps[0].content.filter((part) => part.type === "text");
+  check(said.length === 0, `no text part in the tool call's step, got ${JSON.stringify(said)}`);
   check(whole.text.includes("Cold in Oslo") && whole.finishReason === "stop", "the answer");
   check(whole.totalUsage.outputTokens > 0, "usage");
   const errors = [];
