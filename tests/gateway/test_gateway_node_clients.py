@@ -30,6 +30,7 @@ PACKAGES = ["openai", "@anthropic-ai/sdk", "ai", "@ai-sdk/openai", "@ai-sdk/anth
 CHECKS = [
     "openai_chat",
     "openai_chat_tools_two_turns",
+    "openai_run_tools",
     "openai_chat_parse_zod",
     "openai_responses",
     "openai_responses_tools_two_turns",
@@ -37,6 +38,7 @@ CHECKS = [
     "openai_with_response_headers",
     "anthropic_messages",
     "anthropic_tools_two_turns",
+    "anthropic_tool_runner",
     "anthropic_errors",
     "ai_sdk_openai_chat",
     "ai_sdk_openai_responses",

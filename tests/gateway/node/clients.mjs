@@ -14,6 +14,7 @@ const require = createRequire(path.join(modules, "clients.cjs"));
 const OpenAI = require("openai").default;
 const Anthropic = require("@anthropic-ai/sdk").default;
 const { zodResponseFormat } = require("openai/helpers/zod");
+const { betaTool } = require("@anthropic-ai/sdk/helpers/beta/json-schema");
 const { z } = require("zod");
 const ai = require("ai");
 const { createOpenAI } = require("@ai-sdk/openai");
@@ -88,6 +89,26 @@ const checks = {
     });
     const second = await oai.chat.completions.create({ model: "flash", messages, tools: [chatTool] });
     check(second.choices[0].message.content.includes("Cold, 2 C"), "the tool's result used");
+  },
+  async openai_run_tools() {
+    const runner = oai.chat.completions.runTools({
+      model: "gpt5",
+      messages: [{ role: "user", content: "Weather in Oslo?" }],
+      tools: [
+        {
+          type: "function",
+          function: {
+            name: weather.name,
+            description: weather.description,
+            parameters: weather.schema,
+            function: async ({ city }) => `Cold in ${city}`,
+            parse: JSON.parse,
+          },
+        },
+      ],
+    });
+    check((await runner.finalContent()) === "According to get_weather: Cold in Oslo.", "answer");
+    check((await runner.totalUsage()).completion_tokens > 0, "usage over both turns");
   },
   async openai_chat_parse_zod() {
     const format = zodResponseFormat(City, "city");
@@ -191,6 +212,31 @@ const checks = {
       tools: [tool],
     });
     check(second.content[0].text.includes("2 C"), "the tool's result used");
+  },
+  async anthropic_tool_runner() {
+    // It asks for a server-held thread first, and sends the whole conversation on refusal.
+    const ran = [];
+    const tool = betaTool({
+      name: weather.name,
+      description: weather.description,
+      inputSchema: weather.schema,
+      run: async ({ city }) => {
+        ran.push(city);
+        return `Cold in ${city}`;
+      },
+    });
+    for (const stream of [false, true]) {
+      const runner = claude.beta.messages.toolRunner({
+        model: "flash",
+        max_tokens: 300,
+        messages: [{ role: "user", content: "Weather in Oslo?" }],
+        tools: [tool],
+        stream,
+      });
+      const final = await runner.runUntilDone();
+      check(final.content[0].text === "According to get_weather: Cold in Oslo.", "the answer");
+    }
+    check(ran.join() === "Oslo,Oslo", "the tool ran once a run");
   },
   async anthropic_errors() {
     const wrong = new Anthropic({ apiKey: "wrong", baseURL, maxRetries: 0 });
