@@ -85,6 +85,16 @@ def test_anthropic_stream_helper_over_two_tool_turns_answered_by_gpt(claude: Any
     assert answer.stop_reason == "end_turn" and answer.usage.output_tokens > 0
 
 
+def test_anthropic_parse_helpers_answered_by_gemini(claude: Any) -> None:
+    said = [{"role": "user", "content": "A city?"}]
+    parsed = claude.messages.parse(model="flash", max_tokens=300, messages=said, output_format=City)
+    assert isinstance(parsed.parsed_output, City)
+    with claude.messages.stream(
+        model="flash", max_tokens=300, messages=said, output_format=City
+    ) as stream:
+        assert isinstance(stream.get_final_message().parsed_output, City)
+
+
 @pytest.mark.parametrize("streamed", [False, True])
 def test_anthropic_tool_runner_answered_by_gemini(claude: Any, streamed: bool) -> None:
     """The runner asks for a server-held thread first; the gateway's refusal in the shape the
