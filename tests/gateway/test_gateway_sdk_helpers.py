@@ -223,6 +223,16 @@ def test_every_answer_names_its_request_in_the_apis_header(claude: Any, oai: Any
     assert counted.headers["request-id"].startswith("req_")
 
 
+def test_one_model_is_retrieved_in_both_sdks(claude: Any, oai: Any) -> None:
+    assert oai.models.retrieve("sonnet").id == "sonnet"
+    named = "bedrock:anthropic.claude-haiku-4-5-20251001-v1:0"
+    assert claude.models.retrieve(named).id == named
+    with pytest.raises(openai.NotFoundError):
+        oai.models.retrieve("no-such-model")
+    with pytest.raises(anthropic.NotFoundError):
+        claude.models.retrieve("no-such-model")
+
+
 def test_a_stream_failing_midway_ends_in_each_apis_error_only(
     claude: Any, oai: Any, emulator: Emulator
 ) -> None:
