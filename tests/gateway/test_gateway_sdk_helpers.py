@@ -255,3 +255,7 @@ def test_a_stream_failing_midway_ends_in_each_apis_error_only(
     with oai.responses.stream(model="flash", input=LONG) as stream:
         kinds = [event.type for event in stream]
     assert kinds[-1] == "response.failed" and "response.completed" not in kinds
+    emulator.push_fault("stream_error=overloaded;after=3", provider="gemini")  # a route's
+    with oai.responses.stream(model="fallback", input=LONG) as stream:  # first model: Gemini
+        kinds = [event.type for event in stream]
+    assert kinds[-1] == "response.failed" and "response.completed" not in kinds
