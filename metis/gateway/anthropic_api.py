@@ -184,12 +184,17 @@ INPUT_DELTA = b'{"type":"input_json_delta","partial_json":'
 
 
 def usage(tokens: TokenUsage) -> dict[str, Any]:
-    return {
+    """The usage object; ``output_tokens_details.thinking_tokens`` when the model said how
+    many of its output tokens were thinking (as Anthropic does)."""
+    written: dict[str, Any] = {
         "input_tokens": tokens.input_tokens,
         "cache_creation_input_tokens": tokens.cache_creation_input_tokens,
         "cache_read_input_tokens": tokens.cached_input_tokens,
         "output_tokens": tokens.output_tokens,
     }
+    if tokens.reasoning_tokens:
+        written["output_tokens_details"] = {"thinking_tokens": tokens.reasoning_tokens}
+    return written
 
 
 def stop_reason(reason: StopReason) -> str:

@@ -176,7 +176,13 @@ def usage(tokens: TokenUsage) -> dict[str, Any]:
         "prompt_tokens": prompt,
         "completion_tokens": tokens.output_tokens,
         "total_tokens": prompt + tokens.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": tokens.cached_input_tokens},
+        "prompt_tokens_details": {"cached_tokens": tokens.cached_input_tokens, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": tokens.reasoning_tokens,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
     }
 
 

@@ -223,6 +223,31 @@ def test_every_answer_names_its_request_in_the_apis_header(claude: Any, oai: Any
     assert counted.headers["request-id"].startswith("req_")
 
 
+def test_the_thinking_tokens_are_counted_in_each_apis_usage(claude: Any, oai: Any) -> None:
+    """Gemini's thought tokens, said where each API says them (part of the output tokens)."""
+    thinking = {"type": "enabled", "budget_tokens": 2000}
+    said = [{"role": "user", "content": "Hi"}]
+    with claude.messages.stream(
+        model="flash", max_tokens=4000, thinking=thinking, messages=said
+    ) as stream:
+        used = stream.get_final_message().usage
+    assert 0 < used.output_tokens_details.thinking_tokens < used.output_tokens
+    with oai.responses.stream(model="flash", input="Hi", reasoning={"effort": "low"}) as stream:
+        usage = stream.get_final_response().usage
+    assert 0 < usage.output_tokens_details.reasoning_tokens < usage.output_tokens
+    chunks = list(
+        oai.chat.completions.create(
+            model="flash",
+            messages=said,
+            reasoning_effort="low",
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    details = chunks[-1].usage.completion_tokens_details
+    assert 0 < details.reasoning_tokens < chunks[-1].usage.completion_tokens
+
+
 def test_one_model_is_retrieved_in_both_sdks(claude: Any, oai: Any) -> None:
     assert oai.models.retrieve("sonnet").id == "sonnet"
     named = "bedrock:anthropic.claude-haiku-4-5-20251001-v1:0"
