@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis.errors import InvalidRequestError
+from metis.gateway.errors import ThreadUnsupportedError
 from metis.gateway.inbound import (
     Inbound,
     KeptIds,
@@ -80,6 +81,10 @@ def read_messages(raw: Any) -> Inbound:
     """A Messages API request body (parsed JSON) in canonical terms."""
     body = body_object(raw)
     model = model_name(body)
+    if body.get("thread") is not None:
+        raise ThreadUnsupportedError(
+            "thread: this gateway holds no message threads; send the whole conversation"
+        )
     ignored = unknown_fields(body, READ)
     messages = from_anthropic(
         body.get("messages", []), system=body.get("system"), model=model, ids=KeptIds()
@@ -179,12 +184,17 @@ INPUT_DELTA = b'{"type":"input_json_delta","partial_json":'
 
 
 def usage(tokens: TokenUsage) -> dict[str, Any]:
-    return {
+    """The usage object; ``output_tokens_details.thinking_tokens`` when the model said how
+    many of its output tokens were thinking (as Anthropic does)."""
+    written: dict[str, Any] = {
         "input_tokens": tokens.input_tokens,
         "cache_creation_input_tokens": tokens.cache_creation_input_tokens,
         "cache_read_input_tokens": tokens.cached_input_tokens,
         "output_tokens": tokens.output_tokens,
     }
+    if tokens.reasoning_tokens:
+        written["output_tokens_details"] = {"thinking_tokens": tokens.reasoning_tokens}
+    return written
 
 
 def stop_reason(reason: StopReason) -> str:

@@ -21,7 +21,7 @@ from metis.errors import AdapterError, ConfigError, InvalidRequestError
 from metis.gateway.anthropic_api import VERSIONS
 from metis.gateway.coalesce import CoalescingStream
 from metis.gateway.config import GatewayConfig
-from metis.gateway.errors import RequestTooLargeError
+from metis.gateway.errors import ModelNotFoundError, RequestTooLargeError
 from metis.gateway.keys_redis import RedisLedger
 from metis.gateway.metrics_shared import SharedMetrics
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
@@ -35,6 +35,13 @@ JSON = "application/json"
 METRICS_DIR_VARIABLE = "METIS_GATEWAY_METRICS_DIR"
 """Where the workers of ``metis serve --workers N`` share their metrics (set by the CLI)."""
 T = TypeVar("T")
+REQUEST_ID_HEADERS = {
+    "anthropic": "request-id",
+    "chat": "x-request-id",
+    "responses": "x-request-id",
+}
+"""Where each API names the request an answer is to (Anthropic's ``request-id``, OpenAI's
+``x-request-id``)."""
 
 
 async def read_body(request: Request, limit: int) -> Any:
@@ -125,15 +132,24 @@ def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
 async def _answer(routed: Routed, api: str, request: Request) -> Response:
     """The request answered; a refused one is counted here (with no model: its name may be
     anything), a served one where it ends."""
-    started, gateway = time.monotonic(), routed.gateway
-    response = await _answered(routed, api, request)
+    started, gateway, rid = time.monotonic(), routed.gateway, request_id()
+    response = await _answered(routed, api, request, rid)
     if response.status_code != 200:
         gateway.metrics.request(api, "", response.status_code, time.monotonic() - started)
+    _identified(response, api, rid)
     return response
 
 
-async def _answered(routed: Routed, api: str, request: Request) -> Response:
-    gateway, passer, rid = routed.gateway, routed.passer, request_id()
+def _identified(response: Response, api: str, rid: str) -> None:
+    """Every answer names its request in the header the caller's API has for it (an error
+    names the id its body gives): the SDKs read it as ``_request_id``."""
+    header = REQUEST_ID_HEADERS[api]
+    if header not in response.headers:
+        response.headers[header] = rid
+
+
+async def _answered(routed: Routed, api: str, request: Request, rid: str) -> Response:
+    gateway, passer = routed.gateway, routed.passer
     try:
         key = gateway.authenticate(request.headers)
         if api == "anthropic":
@@ -187,7 +203,7 @@ async def _count_tokens(gateway: Gateway, request: Request) -> Response:
             body = {**body, "max_tokens": body.get("max_tokens") or 1}
         prepared = await gateway.prepare("anthropic", body, owner_of(key))
         counted = await prepared.target.chat_model.count_tokens(prepared.request)
-        return _json(200, {"input_tokens": counted.input_tokens}, {})
+        return _json(200, {"input_tokens": counted.input_tokens}, {"request-id": rid})
     except AdapterError as exc:
         failed = error_reply("anthropic", exc, rid)
         return _json(failed.status, failed.body, failed.headers)
@@ -195,30 +211,37 @@ async def _count_tokens(gateway: Gateway, request: Request) -> Response:
 
 def _models(gateway: Gateway, request: Request) -> Response:
     """One list both SDKs read: OpenAI's ``object``/``created``/``owned_by`` and Anthropic's
-    ``type``/``display_name``/``created_at`` on each entry."""
+    ``type``/``display_name``/``created_at`` on each entry; ``/v1/models/{id}`` one of them
+    (``models.retrieve`` in both)."""
     rid = request_id()
+    api = "anthropic" if request.headers.get("anthropic-version") else "chat"
     try:
         key = gateway.authenticate(request.headers)
+        data = [
+            {
+                **entry,
+                "object": "model",
+                "type": "model",
+                "display_name": entry["id"],
+                "created": 0,
+                "created_at": "1970-01-01T00:00:00Z",
+                "owned_by": "metis",
+            }
+            for entry in gateway.models.listing()
+            if key is None or key.may_use(entry["id"])
+        ]
+        named = request.path_params.get("model_id")
+        if named is not None:
+            found = next((entry for entry in data if entry["id"] == named), None)
+            if found is None:
+                raise ModelNotFoundError(f"model: {named}"[:200])
+            return _json(200, found, {REQUEST_ID_HEADERS[api]: rid})
     except AdapterError as exc:
-        api = "anthropic" if request.headers.get("anthropic-version") else "chat"
         failed = error_reply(api, exc, rid)
         return _json(failed.status, failed.body, failed.headers)
-    data = [
-        {
-            **entry,
-            "object": "model",
-            "type": "model",
-            "display_name": entry["id"],
-            "created": 0,
-            "created_at": "1970-01-01T00:00:00Z",
-            "owned_by": "metis",
-        }
-        for entry in gateway.models.listing()
-        if key is None or key.may_use(entry["id"])
-    ]
     first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
     page = {"object": "list", "data": data, "has_more": False, "first_id": first, "last_id": last}
-    return _json(200, page, {})
+    return _json(200, page, {REQUEST_ID_HEADERS[api]: rid})
 
 
 @asynccontextmanager
@@ -300,6 +323,7 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/v1/responses", responses, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
+        Route("/v1/models/{model_id:path}", models, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/ready", ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),

@@ -28,6 +28,7 @@ from metis.histories.openai_chat import from_openai_chat
 from metis.model.content import TextBlock, ThinkingBlock, ToolUseBlock
 from metis.model.events import (
     MessageComplete,
+    MessageStart,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -175,7 +176,13 @@ def usage(tokens: TokenUsage) -> dict[str, Any]:
         "prompt_tokens": prompt,
         "completion_tokens": tokens.output_tokens,
         "total_tokens": prompt + tokens.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": tokens.cached_input_tokens},
+        "prompt_tokens_details": {"cached_tokens": tokens.cached_input_tokens, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": tokens.reasoning_tokens,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
     }
 
 
@@ -253,22 +260,31 @@ class ChunkStream(BlockWriter):
         return data(chunk)
 
     def feed(self, item: StreamEvent) -> bytes:
-        head = b""
-        if not self.started:
-            self.started = True
-            head = self._chunk({"role": "assistant", "content": "", "refusal": None})
-        return head + super().feed(item)
+        """The first chunk names the role with the reply's first content, as OpenAI writes
+        it: ``content: ""`` before text, ``content: null`` beside a first tool call (a
+        client that reads ``""`` as text would see an empty text part in a tool call's turn)."""
+        if self.started or isinstance(item, (MessageStart, ToolUseStart)):
+            return super().feed(item)
+        self.started = True
+        return self._chunk({"role": "assistant", "content": "", "refusal": None}) + super().feed(
+            item
+        )
 
     def open_block(self, kind: str, item: StreamEvent) -> bytes:
         if not isinstance(item, ToolUseStart):
             return b""
+        role = {} if self.started else {"role": "assistant", "content": None}
+        self.started = True
         function = {"name": item.tool_name, "arguments": ""}
         if self.legacy:  # one call only: the others have no place in the reply
             self.calls += 1
-            return self._chunk({"function_call": function}) if self.calls == 1 else b""
+            if self.calls > 1:
+                return b""
+            return self._chunk({**role, "function_call": function, **_refusal(role)})
         opened = {"index": self.calls, "id": item.tool_use_id, "type": "function"}
         self.calls += 1
-        return self._chunk({"tool_calls": [{**opened, "function": function}]})
+        call = {**opened, "function": function}
+        return self._chunk({**role, "tool_calls": [call], **_refusal(role)})
 
     def _string_chunk(self, delta_head: bytes, text: str, delta_tail: bytes = b"}") -> bytes:
         """``_chunk(delta)`` for a delta of one string member, from a template: most of a
@@ -304,3 +320,8 @@ class ChunkStream(BlockWriter):
 
     def error(self, status: int, body: dict[str, Any]) -> bytes:
         return data(body)
+
+
+def _refusal(role: dict[str, Any]) -> dict[str, Any]:
+    """The first chunk's ``refusal: null``, after the tool call as OpenAI orders it."""
+    return {"refusal": None} if role else {}

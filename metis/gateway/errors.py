@@ -21,6 +21,12 @@ class PreviousResponseNotFoundError(InvalidRequestError):
     """A ``previous_response_id`` the gateway does not hold."""
 
 
+class ThreadUnsupportedError(InvalidRequestError):
+    """An Anthropic request naming a message thread (``thread``), which the gateway does not
+    hold: 400 with ``error.details.error_code`` ``thread_unsupported_request``, on which the
+    SDK's tool runner sends the whole conversation again, without ``thread``."""
+
+
 class RequestTooLargeError(InvalidRequestError):
     """A body over the configured size limit: 413."""
 
@@ -100,7 +106,9 @@ def _headers(error: AdapterError) -> dict[str, str]:
 def anthropic_error(error: AdapterError, request_id: str) -> ErrorReply:
     special = _special(error)
     status, kind = (special[0], special[1]) if special else _ANTHROPIC[error.error_class]
-    body = {"type": "error", "error": {"type": kind, "message": error.message}}
+    body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": error.message}}
+    if isinstance(error, ThreadUnsupportedError):
+        body["error"]["details"] = {"error_code": "thread_unsupported_request"}
     headers = {**_headers(error), "request-id": request_id}
     if status in (408, 409, 429) or status >= 500:
         headers["x-should-retry"] = "true"

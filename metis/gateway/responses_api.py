@@ -29,7 +29,7 @@ def usage(tokens: TokenUsage) -> dict[str, Any]:
         "input_tokens": total_input,
         "input_tokens_details": {"cached_tokens": tokens.cached_input_tokens},
         "output_tokens": tokens.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": tokens.reasoning_tokens},
         "total_tokens": total_input + tokens.output_tokens,
     }
 

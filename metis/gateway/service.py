@@ -37,9 +37,11 @@ from metis.gateway.store import Owner, RedisResponseStore, ResponseStore, Stored
 from metis.model.content import Message, ProviderRaw, Role
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest
-from metis.model.response import CanonicalResponse, TokenUsage
+from metis.model.response import CanonicalResponse, StopKind, TokenUsage
 
 T = TypeVar("T")
+FAILED_ENDINGS = frozenset({StopKind.ERROR, StopKind.CANCELLED})
+"""The stop reasons of a stream that failed (what arrived, completed before its error)."""
 log = logging.getLogger("metis.gateway")
 DROPPED_HEADER = "x-metis-dropped"
 """Names what the gateway left out of the request (docs/gateway.md)."""
@@ -264,19 +266,23 @@ class Gateway:
         told in ``spent``."""
         used: tuple[str | None, TokenUsage | None] = (None, None)
         try:
-            item = first
+            item, failed_ending = first, False
             while item is not None:
-                yield writer.feed(item)
                 if isinstance(item, MessageComplete):
                     charged = streamed_model(prepared, item)
                     used = (charged, item.usage)
                     self.metrics.usage(charged, item.usage)
-                    if response_id:
-                        reply = Message(role=Role.ASSISTANT, content=item.final_content)
-                        await self._remember(prepared, response_id, reply)
-                    if item.warnings:
-                        log_dropped(prepared, warnings_of(item))
+                    # A stream that failed completes with what arrived, then raises: the
+                    # caller gets the API's error, never a successful ending before it.
+                    failed_ending = item.stop_reason.kind in FAILED_ENDINGS
+                    if not failed_ending:
+                        yield writer.feed(item)
+                        await self._completed(prepared, item, response_id)
+                else:
+                    yield writer.feed(item)
                 item = await anext(events, None)
+            if failed_ending:
+                raise AdapterError("the model's answer ended with an error")
         except AdapterError as exc:
             self.metrics.error(api, exc.error_class.value)
             failed = error_reply(api, exc, prepared.request.request_id)
@@ -289,6 +295,15 @@ class Gateway:
                 spent.model, spent.usage = used
             if key is not None:
                 await self.keys.release(key, *used)
+
+    async def _completed(
+        self, prepared: Prepared, complete: MessageComplete, response_id: str
+    ) -> None:
+        if response_id:
+            reply = Message(role=Role.ASSISTANT, content=complete.final_content)
+            await self._remember(prepared, response_id, reply)
+        if complete.warnings:
+            log_dropped(prepared, warnings_of(complete))
 
 
 @dataclass(slots=True)
