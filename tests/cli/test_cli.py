@@ -25,6 +25,7 @@ from metis.cli import main
 from metis.cli.models import FAMILIES, Models, price
 from metis.cli.output import CliError, Output
 from metis.cli.record import PLACEHOLDER_KEY
+from metis.errors import ConfigError
 from metis.model.response import TokenUsage
 from metis.stacks.loader import builtin_stacks, load_stack
 
@@ -610,6 +611,23 @@ def test_a_warning_during_a_streamed_line_starts_on_a_line_of_its_own(
     captured = capsys.readouterr()
     assert captured.out == '→ get_weather({"city": \n"Paris"})\n'
     assert captured.err == "metis: warning: dropped thinking block for openai\n"
+
+
+def test_an_error_logged_with_its_exception_names_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """`metis serve` logs a request that failed inside the gateway this way."""
+    import logging
+
+    from metis.cli import _warnings_to_stderr
+
+    with _warnings_to_stderr():
+        try:
+            raise ConfigError("adapters.aws.settings: unknown setting 'regoin'\n(did you mean?)")
+        except ConfigError:
+            logging.getLogger("metis").exception("gateway request failed")
+    assert capsys.readouterr().err == (
+        "metis: error: gateway request failed: ConfigError: "
+        "adapters.aws.settings: unknown setting 'regoin'; (did you mean?)\n"
+    )
 
 
 def test_chat_keeps_line_history_between_sessions(
