@@ -34,8 +34,6 @@ import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import TypeVar, Unpack, overload
 
-from pydantic import TypeAdapter
-
 from metis.adapter.adapter import Adapter
 from metis.adapter.count_tokens import TokenCount
 from metis.calls.adapters import leased_adapter
@@ -49,6 +47,7 @@ from metis.calls.request import (
     build_request,
     check_call_options,
     stack_and_model,
+    structured_output,
     validated,
 )
 from metis.model.events import StreamEvent
@@ -255,9 +254,8 @@ async def acount_tokens(
 async def _acomplete(
     model: ModelLike, messages: MessagesLike, output_type: type[T] | None, options: CallOptions
 ) -> CanonicalResponse | T:
-    output = TypeAdapter(output_type) if output_type is not None else None
-    if output is not None:
-        options = {**options, "output_schema": output.json_schema()}
+    options = {**options}
+    output = structured_output(output_type, options)
     async with _adapter(model, options) as adapter:
         response = await adapter.complete(build_request(adapter, model, messages, options))
     return response if output is None else validated(output, response)
