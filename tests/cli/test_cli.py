@@ -84,6 +84,8 @@ def test_demo_runs_offline_visits_every_provider_and_ends_with_the_table() -> No
     assert "offline" in out and "metis emulator" in out
     assert "→ get_weather(" in out and "←" in out  # a tool call, run locally, and its result
     assert "According to get_weather" in out  # the next provider used the result
+    assert "You said:" not in out  # every question is one the tool answers, none is echoed
+    assert 'get_weather({"city":"One"})' not in out  # "One more: ... in Lisbon?"
     rows = table_rows(out)
     assert [row[1] for row in rows][: len(FAMILIES)] == list(FAMILIES)  # one turn each, in order
     # then a fallback turn: anthropic overloaded, openai answers through the route
