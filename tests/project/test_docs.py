@@ -67,3 +67,14 @@ def test_every_public_name_has_its_own_docstring() -> None:
         or (inspect.isfunction(obj) and not obj.__doc__)
     ]
     assert bare == []
+
+
+def test_every_relative_link_of_the_docs_leads_to_a_file() -> None:
+    pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted(ROOT.glob("docs/*.md"))]
+    broken = [
+        f"{page.relative_to(ROOT)}: {target}"
+        for page in pages
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8"))
+        if not target.startswith(("http://", "https://")) and not (page.parent / target).exists()
+    ]
+    assert broken == []
