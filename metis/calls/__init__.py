@@ -50,6 +50,7 @@ from metis.calls.request import (
     structured_output,
     validated,
 )
+from metis.errors import BlockingCallError
 from metis.model.events import StreamEvent
 from metis.model.response import CanonicalResponse
 from metis.routing.router import Router
@@ -314,13 +315,13 @@ def _blocking_loop(what: str, model: ModelLike) -> BackgroundLoop:
         "count_tokens": "count = await metis.acount_tokens(...)",
     }[what]
     if on_background_loop():
-        raise RuntimeError(
+        raise BlockingCallError(
             f"metis.{what}() was called on the event loop metis runs the synchronous calls on "
             "(from a stage, a telemetry sink or a store), where waiting for the reply would "
             f"wait for itself; there, use '{usage}'"
         )
     if isinstance(model, Router) and _in_event_loop():
-        raise RuntimeError(
+        raise BlockingCallError(
             f"metis.{what}() with a Router, in a thread running an event loop: the router's "
             "connection pools and shared stores may belong to this loop, which the call would "
             f"block; use '{usage.replace('(...)', '(router, ...)')}'"
