@@ -680,3 +680,15 @@ def test_the_chat_prompt_marks_its_colour_codes_for_readline(
     monkeypatch.setattr(chat, "_line_editing", lambda: None)
     chat._loop(None, None, Output(Terminal(), colour=True))  # type: ignore[arg-type]
     assert prompts == ["\x01\x1b[1;32m\x02you>\x01\x1b[0m\x02 "]
+
+
+def test_a_misspelt_catalog_provider_names_the_nearest(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models", "--provider", "anthropc"]) != 0
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith(
+            "no provider 'anthropc' in the model catalog; did you mean 'anthropic' or "
+            "'vertex_anthropic' or 'bedrock_anthropic'?"
+        )
+    )
