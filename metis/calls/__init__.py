@@ -48,9 +48,10 @@ from metis.calls.request import (
     check_call_options,
     stack_and_model,
     structured_output,
+    unknown_model_note,
     validated,
 )
-from metis.errors import BlockingCallError
+from metis.errors import BlockingCallError, InvalidRequestError
 from metis.model.events import StreamEvent
 from metis.model.response import CanonicalResponse
 from metis.routing.router import Router
@@ -304,7 +305,13 @@ async def _adapter(model: ModelLike, options: CallOptions) -> AsyncIterator[Adap
         max_retries=options.get("max_retries", DEFAULT_MAX_RETRIES),
         settings=options.get("settings"),
     ) as adapter:
-        yield adapter
+        try:
+            yield adapter
+        except InvalidRequestError as error:
+            note = unknown_model_note(adapter, model) if error.provider_status == 404 else None
+            if note is not None:
+                error.add_note(note)  # shown under the traceback's last line
+            raise
 
 
 def _blocking_loop(what: str, model: ModelLike) -> BackgroundLoop:

@@ -219,6 +219,20 @@ def structured_output(output_type: type[T] | None, options: ModelOptions) -> Typ
     return output
 
 
+def unknown_model_note(adapter: Adapter, model: str) -> str | None:
+    """For a provider's "no such model" (404): the model catalog's nearest names, when the
+    catalog does not know the one asked for (a misspelling, most often)."""
+    from metis.catalog import default_catalog
+    from metis.core.suggest import closest
+
+    provider, wire = adapter.stack.catalog, adapter.wire_model(model)
+    if not provider or wire in (ids := default_catalog().ids(provider)):
+        return None
+    near = closest(wire, ids, n=3, cutoff=0.7)
+    known = f"; the nearest it has: {', '.join(near)}" if near else ""
+    return f"metis: {wire!r} is not in the model catalog for {provider}{known}"
+
+
 def _type_name(kind: object) -> str:
     if isinstance(kind, type):
         return f"{kind.__module__}.{kind.__qualname__}".removeprefix("builtins.")

@@ -122,3 +122,24 @@ def test_a_provider_setting_given_as_an_option_says_it_goes_in_settings(
 def test_a_misspelt_call_option_still_names_the_option() -> None:
     with pytest.raises(UnknownOptionError, match="did you mean 'reasoning'"):
         metis.complete(MODEL, "Hi", resoning="high")  # type: ignore[call-overload]
+
+
+def test_a_misspelt_model_refused_by_the_provider_notes_the_catalogs_nearest(
+    at_emulator: Emulator,
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        metis.complete("anthropic:claude-sonet-4-5", "Hi")
+    assert caught.value.provider_status == 404  # the provider's own "not found"
+    [note] = caught.value.__notes__
+    assert note.startswith(
+        "metis: 'claude-sonet-4-5' is not in the model catalog for anthropic; the nearest it "
+        "has: claude-sonnet-4-5, "
+    )
+
+
+def test_no_catalog_guess_for_a_model_the_catalog_knows() -> None:
+    from metis.calls.request import unknown_model_note
+
+    adapter = metis.build_adapter("anthropic", api_key="k")
+    assert unknown_model_note(adapter, "anthropic:claude-sonnet-4-5") is None
+    assert unknown_model_note(adapter, "anthropic:claude-sonet-4-5") is not None
