@@ -67,6 +67,7 @@ _EXPORTS: dict[str, str] = {
         [
             "AdapterError",
             "AuthError",
+            "BlockingCallError",
             "CancelledError",
             "CapabilityError",
             "ConfigError",
@@ -282,6 +283,7 @@ if TYPE_CHECKING:
     from metis.cost import cost_of as cost_of
     from metis.errors import AdapterError as AdapterError
     from metis.errors import AuthError as AuthError
+    from metis.errors import BlockingCallError as BlockingCallError
     from metis.errors import CancelledError as CancelledError
     from metis.errors import CapabilityError as CapabilityError
     from metis.errors import ConfigError as ConfigError

@@ -24,6 +24,7 @@ __all__ = [
     "RETRY_POLICY",
     "AdapterError",
     "AuthError",
+    "BlockingCallError",
     "CancelledError",
     "CapabilityError",
     "ConfigError",
@@ -325,6 +326,12 @@ RETRYABLE: dict[ErrorClass, bool] = {cls: policy.retry for cls, policy in RETRY_
 def error_for(error_class: ErrorClass, message: str, **details: Any) -> AdapterError:
     """The most specific exception for ``error_class``."""
     return ERROR_TYPES[error_class](message, **details)
+
+
+class BlockingCallError(RuntimeError):
+    """A synchronous form (``metis.complete``, ``Session.send``, ...) refused where waiting for
+    the reply would deadlock: on metis's own event loop, or with a ``Router`` inside a running
+    event loop (docs/calls.md). The message gives the async form to use instead."""
 
 
 class ConfigError(ValueError):

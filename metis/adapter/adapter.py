@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import anyio
 
 from metis.adapter.capabilities import ModelCapabilities
-from metis.adapter.checks import check_ready, foreign_prefixes
+from metis.adapter.checks import check_ready, foreign_prefixes, warn_unclosed
 from metis.adapter.count_tokens import TokenCount, count_tokens
 from metis.adapter.delivery import Delivery, folded
 from metis.adapter.sendable import check_request
@@ -107,6 +107,10 @@ class Adapter:
 
     def __repr__(self) -> str:
         return f"<Adapter {self.name}: {' -> '.join(self.pipeline.names())}>"
+
+    def __del__(self) -> None:
+        if getattr(self, "_owns_client", False) and self._client is not None:
+            warn_unclosed(self.name, self)
 
     # ProviderAdapter ---------------------------------------------------------------------
 

@@ -52,3 +52,17 @@ def foreign_prefixes(stack: StackSpec) -> frozenset[str]:
     """The built-in stacks a model prefix could wrongly name for ``stack``: all of them but
     the ones it extends (``anthropic:claude-...`` is right for a stack over anthropic)."""
     return frozenset(set(builtin_stacks()) - own_stack_names(stack))
+
+
+def warn_unclosed(name: str, adapter: object) -> None:
+    """As an unclosed file is said: a ResourceWarning for an adapter that made its connection
+    pool and was never closed, naming the fix."""
+    import warnings
+
+    warnings.warn(
+        f"the {name} adapter was never closed, its connection pool still open: use 'async with "
+        "build_adapter(...) as adapter:' or 'await adapter.aclose()'",
+        ResourceWarning,
+        source=adapter,
+        stacklevel=3,
+    )

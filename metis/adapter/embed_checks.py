@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import get_args
 
@@ -107,6 +107,12 @@ def checked_inputs(
 ) -> tuple[list[EmbedInput], list[int]]:
     """The inputs as they will be sent (a text cut here when asked to and the wire cannot),
     and the estimated tokens of each."""
+    if isinstance(inputs, bytes | Mapping) or not isinstance(inputs, Iterable):
+        raise InvalidRequestError(
+            f"inputs: expected a text or a list of texts and ImageInputs, got "
+            f"{type(inputs).__name__}",
+            provider=provider,
+        )
     out: list[EmbedInput] = []
     estimates: list[int] = []
     takes_images = codec.takes_images and (info is None or info.images)

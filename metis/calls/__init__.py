@@ -34,8 +34,6 @@ import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import TypeVar, Unpack, overload
 
-from pydantic import TypeAdapter
-
 from metis.adapter.adapter import Adapter
 from metis.adapter.count_tokens import TokenCount
 from metis.calls.adapters import leased_adapter
@@ -49,8 +47,11 @@ from metis.calls.request import (
     build_request,
     check_call_options,
     stack_and_model,
+    structured_output,
+    unknown_model_note,
     validated,
 )
+from metis.errors import BlockingCallError, InvalidRequestError
 from metis.model.events import StreamEvent
 from metis.model.response import CanonicalResponse
 from metis.routing.router import Router
@@ -255,9 +256,8 @@ async def acount_tokens(
 async def _acomplete(
     model: ModelLike, messages: MessagesLike, output_type: type[T] | None, options: CallOptions
 ) -> CanonicalResponse | T:
-    output = TypeAdapter(output_type) if output_type is not None else None
-    if output is not None:
-        options = {**options, "output_schema": output.json_schema()}
+    options = {**options}
+    output = structured_output(output_type, options)
     async with _adapter(model, options) as adapter:
         response = await adapter.complete(build_request(adapter, model, messages, options))
     return response if output is None else validated(output, response)
@@ -305,7 +305,13 @@ async def _adapter(model: ModelLike, options: CallOptions) -> AsyncIterator[Adap
         max_retries=options.get("max_retries", DEFAULT_MAX_RETRIES),
         settings=options.get("settings"),
     ) as adapter:
-        yield adapter
+        try:
+            yield adapter
+        except InvalidRequestError as error:
+            note = unknown_model_note(adapter, model) if error.provider_status == 404 else None
+            if note is not None:
+                error.add_note(note)  # shown under the traceback's last line
+            raise
 
 
 def _blocking_loop(what: str, model: ModelLike) -> BackgroundLoop:
@@ -316,13 +322,13 @@ def _blocking_loop(what: str, model: ModelLike) -> BackgroundLoop:
         "count_tokens": "count = await metis.acount_tokens(...)",
     }[what]
     if on_background_loop():
-        raise RuntimeError(
+        raise BlockingCallError(
             f"metis.{what}() was called on the event loop metis runs the synchronous calls on "
             "(from a stage, a telemetry sink or a store), where waiting for the reply would "
             f"wait for itself; there, use '{usage}'"
         )
     if isinstance(model, Router) and _in_event_loop():
-        raise RuntimeError(
+        raise BlockingCallError(
             f"metis.{what}() with a Router, in a thread running an event loop: the router's "
             "connection pools and shared stores may belong to this loop, which the call would "
             f"block; use '{usage.replace('(...)', '(router, ...)')}'"

@@ -25,6 +25,7 @@ from metis.calls.adapters import _settings_key, this_loop
 from metis.calls.background import background_loop, on_background_loop
 from metis.calls.request import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS, stack_and_model
 from metis.core.suggest import did_you_mean
+from metis.errors import BlockingCallError
 from metis.model.embeddings import EmbeddingResult, EmbedInput, InputType
 from metis.pipeline.config import AdapterConfig
 from metis.stacks.embedding import EmbeddingStackSpec, load_embedding_stack
@@ -66,7 +67,7 @@ def embed(
     ``error.partial_embeddings``."""
     _check("embed", options)
     if on_background_loop():
-        raise RuntimeError(
+        raise BlockingCallError(
             "metis.embed() was called on the event loop metis runs the synchronous calls on, "
             "where waiting would wait for itself; there, use 'await metis.aembed(...)'"
         )

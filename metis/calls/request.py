@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypedDict, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import PydanticUserError, TypeAdapter, ValidationError
 
 from metis.adapter.adapter import Adapter
 from metis.core.options import check_options
-from metis.errors import ConfigError, OutputValidationError
+from metis.errors import ConfigError, InvalidRequestError, OutputValidationError
 from metis.model import message_dicts
 from metis.model.cache import CachePolicy
 from metis.model.content import Message
@@ -18,8 +18,9 @@ from metis.model.knobs import ReasoningEffort
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse
 from metis.model.server_tools import CodeExecution, ProviderTool, WebFetch, WebSearch
+from metis.pipeline.settings import setting_named
 from metis.routing.router import Router
-from metis.tools import AnyTool, as_tool_definition
+from metis.tools import AnyTool, Tool, as_tool_definition
 
 MessagesLike = str | Message | MessageDict | Sequence[Message | MessageDict]
 """A user's text, one message, or the conversation: Message objects or plain dicts."""
@@ -93,7 +94,22 @@ def check_call_options(what: str, options: Mapping[str, Any], *also: str) -> Non
     if not known.issuperset(options):
         unsent = {name: f"metis does not send {name}; its options are: " for name in _UNSENT}
         hints = {name: text + ", ".join(sorted(known)) for name, text in unsent.items()}
-        check_options(f"metis.{what}()", options, known, {**_HINTS, **hints})
+        hints |= settings_hints(set(options) - known)
+        check_options(f"metis.{what}()", options, known, {**hints, **_HINTS})
+
+
+def settings_hints(unknown: Iterable[str]) -> dict[str, str]:
+    """For each unknown option that is (or is close to) a provider setting, where it goes:
+    ``regoin=`` is ``settings={'region': ...}``."""
+    hints = {}
+    for name in unknown:
+        setting = setting_named(name)
+        if setting is not None:
+            hints[name] = (
+                f"did you mean settings={{{setting!r}: ...}}? (a provider's own settings "
+                "go in settings=, checked against its stack's: docs/calls.md)"
+            )
+    return hints
 
 
 def build_request(
@@ -105,7 +121,16 @@ def build_request(
     if max_output_tokens is None:  # the model's own limit, up to a default that fits most replies
         limit = adapter.capabilities_for(adapter.wire_model(model)).max_output_tokens
         max_output_tokens = min(limit, DEFAULT_MAX_OUTPUT_TOKENS)
-    tools = options.get("tools", ())
+    tools = tool_list(options.get("tools", ()))
+    try:
+        return _request(model, messages, options, tools, max_output_tokens)
+    except ValidationError as exc:
+        raise _invalid_option(exc, options) from None
+
+
+def _request(
+    model: str, messages: MessagesLike, options: CallOptions, tools: list[Any], max_tokens: int
+) -> CanonicalRequest:
     return CanonicalRequest(
         model=model,
         messages=as_messages(messages),
@@ -113,7 +138,7 @@ def build_request(
         tools=[as_tool_definition(t) for t in tools if not isinstance(t, ServerToolLike)],
         server_tools=[t for t in tools if isinstance(t, ServerToolLike)],
         tool_choice=options.get("tool_choice"),
-        max_output_tokens=max_output_tokens,
+        max_output_tokens=max_tokens,
         temperature=options.get("temperature"),
         top_p=options.get("top_p"),
         top_k=options.get("top_k"),
@@ -129,6 +154,89 @@ def build_request(
         extra_headers=_nested(options.get("extra_headers")),
         extra_query=_nested(options.get("extra_query")),
     )
+
+
+_OPTION_OF_FIELD = {"system_prompt": "system"}
+
+
+def _invalid_option(exc: ValidationError, options: CallOptions) -> InvalidRequestError:
+    """A request field's validation error as the call's option, named as the caller gave it."""
+    problems = []
+    for err in exc.errors():
+        loc = [str(part) for part in err["loc"]]
+        if loc and loc[0] == "thinking" and "reasoning" in options:
+            loc[0] = "reasoning"
+        if loc:
+            loc[0] = _OPTION_OF_FIELD.get(loc[0], loc[0])
+        shown = repr(err.get("input"))
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        problems.append(f"{'.'.join(loc) or 'request'}: {err['msg']} (got {shown})")
+    return InvalidRequestError("; ".join(problems))
+
+
+def tool_list(tools: object) -> list[Any]:
+    """``tools=`` as a list, each a tool metis can offer; else an InvalidRequestError saying
+    what a tool is (a function given alone, a tool's name as a string, ...)."""
+    if (
+        isinstance(tools, str | bytes | Mapping)
+        or callable(tools)
+        or not isinstance(tools, Iterable)
+    ):
+        name = getattr(tools, "__name__", None)
+        hint = f"; give tools=[{name}]" if callable(tools) and name else ""
+        raise InvalidRequestError(f"tools: expected a list of tools, got {_described(tools)}{hint}")
+    listed = list(tools)
+    for index, item in enumerate(listed):
+        if not (callable(item) or isinstance(item, Tool | ToolDefinition | ServerToolLike)):
+            raise InvalidRequestError(
+                f"tools[{index}]: expected a @metis.tool function, a plain function, a "
+                f"ToolDefinition or a provider tool (metis.WebSearch, ...), got {_described(item)}"
+            )
+    return listed
+
+
+def _described(value: object) -> str:
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"the {type(value).__name__} {value.__qualname__}"
+    shown = repr(value)
+    return f"{type(value).__name__} {shown if len(shown) <= 60 else shown[:57] + '...'}"
+
+
+def structured_output(output_type: type[T] | None, options: ModelOptions) -> TypeAdapter[T] | None:
+    """``output_type``'s validator, its JSON schema put in ``options`` as the reply's
+    ``output_schema``; a type with no JSON schema is a ConfigError saying what would do."""
+    if output_type is None:
+        return None
+    try:
+        output = TypeAdapter(output_type)
+        options["output_schema"] = output.json_schema()
+    except PydanticUserError as exc:
+        raise ConfigError(
+            f"output_type {_type_name(output_type)} has no JSON schema a model can fill; use a "
+            "pydantic model, a dataclass, a TypedDict or a JSON type (str, int, float, bool, "
+            f"list, dict, Literal) ({exc.code})"
+        ) from None
+    return output
+
+
+def unknown_model_note(adapter: Adapter, model: str) -> str | None:
+    """For a provider's "no such model" (404): the model catalog's nearest names, when the
+    catalog does not know the one asked for (a misspelling, most often)."""
+    from metis.catalog import default_catalog
+    from metis.core.suggest import closest
+
+    provider, wire = adapter.stack.catalog, adapter.wire_model(model)
+    if not provider or wire in (ids := default_catalog().ids(provider)):
+        return None
+    near = closest(wire, ids, n=3, cutoff=0.7)
+    known = f"; the nearest it has: {', '.join(near)}" if near else ""
+    return f"metis: {wire!r} is not in the model catalog for {provider}{known}"
+
+
+def _type_name(kind: object) -> str:
+    if isinstance(kind, type):
+        return f"{kind.__module__}.{kind.__qualname__}".removeprefix("builtins.")
+    return repr(kind)
 
 
 def thinking_option(options: ModelOptions) -> ThinkingConfig | ReasoningEffort | int | None:
@@ -189,4 +297,9 @@ def as_messages(messages: MessagesLike) -> list[Message]:
         return [Message.user(messages)]
     if isinstance(messages, Message | dict):
         messages = [messages]
+    if isinstance(messages, bytes | bytearray) or not isinstance(messages, Iterable):
+        raise InvalidRequestError(
+            "messages: expected a string, a Message, a message dict or a list of them, got "
+            + _described(messages)
+        )
     return message_dicts.as_messages(messages)

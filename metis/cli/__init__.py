@@ -310,6 +310,9 @@ def _explain(exc: BaseException) -> tuple[str | None, int]:
 class _Formatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         text = f"metis: {record.levelname.lower()}: {one_line(record.getMessage())}"
+        failure = record.exc_info[1] if record.exc_info else None
+        if failure is not None:  # what failed, or a served request's error says nothing
+            text += f": {type(failure).__name__}: {one_line(failure)}"
         if Output.open_line:  # a reply is streaming on stdout: end its line first
             sys.stdout.write("\n")
             sys.stdout.flush()

@@ -12,6 +12,7 @@ from typing import Any
 from metis.catalog import Catalog, ModelInfo, default_catalog
 from metis.catalog.first_party import is_first_party
 from metis.cli.output import CliError, Output
+from metis.core.suggest import did_you_mean
 from metis.stacks.catalog import stack_catalog_provider
 
 NEEDS = ("tools", "reasoning", "images", "pdf", "structured_output", "prompt_caching")
@@ -65,6 +66,10 @@ def _provider(name: str, catalog: Catalog) -> str:
     if provider is None:
         close = sorted(p for p in catalog.providers if name.lower() in p)
         hint = f"; did you mean {', '.join(close[:5])}?" if close else ""
+        if not close:  # a misspelling: the nearest providers and stacks by spelling
+            from metis.stacks.loader import builtin_stacks
+
+            hint = did_you_mean(name.lower(), [*catalog.providers, *builtin_stacks()])
         raise CliError(f"no provider {name!r} in the model catalog{hint}")
     return provider
 

@@ -44,9 +44,8 @@ SCRIPT = (
     "What's the weather in Paris?",
     "What about the weather in Tokyo and Oslo?",
     "And the weather in Rome?",
-    "And in Madrid, please?",
+    "And the weather in Madrid, please?",
     "One more: the weather in Lisbon?",
-    "Thanks! That is all for today.",
 )
 MAX_CALLS_PER_MESSAGE = 4
 

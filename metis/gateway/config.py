@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from metis.core.config_files import config_error, read_yaml
 from metis.errors import ConfigError
 from metis.gateway.keys import Keys, KeySpec
+from metis.registry.file import RegistryFile
 from metis.registry.registry import Registry
 
 
@@ -96,6 +97,12 @@ class GatewayConfig:
         the global one)."""
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: expected a mapping with adapters, models and gateway")
+        known = [*RegistryFile.model_fields, "gateway"]
+        for key in data:
+            if key not in known:
+                raise ConfigError(
+                    f"{source}: {key}: unknown key; expected one of: {', '.join(known)}"
+                )
         data = dict(data)
         raw = data.pop("gateway", None) or {}
         try:

@@ -57,8 +57,11 @@ class ModelTable:
             route = self.registry.resolve(name)
         except NotConfiguredError:
             raise
-        except InvalidRequestError as exc:  # the registry's, for a name it does not have
-            raise ModelNotFoundError(exc.message) from None
+        except InvalidRequestError:  # the registry's, naming its file and every model
+            raise ModelNotFoundError(  # a client sees only what its key may list
+                f"model {name!r} is not served here; GET /v1/models lists the models, aliases "
+                "and routes you may name"
+            ) from None
         adapter = self.registry.adapter(name)
         model = f"{adapter.name}:{route.wire_name}"
         return Target(name, adapter, model, adapter.capabilities_for(route.wire_name))

@@ -154,6 +154,18 @@ def settings_kind(kind: str, where: str = "") -> type[ProviderSettings]:
     return found
 
 
+def setting_named(name: str) -> str | None:
+    """The provider setting (of any kind) ``name`` stands for, exactly or misspelt: what a
+    keyword given beside a call's options rather than in its ``settings=`` most likely is."""
+    known = sorted({key for model in KINDS.values() for key in _keys(model)})
+    if name in known:
+        return name
+    import difflib  # only a misspelt name needs it
+
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
 def validate_settings(
     kind: str, given: ProviderSettings | Mapping[str, Any] | None, where: str
 ) -> ProviderSettings:

@@ -16,6 +16,7 @@ from metis.catalog.capabilities import model_capabilities
 from metis.core.config_files import config_error
 from metis.errors import ConfigError
 from metis.model.capabilities import AdapterCapabilities
+from metis.pipeline.settings import validate_settings
 from metis.registry.file import AdapterEntry, ModelEntry
 from metis.stacks.loader import StackSpec, builtin_stacks, load_stack
 
@@ -73,6 +74,11 @@ def resolve_adapter(
     """The entry's stack (a stack file relative to ``base``), and its key: ``api_key`` if
     given (with a WARNING), else the variable ``api_key_env`` or the stack names."""
     stack = _load_stack(name, entry.type, base, source)
+    for field in ("settings", "options"):  # checked when the file loads, not at the first call
+        if getattr(entry, field):
+            validate_settings(
+                stack.settings, getattr(entry, field), f"{source}: adapters.{name}.{field}"
+            )
     key_env = entry.api_key_env or stack.auth.env
     if entry.api_key is not None:
         log.warning(

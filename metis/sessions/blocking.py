@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from metis.calls.background import BackgroundLoop, background_loop, on_background_loop
 from metis.calls.request import MessagesLike, ModelLike, ModelOptions
+from metis.errors import BlockingCallError
 from metis.model.events import StreamEvent
 from metis.model.response import CanonicalResponse
 from metis.routing.router import Router
@@ -112,13 +113,13 @@ def blocking_loop(what: str, model: ModelLike) -> BackgroundLoop:
     """metis's loop for ``Session.<what>()``; refused where waiting on it would deadlock."""
     usage = f"await session.a{what}(...)"
     if on_background_loop():
-        raise RuntimeError(
+        raise BlockingCallError(
             f"Session.{what}() was called on the event loop metis runs the synchronous calls on "
             "(from a stage, a telemetry sink, a store or a run's event handler), where waiting "
             f"for the reply would wait for itself; there, use '{usage}'"
         )
     if isinstance(model, Router) and _in_event_loop():
-        raise RuntimeError(
+        raise BlockingCallError(
             f"Session.{what}() with a Router, in a thread running an event loop: the router's "
             "connection pools and shared stores may belong to this loop, which the call would "
             f"block; use '{usage}'"

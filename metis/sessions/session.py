@@ -16,9 +16,9 @@ from contextlib import aclosing
 from typing import Any, TypeVar, Unpack
 
 import anyio
-from pydantic import TypeAdapter
 
 from metis.adapter.adapter import Adapter
+from metis.calls import request as call_request
 from metis.calls.request import MessagesLike, ModelLike, ModelOptions, as_messages
 from metis.core.ids import new_ulid
 from metis.core.options import check_options
@@ -75,7 +75,8 @@ class Session(BlockingForms):
         context_check: ContextCheck = "auto",
         **options: Unpack[ModelOptions],
     ) -> None:
-        check_options("Session()", options, SESSION_OPTIONS | _OWN_OPTIONS, _HINTS)
+        hints = {**call_request.settings_hints(options), **_HINTS}
+        check_options("Session()", options, SESSION_OPTIONS | _OWN_OPTIONS, hints)
         if context_check not in CONTEXT_CHECKS:
             raise ConfigError(
                 f"context_check {context_check!r}: expected one of {', '.join(CONTEXT_CHECKS)}"
@@ -256,9 +257,7 @@ class Session(BlockingForms):
         if max_steps < 1:
             raise ConfigError(f"max_steps is at least 1, got {max_steps}")
         overrides = self._checked("run", options)
-        output = TypeAdapter(output_type) if output_type is not None else None
-        if output is not None:
-            overrides["output_schema"] = output.json_schema()
+        output = call_request.structured_output(output_type, overrides)
         settings = RunSettings(max_steps, tool_timeout_seconds, output)
         return TurnStream(self._run(message, overrides, settings))
 

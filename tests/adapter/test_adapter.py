@@ -294,3 +294,27 @@ def test_build_adapter_takes_typed_settings_that_win_over_a_config() -> None:
     assert adapter.config.timeout_seconds == 30  # untouched fields stay the config's
     with pytest.raises(ConfigError, match="expected a URL with its scheme"):
         build_adapter("anthropic", base_url="api.example.com")
+
+
+@pytest.mark.anyio
+async def test_an_adapter_never_closed_says_so_and_how_as_a_resource_warning() -> None:
+    import gc
+
+    forgotten = build_adapter("anthropic", AdapterConfig(api_key="k"))
+    forgotten.http_client()  # its pool made, as the first call makes it
+    with pytest.warns(ResourceWarning, match="the anthropic adapter was never closed") as seen:
+        del forgotten
+        gc.collect()
+    assert "'await adapter.aclose()'" in str(seen[0].message)
+    async with build_adapter("anthropic", AdapterConfig(api_key="k")) as closed:
+        closed.http_client()
+    unused = build_adapter("anthropic", AdapterConfig(api_key="k"))  # nothing opened
+    given = build_adapter("anthropic", AdapterConfig(api_key="k", http_client=httpx.AsyncClient()))
+    given.http_client()  # the caller's client, the caller's to close
+    import warnings
+
+    with warnings.catch_warnings(record=True) as later:
+        warnings.simplefilter("always", ResourceWarning)
+        del closed, unused, given
+        gc.collect()
+    assert not [w for w in later if "adapter was never closed" in str(w.message)]

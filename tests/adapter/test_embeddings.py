@@ -283,6 +283,11 @@ async def test_bad_inputs_are_classified_errors() -> None:
         await e.embed(["a", " "], model="openai:text-embedding-3-small")
     with pytest.raises(InvalidRequestError, match="input 0: expected a text"):
         await e.embed([3], model="openai:text-embedding-3-small")  # type: ignore[list-item]
+    for not_a_list in (42, b"hi", {"text": "hi"}):
+        with pytest.raises(InvalidRequestError, match="inputs: expected a text or a list"):
+            await e.embed(not_a_list, model="openai:text-embedding-3-small")  # type: ignore[arg-type]
+    kept = await e.embed((t for t in ["a", "b"]), model="openai:text-embedding-3-small")  # type: ignore[arg-type]
+    assert len(kept.vectors) == 2  # any iterable of inputs, in its order
     with pytest.raises(CapabilityError, match="image"):
         await e.embed([metis.ImageInput("aGk=")], model="openai:text-embedding-3-small")
     assert (await e.embed([], model="openai:text-embedding-3-small")).vectors == []

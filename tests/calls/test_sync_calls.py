@@ -21,7 +21,7 @@ import pytest
 import metis
 from metis.adapter import Adapter
 from metis.calls import background
-from metis.errors import OverloadedError
+from metis.errors import BlockingCallError, OverloadedError
 from metis.model import MessageComplete
 from metis.routing import Router
 from metis.testing.emulator import Emulator
@@ -163,13 +163,17 @@ def test_a_router_is_refused_inside_a_running_loop_pointing_at_valid_async_code(
     async def cell() -> None:
         metis.complete(router, "Hi")
 
-    with pytest.raises(RuntimeError, match=r"'reply = await metis\.acomplete\(router, \.\.\.\)'"):
+    with pytest.raises(
+        BlockingCallError, match=r"'reply = await metis\.acomplete\(router, \.\.\.\)'"
+    ):
         asyncio.run(cell())
 
     async def streamed() -> None:
         list(metis.stream(router, "Hi"))
 
-    with pytest.raises(RuntimeError, match=r"'async for event in metis\.astream\(router, \.\.\.\)"):
+    with pytest.raises(
+        BlockingCallError, match=r"'async for event in metis\.astream\(router, \.\.\.\)"
+    ):
         anyio.run(streamed, backend="trio")
 
 
@@ -181,8 +185,9 @@ def test_a_sync_call_on_the_background_loop_is_refused_with_code_that_runs(what:
         result = getattr(metis.calls, what)(MODEL, "Hi")
         list(result) if what == "stream" else None
 
-    with pytest.raises(RuntimeError, match="would wait for itself") as caught:
+    with pytest.raises(BlockingCallError, match="would wait for itself") as caught:
         background.background_loop().call(inside)
+    assert isinstance(caught.value, RuntimeError)  # what it was, still caught as one
     suggested = str(caught.value).rpartition("use '")[2].rstrip("'")
     compile(f"async def cell():\n    {suggested}\n", "<suggested>", "exec")  # valid code
     assert f"metis.a{what}(" in suggested

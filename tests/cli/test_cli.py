@@ -25,6 +25,7 @@ from metis.cli import main
 from metis.cli.models import FAMILIES, Models, price
 from metis.cli.output import CliError, Output
 from metis.cli.record import PLACEHOLDER_KEY
+from metis.errors import ConfigError
 from metis.model.response import TokenUsage
 from metis.stacks.loader import builtin_stacks, load_stack
 
@@ -83,6 +84,8 @@ def test_demo_runs_offline_visits_every_provider_and_ends_with_the_table() -> No
     assert "offline" in out and "metis emulator" in out
     assert "→ get_weather(" in out and "←" in out  # a tool call, run locally, and its result
     assert "According to get_weather" in out  # the next provider used the result
+    assert "You said:" not in out  # every question is one the tool answers, none is echoed
+    assert 'get_weather({"city":"One"})' not in out  # "One more: ... in Lisbon?"
     rows = table_rows(out)
     assert [row[1] for row in rows][: len(FAMILIES)] == list(FAMILIES)  # one turn each, in order
     # then a fallback turn: anthropic overloaded, openai answers through the route
@@ -612,6 +615,23 @@ def test_a_warning_during_a_streamed_line_starts_on_a_line_of_its_own(
     assert captured.err == "metis: warning: dropped thinking block for openai\n"
 
 
+def test_an_error_logged_with_its_exception_names_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """`metis serve` logs a request that failed inside the gateway this way."""
+    import logging
+
+    from metis.cli import _warnings_to_stderr
+
+    with _warnings_to_stderr():
+        try:
+            raise ConfigError("adapters.aws.settings: unknown setting 'regoin'\n(did you mean?)")
+        except ConfigError:
+            logging.getLogger("metis").exception("gateway request failed")
+    assert capsys.readouterr().err == (
+        "metis: error: gateway request failed: ConfigError: "
+        "adapters.aws.settings: unknown setting 'regoin'; (did you mean?)\n"
+    )
+
+
 def test_chat_keeps_line_history_between_sessions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -660,3 +680,15 @@ def test_the_chat_prompt_marks_its_colour_codes_for_readline(
     monkeypatch.setattr(chat, "_line_editing", lambda: None)
     chat._loop(None, None, Output(Terminal(), colour=True))  # type: ignore[arg-type]
     assert prompts == ["\x01\x1b[1;32m\x02you>\x01\x1b[0m\x02 "]
+
+
+def test_a_misspelt_catalog_provider_names_the_nearest(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models", "--provider", "anthropc"]) != 0
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith(
+            "no provider 'anthropc' in the model catalog; did you mean 'anthropic' or "
+            "'vertex_anthropic' or 'bedrock_anthropic'?"
+        )
+    )

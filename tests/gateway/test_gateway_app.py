@@ -113,6 +113,22 @@ async def test_health_readiness_and_the_model_list(emulator: Emulator) -> None:
         assert flash["model"] == "gemini:gemini-2.5-flash" and flash["context_window"] > 0
 
 
+async def test_an_unknown_model_is_404_pointing_at_the_list_and_naming_no_file(
+    emulator: Emulator,
+) -> None:
+    app = create_app(gateway_config(emulator))
+    async with _client(app) as client:
+        reply = await client.post(
+            "/v1/messages", json={**SAID, "model": "flsh"}, headers={"x-api-key": GATEWAY_KEY}
+        )
+    assert reply.status_code == 404
+    assert reply.json()["error"] == {
+        "type": "not_found_error",
+        "message": "model 'flsh' is not served here; GET /v1/models lists the models, aliases "
+        "and routes you may name",
+    }
+
+
 async def test_a_request_past_its_timeout_is_504(emulator: Emulator) -> None:
     app = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.01}))
     _held(app)  # never released
@@ -204,6 +220,8 @@ def test_the_example_configuration_loads_and_refuses_a_missing_key() -> None:
         GatewayConfig.load("examples/gateway.yaml", environ={})
     with pytest.raises(ConfigError, match=r"gateway\.prot"):
         GatewayConfig.from_dict({"gateway": {"prot": 1}}, environ={})
+    with pytest.raises(ConfigError, match=r"modles: unknown key; expected one of: .*, gateway$"):
+        GatewayConfig.from_dict({"modles": {}}, environ={})
 
 
 async def test_the_metrics_endpoint_counts_requests_errors_tokens_and_cost(

@@ -144,6 +144,22 @@ def test_models_yaml_takes_settings(tmp_path: Path) -> None:
     assert adapter.settings == BedrockSettings(region="eu-west-1")
 
 
+def test_a_misspelt_setting_in_models_yaml_is_refused_when_the_file_loads(tmp_path: Path) -> None:
+    """Not at the first call (where `metis serve` would answer every request with a 500)."""
+    path = tmp_path / "models.yaml"
+    path.write_text(
+        "adapters:\n"
+        "  aws: {type: bedrock, settings: {regoin: eu-west-1}}\n"
+        "models:\n"
+        "  bedrock:us.amazon.nova-micro-v1:0: {adapter: aws}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as caught:
+        Registry.load(path)
+    assert str(caught.value).startswith(f"{path}: adapters.aws.settings: unknown setting 'regoin'")
+    assert "did you mean 'region'?" in str(caught.value)
+
+
 @pytest.mark.anyio
 async def test_a_one_line_call_takes_settings_and_refuses_a_misspelt_one() -> None:
     with pytest.raises(ConfigError, match="did you mean 'region'"):

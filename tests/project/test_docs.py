@@ -67,3 +67,33 @@ def test_every_public_name_has_its_own_docstring() -> None:
         or (inspect.isfunction(obj) and not obj.__doc__)
     ]
     assert bare == []
+
+
+def test_every_relative_link_of_the_docs_leads_to_a_file() -> None:
+    pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted(ROOT.glob("docs/*.md"))]
+    broken = [
+        f"{page.relative_to(ROOT)}: {target}"
+        for page in pages
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8"))
+        if not target.startswith(("http://", "https://")) and not (page.parent / target).exists()
+    ]
+    assert broken == []
+
+
+def test_the_readme_and_the_contract_name_every_event_type() -> None:
+    from metis.model import events
+
+    kinds = sorted(
+        cls.type
+        for cls in vars(events).values()
+        if isinstance(cls, type)
+        and issubclass(cls, events.StreamEvent)
+        and cls is not events.StreamEvent
+    )
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    said = re.search(r"`stream\(\)` yields (\w+) event types(.*?)\n\n", readme, re.DOTALL)
+    assert said, "README.md no longer says what stream() yields"
+    assert said.group(1) == {9: "nine", 10: "ten", 11: "eleven"}.get(len(kinds))
+    contract = (ROOT / "docs" / "contract.md").read_text(encoding="utf-8")
+    for kind in kinds:
+        assert f"`{kind}`" in said.group(2) and f"| `{kind}` |" in contract, kind

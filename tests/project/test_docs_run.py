@@ -56,16 +56,18 @@ class Block:
 
 
 def blocks(path: Path) -> Iterator[Block]:
-    fence: tuple[int, str] | None = None
+    """Each fenced block, an indented one (in a list item) too, its indentation taken off."""
+    fence: tuple[int, str, int] | None = None
     lines: list[str] = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if fence is None and line.startswith("```"):
-            fence, lines = (number, line[3:].strip()), []
-        elif fence is not None and line.startswith("```"):
+        indent = len(line) - len(line.lstrip(" "))
+        if fence is None and line.lstrip(" ").startswith("```"):
+            fence, lines = (number, line.strip()[3:].strip(), indent), []
+        elif fence is not None and line.lstrip(" ").startswith("```"):
             yield Block(path, fence[0], fence[1], "\n".join(lines) + "\n")
             fence = None
         elif fence is not None:
-            lines.append(line)
+            lines.append(line[min(indent, fence[2]) :])
     assert fence is None, f"{path.name}:{fence[0]}: a code block that never ends"
 
 
@@ -164,12 +166,30 @@ def test_a_yaml_block_loads_as_what_it_is(block: Block, tmp_path: Path) -> None:
             whole = yaml.safe_load(file)
         assert shown_in(data, whole), f"{block.where} is not what {excerpt.group(1)} says"
         return
+    if "gateway" in data:  # a gateway's file (docs/gateway.md), its variables all set
+        from metis.gateway.config import GatewayConfig
+
+        GatewayConfig.from_dict(data, block.where, environ=EveryVariable())
+        return
     path = tmp_path / ("models.yaml" if "models" in data or "routes" in data else "stack.yaml")
     path.write_text(block.code, encoding="utf-8")
     if path.name == "stack.yaml":
         load_stack(path).build_pipeline()
     else:
         Registry.load(path)
+
+
+class EveryVariable(dict[str, str]):
+    """An environment in which every variable a block names is set."""
+
+    def get(self, key: str, default: object = None) -> str:  # type: ignore[override]
+        return f"value-of-{key}"
+
+    def __getitem__(self, key: str) -> str:
+        return f"value-of-{key}"
+
+    def __contains__(self, key: object) -> bool:
+        return True
 
 
 EXCERPT = re.compile(r"#\s*([\w./-]+\.ya?ml)\s*(?:\n|$)")
@@ -182,3 +202,16 @@ def shown_in(shown: object, whole: object) -> bool:
             key in whole and shown_in(value, whole[key]) for key, value in shown.items()
         )
     return shown == whole
+
+
+def test_a_shown_emulator_banner_is_the_emulators() -> None:
+    """A ``text`` block showing ``$ metis emulator`` and its banner lists the endpoints as the
+    command prints them (docs/emulator.md), so the picture cannot drift from the code."""
+    from metis.testing.emulator.cli import endpoints
+
+    shown = [b for b in of("text") if b.code.startswith("$ metis emulator")]
+    assert shown, "no document shows the emulator's banner"
+    for block in shown:
+        lines = block.code.rstrip("\n").splitlines()
+        assert lines[1].startswith("metis emulator listening on http://127.0.0.1:"), block.where
+        assert "\n".join(lines[2:]) == endpoints(), f"{block.where} is not the banner"

@@ -200,3 +200,13 @@ def test_the_registrys_route_is_a_model_route_and_route_a_deprecated_alias() -> 
     for module in (metis, metis.registry, metis.registry.registry):
         with pytest.warns(DeprecationWarning, match=r"\.Route is deprecated.*ModelRoute"):
             assert module.Route is ModelRoute
+
+
+def test_docs_names_lists_every_public_name_and_no_other() -> None:
+    """docs/names.md is the index a newcomer reads: a name added to ``metis.__all__`` or
+    ``metis.pipeline.__all__`` needs its row, and a row of a name that is gone is stale."""
+    text = (Path(__file__).parents[2] / "docs" / "names.md").read_text(encoding="utf-8")
+    top, _, extension = text.partition("\n## metis.pipeline")
+    rows = re.compile(r"^\| `(\w+)` \|", re.MULTILINE)
+    assert sorted(rows.findall(top)) == sorted(metis.__all__)
+    assert sorted(rows.findall(extension)) == sorted(metis.pipeline.__all__)

@@ -284,7 +284,7 @@ async def test_a_synchronous_form_is_refused_where_it_would_wait_for_itself(
         if getattr(event, "type", "") == "run.complete":
             try:
                 inner.send("Hi")
-            except RuntimeError as error:
+            except metis.BlockingCallError as error:
                 errors.append(error)
 
     await anyio.to_thread.run_sync(lambda: session.run("Hello", on_event=nested))

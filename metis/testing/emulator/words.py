@@ -27,11 +27,12 @@ STOP = frozenset(
 )
 CAPITALIZED_STOP = frozenset(
     _words_of(
-        "A Add Also An And Answer Are At Book But By Calculate Call Can Check Compute Convert "
-        "Could Count Create Delete Did Do Make Remove Save Schedule Send Translate Update Does "
-        "Explain Find For From Get Give Hello Hey Hi How I If In Is It Let Lets List Look My No "
-        "Now Ok Okay On Or Our Please Search Should Show Tell Thank Thanks That The Then These "
-        "This Those Use What Whats When Where Which Who Whom Whose Why Will With Would Yes Your"
+        "A Add Also An And Another Answer Are At Book But By Calculate Call Can Check Compute "
+        "Convert Could Count Create Delete Did Do Make Remove Save Schedule Send Translate "
+        "Update Does Explain Find For From Get Give Hello Hey Hi How I If In Is It Let Lets "
+        "List Look My No Now Ok Okay On One Or Our Please Search Should Show Tell Thank Thanks "
+        "That The Then These This Those Use What Whats When Where Which Who Whom Whose Why Will "
+        "With Would Yes Your"
     )
 )
 QUERY_NAMES = frozenset(

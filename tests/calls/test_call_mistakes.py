@@ -1,0 +1,145 @@
+"""A newcomer's mistakes in a one-line call: each a classified error (metis.errors) that says
+what to do, raised before anything is sent; never a bare TypeError or pydantic error from deep
+inside."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+
+import metis
+from metis.core.options import UnknownOptionError
+from metis.errors import ConfigError, InvalidRequestError
+from metis.testing.emulator import Emulator
+
+MODEL = "anthropic:claude-sonnet-4-5"
+
+
+@pytest.fixture
+def at_emulator(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Emulator:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    return emulator
+
+
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return f"18 C in {city}"
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"temperature": "hot"}, "temperature: Input should be a valid number"),
+        ({"reasoning": "extreme"}, "reasoning.effort: Input should be 'none'"),
+        ({"max_output_tokens": "many"}, "max_output_tokens: Input should be a valid integer"),
+        ({"system": 42}, "system: Input should be a valid string (got 42)"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_an_invalid_request_naming_the_option(
+    at_emulator: Emulator, options: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        metis.complete(MODEL, "Hi", **options)
+    assert said in str(caught.value)
+    assert at_emulator.stats.requests == 0
+
+
+@pytest.mark.parametrize(
+    ("messages", "said"),
+    [
+        (42, "messages: expected a string, a Message, a message dict or a list of them, got int"),
+        (b"Hi", "got bytes"),
+        ([42], "messages[0]: expected a Message or a dict, got int"),
+    ],
+)
+def test_messages_that_are_no_messages_are_an_invalid_request(
+    at_emulator: Emulator, messages: Any, said: str
+) -> None:
+    with pytest.raises(InvalidRequestError, match=said.replace("[", r"\[").replace("]", r"\]")):
+        metis.complete(MODEL, messages)
+    assert at_emulator.stats.requests == 0
+
+
+@pytest.mark.parametrize(
+    ("tools", "said"),
+    [
+        (
+            get_weather,
+            "tools: expected a list of tools, got the function get_weather; give "
+            "tools=[get_weather]",
+        ),
+        ("get_weather", "tools: expected a list of tools, got str 'get_weather'"),
+        (
+            ["get_weather"],
+            "tools[0]: expected a @metis.tool function, a plain function, a "
+            "ToolDefinition or a provider tool (metis.WebSearch, ...), got str 'get_weather'",
+        ),
+        ([{"name": "get_weather"}], "tools[0]: expected a @metis.tool function"),
+    ],
+)
+def test_tools_not_given_as_a_list_of_tools_are_an_invalid_request(
+    at_emulator: Emulator, tools: Any, said: str
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        metis.complete(MODEL, "Weather in Paris?", tools=tools)
+    assert said in str(caught.value)
+    assert at_emulator.stats.requests == 0
+
+
+def test_an_output_type_with_no_json_schema_is_a_config_error(at_emulator: Emulator) -> None:
+    with pytest.raises(ConfigError, match=r"output_type socket\.socket has no JSON schema"):
+        metis.complete(MODEL, "Hi", output_type=socket.socket)
+    session = metis.Session(MODEL)
+    with pytest.raises(ConfigError, match=r"output_type socket\.socket has no JSON schema"):
+        session.run("Hi", output_type=socket.socket)
+    assert at_emulator.stats.requests == 0
+
+
+@pytest.mark.parametrize(
+    ("option", "setting"),
+    [
+        ("regoin", "region"),
+        ("region", "region"),
+        ("project", "project"),
+        ("keep_alive", "keep_alive"),
+    ],
+)
+def test_a_provider_setting_given_as_an_option_says_it_goes_in_settings(
+    option: str, setting: str
+) -> None:
+    expected = f"did you mean settings={{{setting!r}: ...}}?"
+    with pytest.raises(UnknownOptionError) as caught:
+        metis.complete("bedrock:us.amazon.nova-micro-v1:0", "Hi", **{option: "x"})
+    assert expected in str(caught.value)
+    with pytest.raises(UnknownOptionError) as caught:
+        metis.Session("bedrock:us.amazon.nova-micro-v1:0", **{option: "x"})  # type: ignore[call-overload]
+    assert expected in str(caught.value)
+
+
+def test_a_misspelt_call_option_still_names_the_option() -> None:
+    with pytest.raises(UnknownOptionError, match="did you mean 'reasoning'"):
+        metis.complete(MODEL, "Hi", resoning="high")  # type: ignore[call-overload]
+
+
+def test_a_misspelt_model_refused_by_the_provider_notes_the_catalogs_nearest(
+    at_emulator: Emulator,
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        metis.complete("anthropic:claude-sonet-4-5", "Hi")
+    assert caught.value.provider_status == 404  # the provider's own "not found"
+    [note] = caught.value.__notes__
+    assert note.startswith(
+        "metis: 'claude-sonet-4-5' is not in the model catalog for anthropic; the nearest it "
+        "has: claude-sonnet-4-5, "
+    )
+
+
+def test_no_catalog_guess_for_a_model_the_catalog_knows() -> None:
+    from metis.calls.request import unknown_model_note
+
+    adapter = metis.build_adapter("anthropic", api_key="k")
+    assert unknown_model_note(adapter, "anthropic:claude-sonnet-4-5") is None
+    assert unknown_model_note(adapter, "anthropic:claude-sonet-4-5") is not None
