@@ -287,11 +287,13 @@ async def test_a_turn_the_server_never_reads_ends_in_the_first_event_timeout() -
             max_retries=0,
             capabilities={"max_context_tokens": 10_000_000},
         )
-        transport = WebSocketTransport(first_event_timeout=0.5)  # the connection opens in it
+        # The connection opens within it, and the 6 MB turn is prepared before: 2 s leaves
+        # a loaded machine room for both (0.5 s once did not)
+        transport = WebSocketTransport(first_event_timeout=2.0)
         adapter.pipeline.replace("websocket_transport", transport)
         async with adapter, session_on(adapter) as session:
             with anyio.move_on_after(30) as hang_guard:  # not a timing check: a hang fails
-                with pytest.raises(NetworkError, match=r"nothing arrived within 0.5 s"):
+                with pytest.raises(NetworkError, match=r"nothing arrived within 2 s"):
                     await session.asend(long_text)
             assert not hang_guard.cancelled_caught
             assert not transport_of(adapter).holds(session.session_id)
