@@ -25,6 +25,14 @@ class RequestTooLargeError(InvalidRequestError):
     """A body over the configured size limit: 413."""
 
 
+class RouteNotFoundError(InvalidRequestError):
+    """A path the gateway does not serve: 404."""
+
+
+class MethodNotAllowedError(InvalidRequestError):
+    """A served path asked with another method than its own: 405."""
+
+
 class GatewayAuthError(AdapterError):
     """A missing or wrong gateway key: 401."""
 
@@ -82,6 +90,10 @@ def _special(error: AdapterError) -> tuple[int, str, str | None] | None:
         return 404, "not_found_error", "model_not_found"
     if isinstance(error, PreviousResponseNotFoundError):
         return 400, "invalid_request_error", "previous_response_not_found"
+    if isinstance(error, RouteNotFoundError):
+        return 404, "not_found_error", None
+    if isinstance(error, MethodNotAllowedError):
+        return 405, "invalid_request_error", None
     if isinstance(error, RequestTooLargeError):
         return 413, "request_too_large", "request_too_large"
     if isinstance(error, GatewayTimeoutError):

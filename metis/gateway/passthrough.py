@@ -19,8 +19,6 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import anyio
-
 from metis.adapter.adapter import Adapter
 from metis.errors import AdapterError, ProtocolError
 from metis.gateway.errors import GatewayTimeoutError
@@ -32,6 +30,7 @@ from metis.gateway.passthrough_call import (
     Upstream,
     classified,
     ended,
+    in_time,
     own_thinking,
     speaks,
 )
@@ -69,6 +68,8 @@ class PassThrough:
         if not isinstance(body.get("stream", False), bool):
             return None  # the translated reader says what is wrong with it
         if not isinstance(body.get("previous_response_id", ""), str):
+            return None
+        if api == "responses" and not isinstance(body.get("input", ""), str | list):
             return None
         target = self.gateway.models.resolve(body["model"])
         if not isinstance(target.chat_model, Adapter):  # a route: metis.gateway.routed
@@ -173,7 +174,7 @@ class PassThrough:
         except Exception as exc:
             error = exchange.translate(exc)
             if isinstance(error, AdapterError):
-                passing.error = classified(error, call)
+                error = passing.error = classified(in_time(error, call), call)
             raise error from exc
         finally:
             await exchange.aclose()
@@ -239,10 +240,8 @@ class PassThrough:
             if not isinstance(error, AdapterError):
                 raise
             assert passing.call is not None
-            deadline = passing.call.deadline
-            if deadline is not None and anyio.current_time() >= deadline:
-                error = self.late  # the upstream read ran out of the request's own deadline
-            passing.error = classified(error, passing.call)
+            passing.error = classified(in_time(error, passing.call), passing.call)
+            error = passing.error
             self.gateway.metrics.error(passing.api, error.error_class.value)
             yield self.error_bytes(passing, error)
         finally:

@@ -98,7 +98,7 @@ class ResponsesRelay(Relay):
                 self.failed = _error_type({"error": response.get("error")})
             return event(name, obj)
         if name == "error":
-            self.failed = str(obj.get("code") or _error_type(obj))
+            self.failed = _error_type(obj)
         return raw + b"\n\n"
 
     def _read(self, response: dict[str, Any], ended: bool) -> None:

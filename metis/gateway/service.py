@@ -15,7 +15,7 @@ import anyio
 from pydantic import ValidationError
 
 from metis.core.ids import new_request_id
-from metis.errors import AdapterError, InvalidRequestError
+from metis.errors import AdapterError, InvalidRequestError, ProtocolError
 from metis.gateway import anthropic_api, chat_api, responses_api
 from metis.gateway.config import GatewayConfig
 from metis.gateway.errors import (
@@ -37,7 +37,7 @@ from metis.gateway.store import Owner, RedisResponseStore, ResponseStore, Stored
 from metis.model.content import Message, ProviderRaw, Role
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest
-from metis.model.response import CanonicalResponse, TokenUsage
+from metis.model.response import CanonicalResponse, StopKind, TokenUsage
 
 T = TypeVar("T")
 log = logging.getLogger("metis.gateway")
@@ -103,19 +103,22 @@ class Gateway:
 
     def authenticate(self, headers: Mapping[str, str]) -> KeyState | None:
         """The client's key, as ``x-api-key`` or ``Authorization: Bearer`` (both APIs' forms):
-        the simple key (None) or one of ``gateway.keys`` (its state)."""
+        the simple key (None) or one of ``gateway.keys`` (its state). A client sending both
+        (an SDK given a provider's key and the gateway's token) is served by the one that
+        is a key of this gateway, ``x-api-key`` first."""
         if self.api_key is None and not self.keys:
             return None
-        given = headers.get("x-api-key") or ""
         scheme, _, token = (headers.get("authorization") or "").partition(" ")
-        if not given and scheme.lower() == "bearer":
-            given = token.strip()
-        if given and self.api_key and hmac.compare_digest(given.encode(), self.api_key.encode()):
-            return None
-        found = self.keys.find(given) if given else None
-        if found is None:
-            raise GatewayAuthError("invalid or missing API key for this gateway")
-        return found
+        bearer = token.strip() if scheme.lower() == "bearer" else ""
+        for given in (headers.get("x-api-key") or "", bearer):
+            if not given:
+                continue
+            if self.api_key and hmac.compare_digest(given.encode(), self.api_key.encode()):
+                return None
+            found = self.keys.find(given)
+            if found is not None:
+                return found
+        raise GatewayAuthError("invalid or missing API key for this gateway")
 
     async def prepare(self, api: str, body: Any, owner: Owner) -> Prepared:
         """``owner``: the key asking (metis.gateway.store.owner_of), whose stored responses
@@ -263,20 +266,25 @@ class Gateway:
         for the whole stream, not one per event). What it spent: charged to ``key``, and
         told in ``spent``."""
         used: tuple[str | None, TokenUsage | None] = (None, None)
+        cut = False
         try:
             item = first
             while item is not None:
-                yield writer.feed(item)
+                cut = isinstance(item, MessageComplete) and item.stop_reason.kind is StopKind.ERROR
+                if not cut:  # a stream cut short ends with its error event, not a normal end
+                    yield writer.feed(item)
                 if isinstance(item, MessageComplete):
                     charged = streamed_model(prepared, item)
                     used = (charged, item.usage)
                     self.metrics.usage(charged, item.usage)
-                    if response_id:
+                    if response_id and not cut:  # a failed response is not kept
                         reply = Message(role=Role.ASSISTANT, content=item.final_content)
                         await self._remember(prepared, response_id, reply)
                     if item.warnings:
                         log_dropped(prepared, warnings_of(item))
                 item = await anext(events, None)
+            if cut:  # the library raises the error after the ending: this one never came
+                raise ProtocolError("the stream ended with an error")
         except AdapterError as exc:
             self.metrics.error(api, exc.error_class.value)
             failed = error_reply(api, exc, prepared.request.request_id)
