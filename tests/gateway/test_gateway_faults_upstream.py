@@ -1,0 +1,182 @@
+"""Upstream faults behind the gateway, on each API and both paths, streamed and not: the
+emulator's refusals, a connection dropped before the answer or in the middle of a stream, a
+provider's in-stream error, an upstream that stalls past the request's deadline, an HTML 5xx
+and a refused connection. A fault before the answer begins is the API's error reply with its
+class's status; after, the stream ends with the API's own error event and nothing that says it
+ended well before it. The metrics count each in its class."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from metis.errors import ErrorClass
+from metis.gateway.app import create_app
+from metis.gateway.config import GatewayConfig
+from metis.testing.emulator import Emulator
+from tests.gateway_fixture import GATEWAY_KEY, gateway_config
+
+pytestmark = pytest.mark.anyio
+HEADERS = {"x-api-key": GATEWAY_KEY}
+SAID = "Hi there how are you today"
+ROUTES = [
+    # (api, path, body without model, model): a passed-through and a translated model each
+    (
+        "anthropic",
+        "/v1/messages",
+        {"max_tokens": 50, "messages": [{"role": "user", "content": SAID}]},
+        "sonnet",
+    ),  # noqa: E501
+    (
+        "anthropic",
+        "/v1/messages",
+        {"max_tokens": 50, "messages": [{"role": "user", "content": SAID}]},
+        "flash",
+    ),  # noqa: E501
+    ("chat", "/v1/chat/completions", {"messages": [{"role": "user", "content": SAID}]}, "gpt"),
+    ("chat", "/v1/chat/completions", {"messages": [{"role": "user", "content": SAID}]}, "flash"),
+    ("responses", "/v1/responses", {"input": SAID}, "gpt5"),
+    ("responses", "/v1/responses", {"input": SAID}, "flash"),
+]
+REFUSALS = {
+    # fault -> (status Anthropic, its type, status OpenAI, its type/code)
+    "rate_limit=7": (429, "rate_limit_error", 429, "requests/rate_limit_exceeded"),
+    "overloaded": (529, "overloaded_error", 503, "server_error/None"),
+    "server_error": (500, "api_error", 500, "server_error/None"),
+    "context_overflow": (
+        400,
+        "invalid_request_error",
+        400,
+        "invalid_request_error/context_length_exceeded",
+    ),
+    "drop=0": (502, "api_error", 502, "server_error/None"),
+    "stall=30;after=0": (504, "timeout_error", 504, "server_error/timeout"),
+}
+CUTS = ["drop=2", "stream_error", "stall=30;after=2"]
+"""Faults after a stream's first events."""
+ENDED_WELL = {
+    "anthropic": "event: message_stop",
+    "chat": "data: [DONE]",
+    "responses": "event: response.completed",
+}
+
+
+@pytest.fixture
+def emulator() -> Emulator:
+    return Emulator()
+
+
+def error_of(api: str, body: Any) -> str:
+    if api == "anthropic":
+        assert body["type"] == "error" and set(body["error"]) == {"type", "message"}, body
+        return str(body["error"]["type"])
+    assert set(body["error"]) == {"message", "type", "param", "code"}, body
+    return f"{body['error']['type']}/{body['error']['code']}"
+
+
+def client(app: Any) -> httpx.AsyncClient:
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    return httpx.AsyncClient(transport=transport, base_url="http://gw", timeout=60)
+
+
+def last_event(api: str, text: str) -> tuple[str, Any]:
+    """A stream's last event: its name (Anthropic, Responses; Chat: "") and its data."""
+    events = [part for part in text.split("\n\n") if part.strip()]
+    name, data = "", None
+    for line in events[-1].splitlines():
+        if line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data = json.loads(line[5:])
+    return name, data
+
+
+async def test_a_refusal_before_the_answer_is_the_callers_error(emulator: Emulator) -> None:
+    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.2}))
+    async with client(app) as gw:
+        for fault, (a_status, a_type, o_status, o_type) in REFUSALS.items():
+            for api, path, body, model in ROUTES:
+                for streamed in (False, True):
+                    if fault.startswith(("stall", "drop")) and streamed and model != "flash":
+                        continue  # the provider's 200 came: test_a_stream_cut_short_...
+                    emulator.clear_faults()
+                    emulator.push_fault(fault)
+                    sent = {"model": model, **body, "stream": streamed}
+                    reply = await gw.post(path, json=sent, headers=HEADERS)
+                    case = f"{fault} {api}/{model} stream={streamed}: {reply.text[:300]}"
+                    status, kind = (a_status, a_type) if api == "anthropic" else (o_status, o_type)
+                    assert reply.status_code == status, case
+                    assert error_of(api, reply.json()) == kind, case
+                    if fault.startswith("rate_limit"):
+                        assert reply.headers["retry-after"] == "7", case
+        metrics = (await gw.get("/metrics")).text
+    classes = {item.value for item in ErrorClass}
+    for line in metrics.splitlines():
+        if line.startswith("metis_gateway_errors_total{"):
+            assert line.split('error_class="')[1].split('"')[0] in classes, line
+
+
+async def test_a_stream_cut_short_ends_with_the_apis_error_event(emulator: Emulator) -> None:
+    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.2}))
+    async with client(app) as gw:
+        for fault in CUTS:
+            for api, path, body, model in ROUTES:
+                emulator.clear_faults()
+                emulator.push_fault(fault)
+                sent = {"model": model, **body, "stream": True}
+                reply = await gw.post(path, json=sent, headers=HEADERS)
+                case = f"{fault} {api}/{model}: {reply.text[-600:]}"
+                assert reply.status_code == 200, case
+                assert ENDED_WELL[api] not in reply.text, case
+                name, data = last_event(api, reply.text)
+                if api == "anthropic":
+                    assert name == "error" and error_of(api, data), case
+                elif api == "chat":
+                    assert error_of(api, data), case
+                else:
+                    assert name == "response.failed" and data["response"]["error"]["code"], case
+                if fault.startswith("stall"):
+                    assert "timeout" in reply.text.rsplit("\n\n", 2)[-2], case
+        metrics = (await gw.get("/metrics")).text
+    classes = {item.value for item in ErrorClass}
+    for line in metrics.splitlines():
+        if line.startswith("metis_gateway_errors_total{"):
+            assert line.split('error_class="')[1].split('"')[0] in classes, line
+
+
+def gateway_config_with(emulator: Emulator, transport: httpx.AsyncBaseTransport) -> GatewayConfig:
+    """The fixture's configuration with every upstream answered by ``transport``."""
+    original = emulator.client
+    emulator.client = lambda: httpx.AsyncClient(transport=transport)  # type: ignore[method-assign]
+    try:
+        return gateway_config(emulator)
+    finally:
+        emulator.client = original  # type: ignore[method-assign]
+
+
+async def test_an_html_5xx_and_a_refused_connection(emulator: Emulator) -> None:
+    def html(request: httpx.Request) -> httpx.Response:
+        page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+        return httpx.Response(502, content=page, headers={"content-type": "text/html"})
+
+    def refused(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+
+    for case, handler, a_status, o_status in (
+        ("an HTML 502", html, (500, 502), (500, 502)),
+        ("connection refused", refused, (502,), (502,)),
+    ):
+        app = create_app(gateway_config_with(emulator, httpx.MockTransport(handler)))
+        async with client(app) as gw:
+            for api, path, body, model in ROUTES:
+                for streamed in (False, True):
+                    sent = {"model": model, **body, "stream": streamed}
+                    reply = await gw.post(path, json=sent, headers=HEADERS)
+                    said = f"{case} {api}/{model} stream={streamed}: {reply.text[:300]}"
+                    statuses = a_status if api == "anthropic" else o_status
+                    assert reply.status_code in statuses, said
+                    assert error_of(api, reply.json()), said
+                    assert "sk-upstream" not in reply.text, said
