@@ -29,13 +29,13 @@ ROUTES = [
         "/v1/messages",
         {"max_tokens": 50, "messages": [{"role": "user", "content": SAID}]},
         "sonnet",
-    ),  # noqa: E501
+    ),
     (
         "anthropic",
         "/v1/messages",
         {"max_tokens": 50, "messages": [{"role": "user", "content": SAID}]},
         "flash",
-    ),  # noqa: E501
+    ),
     ("chat", "/v1/chat/completions", {"messages": [{"role": "user", "content": SAID}]}, "gpt"),
     ("chat", "/v1/chat/completions", {"messages": [{"role": "user", "content": SAID}]}, "flash"),
     ("responses", "/v1/responses", {"input": SAID}, "gpt5"),
