@@ -180,3 +180,4 @@ async def test_an_html_5xx_and_a_refused_connection(emulator: Emulator) -> None:
                     assert reply.status_code in statuses, said
                     assert error_of(api, reply.json()), said
                     assert "sk-upstream" not in reply.text, said
+
