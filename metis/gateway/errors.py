@@ -7,6 +7,7 @@ exception class from the status, so each error class keeps the status the provid
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,8 +105,8 @@ def _special(error: AdapterError) -> tuple[int, str, str | None] | None:
 
 
 def _headers(error: AdapterError) -> dict[str, str]:
-    if error.retry_after_seconds is not None:
-        return {"retry-after": f"{max(0.0, error.retry_after_seconds):g}"}
+    if error.retry_after_seconds is not None:  # whole seconds, as RFC 9110 writes a delay
+        return {"retry-after": str(math.ceil(max(0.0, error.retry_after_seconds)))}
     return {}
 
 

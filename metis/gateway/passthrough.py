@@ -45,6 +45,7 @@ from metis.model.content import ProviderRaw
 from metis.transport.exchange import Exchange
 
 log = logging.getLogger("metis.gateway")
+EVENTS = "text/event-stream"
 PATH_HEADER = "x-metis-path"
 """``pass-through`` or ``translated``: which way the gateway answered."""
 LIMITS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
@@ -205,7 +206,14 @@ class PassThrough:
     async def opened(self, passing: Passing, headers: Mapping[str, str]) -> AsyncIterator[bytes]:
         """The call sent and its stream open: its bytes, relayed, to come."""
         relay = passing.relay = self._relay(passing)
-        exchange, _ = await self.upstream.open(passing, headers)
+        exchange, call = await self.upstream.open(passing, headers)
+        kind = (exchange.content_type or EVENTS).split(";")[0].strip().lower()
+        if kind != EVENTS:  # an answer the caller's SDK could not read as a stream
+            await exchange.aclose()
+            passing.opened = False  # refused: counted with its status (metis.gateway.app)
+            said = f"{call.provider} answered a stream with {kind[:100]}, not events"
+            passing.error = classified(ProtocolError(said, provider=call.provider), call)
+            raise passing.error
         return self._chunks(passing, relay, exchange)
 
     @property
@@ -235,6 +243,9 @@ class PassThrough:
                     yield out
             if out := relay.end():
                 yield out
+            if not relay.finished:
+                said = f"{passing.adapter.name} ended the stream before its last event"
+                raise ProtocolError(said, provider=passing.adapter.name)
         except Exception as exc:
             error = exchange.translate(exc)
             if not isinstance(error, AdapterError):

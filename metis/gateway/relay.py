@@ -109,6 +109,12 @@ class Relay:
         self.failed: str | None = None
         self._held = b""
 
+    @property
+    def finished(self) -> bool:
+        """Whether the provider said how the answer ended (its stop, or an error event): a
+        stream that ends without it was cut short."""
+        return self.stop is not None or self.failed is not None
+
     def feed(self, chunk: bytes) -> bytes:
         held = self._held + chunk
         if b"\r" in held:

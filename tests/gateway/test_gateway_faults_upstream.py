@@ -181,3 +181,88 @@ async def test_an_html_5xx_and_a_refused_connection(emulator: Emulator) -> None:
                     assert error_of(api, reply.json()), said
                     assert "sk-upstream" not in reply.text, said
 
+
+FIRST_EVENTS = {
+    "/messages": b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1",'
+    b'"type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],'
+    b'"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}\n\n',
+    "/chat/completions": b'data: {"id":"c","object":"chat.completion.chunk","created":0,'
+    b'"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},'
+    b'"finish_reason":null}]}\n\n',
+    "/responses": b'event: response.created\ndata: {"type":"response.created",'
+    b'"sequence_number":0,"response":{"id":"resp_1","object":"response",'
+    b'"status":"in_progress","model":"gpt-5","output":[]}}\n\n',
+}
+SSE = {"content-type": "text/event-stream"}
+WRONG_STREAMS: dict[str, Any] = {
+    # case -> (the upstream's answer to a stream, the gateway's status)
+    "HTML": (
+        lambda path: httpx.Response(200, content=b"<html/>", headers={"content-type": "text/html"}),
+        500,
+    ),
+    "JSON": (lambda path: httpx.Response(200, json={"id": "x"}), 500),
+    "no events at all": (lambda path: httpx.Response(200, headers=SSE, content=b""), 200),
+    "an event that is not JSON": (
+        lambda path: httpx.Response(200, headers=SSE, content=b"data: {not json}\n\n"),
+        200,
+    ),
+    "its first event, then a clean end": (
+        lambda path: httpx.Response(200, headers=SSE, content=FIRST_EVENTS[path]),
+        200,
+    ),
+}
+
+
+async def test_a_passed_through_stream_answered_wrong_ends_in_error(emulator: Emulator) -> None:
+    """An upstream that answers a stream with no events, or ends it before its last event
+    (the connection closed cleanly), leaves the caller an error, not a stream that looks
+    whole or a body its SDK cannot read."""
+    for case, (answer, status) in WRONG_STREAMS.items():
+
+        def handler(request: httpx.Request) -> httpx.Response:
+            path = request.url.path.removeprefix("/v1")
+            return answer(path)  # type: ignore[no-any-return]  # noqa: B023
+
+        app = create_app(gateway_config_with(emulator, httpx.MockTransport(handler)))
+        async with client(app) as gw:
+            for api, path, body, model in ROUTES:
+                if model == "flash":  # the translated path: the library reads the stream
+                    continue
+                sent = {"model": model, **body, "stream": True}
+                reply = await gw.post(path, json=sent, headers=HEADERS)
+                said = f"{case} {api}/{model}: {reply.status_code} {reply.text[-400:]}"
+                assert reply.status_code == status, said
+                if status != 200:
+                    assert "not events" in error_of(api, reply.json()) + reply.text, said
+                    continue
+                assert ENDED_WELL[api] not in reply.text, said
+                name, data = last_event(api, reply.text)
+                if api == "anthropic":
+                    assert name == "error" and error_of(api, data), said
+                elif api == "chat":
+                    assert error_of(api, data), said
+                else:
+                    assert name == "response.failed", said
+                    assert data["response"]["id"].startswith("resp_"), said
+            metrics = (await gw.get("/metrics")).text
+        assert 'error_class="other"' in metrics, case
+
+
+async def test_retry_after_is_whole_seconds(emulator: Emulator) -> None:
+    """A provider's Retry-After as an HTTP date, or a fraction, goes to the caller as whole
+    seconds, the form RFC 9110 gives a delay (not ``2.3e+09``)."""
+    for given, expected in (("Wed, 21 Oct 2099 07:28:00 GMT", None), ("0.5", "1")):
+
+        def limited(request: httpx.Request) -> httpx.Response:
+            body = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}}
+            return httpx.Response(429, json=body, headers={"retry-after": given})  # noqa: B023
+
+        app = create_app(gateway_config_with(emulator, httpx.MockTransport(limited)))
+        async with client(app) as gw:
+            for api, path, body, model in ROUTES:
+                reply = await gw.post(path, json={"model": model, **body}, headers=HEADERS)
+                said = f"{given} {api}/{model}: {reply.headers}"
+                assert reply.status_code == 429, said
+                after = reply.headers.get("retry-after")
+                assert after is not None and after.isdigit(), said
+                assert expected is None or after == expected, said
