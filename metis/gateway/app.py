@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, TypeVar
 
@@ -280,6 +280,26 @@ def _lifespan(
     return lifespan
 
 
+def _routes(
+    served: Sequence[tuple[str, Callable[[Request], Awaitable[Response]], str]],
+) -> list[Route]:
+    """The APIs' routes; a trailing slash is served as the path itself, not redirected (which
+    would make the client send a POST's body again)."""
+    return [
+        Route(path + slash, endpoint, methods=[method])
+        for path, endpoint, method in served
+        for slash in ("", "/")
+    ]
+
+
+def _middleware(config: GatewayConfig) -> list[Middleware]:
+    if config.tracer is None:
+        return []
+    from metis.gateway.tracing import ServerSpans
+
+    return [Middleware(ServerSpans, tracer=config.tracer)]
+
+
 def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlette:
     """The gateway's ASGI application over ``config``; its lifespan closes the adapters.
     ``metrics_dir``: a directory the workers of one server share their metrics in."""
@@ -322,21 +342,13 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
         ("/v1/responses", responses, "POST"),
         ("/v1/models", models, "GET"),
     ]
-    routes = [  # a trailing slash is served as the path, not redirected (a POST's body again)
-        Route(path + slash, endpoint, methods=[method])
-        for path, endpoint, method in served
-        for slash in ("", "/")
-    ]
-    routes += [
+    routes = [
+        *_routes(served),
         Route("/health", health, methods=["GET"]),
         Route("/ready", ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
-    middleware = []
-    if config.tracer is not None:
-        from metis.gateway.tracing import ServerSpans
-
-        middleware.append(Middleware(ServerSpans, tracer=config.tracer))
+    middleware = _middleware(config)
     lifespan = _lifespan(gateway, shared, state)
     handlers = {404: _no_route, 405: _no_route}
     app = Starlette(
