@@ -139,7 +139,8 @@ async def _answered(routed: Routed, api: str, request: Request) -> Response:
     key = gateway.authenticate(request.headers)
     if api == "anthropic":
         _check_version(request)
-    raw = await read_raw(request, gateway.settings.max_request_bytes)
+    settings = gateway.settings
+    raw = await read_raw(request, settings.max_request_bytes, settings.request_timeout_seconds)
     body = parse_body(raw)
     owner = owner_of(key)
     passing = passer.plan(api, body, raw, owner)
@@ -174,7 +175,8 @@ async def _count_tokens(gateway: Gateway, request: Request) -> Response:
     key's models, the request's deadline, and the client's disconnect."""
     key = gateway.authenticate(request.headers)
     _check_version(request)
-    body = await read_body(request, gateway.settings.max_request_bytes)
+    settings = gateway.settings
+    body = await read_body(request, settings.max_request_bytes, settings.request_timeout_seconds)
     if isinstance(body, dict):
         body = {**body, "max_tokens": body.get("max_tokens") or 1}
     prepared = await gateway.prepare("anthropic", body, owner_of(key))

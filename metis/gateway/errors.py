@@ -34,6 +34,10 @@ class MethodNotAllowedError(InvalidRequestError):
     """A served path asked with another method than its own: 405."""
 
 
+class RequestTimeoutError(InvalidRequestError):
+    """A request whose body did not arrive within the per-request timeout: 408."""
+
+
 class GatewayAuthError(AdapterError):
     """A missing or wrong gateway key: 401."""
 
@@ -95,6 +99,8 @@ def _special(error: AdapterError) -> tuple[int, str, str | None] | None:
         return 404, "not_found_error", None
     if isinstance(error, MethodNotAllowedError):
         return 405, "invalid_request_error", None
+    if isinstance(error, RequestTimeoutError):
+        return 408, "timeout_error", "request_timeout"
     if isinstance(error, RequestTooLargeError):
         return 413, "request_too_large", "request_too_large"
     if isinstance(error, GatewayTimeoutError):

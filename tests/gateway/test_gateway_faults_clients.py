@@ -211,3 +211,42 @@ def test_shutdown_drains_many_passed_through_streams(emulator: Emulator) -> None
             client.join(60)
     assert len(texts) == count
     assert all("message_stop" in text and "more " in text for text in texts), texts
+
+
+async def send_half(emulator: Emulator, then: str) -> list[dict[str, Any]]:
+    """A client that sends half its body, then goes away (``then="leave"``) or sends nothing
+    more (``"stall"``); what the gateway sent it."""
+    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.05}))
+    parts = [{"type": "http.request", "body": b'{"model": "sonnet", ', "more_body": True}]
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        if parts:
+            return parts.pop()
+        if then == "stall":
+            await anyio.sleep_forever()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    with anyio.fail_after(60):  # a bound on a hang, not a timing: it ends at once when right
+        await app(scope(), receive, send)
+    metrics = app.state.gateway.metrics.render()
+    return [*sent, {"metrics": metrics}]
+
+
+async def test_a_body_that_stops_coming_is_refused_in_the_callers_shape(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    for then, status, kind, counted in (
+        ("leave", 499, "api_error", "cancelled"),
+        ("stall", 408, "timeout_error", "invalid_request"),
+    ):
+        caplog.clear()
+        *sent, metrics = await send_half(emulator, then)
+        case = f"{then}: {sent}"
+        assert sent[0]["status"] == status, case
+        assert json.loads(sent[1]["body"])["error"]["type"] == kind, case
+        assert f'error_class="{counted}"' in metrics["metrics"], case
+        assert "gateway request failed" not in caplog.text, case  # not the gateway's own fault
