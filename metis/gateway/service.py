@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ from metis.model.response import CanonicalResponse, StopKind, TokenUsage
 
 T = TypeVar("T")
 log = logging.getLogger("metis.gateway")
+UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
+"""What an HTTP header value may not hold (a control character ends the connection)."""
 DROPPED_HEADER = "x-metis-dropped"
 """Names what the gateway left out of the request (docs/gateway.md)."""
 
@@ -361,8 +364,8 @@ def warnings_of(response: CanonicalResponse | MessageComplete) -> list[str]:
 def dropped_headers(reported: list[str]) -> dict[str, str]:
     if not reported:
         return {}
-    text = "; ".join(reported).encode("ascii", "replace").decode()
-    return {DROPPED_HEADER: text.replace("\r", " ").replace("\n", " ")[:2000]}
+    text = UNPRINTABLE.sub("?", "; ".join(reported)[:2000])  # the caller's own field names
+    return {DROPPED_HEADER: text}
 
 
 def log_dropped(prepared: Prepared, reported: list[str]) -> None:

@@ -428,3 +428,26 @@ async def test_count_tokens_failures_are_classified_and_bounded(emulator: Emulat
             assert reply.status_code == status and error_of("anthropic", reply) == kind, said
             metrics = (await gw.get("/metrics")).text
             assert 'metis_gateway_errors_total{api="anthropic"' in metrics, said
+
+
+async def test_odd_field_and_model_names_stay_out_of_headers_and_bounded(
+    emulator: Emulator,
+) -> None:
+    """A field left out is named in ``x-metis-dropped``: a name with a control character (which
+    ends the connection when a server writes it in a header) is written printable. A model
+    name of any length is refused without echoing it whole."""
+    app = create_app(gateway_config(emulator))
+    body = {"model": "flash", "max_tokens": 20, "messages": SAID}
+    async with client(app) as gw:
+        for name in ("a\x00b", "a\x7fb", "a\tb", "é", "a\u2028b", "a\r\nSet-Cookie: x"):
+            reply = await gw.post("/v1/messages", json={**body, name: 1}, headers=HEADERS)
+            case = f"{name!r}: {reply.status_code} {reply.headers}"
+            dropped = reply.headers.get("x-metis-dropped", "")
+            assert reply.status_code == 200 and dropped, case
+            assert all(" " <= c <= "~" for c in dropped), case
+        for label, api, path, body in each_route():
+            long = {**body, "model": "m" * 1_000_000}
+            reply = await gw.post(path, json=long, headers=HEADERS)
+            case = f"{label}: {reply.status_code} {reply.text[:300]}"
+            assert reply.status_code == 404 and len(reply.content) < 1000, case
+            error_of(api, reply)
