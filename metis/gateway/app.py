@@ -3,6 +3,7 @@ providers' endpoints, the model list, health and readiness."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -29,10 +30,12 @@ from metis.gateway.errors import (
     RouteNotFoundError,
 )
 from metis.gateway.keys_redis import RedisLedger
+from metis.gateway.metrics import Metrics
 from metis.gateway.metrics_shared import SharedMetrics
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.routed import Routed
 from metis.gateway.service import (
+    LATE,
     Gateway,
     Prepared,
     StreamResult,
@@ -51,11 +54,13 @@ T = TypeVar("T")
 
 class DeadlineStream(CoalescingStream):
     """A stream that ends by its deadline: with the API's own error event when the upstream
-    call runs past it (the upstream call is cancelled, as when the client goes away)."""
+    call runs past it (the upstream call is cancelled, as when the client goes away), or
+    when it fails in a way no error class names (a bug: logged, and the client told, not
+    left with a connection cut in the middle of a stream). Each is counted in its class."""
 
-    def __init__(self, result: StreamResult) -> None:
+    def __init__(self, result: StreamResult, metrics: Metrics, api: str) -> None:
         super().__init__(result.chunks, headers=result.headers)
-        self.result = result
+        self.result, self.metrics, self.api = result, metrics, api
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         started: list[bool] = []
@@ -64,10 +69,22 @@ class DeadlineStream(CoalescingStream):
             started.append(True)
             await send(message)
 
-        with anyio.move_on_after(self.result.deadline - anyio.current_time()) as scope_:
-            await super().__call__(scope, receive, sending)
+        try:
+            with anyio.move_on_after(self.result.deadline - anyio.current_time()) as scope_:
+                await super().__call__(scope, receive, sending)
+        except Exception:
+            if not started:
+                raise
+            log.exception("gateway stream failed", extra={"event": "metis.gateway.error"})
+            await self._end(AdapterError("internal gateway error"), send)
+            return
         if scope_.cancelled_caught and started:
-            body = self.result.timed_out()
+            await self._end(GatewayTimeoutError(LATE), send)
+
+    async def _end(self, error: AdapterError, send: Any) -> None:
+        self.metrics.error(self.api, error.error_class.value)
+        body = self.result.failed(error)
+        with contextlib.suppress(OSError):  # the client may be gone too
             await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
@@ -136,6 +153,7 @@ async def _guarded(gateway: Gateway, api: str, answer: Awaitable[Response]) -> R
 
 async def _answered(routed: Routed, api: str, request: Request) -> Response:
     gateway, passer = routed.gateway, routed.passer
+    counted = (gateway.metrics, api)  # a stream's failures, counted where it ends
     key = gateway.authenticate(request.headers)
     if api == "anthropic":
         _check_version(request)
@@ -146,14 +164,14 @@ async def _answered(routed: Routed, api: str, request: Request) -> Response:
     passing = passer.plan(api, body, raw, owner)
     if passing is not None:
         if passing.stream:
-            return DeadlineStream(await passer.stream(passing, request.headers, key))
+            return DeadlineStream(await passer.stream(passing, request.headers, key), *counted)
         work = passer.complete(passing, request.headers, key)
     else:
         prepared = await gateway.prepare(api, body, owner)
         if routed.takes(api, prepared):  # a route with a model of the caller's API
             if prepared.inbound.stream:
                 return DeadlineStream(
-                    await routed.stream(api, prepared, body, raw, request.headers, key)
+                    await routed.stream(api, prepared, body, raw, request.headers, key), *counted
                 )
             work = routed.complete(api, prepared, body, raw, request.headers, key)
         else:
@@ -162,7 +180,7 @@ async def _answered(routed: Routed, api: str, request: Request) -> Response:
             if prepared.inbound.stream:
                 streamed = await gateway.stream(api, prepared, key)
                 streamed.headers[PATH_HEADER] = "translated"
-                return DeadlineStream(streamed)
+                return DeadlineStream(streamed, *counted)
             work = gateway.complete(api, prepared, key)
     result = await until_disconnect(request, work)
     if result is None:  # the client went away: no one reads this

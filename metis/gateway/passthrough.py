@@ -21,7 +21,6 @@ from typing import Any
 
 from metis.adapter.adapter import Adapter
 from metis.errors import AdapterError, ProtocolError
-from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.keys import KeyState
 from metis.gateway.models import Target
 from metis.gateway.passthrough_call import (
@@ -200,7 +199,7 @@ class PassThrough:
             self._settled(passing, chunks, key),
             self.headers(passing, True),
             passing.call.deadline,  # type: ignore[union-attr]
-            lambda: self.timed_out(passing),
+            lambda error: self.error_bytes(passing, error),
         )
 
     async def opened(self, passing: Passing, headers: Mapping[str, str]) -> AsyncIterator[bytes]:
@@ -215,13 +214,6 @@ class PassThrough:
             passing.error = classified(ProtocolError(said, provider=call.provider), call)
             raise passing.error
         return self._chunks(passing, relay, exchange)
-
-    @property
-    def late(self) -> GatewayTimeoutError:
-        return GatewayTimeoutError("the request took longer than the gateway allows")
-
-    def timed_out(self, passing: Passing) -> bytes:
-        return self.error_bytes(passing, self.late)
 
     def error_bytes(self, passing: Passing, error: AdapterError) -> bytes:
         request_id = passing.call.request_id if passing.call is not None else ""

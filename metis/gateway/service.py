@@ -44,6 +44,7 @@ T = TypeVar("T")
 log = logging.getLogger("metis.gateway")
 UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
 """What an HTTP header value may not hold (a control character ends the connection)."""
+LATE = "the request took longer than the gateway allows"
 DROPPED_HEADER = "x-metis-dropped"
 """Names what the gateway left out of the request (docs/gateway.md)."""
 
@@ -63,7 +64,7 @@ class StreamResult:
     chunks: AsyncIterator[bytes]
     headers: dict[str, str]
     deadline: float
-    timed_out: Callable[[], bytes]
+    failed: Callable[[AdapterError], bytes]
 
 
 @dataclass(slots=True)
@@ -180,7 +181,7 @@ class Gateway:
             with anyio.fail_after(self.settings.request_timeout_seconds):
                 response = await prepared.target.chat_model.complete(prepared.request)
         except TimeoutError:
-            raise GatewayTimeoutError("the request took longer than the gateway allows") from None
+            raise GatewayTimeoutError(LATE) from None
         finally:
             if key is not None:
                 await self.keys.release(key, *spent_by(response))
@@ -233,12 +234,7 @@ class Gateway:
         headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
         headers.update(dropped_headers(prepared.reported))
 
-        def timed_out() -> bytes:
-            late = GatewayTimeoutError("the request took longer than the gateway allows")
-            failed = error_reply(api, late, prepared.request.request_id)
-            return writer.error(failed.status, failed.body)
-
-        return StreamResult(chunks, headers, deadline, timed_out)
+        return StreamResult(chunks, headers, deadline, ending(api, prepared, writer))
 
     def _writer(self, api: str, prepared: Prepared) -> tuple[BlockWriter, str]:
         model = prepared.inbound.model
@@ -310,6 +306,16 @@ class Spent:
     usage: TokenUsage | None = None
 
 
+def ending(api: str, prepared: Prepared, writer: BlockWriter) -> Callable[[AdapterError], bytes]:
+    """The bytes that end a translated stream the gateway cuts with ``error``."""
+
+    def failed(error: AdapterError) -> bytes:
+        reply = error_reply(api, error, prepared.request.request_id)
+        return writer.error(reply.status, reply.body)
+
+    return failed
+
+
 def spent_by(response: CanonicalResponse | None) -> tuple[str | None, TokenUsage | None]:
     """The model a whole answer is priced as, and its usage (None, None: no answer)."""
     if response is None:
@@ -347,7 +353,7 @@ async def next_by(events: AsyncIterator[T], deadline: float) -> T | None:
     except StopAsyncIteration:
         return None
     except TimeoutError:
-        raise GatewayTimeoutError("the request took longer than the gateway allows") from None
+        raise GatewayTimeoutError(LATE) from None
 
 
 async def aclose_shielded(events: AsyncIterator[Any]) -> None:

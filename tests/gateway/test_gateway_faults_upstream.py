@@ -8,6 +8,7 @@ ended well before it. The metrics count each in its class."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -16,6 +17,9 @@ import pytest
 from metis.errors import ErrorClass
 from metis.gateway.app import create_app
 from metis.gateway.config import GatewayConfig
+from metis.gateway.models import Target
+from metis.model.capabilities import AdapterCapabilities
+from metis.model.events import StreamEvent, TextDelta
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import GATEWAY_KEY, gateway_config
 
@@ -266,3 +270,43 @@ async def test_retry_after_is_whole_seconds(emulator: Emulator) -> None:
                 after = reply.headers.get("retry-after")
                 assert after is not None and after.isdigit(), said
                 assert expected is None or after == expected, said
+
+
+class Buggy:
+    """A model whose stream says one word, then fails in a way no error class names."""
+
+    async def _events(self) -> AsyncIterator[StreamEvent]:
+        yield TextDelta(0, "one ")
+        raise KeyError("a bug below the gateway")
+
+    def stream(self, request: Any) -> AsyncIterator[StreamEvent]:
+        return self._events()
+
+
+async def test_a_stream_that_fails_unclassified_ends_with_the_apis_error_event(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not a connection cut in the middle of the stream: the API's error event, the failure
+    logged and counted as the gateway's own (``other``)."""
+    app = create_app(gateway_config(emulator))
+    caps = AdapterCapabilities(max_output_tokens=100)
+    app.state.gateway.models.resolve = lambda name: Target(name, Buggy(), "x:y", caps)
+    async with client(app) as gw:
+        for api, path, body, model in ROUTES:
+            if model != "flash":
+                continue
+            reply = await gw.post(
+                path, json={"model": "m", **body, "stream": True}, headers=HEADERS
+            )
+            case = f"{api}: {reply.status_code} {reply.text[-400:]}"
+            assert reply.status_code == 200 and "internal gateway error" in reply.text, case
+            name, data = last_event(api, reply.text)
+            if api == "anthropic":
+                assert name == "error" and error_of(api, data) == "api_error", case
+            elif api == "chat":
+                assert error_of(api, data) == "server_error/None", case
+            else:
+                assert name == "response.failed", case
+        metrics = (await gw.get("/metrics")).text
+    assert 'metis_gateway_errors_total{api="chat",error_class="other"} 1' in metrics
+    assert "gateway stream failed" in caplog.text
