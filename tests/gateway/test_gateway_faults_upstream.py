@@ -86,6 +86,12 @@ def client(app: Any) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=transport, base_url="http://gw", timeout=60)
 
 
+def errors_counted(app: Any) -> float:
+    """The gateway's count of failed requests, every API and class."""
+    lines = app.state.gateway.metrics.render().splitlines()
+    return sum(float(line.split()[-1]) for line in lines if line.startswith("metis_gateway_err"))
+
+
 def last_event(api: str, text: str) -> tuple[str, Any]:
     """A stream's last event: its name (Anthropic, Responses; Chat: "") and its data."""
     events = [part for part in text.split("\n\n") if part.strip()]
@@ -131,9 +137,11 @@ async def test_a_stream_cut_short_ends_with_the_apis_error_event(emulator: Emula
                 emulator.clear_faults()
                 emulator.push_fault(fault)
                 sent = {"model": model, **body, "stream": True}
+                before = errors_counted(app)
                 reply = await gw.post(path, json=sent, headers=HEADERS)
                 case = f"{fault} {api}/{model}: {reply.text[-600:]}"
                 assert reply.status_code == 200, case
+                assert errors_counted(app) == before + 1, case  # counted once, in its class
                 assert ENDED_WELL[api] not in reply.text, case
                 name, data = last_event(api, reply.text)
                 if api == "anthropic":
