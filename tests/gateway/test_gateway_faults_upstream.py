@@ -266,6 +266,7 @@ async def test_retry_after_is_whole_seconds(emulator: Emulator) -> None:
     for given, expected in (("Wed, 21 Oct 2099 07:28:00 GMT", None), ("0.5", "1")):
 
         def limited(request: httpx.Request) -> httpx.Response:
+            assert GATEWAY_KEY not in str(request.headers.raw)  # the caller's key stays here
             body = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}}
             return httpx.Response(429, json=body, headers={"retry-after": given})  # noqa: B023
 
