@@ -66,7 +66,7 @@ class DeadlineStream(CoalescingStream):
         started: list[bool] = []
 
         async def sending(message: Any) -> None:
-            started.append(True)
+            started.append(message["type"] == "http.response.body" and not message.get("more_body"))
             await send(message)
 
         try:
@@ -76,13 +76,18 @@ class DeadlineStream(CoalescingStream):
             if not started:
                 raise
             log.exception("gateway stream failed", extra={"event": "metis.gateway.error"})
-            await self._end(AdapterError("internal gateway error"), send)
+            await self._end(AdapterError("internal gateway error"), send, started[-1])
             return
         if scope_.cancelled_caught and started:
-            await self._end(GatewayTimeoutError(LATE), send)
+            await self._end(GatewayTimeoutError(LATE), send, started[-1])
 
-    async def _end(self, error: AdapterError, send: Any) -> None:
-        self.metrics.error(self.api, error.error_class.value)
+    async def _end(self, error: AdapterError, send: Any, sent_all: bool) -> None:
+        """The stream ended by ``error``: its error event, unless all of it was sent already;
+        counted unless the stream counted its own end (the cut came as that went out)."""
+        if sent_all:
+            return
+        if not self.result.ended():
+            self.metrics.error(self.api, error.error_class.value)
         body = self.result.failed(error)
         with contextlib.suppress(OSError):  # the client may be gone too
             await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -200,6 +200,7 @@ class PassThrough:
             self.headers(passing, True),
             passing.call.deadline,  # type: ignore[union-attr]
             lambda error: self.error_bytes(passing, error),
+            lambda: self.ended(passing),
         )
 
     async def opened(self, passing: Passing, headers: Mapping[str, str]) -> AsyncIterator[bytes]:
@@ -214,6 +215,10 @@ class PassThrough:
             passing.error = classified(ProtocolError(said, provider=call.provider), call)
             raise passing.error
         return self._chunks(passing, relay, exchange)
+
+    def ended(self, passing: Passing) -> bool:
+        """Whether the stream made its own end (the provider's, or the gateway's error event)."""
+        return passing.error is not None or (passing.relay is not None and passing.relay.finished)
 
     def error_bytes(self, passing: Passing, error: AdapterError) -> bytes:
         request_id = passing.call.request_id if passing.call is not None else ""

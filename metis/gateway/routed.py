@@ -44,6 +44,7 @@ class Served:
     headers: dict[str, str] = field(default_factory=dict)
     spent: Spent = field(default_factory=Spent)
     failed: Callable[[AdapterError], bytes] | None = None
+    ended: Callable[[], bool] = lambda: False
 
 
 class Routed:
@@ -151,7 +152,7 @@ class Routed:
             raise
         assert served.failed is not None
         rest = self._rest(first, chunks, served, key)
-        return StreamResult(rest, served.headers, deadline, served.failed)
+        return StreamResult(rest, served.headers, deadline, served.failed, lambda: served.ended())
 
     async def _rest(
         self,
@@ -180,6 +181,7 @@ class Routed:
             chunks = await passer.opened(passing, headers)
             served.headers = passer.headers(passing, True)
             served.failed = lambda error: passer.error_bytes(passing, error)
+            served.ended = lambda: passer.ended(passing)
             async for chunk in chunks:
                 yield chunk
             await chunks.aclose()  # type: ignore[attr-defined]
@@ -205,6 +207,7 @@ class Routed:
         served.headers.update(dropped_headers(prepared.reported))
 
         served.failed = ending(api, prepared, writer)
+        served.ended = lambda: writer.ended
         chunks = gateway._chunks(
             api, prepared, events, first, writer, response_id, spent=served.spent
         )

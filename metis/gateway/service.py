@@ -65,6 +65,9 @@ class StreamResult:
     headers: dict[str, str]
     deadline: float
     failed: Callable[[AdapterError], bytes]
+    ended: Callable[[], bool] = lambda: False
+    """Whether the stream made its own end already (its last event, or its own error event,
+    counted where it was made): a cut that comes as it goes out is not counted again."""
 
 
 @dataclass(slots=True)
@@ -234,7 +237,8 @@ class Gateway:
         headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
         headers.update(dropped_headers(prepared.reported))
 
-        return StreamResult(chunks, headers, deadline, ending(api, prepared, writer))
+        failed = ending(api, prepared, writer)
+        return StreamResult(chunks, headers, deadline, failed, lambda: writer.ended)
 
     def _writer(self, api: str, prepared: Prepared) -> tuple[BlockWriter, str]:
         model = prepared.inbound.model
@@ -287,6 +291,7 @@ class Gateway:
         except AdapterError as exc:
             self.metrics.error(api, exc.error_class.value)
             failed = error_reply(api, exc, prepared.request.request_id)
+            writer.ended = True
             yield writer.error(failed.status, failed.body)
         finally:
             elapsed = time.monotonic() - prepared.started

@@ -11,10 +11,11 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
-from metis.errors import ErrorClass
+from metis.errors import ErrorClass, NetworkError
 from metis.gateway.app import create_app
 from metis.gateway.config import GatewayConfig
 from metis.gateway.models import Target
@@ -319,3 +320,35 @@ async def test_a_stream_that_fails_unclassified_ends_with_the_apis_error_event(
         metrics = (await gw.get("/metrics")).text
     assert 'metis_gateway_errors_total{api="chat",error_class="other"} 1' in metrics
     assert "gateway stream failed" in caplog.text
+
+
+class FailingLate:
+    """A model whose stream fails after one word, and whose failure takes past the request's
+    deadline to come out (its cleanup waits): the deadline cuts the stream as it ends."""
+
+    async def _events(self) -> AsyncIterator[StreamEvent]:
+        try:
+            yield TextDelta(0, "one ")
+            raise NetworkError("the connection dropped", provider="x")
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0.3)  # past the 0.05 s deadline
+
+    def stream(self, request: Any) -> AsyncIterator[StreamEvent]:
+        return self._events()
+
+
+async def test_a_stream_cut_as_it_fails_is_counted_once(emulator: Emulator) -> None:
+    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.05}))
+    caps = AdapterCapabilities(max_output_tokens=100)
+    app.state.gateway.models.resolve = lambda name: Target(name, FailingLate(), "x:y", caps)
+    async with client(app) as gw:
+        for api, path, body, model in ROUTES:
+            if model != "flash":
+                continue
+            before = errors_counted(app)
+            sent = {"model": "m", **body, "stream": True}
+            reply = await gw.post(path, json=sent, headers=HEADERS)
+            case = f"{api}: {reply.status_code} {reply.text[-400:]}"
+            assert reply.status_code == 200 and ENDED_WELL[api] not in reply.text, case
+            assert errors_counted(app) == before + 1, case
