@@ -352,3 +352,5 @@ async def test_a_stream_cut_as_it_fails_is_counted_once(emulator: Emulator) -> N
             case = f"{api}: {reply.status_code} {reply.text[-400:]}"
             assert reply.status_code == 200 and ENDED_WELL[api] not in reply.text, case
             assert errors_counted(app) == before + 1, case
+            name, data = last_event(api, reply.text)
+            assert name in ("error", "response.failed") or "error" in data, case
