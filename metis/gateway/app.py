@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 from starlette.applications import Starlette
@@ -19,22 +19,33 @@ from starlette.routing import Route
 
 from metis.errors import AdapterError, ConfigError, InvalidRequestError
 from metis.gateway.anthropic_api import VERSIONS
-from metis.gateway.coalesce import CoalescingStream
+from metis.gateway.body import parse_body, read_body, read_raw
 from metis.gateway.config import GatewayConfig
-from metis.gateway.errors import ModelNotFoundError, RequestTooLargeError
+from metis.gateway.endings import DeadlineStream, until_disconnect
+from metis.gateway.errors import (
+    GatewayPermissionError,
+    GatewayTimeoutError,
+    MethodNotAllowedError,
+    ModelNotFoundError,
+    RouteNotFoundError,
+)
 from metis.gateway.keys_redis import RedisLedger
 from metis.gateway.metrics_shared import SharedMetrics
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.routed import Routed
-from metis.gateway.service import Gateway, StreamResult, error_reply, log_dropped, request_id
+from metis.gateway.service import (
+    Gateway,
+    Prepared,
+    error_reply,
+    log_dropped,
+    request_id,
+)
 from metis.gateway.store import RedisResponseStore, owner_of
-from metis.wire.json_limits import loads
 
 log = logging.getLogger("metis.gateway")
 JSON = "application/json"
 METRICS_DIR_VARIABLE = "METIS_GATEWAY_METRICS_DIR"
 """Where the workers of ``metis serve --workers N`` share their metrics (set by the CLI)."""
-T = TypeVar("T")
 REQUEST_ID_HEADERS = {
     "anthropic": "request-id",
     "chat": "x-request-id",
@@ -42,79 +53,6 @@ REQUEST_ID_HEADERS = {
 }
 """Where each API names the request an answer is to (Anthropic's ``request-id``, OpenAI's
 ``x-request-id``)."""
-
-
-async def read_body(request: Request, limit: int) -> Any:
-    """The request's JSON body, refused past ``limit`` bytes before more is read."""
-    return parse_body(await read_raw(request, limit))
-
-
-def parse_body(raw: bytes) -> Any:
-    try:
-        return loads(raw)
-    except (ValueError, RecursionError):
-        raise InvalidRequestError("the request body is not valid JSON") from None
-
-
-async def read_raw(request: Request, limit: int) -> bytes:
-    """The request's body, refused past ``limit`` bytes before more is read."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise RequestTooLargeError(f"request body is larger than {limit} bytes")
-    received = bytearray()
-    async for chunk in request.stream():
-        received += chunk
-        if len(received) > limit:
-            raise RequestTooLargeError(f"request body is larger than {limit} bytes")
-    return bytes(received)
-
-
-class DeadlineStream(CoalescingStream):
-    """A stream that ends by its deadline: with the API's own error event when the upstream
-    call runs past it (the upstream call is cancelled, as when the client goes away)."""
-
-    def __init__(self, result: StreamResult) -> None:
-        super().__init__(result.chunks, headers=result.headers)
-        self.result = result
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        started: list[bool] = []
-
-        async def sending(message: Any) -> None:
-            started.append(True)
-            await send(message)
-
-        with anyio.move_on_after(self.result.deadline - anyio.current_time()) as scope_:
-            await super().__call__(scope, receive, sending)
-        if scope_.cancelled_caught and started:
-            body = self.result.timed_out()
-            await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-async def until_disconnect(request: Request, work: Awaitable[T]) -> T | None:
-    """``work``'s result, or None when the client disconnects first (``work`` is cancelled,
-    and the upstream call with it): a whole-body reply has no stream to notice it."""
-    found: list[T] = []
-    failed: list[Exception] = []
-
-    async def run(scope: anyio.CancelScope) -> None:
-        try:
-            found.append(await work)
-        except Exception as exc:  # raised below, outside the task group (not in a group)
-            failed.append(exc)
-        finally:
-            scope.cancel()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(run, group.cancel_scope)
-        while True:
-            message = await request.receive()
-            if message["type"] == "http.disconnect":
-                group.cancel_scope.cancel()
-                break
-    if failed:
-        raise failed[0]
-    return found[0] if found else None
 
 
 def _check_version(request: Request) -> None:
@@ -133,7 +71,7 @@ async def _answer(routed: Routed, api: str, request: Request) -> Response:
     """The request answered; a refused one is counted here (with no model: its name may be
     anything), a served one where it ends."""
     started, gateway, rid = time.monotonic(), routed.gateway, request_id()
-    response = await _answered(routed, api, request, rid)
+    response = await _guarded(gateway, api, _answered(routed, api, request), rid)
     if response.status_code != 200:
         gateway.metrics.request(api, "", response.status_code, time.monotonic() - started)
     _identified(response, api, rid)
@@ -148,65 +86,109 @@ def _identified(response: Response, api: str, rid: str) -> None:
         response.headers[header] = rid
 
 
-async def _answered(routed: Routed, api: str, request: Request, rid: str) -> Response:
-    gateway, passer = routed.gateway, routed.passer
+async def _guarded(gateway: Gateway, api: str, answer: Awaitable[Response], rid: str) -> Response:
+    """``answer``'s response, or its failure as an error reply in ``api``'s shape, counted in
+    its class (a failure that is not classified is the gateway's own: logged, and a 500)."""
     try:
-        key = gateway.authenticate(request.headers)
-        if api == "anthropic":
-            _check_version(request)
-        raw = await read_raw(request, gateway.settings.max_request_bytes)
-        body = parse_body(raw)
-        owner = owner_of(key)
-        passing = passer.plan(api, body, raw, owner)
-        if passing is not None:
-            if passing.stream:
-                return DeadlineStream(await passer.stream(passing, request.headers, key))
-            work = passer.complete(passing, request.headers, key)
-        else:
-            prepared = await gateway.prepare(api, body, owner)
-            if routed.takes(api, prepared):  # a route with a model of the caller's API
-                if prepared.inbound.stream:
-                    return DeadlineStream(
-                        await routed.stream(api, prepared, body, raw, request.headers, key)
-                    )
-                work = routed.complete(api, prepared, body, raw, request.headers, key)
-            else:
-                if prepared.reported:
-                    log_dropped(prepared, prepared.reported)
-                if prepared.inbound.stream:
-                    streamed = await gateway.stream(api, prepared, key)
-                    streamed.headers[PATH_HEADER] = "translated"
-                    return DeadlineStream(streamed)
-                work = gateway.complete(api, prepared, key)
-        result = await until_disconnect(request, work)
-        if result is None:  # the client went away: no one reads this
-            return Response(status_code=499)
-        return _json(result.status, result.body, {PATH_HEADER: "translated", **result.headers})
+        return await answer
     except AdapterError as exc:
         gateway.metrics.error(api, exc.error_class.value)
         failed = error_reply(api, exc, rid)
-        return _json(failed.status, failed.body, failed.headers)
     except Exception:
         gateway.metrics.error(api, "other")
         log.exception("gateway request failed", extra={"event": "metis.gateway.error"})
         failed = error_reply(api, AdapterError("internal gateway error"), rid)
-        return _json(failed.status, failed.body, failed.headers)
+    return _json(failed.status, failed.body, failed.headers)
+
+
+async def _answered(routed: Routed, api: str, request: Request) -> Response:
+    gateway, passer = routed.gateway, routed.passer
+    counted = (gateway.metrics, api)  # a stream's failures, counted where it ends
+    key = gateway.authenticate(request.headers)
+    if api == "anthropic":
+        _check_version(request)
+    settings = gateway.settings
+    raw = await read_raw(request, settings.max_request_bytes, settings.request_timeout_seconds)
+    body = parse_body(raw)
+    owner = owner_of(key)
+    passing = passer.plan(api, body, raw, owner)
+    if passing is not None:
+        if passing.stream:
+            return DeadlineStream(await passer.stream(passing, request.headers, key), *counted)
+        work = passer.complete(passing, request.headers, key)
+    else:
+        prepared = await gateway.prepare(api, body, owner)
+        if routed.takes(api, prepared):  # a route with a model of the caller's API
+            if prepared.inbound.stream:
+                return DeadlineStream(
+                    await routed.stream(api, prepared, body, raw, request.headers, key), *counted
+                )
+            work = routed.complete(api, prepared, body, raw, request.headers, key)
+        else:
+            if prepared.reported:
+                log_dropped(prepared, prepared.reported)
+            if prepared.inbound.stream:
+                streamed = await gateway.stream(api, prepared, key)
+                streamed.headers[PATH_HEADER] = "translated"
+                return DeadlineStream(streamed, *counted)
+            work = gateway.complete(api, prepared, key)
+    result = await until_disconnect(request, work)
+    if result is None:  # the client went away: no one reads this
+        return Response(status_code=499)
+    return _json(result.status, result.body, {PATH_HEADER: "translated", **result.headers})
+
+
+async def _count_answer(gateway: Gateway, request: Request) -> Response:
+    rid = request_id()
+    response = await _guarded(gateway, "anthropic", _count_tokens(gateway, request), rid)
+    _identified(response, "anthropic", rid)
+    return response
 
 
 async def _count_tokens(gateway: Gateway, request: Request) -> Response:
-    rid = request_id()
+    """Anthropic's token count: the same key, version and body checks as a message, the
+    key's models, the request's deadline, and the client's disconnect."""
+    key = gateway.authenticate(request.headers)
+    _check_version(request)
+    settings = gateway.settings
+    body = await read_body(request, settings.max_request_bytes, settings.request_timeout_seconds)
+    if isinstance(body, dict):
+        body = {**body, "max_tokens": body.get("max_tokens") or 1}
+    prepared = await gateway.prepare("anthropic", body, owner_of(key))
+    if key is not None and not key.may_use(prepared.inbound.model):
+        name, model = key.spec.name, prepared.inbound.model
+        raise GatewayPermissionError(f"key {name!r} may not use model {model!r}")
+    counted = await until_disconnect(request, _counted(gateway, prepared))
+    if counted is None:  # the client went away: no one reads this
+        return Response(status_code=499)
+    return _json(200, {"input_tokens": counted}, {})
+
+
+async def _counted(gateway: Gateway, prepared: Prepared) -> int:
     try:
-        key = gateway.authenticate(request.headers)
-        _check_version(request)
-        body = await read_body(request, gateway.settings.max_request_bytes)
-        if isinstance(body, dict):
-            body = {**body, "max_tokens": body.get("max_tokens") or 1}
-        prepared = await gateway.prepare("anthropic", body, owner_of(key))
-        counted = await prepared.target.chat_model.count_tokens(prepared.request)
-        return _json(200, {"input_tokens": counted.input_tokens}, {"request-id": rid})
-    except AdapterError as exc:
-        failed = error_reply("anthropic", exc, rid)
-        return _json(failed.status, failed.body, failed.headers)
+        with anyio.fail_after(gateway.settings.request_timeout_seconds):
+            counted = await prepared.target.chat_model.count_tokens(prepared.request)
+    except TimeoutError:
+        raise GatewayTimeoutError("the request took longer than the gateway allows") from None
+    return counted.input_tokens
+
+
+async def _no_route(request: Request, exc: Exception) -> Response:
+    """A path the gateway does not serve (404), or one asked with another method (405), in
+    the shape of the API the path (or the ``anthropic-version`` header) names."""
+    anthropic = request.url.path.startswith("/v1/messages") or bool(
+        request.headers.get("anthropic-version")
+    )
+    where = f"{request.method} {request.url.path}"[:200]
+    status = getattr(exc, "status_code", 404)
+    error: AdapterError = (
+        MethodNotAllowedError(f"Method Not Allowed ({where})")
+        if status == 405
+        else RouteNotFoundError(f"Invalid URL ({where})")
+    )
+    failed = error_reply("anthropic" if anthropic else "chat", error, request_id())
+    headers = {**failed.headers, **(getattr(exc, "headers", None) or {})}
+    return _json(failed.status, failed.body, headers)
 
 
 def _models(gateway: Gateway, request: Request) -> Response:
@@ -282,6 +264,26 @@ def _lifespan(
     return lifespan
 
 
+def _routes(
+    served: Sequence[tuple[str, Callable[[Request], Awaitable[Response]], str]],
+) -> list[Route]:
+    """The APIs' routes; a trailing slash is served as the path itself, not redirected (which
+    would make the client send a POST's body again)."""
+    return [
+        Route(path + slash, endpoint, methods=[method])
+        for path, endpoint, method in served
+        for slash in ("", "/")
+    ]
+
+
+def _middleware(config: GatewayConfig) -> list[Middleware]:
+    if config.tracer is None:
+        return []
+    from metis.gateway.tracing import ServerSpans
+
+    return [Middleware(ServerSpans, tracer=config.tracer)]
+
+
 def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlette:
     """The gateway's ASGI application over ``config``; its lifespan closes the adapters.
     ``metrics_dir``: a directory the workers of one server share their metrics in."""
@@ -301,7 +303,7 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
         return await _answer(routed, "responses", request)
 
     async def count_tokens(request: Request) -> Response:
-        return await _count_tokens(gateway, request)
+        return await _count_answer(gateway, request)
 
     async def models(request: Request) -> Response:
         return _models(gateway, request)
@@ -317,24 +319,27 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
     async def ready(request: Request) -> Response:
         return JSONResponse({"ready": state["ready"]}, status_code=200 if state["ready"] else 503)
 
+    served = [
+        ("/v1/messages", messages, "POST"),
+        ("/v1/messages/count_tokens", count_tokens, "POST"),
+        ("/v1/chat/completions", chat, "POST"),
+        ("/v1/responses", responses, "POST"),
+        ("/v1/models", models, "GET"),
+    ]
     routes = [
-        Route("/v1/messages", messages, methods=["POST"]),
-        Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
-        Route("/v1/chat/completions", chat, methods=["POST"]),
-        Route("/v1/responses", responses, methods=["POST"]),
-        Route("/v1/models", models, methods=["GET"]),
+        *_routes(served),
         Route("/v1/models/{model_id:path}", models, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/ready", ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
-    middleware = []
-    if config.tracer is not None:
-        from metis.gateway.tracing import ServerSpans
-
-        middleware.append(Middleware(ServerSpans, tracer=config.tracer))
+    middleware = _middleware(config)
     lifespan = _lifespan(gateway, shared, state)
-    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
+    handlers = {404: _no_route, 405: _no_route}
+    app = Starlette(
+        routes=routes, lifespan=lifespan, middleware=middleware, exception_handlers=handlers
+    )
+    app.router.redirect_slashes = False
     app.state.gateway = gateway
     app.state.pass_through = passer
     return app

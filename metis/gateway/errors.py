@@ -7,6 +7,7 @@ exception class from the status, so each error class keeps the status the provid
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,18 @@ class ThreadUnsupportedError(InvalidRequestError):
 
 class RequestTooLargeError(InvalidRequestError):
     """A body over the configured size limit: 413."""
+
+
+class RouteNotFoundError(InvalidRequestError):
+    """A path the gateway does not serve: 404."""
+
+
+class MethodNotAllowedError(InvalidRequestError):
+    """A served path asked with another method than its own: 405."""
+
+
+class RequestTimeoutError(InvalidRequestError):
+    """A request whose body did not arrive within the per-request timeout: 408."""
 
 
 class GatewayAuthError(AdapterError):
@@ -88,6 +101,12 @@ def _special(error: AdapterError) -> tuple[int, str, str | None] | None:
         return 404, "not_found_error", "model_not_found"
     if isinstance(error, PreviousResponseNotFoundError):
         return 400, "invalid_request_error", "previous_response_not_found"
+    if isinstance(error, RouteNotFoundError):
+        return 404, "not_found_error", None
+    if isinstance(error, MethodNotAllowedError):
+        return 405, "invalid_request_error", None
+    if isinstance(error, RequestTimeoutError):
+        return 408, "timeout_error", "request_timeout"
     if isinstance(error, RequestTooLargeError):
         return 413, "request_too_large", "request_too_large"
     if isinstance(error, GatewayTimeoutError):
@@ -98,8 +117,8 @@ def _special(error: AdapterError) -> tuple[int, str, str | None] | None:
 
 
 def _headers(error: AdapterError) -> dict[str, str]:
-    if error.retry_after_seconds is not None:
-        return {"retry-after": f"{max(0.0, error.retry_after_seconds):g}"}
+    if error.retry_after_seconds is not None:  # whole seconds, as RFC 9110 writes a delay
+        return {"retry-after": str(math.ceil(max(0.0, error.retry_after_seconds)))}
     return {}
 
 

@@ -25,6 +25,10 @@ class Target:
     capabilities: AdapterCapabilities
 
 
+MAX_NAME = 256
+"""The longest model name looked up."""
+
+
 class ModelTable:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
@@ -48,6 +52,8 @@ class ModelTable:
     def resolve(self, name: str) -> Target:
         """The target of ``name``; ModelNotFoundError (404) for a name the configuration does
         not have, NotConfiguredError (401) for a model whose adapter has no key."""
+        if len(name) > MAX_NAME:  # no model is named so: not echoed back, nor searched for
+            raise ModelNotFoundError(f"unknown model {name[:64]!r}... ({len(name)} characters)")
         if name in self.registry.route_specs:
             router = self._routers.get(name)
             if router is None:

@@ -19,11 +19,8 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import anyio
-
 from metis.adapter.adapter import Adapter
 from metis.errors import AdapterError, ProtocolError
-from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.keys import KeyState
 from metis.gateway.models import Target
 from metis.gateway.passthrough_call import (
@@ -32,6 +29,7 @@ from metis.gateway.passthrough_call import (
     Upstream,
     classified,
     ended,
+    in_time,
     own_thinking,
     speaks,
 )
@@ -46,6 +44,7 @@ from metis.model.content import ProviderRaw
 from metis.transport.exchange import Exchange
 
 log = logging.getLogger("metis.gateway")
+EVENTS = "text/event-stream"
 PATH_HEADER = "x-metis-path"
 """``pass-through`` or ``translated``: which way the gateway answered."""
 LIMITS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
@@ -69,6 +68,8 @@ class PassThrough:
         if not isinstance(body.get("stream", False), bool):
             return None  # the translated reader says what is wrong with it
         if not isinstance(body.get("previous_response_id", ""), str):
+            return None
+        if api == "responses" and not isinstance(body.get("input", ""), str | list):
             return None
         target = self.gateway.models.resolve(body["model"])
         if not isinstance(target.chat_model, Adapter):  # a route: metis.gateway.routed
@@ -173,7 +174,7 @@ class PassThrough:
         except Exception as exc:
             error = exchange.translate(exc)
             if isinstance(error, AdapterError):
-                passing.error = classified(error, call)
+                error = passing.error = classified(in_time(error, call), call)
             raise error from exc
         finally:
             await exchange.aclose()
@@ -198,21 +199,26 @@ class PassThrough:
             self._settled(passing, chunks, key),
             self.headers(passing, True),
             passing.call.deadline,  # type: ignore[union-attr]
-            lambda: self.timed_out(passing),
+            lambda error: self.error_bytes(passing, error),
+            lambda: self.ended(passing),
         )
 
     async def opened(self, passing: Passing, headers: Mapping[str, str]) -> AsyncIterator[bytes]:
         """The call sent and its stream open: its bytes, relayed, to come."""
         relay = passing.relay = self._relay(passing)
-        exchange, _ = await self.upstream.open(passing, headers)
+        exchange, call = await self.upstream.open(passing, headers)
+        kind = (exchange.content_type or EVENTS).split(";")[0].strip().lower()
+        if kind != EVENTS:  # an answer the caller's SDK could not read as a stream
+            await exchange.aclose()
+            passing.opened = False  # refused: counted with its status (metis.gateway.app)
+            said = f"{call.provider} answered a stream with {kind[:100]}, not events"
+            passing.error = classified(ProtocolError(said, provider=call.provider), call)
+            raise passing.error
         return self._chunks(passing, relay, exchange)
 
-    @property
-    def late(self) -> GatewayTimeoutError:
-        return GatewayTimeoutError("the request took longer than the gateway allows")
-
-    def timed_out(self, passing: Passing) -> bytes:
-        return self.error_bytes(passing, self.late)
+    def ended(self, passing: Passing) -> bool:
+        """Whether the stream made its own end (the provider's, or the gateway's error event)."""
+        return passing.error is not None or (passing.relay is not None and passing.relay.finished)
 
     def error_bytes(self, passing: Passing, error: AdapterError) -> bytes:
         request_id = passing.call.request_id if passing.call is not None else ""
@@ -234,15 +240,16 @@ class PassThrough:
                     yield out
             if out := relay.end():
                 yield out
+            if not relay.finished:
+                said = f"{passing.adapter.name} ended the stream before its last event"
+                raise ProtocolError(said, provider=passing.adapter.name)
         except Exception as exc:
             error = exchange.translate(exc)
             if not isinstance(error, AdapterError):
                 raise
             assert passing.call is not None
-            deadline = passing.call.deadline
-            if deadline is not None and anyio.current_time() >= deadline:
-                error = self.late  # the upstream read ran out of the request's own deadline
-            passing.error = classified(error, passing.call)
+            passing.error = classified(in_time(error, passing.call), passing.call)
+            error = passing.error
             self.gateway.metrics.error(passing.api, error.error_class.value)
             yield self.error_bytes(passing, error)
         finally:

@@ -16,6 +16,7 @@ import anyio
 from metis.adapter.adapter import Adapter
 from metis.core.ids import new_request_id
 from metis.errors import AdapterError, ProtocolError, scrub_error
+from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.models import Target
 from metis.gateway.provenance import unwrap
 from metis.gateway.relay import Relay
@@ -135,7 +136,7 @@ class Upstream:
             passing.error = classified(error, call)
             raise passing.error from None
         except AdapterError as error:
-            passing.error = classified(error, call)
+            passing.error = classified(in_time(error, call), call)
             raise passing.error from None
         passing.opened = True
         return exchange, call
@@ -193,6 +194,14 @@ def own_thinking(body: dict[str, Any], made_by: ProviderRaw) -> bool:
     for block, key, opaque in found:
         block[key] = opaque
     return True
+
+
+def in_time(error: AdapterError, call: Call) -> AdapterError:
+    """``error``, or the gateway's timeout when the call failed because it ran out of the
+    request's deadline (the transport says that as a network error)."""
+    if call.deadline is not None and anyio.current_time() >= call.deadline:
+        return GatewayTimeoutError("the request took longer than the gateway allows")
+    return error
 
 
 def classified(error: AdapterError, call: Call) -> AdapterError:

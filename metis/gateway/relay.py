@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from metis.errors import ErrorClass
 from metis.gateway.provenance import wrap
 from metis.gateway.sse import data, dumps, event
 from metis.model.content import ProviderRaw
@@ -63,10 +64,35 @@ def chat_usage(raw: Any) -> TokenUsage:
     )
 
 
+STREAM_ERROR_CLASSES = {
+    "overloaded_error": ErrorClass.OVERLOADED,
+    "rate_limit_error": ErrorClass.RATE_LIMIT,
+    "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
+    "insufficient_quota": ErrorClass.RATE_LIMIT,
+    "authentication_error": ErrorClass.AUTH,
+    "permission_error": ErrorClass.AUTH,
+    "invalid_request_error": ErrorClass.INVALID_REQUEST,
+    "context_length_exceeded": ErrorClass.CONTEXT_OVERFLOW,
+    "api_error": ErrorClass.SERVER_ERROR,
+    "server_error": ErrorClass.SERVER_ERROR,
+    "timeout_error": ErrorClass.SERVER_ERROR,
+    "timeout": ErrorClass.SERVER_ERROR,
+}
+"""The error types and codes a provider's in-stream error event names (Anthropic's ``type``,
+OpenAI's ``code`` or ``type``) -> their class, as the metrics count them."""
+
+
 def _error_type(obj: Any) -> str:
+    """The class of an in-stream error event's ``error`` (its code first, then its type;
+    ``other`` when neither is known)."""
     error = obj.get("error") if isinstance(obj, dict) else None
-    kind = error.get("type") if isinstance(error, dict) else None
-    return kind if isinstance(kind, str) else "error"
+    if not isinstance(error, dict):
+        error = obj if isinstance(obj, dict) else {}
+    for field in ("code", "type"):
+        found = STREAM_ERROR_CLASSES.get(str(error.get(field)))
+        if found is not None:
+            return found.value
+    return ErrorClass.OTHER.value
 
 
 class Relay:
@@ -82,6 +108,12 @@ class Relay:
         self.stop: StopReason | None = None
         self.failed: str | None = None
         self._held = b""
+
+    @property
+    def finished(self) -> bool:
+        """Whether the provider said how the answer ended (its stop, or an error event): a
+        stream that ends without it was cut short."""
+        return self.stop is not None or self.failed is not None
 
     def feed(self, chunk: bytes) -> bytes:
         held = self._held + chunk

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from metis.gateway.relay import Relay, _count, _error_type, _fields
-from metis.gateway.sse import event
+from metis.gateway.sse import event, new_id
 from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.wire.json_limits import loads
 from metis.wire.read import split_input
@@ -98,7 +98,7 @@ class ResponsesRelay(Relay):
                 self.failed = _error_type({"error": response.get("error")})
             return event(name, obj)
         if name == "error":
-            self.failed = str(obj.get("code") or _error_type(obj))
+            self.failed = _error_type(obj)
         return raw + b"\n\n"
 
     def _read(self, response: dict[str, Any], ended: bool) -> None:
@@ -127,7 +127,7 @@ class ResponsesRelay(Relay):
         """The event that ends a stream the gateway cut (its deadline, a network failure):
         ``response.failed``, as the API ends a response that failed."""
         response: dict[str, Any] = {
-            "id": self.response_id,
+            "id": self.response_id or new_id("resp_"),  # cut before the provider named it
             "object": "response",
             "status": "failed",
             "error": {"code": code, "message": message},

@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 
+from metis.errors import AdapterError
 from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.keys import KeyState
 from metis.gateway.models import Target
@@ -24,7 +25,7 @@ from metis.gateway.service import (
     StreamResult,
     aclose_shielded,
     dropped_headers,
-    error_reply,
+    ending,
     log_dropped,
     next_by,
     spent_by,
@@ -42,7 +43,8 @@ class Served:
 
     headers: dict[str, str] = field(default_factory=dict)
     spent: Spent = field(default_factory=Spent)
-    timed_out: Callable[[], bytes] | None = None
+    failed: Callable[[AdapterError], bytes] | None = None
+    ended: Callable[[], bool] = lambda: False
 
 
 class Routed:
@@ -148,9 +150,9 @@ class Routed:
             if key is not None:
                 await self.gateway.keys.release(key, None, None)
             raise
-        assert served.timed_out is not None
+        assert served.failed is not None
         rest = self._rest(first, chunks, served, key)
-        return StreamResult(rest, served.headers, deadline, served.timed_out)
+        return StreamResult(rest, served.headers, deadline, served.failed, lambda: served.ended())
 
     async def _rest(
         self,
@@ -178,7 +180,8 @@ class Routed:
             await passer.converse(passing)
             chunks = await passer.opened(passing, headers)
             served.headers = passer.headers(passing, True)
-            served.timed_out = lambda: passer.timed_out(passing)
+            served.failed = lambda error: passer.error_bytes(passing, error)
+            served.ended = lambda: passer.ended(passing)
             async for chunk in chunks:
                 yield chunk
             await chunks.aclose()  # type: ignore[attr-defined]
@@ -203,12 +206,8 @@ class Routed:
         served.headers = {**STREAM_HEADERS, PATH_HEADER: "translated"}
         served.headers.update(dropped_headers(prepared.reported))
 
-        def timed_out() -> bytes:
-            late = GatewayTimeoutError("the request took longer than the gateway allows")
-            failed = error_reply(api, late, prepared.request.request_id)
-            return writer.error(failed.status, failed.body)
-
-        served.timed_out = timed_out
+        served.failed = ending(api, prepared, writer)
+        served.ended = lambda: writer.ended
         chunks = gateway._chunks(
             api, prepared, events, first, writer, response_id, spent=served.spent
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ import anyio
 from pydantic import ValidationError
 
 from metis.core.ids import new_request_id
-from metis.errors import AdapterError, InvalidRequestError
+from metis.errors import AdapterError, InvalidRequestError, ProtocolError
 from metis.gateway import anthropic_api, chat_api, responses_api
 from metis.gateway.config import GatewayConfig
 from metis.gateway.errors import (
@@ -43,6 +44,9 @@ T = TypeVar("T")
 FAILED_ENDINGS = frozenset({StopKind.ERROR, StopKind.CANCELLED})
 """The stop reasons of a stream that failed (what arrived, completed before its error)."""
 log = logging.getLogger("metis.gateway")
+UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
+"""What an HTTP header value may not hold (a control character ends the connection)."""
+LATE = "the request took longer than the gateway allows"
 DROPPED_HEADER = "x-metis-dropped"
 """Names what the gateway left out of the request (docs/gateway.md)."""
 
@@ -62,7 +66,10 @@ class StreamResult:
     chunks: AsyncIterator[bytes]
     headers: dict[str, str]
     deadline: float
-    timed_out: Callable[[], bytes]
+    failed: Callable[[AdapterError], bytes]
+    ended: Callable[[], bool] = lambda: False
+    """Whether the stream made its own end already (its last event, or its own error event,
+    counted where it was made): a cut that comes as it goes out is not counted again."""
 
 
 @dataclass(slots=True)
@@ -105,19 +112,22 @@ class Gateway:
 
     def authenticate(self, headers: Mapping[str, str]) -> KeyState | None:
         """The client's key, as ``x-api-key`` or ``Authorization: Bearer`` (both APIs' forms):
-        the simple key (None) or one of ``gateway.keys`` (its state)."""
+        the simple key (None) or one of ``gateway.keys`` (its state). A client sending both
+        (an SDK given a provider's key and the gateway's token) is served by the one that
+        is a key of this gateway, ``x-api-key`` first."""
         if self.api_key is None and not self.keys:
             return None
-        given = headers.get("x-api-key") or ""
         scheme, _, token = (headers.get("authorization") or "").partition(" ")
-        if not given and scheme.lower() == "bearer":
-            given = token.strip()
-        if given and self.api_key and hmac.compare_digest(given.encode(), self.api_key.encode()):
-            return None
-        found = self.keys.find(given) if given else None
-        if found is None:
-            raise GatewayAuthError("invalid or missing API key for this gateway")
-        return found
+        bearer = token.strip() if scheme.lower() == "bearer" else ""
+        for given in (headers.get("x-api-key") or "", bearer):
+            if not given:
+                continue
+            if self.api_key and hmac.compare_digest(given.encode(), self.api_key.encode()):
+                return None
+            found = self.keys.find(given)
+            if found is not None:
+                return found
+        raise GatewayAuthError("invalid or missing API key for this gateway")
 
     async def prepare(self, api: str, body: Any, owner: Owner) -> Prepared:
         """``owner``: the key asking (metis.gateway.store.owner_of), whose stored responses
@@ -176,7 +186,7 @@ class Gateway:
             with anyio.fail_after(self.settings.request_timeout_seconds):
                 response = await prepared.target.chat_model.complete(prepared.request)
         except TimeoutError:
-            raise GatewayTimeoutError("the request took longer than the gateway allows") from None
+            raise GatewayTimeoutError(LATE) from None
         finally:
             if key is not None:
                 await self.keys.release(key, *spent_by(response))
@@ -229,12 +239,8 @@ class Gateway:
         headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
         headers.update(dropped_headers(prepared.reported))
 
-        def timed_out() -> bytes:
-            late = GatewayTimeoutError("the request took longer than the gateway allows")
-            failed = error_reply(api, late, prepared.request.request_id)
-            return writer.error(failed.status, failed.body)
-
-        return StreamResult(chunks, headers, deadline, timed_out)
+        failed = ending(api, prepared, writer)
+        return StreamResult(chunks, headers, deadline, failed, lambda: writer.ended)
 
     def _writer(self, api: str, prepared: Prepared) -> tuple[BlockWriter, str]:
         model = prepared.inbound.model
@@ -265,27 +271,25 @@ class Gateway:
         for the whole stream, not one per event). What it spent: charged to ``key``, and
         told in ``spent``."""
         used: tuple[str | None, TokenUsage | None] = (None, None)
+        cut = False
         try:
-            item, failed_ending = first, False
+            item = first
             while item is not None:
+                cut = isinstance(item, MessageComplete) and item.stop_reason.kind in FAILED_ENDINGS
+                if not cut:  # a stream cut short ends with its error event, not a normal end
+                    yield writer.feed(item)
                 if isinstance(item, MessageComplete):
                     charged = streamed_model(prepared, item)
                     used = (charged, item.usage)
                     self.metrics.usage(charged, item.usage)
-                    # A stream that failed completes with what arrived, then raises: the
-                    # caller gets the API's error, never a successful ending before it.
-                    failed_ending = item.stop_reason.kind in FAILED_ENDINGS
-                    if not failed_ending:
-                        yield writer.feed(item)
-                        await self._completed(prepared, item, response_id)
-                else:
-                    yield writer.feed(item)
+                    await self._completed(prepared, item, response_id if not cut else "")
                 item = await anext(events, None)
-            if failed_ending:
-                raise AdapterError("the model's answer ended with an error")
+            if cut:  # the library raises the error after the ending: this one never came
+                raise ProtocolError("the stream ended with an error")
         except AdapterError as exc:
             self.metrics.error(api, exc.error_class.value)
             failed = error_reply(api, exc, prepared.request.request_id)
+            writer.ended = True
             yield writer.error(failed.status, failed.body)
         finally:
             elapsed = time.monotonic() - prepared.started
@@ -299,6 +303,7 @@ class Gateway:
     async def _completed(
         self, prepared: Prepared, complete: MessageComplete, response_id: str
     ) -> None:
+        """A stream's end: its reply kept for a Responses id (none for a failed one)."""
         if response_id:
             reply = Message(role=Role.ASSISTANT, content=complete.final_content)
             await self._remember(prepared, response_id, reply)
@@ -312,6 +317,16 @@ class Spent:
 
     model: str | None = None
     usage: TokenUsage | None = None
+
+
+def ending(api: str, prepared: Prepared, writer: BlockWriter) -> Callable[[AdapterError], bytes]:
+    """The bytes that end a translated stream the gateway cuts with ``error``."""
+
+    def failed(error: AdapterError) -> bytes:
+        reply = error_reply(api, error, prepared.request.request_id)
+        return writer.error(reply.status, reply.body)
+
+    return failed
 
 
 def spent_by(response: CanonicalResponse | None) -> tuple[str | None, TokenUsage | None]:
@@ -351,7 +366,7 @@ async def next_by(events: AsyncIterator[T], deadline: float) -> T | None:
     except StopAsyncIteration:
         return None
     except TimeoutError:
-        raise GatewayTimeoutError("the request took longer than the gateway allows") from None
+        raise GatewayTimeoutError(LATE) from None
 
 
 async def aclose_shielded(events: AsyncIterator[Any]) -> None:
@@ -368,8 +383,8 @@ def warnings_of(response: CanonicalResponse | MessageComplete) -> list[str]:
 def dropped_headers(reported: list[str]) -> dict[str, str]:
     if not reported:
         return {}
-    text = "; ".join(reported).encode("ascii", "replace").decode()
-    return {DROPPED_HEADER: text.replace("\r", " ").replace("\n", " ")[:2000]}
+    text = UNPRINTABLE.sub("?", "; ".join(reported)[:2000])  # the caller's own field names
+    return {DROPPED_HEADER: text}
 
 
 def log_dropped(prepared: Prepared, reported: list[str]) -> None:

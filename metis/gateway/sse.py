@@ -67,6 +67,7 @@ class BlockWriter:
         self.open_index: int | None = None
         self.blocks = 0  # blocks opened so far: the API's own index of the next one
         self.input_written = False  # whether the open tool block's arguments were streamed
+        self.ended = False  # the stream's end (its last event, or its error event) is written
 
     def feed(self, item: StreamEvent) -> bytes:
         if isinstance(item, TextDelta):
@@ -83,6 +84,7 @@ class BlockWriter:
         if isinstance(item, ToolUseEnd):
             return self._close(item) if self.open_kind == "tool" else b""
         if isinstance(item, MessageComplete):
+            self.ended = True
             return self._close() + self.complete(item)
         if isinstance(item, MessageStart):
             return self.start(item)

@@ -148,7 +148,11 @@ def _check_tool_messages(body: dict[str, Any], call: Any) -> None:
             continue
         answering = None
         if role == "assistant" and message.get("tool_calls"):
-            open_calls, open_at = [c["id"] for c in message["tool_calls"]], i
+            calls = message["tool_calls"]
+            if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+                text = f"Invalid type for 'messages[{i}].tool_calls': expected an array of objects."
+                raise Refused(text, f"messages.[{i}].tool_calls", "invalid_type")
+            open_calls, open_at = [c.get("id") for c in calls], i
             answering = set(open_calls)
     if open_calls:
         raise _open(open_calls, open_at)

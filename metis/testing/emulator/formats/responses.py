@@ -125,7 +125,7 @@ class Responses(OpenAI):
             summary=reasoning.get("summary") in ("auto", "concise", "detailed"),
             encrypted="reasoning.encrypted_content" in include,
             include=include,
-            obfuscation=(body.get("stream_options") or {}).get("include_obfuscation", True)
+            obfuscation=object_at(body, "stream_options").get("include_obfuscation", True)
             is not False,
         )
         # what the gateway leaves out (reasoning items, hosted tools' calls) the model never

@@ -80,6 +80,9 @@ def items_of(body: dict[str, Any], call: Any) -> list[Any]:
 
 def _check_strict_tools(body: dict[str, Any], call: Any) -> None:
     for i, tool in enumerate(body.get("tools") or []):
+        if not isinstance(tool, dict):
+            text = f"Invalid type for 'tools[{i}]': expected an object."
+            raise Refused(text, f"tools[{i}]", "invalid_type")
         problem = (
             strict_schema_problem(tool.get("parameters")) if tool.get("strict") is True else None
         )

@@ -1,0 +1,94 @@
+"""A request's body as the gateway reads it: within the size limit (counted as it arrives,
+whether or not a ``Content-Length`` said it) and the per-request timeout, decompressed when
+the client sent it with ``Content-Encoding: gzip`` or ``deflate`` (the limit counts the
+decompressed bytes too), and parsed as JSON within metis's limits (metis.wire.json_limits)."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import anyio
+from starlette.requests import ClientDisconnect, Request
+
+from metis.errors import CancelledError, InvalidRequestError
+from metis.gateway.errors import RequestTimeoutError, RequestTooLargeError
+from metis.wire.json_limits import loads
+
+GZIP, ZLIB_OR_GZIP = 16 + zlib.MAX_WBITS, 32 + zlib.MAX_WBITS
+DECOMPRESSORS = {"gzip": GZIP, "x-gzip": GZIP, "deflate": ZLIB_OR_GZIP}
+"""``Content-Encoding`` -> the ``wbits`` zlib reads it with (HTTP's deflate is zlib's format;
+32 + also takes a gzip header)."""
+
+
+async def read_body(request: Request, limit: int, seconds: float) -> Any:
+    """The request's JSON body, refused past ``limit`` bytes before more is read."""
+    return parse_body(await read_raw(request, limit, seconds))
+
+
+def parse_body(raw: bytes) -> Any:
+    try:
+        return loads(raw)
+    except (ValueError, RecursionError):
+        raise InvalidRequestError("the request body is not valid JSON") from None
+
+
+def too_large(limit: int) -> RequestTooLargeError:
+    return RequestTooLargeError(f"request body is larger than {limit} bytes")
+
+
+async def read_raw(request: Request, limit: int, seconds: float) -> bytes:
+    """The request's body (decompressed), refused past ``limit`` bytes before more is read,
+    or when it has not all come within ``seconds`` (a client sending it a byte at a time
+    would hold its connection for good); a client that goes away while sending it is a
+    CancelledError, as any call cut short by its caller."""
+    try:
+        with anyio.fail_after(seconds):
+            return await _read_raw(request, limit)
+    except TimeoutError:
+        raise RequestTimeoutError(f"the request body did not arrive within {seconds:g} s") from None
+    except ClientDisconnect:
+        raise CancelledError("the client went away while sending the request") from None
+
+
+async def _read_raw(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise too_large(limit)
+    decompress = decompressor(request.headers.get("content-encoding"))
+    received = bytearray()
+    read = 0
+    async for chunk in request.stream():
+        read += len(chunk)
+        if read > limit:
+            raise too_large(limit)
+        if decompress is not None:
+            chunk = inflate(decompress, chunk, limit - len(received))
+        received += chunk
+        if len(received) > limit:
+            raise too_large(limit)
+    if decompress is not None and not decompress.eof:
+        raise InvalidRequestError("the request body's compressed data ends early")
+    return bytes(received)
+
+
+def decompressor(encoding: str | None) -> Any:
+    """A decompressor for ``encoding`` (None: the body is sent as it is)."""
+    name = (encoding or "identity").strip().lower()
+    if name == "identity":
+        return None
+    if name not in DECOMPRESSORS:
+        raise InvalidRequestError(
+            f"Content-Encoding {name!r} is not supported (gzip, deflate or identity)"[:200]
+        )
+    return zlib.decompressobj(DECOMPRESSORS[name])
+
+
+def inflate(decompress: Any, chunk: bytes, room: int) -> bytes:
+    """``chunk`` decompressed, at most ``room`` + 1 bytes of it (one more says: too large),
+    so a small body that inflates without end is refused without holding it."""
+    try:
+        out: bytes = decompress.decompress(chunk, room + 1)
+    except zlib.error:
+        raise InvalidRequestError("the request body is not valid compressed data") from None
+    return out

@@ -1,0 +1,89 @@
+"""How a served answer ends before its time: a stream by its deadline or by a failure no
+error class names (with the API's own error event, not a cut connection), a whole reply when
+the client goes away (its upstream call cancelled)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+import anyio
+from starlette.requests import Request
+
+from metis.errors import AdapterError
+from metis.gateway.coalesce import CoalescingStream
+from metis.gateway.errors import GatewayTimeoutError
+from metis.gateway.metrics import Metrics
+from metis.gateway.service import LATE, StreamResult
+
+log = logging.getLogger("metis.gateway")
+T = TypeVar("T")
+
+
+class DeadlineStream(CoalescingStream):
+    """A stream that ends by its deadline: with the API's own error event when the upstream
+    call runs past it (the upstream call is cancelled, as when the client goes away), or
+    when it fails in a way no error class names (a bug: logged, and the client told, not
+    left with a connection cut in the middle of a stream). Each is counted in its class."""
+
+    def __init__(self, result: StreamResult, metrics: Metrics, api: str) -> None:
+        super().__init__(result.chunks, headers=result.headers)
+        self.result, self.metrics, self.api = result, metrics, api
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        started: list[bool] = []
+
+        async def sending(message: Any) -> None:
+            started.append(message["type"] == "http.response.body" and not message.get("more_body"))
+            await send(message)
+
+        try:
+            with anyio.move_on_after(self.result.deadline - anyio.current_time()) as scope_:
+                await super().__call__(scope, receive, sending)
+        except Exception:
+            if not started:
+                raise
+            log.exception("gateway stream failed", extra={"event": "metis.gateway.error"})
+            await self._end(AdapterError("internal gateway error"), send, started[-1])
+            return
+        if scope_.cancelled_caught and started:
+            await self._end(GatewayTimeoutError(LATE), send, started[-1])
+
+    async def _end(self, error: AdapterError, send: Any, sent_all: bool) -> None:
+        """The stream ended by ``error``: its error event, unless all of it was sent already;
+        counted unless the stream counted its own end (the cut came as that went out)."""
+        if sent_all:
+            return
+        if not self.result.ended():
+            self.metrics.error(self.api, error.error_class.value)
+        body = self.result.failed(error)
+        with contextlib.suppress(OSError):  # the client may be gone too
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def until_disconnect(request: Request, work: Awaitable[T]) -> T | None:
+    """``work``'s result, or None when the client disconnects first (``work`` is cancelled,
+    and the upstream call with it): a whole-body reply has no stream to notice it."""
+    found: list[T] = []
+    failed: list[Exception] = []
+
+    async def run(scope: anyio.CancelScope) -> None:
+        try:
+            found.append(await work)
+        except Exception as exc:  # raised below, outside the task group (not in a group)
+            failed.append(exc)
+        finally:
+            scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run, group.cancel_scope)
+        while True:
+            message = await request.receive()
+            if message["type"] == "http.disconnect":
+                group.cancel_scope.cancel()
+                break
+    if failed:
+        raise failed[0]
+    return found[0] if found else None

@@ -1,0 +1,356 @@
+"""Upstream faults behind the gateway, on each API and both paths, streamed and not: the
+emulator's refusals, a connection dropped before the answer or in the middle of a stream, a
+provider's in-stream error, an upstream that stalls past the request's deadline, an HTML 5xx
+and a refused connection. A fault before the answer begins is the API's error reply with its
+class's status; after, the stream ends with the API's own error event and nothing that says it
+ended well before it. The metrics count each in its class."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from metis.errors import ErrorClass, NetworkError
+from metis.gateway.app import create_app
+from metis.gateway.config import GatewayConfig
+from metis.gateway.models import Target
+from metis.model.capabilities import AdapterCapabilities
+from metis.model.events import StreamEvent, TextDelta
+from metis.testing.emulator import Emulator
+from tests.gateway_fixture import GATEWAY_KEY, gateway_config
+
+pytestmark = pytest.mark.anyio
+HEADERS = {"x-api-key": GATEWAY_KEY}
+SAID = "Hi there how are you today"
+ROUTES = [
+    # (api, path, body without model, model): a passed-through and a translated model each
+    (
+        "anthropic",
+        "/v1/messages",
+        {"max_tokens": 50, "messages": [{"role": "user", "content": SAID}]},
+        "sonnet",
+    ),
+    (
+        "anthropic",
+        "/v1/messages",
+        {"max_tokens": 50, "messages": [{"role": "user", "content": SAID}]},
+        "flash",
+    ),
+    ("chat", "/v1/chat/completions", {"messages": [{"role": "user", "content": SAID}]}, "gpt"),
+    ("chat", "/v1/chat/completions", {"messages": [{"role": "user", "content": SAID}]}, "flash"),
+    ("responses", "/v1/responses", {"input": SAID}, "gpt5"),
+    ("responses", "/v1/responses", {"input": SAID}, "flash"),
+]
+REFUSALS = {
+    # fault -> (status Anthropic, its type, status OpenAI, its type/code)
+    "rate_limit=7": (429, "rate_limit_error", 429, "requests/rate_limit_exceeded"),
+    "overloaded": (529, "overloaded_error", 503, "server_error/None"),
+    "server_error": (500, "api_error", 500, "server_error/None"),
+    "context_overflow": (
+        400,
+        "invalid_request_error",
+        400,
+        "invalid_request_error/context_length_exceeded",
+    ),
+    "drop=0": (502, "api_error", 502, "server_error/None"),
+    "stall=30;after=0": (504, "timeout_error", 504, "server_error/timeout"),
+}
+CUTS = ["drop=2", "stream_error", "stall=30;after=2"]
+"""Faults after a stream's first events."""
+ENDED_WELL = {
+    "anthropic": "event: message_stop",
+    "chat": "data: [DONE]",
+    "responses": "event: response.completed",
+}
+
+
+@pytest.fixture
+def emulator() -> Emulator:
+    return Emulator()
+
+
+def error_of(api: str, body: Any) -> str:
+    if api == "anthropic":
+        assert body["type"] == "error" and set(body["error"]) == {"type", "message"}, body
+        return str(body["error"]["type"])
+    assert set(body["error"]) == {"message", "type", "param", "code"}, body
+    return f"{body['error']['type']}/{body['error']['code']}"
+
+
+def client(app: Any) -> httpx.AsyncClient:
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    return httpx.AsyncClient(transport=transport, base_url="http://gw", timeout=60)
+
+
+def errors_counted(app: Any) -> float:
+    """The gateway's count of failed requests, every API and class."""
+    lines = app.state.gateway.metrics.render().splitlines()
+    return sum(float(line.split()[-1]) for line in lines if line.startswith("metis_gateway_err"))
+
+
+def last_event(api: str, text: str) -> tuple[str, Any]:
+    """A stream's last event: its name (Anthropic, Responses; Chat: "") and its data."""
+    events = [part for part in text.split("\n\n") if part.strip()]
+    name, data = "", None
+    for line in events[-1].splitlines():
+        if line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data = json.loads(line[5:])
+    return name, data
+
+
+async def test_a_refusal_before_the_answer_is_the_callers_error(emulator: Emulator) -> None:
+    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.2}))
+    async with client(app) as gw:
+        for fault, (a_status, a_type, o_status, o_type) in REFUSALS.items():
+            for api, path, body, model in ROUTES:
+                for streamed in (False, True):
+                    if fault.startswith(("stall", "drop")) and streamed and model != "flash":
+                        continue  # the provider's 200 came: test_a_stream_cut_short_...
+                    emulator.clear_faults()
+                    emulator.push_fault(fault)
+                    sent = {"model": model, **body, "stream": streamed}
+                    reply = await gw.post(path, json=sent, headers=HEADERS)
+                    case = f"{fault} {api}/{model} stream={streamed}: {reply.text[:300]}"
+                    status, kind = (a_status, a_type) if api == "anthropic" else (o_status, o_type)
+                    assert reply.status_code == status, case
+                    assert error_of(api, reply.json()) == kind, case
+                    if fault.startswith("rate_limit"):
+                        assert reply.headers["retry-after"] == "7", case
+        metrics = (await gw.get("/metrics")).text
+    classes = {item.value for item in ErrorClass}
+    for line in metrics.splitlines():
+        if line.startswith("metis_gateway_errors_total{"):
+            assert line.split('error_class="')[1].split('"')[0] in classes, line
+
+
+async def test_a_stream_cut_short_ends_with_the_apis_error_event(emulator: Emulator) -> None:
+    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.2}))
+    async with client(app) as gw:
+        for fault in CUTS:
+            for api, path, body, model in ROUTES:
+                emulator.clear_faults()
+                emulator.push_fault(fault)
+                sent = {"model": model, **body, "stream": True}
+                before = errors_counted(app)
+                reply = await gw.post(path, json=sent, headers=HEADERS)
+                case = f"{fault} {api}/{model}: {reply.text[-600:]}"
+                assert reply.status_code == 200, case
+                assert errors_counted(app) == before + 1, case  # counted once, in its class
+                assert ENDED_WELL[api] not in reply.text, case
+                name, data = last_event(api, reply.text)
+                if api == "anthropic":
+                    assert name == "error" and error_of(api, data), case
+                elif api == "chat":
+                    assert error_of(api, data), case
+                else:
+                    assert name == "response.failed" and data["response"]["error"]["code"], case
+                if fault.startswith("stall"):
+                    assert "timeout" in reply.text.rsplit("\n\n", 2)[-2], case
+        metrics = (await gw.get("/metrics")).text
+    classes = {item.value for item in ErrorClass}
+    for line in metrics.splitlines():
+        if line.startswith("metis_gateway_errors_total{"):
+            assert line.split('error_class="')[1].split('"')[0] in classes, line
+
+
+def gateway_config_with(emulator: Emulator, transport: httpx.AsyncBaseTransport) -> GatewayConfig:
+    """The fixture's configuration with every upstream answered by ``transport``."""
+    original = emulator.client
+    emulator.client = lambda: httpx.AsyncClient(transport=transport)  # type: ignore[method-assign]
+    try:
+        return gateway_config(emulator)
+    finally:
+        emulator.client = original  # type: ignore[method-assign]
+
+
+async def test_an_html_5xx_and_a_refused_connection(emulator: Emulator) -> None:
+    def html(request: httpx.Request) -> httpx.Response:
+        page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+        return httpx.Response(502, content=page, headers={"content-type": "text/html"})
+
+    def refused(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+
+    for case, handler, a_status, o_status in (
+        ("an HTML 502", html, (500, 502), (500, 502)),
+        ("connection refused", refused, (502,), (502,)),
+    ):
+        app = create_app(gateway_config_with(emulator, httpx.MockTransport(handler)))
+        async with client(app) as gw:
+            for api, path, body, model in ROUTES:
+                for streamed in (False, True):
+                    sent = {"model": model, **body, "stream": streamed}
+                    reply = await gw.post(path, json=sent, headers=HEADERS)
+                    said = f"{case} {api}/{model} stream={streamed}: {reply.text[:300]}"
+                    statuses = a_status if api == "anthropic" else o_status
+                    assert reply.status_code in statuses, said
+                    assert error_of(api, reply.json()), said
+                    assert "sk-upstream" not in reply.text, said
+
+
+FIRST_EVENTS = {
+    "/messages": b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1",'
+    b'"type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],'
+    b'"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}\n\n',
+    "/chat/completions": b'data: {"id":"c","object":"chat.completion.chunk","created":0,'
+    b'"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},'
+    b'"finish_reason":null}]}\n\n',
+    "/responses": b'event: response.created\ndata: {"type":"response.created",'
+    b'"sequence_number":0,"response":{"id":"resp_1","object":"response",'
+    b'"status":"in_progress","model":"gpt-5","output":[]}}\n\n',
+}
+SSE = {"content-type": "text/event-stream"}
+WRONG_STREAMS: dict[str, Any] = {
+    # case -> (the upstream's answer to a stream, the gateway's status)
+    "HTML": (
+        lambda path: httpx.Response(200, content=b"<html/>", headers={"content-type": "text/html"}),
+        500,
+    ),
+    "JSON": (lambda path: httpx.Response(200, json={"id": "x"}), 500),
+    "no events at all": (lambda path: httpx.Response(200, headers=SSE, content=b""), 200),
+    "an event that is not JSON": (
+        lambda path: httpx.Response(200, headers=SSE, content=b"data: {not json}\n\n"),
+        200,
+    ),
+    "its first event, then a clean end": (
+        lambda path: httpx.Response(200, headers=SSE, content=FIRST_EVENTS[path]),
+        200,
+    ),
+}
+
+
+async def test_a_passed_through_stream_answered_wrong_ends_in_error(emulator: Emulator) -> None:
+    """An upstream that answers a stream with no events, or ends it before its last event
+    (the connection closed cleanly), leaves the caller an error, not a stream that looks
+    whole or a body its SDK cannot read."""
+    for case, (answer, status) in WRONG_STREAMS.items():
+
+        def handler(request: httpx.Request) -> httpx.Response:
+            path = request.url.path.removeprefix("/v1")
+            return answer(path)  # type: ignore[no-any-return]  # noqa: B023
+
+        app = create_app(gateway_config_with(emulator, httpx.MockTransport(handler)))
+        async with client(app) as gw:
+            for api, path, body, model in ROUTES:
+                if model == "flash":  # the translated path: the library reads the stream
+                    continue
+                sent = {"model": model, **body, "stream": True}
+                reply = await gw.post(path, json=sent, headers=HEADERS)
+                said = f"{case} {api}/{model}: {reply.status_code} {reply.text[-400:]}"
+                assert reply.status_code == status, said
+                if status != 200:
+                    assert "not events" in error_of(api, reply.json()) + reply.text, said
+                    continue
+                assert ENDED_WELL[api] not in reply.text, said
+                name, data = last_event(api, reply.text)
+                if api == "anthropic":
+                    assert name == "error" and error_of(api, data), said
+                elif api == "chat":
+                    assert error_of(api, data), said
+                else:
+                    assert name == "response.failed", said
+                    assert data["response"]["id"].startswith("resp_"), said
+            metrics = (await gw.get("/metrics")).text
+        assert 'error_class="other"' in metrics, case
+
+
+async def test_retry_after_is_whole_seconds(emulator: Emulator) -> None:
+    """A provider's Retry-After as an HTTP date, or a fraction, goes to the caller as whole
+    seconds, the form RFC 9110 gives a delay (not ``2.3e+09``)."""
+    for given, expected in (("Wed, 21 Oct 2099 07:28:00 GMT", None), ("0.5", "1")):
+
+        def limited(request: httpx.Request) -> httpx.Response:
+            assert GATEWAY_KEY not in str(request.headers.raw)  # the caller's key stays here
+            body = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}}
+            return httpx.Response(429, json=body, headers={"retry-after": given})  # noqa: B023
+
+        app = create_app(gateway_config_with(emulator, httpx.MockTransport(limited)))
+        async with client(app) as gw:
+            for api, path, body, model in ROUTES:
+                reply = await gw.post(path, json={"model": model, **body}, headers=HEADERS)
+                said = f"{given} {api}/{model}: {reply.headers}"
+                assert reply.status_code == 429, said
+                after = reply.headers.get("retry-after")
+                assert after is not None and after.isdigit(), said
+                assert expected is None or after == expected, said
+
+
+class Buggy:
+    """A model whose stream says one word, then fails in a way no error class names."""
+
+    async def _events(self) -> AsyncIterator[StreamEvent]:
+        yield TextDelta(0, "one ")
+        raise KeyError("a bug below the gateway")
+
+    def stream(self, request: Any) -> AsyncIterator[StreamEvent]:
+        return self._events()
+
+
+async def test_a_stream_that_fails_unclassified_ends_with_the_apis_error_event(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not a connection cut in the middle of the stream: the API's error event, the failure
+    logged and counted as the gateway's own (``other``)."""
+    app = create_app(gateway_config(emulator))
+    caps = AdapterCapabilities(max_output_tokens=100)
+    app.state.gateway.models.resolve = lambda name: Target(name, Buggy(), "x:y", caps)
+    async with client(app) as gw:
+        for api, path, body, model in ROUTES:
+            if model != "flash":
+                continue
+            reply = await gw.post(
+                path, json={"model": "m", **body, "stream": True}, headers=HEADERS
+            )
+            case = f"{api}: {reply.status_code} {reply.text[-400:]}"
+            assert reply.status_code == 200 and "internal gateway error" in reply.text, case
+            name, data = last_event(api, reply.text)
+            if api == "anthropic":
+                assert name == "error" and error_of(api, data) == "api_error", case
+            elif api == "chat":
+                assert error_of(api, data) == "server_error/None", case
+            else:
+                assert name == "response.failed", case
+        metrics = (await gw.get("/metrics")).text
+    assert 'metis_gateway_errors_total{api="chat",error_class="other"} 1' in metrics
+    assert "gateway stream failed" in caplog.text
+
+
+class FailingLate:
+    """A model whose stream fails after one word, and whose failure takes past the request's
+    deadline to come out (its cleanup waits): the deadline cuts the stream as it ends."""
+
+    async def _events(self) -> AsyncIterator[StreamEvent]:
+        try:
+            yield TextDelta(0, "one ")
+            raise NetworkError("the connection dropped", provider="x")
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0.3)  # past the 0.05 s deadline
+
+    def stream(self, request: Any) -> AsyncIterator[StreamEvent]:
+        return self._events()
+
+
+async def test_a_stream_cut_as_it_fails_is_counted_once(emulator: Emulator) -> None:
+    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.05}))
+    caps = AdapterCapabilities(max_output_tokens=100)
+    app.state.gateway.models.resolve = lambda name: Target(name, FailingLate(), "x:y", caps)
+    async with client(app) as gw:
+        for api, path, body, model in ROUTES:
+            if model != "flash":
+                continue
+            before = errors_counted(app)
+            sent = {"model": "m", **body, "stream": True}
+            reply = await gw.post(path, json=sent, headers=HEADERS)
+            case = f"{api}: {reply.status_code} {reply.text[-400:]}"
+            assert reply.status_code == 200 and ENDED_WELL[api] not in reply.text, case
+            assert errors_counted(app) == before + 1, case
+            name, data = last_event(api, reply.text)
+            assert name in ("error", "response.failed") or "error" in data, case
