@@ -239,8 +239,16 @@ def _parsed_builtin(name: str) -> tuple[Any, str]:
 
 
 def builtin_stacks() -> list[str]:
+    """The built-in stacks' names, sorted (a new list each call)."""
+    return list(_builtin_stack_names())
+
+
+@functools.cache
+def _builtin_stack_names() -> tuple[str, ...]:
+    """The package's stack files, listed once: like their contents (``_parsed_builtin``), they
+    are package data, and every adapter built looks them up (the prefixes it refuses)."""
     folder = resources.files("metis.stacks.builtin")
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+    return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml")))
 
 
 def _is_path(path: Path) -> bool:

@@ -281,3 +281,27 @@ def test_a_built_in_stack_file_is_parsed_once_and_each_load_gets_its_own_copy(
     assert load_stack("groq") == load_stack("groq")
     assert parsed.count("metis/stacks/builtin/groq.yaml") == 1
     assert first_source == "metis/stacks/builtin/groq.yaml"
+
+
+def test_the_built_in_stacks_are_listed_once_and_each_caller_gets_its_own_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from metis.stacks import loader
+
+    listed: list[str] = []
+    original = loader.resources
+
+    class CountingResources:
+        @staticmethod
+        def files(package: str) -> Any:
+            listed.append(package)
+            return original.files(package)
+
+    monkeypatch.setattr(loader, "resources", CountingResources)
+    first = loader.builtin_stacks()
+    first.append("changed by a caller")
+    second = loader.builtin_stacks()
+    assert loader.builtin_stacks() == second
+    assert listed in ([], ["metis.stacks.builtin"])  # at most once in the process
+    assert "changed by a caller" not in second
+    assert "anthropic" in second and second == sorted(second)
