@@ -46,7 +46,7 @@ from ..fault_proxy import (
 
 KEY = "sk-ant-test-0123456789abcdef"
 HARD_LIMIT = 20.0  # no test here may take this long: a hang fails instead of stalling the run
-SLACK = 1.5  # seconds a call may end after its bound, on a loaded 2-core machine
+SLACK = 2.5  # seconds a call may end after its bound, on a loaded 2-core machine (1.55 seen)
 
 REPLY = json.dumps(
     {
