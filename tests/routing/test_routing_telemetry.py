@@ -61,10 +61,11 @@ async def test_decisions_and_state_changes_become_span_attributes(emulator: Emul
     alone = spans["metis.route_decided"].attributes
     assert alone["metis.route.served_by"] == ""
     (skipped,) = alone["metis.route.skipped"]
-    # the wait left is read off the clock: 10.0 s, or a tenth less on a busy machine
-    assert re.fullmatch(
-        rf"{re.escape(MODELS['anthropic'])}: cooling down \((10\.0|9\.9) s left\)", skipped
+    # the wait left is read off the clock: 10.0 s, less by what a busy machine took since
+    found = re.fullmatch(
+        rf"{re.escape(MODELS['anthropic'])}: cooling down \((\d+\.\d) s left\)", skipped
     )
+    assert found is not None and 5.0 <= float(found.group(1)) <= 10.0
 
 
 @pytest.mark.anyio
