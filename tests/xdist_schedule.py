@@ -29,7 +29,9 @@ SHARED = {  # every test file that imports an official SDK (anthropic's takes 4 
         "tests/gateway/test_gateway_passthrough.py",
         "tests/gateway/test_gateway_passthrough_responses.py",
         "tests/gateway/test_gateway_passthrough_routes.py",
+        "tests/gateway/test_gateway_pydantic_ai.py",
         "tests/gateway/test_gateway_responses_owners.py",
+        "tests/gateway/test_gateway_sdk_helpers.py",
         "tests/gateway/test_gateway_sdks.py",
         "tests/testing/test_emulator_clients.py",
     )
