@@ -7,6 +7,7 @@ are never made, which keeps collection short). Mark a test so only when what it 
 does not depend on the event loop: a codec or stage fed from memory, a replay through a mock
 transport, a wire format checked against the emulator (the socket reads under it are tested
 under both backends by test_transport, test_socket_reads, test_deadlines, test_cancellation).
+The gateway's tests (tests/gateway) count as marked: the server runs on asyncio alone.
 Keep both backends wherever the backend matters (sockets, the transport, cancellation,
 deadlines, timeouts, task groups, threads, the stores, concurrency). In a module marked so,
 a test that does depend on the backend is marked ``backend_independent(False)``.
@@ -26,6 +27,7 @@ import gc
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,6 +35,7 @@ import pytest
 # The fixtures import what they patch: xdist's controller, which runs no test, loads none of it.
 
 BACKENDS = ("asyncio", "trio")
+GATEWAY_TESTS = Path(__file__).parent / "gateway"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -170,9 +173,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def _backend_independent(item: pytest.Item) -> bool:
     """The closest ``backend_independent`` mark decides; ``backend_independent(False)`` on a
-    test takes back its module's mark."""
+    test takes back its module's mark. Unmarked, the gateway's tests are: ``metis serve`` runs
+    on uvicorn's asyncio loop, so its application is tested under asyncio (the library under
+    it keeps its trio runs in the other folders)."""
     marker = item.get_closest_marker("backend_independent")
-    return marker is not None and marker.args[:1] != (False,)
+    if marker is not None:
+        return marker.args[:1] != (False,)
+    return GATEWAY_TESTS in item.path.parents
 
 
 @pytest.fixture(autouse=True, scope="session")
