@@ -1,11 +1,16 @@
 """pydantic-ai agents pointed at ``metis serve``: its OpenAIChatModel, OpenAIResponsesModel and
 AnthropicModel, unchanged but for the base URL, each answered by a model of another family
 (emulator-backed), run whole and streamed, with a tool over two turns, structured output, and
-the gateway's errors arriving as pydantic-ai's own ``ModelHTTPError``."""
+the gateway's errors arriving as pydantic-ai's own ``ModelHTTPError``.
+
+Slow, as the other clients of the gateway beyond the official SDKs (the JavaScript SDKs, the
+agent CLIs): pydantic-ai is imported by the tests (a fixture), never at collection, where
+every worker would pay its import (~3 s of CPU) for tests the default run leaves out."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -15,13 +20,29 @@ from pydantic import BaseModel
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import GATEWAY_KEY, gateway_url
 
-pytest.importorskip("pydantic_ai")
-from pydantic_ai import Agent
-from pydantic_ai.exceptions import ModelHTTPError
-from pydantic_ai.models.anthropic import AnthropicModel
-from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
-from pydantic_ai.providers.anthropic import AnthropicProvider
-from pydantic_ai.providers.openai import OpenAIProvider
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def pai() -> SimpleNamespace:
+    """pydantic-ai's classes these tests use (skipped where it is not installed)."""
+    pytest.importorskip("pydantic_ai")
+    from pydantic_ai import Agent
+    from pydantic_ai.exceptions import ModelHTTPError
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    return SimpleNamespace(
+        Agent=Agent,
+        ModelHTTPError=ModelHTTPError,
+        AnthropicModel=AnthropicModel,
+        OpenAIChatModel=OpenAIChatModel,
+        OpenAIResponsesModel=OpenAIResponsesModel,
+        AnthropicProvider=AnthropicProvider,
+        OpenAIProvider=OpenAIProvider,
+    )
 
 
 class City(BaseModel):
@@ -29,16 +50,18 @@ class City(BaseModel):
     population: int
 
 
-def chat(url: str, model: str, key: str = GATEWAY_KEY) -> Any:
-    return OpenAIChatModel(model, provider=OpenAIProvider(base_url=url + "/v1", api_key=key))
+def chat(pai: Any, url: str, model: str, key: str = GATEWAY_KEY) -> Any:
+    provider = pai.OpenAIProvider(base_url=url + "/v1", api_key=key)
+    return pai.OpenAIChatModel(model, provider=provider)
 
 
-def responses(url: str, model: str, key: str = GATEWAY_KEY) -> Any:
-    return OpenAIResponsesModel(model, provider=OpenAIProvider(base_url=url + "/v1", api_key=key))
+def responses(pai: Any, url: str, model: str, key: str = GATEWAY_KEY) -> Any:
+    provider = pai.OpenAIProvider(base_url=url + "/v1", api_key=key)
+    return pai.OpenAIResponsesModel(model, provider=provider)
 
 
-def messages(url: str, model: str, key: str = GATEWAY_KEY) -> Any:
-    return AnthropicModel(model, provider=AnthropicProvider(base_url=url, api_key=key))
+def messages(pai: Any, url: str, model: str, key: str = GATEWAY_KEY) -> Any:
+    return pai.AnthropicModel(model, provider=pai.AnthropicProvider(base_url=url, api_key=key))
 
 
 MODELS: dict[str, tuple[Callable[..., Any], str]] = {
@@ -55,8 +78,8 @@ def url() -> Iterator[str]:
         yield served
 
 
-def weather_agent(model: Any, ran: list[str]) -> Agent[None, str]:
-    agent = Agent(model)
+def weather_agent(pai: Any, model: Any, ran: list[str]) -> Any:
+    agent = pai.Agent(model)
 
     @agent.tool_plain
     def get_weather(city: str) -> str:
@@ -68,10 +91,10 @@ def weather_agent(model: Any, ran: list[str]) -> Agent[None, str]:
 
 
 @pytest.mark.parametrize("kind", MODELS)
-def test_an_agent_with_a_tool_whole_and_streamed(url: str, kind: str) -> None:
+def test_an_agent_with_a_tool_whole_and_streamed(pai: Any, url: str, kind: str) -> None:
     make, target = MODELS[kind]
     ran: list[str] = []
-    agent = weather_agent(make(url, target), ran)
+    agent = weather_agent(pai, make(pai, url, target), ran)
     result = agent.run_sync("Weather in Oslo?")
     assert result.output == "According to get_weather: Cold in Oslo."
     assert result.usage.requests == 2 and result.usage.output_tokens > 0
@@ -85,17 +108,18 @@ def test_an_agent_with_a_tool_whole_and_streamed(url: str, kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", MODELS)
-def test_structured_output(url: str, kind: str) -> None:
+def test_structured_output(pai: Any, url: str, kind: str) -> None:
     make, target = MODELS[kind]
-    assert isinstance(Agent(make(url, target), output_type=City).run_sync("A city?").output, City)
+    agent = pai.Agent(make(pai, url, target), output_type=City)
+    assert isinstance(agent.run_sync("A city?").output, City)
 
 
 @pytest.mark.parametrize("kind", MODELS)
-def test_errors_arrive_as_model_http_errors(url: str, kind: str) -> None:
+def test_errors_arrive_as_model_http_errors(pai: Any, url: str, kind: str) -> None:
     make, target = MODELS[kind]
-    with pytest.raises(ModelHTTPError) as wrong_key:
-        Agent(make(url, target, key="wrong")).run_sync("Hi")
+    with pytest.raises(pai.ModelHTTPError) as wrong_key:
+        pai.Agent(make(pai, url, target, key="wrong")).run_sync("Hi")
     assert wrong_key.value.status_code == 401
-    with pytest.raises(ModelHTTPError) as missing:
-        Agent(make(url, "no-such-model")).run_sync("Hi")
+    with pytest.raises(pai.ModelHTTPError) as missing:
+        pai.Agent(make(pai, url, "no-such-model")).run_sync("Hi")
     assert missing.value.status_code == 404
