@@ -3,7 +3,11 @@ sequence strictly (they accumulate the stream into the final message themselves)
 ``messages.stream`` and its tool runner, OpenAI's ``chat.completions.stream``/``parse`` and
 ``responses.stream``/``parse`` with pydantic models, the raw responses' headers, and a stream
 that fails midway arriving as that SDK's failure. Every call is answered by a model of another
-family than the SDK's (emulator-backed)."""
+family than the SDK's (emulator-backed).
+
+Slow, as the gateway's other clients beyond the SDKs' plain calls (in the default run:
+tests/gateway/test_gateway_sdks.py): each helper's first use builds the SDK's parsing types
+(~2 s of CPU for ``responses.stream``)."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from tests.gateway_fixture import GATEWAY_KEY, gateway_url
 
 from ..helpers import ImportOnUse
 
+pytestmark = pytest.mark.slow
 anthropic = ImportOnUse("anthropic")
 openai = ImportOnUse("openai")
 
