@@ -185,7 +185,9 @@ def test_a_batch_is_read_back_from_its_id_in_a_new_process() -> None:
 
         async def submit_all() -> dict[str, tuple[str, str]]:
             ids = {}
-            for stack, model in (STACKS[0], STACKS[1], STACKS[3]):
+            for stack, model in STACKS:
+                if stack not in ("anthropic", "openai", "gemini"):
+                    continue
                 base = emulator.base_url(stack)
                 async with build_adapter(stack, api_key="k", base_url=base) as adapter:
                     status = await Batches(adapter).submit(requests(model, 4, {2: " [fail]"}))
