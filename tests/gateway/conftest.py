@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+
+from tests.gateway_fixture import GATEWAY_KEY
+
+from ..helpers import ImportOnUse
+
+anthropic = ImportOnUse("anthropic")
+openai = ImportOnUse("openai")
 
 
 @pytest.fixture(scope="module")
@@ -18,3 +26,15 @@ def redis_url() -> Iterator[str]:
         yield f"redis://127.0.0.1:{factory.server().port}"
     finally:
         factory.close()
+
+
+@pytest.fixture
+def claude(url: str) -> Any:
+    """The official anthropic SDK's client of the module's gateway (its ``url`` fixture)."""
+    return anthropic.Anthropic(api_key=GATEWAY_KEY, base_url=url, max_retries=0)
+
+
+@pytest.fixture
+def oai(url: str) -> Any:
+    """The official openai SDK's client of the module's gateway (its ``url`` fixture)."""
+    return openai.OpenAI(api_key=GATEWAY_KEY, base_url=url + "/v1", max_retries=0)

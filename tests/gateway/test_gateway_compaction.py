@@ -16,7 +16,7 @@ import pytest
 
 from metis.gateway.app import create_app
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
+from tests.gateway_fixture import gateway_config, serving
 
 from ..helpers import ImportOnUse
 
@@ -40,16 +40,6 @@ def emulator() -> Iterator[Emulator]:
 def url(emulator: Emulator) -> Iterator[str]:
     with serving(create_app(gateway_config(emulator, routes=ROUTES))) as (served, _):
         yield served
-
-
-@pytest.fixture
-def claude(url: str) -> Any:
-    return anthropic.Anthropic(api_key=GATEWAY_KEY, base_url=url, max_retries=0)
-
-
-@pytest.fixture
-def oai(url: str) -> Any:
-    return openai.OpenAI(api_key=GATEWAY_KEY, base_url=url + "/v1", max_retries=0)
 
 
 def upstream(emulator: Emulator, path: str, marker: str) -> dict[str, Any]:

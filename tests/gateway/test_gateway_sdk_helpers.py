@@ -19,7 +19,7 @@ import pytest
 from pydantic import BaseModel
 
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import GATEWAY_KEY, gateway_url
+from tests.gateway_fixture import gateway_url
 
 from ..helpers import ImportOnUse
 
@@ -50,16 +50,6 @@ def emulator() -> Iterator[Emulator]:
 def url(emulator: Emulator) -> Iterator[str]:
     with gateway_url(emulator) as served:
         yield served
-
-
-@pytest.fixture
-def claude(url: str) -> Any:
-    return anthropic.Anthropic(api_key=GATEWAY_KEY, base_url=url, max_retries=0)
-
-
-@pytest.fixture
-def oai(url: str) -> Any:
-    return openai.OpenAI(api_key=GATEWAY_KEY, base_url=url + "/v1", max_retries=0)
 
 
 def test_anthropic_stream_helper_over_two_tool_turns_answered_by_gpt(claude: Any) -> None:

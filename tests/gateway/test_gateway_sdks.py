@@ -42,16 +42,6 @@ def url(emulator: Emulator) -> Iterator[str]:
         yield served
 
 
-@pytest.fixture
-def claude(url: str) -> Any:
-    return anthropic.Anthropic(api_key=GATEWAY_KEY, base_url=url, max_retries=0)
-
-
-@pytest.fixture
-def oai(url: str) -> Any:
-    return openai.OpenAI(api_key=GATEWAY_KEY, base_url=url + "/v1", max_retries=0)
-
-
 @pytest.mark.parametrize("model", ALIASES)
 def test_every_family_through_every_api_streamed_and_not(model: str, claude: Any, oai: Any) -> None:
     said = [{"role": "user", "content": "Hi"}]
