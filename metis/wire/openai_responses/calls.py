@@ -12,6 +12,7 @@ when the next item opens would be ended there without its last piece.
 from __future__ import annotations
 
 import json
+from collections.abc import Hashable
 from typing import Any
 
 from metis.wire.builder import MessageBuilder
@@ -34,10 +35,10 @@ class CallInputs:
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
-        self._fed: set[int] = set()  # calls whose input arrived, in pieces or whole
-        self._ended: set[int] = set()
+        self._fed: set[Hashable] = set()  # calls whose input arrived, in pieces or whole
+        self._ended: set[Hashable] = set()
 
-    def added(self, index: int, kind: str, item: dict[str, Any]) -> None:
+    def added(self, index: Hashable, kind: str, item: dict[str, Any]) -> None:
         """A call item began: its tool call starts, with whatever input it already holds."""
         builder = self._builder
         call_id = required_text(item, "call_id", f"{kind} item")
@@ -46,7 +47,7 @@ class CallInputs:
             builder.tool_input(index, OPENING)
         self._whole(index, kind, item.get(_FIELD[kind]))
 
-    def piece(self, index: int, kind: str, fragment: str) -> None:
+    def piece(self, index: Hashable, kind: str, fragment: str) -> None:
         """One ``*.delta`` piece of the input."""
         if fragment and index not in self._ended:
             if kind == CUSTOM_CALL:
@@ -54,7 +55,7 @@ class CallInputs:
             self._builder.tool_input(index, fragment)
             self._fed.add(index)
 
-    def done(self, index: int, kind: str, whole: Any, cut_off: bool = False) -> None:
+    def done(self, index: Hashable, kind: str, whole: Any, cut_off: bool = False) -> None:
         """The whole input is known (``whole``, used when no piece came): the call ends,
         once. ``cut_off``: the item is incomplete, its input unfinished (no closing)."""
         if index in self._ended:
@@ -65,7 +66,7 @@ class CallInputs:
             self._builder.tool_input(index, CLOSING)
         self._builder.close(index)
 
-    def _whole(self, index: int, kind: str, value: Any) -> None:
+    def _whole(self, index: Hashable, kind: str, value: Any) -> None:
         if index in self._fed:
             return
         if kind == CUSTOM_CALL:

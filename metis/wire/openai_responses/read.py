@@ -156,7 +156,7 @@ class ResponsesParser:
             self._calls.piece(index, CUSTOM_CALL, required_text(obj, "delta", kind))
         elif kind in INPUT_DONE:
             call, field = INPUT_DONE[kind]
-            if self._items.get(index, ("", False))[0] == call:
+            if isinstance(index, int) and self._items.get(index, ("", False))[0] == call:
                 self._calls.done(index, call, obj.get(field))
         elif kind == "response.reasoning_summary_part.added":
             if obj.get("summary_index") and builder.has_block(index):
