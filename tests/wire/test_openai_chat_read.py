@@ -334,6 +334,32 @@ def test_deepseeks_cache_hits_are_cache_reads_streamed_and_whole() -> None:
     assert final(events).usage == done.usage
 
 
+@pytest.mark.parametrize(
+    ("completion", "total", "output"),
+    [(2, 12 + 2 + 340, 342), (342, 12 + 342, 342), (342, None, 342)],
+    ids=["reasoning-apart", "reasoning-inside", "no-total"],
+)
+def test_reasoning_left_out_of_completion_tokens_is_added_where_the_total_shows_it(
+    completion: int, total: int | None, output: int
+) -> None:
+    """A server relaying Grok's usage (an OpenRouter-style proxy, a compatible endpoint) counts
+    its reasoning apart from ``completion_tokens``, as xAI does: ``total_tokens`` is prompt +
+    completion + reasoning. OpenAI's total is prompt + completion, the reasoning inside."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": 12,
+        "completion_tokens": completion,
+        "completion_tokens_details": {"reasoning_tokens": 340},
+    }
+    if total is not None:
+        usage["total_tokens"] = total
+    done = parse(body({"content": "hi"}, usage=usage))
+    assert (done.usage.output_tokens, done.usage.reasoning_tokens) == (output, 340)
+    events = stream(
+        [chunk({"content": "x"}, "stop"), {"id": "cmpl-1", "choices": [], "usage": usage}]
+    )
+    assert final(events).usage == done.usage
+
+
 def test_no_warning_is_logged_for_plain_content(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         parse(body({"content": [{"type": "text", "text": "plain"}]}))
