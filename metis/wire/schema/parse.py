@@ -21,6 +21,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from metis.errors import AdapterError, ProtocolError
+from metis.model.content import Base64ImageSource, ImageBlock
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
@@ -199,6 +200,8 @@ class SchemaParser:
             self._thinking(part)
         elif kind == "tool_call":
             self._tool_call(part, whole=True)
+        elif kind == "image" and (image := self._image(part)) is not None:
+            self._last = image
         elif self._extra is not None and (made := self._extra.part(part, self._b)) is not None:
             self._last = made
         else:  # no canonical form: kept whole, to go back only to this provider
@@ -207,6 +210,20 @@ class SchemaParser:
             self._opaque += 1
             self._b.opaque(opaque_key, block_type, part)
             self._last = self._index(opaque_key)
+
+    def _image(self, part: dict[str, Any]) -> int | None:
+        """The index of the image block ``part`` made (an image model's picture), its echoed
+        fields (a thought signature) kept for the way back; None for other media."""
+        media_of, data_of = self._r.image
+        media_type = media_of(part) if media_of is not None else None
+        data = data_of(part) if data_of is not None else None
+        if not (isinstance(media_type, str) and media_type.startswith("image/")):
+            return None
+        source = Base64ImageSource(media_type=media_type, data=self._str(data, "image data"))
+        key = ("image", self._opaque)
+        self._opaque += 1
+        self._b.image(key, ImageBlock(source=source), self._echoed(part) or {})
+        return self._index(key)
 
     def _message(self, message: dict[str, Any]) -> None:
         r = self._r
