@@ -27,6 +27,7 @@ from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.read import malformed, split_input
 from metis.wire.schema.compiled import DetectRule, Reading
+from metis.wire.schema.gemini_call_args import StreamedCallArgs
 from metis.wire.schema.gemini_tools import GeminiParts
 from metis.wire.schema.paths import Path, getter
 
@@ -35,6 +36,7 @@ ErrorReader = Callable[[dict[str, Any]], AdapterError]
 
 class SchemaParser:
     __slots__ = (
+        "_args",
         "_b",
         "_calls",
         "_dropped",
@@ -79,6 +81,7 @@ class SchemaParser:
         self._b = builder
         self._streamed = streamed
         self._where = f"{name} {'chunk' if streamed else 'response'}"  # names fields in errors
+        self._args = StreamedCallArgs(self._where) if extra is not None else None
         self._response_id: str | None = None
         self._calls = 0
         self._opaque = 0  # parts kept whole as opaque blocks
@@ -122,6 +125,8 @@ class SchemaParser:
                     provider=builder.provider,
                 )
             self._finish = StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=None)
+        if self._args is not None:  # a streamed call the reply never ended
+            self._whole_calls(self._args.flush())
         if self._extra is not None:
             self._extra.finish(builder, self._text_key)
         stop = self._finish
@@ -154,6 +159,8 @@ class SchemaParser:
                     if lone is not None and part.__class__ is dict and len(part) == 1:
                         text = part.get(lone)  # the hot path: a part that is its text alone
                         if text.__class__ is str:
+                            if self._args is not None and self._args.pending:
+                                self._whole_calls(self._args.flush())
                             if text and self._text_block == self._last >= 0:
                                 builder.text(self._text_key, text)  # more of the open block
                             else:
@@ -191,6 +198,11 @@ class SchemaParser:
     def _part(self, part: Any) -> None:
         if part.__class__ is not dict:
             raise malformed(f"{self._where} content part", "an object", part)
+        if self._args is not None:  # Gemini's streamed call arguments
+            done, taken = self._args.feed(part)
+            self._whole_calls(done)
+            if taken:
+                return
         kind = detect(self._r.detect, part)
         if kind == "text":
             key = self._r.text_key
@@ -308,6 +320,10 @@ class SchemaParser:
                 builder.close(key)
         else:
             raise malformed(f"{self._where} tool call input", "an object", given)
+
+    def _whole_calls(self, parts: list[dict[str, Any]]) -> None:
+        for part in parts:
+            self._tool_call(part, whole=True)
 
     def _apply_usage(self) -> None:
         usage = self._pending_usage
