@@ -360,6 +360,22 @@ def test_reasoning_left_out_of_completion_tokens_is_added_where_the_total_shows_
     assert final(events).usage == done.usage
 
 
+def test_groqs_usage_in_x_groq_is_read_not_estimated() -> None:
+    """Groq gives a stream's usage in ``x_groq.usage`` on its finish_reason chunk (with its
+    timings) where no ``stream_options`` asked for a usage chunk."""
+    groq = {"id": "req_1", "usage": {"queue_time": 0.28, "prompt_tokens": 18,
+                                     "completion_tokens": 73, "total_tokens": 91}}  # fmt: skip
+    events = stream(
+        [
+            chunk({"role": "assistant", "content": ""}, x_groq={"id": "req_1"}),
+            chunk({"content": "Hello"}),
+            chunk({}, "stop", x_groq=groq),
+        ]
+    )
+    usage = final(events).usage
+    assert (usage.input_tokens, usage.output_tokens, usage.estimated) == (18, 73, False)
+
+
 def test_no_warning_is_logged_for_plain_content(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         parse(body({"content": [{"type": "text", "text": "plain"}]}))

@@ -240,6 +240,8 @@ class _StreamParser:
                 if (finish := choice.get("finish_reason")) is not None:
                     self._finish(text_value(finish, "choices[0].finish_reason"))
         usage = obj.get("usage")
+        if not usage and (groq := obj.get("x_groq")).__class__ is dict:
+            usage = groq.get("usage")  # Groq's own place, on the finish_reason chunk
         if usage:
             read_usage(builder, object_value(usage, "chunk.usage"), self._apart)
         if "citations" in obj:  # Perplexity repeats the list on every chunk
