@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from metis.errors import ProtocolError
+from metis.errors import AdapterError, ErrorClass, ProtocolError
 from metis.model.content import (
     ContentBlock,
     OpaqueBlock,
@@ -374,6 +374,59 @@ def test_groqs_usage_in_x_groq_is_read_not_estimated() -> None:
     )
     usage = final(events).usage
     assert (usage.input_tokens, usage.output_tokens, usage.estimated) == (18, 73, False)
+
+
+def test_a_reply_its_content_filter_left_without_a_message_is_a_content_filter_stop() -> None:
+    """Azure's content filter answers 200 with a choice that has no ``message`` at all, only
+    ``finish_reason: "content_filter"`` and the filter's results."""
+    filtered = {
+        "id": "cmpl-1",
+        "model": "gpt-4o",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "content_filter",
+                "content_filter_results": {"hate": {"filtered": True, "severity": "high"}},
+            }
+        ],
+        "usage": {"prompt_tokens": 15, "completion_tokens": 19},
+    }
+    done = parse(filtered)
+    assert done.final_content == []
+    assert (done.stop_reason.kind, done.stop_reason.raw) == (
+        StopKind.CONTENT_FILTER,
+        "content_filter",
+    )
+    assert (done.usage.input_tokens, done.usage.output_tokens) == (15, 19)
+
+
+@pytest.mark.parametrize(
+    ("error", "cls", "status"),
+    [
+        (  # Azure's refused prompt, in a 200 body
+            {"message": "The response was filtered", "type": None, "param": "prompt",
+             "code": "content_filter", "status": 400},
+            ErrorClass.INVALID_REQUEST,
+            400,
+        ),
+        ({"message": "Rate limited upstream", "code": 429}, ErrorClass.RATE_LIMIT, 429),
+        ({"message": "Upstream failed", "code": 502}, ErrorClass.SERVER_ERROR, 502),
+        ({"message": "no status", "code": "weird"}, ErrorClass.SERVER_ERROR, None),
+    ],
+    ids=["azure-status", "numeric-code-429", "numeric-code-502", "none"],
+)  # fmt: skip
+def test_an_error_object_in_a_200_reply_is_classified_by_its_own_status(
+    error: dict[str, Any], cls: ErrorClass, status: int | None
+) -> None:
+    """An error object in a 200 body or a stream chunk that says its status (Azure's
+    ``error.status``, OpenRouter's numeric ``error.code``) is classified by it: a refused
+    prompt is not a server error to retry."""
+    for read in (lambda obj: parse(obj), lambda obj: stream([obj])):
+        with pytest.raises(AdapterError) as caught:
+            read({"error": error})
+        assert caught.value.error_class is cls
+        assert caught.value.provider_status == status
+        assert caught.value.provider_message == error["message"]
 
 
 def test_no_warning_is_logged_for_plain_content(caplog: pytest.LogCaptureFixture) -> None:
