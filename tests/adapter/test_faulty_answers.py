@@ -1,0 +1,121 @@
+"""Answers that are not what was asked for, on every stack: each provider's real answer (the
+emulator's, in process) reshaped on its way back, as a proxy, a gateway or a misbehaving
+server would reshape it. Each ends in the reply or in a classified error, never a silent
+empty message."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import httpx
+import pytest
+
+from metis.errors import AdapterError, ProtocolError
+from metis.model import CanonicalRequest, Message, MessageComplete, TextDelta
+from metis.testing.emulator import Emulator
+
+from ..stack_table import CLOUD, FAMILIES, MODELS, adapter
+
+pytestmark = [pytest.mark.anyio, pytest.mark.backend_independent]
+
+STACKS = [stack for stack in (*FAMILIES, *CLOUD) if stack != "tgi"]
+Reshape = Callable[[httpx.Request, int, dict[str, str], bytes], httpx.Response]
+
+
+class Reshaping(httpx.AsyncBaseTransport):
+    """The emulator's answer, read whole, then handed to ``reshape``; ``wire`` forces the
+    request's ``stream`` flag as the emulator sees it (to fetch a whole reply for a stream)."""
+
+    def __init__(self, emulator: Emulator, reshape: Reshape, wire_stream: bool | None = None):
+        self.inner = emulator.transport()
+        self.reshape = reshape
+        self.wire_stream = wire_stream
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        asked = request
+        if self.wire_stream is not None:
+            asked = _restreamed(request, self.wire_stream)
+        answer = await self.inner.handle_async_request(asked)
+        body = await answer.aread()
+        skip = ("content-length", "transfer-encoding")
+        headers = {k: v for k, v in answer.headers.items() if k.lower() not in skip}
+        return self.reshape(request, answer.status_code, headers, body)
+
+
+def _restreamed(request: httpx.Request, stream: bool) -> httpx.Request:
+    """``request`` as its non-streamed twin (or streamed): the body's flag, Gemini's and
+    Bedrock's streaming paths, and the SSE parameter."""
+    import json
+
+    url = request.url
+    path = url.path.replace(":streamGenerateContent", ":generateContent")
+    path = path.replace("/converse-stream", "/converse")
+    path = path.replace("/invoke-with-response-stream", "/invoke")
+    path = path.replace(":streamRawPredict", ":rawPredict")
+    params = url.params.remove("alt") if not stream else url.params
+    content = request.content
+    if content and not stream:
+        body = json.loads(content)
+        if "stream" in body:
+            body["stream"] = False
+            body.pop("stream_options", None)
+        content = json.dumps(body).encode()
+    headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
+    return httpx.Request(
+        request.method, url.copy_with(path=path, params=params), headers=headers, content=content
+    )
+
+
+def request_for(stack: str) -> CanonicalRequest:
+    return CanonicalRequest(
+        model=MODELS[stack].split(":", 1)[1],
+        messages=[Message.user("Say hello")],
+        max_output_tokens=50,
+    )
+
+
+async def streamed_text(stack: str, transport: httpx.AsyncBaseTransport) -> str:
+    emulator = Emulator()
+    async with httpx.AsyncClient(transport=transport) as client:
+        built = adapter(stack, emulator, http_client=client, max_retries=0)
+        try:
+            return "".join(await _texts(built.stream(request_for(stack))))
+        finally:
+            await built.aclose()
+
+
+async def _texts(events: AsyncIterator[object]) -> list[str]:
+    texts, completed = [], False
+    async for event in events:
+        if isinstance(event, TextDelta):
+            texts.append(event.text)
+        completed = completed or isinstance(event, MessageComplete)
+    assert completed
+    return texts
+
+
+@pytest.mark.parametrize("stack", STACKS)
+async def test_a_stream_answered_with_the_whole_json_reply_gives_its_text(stack: str) -> None:
+    # A proxy that buffers, or a server that ignores ``stream``, answers a streamed request
+    # with the whole reply as application/json: it is read as that reply. Gemini and Vertex
+    # read it as an empty message (the reply's dict subclass hid every field from the codec).
+    def whole(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        assert status == 200, body
+        return httpx.Response(200, headers={"content-type": "application/json"}, content=body)
+
+    emulator = Emulator()
+    text = await streamed_text(stack, Reshaping(emulator, whole, wire_stream=False))
+    assert text == "You said: Say hello"
+
+
+@pytest.mark.parametrize("stack", ["gemini", "vertex"])
+async def test_a_stream_answered_with_a_whole_json_error_raises_it(stack: str) -> None:
+    error = b'{"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}'
+
+    def failed(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        return httpx.Response(200, headers={"content-type": "application/json"}, content=error)
+
+    with pytest.raises(AdapterError) as caught:
+        await streamed_text(stack, Reshaping(Emulator(), failed))
+    assert caught.value.error_class == "overloaded"
+    assert not isinstance(caught.value, ProtocolError)
