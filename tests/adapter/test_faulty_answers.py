@@ -119,3 +119,37 @@ async def test_a_stream_answered_with_a_whole_json_error_raises_it(stack: str) -
         await streamed_text(stack, Reshaping(Emulator(), failed))
     assert caught.value.error_class == "overloaded"
     assert not isinstance(caught.value, ProtocolError)
+
+
+class Chunks(httpx.AsyncByteStream):
+    def __init__(self, *chunks: bytes, repeat: int = 1) -> None:
+        self.chunks, self.repeat = chunks, repeat
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for _ in range(self.repeat):
+            for chunk in self.chunks:
+                yield chunk
+
+
+@pytest.mark.parametrize("stack", ["anthropic", "openai", "gemini", "ollama", "bedrock"])
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+async def test_a_json_reply_too_large_to_hold_is_a_protocol_error(stack: str, streamed: bool):
+    # 80 MiB of a reply that never ends (a decompression bomb, a runaway proxy): what is held
+    # to parse it at the end stops at 64 MiB instead of growing with the body.
+    mib = b" " * (1 << 20)
+
+    def endless(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        stream = Chunks(b'{"id": "x", "padding": "', *[mib] * 8, repeat=10)
+        return httpx.Response(200, headers={"content-type": "application/json"}, stream=stream)
+
+    emulator = Emulator()
+    async with httpx.AsyncClient(transport=Reshaping(emulator, endless)) as client:
+        built = adapter(stack, emulator, http_client=client, max_retries=0)
+        try:
+            with pytest.raises(ProtocolError, match="larger than 64 MiB"):
+                if streamed:
+                    await _texts(built.stream(request_for(stack)))
+                else:
+                    await built.complete(request_for(stack))
+        finally:
+            await built.aclose()
