@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 import httpx
 
-from metis.errors import CancelledError, NetworkError
+from metis.errors import CancelledError, ClosedError, NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.transport.clients import http_errors, is_read_timeout, is_timeout, request_timeout
@@ -259,6 +259,14 @@ async def _send(
                 response = await http.send(request, stream=True, follow_redirects=False)
         except http_errors() as exc:
             raise failure(exc, call, clock, limits, when="before a response arrived") from exc
+        except RuntimeError as exc:
+            if not http.is_closed:
+                raise
+            raise ClosedError(  # httpx's RuntimeError, for a client its owner closed
+                f"{call.provider}: the HTTP client the adapter was given is closed",
+                provider=call.provider,
+                request_id=call.request_id,
+            ) from exc
         except BaseException:
             if response is not None:
                 with anyio.CancelScope(shield=True):
