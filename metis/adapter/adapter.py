@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import anyio
 
 from metis.adapter.capabilities import ModelCapabilities
-from metis.adapter.checks import check_ready, foreign_prefixes, warn_unclosed
+from metis.adapter.checks import check_ready, closed_error, foreign_prefixes, warn_unclosed
 from metis.adapter.count_tokens import TokenCount, count_tokens
 from metis.adapter.delivery import Delivery, folded
 from metis.adapter.sendable import check_request
@@ -27,12 +27,7 @@ from metis.catalog.estimate import estimate_input_tokens
 from metis.core.deprecation import warn_deprecated
 from metis.core.options import checked_init, checked_options
 from metis.core.secrets import install_httpx_log_filter
-from metis.errors import (
-    AdapterError,
-    CapabilityError,
-    ClosedError,
-    ProtocolError,
-)
+from metis.errors import AdapterError, CapabilityError, ProtocolError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
@@ -344,10 +339,7 @@ class Adapter:
 
     def _http(self) -> AsyncHTTPClient:
         if self._closed:  # a new pool here would outlive the aclose() that ended the last
-            raise ClosedError(
-                f"the {self.name} adapter was closed (aclose); build a new one to call again",
-                provider=self.name,
-            )
+            raise closed_error(self.name)
         if self._client is None:
             self._client = http_client(self.config.timeout_seconds)
         return self._client
