@@ -153,3 +153,46 @@ async def test_a_json_reply_too_large_to_hold_is_a_protocol_error(stack: str, st
                     await built.complete(request_for(stack))
         finally:
             await built.aclose()
+
+
+def _as_json_array(sse_body: bytes, *extra: bytes) -> bytes:
+    """An SSE stream's data objects as Gemini's stream without ``alt=sse``: one JSON array."""
+    datas = [line[5:].strip() for line in sse_body.splitlines() if line.startswith(b"data:")]
+    return b"[" + b",\r\n".join([*datas, *extra]) + b"]"
+
+
+@pytest.mark.parametrize("stack", ["gemini", "vertex"])
+async def test_a_gemini_stream_sent_as_a_json_array_is_read_chunk_by_chunk(stack: str) -> None:
+    # A proxy that drops ``alt=sse`` gets Gemini's array; it was read as an SSE stream with
+    # no events ("ended before its finish reason"), an error element in it lost its class.
+    def array(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        return httpx.Response(
+            200, headers={"content-type": "application/json"}, content=_as_json_array(body)
+        )
+
+    text = await streamed_text(stack, Reshaping(Emulator(), array))
+    assert text == "You said: Say hello"
+
+
+@pytest.mark.parametrize("stack", ["gemini", "vertex"])
+async def test_an_error_in_a_gemini_json_array_is_raised_after_what_came_before(
+    stack: str,
+) -> None:
+    error = b'{"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}}'
+
+    def array(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        first = _as_json_array(body)[1:].split(b",\r\n")[0]  # the first chunk alone
+        content = b"[" + first + b",\r\n" + error + b"]"
+        return httpx.Response(200, headers={"content-type": "application/json"}, content=content)
+
+    emulator = Emulator()
+    async with httpx.AsyncClient(transport=Reshaping(emulator, array)) as client:
+        built = adapter(stack, emulator, http_client=client, max_retries=0)
+        try:
+            with pytest.raises(AdapterError) as caught:
+                await built.complete(request_for(stack).model_copy(update={"stream": True}))
+        finally:
+            await built.aclose()
+    assert caught.value.error_class == "rate_limit"
+    partial = caught.value.partial_response
+    assert partial is not None and partial.text

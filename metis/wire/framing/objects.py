@@ -8,8 +8,10 @@ streamed, or whose framing is ``json``, is one JSON document, parsed once at the
 
 A streamed request answered with a whole JSON body (``content-type: application/json``, as
 some proxies and servers do) is read as that one document and given as a :class:`WholeBody`,
-so that the reader takes it as a complete reply. A stream mislabelled as JSON is still read
-as its framing says: SSE never opens with ``{``, and NDJSON is one document per line.
+so that the reader takes it as a complete reply; answered with a JSON array (Gemini's stream
+without ``alt=sse``), its elements are the stream's objects, given at the end. A stream
+mislabelled as JSON is still read as its framing says: SSE never opens with ``{``, and NDJSON
+is one document per line.
 
 Anything that is not a JSON object, and JSON beyond :mod:`metis.wire.json_limits`
 (NaN, Infinity, nesting deeper than 100 levels), raises :class:`~metis.errors.ProtocolError`.
@@ -96,6 +98,9 @@ class BodyObjects:
         if _whole_json(self.content_type, chunk):
             self._mode, self.feed = "reply", self._hold
             return self._hold(chunk)
+        if self._sse is not None and _json_array(self.content_type, chunk):
+            self._mode, self.feed = "array", self._hold
+            return self._hold(chunk)
         self._mode = "stream"
         if self._sse is not None:
             self.feed = self._sse_objects
@@ -122,6 +127,8 @@ class BodyObjects:
             return [_parse(_text(b"".join(self._held), "json"), "json")]
         if mode == "reply":
             return _whole_reply(b"".join(self._held), self._fmt)
+        if mode == "array":
+            return _array_objects(_text(b"".join(self._held), "json"))
         if self._sse is not None:
             if self.done:
                 return []
@@ -269,6 +276,31 @@ def _whole_json(content_type: str | None, first: bytes) -> bool:
     if content_type is None or first.lstrip()[:1] != b"{":
         return False
     return content_type.partition(";")[0].strip().lower() == "application/json"
+
+
+def _json_array(content_type: str | None, first: bytes) -> bool:
+    """An ``application/json`` answer that opens a JSON array: Gemini's stream when it is
+    asked without ``alt=sse`` (a proxy that drops the parameter), its chunks the elements."""
+    if content_type is None or first.lstrip()[:1] != b"[":
+        return False
+    return content_type.partition(";")[0].strip().lower() == "application/json"
+
+
+def _array_objects(text: str) -> list[dict[str, Any]]:
+    """The elements of a stream sent as one JSON array, each an object of the stream."""
+    try:
+        value = json_limits.loads(text)
+    except JSONLimitError as exc:
+        raise ProtocolError(f"provider sent JSON metis refuses in its json stream: {exc}") from None
+    except ValueError:
+        raise ProtocolError(
+            f"provider sent invalid JSON in its json stream: {text[:_SNIPPET]}"
+        ) from None
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise ProtocolError(
+            f"provider sent a JSON array of other than objects as its stream: {text[:_SNIPPET]}"
+        )
+    return value
 
 
 def _several_lines(body: bytes) -> bool:
