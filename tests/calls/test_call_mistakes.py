@@ -137,6 +137,17 @@ def test_a_misspelt_model_refused_by_the_provider_notes_the_catalogs_nearest(
     )
 
 
+def test_a_session_moved_to_a_misspelt_model_notes_the_catalogs_nearest_too(
+    at_emulator: Emulator,
+) -> None:
+    session = metis.Session(MODEL)
+    session.model = "anthropic:claude-sonet-4-5"
+    with pytest.raises(InvalidRequestError) as caught:
+        session.send("Hi")
+    [note] = caught.value.__notes__
+    assert "the nearest it has: claude-sonnet-4-5" in note
+
+
 def test_no_catalog_guess_for_a_model_the_catalog_knows() -> None:
     from metis.calls.request import unknown_model_note
 
