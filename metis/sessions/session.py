@@ -43,7 +43,13 @@ log = logging.getLogger("metis")
 SESSION_OPTIONS = ModelOptions.__optional_keys__
 _OWN_OPTIONS = frozenset({"messages", "session_id", "adapters", "compact", "context_check"})
 """The constructor's own keywords, named as the nearest option to a misspelt one."""
-_HINTS = {"session_id": "the session's id is Session(session_id=...), set once"}
+_RUN_OPTIONS = frozenset({"max_steps", "tool_timeout_seconds", "output_type", "on_event"})
+"""``run``'s own keywords: named as the nearest to a misspelt one, and said to be ``run``'s
+when a turn of one call is given one."""
+_HINTS = {
+    "session_id": "the session's id is Session(session_id=...), set once",
+    **{name: f"{name} is an option of run() (the agent loop)" for name in _RUN_OPTIONS},
+}
 
 
 class SessionBusyError(RuntimeError):
@@ -378,7 +384,8 @@ class Session(BlockingForms):
 
     def _checked(self, what: str, options: Mapping[str, Any]) -> ModelOptions:
         """A turn's options, checked: they override the session's, read at each call."""
-        check_options(f"Session.{what}()", options, SESSION_OPTIONS, _HINTS)
+        known = SESSION_OPTIONS | _RUN_OPTIONS if what in ("run", "arun") else SESSION_OPTIONS
+        check_options(f"Session.{what}()", options, known, _HINTS)
         checked: ModelOptions = {**options}  # type: ignore[typeddict-item]
         return checked
 
