@@ -223,3 +223,17 @@ def test_a_strict_tool_survives_a_session_round_trip() -> None:
     request = _request(STRICT)
     again = CanonicalRequest.model_validate_json(request.model_dump_json())
     assert again.tools[0].strict is True
+
+
+def test_the_warn_names_the_flag_dropped_and_the_tool(caplog: pytest.LogCaptureFixture) -> None:
+    from metis.model.tool_fit import fit_strict_tools
+
+    call = recording_call("gemini", "gemini:gemini-2.5-flash")
+    caps = AdapterCapabilities(supports_tools=True)
+    request = fit_strict_tools(_request(STRICT, LOOSE), caps, call.warn_dropped)
+    assert [t.strict for t in request.tools] == [None, None]
+    [record] = [r for r in caplog.records if r.name == "metis"]
+    assert record.getMessage() == (  # a setting, not a content block: no "block" in it
+        "dropped tool.strict for gemini: tool 'get_weather': the model has no strict tool use; "
+        "the tool is sent without it"
+    )
