@@ -34,8 +34,8 @@ from typing import TypeVar, Unpack, overload
 
 from metis.adapter.adapter import Adapter
 from metis.adapter.count_tokens import TokenCount
-from metis.calls.adapters import leased_adapter
-from metis.calls.background import BackgroundLoop, blocking_loop_for
+from metis.calls.adapters import leased_adapter, this_loop
+from metis.calls.background import BackgroundLoop, blocking_loop_for, on_background_loop
 from metis.calls.request import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_SECONDS,
@@ -292,6 +292,8 @@ async def _adapter(model: ModelLike, options: CallOptions) -> AsyncIterator[Adap
     """The adapter for ``model``'s stack and these settings on the running event loop (a
     router is its own adapter), open while the block runs."""
     if isinstance(model, Router):
+        if on_background_loop():  # a synchronous call: the router is closed at exit
+            this_loop().watch(model)
         yield model
         return
     stack_name, _ = stack_and_model(model)

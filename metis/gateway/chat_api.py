@@ -121,6 +121,7 @@ def _tools(raw: Any) -> list[Any]:
                 function.get("description"),
                 function.get("parameters"),
                 f"{where}.function",
+                function.get("strict"),
             )
         )
     return tools

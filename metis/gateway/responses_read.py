@@ -262,6 +262,8 @@ def _tools(raw: Any, ignored: list[str]) -> list[Any]:
             continue
         schema = tool.get("parameters")
         tools.append(
-            tool_definition(tool.get("name"), tool.get("description"), schema, f"tools[{i}]")
+            tool_definition(
+                tool.get("name"), tool.get("description"), schema, f"tools[{i}]", tool.get("strict")
+            )
         )
     return tools
