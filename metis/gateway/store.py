@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from metis.model.content import Message
+
+log = logging.getLogger("metis.gateway")
 
 Owner = str
 """Whose responses: a gateway key's name, or "" for the simple key (``owner_of``)."""
@@ -86,4 +89,12 @@ class RedisResponseStore:
         else:
             kept = [m.model_dump(mode="json", exclude_none=True) for m in stored.messages]
             data = json.dumps(kept)
-        await self.client.set(self._key(owner, response_id), data, ex=self.seconds)
+        try:
+            await self.client.set(self._key(owner, response_id), data, ex=self.seconds)
+        except Exception:  # the answer is the caller's still; only a later continuation fails
+            log.exception(
+                "gateway could not keep response %s: a previous_response_id naming it will "
+                "not be found",
+                response_id,
+                extra={"event": "metis.gateway.store_failed"},
+            )
