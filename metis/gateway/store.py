@@ -18,6 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from metis.gateway.errors import shared_store_failed
 from metis.model.content import Message
 
 log = logging.getLogger("metis.gateway")
@@ -72,7 +73,10 @@ class RedisResponseStore:
         return f"{self.prefix}{hashlib.sha256(owner.encode()).hexdigest()[:32]}:{response_id}"
 
     async def get(self, owner: Owner, response_id: str) -> Stored | None:
-        found = await self.client.get(self._key(owner, response_id))
+        try:
+            found = await self.client.get(self._key(owner, response_id))
+        except Exception as exc:
+            raise shared_store_failed(f"read the stored response {response_id!r}", exc) from exc
         if found is None:
             return None
         kept = json.loads(found)
