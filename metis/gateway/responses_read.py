@@ -24,11 +24,14 @@ from metis.gateway.inbound import (
     flag,
     model_name,
     optional_int,
-    optional_number,
     tool_definition,
     unknown_fields,
 )
-from metis.gateway.openai_tools import custom_tool, narrowed, responses_tool_choice
+from metis.gateway.openai_tools import (
+    custom_tool,
+    responses_tool_choice,
+    tool_and_sampling_fields,
+)
 from metis.gateway.provenance import restored
 from metis.gateway.reasoning_items import asks_encrypted, read_reasoning
 from metis.histories.blocks import opaque, stored
@@ -89,17 +92,11 @@ def read_responses(raw: Any) -> Inbound:
     if instructions:
         fields["system_prompt"] = instructions
     tools = _tools(body.get("tools"), ignored)
-    choice, allowed = responses_tool_choice(body.get("tool_choice"), ignored)
-    if allowed is not None:
-        tools = narrowed(tools, allowed)
-    if tools:
-        fields["tools"] = tools
-    if choice is not None:
-        fields["tool_choice"] = choice
-    if body.get("parallel_tool_calls") is not None:
-        fields["parallel_tool_calls"] = flag(body, "parallel_tool_calls")
-    if (temperature := optional_number(body, "temperature")) is not None:
-        fields["temperature"] = temperature
+    fields.update(
+        tool_and_sampling_fields(
+            body, tools, responses_tool_choice(body.get("tool_choice"), ignored)
+        )
+    )
     reasoning = body.get("reasoning")
     effort = reasoning.get("effort") if isinstance(reasoning, Mapping) else None
     if (thinking := effort_thinking(effort, "reasoning.effort")) is not None:
@@ -273,6 +270,8 @@ def _tools(raw: Any, ignored: list[str]) -> list[Any]:
             continue
         schema = tool.get("parameters")
         tools.append(
-            tool_definition(tool.get("name"), tool.get("description"), schema, f"tools[{i}]")
+            tool_definition(
+                tool.get("name"), tool.get("description"), schema, f"tools[{i}]", tool.get("strict")
+            )
         )
     return tools
