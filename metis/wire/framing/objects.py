@@ -34,10 +34,12 @@ from metis.wire import json_limits
 from metis.wire.framing.aws_eventstream import EventStreamDecoder, frame_object
 from metis.wire.framing.sse import MAX_LINE_LENGTH
 from metis.wire.framing.sse_data import SSEDataDecoder
+from metis.wire.http_errors import body_excerpt
 from metis.wire.json_limits import MAX_DEPTH, JSONLimitError
 
 FORMATS = ("sse", "ndjson", "json", "eventstream")
 _SNIPPET = 200
+_SNIPPET_BYTES = 64 * 1024  # of an HTML page: enough to find its title
 MAX_WHOLE_BODY = 64 * 1024 * 1024
 """The largest JSON document held whole (a reply read at once), in bytes: four times a
 stream's longest line (:data:`~metis.wire.framing.sse.MAX_LINE_LENGTH`)."""
@@ -98,6 +100,9 @@ class BodyObjects:
         if _whole_json(self.content_type, chunk):
             self._mode, self.feed = "reply", self._hold
             return self._hold(chunk)
+        if _html(self.content_type, chunk):  # a proxy's page: kept only to say what it was
+            self._mode, self.feed = "html", self._hold_head
+            return self._hold_head(chunk)
         if self._sse is not None and _json_array(self.content_type, chunk):
             self._mode, self.feed = "array", self._hold
             return self._hold(chunk)
@@ -121,8 +126,19 @@ class BodyObjects:
         self._held.append(chunk)
         return []
 
+    def _hold_head(self, chunk: bytes) -> list[dict[str, Any]]:
+        if self._held_bytes < _SNIPPET_BYTES:
+            self._held.append(chunk)
+            self._held_bytes += len(chunk)
+        return []
+
     def close(self) -> list[dict[str, Any]]:
         mode = self._mode
+        if mode == "html":
+            page = body_excerpt(b"".join(self._held))
+            raise ProtocolError(
+                f"provider answered where its {self._fmt} stream was expected with: {page}"
+            )
         if mode == "whole":
             return [_parse(_text(b"".join(self._held), "json"), "json")]
         if mode == "reply":
@@ -234,6 +250,9 @@ def _parse(text: str, fmt: str) -> dict[str, Any]:
             f"provider sent JSON metis refuses in its {fmt} stream: {exc}"
         ) from None
     except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        if text.lstrip()[:1] == "<":
+            page = body_excerpt(text.encode())
+            raise ProtocolError(f"provider answered where JSON was expected with: {page}") from None
         raise ProtocolError(
             f"provider sent invalid JSON in its {fmt} stream: {text[:_SNIPPET]}"
         ) from None
@@ -276,6 +295,13 @@ def _whole_json(content_type: str | None, first: bytes) -> bool:
     if content_type is None or first.lstrip()[:1] != b"{":
         return False
     return content_type.partition(";")[0].strip().lower() == "application/json"
+
+
+def _html(content_type: str | None, first: bytes) -> bool:
+    """An HTML page (a proxy's login or error page) where a stream was expected."""
+    if content_type is not None and content_type.partition(";")[0].strip().lower() == "text/html":
+        return True
+    return first.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html"))
 
 
 def _json_array(content_type: str | None, first: bytes) -> bool:
