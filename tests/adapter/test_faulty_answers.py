@@ -219,3 +219,12 @@ async def test_an_html_page_with_200_says_what_it_was(stack: str, streamed: bool
                     await built.complete(request_for(stack))
         finally:
             await built.aclose()
+
+
+@pytest.mark.parametrize("stack", ["anthropic", "openai", "openai_responses", "gemini", "ollama"])
+async def test_a_stream_labelled_text_html_is_still_read_as_its_stream(stack: str) -> None:
+    def relabelled(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        return httpx.Response(status, headers={"content-type": "text/html"}, content=body)
+
+    text = await streamed_text(stack, Reshaping(Emulator(), relabelled))
+    assert text == "You said: Say hello"

@@ -298,10 +298,13 @@ def _whole_json(content_type: str | None, first: bytes) -> bool:
 
 
 def _html(content_type: str | None, first: bytes) -> bool:
-    """An HTML page (a proxy's login or error page) where a stream was expected."""
+    """An HTML page (a proxy's login or error page) where a stream was expected: markup,
+    labelled ``text/html`` or opening as a page does (a stream labelled ``text/html`` is
+    still read as a stream)."""
+    start = first.lstrip()[:15].lower()
     if content_type is not None and content_type.partition(";")[0].strip().lower() == "text/html":
-        return True
-    return first.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html"))
+        return start[:1] == b"<"
+    return start.startswith((b"<!doctype html", b"<html"))
 
 
 def _json_array(content_type: str | None, first: bytes) -> bool:
