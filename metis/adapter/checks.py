@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from metis.errors import ClosedError, InvalidRequestError, NotConfiguredError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.endpoint import Endpoint
@@ -56,9 +58,8 @@ def foreign_prefixes(stack: StackSpec) -> frozenset[str]:
 
 def warn_unclosed(name: str, adapter: object) -> None:
     """As an unclosed file is said: a ResourceWarning for an adapter that made its connection
-    pool and was never closed, naming the fix."""
-    import warnings
-
+    pool and was never closed, naming the fix (``warnings`` is imported with the module: an
+    adapter collected at interpreter exit can import nothing)."""
     warnings.warn(
         f"the {name} adapter was never closed, its connection pool still open: use 'async with "
         "build_adapter(...) as adapter:' or 'await adapter.aclose()'",

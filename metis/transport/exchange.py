@@ -268,7 +268,8 @@ async def _send(
             with call.cancel.guard(clock.head_by()):
                 response = await http.send(request, stream=True, follow_redirects=False)
         except http_errors() as exc:
-            raise failure(exc, call, clock, limits, when="before a response arrived") from exc
+            when = "before a response arrived"
+            raise failure(exc, call, clock, limits, when, _origin(request.url)) from exc
         except RuntimeError as exc:
             if not http.is_closed:
                 raise
@@ -325,8 +326,15 @@ def _reader(exchange: Exchange) -> Callable[[], Awaitable[bytes | None]]:
 
 
 def failure(
-    exc: Exception, call: Call, clock: ReadClock, limits: Limits, when: str = ""
+    exc: Exception,
+    call: Call,
+    clock: ReadClock,
+    limits: Limits,
+    when: str = "",
+    origin: str | None = None,
 ) -> CancelledError | NetworkError | ProtocolError:
+    """The classified error of a transport failure; ``origin`` (scheme, host and port, never
+    a path or query) says where the connection went, so a wrong base URL shows."""
     if call.cancel.cancelled:
         return CancelledError("the call was cancelled")
     if is_decoding_error(exc):  # the server's own bytes, which another attempt would repeat
@@ -339,11 +347,17 @@ def failure(
         return expired(call, clock, limits)
     kind = "timed out" if is_timeout(exc) else "failed"
     when = when or "while reading the response"
+    at = f" at {origin}" if origin else ""
     return NetworkError(
-        f"connection to {call.provider} {kind} {when}: {type(exc).__name__}: {exc}",
+        f"connection to {call.provider}{at} {kind} {when}: {type(exc).__name__}: {exc}",
         provider=call.provider,
         request_id=call.request_id,
     )
+
+
+def _origin(url: Any) -> str:
+    port = f":{url.port}" if url.port is not None else ""
+    return f"{url.scheme}://{url.host}{port}"
 
 
 def expired(call: Call, clock: ReadClock, limits: Limits) -> NetworkError:

@@ -8,10 +8,11 @@ streamed, or whose framing is ``json``, is one JSON document, parsed once at the
 
 A streamed request answered with a whole JSON body (``content-type: application/json``, as
 some proxies and servers do) is read as that one document and given as a :class:`WholeBody`,
-so that the reader takes it as a complete reply; answered with a JSON array (Gemini's stream
-without ``alt=sse``), its elements are the stream's objects, given at the end. A stream
-mislabelled as JSON is still read as its framing says: SSE never opens with ``{``, and NDJSON
-is one document per line.
+so that the reader takes it as a complete reply. A stream mislabelled as JSON is still read
+as its framing says: SSE never opens with ``{``, and NDJSON is one document per line. A stream
+sent as one JSON array of its objects where SSE was expected (Gemini's
+``streamGenerateContent`` without ``alt=sse``: a body that opens with ``[``) gives those
+objects, in order, when the array is whole.
 
 Anything that is not a JSON object, and JSON beyond :mod:`metis.wire.json_limits`
 (NaN, Infinity, nesting deeper than 100 levels), raises :class:`~metis.errors.ProtocolError`.
@@ -97,14 +98,22 @@ class BodyObjects:
         says what the body is, it is the reader of that framing itself: no dispatch per chunk."""
 
     def _first(self, chunk: bytes) -> list[dict[str, Any]]:
+        if not chunk.strip() and self._held_bytes + len(chunk) <= _SNIPPET_BYTES:
+            self._held.append(chunk)  # nothing yet says what the body is: kept for what does
+            self._held_bytes += len(chunk)
+            return []
+        if self._held:
+            chunk = b"".join(self._held) + chunk
+            self._held.clear()
+            self._held_bytes = 0
         if _whole_json(self.content_type, chunk):
             self._mode, self.feed = "reply", self._hold
             return self._hold(chunk)
         if _html(self.content_type, chunk):  # a proxy's page: kept only to say what it was
             self._mode, self.feed = "html", self._hold_head
             return self._hold_head(chunk)
-        if self._sse is not None and _json_array(self.content_type, chunk):
-            self._mode, self.feed = "array", self._hold
+        if self._sse is not None and chunk.lstrip()[:1] == b"[":
+            self._mode, self.feed = "array", self._hold  # Gemini's stream without alt=sse
             return self._hold(chunk)
         self._mode = "stream"
         if self._sse is not None:
@@ -144,7 +153,7 @@ class BodyObjects:
         if mode == "reply":
             return _whole_reply(b"".join(self._held), self._fmt)
         if mode == "array":
-            return _array_objects(_text(b"".join(self._held), "json"))
+            return _array_objects(b"".join(self._held))
         if self._sse is not None:
             if self.done:
                 return []
@@ -229,6 +238,23 @@ def _whole_reply(body: bytes, fmt: str) -> list[dict[str, Any]]:
     return [WholeBody(_parse(_text(body, "json"), "json"))]
 
 
+def _array_objects(body: bytes) -> list[dict[str, Any]]:
+    """A stream sent as one JSON array of its objects (Gemini's ``streamGenerateContent``
+    without ``alt=sse``): the objects, read when the array is whole."""
+    text = _text(body, "json array")
+    try:
+        value = json_limits.loads(text)
+    except (ValueError, JSONLimitError) as exc:
+        raise ProtocolError(
+            f"provider sent an invalid JSON array for its stream: {exc}: {text[:_SNIPPET]}"
+        ) from None
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise ProtocolError(
+            f"provider sent a JSON array of something else than objects: {text[:_SNIPPET]}"
+        )
+    return value
+
+
 def _skip(data: str) -> bool:
     """OpenAI's ``[DONE]`` terminator, and events whose data is blank (keep-alives)."""
     if data[:1] == "{":
@@ -305,31 +331,6 @@ def _html(content_type: str | None, first: bytes) -> bool:
     if content_type is not None and content_type.partition(";")[0].strip().lower() == "text/html":
         return start[:1] == b"<"
     return start.startswith((b"<!doctype html", b"<html"))
-
-
-def _json_array(content_type: str | None, first: bytes) -> bool:
-    """An ``application/json`` answer that opens a JSON array: Gemini's stream when it is
-    asked without ``alt=sse`` (a proxy that drops the parameter), its chunks the elements."""
-    if content_type is None or first.lstrip()[:1] != b"[":
-        return False
-    return content_type.partition(";")[0].strip().lower() == "application/json"
-
-
-def _array_objects(text: str) -> list[dict[str, Any]]:
-    """The elements of a stream sent as one JSON array, each an object of the stream."""
-    try:
-        value = json_limits.loads(text)
-    except JSONLimitError as exc:
-        raise ProtocolError(f"provider sent JSON metis refuses in its json stream: {exc}") from None
-    except ValueError:
-        raise ProtocolError(
-            f"provider sent invalid JSON in its json stream: {text[:_SNIPPET]}"
-        ) from None
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        raise ProtocolError(
-            f"provider sent a JSON array of other than objects as its stream: {text[:_SNIPPET]}"
-        )
-    return value
 
 
 def _several_lines(body: bytes) -> bool:
