@@ -447,6 +447,16 @@ def test_an_error_chunk_keeps_the_usage_it_carries() -> None:
     assert (ended.usage.input_tokens, ended.usage.output_tokens) == (43, 10)
 
 
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "whole"])
+def test_togethers_eos_finish_is_the_end_of_the_turn(streamed: bool) -> None:
+    """Together AI ends a reply with ``finish_reason: "eos"`` (end of sequence)."""
+    if streamed:
+        done = final(stream([chunk({"role": "assistant", "content": "Hi."}), chunk({}, "eos")]))
+    else:
+        done = parse(body({"content": "Hi."}, finish="eos"))
+    assert (done.stop_reason.kind, done.stop_reason.raw) == (StopKind.END_TURN, "eos")
+
+
 def test_no_warning_is_logged_for_plain_content(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         parse(body({"content": [{"type": "text", "text": "plain"}]}))
