@@ -39,6 +39,9 @@ from metis.wire.json_limits import MAX_DEPTH, JSONLimitError
 
 FORMATS = ("sse", "ndjson", "json", "eventstream")
 _SNIPPET = 200
+MAX_WHOLE_BODY = 64 * 1024 * 1024
+"""The largest JSON document held whole (a reply read at once), in bytes: four times a
+stream's longest line (:data:`~metis.wire.framing.sse.MAX_LINE_LENGTH`)."""
 
 
 class WholeBody(dict[str, Any]):
@@ -54,6 +57,7 @@ class BodyObjects:
         "_fmt",
         "_frames",
         "_held",
+        "_held_bytes",
         "_lines",
         "_mode",
         "_sse",
@@ -72,6 +76,7 @@ class BodyObjects:
         self.content_type = content_type
         self._mode = "first" if streamed and fmt != "json" else "whole"
         self._held: list[bytes] = []
+        self._held_bytes = 0
         self._sse = SSEDataDecoder() if fmt == "sse" else None
         self._frames = EventStreamDecoder() if fmt == "eventstream" else None
         self._lines = _LineSplitter() if fmt == "ndjson" else None
@@ -109,6 +114,13 @@ class BodyObjects:
         return self.feed(chunk)
 
     def _hold(self, chunk: bytes) -> list[dict[str, Any]]:
+        self._held_bytes += len(chunk)
+        if self._held_bytes > MAX_WHOLE_BODY:
+            self._held.clear()
+            raise ProtocolError(
+                f"provider sent a JSON body larger than {MAX_WHOLE_BODY >> 20} MiB; "
+                "metis reads no larger reply whole"
+            )
         self._held.append(chunk)
         return []
 
