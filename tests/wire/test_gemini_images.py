@@ -130,3 +130,32 @@ def test_an_image_part_whose_data_is_not_text_is_a_protocol_error_naming_it() ->
     bad = _chunk({"inlineData": {"mimeType": "image/png", "data": 7}}, finish="STOP")
     with pytest.raises(ProtocolError, match="image data"):
         _read(False, bad)
+
+
+@pytest.mark.parametrize(
+    ("stack", "model"),
+    [("anthropic", "claude-sonnet-4-5"), ("bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0")],
+)
+def test_a_picture_in_an_earlier_assistant_turn_is_dropped_where_only_users_send_images(
+    stack: str, model: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Anthropic and Converse take images only in user messages: the picture a Gemini image
+    model drew is left out of the history for them (said in the WARN), its text kept, rather
+    than the whole conversation refused by the provider or the pre-send checks."""
+    final = _read(False, WHOLE)
+    (encode,) = [s for s in load_stack(stack).stages if s.name == "encode"]
+    codec = get_codec(encode.options["codec"], encode.options.get("settings", {}))
+    request = CanonicalRequest(
+        model=f"{stack}:{model}",
+        max_output_tokens=100,
+        messages=[
+            Message.user("Draw a cat in a hat."),
+            Message(role=Role.ASSISTANT, content=list(final.final_content)),
+            Message.user("Describe it."),
+        ],
+    )
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        body = codec.encode(request, make_call(provider=stack, model=model))
+    said = body["messages"][1]["content"]
+    assert "image" not in str(said) and "Enjoy!" in str(said)
+    assert any("only in user messages" in r.getMessage() for r in caplog.records)

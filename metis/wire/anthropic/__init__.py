@@ -39,6 +39,7 @@ from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, pa
 from metis.wire.closed_schema import strict_input_schema
 from metis.wire.codec import Codec, EncodeContext
 from metis.wire.compaction import ANTHROPIC_BETA, anthropic_asks, anthropic_fields
+from metis.wire.media import cannot_carry
 from metis.wire.opaque import elsewhere, own_item
 from metis.wire.server_replay import for_provider
 
@@ -116,6 +117,10 @@ def _block(block: ContentBlock, at: _At) -> dict[str, Any] | None:
         # Anthropic refuses text blocks that are empty or only whitespace.
         return {"type": "text", "text": block.text} if block.text.strip() else None
     if isinstance(block, ImageBlock):
+        if at.assistant:  # an image model's picture (Gemini's) in the history
+            reason = "Anthropic takes images only in user messages"
+            cannot_carry(at.call, block, reason, at.where, at.current)
+            return None
         return _image(block)
     if isinstance(block, DocumentBlock | AudioBlock | VideoBlock):
         return document(block, at)

@@ -136,6 +136,10 @@ def _block(block: ContentBlock | ToolResultContent, at: _At) -> dict[str, Any] |
     if isinstance(block, ToolUseBlock):
         return {"toolUse": {"toolUseId": block.id, "name": block.name, "input": block.input}}
     if isinstance(block, ImageBlock):
+        if at.role != "user":  # an image model's picture (Gemini's) in the history
+            reason = "Converse takes images only in user messages"
+            cannot_carry(at.call, block, reason, at.where, at.current)
+            return None
         return _image(block, at.call, at.where)
     if isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
         return copy.deepcopy(block.provider_raw.data) if block.provider_raw else None  # verbatim
