@@ -193,3 +193,27 @@ class ImportOnUse:
         if attribute.startswith("__") or attribute == "_mock_name":  # pytest's collection asks
             raise AttributeError(attribute)
         return getattr(pytest.importorskip(self._name), attribute)
+
+
+def stack_codec(stack: str) -> Any:
+    """The codec a built-in stack's ``encode`` stage encodes with, with its settings."""
+    from metis.stacks.loader import load_stack
+    from metis.wire.codec import get_codec
+
+    (encode,) = [s for s in load_stack(stack).stages if s.name == "encode"]
+    return get_codec(encode.options["codec"], encode.options.get("settings", {}))
+
+
+def checked_final(events: list[Any]) -> Any:
+    """The stream's closing MessageComplete, after every event passed the invariant checker
+    and the stream was checked as ended."""
+    from metis.model.events import MessageComplete
+    from metis.stages.policy.invariants import StreamChecker
+
+    checker = StreamChecker()
+    for event in events:
+        checker.check(event)
+    checker.check_ended()
+    final = events[-1]
+    assert isinstance(final, MessageComplete)
+    return final

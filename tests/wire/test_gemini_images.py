@@ -15,11 +15,10 @@ from metis.errors import ProtocolError
 from metis.model import CanonicalRequest, Message, MessageComplete, Role, TextBlock
 from metis.model.content import Base64ImageSource, ImageBlock
 from metis.stacks.loader import load_stack
-from metis.stages.policy.invariants import StreamChecker
 from metis.wire.builder import MessageBuilder
-from metis.wire.codec import Codec, get_codec
+from metis.wire.codec import get_codec
 
-from ..helpers import make_call
+from ..helpers import checked_final, make_call, stack_codec
 
 MODEL = "gemini:gemini-3-pro-image-preview"
 PICTURE = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAE" + "hQGAhKmMIQ=="
@@ -28,11 +27,6 @@ IMAGE_PART = {
     "inlineData": {"mimeType": "image/png", "data": PICTURE},
     "thoughtSignature": SIGNATURE,
 }
-
-
-def _codec() -> Codec:
-    (encode,) = [s for s in load_stack("gemini").stages if s.name == "encode"]
-    return get_codec("schema", encode.options["settings"])
 
 
 def _chunk(*parts: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -46,18 +40,13 @@ def _chunk(*parts: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
 def _read(streamed: bool, *chunks: dict[str, Any]) -> MessageComplete:
     builder = MessageBuilder("gemini", MODEL)
     if streamed:
-        parser = _codec().stream_parser(builder)
+        parser = stack_codec("gemini").stream_parser(builder)
         events = [event for chunk in chunks for event in parser.feed(chunk)]
         events += parser.end()
     else:
         (body,) = chunks
-        events = list(_codec().parse_body(body, builder))
-    checker = StreamChecker()
-    for event in events:
-        checker.check(event)
-    checker.check_ended()
-    final = events[-1]
-    assert isinstance(final, MessageComplete)
+        events = list(stack_codec("gemini").parse_body(body, builder))
+    final = checked_final(events)
     return final
 
 
@@ -97,7 +86,7 @@ def _sent_back(content: list[Any], model: str) -> list[dict[str, Any]]:
         ],
         max_output_tokens=256,
     )
-    body = _codec().encode(request, make_call(provider="gemini", model=model))
+    body = stack_codec("gemini").encode(request, make_call(provider="gemini", model=model))
     parts: list[dict[str, Any]] = body["contents"][1]["parts"]
     return parts
 

@@ -14,12 +14,13 @@ import pytest
 
 from metis import AdapterConfig, build_adapter
 from metis.errors import ProtocolError
-from metis.model import CanonicalRequest, Message, MessageComplete, ToolDefinition, ToolUseBlock
+from metis.model import CanonicalRequest, Message, ToolDefinition, ToolUseBlock
 from metis.model.response import StopKind
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.stacks.loader import EndpointSpec, load_stack
-from metis.stages.policy.invariants import StreamChecker
 from metis.wire.framing.objects import BodyObjects
+
+from ..helpers import checked_final
 
 pytestmark = pytest.mark.backend_independent
 
@@ -89,12 +90,7 @@ async def _stream(body: bytes, size: int) -> list[Any]:
 @pytest.mark.parametrize("size", [1, 7, 97, len(ARRAY)])
 async def test_a_json_array_stream_reads_as_its_chunks(size: int) -> None:
     events = await _stream(ARRAY, size)
-    checker = StreamChecker()
-    for event in events:
-        checker.check(event)
-    checker.check_ended()
-    final = events[-1]
-    assert isinstance(final, MessageComplete)
+    final = checked_final(events)
     assert final.final_content[0].text == "Let me look that up."  # type: ignore[union-attr]
     (call,) = [b for b in final.final_content if isinstance(b, ToolUseBlock)]
     assert (call.name, call.input) == ("lookup", {"q": "tides"})

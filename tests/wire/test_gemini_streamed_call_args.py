@@ -11,20 +11,14 @@ from typing import Any
 import pytest
 
 from metis.errors import ProtocolError
-from metis.model import MessageComplete, ToolUseBlock
+from metis.model import ToolUseBlock
 from metis.model.response import StopKind
-from metis.stacks.loader import load_stack
-from metis.stages.policy.invariants import StreamChecker
 from metis.wire.builder import MessageBuilder
-from metis.wire.codec import Codec, get_codec
+
+from ..helpers import checked_final, stack_codec
 
 MODEL = "vertex:gemini-3-pro-preview"
 SIGNATURE = "U3RyZWFtZWRDYWxsU2lnbmF0dXJl"
-
-
-def _codec() -> Codec:
-    (encode,) = [s for s in load_stack("gemini").stages if s.name == "encode"]
-    return get_codec("schema", encode.options["settings"])
 
 
 def _chunk(*parts: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -40,15 +34,10 @@ def _piece(path: str, more: bool = True, **value: Any) -> dict[str, Any]:
 
 def _read(*chunks: dict[str, Any]) -> list[ToolUseBlock]:
     builder = MessageBuilder("vertex", MODEL)
-    parser = _codec().stream_parser(builder)
+    parser = stack_codec("gemini").stream_parser(builder)
     events = [event for chunk in chunks for event in parser.feed(chunk)]
     events += parser.end()
-    checker = StreamChecker()
-    for event in events:
-        checker.check(event)
-    checker.check_ended()
-    final = events[-1]
-    assert isinstance(final, MessageComplete)
+    final = checked_final(events)
     assert final.stop_reason.kind is StopKind.TOOL_USE
     return [b for b in final.final_content if isinstance(b, ToolUseBlock)]
 

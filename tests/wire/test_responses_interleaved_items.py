@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from metis.model.content import ToolUseBlock
-from metis.model.events import MessageComplete
-from metis.stages.policy.invariants import StreamChecker
 from metis.wire.builder import MessageBuilder
 from metis.wire.openai_responses import OpenAIResponsesCodec
+
+from ..helpers import checked_final
 
 SEARCH = {
     "id": "ws_1",
@@ -98,12 +98,7 @@ def test_a_call_done_before_a_later_item_keeps_its_whole_input(
     events = [event for obj in _stream(kind, pieces) for event in parser.feed(obj)] + list(
         parser.end()
     )
-    checker = StreamChecker()
-    for event in events:
-        checker.check(event)
-    checker.check_ended()
-    final = events[-1]
-    assert isinstance(final, MessageComplete)
+    final = checked_final(events)
     (call,) = [b for b in final.final_content if isinstance(b, ToolUseBlock)]
     want = {"input": '{"city":"Paris"}'} if kind == "custom_tool_call" else {"city": "Paris"}
     assert call.input == want and call.input_error is None
