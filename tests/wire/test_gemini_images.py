@@ -14,9 +14,7 @@ import pytest
 from metis.errors import ProtocolError
 from metis.model import CanonicalRequest, Message, MessageComplete, Role, TextBlock
 from metis.model.content import Base64ImageSource, ImageBlock
-from metis.stacks.loader import load_stack
 from metis.wire.builder import MessageBuilder
-from metis.wire.codec import get_codec
 
 from ..helpers import checked_final, make_call, stack_codec
 
@@ -132,8 +130,7 @@ def test_a_picture_in_an_earlier_assistant_turn_is_dropped_where_only_users_send
     model drew is left out of the history for them (said in the WARN), its text kept, rather
     than the whole conversation refused by the provider or the pre-send checks."""
     final = _read(False, WHOLE)
-    (encode,) = [s for s in load_stack(stack).stages if s.name == "encode"]
-    codec = get_codec(encode.options["codec"], encode.options.get("settings", {}))
+    codec = stack_codec(stack)
     request = CanonicalRequest(
         model=f"{stack}:{model}",
         max_output_tokens=100,
