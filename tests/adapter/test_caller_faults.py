@@ -96,9 +96,12 @@ async def test_many_concurrent_calls_on_one_adapter_each_get_their_own_reply(
         async with anyio.create_task_group() as group:
             for i in range(30):
                 group.start_soon(call, i)
-    assert len(texts) == 30 and len(no_backoff) >= 10
     for i, text in texts.items():
         assert text in (f"You said: n{i}", "overloaded")
+    # Every fault but the last of each call that met four (one attempt and three retries) is
+    # followed by a retry's wait: which calls meet the faults is the scheduler's.
+    exhausted = sum(text == "overloaded" for text in texts.values())
+    assert len(texts) == 30 and len(no_backoff) == 10 - exhausted
     await built.aclose()
 
 
