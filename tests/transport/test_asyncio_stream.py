@@ -176,6 +176,79 @@ def test_a_write_the_other_side_never_reads_is_httpcore_s_write_timeout(run: Run
     run(main())
 
 
+class CountedWrites:
+    """A transport whose writes are counted (uvloop's takes no new attributes)."""
+
+    def __init__(self, transport: Any) -> None:
+        self.transport, self.writes = transport, 0
+
+    def write(self, data: bytes) -> None:
+        self.writes += 1
+        self.transport.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
+def receive(server: socket.socket, size: int) -> bytes:
+    server.settimeout(5)
+    out = b""
+    while len(out) < size:
+        out += server.recv(65536)
+    return out
+
+
+def test_a_request_s_head_and_body_go_out_in_one_write(run: Runner) -> None:
+    """httpcore writes a request's head and then its body: one write (one wake-up of the
+    other side) carries both when the stream reads next."""
+
+    async def main() -> None:
+        with connected() as (client, server):
+            opened = await stream_over(client)
+            counted = CountedWrites(opened._transport)
+            stream = AsyncioStream(counted, opened._protocol, client)  # type: ignore[arg-type]
+            head = b"POST / HTTP/1.1\r\ncontent-length: 2\r\n\r\n"
+            await stream.write(head, timeout=5)
+            await stream.write(b"{}", timeout=5)
+            server.sendall(b"reply")
+            assert await stream.read(100, timeout=5) == b"reply"
+            assert counted.writes == 1
+            assert receive(server, len(head) + 2) == head + b"{}"
+            await stream.aclose()
+
+    run(main())
+
+
+def test_a_held_write_goes_out_when_the_loop_turns_or_the_stream_closes(run: Runner) -> None:
+    async def main() -> None:
+        with connected() as (client, server):
+            stream = await stream_over(client)
+            await stream.write(b"alone", timeout=5)
+            await asyncio.sleep(0)  # no read follows: the loop's next turn sends it
+            assert receive(server, 5) == b"alone"
+            await stream.write(b"last", timeout=5)
+            await stream.aclose()
+            assert receive(server, 4) == b"last"
+
+    run(main())
+
+
+def test_a_large_write_goes_out_at_once_after_what_is_held(run: Runner) -> None:
+    async def main() -> None:
+        with connected() as (client, server):
+            opened = await stream_over(client)
+            counted = CountedWrites(opened._transport)
+            stream = AsyncioStream(counted, opened._protocol, client)  # type: ignore[arg-type]
+            large = b"y" * (128 * 1024)
+            await stream.write(b"head", timeout=5)
+            await stream.write(large, timeout=5)
+            assert counted.writes == 1  # without waiting for a read or the loop
+            assert receive(server, 4 + len(large)) == b"head" + large
+            await stream.aclose()
+
+    run(main())
+
+
 def test_an_idle_connection_the_other_side_closed_is_readable(run: Runner) -> None:
     """httpcore asks an idle pooled connection this before reusing it."""
 
