@@ -41,9 +41,7 @@ def probe(url: str, pid: int, requests: int, route: str = "same-chat") -> tuple[
     with httpx.Client(timeout=60) as client:
 
         def one() -> int:
-            with client.stream(
-                "POST", url + bench.PATHS[api], content=body, headers=headers
-            ) as r:
+            with client.stream("POST", url + bench.PATHS[api], content=body, headers=headers) as r:
                 read = sum(1 for _ in r.iter_raw())
             if r.status_code != 200:
                 raise RuntimeError(f"{url} answered {r.status_code}")

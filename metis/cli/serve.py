@@ -18,7 +18,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from metis.gateway.app import METRICS_DIR_VARIABLE, create_app
+        from metis.gateway.app import METRICS_DIR_VARIABLE, create_app, served
         from metis.gateway.config import GatewayConfig
     except ImportError as missing:
         raise CliError(f"metis serve needs {missing.name}: pip install 'metis[serve]'") from None
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"metis serve listening on http://{host}:{port}  ({path})", flush=True)
     if args.workers == 1:
         uvicorn.run(
-            create_app(config),
+            served(create_app(config)),
             host=host,
             port=port,
             timeout_graceful_shutdown=drain,
