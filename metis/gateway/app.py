@@ -352,7 +352,8 @@ def from_environment() -> Starlette:
     path = os.environ.get("METIS_GATEWAY_CONFIG")
     if not path:
         raise ConfigError("METIS_GATEWAY_CONFIG is not set: it names the gateway's models.yaml")
-    return frozen_for_serving(create_app(GatewayConfig.load(path), os.environ.get(METRICS_DIR_VARIABLE)))
+    app = create_app(GatewayConfig.load(path), os.environ.get(METRICS_DIR_VARIABLE))
+    return frozen_for_serving(app)
 
 
 def frozen_for_serving(app: Starlette) -> Starlette:
