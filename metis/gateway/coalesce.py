@@ -6,8 +6,7 @@ many events, and writing each on its own costs a socket write apiece: the larges
 streamed request's CPU (benchmarks/README.md, "The gateway"). Here the body is read in a task
 of its own and the writer sends, in one piece, whatever has been read by the time it runs. A
 chunk is never held back to wait for another, so a slow stream is written event by event as
-before. The chunks that are ready when the body ends go out with its end (chunked
-encoding's last chunk), in the same write.
+before.
 """
 
 from __future__ import annotations
@@ -28,11 +27,10 @@ class CoalescingStream(StreamingResponse):
         await send({**start, "headers": self.raw_headers})
         ready: deque[bytes] = deque()
         produced, drained = anyio.Event(), anyio.Event()
-        finished = whole = False
-        last = b""
+        finished = False
 
         async def read() -> None:
-            nonlocal finished, whole, drained
+            nonlocal finished, drained
             try:
                 async for chunk in self.body_iterator:
                     ready.append(
@@ -42,7 +40,6 @@ class CoalescingStream(StreamingResponse):
                     if len(ready) >= MAX_READY:
                         drained = anyio.Event()
                         await drained.wait()
-                whole = True  # ended, not failed: what is ready goes out with the end
             finally:
                 finished = True
                 produced.set()
@@ -58,15 +55,12 @@ class CoalescingStream(StreamingResponse):
                     body = b"".join(ready)
                     ready.clear()
                     drained.set()
-                    if whole:
-                        last = body
-                        break
                     await send({"type": "http.response.body", "body": body, "more_body": True})
         except BaseExceptionGroup as failed:  # the body's own error, as a plain stream raises it
             if len(failed.exceptions) == 1:
                 raise failed.exceptions[0] from None
             raise
-        await send({"type": "http.response.body", "body": last, "more_body": False})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _bytes(chunk: str | bytes | memoryview, charset: str) -> bytes:

@@ -7,11 +7,6 @@ once before it looks at what arrived. A streamed response is read a chunk at a t
 stream whose events arrive one by one those costs are paid per event, and they are most of
 what the HTTP client spends on it (benchmarks/README.md, "The gateway's per-event cost").
 
-A small write (a request's head, then its JSON body, are two writes in httpcore) is held
-until the stream next reads, writes something large, closes, or the loop turns, and then sent
-in one piece: every write to a loopback or LAN peer wakes it, and each such wake-up costs
-the sender more CPU than the bytes do (benchmarks/README.md, "2026-11-27").
-
 :class:`AsyncioStream` keeps what the transport delivers in the protocol: a read takes
 what is there at once and waits (one future, one timer) only when nothing is; a write hands
 its bytes to the transport and waits only when the transport asked to stop. Errors are
@@ -34,8 +29,6 @@ _PAUSE_AT = 256 * 1024
 """Bytes received and not yet read at which the transport stops reading from the socket."""
 _RESUME_AT = 64 * 1024
 """... and below which it reads again."""
-_HOLD_AT_MOST = 64 * 1024
-"""Bytes of small writes held to go out together with what follows (see the module)."""
 
 
 class StreamProtocol(asyncio.Protocol):
@@ -131,9 +124,6 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         self._transport = transport
         self._protocol = protocol
         self._socket = sock
-        self._held: list[bytes] = []
-        self._held_bytes = 0
-        self._flush_soon: asyncio.Handle | None = None
 
     @classmethod
     async def over(cls, sock: socket.socket) -> AsyncioStream:
@@ -143,8 +133,6 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         return cls(transport, protocol, sock)
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
-        if self._held:
-            self._flush()
         protocol = self._protocol
         chunks = protocol.chunks
         if not chunks:
@@ -170,37 +158,13 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         protocol = self._protocol
         if self._transport.is_closing():
             raise httpcore.WriteError("the connection is closed")
-        if protocol.error is not None:
-            raise httpcore.WriteError(str(protocol.error)) from protocol.error
-        if self._held_bytes + len(buffer) <= _HOLD_AT_MOST:
-            self._hold(buffer)
-            return
-        self._held.append(buffer)
-        self._flush()
+        self._transport.write(buffer)
         while protocol.writing_paused and not protocol.ended:
             await protocol.writable(timeout)
         if protocol.error is not None:
             raise httpcore.WriteError(str(protocol.error)) from protocol.error
 
-    def _hold(self, buffer: bytes) -> None:
-        self._held.append(buffer)
-        self._held_bytes += len(buffer)
-        if self._flush_soon is None:
-            self._flush_soon = asyncio.get_running_loop().call_soon(self._flush)
-
-    def _flush(self) -> None:
-        """What is held, to the transport in one write (dropped when the connection closed:
-        the read that follows sees why)."""
-        held, self._held, self._held_bytes = self._held, [], 0
-        if self._flush_soon is not None:
-            self._flush_soon.cancel()
-            self._flush_soon = None
-        if held and not self._transport.is_closing():
-            self._transport.write(held[0] if len(held) == 1 else b"".join(held))
-
     async def aclose(self) -> None:
-        if self._held:
-            self._flush()
         self._transport.close()
 
     async def start_tls(
@@ -209,8 +173,6 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 (httpcore's signature)
     ) -> httpcore.AsyncNetworkStream:
-        if self._held:
-            self._flush()
         loop = asyncio.get_running_loop()
         try:
             transport = await loop.start_tls(
