@@ -31,17 +31,17 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def probe(url: str, pid: int, requests: int) -> tuple[float, float]:
-    """The gateway's CPU ms per request and the chunks the client read per request."""
-    body = bench.request_body("chat", bench.MODELS["chat"])
-    headers = dict(header.split(": ", 1) for header in bench.HEADERS["chat"])
+def probe(url: str, pid: int, requests: int, route: str = "same-chat") -> tuple[float, float]:
+    """The gateway's CPU ms per request and the chunks the client read per request, over
+    ``route`` (``benchmarks.gateway.ROUTES``; the upstream always speaks Chat)."""
+    api = bench.ROUTES[route].api
+    body = bench.request_body(api, bench.MODELS["chat"])
+    headers = dict(header.split(": ", 1) for header in bench.HEADERS[api])
     chunks = 0
     with httpx.Client(timeout=60) as client:
 
         def one() -> int:
-            with client.stream(
-                "POST", url + bench.PATHS["chat"], content=body, headers=headers
-            ) as r:
+            with client.stream("POST", url + bench.PATHS[api], content=body, headers=headers) as r:
                 read = sum(1 for _ in r.iter_raw())
             if r.status_code != 200:
                 raise RuntimeError(f"{url} answered {r.status_code}")
@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--targets", default="floor,metis,litellm")
     parser.add_argument("--requests", type=int, default=60)
     parser.add_argument("--scenario", default="t15-f3")
+    parser.add_argument("--route", default="same-chat", choices=("same-chat", "translated"))
     parser.add_argument("--litellm", default=str(bench.ROOT / ".venv-litellm/bin/litellm"))
     args = parser.parse_args(argv)
     print("| target | pace ms | gateway CPU ms/request | chunks read/request | load avg |")
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
                 )
                 with bench.gateway_process(command, url, health, environment) as pid:
                     started = os.getloadavg()[0]
-                    cpu, chunks = probe(url, pid, args.requests)
+                    cpu, chunks = probe(url, pid, args.requests, args.route)
                     load = (started + os.getloadavg()[0]) / 2
                 print(f"| {target} | {pace} | {cpu:.2f} | {chunks:.1f} | {load:.1f} |", flush=True)
                 time.sleep(0.5)

@@ -253,6 +253,21 @@ def price_usage(model_id: str, price: ModelPrice, usage: TokenUsage, version: st
     )
 
 
+_PRICES_BY_KEY: dict[str, tuple[ModelInfo, ModelPrice]] = {}
+"""Each catalog entry's price, built once: the gateway prices every reply's usage."""
+
+
+def _priced_entry(info: ModelInfo) -> ModelPrice:
+    """:func:`_catalog_price`, kept for the entry it was built from (the catalog's own
+    object: a catalog loaded anew is priced anew)."""
+    kept = _PRICES_BY_KEY.get(info.key)
+    if kept is not None and kept[0] is info:
+        return kept[1]
+    price = _catalog_price(info)
+    _PRICES_BY_KEY[info.key] = (info, price)
+    return price
+
+
 def _catalog_price(info: ModelInfo) -> ModelPrice:
     assert info.prices is not None
     prices = info.prices
@@ -334,7 +349,7 @@ def priced_cost(model: str, usage: TokenUsage, table: PriceTable | None = None) 
         if info is not None and info.prices is not None:
             catalog = default_catalog()
             return price_usage(
-                info.key.replace("/", ":", 1), _catalog_price(info), usage, catalog.version
+                info.key.replace("/", ":", 1), _priced_entry(info), usage, catalog.version
             )
         table = default_price_table()
         model_id = table.find(model)

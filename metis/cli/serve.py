@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from metis.gateway.app import METRICS_DIR_VARIABLE, create_app
+        from metis.gateway.app import METRICS_DIR_VARIABLE, create_app, frozen_for_serving
         from metis.gateway.config import GatewayConfig
     except ImportError as missing:
         raise CliError(f"metis serve needs {missing.name}: pip install 'metis[serve]'") from None
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     drain = config.settings.drain_seconds
     if args.workers == 1:
         served = uvicorn.Config(
-            create_app(config),
+            frozen_for_serving(create_app(config)),
             host=host,
             port=port,
             timeout_graceful_shutdown=drain,

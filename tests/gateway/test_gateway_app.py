@@ -311,3 +311,24 @@ async def test_a_client_that_goes_away_cancels_a_whole_body_call(emulator: Emula
     with anyio.fail_after(60):  # a bound on a hang, not a timing: it ends at once when right
         await app(scope, receive, send)
     assert cancelled == [True] and not held.release.is_set()
+
+
+def test_a_worker_s_application_is_frozen_out_of_the_cyclic_collector(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a worker built before serving (modules, catalog, configuration) lives as long as
+    it does: a full collection does not walk it again (``metis serve`` does the same)."""
+    import gc
+
+    from metis.gateway.app import from_environment
+
+    config = tmp_path / "models.yaml"
+    config.write_text("adapters: {}\nmodels: {}\n")
+    monkeypatch.setenv("METIS_GATEWAY_CONFIG", str(config))
+    gc.unfreeze()
+    try:
+        app = from_environment()
+        assert gc.get_freeze_count() > 0
+        assert all(o is not app for o in gc.get_objects())  # the collector's are not frozen
+    finally:
+        gc.unfreeze()
