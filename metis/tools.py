@@ -82,9 +82,11 @@ class Tool(Generic[P, R]):
         name: str | None = None,
         description: str | None = None,
         freeform: FreeformInput | None = None,
+        strict: bool | None = None,
     ) -> Tool[P2, R2]:
         """A tool from ``function``'s signature and docstring; ``freeform``: its input is
-        text, handed to its one parameter, ``input: str`` (docs/contract.md §10)."""
+        text, handed to its one parameter, ``input: str``; ``strict``: the provider holds the
+        call's input to the schema (:attr:`ToolDefinition.strict`, docs/contract.md §10)."""
         summary, params = _docstring(inspect.getdoc(function) or "")
         schema = _input_schema(function, name or function.__name__)
         if freeform is not None:
@@ -99,12 +101,15 @@ class Tool(Generic[P, R]):
             description=description if description is not None else summary,
             input_schema=schema if freeform is None else FREEFORM_SCHEMA,
             freeform=freeform,
+            strict=strict,
         )
         return Tool(definition, validate_call(function))
 
     @classmethod
     @checked_options
-    def from_model(cls, model: type[M], *, name: str | None = None) -> Tool[..., M]:
+    def from_model(
+        cls, model: type[M], *, name: str | None = None, strict: bool | None = None
+    ) -> Tool[..., M]:
         """A tool whose input is ``model``: answering a call returns the validated instance."""
         schema = model.model_json_schema()
         _drop_titles(schema)
@@ -112,6 +117,7 @@ class Tool(Generic[P, R]):
             name=name or _snake(model.__name__),
             description=(inspect.getdoc(model) or "").split("\n\n")[0],
             input_schema=schema,
+            strict=strict,
         )
 
         def answer(**fields: Any) -> M:
@@ -132,6 +138,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     freeform: FreeformInput | None = None,
+    strict: bool | None = None,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 @checked_options
 def tool(
@@ -140,15 +147,19 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     freeform: FreeformInput | None = None,
+    strict: bool | None = None,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Make a :class:`Tool` of a function: ``@tool`` or ``@tool(name=..., description=...)``;
     ``@tool(freeform=FreeformInput())`` for a function of one ``input: str`` that takes free
-    text. The tool keeps the function's signature for type checkers (``Tool[P, R]``)."""
-    if function is None:
-        return lambda f: Tool.from_function(
-            f, name=name, description=description, freeform=freeform
+    text; ``@tool(strict=True)`` to have the provider hold its input to the schema. The tool
+    keeps the function's signature for type checkers (``Tool[P, R]``)."""
+
+    def make(f: Callable[P, R]) -> Tool[P, R]:
+        return Tool.from_function(
+            f, name=name, description=description, freeform=freeform, strict=strict
         )
-    return Tool.from_function(function, name=name, description=description, freeform=freeform)
+
+    return make if function is None else make(function)
 
 
 def _takes_text(function: Callable[..., Any], schema: dict[str, Any], name: str) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from metis.errors import InvalidRequestError, NotConfiguredError
+import warnings
+
+from metis.errors import ClosedError, InvalidRequestError, NotConfiguredError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.endpoint import Endpoint
 from metis.stacks.loader import StackSpec, builtin_stacks
@@ -56,13 +58,19 @@ def foreign_prefixes(stack: StackSpec) -> frozenset[str]:
 
 def warn_unclosed(name: str, adapter: object) -> None:
     """As an unclosed file is said: a ResourceWarning for an adapter that made its connection
-    pool and was never closed, naming the fix."""
-    import warnings
-
+    pool and was never closed, naming the fix (``warnings`` is imported with the module: an
+    adapter collected at interpreter exit can import nothing)."""
     warnings.warn(
         f"the {name} adapter was never closed, its connection pool still open: use 'async with "
         "build_adapter(...) as adapter:' or 'await adapter.aclose()'",
         ResourceWarning,
         source=adapter,
         stacklevel=3,
+    )
+
+
+def closed_error(name: str) -> ClosedError:
+    """A call on the ``name`` adapter after its ``aclose()``."""
+    return ClosedError(
+        f"the {name} adapter was closed (aclose); build a new one to call again", provider=name
     )

@@ -18,10 +18,11 @@ import contextlib
 import functools
 import json
 import os
+import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
@@ -31,6 +32,9 @@ from metis.adapter.embedder import Embedder
 from metis.errors import NotConfiguredError
 from metis.pipeline.config import AdapterConfig
 from metis.stacks.loader import StackSpec, load_stack
+
+if TYPE_CHECKING:
+    from metis.routing.router import Router
 
 MAX_ADAPTERS_PER_LOOP = 16
 """How many adapters (each with its own connection pool) one event loop keeps for the
@@ -58,6 +62,7 @@ class LoopAdapters:
         self._held: OrderedDict[AdapterKey, _Held] = OrderedDict()
         self.release_task: object = None
         """What closes them when the loop ends (a task the loop holds only weakly)."""
+        self._routers: weakref.WeakSet[Router] = weakref.WeakSet()
 
     def __len__(self) -> int:
         return len(self._held)
@@ -81,9 +86,16 @@ class LoopAdapters:
             if held.evicted and held.calls == 0:
                 await _close(held.adapter)
 
+    def watch(self, router: Router) -> None:
+        """A router the synchronous forms called through on this loop: its adapters' pools are
+        this loop's, so it is closed with the loop (at exit, for the synchronous forms')."""
+        self._routers.add(router)
+
     async def aclose(self) -> None:
-        """Close every adapter (the loop is ending)."""
+        """Close every adapter, and every router watched (the loop is ending)."""
         await self._evict_beyond(0)
+        for router in list(self._routers):
+            await _close(router)
 
     async def _evict_beyond(self, limit: int) -> None:
         while len(self._held) > limit:
@@ -168,7 +180,7 @@ def _require_key(stack: StackSpec, api_key: str | None) -> None:
     )
 
 
-async def _close(adapter: Pooled) -> None:
+async def _close(adapter: Pooled | Router) -> None:
     with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
         await adapter.aclose()
 

@@ -266,11 +266,29 @@ def stack_and_model(model: str) -> tuple[str, str]:
     """``"provider:model"`` split, or a ConfigError saying what was expected."""
     stack_name, sep, wire = model.partition(":")
     if not sep or not stack_name or not wire:
+        meant = _with_provider(model) if not sep else None
+        hint = f"; did you mean {meant!r}?" if meant else ""
         raise ConfigError(
             "expected a model as 'provider:model' (e.g. anthropic:claude-sonnet-4-5), "
-            f"got {model!r}"
+            f"got {model!r}{hint}"
         )
     return stack_name, wire
+
+
+_FIRST_PARTY = ("anthropic", "openai", "gemini", "mistral", "xai", "deepseek", "groq", "bedrock")
+
+
+def _with_provider(name: str) -> str | None:
+    """A bare model name with the first first-party stack whose catalog lists it (the
+    model's maker before a cloud that also serves it)."""
+    from metis.catalog.lookup import find_model
+    from metis.stacks.catalog import stack_catalog_provider
+
+    for stack in _FIRST_PARTY:
+        catalog = stack_catalog_provider(stack)
+        if catalog and find_model(catalog, name) is not None:
+            return f"{stack}:{name}"
+    return None
 
 
 def validated(output: TypeAdapter[T], response: CanonicalResponse) -> T:

@@ -20,6 +20,7 @@ _NARROWED = (
     ("supports_parallel_tool_calls", "parallel_tools"),
     ("supports_thinking", "reasoning"),
     ("supports_structured_output", "structured_output"),
+    ("supports_strict_tools", "structured_output"),
     ("supports_prompt_caching", "prompt_caching"),
 )
 

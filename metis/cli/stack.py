@@ -38,6 +38,7 @@ _FLAGS = {
     "supports_thinking": "thinking",
     "supports_system_prompt": "system prompt",
     "supports_structured_output": "structured output",
+    "supports_strict_tools": "strict tools",
     "supports_stop_sequences": "stop sequences",
     "supports_streaming": "streaming",
     "supports_prompt_caching": "prompt caching",

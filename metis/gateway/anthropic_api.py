@@ -129,8 +129,8 @@ def _tools(raw: Any) -> tuple[list[Any], list[str]]:
         if tool.get("type", "custom") != "custom":  # a server tool (web search, ...)
             skipped.append(f"{where} ({str(tool.get('type'))[:40]})")
             continue
-        schema = tool.get("input_schema")
-        tools.append(tool_definition(tool.get("name"), tool.get("description"), schema, where))
+        name, schema, strict = tool.get("name"), tool.get("input_schema"), tool.get("strict")
+        tools.append(tool_definition(name, tool.get("description"), schema, where, strict))
     return tools, skipped
 
 

@@ -99,15 +99,20 @@ def string_list(value: Any, where: str) -> list[str]:
     raise InvalidRequestError(f"{where}: expected a string or a list of strings")
 
 
-def tool_definition(name: Any, description: Any, schema: Any, where: str) -> ToolDefinition:
+def tool_definition(
+    name: Any, description: Any, schema: Any, where: str, strict: Any = None
+) -> ToolDefinition:
+    """The canonical tool of a client's function tool; ``strict`` its API's strict flag."""
     if not isinstance(name, str) or not name:
         raise InvalidRequestError(f"{where}.name: expected a non-empty string")
     if schema is None:
         schema = {"type": "object", "properties": {}}
     if not isinstance(schema, dict):
         raise InvalidRequestError(f"{where}: the input schema must be a JSON object")
+    if strict is not None and not isinstance(strict, bool):
+        raise InvalidRequestError(f"{where}.strict: expected a boolean")
     text = description if isinstance(description, str) else ""
-    return ToolDefinition(name=name, description=text, input_schema=schema)
+    return ToolDefinition(name=name, description=text, input_schema=schema, strict=strict)
 
 
 def effort_thinking(effort: Any, where: str) -> ThinkingConfig | None:
@@ -123,5 +128,10 @@ def effort_thinking(effort: Any, where: str) -> ThinkingConfig | None:
 
 
 def unknown_fields(body: Mapping[str, Any], read: frozenset[str]) -> list[str]:
-    """The request's fields the reader does not take, in the order they came."""
-    return [key for key in body if key not in read]
+    """The request's fields the reader does not take, in the order they came. A field given
+    as null or empty asks for nothing, and nothing of it is left out (the OpenAI Agents SDK
+    sends ``include: []`` with every Responses request)."""
+    return [key for key in body if key not in read and body[key] not in EMPTY]
+
+
+EMPTY: tuple[Any, ...] = (None, [], {})

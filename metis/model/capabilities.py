@@ -28,6 +28,9 @@ class AdapterCapabilities(BaseModel):
     supports_custom_tools: bool = False
     """Freeform tools go as the provider's own custom tools (OpenAI's), grammars enforced;
     elsewhere a freeform tool is a function of one string, and one with a grammar is refused."""
+    supports_strict_tools: bool = False
+    """A tool marked ``strict`` goes with the provider's own strict flag (its input held to the
+    schema); elsewhere the flag is left out with the dropped-content WARN."""
     supports_prompt_caching: bool = False
     max_context_tokens: int = Field(default=8192, ge=1)
     max_output_tokens: int = Field(default=4096, ge=1)

@@ -8,7 +8,10 @@ same provider and is never sent anywhere else.
 
 from __future__ import annotations
 
+import base64
+import mimetypes
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -79,10 +82,36 @@ ImageSource = Annotated[Base64ImageSource | URLImageSource, Field(discriminator=
 
 
 class ImageBlock(BlockBase):
-    """An image in a message, from base64 data or a URL."""
+    """An image in a message, from base64 data or a URL: ``ImageBlock.from_path("chart.png")``,
+    ``from_bytes(data, "image/png")``, ``from_url(url)``."""
 
     type: Literal["image"] = "image"
     source: ImageSource
+
+    @classmethod
+    def from_bytes(cls, data: bytes, media_type: str, **fields: Any) -> ImageBlock:
+        """An image holding ``data`` inline, as base64."""
+        encoded = base64.b64encode(data).decode("ascii")
+        return cls(source=Base64ImageSource(media_type=media_type, data=encoded), **fields)
+
+    @classmethod
+    def from_path(
+        cls, path: str | Path, media_type: str | None = None, **fields: Any
+    ) -> ImageBlock:
+        """The image file at ``path``, inline; its media type from its name unless given."""
+        path = Path(path)
+        media_type = media_type or mimetypes.guess_type(path.name)[0]
+        if media_type is None or not media_type.startswith("image/"):
+            raise ValueError(
+                f"{path.name}: not an image by its name ({media_type or 'unknown type'}); "
+                "pass media_type= (a PDF or other file is a DocumentBlock)"
+            )
+        return cls.from_bytes(path.read_bytes(), media_type, **fields)
+
+    @classmethod
+    def from_url(cls, url: str, **fields: Any) -> ImageBlock:
+        """An image the provider fetches from ``url``."""
+        return cls(source=URLImageSource(url=url), **fields)
 
 
 class ToolUseBlock(BlockBase):

@@ -55,7 +55,13 @@ FREEFORM_SCHEMA: dict[str, Any] = {
 class ToolDefinition(BaseModel):
     """A tool the model may call: its name, a description and a JSON schema of its input.
     :func:`metis.tool` makes one from a Python function or a pydantic model. A ``freeform``
-    tool takes free text instead (its ``input_schema`` is then :data:`FREEFORM_SCHEMA`)."""
+    tool takes free text instead (its ``input_schema`` is then :data:`FREEFORM_SCHEMA`).
+
+    ``strict``: ``True`` asks the provider to hold the call's input to the schema (OpenAI's
+    strict mode, Anthropic's and Bedrock's strict tool use); where the model cannot, the flag
+    is left out with the dropped-content WARN. ``False`` never sends it strict. ``None`` (the
+    default) is the stack's own choice: OpenAI Chat makes a tool strict where its schema
+    converts, the others send it as written (docs/contract.md §10)."""
 
     model_config = ConfigDict(defer_build=True, frozen=True)
 
@@ -66,6 +72,7 @@ class ToolDefinition(BaseModel):
     )
     annotations: ToolAnnotations | None = None
     freeform: FreeformInput | None = None
+    strict: bool | None = None
 
     @model_validator(mode="before")
     @classmethod

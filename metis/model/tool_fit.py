@@ -1,4 +1,5 @@
-"""Freeform tools on a provider without custom tools (docs/contract.md §10).
+"""Freeform tools on a provider without custom tools, and strict tools on a model without
+strict tool use (docs/contract.md §10).
 
 A freeform tool's input is text. Where the provider has custom tools (OpenAI's), it goes as
 one, its grammar enforced; elsewhere it goes as a function of one string, ``input``, which is
@@ -8,8 +9,14 @@ need, refused before sending.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
+
+STRICT_FLAG = "tool.strict"
+"""The dropped-content block type of a ``strict`` flag a provider or model cannot take."""
+NO_STRICT_TOOLS = "the model has no strict tool use; the tool is sent without it"
 
 
 def fit_tools(
@@ -27,3 +34,19 @@ def fit_tools(
     ]
     tools = [t.model_copy(update={"freeform": None}) if t.freeform else t for t in request.tools]
     return request.model_copy(update={"tools": tools}), problems
+
+
+def fit_strict_tools(
+    request: CanonicalRequest, caps: AdapterCapabilities, drop: Callable[[str, str], None]
+) -> CanonicalRequest:
+    """``request`` with the ``strict`` flag taken off its tools where ``caps`` has no strict
+    tool use, each ``strict=True`` reported to ``drop(block_type, reason)`` (the tool still
+    goes, its input unchecked by the provider; ``strict=False`` is what goes there anyway)."""
+    if caps.supports_strict_tools or all(t.strict is None for t in request.tools):
+        return request
+    for t in request.tools:
+        if t.strict:
+            drop(STRICT_FLAG, f"tool {t.name!r}: {NO_STRICT_TOOLS}")
+    unflagged = {"strict": None}
+    tools = [t if t.strict is None else t.model_copy(update=unflagged) for t in request.tools]
+    return request.model_copy(update={"tools": tools})

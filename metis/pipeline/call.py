@@ -132,7 +132,7 @@ class Call:
         if not first:
             return
         log.warning(
-            "dropped %s block for %s: %s",
+            "dropped %s for %s: %s",
             block_type,
             self.provider,
             reason,

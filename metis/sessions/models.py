@@ -15,8 +15,9 @@ from metis.calls.request import (
     ModelLike,
     ModelOptions,
     stack_and_model,
+    unknown_model_note,
 )
-from metis.errors import ConfigError
+from metis.errors import ConfigError, InvalidRequestError
 from metis.routing.router import Router
 
 ChatLike = Adapter | Router
@@ -84,4 +85,10 @@ async def resolved(
         timeout_seconds=options.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
         max_retries=options.get("max_retries", DEFAULT_MAX_RETRIES),
     ) as adapter:
-        yield Resolved(adapter, model, ((adapter, model),))
+        try:
+            yield Resolved(adapter, model, ((adapter, model),))
+        except InvalidRequestError as error:  # the provider's "no such model": what was meant
+            note = unknown_model_note(adapter, model) if error.provider_status == 404 else None
+            if note is not None:
+                error.add_note(note)
+            raise

@@ -21,7 +21,6 @@ from metis.adapter.adapter import Adapter
 from metis.calls import request as call_request
 from metis.calls.request import MessagesLike, ModelLike, ModelOptions, as_messages
 from metis.core.ids import new_ulid
-from metis.core.options import check_options
 from metis.errors import AdapterError, ConfigError, InvalidRequestError, ProtocolError
 from metis.model.content import Message
 from metis.model.dicts import MessageDict
@@ -34,16 +33,13 @@ from metis.sessions.control import TurnControl
 from metis.sessions.core import CallRecord, Conversation
 from metis.sessions.events import RunComplete, RunEvent, RunResult
 from metis.sessions.models import checked_model
+from metis.sessions.options import check_constructor, check_defaults, checked_turn
 from metis.sessions.provider_state import ProviderState
 from metis.sessions.saved import read_saved, restored, saved_session
 from metis.sessions.stream import TurnStream
 
 T = TypeVar("T")
 log = logging.getLogger("metis")
-SESSION_OPTIONS = ModelOptions.__optional_keys__
-_OWN_OPTIONS = frozenset({"messages", "session_id", "adapters", "compact", "context_check"})
-"""The constructor's own keywords, named as the nearest option to a misspelt one."""
-_HINTS = {"session_id": "the session's id is Session(session_id=...), set once"}
 
 
 class SessionBusyError(RuntimeError):
@@ -75,8 +71,7 @@ class Session(BlockingForms):
         context_check: ContextCheck = "auto",
         **options: Unpack[ModelOptions],
     ) -> None:
-        hints = {**call_request.settings_hints(options), **_HINTS}
-        check_options("Session()", options, SESSION_OPTIONS | _OWN_OPTIONS, hints)
+        check_constructor(options)
         if context_check not in CONTEXT_CHECKS:
             raise ConfigError(
                 f"context_check {context_check!r}: expected one of {', '.join(CONTEXT_CHECKS)}"
@@ -147,7 +142,7 @@ class Session(BlockingForms):
 
     @options.setter
     def options(self, options: Mapping[str, Any]) -> None:
-        check_options("Session.options", options, SESSION_OPTIONS, _HINTS)
+        check_defaults(options)
         self._conversation.options = ModelOptions(**options)  # type: ignore[typeddict-item]
 
     @property
@@ -378,9 +373,7 @@ class Session(BlockingForms):
 
     def _checked(self, what: str, options: Mapping[str, Any]) -> ModelOptions:
         """A turn's options, checked: they override the session's, read at each call."""
-        check_options(f"Session.{what}()", options, SESSION_OPTIONS, _HINTS)
-        checked: ModelOptions = {**options}  # type: ignore[typeddict-item]
-        return checked
+        return checked_turn(what, options)
 
     def _new(self, message: MessagesLike | None) -> list[Message]:
         new = as_messages(message) if message is not None else []

@@ -28,10 +28,16 @@ from typing import Any
 import anyio
 import httpx
 
-from metis.errors import CancelledError, NetworkError
+from metis.errors import CancelledError, ClosedError, NetworkError, ProtocolError
 from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest
-from metis.transport.clients import http_errors, is_read_timeout, is_timeout, request_timeout
+from metis.transport.clients import (
+    http_errors,
+    is_decoding_error,
+    is_read_timeout,
+    is_timeout,
+    request_timeout,
+)
 from metis.transport.redirects import redirect_target
 from metis.transport.slots import (
     close_if_overread,
@@ -258,7 +264,16 @@ async def _send(
             with call.cancel.guard(clock.head_by()):
                 response = await http.send(request, stream=True, follow_redirects=False)
         except http_errors() as exc:
-            raise failure(exc, call, clock, limits, when="before a response arrived") from exc
+            when = "before a response arrived"
+            raise failure(exc, call, clock, limits, when, _origin(request.url)) from exc
+        except RuntimeError as exc:
+            if not http.is_closed:
+                raise
+            raise ClosedError(  # httpx's RuntimeError, for a client its owner closed
+                f"{call.provider}: the HTTP client the adapter was given is closed",
+                provider=call.provider,
+                request_id=call.request_id,
+            ) from exc
         except BaseException:
             if response is not None:
                 with anyio.CancelScope(shield=True):
@@ -307,19 +322,38 @@ def _reader(exchange: Exchange) -> Callable[[], Awaitable[bytes | None]]:
 
 
 def failure(
-    exc: Exception, call: Call, clock: ReadClock, limits: Limits, when: str = ""
-) -> CancelledError | NetworkError:
+    exc: Exception,
+    call: Call,
+    clock: ReadClock,
+    limits: Limits,
+    when: str = "",
+    origin: str | None = None,
+) -> CancelledError | NetworkError | ProtocolError:
+    """The classified error of a transport failure; ``origin`` (scheme, host and port, never
+    a path or query) says where the connection went, so a wrong base URL shows."""
     if call.cancel.cancelled:
         return CancelledError("the call was cancelled")
+    if is_decoding_error(exc):  # the server's own bytes, which another attempt would repeat
+        return ProtocolError(
+            f"{call.provider} sent a body its Content-Encoding does not decode: {exc}",
+            provider=call.provider,
+            request_id=call.request_id,
+        )
     if is_read_timeout(exc) and clock.head_arrived:
         return expired(call, clock, limits)
     kind = "timed out" if is_timeout(exc) else "failed"
     when = when or "while reading the response"
+    at = f" at {origin}" if origin else ""
     return NetworkError(
-        f"connection to {call.provider} {kind} {when}: {type(exc).__name__}: {exc}",
+        f"connection to {call.provider}{at} {kind} {when}: {type(exc).__name__}: {exc}",
         provider=call.provider,
         request_id=call.request_id,
     )
+
+
+def _origin(url: Any) -> str:
+    port = f":{url.port}" if url.port is not None else ""
+    return f"{url.scheme}://{url.host}{port}"
 
 
 def expired(call: Call, clock: ReadClock, limits: Limits) -> NetworkError:

@@ -137,9 +137,28 @@ def test_a_misspelt_model_refused_by_the_provider_notes_the_catalogs_nearest(
     )
 
 
+def test_a_session_moved_to_a_misspelt_model_notes_the_catalogs_nearest_too(
+    at_emulator: Emulator,
+) -> None:
+    session = metis.Session(MODEL)
+    session.model = "anthropic:claude-sonet-4-5"
+    with pytest.raises(InvalidRequestError) as caught:
+        session.send("Hi")
+    [note] = caught.value.__notes__
+    assert "the nearest it has: claude-sonnet-4-5" in note
+
+
 def test_no_catalog_guess_for_a_model_the_catalog_knows() -> None:
     from metis.calls.request import unknown_model_note
 
     adapter = metis.build_adapter("anthropic", api_key="k")
     assert unknown_model_note(adapter, "anthropic:claude-sonnet-4-5") is None
     assert unknown_model_note(adapter, "anthropic:claude-sonet-4-5") is not None
+
+
+def test_a_misspelt_run_option_names_runs_own_and_send_says_whose_it_is() -> None:
+    session = metis.Session(MODEL)
+    with pytest.raises(UnknownOptionError, match="did you mean 'max_steps'"):
+        session.run("Hi", max_step=3)  # type: ignore[call-arg]
+    with pytest.raises(UnknownOptionError, match=r"max_steps is an option of run\(\)"):
+        session.send("Hi", max_steps=3)  # type: ignore[call-arg]

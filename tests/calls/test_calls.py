@@ -113,7 +113,9 @@ def test_a_missing_key_names_the_variable_before_anything_is_sent(
 @pytest.mark.parametrize(
     ("model", "message"),
     [
-        ("claude-sonnet-4-5", "expected a model as 'provider:model'"),
+        ("claude-sonnet-4-5", "'provider:model'.*did you mean 'anthropic:claude-sonnet-4-5'"),
+        ("gpt-4o", "did you mean 'openai:gpt-4o'"),
+        ("no-such-model", r"got 'no-such-model'$"),
         ("nowhere:x", "no built-in stack"),
     ],
 )

@@ -363,3 +363,27 @@ def test_exit_does_not_wait_for_a_daemon_threads_call() -> None:
     done = _run(script)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["exiting"]
+
+
+def test_a_router_called_synchronously_is_closed_at_exit_with_nothing_said() -> None:
+    # The README's routing snippet as a script: nobody closes the router, and the process
+    # ends without an unclosed-adapter warning or an error from a collector at shutdown.
+    script = textwrap.dedent(
+        """
+        import os, warnings
+        warnings.simplefilter("always", ResourceWarning)
+        import metis
+        from metis.routing import Router
+        from metis.testing.emulator import Emulator
+
+        emulator = Emulator(host="127.0.0.1", port=0).__enter__()
+        os.environ.update(ANTHROPIC_BASE_URL=emulator.url, ANTHROPIC_API_KEY="k")
+        router = Router(["anthropic:claude-sonnet-4-5"])
+        print(metis.complete(router, "Hi").stop_reason.kind, flush=True)
+        """
+    )
+    done = _run(script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "end_turn"
+    assert "never closed" not in done.stderr
+    assert "Exception ignored" not in done.stderr

@@ -10,6 +10,9 @@ environment, not run here). ``text`` blocks are output and pictures, not code.
 A block that needs what no test has (a live key, a Redis server, a cloud account) says so in
 its first line, ``# needs: <what>``, where the reader sees it; in a shell block a command may
 carry the same comment. Such blocks are compiled or parsed but not run, and they stay few.
+A ``dockerfile`` block is the checkout's ``Dockerfile`` (no test has a Docker daemon): the same
+text, every file it copies there, and ``.dockerignore`` keeping the checkout's own virtual
+environment and git history out of the image.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from metis.testing.emulator import Emulator
 
 ROOT = Path(__file__).parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-LANGUAGES = {"python", "yaml", "sh", "text"}
+LANGUAGES = {"python", "yaml", "sh", "text", "dockerfile"}
 NEEDS = re.compile(r"#\s*needs:\s*(\S.*)")
 MAX_NEEDING = 4
 TIMEOUT = 120
@@ -84,6 +87,17 @@ def ids(found: list[Block]) -> list[str]:
 
 def test_every_block_says_its_language() -> None:
     assert [b.where for b in ALL if b.language not in LANGUAGES] == []
+
+
+@pytest.mark.parametrize("block", of("dockerfile"), ids=ids(of("dockerfile")))
+def test_a_dockerfile_block_is_the_checkouts_dockerfile(block: Block) -> None:
+    assert block.code == (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    for line in block.code.splitlines():
+        if line.startswith("COPY "):
+            source = line.split()[1]
+            assert (ROOT / source).exists(), f"{block.where}: COPY {source}: no such file"
+    ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").split()
+    assert {".venv", ".git"} <= set(ignored)
 
 
 def test_blocks_that_need_a_live_service_say_what_and_are_few() -> None:

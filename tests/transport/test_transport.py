@@ -103,8 +103,10 @@ async def test_a_connection_failure_is_a_network_error() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("connection refused")
 
-    with pytest.raises(NetworkError, match=r"before a response arrived.*connection refused"):
+    with pytest.raises(NetworkError, match=r"before a response arrived.*connection refused") as e:
         await collect(client_for(handler), WIRE)
+    # Where it went, so a wrong base URL shows; never the path or query (a key may be there).
+    assert "connection to anthropic at https://api.example.com failed" in str(e.value)
 
 
 @pytest.mark.anyio

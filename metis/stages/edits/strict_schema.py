@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from metis.model.content import ToolUseBlock
 from metis.model.events import MessageComplete, StreamEvent, ToolUseEnd
+from metis.model.tool_fit import STRICT_FLAG
 from metis.pipeline.call import Call
 from metis.pipeline.hooks import EventHook, Watch
 from metis.pipeline.request import WireRequest
@@ -88,6 +89,9 @@ class StrictSchema(EventHook[WireRequest]):
         # An omitted ``parameters`` is OpenAI's "no parameters": the empty object.
         params = function.get("parameters", {"type": "object", "properties": {}})
         converted, reason = _strict(params)
+        if converted is None and function.get("strict") is True:  # the caller asked for it
+            call.warn_dropped(STRICT_FLAG, f"tool {name!r} is sent without strict: {reason}")
+            return {**tool, "function": {k: v for k, v in function.items() if k != "strict"}}
         if converted is None:
             log.info("strict_schema: tool %r left non-strict: %s", name, reason)
             return tool

@@ -19,7 +19,7 @@ from metis.model.content import (
 )
 from metis.model.media_fit import fit_media
 from metis.model.request import CanonicalRequest
-from metis.model.tool_fit import fit_tools
+from metis.model.tool_fit import fit_strict_tools, fit_tools
 from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import RequestStage
@@ -35,9 +35,11 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         self._services = services  # what each model can serve, and how it counts tokens
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
+        caps = self._services.capabilities_for(call.wire_model)
+        # A strict flag the model cannot take goes with a WARN, routed or not.
+        request = fit_strict_tools(request, caps, call.warn_dropped)
         if call.terms.capabilities_checked:  # a router decided it before choosing this model
             return request
-        caps = self._services.capabilities_for(call.wire_model)
         # Files: unreadable ones are refused in the turn sent, dropped from older turns.
         request, problems = fit_media(request, caps, call.provider, call.warn_dropped)
         request, unmet = fit_tools(request, caps)  # freeform tools: functions, or refused

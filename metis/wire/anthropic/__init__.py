@@ -36,6 +36,7 @@ from metis.wire.anthropic.documents import At as _At
 from metis.wire.anthropic.documents import document
 from metis.wire.anthropic.knobs import sampling_fields, thinking_fields
 from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, parse_body
+from metis.wire.closed_schema import strict_input_schema
 from metis.wire.codec import Codec, EncodeContext
 from metis.wire.compaction import ANTHROPIC_BETA, anthropic_asks, anthropic_fields
 from metis.wire.opaque import elsewhere, own_item
@@ -53,7 +54,7 @@ def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         body["system"] = system
     body["messages"] = _messages(request, call)
     if request.tools or request.server_tools:
-        tools = [_tool(tool) for tool in request.tools]
+        tools = [_tool(tool, call) for tool in request.tools]
         body["tools"] = tools + server_tools.declarations(request, call)
         choice = _tool_choice(request)
         if choice is not None:
@@ -163,11 +164,13 @@ def _tool_result(block: ToolResultBlock, at: _At) -> dict[str, Any]:
     return out
 
 
-def _tool(tool: ToolDefinition) -> dict[str, Any]:
+def _tool(tool: ToolDefinition, call: EncodeContext) -> dict[str, Any]:
     out: dict[str, Any] = {"name": tool.name}
     if tool.description:
         out["description"] = tool.description
-    out["input_schema"] = tool.input_schema
+    out["input_schema"], strict = strict_input_schema(tool, call)
+    if strict:
+        out["strict"] = True
     return out
 
 

@@ -37,6 +37,7 @@ from metis.wire.bedrock_converse.cache import hinted_blocks
 from metis.wire.bedrock_converse.knobs import model_fields
 from metis.wire.bedrock_converse.media import media
 from metis.wire.bedrock_converse.server_tools import declarations
+from metis.wire.closed_schema import strict_input_schema
 from metis.wire.codec import EncodeContext
 from metis.wire.media import cannot_carry, project_attachments
 from metis.wire.opaque import sent_back
@@ -190,7 +191,7 @@ def _tool_result(block: ToolResultBlock, at: _At) -> dict[str, Any]:
 def _tool_config(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any] | None:
     if not request.tools and not request.server_tools:
         return None
-    tools = [_tool(tool) for tool in request.tools] + declarations(request, call)
+    tools = [_tool(tool, call) for tool in request.tools] + declarations(request, call)
     config: dict[str, Any] = {"tools": tools}
     choice = request.tool_choice
     if choice is not None and choice.type == "tool":
@@ -213,9 +214,12 @@ def _history_has_tools(request: CanonicalRequest) -> bool:
     )
 
 
-def _tool(tool: ToolDefinition) -> dict[str, Any]:
+def _tool(tool: ToolDefinition, call: EncodeContext) -> dict[str, Any]:
     spec: dict[str, Any] = {"name": tool.name}
     if tool.description:
         spec["description"] = tool.description
-    spec["inputSchema"] = {"json": tool.input_schema}
+    schema, strict = strict_input_schema(tool, call)
+    spec["inputSchema"] = {"json": schema}
+    if strict:
+        spec["strict"] = True
     return {"toolSpec": spec}

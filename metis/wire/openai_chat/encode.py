@@ -190,6 +190,8 @@ def tool_definition(tool: ToolDefinition) -> dict[str, Any]:
     if tool.description:
         function["description"] = tool.description
     function["parameters"] = copy.deepcopy(tool.input_schema)
+    if tool.strict is not None:  # else the strict_schema stage decides
+        function["strict"] = tool.strict
     return {"type": "function", "function": function}
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from metis.testing.emulator.formats import compaction, files_rules, server_rules
+from metis.testing.emulator.formats import compaction, files_rules, server_rules, strict_tools
 from metis.testing.emulator.formats.cache_marks import check_breakpoint_limit
 from metis.testing.emulator.formats.knobs_rules import check_anthropic
 from metis.testing.emulator.rules import (
@@ -241,6 +241,7 @@ RULES: list[Rule | Check] = [
         required=True,
     ),
     _check_unique_tools,
+    strict_tools.check_anthropic,
     Rule(
         "tool_choice",
         never,

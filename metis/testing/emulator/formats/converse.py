@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from metis.testing.emulator.formats import files_rules, server_rules
+from metis.testing.emulator.formats import files_rules, server_rules, strict_tools
 from metis.testing.emulator.formats.cache_marks import (
     block_counts,
     converse_breakpoints,
@@ -181,6 +181,7 @@ RULES: list[Rule | Check] = [
         "toolConfig.tools.{0}.toolSpec.inputSchema.json: required",
         required=True,
     ),
+    strict_tools.check_converse,
     not_empty("toolConfig.tools", when=lambda b: b.get("toolConfig") is not None),
     not_empty("messages", required=True),
     Rule(

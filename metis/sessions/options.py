@@ -1,0 +1,42 @@
+"""The options a session takes, checked where they are given: the constructor's, the defaults
+assigned later, and each turn's (a misspelt one named with the nearest, docs/calls.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from metis.calls import request as call_request
+from metis.calls.request import ModelOptions
+from metis.core.options import check_options
+
+SESSION_OPTIONS = ModelOptions.__optional_keys__
+"""The model options a session keeps as defaults and a turn may override."""
+OWN_OPTIONS = frozenset({"messages", "session_id", "adapters", "compact", "context_check"})
+"""The constructor's own keywords, named as the nearest option to a misspelt one."""
+RUN_OPTIONS = frozenset({"max_steps", "tool_timeout_seconds", "output_type", "on_event"})
+"""``run``'s own keywords: named as the nearest to a misspelt one, and said to be ``run``'s
+when a turn of one call is given one."""
+HINTS = {
+    "session_id": "the session's id is Session(session_id=...), set once",
+    **{name: f"{name} is an option of run() (the agent loop)" for name in RUN_OPTIONS},
+}
+
+
+def check_constructor(options: Mapping[str, Any]) -> None:
+    """``Session(...)``'s model options."""
+    hints = {**call_request.settings_hints(options), **HINTS}
+    check_options("Session()", options, SESSION_OPTIONS | OWN_OPTIONS, hints)
+
+
+def check_defaults(options: Mapping[str, Any]) -> None:
+    """Options assigned to ``session.options``."""
+    check_options("Session.options", options, SESSION_OPTIONS, HINTS)
+
+
+def checked_turn(what: str, options: Mapping[str, Any]) -> ModelOptions:
+    """A turn's options, checked: they override the session's, read at each call."""
+    known = SESSION_OPTIONS | RUN_OPTIONS if what in ("run", "arun") else SESSION_OPTIONS
+    check_options(f"Session.{what}()", options, known, HINTS)
+    checked: ModelOptions = {**options}  # type: ignore[typeddict-item]
+    return checked

@@ -1,0 +1,65 @@
+"""Strict tool use as Anthropic Messages and Bedrock Converse check it: a tool sent with
+``strict: true`` has ``additionalProperties: false`` on every object of its schema (the
+structured-outputs documentation of both; optional properties may stay optional, unlike
+OpenAI's strict mode, :func:`metis.testing.emulator.formats.openai.strict_schema_problem`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metis.testing.emulator.rules import Refused
+
+_NESTED = (
+    "items",
+    "not",
+    "anyOf",
+    "allOf",
+    "oneOf",
+    "prefixItems",
+    "properties",
+    "$defs",
+    "definitions",
+)
+
+
+def open_object(schema: Any, path: str = "") -> str | None:
+    """The path of the first object in ``schema`` that is not closed, or None."""
+    if isinstance(schema, list):
+        return next((p for i, s in enumerate(schema) if (p := open_object(s, f"{path}/{i}"))), None)
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
+    if is_object and schema.get("additionalProperties") is not False:
+        return path or "/"
+    for key in _NESTED:
+        sub = schema.get(key)
+        if key in ("properties", "$defs", "definitions") and isinstance(sub, dict):
+            sub = list(sub.values())
+        if (found := open_object(sub, f"{path}/{key}")) is not None:
+            return found
+    return None
+
+
+def check_anthropic(body: dict[str, Any], call: Any) -> None:
+    for i, tool in enumerate(body.get("tools") or []):
+        if not isinstance(tool, dict) or tool.get("strict") is not True:
+            continue
+        if (where := open_object(tool.get("input_schema"))) is not None:
+            raise Refused(
+                f"tools.{i}.custom.input_schema: For 'object' type, 'additionalProperties' "
+                f"must be explicitly set to false (at {where})"
+            )
+
+
+def check_converse(body: dict[str, Any], call: Any) -> None:
+    tools = (body.get("toolConfig") or {}).get("tools") or []
+    for i, tool in enumerate(tools):
+        spec = tool.get("toolSpec") if isinstance(tool, dict) else None
+        if isinstance(spec, dict) and spec.get("strict") is True:
+            schema = (spec.get("inputSchema") or {}).get("json")
+            if (where := open_object(schema)) is not None:
+                raise Refused(
+                    f"toolConfig.tools.{i}.toolSpec.inputSchema: a strict tool's objects must "
+                    f"set additionalProperties to false (at {where})"
+                )

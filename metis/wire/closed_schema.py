@@ -1,0 +1,91 @@
+"""Strict tool use on Anthropic Messages and Bedrock Converse: the tool's schema with every
+object closed.
+
+Both APIs take ``strict: true`` on a tool (Anthropic's ``tools[].strict``, Converse's
+``toolSpec.strict``) and then want ``additionalProperties: false`` on every object of its
+schema; optional properties stay optional (unlike OpenAI's strict mode,
+:mod:`metis.wire.strict_schema`). :func:`closed_schema_or_reason` adds the ``false`` where a
+schema leaves it out, and answers ``None`` with the reason where the schema lets an object
+take keys it does not name, which strict tool use cannot express.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metis.model.request import ToolDefinition
+from metis.model.tool_fit import STRICT_FLAG
+from metis.wire.codec import EncodeContext
+from metis.wire.strict_schema import Schema
+
+MAX_DEPTH = 64
+"""Deeper than this the schema is not made strict (no model's tool schema is so deep)."""
+
+_ONE = ("items", "not", "additionalItems", "contains")
+_LISTS = ("anyOf", "allOf", "oneOf", "prefixItems")
+_MAPS = ("properties", "$defs", "definitions")
+
+
+class _Open(Exception):
+    """The schema cannot be closed without changing what it takes; the message says why."""
+
+
+def strict_input_schema(tool: ToolDefinition, call: EncodeContext) -> tuple[Schema, bool]:
+    """The schema to send for ``tool`` and whether it goes strict: closed where the tool asks
+    for strict and its schema can be closed; as written, the flag reported dropped, where it
+    cannot."""
+    if not tool.strict:
+        return tool.input_schema, False
+    closed, reason = closed_schema_or_reason(tool.input_schema)
+    if closed is None:
+        call.warn_dropped(STRICT_FLAG, f"tool {tool.name!r} is sent without strict: {reason}")
+        return tool.input_schema, False
+    return closed, True
+
+
+def closed_schema_or_reason(schema: Any) -> tuple[Schema | None, str | None]:
+    """``schema`` (a copy) with ``additionalProperties: false`` on each object that has none,
+    or ``None`` and the reason when an object already takes other keys."""
+    if not isinstance(schema, dict):
+        return None, "the schema is not a JSON object"
+    try:
+        return _close(schema, "", 0), None
+    except _Open as exc:
+        return None, str(exc)
+
+
+def _close(schema: Schema, path: str, depth: int) -> Schema:
+    if depth > MAX_DEPTH:
+        raise _Open(f"{path or '/'}: nested more than {MAX_DEPTH} deep")
+    out = dict(schema)
+    if _is_object(schema):
+        extra = schema.get("additionalProperties", False)
+        if extra is not False:
+            raise _Open(f"{path or '/'}: takes keys it does not name (additionalProperties)")
+        if "patternProperties" in schema:
+            raise _Open(f"{path or '/'}: takes keys by pattern (patternProperties)")
+        out["additionalProperties"] = False
+    for key in _ONE:
+        if isinstance(schema.get(key), dict):
+            out[key] = _close(schema[key], f"{path}/{key}", depth + 1)
+    for key in _LISTS:
+        if isinstance(schema.get(key), list):
+            out[key] = [_sub(sub, f"{path}/{key}/{i}", depth) for i, sub in enumerate(schema[key])]
+    for key in _MAPS:
+        if isinstance(schema.get(key), dict):
+            items = schema[key].items()
+            out[key] = {name: _sub(sub, f"{path}/{key}/{name}", depth) for name, sub in items}
+    return out
+
+
+def _sub(schema: Any, path: str, depth: int) -> Any:
+    return _close(schema, path, depth + 1) if isinstance(schema, dict) else schema
+
+
+def _is_object(schema: Schema) -> bool:
+    kind = schema.get("type")
+    return (
+        kind == "object"
+        or (isinstance(kind, list) and "object" in kind)
+        or (kind is None and "properties" in schema)
+    )

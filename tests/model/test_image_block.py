@@ -1,0 +1,42 @@
+"""``ImageBlock``'s constructors, as the file blocks have them: from a path, bytes or a URL."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+
+import metis
+from metis.model.content import Base64ImageSource, URLImageSource
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
+
+
+def test_an_image_from_a_path_is_inline_with_its_type_from_the_name(tmp_path: Path) -> None:
+    path = tmp_path / "chart.png"
+    path.write_bytes(PNG)
+    block = metis.ImageBlock.from_path(path)
+    assert block.source == Base64ImageSource(
+        media_type="image/png", data=base64.b64encode(PNG).decode()
+    )
+    assert metis.ImageBlock.from_path(str(path), "image/webp").source.media_type == "image/webp"
+
+
+def test_a_file_that_is_not_an_image_by_its_name_is_refused_saying_what_to_use(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "report.pdf").write_bytes(b"%PDF-1.7")
+    with pytest.raises(ValueError, match=r"report\.pdf: not an image.*DocumentBlock"):
+        metis.ImageBlock.from_path(tmp_path / "report.pdf")
+    (tmp_path / "blob").write_bytes(PNG)
+    with pytest.raises(ValueError, match="unknown type"):
+        metis.ImageBlock.from_path(tmp_path / "blob")
+
+
+def test_an_image_from_bytes_or_a_url_goes_in_a_message() -> None:
+    inline = metis.ImageBlock.from_bytes(PNG, "image/png")
+    linked = metis.ImageBlock.from_url("https://example.com/cat.jpg")
+    assert linked.source == URLImageSource(url="https://example.com/cat.jpg")
+    message = metis.Message.user("What are these?", inline, linked)
+    assert [b.type for b in message.content] == ["text", "image", "image"]
