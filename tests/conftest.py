@@ -46,7 +46,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-DEFAULT_RUN_EXAMPLES = 60
+DEFAULT_RUN_EXAMPLES = 30
 FULL_SEARCH_EXAMPLES = 300
 
 

