@@ -145,7 +145,9 @@ async def test_openai_strict_asked_for_but_not_expressible_is_dropped_with_the_w
 
 
 def test_a_model_without_structured_output_has_no_strict_tools() -> None:
-    declared = AdapterCapabilities(supports_tools=True, supports_strict_tools=True)
+    declared = AdapterCapabilities(
+        supports_tools=True, supports_structured_output=True, supports_strict_tools=True
+    )
     narrowed = model_capabilities(
         declared, ModelInfo(provider="p", id="m", structured_output=False)
     )
@@ -277,3 +279,18 @@ def test_an_output_schema_that_cannot_be_closed_is_refused_before_sending() -> N
     assert body["output_config"]["format"]["schema"] == schema  # as written, for the check
     [problem] = parameter_problems(body)
     assert problem.startswith("output_config.format.schema: /: takes keys it does not name")
+
+
+def test_on_converse_only_the_models_the_catalog_says_have_structured_output_get_strict() -> None:
+    from metis.catalog.capabilities import uncatalogued_capabilities
+
+    converse = load_stack("bedrock").capabilities
+    nova = model_capabilities(converse, ModelInfo(provider="amazon-bedrock", id="amazon.nova-pro"))
+    claude = ModelInfo(provider="amazon-bedrock", id="c", structured_output=True)
+    assert nova.supports_strict_tools is False  # the catalog does not say: not sent
+    assert model_capabilities(converse, claude).supports_strict_tools is True
+    assert uncatalogued_capabilities(converse, "amazon-bedrock", "x").supports_strict_tools is False
+    anthropic_api = load_stack("anthropic").capabilities  # strict wherever structured output is
+    assert model_capabilities(
+        anthropic_api, ModelInfo(provider="anthropic", id="m")
+    ).supports_strict_tools
