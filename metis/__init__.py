@@ -70,6 +70,7 @@ _EXPORTS: dict[str, str] = {
             "BlockingCallError",
             "CancelledError",
             "CapabilityError",
+            "ClosedError",
             "ConfigError",
             "ContextOverflowError",
             "ErrorClass",
@@ -286,6 +287,7 @@ if TYPE_CHECKING:
     from metis.errors import BlockingCallError as BlockingCallError
     from metis.errors import CancelledError as CancelledError
     from metis.errors import CapabilityError as CapabilityError
+    from metis.errors import ClosedError as ClosedError
     from metis.errors import ConfigError as ConfigError
     from metis.errors import ContextOverflowError as ContextOverflowError
     from metis.errors import ErrorClass as ErrorClass

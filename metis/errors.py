@@ -27,6 +27,7 @@ __all__ = [
     "BlockingCallError",
     "CancelledError",
     "CapabilityError",
+    "ClosedError",
     "ConfigError",
     "ContextOverflowError",
     "ErrorClass",
@@ -255,6 +256,13 @@ class CancelledError(AdapterError):
 class RedirectError(AdapterError):
     """The provider's answer was a redirect metis would not follow: to another origin (the
     API key would go there), in a loop, or with a client that follows none."""
+
+    error_class = ErrorClass.OTHER
+
+
+class ClosedError(AdapterError):
+    """A call on an adapter after its ``aclose()``, or through an HTTP client its owner has
+    closed: nothing is sent. Build a new adapter (or give it an open client). Not retried."""
 
     error_class = ErrorClass.OTHER
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import anyio
 
 from metis.adapter.capabilities import ModelCapabilities
-from metis.adapter.checks import check_ready, foreign_prefixes, warn_unclosed
+from metis.adapter.checks import check_ready, closed_error, foreign_prefixes, warn_unclosed
 from metis.adapter.count_tokens import TokenCount, count_tokens
 from metis.adapter.delivery import Delivery, folded
 from metis.adapter.sendable import check_request
@@ -27,11 +27,7 @@ from metis.catalog.estimate import estimate_input_tokens
 from metis.core.deprecation import warn_deprecated
 from metis.core.options import checked_init, checked_options
 from metis.core.secrets import install_httpx_log_filter
-from metis.errors import (
-    AdapterError,
-    CapabilityError,
-    ProtocolError,
-)
+from metis.errors import AdapterError, CapabilityError, ProtocolError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
@@ -104,6 +100,7 @@ class Adapter:
         self._initialized = False
         self._init_lock: anyio.Lock | None = None  # made by the first init (anyio loads it lazily)
         self._lifespan: AsyncExitStack | None = None
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"<Adapter {self.name}: {' -> '.join(self.pipeline.names())}>"
@@ -195,7 +192,10 @@ class Adapter:
     async def aclose(self) -> None:
         """Runs each stage's ``dispose``, innermost first, leaves the provider's lifespan (a
         local model is unloaded there), then releases the connection pool if this adapter
-        made it. ``async with adapter`` calls it on the way out."""
+        made it. ``async with adapter`` calls it on the way out; calling it again does
+        nothing, and a call after it is a ClosedError."""
+        if self._closed:
+            return
         try:
             for stage in reversed(self.pipeline.stages):
                 await stage.dispose(self)
@@ -204,6 +204,7 @@ class Adapter:
                 await lifespan.aclose()
         finally:
             self._initialized = False
+            self._closed = True
             if self._owns_client and self._client is not None:
                 client, self._client = self._client, None
                 await client.aclose()
@@ -337,6 +338,8 @@ class Adapter:
         return as_httpx(self._http())
 
     def _http(self) -> AsyncHTTPClient:
+        if self._closed:  # a new pool here would outlive the aclose() that ended the last
+            raise closed_error(self.name)
         if self._client is None:
             self._client = http_client(self.config.timeout_seconds)
         return self._client

@@ -21,6 +21,7 @@ import anyio
 
 from metis.adapter.count_tokens import Countable
 from metis.core.ids import new_request_id
+from metis.core.options import checked_init, checked_options
 from metis.errors import CapabilityError, InvalidRequestError
 from metis.model.cache import CACHED_CONTENT_NAME, CachedContent
 from metis.model.request import CanonicalRequest
@@ -39,9 +40,11 @@ whose cached contents live under a project and location)."""
 MIN_TTL_SECONDS = 1
 
 
+@checked_init
 class CachedContents:
     """Create, read, list, update and delete Gemini cached contents through one Gemini API
-    adapter."""
+    adapter. A keyword a method does not take is an UnknownOptionError naming the nearest
+    one (``ttl=`` for ``ttl_seconds=``), raised when the method is called."""
 
     def __init__(self, adapter: Countable) -> None:
         provider = adapter.pipeline.provider
@@ -55,6 +58,7 @@ class CachedContents:
         self.adapter, self.provider = adapter, provider
         self.base_url = adapter.endpoint.base_url.rstrip("/").partition("?")[0]
 
+    @checked_options
     async def create(
         self,
         request: CanonicalRequest,
@@ -75,10 +79,12 @@ class CachedContents:
         answer = await self._json("POST", f"{self.base_url}/v1beta/cachedContents", body)
         return read_cached_content(answer)
 
+    @checked_options
     async def get(self, name: str) -> CachedContent:
         answer = await self._json("GET", self._url(name))
         return read_cached_content(answer)
 
+    @checked_options
     async def list(self, *, page_size: int = 1000) -> list[CachedContent]:
         """Every cached content of the key's project, reading page after page
         (``page_size`` each, at most 1,000)."""
@@ -94,6 +100,7 @@ class CachedContents:
                 return found
             query["pageToken"] = token
 
+    @checked_options
     async def update(
         self, name: str, *, ttl_seconds: int | None = None, expire_time: datetime | None = None
     ) -> CachedContent:
@@ -111,6 +118,7 @@ class CachedContents:
         answer = await self._json("PATCH", f"{self._url(name)}?updateMask={mask}", body)
         return read_cached_content(answer)
 
+    @checked_options
     async def delete(self, name: str) -> None:
         """Delete the cached content now (it is billed for storage until it expires)."""
         await self._json("DELETE", self._url(name))

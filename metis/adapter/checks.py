@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from metis.errors import InvalidRequestError, NotConfiguredError
+from metis.errors import ClosedError, InvalidRequestError, NotConfiguredError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.endpoint import Endpoint
 from metis.stacks.loader import StackSpec, builtin_stacks
@@ -66,4 +66,11 @@ def warn_unclosed(name: str, adapter: object) -> None:
         ResourceWarning,
         source=adapter,
         stacklevel=3,
+    )
+
+
+def closed_error(name: str) -> ClosedError:
+    """A call on the ``name`` adapter after its ``aclose()``."""
+    return ClosedError(
+        f"the {name} adapter was closed (aclose); build a new one to call again", provider=name
     )

@@ -27,17 +27,15 @@ scripts, threads, forked workers and notebooks, and Ctrl-C cancels the call in f
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
-import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import TypeVar, Unpack, overload
 
 from metis.adapter.adapter import Adapter
 from metis.adapter.count_tokens import TokenCount
 from metis.calls.adapters import leased_adapter, this_loop
-from metis.calls.background import BackgroundLoop, background_loop, on_background_loop
+from metis.calls.background import BackgroundLoop, blocking_loop_for, on_background_loop
 from metis.calls.request import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_SECONDS,
@@ -51,7 +49,7 @@ from metis.calls.request import (
     unknown_model_note,
     validated,
 )
-from metis.errors import BlockingCallError, InvalidRequestError
+from metis.errors import InvalidRequestError
 from metis.model.events import StreamEvent
 from metis.model.response import CanonicalResponse
 from metis.routing.router import Router
@@ -323,26 +321,7 @@ def _blocking_loop(what: str, model: ModelLike) -> BackgroundLoop:
         "stream": "async for event in metis.astream(...): ...",
         "count_tokens": "count = await metis.acount_tokens(...)",
     }[what]
-    if on_background_loop():
-        raise BlockingCallError(
-            f"metis.{what}() was called on the event loop metis runs the synchronous calls on "
-            "(from a stage, a telemetry sink or a store), where waiting for the reply would "
-            f"wait for itself; there, use '{usage}'"
-        )
-    if isinstance(model, Router) and _in_event_loop():
-        raise BlockingCallError(
-            f"metis.{what}() with a Router, in a thread running an event loop: the router's "
-            "connection pools and shared stores may belong to this loop, which the call would "
-            f"block; use '{usage.replace('(...)', '(router, ...)')}'"
-        )
-    return background_loop()
-
-
-def _in_event_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-        return True
-    except RuntimeError:
-        pass
-    trio = sys.modules.get("trio")
-    return bool(trio is not None and trio.lowlevel.in_trio_run())
+    routed = isinstance(model, Router)
+    if routed:
+        usage = usage.replace("(...)", "(router, ...)")
+    return blocking_loop_for(f"metis.{what}()", usage, routed=routed)

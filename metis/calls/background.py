@@ -17,9 +17,11 @@ One per process: an asyncio loop in a daemon thread, started by the first synchr
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import concurrent.futures
 import os
+import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TypeVar
@@ -27,6 +29,8 @@ from typing import TypeVar
 import anyio
 from anyio.from_thread import BlockingPortal
 from anyio.streams.memory import MemoryObjectReceiveStream
+
+from metis.errors import BlockingCallError
 
 T = TypeVar("T")
 
@@ -176,6 +180,36 @@ def background_loop() -> BackgroundLoop:
         if _loop is None or not _loop.thread.is_alive():
             _loop = BackgroundLoop()
         return _loop
+
+
+def blocking_loop_for(call: str, usage: str, *, routed: bool) -> BackgroundLoop:
+    """The loop the synchronous form ``call`` (``metis.complete()``, ``Session.send()``, ...)
+    runs on, refused where waiting on it would deadlock: on that loop itself, or with a Router
+    (``routed``) in a thread running an event loop its pools and stores may belong to.
+    ``usage`` is the async form the error tells the caller to use instead."""
+    if on_background_loop():
+        raise BlockingCallError(
+            f"{call} was called on the event loop metis runs the synchronous calls on (from a "
+            "stage, a telemetry sink, a store or a run's event handler), where waiting for the "
+            f"reply would wait for itself; there, use '{usage}'"
+        )
+    if routed and _in_event_loop():
+        raise BlockingCallError(
+            f"{call} with a Router, in a thread running an event loop: the router's connection "
+            f"pools and shared stores may belong to this loop, which the call would block; use "
+            f"'{usage}'"
+        )
+    return background_loop()
+
+
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+        return True
+    except RuntimeError:
+        pass
+    trio = sys.modules.get("trio")
+    return bool(trio is not None and trio.lowlevel.in_trio_run())
 
 
 def on_background_loop() -> bool:

@@ -8,6 +8,7 @@ import argparse
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from metis.cli.output import CliError
 
@@ -27,16 +28,19 @@ def run(args: argparse.Namespace) -> int:
     host = args.host or config.settings.host
     port = config.settings.port if args.port is None else args.port
     drain = config.settings.drain_seconds
-    print(f"metis serve listening on http://{host}:{port}  ({path})", flush=True)
     if args.workers == 1:
-        uvicorn.run(
+        served = uvicorn.Config(
             create_app(config),
             host=host,
             port=port,
             timeout_graceful_shutdown=drain,
             log_level="info",
         )
-        return 0
+        server = _announcing_server(uvicorn.Server, served, path)
+        server.run()
+        return 0 if server.started else 1
+    # uvicorn binds the workers' socket itself and logs its address ("Uvicorn running on")
+    print(f"metis serve: {args.workers} workers  ({path})", flush=True)
     os.environ[CONFIG_VARIABLE] = path
     with tempfile.TemporaryDirectory(prefix="metis-metrics-") as metrics_dir:
         os.environ.setdefault(METRICS_DIR_VARIABLE, metrics_dir)  # one /metrics for them all
@@ -50,3 +54,17 @@ def run(args: argparse.Namespace) -> int:
             log_level="info",
         )
     return 0
+
+
+def _announcing_server(base: Any, config: Any, path: str) -> Any:
+    """A ``uvicorn.Server`` that says where it listens once it does: the address it bound (the
+    port the system chose for ``--port 0``), after the application started."""
+
+    class Announcing(base):  # type: ignore[misc]
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            address = self.servers[0].sockets[0].getsockname()
+            host = f"[{address[0]}]" if ":" in address[0] else address[0]
+            print(f"metis serve listening on http://{host}:{address[1]}  ({path})", flush=True)
+
+    return Announcing(config)

@@ -17,12 +17,11 @@ from metis.gateway.inbound import (
     flag,
     model_name,
     optional_int,
-    optional_number,
     string_list,
     tool_definition,
     unknown_fields,
 )
-from metis.gateway.openai_tools import chat_tool_choice, custom_tool, narrowed
+from metis.gateway.openai_tools import chat_tool_choice, custom_tool, tool_and_sampling_fields
 from metis.gateway.sse import DONE, BlockWriter, data, dumps, new_id, now, object_head, quoted
 from metis.histories.openai_chat import from_openai_chat
 from metis.model.content import TextBlock, ThinkingBlock, ToolUseBlock
@@ -76,17 +75,9 @@ def read_chat(raw: Any) -> Inbound:
         raise InvalidRequestError("functions: give tools or functions (deprecated), not both")
     tools = _functions(body.get("functions")) if legacy else _tools(body.get("tools"))
     raw_choice = body.get("function_call") if legacy else body.get("tool_choice")
-    choice, allowed = chat_tool_choice(raw_choice, ignored, legacy)
-    if allowed is not None:
-        tools = narrowed(tools, allowed)
-    if tools:
-        fields["tools"] = tools
-    if choice is not None:
-        fields["tool_choice"] = choice
-    if body.get("parallel_tool_calls") is not None:
-        fields["parallel_tool_calls"] = flag(body, "parallel_tool_calls")
-    if (temperature := optional_number(body, "temperature")) is not None:
-        fields["temperature"] = temperature
+    fields.update(
+        tool_and_sampling_fields(body, tools, chat_tool_choice(raw_choice, ignored, legacy))
+    )
     if stops := string_list(body.get("stop"), "stop"):
         fields["stop_sequences"] = stops
     if (thinking := effort_thinking(body.get("reasoning_effort"), "reasoning_effort")) is not None:

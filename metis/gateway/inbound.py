@@ -128,5 +128,10 @@ def effort_thinking(effort: Any, where: str) -> ThinkingConfig | None:
 
 
 def unknown_fields(body: Mapping[str, Any], read: frozenset[str]) -> list[str]:
-    """The request's fields the reader does not take, in the order they came."""
-    return [key for key in body if key not in read]
+    """The request's fields the reader does not take, in the order they came. A field given
+    as null or empty asks for nothing, and nothing of it is left out (the OpenAI Agents SDK
+    sends ``include: []`` with every Responses request)."""
+    return [key for key in body if key not in read and body[key] not in EMPTY]
+
+
+EMPTY: tuple[Any, ...] = (None, [], {})

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from metis.errors import InvalidRequestError
+from metis.gateway.inbound import flag, optional_number
 from metis.model.request import FreeformInput, ToolChoice, ToolDefinition
 
 _NAMED = {"auto": "auto", "required": "any", "none": "none"}
@@ -102,6 +103,26 @@ def narrowed(tools: Sequence[ToolDefinition], allowed: frozenset[str]) -> list[T
             "tool_choice: allowed_tools names none of the function or custom tools sent"
         )
     return kept
+
+
+def tool_and_sampling_fields(
+    body: Mapping[str, Any], tools: list[ToolDefinition], chosen: Choice
+) -> dict[str, Any]:
+    """The canonical fields Chat and Responses requests give alike: the tools (narrowed to
+    ``allowed_tools``), the tool choice, ``parallel_tool_calls`` and ``temperature``."""
+    fields: dict[str, Any] = {}
+    choice, allowed = chosen
+    if allowed is not None:
+        tools = narrowed(tools, allowed)
+    if tools:
+        fields["tools"] = tools
+    if choice is not None:
+        fields["tool_choice"] = choice
+    if body.get("parallel_tool_calls") is not None:
+        fields["parallel_tool_calls"] = flag(body, "parallel_tool_calls")
+    if (temperature := optional_number(body, "temperature")) is not None:
+        fields["temperature"] = temperature
+    return fields
 
 
 def _allowed(raw: Any, where: str, ignored: list[str], *, nested: bool) -> Choice:

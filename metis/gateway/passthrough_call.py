@@ -7,7 +7,7 @@ store, no cache policy. Its telemetry is the library's (the client span, the log
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from metis.errors import AdapterError, ProtocolError, scrub_error
 from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.models import Target
 from metis.gateway.provenance import unwrap
+from metis.gateway.reasoning_items import REDACTED
 from metis.gateway.relay import Relay
 from metis.model.content import Message, ProviderRaw
 from metis.model.request import CanonicalRequest
@@ -178,22 +179,29 @@ def own_thinking(body: dict[str, Any], made_by: ProviderRaw) -> bool:
     """Whether every thinking block the gateway signed is ``made_by``'s; those are given back
     their provider's own signature (in place), the others are left as they are."""
     found: list[tuple[dict[str, Any], str, str]] = []
-    for message in body.get("messages") or ():
-        content = message.get("content") if isinstance(message, dict) else None
-        for block in content if isinstance(content, list) else ():
-            kind = block.get("type") if isinstance(block, dict) else None
-            key = {"thinking": "signature", "redacted_thinking": "data"}.get(str(kind))
-            if key is None or not isinstance(block.get(key), str):
-                continue
-            maker, opaque = unwrap(block[key])
-            if maker is None:
-                continue
-            if maker != made_by:
+    for block in _thinking_parts(body):
+        kind = block.get("type")
+        key = {"thinking": "signature", "redacted_thinking": "data"}.get(str(kind))
+        key = "encrypted_content" if kind == "reasoning" else key
+        if key is not None and isinstance(block.get(key), str):
+            maker, opaque = unwrap(block[key].removeprefix(REDACTED))
+            if maker is not None and maker != made_by:
                 return False
-            found.append((block, key, opaque))
+            if maker is not None:
+                found.append((block, key, opaque))
     for block, key, opaque in found:
         block[key] = opaque
     return True
+
+
+def _thinking_parts(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The parts of a request that may hold thinking: the blocks of the Messages API's
+    messages, the Responses API's input items (its reasoning items carry it)."""
+    for message in body.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        yield from (b for b in content if isinstance(b, dict)) if isinstance(content, list) else ()
+    items = body.get("input")
+    yield from (item for item in items if isinstance(item, dict)) if isinstance(items, list) else ()
 
 
 def in_time(error: AdapterError, call: Call) -> AdapterError:

@@ -9,8 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 from metis.gateway.inbound import Inbound
+from metis.gateway.provenance import wrap
+from metis.gateway.reasoning_items import REDACTED, encrypted
 from metis.gateway.sse import BlockWriter, dumps, event, new_id, now, quoted
-from metis.model.content import ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from metis.model.block import ProviderRaw
+from metis.model.content import (
+    ContentBlock,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
 from metis.model.events import (
     MessageComplete,
     StreamEvent,
@@ -46,9 +55,13 @@ def text_item(text: str, status: str = "completed") -> dict[str, Any]:
     }
 
 
-def reasoning_item(thinking: str) -> dict[str, Any]:
+def reasoning_item(thinking: str, encrypted_content: str | None = None) -> dict[str, Any]:
+    """A reasoning item; ``encrypted_content`` where the request asked for it (``include``)."""
     summary = [{"type": "summary_text", "text": thinking}] if thinking else []
-    return {"id": new_id("rs_"), "type": "reasoning", "summary": summary}
+    item = {"id": new_id("rs_"), "type": "reasoning", "summary": summary}
+    if encrypted_content:
+        item["encrypted_content"] = encrypted_content
+    return item
 
 
 def call_item(call_id: str, name: str, arguments: str, status: str = "completed") -> dict[str, Any]:
@@ -62,11 +75,13 @@ def call_item(call_id: str, name: str, arguments: str, status: str = "completed"
     }
 
 
-def output_items(content: list[ContentBlock]) -> list[dict[str, Any]]:
+def output_items(content: list[ContentBlock], inbound: Inbound) -> list[dict[str, Any]]:
+    asked = inbound.options.get("encrypted_reasoning") is True
     items = []
     for block in content:
-        if isinstance(block, ThinkingBlock):
-            items.append(reasoning_item(block.thinking))
+        if isinstance(block, ThinkingBlock | RedactedThinkingBlock):
+            sealed = encrypted(block, block.provider_raw) if asked else None
+            items.append(reasoning_item(getattr(block, "thinking", ""), sealed))
         elif isinstance(block, TextBlock):
             items.append(text_item(block.text))
         elif isinstance(block, ToolUseBlock):
@@ -126,9 +141,14 @@ ARGUMENTS_DELTA = b"response.function_call_arguments.delta"
 class ResponseStream(BlockWriter):
     """The canonical events of one call as the Responses API streams them."""
 
-    def __init__(self, inbound: Inbound, model: str, response_id: str) -> None:
+    def __init__(
+        self, inbound: Inbound, model: str, response_id: str, made_by: ProviderRaw | None = None
+    ) -> None:
         super().__init__()
         self.inbound, self.model, self.response_id = inbound, model, response_id
+        self.made_by = made_by  # who writes the thinking, when known
+        self.sealing = inbound.options.get("encrypted_reasoning") is True
+        self.signature = ""  # the open thinking's, when it comes
         self.sequence = 0
         self.started = False
         self.items: list[dict[str, Any]] = []  # closed output items
@@ -163,6 +183,9 @@ class ResponseStream(BlockWriter):
             self.item = call_item(item.tool_use_id, item.tool_name, "", "in_progress")
         elif kind == "thinking":
             self.item = {**reasoning_item(""), "summary": []}
+            self.signature = ""
+            if isinstance(item, ThinkingDelta) and item.redacted_data and self.sealing:
+                self.signature = REDACTED + wrap(self.made_by, item.redacted_data)
         else:
             self.item = text_item("", "in_progress")
         self.item_id = quoted(self.item["id"])
@@ -192,6 +215,8 @@ class ResponseStream(BlockWriter):
         return self._delta(TEXT_DELTA, b',"content_index":0', item.text, b',"logprobs":[]}')
 
     def thinking(self, item: ThinkingDelta) -> bytes:
+        if item.signature and self.sealing:
+            self.signature = wrap(self.made_by, item.signature)
         if not item.thinking:
             return b""
         return self._delta(SUMMARY_DELTA, b',"summary_index":0', item.thinking)
@@ -210,6 +235,8 @@ class ResponseStream(BlockWriter):
             out += self._emit("response.content_part.done", **where, part=part)
         elif kind == "thinking":
             done = {**self.item, "summary": [{"type": "summary_text", "text": whole}]}
+            if self.signature:
+                done["encrypted_content"] = self.signature
             where = self._where(summary_index=0)
             out += self._emit("response.reasoning_summary_text.done", **where, text=whole)
             out += self._emit(

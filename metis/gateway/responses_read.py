@@ -1,10 +1,12 @@
 """OpenAI Responses requests read into the canonical form: ``input`` (a string, or items:
 messages with text, image, file and audio parts, ``function_call`` and ``custom_tool_call``
-with their outputs, ``compaction`` items kept whole for the provider that made them),
+with their outputs, ``compaction`` items kept whole for the provider that made them,
+reasoning items with their encrypted content: :mod:`metis.gateway.reasoning_items`),
 ``instructions``, function and custom tools, the tool choice
 (:mod:`metis.gateway.openai_tools`), ``text.format``, ``reasoning.effort``. Other items with
-no canonical form (reasoning, references to stored items, hosted tools) are left out and
-reported. The emulator reads its Responses requests through :func:`read_input` too."""
+no canonical form (reasoning with no encrypted content, references to stored items, hosted
+tools) are left out and reported. The emulator reads its Responses requests through
+:func:`read_input` too."""
 
 from __future__ import annotations
 
@@ -22,11 +24,16 @@ from metis.gateway.inbound import (
     flag,
     model_name,
     optional_int,
-    optional_number,
     tool_definition,
     unknown_fields,
 )
-from metis.gateway.openai_tools import custom_tool, narrowed, responses_tool_choice
+from metis.gateway.openai_tools import (
+    custom_tool,
+    responses_tool_choice,
+    tool_and_sampling_fields,
+)
+from metis.gateway.provenance import restored
+from metis.gateway.reasoning_items import asks_encrypted, read_reasoning
 from metis.histories.blocks import opaque, stored
 from metis.histories.files import from_chat_audio, split_data_url
 from metis.histories.reading import built, mapping, text, tool_input
@@ -58,6 +65,7 @@ READ = frozenset(
         "reasoning",
         "previous_response_id",
         "store",
+        "include",
     }
 )
 ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM}
@@ -76,7 +84,7 @@ def read_responses(raw: Any) -> Inbound:
     body = body_object(raw)
     model = model_name(body)
     ignored = unknown_fields(body, READ)
-    messages = read_input(body.get("input"), ignored)
+    messages = restored(read_input(body.get("input"), ignored))
     fields: dict[str, Any] = {}
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
@@ -84,17 +92,11 @@ def read_responses(raw: Any) -> Inbound:
     if instructions:
         fields["system_prompt"] = instructions
     tools = _tools(body.get("tools"), ignored)
-    choice, allowed = responses_tool_choice(body.get("tool_choice"), ignored)
-    if allowed is not None:
-        tools = narrowed(tools, allowed)
-    if tools:
-        fields["tools"] = tools
-    if choice is not None:
-        fields["tool_choice"] = choice
-    if body.get("parallel_tool_calls") is not None:
-        fields["parallel_tool_calls"] = flag(body, "parallel_tool_calls")
-    if (temperature := optional_number(body, "temperature")) is not None:
-        fields["temperature"] = temperature
+    fields.update(
+        tool_and_sampling_fields(
+            body, tools, responses_tool_choice(body.get("tool_choice"), ignored)
+        )
+    )
     reasoning = body.get("reasoning")
     effort = reasoning.get("effort") if isinstance(reasoning, Mapping) else None
     if (thinking := effort_thinking(effort, "reasoning.effort")) is not None:
@@ -111,6 +113,7 @@ def read_responses(raw: Any) -> Inbound:
         raise InvalidRequestError("previous_response_id: expected a string")
     options = {key: body.get(key) for key in ("instructions", "tool_choice", "text", "reasoning")}
     options.update(previous_response_id=previous, store=flag(body, "store", True))
+    options["encrypted_reasoning"] = asks_encrypted(body.get("include"), ignored)
     options.update(tools=body.get("tools") or [], max_output_tokens=body.get("max_output_tokens"))
     return Inbound(
         model=model,
@@ -147,6 +150,8 @@ def read_input(raw: Any, ignored: list[str], *, messages_apart: bool = False) ->
         elif kind == COMPACTION:  # OpenAI's to read: back to it as it came, dropped elsewhere
             block = opaque(kind, stored(item, where), RESPONSES)
             _add(out, Message(role=Role.ASSISTANT, content=[block]))
+        elif kind == "reasoning" and (thought := read_reasoning(item, where)) is not None:
+            _add(out, Message(role=Role.ASSISTANT, content=[thought]))
         elif kind in OUTPUTS:
             result = ToolResultBlock(
                 tool_use_id=ids(item.get("call_id"), f"{where}.call_id"),

@@ -47,8 +47,7 @@ log = logging.getLogger("metis.gateway")
 UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
 """What an HTTP header value may not hold (a control character ends the connection)."""
 LATE = "the request took longer than the gateway allows"
-DROPPED_HEADER = "x-metis-dropped"
-"""Names what the gateway left out of the request (docs/gateway.md)."""
+DROPPED_HEADER = "x-metis-dropped"  # names what the gateway left out (docs/gateway.md)
 
 
 @dataclass(slots=True)
@@ -210,7 +209,7 @@ class Gateway:
             body = chat_api.write_completion(response, model, legacy)
         else:
             response_id = new_id("resp_")
-            output = responses_api.output_items(response.content)
+            output = responses_api.output_items(response.content, prepared.inbound)
             body = responses_api.response_object(
                 prepared.inbound, model, response_id, output, response.stop_reason, response.usage
             )
@@ -243,9 +242,9 @@ class Gateway:
         return StreamResult(chunks, headers, deadline, failed, lambda: writer.ended)
 
     def _writer(self, api: str, prepared: Prepared) -> tuple[BlockWriter, str]:
-        model = prepared.inbound.model
+        model, maker = prepared.inbound.model, made_by(prepared)
         if api == "anthropic":
-            return anthropic_api.MessageStream(model, made_by(prepared)), ""
+            return anthropic_api.MessageStream(model, maker), ""
         if api == "chat":
             options = prepared.inbound.options
             include, legacy = (
@@ -254,7 +253,8 @@ class Gateway:
             )
             return chat_api.ChunkStream(model, include, legacy), ""
         response_id = new_id("resp_")
-        return responses_api.ResponseStream(prepared.inbound, model, response_id), response_id
+        writer = responses_api.ResponseStream(prepared.inbound, model, response_id, maker)
+        return writer, response_id
 
     async def _chunks(
         self,

@@ -88,6 +88,11 @@ def is_read_timeout(error: BaseException) -> bool:
     return isinstance(error, tuple(package.ReadTimeout for package in _packages()))
 
 
+def is_decoding_error(error: BaseException) -> bool:
+    """Whether the body did not decode as its ``Content-Encoding`` says (not gzip, ...)."""
+    return isinstance(error, tuple(package.DecodingError for package in _packages()))
+
+
 def is_connect_failure(error: BaseException) -> bool:
     """Whether no connection could be made (refused, unresolvable, or too slow to open)."""
     kinds = tuple(kind for p in _packages() for kind in (p.ConnectError, p.ConnectTimeout))

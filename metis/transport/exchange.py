@@ -28,10 +28,16 @@ from typing import Any
 import anyio
 import httpx
 
-from metis.errors import CancelledError, NetworkError
+from metis.errors import CancelledError, ClosedError, NetworkError, ProtocolError
 from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest
-from metis.transport.clients import http_errors, is_read_timeout, is_timeout, request_timeout
+from metis.transport.clients import (
+    http_errors,
+    is_decoding_error,
+    is_read_timeout,
+    is_timeout,
+    request_timeout,
+)
 from metis.transport.redirects import redirect_target
 from metis.transport.slots import (
     close_if_overread,
@@ -260,6 +266,14 @@ async def _send(
         except http_errors() as exc:
             when = "before a response arrived"
             raise failure(exc, call, clock, limits, when, _origin(request.url)) from exc
+        except RuntimeError as exc:
+            if not http.is_closed:
+                raise
+            raise ClosedError(  # httpx's RuntimeError, for a client its owner closed
+                f"{call.provider}: the HTTP client the adapter was given is closed",
+                provider=call.provider,
+                request_id=call.request_id,
+            ) from exc
         except BaseException:
             if response is not None:
                 with anyio.CancelScope(shield=True):
@@ -314,11 +328,17 @@ def failure(
     limits: Limits,
     when: str = "",
     origin: str | None = None,
-) -> CancelledError | NetworkError:
+) -> CancelledError | NetworkError | ProtocolError:
     """The classified error of a transport failure; ``origin`` (scheme, host and port, never
     a path or query) says where the connection went, so a wrong base URL shows."""
     if call.cancel.cancelled:
         return CancelledError("the call was cancelled")
+    if is_decoding_error(exc):  # the server's own bytes, which another attempt would repeat
+        return ProtocolError(
+            f"{call.provider} sent a body its Content-Encoding does not decode: {exc}",
+            provider=call.provider,
+            request_id=call.request_id,
+        )
     if is_read_timeout(exc) and clock.head_arrived:
         return expired(call, clock, limits)
     kind = "timed out" if is_timeout(exc) else "failed"

@@ -8,6 +8,7 @@ from typing import Any
 from metis.model.citation import Citation
 from metis.model.content import (
     ContentBlock,
+    ImageBlock,
     OpaqueBlock,
     ProviderRaw,
     RedactedThinkingBlock,
@@ -23,7 +24,7 @@ from metis.wire.unicode_text import clean_value
 
 TEXT, THINKING, REDACTED, TOOL = "text", "thinking", "redacted_thinking", "tool_use"
 OPAQUE = "opaque"
-WHOLE = "whole"  # a server tool's call or result: it arrives whole
+WHOLE = "whole"  # a server tool's call or result, an image the model made: it arrives whole
 """The kinds of block."""
 
 
@@ -65,7 +66,7 @@ class Block:
         """A tool call whose input may be unfinished: arguments that are not a JSON object,
         or none at all; whether it was cut off is known only when the reply stops."""
         self.citations: list[Citation] = []  # a text block's
-        self.whole: ServerToolCallBlock | ServerToolResultBlock | None = None
+        self.whole: ServerToolCallBlock | ServerToolResultBlock | ImageBlock | None = None
 
     def read_input(self, final_input: dict[str, Any] | None) -> None:
         """The call's input: the provider's own (``final_input``) or its arguments parsed;

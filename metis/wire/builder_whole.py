@@ -1,15 +1,21 @@
 """The part of :class:`~metis.wire.builder.MessageBuilder` for what arrives whole or annotates
-text: a server tool's call or result (docs/contract.md §11) and a citation (§12)."""
+text: a server tool's call or result (docs/contract.md §11), an image the model made, and a
+citation (§12)."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from metis.model.citation import Citation
-from metis.model.content import ProviderRaw, ServerToolCallBlock, ServerToolResultBlock
+from metis.model.content import (
+    ImageBlock,
+    ProviderRaw,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
+)
 from metis.model.events import CitationDelta, ServerToolCall, ServerToolResult, StreamEvent
 from metis.wire.blocks import TEXT, WHOLE, Block
 from metis.wire.unicode_text import clean_value
@@ -63,6 +69,15 @@ class WholeBlocks:
             self._events.append(ServerToolCall(record.index, whole))
         else:
             self._events.append(ServerToolResult(record.index, whole))
+
+    def image(self, key: Hashable, block: ImageBlock, raw: dict[str, Any]) -> None:
+        """An image the model made, whole: no event (as an opaque block, it is in
+        ``final_content`` at its place), ``raw`` (the provider's fields for the way back, a
+        thought signature) in its ``provider_raw``, which marks it as this reply's own."""
+        record = self._open(key, WHOLE)
+        record.ended = True
+        own = ProviderRaw(provider=self.provider, model=self.model, data=clean_value(raw))
+        record.whole = block.model_copy(update={"provider_raw": own})
 
     def text_of(self, key: Hashable) -> str:
         """The text so far of the text block under ``key`` ("" if there is none)."""

@@ -7,6 +7,7 @@ the context-overflow wording and the Retry-After parsing live in this one place.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import time
 from collections.abc import Mapping
@@ -55,18 +56,22 @@ def says_context_overflow(message: str) -> bool:
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """The server's hint: ``retry-after-ms``, ``retry-after`` in seconds or as an HTTP date."""
+    """The server's hint: ``retry-after-ms``, ``retry-after`` in seconds or as an HTTP date
+    (one in the past: 0). A number that is not a finite one of at least 0 (``-5``, ``nan``,
+    ``inf``) is no hint: the retry's own backoff applies, as the official SDKs do."""
     lowered = {k.lower(): v for k, v in headers.items()}
     if (ms := lowered.get("retry-after-ms")) is not None:
         try:
-            return max(0.0, float(ms) / 1000)
+            seconds = delay_seconds(float(ms) / 1000)
         except ValueError:
-            pass
+            seconds = None
+        if seconds is not None:
+            return seconds
     value = lowered.get("retry-after")
     if value is None:
         return None
     try:
-        return max(0.0, float(value))
+        return delay_seconds(float(value))
     except ValueError:
         pass
     try:
@@ -74,6 +79,21 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
     except (TypeError, ValueError, IndexError):
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def server_says_retry(headers: Mapping[str, str]) -> bool | None:
+    """``x-should-retry: true`` or ``false``: whether the server asks for the request to be
+    sent again, over what its status says (Anthropic and OpenAI send it; their SDKs obey
+    it); None when it says neither."""
+    for key, value in headers.items():
+        if key.lower() == "x-should-retry":
+            return {"true": True, "false": False}.get(value.strip().lower())
+    return None
+
+
+def delay_seconds(value: float) -> float | None:
+    """A provider's delay, in seconds, when it is one (finite, not negative); else None."""
+    return value if math.isfinite(value) and value >= 0 else None
 
 
 def json_body(body: bytes) -> dict[str, Any] | None:
@@ -112,6 +132,9 @@ def http_error(
     the context is too long is a context overflow.
     """
     cls = error_class or (class_for_status(status) if status else ErrorClass.SERVER_ERROR)
+    said = server_says_retry(headers)
+    if said is not None:
+        retryable = said
     if status in (401, 403):
         cls = ErrorClass.AUTH
     if status == 503 and error_class is None and _overloaded_text().search(message):

@@ -175,6 +175,21 @@ def test_a_chat_request_reads_its_settings() -> None:
     assert inbound.ignored == ["logprobs"]
 
 
+@pytest.mark.parametrize(
+    ("reader", "body"),
+    [
+        (read_messages, {"max_tokens": 9, "messages": [{"role": "user", "content": "Hi"}]}),
+        (read_chat, {"messages": [{"role": "user", "content": "Hi"}]}),
+        (read_responses, {"input": "Hi"}),
+    ],
+)
+def test_a_field_given_null_or_empty_is_not_reported_as_left_out(reader: Any, body: Any) -> None:
+    """The OpenAI Agents SDK sends ``include: []`` with every Responses request: it asks for
+    nothing, and the gateway reported it left out (a header and a warning per request)."""
+    given = {"model": "m", **body, "include": [], "metadata": {}, "user": None, "logprobs": True}
+    assert reader(given).ignored == ["logprobs"]
+
+
 def test_a_responses_request_reads_its_items() -> None:
     inbound = read_responses(
         {

@@ -236,3 +236,39 @@ def test_thinking_goes_back_signed_to_the_model_that_wrote_it(
         model="flash", max_tokens=4000, messages=messages, tools=[WEATHER]
     )
     assert "thinking" in elsewhere.headers["x-metis-dropped"]  # not Gemini's to read
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+def test_reasoning_items_carry_thinking_back_to_the_model_that_wrote_it(
+    oai: Any, emulator: Emulator, streamed: bool
+) -> None:
+    """A Responses client that keeps no state on the server (``store: false``, ``include:
+    ["reasoning.encrypted_content"]``: Codex CLI, the OpenAI Agents SDK) sends the reasoning
+    items back: they carry Claude's signed thinking back to it in the tool loop (the gateway
+    left them out, and Claude's thinking was off until the loop closed), and to no other."""
+    tool = {"type": "function", **{k: WEATHER[k] for k in ("name", "description")}}
+    tool["parameters"] = WEATHER["input_schema"]
+    asked: dict[str, Any] = {
+        "tools": [tool],
+        "reasoning": {"effort": "low"},
+        "max_output_tokens": 4000,
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+    }
+    said: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
+    if streamed:
+        with oai.responses.stream(model="sonnet", input=said, **asked) as stream:
+            first = stream.get_final_response()
+    else:
+        first = oai.responses.create(model="sonnet", input=said, **asked)
+    reasoning, call = first.output
+    assert reasoning.type == "reasoning" and reasoning.encrypted_content.startswith("metis1.")
+    said += [item.model_dump(exclude_none=True) for item in first.output]
+    said.append({"type": "function_call_output", "call_id": call.call_id, "output": "2 C"})
+    raw = oai.responses.with_raw_response.create(model="sonnet", input=said, **asked)
+    assert "x-metis-dropped" not in raw.headers and "2 C" in raw.parse().output_text
+    sent = emulator.bodies("anthropic")[-1]["messages"][1]["content"][0]
+    assert sent["type"] == "thinking" and sent["thinking"] == reasoning.summary[0].text
+    assert not sent["signature"].startswith("metis1.")
+    elsewhere = oai.responses.with_raw_response.create(model="flash", input=said, **asked)
+    assert "thinking" in elsewhere.headers["x-metis-dropped"]  # not Gemini's to read

@@ -383,8 +383,9 @@ def test_usage_maps_all_four_counts() -> None:
 
 def test_parts_with_no_canonical_form_are_kept_whole_as_opaque_blocks() -> None:
     """Code execution's parts are a server tool's blocks, grounding metadata citations
-    (tests/wire/test_server_tools_gemini.py); an inline image in a reply has no canonical form: it
-    is kept whole (docs/contract.md §8), with no WARN (tests/wire/test_opaque_readers.py)."""
+    (tests/wire/test_server_tools_gemini.py); an inline image in a reply is an image block
+    (tests/wire/test_gemini_images.py), inline audio has no canonical form: it is kept whole
+    (docs/contract.md §8), with no WARN (tests/wire/test_opaque_readers.py)."""
     events = parse(
         chunk({"executableCode": {"language": "PYTHON", "code": "1+1"}, "thoughtSignature": "s"}),
         chunk({"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "2"}}),
@@ -392,12 +393,13 @@ def test_parts_with_no_canonical_form_are_kept_whole_as_opaque_blocks() -> None:
             "content": {"role": "model", "parts": [{"text": "It is 2."}]},
             "groundingMetadata": {"webSearchQueries": ["1+1"]}}]},
         {"candidates": [{"content": {"role": "model", "parts": [
-            {"inlineData": {"mimeType": "image/png", "data": "AA=="}}]},
+            {"inlineData": {"mimeType": "image/png", "data": "AA=="}},
+            {"inlineData": {"mimeType": "audio/L16;rate=24000", "data": "AA=="}}]},
             "groundingMetadata": {"webSearchQueries": ["1+1"]}, "finishReason": "STOP"}]},
     )  # fmt: skip
     assert events[-1] == []
     kinds = [b.type for b in final_of(events).final_content]
-    assert kinds == ["server_tool_call", "server_tool_result", "text", "opaque"]
+    assert kinds == ["server_tool_call", "server_tool_result", "text", "image", "opaque"]
 
 
 @pytest.mark.parametrize(

@@ -227,3 +227,35 @@ def test_the_emulator_refuses_what_gemini_refuses_of_a_cached_content(
 
 def _content(text: str) -> dict[str, Any]:
     return {"role": "user", "parts": [{"text": text}]}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("method", "args", "option", "meant"),
+    [
+        ("create", ("prefix",), "ttl", "ttl_seconds"),
+        ("create", ("prefix",), "display", "display_name"),
+        ("get", ("cachedContents/abc",), "nme", "name"),
+        ("list", (), "page_sise", "page_size"),
+        ("update", ("cachedContents/abc",), "expire", "expire_time"),
+        ("delete", ("cachedContents/abc",), "force", None),
+    ],
+)
+async def test_a_misspelt_keyword_is_an_unknown_option_error_and_nothing_is_sent(
+    emulator: Emulator, method: str, args: tuple[Any, ...], option: str, meant: str | None
+) -> None:
+    from metis import UnknownOptionError
+
+    caches = CachedContents(gemini(emulator))
+    given = tuple(prefix() if arg == "prefix" else arg for arg in args)
+    with pytest.raises(UnknownOptionError, match=f"unknown option {option!r}") as caught:
+        await getattr(caches, method)(*given, **{option: 1})
+    assert caught.value.suggestion == meant
+    assert emulator.requests == []
+
+
+def test_a_misspelt_keyword_of_the_constructor_is_an_unknown_option_error() -> None:
+    from metis import UnknownOptionError
+
+    with pytest.raises(UnknownOptionError, match="did you mean 'adapter'"):
+        CachedContents(adaptor=None)  # type: ignore[call-arg]

@@ -5,11 +5,12 @@ and whole, with no WARN; it goes back as it came only to the provider (and platf
 it, and anywhere else it is left out with one WARN. The Anthropic and Responses readers do the
 same (tests/wire/test_opaque_blocks.py, tests/wire/test_openai_responses_codec.py).
 
-Wire samples: google-genai ``Part.inline_data`` (``Blob{mimeType, data}``: an image a Gemini image
-model made); botocore bedrock-runtime ``ContentBlock.image``, ``ContentBlockStart.image``
-(``ImageBlockStart{format}``) and ``ContentBlockDelta.image`` (``ImageBlockDelta{source}``);
-Mistral's ``ReferenceChunk`` (``{"type": "reference", "reference_ids": [...]}``) in a Chat
-``content`` list; Ollama's ``Message.images`` (base64 images, ollama/api/types.go).
+Wire samples: google-genai ``Part.inline_data`` (``Blob{mimeType, data}``: the audio a Gemini
+speech model made; an image is an image block, tests/wire/test_gemini_images.py); botocore
+bedrock-runtime ``ContentBlock.image``, ``ContentBlockStart.image`` (``ImageBlockStart{format}``)
+and ``ContentBlockDelta.image`` (``ImageBlockDelta{source}``); Mistral's ``ReferenceChunk``
+(``{"type": "reference", "reference_ids": [...]}``) in a Chat ``content`` list; Ollama's
+``Message.images`` (base64 images, ollama/api/types.go).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _gemini_chunk(*parts: dict[str, Any], finish: str | None = None) -> dict[str
     return {"candidates": [candidate], "usageMetadata": {"promptTokenCount": 5}}
 
 
-INLINE = {"inlineData": {"mimeType": "image/png", "data": PNG}}
+INLINE = {"inlineData": {"mimeType": "audio/L16;codec=pcm;rate=24000", "data": PNG}}
 CONVERSE_IMAGE = {"image": {"format": "png", "source": {"bytes": PNG}}}
 REFERENCE = {"type": "reference", "reference_ids": [0, 2]}
 

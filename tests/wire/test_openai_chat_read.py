@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from metis.errors import ProtocolError
+from metis.errors import AdapterError, ErrorClass, ProtocolError
 from metis.model.content import (
     ContentBlock,
     OpaqueBlock,
@@ -332,6 +332,101 @@ def test_deepseeks_cache_hits_are_cache_reads_streamed_and_whole() -> None:
         [chunk({"content": "x"}, "stop"), {"id": "cmpl-1", "choices": [], "usage": usage}]
     )
     assert final(events).usage == done.usage
+
+
+@pytest.mark.parametrize(
+    ("completion", "total", "output"),
+    [(2, 12 + 2 + 340, 342), (342, 12 + 342, 342), (342, None, 342)],
+    ids=["reasoning-apart", "reasoning-inside", "no-total"],
+)
+def test_reasoning_left_out_of_completion_tokens_is_added_where_the_total_shows_it(
+    completion: int, total: int | None, output: int
+) -> None:
+    """A server relaying Grok's usage (an OpenRouter-style proxy, a compatible endpoint) counts
+    its reasoning apart from ``completion_tokens``, as xAI does: ``total_tokens`` is prompt +
+    completion + reasoning. OpenAI's total is prompt + completion, the reasoning inside."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": 12,
+        "completion_tokens": completion,
+        "completion_tokens_details": {"reasoning_tokens": 340},
+    }
+    if total is not None:
+        usage["total_tokens"] = total
+    done = parse(body({"content": "hi"}, usage=usage))
+    assert (done.usage.output_tokens, done.usage.reasoning_tokens) == (output, 340)
+    events = stream(
+        [chunk({"content": "x"}, "stop"), {"id": "cmpl-1", "choices": [], "usage": usage}]
+    )
+    assert final(events).usage == done.usage
+
+
+def test_groqs_usage_in_x_groq_is_read_not_estimated() -> None:
+    """Groq gives a stream's usage in ``x_groq.usage`` on its finish_reason chunk (with its
+    timings) where no ``stream_options`` asked for a usage chunk."""
+    groq = {"id": "req_1", "usage": {"queue_time": 0.28, "prompt_tokens": 18,
+                                     "completion_tokens": 73, "total_tokens": 91}}  # fmt: skip
+    events = stream(
+        [
+            chunk({"role": "assistant", "content": ""}, x_groq={"id": "req_1"}),
+            chunk({"content": "Hello"}),
+            chunk({}, "stop", x_groq=groq),
+        ]
+    )
+    usage = final(events).usage
+    assert (usage.input_tokens, usage.output_tokens, usage.estimated) == (18, 73, False)
+
+
+def test_a_reply_its_content_filter_left_without_a_message_is_a_content_filter_stop() -> None:
+    """Azure's content filter answers 200 with a choice that has no ``message`` at all, only
+    ``finish_reason: "content_filter"`` and the filter's results."""
+    filtered = {
+        "id": "cmpl-1",
+        "model": "gpt-4o",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "content_filter",
+                "content_filter_results": {"hate": {"filtered": True, "severity": "high"}},
+            }
+        ],
+        "usage": {"prompt_tokens": 15, "completion_tokens": 19},
+    }
+    done = parse(filtered)
+    assert done.final_content == []
+    assert (done.stop_reason.kind, done.stop_reason.raw) == (
+        StopKind.CONTENT_FILTER,
+        "content_filter",
+    )
+    assert (done.usage.input_tokens, done.usage.output_tokens) == (15, 19)
+
+
+@pytest.mark.parametrize(
+    ("error", "cls", "status"),
+    [
+        (  # Azure's refused prompt, in a 200 body
+            {"message": "The response was filtered", "type": None, "param": "prompt",
+             "code": "content_filter", "status": 400},
+            ErrorClass.INVALID_REQUEST,
+            400,
+        ),
+        ({"message": "Rate limited upstream", "code": 429}, ErrorClass.RATE_LIMIT, 429),
+        ({"message": "Upstream failed", "code": 502}, ErrorClass.SERVER_ERROR, 502),
+        ({"message": "no status", "code": "weird"}, ErrorClass.SERVER_ERROR, None),
+    ],
+    ids=["azure-status", "numeric-code-429", "numeric-code-502", "none"],
+)  # fmt: skip
+def test_an_error_object_in_a_200_reply_is_classified_by_its_own_status(
+    error: dict[str, Any], cls: ErrorClass, status: int | None
+) -> None:
+    """An error object in a 200 body or a stream chunk that says its status (Azure's
+    ``error.status``, OpenRouter's numeric ``error.code``) is classified by it: a refused
+    prompt is not a server error to retry."""
+    for read in (lambda obj: parse(obj), lambda obj: stream([obj])):
+        with pytest.raises(AdapterError) as caught:
+            read({"error": error})
+        assert caught.value.error_class is cls
+        assert caught.value.provider_status == status
+        assert caught.value.provider_message == error["message"]
 
 
 def test_no_warning_is_logged_for_plain_content(caplog: pytest.LogCaptureFixture) -> None:

@@ -44,7 +44,9 @@ class CallReader(ResponseReader):
         streamed, or a :class:`WholeBody` where a stream was asked for) goes to ``body``, a
         stream's object to ``feed``. The framing gives a whole reply only at the end of the
         body, so the send loop feeds the objects before it directly."""
-        if self._streamed and obj.__class__ is not WholeBody:
+        if obj.__class__ is WholeBody:  # a plain dict: codecs test ``__class__ is dict``
+            return self.body(dict(obj))
+        if self._streamed:
             return self.feed(obj)
         return self.body(obj)
 

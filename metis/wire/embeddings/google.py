@@ -27,7 +27,7 @@ from metis.wire.embeddings.base import (
     tokens,
     vector,
 )
-from metis.wire.http_errors import http_error, json_body
+from metis.wire.http_errors import delay_seconds, http_error, json_body
 from metis.wire.read import malformed, object_value
 
 _CLASSES = {
@@ -63,7 +63,9 @@ def google_error(status: int, headers: Mapping[str, str], body: bytes) -> Adapte
     delay = next((d.get("retryDelay") for d in details if d.get("retryDelay")), None)
     if isinstance(delay, str) and delay.endswith("s"):
         with contextlib.suppress(ValueError):
-            found.retry_after_seconds = float(delay[:-1])
+            seconds = delay_seconds(float(delay[:-1]))
+            if seconds is not None:
+                found.retry_after_seconds = seconds
     return found
 
 

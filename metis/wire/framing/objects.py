@@ -9,7 +9,10 @@ streamed, or whose framing is ``json``, is one JSON document, parsed once at the
 A streamed request answered with a whole JSON body (``content-type: application/json``, as
 some proxies and servers do) is read as that one document and given as a :class:`WholeBody`,
 so that the reader takes it as a complete reply. A stream mislabelled as JSON is still read
-as its framing says: SSE never opens with ``{``, and NDJSON is one document per line.
+as its framing says: SSE never opens with ``{``, and NDJSON is one document per line. A stream
+sent as one JSON array of its objects where SSE was expected (Gemini's
+``streamGenerateContent`` without ``alt=sse``: a body that opens with ``[``) gives those
+objects, in order, when the array is whole.
 
 Anything that is not a JSON object, and JSON beyond :mod:`metis.wire.json_limits`
 (NaN, Infinity, nesting deeper than 100 levels), raises :class:`~metis.errors.ProtocolError`.
@@ -36,6 +39,9 @@ from metis.wire.json_limits import MAX_DEPTH, JSONLimitError
 
 FORMATS = ("sse", "ndjson", "json", "eventstream")
 _SNIPPET = 200
+MAX_WHOLE_BODY = 64 * 1024 * 1024
+"""The largest JSON document held whole (a reply read at once), in bytes: four times a
+stream's longest line (:data:`~metis.wire.framing.sse.MAX_LINE_LENGTH`)."""
 
 
 class WholeBody(dict[str, Any]):
@@ -51,6 +57,7 @@ class BodyObjects:
         "_fmt",
         "_frames",
         "_held",
+        "_held_bytes",
         "_lines",
         "_mode",
         "_sse",
@@ -69,6 +76,7 @@ class BodyObjects:
         self.content_type = content_type
         self._mode = "first" if streamed and fmt != "json" else "whole"
         self._held: list[bytes] = []
+        self._held_bytes = 0
         self._sse = SSEDataDecoder() if fmt == "sse" else None
         self._frames = EventStreamDecoder() if fmt == "eventstream" else None
         self._lines = _LineSplitter() if fmt == "ndjson" else None
@@ -88,8 +96,13 @@ class BodyObjects:
         says what the body is, it is the reader of that framing itself: no dispatch per chunk."""
 
     def _first(self, chunk: bytes) -> list[dict[str, Any]]:
+        if not chunk.strip():
+            return []  # nothing yet says what the body is
         if _whole_json(self.content_type, chunk):
             self._mode, self.feed = "reply", self._hold
+            return self._hold(chunk)
+        if self._sse is not None and chunk.lstrip()[:1] == b"[":
+            self._mode, self.feed = "array", self._hold  # Gemini's stream without alt=sse
             return self._hold(chunk)
         self._mode = "stream"
         if self._sse is not None:
@@ -101,6 +114,13 @@ class BodyObjects:
         return self.feed(chunk)
 
     def _hold(self, chunk: bytes) -> list[dict[str, Any]]:
+        self._held_bytes += len(chunk)
+        if self._held_bytes > MAX_WHOLE_BODY:
+            self._held.clear()
+            raise ProtocolError(
+                f"provider sent a JSON body larger than {MAX_WHOLE_BODY >> 20} MiB; "
+                "metis reads no larger reply whole"
+            )
         self._held.append(chunk)
         return []
 
@@ -110,6 +130,8 @@ class BodyObjects:
             return [_parse(_text(b"".join(self._held), "json"), "json")]
         if mode == "reply":
             return _whole_reply(b"".join(self._held), self._fmt)
+        if mode == "array":
+            return _array_objects(b"".join(self._held))
         if self._sse is not None:
             if self.done:
                 return []
@@ -192,6 +214,23 @@ def _whole_reply(body: bytes, fmt: str) -> list[dict[str, Any]]:
         lines = [line for line in body.split(b"\n") if line.strip()]
         return [_parse(_text(line, "ndjson"), "ndjson") for line in lines]
     return [WholeBody(_parse(_text(body, "json"), "json"))]
+
+
+def _array_objects(body: bytes) -> list[dict[str, Any]]:
+    """A stream sent as one JSON array of its objects (Gemini's ``streamGenerateContent``
+    without ``alt=sse``): the objects, read when the array is whole."""
+    text = _text(body, "json array")
+    try:
+        value = json_limits.loads(text)
+    except (ValueError, JSONLimitError) as exc:
+        raise ProtocolError(
+            f"provider sent an invalid JSON array for its stream: {exc}: {text[:_SNIPPET]}"
+        ) from None
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise ProtocolError(
+            f"provider sent a JSON array of something else than objects: {text[:_SNIPPET]}"
+        )
+    return value
 
 
 def _skip(data: str) -> bool:

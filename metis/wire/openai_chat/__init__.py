@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from metis.errors import AdapterError, ErrorClass, ProtocolError, StackError
+from metis.errors import AdapterError, ProtocolError, StackError
 from metis.model.citation import Citation
 from metis.model.content import (
     Role,
@@ -33,7 +33,7 @@ from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import Codec, EncodeContext
 from metis.wire.freeform import CLOSING, OPENING, text_fragment, whole_input
-from metis.wire.http_errors import body_excerpt, http_error, json_body, openai_error_fields
+from metis.wire.http_errors import body_excerpt, json_body, openai_error_fields
 from metis.wire.knobs.sampling import sampling_fields
 from metis.wire.openai_chat.encode import (
     ReasoningReplay,
@@ -43,6 +43,7 @@ from metis.wire.openai_chat.encode import (
     tool_definition,
     user_messages,
 )
+from metis.wire.openai_chat.errors import body_error, chat_error, dump
 from metis.wire.openai_chat.quirks import NAMES as QUIRK_NAMES
 from metis.wire.openai_chat.quirks import NO_QUIRKS, ChatQuirks, reasoning_fields
 from metis.wire.openai_chat.read import (
@@ -68,13 +69,6 @@ _TEXT, _REASONING = "text", "reasoning"
 CUSTOM_RAW = {"type": "custom"}
 """Kept on a custom call's block: it goes back as a custom call (encode.py)."""
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
-_CODE_CLASSES = {
-    "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
-    "insufficient_quota": ErrorClass.RATE_LIMIT,  # not retryable: see _error
-    "context_length_exceeded": ErrorClass.CONTEXT_OVERFLOW,
-    "invalid_api_key": ErrorClass.AUTH,
-    "model_not_found": ErrorClass.INVALID_REQUEST,
-}
 
 
 class OpenAIChatCodec:
@@ -152,15 +146,18 @@ class OpenAIChatCodec:
 
     def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
         if "error" in body:
-            raise _body_error(body)
+            raise body_error(body)
         builder.start(
             optional_text(body, "id", "response"), optional_text(body, "model", "response")
         )
         choices = required_list(body, "choices", "response")
         if not choices:
-            raise ProtocolError(f"openai_chat response has no choices: {_dump(body)}")
+            raise ProtocolError(f"openai_chat response has no choices: {dump(body)}")
         choice = object_value(choices[0], "response.choices[0]")
-        message = required_object(choice, "message", "choices[0]")
+        if "message" not in choice and choice.get("finish_reason") is not None:
+            message: dict[str, Any] = {}  # Azure's content filter leaves the message out
+        else:
+            message = required_object(choice, "message", "choices[0]")
         read_reasoning(builder, message, _REASONING)
         if content := message.get("content"):
             read_content(builder, content, _TEXT, _REASONING)
@@ -195,7 +192,7 @@ class OpenAIChatCodec:
         if info is None:  # HTML from a proxy, an empty body, JSON of some other shape
             info = (body_excerpt(body) if body.strip() else "", None, None)
         request_id = next((v for k, v in headers.items() if k.lower() == "x-request-id"), None)
-        return _error(status, headers, *info, request_id=request_id)
+        return chat_error(status, headers, *info, request_id=request_id)
 
 
 class _StreamParser:
@@ -214,7 +211,7 @@ class _StreamParser:
 
     def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         if "error" in obj:
-            raise _body_error(obj)
+            raise body_error(obj)
         builder = self._builder
         if not builder.started:
             builder.start(optional_text(obj, "id", "chunk"), optional_text(obj, "model", "chunk"))
@@ -240,6 +237,8 @@ class _StreamParser:
                 if (finish := choice.get("finish_reason")) is not None:
                     self._finish(text_value(finish, "choices[0].finish_reason"))
         usage = obj.get("usage")
+        if not usage and (groq := obj.get("x_groq")).__class__ is dict:
+            usage = groq.get("usage")  # Groq's own place, on the finish_reason chunk
         if usage:
             read_usage(builder, object_value(usage, "chunk.usage"), self._apart)
         if "citations" in obj:  # Perplexity repeats the list on every chunk
@@ -353,41 +352,5 @@ def _tool_index(item: dict[str, Any]) -> int | str | None:
 def _required(obj: dict[str, Any], field: str) -> str:
     value = obj.get(field)
     if not isinstance(value, str) or not value:
-        raise ProtocolError(f"openai_chat sent a tool call without {field!r}: {_dump(obj)}")
+        raise ProtocolError(f"openai_chat sent a tool call without {field!r}: {dump(obj)}")
     return value
-
-
-def _dump(obj: Any) -> str:
-    return json.dumps(obj, default=repr)[:200]
-
-
-# Errors ----------------------------------------------------------------------------------
-
-
-def _error(
-    status: int | None,
-    headers: Mapping[str, str],
-    message: str,
-    code: str | None,
-    kind: str | None,
-    request_id: str | None = None,
-) -> AdapterError:
-    cls = _CODE_CLASSES.get(code or "") or _CODE_CLASSES.get(kind or "")
-    if cls is None and kind in ("server_error", "invalid_request_error"):
-        cls = ErrorClass.SERVER_ERROR if kind == "server_error" else ErrorClass.INVALID_REQUEST
-        if status == 503:  # OpenAI's overloaded 503 says type server_error; let the text decide
-            cls = None
-    return http_error(
-        status,
-        headers,
-        message,
-        error_class=cls,
-        code=code or kind,
-        request_id=request_id,
-        retryable=False if "insufficient_quota" in (code, kind) else None,  # out of credit
-    )
-
-
-def _body_error(obj: dict[str, Any]) -> AdapterError:
-    """An error object in a stream chunk or in a 200 JSON body."""
-    return _error(None, {}, *(openai_error_fields(obj) or (_dump(obj), None, None)))

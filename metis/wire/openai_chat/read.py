@@ -149,7 +149,8 @@ def read_usage(
 ) -> None:
     """Canonical input counts uncached, unwritten tokens only; ``prompt_tokens`` counts all.
     ``reasoning_apart``: ``completion_tokens`` leaves the reasoning tokens out (xAI), so they
-    are added to make the output count."""
+    are added to make the output count; so they are too where ``total_tokens`` shows it
+    (prompt + completion + reasoning: xAI's counts relayed by another endpoint)."""
     details = object_value(usage.get("prompt_tokens_details") or {}, "usage.prompt_tokens_details")
     provider = builder.provider
     cached = token_count(details.get("cached_tokens") or 0, "cached_tokens", provider)
@@ -164,6 +165,9 @@ def read_usage(
     )
     reasoning = token_count(output.get("reasoning_tokens") or 0, "reasoning_tokens", provider)
     completion = token_count(usage.get("completion_tokens") or 0, "completion_tokens", provider)
+    total = usage.get("total_tokens")
+    if reasoning and total == prompt + completion + reasoning:
+        reasoning_apart = True
     builder.usage(
         input_tokens=uncached,
         output_tokens=completion + reasoning if reasoning_apart else completion,

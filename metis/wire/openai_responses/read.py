@@ -7,7 +7,8 @@ closed by ``response.output_item.done``, with the item's ``output_index`` on eve
 between; the parser uses that index as the builder's key. ``message`` items give text
 (``output_text`` and ``refusal`` parts), ``function_call`` items tool calls, and so do
 ``custom_tool_call`` items (a freeform call: its text as ``{"input": text}``, its
-``response.custom_tool_call_input.delta`` pieces as that JSON's pieces), ``reasoning``
+``response.custom_tool_call_input.delta`` pieces as that JSON's pieces; a call ends at its
+input's ``.done`` event: :mod:`.calls`), ``reasoning``
 items thinking: the summary text (its parts joined by a blank line) with the encrypted
 content as the signature, so ``thinking_filter`` sends it back only to the model that made it.
 Web search and code interpreter items, and text annotations: :mod:`.server_tools`. Every other
@@ -49,9 +50,9 @@ from metis.errors import ProtocolError
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
-from metis.wire.freeform import CLOSING, OPENING, text_fragment
 from metis.wire.http_errors import openai_error_fields
 from metis.wire.openai_responses import server_tools as server
+from metis.wire.openai_responses.calls import CALLS, INPUT_DONE, CallInputs
 from metis.wire.openai_responses.custom import CUSTOM_CALL
 from metis.wire.openai_responses.errors import responses_error
 from metis.wire.read import (
@@ -81,7 +82,6 @@ _DELTAS = frozenset(
 )
 _CANONICAL_ITEMS = frozenset(("message", "function_call", CUSTOM_CALL, "reasoning"))
 """The output item types with a canonical form: text, a tool call, thinking."""
-_CALLS = ("function_call", CUSTOM_CALL)
 _INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopKind.CONTENT_FILTER}
 
 
@@ -96,7 +96,7 @@ _EVERYTHING = _Everything()
 class ResponsesParser:
     """Feeds Responses stream events (parsed SSE ``data:`` objects) to a builder."""
 
-    __slots__ = ("_builder", "_done", "_dropped", "_fed", "_ids", "_items", "_refused", "_tools")
+    __slots__ = ("_builder", "_calls", "_done", "_dropped", "_ids", "_items", "_refused", "_tools")
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
@@ -104,7 +104,7 @@ class ResponsesParser:
         self._items: dict[int, tuple[str, bool]] = {}  # index -> (type, done), as they came
         self._ids: dict[int, Any] = {}  # index -> item id
         self._dropped: set[Any] = set()  # indices of items outside the canonical model
-        self._fed: set[Any] = set()  # function calls whose arguments arrived in fragments
+        self._calls = CallInputs(builder)
         self._tools = False
         self._refused = False
 
@@ -151,13 +151,13 @@ class ResponsesParser:
         if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             builder.thinking(index, required_text(obj, "delta", kind))
         elif kind == "response.function_call_arguments.delta":
-            if fragment := required_text(obj, "delta", kind):
-                builder.tool_input(index, fragment)
-                self._fed.add(index)
+            self._calls.piece(index, "function_call", required_text(obj, "delta", kind))
         elif kind == "response.custom_tool_call_input.delta":
-            if fragment := required_text(obj, "delta", kind):
-                builder.tool_input(index, text_fragment(fragment))
-                self._fed.add(index)
+            self._calls.piece(index, CUSTOM_CALL, required_text(obj, "delta", kind))
+        elif kind in INPUT_DONE:
+            call, field = INPUT_DONE[kind]
+            if isinstance(index, int) and self._items.get(index, ("", False))[0] == call:
+                self._calls.done(index, call, obj.get(field))
         elif kind == "response.reasoning_summary_part.added":
             if obj.get("summary_index") and builder.has_block(index):
                 builder.thinking(index, "\n\n")
@@ -196,18 +196,9 @@ class ResponsesParser:
         builder = self._builder
         self._items[index] = (kind, False)
         self._ids[index] = item.get("id")
-        if kind in _CALLS:
-            call_id = required_text(item, "call_id", f"{kind} item")
-            builder.tool_start(index, call_id, required_text(item, "name", f"{kind} item"))
+        if kind in CALLS:
+            self._calls.added(index, kind, item)
             self._tools = True
-            if kind == CUSTOM_CALL:
-                builder.tool_input(index, OPENING)
-                if text := _custom_input(item.get("input")):
-                    builder.tool_input(index, text_fragment(text))
-                    self._fed.add(index)
-            elif arguments := _arguments(item.get("arguments")):
-                builder.tool_input(index, arguments)
-                self._fed.add(index)
         elif kind in server.SERVER_ITEMS:  # read whole when done; its own events are not needed
             self._dropped.add(index)
         elif kind not in _CANONICAL_ITEMS:  # kept whole (docs/contract.md §8)
@@ -239,7 +230,8 @@ class ResponsesParser:
                 builder.thinking_signature(index, signature)
             raw = {"id": item.get("id"), "summary": summary, "content": content or None}
         else:  # function_call, custom_tool_call
-            self._call_done(index, kind, item)
+            whole = item.get("input" if kind == CUSTOM_CALL else "arguments")
+            self._calls.done(index, kind, whole, cut_off=item.get("status") == "incomplete")
             raw = {"id": item.get("id"), "call_id": item.get("call_id")}
             if kind == CUSTOM_CALL:
                 raw["type"] = CUSTOM_CALL
@@ -247,17 +239,6 @@ class ResponsesParser:
         canonical = builder.index_of(index)
         if canonical is not None:  # kept now, so an early end (cancel, error) keeps it too
             builder.keep_raw(canonical, {k: v for k, v in raw.items() if v is not None})
-
-    def _call_done(self, index: int, kind: str, item: dict[str, Any]) -> None:
-        builder = self._builder
-        if kind == CUSTOM_CALL:
-            if index not in self._fed and (text := _custom_input(item.get("input"))):
-                builder.tool_input(index, text_fragment(text))
-            if item.get("status") != "incomplete":  # cut off: its input is unfinished
-                builder.tool_input(index, CLOSING)
-        elif index not in self._fed and (arguments := _arguments(item.get("arguments"))):
-            builder.tool_input(index, arguments)
-        builder.close(index)
 
     def _message_text(self, index: int, item: dict[str, Any]) -> None:
         where = "message item.content[]"
@@ -365,20 +346,6 @@ def _usage(builder: MessageBuilder, usage: dict[str, Any] | None) -> None:
         cache_creation_input_tokens=written,
         reasoning_tokens=output.get("reasoning_tokens") or 0,
     )
-
-
-def _arguments(value: Any) -> str:
-    if value is None or isinstance(value, str):
-        return value or ""
-    if isinstance(value, dict):  # a few compatible servers send an object, not a string
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    raise malformed("function_call item.arguments", "a string", value)
-
-
-def _custom_input(value: Any) -> str:
-    if value is None or isinstance(value, str):
-        return value or ""
-    raise malformed("custom_tool_call item.input", "a string", value)
 
 
 def _identity(response: dict[str, Any]) -> tuple[str | None, str | None]:

@@ -42,10 +42,12 @@ placeholder whose value is absent removes its key, ``{$if: x, $then: v}`` is a c
 
 ``response_schema`` (docs/stacks.md) -- how a reply is read:
     ``content_mode: blocks | separate``, ``content_path``; blocks: ``block_detect`` (an
-    ordered map of ``text`` / ``thinking`` / ``tool_call`` to ``{key}`` and/or ``{field,
-    value}``; the first match wins; anything else is kept whole, an opaque block: contract §8),
-    ``text_value``, ``thinking_value``, ``thinking_signature``; separate: ``text_field``,
-    ``thinking_field``, ``tool_calls_field``; both: ``tool_call_name``, ``tool_call_input``,
+    ordered map of ``text`` / ``thinking`` / ``tool_call`` / ``image`` to ``{key}`` and/or
+    ``{field, value}``; the first match wins; anything else is kept whole, an opaque block:
+    contract §8), ``text_value``, ``thinking_value``, ``thinking_signature``,
+    ``image_media_type`` and ``image_data`` (an image the model made: an image block; other
+    media stay opaque); separate: ``text_field``, ``thinking_field``, ``tool_calls_field``;
+    both: ``tool_call_name``, ``tool_call_input``,
     ``tool_call_input_format: object | json_string``, ``tool_call_id`` (absent: ids are
     minted, see :mod:`schema_parse`), ``tool_call_index`` (stream fragments), ``usage_path``,
     ``input_tokens`` / ``output_tokens`` / ``cached_input_tokens`` /

@@ -63,6 +63,14 @@ DetectRule = tuple[str, str | None, str | None, Getter | None, Any]
 """One rule of ``block_detect``: (kind, key present, field key, field getter, value)."""
 
 
+def _finish_sources(given: str | list[str | FinishSource]) -> list[FinishSource]:
+    """``finish_reason_path`` as a list of sources, the first present wins."""
+    return [
+        s if isinstance(s, FinishSource) else FinishSource(path=s)
+        for s in (given if isinstance(given, list) else [given])
+    ]
+
+
 class Reading:
     """A response (or stream) schema with its paths compiled into getters."""
 
@@ -73,11 +81,7 @@ class Reading:
         # Paths under one list item (``candidates.0.``) share it: it is looked up once per
         # object (the "envelope"), and those paths are read from it.
         scoped = [schema.content_path, *schema.dropped_fields]
-        given = schema.finish_reason_path
-        sources = [
-            s if isinstance(s, FinishSource) else FinishSource(path=s)
-            for s in (given if isinstance(given, list) else [given])
-        ]
+        sources = _finish_sources(schema.finish_reason_path)
         scoped += [source.path for source in sources]
         prefix = _envelope([compile_path(path) for path in scoped])
         self.envelope: Getter | None = getter(prefix) if prefix else None
@@ -99,6 +103,7 @@ class Reading:
         self.text_value = g(schema.text_value)
         self.thinking_value = g(schema.thinking_value)
         self.thinking_signature = _opt(schema.thinking_signature)
+        self.image = _opt(schema.image_media_type), _opt(schema.image_data)
         self.text_field = g(schema.text_field)
         self.thinking_field = _opt(schema.thinking_field)
         self.tool_calls_field = g(schema.tool_calls_field)
@@ -115,10 +120,10 @@ class Reading:
         self.cached = _counter(schema.cached_input_tokens)
         self.created = _counter(schema.cache_creation_input_tokens)
         self.reasoning = _counter(schema.reasoning_tokens)
-        self.finish: list[tuple[bool, Getter, dict[str, StopKind], StopKind]] = []
-        for source in sources:
-            mapping = schema.finish_reasons if source.map is None else source.map
-            self.finish.append((*local(source.path), mapping, source.default))
+        self.finish: list[tuple[bool, Getter, dict[str, StopKind], StopKind]] = [
+            (*local(s.path), schema.finish_reasons if s.map is None else s.map, s.default)
+            for s in sources
+        ]
         self.tool_use_raw = frozenset(schema.finish_reason_tool_use)
         self.dropped = [
             (name, *local(name), str(compile_path(name)[-1])) for name in schema.dropped_fields

@@ -193,15 +193,7 @@ class Encoder:
                         turn.texts.append(None)
                     return
         elif isinstance(block, ImageBlock):
-            source = block.source
-            if isinstance(source, Base64ImageSource):
-                values = {"media_type": source.media_type, "data": source.data}
-                template = s.image
-            else:
-                values = {"url": source.url}
-                template = s.image_url
-            if template is not None:
-                part = template.render(values)
+            part = self._image(block, call)
         elif isinstance(block, ThinkingBlock):
             if s.thinking is not None:
                 part = s.thinking.render({"thinking": block.thinking, "signature": block.signature})
@@ -213,6 +205,21 @@ class Encoder:
             return
         turn.parts.append(part)
         turn.texts.append(None)
+
+    def _image(self, block: ImageBlock, call: EncodeContext) -> Any:
+        source = block.source
+        if isinstance(source, Base64ImageSource):
+            values = {"media_type": source.media_type, "data": source.data}
+            template = self.s.image
+        else:
+            values = {"url": source.url}
+            template = self.s.image_url
+        if template is None:
+            return OMIT
+        part = template.render(values)
+        if isinstance(part, dict):  # an image the model made: its signature goes back
+            part.update(self._echo(block.provider_raw, call))
+        return part
 
     def _add_text(self, turn: _Turn, text: str) -> Any:
         part = self.s.text.render({"text": text}) if self.s.text is not None else text

@@ -21,11 +21,13 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from metis.errors import AdapterError, ProtocolError
+from metis.model.content import Base64ImageSource, ImageBlock
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.read import malformed, split_input
 from metis.wire.schema.compiled import DetectRule, Reading
+from metis.wire.schema.gemini_call_args import StreamedCallArgs
 from metis.wire.schema.gemini_tools import GeminiParts
 from metis.wire.schema.paths import Path, getter
 
@@ -34,6 +36,7 @@ ErrorReader = Callable[[dict[str, Any]], AdapterError]
 
 class SchemaParser:
     __slots__ = (
+        "_args",
         "_b",
         "_calls",
         "_dropped",
@@ -78,6 +81,7 @@ class SchemaParser:
         self._b = builder
         self._streamed = streamed
         self._where = f"{name} {'chunk' if streamed else 'response'}"  # names fields in errors
+        self._args = StreamedCallArgs(self._where) if extra is not None else None
         self._response_id: str | None = None
         self._calls = 0
         self._opaque = 0  # parts kept whole as opaque blocks
@@ -121,6 +125,8 @@ class SchemaParser:
                     provider=builder.provider,
                 )
             self._finish = StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=None)
+        if self._args is not None:  # a streamed call the reply never ended
+            self._whole_calls(self._args.flush())
         if self._extra is not None:
             self._extra.finish(builder, self._text_key)
         stop = self._finish
@@ -153,6 +159,8 @@ class SchemaParser:
                     if lone is not None and part.__class__ is dict and len(part) == 1:
                         text = part.get(lone)  # the hot path: a part that is its text alone
                         if text.__class__ is str:
+                            if self._args is not None and self._args.pending:
+                                self._whole_calls(self._args.flush())
                             if text and self._text_block == self._last >= 0:
                                 builder.text(self._text_key, text)  # more of the open block
                             else:
@@ -190,6 +198,11 @@ class SchemaParser:
     def _part(self, part: Any) -> None:
         if part.__class__ is not dict:
             raise malformed(f"{self._where} content part", "an object", part)
+        if self._args is not None:  # Gemini's streamed call arguments
+            done, taken = self._args.feed(part)
+            self._whole_calls(done)
+            if taken:
+                return
         kind = detect(self._r.detect, part)
         if kind == "text":
             key = self._r.text_key
@@ -199,6 +212,8 @@ class SchemaParser:
             self._thinking(part)
         elif kind == "tool_call":
             self._tool_call(part, whole=True)
+        elif kind == "image" and (image := self._image(part)) is not None:
+            self._last = image
         elif self._extra is not None and (made := self._extra.part(part, self._b)) is not None:
             self._last = made
         else:  # no canonical form: kept whole, to go back only to this provider
@@ -207,6 +222,20 @@ class SchemaParser:
             self._opaque += 1
             self._b.opaque(opaque_key, block_type, part)
             self._last = self._index(opaque_key)
+
+    def _image(self, part: dict[str, Any]) -> int | None:
+        """The index of the image block ``part`` made (an image model's picture), its echoed
+        fields (a thought signature) kept for the way back; None for other media."""
+        media_of, data_of = self._r.image
+        media_type = media_of(part) if media_of is not None else None
+        data = data_of(part) if data_of is not None else None
+        if not (isinstance(media_type, str) and media_type.startswith("image/")):
+            return None
+        source = Base64ImageSource(media_type=media_type, data=self._str(data, "image data"))
+        key = ("image", self._opaque)
+        self._opaque += 1
+        self._b.image(key, ImageBlock(source=source), self._echoed(part) or {})
+        return self._index(key)
 
     def _message(self, message: dict[str, Any]) -> None:
         r = self._r
@@ -291,6 +320,10 @@ class SchemaParser:
                 builder.close(key)
         else:
             raise malformed(f"{self._where} tool call input", "an object", given)
+
+    def _whole_calls(self, parts: list[dict[str, Any]]) -> None:
+        for part in parts:
+            self._tool_call(part, whole=True)
 
     def _apply_usage(self) -> None:
         usage = self._pending_usage

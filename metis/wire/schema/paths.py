@@ -293,7 +293,7 @@ def seconds(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        return max(0.0, float(value))
+        return float(value) if value >= 0 else None
     if isinstance(value, str):
         match = _DURATION.match(value)
         if match:

@@ -124,7 +124,7 @@ class FinishSource(_Model):
     default: StopKind = StopKind.PROVIDER_SPECIFIC
 
 
-BlockKind = Literal["text", "thinking", "tool_call"]
+BlockKind = Literal["text", "thinking", "tool_call", "image"]
 
 
 class ResponseSchema(_Model):
@@ -134,6 +134,11 @@ class ResponseSchema(_Model):
     text_value: str = "text"
     thinking_value: str = "thinking"
     thinking_signature: str | None = None
+    image_media_type: str | None = None
+    """Where an ``image`` part gives its media type; a part whose type is not ``image/...``
+    (audio a speech model made) is kept whole, opaque."""
+    image_data: str | None = None
+    """Where an ``image`` part gives its base64 data."""
     text_field: str = "content"
     thinking_field: str | None = None
     tool_calls_field: str = "tool_calls"

@@ -1,0 +1,102 @@
+"""What a caller can get wrong, or cut short, around a call: an adapter used after its
+``aclose()``, an injected client its owner closed, ``aclose`` twice, a cancel while the retry
+waits, many calls at once on one adapter. Each ends in a classified error or the documented
+ending, and leaves no connection pool behind."""
+
+from __future__ import annotations
+
+import anyio
+import httpx
+import pytest
+
+from metis.errors import AdapterError, ClosedError
+from metis.model import CanonicalRequest, Message, StopKind
+from metis.testing.emulator import Emulator
+
+from ..conftest import Waits
+from ..stack_table import MODELS, adapter
+
+pytestmark = pytest.mark.anyio
+
+
+def request_for(stack: str, text: str = "Say hello") -> CanonicalRequest:
+    model = MODELS[stack].split(":", 1)[1]
+    return CanonicalRequest(model=model, messages=[Message.user(text)], max_output_tokens=50)
+
+
+async def test_a_call_after_aclose_is_a_closed_error_and_opens_no_new_pool(
+    emulator: Emulator,
+) -> None:
+    # It made a new connection pool, which nothing closed again (a ResourceWarning at exit).
+    built = adapter("anthropic", emulator)
+    assert (await built.complete(request_for("anthropic"))).text == "You said: Say hello"
+    await built.aclose()
+    await built.aclose()  # a second aclose does nothing
+    served = emulator.requests_served
+    with pytest.raises(ClosedError, match="was closed") as caught:
+        await built.complete(request_for("anthropic"))
+    assert not caught.value.retryable
+    with pytest.raises(ClosedError):
+        await anext(aiter(built.stream(request_for("anthropic"))))
+    assert emulator.requests_served == served
+    assert built._client is None
+
+
+@pytest.mark.parametrize("stack", ["anthropic", "gemini", "bedrock"])
+async def test_a_call_through_a_client_its_owner_closed_is_a_closed_error(
+    emulator: Emulator, stack: str
+) -> None:
+    # httpx's bare RuntimeError ("the client has been closed") came out of the call.
+    client = httpx.AsyncClient()
+    built = adapter(stack, emulator, http_client=client, max_retries=2)
+    await client.aclose()
+    with pytest.raises(ClosedError, match="HTTP client the adapter was given is closed"):
+        await built.complete(request_for(stack))
+    assert emulator.requests_served == 0
+    await built.aclose()
+
+
+async def test_a_cancel_while_the_retry_waits_ends_the_call_cancelled(
+    emulator: Emulator,
+) -> None:
+    emulator.push_fault("rate_limit=30", times=5)
+    built = adapter("anthropic", emulator, max_retries=3)
+    request = request_for("anthropic")
+    stops: list[StopKind] = []
+
+    async def call() -> None:
+        stops.append((await built.complete(request)).stop_reason.kind)
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            while emulator.requests_served < 1:  # noqa: ASYNC110 (a counter, not an event)
+                await anyio.sleep(0.01)
+            await anyio.sleep(0.05)  # into the 30 s wait
+            assert built.cancel(request.request_id)
+    assert stops == [StopKind.CANCELLED]
+    assert emulator.requests_served == 1
+    await built.aclose()
+
+
+async def test_many_concurrent_calls_on_one_adapter_each_get_their_own_reply(
+    emulator: Emulator, no_backoff: Waits
+) -> None:
+    emulator.push_fault("overloaded", times=10)
+    built = adapter("openai", emulator, max_retries=3)
+    texts: dict[int, str] = {}
+
+    async def call(i: int) -> None:
+        try:
+            texts[i] = (await built.complete(request_for("openai", f"n{i}"))).text
+        except AdapterError as error:  # a call whose every attempt met a fault
+            texts[i] = error.error_class.value
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            for i in range(30):
+                group.start_soon(call, i)
+    assert len(texts) == 30 and len(no_backoff) >= 10
+    for i, text in texts.items():
+        assert text in (f"You said: n{i}", "overloaded")
+    await built.aclose()

@@ -1,0 +1,198 @@
+"""Answers that are not what was asked for, on every stack: each provider's real answer (the
+emulator's, in process) reshaped on its way back, as a proxy, a gateway or a misbehaving
+server would reshape it. Each ends in the reply or in a classified error, never a silent
+empty message."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import httpx
+import pytest
+
+from metis.errors import AdapterError, ProtocolError
+from metis.model import CanonicalRequest, Message, MessageComplete, TextDelta
+from metis.testing.emulator import Emulator
+
+from ..stack_table import CLOUD, FAMILIES, MODELS, adapter
+
+pytestmark = [pytest.mark.anyio, pytest.mark.backend_independent]
+
+STACKS = [stack for stack in (*FAMILIES, *CLOUD) if stack != "tgi"]
+Reshape = Callable[[httpx.Request, int, dict[str, str], bytes], httpx.Response]
+
+
+class Reshaping(httpx.AsyncBaseTransport):
+    """The emulator's answer, read whole, then handed to ``reshape``; ``wire`` forces the
+    request's ``stream`` flag as the emulator sees it (to fetch a whole reply for a stream)."""
+
+    def __init__(self, emulator: Emulator, reshape: Reshape, wire_stream: bool | None = None):
+        self.inner = emulator.transport()
+        self.reshape = reshape
+        self.wire_stream = wire_stream
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        asked = request
+        if self.wire_stream is not None:
+            asked = _restreamed(request, self.wire_stream)
+        answer = await self.inner.handle_async_request(asked)
+        body = await answer.aread()
+        skip = ("content-length", "transfer-encoding")
+        headers = {k: v for k, v in answer.headers.items() if k.lower() not in skip}
+        return self.reshape(request, answer.status_code, headers, body)
+
+
+def _restreamed(request: httpx.Request, stream: bool) -> httpx.Request:
+    """``request`` as its non-streamed twin (or streamed): the body's flag, Gemini's and
+    Bedrock's streaming paths, and the SSE parameter."""
+    import json
+
+    url = request.url
+    path = url.path.replace(":streamGenerateContent", ":generateContent")
+    path = path.replace("/converse-stream", "/converse")
+    path = path.replace("/invoke-with-response-stream", "/invoke")
+    path = path.replace(":streamRawPredict", ":rawPredict")
+    params = url.params.remove("alt") if not stream else url.params
+    content = request.content
+    if content and not stream:
+        body = json.loads(content)
+        if "stream" in body:
+            body["stream"] = False
+            body.pop("stream_options", None)
+        content = json.dumps(body).encode()
+    headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
+    return httpx.Request(
+        request.method, url.copy_with(path=path, params=params), headers=headers, content=content
+    )
+
+
+def request_for(stack: str) -> CanonicalRequest:
+    return CanonicalRequest(
+        model=MODELS[stack].split(":", 1)[1],
+        messages=[Message.user("Say hello")],
+        max_output_tokens=50,
+    )
+
+
+async def streamed_text(stack: str, transport: httpx.AsyncBaseTransport) -> str:
+    emulator = Emulator()
+    async with httpx.AsyncClient(transport=transport) as client:
+        built = adapter(stack, emulator, http_client=client, max_retries=0)
+        try:
+            return "".join(await _texts(built.stream(request_for(stack))))
+        finally:
+            await built.aclose()
+
+
+async def _texts(events: AsyncIterator[object]) -> list[str]:
+    texts, completed = [], False
+    async for event in events:
+        if isinstance(event, TextDelta):
+            texts.append(event.text)
+        completed = completed or isinstance(event, MessageComplete)
+    assert completed
+    return texts
+
+
+@pytest.mark.parametrize("stack", STACKS)
+async def test_a_stream_answered_with_the_whole_json_reply_gives_its_text(stack: str) -> None:
+    # A proxy that buffers, or a server that ignores ``stream``, answers a streamed request
+    # with the whole reply as application/json: it is read as that reply. Gemini and Vertex
+    # read it as an empty message (the reply's dict subclass hid every field from the codec).
+    def whole(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        assert status == 200, body
+        return httpx.Response(200, headers={"content-type": "application/json"}, content=body)
+
+    emulator = Emulator()
+    text = await streamed_text(stack, Reshaping(emulator, whole, wire_stream=False))
+    assert text == "You said: Say hello"
+
+
+@pytest.mark.parametrize("stack", ["gemini", "vertex"])
+async def test_a_stream_answered_with_a_whole_json_error_raises_it(stack: str) -> None:
+    error = b'{"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}'
+
+    def failed(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        return httpx.Response(200, headers={"content-type": "application/json"}, content=error)
+
+    with pytest.raises(AdapterError) as caught:
+        await streamed_text(stack, Reshaping(Emulator(), failed))
+    assert caught.value.error_class == "overloaded"
+    assert not isinstance(caught.value, ProtocolError)
+
+
+class Chunks(httpx.AsyncByteStream):
+    def __init__(self, *chunks: bytes, repeat: int = 1) -> None:
+        self.chunks, self.repeat = chunks, repeat
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for _ in range(self.repeat):
+            for chunk in self.chunks:
+                yield chunk
+
+
+@pytest.mark.parametrize("stack", ["anthropic", "openai", "gemini", "ollama", "bedrock"])
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+async def test_a_json_reply_too_large_to_hold_is_a_protocol_error(stack: str, streamed: bool):
+    # 80 MiB of a reply that never ends (a decompression bomb, a runaway proxy): what is held
+    # to parse it at the end stops at 64 MiB instead of growing with the body.
+    mib = b" " * (1 << 20)
+
+    def endless(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        stream = Chunks(b'{"id": "x", "padding": "', *[mib] * 8, repeat=10)
+        return httpx.Response(200, headers={"content-type": "application/json"}, stream=stream)
+
+    emulator = Emulator()
+    async with httpx.AsyncClient(transport=Reshaping(emulator, endless)) as client:
+        built = adapter(stack, emulator, http_client=client, max_retries=0)
+        try:
+            with pytest.raises(ProtocolError, match="larger than 64 MiB"):
+                if streamed:
+                    await _texts(built.stream(request_for(stack)))
+                else:
+                    await built.complete(request_for(stack))
+        finally:
+            await built.aclose()
+
+
+def _as_json_array(sse_body: bytes, *extra: bytes) -> bytes:
+    """An SSE stream's data objects as Gemini's stream without ``alt=sse``: one JSON array."""
+    datas = [line[5:].strip() for line in sse_body.splitlines() if line.startswith(b"data:")]
+    return b"[" + b",\r\n".join([*datas, *extra]) + b"]"
+
+
+@pytest.mark.parametrize("stack", ["gemini", "vertex"])
+async def test_a_gemini_stream_sent_as_a_json_array_is_read_chunk_by_chunk(stack: str) -> None:
+    # A proxy that drops ``alt=sse`` gets Gemini's array; it was read as an SSE stream with
+    # no events ("ended before its finish reason"), an error element in it lost its class.
+    def array(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        return httpx.Response(
+            200, headers={"content-type": "application/json"}, content=_as_json_array(body)
+        )
+
+    text = await streamed_text(stack, Reshaping(Emulator(), array))
+    assert text == "You said: Say hello"
+
+
+@pytest.mark.parametrize("stack", ["gemini", "vertex"])
+async def test_an_error_in_a_gemini_json_array_is_raised_after_what_came_before(
+    stack: str,
+) -> None:
+    error = b'{"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}}'
+
+    def array(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        first = _as_json_array(body)[1:].split(b",\r\n")[0]  # the first chunk alone
+        content = b"[" + first + b",\r\n" + error + b"]"
+        return httpx.Response(200, headers={"content-type": "application/json"}, content=content)
+
+    emulator = Emulator()
+    async with httpx.AsyncClient(transport=Reshaping(emulator, array)) as client:
+        built = adapter(stack, emulator, http_client=client, max_retries=0)
+        try:
+            with pytest.raises(AdapterError) as caught:
+                await built.complete(request_for(stack).model_copy(update={"stream": True}))
+        finally:
+            await built.aclose()
+    assert caught.value.error_class == "rate_limit"
+    partial = caught.value.partial_response
+    assert partial is not None and partial.text

@@ -1,0 +1,55 @@
+"""``metis serve`` as a user runs it: a process that says where it listens only once it does."""
+
+from __future__ import annotations
+
+import re
+import select
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+pytest.importorskip("uvicorn")
+
+CONFIG = {
+    "adapters": {"anthropic": {"type": "anthropic", "api_key_env": "UP_KEY"}},
+    "models": {"anthropic:claude-sonnet-4-5": {"adapter": "anthropic", "aliases": ["sonnet"]}},
+    "gateway": {"host": "127.0.0.1"},
+}
+
+
+def _first_line(process: subprocess.Popen[str], bound: float = 120) -> str:
+    """The process's first line of output (a bound on a process that never writes one)."""
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], bound)
+    assert ready, "metis serve wrote nothing"
+    return process.stdout.readline()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="select on a pipe")
+def test_serve_says_it_listens_once_bound_with_the_port_it_was_given(tmp_path: Path) -> None:
+    """``--port 0``: the line names the port the system chose, and a request sent as soon as
+    the line is read is answered (it was written before the socket was bound, naming port 0)."""
+    config = tmp_path / "gateway.yaml"
+    config.write_text(yaml.safe_dump(CONFIG))
+    command = [sys.executable, "-m", "metis.cli", "serve", "--config", str(config), "--port", "0"]
+    with open(tmp_path / "stderr", "w") as stderr:
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env={"UP_KEY": "sk-upstream", "PATH": "/usr/bin:/bin"},
+        )
+    try:
+        line = _first_line(process)
+        found = re.match(r"metis serve listening on (http://127\.0\.0\.1:(\d+))  \(", line)
+        assert found is not None, line + (tmp_path / "stderr").read_text()
+        assert int(found[2]) != 0
+        assert httpx.get(found[1] + "/health").status_code == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=60)

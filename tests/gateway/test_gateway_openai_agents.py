@@ -1,0 +1,146 @@
+"""The OpenAI Agents SDK (``openai-agents``) pointed at ``metis serve``: an agent with a function
+tool over two turns, run whole (``Runner.run``) and streamed (``Runner.run_streamed``), over the
+Responses API (``OpenAIResponsesModel``) and Chat Completions (``OpenAIChatCompletionsModel``),
+each answered by a model of another family (emulator-backed); structured output
+(``output_type``), ``previous_response_id``, and the gateway's errors as the openai SDK's own.
+
+Slow, as the gateway's other clients beyond the official SDKs: the SDK is imported by a
+fixture, never at collection."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import anyio
+import pytest
+from pydantic import BaseModel
+
+from metis.testing.emulator import Emulator
+from tests.gateway_fixture import GATEWAY_KEY, gateway_url
+
+pytestmark = pytest.mark.slow
+
+ANSWER = "According to get_weather: Cold in Oslo."
+MODELS = {
+    # the Agents SDK's model class -> the model of another family behind the gateway
+    "responses-to-claude": ("OpenAIResponsesModel", "sonnet"),
+    "responses-to-gemini": ("OpenAIResponsesModel", "flash"),
+    "chat-to-claude": ("OpenAIChatCompletionsModel", "sonnet"),
+    "chat-to-gemini": ("OpenAIChatCompletionsModel", "flash"),
+}
+
+
+class City(BaseModel):
+    name: str
+    population: int
+
+
+@pytest.fixture(scope="module")
+def sdk() -> SimpleNamespace:
+    """The Agents SDK (skipped where it is not installed), its tracing off: it would send
+    the runs' traces to OpenAI."""
+    pytest.importorskip("agents")
+    import agents
+    import openai
+
+    agents.set_tracing_disabled(True)
+    return SimpleNamespace(agents=agents, openai=openai)
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with gateway_url(Emulator()) as served:
+        yield served
+
+
+def model(sdk: Any, url: str, kind: str, key: str = GATEWAY_KEY, target: str = "") -> Any:
+    """The SDK's model class of ``kind`` for its model behind the gateway (or ``target``)."""
+    cls, behind = MODELS[kind]
+    client = sdk.openai.AsyncOpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
+    return getattr(sdk.agents, cls)(model=target or behind, openai_client=client)
+
+
+def weather_agent(sdk: Any, chosen: Any, ran: list[str], **more: Any) -> Any:
+    @sdk.agents.function_tool
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        ran.append(city)
+        return f"Cold in {city}"
+
+    return sdk.agents.Agent(name="weather", model=chosen, tools=[get_weather], **more)
+
+
+async def streamed(sdk: Any, agent: Any, said: str) -> tuple[Any, list[str], str]:
+    """The streamed run, the kinds of its raw events, and its text as the deltas carried it."""
+    run = sdk.agents.Runner.run_streamed(agent, said)
+    kinds, text = [], []
+    async for event in run.stream_events():
+        if event.type == "raw_response_event":
+            kinds.append(event.data.type)
+            if event.data.type == "response.output_text.delta":
+                text.append(event.data.delta)
+    return run, kinds, "".join(text)
+
+
+@pytest.mark.parametrize("kind", MODELS)
+def test_an_agent_with_a_tool_over_two_turns_whole_and_streamed(
+    sdk: Any, url: str, kind: str
+) -> None:
+    ran: list[str] = []
+
+    async def both() -> tuple[Any, tuple[Any, list[str], str]]:
+        agent = weather_agent(sdk, model(sdk, url, kind), ran, instructions="Be brief.")
+        whole = await sdk.agents.Runner.run(agent, "Weather in Oslo?")
+        return whole, await streamed(sdk, agent, "Weather in Oslo?")
+
+    result, (run, kinds, text) = anyio.run(both)
+    assert result.final_output == ANSWER
+    calls = [item for item in result.new_items if item.type == "tool_call_item"]
+    outputs = [item for item in result.new_items if item.type == "tool_call_output_item"]
+    assert len(calls) == 1 and outputs[0].output == "Cold in Oslo"
+    usage = result.context_wrapper.usage
+    assert usage.requests == 2 and usage.input_tokens > 0 and usage.output_tokens > 0
+    assert run.final_output == ANSWER and text == ANSWER and ran == ["Oslo", "Oslo"]
+    assert kinds.count("response.created") == 2 and kinds.count("response.completed") == 2
+    assert "response.function_call_arguments.delta" in kinds
+
+
+@pytest.mark.parametrize("kind", MODELS)
+def test_structured_output_whole_and_streamed(sdk: Any, url: str, kind: str) -> None:
+    async def both() -> tuple[Any, Any]:
+        agent = sdk.agents.Agent(name="cities", model=model(sdk, url, kind), output_type=City)
+        whole = await sdk.agents.Runner.run(agent, "A city?")
+        run, _, _ = await streamed(sdk, agent, "A city?")
+        return whole.final_output, run.final_output
+
+    whole, streamed_output = anyio.run(both)
+    assert isinstance(whole, City) and isinstance(streamed_output, City)
+
+
+def test_a_run_continues_a_stored_response(sdk: Any, url: str) -> None:
+    """``previous_response_id``: the second run sends only its new input after the first
+    run's stored conversation (with its tool call), which the gateway keeps."""
+    ran: list[str] = []
+
+    async def two() -> Any:
+        agent = weather_agent(sdk, model(sdk, url, "responses-to-claude"), ran)
+        first = await sdk.agents.Runner.run(agent, "Weather in Oslo?")
+        more = {"previous_response_id": first.last_response_id}
+        return await sdk.agents.Runner.run(agent, "Weather in Bergen?", **more)
+
+    assert anyio.run(two).final_output == "According to get_weather: Cold in Bergen."
+    assert ran == ["Oslo", "Bergen"]
+
+
+@pytest.mark.parametrize("kind", ["responses-to-claude", "chat-to-gemini"])
+def test_errors_arrive_as_the_openai_sdks_own(sdk: Any, url: str, kind: str) -> None:
+    async def run(key: str, target: str = "") -> Any:
+        chosen = model(sdk, url, kind, key, target)
+        return await sdk.agents.Runner.run(sdk.agents.Agent(name="a", model=chosen), "Hi")
+
+    with pytest.raises(sdk.openai.AuthenticationError):
+        anyio.run(run, "wrong")
+    with pytest.raises(sdk.openai.NotFoundError):
+        anyio.run(run, GATEWAY_KEY, "no-such")
