@@ -54,6 +54,7 @@ class BodyObjects:
     """The JSON objects of one response body, in order."""
 
     __slots__ = (
+        "_blank",
         "_fmt",
         "_frames",
         "_held",
@@ -77,6 +78,7 @@ class BodyObjects:
         self._mode = "first" if streamed and fmt != "json" else "whole"
         self._held: list[bytes] = []
         self._held_bytes = 0
+        self._blank = b""
         self._sse = SSEDataDecoder() if fmt == "sse" else None
         self._frames = EventStreamDecoder() if fmt == "eventstream" else None
         self._lines = _LineSplitter() if fmt == "ndjson" else None
@@ -96,8 +98,10 @@ class BodyObjects:
         says what the body is, it is the reader of that framing itself: no dispatch per chunk."""
 
     def _first(self, chunk: bytes) -> list[dict[str, Any]]:
-        if not chunk.strip():
-            return []  # nothing yet says what the body is
+        if not chunk.strip():  # nothing yet says what the body is: kept for the reader that
+            self._blank += chunk  # will be, so the bytes it reads do not depend on the cuts
+            return []
+        chunk, self._blank = self._blank + chunk, b""
         if _whole_json(self.content_type, chunk):
             self._mode, self.feed = "reply", self._hold
             return self._hold(chunk)
