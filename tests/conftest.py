@@ -73,7 +73,9 @@ def _load_search_profile() -> None:
 
     full = os.environ.get("METIS_FULL_SEARCH", "") not in ("", "0")
     examples = FULL_SEARCH_EXAMPLES if full else DEFAULT_RUN_EXAMPLES
-    settings.register_profile("metis", max_examples=examples)
+    # No per-example deadline: it is a timed assertion, and on a loaded machine a scheduler
+    # pause fails an example that is right (test_sse.py's any-chunking search did, at load 22).
+    settings.register_profile("metis", max_examples=examples, deadline=None)
     settings.load_profile("metis")
 
 

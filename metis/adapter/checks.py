@@ -69,8 +69,8 @@ def warn_unclosed(name: str, adapter: object) -> None:
     )
 
 
-def closed_error(name: str) -> ClosedError:
-    """A call on the ``name`` adapter after its ``aclose()``."""
+def closed_error(name: str, what: str = "adapter") -> ClosedError:
+    """A call on the ``name`` adapter (or embedder) after its ``aclose()``."""
     return ClosedError(
-        f"the {name} adapter was closed (aclose); build a new one to call again", provider=name
+        f"the {name} {what} was closed (aclose); build a new one to call again", provider=name
     )

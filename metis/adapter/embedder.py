@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from metis.adapter.checks import closed_error
 from metis.adapter.embed_checks import Limits, check_options, checked_inputs, limits_for, split
 from metis.adapter.embed_send import send_batch
 from metis.catalog.embedding_models import EmbeddingModel, embedding_model
@@ -98,6 +99,7 @@ class Embedder:
         calls, requests and tokens per minute), or None."""
         self._client = self.config.http_client
         self._owns_client = self._client is None
+        self._closed = False
         services = StageServices(
             provider=self.name,
             config=self.config,
@@ -214,12 +216,16 @@ class Embedder:
         )
 
     def _http(self) -> AsyncHTTPClient:
+        if self._closed:  # a new pool here would outlive the aclose() that ended the last
+            raise closed_error(self.name, "embedder")
         if self._client is None:
             self._client = http_client(self.config.timeout_seconds)
         return self._client
 
     async def aclose(self) -> None:
-        """Releases the connection pool if this embedder made it."""
+        """Releases the connection pool if this embedder made it; a call after it is a
+        ClosedError."""
+        self._closed = True
         if self._owns_client and self._client is not None:
             client, self._client = self._client, None
             await client.aclose()

@@ -301,9 +301,17 @@ _FIRST_PARTY = ("anthropic", "openai", "gemini", "mistral", "xai", "deepseek", "
 
 def _with_provider(name: str) -> str | None:
     """A bare model name with the first first-party stack whose catalog lists it (the
-    model's maker before a cloud that also serves it)."""
+    model's maker before a cloud that also serves it); a provider written before a slash, as
+    LiteLLM writes it (``azure/gpt-4o``, ``vertex_ai/gemini-2.5-flash``), as that stack."""
     from metis.catalog.lookup import find_model
     from metis.stacks.catalog import stack_catalog_provider
+    from metis.stacks.loader import builtin_stacks, stacks_meant
+
+    provider, slash, model = name.partition("/")
+    if slash and model:
+        meant = stacks_meant(provider, builtin_stacks())
+        if meant:
+            return f"{meant[0]}:{model}"
 
     for stack in _FIRST_PARTY:
         catalog = stack_catalog_provider(stack)

@@ -200,13 +200,19 @@ def _add_serve(commands: Commands) -> None:
     )
     serve.add_argument("--config", required=True, metavar="FILE", help="the models.yaml")
     serve.add_argument("--host", help="the address to listen on")
-    serve.add_argument("--port", type=int, help="the port to listen on")
+    serve.add_argument("--port", type=_port, help="the port to listen on (0: any free one)")
     serve.add_argument("--workers", type=_positive, default=1, help="worker processes")
 
 
 def _positive(text: str) -> int:
     if not text.strip().isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+def _port(text: str) -> int:
+    if not text.strip().isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
     return int(text)
 
 

@@ -254,6 +254,8 @@ def _lifespan(
             group = await stack.enter_async_context(anyio.create_task_group())
             if shared is not None:
                 group.start_soon(shared.keep_writing)
+            for line in gateway.models.unconfigured():
+                log.warning("gateway %s", line, extra={"event": "metis.gateway.unconfigured"})
             state["ready"] = True
             try:
                 yield

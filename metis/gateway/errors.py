@@ -7,11 +7,14 @@ exception class from the status, so each error class keeps the status the provid
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from metis.errors import AdapterError, ErrorClass, InvalidRequestError
+
+log = logging.getLogger("metis.gateway")
 
 
 class ModelNotFoundError(InvalidRequestError):
@@ -54,6 +57,29 @@ class GatewayPermissionError(AdapterError):
     """A gateway key naming a model it may not use: 403."""
 
     error_class = ErrorClass.AUTH
+
+
+class SharedStoreError(AdapterError):
+    """The Redis the gateway shares its keys' limits and spend and its stored responses
+    through did not answer: 529 (Anthropic) or 503 (OpenAI), retried by the SDKs, rather than
+    serving a key whose limits and budget cannot be checked."""
+
+    error_class = ErrorClass.OVERLOADED
+
+
+def shared_store_failed(doing: str, exc: Exception) -> SharedStoreError:
+    """The error of a shared store (Redis) that failed while the gateway was ``doing``: the
+    cause is logged here, for the operator; the caller is told only what could not be done
+    (the store's address is not theirs to see)."""
+    log.warning(
+        "gateway shared store failed (%s: %s): could not %s",
+        type(exc).__name__,
+        exc,
+        doing,
+        extra={"event": "metis.gateway.store_failed"},
+    )
+    message = f"the gateway's shared store is unavailable; it could not {doing}"
+    return SharedStoreError(message, retry_after_seconds=1.0)
 
 
 class GatewayTimeoutError(AdapterError):

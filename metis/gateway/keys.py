@@ -5,6 +5,7 @@ process's memory."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -17,10 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from metis.cost import priced_cost
 from metis.errors import ConfigError, ErrorClass, RateLimitError
-from metis.gateway.errors import GatewayPermissionError
+from metis.gateway.errors import GatewayPermissionError, SharedStoreError
 from metis.model.response import TokenUsage
 
 WINDOW_SECONDS = 60.0
+log = logging.getLogger("metis.gateway")
+_SETTLE_FAILED = {"event": "metis.gateway.key_not_settled"}
 
 
 class KeySpec(BaseModel):
@@ -156,7 +159,10 @@ class Keys:
         """The request is over; what it used (None: nothing known) is charged to the key."""
         usd = price(model, usage) if model is not None and usage is not None else None
         with anyio.CancelScope(shield=True):  # a cancelled request still gives its place back
-            await self.ledger.release(state, usd or Decimal(0))
+            try:
+                await self.ledger.release(state, usd or Decimal(0))
+            except SharedStoreError as error:  # the answer went out: said, not raised
+                log.error("gateway key not settled: %s", error.message, extra=_SETTLE_FAILED)
 
     async def spent(self, name: str) -> Decimal | None:
         found = next((s for s in self._by_digest.values() if s.spec.name == name), None)

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from metis.core.ids import new_ulid
+from metis.gateway.errors import shared_store_failed
 from metis.gateway.keys import WINDOW_SECONDS, KeyState
 
 LEASE_SECONDS = 3600
@@ -68,7 +69,10 @@ class RedisLedger:
             lease,
             str(LEASE_SECONDS),
         ]
-        verdict, wait = await self._admit(keys=self._keys(state), args=args)
+        try:
+            verdict, wait = await self._admit(keys=self._keys(state), args=args)
+        except Exception as exc:
+            raise shared_store_failed(f"check key {spec.name!r}'s limits", exc) from exc
         if int(verdict) == 0:
             self._leases.setdefault(id(state), []).append(lease)
         return int(verdict), float(wait)
@@ -76,10 +80,14 @@ class RedisLedger:
     async def release(self, state: KeyState, usd: Decimal) -> None:
         held = self._leases.get(id(state)) or []
         _, leases, spent = self._keys(state)
-        if held:
-            await self.client.zrem(leases, [held.pop()])
-        if usd:
-            await self.client.incrbyfloat(spent, float(usd))
+        try:
+            if held:
+                await self.client.zrem(leases, [held.pop()])
+            if usd:
+                await self.client.incrbyfloat(spent, float(usd))
+        except Exception as exc:
+            doing = f"give key {state.spec.name!r} its place back and charge it {usd} USD"
+            raise shared_store_failed(doing, exc) from exc
 
     async def spent(self, state: KeyState) -> Decimal:
         value = await self.client.get(self._keys(state)[2])

@@ -72,6 +72,20 @@ class ModelTable:
         model = f"{adapter.name}:{route.wire_name}"
         return Target(name, adapter, model, adapter.capabilities_for(route.wire_name))
 
+    def unconfigured(self) -> list[str]:
+        """A line for each adapter the configuration declares without what it needs (its
+        key, ...): the models it serves answer 401 until it is configured."""
+        lines = []
+        for status in self.registry.status():
+            if status.configured:
+                continue
+            models = [r.model for r in self.registry.routes() if r.adapter_name == status.name]
+            lines.append(
+                f"adapter {status.name!r} is not configured ({status.reason}): its models "
+                f"({', '.join(models) or 'none'}) answer 401 until it is"
+            )
+        return lines
+
     def listing(self) -> list[dict[str, Any]]:
         """Every name a client may give: models and their aliases (with what they can serve)
         and routes."""

@@ -270,16 +270,18 @@ class PassThrough:
         charged what the provider reported."""
         gateway, charged, relay = self.gateway, passing.target.request_model, passing.relay
         elapsed = time.monotonic() - passing.started
-        if relay is not None:
-            if relay.failed is not None:
-                gateway.metrics.error(passing.api, relay.failed)
-            if relay.usage is not None:
-                gateway.metrics.usage(charged, relay.usage)
-            if passing.call is not None:
-                passing.adapter.telemetry.emit(ended(passing, relay, elapsed))
-            if isinstance(relay, ResponsesRelay) and passing.error is None:
-                await remember(passing.conversation, relay, gateway.stored)
-        if passing.opened:  # a refused call is counted with its status (metis.gateway.app)
-            gateway.metrics.request(passing.api, passing.target.name, 200, elapsed)
-        if key is not None:
-            await gateway.keys.release(key, charged, relay.usage if relay else None)
+        try:
+            if relay is not None:
+                if relay.failed is not None:
+                    gateway.metrics.error(passing.api, relay.failed)
+                if relay.usage is not None:
+                    gateway.metrics.usage(charged, relay.usage)
+                if passing.call is not None:
+                    passing.adapter.telemetry.emit(ended(passing, relay, elapsed))
+                if isinstance(relay, ResponsesRelay) and passing.error is None:
+                    await remember(passing.conversation, relay, gateway.stored)
+        finally:  # a store that failed or a cancelled request still gives the key its place
+            if passing.opened:  # a refused call is counted with its status (metis.gateway.app)
+                gateway.metrics.request(passing.api, passing.target.name, 200, elapsed)
+            if key is not None:
+                await gateway.keys.release(key, charged, relay.usage if relay else None)

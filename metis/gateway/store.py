@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from metis.gateway.errors import shared_store_failed
 from metis.model.content import Message
+
+log = logging.getLogger("metis.gateway")
 
 Owner = str
 """Whose responses: a gateway key's name, or "" for the simple key (``owner_of``)."""
@@ -69,7 +73,10 @@ class RedisResponseStore:
         return f"{self.prefix}{hashlib.sha256(owner.encode()).hexdigest()[:32]}:{response_id}"
 
     async def get(self, owner: Owner, response_id: str) -> Stored | None:
-        found = await self.client.get(self._key(owner, response_id))
+        try:
+            found = await self.client.get(self._key(owner, response_id))
+        except Exception as exc:
+            raise shared_store_failed(f"read the stored response {response_id!r}", exc) from exc
         if found is None:
             return None
         kept = json.loads(found)
@@ -86,4 +93,12 @@ class RedisResponseStore:
         else:
             kept = [m.model_dump(mode="json", exclude_none=True) for m in stored.messages]
             data = json.dumps(kept)
-        await self.client.set(self._key(owner, response_id), data, ex=self.seconds)
+        try:
+            await self.client.set(self._key(owner, response_id), data, ex=self.seconds)
+        except Exception:  # the answer is the caller's still; only a later continuation fails
+            log.exception(
+                "gateway could not keep response %s: a previous_response_id naming it will "
+                "not be found",
+                response_id,
+                extra={"event": "metis.gateway.store_failed"},
+            )

@@ -284,10 +284,19 @@ def _unknown_stack(name: str) -> ConfigError:
             f"(write {serving[0]}:MODEL)"
         )
     else:
-        hint = did_you_mean(name, known)
+        meant = stacks_meant(name, known)
+        hint = f"; did you mean {' or '.join(map(repr, meant))}?" if meant else ""
+        hint = hint or did_you_mean(name, known)
     return ConfigError(
         f"no built-in stack named {name!r}{hint} (built-in stacks: {', '.join(known)})"
     )
+
+
+def stacks_meant(name: str, known: list[str]) -> list[str]:
+    """The stacks a provider name written another way names: its words that are stacks
+    (``azure-openai``: azure, openai; LiteLLM's ``vertex_ai``: vertex), else none."""
+    words = name.lower().replace("-", "_").split("_")
+    return [word for word in dict.fromkeys(words) if word in known]
 
 
 @functools.cache

@@ -38,6 +38,7 @@ from metis.transport.clients import (
     is_timeout,
     request_timeout,
 )
+from metis.transport.decoding import decoded, encodings_of
 from metis.transport.redirects import redirect_target
 from metis.transport.slots import (
     close_if_overread,
@@ -146,11 +147,14 @@ class Exchange:
 def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
     """The body's chunks as they arrive. A body without a content encoding is read from the
     response's byte stream itself: ``aiter_bytes`` would add two generator frames, a decoder
-    and a chunker per chunk only to hand the same bytes on."""
-    encoding = response.headers.get("content-encoding", "").strip().lower()
+    and a chunker per chunk only to hand the same bytes on. A gzip or deflate body is decoded
+    here, in bounded pieces (:mod:`metis.transport.decoding`)."""
+    encodings = encodings_of(response)
     stream = response.stream
-    if encoding in ("", "identity") and isinstance(stream, httpx.AsyncByteStream):
+    if encodings == [] and isinstance(stream, httpx.AsyncByteStream):
         return stream.__aiter__()
+    if encodings and not response.is_stream_consumed:  # (a mock's answer may come read)
+        return decoded(response.aiter_raw(), encodings)
     return response.aiter_bytes().__aiter__()
 
 

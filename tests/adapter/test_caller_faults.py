@@ -100,3 +100,17 @@ async def test_many_concurrent_calls_on_one_adapter_each_get_their_own_reply(
     for i, text in texts.items():
         assert text in (f"You said: n{i}", "overloaded")
     await built.aclose()
+
+
+async def test_an_embedding_call_after_aclose_is_a_closed_error(emulator: Emulator) -> None:
+    from metis import build_embedder
+
+    built = build_embedder("openai", api_key="k", base_url=emulator.url + "/v1")
+    result = await built.embed(["one"], model="text-embedding-3-small", dimensions=4)
+    assert len(result.vectors) == 1
+    await built.aclose()
+    await built.aclose()
+    with pytest.raises(ClosedError, match="embedder was closed"):
+        await built.embed(["two"], model="text-embedding-3-small", dimensions=4)
+    assert emulator.requests_served == 1
+    assert built._client is None

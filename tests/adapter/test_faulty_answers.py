@@ -196,3 +196,35 @@ async def test_an_error_in_a_gemini_json_array_is_raised_after_what_came_before(
     assert caught.value.error_class == "rate_limit"
     partial = caught.value.partial_response
     assert partial is not None and partial.text
+
+
+HTML_PAGE = b"<!DOCTYPE html><html><head><title>Sign in to the proxy</title></head><body>...</body>"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+async def test_an_html_page_with_200_says_what_it_was(stack: str, streamed: bool) -> None:
+    # A proxy's login page, 200 text/html: a stream said only "ended before message_stop".
+    def page(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        return httpx.Response(200, headers={"content-type": "text/html"}, content=HTML_PAGE)
+
+    emulator = Emulator()
+    async with httpx.AsyncClient(transport=Reshaping(emulator, page)) as client:
+        built = adapter(stack, emulator, http_client=client, max_retries=0)
+        try:
+            with pytest.raises(ProtocolError, match="HTML error page: Sign in to the proxy"):
+                if streamed:
+                    await _texts(built.stream(request_for(stack)))
+                else:
+                    await built.complete(request_for(stack))
+        finally:
+            await built.aclose()
+
+
+@pytest.mark.parametrize("stack", ["anthropic", "openai", "openai_responses", "gemini", "ollama"])
+async def test_a_stream_labelled_text_html_is_still_read_as_its_stream(stack: str) -> None:
+    def relabelled(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        return httpx.Response(status, headers={"content-type": "text/html"}, content=body)
+
+    text = await streamed_text(stack, Reshaping(Emulator(), relabelled))
+    assert text == "You said: Say hello"

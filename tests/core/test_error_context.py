@@ -103,6 +103,8 @@ def test_an_unsupported_tool_parameter_type_names_the_tool_and_the_parameter(
         ("google:gemini-2.5-flash", "served by the stack 'gemini' (write gemini:MODEL)"),
         ("amazon-bedrock:amazon.nova-pro-v1:0", "the stacks 'bedrock', 'bedrock_anthropic'"),
         ("fireworks-ai:llama", "served by the stack 'fireworks'"),
+        ("azure-openai:gpt-4o", "did you mean 'azure' or 'openai'"),
+        ("vertex_ai:gemini-2.5-flash", "did you mean 'vertex'"),
     ],
 )
 def test_a_wrong_provider_says_what_was_meant(model: str, expected: str) -> None:
@@ -112,6 +114,22 @@ def test_a_wrong_provider_says_what_was_meant(model: str, expected: str) -> None
     with pytest.raises(ConfigError) as built:
         build_adapter(model.partition(":")[0])
     assert expected in str(built.value)
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("azure/gpt-4o", "did you mean 'azure:gpt-4o'"),
+        ("vertex_ai/gemini-2.5-flash", "did you mean 'vertex:gemini-2.5-flash'"),
+        ("openrouter/anthropic/claude-3", "did you mean 'openrouter:anthropic/claude-3'"),
+    ],
+)
+def test_a_provider_before_a_slash_as_litellm_writes_it_says_what_was_meant(
+    model: str, expected: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        metis.complete(model, "Hi")
+    assert expected in str(caught.value)
 
 
 def test_an_uncatalogued_model_warning_names_the_closest_known_models(

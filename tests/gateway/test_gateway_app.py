@@ -224,6 +224,27 @@ def test_the_example_configuration_loads_and_refuses_a_missing_key() -> None:
         GatewayConfig.from_dict({"modles": {}}, environ={})
 
 
+def test_an_adapter_without_its_key_is_said_at_startup(caplog: pytest.LogCaptureFixture) -> None:
+    """The operator learns at startup, not from the first client's 401, that a model's
+    adapter lacks its key."""
+    from metis.gateway.config import GatewayConfig
+
+    data = {
+        "adapters": {"claude": {"type": "anthropic", "api_key_env": "NOT_SET_HERE"}},
+        "models": {"anthropic:claude-sonnet-4-5": {"adapter": "claude", "aliases": ["sonnet"]}},
+        "gateway": {"api_key_env": "GATEWAY_KEY"},
+    }
+    app = create_app(GatewayConfig.from_dict(data, environ={"GATEWAY_KEY": GATEWAY_KEY}))
+    with caplog.at_level("WARNING", logger="metis.gateway"), serving(app) as (url, _):
+        said = {"model": "sonnet", "max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}]}
+        answer = httpx.post(url + "/v1/messages", json=said, headers={"x-api-key": GATEWAY_KEY})
+    assert answer.status_code == 401
+    (line,) = [r for r in caplog.records if getattr(r, "event", "") == "metis.gateway.unconfigured"]
+    assert "'claude'" in line.getMessage() and "NOT_SET_HERE" in line.getMessage()
+    assert "anthropic:claude-sonnet-4-5" in line.getMessage()
+
+
+@pytest.mark.anyio
 async def test_the_metrics_endpoint_counts_requests_errors_tokens_and_cost(
     emulator: Emulator,
 ) -> None:

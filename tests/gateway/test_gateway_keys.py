@@ -15,7 +15,7 @@ from metis.gateway.errors import GatewayPermissionError
 from metis.gateway.keys import BudgetExceededError, Keys, KeySpec, digest
 from metis.model.response import TokenUsage
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import GATEWAY_KEY, gateway_config
+from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
 
 SAID = {"model": "flash", "max_tokens": 50, "messages": [{"role": "user", "content": "Hi"}]}
 
@@ -155,3 +155,51 @@ async def test_the_model_list_shows_a_key_only_what_it_may_use() -> None:
         wide = await listed("wide-key")
         assert {"flash", "gpt", "sonnet", "fallback"} <= set(wide) and len(wide) > 2
         assert set(await listed(GATEWAY_KEY)) == set(wide)  # the simple key: every name
+
+
+GONE_REDIS = "redis://127.0.0.1:1"  # nothing listens on port 1: refused at once
+
+
+def test_a_key_whose_limits_the_gone_redis_cannot_check_is_told_to_retry() -> None:
+    """Redis gone: a key's limits and budget cannot be checked, so its request is not served
+    unchecked; the caller gets its API's retried overloaded error, without the store's
+    address, and a stored response cannot be read either."""
+    keys = [{"name": "team", "sha256": digest("team-key"), "budget_usd": 10}]
+    app = create_app(gateway_config(Emulator(), {"keys": keys, "redis_url": GONE_REDIS}))
+    again = {"model": "flash", "input": "Hi", "previous_response_id": "resp_1"}
+    with serving(app) as (url, _), httpx.Client(base_url=url, timeout=30) as client:
+        messages = client.post("/v1/messages", json=SAID, headers={"x-api-key": "team-key"})
+        chat = client.post(
+            "/v1/chat/completions", json=SAID, headers={"authorization": "Bearer team-key"}
+        )
+        responses = client.post(
+            "/v1/responses", json=again, headers={"authorization": f"Bearer {GATEWAY_KEY}"}
+        )
+    assert messages.status_code == 529, messages.text
+    assert messages.json()["error"]["type"] == "overloaded_error"
+    assert messages.headers["retry-after"] == "1"
+    assert "check key 'team'" in messages.text and "127.0.0.1" not in messages.text
+    assert chat.status_code == 503, chat.text
+    assert responses.status_code == 503 and "resp_1" in responses.text
+
+
+@pytest.mark.anyio
+async def test_a_key_the_gone_redis_cannot_settle_is_logged_not_raised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The answer went out before the key is settled: a store failing then is the
+    operator's to see (logged), not the caller's (nothing raised)."""
+    from metis.gateway.errors import shared_store_failed
+
+    class GoneLedger:
+        async def release(self, state: Any, usd: Decimal) -> None:
+            raise shared_store_failed("settle", ConnectionError("gone"))
+
+    keys = Keys([KeySpec(name="team", sha256=digest("k1"))], {}, ledger=GoneLedger())
+    state = keys.find("k1")
+    assert state is not None
+    await keys.release(state, "openai:gpt-4o", TokenUsage(input_tokens=10, output_tokens=1))
+    (record,) = [
+        r for r in caplog.records if getattr(r, "event", "") == "metis.gateway.key_not_settled"
+    ]
+    assert "could not settle" in record.getMessage()

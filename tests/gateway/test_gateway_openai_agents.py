@@ -50,8 +50,13 @@ def sdk() -> SimpleNamespace:
 
 
 @pytest.fixture(scope="module")
-def url() -> Iterator[str]:
-    with gateway_url(Emulator()) as served:
+def emulator() -> Emulator:
+    return Emulator()
+
+
+@pytest.fixture(scope="module")
+def url(emulator: Emulator) -> Iterator[str]:
+    with gateway_url(emulator) as served:
         yield served
 
 
@@ -72,7 +77,7 @@ def weather_agent(sdk: Any, chosen: Any, ran: list[str], **more: Any) -> Any:
     return sdk.agents.Agent(name="weather", model=chosen, tools=[get_weather], **more)
 
 
-async def streamed(sdk: Any, agent: Any, said: str) -> tuple[Any, list[str], str]:
+async def streamed_run(sdk: Any, agent: Any, said: str) -> tuple[Any, list[str], str]:
     """The streamed run, the kinds of its raw events, and its text as the deltas carried it."""
     run = sdk.agents.Runner.run_streamed(agent, said)
     kinds, text = [], []
@@ -93,7 +98,7 @@ def test_an_agent_with_a_tool_over_two_turns_whole_and_streamed(
     async def both() -> tuple[Any, tuple[Any, list[str], str]]:
         agent = weather_agent(sdk, model(sdk, url, kind), ran, instructions="Be brief.")
         whole = await sdk.agents.Runner.run(agent, "Weather in Oslo?")
-        return whole, await streamed(sdk, agent, "Weather in Oslo?")
+        return whole, await streamed_run(sdk, agent, "Weather in Oslo?")
 
     result, (run, kinds, text) = anyio.run(both)
     assert result.final_output == ANSWER
@@ -112,7 +117,7 @@ def test_structured_output_whole_and_streamed(sdk: Any, url: str, kind: str) -> 
     async def both() -> tuple[Any, Any]:
         agent = sdk.agents.Agent(name="cities", model=model(sdk, url, kind), output_type=City)
         whole = await sdk.agents.Runner.run(agent, "A city?")
-        run, _, _ = await streamed(sdk, agent, "A city?")
+        run, _, _ = await streamed_run(sdk, agent, "A city?")
         return whole.final_output, run.final_output
 
     whole, streamed_output = anyio.run(both)
@@ -132,6 +137,37 @@ def test_a_run_continues_a_stored_response(sdk: Any, url: str) -> None:
 
     assert anyio.run(two).final_output == "According to get_weather: Cold in Bergen."
     assert ran == ["Oslo", "Bergen"]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+def test_claudes_thinking_stays_in_a_tool_loop_kept_by_the_client(
+    sdk: Any, url: str, emulator: Emulator, streamed: bool
+) -> None:
+    """``store: false`` with ``include: ["reasoning.encrypted_content"]``: the SDK keeps the
+    conversation and sends the reasoning items back, which carry Claude's signed thinking
+    to it again after the tool call (the gateway left them out: thinking was off)."""
+    settings = sdk.agents.ModelSettings(
+        reasoning=sdk.openai.types.shared.Reasoning(effort="low"),
+        max_tokens=4000,
+        store=False,
+        response_include=["reasoning.encrypted_content"],
+    )
+    ran: list[str] = []
+
+    async def run() -> Any:
+        chosen = model(sdk, url, "responses-to-claude")
+        agent = weather_agent(sdk, chosen, ran, model_settings=settings)
+        if streamed:
+            return (await streamed_run(sdk, agent, "Weather in Oslo?"))[0]
+        return await sdk.agents.Runner.run(agent, "Weather in Oslo?")
+
+    assert anyio.run(run).final_output == ANSWER and ran == ["Oslo"]
+    first, second = emulator.bodies("anthropic")[-2:]
+    assert first["thinking"]["type"] == "enabled" and second.get("thinking") == first["thinking"]
+    assert [block["type"] for block in second["messages"][1]["content"]] == [
+        "thinking",
+        "tool_use",
+    ]
 
 
 @pytest.mark.parametrize("kind", ["responses-to-claude", "chat-to-gemini"])

@@ -6,16 +6,19 @@ that made and kept that response, else replaced by the stored conversation. The 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
 from metis.gateway.app import create_app
 from metis.gateway.config import GatewayConfig
 from metis.gateway.keys import digest
+from metis.gateway.store import ResponseStore
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
 
@@ -412,3 +415,73 @@ async def test_a_read_that_fails_at_the_deadline_ends_as_the_gateway_s_timeout()
         "nothing arrived within 1 s"
         in json.loads(out.split(b"data: ", 1)[1])["response"]["error"]["message"]
     )
+
+
+def _one_place_app() -> Any:
+    """A gateway over an ``open_responses`` upstream whose one key may have one request in
+    flight."""
+    adapter = {"type": "open_responses", "api_key_env": "KEY", "max_retries": 0}
+    one_place = [{"name": "one", "sha256": digest("one-key"), "max_concurrent": 1}]
+    data = {
+        "adapters": {"open": adapter},
+        "models": {"open:gpt-5": {"adapter": "open", "aliases": ["open"]}},
+        "gateway": {"keys": one_place},
+    }
+    clients = {"open": Emulator().client()}
+    return create_app(GatewayConfig.from_dict(data, environ={"KEY": "k"}, clients=clients))
+
+
+@pytest.mark.anyio
+async def test_an_answer_redis_fails_to_keep_is_served_and_the_key_gets_its_place_back() -> None:
+    """Redis failing as a passed-through answer is kept: the answer was made and charged, so
+    it is served (a later previous_response_id naming it is what fails), and the key's one
+    place in flight is given back: the next request is served, not refused."""
+    from metis.gateway.store import RedisResponseStore
+
+    app = _one_place_app()
+
+    class GoneRedis:
+        async def get(self, key: str) -> str | None:
+            return None
+
+        async def set(self, key: str, value: str, ex: int) -> None:
+            raise ConnectionError("Redis is gone")
+
+    app.state.gateway.stored = RedisResponseStore(GoneRedis(), seconds=60)
+    transport = httpx.ASGITransport(app=app)
+    headers = {"authorization": "Bearer one-key"}
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        for _ in range(2):
+            answer = await client.post(
+                "/v1/responses", json={"model": "open", "input": "Hi"}, headers=headers
+            )
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["output"]
+
+
+@pytest.mark.anyio
+async def test_a_request_cancelled_while_its_answer_is_kept_gives_the_key_its_place_back() -> None:
+    app = _one_place_app()
+    keeping = anyio.Event()
+
+    class HangingStore:
+        async def get(self, owner: str, response_id: str) -> None:
+            return None
+
+        async def keep(self, *args: Any) -> None:
+            keeping.set()
+            await anyio.sleep_forever()
+
+    app.state.gateway.stored = HangingStore()
+    transport = httpx.ASGITransport(app=app)
+    headers = {"authorization": "Bearer one-key"}
+    body = {"model": "open", "input": "Hi"}
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        async with anyio.create_task_group() as group:
+            post = functools.partial(client.post, json=body, headers=headers)
+            group.start_soon(post, "/v1/responses")
+            await keeping.wait()
+            group.cancel_scope.cancel()
+        app.state.gateway.stored = ResponseStore(10)
+        answer = await client.post("/v1/responses", json=body, headers=headers)
+    assert answer.status_code == 200, answer.text

@@ -5,10 +5,13 @@ the plain one."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import zlib
+from collections.abc import AsyncIterator
 
 import anyio
+import httpx
 import pytest
 
 from metis.errors import ProtocolError
@@ -78,3 +81,79 @@ async def test_a_valid_encoded_body_reads_as_the_plain_one(encoding: str, stream
         await built.aclose()
     assert isinstance(events[-1], MessageComplete)
     assert events[-1].stop_reason.kind is StopKind.END_TURN
+
+
+@functools.cache
+def _bomb(layers: int, size: int = 64 << 20) -> bytes:
+    """``size`` zero bytes, gzip-compressed ``layers`` times (a few hundred bytes for two)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = bytes(1 << 20)
+    body = b"".join(packer.compress(block) for _ in range(size >> 20)) + packer.flush()
+    for _ in range(layers - 1):
+        body = gzip.compress(body, compresslevel=9)
+    return body
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "gzip, gzip"])
+async def test_a_compression_bomb_is_decoded_in_bounded_pieces(encoding: str) -> None:
+    # httpx decoded each chunk whole: a 300-byte body twice gzipped became 4 MiB in one step
+    # (1.8 KB became 1 GiB: 2 GB of memory), before the framing's limits could look at it.
+    from metis.pipeline.request import ResponseHead, WireRequest
+    from metis.transport.decoding import PIECE
+    from metis.transport.stage import Transport
+
+    from ..helpers import bound, make_call
+
+    body = _bomb(encoding.count("gzip"), 4 << 20)
+    headers = {"content-encoding": encoding, "content-type": "text/event-stream"}
+
+    class Body(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            yield body
+
+    def answer(request: object) -> httpx.Response:
+        return httpx.Response(200, headers=headers, stream=Body())
+
+    wire = WireRequest(url="https://api.example.com/v1/messages", body={}, headers={}, stream=True)
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
+        items = bound(Transport(), http=http)(wire, make_call(), None)  # type: ignore[arg-type]
+        assert isinstance(await anext(items), ResponseHead)
+        sizes = [len(await anext(items)) for _ in range(8)]
+        await items.aclose()
+    assert max(sizes) <= PIECE and sum(sizes) == 8 * PIECE
+
+
+@pytest.mark.slow  # 65 MiB compressed, then decoded to the limit: seconds
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_compression_bomb_ends_at_the_framing_limit(stream: bool) -> None:
+    async with FaultProxy.running() as proxy:
+        proxy.script(response(200, _bomb(2, 65 << 20), {"content-encoding": "gzip, gzip"}))
+        built = adapter_for(proxy.url)
+        with anyio.fail_after(20), pytest.raises(ProtocolError, match="MiB"):
+            await run(built, stream)
+        await built.aclose()
+
+
+@pytest.mark.parametrize("header", [True, False], ids=["zlib", "raw"])
+def test_deflate_is_read_with_or_without_its_zlib_header(header: bool) -> None:
+    from metis.transport.decoding import _Layer
+
+    packer = zlib.compressobj(wbits=zlib.MAX_WBITS if header else -zlib.MAX_WBITS)
+    body = packer.compress(REPLY) + packer.flush()
+    layer = _Layer("deflate")
+    assert b"".join([*layer.feed(body[:7]), *layer.feed(body[7:]), *layer.finish()]) == REPLY
+
+
+async def test_an_encoded_answer_a_mock_transport_has_already_read_is_read_as_it_is() -> None:
+    from metis.pipeline.request import WireRequest
+    from metis.transport.stage import Transport
+
+    from ..helpers import bound, make_call
+
+    def answer(request: object) -> httpx.Response:
+        return httpx.Response(200, headers=GZIP, content=gzip.compress(b"already read"))
+
+    wire = WireRequest(url="https://api.example.com/v1/messages", body={}, headers={}, stream=True)
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
+        items = [item async for item in bound(Transport(), http=http)(wire, make_call(), None)]  # type: ignore[arg-type]
+    assert b"".join(items[1:]) == b"already read"

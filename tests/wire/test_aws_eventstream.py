@@ -270,3 +270,41 @@ def test_a_large_frame_in_small_chunks_is_joined_once_whole() -> None:
     decoder.close()
     assert frame_object(got[0]) == {"contentBlockDelta": {"delta": {"text": text}}}
     assert len(got) == 1 + len(EVENTS)
+
+
+def _raw_event_frame(event_type: str, payload: bytes) -> bytes:
+    headers = {":message-type": "event", ":event-type": event_type}
+    return encode_frame({**headers, ":content-type": "application/json"}, payload)
+
+
+@pytest.mark.parametrize(
+    ("payload", "why"),
+    [
+        (b'{"usage": {"inputTokens": NaN}}', "NaN is not a JSON number"),
+        (b'{"usage": {"inputTokens": Infinity}}', "Infinity"),
+        (b'{"x": ' + b"[" * 150 + b"]" * 150 + b"}", "nested deeper than 100 levels"),
+        (b'{"x": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested deeper than 100 levels"),
+    ],
+    ids=["nan", "infinity", "deep", "very-deep"],
+)
+def test_a_frame_holding_json_past_the_limits_is_refused_as_every_framing_does(
+    payload: bytes, why: str
+) -> None:
+    # json.loads took NaN and nesting up to Python's recursion limit here (and said "invalid
+    # JSON" past it); the SSE and NDJSON framings refuse both (metis/wire/json_limits.py).
+    (frame,) = EventStreamDecoder().feed(_raw_event_frame("metadata", payload))
+    with pytest.raises(ProtocolError, match=f"JSON metis refuses: {why}"):
+        frame_object(frame)
+
+
+@pytest.mark.parametrize(
+    "inner", [b'{"type": "message_stop", "x": ' + b"[" * 150 + b"]" * 150 + b"}", b'{"n": NaN}']
+)
+def test_a_bedrock_anthropic_chunk_holding_json_past_the_limits_is_refused(inner: bytes) -> None:
+    import base64
+
+    from metis.wire.anthropic.bedrock import unwrap_chunk
+
+    chunk = {"bytes": base64.b64encode(inner).decode()}
+    with pytest.raises(ProtocolError, match="JSON metis refuses"):
+        unwrap_chunk(chunk, "bedrock_anthropic")

@@ -104,3 +104,23 @@ def test_sse_objects_do_not_depend_on_the_cuts(
     event = b"event: e\n" if named else b""
     body = b"".join(event + b"data: " + _line(obj) + b"\n\n" for obj in objects)
     assert _read(body, cuts, "sse") == (objects, "")
+
+
+def test_a_blank_first_chunk_is_kept_for_the_chunk_that_says_what_the_body_is() -> None:
+    # It was dropped: the error named a line one blank shorter than the one sent (the
+    # ndjson search above found it with the cut [1]).
+    line = b"  " + b"[" * 60 + b"]" * 60
+    whole = BodyObjects("ndjson", streamed=True)
+    cut = BodyObjects("ndjson", streamed=True)
+    whole.feed(line + b"\n")
+    cut.feed(line[:1])
+    cut.feed(line[1:] + b"\n")
+    assert whole.failed is not None
+    assert str(cut.failed) == str(whole.failed)
+
+
+def test_an_endless_blank_body_is_not_held() -> None:
+    objects = BodyObjects("sse", streamed=True, content_type="text/event-stream")
+    for _ in range(10_000):
+        assert objects.feed(b"      \n") == []
+    assert objects.close() == []

@@ -70,3 +70,31 @@ def test_what_is_not_json_is_a_value_error(text: str | bytes) -> None:
 def test_a_bom_is_skipped() -> None:
     assert json_limits.loads('\ufeff{"a": 1}') == {"a": 1}
     assert json_limits.loads(b'\xef\xbb\xbf{"a": 1}') == {"a": 1}
+
+
+def test_a_batch_results_file_past_the_limits_is_a_protocol_error() -> None:
+    # json.loads raised a bare RecursionError on a deep line, and invalid UTF-8 a bare
+    # UnicodeDecodeError, out of a batch's results download.
+    from metis.errors import ProtocolError
+    from metis.wire.batches import jsonl
+
+    deep = b"[" * 100_000 + b"]" * 100_000
+    with pytest.raises(ProtocolError, match="line 2 is not JSON"):
+        jsonl(b'{"a": 1}\n' + deep + b"\n", "batch output")
+    with pytest.raises(ProtocolError, match="line 1 is not JSON"):
+        jsonl(b'{"a": NaN}\n', "batch output")
+    with pytest.raises(ProtocolError, match="batch output is not UTF-8"):
+        jsonl(b'{"a": "\xff"}\n', "batch output")
+
+
+def test_a_nova_code_result_too_deep_to_read_is_left_unread() -> None:
+    from metis.wire.bedrock_converse.server_tools import result_block
+
+    deep = "[" * 100_000 + "]" * 100_000
+    result = {
+        "toolUseId": "t1",
+        "type": "nova_code_interpreter_result",
+        "content": [{"text": deep}],
+    }
+    block = result_block(result, {"t1": "code_execution"})
+    assert block.code_output is None

@@ -560,7 +560,8 @@ def test_stream_length_and_other_finish_reasons() -> None:
         "length": StopKind.MAX_TOKENS,
         "content_filter": StopKind.CONTENT_FILTER,
         "function_call": StopKind.TOOL_USE,
-        "eos": StopKind.PROVIDER_SPECIFIC,
+        "eos": StopKind.END_TURN,  # Together AI's end of sequence
+        "abort": StopKind.PROVIDER_SPECIFIC,  # vLLM's, a request aborted
     }
     for raw, kind in cases.items():
         done = final(stream([chunk({"content": "cut"}), chunk({}, raw)]))

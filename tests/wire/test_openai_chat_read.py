@@ -20,7 +20,7 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.events import MessageComplete, StreamEvent, TextDelta, ThinkingDelta
-from metis.model.response import StopKind
+from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.openai_chat import codec
 from metis.wire.openai_chat.read import content_chunks
@@ -427,6 +427,34 @@ def test_an_error_object_in_a_200_reply_is_classified_by_its_own_status(
         assert caught.value.error_class is cls
         assert caught.value.provider_status == status
         assert caught.value.provider_message == error["message"]
+
+
+def test_an_error_chunk_keeps_the_usage_it_carries() -> None:
+    """OpenRouter ends a stream cut at its token limit with an error chunk that carries the
+    call's usage: the error is raised, the usage is kept with what arrived."""
+    parser = codec.stream_parser(builder())
+    parser.feed(chunk({"role": "assistant", "content": "Hel"}))
+    parser.feed(chunk({"content": "lo"}, "length"))
+    usage = {"prompt_tokens": 43, "completion_tokens": 10, "total_tokens": 53}
+    with pytest.raises(AdapterError, match="Token limit reached"):
+        parser.feed(
+            chunk(
+                {"content": ""}, error={"code": 400, "message": "Token limit reached"}, usage=usage
+            )
+        )
+    ended = final(list(parser.interrupt(StopReason(kind=StopKind.ERROR))))
+    assert ended.final_content[0].text == "Hello"  # type: ignore[union-attr]
+    assert (ended.usage.input_tokens, ended.usage.output_tokens) == (43, 10)
+
+
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "whole"])
+def test_togethers_eos_finish_is_the_end_of_the_turn(streamed: bool) -> None:
+    """Together AI ends a reply with ``finish_reason: "eos"`` (end of sequence)."""
+    if streamed:
+        done = final(stream([chunk({"role": "assistant", "content": "Hi."}), chunk({}, "eos")]))
+    else:
+        done = parse(body({"content": "Hi."}, finish="eos"))
+    assert (done.stop_reason.kind, done.stop_reason.raw) == (StopKind.END_TURN, "eos")
 
 
 def test_no_warning_is_logged_for_plain_content(caplog: pytest.LogCaptureFixture) -> None:

@@ -56,6 +56,12 @@ def _fail(message: str, status: int) -> int:
     return status
 
 
+def _port(text: str) -> int:
+    if not text.strip().isdigit() or int(text) > 65535:  # the socket would take it modulo 65536
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
+    return int(text)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="metis emulator",
@@ -66,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8900, help="port (0: any free; default 8900)")
+    parser.add_argument("--port", type=_port, default=8900, help="port (0: any free; default 8900)")
     parser.add_argument(
         "--faults",
         default=None,

@@ -11,7 +11,6 @@ to the Anthropic parser. Errors are AWS's (metis/wire/bedrock_converse/errors.py
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,11 +18,12 @@ from metis.errors import ProtocolError
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopReason
-from metis.wire import anthropic
+from metis.wire import anthropic, json_limits
 from metis.wire.anthropic import read as anthropic_read
 from metis.wire.bedrock_converse import errors as aws_errors
 from metis.wire.builder import NO_EVENTS, MessageBuilder
 from metis.wire.codec import Codec, EncodeContext
+from metis.wire.json_limits import JSONLimitError
 
 ANTHROPIC_VERSION = "bedrock-2023-05-31"
 
@@ -79,8 +79,14 @@ _NOTHING: Any = object()
 def _base64_json(data: str) -> Any:
     """The JSON value ``data`` encodes in base64, or ``_NOTHING`` when it does not hold one."""
     try:
-        return json.loads(base64.b64decode(data, validate=True))
-    except (ValueError, RecursionError):  # bad base64 (binascii.Error), JSON or UTF-8
+        decoded = base64.b64decode(data, validate=True)
+    except ValueError:  # bad base64 (binascii.Error)
+        return _NOTHING
+    try:
+        return json_limits.loads(decoded)
+    except JSONLimitError as exc:  # what every other framing refuses (NaN, past 100 levels)
+        raise ProtocolError(f"bedrock sent a chunk holding JSON metis refuses: {exc}") from None
+    except ValueError:  # invalid JSON or UTF-8
         return _NOTHING
 
 

@@ -4,12 +4,12 @@ non-streamed request, made by its chat stack's codec; each result is read by the
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from metis.errors import ProtocolError
 from metis.model.batches import BatchState
+from metis.wire import json_limits
 from metis.wire.read import shown
 
 
@@ -39,12 +39,16 @@ class RawItem:
 def jsonl(raw: bytes, where: str) -> list[dict[str, Any]]:
     """The objects of a JSONL file, one a line (blank lines skipped)."""
     out = []
-    for number, line in enumerate(raw.decode("utf-8-sig").splitlines(), 1):
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(f"{where} is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except ValueError:
+            value = json_limits.loads(line)
+        except ValueError:  # not JSON, or past the limits (never a RecursionError)
             raise ProtocolError(f"{where} line {number} is not JSON: {shown(line)}") from None
         if not isinstance(value, dict):
             raise ProtocolError(f"{where} line {number}: expected an object, got {shown(value)}")

@@ -13,7 +13,6 @@ https://docs.aws.amazon.com/nova/latest/nova2-userguide/web-grounding.html.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from metis.errors import CapabilityError
@@ -30,6 +29,7 @@ from metis.model.server_tools import (
     ServerToolResultBlock,
     WebSearch,
 )
+from metis.wire import json_limits
 from metis.wire.codec import EncodeContext
 
 SYSTEM_TOOLS = {WEB_SEARCH: "nova_grounding", CODE_EXECUTION: "nova_code_interpreter"}
@@ -99,8 +99,8 @@ def _code_output(content: Any) -> CodeOutput | None:
     jsons = [p.get("json") for p in content or [] if isinstance(p, dict) and "json" in p]
     for found in [*jsons, *texts]:
         try:
-            data = json.loads(found) if isinstance(found, str) else found
-        except ValueError:
+            data = json_limits.loads(found) if isinstance(found, str) else found
+        except ValueError:  # not JSON, or past the limits (never a RecursionError)
             continue
         if isinstance(data, dict):
             code = data.get("exitCode")

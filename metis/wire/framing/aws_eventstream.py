@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from metis.errors import ProtocolError
+from metis.wire import json_limits
+from metis.wire.json_limits import JSONLimitError
 
 _PRELUDE = 12
 _CRC = 4
@@ -199,8 +201,12 @@ def frame_object(frame: Frame) -> dict[str, Any]:
 
 def _json(payload: bytes, what: str) -> dict[str, Any]:
     try:
-        value = json.loads(payload)
-    except (ValueError, RecursionError):
+        value = json_limits.loads(payload)
+    except JSONLimitError as exc:  # what every other framing refuses (NaN, past 100 levels)
+        raise ProtocolError(
+            f"event stream {what!r} frame holds JSON metis refuses: {exc}"
+        ) from None
+    except ValueError:
         raise ProtocolError(
             f"event stream {what!r} frame holds invalid JSON: {payload[:200]!r}"
         ) from None

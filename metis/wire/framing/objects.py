@@ -35,10 +35,12 @@ from metis.wire import json_limits
 from metis.wire.framing.aws_eventstream import EventStreamDecoder, frame_object
 from metis.wire.framing.sse import MAX_LINE_LENGTH
 from metis.wire.framing.sse_data import SSEDataDecoder
+from metis.wire.http_errors import body_excerpt
 from metis.wire.json_limits import MAX_DEPTH, JSONLimitError
 
 FORMATS = ("sse", "ndjson", "json", "eventstream")
 _SNIPPET = 200
+_SNIPPET_BYTES = 64 * 1024  # of an HTML page: enough to find its title
 MAX_WHOLE_BODY = 64 * 1024 * 1024
 """The largest JSON document held whole (a reply read at once), in bytes: four times a
 stream's longest line (:data:`~metis.wire.framing.sse.MAX_LINE_LENGTH`)."""
@@ -54,7 +56,6 @@ class BodyObjects:
     """The JSON objects of one response body, in order."""
 
     __slots__ = (
-        "_blank",
         "_fmt",
         "_frames",
         "_held",
@@ -78,7 +79,6 @@ class BodyObjects:
         self._mode = "first" if streamed and fmt != "json" else "whole"
         self._held: list[bytes] = []
         self._held_bytes = 0
-        self._blank = b""
         self._sse = SSEDataDecoder() if fmt == "sse" else None
         self._frames = EventStreamDecoder() if fmt == "eventstream" else None
         self._lines = _LineSplitter() if fmt == "ndjson" else None
@@ -98,13 +98,20 @@ class BodyObjects:
         says what the body is, it is the reader of that framing itself: no dispatch per chunk."""
 
     def _first(self, chunk: bytes) -> list[dict[str, Any]]:
-        if not chunk.strip():  # nothing yet says what the body is: kept for the reader that
-            self._blank += chunk  # will be, so the bytes it reads do not depend on the cuts
+        if not chunk.strip() and self._held_bytes + len(chunk) <= _SNIPPET_BYTES:
+            self._held.append(chunk)  # nothing yet says what the body is: kept for what does
+            self._held_bytes += len(chunk)
             return []
-        chunk, self._blank = self._blank + chunk, b""
+        if self._held:
+            chunk = b"".join(self._held) + chunk
+            self._held.clear()
+            self._held_bytes = 0
         if _whole_json(self.content_type, chunk):
             self._mode, self.feed = "reply", self._hold
             return self._hold(chunk)
+        if _html(self.content_type, chunk):  # a proxy's page: kept only to say what it was
+            self._mode, self.feed = "html", self._hold_head
+            return self._hold_head(chunk)
         if self._sse is not None and chunk.lstrip()[:1] == b"[":
             self._mode, self.feed = "array", self._hold  # Gemini's stream without alt=sse
             return self._hold(chunk)
@@ -128,8 +135,19 @@ class BodyObjects:
         self._held.append(chunk)
         return []
 
+    def _hold_head(self, chunk: bytes) -> list[dict[str, Any]]:
+        if self._held_bytes < _SNIPPET_BYTES:
+            self._held.append(chunk)
+            self._held_bytes += len(chunk)
+        return []
+
     def close(self) -> list[dict[str, Any]]:
         mode = self._mode
+        if mode == "html":
+            page = body_excerpt(b"".join(self._held))
+            raise ProtocolError(
+                f"provider answered where its {self._fmt} stream was expected with: {page}"
+            )
         if mode == "whole":
             return [_parse(_text(b"".join(self._held), "json"), "json")]
         if mode == "reply":
@@ -258,6 +276,9 @@ def _parse(text: str, fmt: str) -> dict[str, Any]:
             f"provider sent JSON metis refuses in its {fmt} stream: {exc}"
         ) from None
     except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        if text.lstrip()[:1] == "<":
+            page = body_excerpt(text.encode())
+            raise ProtocolError(f"provider answered where JSON was expected with: {page}") from None
         raise ProtocolError(
             f"provider sent invalid JSON in its {fmt} stream: {text[:_SNIPPET]}"
         ) from None
@@ -300,6 +321,16 @@ def _whole_json(content_type: str | None, first: bytes) -> bool:
     if content_type is None or first.lstrip()[:1] != b"{":
         return False
     return content_type.partition(";")[0].strip().lower() == "application/json"
+
+
+def _html(content_type: str | None, first: bytes) -> bool:
+    """An HTML page (a proxy's login or error page) where a stream was expected: markup,
+    labelled ``text/html`` or opening as a page does (a stream labelled ``text/html`` is
+    still read as a stream)."""
+    start = first.lstrip()[:15].lower()
+    if content_type is not None and content_type.partition(";")[0].strip().lower() == "text/html":
+        return start[:1] == b"<"
+    return start.startswith((b"<!doctype html", b"<html"))
 
 
 def _several_lines(body: bytes) -> bool:

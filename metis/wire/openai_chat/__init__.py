@@ -14,6 +14,7 @@ in the same shape, openai/openai-openapi#576) is a tool call whose input is ``{"
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from collections.abc import Hashable, Mapping, Sequence
@@ -210,7 +211,10 @@ class _StreamParser:
         self._sources: list[Citation] = []  # a reply's source list, as the last chunk gave it
 
     def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
-        if "error" in obj:
+        if "error" in obj:  # its usage, if any, is kept with what arrived (OpenRouter's has)
+            if (usage := obj.get("usage")).__class__ is dict:
+                with contextlib.suppress(ProtocolError):
+                    read_usage(self._builder, usage, self._apart)
             raise body_error(obj)
         builder = self._builder
         if not builder.started:

@@ -48,6 +48,7 @@ _STOPS = {
         ("content_filter", StopKind.CONTENT_FILTER),
         ("stop_sequence", StopKind.STOP_SEQUENCE),  # Hugging Face TGI
         ("eos_token", StopKind.END_TURN),  # TGI 1.4
+        ("eos", StopKind.END_TURN),  # Together AI: the model's end of sequence
     )
 }
 CONTENT, REASONING_DETAILS = "content", "reasoning_details"
