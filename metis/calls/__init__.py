@@ -43,13 +43,13 @@ from metis.calls.request import (
     MessagesLike,
     ModelLike,
     build_request,
+    call_note,
     check_call_options,
     stack_and_model,
     structured_output,
-    unknown_model_note,
     validated,
 )
-from metis.errors import InvalidRequestError
+from metis.errors import AdapterError
 from metis.model.events import StreamEvent
 from metis.model.response import CanonicalResponse
 from metis.routing.router import Router
@@ -307,8 +307,8 @@ async def _adapter(model: ModelLike, options: CallOptions) -> AsyncIterator[Adap
     ) as adapter:
         try:
             yield adapter
-        except InvalidRequestError as error:
-            note = unknown_model_note(adapter, model) if error.provider_status == 404 else None
+        except AdapterError as error:
+            note = call_note(error, adapter, model, key_given=bool(options.get("api_key")))
             if note is not None:
                 error.add_note(note)  # shown under the traceback's last line
             raise

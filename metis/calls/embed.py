@@ -24,8 +24,10 @@ from metis.adapter.embedder import Embedder
 from metis.calls.adapters import _settings_key, this_loop
 from metis.calls.background import background_loop, on_background_loop
 from metis.calls.request import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS, stack_and_model
-from metis.core.suggest import did_you_mean
-from metis.errors import BlockingCallError
+from metis.catalog.embedding_models import embedding_model, embedding_models
+from metis.core.options import check_options
+from metis.core.suggest import closest
+from metis.errors import BlockingCallError, InvalidRequestError
 from metis.model.embeddings import EmbeddingResult, EmbedInput, InputType
 from metis.pipeline.config import AdapterConfig
 from metis.stacks.embedding import EmbeddingStackSpec, load_embedding_stack
@@ -88,7 +90,25 @@ async def _aembed(
     given: dict[str, Any] = dict(options)
     call = {key: given[key] for key in _CALL_KEYS if key in given}
     async with leased_embedder(model, options) as embedder:
-        return await embedder.embed(inputs, model=model, **call)
+        try:
+            return await embedder.embed(inputs, model=model, **call)
+        except InvalidRequestError as error:
+            note = unknown_embedding_note(embedder, model) if error.provider_status == 404 else None
+            if note is not None:
+                error.add_note(note)  # shown under the traceback's last line
+            raise
+
+
+def unknown_embedding_note(embedder: Embedder, model: str) -> str | None:
+    """For a provider's "no such model" (404): the embedding models metis knows there nearest
+    the one asked for, when it knows none by that name (a misspelling, or a chat model)."""
+    catalog, wire = embedder.stack.catalog, embedder.wire_model(model)
+    if catalog is None or embedding_model(catalog, wire) is not None:
+        return None
+    ids = [m.id for m in embedding_models() if m.catalog == catalog]
+    near = closest(wire, ids, n=3, cutoff=0.5) or ids[:3]
+    known = f"; its embedding models include {', '.join(near)}" if near else ""
+    return f"metis: {wire!r} is not an embedding model metis knows at {catalog}{known}"
 
 
 @contextlib.asynccontextmanager
@@ -128,9 +148,4 @@ def _stack(name: str) -> EmbeddingStackSpec:
 
 
 def _check(what: str, options: Mapping[str, Any]) -> None:
-    for name in options:
-        if name not in _OPTIONS:
-            raise TypeError(
-                f"metis.{what}() got an unknown option {name!r}"
-                f"{did_you_mean(name, sorted(_OPTIONS))}"
-            )
+    check_options(f"metis.{what}()", options, _OPTIONS)

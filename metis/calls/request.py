@@ -9,7 +9,13 @@ from pydantic import PydanticUserError, TypeAdapter, ValidationError
 
 from metis.adapter.adapter import Adapter
 from metis.core.options import check_options
-from metis.errors import ConfigError, InvalidRequestError, OutputValidationError
+from metis.errors import (
+    AdapterError,
+    AuthError,
+    ConfigError,
+    InvalidRequestError,
+    OutputValidationError,
+)
 from metis.model import message_dicts
 from metis.model.cache import CachePolicy
 from metis.model.content import Message
@@ -217,6 +223,21 @@ def structured_output(output_type: type[T] | None, options: ModelOptions) -> Typ
             f"list, dict, Literal) ({exc.code})"
         ) from None
     return output
+
+
+def call_note(error: AdapterError, adapter: Adapter, model: str, key_given: bool) -> str | None:
+    """What a one-line call or a session adds to a provider's refusal, shown under the
+    traceback: for "no such model" the catalog's nearest names, for a refused key where that key
+    came from (the stack's variable, or ``api_key=``)."""
+    if isinstance(error, InvalidRequestError) and error.provider_status == 404:
+        return unknown_model_note(adapter, model)
+    if isinstance(error, AuthError) and error.provider_status in (401, 403):
+        env = adapter.stack.auth.env
+        if key_given:
+            return "metis: the key sent was the call's api_key="
+        if env:
+            return f"metis: the key sent was ${env}'s (or pass api_key=...)"
+    return None
 
 
 def unknown_model_note(adapter: Adapter, model: str) -> str | None:

@@ -7,7 +7,14 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from metis.model.citation import Citation
-from metis.model.content import ContentBlock, Message, Role, TextBlock, ToolUseBlock
+from metis.model.content import (
+    ContentBlock,
+    Message,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
 
 
 class StopKind(StrEnum):
@@ -98,6 +105,12 @@ class CanonicalResponse(BaseModel):
     def text(self) -> str:
         """The reply's text blocks, joined."""
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def thinking(self) -> str:
+        """The reasoning the reply shows (its thinking blocks, joined); empty where the model
+        reasoned without showing it, or did not reason (docs/reasoning.md)."""
+        return "\n\n".join(b.thinking for b in self.content if isinstance(b, ThinkingBlock))
 
     @property
     def citations(self) -> list[Citation]:

@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from metis.core.suggest import did_you_mean
 from metis.errors import ConfigError, ErrorClass
 from metis.model.request import CanonicalRequest
 from metis.routing.limits import Limits
@@ -71,6 +72,9 @@ def error_classes(names: Iterable[ErrorClass | str]) -> frozenset[ErrorClass]:
     return frozenset(ErrorClass(name) for name in given)
 
 
+_PER_PROVIDER = " (it is keyed by provider: {'anthropic': {...}})"
+
+
 def validated_options(options: dict[str, Any]) -> dict[str, Any]:
     """``options`` checked against the request's own field types (values converted)."""
     fields = CanonicalRequest.model_fields
@@ -78,14 +82,20 @@ def validated_options(options: dict[str, Any]) -> dict[str, Any]:
     for key, value in options.items():
         if key not in fields or key in _NOT_OPTIONS:
             allowed = sorted(set(fields) - _NOT_OPTIONS)
-            raise ConfigError(f"unknown request option {key!r}; options are: {', '.join(allowed)}")
+            meant = did_you_mean(key, allowed) or f"; options are: {', '.join(allowed)}"
+            raise ConfigError(f"unknown request option {key!r}{meant}")
         annotation = fields[key].annotation
         try:
             bounded: Any = Annotated[annotation or Any, fields[key]]  # the field's bounds too
             checked: TypeAdapter[Any] = TypeAdapter(bounded)
             out[key] = checked.validate_python(value)
         except ValidationError as exc:
-            raise ConfigError(f"request option {key!r}: {exc.errors()[0]['msg']}") from None
+            first = exc.errors()[0]
+            at = " at " + "".join(f"[{part!r}]" for part in first["loc"]) if first["loc"] else ""
+            hint = (
+                _PER_PROVIDER if key in ("provider_options", "extra_headers", "extra_query") else ""
+            )
+            raise ConfigError(f"request option {key!r}{at}: {first['msg']}{hint}") from None
     return out
 
 

@@ -14,10 +14,10 @@ from metis.calls.request import (
     DEFAULT_TIMEOUT_SECONDS,
     ModelLike,
     ModelOptions,
+    call_note,
     stack_and_model,
-    unknown_model_note,
 )
-from metis.errors import ConfigError, InvalidRequestError
+from metis.errors import AdapterError, ConfigError
 from metis.routing.router import Router
 
 ChatLike = Adapter | Router
@@ -87,8 +87,8 @@ async def resolved(
     ) as adapter:
         try:
             yield Resolved(adapter, model, ((adapter, model),))
-        except InvalidRequestError as error:  # the provider's "no such model": what was meant
-            note = unknown_model_note(adapter, model) if error.provider_status == 404 else None
+        except AdapterError as error:  # "no such model": what was meant; a refused key's source
+            note = call_note(error, adapter, model, key_given=bool(options.get("api_key")))
             if note is not None:
                 error.add_note(note)
             raise

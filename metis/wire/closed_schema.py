@@ -1,12 +1,13 @@
-"""Strict tool use on Anthropic Messages and Bedrock Converse: the tool's schema with every
-object closed.
+"""Structured outputs on Anthropic Messages and Bedrock Converse: a schema with every object
+closed.
 
 Both APIs take ``strict: true`` on a tool (Anthropic's ``tools[].strict``, Converse's
-``toolSpec.strict``) and then want ``additionalProperties: false`` on every object of its
-schema; optional properties stay optional (unlike OpenAI's strict mode,
-:mod:`metis.wire.strict_schema`). :func:`closed_schema_or_reason` adds the ``false`` where a
-schema leaves it out, and answers ``None`` with the reason where the schema lets an object
-take keys it does not name, which strict tool use cannot express.
+``toolSpec.strict``), and Anthropic an output schema (``output_config.format``), and then want
+``additionalProperties: false`` on every object of the schema; optional properties stay
+optional (unlike OpenAI's strict mode, :mod:`metis.wire.strict_schema`).
+:func:`closed_schema_or_reason` adds the ``false`` where a schema leaves it out, and answers
+``None`` with the reason where the schema lets an object take keys it does not name, which
+constrained decoding there cannot express.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ def strict_input_schema(tool: ToolDefinition, call: EncodeContext) -> tuple[Sche
 
 
 def closed_schema_or_reason(schema: Any) -> tuple[Schema | None, str | None]:
-    """``schema`` (a copy) with ``additionalProperties: false`` on each object that has none,
-    or ``None`` and the reason when an object already takes other keys."""
+    """``schema`` with ``additionalProperties: false`` on each object that has none (a new
+    schema: the caller's is not changed), or ``None`` and the reason when an object already
+    takes other keys."""
     if not isinstance(schema, dict):
         return None, "the schema is not a JSON object"
     try:

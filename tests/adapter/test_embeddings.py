@@ -25,6 +25,7 @@ from metis import (
     ServerError,
 )
 from metis.adapter.embedder import Embedder, build_embedder
+from metis.core.options import UnknownOptionError
 from metis.errors import AdapterError
 from metis.routing.limits import Limiter
 from metis.routing.limits import Limits as RouteLimits
@@ -321,8 +322,27 @@ async def test_aembed_one_liner_over_a_socket(monkeypatch: pytest.MonkeyPatch) -
         result = await metis.aembed("openai:text-embedding-3-small", ["hi", "there"], dimensions=8)
         again = await metis.aembed("openai:text-embedding-3-small", "hi", dimensions=8)
     assert result.vectors[0] == again.vectors[0] == unit_vector("text-embedding-3-small", "hi", 8)
-    with pytest.raises(TypeError, match="dimensions"):
+    with pytest.raises(UnknownOptionError, match="did you mean 'dimensions'"):
         await metis.aembed("openai:text-embedding-3-small", "hi", dimension=8)  # type: ignore[call-arg]
+
+
+@pytest.mark.backend_independent
+async def test_a_model_the_provider_does_not_have_notes_its_embedding_models(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with Emulator() as emulator:
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
+        monkeypatch.setenv("OPENAI_BASE_URL", emulator.base_url("openai"))
+        for model, near in [
+            ("openai:text-embeding-3-small", "text-embedding-3-small"),
+            ("openai:gpt-4o", "text-embedding-3-small"),  # a chat model
+        ]:
+            with pytest.raises(InvalidRequestError) as caught:
+                await metis.aembed(model, "hi")
+            assert caught.value.provider_status == 404
+            [note] = caught.value.__notes__
+            assert "is not an embedding model metis knows at openai" in note
+            assert near in note
 
 
 @pytest.mark.backend_independent

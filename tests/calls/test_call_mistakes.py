@@ -11,7 +11,7 @@ import pytest
 
 import metis
 from metis.core.options import UnknownOptionError
-from metis.errors import ConfigError, InvalidRequestError
+from metis.errors import AuthError, ConfigError, InvalidRequestError
 from metis.testing.emulator import Emulator
 
 MODEL = "anthropic:claude-sonnet-4-5"
@@ -162,3 +162,18 @@ def test_a_misspelt_run_option_names_runs_own_and_send_says_whose_it_is() -> Non
         session.run("Hi", max_step=3)  # type: ignore[call-arg]
     with pytest.raises(UnknownOptionError, match=r"max_steps is an option of run\(\)"):
         session.send("Hi", max_steps=3)  # type: ignore[call-arg]
+
+
+def test_a_refused_key_says_where_it_came_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    with Emulator(api_keys=["right-key"]) as emulator:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "wrong-key")
+        with pytest.raises(AuthError) as caught:
+            metis.complete(MODEL, "Hi")
+        assert caught.value.__notes__ == [
+            "metis: the key sent was $ANTHROPIC_API_KEY's (or pass api_key=...)"
+        ]
+        with pytest.raises(AuthError) as caught:
+            metis.Session(MODEL, api_key="also-wrong").send("Hi")
+        assert caught.value.__notes__ == ["metis: the key sent was the call's api_key="]
+        assert metis.complete(MODEL, "Hi", api_key="right-key").text

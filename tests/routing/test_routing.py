@@ -166,7 +166,12 @@ async def test_per_model_options_reach_only_that_model(emulator: Emulator) -> No
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"temprature": 1}, "unknown request option 'temprature'"),
+        ({"temprature": 1}, "unknown request option 'temprature'; did you mean 'temperature'"),
+        (
+            {"extra_headers": {"x-trace": "1"}},
+            r"'extra_headers' at \['x-trace'\]: Input should be a valid dictionary \(it is "
+            "keyed by provider",
+        ),
         ({"temperature": -1}, "'temperature': Input should be greater than or equal to 0"),
         ({"max_output_tokens": "many"}, "'max_output_tokens': Input should be a valid integer"),
         ({"messages": []}, "unknown request option 'messages'"),

@@ -225,7 +225,8 @@ def test_leftover_system_message_becomes_system_text(caplog: pytest.LogCaptureFi
 def test_output_schema_uses_anthropic_native_structured_output() -> None:
     schema = {"type": "object", "properties": {"city": {"type": "string"}}}
     body = codec.encode(req(system_prompt="Be terse.", output_schema=schema), make_call())
-    assert body["output_config"] == {"format": {"type": "json_schema", "schema": schema}}
+    closed = {**schema, "additionalProperties": False}  # structured output's objects are closed
+    assert body["output_config"] == {"format": {"type": "json_schema", "schema": closed}}
     assert body["system"] == "Be terse."
 
 

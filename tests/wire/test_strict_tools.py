@@ -145,7 +145,9 @@ async def test_openai_strict_asked_for_but_not_expressible_is_dropped_with_the_w
 
 
 def test_a_model_without_structured_output_has_no_strict_tools() -> None:
-    declared = AdapterCapabilities(supports_tools=True, supports_strict_tools=True)
+    declared = AdapterCapabilities(
+        supports_tools=True, supports_structured_output=True, supports_strict_tools=True
+    )
     narrowed = model_capabilities(
         declared, ModelInfo(provider="p", id="m", structured_output=False)
     )
@@ -237,3 +239,58 @@ def test_the_warn_names_the_flag_dropped_and_the_tool(caplog: pytest.LogCaptureF
         "dropped tool.strict for gemini: tool 'get_weather': the model has no strict tool use; "
         "the tool is sent without it"
     )
+
+
+class Pet(BaseModel):
+    name: str
+    owner: Owner | None = None
+
+
+class Owner(BaseModel):
+    name: str
+
+
+Pet.model_rebuild()
+
+
+@pytest.mark.parametrize("stack", ["anthropic", "bedrock_anthropic", "vertex_anthropic"])
+async def test_anthropic_structured_output_closes_every_object_and_the_api_takes_it(
+    stack: str,
+) -> None:
+    request = platforms.request(stack, "A pet?", tools=[], output_schema=Pet.model_json_schema())
+    with Emulator() as emulator:
+        async with platforms.adapter(stack, emulator) as adapter:
+            response = await adapter.complete(request)
+        [sent] = emulator.bodies(platforms.target(stack))
+    Pet.model_validate_json(response.text)
+    schema = sent["output_config"]["format"]["schema"]
+    assert emulated.open_object(schema) is None
+    assert schema["$defs"]["Owner"]["additionalProperties"] is False
+    assert schema["required"] == ["name"]  # optional keys stay optional
+
+
+def test_an_output_schema_that_cannot_be_closed_is_refused_before_sending() -> None:
+    from metis.wire.anthropic.rules import parameter_problems
+
+    schema = {"type": "object", "additionalProperties": {"type": "integer"}}
+    body = anthropic.encode(
+        _request().model_copy(update={"output_schema": schema}), recording_call()
+    )
+    assert body["output_config"]["format"]["schema"] == schema  # as written, for the check
+    [problem] = parameter_problems(body)
+    assert problem.startswith("output_config.format.schema: /: takes keys it does not name")
+
+
+def test_on_converse_only_the_models_the_catalog_says_have_structured_output_get_strict() -> None:
+    from metis.catalog.capabilities import uncatalogued_capabilities
+
+    converse = load_stack("bedrock").capabilities
+    nova = model_capabilities(converse, ModelInfo(provider="amazon-bedrock", id="amazon.nova-pro"))
+    claude = ModelInfo(provider="amazon-bedrock", id="c", structured_output=True)
+    assert nova.supports_strict_tools is False  # the catalog does not say: not sent
+    assert model_capabilities(converse, claude).supports_strict_tools is True
+    assert uncatalogued_capabilities(converse, "amazon-bedrock", "x").supports_strict_tools is False
+    anthropic_api = load_stack("anthropic").capabilities  # strict wherever structured output is
+    assert model_capabilities(
+        anthropic_api, ModelInfo(provider="anthropic", id="m")
+    ).supports_strict_tools

@@ -36,7 +36,7 @@ from metis.wire.anthropic.documents import At as _At
 from metis.wire.anthropic.documents import document
 from metis.wire.anthropic.knobs import sampling_fields, thinking_fields
 from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, parse_body
-from metis.wire.closed_schema import strict_input_schema
+from metis.wire.closed_schema import closed_schema_or_reason, strict_input_schema
 from metis.wire.codec import Codec, EncodeContext
 from metis.wire.compaction import ANTHROPIC_BETA, anthropic_asks, anthropic_fields
 from metis.wire.media import cannot_carry
@@ -68,8 +68,11 @@ def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         body.update(thinking_fields(request.thinking, request.max_output_tokens, call.wire_model))
     body.update(sampling_fields(request, body.get("thinking"), call))
     if request.output_schema is not None:
+        # Structured output takes closed objects only; one that cannot be closed goes as
+        # written, for pre_send_check to refuse in the API's words.
+        closed, _ = closed_schema_or_reason(request.output_schema)
         output_config = body.setdefault("output_config", {})
-        output_config["format"] = {"type": "json_schema", "schema": request.output_schema}
+        output_config["format"] = {"type": "json_schema", "schema": closed or request.output_schema}
     if request.compaction is not None:
         body.update(anthropic_fields(request.compaction))
     body["stream"] = bool(request.stream)

@@ -104,6 +104,7 @@ def parameter_problems(body: dict[str, Any]) -> list[str]:
     traits = model_traits(str(body.get("model", "")))
     problems = _tool_choice_problems(body)
     problems += _sampling_problems(body, traits)
+    problems += _output_format_problems(body)
     thinking = body.get("thinking")
     if not isinstance(thinking, dict) or thinking.get("type") in (None, "disabled"):
         return problems
@@ -131,6 +132,18 @@ def parameter_problems(body: dict[str, Any]) -> list[str]:
         problems.append("top_p: must be between 0.95 and 1 when thinking is on")
     problems += open_turn_problems(body.get("messages"))
     return problems
+
+
+def _output_format_problems(body: dict[str, Any]) -> list[str]:
+    """Structured output takes closed objects only (400 "For 'object' type,
+    'additionalProperties' must be explicitly set to false"); the encoder closes what it can."""
+    from metis.wire.closed_schema import closed_schema_or_reason
+
+    fmt = (body.get("output_config") or {}).get("format")
+    if not isinstance(fmt, dict) or "schema" not in fmt:
+        return []
+    _, reason = closed_schema_or_reason(fmt["schema"])
+    return [f"output_config.format.schema: {reason}"] if reason else []
 
 
 def open_turn_problems(messages: Any) -> list[str]:

@@ -1,7 +1,8 @@
-"""Strict tool use as Anthropic Messages and Bedrock Converse check it: a tool sent with
-``strict: true`` has ``additionalProperties: false`` on every object of its schema (the
-structured-outputs documentation of both; optional properties may stay optional, unlike
-OpenAI's strict mode, :func:`metis.testing.emulator.formats.openai.strict_schema_problem`)."""
+"""Structured outputs as Anthropic Messages and Bedrock Converse check them: a tool sent with
+``strict: true``, and Anthropic's ``output_config.format`` schema, have ``additionalProperties:
+false`` on every object (the structured-outputs documentation of both; optional properties may
+stay optional, unlike OpenAI's strict mode,
+:func:`metis.testing.emulator.formats.openai.strict_schema_problem`)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,12 @@ def open_object(schema: Any, path: str = "") -> str | None:
 
 
 def check_anthropic(body: dict[str, Any], call: Any) -> None:
+    fmt = (body.get("output_config") or {}).get("format")
+    if isinstance(fmt, dict) and (where := open_object(fmt.get("schema"))) is not None:
+        raise Refused(
+            "output_config.format.schema: For 'object' type, 'additionalProperties' must be "
+            f"explicitly set to false (at {where})"
+        )
     for i, tool in enumerate(body.get("tools") or []):
         if not isinstance(tool, dict) or tool.get("strict") is not True:
             continue
