@@ -54,7 +54,7 @@ from metis.routing.limits import Buckets, InMemoryBuckets, InMemorySlots, Limits
 from metis.routing.shared_state import SHARED_STATE_TIMEOUT, Fallback, emit_safely
 from metis.routing.spec import DEFAULT_FALLBACK_ON, TargetSpec, error_classes
 from metis.routing.targets import ResolvedTarget, RouteTarget, Targets
-from metis.stages.policy.capability_check import read_estimate, unmet_needs
+from metis.stages.policy.capability_check import fitted_for
 from metis.telemetry import NULL_SINK, AvailabilityChanged, TelemetrySink
 
 T = TypeVar("T")
@@ -285,8 +285,8 @@ class Router:
         if not await self._initialized(call, target):
             return None
         routed = target.request_for(call.request)
-        estimate = read_estimate(routed, target.adapter.name, target.profile, target.capabilities)
-        problems = unmet_needs(routed, target.capabilities, target.profile, estimate=estimate)
+        caps, provider = target.capabilities, target.adapter.name
+        _, problems, estimate = fitted_for(routed, caps, provider, target.profile, _unsaid)
         if problems:
             call.skipped(target, CANNOT_SERVE + "; ".join(problems))
             return None
@@ -395,3 +395,7 @@ class Router:
 if TYPE_CHECKING:  # mypy holds the router and the adapter to the one interface
     _ROUTER: type[ChatModel] = Router
     _ADAPTER: type[ChatModel] = Adapter
+
+
+def _unsaid(*args: Any, **kwargs: Any) -> None:
+    """A router's fitting drops nothing it says: the chosen adapter's own pass warns."""

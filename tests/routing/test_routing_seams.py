@@ -15,7 +15,8 @@ import metis.adapter.adapter
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
 from metis.errors import ErrorClass, NotConfiguredError
-from metis.model import MessageComplete
+from metis.model import MessageComplete, ToolDefinition
+from metis.model.request import FreeformInput
 from metis.pipeline.call import Call
 from metis.registry import Registry
 from metis.routing import InMemoryAvailability, InMemoryBuckets, Limits, Router, RouteTarget, State
@@ -276,6 +277,29 @@ async def test_a_fallback_decides_each_models_capabilities_once(
     with anyio.fail_after(DEADLINE):
         assert (await route.complete(ask())).provider == "openai"
     assert len(checks) == 2 and len(estimates) == 2  # one each per model tried
+
+
+@pytest.mark.anyio
+async def test_a_model_that_would_lose_a_tools_grammar_is_passed_over(emulator: Emulator) -> None:
+    """A freeform tool held to a grammar: a model without custom tools cannot enforce it, so
+    the route passes that model over, as a direct call to it is refused, and the next model
+    (with custom tools) serves; the routed request was sent to Claude, grammar dropped."""
+    sql = ToolDefinition(
+        name="sql",
+        description="Run a query.",
+        freeform=FreeformInput(syntax="lark", definition='start: "SELECT " /[a-z]+/'),
+    )
+    sink = ListSink()
+    route = Router(
+        [MODELS["anthropic"], "openai:gpt-5"], adapters=emulated(emulator), telemetry=sink
+    )
+    with anyio.fail_after(DEADLINE):
+        assert (await route.complete(ask(tools=[sql]))).provider == "openai"
+    skip, served = decision(sink).steps
+    assert skip[:2] == (MODELS["anthropic"], "skipped") and "lark grammar" in skip[2]
+    assert served[:2] == ("openai:gpt-5", "served")
+    assert [r.provider for r in emulator.requests] == ["openai"]
+    await route.aclose()
 
 
 # One deadline for a limit's wait and the call ----------------------------------------------

@@ -17,7 +17,7 @@ from metis.model.content import (
     ToolResultContent,
     ToolUseBlock,
 )
-from metis.model.media_fit import fit_media
+from metis.model.media_fit import Drop, fit_media
 from metis.model.request import CanonicalRequest
 from metis.model.tool_fit import fit_strict_tools, fit_tools
 from metis.pipeline.call import Call
@@ -38,15 +38,11 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         caps = self._services.capabilities_for(call.wire_model)
         # A strict flag the model cannot take goes with a WARN, routed or not.
         request = fit_strict_tools(request, caps, call.warn_dropped)
-        if call.terms.capabilities_checked:  # a router decided it before choosing this model
-            return request
-        # Files: unreadable ones are refused in the turn sent, dropped from older turns.
-        request, problems = fit_media(request, caps, call.provider, call.warn_dropped)
-        request, unmet = fit_tools(request, caps)  # freeform tools: functions, or refused
-        problems += unmet
+        if call.terms.capabilities_checked:  # a router decided what it can serve before choosing
+            request, _ = fit_media(request, caps, call.provider, call.warn_dropped)
+            return fit_tools(request, caps)[0]
         profile = self._services.token_profile_for(call.wire_model)
-        estimate = read_estimate(request, call.provider, profile, caps)
-        problems += unmet_needs(request, caps, profile, estimate=estimate)
+        request, problems, _ = fitted_for(request, caps, call.provider, profile, call.warn_dropped)
         if problems:
             raise CapabilityError(
                 f"{call.model} cannot serve this request: " + "; ".join(problems),
@@ -54,6 +50,24 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
                 request_id=request.request_id,
             )
         return request
+
+
+def fitted_for(
+    request: CanonicalRequest,
+    caps: AdapterCapabilities,
+    provider: str,
+    profile: TokenProfile | None,
+    drop: Drop,
+) -> tuple[CanonicalRequest, list[str], int]:
+    """``request`` fitted to what ``caps`` can read (files it cannot read dropped from older
+    turns, each with ``drop``; freeform tools as functions where there are no custom tools),
+    what of it the model still cannot serve (a file in the turn sent, a grammar, ...), one
+    phrase each, and its input-token estimate. The stage and a router decide alike."""
+    request, problems = fit_media(request, caps, provider, drop)
+    request, unmet = fit_tools(request, caps)
+    estimate = read_estimate(request, provider, profile, caps)
+    problems += unmet + unmet_needs(request, caps, profile, estimate=estimate)
+    return request, problems, estimate
 
 
 def read_estimate(
