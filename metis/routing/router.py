@@ -286,7 +286,7 @@ class Router:
             return None
         routed = target.request_for(call.request)
         caps, provider = target.capabilities, target.adapter.name
-        _, problems, estimate = fitted_for(routed, caps, provider, target.profile, _unsaid)
+        _, problems, estimate = fitted_for(routed, caps, provider, target.profile)
         if problems:
             call.skipped(target, CANNOT_SERVE + "; ".join(problems))
             return None
@@ -395,7 +395,3 @@ class Router:
 if TYPE_CHECKING:  # mypy holds the router and the adapter to the one interface
     _ROUTER: type[ChatModel] = Router
     _ADAPTER: type[ChatModel] = Adapter
-
-
-def _unsaid(*args: Any, **kwargs: Any) -> None:
-    """A router's fitting drops nothing it says: the chosen adapter's own pass warns."""

@@ -57,13 +57,14 @@ def fitted_for(
     caps: AdapterCapabilities,
     provider: str,
     profile: TokenProfile | None,
-    drop: Drop,
+    drop: Drop | None = None,
 ) -> tuple[CanonicalRequest, list[str], int]:
     """``request`` fitted to what ``caps`` can read (files it cannot read dropped from older
     turns, each with ``drop``; freeform tools as functions where there are no custom tools),
     what of it the model still cannot serve (a file in the turn sent, a grammar, ...), one
-    phrase each, and its input-token estimate. The stage and a router decide alike."""
-    request, problems = fit_media(request, caps, provider, drop)
+    phrase each, and its input-token estimate. The stage and a router decide alike; a router
+    gives no ``drop``, since the adapter it chooses fits the request again and says so."""
+    request, problems = fit_media(request, caps, provider, drop or _unsaid)
     request, unmet = fit_tools(request, caps)
     estimate = read_estimate(request, provider, profile, caps)
     problems += unmet + unmet_needs(request, caps, profile, estimate=estimate)
@@ -175,3 +176,7 @@ def _with_nested(content: list[ContentBlock]) -> list[ContentBlock | ToolResultC
         if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
             out.extend(block.content)
     return out
+
+
+def _unsaid(block_type: str, reason: str, message_id: str) -> None:
+    """A drop nobody is told of (a router's fitting: the chosen adapter's own pass warns)."""
