@@ -78,3 +78,22 @@ def serving(app: Starlette) -> Iterator[tuple[str, uvicorn.Server]]:
 def gateway_url(emulator: Emulator, **gateway: Any) -> Iterator[str]:
     with serving(create_app(gateway_config(emulator, gateway))) as (url, _):
         yield url
+
+
+def scope(path: str = "/v1/messages") -> dict[str, Any]:
+    """The ASGI scope of a POST to ``path`` with the gateway key, for calling the app
+    directly (a client that hangs up, a body that never ends)."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": [(b"x-api-key", GATEWAY_KEY.encode()), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("gw", 80),
+        "scheme": "http",
+        "root_path": "",
+    }

@@ -6,6 +6,7 @@ empty message."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -142,17 +143,7 @@ async def test_a_json_reply_too_large_to_hold_is_a_protocol_error(stack: str, st
         stream = Chunks(b'{"id": "x", "padding": "', *[mib] * 8, repeat=10)
         return httpx.Response(200, headers={"content-type": "application/json"}, stream=stream)
 
-    emulator = Emulator()
-    async with httpx.AsyncClient(transport=Reshaping(emulator, endless)) as client:
-        built = adapter(stack, emulator, http_client=client, max_retries=0)
-        try:
-            with pytest.raises(ProtocolError, match="larger than 64 MiB"):
-                if streamed:
-                    await _texts(built.stream(request_for(stack)))
-                else:
-                    await built.complete(request_for(stack))
-        finally:
-            await built.aclose()
+    await _refused_as_protocol_error(stack, streamed, endless, "larger than 64 MiB")
 
 
 def _as_json_array(sse_body: bytes, *extra: bytes) -> bytes:
@@ -208,17 +199,7 @@ async def test_an_html_page_with_200_says_what_it_was(stack: str, streamed: bool
     def page(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
         return httpx.Response(200, headers={"content-type": "text/html"}, content=HTML_PAGE)
 
-    emulator = Emulator()
-    async with httpx.AsyncClient(transport=Reshaping(emulator, page)) as client:
-        built = adapter(stack, emulator, http_client=client, max_retries=0)
-        try:
-            with pytest.raises(ProtocolError, match="HTML error page: Sign in to the proxy"):
-                if streamed:
-                    await _texts(built.stream(request_for(stack)))
-                else:
-                    await built.complete(request_for(stack))
-        finally:
-            await built.aclose()
+    await _refused_as_protocol_error(stack, streamed, page, "HTML error page: Sign in to the proxy")
 
 
 @pytest.mark.parametrize("stack", ["anthropic", "openai", "openai_responses", "gemini", "ollama"])
@@ -228,3 +209,19 @@ async def test_a_stream_labelled_text_html_is_still_read_as_its_stream(stack: st
 
     text = await streamed_text(stack, Reshaping(Emulator(), relabelled))
     assert text == "You said: Say hello"
+
+
+async def _refused_as_protocol_error(stack: str, streamed: bool, reshape: Any, match: str) -> None:
+    """A call (streamed or whole) whose answer ``reshape`` rewrote fails as a ProtocolError
+    saying ``match``."""
+    emulator = Emulator()
+    async with httpx.AsyncClient(transport=Reshaping(emulator, reshape)) as client:
+        built = adapter(stack, emulator, http_client=client, max_retries=0)
+        try:
+            with pytest.raises(ProtocolError, match=match):
+                if streamed:
+                    await _texts(built.stream(request_for(stack)))
+                else:
+                    await built.complete(request_for(stack))
+        finally:
+            await built.aclose()

@@ -20,7 +20,7 @@ from metis.model.events import MessageComplete, StreamEvent, TextDelta
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
+from tests.gateway_fixture import GATEWAY_KEY, gateway_config, scope, serving
 
 pytestmark = pytest.mark.anyio
 SAID = {"model": "flash", "max_tokens": 50, "messages": [{"role": "user", "content": "Hi"}]}
@@ -162,21 +162,7 @@ async def test_a_client_that_goes_away_cancels_the_upstream_call(emulator: Emula
         if message["type"] == "http.response.body" and message.get("body"):
             body.set()
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "path": "/v1/messages",
-        "raw_path": b"/v1/messages",
-        "query_string": b"",
-        "headers": [(b"x-api-key", GATEWAY_KEY.encode()), (b"content-type", b"application/json")],
-        "client": ("127.0.0.1", 1),
-        "server": ("gw", 80),
-        "scheme": "http",
-        "root_path": "",
-    }
-    await app(scope, receive, send)
+    await app(scope(), receive, send)
     assert held.closed and not held.release.is_set()
 
 
@@ -294,22 +280,8 @@ async def test_a_client_that_goes_away_cancels_a_whole_body_call(emulator: Emula
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "path": "/v1/messages",
-        "raw_path": b"/v1/messages",
-        "query_string": b"",
-        "headers": [(b"x-api-key", GATEWAY_KEY.encode()), (b"content-type", b"application/json")],
-        "client": ("127.0.0.1", 1),
-        "server": ("gw", 80),
-        "scheme": "http",
-        "root_path": "",
-    }
     with anyio.fail_after(60):  # a bound on a hang, not a timing: it ends at once when right
-        await app(scope, receive, send)
+        await app(scope(), receive, send)
     assert cancelled == [True] and not held.release.is_set()
 
 

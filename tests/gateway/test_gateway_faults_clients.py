@@ -18,7 +18,7 @@ import pytest
 from metis.gateway.app import create_app
 from metis.gateway.coalesce import MAX_READY
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
+from tests.gateway_fixture import GATEWAY_KEY, gateway_config, scope, serving
 
 pytestmark = pytest.mark.anyio
 BODY = {"model": "sonnet", "max_tokens": 50, "messages": [{"role": "user", "content": "Hi"}]}
@@ -79,23 +79,6 @@ class Upstream:
                 self.closed = True
         headers = {"content-type": "text/event-stream"}
         return httpx.Response(200, headers=headers, content=self._stream())
-
-
-def scope(path: str = "/v1/messages") -> dict[str, Any]:
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "headers": [(b"x-api-key", GATEWAY_KEY.encode()), (b"content-type", b"application/json")],
-        "client": ("127.0.0.1", 1),
-        "server": ("gw", 80),
-        "scheme": "http",
-        "root_path": "",
-    }
 
 
 async def hang_up(emulator: Emulator, streamed: bool) -> tuple[Upstream, list[dict[str, Any]]]:
