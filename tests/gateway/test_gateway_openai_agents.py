@@ -9,7 +9,7 @@ fixture, never at collection."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -60,11 +60,32 @@ def url(emulator: Emulator) -> Iterator[str]:
         yield served
 
 
+_clients: list[Any] = []
+"""The SDK clients made by the run under way, closed at its end by :func:`run_closing`."""
+
+
 def model(sdk: Any, url: str, kind: str, key: str = GATEWAY_KEY, target: str = "") -> Any:
     """The SDK's model class of ``kind`` for its model behind the gateway (or ``target``)."""
     cls, behind = MODELS[kind]
     client = sdk.openai.AsyncOpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
+    _clients.append(client)
     return getattr(sdk.agents, cls)(model=target or behind, openai_client=client)
+
+
+def run_closing(function: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+    """``anyio.run``, closing the clients :func:`model` made on the loop their connections
+    belong to. Dropped open, the openai SDK's client schedules its own close on whichever loop
+    runs when it is collected, which fails there ("Event loop is closed") and is reported as
+    that later test's error."""
+
+    async def closing() -> Any:
+        try:
+            return await function(*args)
+        finally:
+            while _clients:
+                await _clients.pop().close()
+
+    return anyio.run(closing)
 
 
 def weather_agent(sdk: Any, chosen: Any, ran: list[str], **more: Any) -> Any:
@@ -100,7 +121,7 @@ def test_an_agent_with_a_tool_over_two_turns_whole_and_streamed(
         whole = await sdk.agents.Runner.run(agent, "Weather in Oslo?")
         return whole, await streamed_run(sdk, agent, "Weather in Oslo?")
 
-    result, (run, kinds, text) = anyio.run(both)
+    result, (run, kinds, text) = run_closing(both)
     assert result.final_output == ANSWER
     calls = [item for item in result.new_items if item.type == "tool_call_item"]
     outputs = [item for item in result.new_items if item.type == "tool_call_output_item"]
@@ -120,7 +141,7 @@ def test_structured_output_whole_and_streamed(sdk: Any, url: str, kind: str) -> 
         run, _, _ = await streamed_run(sdk, agent, "A city?")
         return whole.final_output, run.final_output
 
-    whole, streamed_output = anyio.run(both)
+    whole, streamed_output = run_closing(both)
     assert isinstance(whole, City) and isinstance(streamed_output, City)
 
 
@@ -135,7 +156,7 @@ def test_a_run_continues_a_stored_response(sdk: Any, url: str) -> None:
         more = {"previous_response_id": first.last_response_id}
         return await sdk.agents.Runner.run(agent, "Weather in Bergen?", **more)
 
-    assert anyio.run(two).final_output == "According to get_weather: Cold in Bergen."
+    assert run_closing(two).final_output == "According to get_weather: Cold in Bergen."
     assert ran == ["Oslo", "Bergen"]
 
 
@@ -161,7 +182,7 @@ def test_claudes_thinking_stays_in_a_tool_loop_kept_by_the_client(
             return (await streamed_run(sdk, agent, "Weather in Oslo?"))[0]
         return await sdk.agents.Runner.run(agent, "Weather in Oslo?")
 
-    assert anyio.run(run).final_output == ANSWER and ran == ["Oslo"]
+    assert run_closing(run).final_output == ANSWER and ran == ["Oslo"]
     first, second = emulator.bodies("anthropic")[-2:]
     assert first["thinking"]["type"] == "enabled" and second.get("thinking") == first["thinking"]
     assert [block["type"] for block in second["messages"][1]["content"]] == [
@@ -177,6 +198,6 @@ def test_errors_arrive_as_the_openai_sdks_own(sdk: Any, url: str, kind: str) -> 
         return await sdk.agents.Runner.run(sdk.agents.Agent(name="a", model=chosen), "Hi")
 
     with pytest.raises(sdk.openai.AuthenticationError):
-        anyio.run(run, "wrong")
+        run_closing(run, "wrong")
     with pytest.raises(sdk.openai.NotFoundError):
-        anyio.run(run, GATEWAY_KEY, "no-such")
+        run_closing(run, GATEWAY_KEY, "no-such")
