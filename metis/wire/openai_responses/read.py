@@ -11,7 +11,8 @@ between; the parser uses that index as the builder's key. ``message`` items give
 input's ``.done`` event: :mod:`.calls`), ``reasoning``
 items thinking: the summary text (its parts joined by a blank line) with the encrypted
 content as the signature, so ``thinking_filter`` sends it back only to the model that made it.
-Web search and code interpreter items, and text annotations: :mod:`.server_tools`. Every other
+Web search and code interpreter items, and text annotations: :mod:`.server_tools`; xAI's
+server tools' calls (custom calls among them): :mod:`.xai_tools`. Every other
 item (file search, MCP, image generation, compaction, ...) is kept whole as an opaque block
 (docs/contract.md §8), in the form its ``.done`` event (or the final response) gives, and all
 its other events are ignored.
@@ -52,6 +53,7 @@ from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.http_errors import openai_error_fields
 from metis.wire.openai_responses import server_tools as server
+from metis.wire.openai_responses import xai_tools as xai
 from metis.wire.openai_responses.calls import CALLS, INPUT_DONE, CallInputs
 from metis.wire.openai_responses.custom import CUSTOM_CALL
 from metis.wire.openai_responses.errors import responses_error
@@ -96,7 +98,10 @@ _EVERYTHING = _Everything()
 class ResponsesParser:
     """Feeds Responses stream events (parsed SSE ``data:`` objects) to a builder."""
 
-    __slots__ = ("_builder", "_calls", "_done", "_dropped", "_ids", "_items", "_refused", "_tools")
+    __slots__ = (
+        "_builder", "_calls", "_custom_tools", "_done", "_dropped", "_ids", "_items", "_refused",
+        "_server", "_tools",
+    )  # fmt: skip
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
@@ -107,6 +112,8 @@ class ResponsesParser:
         self._calls = CallInputs(builder)
         self._tools = False
         self._refused = False
+        self._server: set[int] = set()  # indices of custom_tool_call items the server ran (xAI)
+        self._custom_tools: frozenset[str] | None = None  # as the reply's tools echo says
 
     def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         builder = self._builder
@@ -173,6 +180,7 @@ class ResponsesParser:
         elif kind in ("response.created", "response.in_progress", "response.queued"):
             response = required_object(obj, "response", kind)
             builder.start(*_identity(response))
+            self._custom_tools = xai.declared_custom_tools(response)
         elif kind in ("response.completed", "response.incomplete"):
             self.finish(required_object(obj, "response", kind))
         elif kind == "response.failed":
@@ -196,10 +204,11 @@ class ResponsesParser:
         builder = self._builder
         self._items[index] = (kind, False)
         self._ids[index] = item.get("id")
-        if kind in CALLS:
+        if kind in CALLS and not xai.runs_on_server(item, self._custom_tools):
             self._calls.added(index, kind, item)
             self._tools = True
-        elif kind in server.SERVER_ITEMS:  # read whole when done; its own events are not needed
+        elif kind in server.SERVER_ITEMS or kind in CALLS:  # a server's: read whole when done
+            self._server.add(index)
             self._dropped.add(index)
         elif kind not in _CANONICAL_ITEMS:  # kept whole (docs/contract.md §8)
             self._dropped.add(index)
@@ -208,7 +217,7 @@ class ResponsesParser:
     def _finished(self, index: int, item: dict[str, Any]) -> None:
         self._added(index, item)  # a server that skipped .added
         kind, done = self._items[index]
-        if kind in server.SERVER_ITEMS and not done:
+        if index in self._server and not done:
             self._items[index] = (kind, server.add_server_blocks(self._builder, index, item))
             return
         if index in self._dropped and not done:
@@ -260,6 +269,8 @@ class ResponsesParser:
         the message ends."""
         builder = self._builder
         builder.start(*_identity(response))
+        if self._custom_tools is None:
+            self._custom_tools = xai.declared_custom_tools(response)
         output = [
             object_value(item, "response.output[]")
             for item in list_value(response.get("output") or [], "response.output")
