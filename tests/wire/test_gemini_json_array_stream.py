@@ -125,7 +125,7 @@ def test_an_array_of_something_else_is_a_protocol_error_after_the_objects_before
 ) -> None:
     objects = BodyObjects("sse", streamed=True, content_type="application/json")
     assert objects.feed(body) == before
-    with pytest.raises(ProtocolError, match="(?i)json array"):
+    with pytest.raises(ProtocolError, match=r"(?i)json array"):
         if objects.failed is not None:
             raise objects.failed
         objects.close()
