@@ -276,8 +276,9 @@ class ResponsesParser:
             for item in list_value(response.get("output") or [], "response.output")
         ]
         final_ids = {item.get("id") for item in output} - {None}
+        streamed = dict(self._items), set(self._ids.values())  # before any of these is read
         for position, item in enumerate(output):
-            if not self._seen(position, item, final_ids):  # an item the stream never announced
+            if not self._seen(position, item, final_ids, *streamed):  # one the stream never gave
                 index = position if position not in self._items else max(self._items) + 1
                 self.item(index, item)
         _usage(builder, optional_object(response, "usage", "response"))
@@ -303,18 +304,28 @@ class ResponsesParser:
             if following not in made or self._items[following][0] == "reasoning":
                 builder.keep_raw(canonical, {"unpaired": True})
 
-    def _seen(self, position: int, item: dict[str, Any], final_ids: set[Any]) -> bool:
-        """Whether the final response's ``item`` at ``position`` is one the stream gave: by
-        item id, or by ``output_index``. An endpoint that changes an item's id between events
-        (GitHub Copilot's) still gives its index: an item of the type streamed at that index is
-        that item, unless the streamed one is elsewhere in ``final_ids`` under its own id."""
+    def _seen(
+        self,
+        position: int,
+        item: dict[str, Any],
+        final_ids: set[Any],
+        streamed: dict[int, tuple[str, bool]],
+        streamed_ids: set[Any],
+    ) -> bool:
+        """Whether the final response's ``item`` at ``position`` is one the stream gave
+        (``streamed``, by output index, and ``streamed_ids``: what the stream had given before
+        the final response was read, so items of one body that share an id, as xAI's reasoning
+        items do, are each read): by item id, or by ``output_index``. An endpoint that changes
+        an item's id between events (GitHub Copilot's) still gives its index: an item of the
+        type streamed at that index is that item, unless the streamed one is elsewhere in
+        ``final_ids`` under its own id."""
         item_id = item.get("id")
         if item_id is None:
-            return position in self._items  # nothing but its position to go by
-        if item_id in self._ids.values():
+            return position in streamed  # nothing but its position to go by
+        if item_id in streamed_ids:
             return True
-        streamed = self._items.get(position)
-        if streamed is None or streamed[0] != item.get("type", "message"):
+        at = streamed.get(position)
+        if at is None or at[0] != item.get("type", "message"):
             return False
         return self._ids[position] not in final_ids
 
