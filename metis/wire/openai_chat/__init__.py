@@ -39,7 +39,6 @@ from metis.wire.openai_chat.encode import (
     ReasoningReplay,
     assistant_message,
     named_tool_choice,
-    schema_name,
     tool_definition,
     user_messages,
 )
@@ -71,6 +70,7 @@ from metis.wire.read import (
     text_value,
 )
 from metis.wire.server_replay import messages_for_provider
+from metis.wire.strict_schema import schema_name
 
 _TEXT, _REASONING = "text", "reasoning"
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
