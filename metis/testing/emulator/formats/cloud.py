@@ -8,9 +8,10 @@ provider's own format at the platform's paths, with the platform's authenticatio
   ``anthropic_version: vertex-2023-10-16``.
 - Azure OpenAI's v1 API: ``/openai/v1/chat/completions``, ``/openai/v1/responses`` and
   ``/openai/v1/models``, with an ``api-key`` header or an Entra ID bearer token, refused as
-  Azure refuses them. They are served under ``/azure`` (``Emulator.base_url("azure")``
-  includes it), which stands for the resource's own host: Groq serves the same
-  ``/openai/v1/chat/completions`` path on its host.
+  Azure refuses them; and the classic deployments path of Chat Completions, with Azure's
+  content filter verdicts (:mod:`.azure_shapes`). They are served under ``/azure``
+  (``Emulator.base_url("azure")`` includes it), which stands for the resource's own host:
+  Groq serves the same ``/openai/v1/chat/completions`` path on its host.
 """
 
 from __future__ import annotations
@@ -19,12 +20,20 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from metis.testing.emulator.formats.anthropic import Anthropic
+from metis.testing.emulator.formats.azure_shapes import (
+    DEPLOYMENT_PATH,
+    apim_headers,
+    deployment_model,
+    filtered,
+    prompt_filter_chunk,
+)
 from metis.testing.emulator.formats.base import Call, Route
 from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.gemini import Gemini, google_error
 from metis.testing.emulator.formats.responses import Responses
+from metis.testing.emulator.model import Prompt, Reply
 from metis.testing.emulator.rules import Check, Refused, Rule, check, never, one_of
-from metis.testing.emulator.wire import HttpRequest, JsonReply
+from metis.testing.emulator.wire import Frame, HttpRequest, Ids, JsonReply
 
 VERTEX = (
     r"/(?P<version>v1|v1beta1)/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/publishers"
@@ -82,6 +91,20 @@ class OnVertex:
             )
         reply: JsonReply = super().fault(kind, request, retry_after)  # type: ignore[misc]
         return reply
+
+    def serve(self, call: Call) -> JsonReply | None:
+        """A model it does not serve is Vertex's own 404 naming the publisher model, before
+        anything else (a token count too)."""
+        if not self.serves(call.env, call.match["model"]):  # type: ignore[attr-defined]
+            resource = call.request.path.split("/", 2)[2].partition(":")[0]
+            raise Refused(
+                f"Publisher Model `{resource}` was not found or your project does not have access "
+                "to it. Please ensure you are using a valid model version. For more information, "
+                "see: https://cloud.google.com/vertex-ai/generative-ai/docs/learn/model-versions",
+                status=404,
+            )
+        served: JsonReply | None = super().serve(call)  # type: ignore[misc]
+        return served
 
 
 class VertexGemini(OnVertex, Gemini):
@@ -179,9 +202,23 @@ class AzureChat(OnAzure, Chat):
     name = "azure"
     routes: ClassVar[Sequence[Route]] = (
         ("POST", AZURE_MOUNT + "/openai/v1/chat/completions", "chat"),
+        ("POST", AZURE_MOUNT + DEPLOYMENT_PATH, "chat"),
         ("GET", AZURE_MOUNT + "/openai/v1/models", "models"),
         ("GET", AZURE_MOUNT + "/openai/v1/models/(?P<model>.+)", "model"),
     )
+
+    def parse(self, call: Call) -> None:
+        deployment_model(call)
+        super().parse(call)
+
+    def headers(self, request: HttpRequest) -> dict[str, str]:
+        return {**super().headers(request), **apim_headers(request)}
+
+    def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> dict[str, Any]:
+        return filtered(super().render(call, prompt, reply, ids))
+
+    def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
+        return [prompt_filter_chunk(), *super().frames(call, rendered, reply, ids)]
 
 
 class AzureResponses(OnAzure, Responses):
