@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from metis.gateway.passthrough_call import own_thinking
 from metis.gateway.provenance import unwrap, wrap
 from metis.gateway.reasoning_items import reasoning_id, reasoning_place
 from metis.model.block import ProviderRaw
@@ -57,13 +58,10 @@ def test_a_reasoning_items_id_names_its_response_and_place() -> None:
         assert reasoning_place(other) is None
 
 
-def test_a_signature_carries_the_items_id_to_its_maker_only() -> None:
-    made = ProviderRaw(provider="openai_responses", model="gpt5", data={"id": "rs_up", "x": 1})
-    maker, opaque = unwrap(wrap(made, "gAAAA"))
-    assert (maker, opaque) == (
-        ProviderRaw(**{**GPT.model_dump(), "data": {"id": "rs_up"}}),
-        "gAAAA",
-    )
+def test_a_signature_carries_the_items_id_and_reads_nothing_forged() -> None:
+    made = GPT.model_copy(update={"data": {"id": "rs_up", "summary": []}})
+    maker, opaque = unwrap(wrap(made, "gAAAA"))  # the id alone of the maker's record
+    assert (maker, opaque) == (GPT.model_copy(update={"data": {"id": "rs_up"}}), "gAAAA")
     assert unwrap(wrap(GPT, "gAAAA", {"id": "rs_2"}))[0] == GPT.model_copy(
         update={"data": {"id": "rs_2"}}
     )
@@ -71,6 +69,16 @@ def test_a_signature_carries_the_items_id_to_its_maker_only() -> None:
     for forged in ('["p","m",{"id":5}]', '["p","m",7]', '["p","m",{},{}]'):
         tag = base64.urlsafe_b64encode(forged.encode()).decode().rstrip("=")
         assert unwrap(f"metis1.{tag}.sig") == (None, f"metis1.{tag}.sig")  # a foreign one
+
+
+def test_a_pass_through_gives_the_provider_its_own_item_id_back() -> None:
+    """A reasoning item the gateway named (a translated response's) goes to its maker's
+    upstream under the id that upstream gave it."""
+    sealed = wrap(GPT, "gAAAA", {"id": "rs_upstream"})
+    item = {"type": "reasoning", "id": "rs_01GATEWAY_0", "summary": [], "encrypted_content": sealed}
+    body: dict[str, Any] = {"model": "gpt5", "input": [item]}
+    assert own_thinking(body, GPT)
+    assert body["input"][0] == {**item, "id": "rs_upstream", "encrypted_content": "gAAAA"}
 
 
 def _sent_back(output: list[Any]) -> list[dict[str, Any]]:
