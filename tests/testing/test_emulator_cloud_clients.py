@@ -271,14 +271,19 @@ def vertex(emulator: Emulator) -> Any:
 def test_google_genai_in_vertex_mode(emulator: Emulator, vertex: Any) -> None:
     reply = vertex.models.generate_content(model="gemini-2.5-flash", contents="Hi")
     assert reply.text == "You said: Hi" and reply.usage_metadata.candidates_token_count > 0
+    # what Vertex's replies carry beside the Gemini API's (real-traffic/vertex)
+    assert reply.create_time is not None and reply.candidates[0].index is None
+    assert reply.usage_metadata.traffic_type == "ON_DEMAND"
     sent = emulator.requests[-1]
     assert sent.path == (
         "/v1beta1/projects/my-project/locations/us-central1/publishers/google/models/"
         "gemini-2.5-flash:generateContent"
     )
     assert sent.headers["authorization"] == "Bearer ya29.emulator"
-    streamed = vertex.models.generate_content_stream(model="gemini-2.5-flash", contents="Yo")
-    assert "".join(chunk.text or "" for chunk in streamed) == "You said: Yo"
+    chunks = list(vertex.models.generate_content_stream(model="gemini-2.5-flash", contents="Yo"))
+    assert "".join(chunk.text or "" for chunk in chunks) == "You said: Yo"
+    assert all(chunk.create_time is not None for chunk in chunks)
+    assert chunks[-1].usage_metadata.traffic_type == "ON_DEMAND"
     assert emulator.requests[-1].query == {"alt": "sse"}
     assert vertex.models.count_tokens(model="gemini-2.5-flash", contents="Hi").total_tokens > 0
 

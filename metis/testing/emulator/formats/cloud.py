@@ -31,6 +31,7 @@ from metis.testing.emulator.formats.base import Call, Route
 from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.gemini import Gemini, google_error
 from metis.testing.emulator.formats.responses import Responses
+from metis.testing.emulator.formats.vertex_shapes import vertex_frames, vertex_reply
 from metis.testing.emulator.model import Prompt, Reply
 from metis.testing.emulator.rules import Check, Refused, Rule, check, never, one_of
 from metis.testing.emulator.wire import Frame, HttpRequest, Ids, JsonReply
@@ -119,6 +120,12 @@ class VertexGemini(OnVertex, Gemini):
         ),
     )
     catalog: ClassVar[tuple[str, ...]] = ("google-vertex",)
+
+    def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> Any:
+        return vertex_reply(super().render(call, prompt, reply, ids))
+
+    def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
+        return vertex_frames(super().frames(call, rendered, reply, ids))
 
 
 class VertexAnthropic(OnVertex, Anthropic):
