@@ -240,6 +240,22 @@ def test_azure_openai_through_its_deployment_with_api_version_and_api_key(
     assert text == "You said: Hi"
 
 
+def test_azure_openai_responses_and_embeddings_on_the_classic_paths(emulator: Emulator) -> None:
+    client = openai.AzureOpenAI(
+        api_key="az-key",
+        azure_endpoint=emulator.base_url("azure"),
+        api_version="2025-04-01-preview",
+        max_retries=0,
+    )
+    assert client.responses.create(model="gpt-4o", input="Hi").output_text == "You said: Hi"
+    assert emulator.requests[-1].path.endswith("/openai/responses")
+    embedded = client.embeddings.create(model="text-embedding-3-small", input="Hi")
+    assert len(embedded.data[0].embedding) == 1536
+    sent = emulator.requests[-1]
+    assert sent.path.endswith("/openai/deployments/text-embedding-3-small/embeddings")
+    assert sent.query["api-version"] == "2025-04-01-preview"
+
+
 def test_azure_openai_refuses_a_deployment_asked_without_api_version(emulator: Emulator) -> None:
     plain = openai.OpenAI(
         api_key="az-key",

@@ -1,10 +1,11 @@
 """What Azure OpenAI adds to OpenAI's Chat Completions, as its recordings show
-(real-traffic/azure): the classic deployments path
-``/openai/deployments/{deployment}/chat/completions?api-version=...`` (the ``AzureOpenAI``
-client's), where the deployment in the URL names the model and a request without an
-``api-version`` finds no resource; the content filter's verdicts (``prompt_filter_results``
-on the reply, ``content_filter_results`` on each choice), which a stream sends first in a chunk
-of their own with no choices, no id and no model; and ``apim-request-id`` on every reply."""
+(real-traffic/azure): the classic API's paths (the ``AzureOpenAI`` client's),
+``/openai/deployments/{deployment}/chat/completions?api-version=...`` (and ``/embeddings``),
+where the deployment in the URL names the model, and ``/openai/responses?api-version=...``;
+a request to them without an ``api-version`` finds no resource; the content filter's verdicts
+(``prompt_filter_results`` on the reply, ``content_filter_results`` on each choice), which a
+stream sends first in a chunk of their own with no choices, no id and no model; and
+``apim-request-id`` on every reply."""
 
 from __future__ import annotations
 
@@ -31,18 +32,21 @@ CHOICE_FILTERS = {
     "sexual": SAFE,
     "violence": SAFE,
 }
-DEPLOYMENT_PATH = r"/openai/deployments/(?P<deployment>[^/]+)/chat/completions"
+DEPLOYMENT = r"/openai/deployments/(?P<deployment>[^/]+)"
+"""A deployment's own paths (``.../chat/completions``, ``.../embeddings``), beside which the
+classic API serves ``/openai/responses``: all of them with an ``api-version``."""
 
 
-def deployment_model(call: Call) -> None:
-    """A request to a deployment's path: its ``api-version`` checked and the deployment as
-    the model, whatever the body names."""
-    deployment = call.match.groupdict().get("deployment")
-    if deployment is None:
+def classic_path(call: Call) -> None:
+    """A request to the classic API (not ``/openai/v1/``): its ``api-version`` checked, and
+    a deployment in the URL as the model, whatever the body names."""
+    if "/openai/v1/" in call.request.path:
         return
     if not call.request.query.get("api-version"):
         raise Refused("Resource not found", status=404)
-    call.body["model"] = deployment
+    deployment = call.match.groupdict().get("deployment")
+    if deployment is not None:
+        call.body["model"] = deployment
 
 
 def apim_headers(request: HttpRequest) -> dict[str, str]:

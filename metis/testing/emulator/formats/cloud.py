@@ -21,9 +21,9 @@ from typing import Any, ClassVar
 
 from metis.testing.emulator.formats.anthropic import Anthropic
 from metis.testing.emulator.formats.azure_shapes import (
-    DEPLOYMENT_PATH,
+    DEPLOYMENT,
     apim_headers,
-    deployment_model,
+    classic_path,
     filtered,
     prompt_filter_chunk,
 )
@@ -183,6 +183,10 @@ class OnAzure:
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         return azure_authenticate(request, keys)
 
+    def parse(self, call: Call) -> None:
+        classic_path(call)
+        super().parse(call)  # type: ignore[misc]
+
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
         if kind == "rate_limit":
             seconds = max(1, round(retry_after))
@@ -209,14 +213,10 @@ class AzureChat(OnAzure, Chat):
     name = "azure"
     routes: ClassVar[Sequence[Route]] = (
         ("POST", AZURE_MOUNT + "/openai/v1/chat/completions", "chat"),
-        ("POST", AZURE_MOUNT + DEPLOYMENT_PATH, "chat"),
+        ("POST", AZURE_MOUNT + DEPLOYMENT + "/chat/completions", "chat"),
         ("GET", AZURE_MOUNT + "/openai/v1/models", "models"),
         ("GET", AZURE_MOUNT + "/openai/v1/models/(?P<model>.+)", "model"),
     )
-
-    def parse(self, call: Call) -> None:
-        deployment_model(call)
-        super().parse(call)
 
     def headers(self, request: HttpRequest) -> dict[str, str]:
         return {**super().headers(request), **apim_headers(request)}
@@ -232,6 +232,7 @@ class AzureResponses(OnAzure, Responses):
     name = "azure_responses"
     routes: ClassVar[Sequence[Route]] = (
         ("POST", AZURE_MOUNT + "/openai/v1/responses", "responses"),
+        ("POST", AZURE_MOUNT + "/openai/responses", "responses"),
     )
 
 
