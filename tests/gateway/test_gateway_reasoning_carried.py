@@ -13,14 +13,17 @@ import base64
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
+from metis.gateway.app import create_app
 from metis.gateway.passthrough_call import own_thinking
 from metis.gateway.provenance import unwrap, wrap
 from metis.gateway.reasoning_items import reasoning_id, reasoning_place
+from metis.gateway.store import RedisResponseStore
 from metis.model.block import ProviderRaw
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import GATEWAY_KEY, gateway_url
+from tests.gateway_fixture import GATEWAY_KEY, gateway_config, gateway_url
 
 TOOL = {
     "type": "function",
@@ -218,3 +221,27 @@ def test_an_openai_models_reasoning_goes_to_no_other_model(claude: Any) -> None:
     ]
     answer = claude.messages.with_raw_response.create(model="sonnet", messages=messages, **asked)
     assert "thinking (it was produced by openai_responses" in answer.headers["x-metis-dropped"]
+
+
+@pytest.mark.anyio
+async def test_a_reasoning_item_redis_cannot_read_is_the_retried_overloaded_error(
+    emulator: Emulator,
+) -> None:
+    """As for a previous_response_id it cannot read: not served as if the thinking were
+    gone, and the store's address not sent."""
+
+    class GoneRedis:
+        async def get(self, key: str) -> str | None:
+            raise ConnectionError("redis://10.0.0.7:6379 is gone")
+
+    app = create_app(gateway_config(emulator))
+    app.state.gateway.stored = RedisResponseStore(GoneRedis(), seconds=60)
+    item = {"type": "reasoning", "id": reasoning_id("resp_01KEPT", 0), "summary": []}
+    body = {"model": "sonnet", "input": [{"role": "user", "content": "Hi"}, item]}
+    headers = {"authorization": f"Bearer {GATEWAY_KEY}"}
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://gw"
+    ) as client:
+        answer = await client.post("/v1/responses", json=body, headers=headers)
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
+    assert "10.0.0.7" not in answer.text
