@@ -248,9 +248,12 @@ async def _run(call: ToolUseBlock, tools: Mapping[str, AnyTool]) -> ToolResultBl
         if inspect.iscoroutinefunction(getattr(found.function, "__wrapped__", found.function)):
             value = await _awaited(found.function(**call.input))
         else:
-            value = await anyio.to_thread.run_sync(
-                lambda: found.function(**call.input), abandon_on_cancel=True
+            # in a tuple: trio refuses a thread's coroutine, which a plain function may hand
+            # back (of an async helper) for its answer
+            (value,) = await anyio.to_thread.run_sync(
+                lambda: (found.function(**call.input),), abandon_on_cancel=True
             )
+            value = await _awaited(value)
     except Exception as exc:
         return _failed(call, exc)
     return _result(call, value)
@@ -263,6 +266,8 @@ def _run_sync(call: ToolUseBlock, tools: Mapping[str, AnyTool]) -> ToolResultBlo
     try:
         value = found.function(**call.input)
         if inspect.isawaitable(value):
+            if inspect.iscoroutine(value):
+                value.close()  # never run: no "never awaited" warning left behind
             raise TypeError(f"tool {call.name} is async: use arun_tools in an event loop")
     except Exception as exc:
         return _failed(call, exc)
