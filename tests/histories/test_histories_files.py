@@ -86,6 +86,17 @@ def test_malformed_chat_files_are_invalid_requests_naming_where(
         from_openai_chat([{"role": "user", "content": [part]}])
 
 
+def test_an_assistant_audio_reply_by_id_is_left_out_with_a_warn_not_silently(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    stored = {"role": "assistant", "content": "Here it is.", "audio": {"id": "audio_abc123"}}
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        (message,) = from_openai_chat([stored])
+    assert [block.type for block in message.content] == ["text"]
+    (record,) = [r for r in caplog.records if getattr(r, "event", "") == "metis.lossy_projection"]
+    assert record.getMessage() == "dropped audio at messages[0].audio: an audio reply kept by id"
+
+
 def test_chat_export_leaves_out_what_chat_cannot_hold_with_a_warn(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
