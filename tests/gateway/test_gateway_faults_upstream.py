@@ -354,3 +354,38 @@ async def test_a_stream_cut_as_it_fails_is_counted_once(emulator: Emulator) -> N
             assert errors_counted(app) == before + 1, case
             name, data = last_event(api, reply.text)
             assert name in ("error", "response.failed") or "error" in data, case
+
+
+class Padded(httpx.AsyncByteStream):
+    """A JSON object followed by ``mib`` MiB of blanks, 1 MiB a chunk, counting what is read."""
+
+    def __init__(self, mib: int) -> None:
+        self.mib = mib
+        self.pulled = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield b'{"id": "x"}'
+        for _ in range(self.mib):
+            self.pulled += 1
+            yield b" " * (1 << 20)
+
+
+async def test_a_passed_through_answer_too_large_to_read_whole_is_an_error_read_no_further(
+    emulator: Emulator,
+) -> None:
+    from metis.wire.framing.objects import MAX_WHOLE_BODY
+
+    bodies: list[Padded] = []
+
+    def huge(request: httpx.Request) -> httpx.Response:
+        bodies.append(Padded((MAX_WHOLE_BODY >> 20) + 16))
+        headers = {"content-type": "application/json"}
+        return httpx.Response(200, headers=headers, stream=bodies[-1])
+
+    app = create_app(gateway_config_with(emulator, httpx.MockTransport(huge)))
+    async with client(app) as gw:
+        for api, path, body, model in ROUTES[::2]:  # the passed-through models
+            reply = await gw.post(path, json={"model": model, **body}, headers=HEADERS)
+            said = f"{api}/{model}: {reply.status_code} {reply.text[:300]}"
+            assert reply.status_code >= 500 and error_of(api, reply.json()), said
+            assert bodies[-1].pulled <= (MAX_WHOLE_BODY >> 20) + 1, said
