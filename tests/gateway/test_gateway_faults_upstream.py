@@ -106,8 +106,11 @@ def last_event(api: str, text: str) -> tuple[str, Any]:
 
 
 async def test_a_refusal_before_the_answer_is_the_callers_error(emulator: Emulator) -> None:
-    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.2}))
-    async with client(app) as gw:
+    # Only the stall waits for the deadline; the other faults get one no loaded machine
+    # reaches first (a drop seen after 0.2 s was a 504, not its 502).
+    stalled = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.2}))
+    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 30}))
+    async with client(app) as gw, client(stalled) as gw_stalled:
         for fault, (a_status, a_type, o_status, o_type) in REFUSALS.items():
             for api, path, body, model in ROUTES:
                 for streamed in (False, True):
@@ -116,14 +119,15 @@ async def test_a_refusal_before_the_answer_is_the_callers_error(emulator: Emulat
                     emulator.clear_faults()
                     emulator.push_fault(fault)
                     sent = {"model": model, **body, "stream": streamed}
-                    reply = await gw.post(path, json=sent, headers=HEADERS)
+                    via = gw_stalled if fault.startswith("stall") else gw
+                    reply = await via.post(path, json=sent, headers=HEADERS)
                     case = f"{fault} {api}/{model} stream={streamed}: {reply.text[:300]}"
                     status, kind = (a_status, a_type) if api == "anthropic" else (o_status, o_type)
                     assert reply.status_code == status, case
                     assert error_of(api, reply.json()) == kind, case
                     if fault.startswith("rate_limit"):
                         assert reply.headers["retry-after"] == "7", case
-        metrics = (await gw.get("/metrics")).text
+        metrics = (await gw.get("/metrics")).text + (await gw_stalled.get("/metrics")).text
     classes = {item.value for item in ErrorClass}
     for line in metrics.splitlines():
         if line.startswith("metis_gateway_errors_total{"):
@@ -131,18 +135,21 @@ async def test_a_refusal_before_the_answer_is_the_callers_error(emulator: Emulat
 
 
 async def test_a_stream_cut_short_ends_with_the_apis_error_event(emulator: Emulator) -> None:
-    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.2}))
-    async with client(app) as gw:
+    stalled = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.2}))
+    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 30}))
+    async with client(app) as gw, client(stalled) as gw_stalled:
         for fault in CUTS:
             for api, path, body, model in ROUTES:
                 emulator.clear_faults()
                 emulator.push_fault(fault)
                 sent = {"model": model, **body, "stream": True}
-                before = errors_counted(app)
-                reply = await gw.post(path, json=sent, headers=HEADERS)
+                serving = stalled if fault.startswith("stall") else app
+                before = errors_counted(serving)
+                via = gw_stalled if fault.startswith("stall") else gw
+                reply = await via.post(path, json=sent, headers=HEADERS)
                 case = f"{fault} {api}/{model}: {reply.text[-600:]}"
                 assert reply.status_code == 200, case
-                assert errors_counted(app) == before + 1, case  # counted once, in its class
+                assert errors_counted(serving) == before + 1, case  # counted once, in its class
                 assert ENDED_WELL[api] not in reply.text, case
                 name, data = last_event(api, reply.text)
                 if api == "anthropic":
@@ -153,7 +160,7 @@ async def test_a_stream_cut_short_ends_with_the_apis_error_event(emulator: Emula
                     assert name == "response.failed" and data["response"]["error"]["code"], case
                 if fault.startswith("stall"):
                     assert "timeout" in reply.text.rsplit("\n\n", 2)[-2], case
-        metrics = (await gw.get("/metrics")).text
+        metrics = (await gw.get("/metrics")).text + (await gw_stalled.get("/metrics")).text
     classes = {item.value for item in ErrorClass}
     for line in metrics.splitlines():
         if line.startswith("metis_gateway_errors_total{"):
