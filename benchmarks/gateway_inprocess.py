@@ -87,7 +87,7 @@ async def run(args: argparse.Namespace, config: Path) -> None:
         for _ in range(50):
             await one(app, scope, body, marker)
         for round_ in range(args.rounds):
-            profiler = cProfile.Profile() if args.profile else None
+            profiler = cProfile.Profile(time.process_time) if args.profile else None
             start = time.process_time()
             if profiler:
                 profiler.enable()
