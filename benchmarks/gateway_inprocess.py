@@ -4,6 +4,7 @@ socket, so only what the application spends is timed (``process_time``), and a p
 
     python -m benchmarks.gateway_inprocess --route translated --requests 400 --rounds 3
     python -m benchmarks.gateway_inprocess --route translated --profile out.prof
+    python -m benchmarks.gateway_inprocess --route translated --concurrency 100 --requests 1000
 
 The routes are ``benchmarks.gateway``'s (``translated``: Anthropic Messages in, a Chat
 upstream; ``same-chat``: Chat in and upstream, passed through).
@@ -91,12 +92,15 @@ async def run(args: argparse.Namespace, config: Path) -> None:
             start = time.process_time()
             if profiler:
                 profiler.enable()
-            for _ in range(args.requests):
-                await one(app, scope, body, marker)
+            for _ in range(args.requests // args.concurrency):
+                await asyncio.gather(
+                    *(one(app, scope, body, marker) for _ in range(args.concurrency))
+                )
             if profiler:
                 profiler.disable()
                 profiler.dump_stats(args.profile)
-            spent = (time.process_time() - start) / args.requests * 1000
+            done = args.requests // args.concurrency * args.concurrency
+            spent = (time.process_time() - start) / done * 1000
             load = os.getloadavg()[0]
             print(f"{args.route} round {round_}: {spent:.3f} ms/request (load {load:.1f})")
 
@@ -107,6 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scenario", default=bench.SCENARIO)
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=1, help="requests in flight at once")
     parser.add_argument("--profile", help="write a cProfile of the last round here")
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="uvloop")
     args = parser.parse_args(argv)
