@@ -202,6 +202,11 @@ def _add_serve(commands: Commands) -> None:
     serve.add_argument("--host", help="the address to listen on")
     serve.add_argument("--port", type=_port, help="the port to listen on (0: any free one)")
     serve.add_argument("--workers", type=_positive, default=1, help="worker processes")
+    serve.add_argument(
+        "--access-log",
+        action="store_true",
+        help="log a line per request (uvicorn's access log; off: it costs CPU per request)",
+    )
 
 
 def _positive(text: str) -> int:

@@ -15,14 +15,29 @@ from collections import deque
 
 import anyio
 from starlette.responses import StreamingResponse
-from starlette.types import Send
+from starlette.types import Receive, Scope, Send
 
 MAX_READY = 256
 """Chunks read ahead of the client at most; past this the reader waits for the writer."""
 
 
 class CoalescingStream(StreamingResponse):
-    async def stream_response(self, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """As Starlette's: before ASGI 2.4 (uvicorn says 2.3) the client's disconnect is
+        watched by a task of its own, which stops the stream; here that task runs in the
+        stream's own task group, beside its reader, instead of in a second group wrapped round
+        it (a task group and a task fewer per streamed request)."""
+        spec = scope.get("asgi", {}).get("spec_version", "2.0")
+        if scope["type"] != "http" or tuple(map(int, spec.split("."))) >= (2, 4):
+            await super().__call__(scope, receive, send)
+            return
+        await self.stream_response(send, receive)
+        if self.background is not None:
+            await self.background()
+
+    async def stream_response(self, send: Send, receive: Receive | None = None) -> None:
+        """The body, written as it is ready; with ``receive``, stopped (nothing more sent)
+        when the client disconnects."""
         start = {"type": "http.response.start", "status": self.status_code}
         await send({**start, "headers": self.raw_headers})
         ready: deque[bytes] = deque()
@@ -44,9 +59,12 @@ class CoalescingStream(StreamingResponse):
                 finished = True
                 produced.set()
 
+        gone: list[bool] = []  # the client disconnected: nothing more is sent
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(read)
+                if receive is not None:
+                    group.start_soon(_until_disconnect, receive, group.cancel_scope, gone)
                 while ready or not finished:
                     if not ready:
                         await produced.wait()
@@ -56,11 +74,20 @@ class CoalescingStream(StreamingResponse):
                     ready.clear()
                     drained.set()
                     await send({"type": "http.response.body", "body": body, "more_body": True})
+                group.cancel_scope.cancel()  # the disconnect watch, once the body is read
         except BaseExceptionGroup as failed:  # the body's own error, as a plain stream raises it
             if len(failed.exceptions) == 1:
                 raise failed.exceptions[0] from None
             raise
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if not gone:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _until_disconnect(receive: Receive, stream: anyio.CancelScope, gone: list[bool]) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    gone.append(True)
+    stream.cancel()
 
 
 def _bytes(chunk: str | bytes | memoryview, charset: str) -> bytes:

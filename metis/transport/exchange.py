@@ -39,6 +39,7 @@ from metis.transport.clients import (
     request_timeout,
 )
 from metis.transport.decoding import decoded, encodings_of
+from metis.transport.held_reads import held_reads
 from metis.transport.redirects import redirect_target
 from metis.transport.slots import (
     close_if_overread,
@@ -321,6 +322,10 @@ def _reader(exchange: Exchange) -> Callable[[], Awaitable[bytes | None]]:
         exchange.undo.append(restore)
         exchange.undo.append(lambda: call.cancel.off(abort))
         call.cancel.on_cancel(abort)
+        plain = encodings_of(response) == []
+        held = held_reads(response, served_by(response)) if plain else None
+        if held is not None:  # the body's bytes as they arrived, not chunk by chunk
+            return held
         return partial(anext, chunks, None)  # no frame of ours per chunk
     if restore is not None:
         restore()

@@ -53,3 +53,38 @@ def test_serve_says_it_listens_once_bound_with_the_port_it_was_given(tmp_path: P
     finally:
         process.terminate()
         process.wait(timeout=60)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize(("flag", "logged"), [([], False), (["--access-log"], True)])
+def test_the_access_log_is_off_unless_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str, flag: list[str], logged: bool
+) -> None:
+    """uvicorn's line per request costs CPU on every request: ``--access-log`` turns it on."""
+    import uvicorn
+
+    from metis.cli import main
+    from metis.cli import serve as serve_command
+
+    given: dict[str, object] = {}
+
+    class Served:
+        started = True
+
+        def run(self) -> None:
+            pass
+
+    def config(app: object, **options: object) -> None:
+        given.update(options)
+
+    def run(app: object, **options: object) -> None:
+        given.update(options)
+
+    monkeypatch.setattr(uvicorn, "Config", config)
+    monkeypatch.setattr(uvicorn, "run", run)
+    monkeypatch.setattr(serve_command, "_announcing_server", lambda *_: Served())
+    monkeypatch.setenv("UP_KEY", "sk-upstream")
+    path = tmp_path / "gateway.yaml"
+    path.write_text(yaml.safe_dump(CONFIG))
+    assert main(["serve", "--config", str(path), "--workers", workers, *flag]) == 0
+    assert given["access_log"] is logged

@@ -74,3 +74,78 @@ async def test_the_bodys_error_is_raised_as_it_is() -> None:
 
     with pytest.raises(LookupError, match="the stream broke"):
         await _written(failing())
+
+
+SCOPE_2_3 = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}}
+
+
+async def test_a_client_that_disconnects_stops_the_stream_with_nothing_more_sent() -> None:
+    """Before ASGI 2.4 the disconnect is watched beside the reader: the body is closed (its
+    upstream call with it) and nothing is sent after it."""
+    sent: list[dict[str, Any]] = []
+    first = anyio.Event()
+    closed: list[bool] = []
+
+    async def receive() -> dict[str, Any]:
+        await first.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if message.get("body"):
+            first.set()
+
+    async def endless() -> AsyncIterator[bytes]:
+        try:
+            yield b"event 0\n"
+            await anyio.sleep_forever()
+        finally:
+            closed.append(True)
+
+    with anyio.fail_after(60):  # a bound on a hang
+        await CoalescingStream(endless())(SCOPE_2_3, receive, send)
+    assert closed == [True]
+    assert [m.get("body") for m in sent[1:]] == [b"event 0\n"]  # no closing empty body
+
+
+async def test_a_whole_stream_stops_watching_for_the_disconnect() -> None:
+    sent: list[dict[str, Any]] = []
+    waiting = anyio.Event()
+
+    async def receive() -> dict[str, Any]:
+        waiting.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def ready() -> AsyncIterator[bytes]:
+        await waiting.wait()
+        yield b"event 0\n"
+
+    with anyio.fail_after(60):  # a bound on a hang: the watch is cancelled, not awaited
+        await CoalescingStream(ready())(SCOPE_2_3, receive, send)
+    assert [(m.get("body"), m.get("more_body")) for m in sent[1:]] == [
+        (b"event 0\n", True),
+        (b"", False),
+    ]
+
+
+async def test_a_failing_body_raises_its_own_error_before_any_end_is_sent() -> None:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def failing() -> AsyncIterator[bytes]:
+        yield b"event 0\n"
+        raise KeyError("a bug below")
+
+    with pytest.raises(KeyError, match="a bug below"):
+        await CoalescingStream(failing())(SCOPE_2_3, receive, send)
+    assert all(m.get("more_body", True) for m in sent)  # no normal end before the error
