@@ -93,17 +93,20 @@ def _is_model(annotation: Any) -> typing.TypeGuard[type[BaseModel]]:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
+def unknown_field_hint(schema: type[BaseModel], loc: Sequence[str | int]) -> str:
+    """``"; did you mean 'x'?"`` for the unknown field at ``loc`` (a pydantic error's
+    location) of ``schema``'s input, naming the nearest fields taken there; or ``""``."""
+    if not loc:
+        return ""
+    return did_you_mean(str(loc[-1]), fields_at(schema, loc[:-1]))
+
+
 def with_hints(error: ValidationError, schema: type[BaseModel]) -> ValidationError:
     """``error`` with each unknown field's message naming the nearest field ``schema`` takes
     there (``Extra inputs are not permitted; did you mean 'temperature'?``); ``error`` itself
     when no unknown field is near a known one."""
     details = error.errors()
-    hints = [
-        did_you_mean(str(e["loc"][-1]), fields_at(schema, e["loc"][:-1]))
-        if e["type"] == EXTRA and e["loc"]
-        else ""
-        for e in details
-    ]
+    hints = [unknown_field_hint(schema, e["loc"]) if e["type"] == EXTRA else "" for e in details]
     if not any(hints):
         return error
     lines = [_detail(e, hint) for e, hint in zip(details, hints, strict=True)]
