@@ -1,5 +1,5 @@
 """The base of every canonical object: frozen, built on first use, and refusing an unknown
-field (docs/contract.md §3, "Unknown fields")."""
+field (docs/contract.md §14)."""
 
 from __future__ import annotations
 

@@ -326,7 +326,7 @@ NESTED_UNKNOWN = {
 async def test_an_unknown_field_inside_a_message_part_or_tool_is_never_refused(
     emulator: Emulator,
 ) -> None:
-    """The canonical objects refuse unknown fields (docs/contract.md §3); a client's are its
+    """The canonical objects refuse unknown fields (docs/contract.md §14); a client's are its
     API's, which the gateway's readers leave out (item 4): never a 400 or a 500."""
     app = create_app(gateway_config(emulator))
     async with client(app) as gw:

@@ -1,5 +1,5 @@
 """A canonical object refuses a field it does not have, naming it and the nearest it has
-(docs/contract.md §3, "Unknown fields"); what metis itself writes reads back equal."""
+(docs/contract.md §14); what metis itself writes reads back equal."""
 
 from __future__ import annotations
 
