@@ -59,7 +59,7 @@ log = logging.getLogger("metis")
 class Cost(BaseModel):
     """What one call cost: the total, its four parts and the table it was priced under."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str
     """The price table entry used (its canonical id)."""

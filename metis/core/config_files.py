@@ -6,15 +6,16 @@ values of secret keys are never echoed.
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from metis.core import yaml_limits
+from metis.core.model_fields import fields_at
+from metis.core.suggest import did_you_mean
 from metis.errors import ConfigError, redact
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
@@ -120,7 +121,8 @@ def _explain(err: Any, schema: type[BaseModel] | None, loc: list[Any]) -> str:
         return "required key is missing"
     if kind == "extra_forbidden":
         allowed = _allowed_keys(schema, loc[:-1])
-        return "unknown key" + (f"; expected one of: {', '.join(allowed)}" if allowed else "")
+        listed = f"; expected one of: {', '.join(allowed)}" if allowed else ""
+        return f"unknown key{listed}{did_you_mean(str(loc[-1]), allowed) if loc else ''}"
     if kind == "literal_error":
         return f"expected {ctx.get('expected')}, got {show(err['input'])}"
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
@@ -153,30 +155,6 @@ def show(value: Any) -> str:
 
 def _allowed_keys(schema: type[BaseModel] | None, path: list[Any]) -> list[str]:
     """The field names of the model found by following ``path`` from ``schema``."""
-    annotation: Any = schema
-    for part in path:
-        annotation = _unwrap(annotation)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            field = annotation.model_fields.get(str(part))
-            annotation = field.annotation if field else None
-        elif typing.get_origin(annotation) is dict:
-            annotation = typing.get_args(annotation)[1]
-        else:
-            return []
-    annotation = _unwrap(annotation)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [name for name in annotation.model_fields if name not in ("source", "model")]
-    return []
-
-
-def _unwrap(annotation: Any) -> Any:
-    """``X | None`` -> ``X``; ``Annotated[X, ...]`` -> ``X``."""
-    while True:
-        if typing.get_origin(annotation) is Annotated:
-            annotation = typing.get_args(annotation)[0]
-            continue
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if typing.get_origin(annotation) in (typing.Union, type(int | None)) and len(args) == 1:
-            annotation = args[0]
-            continue
-        return annotation
+    if schema is None:
+        return []
+    return [name for name in fields_at(schema, path) if name not in ("source", "model")]

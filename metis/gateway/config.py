@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from metis.core.config_files import config_error, read_yaml
+from metis.core.suggest import did_you_mean
 from metis.errors import ConfigError
 from metis.gateway.keys import Keys, KeySpec
 from metis.registry.file import RegistryFile
@@ -102,6 +103,7 @@ class GatewayConfig:
             if key not in known:
                 raise ConfigError(
                     f"{source}: {key}: unknown key; expected one of: {', '.join(known)}"
+                    + did_you_mean(str(key), known)
                 )
         data = dict(data)
         raw = data.pop("gateway", None) or {}

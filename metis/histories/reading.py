@@ -16,8 +16,10 @@ from pydantic import BaseModel, ValidationError
 
 from metis.adapter.sendable import first_unsendable
 from metis.core.ids import new_tool_id
+from metis.core.model_fields import with_hints
 from metis.errors import InvalidRequestError
 from metis.model.content import Message
+from metis.model.message_dicts import message_from_dict
 from metis.wire.json_limits import loads
 from metis.wire.unicode_text import clean
 
@@ -116,7 +118,7 @@ def built(model: type[B], where: str, **fields: Any) -> B:
     try:
         return model(**fields)
     except ValidationError as exc:
-        raise InvalidRequestError(f"{where}{_problems(exc)}") from None
+        raise InvalidRequestError(f"{where}{_problems(with_hints(exc, model))}") from None
 
 
 def message(value: Any, where: str) -> Message:
@@ -127,10 +129,7 @@ def message(value: Any, where: str) -> Message:
         raise InvalidRequestError(
             f"{where}: expected a Message or a message dict, got {shown(value)}"
         )
-    try:
-        return Message.model_validate(value)
-    except ValidationError as exc:
-        raise InvalidRequestError(f"{where}{_problems(exc)}") from None
+    return message_from_dict(value, where)
 
 
 def _problems(error: ValidationError) -> str:

@@ -4,26 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from metis.model.base import Canonical
 from metis.model.cache import CacheHint
 
 
-class ProviderRaw(BaseModel):
+class ProviderRaw(Canonical):
     """A provider's own representation of a block, and who produced it."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     provider: str
     model: str | None = None
     data: dict[str, Any] = Field(default_factory=dict)
 
 
-class BlockBase(BaseModel):
+class BlockBase(Canonical):
     """The base of every content block: frozen, with an optional ``provider_raw`` and an
     optional cache hint."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     provider_raw: ProviderRaw | None = None
     cache: CacheHint | None = Field(default=None, exclude_if=lambda hint: hint is None)

@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from metis.model.base import Canonical
 
 CACHED_CONTENT_NAME = r"^(projects/[^/\s]+/locations/[^/\s]+/)?cachedContents/[^/\s]+$"
 """A Gemini API cached content, or a Vertex AI one (``projects/.../locations/.../...``)."""
@@ -24,17 +26,15 @@ CacheTTL = Literal["5m", "1h"]
 """How long a cache entry lives where the provider lets you choose (Anthropic, Bedrock)."""
 
 
-class CacheHint(BaseModel):
+class CacheHint(Canonical):
     """Cache the prompt up to and including this message or block. ``ttl`` where the
     provider takes one (Anthropic, Bedrock Claude: ``5m`` or ``1h``); None: the provider's
     default (five minutes)."""
 
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
-
     ttl: CacheTTL | None = None
 
 
-class CachePolicy(BaseModel):
+class CachePolicy(Canonical):
     """Which parts of a request to cache, for every provider of a route.
 
     - ``prefix``: the stable prefix, system prompt and tools.
@@ -52,8 +52,6 @@ class CachePolicy(BaseModel):
     :meth:`off` caches nothing a request could ask for (a provider's implicit cache still
     works: it takes no request).
     """
-
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     prefix: bool = True
     conversation: bool | Literal["auto"] = "auto"
@@ -84,12 +82,10 @@ class RequestedCache:
         return policy.conversation
 
 
-class CachedContent(BaseModel):
+class CachedContent(Canonical):
     """A Gemini explicit cache (docs/caching.md): a stored prompt prefix that requests read
     by its ``name`` (``CachePolicy(cached_content=name)``), billed for its storage until it
     expires or is deleted."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     name: str = Field(pattern=CACHED_CONTENT_NAME)
     model: str

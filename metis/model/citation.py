@@ -13,15 +13,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from metis.model.base import Canonical
 from metis.model.block import ProviderRaw
 
 
-class TextSpan(BaseModel):
+class TextSpan(Canonical):
     """Characters ``start`` (inclusive) to ``end`` (exclusive) of the block's text."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     start: int = Field(ge=0)
     end: int = Field(ge=0)
@@ -33,13 +32,11 @@ class TextSpan(BaseModel):
         return self
 
 
-class DocumentLocation(BaseModel):
+class DocumentLocation(Canonical):
     """Where in a document of the request the cited text is: its ``index`` among the request's
     documents (or search results), its title or file id, and a range of ``unit``: ``char``
     (0-based, end exclusive), ``page`` (1-based, end exclusive) or ``block`` (content blocks,
     0-based, end exclusive)."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     index: int | None = Field(default=None, ge=0)
     title: str | None = None
@@ -49,12 +46,10 @@ class DocumentLocation(BaseModel):
     end: int | None = None
 
 
-class Citation(BaseModel):
+class Citation(Canonical):
     """One source a text block cites: a web page (``url``, ``title``) or a document
     (``document``), with the quoted ``cited_text`` and the ``span`` of the block's text where
     the provider gives them."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     kind: Literal["url", "document", "search_result", "file"]
     url: str | None = None

@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
 )
 
+from metis.model.base import Canonical
 from metis.model.block import BlockBase
 from metis.model.block import ProviderRaw as ProviderRaw
 from metis.model.cache import CacheHint
@@ -59,20 +58,16 @@ class TextBlock(BlockBase):
         return data
 
 
-class Base64ImageSource(BaseModel):
+class Base64ImageSource(Canonical):
     """An image given inline: its media type (``image/png``) and base64 data."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: Literal["base64"] = "base64"
     media_type: str
     data: str
 
 
-class URLImageSource(BaseModel):
+class URLImageSource(Canonical):
     """An image given by URL."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: Literal["url"] = "url"
     url: str
@@ -201,10 +196,8 @@ ContentBlock = Annotated[
 ]
 
 
-class Message(BaseModel):
+class Message(Canonical):
     """One turn of the conversation. ``content`` accepts a plain string for convenience."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     role: Role
     content: list[ContentBlock]

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from metis.model.base import Canonical
 
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
 """How hard a model reasons before answering, lowest first; ``none`` switches reasoning off."""
@@ -45,10 +47,8 @@ SamplingRanges = dict[str, tuple[float | None, float | None]]
 (either bound None: no bound documented). A name left out is not taken."""
 
 
-class ReasoningProfile(BaseModel):
+class ReasoningProfile(Canonical):
     """How one model is asked to reason (from the catalog, docs/reasoning.md)."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     form: Literal["budget", "effort", "adaptive", "always"]
     """``budget``: a token budget; ``effort``: a level; ``adaptive``: a level, the model deciding
@@ -72,11 +72,9 @@ class ReasoningProfile(BaseModel):
     nothing is said of it without a setting."""
 
 
-class SettingRules(BaseModel):
+class SettingRules(Canonical):
     """What a model refuses of a request's settings beyond their ranges (from the catalog,
     metis/catalog/knobs.py): the settings it takes only one at a time, and stop sequences."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     one_at_a_time: tuple[tuple[SamplingName, ...], ...] = ()
     """Groups of sampling settings the model refuses together (Claude 4.5 and 4.6: temperature

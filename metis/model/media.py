@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from metis.model.base import Canonical
 from metis.model.block import BlockBase
 
 
-class _Source(BaseModel):
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
+class _Source(Canonical):
+    """Where a file block's bytes are."""
 
 
 class Base64Source(_Source):

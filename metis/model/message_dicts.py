@@ -12,7 +12,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
+from metis.core.model_fields import EXTRA, unknown_field_hint
 from metis.core.suggest import did_you_mean
 from metis.errors import InvalidRequestError
 from metis.model.content import (
@@ -69,9 +71,9 @@ def as_messages(messages: Iterable[object]) -> list[Message]:
     ]
 
 
-def message_from_dict(value: Any, index: int) -> Message:
-    """The message ``messages[index]`` given as a dict."""
-    where = f"messages[{index}]"
+def message_from_dict(value: Any, index: int | str) -> Message:
+    """The message ``messages[index]`` given as a dict (``index`` a string: the place itself)."""
+    where = index if isinstance(index, str) else f"messages[{index}]"
     if not isinstance(value, Mapping):
         raise _error(f"{where}: expected a Message or a dict, got {type(value).__name__}")
     _known_keys(value, Message, where, "a message")
@@ -124,7 +126,15 @@ def _described(exc: ValidationError, where: str) -> str:
     errors = exc.errors()
     # ``content: str | list[...]``: when the list was given, the string branch's error is noise.
     in_list = [e for e in errors if "str" not in e["loc"]]
-    return "; ".join(f"{_path(where, e['loc'])}: {e['msg']}" for e in in_list or errors)
+    return "; ".join(_problem(where, e) for e in in_list or errors)
+
+
+def _problem(where: str, error: ErrorDetails) -> str:
+    loc = error["loc"]
+    if error["type"] == EXTRA and loc:  # a misspelt key below a block (a source's, a cache's)
+        hint = unknown_field_hint(Message, loc)
+        return f"{_path(where, loc[:-1])}: unknown key {loc[-1]!r}{hint}"
+    return f"{_path(where, loc)}: {error['msg']}"
 
 
 def _path(where: str, loc: tuple[int | str, ...]) -> str:

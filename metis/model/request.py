@@ -5,9 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from metis.core.ids import new_request_id
+from metis.model.base import Canonical
 from metis.model.cache import CachePolicy
 from metis.model.content import Message
 from metis.model.knobs import ReasoningEffort
@@ -15,10 +16,8 @@ from metis.model.message_dicts import as_messages
 from metis.model.server_tools import ServerTool
 
 
-class ToolAnnotations(BaseModel):
+class ToolAnnotations(Canonical):
     """Behaviour hints for a tool (docs/contract.md); never sent to providers that lack them."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     read_only: bool | None = None
     destructive: bool | None = None
@@ -26,12 +25,10 @@ class ToolAnnotations(BaseModel):
     open_world: bool | None = None
 
 
-class FreeformInput(BaseModel):
+class FreeformInput(Canonical):
     """A tool whose input is free text, not JSON (OpenAI's custom tools), optionally held to a
     grammar: ``syntax`` (``lark`` or ``regex``) and its ``definition``. A call of such a tool
     is a tool call whose input is ``{"input": "<the text>"}`` (docs/contract.md §10)."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     syntax: Literal["lark", "regex"] | None = None
     definition: str | None = Field(default=None, min_length=1)
@@ -52,7 +49,7 @@ FREEFORM_SCHEMA: dict[str, Any] = {
 """The JSON form of a freeform tool's input, for a provider without custom tools."""
 
 
-class ToolDefinition(BaseModel):
+class ToolDefinition(Canonical):
     """A tool the model may call: its name, a description and a JSON schema of its input.
     :func:`metis.tool` makes one from a Python function or a pydantic model. A ``freeform``
     tool takes free text instead (its ``input_schema`` is then :data:`FREEFORM_SCHEMA`).
@@ -62,8 +59,6 @@ class ToolDefinition(BaseModel):
     is left out with the dropped-content WARN. ``False`` never sends it strict. ``None`` (the
     default) is the stack's own choice: OpenAI Chat makes a tool strict where its schema
     converts, the others send it as written (docs/contract.md §10)."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: str = Field(min_length=1)
     description: str = ""
@@ -85,11 +80,9 @@ class ToolDefinition(BaseModel):
         return data
 
 
-class ToolChoice(BaseModel):
+class ToolChoice(Canonical):
     """auto: the model decides; any: it must call some tool; tool: it must call ``name``;
     none: it must not call tools."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: Literal["auto", "any", "tool", "none"] = "auto"
     name: str | None = None
@@ -117,12 +110,10 @@ class ToolChoice(BaseModel):
         return cls(type="none")
 
 
-class ThinkingConfig(BaseModel):
+class ThinkingConfig(Canonical):
     """Ask the model to reason before answering: within ``budget_tokens``, or at an ``effort``
     level (one or the other). Each model is asked the way it takes (docs/reasoning.md): a
     budget for an effort model, or a level it lacks, is converted, with a warning."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     budget_tokens: int | None = Field(default=None, ge=1)
     effort: ReasoningEffort | None = None
@@ -151,7 +142,7 @@ class ThinkingConfig(BaseModel):
         return value
 
 
-class Compaction(BaseModel):
+class Compaction(Canonical):
     """Ask the provider to compact the conversation itself once its input passes
     ``trigger_tokens`` (Anthropic's context management, the Responses API's
     ``context_management``): the reply then holds a compaction block, an
@@ -159,18 +150,14 @@ class Compaction(BaseModel):
     provider (docs/contract.md §8). ``instructions``: what the summary should keep (Anthropic
     only). A provider without compaction drops it with one WARN (docs/sessions.md)."""
 
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
-
     trigger_tokens: int = Field(ge=1)
     instructions: str | None = Field(default=None, min_length=1)
 
 
-class CanonicalRequest(BaseModel):
+class CanonicalRequest(Canonical):
     """One call in metis's own terms, whatever the provider: the model (``provider:name``),
     the messages, the output limit, and what else the call asks for (tools, tool choice,
     system prompt, sampling, structured output, thinking, session). docs/contract.md §1."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     model: str = Field(min_length=1, description="canonical 'provider:name' or a wire name")
     messages: list[Message]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from metis.model.base import Canonical
 from metis.model.citation import Citation
 from metis.model.content import (
     ContentBlock,
@@ -33,24 +34,20 @@ class StopKind(StrEnum):
     PROVIDER_SPECIFIC = "provider_specific"
 
 
-class StopReason(BaseModel):
+class StopReason(Canonical):
     """A normalized kind plus the provider's own string; nothing is silently called end_turn."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     kind: StopKind
     raw: str | None = None
 
 
-class TokenUsage(BaseModel):
+class TokenUsage(Canonical):
     """Token counts as the provider reported them; no cost (that is :mod:`metis.cost`'s job).
 
     ``input_tokens`` counts only uncached input, as Anthropic reports it: the total input is
     ``input_tokens + cached_input_tokens + cache_creation_input_tokens`` for every provider,
     so one price formula fits all (docs/contract.md §5).
     """
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
@@ -67,14 +64,12 @@ class TokenUsage(BaseModel):
         return self.input_tokens + self.cached_input_tokens + self.cache_creation_input_tokens
 
 
-class DroppedContent(BaseModel):
+class DroppedContent(Canonical):
     """One structured WARN of a call: content (a block, or a request setting such as
     ``thinking``) that the provider could not take, left out whole, and why.
 
     ``repeated`` is True when the same drop was already reported earlier in the session: it is
     still listed with the call that made it, but logged only the first time."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     block_type: str
     reason: str
@@ -83,12 +78,10 @@ class DroppedContent(BaseModel):
     repeated: bool = False
 
 
-class CanonicalResponse(BaseModel):
+class CanonicalResponse(Canonical):
     """A whole reply, folded from the call's events: content, stop reason, usage, latency,
     and the call's warnings. ``.text``, ``.tool_calls`` and ``.message`` (the reply as the
     next assistant message) make continuing a conversation one line."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     request_id: str
     model: str

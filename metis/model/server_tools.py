@@ -21,15 +21,16 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from metis.model.base import Canonical
 from metis.model.block import BlockBase
 
 WEB_SEARCH, WEB_FETCH, CODE_EXECUTION = "web_search", "web_fetch", "code_execution"
 
 
-class _Declaration(BaseModel):
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
+class _Declaration(Canonical):
+    """A server tool's declaration, or a part of one."""
 
 
 class UserLocation(_Declaration):
@@ -103,10 +104,8 @@ ServerTool = Annotated[
 # In replies ------------------------------------------------------------------------------
 
 
-class SearchResult(BaseModel):
+class SearchResult(Canonical):
     """A page a web search found."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     url: str
     title: str | None = None
@@ -114,11 +113,9 @@ class SearchResult(BaseModel):
     page_age: str | None = None
 
 
-class CodeOutput(BaseModel):
+class CodeOutput(Canonical):
     """What code run by the provider printed, how it exited, and the files it made (provider
     file ids or URLs)."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     stdout: str = ""
     stderr: str = ""

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from metis.core.suggest import closest
 from metis.errors import ConfigError
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
@@ -160,9 +161,7 @@ def setting_named(name: str) -> str | None:
     known = sorted({key for model in KINDS.values() for key in _keys(model)})
     if name in known:
         return name
-    import difflib  # only a misspelt name needs it
-
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+    close = closest(name, known, n=1, cutoff=0.8)
     return close[0] if close else None
 
 
@@ -190,9 +189,7 @@ def _explain(model: type[ProviderSettings], exc: ValidationError) -> str:
     for err in exc.errors():
         key = ".".join(str(p) for p in err["loc"]) or "settings"
         if err["type"] == "extra_forbidden":
-            import difflib  # only a misspelt name needs it
-
-            near = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
+            near = closest(key, known, n=1, cutoff=0.5)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             problems.append(f"unknown setting {key!r}{hint}")
         else:

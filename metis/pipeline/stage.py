@@ -39,6 +39,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from metis.core.suggest import did_you_mean
 from metis.errors import StackError
 from metis.pipeline.call import Call
 from metis.pipeline.services import StageServices
@@ -204,7 +205,9 @@ def _explain_options(stage: Stage[Any, Any, Any, Any], exc: ValidationError) -> 
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "options"
         if err["type"] == "extra_forbidden":
-            problems.append(f"unknown option {where!r}")
+            problems.append(
+                f"unknown option {where!r}{did_you_mean(where, stage.Options.model_fields)}"
+            )
         else:
             problems.append(f"option {where!r}: {err['msg']}")
     return f"stage {stage.name!r}: {'; '.join(problems)} (its options: {known})"

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from metis.core.suggest import did_you_mean
 from metis.errors import ConfigError
 
 MERGED = ("endpoint", "auth", "headers", "capabilities", "token_estimate")
@@ -95,6 +96,7 @@ def _edit_stages(stages: list[Any], edits: Any, source: str, origin: dict[str, s
         raise ConfigError(
             f"{source}: stages: unknown edit {', '.join(unknown)}; expected one of: "
             + ", ".join(VERBS)
+            + did_you_mean(unknown[0], VERBS)
         )
     out = list(stages)
     for name in _names(edits.get("remove"), source, "remove"):

@@ -65,7 +65,7 @@ class AuthSpec(BaseModel):
 
 
 class StageEntry(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     options: dict[str, Any] = Field(default_factory=dict)

@@ -63,6 +63,44 @@ def test_messages_that_are_no_messages_are_an_invalid_request(
     assert at_emulator.stats.requests == 0
 
 
+MISSPELT_MESSAGES: list[tuple[dict[str, Any], str]] = [
+    (
+        {"role": "user", "content": "Hi", "nmae": "x"},
+        "messages[0]: unknown key 'nmae' (a message has role, content, id, cache)",
+    ),
+    (
+        {"role": "user", "content": [{"type": "text", "txt": "Hi"}]},
+        "messages[0].content[0]: unknown key 'txt'; did you mean 'text'?",
+    ),
+    (
+        {
+            "role": "user",
+            "content": [
+                {"type": "image", "source": {"type": "url", "url": "https://x/a.png", "ulr": 1}}
+            ],
+        },
+        "messages[0].content[0].source: unknown key 'ulr'; did you mean 'url'?",
+    ),
+    (
+        {"role": "user", "content": [{"type": "text", "text": "Hi", "cache": {"tll": "1h"}}]},
+        "messages[0].content[0].cache: unknown key 'tll'; did you mean 'ttl'?",
+    ),
+]
+
+
+@pytest.mark.parametrize(("message", "said"), MISSPELT_MESSAGES)
+def test_a_misspelt_key_of_a_message_dict_at_any_depth_is_an_invalid_request_naming_it(
+    at_emulator: Emulator, message: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        metis.complete(MODEL, [message])
+    assert said in str(caught.value)
+    with pytest.raises(InvalidRequestError) as in_a_session:
+        metis.Session(MODEL).send(message)
+    assert said in str(in_a_session.value)
+    assert at_emulator.stats.requests == 0
+
+
 @pytest.mark.parametrize(
     ("tools", "said"),
     [

@@ -297,6 +297,48 @@ async def test_an_unknown_field_on_the_translated_path_is_left_out_and_said(
                 assert "zzz_unknown" in reply.headers.get("x-metis-dropped", ""), case
 
 
+NESTED_UNKNOWN = {
+    # api -> a body with a field no API has in a message, a content part and a tool
+    "anthropic": {
+        "max_tokens": 2000,
+        "messages": [
+            {"role": "user", "zzz": 1, "content": [{"type": "text", "text": "Hi", "zzz": 2}]}
+        ],
+        "tools": [{"name": "f", "input_schema": {"type": "object"}, "zzz": 3}],
+        "thinking": {"type": "enabled", "budget_tokens": 1024, "zzz": 4},
+    },
+    "chat": {
+        "messages": [
+            {"role": "user", "zzz": 1, "content": [{"type": "text", "text": "Hi", "zzz": 2}]}
+        ],
+        "tools": [{"type": "function", "function": {"name": "f", "zzz": 3}, "zzz": 4}],
+    },
+    "responses": {
+        "input": [
+            {"role": "user", "zzz": 1, "content": [{"type": "input_text", "text": "Hi", "zzz": 2}]}
+        ],
+        "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}, "zzz": 3}],
+        "reasoning": {"effort": "low", "zzz": 4},
+    },
+}
+
+
+async def test_an_unknown_field_inside_a_message_part_or_tool_is_never_refused(
+    emulator: Emulator,
+) -> None:
+    """The canonical objects refuse unknown fields (docs/contract.md §14); a client's are its
+    API's, which the gateway's readers leave out (item 4): never a 400 or a 500."""
+    app = create_app(gateway_config(emulator))
+    async with client(app) as gw:
+        for label, api, path, body in each_route():
+            if api not in NESTED_UNKNOWN:
+                continue
+            for streamed in (False, True):
+                sent = {"model": body["model"], "stream": streamed, **NESTED_UNKNOWN[api]}
+                reply = await gw.post(path, json=sent, headers=HEADERS)
+                assert reply.status_code == 200, f"{label} stream={streamed}: {reply.text[:300]}"
+
+
 HTTP_CASES: list[tuple[str, str, str, dict[str, str], int, str]] = [
     # (case, method, path, headers, status, Anthropic type or OpenAI type/code)
     ("GET a POST path", "GET", "/v1/messages", {}, 405, "invalid_request_error"),

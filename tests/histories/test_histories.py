@@ -346,6 +346,44 @@ def test_exports_take_message_dicts_and_refuse_what_is_not_a_message_naming_it(
         export([nan])
 
 
+@pytest.mark.parametrize("export", [to_openai_chat, to_anthropic])
+@pytest.mark.parametrize(
+    ("message", "said"),
+    [
+        (
+            {"role": "user", "content": [{"type": "text", "text": "x", "citatons": None}]},
+            "messages[0].content[0]: unknown key 'citatons'; did you mean 'citations'?",
+        ),
+        (
+            {
+                "role": "user",
+                "content": [{"type": "image", "source": {"type": "url", "url": "u", "ulr": 1}}],
+            },
+            "messages[0].content[0].source: unknown key 'ulr'; did you mean 'url'?",
+        ),
+        (
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "thinking",
+                        "thinking": "x",
+                        "provider_raw": {"provider": "a", "modle": "m"},
+                    }
+                ],
+            },
+            "messages[0].content[0].provider_raw: unknown key 'modle'; did you mean 'model'?",
+        ),
+    ],
+)
+def test_an_export_refuses_a_misspelt_key_of_a_message_dict_naming_it(
+    export: Any, message: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        export([message])
+    assert said in caught.value.message
+
+
 def test_the_warn_for_a_dropped_part_names_its_type_printably(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -42,7 +42,8 @@ def test_a_stage_given_no_options_takes_the_defaults_without_building_a_validato
 
 
 def test_an_unknown_option_is_still_refused() -> None:
-    with pytest.raises(StackError, match=r"stage 'probe': unknown option 'levle'"):
+    said = r"stage 'probe': unknown option 'levle'; did you mean 'level'\?"
+    with pytest.raises(StackError, match=said):
         stage_with(Defaults)(levle=4)
 
 

@@ -139,7 +139,7 @@ def test_the_default_sink_loads_neither_the_bus_events_nor_the_other_sinks(
 
 
 def test_one_module_of_the_canonical_model_loads_alone(probes: dict[str, Any]) -> None:
-    assert probes["alone"] == ["metis.model", "metis.model.knobs"]
+    assert probes["alone"] == ["metis.model", "metis.model.base", "metis.model.knobs"]
 
 
 def test_an_adapter_reads_the_model_catalog_with_its_first_call_not_when_built(

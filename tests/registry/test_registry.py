@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 from metis.errors import ConfigError, InvalidRequestError
 from metis.model.content import Message
@@ -146,6 +147,14 @@ async def test_request_builds_a_request_the_adapter_sends_under_the_wire_name() 
     assert adapter is registry.adapter("sonnet")
     with pytest.raises(TypeError, match="model"):
         registry.request("sonnet", model="x", messages=[], max_output_tokens=1)
+    await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_request_refuses_a_misspelt_field_naming_the_nearest() -> None:
+    registry = from_dict(anthropic_only(aliases=["sonnet"]))
+    with pytest.raises(ValidationError, match="did you mean 'temperature'"):
+        registry.request("sonnet", messages=[], max_output_tokens=1, temprature=0.5)
     await registry.aclose()
 
 
@@ -305,7 +314,8 @@ def adapters(**entry: Any) -> dict[str, Any]:
         ),
         (
             {"adapters": {}, "modles": {}},
-            "modles: unknown key; expected one of: adapters, models",
+            "modles: unknown key; expected one of: adapters, models, routes; did you mean "
+            "'models'?",
         ),
         (
             anthropic_only(can_delegate="perhaps"),
@@ -315,6 +325,14 @@ def adapters(**entry: Any) -> dict[str, Any]:
         (
             anthropic_only(aliases="sonnet"),
             "models.anthropic:claude-sonnet-4-6.aliases: expected a list, got 'sonnet'",
+        ),
+        (
+            anthropic_only(aliasses=["s"]),
+            "models.anthropic:claude-sonnet-4-6.aliasses: unknown key; expected one of: adapter,",
+        ),
+        (
+            anthropic_only(aliasses=["s"]),
+            "did you mean 'aliases'?",
         ),
         (
             anthropic_only(teir="fast"),

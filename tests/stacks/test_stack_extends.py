@@ -170,6 +170,8 @@ def test_a_builtin_stack_can_be_extended_by_name(tmp_path: Path) -> None:
     [
         ({"remove": ["nope"]}, "no stage 'nope' to edit; the stages are: invariants"),
         ({"rename": {}}, "unknown edit rename"),
+        ({"insert_befor": {}}, "unknown edit insert_befor; expected one of: "),
+        ({"insert_befor": {}}, "did you mean 'insert_before' or 'insert_after'?"),
         ({"options": {"tool_ids": "x"}}, "expected a mapping of options"),
         ("encode", "expected a list of stages or a mapping of edits"),
     ],
