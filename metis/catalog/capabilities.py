@@ -3,8 +3,8 @@
 The stack says what the API and codec can carry (a Chat Completions stack shows no reasoning,
 whatever the model does); the catalog says what the model itself takes. A boolean is true only
 when both say so; the context window and output limit are the model's own. A field the catalog
-does not know keeps the stack's value, but for strict tools on a stack without structured output
-of its own (Bedrock Converse), which only the models the catalog says have it get.
+does not know keeps the stack's value, but for structured output and strict tools on a stack
+that has them per model (Bedrock Converse), which only the models the catalog says have it get.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ def model_capabilities(declared: AdapterCapabilities, info: ModelInfo) -> Adapte
         if value is not None:
             update[field] = getattr(declared, field) and bool(value)
     update.update(_media(declared, info))
-    if declared.supports_strict_tools and not declared.supports_structured_output:
-        # A stack with strict tools but no structured output of its own (Bedrock Converse)
-        # has them per model: only where the catalog says the model has structured output.
-        update["supports_strict_tools"] = info.structured_output is True
+    if declared.structured_output_per_model:
+        has = info.structured_output is True
+        update["supports_structured_output"] = declared.supports_structured_output and has
+        update["supports_strict_tools"] = declared.supports_strict_tools and has
     if declared.tools_emulated:  # a prompt-and-parse shim serves tools whatever the model does
         update.pop("supports_tools", None)
     if info.context_window:
@@ -56,11 +56,13 @@ def uncatalogued_capabilities(
 ) -> AdapterCapabilities:
     """``declared`` for a model the catalog lacks: only what its name tells of the settings it
     refuses (metis/catalog/knobs.py reads those from the name, so a new grok-4 snapshot is
-    known to refuse ``stop`` before the catalog lists it), and no per-model strict tools."""
+    known to refuse ``stop`` before the catalog lists it), and none of what a stack has per
+    model (structured output and strict tools on Bedrock Converse)."""
     update: dict[str, Any] = {}
     if rules := setting_rules(ModelInfo(provider=catalog, id=wire_model)):
         update["setting_rules"] = rules
-    if declared.supports_strict_tools and not declared.supports_structured_output:
+    if declared.structured_output_per_model:
+        update["supports_structured_output"] = False
         update["supports_strict_tools"] = False
     return declared.model_copy(update=update) if update else declared
 

@@ -159,7 +159,12 @@ def options_text(options: dict[str, Any], width: int | None = OPTION_WIDTH) -> s
 
 
 def capabilities_text(caps: AdapterCapabilities) -> str:
-    flags = [label for field, label in _FLAGS.items() if getattr(caps, field)]
+    per_model = ("supports_structured_output", "supports_strict_tools")
+    flags = [
+        f"{label} (per model)" if caps.structured_output_per_model and field in per_model else label
+        for field, label in _FLAGS.items()
+        if getattr(caps, field)
+    ]
     sizes = f"context {caps.max_context_tokens}, output {caps.max_output_tokens} tokens"
     return f"{', '.join(flags) or 'none'}; {sizes}"
 

@@ -21,6 +21,10 @@ class AdapterCapabilities(BaseModel):
     """Tools work through a prompt-and-parse shim, not the provider's own tool calling."""
     supports_system_prompt: bool = True
     supports_structured_output: bool = False
+    structured_output_per_model: bool = False
+    """Structured output and strict tools only for the models the catalog says have structured
+    output, none for a model it lacks (Bedrock Converse: the API carries both for every model
+    and refuses them for the models without)."""
     supports_stop_sequences: bool = True
     supports_streaming: bool = True
     supports_streaming_tool_calls: bool = False

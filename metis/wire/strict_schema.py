@@ -10,9 +10,20 @@ does not take... cannot be expressed, and the answer is ``None`` with the reason
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 Schema = dict[str, Any]
+
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def schema_name(title: Any) -> str:
+    """The name an output schema goes by (``[A-Za-z0-9_-]{1,64}``): its title, ``output``
+    where it has none."""
+    name = _NAME_UNSAFE.sub("_", title)[:64] if isinstance(title, str) else ""
+    return name if any(c.isalnum() for c in name) else "output"
+
 
 _TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 

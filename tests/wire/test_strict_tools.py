@@ -294,3 +294,69 @@ def test_on_converse_only_the_models_the_catalog_says_have_structured_output_get
     assert model_capabilities(
         anthropic_api, ModelInfo(provider="anthropic", id="m")
     ).supports_strict_tools
+
+
+def test_on_converse_structured_output_is_per_model_as_strict_tools_are() -> None:
+    from metis.catalog.capabilities import uncatalogued_capabilities
+
+    converse = load_stack("bedrock").capabilities
+    nova = model_capabilities(converse, ModelInfo(provider="amazon-bedrock", id="amazon.nova-pro"))
+    claude = ModelInfo(provider="amazon-bedrock", id="c", structured_output=True)
+    assert nova.supports_structured_output is False
+    assert model_capabilities(converse, claude).supports_structured_output is True
+    uncatalogued = uncatalogued_capabilities(converse, "amazon-bedrock", "x")
+    assert uncatalogued.supports_structured_output is False
+
+
+def test_converse_sends_the_output_schema_closed_as_a_json_string_named_by_its_title() -> None:
+    call = recording_call("bedrock", "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+    schema = {**SCHEMA, "title": "Weather report", "description": "Today's weather."}
+    body = converse_encode(_request().model_copy(update={"output_schema": schema}), call)
+    fmt = body["outputConfig"]["textFormat"]
+    definition = fmt["structure"]["jsonSchema"]
+    assert fmt["type"] == "json_schema"
+    assert definition["name"] == "Weather_report"
+    assert definition["description"] == "Today's weather."
+    import json
+
+    sent = json.loads(definition["schema"])
+    assert emulated.open_object(sent) is None
+    assert sent["properties"] == CLOSED["properties"] and sent["required"] == ["city"]
+    assert schema["properties"]["where"].get("additionalProperties") is None  # not changed
+
+
+def test_a_converse_output_schema_that_cannot_be_closed_is_refused_before_sending() -> None:
+    from metis.wire.bedrock_converse.rules import converse_problems
+
+    schema = {"type": "object", "additionalProperties": {"type": "integer"}}
+    call = recording_call("bedrock", "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+    body = converse_encode(_request().model_copy(update={"output_schema": schema}), call)
+    [problem] = converse_problems(body)
+    assert problem.startswith("outputConfig.textFormat.structure.jsonSchema.schema: /: takes")
+    with pytest.raises(Refused, match="additionalProperties"):
+        emulated.check_converse(body, None)
+
+
+async def test_structured_output_on_converse_through_the_emulator() -> None:
+    request = platforms.request(
+        "bedrock", "A pet?", tools=[], output_schema=Pet.model_json_schema()
+    )
+    request = request.model_copy(
+        update={"model": "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0"}
+    )
+    with Emulator() as emulator:
+        async with platforms.adapter("bedrock", emulator) as adapter:
+            response = await adapter.complete(request)
+        [sent] = emulator.bodies(platforms.target("bedrock"))
+    Pet.model_validate_json(response.text)
+    assert "outputConfig" in sent
+
+
+async def test_a_converse_model_without_structured_output_is_refused_before_sending() -> None:
+    request = platforms.request("bedrock", "A pet?", tools=[], output_schema=SCHEMA)
+    request = request.model_copy(update={"model": "bedrock:amazon.nova-pro-v1:0"})
+    with Emulator() as emulator:
+        async with platforms.adapter("bedrock", emulator) as adapter:
+            with pytest.raises(metis.CapabilityError, match="output schema"):
+                await adapter.complete(request)
+        assert emulator.bodies(platforms.target("bedrock")) == []

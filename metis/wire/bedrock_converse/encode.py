@@ -10,6 +10,7 @@ images, only S3 locations, so those are dropped with the structured WARN.
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,11 +38,12 @@ from metis.wire.bedrock_converse.cache import hinted_blocks
 from metis.wire.bedrock_converse.knobs import model_fields
 from metis.wire.bedrock_converse.media import media
 from metis.wire.bedrock_converse.server_tools import declarations
-from metis.wire.closed_schema import strict_input_schema
+from metis.wire.closed_schema import closed_schema_or_reason, strict_input_schema
 from metis.wire.codec import EncodeContext
 from metis.wire.media import cannot_carry, project_attachments
 from metis.wire.opaque import sent_back
 from metis.wire.server_replay import messages_for_provider
+from metis.wire.strict_schema import schema_name
 
 EMPTY_RESULT = "(no output)"
 _IMAGE_FORMATS = {
@@ -67,7 +69,22 @@ def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         body["toolConfig"] = tools
     if fields:
         body["additionalModelRequestFields"] = fields
+    if request.output_schema is not None:
+        body["outputConfig"] = {"textFormat": _text_format(request.output_schema)}
     return body
+
+
+def _text_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """``outputConfig.textFormat``: the schema as a JSON string, every object closed as
+    structured output requires (one that cannot be closed goes as written, for the pre-send
+    rules to refuse), named as OpenAI's are."""
+    closed, _ = closed_schema_or_reason(schema)
+    definition: dict[str, Any] = {"schema": json.dumps(closed or schema)}
+    definition["name"] = schema_name(schema.get("title"))
+    description = schema.get("description")
+    if isinstance(description, str) and description:
+        definition["description"] = description
+    return {"type": "json_schema", "structure": {"jsonSchema": definition}}
 
 
 def _system(request: CanonicalRequest) -> str:

@@ -4,16 +4,19 @@ The same rules the Converse API reference and its error messages state: the conv
 starts with a user message and alternates roles, no message is empty, no text block is blank,
 tool ids and names match ``[a-zA-Z0-9_-]{1,64}``, tool blocks need a ``toolConfig``, and every
 ``toolUse`` is answered by a ``toolResult`` in the next message and only there (a server
-tool's, ``type: "server_tool_use"``, in the assistant message that holds it), and files keep
-the limits of metis/wire/bedrock_converse/media.py.
+tool's, ``type: "server_tool_use"``, in the assistant message that holds it), files keep the
+limits of metis/wire/bedrock_converse/media.py, and a structured output schema closes every
+object.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from metis.wire.bedrock_converse.media import message_problems
+from metis.wire.closed_schema import closed_schema_or_reason
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -57,7 +60,16 @@ def converse_problems(body: dict[str, Any]) -> list[str]:
         name = (tool.get("toolSpec") or {}).get("name")
         if not _NAME.match(str(name or "")):
             problems.append(f"toolConfig.tools.{j}: tool name {name!r} must match [a-zA-Z0-9_-]")
-    return problems
+    return problems + _output_format_problems(body)
+
+
+def _output_format_problems(body: dict[str, Any]) -> list[str]:
+    fmt = (body.get("outputConfig") or {}).get("textFormat")
+    definition = ((fmt or {}).get("structure") or {}).get("jsonSchema")
+    if not isinstance(definition, dict) or not isinstance(definition.get("schema"), str):
+        return []
+    _, reason = closed_schema_or_reason(json.loads(definition["schema"]))
+    return [f"outputConfig.textFormat.structure.jsonSchema.schema: {reason}"] if reason else []
 
 
 def _block_problems(i: int, blocks: list[Any], has_tools: bool) -> list[str]:

@@ -40,7 +40,6 @@ from metis.wire.openai_chat.encode import (
     ReasoningReplay,
     assistant_message,
     named_tool_choice,
-    schema_name,
     tool_definition,
     user_messages,
 )
@@ -65,6 +64,7 @@ from metis.wire.read import (
     text_value,
 )
 from metis.wire.server_replay import messages_for_provider
+from metis.wire.strict_schema import schema_name
 
 _TEXT, _REASONING = "text", "reasoning"
 CUSTOM_RAW = {"type": "custom"}

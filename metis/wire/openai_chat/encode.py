@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -39,8 +38,6 @@ from metis.wire.opaque import own_item, place_of, sent_back
 from metis.wire.openai_cache import BREAKPOINT, hinted, text_part
 from metis.wire.openai_chat.media import media_parts
 from metis.wire.openai_chat.read import REASONING_DETAILS, content_chunks
-
-_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class ReasoningReplay(BaseModel):
@@ -198,11 +195,6 @@ def tool_definition(tool: ToolDefinition) -> dict[str, Any]:
 def _drop(call: EncodeContext, block_type: str, role: Role, message_id: str) -> None:
     reason = f"openai_chat cannot carry a {block_type} block in a {role.value} message"
     call.warn_dropped(block_type, reason, message_id=message_id)
-
-
-def schema_name(title: Any) -> str:
-    name = _NAME_UNSAFE.sub("_", title)[:64] if isinstance(title, str) else ""
-    return name if any(c.isalnum() for c in name) else "output"
 
 
 def named_tool_choice(name: str, custom: frozenset[str]) -> dict[str, Any]:

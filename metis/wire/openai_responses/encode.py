@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,13 +55,12 @@ from metis.wire.openai_responses.custom import CUSTOM_CALL, custom_call, custom_
 from metis.wire.openai_responses.files import file_parts
 from metis.wire.openai_responses.server_tools import declarations, includes
 from metis.wire.server_replay import messages_for_provider
-from metis.wire.strict_schema import strict_schema_or_reason
+from metis.wire.strict_schema import schema_name, strict_schema_or_reason
 
 Drop = Callable[[str, str, str], None]
 """``drop(block_type, reason, message_id)``: one WARN for content left out."""
 
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
-_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def encode_request(
@@ -342,15 +340,10 @@ def _json_schema_format(schema: dict[str, Any]) -> dict[str, Any]:
     strict, _ = strict_schema_or_reason(schema)
     return {
         "type": "json_schema",
-        "name": _schema_name(schema.get("title")),
+        "name": schema_name(schema.get("title")),
         "schema": strict if strict is not None else copy.deepcopy(schema),
         "strict": strict is not None,
     }
-
-
-def _schema_name(title: Any) -> str:
-    name = _NAME_UNSAFE.sub("_", title)[:64] if isinstance(title, str) else ""
-    return name if any(c.isalnum() for c in name) else "output"
 
 
 def _warner(call: EncodeContext) -> Drop:

@@ -53,7 +53,8 @@ from metis.testing.emulator.wire import (
 SIGNATURE_KIND = "bedrock-reasoning"
 TOP_LEVEL = names(
     "messages system inferenceConfig toolConfig additionalModelRequestFields guardrailConfig "
-    "promptVariables requestMetadata performanceConfig additionalModelResponseFieldPaths"
+    "promptVariables requestMetadata performanceConfig additionalModelResponseFieldPaths "
+    "outputConfig"
 )
 BLOCKS = names(
     "text image document audio video toolUse toolResult reasoningContent cachePoint "
@@ -244,6 +245,7 @@ def converse_prompt(model: str, body: dict[str, Any]) -> Prompt:
         else "auto",
         thinking=thinking.get("type") == "enabled",
         max_tokens=(body.get("inferenceConfig") or {}).get("maxTokens"),
+        output_schema=strict_tools.converse_output_schema(body),
         segments=[
             dumps(unmarked(config)).decode() + system,
             *(dumps(unmarked(m)).decode() for m in body["messages"]),

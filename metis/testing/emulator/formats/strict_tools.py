@@ -1,11 +1,13 @@
 """Structured outputs as Anthropic Messages and Bedrock Converse check them: a tool sent with
-``strict: true``, and Anthropic's ``output_config.format`` schema, have ``additionalProperties:
-false`` on every object (the structured-outputs documentation of both; optional properties may
+``strict: true``, Anthropic's ``output_config.format`` schema and Converse's
+``outputConfig.textFormat`` schema (a JSON string there), have ``additionalProperties: false``
+on every object (the structured-outputs documentation of both; optional properties may
 stay optional, unlike OpenAI's strict mode,
 :func:`metis.testing.emulator.formats.openai.strict_schema_problem`)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from metis.testing.emulator.rules import Refused
@@ -70,3 +72,31 @@ def check_converse(body: dict[str, Any], call: Any) -> None:
                     f"toolConfig.tools.{i}.toolSpec.inputSchema: a strict tool's objects must "
                     f"set additionalProperties to false (at {where})"
                 )
+    schema = converse_output_schema(body)
+    if schema is not None and (where := open_object(schema)) is not None:
+        raise Refused(
+            "outputConfig.textFormat.structure.jsonSchema.schema: an object must set "
+            f"additionalProperties to false (at {where})"
+        )
+
+
+def converse_output_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema of Converse's ``outputConfig.textFormat``, or None; refused as Converse
+    refuses a format that is not a JSON schema given as a string holding a JSON object."""
+    config = body.get("outputConfig")
+    if config is None:
+        return None
+    fmt = config.get("textFormat") if isinstance(config, dict) else None
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+        raise Refused("outputConfig.textFormat.type: must be json_schema")
+    definition = (fmt.get("structure") or {}).get("jsonSchema")
+    text = definition.get("schema") if isinstance(definition, dict) else None
+    if not isinstance(text, str):
+        raise Refused("outputConfig.textFormat.structure.jsonSchema.schema: a string is required")
+    try:
+        schema = json.loads(text)
+    except ValueError:
+        schema = None
+    if not isinstance(schema, dict):
+        raise Refused("outputConfig.textFormat.structure.jsonSchema.schema: not a JSON schema")
+    return schema
