@@ -461,3 +461,31 @@ def test_no_warning_is_logged_for_plain_content(caplog: pytest.LogCaptureFixture
     with caplog.at_level(logging.WARNING):
         parse(body({"content": [{"type": "text", "text": "plain"}]}))
     assert not caplog.records
+
+
+# A prompt count that leaves the cached tokens out (Azure AI Foundry serving Grok: prompt 7,
+# cached 161, total 8 = prompt + completion), as ruby_llm's recordings show
+
+
+def test_cached_tokens_beyond_the_prompt_count_are_read_as_apart_from_it() -> None:
+    usage = {
+        "prompt_tokens": 7,
+        "completion_tokens": 1,
+        "total_tokens": 8,
+        "prompt_tokens_details": {"cached_tokens": 161, "text_tokens": 7},
+    }
+    done = parse(body({"content": "Paris"}, usage=usage))
+    assert (done.usage.input_tokens, done.usage.cached_input_tokens) == (7, 161)
+    assert done.usage.total_input_tokens == 168
+    streamed = final(stream([chunk({"content": "Paris"}, "stop"), chunk({}, usage=usage)]))
+    assert streamed.usage == done.usage
+
+
+def test_cached_tokens_within_the_prompt_count_are_part_of_it() -> None:
+    usage = {
+        "prompt_tokens": 170,
+        "completion_tokens": 1,
+        "prompt_tokens_details": {"cached_tokens": 161},
+    }
+    done = parse(body({"content": "Paris"}, usage=usage))
+    assert (done.usage.input_tokens, done.usage.cached_input_tokens) == (9, 161)

@@ -165,7 +165,7 @@ def test_a_model_without_structured_output_has_no_strict_tools() -> None:
         ("vertex_anthropic", True),
         ("openai", True),
         ("azure", True),
-        ("openai_responses", False),
+        ("openai_responses", True),
         ("gemini", False),
         ("groq", False),
     ],

@@ -3,7 +3,9 @@
 :func:`~metis.wire.strict_schema.to_strict_schema` rewrites a schema into strict
 mode's subset of JSON Schema, or answers ``None`` when it cannot without changing what the
 schema means. The stage applies it to an OpenAI Chat body's function tools and ``json_schema``
-response format; a tool it cannot convert stays non-strict, with one INFO record saying why.
+response format, and to a Responses body's function tools (their fields on the tool itself, and
+``strict: false`` unless the tool asked for strict); a tool it cannot convert stays non-strict,
+with one INFO record saying why (the dropped-content WARN when the tool asked for strict).
 
 Strict mode makes the model send ``"offset": null`` where the caller's schema said the key may
 be absent, so for the tools it made strict the stage also removes, from each
@@ -82,22 +84,27 @@ class StrictSchema(EventHook[WireRequest]):
     def _tool(self, tool: Any, call: Call, originals: dict[str, Schema]) -> Any:
         if not isinstance(tool, dict) or tool.get("type") != "function":
             return tool
-        function = tool.get("function")
+        # Chat nests the function under ``function``; Responses has its fields on the tool.
+        nested = "function" in tool
+        function = tool.get("function") if nested else tool
         if not isinstance(function, dict) or function.get("strict") is False:
-            return tool  # not a Chat function tool, or the caller turned strict mode off
+            return tool  # not a function tool, or the caller (or the codec) turned strict off
         name = function.get("name")
         # An omitted ``parameters`` is OpenAI's "no parameters": the empty object.
         params = function.get("parameters", {"type": "object", "properties": {}})
         converted, reason = _strict(params)
         if converted is None and function.get("strict") is True:  # the caller asked for it
             call.warn_dropped(STRICT_FLAG, f"tool {name!r} is sent without strict: {reason}")
-            return {**tool, "function": {k: v for k, v in function.items() if k != "strict"}}
+            kept = {k: v for k, v in function.items() if k != "strict"}
+            # Responses' default is strict: the flag goes as false rather than left out
+            return {**tool, "function": kept} if nested else {**kept, "strict": False}
         if converted is None:
             log.info("strict_schema: tool %r left non-strict: %s", name, reason)
             return tool
         if isinstance(name, str):
             originals[name] = params
-        return {**tool, "function": {**function, "parameters": converted, "strict": True}}
+        made = {**function, "parameters": converted, "strict": True}
+        return {**tool, "function": made} if nested else made
 
     def _response_format(self, fmt: dict[str, Any], call: Call) -> dict[str, Any]:
         spec = fmt.get("json_schema")

@@ -12,7 +12,7 @@ so that the reader takes it as a complete reply. A stream mislabelled as JSON is
 as its framing says: SSE never opens with ``{``, and NDJSON is one document per line. A stream
 sent as one JSON array of its objects where SSE was expected (Gemini's
 ``streamGenerateContent`` without ``alt=sse``: a body that opens with ``[``) gives those
-objects, in order, when the array is whole.
+objects, in order, each as soon as it is whole (:mod:`metis.wire.framing.json_array`).
 
 Anything that is not a JSON object, and JSON beyond :mod:`metis.wire.json_limits`
 (NaN, Infinity, nesting deeper than 100 levels), raises :class:`~metis.errors.ProtocolError`.
@@ -33,6 +33,7 @@ from pydantic_core import from_json
 from metis.errors import AdapterError, ProtocolError
 from metis.wire import json_limits
 from metis.wire.framing.aws_eventstream import EventStreamDecoder, frame_object
+from metis.wire.framing.json_array import ArrayObjects
 from metis.wire.framing.sse import MAX_LINE_LENGTH
 from metis.wire.framing.sse_data import SSEDataDecoder
 from metis.wire.http_errors import body_excerpt
@@ -56,6 +57,7 @@ class BodyObjects:
     """The JSON objects of one response body, in order."""
 
     __slots__ = (
+        "_array",
         "_fmt",
         "_frames",
         "_held",
@@ -82,6 +84,7 @@ class BodyObjects:
         self._sse = SSEDataDecoder() if fmt == "sse" else None
         self._frames = EventStreamDecoder() if fmt == "eventstream" else None
         self._lines = _LineSplitter() if fmt == "ndjson" else None
+        self._array: ArrayObjects | None = None
         self.halted = False
         """Stop feeding and look at :attr:`done` and :attr:`failed` (one check per chunk)."""
         self.done = False
@@ -113,8 +116,9 @@ class BodyObjects:
             self._mode, self.feed = "html", self._hold_head
             return self._hold_head(chunk)
         if self._sse is not None and chunk.lstrip()[:1] == b"[":
-            self._mode, self.feed = "array", self._hold  # Gemini's stream without alt=sse
-            return self._hold(chunk)
+            self._mode, self.feed = "array", self._array_objects  # Gemini's, without alt=sse
+            self._array = ArrayObjects(_array_object)
+            return self._array_objects(chunk)
         self._mode = "stream"
         if self._sse is not None:
             self.feed = self._sse_objects
@@ -153,7 +157,11 @@ class BodyObjects:
         if mode == "reply":
             return _whole_reply(b"".join(self._held), self._fmt)
         if mode == "array":
-            return _array_objects(b"".join(self._held))
+            assert self._array is not None
+            self._array.close()
+            if self._array.failed is not None:
+                raise self._array.failed
+            return []
         if self._sse is not None:
             if self.done:
                 return []
@@ -164,6 +172,13 @@ class BodyObjects:
         if self._lines is not None:
             return [_ndjson_object(line) for line in self._lines.close()]
         return []
+
+    def _array_objects(self, chunk: bytes) -> list[dict[str, Any]]:
+        assert self._array is not None
+        objects = self._array.feed(chunk)
+        if self._array.failed is not None:
+            self._fail(self._array.failed)
+        return objects
 
     def _frame_objects(self, chunk: bytes) -> list[dict[str, Any]]:
         assert self._frames is not None
@@ -238,21 +253,9 @@ def _whole_reply(body: bytes, fmt: str) -> list[dict[str, Any]]:
     return [WholeBody(_parse(_text(body, "json"), "json"))]
 
 
-def _array_objects(body: bytes) -> list[dict[str, Any]]:
-    """A stream sent as one JSON array of its objects (Gemini's ``streamGenerateContent``
-    without ``alt=sse``): the objects, read when the array is whole."""
-    text = _text(body, "json array")
-    try:
-        value = json_limits.loads(text)
-    except (ValueError, JSONLimitError) as exc:
-        raise ProtocolError(
-            f"provider sent an invalid JSON array for its stream: {exc}: {text[:_SNIPPET]}"
-        ) from None
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        raise ProtocolError(
-            f"provider sent a JSON array of something else than objects: {text[:_SNIPPET]}"
-        )
-    return value
+def _array_object(text: str) -> dict[str, Any]:
+    """One object of a stream sent as a JSON array."""
+    return _parse(text, "json array")
 
 
 def _skip(data: str) -> bool:

@@ -3,7 +3,8 @@
 A sans-IO decoder like :class:`metis.wire.framing.sse.SSEDecoder`, and read the same way (feed it
 the chunks as they arrive, cut anywhere, then ``close()``), but it hands back only each
 event's data (its ``data:`` lines joined by ``"\\n"``): ``event:``, ``id:`` and ``retry:``
-fields and ``:`` comments are read and dropped, as an event without data is. That is all a
+fields and ``:`` comments are read and dropped, as an event without data is (but for an
+``error:`` field, llama.cpp's failure mid-stream: :func:`_error_data`). That is all a
 JSON stream needs, and it lets the common event, ``data: {...}`` alone, be taken whole from
 its chunk with a few str methods: one UTF-8 decode and one split per chunk, then one slice
 per event, whatever the number of events a read brings.
@@ -18,6 +19,7 @@ by :meth:`SSEDataDecoder.close`, as providers sometimes end the body that way.
 
 from __future__ import annotations
 
+import json
 from codecs import utf_8_decode
 
 from metis.errors import ProtocolError
@@ -118,7 +120,7 @@ def _data(blocks: list[str]) -> list[str]:
         if lf < 0:
             if block[:5] == "data:":  # the usual event: one data line
                 out.append(block[6:] if block[5:6] == " " else block[5:])
-            elif block[:4] == "data":
+            elif block[:4] == "data" or block[:6] == "error:":
                 out.extend(_fields(block))
         elif (
             block[:6] == "event:"
@@ -134,23 +136,43 @@ def _data(blocks: list[str]) -> list[str]:
 
 def _fields(block: str) -> list[str]:
     """The data of the events in ``block``, read line by line (several fields, comments,
-    several data lines, or extra blank lines left by a run of line ends)."""
+    several data lines, or extra blank lines left by a run of line ends). An event with an
+    ``error:`` field and no data (how llama.cpp's server ends a stream that failed) gives that
+    error as the data of an error object (:func:`_error_data`)."""
     out: list[str] = []
     data: str | None = None
-    for line in block.split("\n"):
+    error: str | None = None
+    for line in [*block.split("\n"), ""]:
         if not line:  # a blank line: the event so far ends here
             if data is not None:
                 out.append(data)
-            data = None
+            elif error is not None:
+                out.append(_error_data(error))
+            data = error = None
             continue
         name, _, value = line.partition(":")  # a comment (":...") has the name ""
+        if value[:1] == " ":
+            value = value[1:]
         if name == "data":
-            if value[:1] == " ":
-                value = value[1:]
             data = value if data is None else f"{data}\n{value}"
-    if data is not None:
-        out.append(data)
+        elif name == "error":
+            error = value if error is None else f"{error}\n{value}"
     return out
+
+
+def _error_data(value: str) -> str:
+    """An ``error:`` field's value as ``{"type": "error", "error": {...}}``, the error object
+    each JSON dialect's reader raises as a classified error: the value's own ``error`` object
+    where it has one, the value itself where it is an object, else its text as the message."""
+    try:
+        said = json.loads(value)
+    except ValueError:
+        said = None
+    if isinstance(said, dict) and isinstance(said.get("error"), dict):
+        said = said["error"]
+    if not isinstance(said, dict):
+        said = {"message": value}
+    return json.dumps({"type": "error", "error": said})
 
 
 def _bad_utf8(exc: UnicodeDecodeError) -> str:

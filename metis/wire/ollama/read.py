@@ -4,7 +4,8 @@ Sans-IO. The parser reads one JSON object per line. As the recordings show, text
 ``message.content`` fragments, reasoning as ``message.thinking``, tool calls whole in one line
 (with an ``id`` only on newer servers: one is minted when absent), and the last line has
 ``done: true``, ``done_reason`` and the token counts. An ``{"error": ...}`` line inside a 200
-stream is raised as a classified error. A message field not named above (``images`` a model
+stream is raised classified as the same failure answered with its HTTP status is: by its text,
+and by a ``status`` the line carries. A message field not named above (``images`` a model
 made, ...) is kept whole as an opaque block (docs/contract.md §8). Every value read from the
 server is checked by :mod:`metis.wire.read`.
 """
@@ -22,7 +23,7 @@ from metis.errors import AdapterError, ErrorClass, ProtocolError, redact
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
-from metis.wire.http_errors import body_excerpt, http_error, json_body
+from metis.wire.http_errors import body_excerpt, http_error, json_body, says_context_overflow
 from metis.wire.opaque import merge_fragment
 from metis.wire.read import (
     malformed,
@@ -87,7 +88,8 @@ class OllamaStreamParser:
 
     def _object(self, obj: dict[str, Any]) -> None:
         if "error" in obj:
-            raise _error(None, {}, obj.get("error"), provider=self._builder.provider)
+            status = _line_status(obj.get("status"))
+            raise _error(status, {}, obj.get("error"), provider=self._builder.provider)
         if self._done:
             raise ProtocolError(
                 f"ollama sent a line after its done line: {_dump(obj)}",
@@ -214,6 +216,12 @@ def error_from_http(status: int, headers: Mapping[str, str], body: bytes) -> Ada
     return _error(status, headers, message)
 
 
+def _line_status(value: Any) -> int | None:
+    """An error line's ``status`` (what Ollama answers with when the stream has not begun),
+    when it is an HTTP error status."""
+    return value if value.__class__ is int and 400 <= value <= 599 else None
+
+
 def _error(
     status: int | None, headers: Mapping[str, str], raw: Any, provider: str | None = None
 ) -> AdapterError:
@@ -233,6 +241,8 @@ def _error(
         cls = ErrorClass.OVERLOADED  # 503 when the server's request queue is full
     elif _OUT_OF_MEMORY.search(message):
         cls, retryable = ErrorClass.SERVER_ERROR, False  # the model does not fit: retrying won't
+    elif status in (None, 400) and says_context_overflow(message):
+        cls = ErrorClass.CONTEXT_OVERFLOW  # a 400 answered; inside a stream, the text alone
     error = http_error(
         status, headers, shown, error_class=cls, retryable=retryable, provider=provider
     )

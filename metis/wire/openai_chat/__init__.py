@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -33,7 +32,7 @@ from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import Codec, EncodeContext
-from metis.wire.freeform import CLOSING, OPENING, text_fragment, whole_input
+from metis.wire.freeform import whole_input
 from metis.wire.http_errors import body_excerpt, json_body, openai_error_fields
 from metis.wire.knobs.sampling import sampling_fields
 from metis.wire.openai_chat.encode import (
@@ -54,6 +53,13 @@ from metis.wire.openai_chat.read import (
     tool_call_id,
 )
 from metis.wire.openai_chat.server_tools import annotation_citations, search_fields, source_list
+from metis.wire.openai_chat.tool_calls import (
+    CUSTOM_RAW,
+    StreamedToolCalls,
+    arguments,
+    custom_input,
+    required_name,
+)
 from metis.wire.read import (
     malformed,
     object_value,
@@ -67,8 +73,6 @@ from metis.wire.server_replay import messages_for_provider
 from metis.wire.strict_schema import schema_name
 
 _TEXT, _REASONING = "text", "reasoning"
-CUSTOM_RAW = {"type": "custom"}
-"""Kept on a custom call's block: it goes back as a custom call (encode.py)."""
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
 
 
@@ -172,12 +176,12 @@ class OpenAIChatCodec:
             item = object_value(item, "message.tool_calls[]")
             key, custom = ("tool", i), item.get("type") == "custom"
             function = required_object(item, "custom" if custom else "function", "tool_calls[]")
-            builder.tool_start(key, tool_call_id(item), _required(function, "name"))
+            builder.tool_start(key, tool_call_id(item), required_name(function, "name"))
             if custom:
-                builder.tool_input(key, whole_input(_custom_input(function.get("input"))))
+                builder.tool_input(key, whole_input(custom_input(function.get("input"))))
                 builder.keep_raw(builder.index_of(key) or 0, CUSTOM_RAW)
             else:
-                builder.tool_input(key, _arguments(function.get("arguments")))
+                builder.tool_input(key, arguments(function.get("arguments")))
             builder.close(key)
         if usage := body.get("usage"):
             apart = self.quirks.reasoning_tokens_apart
@@ -198,14 +202,12 @@ class OpenAIChatCodec:
 
 class _StreamParser:
     __slots__ = (
-        "_apart", "_builder", "_custom", "_finished", "_keys", "_refused", "_sources", "_tools"
+        "_apart", "_builder", "_calls", "_finished", "_refused", "_sources"
     )  # fmt: skip
 
     def __init__(self, builder: MessageBuilder, reasoning_apart: bool = False) -> None:
         self._builder, self._apart = builder, reasoning_apart
-        self._tools: dict[Any, tuple[Hashable, str]] = {}  # wire index -> (our key, tool id)
-        self._keys: list[Hashable] = []
-        self._custom: set[Hashable] = set()  # the keys of custom (freeform) calls
+        self._calls = StreamedToolCalls(builder)
         self._refused = False
         self._finished = False
         self._sources: list[Citation] = []  # a reply's source list, as the last chunk gave it
@@ -262,11 +264,12 @@ class _StreamParser:
         at all (Snowflake Cortex, as pydantic-ai's recordings show) is whole, ended by its
         tool calls or as a turn's end."""
         if not self._finished:
-            kind = StopKind.TOOL_USE if self._keys else StopKind.END_TURN
+            kind = StopKind.TOOL_USE if self._calls.any else StopKind.END_TURN
             self._finish_with(StopReason(kind=kind))
         return self.end()
 
     def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
+        self._calls.tell_all()
         self._builder.finish(reason)
         return self._builder.take()
 
@@ -281,80 +284,19 @@ class _StreamParser:
         for cited in annotation_citations(delta.get("annotations")):
             builder.citation(_TEXT, cited)
         for item in optional_list(delta, "tool_calls", "delta"):
-            self._tool_delta(object_value(item, "delta.tool_calls[]"))
-
-    def _tool_delta(self, item: dict[str, Any]) -> None:
-        builder = self._builder
-        index, tool_id = _tool_index(item), optional_text(item, "id", "delta.tool_calls[]")
-        custom = item.get("type") == "custom" or "custom" in item
-        field = "custom" if custom else "function"
-        function = object_value(item.get(field) or {}, f"delta.tool_calls[].{field}")
-        known = self._tools.get(index)
-        key: Hashable
-        if known is None or (tool_id and tool_id != known[1]):
-            # A new call; so is an index reused with another id (some compatible servers
-            # send every call as index 0).
-            key, tool_id = ("tool", len(self._keys)), tool_call_id(item)
-            self._tools[index] = (key, tool_id)
-            self._keys.append(key)
-            builder.tool_start(key, tool_id, _required(function, "name"))
-            if custom:
-                self._custom.add(key)
-                builder.keep_raw(builder.index_of(key) or 0, CUSTOM_RAW)
-                builder.tool_input(key, OPENING)
-        else:
-            key = known[0]
-        if key in self._custom:
-            if text := _custom_input(function.get("input")):
-                builder.tool_input(key, text_fragment(text))
-        elif arguments := _arguments(function.get("arguments")):
-            builder.tool_input(key, arguments)
+            self._calls.fragment(object_value(item, "delta.tool_calls[]"))
 
     def _finish(self, reason: str) -> None:
-        self._finish_with(stop_reason(reason, self._refused, bool(self._keys)))
+        self._finish_with(stop_reason(reason, self._refused, self._calls.any))
 
     def _finish_with(self, stop: StopReason) -> None:
         self._finished = True
+        self._calls.tell_all()
         self._builder.stop(stop)
         cut_off = self._builder.stop_reason is not None and (
             self._builder.stop_reason.kind is StopKind.MAX_TOKENS
         )
-        for key in self._keys:  # no fragment follows a finish_reason: end the tools now
-            if key in self._custom and not (cut_off and key == self._keys[-1]):
-                self._builder.tool_input(key, CLOSING)
-            self._builder.close(key)
+        self._calls.close_all(cut_off)
 
 
 codec: Codec = OpenAIChatCodec()
-
-
-# Decoding --------------------------------------------------------------------------------
-
-
-def _arguments(value: Any) -> str:
-    if value is None or isinstance(value, str):
-        return value or ""
-    if isinstance(value, dict):  # a few compatible servers send an object, not a string
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    raise malformed("tool_calls[].function.arguments", "a string", value)
-
-
-def _custom_input(value: Any) -> str:
-    if value is None or isinstance(value, str):
-        return value or ""
-    raise malformed("tool_calls[].custom.input", "a string", value)
-
-
-def _tool_index(item: dict[str, Any]) -> int | str | None:
-    """The ``index`` a streamed call's fragments share (absent from some servers)."""
-    index = item.get("index")
-    if index is None or index.__class__ is int or index.__class__ is str:
-        return index
-    raise malformed("delta.tool_calls[].index", "a whole number", index)
-
-
-def _required(obj: dict[str, Any], field: str) -> str:
-    value = obj.get(field)
-    if not isinstance(value, str) or not value:
-        raise ProtocolError(f"openai_chat sent a tool call without {field!r}: {dump(obj)}")
-    return value

@@ -148,7 +148,8 @@ def stop_reason(raw: str | None, refused: bool, calls: bool) -> StopReason:
 def read_usage(
     builder: MessageBuilder, usage: dict[str, Any], reasoning_apart: bool = False
 ) -> None:
-    """Canonical input counts uncached, unwritten tokens only; ``prompt_tokens`` counts all.
+    """Canonical input counts uncached, unwritten tokens only; ``prompt_tokens`` counts all
+    (but where it is smaller than the cached count alone: then it counts the rest).
     ``reasoning_apart``: ``completion_tokens`` leaves the reasoning tokens out (xAI), so they
     are added to make the output count; so they are too where ``total_tokens`` shows it
     (prompt + completion + reasoning: xAI's counts relayed by another endpoint)."""
@@ -160,6 +161,8 @@ def read_usage(
         cached = token_count(hit, "prompt_cache_hit_tokens", provider)
     written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
     prompt = token_count(usage.get("prompt_tokens") or 0, "prompt_tokens", provider)
+    if cached > prompt:  # a count that leaves the cached tokens out (Azure AI Foundry's Grok)
+        prompt += cached
     uncached, cached, written = split_input(prompt, cached, written)
     output = object_value(
         usage.get("completion_tokens_details") or {}, "usage.completion_tokens_details"

@@ -330,9 +330,10 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     if tool.description:
         out["description"] = tool.description
     out["parameters"] = copy.deepcopy(tool.input_schema)
-    # The API's default is strict: true, which refuses most schemas as written; strict mode
-    # would also need the nulls it makes the model send for optional keys taken out again.
-    out["strict"] = False
+    # The API's default is strict: true, which refuses most schemas as written: a tool goes
+    # strict only when it asks to, its schema then made strict (and the nulls strict mode makes
+    # the model send for optional keys taken out again) by the strict_schema stage.
+    out["strict"] = tool.strict is True
     return out
 
 

@@ -11,7 +11,8 @@ between; the parser uses that index as the builder's key. ``message`` items give
 input's ``.done`` event: :mod:`.calls`), ``reasoning``
 items thinking: the summary text (its parts joined by a blank line) with the encrypted
 content as the signature, so ``thinking_filter`` sends it back only to the model that made it.
-Web search and code interpreter items, and text annotations: :mod:`.server_tools`. Every other
+Web search and code interpreter items, and text annotations: :mod:`.server_tools`; xAI's
+server tools' calls (custom calls among them): :mod:`.xai_tools`. Every other
 item (file search, MCP, image generation, compaction, ...) is kept whole as an opaque block
 (docs/contract.md §8), in the form its ``.done`` event (or the final response) gives, and all
 its other events are ignored.
@@ -52,6 +53,7 @@ from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.http_errors import openai_error_fields
 from metis.wire.openai_responses import server_tools as server
+from metis.wire.openai_responses import xai_tools as xai
 from metis.wire.openai_responses.calls import CALLS, INPUT_DONE, CallInputs
 from metis.wire.openai_responses.custom import CUSTOM_CALL
 from metis.wire.openai_responses.errors import responses_error
@@ -96,7 +98,10 @@ _EVERYTHING = _Everything()
 class ResponsesParser:
     """Feeds Responses stream events (parsed SSE ``data:`` objects) to a builder."""
 
-    __slots__ = ("_builder", "_calls", "_done", "_dropped", "_ids", "_items", "_refused", "_tools")
+    __slots__ = (
+        "_builder", "_calls", "_custom_tools", "_done", "_dropped", "_ids", "_items", "_refused",
+        "_server", "_tools",
+    )  # fmt: skip
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
@@ -107,6 +112,8 @@ class ResponsesParser:
         self._calls = CallInputs(builder)
         self._tools = False
         self._refused = False
+        self._server: set[int] = set()  # indices of custom_tool_call items the server ran (xAI)
+        self._custom_tools: frozenset[str] | None = None  # as the reply's tools echo says
 
     def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         builder = self._builder
@@ -173,6 +180,7 @@ class ResponsesParser:
         elif kind in ("response.created", "response.in_progress", "response.queued"):
             response = required_object(obj, "response", kind)
             builder.start(*_identity(response))
+            self._custom_tools = xai.declared_custom_tools(response)
         elif kind in ("response.completed", "response.incomplete"):
             self.finish(required_object(obj, "response", kind))
         elif kind == "response.failed":
@@ -196,10 +204,11 @@ class ResponsesParser:
         builder = self._builder
         self._items[index] = (kind, False)
         self._ids[index] = item.get("id")
-        if kind in CALLS:
+        if kind in CALLS and not xai.runs_on_server(item, self._custom_tools):
             self._calls.added(index, kind, item)
             self._tools = True
-        elif kind in server.SERVER_ITEMS:  # read whole when done; its own events are not needed
+        elif kind in server.SERVER_ITEMS or kind in CALLS:  # a server's: read whole when done
+            self._server.add(index)
             self._dropped.add(index)
         elif kind not in _CANONICAL_ITEMS:  # kept whole (docs/contract.md §8)
             self._dropped.add(index)
@@ -208,7 +217,7 @@ class ResponsesParser:
     def _finished(self, index: int, item: dict[str, Any]) -> None:
         self._added(index, item)  # a server that skipped .added
         kind, done = self._items[index]
-        if kind in server.SERVER_ITEMS and not done:
+        if index in self._server and not done:
             self._items[index] = (kind, server.add_server_blocks(self._builder, index, item))
             return
         if index in self._dropped and not done:
@@ -260,13 +269,16 @@ class ResponsesParser:
         the message ends."""
         builder = self._builder
         builder.start(*_identity(response))
+        if self._custom_tools is None:
+            self._custom_tools = xai.declared_custom_tools(response)
         output = [
             object_value(item, "response.output[]")
             for item in list_value(response.get("output") or [], "response.output")
         ]
         final_ids = {item.get("id") for item in output} - {None}
+        streamed = dict(self._items), set(self._ids.values())  # before any of these is read
         for position, item in enumerate(output):
-            if not self._seen(position, item, final_ids):  # an item the stream never announced
+            if not self._seen(position, item, final_ids, *streamed):  # one the stream never gave
                 index = position if position not in self._items else max(self._items) + 1
                 self.item(index, item)
         _usage(builder, optional_object(response, "usage", "response"))
@@ -292,18 +304,28 @@ class ResponsesParser:
             if following not in made or self._items[following][0] == "reasoning":
                 builder.keep_raw(canonical, {"unpaired": True})
 
-    def _seen(self, position: int, item: dict[str, Any], final_ids: set[Any]) -> bool:
-        """Whether the final response's ``item`` at ``position`` is one the stream gave: by
-        item id, or by ``output_index``. An endpoint that changes an item's id between events
-        (GitHub Copilot's) still gives its index: an item of the type streamed at that index is
-        that item, unless the streamed one is elsewhere in ``final_ids`` under its own id."""
+    def _seen(
+        self,
+        position: int,
+        item: dict[str, Any],
+        final_ids: set[Any],
+        streamed: dict[int, tuple[str, bool]],
+        streamed_ids: set[Any],
+    ) -> bool:
+        """Whether the final response's ``item`` at ``position`` is one the stream gave
+        (``streamed``, by output index, and ``streamed_ids``: what the stream had given before
+        the final response was read, so items of one body that share an id, as xAI's reasoning
+        items do, are each read): by item id, or by ``output_index``. An endpoint that changes
+        an item's id between events (GitHub Copilot's) still gives its index: an item of the
+        type streamed at that index is that item, unless the streamed one is elsewhere in
+        ``final_ids`` under its own id."""
         item_id = item.get("id")
         if item_id is None:
-            return position in self._items  # nothing but its position to go by
-        if item_id in self._ids.values():
+            return position in streamed  # nothing but its position to go by
+        if item_id in streamed_ids:
             return True
-        streamed = self._items.get(position)
-        if streamed is None or streamed[0] != item.get("type", "message"):
+        at = streamed.get(position)
+        if at is None or at[0] != item.get("type", "message"):
             return False
         return self._ids[position] not in final_ids
 

@@ -33,9 +33,14 @@ from metis.model.server_tools import (
 )
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import EncodeContext
+from metis.wire.openai_responses import xai_tools as xai
 from metis.wire.read import list_value, object_value
 
-SERVER_ITEMS = {"web_search_call": WEB_SEARCH, "code_interpreter_call": CODE_EXECUTION}
+SERVER_ITEMS = {
+    "web_search_call": WEB_SEARCH,
+    "code_interpreter_call": CODE_EXECUTION,
+    **xai.SERVER_CALL_ITEMS,
+}
 INCLUDES = {
     "web_search_call": "web_search_call.action.sources",
     "code_interpreter_call": "code_interpreter_call.outputs",
@@ -93,23 +98,27 @@ def _refuse(call: EncodeContext, reason: str) -> None:
 
 
 def server_blocks(item: dict[str, Any]) -> tuple[ServerToolCallBlock, ServerToolResultBlock]:
-    """A finished ``web_search_call`` or ``code_interpreter_call`` item as its call and its
-    result; the call keeps the whole item to send back."""
+    """A finished server tool call item (``web_search_call``, ``code_interpreter_call``, or
+    one of xAI's: :mod:`.xai_tools`) as its call and its result; the call keeps the whole item
+    to send back."""
     kind = str(item.get("type"))
-    name = SERVER_ITEMS[kind]
+    name = xai.call_name(item, SERVER_ITEMS.get(kind, kind))
     item_id = str(item.get("id") or "")
     status = item.get("status")
     error = str(status) if status in ("failed", "incomplete") else None
-    if kind == "web_search_call":
+    fields: dict[str, Any] = {}
+    if kind == "web_search_call" and "arguments" not in item:
         action = item.get("action") if isinstance(item.get("action"), dict) else {}
         assert isinstance(action, dict)
         call_input = {k: v for k, v in action.items() if k != "sources"}
         sources = action.get("sources") or []
         found = [_source(s) for s in sources if isinstance(s, dict) and s.get("url")]
-        fields: dict[str, Any] = {"search_results": found}
-    else:
+        fields["search_results"] = found
+    elif kind == "code_interpreter_call" and "arguments" not in item:
         call_input = {"code": item.get("code") or "", "container_id": item.get("container_id")}
-        fields = {"code_output": _code_output(item.get("outputs"))}
+        fields["code_output"] = _code_output(item.get("outputs"))
+    else:  # xAI's: the arguments as JSON text, nothing of what the tool returned
+        call_input = xai.call_arguments(item)
     call = ServerToolCallBlock(
         id=item_id, name=name, input=call_input, provider_raw=_raw({"id": item_id, "item": item})
     )

@@ -1,0 +1,181 @@
+"""Streamed Chat Completions tool calls, read by their ``index`` in any order.
+
+A call's fragments share its ``index``; its ``id`` and ``name`` come on its first fragment only.
+Most servers send one call whole before the next starts, but some interleave them (index 0's
+first arguments, index 1's start, more of index 0, ...). The canonical stream has one tool call
+open at a time with indexes that never go back (docs/contract.md §2), so a call that starts
+while the one before it is unfinished (its arguments not yet a whole JSON value) waits, its
+fragments kept, until that one is whole or the reply ends; then it is told in order. Calls sent
+one after the other stream as they come.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable
+from typing import Any
+
+from metis.errors import ProtocolError
+from metis.wire.builder import MessageBuilder
+from metis.wire.freeform import CLOSING, OPENING, text_fragment
+from metis.wire.openai_chat.errors import dump
+from metis.wire.openai_chat.read import tool_call_id
+from metis.wire.read import malformed, object_value, optional_text
+
+CUSTOM_RAW = {"type": "custom"}
+"""Kept on a custom call's block: it goes back as a custom call (encode.py)."""
+
+
+class _JsonEnd:
+    """Whether the text fed so far holds a whole JSON object or array (strings and escapes
+    followed across fragments)."""
+
+    __slots__ = ("_depth", "_escaped", "_in_string", "whole")
+
+    def __init__(self) -> None:
+        self._depth, self._in_string, self._escaped, self.whole = 0, False, False, False
+
+    def feed(self, text: str) -> None:
+        for char in text:
+            if self.whole:
+                return
+            if self._in_string:
+                if self._escaped:
+                    self._escaped = False
+                elif char == "\\":
+                    self._escaped = True
+                elif char == '"':
+                    self._in_string = False
+            elif char == '"':
+                self._in_string = True
+            elif char in "{[":
+                self._depth += 1
+            elif char in "}]":
+                self._depth -= 1
+                self.whole = self._depth <= 0
+
+
+class _Call:
+    __slots__ = ("custom", "end", "index", "key", "name", "pieces", "tool_id")
+
+    def __init__(self, index: Any, tool_id: str, name: str, custom: bool) -> None:
+        self.index, self.tool_id, self.name, self.custom = index, tool_id, name, custom
+        self.pieces: list[str] = []
+        self.key: Hashable | None = None  # set when told to the builder
+        self.end: _JsonEnd | None = None  # followed only while a later call waits on it
+
+
+class StreamedToolCalls:
+    """The tool calls of one streamed reply; ``keys`` are the builder keys of those told."""
+
+    __slots__ = ("_builder", "_by_index", "_head", "_waiting", "custom", "keys")
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self._builder = builder
+        self._by_index: dict[Any, _Call] = {}
+        self._head: _Call | None = None  # the call last told, still taking fragments
+        self._waiting: list[_Call] = []  # calls started while the head was unfinished
+        self.keys: list[Hashable] = []
+        self.custom: set[Hashable] = set()  # the keys of custom (freeform) calls
+
+    @property
+    def any(self) -> bool:
+        return bool(self.keys or self._waiting)
+
+    def fragment(self, item: dict[str, Any]) -> None:
+        """One ``delta.tool_calls[]`` entry."""
+        index, tool_id = _tool_index(item), optional_text(item, "id", "delta.tool_calls[]")
+        custom = item.get("type") == "custom" or "custom" in item
+        field = "custom" if custom else "function"
+        function = object_value(item.get(field) or {}, f"delta.tool_calls[].{field}")
+        call = self._by_index.get(index)
+        if call is None or (tool_id and tool_id != call.tool_id):
+            # A new call; so is an index reused with another id (some compatible servers
+            # send every call as index 0).
+            name = required_name(function, "name")
+            call = _Call(index, tool_call_id(item), name, custom)
+            self._by_index[index] = call
+            self._waiting.append(call)
+        if call.custom:
+            piece = text_fragment(text) if (text := custom_input(function.get("input"))) else ""
+        else:
+            piece = arguments(function.get("arguments"))
+        if piece:
+            self._add(call, piece)
+        if self._waiting:
+            self._tell_waiting(force=False)
+
+    def tell_all(self) -> None:
+        """The reply ended (or stopped): every waiting call is told, in order."""
+        self._tell_waiting(force=True)
+
+    def _add(self, call: _Call, piece: str) -> None:
+        if call.key is None:
+            call.pieces.append(piece)
+            return
+        self._builder.tool_input(call.key, piece)
+        if call.end is not None:
+            call.end.feed(piece)
+
+    def _tell_waiting(self, force: bool) -> None:
+        while self._waiting and (force or self._head_done()):
+            self._tell(self._waiting.pop(0))
+
+    def _head_done(self) -> bool:
+        head = self._head
+        if head is None or head.custom or self._by_index.get(head.index) is not head:
+            return True  # no fragment can reach it any more, or none says where it ends
+        if head.end is None:
+            head.end = _JsonEnd()
+            head.end.feed("".join(head.pieces))
+        return head.end.whole
+
+    def _tell(self, call: _Call) -> None:
+        builder = self._builder
+        call.key = key = ("tool", len(self.keys))
+        self.keys.append(key)
+        builder.tool_start(key, call.tool_id, call.name)
+        if call.custom:
+            self.custom.add(key)
+            builder.keep_raw(builder.index_of(key) or 0, CUSTOM_RAW)
+            builder.tool_input(key, OPENING)
+        for piece in call.pieces:
+            builder.tool_input(key, piece)
+        self._head = call
+
+    def close_all(self, cut_off: bool) -> None:
+        """End every call at the finish (no fragment follows a ``finish_reason``); a custom
+        call's input is closed unless it is the last and the output limit cut it off."""
+        for key in self.keys:
+            if key in self.custom and not (cut_off and key == self.keys[-1]):
+                self._builder.tool_input(key, CLOSING)
+            self._builder.close(key)
+
+
+def arguments(value: Any) -> str:
+    if value is None or value.__class__ is str:
+        return value or ""
+    if value.__class__ is dict:  # a few compatible servers send an object, not a string
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    raise malformed("tool_calls[].function.arguments", "a string", value)
+
+
+def custom_input(value: Any) -> str:
+    if value is None or value.__class__ is str:
+        return value or ""
+    raise malformed("tool_calls[].custom.input", "a string", value)
+
+
+def _tool_index(item: dict[str, Any]) -> int | str | None:
+    """The ``index`` a streamed call's fragments share (absent from some servers)."""
+    index = item.get("index")
+    if index is None or index.__class__ is int or index.__class__ is str:
+        return index
+    raise malformed("delta.tool_calls[].index", "a whole number", index)
+
+
+def required_name(obj: dict[str, Any], field: str) -> str:
+    value = obj.get(field)
+    if not isinstance(value, str) or not value:
+        raise ProtocolError(f"openai_chat sent a tool call without {field!r}: {dump(obj)}")
+    return value
