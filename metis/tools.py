@@ -28,21 +28,22 @@ U+FFFD, as they do in what providers send.
 from __future__ import annotations
 
 import inspect
-import re
+import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import anyio
 import anyio.to_thread
 import pydantic_core
-from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError, validate_call
+from pydantic import BaseModel, ValidationError, validate_call
 
 from metis.core.options import checked_options
 from metis.errors import ConfigError
 from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.model.request import FREEFORM_SCHEMA, FreeformInput, ToolDefinition
 from metis.model.response import CanonicalResponse
+from metis.tool_schemas import docstring, drop_titles, input_schema, snake
 from metis.wire.unicode_text import clean
 
 P = ParamSpec("P")
@@ -50,9 +51,6 @@ R = TypeVar("R")
 P2 = ParamSpec("P2")
 R2 = TypeVar("R2")
 M = TypeVar("M", bound=BaseModel)
-
-_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
-_ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)\s*(?:\([^)]*\))?:\s*(.*)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,15 +85,15 @@ class Tool(Generic[P, R]):
         """A tool from ``function``'s signature and docstring; ``freeform``: its input is
         text, handed to its one parameter, ``input: str``; ``strict``: the provider holds the
         call's input to the schema (:attr:`ToolDefinition.strict`, docs/contract.md §10)."""
-        summary, params = _docstring(inspect.getdoc(function) or "")
-        schema = _input_schema(function, name or function.__name__)
+        summary, params = docstring(inspect.getdoc(function) or "")
+        schema = input_schema(function, name or function.__name__)
         if freeform is not None:
             _takes_text(function, schema, name or function.__name__)
         for param, text in params.items():
             prop = schema.get("properties", {}).get(param)
             if isinstance(prop, dict):
                 prop.setdefault("description", text)
-        _drop_titles(schema)
+        drop_titles(schema)
         definition = ToolDefinition(
             name=name or function.__name__,
             description=description if description is not None else summary,
@@ -112,9 +110,9 @@ class Tool(Generic[P, R]):
     ) -> Tool[..., M]:
         """A tool whose input is ``model``: answering a call returns the validated instance."""
         schema = model.model_json_schema()
-        _drop_titles(schema)
+        drop_titles(schema)
         definition = ToolDefinition(
-            name=name or _snake(model.__name__),
+            name=name or snake(model.__name__),
             description=(inspect.getdoc(model) or "").split("\n\n")[0],
             input_schema=schema,
             strict=strict,
@@ -190,6 +188,7 @@ async def arun_tools(
     and return the tool-result message, results in the calls' order. ``timeout_seconds``
     bounds each call: one still running then is answered with an ``is_error`` result saying
     so (a plain function's thread is left to finish on its own)."""
+    timeout_seconds = checked_timeout(timeout_seconds)
     by_name = tools_by_name(tools)
     calls = _calls(reply)
     results: list[ToolResultBlock | None] = [None] * len(calls)
@@ -226,6 +225,22 @@ async def arun_tool_call(
     return ToolResultBlock(tool_use_id=call.id, content=text, is_error=True)
 
 
+def checked_timeout(timeout_seconds: float | None) -> float | None:
+    """``timeout_seconds`` for running tools: None (no bound) or a finite number above 0;
+    anything else (0, negative, ``nan``, ``inf``, a string) a ConfigError."""
+    if timeout_seconds is None:
+        return None
+    if (
+        isinstance(timeout_seconds, bool)
+        or not isinstance(timeout_seconds, int | float)
+        or not 0 < timeout_seconds < math.inf
+    ):
+        raise ConfigError(
+            f"tool_timeout_seconds is a number of seconds above 0, or None; got {timeout_seconds!r}"
+        )
+    return timeout_seconds
+
+
 def tools_by_name(tools: Sequence[AnyTool | Callable[..., Any]]) -> dict[str, AnyTool]:
     """The tools (plain functions made into tools) by name."""
     made = [t if isinstance(t, Tool) else Tool.from_function(t) for t in tools]
@@ -248,9 +263,12 @@ async def _run(call: ToolUseBlock, tools: Mapping[str, AnyTool]) -> ToolResultBl
         if inspect.iscoroutinefunction(getattr(found.function, "__wrapped__", found.function)):
             value = await _awaited(found.function(**call.input))
         else:
-            value = await anyio.to_thread.run_sync(
-                lambda: found.function(**call.input), abandon_on_cancel=True
+            # in a tuple: trio refuses a thread's coroutine, which a plain function may hand
+            # back (of an async helper) for its answer
+            (value,) = await anyio.to_thread.run_sync(
+                lambda: (found.function(**call.input),), abandon_on_cancel=True
             )
+            value = await _awaited(value)
     except Exception as exc:
         return _failed(call, exc)
     return _result(call, value)
@@ -263,6 +281,8 @@ def _run_sync(call: ToolUseBlock, tools: Mapping[str, AnyTool]) -> ToolResultBlo
     try:
         value = found.function(**call.input)
         if inspect.isawaitable(value):
+            if inspect.iscoroutine(value):
+                value.close()  # never run: no "never awaited" warning left behind
             raise TypeError(f"tool {call.name} is async: use arun_tools in an event loop")
     except Exception as exc:
         return _failed(call, exc)
@@ -319,82 +339,3 @@ def _described(exc: BaseException) -> str:
     except Exception:
         message = "<its message could not be printed>"
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-
-
-def _input_schema(function: Callable[..., Any], name: str) -> dict[str, Any]:
-    """The JSON schema of ``function``'s parameters; a parameter whose type has none is a
-    ConfigError naming the tool, the parameter and the type."""
-    try:
-        return TypeAdapter[Any](function).json_schema()  # type: ignore[arg-type]
-    except PydanticUserError as exc:
-        hints = _parameter_types(function)
-        for parameter, annotation in hints.items():
-            try:
-                TypeAdapter[Any](annotation).json_schema()
-            except PydanticUserError:
-                raise ConfigError(
-                    f"tool {name!r}: parameter {parameter!r} has the type "
-                    f"{_type_name(annotation)}, which has no JSON schema a model can fill; use a "
-                    "JSON type (str, int, float, bool, list, dict, Literal, a pydantic model)"
-                ) from None
-        raise ConfigError(f"tool {name!r}: no JSON schema for its parameters: {exc}") from None
-
-
-def _parameter_types(function: Callable[..., Any]) -> dict[str, Any]:
-    try:
-        hints = get_type_hints(function, include_extras=True)
-    except Exception:  # an annotation that does not resolve: pydantic's own error says which
-        return {}
-    parameters = inspect.signature(function).parameters
-    return {name: hints[name] for name in parameters if name in hints}
-
-
-def _type_name(annotation: Any) -> str:
-    if isinstance(annotation, type):
-        module = annotation.__module__
-        return (
-            annotation.__qualname__
-            if module == "builtins"
-            else f"{module}.{annotation.__qualname__}"
-        )
-    return repr(annotation)
-
-
-def _docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """The first paragraph, and each parameter's text from an ``Args:`` section."""
-    summary = doc.split("\n\n")[0].strip().replace("\n", " ")
-    params: dict[str, str] = {}
-    in_args = False
-    current: str | None = None
-    for line in doc.splitlines():
-        if _ARGS_HEADER.match(line):
-            in_args, current = True, None
-            continue
-        if in_args and line.strip() and not line.startswith((" ", "\t")):
-            in_args = False  # the next section
-        match = _ARG_LINE.match(line) if in_args else None
-        if match:
-            current = match[1].lstrip("*")
-            params[current] = match[2].strip()
-        elif in_args and current and line.strip():
-            params[current] += " " + line.strip()
-    return summary, params
-
-
-def _drop_titles(schema: Any) -> None:
-    """pydantic's generated ``title`` keys say nothing a model needs; tokens are not free."""
-    if isinstance(schema, dict):
-        schema.pop("title", None)
-        for key, value in schema.items():
-            if key != "properties":
-                _drop_titles(value)
-            else:
-                for prop in value.values():
-                    _drop_titles(prop)
-    elif isinstance(schema, list):
-        for item in schema:
-            _drop_titles(item)
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()

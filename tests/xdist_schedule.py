@@ -30,10 +30,12 @@ SHARED = {  # every test file that imports an official SDK (anthropic's takes 4 
         "tests/gateway/test_gateway_passthrough_responses.py",
         "tests/gateway/test_gateway_passthrough_routes.py",
         "tests/gateway/test_gateway_pydantic_ai.py",
+        "tests/gateway/test_gateway_reasoning_carried.py",
         "tests/gateway/test_gateway_responses_owners.py",
         "tests/gateway/test_gateway_sdk_helpers.py",
         "tests/gateway/test_gateway_sdks.py",
         "tests/testing/test_emulator_clients.py",
+        "tests/testing/test_emulator_cloud_clients.py",
     )
 }
 _DEFAULT_SECONDS = 0.03

@@ -54,6 +54,10 @@ KINDS = {
 first-party providers' own and Azure OpenAI's global batch (not Vertex AI's or Bedrock's,
 which read and write cloud storage, nor the OpenAI-compatible services')."""
 
+MAX_RESULTS_FILE = 1 << 30
+"""The largest results file read (bytes): an Anthropic batch may be 256 MB of requests, and
+its replies as much again; past this a ProtocolError, nothing more read."""
+
 
 class Batches:
     """Submit, follow and read provider batches through one chat adapter."""
@@ -226,7 +230,7 @@ class Batches:
 
     async def _bytes(self, send: Send) -> bytes:
         _, _, raw = await self.provider.fetch_bytes(
-            self._wire(send), self._call(f"{self.adapter.name}:batch")
+            self._wire(send), self._call(f"{self.adapter.name}:batch"), max_bytes=MAX_RESULTS_FILE
         )
         return raw
 

@@ -182,7 +182,7 @@ def read_snapshot(path: str | Path) -> dict[str, Any]:
         if data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
         loaded = json.loads(data)
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, RecursionError) as exc:  # Recursion: nested too deep
         raise ConfigError(f"cannot read the model catalog {path}: {exc}") from None
     if not isinstance(loaded, dict):
         raise ConfigError(f"{path}: not a metis catalog snapshot")

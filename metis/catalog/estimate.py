@@ -336,8 +336,8 @@ def _typescript(tool: ToolDefinition) -> str:
     ``type name = (_: {...}) => any;``, or ``() => any`` when it takes no parameters."""
     lines = [f"// {tool.description}"] if tool.description else []
     schema = tool.input_schema
-    defs = schema.get("$defs") or schema.get("definitions") or {}
-    if schema.get("properties"):
+    defs = _mapping(schema.get("$defs") or schema.get("definitions"))
+    if _mapping(schema.get("properties")):
         lines.append(f"type {tool.name} = (_: {{")
         lines.extend(_ts_properties(schema, defs, 0))
         lines.append("}) => any;")
@@ -348,16 +348,23 @@ def _typescript(tool: ToolDefinition) -> str:
 
 def _ts_properties(schema: dict[str, Any], defs: dict[str, Any], depth: int) -> list[str]:
     lines: list[str] = []
-    required = set(schema.get("required") or ())
+    required = schema.get("required")
+    names = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
     pad = "  " * depth
-    for name, prop in (schema.get("properties") or {}).items():
+    for name, prop in _mapping(schema.get("properties")).items():
         prop = prop if isinstance(prop, dict) else {}
         description = prop.get("description")
         if isinstance(description, str) and description:
             lines.append(f"{pad}// {description}")
-        mark = "" if name in required else "?"
+        mark = "" if name in names else "?"
         lines.append(f"{pad}{name}{mark}: {_ts_type(prop, defs, depth)},")
     return lines
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    """``value`` where a schema keyword holds a mapping as it should; else an empty one (the
+    estimate counts what it can; the provider refuses the schema)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _ts_type(schema: dict[str, Any], defs: dict[str, Any], depth: int) -> str:
@@ -377,7 +384,7 @@ def _ts_type(schema: dict[str, Any], defs: dict[str, Any], depth: int) -> str:
     if isinstance(kind, list):
         return " | ".join(_ts_type({**schema, "type": k}, defs, depth + 1) for k in kind)
     if kind == "object":
-        if not schema.get("properties"):
+        if not _mapping(schema.get("properties")):
             return "object"
         inner = _ts_properties(schema, defs, depth + 1)
         return "{\n" + "\n".join(inner) + "\n" + "  " * depth + "}"

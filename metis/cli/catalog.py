@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     catalog = default_catalog()
     if args.providers:
         return _providers(out, catalog)
-    provider = _provider(args.provider, catalog) if args.provider else None
+    provider = _provider(args.provider, catalog) if args.provider is not None else None
     needs = {need: True for need in NEEDS if getattr(args, need)}
     found = ranked(catalog.search(args.search, provider=provider, **needs))
     shown = found[: args.limit]
@@ -62,6 +62,8 @@ def ranked(found: list[ModelInfo]) -> list[ModelInfo]:
 
 
 def _provider(name: str, catalog: Catalog) -> str:
+    if not name.strip():  # an empty --provider "" listed every provider's models
+        raise CliError(f"--provider: expected a provider name, got {name!r}")
     provider = name if name in catalog.providers else stack_catalog_provider(name)
     if provider is None:
         close = sorted(p for p in catalog.providers if name.lower() in p)

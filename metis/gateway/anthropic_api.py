@@ -289,7 +289,7 @@ class MessageStream(BlockWriter):
     def thinking(self, item: ThinkingDelta) -> bytes:
         out = self._string_delta(THINKING_DELTA, item.thinking) if item.thinking else b""
         if item.signature:
-            signature = wrap(self.made_by, item.signature)
+            signature = wrap(self.made_by, item.signature, item.provider_data)
             out += self._delta(type="signature_delta", signature=signature)
         return out
 

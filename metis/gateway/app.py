@@ -4,6 +4,7 @@ providers' endpoints, the model list, health and readiness."""
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import os
 import time
@@ -22,6 +23,7 @@ from metis.errors import AdapterError, ConfigError, InvalidRequestError
 from metis.gateway.anthropic_api import VERSIONS
 from metis.gateway.body import parse_body, read_body, read_raw
 from metis.gateway.config import GatewayConfig
+from metis.gateway.conversations import recalled
 from metis.gateway.endings import DeadlineStream, until_disconnect
 from metis.gateway.errors import (
     GatewayPermissionError,
@@ -112,6 +114,9 @@ async def _answered(routed: Routed, api: str, request: Request) -> Response:
     raw = await read_raw(request, settings.max_request_bytes, settings.request_timeout_seconds)
     body = parse_body(raw)
     owner = owner_of(key)
+    if api == "responses":  # reasoning items sent back by id, from the responses kept
+        body, recalled_any = await recalled(gateway.stored, body, owner)
+        raw = json.dumps(body).encode() if recalled_any else raw
     passing = passer.plan(api, body, raw, owner)
     if passing is not None:
         if passing.stream:

@@ -142,10 +142,16 @@ def _special(error: AdapterError) -> tuple[int, str, str | None] | None:
     return None
 
 
-def _headers(error: AdapterError) -> dict[str, str]:
+def _headers(error: AdapterError, status: int) -> dict[str, str]:
+    """``retry-after`` when the error has a delay; ``x-should-retry`` where the official SDKs
+    retry by status alone (408, 409, 429, 5xx), saying what the error says: an upstream's
+    ``x-should-retry: false`` or an exhausted quota is not retried by the caller's SDK either."""
+    headers: dict[str, str] = {}
     if error.retry_after_seconds is not None:  # whole seconds, as RFC 9110 writes a delay
-        return {"retry-after": str(math.ceil(max(0.0, error.retry_after_seconds)))}
-    return {}
+        headers["retry-after"] = str(math.ceil(max(0.0, error.retry_after_seconds)))
+    if status in (408, 409, 429) or status >= 500:
+        headers["x-should-retry"] = "true" if error.retryable else "false"
+    return headers
 
 
 def anthropic_error(error: AdapterError, request_id: str) -> ErrorReply:
@@ -154,9 +160,7 @@ def anthropic_error(error: AdapterError, request_id: str) -> ErrorReply:
     body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": error.message}}
     if isinstance(error, ThreadUnsupportedError):
         body["error"]["details"] = {"error_code": "thread_unsupported_request"}
-    headers = {**_headers(error), "request-id": request_id}
-    if status in (408, 409, 429) or status >= 500:
-        headers["x-should-retry"] = "true"
+    headers = {**_headers(error, status), "request-id": request_id}
     return ErrorReply(status, {**body, "request_id": request_id}, headers)
 
 
@@ -172,4 +176,4 @@ def openai_error(error: AdapterError, request_id: str, param: str | None = None)
     if isinstance(error, PreviousResponseNotFoundError):
         param = "previous_response_id"
     body = {"error": {"message": error.message, "type": kind, "param": param, "code": code}}
-    return ErrorReply(status, body, {**_headers(error), "x-request-id": request_id})
+    return ErrorReply(status, body, {**_headers(error, status), "x-request-id": request_id})

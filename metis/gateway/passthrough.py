@@ -42,6 +42,7 @@ from metis.gateway.sse import data, event
 from metis.gateway.store import Owner
 from metis.model.content import ProviderRaw
 from metis.transport.exchange import Exchange
+from metis.wire.framing.objects import MAX_WHOLE_BODY
 
 log = logging.getLogger("metis.gateway")
 EVENTS = "text/event-stream"
@@ -170,7 +171,7 @@ class PassThrough:
         relay = passing.relay = self._relay(passing)
         exchange, call = await self.upstream.open(passing, headers)
         try:
-            raw = await exchange.body()
+            raw = await exchange.body(MAX_WHOLE_BODY)  # as every reply read whole
         except Exception as exc:
             error = exchange.translate(exc)
             if isinstance(error, AdapterError):

@@ -18,7 +18,7 @@ from metis.core.ids import new_request_id
 from metis.errors import AdapterError, ProtocolError, scrub_error
 from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.models import Target
-from metis.gateway.provenance import unwrap
+from metis.gateway.provenance import same_maker, unwrap
 from metis.gateway.reasoning_items import REDACTED
 from metis.gateway.relay import Relay
 from metis.model.content import Message, ProviderRaw
@@ -178,19 +178,21 @@ def ended(passing: Passing, relay: Relay, elapsed: float) -> CallCompleted | Cal
 def own_thinking(body: dict[str, Any], made_by: ProviderRaw) -> bool:
     """Whether every thinking block the gateway signed is ``made_by``'s; those are given back
     their provider's own signature (in place), the others are left as they are."""
-    found: list[tuple[dict[str, Any], str, str]] = []
+    found: list[tuple[dict[str, Any], str, str, Any]] = []
     for block in _thinking_parts(body):
         kind = block.get("type")
         key = {"thinking": "signature", "redacted_thinking": "data"}.get(str(kind))
         key = "encrypted_content" if kind == "reasoning" else key
         if key is not None and isinstance(block.get(key), str):
             maker, opaque = unwrap(block[key].removeprefix(REDACTED))
-            if maker is not None and maker != made_by:
+            if maker is not None and not same_maker(maker, made_by):
                 return False
             if maker is not None:
-                found.append((block, key, opaque))
-    for block, key, opaque in found:
+                found.append((block, key, opaque, maker.data.get("id")))
+    for block, key, opaque, item_id in found:
         block[key] = opaque
+        if item_id is not None and block.get("type") == "reasoning":
+            block["id"] = item_id  # the provider's own id, where the gateway gave out its own
     return True
 
 

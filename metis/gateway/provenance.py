@@ -5,6 +5,10 @@ made it (docs/contract.md §7); a client of the gateway sends it back with no wo
 model that was. The gateway writes the maker into the signature it hands out
 (``metis1.<provider and model, base64url>.<signature>``) and reads it back, so the block
 returns to its maker whichever model took the turns between, and goes nowhere else.
+
+Where the maker takes its thinking back only with its own id for it (an OpenAI reasoning
+item's ``id``), that id is written in beside the maker, so it survives a client whose API has
+no place for it (an Anthropic thinking block): only the maker's codec reads it.
 """
 
 from __future__ import annotations
@@ -12,16 +16,27 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from metis.model.content import Message, ProviderRaw, RedactedThinkingBlock, ThinkingBlock
 
 PREFIX = "metis1."
+CARRIED = ("id",)
+"""What of the maker's record of a block (``provider_raw.data``) its signature carries."""
 
 
-def wrap(made_by: ProviderRaw | None, opaque: str) -> str:
+def wrap(made_by: ProviderRaw | None, opaque: str, data: Mapping[str, Any] | None = None) -> str:
+    """``opaque`` with its maker written in, and what of ``data`` (the maker's record of the
+    block; ``made_by.data`` when not given) the maker needs to take it back."""
     if made_by is None or not opaque:
         return opaque
-    maker = json.dumps([made_by.provider, made_by.model], separators=(",", ":")).encode()
+    record = made_by.data if data is None else data
+    kept = {key: record[key] for key in CARRIED if isinstance(record.get(key), str)}
+    tag: list[Any] = (
+        [made_by.provider, made_by.model, kept] if kept else [made_by.provider, made_by.model]
+    )
+    maker = json.dumps(tag, separators=(",", ":")).encode()
     return f"{PREFIX}{base64.urlsafe_b64encode(maker).decode().rstrip('=')}.{opaque}"
 
 
@@ -31,12 +46,21 @@ def unwrap(given: str) -> tuple[ProviderRaw | None, str]:
         return None, given
     tag, dot, opaque = given[len(PREFIX) :].partition(".")
     try:
-        provider, model = json.loads(base64.urlsafe_b64decode(tag + "=" * (-len(tag) % 4)))
+        provider, model, *more = json.loads(base64.urlsafe_b64decode(tag + "=" * (-len(tag) % 4)))
     except (ValueError, binascii.Error, TypeError):
         return None, given
     if not dot or not isinstance(provider, str) or not isinstance(model, str | None):
         return None, given
-    return ProviderRaw(provider=provider, model=model), opaque
+    data = more[0] if len(more) == 1 and isinstance(more[0], dict) else {}
+    if (more and not data) or not all(isinstance(data.get(key, ""), str) for key in CARRIED):
+        return None, given
+    kept = {key: data[key] for key in CARRIED if key in data}
+    return ProviderRaw(provider=provider, model=model, data=kept), opaque
+
+
+def same_maker(found: ProviderRaw, made_by: ProviderRaw) -> bool:
+    """Whether a block ``found`` made (by :func:`unwrap`) is ``made_by``'s."""
+    return (found.provider, found.model) == (made_by.provider, made_by.model)
 
 
 def restored(messages: list[Message]) -> list[Message]:

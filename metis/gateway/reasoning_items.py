@@ -5,7 +5,12 @@ and the OpenAI Agents SDK with ``store: false``), read back into the thinking bl
 
 The encrypted content is the block's signature (or redacted thinking's data) with its maker
 written in (:mod:`metis.gateway.provenance`), so the block goes back to the model that made
-it, and to no other."""
+it, and to no other.
+
+A client that keeps its conversation on the server (``store: true``, the openai SDK's and the
+Agents SDK's default) sends an item back by its ``id`` alone: each item's id names the response
+it is part of and its place among that response's thinking (:func:`reasoning_id`), so the
+gateway finds the block in the response it kept (:mod:`metis.gateway.conversations`)."""
 
 from __future__ import annotations
 
@@ -21,6 +26,22 @@ ENCRYPTED = "reasoning.encrypted_content"
 REDACTED = "redacted_thinking:"
 """Before the data of redacted thinking, which has no text: a reasoning item with no summary
 may be either."""
+
+
+def reasoning_id(response_id: str, index: int) -> str:
+    """The id of the ``index``-th reasoning item of the response ``response_id``."""
+    return f"rs_{response_id.removeprefix('resp_')}_{index}"
+
+
+def reasoning_place(item_id: str) -> tuple[str, int] | None:
+    """The response and the place of a reasoning item :func:`reasoning_id` named; None for
+    another id."""
+    head, underscore, index = item_id.removeprefix("rs_").rpartition("_")
+    if not item_id.startswith("rs_") or not underscore or not head:
+        return None
+    if not index.isdecimal() or len(index) > 6:
+        return None
+    return f"resp_{head}", int(index)
 
 
 def asks_encrypted(raw: Any, ignored: list[str]) -> bool:

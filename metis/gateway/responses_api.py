@@ -10,7 +10,7 @@ from typing import Any
 
 from metis.gateway.inbound import Inbound
 from metis.gateway.provenance import wrap
-from metis.gateway.reasoning_items import REDACTED, encrypted
+from metis.gateway.reasoning_items import REDACTED, encrypted, reasoning_id
 from metis.gateway.sse import BlockWriter, dumps, event, new_id, now, quoted
 from metis.model.block import ProviderRaw
 from metis.model.content import (
@@ -55,10 +55,13 @@ def text_item(text: str, status: str = "completed") -> dict[str, Any]:
     }
 
 
-def reasoning_item(thinking: str, encrypted_content: str | None = None) -> dict[str, Any]:
-    """A reasoning item; ``encrypted_content`` where the request asked for it (``include``)."""
+def reasoning_item(
+    item_id: str, thinking: str, encrypted_content: str | None = None
+) -> dict[str, Any]:
+    """A reasoning item (its id: :func:`metis.gateway.reasoning_items.reasoning_id`);
+    ``encrypted_content`` where the request asked for it (``include``)."""
     summary = [{"type": "summary_text", "text": thinking}] if thinking else []
-    item = {"id": new_id("rs_"), "type": "reasoning", "summary": summary}
+    item = {"id": item_id, "type": "reasoning", "summary": summary}
     if encrypted_content:
         item["encrypted_content"] = encrypted_content
     return item
@@ -75,13 +78,18 @@ def call_item(call_id: str, name: str, arguments: str, status: str = "completed"
     }
 
 
-def output_items(content: list[ContentBlock], inbound: Inbound) -> list[dict[str, Any]]:
+def output_items(
+    content: list[ContentBlock], inbound: Inbound, response_id: str
+) -> list[dict[str, Any]]:
     asked = inbound.options.get("encrypted_reasoning") is True
     items = []
+    thoughts = 0
     for block in content:
         if isinstance(block, ThinkingBlock | RedactedThinkingBlock):
             sealed = encrypted(block, block.provider_raw) if asked else None
-            items.append(reasoning_item(getattr(block, "thinking", ""), sealed))
+            item_id = reasoning_id(response_id, thoughts)
+            items.append(reasoning_item(item_id, getattr(block, "thinking", ""), sealed))
+            thoughts += 1
         elif isinstance(block, TextBlock):
             items.append(text_item(block.text))
         elif isinstance(block, ToolUseBlock):
@@ -149,6 +157,7 @@ class ResponseStream(BlockWriter):
         self.made_by = made_by  # who writes the thinking, when known
         self.sealing = inbound.options.get("encrypted_reasoning") is True
         self.signature = ""  # the open thinking's, when it comes
+        self.thoughts = 0  # reasoning items opened so far
         self.sequence = 0
         self.started = False
         self.items: list[dict[str, Any]] = []  # closed output items
@@ -182,7 +191,8 @@ class ResponseStream(BlockWriter):
         if isinstance(item, ToolUseStart):
             self.item = call_item(item.tool_use_id, item.tool_name, "", "in_progress")
         elif kind == "thinking":
-            self.item = {**reasoning_item(""), "summary": []}
+            item_id = reasoning_id(self.response_id, self.thoughts)
+            self.item, self.thoughts = reasoning_item(item_id, ""), self.thoughts + 1
             self.signature = ""
             if isinstance(item, ThinkingDelta) and item.redacted_data and self.sealing:
                 self.signature = REDACTED + wrap(self.made_by, item.redacted_data)
@@ -216,7 +226,7 @@ class ResponseStream(BlockWriter):
 
     def thinking(self, item: ThinkingDelta) -> bytes:
         if item.signature and self.sealing:
-            self.signature = wrap(self.made_by, item.signature)
+            self.signature = wrap(self.made_by, item.signature, item.provider_data)
         if not item.thinking:
             return b""
         return self._delta(SUMMARY_DELTA, b',"summary_index":0', item.thinking)

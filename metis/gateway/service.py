@@ -19,11 +19,11 @@ from metis.core.ids import new_request_id
 from metis.errors import AdapterError, InvalidRequestError, ProtocolError
 from metis.gateway import anthropic_api, chat_api, responses_api
 from metis.gateway.config import GatewayConfig
+from metis.gateway.conversations import continued, remember
 from metis.gateway.errors import (
     ErrorReply,
     GatewayAuthError,
     GatewayTimeoutError,
-    PreviousResponseNotFoundError,
     anthropic_error,
     openai_error,
 )
@@ -34,7 +34,7 @@ from metis.gateway.models import ModelTable, Target
 from metis.gateway.projection import project
 from metis.gateway.responses_read import read_responses
 from metis.gateway.sse import BlockWriter, new_id
-from metis.gateway.store import Owner, RedisResponseStore, ResponseStore, Stored
+from metis.gateway.store import Owner, RedisResponseStore, ResponseStore
 from metis.model.content import Message, ProviderRaw, Role
 from metis.model.events import MessageComplete, StreamEvent
 from metis.model.request import CanonicalRequest
@@ -133,7 +133,7 @@ class Gateway:
         alone a ``previous_response_id`` may name."""
         stored = None
         if api == "responses":
-            body, stored = await self._continued(body, owner)
+            body, stored = await continued(self.stored, body, owner)
         try:
             inbound = READERS[api](body)
         except ValidationError as exc:
@@ -147,31 +147,6 @@ class Gateway:
         except ValidationError as exc:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
         return Prepared(inbound, target, request, [*inbound.ignored, *dropped], owner)
-
-    async def _continued(self, body: Any, owner: Owner) -> tuple[Any, Stored | None]:
-        """A Responses request with the response it continues: the stored messages to put
-        before its own; or, for a passed-through response (kept as items), the body with
-        those items before its input, read as one (a tool call and its output then share
-        one canonical id)."""
-        previous = body.get("previous_response_id") if isinstance(body, dict) else None
-        if not isinstance(previous, str):
-            return body, None
-        stored = await self.stored.get(owner, previous)
-        if stored is None:
-            raise PreviousResponseNotFoundError(
-                f"Previous response with id '{previous}' not found."
-            )
-        given = body.get("input")
-        if stored.items is None or not isinstance(given, (str, list)):
-            return body, stored
-        own = [{"role": "user", "content": given}] if isinstance(given, str) else given
-        return {**body, "input": [*stored.items, *own]}, None
-
-    async def _remember(self, prepared: Prepared, response_id: str, reply: Message) -> None:
-        inbound = prepared.inbound
-        if inbound.options.get("store", True):
-            history = [m for m in inbound.messages if m.role is not Role.SYSTEM]
-            await self.stored.put(prepared.owner, response_id, [*history, reply])
 
     # Answering ----------------------------------------------------------------------------------
 
@@ -209,11 +184,13 @@ class Gateway:
             body = chat_api.write_completion(response, model, legacy)
         else:
             response_id = new_id("resp_")
-            output = responses_api.output_items(response.content, prepared.inbound)
+            output = responses_api.output_items(response.content, prepared.inbound, response_id)
             body = responses_api.response_object(
                 prepared.inbound, model, response_id, output, response.stop_reason, response.usage
             )
-            await self._remember(prepared, response_id, response.message)
+            await remember(
+                self.stored, prepared.inbound, prepared.owner, response_id, response.message
+            )
         return JsonResult(200, body, dropped_headers(reported))
 
     async def stream(
@@ -306,7 +283,7 @@ class Gateway:
         """A stream's end: its reply kept for a Responses id (none for a failed one)."""
         if response_id:
             reply = Message(role=Role.ASSISTANT, content=complete.final_content)
-            await self._remember(prepared, response_id, reply)
+            await remember(self.stored, prepared.inbound, prepared.owner, response_id, reply)
         if complete.warnings:
             log_dropped(prepared, warnings_of(complete))
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis.errors import InvalidRequestError
-from metis.histories.reading import dropped, mapping, text
+from metis.histories.reading import built, dropped, mapping, text
 from metis.model.media import (
     AudioBlock,
     Base64Source,
@@ -57,17 +57,21 @@ def from_chat_file(part: Mapping[str, Any], where: str) -> DocumentBlock:
     guessed = mimetypes.guess_type(name)[0] if name else None
     if "file_id" in file:
         file_id = _required(file, "file_id", f"{where}.file")
-        source: Any = FileIdSource(file_id=file_id, provider="openai", media_type=guessed)
+        source: Any = built(
+            FileIdSource, f"{where}.file", file_id=file_id, provider="openai", media_type=guessed
+        )
     else:
         data = _required(file, "file_data", f"{where}.file")
         if data.startswith("data:"):
             media_type, encoded = split_data_url(data, f"{where}.file.file_data")
-            source = Base64Source(media_type=media_type, data=encoded)
+            source = built(Base64Source, f"{where}.file", media_type=media_type, data=encoded)
         elif data.startswith(("https://", "http://")):  # OpenRouter's form
-            source = URLSource(url=data, media_type=guessed)
+            source = built(URLSource, f"{where}.file", url=data, media_type=guessed)
         else:  # bare base64: Chat takes PDFs only
-            source = Base64Source(media_type=guessed or "application/pdf", data=data)
-    return DocumentBlock(source=source, title=name)
+            source = built(
+                Base64Source, f"{where}.file", media_type=guessed or "application/pdf", data=data
+            )
+    return built(DocumentBlock, where, source=source, title=name)
 
 
 def from_chat_audio(part: Mapping[str, Any], where: str) -> AudioBlock:
@@ -76,7 +80,8 @@ def from_chat_audio(part: Mapping[str, Any], where: str) -> AudioBlock:
     if media_type is None:
         raise InvalidRequestError(f"{where}.input_audio.format: expected wav or mp3")
     data = _required(audio, "data", f"{where}.input_audio")
-    return AudioBlock(source=Base64Source(media_type=media_type, data=data))
+    source = built(Base64Source, f"{where}.input_audio", media_type=media_type, data=data)
+    return built(AudioBlock, where, source=source)
 
 
 def to_chat_parts(block: MediaBlock, where: str) -> list[dict[str, Any]]:
@@ -109,18 +114,24 @@ def from_anthropic_document(block: Mapping[str, Any], where: str) -> DocumentBlo
     canonical: Any
     if kind == "base64":
         media_type = _required(source, "media_type", at)
-        canonical = Base64Source(media_type=media_type, data=_required(source, "data", at))
+        canonical = built(
+            Base64Source, at, media_type=media_type, data=_required(source, "data", at)
+        )
     elif kind == "url":
-        canonical = URLSource(url=_required(source, "url", at))
+        canonical = built(URLSource, at, url=_required(source, "url", at))
     elif kind == "text":
-        canonical = TextSource(text=str(source.get("data", "")))
+        canonical = built(TextSource, at, text=str(source.get("data", "")))
     elif kind == "file":
-        canonical = FileIdSource(file_id=_required(source, "file_id", at), provider="anthropic")
+        canonical = built(
+            FileIdSource, at, file_id=_required(source, "file_id", at), provider="anthropic"
+        )
     else:  # "content": custom content blocks, which no other provider has
         dropped("document", where, "Anthropic Messages import")
         return None
     citations = block.get("citations")
-    return DocumentBlock(
+    return built(
+        DocumentBlock,
+        where,
         source=canonical,
         title=block.get("title") if isinstance(block.get("title"), str) else None,
         context=block.get("context") if isinstance(block.get("context"), str) else None,

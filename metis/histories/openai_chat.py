@@ -155,6 +155,8 @@ def _assistant(item: Mapping[str, Any], where: str, ids: Ids) -> list[ContentBlo
     if isinstance(reasoning, str) and reasoning:
         blocks.append(ThinkingBlock(thinking=reasoning))
     blocks.extend(_cited(_parts(item.get("content"), where), item.get("annotations")))
+    if item.get("audio") is not None:  # a spoken reply OpenAI keeps, named by its id
+        dropped("audio", f"{where}.audio", "OpenAI Chat import", "an audio reply kept by id")
     calls = item.get("tool_calls")
     for k, raw in enumerate(items(calls, f"{where}.tool_calls") if calls is not None else []):
         at = f"{where}.tool_calls[{k}]"

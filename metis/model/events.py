@@ -55,13 +55,16 @@ class TextDelta(StreamEvent):
 @dataclass(slots=True)
 class ThinkingDelta(StreamEvent):
     """Reasoning text; the block's last delta carries its ``signature``. A redacted block
-    arrives as one delta with ``redacted_data`` set and no text."""
+    arrives as one delta with ``redacted_data`` set and no text. ``provider_data``: with the
+    signature, what its provider takes it back only with (an OpenAI reasoning item's ``id``),
+    as the final block's ``provider_raw.data`` holds it too."""
 
     type: ClassVar[str] = "thinking.delta"
     content_block_index: int
     thinking: str = ""
     signature: str | None = None
     redacted_data: str | None = None
+    provider_data: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)

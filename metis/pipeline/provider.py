@@ -14,7 +14,8 @@ Its parts are the stack's provider stages, found by their ``role``, never by the
 
 Besides the calls the pipeline runs, the provider sends what is not a conversation through
 the same path (:meth:`Provider.fetch`): the auth flow, the transport's exchange with its
-deadlines, redirect policy and socket guard, one JSON body read under the JSON limits, an
+deadlines, redirect policy and socket guard, one JSON body read under the JSON limits (and,
+as every reply read whole, at most :data:`~metis.wire.framing.objects.MAX_WHOLE_BODY`), an
 error answer classified by the codec, every secret hidden from what is raised.
 """
 
@@ -32,7 +33,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Stage
-from metis.wire.framing.objects import parse_object
+from metis.wire.framing.objects import MAX_WHOLE_BODY, parse_object
 
 AnyStage = Stage[Any, Any, Any, Any]
 ROLES = ("encode", "edit", "auth", "reader", "framing", "transport", "lifespan")
@@ -145,9 +146,14 @@ class Provider:
             raise _classified(error, call, self.services.secrets)  # noqa: B904 - as it came
 
     async def fetch_bytes(
-        self, request: WireRequest, call: Call, errors: ErrorMapper | None = None
+        self,
+        request: WireRequest,
+        call: Call,
+        errors: ErrorMapper | None = None,
+        max_bytes: int = MAX_WHOLE_BODY,
     ) -> tuple[int, dict[str, str], bytes]:
-        """:meth:`fetch`, the answer's body as bytes (a JSONL file, a download)."""
+        """:meth:`fetch`, the answer's body as bytes (a JSONL file, a download); a body over
+        ``max_bytes`` is a ProtocolError, read no further."""
         transport = self.part("transport")
         open_ = getattr(transport, "open", None)
         if open_ is None:
@@ -157,9 +163,12 @@ class Provider:
             request = await self.authenticate(request.serialized(), call)
             exchange = await open_(request, call)
             try:
-                raw = await exchange.body()
+                raw = await exchange.body(max_bytes)
             except Exception as exc:
-                raise exchange.translate(exc) from exc
+                translated = exchange.translate(exc)
+                if translated is exc:  # raised as it is: its own cause would be a loop
+                    raise
+                raise translated from exc
             finally:
                 await exchange.aclose()
             return exchange.status, dict(exchange.headers), raw

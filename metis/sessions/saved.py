@@ -149,7 +149,7 @@ def read_saved(data: str | bytes | dict[str, Any]) -> SavedSession:
     if isinstance(data, str | bytes):
         try:
             data = json.loads(data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # nested too deep: RecursionError
             raise ConfigError(f"a saved session: not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"a saved session is a JSON object, got {type(data).__name__}")

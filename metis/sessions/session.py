@@ -37,6 +37,7 @@ from metis.sessions.options import check_constructor, check_defaults, checked_tu
 from metis.sessions.provider_state import ProviderState
 from metis.sessions.saved import read_saved, restored, saved_session
 from metis.sessions.stream import TurnStream
+from metis.tools import checked_timeout
 
 T = TypeVar("T")
 log = logging.getLogger("metis")
@@ -72,6 +73,8 @@ class Session(BlockingForms):
         **options: Unpack[ModelOptions],
     ) -> None:
         check_constructor(options)
+        if session_id is not None and not isinstance(session_id, str):
+            raise ConfigError(f"session_id is a string, got {type(session_id).__name__}")
         if context_check not in CONTEXT_CHECKS:
             raise ConfigError(
                 f"context_check {context_check!r}: expected one of {', '.join(CONTEXT_CHECKS)}"
@@ -142,6 +145,10 @@ class Session(BlockingForms):
 
     @options.setter
     def options(self, options: Mapping[str, Any]) -> None:
+        if not isinstance(options, Mapping):
+            raise ConfigError(
+                f"Session.options is a mapping of options, got {type(options).__name__}"
+            )
         check_defaults(options)
         self._conversation.options = ModelOptions(**options)  # type: ignore[typeddict-item]
 
@@ -253,7 +260,7 @@ class Session(BlockingForms):
             raise ConfigError(f"max_steps is at least 1, got {max_steps}")
         overrides = self._checked("run", options)
         output = call_request.structured_output(output_type, overrides)
-        settings = RunSettings(max_steps, tool_timeout_seconds, output)
+        settings = RunSettings(max_steps, checked_timeout(tool_timeout_seconds), output)
         return TurnStream(self._run(message, overrides, settings))
 
     async def _run(

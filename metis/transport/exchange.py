@@ -119,13 +119,23 @@ class Exchange:
         translated.__cause__ = error
         return translated
 
-    async def body(self) -> bytes:
-        """The rest of the body, whole (for an answer read at once)."""
-        parts = []
+    async def body(self, max_bytes: int | None = None) -> bytes:
+        """The rest of the body, whole (for an answer read at once); past ``max_bytes`` a
+        ProtocolError, nothing more read."""
+        parts: list[bytes] = []
+        size = 0
         while (chunk := await self.read()) is not None:
             self.clock.received = True
             if self.call.cancel.cancelled:
                 raise CancelledError("the call was cancelled")
+            size += len(chunk)
+            if max_bytes is not None and size > max_bytes:
+                parts.clear()
+                raise ProtocolError(
+                    f"{self.call.provider} sent a body larger than {max_bytes >> 20} MiB; "
+                    "metis reads no larger answer whole",
+                    provider=self.call.provider,
+                )
             parts.append(chunk)
         return b"".join(parts)
 

@@ -6,8 +6,9 @@ bounded by the caller: :meth:`WebSocket.connect` by a deadline, :meth:`WebSocket
 deadline the caller gives each read, in a cancel scope (the caller's ``call.cancel.guard``).
 
 A failure of the connection itself (refused, reset, closed, a protocol violation) is a
-:class:`ConnectionLost`; a server that answers the upgrade with anything but ``101`` is a
-:class:`UpgradeRefused`, carrying the HTTP answer (status, headers, body) as it came.
+:class:`ConnectionLost`; a message longer than :data:`MAX_MESSAGE` a ProtocolError; a server
+that answers the upgrade with anything but ``101`` is a :class:`UpgradeRefused`, carrying the
+HTTP answer (status, headers, body) as it came.
 """
 
 from __future__ import annotations
@@ -34,9 +35,13 @@ from wsproto.events import (
 )
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
+from metis.errors import ProtocolError
 from metis.transport.proxy import ProxyError, open_tunnel, proxy_name
+from metis.wire.framing.sse import MAX_LINE_LENGTH
 
 READ_SIZE = 1 << 16
+MAX_MESSAGE = MAX_LINE_LENGTH
+"""The longest message held, in characters: one event, as long as an event-stream line may be."""
 MAX_REJECT_BODY = 1 << 20
 HOP_HEADERS = frozenset(
     {
@@ -95,6 +100,7 @@ class WebSocket:
     opened_at: float
     messages: deque[str] = field(default_factory=deque)
     _partial: list[str] = field(default_factory=list)
+    _partial_length: int = 0
     closed: bool = False
     bytes_sent: int = 0
     """Every byte written: the upgrade request, then the frames."""
@@ -211,10 +217,11 @@ class WebSocket:
         try:
             for event in self.protocol.events():
                 if isinstance(event, TextMessage):
-                    self._partial.append(event.data)
+                    self._hold(event.data)
                     if event.message_finished:
                         self.messages.append("".join(self._partial))
                         self._partial.clear()
+                        self._partial_length = 0
                 elif isinstance(event, Ping):
                     await _write(self.stream, self.protocol.send(event.response()))
                 elif isinstance(event, CloseConnection):
@@ -227,6 +234,18 @@ class WebSocket:
         except RemoteProtocolError as exc:
             self.closed = True
             raise ConnectionLost(f"the server broke the WebSocket protocol: {exc}") from exc
+
+    def _hold(self, text: str) -> None:
+        """A piece of the message arriving; past :data:`MAX_MESSAGE` characters a
+        ProtocolError, and the connection is done (the rest of the message cannot be skipped)."""
+        self._partial.append(text)
+        self._partial_length += len(text)
+        if self._partial_length > MAX_MESSAGE:
+            self.closed = True
+            self._partial.clear()
+            raise ProtocolError(
+                f"the server sent a WebSocket message longer than {MAX_MESSAGE >> 20} MiB"
+            )
 
     async def aclose(self) -> None:
         """Close politely when the connection is still open, then drop it; never raises."""

@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 from pydantic_core import from_json
 
-from metis.errors import CancelledError, NetworkError
+from metis.errors import CancelledError, NetworkError, ProtocolError
 from metis.pipeline.call import Call
 from metis.transport.exchange import Limits, ReadClock, expired
 from metis.transport.websocket import ConnectionLost, WebSocket
@@ -77,6 +77,9 @@ async def receive(socket: WebSocket, call: Call, clock: ReadClock, limits: Limit
             text = await socket.receive()
     except ConnectionLost as exc:
         raise lost(call, exc) from exc
+    except ProtocolError as exc:
+        exc.provider = exc.provider or call.provider
+        raise
     if scope.cancelled_caught:
         raise expired(call, clock, limits)
     return text.encode()
@@ -131,9 +134,19 @@ class SocketExchange:
             return CancelledError("the call was cancelled")
         return error
 
-    async def body(self) -> bytes:
-        parts = []
+    async def body(self, max_bytes: int | None = None) -> bytes:
+        """The rest of the reply, whole; past ``max_bytes`` a ProtocolError (as
+        :meth:`Exchange.body <metis.transport.exchange.Exchange.body>`)."""
+        parts: list[bytes] = []
+        size = 0
         while (chunk := await self.read()) is not None:
+            size += len(chunk)
+            if max_bytes is not None and size > max_bytes:
+                raise ProtocolError(
+                    f"{self.call.provider} sent a body larger than {max_bytes >> 20} MiB; "
+                    "metis reads no larger answer whole",
+                    provider=self.call.provider,
+                )
             parts.append(chunk)
         return b"".join(parts)
 

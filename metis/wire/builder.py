@@ -228,11 +228,14 @@ class MessageBuilder(WholeBlocks):
         block.parts.append(text)
         self._events.append(ThinkingDelta(block.index, text))
 
-    def thinking_signature(self, key: Hashable, signature: str) -> None:
+    def thinking_signature(
+        self, key: Hashable, signature: str, data: dict[str, Any] | None = None
+    ) -> None:
+        """``data``: what the provider takes the signature back only with (ThinkingDelta)."""
         block = self._thinking_block(key)
         signature = clean(signature)
         block.signature = (block.signature or "") + signature
-        self._events.append(ThinkingDelta(block.index, "", signature=signature))
+        self._events.append(ThinkingDelta(block.index, "", signature=signature, provider_data=data))
 
     def redacted_thinking(self, key: Hashable, data: str) -> None:
         block = self._open(key, REDACTED)

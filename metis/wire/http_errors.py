@@ -51,6 +51,12 @@ def class_for_status(status: int) -> ErrorClass:
     return ErrorClass.OTHER
 
 
+def sdk_retries(status: int) -> bool:
+    """Whether OpenAI's and Anthropic's SDKs retry an answer with this status, whatever its
+    body says: 408, 409 (a lock timeout), 429 and every 5xx (their ``_should_retry``)."""
+    return status in (408, 409, 429) or status >= 500
+
+
 def says_context_overflow(message: str) -> bool:
     return bool(_overflow().search(message))
 
@@ -122,6 +128,7 @@ def http_error(
     request_id: str | None = None,
     retryable: bool | None = None,
     provider: str | None = None,
+    retried_by_status: bool = False,
 ) -> AdapterError:
     """Build the error a provider reported, with an HTTP status or (inside a 200 stream) none.
 
@@ -130,8 +137,14 @@ def http_error(
     ``invalid_request_error``); with neither, an error inside a stream is a server error. A
     503 that says it is overloaded is ``overloaded``, and an invalid request whose text says
     the context is too long is a context overflow.
+
+    ``retried_by_status``: the provider's own SDK retries by status (:func:`sdk_retries`), so
+    such a status whose body names only an invalid request is classified by its status, a 409
+    as a server error (the provider's lock conflict, gone on a later attempt).
     """
     cls = error_class or (class_for_status(status) if status else ErrorClass.SERVER_ERROR)
+    if retried_by_status and status and sdk_retries(status) and cls is ErrorClass.INVALID_REQUEST:
+        cls = ErrorClass.SERVER_ERROR if status == 409 else class_for_status(status)
     said = server_says_retry(headers)
     if said is not None:
         retryable = said

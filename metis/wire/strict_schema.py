@@ -120,6 +120,9 @@ def _convert(schema: Any, path: str) -> Schema:
                 raise _NotStrict(f"{where}: {key} is not an object")
             out[key] = {name: _convert(d, f"{path}{key}.{name}.") for name, d in defs.items()}
 
+    if "enum" in out and not isinstance(out["enum"], list):
+        raise _NotStrict(f"{where}: enum is not a list")
+
     types = _types(out, where)
     if types is not None and not types <= _TYPES:
         raise _NotStrict(f"{where}: unknown type in {out['type']!r}")

@@ -15,7 +15,7 @@ import pytest
 import respx
 
 from metis import build_adapter
-from metis.catalog import Catalog, default_catalog
+from metis.catalog import Catalog, default_catalog, read_snapshot
 from metis.catalog.build import build_snapshot, reasoning_form
 from metis.catalog.capabilities import model_capabilities
 from metis.catalog.lookup import _warned
@@ -195,6 +195,15 @@ def test_a_snapshot_that_is_not_one_is_a_config_error(tmp_path: Path) -> None:
     finally:
         monkey.undo()
         default_catalog.cache_clear()
+
+
+def test_a_snapshot_nested_too_deep_is_a_config_error_not_a_recursion_error(
+    tmp_path: Path,
+) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ConfigError, match="cannot read the model catalog"):
+        read_snapshot(deep)
 
 
 def test_refresh_fetches_models_dev_and_writes_a_catalog_that_loads(

@@ -694,3 +694,12 @@ def test_a_misspelt_catalog_provider_names_the_nearest(capsys: pytest.CaptureFix
             "'vertex_anthropic' or 'bedrock_anthropic'?"
         )
     )
+
+
+@pytest.mark.parametrize("empty", ["", " "])
+def test_an_empty_catalog_provider_is_refused_not_ignored(
+    empty: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It listed every provider's models, as if no --provider had been given.
+    assert main(["models", "--provider", empty]) != 0
+    assert "--provider: expected a provider name" in capsys.readouterr().err

@@ -415,6 +415,20 @@ def test_each_error_class_keeps_its_status_and_shape(
         assert shaped.headers["retry-after"] == openai_shaped.headers["retry-after"] == "3"
 
 
+@pytest.mark.parametrize("shape", [anthropic_error, openai_error])
+def test_x_should_retry_says_what_the_error_says_where_the_sdks_retry_by_status(
+    shape: Any,
+) -> None:
+    """An upstream's ``x-should-retry: false`` (or an exhausted quota) stops the caller's
+    SDK from retrying what the gateway already knows will fail again."""
+    assert shape(ServerError("x"), "r").headers["x-should-retry"] == "true"
+    assert shape(ServerError("x", retryable=False), "r").headers["x-should-retry"] == "false"
+    quota = RateLimitError("x", provider_code="insufficient_quota", retryable=False)
+    assert shape(quota, "r").headers["x-should-retry"] == "false"
+    assert shape(RateLimitError("x"), "r").headers["x-should-retry"] == "true"
+    assert "x-should-retry" not in shape(InvalidRequestError("x"), "r").headers
+
+
 def test_overloaded_is_529_for_anthropic_and_503_for_openai() -> None:
     assert anthropic_error(OverloadedError("x"), "r").status == 529
     assert openai_error(OverloadedError("x"), "r").status == 503

@@ -106,8 +106,11 @@ def last_event(api: str, text: str) -> tuple[str, Any]:
 
 
 async def test_a_refusal_before_the_answer_is_the_callers_error(emulator: Emulator) -> None:
-    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.2}))
-    async with client(app) as gw:
+    # Only the stall waits for the deadline; the other faults get one no loaded machine
+    # reaches first (a drop seen after 0.2 s was a 504, not its 502).
+    stalled = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.2}))
+    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 30}))
+    async with client(app) as gw, client(stalled) as gw_stalled:
         for fault, (a_status, a_type, o_status, o_type) in REFUSALS.items():
             for api, path, body, model in ROUTES:
                 for streamed in (False, True):
@@ -116,14 +119,15 @@ async def test_a_refusal_before_the_answer_is_the_callers_error(emulator: Emulat
                     emulator.clear_faults()
                     emulator.push_fault(fault)
                     sent = {"model": model, **body, "stream": streamed}
-                    reply = await gw.post(path, json=sent, headers=HEADERS)
+                    via = gw_stalled if fault.startswith("stall") else gw
+                    reply = await via.post(path, json=sent, headers=HEADERS)
                     case = f"{fault} {api}/{model} stream={streamed}: {reply.text[:300]}"
                     status, kind = (a_status, a_type) if api == "anthropic" else (o_status, o_type)
                     assert reply.status_code == status, case
                     assert error_of(api, reply.json()) == kind, case
                     if fault.startswith("rate_limit"):
                         assert reply.headers["retry-after"] == "7", case
-        metrics = (await gw.get("/metrics")).text
+        metrics = (await gw.get("/metrics")).text + (await gw_stalled.get("/metrics")).text
     classes = {item.value for item in ErrorClass}
     for line in metrics.splitlines():
         if line.startswith("metis_gateway_errors_total{"):
@@ -131,18 +135,21 @@ async def test_a_refusal_before_the_answer_is_the_callers_error(emulator: Emulat
 
 
 async def test_a_stream_cut_short_ends_with_the_apis_error_event(emulator: Emulator) -> None:
-    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.2}))
-    async with client(app) as gw:
+    stalled = create_app(gateway_config(emulator, {"request_timeout_seconds": 0.2}))
+    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 30}))
+    async with client(app) as gw, client(stalled) as gw_stalled:
         for fault in CUTS:
             for api, path, body, model in ROUTES:
                 emulator.clear_faults()
                 emulator.push_fault(fault)
                 sent = {"model": model, **body, "stream": True}
-                before = errors_counted(app)
-                reply = await gw.post(path, json=sent, headers=HEADERS)
+                serving = stalled if fault.startswith("stall") else app
+                before = errors_counted(serving)
+                via = gw_stalled if fault.startswith("stall") else gw
+                reply = await via.post(path, json=sent, headers=HEADERS)
                 case = f"{fault} {api}/{model}: {reply.text[-600:]}"
                 assert reply.status_code == 200, case
-                assert errors_counted(app) == before + 1, case  # counted once, in its class
+                assert errors_counted(serving) == before + 1, case  # counted once, in its class
                 assert ENDED_WELL[api] not in reply.text, case
                 name, data = last_event(api, reply.text)
                 if api == "anthropic":
@@ -153,7 +160,7 @@ async def test_a_stream_cut_short_ends_with_the_apis_error_event(emulator: Emula
                     assert name == "response.failed" and data["response"]["error"]["code"], case
                 if fault.startswith("stall"):
                     assert "timeout" in reply.text.rsplit("\n\n", 2)[-2], case
-        metrics = (await gw.get("/metrics")).text
+        metrics = (await gw.get("/metrics")).text + (await gw_stalled.get("/metrics")).text
     classes = {item.value for item in ErrorClass}
     for line in metrics.splitlines():
         if line.startswith("metis_gateway_errors_total{"):
@@ -354,3 +361,38 @@ async def test_a_stream_cut_as_it_fails_is_counted_once(emulator: Emulator) -> N
             assert errors_counted(app) == before + 1, case
             name, data = last_event(api, reply.text)
             assert name in ("error", "response.failed") or "error" in data, case
+
+
+class Padded(httpx.AsyncByteStream):
+    """A JSON object followed by ``mib`` MiB of blanks, 1 MiB a chunk, counting what is read."""
+
+    def __init__(self, mib: int) -> None:
+        self.mib = mib
+        self.pulled = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield b'{"id": "x"}'
+        for _ in range(self.mib):
+            self.pulled += 1
+            yield b" " * (1 << 20)
+
+
+async def test_a_passed_through_answer_too_large_to_read_whole_is_an_error_read_no_further(
+    emulator: Emulator,
+) -> None:
+    from metis.wire.framing.objects import MAX_WHOLE_BODY
+
+    bodies: list[Padded] = []
+
+    def huge(request: httpx.Request) -> httpx.Response:
+        bodies.append(Padded((MAX_WHOLE_BODY >> 20) + 16))
+        headers = {"content-type": "application/json"}
+        return httpx.Response(200, headers=headers, stream=bodies[-1])
+
+    app = create_app(gateway_config_with(emulator, httpx.MockTransport(huge)))
+    async with client(app) as gw:
+        for api, path, body, model in ROUTES[::2]:  # the passed-through models
+            reply = await gw.post(path, json={"model": model, **body}, headers=HEADERS)
+            said = f"{api}/{model}: {reply.status_code} {reply.text[:300]}"
+            assert reply.status_code >= 500 and error_of(api, reply.json()), said
+            assert bodies[-1].pulled <= (MAX_WHOLE_BODY >> 20) + 1, said

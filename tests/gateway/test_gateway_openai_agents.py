@@ -160,18 +160,25 @@ def test_a_run_continues_a_stored_response(sdk: Any, url: str) -> None:
     assert ran == ["Oslo", "Bergen"]
 
 
+KEPT = {
+    # where the reasoning is kept -> the settings that say so
+    "by-the-client": {"store": False, "response_include": ["reasoning.encrypted_content"]},
+    "by-the-gateway": {},  # store: true, the SDK's default: the items go back by id alone
+}
+
+
+@pytest.mark.parametrize("kept", list(KEPT))
 @pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
-def test_claudes_thinking_stays_in_a_tool_loop_kept_by_the_client(
-    sdk: Any, url: str, emulator: Emulator, streamed: bool
+def test_claudes_thinking_stays_in_a_tool_loop(
+    sdk: Any, url: str, emulator: Emulator, streamed: bool, kept: str
 ) -> None:
-    """``store: false`` with ``include: ["reasoning.encrypted_content"]``: the SDK keeps the
-    conversation and sends the reasoning items back, which carry Claude's signed thinking
-    to it again after the tool call (the gateway left them out: thinking was off)."""
+    """The SDK sends the conversation and its reasoning items back after the tool call:
+    with ``store: false`` and ``include: ["reasoning.encrypted_content"]`` they carry Claude's
+    signed thinking; by default (``store: true``) they carry only their ids, and the gateway
+    finds the thinking in the responses it kept. Either way Claude gets it back (the gateway
+    left it out before: thinking was off)."""
     settings = sdk.agents.ModelSettings(
-        reasoning=sdk.openai.types.shared.Reasoning(effort="low"),
-        max_tokens=4000,
-        store=False,
-        response_include=["reasoning.encrypted_content"],
+        reasoning=sdk.openai.types.shared.Reasoning(effort="low"), max_tokens=4000, **KEPT[kept]
     )
     ran: list[str] = []
 

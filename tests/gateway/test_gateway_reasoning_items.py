@@ -47,11 +47,13 @@ def test_the_items_carry_the_signature_with_its_maker_only_when_asked() -> None:
         RedactedThinkingBlock(data="ZGF0YQ==", provider_raw=CLAUDE),
         TextBlock(text="Hi"),
     ]
-    plain, redacted, _ = output_items(content, _inbound(ASKS))
+    plain, redacted, _ = output_items(content, _inbound(ASKS), "resp_1")
     assert plain["encrypted_content"] == wrap(CLAUDE, "c2ln")
     assert plain["summary"] == [{"type": "summary_text", "text": "Hmm."}]
     assert redacted["encrypted_content"] == "redacted_thinking:" + wrap(CLAUDE, "ZGF0YQ==")
-    assert all("encrypted_content" not in item for item in output_items(content, _inbound()))
+    assert all(
+        "encrypted_content" not in item for item in output_items(content, _inbound(), "resp_1")
+    )
     thinking = (ThinkingDelta(0, "Hmm."), ThinkingDelta(0, signature="c2ln"))
     (streamed,) = _streamed(ASKS, *thinking)
     assert streamed["encrypted_content"] == plain["encrypted_content"]

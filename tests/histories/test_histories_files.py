@@ -73,6 +73,10 @@ def test_chat_parts_go_out_as_they_came_in() -> None:
         ({"type": "file", "file": {"file_data": "data:application/pdf,JVBE"}}, "base64 data URL"),
         ({"type": "file", "file": {}}, r"file\.file_data: missing"),
         ({"type": "file"}, r"content\[0\]\.file: expected an object"),
+        # a lone surrogate no string field takes: named, not pydantic's bare ValidationError
+        ({"type": "file", "file": {"file_id": "\ud800"}}, r"content\[0\]\.file\.file_id"),
+        ({"type": "file", "file": {"file_data": "\ud800"}}, r"content\[0\]\.file\.data"),
+        ({"type": "input_audio", "input_audio": {"data": "\ud800", "format": "wav"}}, "data"),
     ],
 )
 def test_malformed_chat_files_are_invalid_requests_naming_where(
@@ -80,6 +84,17 @@ def test_malformed_chat_files_are_invalid_requests_naming_where(
 ) -> None:
     with pytest.raises(InvalidRequestError, match=words):
         from_openai_chat([{"role": "user", "content": [part]}])
+
+
+def test_an_assistant_audio_reply_by_id_is_left_out_with_a_warn_not_silently(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    stored = {"role": "assistant", "content": "Here it is.", "audio": {"id": "audio_abc123"}}
+    with caplog.at_level(logging.WARNING, logger="metis"):
+        (message,) = from_openai_chat([stored])
+    assert [block.type for block in message.content] == ["text"]
+    (record,) = [r for r in caplog.records if getattr(r, "event", "") == "metis.lossy_projection"]
+    assert record.getMessage() == "dropped audio at messages[0].audio: an audio reply kept by id"
 
 
 def test_chat_export_leaves_out_what_chat_cannot_hold_with_a_warn(
@@ -152,6 +167,22 @@ def test_anthropic_documents_come_in_and_go_out() -> None:
     assert note.source == TextSource(text="hi")
     assert stored.source == FileIdSource(file_id="file_011CNha8", provider="anthropic")
     assert to_anthropic([message]) == {"messages": [ANTHROPIC_USER]}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        {"type": "url", "url": "\ud800"},
+        {"type": "base64", "media_type": "application/pdf", "data": "\ud800"},
+        {"type": "file", "file_id": "\ud800"},
+    ],
+)
+def test_a_malformed_anthropic_document_is_an_invalid_request_naming_where(
+    source: dict[str, Any],
+) -> None:
+    document = {"type": "document", "source": source}
+    with pytest.raises(InvalidRequestError, match=r"content\[0\]\.source\."):
+        from_anthropic([{"role": "user", "content": [document]}])
 
 
 def test_anthropic_documents_in_tool_results() -> None:

@@ -85,6 +85,7 @@ def test_what_a_restore_needs_again_is_asked_for() -> None:
             "messages.0",
         ),
         ('{"format": "metis.session/1", "session_id": "s", "messages": [], "x": 1}', "x:"),
+        ('{"messages": ' + "[" * 100_000 + "]" * 100_000 + "}", "not JSON"),  # too deep
     ],
 )
 def test_a_saved_session_that_is_not_one_is_a_config_error(data: str, says: str) -> None:

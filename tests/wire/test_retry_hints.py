@@ -111,5 +111,5 @@ async def test_a_retry_after_that_is_not_a_delay_leaves_the_backoff(
 @pytest.mark.anyio
 async def test_x_should_retry_is_obeyed_by_the_retry_stage(no_backoff: Waits) -> None:
     assert await _sends(429, {"x-should-retry": "false"}) == 1
-    assert await _sends(409, {"x-should-retry": "true"}, "invalid_request_error") == 3
-    assert await _sends(409, {}, "invalid_request_error") == 1
+    assert await _sends(400, {"x-should-retry": "true"}, "invalid_request_error") == 3
+    assert await _sends(400, {}, "invalid_request_error") == 1

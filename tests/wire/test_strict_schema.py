@@ -395,6 +395,10 @@ def test_annotations_strict_mode_rejects_are_dropped() -> None:
             {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]},
             id="required-undefined",
         ),
+        pytest.param(  # was a bare TypeError (None in "abc")
+            {"type": "object", "properties": {"a": {"enum": "abc"}}},
+            id="enum-not-a-list",
+        ),
     ],
 )
 def test_not_convertible(schema: dict[str, Any]) -> None:

@@ -360,4 +360,5 @@ def error_from_http(status: int, headers: Mapping[str, str], body: bytes) -> Ada
         error_class=_ERROR_CLASSES.get(kind) if kind else None,
         code=kind,
         request_id=request_id,
+        retried_by_status=True,
     )

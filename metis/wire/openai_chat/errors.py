@@ -51,6 +51,7 @@ def chat_error(
         code=code or kind,
         request_id=request_id,
         retryable=False if "insufficient_quota" in (code, kind) else None,  # out of credit
+        retried_by_status=True,
     )
 
 

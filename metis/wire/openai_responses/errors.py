@@ -47,4 +47,5 @@ def responses_error(
         code=code or kind,
         request_id=request_id,
         retryable=False if code == "insufficient_quota" else None,  # out of credit
+        retried_by_status=True,
     )

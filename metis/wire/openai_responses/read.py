@@ -236,7 +236,9 @@ class ResponsesParser:
             if not builder.has_block(index) and (texts := _texts(summary, content)):
                 builder.thinking(index, "\n\n".join(texts))
             if signature := optional_text(item, "encrypted_content", "reasoning item"):
-                builder.thinking_signature(index, signature)
+                item_id = item.get("id")
+                held = {"id": item_id} if isinstance(item_id, str) else None
+                builder.thinking_signature(index, signature, held)
             raw = {"id": item.get("id"), "summary": summary, "content": content or None}
         else:  # function_call, custom_tool_call
             whole = item.get("input" if kind == CUSTOM_CALL else "arguments")

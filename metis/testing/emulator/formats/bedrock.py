@@ -14,7 +14,6 @@ carries each Anthropic event base64-encoded in a ``chunk`` frame.
 
 from __future__ import annotations
 
-import base64
 import calendar
 import json
 import re
@@ -23,8 +22,16 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 from urllib.parse import unquote
 
-from metis.testing.emulator.formats.anthropic import Anthropic, message_events
+from metis.testing.emulator.formats.anthropic import Anthropic
 from metis.testing.emulator.formats.base import Call, Format, Route
+from metis.testing.emulator.formats.bedrock_invoke import (
+    STREAM_HEADERS,
+    identified,
+    invoke_chunks,
+    invoke_headers,
+    invoke_message,
+    request_id,
+)
 from metis.testing.emulator.formats.converse import (
     RULES,
     converse_message,
@@ -90,11 +97,16 @@ SIGNATURE = (
 )
 
 
-def error(status: int, kind: str, message: str) -> JsonReply:
+def error(status: int, kind: str, message: str, request: HttpRequest | None = None) -> JsonReply:
+    """An error reply; with ``request``, naming it (``x-amzn-RequestId``)."""
+    named = request_id(request) if request is not None else {}
     return JsonReply(
         status,
         {"message": message},
-        {"x-amzn-ErrorType": f"{kind}:http://internal.amazon.com/coral/com.amazon.bedrock/"},
+        {
+            "x-amzn-ErrorType": f"{kind}:http://internal.amazon.com/coral/com.amazon.bedrock/",
+            **named,
+        },
     )
 
 
@@ -111,6 +123,9 @@ class Bedrock(Format):
     catalog: ClassVar[tuple[str, ...]] = ("amazon-bedrock",)
 
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
+        return identified(self._authenticate(request, keys), request)
+
+    def _authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         authorization = request.header("authorization") or ""
         if authorization.startswith("Bearer "):
             token = request.bearer()
@@ -127,12 +142,13 @@ class Bedrock(Format):
 
     def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
         kind = "ResourceNotFoundException" if refused.status == 404 else "ValidationException"
-        return error(refused.status, kind, refused.message)
+        return error(refused.status, kind, refused.message, request)
 
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
         if kind == "context_overflow":
             return self.refusal(self.overflow(0, 0), request)
-        return error(*FAULTS.get(kind, FAULTS["server_error"]))
+        status, error_type, message = FAULTS.get(kind, FAULTS["server_error"])
+        return error(status, error_type, message, request)
 
     def overflow(self, tokens: int, limit: int) -> Refused:
         return Refused("Input is too long for requested model.")
@@ -148,8 +164,12 @@ class Bedrock(Format):
             Frame(exception_frame(exception, FAULTS.get(kind, FAULTS["server_error"])[2]), b"", b"")
         ]
 
+    def headers(self, request: HttpRequest) -> dict[str, str]:
+        return request_id(request)
+
     def stream_headers(self, call: Call) -> dict[str, str]:
-        return {"content-type": EVENTSTREAM}
+        invoked = STREAM_HEADERS if call.options["action"].startswith("invoke") else {}
+        return {"content-type": EVENTSTREAM, **invoked}
 
     def parse(self, call: Call) -> None:
         call.model = unquote(call.match["model"])
@@ -199,17 +219,16 @@ class Bedrock(Format):
 
     def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> Any:
         if call.options["action"].startswith("invoke"):
-            return Anthropic().render(call, prompt, reply, ids)
+            message = invoke_message(Anthropic().render(call, prompt, reply, ids), call.model)
+            if call.stream:
+                return message
+            headers = {**self.headers(call.request), **invoke_headers(message)}
+            return JsonReply(200, message, headers)
         return converse_message(reply, ids, call.issued)
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
         if call.options["action"].startswith("invoke"):
-            chunks = [
-                {"bytes": base64.b64encode(f.payload).decode()}
-                for f in message_events(rendered)
-                if b'"ping"' not in f.payload
-            ]
-            return [_frame("chunk", chunk) for chunk in chunks]
+            return [_frame("chunk", chunk) for chunk in invoke_chunks(rendered)]
         return [_frame(kind, payload) for kind, payload in stream_events(rendered)]
 
 

@@ -8,9 +8,10 @@ provider's own format at the platform's paths, with the platform's authenticatio
   ``anthropic_version: vertex-2023-10-16``.
 - Azure OpenAI's v1 API: ``/openai/v1/chat/completions``, ``/openai/v1/responses`` and
   ``/openai/v1/models``, with an ``api-key`` header or an Entra ID bearer token, refused as
-  Azure refuses them. They are served under ``/azure`` (``Emulator.base_url("azure")``
-  includes it), which stands for the resource's own host: Groq serves the same
-  ``/openai/v1/chat/completions`` path on its host.
+  Azure refuses them; and the classic deployments path of Chat Completions, with Azure's
+  content filter verdicts (:mod:`.azure_shapes`). They are served under ``/azure``
+  (``Emulator.base_url("azure")`` includes it), which stands for the resource's own host:
+  Groq serves the same ``/openai/v1/chat/completions`` path on its host.
 """
 
 from __future__ import annotations
@@ -19,12 +20,21 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from metis.testing.emulator.formats.anthropic import Anthropic
+from metis.testing.emulator.formats.azure_shapes import (
+    DEPLOYMENT,
+    apim_headers,
+    classic_path,
+    filtered,
+    prompt_filter_chunk,
+)
 from metis.testing.emulator.formats.base import Call, Route
 from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.gemini import Gemini, google_error
 from metis.testing.emulator.formats.responses import Responses
+from metis.testing.emulator.formats.vertex_shapes import vertex_frames, vertex_reply
+from metis.testing.emulator.model import Prompt, Reply
 from metis.testing.emulator.rules import Check, Refused, Rule, check, never, one_of
-from metis.testing.emulator.wire import HttpRequest, JsonReply
+from metis.testing.emulator.wire import Frame, HttpRequest, Ids, JsonReply
 
 VERTEX = (
     r"/(?P<version>v1|v1beta1)/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/publishers"
@@ -83,6 +93,20 @@ class OnVertex:
         reply: JsonReply = super().fault(kind, request, retry_after)  # type: ignore[misc]
         return reply
 
+    def serve(self, call: Call) -> JsonReply | None:
+        """A model it does not serve is Vertex's own 404 naming the publisher model, before
+        anything else (a token count too)."""
+        if not self.serves(call.env, call.match["model"]):  # type: ignore[attr-defined]
+            resource = call.request.path.split("/", 2)[2].partition(":")[0]
+            raise Refused(
+                f"Publisher Model `{resource}` was not found or your project does not have access "
+                "to it. Please ensure you are using a valid model version. For more information, "
+                "see: https://cloud.google.com/vertex-ai/generative-ai/docs/learn/model-versions",
+                status=404,
+            )
+        served: JsonReply | None = super().serve(call)  # type: ignore[misc]
+        return served
+
 
 class VertexGemini(OnVertex, Gemini):
     name = "vertex"
@@ -96,6 +120,12 @@ class VertexGemini(OnVertex, Gemini):
         ),
     )
     catalog: ClassVar[tuple[str, ...]] = ("google-vertex",)
+
+    def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> Any:
+        return vertex_reply(super().render(call, prompt, reply, ids))
+
+    def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
+        return vertex_frames(super().frames(call, rendered, reply, ids))
 
 
 class VertexAnthropic(OnVertex, Anthropic):
@@ -153,6 +183,10 @@ class OnAzure:
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         return azure_authenticate(request, keys)
 
+    def parse(self, call: Call) -> None:
+        classic_path(call)
+        super().parse(call)  # type: ignore[misc]
+
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
         if kind == "rate_limit":
             seconds = max(1, round(retry_after))
@@ -179,15 +213,26 @@ class AzureChat(OnAzure, Chat):
     name = "azure"
     routes: ClassVar[Sequence[Route]] = (
         ("POST", AZURE_MOUNT + "/openai/v1/chat/completions", "chat"),
+        ("POST", AZURE_MOUNT + DEPLOYMENT + "/chat/completions", "chat"),
         ("GET", AZURE_MOUNT + "/openai/v1/models", "models"),
         ("GET", AZURE_MOUNT + "/openai/v1/models/(?P<model>.+)", "model"),
     )
+
+    def headers(self, request: HttpRequest) -> dict[str, str]:
+        return {**super().headers(request), **apim_headers(request)}
+
+    def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> dict[str, Any]:
+        return filtered(super().render(call, prompt, reply, ids))
+
+    def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
+        return [prompt_filter_chunk(), *super().frames(call, rendered, reply, ids)]
 
 
 class AzureResponses(OnAzure, Responses):
     name = "azure_responses"
     routes: ClassVar[Sequence[Route]] = (
         ("POST", AZURE_MOUNT + "/openai/v1/responses", "responses"),
+        ("POST", AZURE_MOUNT + "/openai/responses", "responses"),
     )
 
 

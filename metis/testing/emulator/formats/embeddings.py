@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from metis.catalog.embedding_models import embedding_model
+from metis.testing.emulator.formats.azure_shapes import DEPLOYMENT
 from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.cloud import AZURE_MOUNT, OnAzure
@@ -109,6 +110,7 @@ class AzureEmbeddings(OnAzure, OpenAIEmbeddings):
     name = "azure"
     routes: ClassVar[Sequence[Route]] = (
         ("POST", AZURE_MOUNT + "/openai/v1/embeddings", "embeddings"),
+        ("POST", AZURE_MOUNT + DEPLOYMENT + "/embeddings", "embeddings"),
     )
 
 

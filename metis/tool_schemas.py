@@ -1,0 +1,96 @@
+"""How a Python function or a pydantic model becomes a tool's definition (:mod:`metis.tools`):
+the input schema from the signature's type hints through pydantic, the description from the
+docstring's first paragraph, each parameter's from its ``Args:`` entry."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any, get_type_hints
+
+from pydantic import PydanticUserError, TypeAdapter
+
+from metis.errors import ConfigError
+
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
+_ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)\s*(?:\([^)]*\))?:\s*(.*)$")
+
+
+def input_schema(function: Callable[..., Any], name: str) -> dict[str, Any]:
+    """The JSON schema of ``function``'s parameters; a parameter whose type has none is a
+    ConfigError naming the tool, the parameter and the type."""
+    try:
+        return TypeAdapter[Any](function).json_schema()  # type: ignore[arg-type]
+    except PydanticUserError as exc:
+        hints = _parameter_types(function)
+        for parameter, annotation in hints.items():
+            try:
+                TypeAdapter[Any](annotation).json_schema()
+            except PydanticUserError:
+                raise ConfigError(
+                    f"tool {name!r}: parameter {parameter!r} has the type "
+                    f"{_type_name(annotation)}, which has no JSON schema a model can fill; use a "
+                    "JSON type (str, int, float, bool, list, dict, Literal, a pydantic model)"
+                ) from None
+        raise ConfigError(f"tool {name!r}: no JSON schema for its parameters: {exc}") from None
+
+
+def _parameter_types(function: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        hints = get_type_hints(function, include_extras=True)
+    except Exception:  # an annotation that does not resolve: pydantic's own error says which
+        return {}
+    parameters = inspect.signature(function).parameters
+    return {name: hints[name] for name in parameters if name in hints}
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        module = annotation.__module__
+        return (
+            annotation.__qualname__
+            if module == "builtins"
+            else f"{module}.{annotation.__qualname__}"
+        )
+    return repr(annotation)
+
+
+def docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """The first paragraph, and each parameter's text from an ``Args:`` section."""
+    summary = doc.split("\n\n")[0].strip().replace("\n", " ")
+    params: dict[str, str] = {}
+    in_args = False
+    current: str | None = None
+    for line in doc.splitlines():
+        if _ARGS_HEADER.match(line):
+            in_args, current = True, None
+            continue
+        if in_args and line.strip() and not line.startswith((" ", "\t")):
+            in_args = False  # the next section
+        match = _ARG_LINE.match(line) if in_args else None
+        if match:
+            current = match[1].lstrip("*")
+            params[current] = match[2].strip()
+        elif in_args and current and line.strip():
+            params[current] += " " + line.strip()
+    return summary, params
+
+
+def drop_titles(schema: Any) -> None:
+    """pydantic's generated ``title`` keys say nothing a model needs; tokens are not free."""
+    if isinstance(schema, dict):
+        schema.pop("title", None)
+        for key, value in schema.items():
+            if key != "properties":
+                drop_titles(value)
+            else:
+                for prop in value.values():
+                    drop_titles(prop)
+    elif isinstance(schema, list):
+        for item in schema:
+            drop_titles(item)
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()

@@ -1,0 +1,54 @@
+"""Tools that misbehave: each becomes a tool result the model can read, never an exception in
+the application nor a result that is not what the tool answered."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import pytest
+
+from metis.model import Message, Role, ToolUseBlock
+from metis.tools import Tool, arun_tools, run_tools
+
+
+async def _suffixed(word: str, suffix: str) -> str:
+    """Add a suffix."""
+    return word + suffix
+
+
+def looked_up(word: str):  # type: ignore[no-untyped-def]
+    """A plain function handing back its async helper's coroutine."""
+    return _suffixed(word, "!")
+
+
+def _calling(name: str) -> Message:
+    call = ToolUseBlock(id="call_1", name=name, input={"word": "tea"})
+    return Message(role=Role.ASSISTANT, content=[call])
+
+
+@pytest.mark.anyio
+async def test_a_plain_function_returning_a_coroutine_is_awaited_for_its_answer() -> None:
+    lookup = Tool.from_function(looked_up, name="lookup")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no coroutine left unawaited
+        result = (await arun_tools(_calling("lookup"), [lookup])).content[0]
+    assert not result.is_error and result.content == "tea!"
+
+
+@pytest.mark.anyio
+async def test_a_partial_of_an_async_function_is_awaited() -> None:
+    lookup = Tool.from_function(functools.partial(_suffixed, suffix="?"), name="lookup")
+    result = (await arun_tools(_calling("lookup"), [lookup])).content[0]
+    assert not result.is_error and result.content == "tea?"
+
+
+def test_run_tools_refuses_a_coroutine_without_leaving_it_unawaited() -> None:
+    lookup = Tool.from_function(looked_up, name="lookup")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        result = run_tools(_calling("lookup"), [lookup]).content[0]
+        import gc
+
+        gc.collect()  # an unawaited coroutine warns when it is collected
+    assert result.is_error and "arun_tools" in str(result.content)

@@ -1,0 +1,67 @@
+"""A session's arguments of the wrong kind are refused, each with a ConfigError saying what
+is expected, where they were taken and failed later (a session id that is not a string, at
+its first save), or met as a bare TypeError (options that are not a mapping), or quietly
+changed what a run does (a tool timeout of -1 s answered every tool call as timed out)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import anyio
+import pytest
+
+import metis
+from metis.errors import ConfigError
+from metis.model import Message, Role, ToolUseBlock
+from metis.sessions import Session
+from metis.tools import arun_tools
+
+CLAUDE = "anthropic:claude-sonnet-4-5"
+
+
+@pytest.mark.parametrize("session_id", [5, b"ses_1", ["a"]])
+def test_a_session_id_that_is_not_a_string_is_refused(session_id: Any) -> None:
+    with pytest.raises(ConfigError, match="session_id is a string"):
+        Session(CLAUDE, session_id=session_id)
+
+
+@pytest.mark.parametrize("options", [5, "temperature=0.2", [("temperature", 0.2)]])
+def test_options_that_are_not_a_mapping_are_refused(options: Any) -> None:
+    session = Session(CLAUDE, temperature=0.2)
+    with pytest.raises(ConfigError, match=r"Session\.options is a mapping"):
+        session.options = options
+    assert session.options == {"temperature": 0.2}
+
+
+@metis.tool
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return f"sunny in {city}"
+
+
+BAD_TIMEOUTS = [-1, 0, math.nan, math.inf, "5", True]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("seconds", BAD_TIMEOUTS)
+async def test_a_tool_timeout_that_is_not_seconds_is_refused(seconds: Any) -> None:
+    session = Session(CLAUDE, tools=[get_weather])
+    with pytest.raises(ConfigError, match="tool_timeout_seconds"):
+        await session.arun("Weather in Paris?", tool_timeout_seconds=seconds)
+    assert session.messages == []  # refused before anything was sent or kept
+    call = ToolUseBlock(id="call_1", name="get_weather", input={"city": "Paris"})
+    with pytest.raises(ConfigError, match="tool_timeout_seconds"):
+        await arun_tools(
+            Message(role=Role.ASSISTANT, content=[call]), [get_weather], timeout_seconds=seconds
+        )
+
+
+@pytest.mark.anyio
+async def test_a_tool_timeout_of_seconds_still_runs_the_tool() -> None:
+    call = ToolUseBlock(id="call_1", name="get_weather", input={"city": "Paris"})
+    with anyio.fail_after(30):
+        result = await arun_tools(
+            Message(role=Role.ASSISTANT, content=[call]), [get_weather], timeout_seconds=2.5
+        )
+    assert result.content[0].content == "sunny in Paris"
