@@ -60,11 +60,19 @@ def pytest_configure(config: pytest.Config) -> None:
     # find none that are frozen.
     gc.set_threshold(10_000, 10, 10)
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
+        from .xdist_batch import unpack_batches_in_controller
         from .xdist_schedule import FileSeconds
 
         config.pluginmanager.register(FileSeconds(), "metis-file-seconds")
-    if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no":
-        _load_search_profile()  # not in xdist's controller: it runs no test
+        unpack_batches_in_controller()
+    if hasattr(config, "workerinput"):
+        from .xdist_batch import batch_worker_events
+
+        batch_worker_events(config)
+    # In xdist's controller too, which runs no test: hypothesis's summary imports it there at
+    # the end anyway, and importing it looks up a Random's referrers over every object the
+    # process holds by then (pytest_sessionfinish).
+    _load_search_profile()
 
 
 def _load_search_profile() -> None:
@@ -171,6 +179,12 @@ _shared_runner = SharedRunner()
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     _shared_runner.release()
+    if not hasattr(session.config, "workerinput"):
+        # What the run leaves in this process (in xdist's controller, three reports of every
+        # test) is kept to the end: out of the two full garbage collections pytest makes at
+        # exit.
+        gc.collect()
+        gc.freeze()
 
 
 def _backend_independent(item: pytest.Item) -> bool:
