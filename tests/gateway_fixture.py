@@ -16,6 +16,23 @@ from metis.gateway.config import GatewayConfig
 from metis.testing.emulator import Emulator
 
 GATEWAY_KEY = "gw-secret-key"
+WEATHER_FUNCTION: dict[str, Any] = {
+    "name": "get_weather",
+    "description": "Current weather for a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+}
+"""The tests' one tool, as a function: a Responses tool is ``{"type": "function", **it}``, a
+Chat tool ``{"type": "function", "function": it}``, an Anthropic tool its name, description
+and ``parameters`` as ``input_schema``."""
+WEATHER_MESSAGES_TOOL: dict[str, Any] = {
+    "name": WEATHER_FUNCTION["name"],
+    "description": WEATHER_FUNCTION["description"],
+    "input_schema": WEATHER_FUNCTION["parameters"],
+}
 FAMILIES = {
     # adapter entry -> (stack, model id, alias)
     "anthropic": ("anthropic", "anthropic:claude-sonnet-4-5", "sonnet"),

@@ -15,21 +15,13 @@ from metis.gateway.chat_api import read_chat
 from metis.histories.openai_chat import from_openai_chat
 from metis.model.content import ToolResultBlock, ToolUseBlock
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import GATEWAY_KEY, gateway_url
+from tests.gateway_fixture import GATEWAY_KEY, WEATHER_FUNCTION, gateway_url
 
 from ..helpers import ImportOnUse
 
 openai = ImportOnUse("openai")
 
-WEATHER = {
-    "name": "get_weather",
-    "description": "Current weather for a city.",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-}
+WEATHER = WEATHER_FUNCTION
 ASKED = [{"role": "user", "content": "Weather in Rome?"}]
 
 

@@ -15,24 +15,11 @@ from typing import Any
 import pytest
 
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import GATEWAY_KEY, gateway_url
+from tests.gateway_fixture import GATEWAY_KEY, WEATHER_FUNCTION, gateway_url
 
 pytestmark = pytest.mark.slow
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather for a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
+TOOLS = [{"type": "function", "function": WEATHER_FUNCTION}]
 MODELS = {
     # LiteLLM's provider route -> (its model name, the gateway's path)
     "openai-to-claude": ("openai/sonnet", "/v1"),

@@ -20,23 +20,14 @@ from metis.gateway.config import GatewayConfig
 from metis.gateway.keys import digest
 from metis.gateway.store import ResponseStore
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
+from tests.gateway_fixture import GATEWAY_KEY, WEATHER_FUNCTION, gateway_config, serving
 
 from ..helpers import ImportOnUse
 
 openai = ImportOnUse("openai")
 
 KEYS = [{"name": "paying", "sha256": digest("paying-key"), "budget_usd": 100}]
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "Current weather for a city.",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-}
+WEATHER = {"type": "function", **WEATHER_FUNCTION}
 
 
 @pytest.fixture(scope="module")

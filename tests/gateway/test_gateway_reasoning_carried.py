@@ -23,23 +23,16 @@ from metis.gateway.reasoning_items import reasoning_id, reasoning_place
 from metis.gateway.store import RedisResponseStore
 from metis.model.block import ProviderRaw
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import GATEWAY_KEY, gateway_config, gateway_url
+from tests.gateway_fixture import (
+    GATEWAY_KEY,
+    WEATHER_FUNCTION,
+    WEATHER_MESSAGES_TOOL,
+    gateway_config,
+    gateway_url,
+)
 
-TOOL = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "Current weather for a city.",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-}
-WEATHER = {
-    "name": TOOL["name"],
-    "description": TOOL["description"],
-    "input_schema": TOOL["parameters"],
-}
+TOOL = {"type": "function", **WEATHER_FUNCTION}
+WEATHER = WEATHER_MESSAGES_TOOL
 GPT = ProviderRaw(provider="openai_responses", model="gpt5")
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import FAMILIES, GATEWAY_KEY, gateway_url
+from tests.gateway_fixture import FAMILIES, GATEWAY_KEY, WEATHER_MESSAGES_TOOL, gateway_url
 
 from ..helpers import ImportOnUse
 
@@ -20,15 +20,7 @@ anthropic = ImportOnUse("anthropic")
 openai = ImportOnUse("openai")
 
 ALIASES = [alias for _, _, alias in FAMILIES.values()] + ["fallback"]
-WEATHER = {
-    "name": "get_weather",
-    "description": "Current weather for a city.",
-    "input_schema": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-}
+WEATHER = WEATHER_MESSAGES_TOOL
 
 
 @pytest.fixture(scope="module")
