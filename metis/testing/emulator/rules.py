@@ -9,7 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from metis.testing.emulator.wire import is_int, is_number
 
@@ -213,3 +216,162 @@ def typed(key: str, *tests: Test) -> Test:
 
 def _hashable(value: Any) -> bool:
     return isinstance(value, str | int | float | bool | None)
+
+
+# --- tables --------------------------------------------------------------------------------------
+
+TABLES = Path(__file__).parent / "tables"
+"""The rule tables, one YAML file per API (docs/emulator.md, "What it refuses")."""
+BUILT_IN: dict[str, Test] = {
+    "string": string,
+    "text": text,
+    "boolean": boolean,
+    "array": array,
+    "nonempty": nonempty,
+    "object": obj,
+    "number": number,
+    "anything": anything,
+    "never": never,
+    "absent": lambda value: value is None or value is MISSING,
+    "falsy": lambda value: value is MISSING or not value,
+    "blank": lambda value: not value.strip(),
+}
+SPECS: dict[str, Callable[..., Test]] = {
+    "at least": at_least,
+    "at most": at_most,
+    "not below": not_below,
+    "between": lambda bounds: between(*bounds),
+    "matches": matches,
+    "starts": lambda pattern: (
+        lambda value: isinstance(value, str) and bool(re.match(pattern, value))
+    ),
+    "is": lambda same: lambda value: value is same,
+}
+
+
+ROW_KEYS = frozenset(
+    names("at as test message param code required nullable when what example says")
+)
+
+
+@dataclass(frozen=True)
+class Table:
+    """One API's table read: its names, templates and groups, and the tests and checks the
+    module that reads it names."""
+
+    data: dict[str, Any]
+    tests: dict[str, Test]
+    checks: dict[str, Check]
+
+    def test(self, spec: Any) -> Test:
+        if isinstance(spec, str):
+            found = self.tests.get(spec) or BUILT_IN.get(spec)
+            if found is None:
+                raise ValueError(f"unknown test {spec!r}")
+            return found
+        ((kind, argument),) = spec.items()
+        if kind == "one of":
+            return one_of(*self.choices(argument))
+        if kind == "either":
+            return either(*(self.test(s) for s in argument))
+        if kind == "not":
+            negated = self.test(argument)
+            return lambda value: not negated(value)
+        if kind == "fields":
+            tests = {key: self.test(s) for key, s in argument.items()}
+            return lambda value: (
+                isinstance(value, dict) and all(t(value.get(key)) for key, t in tests.items())
+            )
+        return SPECS[kind](argument)
+
+    def choices(self, argument: Any) -> tuple[Any, ...]:
+        """A list of values, or a name of the table's ``names`` (its words)."""
+        return (
+            tuple(argument) if isinstance(argument, list) else names(self.data["names"][argument])
+        )
+
+    def every_row(self, rows: list[Any] | None = None) -> Iterator[dict[str, Any]]:
+        """Each row, a group's in its place."""
+        for row in self.data["rules"] if rows is None else rows:
+            if "group" in row:
+                yield from self.every_row(self.data["groups"][row["group"]])
+            else:
+                yield row
+
+    def rule(self, row: dict[str, Any]) -> Rule:
+        row = dict(row)
+        template = next((t for t in self.data.get("templates", {}) if t in row), None)
+        if template is not None:
+            where = row.pop(template)
+            row = {**self.data["templates"][template], **row, "at": where}
+        unknown = set(row) - ROW_KEYS
+        if unknown:
+            raise ValueError(f"a rule row with unknown keys {sorted(unknown)}: {row}")
+        where = row["at"]
+        when = [(path.split("."), self.test(s)) for path, s in row.get("when", {}).items()]
+        return Rule(
+            where,
+            self.test(row.get("test", "anything")),
+            self.words(row["message"], row),
+            self.words(row["param"], row) if "param" in row else None,
+            row.get("code"),
+            row.get("required", False),
+            (lambda body: all(t(_first(body, p)) for p, t in when)) if when else None,
+            row.get("nullable", True),
+        )
+
+    def words(self, text: str, row: dict[str, Any]) -> str:
+        """A template's message for ``row``: ``<at>`` is where it is, as the API names it,
+        ``<param>`` as OpenAI's ``param`` does, ``<what>`` the row's, ``<allowed>`` its
+        choices."""
+        named = {
+            "<at>": row.get("as") or placeholders(row["at"], self.data.get("brackets", False)),
+            "<param>": placeholders(row["at"], brackets=True),
+            "<what>": str(row.get("what", "")),
+        }
+        if "<allowed>" in text:
+            named["<allowed>"] = listing(self.choices(row["test"]["one of"]))
+        for key, value in named.items():
+            text = text.replace(key, value)
+        return text
+
+
+def read(
+    name: str, checks: dict[str, Check] | None = None, tests: dict[str, Test] | None = None
+) -> Table:
+    """``tables/<name>.yaml`` with what it takes from its ``base`` table (names, templates,
+    groups)."""
+    data = yaml.safe_load((TABLES / f"{name}.yaml").read_text(encoding="utf-8"))
+    base = data.get("base")
+    if base is not None:
+        shared = yaml.safe_load((TABLES / f"{base}.yaml").read_text(encoding="utf-8"))
+        for key in ("names", "templates", "groups"):
+            data[key] = {**shared.get(key, {}), **data.get(key, {})}
+        data.setdefault("brackets", shared.get("brackets", False))
+    return Table(data, tests or {}, checks or {})
+
+
+def table(
+    name: str, checks: dict[str, Check] | None = None, tests: dict[str, Test] | None = None
+) -> list[Rule | Check]:
+    """The rules of ``tables/<name>.yaml`` in order: each row a :class:`Rule`, or a ``check``
+    named in ``checks``; ``tests`` are the tests the rows name beyond the built-in ones."""
+    reader = read(name, checks, tests)
+    rows = list(reader.every_row())
+    rules = [reader.checks[r["check"]] if "check" in r else reader.rule(r) for r in rows]
+    named = {row["check"] for row in rows if "check" in row}
+    if named != set(reader.checks):
+        raise ValueError(f"{name}: checks named and given differ: {named ^ set(reader.checks)}")
+    return rules
+
+
+def _first(body: Any, parts: list[str]) -> Any:
+    return next((value for _, value in _walk(body, parts, ())), MISSING)
+
+
+def listing(allowed: Sequence[Any]) -> str:
+    """Names as OpenAI lists them: ``'a' and 'b'``, ``'a', 'b', and 'c'``."""
+    listed = [f"'{a}'" for a in allowed]
+    return (
+        " and ".join(listed) if len(listed) < 3 else ", ".join(listed[:-1]) + f", and {listed[-1]}"
+    )

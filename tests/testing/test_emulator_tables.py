@@ -1,0 +1,79 @@
+"""Each row of each rule table (metis/testing/emulator/tables/) refuses its own example: the
+table's example request with the row's ``example`` fields set (``null`` removes one), sent to an
+emulator, is refused with the row's message (a check's row: with what it ``says``)."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from metis.testing.emulator import Emulator
+from metis.testing.emulator.rules import TABLES, Table, read
+
+NAMES = sorted(p.stem for p in TABLES.glob("*.yaml"))
+
+
+def _rows() -> Iterator[tuple[str, int, dict[str, Any]]]:
+    for name in NAMES:
+        reader = read(name)
+        if "example" in reader.data:
+            for index, row in enumerate(reader.every_row()):
+                yield name, index, row
+
+
+ROWS = {f"{name}-{index}": (name, row) for name, index, row in _rows()}
+
+
+def _expected(reader: Table, row: dict[str, Any]) -> re.Pattern[str]:
+    """The message the row refuses with: a check's words, or the rule's message with each
+    ``{...}`` placeholder standing for any text."""
+    if "check" in row:
+        return re.compile(".*" + re.escape(row["says"]) + ".*", re.S)
+    message = reader.rule(row).message
+    pieces = re.split(r"(?<!\{)\{[^{}]*\}(?!\})", message)
+    escaped = [re.escape(p.replace("{{", "{").replace("}}", "}")) for p in pieces]
+    return re.compile(".*".join(escaped), re.S)
+
+
+@pytest.fixture(scope="module")
+def http() -> Iterator[httpx.Client]:
+    with httpx.Client(transport=Emulator().transport(), base_url="http://emulator") as client:
+        yield client
+
+
+def test_every_rule_row_has_an_example() -> None:
+    """A rule row without an example would have no test; a check's row may lean on the
+    checks' own tests (tests/testing/test_emulator_rules.py)."""
+    bare = [key for key, (_, row) in ROWS.items() if "check" not in row and "example" not in row]
+    assert not bare
+
+
+@pytest.mark.parametrize("key", sorted(k for k, (_, row) in ROWS.items() if "example" in row))
+def test_each_row_refuses_its_example(http: httpx.Client, key: str) -> None:
+    name, row = ROWS[key]
+    reader = read(name)
+    request = reader.data["example"]
+    body = copy.deepcopy(request["body"])
+    for field, value in row["example"].items():
+        if value is None:
+            body.pop(field, None)
+        else:
+            body[field] = value
+    response = http.post(request["path"], json=body, headers=request["headers"])
+    assert response.status_code == 400, response.text
+    error = response.json().get("error", response.json())
+    message = error if isinstance(error, str) else error.get("message")
+    assert _expected(reader, row).fullmatch(str(message)), (row, message)
+
+
+def test_the_example_requests_are_accepted(http: httpx.Client) -> None:
+    for name in NAMES:
+        request = read(name).data.get("example")
+        if request is not None:
+            response = http.post(request["path"], json=request["body"], headers=request["headers"])
+            assert response.status_code == 200, (name, response.text)
