@@ -1,5 +1,5 @@
-"""What OpenAI Chat Completions refuses with a 400 (message, ``param`` and ``code`` as OpenAI
-sends them), in the order it checks. DeepSeek's thinking mode adds one rule.
+"""What OpenAI Chat Completions refuses with a 400: its table (``tables/chat.yaml``) and the
+checks it names. DeepSeek's thinking mode adds one check.
 """
 
 from __future__ import annotations
@@ -10,32 +10,9 @@ from typing import Any
 from metis.testing.emulator.formats import files_rules
 from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.knobs_rules import check_openai
-from metis.testing.emulator.formats.openai import (
-    REASONING_MODEL,
-    TEMPERATURE,
-    expected,
-    json_schema_format,
-    missing,
-    strict_schema_problem,
-    supported,
-)
+from metis.testing.emulator.formats.openai import json_schema_format, strict_schema_problem
 from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
-from metis.testing.emulator.rules import (
-    Check,
-    Refused,
-    Rule,
-    array,
-    at_least,
-    boolean,
-    either,
-    matches,
-    names,
-    never,
-    nonempty,
-    obj,
-    string,
-    text,
-)
+from metis.testing.emulator.rules import Refused, names, table
 
 TOP_LEVEL = names(
     "model messages audio frequency_penalty function_call functions logit_bias logprobs "
@@ -49,11 +26,6 @@ OPENROUTER_FIELDS = names("reasoning provider models transforms plugins usage")
 """OpenRouter's own request fields (its API reference): taken on its path only."""
 DEEPSEEK_FIELDS = names("thinking")
 """DeepSeek's own (its "Thinking Mode" guide): taken for its models."""
-ROLES = ("system", "assistant", "user", "function", "tool", "developer")
-PART_TYPES = ("text", "image_url", "input_audio", "refusal", "audio", "file")
-FUNCTION_CALLS = "messages.*.tool_calls.*[type=function|]"
-CUSTOM_CALLS = "messages.*.tool_calls.*[type=custom]"
-ARGUMENTS = f"{FUNCTION_CALLS}.function.arguments"
 DEEPSEEK_THINKING = re.compile(r"^deepseek-(reasoner|v4)")
 """DeepSeek's models that think (V4 unless ``thinking: {type: disabled}``)."""
 
@@ -192,88 +164,18 @@ def _check_response_format(body: dict[str, Any], call: Any) -> None:
         raise Refused(message, "messages")
 
 
-RULES: list[Rule | Check] = [
-    _check_top_level,
-    Rule("model", text, "you must provide a model parameter", required=True),
-    expected("stream", boolean, "a boolean, but got {type} instead", nullable=False),
-    Rule(
-        "stream_options",
-        never,
-        "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
-        "stream_options",
-        when=lambda body: body.get("stream") is not True,
-    ),
-    *TEMPERATURE,
-    Rule(
-        "max_tokens",
-        never,
-        "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
-        "'max_completion_tokens' instead.",
-        "max_tokens",
-        "unsupported_parameter",
-        when=lambda body: bool(REASONING_MODEL.match(str(body.get("model")))),
-        nullable=False,
-    ),
-    *(
-        Rule(
-            name,
-            at_least(1),
-            "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got "
-            "{value} instead.",
-            "max_tokens",
-            "integer_below_min_value",
-        )
-        for name in ("max_completion_tokens", "max_tokens")
-    ),
-    expected("tools", array, "an array"),
-    expected("tools.*", obj, "an object"),
-    supported("tools.*.type", ("function", "custom"), required=True),
-    missing("tools.*[type=function].function"),
-    expected("tools.*[type=function].function", obj, "an object"),
-    missing("tools.*[type=function].function.name"),
-    Rule(
-        "tools.*.function.name",
-        matches(r"[a-zA-Z0-9_-]{1,64}"),
-        "Invalid 'tools[{0}].function.name': string does not match pattern. Expected a string "
-        "that matches the pattern '^[a-zA-Z0-9_-]+$'.",
-        "tools[{0}].function.name",
-        "invalid_value",
-    ),
-    expected("tools.*.function.parameters", obj, "an object"),
-    _check_strict_tools,
-    _check_tool_choice,
-    missing("messages"),
-    expected("messages", array, "an array of objects"),
-    Rule(
-        "messages",
-        nonempty,
-        "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an "
-        "empty array instead.",
-        "messages",
-        "empty_array",
-    ),
-    expected("messages.*", obj, "an object"),
-    supported("messages.*.role", ROLES, required=True),
-    missing("messages.*[role=user|system|developer|tool].content"),
-    expected("messages.*.content.*", obj, "an object"),
-    supported("messages.*.content.*.type", PART_TYPES, required=True),
-    expected("messages.*.content", either(string, array), "one of a string or array of objects"),
-    missing("messages.*[role=tool].tool_call_id"),
-    expected("messages.*.tool_calls", array, "an array"),
-    missing("messages.*.tool_calls.*.id"),
-    missing(f"{FUNCTION_CALLS}.function"),
-    missing(f"{FUNCTION_CALLS}.function.name"),
-    missing(ARGUMENTS),
-    expected(ARGUMENTS, string, "a string, but got {type} instead"),
-    missing(f"{CUSTOM_CALLS}.custom"),
-    missing(f"{CUSTOM_CALLS}.custom.name"),
-    missing(f"{CUSTOM_CALLS}.custom.input"),
-    expected(f"{CUSTOM_CALLS}.custom.input", string, "a string, but got {type} instead"),
-    files_rules.openai_chat,
-    _check_tool_messages,
-    _check_reasoning_sent_back,
-    _check_response_format,
-    check_openai,
-    check_openai_cache,
-    check_prompt_cache_key,
-]
+RULES = table(
+    "chat",
+    {
+        "top level": _check_top_level,
+        "strict tools": _check_strict_tools,
+        "tool choice": _check_tool_choice,
+        "files": files_rules.openai_chat,
+        "tool messages": _check_tool_messages,
+        "reasoning sent back": _check_reasoning_sent_back,
+        "response format": _check_response_format,
+        "model settings": check_openai,
+        "prompt cache": check_openai_cache,
+        "prompt_cache_key": check_prompt_cache_key,
+    },
+)
