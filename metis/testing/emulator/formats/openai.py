@@ -1,28 +1,17 @@
 """What OpenAI's APIs share, for Chat Completions, Responses, Azure and the OpenAI-compatible
 services: Bearer keys, the error body (``message``, ``type``, ``param``, ``code``), the status
-faults, the model list (``GET /v1/models``), and the rules both APIs apply to sampling and
-strict JSON schemas.
+faults, the model list (``GET /v1/models``), and the strict JSON schema rules both APIs apply
+(their shared table rows are ``tables/openai.yaml``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from metis.testing.emulator.formats.base import Call, Format
 from metis.testing.emulator.formats.openai_cache_rules import breakpoint_segments
-from metis.testing.emulator.rules import (
-    Refused,
-    Rule,
-    Test,
-    anything,
-    at_most,
-    not_below,
-    number,
-    one_of,
-    placeholders,
-)
+from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.wire import HttpRequest, JsonReply, object_at, request_ids
 
 REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
@@ -40,64 +29,6 @@ STREAM_ERRORS = {
     "overloaded": (OVERLOADED, "server_error", None),
 }
 """An error inside a 200 stream, by fault: its message, type and code (else a server error)."""
-
-
-def missing(where: str, test: Test = anything, **options: Any) -> Rule:
-    """OpenAI's "Missing required parameter" for the field at ``where`` (or one failing
-    ``test``)."""
-    param = placeholders(where, brackets=True)
-    message = f"Missing required parameter: '{param}'."
-    code = "missing_required_parameter"
-    return Rule(where, test, message, param, code, required=True, **options)
-
-
-def expected(where: str, test: Test, what: str, **options: Any) -> Rule:
-    """OpenAI's "Invalid type": the value at ``where`` must be ``what`` (passing ``test``)."""
-    param = placeholders(where, brackets=True)
-    return Rule(
-        where,
-        test,
-        f"Invalid type for '{param}': expected {what}.",
-        param,
-        "invalid_type",
-        **options,
-    )
-
-
-def listing(allowed: Sequence[str]) -> str:
-    """Names as OpenAI lists them: ``'a' and 'b'``, ``'a', 'b', and 'c'``."""
-    listed = [f"'{a}'" for a in allowed]
-    return (
-        " and ".join(listed) if len(listed) < 3 else ", ".join(listed[:-1]) + f", and {listed[-1]}"
-    )
-
-
-def supported(where: str, allowed: Sequence[str], **options: Any) -> Rule:
-    """OpenAI's "Invalid value": the value at ``where`` must be one of ``allowed``."""
-    message = f"Invalid value: '{{value}}'. Supported values are: {listing(allowed)}."
-    param = placeholders(where, brackets=True)
-    return Rule(where, one_of(*allowed), message, param, "invalid_value", **options)
-
-
-TEMPERATURE = [
-    expected("temperature", number, "a decimal, but got {type} instead"),
-    Rule(
-        "temperature",
-        at_most(2),
-        "Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got "
-        "{value} instead.",
-        "temperature",
-        "decimal_above_max_value",
-    ),
-    Rule(
-        "temperature",
-        not_below(0),
-        "Invalid 'temperature': decimal below minimum value. Expected a value >= 0, but got "
-        "{value} instead.",
-        "temperature",
-        "decimal_below_min_value",
-    ),
-]
 
 
 def strict_schema_problem(schema: Any, path: str = "()") -> str | None:

@@ -1,6 +1,6 @@
-"""What the OpenAI Responses API refuses with a 400, in the order it checks. A request that
-continues a stored response (``previous_response_id``) is checked with the stored items in
-front of its own.
+"""What the OpenAI Responses API refuses with a 400: its table (``tables/responses.yaml``) and
+the checks it names. A request that continues a stored response (``previous_response_id``) is
+checked with the stored items in front of its own.
 """
 
 from __future__ import annotations
@@ -11,39 +11,11 @@ from typing import Any
 from metis.testing.emulator.formats import compaction, files_rules
 from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.knobs_rules import check_openai
-from metis.testing.emulator.formats.openai import (
-    TEMPERATURE,
-    expected,
-    json_schema_format,
-    listing,
-    missing,
-    strict_schema_problem,
-)
+from metis.testing.emulator.formats.openai import json_schema_format, strict_schema_problem
 from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
-from metis.testing.emulator.rules import (
-    Check,
-    Refused,
-    Rule,
-    array,
-    at_least,
-    boolean,
-    either,
-    names,
-    obj,
-    one_of,
-    string,
-    text,
-    typed,
-)
+from metis.testing.emulator.rules import Refused, Rule, listing, names, one_of, table, typed
 from metis.testing.emulator.wire import encrypted_content, opens_encrypted_content
 
-TOP_LEVEL = names(
-    "model input instructions tools tool_choice parallel_tool_calls max_output_tokens "
-    "max_tool_calls temperature top_p top_logprobs stream stream_options store metadata reasoning "
-    "text include previous_response_id truncation user safety_identifier prompt_cache_key "
-    "prompt_cache_options prompt_cache_retention service_tier background background_options "
-    "prompt conversation context_management moderation access_programs image client_metadata"
-)
 INPUT_TOKENS_FIELDS = names(
     "model input instructions tools tool_choice parallel_tool_calls previous_response_id "
     "conversation reasoning text truncation personality"
@@ -215,18 +187,8 @@ def _check_messages(body: dict[str, Any], call: Any) -> None:
                 raise Refused(message, f"input[{i}].content[{j}]", "invalid_value")
 
 
-def _starts_anew(body: dict[str, Any]) -> bool:
-    return body.get("previous_response_id") is None and body.get("prompt") is None
-
-
 SERVER_ITEMS = ("web_search_call", "code_interpreter_call")
 """The built-in tools' items, which go back whole (openai-python ``ResponseInputItemParam``)."""
-SERVER_FIELDS = {
-    "web_search_call": ("id", "status", "action"),
-    "code_interpreter_call": ("id", "status", "code", "container_id", "outputs"),
-}
-FUNCTION_CALLS = "input.*[type=function_call]"
-CUSTOM_CALLS = "input.*[type=custom_tool_call]"
 
 
 def taking(fields: Iterable[str]) -> Rule:
@@ -236,50 +198,19 @@ def taking(fields: Iterable[str]) -> Rule:
     )
 
 
-RULES: list[Rule | Check] = [
-    taking(TOP_LEVEL),
-    missing("model", test=text),
-    *TEMPERATURE,
-    Rule(
-        "max_output_tokens",
-        at_least(16),
-        "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but "
-        "got {value} instead.",
-        "max_output_tokens",
-        "integer_below_min_value",
-    ),
-    expected("stream", boolean, "a boolean", nullable=False),
-    _check_previous,
-    missing("input", when=_starts_anew),
-    expected("input", either(string, array), "one of a string or array of input items"),
-    expected("tools", array, "an array"),
-    missing("tools.*.type"),
-    missing("tools.*[type=function].name"),
-    expected("tools.*.parameters", obj, "an object"),
-    _check_strict_tools,
-    _check_tool_choice,
-    expected("input.*", obj, "an object"),
-    missing("input.*[type=message|].content"),
-    _check_messages,
-    missing(f"{FUNCTION_CALLS}.call_id"),
-    missing(f"{FUNCTION_CALLS}.name"),
-    expected(f"{FUNCTION_CALLS}.arguments", string, "a string"),
-    missing("input.*[type=function_call_output].call_id"),
-    missing(f"{CUSTOM_CALLS}.call_id"),
-    missing(f"{CUSTOM_CALLS}.name"),
-    expected(f"{CUSTOM_CALLS}.input", string, "a string"),
-    missing("input.*[type=custom_tool_call_output].call_id"),
-    *(
-        missing(f"input.*[type={kind}].{field}", nullable=field not in ("code", "outputs"))
-        for kind, fields in SERVER_FIELDS.items()
-        for field in fields
-    ),
-    files_rules.openai_responses,
-    missing("input.*[type=reasoning].id"),
-    _check_items,
-    _check_text_format,
-    compaction.check_responses,
-    check_openai,
-    check_openai_cache,
-    check_prompt_cache_key,
-]
+RULES = table(
+    "responses",
+    {
+        "previous response": _check_previous,
+        "strict tools": _check_strict_tools,
+        "tool choice": _check_tool_choice,
+        "messages": _check_messages,
+        "files": files_rules.openai_responses,
+        "items": _check_items,
+        "text format": _check_text_format,
+        "compaction": compaction.check_responses,
+        "model settings": check_openai,
+        "prompt cache": check_openai_cache,
+        "prompt_cache_key": check_prompt_cache_key,
+    },
+)
