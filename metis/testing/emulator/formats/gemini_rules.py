@@ -1,4 +1,5 @@
-"""What the Gemini API refuses with a 400 (``INVALID_ARGUMENT``), in its own words. Field names
+"""What the Gemini API refuses with a 400 (``INVALID_ARGUMENT``): its table
+(``tables/gemini.yaml``) and the checks it names. Field names
 are read in either proto-JSON spelling (``functionCall`` / ``function_call``): a request is
 :func:`normalized` to camelCase before the rules read it.
 """
@@ -10,30 +11,12 @@ from typing import Any
 
 from metis.testing.emulator.formats import files_rules
 from metis.testing.emulator.formats.knobs_rules import check_gemini
-from metis.testing.emulator.rules import (
-    MISSING,
-    Check,
-    Refused,
-    Rule,
-    array,
-    between,
-    matches,
-    names,
-    nonempty,
-    obj,
-    one_of,
-    typed,
-)
+from metis.testing.emulator.rules import MISSING, Refused, names, table
 from metis.testing.emulator.wire import sealed
 
-TOP_LEVEL = names(
-    "contents tools toolConfig safetySettings systemInstruction generationConfig cachedContent "
-    "labels model"
-)
 DATA = names(
     "text inlineData fileData functionCall functionResponse executableCode codeExecutionResult"
 )
-PART_FIELDS = (*DATA, *names("thought thoughtSignature videoMetadata partMetadata mediaResolution"))
 SCHEMA_KEYS = frozenset(
     names(
         "type format title description nullable enum maxItems minItems properties required "
@@ -212,61 +195,14 @@ def _check_signatures(body: dict[str, Any], call: Any) -> None:
             raise Refused(f"Thought signature is not valid (contents[{i}]).")
 
 
-RULES: list[Rule | Check] = [
-    Rule("~", one_of(*TOP_LEVEL), FIELD.replace("{at}", "")),
-    Rule(
-        "contents",
-        nonempty,
-        "* GenerateContentRequest.contents: contents is not specified\n",
-        required=True,
-    ),
-    Rule("generationConfig", obj, "Invalid value at 'generation_config': expected an object."),
-    Rule(
-        "generationConfig.temperature",
-        between(0, 2),
-        "* GenerateContentRequest.generation_config.temperature: must be in [0.0, 2.0]\n",
-    ),
-    Rule("tools", array, "Invalid value at 'tools': expected a list."),
-    Rule(
-        "tools.*.functionDeclarations.*.name",
-        matches(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}"),
-        "* GenerateContentRequest.tools[{0}].function_declarations[{1}].name: Invalid function "
-        "name. Must start with a letter or an underscore. Must be a-z, A-Z, 0-9, or contain "
-        "underscores, dots, colons and dashes, with a maximum length of 64.\n",
-        required=True,
-    ),
-    _check_parameter_schemas,
-    Rule("contents.*", obj, "Invalid value at 'contents[{0}]': expected an object."),
-    Rule(
-        "contents.*.role",
-        one_of("user", "model", "function", "tool"),
-        "Please use a valid role: user, model.",
-    ),
-    Rule(
-        "contents.*.parts",
-        nonempty,
-        "* GenerateContentRequest.contents[{0}].parts: contents.parts must not be empty.\n",
-        required=True,
-    ),
-    Rule(
-        "contents.*.parts.*",
-        obj,
-        "Invalid value at 'contents[{0}].parts[{1}]': expected an object.",
-    ),
-    Rule(
-        "contents.*.parts.*.~",
-        one_of(*PART_FIELDS),
-        FIELD.replace("{at}", " at 'contents[{0}].parts[{1}]'"),
-    ),
-    _check_data,
-    files_rules.gemini,
-    Rule(
-        "contents.*.parts.*.functionCall",
-        typed("name", matches(r".+")),
-        "* GenerateContentRequest.contents[{0}].parts[{1}].function_call.name: Name cannot be "
-        "empty.\n",
-    ),
-    _check_signatures,
-    _check_turns,
-    check_gemini,
-]
+RULES = table(
+    "gemini",
+    {
+        "parameter schemas": _check_parameter_schemas,
+        "data": _check_data,
+        "files": files_rules.gemini,
+        "thought signatures": _check_signatures,
+        "turns": _check_turns,
+        "model settings": check_gemini,
+    },
+)
