@@ -235,6 +235,7 @@ BUILT_IN: dict[str, Test] = {
     "absent": lambda value: value is None or value is MISSING,
     "falsy": lambda value: value is MISSING or not value,
     "blank": lambda value: not value.strip(),
+    "filled": lambda value: isinstance(value, str) and bool(value.strip()),
 }
 SPECS: dict[str, Callable[..., Test]] = {
     "at least": at_least,
@@ -246,6 +247,7 @@ SPECS: dict[str, Callable[..., Test]] = {
         lambda value: isinstance(value, str) and bool(re.match(pattern, value))
     ),
     "is": lambda same: lambda value: value is same,
+    "has": lambda key: lambda value: isinstance(value, dict) and key in value,
 }
 
 
@@ -272,8 +274,19 @@ class Table:
         ((kind, argument),) = spec.items()
         if kind == "one of":
             return one_of(*self.choices(argument))
+        if kind == "one key of":
+            keys = self.choices(argument)
+            return lambda value: (
+                isinstance(value, dict) and len(value) == 1 and next(iter(value)) in keys
+            )
         if kind == "either":
             return either(*(self.test(s) for s in argument))
+        if kind == "all":
+            tests = [self.test(s) for s in argument]
+            return lambda value: all(t(value) for t in tests)
+        if kind == "each":
+            each = self.test(argument)
+            return lambda value: isinstance(value, list) and all(each(v) for v in value)
         if kind == "not":
             negated = self.test(argument)
             return lambda value: not negated(value)
@@ -336,6 +349,10 @@ class Table:
         return text
 
 
+LOADED: dict[str, Table] = {}
+"""Each table the formats have read, by name."""
+
+
 def read(
     name: str, checks: dict[str, Check] | None = None, tests: dict[str, Test] | None = None
 ) -> Table:
@@ -356,7 +373,7 @@ def table(
 ) -> list[Rule | Check]:
     """The rules of ``tables/<name>.yaml`` in order: each row a :class:`Rule`, or a ``check``
     named in ``checks``; ``tests`` are the tests the rows name beyond the built-in ones."""
-    reader = read(name, checks, tests)
+    reader = LOADED[name] = read(name, checks, tests)
     rows = list(reader.every_row())
     rules = [reader.checks[r["check"]] if "check" in r else reader.rule(r) for r in rows]
     named = {row["check"] for row in rows if "check" in row}

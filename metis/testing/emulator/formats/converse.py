@@ -1,5 +1,6 @@
-"""The Converse wire format (AWS Bedrock): what it refuses (a ``ValidationException``), how its
-request reads and its reply renders and streams.
+"""The Converse wire format (AWS Bedrock): what it refuses (a ``ValidationException``: its table
+is ``tables/converse.yaml``, with the checks below), how its request reads and its reply renders
+and streams.
 
 Refused as Converse refuses: unknown top-level keys, a conversation that does not start with
 a user message or does not alternate roles, blank text, unknown content blocks, tool blocks
@@ -26,20 +27,7 @@ from metis.testing.emulator.formats.server_converse import (
     server_block_events,
 )
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
-from metis.testing.emulator.rules import (
-    Check,
-    Refused,
-    Rule,
-    at_least,
-    between,
-    matches,
-    names,
-    nonempty,
-    obj,
-    one_of,
-    placeholders,
-    typed,
-)
+from metis.testing.emulator.rules import Refused, table
 from metis.testing.emulator.wire import (
     Ids,
     dumps,
@@ -51,16 +39,6 @@ from metis.testing.emulator.wire import (
 )
 
 SIGNATURE_KIND = "bedrock-reasoning"
-TOP_LEVEL = names(
-    "messages system inferenceConfig toolConfig additionalModelRequestFields guardrailConfig "
-    "promptVariables requestMetadata performanceConfig additionalModelResponseFieldPaths "
-    "outputConfig"
-)
-BLOCKS = names(
-    "text image document audio video toolUse toolResult reasoningContent cachePoint "
-    "citationsContent"
-)
-TOOL_ID = r"[a-zA-Z0-9_-]{1,64}"
 
 
 def _blocks(message: dict[str, Any]) -> list[tuple[int, str, Any]]:
@@ -133,88 +111,15 @@ def _check_blocks(i: int, role: str, blocks: list[tuple[int, str, Any]], call: A
             raise Refused(f"{where}.reasoningContent: the reasoning signature is invalid")
 
 
-def not_empty(where: str, **options: Any) -> Rule:
-    """Converse's refusal of an empty list at ``where``."""
-    message = f"{placeholders(where)}: must have length greater than or equal to 1"
-    return Rule(where, nonempty, message, **options)
-
-
-RULES: list[Rule | Check] = [
-    Rule(
-        "~",
-        one_of(*TOP_LEVEL),
-        "Malformed input request: extraneous key [{value}] is not permitted",
-    ),
-    Rule(
-        "system",
-        lambda s: isinstance(s, list) and all(isinstance(b, dict) for b in s),
-        "system: must be a list of SystemContentBlock objects",
-    ),
-    Rule(
-        "inferenceConfig.maxTokens",
-        at_least(1),
-        "inferenceConfig.maxTokens: must be a positive integer",
-    ),
-    *(
-        Rule(
-            f"inferenceConfig.{name}",
-            between(0, 1),
-            f"1 validation error detected: Value at 'inferenceConfig.{name}' failed to satisfy "
-            "constraint: Member must have value less than or equal to 1",
-        )
-        for name in ("temperature", "topP")
-    ),
-    Rule(
-        "toolConfig.tools.*",
-        lambda t: (
-            isinstance(t, dict)
-            and (
-                "cachePoint" in t
-                or typed("name", matches(TOOL_ID))(t.get("systemTool"))
-                or typed("name", matches(TOOL_ID))(t.get("toolSpec"))
-            )
-        ),
-        "toolConfig.tools.{0}.toolSpec.name: must match [a-zA-Z0-9_-]{{1,64}}",
-    ),
-    Rule(
-        "toolConfig.tools.*.toolSpec.inputSchema",
-        typed("json", obj),
-        "toolConfig.tools.{0}.toolSpec.inputSchema.json: required",
-        required=True,
-    ),
-    strict_tools.check_converse,
-    not_empty("toolConfig.tools", when=lambda b: b.get("toolConfig") is not None),
-    not_empty("messages", required=True),
-    Rule(
-        "messages.*",
-        lambda m: isinstance(m, dict) and m.get("role") in ("user", "assistant"),
-        "messages.{0}.role: must be user or assistant",
-    ),
-    not_empty("messages.*.content", required=True),
-    Rule(
-        "messages.*.content.*",
-        lambda b: isinstance(b, dict) and len(b) == 1 and next(iter(b)) in BLOCKS,
-        "messages.{0}.content.{1}: must hold exactly one known content block member",
-    ),
-    Rule(
-        "messages.*.content.*",
-        lambda b: "text" not in b or (isinstance(b["text"], str) and bool(b["text"].strip())),
-        "The text field in the ContentBlock object at messages.{0}.content.{1} is blank. Add "
-        "text to the text field, and try again.",
-    ),
-    *(
-        Rule(
-            f"messages.*.content.*.{kind}",
-            typed("toolUseId", matches(TOOL_ID)),
-            "messages.{0}.content.{1}." + kind + ".toolUseId: must match [a-zA-Z0-9_-]{{1,64}}",
-        )
-        for kind in ("toolUse", "toolResult")
-    ),
-    not_empty("messages.*.content.*.toolResult.content", required=True),
-    files_rules.converse,
-    _check_turns,
-    check_converse,
-]
+RULES = table(
+    "converse",
+    {
+        "strict tools": strict_tools.check_converse,
+        "files": files_rules.converse,
+        "turns": _check_turns,
+        "model settings": check_converse,
+    },
+)
 
 
 def converse_prompt(model: str, body: dict[str, Any]) -> Prompt:

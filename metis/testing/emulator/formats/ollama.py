@@ -17,17 +17,7 @@ from typing import Any, ClassVar
 
 from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
-from metis.testing.emulator.rules import (
-    Check,
-    Refused,
-    Rule,
-    array,
-    obj,
-    one_of,
-    string,
-    text,
-    typed,
-)
+from metis.testing.emulator.rules import Refused, table
 from metis.testing.emulator.wire import (
     Frame,
     HttpRequest,
@@ -77,50 +67,7 @@ def _thinks(body: dict[str, Any]) -> bool:
     return body.get("think") is True or body.get("think") in ("low", "medium", "high")
 
 
-RULES: list[Rule | Check] = [
-    Rule("model", text, "model is required", required=True),
-    _check_capabilities,
-    Rule(
-        "tools.*",
-        lambda t: (
-            isinstance(t.get("function"), dict) and isinstance(t["function"].get("name"), str)
-        ),
-        "invalid tool definition: function.name is required",
-    ),
-    Rule(
-        "messages",
-        array,
-        "json: cannot unmarshal into Go struct field ChatRequest.messages of type []api.Message",
-    ),
-    Rule(
-        "messages.*",
-        obj,
-        "json: cannot unmarshal into Go struct field ChatRequest.messages of type api.Message",
-    ),
-    Rule(
-        "messages.*.role",
-        one_of("system", "user", "assistant", "tool"),
-        "invalid role: '{value}'",
-        required=True,
-    ),
-    Rule(
-        "messages.*.content",
-        string,
-        "json: cannot unmarshal array into Go struct field Message.messages.content of type string",
-    ),
-    Rule(
-        "messages.*.tool_calls.*",
-        typed("function", obj),
-        "messages[{0}].tool_calls[{1}]: function is required",
-    ),
-    Rule(
-        "messages.*.tool_calls.*.function.arguments",
-        obj,
-        "json: cannot unmarshal string into Go struct field "
-        "ToolCallFunction.messages.tool_calls.function.arguments of type "
-        "api.ToolCallFunctionArguments",
-    ),
-]
+RULES = table("ollama", {"capabilities": _check_capabilities})
 
 
 class Ollama(Format):
