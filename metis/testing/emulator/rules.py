@@ -282,8 +282,8 @@ class Table:
         if kind == "either":
             return either(*(self.test(s) for s in argument))
         if kind == "all":
-            tests = [self.test(s) for s in argument]
-            return lambda value: all(t(value) for t in tests)
+            every = [self.test(s) for s in argument]
+            return lambda value: all(t(value) for t in every)
         if kind == "each":
             each = self.test(argument)
             return lambda value: isinstance(value, list) and all(each(v) for v in value)

@@ -39,7 +39,7 @@ from metis.testing.emulator.formats.converse import (
     stream_events,
 )
 from metis.testing.emulator.model import Prompt, Reply
-from metis.testing.emulator.rules import Check, Refused, Rule, check, never, one_of
+from metis.testing.emulator.rules import Refused, check, table
 from metis.testing.emulator.wire import Frame, HttpRequest, Ids, JsonReply
 
 CREDENTIALS = {
@@ -48,7 +48,6 @@ CREDENTIALS = {
 }
 """Access key id -> secret access key: the identities the emulator's SigV4 check knows."""
 EXPIRED_TOKEN = "emulator-expired-session-token"
-ANTHROPIC_VERSION = "bedrock-2023-05-31"
 MAX_CLOCK_SKEW = 300  # seconds: AWS refuses a signature dated further off than 5 minutes
 AUTHORIZATION = re.compile(
     r"^AWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<region>[^/]+)/"
@@ -79,18 +78,7 @@ STREAM_EXCEPTIONS = {
     "overloaded": "serviceUnavailableException",
     "server_error": "modelStreamErrorException",
 }
-INVOKE_RULES: list[Rule | Check] = [
-    Rule(
-        "anthropic_version",
-        one_of(ANTHROPIC_VERSION),
-        f"anthropic_version: must be {ANTHROPIC_VERSION!r}",
-        required=True,
-    ),
-    *(
-        Rule(key, never, f"#: extraneous key [{key}] is not permitted", nullable=False)
-        for key in ("model", "stream")
-    ),
-]
+INVOKE_RULES = table("bedrock_invoke")
 SIGNATURE = (
     "The request signature we calculated does not match the signature you provided. Check your "
     "AWS Secret Access Key and signing method."

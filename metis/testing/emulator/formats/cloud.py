@@ -33,13 +33,12 @@ from metis.testing.emulator.formats.gemini import Gemini, google_error
 from metis.testing.emulator.formats.responses import Responses
 from metis.testing.emulator.formats.vertex_shapes import vertex_frames, vertex_reply
 from metis.testing.emulator.model import Prompt, Reply
-from metis.testing.emulator.rules import Check, Refused, Rule, check, never, one_of
+from metis.testing.emulator.rules import Refused, check, table
 from metis.testing.emulator.wire import Frame, HttpRequest, Ids, JsonReply
 
 VERTEX = (
     r"/(?P<version>v1|v1beta1)/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/publishers"
 )
-VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
 AZURE_MOUNT = "/azure"
 OAUTH = (
     "Expected OAuth 2 access token, login cookie or other valid authentication credential. See "
@@ -50,15 +49,7 @@ INVALID_KEY = (
     "valid key for an "
     "active subscription and use a correct regional API endpoint for your resource."
 )
-VERTEX_CLAUDE_RULES: list[Rule | Check] = [
-    Rule("model", never, "model: Extra inputs are not permitted"),
-    Rule(
-        "anthropic_version",
-        one_of(VERTEX_ANTHROPIC_VERSION),
-        f"anthropic_version: Input should be '{VERTEX_ANTHROPIC_VERSION}'",
-        required=True,
-    ),
-]
+VERTEX_CLAUDE_RULES = table("vertex_anthropic")
 
 
 class OnVertex:
