@@ -1,7 +1,7 @@
-"""Request validation as data: each provider's 400 rules are a table of :class:`Rule` rows (and
-a few functions for what relates one part of a request to another), read in order, the first
-broken rule refusing the request. The tables in the format modules are the documentation of
-what each API refuses.
+"""Request validation as data: each API's 400 rules are a YAML table (``tables/<api>.yaml``)
+of :class:`Rule` rows and named checks (functions, for what relates one part of a request to
+another), read in order, the first broken rule refusing the request. The tables are the
+documentation of what each API refuses (docs/emulator.md, "What it refuses").
 """
 
 from __future__ import annotations
@@ -140,117 +140,55 @@ def names(text: str) -> tuple[str, ...]:
     return tuple(text.split())
 
 
-def string(value: Any) -> bool:
-    return isinstance(value, str)
-
-
-def text(value: Any) -> bool:
-    """A non-empty string."""
-    return isinstance(value, str) and bool(value)
-
-
-def boolean(value: Any) -> bool:
-    return isinstance(value, bool)
-
-
-def array(value: Any) -> bool:
-    return isinstance(value, list)
-
-
-def nonempty(value: Any) -> bool:
-    """A list with at least one item."""
-    return isinstance(value, list) and bool(value)
-
-
-def obj(value: Any) -> bool:
-    return isinstance(value, dict)
-
-
-def number(value: Any) -> bool:
-    return is_number(value)
-
-
-def anything(value: Any) -> bool:
-    """Any value (with ``required``: the field must be there)."""
-    return True
-
-
-def never(value: Any) -> bool:
-    """Fails whenever the value is there (a field the request may not have)."""
-    return False
-
-
 def one_of(*allowed: Any) -> Test:
-    return lambda value: _hashable(value) and value in allowed
+    return lambda value: isinstance(value, str | int | float | bool | None) and value in allowed
 
 
-def at_least(low: int) -> Test:
-    return lambda value: is_int(value) and value >= low
-
-
-def between(low: float, high: float) -> Test:
-    return lambda value: is_number(value) and low <= value <= high
-
-
-def at_most(high: float) -> Test:
-    return lambda value: not is_number(value) or value <= high
-
-
-def not_below(low: float) -> Test:
-    return lambda value: not is_number(value) or value >= low
-
-
-def matches(pattern: str) -> Test:
-    compiled = re.compile(pattern)
-    return lambda value: isinstance(value, str) and compiled.fullmatch(value) is not None
-
-
-def either(*tests: Test) -> Test:
-    return lambda value: any(test(value) for test in tests)
-
-
-def typed(key: str, *tests: Test) -> Test:
-    """An object whose ``key`` passes every test (``{"type": "text"}`` and the like)."""
-    return lambda value: isinstance(value, dict) and all(t(value.get(key)) for t in tests)
-
-
-def _hashable(value: Any) -> bool:
-    return isinstance(value, str | int | float | bool | None)
+BUILT_IN: dict[str, Test] = {
+    "string": lambda value: isinstance(value, str),
+    "text": lambda value: isinstance(value, str) and bool(value),
+    "filled": lambda value: isinstance(value, str) and bool(value.strip()),
+    "blank": lambda value: not value.strip(),
+    "boolean": lambda value: isinstance(value, bool),
+    "number": is_number,
+    "array": lambda value: isinstance(value, list),
+    "nonempty": lambda value: isinstance(value, list) and bool(value),
+    "object": lambda value: isinstance(value, dict),
+    "anything": lambda value: True,
+    "never": lambda value: False,
+    "absent": lambda value: value is None or value is MISSING,
+    "falsy": lambda value: value is MISSING or not value,
+}
+"""The tests a row names: ``text`` is a non-empty string, ``filled`` one with more than
+whitespace, ``nonempty`` a list with an item, ``never`` fails whenever the value is there (a
+field the request may not have), ``absent`` holds for null or missing."""
+SPECS: dict[str, Callable[[Any], Test]] = {
+    "at least": lambda low: lambda value: is_int(value) and value >= low,
+    "at most": lambda high: lambda value: not is_number(value) or value <= high,
+    "not below": lambda low: lambda value: not is_number(value) or value >= low,
+    "between": lambda bounds: lambda value: is_number(value) and bounds[0] <= value <= bounds[1],
+    "matches": lambda pattern: (
+        lambda value: isinstance(value, str) and re.fullmatch(pattern, value) is not None
+    ),
+    "starts": lambda pattern: (
+        lambda value: isinstance(value, str) and re.match(pattern, value) is not None
+    ),
+    "is": lambda same: lambda value: value is same,
+    "has": lambda key: lambda value: isinstance(value, dict) and key in value,
+}
+"""The tests with an argument: ``{at least: 1}`` (an integer), ``{at most: 2}`` and
+``{not below: 0}`` (a number, or anything else: another row checks the type), ``{between: [0,
+2]}``, ``{matches: regex}`` (the whole string), ``{starts: regex}``, ``{is: true}``, ``{has:
+key}``; and, read by :meth:`Table.test`, ``{one of: [a, b]}`` (or a name of the table's
+``names``), ``{one key of: ...}`` (an object of one key, one of them), ``{either: [...]}``,
+``{all: [...]}``, ``{not: ...}``, ``{each: ...}`` (a list whose items pass) and ``{fields: {key:
+test}}`` (an object whose fields pass)."""
 
 
 # --- tables --------------------------------------------------------------------------------------
 
 TABLES = Path(__file__).parent / "tables"
 """The rule tables, one YAML file per API (docs/emulator.md, "What it refuses")."""
-BUILT_IN: dict[str, Test] = {
-    "string": string,
-    "text": text,
-    "boolean": boolean,
-    "array": array,
-    "nonempty": nonempty,
-    "object": obj,
-    "number": number,
-    "anything": anything,
-    "never": never,
-    "absent": lambda value: value is None or value is MISSING,
-    "falsy": lambda value: value is MISSING or not value,
-    "blank": lambda value: not value.strip(),
-    "filled": lambda value: isinstance(value, str) and bool(value.strip()),
-}
-SPECS: dict[str, Callable[..., Test]] = {
-    "at least": at_least,
-    "at most": at_most,
-    "not below": not_below,
-    "between": lambda bounds: between(*bounds),
-    "matches": matches,
-    "starts": lambda pattern: (
-        lambda value: isinstance(value, str) and bool(re.match(pattern, value))
-    ),
-    "is": lambda same: lambda value: value is same,
-    "has": lambda key: lambda value: isinstance(value, dict) and key in value,
-}
-
-
 ROW_KEYS = frozenset(
     names("at as test message param code required nullable when what example says")
 )
@@ -258,19 +196,17 @@ ROW_KEYS = frozenset(
 
 @dataclass(frozen=True)
 class Table:
-    """One API's table read: its names, templates and groups, and the tests and checks the
-    module that reads it names."""
+    """One API's table read: its names, templates and groups, and the checks the module that
+    reads it names."""
 
     data: dict[str, Any]
-    tests: dict[str, Test]
     checks: dict[str, Check]
 
     def test(self, spec: Any) -> Test:
         if isinstance(spec, str):
-            found = self.tests.get(spec) or BUILT_IN.get(spec)
-            if found is None:
+            if spec not in BUILT_IN:
                 raise ValueError(f"unknown test {spec!r}")
-            return found
+            return BUILT_IN[spec]
         ((kind, argument),) = spec.items()
         if kind == "one of":
             return one_of(*self.choices(argument))
@@ -280,7 +216,8 @@ class Table:
                 isinstance(value, dict) and len(value) == 1 and next(iter(value)) in keys
             )
         if kind == "either":
-            return either(*(self.test(s) for s in argument))
+            anyof = [self.test(s) for s in argument]
+            return lambda value: any(t(value) for t in anyof)
         if kind == "all":
             every = [self.test(s) for s in argument]
             return lambda value: all(t(value) for t in every)
@@ -295,6 +232,8 @@ class Table:
             return lambda value: (
                 isinstance(value, dict) and all(t(value.get(key)) for key, t in tests.items())
             )
+        if kind not in SPECS:
+            raise ValueError(f"unknown test {kind!r}")
         return SPECS[kind](argument)
 
     def choices(self, argument: Any) -> tuple[Any, ...]:
@@ -353,9 +292,7 @@ LOADED: dict[str, Table] = {}
 """Each table the formats have read, by name."""
 
 
-def read(
-    name: str, checks: dict[str, Check] | None = None, tests: dict[str, Test] | None = None
-) -> Table:
+def read(name: str, checks: dict[str, Check] | None = None) -> Table:
     """``tables/<name>.yaml`` with what it takes from its ``base`` table (names, templates,
     groups)."""
     data = yaml.safe_load((TABLES / f"{name}.yaml").read_text(encoding="utf-8"))
@@ -365,15 +302,13 @@ def read(
         for key in ("names", "templates", "groups"):
             data[key] = {**shared.get(key, {}), **data.get(key, {})}
         data.setdefault("brackets", shared.get("brackets", False))
-    return Table(data, tests or {}, checks or {})
+    return Table(data, checks or {})
 
 
-def table(
-    name: str, checks: dict[str, Check] | None = None, tests: dict[str, Test] | None = None
-) -> list[Rule | Check]:
+def table(name: str, checks: dict[str, Check] | None = None) -> list[Rule | Check]:
     """The rules of ``tables/<name>.yaml`` in order: each row a :class:`Rule`, or a ``check``
-    named in ``checks``; ``tests`` are the tests the rows name beyond the built-in ones."""
-    reader = LOADED[name] = read(name, checks, tests)
+    named in ``checks``."""
+    reader = LOADED[name] = read(name, checks)
     rows = list(reader.every_row())
     rules = [reader.checks[r["check"]] if "check" in r else reader.rule(r) for r in rows]
     named = {row["check"] for row in rows if "check" in row}

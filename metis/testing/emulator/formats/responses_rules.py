@@ -13,7 +13,7 @@ from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import json_schema_format, strict_schema_problem
 from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
-from metis.testing.emulator.rules import Refused, Rule, listing, names, one_of, table, typed
+from metis.testing.emulator.rules import Refused, Rule, listing, names, one_of, table
 from metis.testing.emulator.wire import encrypted_content, opens_encrypted_content
 
 INPUT_TOKENS_FIELDS = names(
@@ -178,7 +178,7 @@ def _check_messages(body: dict[str, Any], call: Any) -> None:
         for j, part in enumerate(
             item.get("content") if isinstance(item.get("content"), list) else []
         ):
-            if not typed("type", one_of(*allowed))(part):
+            if not (isinstance(part, dict) and part.get("type") in allowed):
                 names = listing(allowed)
                 message = (
                     f"Invalid value: '{part.get('type') if isinstance(part, dict) else part}'. "
