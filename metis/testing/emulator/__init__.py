@@ -15,7 +15,8 @@ recorded traffic, independently of metis's codecs, so it is a second opinion on 
 
 What it serves, answers and refuses: docs/emulator.md (``metis emulator --help`` lists the
 endpoints); faults: :mod:`.faults`; scripts and function models: :mod:`.script`; each API's
-400 rules: the ``*_rules`` modules of :mod:`.formats`.
+400 rules: the tables in ``tables/`` (read by :mod:`.rules`) and the checks of the
+``*_rules`` modules of :mod:`.formats`.
 """
 
 from __future__ import annotations

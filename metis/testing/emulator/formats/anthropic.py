@@ -2,11 +2,11 @@
 ``GET /v1/models`` (a request with an ``anthropic-version`` header).
 
 Auth: ``x-api-key``, or ``Authorization: Bearer`` as the 2.x SDK sends it (401
-``authentication_error`` without either), and a known ``anthropic-version`` (400 without).
-The 400 rules are :mod:`.anthropic_rules`. Streams are ``event:`` + ``data:`` SSE with a
-``ping`` after the first block starts, some ``data:`` lines padded with trailing spaces (as
-recorded), tool input in ``input_json_delta`` fragments after an empty one, and usage in
-``message_start`` and ``message_delta``.
+``authentication_error`` without either), and a known ``anthropic-version`` (400 without). The
+400 rules are ``tables/anthropic.yaml`` and the checks of :mod:`.anthropic_rules`. Streams are
+``event:`` + ``data:`` SSE with a ``ping`` after the first block starts, some ``data:`` lines
+padded with trailing spaces (as recorded), tool input in ``input_json_delta`` fragments after an
+empty one, and usage in ``message_start`` and ``message_delta``.
 """
 
 from __future__ import annotations

@@ -3,12 +3,13 @@ OpenAI-compatible services serve it (DeepSeek ``/chat/completions``, Groq ``/ope
 OpenRouter ``/api/v1``, Fireworks ``/inference/v1``, DeepInfra ``/v1/openai``, Z.ai
 ``/api/paas/v4``, DashScope ``/compatible-mode/v1``), with ``GET .../models`` beside each.
 
-The 400 rules are :mod:`.chat_rules`. Streams are ``data:``-only SSE ending in ``data: [DONE]``:
-the tool call ``id`` and ``name`` only on the first fragment of each index, the finish_reason
-chunk, then (only with ``stream_options.include_usage``) a usage chunk with ``choices: []``;
-chunks carry ``obfuscation`` padding unless ``stream_options.include_obfuscation`` is false.
-DeepSeek's ``deepseek-reasoner`` and xAI's grok-3-mini stream their thinking as
-``reasoning_content``; xAI's usage leaves reasoning tokens out of ``completion_tokens``.
+The 400 rules are ``tables/chat.yaml`` and the checks of :mod:`.chat_rules`. Streams are
+``data:``-only SSE ending in ``data: [DONE]``: the tool call ``id`` and ``name`` only on the
+first fragment of each index, the finish_reason chunk, then (only with
+``stream_options.include_usage``) a usage chunk with ``choices: []``; chunks carry
+``obfuscation`` padding unless ``stream_options.include_obfuscation`` is false. DeepSeek's
+``deepseek-reasoner`` and xAI's grok-3-mini stream their thinking as ``reasoning_content``;
+xAI's usage leaves reasoning tokens out of ``completion_tokens``.
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@
 
 Auth: ``x-goog-api-key`` or ``?key=`` (403 ``PERMISSION_DENIED`` without one; a refused key is
 400 ``INVALID_ARGUMENT`` with reason ``API_KEY_INVALID``, as Gemini answers). The 400 rules are
-:mod:`.gemini_rules`. Streams are ``data:`` SSE separated by ``\\r\\n\\r\\n`` (as recorded),
-JSON with ``": "`` separators, ``usageMetadata`` on every chunk, function calls whole (with no
-id) in one chunk, thought parts (``thought: true``) first when
-``thinkingConfig.includeThoughts``, and a thought signature on the first function call (Gemini
-3) or the first part after thinking.
+``tables/gemini.yaml`` and the checks of :mod:`.gemini_rules`. Streams are ``data:`` SSE
+separated by ``\\r\\n\\r\\n`` (as recorded), JSON with ``": "`` separators, ``usageMetadata`` on
+every chunk, function calls whole (with no id) in one chunk, thought parts (``thought: true``)
+first when ``thinkingConfig.includeThoughts``, and a thought signature on the first function
+call (Gemini 3) or the first part after thinking.
 """
 
 from __future__ import annotations

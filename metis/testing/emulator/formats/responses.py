@@ -1,14 +1,15 @@
 """OpenAI Responses API: ``POST /v1/responses``, ``/v1/responses/input_tokens`` and
 ``/v1/responses/compact`` (compaction: :mod:`.compaction`).
 
-Auth as Chat (Bearer); the 400 rules are :mod:`.responses_rules`. Responses are stored unless
-``store: false``, for ``previous_response_id``. Streams are ``event:`` + ``data:`` SSE with
-``sequence_number``: ``response.created``, ``response.in_progress``, per output item
-``output_item.added`` ... ``output_item.done`` (reasoning summary parts and deltas,
-``output_text`` deltas, ``function_call_arguments`` deltas), then ``response.completed``
-(``response.incomplete`` when max_output_tokens cut it). Reasoning appears when the request
-has ``reasoning`` or a reasoning model (its summary when ``reasoning.summary`` is set,
-``encrypted_content`` when ``include`` asks for it).
+Auth as Chat (Bearer); the 400 rules are ``tables/responses.yaml`` and the checks of
+:mod:`.responses_rules`. Responses are stored unless ``store: false``, for
+``previous_response_id``. Streams are ``event:`` + ``data:`` SSE with ``sequence_number``:
+``response.created``, ``response.in_progress``, per output item ``output_item.added`` ...
+``output_item.done`` (reasoning summary parts and deltas, ``output_text`` deltas,
+``function_call_arguments`` deltas), then ``response.completed`` (``response.incomplete`` when
+max_output_tokens cut it). Reasoning appears when the request has ``reasoning`` or a reasoning
+model (its summary when ``reasoning.summary`` is set, ``encrypted_content`` when ``include``
+asks for it).
 """
 
 from __future__ import annotations
