@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from metis.core.config_files import parse_yaml
 from metis.testing.emulator.wire import is_int, is_number
 
 
@@ -295,10 +294,10 @@ LOADED: dict[str, Table] = {}
 def read(name: str, checks: dict[str, Check] | None = None) -> Table:
     """``tables/<name>.yaml`` with what it takes from its ``base`` table (names, templates,
     groups)."""
-    data = yaml.safe_load((TABLES / f"{name}.yaml").read_text(encoding="utf-8"))
+    data = _load(name)
     base = data.get("base")
     if base is not None:
-        shared = yaml.safe_load((TABLES / f"{base}.yaml").read_text(encoding="utf-8"))
+        shared = _load(base)
         for key in ("names", "templates", "groups"):
             data[key] = {**shared.get(key, {}), **data.get(key, {})}
         data.setdefault("brackets", shared.get("brackets", False))
@@ -315,6 +314,12 @@ def table(name: str, checks: dict[str, Check] | None = None) -> list[Rule | Chec
     if named != set(reader.checks):
         raise ValueError(f"{name}: checks named and given differ: {named ^ set(reader.checks)}")
     return rules
+
+
+def _load(name: str) -> dict[str, Any]:
+    path = TABLES / f"{name}.yaml"
+    data: dict[str, Any] = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+    return data
 
 
 def _first(body: Any, parts: list[str]) -> Any:
