@@ -174,14 +174,21 @@ SPECS: dict[str, Callable[[Any], Test]] = {
     ),
     "is": lambda same: lambda value: value is same,
     "has": lambda key: lambda value: isinstance(value, dict) and key in value,
+    "unique": lambda key: (
+        lambda value: (
+            not isinstance(value, list)
+            or _unique([item.get(key) for item in value if isinstance(item, dict)])
+        )
+    ),
 }
-"""The tests with an argument: ``{at least: 1}`` (an integer), ``{at most: 2}`` and
-``{not below: 0}`` (a number, or anything else: another row checks the type), ``{between: [0,
-2]}``, ``{matches: regex}`` (the whole string), ``{starts: regex}``, ``{is: true}``, ``{has:
-key}``; and, read by :meth:`Table.test`, ``{one of: [a, b]}`` (or a name of the table's
-``names``), ``{one key of: ...}`` (an object of one key, one of them), ``{either: [...]}``,
-``{all: [...]}``, ``{not: ...}``, ``{each: ...}`` (a list whose items pass) and ``{fields: {key:
-test}}`` (an object whose fields pass)."""
+"""The tests with an argument: ``{at least: 1}`` (an integer), ``{at most: 2}`` and ``{not below:
+0}`` (a number, or anything else: another row checks the type), ``{between: [0, 2]}``,
+``{matches: regex}`` (the whole string), ``{starts: regex}``, ``{is: true}``, ``{has: key}``,
+``{unique: key}`` (a list of objects no two of which have the same ``key``); and, read by
+:meth:`Table.test`, ``{one of: [a, b]}`` (or a name of the table's ``names``), ``{one key of:
+...}`` (an object of one key, one of them), ``{either: [...]}``, ``{all: [...]}``, ``{not:
+...}``, ``{each: ...}`` (a list whose items pass) and ``{fields: {key: test}}`` (an object whose
+fields pass)."""
 
 
 # --- tables --------------------------------------------------------------------------------------
@@ -314,6 +321,10 @@ def table(name: str, checks: dict[str, Check] | None = None) -> list[Rule | Chec
     if named != set(reader.checks):
         raise ValueError(f"{name}: checks named and given differ: {named ^ set(reader.checks)}")
     return rules
+
+
+def _unique(values: list[Any]) -> bool:
+    return all(values.index(value) == i for i, value in enumerate(values))
 
 
 def _load(name: str) -> dict[str, Any]:

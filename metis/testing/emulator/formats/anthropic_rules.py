@@ -22,12 +22,6 @@ def _thinking(*kinds: str) -> Any:
     )
 
 
-def _check_unique_tools(body: dict[str, Any], call: Any) -> None:
-    names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
-    if len(names) != len(set(names)):
-        raise Refused("tools: Tool names must be unique.")
-
-
 def _check_chosen_tool(body: dict[str, Any], call: Any) -> None:
     choice = body.get("tool_choice")
     names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
@@ -139,7 +133,6 @@ def _check_tool_pairs(body: dict[str, Any], call: Any) -> None:
 RULES = table(
     "anthropic",
     {
-        "unique tools": _check_unique_tools,
         "strict tools": strict_tools.check_anthropic,
         "chosen tool": _check_chosen_tool,
         "budget under max_tokens": _check_budget,

@@ -66,23 +66,12 @@ def _check_strict_tools(body: dict[str, Any], call: Any) -> None:
             )
 
 
-def _check_tool_choice(body: dict[str, Any], call: Any) -> None:
+def _check_chosen_function(body: dict[str, Any], call: Any) -> None:
     choice = body.get("tool_choice")
     names = {t.get("name") for t in body.get("tools") or [] if t["type"] == "function"}
-    if (
-        isinstance(choice, dict)
-        and choice.get("type") == "function"
-        and choice.get("name") not in names
-    ):
-        raise Refused(
-            f"Tool choice '{choice.get('name')}' not found in 'tools' parameter.", "tool_choice"
-        )
-    if (
-        choice is not None
-        and not isinstance(choice, dict)
-        and choice not in ("none", "auto", "required")
-    ):
-        raise Refused("Invalid value for 'tool_choice'.", "tool_choice", "invalid_value")
+    wanted = choice.get("name") if isinstance(choice, dict) else None
+    if isinstance(choice, dict) and choice.get("type") == "function" and wanted not in names:
+        raise Refused(f"Tool choice '{wanted}' not found in 'tools' parameter.", "tool_choice")
 
 
 CALL_KINDS = {
@@ -203,7 +192,7 @@ RULES = table(
     {
         "previous response": _check_previous,
         "strict tools": _check_strict_tools,
-        "tool choice": _check_tool_choice,
+        "chosen function": _check_chosen_function,
         "messages": _check_messages,
         "files": files_rules.openai_responses,
         "items": _check_items,
