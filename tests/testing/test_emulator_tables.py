@@ -7,12 +7,14 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from metis.testing.emulator import Emulator
+from metis.errors import ConfigError
+from metis.testing.emulator import Emulator, rules
 from metis.testing.emulator.rules import LOADED, TABLES, Table
 
 NAMES = sorted(p.stem for p in TABLES.glob("*.yaml") if p.stem != "openai")
@@ -80,3 +82,21 @@ def test_the_example_requests_are_accepted(http: httpx.Client) -> None:
         request = LOADED[name].data["example"]
         response = http.post(request["path"], json=request["body"], headers=request["headers"])
         assert response.status_code == 200, (name, response.text)
+
+
+@pytest.mark.parametrize(
+    ("rows", "problem"),
+    [
+        ("- {at: model, test: text, message: m, colour: red}", "unknown keys ['colour']"),
+        ("- {at: model, test: texty, message: m}", "unknown test 'texty'"),
+        ("- {at: model, test: {longer than: 3}, message: m}", "unknown test 'longer than'"),
+        ("- {check: tool pairs}", "the checks named and given differ: ['tool pairs']"),
+    ],
+)
+def test_a_wrong_table_is_a_config_error_naming_it(
+    rows: str, problem: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "wrong.yaml").write_text(f"rules:\n{rows}\n", encoding="utf-8")
+    monkeypatch.setattr(rules, "TABLES", tmp_path)
+    with pytest.raises(ConfigError, match=r"tables/wrong\.yaml: .*" + re.escape(problem)):
+        rules.table("wrong")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from metis.core.config_files import parse_yaml
+from metis.errors import ConfigError
 from metis.testing.emulator.wire import is_int, is_number
 
 
@@ -205,13 +206,17 @@ class Table:
     """One API's table read: its names, templates and groups, and the checks the module that
     reads it names."""
 
+    name: str
     data: dict[str, Any]
     checks: dict[str, Check]
+
+    def wrong(self, problem: str) -> ConfigError:
+        return ConfigError(f"metis/testing/emulator/tables/{self.name}.yaml: {problem}")
 
     def test(self, spec: Any) -> Test:
         if isinstance(spec, str):
             if spec not in BUILT_IN:
-                raise ValueError(f"unknown test {spec!r}")
+                raise self.wrong(f"unknown test {spec!r}")
             return BUILT_IN[spec]
         ((kind, argument),) = spec.items()
         if kind == "one of":
@@ -239,7 +244,7 @@ class Table:
                 isinstance(value, dict) and all(t(value.get(key)) for key, t in tests.items())
             )
         if kind not in SPECS:
-            raise ValueError(f"unknown test {kind!r}")
+            raise self.wrong(f"unknown test {kind!r}")
         return SPECS[kind](argument)
 
     def choices(self, argument: Any) -> tuple[Any, ...]:
@@ -260,11 +265,13 @@ class Table:
         row = dict(row)
         template = next((t for t in self.data.get("templates", {}) if t in row), None)
         if template is not None:
+            if "at" in row:
+                raise self.wrong(f"a row with both `at` and a template: {row}")
             where = row.pop(template)
             row = {**self.data["templates"][template], **row, "at": where}
         unknown = set(row) - ROW_KEYS
         if unknown:
-            raise ValueError(f"a rule row with unknown keys {sorted(unknown)}: {row}")
+            raise self.wrong(f"a row with unknown keys {sorted(unknown)}: {row}")
         where = row["at"]
         when = [(path.split("."), self.test(s)) for path, s in row.get("when", {}).items()]
         return Rule(
@@ -308,18 +315,20 @@ def read(name: str, checks: dict[str, Check] | None = None) -> Table:
         for key in ("names", "templates", "groups"):
             data[key] = {**shared.get(key, {}), **data.get(key, {})}
         data.setdefault("brackets", shared.get("brackets", False))
-    return Table(data, checks or {})
+    return Table(name, data, checks or {})
 
 
 def table(name: str, checks: dict[str, Check] | None = None) -> list[Rule | Check]:
     """The rules of ``tables/<name>.yaml`` in order: each row a :class:`Rule`, or a ``check``
     named in ``checks``."""
-    reader = LOADED[name] = read(name, checks)
+    reader = read(name, checks)
     rows = list(reader.every_row())
-    rules = [reader.checks[r["check"]] if "check" in r else reader.rule(r) for r in rows]
     named = {row["check"] for row in rows if "check" in row}
     if named != set(reader.checks):
-        raise ValueError(f"{name}: checks named and given differ: {named ^ set(reader.checks)}")
+        differ = sorted(named ^ set(reader.checks))
+        raise reader.wrong(f"the checks named and given differ: {differ}")
+    rules = [reader.checks[r["check"]] if "check" in r else reader.rule(r) for r in rows]
+    LOADED[name] = reader
     return rules
 
 
