@@ -91,6 +91,7 @@ def test_the_example_requests_are_accepted(http: httpx.Client) -> None:
         ("- {at: model, test: texty, message: m}", "unknown test 'texty'"),
         ("- {at: model, test: {longer than: 3}, message: m}", "unknown test 'longer than'"),
         ("- {check: tool pairs}", "the checks named and given differ: ['tool pairs']"),
+        ("- {check: tool pairs, exmaple: {}}", "a check row with unknown keys"),
     ],
 )
 def test_a_wrong_table_is_a_config_error_naming_it(

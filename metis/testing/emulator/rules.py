@@ -201,6 +201,9 @@ ROW_KEYS = frozenset(
 )
 
 
+OTHER_ROW_KEYS = {"group": {"group"}, "check": {"check", "example", "says"}}
+
+
 @dataclass(frozen=True)
 class Table:
     """One API's table read: its names, templates and groups, and the checks the module that
@@ -256,7 +259,10 @@ class Table:
     def every_row(self, rows: list[Any] | None = None) -> Iterator[dict[str, Any]]:
         """Each row, a group's in its place."""
         for row in self.data["rules"] if rows is None else rows:
-            if "group" in row:
+            kind = "group" if "group" in row else "check" if "check" in row else None
+            if kind is not None and not set(row) <= OTHER_ROW_KEYS[kind]:
+                raise self.wrong(f"a {kind} row with unknown keys: {row}")
+            if kind == "group":
                 yield from self.every_row(self.data["groups"][row["group"]])
             else:
                 yield row
