@@ -324,17 +324,23 @@ def read(name: str, checks: dict[str, Check] | None = None) -> Table:
     return Table(name, data, checks or {})
 
 
-def table(name: str, checks: dict[str, Check] | None = None) -> list[Rule | Check]:
+def table(
+    name: str, checks: dict[str, Check] | None = None, names_as: dict[str, str] | None = None
+) -> list[Rule | Check]:
     """The rules of ``tables/<name>.yaml`` in order: each row a :class:`Rule`, or a ``check``
-    named in ``checks``."""
+    named in ``checks``. ``names_as`` reads a name of the table's ``names`` as another
+    (``{"top level": "compact"}``: an endpoint that takes other fields)."""
     reader = read(name, checks)
+    for key, other in (names_as or {}).items():
+        reader.data["names"][key] = reader.data["names"][other]
     rows = list(reader.every_row())
     named = {row["check"] for row in rows if "check" in row}
     if named != set(reader.checks):
         differ = sorted(named ^ set(reader.checks))
         raise reader.wrong(f"the checks named and given differ: {differ}")
     rules = [reader.checks[r["check"]] if "check" in r else reader.rule(r) for r in rows]
-    LOADED[name] = reader
+    if names_as is None:
+        LOADED[name] = reader
     return rules
 
 

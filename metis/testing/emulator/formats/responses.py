@@ -28,11 +28,11 @@ from metis.testing.emulator.formats.compaction import (
 )
 from metis.testing.emulator.formats.openai import REASONING_MODEL, STREAM_ERRORS, OpenAI
 from metis.testing.emulator.formats.responses_rules import (
-    INPUT_TOKENS_FIELDS,
+    COMPACT_RULES,
+    COUNT_RULES,
     RULES,
     encrypt,
     items_of,
-    taking,
 )
 from metis.testing.emulator.formats.responses_stream import response_events
 from metis.testing.emulator.formats.server_openai import (
@@ -40,7 +40,7 @@ from metis.testing.emulator.formats.server_openai import (
     url_citations,
 )
 from metis.testing.emulator.model import Prompt, Reply, ToolSpec
-from metis.testing.emulator.rules import check, names
+from metis.testing.emulator.rules import check
 from metis.testing.emulator.wire import (
     Frame,
     Ids,
@@ -54,12 +54,6 @@ from metis.testing.emulator.wire import (
 MAX_STORED = 1000
 
 
-COUNT_RULES = [taking(INPUT_TOKENS_FIELDS), *RULES[1:]]
-COMPACT_FIELDS = names(
-    "model input instructions previous_response_id prompt_cache_key prompt_cache_options "
-    "prompt_cache_retention service_tier"
-)
-COMPACT_RULES = [taking(COMPACT_FIELDS), *RULES[1:]]
 FAILED = (
     "An error occurred while processing your request. You can retry your request, or contact us "
     "through our help center."

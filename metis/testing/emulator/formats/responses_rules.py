@@ -5,7 +5,6 @@ checked with the stored items in front of its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from metis.testing.emulator.formats import compaction, files_rules
@@ -13,13 +12,9 @@ from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import json_schema_format, strict_schema_problem
 from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
-from metis.testing.emulator.rules import Refused, Rule, listing, names, one_of, table
+from metis.testing.emulator.rules import Check, Refused, listing, table
 from metis.testing.emulator.wire import encrypted_content, opens_encrypted_content
 
-INPUT_TOKENS_FIELDS = names(
-    "model input instructions tools tool_choice parallel_tool_calls previous_response_id "
-    "conversation reasoning text truncation personality"
-)
 SIGNATURE_KIND = "openai-reasoning"
 USER_PARTS = ("input_text", "input_image", "input_audio", "input_file")
 ASSISTANT_PARTS = ("output_text", "refusal")
@@ -180,26 +175,21 @@ SERVER_ITEMS = ("web_search_call", "code_interpreter_call")
 """The built-in tools' items, which go back whole (openai-python ``ResponseInputItemParam``)."""
 
 
-def taking(fields: Iterable[str]) -> Rule:
-    """OpenAI's refusal of a top-level field the endpoint does not take."""
-    return Rule(
-        "~", one_of(*fields), "Unknown parameter: '{value}'.", "{value}", "unknown_parameter"
-    )
-
-
-RULES = table(
-    "responses",
-    {
-        "previous response": _check_previous,
-        "strict tools": _check_strict_tools,
-        "chosen function": _check_chosen_function,
-        "messages": _check_messages,
-        "files": files_rules.openai_responses,
-        "items": _check_items,
-        "text format": _check_text_format,
-        "compaction": compaction.check_responses,
-        "model settings": check_openai,
-        "prompt cache": check_openai_cache,
-        "prompt_cache_key": check_prompt_cache_key,
-    },
-)
+CHECKS: dict[str, Check] = {
+    "previous response": _check_previous,
+    "strict tools": _check_strict_tools,
+    "chosen function": _check_chosen_function,
+    "messages": _check_messages,
+    "files": files_rules.openai_responses,
+    "items": _check_items,
+    "text format": _check_text_format,
+    "compaction": compaction.check_responses,
+    "model settings": check_openai,
+    "prompt cache": check_openai_cache,
+    "prompt_cache_key": check_prompt_cache_key,
+}
+RULES = table("responses", CHECKS)
+COUNT_RULES = table("responses", CHECKS, {"top level": "input tokens"})
+"""``/v1/responses/input_tokens``: the same rules over the fields it takes."""
+COMPACT_RULES = table("responses", CHECKS, {"top level": "compact"})
+"""``/v1/responses/compact``: the same rules over the fields it takes."""
