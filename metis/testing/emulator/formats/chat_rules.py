@@ -12,31 +12,22 @@ from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import json_schema_format, strict_schema_problem
 from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
-from metis.testing.emulator.rules import Refused, names, table
+from metis.testing.emulator.rules import LOADED, Refused, table
 
-TOP_LEVEL = names(
-    "model messages audio frequency_penalty function_call functions logit_bias logprobs "
-    "max_completion_tokens max_tokens metadata modalities moderation n parallel_tool_calls "
-    "prediction presence_penalty prompt_cache_key prompt_cache_options prompt_cache_retention "
-    "reasoning_effort response_format safety_identifier seed service_tier stop store stream "
-    "stream_options temperature tool_choice tools top_logprobs top_p user verbosity "
-    "web_search_options"
-)
-OPENROUTER_FIELDS = names("reasoning provider models transforms plugins usage")
-"""OpenRouter's own request fields (its API reference): taken on its path only."""
-DEEPSEEK_FIELDS = names("thinking")
-"""DeepSeek's own (its "Thinking Mode" guide): taken for its models."""
 DEEPSEEK_THINKING = re.compile(r"^deepseek-(reasoner|v4)")
 """DeepSeek's models that think (V4 unless ``thinking: {type: disabled}``)."""
 
 
 def _check_top_level(body: dict[str, Any], call: Any) -> None:
-    request = getattr(call, "request", None)
-    own = OPENROUTER_FIELDS if str(getattr(request, "path", "")).startswith("/api/v1/") else ()
-    if str(body.get("model", "")).startswith("deepseek"):
-        own = DEEPSEEK_FIELDS
+    """The fields Chat takes (the ``names`` of ``tables/chat.yaml``), OpenRouter's own on its
+    path and DeepSeek's for its models."""
+    path = str(getattr(getattr(call, "request", None), "path", ""))
+    own = "openrouter" if path.startswith("/api/v1/") else None
+    own = "deepseek" if str(body.get("model", "")).startswith("deepseek") else own
+    chat = LOADED["chat"]
+    taken = {*chat.choices("top level"), *(chat.choices(own) if own else ())}
     for key in body:
-        if key not in TOP_LEVEL and key not in own:
+        if key not in taken:
             raise Refused(f"Unrecognized request argument supplied: {key}")
 
 
