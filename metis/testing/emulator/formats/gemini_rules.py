@@ -11,19 +11,9 @@ from typing import Any
 
 from metis.testing.emulator.formats import files_rules
 from metis.testing.emulator.formats.knobs_rules import check_gemini
-from metis.testing.emulator.rules import MISSING, Refused, names, table
+from metis.testing.emulator.rules import LOADED, MISSING, Refused, table
 from metis.testing.emulator.wire import sealed
 
-DATA = names(
-    "text inlineData fileData functionCall functionResponse executableCode codeExecutionResult"
-)
-SCHEMA_KEYS = frozenset(
-    names(
-        "type format title description nullable enum maxItems minItems properties required "
-        "minProperties maxProperties minLength maxLength pattern example anyOf propertyOrdering "
-        "default items minimum maximum"
-    )
-)
 SIGNATURE_KIND = "gemini-thought"
 BYPASS = "skip_thought_signature_validator"  # Google's documented value for foreign histories
 FIELD = 'Invalid JSON payload received. Unknown name "{value}"{at}: Cannot find field.'
@@ -93,7 +83,7 @@ def _schema_keys(schema: Any, where: str) -> None:
     if not isinstance(schema, dict):
         return
     for key, value in schema.items():
-        if key not in SCHEMA_KEYS:
+        if key not in LOADED["gemini"].choices("schema keys"):
             raise Refused(FIELD.format(value=key, at=f" at '{where}'"))
         subs = value.items() if key == "properties" and isinstance(value, dict) else []
         subs = [*subs, *(("items", value),)] if key == "items" else subs
@@ -109,7 +99,7 @@ def _schema_keys(schema: Any, where: str) -> None:
 def _check_data(body: dict[str, Any], call: Any) -> None:
     for i, content in enumerate(body["contents"]):
         for j, part in enumerate(content["parts"]):
-            kinds = [k for k in DATA if k in part]
+            kinds = [k for k in LOADED["gemini"].choices("data") if k in part]
             where = f"* GenerateContentRequest.contents[{i}].parts[{j}].data"
             if not kinds and "thoughtSignature" not in part:
                 raise Refused(
