@@ -1,5 +1,5 @@
 """What OpenAI Chat Completions refuses with a 400: its table (``tables/chat.yaml``) and the
-checks it names. DeepSeek's thinking mode adds one check.
+checks it names. DeepSeek's thinking mode adds rows and one check.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """What each API refuses of reasoning and sampling settings, per model, in its own words: the
-ranges, the levels each model has, and the settings reasoning models refuse. The per-model
+levels each model has, and the settings reasoning models refuse (the ranges, and DeepSeek's
+values, are rows of the tables). The per-model
 facts are the model catalog's (metis/catalog/knobs.py), so a request metis lets through that a
 model would refuse is refused here too (docs/emulator.md).
 """
@@ -21,9 +22,6 @@ def _model_facts(provider: str, model: str) -> tuple[ReasoningProfile | None, tu
 
 ONE_AT_A_TIME = "`{0}` and `{1}` cannot both be specified for this model. Please use only one."
 """Anthropic's words (and Bedrock's, for Claude) for two settings a model takes one at a time."""
-DEEPSEEK_EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
-"""The ``reasoning_effort`` values DeepSeek maps to its own (api-docs.deepseek.com "Thinking
-Mode"); reasoning is switched off with ``thinking: {type: disabled}``, not an effort."""
 
 
 def _one_at_a_time(provider: str, model: str, present: Any) -> None:
@@ -42,8 +40,6 @@ def check_openai(body: dict[str, Any], call: Any) -> None:
     if "stop" in body and rules is not None and rules.refuses_stop:
         message = "Unsupported parameter: 'stop' is not supported with this model."
         raise Refused(message, "stop", "unsupported_parameter")
-    if model.startswith("deepseek"):
-        _check_deepseek(body)
     if not (model.startswith(("o1", "o3", "o4", "gpt-5"))):
         return
     profile, refused = _model_facts("openai", model)
@@ -130,20 +126,3 @@ def check_converse(body: dict[str, Any], call: Any) -> None:
         return
     wire = {"temperature": "temperature", "top_p": "topP"}
     _one_at_a_time("bedrock", str(getattr(call, "model", "")), lambda n: wire.get(n) in config)
-
-
-def _check_deepseek(body: dict[str, Any]) -> None:
-    thinking = body.get("thinking")
-    kind = thinking.get("type") if isinstance(thinking, dict) else thinking
-    if thinking is not None and kind not in ("enabled", "disabled"):
-        raise Refused("thinking.type: expected 'enabled' or 'disabled'", "thinking")
-    effort = body.get("reasoning_effort")
-    if effort is not None and effort not in DEEPSEEK_EFFORTS:
-        shown = ", ".join(repr(e) for e in DEEPSEEK_EFFORTS)
-        raise Refused(
-            f"reasoning_effort: expected one of {shown}, got {effort!r}", "reasoning_effort"
-        )
-    if effort is not None and kind == "disabled":
-        raise Refused(
-            "reasoning_effort is not allowed when thinking is disabled", "reasoning_effort"
-        )
