@@ -97,3 +97,25 @@ def test_the_readme_and_the_contract_name_every_event_type() -> None:
     contract = (ROOT / "docs" / "contract.md").read_text(encoding="utf-8")
     for kind in kinds:
         assert f"`{kind}`" in said.group(2) and f"| `{kind}` |" in contract, kind
+
+
+def test_the_keys_the_docs_suggest_leave_error_messages_whole() -> None:
+    """metis hides an API key wherever it stands in an error message; a key the docs suggest
+    for the emulator that is an English word (``any``) blanked that word out of every message
+    (``does not match [REDACTED] of the expected tags``)."""
+    from metis.errors import redact
+
+    message = (
+        "messages.0.content.0: Input tag 'txt' found using 'type' does not match any of the "
+        "expected tags; tool_choice.type: one of auto, any, tool or none; a test key; no key"
+    )
+    pages = [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md"))]
+    suggested = {
+        (page.name, key)
+        for page in pages
+        for key in re.findall(r"_API_KEY=([^\s`\\\"']+)", page.read_text(encoding="utf-8"))
+        if key not in ("...", "$KEY")
+    }
+    assert suggested, "the docs suggest no key"
+    blanked = sorted(f"{page}: {key}" for page, key in suggested if redact(message, key) != message)
+    assert blanked == []
