@@ -90,6 +90,12 @@ _REGISTRY_OPTIONS = frozenset({"source", "base_dir", "environ", "clients"}) | (
 """A Registry's own options, and the ones it passes to every adapter it builds."""
 
 
+_NO_ADAPTERS = (
+    "none (the file declares no adapters; declare each as adapters: {NAME: {type: STACK}}, "
+    "STACK a built-in stack such as anthropic, or a stack file)"
+)
+
+
 class Registry:
     """Canonical model ids and aliases -> routes and adapters, from a models.yaml."""
 
@@ -185,11 +191,12 @@ class Registry:
     def _add_model(self, model_id: str, entry: ModelEntry) -> None:
         adapter = self._adapters.get(entry.adapter)
         if adapter is None:
-            declared = ", ".join(self._adapters) or "none"
+            near = difflib.get_close_matches(entry.adapter, list(self._adapters), n=1)
             raise ConfigError(
                 f"{self.source}: models.{model_id}.adapter: model {model_id} names adapter "
                 f"{entry.adapter!r}, which is not declared; expected one of the adapters: "
-                f"{declared}"
+                + (", ".join(self._adapters) or _NO_ADAPTERS)
+                + (f"; did you mean {near[0]!r}?" if near else "")
             )
         self._routes[model_id] = model_route(model_id, entry, adapter.stack, self.source)
         self._overrides[model_id] = dict(entry.capabilities)

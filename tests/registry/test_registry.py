@@ -354,7 +354,16 @@ def adapters(**entry: Any) -> dict[str, Any]:
                 "models": {"anthropic:claude-sonnet-4-6": {"adapter": "anthropic"}},
             },
             "models.anthropic:claude-sonnet-4-6.adapter: model anthropic:claude-sonnet-4-6 names "
-            "adapter 'anthropic', which is not declared; expected one of the adapters",
+            "adapter 'anthropic', which is not declared; expected one of the adapters: none (the "
+            "file declares no adapters; declare each as adapters: {NAME: {type: STACK}}",
+        ),
+        (
+            {
+                "adapters": {"anthropic": {"type": "anthropic"}},
+                "models": {"anthropic:claude-sonnet-4-6": {"adapter": "antropic"}},
+            },
+            "adapter 'antropic', which is not declared; expected one of the adapters: anthropic; "
+            "did you mean 'anthropic'?",
         ),
         (["a", "list"], "expected a mapping with adapters and models, got ['a', 'list']"),
     ],
