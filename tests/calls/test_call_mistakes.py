@@ -116,14 +116,21 @@ def test_a_misspelt_key_of_a_message_dict_at_any_depth_is_an_invalid_request_nam
             "ToolDefinition or a provider tool (metis.WebSearch, ...), got str 'get_weather'",
         ),
         ([{"name": "get_weather"}], "tools[0]: expected a @metis.tool function"),
+        (  # a tool in a provider's form, as a user of its SDK writes it
+            [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}],
+            "a tool written as a provider's dict is metis.ToolDefinition(name=..., "
+            "description=..., input_schema=...)",
+        ),
+        ([print], "tool 'print': no JSON schema for its parameters (Unable to generate"),
     ],
 )
 def test_tools_not_given_as_a_list_of_tools_are_an_invalid_request(
     at_emulator: Emulator, tools: Any, said: str
 ) -> None:
-    with pytest.raises(InvalidRequestError) as caught:
+    with pytest.raises((InvalidRequestError, ConfigError)) as caught:
         metis.complete(MODEL, "Weather in Paris?", tools=tools)
     assert said in str(caught.value)
+    assert "arbitrary_types_allowed" not in str(caught.value)  # pydantic's advice, not ours
     assert at_emulator.stats.requests == 0
 
 
