@@ -53,6 +53,22 @@ def test_a_value_of_the_wrong_type_is_an_invalid_request_naming_the_option(
         (42, "messages: expected a string, a Message, a message dict or a list of them, got int"),
         (b"Hi", "got bytes"),
         ([42], "messages[0]: expected a Message or a dict, got int"),
+        (  # the reply itself appended to the history, in a tool loop written by hand
+            [
+                metis.Message.user("Hi"),
+                metis.CanonicalResponse(
+                    request_id="r",
+                    model=MODEL,
+                    provider="anthropic",
+                    content=[metis.TextBlock(text="Hello")],
+                    stop_reason=metis.StopReason(kind=metis.StopKind.END_TURN, raw="end_turn"),
+                    usage=metis.TokenUsage(input_tokens=1, output_tokens=1),
+                    latency_ms=1,
+                ),
+            ],
+            "messages[1]: expected a Message or a dict, got CanonicalResponse; a reply goes "
+            "into the history as its .message",
+        ),
     ],
 )
 def test_messages_that_are_no_messages_are_an_invalid_request(
