@@ -309,6 +309,10 @@ def adapters(**entry: Any) -> dict[str, Any]:
             "adapters.anthropic.type: expected a built-in stack (anthropic, ",
         ),
         (
+            adapters(type="antropic"),
+            "or a path to a stack file (.yaml), got 'antropic'; did you mean 'anthropic'",
+        ),
+        (
             adapters(type="stacks/missing.yaml"),
             "adapters.anthropic.type: expected a usable stack file, got 'stacks/missing.yaml'",
         ),
