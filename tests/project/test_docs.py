@@ -119,3 +119,33 @@ def test_the_keys_the_docs_suggest_leave_error_messages_whole() -> None:
     assert suggested, "the docs suggest no key"
     blanked = sorted(f"{page}: {key}" for page, key in suggested if redact(message, key) != message)
     assert blanked == []
+
+
+CLAUDE_CODE_ALIASES = {"default", "sonnet", "opus", "haiku", "opusplan", "sonnet[1m]"}
+"""Names Claude Code turns into Claude model ids of its own before it sends them."""
+
+
+def test_claude_code_pointed_at_the_gateway_names_models_the_file_serves() -> None:
+    """Claude Code asks for Claude's own model ids unless told a name; the examples' gateway
+    file serves none of them, so a command without ``ANTHROPIC_MODEL`` (or with one of Claude
+    Code's aliases) gets a 404 for every request."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "examples" / "gateway.yaml").read_text(encoding="utf-8"))
+    served = {*config["models"], *config.get("routes", {})}
+    served |= {alias for entry in config["models"].values() for alias in entry.get("aliases", [])}
+    pages = [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md"))]
+    commands = [
+        (page.name, command)
+        for page in pages
+        for command in re.findall(
+            r"ANTHROPIC_BASE_URL=http://127\.0\.0\.1:4000 (?:[^\n]|\\\n)*?\bclaude(?=[ \n])",
+            page.read_text(encoding="utf-8"),
+        )
+    ]
+    assert commands, "no document shows Claude Code against the gateway"
+    for page, command in commands:
+        names = dict(re.findall(r"(ANTHROPIC_MODEL|ANTHROPIC_DEFAULT_HAIKU_MODEL)=(\S+)", command))
+        for variable in ("ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL"):
+            name = names.get(variable)
+            assert name in served and name not in CLAUDE_CODE_ALIASES, (page, variable, name)
