@@ -703,3 +703,13 @@ def test_an_empty_catalog_provider_is_refused_not_ignored(
     # It listed every provider's models, as if no --provider had been given.
     assert main(["models", "--provider", empty]) != 0
     assert "--provider: expected a provider name" in capsys.readouterr().err
+
+
+def test_python_dash_m_metis_is_the_command_line() -> None:
+    """``python -m metis ...``, as a user whose virtual environment's scripts are not on PATH
+    types it, runs the ``metis`` command."""
+    done = subprocess.run(
+        [sys.executable, "-m", "metis", "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("metis ")
