@@ -149,3 +149,18 @@ def test_claude_code_pointed_at_the_gateway_names_models_the_file_serves() -> No
         for variable in ("ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL"):
             name = names.get(variable)
             assert name in served and name not in CLAUDE_CODE_ALIASES, (page, variable, name)
+
+
+def test_the_property_search_sizes_the_docs_give_are_the_suites() -> None:
+    conftest = (ROOT / "tests" / "conftest.py").read_text(encoding="utf-8")
+    default = re.search(r"^DEFAULT_RUN_EXAMPLES = (\d+)$", conftest, re.MULTILINE)
+    full = re.search(r"^FULL_SEARCH_EXAMPLES = (\d+)$", conftest, re.MULTILINE)
+    assert default and full
+    sizes = (int(full[1]), int(default[1]))
+    contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    given = re.findall(r"at (\d+) examples, not (\d+)", contributing)
+    given += [
+        (b, a)
+        for a, b in re.findall(r"tries (\d+) examples in the default run and (\d+)", contributing)
+    ]
+    assert given and {(int(a), int(b)) for a, b in given} == {sizes}
