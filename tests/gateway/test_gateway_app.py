@@ -112,6 +112,8 @@ async def test_health_readiness_and_the_model_list(emulator: Emulator) -> None:
         listed = await client.get("/v1/models", headers={"x-api-key": GATEWAY_KEY})
         flash = next(m for m in listed.json()["data"] if m["id"] == "flash")
         assert flash["model"] == "gemini:gemini-2.5-flash" and flash["context_window"] > 0
+    assert flash["max_input_tokens"] == flash["context_window"]  # the anthropic SDK's names
+    assert flash["max_tokens"] == flash["max_output_tokens"] and flash["lifecycle"] == "active"
 
 
 async def test_an_unknown_model_is_404_pointing_at_the_list_and_naming_no_file(
