@@ -529,6 +529,26 @@ def test_prices_come_from_the_model_catalog(no_keys: None) -> None:
         anyio.run(models.aclose)
 
 
+def test_an_unknown_model_name_says_any_stack_model_is_one_too(no_keys: None) -> None:
+    """``metis chat -m sonnet``: the built-in models are a few examples; any model of a
+    built-in stack can be named (``anthropic:claude-opus-4-1``), which the error says."""
+    from metis.errors import InvalidRequestError
+
+    models = Models(offline=True)
+    try:
+        with pytest.raises(InvalidRequestError) as caught:
+            models.resolve("sonnet")
+        assert caught.value.message.startswith("unknown model 'sonnet' in the built-in models")
+        assert caught.value.message.endswith(
+            "; or any model of a built-in stack as STACK:MODEL (anthropic:claude-sonnet-4-5)"
+        )
+        assert models.resolve("anthropic:claude-opus-4-1").model == "anthropic:claude-opus-4-1"
+    finally:
+        import anyio
+
+        anyio.run(models.aclose)
+
+
 @pytest.mark.slow
 def test_stack_imports_the_module_that_registers_custom_stages(tmp_path: Path) -> None:
     (tmp_path / "mystages.py").write_text(
