@@ -733,3 +733,16 @@ def test_python_dash_m_metis_is_the_command_line() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("metis ")
+
+
+def test_the_demo_tables_summary_counts_one_provider_in_the_singular() -> None:
+    from typing import cast
+
+    from metis.adapter import Adapter
+    from metis.cli.demo_table import Row, print_table
+    from metis.cli.models import Target
+
+    target = Target("anthropic:x", "anthropic:x", "anthropic", cast(Adapter, None), offline=True)
+    stream = StringIO()
+    print_table(Output(stream, colour=False), [Row(1, target, "end_turn", 10, 2)])
+    assert "1 turn, 1 provider, 10 tokens in, 2 out, " in stream.getvalue()
