@@ -46,6 +46,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -345,6 +346,17 @@ class Registry:
             await adapter.aclose()  # each stage's dispose, then the adapter's own client
         for client in owned:
             await client.aclose()
+
+    def __del__(self) -> None:
+        if getattr(self, "_owned_clients", None):  # as an unclosed adapter is said
+            warnings.warn(
+                f"the Registry of {self.source} was never closed, its connection pools still "
+                "open: use 'async with Registry.load(...) as registry:' or "
+                "'await registry.aclose()'",
+                ResourceWarning,
+                source=self,
+                stacklevel=2,
+            )
 
     async def __aenter__(self) -> Registry:
         return self

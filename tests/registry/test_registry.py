@@ -490,6 +490,28 @@ async def test_aclose_closes_the_pools_the_registry_made(tmp_path: Path) -> None
     assert client.is_closed
 
 
+def test_a_registry_never_closed_says_so_and_how_as_a_resource_warning(tmp_path: Path) -> None:
+    import gc
+    import warnings
+
+    with warnings.catch_warnings():  # what earlier tests left unclosed warns now, not below
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+    forgotten = Registry.load(write(tmp_path, SEED_EXAMPLE), environ=ENV)
+    forgotten.adapter("opus")  # a connection pool made for it
+    with pytest.warns(ResourceWarning, match="models.yaml was never closed") as seen:
+        del forgotten
+        gc.collect()
+    ours = [str(w.message) for w in seen if "Registry of" in str(w.message)]
+    assert ours and all("'await registry.aclose()'" in said for said in ours)
+    unused = Registry.load(write(tmp_path, SEED_EXAMPLE), environ=ENV)  # nothing opened
+    with warnings.catch_warnings(record=True) as later:
+        warnings.simplefilter("always", ResourceWarning)
+        del unused
+        gc.collect()
+    assert not [w for w in later if "Registry of" in str(w.message)]
+
+
 LIFECYCLE: list[str] = []
 
 
