@@ -30,7 +30,7 @@ def test_the_docs_python_blocks_type_check(tmp_path: Path, request: pytest.Fixtu
             name = f"{page.stem.replace('-', '_')}_{index}.py"
             (tmp_path / name).write_text(block, encoding="utf-8")
             files[name] = page.name
-    cache = request.config.cache.mkdir("mypy") if request.config.cache else tmp_path / "cache"
+    cache = request.config.cache.mkdir("mypy-docs") if request.config.cache else tmp_path / "c"
     out, err, _ = api.run(
         ["--strict", "--no-error-summary", "--cache-dir", str(cache), "--python-version", "3.11"]
         + [str(tmp_path / name) for name in files]
