@@ -72,7 +72,7 @@ def _open_warning(path: str, host: str) -> str:
         loopback = host == "localhost"
     reach = "" if loopback else f"; it listens on {host}, which other machines can reach"
     return (
-        f"metis serve: warning: {path} names no gateway key (gateway.api_key_env or "
+        f"metis: warning: {path} names no gateway key (gateway.api_key_env or "
         f"gateway.keys): any client is served, with this server's provider keys{reach}"
     )
 

@@ -130,5 +130,5 @@ def test_a_gateway_without_keys_says_any_client_is_served(
     if said is None:
         assert "warning" not in err
     else:
-        assert "metis serve: warning: " in err and "names no gateway key" in err
+        assert "metis: warning: " in err and "names no gateway key" in err
         assert said in err
