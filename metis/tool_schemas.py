@@ -33,7 +33,11 @@ def input_schema(function: Callable[..., Any], name: str) -> dict[str, Any]:
                     f"{_type_name(annotation)}, which has no JSON schema a model can fill; use a "
                     "JSON type (str, int, float, bool, list, dict, Literal, a pydantic model)"
                 ) from None
-        raise ConfigError(f"tool {name!r}: no JSON schema for its parameters: {exc}") from None
+        reason = str(exc).split(". ")[0]  # pydantic's advice after it is about its models
+        raise ConfigError(
+            f"tool {name!r}: no JSON schema for its parameters ({reason}); a tool is a Python "
+            "function whose parameters have type hints of JSON types"
+        ) from None
 
 
 def _parameter_types(function: Callable[..., Any]) -> dict[str, Any]:

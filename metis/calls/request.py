@@ -194,11 +194,19 @@ def tool_list(tools: object) -> list[Any]:
     listed = list(tools)
     for index, item in enumerate(listed):
         if not (callable(item) or isinstance(item, Tool | ToolDefinition | ServerToolLike)):
+            hint = _DICT_TOOL if isinstance(item, Mapping) else ""
             raise InvalidRequestError(
                 f"tools[{index}]: expected a @metis.tool function, a plain function, a "
                 f"ToolDefinition or a provider tool (metis.WebSearch, ...), got {_described(item)}"
+                f"{hint}"
             )
     return listed
+
+
+_DICT_TOOL = (
+    "; a tool written as a provider's dict is metis.ToolDefinition(name=..., description=..., "
+    "input_schema=...), the schema Anthropic's input_schema or OpenAI's function.parameters"
+)
 
 
 def _described(value: object) -> str:

@@ -22,7 +22,7 @@ import httpx
 from metis.catalog.build import build_snapshot
 from metis.catalog.catalog import Catalog, cache_path
 from metis.catalog.entries import valid_entries
-from metis.errors import ConfigError
+from metis.errors import ConfigError, NetworkError
 
 MODELS_DEV_URL = "https://models.dev/api.json"
 
@@ -49,11 +49,20 @@ def online_sources(
     client: httpx.Client | None = None,
     fetch_prices: Callable[[], list[Any]] | None = None,
 ) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
-    """models.dev's live ``api.json`` and genai-prices' latest published data."""
-    with client or httpx.Client(timeout=30.0, follow_redirects=True) as http:
-        response = http.get(MODELS_DEV_URL)
-        response.raise_for_status()
-        raw = response.json()
+    """models.dev's live ``api.json`` and genai-prices' latest published data; a NetworkError
+    when models.dev cannot be read (the catalog in use stays as it was)."""
+    if fetch_prices is None:
+        _require("genai_prices")  # before anything is fetched
+    try:
+        with client or httpx.Client(timeout=30.0, follow_redirects=True) as http:
+            response = http.get(MODELS_DEV_URL)
+            response.raise_for_status()
+            raw = response.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise NetworkError(
+            f"cannot read {MODELS_DEV_URL} ({type(exc).__name__}: {exc}); the catalog in use "
+            "is unchanged"
+        ) from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{MODELS_DEV_URL} did not answer with a JSON object")
     providers = (fetch_prices or _latest_genai_prices)()

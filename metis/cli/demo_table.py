@@ -54,7 +54,8 @@ def print_table(out: Output, rows: list[Row]) -> None:
     tokens_out = sum(r.tokens_out or 0 for r in rows)
     total = sum((r.cost for r in rows if r.cost is not None), Decimal(0))
     out.line(
-        f"{len(rows)} turns, {providers} providers, {tokens_in} tokens in, {tokens_out} out, "
+        f"{_count(len(rows), 'turn')}, {_count(providers, 'provider')}, {tokens_in} tokens in, "
+        f"{tokens_out} out, "
         f"{usd(total)} (prices: the model catalog, $0 on a local server; -: not priced)",
         "dim",
     )
@@ -63,3 +64,7 @@ def print_table(out: Output, rows: list[Row]) -> None:
         "could not take (warned once per session); retries: attempts after the first",
         "dim",
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from metis.adapter.adapter import Adapter
 from metis.core.config_files import read_yaml
 from metis.cost import Cost, priced_cost
-from metis.errors import ConfigError, NotConfiguredError
+from metis.errors import ConfigError, InvalidRequestError, NotConfiguredError
 from metis.model.response import TokenUsage
 from metis.registry.registry import ModelRoute, Registry
 from metis.stacks.loader import builtin_stacks
@@ -177,6 +177,17 @@ class Models:
     def resolve(self, name: str, *, fallback: bool = True) -> Target:
         """The target for ``name``: live when its adapter is configured (and not offline),
         else against the emulator (``fallback``) or :class:`NotConfiguredError`."""
+        try:
+            return self._resolve(name, fallback)
+        except InvalidRequestError as exc:
+            if self.path is not None or ":" in name:
+                raise
+            raise InvalidRequestError(  # the built-in models are examples, not the only ones
+                f"{exc.message}; or any model of a built-in stack as STACK:MODEL "
+                "(anthropic:claude-sonnet-4-5)"
+            ) from None
+
+    def _resolve(self, name: str, fallback: bool) -> Target:
         self._learn(name)
         if self.offline:
             reason = "offline"

@@ -7,7 +7,9 @@ it cost ~1-2 ms of CPU a request (benchmarks/README.md)."""
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
     host = args.host or config.settings.host
     port = config.settings.port if args.port is None else args.port
     drain = config.settings.drain_seconds
+    if config.api_key is None and not config.keys:
+        print(_open_warning(path, host), file=sys.stderr, flush=True)
     if args.workers == 1:
         served = uvicorn.Config(
             frozen_for_serving(create_app(config)),
@@ -58,6 +62,19 @@ def run(args: argparse.Namespace) -> int:
             access_log=args.access_log,
         )
     return 0
+
+
+def _open_warning(path: str, host: str) -> str:
+    """A gateway without keys serves any client with the provider keys of this server."""
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    reach = "" if loopback else f"; it listens on {host}, which other machines can reach"
+    return (
+        f"metis: warning: {path} names no gateway key (gateway.api_key_env or "
+        f"gateway.keys): any client is served, with this server's provider keys{reach}"
+    )
 
 
 def _announcing_server(base: Any, config: Any, path: str) -> Any:

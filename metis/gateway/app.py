@@ -214,6 +214,9 @@ def _models(gateway: Gateway, request: Request) -> Response:
                 "created": 0,
                 "created_at": "1970-01-01T00:00:00Z",
                 "owned_by": "metis",
+                "lifecycle": "active",  # the anthropic SDK's ModelInfo requires it
+                "max_input_tokens": entry.get("context_window"),  # ModelInfo's limits
+                "max_tokens": entry.get("max_output_tokens"),
             }
             for entry in gateway.models.listing()
             if key is None or key.may_use(entry["id"])

@@ -131,6 +131,10 @@ class Keys:
     def __bool__(self) -> bool:
         return bool(self._by_digest)
 
+    def restrict_models(self) -> bool:
+        """Whether some key may name only some of the models."""
+        return any(state.spec.models is not None for state in self._by_digest.values())
+
     def find(self, given: str) -> KeyState | None:
         return self._by_digest.get(digest(given))
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from metis.adapter.chat_model import ChatModel
+from metis.core.suggest import closest
 from metis.errors import InvalidRequestError, NotConfiguredError
 from metis.gateway.errors import ModelNotFoundError
 from metis.model.capabilities import AdapterCapabilities
@@ -30,8 +31,11 @@ MAX_NAME = 256
 
 
 class ModelTable:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, suggest: bool = True) -> None:
         self.registry = registry
+        self.suggest = suggest
+        """Whether a name not served is answered with the nearest that are: not when a key may
+        name only some (the others would be shown to it)."""
         self._routers: dict[str, Router] = {}
         self.shared: dict[str, Any] = {}
         """What the routers keep outside the process (availability, buckets, slots), given
@@ -64,13 +68,22 @@ class ModelTable:
         except NotConfiguredError:
             raise
         except InvalidRequestError:  # the registry's, naming its file and every model
+            near = (self.suggest and self._nearest(name)) or ";"
             raise ModelNotFoundError(  # a client sees only what its key may list
-                f"model {name!r} is not served here; GET /v1/models lists the models, aliases "
-                "and routes you may name"
+                f"model {name!r} is not served here{near} GET /v1/models lists the models, "
+                "aliases and routes you may name"
             ) from None
         adapter = self.registry.adapter(name)
         model = f"{adapter.name}:{route.wire_name}"
         return Target(name, adapter, model, adapter.capabilities_for(route.wire_name))
+
+    def _nearest(self, name: str) -> str:
+        """The served names nearest ``name``: the models it is the provider's name of
+        (``gpt-4o`` for ``openai:gpt-4o``), else the closest spelt."""
+        names = [entry["id"] for entry in self.listing()]
+        same = [served for served in names if served.partition(":")[2] == name]
+        near = same or closest(name, names, n=3)
+        return f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
 
     def unconfigured(self) -> list[str]:
         """A line for each adapter the configuration declares without what it needs (its

@@ -100,7 +100,7 @@ class Gateway:
         self.settings = config.settings
         self.api_key = config.api_key
         self.keys = config.keys
-        self.models = ModelTable(config.registry)
+        self.models = ModelTable(config.registry, suggest=not config.keys.restrict_models())
         self.stored: ResponseStore | RedisResponseStore = ResponseStore(
             config.settings.stored_responses
         )

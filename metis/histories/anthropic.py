@@ -103,7 +103,9 @@ def _blocks(content: Any, where: str, ids: Ids, made_by: ProviderRaw) -> list[Co
 def _block(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ContentBlock | None:
     kind = block.get("type")
     if kind == "text":
-        return TextBlock(text=text(block, "text", at), citations=anthropic_citations(block, at))
+        return TextBlock(
+            text=text(block, "text", at, None), citations=anthropic_citations(block, at)
+        )
     if kind == "image":
         return ImageBlock(source=_source(block.get("source"), at))
     if kind == "document":

@@ -120,7 +120,7 @@ def _parts(content: Any, where: str) -> list[ContentBlock]:
         part = mapping(raw, at)
         kind = part.get("type")
         if kind == "text":
-            blocks.append(TextBlock(text=text(part, "text", at)))
+            blocks.append(TextBlock(text=text(part, "text", at, None)))
         elif kind == "image_url":
             url = mapping(part.get("image_url"), f"{at}.image_url").get("url")
             blocks.append(ImageBlock(source=_image_source(url, f"{at}.image_url.url")))

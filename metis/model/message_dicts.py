@@ -75,7 +75,10 @@ def message_from_dict(value: Any, index: int | str) -> Message:
     """The message ``messages[index]`` given as a dict (``index`` a string: the place itself)."""
     where = index if isinstance(index, str) else f"messages[{index}]"
     if not isinstance(value, Mapping):
-        raise _error(f"{where}: expected a Message or a dict, got {type(value).__name__}")
+        hint = ""
+        if isinstance(getattr(value, "message", None), Message):  # a reply, not its message
+            hint = "; a reply goes into the history as its .message"
+        raise _error(f"{where}: expected a Message or a dict, got {type(value).__name__}{hint}")
     _known_keys(value, Message, where, "a message")
     if "role" not in value:
         raise _error(f"{where}: no 'role' (one of {', '.join(_ROLES)})")

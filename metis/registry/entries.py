@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from metis.catalog import default_catalog
 from metis.catalog.capabilities import model_capabilities
 from metis.core.config_files import config_error
+from metis.core.suggest import did_you_mean
 from metis.errors import ConfigError
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.settings import validate_settings
@@ -112,10 +113,10 @@ def _load_stack(name: str, type_: str, base: Path | None, source: str) -> StackS
     if is_path and not path.is_absolute() and base is not None:
         path = base / path
     if not is_path:
-        if type_ not in builtin_stacks():
+        if type_ not in (known := builtin_stacks()):
             raise ConfigError(
-                f"{where}: expected a built-in stack ({', '.join(builtin_stacks())}) or a "
-                f"path to a stack file (.yaml), got {type_!r}"
+                f"{where}: expected a built-in stack ({', '.join(known)}) or a "
+                f"path to a stack file (.yaml), got {type_!r}{did_you_mean(type_, known)}"
             )
         return load_stack(type_)
     try:

@@ -46,6 +46,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,6 +89,12 @@ _REGISTRY_OPTIONS = frozenset({"source", "base_dir", "environ", "clients"}) | (
     keyword_names(build_adapter) - {"stack", "config", "init_on_first_call"}
 )
 """A Registry's own options, and the ones it passes to every adapter it builds."""
+
+
+_NO_ADAPTERS = (
+    "none (the file declares no adapters; declare each as adapters: {NAME: {type: STACK}}, "
+    "STACK a built-in stack such as anthropic, or a stack file)"
+)
 
 
 class Registry:
@@ -185,11 +192,12 @@ class Registry:
     def _add_model(self, model_id: str, entry: ModelEntry) -> None:
         adapter = self._adapters.get(entry.adapter)
         if adapter is None:
-            declared = ", ".join(self._adapters) or "none"
+            near = difflib.get_close_matches(entry.adapter, list(self._adapters), n=1)
             raise ConfigError(
                 f"{self.source}: models.{model_id}.adapter: model {model_id} names adapter "
                 f"{entry.adapter!r}, which is not declared; expected one of the adapters: "
-                f"{declared}"
+                + (", ".join(self._adapters) or _NO_ADAPTERS)
+                + (f"; did you mean {near[0]!r}?" if near else "")
             )
         self._routes[model_id] = model_route(model_id, entry, adapter.stack, self.source)
         self._overrides[model_id] = dict(entry.capabilities)
@@ -338,6 +346,17 @@ class Registry:
             await adapter.aclose()  # each stage's dispose, then the adapter's own client
         for client in owned:
             await client.aclose()
+
+    def __del__(self) -> None:
+        if getattr(self, "_owned_clients", None):  # as an unclosed adapter is said
+            warnings.warn(
+                f"the Registry of {self.source} was never closed, its connection pools still "
+                "open: use 'async with Registry.load(...) as registry:' or "
+                "'await registry.aclose()'",
+                ResourceWarning,
+                source=self,
+                stacklevel=2,
+            )
 
     async def __aenter__(self) -> Registry:
         return self

@@ -92,13 +92,32 @@ class RouteCall:
     last: AdapterError | None = None
     unconfigured: NotConfiguredError | None = None
     """The last credential a model's adapter looked for in vain when called."""
+    missing: list[tuple[str, NotConfiguredError]] = field(default_factory=list)
+    """Each model that was not configured, with its error."""
 
     def skipped(self, target: ResolvedTarget, reason: str) -> None:
         self.steps.append((target.model, "skipped", reason))
 
     def not_configured(self, target: ResolvedTarget, error: NotConfiguredError) -> None:
         self.unconfigured = error
+        self.missing.append((target.model, error))
         self.skipped(target, f"{NOT_CONFIGURED}{error.message}")
+
+    def _none_configured(self) -> NotConfiguredError:
+        """One error naming what each model of the route needs (a gateway's client sees only
+        the message, not the notes)."""
+        needs = [
+            f"{model} (set {error.api_key_env})" if error.api_key_env else f"{model} ({error})"
+            for model, error in self.missing
+        ]
+        last = self.missing[-1][1]
+        return NotConfiguredError(
+            f"no model of route {self.route} is configured: {', '.join(needs)}",
+            model=None,
+            adapter=last.adapter,
+            api_key_env=last.api_key_env,
+            request_id=self.request.request_id,
+        )
 
     def failed(self, target: ResolvedTarget, error: AdapterError) -> None:
         self.last = error
@@ -131,8 +150,9 @@ class RouteCall:
             self.last.add_note(note)
             return self.last
         if self.unconfigured is not None and all(r.startswith(NOT_CONFIGURED) for r in reasons):
-            self.unconfigured.add_note(note)
-            return self.unconfigured
+            error = self._none_configured() if len(self.missing) > 1 else self.unconfigured
+            error.add_note(note)
+            return error
         if all(reason.startswith(CANNOT_SERVE) for reason in reasons):
             return CapabilityError(
                 f"no model of route {self.route} can serve this request: {summary}",

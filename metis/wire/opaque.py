@@ -7,7 +7,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from metis.model.content import Message, OpaqueBlock
+from metis.errors import InvalidRequestError
+from metis.model.content import Message, OpaqueBlock, Role
 from metis.model.request import CanonicalRequest
 from metis.wire.codec import EncodeContext
 
@@ -62,21 +63,36 @@ def elsewhere(block: OpaqueBlock) -> str:
 
 
 def without_foreign(request: CanonicalRequest, call: EncodeContext) -> CanonicalRequest:
-    """``request`` without the opaque blocks another provider made, each reported once."""
+    """``request`` without the opaque blocks another provider made, each reported once. A
+    user message they were all of is refused: leaving it out would change what is asked (the
+    last one gone, the model would go on from the assistant's turn before it)."""
     if not any(_foreign(b, call.provider) for m in request.messages for b in m.content):
         return request
     messages: list[Message] = []
     for i, message in enumerate(request.messages):
         kept = []
+        where = message.id or f"messages[{i}]"
         for block in message.content:
             if _foreign(block, call.provider):
                 assert isinstance(block, OpaqueBlock)
-                where = message.id or f"messages[{i}]"
                 call.warn_dropped(block.kind, elsewhere(block), message_id=where)
             else:
                 kept.append(block)
+        if not kept and message.role is Role.USER:
+            raise _nothing_left(message, where, call)
         messages.append(message.model_copy(update={"content": kept}))
     return request.model_copy(update={"messages": messages})
+
+
+def _nothing_left(message: Message, where: str, call: EncodeContext) -> InvalidRequestError:
+    kinds = ", ".join(sorted({repr(b.kind) for b in message.content if isinstance(b, OpaqueBlock)}))
+    return InvalidRequestError(
+        f"{where}: a user message has nothing {call.provider} can read: its content ({kinds}) "
+        "has no canonical form and goes back only to the provider that made it",
+        provider=call.provider,
+        request_id=call.request_id,
+        retryable=False,
+    )
 
 
 def _foreign(block: Any, provider: str) -> bool:

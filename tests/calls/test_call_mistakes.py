@@ -53,6 +53,22 @@ def test_a_value_of_the_wrong_type_is_an_invalid_request_naming_the_option(
         (42, "messages: expected a string, a Message, a message dict or a list of them, got int"),
         (b"Hi", "got bytes"),
         ([42], "messages[0]: expected a Message or a dict, got int"),
+        (  # the reply itself appended to the history, in a tool loop written by hand
+            [
+                metis.Message.user("Hi"),
+                metis.CanonicalResponse(
+                    request_id="r",
+                    model=MODEL,
+                    provider="anthropic",
+                    content=[metis.TextBlock(text="Hello")],
+                    stop_reason=metis.StopReason(kind=metis.StopKind.END_TURN, raw="end_turn"),
+                    usage=metis.TokenUsage(input_tokens=1, output_tokens=1),
+                    latency_ms=1,
+                ),
+            ],
+            "messages[1]: expected a Message or a dict, got CanonicalResponse; a reply goes "
+            "into the history as its .message",
+        ),
     ],
 )
 def test_messages_that_are_no_messages_are_an_invalid_request(
@@ -116,14 +132,21 @@ def test_a_misspelt_key_of_a_message_dict_at_any_depth_is_an_invalid_request_nam
             "ToolDefinition or a provider tool (metis.WebSearch, ...), got str 'get_weather'",
         ),
         ([{"name": "get_weather"}], "tools[0]: expected a @metis.tool function"),
+        (  # a tool in a provider's form, as a user of its SDK writes it
+            [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}],
+            "a tool written as a provider's dict is metis.ToolDefinition(name=..., "
+            "description=..., input_schema=...)",
+        ),
+        ([print], "tool 'print': no JSON schema for its parameters (Unable to generate"),
     ],
 )
 def test_tools_not_given_as_a_list_of_tools_are_an_invalid_request(
     at_emulator: Emulator, tools: Any, said: str
 ) -> None:
-    with pytest.raises(InvalidRequestError) as caught:
+    with pytest.raises((InvalidRequestError, ConfigError)) as caught:
         metis.complete(MODEL, "Weather in Paris?", tools=tools)
     assert said in str(caught.value)
+    assert "arbitrary_types_allowed" not in str(caught.value)  # pydantic's advice, not ours
     assert at_emulator.stats.requests == 0
 
 

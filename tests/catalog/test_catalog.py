@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import sys
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -21,7 +22,7 @@ from metis.catalog.capabilities import model_capabilities
 from metis.catalog.lookup import _warned
 from metis.catalog.refresh import MODELS_DEV_URL, online_sources, write_snapshot
 from metis.cost import cost_of
-from metis.errors import CapabilityError, ConfigError
+from metis.errors import CapabilityError, ConfigError, NetworkError
 from metis.model import Base64ImageSource, CanonicalRequest, ImageBlock, Message, TextBlock
 from metis.model.response import TokenUsage
 from metis.pipeline.config import AdapterConfig
@@ -453,6 +454,31 @@ async def test_a_call_to_a_model_whose_entry_is_malformed_runs_as_uncatalogued(
         r for r in caplog.records if getattr(r, "event", "") == "metis.uncatalogued_model"
     ]
     assert uncatalogued == []  # the one WARN says it already
+
+
+def test_a_refresh_that_cannot_reach_models_dev_is_a_network_error_naming_it() -> None:
+    """``metis models --refresh`` offline: a classified error naming what it could not read
+    (it was an "internal error: ConnectError")."""
+    with respx.mock:
+        respx.get(MODELS_DEV_URL).mock(side_effect=httpx.ConnectError("Name or service not known"))
+        with pytest.raises(NetworkError) as caught:
+            online_sources(fetch_prices=_genai)
+    assert f"cannot read {MODELS_DEV_URL} (ConnectError: Name or service not known)" in str(
+        caught.value
+    )
+
+
+def test_a_refresh_without_the_catalog_extra_says_so_before_fetching(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "genai_prices", None)  # not installed
+    with respx.mock(assert_all_called=False) as mocked:
+        route = mocked.get(MODELS_DEV_URL).respond(json=MODELS_DEV)
+        with pytest.raises(
+            ConfigError, match=r"needs genai-prices: pip install 'metis\[catalog\]'"
+        ):
+            online_sources()
+    assert not route.called
 
 
 def test_refresh_leaves_out_entries_upstream_data_makes_malformed(

@@ -529,6 +529,26 @@ def test_prices_come_from_the_model_catalog(no_keys: None) -> None:
         anyio.run(models.aclose)
 
 
+def test_an_unknown_model_name_says_any_stack_model_is_one_too(no_keys: None) -> None:
+    """``metis chat -m sonnet``: the built-in models are a few examples; any model of a
+    built-in stack can be named (``anthropic:claude-opus-4-1``), which the error says."""
+    from metis.errors import InvalidRequestError
+
+    models = Models(offline=True)
+    try:
+        with pytest.raises(InvalidRequestError) as caught:
+            models.resolve("sonnet")
+        assert caught.value.message.startswith("unknown model 'sonnet' in the built-in models")
+        assert caught.value.message.endswith(
+            "; or any model of a built-in stack as STACK:MODEL (anthropic:claude-sonnet-4-5)"
+        )
+        assert models.resolve("anthropic:claude-opus-4-1").model == "anthropic:claude-opus-4-1"
+    finally:
+        import anyio
+
+        anyio.run(models.aclose)
+
+
 @pytest.mark.slow
 def test_stack_imports_the_module_that_registers_custom_stages(tmp_path: Path) -> None:
     (tmp_path / "mystages.py").write_text(
@@ -703,3 +723,26 @@ def test_an_empty_catalog_provider_is_refused_not_ignored(
     # It listed every provider's models, as if no --provider had been given.
     assert main(["models", "--provider", empty]) != 0
     assert "--provider: expected a provider name" in capsys.readouterr().err
+
+
+def test_python_dash_m_metis_is_the_command_line() -> None:
+    """``python -m metis ...``, as a user whose virtual environment's scripts are not on PATH
+    types it, runs the ``metis`` command."""
+    done = subprocess.run(
+        [sys.executable, "-m", "metis", "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("metis ")
+
+
+def test_the_demo_tables_summary_counts_one_provider_in_the_singular() -> None:
+    from typing import cast
+
+    from metis.adapter import Adapter
+    from metis.cli.demo_table import Row, print_table
+    from metis.cli.models import Target
+
+    target = Target("anthropic:x", "anthropic:x", "anthropic", cast(Adapter, None), offline=True)
+    stream = StringIO()
+    print_table(Output(stream, colour=False), [Row(1, target, "end_turn", 10, 2)])
+    assert "1 turn, 1 provider, 10 tokens in, 2 out, " in stream.getvalue()

@@ -88,3 +88,47 @@ def test_the_access_log_is_off_unless_asked_for(
     path.write_text(yaml.safe_dump(CONFIG))
     assert main(["serve", "--config", str(path), "--workers", workers, *flag]) == 0
     assert given["access_log"] is logged
+
+
+@pytest.mark.parametrize(
+    ("gateway", "host", "said"),
+    [
+        ({"host": "127.0.0.1"}, [], "any client is served, with this server's provider keys\n"),
+        ({}, ["--host", "0.0.0.0"], "it listens on 0.0.0.0, which other machines can reach"),
+        ({"api_key_env": "GW_KEY"}, ["--host", "0.0.0.0"], None),
+    ],
+)
+def test_a_gateway_without_keys_says_any_client_is_served(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    gateway: dict[str, str],
+    host: list[str],
+    said: str | None,
+) -> None:
+    """A models.yaml with no gateway key (no ``gateway:`` section at all, say) serves every
+    client that reaches it with the server's provider keys: it says so as it starts."""
+    import uvicorn
+
+    from metis.cli import main
+    from metis.cli import serve as serve_command
+
+    class Served:
+        started = True
+
+        def run(self) -> None:
+            pass
+
+    monkeypatch.setattr(uvicorn, "Config", lambda app, **options: None)
+    monkeypatch.setattr(serve_command, "_announcing_server", lambda *_: Served())
+    monkeypatch.setenv("UP_KEY", "sk-upstream")
+    monkeypatch.setenv("GW_KEY", "gw-key")
+    path = tmp_path / "gateway.yaml"
+    path.write_text(yaml.safe_dump({**CONFIG, "gateway": gateway}))
+    assert main(["serve", "--config", str(path), *host]) == 0
+    err = capsys.readouterr().err
+    if said is None:
+        assert "warning" not in err
+    else:
+        assert "metis: warning: " in err and "names no gateway key" in err
+        assert said in err

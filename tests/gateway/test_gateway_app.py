@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from metis.gateway.app import create_app
+from metis.gateway.keys import digest
 from metis.gateway.models import Target
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.events import MessageComplete, StreamEvent, TextDelta
@@ -111,6 +112,8 @@ async def test_health_readiness_and_the_model_list(emulator: Emulator) -> None:
         listed = await client.get("/v1/models", headers={"x-api-key": GATEWAY_KEY})
         flash = next(m for m in listed.json()["data"] if m["id"] == "flash")
         assert flash["model"] == "gemini:gemini-2.5-flash" and flash["context_window"] > 0
+    assert flash["max_input_tokens"] == flash["context_window"]  # the anthropic SDK's names
+    assert flash["max_tokens"] == flash["max_output_tokens"] and flash["lifecycle"] == "active"
 
 
 async def test_an_unknown_model_is_404_pointing_at_the_list_and_naming_no_file(
@@ -124,9 +127,35 @@ async def test_an_unknown_model_is_404_pointing_at_the_list_and_naming_no_file(
     assert reply.status_code == 404
     assert reply.json()["error"] == {
         "type": "not_found_error",
-        "message": "model 'flsh' is not served here; GET /v1/models lists the models, aliases "
-        "and routes you may name",
+        "message": "model 'flsh' is not served here; did you mean 'flash'? GET /v1/models "
+        "lists the models, aliases and routes you may name",
     }
+
+
+@pytest.mark.parametrize(
+    ("named", "keys", "said"),
+    [  # the provider's own name, as an SDK's or an agent CLI's default sends it
+        ("gpt-4o", [], "model 'gpt-4o' is not served here; did you mean 'openai:gpt-4o'? GET"),
+        ("flsh", [], "model 'flsh' is not served here; did you mean 'flash'? GET"),
+        (  # a key that may name only some models is shown no others
+            "flsh",
+            [{"name": "team", "sha256": digest(GATEWAY_KEY), "models": ["gpt"]}],
+            "model 'flsh' is not served here; GET",
+        ),
+    ],
+)
+async def test_an_unknown_model_names_the_nearest_served_when_every_key_may_name_every_model(
+    emulator: Emulator, named: str, keys: list[dict[str, Any]], said: str
+) -> None:
+    app = create_app(gateway_config(emulator, {"keys": keys}))
+    async with _client(app) as client:
+        reply = await client.post(
+            "/v1/chat/completions",
+            json={"model": named, "messages": [{"role": "user", "content": "Hi"}]},
+            headers={"authorization": f"Bearer {GATEWAY_KEY}"},
+        )
+    assert reply.status_code == 404
+    assert reply.json()["error"]["message"].startswith(said)
 
 
 async def test_a_request_past_its_timeout_is_504(emulator: Emulator) -> None:

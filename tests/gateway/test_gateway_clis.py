@@ -58,7 +58,8 @@ def test_claude_code_through_the_gateway_to_gemini(
         ANTHROPIC_BASE_URL=url,
         ANTHROPIC_API_KEY=GATEWAY_KEY,
         ANTHROPIC_MODEL="flash",
-        ANTHROPIC_SMALL_FAST_MODEL="flash",
+        ANTHROPIC_DEFAULT_HAIKU_MODEL="flash",  # its background tasks' model
+        ANTHROPIC_SMALL_FAST_MODEL="flash",  # the same, before Claude Code 2.x renamed it
     )
     task = "Use the Read tool on notes.txt and say what it holds"
     done = subprocess.run(

@@ -247,6 +247,9 @@ def test_one_model_is_retrieved_in_both_sdks(claude: Any, oai: Any) -> None:
     assert oai.models.retrieve("sonnet").id == "sonnet"
     named = "bedrock:anthropic.claude-haiku-4-5-20251001-v1:0"
     assert claude.models.retrieve(named).id == named
+    sonnet = claude.models.retrieve("sonnet")  # the limits and lifecycle ModelInfo reads
+    assert sonnet.max_input_tokens == oai.models.retrieve("sonnet").context_window > 0
+    assert sonnet.max_tokens and sonnet.max_tokens > 0 and sonnet.lifecycle == "active"
     with pytest.raises(openai.NotFoundError):
         oai.models.retrieve("no-such-model")
     with pytest.raises(anthropic.NotFoundError):

@@ -319,6 +319,16 @@ def test_a_mutated_anthropic_history_imports_or_is_refused_naming_where(
             [{"role": "user", "content": [{"type": "image", "source": {"type": "base64"}}]}],
             "messages[0].content[0].source",
         ),
+        (  # a misspelt key: the text is missing, not an empty text sent as nothing
+            from_openai_chat,
+            [{"role": "user", "content": [{"type": "text", "txt": "Hello"}]}],
+            "messages[0].content[0].text: missing",
+        ),
+        (
+            from_anthropic,
+            [{"role": "user", "content": [{"type": "text", "txt": "Hello"}]}],
+            "messages[0].content[0].text: missing",
+        ),
         (from_openai_chat, 42, "messages: expected a list"),
         (from_anthropic, [{"role": _nested(5000)}], "messages[0].role: expected user, assistant"),
         (from_openai_chat, [{"role": _nested(5000)}], "messages[0].role: expected system"),

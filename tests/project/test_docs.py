@@ -97,3 +97,70 @@ def test_the_readme_and_the_contract_name_every_event_type() -> None:
     contract = (ROOT / "docs" / "contract.md").read_text(encoding="utf-8")
     for kind in kinds:
         assert f"`{kind}`" in said.group(2) and f"| `{kind}` |" in contract, kind
+
+
+def test_the_keys_the_docs_suggest_leave_error_messages_whole() -> None:
+    """metis hides an API key wherever it stands in an error message; a key the docs suggest
+    for the emulator that is an English word (``any``) blanked that word out of every message
+    (``does not match [REDACTED] of the expected tags``)."""
+    from metis.errors import redact
+
+    message = (
+        "messages.0.content.0: Input tag 'txt' found using 'type' does not match any of the "
+        "expected tags; tool_choice.type: one of auto, any, tool or none; a test key; no key"
+    )
+    pages = [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md"))]
+    suggested = {
+        (page.name, key)
+        for page in pages
+        for key in re.findall(r"_API_KEY=([^\s`\\\"']+)", page.read_text(encoding="utf-8"))
+        if key not in ("...", "$KEY")
+    }
+    assert suggested, "the docs suggest no key"
+    blanked = sorted(f"{page}: {key}" for page, key in suggested if redact(message, key) != message)
+    assert blanked == []
+
+
+CLAUDE_CODE_ALIASES = {"default", "sonnet", "opus", "haiku", "opusplan", "sonnet[1m]"}
+"""Names Claude Code turns into Claude model ids of its own before it sends them."""
+
+
+def test_claude_code_pointed_at_the_gateway_names_models_the_file_serves() -> None:
+    """Claude Code asks for Claude's own model ids unless told a name; the examples' gateway
+    file serves none of them, so a command without ``ANTHROPIC_MODEL`` (or with one of Claude
+    Code's aliases) gets a 404 for every request."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "examples" / "gateway.yaml").read_text(encoding="utf-8"))
+    served = {*config["models"], *config.get("routes", {})}
+    served |= {alias for entry in config["models"].values() for alias in entry.get("aliases", [])}
+    pages = [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md"))]
+    commands = [
+        (page.name, command)
+        for page in pages
+        for command in re.findall(
+            r"ANTHROPIC_BASE_URL=http://127\.0\.0\.1:4000 (?:[^\n]|\\\n)*?\bclaude(?=[ \n])",
+            page.read_text(encoding="utf-8"),
+        )
+    ]
+    assert commands, "no document shows Claude Code against the gateway"
+    for page, command in commands:
+        names = dict(re.findall(r"(ANTHROPIC_MODEL|ANTHROPIC_DEFAULT_HAIKU_MODEL)=(\S+)", command))
+        for variable in ("ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL"):
+            name = names.get(variable)
+            assert name in served and name not in CLAUDE_CODE_ALIASES, (page, variable, name)
+
+
+def test_the_property_search_sizes_the_docs_give_are_the_suites() -> None:
+    conftest = (ROOT / "tests" / "conftest.py").read_text(encoding="utf-8")
+    default = re.search(r"^DEFAULT_RUN_EXAMPLES = (\d+)$", conftest, re.MULTILINE)
+    full = re.search(r"^FULL_SEARCH_EXAMPLES = (\d+)$", conftest, re.MULTILINE)
+    assert default and full
+    sizes = (int(full[1]), int(default[1]))
+    contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    given = re.findall(r"at (\d+) examples, not (\d+)", contributing)
+    given += [
+        (b, a)
+        for a, b in re.findall(r"tries (\d+) examples in the default run and (\d+)", contributing)
+    ]
+    assert given and {(int(a), int(b)) for a, b in given} == {sizes}

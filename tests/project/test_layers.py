@@ -70,6 +70,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "surface",
         (
             "metis/__init__.py",
+            "metis/__main__.py",
             "metis/pipeline/__init__.py",
             "metis/session_redis.py",
             "metis/routing/availability_redis.py",

@@ -309,6 +309,10 @@ def adapters(**entry: Any) -> dict[str, Any]:
             "adapters.anthropic.type: expected a built-in stack (anthropic, ",
         ),
         (
+            adapters(type="antropic"),
+            "or a path to a stack file (.yaml), got 'antropic'; did you mean 'anthropic'",
+        ),
+        (
             adapters(type="stacks/missing.yaml"),
             "adapters.anthropic.type: expected a usable stack file, got 'stacks/missing.yaml'",
         ),
@@ -354,7 +358,16 @@ def adapters(**entry: Any) -> dict[str, Any]:
                 "models": {"anthropic:claude-sonnet-4-6": {"adapter": "anthropic"}},
             },
             "models.anthropic:claude-sonnet-4-6.adapter: model anthropic:claude-sonnet-4-6 names "
-            "adapter 'anthropic', which is not declared; expected one of the adapters",
+            "adapter 'anthropic', which is not declared; expected one of the adapters: none (the "
+            "file declares no adapters; declare each as adapters: {NAME: {type: STACK}}",
+        ),
+        (
+            {
+                "adapters": {"anthropic": {"type": "anthropic"}},
+                "models": {"anthropic:claude-sonnet-4-6": {"adapter": "antropic"}},
+            },
+            "adapter 'antropic', which is not declared; expected one of the adapters: anthropic; "
+            "did you mean 'anthropic'?",
         ),
         (["a", "list"], "expected a mapping with adapters and models, got ['a', 'list']"),
     ],
@@ -475,6 +488,28 @@ async def test_aclose_closes_the_pools_the_registry_made(tmp_path: Path) -> None
     assert registry.adapter("gpt5").config.http_client is not client
     await registry.aclose()
     assert client.is_closed
+
+
+def test_a_registry_never_closed_says_so_and_how_as_a_resource_warning(tmp_path: Path) -> None:
+    import gc
+    import warnings
+
+    with warnings.catch_warnings():  # what earlier tests left unclosed warns now, not below
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+    forgotten = Registry.load(write(tmp_path, SEED_EXAMPLE), environ=ENV)
+    forgotten.adapter("opus")  # a connection pool made for it
+    with pytest.warns(ResourceWarning, match="models.yaml was never closed") as seen:
+        del forgotten
+        gc.collect()
+    ours = [str(w.message) for w in seen if "Registry of" in str(w.message)]
+    assert ours and all("'await registry.aclose()'" in said for said in ours)
+    unused = Registry.load(write(tmp_path, SEED_EXAMPLE), environ=ENV)  # nothing opened
+    with warnings.catch_warnings(record=True) as later:
+        warnings.simplefilter("always", ResourceWarning)
+        del unused
+        gc.collect()
+    assert not [w for w in later if "Registry of" in str(w.message)]
 
 
 LIFECYCLE: list[str] = []

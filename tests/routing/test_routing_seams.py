@@ -130,6 +130,10 @@ async def test_a_route_none_of_whose_models_has_its_key_says_which_keys_to_set(
         await route.complete(ask())
     notes = " ".join(raised.value.__notes__)
     assert "ANTHROPIC_API_KEY" in notes and "OPENAI_API_KEY" in notes
+    assert raised.value.message == (  # the message itself, all a gateway's client sees
+        f"no model of route route is configured: {MODELS['anthropic']} (set ANTHROPIC_API_KEY), "
+        f"{MODELS['openai']} (set OPENAI_API_KEY)"
+    )
 
 
 @pytest.mark.anyio

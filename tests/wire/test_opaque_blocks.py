@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from metis import AdapterConfig, build_adapter
+from metis.errors import InvalidRequestError
 from metis.model import CanonicalRequest, Message, OpaqueBlock, ProviderRaw, TextBlock
 from metis.model.events import MessageComplete
 from metis.pipeline.stores import InMemoryToolIdStore
@@ -120,3 +121,32 @@ async def test_the_provider_that_made_it_takes_it_back() -> None:
     reply, sent = await _ask("anthropic", "anthropic:claude-sonnet-4-6", emulator)
     assert reply.warnings == []  # type: ignore[attr-defined]
     assert sent["messages"][1]["content"] == REPLY["content"]  # type: ignore[index]
+
+
+@pytest.mark.anyio
+async def test_a_user_message_of_only_such_blocks_elsewhere_is_refused_naming_it() -> None:
+    """Left out, the last question would be gone and the model would go on from the reply
+    before it: a user message with nothing left to send is refused, before sending."""
+    emulator = Emulator(models="any")
+    adapter = build_adapter(
+        "openai",
+        AdapterConfig(api_key="sk-test-0123456789abcdef", http_client=emulator.client()),
+    )
+    foreign = OpaqueBlock(
+        kind="mcp_tool_result",
+        provider_raw=ProviderRaw(provider="anthropic", data={"item": RESULT}),
+    )
+    request = CanonicalRequest(
+        model="openai:gpt-4o",
+        messages=[
+            Message.user("Hi"),
+            Message.assistant("Hello"),
+            Message(role="user", content=[foreign]),
+        ],
+        max_output_tokens=64,
+    )
+    with pytest.raises(InvalidRequestError) as caught, anyio.fail_after(20):
+        await adapter.complete(request)
+    assert "messages[2]: a user message has nothing openai can read" in str(caught.value)
+    assert "('mcp_tool_result') has no canonical form" in str(caught.value)
+    assert emulator.stats.requests == 0
