@@ -143,6 +143,8 @@ def read_input(raw: Any, ignored: list[str], *, messages_apart: bool = False) ->
         where = f"input[{i}]"
         item = mapping(value, where)
         kind = item.get("type", "message")
+        if not isinstance(kind, str):
+            raise InvalidRequestError(f"{where}.type: expected a string")
         if kind == "message" and messages_apart:
             out.append(_message(item, where, ignored))
         elif kind == "message":
@@ -187,7 +189,7 @@ def _add(out: list[Message], message: Message) -> None:
 
 def _message(item: Mapping[str, Any], where: str, ignored: list[str]) -> Message:
     role = item.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise InvalidRequestError(f"{where}.role: expected user, assistant, system or developer")
     content = item.get("content")
     if isinstance(content, str):

@@ -105,7 +105,8 @@ def anthropic_unread(body: Mapping[str, Any]) -> list[str]:
         if isinstance(content, list):
             _blocks(content, f"{where}.content", ANTHROPIC_BLOCKS, out)
             for j, block in enumerate(content):
-                inner = block.get("content") if block.get("type") == "tool_result" else None
+                tool_result = isinstance(block, Mapping) and block.get("type") == "tool_result"
+                inner = block.get("content") if tool_result else None
                 if isinstance(inner, list):
                     _blocks(inner, f"{where}.content[{j}].content", ANTHROPIC_BLOCKS, out)
     for i, tool in enumerate(_list(body.get("tools"))):
@@ -121,7 +122,7 @@ def chat_unread(body: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
     for i, message in enumerate(_list(body.get("messages"))):
         where = f"messages[{i}]"
-        known = CHAT_MESSAGES.get(message.get("role"))
+        known = _of(CHAT_MESSAGES, message.get("role"))
         if known is None:
             continue
         _check(message, known, where, out)
@@ -129,16 +130,16 @@ def chat_unread(body: Mapping[str, Any]) -> list[str]:
         if isinstance(content, list):
             for j, part in enumerate(_blocks(content, f"{where}.content", CHAT_PARTS, out)):
                 kind = part.get("type") if isinstance(part, Mapping) else None
-                if kind in CHAT_INNER:
+                if isinstance(kind, str) and kind in CHAT_INNER:
                     _check(part.get(kind), CHAT_INNER[kind], f"{where}.content[{j}].{kind}", out)
         for k, call in enumerate(_list(message.get("tool_calls"))):
             at = f"{where}.tool_calls[{k}]"
-            _check(call, CHAT_CALLS.get(call.get("type", "function"), _CACHED), at, out)
+            _check(call, _of(CHAT_CALLS, call.get("type", "function")) or _CACHED, at, out)
             _check(call.get("function"), CHAT_FUNCTION_CALL, f"{at}.function", out)
     for i, tool in enumerate(_list(body.get("tools"))):
-        kind = tool.get("type", "function")
-        if kind in CHAT_TOOLS:
-            _check(tool, CHAT_TOOLS[kind], f"tools[{i}]", out)
+        known = _of(CHAT_TOOLS, tool.get("type", "function"))
+        if known is not None:
+            _check(tool, known, f"tools[{i}]", out)
             _check(tool.get("function"), CHAT_FUNCTION, f"tools[{i}].function", out)
     return out
 
@@ -149,7 +150,7 @@ def responses_unread(body: Mapping[str, Any]) -> list[str]:
     items = body.get("input")
     for i, item in enumerate(_list(items)):
         where = f"input[{i}]"
-        known = RESPONSES_ITEMS.get(item.get("type", "message"))
+        known = _of(RESPONSES_ITEMS, item.get("type", "message"))
         if known is None:
             continue  # kept whole, or named whole by the reader
         _check(item, known, where, out)
@@ -157,11 +158,16 @@ def responses_unread(body: Mapping[str, Any]) -> list[str]:
         if item.get("type", "message") == "message" and isinstance(content, list):
             _blocks(content, f"{where}.content", RESPONSES_PARTS, out)
     for i, tool in enumerate(_list(body.get("tools"))):
-        known = RESPONSES_TOOLS.get(tool.get("type"))
+        known = _of(RESPONSES_TOOLS, tool.get("type"))
         if known is not None:
             _check(tool, known, f"tools[{i}]", out)
     _check(body.get("reasoning"), RESPONSES_REASONING, "reasoning", out)
     return out
+
+
+def _of(known: Known, kind: Any) -> frozenset[str] | None:
+    """The keys read of an object of type ``kind`` (any value a client sent)."""
+    return known.get(kind) if isinstance(kind, str) else None
 
 
 def _list(value: Any) -> list[Mapping[str, Any]]:
@@ -175,7 +181,7 @@ def _blocks(blocks: list[Any], where: str, known: Known, out: list[str]) -> list
     """Checks each block of a known type; returns the blocks, objects or not, as read."""
     for j, block in enumerate(blocks):
         if isinstance(block, Mapping):
-            keys = known.get(block.get("type"))
+            keys = _of(known, block.get("type"))
             if keys is not None:
                 _check(block, keys, f"{where}[{j}]", out)
     return blocks
