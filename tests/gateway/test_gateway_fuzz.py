@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from metis.errors import AdapterError
+from metis.errors import AdapterError, InvalidRequestError
 from metis.gateway.anthropic_api import read_messages
 from metis.gateway.app import create_app
 from metis.gateway.chat_api import read_chat
@@ -407,3 +408,26 @@ def test_the_gateway_answers_a_body_that_is_not_a_request_with_a_4xx(api: str, r
     if b"max_tokens" not in raw and b"messages" in raw:  # the Messages API's one required field
         body = raw.replace(b'"messages"', b'"max_tokens": 10, "messages"', 1)
     assert_answered(api, body)
+
+
+@pytest.mark.parametrize(
+    ("read", "body", "words"),
+    [
+        (read_responses, {"input": [{"type": ["message"], "role": "user"}]}, "input[0].type"),
+        (read_responses, {"input": [{"role": ["user"], "content": "Hi"}]}, "input[0].role"),
+        (
+            read_chat,
+            {
+                "messages": [{"role": "user", "content": "Hi"}],
+                "tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": ["auto"]}},
+            },
+            "allowed_tools.mode",
+        ),
+        (read_chat, {"messages": [], "temperature": 10**400}, "temperature"),
+    ],
+)
+def test_what_the_search_found_is_a_400(read: Any, body: dict[str, Any], words: str) -> None:
+    """A list where a name goes was an unhashable TypeError, an integer past any float an
+    OverflowError: each a 500."""
+    with pytest.raises(InvalidRequestError, match=re.escape(words)):
+        read({"model": "m", **body})
