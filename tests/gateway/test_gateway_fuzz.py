@@ -393,6 +393,8 @@ RAW = [
     b'{"model": 1e999999}',
     b'{"model": "flash", "max_tokens": 1' + b"0" * 5_000 + b"}",
     b'{"model": "flash", "temperature": 1' + b"0" * 400 + b', "messages": [], "input": "hi"}',
+    b'{"model": "gpt", "input": "Hi", "messages": [], "instructions": "\\ud800", "tools": []}',
+    b'{"model": "sonnet", "messages": [{"role": "user", "content": "Hi"}], "output_config": [1]}',
     *(
         b'{"model": "%s", "messages": [{"role": "user", "content": "\\ud800"}], "input": "\\udfff"}'
         % model

@@ -45,7 +45,8 @@ def open_object(schema: Any, path: str = "") -> str | None:
 
 
 def check_anthropic(body: dict[str, Any], call: Any) -> None:
-    fmt = (body.get("output_config") or {}).get("format")
+    config = body.get("output_config")
+    fmt = config.get("format") if isinstance(config, dict) else None
     if isinstance(fmt, dict) and (where := open_object(fmt.get("schema"))) is not None:
         raise Refused(
             "output_config.format.schema: For 'object' type, 'additionalProperties' must be "
