@@ -433,3 +433,13 @@ def test_what_the_search_found_is_a_400(read: Any, body: dict[str, Any], words: 
     OverflowError: each a 500."""
     with pytest.raises(InvalidRequestError, match=re.escape(words)):
         read({"model": "m", **body})
+
+
+def test_the_emulator_refuses_an_output_config_that_is_not_an_object() -> None:
+    """Found by the search: passed through, it was the emulator's 500 (an AttributeError)."""
+    from metis.testing.emulator.formats.strict_tools import check_anthropic
+    from metis.testing.emulator.rules import Refused
+
+    with pytest.raises(Refused, match="output_config: Input should be a valid dictionary"):
+        check_anthropic({"output_config": [1]}, None)
+    check_anthropic({"output_config": None}, None)
