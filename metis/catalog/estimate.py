@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from metis.catalog.estimate_tools import typescript as _typescript
 from metis.model.content import (
     DocumentBlock,
     ImageBlock,
@@ -204,15 +205,23 @@ def _tools_overhead(
 
 
 def estimate_request_tokens(
-    request: CanonicalRequest, profile: TokenProfile | None = None, *, at_most: bool = False
+    request: CanonicalRequest,
+    profile: TokenProfile | None = None,
+    *,
+    at_most: bool = False,
+    at_least: bool = False,
 ) -> int:
     """:func:`estimate_input_tokens` for a whole canonical request. ``at_most``: a bound the
     estimate never exceeds, for a fraction of the work (a text of n characters is at most n
-    pieces), enough to tell a request far below a context limit."""
+    pieces), enough to tell a request far below a context limit. ``at_least``: a bound the
+    estimate is never below, as cheap (a piece of n characters costs at least n / word_chars,
+    and only ASCII spaces and control characters fall outside every piece), enough to refuse
+    a request far past the limit without reading it piece by piece."""
     slack = 0
-    if at_most and profile is not None and profile.text_counting == "pieces":
-        # round() of each count may exceed the bound's int() by one (and float error by one)
-        profile, slack = _length_profile(profile), 2 * (len(request.tools) + 2)
+    if (at_most or at_least) and profile is not None and profile.text_counting == "pieces":
+        # round() of each count may differ from the bound's int() by one (float error by one)
+        slack = 2 * (len(request.tools) + 2)
+        profile, slack = (_length_profile(profile), slack) if at_most else (_least(profile), -slack)
     return slack + estimate_input_tokens(
         request.messages,
         request.tools,
@@ -225,6 +234,27 @@ def estimate_request_tokens(
 
 
 _LENGTH_PROFILES: dict[int, tuple[TokenProfile, TokenProfile]] = {}
+_LEAST_PROFILES: dict[int, tuple[TokenProfile, TokenProfile]] = {}
+
+
+class _AtLeast(TokenProfile):
+    """A pieces profile's lower bound: it counts the characters a piece can hold, at
+    ``word_chars`` a piece (see :func:`_covered`)."""
+
+
+def _least(profile: TokenProfile) -> TokenProfile:
+    """``profile``'s lower bound (an :class:`_AtLeast`), made once."""
+    kept = _LEAST_PROFILES.get(id(profile))
+    if kept is not None and kept[0] is profile:
+        return kept[1]
+    if len(_LEAST_PROFILES) > 64:
+        _LEAST_PROFILES.clear()
+    fields = profile.model_dump(exclude={"models"})
+    fields.update(text_counting="chars", chars_per_token=profile.word_chars)
+    fields["chars_per_token"] /= profile.tokens_per_piece
+    bound = _AtLeast.model_validate(fields)
+    _LEAST_PROFILES[id(profile)] = (profile, bound)
+    return bound
 
 
 def _length_profile(profile: TokenProfile) -> TokenProfile:
@@ -261,14 +291,25 @@ def _piece_pattern() -> re.Pattern[str]:
 def count_text(text: str, profile: TokenProfile = DEFAULT_PROFILE) -> int:
     """The tokens of one text under ``profile``, without any framing."""
     if profile.text_counting == "chars":
-        return int(len(text) / profile.chars_per_token)
+        return int(_units(text, profile) / profile.chars_per_token)
     return round(_pieces(text, profile.word_chars) * profile.tokens_per_piece)
 
 
 def _units(text: str, profile: TokenProfile) -> int:
     if profile.text_counting == "chars":
-        return len(text)
+        return _covered(text) if isinstance(profile, _AtLeast) else len(text)
     return _pieces(text, profile.word_chars)
+
+
+_OUTSIDE_PIECES = bytes(range(0x21)) + b"\x7f"
+
+
+def _covered(text: str) -> int:
+    """The characters of ``text`` that some piece holds (see :func:`_pieces`): all but ASCII
+    whitespace and control characters (a single space before a word is in no piece). Two
+    passes in C: UTF-8 encodes no other character with those bytes."""
+    encoded = text.encode("utf-8", "surrogatepass")
+    return len(text) - (len(encoded) - len(encoded.translate(None, _OUTSIDE_PIECES)))
 
 
 def _pieces(text: str, word_chars: int) -> int:
@@ -320,7 +361,6 @@ def _current_turn_start(messages: list[Message]) -> int:
 
 _TS_OPEN = "namespace functions {\n\n"
 _TS_CLOSE = "} // namespace functions"
-_MAX_DEPTH = 8
 
 
 def _render_tool(tool: ToolDefinition, profile: TokenProfile) -> str:
@@ -329,68 +369,3 @@ def _render_tool(tool: ToolDefinition, profile: TokenProfile) -> str:
     return _compact(
         {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
     )
-
-
-def _typescript(tool: ToolDefinition) -> str:
-    """A function tool as OpenAI shows it to the model: its description as a comment, then
-    ``type name = (_: {...}) => any;``, or ``() => any`` when it takes no parameters."""
-    lines = [f"// {tool.description}"] if tool.description else []
-    schema = tool.input_schema
-    defs = _mapping(schema.get("$defs") or schema.get("definitions"))
-    if _mapping(schema.get("properties")):
-        lines.append(f"type {tool.name} = (_: {{")
-        lines.extend(_ts_properties(schema, defs, 0))
-        lines.append("}) => any;")
-    else:
-        lines.append(f"type {tool.name} = () => any;")
-    return "\n".join(lines) + "\n\n"
-
-
-def _ts_properties(schema: dict[str, Any], defs: dict[str, Any], depth: int) -> list[str]:
-    lines: list[str] = []
-    required = schema.get("required")
-    names = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
-    pad = "  " * depth
-    for name, prop in _mapping(schema.get("properties")).items():
-        prop = prop if isinstance(prop, dict) else {}
-        description = prop.get("description")
-        if isinstance(description, str) and description:
-            lines.append(f"{pad}// {description}")
-        mark = "" if name in names else "?"
-        lines.append(f"{pad}{name}{mark}: {_ts_type(prop, defs, depth)},")
-    return lines
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    """``value`` where a schema keyword holds a mapping as it should; else an empty one (the
-    estimate counts what it can; the provider refuses the schema)."""
-    return value if isinstance(value, dict) else {}
-
-
-def _ts_type(schema: dict[str, Any], defs: dict[str, Any], depth: int) -> str:
-    if depth >= _MAX_DEPTH:
-        return "any"
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        target = defs.get(ref.rsplit("/", 1)[-1])
-        return _ts_type(target, defs, depth + 1) if isinstance(target, dict) else "any"
-    if isinstance(schema.get("enum"), list):
-        return " | ".join(_compact(value) for value in schema["enum"])
-    for key in ("anyOf", "oneOf"):
-        options = schema.get(key)
-        if isinstance(options, list):
-            return " | ".join(_ts_type(o, defs, depth + 1) for o in options if isinstance(o, dict))
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return " | ".join(_ts_type({**schema, "type": k}, defs, depth + 1) for k in kind)
-    if kind == "object":
-        if not _mapping(schema.get("properties")):
-            return "object"
-        inner = _ts_properties(schema, defs, depth + 1)
-        return "{\n" + "\n".join(inner) + "\n" + "  " * depth + "}"
-    if kind == "array":
-        items = schema.get("items")
-        return (_ts_type(items, defs, depth + 1) if isinstance(items, dict) else "any") + "[]"
-    if kind == "integer":
-        return "number"
-    return kind if isinstance(kind, str) else "any"

@@ -11,7 +11,8 @@
 
 Each command lives in its own module, imported only when it runs (so ``metis --help`` is
 quick). User errors are one ``metis: error: ...`` line on stderr and a non-zero exit status:
-2 for a usage error, 1 otherwise; never a traceback (``METIS_DEBUG=1`` shows one for a bug).
+2 for a usage error (a misspelt command or option named with the nearest one), 1 otherwise;
+never a traceback (``METIS_DEBUG=1`` shows one for a bug).
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from metis.cli.output import CliError, Output, error, one_line
+from metis.core.arg_suggest import SuggestingParser
 from metis.core.version import VERSION
 
 COMMANDS = {
@@ -39,9 +41,9 @@ COMMANDS = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise CliError(f"{message} (see '{self.prog} --help')", status=2)
+class _Parser(SuggestingParser):
+    def usage_error(self, message: str) -> BaseException:
+        return CliError(message, status=2)
 
 
 if TYPE_CHECKING:

@@ -24,6 +24,7 @@ from metis.gateway.inbound import (
 )
 from metis.gateway.provenance import restored, wrap
 from metis.gateway.sse import BlockWriter, event, new_id, quoted
+from metis.gateway.unread import anthropic_unread
 from metis.histories.anthropic import from_anthropic
 from metis.histories.reading import text
 from metis.model.content import (
@@ -106,6 +107,7 @@ def read_messages(raw: Any) -> Inbound:
         fields["thinking"] = thinking
     if (schema := _schema(body)) is not None:
         fields["output_schema"] = schema
+    ignored += anthropic_unread(body)
     return Inbound(
         model=model,
         messages=messages,

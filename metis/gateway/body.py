@@ -13,7 +13,7 @@ from starlette.requests import ClientDisconnect, Request
 
 from metis.errors import CancelledError, InvalidRequestError
 from metis.gateway.errors import RequestTimeoutError, RequestTooLargeError
-from metis.wire.json_limits import loads
+from metis.wire.json_limits import LoneSurrogateError, loads
 
 GZIP, ZLIB_OR_GZIP = 16 + zlib.MAX_WBITS, 32 + zlib.MAX_WBITS
 DECOMPRESSORS = {"gzip": GZIP, "x-gzip": GZIP, "deflate": ZLIB_OR_GZIP}
@@ -28,7 +28,9 @@ async def read_body(request: Request, limit: int, seconds: float) -> Any:
 
 def parse_body(raw: bytes) -> Any:
     try:
-        return loads(raw)
+        return loads(raw, text_only=True)
+    except LoneSurrogateError as exc:  # it would fail once sent on, or written back
+        raise InvalidRequestError(f"the request body is not valid: {exc}") from None
     except (ValueError, RecursionError):
         raise InvalidRequestError("the request body is not valid JSON") from None
 

@@ -23,6 +23,7 @@ from metis.gateway.inbound import (
 )
 from metis.gateway.openai_tools import chat_tool_choice, custom_tool, tool_and_sampling_fields
 from metis.gateway.sse import DONE, BlockWriter, data, dumps, new_id, now, object_head, quoted
+from metis.gateway.unread import chat_unread
 from metis.histories.openai_chat import from_openai_chat
 from metis.model.content import TextBlock, ThinkingBlock, ToolUseBlock
 from metis.model.events import (
@@ -90,9 +91,11 @@ def read_chat(raw: Any) -> Inbound:
     limit = optional_int(body, "max_completion_tokens") or optional_int(body, "max_tokens")
     stream_options = body.get("stream_options")
     include_usage = isinstance(stream_options, Mapping) and stream_options.get("include_usage")
+    messages = from_openai_chat(body.get("messages", []), ids=KeptIds())
+    ignored += chat_unread(body)
     return Inbound(
         model=model,
-        messages=from_openai_chat(body.get("messages", []), ids=KeptIds()),
+        messages=messages,
         stream=flag(body, "stream"),
         max_output_tokens=limit,
         fields=fields,

@@ -76,7 +76,10 @@ def optional_number(body: Mapping[str, Any], key: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         raise InvalidRequestError(f"{key}: expected a number >= 0, got {value!r}"[:200])
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer past any float: 1 followed by 400 zeros
+        raise InvalidRequestError(f"{key}: expected a number >= 0, got {value!r}"[:200]) from None
 
 
 def flag(body: Mapping[str, Any], key: str, default: bool = False) -> bool:

@@ -126,7 +126,8 @@ def tool_and_sampling_fields(
 
 
 def _allowed(raw: Any, where: str, ignored: list[str], *, nested: bool) -> Choice:
-    if not isinstance(raw, Mapping) or raw.get("mode") not in _MODES:
+    mode = raw.get("mode") if isinstance(raw, Mapping) else None
+    if not isinstance(mode, str) or mode not in _MODES:
         raise InvalidRequestError(f"{where}.mode: expected auto or required")
     listed = raw.get("tools")
     if not isinstance(listed, list) or not listed:

@@ -34,6 +34,7 @@ from metis.gateway.openai_tools import (
 )
 from metis.gateway.provenance import restored
 from metis.gateway.reasoning_items import asks_encrypted, read_reasoning
+from metis.gateway.unread import responses_unread
 from metis.histories.blocks import opaque, stored
 from metis.histories.files import from_chat_audio, split_data_url
 from metis.histories.reading import built, mapping, text, tool_input
@@ -115,6 +116,7 @@ def read_responses(raw: Any) -> Inbound:
     options.update(previous_response_id=previous, store=flag(body, "store", True))
     options["encrypted_reasoning"] = asks_encrypted(body.get("include"), ignored)
     options.update(tools=body.get("tools") or [], max_output_tokens=body.get("max_output_tokens"))
+    ignored += responses_unread(body)
     return Inbound(
         model=model,
         messages=messages,
@@ -141,6 +143,8 @@ def read_input(raw: Any, ignored: list[str], *, messages_apart: bool = False) ->
         where = f"input[{i}]"
         item = mapping(value, where)
         kind = item.get("type", "message")
+        if not isinstance(kind, str):
+            raise InvalidRequestError(f"{where}.type: expected a string")
         if kind == "message" and messages_apart:
             out.append(_message(item, where, ignored))
         elif kind == "message":
@@ -185,7 +189,7 @@ def _add(out: list[Message], message: Message) -> None:
 
 def _message(item: Mapping[str, Any], where: str, ignored: list[str]) -> Message:
     role = item.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise InvalidRequestError(f"{where}.role: expected user, assistant, system or developer")
     content = item.get("content")
     if isinstance(content, str):

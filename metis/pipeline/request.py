@@ -7,12 +7,22 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from metis.errors import InvalidRequestError
 from metis.model.cache import RequestedCache
 
 
 def body_bytes(body: dict[str, Any]) -> bytes:
-    """The bytes a JSON body is sent as (and, where a stage signs it, signed as)."""
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    """The bytes a JSON body is sent as (and, where a stage signs it, signed as). Text with a
+    lone UTF-16 surrogate (a JSON ``"\\ud800"`` escape read as it is) has no UTF-8 form: an
+    InvalidRequestError, not a UnicodeEncodeError."""
+    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode()
+    except UnicodeEncodeError as exc:
+        raise InvalidRequestError(
+            f"the request holds a lone UTF-16 surrogate ({text[exc.start]!r} at character "
+            f"{exc.start} of its JSON body), which is not Unicode text and no provider takes"
+        ) from None
 
 
 @dataclass(slots=True)

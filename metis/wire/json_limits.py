@@ -80,9 +80,12 @@ def nested_deeper(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-def loads(text: str | bytes) -> Any:
+def loads(text: str | bytes, *, text_only: bool = False) -> Any:
     """``json.loads`` within the limits above; any failure is a ``ValueError`` (invalid JSON,
-    invalid UTF-8, a refused constant, nesting too deep)."""
+    invalid UTF-8, a refused constant, nesting too deep). ``text_only``: a string holding a
+    lone UTF-16 surrogate (a ``"\\ud800"`` escape with no pair, which no UTF-8 holds) is one
+    too, a :class:`LoneSurrogateError` (looked for only when jiter refused the document, as
+    it refuses every such one)."""
     if isinstance(text, bytes | bytearray):
         text = text.decode("utf-8-sig")  # UnicodeDecodeError is a ValueError
     if text[:1] == "\ufeff":
@@ -101,6 +104,31 @@ def loads(text: str | bytes) -> Any:
     if not few and too_deep(text):
         raise JSONLimitError(f"nested deeper than {MAX_DEPTH} levels")
     try:
-        return _DECODER.decode(text)
+        value = _DECODER.decode(text)
     except RecursionError:  # a limit lowered below MAX_DEPTH's needs by the caller's stack
         raise JSONLimitError("nested too deep to parse") from None
+    if text_only and _lone_surrogate(value):
+        raise LoneSurrogateError("a string holds a lone UTF-16 surrogate, which is not text")
+    return value
+
+
+class LoneSurrogateError(ValueError):
+    """A document with a string no UTF-8 can hold (a lone ``\\ud800`` escape)."""
+
+
+def _lone_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")

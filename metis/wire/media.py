@@ -13,7 +13,7 @@ import mimetypes
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from metis.errors import CapabilityError
+from metis.errors import CapabilityError, InvalidRequestError
 from metis.model.content import ImageBlock, TextBlock, ToolResultBlock
 from metis.model.media import Base64Source, DocumentBlock, MediaBlock, TextSource
 from metis.wire.codec import EncodeContext
@@ -31,7 +31,12 @@ def inline(block: MediaBlock) -> Base64Source | None:
     if isinstance(block.source, Base64Source):
         return block.source
     if isinstance(block.source, TextSource):
-        return block.source.as_base64()
+        if not block.source.text:  # no file is empty: the wire's base64 needs a byte
+            raise InvalidRequestError("a text document with no text cannot be sent as a file")
+        try:
+            return block.source.as_base64()
+        except UnicodeEncodeError:
+            raise InvalidRequestError("a text document holds a lone UTF-16 surrogate") from None
     return None
 
 

@@ -199,17 +199,17 @@ def openai_responses_problems(body: dict[str, Any]) -> list[str]:
         return ["input: at least one item is required"]
     problems: list[str] = []
     continued = body.get("previous_response_id") is not None  # earlier calls live server-side
-    calls: list[str] = []
+    calls: dict[str, None] = {}  # in order; a set's lookup (a list's made this quadratic)
     answered: set[str] = set()
     for i, item in enumerate(items):
         kind = item.get("type", "message") if isinstance(item, dict) else None
         where = f"input[{i}]"
         if kind == "function_call":
-            calls.append(item.get("call_id"))
+            calls[item.get("call_id")] = None
             if not _is_json_object(item.get("arguments")):
                 problems.append(f"{where}.arguments: must be a JSON object string")
         elif kind == "custom_tool_call":  # a freeform call: its input is any text
-            calls.append(item.get("call_id"))
+            calls[item.get("call_id")] = None
             if not isinstance(item.get("input"), str):
                 problems.append(f"{where}.input: must be a string")
         elif kind in ("function_call_output", "custom_tool_call_output"):

@@ -96,3 +96,42 @@ def test_a_request_whose_bound_fits_is_not_estimated_in_full(
     sent = request("a few words")
     assert stage.rewrite(sent, make_call()) is sent
     assert made == [True]
+
+
+@pytest.mark.parametrize(
+    "profile",
+    [
+        TokenProfile(text_counting="pieces"),
+        TokenProfile(text_counting="pieces", word_chars=3, tokens_per_piece=1.37),
+        TokenProfile(text_counting="pieces", tokens_per_piece=0.61, tool_rendering="typescript"),
+        TokenProfile(),
+    ],
+)
+@pytest.mark.parametrize(
+    "text", [*TEXTS, "a b c d e f", "\x00\x01\x7f \t x", "\ud800 lone", "tab\there\x0bvt\x0cff"]
+)
+def test_the_lower_bound_is_never_above_the_estimate(profile: TokenProfile, text: str) -> None:
+    estimate = estimate_request_tokens(request(text), profile)
+    assert estimate_request_tokens(request(text), profile, at_least=True) <= estimate
+
+
+def test_a_request_far_past_the_context_is_refused_on_the_lower_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A huge tool result is refused without the full estimate (a regex pass over every
+    piece of its text: seconds for 50 MB), on a bound that is never above it."""
+    from metis.catalog import estimate as module
+
+    profile = TokenProfile(text_counting="pieces")
+    huge = request("word, " * 20_000)
+    full = estimate_request_tokens(huge, profile)
+    caps = AdapterCapabilities(max_context_tokens=1_000, supports_tools=True)
+
+    def unread(text: str, word_chars: int) -> int:
+        raise AssertionError("the text was read piece by piece")
+
+    monkeypatch.setattr(module, "_pieces", unread)
+    [problem] = unmet_needs(huge, caps, profile)
+    least = int(problem.split()[5])
+    assert problem.startswith("the input is at least ") and 1_000 < least <= full
+    assert problem.endswith("tokens and the context holds 1000")

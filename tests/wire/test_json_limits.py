@@ -98,3 +98,13 @@ def test_a_nova_code_result_too_deep_to_read_is_left_unread() -> None:
     }
     block = result_block(result, {"t1": "code_execution"})
     assert block.code_output is None
+
+
+def test_text_only_refuses_a_lone_surrogate_and_keeps_a_pair() -> None:
+    from metis.wire.json_limits import LoneSurrogateError, loads
+
+    assert loads(b'{"a": "\\ud83d\\ude00"}', text_only=True) == {"a": "\U0001f600"}
+    assert loads(b'{"a": "\\ud800"}') == {"a": "\ud800"}  # read as it is, unless asked
+    for document in (b'{"a": ["x\\ud800"]}', b'{"\\udfff": 1}', b'"\\udc00"'):
+        with pytest.raises(LoneSurrogateError):
+            loads(document, text_only=True)

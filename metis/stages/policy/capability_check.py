@@ -68,7 +68,7 @@ def fitted_for(
     request, unmet = fit_tools(request, caps)
     estimate = read_estimate(request, provider, profile, caps)
     problems += unmet + unmet_needs(request, caps, profile, estimate=estimate)
-    return request, problems, estimate
+    return request, problems, int(estimate)
 
 
 def read_estimate(
@@ -78,7 +78,8 @@ def read_estimate(
     caps: AdapterCapabilities,
 ) -> int:
     """The input ``provider`` reads of ``request``, estimated: from the latest compaction block
-    it made on, if any; a bound of it when the bound already fits ``caps``' context."""
+    it made on, if any; a bound of it when the bound already tells whether it fits ``caps``'
+    context (an :class:`AtLeast` when it does not)."""
     start = window_start(request.messages, [provider])
     read = request.model_copy(update={"messages": request.messages[start:]}) if start else request
     return _estimate(read, caps, profile)
@@ -140,20 +141,31 @@ def unmet_needs(
     if estimate is None:
         estimate = _estimate(request, caps, profile)
     if estimate > caps.max_context_tokens:
-        problems.append(
-            f"the input is about {estimate} tokens and the context holds {caps.max_context_tokens}"
-        )
+        problems.append(_past_context(estimate, caps.max_context_tokens))
     return problems
+
+
+def _past_context(estimate: int, window: int) -> str:
+    about = "at least" if isinstance(estimate, AtLeast) else "about"
+    return f"the input is {about} {int(estimate)} tokens and the context holds {window}"
+
+
+class AtLeast(int):
+    """A lower bound of the token estimate, which is enough to say a request cannot fit."""
 
 
 def _estimate(
     request: CanonicalRequest, caps: AdapterCapabilities, profile: TokenProfile | None
 ) -> int:
-    """The request's token estimate, made only when its bound (a fraction of the work) is past
-    the context; else the bound, which is enough to say it fits."""
+    """The request's token estimate, made only when neither of its bounds (each a fraction of
+    the work) decides: the upper one when it fits the context, the lower one when it is past it
+    (a 50 MB tool result is refused at once, not read piece by piece)."""
     bound = estimate_request_tokens(request, profile, at_most=True)
-    if bound <= caps.max_context_tokens:
-        return bound
+    if bound <= caps.max_context_tokens or profile is None or profile.text_counting == "chars":
+        return bound  # counting characters, the bound is the estimate
+    least = estimate_request_tokens(request, profile, at_least=True)
+    if least > caps.max_context_tokens:
+        return AtLeast(least)
     return estimate_request_tokens(request, profile)
 
 

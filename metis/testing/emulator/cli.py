@@ -9,8 +9,8 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from typing import NoReturn
 
+from metis.core.arg_suggest import SuggestingParser
 from metis.testing.emulator.emulator import Emulator
 from metis.testing.emulator.faults import FaultSpecError
 
@@ -46,9 +46,9 @@ class _UsageError(Exception):
     pass
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(f"{message} (see 'metis emulator --help')")
+class _Parser(SuggestingParser):
+    def usage_error(self, message: str) -> BaseException:
+        return _UsageError(message)
 
 
 def _fail(message: str, status: int) -> int:

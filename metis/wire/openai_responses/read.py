@@ -203,7 +203,7 @@ class ResponsesParser:
         kind = required_text(item, "type", "item")
         builder = self._builder
         self._items[index] = (kind, False)
-        self._ids[index] = item.get("id")
+        self._ids[index] = optional_text(item, "id", "item")
         if kind in CALLS and not xai.runs_on_server(item, self._custom_tools):
             self._calls.added(index, kind, item)
             self._tools = True
@@ -277,7 +277,7 @@ class ResponsesParser:
             object_value(item, "response.output[]")
             for item in list_value(response.get("output") or [], "response.output")
         ]
-        final_ids = {item.get("id") for item in output} - {None}
+        final_ids = {optional_text(item, "id", "response.output[]") for item in output} - {None}
         streamed = dict(self._items), set(self._ids.values())  # before any of these is read
         for position, item in enumerate(output):
             if not self._seen(position, item, final_ids, *streamed):  # one the stream never gave

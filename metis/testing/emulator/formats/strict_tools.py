@@ -45,7 +45,10 @@ def open_object(schema: Any, path: str = "") -> str | None:
 
 
 def check_anthropic(body: dict[str, Any], call: Any) -> None:
-    fmt = (body.get("output_config") or {}).get("format")
+    config = body.get("output_config")
+    if config is not None and not isinstance(config, dict):
+        raise Refused("output_config: Input should be a valid dictionary")
+    fmt = (config or {}).get("format")
     if isinstance(fmt, dict) and (where := open_object(fmt.get("schema"))) is not None:
         raise Refused(
             "output_config.format.schema: For 'object' type, 'additionalProperties' must be "
