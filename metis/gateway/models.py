@@ -3,15 +3,20 @@ routes, each resolved to what a library call would use (an adapter, or a router)
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 from metis.adapter.chat_model import ChatModel
-from metis.errors import InvalidRequestError, NotConfiguredError
+from metis.adapter.embedder import Embedder
+from metis.catalog.embedding_models import embedding_model
+from metis.errors import CapabilityError, InvalidRequestError, NotConfiguredError
 from metis.gateway.errors import ModelNotFoundError
 from metis.model.capabilities import AdapterCapabilities
+from metis.registry.entries import ModelRoute
 from metis.registry.registry import Registry
 from metis.routing.router import Router
+from metis.stacks.embedding import builtin_embedding_stacks, embedding_catalog_provider
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,7 @@ class ModelTable:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
         self._routers: dict[str, Router] = {}
+        self._embedders: dict[str, Embedder] = {}  # by adapter entry
         self.shared: dict[str, Any] = {}
         """What the routers keep outside the process (availability, buckets, slots), given
         to each as it is made (``gateway.redis_url``: Redis)."""
@@ -59,8 +65,14 @@ class ModelTable:
             if router is None:
                 router = self._routers[name] = self.registry.router(name, **self.shared)
             return Target(name, router, f"route:{name}", router.capabilities_for(name))
+        route = self._route(name)
+        adapter = self.registry.adapter(name)
+        model = f"{adapter.name}:{route.wire_name}"
+        return Target(name, adapter, model, adapter.capabilities_for(route.wire_name))
+
+    def _route(self, name: str) -> ModelRoute:
         try:
-            route = self.registry.resolve(name)
+            return self.registry.resolve(name)
         except NotConfiguredError:
             raise
         except InvalidRequestError:  # the registry's, naming its file and every model
@@ -68,9 +80,23 @@ class ModelTable:
                 f"model {name!r} is not served here; GET /v1/models lists the models, aliases "
                 "and routes you may name"
             ) from None
-        adapter = self.registry.adapter(name)
-        model = f"{adapter.name}:{route.wire_name}"
-        return Target(name, adapter, model, adapter.capabilities_for(route.wire_name))
+
+    def embedder(self, name: str) -> tuple[Embedder, str]:
+        """The embedder of model ``name`` (an id or alias) and the model to ask it for: the
+        built-in embedding stack of the model's adapter stack, with the adapter entry's key,
+        settings and connection pool. ModelNotFoundError for a name the configuration does
+        not have, CapabilityError (400) for a route or a model that does not embed."""
+        if name in self.registry.route_specs:
+            raise CapabilityError(f"{name!r} is a route: routes serve chat, not embeddings")
+        route = self._route(name)
+        if not embeds(route):
+            raise CapabilityError(f"model {name!r} is not an embedding model; it cannot embed")
+        built = self._embedders.get(route.adapter_name)
+        if built is None:
+            config = self.registry.adapter_config(route.adapter_name)
+            built = Embedder(route.stack_name, config, telemetry=self.registry.telemetry)
+            self._embedders[route.adapter_name] = built
+        return built, f"{built.name}:{route.wire_name}"
 
     def unconfigured(self) -> list[str]:
         """A line for each adapter the configuration declares without what it needs (its
@@ -103,7 +129,25 @@ class ModelTable:
         return listed
 
     async def aclose(self) -> None:
+        embedders, self._embedders = list(self._embedders.values()), {}
+        for embedder in embedders:
+            await embedder.aclose()  # the pool is the registry's: it closes it
         routers, self._routers = list(self._routers.values()), {}
         for router in routers:
             await router.aclose()
         await self.registry.aclose()
+
+
+def embeds(route: ModelRoute) -> bool:
+    """Whether ``route``'s model embeds: its adapter's stack has a built-in embedding stack,
+    and the embedding catalog knows the model there (any model, where that stack has no
+    catalog: Ollama, OpenAI-compatible servers)."""
+    if route.stack_name not in _embedding_stacks():
+        return False
+    catalog = embedding_catalog_provider(route.stack_name)
+    return catalog is None or embedding_model(catalog, route.wire_name) is not None
+
+
+@functools.cache
+def _embedding_stacks() -> frozenset[str]:
+    return frozenset(builtin_embedding_stacks())
