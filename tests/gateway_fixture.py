@@ -48,19 +48,21 @@ def gateway_config(
     emulator: Emulator,
     gateway: dict[str, Any] | None = None,
     tracer_provider: Any = None,
+    models: dict[str, Any] | None = None,
     **more: Any,
 ) -> GatewayConfig:
+    """``models``: entries beside the families' own (an embedding model of an adapter)."""
     adapters: dict[str, Any] = {
         name: {"type": stack, "api_key_env": "UPSTREAM_KEY", "max_retries": 0}
         for name, (stack, _, _) in FAMILIES.items()
     }
     adapters["bedrock"]["settings"] = {"region": "us-east-1"}
-    models = {
+    families = {
         model: {"adapter": name, "aliases": [alias]} for name, (_, model, alias) in FAMILIES.items()
     }
     data = {
         "adapters": adapters,
-        "models": models,
+        "models": {**families, **(models or {})},
         "routes": {"fallback": {"models": ["flash", "gpt"]}},
         "gateway": {"api_key_env": "GATEWAY_KEY", **(gateway or {})},
         **more,
