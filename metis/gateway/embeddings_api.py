@@ -103,6 +103,7 @@ async def answer_embeddings(gateway: Gateway, request: Request) -> Response:
     body = await read_body(request, settings.max_request_bytes, settings.request_timeout_seconds)
     asked = read_embeddings(body)
     if key is not None and not key.may_use(asked.model):
+        gateway.models.known(asked.model)  # a name not served is a 404, as on the other APIs
         name = key.spec.name
         raise GatewayPermissionError(f"key {name!r} may not use model {asked.model!r}")
     embedder, model = gateway.models.embedder(asked.model)

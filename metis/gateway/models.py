@@ -16,7 +16,11 @@ from metis.model.capabilities import AdapterCapabilities
 from metis.registry.entries import ModelRoute
 from metis.registry.registry import Registry
 from metis.routing.router import Router
-from metis.stacks.embedding import builtin_embedding_stacks, embedding_catalog_provider
+from metis.stacks.embedding import (
+    builtin_embedding_stacks,
+    embedding_catalog_provider,
+    load_embedding_stack,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +85,12 @@ class ModelTable:
                 "and routes you may name"
             ) from None
 
+    def known(self, name: str) -> None:
+        """ModelNotFoundError unless ``name`` is a model, alias or route of the configuration
+        (NotConfiguredError for a model whose adapter has no key)."""
+        if name not in self.registry.route_specs:
+            self._route(name)
+
     def embedder(self, name: str) -> tuple[Embedder, str]:
         """The embedder of model ``name`` (an id or alias) and the model to ask it for: the
         built-in embedding stack of the model's adapter stack, with the adapter entry's key,
@@ -93,8 +103,11 @@ class ModelTable:
             raise CapabilityError(f"model {name!r} is not an embedding model; it cannot embed")
         built = self._embedders.get(route.adapter_name)
         if built is None:
+            stack = load_embedding_stack(route.stack_name)
             config = self.registry.adapter_config(route.adapter_name)
-            built = Embedder(route.stack_name, config, telemetry=self.registry.telemetry)
+            if stack.settings == "none":  # the chat stack's own (Ollama's keep_alive, ...)
+                config = config.model_copy(update={"settings": None})
+            built = Embedder(stack, config, telemetry=self.registry.telemetry)
             self._embedders[route.adapter_name] = built
         return built, f"{built.name}:{route.wire_name}"
 

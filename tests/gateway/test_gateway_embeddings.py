@@ -35,18 +35,24 @@ EMBEDDING_MODELS = {
         "amazon.titan-embed-text-v2:0",
         1024,
     ),
+    "nomic": ("ollama", "ollama:nomic-embed-text", "nomic-embed-text", 768),
 }
+OLLAMA = {"type": "ollama", "max_retries": 0, "settings": {"keep_alive": "5m"}}
+"""An adapter whose chat settings its embedding stack has none of: left to the chat."""
 TEXTS = ["the first text", "a second one", "and a third, longer than the others"]
 NARROW_KEY = "narrow-key"
 
 
-def _app(**gateway: Any) -> Any:
+def _app(tracer_provider: Any = None, **gateway: Any) -> Any:
     models = {
         model: {"adapter": adapter, "aliases": [alias]}
         for alias, (adapter, model, _, _) in EMBEDDING_MODELS.items()
     }
     keys = [{"name": "narrow", "sha256": digest(NARROW_KEY), "models": ["small"]}]
-    config = gateway_config(Emulator(), {"keys": keys, **gateway}, models=models)
+    settings = {"keys": keys, **gateway}
+    config = gateway_config(
+        Emulator(), settings, tracer_provider, models=models, adapters={"ollama": OLLAMA}
+    )
     return create_app(config)
 
 
@@ -100,8 +106,11 @@ async def test_a_key_may_embed_only_with_its_models() -> None:
         assert len((await sdk.embeddings.create(model="small", input="ok")).data) == 1
         with pytest.raises(openai.PermissionDeniedError) as refused:
             await sdk.embeddings.create(model="gemini-emb", input="no")
+        with pytest.raises(openai.NotFoundError) as unknown:  # as on the chat APIs
+            await sdk.embeddings.create(model="nope", input="no")
     assert refused.value.status_code == 403
     assert refused.value.body["code"] == "model_not_allowed"
+    assert unknown.value.body["code"] == "model_not_found"
 
 
 @pytest.mark.parametrize(
@@ -184,3 +193,29 @@ async def test_a_keys_budget_is_charged_for_embeddings() -> None:
         with pytest.raises(openai.RateLimitError) as over:
             await sdk.embeddings.create(model="small", input="more")
     assert over.value.body["code"] == "insufficient_quota"
+
+
+async def test_a_body_over_the_limit_is_a_413() -> None:
+    async with _clients(_app(max_request_bytes=2048)) as (sdk, _):
+        with pytest.raises(openai.APIStatusError) as refused:
+            await sdk.embeddings.create(model="small", input=["x" * 100] * 40)
+    assert refused.value.status_code == 413
+    assert refused.value.body["code"] == "request_too_large"
+
+
+async def test_a_server_span_with_the_embedders_client_span_under_it() -> None:
+    sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
+    export = pytest.importorskip("opentelemetry.sdk.trace.export")
+    memory = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
+    exporter = memory.InMemorySpanExporter()
+    provider = sdk_trace.TracerProvider()
+    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    async with _clients(_app(provider, opentelemetry=True)) as (sdk, _):
+        await sdk.embeddings.create(model="small", input=TEXTS)
+    spans = exporter.get_finished_spans()
+    (server,) = [s for s in spans if s.name == "POST /v1/embeddings"]
+    assert server.attributes["http.response.status_code"] == 200
+    under = [
+        s for s in spans if s.parent is not None and s.parent.span_id == server.context.span_id
+    ]
+    assert under and all(s.context.trace_id == server.context.trace_id for s in under)
