@@ -48,25 +48,30 @@ def gateway_config(
     emulator: Emulator,
     gateway: dict[str, Any] | None = None,
     tracer_provider: Any = None,
+    models: dict[str, Any] | None = None,
+    adapters: dict[str, Any] | None = None,
     **more: Any,
 ) -> GatewayConfig:
-    adapters: dict[str, Any] = {
+    """``models`` and ``adapters``: entries beside the families' own (an embedding model, an
+    adapter of another stack), each adapter served by the emulator too."""
+    families: dict[str, Any] = {
         name: {"type": stack, "api_key_env": "UPSTREAM_KEY", "max_retries": 0}
         for name, (stack, _, _) in FAMILIES.items()
     }
+    adapters = {**families, **(adapters or {})}
     adapters["bedrock"]["settings"] = {"region": "us-east-1"}
-    models = {
+    own = {
         model: {"adapter": name, "aliases": [alias]} for name, (_, model, alias) in FAMILIES.items()
     }
     data = {
         "adapters": adapters,
-        "models": models,
+        "models": {**own, **(models or {})},
         "routes": {"fallback": {"models": ["flash", "gpt"]}},
         "gateway": {"api_key_env": "GATEWAY_KEY", **(gateway or {})},
         **more,
     }
     environ = {"UPSTREAM_KEY": "sk-upstream", "GATEWAY_KEY": GATEWAY_KEY}
-    clients = {name: emulator.client() for name in FAMILIES}
+    clients = {name: emulator.client() for name in adapters}
     return GatewayConfig.from_dict(
         data, environ=environ, clients=clients, tracer_provider=tracer_provider
     )

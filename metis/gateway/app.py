@@ -24,6 +24,7 @@ from metis.gateway.anthropic_api import VERSIONS
 from metis.gateway.body import parse_body, read_body, read_raw
 from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import recalled
+from metis.gateway.embeddings_api import answer_embeddings
 from metis.gateway.endings import DeadlineStream, until_disconnect
 from metis.gateway.errors import (
     GatewayPermissionError,
@@ -53,6 +54,7 @@ REQUEST_ID_HEADERS = {
     "anthropic": "request-id",
     "chat": "x-request-id",
     "responses": "x-request-id",
+    "embeddings": "x-request-id",
 }
 """Where each API names the request an answer is to (Anthropic's ``request-id``, OpenAI's
 ``x-request-id``)."""
@@ -70,11 +72,11 @@ def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-async def _answer(routed: Routed, api: str, request: Request) -> Response:
+async def _answer(gateway: Gateway, api: str, answer: Awaitable[Response]) -> Response:
     """The request answered; a refused one is counted here (with no model: its name may be
     anything), a served one where it ends."""
-    started, gateway, rid = time.monotonic(), routed.gateway, request_id()
-    response = await _guarded(gateway, api, _answered(routed, api, request), rid)
+    started, rid = time.monotonic(), request_id()
+    response = await _guarded(gateway, api, answer, rid)
     if response.status_code != 200:
         gateway.metrics.request(api, "", response.status_code, time.monotonic() - started)
     _identified(response, api, rid)
@@ -142,6 +144,15 @@ async def _answered(routed: Routed, api: str, request: Request) -> Response:
     if result is None:  # the client went away: no one reads this
         return Response(status_code=499)
     return _json(result.status, result.body, {PATH_HEADER: "translated", **result.headers})
+
+
+def _endpoint(routed: Routed, api: str) -> Callable[[Request], Awaitable[Response]]:
+    """The endpoint of one of the chat APIs."""
+
+    async def endpoint(request: Request) -> Response:
+        return await _answer(routed.gateway, api, _answered(routed, api, request))
+
+    return endpoint
 
 
 async def _count_answer(gateway: Gateway, request: Request) -> Response:
@@ -304,14 +315,12 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
     state = {"ready": False}
     shared = SharedMetrics(gateway.metrics, metrics_dir) if metrics_dir else None
 
-    async def messages(request: Request) -> Response:
-        return await _answer(routed, "anthropic", request)
+    messages, chat, responses = (
+        _endpoint(routed, api) for api in ("anthropic", "chat", "responses")
+    )
 
-    async def chat(request: Request) -> Response:
-        return await _answer(routed, "chat", request)
-
-    async def responses(request: Request) -> Response:
-        return await _answer(routed, "responses", request)
+    async def embeddings(request: Request) -> Response:
+        return await _answer(gateway, "embeddings", answer_embeddings(gateway, request))
 
     async def count_tokens(request: Request) -> Response:
         return await _count_answer(gateway, request)
@@ -335,6 +344,7 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
         ("/v1/messages/count_tokens", count_tokens, "POST"),
         ("/v1/chat/completions", chat, "POST"),
         ("/v1/responses", responses, "POST"),
+        ("/v1/embeddings", embeddings, "POST"),
         ("/v1/models", models, "GET"),
     ]
     routes = [

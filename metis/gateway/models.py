@@ -3,16 +3,25 @@ routes, each resolved to what a library call would use (an adapter, or a router)
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 from metis.adapter.chat_model import ChatModel
+from metis.adapter.embedder import Embedder
+from metis.catalog.embedding_models import embedding_model
 from metis.core.suggest import closest
-from metis.errors import InvalidRequestError, NotConfiguredError
+from metis.errors import CapabilityError, InvalidRequestError, NotConfiguredError
 from metis.gateway.errors import ModelNotFoundError
 from metis.model.capabilities import AdapterCapabilities
+from metis.registry.entries import ModelRoute
 from metis.registry.registry import Registry
 from metis.routing.router import Router
+from metis.stacks.embedding import (
+    builtin_embedding_stacks,
+    embedding_catalog_provider,
+    load_embedding_stack,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +46,7 @@ class ModelTable:
         """Whether a name not served is answered with the nearest that are: not when a key may
         name only some (the others would be shown to it)."""
         self._routers: dict[str, Router] = {}
+        self._embedders: dict[str, Embedder] = {}  # by adapter entry
         self.shared: dict[str, Any] = {}
         """What the routers keep outside the process (availability, buckets, slots), given
         to each as it is made (``gateway.redis_url``: Redis)."""
@@ -63,8 +73,14 @@ class ModelTable:
             if router is None:
                 router = self._routers[name] = self.registry.router(name, **self.shared)
             return Target(name, router, f"route:{name}", router.capabilities_for(name))
+        route = self._route(name)
+        adapter = self.registry.adapter(name)
+        model = f"{adapter.name}:{route.wire_name}"
+        return Target(name, adapter, model, adapter.capabilities_for(route.wire_name))
+
+    def _route(self, name: str) -> ModelRoute:
         try:
-            route = self.registry.resolve(name)
+            return self.registry.resolve(name)
         except NotConfiguredError:
             raise
         except InvalidRequestError:  # the registry's, naming its file and every model
@@ -73,9 +89,6 @@ class ModelTable:
                 f"model {name!r} is not served here{near} GET /v1/models lists the models, "
                 "aliases and routes you may name"
             ) from None
-        adapter = self.registry.adapter(name)
-        model = f"{adapter.name}:{route.wire_name}"
-        return Target(name, adapter, model, adapter.capabilities_for(route.wire_name))
 
     def _nearest(self, name: str) -> str:
         """The served names nearest ``name``: the models it is the provider's name of
@@ -84,6 +97,32 @@ class ModelTable:
         same = [served for served in names if served.partition(":")[2] == name]
         near = same or closest(name, names, n=3)
         return f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
+
+    def known(self, name: str) -> None:
+        """ModelNotFoundError unless ``name`` is a model, alias or route of the configuration
+        (NotConfiguredError for a model whose adapter has no key)."""
+        if name not in self.registry.route_specs:
+            self._route(name)
+
+    def embedder(self, name: str) -> tuple[Embedder, str]:
+        """The embedder of model ``name`` (an id or alias) and the model to ask it for: the
+        built-in embedding stack of the model's adapter stack, with the adapter entry's key,
+        settings and connection pool. ModelNotFoundError for a name the configuration does
+        not have, CapabilityError (400) for a route or a model that does not embed."""
+        if name in self.registry.route_specs:
+            raise CapabilityError(f"{name!r} is a route: routes serve chat, not embeddings")
+        route = self._route(name)
+        if not embeds(route):
+            raise CapabilityError(f"model {name!r} is not an embedding model; it cannot embed")
+        built = self._embedders.get(route.adapter_name)
+        if built is None:
+            stack = load_embedding_stack(route.stack_name)
+            config = self.registry.adapter_config(route.adapter_name)
+            if stack.settings == "none":  # the chat stack's own (Ollama's keep_alive, ...)
+                config = config.model_copy(update={"settings": None})
+            built = Embedder(stack, config, telemetry=self.registry.telemetry)
+            self._embedders[route.adapter_name] = built
+        return built, f"{built.name}:{route.wire_name}"
 
     def unconfigured(self) -> list[str]:
         """A line for each adapter the configuration declares without what it needs (its
@@ -116,7 +155,25 @@ class ModelTable:
         return listed
 
     async def aclose(self) -> None:
+        embedders, self._embedders = list(self._embedders.values()), {}
+        for embedder in embedders:
+            await embedder.aclose()  # the pool is the registry's: it closes it
         routers, self._routers = list(self._routers.values()), {}
         for router in routers:
             await router.aclose()
         await self.registry.aclose()
+
+
+def embeds(route: ModelRoute) -> bool:
+    """Whether ``route``'s model embeds: its adapter's stack has a built-in embedding stack,
+    and the embedding catalog knows the model there (any model, where that stack has no
+    catalog: Ollama, OpenAI-compatible servers)."""
+    if route.stack_name not in _embedding_stacks():
+        return False
+    catalog = embedding_catalog_provider(route.stack_name)
+    return catalog is None or embedding_model(catalog, route.wire_name) is not None
+
+
+@functools.cache
+def _embedding_stacks() -> frozenset[str]:
+    return frozenset(builtin_embedding_stacks())

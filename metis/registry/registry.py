@@ -117,6 +117,8 @@ class Registry:
         self._clients: dict[str, AsyncHTTPClient] = dict(clients or {})
         self._owned_clients: dict[str, AsyncHTTPClient] = {}
         self._adapter_kwargs = adapter_kwargs
+        self.telemetry = adapter_kwargs.get("telemetry")
+        """The telemetry sink the adapters are given (None: theirs by default)."""
         self._built: dict[tuple[str, str], Adapter] = {}
 
         unknown_clients = sorted(set(self._clients) - set(spec.adapters))
@@ -312,23 +314,30 @@ class Registry:
         key = (adapter_name, json.dumps(overrides, sort_keys=True, default=str))
         built = self._built.get(key)
         if built is None:
-            spec = self._adapters[adapter_name]
-            entry = spec.entry
-            config = AdapterConfig(
-                api_key=spec.api_key,
-                base_url=entry.base_url,
-                timeout_seconds=entry.timeout_seconds,
-                max_retries=entry.max_retries,
-                extra_headers=dict(entry.extra_headers),
-                settings=_entry_settings(adapter_name, entry),
-                capabilities=dict(overrides),
-                http_client=self._client_for(adapter_name, entry),
-            )
-            built = build_adapter(
-                spec.stack, config, init_on_first_call=True, **self._adapter_kwargs
-            )
+            config = self.adapter_config(adapter_name, overrides)
+            stack = self._adapters[adapter_name].stack
+            built = build_adapter(stack, config, init_on_first_call=True, **self._adapter_kwargs)
             self._built[key] = built
         return built
+
+    def adapter_config(
+        self, adapter_name: str, overrides: dict[str, Any] | None = None
+    ) -> AdapterConfig:
+        """What entry ``adapter_name``'s adapters are built with (its key, base URL, timeout,
+        retries, headers, settings and shared connection pool), for another client of the
+        same provider beside them (the gateway's embedders)."""
+        spec = self._adapters[adapter_name]
+        entry = spec.entry
+        return AdapterConfig(
+            api_key=spec.api_key,
+            base_url=entry.base_url,
+            timeout_seconds=entry.timeout_seconds,
+            max_retries=entry.max_retries,
+            extra_headers=dict(entry.extra_headers),
+            settings=_entry_settings(adapter_name, entry),
+            capabilities=dict(overrides or {}),
+            http_client=self._client_for(adapter_name, entry),
+        )
 
     def _client_for(self, adapter_name: str, entry: AdapterEntry) -> AsyncHTTPClient:
         client = self._clients.get(adapter_name) or self._owned_clients.get(adapter_name)
@@ -377,6 +386,6 @@ def _entry_settings(name: str, entry: AdapterEntry) -> dict[str, Any] | None:
     if entry.options:
         if entry.settings:
             raise ConfigError(f"adapter {name!r}: give settings or options (deprecated), not both")
-        warn_deprecated("an adapter's `options:` in models.yaml", "`settings:`", stacklevel=5)
+        warn_deprecated("an adapter's `options:` in models.yaml", "`settings:`", stacklevel=6)
         return dict(entry.options)
     return dict(entry.settings) if entry.settings else None
