@@ -217,3 +217,15 @@ async def test_redis_reads_a_conversation_kept_before_responses_were() -> None:
     found = await store.get("", "resp_b")
     assert found is not None and found.messages == (Message.user("Hi"),)
     assert found.response is None  # continued still, but not retrieved: 404
+
+
+def test_two_gateways_over_one_redis_read_back_each_others_responses(redis_url: str) -> None:
+    settings: dict[str, Any] = {"keys": KEYS, "redis_url": redis_url}
+    emulator = Emulator()
+    one = create_app(gateway_config(emulator, settings))
+    other = create_app(gateway_config(emulator, settings))
+    with serving(one) as (first_url, _), serving(other) as (second_url, _):
+        created = client(first_url).responses.create(model="flash", input="Hi.")
+        assert client(second_url).responses.retrieve(created.id).to_dict() == created.to_dict()
+        client(second_url).responses.delete(created.id)
+        not_found(client(first_url).responses.retrieve, created.id)
