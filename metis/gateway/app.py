@@ -36,6 +36,7 @@ from metis.gateway.errors import (
 from metis.gateway.keys_redis import RedisLedger
 from metis.gateway.metrics_shared import SharedMetrics
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
+from metis.gateway.responses_kept import stored_responses
 from metis.gateway.routed import Routed
 from metis.gateway.service import (
     Gateway,
@@ -344,6 +345,7 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
         ("/v1/messages/count_tokens", count_tokens, "POST"),
         ("/v1/chat/completions", chat, "POST"),
         ("/v1/responses", responses, "POST"),
+        *stored_responses(gateway),
         ("/v1/embeddings", embeddings, "POST"),
         ("/v1/models", models, "GET"),
     ]

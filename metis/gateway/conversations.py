@@ -35,13 +35,13 @@ async def continued(store: Store, body: Any, owner: Owner) -> tuple[Any, Stored 
 
 
 async def remember(
-    store: Store, inbound: Inbound, owner: Owner, response_id: str, reply: Message
+    store: Store, inbound: Inbound, owner: Owner, reply: Message, response: dict[str, Any]
 ) -> None:
     """A translated response kept (unless its request said ``store: false``) as the
-    conversation it ends."""
+    conversation it ends, with the ``response`` object its client received."""
     if inbound.options.get("store", True):
         history = [m for m in inbound.messages if m.role is not Role.SYSTEM]
-        await store.put(owner, response_id, [*history, reply])
+        await store.put(owner, response["id"], [*history, reply], response)
 
 
 async def recalled(store: Store, body: Any, owner: Owner) -> tuple[Any, bool]:

@@ -25,6 +25,10 @@ class PreviousResponseNotFoundError(InvalidRequestError):
     """A ``previous_response_id`` the gateway does not hold."""
 
 
+class ResponseNotFoundError(InvalidRequestError):
+    """A stored Responses id the gateway does not hold for the key asking: 404."""
+
+
 class ThreadUnsupportedError(InvalidRequestError):
     """An Anthropic request naming a message thread (``thread``), which the gateway does not
     hold: 400 with ``error.details.error_code`` ``thread_unsupported_request``, on which the
@@ -127,7 +131,7 @@ def _special(error: AdapterError) -> tuple[int, str, str | None] | None:
         return 404, "not_found_error", "model_not_found"
     if isinstance(error, PreviousResponseNotFoundError):
         return 400, "invalid_request_error", "previous_response_not_found"
-    if isinstance(error, RouteNotFoundError):
+    if isinstance(error, RouteNotFoundError | ResponseNotFoundError):
         return 404, "not_found_error", None
     if isinstance(error, MethodNotAllowedError):
         return 405, "invalid_request_error", None

@@ -118,4 +118,5 @@ async def remember(
         return
     items = (*conversation.before, *relay.output)
     upstream = conversation.upstream if conversation.upstream_keeps else None
-    await stored.keep(conversation.owner, relay.response_id, Stored((), items, upstream))
+    kept = Stored((), items, upstream, relay.final)
+    await stored.keep(conversation.owner, relay.response_id, kept)

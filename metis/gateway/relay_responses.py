@@ -67,7 +67,8 @@ def stop_of(response: dict[str, Any]) -> StopReason | None:
 class ResponsesRelay(Relay):
     """A Responses API answer. ``previous`` is the ``previous_response_id`` the caller gave
     (None: the one the provider echoes is the caller's own). ``output`` is the finished
-    response's output items; ``response_id`` the provider's id of it."""
+    response's output items; ``final`` the whole finished response, as the caller got it;
+    ``response_id`` the provider's id of it."""
 
     markers = tuple(f"event: {name}".encode() for name in (*LIFECYCLE, "error"))
 
@@ -76,6 +77,7 @@ class ResponsesRelay(Relay):
         self.previous = previous
         self.response_id: str | None = None
         self.output: list[Any] | None = None
+        self.final: dict[str, Any] | None = None
         self.events = 0
         """Events relayed so far: the ``sequence_number`` of one the gateway adds."""
 
@@ -115,6 +117,7 @@ class ResponsesRelay(Relay):
             self.stop = stop_of(response)
             output = response.get("output")
             self.output = output if isinstance(output, list) else []
+            self.final = response
 
     def whole(self, body: bytes) -> bytes:
         obj = loads(body)

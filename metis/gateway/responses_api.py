@@ -164,6 +164,7 @@ class ResponseStream(BlockWriter):
         self.item: dict[str, Any] = {}  # the open one
         self.buffer: list[str] = []  # its text, summary or arguments so far
         self.item_id = b""  # its id, as JSON
+        self.final: dict[str, Any] | None = None  # the response it ended with
 
     def _emit(self, kind: str, **fields: Any) -> bytes:
         out = event(kind, {"type": kind, "sequence_number": self.sequence, **fields})
@@ -262,7 +263,7 @@ class ResponseStream(BlockWriter):
         return out + self._emit("response.output_item.done", output_index=index, item=done)
 
     def complete(self, item: MessageComplete) -> bytes:
-        final = self._response(item.stop_reason, item.usage)
+        final = self.final = self._response(item.stop_reason, item.usage)
         kind = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
         return self._emit(kind, response=final)
 

@@ -188,9 +188,7 @@ class Gateway:
             body = responses_api.response_object(
                 prepared.inbound, model, response_id, output, response.stop_reason, response.usage
             )
-            await remember(
-                self.stored, prepared.inbound, prepared.owner, response_id, response.message
-            )
+            await remember(self.stored, prepared.inbound, prepared.owner, response.message, body)
         return JsonResult(200, body, dropped_headers(reported))
 
     async def stream(
@@ -259,7 +257,8 @@ class Gateway:
                     charged = streamed_model(prepared, item)
                     used = (charged, item.usage)
                     self.metrics.usage(charged, item.usage)
-                    await self._completed(prepared, item, response_id if not cut else "")
+                    final = getattr(writer, "final", None) if response_id and not cut else None
+                    await self._completed(prepared, item, final)
                 item = await anext(events, None)
             if cut:  # the library raises the error after the ending: this one never came
                 raise ProtocolError("the stream ended with an error")
@@ -278,12 +277,13 @@ class Gateway:
                 await self.keys.release(key, *used)
 
     async def _completed(
-        self, prepared: Prepared, complete: MessageComplete, response_id: str
+        self, prepared: Prepared, complete: MessageComplete, final: dict[str, Any] | None
     ) -> None:
-        """A stream's end: its reply kept for a Responses id (none for a failed one)."""
-        if response_id:
+        """A stream's end: its reply kept with the ``response`` object it ended with
+        (Responses; none for a failed one)."""
+        if final is not None:
             reply = Message(role=Role.ASSISTANT, content=complete.final_content)
-            await remember(self.stored, prepared.inbound, prepared.owner, response_id, reply)
+            await remember(self.stored, prepared.inbound, prepared.owner, reply, final)
         if complete.warnings:
             log_dropped(prepared, warnings_of(complete))
 

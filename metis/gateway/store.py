@@ -6,6 +6,9 @@ A translated response is kept as canonical messages; a passed-through one as the
 items it was made of (its input and its output, as the provider wrote them) with the upstream
 that keeps it too, when that upstream stored it (docs/gateway.md "Pass-through").
 
+Beside either, the ``response`` object as its client first received it (whole, or a stream's
+final state), which ``GET /v1/responses/{id}`` returns (metis.gateway.responses_kept).
+
 Each response belongs to the gateway key that made it (its ``owner``: the key's name, or ""
 for the simple key): another key asking for its id finds nothing, as for an id never made."""
 
@@ -38,11 +41,13 @@ class Stored:
     """A response's whole conversation: its input (after what it continued) and its reply.
     The instructions are not kept: the API does not carry them over. ``items``: the
     conversation as Responses items (a passed-through response; ``messages`` is then empty);
-    ``upstream``: the upstream that stored it too, which may be sent its id."""
+    ``upstream``: the upstream that stored it too, which may be sent its id; ``response``:
+    the response object as its client received it (None: kept before the gateway kept it)."""
 
     messages: tuple[Message, ...]
     items: tuple[Any, ...] | None = None
     upstream: str | None = None
+    response: dict[str, Any] | None = None
 
 
 class ResponseStore:
@@ -53,8 +58,14 @@ class ResponseStore:
     async def get(self, owner: Owner, response_id: str) -> Stored | None:
         return self._items.get((owner, response_id))
 
-    async def put(self, owner: Owner, response_id: str, messages: list[Message]) -> None:
-        await self.keep(owner, response_id, Stored(tuple(messages)))
+    async def put(
+        self,
+        owner: Owner,
+        response_id: str,
+        messages: list[Message],
+        response: dict[str, Any] | None = None,
+    ) -> None:
+        await self.keep(owner, response_id, Stored(tuple(messages), response=response))
 
     async def keep(self, owner: Owner, response_id: str, stored: Stored) -> None:
         if self.capacity == 0:
@@ -62,6 +73,21 @@ class ResponseStore:
         self._items[owner, response_id] = stored
         while len(self._items) > self.capacity:
             self._items.popitem(last=False)
+
+    async def forget(self, owner: Owner, response_id: str) -> bool:
+        """The response deleted; whether the owner had it."""
+        return self._items.pop((owner, response_id), None) is not None
+
+
+def _once(items: tuple[Any, ...], response: dict[str, Any] | None) -> dict[str, Any]:
+    """A passed-through response's items and response object, its output (the items' last
+    ones) written once: in the items, and its number as the response's ``output``."""
+    output = response.get("output") if response is not None else None
+    if response is None or not isinstance(output, list):
+        return {"items": list(items), "response": response}
+    if list(items[len(items) - len(output) :]) != output:
+        return {"items": list(items), "response": response}
+    return {"items": list(items), "response": {**response, "output": len(output)}}
 
 
 class RedisResponseStore:
@@ -80,19 +106,36 @@ class RedisResponseStore:
         if found is None:
             return None
         kept = json.loads(found)
-        if isinstance(kept, dict):  # Responses items
-            return Stored((), tuple(kept["items"]), kept.get("upstream"))
-        return Stored(tuple(Message.model_validate(m) for m in kept))
+        if isinstance(kept, list):  # canonical messages, kept before the response was
+            return Stored(tuple(Message.model_validate(m) for m in kept))
+        response = kept.get("response")
+        if "items" in kept:
+            items = tuple(kept["items"])
+            count = response.get("output") if response is not None else None
+            if response is not None and isinstance(count, int):  # the items' last ones
+                response = {**response, "output": list(items[len(items) - count :])}
+            return Stored((), items, kept.get("upstream"), response)
+        messages = tuple(Message.model_validate(m) for m in kept["messages"])
+        return Stored(messages, response=response)
 
-    async def put(self, owner: Owner, response_id: str, messages: list[Message]) -> None:
-        await self.keep(owner, response_id, Stored(tuple(messages)))
+    async def put(
+        self,
+        owner: Owner,
+        response_id: str,
+        messages: list[Message],
+        response: dict[str, Any] | None = None,
+    ) -> None:
+        await self.keep(owner, response_id, Stored(tuple(messages), response=response))
 
     async def keep(self, owner: Owner, response_id: str, stored: Stored) -> None:
+        kept: dict[str, Any] = {"response": stored.response}
         if stored.items is not None:
-            data = json.dumps({"items": list(stored.items), "upstream": stored.upstream})
+            kept.update(_once(stored.items, stored.response), upstream=stored.upstream)
         else:
-            kept = [m.model_dump(mode="json", exclude_none=True) for m in stored.messages]
-            data = json.dumps(kept)
+            kept["messages"] = [
+                m.model_dump(mode="json", exclude_none=True) for m in stored.messages
+            ]
+        data = json.dumps(kept, separators=(",", ":"), ensure_ascii=False)
         try:
             await self.client.set(self._key(owner, response_id), data, ex=self.seconds)
         except Exception:  # the answer is the caller's still; only a later continuation fails
@@ -102,3 +145,10 @@ class RedisResponseStore:
                 response_id,
                 extra={"event": "metis.gateway.store_failed"},
             )
+
+    async def forget(self, owner: Owner, response_id: str) -> bool:
+        """The response deleted; whether the owner had it."""
+        try:
+            return bool(await self.client.delete([self._key(owner, response_id)]))
+        except Exception as exc:
+            raise shared_store_failed(f"delete the stored response {response_id!r}", exc) from exc
