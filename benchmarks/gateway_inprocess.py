@@ -47,11 +47,17 @@ def scope_for(path: str, headers: list[str]) -> dict[str, Any]:
     }
 
 
+FIRST_BYTES: list[float] = []
+"""Each request's CPU (``process_time``) from its arrival to its first body bytes sent: its
+own alone when requests run one at a time (``--concurrency 1``, no ``--rate``)."""
+
+
 async def one(app: Any, scope: dict[str, Any], body: bytes, marker: bytes) -> int:
     received = bytearray()
     status = 0
     sent = False
     done = asyncio.Event()
+    arrived = time.process_time()
 
     async def receive() -> dict[str, Any]:
         nonlocal sent
@@ -66,6 +72,8 @@ async def one(app: Any, scope: dict[str, Any], body: bytes, marker: bytes) -> in
         if message["type"] == "http.response.start":
             status = message["status"]
         else:
+            if not received and message.get("body"):
+                FIRST_BYTES.append(time.process_time() - arrived)
             received.extend(message.get("body", b""))
 
     await app(dict(scope), receive, send)
@@ -129,6 +137,7 @@ async def run(args: argparse.Namespace, config: Path) -> None:
         for round_ in range(args.rounds):
             profiler = cProfile.Profile(time.process_time) if args.profile else None
             opened_before = len(connects)
+            FIRST_BYTES.clear()
             start = time.process_time()
             if profiler:
                 profiler.enable()
@@ -144,6 +153,9 @@ async def run(args: argparse.Namespace, config: Path) -> None:
                 f"{args.route} round {round_}: {spent:.3f} ms/request (load {load:.1f}; "
                 f"{opened_now} upstream connections opened)"
             )
+            if args.concurrency == 1 and not args.rate:
+                first = sorted(FIRST_BYTES)[len(FIRST_BYTES) // 2] * 1000
+                print(f"  CPU from arrival to the first byte, median: {first:.3f} ms")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,17 +1,20 @@
-"""httpcore 1.0's connection pool, its bookkeeping done in one pass.
+"""httpcore 1.0's connection pool, its bookkeeping done in one pass, and only when a request
+waits for a connection.
 
 On every request and every response closed, httpcore 1.0's ``AsyncConnectionPool`` goes over
 its connections (``_assign_requests_to_connections``): it drops the closed and expired ones,
 closes an idle one while the pool holds more connections than its keep-alive limit, and gives
 each queued request a connection. For that limit it counts the pool's connections by building
 a list of them, once for each idle connection, so a pool of n connections with i idle spends
-n x i calls on each pass: with a hundred streams in flight, the largest part of a gateway's
-CPU per request (benchmarks/README.md, "Results, 2026-11-27 (gwlat)").
+n x i calls on a pass. A gateway with a hundred streams in flight holds a hundred connections
+or more, and makes two passes a request (benchmarks/README.md, "Results, 2026-11-27 (gwlat)").
 
 :class:`LinearPool` makes the same decisions, in the same order, with that count kept as it
 goes (the length of the pool, less what the pass removed), and looks for a queued request's
-idle connection only when it needs one. :func:`linear_pools` gives a client's pools this
-bookkeeping; it changes nothing but the work.
+idle connection only when it needs one. A pass with no request waiting (a response closed,
+none queued) decides nothing: the next request's pass makes those decisions before it
+assigns, so a connection that expired or was closed by then is dropped at that pass instead.
+:func:`linear_pools` gives a client's pools this bookkeeping.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ import httpcore
 
 class LinearPool(httpcore.AsyncConnectionPool):
     def _assign_requests_to_connections(self) -> list[Any]:
+        queued = [request for request in self._requests if request.is_queued()]
+        if not queued:  # a response closed and no request waits: the next request's pass
+            return []  # makes this one's decisions, before it assigns
         closing: list[Any] = []
         kept: list[Any] = []
         size = len(self._connections)  # what httpcore's count of the pool comes to
@@ -38,7 +44,7 @@ class LinearPool(httpcore.AsyncConnectionPool):
                 kept.append(connection)
         self._connections[:] = kept
         connections: list[Any] = self._connections
-        for pool_request in [request for request in self._requests if request.is_queued()]:
+        for pool_request in queued:
             origin = pool_request.request.url.origin
             chosen = next(
                 (c for c in connections if c.can_handle_request(origin) and c.is_available()),

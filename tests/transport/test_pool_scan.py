@@ -1,6 +1,7 @@
 """httpcore's pool bookkeeping in one pass (metis/transport/pool_scan.py): the same decisions
 as httpcore 1.0's own on any pool (connections closed, expired, idle or busy, of two origins;
-requests queued or not), and given only to pools that are httpcore 1.0's own."""
+requests queued or not) whenever a request waits, none until one does, and given only to
+pools that are httpcore 1.0's own."""
 
 from __future__ import annotations
 
@@ -113,8 +114,23 @@ def test_one_pass_decides_as_httpcore_does(
     limits = {"max_connections": most, "max_keepalive_connections": kept_idle}
     ours = run(LinearPool(**limits), given_connections, given_requests)
     theirs = run(httpcore.AsyncConnectionPool(**limits), given_connections, given_requests)
-    assert ours == theirs
+    if any(queued for _, queued in given_requests):
+        assert ours == theirs
+    else:  # no request waits: nothing is decided until one does
+        names = [f"c{n}" for n in range(len(given_connections))]
+        assert ours == (True, names, [], [], ["held"] * len(given_requests))
     assert ours[0]  # the pool's own list, changed in place
+
+
+def test_what_a_pass_with_no_request_waiting_leaves_the_next_request_decides() -> None:
+    """A response closed with no request waiting leaves the pool as it is; the next request's
+    pass closes what httpcore's pass at that close would have, then assigns."""
+    spent = [("a", False, True, True, True), ("a", False, False, True, True)]
+    pool = LinearPool(max_connections=4, max_keepalive_connections=4)
+    assert run(pool, spent, []) == (True, ["c0", "c1"], [], [], [])
+    ours = run(LinearPool(max_connections=4), spent, [("a", True)])
+    theirs = run(httpcore.AsyncConnectionPool(max_connections=4), spent, [("a", True)])
+    assert ours == theirs == (True, ["c1"], ["c0"], [], ["c1"])
 
 
 def test_the_client_metis_makes_is_given_the_one_pass_pool() -> None:
