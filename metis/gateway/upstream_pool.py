@@ -3,7 +3,7 @@
 A library caller's adapter keeps, as the official SDKs do, 100 of its connections idle. A
 gateway serving a hundred streams or more holds about that many open at once, so that limit
 closes a connection as soon as the pool passes it, and the next request opens another: at
-~93 streams in flight, three requests in four opened a connection (benchmarks/README.md,
+~100 streams in flight, 350 requests in 400 opened a connection (benchmarks/README.md,
 "Results, 2026-11-27 (gwlat)"). The gateway's registry makes each adapter entry's client
 with every connection kept (up to the pool's 1,000, each closed after its idle expiry as
 before) and with httpcore's bookkeeping done in one pass (metis/transport/pool_scan.py).
