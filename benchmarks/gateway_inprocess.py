@@ -5,6 +5,8 @@ socket, so only what the application spends is timed (``process_time``), and a p
     python -m benchmarks.gateway_inprocess --route translated --requests 400 --rounds 3
     python -m benchmarks.gateway_inprocess --route translated --profile out.prof
     python -m benchmarks.gateway_inprocess --route translated --concurrency 100 --requests 1000
+    python -m benchmarks.gateway_inprocess --route same-chat --scenario t15-f3 --pace 250 \
+        --rate 20 --requests 400        # as benchmarks.gateway_open: ~100 paced streams in flight
 
 The routes are ``benchmarks.gateway``'s (``translated``: Anthropic Messages in, a Chat
 upstream; ``same-chat``: Chat in and upstream, passed through).
@@ -45,11 +47,17 @@ def scope_for(path: str, headers: list[str]) -> dict[str, Any]:
     }
 
 
+FIRST_BYTES: list[float] = []
+"""Each request's CPU (``process_time``) from its arrival to its first body bytes sent: its
+own alone when requests run one at a time (``--concurrency 1``, no ``--rate``)."""
+
+
 async def one(app: Any, scope: dict[str, Any], body: bytes, marker: bytes) -> int:
     received = bytearray()
     status = 0
     sent = False
     done = asyncio.Event()
+    arrived = time.process_time()
 
     async def receive() -> dict[str, Any]:
         nonlocal sent
@@ -64,6 +72,8 @@ async def one(app: Any, scope: dict[str, Any], body: bytes, marker: bytes) -> in
         if message["type"] == "http.response.start":
             status = message["status"]
         else:
+            if not received and message.get("body"):
+                FIRST_BYTES.append(time.process_time() - arrived)
             received.extend(message.get("body", b""))
 
     await app(dict(scope), receive, send)
@@ -71,6 +81,39 @@ async def one(app: Any, scope: dict[str, Any], body: bytes, marker: bytes) -> in
     if status != 200 or marker not in received:
         raise RuntimeError(f"answered {status}: {bytes(received[-300:])!r}")
     return len(received)
+
+
+def counted_connects() -> list[None]:
+    """A list that grows by one for each upstream connection the gateway opens."""
+    from metis.transport.connect import ConnectBackend
+
+    opened: list[None] = []
+    connect = ConnectBackend.connect_tcp
+
+    async def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(None)
+        return await connect(self, *args, **kwargs)
+
+    ConnectBackend.connect_tcp = counted  # type: ignore[method-assign]
+    return opened
+
+
+async def closed(app: Any, scope: Any, body: bytes, marker: bytes, args: Any) -> int:
+    """``args.concurrency`` requests at once, each batch when the last has ended."""
+    for _ in range(args.requests // args.concurrency):
+        await asyncio.gather(*(one(app, scope, body, marker) for _ in range(args.concurrency)))
+    return args.requests // args.concurrency * args.concurrency
+
+
+async def opened(args: Any, app: Any, scope: Any, body: bytes, marker: bytes) -> int:
+    """An open loop: a request started every ``1 / args.rate`` s, whatever is in flight."""
+    started = time.monotonic()
+    tasks = []
+    for n in range(args.requests):
+        await asyncio.sleep(max(0.0, started + n / args.rate - time.monotonic()))
+        tasks.append(asyncio.ensure_future(one(app, scope, body, marker)))
+    await asyncio.gather(*tasks)
+    return args.requests
 
 
 async def run(args: argparse.Namespace, config: Path) -> None:
@@ -84,25 +127,35 @@ async def run(args: argparse.Namespace, config: Path) -> None:
     body = bench.request_body(route.api, model)
     scope = scope_for(bench.PATHS[route.api], bench.HEADERS[route.api])
     marker = bench.MARKERS[route.api].encode()
+    asked = (app, scope, body, marker)
+    connects = counted_connects()
     async with app.router.lifespan_context(app):
-        for _ in range(50):
+        if args.pace:  # paced streams warm up together (each lasts seconds)
+            await asyncio.gather(*(one(app, scope, body, marker) for _ in range(50)))
+        for _ in range(0 if args.pace else 50):
             await one(app, scope, body, marker)
         for round_ in range(args.rounds):
             profiler = cProfile.Profile(time.process_time) if args.profile else None
+            opened_before = len(connects)
+            FIRST_BYTES.clear()
             start = time.process_time()
             if profiler:
                 profiler.enable()
-            for _ in range(args.requests // args.concurrency):
-                await asyncio.gather(
-                    *(one(app, scope, body, marker) for _ in range(args.concurrency))
-                )
+            done = await (
+                opened(args, app, scope, body, marker) if args.rate else closed(*asked, args)
+            )
             if profiler:
                 profiler.disable()
                 profiler.dump_stats(args.profile)
-            done = args.requests // args.concurrency * args.concurrency
             spent = (time.process_time() - start) / done * 1000
-            load = os.getloadavg()[0]
-            print(f"{args.route} round {round_}: {spent:.3f} ms/request (load {load:.1f})")
+            load, opened_now = os.getloadavg()[0], len(connects) - opened_before
+            print(
+                f"{args.route} round {round_}: {spent:.3f} ms/request (load {load:.1f}; "
+                f"{opened_now} upstream connections opened)"
+            )
+            if args.concurrency == 1 and not args.rate:
+                first = sorted(FIRST_BYTES)[len(FIRST_BYTES) // 2] * 1000
+                print(f"  CPU from arrival to the first byte, median: {first:.3f} ms")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -112,12 +165,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=1, help="requests in flight at once")
+    parser.add_argument("--pace", type=int, default=0, help="ms between the upstream's events")
+    parser.add_argument("--rate", type=float, default=0.0, help="an open loop: requests a second")
     parser.add_argument("--profile", help="write a cProfile of the last round here")
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="uvloop")
     args = parser.parse_args(argv)
     with ServerProcess() as upstream, tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "metis.yaml"
-        config.write_text(bench.metis_config(upstream, args.scenario))
+        config.write_text(bench.metis_config(upstream, args.scenario, True, args.pace))
         gc.collect()
         if args.loop == "uvloop":
             import uvloop

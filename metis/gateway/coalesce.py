@@ -42,6 +42,7 @@ class CoalescingStream(StreamingResponse):
         await send({**start, "headers": self.raw_headers})
         ready: deque[bytes] = deque()
         produced, drained = anyio.Event(), anyio.Event()
+        new_event = type(produced)  # the loop's own class: anyio.Event() looks the loop up
         finished = False
 
         async def read() -> None:
@@ -53,7 +54,7 @@ class CoalescingStream(StreamingResponse):
                     )
                     produced.set()
                     if len(ready) >= MAX_READY:
-                        drained = anyio.Event()
+                        drained = new_event()
                         await drained.wait()
             finally:
                 finished = True
@@ -68,7 +69,7 @@ class CoalescingStream(StreamingResponse):
                 while ready or not finished:
                     if not ready:
                         await produced.wait()
-                        produced = anyio.Event()
+                        produced = new_event()
                         continue
                     body = b"".join(ready)
                     ready.clear()

@@ -14,6 +14,7 @@ from metis.core.config_files import config_error, read_yaml
 from metis.core.suggest import did_you_mean
 from metis.errors import ConfigError
 from metis.gateway.keys import Keys, KeySpec
+from metis.gateway.upstream_pool import upstream_client
 from metis.registry.file import RegistryFile
 from metis.registry.registry import Registry
 
@@ -128,5 +129,6 @@ class GatewayConfig:
 
             tracer = tracer_for(tracer_provider)
             registry_kwargs.setdefault("telemetry", OpenTelemetrySink(tracer_provider))
+        registry_kwargs.setdefault("make_client", upstream_client)
         registry = Registry.from_dict(data, source, environ=environ, **registry_kwargs)
         return cls(registry, settings, api_key, keys, tracer)

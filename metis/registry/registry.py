@@ -47,7 +47,7 @@ import difflib
 import json
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,7 +85,7 @@ __getattr__ = renamed(__name__, {"Route": "ModelRoute"}, globals())
 
 # The registry ------------------------------------------------------------------------------
 
-_REGISTRY_OPTIONS = frozenset({"source", "base_dir", "environ", "clients"}) | (
+_REGISTRY_OPTIONS = frozenset({"source", "base_dir", "environ", "clients", "make_client"}) | (
     keyword_names(build_adapter) - {"stack", "config", "init_on_first_call"}
 )
 """A Registry's own options, and the ones it passes to every adapter it builds."""
@@ -108,9 +108,13 @@ class Registry:
         base_dir: str | Path | None = None,
         environ: Mapping[str, str] | None = None,
         clients: Mapping[str, AsyncHTTPClient] | None = None,
+        make_client: Callable[[float], AsyncHTTPClient] = http_client,
         **adapter_kwargs: Any,
     ) -> None:
+        """``make_client``: how the pool of an entry not given a client in ``clients`` is made
+        (called with the entry's ``timeout_seconds``); the registry owns and closes it."""
         check_options("Registry()", adapter_kwargs, _REGISTRY_OPTIONS)
+        self._make_client = make_client
         self.source = source
         env = os.environ if environ is None else environ
         base = Path(base_dir) if base_dir is not None else None
@@ -343,7 +347,7 @@ class Registry:
         client = self._clients.get(adapter_name) or self._owned_clients.get(adapter_name)
         if client is None:
             # As Adapter would make it; owned here so that every Adapter of the entry shares it.
-            client = http_client(entry.timeout_seconds)
+            client = self._make_client(entry.timeout_seconds)
             self._owned_clients[adapter_name] = client
         return client
 

@@ -20,6 +20,7 @@ send through here, so every request gets the same protections:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -76,6 +77,7 @@ class ReadClock:
     streamed: bool
     head_arrived: bool = False
     received: bool = False
+    now: Callable[[], float] = anyio.current_time  # or loop_clock()'s: the same, looked up once
 
     def head_by(self) -> float:
         return self.first_by if self.streamed else self.deadline
@@ -83,15 +85,26 @@ class ReadClock:
     def on_head(self) -> None:
         self.head_arrived = True
         if not self.streamed:
-            self.first_by = min(self.deadline, anyio.current_time() + self.idle)
+            self.first_by = min(self.deadline, self.now() + self.idle)
 
     def read_by(self) -> float:
         if self.received:
-            return min(self.deadline, anyio.current_time() + self.idle)
+            return min(self.deadline, self.now() + self.idle)
         return self.first_by
 
     def seconds_for_read(self) -> float:
-        return max(0.0, self.read_by() - anyio.current_time())
+        now = self.now()
+        by = min(self.deadline, now + self.idle) if self.received else self.first_by
+        return max(0.0, by - now)
+
+
+def loop_clock() -> Callable[[], float]:
+    """``anyio.current_time``, the loop found once: asyncio's ``loop.time`` (what anyio
+    reads, after asking which loop runs on each call), or anyio's own (trio)."""
+    try:
+        return asyncio.get_running_loop().time
+    except RuntimeError:
+        return anyio.current_time
 
 
 @dataclass(slots=True, eq=False)
@@ -175,7 +188,9 @@ async def open_exchange(
     """Send ``request``; the exchange once its head is in, or the failure, classified (an
     unsuccessful answer as HTTPFailure, with its body)."""
     first_by = min(call.deadline, anyio.current_time() + limits.first_event_timeout)
-    clock = ReadClock(call.deadline, limits.idle_timeout, first_by, request.stream)
+    clock = ReadClock(
+        call.deadline, limits.idle_timeout, first_by, request.stream, now=loop_clock()
+    )
     content = request.content if request.content is not None else request.serialized().content
     built = _build(http, call, limits, request.method, request.url, request.headers, content)
     slots = slots_of(http)
@@ -310,12 +325,8 @@ async def _send(
 
 def _reader(exchange: Exchange) -> Callable[[], Awaitable[bytes | None]]:
     """How the body is read, chunk by chunk (None at the end), within the clock's time."""
-    response, chunks, call, clock = (
-        exchange.response,
-        exchange.chunks,
-        exchange.call,
-        exchange.clock,
-    )
+    response, chunks = exchange.response, exchange.chunks
+    call, clock = exchange.call, exchange.clock
     restore = bound_socket_reads(response, clock.seconds_for_read)
     abort = socket_abort(response) if restore is not None else None
     if restore is not None and abort is not None:

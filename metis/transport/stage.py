@@ -43,14 +43,17 @@ from metis.transport.exchange import CONNECT_TIMEOUT, Exchange, Limits, ReadCloc
 __all__ = ["CONNECT_TIMEOUT", "ReadClock", "Transport", "http_client"]
 
 
-def http_client(timeout_seconds: float = 600.0) -> httpx.AsyncClient:
+def http_client(
+    timeout_seconds: float = 600.0, keep_alive: int = pool.MAX_KEEPALIVE
+) -> httpx.AsyncClient:
     """The client an adapter makes when the application gives none: it follows no redirects,
-    pools connections as the official SDKs do, its calls wait for a connection in metis's
-    connection slots (metis/transport/slots.py), and it opens them with a connect timeout that
-    counts only the connection's own wait (metis/transport/connect.py). Its timeouts only
-    matter to requests that bring none; the transport's always do."""
+    pools connections as the official SDKs do (``keep_alive`` of them kept idle), its calls
+    wait for a connection in metis's connection slots (metis/transport/slots.py), and it opens
+    them with a connect timeout that counts only the connection's own wait
+    (metis/transport/connect.py). Its timeouts only matter to requests that bring none; the
+    transport's always do."""
     size = pool.MAX_CONNECTIONS
-    limits = httpx.Limits(max_connections=size, max_keepalive_connections=pool.MAX_KEEPALIVE)
+    limits = httpx.Limits(max_connections=size, max_keepalive_connections=keep_alive)
     client = httpx.AsyncClient(
         timeout=httpx.Timeout(timeout_seconds, connect=CONNECT_TIMEOUT),
         limits=limits,

@@ -334,3 +334,30 @@ def test_a_worker_s_application_is_frozen_out_of_the_cyclic_collector(
         assert all(o is not app for o in gc.get_objects())  # the collector's are not frozen
     finally:
         gc.unfreeze()
+
+
+@pytest.mark.anyio
+async def test_the_gateways_adapters_keep_every_connection_and_a_librarys_keep_a_hundred() -> None:
+    """The gateway's registry makes each adapter entry's pool with every connection kept
+    alive and the one-pass bookkeeping (metis/gateway/upstream_pool.py); a registry in a
+    program keeps the official SDKs' 100, on httpcore's own pool."""
+    import httpcore
+
+    from metis.gateway.config import GatewayConfig
+    from metis.registry.registry import Registry
+    from metis.transport.pool_scan import LinearPool
+
+    data = {
+        "adapters": {"claude": {"type": "anthropic", "api_key_env": "UPSTREAM_KEY"}},
+        "models": {"anthropic:claude-sonnet-4-5": {"adapter": "claude", "aliases": ["sonnet"]}},
+    }
+    environ = {"UPSTREAM_KEY": "sk-upstream"}
+    served = GatewayConfig.from_dict({**data, "gateway": {}}, environ=environ).registry
+    library = Registry.from_dict(data, environ=environ)
+    async with served, library:
+        gateway_pool = served.adapter("sonnet").config.http_client._transport._pool
+        library_pool = library.adapter("sonnet").config.http_client._transport._pool
+        assert type(gateway_pool) is LinearPool
+        assert gateway_pool._max_keepalive_connections == 1000
+        assert type(library_pool) is httpcore.AsyncConnectionPool
+        assert library_pool._max_keepalive_connections == 100

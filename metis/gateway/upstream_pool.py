@@ -1,0 +1,25 @@
+"""The connection pools of the gateway's adapters (docs/gateway.md, "Connections upstream").
+
+A library caller's adapter keeps, as the official SDKs do, 100 of its connections idle. A
+gateway serving a hundred streams or more holds about that many open at once, so that limit
+closes a connection as soon as the pool passes it, and the next request opens another: at
+~100 streams in flight, 350 requests in 400 opened a connection (benchmarks/README.md,
+"Results, 2026-11-27 (gwlat)"). The gateway's registry makes each adapter entry's client
+with every connection kept (up to the pool's 1,000, each closed after its idle expiry as
+before) and with httpcore's bookkeeping done in one pass (metis/transport/pool_scan.py).
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from metis.transport import slots
+from metis.transport.pool_scan import linear_pools
+from metis.transport.stage import http_client
+
+
+def upstream_client(timeout_seconds: float) -> httpx.AsyncClient:
+    """An adapter entry's client, as the gateway's registry makes it (see the module)."""
+    client = http_client(timeout_seconds, keep_alive=slots.MAX_CONNECTIONS)
+    linear_pools(client)
+    return client
