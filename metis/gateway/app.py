@@ -49,6 +49,7 @@ log = logging.getLogger("metis.gateway")
 JSON = "application/json"
 METRICS_DIR_VARIABLE = "METIS_GATEWAY_METRICS_DIR"
 """Where the workers of ``metis serve --workers N`` share their metrics (set by the CLI)."""
+Endpoint = Callable[[Request], Awaitable[Response]]
 REQUEST_ID_HEADERS = {
     "anthropic": "request-id",
     "chat": "x-request-id",
@@ -178,6 +179,21 @@ async def _count_tokens(gateway: Gateway, request: Request) -> Response:
     return _json(200, {"input_tokens": counted}, {})
 
 
+def _counting(gateway: Gateway) -> list[tuple[str, Endpoint, str]]:
+    """Both APIs' token counts: Anthropic's ``count_tokens``, OpenAI's ``input_tokens``."""
+
+    async def count_tokens(request: Request) -> Response:
+        return await _count_answer(gateway, "anthropic", _count_tokens(gateway, request))
+
+    async def count_input(request: Request) -> Response:
+        return await _count_answer(gateway, "responses", input_tokens(gateway, request))
+
+    return [
+        ("/v1/messages/count_tokens", count_tokens, "POST"),
+        ("/v1/responses/input_tokens", count_input, "POST"),
+    ]
+
+
 async def _no_route(request: Request, exc: Exception) -> Response:
     """A path the gateway does not serve (404), or one asked with another method (405), in
     the shape of the API the path (or the ``anthropic-version`` header) names."""
@@ -274,9 +290,7 @@ def _lifespan(
     return lifespan
 
 
-def _routes(
-    served: Sequence[tuple[str, Callable[[Request], Awaitable[Response]], str]],
-) -> list[Route]:
+def _routes(served: Sequence[tuple[str, Endpoint, str]]) -> list[Route]:
     """The APIs' routes; a trailing slash is served as the path itself, not redirected (which
     would make the client send a POST's body again)."""
     return [
@@ -310,12 +324,6 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
     async def embeddings(request: Request) -> Response:
         return await _answer(gateway, "embeddings", answer_embeddings(gateway, request))
 
-    async def count_tokens(request: Request) -> Response:
-        return await _count_answer(gateway, "anthropic", _count_tokens(gateway, request))
-
-    async def count_input(request: Request) -> Response:
-        return await _count_answer(gateway, "responses", input_tokens(gateway, request))
-
     async def models(request: Request) -> Response:
         return _models(gateway, request)
 
@@ -332,10 +340,9 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
 
     served = [
         ("/v1/messages", messages, "POST"),
-        ("/v1/messages/count_tokens", count_tokens, "POST"),
+        *_counting(gateway),  # before the stored responses' /v1/responses/{response_id}
         ("/v1/chat/completions", chat, "POST"),
         ("/v1/responses", responses, "POST"),
-        ("/v1/responses/input_tokens", count_input, "POST"),  # before the stored ones' paths
         *stored_responses(gateway),
         ("/v1/embeddings", embeddings, "POST"),
         ("/v1/models", models, "GET"),
