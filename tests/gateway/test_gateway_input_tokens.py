@@ -122,3 +122,15 @@ async def test_the_path_is_not_taken_for_a_stored_responses_id() -> None:
         with pytest.raises(openai.NotFoundError):
             await sdk.responses.retrieve("input_tokens")
     assert counted.status_code == 200 and counted.json()["input_tokens"] > 0
+
+
+async def test_what_the_reader_leaves_out_is_named_as_for_a_response() -> None:
+    async with _client() as sdk:
+        raw = await sdk.responses.input_tokens.with_raw_response.count(
+            model="flash", input=SAID, truncation="auto"
+        )
+        plain = await sdk.responses.input_tokens.with_raw_response.count(model="flash", input=SAID)
+    assert "truncation" in raw.headers["x-metis-dropped"]
+    assert "x-metis-dropped" not in plain.headers
+    assert raw.parse().input_tokens == plain.parse().input_tokens
+    assert raw.headers["x-request-id"]
