@@ -24,11 +24,10 @@ from metis.gateway.anthropic_api import VERSIONS
 from metis.gateway.body import parse_body, read_body, read_raw
 from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import recalled
+from metis.gateway.counting import check_model, counted_tokens, input_tokens
 from metis.gateway.embeddings_api import answer_embeddings
 from metis.gateway.endings import DeadlineStream, until_disconnect
 from metis.gateway.errors import (
-    GatewayPermissionError,
-    GatewayTimeoutError,
     MethodNotAllowedError,
     ModelNotFoundError,
     RouteNotFoundError,
@@ -40,7 +39,6 @@ from metis.gateway.responses_kept import stored_responses
 from metis.gateway.routed import Routed
 from metis.gateway.service import (
     Gateway,
-    Prepared,
     error_reply,
     log_dropped,
     request_id,
@@ -51,6 +49,7 @@ log = logging.getLogger("metis.gateway")
 JSON = "application/json"
 METRICS_DIR_VARIABLE = "METIS_GATEWAY_METRICS_DIR"
 """Where the workers of ``metis serve --workers N`` share their metrics (set by the CLI)."""
+Endpoint = Callable[[Request], Awaitable[Response]]
 REQUEST_ID_HEADERS = {
     "anthropic": "request-id",
     "chat": "x-request-id",
@@ -156,10 +155,10 @@ def _endpoint(routed: Routed, api: str) -> Callable[[Request], Awaitable[Respons
     return endpoint
 
 
-async def _count_answer(gateway: Gateway, request: Request) -> Response:
+async def _count_answer(gateway: Gateway, api: str, work: Awaitable[Response]) -> Response:
     rid = request_id()
-    response = await _guarded(gateway, "anthropic", _count_tokens(gateway, request), rid)
-    _identified(response, "anthropic", rid)
+    response = await _guarded(gateway, api, work, rid)
+    _identified(response, api, rid)
     return response
 
 
@@ -173,22 +172,26 @@ async def _count_tokens(gateway: Gateway, request: Request) -> Response:
     if isinstance(body, dict):
         body = {**body, "max_tokens": body.get("max_tokens") or 1}
     prepared = await gateway.prepare("anthropic", body, owner_of(key))
-    if key is not None and not key.may_use(prepared.inbound.model):
-        name, model = key.spec.name, prepared.inbound.model
-        raise GatewayPermissionError(f"key {name!r} may not use model {model!r}")
-    counted = await until_disconnect(request, _counted(gateway, prepared))
+    check_model(key, prepared)
+    counted = await until_disconnect(request, counted_tokens(gateway, prepared))
     if counted is None:  # the client went away: no one reads this
         return Response(status_code=499)
     return _json(200, {"input_tokens": counted}, {})
 
 
-async def _counted(gateway: Gateway, prepared: Prepared) -> int:
-    try:
-        with anyio.fail_after(gateway.settings.request_timeout_seconds):
-            counted = await prepared.target.chat_model.count_tokens(prepared.request)
-    except TimeoutError:
-        raise GatewayTimeoutError("the request took longer than the gateway allows") from None
-    return counted.input_tokens
+def _counting(gateway: Gateway) -> list[tuple[str, Endpoint, str]]:
+    """Both APIs' token counts: Anthropic's ``count_tokens``, OpenAI's ``input_tokens``."""
+
+    async def count_tokens(request: Request) -> Response:
+        return await _count_answer(gateway, "anthropic", _count_tokens(gateway, request))
+
+    async def count_input(request: Request) -> Response:
+        return await _count_answer(gateway, "responses", input_tokens(gateway, request))
+
+    return [
+        ("/v1/messages/count_tokens", count_tokens, "POST"),
+        ("/v1/responses/input_tokens", count_input, "POST"),
+    ]
 
 
 async def _no_route(request: Request, exc: Exception) -> Response:
@@ -287,9 +290,7 @@ def _lifespan(
     return lifespan
 
 
-def _routes(
-    served: Sequence[tuple[str, Callable[[Request], Awaitable[Response]], str]],
-) -> list[Route]:
+def _routes(served: Sequence[tuple[str, Endpoint, str]]) -> list[Route]:
     """The APIs' routes; a trailing slash is served as the path itself, not redirected (which
     would make the client send a POST's body again)."""
     return [
@@ -323,9 +324,6 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
     async def embeddings(request: Request) -> Response:
         return await _answer(gateway, "embeddings", answer_embeddings(gateway, request))
 
-    async def count_tokens(request: Request) -> Response:
-        return await _count_answer(gateway, request)
-
     async def models(request: Request) -> Response:
         return _models(gateway, request)
 
@@ -342,7 +340,7 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
 
     served = [
         ("/v1/messages", messages, "POST"),
-        ("/v1/messages/count_tokens", count_tokens, "POST"),
+        *_counting(gateway),  # before the stored responses' /v1/responses/{response_id}
         ("/v1/chat/completions", chat, "POST"),
         ("/v1/responses", responses, "POST"),
         *stored_responses(gateway),

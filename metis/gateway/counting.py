@@ -1,0 +1,57 @@
+"""Input tokens counted before a call: the provider's count where it has one, else the
+estimate (metis.adapter.count_tokens), for Anthropic's ``/v1/messages/count_tokens`` and
+OpenAI's ``/v1/responses/input_tokens`` (docs/gateway.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from metis.gateway.body import read_body
+from metis.gateway.conversations import recalled
+from metis.gateway.endings import until_disconnect
+from metis.gateway.errors import GatewayPermissionError, GatewayTimeoutError
+from metis.gateway.keys import KeyState
+from metis.gateway.service import Gateway, Prepared, dropped_headers
+from metis.gateway.store import owner_of
+
+
+async def counted_tokens(gateway: Gateway, prepared: Prepared) -> int:
+    """The prepared request's input tokens, within the gateway's deadline."""
+    try:
+        with anyio.fail_after(gateway.settings.request_timeout_seconds):
+            counted = await prepared.target.chat_model.count_tokens(prepared.request)
+    except TimeoutError:
+        raise GatewayTimeoutError("the request took longer than the gateway allows") from None
+    return counted.input_tokens
+
+
+def check_model(key: KeyState | None, prepared: Prepared) -> None:
+    if key is not None and not key.may_use(prepared.inbound.model):
+        name, model = key.spec.name, prepared.inbound.model
+        raise GatewayPermissionError(f"key {name!r} may not use model {model!r}")
+
+
+async def input_tokens(gateway: Gateway, request: Request) -> Response:
+    """OpenAI's ``responses.input_tokens.count``: the body read as a Responses request is
+    (a ``previous_response_id`` counts the conversation it continues, reasoning items sent
+    back by id count the thinking they name), with the key, model, deadline and disconnect
+    checks of a count of Anthropic's; what the reader left out is named in the header a
+    response names it in."""
+    key = gateway.authenticate(request.headers)
+    settings = gateway.settings
+    body: Any = await read_body(
+        request, settings.max_request_bytes, settings.request_timeout_seconds
+    )
+    owner = owner_of(key)
+    body, _ = await recalled(gateway.stored, body, owner)
+    prepared = await gateway.prepare("responses", body, owner)
+    check_model(key, prepared)
+    counted = await until_disconnect(request, counted_tokens(gateway, prepared))
+    if counted is None:  # the client went away: no one reads this
+        return Response(status_code=499)
+    reply = {"object": "response.input_tokens", "input_tokens": counted}
+    return JSONResponse(reply, headers=dropped_headers(prepared.reported))
