@@ -36,6 +36,7 @@ import pytest
 
 BACKENDS = ("asyncio", "trio")
 GATEWAY_TESTS = Path(__file__).parent / "gateway"
+SHARES = "metis-shares"  # the controller's plugin sharing out the test files (xdist_partition)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,14 +62,20 @@ def pytest_configure(config: pytest.Config) -> None:
     gc.set_threshold(10_000, 10, 10)
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         from .xdist_batch import unpack_batches_in_controller
-        from .xdist_schedule import FileSeconds
+        from .xdist_partition import Shares, show_whole_collection
+        from .xdist_schedule import SHARED, FileSeconds
 
         config.pluginmanager.register(FileSeconds(), "metis-file-seconds")
+        shares = Shares(config, SHARED)
+        config.pluginmanager.register(shares, SHARES)
+        show_whole_collection(shares)
         unpack_batches_in_controller()
     if hasattr(config, "workerinput"):
         from .xdist_batch import batch_worker_events
+        from .xdist_partition import in_worker
 
         batch_worker_events(config)
+        in_worker(config)
     # In xdist's controller too, which runs no test: hypothesis's summary imports it there at
     # the end anyway, and importing it looks up a Random's referrers over every object the
     # process holds by then (pytest_sessionfinish).
@@ -97,11 +104,16 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadfile`` with the longest files first (tests/xdist_schedule.py)."""
+    """``--dist loadfile`` with the longest files first (tests/xdist_schedule.py), each worker
+    having collected only the files it runs when the files could be shared out among them
+    (tests/xdist_partition.py)."""
     if config.getvalue("dist") != "loadfile":
         return None
-    from .xdist_schedule import LongestFirst
+    from .xdist_schedule import LongestFirst, Partitioned
 
+    shares = config.pluginmanager.get_plugin(SHARES)
+    if shares is not None and shares.active:
+        return Partitioned(config, log, shares)
     return LongestFirst(config, log)
 
 
