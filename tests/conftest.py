@@ -36,7 +36,6 @@ import pytest
 
 BACKENDS = ("asyncio", "trio")
 GATEWAY_TESTS = Path(__file__).parent / "gateway"
-SHARES = "metis-shares"  # the controller's plugin sharing out the test files (xdist_partition)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,22 +59,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # registers its Random with hypothesis, which looks for the Random's referrers and would
     # find none that are frozen.
     gc.set_threshold(10_000, 10, 10)
-    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
-        from .xdist_batch import unpack_batches_in_controller
-        from .xdist_partition import Shares, show_whole_collection
-        from .xdist_schedule import SHARED, FileSeconds
+    from .xdist_partition import SHARED
+    from .xdist_setup import configure
 
-        config.pluginmanager.register(FileSeconds(), "metis-file-seconds")
-        shares = Shares(config, SHARED)
-        config.pluginmanager.register(shares, SHARES)
-        show_whole_collection(shares)
-        unpack_batches_in_controller()
-    if hasattr(config, "workerinput"):
-        from .xdist_batch import batch_worker_events
-        from .xdist_partition import in_worker
-
-        batch_worker_events(config)
-        in_worker(config)
+    configure(config, SHARED)
     # In xdist's controller too, which runs no test: hypothesis's summary imports it there at
     # the end anyway, and importing it looks up a Random's referrers over every object the
     # process holds by then (pytest_sessionfinish).
@@ -107,14 +94,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadfile`` with the longest files first (tests/xdist_schedule.py), each worker
     having collected only the files it runs when the files could be shared out among them
     (tests/xdist_partition.py)."""
-    if config.getvalue("dist") != "loadfile":
-        return None
-    from .xdist_schedule import LongestFirst, Partitioned
+    from .xdist_partition import SHARED
+    from .xdist_setup import make_scheduler
 
-    shares = config.pluginmanager.get_plugin(SHARES)
-    if shares is not None and shares.active:
-        return Partitioned(config, log, shares)
-    return LongestFirst(config, log)
+    return make_scheduler(config, log, SHARED)
 
 
 @pytest.fixture

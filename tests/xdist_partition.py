@@ -31,6 +31,24 @@ PARTITION = "metis_partition"  # workerinput: {file: share} of every partitioned
 COLLECT_SECONDS = "metis_collect_seconds"  # workeroutput: {file: seconds to collect it}
 FILE_SECONDS_KEY = "metis/seconds-per-file"  # then the -m expression, one table each
 NO_SHARE = -1  # a worker with no share of its own (only files every worker collects)
+SHARED = {  # every test file that imports an official SDK (anthropic's takes 4 s of CPU)
+    file: "official SDKs"
+    for file in (
+        "tests/gateway/test_gateway_compaction.py",
+        "tests/gateway/test_gateway_legacy_functions.py",
+        "tests/gateway/test_gateway_openai_tools.py",
+        "tests/gateway/test_gateway_passthrough.py",
+        "tests/gateway/test_gateway_passthrough_responses.py",
+        "tests/gateway/test_gateway_passthrough_routes.py",
+        "tests/gateway/test_gateway_pydantic_ai.py",
+        "tests/gateway/test_gateway_reasoning_carried.py",
+        "tests/gateway/test_gateway_responses_owners.py",
+        "tests/gateway/test_gateway_sdk_helpers.py",
+        "tests/gateway/test_gateway_sdks.py",
+        "tests/testing/test_emulator_clients.py",
+        "tests/testing/test_emulator_cloud_clients.py",
+    )
+}
 
 
 def split(seconds: dict[str, float], groups: dict[str, str], workers: int) -> dict[str, int]:

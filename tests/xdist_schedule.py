@@ -6,8 +6,10 @@ gateway) last, to run alone while the other worker idled.
 
 Each run keeps every file's seconds per test in pytest's cache; a file the cache does not know
 counts as its number of tests times the median, so a first run keeps xdist's order. The files
-of a group in ``SHARED`` run on one worker, one after the other: they share a cost a worker
-pays once (importing an official SDK takes a second or two of CPU).
+of a group in ``SHARED`` (tests/xdist_partition.py) run on one worker, one after the other:
+they share a cost a worker pays once (importing an official SDK takes a second or two of CPU).
+When each worker collected only its share of the files (tests/xdist_partition.py),
+``Partitioned`` sends a file only to a worker that collected it.
 """
 
 from __future__ import annotations
@@ -21,27 +23,9 @@ import pytest
 from xdist.report import report_collection_diff
 from xdist.scheduler import LoadFileScheduling
 
-from .xdist_partition import COLLECT_SECONDS, table_key
+from .xdist_partition import COLLECT_SECONDS, SHARED, table_key
 
 CACHE_KEY = "metis/seconds-per-test"
-SHARED = {  # every test file that imports an official SDK (anthropic's takes 4 s of CPU)
-    file: "official SDKs"
-    for file in (
-        "tests/gateway/test_gateway_compaction.py",
-        "tests/gateway/test_gateway_legacy_functions.py",
-        "tests/gateway/test_gateway_openai_tools.py",
-        "tests/gateway/test_gateway_passthrough.py",
-        "tests/gateway/test_gateway_passthrough_responses.py",
-        "tests/gateway/test_gateway_passthrough_routes.py",
-        "tests/gateway/test_gateway_pydantic_ai.py",
-        "tests/gateway/test_gateway_reasoning_carried.py",
-        "tests/gateway/test_gateway_responses_owners.py",
-        "tests/gateway/test_gateway_sdk_helpers.py",
-        "tests/gateway/test_gateway_sdks.py",
-        "tests/testing/test_emulator_clients.py",
-        "tests/testing/test_emulator_cloud_clients.py",
-    )
-}
 _DEFAULT_SECONDS = 0.03
 
 
@@ -52,8 +36,9 @@ def file_of(nodeid: str) -> str:
 class LongestFirst(LoadFileScheduling):
     """``loadfile`` scheduling, the longest work first."""
 
-    def __init__(self, config: pytest.Config, log: Any = None) -> None:
+    def __init__(self, config: pytest.Config, log: Any = None, groups: dict[str, str] = SHARED):
         super().__init__(config, log)
+        self.groups = groups
         cache = getattr(config, "cache", None)  # none with -p no:cacheprovider
         known = cache.get(CACHE_KEY, {}) if cache is not None else {}
         self.per_test: dict[str, float] = known if isinstance(known, dict) else {}
@@ -61,7 +46,7 @@ class LongestFirst(LoadFileScheduling):
 
     def _split_scope(self, nodeid: str) -> str:
         file = file_of(nodeid)
-        return SHARED.get(file, file)
+        return self.groups.get(file, file)
 
     def _assign_work_unit(self, node: Any) -> None:
         if not self.ordered:  # the first assignment: the queue holds every unit
@@ -76,6 +61,26 @@ class LongestFirst(LoadFileScheduling):
         return sum(
             self.per_test.get(file_of(nodeid), fallback or _DEFAULT_SECONDS) for nodeid in tests
         )
+
+    def remove_node(self, node: Any) -> str | None:
+        """xdist's, but of a worker that died only the tests it had not run go to another:
+        xdist queued its finished files again, sent them to a worker as empty batches, and
+        waited for ever for their end. The test it died in is reported failed (xdist's
+        DSession), not run again (a test that kills its worker would kill the next one)."""
+        workload = self.assigned_work.pop(node)
+        left = {unit: tests for unit, tests in workload.items() if not all(tests.values())}
+        if not left:
+            return None
+        crashitem = next(
+            nodeid for tests in left.values() for nodeid, done in tests.items() if not done
+        )
+        left[self._split_scope(crashitem)][crashitem] = True
+        self.workqueue.update(
+            (unit, tests) for unit, tests in left.items() if not all(tests.values())
+        )
+        for other in self.assigned_work:
+            self._reschedule(other)
+        return crashitem
 
 
 class FileSeconds:
@@ -139,8 +144,8 @@ class Partitioned(LongestFirst):
     collected (a file the cache did not know, or one named on the command line) goes to
     whichever is free first, and must hold the same tests in each, as in xdist."""
 
-    def __init__(self, config: pytest.Config, log: Any, shares: Any) -> None:
-        super().__init__(config, log)
+    def __init__(self, config: pytest.Config, log: Any, shares: Any, groups: dict[str, str]):
+        super().__init__(config, log, groups)
         self.shares = shares
         self.units: dict[str, list[str]] = {}  # the run's units and their tests, in order
         self.first: dict[str, str] = {}  # the worker whose collection set each unit's tests
