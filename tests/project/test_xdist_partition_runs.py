@@ -99,8 +99,9 @@ class Tree:
         self.out.mkdir(exist_ok=True)
         for old in self.out.glob("*"):
             old.unlink()
-        env = {**os.environ, "TREE_OUT": str(self.out), "PYTHONPATH": str(REPO)}
-        env.pop("TREE_FAIL", None)
+        # not a worker of the run this test is in: xdist's PYTEST_XDIST_* variables left out
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "TREE_"))}
+        env |= {"TREE_OUT": str(self.out), "PYTHONPATH": str(REPO)}
         if fail:
             env["TREE_FAIL"] = "1"
         plugins = ["-p", "no:langsmith_plugin", "-p", "no:respx", "-p", "no:anyio"]
