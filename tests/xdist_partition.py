@@ -57,7 +57,6 @@ SHARED = {  # every test file that imports an official SDK (anthropic's takes 4 
 FILLERS = 0.1  # of the run's seconds: files any worker runs, whichever is free at the end
 CHEAP = 0.02  # seconds to collect a file: a filler costs every worker little to collect
 LARGEST_FILLER = 0.02  # of the run's seconds: the end is no longer than that apart
-FILLER_YIELD = 20  # a filler's seconds to run for each second it costs to collect, at least
 
 
 def split(
@@ -92,8 +91,8 @@ def fillers(
 ) -> list[str]:
     """Files every worker collects and whichever is free runs, last (a static partition
     leaves a worker that the machine slowed down with work the others could have taken):
-    those cheapest to collect for their seconds (``FILLER_YIELD`` at least), up to
-    ``FILLERS`` of the run, none over ``LARGEST_FILLER`` of it."""
+    those cheapest to collect for their seconds, up to ``FILLERS`` of the run, none over
+    ``LARGEST_FILLER`` of it."""
     total = sum(weight.values())
     candidates = [
         file
@@ -101,7 +100,7 @@ def fillers(
         if file in weight
         and file not in groups
         and cost <= CHEAP
-        and FILLER_YIELD * cost <= weight[file] <= LARGEST_FILLER * total
+        and 0 < weight[file] <= LARGEST_FILLER * total
     ]
     candidates.sort(key=lambda file: (-weight[file] / max(collecting[file], 1e-3), file))
     chosen, sum_ = [], 0.0
