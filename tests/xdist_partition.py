@@ -6,11 +6,9 @@ times before any test ran. Instead, the controller splits the files it knows fro
 runs (pytest's cache: the seconds each file took to collect and run) into one share per
 worker, balanced by those seconds, a group of ``SHARED`` files in one share; it hands each
 worker its share (``workerinput``), and the worker leaves the files of other shares out of its
-collection. Every worker collects the fillers (files cheap to collect for their seconds,
-about a tenth of the run, which whichever worker is free runs at the end: a static partition
-alone left a worker the machine slowed down with work the others could have taken), a file
-the cache does not know, and a file named on the command line (pytest collects those
-whatever a plugin says). The union of the workers' collections is the run (``Partitioned`` in
+collection. A file the cache does not know, and a file named on the command line (pytest
+collects those whatever a plugin says), is collected by every worker and runs on whichever
+is free. The union of the workers' collections is the run (``Partitioned`` in
 tests/xdist_schedule.py). A worker that dies hands its share to the worker replacing it.
 
 No partition, every worker collecting everything as before: without a cache or with fewer
@@ -32,7 +30,6 @@ SHARE = "metis_share"  # workerinput: this worker's share, an index
 PARTITION = "metis_partition"  # workerinput: {file: share} of every partitioned file
 COLLECT_SECONDS = "metis_collect_seconds"  # workeroutput: {file: seconds to collect it}
 FILE_SECONDS_KEY = "metis/seconds-per-file"  # then the -m expression, one table each
-COLLECT_KEY = "metis/collect-seconds-per-file"  # a worker's seconds to collect each file
 NO_SHARE = -1  # a worker with no share of its own (only files every worker collects)
 SHARED = {  # every test file that imports an official SDK (anthropic's takes 4 s of CPU)
     file: "official SDKs"
@@ -54,29 +51,16 @@ SHARED = {  # every test file that imports an official SDK (anthropic's takes 4 
 }
 
 
-FILLERS = 0.1  # of the run's seconds: files any worker runs, whichever is free at the end
-CHEAP = 0.02  # seconds to collect a file: a filler costs every worker little to collect
-LARGEST_FILLER = 0.02  # of the run's seconds: the end is no longer than that apart
-
-
-def split(
-    seconds: dict[str, float],
-    groups: dict[str, str],
-    workers: int,
-    collecting: dict[str, float] | None = None,
-) -> dict[str, int]:
+def split(seconds: dict[str, float], groups: dict[str, str], workers: int) -> dict[str, int]:
     """``{file: share}``: the known files (and every grouped one) in ``workers`` shares, the
     longest work first to the share with the least so far; the files of a group go together.
-    Left out, for every worker to collect: fillers (``fillers``). Empty when there are fewer
-    units of work than workers."""
+    Empty when there are fewer units of work than workers."""
     units: dict[str, list[str]] = {}
     for file in sorted(set(seconds) | set(groups)):
         units.setdefault(groups.get(file, file), []).append(file)
-    weight = {unit: sum(seconds.get(file, 0.0) for file in files) for unit, files in units.items()}
-    for unit in fillers(weight, groups, collecting or {}):
-        del units[unit]
     if workers < 2 or len(units) < workers:
         return {}
+    weight = {unit: sum(seconds.get(file, 0.0) for file in files) for unit, files in units.items()}
     loads = [0.0] * workers
     shares: dict[str, int] = {}
     for unit in sorted(units, key=lambda unit: (-weight[unit], unit)):
@@ -86,32 +70,6 @@ def split(
     return shares
 
 
-def fillers(
-    weight: dict[str, float], groups: dict[str, str], collecting: dict[str, float]
-) -> list[str]:
-    """Files every worker collects and whichever is free runs, last (a static partition
-    leaves a worker that the machine slowed down with work the others could have taken):
-    those cheapest to collect for their seconds, up to ``FILLERS`` of the run, none over
-    ``LARGEST_FILLER`` of it."""
-    total = sum(weight.values())
-    candidates = [
-        file
-        for file, cost in collecting.items()
-        if file in weight
-        and file not in groups
-        and cost <= CHEAP
-        and 0 < weight[file] <= LARGEST_FILLER * total
-    ]
-    candidates.sort(key=lambda file: (-weight[file] / max(collecting[file], 1e-3), file))
-    chosen, sum_ = [], 0.0
-    for file in candidates:
-        if sum_ + weight[file] > FILLERS * total:
-            break
-        chosen.append(file)
-        sum_ += weight[file]
-    return chosen
-
-
 def table_key(config: pytest.Config) -> str:
     """The cache key of the per-file seconds of runs with this ``-m`` expression (a default
     run and a run of the slow tests time different tests of the same files)."""
@@ -119,9 +77,9 @@ def table_key(config: pytest.Config) -> str:
     return f"{FILE_SECONDS_KEY}/{markers or 'all'}"
 
 
-def cached(config: pytest.Config, key: str) -> dict[str, float]:
+def known_seconds(config: pytest.Config) -> dict[str, float]:
     cache = getattr(config, "cache", None)  # none with -p no:cacheprovider
-    known = cache.get(key, {}) if cache is not None else {}
+    known = cache.get(table_key(config), {}) if cache is not None else {}
     return known if isinstance(known, dict) else {}
 
 
@@ -152,13 +110,10 @@ def plan(config: pytest.Config, workers: int, groups: dict[str, str]) -> dict[st
     folders = selected_directories(config)
     if not folders:
         return {}
-    seconds = {
-        file: s for file, s in cached(config, table_key(config)).items() if _within(file, folders)
-    }
+    seconds = {file: s for file, s in known_seconds(config).items() if _within(file, folders)}
     if not seconds:
         return {}
-    groups = {file: group for file, group in groups.items() if _within(file, folders)}
-    return split(seconds, groups, workers, cached(config, COLLECT_KEY))
+    return split(seconds, {f: g for f, g in groups.items() if _within(f, folders)}, workers)
 
 
 class Shares:

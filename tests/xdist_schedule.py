@@ -23,7 +23,7 @@ import pytest
 from xdist.report import report_collection_diff
 from xdist.scheduler import LoadFileScheduling
 
-from .xdist_partition import COLLECT_KEY, COLLECT_SECONDS, SHARED, table_key
+from .xdist_partition import COLLECT_SECONDS, SHARED, table_key
 
 CACHE_KEY = "metis/seconds-per-test"
 _DEFAULT_SECONDS = 0.03
@@ -92,7 +92,7 @@ class FileSeconds:
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self.tests: dict[str, set[str]] = defaultdict(set)
-        self.collecting: dict[str, list[float]] = defaultdict(list)  # a worker's seconds each
+        self.collecting: dict[str, float] = defaultdict(float)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         file = file_of(report.nodeid)
@@ -102,7 +102,7 @@ class FileSeconds:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         for file, seconds in getattr(node, "workeroutput", {}).get(COLLECT_SECONDS, {}).items():
-            self.collecting[file].append(seconds)
+            self.collecting[file] += seconds
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         cache = getattr(session.config, "cache", None)
@@ -118,23 +118,16 @@ class FileSeconds:
             self.keep_file_seconds(session.config)
 
     def keep_file_seconds(self, config: pytest.Config) -> None:
-        collecting = {file: sum(each) / len(each) for file, each in self.collecting.items()}
-        keep(config, COLLECT_KEY, {file: round(s, 4) for file, s in collecting.items()})
-        files = set(self.seconds) | set(collecting)
-        seconds = {f: self.seconds.get(f, 0.0) + collecting.get(f, 0.0) for f in files}
-        keep(config, table_key(config), {file: round(s, 3) for file, s in seconds.items()})
-
-
-def keep(config: pytest.Config, key: str, seconds: dict[str, float]) -> None:
-    """``seconds`` into the cache's table ``key``, over what it knew of those files; the files
-    gone from the repository are left out."""
-    known = config.cache.get(key, {})  # type: ignore[union-attr]
-    known = {
-        file: value
-        for file, value in (known.items() if isinstance(known, dict) else ())
-        if (config.rootpath / file).is_file()
-    }
-    config.cache.set(key, known | seconds)  # type: ignore[union-attr]
+        key = table_key(config)
+        known = config.cache.get(key, {})  # type: ignore[union-attr]
+        known = {
+            file: seconds
+            for file, seconds in (known.items() if isinstance(known, dict) else ())
+            if (config.rootpath / file).is_file()
+        }
+        for file in set(self.seconds) | set(self.collecting):
+            known[file] = round(self.seconds.get(file, 0.0) + self.collecting.get(file, 0.0), 3)
+        config.cache.set(key, known)  # type: ignore[union-attr]
 
 
 def whole_files(config: pytest.Config) -> bool:
@@ -148,9 +141,8 @@ class Partitioned(LongestFirst):
     """``LongestFirst`` over workers that each collected only their share of the files
     (tests/xdist_partition.py): the run is the union of their collections, and a unit of work
     goes only to a worker that collected it, the longest first. A unit several workers
-    collected (a filler, a file the cache did not know, one named on the command line) goes
-    after a worker's own, to whichever is free first, and must hold the same tests in each,
-    as in xdist."""
+    collected (a file the cache did not know, or one named on the command line) goes to
+    whichever is free first, and must hold the same tests in each, as in xdist."""
 
     def __init__(self, config: pytest.Config, log: Any, shares: Any, groups: dict[str, str]):
         super().__init__(config, log, groups)
@@ -211,18 +203,14 @@ class Partitioned(LongestFirst):
             self.log("**Different tests collected, aborting run**")
             return
         self.collection = [nodeid for tests in self.units.values() for nodeid in tests]
-        for unit in sorted(self.units, key=self._order):
+        longest_first = sorted(self.units, key=lambda unit: -self.expected(self.units[unit]))
+        for unit in longest_first:
             self.workqueue[unit] = dict.fromkeys(self.units[unit], False)
         for node in self.nodes:
             if self._next_unit(node) is not None:
                 self._assign_work_unit(node)
         for node in self.nodes:
             self._reschedule(node)
-
-    def _order(self, unit: str) -> tuple[bool, float]:
-        """A worker's own units first, the longest first, then those any worker can run."""
-        shared = sum(unit in runs for runs in self.runs.values()) > 1
-        return shared, -self.expected(self.units[unit])
 
     def _report_difference(self, unit: str, tests: list[str], node: Any) -> None:
         message = report_collection_diff(self.units[unit], tests, self.first[unit], node.gateway.id)

@@ -58,17 +58,6 @@ def test_no_partition_for_fewer_units_than_workers_or_a_single_worker() -> None:
     assert split({}, {}, 2) == {}
 
 
-def test_fillers_cheap_to_collect_for_their_seconds_are_left_for_every_worker() -> None:
-    seconds = {f"t{i}.py": 10.0 for i in range(50)}
-    seconds |= {"filler.py": 8.0, "dear.py": 8.0, "grouped.py": 8.0, "long.py": 30.0}
-    collecting = {"filler.py": 0.001, "dear.py": 0.5, "grouped.py": 0.001, "long.py": 0.001}
-    groups = {"grouped.py": "g"}
-    shares = split(seconds, groups, 3, collecting)
-    assert set(seconds) - set(shares) == {"filler.py"}  # every worker collects it
-    assert split(seconds, groups, 3) == split(seconds, groups, 3, {}) != shares
-    assert "filler.py" in split(seconds, groups, 3)  # nothing known of collecting: no fillers
-
-
 def test_a_worker_leaves_out_only_the_files_of_other_shares(tmp_path: Path) -> None:
     config = SimpleNamespace(
         rootpath=tmp_path,
@@ -172,20 +161,6 @@ def test_the_longest_unit_a_worker_collected_goes_first() -> None:
         "long.py::t1",
         "long.py::t2",
     ]
-
-
-def test_a_workers_own_units_go_before_those_any_worker_can_run() -> None:
-    sched, _ = scheduler()
-    sched.per_test = {"own.py": 0.01, "pool.py": 1.0}
-    pool = ["pool.py::t1", "pool.py::t2", "pool.py::t3"]
-    nodes = [Node(name) for name in ("gw0", "gw1", "gw2")]
-    collect(sched, nodes[0], ["own.py::t1", *pool])
-    collect(sched, nodes[1], pool)
-    collect(sched, nodes[2], pool)
-    sched.schedule()
-    assert sched.registered_collections[nodes[0]][nodes[0].queue[0]] == "own.py::t1"
-    assert [sched.registered_collections[nodes[1]][i] for i in nodes[1].queue] == pool
-    assert not nodes[2].queue and nodes[2].shutting_down
 
 
 def test_a_file_collected_differently_by_two_workers_is_a_collection_error() -> None:
