@@ -59,16 +59,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # registers its Random with hypothesis, which looks for the Random's referrers and would
     # find none that are frozen.
     gc.set_threshold(10_000, 10, 10)
-    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
-        from .xdist_batch import unpack_batches_in_controller
-        from .xdist_schedule import FileSeconds
+    from .xdist_partition import SHARED
+    from .xdist_setup import configure
 
-        config.pluginmanager.register(FileSeconds(), "metis-file-seconds")
-        unpack_batches_in_controller()
-    if hasattr(config, "workerinput"):
-        from .xdist_batch import batch_worker_events
-
-        batch_worker_events(config)
+    configure(config, SHARED)
     # In xdist's controller too, which runs no test: hypothesis's summary imports it there at
     # the end anyway, and importing it looks up a Random's referrers over every object the
     # process holds by then (pytest_sessionfinish).
@@ -97,12 +91,13 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadfile`` with the longest files first (tests/xdist_schedule.py)."""
-    if config.getvalue("dist") != "loadfile":
-        return None
-    from .xdist_schedule import LongestFirst
+    """``--dist loadfile`` with the longest files first (tests/xdist_schedule.py), each worker
+    having collected only the files it runs when the files could be shared out among them
+    (tests/xdist_partition.py)."""
+    from .xdist_partition import SHARED
+    from .xdist_setup import make_scheduler
 
-    return LongestFirst(config, log)
+    return make_scheduler(config, log, SHARED)
 
 
 @pytest.fixture
