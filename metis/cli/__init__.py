@@ -73,8 +73,9 @@ def _add_demo(commands: Commands) -> None:
         "demo",
         help="a conversation with a tool, a different provider every turn (offline by default)",
         description="A scripted conversation with a local get_weather tool, swapping provider "
-        "on every turn (anthropic, openai, openai_responses, gemini, ollama, groq, tgi), "
-        "streamed, then a table of the turns. Offline against the metis emulator unless --live.",
+        "on every turn (anthropic, openai, openai_responses, gemini, ollama, groq, tgi, "
+        "bedrock, vertex, azure; then a route whose first model is overloaded), streamed, then "
+        "a table of the turns. Offline against the metis emulator unless --live.",
     )
     demo.add_argument(
         "--live", action="store_true", help="use the real APIs with the keys in the environment"

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from metis.core.suggest import did_you_mean
+from metis.core.suggest import closest, did_you_mean
 
 
 def misspelt(parser: argparse.ArgumentParser, args: Sequence[str]) -> str | None:
@@ -26,9 +26,16 @@ def misspelt(parser: argparse.ArgumentParser, args: Sequence[str]) -> str | None
             return f"unknown command {arg!r}{hint}" if hint else None
         name = _unknown_option(parser, arg)
         if name is not None:
-            options = [o for o in parser._option_string_actions if o.startswith("--")]
-            return f"unrecognized arguments: {name}{did_you_mean(name, options)}"
+            return f"unrecognized arguments: {name}{_nearest_option(parser, name)}"
     return None
+
+
+def _nearest_option(parser: argparse.ArgumentParser, name: str) -> str:
+    """``did_you_mean`` over the long options, their dashes left out of the comparison (with
+    them, ``--bogus`` came out near ``--host``)."""
+    options = {o[2:]: o for o in parser._option_string_actions if o.startswith("--")}
+    found = closest(name.lstrip(parser.prefix_chars), options)
+    return f"; did you mean {' or '.join(repr(options[o]) for o in found)}?" if found else ""
 
 
 def _unknown_option(parser: argparse.ArgumentParser, arg: str) -> str | None:

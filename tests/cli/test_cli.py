@@ -7,6 +7,7 @@ through `metis.cli.main` where that is simpler.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from metis.cli import main
+from metis.cli import build_parser, main
 from metis.cli.models import FAMILIES, Models, price
 from metis.cli.output import CliError, Output
 from metis.cli.record import PLACEHOLDER_KEY
@@ -104,6 +105,17 @@ def test_demo_runs_offline_visits_every_provider_and_ends_with_the_table() -> No
     assert ids["anthropic"] == 0 and ids["tgi"] > 0  # tool ids carried, in each provider's form
     assert all(row[-2] == "0" and row[-1] == "0" for row in rows)  # nothing dropped, no retries
     assert re.search(r"\d+ turns, 10 providers", out)
+
+
+def test_demo_help_names_every_provider_the_demo_visits_in_order() -> None:
+    demo = next(
+        action.choices["demo"]
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    listed = re.search(r"on every turn \(([^;]*);", " ".join(demo.description.split()))
+    assert listed is not None
+    assert listed.group(1).split(", ") == list(FAMILIES)
 
 
 @pytest.mark.slow

@@ -40,6 +40,8 @@ def test_a_misspelt_name_is_answered_with_the_nearest(
     [
         (["frobnicate"], "invalid choice: 'frobnicate'"),  # nothing near: the choices listed
         (["serve", "--xyzzy", "1", "--config", "x"], "unrecognized arguments: --xyzzy ("),
+        # only the dashes alike: "--bogus" was once near "--host"
+        (["serve", "--config", "x", "--bogus"], "unrecognized arguments: --bogus ("),
         (["stack", "anthropic", "extra"], "unrecognized arguments: extra"),
     ],
 )
