@@ -67,12 +67,13 @@ class BackgroundLoop:
         """``await function()`` on the loop; an exception raised here while waiting (Ctrl-C)
         cancels it there first."""
         call = _Cancellable()
-        future = self.portal.start_task_soon(call.run, function)
-        try:
+        future: concurrent.futures.Future[T] | None = None
+        try:  # a Ctrl-C may land inside start_task_soon, after the task was started
+            future = self.portal.start_task_soon(call.run, function)
             return future.result()
         except BaseException:
-            if not future.done():
-                self._stop_task(call, future)  # its cleanup (the connection closed) first
+            if future is None or not future.done():
+                self._stop_task(call)  # its cleanup (the connection closed) first
             raise
 
     def iterate(self, open_events: Callable[[], AsyncIterator[T]]) -> Iterator[T]:
@@ -91,22 +92,25 @@ class BackgroundLoop:
                     await _aclose(events)
 
         producer = _Cancellable()
-        future = self.portal.start_task_soon(producer.run, produce)
-        try:
+        future: concurrent.futures.Future[None] | None = None
+        try:  # a Ctrl-C may land inside start_task_soon, after the task was started
+            future = self.portal.start_task_soon(producer.run, produce)
             while batch := self.portal.call(_waiting, receive):
                 yield from batch
             future.result()  # the error that ended the events, if one did
         finally:
-            if not future.done():  # left early, or interrupted while waiting
-                self._stop_task(producer, future)
+            if future is None or not future.done():  # left early, or interrupted
+                self._stop_task(producer)
             self._close(receive)
 
-    def _stop_task(self, task: _Cancellable, future: concurrent.futures.Future[T]) -> None:
+    def _stop_task(self, task: _Cancellable) -> None:
+        """Cancel ``task`` on the loop and wait for its cleanup (started or not: a task not yet
+        running ends as it starts)."""
         try:
             self.portal.call(task.cancel)
         except RuntimeError:  # the loop has stopped (interpreter exit): nothing runs there
             return
-        concurrent.futures.wait([future])
+        task.finished.wait(STOP_WAIT_SECONDS)
 
     def _close(self, receive: MemoryObjectReceiveStream[T]) -> None:
         """On the loop's thread: a receive interrupted there may still be waking up."""
@@ -130,13 +134,17 @@ class _Cancellable:
     def __init__(self) -> None:
         self.scope: anyio.CancelScope | None = None
         self.cancelled = False
+        self.finished = threading.Event()
 
     async def run(self, function: Callable[[], Awaitable[T]]) -> T:
-        with anyio.CancelScope() as self.scope:
-            if self.cancelled:
-                self.scope.cancel()
-            return await function()
-        raise _Interrupted  # cancelled for the waiting thread, which raises its own exception
+        try:
+            with anyio.CancelScope() as self.scope:
+                if self.cancelled:
+                    self.scope.cancel()
+                return await function()
+            raise _Interrupted  # cancelled for the waiting thread, which raises its own
+        finally:
+            self.finished.set()
 
     def cancel(self) -> None:
         """On the loop's thread (through the portal), so it cannot race ``run``."""

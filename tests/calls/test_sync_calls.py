@@ -14,6 +14,7 @@ import sys
 import textwrap
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import anyio
 import pytest
@@ -120,6 +121,30 @@ def test_ctrl_c_during_a_sync_stream_is_a_clean_keyboard_interrupt(
     assert silent.closed.wait(GUARD_SECONDS)
     events = list(metis.stream(MODEL, "Hi", base_url=emulator.url, api_key="k"))
     assert isinstance(events[-1], MessageComplete)
+
+
+@pytest.mark.parametrize("form", ["complete", "stream"])
+def test_ctrl_c_landing_as_the_call_is_handed_to_the_loop_still_cancels_it(
+    silent: SilentServer, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    """The interrupt arrives after the loop took the call, before the sync side holds its
+    future (a race seen once under load): the call is still cancelled, its connection closed."""
+    loop = background.background_loop()
+    start = loop.portal.start_task_soon
+
+    def start_then_interrupted(*args: Any, **kwargs: Any) -> Any:
+        start(*args, **kwargs)
+        assert silent.arrived.wait(GUARD_SECONDS)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(loop.portal, "start_task_soon", start_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        if form == "complete":
+            metis.complete(MODEL, "Hi", max_retries=0)
+        else:
+            list(metis.stream(MODEL, "Hi", max_retries=0))
+    monkeypatch.undo()
+    assert silent.closed.wait(GUARD_SECONDS)
 
 
 def test_ctrl_c_between_events_closes_the_stream(at_emulator: Emulator, ctrl_c: None) -> None:
