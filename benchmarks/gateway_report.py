@@ -138,7 +138,7 @@ def _row(cell: Cell, metis: Cell | None) -> str:
         added = f"{cell.added_ms(0.5):.2f} | {cell.added_ms(0.99):.2f}"
         added += f" | {cell.added_first_ms(0.5):.2f} | {cell.added_first_ms(0.99):.2f}"
         cpu = f"{cell.cpu_per_request_ms:.2f}"
-        if metis is not None:
+        if metis is not None and metis.cpu_per_request_ms:  # 0: a run under the clock's tick
             ratio = f"{cell.cpu_per_request_ms / metis.cpu_per_request_ms:.1f}x"
     return (
         f"| {cell.concurrency:,} | {cell.target} | {cell.done} | {p50:.2f} | {p99:.2f} "
@@ -179,11 +179,11 @@ def _goals(cells: list[Cell]) -> str:
             (c for c in cells if (c.route, c.concurrency, c.target) == (*where, "litellm")), None
         )
         ratio, theirs = "—", "—"
-        if other is not None:
+        if other is not None and other.cpu_per_request_ms:  # 0: a run under the clock's tick
             ratios.append(cell.cpu_per_request_ms / other.cpu_per_request_ms)
             ratio = f"{ratios[-1]:.3f}"
             theirs = f"{2000 / other.cpu_per_request_ms:.0f}"
-        mine = f"{2000 / cell.cpu_per_request_ms:.0f}"
+        mine = f"{2000 / cell.cpu_per_request_ms:.0f}" if cell.cpu_per_request_ms else "—"
         lines.append(
             f"| {cell.route} | {cell.concurrency:,} | {ratio} | {cell.added_ms(0.99):.2f} "
             f"| {mine} | {theirs} |"

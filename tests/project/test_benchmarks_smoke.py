@@ -197,3 +197,25 @@ def test_the_above_http_comparison_reads_every_format(capsys: pytest.CaptureFixt
     rows = capsys.readouterr().out.splitlines()
     assert [row.split()[0] for row in rows] == list(FORMATS)
     assert all(" x" in row for row in rows)
+
+
+def test_the_gateway_report_takes_a_cpu_figure_under_the_clock_tick() -> None:
+    """A tiny run can measure 0 ms of CPU a request (the clock counts in ticks): the report
+    shows a dash where it would divide by it (a ZeroDivisionError once failed a smoke run)."""
+    from benchmarks.gateway_report import Cell, markdown
+
+    def cell(target: str, cpu: float) -> Cell:
+        result: dict[str, Any] = {
+            "latencies": [0.002, 0.003],
+            "firsts": [0.001, 0.001],
+            "server_cpu": cpu,
+            "wall": 0.01,
+            "errors": [],
+            "load_average": 1.0,
+            "upstream_ms": {"0.5": 0.5, "0.99": 0.6},
+            "upstream_first_ms": {"0.5": 0.5, "0.99": 0.6},
+        }
+        return Cell("same-chat", "Chat in, Chat upstream", "same API", target, 3, result)
+
+    text = markdown([cell("metis", 0.0), cell("litellm", 0.0)], workers=1)
+    assert "| 3 | metis | 2 |" in text and "—" in text
