@@ -50,13 +50,11 @@ class Stored:
     response: dict[str, Any] | None = None
 
 
-class ResponseStore:
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._items: OrderedDict[tuple[Owner, str], Stored] = OrderedDict()
+class _Keeping:
+    """What both stores share: a translated response kept as its canonical messages."""
 
-    async def get(self, owner: Owner, response_id: str) -> Stored | None:
-        return self._items.get((owner, response_id))
+    async def keep(self, owner: Owner, response_id: str, stored: Stored) -> None:
+        raise NotImplementedError
 
     async def put(
         self,
@@ -66,6 +64,15 @@ class ResponseStore:
         response: dict[str, Any] | None = None,
     ) -> None:
         await self.keep(owner, response_id, Stored(tuple(messages), response=response))
+
+
+class ResponseStore(_Keeping):
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[tuple[Owner, str], Stored] = OrderedDict()
+
+    async def get(self, owner: Owner, response_id: str) -> Stored | None:
+        return self._items.get((owner, response_id))
 
     async def keep(self, owner: Owner, response_id: str, stored: Stored) -> None:
         if self.capacity == 0:
@@ -83,14 +90,14 @@ def _once(items: tuple[Any, ...], response: dict[str, Any] | None) -> dict[str, 
     """A passed-through response's items and response object, its output (the items' last
     ones) written once: in the items, and its number as the response's ``output``."""
     output = response.get("output") if response is not None else None
-    if response is None or not isinstance(output, list):
-        return {"items": list(items), "response": response}
-    if list(items[len(items) - len(output) :]) != output:
-        return {"items": list(items), "response": response}
-    return {"items": list(items), "response": {**response, "output": len(output)}}
+    kept: dict[str, Any] = {"items": list(items), "response": response}
+    last = items[len(items) - len(output) :] if isinstance(output, list) else None
+    if response is not None and last is not None and list(last) == output:
+        kept["response"] = {**response, "output": len(output)}
+    return kept
 
 
-class RedisResponseStore:
+class RedisResponseStore(_Keeping):
     def __init__(self, client: Any, seconds: int, prefix: str = "metis:gateway:responses:"):
         self.client, self.seconds, self.prefix = client, seconds, prefix
 
@@ -117,15 +124,6 @@ class RedisResponseStore:
             return Stored((), items, kept.get("upstream"), response)
         messages = tuple(Message.model_validate(m) for m in kept["messages"])
         return Stored(messages, response=response)
-
-    async def put(
-        self,
-        owner: Owner,
-        response_id: str,
-        messages: list[Message],
-        response: dict[str, Any] | None = None,
-    ) -> None:
-        await self.keep(owner, response_id, Stored(tuple(messages), response=response))
 
     async def keep(self, owner: Owner, response_id: str, stored: Stored) -> None:
         kept: dict[str, Any] = {"response": stored.response}

@@ -11,7 +11,6 @@ import contextlib
 import copy
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -28,6 +27,7 @@ from metis.gateway.chat_api import read_chat
 from metis.gateway.responses_read import read_responses
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import GATEWAY_KEY, gateway_config
+from tests.json_mutation import changed, paths
 
 PNG = "iVBORw0KGgo="
 SEEDS: dict[str, tuple[Any, dict[str, Any]]] = {
@@ -265,32 +265,6 @@ SEEDS: dict[str, tuple[Any, dict[str, Any]]] = {
 PATHS = {"anthropic": "/v1/messages", "chat": "/v1/chat/completions", "responses": "/v1/responses"}
 MODELS = ["flash", "gpt", "gpt5", "sonnet"]  # each API's own (passed through) and translated
 HEADERS = {"x-api-key": GATEWAY_KEY, "content-type": "application/json"}
-
-
-def paths(value: Any, at: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    """Every place in a JSON value, the value itself first."""
-    yield at
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from paths(item, (*at, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from paths(item, (*at, index))
-
-
-def changed(value: Any, at: tuple[Any, ...], new: Any, *, remove: bool = False) -> Any:
-    """``value`` with ``new`` at ``at`` (or what is there removed)."""
-    if not at:
-        return new
-    out = copy.deepcopy(value)
-    parent = out
-    for key in at[:-1]:
-        parent = parent[key]
-    if remove:
-        del parent[at[-1]]
-    else:
-        parent[at[-1]] = new
-    return out
 
 
 ODD = st.sampled_from(

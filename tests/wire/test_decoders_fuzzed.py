@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from metis.errors import AdapterError, ProtocolError
 from metis.stacks.loader import load_stack
 from metis.wire.codec import Codec, get_codec
 from metis.wire.response_reader import ResponseReader
+from tests.json_mutation import changed, paths
 
 CASSETTES = Path(__file__).parents[2] / "cassettes"
 CODECS = {  # cassette folder -> codec
@@ -68,16 +68,6 @@ def seeds(folder: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return body, objects
 
 
-def paths(value: Any, at: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    yield at
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from paths(item, (*at, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from paths(item, (*at, index))
-
-
 ODD = st.sampled_from(
     [
         *(10**400, -(2**63), 1e308, -1, 0, "", " ", "\ud800", "\udfff x", "a" * 100_000),
@@ -104,15 +94,8 @@ VALUES = st.recursive(
 @st.composite
 def mutated(draw: st.DrawFn, seed: Any) -> Any:
     at = draw(st.sampled_from(list(paths(seed))[1:]))
-    out = copy.deepcopy(seed)
-    parent = out
-    for key in at[:-1]:
-        parent = parent[key]
-    if draw(st.booleans()):
-        del parent[at[-1]]
-    else:
-        parent[at[-1]] = draw(VALUES)
-    return out
+    remove = draw(st.booleans())
+    return changed(seed, at, None if remove else draw(VALUES), remove=remove)
 
 
 def reader(folder: str) -> ResponseReader:
