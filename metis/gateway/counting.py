@@ -4,6 +4,7 @@ OpenAI's ``/v1/responses/input_tokens`` (docs/gateway.md)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import anyio
@@ -18,6 +19,10 @@ from metis.gateway.keys import KeyState
 from metis.gateway.service import Gateway, Prepared, dropped_headers
 from metis.gateway.store import owner_of
 
+COUNT_TOKENS = "POST /v1/messages/count_tokens"
+INPUT_TOKENS = "POST /v1/responses/input_tokens"
+"""The counting endpoints, as the metrics name them."""
+
 
 async def counted_tokens(gateway: Gateway, prepared: Prepared) -> int:
     """The prepared request's input tokens, within the gateway's deadline."""
@@ -27,6 +32,12 @@ async def counted_tokens(gateway: Gateway, prepared: Prepared) -> int:
     except TimeoutError:
         raise GatewayTimeoutError("the request took longer than the gateway allows") from None
     return counted.input_tokens
+
+
+def served(gateway: Gateway, api: str, prepared: Prepared, endpoint: str) -> None:
+    """A count answered, counted in the metrics under the model it counted for."""
+    elapsed = time.monotonic() - prepared.started
+    gateway.metrics.request(api, prepared.inbound.model, 200, elapsed, endpoint)
 
 
 def check_model(key: KeyState | None, prepared: Prepared) -> None:
@@ -53,5 +64,6 @@ async def input_tokens(gateway: Gateway, request: Request) -> Response:
     counted = await until_disconnect(request, counted_tokens(gateway, prepared))
     if counted is None:  # the client went away: no one reads this
         return Response(status_code=499)
+    served(gateway, "responses", prepared, INPUT_TOKENS)
     reply = {"object": "response.input_tokens", "input_tokens": counted}
     return JSONResponse(reply, headers=dropped_headers(prepared.reported))

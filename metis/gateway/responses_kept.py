@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ log = logging.getLogger("metis.gateway")
 PREFIXES = {"message": "msg_", "function_call": "fc_", "function_call_output": "fco_"}
 """The id prefix of an input item the caller sent without an id, by its type."""
 MAX_LIMIT = 100
+API = "responses"
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -60,7 +62,7 @@ async def retrieve(gateway: Gateway, request: Request) -> Response:
             )
         return stored.response
 
-    return await _served(gateway, request, answer)
+    return await _served(gateway, request, answer, "GET /v1/responses/{id}")
 
 
 async def delete(gateway: Gateway, request: Request) -> Response:
@@ -71,7 +73,7 @@ async def delete(gateway: Gateway, request: Request) -> Response:
             raise _not_found(response_id)  # deleted meanwhile
         return {"id": response_id, "object": "response", "deleted": True}
 
-    return await _served(gateway, request, answer)
+    return await _served(gateway, request, answer, "DELETE /v1/responses/{id}")
 
 
 async def listed_input(gateway: Gateway, request: Request) -> Response:
@@ -84,17 +86,19 @@ async def listed_input(gateway: Gateway, request: Request) -> Response:
         items = kept_input(stored, request.path_params["response_id"])
         return page(items if order == "asc" else items[::-1], query.get("after"), limit)
 
-    return await _served(gateway, request, answer)
+    return await _served(gateway, request, answer, "GET /v1/responses/{id}/input_items")
 
 
 async def _served(
     gateway: Gateway,
     request: Request,
     answer: Callable[[Owner, Stored, Mapping[str, str]], Awaitable[Any]],
+    endpoint: str,
 ) -> Response:
     """``answer`` of the stored response the path names, for the key asking; an unknown id
-    and another key's alike a 404; any failure in the Responses API's error shape."""
-    rid = request_id()
+    and another key's alike a 404; any failure in the Responses API's error shape; counted
+    in the metrics under ``endpoint`` (with no model)."""
+    rid, started, metrics = request_id(), time.monotonic(), gateway.metrics
     try:
         owner = owner_of(gateway.authenticate(request.headers))
         response_id = request.path_params["response_id"]
@@ -102,12 +106,16 @@ async def _served(
         if stored is None or stored.response is None:
             raise _not_found(response_id)
         body = await answer(owner, stored, request.query_params)
+        metrics.request(API, "", 200, time.monotonic() - started, endpoint)
         return JSONResponse(body, headers={"x-request-id": rid})
     except AdapterError as exc:
-        failed = error_reply("responses", exc, rid)
+        metrics.error(API, exc.error_class.value, endpoint)
+        failed = error_reply(API, exc, rid)
     except Exception:
+        metrics.error(API, "other", endpoint)
         log.exception("gateway request failed", extra={"event": "metis.gateway.error"})
-        failed = error_reply("responses", AdapterError("internal gateway error"), rid)
+        failed = error_reply(API, AdapterError("internal gateway error"), rid)
+    metrics.request(API, "", failed.status, time.monotonic() - started, endpoint)
     return JSONResponse(failed.body, status_code=failed.status, headers=failed.headers)
 
 
