@@ -27,8 +27,7 @@ from metis.gateway.conversations import recalled
 from metis.gateway.counting import (
     COUNT_TOKENS,
     INPUT_TOKENS,
-    check_model,
-    counted_tokens,
+    counted_for,
     input_tokens,
     served,
 )
@@ -178,8 +177,7 @@ async def _count_tokens(gateway: Gateway, request: Request) -> Response:
     if isinstance(body, dict):
         body = {**body, "max_tokens": body.get("max_tokens") or 1}
     prepared = await gateway.prepare("anthropic", body, owner_of(key))
-    check_model(key, prepared)
-    counted = await until_disconnect(request, counted_tokens(gateway, prepared))
+    counted = await counted_for(gateway, key, prepared, request)
     if counted is None:  # the client went away: no one reads this
         return Response(status_code=499)
     served(gateway, "anthropic", prepared, COUNT_TOKENS)

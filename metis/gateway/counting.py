@@ -24,6 +24,22 @@ INPUT_TOKENS = "POST /v1/responses/input_tokens"
 """The counting endpoints, as the metrics name them."""
 
 
+async def counted_for(
+    gateway: Gateway, key: KeyState | None, prepared: Prepared, request: Request
+) -> int | None:
+    """The prepared request's input tokens for ``key``: admitted as a request (its rate and
+    places; not its budget, as counting costs nothing), its place given back when done; None
+    when the client went away first."""
+    check_model(key, prepared)
+    if key is None:
+        return await until_disconnect(request, counted_tokens(gateway, prepared))
+    await gateway.keys.admit(key, prepared.inbound.model, budgeted=False)
+    try:
+        return await until_disconnect(request, counted_tokens(gateway, prepared))
+    finally:
+        await gateway.keys.release(key, None, None)
+
+
 async def counted_tokens(gateway: Gateway, prepared: Prepared) -> int:
     """The prepared request's input tokens, within the gateway's deadline."""
     try:
@@ -60,8 +76,7 @@ async def input_tokens(gateway: Gateway, request: Request) -> Response:
     owner = owner_of(key)
     body, _ = await recalled(gateway.stored, body, owner)
     prepared = await gateway.prepare("responses", body, owner)
-    check_model(key, prepared)
-    counted = await until_disconnect(request, counted_tokens(gateway, prepared))
+    counted = await counted_for(gateway, key, prepared, request)
     if counted is None:  # the client went away: no one reads this
         return Response(status_code=499)
     served(gateway, "responses", prepared, INPUT_TOKENS)
