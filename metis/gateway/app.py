@@ -19,18 +19,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from metis.errors import AdapterError, ConfigError, InvalidRequestError
-from metis.gateway.anthropic_api import VERSIONS
-from metis.gateway.body import parse_body, read_body, read_raw
+from metis.errors import AdapterError, ConfigError
+from metis.gateway.anthropic_api import check_version
+from metis.gateway.body import parse_body, read_raw
 from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import recalled
-from metis.gateway.counting import (
-    COUNT_TOKENS,
-    INPUT_TOKENS,
-    counted_for,
-    input_tokens,
-    served,
-)
+from metis.gateway.counting import COUNT_TOKENS, INPUT_TOKENS, input_tokens
+from metis.gateway.counting import count_tokens as counted
 from metis.gateway.embeddings_api import answer_embeddings
 from metis.gateway.endings import DeadlineStream, until_disconnect
 from metis.gateway.errors import (
@@ -64,12 +59,6 @@ REQUEST_ID_HEADERS = {
 }
 """Where each API names the request an answer is to (Anthropic's ``request-id``, OpenAI's
 ``x-request-id``)."""
-
-
-def _check_version(request: Request) -> None:
-    version = request.headers.get("anthropic-version")
-    if version is not None and version not in VERSIONS:
-        raise InvalidRequestError(f"anthropic-version: invalid version {version!r}"[:200])
 
 
 def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
@@ -123,7 +112,7 @@ async def _answered(routed: Routed, api: str, request: Request) -> Response:
     counted = (gateway.metrics, api)  # a stream's failures, counted where it ends
     key = gateway.authenticate(request.headers)
     if api == "anthropic":
-        _check_version(request)
+        check_version(request)
     settings = gateway.settings
     raw = await read_raw(request, settings.max_request_bytes, settings.request_timeout_seconds)
     body = parse_body(raw)
@@ -167,32 +156,16 @@ def _endpoint(routed: Routed, api: str) -> Callable[[Request], Awaitable[Respons
     return endpoint
 
 
-async def _count_tokens(gateway: Gateway, request: Request) -> Response:
-    """Anthropic's token count: the same key, version and body checks as a message, the
-    key's models, the request's deadline, and the client's disconnect."""
-    key = gateway.authenticate(request.headers)
-    _check_version(request)
-    settings = gateway.settings
-    body = await read_body(request, settings.max_request_bytes, settings.request_timeout_seconds)
-    if isinstance(body, dict):
-        body = {**body, "max_tokens": body.get("max_tokens") or 1}
-    prepared = await gateway.prepare("anthropic", body, owner_of(key))
-    counted = await counted_for(gateway, key, prepared, request)
-    if counted is None:  # the client went away: no one reads this
-        return Response(status_code=499)
-    served(gateway, "anthropic", prepared, COUNT_TOKENS)
-    return _json(200, {"input_tokens": counted}, {})
-
-
-def _counting(gateway: Gateway) -> list[tuple[str, Endpoint, str]]:
+def _counting(passer: PassThrough) -> list[tuple[str, Endpoint, str]]:
     """Both APIs' token counts: Anthropic's ``count_tokens``, OpenAI's ``input_tokens``."""
+    gateway = passer.gateway
 
     async def count_tokens(request: Request) -> Response:
-        work = _count_tokens(gateway, request)
+        work = counted(passer, request)
         return await _answer(gateway, "anthropic", work, COUNT_TOKENS)
 
     async def count_input(request: Request) -> Response:
-        return await _answer(gateway, "responses", input_tokens(gateway, request), INPUT_TOKENS)
+        return await _answer(gateway, "responses", input_tokens(passer, request), INPUT_TOKENS)
 
     return [
         ("/v1/messages/count_tokens", count_tokens, "POST"),
@@ -351,7 +324,7 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
 
     served = [
         ("/v1/messages", messages, "POST"),
-        *_counting(gateway),  # before the stored responses' /v1/responses/{response_id}
+        *_counting(passer),  # before the stored responses' /v1/responses/{response_id}
         ("/v1/chat/completions", chat, "POST"),
         ("/v1/responses", responses, "POST"),
         *stored_responses(gateway),
