@@ -22,6 +22,7 @@ from starlette.routing import Route
 from metis.errors import AdapterError, ConfigError
 from metis.gateway.anthropic_api import check_version
 from metis.gateway.body import parse_body, read_raw
+from metis.gateway.compact import COMPACT, compact
 from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import recalled
 from metis.gateway.counting import COUNT_TOKENS, INPUT_TOKENS, input_tokens
@@ -157,7 +158,8 @@ def _endpoint(routed: Routed, api: str) -> Callable[[Request], Awaitable[Respons
 
 
 def _counting(passer: PassThrough) -> list[tuple[str, Endpoint, str]]:
-    """Both APIs' token counts: Anthropic's ``count_tokens``, OpenAI's ``input_tokens``."""
+    """Both APIs' token counts (Anthropic's ``count_tokens``, OpenAI's ``input_tokens``) and
+    OpenAI's compaction."""
     gateway = passer.gateway
 
     async def count_tokens(request: Request) -> Response:
@@ -167,9 +169,13 @@ def _counting(passer: PassThrough) -> list[tuple[str, Endpoint, str]]:
     async def count_input(request: Request) -> Response:
         return await _answer(gateway, "responses", input_tokens(passer, request), INPUT_TOKENS)
 
+    async def compacted(request: Request) -> Response:
+        return await _answer(gateway, "responses", compact(passer, request), COMPACT)
+
     return [
         ("/v1/messages/count_tokens", count_tokens, "POST"),
         ("/v1/responses/input_tokens", count_input, "POST"),
+        ("/v1/responses/compact", compacted, "POST"),
     ]
 
 

@@ -99,29 +99,47 @@ async def _passed(
     """A count passed through to the provider's own counting endpoint: its answer as the
     provider gave it."""
     gateway, model = passer.gateway, str(passing.target.name)
-    if passing.api == "responses":  # the stored conversation a previous_response_id names
-        asked_store = "store" in passing.body
-        await passer.converse(passing)
-        if not asked_store:  # a counting request has no store to say
-            passing.body.pop("store", None)
-    answer = await _admitted(
-        gateway,
-        key,
-        model,
-        lambda: until_disconnect(request, provider_count(passer, passing, request.headers)),
-    )
+    await conversed(passer, passing)
+
+    async def work() -> dict[str, Any] | None:
+        return await until_disconnect(request, _provider_count(passer, passing, request.headers))
+
+    answer = await admitted(gateway, key, model, work)
     if answer is None:  # the client went away: no one reads this
         return Response(status_code=499)
     served(gateway, passing.api, model, passing.started, endpoint)
     headers = {PATH_HEADER: "pass-through", **dropped_headers(passing.reported)}
-    return Response(answer, media_type=JSON, headers=headers)
+    return Response(json.dumps(answer), media_type=JSON, headers=headers)
 
 
-async def provider_count(
+async def conversed(passer: PassThrough, passing: Passing) -> None:
+    """A passed-through Responses side request (a count, a compaction) given the stored
+    conversation its ``previous_response_id`` names, where the upstream has not seen it."""
+    if passing.api != "responses":
+        return
+    asked_store = "store" in passing.body
+    await passer.converse(passing)
+    if not asked_store:  # a side request has no store to say
+        passing.body.pop("store", None)
+
+
+async def _provider_count(
     passer: PassThrough, passing: Passing, headers: Mapping[str, str]
-) -> bytes:
-    """The provider's count of the passed-through body, sent the way its model calls go
-    (their URL and headers, its auth flow, its transport), within the gateway's deadline."""
+) -> dict[str, Any]:
+    answer = await provider_answer(passer, passing, COUNT_PATHS[passing.api], headers)
+    counted = answer.get("input_tokens")
+    if not isinstance(counted, int) or isinstance(counted, bool):
+        said = f"{passing.adapter.name} answered a token count without input_tokens"
+        raise ProtocolError(said, provider=passing.adapter.name)
+    return answer
+
+
+async def provider_answer(
+    passer: PassThrough, passing: Passing, path: str, headers: Mapping[str, str]
+) -> dict[str, Any]:
+    """The provider's answer to the passed-through body at ``path`` beside its model calls'
+    endpoint, sent the way those go (their URL and headers, its auth flow, its transport),
+    within the gateway's deadline."""
     adapter = passing.adapter
     provider = adapter.pipeline.provider
     assert provider is not None
@@ -136,20 +154,15 @@ async def provider_count(
     )
     url, sent = await passer.upstream.head(passing, call)
     sent = {**sent, **{k: headers[k] for k in FORWARDED if k in headers}}
-    wire = WireRequest(url + COUNT_PATHS[passing.api], passing.body, sent)
     try:
         with anyio.fail_after(seconds):
-            fetched = await provider.fetch(wire, call)
+            fetched = await provider.fetch(WireRequest(url + path, passing.body, sent), call)
     except TimeoutError:
         raise GatewayTimeoutError(LATE) from None
-    counted = fetched.body.get("input_tokens")
-    if not isinstance(counted, int) or isinstance(counted, bool):
-        said = f"{adapter.name} answered a token count without input_tokens"
-        raise ProtocolError(said, provider=adapter.name)
-    return json.dumps(fetched.body).encode()
+    return fetched.body
 
 
-async def _admitted(
+async def admitted(
     gateway: Gateway, key: KeyState | None, model: str, work: Callable[[], Awaitable[T]]
 ) -> T:
     """``work`` done for ``key``: admitted as a request (its models, rate and places; not
@@ -171,7 +184,7 @@ async def counted_for(
     """The prepared request's input tokens for ``key`` (None when the client went away
     first)."""
     model = prepared.inbound.model
-    return await _admitted(
+    return await admitted(
         gateway, key, model, lambda: until_disconnect(request, counted_tokens(gateway, prepared))
     )
 
