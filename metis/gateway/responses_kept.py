@@ -8,7 +8,6 @@ A stored response is not replayed as a stream: ``stream=true`` is refused (400).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -19,13 +18,12 @@ from starlette.responses import JSONResponse, Response
 
 from metis.errors import AdapterError, InvalidRequestError
 from metis.gateway.errors import ResponseNotFoundError
+from metis.gateway.item_ids import identity, made_id
 from metis.gateway.service import Gateway, error_reply, request_id
 from metis.gateway.store import Owner, Stored, owner_of
 from metis.wire.openai_responses.encode import input_items
 
 log = logging.getLogger("metis.gateway")
-PREFIXES = {"message": "msg_", "function_call": "fc_", "function_call_output": "fco_"}
-"""The id prefix of an input item the caller sent without an id, by its type."""
 MAX_LIMIT = 100
 API = "responses"
 
@@ -169,8 +167,24 @@ def kept_input(stored: Stored, response_id: str) -> list[dict[str, Any]]:
         output = (stored.response or {}).get("output") or []
         raw: list[Any] = list(stored.items[: len(stored.items) - len(output)])
     else:
-        raw = input_items(list(stored.messages[:-1]), "gateway", _unlisted)
+        raw = _named(input_items(list(stored.messages[:-1]), "gateway", _unlisted), stored.ids)
     return [_item(item, response_id, i) for i, item in enumerate(raw) if isinstance(item, dict)]
+
+
+def _named(items: list[dict[str, Any]], ids: dict[str, str] | None) -> list[dict[str, Any]]:
+    """A translated conversation's items under the ids its client knows them by (once each:
+    a second item that is the same as one before it keeps an id of its own)."""
+    if not ids:
+        return items
+    used: set[str] = set()
+    out = []
+    for item in items:
+        found = ids.get(identity(item) or "")
+        if found is not None and found not in used:
+            used.add(found)
+            item = {**item, "id": found}
+        out.append(item)
+    return out
 
 
 def _unlisted(block_type: str, reason: str, message_id: str) -> None:
@@ -190,8 +204,7 @@ def _item(item: dict[str, Any], response_id: str, index: int) -> dict[str, Any]:
     if kind in ("message", "function_call", "function_call_output"):
         out.setdefault("status", "completed")
     if not isinstance(out.get("id"), str):
-        digest = hashlib.sha256(f"{response_id}:{index}".encode()).hexdigest()[:48]
-        out["id"] = PREFIXES.get(kind, "item_") + digest
+        out["id"] = made_id(kind, response_id, str(index))
     return out
 
 
