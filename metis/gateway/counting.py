@@ -99,9 +99,9 @@ async def _passed(
     """A count passed through to the provider's own counting endpoint: its answer as the
     provider gave it."""
     gateway, model = passer.gateway, str(passing.target.name)
-    await conversed(passer, passing)
 
     async def work() -> dict[str, Any] | None:
+        await conversed(passer, passing)  # once the key may name the model
         return await until_disconnect(request, _provider_count(passer, passing, request.headers))
 
     answer = await admitted(gateway, key, model, work)
