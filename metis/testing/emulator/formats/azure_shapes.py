@@ -5,9 +5,9 @@ where the deployment in the URL names the model, and ``/openai/responses?api-ver
 a request to them without an ``api-version`` finds no resource; the content filter's verdicts
 (``prompt_filter_results`` on the reply, ``content_filter_results`` on each choice), which a
 stream sends first in a chunk of their own with no choices, no id and no model, then on each
-choice of each chunk (the categories' verdicts on a chunk that carries content, an empty
-object on the first chunk, which names the role, and on the one that finishes); and
-``apim-request-id`` on every reply."""
+choice of each chunk (the categories' verdicts on a chunk that carries text, an empty object
+on the others: the first, which names the role, a tool call's, and the one that finishes);
+and ``apim-request-id`` on every reply."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def choice_filtered(frames: list[Frame]) -> list[Frame]:
         choices = chunk.get("choices") or []
         for choice in choices:
             delta = choice.get("delta") or {}
-            said = delta.get("content") or delta.get("tool_calls") or delta.get("refusal")
+            said = delta.get("content") or delta.get("refusal")  # the filters read text
             choice["content_filter_results"] = STREAMED_FILTERS if said else {}
         out.append(Frame(frame.head, dumps(chunk), frame.tail) if choices else frame)
     return out
