@@ -309,3 +309,10 @@ class MessageStream(BlockWriter):
 
     def error(self, status: int, body: dict[str, Any]) -> bytes:
         return event("error", body)
+
+
+def check_version(request: Any) -> None:
+    """A request's ``anthropic-version``, when it gives one, is one of the versions served."""
+    version = request.headers.get("anthropic-version")
+    if version is not None and version not in VERSIONS:
+        raise InvalidRequestError(f"anthropic-version: invalid version {version!r}"[:200])

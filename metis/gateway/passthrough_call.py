@@ -81,7 +81,7 @@ class Upstream:
         self.request_timeout_seconds = request_timeout_seconds
         self._heads: dict[tuple[int, str, bool], tuple[str, dict[str, str]]] = {}
 
-    async def _head(self, passing: Passing, call: Call) -> tuple[str, dict[str, str]]:
+    async def head(self, passing: Passing, call: Call) -> tuple[str, dict[str, str]]:
         """The URL and headers the adapter sends this model's requests with (its codec's, as
         a library call has them before its auth flow), worked out once per model."""
         adapter, stream = passing.adapter, passing.stream
@@ -117,7 +117,7 @@ class Upstream:
             deadline=anyio.current_time() + seconds,
             drops=DropRecord(secrets=adapter.endpoint.secrets),
         )
-        url, sent = await self._head(passing, call)
+        url, sent = await self.head(passing, call)
         sent = {**sent, **{k: headers[k] for k in FORWARDED if k in headers}}
         if passing.api == "chat" and passing.stream:
             options = passing.body.get("stream_options")

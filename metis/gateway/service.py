@@ -28,6 +28,7 @@ from metis.gateway.errors import (
     openai_error,
 )
 from metis.gateway.inbound import Inbound
+from metis.gateway.item_ids import GivenIds, given_ids
 from metis.gateway.keys import KeyState
 from metis.gateway.metrics import Metrics
 from metis.gateway.models import ModelTable, Target
@@ -80,6 +81,8 @@ class Prepared:
     owner: Owner = ""
     """The key whose Responses conversations it may continue and keeps (metis.gateway.store)."""
     started: float = field(default_factory=time.monotonic)
+    ids: GivenIds | None = None
+    """A Responses request's items' ids known before its answer (metis.gateway.item_ids)."""
 
 
 READERS: dict[str, Callable[[Any], Inbound]] = {
@@ -131,13 +134,15 @@ class Gateway:
     async def prepare(self, api: str, body: Any, owner: Owner) -> Prepared:
         """``owner``: the key asking (metis.gateway.store.owner_of), whose stored responses
         alone a ``previous_response_id`` may name."""
-        stored = None
+        stored, ids = None, None
         if api == "responses":
             body, stored = await continued(self.stored, body, owner)
         try:
             inbound = READERS[api](body)
         except ValidationError as exc:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
+        if api == "responses":
+            ids = given_ids(stored.ids if stored is not None else None, body.get("input"))
         if stored is not None:
             inbound.messages = [*stored.messages, *inbound.messages]
         target = self.models.resolve(inbound.model)
@@ -146,7 +151,8 @@ class Gateway:
             request = inbound.request(target.request_model, limit, **changes)
         except ValidationError as exc:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
-        return Prepared(inbound, target, request, [*inbound.ignored, *dropped], owner)
+        reported = [*inbound.ignored, *dropped]
+        return Prepared(inbound, target, request, reported, owner, ids=ids)
 
     # Answering ----------------------------------------------------------------------------------
 
@@ -188,7 +194,7 @@ class Gateway:
             body = responses_api.response_object(
                 prepared.inbound, model, response_id, output, response.stop_reason, response.usage
             )
-            await remember(self.stored, prepared.inbound, prepared.owner, response.message, body)
+            await remember(self.stored, prepared, response.message, body)
         return JsonResult(200, body, dropped_headers(reported))
 
     async def stream(
@@ -283,7 +289,7 @@ class Gateway:
         (Responses; none for a failed one)."""
         if final is not None:
             reply = Message(role=Role.ASSISTANT, content=complete.final_content)
-            await remember(self.stored, prepared.inbound, prepared.owner, reply, final)
+            await remember(self.stored, prepared, reply, final)
         if complete.warnings:
             log_dropped(prepared, warnings_of(complete))
 

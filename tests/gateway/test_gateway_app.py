@@ -272,13 +272,27 @@ async def test_the_metrics_endpoint_counts_requests_errors_tokens_and_cost(
         await client.post("/v1/chat/completions", json=streamed, headers=headers)
         await client.post("/v1/messages", json={**SAID, "model": "nope"}, headers=headers)
         text = (await client.get("/metrics")).text
-    assert 'metis_gateway_requests_total{api="anthropic",model="flash",status="200"} 1' in text
-    assert 'metis_gateway_requests_total{api="chat",model="gpt",status="200"} 1' in text
-    assert 'metis_gateway_requests_total{api="anthropic",model="",status="404"} 1' in text
-    assert 'metis_gateway_errors_total{api="anthropic",error_class="invalid_request"} 1' in text
+    assert (
+        'metis_gateway_requests_total{api="anthropic",'
+        'endpoint="POST /v1/messages",model="flash",status="200"} 1'
+    ) in text
+    assert (
+        'metis_gateway_requests_total{api="chat",'
+        'endpoint="POST /v1/chat/completions",model="gpt",status="200"} 1'
+    ) in text
+    assert (
+        'metis_gateway_requests_total{api="anthropic",'
+        'endpoint="POST /v1/messages",model="",status="404"} 1'
+    ) in text
+    assert (
+        'metis_gateway_errors_total{api="anthropic",'
+        'endpoint="POST /v1/messages",error_class="invalid_request"} 1'
+    ) in text
     assert 'metis_gateway_tokens_total{model="openai:gpt-4o",direction="output"}' in text
     assert 'metis_gateway_cost_usd_total{model="gemini:gemini-2.5-flash"}' in text
-    assert 'metis_gateway_request_seconds_count{api="chat"} 1' in text
+    assert (
+        'metis_gateway_request_seconds_count{api="chat",endpoint="POST /v1/chat/completions"} 1'
+    ) in text
 
 
 @pytest.mark.backend_independent(False)

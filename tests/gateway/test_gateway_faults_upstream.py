@@ -325,7 +325,10 @@ async def test_a_stream_that_fails_unclassified_ends_with_the_apis_error_event(
             else:
                 assert name == "response.failed", case
         metrics = (await gw.get("/metrics")).text
-    assert 'metis_gateway_errors_total{api="chat",error_class="other"} 1' in metrics
+    assert (
+        'metis_gateway_errors_total{api="chat",'
+        'endpoint="POST /v1/chat/completions",error_class="other"} 1'
+    ) in metrics
     assert "gateway stream failed" in caplog.text
 
 

@@ -46,6 +46,12 @@ async def check_limits(keys: Keys, state: Any) -> None:
     assert spent is not None and spent > Decimal("0.001")  # 1000 in, 100 out at gpt-4o's prices
     with pytest.raises(BudgetExceededError, match="spent its budget"):
         await keys.admit(state, "m", now=300.0)
+    await keys.admit(state, "m", now=300.0, budgeted=False)  # a token count: free
+    await keys.release(state, None, None)
+    await keys.admit(state, "m", now=301.0, budgeted=False)
+    await keys.release(state, None, None)
+    with pytest.raises(RateLimitError):  # but a request all the same
+        await keys.admit(state, "m", now=302.0, budgeted=False)
 
 
 LIMITED = {

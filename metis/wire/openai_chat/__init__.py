@@ -219,9 +219,10 @@ class _StreamParser:
                     read_usage(self._builder, usage, self._apart)
             raise body_error(obj)
         builder = self._builder
-        if not builder.started:
-            builder.start(optional_text(obj, "id", "chunk"), optional_text(obj, "model", "chunk"))
         choices = obj.get("choices")
+        if not builder.started and (choices or "prompt_filter_results" not in obj):
+            # Azure's first chunk, its filter's verdicts on the prompt, names no message
+            builder.start(optional_text(obj, "id", "chunk"), optional_text(obj, "model", "chunk"))
         if choices:
             if choices.__class__ is not list:
                 raise malformed("chunk.choices", "a list", choices)
