@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from metis.model.citation import Citation, TextSpan
 from metis.testing.emulator.model import Reply
 from metis.testing.emulator.server_tools import ServerOut
 from metis.testing.emulator.wire import Ids, split_text
@@ -106,18 +107,13 @@ def annotation_events(emit: Any, at: dict[str, Any], part: dict[str, Any]) -> No
 # Chat -------------------------------------------------------------------------------------
 
 
-def chat_annotations(reply: Reply, model: str) -> list[dict[str, Any]]:
-    """A search model's ``message.annotations`` (none from Perplexity or xAI: they list)."""
+def chat_citations(reply: Reply, model: str) -> list[Citation]:
+    """A search model's ``message.annotations``, each a citation of the whole text (none from
+    Perplexity or xAI: they list)."""
     if PERPLEXITY.match(model) or XAI.match(model):
         return []
-    end = len(reply.text)
-    return [
-        {
-            "type": "url_citation",
-            "url_citation": {"start_index": 0, "end_index": end, "url": url, "title": title},
-        }
-        for url, title in cited(reply)
-    ]
+    span = TextSpan(start=0, end=len(reply.text))
+    return [Citation(kind="url", url=url, title=title, span=span) for url, title in cited(reply)]
 
 
 def source_lists(reply: Reply, model: str) -> dict[str, Any]:

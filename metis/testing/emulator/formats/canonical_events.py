@@ -1,0 +1,42 @@
+"""A canonical reply as the stream of canonical events a model would have sent for it (text
+and thinking a few words a delta, tool arguments in fragments), for the gateway's stream
+writers to write in each API's form."""
+
+from __future__ import annotations
+
+from metis.model.content import ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from metis.model.events import (
+    CitationDelta,
+    MessageComplete,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolUseEnd,
+    ToolUseInputDelta,
+    ToolUseStart,
+)
+from metis.model.response import CanonicalResponse
+from metis.testing.emulator.wire import dumps, split_json, split_text
+
+
+def events_of(response: CanonicalResponse) -> list[StreamEvent]:
+    events: list[StreamEvent] = []
+    for index, block in enumerate(response.content):
+        events += block_events(index, block)
+    return [*events, MessageComplete([], response.stop_reason, response.usage)]
+
+
+def block_events(index: int, block: ContentBlock) -> list[StreamEvent]:
+    if isinstance(block, ThinkingBlock):
+        pieces = split_text(block.thinking) or [""]
+        signed = [ThinkingDelta(index, signature=block.signature)] if block.signature else []
+        return [*(ThinkingDelta(index, piece) for piece in pieces), *signed]
+    if isinstance(block, TextBlock):
+        cited = [CitationDelta(index, c) for c in block.citations or ()]
+        return [*cited, *(TextDelta(index, piece) for piece in split_text(block.text))]
+    if isinstance(block, ToolUseBlock):
+        pieces = split_json(dumps(block.input).decode())
+        deltas = [ToolUseInputDelta(index, block.id, piece) for piece in pieces]
+        start = ToolUseStart(index, block.id, block.name)
+        return [start, *deltas, ToolUseEnd(index, block.id, block.name, block.input)]
+    return []
