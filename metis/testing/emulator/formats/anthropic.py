@@ -30,10 +30,11 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
-from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
+from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.testing.emulator.formats.anthropic_rules import RULES, SIGNATURE_KIND, _blocks
 from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.cache_marks import block_counts, unmarked
+from metis.testing.emulator.formats.canonical_events import response_of
 from metis.testing.emulator.formats.canonical_turns import prompt_of, read_by
 from metis.testing.emulator.formats.compaction import (
     anthropic_block,
@@ -231,24 +232,8 @@ class Anthropic(Format):
         block = anthropic_block(prompt) if compacted else None
         if block is not None:
             content.insert(0, canonical(block))
-        usage = reply.usage
-        tokens = TokenUsage(
-            input_tokens=usage.uncached_input,
-            cached_input_tokens=usage.cache_read,
-            cache_creation_input_tokens=usage.cache_write,
-            output_tokens=usage.output_tokens,
-            reasoning_tokens=usage.thinking_tokens,
-        )
-        details = {"output_tokens_details": {"thinking_tokens": usage.thinking_tokens}}
-        response = CanonicalResponse(
-            request_id="",
-            model=call.model,
-            provider=self.name,
-            content=content,
-            stop_reason=StopReason(kind=StopKind(reply.stop)),
-            usage=tokens,
-            latency_ms=0,
-        )
+        response = response_of(reply, content, call.model)
+        details = {"output_tokens_details": {"thinking_tokens": reply.usage.thinking_tokens}}
         rendered = write_message(response, call.model, "msg_01" + ids.token(22, "b58"), details)
         if block is not None:  # the passes apart; the top-level counts are the message pass's
             rendered["usage"] = anthropic_compacted_usage(prompt, rendered["usage"], block)

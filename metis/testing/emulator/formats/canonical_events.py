@@ -1,6 +1,6 @@
-"""A canonical reply as the stream of canonical events a model would have sent for it (text
-and thinking a few words a delta, tool arguments in fragments), for the gateway's stream
-writers to write in each API's form."""
+"""The emulator's reply as a canonical one, and that as the stream of canonical events a model
+would have sent for it (text and thinking a few words a delta, tool arguments in fragments),
+for the gateway's writers to write in each API's form."""
 
 from __future__ import annotations
 
@@ -15,8 +15,26 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
-from metis.model.response import CanonicalResponse
+from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
+from metis.testing.emulator.model import Reply
 from metis.testing.emulator.wire import dumps, split_json, split_text
+
+
+def response_of(reply: Reply, content: list[ContentBlock], model: str) -> CanonicalResponse:
+    """``reply`` with ``content`` (its blocks, as the API has them), its stop and its usage."""
+    usage = reply.usage
+    tokens = TokenUsage(
+        input_tokens=usage.uncached_input,
+        cached_input_tokens=usage.cache_read,
+        cache_creation_input_tokens=usage.cache_write,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=usage.thinking_tokens,
+    )
+    stop = StopReason(kind=StopKind(reply.stop))
+    return CanonicalResponse(
+        request_id="", model=model, provider="", content=content, stop_reason=stop,
+        usage=tokens, latency_ms=0,
+    )  # fmt: skip
 
 
 def events_of(response: CanonicalResponse) -> list[StreamEvent]:

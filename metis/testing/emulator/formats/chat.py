@@ -22,9 +22,8 @@ from typing import Any, ClassVar
 from metis.gateway.chat_api import read_chat
 from metis.gateway.chat_write import ChunkStream, write_completion
 from metis.model.content import ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock
-from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
 from metis.testing.emulator.formats.base import Call, Route
-from metis.testing.emulator.formats.canonical_events import events_of
+from metis.testing.emulator.formats.canonical_events import events_of, response_of
 from metis.testing.emulator.formats.canonical_turns import prompt_of, read_by
 from metis.testing.emulator.formats.chat_rules import DEEPSEEK_THINKING, RULES
 from metis.testing.emulator.formats.openai import (
@@ -119,21 +118,10 @@ class Chat(OpenAI):
         for out in reply.calls:
             tool_id = call.call_id(ids, "call_", 24)
             content.append(ToolUseBlock(id=tool_id, name=out.name, input=out.args))
-        usage = reply.usage
-        tokens = TokenUsage(
-            input_tokens=usage.input_tokens - usage.cache_read - usage.cache_write,
-            cached_input_tokens=usage.cache_read,
-            cache_creation_input_tokens=usage.cache_write,
-            output_tokens=usage.output_tokens,
-            reasoning_tokens=usage.thinking_tokens,
-        )
-        response = CanonicalResponse(
-            request_id="", model=call.model, provider=self.name, content=content,
-            stop_reason=StopReason(kind=StopKind(reply.stop)), usage=tokens, latency_ms=0,
-        )  # fmt: skip
+        response = response_of(reply, content, call.model)
         call.options["response"] = response
         written = write_completion(response, call.model, completion_id=completion_id)
-        _apart(written["usage"], call, usage.thinking_tokens)
+        _apart(written["usage"], call, reply.usage.thinking_tokens)
         more = {"service_tier": "default", "system_fingerprint": "fp_" + ids.token(10, "hex")}
         return {**written, **more, **source_lists(reply, call.model)}
 
