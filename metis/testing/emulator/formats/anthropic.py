@@ -19,22 +19,13 @@ from metis.gateway.anthropic_write import MessageStream, write_message
 from metis.histories.blocks import from_anthropic_block
 from metis.model.content import ContentBlock, OpaqueBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from metis.model.events import (
-    CitationDelta,
     MessageComplete,
-    ServerToolCall,
-    ServerToolResult,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolUseEnd,
-    ToolUseInputDelta,
-    ToolUseStart,
 )
 from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.testing.emulator.formats.anthropic_rules import RULES, SIGNATURE_KIND, _blocks
 from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.cache_marks import block_counts, unmarked
-from metis.testing.emulator.formats.canonical_events import response_of
+from metis.testing.emulator.formats.canonical_events import block_events, response_of
 from metis.testing.emulator.formats.canonical_turns import prompt_of, read_by
 from metis.testing.emulator.formats.compaction import (
     anthropic_block,
@@ -54,8 +45,6 @@ from metis.testing.emulator.wire import (
     dumps,
     request_ids,
     signature,
-    split_json,
-    split_text,
     sse,
 )
 from metis.wire.anthropic.server_tools import citation
@@ -232,7 +221,7 @@ class Anthropic(Format):
         block = anthropic_block(prompt) if compacted else None
         if block is not None:
             content.insert(0, canonical(block))
-        response = response_of(reply, content, call.model)
+        response = call.options["response"] = response_of(reply, content, call.model)
         details = {"output_tokens_details": {"thinking_tokens": reply.usage.thinking_tokens}}
         rendered = write_message(response, call.model, "msg_01" + ids.token(22, "b58"), details)
         if block is not None:  # the passes apart; the top-level counts are the message pass's
@@ -240,7 +229,7 @@ class Anthropic(Format):
         return rendered
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
-        return message_events(rendered)
+        return message_events(rendered, call.options["response"].content)
 
 
 def canonical(block: dict[str, Any]) -> ContentBlock:
@@ -250,9 +239,9 @@ def canonical(block: dict[str, Any]) -> ContentBlock:
     return found
 
 
-def message_events(message: dict[str, Any]) -> list[Frame]:
-    """A rendered message as the Messages API streams it (the gateway's writer), with some
-    ``data:`` lines padded as recorded."""
+def message_events(message: dict[str, Any], content: list[ContentBlock]) -> list[Frame]:
+    """A rendered message (``content`` its blocks) as the Messages API streams it (the
+    gateway's writer), with some ``data:`` lines padded as recorded."""
     usage = message["usage"]
     more = {k: usage[k] for k in ("output_tokens_details", "iterations") if k in usage}
     tokens = TokenUsage(
@@ -264,9 +253,11 @@ def message_events(message: dict[str, Any]) -> list[Frame]:
     opening = tokens.model_copy(update={"output_tokens": 1})
     writer = MessageStream(message["model"], None, message["id"], opening, more)
     written = b""
-    for index, block in enumerate(message["content"]):
-        for item in _block_events(index, block):
-            written += writer.kept(item) if isinstance(item, OpaqueBlock) else writer.feed(item)
+    for index, block in enumerate(content):
+        if isinstance(block, OpaqueBlock):  # a compaction block
+            written += writer.kept(block)
+        for item in block_events(index, block, empty_input=False):
+            written += writer.feed(item)
     stop = StopReason(kind=StopKind(message["stop_reason"]))
     written += writer.feed(MessageComplete([], stop, tokens))
     frames: list[Frame] = []
@@ -275,26 +266,3 @@ def message_events(message: dict[str, Any]) -> list[Frame]:
         pad = 0 if head == b"event: ping\n" else (len(frames) * 7) % 13
         frames.append(Frame(head + b"data: ", payload, b" " * pad + b"\n\n"))
     return frames
-
-
-def _block_events(index: int, block: dict[str, Any]) -> list[StreamEvent | OpaqueBlock]:
-    kind = block["type"]
-    if kind == "compaction":
-        return [canonical(block)]  # type: ignore[list-item]
-    if kind.endswith("_tool_result"):  # a server tool's result comes whole
-        return [ServerToolResult(index, canonical(block))]  # type: ignore[arg-type]
-    if kind == "thinking":
-        thought = [ThinkingDelta(index, piece) for piece in split_text(block["thinking"])]
-        return [*thought, ThinkingDelta(index, signature=block["signature"])]
-    if kind == "text":
-        cited = [CitationDelta(index, citation(c)) for c in block.get("citations") or []]
-        return [*cited, *(TextDelta(index, piece) for piece in split_text(block["text"]))]
-    given = block["input"]
-    pieces = split_json(dumps(given).decode()) if given else []
-    opened: StreamEvent = (
-        ServerToolCall(index, canonical(block))  # type: ignore[arg-type]
-        if kind == "server_tool_use"
-        else ToolUseStart(index, block["id"], block["name"])
-    )
-    deltas = [ToolUseInputDelta(index, block["id"], piece) for piece in pieces]
-    return [opened, *deltas, ToolUseEnd(index, block["id"], block["name"], given)]

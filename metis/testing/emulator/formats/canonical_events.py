@@ -4,10 +4,19 @@ for the gateway's writers to write in each API's form."""
 
 from __future__ import annotations
 
-from metis.model.content import ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from metis.model.content import (
+    ContentBlock,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
 from metis.model.events import (
     CitationDelta,
     MessageComplete,
+    ServerToolCall,
+    ServerToolResult,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -44,7 +53,9 @@ def events_of(response: CanonicalResponse) -> list[StreamEvent]:
     return [*events, MessageComplete([], response.stop_reason, response.usage)]
 
 
-def block_events(index: int, block: ContentBlock) -> list[StreamEvent]:
+def block_events(index: int, block: ContentBlock, empty_input: bool = True) -> list[StreamEvent]:
+    """A block's events; ``empty_input``: a call with no arguments streams ``{}`` (else
+    nothing)."""
     if isinstance(block, ThinkingBlock):
         pieces = split_text(block.thinking) or [""]
         signed = [ThinkingDelta(index, signature=block.signature)] if block.signature else []
@@ -52,9 +63,16 @@ def block_events(index: int, block: ContentBlock) -> list[StreamEvent]:
     if isinstance(block, TextBlock):
         cited = [CitationDelta(index, c) for c in block.citations or ()]
         return [*cited, *(TextDelta(index, piece) for piece in split_text(block.text))]
-    if isinstance(block, ToolUseBlock):
-        pieces = split_json(dumps(block.input).decode())
-        deltas = [ToolUseInputDelta(index, block.id, piece) for piece in pieces]
-        start = ToolUseStart(index, block.id, block.name)
-        return [start, *deltas, ToolUseEnd(index, block.id, block.name, block.input)]
-    return []
+    if isinstance(block, ServerToolResultBlock):  # comes whole
+        return [ServerToolResult(index, block)]
+    if not isinstance(block, ToolUseBlock | ServerToolCallBlock):
+        return []
+    given = block.input
+    pieces = split_json(dumps(given).decode()) if given or empty_input else []
+    deltas = [ToolUseInputDelta(index, block.id, piece) for piece in pieces]
+    start: StreamEvent = (
+        ServerToolCall(index, block)
+        if isinstance(block, ServerToolCallBlock)
+        else ToolUseStart(index, block.id, block.name)
+    )
+    return [start, *deltas, ToolUseEnd(index, block.id, block.name, given)]
