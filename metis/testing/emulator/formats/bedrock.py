@@ -216,7 +216,8 @@ class Bedrock(Format):
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
         if call.options["action"].startswith("invoke"):
-            return [_frame("chunk", chunk) for chunk in invoke_chunks(rendered)]
+            chunks = invoke_chunks(rendered, call.options["response"].content)
+            return [_frame("chunk", chunk) for chunk in chunks]
         return [_frame(kind, payload) for kind, payload in stream_events(rendered)]
 
 
