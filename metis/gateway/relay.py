@@ -151,11 +151,16 @@ class Relay:
             raise ProtocolError(f"provider sent an event longer than {limit} MiB without its end")
 
     def end(self) -> bytes:
-        """What is left when the stream ends (an event without its blank line)."""
-        held = b"".join(self._held)
+        """What is left when the stream ends: an event without its blank line, when it is
+        whole (its data JSON, or ``[DONE]``). One cut in its middle is left out: relayed, it
+        was a JSON error in the caller's SDK, before the error event that says the stream
+        was cut."""
+        held = b"".join(self._held).rstrip(b"\n")
         self._held.clear()
         self._size, self._skip_lf = 0, False
-        return self._pass(held.rstrip(b"\n") + b"\n\n") if held.strip() else b""
+        if not held.strip() or (_fields(held)[1] is None and not held.endswith(b"[DONE]")):
+            return b""
+        return self._pass(held + b"\n\n")
 
     def _pass(self, ready: bytes) -> bytes:
         if not any(marker in ready for marker in self.markers):

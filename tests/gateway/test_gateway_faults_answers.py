@@ -1,6 +1,6 @@
 """Upstream answers that are wrong in their content, passed through the gateway: an error
-object answered with status 200 (a whole reply's, or where a stream was asked for), and a
-stream whose event never ends or whose lines end in CR. The caller gets its API's error, as
+object answered with status 200 (a whole reply's, or where a stream was asked for), a
+stream whose event never ends or whose lines end in CR, and one cut in the middle of an event. The caller gets its API's error, as
 its official SDK raises it, or the stream as it was sent; the gateway holds a bounded part of
 an event, however long, and reads it in time linear in its size."""
 
@@ -165,3 +165,45 @@ def test_a_relay_reads_every_line_end_cut_anywhere(
     out = b"".join(relay.feed(body[a:b]) for a, b in itertools.pairwise(points))
     held = relay.end()
     assert out == expected and held == b"", (out, held)
+
+
+FIRST_EVENT = {path: head.rsplit(b"\n\n", 1)[0] + b"\n\n" for path, head in LONG_EVENT.items()}
+HALF_EVENT = {  # an event cut in the middle of its JSON, the connection then closed cleanly
+    "/messages": b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"de',
+    "/chat/completions": b'data: {"id":"c","object":"chat.completion.chunk","choices":[{"ind',
+    "/responses": b'event: response.output_text.delta\ndata: {"type":"response.output_te',
+}
+
+
+def test_a_stream_cut_in_the_middle_of_an_event_is_the_sdks_error_not_a_json_one() -> None:
+    """The half event was relayed as if whole: each SDK failed parsing it (a bare
+    JSONDecodeError) before the gateway's error event that says the stream was cut."""
+
+    def cut(request: httpx.Request) -> httpx.Response:
+        path = request.url.path.removeprefix("/v1")
+        content = FIRST_EVENT[path] + HALF_EVENT[path]
+        return httpx.Response(200, content=content, headers={"content-type": "text/event-stream"})
+
+    app = create_app(gateway_config_with(Emulator(), httpx.MockTransport(cut)))
+    with serving(app) as (url, _):
+        claude = anthropic.Anthropic(api_key=GATEWAY_KEY, base_url=url, max_retries=0)
+        oai = openai.OpenAI(api_key=GATEWAY_KEY, base_url=f"{url}/v1", max_retries=0)
+        messages = [{"role": "user", "content": SAID}]
+        with pytest.raises(anthropic.APIStatusError, match="before its last event"):
+            list(
+                claude.messages.create(
+                    model="sonnet", max_tokens=50, messages=messages, stream=True
+                )
+            )
+        with pytest.raises(openai.APIError, match="before its last event"):
+            list(oai.chat.completions.create(model="gpt", messages=messages, stream=True))
+        events = list(oai.responses.create(model="gpt5", input=SAID, stream=True))
+        assert events[-1].type == "response.failed", events[-1]
+
+
+def test_an_event_without_its_blank_line_at_the_end_is_relayed_when_whole() -> None:
+    for relay, path in zip(relays(), LONG_EVENT, strict=True):
+        whole = FIRST_EVENT[path].rstrip(b"\n")
+        assert relay.feed(whole) == b"" and relay.end() != b"", path
+    chat = ChatRelay("m", True)
+    assert chat.feed(b"data: [DONE]") == b"" and chat.end() == b"data: [DONE]\n\n"
