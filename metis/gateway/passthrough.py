@@ -197,13 +197,14 @@ class PassThrough:
         await self.converse(passing)
         if key is not None:
             await self.gateway.keys.admit(key, passing.target.name)
-        try:
+        try:  # the first bytes are awaited: a failure before them is a reply with its status
             chunks = await self.opened(passing, headers)
+            first = await anext(chunks, b"")
         except BaseException:
             await self.settle(passing, key)
             raise
         return StreamResult(
-            self._settled(passing, chunks, key),
+            self._settled(passing, first, chunks, key),
             self.headers(passing, True),
             passing.call.deadline,  # type: ignore[union-attr]
             lambda error: self.error_bytes(passing, error),
@@ -253,12 +254,15 @@ class PassThrough:
     async def _chunks(
         self, passing: Passing, relay: Relay, exchange: Exchange
     ) -> AsyncIterator[bytes]:
+        relayed = False
         try:
             while (chunk := await exchange.read()) is not None:
                 exchange.clock.received = True
                 if out := relay.feed(chunk):
+                    relayed = True
                     yield out
             if out := relay.end():
+                relayed = True
                 yield out
             if not relay.finished:
                 said = f"{passing.adapter.name} ended the stream before its last event"
@@ -270,15 +274,19 @@ class PassThrough:
             assert passing.call is not None
             passing.error = classified(in_time(error, passing.call), passing.call)
             error = passing.error
+            if not relayed:  # nothing sent yet: refused, with its status (metis.gateway.app)
+                passing.opened = False
+                raise error from None
             self.gateway.metrics.error(passing.api, error.error_class.value)
             yield self.error_bytes(passing, error)
         finally:
             await exchange.aclose()
 
     async def _settled(
-        self, passing: Passing, chunks: AsyncIterator[bytes], key: KeyState | None
+        self, passing: Passing, first: bytes, chunks: AsyncIterator[bytes], key: KeyState | None
     ) -> AsyncIterator[bytes]:
         try:
+            yield first
             async for chunk in chunks:
                 yield chunk
         finally:

@@ -1,8 +1,10 @@
 """Upstream answers that are wrong in their content, passed through the gateway: an error
 object answered with status 200 (a whole reply's, or where a stream was asked for), a
-stream whose event never ends or whose lines end in CR, and one cut in the middle of an event. The caller gets its API's error, as
-its official SDK raises it, or the stream as it was sent; the gateway holds a bounded part of
-an event, however long, and reads it in time linear in its size."""
+stream whose event never ends or whose lines end in CR, one cut in the middle of an event,
+and a connection reset after the head. The caller gets its API's error, as its official SDK
+raises it (with its status when nothing was relayed yet), or the stream as it was sent; the
+gateway holds a bounded part of an event, however long, and reads it in time linear in its
+size."""
 
 from __future__ import annotations
 
@@ -207,3 +209,39 @@ def test_an_event_without_its_blank_line_at_the_end_is_relayed_when_whole() -> N
         assert relay.feed(whole) == b"" and relay.end() != b"", path
     chat = ChatRelay("m", True)
     assert chat.feed(b"data: [DONE]") == b"" and chat.end() == b"data: [DONE]\n\n"
+
+
+class ResetAfterTheHead(httpx.AsyncByteStream):
+    async def __aiter__(self) -> Any:
+        raise httpx.ReadError("[Errno 104] Connection reset by peer")
+        yield b""  # an async generator that never yields
+
+
+def test_a_reset_after_the_head_is_a_502_before_anything_was_relayed() -> None:
+    """As on the translated path: the gateway's head waits for the first bytes, so an
+    upstream that fails before any is the caller's error with its status (it was a 200 and
+    an error event, which the anthropic SDK raises as a bare APIStatusError, and the openai
+    one gives Responses callers as a response.failed event)."""
+
+    def reset(request: httpx.Request) -> httpx.Response:
+        headers = {"content-type": "text/event-stream"}
+        return httpx.Response(200, headers=headers, stream=ResetAfterTheHead())
+
+    app = create_app(gateway_config_with(Emulator(), httpx.MockTransport(reset)))
+    with serving(app) as (url, _):
+        claude = anthropic.Anthropic(api_key=GATEWAY_KEY, base_url=url, max_retries=0)
+        oai = openai.OpenAI(api_key=GATEWAY_KEY, base_url=f"{url}/v1", max_retries=0)
+        messages = [{"role": "user", "content": SAID}]
+        with pytest.raises(anthropic.InternalServerError, match="reset by peer") as raised:
+            claude.messages.create(model="sonnet", max_tokens=50, messages=messages, stream=True)
+        assert raised.value.status_code == 502
+        for call in (
+            lambda: oai.chat.completions.create(model="gpt", messages=messages, stream=True),
+            lambda: oai.responses.create(model="gpt5", input=SAID, stream=True),
+        ):
+            with pytest.raises(openai.InternalServerError, match="reset by peer") as failed:
+                call()
+            assert failed.value.status_code == 502
+        metrics = httpx.get(f"{url}/metrics").text
+    counted = [line for line in metrics.splitlines() if "metis_gateway_errors_total{" in line]
+    assert sum(float(line.split()[-1]) for line in counted) == 3, counted  # each once
