@@ -61,6 +61,7 @@ async def test_a_call_cancelled_as_its_body_is_sent_leaves_nothing_behind(
     request = CanonicalRequest(
         model="anthropic:claude-sonnet-4-5", messages=[Message.user("hi")], max_output_tokens=20
     )
+    gc.collect()  # what other tests left unclosed says so now, not in the block below
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
