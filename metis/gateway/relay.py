@@ -133,9 +133,12 @@ class Relay:
         if not cut:
             self._hold(chunk)
             return b""
-        ready = b"".join([*self._held, chunk[:cut]]) if self._held else chunk[:cut]
-        self._held.clear()
-        self._size = 0
+        if self._held:
+            ready = b"".join([*self._held, chunk[:cut]])
+            self._held.clear()
+            self._size = 0
+        else:
+            ready = chunk[:cut]
         if cut < len(chunk):
             self._hold(chunk[cut:])
         return self._pass(ready)
