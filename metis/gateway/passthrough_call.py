@@ -29,6 +29,8 @@ from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.stages.control.attempt_record import call_identity
 from metis.telemetry.events import CallCompleted, CallFailed, CallStarted
 from metis.transport.exchange import Exchange
+from metis.wire.builder import MessageBuilder
+from metis.wire.json_limits import loads
 
 CODECS = {"anthropic": "anthropic", "chat": "openai_chat", "responses": "openai_responses"}
 """The caller's API -> the codec of the stacks that speak it upstream."""
@@ -212,6 +214,33 @@ def in_time(error: AdapterError, call: Call) -> AdapterError:
     if call.deadline is not None and anyio.current_time() >= call.deadline:
         return GatewayTimeoutError("the request took longer than the gateway allows")
     return error
+
+
+def answered_error(passing: Passing, raw: bytes, call: Call) -> AdapterError | None:
+    """The error a JSON answer with status 200 is, when it is an error object where a reply
+    was expected (a proxy's, a compatible server's), classified as a library call reads it
+    (docs/contract.md section 4: by its type, or the status it says it is); None for a reply,
+    or a body that is not JSON."""
+    if b'"error"' not in raw:
+        return None
+    try:
+        obj = loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    if passing.api == "anthropic":
+        refused = obj.get("type") == "error"
+    else:  # an error object, not a reply that carries one (a failed response is relayed)
+        refused = bool(obj.get("error")) and "choices" not in obj and "output" not in obj
+    provider = passing.adapter.pipeline.provider
+    if not refused or provider is None:
+        return None
+    try:
+        provider.codec.parse_body(obj, MessageBuilder(call.provider, call.model))
+    except AdapterError as error:
+        return classified(error, call)
+    return None
 
 
 def classified(error: AdapterError, call: Call) -> AdapterError:

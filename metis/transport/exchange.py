@@ -42,12 +42,8 @@ from metis.transport.clients import (
 from metis.transport.decoding import decoded, encodings_of
 from metis.transport.held_reads import held_reads
 from metis.transport.redirects import redirect_target
-from metis.transport.slots import (
-    close_if_overread,
-    drop_unclaimed_connections,
-    served_by,
-    slots_of,
-)
+from metis.transport.request_body import sent_once
+from metis.transport.slots import close_if_overread, drop_unclaimed_connections, served_by, slots_of
 from metis.transport.socket_reads import bound_socket_reads, socket_abort
 
 CONNECT_TIMEOUT = 10.0
@@ -278,7 +274,9 @@ def _build(
     left = min(limits.timeout_seconds, call.deadline - anyio.current_time())
     left = max(0.001, left)
     timeout = request_timeout(left, connect=min(left, limits.connect_timeout))
-    return http.build_request(method, url, headers=headers, content=content, timeout=timeout)
+    return sent_once(
+        http.build_request(method, url, headers=headers, content=content, timeout=timeout)
+    )
 
 
 async def _send(

@@ -875,3 +875,19 @@ async def test_a_conversation_moving_between_three_providers_is_accepted_every_t
     assert [p["functionCall"]["args"]["city"] for p in foreign] == ["Paris", "Berlin", "Rome"]
     canonical = [b.id for m in history for b in m.content if isinstance(b, ToolUseBlock)]
     assert len(set(canonical)) == 4 and all(i.startswith("tu_") for i in canonical)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_part_field_given_as_null_is_a_field_not_given(stream: bool) -> None:
+    """A server speaking Gemini's format that writes every field of a part, the absent ones
+    as null (a re-serializing proxy), lost the whole reply: ``"text": null`` beside a
+    ``functionCall`` made the part a text part with no text, a ProtocolError."""
+    empty = {"text": None, "thought": None, "thoughtSignature": None, "functionCall": None}
+    call = {**empty, "functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}
+    said = {**empty, "text": "Checking."}
+    events = parse(chunk(said, call, {k: None for k in empty}, finish="STOP"), stream=stream)
+    final = final_of(events)
+    kinds = [type(block).__name__ for block in final.final_content]
+    assert kinds == ["TextBlock", "ToolUseBlock"], final.final_content
+    assert final.final_content[1].input == {"city": "Paris"}  # type: ignore[union-attr]
+    assert final.stop_reason.kind is StopKind.TOOL_USE
