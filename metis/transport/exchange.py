@@ -33,6 +33,7 @@ from metis.errors import CancelledError, ClosedError, NetworkError, ProtocolErro
 from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.transport.clients import (
+    CONNECT_TIMEOUT,
     http_errors,
     is_decoding_error,
     is_read_timeout,
@@ -49,8 +50,6 @@ from metis.transport.slots import (
     slots_of,
 )
 from metis.transport.socket_reads import bound_socket_reads, socket_abort
-
-CONNECT_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True, slots=True)
