@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from metis.errors import AdapterError, StackError
-from metis.model.content import ProviderRaw
-from metis.model.events import StreamEvent
-from metis.model.request import CanonicalRequest
-from metis.model.response import StopReason
-from metis.wire.builder import MessageBuilder
+from metis.errors import StackError
+
+if TYPE_CHECKING:  # the codecs load the model and the builder; naming a codec does not
+    from metis.errors import AdapterError
+    from metis.model.content import ProviderRaw
+    from metis.model.events import StreamEvent
+    from metis.model.request import CanonicalRequest
+    from metis.model.response import StopReason
+    from metis.wire.builder import MessageBuilder
 
 
 class EncodeContext(Protocol):
@@ -105,6 +108,11 @@ def rules_name(codec: str, settings: Mapping[str, Any] | None) -> str:
 def register_codec(codec: Codec) -> Codec:
     _CODECS[codec.name] = codec
     return codec
+
+
+def is_codec(name: str) -> bool:
+    """Whether ``name`` is a registered codec (its module is not loaded to answer)."""
+    return name in _CODECS or name in _LAZY
 
 
 def get_codec(name: str, settings: Mapping[str, Any] | None = None) -> Codec:
