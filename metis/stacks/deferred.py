@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 from metis.errors import AdapterError
 from metis.pipeline.skeleton import SKELETON
 from metis.stages import options as stage_options
-from metis.wire.codec import get_codec, is_codec
+from metis.wire.codec import check_codec_settings, is_codec
 
 if TYPE_CHECKING:
     from metis.pipeline.registry import StageRegistry
@@ -56,6 +56,7 @@ DECLARED: dict[str, Declared] = {
     "thinking_turn": Declared(),
     "strict_schema": Declared(stage_options.StrictSchemaOptions),
     "include_usage": Declared(),
+    "continuation": Declared(),
     "cache_control": Declared(
         stage_options.CacheControlOptions, "rules", stage_options.rules_dialect
     ),
@@ -71,6 +72,10 @@ DECLARED: dict[str, Declared] = {
 """The built-in stages a pipeline may be deferred with (the rest are built at once)."""
 
 _SKELETON_NAMES = frozenset(name for name, _ in SKELETON)
+
+CONTINUING_CODECS = frozenset({"openai_responses"})
+"""The codecs whose items ``continuation`` reads (``output_items``): it is bound to the
+stack's codec, and refuses any other."""
 
 
 def declared(name: str, registry: StageRegistry) -> Declared | None:
@@ -94,6 +99,9 @@ def checked_without_code(entries: Sequence[Any], registry: StageRegistry) -> boo
             return False
         if found is _CODEC and not _codec_builds(entry.options):
             return False
+    if "continuation" in names:
+        codecs = {e.options.get("codec") for e in entries if declared(e.name, registry) is _CODEC}
+        return codecs <= CONTINUING_CODECS
     return True
 
 
@@ -106,14 +114,14 @@ def _valid(model: type[BaseModel], options: dict[str, Any]) -> bool:
 
 
 def _codec_builds(options: dict[str, Any]) -> bool:
-    """The codec is one metis has; a codec given settings is built with them to check them
-    (its module loads now); one given none is built with the pipeline."""
+    """The codec is one metis has, and takes the settings given (checked by the codec's own
+    settings check where it has one, else by building it: its module loads now)."""
     name, settings = options.get("codec"), options.get("settings")
     if not isinstance(name, str) or not is_codec(name):
         return False
     if settings:
         try:
-            get_codec(name, settings)
+            check_codec_settings(name, settings)
         except (AdapterError, ValidationError, TypeError, ValueError):
             return False
     return True

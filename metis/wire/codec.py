@@ -96,6 +96,10 @@ _LAZY: dict[str, str] = {
     "schema": "metis.wire.schema:codec",
 }
 _CODECS: dict[str, Any] = {}
+_SETTINGS_CHECKS: dict[str, str] = {
+    "openai_responses": "metis.wire.responses_settings:check_settings",
+}
+"""Codecs whose settings can be checked without loading the codec (the others are built)."""
 
 
 def rules_name(codec: str, settings: Mapping[str, Any] | None) -> str:
@@ -113,6 +117,17 @@ def register_codec(codec: Codec) -> Codec:
 def is_codec(name: str) -> bool:
     """Whether ``name`` is a registered codec (its module is not loaded to answer)."""
     return name in _CODECS or name in _LAZY
+
+
+def check_codec_settings(name: str, settings: Mapping[str, Any]) -> None:
+    """Raise what :func:`get_codec` would for ``settings``, loading the codec only when it has
+    no check of its own (a StackError, or a ValidationError from its settings model)."""
+    check = _SETTINGS_CHECKS.get(name)
+    if check is None or name in _CODECS:
+        get_codec(name, settings)
+        return
+    module, _, attr = check.partition(":")
+    getattr(importlib.import_module(module), attr)(dict(settings))
 
 
 def get_codec(name: str, settings: Mapping[str, Any] | None = None) -> Codec:

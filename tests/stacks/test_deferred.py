@@ -19,8 +19,9 @@ from metis.pipeline.registry import stages as registry
 from metis.pipeline.request import WireRequest
 from metis.pipeline.skeleton import ZONES
 from metis.pipeline.stage import RequestStage, Stage, _defaults_only
-from metis.stacks.deferred import DECLARED, checked_without_code
+from metis.stacks.deferred import CONTINUING_CODECS, DECLARED, checked_without_code
 from metis.stacks.loader import parse_stack
+from metis.wire.codec import _LAZY, get_codec
 
 BASE: dict[str, Any] = {
     "name": "base",
@@ -80,7 +81,7 @@ def test_a_declared_stage_takes_and_gives_what_its_zone_does(name: str) -> None:
     assert signature in ZONE_SIGNATURES[ZONES[name]]
 
 
-@pytest.mark.parametrize("name", ["anthropic", "openai", "gemini", "ollama"])
+@pytest.mark.parametrize("name", ["anthropic", "openai", "openai_responses", "gemini", "ollama"])
 def test_a_built_in_stack_is_checked_now_and_built_on_first_use(name: str) -> None:
     adapter = build_adapter(name, AdapterConfig(api_key="x"))
     assert adapter._pipeline is None
@@ -103,6 +104,9 @@ def test_a_built_in_stack_is_checked_now_and_built_on_first_use(name: str) -> No
         ({"codec": "nonesuch"}, "unknown codec 'nonesuch'"),
         ({"codec_settings": {"nonesuch": 1}}, "codec 'anthropic' takes no settings"),
         ({"stages": ["tool_ids", "tool_ids"]}, "two stages are named 'tool_ids'"),
+        ({"codec": "openai_responses", "codec_settings": {"store": "yes"}}, "store is one of"),
+        ({"codec": "openai_responses", "codec_settings": {"stor": True}}, "unknown setting"),
+        ({"stages": ["tool_ids", "continuation"]}, "has no output_items"),
     ],
 )
 def test_what_is_wrong_with_a_stack_is_still_an_error_when_the_adapter_is_built(
@@ -151,3 +155,13 @@ def test_telemetry_set_before_the_first_use_reaches_the_stages_built_then() -> N
     assert adapter._pipeline is None
     assert adapter.pipeline.services is not None
     assert adapter.pipeline.services.telemetry is sink
+
+
+@pytest.mark.parametrize("name", sorted(_LAZY))
+def test_continuation_is_deferred_only_over_the_codecs_whose_items_it_reads(name: str) -> None:
+    try:
+        codec = get_codec(name)
+    except StackError:  # a codec its stack configures: none of them has items to continue
+        assert name not in CONTINUING_CODECS
+        return
+    assert callable(getattr(codec, "output_items", None)) == (name in CONTINUING_CODECS)
