@@ -93,11 +93,12 @@ _LAZY: dict[str, str] = {
     "openai_chat": "metis.wire.openai_chat:codec",
     "openai_responses": "metis.wire.openai_responses:codec",
     "ollama": "metis.wire.ollama:codec",
-    "schema": "metis.wire.schema:codec",
+    "schema": "metis.wire.schema.schema_codec:codec",
 }
 _CODECS: dict[str, Any] = {}
 _SETTINGS_CHECKS: dict[str, str] = {
     "openai_responses": "metis.wire.responses_settings:check_settings",
+    "schema": "metis.wire.schema.compiled:load_settings",
 }
 """Codecs whose settings can be checked without loading the codec (the others are built)."""
 

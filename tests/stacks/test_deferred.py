@@ -105,6 +105,11 @@ def test_a_built_in_stack_is_checked_now_and_built_on_first_use(name: str) -> No
         ({"codec_settings": {"nonesuch": 1}}, "codec 'anthropic' takes no settings"),
         ({"stages": ["tool_ids", "tool_ids"]}, "two stages are named 'tool_ids'"),
         ({"codec": "openai_responses", "codec_settings": {"store": "yes"}}, "store is one of"),
+        ({"codec": "schema", "codec_settings": {"name": "x", "nonesuch": 1}}, "nonesuch"),
+        (
+            {"codec": "schema", "codec_settings": {"response_schema": {"content_path": "a..b"}}},
+            "not a dot path",
+        ),
         ({"codec": "openai_responses", "codec_settings": {"stor": True}}, "unknown setting"),
         ({"stages": ["tool_ids", "continuation"]}, "has no output_items"),
     ],
