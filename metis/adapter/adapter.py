@@ -31,12 +31,9 @@ from metis.core.options import checked_init, checked_options
 from metis.core.secrets import install_httpx_log_filter
 from metis.errors import AdapterError, ProtocolError
 from metis.model.capabilities import AdapterCapabilities
-from metis.pipeline.call import NO_TERMS, Call, CallTerms, DropRecord
-from metis.pipeline.cancellation import CancelHandle
-from metis.pipeline.config import AdapterConfig
+from metis.pipeline.config import AdapterConfig, with_given
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
-from metis.pipeline.services import StageServices
 from metis.pipeline.settings import ProviderSettings, validate_settings
 from metis.pipeline.stores import ToolIdStore, default_tool_id_store
 from metis.stacks.deferred import checked_without_code
@@ -53,8 +50,11 @@ if TYPE_CHECKING:  # what a call uses loads with the first call (benchmarks/READ
     from metis.model.events import StreamEvent
     from metis.model.request import CanonicalRequest, ToolDefinition
     from metis.model.response import CanonicalResponse
+    from metis.pipeline.call import Call, CallTerms
+    from metis.pipeline.cancellation import CancelHandle
     from metis.pipeline.hooks import Watch
     from metis.pipeline.pipeline import Pipeline
+    from metis.pipeline.services import StageServices
 
 install_httpx_log_filter()
 
@@ -110,8 +110,7 @@ class Adapter(OldClosingNames):
         """This adapter's own stages, bound to its client, store, sink and settings (stages
         inserted later as they arrive); built on first use (metis/stacks/deferred.py)."""
         if self._pipeline is None:
-            built = self.stack.build_pipeline(self._registry)
-            self._pipeline = built.bound(self._services())
+            self._pipeline = self.stack.build_pipeline(self._registry).bound(self._services())
         return self._pipeline
 
     def __repr__(self) -> str:
@@ -128,7 +127,7 @@ class Adapter(OldClosingNames):
         self, request: CanonicalRequest, terms: CallTerms | None = None
     ) -> AsyncIterator[StreamEvent]:
         """One call's events, ending with ``message.complete``; ``terms``: what a router settled."""
-        return self._run(request, terms or NO_TERMS, stream_by_default=True)
+        return self._run(request, terms, stream_by_default=True)
 
     async def complete(
         self, request: CanonicalRequest, terms: CallTerms | None = None
@@ -140,7 +139,7 @@ class Adapter(OldClosingNames):
         started = time.monotonic()
         final: MessageComplete | None = None
         try:
-            async with aclosing(self._run(request, terms or NO_TERMS)) as events:
+            async with aclosing(self._run(request, terms)) as events:
                 async for event in events:
                     if isinstance(event, MessageComplete):
                         final = event
@@ -240,17 +239,19 @@ class Adapter(OldClosingNames):
     # Internals ---------------------------------------------------------------------------
 
     def _run(
-        self, request: CanonicalRequest, terms: CallTerms, stream_by_default: bool = False
+        self, request: CanonicalRequest, terms: CallTerms | None, stream_by_default: bool = False
     ) -> AsyncGenerator[StreamEvent, None]:
         """The call's one generator, opened by :meth:`_start` (this adapter's watch outermost)."""
         return self.pipeline.stream(request, partial(self._start, terms, stream_by_default))
 
     async def _start(
-        self, terms: CallTerms, stream_by_default: bool, request: CanonicalRequest
+        self, terms: CallTerms | None, stream_by_default: bool, request: CanonicalRequest
     ) -> tuple[CanonicalRequest, Call, Watch]:
         from metis.adapter.delivery import Delivery
         from metis.adapter.sendable import check_request
+        from metis.pipeline.call import NO_TERMS, Call, DropRecord
 
+        terms = terms or NO_TERMS
         default = stream_by_default and self.capabilities.supports_streaming
         request = transport_mode(request, default, self.capabilities.supports_streaming, self.name)
         if self.init_on_first_call and not self._initialized:
@@ -321,6 +322,8 @@ class Adapter(OldClosingNames):
         return wire_name(model, self.stack, self._own_names)
 
     def _services(self) -> StageServices:
+        from metis.pipeline.services import StageServices
+
         return StageServices(
             provider=self.name,
             config=self.config,
@@ -376,20 +379,17 @@ def build_adapter(
     NotConfiguredError naming the variable when the first call is made, before it is sent.
     """
     spec = stack if isinstance(stack, StackSpec) else load_stack(stack, registry)
-    given = {
-        "api_key": api_key,
-        "base_url": base_url,
-        "timeout_seconds": timeout_seconds,
-        "max_retries": max_retries,
-        "extra_headers": extra_headers,
-        "capabilities": capabilities,
-        "http_client": http_client,
-        "settings": dict(settings) if isinstance(settings, Mapping) else settings,
-    }
-    chosen = {name: value for name, value in given.items() if value is not None}
-    if chosen:
-        base = dict(config) if config else {}
-        config = AdapterConfig(**{**base, **chosen})
+    config = with_given(
+        config,
+        api_key=api_key,
+        base_url=base_url,
+        timeout_seconds=timeout_seconds,
+        max_retries=max_retries,
+        extra_headers=extra_headers,
+        capabilities=capabilities,
+        http_client=http_client,
+        settings=dict(settings) if isinstance(settings, Mapping) else settings,
+    )
     return Adapter(
         spec,
         config,
