@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from metis.model.cache import CacheTTL
+from metis.model.knobs import CacheTTL
 from metis.wire.codec import rules_name
 from metis.wire.rules import RULES, RULES_DIALECT
 
