@@ -50,12 +50,13 @@ DECLARED: dict[str, Declared] = {
     "empty_content": Declared(),
     "tool_result_check": Declared(),
     "tool_ids": Declared(stage_options.ToolIdsOptions),
-    "thinking_filter": Declared(),
+    "thinking_filter": Declared(stage_options.ThinkingFilterOptions),
     "schema_cleanup": Declared(stage_options.SchemaCleanupOptions),
     "encode": _CODEC,
     "thinking_turn": Declared(),
     "strict_schema": Declared(stage_options.StrictSchemaOptions),
     "include_usage": Declared(),
+    "wire_fields": Declared(stage_options.WireFieldsOptions),
     "continuation": Declared(),
     "cache_control": Declared(
         stage_options.CacheControlOptions, "rules", stage_options.rules_dialect

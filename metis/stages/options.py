@@ -104,3 +104,62 @@ class SchemaCleanupOptions(BaseModel):
     inline_refs: bool = False
     nullable_type_lists: bool = False
     output_schema: bool = False
+
+
+class ThinkingFilterOptions(BaseModel):
+    model_config = _FROZEN
+
+    keep: Literal["same_model", "same_provider", "never"] = "same_model"
+    as_text: bool = False
+    signed_only: bool = True
+    """Refuse reasoning without a signature (a provider whose reasoning carries none,
+    DeepSeek's ``reasoning_content``, sets it false)."""
+
+
+WIRE_ANY = "*"
+
+
+def parse_path(text: str, *, wildcards: bool = True) -> tuple[str, ...]:
+    """``"tools.*.function.strict"`` -> ``("tools", "*", "function", "strict")``."""
+    if not isinstance(text, str) or not text:
+        raise ValueError("a path must be a non-empty string")
+    parts = tuple(text.split("."))
+    if any(not part for part in parts):
+        raise ValueError(f"path {text!r} has an empty segment")
+    if not wildcards and WIRE_ANY in parts:
+        raise ValueError(f"path {text!r}: '*' is not allowed here")
+    return parts
+
+
+class WireFieldsOptions(BaseModel):
+    """``wire_fields``' edits; each path is parsed here, so a malformed one fails at assembly."""
+
+    model_config = _FROZEN
+
+    rename: dict[str, str] = Field(default_factory=dict)
+    drop: list[str] = Field(default_factory=list)
+    set: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("rename")
+    @classmethod
+    def _rename_paths(cls, value: dict[str, str]) -> dict[str, str]:
+        for source, target in value.items():
+            src = parse_path(source, wildcards=False)
+            dst = parse_path(target, wildcards=False)
+            if src == dst[: len(src)] or dst == src[: len(dst)]:
+                raise ValueError(f"cannot rename {source!r} to {target!r}: one holds the other")
+        return value
+
+    @field_validator("drop")
+    @classmethod
+    def _drop_paths(cls, value: list[str]) -> list[str]:
+        for path in value:
+            parse_path(path)
+        return value
+
+    @field_validator("set")
+    @classmethod
+    def _set_paths(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for path in value:
+            parse_path(path)
+        return value

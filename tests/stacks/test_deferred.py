@@ -11,7 +11,7 @@ import pytest
 
 from metis import AdapterConfig
 from metis.adapter import Adapter, build_adapter
-from metis.errors import StackError
+from metis.errors import ConfigError, StackError
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.pipeline.registry import StageRegistry
@@ -20,7 +20,7 @@ from metis.pipeline.request import WireRequest
 from metis.pipeline.skeleton import ZONES
 from metis.pipeline.stage import RequestStage, Stage, _defaults_only
 from metis.stacks.deferred import CONTINUING_CODECS, DECLARED, checked_without_code
-from metis.stacks.loader import parse_stack
+from metis.stacks.loader import builtin_stacks, parse_stack
 from metis.wire.codec import _LAZY, get_codec
 
 BASE: dict[str, Any] = {
@@ -170,3 +170,20 @@ def test_continuation_is_deferred_only_over_the_codecs_whose_items_it_reads(name
         assert name not in CONTINUING_CODECS
         return
     assert callable(getattr(codec, "output_items", None)) == (name in CONTINUING_CODECS)
+
+
+@pytest.mark.parametrize("name", builtin_stacks())
+def test_every_built_in_stack_deferred_builds_its_pipeline_when_first_used(name: str) -> None:
+    try:
+        adapter = build_adapter(name, AdapterConfig(api_key="x"))
+    except ConfigError:  # a stack that needs settings of its own (a region, a project)
+        return
+    deferred = adapter._pipeline is None
+    assert adapter.pipeline.names() == adapter.stack.build_pipeline().names()
+    assert deferred == (name not in BUILT_AT_ONCE)
+
+
+BUILT_AT_ONCE = {  # stages without a declaration: the auth steps, tool_shim, the WebSocket mode
+    *("azure", "azure_responses", "azure_responses_ws", "openai_responses_ws"),
+    *("bedrock", "bedrock_anthropic", "bedrock_mantle", "vertex", "vertex_anthropic", "tgi"),
+}
