@@ -2,8 +2,8 @@
 
 ``stream()`` runs the pipeline and yields its canonical events; ``complete()`` runs the same
 pipeline on a non-streamed request and folds the same events into a CanonicalResponse
-(docs/contract.md §2). The adapter holds no per-conversation state (that lives in the tool-id store,
-keyed by session), so one adapter serves any number of concurrent calls.
+(docs/contract.md §2). The adapter holds no per-conversation state (that lives in the tool-id
+store, keyed by session), so one adapter serves any number of concurrent calls.
 """
 
 from __future__ import annotations
@@ -14,50 +14,53 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import AsyncExitStack, aclosing
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from metis.adapter.capabilities import ModelCapabilities
-from metis.adapter.checks import check_ready, closed_error, foreign_prefixes, warn_unclosed
-from metis.adapter.count_tokens import TokenCount, count_tokens
-from metis.adapter.delivery import Delivery, folded
-from metis.adapter.sendable import check_request
-from metis.catalog.estimate import estimate_input_tokens
-from metis.core.deprecation import warn_deprecated
+from metis.adapter.checks import (
+    check_ready,
+    closed_error,
+    foreign_prefixes,
+    transport_mode,
+    warn_unclosed,
+)
+from metis.adapter.deprecated import OldClosingNames
 from metis.core.options import checked_init, checked_options
 from metis.core.secrets import install_httpx_log_filter
-from metis.errors import AdapterError, CapabilityError, ProtocolError
+from metis.errors import AdapterError, ProtocolError
 from metis.model.capabilities import AdapterCapabilities
-from metis.model.content import Message
-from metis.model.events import MessageComplete, StreamEvent
-from metis.model.request import CanonicalRequest, ToolDefinition
-from metis.model.response import CanonicalResponse
-from metis.pipeline.call import NO_TERMS, Call, CallTerms, DropRecord
-from metis.pipeline.cancellation import CancelHandle
-from metis.pipeline.config import AdapterConfig
-from metis.pipeline.hooks import Watch
-from metis.pipeline.pipeline import Pipeline
+from metis.pipeline.config import AdapterConfig, with_given
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
-from metis.pipeline.services import StageServices
 from metis.pipeline.settings import ProviderSettings, validate_settings
 from metis.pipeline.stores import ToolIdStore, default_tool_id_store
+from metis.stacks.deferred import checked_without_code
 from metis.stacks.loader import StackSpec, endpoint_for, load_stack
 from metis.stacks.model_ids import own_stack_names, wire_name
 from metis.telemetry import NULL_SINK, TelemetrySink
 from metis.transport.clients import AsyncHTTPClient, as_httpx
-from metis.transport.stage import http_client
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what a call uses loads with the first call (benchmarks/README.md, import)
     import httpx
 
+    from metis.adapter.count_tokens import TokenCount
+    from metis.model.content import Message
+    from metis.model.events import StreamEvent
+    from metis.model.request import CanonicalRequest, ToolDefinition
+    from metis.model.response import CanonicalResponse
+    from metis.pipeline.call import Call, CallTerms
+    from metis.pipeline.cancellation import CancelHandle
+    from metis.pipeline.hooks import Watch
+    from metis.pipeline.pipeline import Pipeline
+    from metis.pipeline.services import StageServices
+
 install_httpx_log_filter()
-Events: TypeAlias = AsyncIterator[StreamEvent]
 
 
 @checked_init
-class Adapter:
+class Adapter(OldClosingNames):
     """One provider stack's pipeline, behind the adapter interface (docs/contract.md §1): a
     :class:`~metis.ChatModel`, shared by any number of concurrent calls."""
 
@@ -90,20 +93,29 @@ class Adapter:
         self._telemetry = telemetry or NULL_SINK
         self._client = self.config.http_client
         self._owns_client = self._client is None
-        self.pipeline = (pipeline or stack.build_pipeline(registry)).bound(self._services())
-        """This adapter's own stages, bound to its client, store, sink and settings; stages
-        inserted later are bound as they arrive."""
+        self._registry = registry
+        self._pipeline: Pipeline | None = None
+        if pipeline is not None or not checked_without_code(stack.stages, registry):
+            self._pipeline = (pipeline or stack.build_pipeline(registry)).bound(self._services())
         self._inflight: dict[str, list[CancelHandle]] = {}
         self.init_on_first_call = init_on_first_call
-        """Run :meth:`init` before the first call (what the Registry and the one-line calls
-        ask for, so nobody has to remember it)."""
+        """Run :meth:`init` before the first call (the Registry and the one-line calls ask)."""
         self._initialized = False
         self._init_lock: anyio.Lock | None = None  # made by the first init (anyio loads it lazily)
         self._lifespan: AsyncExitStack | None = None
         self._closed = False
 
+    @property
+    def pipeline(self) -> Pipeline:
+        """This adapter's own stages, bound to its client, store, sink and settings (stages
+        inserted later as they arrive); built on first use (metis/stacks/deferred.py)."""
+        if self._pipeline is None:
+            self._pipeline = self.stack.build_pipeline(self._registry).bound(self._services())
+        return self._pipeline
+
     def __repr__(self) -> str:
-        return f"<Adapter {self.name}: {' -> '.join(self.pipeline.names())}>"
+        names = self._pipeline.names() if self._pipeline else [s.name for s in self.stack.stages]
+        return f"<Adapter {self.name}: {' -> '.join(names)}>"
 
     def __del__(self) -> None:
         if getattr(self, "_owns_client", False) and self._client is not None:
@@ -111,18 +123,23 @@ class Adapter:
 
     # ProviderAdapter ---------------------------------------------------------------------
 
-    def stream(self, request: CanonicalRequest, terms: CallTerms | None = None) -> Events:
+    def stream(
+        self, request: CanonicalRequest, terms: CallTerms | None = None
+    ) -> AsyncIterator[StreamEvent]:
         """One call's events, ending with ``message.complete``; ``terms``: what a router settled."""
-        return self._run(request, terms or NO_TERMS, stream_by_default=True)
+        return self._run(request, terms, stream_by_default=True)
 
     async def complete(
         self, request: CanonicalRequest, terms: CallTerms | None = None
     ) -> CanonicalResponse:
         """One call, folded from ``stream()``'s events (whole-body unless ``stream=True``)."""
+        from metis.adapter.delivery import folded
+        from metis.model.events import MessageComplete
+
         started = time.monotonic()
         final: MessageComplete | None = None
         try:
-            async with aclosing(self._run(request, terms or NO_TERMS)) as events:
+            async with aclosing(self._run(request, terms)) as events:
                 async for event in events:
                     if isinstance(event, MessageComplete):
                         final = event
@@ -145,6 +162,8 @@ class Adapter:
         """About how many input tokens this provider will count (docs/contract.md §1): a local
         heuristic under the stack's ``token_estimate`` profile (with ``model``'s overrides,
         if named), no network."""
+        from metis.catalog.estimate import estimate_input_tokens
+
         profile = self.stack.token_estimate
         if model is not None:
             profile = profile.for_model(self.wire_model(model))
@@ -153,6 +172,8 @@ class Adapter:
     async def count_tokens(self, request: CanonicalRequest) -> TokenCount:
         """The request's input tokens from the provider's counting endpoint where it has one,
         else the offline estimate; the result says which (:mod:`metis.adapter.count_tokens`)."""
+        from metis.adapter.count_tokens import count_tokens
+
         return await count_tokens(self, request)
 
     def cancel(self, request_id: str) -> bool:
@@ -162,11 +183,6 @@ class Adapter:
         starts, after it ends, twice, and from any task."""
         handles = self._inflight.get(request_id)
         return any([handle.cancel() for handle in handles or ()])
-
-    async def close(self) -> None:
-        """Deprecated: :meth:`aclose`."""
-        warn_deprecated("Adapter.close()", "Adapter.aclose()")
-        await self.aclose()
 
     async def init(self) -> None:
         """Lifecycle hook: enters the provider's lifespan (a local provider checks its server
@@ -197,8 +213,8 @@ class Adapter:
         if self._closed:
             return
         try:
-            for stage in reversed(self.pipeline.stages):
-                await stage.dispose(self)
+            for stage in reversed(self._pipeline.stages if self._pipeline else ()):
+                await stage.dispose(self)  # a pipeline never built has no stage to dispose
             lifespan, self._lifespan = self._lifespan, None
             if lifespan is not None:
                 await lifespan.aclose()
@@ -208,11 +224,6 @@ class Adapter:
             if self._owns_client and self._client is not None:
                 client, self._client = self._client, None
                 await client.aclose()
-
-    async def dispose(self) -> None:
-        """Deprecated: :meth:`aclose`."""
-        warn_deprecated("Adapter.dispose()", "Adapter.aclose()")
-        await self.aclose()
 
     def http_client(self) -> AsyncHTTPClient:
         """The client this adapter sends with (made on first use when none was given)."""
@@ -228,21 +239,25 @@ class Adapter:
     # Internals ---------------------------------------------------------------------------
 
     def _run(
-        self, request: CanonicalRequest, terms: CallTerms, stream_by_default: bool = False
+        self, request: CanonicalRequest, terms: CallTerms | None, stream_by_default: bool = False
     ) -> AsyncGenerator[StreamEvent, None]:
-        """The call's one generator: the pipeline's outermost segment, opened by
-        :meth:`_start`, with this adapter's own watch outermost of all."""
+        """The call's one generator, opened by :meth:`_start` (this adapter's watch outermost)."""
         return self.pipeline.stream(request, partial(self._start, terms, stream_by_default))
 
     async def _start(
-        self, terms: CallTerms, stream_by_default: bool, request: CanonicalRequest
+        self, terms: CallTerms | None, stream_by_default: bool, request: CanonicalRequest
     ) -> tuple[CanonicalRequest, Call, Watch]:
+        from metis.adapter.delivery import Delivery
+        from metis.adapter.sendable import check_request
+        from metis.pipeline.call import NO_TERMS, Call, DropRecord
+
+        terms = terms or NO_TERMS
         default = stream_by_default and self.capabilities.supports_streaming
-        request = self._transport_mode(request, default=default)
+        request = transport_mode(request, default, self.capabilities.supports_streaming, self.name)
         if self.init_on_first_call and not self._initialized:
             await self.init()
         check_request(request, self.name)  # before any stage serializes a tool input
-        self._check_ready(request)
+        check_ready(self.name, self.stack, self.endpoint, request, self._foreign_prefixes)
         call = Call(
             request_id=request.request_id,
             provider=self.name,
@@ -265,7 +280,8 @@ class Adapter:
     @telemetry.setter
     def telemetry(self, sink: TelemetrySink) -> None:
         self._telemetry = sink
-        self.pipeline.rebind(self._services())
+        if self._pipeline is not None:  # one built later is bound with what is set then
+            self._pipeline.rebind(self._services())
 
     @property
     def tool_id_store(self) -> ToolIdStore:
@@ -275,7 +291,8 @@ class Adapter:
     @tool_id_store.setter
     def tool_id_store(self, store: ToolIdStore) -> None:
         self._tool_id_store = store
-        self.pipeline.rebind(self._services())
+        if self._pipeline is not None:
+            self._pipeline.rebind(self._services())
 
     @property
     def capabilities(self) -> AdapterCapabilities:
@@ -292,10 +309,6 @@ class Adapter:
         the model's catalog entry, with the configured overrides still winning."""
         return self._capabilities.of(wire_model)
 
-    def _check_ready(self, request: CanonicalRequest) -> None:
-        """What would make the call fail at the provider, found before anything is sent."""
-        check_ready(self.name, self.stack, self.endpoint, request, self._foreign_prefixes)
-
     @functools.cached_property
     def _own_names(self) -> frozenset[str]:
         return own_stack_names(self.stack)
@@ -304,23 +317,13 @@ class Adapter:
     def _foreign_prefixes(self) -> frozenset[str]:
         return foreign_prefixes(self.stack)
 
-    def _transport_mode(self, request: CanonicalRequest, *, default: bool) -> CanonicalRequest:
-        """``request`` with ``stream`` decided: its own value, else ``default``."""
-        if request.stream is None:
-            return request.model_copy(update={"stream": default})
-        if request.stream and not self.capabilities.supports_streaming:
-            raise CapabilityError(
-                f"{self.name} does not stream; the request sets stream=True",
-                provider=self.name,
-                request_id=request.request_id,
-            )
-        return request
-
     def wire_model(self, model: str) -> str:
         """The provider's name for a model id (``metis.stacks.model_ids.wire_name``)."""
         return wire_name(model, self.stack, self._own_names)
 
     def _services(self) -> StageServices:
+        from metis.pipeline.services import StageServices
+
         return StageServices(
             provider=self.name,
             config=self.config,
@@ -341,6 +344,8 @@ class Adapter:
         if self._closed:  # a new pool here would outlive the aclose() that ended the last
             raise closed_error(self.name)
         if self._client is None:
+            from metis.transport.stage import http_client
+
             self._client = http_client(self.config.timeout_seconds)
         return self._client
 
@@ -374,20 +379,17 @@ def build_adapter(
     NotConfiguredError naming the variable when the first call is made, before it is sent.
     """
     spec = stack if isinstance(stack, StackSpec) else load_stack(stack, registry)
-    given = {
-        "api_key": api_key,
-        "base_url": base_url,
-        "timeout_seconds": timeout_seconds,
-        "max_retries": max_retries,
-        "extra_headers": extra_headers,
-        "capabilities": capabilities,
-        "http_client": http_client,
-        "settings": dict(settings) if isinstance(settings, Mapping) else settings,
-    }
-    chosen = {name: value for name, value in given.items() if value is not None}
-    if chosen:
-        base = dict(config) if config else {}
-        config = AdapterConfig(**{**base, **chosen})
+    config = with_given(
+        config,
+        api_key=api_key,
+        base_url=base_url,
+        timeout_seconds=timeout_seconds,
+        max_retries=max_retries,
+        extra_headers=extra_headers,
+        capabilities=capabilities,
+        http_client=http_client,
+        settings=dict(settings) if isinstance(settings, Mapping) else settings,
+    )
     return Adapter(
         spec,
         config,

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
-from metis.errors import ClosedError, InvalidRequestError, NotConfiguredError
-from metis.model.request import CanonicalRequest
+from metis.errors import CapabilityError, ClosedError, InvalidRequestError, NotConfiguredError
 from metis.pipeline.endpoint import Endpoint
 from metis.stacks.loader import StackSpec, builtin_stacks
 from metis.stacks.model_ids import own_stack_names
+
+if TYPE_CHECKING:
+    from metis.model.request import CanonicalRequest
 
 
 def check_ready(
@@ -32,6 +35,21 @@ def check_ready(
             provider=name,
             request_id=request.request_id,
         )
+
+
+def transport_mode(
+    request: CanonicalRequest, default: bool, streams: bool, name: str
+) -> CanonicalRequest:
+    """``request`` with ``stream`` decided: its own value, else ``default``."""
+    if request.stream is None:
+        return request.model_copy(update={"stream": default})
+    if request.stream and not streams:
+        raise CapabilityError(
+            f"{name} does not stream; the request sets stream=True",
+            provider=name,
+            request_id=request.request_id,
+        )
+    return request
 
 
 def missing_key(

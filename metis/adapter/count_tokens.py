@@ -50,9 +50,11 @@ class Countable(Protocol):
 
     name: str
     stack: StackSpec
-    pipeline: Pipeline
     config: AdapterConfig
     endpoint: Endpoint
+
+    @property
+    def pipeline(self) -> Pipeline: ...
 
     def wire_model(self, model: str) -> str: ...
 

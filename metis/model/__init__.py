@@ -44,7 +44,7 @@ _EXPORTS: dict[str, str] = {
     "ToolDefinition": "metis.model.request",
     "CanonicalResponse": "metis.model.response",
     "DroppedContent": "metis.model.response",
-    "StopKind": "metis.model.response",
+    "StopKind": "metis.model.stop",
     "StopReason": "metis.model.response",
     "TokenUsage": "metis.model.response",
     "Citation": "metis.model.citation",
@@ -128,7 +128,6 @@ if TYPE_CHECKING:
     from metis.model.request import ToolDefinition as ToolDefinition
     from metis.model.response import CanonicalResponse as CanonicalResponse
     from metis.model.response import DroppedContent as DroppedContent
-    from metis.model.response import StopKind as StopKind
     from metis.model.response import StopReason as StopReason
     from metis.model.response import TokenUsage as TokenUsage
     from metis.model.server_tools import CodeExecution as CodeExecution
@@ -141,3 +140,4 @@ if TYPE_CHECKING:
     from metis.model.server_tools import UserLocation as UserLocation
     from metis.model.server_tools import WebFetch as WebFetch
     from metis.model.server_tools import WebSearch as WebSearch
+    from metis.model.stop import StopKind as StopKind

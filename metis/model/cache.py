@@ -18,12 +18,10 @@ from typing import Literal
 from pydantic import Field
 
 from metis.model.base import Canonical
+from metis.model.knobs import CacheTTL as CacheTTL
 
 CACHED_CONTENT_NAME = r"^(projects/[^/\s]+/locations/[^/\s]+/)?cachedContents/[^/\s]+$"
 """A Gemini API cached content, or a Vertex AI one (``projects/.../locations/.../...``)."""
-
-CacheTTL = Literal["5m", "1h"]
-"""How long a cache entry lives where the provider lets you choose (Anthropic, Bedrock)."""
 
 
 class CacheHint(Canonical):

@@ -42,6 +42,9 @@ SAMPLING_NAMES: tuple[SamplingName, ...] = (
     "presence_penalty",
 )
 
+CacheTTL = Literal["5m", "1h"]
+"""How long a cache entry lives where the provider lets you choose (Anthropic, Bedrock)."""
+
 SamplingRanges = dict[str, tuple[float | None, float | None]]
 """What a stack's API takes of the sampling settings: each name it takes, with its valid range
 (either bound None: no bound documented). A name left out is not taken."""

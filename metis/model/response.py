@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pydantic import Field
 
 from metis.model.base import Canonical
@@ -16,22 +14,7 @@ from metis.model.content import (
     ThinkingBlock,
     ToolUseBlock,
 )
-
-
-class StopKind(StrEnum):
-    """Why a reply ended, normalized: docs/contract.md §3. ``provider_specific`` for anything
-    else; nothing unknown is called ``end_turn``."""
-
-    END_TURN = "end_turn"
-    MAX_TOKENS = "max_tokens"
-    STOP_SEQUENCE = "stop_sequence"
-    TOOL_USE = "tool_use"
-    CONTENT_FILTER = "content_filter"
-    REFUSAL = "refusal"
-    PAUSE_TURN = "pause_turn"
-    CANCELLED = "cancelled"
-    ERROR = "error"
-    PROVIDER_SPECIFIC = "provider_specific"
+from metis.model.stop import StopKind as StopKind
 
 
 class StopReason(Canonical):

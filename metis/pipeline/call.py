@@ -5,13 +5,15 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from metis.errors import redact
-from metis.model.content import ProviderRaw
-from metis.model.response import DroppedContent
+
+if TYPE_CHECKING:
+    from metis.model.content import ProviderRaw
+    from metis.model.response import DroppedContent
 from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.warned import SessionWarnings, session_warnings
 
@@ -113,6 +115,8 @@ class Call:
     ) -> None:
         """The one structured WARN record for content a provider cannot take: logged once per
         session (the same drop on a later turn is only listed with that call's result)."""
+        from metis.model.response import DroppedContent  # loaded by any call that ran
+
         secrets = self.drops.secrets  # the names and reasons may quote what the server sent
         block_type, reason = redact(block_type, *secrets), redact(reason, *secrets)
         details = tuple(sorted((name, repr(value)) for name, value in extra.items()))

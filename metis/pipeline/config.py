@@ -62,3 +62,12 @@ class AdapterConfig(BaseModel):
         if not self.capabilities:
             return declared
         return AdapterCapabilities.model_validate({**declared.model_dump(), **self.capabilities})
+
+
+def with_given(config: AdapterConfig | None, **given: Any) -> AdapterConfig | None:
+    """``config`` with each keyword given (not None) set over its field; ``config`` itself
+    when none is given (the one-line form of ``build_adapter``'s keywords)."""
+    chosen = {name: value for name, value in given.items() if value is not None}
+    if not chosen:
+        return config
+    return AdapterConfig(**{**(dict(config) if config else {}), **chosen})

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from metis.errors import StackError
-from metis.pipeline.stage import Stage
 
-StageClass = type[Stage[Any, Any, Any, Any]]
-S = TypeVar("S", bound=StageClass)
+if TYPE_CHECKING:
+    from metis.pipeline.stage import Stage
+
+StageClass: TypeAlias = "type[Stage[Any, Any, Any, Any]]"
+S = TypeVar("S", bound="type[Stage[Any, Any, Any, Any]]")
 
 _BUILTIN: dict[str, str] = {
     "invariants": "metis.stages.policy.invariants:Invariants",
@@ -47,15 +49,20 @@ _BUILTIN: dict[str, str] = {
 class StageRegistry:
     def __init__(self, builtins: dict[str, str] | None = None) -> None:
         self._lazy = dict(builtins or {})
+        self._builtin = frozenset(self._lazy)
+        self._registered: set[str] = set()
         self._classes: dict[str, StageClass] = {}
 
     def register(self, cls: S, name: str | None = None) -> S:
         key = name or cls.name
         if not key:
             raise StackError(f"{cls.__name__} has no name; set the class attribute 'name'")
+        from metis.pipeline.stage import Stage  # a stage being registered has loaded it
+
         if not (isinstance(cls, type) and issubclass(cls, Stage)):
             raise StackError(f"{cls!r} is not a Stage subclass")
         self._classes[key] = cls
+        self._registered.add(key)
         self._lazy.pop(key, None)
         return cls
 
@@ -68,6 +75,11 @@ class StageRegistry:
             self._classes[name] = cls
             return cls
         raise StackError(f"unknown stage {name!r}; known stages: {', '.join(self.names())}")
+
+    def is_builtin(self, name: str) -> bool:
+        """Whether ``name`` is a built-in stage of this registry, not replaced by a class of
+        the application's (its declaration then speaks for it: metis/stacks/deferred.py)."""
+        return name in self._builtin and name not in self._registered
 
     def names(self) -> list[str]:
         return sorted({*self._classes, *self._lazy})

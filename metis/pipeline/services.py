@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from metis.catalog.estimate import DEFAULT_PROFILE, TokenProfile
+from metis.catalog.token_profile import DEFAULT_PROFILE, TokenProfile
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.config import AdapterConfig
 from metis.pipeline.settings import NoSettings, ProviderSettings

@@ -11,7 +11,7 @@ from typing import Any
 
 from metis.adapter.adapter import Adapter
 from metis.adapter.checks import missing_key
-from metis.catalog.estimate import TokenProfile
+from metis.catalog.token_profile import TokenProfile
 from metis.errors import ConfigError, NotConfiguredError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest

@@ -14,6 +14,7 @@ from typing import Any
 
 from metis.errors import StackError
 from metis.pipeline.registry import StageRegistry
+from metis.stacks.deferred import declared
 from metis.wire.codec import rules_name
 
 __all__ = ["apply_dialect", "rules_name"]
@@ -41,7 +42,7 @@ def apply_dialect(
             for key, value in wanted.items():
                 options.setdefault(key, value)
         entry["options"] = options
-        dialect = registry.get(entry["name"]).dialect(options)
+        dialect = _dialect(entry["name"], options, registry)
         if dialect is not None:  # a missing one is reported when the stage is built
             named.append((entry["name"], dialect))
     _check_agreement(named, codec and rules_name(codec, settings), source)
@@ -49,10 +50,20 @@ def apply_dialect(
 
 
 def _dialect_option(stage: str, registry: StageRegistry) -> str | None:
+    found = declared(stage, registry)
+    if found is not None:
+        return found.dialect_option
     try:
         return registry.get(stage).dialect_option
     except StackError:
         return None  # an unknown stage is reported when the pipeline is built
+
+
+def _dialect(stage: str, options: dict[str, Any], registry: StageRegistry) -> str | None:
+    found = declared(stage, registry)
+    if found is not None:
+        return found.dialect(options) if found.dialect is not None else None
+    return registry.get(stage).dialect(options)
 
 
 def _wanted(

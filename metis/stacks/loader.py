@@ -24,23 +24,25 @@ import functools
 import os
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from metis.catalog.estimate import DEFAULT_PROFILE, TokenProfile
+from metis.catalog.token_profile import DEFAULT_PROFILE, TokenProfile
 from metis.core.config_files import MAX_CONFIG_BYTES, config_error, decode_text, parse_yaml
 from metis.core.suggest import did_you_mean
 from metis.errors import ConfigError, StackError, redact
 from metis.model.capabilities import AdapterCapabilities
 from metis.pipeline.endpoint import Endpoint, without_overlap
-from metis.pipeline.pipeline import Pipeline
 from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.settings import settings_kind
 from metis.stacks.assembly import checked, completed_root
 from metis.stacks.dialect import apply_dialect
 from metis.stacks.extends import resolve
+
+if TYPE_CHECKING:
+    from metis.pipeline.pipeline import Pipeline
 
 
 class EndpointSpec(BaseModel):
@@ -128,6 +130,8 @@ class StackSpec(BaseModel):
         return entries
 
     def build_pipeline(self, registry: StageRegistry = default_registry) -> Pipeline:
+        from metis.pipeline.pipeline import Pipeline  # the engine loads with the first pipeline
+
         built = []
         for i, entry in enumerate(self.stages):
             try:

@@ -48,6 +48,9 @@ else:
 
     AsyncHTTPClient = Annotated[Any, AfterValidator(_check_client)]
 
+CONNECT_TIMEOUT = 10.0
+"""Seconds a new connection may take, in the clients metis makes and the transport's default."""
+
 
 def as_httpx(client: AsyncHTTPClient) -> httpx.AsyncClient:
     """``client``, typed as httpx's: the stages are written and type-checked against httpx's

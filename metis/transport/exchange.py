@@ -33,6 +33,7 @@ from metis.errors import CancelledError, ClosedError, NetworkError, ProtocolErro
 from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.transport.clients import (
+    CONNECT_TIMEOUT,
     http_errors,
     is_decoding_error,
     is_read_timeout,
@@ -45,8 +46,6 @@ from metis.transport.redirects import redirect_target
 from metis.transport.request_body import sent_once
 from metis.transport.slots import close_if_overread, drop_unclaimed_connections, served_by, slots_of
 from metis.transport.socket_reads import bound_socket_reads, socket_abort
-
-CONNECT_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True, slots=True)

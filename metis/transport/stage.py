@@ -25,7 +25,7 @@ import functools
 import os
 import ssl
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,23 +36,27 @@ from metis.pipeline.config import AdapterConfig
 from metis.pipeline.request import ResponseHead, ResponseItem, WireRequest
 from metis.pipeline.services import StageServices, no_client
 from metis.pipeline.stage import Inner, Stage
-from metis.transport import connect
-from metis.transport import slots as pool
-from metis.transport.exchange import CONNECT_TIMEOUT, Exchange, Limits, ReadClock, open_exchange
+from metis.transport.clients import CONNECT_TIMEOUT
 
-__all__ = ["CONNECT_TIMEOUT", "ReadClock", "Transport", "http_client"]
+if TYPE_CHECKING:
+    from metis.transport.exchange import Exchange, Limits
+
+__all__ = ["CONNECT_TIMEOUT", "Transport", "http_client"]
 
 
-def http_client(
-    timeout_seconds: float = 600.0, keep_alive: int = pool.MAX_KEEPALIVE
-) -> httpx.AsyncClient:
+def http_client(timeout_seconds: float = 600.0, keep_alive: int | None = None) -> httpx.AsyncClient:
     """The client an adapter makes when the application gives none: it follows no redirects,
     pools connections as the official SDKs do (``keep_alive`` of them kept idle), its calls
     wait for a connection in metis's connection slots (metis/transport/slots.py), and it opens
     them with a connect timeout that counts only the connection's own wait
     (metis/transport/connect.py). Its timeouts only matter to requests that bring none; the
-    transport's always do."""
+    transport's always do. (The send path's modules, httpcore with them, load with the first
+    client or the first request: building an adapter does not need them.)"""
+    from metis.transport import connect
+    from metis.transport import slots as pool
+
     size = pool.MAX_CONNECTIONS
+    keep_alive = pool.MAX_KEEPALIVE if keep_alive is None else keep_alive
     limits = httpx.Limits(max_connections=size, max_keepalive_connections=keep_alive)
     client = httpx.AsyncClient(
         timeout=httpx.Timeout(timeout_seconds, connect=CONNECT_TIMEOUT),
@@ -108,6 +112,8 @@ class Transport(Stage[WireRequest, Any, Any, ResponseItem]):
 
     @property
     def limits(self) -> Limits:
+        from metis.transport.exchange import Limits
+
         opts = self.options
         return Limits(
             connect_timeout=opts.connect_timeout,
@@ -119,6 +125,8 @@ class Transport(Stage[WireRequest, Any, Any, ResponseItem]):
 
     async def open(self, request: WireRequest, call: Call) -> Exchange:
         """Send ``request`` on the adapter's session: the exchange once its head is in."""
+        from metis.transport.exchange import open_exchange
+
         return await open_exchange(self._http(), request, call, self.limits)
 
     async def __call__(

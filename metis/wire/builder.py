@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from metis.catalog.estimate import CHARS_PER_TOKEN
+from metis.catalog.token_profile import CHARS_PER_TOKEN
 from metis.model.content import ContentBlock
 from metis.model.events import (
     MessageComplete,

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from metis.errors import AdapterError, StackError
-from metis.model.content import ProviderRaw
-from metis.model.events import StreamEvent
-from metis.model.request import CanonicalRequest
-from metis.model.response import StopReason
-from metis.wire.builder import MessageBuilder
+from metis.errors import StackError
+
+if TYPE_CHECKING:  # the codecs load the model and the builder; naming a codec does not
+    from metis.errors import AdapterError
+    from metis.model.content import ProviderRaw
+    from metis.model.events import StreamEvent
+    from metis.model.request import CanonicalRequest
+    from metis.model.response import StopReason
+    from metis.wire.builder import MessageBuilder
 
 
 class EncodeContext(Protocol):
@@ -90,9 +93,14 @@ _LAZY: dict[str, str] = {
     "openai_chat": "metis.wire.openai_chat:codec",
     "openai_responses": "metis.wire.openai_responses:codec",
     "ollama": "metis.wire.ollama:codec",
-    "schema": "metis.wire.schema:codec",
+    "schema": "metis.wire.schema.schema_codec:codec",
 }
 _CODECS: dict[str, Any] = {}
+_SETTINGS_CHECKS: dict[str, str] = {
+    "openai_responses": "metis.wire.responses_settings:check_settings",
+    "schema": "metis.wire.schema.compiled:load_settings",
+}
+"""Codecs whose settings can be checked without loading the codec (the others are built)."""
 
 
 def rules_name(codec: str, settings: Mapping[str, Any] | None) -> str:
@@ -105,6 +113,22 @@ def rules_name(codec: str, settings: Mapping[str, Any] | None) -> str:
 def register_codec(codec: Codec) -> Codec:
     _CODECS[codec.name] = codec
     return codec
+
+
+def is_codec(name: str) -> bool:
+    """Whether ``name`` is a registered codec (its module is not loaded to answer)."""
+    return name in _CODECS or name in _LAZY
+
+
+def check_codec_settings(name: str, settings: Mapping[str, Any]) -> None:
+    """Raise what :func:`get_codec` would for ``settings``, loading the codec only when it has
+    no check of its own (a StackError, or a ValidationError from its settings model)."""
+    check = _SETTINGS_CHECKS.get(name)
+    if check is None or name in _CODECS:
+        get_codec(name, settings)
+        return
+    module, _, attr = check.partition(":")
+    getattr(importlib.import_module(module), attr)(dict(settings))
 
 
 def get_codec(name: str, settings: Mapping[str, Any] | None = None) -> Codec:

@@ -43,7 +43,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from metis.catalog.estimate import CHARS_PER_TOKEN
+from metis.catalog.token_profile import CHARS_PER_TOKEN
 from metis.errors import AdapterError, ProtocolError, redact, scrub_error
 from metis.model.content import ToolUseBlock
 from metis.model.events import MessageComplete, StreamEvent

@@ -50,9 +50,15 @@ def stacks_one_after_another(*stacks):
 
 def codec_packages(stack):
     from metis import AdapterConfig, build_adapter
-    build_adapter(stack, AdapterConfig(api_key="x"))
-    return sorted({m.split(".")[2] for m in sys.modules
-                   if m.startswith("metis.wire.") and m.count(".") >= 2})
+
+    def packages():
+        return sorted({m.split(".")[2] for m in sys.modules
+                       if m.startswith("metis.wire.") and m.count(".") >= 2})
+
+    adapter = build_adapter(stack, AdapterConfig(api_key="x"))
+    built = packages()
+    adapter.pipeline  # its stages and its codec, as its first call builds them
+    return {"built": built, "used": packages()}
 
 
 def in_a_child(probe, *args):
@@ -192,5 +198,30 @@ CODEC_PACKAGES = {
 def test_an_adapter_loads_only_the_codec_packages_of_its_own_stack(
     stack: str, probes: dict[str, Any]
 ) -> None:
-    loaded = [name for name in probes["codecs"][stack] if name in CODECS]
-    assert loaded == CODEC_PACKAGES[stack]
+    built, used = (
+        [name for name in probes["codecs"][stack][when] if name in CODECS]
+        for when in ("built", "used")
+    )
+    assert used == CODEC_PACKAGES[stack]
+    assert set(built) <= set(used)  # a codec given settings is built with the adapter
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_building_an_adapter_leaves_the_stages_and_the_model_to_its_first_use(
+    stack: str, loaded: dict[str, list[str]]
+) -> None:
+    """The stack is checked with the stages' options models (metis/stages/options.py) and
+    the codec's settings checks: no stage's code, no content block, request or event class,
+    no engine loads until the pipeline is first used (the stacks are built one after the
+    other, none of them loading these, so each stack's own list is whole)."""
+    found = set(loaded[stack])
+    assert not {m for m in found if m.startswith("metis.stages.")} - {"metis.stages.options"}
+    assert not {"metis.model.content", "metis.model.request", "metis.model.events"} & found
+    assert not {"metis.pipeline.pipeline", "metis.transport.exchange", "httpcore"} & found
+
+
+@pytest.mark.parametrize("stack", ["anthropic", "openai", "ollama"])
+def test_a_codec_given_no_settings_loads_with_the_first_use(
+    stack: str, probes: dict[str, Any]
+) -> None:
+    assert not [name for name in probes["codecs"][stack]["built"] if name in CODECS]

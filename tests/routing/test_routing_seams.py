@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-import metis.adapter.adapter
+import metis.pipeline.call
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
 from metis.errors import ErrorClass, NotConfiguredError
@@ -338,7 +338,7 @@ async def test_a_call_that_waits_for_its_limits_has_one_deadline_for_the_wait_an
             super().__init__(*args, **kwargs)
             deadlines.append(self.deadline)
 
-    monkeypatch.setattr(metis.adapter.adapter, "Call", NotedCall)
+    monkeypatch.setattr(metis.pipeline.call, "Call", NotedCall)  # the adapter makes its calls
     buckets = WaitingBuckets(0.05)  # any wait: a deadline set after it is past asked + timeout
     timeout = 5.0
     adapters = emulated(emulator, timeout_seconds=timeout)

@@ -21,15 +21,14 @@ send loop feeds it in its own loop, and this stage, run on its own, does the sam
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Literal, cast
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any, cast
 
 from metis.errors import ProtocolError
 from metis.pipeline.call import Call
 from metis.pipeline.request import ResponseHead, ResponseItem, WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
+from metis.stages.options import DecodeOptions
 from metis.wire.framing.objects import BodyObjects, WholeBody
 from metis.wire.response_reader import MAX_IGNORED_AFTER_END, warn_ignored_after_end
 
@@ -42,11 +41,9 @@ class Decode(Stage[WireRequest, WireRequest, ResponseItem, dict[str, Any]]):
     name = "decode"
     role = "framing"
 
-    class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-        format: Literal["sse", "ndjson", "json", "eventstream"] = "sse"
+    Options = DecodeOptions
 
-    options: Options
+    options: DecodeOptions
     _secrets: tuple[str, ...] = ()
 
     def bind(self, services: StageServices) -> None:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from metis.errors import StackError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
@@ -19,28 +17,11 @@ from metis.pipeline.endpoint import Endpoint
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Transform
+from metis.stages.options import CodecOptions, codec_dialect
 from metis.wire.cache_points import requested_cache
 from metis.wire.codec import get_codec, rules_name
 from metis.wire.knobs import OptionTarget, apply_provider_options, fit_request
 from metis.wire.opaque import without_foreign
-
-
-class CodecOptions(BaseModel):
-    """The options of a stage that works through the codec: its name and settings (both
-    filled in from the stack's ``codec:`` and ``codec_settings:``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    codec: str
-    settings: dict[str, Any] = Field(default_factory=dict)
-
-
-def codec_dialect(options: dict[str, Any]) -> str | None:
-    """The dialect a codec stage's options name (a configured codec's own name)."""
-    codec, settings = options.get("codec"), options.get("settings")
-    if not isinstance(codec, str):
-        return None
-    return rules_name(codec, settings if isinstance(settings, dict) else None)
 
 
 class Encode(Transform[CanonicalRequest, WireRequest]):

@@ -27,8 +27,8 @@ from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
 from metis.pipeline.stage import Inner, Stage
-from metis.stages.codec.encode import CodecOptions, codec_dialect
 from metis.stages.codec.reading import CallReader
+from metis.stages.options import CodecOptions, codec_dialect
 from metis.wire.codec import get_codec
 
 

@@ -24,17 +24,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from metis.model.cache import CachePolicy, CacheTTL, RequestedCache
+from metis.model.cache import CachePolicy, RequestedCache
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.stage import RequestStage
 from metis.stages.edits.openai_cache import openai_cache_edit
+from metis.stages.options import CacheControlOptions, rules_dialect
 from metis.wire import cache_points
-from metis.wire.rules import RULES_DIALECT
 
 log = logging.getLogger("metis")
 
@@ -56,25 +54,13 @@ class CacheControl(RequestStage[WireRequest]):
     role = "edit"
     dialect_option = "rules"
 
-    class Options(BaseModel):
-        """The stack's default policy (a request's ``cache`` replaces it) and its dialect."""
+    Options = CacheControlOptions
 
-        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-        rules: str | None = None
-        system: bool = True
-        tools: bool = True
-        conversation: bool | Literal["auto"] = "auto"
-        ttl: CacheTTL | None = None
-        key: bool = False
-        """Send OpenAI's ``prompt_cache_key`` and ``prompt_cache_retention`` (OpenAI and
-        Azure OpenAI take them; other servers of the dialect may refuse them)."""
-
-    options: Options
+    options: CacheControlOptions
 
     @classmethod
     def dialect(cls, options: dict[str, Any]) -> str | None:
-        rules = options.get("rules")
-        return RULES_DIALECT.get(rules, rules) if isinstance(rules, str) else None
+        return rules_dialect(options)
 
     def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         asked = request.cache or RequestedCache()

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
-
 from metis.errors import InvalidRequestError
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.stage import RequestStage
-from metis.wire.rules import RULES, RULES_DIALECT
+from metis.stages.options import PreSendCheckOptions, rules_dialect
+from metis.wire.rules import RULES
 
 
 class PreSendCheck(RequestStage[WireRequest]):
@@ -24,24 +23,13 @@ class PreSendCheck(RequestStage[WireRequest]):
 
     dialect_option = "rules"
 
+    Options = PreSendCheckOptions
+
+    options: PreSendCheckOptions
+
     @classmethod
     def dialect(cls, options: dict[str, Any]) -> str | None:
-        rules = options.get("rules")
-        return RULES_DIALECT.get(rules, rules) if isinstance(rules, str) else None
-
-    class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-        rules: str
-
-        @field_validator("rules")
-        @classmethod
-        def _known(cls, value: str) -> str:
-            if value not in RULES:
-                raise ValueError(f"unknown rule set {value!r}; known: {', '.join(sorted(RULES))}")
-            return value
-
-    options: Options
+        return rules_dialect(options)
 
     def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
         problems = RULES[self.options.rules](request.body)

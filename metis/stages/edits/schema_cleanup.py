@@ -22,11 +22,10 @@ import logging
 from collections import defaultdict
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
+from metis.stages.options import SchemaCleanupOptions
 
 log = logging.getLogger("metis")
 
@@ -58,15 +57,9 @@ _REF_PREFIXES = ("#/$defs/", "#/definitions/")
 class SchemaCleanup(RequestStage[CanonicalRequest]):
     name = "schema_cleanup"
 
-    class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    Options = SchemaCleanupOptions
 
-        remove: list[str] = Field(default_factory=list, description="keywords to take out")
-        inline_refs: bool = False
-        nullable_type_lists: bool = False
-        output_schema: bool = False
-
-    options: Options
+    options: SchemaCleanupOptions
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
         update: dict[str, Any] = {}
@@ -100,7 +93,7 @@ class SchemaCleanup(RequestStage[CanonicalRequest]):
 
 
 class _Walk:
-    def __init__(self, options: SchemaCleanup.Options, root: Schema) -> None:
+    def __init__(self, options: SchemaCleanupOptions, root: Schema) -> None:
         self.remove = frozenset(options.remove)
         self.inline = options.inline_refs
         self.nullable = options.nullable_type_lists

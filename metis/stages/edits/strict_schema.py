@@ -22,14 +22,13 @@ import json
 import logging
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from metis.model.content import ToolUseBlock
 from metis.model.events import MessageComplete, StreamEvent, ToolUseEnd
 from metis.model.tool_fit import STRICT_FLAG
 from metis.pipeline.call import Call
 from metis.pipeline.hooks import EventHook, Watch
 from metis.pipeline.request import WireRequest
+from metis.stages.options import StrictSchemaOptions
 from metis.wire.strict_schema import Schema, strict_schema_or_reason, to_strict_schema
 from metis.wire.strict_schema_nulls import strip_optional_nulls
 
@@ -45,12 +44,9 @@ class StrictSchema(EventHook[WireRequest]):
     name = "strict_schema"
     role = "edit"
 
-    class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-        tools: bool = True
-        response_format: bool = True
+    Options = StrictSchemaOptions
 
-    options: Options
+    options: StrictSchemaOptions
 
     async def open(self, request: WireRequest, call: Call) -> tuple[WireRequest, Watch | None]:
         request, originals = self.convert(request, call)

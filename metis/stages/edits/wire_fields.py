@@ -35,65 +35,23 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.stage import RequestStage
+from metis.stages.options import WireFieldsOptions, parse_path
 
 Path = tuple[str, ...]
 _ANY = "*"
 _MISSING: Any = object()
 
 
-def parse_path(text: str, *, wildcards: bool = True) -> Path:
-    """``"tools.*.function.strict"`` -> ``("tools", "*", "function", "strict")``."""
-    if not isinstance(text, str) or not text:
-        raise ValueError("a path must be a non-empty string")
-    parts = tuple(text.split("."))
-    if any(not part for part in parts):
-        raise ValueError(f"path {text!r} has an empty segment")
-    if not wildcards and _ANY in parts:
-        raise ValueError(f"path {text!r}: '*' is not allowed here")
-    return parts
-
-
 class WireFields(RequestStage[WireRequest]):
     name = "wire_fields"
     role = "edit"
 
-    class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    Options = WireFieldsOptions
 
-        rename: dict[str, str] = Field(default_factory=dict)
-        drop: list[str] = Field(default_factory=list)
-        set: dict[str, Any] = Field(default_factory=dict)
-
-        @field_validator("rename")
-        @classmethod
-        def _rename_paths(cls, value: dict[str, str]) -> dict[str, str]:
-            for source, target in value.items():
-                src = parse_path(source, wildcards=False)
-                dst = parse_path(target, wildcards=False)
-                if src == dst[: len(src)] or dst == src[: len(dst)]:
-                    raise ValueError(f"cannot rename {source!r} to {target!r}: one holds the other")
-            return value
-
-        @field_validator("drop")
-        @classmethod
-        def _drop_paths(cls, value: list[str]) -> list[str]:
-            for path in value:
-                parse_path(path)
-            return value
-
-        @field_validator("set")
-        @classmethod
-        def _set_paths(cls, value: dict[str, Any]) -> dict[str, Any]:
-            for path in value:
-                parse_path(path)
-            return value
-
-    options: Options
+    options: WireFieldsOptions
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)

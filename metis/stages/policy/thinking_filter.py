@@ -8,10 +8,6 @@ reasoning is kept as plain text (redacted blocks have none and are always droppe
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
-
 from metis.model.content import (
     ContentBlock,
     Message,
@@ -22,21 +18,15 @@ from metis.model.content import (
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
+from metis.stages.options import ThinkingFilterOptions
 
 
 class ThinkingFilter(RequestStage[CanonicalRequest]):
     name = "thinking_filter"
 
-    class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    Options = ThinkingFilterOptions
 
-        keep: Literal["same_model", "same_provider", "never"] = "same_model"
-        as_text: bool = False
-        signed_only: bool = True
-        """Refuse reasoning without a signature (a provider whose reasoning carries none,
-        DeepSeek's ``reasoning_content``, sets it false)."""
-
-    options: Options
+    options: ThinkingFilterOptions
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
         if not any(_has_thinking(m) for m in request.messages):

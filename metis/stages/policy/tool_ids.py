@@ -24,7 +24,6 @@ from functools import partial
 from typing import TypeVar
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
 
 from metis.core.ids import derive_provider_tool_id, new_tool_id
 from metis.errors import (
@@ -52,6 +51,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.hooks import EventHook, Watch
 from metis.pipeline.services import StageServices
 from metis.pipeline.stores import ToolIdStore
+from metis.stages.options import ToolIdsOptions
 from metis.telemetry.sink import NULL_SINK, TelemetrySink
 
 log = logging.getLogger("metis")
@@ -65,18 +65,9 @@ class ToolIds(EventHook[CanonicalRequest]):
 
     name = "tool_ids"
 
-    class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    Options = ToolIdsOptions
 
-        prefix: str = Field(default="call_", description="how this provider's ids begin")
-        max_length: int = Field(default=40, ge=8)
-        reuse_issued_ids: bool = Field(
-            default=True,
-            description="send back the ids the provider issued; false for a provider that "
-            "reuses ids across replies (so each reply's ids are new to it)",
-        )
-
-    options: Options
+    options: ToolIdsOptions
     _store: ToolIdStore | None = None
     _sink: TelemetrySink = NULL_SINK
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from metis.errors import AdapterError, StackError
+from metis.errors import AdapterError
 from metis.model.content import ContentBlock
 from metis.model.events import StreamEvent
 from metis.model.request import CanonicalRequest
@@ -20,6 +20,7 @@ from metis.wire.openai_responses.encode import assistant_items, encode_request, 
 from metis.wire.openai_responses.errors import body_error, responses_error
 from metis.wire.openai_responses.read import ResponsesParser
 from metis.wire.read import required_list
+from metis.wire.responses_settings import check_settings
 
 IncludeMode = Literal["auto", "always", "never"]
 
@@ -89,20 +90,7 @@ class OpenAIResponsesCodec:
 
 
 def _build(**settings: Any) -> OpenAIResponsesCodec:
-    allowed: dict[str, tuple[Any, ...]] = {
-        "store": (True, False),
-        "include_encrypted_reasoning": ("auto", "always", "never"),
-        "file_urls": (True, False),
-    }
-    for key, value in settings.items():
-        if key not in allowed:
-            raise StackError(
-                f"codec 'openai_responses': unknown setting {key!r} (its settings: "
-                f"{', '.join(allowed)})"
-            )
-        if value not in allowed[key] or type(value) is not type(allowed[key][0]):
-            choices = ", ".join(str(v).lower() for v in allowed[key])
-            raise StackError(f"codec 'openai_responses': {key} is one of {choices}")
+    check_settings(settings)
     return OpenAIResponsesCodec(**settings)
 
 

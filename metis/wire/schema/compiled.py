@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from metis.errors import StackError
-from metis.model.response import StopKind
+from metis.model.stop import StopKind
 from metis.wire.read import MAX_TOKEN_COUNT, malformed
 from metis.wire.schema.paths import (
     WILDCARD,
@@ -230,6 +230,7 @@ class Compiled:
             result.error_template, TOOL_RESULT_VARS, f"{where}.tool_result.error_template"
         )
         self.system_key = compile_path(m.system_prompt.key)
+        self.messages_key = compile_path(m.messages_key)
         r = settings.request_schema
         self.body = Template(r.body_template, BODY_VARS, "request_schema.body_template")
         self.tool = Template(r.tool_template, TOOL_VARS, "request_schema.tool_template")

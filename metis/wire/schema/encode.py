@@ -44,7 +44,7 @@ from metis.wire.media import Attachment, cannot_carry
 from metis.wire.opaque import sent_back
 from metis.wire.schema.compiled import Compiled
 from metis.wire.schema.files import file_parts, result_media
-from metis.wire.schema.paths import OMIT, compile_path, set_path
+from metis.wire.schema.paths import OMIT, set_path
 from metis.wire.schema.thinking import thinking_values
 from metis.wire.server_replay import messages_for_provider
 
@@ -79,7 +79,7 @@ class Encoder:
     def __init__(self, schema: Compiled) -> None:
         self.s = schema
         self.m = schema.messages
-        self._messages_key = compile_path(self.m.messages_key)
+        self._messages_key = schema.messages_key
 
     def encode(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         names = _tool_names(request)

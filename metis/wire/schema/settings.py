@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from metis.errors import ErrorClass
-from metis.model.response import StopKind
+from metis.model.stop import StopKind
 
 
 class _Model(BaseModel):
