@@ -20,6 +20,6 @@ from metis.transport.stage import http_client
 
 def upstream_client(timeout_seconds: float) -> httpx.AsyncClient:
     """An adapter entry's client, as the gateway's registry makes it (see the module)."""
-    client = http_client(timeout_seconds, keep_alive=slots.MAX_CONNECTIONS)
-    linear_pools(client)
+    client = http_client(timeout_seconds, keep_alive=slots.MAX_CONNECTIONS, lean=True)
+    linear_pools(client)  # (without httptools: httpx's own transport)
     return client
