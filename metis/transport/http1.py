@@ -153,10 +153,11 @@ class LeanTransport(httpx.AsyncBaseTransport):
 
     def _pool_of(self, loop: asyncio.AbstractEventLoop) -> Pool:
         """The pool of connections opened on ``loop``: a client used from another loop (its
-        connections belong to the loop that opened them) starts a pool of its own."""
+        connections belong to the loop that opened them) starts a pool of its own, and the
+        last loop's idle connections are closed on that loop."""
         if loop is not self._loop:
             if self._loop is not None and not self._loop.is_closed():
-                self._pool.close()
+                self._loop.call_soon_threadsafe(self._pool.close)
             self._loop = loop
             self._pool = Pool(self._limits)
         return self._pool
