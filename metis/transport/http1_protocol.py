@@ -21,6 +21,7 @@ past that end (:meth:`Http1Connection.reusable`).
 from __future__ import annotations
 
 import asyncio
+import math
 import select
 from collections.abc import Callable
 from typing import Any, cast
@@ -55,6 +56,10 @@ class Http1Connection(asyncio.Protocol):
         self.reading_paused = False
         self.writing_paused = False
         self.writer: asyncio.Future[bool] | None = None
+        self.read_by = math.inf
+        """When the pending read's wait runs out (inf: no timed wait pending)."""
+        self.timer: asyncio.TimerHandle | None = None
+        self.timer_at = math.inf
 
     def _reset(self) -> None:
         self.status = 0
@@ -209,17 +214,37 @@ class Http1Connection(asyncio.Protocol):
             )
 
     async def _wait(self, seconds: float | None) -> None:
+        """Until the protocol has news; ``ReadTimeout`` after ``seconds``. A stream waits
+        once per event with a timeout far longer than the events' spacing, so the timer is
+        not made and cancelled per wait: one timer stands, and when it fires it expires the
+        wait then pending if that wait's own time is up, else sets itself to that time."""
         loop = asyncio.get_running_loop()
         waiter = self.reader = loop.create_future()
-        timer = None if seconds is None else loop.call_later(seconds, _expire, waiter)
+        if seconds is not None:
+            self.read_by = due = loop.time() + seconds
+            if self.timer is None or self.timer_at > due:
+                if self.timer is not None:
+                    self.timer.cancel()
+                self.timer_at = due
+                self.timer = loop.call_at(due, self._time_up)
         try:
             await waiter
         finally:
             self.reader = None
-            if timer is not None:
-                timer.cancel()
+            self.read_by = math.inf
         if waiter.result():
             raise httpx.ReadTimeout("timed out waiting for the response", request=self.request)
+
+    def _time_up(self) -> None:
+        self.timer = None
+        if self.reader is None or self.read_by == math.inf:
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() >= self.read_by - 0.001:  # (a timer may fire a hair early)
+            _expire(self.reader)
+        else:
+            self.timer_at = self.read_by
+            self.timer = loop.call_at(self.read_by, self._time_up)
 
     async def write(self, data: bytes, seconds: float | None) -> None:
         """Hand ``data`` to the transport; wait while it asks writes to stop."""
@@ -283,6 +308,9 @@ class Http1Connection(asyncio.Protocol):
         self.closed = True
         self.in_use = False
         self.on_lost = None
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
         if self.transport is not None:
             self.transport.abort()
 

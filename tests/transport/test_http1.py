@@ -19,7 +19,17 @@ import trustme
 from metis.transport.http1 import LeanBody, LeanTransport
 from metis.transport.http1_protocol import PAUSE_AT
 
-from ..fault_proxy import CLOSE, HANG, RESET, FaultProxy, Notify, chunk, chunked_head, response
+from ..fault_proxy import (
+    CLOSE,
+    HANG,
+    RESET,
+    FaultProxy,
+    Notify,
+    Pause,
+    chunk,
+    chunked_head,
+    response,
+)
 
 Runner = Callable[[Awaitable[Any]], Any]
 
@@ -278,6 +288,19 @@ def test_a_body_that_stalls_is_a_read_timeout(run: Runner) -> None:
         async with proxied([chunked_head(), chunk(b"a"), HANG]) as (proxy, client):
             with pytest.raises(httpx.ReadTimeout):
                 await client.get(proxy.url, timeout=httpx.Timeout(5.0, read=0.05))
+
+    run(main())
+
+
+def test_each_read_gets_its_own_time_however_the_last_ones_were_given(run: Runner) -> None:
+    async def main() -> None:
+        steps = [chunked_head(), Pause(0.2), chunk(b"a"), HANG]
+        async with proxied(steps) as (proxy, client), client.stream("GET", proxy.url) as answer:
+            seconds = iter([30.0, 0.05])
+            read = answer.extensions["metis_body"].reader(lambda: next(seconds))
+            assert await read() == b"a"  # after a wait of up to 30 s
+            with pytest.raises(httpx.ReadTimeout):  # a shorter time than the standing one
+                await asyncio.wait_for(read(), 5)
 
     run(main())
 
