@@ -525,3 +525,36 @@ def test_trio_goes_to_the_usual_transport() -> None:
             assert "metis_body" not in answer.extensions
 
     trio.run(main)
+
+
+# The client metis makes on it ----------------------------------------------------------
+
+
+def test_http_client_lean_sends_over_the_lean_transport_without_slots() -> None:
+    from metis.transport.clients import sends_over_network
+    from metis.transport.slots import slots_of
+    from metis.transport.stage import http_client
+
+    client = http_client(10.0, lean=True)
+    assert isinstance(client._transport, LeanTransport)
+    assert sends_over_network(client)  # (the WebSocket mode's test of a real client)
+    assert client._transport.ssl_context.verify_mode == ssl.CERT_REQUIRED
+    assert slots_of(client) is None  # its pool queues without a scan: no slots before it
+
+
+def test_http_client_lean_without_httptools_is_httpxs_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from metis.transport.slots import slots_of
+    from metis.transport.stage import http_client
+
+    monkeypatch.setitem(sys.modules, "metis.transport.http1", None)  # its import fails
+    client = http_client(10.0, lean=True)
+    assert isinstance(client._transport, httpx.AsyncHTTPTransport)
+
+    async def slots() -> Any:
+        return slots_of(client)
+
+    assert asyncio.run(slots()) is not None
