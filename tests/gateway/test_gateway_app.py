@@ -352,14 +352,15 @@ def test_a_worker_s_application_is_frozen_out_of_the_cyclic_collector(
 
 @pytest.mark.anyio
 async def test_the_gateways_adapters_keep_every_connection_and_a_librarys_keep_a_hundred() -> None:
-    """The gateway's registry makes each adapter entry's pool with every connection kept
-    alive and the one-pass bookkeeping (metis/gateway/upstream_pool.py); a registry in a
-    program keeps the official SDKs' 100, on httpcore's own pool."""
+    """The gateway's registry makes each adapter entry's client on the lean transport with
+    every connection kept alive (metis/gateway/upstream_pool.py); a registry in a program
+    keeps the official SDKs' 100, on httpx's own transport and httpcore's own pool."""
     import httpcore
 
     from metis.gateway.config import GatewayConfig
     from metis.registry.registry import Registry
-    from metis.transport.pool_scan import LinearPool
+    from metis.transport.http1 import LeanTransport
+    from metis.transport.http1_pool import Pool
 
     data = {
         "adapters": {"claude": {"type": "anthropic", "api_key_env": "UPSTREAM_KEY"}},
@@ -369,9 +370,11 @@ async def test_the_gateways_adapters_keep_every_connection_and_a_librarys_keep_a
     served = GatewayConfig.from_dict({**data, "gateway": {}}, environ=environ).registry
     library = Registry.from_dict(data, environ=environ)
     async with served, library:
-        gateway_pool = served.adapter("sonnet").config.http_client._transport._pool
+        gateway_transport = served.adapter("sonnet").config.http_client._transport
         library_pool = library.adapter("sonnet").config.http_client._transport._pool
-        assert type(gateway_pool) is LinearPool
-        assert gateway_pool._max_keepalive_connections == 1000
+        assert type(gateway_transport) is LeanTransport
+        gateway_pool = gateway_transport._pool
+        assert type(gateway_pool) is Pool
+        assert (gateway_pool.max_keepalive, gateway_pool.max_connections) == (1000, 1000)
         assert type(library_pool) is httpcore.AsyncConnectionPool
         assert library_pool._max_keepalive_connections == 100
