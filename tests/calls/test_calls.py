@@ -108,6 +108,10 @@ def test_a_missing_key_names_the_variable_before_anything_is_sent(
         metis.complete("anthropic:claude-sonnet-4-5", "Hi")
     assert caught.value.api_key_env == "ANTHROPIC_API_KEY"
     assert emulator.stats.requests == 0
+    # the provider said once, in front: not "anthropic auth: anthropic: no API key ..."
+    assert str(caught.value) == (
+        "anthropic auth: no API key: set ANTHROPIC_API_KEY (or pass api_key=...)"
+    )
 
 
 @pytest.mark.parametrize(
