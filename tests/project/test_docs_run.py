@@ -301,3 +301,18 @@ def test_the_readmes_gateway_quick_start_serves_its_client(environment: dict[str
     finally:
         process.terminate()
         process.wait(timeout=TIMEOUT)
+
+
+def test_the_readmes_emulator_variables_are_the_ones_its_help_gives() -> None:
+    """README.md's ``export`` lines pointing the SDKs at the emulator are the ones
+    ``metis emulator --help`` prints, so a reader finds the same in either place."""
+    from metis.testing.emulator.cli import POINTING
+
+    exports = [
+        line
+        for block in of("sh")
+        if block.path.name == "README.md"
+        for line in block.code.splitlines()
+        if line.startswith("export ") and ":8900" in line
+    ]
+    assert exports == [line.strip() for line in POINTING.splitlines() if "export " in line]
