@@ -47,6 +47,7 @@ from metis.stacks.loader import StackSpec, endpoint_for, load_stack
 from metis.stacks.model_ids import own_stack_names, wire_name
 from metis.telemetry import NULL_SINK, TelemetrySink
 from metis.transport.clients import AsyncHTTPClient, as_httpx
+from metis.transport.loop_clients import LoopClients
 from metis.transport.stage import http_client
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ class Adapter:
         self._telemetry = telemetry or NULL_SINK
         self._client = self.config.http_client
         self._owns_client = self._client is None
+        self._own_clients = LoopClients(partial(http_client, self.config.timeout_seconds))
         self.pipeline = (pipeline or stack.build_pipeline(registry)).bound(self._services())
         """This adapter's own stages, bound to its client, store, sink and settings; stages
         inserted later are bound as they arrive."""
@@ -106,7 +108,7 @@ class Adapter:
         return f"<Adapter {self.name}: {' -> '.join(self.pipeline.names())}>"
 
     def __del__(self) -> None:
-        if getattr(self, "_owns_client", False) and self._client is not None:
+        if getattr(self, "_owns_client", False) and self._own_clients.any_open():
             warn_unclosed(self.name, self)
 
     # ProviderAdapter ---------------------------------------------------------------------
@@ -205,9 +207,8 @@ class Adapter:
         finally:
             self._initialized = False
             self._closed = True
-            if self._owns_client and self._client is not None:
-                client, self._client = self._client, None
-                await client.aclose()
+            if self._owns_client:
+                await self._own_clients.aclose()
 
     async def dispose(self) -> None:
         """Deprecated: :meth:`aclose`."""
@@ -340,8 +341,8 @@ class Adapter:
     def _http(self) -> AsyncHTTPClient:
         if self._closed:  # a new pool here would outlive the aclose() that ended the last
             raise closed_error(self.name)
-        if self._client is None:
-            self._client = http_client(self.config.timeout_seconds)
+        if self._client is None:  # its own: one per event loop (metis/transport/loop_clients.py)
+            return self._own_clients.get()
         return self._client
 
 
