@@ -23,6 +23,8 @@ from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
 
+NO_SIGNATURE = "it has no signature"
+
 
 class ThinkingFilter(RequestStage[CanonicalRequest]):
     name = "thinking_filter"
@@ -35,6 +37,9 @@ class ThinkingFilter(RequestStage[CanonicalRequest]):
         signed_only: bool = True
         """Refuse reasoning without a signature (a provider whose reasoning carries none,
         DeepSeek's ``reasoning_content``, sets it false)."""
+        quiet_own_unsigned: bool = False
+        """Leave out the model's own unsigned reasoning without the WARN: nothing it needs is
+        lost where its signatures ride on the parts after it (Gemini's thought summaries)."""
 
     options: Options
 
@@ -58,6 +63,8 @@ class ThinkingFilter(RequestStage[CanonicalRequest]):
             reason = self._refusal(block, call)
             if reason is None:
                 kept.append(block)
+                continue
+            if reason == NO_SIGNATURE and self.options.quiet_own_unsigned:
                 continue
             if self.options.as_text and isinstance(block, ThinkingBlock) and block.thinking:
                 kept.append(TextBlock(text=block.thinking))
@@ -83,7 +90,7 @@ class ThinkingFilter(RequestStage[CanonicalRequest]):
         if self.options.keep == "same_model" and origin.model != call.model:
             return f"it was produced by model {origin.model}, not {call.model}"
         if isinstance(block, ThinkingBlock) and not block.signature and self.options.signed_only:
-            return "it has no signature"
+            return NO_SIGNATURE
         return None
 
 
