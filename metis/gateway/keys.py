@@ -124,7 +124,10 @@ class Keys:
                 value = environ.get(spec.key_env)
                 if not value:
                     where = f"gateway.keys.{spec.name}.key_env"
-                    raise ConfigError(f"{where}: {spec.key_env} is not set")
+                    raise ConfigError(
+                        f"{where}: {spec.key_env} is not set; set it in the gateway's "
+                        f"environment to the key {spec.name!r} sends (or give its sha256:)"
+                    )
                 found = digest(value)
             self._by_digest[found] = KeyState(spec)
 
