@@ -176,6 +176,9 @@ SPECS: dict[str, Callable[[Any], Test]] = {
         lambda value: isinstance(value, str) and re.match(pattern, value) is not None
     ),
     "items at most": lambda high: lambda value: not isinstance(value, list) or len(value) <= high,
+    "one given of": lambda keys: (
+        lambda value: isinstance(value, dict) and sum(bool(value.get(k)) for k in keys) == 1
+    ),
     "is": lambda same: lambda value: value is same,
     "has": lambda key: lambda value: isinstance(value, dict) and key in value,
     "unique": lambda key: (
@@ -187,7 +190,8 @@ SPECS: dict[str, Callable[[Any], Test]] = {
 }
 """The tests with an argument: ``{at least: 1}`` (an integer), ``{at most: 2}`` and ``{not below:
 0}`` (a number, or anything else: another row checks the type), ``{between: [0, 2]}``,
-``{items at most: n}`` (a list of at most n items, or anything else), ``{matches: regex}`` (the
+``{items at most: n}`` (a list of at most n items, or anything else), ``{one given of: [a,
+b]}`` (an object with exactly one of them not empty), ``{matches: regex}`` (the
 whole string), ``{starts: regex}``, ``{is: true}``, ``{has: key}``,
 ``{unique: key}`` (a list of objects no two of which have the same ``key``); and, read by
 :meth:`Table.test`, ``{one of: [a, b]}`` (or a name of the table's ``names``), ``{one key of:
