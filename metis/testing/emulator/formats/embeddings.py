@@ -112,6 +112,8 @@ class Cohere(Format):
     name = "cohere"
     routes: ClassVar[Sequence[Route]] = (("POST", r"/v2/embed", "embed"),)
     catalog: ClassVar[tuple[str, ...]] = ("cohere",)
+    too_long = _COHERE_FAULTS["context_overflow"][1]
+    no_model = (404, "model '{model}' not found, make sure the correct model ID was used")
 
     def _error(self, status: int, message: str) -> JsonReply:
         return JsonReply(status, {"id": "emulated", "message": message})
@@ -131,14 +133,6 @@ class Cohere(Format):
 
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
         return self._error(*_COHERE_FAULTS.get(kind, _COHERE_FAULTS["server_error"]))
-
-    def overflow(self, tokens: int, limit: int) -> Refused:
-        return Refused(_COHERE_FAULTS["context_overflow"][1])
-
-    def unknown_model(self, model: str) -> Refused:
-        return Refused(
-            f"model '{model}' not found, make sure the correct model ID was used", status=404
-        )
 
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
         return []
