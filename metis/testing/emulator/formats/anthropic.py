@@ -74,6 +74,8 @@ class Anthropic(Format):
     )
     rules = RULES
     catalog: ClassVar[tuple[str, ...]] = ("anthropic",)
+    too_long = "prompt is too long: {tokens} tokens > {limit} maximum"
+    no_model = (404, "model: {model}")
 
     def claims(self, endpoint: str, request: HttpRequest) -> bool:
         return not endpoint.startswith("model") or request.header("anthropic-version") is not None
@@ -118,12 +120,6 @@ class Anthropic(Format):
             reply.headers["anthropic-ratelimit-requests-limit"] = "50"
             reply.headers["anthropic-ratelimit-requests-remaining"] = "0"
         return reply
-
-    def overflow(self, tokens: int, limit: int) -> Refused:
-        return Refused(f"prompt is too long: {tokens} tokens > {limit} maximum")
-
-    def unknown_model(self, model: str) -> Refused:
-        return Refused(f"model: {model}", status=404)
 
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
         _, error_type, message = ERRORS.get(kind, ERRORS["overloaded"])
