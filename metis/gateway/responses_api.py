@@ -14,9 +14,15 @@ from typing import Any
 from metis.gateway.inbound import Inbound
 from metis.gateway.provenance import wrap
 from metis.gateway.reasoning_items import REDACTED, reasoning_id
-from metis.gateway.responses_items import Ids, annotation, call_item, own, reasoning_item, text_item
-from metis.gateway.responses_items import output_items as output_items
-from metis.gateway.responses_items import response_object as response_object
+from metis.gateway.responses_items import (
+    Ids,
+    annotation,
+    call_item,
+    own,
+    reasoning_item,
+    response_object,
+    text_item,
+)
 from metis.gateway.sse import BlockWriter, dumps, event, quoted
 from metis.model.block import ProviderRaw
 from metis.model.content import OpaqueBlock

@@ -10,7 +10,8 @@ import json
 from typing import Any
 
 from metis.gateway.inbound import Inbound
-from metis.gateway.responses_api import ResponseStream, output_items, response_object
+from metis.gateway.responses_api import ResponseStream
+from metis.gateway.responses_items import output_items, response_object
 from metis.histories.blocks import opaque
 from metis.model.citation import Citation, TextSpan
 from metis.model.content import ContentBlock, TextBlock, ThinkingBlock

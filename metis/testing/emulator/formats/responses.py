@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from metis.gateway.inbound import Inbound
-from metis.gateway.responses_api import ResponseStream, output_items, response_object
-from metis.gateway.responses_items import RESPONSES
+from metis.gateway.responses_api import ResponseStream
+from metis.gateway.responses_items import RESPONSES, output_items, response_object
 from metis.gateway.responses_read import read_input
 from metis.histories.blocks import opaque
 from metis.model.content import ContentBlock, OpaqueBlock, TextBlock, ThinkingBlock, ToolUseBlock
