@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 
 from metis.errors import AdapterError, InvalidRequestError
 from metis.gateway.errors import ResponseNotFoundError
-from metis.gateway.item_ids import identity, made_id
+from metis.gateway.item_ids import identity, kind_of, made_id
 from metis.gateway.service import Gateway, error_reply, request_id
 from metis.gateway.store import Owner, Stored, owner_of
 from metis.wire.openai_responses.encode import input_items
@@ -197,8 +197,7 @@ def _item(item: dict[str, Any], response_id: str, index: int) -> dict[str, Any]:
     made from the response's and the item's place, the same at each asking, when the caller
     gave none)."""
     out = dict(item)
-    kind = out.get("type") or ("message" if "role" in out else "item")
-    out["type"] = kind
+    kind = out["type"] = kind_of(out)
     if kind == "message":
         out["content"] = _parts(out.get("content"), out.get("role") == "assistant")
     if kind in ("message", "function_call", "function_call_output"):
