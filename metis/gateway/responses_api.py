@@ -121,10 +121,8 @@ class ResponseStream(BlockWriter):
             self.item = text_item("", "in_progress", ids and ids("msg_"))
         self.item_id = quoted(self.item["id"])
         added = self._emit("response.output_item.added", output_index=self.blocks, item=self.item)
-        if kind == "text":
-            self.blocks += 1  # the index _where names from here on; the base counts it once more
-            where = self._where(content_index=0)
-            self.blocks -= 1
+        if kind == "text":  # the base counts the block once this returns: its index is blocks
+            where = {"item_id": self.item["id"], "output_index": self.blocks, "content_index": 0}
             part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
             added += self._emit("response.content_part.added", **where, part=part)
         return added
