@@ -65,10 +65,19 @@ async def test_a_count_costs_nothing_and_a_spent_budget_still_counts() -> None:
             claude.messages.create(model="sonnet", max_tokens=20, messages=HI)
 
 
-def test_a_count_holds_one_of_the_keys_places_while_it_runs() -> None:
-    """max_concurrent 1: counts one after another are each admitted (the place is given
-    back), as are messages after them."""
-    with _gateway(max_concurrent=1) as (oai, claude, _):
+@pytest.mark.anyio
+async def test_a_count_holds_one_of_the_keys_places_while_it_runs() -> None:
+    """max_concurrent 1: while another request of the key's is in flight a count is refused
+    (429); counts one after another are each admitted (the place is given back), as are messages
+    after them."""
+    with _gateway(max_concurrent=1) as (oai, claude, keys):
+        team = keys.find("team-key")
+        await keys.admit(team, "sonnet")  # a request of the key's in flight
+        with pytest.raises(anthropic.RateLimitError, match="in flight"):
+            claude.messages.count_tokens(model="sonnet", messages=HI)
+        with pytest.raises(openai.RateLimitError, match="in flight"):
+            oai.responses.input_tokens.count(model="gpt5", input="Hi")
+        await keys.release(team, None, None)
         for _ in range(3):
             assert claude.messages.count_tokens(model="sonnet", messages=HI).input_tokens > 0
             assert oai.responses.input_tokens.count(model="gpt5", input="Hi").input_tokens > 0
