@@ -209,5 +209,6 @@ async def counted_tokens(gateway: Gateway, prepared: Prepared) -> int:
 
 
 def served(gateway: Gateway, api: str, model: str, started: float, endpoint: str) -> None:
-    """A count answered, counted in the metrics under the model it counted for."""
+    """A side request (a count, a compaction) answered, counted in the metrics under the
+    model it was for."""
     gateway.metrics.request(api, model, 200, time.monotonic() - started, endpoint)
