@@ -199,6 +199,11 @@ class ChunkStream(BlockWriter):
         return self._string_chunk(head, item.partial_json, b"}}]}")
 
     def close_block(self, kind: str, end: ToolUseEnd | None) -> bytes:
+        if kind == "tool" and end is not None and not self.input_written and not end.final_input:
+            # a call without arguments: "{}", as OpenAI streams it (a client parses what it
+            # gathered, and "" is no JSON)
+            empty = ToolUseInputDelta(end.content_block_index, end.tool_use_id, "{}")
+            return self.tool_input(empty)
         cited, self.cited = self.cited, []
         return self._chunk({"annotations": cited}) if cited else b""
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from metis.gateway.chat_write import ChunkStream, write_completion
 from metis.model.citation import Citation, TextSpan
 from metis.model.content import ContentBlock, TextBlock, ThinkingBlock
@@ -16,6 +18,7 @@ from metis.model.events import (
     MessageComplete,
     TextDelta,
     ThinkingDelta,
+    ToolUseEnd,
     ToolUseInputDelta,
     ToolUseStart,
 )
@@ -116,3 +119,17 @@ def test_reasoning_first_names_the_role_once_before_a_tool_call() -> None:
         {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]},
         {},
     ]
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_a_call_without_arguments_streams_them_as_an_empty_object(legacy: bool) -> None:
+    writer = ChunkStream("gpt", False, legacy=legacy)
+    events = [
+        ToolUseStart(0, "call_1", "now"),
+        ToolUseInputDelta(0, "call_1", ""),  # Anthropic's empty first input_json_delta
+        ToolUseEnd(0, "call_1", "now", {}),
+        MessageComplete([], StopReason(kind=StopKind.TOOL_USE), TokenUsage()),
+    ]
+    written = deltas(b"".join(writer.feed(e) for e in events))
+    calls = [d.get("function_call") or d["tool_calls"][0]["function"] for d in written[:-1]]
+    assert json.loads("".join(call["arguments"] for call in calls)) == {}
