@@ -21,7 +21,12 @@ from starlette.responses import Response
 from metis.adapter.adapter import Adapter
 from metis.adapter.compaction import can_compact
 from metis.errors import CapabilityError, InvalidRequestError
-from metis.gateway.counting import conversed, provider_answer, read_responses_side, served
+from metis.gateway.counting import (
+    provider_answer,
+    read_responses_side,
+    serve_previous_response,
+    served,
+)
 from metis.gateway.endings import until_disconnect
 from metis.gateway.errors import GatewayPermissionError
 from metis.gateway.keys import KeyState
@@ -41,7 +46,7 @@ async def compact(passer: PassThrough, request: Request) -> Response:
     gateway = passer.gateway
     key, owner, body, raw = await read_responses_side(gateway, request)
     passing = _planned(passer, body, raw, key, owner)
-    await conversed(passer, passing)
+    await serve_previous_response(passer, passing)
     model, charged = passing.target.name, passing.target.request_model
     if key is not None:
         await gateway.keys.admit(key, model)

@@ -110,7 +110,7 @@ async def _passed(
     gateway, model = passer.gateway, str(passing.target.name)
 
     async def work() -> dict[str, Any] | None:
-        await conversed(passer, passing)  # once the key may name the model
+        await serve_previous_response(passer, passing)  # once the key may name the model
         return await until_disconnect(request, _provider_count(passer, passing, request.headers))
 
     answer = await admitted(gateway, key, model, work)
@@ -121,7 +121,7 @@ async def _passed(
     return Response(json.dumps(answer), media_type=JSON, headers=headers)
 
 
-async def conversed(passer: PassThrough, passing: Passing) -> None:
+async def serve_previous_response(passer: PassThrough, passing: Passing) -> None:
     """A passed-through Responses side request (a count, a compaction) given the stored
     conversation its ``previous_response_id`` names, where the upstream has not seen it."""
     if passing.api != "responses":
