@@ -196,9 +196,8 @@ class ResponseStream(BlockWriter):
         out = self._started() + self._close()
         index, self.blocks = self.blocks, self.blocks + 1
         where = {"item_id": item["id"], "output_index": index}
-        if item["type"] == "web_search_call":
-            action = {k: v for k, v in item["action"].items() if k != "sources"}
-            opening = {**item, "status": "in_progress", "action": action}
+        if item["type"] == "web_search_call":  # its action is known once it is done
+            opening = {"id": item["id"], "type": item["type"], "status": "in_progress"}
             out += self._emit("response.output_item.added", output_index=index, item=opening)
             for stage in ("in_progress", "searching", "completed"):
                 out += self._emit(f"response.web_search_call.{stage}", **where)
