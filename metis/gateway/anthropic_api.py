@@ -1,7 +1,6 @@
-"""Anthropic Messages served: ``POST /v1/messages`` read into the canonical form, the reply and
-its event stream written back as the Messages API writes them (``message_start``,
-``content_block_start``/``delta``/``stop``, ``ping``, ``message_delta`` with the usage and
-stop reason, ``message_stop``; ``error`` when a stream fails)."""
+"""Anthropic Messages served: ``POST /v1/messages`` read into the canonical form, and the
+``anthropic-version`` header checked (:mod:`metis.gateway.anthropic_write` writes the reply
+and its event stream back)."""
 
 from __future__ import annotations
 
@@ -9,8 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis.errors import InvalidRequestError
-from metis.gateway.anthropic_write import MessageStream as MessageStream
-from metis.gateway.anthropic_write import write_message as write_message
 from metis.gateway.errors import ThreadUnsupportedError
 from metis.gateway.inbound import (
     Inbound,

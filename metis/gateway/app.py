@@ -25,8 +25,7 @@ from metis.gateway.body import parse_body, read_raw
 from metis.gateway.compact import COMPACT, compact
 from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import recalled
-from metis.gateway.counting import COUNT_TOKENS, INPUT_TOKENS, input_tokens
-from metis.gateway.counting import count_tokens as counted
+from metis.gateway.counting import COUNT_TOKENS, INPUT_TOKENS, count_tokens, input_tokens
 from metis.gateway.embeddings_api import answer_embeddings
 from metis.gateway.endings import DeadlineStream, until_disconnect
 from metis.gateway.errors import (
@@ -157,25 +156,25 @@ def _endpoint(routed: Routed, api: str) -> Callable[[Request], Awaitable[Respons
     return endpoint
 
 
-def _counting(passer: PassThrough) -> list[tuple[str, Endpoint, str]]:
-    """Both APIs' token counts (Anthropic's ``count_tokens``, OpenAI's ``input_tokens``) and
-    OpenAI's compaction."""
+def _side_requests(passer: PassThrough) -> list[tuple[str, Endpoint, str]]:
+    """What is asked beside a model call: both APIs' token counts (Anthropic's
+    ``count_tokens``, OpenAI's ``input_tokens``) and OpenAI's compaction."""
     gateway = passer.gateway
 
-    async def count_tokens(request: Request) -> Response:
-        work = counted(passer, request)
+    async def counting(request: Request) -> Response:
+        work = count_tokens(passer, request)
         return await _answer(gateway, "anthropic", work, COUNT_TOKENS)
 
-    async def count_input(request: Request) -> Response:
+    async def counting_input(request: Request) -> Response:
         return await _answer(gateway, "responses", input_tokens(passer, request), INPUT_TOKENS)
 
-    async def compacted(request: Request) -> Response:
+    async def compacting(request: Request) -> Response:
         return await _answer(gateway, "responses", compact(passer, request), COMPACT)
 
     return [
-        ("/v1/messages/count_tokens", count_tokens, "POST"),
-        ("/v1/responses/input_tokens", count_input, "POST"),
-        ("/v1/responses/compact", compacted, "POST"),
+        ("/v1/messages/count_tokens", counting, "POST"),
+        ("/v1/responses/input_tokens", counting_input, "POST"),
+        ("/v1/responses/compact", compacting, "POST"),
     ]
 
 
@@ -330,7 +329,7 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
 
     served = [
         ("/v1/messages", messages, "POST"),
-        *_counting(passer),  # before the stored responses' /v1/responses/{response_id}
+        *_side_requests(passer),  # before the stored responses' /v1/responses/{response_id}
         ("/v1/chat/completions", chat, "POST"),
         ("/v1/responses", responses, "POST"),
         *stored_responses(gateway),

@@ -1,7 +1,5 @@
-"""OpenAI Chat Completions served: ``POST /v1/chat/completions`` read into the canonical form,
-the reply and its chunks written back as the API writes them (``data:`` lines, the role first,
-a tool call's id and name on its first fragment only, the finish_reason chunk, the usage chunk
-with ``choices: []`` when ``stream_options.include_usage`` asks, then ``data: [DONE]``)."""
+"""OpenAI Chat Completions served: ``POST /v1/chat/completions`` read into the canonical form
+(:mod:`metis.gateway.chat_write` writes the reply and its chunks back)."""
 
 from __future__ import annotations
 
@@ -9,8 +7,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis.errors import InvalidRequestError
-from metis.gateway.chat_write import ChunkStream as ChunkStream
-from metis.gateway.chat_write import write_completion as write_completion
 from metis.gateway.inbound import (
     Inbound,
     KeptIds,

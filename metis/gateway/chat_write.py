@@ -124,8 +124,7 @@ class ChunkStream(BlockWriter):
             **(more or {}),
         }
         self.include_usage = include_usage
-        self.started = False
-        self.reasoning = False  # the reasoning's opening chunk is written
+        self.started = False  # the role's chunk is written
         self.calls = 0  # tool calls opened: the index of the next one
         self.cited: list[dict[str, Any]] = []  # the open text's annotations, written at its end
         # _chunk(delta) around a delta written from a template (_string_chunk)
@@ -145,24 +144,19 @@ class ChunkStream(BlockWriter):
         return data(chunk)
 
     def feed(self, item: StreamEvent) -> bytes:
-        """The first chunk names the role with the reply's first content, as OpenAI writes
-        it: ``content: ""`` before text, ``content: null`` beside a first tool call (a
+        """The first chunk names the role, once, with the reply's first content, as OpenAI
+        writes it: ``content: ""`` before text, ``content: null`` beside a first tool call (a
         client that reads ``""`` as text would see an empty text part in a tool call's turn).
-        Reasoning first opens with ``content: null, reasoning_content: ""`` (as DeepSeek
-        streams it), and the role comes again with what follows it."""
+        Reasoning first opens with ``content: null, reasoning_content: ""``, and what follows
+        it comes without the role again (as DeepSeek streams it)."""
         if self.started or isinstance(item, (MessageStart, ToolUseStart)):
             return super().feed(item)
-        if isinstance(item, ThinkingDelta):
-            opening = b"" if self.reasoning else self._reasoning_opening()
-            return opening + super().feed(item)
         self.started = True
-        return self._chunk({"role": "assistant", "content": "", "refusal": None}) + super().feed(
-            item
-        )
-
-    def _reasoning_opening(self) -> bytes:
-        self.reasoning = True
-        return self._chunk({"role": "assistant", "content": None, "reasoning_content": ""})
+        if isinstance(item, ThinkingDelta):
+            opening = {"role": "assistant", "content": None, "reasoning_content": ""}
+        else:
+            opening = {"role": "assistant", "content": "", "refusal": None}
+        return self._chunk(opening) + super().feed(item)
 
     def open_block(self, kind: str, item: StreamEvent) -> bytes:
         if not isinstance(item, ToolUseStart):
@@ -205,6 +199,11 @@ class ChunkStream(BlockWriter):
         return self._string_chunk(head, item.partial_json, b"}}]}")
 
     def close_block(self, kind: str, end: ToolUseEnd | None) -> bytes:
+        if kind == "tool" and end is not None and not self.input_written and not end.final_input:
+            # a call without arguments: "{}", as OpenAI streams it (a client parses what it
+            # gathered, and "" is no JSON)
+            empty = ToolUseInputDelta(end.content_block_index, end.tool_use_id, "{}")
+            return self.tool_input(empty)
         cited, self.cited = self.cited, []
         return self._chunk({"annotations": cited}) if cited else b""
 

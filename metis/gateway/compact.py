@@ -21,16 +21,19 @@ from starlette.responses import Response
 from metis.adapter.adapter import Adapter
 from metis.adapter.compaction import can_compact
 from metis.errors import CapabilityError, InvalidRequestError
-from metis.gateway.body import parse_body, read_raw
-from metis.gateway.conversations import recalled
-from metis.gateway.counting import conversed, provider_answer, served
+from metis.gateway.counting import (
+    provider_answer,
+    read_responses_side,
+    serve_previous_response,
+    served,
+)
 from metis.gateway.endings import until_disconnect
 from metis.gateway.errors import GatewayPermissionError
 from metis.gateway.keys import KeyState
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.passthrough_call import Passing, speaks
 from metis.gateway.service import dropped_headers
-from metis.gateway.store import Owner, owner_of
+from metis.gateway.store import Owner
 from metis.model.response import TokenUsage
 from metis.wire.compaction import responses_compact_usage
 
@@ -41,15 +44,9 @@ JSON = "application/json"
 
 async def compact(passer: PassThrough, request: Request) -> Response:
     gateway = passer.gateway
-    key = gateway.authenticate(request.headers)
-    settings = gateway.settings
-    raw = await read_raw(request, settings.max_request_bytes, settings.request_timeout_seconds)
-    body: Any = parse_body(raw)
-    owner = owner_of(key)
-    body, recalled_any = await recalled(gateway.stored, body, owner)
-    raw = json.dumps(body).encode() if recalled_any else raw
+    key, owner, body, raw = await read_responses_side(gateway, request)
     passing = _planned(passer, body, raw, key, owner)
-    await conversed(passer, passing)
+    await serve_previous_response(passer, passing)
     model, charged = passing.target.name, passing.target.request_model
     if key is not None:
         await gateway.keys.admit(key, model)

@@ -27,7 +27,7 @@ from metis.gateway.keys import KeyState
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.passthrough_call import FORWARDED, Passing
 from metis.gateway.service import Gateway, Prepared, dropped_headers
-from metis.gateway.store import owner_of
+from metis.gateway.store import Owner, owner_of
 from metis.pipeline.call import Call, DropRecord
 from metis.pipeline.request import WireRequest
 
@@ -70,13 +70,7 @@ async def input_tokens(passer: PassThrough, request: Request) -> Response:
     checks of a count of Anthropic's; what the reader left out is named in the header a
     response names it in."""
     gateway = passer.gateway
-    key = gateway.authenticate(request.headers)
-    settings = gateway.settings
-    raw = await read_raw(request, settings.max_request_bytes, settings.request_timeout_seconds)
-    body: Any = parse_body(raw)
-    owner = owner_of(key)
-    body, recalled_any = await recalled(gateway.stored, body, owner)
-    raw = json.dumps(body).encode() if recalled_any else raw
+    key, owner, body, raw = await read_responses_side(gateway, request)
     passing = passer.plan("responses", body, raw, owner)
     if passing is not None:
         return await _passed(passer, passing, key, request, INPUT_TOKENS)
@@ -87,6 +81,21 @@ async def input_tokens(passer: PassThrough, request: Request) -> Response:
     served(gateway, "responses", prepared.inbound.model, prepared.started, INPUT_TOKENS)
     reply = {"object": "response.input_tokens", "input_tokens": counted}
     return Response(json.dumps(reply), media_type=JSON, headers=dropped_headers(prepared.reported))
+
+
+async def read_responses_side(
+    gateway: Gateway, request: Request
+) -> tuple[KeyState | None, Owner, Any, bytes]:
+    """A Responses side request (a count, a compaction) read: its key, whose it is, its body
+    and that body's bytes, each reasoning item it sends back by id alone given the thinking it
+    names (:func:`metis.gateway.conversations.recalled`)."""
+    key = gateway.authenticate(request.headers)
+    settings = gateway.settings
+    raw = await read_raw(request, settings.max_request_bytes, settings.request_timeout_seconds)
+    body: Any = parse_body(raw)
+    owner = owner_of(key)
+    body, recalled_any = await recalled(gateway.stored, body, owner)
+    return key, owner, body, json.dumps(body).encode() if recalled_any else raw
 
 
 async def _passed(
@@ -101,7 +110,7 @@ async def _passed(
     gateway, model = passer.gateway, str(passing.target.name)
 
     async def work() -> dict[str, Any] | None:
-        await conversed(passer, passing)  # once the key may name the model
+        await serve_previous_response(passer, passing)  # once the key may name the model
         return await until_disconnect(request, _provider_count(passer, passing, request.headers))
 
     answer = await admitted(gateway, key, model, work)
@@ -112,7 +121,7 @@ async def _passed(
     return Response(json.dumps(answer), media_type=JSON, headers=headers)
 
 
-async def conversed(passer: PassThrough, passing: Passing) -> None:
+async def serve_previous_response(passer: PassThrough, passing: Passing) -> None:
     """A passed-through Responses side request (a count, a compaction) given the stored
     conversation its ``previous_response_id`` names, where the upstream has not seen it."""
     if passing.api != "responses":
@@ -200,5 +209,6 @@ async def counted_tokens(gateway: Gateway, prepared: Prepared) -> int:
 
 
 def served(gateway: Gateway, api: str, model: str, started: float, endpoint: str) -> None:
-    """A count answered, counted in the metrics under the model it counted for."""
+    """A side request (a count, a compaction) answered, counted in the metrics under the
+    model it was for."""
     gateway.metrics.request(api, model, 200, time.monotonic() - started, endpoint)

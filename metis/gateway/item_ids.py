@@ -4,7 +4,8 @@
 
 A translated conversation is kept as canonical messages, which hold no item ids, so beside them
 each stored response keeps a map from an item's identity (a call's or its output's ``call_id``;
-a message's role and text) to the id the client knows it by: the ids the client sent on its
+a message's role and text, and which time they are said: :func:`occurrence`) to the id the
+client knows it by: the ids the client sent on its
 input items, an id made once for each input item it sent without one, each reply's output
 items' ids, and all of those of the response it continued. A passed-through conversation is
 kept as the items themselves: an input item sent without an id is given one as it is kept."""
@@ -57,15 +58,38 @@ def identity(item: Any) -> str | None:
     return f"message:{item.get('role')}:{digest}"
 
 
+def occurrence(key: str, n: int) -> str:
+    """The identity of the ``n``-th item of a conversation that is ``key`` (from 1): a message
+    said twice is two items, each with its own id."""
+    return key if n == 1 else f"{key}#{n}"
+
+
+def _next(taken: set[str], key: str) -> str | None:
+    """``key``'s next occurrence after those ``taken`` (which it joins); None for a call
+    already known (a call and its output are one item each, however often they are sent)."""
+    if key in taken and _kind(key) in CALLS:
+        return None
+    n = 1
+    while occurrence(key, n) in taken:
+        n += 1
+    taken.add(occurrence(key, n))
+    return occurrence(key, n)
+
+
+def _kind(key: str) -> str:
+    return key.partition(":")[0]
+
+
 def given_ids(previous: dict[str, str] | None, given: Any) -> GivenIds:
     """The ids known before a request's answer: the continued response's and those on the
     request's own input items; and the identities of its items that came without one."""
     ids = dict(previous or {})
-    unnamed: list[str] = []
+    taken, unnamed = set(ids), []
     items = given if isinstance(given, list) else [{"role": "user", "content": given}]
     for item in items:
-        key = identity(item)
-        if key is None or key in ids:
+        found = identity(item)
+        key = _next(taken, found) if found is not None else None
+        if key is None:
             continue
         given_id = item.get("id")
         if isinstance(given_id, str):
@@ -83,11 +107,13 @@ def answered_ids(
     ids = dict(known)
     response_id = str(response.get("id"))
     for key in unnamed:
-        ids.setdefault(key, made_id(key.partition(":")[0], response_id, key))
+        ids.setdefault(key, made_id(_kind(key), response_id, key))
+    taken = set(ids)
     for item in response.get("output") or ():
         found = identity(item)
-        if found is not None and isinstance(item.get("id"), str):
-            ids.setdefault(found, item["id"])
+        place = _next(taken, found) if found is not None else None
+        if place is not None and isinstance(item.get("id"), str):
+            ids[place] = item["id"]
     return ids
 
 

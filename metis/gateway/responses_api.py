@@ -14,9 +14,15 @@ from typing import Any
 from metis.gateway.inbound import Inbound
 from metis.gateway.provenance import wrap
 from metis.gateway.reasoning_items import REDACTED, reasoning_id
-from metis.gateway.responses_items import Ids, annotation, call_item, own, reasoning_item, text_item
-from metis.gateway.responses_items import output_items as output_items
-from metis.gateway.responses_items import response_object as response_object
+from metis.gateway.responses_items import (
+    Ids,
+    annotation,
+    call_item,
+    own,
+    reasoning_item,
+    response_object,
+    text_item,
+)
 from metis.gateway.sse import BlockWriter, dumps, event, quoted
 from metis.model.block import ProviderRaw
 from metis.model.content import OpaqueBlock
@@ -115,10 +121,8 @@ class ResponseStream(BlockWriter):
             self.item = text_item("", "in_progress", ids and ids("msg_"))
         self.item_id = quoted(self.item["id"])
         added = self._emit("response.output_item.added", output_index=self.blocks, item=self.item)
-        if kind == "text":
-            self.blocks += 1  # the index _where names from here on; the base counts it once more
-            where = self._where(content_index=0)
-            self.blocks -= 1
+        if kind == "text":  # the base counts the block once this returns: its index is blocks
+            where = {"item_id": self.item["id"], "output_index": self.blocks, "content_index": 0}
             part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
             added += self._emit("response.content_part.added", **where, part=part)
         return added
@@ -192,9 +196,8 @@ class ResponseStream(BlockWriter):
         out = self._started() + self._close()
         index, self.blocks = self.blocks, self.blocks + 1
         where = {"item_id": item["id"], "output_index": index}
-        if item["type"] == "web_search_call":
-            action = {k: v for k, v in item["action"].items() if k != "sources"}
-            opening = {**item, "status": "in_progress", "action": action}
+        if item["type"] == "web_search_call":  # its action is known once it is done
+            opening = {"id": item["id"], "type": item["type"], "status": "in_progress"}
             out += self._emit("response.output_item.added", output_index=index, item=opening)
             for stage in ("in_progress", "searching", "completed"):
                 out += self._emit(f"response.web_search_call.{stage}", **where)

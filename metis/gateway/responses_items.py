@@ -125,25 +125,29 @@ def output_items(
     return items
 
 
-def echo_of(inbound: Inbound) -> dict[str, Any]:
-    """What the ``response`` object says the request asked (a field not given, its default)."""
-    options = inbound.options
-    asked = options.get("reasoning")
-    reasoning: dict[str, Any] = asked if isinstance(asked, dict) else {}
+ECHO_SAMPLING = ("parallel_tool_calls", "temperature")
+"""What the echo takes of the canonical fields (the request's others it takes as written)."""
+
+
+def echo_of(asked: Mapping[str, Any]) -> dict[str, Any]:
+    """What the ``response`` object says the request asked: ``asked``, the request's fields (a
+    field not given, its default)."""
+    reasoning = asked.get("reasoning")
+    effort = reasoning if isinstance(reasoning, Mapping) else {}
     return {
-        "instructions": options.get("instructions"),
-        "max_output_tokens": options.get("max_output_tokens"),
-        "parallel_tool_calls": inbound.fields.get("parallel_tool_calls", True),
-        "previous_response_id": options.get("previous_response_id"),
-        "reasoning": {"effort": reasoning.get("effort"), "summary": reasoning.get("summary")},
-        "store": options.get("store", True),
-        "temperature": inbound.fields.get("temperature", 1.0),
-        "text": options.get("text") or {"format": {"type": "text"}},
-        "tool_choice": options.get("tool_choice") or "auto",
-        "tools": options.get("tools") or [],
-        "top_p": 1.0,
-        "truncation": "disabled",
-        "metadata": {},
+        "instructions": asked.get("instructions"),
+        "max_output_tokens": asked.get("max_output_tokens"),
+        "parallel_tool_calls": asked.get("parallel_tool_calls", True),
+        "previous_response_id": asked.get("previous_response_id"),
+        "reasoning": {"effort": effort.get("effort"), "summary": effort.get("summary")},
+        "store": asked.get("store", True),
+        "temperature": asked.get("temperature", 1.0),
+        "text": asked.get("text") or {"format": {"type": "text"}},
+        "tool_choice": asked.get("tool_choice") or "auto",
+        "tools": asked.get("tools") or [],
+        "top_p": asked.get("top_p", 1.0),
+        "truncation": asked.get("truncation", "disabled"),
+        "metadata": asked.get("metadata") or {},
     }
 
 
@@ -158,7 +162,10 @@ def response_object(
 ) -> dict[str, Any]:
     """The ``response`` object; ``stop`` None: still in progress. ``echo``: what the request
     asked (:func:`echo_of`), when the caller read it itself."""
-    told = echo_of(inbound) if echo is None else echo
+    told = echo
+    if told is None:
+        sampling = {k: inbound.fields[k] for k in ECHO_SAMPLING if k in inbound.fields}
+        told = echo_of({**inbound.options, **sampling})
     incomplete = stop is not None and stop.kind in (StopKind.MAX_TOKENS, StopKind.CONTENT_FILTER)
     status = "in_progress" if stop is None else "incomplete" if incomplete else "completed"
     reason = "max_output_tokens" if stop and stop.kind is StopKind.MAX_TOKENS else "content_filter"

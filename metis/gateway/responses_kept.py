@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -18,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 
 from metis.errors import AdapterError, InvalidRequestError
 from metis.gateway.errors import ResponseNotFoundError
-from metis.gateway.item_ids import identity, made_id
+from metis.gateway.item_ids import identity, kind_of, made_id, occurrence
 from metis.gateway.service import Gateway, error_reply, request_id
 from metis.gateway.store import Owner, Stored, owner_of
 from metis.wire.openai_responses.encode import input_items
@@ -172,17 +173,18 @@ def kept_input(stored: Stored, response_id: str) -> list[dict[str, Any]]:
 
 
 def _named(items: list[dict[str, Any]], ids: dict[str, str] | None) -> list[dict[str, Any]]:
-    """A translated conversation's items under the ids its client knows them by (once each:
-    a second item that is the same as one before it keeps an id of its own)."""
+    """A translated conversation's items under the ids its client knows them by (a second
+    item that is the same as one before it under the id of its own occurrence)."""
     if not ids:
         return items
-    used: set[str] = set()
+    seen: Counter[str] = Counter()
     out = []
     for item in items:
-        found = ids.get(identity(item) or "")
-        if found is not None and found not in used:
-            used.add(found)
-            item = {**item, "id": found}
+        key = identity(item)
+        if key is not None:
+            seen[key] += 1
+            found = ids.get(occurrence(key, seen[key]))
+            item = {**item, "id": found} if found is not None else item
         out.append(item)
     return out
 
@@ -197,8 +199,7 @@ def _item(item: dict[str, Any], response_id: str, index: int) -> dict[str, Any]:
     made from the response's and the item's place, the same at each asking, when the caller
     gave none)."""
     out = dict(item)
-    kind = out.get("type") or ("message" if "role" in out else "item")
-    out["type"] = kind
+    kind = out["type"] = kind_of(out)
     if kind == "message":
         out["content"] = _parts(out.get("content"), out.get("role") == "assistant")
     if kind in ("message", "function_call", "function_call_output"):

@@ -17,7 +17,14 @@ from pydantic import ValidationError
 
 from metis.core.ids import new_request_id
 from metis.errors import AdapterError, InvalidRequestError, ProtocolError
-from metis.gateway import anthropic_api, chat_api, responses_api
+from metis.gateway import (
+    anthropic_api,
+    anthropic_write,
+    chat_api,
+    chat_write,
+    responses_api,
+    responses_items,
+)
 from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import continued, remember
 from metis.gateway.errors import (
@@ -184,14 +191,14 @@ class Gateway:
         reported = prepared.reported + warnings_of(response)
         model = prepared.inbound.model
         if api == "anthropic":
-            body = anthropic_api.write_message(response, model)
+            body = anthropic_write.write_message(response, model)
         elif api == "chat":
             legacy = bool(prepared.inbound.options.get("legacy_functions"))
-            body = chat_api.write_completion(response, model, legacy)
+            body = chat_write.write_completion(response, model, legacy)
         else:
             response_id = new_id("resp_")
-            output = responses_api.output_items(response.content, prepared.inbound, response_id)
-            body = responses_api.response_object(
+            output = responses_items.output_items(response.content, prepared.inbound, response_id)
+            body = responses_items.response_object(
                 prepared.inbound, model, response_id, output, response.stop_reason, response.usage
             )
             await remember(self.stored, prepared, response.message, body)
@@ -225,14 +232,14 @@ class Gateway:
     def _writer(self, api: str, prepared: Prepared) -> tuple[BlockWriter, str]:
         model, maker = prepared.inbound.model, made_by(prepared)
         if api == "anthropic":
-            return anthropic_api.MessageStream(model, maker), ""
+            return anthropic_write.MessageStream(model, maker), ""
         if api == "chat":
             options = prepared.inbound.options
             include, legacy = (
                 bool(options.get("include_usage")),
                 bool(options.get("legacy_functions")),
             )
-            return chat_api.ChunkStream(model, include, legacy), ""
+            return chat_write.ChunkStream(model, include, legacy), ""
         response_id = new_id("resp_")
         writer = responses_api.ResponseStream(prepared.inbound, model, response_id, maker)
         return writer, response_id

@@ -1,17 +1,27 @@
 """The Chat Completions writer: the message's ``annotations`` (a search model's URL citations,
 ``[]`` without), whole and as one chunk after the text; reasoning first opening as DeepSeek
-streams it; the cache writes in the usage; the id and the fields every chunk carries when the
-caller names them."""
+streams it, the role named once; the cache writes in the usage; the id and the fields every
+chunk carries when the caller names them."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import pytest
+
 from metis.gateway.chat_write import ChunkStream, write_completion
 from metis.model.citation import Citation, TextSpan
 from metis.model.content import ContentBlock, TextBlock, ThinkingBlock
-from metis.model.events import CitationDelta, MessageComplete, TextDelta, ThinkingDelta
+from metis.model.events import (
+    CitationDelta,
+    MessageComplete,
+    TextDelta,
+    ThinkingDelta,
+    ToolUseEnd,
+    ToolUseInputDelta,
+    ToolUseStart,
+)
 from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
 
 CITED = Citation(kind="url", url="https://a.example", title="A", span=TextSpan(start=0, end=4))
@@ -84,9 +94,42 @@ def test_a_stream_writes_the_annotations_after_the_text_and_opens_reasoning_firs
     assert deltas(written) == [
         {"role": "assistant", "content": None, "reasoning_content": ""},
         {"reasoning_content": "Hm."},
-        {"role": "assistant", "content": "", "refusal": None},
         {"content": "A "},
         {"content": "is"},
         {"annotations": [ANNOTATION]},
         {},
     ]
+
+
+def test_reasoning_first_names_the_role_once_before_a_tool_call() -> None:
+    writer = ChunkStream("deepseek-reasoner", False)
+    events = [
+        ThinkingDelta(0, "Look it up."),
+        ToolUseStart(1, "call_1", "find"),
+        ToolUseInputDelta(1, "call_1", "{}"),
+        MessageComplete([], StopReason(kind=StopKind.TOOL_USE), TokenUsage()),
+    ]
+    written = deltas(b"".join(writer.feed(e) for e in events))
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "find"}}
+    call["function"]["arguments"] = ""
+    assert written == [
+        {"role": "assistant", "content": None, "reasoning_content": ""},
+        {"reasoning_content": "Look it up."},
+        {"tool_calls": [call]},
+        {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]},
+        {},
+    ]
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_a_call_without_arguments_streams_them_as_an_empty_object(legacy: bool) -> None:
+    writer = ChunkStream("gpt", False, legacy=legacy)
+    events = [
+        ToolUseStart(0, "call_1", "now"),
+        ToolUseInputDelta(0, "call_1", ""),  # Anthropic's empty first input_json_delta
+        ToolUseEnd(0, "call_1", "now", {}),
+        MessageComplete([], StopReason(kind=StopKind.TOOL_USE), TokenUsage()),
+    ]
+    written = deltas(b"".join(writer.feed(e) for e in events))
+    calls = [d.get("function_call") or d["tool_calls"][0]["function"] for d in written[:-1]]
+    assert json.loads("".join(call["arguments"] for call in calls)) == {}

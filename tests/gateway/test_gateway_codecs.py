@@ -19,8 +19,10 @@ from metis.errors import (
     RateLimitError,
     ServerError,
 )
-from metis.gateway.anthropic_api import MessageStream, read_messages, write_message
-from metis.gateway.chat_api import ChunkStream, read_chat, write_completion
+from metis.gateway.anthropic_api import read_messages
+from metis.gateway.anthropic_write import MessageStream, write_message
+from metis.gateway.chat_api import read_chat
+from metis.gateway.chat_write import ChunkStream, write_completion
 from metis.gateway.errors import (
     GatewayTimeoutError,
     ModelNotFoundError,

@@ -1,8 +1,9 @@
 """``POST /v1/responses/compact`` through the official openai SDK (``responses.compact``): a
 model of OpenAI's Responses API has it passed through to its own compact endpoint (the body as
 the client wrote it, a stored conversation for ``previous_response_id``, the key charged the
-pass), and its compacted window carries the conversation on; any other model is a 400 that
-says why, never a 405."""
+pass, refused once its budget is spent), and its compacted window carries the conversation on;
+any other model, or a conversation holding another model's thinking, is a 400 that says why,
+never a 405."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ TALK = [
 KEYS = [
     {"name": "team", "sha256": digest("team-key"), "budget_usd": 10},
     {"name": "narrow", "sha256": digest("narrow-key"), "models": ["flash"]},
+    {"name": "spent", "sha256": digest("spent-key"), "budget_usd": "0.000001"},
 ]
 
 
@@ -100,6 +102,23 @@ async def test_the_key_is_charged_the_compaction_and_held_to_its_models() -> Non
         with pytest.raises(openai.PermissionDeniedError):
             sdk.responses.compact(model="gpt5", input=TALK)
         assert _compactions(emulator) == []
+    with _gateway("spent-key") as (sdk, emulator, _, _url):
+        sdk.responses.compact(model="gpt5", input=TALK)  # spends it all
+        with pytest.raises(openai.RateLimitError, match="spent its budget"):
+            sdk.responses.compact(model="gpt5", input=TALK)
+        assert len(_compactions(emulator)) == 1
+
+
+def test_a_conversation_holding_another_models_thinking_cannot_compact() -> None:
+    with _gateway() as (sdk, emulator, _, _url):
+        thought = sdk.responses.create(model="sonnet", input=TALK, reasoning={"effort": "low"})
+        assert any(item.type == "reasoning" for item in thought.output)
+        sent_back = [item.model_dump(exclude_none=True, warnings=False) for item in thought.output]
+        with pytest.raises(openai.BadRequestError) as refused:
+            sdk.responses.compact(model="gpt5", input=[*TALK, *sent_back])
+    assert "cannot compact this conversation" in refused.value.message
+    assert refused.value.code == "unsupported_value"
+    assert _compactions(emulator) == []
 
 
 @pytest.mark.parametrize("model", ["flash", "sonnet", "gpt", "fallback"])
@@ -112,4 +131,5 @@ def test_another_model_cannot_compact_and_is_told_so(model: str) -> None:
     assert refused.value.status_code == 400
     assert f"model {model!r} cannot compact" in refused.value.message
     assert refused.value.body["type"] == "invalid_request_error"
+    assert refused.value.code == "unsupported_value"
     assert _compactions(emulator) == []

@@ -10,9 +10,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import httpx
 import pytest
 
 from metis.gateway.app import create_app
+from metis.gateway.config import GatewayConfig
 from metis.gateway.keys import digest
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
@@ -65,10 +67,19 @@ async def test_a_count_costs_nothing_and_a_spent_budget_still_counts() -> None:
             claude.messages.create(model="sonnet", max_tokens=20, messages=HI)
 
 
-def test_a_count_holds_one_of_the_keys_places_while_it_runs() -> None:
-    """max_concurrent 1: counts one after another are each admitted (the place is given
-    back), as are messages after them."""
-    with _gateway(max_concurrent=1) as (oai, claude, _):
+@pytest.mark.anyio
+async def test_a_count_holds_one_of_the_keys_places_while_it_runs() -> None:
+    """max_concurrent 1: while another request of the key's is in flight a count is refused
+    (429); counts one after another are each admitted (the place is given back), as are messages
+    after them."""
+    with _gateway(max_concurrent=1) as (oai, claude, keys):
+        team = keys.find("team-key")
+        await keys.admit(team, "sonnet")  # a request of the key's in flight
+        with pytest.raises(anthropic.RateLimitError, match="in flight"):
+            claude.messages.count_tokens(model="sonnet", messages=HI)
+        with pytest.raises(openai.RateLimitError, match="in flight"):
+            oai.responses.input_tokens.count(model="gpt5", input="Hi")
+        await keys.release(team, None, None)
         for _ in range(3):
             assert claude.messages.count_tokens(model="sonnet", messages=HI).input_tokens > 0
             assert oai.responses.input_tokens.count(model="gpt5", input="Hi").input_tokens > 0
@@ -112,3 +123,23 @@ def test_a_count_in_the_models_own_api_is_the_providers_count_of_the_clients_bod
     translated, sent_translated = _count(api, pass_through=False)
     assert "x-metis-path" not in translated.headers
     assert sent_translated != sent  # metis's own writing of the request
+
+
+def test_a_providers_count_without_input_tokens_is_an_error_that_says_so() -> None:
+    """A passed-through count whose provider answers no ``input_tokens`` is a classified
+    error naming the provider, never a count the client cannot read."""
+    answered = httpx.MockTransport(lambda request: httpx.Response(200, json={"tokens": 3}))
+    adapter = {"type": "anthropic", "api_key_env": "UP_KEY", "max_retries": 0}
+    data = {
+        "adapters": {"claude": adapter},
+        "models": {"anthropic:claude-sonnet-4-5": {"adapter": "claude", "aliases": ["sonnet"]}},
+        "gateway": {"api_key_env": "GATEWAY_KEY"},
+    }
+    environ = {"UP_KEY": "k", "GATEWAY_KEY": GATEWAY_KEY}
+    clients = {"claude": httpx.AsyncClient(transport=answered)}
+    config = GatewayConfig.from_dict(data, environ=environ, clients=clients)
+    with serving(create_app(config)) as (url, _):
+        claude = anthropic.Anthropic(api_key=GATEWAY_KEY, base_url=url, max_retries=0)
+        with pytest.raises(anthropic.InternalServerError) as failed:
+            claude.messages.count_tokens(model="sonnet", messages=HI)
+    assert "answered a token count without input_tokens" in failed.value.message

@@ -94,3 +94,17 @@ def test_a_message_said_twice_is_listed_under_two_ids(oai: Any) -> None:
     assert [json.loads(item.to_json())["role"] for item in items] == ["user", "assistant", "user"]
     assert len({item.id for item in items}) == 3
     assert items[0].id == listed(oai, first.id)[0].id
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_message_said_again_keeps_the_id_the_client_gave_it(oai: Any, model: str) -> None:
+    first = oai.responses.create(
+        model=model, input=[{"type": "message", "id": "msg_a1", "role": "user", "content": "Again"}]
+    )
+    second = oai.responses.create(
+        model=model,
+        previous_response_id=first.id,
+        input=[{"type": "message", "id": "msg_a2", "role": "user", "content": "Again"}],
+    )
+    users = [item.id for item in message(listed(oai, second.id)) if item.role == "user"]
+    assert users == ["msg_a1", "msg_a2"]

@@ -1,8 +1,8 @@
 """The Responses writer: a message's annotations (whole, and streamed after its text), the items
-only the Responses API makes (a hosted tool's call with its progress events, a compaction
-item) as it wrote them, reasoning with no summary (no summary events), the encrypted content
-known when the item is added, the cache writes in the usage, and the ids and request echo a
-caller gives."""
+only the Responses API makes (a hosted tool's call with its progress events, a web search
+opening with no action as the recorded streams do, a compaction item) as it wrote them,
+reasoning with no summary (no summary events), the encrypted content known when the item is
+added, the cache writes in the usage, and the ids and request echo a caller gives."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import json
 from typing import Any
 
 from metis.gateway.inbound import Inbound
-from metis.gateway.responses_api import ResponseStream, output_items, response_object
+from metis.gateway.responses_api import ResponseStream
+from metis.gateway.responses_items import output_items, response_object
 from metis.histories.blocks import opaque
 from metis.model.citation import Citation, TextSpan
 from metis.model.content import ContentBlock, TextBlock, ThinkingBlock
@@ -124,7 +125,7 @@ def test_a_stream_writes_hosted_progress_annotations_and_summaryless_reasoning()
         "web_search_call.completed",
     ]
     added = [e["item"] for e in got if e["type"] == "response.output_item.added"]
-    assert "sources" not in added[1]["action"]
+    assert added[1] == {"id": "ws_1", "type": "web_search_call", "status": "in_progress"}
     assert added[2] == {
         "id": "rs_given",
         "type": "reasoning",

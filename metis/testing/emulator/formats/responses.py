@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from metis.gateway.inbound import Inbound
-from metis.gateway.responses_api import ResponseStream, output_items, response_object
-from metis.gateway.responses_items import RESPONSES
+from metis.gateway.responses_api import ResponseStream
+from metis.gateway.responses_items import RESPONSES, echo_of, output_items, response_object
 from metis.gateway.responses_read import read_input
 from metis.histories.blocks import opaque
 from metis.model.content import ContentBlock, OpaqueBlock, TextBlock, ThinkingBlock, ToolUseBlock
@@ -271,26 +271,6 @@ def _namer(named: dict[str, list[str]]) -> Callable[[str], str]:
 def kept(item: dict[str, Any]) -> OpaqueBlock:
     """An item only the Responses API makes (a hosted tool's call, a compaction item)."""
     return opaque(item["type"], item, RESPONSES)
-
-
-def echo_of(body: dict[str, Any]) -> dict[str, Any]:
-    """What the ``response`` object says the request asked."""
-    reasoning = object_at(body, "reasoning")
-    return {
-        "instructions": body.get("instructions"),
-        "max_output_tokens": body.get("max_output_tokens"),
-        "parallel_tool_calls": body.get("parallel_tool_calls", True),
-        "previous_response_id": body.get("previous_response_id"),
-        "reasoning": {"effort": reasoning.get("effort"), "summary": reasoning.get("summary")},
-        "store": body.get("store", True),
-        "temperature": body.get("temperature", 1.0),
-        "text": body.get("text") or {"format": {"type": "text"}},
-        "tool_choice": body.get("tool_choice", "auto"),
-        "tools": body.get("tools") or [],
-        "top_p": body.get("top_p", 1.0),
-        "truncation": body.get("truncation", "disabled"),
-        "metadata": body.get("metadata") or {},
-    }
 
 
 def _block_events(index: int, block: ContentBlock) -> list[StreamEvent]:
