@@ -23,34 +23,68 @@ MAX_HEAD_BYTES = 64 * 1024
 
 
 class BoundedHeadProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, refusing a request head past :data:`MAX_HEAD_BYTES`."""
+    """uvicorn's httptools protocol, refusing a request head past :data:`MAX_HEAD_BYTES`.
+
+    A head's size is known two ways, each a lower bound: the request line and the headers
+    the parser has completed (however the reads cut them, a whole head in one read included),
+    and the reads that fell wholly inside the head (a header that never ends, which the
+    parser holds without a callback). Either past the bound refuses it."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.head_bytes = -1
-        """Bytes read of the request head in progress after the read it began in (that one
-        may end the request before it); -1 outside a head."""
+        """The request line and headers completed of the head in progress; -1 outside one."""
+        self.read_inside = 0
+        """Bytes of the reads that fell wholly inside the head in progress."""
         self.heads = 0
         """Request heads begun on this connection."""
+        self.refused = False
 
     def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self.head_bytes = 0
-        self.heads += 1
+        if not self.refused:
+            super().on_message_begin()
+            self.head_bytes, self.read_inside = 0, 0
+            self.heads += 1
+
+    def on_url(self, url: bytes) -> None:
+        if not self.refused:
+            super().on_url(url)
+            self.head_bytes += len(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self.refused:
+            super().on_header(name, value)
+            self.head_bytes += len(name) + len(value) + 4
 
     def on_headers_complete(self) -> None:
+        if self.refused or self._past_bound():
+            self.refused = True
+            return
         self.head_bytes = -1
         super().on_headers_complete()
 
+    def on_body(self, body: bytes) -> None:
+        if not self.refused:
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if not self.refused:
+            super().on_message_complete()
+
     def data_received(self, data: bytes) -> None:
-        heads = self.heads
-        super().data_received(data)
-        if self.head_bytes < 0 or heads != self.heads or self.transport.is_closing():
+        if self.refused:
             return
-        self.head_bytes += len(data)
-        if self.head_bytes > MAX_HEAD_BYTES:
+        heads, inside = self.heads, self.head_bytes >= 0
+        super().data_received(data)
+        if inside and heads == self.heads and self.head_bytes >= 0:
+            self.read_inside += len(data)
+        if (self.refused or self._past_bound()) and not self.transport.is_closing():
+            self.refused = True
             self.transport.write(head_too_large(self.url))
             self.transport.close()
+
+    def _past_bound(self) -> bool:
+        return max(self.head_bytes, self.read_inside) > MAX_HEAD_BYTES
 
 
 def head_too_large(path: bytes) -> bytes:

@@ -106,3 +106,77 @@ def test_an_sdk_with_a_head_too_long_gets_an_error(address: tuple[str, int]) -> 
     except httpx.TransportError:
         return  # reset before the answer was read
     assert answer.status_code == 431 and answer.json()["type"] == "error", answer.text
+
+
+class Transport:
+    """What the protocol writes and whether it closed (an asyncio transport's side)."""
+
+    def __init__(self) -> None:
+        self.written = b""
+        self.closing = False
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+
+    def close(self) -> None:
+        self.closing = True
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return ("127.0.0.1", 8000) if name in ("sockname", "peername") else default
+
+    def pause_reading(self) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None: ...
+
+
+def fed(reads: list[bytes]) -> tuple[Transport, list[dict[str, object]]]:
+    """A protocol fed ``reads``, one ``data_received`` each: its transport and the requests
+    it handed to the application."""
+    import asyncio
+
+    import uvicorn
+    from uvicorn.server import ServerState
+
+    started: list[dict[str, object]] = []
+
+    async def app(scope: dict[str, object], receive: object, send: object) -> None:
+        started.append(scope)
+
+    async def feed() -> Transport:
+        config = uvicorn.Config(app, http=BoundedHeadProtocol, lifespan="off", log_level="error")
+        config.load()
+        protocol = BoundedHeadProtocol(config, ServerState(), {})
+        transport = Transport()
+        protocol.connection_made(transport)  # type: ignore[arg-type]
+        for data in reads:
+            protocol.data_received(data)
+        await asyncio.sleep(0)  # the application's task, if one was started
+        protocol.connection_lost(None)
+        return transport
+
+    return asyncio.run(feed()), started
+
+
+@pytest.mark.parametrize("cut", [None, 10, 1000, MAX_HEAD_BYTES, 3 * MAX_HEAD_BYTES])
+def test_a_head_past_the_bound_is_refused_however_the_reads_cut_it(cut: int | None) -> None:
+    """A whole long head in one read, or cut in two anywhere (a loaded machine's socket hands
+    the server whatever has arrived), is refused: no request reaches the application."""
+    data = request(extra=b"x-long: " + b"a" * (4 * MAX_HEAD_BYTES) + b"\r\n")
+    reads = [data] if cut is None else [data[:cut], data[cut:]]
+    transport, started = fed(reads)
+    assert transport.written.startswith(b"HTTP/1.1 431 ") and transport.closing
+    assert started == []
+
+
+@pytest.mark.parametrize("cut", [None, 10, 1000, MAX_HEAD_BYTES - 5000])
+def test_a_head_within_the_bound_is_served_however_the_reads_cut_it(cut: int | None) -> None:
+    data = request(extra=b"x-long: " + b"a" * (MAX_HEAD_BYTES - 4096) + b"\r\n")
+    reads = [data] if cut is None else [data[:cut], data[cut:]]
+    transport, started = fed(reads)
+    assert b" 431 " not in transport.written
+    assert [scope["path"] for scope in started] == ["/v1/messages"]
