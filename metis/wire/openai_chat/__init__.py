@@ -264,6 +264,9 @@ class _StreamParser:
     def _choice(self, choices: list[Any]) -> dict[str, Any] | None:
         """The chunk's choice of the index read: the lowest of the first chunk with choices
         (0, but for a server that numbers its one choice otherwise); None when it has none."""
+        for at, choice in enumerate(choices):
+            if choice.__class__ is not dict:
+                raise malformed(f"chunk.choices[{at}]", "an object", choice)
         if self._index is None:
             self._index = min(choice_index(choice) for choice in choices)
         return next((c for c in choices if choice_index(c) == self._index), None)
