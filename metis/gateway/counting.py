@@ -16,7 +16,6 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 
-from metis.core.ids import new_request_id
 from metis.errors import ProtocolError
 from metis.gateway.anthropic_api import check_version
 from metis.gateway.body import parse_body, read_raw
@@ -25,10 +24,9 @@ from metis.gateway.endings import until_disconnect
 from metis.gateway.errors import GatewayPermissionError, GatewayTimeoutError
 from metis.gateway.keys import KeyState
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
-from metis.gateway.passthrough_call import FORWARDED, Passing
+from metis.gateway.passthrough_call import Passing
 from metis.gateway.service import Gateway, Prepared, dropped_headers
 from metis.gateway.store import Owner, owner_of
-from metis.pipeline.call import Call, DropRecord
 from metis.pipeline.request import WireRequest
 
 COUNT_TOKENS = "POST /v1/messages/count_tokens"
@@ -149,22 +147,11 @@ async def provider_answer(
     """The provider's answer to the passed-through body at ``path`` beside its model calls'
     endpoint, sent the way those go (their URL and headers, its auth flow, its transport),
     within the gateway's deadline."""
-    adapter = passing.adapter
-    provider = adapter.pipeline.provider
+    provider = passing.adapter.pipeline.provider
     assert provider is not None
-    seconds = min(passer.gateway.settings.request_timeout_seconds, adapter.config.timeout_seconds)
-    call = Call(
-        request_id=new_request_id(),
-        provider=adapter.name,
-        model=passing.target.request_model,
-        wire_model=passing.body["model"],
-        deadline=anyio.current_time() + seconds,
-        drops=DropRecord(secrets=adapter.endpoint.secrets),
-    )
-    url, sent = await passer.upstream.head(passing, call)
-    sent = {**sent, **{k: headers[k] for k in FORWARDED if k in headers}}
+    call, url, sent = await passer.upstream.addressed(passing, headers)
     try:
-        with anyio.fail_after(seconds):
+        with anyio.fail_after(call.deadline - anyio.current_time()):
             fetched = await provider.fetch(WireRequest(url + path, passing.body, sent), call)
     except TimeoutError:
         raise GatewayTimeoutError(LATE) from None

@@ -105,11 +105,13 @@ class Upstream:
             self._heads[found] = (wire.url, dict(wire.headers))
         return self._heads[found]
 
-    async def open(self, passing: Passing, headers: Mapping[str, str]) -> tuple[Exchange, Call]:
-        """The call sent, its answer's exchange open; a refusal raised classified."""
+    async def addressed(
+        self, passing: Passing, headers: Mapping[str, str]
+    ) -> tuple[Call, str, dict[str, str]]:
+        """A passed-through request's call (due within the gateway's and the adapter's
+        timeouts), its model endpoint's URL and the headers it is sent with (the adapter's,
+        and the client's that are forwarded)."""
         adapter = passing.adapter
-        provider = adapter.pipeline.provider
-        assert provider is not None
         seconds = min(self.request_timeout_seconds, adapter.config.timeout_seconds)
         call = Call(
             request_id=new_request_id(),
@@ -120,7 +122,14 @@ class Upstream:
             drops=DropRecord(secrets=adapter.endpoint.secrets),
         )
         url, sent = await self.head(passing, call)
-        sent = {**sent, **{k: headers[k] for k in FORWARDED if k in headers}}
+        return call, url, {**sent, **{k: headers[k] for k in FORWARDED if k in headers}}
+
+    async def open(self, passing: Passing, headers: Mapping[str, str]) -> tuple[Exchange, Call]:
+        """The call sent, its answer's exchange open; a refusal raised classified."""
+        adapter = passing.adapter
+        provider = adapter.pipeline.provider
+        assert provider is not None
+        call, url, sent = await self.addressed(passing, headers)
         if passing.api == "chat" and passing.stream:
             options = passing.body.get("stream_options")
             passing.body["stream_options"] = {
