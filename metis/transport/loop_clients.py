@@ -11,7 +11,8 @@ loop that calls.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import partial
 
 import anyio
 import anyio.lowlevel
@@ -55,7 +56,7 @@ class LoopClients:
             self._forget_closed_loops()
             client, self._outside = self._outside or self._make(), None
             self._by_loop[loop] = client
-            _close_at_end(loop, client, lambda: self._by_loop.pop(loop, None))
+            at_loop_end(loop, partial(self._close, loop, client), "metis: close a client")
         return client
 
     def any_open(self) -> bool:
@@ -71,6 +72,10 @@ class LoopClients:
             if client is not None:
                 await client.aclose()
 
+    async def _close(self, loop: object, client: AsyncHTTPClient) -> None:
+        self._by_loop.pop(loop, None)
+        await client.aclose()
+
     def _forget_closed_loops(self) -> None:
         """An asyncio loop closed without ending its tasks never ran its client's close."""
         for loop in list(self._by_loop):
@@ -78,21 +83,25 @@ class LoopClients:
                 del self._by_loop[loop]
 
 
-def _close_at_end(loop: object, client: AsyncHTTPClient, forget: Callable[[], object]) -> None:
+def at_loop_end(loop: object, end: Callable[[], Awaitable[object]], name: str) -> object:
+    """Start what runs ``end`` when ``loop`` (the running one, :func:`running_loop`) ends: a
+    task asyncio cancels when ``asyncio.run`` (or ``anyio.run``) finishes, returned, or a
+    system task trio cancels at the end of ``trio.run`` (None)."""
+
     async def wait_for_the_end() -> None:
         try:
             await anyio.sleep_forever()
         except GeneratorExit:  # dropped with a loop that never ended it: nothing can run now
             raise
         except BaseException:  # cancelled: the loop is ending
-            forget()
-            await client.aclose()
+            await end()
             raise
 
     if isinstance(loop, asyncio.AbstractEventLoop):
-        task = loop.create_task(wait_for_the_end(), name="metis: close a client at loop end")
+        task = loop.create_task(wait_for_the_end(), name=name)
         task._log_destroy_pending = False  # type: ignore[attr-defined]  # a loop closed unended
-        return
+        return task
     import trio  # the only other backend anyio runs on
 
-    trio.lowlevel.spawn_system_task(wait_for_the_end, name="metis: close a client at loop end")
+    trio.lowlevel.spawn_system_task(wait_for_the_end, name=name)
+    return None
