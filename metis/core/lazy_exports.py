@@ -24,6 +24,14 @@ def lazy_exports(
         return value
 
     def names() -> list[str]:
-        return sorted({*namespace, *exports})
+        """The public names, the dunders and the submodules imported so far: not the names
+        the package's own code imported (``Any``, ``importlib``)."""
+        shown = {
+            name
+            for name, value in namespace.items()
+            if name.startswith("__")
+            or (getattr(value, "__name__", None) == f"{package}.{name}" and name[0] != "_")
+        }
+        return sorted(shown | set(exports))
 
     return load, names

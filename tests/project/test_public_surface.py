@@ -139,6 +139,24 @@ def test_every_exported_name_resolves_and_none_is_private(name: str) -> None:
             assert getattr(module, exported_name) is not None, exported_name
 
 
+LAZY_PACKAGES = ["metis", "metis.pipeline", "metis.model", "metis.telemetry", "metis.catalog"]
+
+
+@pytest.mark.parametrize("name", LAZY_PACKAGES)
+def test_dir_of_a_lazy_package_shows_its_names_not_its_own_imports(name: str) -> None:
+    """``dir(metis)`` is what a newcomer reads after ``import metis``: the public names (and
+    the submodules imported so far), not ``Any``, ``importlib`` or ``TYPE_CHECKING``."""
+    module = importlib.import_module(name)
+    shown = {entry for entry in dir(module) if not entry.startswith("_")}
+    assert set(module.__all__) <= shown
+    extra = {
+        entry
+        for entry in shown - set(module.__all__)
+        if getattr(getattr(module, entry), "__name__", None) != f"{name}.{entry}"
+    }
+    assert extra == set()
+
+
 @pytest.mark.parametrize("name", ["metis", "metis.pipeline"])
 def test_the_lazy_export_table_and_the_type_checkers_imports_agree(name: str) -> None:
     """A lazy package lists each name twice: in ``_EXPORTS`` (for run time) and under
