@@ -294,7 +294,8 @@ def _catalog_price(info: ModelInfo) -> ModelPrice:
 
 
 def _money(amount: Decimal) -> Decimal:
-    return amount.quantize(QUANTUM, rounding=ROUND_HALF_UP)
+    rounded = amount.quantize(QUANTUM, rounding=ROUND_HALF_UP)
+    return rounded or Decimal(0)  # not Decimal("0E-8"), which prints and serializes so
 
 
 @functools.cache
