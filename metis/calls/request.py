@@ -177,7 +177,15 @@ def _invalid_option(exc: ValidationError, options: CallOptions) -> InvalidReques
         shown = repr(err.get("input"))
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
         problems.append(f"{'.'.join(loc) or 'request'}: {err['msg']} (got {shown})")
+        if loc == ["output_schema"] and isinstance(err.get("input"), type):
+            problems[-1] += _TYPE_AS_SCHEMA
     return InvalidRequestError("; ".join(problems))
+
+
+_TYPE_AS_SCHEMA = (
+    ": output_schema is a JSON schema (a dict, Model.model_json_schema()); a type is "
+    "output_type=, which complete(), acomplete() and Session.run() validate the reply against"
+)
 
 
 def tool_list(tools: object) -> list[Any]:

@@ -4,9 +4,11 @@ inside."""
 
 from __future__ import annotations
 
+import re
 import socket
 from typing import Any
 
+import pydantic
 import pytest
 
 import metis
@@ -157,6 +159,24 @@ def test_an_output_type_with_no_json_schema_is_a_config_error(at_emulator: Emula
     with pytest.raises(ConfigError, match=r"output_type socket\.socket has no JSON schema"):
         session.run("Hi", output_type=socket.socket)
     assert at_emulator.stats.requests == 0
+
+
+def test_a_type_given_as_output_schema_says_output_type_is_the_option_for_it(
+    at_emulator: Emulator,
+) -> None:
+    class City(pydantic.BaseModel):
+        name: str
+
+    said = (
+        "output_schema is a JSON schema (a dict, Model.model_json_schema()); a type is output_type="
+    )
+    with pytest.raises(InvalidRequestError, match=re.escape(said)):
+        list(metis.stream(MODEL, "A city?", output_schema=City))
+    with pytest.raises(InvalidRequestError, match=re.escape(said)):
+        metis.complete(MODEL, "A city?", output_schema=City)
+    assert at_emulator.stats.requests == 0
+    reply = metis.complete(MODEL, "A city?", output_schema=City.model_json_schema())
+    assert City.model_validate_json(reply.text)
 
 
 @pytest.mark.parametrize(
