@@ -24,8 +24,8 @@ def lazy_exports(
         return value
 
     def names() -> list[str]:
-        """The public names, the dunders and the submodules imported so far: not the names
-        the package's own code imported (``Any``, ``importlib``)."""
+        """``dir()`` of the package: its public names and the submodules imported so far
+        (not what its own code imports, such as ``Any``)."""
         shown = {
             name
             for name, value in namespace.items()
