@@ -218,7 +218,9 @@ async def arun_tools(
 def run_tools(
     reply: CanonicalResponse | Message, tools: Sequence[AnyTool | Callable[..., Any]]
 ) -> Message:
-    """:func:`arun_tools` for code without an event loop: the calls run one by one here."""
+    """:func:`arun_tools` for code without an event loop: the calls run one by one here,
+    so none can be cut short (``timeout_seconds`` is :func:`arun_tools`'s, and
+    ``Session.run``'s ``tool_timeout_seconds``)."""
     by_name = tools_by_name(tools)
     blocks = [_run_sync(call, by_name) for call in _calls(reply)]
     return Message(role=Role.TOOL, content=list(blocks))
