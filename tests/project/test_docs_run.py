@@ -316,3 +316,29 @@ def test_the_readmes_emulator_variables_are_the_ones_its_help_gives() -> None:
         if line.startswith("export ") and ":8900" in line
     ]
     assert exports == [line.strip() for line in POINTING.splitlines() if "export " in line]
+
+
+def test_the_assembled_stack_docs_stacks_shows_is_what_metis_stack_prints(tmp_path: Path) -> None:
+    """docs/stacks.md's picture of its whole-stack example, assembled: each row's number,
+    stage, kind and the file that set it are the columns ``metis stack`` prints for that stack
+    (a parenthesis after the file is the page's note, not output)."""
+    from metis.cli.stack import describe, kind_text
+    from metis.stacks.loader import load_stack
+
+    page = [b for b in ALL if b.path.name == "stacks.md"]
+    (example,) = [b for b in page if b.language == "yaml" and b.code.startswith("name: anthropic")]
+    (picture,) = [b for b in page if b.language == "text" and b.code.startswith(" 1  invariants")]
+    path = tmp_path / "anthropic.yaml"
+    path.write_text(example.code, encoding="utf-8")
+    spec = load_stack(path)
+    stages = {stage.name: stage for stage in spec.build_pipeline().stages}
+    printed = [
+        f"{view.index}  {view.name}  {kind_text(stages[view.name])}  "
+        + spec.stage_sources.get(view.name, spec.source).rsplit("/", 1)[-1]
+        for view in describe(spec)
+    ]
+    shown = [
+        re.sub(r"(\.yaml) \([^()]*\)$", r"\1", re.sub(r"\s{2,}", "  ", line.strip()))
+        for line in picture.code.splitlines()
+    ]
+    assert shown == printed, picture.where
