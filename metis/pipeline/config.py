@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from metis.core.deprecation import warn_deprecated
 from metis.core.options import checked_init
@@ -70,4 +70,9 @@ def with_given(config: AdapterConfig | None, **given: Any) -> AdapterConfig | No
     chosen = {name: value for name, value in given.items() if value is not None}
     if not chosen:
         return config
-    return AdapterConfig(**{**(dict(config) if config else {}), **chosen})
+    try:
+        return AdapterConfig(**{**(dict(config) if config else {}), **chosen})
+    except ValidationError as exc:  # a keyword of build_adapter's, named as it was given
+        from metis.core.config_files import config_error
+
+        raise config_error(exc, "build_adapter()", AdapterConfig) from None
