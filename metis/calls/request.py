@@ -128,6 +128,12 @@ def build_request(
         limit = adapter.capabilities_for(adapter.wire_model(model)).max_output_tokens
         max_output_tokens = min(limit, DEFAULT_MAX_OUTPUT_TOKENS)
     tools = tool_list(options.get("tools", ()))
+    stops = options.get("stop_sequences", ())
+    if isinstance(stops, str):  # a str is a sequence of strings: its letters, each a stop
+        raise InvalidRequestError(
+            f"stop_sequences: expected a list of strings, got str {stops!r}; give "
+            f"stop_sequences=[{stops!r}]"
+        )
     try:
         return _request(model, messages, options, tools, max_output_tokens)
     except ValidationError as exc:

@@ -40,6 +40,7 @@ def get_weather(city: str) -> str:
         ({"system": 42}, "system: Input should be a valid string (got 42)"),
         ({"timeout_seconds": "soon"}, "timeout_seconds: expected a number, got 'soon'"),
         ({"max_retries": -1}, "max_retries: expected a number >= 0, got -1"),
+        ({"stop_sequences": "END"}, "got str 'END'; give stop_sequences=['END']"),
     ],
 )
 def test_a_value_of_the_wrong_type_is_an_invalid_request_naming_the_option(
