@@ -183,15 +183,22 @@ def _invalid_option(exc: ValidationError, options: CallOptions) -> InvalidReques
         shown = repr(err.get("input"))
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
         problems.append(f"{'.'.join(loc) or 'request'}: {err['msg']} (got {shown})")
-        if loc == ["output_schema"] and isinstance(err.get("input"), type):
-            problems[-1] += _TYPE_AS_SCHEMA
+        if len(loc) == 1 and loc[0] in _WHAT_IT_TAKES:
+            problems[-1] += _WHAT_IT_TAKES[loc[0]]
     return InvalidRequestError("; ".join(problems))
 
 
-_TYPE_AS_SCHEMA = (
-    ": output_schema is a JSON schema (a dict, Model.model_json_schema()); a type is "
-    "output_type=, which complete(), acomplete() and Session.run() validate the reply against"
-)
+_WHAT_IT_TAKES = {
+    "output_schema": ": output_schema is a JSON schema (a dict, Model.model_json_schema()); a "
+    "type is output_type=, which complete(), acomplete() and Session.run() validate the reply "
+    "against",
+    "reasoning": ": reasoning is an effort ('low', 'medium', 'high', ...) or a token budget "
+    "(8000)",
+    "thinking": ": thinking is a metis.ThinkingConfig (effort= or budget_tokens=), an effort "
+    "('high') or a token budget (8000)",
+    "tool_choice": ": tool_choice is metis.ToolChoice.auto(), .any(), .none() or .tool(name) "
+    "(OpenAI's 'required' is .any())",
+}
 
 
 def tool_list(tools: object) -> list[Any]:

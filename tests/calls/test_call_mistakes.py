@@ -41,6 +41,8 @@ def get_weather(city: str) -> str:
         ({"timeout_seconds": "soon"}, "timeout_seconds: expected a number, got 'soon'"),
         ({"max_retries": -1}, "max_retries: expected a number >= 0, got -1"),
         ({"stop_sequences": "END"}, "got str 'END'; give stop_sequences=['END']"),
+        ({"reasoning": True}, "(got True): reasoning is an effort ('low', 'medium', 'high', "),
+        ({"tool_choice": "required"}, "tool_choice is metis.ToolChoice.auto(), .any(), "),
     ],
 )
 def test_a_value_of_the_wrong_type_is_an_invalid_request_naming_the_option(
