@@ -192,8 +192,7 @@ _WHAT_IT_TAKES = {
     "output_schema": ": output_schema is a JSON schema (a dict, Model.model_json_schema()); a "
     "type is output_type=, which complete(), acomplete() and Session.run() validate the reply "
     "against",
-    "reasoning": ": reasoning is an effort ('low', 'medium', 'high', ...) or a token budget "
-    "(8000)",
+    "reasoning": ": reasoning is an effort ('low', 'medium', 'high', ...) or a token budget (8000)",
     "thinking": ": thinking is a metis.ThinkingConfig (effort= or budget_tokens=), an effort "
     "('high') or a token budget (8000)",
     "tool_choice": ": tool_choice is metis.ToolChoice.auto(), .any(), .none() or .tool(name) "
