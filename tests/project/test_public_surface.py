@@ -47,7 +47,10 @@ def closing_objects() -> list[Any]:
     adapter = build_adapter("anthropic", api_key="k")
     router = Router(["anthropic:claude-sonnet-4-5"], adapters={"anthropic": adapter})
     registry = Registry.from_dict({"adapters": {}, "models": {}})
-    return [adapter, router, registry, RedisToolIdStore("redis://localhost:1")]
+    embedder = metis.build_embedder("openai", api_key="k")
+    session = metis.Session("anthropic:claude-sonnet-4-5")
+    redis_store = RedisToolIdStore("redis://localhost:1")
+    return [adapter, router, registry, embedder, session, redis_store]
 
 
 def test_every_object_that_holds_something_closes_with_aclose() -> None:
