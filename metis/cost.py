@@ -214,7 +214,7 @@ class PriceTable(BaseModel):
             raise ConfigError(
                 f"model {model!r} matches several entries in {self.source}: "
                 + ", ".join(sorted(matches))
-                + "; expected a canonical provider:name id"
+                + "; expected a provider:name id, as CanonicalResponse.model (not an event's)"
             )
         return matches.pop() if matches else None
 

@@ -40,8 +40,8 @@ class StreamEvent:
 
 @dataclass(slots=True)
 class MessageStart(StreamEvent):
-    """The first event of every call: the provider's ``message_id`` and the ``model`` that
-    answers, where the provider says them."""
+    """The first event of every call: the provider's ``message_id`` and ``model``, its own
+    name for the model that answers (``gpt-4o-2024-08-06``), where the provider says them."""
 
     type: ClassVar[str] = "message.start"
     message_id: str | None = None
@@ -139,7 +139,10 @@ class ServerToolResult(StreamEvent):
 @dataclass(slots=True)
 class MessageComplete(StreamEvent):
     """The last event of every call: the whole reply (``final_content``), why it ended, the
-    four token counts and the warnings; :class:`CanonicalResponse` is folded from it."""
+    four token counts and the warnings; :class:`CanonicalResponse` is folded from it.
+    ``model`` is the provider's own name, as in ``message.start``; price the usage with the
+    canonical id the call named (``cost_of("openai:gpt-4o", event.usage)``), which is
+    ``CanonicalResponse.model``."""
 
     type: ClassVar[str] = "message.complete"
     final_content: list[ContentBlock]
