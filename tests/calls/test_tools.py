@@ -376,3 +376,50 @@ def test_a_string_result_with_a_lone_surrogate_keeps_its_text() -> None:
     (block,) = run_tools(reply_with(call("half")), [half]).content
     assert isinstance(block, ToolResultBlock) and not block.is_error
     assert block.text == "half an emoji: \ufffd"
+
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452") + bytes(16)
+
+
+@tool
+def chart(city: str) -> metis.ImageBlock:
+    """A chart of the city's weather."""
+    return metis.ImageBlock.from_bytes(PNG, "image/png")
+
+
+@tool
+async def captioned_chart(city: str) -> list[str | metis.ImageBlock]:
+    """A chart of the city's weather, with its caption."""
+    return [f"{city}, this week:", metis.ImageBlock.from_bytes(PNG, "image/png")]
+
+
+def test_a_tool_that_returns_an_image_answers_with_the_image_not_its_base64_as_text() -> None:
+    (block,) = run_tools(reply_with(call("chart", city="Oslo")), [chart]).content
+    assert isinstance(block, ToolResultBlock) and not block.is_error
+    assert isinstance(block.content, list) and [part.type for part in block.content] == ["image"]
+
+
+@pytest.mark.anyio
+async def test_an_image_and_text_a_tool_returns_go_to_each_provider_as_the_result(
+    emulator: Emulator,
+) -> None:
+    reply = reply_with(
+        call("chart", "tu_1", city="Oslo"), call("captioned_chart", "tu_2", city="Oslo")
+    )
+    message = await arun_tools(reply, [chart, captioned_chart])
+    first, second = (b for b in message.content if isinstance(b, ToolResultBlock))
+    assert isinstance(first.content, list) and isinstance(second.content, list)
+    assert [part.type for part in second.content] == ["text", "image"]
+    assert second.text == "Oslo, this week:" and "iVBOR" not in first.text
+    for model in ("anthropic:claude-sonnet-4-5", "openai:gpt-4o"):  # each wire's own way
+        stack = model.split(":")[0]
+        async with metis.build_adapter(
+            stack, api_key="k", base_url=emulator.base_url(stack)
+        ) as adapter:
+            request = metis.CanonicalRequest(
+                model=model,
+                messages=[Message.user("Weather charts for Oslo?"), reply.message, message],
+                tools=[chart.definition, captioned_chart.definition],
+                max_output_tokens=64,
+            )
+            assert (await adapter.complete(request)).text

@@ -15,7 +15,7 @@ from metis.core.options import UnknownOptionError
 from metis.errors import ConfigError, InvalidRequestError, NetworkError
 from metis.model import MessageComplete, Role, StopKind, TextDelta
 from metis.routing import Router
-from metis.sessions import Session, SessionBusyError
+from metis.sessions import RunComplete, Session, SessionBusyError
 from metis.testing.emulator import Emulator
 
 from ..fakes import (
@@ -262,6 +262,32 @@ def test_the_synchronous_forms_run_where_no_loop_runs(
     result = session.run("What's the weather in Paris?", tools=[_weather])
     assert result.reason == "complete" and result.steps == 2
     assert len(session.messages) == 8
+
+
+def test_stream_run_yields_a_runs_events_where_no_loop_runs(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The synchronous twin of ``astream_run``, as ``stream`` is of ``astream``."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    session = Session(CLAUDE, tools=[_weather])
+    events = list(session.stream_run("What's the weather in Paris?"))
+    kinds = [
+        event.type for event in events if event.type.startswith(("step.", "tool.result", "run."))
+    ]
+    assert kinds == [
+        "step.start",
+        "tool.result",
+        "step.complete",
+        "step.start",
+        "step.complete",
+        "run.complete",
+    ]
+    assert isinstance(events[-1], RunComplete) and events[-1].result.reason == "complete"
+    for event in session.stream_run("And in Rome?"):
+        if event.type == "tool.result":
+            break  # leaving early ends the run; the session takes the next turn
+    assert session.send("Thanks.").text and not session.busy
 
 
 @metis.tool
