@@ -4,11 +4,14 @@ machine that names the same server (``gateway.redis_url``; ``pip install 'metis[
 Per key, under one hash tag (a Cluster keeps them on one node): a sorted set of the minute's
 request starts, a sorted set of leases (each expiring, so a worker that died gives its places
 back), and the spend in USD. One Lua script admits a request, so two gateways never give the
-same place twice.
+same place twice. A place or a charge this process could not settle (Redis gone as the request
+ended, or as its place was given: the place may have been taken without the reply coming back)
+is settled by the same script at the key's next request here, not left for the lease's hour.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -20,8 +23,15 @@ LEASE_SECONDS = 3600
 """How long a request's place is held if its gateway dies before giving it back."""
 
 # KEYS: starts, leases, spent. ARGV: now, window, per_minute, at_once, budget (-1: none),
-# lease id, lease seconds. Returns {verdict, wait} as metis.gateway.keys numbers them.
+# lease id, lease seconds, USD owed, then the leases to give back. Returns {verdict, wait} as
+# metis.gateway.keys numbers them.
 _ADMIT = """
+if #ARGV > 8 then
+  redis.call('ZREM', KEYS[2], unpack(ARGV, 9))
+end
+if tonumber(ARGV[8]) > 0 then
+  redis.call('INCRBYFLOAT', KEYS[3], ARGV[8])
+end
 local now, window = tonumber(ARGV[1]), tonumber(ARGV[2])
 local per_minute, at_once, budget = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 if budget >= 0 and tonumber(redis.call('GET', KEYS[3]) or '0') >= budget then
@@ -53,6 +63,7 @@ class RedisLedger:
         self.client, self.prefix = client, prefix
         self._admit = client.register_script(_ADMIT)
         self._leases: dict[int, list[str]] = {}  # per key state: the leases this process holds
+        self._unsettled: dict[int, Unsettled] = {}  # per key state: what Redis did not take
 
     def _keys(self, state: KeyState) -> list[str]:
         base = f"{self.prefix}{{{state.spec.name}}}:"
@@ -60,6 +71,7 @@ class RedisLedger:
 
     async def admit(self, state: KeyState, now: float, budgeted: bool = True) -> tuple[int, float]:
         spec, lease = state.spec, new_ulid()
+        owed = self._unsettled.pop(id(state), None) or Unsettled()
         args = [
             repr(now),
             repr(WINDOW_SECONDS),
@@ -68,10 +80,16 @@ class RedisLedger:
             _limit(spec.budget_usd if budgeted else None),
             lease,
             str(LEASE_SECONDS),
+            format(owed.usd, "f"),
+            *owed.leases,
         ]
         try:
             verdict, wait = await self._admit(keys=self._keys(state), args=args)
-        except Exception as exc:
+        except BaseException as exc:  # the place may be taken all the same: given back later
+            owed.leases.append(lease)
+            self._owe(state, owed)
+            if not isinstance(exc, Exception):
+                raise
             raise shared_store_failed(f"check key {spec.name!r}'s limits", exc) from exc
         if int(verdict) == 0:
             self._leases.setdefault(id(state), []).append(lease)
@@ -80,15 +98,32 @@ class RedisLedger:
     async def release(self, state: KeyState, usd: Decimal) -> None:
         held = self._leases.get(id(state)) or []
         _, leases, spent = self._keys(state)
+        lease = held.pop() if held else None
         try:
-            if held:
-                await self.client.zrem(leases, [held.pop()])
+            if lease is not None:
+                await self.client.zrem(leases, [lease])
+                lease = None
             if usd:
                 await self.client.incrbyfloat(spent, float(usd))
         except Exception as exc:
+            self._owe(state, Unsettled([lease] if lease is not None else [], usd))
             doing = f"give key {state.spec.name!r} its place back and charge it {usd} USD"
             raise shared_store_failed(doing, exc) from exc
+
+    def _owe(self, state: KeyState, owed: Unsettled) -> None:
+        """Keep what was not settled for the key's next request through this process."""
+        kept = self._unsettled.setdefault(id(state), Unsettled())
+        kept.leases.extend(owed.leases)
+        kept.usd += owed.usd
 
     async def spent(self, state: KeyState) -> Decimal:
         value = await self.client.get(self._keys(state)[2])
         return Decimal(value.decode() if isinstance(value, bytes) else value or 0)
+
+
+@dataclass(slots=True)
+class Unsettled:
+    """A key's places and spend that Redis has not yet been told of."""
+
+    leases: list[str] = field(default_factory=list)
+    usd: Decimal = Decimal(0)

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import httpx
 import pytest
 
@@ -68,3 +69,100 @@ async def test_a_stream_whose_client_is_gone_before_its_headers_gives_its_place_
             again = await client.post("/v1/messages", json=SAID, headers={"x-api-key": "solo-key"})
     assert again.status_code == 200, again.text
     assert "gateway stream failed" not in caplog.text
+
+
+class Flaky:
+    """A Redis client whose calls fail while ``failing`` (the connection cut): after the
+    server did the work (``done``: an admission's reply lost), or before it."""
+
+    def __init__(self, client: Any) -> None:
+        self.client, self.failing, self.done = client, False, False
+        self.cancelling: anyio.CancelScope | None = None  # cancelled once the server answered
+
+    def register_script(self, text: str) -> Any:
+        script = self.client.register_script(text)
+
+        async def run(**given: Any) -> Any:
+            return await self._maybe(lambda: script(**given))
+
+        return run
+
+    async def zrem(self, *given: Any) -> Any:
+        return await self._maybe(lambda: self.client.zrem(*given))
+
+    async def incrbyfloat(self, *given: Any) -> Any:
+        return await self._maybe(lambda: self.client.incrbyfloat(*given))
+
+    async def get(self, *given: Any) -> Any:
+        return await self.client.get(*given)
+
+    async def _maybe(self, call: Any) -> Any:
+        if self.failing and not self.done:
+            raise ConnectionError("connection reset")
+        answer = await call()
+        if self.cancelling is not None:  # the request cancelled as the reply came
+            self.cancelling.cancel()
+            await anyio.lowlevel.checkpoint()
+        if self.failing:
+            raise ConnectionError("connection reset after the reply was sent")
+        return answer
+
+
+@pytest.mark.backend_independent(False)
+@pytest.mark.parametrize("done", [False, True], ids=["before", "after"])
+async def test_a_place_or_charge_redis_missed_is_settled_at_the_keys_next_request(
+    redis_url: str, done: bool
+) -> None:
+    """Redis cut as a request's place was given (``after``: given, its reply lost) and as it
+    was given back and charged. Before: the place stayed taken for the lease's hour (a key of
+    one place refused all that time) and the charge was lost."""
+    from metis.core.ids import new_ulid
+    from metis.gateway.app import redis_client
+    from metis.gateway.errors import SharedStoreError
+    from metis.gateway.keys import Keys, KeySpec
+    from metis.gateway.keys_redis import RedisLedger
+    from metis.model.response import TokenUsage
+
+    async with redis_client(redis_url) as client:
+        flaky = Flaky(client)
+        flaky.done = done
+        ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
+        keys = Keys([KeySpec(name="team", sha256=digest("k1"), max_concurrent=1)], {}, ledger)
+        state = keys.find("k1")
+        assert state is not None
+        flaky.failing = True
+        with pytest.raises(SharedStoreError):
+            await keys.admit(state, "m")
+        flaky.failing = False
+        await keys.admit(state, "m")  # the lost admission's place, if taken, given back
+        flaky.failing = True
+        usage = TokenUsage(input_tokens=1000, output_tokens=100)
+        await keys.release(state, "openai:gpt-4o", usage)  # logged, not raised
+        flaky.failing = False
+        assert await keys.spent("team") == 0
+        await keys.admit(state, "m")  # the place given back, the charge made
+        assert await keys.spent("team") > 0
+        await keys.release(state, None, None)
+        await keys.admit(state, "m")
+
+
+@pytest.mark.backend_independent(False)
+async def test_a_request_cancelled_as_redis_gives_its_place_does_not_keep_it(
+    redis_url: str,
+) -> None:
+    from metis.core.ids import new_ulid
+    from metis.gateway.app import redis_client
+    from metis.gateway.keys import Keys, KeySpec
+    from metis.gateway.keys_redis import RedisLedger
+
+    async with redis_client(redis_url) as client:
+        flaky = Flaky(client)
+        ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
+        keys = Keys([KeySpec(name="team", sha256=digest("k1"), max_concurrent=1)], {}, ledger)
+        state = keys.find("k1")
+        assert state is not None
+        with anyio.CancelScope() as flaky.cancelling:
+            await keys.admit(state, "m")
+        assert flaky.cancelling.cancelled_caught
+        flaky.cancelling = None
+        await keys.admit(state, "m")  # before: refused for the lease's hour
