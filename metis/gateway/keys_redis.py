@@ -22,7 +22,8 @@ from metis.gateway.keys import WINDOW_SECONDS, KeyState
 LEASE_SECONDS = 3600
 """How long a request's place is held if its gateway dies before giving it back."""
 
-# KEYS: starts, leases, spent. ARGV: now, window, per_minute, at_once, budget (-1: none),
+# KEYS: starts, leases, spent. ARGV: now (empty: the server's clock, which every gateway
+# shares whatever its own says), window, per_minute, at_once, budget (-1: none),
 # lease id, lease seconds, USD owed, then the leases to give back. Returns {verdict, wait} as
 # metis.gateway.keys numbers them.
 _ADMIT = """
@@ -33,6 +34,10 @@ if tonumber(ARGV[8]) > 0 then
   redis.call('INCRBYFLOAT', KEYS[3], ARGV[8])
 end
 local now, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
 local per_minute, at_once, budget = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 if budget >= 0 and tonumber(redis.call('GET', KEYS[3]) or '0') >= budget then
   return {1, '0'}
@@ -69,11 +74,13 @@ class RedisLedger:
         base = f"{self.prefix}{{{state.spec.name}}}:"
         return [base + "starts", base + "leases", base + "spent"]
 
-    async def admit(self, state: KeyState, now: float, budgeted: bool = True) -> tuple[int, float]:
+    async def admit(
+        self, state: KeyState, now: float | None, budgeted: bool = True
+    ) -> tuple[int, float]:
         spec, lease = state.spec, new_ulid()
         owed = self._unsettled.pop(id(state), None) or Unsettled()
         args = [
-            repr(now),
+            "" if now is None else repr(now),
             repr(WINDOW_SECONDS),
             _limit(spec.requests_per_minute),
             _limit(spec.max_concurrent),

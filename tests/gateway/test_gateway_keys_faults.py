@@ -11,6 +11,7 @@ import anyio.lowlevel
 import httpx
 import pytest
 
+from metis.errors import RateLimitError
 from metis.gateway.app import create_app
 from metis.gateway.keys import digest
 from metis.testing.emulator import Emulator
@@ -166,3 +167,69 @@ async def test_a_request_cancelled_as_redis_gives_its_place_does_not_keep_it(
         assert flaky.cancelling.cancelled_caught
         flaky.cancelling = None
         await keys.admit(state, "m")  # before: refused for the lease's hour
+
+
+class SteppedClock:
+    """A machine's clocks after its wall clock was set back an hour (an NTP step) and a
+    minute and a second went by."""
+
+    def __init__(self) -> None:
+        import time
+
+        self.wall, self.steady = time.time() - 3600, time.monotonic() + 61
+
+    def time(self) -> float:
+        return self.wall
+
+    def monotonic(self) -> float:
+        return self.steady
+
+
+async def test_a_keys_rate_window_in_memory_is_not_held_by_a_wall_clock_set_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: the minute's starts were wall-clock times, so a clock set back an hour kept
+    the key refused (``retry-after`` 3660) for that hour."""
+    from metis.gateway import keys as keys_module
+    from metis.gateway.keys import Keys, KeySpec
+
+    keys = Keys([KeySpec(name="team", sha256=digest("k1"), requests_per_minute=1)], {})
+    state = keys.find("k1")
+    assert state is not None
+    await keys.admit(state, "m")
+    await keys.release(state, None, None)
+    monkeypatch.setattr(keys_module, "time", SteppedClock())
+    await keys.admit(state, "m")  # a minute (and a second) later by the steady clock
+
+
+@pytest.mark.backend_independent(False)
+async def test_gateways_whose_clocks_disagree_share_one_rate_window_in_redis(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: each gateway stamped a start with its own wall clock, so one whose clock ran
+    an hour ahead refused the key on every other gateway for an hour (``retry-after``
+    3660), and one an hour behind had its starts swept away at once (no limit at all)."""
+    import time
+
+    from metis.core.ids import new_ulid
+    from metis.gateway import keys as keys_module
+    from metis.gateway.app import redis_client
+    from metis.gateway.keys import Keys, KeySpec
+    from metis.gateway.keys_redis import RedisLedger
+
+    spec = KeySpec(name="team", sha256=digest("k1"), requests_per_minute=1)
+    prefix = f"test:{new_ulid()}:"
+    async with redis_client(redis_url) as client:
+        ahead, behind = (Keys([spec], {}, RedisLedger(client, prefix)) for _ in range(2))
+        ahead_state, behind_state = ahead.find("k1"), behind.find("k1")
+        assert ahead_state is not None and behind_state is not None
+        clock = SteppedClock()
+        clock.wall = time.time() + 3600
+        monkeypatch.setattr(keys_module, "time", clock)
+        await ahead.admit(ahead_state, "m")
+        await ahead.release(ahead_state, None, None)
+        clock.wall = time.time() - 3600
+        with pytest.raises(RateLimitError) as refused:
+            await behind.admit(behind_state, "m")
+    wait = refused.value.retry_after_seconds
+    assert wait is not None and wait <= 60
