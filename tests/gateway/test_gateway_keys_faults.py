@@ -233,3 +233,26 @@ async def test_gateways_whose_clocks_disagree_share_one_rate_window_in_redis(
             await behind.admit(behind_state, "m")
     wait = refused.value.retry_after_seconds
     assert wait is not None and wait <= 60
+
+
+async def test_a_budget_crossed_by_requests_in_flight_is_overspent_by_those_alone() -> None:
+    """A budget is checked as a request starts and charged as it ends (docs/gateway.md): two
+    streams started under it are both charged, past it; the next request is refused."""
+    from decimal import Decimal
+
+    from metis.gateway.keys import BudgetExceededError, Keys, KeySpec
+    from metis.model.response import TokenUsage
+
+    spec = KeySpec(name="team", sha256=digest("k1"), budget_usd=Decimal("0.001"))
+    keys = Keys([spec], {})
+    state = keys.find("k1")
+    assert state is not None
+    await keys.admit(state, "m")
+    await keys.admit(state, "m")
+    usage = TokenUsage(input_tokens=1000, output_tokens=100)  # each over the budget alone
+    await keys.release(state, "openai:gpt-4o", usage)
+    await keys.release(state, "openai:gpt-4o", usage)
+    one = await keys.spent("team")
+    assert one is not None and one > 2 * Decimal("0.001")  # both charged in full
+    with pytest.raises(BudgetExceededError):
+        await keys.admit(state, "m")
