@@ -21,14 +21,19 @@ from metis.gateway.keys import WINDOW_SECONDS, KeyState
 
 LEASE_SECONDS = 3600
 """How long a request's place is held if its gateway dies before giving it back."""
+MAX_OWED_LEASES = 256
+"""The most places a key's next request gives back for the ones Redis missed. The ones that may
+still hold a place are the first (taken as Redis went, its reply lost; after that, each refused
+request adds one never taken) or the latest (a Redis that runs each script but loses every
+reply: each script gives back the places before it and takes one)."""
 
 # KEYS: starts, leases, spent. ARGV: now (empty: the server's clock, which every gateway
 # shares whatever its own says), window, per_minute, at_once, budget (-1: none),
 # lease id, lease seconds, USD owed, then the leases to give back. Returns {verdict, wait} as
 # metis.gateway.keys numbers them.
 _ADMIT = """
-if #ARGV > 8 then
-  redis.call('ZREM', KEYS[2], unpack(ARGV, 9))
+for i = 9, #ARGV do
+  redis.call('ZREM', KEYS[2], ARGV[i])
 end
 if tonumber(ARGV[8]) > 0 then
   redis.call('INCRBYFLOAT', KEYS[3], ARGV[8])
@@ -118,9 +123,16 @@ class RedisLedger:
             raise shared_store_failed(doing, exc) from exc
 
     def _owe(self, state: KeyState, owed: Unsettled) -> None:
-        """Keep what was not settled for the key's next request through this process."""
+        """Keep what was not settled for the key's next request through this process: its
+        charge, and its places when it has a number of them (else a lease holds nothing):
+        the first and the latest, :data:`MAX_OWED_LEASES` in all (one in the middle ends
+        with its lease)."""
         kept = self._unsettled.setdefault(id(state), Unsettled())
-        kept.leases.extend(owed.leases)
+        if state.spec.max_concurrent is not None:
+            kept.leases.extend(owed.leases)
+            if len(kept.leases) > MAX_OWED_LEASES:
+                half = MAX_OWED_LEASES // 2
+                kept.leases[half:-half] = []
         kept.usd += owed.usd
 
     async def spent(self, state: KeyState) -> Decimal:

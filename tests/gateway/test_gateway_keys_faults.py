@@ -256,3 +256,34 @@ async def test_a_budget_crossed_by_requests_in_flight_is_overspent_by_those_alon
     assert one is not None and one > 2 * Decimal("0.001")  # both charged in full
     with pytest.raises(BudgetExceededError):
         await keys.admit(state, "m")
+
+
+@pytest.mark.backend_independent(False)
+@pytest.mark.parametrize("runs", ["first", "every"])
+async def test_places_redis_may_have_missed_are_kept_within_bounds(
+    redis_url: str, runs: str
+) -> None:
+    """Many requests refused while Redis failed, each one's place possibly taken: a bounded
+    number are given back, in one script, at the key's next request; enough for the one
+    place still taken, whether Redis ran only the first request's script (then went) or
+    every one (losing each reply)."""
+    from metis.core.ids import new_ulid
+    from metis.gateway.app import redis_client
+    from metis.gateway.errors import SharedStoreError
+    from metis.gateway.keys import Keys, KeySpec
+    from metis.gateway.keys_redis import MAX_OWED_LEASES, RedisLedger
+
+    async with redis_client(redis_url) as client:
+        flaky = Flaky(client)
+        ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
+        keys = Keys([KeySpec(name="team", sha256=digest("k1"), max_concurrent=1)], {}, ledger)
+        state = keys.find("k1")
+        assert state is not None
+        flaky.failing = flaky.done = True
+        for _ in range(2 * MAX_OWED_LEASES):
+            with pytest.raises(SharedStoreError):
+                await keys.admit(state, "m")
+            flaky.done = runs == "every"
+        assert len(ledger._unsettled[id(state)].leases) == MAX_OWED_LEASES
+        flaky.failing = False
+        await keys.admit(state, "m")
