@@ -26,7 +26,7 @@ SAID = {"model": "flash", "max_tokens": 50, "messages": [{"role": "user", "conte
 def _streamed(path: str, body: dict[str, Any], spec: str) -> tuple[dict[str, Any], Any]:
     asked = {**scope(path), "asgi": {"version": "3.0", "spec_version": spec}}
     asked["headers"] = [(b"x-api-key", b"solo-key"), (b"content-type", b"application/json")]
-    data = json.dumps({**body, "stream": True}).encode()
+    data = json.dumps(body).encode()
     requested: list[bool] = []
 
     async def receive() -> dict[str, Any]:
@@ -57,7 +57,7 @@ async def test_a_stream_whose_client_is_gone_before_its_headers_gives_its_place_
     so its ``finally`` (the key's place given back) never ran, and the key was refused for
     good; and the client's going was logged as the gateway's own failure."""
     app = create_app(gateway_config(Emulator(), {"keys": ONE_AT_ONCE}))
-    asked, receive = _streamed("/v1/messages", {**SAID, "model": model}, "2.4")
+    asked, receive = _streamed("/v1/messages", {**SAID, "model": model, "stream": True}, "2.4")
 
     async def send(message: dict[str, Any]) -> None:
         raise OSError("the client went away")
@@ -287,3 +287,47 @@ async def test_places_redis_may_have_missed_are_kept_within_bounds(
         assert len(ledger._unsettled[id(state)].leases) == MAX_OWED_LEASES
         flaky.failing = False
         await keys.admit(state, "m")
+
+
+CANCEL_POINTS = 8
+"""The ASGI messages a request is cut at, one run each: its headers, and each chunk after."""
+
+
+@pytest.mark.parametrize(
+    ("model", "streamed"),
+    [
+        *((model, streamed) for model in ("flash", "fallback") for streamed in (False, True)),
+        ("sonnet", False),
+        pytest.param("sonnet", True, marks=PASSED_THROUGH_UNBEGUN),
+    ],
+)
+async def test_a_request_cancelled_at_any_message_gives_its_place_back(
+    model: str, streamed: bool
+) -> None:
+    """The server cancels the request (its client gone) as the k-th message goes out, for
+    each k: the key's one place is free again every time."""
+    app = create_app(gateway_config(Emulator(), {"keys": ONE_AT_ONCE}))
+    body = {**SAID, "model": model, "stream": streamed}
+    async with app.router.lifespan_context(app):
+        state = app.state.gateway.keys.find("solo-key")
+        for point in range(CANCEL_POINTS):
+            asked, receive = _streamed("/v1/messages", body, "2.3")
+            with anyio.CancelScope() as cut:
+                cutter = CutAt(point, cut)
+                with anyio.fail_after(60):  # a bound on a hang, not a timing
+                    await app(asked, receive, cutter.send)
+            assert state.in_flight == 0, (point, cutter.sent[-1:])
+
+
+class CutAt:
+    """An ASGI ``send`` that cancels ``scope`` as message number ``point`` (from 0) goes."""
+
+    def __init__(self, point: int, scope: anyio.CancelScope) -> None:
+        self.point, self.scope = point, scope
+        self.sent: list[dict[str, Any]] = []
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+        if len(self.sent) > self.point:
+            self.scope.cancel()
+            await anyio.lowlevel.checkpoint()
