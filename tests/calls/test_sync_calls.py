@@ -412,3 +412,37 @@ def test_a_router_called_synchronously_is_closed_at_exit_with_nothing_said() -> 
     assert done.stdout.strip() == "end_turn"
     assert "never closed" not in done.stderr
     assert "Exception ignored" not in done.stderr
+
+
+def test_a_signal_handler_may_call_as_the_first_call_starts_the_loop() -> None:
+    """The handler runs in the thread that was starting the loop, with its lock held.
+    Before: the handler's call waited for that lock for good (the process hung)."""
+    script = _script(
+        """
+        import signal
+        from metis.calls import background
+
+        with Emulator(host="127.0.0.1", port=0) as emulator:
+            os.environ["ANTHROPIC_BASE_URL"] = emulator.url
+
+            def handler(signum, frame):
+                print("handler", metis.complete(MODEL, "Hi").stop_reason.kind, flush=True)
+
+            signal.signal(signal.SIGUSR1, handler)
+            start, raised = background.BackgroundLoop.__init__, []
+
+            def starting(self):
+                if not raised:
+                    raised.append(True)
+                    signal.raise_signal(signal.SIGUSR1)  # the handler runs here
+                start(self)
+
+            background.BackgroundLoop.__init__ = starting
+            print("main", metis.complete(MODEL, "Hi").stop_reason.kind, flush=True)
+            loops = [t for t in threading.enumerate() if t.name == "metis-sync-calls"]
+            print("loops", len(loops), flush=True)
+        """
+    )
+    done = _run(script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["handler end_turn", "main end_turn", "loops 1"]
