@@ -51,7 +51,11 @@ class BackgroundLoop:
             target=self._run, args=(started,), name="metis-sync-calls", daemon=True
         )
         self.thread.start()
-        self.portal = started.result()
+        try:
+            self.portal = started.result()
+        except BaseException:  # Ctrl-C as it starts: the loop is not left running unowned
+            _stop_once_started(started, self.thread)
+            raise
 
     def _run(self, started: concurrent.futures.Future[BlockingPortal]) -> None:
         async def serve() -> None:
@@ -128,6 +132,18 @@ class BackgroundLoop:
         except RuntimeError:  # already stopped
             return
         self.thread.join(STOP_WAIT_SECONDS)
+
+
+def _stop_once_started(
+    started: concurrent.futures.Future[BlockingPortal], thread: threading.Thread
+) -> None:
+    """Stop a loop whose start was interrupted, once it is up (a second interrupt leaves it)."""
+    try:
+        portal = started.result(STOP_WAIT_SECONDS)
+        portal.call(portal.stop, True)
+    except BaseException:  # it failed to start, or the wait was interrupted again
+        return
+    thread.join(STOP_WAIT_SECONDS)
 
 
 class _Cancellable:

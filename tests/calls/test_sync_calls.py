@@ -5,6 +5,7 @@ interpreter exit does not wait for a daemon thread's call."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import os
 import signal
@@ -446,3 +447,25 @@ def test_a_signal_handler_may_call_as_the_first_call_starts_the_loop() -> None:
     done = _run(script)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["handler end_turn", "main end_turn", "loops 1"]
+
+
+def test_ctrl_c_as_the_loop_starts_leaves_no_loop_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: the interrupted start left its loop's thread running, owned by no one (never
+    stopped, even at exit), and the next call started another."""
+
+    class Interrupted(concurrent.futures.Future[Any]):
+        def result(self, timeout: float | None = None) -> Any:
+            if timeout is None:  # the start's own wait, interrupted
+                raise KeyboardInterrupt
+            return super().result(timeout)
+
+    def loops() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == "metis-sync-calls"]
+
+    before = loops()
+    monkeypatch.setattr(background.concurrent.futures, "Future", Interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        background.BackgroundLoop()
+    assert loops() == before
