@@ -9,6 +9,8 @@ One per process: an asyncio loop in a daemon thread, started by the first synchr
   loop's thread: its first synchronous call starts a loop of its own.
 - **Exit.** At interpreter exit the calls still in flight (a daemon thread's) are cancelled
   and the loop's adapters closed; exit does not wait for their replies.
+- **Signal handlers.** A handler may make a synchronous call, even one that lands as another
+  call in the same thread is starting the loop.
 - **Inside an event loop** (a notebook's cell, code under ``asyncio.run``) the calling thread
   blocks until the reply is in, as any blocking call would, while the call runs here. On this
   loop's own thread (code that metis runs: a stage, a telemetry sink, a store) a synchronous
@@ -49,7 +51,11 @@ class BackgroundLoop:
             target=self._run, args=(started,), name="metis-sync-calls", daemon=True
         )
         self.thread.start()
-        self.portal = started.result()
+        try:
+            self.portal = started.result()
+        except BaseException:  # Ctrl-C as it starts: the loop is not left running unowned
+            _stop_once_started(started, self.thread)
+            raise
 
     def _run(self, started: concurrent.futures.Future[BlockingPortal]) -> None:
         async def serve() -> None:
@@ -128,6 +134,18 @@ class BackgroundLoop:
         self.thread.join(STOP_WAIT_SECONDS)
 
 
+def _stop_once_started(
+    started: concurrent.futures.Future[BlockingPortal], thread: threading.Thread
+) -> None:
+    """Stop a loop whose start was interrupted, once it is up (a second interrupt leaves it)."""
+    try:
+        portal = started.result(STOP_WAIT_SECONDS)
+        portal.call(portal.stop, True)
+    except BaseException:  # it failed to start, or the wait was interrupted again
+        return
+    thread.join(STOP_WAIT_SECONDS)
+
+
 class _Cancellable:
     """Runs one awaitable in a cancel scope that a thread outside the loop can cancel."""
 
@@ -177,7 +195,7 @@ async def _aclose(events: AsyncIterator[object]) -> None:
             await aclose()
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # a signal handler's call may come while this thread holds it
 _loop: BackgroundLoop | None = None
 
 
@@ -186,7 +204,11 @@ def background_loop() -> BackgroundLoop:
     global _loop
     with _lock:
         if _loop is None or not _loop.thread.is_alive():
-            _loop = BackgroundLoop()
+            started = BackgroundLoop()
+            if _loop is None or not _loop.thread.is_alive():
+                _loop = started
+            else:  # a signal handler's call, run as this one started it, started one first
+                started.stop()
         return _loop
 
 
@@ -237,7 +259,7 @@ def _stop_at_exit() -> None:
 def _forget_after_fork() -> None:
     """In a forked child: the loop's thread was not inherited; the next call starts one."""
     global _loop, _lock
-    _loop, _lock = None, threading.Lock()
+    _loop, _lock = None, threading.RLock()
 
 
 atexit.register(_stop_at_exit)

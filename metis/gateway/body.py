@@ -1,10 +1,13 @@
 """A request's body as the gateway reads it: within the size limit (counted as it arrives,
 whether or not a ``Content-Length`` said it) and the per-request timeout, decompressed when
 the client sent it with ``Content-Encoding: gzip`` or ``deflate`` (the limit counts the
-decompressed bytes too), and parsed as JSON within metis's limits (metis.wire.json_limits)."""
+decompressed bytes too), read in the charset its ``Content-Type`` names when that is not
+UTF-8 (``charset=iso-8859-1``, ``utf-16``), and parsed as JSON within metis's limits
+(metis.wire.json_limits)."""
 
 from __future__ import annotations
 
+import codecs
 import zlib
 from typing import Any
 
@@ -71,7 +74,38 @@ async def _read_raw(request: Request, limit: int) -> bytes:
             raise too_large(limit)
     if decompress is not None and not decompress.eof:
         raise InvalidRequestError("the request body's compressed data ends early")
-    return bytes(received)
+    body = utf8(bytes(received), request.headers.get("content-type"))
+    if len(body) > limit:
+        raise too_large(limit)
+    return body
+
+
+UTF8 = frozenset({"utf-8", "utf8", "us-ascii", "ascii"})
+"""Charsets whose bytes are UTF-8's already."""
+
+
+def utf8(raw: bytes, content_type: str | None) -> bytes:
+    """``raw`` as UTF-8, read in the charset ``content_type`` names (none: UTF-8, as JSON is)."""
+    charset = charset_of(content_type)
+    if charset is None or charset in UTF8:
+        return raw
+    try:
+        text = raw.decode(codecs.lookup(charset).name)
+    except LookupError:  # unknown, or a codec of bytes to bytes (base64) or text to text
+        raise InvalidRequestError(f"Content-Type charset {charset!r} is not known"[:200]) from None
+    except UnicodeDecodeError:
+        raise InvalidRequestError(
+            f"the request body is not valid {charset} text, as its Content-Type says"[:200]
+        ) from None
+    return text.encode("utf-8", "surrogatepass")  # a lone surrogate: refused as JSON is read
+
+
+def charset_of(content_type: str | None) -> str | None:
+    for parameter in (content_type or "").split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"').lower() or None
+    return None
 
 
 def decompressor(encoding: str | None) -> Any:

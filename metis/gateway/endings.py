@@ -10,13 +10,13 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 import anyio
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from metis.errors import AdapterError
 from metis.gateway.coalesce import CoalescingStream
 from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.metrics import Metrics
-from metis.gateway.service import LATE, StreamResult
+from metis.gateway.service import LATE, StreamResult, aclose_shielded
 
 log = logging.getLogger("metis.gateway")
 T = TypeVar("T")
@@ -33,6 +33,12 @@ class DeadlineStream(CoalescingStream):
         self.result, self.metrics, self.api = result, metrics, api
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await self._send_all(scope, receive, send)
+        finally:  # its ending (the key's place given back, the upstream closed), however left
+            await aclose_shielded(self.result.chunks)
+
+    async def _send_all(self, scope: Any, receive: Any, send: Any) -> None:
         started: list[bool] = []
 
         async def sending(message: Any) -> None:
@@ -42,6 +48,8 @@ class DeadlineStream(CoalescingStream):
         try:
             with anyio.move_on_after(self.result.deadline - anyio.current_time()) as scope_:
                 await super().__call__(scope, receive, sending)
+        except ClientDisconnect:  # ASGI 2.4: the client went away; no one is there to tell
+            return
         except Exception:
             if not started:
                 raise

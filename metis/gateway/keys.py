@@ -86,8 +86,11 @@ ADMITTED, OVER_BUDGET, OVER_RATE, OVER_CONCURRENCY = 0, 1, 2, 3
 class MemoryLedger:
     """Each key's requests, leases and spend in this process's memory."""
 
-    async def admit(self, state: KeyState, now: float, budgeted: bool = True) -> tuple[int, float]:
+    async def admit(
+        self, state: KeyState, now: float | None, budgeted: bool = True
+    ) -> tuple[int, float]:
         spec = state.spec
+        now = time.monotonic() if now is None else now  # a wall clock set back holds nothing
         if budgeted and spec.budget_usd is not None and state.spent >= spec.budget_usd:
             return OVER_BUDGET, 0.0
         while state.started and state.started[0] <= now - WINDOW_SECONDS:
@@ -145,12 +148,13 @@ class Keys:
         self, state: KeyState, model: str, now: float | None = None, budgeted: bool = True
     ) -> None:
         """``budgeted``: whether the request costs (a token count does not: a key whose
-        budget is spent may still count, within its rate and places)."""
+        budget is spent may still count, within its rate and places). ``now``: the time, in
+        seconds, for tests; by default the ledger's own clock (this process's monotonic one,
+        or the Redis server's, which every gateway shares however its own clock is set)."""
         spec = state.spec
         if not state.may_use(model):
             raise GatewayPermissionError(f"key {spec.name!r} may not use model {model!r}")
-        at = time.time() if now is None else now
-        verdict, wait = await self.ledger.admit(state, at, budgeted)
+        verdict, wait = await self.ledger.admit(state, now, budgeted)
         if verdict == OVER_BUDGET:
             raise BudgetExceededError(
                 f"key {spec.name!r} has spent its budget of {spec.budget_usd} USD",

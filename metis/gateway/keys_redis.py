@@ -4,11 +4,14 @@ machine that names the same server (``gateway.redis_url``; ``pip install 'metis[
 Per key, under one hash tag (a Cluster keeps them on one node): a sorted set of the minute's
 request starts, a sorted set of leases (each expiring, so a worker that died gives its places
 back), and the spend in USD. One Lua script admits a request, so two gateways never give the
-same place twice.
+same place twice. A place or a charge this process could not settle (Redis gone as the request
+ended, or as its place was given: the place may have been taken without the reply coming back)
+is settled by the same script at the key's next request here, not left for the lease's hour.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -18,11 +21,28 @@ from metis.gateway.keys import WINDOW_SECONDS, KeyState
 
 LEASE_SECONDS = 3600
 """How long a request's place is held if its gateway dies before giving it back."""
+MAX_OWED_LEASES = 256
+"""The most places a key's next request gives back for the ones Redis missed. The ones that may
+still hold a place are the first (taken as Redis went, its reply lost; after that, each refused
+request adds one never taken) or the latest (a Redis that runs each script but loses every
+reply: each script gives back the places before it and takes one)."""
 
-# KEYS: starts, leases, spent. ARGV: now, window, per_minute, at_once, budget (-1: none),
-# lease id, lease seconds. Returns {verdict, wait} as metis.gateway.keys numbers them.
+# KEYS: starts, leases, spent. ARGV: now (empty: the server's clock, which every gateway
+# shares whatever its own says), window, per_minute, at_once, budget (-1: none),
+# lease id, lease seconds, USD owed, then the leases to give back. Returns {verdict, wait} as
+# metis.gateway.keys numbers them.
 _ADMIT = """
+for i = 9, #ARGV do
+  redis.call('ZREM', KEYS[2], ARGV[i])
+end
+if tonumber(ARGV[8]) > 0 then
+  redis.call('INCRBYFLOAT', KEYS[3], ARGV[8])
+end
 local now, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
 local per_minute, at_once, budget = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 if budget >= 0 and tonumber(redis.call('GET', KEYS[3]) or '0') >= budget then
   return {1, '0'}
@@ -53,25 +73,35 @@ class RedisLedger:
         self.client, self.prefix = client, prefix
         self._admit = client.register_script(_ADMIT)
         self._leases: dict[int, list[str]] = {}  # per key state: the leases this process holds
+        self._unsettled: dict[int, Unsettled] = {}  # per key state: what Redis did not take
 
     def _keys(self, state: KeyState) -> list[str]:
         base = f"{self.prefix}{{{state.spec.name}}}:"
         return [base + "starts", base + "leases", base + "spent"]
 
-    async def admit(self, state: KeyState, now: float, budgeted: bool = True) -> tuple[int, float]:
+    async def admit(
+        self, state: KeyState, now: float | None, budgeted: bool = True
+    ) -> tuple[int, float]:
         spec, lease = state.spec, new_ulid()
+        owed = self._unsettled.pop(id(state), None) or Unsettled()
         args = [
-            repr(now),
+            "" if now is None else repr(now),
             repr(WINDOW_SECONDS),
             _limit(spec.requests_per_minute),
             _limit(spec.max_concurrent),
             _limit(spec.budget_usd if budgeted else None),
             lease,
             str(LEASE_SECONDS),
+            format(owed.usd, "f"),
+            *owed.leases,
         ]
         try:
             verdict, wait = await self._admit(keys=self._keys(state), args=args)
-        except Exception as exc:
+        except BaseException as exc:  # the place may be taken all the same: given back later
+            owed.leases.append(lease)
+            self._owe(state, owed)
+            if not isinstance(exc, Exception):
+                raise
             raise shared_store_failed(f"check key {spec.name!r}'s limits", exc) from exc
         if int(verdict) == 0:
             self._leases.setdefault(id(state), []).append(lease)
@@ -80,15 +110,39 @@ class RedisLedger:
     async def release(self, state: KeyState, usd: Decimal) -> None:
         held = self._leases.get(id(state)) or []
         _, leases, spent = self._keys(state)
+        lease = held.pop() if held else None
         try:
-            if held:
-                await self.client.zrem(leases, [held.pop()])
+            if lease is not None:
+                await self.client.zrem(leases, [lease])
+                lease = None
             if usd:
                 await self.client.incrbyfloat(spent, float(usd))
         except Exception as exc:
+            self._owe(state, Unsettled([lease] if lease is not None else [], usd))
             doing = f"give key {state.spec.name!r} its place back and charge it {usd} USD"
             raise shared_store_failed(doing, exc) from exc
+
+    def _owe(self, state: KeyState, owed: Unsettled) -> None:
+        """Keep what was not settled for the key's next request through this process: its
+        charge, and its places when it has a number of them (else a lease holds nothing):
+        the first and the latest, :data:`MAX_OWED_LEASES` in all (one in the middle ends
+        with its lease)."""
+        kept = self._unsettled.setdefault(id(state), Unsettled())
+        if state.spec.max_concurrent is not None:
+            kept.leases.extend(owed.leases)
+            if len(kept.leases) > MAX_OWED_LEASES:
+                half = MAX_OWED_LEASES // 2
+                kept.leases[half:-half] = []
+        kept.usd += owed.usd
 
     async def spent(self, state: KeyState) -> Decimal:
         value = await self.client.get(self._keys(state)[2])
         return Decimal(value.decode() if isinstance(value, bytes) else value or 0)
+
+
+@dataclass(slots=True)
+class Unsettled:
+    """A key's places and spend that Redis has not yet been told of."""
+
+    leases: list[str] = field(default_factory=list)
+    usd: Decimal = Decimal(0)

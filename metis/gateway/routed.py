@@ -6,13 +6,14 @@ any other. A route falls back from one to the other within one request."""
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 
 from metis.errors import AdapterError
+from metis.gateway.begun import begun
 from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.keys import KeyState
 from metis.gateway.models import Target
@@ -151,7 +152,7 @@ class Routed:
                 await self.gateway.keys.release(key, None, None)
             raise
         assert served.failed is not None
-        rest = self._rest(first, chunks, served, key)
+        rest = await begun(self._rest(first, chunks, served, key))
         return StreamResult(rest, served.headers, deadline, served.failed, lambda: served.ended())
 
     async def _rest(
@@ -160,10 +161,9 @@ class Routed:
         chunks: AsyncIterator[bytes],
         served: Served,
         key: KeyState | None,
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         try:
-            if first:
-                yield first
+            yield first or b""  # at once: begun() takes it (an empty one is not sent)
             async for chunk in chunks:
                 yield chunk
         finally:

@@ -8,7 +8,7 @@ import hmac
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -25,6 +25,7 @@ from metis.gateway import (
     responses_api,
     responses_items,
 )
+from metis.gateway.begun import begun
 from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import continued, remember
 from metis.gateway.errors import (
@@ -222,7 +223,7 @@ class Gateway:
                 await self.keys.release(key, None, None)
             raise
         writer, response_id = self._writer(api, prepared)
-        chunks = self._chunks(api, prepared, events, first, writer, response_id, key)
+        chunks = await begun(self._chunks(api, prepared, events, first, writer, response_id, key))
         headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
         headers.update(dropped_headers(prepared.reported))
 
@@ -254,7 +255,7 @@ class Gateway:
         response_id: str,
         key: KeyState | None = None,
         spent: Spent | None = None,
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         """The stream's bytes; the deadline is kept by whoever sends them (one cancel scope
         for the whole stream, not one per event). What it spent: charged to ``key``, and
         told in ``spent``."""

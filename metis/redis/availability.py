@@ -1,8 +1,9 @@
 """Availability shared by worker processes through Redis (``pip install 'metis[redis]'``).
 
 The same rules as :mod:`metis.routing.availability`, applied in one Lua script per change so
-that two workers never both take the probe. Times are wall-clock seconds (``time.time()``),
-the clock every worker shares. Give it an entered ``coredis.Redis`` client::
+that two workers never both take the probe. Times are the Redis server's clock, which every
+worker shares whatever its own clock says (:mod:`metis.redis.server_clock`). Give it an
+entered ``coredis.Redis`` client::
 
     async with coredis.Redis(host="redis") as client:
         router = Router([...], availability=RedisAvailability(client))
@@ -10,12 +11,12 @@ the clock every worker shares. Give it an entered ``coredis.Redis`` client::
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 from metis.core.options import checked_init
 from metis.errors import MAX_RETRY_AFTER_SECONDS, ErrorClass
+from metis.redis.server_clock import NOW, given_time
 from metis.routing.availability import (
     Admission,
     AvailabilityRecord,
@@ -24,13 +25,16 @@ from metis.routing.availability import (
     State,
 )
 
-# ARGV: op, now, probe_timeout, base cool-down, Retry-After (capped), max cool-down, ttl
-_SCRIPT = """
+# ARGV: op, now (empty: the server's), probe_timeout, base cool-down, Retry-After (capped),
+# max cool-down, ttl. Returns the old and new record, the admission, the cool-down and now.
+_SCRIPT = (
+    NOW
+    + """
 local h = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until')
 local state = h[1] or 'available'
 local failures = tonumber(h[2] or '0')
 local until_ = tonumber(h[3] or '0')
-local op, now = ARGV[1], tonumber(ARGV[2])
+local op, now = ARGV[1], clock_now(ARGV[2])
 if state == 'probing' and now >= until_ then state = 'cooling_down'; until_ = now end
 local old_state, old_failures = state, failures
 local admitted, probe, seconds = 0, 0, 0
@@ -53,8 +57,9 @@ else
   redis.call('EXPIRE', KEYS[1], tonumber(ARGV[7]))
 end
 return {old_state, old_failures, state, failures, tostring(until_), admitted, probe,
-        tostring(seconds)}
+        tostring(seconds), tostring(now)}
 """
+)
 
 
 @checked_init
@@ -67,8 +72,9 @@ class RedisAvailability:
         policy: CooldownPolicy | None = None,
         *,
         prefix: str = "metis:availability:",
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
     ) -> None:
+        """``clock``: seconds on one scale for every worker; default the Redis server's."""
         self.client = client
         self.policy = policy or CooldownPolicy()
         self.prefix = prefix
@@ -86,7 +92,7 @@ class RedisAvailability:
 
     async def admit(self, key: str) -> tuple[Admission, Change | None]:
         reply, change = await self._run(key, "admit")
-        state, until, now = State(_text(reply[2])), float(_text(reply[4])), reply[-1]
+        state, until, now = State(_text(reply[2])), float(_text(reply[4])), float(_text(reply[8]))
         admission = Admission(
             bool(reply[5]), bool(reply[6]), state, 0.0 if reply[5] else max(0.0, until - now)
         )
@@ -108,10 +114,9 @@ class RedisAvailability:
     async def _run(
         self, key: str, op: str, base: float = 0.0, told: float = 0.0, reason: str = ""
     ) -> tuple[list[Any], Change | None]:
-        now = self.clock()
         policy = self.policy
         ttl = int(policy.max_seconds + policy.probe_timeout) + 60
-        args = [op, repr(now), repr(policy.probe_timeout), repr(base), repr(told)]
+        args = [op, given_time(self.clock), repr(policy.probe_timeout), repr(base), repr(told)]
         reply = list(
             await self._script(
                 keys=[self.prefix + key], args=[*args, repr(policy.max_seconds), ttl]
@@ -119,7 +124,6 @@ class RedisAvailability:
         )
         old = AvailabilityRecord(State(_text(reply[0])), int(reply[1]))
         new = AvailabilityRecord(State(_text(reply[2])), int(reply[3]), float(_text(reply[4])))
-        reply.append(now)
         if new.state is old.state and new.failures == old.failures:
             return reply, None
         why = reason or {"admit": "probe", "success": "success"}.get(op, "abandoned")

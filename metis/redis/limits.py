@@ -3,8 +3,8 @@
 :class:`RedisBuckets` are the buckets of :class:`~metis.routing.limits.InMemoryBuckets`, each a
 Redis hash changed by one Lua script, so concurrent workers never spend the same tokens twice.
 :class:`RedisSlots` are concurrency slots: a sorted set of leases, each ending when its call
-gives it back or, if the worker died, when it expires. Times are wall-clock seconds
-(``time.time()``), the clock every worker shares::
+gives it back or, if the worker died, when it expires. Times are the Redis server's clock,
+which every worker shares whatever its own clock says (:mod:`metis.redis.server_clock`)::
 
     async with coredis.Redis(host="redis") as client:
         router = Router([...], limits={"openai": Limits(tokens_per_minute=30_000)},
@@ -13,18 +13,21 @@ gives it back or, if the worker died, when it expires. Times are wall-clock seco
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 from metis.core.options import checked_init
+from metis.redis.server_clock import NOW, given_time
 
-# ARGV: now, per_minute, amount, max_wait (-1: no check, just add -amount), ttl
-_SCRIPT = """
+# ARGV: now (empty: the server's), per_minute, amount, max_wait (-1: no check, just add
+# -amount), ttl
+_SCRIPT = (
+    NOW
+    + """
 local h = redis.call('HMGET', KEYS[1], 'level', 'stamp')
-local now, size = tonumber(ARGV[1]), tonumber(ARGV[2])
+local now, size = clock_now(ARGV[1]), tonumber(ARGV[2])
 local amount, max_wait = tonumber(ARGV[3]), tonumber(ARGV[4])
-local level, stamp = tonumber(h[1] or ARGV[2]), tonumber(h[2] or ARGV[1])
+local level, stamp = tonumber(h[1] or ARGV[2]), tonumber(h[2]) or now
 level = math.min(size, level + math.max(0, now - stamp) * size / 60)
 local wait = 0
 if max_wait >= 0 then
@@ -38,6 +41,7 @@ redis.call('HSET', KEYS[1], 'level', tostring(level), 'stamp', tostring(now))
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[5]))
 return {1, tostring(wait)}
 """
+)
 
 
 @checked_init
@@ -49,8 +53,9 @@ class RedisBuckets:
         client: Any,
         *,
         prefix: str = "metis:limits:",
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
     ) -> None:
+        """``clock``: seconds on one scale for every worker; default the Redis server's."""
         self.client = client
         self.prefix = prefix
         self.clock = clock
@@ -69,22 +74,26 @@ class RedisBuckets:
         self, name: str, per_minute: float, amount: float, max_wait: float
     ) -> tuple[int, str]:
         max_wait = min(max_wait, 1e12)  # an unbounded wait, as Lua reads a number
-        args = [repr(self.clock()), repr(per_minute), repr(amount), repr(max_wait), 120]
+        args = [given_time(self.clock), repr(per_minute), repr(amount), repr(max_wait), 120]
         reply = await self._script(keys=[self.prefix + name], args=args)
         wait = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
         return int(reply[0]), wait
 
 
-# ARGV: now, limit, lease end, holder, ttl
-_TAKE_SLOT = """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+# ARGV: now (empty: the server's), limit, lease seconds, holder, ttl
+_TAKE_SLOT = (
+    NOW
+    + """
+local now = clock_now(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
-  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[4])
   redis.call('EXPIRE', KEYS[1], tonumber(ARGV[5]))
   return 1
 end
 return 0
 """
+)
 
 
 @checked_init
@@ -96,17 +105,17 @@ class RedisSlots:
         client: Any,
         *,
         prefix: str = "metis:limits:",
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
     ) -> None:
+        """``clock``: seconds on one scale for every worker; default the Redis server's."""
         self.client = client
         self.prefix = prefix
         self.clock = clock
         self._take = client.register_script(_TAKE_SLOT)
 
     async def take(self, name: str, limit: int, holder: str, lease_seconds: float) -> bool:
-        now = self.clock()
         ttl = int(lease_seconds) + 60
-        args = [repr(now), limit, repr(now + lease_seconds), holder, ttl]
+        args = [given_time(self.clock), limit, repr(lease_seconds), holder, ttl]
         return bool(await self._take(keys=[self.prefix + name], args=args))
 
     async def give_back(self, name: str, holder: str) -> None:

@@ -94,9 +94,15 @@ class RouteCall:
     """The last credential a model's adapter looked for in vain when called."""
     missing: list[tuple[str, NotConfiguredError]] = field(default_factory=list)
     """Each model that was not configured, with its error."""
+    soonest: float | None = None
+    """The fewest seconds until a model skipped as busy (cooling down, limited) may be tried."""
 
-    def skipped(self, target: ResolvedTarget, reason: str) -> None:
+    def skipped(
+        self, target: ResolvedTarget, reason: str, retry_after: float | None = None
+    ) -> None:
         self.steps.append((target.model, "skipped", reason))
+        if retry_after is not None:
+            self.soonest = retry_after if self.soonest is None else min(self.soonest, retry_after)
 
     def not_configured(self, target: ResolvedTarget, error: NotConfiguredError) -> None:
         self.unconfigured = error
@@ -141,7 +147,7 @@ class RouteCall:
     def exhausted(self) -> Exception:
         """The error when no model served: the last model's own, with every step in a note;
         else the missing credential (no model could be called), a CapabilityError (none could
-        serve it) or an OverloadedError (none was free)."""
+        serve it) or an OverloadedError (none was free; its Retry-After the soonest one is)."""
         self.decided(None)
         summary = "; ".join(f"{model} {outcome}: {reason}" for model, outcome, reason in self.steps)
         note = f"route {self.route}: every model failed or was skipped: {summary}"
@@ -161,4 +167,5 @@ class RouteCall:
         return OverloadedError(
             f"no model of route {self.route} is available now: {summary}",
             request_id=self.request.request_id,
+            retry_after_seconds=self.soonest,
         )

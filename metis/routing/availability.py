@@ -72,6 +72,11 @@ class Admission:
     """Not admitted: about how long until it may be tried again."""
 
     @property
+    def retry_after(self) -> float | None:
+        """Not admitted: when to try again, if known (a probe in flight may end any moment)."""
+        return None if self.admitted or self.state is State.PROBING else self.wait_seconds
+
+    @property
     def reason(self) -> str:
         if self.admitted:
             return "probing after a cool-down" if self.probe else "available"

@@ -295,7 +295,7 @@ class Router:
         )
         self._emit_change(change)
         if not admission.admitted:
-            call.skipped(target, admission.reason)
+            call.skipped(target, admission.reason, admission.retry_after)
             return None
         terms = CallTerms(deadline, target.max_retries, capabilities_checked=True)
         return Attempt(target, routed, terms, deadline, admission.probe, estimate)
@@ -327,7 +327,7 @@ class Router:
             admit = limiter.admit(attempt.estimate, attempt.deadline)
             attempt.budget = await held.enter_async_context(admit)
         except RateLimitError as refusal:
-            call.skipped(attempt.target, refusal.message)
+            call.skipped(attempt.target, refusal.message, refusal.retry_after_seconds)
             await self._leave_probe(attempt)
             return False
         except BaseException:  # cancelled while waiting its turn

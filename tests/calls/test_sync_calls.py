@@ -5,6 +5,7 @@ interpreter exit does not wait for a daemon thread's call."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import os
 import signal
@@ -412,3 +413,59 @@ def test_a_router_called_synchronously_is_closed_at_exit_with_nothing_said() -> 
     assert done.stdout.strip() == "end_turn"
     assert "never closed" not in done.stderr
     assert "Exception ignored" not in done.stderr
+
+
+def test_a_signal_handler_may_call_as_the_first_call_starts_the_loop() -> None:
+    """The handler runs in the thread that was starting the loop, with its lock held.
+    Before: the handler's call waited for that lock for good (the process hung)."""
+    script = _script(
+        """
+        import signal
+        from metis.calls import background
+
+        with Emulator(host="127.0.0.1", port=0) as emulator:
+            os.environ["ANTHROPIC_BASE_URL"] = emulator.url
+
+            def handler(signum, frame):
+                print("handler", metis.complete(MODEL, "Hi").stop_reason.kind, flush=True)
+
+            signal.signal(signal.SIGUSR1, handler)
+            start, raised = background.BackgroundLoop.__init__, []
+
+            def starting(self):
+                if not raised:
+                    raised.append(True)
+                    signal.raise_signal(signal.SIGUSR1)  # the handler runs here
+                start(self)
+
+            background.BackgroundLoop.__init__ = starting
+            print("main", metis.complete(MODEL, "Hi").stop_reason.kind, flush=True)
+            loops = [t for t in threading.enumerate() if t.name == "metis-sync-calls"]
+            print("loops", len(loops), flush=True)
+        """
+    )
+    done = _run(script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["handler end_turn", "main end_turn", "loops 1"]
+
+
+def test_ctrl_c_as_the_loop_starts_leaves_no_loop_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: the interrupted start left its loop's thread running, owned by no one (never
+    stopped, even at exit), and the next call started another."""
+
+    class Interrupted(concurrent.futures.Future[Any]):
+        def result(self, timeout: float | None = None) -> Any:
+            if timeout is None:  # the start's own wait, interrupted
+                raise KeyboardInterrupt
+            return super().result(timeout)
+
+    def loops() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == "metis-sync-calls"]
+
+    before = loops()
+    monkeypatch.setattr(background.concurrent.futures, "Future", Interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        background.BackgroundLoop()
+    assert loops() == before

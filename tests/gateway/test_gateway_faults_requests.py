@@ -86,6 +86,9 @@ def body_cases(body: dict[str, Any]) -> dict[str, tuple[bytes, dict[str, str], i
     deep = b"[" * 100_000 + b"]" * 100_000
     bomb = gzip.compress(b" " * 2_000_000)  # 2 MB of spaces in about 2 KB
     plain = json.dumps(body).encode()
+    accented = json.dumps(body, ensure_ascii=False).replace('"Hi"', '"Café?"')
+    assert "é" in accented
+    latin = {"content-type": "application/json; charset=ISO-8859-1"}
     return {
         "not JSON": (b"{not json", {}, 400, "invalid_request_error"),
         "empty": (b"", {}, 400, "invalid_request_error"),
@@ -138,6 +141,27 @@ def body_cases(body: dict[str, Any]) -> dict[str, tuple[bytes, dict[str, str], i
         "deflate": (zlib.compress(plain), {"content-encoding": "deflate"}, 200, ""),
         "text/plain": (plain, {"content-type": "text/plain"}, 200, ""),
         "no content-type": (plain, {"content-type": ""}, 200, ""),
+        # a body in the charset its content-type names (before: not UTF-8, so "not JSON")
+        "latin-1, as its charset says": (accented.encode("latin-1"), latin, 200, ""),
+        "UTF-16, as its charset says": (
+            accented.encode("utf-16"),
+            {"content-type": 'application/json; charset="utf-16"'},
+            200,
+            "",
+        ),
+        "UTF-8 said to be latin-1": (accented.encode(), latin, 200, ""),  # read as it says
+        "latin-1 said to be UTF-16": (
+            accented.encode("latin-1")[:-1],
+            {"content-type": "application/json; charset=utf-16"},
+            400,
+            "invalid_request_error",
+        ),
+        "a charset not known": (
+            plain,
+            {"content-type": "application/json; charset=base64"},
+            400,
+            "invalid_request_error",
+        ),
     }
 
 

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 import metis
-from metis import CapabilityError, ErrorClass, OverloadedError
+from metis import CapabilityError, ErrorClass, OverloadedError, RateLimitError
 from metis.adapter import Adapter
 from metis.errors import ContextOverflowError
 from metis.model import (
@@ -271,6 +271,25 @@ async def test_when_every_model_is_cooling_down_the_error_says_so(emulator: Emul
         await route.complete(ask())
     assert "cooling down" in str(second.value)
     assert emulator.stats.requests == 2
+
+
+@pytest.mark.anyio
+async def test_when_every_model_is_busy_the_error_says_when_the_first_is_free(
+    emulator: Emulator,
+) -> None:
+    """Before: no ``retry_after_seconds``, so a gateway's client got a 529 without
+    ``retry-after`` and retried on its own backoff, before any model was free again."""
+    now = [1000.0]
+    availability = InMemoryAvailability(clock=lambda: now[0])
+    route = router(emulator, ["anthropic", "openai"], availability=availability)
+    emulator.push_fault("rate_limit=30", provider="anthropic")
+    emulator.push_fault("rate_limit=12", provider="openai")
+    with pytest.raises(RateLimitError):
+        await route.complete(ask())
+    now[0] += 2
+    with pytest.raises(OverloadedError, match="is available now") as busy:
+        await route.complete(ask())
+    assert busy.value.retry_after_seconds == 10.0  # openai's, the sooner
 
 
 @pytest.mark.anyio
