@@ -346,10 +346,10 @@ def _result(call: ToolUseBlock, value: Any) -> ToolResultBlock:
 
 
 def _blocks(value: Any) -> list[ToolResultContent] | None:
-    """A result holding a media block (alone, or in a list of blocks and strings) as the
-    result's content; None for any other result, which is made text."""
+    """A result holding content blocks (a text or media block alone, or in a list of blocks
+    and strings) as the result's content; None for any other result, which is made text."""
     items = value if isinstance(value, list | tuple) else [value]
-    if not any(isinstance(item, _MEDIA) for item in items):
+    if not any(isinstance(item, (TextBlock, *_MEDIA)) for item in items):
         return None
     if not all(isinstance(item, (str, TextBlock, *_MEDIA)) for item in items):
         return None

@@ -398,6 +398,12 @@ def test_a_tool_that_returns_an_image_answers_with_the_image_not_its_base64_as_t
     assert isinstance(block, ToolResultBlock) and not block.is_error
     assert isinstance(block.content, list) and [part.type for part in block.content] == ["image"]
 
+    def said() -> TextBlock:
+        return TextBlock(text="18 C")
+
+    (block,) = run_tools(reply_with(call("said")), [said]).content  # a text block is its text
+    assert isinstance(block, ToolResultBlock) and block.text() == "18 C"
+
 
 @pytest.mark.anyio
 async def test_an_image_and_text_a_tool_returns_go_to_each_provider_as_the_result(

@@ -179,3 +179,23 @@ def test_the_property_search_sizes_the_docs_give_are_the_suites() -> None:
         for a, b in re.findall(r"tries (\d+) examples in the default run and (\d+)", contributing)
     ]
     assert given and {(int(a), int(b)) for a, b in given} == {sizes}
+
+
+def test_the_docs_import_the_extension_names_from_metis_pipeline() -> None:
+    """A block of the docs imports a name of ``metis.pipeline.__all__`` from
+    ``metis.pipeline``, where docs/names.md lists it, not from the module that defines it
+    (``metis.pipeline.call``)."""
+    import metis.pipeline
+
+    public = set(metis.pipeline.__all__)
+    pages = [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md"))]
+    deep = [
+        f"{path.name}: from {node.module} import {alias.name}"
+        for path in pages
+        for block in python_blocks(path)
+        for node in ast.walk(ast.parse(block))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("metis.pipeline.")
+        for alias in node.names
+        if alias.name in public
+    ]
+    assert deep == []
