@@ -402,7 +402,7 @@ def test_a_tool_that_returns_an_image_answers_with_the_image_not_its_base64_as_t
         return TextBlock(text="18 C")
 
     (block,) = run_tools(reply_with(call("said")), [said]).content  # a text block is its text
-    assert isinstance(block, ToolResultBlock) and block.text() == "18 C"
+    assert isinstance(block, ToolResultBlock) and block.text == "18 C"
 
 
 @pytest.mark.anyio
