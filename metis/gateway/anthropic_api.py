@@ -226,7 +226,7 @@ def write_message(response: CanonicalResponse, model: str) -> dict[str, Any]:
         "model": model,
         "content": content,
         "stop_reason": stop_reason(response.stop_reason),
-        "stop_sequence": None,
+        "stop_sequence": response.stop_reason.sequence,
         "usage": usage(response.usage),
     }
 
@@ -302,7 +302,8 @@ class MessageStream(BlockWriter):
         return self._event("content_block_stop", index=self.blocks - 1)
 
     def complete(self, item: MessageComplete) -> bytes:
-        delta = {"stop_reason": stop_reason(item.stop_reason), "stop_sequence": None}
+        reason = item.stop_reason
+        delta = {"stop_reason": stop_reason(reason), "stop_sequence": reason.sequence}
         return self._event("message_delta", delta=delta, usage=usage(item.usage)) + self._event(
             "message_stop"
         )

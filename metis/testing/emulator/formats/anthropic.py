@@ -223,7 +223,7 @@ class Anthropic(Format):
             "model": call.model,
             "content": content,
             "stop_reason": reply.stop,
-            "stop_sequence": None,
+            "stop_sequence": reply.stop_sequence,
             "usage": {
                 "input_tokens": usage.uncached_input,
                 "cache_creation_input_tokens": usage.cache_write,
@@ -260,6 +260,7 @@ def message_events(message: dict[str, Any]) -> list[Frame]:
         **message,
         "content": [],
         "stop_reason": None,
+        "stop_sequence": None,
         "usage": {
             **{k: v for k, v in usage.items() if k not in ("output_tokens_details", "iterations")},
             "output_tokens": 1,
@@ -268,7 +269,7 @@ def message_events(message: dict[str, Any]) -> list[Frame]:
     emit("message_start", {"message": started})
     for index, block in enumerate(message["content"]):
         _block_events(emit, index, block)
-    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    delta = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
     counts = names(
         "input_tokens cache_creation_input_tokens cache_read_input_tokens output_tokens "
         "output_tokens_details iterations"
