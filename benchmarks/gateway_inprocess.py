@@ -85,16 +85,16 @@ async def one(app: Any, scope: dict[str, Any], body: bytes, marker: bytes) -> in
 
 def counted_connects() -> list[None]:
     """A list that grows by one for each upstream connection the gateway opens."""
-    from metis.transport.connect import ConnectBackend
+    from metis.transport import connect
 
     opened: list[None] = []
-    connect = ConnectBackend.connect_tcp
+    open_socket = connect.open_socket  # (both transports open their sockets with it)
 
-    async def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+    async def counted(*args: Any, **kwargs: Any) -> Any:
         opened.append(None)
-        return await connect(self, *args, **kwargs)
+        return await open_socket(*args, **kwargs)
 
-    ConnectBackend.connect_tcp = counted  # type: ignore[method-assign]
+    connect.open_socket = counted  # type: ignore[assignment]
     return opened
 
 

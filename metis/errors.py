@@ -175,7 +175,10 @@ class AdapterError(Exception):
     def __str__(self) -> str:
         where = f"{self.provider} " if self.provider else ""
         status = f" (HTTP {self.provider_status})" if self.provider_status else ""
-        return f"{where}{self.error_class.value}{status}: {self.message}"
+        message = self.message
+        if self.provider and message.startswith(f"{self.provider}: "):
+            message = message[len(self.provider) + 2 :]  # said once, in front
+        return f"{where}{self.error_class.value}{status}: {message}"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.error_class.value!r}, {self.message!r})"

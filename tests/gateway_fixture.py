@@ -11,6 +11,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
+from metis.cli.serve import http_protocol
 from metis.gateway.app import create_app
 from metis.gateway.config import GatewayConfig
 from metis.testing.emulator import Emulator
@@ -80,7 +81,9 @@ def gateway_config(
 @contextmanager
 def serving(app: Starlette) -> Iterator[tuple[str, uvicorn.Server]]:
     """``app`` under uvicorn on a free loopback port, in a thread; its base URL."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", http=http_protocol()
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -11,13 +11,18 @@ collects those whatever a plugin says), is collected by every worker and runs on
 is free. The union of the workers' collections is the run (``Partitioned`` in
 tests/xdist_schedule.py). A worker that dies hands its share to the worker replacing it.
 
-No partition, every worker collecting everything as before: without a cache or with fewer
-known files than workers, for ``--lf`` and ``--sw`` (their choice of tests depends on the
-whole collection a worker sees), and for a scheduling other than ``loadfile``.
+A checkout that never ran (CI's fresh clone) has no cache: its controller reads the same
+tables from the seed the project keeps (``SEED``, written from a cache by running this
+module); a file the seed does not know is one every worker collects, and a file it names that
+is gone is no one's. No partition, every worker collecting everything as before: without the
+cache provider or with fewer known files than workers, for ``--lf`` and ``--sw`` (their choice
+of tests depends on the whole collection a worker sees), and for a scheduling other than
+``loadfile``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -30,6 +35,7 @@ SHARE = "metis_share"  # workerinput: this worker's share, an index
 PARTITION = "metis_partition"  # workerinput: {file: share} of every partitioned file
 COLLECT_SECONDS = "metis_collect_seconds"  # workeroutput: {file: seconds to collect it}
 FILE_SECONDS_KEY = "metis/seconds-per-file"  # then the -m expression, one table each
+SEED = "tests/xdist_seconds.json"  # the tables of a recent run: python -m tests.xdist_partition
 NO_SHARE = -1  # a worker with no share of its own (only files every worker collects)
 SHARED = {  # every test file that imports an official SDK (anthropic's takes 4 s of CPU)
     file: "official SDKs"
@@ -78,9 +84,33 @@ def table_key(config: pytest.Config) -> str:
 
 
 def known_seconds(config: pytest.Config) -> dict[str, float]:
+    """The per-file seconds of the last runs (pytest's cache), or, on a checkout that has
+    never run (CI's fresh clone), the project's seed of them (``SEED``)."""
     cache = getattr(config, "cache", None)  # none with -p no:cacheprovider
-    known = cache.get(table_key(config), {}) if cache is not None else {}
+    if cache is None:
+        return {}
+    known = cache.get(table_key(config), None)
+    if known is None:
+        known = seed_seconds(config.rootpath / SEED).get(table_key(config).rsplit("/", 1)[1], {})
     return known if isinstance(known, dict) else {}
+
+
+def seed_seconds(path: Path) -> dict[str, Any]:
+    """``{table: {file: seconds}}`` of ``path``, {} when it is absent or unreadable."""
+    try:
+        seed = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return seed if isinstance(seed, dict) else {}
+
+
+def write_seed(root: Path) -> Path:
+    """Writes ``SEED`` under ``root`` from the cache's tables of per-file seconds."""
+    tables = root / ".pytest_cache" / "v" / FILE_SECONDS_KEY
+    seed = {table.name: json.loads(table.read_text()) for table in sorted(tables.iterdir())}
+    path = root / SEED
+    path.write_text(json.dumps(seed, indent=0, sort_keys=True) + "\n", encoding="utf-8")
+    return path
 
 
 def selected_directories(config: pytest.Config) -> list[str] | None:
@@ -225,3 +255,7 @@ def show_whole_collection(shares: Shares) -> None:
 
     whole.__wrapped__ = status_line  # type: ignore[attr-defined]
     dsession.get_workers_status_line = whole
+
+
+if __name__ == "__main__":
+    print(write_seed(Path(__file__).resolve().parents[1]))

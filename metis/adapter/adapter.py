@@ -41,6 +41,7 @@ from metis.stacks.loader import StackSpec, endpoint_for, load_stack
 from metis.stacks.model_ids import own_stack_names, wire_name
 from metis.telemetry import NULL_SINK, TelemetrySink
 from metis.transport.clients import AsyncHTTPClient, as_httpx
+from metis.transport.loop_clients import LoopClients, own_client
 
 if TYPE_CHECKING:  # what a call uses loads with the first call (benchmarks/README.md, import)
     import httpx
@@ -94,6 +95,7 @@ class Adapter(OldClosingNames):
         self._client = self.config.http_client
         self._owns_client = self._client is None
         self._registry = registry
+        self._own_clients = LoopClients(partial(own_client, self.config.timeout_seconds))
         self._pipeline: Pipeline | None = None
         if pipeline is not None or not checked_without_code(stack.stages, registry):
             self._pipeline = (pipeline or stack.build_pipeline(registry)).bound(self._services())
@@ -118,7 +120,7 @@ class Adapter(OldClosingNames):
         return f"<Adapter {self.name}: {' -> '.join(names)}>"
 
     def __del__(self) -> None:
-        if getattr(self, "_owns_client", False) and self._client is not None:
+        if getattr(self, "_owns_client", False) and self._own_clients.any_open():
             warn_unclosed(self.name, self)
 
     # ProviderAdapter ---------------------------------------------------------------------
@@ -221,9 +223,8 @@ class Adapter(OldClosingNames):
         finally:
             self._initialized = False
             self._closed = True
-            if self._owns_client and self._client is not None:
-                client, self._client = self._client, None
-                await client.aclose()
+            if self._owns_client:
+                await self._own_clients.aclose()
 
     def http_client(self) -> AsyncHTTPClient:
         """The client this adapter sends with (made on first use when none was given)."""
@@ -343,10 +344,8 @@ class Adapter(OldClosingNames):
     def _http(self) -> AsyncHTTPClient:
         if self._closed:  # a new pool here would outlive the aclose() that ended the last
             raise closed_error(self.name)
-        if self._client is None:
-            from metis.transport.stage import http_client
-
-            self._client = http_client(self.config.timeout_seconds)
+        if self._client is None:  # its own: one per event loop (metis/transport/loop_clients.py)
+            return self._own_clients.get()
         return self._client
 
 

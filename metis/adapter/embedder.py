@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -48,6 +49,7 @@ from metis.stacks.embedding import EmbeddingStackSpec, load_embedding_stack
 from metis.stacks.loader import endpoint_for
 from metis.telemetry import NULL_SINK, TelemetrySink
 from metis.transport.clients import AsyncHTTPClient, as_httpx
+from metis.transport.loop_clients import LoopClients
 from metis.transport.stage import http_client
 from metis.wire.embeddings import EmbedBatch, Embedded, embedding_codec
 
@@ -99,6 +101,7 @@ class Embedder:
         calls, requests and tokens per minute), or None."""
         self._client = self.config.http_client
         self._owns_client = self._client is None
+        self._own_clients = LoopClients(partial(http_client, self.config.timeout_seconds))
         self._closed = False
         services = StageServices(
             provider=self.name,
@@ -218,17 +221,16 @@ class Embedder:
     def _http(self) -> AsyncHTTPClient:
         if self._closed:  # a new pool here would outlive the aclose() that ended the last
             raise closed_error(self.name, "embedder")
-        if self._client is None:
-            self._client = http_client(self.config.timeout_seconds)
+        if self._client is None:  # its own: one per event loop (metis/transport/loop_clients.py)
+            return self._own_clients.get()
         return self._client
 
     async def aclose(self) -> None:
         """Releases the connection pool if this embedder made it; a call after it is a
         ClosedError."""
         self._closed = True
-        if self._owns_client and self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        if self._owns_client:
+            await self._own_clients.aclose()
 
     async def __aenter__(self) -> Embedder:
         return self

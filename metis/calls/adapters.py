@@ -32,6 +32,7 @@ from metis.adapter.embedder import Embedder
 from metis.errors import NotConfiguredError
 from metis.pipeline.config import AdapterConfig
 from metis.stacks.loader import StackSpec, load_stack
+from metis.transport.loop_clients import at_loop_end
 
 if TYPE_CHECKING:
     from metis.routing.router import Router
@@ -118,7 +119,8 @@ def this_loop() -> LoopAdapters:
     if held is None:
         _forget_closed_loops()
         held = _loops[token] = LoopAdapters()
-        held.release_task = _release_at_end(token, held)
+        release = functools.partial(_release, token, held)
+        held.release_task = at_loop_end(token, release, "metis: close the one-line adapters")
     return held
 
 
@@ -185,28 +187,11 @@ async def _close(adapter: Pooled | Router) -> None:
         await adapter.aclose()
 
 
-def _release_at_end(token: object, held: LoopAdapters) -> object:
-    """Start what closes ``held`` when its loop ends: a task asyncio cancels when
-    ``asyncio.run`` (or ``anyio.run``) finishes, a system task trio cancels at the end of
-    ``trio.run``."""
-
-    async def wait_for_the_end() -> None:
-        try:
-            await anyio.sleep_forever()
-        except GeneratorExit:  # dropped with a loop that never ended it: nothing can run now
-            raise
-        except BaseException:  # cancelled: the loop is ending
-            if _loops.get(token) is held:
-                del _loops[token]
-            await held.aclose()
-            raise
-
-    if isinstance(token, asyncio.AbstractEventLoop):
-        return token.create_task(wait_for_the_end(), name="metis: close the one-line adapters")
-    import trio  # the only other backend anyio runs on
-
-    trio.lowlevel.spawn_system_task(wait_for_the_end, name="metis: close the one-line adapters")
-    return None
+async def _release(token: object, held: LoopAdapters) -> None:
+    """``held`` closed as its loop ends, and forgotten."""
+    if _loops.get(token) is held:
+        del _loops[token]
+    await held.aclose()
 
 
 def _forget_closed_loops() -> None:

@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
             timeout_graceful_shutdown=drain,
             log_level="info",
             access_log=args.access_log,
+            http=http_protocol(),
         )
         server = _announcing_server(uvicorn.Server, served, path)
         server.run()
@@ -60,8 +61,19 @@ def run(args: argparse.Namespace) -> int:
             timeout_graceful_shutdown=drain,
             log_level="info",
             access_log=args.access_log,
+            http=http_protocol(),
         )
     return 0
+
+
+def http_protocol() -> Any:
+    """httptools' protocol with the request head bounded (metis.gateway.http_head), or, where
+    httptools is not installed, uvicorn's own choice (h11, which bounds a head itself)."""
+    try:
+        from metis.gateway.http_head import BoundedHeadProtocol
+    except ImportError:
+        return "auto"
+    return BoundedHeadProtocol
 
 
 def _open_warning(path: str, host: str) -> str:

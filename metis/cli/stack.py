@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import types
 import typing
@@ -170,9 +171,18 @@ def capabilities_text(caps: AdapterCapabilities) -> str:
 
 
 def endpoint_text(spec: StackSpec) -> str:
-    text = f"POST {spec.endpoint.base_url.rstrip('/')}{spec.endpoint.path}"
+    """Where the stack sends, with the base URL the SDK's variable gives when it is set (as
+    an adapter built now would), and the variable named either way."""
+    from metis.pipeline.endpoint import without_overlap
+
+    variable = spec.endpoint.base_url_env
+    given = os.environ.get(variable) if variable else None
+    base = without_overlap(given, spec.endpoint.path) if given else spec.endpoint.base_url
+    text = f"POST {base.rstrip('/')}{spec.endpoint.path}"
     if spec.endpoint.stream_path:
         text += f" (streamed: {spec.endpoint.stream_path})"
+    if variable:
+        text += f"; base URL from ${variable}" if given else f"; ${variable} replaces the base URL"
     return text
 
 

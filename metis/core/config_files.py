@@ -65,11 +65,26 @@ def parse_yaml(text: str, source: str) -> Any:
             raise ConfigError(f"{source}: refused: {problem}")
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+        raise ConfigError(f"{source}: not valid YAML: {yaml_problem(exc)}") from None
     except (RecursionError, MemoryError):
         raise ConfigError(f"{source}: refused: too large or too deeply nested") from None
     finally:
         loader.dispose()
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's complaint on one line, with the place in the file (its own text names the
+    parsed string, ``"<unicode string>"``, where the file is meant)."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return " ".join(str(exc).split())
+    mark = exc.problem_mark
+    said = f"line {mark.line + 1}, column {mark.column + 1}: {exc.problem}"
+    if exc.context and exc.context_mark is not None:
+        start = exc.context_mark
+        said += f" ({exc.context} at line {start.line + 1}, column {start.column + 1})"
+    elif exc.context:
+        said += f" ({exc.context})"
+    return said
 
 
 _EXPECTED = {

@@ -19,12 +19,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from metis.errors import AdapterError, ConfigError, InvalidRequestError
-from metis.gateway.anthropic_api import VERSIONS
-from metis.gateway.body import parse_body, read_body, read_raw
+from metis.errors import AdapterError, ConfigError
+from metis.gateway.anthropic_api import check_version
+from metis.gateway.body import parse_body, read_raw
+from metis.gateway.compact import COMPACT, compact
 from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import recalled
-from metis.gateway.counting import check_model, counted_tokens, input_tokens
+from metis.gateway.counting import COUNT_TOKENS, INPUT_TOKENS, count_tokens, input_tokens
 from metis.gateway.embeddings_api import answer_embeddings
 from metis.gateway.endings import DeadlineStream, until_disconnect
 from metis.gateway.errors import (
@@ -60,25 +61,23 @@ REQUEST_ID_HEADERS = {
 ``x-request-id``)."""
 
 
-def _check_version(request: Request) -> None:
-    version = request.headers.get("anthropic-version")
-    if version is not None and version not in VERSIONS:
-        raise InvalidRequestError(f"anthropic-version: invalid version {version!r}"[:200])
-
-
 def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
     if isinstance(body, bytes):  # a provider's own body, passed through
         return Response(body, status_code=status, headers=headers, media_type=JSON)
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-async def _answer(gateway: Gateway, api: str, answer: Awaitable[Response]) -> Response:
+async def _answer(
+    gateway: Gateway, api: str, answer: Awaitable[Response], endpoint: str = ""
+) -> Response:
     """The request answered; a refused one is counted here (with no model: its name may be
-    anything), a served one where it ends."""
+    anything), a served one where it ends. ``endpoint``: the method and path counted (the
+    API's model call when not given)."""
     started, rid = time.monotonic(), request_id()
-    response = await _guarded(gateway, api, answer, rid)
+    response = await _guarded(gateway, api, answer, rid, endpoint)
     if response.status_code != 200:
-        gateway.metrics.request(api, "", response.status_code, time.monotonic() - started)
+        elapsed = time.monotonic() - started
+        gateway.metrics.request(api, "", response.status_code, elapsed, endpoint)
     _identified(response, api, rid)
     return response
 
@@ -91,16 +90,18 @@ def _identified(response: Response, api: str, rid: str) -> None:
         response.headers[header] = rid
 
 
-async def _guarded(gateway: Gateway, api: str, answer: Awaitable[Response], rid: str) -> Response:
+async def _guarded(
+    gateway: Gateway, api: str, answer: Awaitable[Response], rid: str, endpoint: str = ""
+) -> Response:
     """``answer``'s response, or its failure as an error reply in ``api``'s shape, counted in
     its class (a failure that is not classified is the gateway's own: logged, and a 500)."""
     try:
         return await answer
     except AdapterError as exc:
-        gateway.metrics.error(api, exc.error_class.value)
+        gateway.metrics.error(api, exc.error_class.value, endpoint)
         failed = error_reply(api, exc, rid)
     except Exception:
-        gateway.metrics.error(api, "other")
+        gateway.metrics.error(api, "other", endpoint)
         log.exception("gateway request failed", extra={"event": "metis.gateway.error"})
         failed = error_reply(api, AdapterError("internal gateway error"), rid)
     return _json(failed.status, failed.body, failed.headers)
@@ -111,7 +112,7 @@ async def _answered(routed: Routed, api: str, request: Request) -> Response:
     counted = (gateway.metrics, api)  # a stream's failures, counted where it ends
     key = gateway.authenticate(request.headers)
     if api == "anthropic":
-        _check_version(request)
+        check_version(request)
     settings = gateway.settings
     raw = await read_raw(request, settings.max_request_bytes, settings.request_timeout_seconds)
     body = parse_body(raw)
@@ -155,42 +156,25 @@ def _endpoint(routed: Routed, api: str) -> Callable[[Request], Awaitable[Respons
     return endpoint
 
 
-async def _count_answer(gateway: Gateway, api: str, work: Awaitable[Response]) -> Response:
-    rid = request_id()
-    response = await _guarded(gateway, api, work, rid)
-    _identified(response, api, rid)
-    return response
+def _side_requests(passer: PassThrough) -> list[tuple[str, Endpoint, str]]:
+    """What is asked beside a model call: both APIs' token counts (Anthropic's
+    ``count_tokens``, OpenAI's ``input_tokens``) and OpenAI's compaction."""
+    gateway = passer.gateway
 
+    async def counting(request: Request) -> Response:
+        work = count_tokens(passer, request)
+        return await _answer(gateway, "anthropic", work, COUNT_TOKENS)
 
-async def _count_tokens(gateway: Gateway, request: Request) -> Response:
-    """Anthropic's token count: the same key, version and body checks as a message, the
-    key's models, the request's deadline, and the client's disconnect."""
-    key = gateway.authenticate(request.headers)
-    _check_version(request)
-    settings = gateway.settings
-    body = await read_body(request, settings.max_request_bytes, settings.request_timeout_seconds)
-    if isinstance(body, dict):
-        body = {**body, "max_tokens": body.get("max_tokens") or 1}
-    prepared = await gateway.prepare("anthropic", body, owner_of(key))
-    check_model(key, prepared)
-    counted = await until_disconnect(request, counted_tokens(gateway, prepared))
-    if counted is None:  # the client went away: no one reads this
-        return Response(status_code=499)
-    return _json(200, {"input_tokens": counted}, {})
+    async def counting_input(request: Request) -> Response:
+        return await _answer(gateway, "responses", input_tokens(passer, request), INPUT_TOKENS)
 
-
-def _counting(gateway: Gateway) -> list[tuple[str, Endpoint, str]]:
-    """Both APIs' token counts: Anthropic's ``count_tokens``, OpenAI's ``input_tokens``."""
-
-    async def count_tokens(request: Request) -> Response:
-        return await _count_answer(gateway, "anthropic", _count_tokens(gateway, request))
-
-    async def count_input(request: Request) -> Response:
-        return await _count_answer(gateway, "responses", input_tokens(gateway, request))
+    async def compacting(request: Request) -> Response:
+        return await _answer(gateway, "responses", compact(passer, request), COMPACT)
 
     return [
-        ("/v1/messages/count_tokens", count_tokens, "POST"),
-        ("/v1/responses/input_tokens", count_input, "POST"),
+        ("/v1/messages/count_tokens", counting, "POST"),
+        ("/v1/responses/input_tokens", counting_input, "POST"),
+        ("/v1/responses/compact", compacting, "POST"),
     ]
 
 
@@ -216,8 +200,10 @@ def _models(gateway: Gateway, request: Request) -> Response:
     """One list both SDKs read: OpenAI's ``object``/``created``/``owned_by`` and Anthropic's
     ``type``/``display_name``/``created_at`` on each entry; ``/v1/models/{id}`` one of them
     (``models.retrieve`` in both)."""
-    rid = request_id()
+    rid, started = request_id(), time.monotonic()
     api = "anthropic" if request.headers.get("anthropic-version") else "chat"
+    named = request.path_params.get("model_id")
+    endpoint = "GET /v1/models" if named is None else "GET /v1/models/{id}"
     try:
         key = gateway.authenticate(request.headers)
         data = [
@@ -236,15 +222,18 @@ def _models(gateway: Gateway, request: Request) -> Response:
             for entry in gateway.models.listing()
             if key is None or key.may_use(entry["id"])
         ]
-        named = request.path_params.get("model_id")
         if named is not None:
             found = next((entry for entry in data if entry["id"] == named), None)
             if found is None:
                 raise ModelNotFoundError(f"model: {named}"[:200])
-            return _json(200, found, {REQUEST_ID_HEADERS[api]: rid})
     except AdapterError as exc:
+        gateway.metrics.error(api, exc.error_class.value, endpoint)
         failed = error_reply(api, exc, rid)
+        gateway.metrics.request(api, "", failed.status, time.monotonic() - started, endpoint)
         return _json(failed.status, failed.body, failed.headers)
+    gateway.metrics.request(api, named or "", 200, time.monotonic() - started, endpoint)
+    if named is not None:
+        return _json(200, found, {REQUEST_ID_HEADERS[api]: rid})
     first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
     page = {"object": "list", "data": data, "has_more": False, "first_id": first, "last_id": last}
     return _json(200, page, {REQUEST_ID_HEADERS[api]: rid})
@@ -340,7 +329,7 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
 
     served = [
         ("/v1/messages", messages, "POST"),
-        *_counting(gateway),  # before the stored responses' /v1/responses/{response_id}
+        *_side_requests(passer),  # before the stored responses' /v1/responses/{response_id}
         ("/v1/chat/completions", chat, "POST"),
         ("/v1/responses", responses, "POST"),
         *stored_responses(gateway),

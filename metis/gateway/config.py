@@ -121,7 +121,10 @@ class GatewayConfig:
                     f"{source}: gateway.api_key_env names {settings.api_key_env}, which is not "
                     "set; set it to the key clients must send"
                 )
-        keys = Keys(settings.keys, env)
+        try:
+            keys = Keys(settings.keys, env)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
         tracer = None
         if settings.opentelemetry:
             from metis.gateway.tracing import tracer_for
@@ -131,4 +134,21 @@ class GatewayConfig:
             registry_kwargs.setdefault("telemetry", OpenTelemetrySink(tracer_provider))
         registry_kwargs.setdefault("make_client", upstream_client)
         registry = Registry.from_dict(data, source, environ=environ, **registry_kwargs)
+        _check_key_models(settings.keys, registry, source)
         return cls(registry, settings, api_key, keys, tracer)
+
+
+def _check_key_models(specs: list[KeySpec], registry: Registry, source: str) -> None:
+    """Each name a key may give is a model, alias or route of the file: a misspelt one would
+    only ever answer that key 403."""
+    served = [
+        *(name for route in registry.routes() for name in (route.model, *route.aliases)),
+        *registry.route_specs,
+    ]
+    for i, spec in enumerate(specs):
+        for name in spec.models or ():
+            if name not in served:
+                raise ConfigError(
+                    f"{source}: gateway.keys.{i}.models: {name!r} (key {spec.name!r}) is not a "
+                    "model, alias or route of this file" + did_you_mean(name, served)
+                )

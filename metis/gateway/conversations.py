@@ -4,10 +4,11 @@ next, and the reasoning items a client sends back by their id alone (docs/gatewa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from metis.gateway.errors import PreviousResponseNotFoundError
 from metis.gateway.inbound import Inbound
+from metis.gateway.item_ids import GivenIds, answered_ids
 from metis.gateway.reasoning_items import encrypted, reasoning_place
 from metis.gateway.store import Owner, RedisResponseStore, ResponseStore, Stored
 from metis.model.content import Message, RedactedThinkingBlock, Role, ThinkingBlock
@@ -34,14 +35,24 @@ async def continued(store: Store, body: Any, owner: Owner) -> tuple[Any, Stored 
     return {**body, "input": [*stored.items, *own]}, None
 
 
-async def remember(
-    store: Store, inbound: Inbound, owner: Owner, reply: Message, response: dict[str, Any]
-) -> None:
+class Asked(Protocol):
+    """What keeping a translated response needs of its request (metis.gateway.service's
+    ``Prepared``): the request read, its key, and its items' ids known before the answer."""
+
+    inbound: Inbound
+    owner: Owner
+    ids: GivenIds | None
+
+
+async def remember(store: Store, asked: Asked, reply: Message, response: dict[str, Any]) -> None:
     """A translated response kept (unless its request said ``store: false``) as the
-    conversation it ends, with the ``response`` object its client received."""
+    conversation it ends, with the ``response`` object its client received and its items'
+    ids as its client knows them."""
+    inbound, given = asked.inbound, asked.ids
     if inbound.options.get("store", True):
         history = [m for m in inbound.messages if m.role is not Role.SYSTEM]
-        await store.put(owner, response["id"], [*history, reply], response)
+        ids = answered_ids(*given, response) if given is not None else None
+        await store.put(asked.owner, response["id"], [*history, reply], response, ids)
 
 
 async def recalled(store: Store, body: Any, owner: Owner) -> tuple[Any, bool]:

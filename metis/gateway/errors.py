@@ -39,6 +39,10 @@ class RequestTooLargeError(InvalidRequestError):
     """A body over the configured size limit: 413."""
 
 
+class HeadTooLargeError(InvalidRequestError):
+    """A request line and headers longer than the server reads: 431."""
+
+
 class RouteNotFoundError(InvalidRequestError):
     """A path the gateway does not serve: 404."""
 
@@ -139,6 +143,8 @@ def _special(error: AdapterError) -> tuple[int, str, str | None] | None:
         return 408, "timeout_error", "request_timeout"
     if isinstance(error, RequestTooLargeError):
         return 413, "request_too_large", "request_too_large"
+    if isinstance(error, HeadTooLargeError):
+        return 431, "invalid_request_error", "request_header_fields_too_large"
     if isinstance(error, GatewayTimeoutError):
         return 504, "timeout_error", "timeout"
     if isinstance(error, GatewayPermissionError):

@@ -86,9 +86,9 @@ ADMITTED, OVER_BUDGET, OVER_RATE, OVER_CONCURRENCY = 0, 1, 2, 3
 class MemoryLedger:
     """Each key's requests, leases and spend in this process's memory."""
 
-    async def admit(self, state: KeyState, now: float) -> tuple[int, float]:
+    async def admit(self, state: KeyState, now: float, budgeted: bool = True) -> tuple[int, float]:
         spec = state.spec
-        if spec.budget_usd is not None and state.spent >= spec.budget_usd:
+        if budgeted and spec.budget_usd is not None and state.spent >= spec.budget_usd:
             return OVER_BUDGET, 0.0
         while state.started and state.started[0] <= now - WINDOW_SECONDS:
             state.started.popleft()
@@ -124,7 +124,10 @@ class Keys:
                 value = environ.get(spec.key_env)
                 if not value:
                     where = f"gateway.keys.{spec.name}.key_env"
-                    raise ConfigError(f"{where}: {spec.key_env} is not set")
+                    raise ConfigError(
+                        f"{where}: {spec.key_env} is not set; set it in the gateway's "
+                        f"environment to the key {spec.name!r} sends (or give its sha256:)"
+                    )
                 found = digest(value)
             self._by_digest[found] = KeyState(spec)
 
@@ -138,11 +141,16 @@ class Keys:
     def find(self, given: str) -> KeyState | None:
         return self._by_digest.get(digest(given))
 
-    async def admit(self, state: KeyState, model: str, now: float | None = None) -> None:
+    async def admit(
+        self, state: KeyState, model: str, now: float | None = None, budgeted: bool = True
+    ) -> None:
+        """``budgeted``: whether the request costs (a token count does not: a key whose
+        budget is spent may still count, within its rate and places)."""
         spec = state.spec
         if not state.may_use(model):
             raise GatewayPermissionError(f"key {spec.name!r} may not use model {model!r}")
-        verdict, wait = await self.ledger.admit(state, time.time() if now is None else now)
+        at = time.time() if now is None else now
+        verdict, wait = await self.ledger.admit(state, at, budgeted)
         if verdict == OVER_BUDGET:
             raise BudgetExceededError(
                 f"key {spec.name!r} has spent its budget of {spec.budget_usd} USD",

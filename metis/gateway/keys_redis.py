@@ -58,14 +58,14 @@ class RedisLedger:
         base = f"{self.prefix}{{{state.spec.name}}}:"
         return [base + "starts", base + "leases", base + "spent"]
 
-    async def admit(self, state: KeyState, now: float) -> tuple[int, float]:
+    async def admit(self, state: KeyState, now: float, budgeted: bool = True) -> tuple[int, float]:
         spec, lease = state.spec, new_ulid()
         args = [
             repr(now),
             repr(WINDOW_SECONDS),
             _limit(spec.requests_per_minute),
             _limit(spec.max_concurrent),
-            _limit(spec.budget_usd),
+            _limit(spec.budget_usd if budgeted else None),
             lease,
             str(LEASE_SECONDS),
         ]

@@ -1,5 +1,6 @@
-"""The gateway's metrics in Prometheus text format (``GET /metrics``): requests by API, model
-and status, errors by class, tokens, cost in USD, and request durations."""
+"""The gateway's metrics in Prometheus text format (``GET /metrics``): requests by API,
+endpoint, model and status, errors by API, endpoint and class, tokens, cost in USD, and request
+durations by API and endpoint (docs/gateway.md "Metrics")."""
 
 from __future__ import annotations
 
@@ -10,6 +11,13 @@ from decimal import Decimal
 from metis.gateway.keys import price
 from metis.model.response import TokenUsage
 
+MODEL_CALLS = {
+    "anthropic": "POST /v1/messages",
+    "chat": "POST /v1/chat/completions",
+    "responses": "POST /v1/responses",
+    "embeddings": "POST /v1/embeddings",
+}
+"""Each API's endpoint that calls a model: the ``endpoint`` of a request counted without one."""
 BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 """Duration buckets in seconds: a model call takes seconds to minutes."""
 
@@ -24,25 +32,30 @@ def _labels(**labels: str) -> str:
 
 class Metrics:
     def __init__(self) -> None:
-        self.requests: Counter[tuple[str, str, int]] = Counter()
-        self.errors: Counter[tuple[str, str]] = Counter()
+        self.requests: Counter[tuple[str, str, str, int]] = Counter()
+        self.errors: Counter[tuple[str, str, str]] = Counter()
         self.tokens: Counter[tuple[str, str]] = Counter()
         self.cost: dict[str, Decimal] = {}
-        self.durations: dict[str, list[int]] = {}
-        self.duration_sum: dict[str, float] = {}
-        self.duration_count: Counter[str] = Counter()
+        self.durations: dict[tuple[str, str], list[int]] = {}
+        self.duration_sum: dict[tuple[str, str], float] = {}
+        self.duration_count: Counter[tuple[str, str]] = Counter()
 
-    def request(self, api: str, model: str, status: int, seconds: float) -> None:
-        self.requests[(api, model, status)] += 1
-        counts = self.durations.setdefault(api, [0] * len(BUCKETS))
+    def request(
+        self, api: str, model: str, status: int, seconds: float, endpoint: str = ""
+    ) -> None:
+        """One request answered; ``endpoint``: its method and path (the API's model call when
+        not given)."""
+        where = (api, endpoint or MODEL_CALLS[api])
+        self.requests[(*where, model, status)] += 1
+        counts = self.durations.setdefault(where, [0] * len(BUCKETS))
         for index, bound in enumerate(BUCKETS):
             if seconds <= bound:
                 counts[index] += 1
-        self.duration_sum[api] = self.duration_sum.get(api, 0.0) + seconds
-        self.duration_count[api] += 1
+        self.duration_sum[where] = self.duration_sum.get(where, 0.0) + seconds
+        self.duration_count[where] += 1
 
-    def error(self, api: str, error_class: str) -> None:
-        self.errors[(api, error_class)] += 1
+    def error(self, api: str, error_class: str, endpoint: str = "") -> None:
+        self.errors[(api, endpoint or MODEL_CALLS[api], error_class)] += 1
 
     def usage(self, model: str, usage: TokenUsage) -> None:
         self.tokens[(model, "input")] += usage.total_input_tokens
@@ -53,26 +66,32 @@ class Metrics:
 
     def render(self) -> str:
         requests = [
-            (_labels(api=a, model=m, status=str(s)), n) for (a, m, s), n in self.requests.items()
+            (_labels(api=a, endpoint=e, model=m, status=str(s)), n)
+            for (a, e, m, s), n in self.requests.items()
         ]
-        errors = [(_labels(api=a, error_class=k), n) for (a, k), n in self.errors.items()]
+        errors = [
+            (_labels(api=a, endpoint=e, error_class=k), n) for (a, e, k), n in self.errors.items()
+        ]
         tokens = [(_labels(model=m, direction=d), n) for (m, d), n in self.tokens.items()]
         cost = [(_labels(model=m), usd) for m, usd in self.cost.items()]
         lines = [
-            *_family("requests_total", "Requests answered, by API, model and status.", requests),
-            *_family("errors_total", "Failed requests, by API and error class.", errors),
+            *_family(
+                "requests_total", "Requests answered, by API, endpoint, model and status.", requests
+            ),
+            *_family("errors_total", "Failed requests, by API, endpoint and error class.", errors),
             *_family("tokens_total", "Tokens used, by model and direction.", tokens),
             *_family("cost_usd_total", "Cost at the catalog's prices, by model.", cost),
             "# HELP metis_gateway_request_seconds Request durations (a stream's until its end).",
             "# TYPE metis_gateway_request_seconds histogram",
         ]
-        for api, counts in sorted(self.durations.items()):
-            name, total = "metis_gateway_request_seconds", self.duration_count[api]
+        for (api, endpoint), counts in sorted(self.durations.items()):
+            name, total = "metis_gateway_request_seconds", self.duration_count[(api, endpoint)]
+            where = _labels(api=api, endpoint=endpoint)
             for bound, n in [*zip([f"{b:g}" for b in BUCKETS], counts, strict=True)]:
-                lines.append(f"{name}_bucket{_labels(api=api, le=bound)} {n}")
-            lines.append(f"{name}_bucket{_labels(api=api, le='+Inf')} {total}")
-            lines.append(f"{name}_sum{_labels(api=api)} {self.duration_sum[api]:.6f}")
-            lines.append(f"{name}_count{_labels(api=api)} {total}")
+                lines.append(f"{name}_bucket{_labels(api=api, endpoint=endpoint, le=bound)} {n}")
+            lines.append(f"{name}_bucket{_labels(api=api, endpoint=endpoint, le='+Inf')} {total}")
+            lines.append(f"{name}_sum{where} {self.duration_sum[(api, endpoint)]:.6f}")
+            lines.append(f"{name}_count{where} {total}")
         return "\n".join(lines) + "\n"
 
 

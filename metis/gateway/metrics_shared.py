@@ -21,33 +21,33 @@ WRITE_SECONDS = 1.0
 
 def snapshot(metrics: Metrics) -> dict[str, Any]:
     return {
-        "requests": [[a, m, s, n] for (a, m, s), n in metrics.requests.items()],
-        "errors": [[a, k, n] for (a, k), n in metrics.errors.items()],
+        "requests": [[*key, n] for key, n in metrics.requests.items()],
+        "errors": [[*key, n] for key, n in metrics.errors.items()],
         "tokens": [[m, d, n] for (m, d), n in metrics.tokens.items()],
         "cost": [[m, str(usd)] for m, usd in metrics.cost.items()],
-        "durations": metrics.durations,
-        "duration_sum": metrics.duration_sum,
-        "duration_count": dict(metrics.duration_count),
+        "durations": [[a, e, counts] for (a, e), counts in metrics.durations.items()],
+        "duration_sum": [[a, e, s] for (a, e), s in metrics.duration_sum.items()],
+        "duration_count": [[a, e, n] for (a, e), n in metrics.duration_count.items()],
     }
 
 
 def absorb(into: Metrics, found: dict[str, Any]) -> None:
     """Add a worker's counts (a :func:`snapshot`) to ``into``."""
-    for a, m, s, n in found.get("requests", ()):
-        into.requests[(a, m, int(s))] += n
-    for a, k, n in found.get("errors", ()):
-        into.errors[(a, k)] += n
+    for a, e, m, s, n in found.get("requests", ()):
+        into.requests[(a, e, m, int(s))] += n
+    for a, e, k, n in found.get("errors", ()):
+        into.errors[(a, e, k)] += n
     for m, d, n in found.get("tokens", ()):
         into.tokens[(m, d)] += n
     for m, usd in found.get("cost", ()):
         into.cost[m] = into.cost.get(m, Decimal(0)) + Decimal(usd)
-    for api, counts in found.get("durations", {}).items():
-        mine = into.durations.setdefault(api, [0] * len(counts))
-        into.durations[api] = [x + y for x, y in zip(mine, counts, strict=True)]
-    for api, seconds in found.get("duration_sum", {}).items():
-        into.duration_sum[api] = into.duration_sum.get(api, 0.0) + seconds
-    for api, n in found.get("duration_count", {}).items():
-        into.duration_count[api] += n
+    for a, e, counts in found.get("durations", ()):
+        mine = into.durations.setdefault((a, e), [0] * len(counts))
+        into.durations[(a, e)] = [x + y for x, y in zip(mine, counts, strict=True)]
+    for a, e, seconds in found.get("duration_sum", ()):
+        into.duration_sum[(a, e)] = into.duration_sum.get((a, e), 0.0) + seconds
+    for a, e, n in found.get("duration_count", ()):
+        into.duration_count[(a, e)] += n
 
 
 class SharedMetrics:

@@ -27,6 +27,7 @@ from metis.gateway.passthrough_call import (
     CODECS,
     Passing,
     Upstream,
+    answered_error,
     classified,
     ended,
     in_time,
@@ -41,6 +42,7 @@ from metis.gateway.service import Gateway, JsonResult, StreamResult, dropped_hea
 from metis.gateway.sse import data, event
 from metis.gateway.store import Owner
 from metis.model.content import ProviderRaw
+from metis.pipeline.call import Call
 from metis.transport.exchange import Exchange
 from metis.wire.framing.objects import MAX_WHOLE_BODY
 
@@ -48,6 +50,8 @@ log = logging.getLogger("metis.gateway")
 EVENTS = "text/event-stream"
 PATH_HEADER = "x-metis-path"
 """``pass-through`` or ``translated``: which way the gateway answered."""
+MAX_ERROR_BODY = 1 << 20
+"""The most read of a stream's answer that is not events, to find the error object it is."""
 LIMITS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 """Each API's output limit."""
 
@@ -179,6 +183,8 @@ class PassThrough:
             raise error from exc
         finally:
             await exchange.aclose()
+        if (failure := answered_error(passing, raw, call)) is not None:
+            raise failure
         try:
             return relay.whole(raw)
         except (ValueError, RecursionError):
@@ -191,13 +197,14 @@ class PassThrough:
         await self.converse(passing)
         if key is not None:
             await self.gateway.keys.admit(key, passing.target.name)
-        try:
+        try:  # the first bytes are awaited: a failure before them is a reply with its status
             chunks = await self.opened(passing, headers)
+            first = await anext(chunks, b"")
         except BaseException:
             await self.settle(passing, key)
             raise
         return StreamResult(
-            self._settled(passing, chunks, key),
+            self._settled(passing, first, chunks, key),
             self.headers(passing, True),
             passing.call.deadline,  # type: ignore[union-attr]
             lambda error: self.error_bytes(passing, error),
@@ -210,12 +217,25 @@ class PassThrough:
         exchange, call = await self.upstream.open(passing, headers)
         kind = (exchange.content_type or EVENTS).split(";")[0].strip().lower()
         if kind != EVENTS:  # an answer the caller's SDK could not read as a stream
-            await exchange.aclose()
             passing.opened = False  # refused: counted with its status (metis.gateway.app)
             said = f"{call.provider} answered a stream with {kind[:100]}, not events"
-            passing.error = classified(ProtocolError(said, provider=call.provider), call)
+            failure = await self._not_events(passing, exchange, call)
+            passing.error = failure or classified(ProtocolError(said, provider=call.provider), call)
             raise passing.error
         return self._chunks(passing, relay, exchange)
+
+    async def _not_events(
+        self, passing: Passing, exchange: Exchange, call: Call
+    ) -> AdapterError | None:
+        """The error object a stream was answered with instead (a JSON body of at most
+        :data:`MAX_ERROR_BODY`), classified; None for any other answer."""
+        try:
+            raw = await exchange.body(MAX_ERROR_BODY)
+        except Exception:  # too large, or cut: not an error object the caller could be told
+            return None
+        finally:
+            await exchange.aclose()
+        return answered_error(passing, raw, call)
 
     def ended(self, passing: Passing) -> bool:
         """Whether the stream made its own end (the provider's, or the gateway's error event)."""
@@ -234,12 +254,15 @@ class PassThrough:
     async def _chunks(
         self, passing: Passing, relay: Relay, exchange: Exchange
     ) -> AsyncIterator[bytes]:
+        relayed = False
         try:
             while (chunk := await exchange.read()) is not None:
                 exchange.clock.received = True
                 if out := relay.feed(chunk):
+                    relayed = True
                     yield out
             if out := relay.end():
+                relayed = True
                 yield out
             if not relay.finished:
                 said = f"{passing.adapter.name} ended the stream before its last event"
@@ -251,15 +274,19 @@ class PassThrough:
             assert passing.call is not None
             passing.error = classified(in_time(error, passing.call), passing.call)
             error = passing.error
+            if not relayed:  # nothing sent yet: refused, with its status (metis.gateway.app)
+                passing.opened = False
+                raise error from None
             self.gateway.metrics.error(passing.api, error.error_class.value)
             yield self.error_bytes(passing, error)
         finally:
             await exchange.aclose()
 
     async def _settled(
-        self, passing: Passing, chunks: AsyncIterator[bytes], key: KeyState | None
+        self, passing: Passing, first: bytes, chunks: AsyncIterator[bytes], key: KeyState | None
     ) -> AsyncIterator[bytes]:
         try:
+            yield first
             async for chunk in chunks:
                 yield chunk
         finally:

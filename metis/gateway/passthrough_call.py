@@ -29,6 +29,8 @@ from metis.pipeline.request import HTTPFailure, WireRequest
 from metis.stages.control.attempt_record import call_identity
 from metis.telemetry.events import CallCompleted, CallFailed, CallStarted
 from metis.transport.exchange import Exchange
+from metis.wire.builder import MessageBuilder
+from metis.wire.json_limits import loads
 
 CODECS = {"anthropic": "anthropic", "chat": "openai_chat", "responses": "openai_responses"}
 """The caller's API -> the codec of the stacks that speak it upstream."""
@@ -81,7 +83,7 @@ class Upstream:
         self.request_timeout_seconds = request_timeout_seconds
         self._heads: dict[tuple[int, str, bool], tuple[str, dict[str, str]]] = {}
 
-    async def _head(self, passing: Passing, call: Call) -> tuple[str, dict[str, str]]:
+    async def head(self, passing: Passing, call: Call) -> tuple[str, dict[str, str]]:
         """The URL and headers the adapter sends this model's requests with (its codec's, as
         a library call has them before its auth flow), worked out once per model."""
         adapter, stream = passing.adapter, passing.stream
@@ -103,11 +105,13 @@ class Upstream:
             self._heads[found] = (wire.url, dict(wire.headers))
         return self._heads[found]
 
-    async def open(self, passing: Passing, headers: Mapping[str, str]) -> tuple[Exchange, Call]:
-        """The call sent, its answer's exchange open; a refusal raised classified."""
+    async def addressed(
+        self, passing: Passing, headers: Mapping[str, str]
+    ) -> tuple[Call, str, dict[str, str]]:
+        """A passed-through request's call (due within the gateway's and the adapter's
+        timeouts), its model endpoint's URL and the headers it is sent with (the adapter's,
+        and the client's that are forwarded)."""
         adapter = passing.adapter
-        provider = adapter.pipeline.provider
-        assert provider is not None
         seconds = min(self.request_timeout_seconds, adapter.config.timeout_seconds)
         call = Call(
             request_id=new_request_id(),
@@ -117,8 +121,15 @@ class Upstream:
             deadline=anyio.current_time() + seconds,
             drops=DropRecord(secrets=adapter.endpoint.secrets),
         )
-        url, sent = await self._head(passing, call)
-        sent = {**sent, **{k: headers[k] for k in FORWARDED if k in headers}}
+        url, sent = await self.head(passing, call)
+        return call, url, {**sent, **{k: headers[k] for k in FORWARDED if k in headers}}
+
+    async def open(self, passing: Passing, headers: Mapping[str, str]) -> tuple[Exchange, Call]:
+        """The call sent, its answer's exchange open; a refusal raised classified."""
+        adapter = passing.adapter
+        provider = adapter.pipeline.provider
+        assert provider is not None
+        call, url, sent = await self.addressed(passing, headers)
         if passing.api == "chat" and passing.stream:
             options = passing.body.get("stream_options")
             passing.body["stream_options"] = {
@@ -212,6 +223,33 @@ def in_time(error: AdapterError, call: Call) -> AdapterError:
     if call.deadline is not None and anyio.current_time() >= call.deadline:
         return GatewayTimeoutError("the request took longer than the gateway allows")
     return error
+
+
+def answered_error(passing: Passing, raw: bytes, call: Call) -> AdapterError | None:
+    """The error a JSON answer with status 200 is, when it is an error object where a reply
+    was expected (a proxy's, a compatible server's), classified as a library call reads it
+    (docs/contract.md section 4: by its type, or the status it says it is); None for a reply,
+    or a body that is not JSON."""
+    if b'"error"' not in raw:
+        return None
+    try:
+        obj = loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    if passing.api == "anthropic":
+        refused = obj.get("type") == "error"
+    else:  # an error object, not a reply that carries one (a failed response is relayed)
+        refused = bool(obj.get("error")) and "choices" not in obj and "output" not in obj
+    provider = passing.adapter.pipeline.provider
+    if not refused or provider is None:
+        return None
+    try:
+        provider.codec.parse_body(obj, MessageBuilder(call.provider, call.model))
+    except AdapterError as error:
+        return classified(error, call)
+    return None
 
 
 def classified(error: AdapterError, call: Call) -> AdapterError:

@@ -20,6 +20,7 @@ from typing import Any
 
 from metis.adapter.adapter import Adapter
 from metis.gateway.errors import PreviousResponseNotFoundError
+from metis.gateway.item_ids import named_items
 from metis.gateway.relay_responses import ResponsesRelay
 from metis.gateway.store import Owner, RedisResponseStore, ResponseStore, Stored
 from metis.wire.openai_responses.encode import input_items
@@ -118,5 +119,5 @@ async def remember(
         return
     items = (*conversation.before, *relay.output)
     upstream = conversation.upstream if conversation.upstream_keeps else None
-    kept = Stored((), items, upstream, relay.final)
+    kept = Stored((), named_items(items, relay.response_id), upstream, relay.final)
     await stored.keep(conversation.owner, relay.response_id, kept)

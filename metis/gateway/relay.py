@@ -3,8 +3,10 @@ in its own API, handed to a caller of that same API with only what the gateway o
 the model named as the caller named it, thinking signed with its maker, and the usage read on
 the way (for the key's budget and the metrics). Every other byte goes through as it came.
 
-A stream is cut at event boundaries; a run of events with nothing to change is passed on as
-one piece, unparsed. Sans-IO: bytes in, bytes out.
+A stream is cut at event boundaries (its line ends made LF); a run of events with nothing to
+change is passed on as one piece, unparsed. An event is held until its blank line comes, up to
+:data:`~metis.wire.framing.sse.MAX_EVENT_LENGTH` bytes: past that, a ``ProtocolError``.
+Sans-IO: bytes in, bytes out.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import json
 import re
 from typing import Any
 
-from metis.errors import ErrorClass
+from metis.errors import ErrorClass, ProtocolError
 from metis.gateway.provenance import wrap
 from metis.gateway.sse import data, dumps, event
 from metis.model.content import ProviderRaw
 from metis.model.response import StopReason, TokenUsage
 from metis.wire.anthropic.read import stop_reason as anthropic_stop
+from metis.wire.framing.sse import MAX_EVENT_LENGTH
 from metis.wire.json_limits import loads
 from metis.wire.openai_chat.read import stop_reason as chat_stop
 from metis.wire.read import split_input
@@ -107,7 +110,9 @@ class Relay:
         self.usage: TokenUsage | None = None
         self.stop: StopReason | None = None
         self.failed: str | None = None
-        self._held = b""
+        self._held: list[bytes] = []  # the start of an event not yet ended
+        self._size = 0  # its length
+        self._skip_lf = False  # the last chunk ended in CR: a LF opening the next is its pair
 
     @property
     def finished(self) -> bool:
@@ -116,20 +121,49 @@ class Relay:
         return self.stop is not None or self.failed is not None
 
     def feed(self, chunk: bytes) -> bytes:
-        held = self._held + chunk
-        if b"\r" in held:
-            held = held.replace(b"\r\n", b"\n")
-        cut = held.rfind(b"\n\n")
-        if cut < 0:
-            self._held = held
+        if self._skip_lf:  # the chunk before ended in CR: a LF opening this one is its pair
+            self._skip_lf = False
+            chunk = chunk[1:] if chunk[:1] == b"\n" else chunk
+        if b"\r" in chunk:
+            self._skip_lf = chunk[-1:] == b"\r"
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        cut = chunk.rfind(b"\n\n") + 2
+        if cut < 2:  # no blank line in the chunk; one may straddle the two
+            cut = 1 if self._held and self._held[-1][-1:] == b"\n" and chunk[:1] == b"\n" else 0
+        if not cut:
+            self._hold(chunk)
             return b""
-        ready, self._held = held[: cut + 2], held[cut + 2 :]
+        if self._held:
+            ready = b"".join([*self._held, chunk[:cut]])
+            self._held.clear()
+            self._size = 0
+        else:
+            ready = chunk[:cut]
+        if cut < len(chunk):
+            self._hold(chunk[cut:])
         return self._pass(ready)
 
+    def _hold(self, piece: bytes) -> None:
+        """Keeps ``piece`` of an event not yet ended; an event too long to hold is refused."""
+        if piece:
+            self._held.append(piece)
+            self._size += len(piece)
+        if self._size > MAX_EVENT_LENGTH:
+            self._held.clear()
+            limit = MAX_EVENT_LENGTH >> 20
+            raise ProtocolError(f"provider sent an event longer than {limit} MiB without its end")
+
     def end(self) -> bytes:
-        """What is left when the stream ends (an event without its blank line)."""
-        held, self._held = self._held, b""
-        return self._pass(held + b"\n\n") if held.strip() else b""
+        """What is left when the stream ends: an event without its blank line, when it is
+        whole (its data JSON, or ``[DONE]``). One cut in its middle is left out: relayed, it
+        was a JSON error in the caller's SDK, before the error event that says the stream
+        was cut."""
+        held = b"".join(self._held).rstrip(b"\n")
+        self._held.clear()
+        self._size, self._skip_lf = 0, False
+        if not held.strip() or (_fields(held)[1] is None and not held.endswith(b"[DONE]")):
+            return b""
+        return self._pass(held + b"\n\n")
 
     def _pass(self, ready: bytes) -> bytes:
         if not any(marker in ready for marker in self.markers):

@@ -1,26 +1,33 @@
-"""OpenAI Responses served: the reply as a ``response`` object, and its stream as the API
-writes it (``response.created``, ``response.in_progress``, per output item
-``output_item.added`` ... ``output_item.done`` with its text, reasoning summary or function
-call argument deltas, then ``response.completed``, or ``response.incomplete`` when the output
-limit cut it, or ``response.failed``), every event with its ``sequence_number``."""
+"""OpenAI Responses served: the reply as a ``response`` object (:mod:`.responses_items`), and
+its stream as the API writes it (``response.created``, ``response.in_progress``, per output
+item ``output_item.added`` ... ``output_item.done`` with its text and annotations, reasoning
+summary or function call argument deltas, a hosted tool's progress, then
+``response.completed``, or ``response.incomplete`` when the output limit cut it, or
+``response.failed``), every event with its ``sequence_number``. The emulator writes its
+Responses replies here too."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from metis.gateway.inbound import Inbound
 from metis.gateway.provenance import wrap
-from metis.gateway.reasoning_items import REDACTED, encrypted, reasoning_id
-from metis.gateway.sse import BlockWriter, dumps, event, new_id, now, quoted
-from metis.model.block import ProviderRaw
-from metis.model.content import (
-    ContentBlock,
-    RedactedThinkingBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolUseBlock,
+from metis.gateway.reasoning_items import REDACTED, reasoning_id
+from metis.gateway.responses_items import (
+    Ids,
+    annotation,
+    call_item,
+    own,
+    reasoning_item,
+    response_object,
+    text_item,
 )
+from metis.gateway.sse import BlockWriter, dumps, event, quoted
+from metis.model.block import ProviderRaw
+from metis.model.content import OpaqueBlock
 from metis.model.events import (
+    CitationDelta,
     MessageComplete,
     StreamEvent,
     TextDelta,
@@ -29,114 +36,7 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
-from metis.model.response import StopKind, StopReason, TokenUsage
-
-
-def usage(tokens: TokenUsage) -> dict[str, Any]:
-    total_input = tokens.total_input_tokens
-    return {
-        "input_tokens": total_input,
-        "input_tokens_details": {"cached_tokens": tokens.cached_input_tokens},
-        "output_tokens": tokens.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": tokens.reasoning_tokens},
-        "total_tokens": total_input + tokens.output_tokens,
-    }
-
-
-def text_item(text: str, status: str = "completed") -> dict[str, Any]:
-    part = {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
-    content = [part] if status == "completed" else []
-    return {
-        "id": new_id("msg_"),
-        "type": "message",
-        "status": status,
-        "content": content,
-        "role": "assistant",
-    }
-
-
-def reasoning_item(
-    item_id: str, thinking: str, encrypted_content: str | None = None
-) -> dict[str, Any]:
-    """A reasoning item (its id: :func:`metis.gateway.reasoning_items.reasoning_id`);
-    ``encrypted_content`` where the request asked for it (``include``)."""
-    summary = [{"type": "summary_text", "text": thinking}] if thinking else []
-    item = {"id": item_id, "type": "reasoning", "summary": summary}
-    if encrypted_content:
-        item["encrypted_content"] = encrypted_content
-    return item
-
-
-def call_item(call_id: str, name: str, arguments: str, status: str = "completed") -> dict[str, Any]:
-    return {
-        "id": new_id("fc_"),
-        "type": "function_call",
-        "status": status,
-        "arguments": arguments,
-        "call_id": call_id,
-        "name": name,
-    }
-
-
-def output_items(
-    content: list[ContentBlock], inbound: Inbound, response_id: str
-) -> list[dict[str, Any]]:
-    asked = inbound.options.get("encrypted_reasoning") is True
-    items = []
-    thoughts = 0
-    for block in content:
-        if isinstance(block, ThinkingBlock | RedactedThinkingBlock):
-            sealed = encrypted(block, block.provider_raw) if asked else None
-            item_id = reasoning_id(response_id, thoughts)
-            items.append(reasoning_item(item_id, getattr(block, "thinking", ""), sealed))
-            thoughts += 1
-        elif isinstance(block, TextBlock):
-            items.append(text_item(block.text))
-        elif isinstance(block, ToolUseBlock):
-            items.append(call_item(block.id, block.name, dumps(block.input)))
-    return items
-
-
-def response_object(
-    inbound: Inbound,
-    model: str,
-    response_id: str,
-    output: list[dict[str, Any]],
-    stop: StopReason | None,
-    tokens: TokenUsage | None,
-) -> dict[str, Any]:
-    """The ``response`` object; ``stop`` None: still in progress."""
-    options = inbound.options
-    incomplete = stop is not None and stop.kind in (StopKind.MAX_TOKENS, StopKind.CONTENT_FILTER)
-    status = "in_progress" if stop is None else "incomplete" if incomplete else "completed"
-    reason = "max_output_tokens" if stop and stop.kind is StopKind.MAX_TOKENS else "content_filter"
-    asked = options.get("reasoning")
-    reasoning: dict[str, Any] = asked if isinstance(asked, dict) else {}
-    return {
-        "id": response_id,
-        "object": "response",
-        "created_at": now(),
-        "status": status,
-        "error": None,
-        "incomplete_details": {"reason": reason} if incomplete else None,
-        "instructions": options.get("instructions"),
-        "max_output_tokens": options.get("max_output_tokens"),
-        "model": model,
-        "output": output,
-        "parallel_tool_calls": inbound.fields.get("parallel_tool_calls", True),
-        "previous_response_id": options.get("previous_response_id"),
-        "reasoning": {"effort": reasoning.get("effort"), "summary": reasoning.get("summary")},
-        "store": options.get("store", True),
-        "temperature": inbound.fields.get("temperature", 1.0),
-        "text": options.get("text") or {"format": {"type": "text"}},
-        "tool_choice": options.get("tool_choice") or "auto",
-        "tools": options.get("tools") or [],
-        "top_p": 1.0,
-        "truncation": "disabled",
-        "usage": usage(tokens) if tokens is not None else None,
-        "metadata": {},
-    }
-
+from metis.model.response import StopKind, StopReason
 
 DELTA_HEAD = (
     b'event: %s\ndata: {"type":"%s","sequence_number":%d,"item_id":%s,"output_index":%d%s,"delta":'
@@ -147,14 +47,24 @@ ARGUMENTS_DELTA = b"response.function_call_arguments.delta"
 
 
 class ResponseStream(BlockWriter):
-    """The canonical events of one call as the Responses API streams them."""
+    """The canonical events of one call as the Responses API streams them. ``ids`` names the
+    output items and ``echo`` says what the request asked (see :mod:`.responses_items`) when
+    the caller knows them; ``split`` cuts a hosted tool's code into its deltas."""
 
     def __init__(
-        self, inbound: Inbound, model: str, response_id: str, made_by: ProviderRaw | None = None
+        self,
+        inbound: Inbound,
+        model: str,
+        response_id: str,
+        made_by: ProviderRaw | None = None,
+        ids: Ids | None = None,
+        echo: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.inbound, self.model, self.response_id = inbound, model, response_id
         self.made_by = made_by  # who writes the thinking, when known
+        self.ids, self.echo = ids, echo
+        self.split: Callable[[str], list[str]] = lambda code: [code]
         self.sealing = inbound.options.get("encrypted_reasoning") is True
         self.signature = ""  # the open thinking's, when it comes
         self.thoughts = 0  # reasoning items opened so far
@@ -163,6 +73,7 @@ class ResponseStream(BlockWriter):
         self.items: list[dict[str, Any]] = []  # closed output items
         self.item: dict[str, Any] = {}  # the open one
         self.buffer: list[str] = []  # its text, summary or arguments so far
+        self.cited: list[dict[str, Any]] = []  # its annotations so far
         self.item_id = b""  # its id, as JSON
         self.final: dict[str, Any] | None = None  # the response it ended with
 
@@ -173,45 +84,47 @@ class ResponseStream(BlockWriter):
 
     def _response(self, stop: StopReason | None = None, tokens: Any = None) -> dict[str, Any]:
         output = self.items if stop is not None else []
-        return response_object(self.inbound, self.model, self.response_id, output, stop, tokens)
+        return response_object(
+            self.inbound, self.model, self.response_id, output, stop, tokens, self.echo
+        )
 
     def feed(self, item: StreamEvent) -> bytes:
-        head = b""
-        if not self.started:
-            self.started = True
-            pending = self._response()
-            head = self._emit("response.created", response=pending)
-            head += self._emit("response.in_progress", response=pending)
-        return head + super().feed(item)
+        return self._started() + super().feed(item)
+
+    def _started(self) -> bytes:
+        if self.started:
+            return b""
+        self.started = True
+        pending = self._response()
+        head = self._emit("response.created", response=pending)
+        return head + self._emit("response.in_progress", response=pending)
 
     def _where(self, **more: Any) -> dict[str, Any]:
         return {"item_id": self.item["id"], "output_index": self.blocks - 1, **more}
 
     def open_block(self, kind: str, item: StreamEvent) -> bytes:
-        self.buffer = []
+        self.buffer, self.cited, ids = [], [], self.ids
         if isinstance(item, ToolUseStart):
-            self.item = call_item(item.tool_use_id, item.tool_name, "", "in_progress")
+            item_id = ids and ids("fc_")
+            self.item = call_item(item.tool_use_id, item.tool_name, "", "in_progress", item_id)
         elif kind == "thinking":
-            item_id = reasoning_id(self.response_id, self.thoughts)
+            item_id = ids("rs_") if ids else reasoning_id(self.response_id, self.thoughts)
             self.item, self.thoughts = reasoning_item(item_id, ""), self.thoughts + 1
             self.signature = ""
-            if isinstance(item, ThinkingDelta) and item.redacted_data and self.sealing:
-                self.signature = REDACTED + wrap(self.made_by, item.redacted_data)
+            if isinstance(item, ThinkingDelta) and self.sealing:
+                if item.redacted_data:
+                    self.signature = REDACTED + wrap(self.made_by, item.redacted_data)
+                elif item.signature:  # known from the start: the item says it when added
+                    self.signature = wrap(self.made_by, item.signature, item.provider_data)
+                    self.item["encrypted_content"] = self.signature
         else:
-            self.item = text_item("", "in_progress")
+            self.item = text_item("", "in_progress", ids and ids("msg_"))
         self.item_id = quoted(self.item["id"])
         added = self._emit("response.output_item.added", output_index=self.blocks, item=self.item)
-        self.blocks += 1  # the index _where names from here on; the base counts it once more
-        where = self._where()
-        self.blocks -= 1
-        part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
-        if kind == "text":
-            added += self._emit("response.content_part.added", **where, content_index=0, part=part)
-        elif kind == "thinking":
-            summary = {"type": "summary_text", "text": ""}
-            added += self._emit(
-                "response.reasoning_summary_part.added", **where, summary_index=0, part=summary
-            )
+        if kind == "text":  # the base counts the block once this returns: its index is blocks
+            where = {"item_id": self.item["id"], "output_index": self.blocks, "content_index": 0}
+            part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+            added += self._emit("response.content_part.added", **where, part=part)
         return added
 
     def _delta(self, kind: bytes, index: bytes, text: str, tail: bytes = b"}") -> bytes:
@@ -225,12 +138,22 @@ class ResponseStream(BlockWriter):
     def text(self, item: TextDelta) -> bytes:
         return self._delta(TEXT_DELTA, b',"content_index":0', item.text, b',"logprobs":[]}')
 
+    def citation(self, item: CitationDelta) -> bytes:
+        written = annotation(item.citation)
+        self.cited += [written] if written else []
+        return b""
+
     def thinking(self, item: ThinkingDelta) -> bytes:
         if item.signature and self.sealing:
             self.signature = wrap(self.made_by, item.signature, item.provider_data)
         if not item.thinking:
             return b""
-        return self._delta(SUMMARY_DELTA, b',"summary_index":0', item.thinking)
+        opening = b""
+        if not self.buffer:  # the summary's part opens with its first words
+            summary = {"type": "summary_text", "text": ""}
+            where = self._where(summary_index=0)
+            opening = self._emit("response.reasoning_summary_part.added", **where, part=summary)
+        return opening + self._delta(SUMMARY_DELTA, b',"summary_index":0', item.thinking)
 
     def tool_input(self, item: ToolUseInputDelta) -> bytes:
         return self._delta(ARGUMENTS_DELTA, b"", item.partial_json)
@@ -238,21 +161,23 @@ class ResponseStream(BlockWriter):
     def close_block(self, kind: str, end: ToolUseEnd | None) -> bytes:
         whole, out = "".join(self.buffer), b""
         if kind == "text":
-            done = text_item(whole)
-            done["id"] = self.item["id"]
+            done = text_item(whole, "completed", self.item["id"], self.cited)
             part = done["content"][0]
             where = self._where(content_index=0)
+            for n, cited in enumerate(self.cited):
+                added = "response.output_text.annotation.added"
+                out += self._emit(added, **where, annotation_index=n, annotation=cited)
             out += self._emit("response.output_text.done", **where, text=whole, logprobs=[])
             out += self._emit("response.content_part.done", **where, part=part)
         elif kind == "thinking":
-            done = {**self.item, "summary": [{"type": "summary_text", "text": whole}]}
+            summary = [{"type": "summary_text", "text": whole}] if self.buffer else []
+            done = {**self.item, "summary": summary}
             if self.signature:
                 done["encrypted_content"] = self.signature
-            where = self._where(summary_index=0)
-            out += self._emit("response.reasoning_summary_text.done", **where, text=whole)
-            out += self._emit(
-                "response.reasoning_summary_part.done", **where, part=done["summary"][0]
-            )
+            if summary:
+                where = self._where(summary_index=0)
+                out += self._emit("response.reasoning_summary_text.done", **where, text=whole)
+                out += self._emit("response.reasoning_summary_part.done", **where, part=summary[0])
         else:
             arguments = dumps(end.final_input) if end is not None else whole
             done = {**self.item, "status": "completed", "arguments": arguments}
@@ -261,6 +186,38 @@ class ResponseStream(BlockWriter):
         self.items.append(done)
         index = self.blocks - 1
         return out + self._emit("response.output_item.done", output_index=index, item=done)
+
+    def kept(self, block: OpaqueBlock) -> bytes:
+        """An item only the Responses API makes, with its progress: a hosted tool's call (a
+        web search, code run), or an item that comes whole (a compaction item)."""
+        item = (own(block.provider_raw) or {}).get("item")
+        if not isinstance(item, dict):
+            return b""
+        out = self._started() + self._close()
+        index, self.blocks = self.blocks, self.blocks + 1
+        where = {"item_id": item["id"], "output_index": index}
+        if item["type"] == "web_search_call":  # its action is known once it is done
+            opening = {"id": item["id"], "type": item["type"], "status": "in_progress"}
+            out += self._emit("response.output_item.added", output_index=index, item=opening)
+            for stage in ("in_progress", "searching", "completed"):
+                out += self._emit(f"response.web_search_call.{stage}", **where)
+        elif item["type"] == "code_interpreter_call":
+            out += self._code(item, where)
+        else:
+            out += self._emit("response.output_item.added", output_index=index, item=item)
+        self.items.append(item)
+        return out + self._emit("response.output_item.done", output_index=index, item=item)
+
+    def _code(self, item: dict[str, Any], where: dict[str, Any]) -> bytes:
+        opening = {**item, "status": "in_progress", "code": "", "outputs": None}
+        index, name = where["output_index"], "response.code_interpreter_call"
+        out = self._emit("response.output_item.added", output_index=index, item=opening)
+        out += self._emit(f"{name}.in_progress", **where)
+        for piece in self.split(item["code"]):
+            out += self._emit(f"{name}_code.delta", **where, delta=piece)
+        out += self._emit(f"{name}_code.done", **where, code=item["code"])
+        out += self._emit(f"{name}.interpreting", **where)
+        return out + self._emit(f"{name}.completed", **where)
 
     def complete(self, item: MessageComplete) -> bytes:
         final = self.final = self._response(item.stop_reason, item.usage)

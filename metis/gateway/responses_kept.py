@@ -8,8 +8,9 @@ A stored response is not replayed as a stream: ``stream=true`` is refused (400).
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -18,14 +19,14 @@ from starlette.responses import JSONResponse, Response
 
 from metis.errors import AdapterError, InvalidRequestError
 from metis.gateway.errors import ResponseNotFoundError
+from metis.gateway.item_ids import identity, kind_of, made_id, occurrence
 from metis.gateway.service import Gateway, error_reply, request_id
 from metis.gateway.store import Owner, Stored, owner_of
 from metis.wire.openai_responses.encode import input_items
 
 log = logging.getLogger("metis.gateway")
-PREFIXES = {"message": "msg_", "function_call": "fc_", "function_call_output": "fco_"}
-"""The id prefix of an input item the caller sent without an id, by its type."""
 MAX_LIMIT = 100
+API = "responses"
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -60,7 +61,7 @@ async def retrieve(gateway: Gateway, request: Request) -> Response:
             )
         return stored.response
 
-    return await _served(gateway, request, answer)
+    return await _served(gateway, request, answer, "GET /v1/responses/{id}")
 
 
 async def delete(gateway: Gateway, request: Request) -> Response:
@@ -71,7 +72,7 @@ async def delete(gateway: Gateway, request: Request) -> Response:
             raise _not_found(response_id)  # deleted meanwhile
         return {"id": response_id, "object": "response", "deleted": True}
 
-    return await _served(gateway, request, answer)
+    return await _served(gateway, request, answer, "DELETE /v1/responses/{id}")
 
 
 async def listed_input(gateway: Gateway, request: Request) -> Response:
@@ -84,17 +85,19 @@ async def listed_input(gateway: Gateway, request: Request) -> Response:
         items = kept_input(stored, request.path_params["response_id"])
         return page(items if order == "asc" else items[::-1], query.get("after"), limit)
 
-    return await _served(gateway, request, answer)
+    return await _served(gateway, request, answer, "GET /v1/responses/{id}/input_items")
 
 
 async def _served(
     gateway: Gateway,
     request: Request,
     answer: Callable[[Owner, Stored, Mapping[str, str]], Awaitable[Any]],
+    endpoint: str,
 ) -> Response:
     """``answer`` of the stored response the path names, for the key asking; an unknown id
-    and another key's alike a 404; any failure in the Responses API's error shape."""
-    rid = request_id()
+    and another key's alike a 404; any failure in the Responses API's error shape; counted
+    in the metrics under ``endpoint`` (with no model)."""
+    rid, started, metrics = request_id(), time.monotonic(), gateway.metrics
     try:
         owner = owner_of(gateway.authenticate(request.headers))
         response_id = request.path_params["response_id"]
@@ -102,12 +105,16 @@ async def _served(
         if stored is None or stored.response is None:
             raise _not_found(response_id)
         body = await answer(owner, stored, request.query_params)
+        metrics.request(API, "", 200, time.monotonic() - started, endpoint)
         return JSONResponse(body, headers={"x-request-id": rid})
     except AdapterError as exc:
-        failed = error_reply("responses", exc, rid)
+        metrics.error(API, exc.error_class.value, endpoint)
+        failed = error_reply(API, exc, rid)
     except Exception:
+        metrics.error(API, "other", endpoint)
         log.exception("gateway request failed", extra={"event": "metis.gateway.error"})
-        failed = error_reply("responses", AdapterError("internal gateway error"), rid)
+        failed = error_reply(API, AdapterError("internal gateway error"), rid)
+    metrics.request(API, "", failed.status, time.monotonic() - started, endpoint)
     return JSONResponse(failed.body, status_code=failed.status, headers=failed.headers)
 
 
@@ -161,8 +168,25 @@ def kept_input(stored: Stored, response_id: str) -> list[dict[str, Any]]:
         output = (stored.response or {}).get("output") or []
         raw: list[Any] = list(stored.items[: len(stored.items) - len(output)])
     else:
-        raw = input_items(list(stored.messages[:-1]), "gateway", _unlisted)
+        raw = _named(input_items(list(stored.messages[:-1]), "gateway", _unlisted), stored.ids)
     return [_item(item, response_id, i) for i, item in enumerate(raw) if isinstance(item, dict)]
+
+
+def _named(items: list[dict[str, Any]], ids: dict[str, str] | None) -> list[dict[str, Any]]:
+    """A translated conversation's items under the ids its client knows them by (a second
+    item that is the same as one before it under the id of its own occurrence)."""
+    if not ids:
+        return items
+    seen: Counter[str] = Counter()
+    out = []
+    for item in items:
+        key = identity(item)
+        if key is not None:
+            seen[key] += 1
+            found = ids.get(occurrence(key, seen[key]))
+            item = {**item, "id": found} if found is not None else item
+        out.append(item)
+    return out
 
 
 def _unlisted(block_type: str, reason: str, message_id: str) -> None:
@@ -175,15 +199,13 @@ def _item(item: dict[str, Any], response_id: str, index: int) -> dict[str, Any]:
     made from the response's and the item's place, the same at each asking, when the caller
     gave none)."""
     out = dict(item)
-    kind = out.get("type") or ("message" if "role" in out else "item")
-    out["type"] = kind
+    kind = out["type"] = kind_of(out)
     if kind == "message":
         out["content"] = _parts(out.get("content"), out.get("role") == "assistant")
     if kind in ("message", "function_call", "function_call_output"):
         out.setdefault("status", "completed")
     if not isinstance(out.get("id"), str):
-        digest = hashlib.sha256(f"{response_id}:{index}".encode()).hexdigest()[:48]
-        out["id"] = PREFIXES.get(kind, "item_") + digest
+        out["id"] = made_id(kind, response_id, str(index))
     return out
 
 

@@ -17,7 +17,14 @@ from pydantic import ValidationError
 
 from metis.core.ids import new_request_id
 from metis.errors import AdapterError, InvalidRequestError, ProtocolError
-from metis.gateway import anthropic_api, chat_api, responses_api
+from metis.gateway import (
+    anthropic_api,
+    anthropic_write,
+    chat_api,
+    chat_write,
+    responses_api,
+    responses_items,
+)
 from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import continued, remember
 from metis.gateway.errors import (
@@ -28,6 +35,7 @@ from metis.gateway.errors import (
     openai_error,
 )
 from metis.gateway.inbound import Inbound
+from metis.gateway.item_ids import GivenIds, given_ids
 from metis.gateway.keys import KeyState
 from metis.gateway.metrics import Metrics
 from metis.gateway.models import ModelTable, Target
@@ -80,6 +88,8 @@ class Prepared:
     owner: Owner = ""
     """The key whose Responses conversations it may continue and keeps (metis.gateway.store)."""
     started: float = field(default_factory=time.monotonic)
+    ids: GivenIds | None = None
+    """A Responses request's items' ids known before its answer (metis.gateway.item_ids)."""
 
 
 READERS: dict[str, Callable[[Any], Inbound]] = {
@@ -131,13 +141,15 @@ class Gateway:
     async def prepare(self, api: str, body: Any, owner: Owner) -> Prepared:
         """``owner``: the key asking (metis.gateway.store.owner_of), whose stored responses
         alone a ``previous_response_id`` may name."""
-        stored = None
+        stored, ids = None, None
         if api == "responses":
             body, stored = await continued(self.stored, body, owner)
         try:
             inbound = READERS[api](body)
         except ValidationError as exc:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
+        if api == "responses":
+            ids = given_ids(stored.ids if stored is not None else None, body.get("input"))
         if stored is not None:
             inbound.messages = [*stored.messages, *inbound.messages]
         target = self.models.resolve(inbound.model)
@@ -146,7 +158,8 @@ class Gateway:
             request = inbound.request(target.request_model, limit, **changes)
         except ValidationError as exc:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
-        return Prepared(inbound, target, request, [*inbound.ignored, *dropped], owner)
+        reported = [*inbound.ignored, *dropped]
+        return Prepared(inbound, target, request, reported, owner, ids=ids)
 
     # Answering ----------------------------------------------------------------------------------
 
@@ -178,17 +191,17 @@ class Gateway:
         reported = prepared.reported + warnings_of(response)
         model = prepared.inbound.model
         if api == "anthropic":
-            body = anthropic_api.write_message(response, model)
+            body = anthropic_write.write_message(response, model)
         elif api == "chat":
             legacy = bool(prepared.inbound.options.get("legacy_functions"))
-            body = chat_api.write_completion(response, model, legacy)
+            body = chat_write.write_completion(response, model, legacy)
         else:
             response_id = new_id("resp_")
-            output = responses_api.output_items(response.content, prepared.inbound, response_id)
-            body = responses_api.response_object(
+            output = responses_items.output_items(response.content, prepared.inbound, response_id)
+            body = responses_items.response_object(
                 prepared.inbound, model, response_id, output, response.stop_reason, response.usage
             )
-            await remember(self.stored, prepared.inbound, prepared.owner, response.message, body)
+            await remember(self.stored, prepared, response.message, body)
         return JsonResult(200, body, dropped_headers(reported))
 
     async def stream(
@@ -219,14 +232,14 @@ class Gateway:
     def _writer(self, api: str, prepared: Prepared) -> tuple[BlockWriter, str]:
         model, maker = prepared.inbound.model, made_by(prepared)
         if api == "anthropic":
-            return anthropic_api.MessageStream(model, maker), ""
+            return anthropic_write.MessageStream(model, maker), ""
         if api == "chat":
             options = prepared.inbound.options
             include, legacy = (
                 bool(options.get("include_usage")),
                 bool(options.get("legacy_functions")),
             )
-            return chat_api.ChunkStream(model, include, legacy), ""
+            return chat_write.ChunkStream(model, include, legacy), ""
         response_id = new_id("resp_")
         writer = responses_api.ResponseStream(prepared.inbound, model, response_id, maker)
         return writer, response_id
@@ -283,7 +296,7 @@ class Gateway:
         (Responses; none for a failed one)."""
         if final is not None:
             reply = Message(role=Role.ASSISTANT, content=complete.final_content)
-            await remember(self.stored, prepared.inbound, prepared.owner, reply, final)
+            await remember(self.stored, prepared, reply, final)
         if complete.warnings:
             log_dropped(prepared, warnings_of(complete))
 

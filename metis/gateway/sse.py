@@ -11,8 +11,11 @@ from typing import Any
 
 from metis.core.ids import new_ulid
 from metis.model.events import (
+    CitationDelta,
     MessageComplete,
     MessageStart,
+    ServerToolCall,
+    ServerToolResult,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -88,6 +91,12 @@ class BlockWriter:
             return self._close() + self.complete(item)
         if isinstance(item, MessageStart):
             return self.start(item)
+        if isinstance(item, CitationDelta):
+            return self._ensure("text", item.content_block_index, item) + self.citation(item)
+        if isinstance(item, ServerToolCall):
+            return self.server_call(item)
+        if isinstance(item, ServerToolResult):
+            return self.server_result(item)
         return b""
 
     def _ensure(self, kind: str, index: int, item: StreamEvent) -> bytes:
@@ -117,6 +126,17 @@ class BlockWriter:
     # What each API writes ---------------------------------------------------------------------
 
     def start(self, item: MessageStart) -> bytes:
+        return b""
+
+    def citation(self, item: CitationDelta) -> bytes:
+        """A source the open text block cites (nothing, for an API that streams none)."""
+        return b""
+
+    def server_call(self, item: ServerToolCall) -> bytes:
+        """A server tool's call, and below its result (nothing, where the API has none)."""
+        return b""
+
+    def server_result(self, item: ServerToolResult) -> bytes:
         return b""
 
     def open_block(self, kind: str, item: StreamEvent) -> bytes:

@@ -42,12 +42,15 @@ class Stored:
     The instructions are not kept: the API does not carry them over. ``items``: the
     conversation as Responses items (a passed-through response; ``messages`` is then empty);
     ``upstream``: the upstream that stored it too, which may be sent its id; ``response``:
-    the response object as its client received it (None: kept before the gateway kept it)."""
+    the response object as its client received it (None: kept before the gateway kept it);
+    ``ids``: a translated conversation's items' ids as its client knows them
+    (metis.gateway.item_ids)."""
 
     messages: tuple[Message, ...]
     items: tuple[Any, ...] | None = None
     upstream: str | None = None
     response: dict[str, Any] | None = None
+    ids: dict[str, str] | None = None
 
 
 class _Keeping:
@@ -62,8 +65,9 @@ class _Keeping:
         response_id: str,
         messages: list[Message],
         response: dict[str, Any] | None = None,
+        ids: dict[str, str] | None = None,
     ) -> None:
-        await self.keep(owner, response_id, Stored(tuple(messages), response=response))
+        await self.keep(owner, response_id, Stored(tuple(messages), response=response, ids=ids))
 
 
 class ResponseStore(_Keeping):
@@ -123,7 +127,7 @@ class RedisResponseStore(_Keeping):
                 response = {**response, "output": list(items[len(items) - count :])}
             return Stored((), items, kept.get("upstream"), response)
         messages = tuple(Message.model_validate(m) for m in kept["messages"])
-        return Stored(messages, response=response)
+        return Stored(messages, response=response, ids=kept.get("ids"))
 
     async def keep(self, owner: Owner, response_id: str, stored: Stored) -> None:
         kept: dict[str, Any] = {"response": stored.response}
@@ -133,6 +137,8 @@ class RedisResponseStore(_Keeping):
             kept["messages"] = [
                 m.model_dump(mode="json", exclude_none=True) for m in stored.messages
             ]
+            if stored.ids:
+                kept["ids"] = stored.ids
         data = json.dumps(kept, separators=(",", ":"), ensure_ascii=False)
         try:
             await self.client.set(self._key(owner, response_id), data, ex=self.seconds)

@@ -6,7 +6,10 @@ closes a connection as soon as the pool passes it, and the next request opens an
 ~100 streams in flight, 350 requests in 400 opened a connection (benchmarks/README.md,
 "Results, 2026-11-27 (gwlat)"). The gateway's registry makes each adapter entry's client
 with every connection kept (up to the pool's 1,000, each closed after its idle expiry as
-before) and with httpcore's bookkeeping done in one pass (metis/transport/pool_scan.py).
+before), on metis's lean HTTP/1.1 transport (metis/transport/http1.py: httpx's own transport
+was most of a paced pass-through request's CPU; benchmarks/README.md, "Results, 2026-11-27
+(lean)"). Without httptools, on httpx's own transport, with httpcore's bookkeeping done in
+one pass (metis/transport/pool_scan.py).
 """
 
 from __future__ import annotations
@@ -20,6 +23,6 @@ from metis.transport.stage import http_client
 
 def upstream_client(timeout_seconds: float) -> httpx.AsyncClient:
     """An adapter entry's client, as the gateway's registry makes it (see the module)."""
-    client = http_client(timeout_seconds, keep_alive=slots.MAX_CONNECTIONS)
-    linear_pools(client)
+    client = http_client(timeout_seconds, keep_alive=slots.MAX_CONNECTIONS, lean=True)
+    linear_pools(client)  # (without httptools: httpx's own transport)
     return client

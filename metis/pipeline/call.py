@@ -136,8 +136,9 @@ class Call:
         if not first:
             return
         log.warning(
-            "dropped %s for %s: %s",
+            "dropped %s%s for %s: %s",
             block_type,
+            f" at {message_id}" if message_id else "",  # one record per message it is in
             self.provider,
             reason,
             extra={

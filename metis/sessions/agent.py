@@ -32,7 +32,7 @@ from metis.errors import ProtocolError
 from metis.model.content import Message, ToolResultBlock, ToolUseBlock
 from metis.model.events import StreamEvent
 from metis.model.request import ToolDefinition
-from metis.model.response import CanonicalResponse, StopKind, TokenUsage
+from metis.model.response import CanonicalResponse, DroppedContent, StopKind, TokenUsage
 from metis.sessions.control import TurnControl
 from metis.sessions.core import CallRecord, Conversation, add_usage
 from metis.sessions.events import (
@@ -65,6 +65,7 @@ class _Tally:
     messages: list[Message]
     usage: TokenUsage
     costs: list[Cost]
+    warnings: list[DroppedContent]
 
 
 async def run_events(
@@ -78,7 +79,7 @@ async def run_events(
     model and the session's options are read again at each step."""
     mark = len(conversation.history)
     conversation.history.extend(new)
-    tally = _Tally(list(new), TokenUsage(), [])
+    tally = _Tally(list(new), TokenUsage(), [], [])
     step = 0
     while True:
         step += 1
@@ -130,6 +131,7 @@ def _counted(record: CallRecord, tally: _Tally) -> CanonicalResponse:
         tally.costs.append(record.compaction.cost)
     tally.usage = add_usage(tally.usage, response.usage)
     tally.costs.append(priced(response))
+    tally.warnings.extend(response.warnings)
     return response
 
 
@@ -193,4 +195,5 @@ def _result(
         messages=tuple(tally.messages),
         output=output,
         pending=tuple(calls) if reason == "tool_calls_pending" else (),
+        warnings=tuple(tally.warnings),
     )

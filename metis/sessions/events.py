@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from metis.cost import Cost
 from metis.model.content import Message, ToolResultBlock, ToolUseBlock
-from metis.model.response import CanonicalResponse, TokenUsage
+from metis.model.response import CanonicalResponse, DroppedContent, TokenUsage
 
 RunEnd = Literal["complete", "step_limit", "cancelled", "tool_calls_pending"]
 """Why a run ended: the model stopped calling tools; it still called them after ``max_steps``
@@ -43,6 +43,9 @@ class RunResult:
     """With ``output_type``: the last reply, validated as that type."""
     pending: tuple[ToolUseBlock, ...] = ()
     """With ``tool_calls_pending``: the calls the application answers."""
+    warnings: tuple[DroppedContent, ...] = ()
+    """Every model call's warnings, in order: what each step's provider could not take
+    (the last reply's alone are ``response.warnings``)."""
 
     @property
     def text(self) -> str:

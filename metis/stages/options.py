@@ -114,6 +114,9 @@ class ThinkingFilterOptions(BaseModel):
     signed_only: bool = True
     """Refuse reasoning without a signature (a provider whose reasoning carries none,
     DeepSeek's ``reasoning_content``, sets it false)."""
+    quiet_own_unsigned: bool = False
+    """Leave out the model's own unsigned reasoning without the WARN: nothing it needs is
+    lost where its signatures ride on the parts after it (Gemini's thought summaries)."""
 
 
 WIRE_ANY = "*"

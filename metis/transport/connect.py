@@ -52,10 +52,8 @@ class ConnectBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        deadline = math.inf if timeout is None else anyio.current_time() + timeout
         try:
-            addresses = await _resolve(host, port, deadline)
-            sock = await _connect_any(addresses, deadline, local_address, socket_options or ())
+            sock = await open_socket(host, port, timeout, local_address, socket_options or ())
         except TimeoutError as exc:
             raise httpcore.ConnectTimeout(str(exc)) from exc
         except OSError as exc:
@@ -80,6 +78,20 @@ class ConnectBackend(httpcore.AsyncNetworkBackend):
         await anyio.sleep(seconds)
 
 
+async def open_socket(
+    host: str,
+    port: int,
+    timeout: float | None,  # noqa: ASYNC109 (the connect timeout, as httpcore passes it)
+    local_address: str | None = None,
+    socket_options: Iterable[Any] = (),
+) -> socket.socket:
+    """A connected non-blocking TCP socket to ``host``, within ``timeout`` as the module
+    counts it; ``TimeoutError`` when it is not open by then, ``OSError`` when it failed."""
+    deadline = math.inf if timeout is None else anyio.current_time() + timeout
+    addresses = await _resolve(host, port, deadline)
+    return await _connect_any(addresses, deadline, local_address, socket_options)
+
+
 def install(client: Any) -> bool:
     """Give ``client``'s connection pools (its own and those of its mounts, the proxies the
     environment names) this backend before any connection is opened; False when a pool has
@@ -94,6 +106,15 @@ def install(client: Any) -> bool:
     backend = ConnectBackend()
     for pool in pools:
         pool._network_backend = backend
+    return True
+
+
+def install_on(transport: Any) -> bool:
+    """:func:`install` for one transport (``httpx.AsyncHTTPTransport``) of a client."""
+    pool = getattr(transport, "_pool", None)
+    if sys.platform == "win32" or not _httpcore_streams() or not hasattr(pool, "_network_backend"):
+        return False
+    pool._network_backend = ConnectBackend()  # type: ignore[union-attr]
     return True
 
 

@@ -20,7 +20,6 @@ send through here, so every request gets the same protections:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -42,13 +41,10 @@ from metis.transport.clients import (
 )
 from metis.transport.decoding import decoded, encodings_of
 from metis.transport.held_reads import held_reads
+from metis.transport.read_clock import ReadClock, loop_clock
 from metis.transport.redirects import redirect_target
-from metis.transport.slots import (
-    close_if_overread,
-    drop_unclaimed_connections,
-    served_by,
-    slots_of,
-)
+from metis.transport.request_body import sent_once
+from metis.transport.slots import close_if_overread, drop_unclaimed_connections, served_by, slots_of
 from metis.transport.socket_reads import bound_socket_reads, socket_abort
 
 
@@ -62,48 +58,6 @@ class Limits:
     max_error_body_bytes: int = 1 << 20
     timeout_seconds: float = 600.0
     """The adapter's ``timeout_seconds``: the backstop given to the HTTP client."""
-
-
-@dataclass(slots=True)
-class ReadClock:
-    """When each wait of one exchange must end, on anyio's clock."""
-
-    deadline: float
-    """The whole call's end (``Call.deadline``)."""
-    idle: float
-    first_by: float
-    """When the first body bytes are due."""
-    streamed: bool
-    head_arrived: bool = False
-    received: bool = False
-    now: Callable[[], float] = anyio.current_time  # or loop_clock()'s: the same, looked up once
-
-    def head_by(self) -> float:
-        return self.first_by if self.streamed else self.deadline
-
-    def on_head(self) -> None:
-        self.head_arrived = True
-        if not self.streamed:
-            self.first_by = min(self.deadline, self.now() + self.idle)
-
-    def read_by(self) -> float:
-        if self.received:
-            return min(self.deadline, self.now() + self.idle)
-        return self.first_by
-
-    def seconds_for_read(self) -> float:
-        now = self.now()
-        by = min(self.deadline, now + self.idle) if self.received else self.first_by
-        return max(0.0, by - now)
-
-
-def loop_clock() -> Callable[[], float]:
-    """``anyio.current_time``, the loop found once: asyncio's ``loop.time`` (what anyio
-    reads, after asking which loop runs on each call), or anyio's own (trio)."""
-    try:
-        return asyncio.get_running_loop().time
-    except RuntimeError:
-        return anyio.current_time
 
 
 @dataclass(slots=True, eq=False)
@@ -277,7 +231,9 @@ def _build(
     left = min(limits.timeout_seconds, call.deadline - anyio.current_time())
     left = max(0.001, left)
     timeout = request_timeout(left, connect=min(left, limits.connect_timeout))
-    return http.build_request(method, url, headers=headers, content=content, timeout=timeout)
+    return sent_once(
+        http.build_request(method, url, headers=headers, content=content, timeout=timeout)
+    )
 
 
 async def _send(
@@ -326,13 +282,20 @@ def _reader(exchange: Exchange) -> Callable[[], Awaitable[bytes | None]]:
     """How the body is read, chunk by chunk (None at the end), within the clock's time."""
     response, chunks = exchange.response, exchange.chunks
     call, clock = exchange.call, exchange.clock
+    plain = encodings_of(response) == []
+    lean = response.extensions.get("metis_body")  # metis/transport/http1.py
+    if lean is not None and plain:
+        abort = lean.abort
+        exchange.undo.append(lambda: call.cancel.off(abort))
+        call.cancel.on_cancel(abort)
+        reader: Callable[[], Awaitable[bytes | None]] = lean.reader(clock.seconds_for_read)
+        return reader  # the bytes as they arrived, no generator frame per read
     restore = bound_socket_reads(response, clock.seconds_for_read)
     abort = socket_abort(response) if restore is not None else None
     if restore is not None and abort is not None:
         exchange.undo.append(restore)
         exchange.undo.append(lambda: call.cancel.off(abort))
         call.cancel.on_cancel(abort)
-        plain = encodings_of(response) == []
         held = held_reads(response, served_by(response)) if plain else None
         if held is not None:  # the body's bytes as they arrived, not chunk by chunk
             return held

@@ -44,29 +44,51 @@ if TYPE_CHECKING:
 __all__ = ["CONNECT_TIMEOUT", "Transport", "http_client"]
 
 
-def http_client(timeout_seconds: float = 600.0, keep_alive: int | None = None) -> httpx.AsyncClient:
+def http_client(
+    timeout_seconds: float = 600.0, keep_alive: int | None = None, *, lean: bool = False
+) -> httpx.AsyncClient:
     """The client an adapter makes when the application gives none: it follows no redirects,
-    pools connections as the official SDKs do (``keep_alive`` of them kept idle), its calls
-    wait for a connection in metis's connection slots (metis/transport/slots.py), and it opens
+    pools connections as the official SDKs do (``keep_alive`` of them kept idle), and opens
     them with a connect timeout that counts only the connection's own wait
     (metis/transport/connect.py). Its timeouts only matter to requests that bring none; the
     transport's always do. (The send path's modules, httpcore with them, load with the first
-    client or the first request: building an adapter does not need them.)"""
+    client or the first request: building an adapter does not need them.)
+
+    ``lean``: send over metis's own HTTP/1.1 transport (metis/transport/http1.py) when
+    httptools is installed; otherwise, and by default, over httpx's, whose calls first wait
+    for one of metis's connection slots (metis/transport/slots.py)."""
     from metis.transport import connect
     from metis.transport import slots as pool
 
     size = pool.MAX_CONNECTIONS
     keep_alive = pool.MAX_KEEPALIVE if keep_alive is None else keep_alive
     limits = httpx.Limits(max_connections=size, max_keepalive_connections=keep_alive)
+    context = default_tls_context()
+    transport = _lean_transport(context, limits) if lean else None
     client = httpx.AsyncClient(
         timeout=httpx.Timeout(timeout_seconds, connect=CONNECT_TIMEOUT),
         limits=limits,
         follow_redirects=False,
-        verify=default_tls_context(),
+        verify=context,
+        transport=transport,
     )
-    pool.give_slots(client, size)
-    connect.install(client)  # a connect timeout a busy event loop cannot run out
+    if transport is None:
+        pool.give_slots(client, size)
+        connect.install(client)  # a connect timeout a busy event loop cannot run out
+    else:
+        for mounted in client._mounts.values():  # the proxies the environment names
+            connect.install_on(mounted)
     return client
+
+
+def _lean_transport(
+    context: ssl.SSLContext, limits: httpx.Limits
+) -> httpx.AsyncBaseTransport | None:
+    try:
+        from metis.transport.http1 import LeanTransport
+    except ImportError:  # no httptools (it comes with the serve extra)
+        return None
+    return LeanTransport(verify=context, limits=limits)
 
 
 def default_tls_context() -> ssl.SSLContext:

@@ -56,8 +56,9 @@ from metis.errors import NetworkError
 from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest, whole_body
 from metis.transport.clients import sends_over_network
-from metis.transport.exchange import Exchange, ReadClock, expired, open_exchange
+from metis.transport.exchange import Exchange, expired, open_exchange
 from metis.transport.proxy import client_proxy, environment_proxy
+from metis.transport.read_clock import ReadClock
 from metis.transport.stage import Transport
 from metis.transport.websocket import ConnectionLost, UpgradeRefused, WebSocket, websocket_url
 from metis.transport.ws_exchange import Lane, SocketExchange, lost, message_kind, receive
@@ -231,8 +232,9 @@ class WebSocketTransport(Transport):
         """The TLS context of the adapter's HTTP client (its ``verify``: a CA file or context,
         ``SSL_CERT_FILE``, truststore), so ``wss://`` trusts what the HTTP calls trust; None
         (the system's default) for a client whose transport keeps none."""
-        pool = getattr(getattr(self._http(), "_transport", None), "_pool", None)
-        context = getattr(pool, "_ssl_context", None)
+        transport = getattr(self._http(), "_transport", None)
+        pool = getattr(transport, "_pool", None)
+        context = getattr(pool, "_ssl_context", None) or getattr(transport, "ssl_context", None)
         return context if isinstance(context, ssl.SSLContext) else None
 
     def _proxy(self, url: str) -> str | None:

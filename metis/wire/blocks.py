@@ -18,6 +18,7 @@ from metis.model.content import (
     ThinkingBlock,
     ToolUseBlock,
 )
+from metis.model.response import StopKind, StopReason
 from metis.wire.json_limits import MAX_DEPTH, nested_deeper, too_deep
 from metis.wire.partial_json import parse_object, parse_partial_object
 from metis.wire.unicode_text import clean_value
@@ -146,3 +147,11 @@ def final_content(
                 )
             )
     return content
+
+
+def unsaid(blocks: list[Block]) -> StopReason:
+    """The stop of a message whole by its framing whose provider gave no stop reason (a null
+    one): the tools it called are to be run, else the turn ended (docs/contract.md section 3);
+    ``raw`` empty."""
+    called = any(block.kind == TOOL for block in blocks)
+    return StopReason(kind=StopKind.TOOL_USE if called else StopKind.END_TURN)

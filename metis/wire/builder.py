@@ -34,7 +34,7 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.response import StopKind, StopReason, TokenUsage
-from metis.wire.blocks import OPAQUE, REDACTED, TEXT, THINKING, TOOL, Block, final_content
+from metis.wire.blocks import OPAQUE, REDACTED, TEXT, THINKING, TOOL, Block, final_content, unsaid
 from metis.wire.builder_whole import WholeBlocks
 from metis.wire.read import token_count
 from metis.wire.unicode_text import REPLACEMENT, clean, clean_value, joined
@@ -150,7 +150,7 @@ class MessageBuilder(WholeBlocks):
         if self.completed:
             return
         self.start()
-        stop = _clean_stop(reason) or self.stop_reason or StopReason(kind=StopKind.END_TURN)
+        stop = _clean_stop(reason) or self.stop_reason or unsaid(self._blocks)
         for block in self._blocks:
             if block.held:
                 self._flush(block)

@@ -167,6 +167,18 @@ def http_error(
     )
 
 
+def own_status(error: Any) -> int | None:
+    """The HTTP status an error object in a 200 reply says it is (``status``, or a numeric
+    ``code``: Azure's, OpenRouter's), for it to be classified as that status would be."""
+    if not isinstance(error, dict):
+        return None
+    for field in ("status", "code"):
+        value = error.get(field)
+        if isinstance(value, int) and not isinstance(value, bool) and 400 <= value < 600:
+            return value
+    return None
+
+
 def openai_error_fields(data: Any) -> tuple[str, str | None, str | None] | None:
     """``(message, code, type)`` from an OpenAI-shaped error: ``{"error": {...}}``,
     ``{"error": "..."}``, vLLM's flat ``{"object": "error", ...}`` or a Responses ``error``

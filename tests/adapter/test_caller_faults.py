@@ -39,7 +39,7 @@ async def test_a_call_after_aclose_is_a_closed_error_and_opens_no_new_pool(
     with pytest.raises(ClosedError):
         await anext(aiter(built.stream(request_for("anthropic"))))
     assert emulator.requests_served == served
-    assert built._client is None
+    assert not built._own_clients.any_open()
 
 
 @pytest.mark.parametrize("stack", ["anthropic", "gemini", "bedrock"])
@@ -116,4 +116,4 @@ async def test_an_embedding_call_after_aclose_is_a_closed_error(emulator: Emulat
     with pytest.raises(ClosedError, match="embedder was closed"):
         await built.embed(["two"], model="text-embedding-3-small", dimensions=4)
     assert emulator.requests_served == 1
-    assert built._client is None
+    assert not built._own_clients.any_open()

@@ -113,3 +113,21 @@ def test_extra_fields_of_any_kind_are_part_of_what_makes_a_drop_the_same() -> No
     later.request_id = "req_later"
     later.warn_dropped("image", "r", "m1", where={"part": 1})
     assert [w.repeated for w in [*call.warnings, *later.warnings]] == [False, False, True]
+
+
+def test_the_record_says_which_message_so_two_drops_of_one_kind_read_apart(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A conversation moved to another provider drops the thinking of each earlier reply: one
+    record per message, and the text says which (two lines that read the same look like a
+    duplicate)."""
+    caplog.set_level("WARNING", logger="metis")
+    call = make_call(session_id="apart")
+    call.warn_dropped("thinking", "it was produced by anthropic", "messages[1]")
+    call.warn_dropped("thinking", "it was produced by anthropic", "messages[3]")
+    call.warn_dropped("tool.strict", "no strict tool use")
+    assert [r.getMessage() for r in lossy_warnings(caplog)] == [
+        f"dropped thinking at messages[1] for {call.provider}: it was produced by anthropic",
+        f"dropped thinking at messages[3] for {call.provider}: it was produced by anthropic",
+        f"dropped tool.strict for {call.provider}: no strict tool use",
+    ]

@@ -42,6 +42,20 @@ def test_the_synchronous_one_liner_answers_where_no_loop_runs(at_emulator: Emula
     assert at_emulator.stats.requests == 2
 
 
+def test_bedrock_is_pointed_elsewhere_by_the_variable_boto3_reads(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AWS_ENDPOINT_URL_BEDROCK_RUNTIME (a VPC endpoint, or the emulator) is Bedrock's base URL
+    as ANTHROPIC_BASE_URL is Anthropic's, for Converse and InvokeModel alike."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", emulator.url)
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "test-key")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    assert metis.complete(f"bedrock:{model}", "Say hello.").text == "You said: Say hello."
+    assert metis.complete(f"bedrock_anthropic:{model}", "Hi.").text == "You said: Hi."
+    assert emulator.stats.requests == 2
+
+
 def test_the_synchronous_stream_yields_events_ending_in_message_complete(
     at_emulator: Emulator,
 ) -> None:
@@ -108,6 +122,10 @@ def test_a_missing_key_names_the_variable_before_anything_is_sent(
         metis.complete("anthropic:claude-sonnet-4-5", "Hi")
     assert caught.value.api_key_env == "ANTHROPIC_API_KEY"
     assert emulator.stats.requests == 0
+    # the provider said once, in front: not "anthropic auth: anthropic: no API key ..."
+    assert str(caught.value) == (
+        "anthropic auth: no API key: set ANTHROPIC_API_KEY (or pass api_key=...)"
+    )
 
 
 @pytest.mark.parametrize(

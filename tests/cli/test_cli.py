@@ -244,7 +244,10 @@ def test_chat_ctrl_c_at_the_prompt_exits() -> None:
 # stack --------------------------------------------------------------------------------------
 
 
-def test_stack_lists_the_stages_in_order_with_their_types(capsys: Any) -> None:
+def test_stack_lists_the_stages_in_order_with_their_types(
+    capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     assert main(["stack", "anthropic"]) == 0
     out = capsys.readouterr().out
     assert "https://api.anthropic.com/v1/messages" in out and "$ANTHROPIC_API_KEY" in out
@@ -265,6 +268,25 @@ def test_stack_lists_the_stages_in_order_with_their_types(capsys: Any) -> None:
     assert "dict[str, Any] → StreamEvent" in by_name["normalize"]
     assert "prefix=toolu_" in by_name["tool_ids"]
     assert by_name["transport"].startswith("WireRequest → HTTP")
+
+
+def test_stack_shows_the_base_url_the_sdks_variable_gives(
+    capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where an adapter built now would send: a reader who set OPENAI_BASE_URL (the SDK's
+    form, ending in /v1) sees it, and one who did not sees which variable would change it."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert main(["stack", "openai"]) == 0
+    assert (
+        "endpoint     POST https://api.openai.com/v1/chat/completions; $OPENAI_BASE_URL "
+        "replaces the base URL\n" in capsys.readouterr().out
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8900/v1")
+    assert main(["stack", "openai"]) == 0
+    assert (
+        "endpoint     POST http://127.0.0.1:8900/v1/chat/completions; base URL from "
+        "$OPENAI_BASE_URL\n" in capsys.readouterr().out
+    )
 
 
 def test_stack_mermaid_is_a_flowchart_of_every_stage(capsys: Any) -> None:

@@ -272,13 +272,27 @@ async def test_the_metrics_endpoint_counts_requests_errors_tokens_and_cost(
         await client.post("/v1/chat/completions", json=streamed, headers=headers)
         await client.post("/v1/messages", json={**SAID, "model": "nope"}, headers=headers)
         text = (await client.get("/metrics")).text
-    assert 'metis_gateway_requests_total{api="anthropic",model="flash",status="200"} 1' in text
-    assert 'metis_gateway_requests_total{api="chat",model="gpt",status="200"} 1' in text
-    assert 'metis_gateway_requests_total{api="anthropic",model="",status="404"} 1' in text
-    assert 'metis_gateway_errors_total{api="anthropic",error_class="invalid_request"} 1' in text
+    assert (
+        'metis_gateway_requests_total{api="anthropic",'
+        'endpoint="POST /v1/messages",model="flash",status="200"} 1'
+    ) in text
+    assert (
+        'metis_gateway_requests_total{api="chat",'
+        'endpoint="POST /v1/chat/completions",model="gpt",status="200"} 1'
+    ) in text
+    assert (
+        'metis_gateway_requests_total{api="anthropic",'
+        'endpoint="POST /v1/messages",model="",status="404"} 1'
+    ) in text
+    assert (
+        'metis_gateway_errors_total{api="anthropic",'
+        'endpoint="POST /v1/messages",error_class="invalid_request"} 1'
+    ) in text
     assert 'metis_gateway_tokens_total{model="openai:gpt-4o",direction="output"}' in text
     assert 'metis_gateway_cost_usd_total{model="gemini:gemini-2.5-flash"}' in text
-    assert 'metis_gateway_request_seconds_count{api="chat"} 1' in text
+    assert (
+        'metis_gateway_request_seconds_count{api="chat",endpoint="POST /v1/chat/completions"} 1'
+    ) in text
 
 
 @pytest.mark.backend_independent(False)
@@ -338,14 +352,15 @@ def test_a_worker_s_application_is_frozen_out_of_the_cyclic_collector(
 
 @pytest.mark.anyio
 async def test_the_gateways_adapters_keep_every_connection_and_a_librarys_keep_a_hundred() -> None:
-    """The gateway's registry makes each adapter entry's pool with every connection kept
-    alive and the one-pass bookkeeping (metis/gateway/upstream_pool.py); a registry in a
-    program keeps the official SDKs' 100, on httpcore's own pool."""
+    """The gateway's registry makes each adapter entry's client on the lean transport with
+    every connection kept alive (metis/gateway/upstream_pool.py); a registry in a program
+    keeps the official SDKs' 100, on httpx's own transport and httpcore's own pool."""
     import httpcore
 
     from metis.gateway.config import GatewayConfig
     from metis.registry.registry import Registry
-    from metis.transport.pool_scan import LinearPool
+    from metis.transport.http1 import LeanTransport
+    from metis.transport.http1_pool import Pool
 
     data = {
         "adapters": {"claude": {"type": "anthropic", "api_key_env": "UPSTREAM_KEY"}},
@@ -355,9 +370,11 @@ async def test_the_gateways_adapters_keep_every_connection_and_a_librarys_keep_a
     served = GatewayConfig.from_dict({**data, "gateway": {}}, environ=environ).registry
     library = Registry.from_dict(data, environ=environ)
     async with served, library:
-        gateway_pool = served.adapter("sonnet").config.http_client._transport._pool
+        gateway_transport = served.adapter("sonnet").config.http_client._transport
         library_pool = library.adapter("sonnet").config.http_client._transport._pool
-        assert type(gateway_pool) is LinearPool
-        assert gateway_pool._max_keepalive_connections == 1000
+        assert type(gateway_transport) is LeanTransport
+        gateway_pool = gateway_transport._pool
+        assert type(gateway_pool) is Pool
+        assert (gateway_pool.max_keepalive, gateway_pool.max_connections) == (1000, 1000)
         assert type(library_pool) is httpcore.AsyncConnectionPool
         assert library_pool._max_keepalive_connections == 100

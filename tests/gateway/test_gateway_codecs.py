@@ -19,8 +19,10 @@ from metis.errors import (
     RateLimitError,
     ServerError,
 )
-from metis.gateway.anthropic_api import MessageStream, read_messages, write_message
-from metis.gateway.chat_api import ChunkStream, read_chat, write_completion
+from metis.gateway.anthropic_api import read_messages
+from metis.gateway.anthropic_write import MessageStream, write_message
+from metis.gateway.chat_api import read_chat
+from metis.gateway.chat_write import ChunkStream, write_completion
 from metis.gateway.errors import (
     GatewayTimeoutError,
     ModelNotFoundError,
@@ -333,7 +335,8 @@ def test_the_anthropic_stream() -> None:
     deltas = [d["delta"] for n, d in frames if n == "content_block_delta"]
     assert {"type": "signature_delta", "signature": "sig"} in deltas
     inputs = [d for d in deltas if d["type"] == "input_json_delta"]
-    assert [d["partial_json"] for d in inputs] == ['{"a":', "1}", '{"b":2}']
+    # each tool block opens with an empty fragment, as the Messages API streams it
+    assert [d["partial_json"] for d in inputs] == ["", '{"a":', "1}", "", '{"b":2}']
     assert frames[-2][1]["delta"]["stop_reason"] == "tool_use"
     assert frames[-2][1]["usage"]["output_tokens"] == 9
 

@@ -173,12 +173,22 @@ async def test_the_metrics_count_embeddings_their_tokens_cost_and_refusals() -> 
         with pytest.raises(openai.BadRequestError):
             await sdk.embeddings.create(model="gpt", input="no")
         text = (await http.get("/metrics")).text
-    assert 'metis_gateway_requests_total{api="embeddings",model="small",status="200"} 1' in text
     assert (
-        'metis_gateway_requests_total{api="embeddings",model="gemini-emb",status="200"} 1' in text
-    )
-    assert 'metis_gateway_requests_total{api="embeddings",model="",status="400"} 1' in text
-    assert 'metis_gateway_errors_total{api="embeddings",error_class="capability"} 1' in text
+        'metis_gateway_requests_total{api="embeddings",'
+        'endpoint="POST /v1/embeddings",model="small",status="200"} 1'
+    ) in text
+    assert (
+        'metis_gateway_requests_total{api="embeddings",'
+        'endpoint="POST /v1/embeddings",model="gemini-emb",status="200"} 1'
+    ) in text
+    assert (
+        'metis_gateway_requests_total{api="embeddings",'
+        'endpoint="POST /v1/embeddings",model="",status="400"} 1'
+    ) in text
+    assert (
+        'metis_gateway_errors_total{api="embeddings",'
+        'endpoint="POST /v1/embeddings",error_class="capability"} 1'
+    ) in text
     model = "openai:text-embedding-3-small"
     assert f'metis_gateway_tokens_total{{model="{model}",direction="input"}}' in text
     assert f'metis_gateway_cost_usd_total{{model="{model}"}}' in text

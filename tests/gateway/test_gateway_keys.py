@@ -46,6 +46,12 @@ async def check_limits(keys: Keys, state: Any) -> None:
     assert spent is not None and spent > Decimal("0.001")  # 1000 in, 100 out at gpt-4o's prices
     with pytest.raises(BudgetExceededError, match="spent its budget"):
         await keys.admit(state, "m", now=300.0)
+    await keys.admit(state, "m", now=300.0, budgeted=False)  # a token count: free
+    await keys.release(state, None, None)
+    await keys.admit(state, "m", now=301.0, budgeted=False)
+    await keys.release(state, None, None)
+    with pytest.raises(RateLimitError):  # but a request all the same
+        await keys.admit(state, "m", now=302.0, budgeted=False)
 
 
 LIMITED = {
@@ -68,6 +74,27 @@ def test_a_key_is_given_by_digest_or_variable_never_both() -> None:
     with pytest.raises(ConfigError, match="KEY_A is not set"):
         Keys([KeySpec(name="x", key_env="KEY_A")], {})
     assert Keys([KeySpec(name="x", key_env="KEY_A")], {"KEY_A": "a"}).find("a") is not None
+
+
+def test_a_key_naming_a_model_the_file_does_not_serve_is_refused_with_the_nearest() -> None:
+    """A misspelt name in a key's ``models`` would only ever answer that key 403."""
+    keys = [{"name": "narrow", "sha256": digest("k"), "models": ["flash", "fallback", "flsh"]}]
+    with pytest.raises(ConfigError) as refused:
+        gateway_config(Emulator(), {"keys": keys})
+    assert str(refused.value) == (
+        "<inline>: gateway.keys.0.models: 'flsh' (key 'narrow') is not a model, alias or route "
+        "of this file; did you mean 'flash'?"
+    )
+
+
+def test_a_keys_unset_variable_names_the_file_and_what_to_set() -> None:
+    keys = [{"name": "ci", "key_env": "METIS_TEST_UNSET_KEY"}]
+    with pytest.raises(ConfigError) as refused:
+        gateway_config(Emulator(), {"keys": keys})
+    assert str(refused.value) == (
+        "<inline>: gateway.keys.ci.key_env: METIS_TEST_UNSET_KEY is not set; set it in the "
+        "gateway's environment to the key 'ci' sends (or give its sha256:)"
+    )
 
 
 @pytest.mark.anyio

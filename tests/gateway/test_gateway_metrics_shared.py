@@ -14,7 +14,10 @@ from tests.gateway_fixture import GATEWAY_KEY, gateway_config
 
 pytestmark = pytest.mark.anyio
 SAID = {"model": "flash", "max_tokens": 50, "messages": [{"role": "user", "content": "Hi"}]}
-LINE = 'metis_gateway_requests_total{api="anthropic",model="flash",status="200"}'
+LINE = (
+    'metis_gateway_requests_total{api="anthropic",'
+    'endpoint="POST /v1/messages",model="flash",status="200"}'
+)
 
 
 async def test_a_scrape_of_either_worker_counts_both(tmp_path: Path) -> None:
@@ -32,7 +35,9 @@ async def test_a_scrape_of_either_worker_counts_both(tmp_path: Path) -> None:
     await clients[1].get("/metrics")  # the second worker's counts written
     text = (await clients[0].get("/metrics")).text
     assert f"{LINE} 3" in text
-    assert 'metis_gateway_request_seconds_count{api="anthropic"} 3' in text
+    assert (
+        'metis_gateway_request_seconds_count{api="anthropic",endpoint="POST /v1/messages"} 3'
+    ) in text
     assert 'metis_gateway_cost_usd_total{model="gemini:gemini-2.5-flash"}' in text
     for client in clients:
         await client.aclose()

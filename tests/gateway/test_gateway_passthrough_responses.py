@@ -359,13 +359,17 @@ async def test_a_passed_through_response_reports_its_client_span(streamed: bool)
 class _ReadPastTheDeadline:
     """An upstream whose read fails (as a stalled read does) once the deadline has passed."""
 
-    def __init__(self) -> None:
+    def __init__(self, first: bytes = b"") -> None:
         from types import SimpleNamespace
 
         self.clock = SimpleNamespace(received=False)
         self.closed = False
+        self.first = first  # what arrives before the read that fails
 
     async def read(self) -> bytes | None:
+        if self.first:
+            first, self.first = self.first, b""
+            return first
         raise OSError("stalled")
 
     def translate(self, error: Exception) -> Exception:
@@ -381,6 +385,8 @@ class _ReadPastTheDeadline:
 async def test_a_read_that_fails_at_the_deadline_ends_as_the_gateway_s_timeout() -> None:
     import anyio
 
+    from metis.errors import AdapterError
+    from metis.gateway.errors import GatewayTimeoutError
     from metis.gateway.models import Target
     from metis.gateway.passthrough import PassThrough
     from metis.gateway.passthrough_call import Passing
@@ -396,16 +402,19 @@ async def test_a_read_that_fails_at_the_deadline_ends_as_the_gateway_s_timeout()
     passing.call.deadline = anyio.current_time() - 0.001
     relay = passing.relay = ResponsesRelay("gpt5", None)
     exchange = _ReadPastTheDeadline()
+    # nothing relayed yet: the failure is raised, for the caller's error reply with its status
+    with pytest.raises(GatewayTimeoutError, match="longer than the gateway allows"):
+        [chunk async for chunk in passer._chunks(passing, relay, exchange)]  # type: ignore[arg-type]
+    assert exchange.closed
+    passing.call.deadline = anyio.current_time() + 60  # before it, the read's own error stands
+    with pytest.raises(AdapterError, match="nothing arrived within 1 s"):
+        [chunk async for chunk in passer._chunks(passing, relay, exchange)]  # type: ignore[arg-type]
+    passing.call.deadline = anyio.current_time() - 0.001  # once an event went out: the event
+    exchange = _ReadPastTheDeadline(b'event: response.in_progress\ndata: {"type": "x"}\n\n')
     out = b"".join([chunk async for chunk in passer._chunks(passing, relay, exchange)])  # type: ignore[arg-type]
-    failed = json.loads(out.split(b"data: ", 1)[1])
+    failed = json.loads(out.split(b"\n\n")[1].split(b"data: ", 1)[1])
     assert failed["type"] == "response.failed" and exchange.closed
     assert "longer than the gateway allows" in failed["response"]["error"]["message"]
-    passing.call.deadline = anyio.current_time() + 60  # before it, the read's own error stands
-    out = b"".join([chunk async for chunk in passer._chunks(passing, relay, exchange)])  # type: ignore[arg-type]
-    assert (
-        "nothing arrived within 1 s"
-        in json.loads(out.split(b"data: ", 1)[1])["response"]["error"]["message"]
-    )
 
 
 def _one_place_app() -> Any:

@@ -111,7 +111,10 @@ def test_the_metrics_of_two_workers_are_one(tmp_path: Path, redis_url: str) -> N
             for _ in range(6):
                 said = httpx.post(url + "/v1/messages", json=SAID, headers={"x-api-key": "any-key"})
                 assert said.status_code == 200
-            line = 'metis_gateway_requests_total{api="anthropic",model="flash",status="200"} 6'
+            line = (
+                'metis_gateway_requests_total{api="anthropic",'
+                'endpoint="POST /v1/messages",model="flash",status="200"} 6'
+            )
             scraped = []
             for _ in range(100):  # each worker writes its counts every second: a bound
                 scraped.append(line in httpx.get(url + "/metrics").text)

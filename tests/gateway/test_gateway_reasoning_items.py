@@ -13,7 +13,8 @@ from metis.errors import InvalidRequestError
 from metis.gateway.inbound import Inbound
 from metis.gateway.passthrough_call import own_thinking
 from metis.gateway.provenance import wrap
-from metis.gateway.responses_api import ResponseStream, output_items
+from metis.gateway.responses_api import ResponseStream
+from metis.gateway.responses_items import output_items
 from metis.gateway.responses_read import read_responses
 from metis.model.block import ProviderRaw
 from metis.model.content import RedactedThinkingBlock, TextBlock, ThinkingBlock

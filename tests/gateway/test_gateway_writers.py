@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metis.gateway.anthropic_api import MessageStream
-from metis.gateway.chat_api import ChunkStream
+from metis.gateway.anthropic_write import MessageStream
+from metis.gateway.chat_write import ChunkStream
 from metis.gateway.inbound import Inbound
 from metis.gateway.responses_api import ResponseStream
 from metis.gateway.sse import data, event

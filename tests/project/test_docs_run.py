@@ -183,6 +183,9 @@ def test_a_yaml_block_loads_as_what_it_is(block: Block, tmp_path: Path) -> None:
     if "gateway" in data:  # a gateway's file (docs/gateway.md), its variables all set
         from metis.gateway.config import GatewayConfig
 
+        if "models" not in data:  # a gateway: section alone, over the example's models
+            with open(ROOT / "examples" / "gateway.yaml", encoding="utf-8") as file:
+                data = {**yaml.safe_load(file), "gateway": data["gateway"]}
         GatewayConfig.from_dict(data, block.where, environ=EveryVariable())
         return
     path = tmp_path / ("models.yaml" if "models" in data or "routes" in data else "stack.yaml")
@@ -229,3 +232,87 @@ def test_a_shown_emulator_banner_is_the_emulators() -> None:
         lines = block.code.rstrip("\n").splitlines()
         assert lines[1].startswith("metis emulator listening on http://127.0.0.1:"), block.where
         assert "\n".join(lines[2:]) == endpoints(), f"{block.where} is not the banner"
+
+
+SERVE_BOUND = 600  # lines read before giving up on a banner: a bound, not a timing
+
+
+def _assignments(line: str) -> tuple[dict[str, str], list[str]]:
+    """A shell line's leading ``NAME=value`` words, and the command after them."""
+    words = shlex.split(line, comments=True)
+    env: dict[str, str] = {}
+    while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    return env, words
+
+
+@pytest.mark.slow
+def test_the_readmes_gateway_quick_start_serves_its_client(environment: dict[str, str]) -> None:
+    """README.md's three lines, as a reader runs them: the gateway started with the line's
+    variables (on a free port: the file's 4000 may be taken), then the client line's requests
+    as Claude Code makes them (its model and its background model, the gateway's key), which
+    the gateway answers from the providers its file names (here the emulator); another key is
+    refused."""
+    import httpx
+
+    (block,) = [b for b in of("sh") if "metis serve" in b.code and b.path.name == "README.md"]
+    serve_line, client_line = (
+        next(line for line in block.code.splitlines() if marker in line)
+        for marker in ("metis serve", "ANTHROPIC_BASE_URL=")
+    )
+    serve_env, command = _assignments(serve_line)
+    client_env, client = _assignments(client_line)
+    assert command[:2] == ["metis", "serve"] and client == ["claude"]
+    venv_bin = str(Path(sys.executable).parent)
+    env = {**environment, **serve_env, "PATH": venv_bin + os.pathsep + environment["PATH"]}
+    process = subprocess.Popen(
+        [*command, "--port", "0"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        said: list[str] = []
+        while len(said) < SERVE_BOUND and not any("listening on" in line for line in said[-1:]):
+            said.append(process.stdout.readline())  # "" once it has exited
+            assert said[-1], "".join(said)
+        banner = said[-1]
+        assert "metis serve listening on" in banner, "".join(said)
+        url = re.search(r"http://[\d.]+:\d+", banner)
+        assert url and client_env["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1:")
+        key = {"x-api-key": client_env["ANTHROPIC_API_KEY"], "anthropic-version": "2023-06-01"}
+        for model in (client_env["ANTHROPIC_MODEL"], client_env["ANTHROPIC_DEFAULT_HAIKU_MODEL"]):
+            body = {
+                "model": model,
+                "max_tokens": 64,
+                "messages": [{"role": "user", "content": "Hi"}],
+            }
+            reply = httpx.post(url.group() + "/v1/messages", json=body, headers=key, timeout=60)
+            assert reply.status_code == 200, reply.text
+            assert reply.json()["content"][0]["text"] == "You said: Hi"
+        wrong = httpx.post(
+            url.group() + "/v1/messages", json=body, headers={**key, "x-api-key": "x"}, timeout=60
+        )
+        assert wrong.status_code == 401
+    finally:
+        process.terminate()
+        process.wait(timeout=TIMEOUT)
+
+
+def test_the_readmes_emulator_variables_are_the_ones_its_help_gives() -> None:
+    """README.md's ``export`` lines pointing the SDKs at the emulator are the ones
+    ``metis emulator --help`` prints, so a reader finds the same in either place."""
+    from metis.testing.emulator.cli import POINTING
+
+    exports = [
+        line
+        for block in of("sh")
+        if block.path.name == "README.md"
+        for line in block.code.splitlines()
+        if line.startswith("export ") and ":8900" in line
+    ]
+    assert exports == [line.strip() for line in POINTING.splitlines() if "export " in line]

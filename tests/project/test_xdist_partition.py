@@ -11,7 +11,17 @@ from typing import Any
 
 import pytest
 
-from ..xdist_partition import NO_SHARE, PARTITION, SHARE, OwnShare, Shares, split
+from ..xdist_partition import (
+    NO_SHARE,
+    PARTITION,
+    SEED,
+    SHARE,
+    OwnShare,
+    Shares,
+    known_seconds,
+    split,
+    write_seed,
+)
 from ..xdist_schedule import LongestFirst, Partitioned
 
 
@@ -70,6 +80,50 @@ def test_a_worker_leaves_out_only_the_files_of_other_shares(tmp_path: Path) -> N
     assert own.pytest_ignore_collect(tmp_path / "t") is None  # folders are walked
     assert own.pytest_ignore_collect(tmp_path / "t" / "data.json") is None
     assert own.pytest_ignore_collect(tmp_path.parent / "elsewhere.py") is None
+
+
+class Cache:
+    def __init__(self, tables: dict[str, Any]) -> None:
+        self.tables = tables
+
+    def get(self, key: str, default: Any) -> Any:
+        return self.tables.get(key, default)
+
+
+def seeded_config(root: Path, tables: dict[str, Any]) -> Any:
+    config = SimpleNamespace(rootpath=root, cache=Cache(tables))
+    config.getoption = lambda name, default=None: "not slow" if name == "markexpr" else default
+    return config
+
+
+def test_a_checkout_that_never_ran_reads_the_seed_and_a_cache_table_wins(tmp_path: Path) -> None:
+    assert known_seconds(seeded_config(tmp_path, {})) == {}  # no seed either: no partition
+    (tmp_path / "tests").mkdir()
+    (tmp_path / SEED).write_text('{"not_slow": {"t/a.py": 2.0}, "slow": {"t/b.py": 1.0}}')
+    assert known_seconds(seeded_config(tmp_path, {})) == {"t/a.py": 2.0}
+    ran = {"metis/seconds-per-file/not_slow": {"t/c.py": 3.0}}
+    assert known_seconds(seeded_config(tmp_path, ran)) == {"t/c.py": 3.0}
+    (tmp_path / SEED).write_text("{not json")
+    assert known_seconds(seeded_config(tmp_path, {})) == {}
+
+
+def test_the_seed_is_written_from_the_caches_tables(tmp_path: Path) -> None:
+    tables = tmp_path / ".pytest_cache" / "v" / "metis" / "seconds-per-file"
+    tables.mkdir(parents=True)
+    (tables / "not_slow").write_text('{"t/a.py": 2.5}')
+    (tables / "slow_or_hypothesis").write_text('{"t/b.py": 9.0}')
+    (tmp_path / "tests").mkdir()
+    write_seed(tmp_path)
+    config = seeded_config(tmp_path, {})
+    assert known_seconds(config) == {"t/a.py": 2.5}
+
+
+def test_the_projects_seed_names_test_files_of_the_default_run() -> None:
+    root = Path(__file__).resolve().parents[2]
+    config = seeded_config(root, {})
+    seeded = known_seconds(config)
+    present = [file for file in seeded if (root / file).is_file()]
+    assert len(present) >= 0.8 * len(seeded) > 0  # a few may have been renamed since
 
 
 class Node:

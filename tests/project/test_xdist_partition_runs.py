@@ -150,6 +150,23 @@ def test_once_the_cache_knows_the_files_each_worker_collects_only_its_share(tree
     assert all(len(files) == 14 for files in tree.collected().values())
 
 
+def test_a_checkout_that_never_ran_partitions_by_the_seed(tree: Tree) -> None:
+    alone = tree.run(workers=0)
+    for old in (tree.root / ".pytest_cache").rglob("seconds-per-file/*"):
+        old.unlink()  # the cache as in a fresh clone: no table of per-file seconds
+    seeded = {f"t/test_{name}.py": float(i + 1) for i, name in enumerate("abcdefgh")}
+    seeded["t/test_gone.py"] = 5.0  # renamed since the seed was written
+    (tree.root / "tests").mkdir()
+    (tree.root / "tests" / "xdist_seconds.json").write_text(json.dumps({"all": seeded}))
+    assert tree.run() == alone
+    collected = tree.collected()
+    assert all(files for files in collected.values())
+    grouped = {"t/test_g1.py", "t/test_g2.py"}  # partitioned with the seeded files
+    unseeded = {"t/test_fails.py", "t/sub/test_x.py", "t/sub/test_y.py", "t/sub/test_z.py"}
+    assert all(unseeded <= set(files) for files in collected.values())  # every worker's
+    assert sum(map(len, collected.values())) == 8 + len(grouped) + 3 * len(unseeded)
+
+
 def test_selections_run_the_same_tests_as_without_workers(tree: Tree) -> None:
     tree.run()  # fills the cache
     for args in (["-k", "test_1 or test_p"], ["t/sub"], ["t/sub", "t/test_c.py"], ["t"]):

@@ -402,8 +402,13 @@ def test_an_alias_may_not_be_another_models_id() -> None:
 
 
 def test_bad_yaml_and_unreadable_files_name_the_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"models\.yaml: not valid YAML"):
-        Registry.load(write(tmp_path, "adapters: {unclosed\n"), environ=ENV)
+    with pytest.raises(ConfigError, match=r"models\.yaml: not valid YAML") as refused:
+        Registry.load(write(tmp_path, "routes:\n  default: {models: [a, b}\n"), environ=ENV)
+    # one line, with the place in the file (not PyYAML's "<unicode string>")
+    assert str(refused.value).endswith(
+        "models.yaml: not valid YAML: line 2, column 26: did not find expected ',' or ']' "
+        "(while parsing a flow sequence at line 2, column 21)"
+    )
     with pytest.raises(ConfigError, match=r"nowhere\.yaml"):
         Registry.load(tmp_path / "nowhere.yaml")
     with pytest.raises(ConfigError, match="expected a mapping with adapters and models"):

@@ -1,8 +1,8 @@
 """The agent loop (Session.run): over every family, tool calls answered concurrently, a tool
 that fails and one that outlasts its timeout answered as errors, a swap between steps, the
-step limit, cancellation in the middle of a tool (the session's cancel and the caller's own
-cancel scope), usage and cost summed, structured output at the end, tools the application
-answers, and a server-side turn paused and resumed."""
+step limit, every step's warnings kept, cancellation in the middle of a tool (the session's
+cancel and the caller's own cancel scope), usage and cost summed, structured output at the
+end, tools the application answers, and a server-side turn paused and resumed."""
 
 from __future__ import annotations
 
@@ -141,6 +141,24 @@ async def test_usage_and_cost_are_summed_over_the_run(emulator: Emulator) -> Non
     priced = [cost_of(r.model, r.usage) for r in steps]
     assert list(result.costs) == priced and result.cost_usd == sum(c.usd for c in priced)
     assert result.cost_usd > 0 and session.usage == result.usage
+    await close_all(adapters)
+
+
+@pytest.mark.anyio
+async def test_every_steps_warnings_are_kept_in_the_result(emulator: Emulator) -> None:
+    adapters = emulated(emulator, stacks=["openai"])
+    session = Session(MODELS["openai"], adapters=adapters, tools=[Meeting().tool()], top_k=5)
+    steps: list[Any] = []
+
+    def record(event: object) -> None:
+        if isinstance(event, StepComplete):
+            steps.append(event.response)
+
+    result = await session.arun("What's the weather in Paris and Rome?", on_event=record)
+    assert result.steps == 2
+    assert list(result.warnings) == [w for r in steps for w in r.warnings]
+    assert [w.block_type for w in result.warnings] == ["top_k", "top_k"]
+    assert result.response.warnings == [result.warnings[-1]]
     await close_all(adapters)
 
 

@@ -430,6 +430,59 @@ async def test_an_azure_stream_with_filter_results_reads_as_any_other() -> None:
     assert final.stop_reason.kind is StopKind.END_TURN
     assert (final.usage.input_tokens, final.usage.output_tokens) == (14, 6)
     assert json.loads(sent[0].content)["stream_options"] == {"include_usage": True}
+    # the prompt-filter chunk (no id, no model) does not stand for the message
+    assert final.message_id == "chatcmpl-BAeyRj7gU6aCNSSAskAFbupBWYMIT"
+    assert final.model == "gpt-4o-2024-11-20"
+
+
+async def _azure_stream(chunks: list[dict[str, Any]]) -> list[Any]:
+    text = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
+    config = AdapterConfig(
+        api_key="k",
+        settings={"resource": "r"},
+        http_client=httpx.AsyncClient(
+            transport=httpx.MockTransport(lambda _: httpx.Response(200, content=text.encode()))
+        ),
+    )
+    return [e async for e in build_adapter("azure", config).stream(ask())]
+
+
+@pytest.mark.anyio
+async def test_an_azure_stream_its_filter_cuts_ends_content_filter_with_what_came() -> None:
+    from metis.model import MessageComplete
+
+    cut = {"violence": {"filtered": True, "severity": "medium"}, **FILTERS}
+    chunks = [dict(chunk) for chunk in AZURE_STREAM]
+    ending = chunks[-2]["choices"][0]
+    chunks[-2] = {
+        **chunks[-2],
+        "choices": [{**ending, "finish_reason": "content_filter", "content_filter_results": cut}],
+    }
+    final = (await _azure_stream(chunks))[-1]
+    assert isinstance(final, MessageComplete)
+    assert final.stop_reason.kind is StopKind.CONTENT_FILTER
+    assert final.stop_reason.raw == "content_filter"
+    assert final.final_content[0].text == "The capital is Paris."  # type: ignore[union-attr]
+    assert final.usage.output_tokens == 6  # the usage chunk after it is read too
+    assert final.message_id == "chatcmpl-BAeyRj7gU6aCNSSAskAFbupBWYMIT"
+
+
+@pytest.mark.anyio
+async def test_the_emulators_azure_stream_reads_with_its_id_and_model() -> None:
+    from metis.model import MessageComplete
+
+    emulator = Emulator()
+    config = AdapterConfig(
+        api_key="k",
+        base_url=emulator.base_url("azure"),
+        http_client=emulator.client(),
+    )
+    events = [e async for e in build_adapter("azure", config).stream(ask())]
+    final = events[-1]
+    assert isinstance(final, MessageComplete)
+    assert final.stop_reason.kind is StopKind.END_TURN and final.final_content
+    assert final.message_id and final.message_id.startswith("chatcmpl-")
+    assert final.model
 
 
 @pytest.mark.anyio

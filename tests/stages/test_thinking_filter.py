@@ -104,6 +104,23 @@ def test_blocks_that_may_not_go_back_are_dropped_with_one_warn(
     assert reason_has in fields["reason"]
 
 
+def test_the_models_own_unsigned_summary_is_left_out_quietly_where_the_stack_says(
+    warnings: pytest.LogCaptureFixture,
+) -> None:
+    """Gemini's thought summaries carry no signature (it rides on the part after them):
+    leaving them out of the same model's next request loses nothing, so no WARN and no
+    warning on the call, turn after turn; anything else is still dropped and said."""
+    call = _call()
+    request = _request(_thinking(SAME, signature=None), TextBlock(text="answer"))
+    assert _run(request, call, quiet_own_unsigned=True) == [TextBlock(text="answer")]
+    assert lossy_warnings(warnings) == [] and call.warnings == []
+    other = _request(_thinking(OTHER_MODEL, signature=None), TextBlock(text="answer"))
+    assert _run(other, call, quiet_own_unsigned=True) == [TextBlock(text="answer")]
+    assert [w.reason for w in call.warnings] == [
+        "it was produced by model anthropic:claude-y, not anthropic:claude-x"
+    ]
+
+
 def test_warn_names_the_message_by_position_without_an_id(
     warnings: pytest.LogCaptureFixture,
 ) -> None:

@@ -215,6 +215,8 @@ def test_help_names_every_mount(capsys: pytest.CaptureFixture[str]) -> None:
         "GET /v1/models",
     ):
         assert mount in shown
+    assert "export ANTHROPIC_BASE_URL=http://127.0.0.1:8900 ANTHROPIC_API_KEY=" in shown
+    assert max(len(line) for line in shown.split("endpoints:")[0].splitlines()) <= 80
 
 
 # Claude Code and Codex CLI themselves (npm i @anthropic-ai/claude-code @openai/codex) --------

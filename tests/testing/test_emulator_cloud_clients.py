@@ -236,8 +236,17 @@ def test_azure_openai_through_its_deployment_with_api_version_and_api_key(
     )
     chunks = list(client.chat.completions.create(model="gpt-4o", messages=said, stream=True))
     assert chunks[0].choices == [] and chunks[0].model_extra["prompt_filter_results"]
+    assert (chunks[0].id, chunks[0].model) == ("", "")
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "You said: Hi"
+    verdicts = [c.choices[0].model_extra["content_filter_results"] for c in chunks if c.choices]
+    said_something = [bool(c.choices[0].delta.content) for c in chunks if c.choices]
+    assert said_something[0] is False and verdicts[0] == {}  # the role's chunk
+    assert chunks[-1].choices[0].finish_reason == "stop" and verdicts[-1] == {}
+    for verdict, spoke in zip(verdicts, said_something, strict=True):
+        assert (verdict != {}) is spoke
+        assert all(v == {"filtered": False, "severity": "safe"} for v in verdict.values())
+    assert set(verdicts[1]) == {"hate", "self_harm", "sexual", "violence"}
 
 
 def test_azure_openai_responses_and_embeddings_on_the_classic_paths(emulator: Emulator) -> None:

@@ -1,5 +1,6 @@
 """Each row of each rule table (metis/testing/emulator/tables/) refuses its own example: the
-table's example request with the row's ``example`` fields set (``null`` removes one), sent to an
+table's example request with the row's ``example`` fields set (``null`` removes one, ``{times: n,
+of: x}`` stands for a list of n x's), sent to an
 emulator, is refused with the row's message (a check's row: with what it ``says``)."""
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def test_each_row_refuses_its_example(http: httpx.Client, key: str) -> None:
     for field, value in row["example"].items():
         if value is None:
             body.pop(field, None)
+        elif isinstance(value, dict) and set(value) == {"times", "of"}:
+            body[field] = [value["of"]] * value["times"]
         else:
             body[field] = value
     response = http.post(request["path"], json=body, headers=request["headers"])

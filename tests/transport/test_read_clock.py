@@ -9,7 +9,7 @@ import asyncio
 import anyio
 import pytest
 
-from metis.transport.exchange import ReadClock, loop_clock
+from metis.transport.read_clock import ReadClock, loop_clock
 
 
 @pytest.mark.anyio

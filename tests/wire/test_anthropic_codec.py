@@ -1059,3 +1059,36 @@ def test_recorded_error_bodies() -> None:
     error = codec.error_from_http(400, {}, json.dumps(response["parsed_body"]).encode())
     assert isinstance(error, InvalidRequestError)
     assert "xhigh" in error.provider_message
+
+
+@pytest.mark.parametrize("calls", [True, False])
+def test_a_null_stop_reason_is_tool_use_when_tools_were_called(calls: bool) -> None:
+    """A compatible server that leaves ``stop_reason`` null (the stream's message_stop, or a
+    whole body, says the reply is whole): the tools it called are to be run, as a Chat stream
+    ended by ``[DONE]`` alone is read (docs/contract.md section 3). It was ``end_turn`` even
+    with tool calls, which an agent loop takes as the end and runs none of them."""
+    tool = [
+        block_start(1, type="tool_use", id="toolu_1", name="get_weather", input={}),
+        delta(1, type="input_json_delta", partial_json='{"city": "Paris"}'),
+        stop(1),
+    ]
+    events, _ = run_stream(
+        [
+            start(input_tokens=5),
+            block_start(0, type="text", text=""),
+            delta(0, type="text_delta", text="Checking."),
+            stop(0),
+            *(tool if calls else []),
+            message_delta(None, output_tokens=9),
+            MESSAGE_STOP,
+        ]
+    )
+    expected = StopKind.TOOL_USE if calls else StopKind.END_TURN
+    assert final(events).stop_reason.kind is expected
+    content: list[dict[str, Any]] = [{"type": "text", "text": "Checking."}]
+    if calls:
+        content.append({"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}})
+    body = {"id": "msg_1", "model": "m", "content": content, "stop_reason": None, "usage": {}}
+    builder, _ = new_builder()
+    whole = final(list(codec.parse_body(body, builder)))
+    assert whole.stop_reason.kind is expected and not whole.stop_reason.raw

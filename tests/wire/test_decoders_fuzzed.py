@@ -191,3 +191,15 @@ def test_a_responses_item_id_that_is_not_a_string_is_a_protocol_error(item_id: A
     with pytest.raises(ProtocolError, match=r"item\.id"):
         for obj in objects:
             streamed.feed(obj)
+
+
+def test_a_chat_chunk_whose_other_choice_is_not_an_object_is_a_protocol_error() -> None:
+    """Found by the search above in CI: a chunk whose first choice has another index and whose
+    next is a list (not a choice object) was a bare AttributeError."""
+    first, *rest = seeds("openai")[1]
+    odd = copy.deepcopy(rest[0])
+    odd["choices"] = [{**odd["choices"][0], "index": 5}, ["not a choice"]]
+    streamed = reader("openai")
+    streamed.feed(first)
+    with pytest.raises(ProtocolError, match=r"choices\[1\]"):
+        streamed.feed(odd)

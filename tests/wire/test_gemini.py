@@ -173,7 +173,7 @@ def test_a_conversation_becomes_contents_with_gemini_roles_and_parts() -> None:
                 {
                     "name": "get_weather",
                     "description": "Current weather for a city",
-                    "parameters": WEATHER.input_schema,
+                    "parametersJsonSchema": WEATHER.input_schema,
                 }
             ]
         }
@@ -664,9 +664,12 @@ async def test_gemini_ids_and_signatures_go_back_to_gemini_as_it_issued_them() -
 
 
 @pytest.mark.anyio
-async def test_tool_schemas_are_cleaned_for_gemini_with_one_warn_per_keyword(
+async def test_tool_schemas_go_as_json_schema_with_one_warn_per_keyword_gemini_ignores(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """``parametersJsonSchema`` takes JSON Schema: a closed object, a nullable type list and
+    ``oneOf`` go as written; a local ``$ref`` is inlined; a keyword Gemini does not honour
+    (``exclusiveMinimum``) is taken out with one WARN."""
     pydantic_like = {
         "$defs": {"Unit": {"enum": ["celsius", "fahrenheit"], "type": "string"}},
         "additionalProperties": False,
@@ -674,6 +677,7 @@ async def test_tool_schemas_are_cleaned_for_gemini_with_one_warn_per_keyword(
             "city": {"type": "string", "minLength": 1},
             "unit": {"$ref": "#/$defs/Unit"},
             "days": {"type": ["integer", "null"], "exclusiveMinimum": 0},
+            "when": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
         },
         "required": ["city"],
         "type": "object",
@@ -691,26 +695,34 @@ async def test_tool_schemas_are_cleaned_for_gemini_with_one_warn_per_keyword(
             weather_request(False, tools=[tool])
         )
     (declaration,) = sent[0]["tools"][0]["functionDeclarations"]
-    assert declaration["parameters"] == {
+    assert "parameters" not in declaration
+    assert declaration["parametersJsonSchema"] == {
+        "additionalProperties": False,
         "properties": {
             "city": {"type": "string", "minLength": 1},
             "unit": {"enum": ["celsius", "fahrenheit"], "type": "string"},
-            "days": {"type": "integer", "nullable": True},
+            "days": {"type": ["integer", "null"]},
+            "when": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
         },
         "required": ["city"],
         "type": "object",
     }
     records = [r for r in caplog.records if getattr(r, "event", None) == "metis.schema_cleanup"]
-    assert sorted(r.keyword for r in records) == ["additionalProperties", "exclusiveMinimum"]  # type: ignore[attr-defined]
+    assert [r.keyword for r in records] == ["exclusiveMinimum"]  # type: ignore[attr-defined]
 
 
 @pytest.mark.anyio
-async def test_a_metis_tool_sent_on_every_call_is_warned_of_once(
+async def test_a_metis_tool_goes_to_gemini_without_a_warn(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """The schema ``@metis.tool`` makes (closed: ``additionalProperties: false``) is one Gemini
+    takes whole, so a tool sent on every call logs nothing."""
     import metis
 
+    sent: list[dict[str, Any]] = []
+
     def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(request.content))
         return httpx.Response(200, json=chunk({"text": "ok"}, finish="STOP"))
 
     @metis.tool
@@ -724,8 +736,9 @@ async def test_a_metis_tool_sent_on_every_call_is_warned_of_once(
     with caplog.at_level(logging.WARNING, logger="metis"):
         for _ in range(3):
             await adapter.complete(request)
-    records = [r for r in caplog.records if getattr(r, "event", None) == "metis.schema_cleanup"]
-    assert [r.tool for r in records] == ["look_up_tide"]  # type: ignore[attr-defined]
+    assert [r for r in caplog.records if "schema" in r.getMessage()] == []
+    (declaration,) = sent[-1]["tools"][0]["functionDeclarations"]
+    assert declaration["parametersJsonSchema"] == look_up_tide.definition.input_schema
 
 
 async def stream_sse(body: str) -> tuple[list[StreamEvent], BaseException | None]:
@@ -875,3 +888,19 @@ async def test_a_conversation_moving_between_three_providers_is_accepted_every_t
     assert [p["functionCall"]["args"]["city"] for p in foreign] == ["Paris", "Berlin", "Rome"]
     canonical = [b.id for m in history for b in m.content if isinstance(b, ToolUseBlock)]
     assert len(set(canonical)) == 4 and all(i.startswith("tu_") for i in canonical)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_part_field_given_as_null_is_a_field_not_given(stream: bool) -> None:
+    """A server speaking Gemini's format that writes every field of a part, the absent ones
+    as null (a re-serializing proxy), lost the whole reply: ``"text": null`` beside a
+    ``functionCall`` made the part a text part with no text, a ProtocolError."""
+    empty = {"text": None, "thought": None, "thoughtSignature": None, "functionCall": None}
+    call = {**empty, "functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}
+    said = {**empty, "text": "Checking."}
+    events = parse(chunk(said, call, {k: None for k in empty}, finish="STOP"), stream=stream)
+    final = final_of(events)
+    kinds = [type(block).__name__ for block in final.final_content]
+    assert kinds == ["TextBlock", "ToolUseBlock"], final.final_content
+    assert final.final_content[1].input == {"city": "Paris"}  # type: ignore[union-attr]
+    assert final.stop_reason.kind is StopKind.TOOL_USE

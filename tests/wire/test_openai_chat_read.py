@@ -489,3 +489,33 @@ def test_cached_tokens_within_the_prompt_count_are_part_of_it() -> None:
     }
     done = parse(body({"content": "Paris"}, usage=usage))
     assert (done.usage.input_tokens, done.usage.cached_input_tokens) == (9, 161)
+
+
+def choice(index: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"index": index, "delta": delta, "finish_reason": finish}
+
+
+def test_the_choice_read_is_the_lowest_index_wherever_it_stands() -> None:
+    """A chunk carrying two choices with the second at index 0 lost that one's text, and a
+    server numbering its one choice 1 lost the whole reply (a 'no finish_reason' error);
+    a whole body read its first choice, whatever its index."""
+    both = [
+        {"id": "c", "choices": [choice(1, {"content": "other"}), choice(0, {"content": "Hel"})]},
+        {"id": "c", "choices": [choice(0, {"content": "lo"}), choice(1, {"content": "!"})]},
+        {"id": "c", "choices": [choice(1, {}, "stop"), choice(0, {}, "stop")]},
+    ]
+    one = [
+        {"id": "c", "choices": [choice(1, {"content": "Hel"})]},
+        {"id": "c", "choices": [choice(1, {"content": "lo"}, "stop")]},
+    ]
+    for chunks in (both, one):
+        ended = final(stream(chunks))
+        assert [block.text for block in ended.final_content] == ["Hello"]  # type: ignore[union-attr]
+        assert ended.stop_reason.kind is StopKind.END_TURN
+    whole = body({"content": "Hello"})
+    whole["choices"].insert(
+        0, {"index": 1, "message": {"content": "other"}, "finish_reason": "length"}
+    )
+    ended = parse(whole)
+    assert [block.text for block in ended.final_content] == ["Hello"]  # type: ignore[union-attr]
+    assert ended.stop_reason.kind is StopKind.END_TURN

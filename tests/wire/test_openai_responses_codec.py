@@ -1173,6 +1173,36 @@ def test_parse_body_errors_and_malformed_bodies() -> None:
         codec.parse_body({"id": "r", "status": "completed"}, MessageBuilder(PROVIDER, MODEL))
 
 
+@pytest.mark.parametrize(
+    ("error", "cls", "status"),
+    [
+        ({"message": "no such model", "code": 400}, InvalidRequestError, 400),
+        ({"message": "Rate limited upstream", "code": 429}, RateLimitError, 429),
+        (
+            {"message": "filtered", "code": "content_filter", "status": 400},
+            InvalidRequestError,
+            400,
+        ),
+    ],
+)
+def test_an_error_object_that_says_its_status_is_classified_by_it(
+    error: dict[str, Any], cls: type, status: int
+) -> None:
+    """As a Chat Completions one is (docs/contract.md section 4): OpenRouter's numeric
+    ``code``, Azure's ``status``, in a 200 body, a ``response.failed`` event and an ``error``
+    event (they were server errors, retried in vain)."""
+    failed = {"type": "response.failed", "response": {"status": "failed", "error": error}}
+    for event in ({"type": "error", **error}, failed):
+        parser = codec.stream_parser(MessageBuilder(PROVIDER, MODEL))
+        parser.feed(created())
+        with pytest.raises(cls) as caught:
+            parser.feed(event)
+        assert caught.value.provider_status == status, event
+    with pytest.raises(cls) as whole:
+        codec.parse_body({"error": error}, MessageBuilder(PROVIDER, MODEL))
+    assert whole.value.provider_status == status
+
+
 # HTTP errors -------------------------------------------------------------------------------
 
 

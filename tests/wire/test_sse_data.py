@@ -147,3 +147,22 @@ def test_same_data_as_the_full_decoder_however_the_body_is_cut(
     bounds = sorted({0, len(raw), *(c for c in cuts if c <= len(raw))})
     chunks = [raw[a:b] for a, b in itertools.pairwise(bounds)]
     assert data_of(*chunks) == reference(*chunks) == reference(raw)
+
+
+def test_an_event_of_many_lines_too_long_is_refused_as_it_grows() -> None:
+    """Each line short, the event never ended: held up to the event's limit, then refused,
+    by both decoders, however the lines arrive (not read whole first: a runaway upstream)."""
+    lines = b"data: 0123456789\n" * 20
+    for chunks in ([lines], bytewise(lines)):
+        decoder = SSEDataDecoder(max_event_length=100)
+        reference_decoder = SSEDecoder(max_event_length=100)
+        with pytest.raises(ProtocolError, match="event longer than 100 chars"):
+            for chunk in chunks:
+                decoder.feed(chunk)
+        with pytest.raises(ProtocolError, match="event longer than 100 chars"):
+            for chunk in chunks:
+                reference_decoder.feed(chunk)
+    within = SSEDataDecoder(max_event_length=100)
+    for _ in range(50):  # events under the limit, however many, are fine
+        two_lines = within.feed(b"data: 0123456789\ndata: 0123456789\n\n")
+        assert two_lines == ["0123456789\n0123456789"]

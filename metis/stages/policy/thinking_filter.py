@@ -20,6 +20,8 @@ from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
 from metis.stages.options import ThinkingFilterOptions
 
+NO_SIGNATURE = "it has no signature"
+
 
 class ThinkingFilter(RequestStage[CanonicalRequest]):
     name = "thinking_filter"
@@ -49,6 +51,8 @@ class ThinkingFilter(RequestStage[CanonicalRequest]):
             if reason is None:
                 kept.append(block)
                 continue
+            if reason == NO_SIGNATURE and self.options.quiet_own_unsigned:
+                continue
             if self.options.as_text and isinstance(block, ThinkingBlock) and block.thinking:
                 kept.append(TextBlock(text=block.thinking))
                 reason += "; kept its text as a plain text block"
@@ -73,7 +77,7 @@ class ThinkingFilter(RequestStage[CanonicalRequest]):
         if self.options.keep == "same_model" and origin.model != call.model:
             return f"it was produced by model {origin.model}, not {call.model}"
         if isinstance(block, ThinkingBlock) and not block.signature and self.options.signed_only:
-            return "it has no signature"
+            return NO_SIGNATURE
         return None
 
 

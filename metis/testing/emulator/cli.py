@@ -7,6 +7,7 @@ import contextlib
 import logging
 import signal
 import sys
+import textwrap
 import threading
 from collections.abc import Sequence
 
@@ -57,6 +58,15 @@ def _fail(message: str, status: int) -> int:
     return status
 
 
+POINTING = """\
+metis's calls and the official SDKs reach it through the SDKs' variables (any key):
+  export ANTHROPIC_BASE_URL=http://127.0.0.1:8900 ANTHROPIC_API_KEY=sk-emulator
+  export OPENAI_BASE_URL=http://127.0.0.1:8900/v1 OPENAI_API_KEY=sk-emulator
+  export GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8900 GEMINI_API_KEY=sk-emulator
+  export AWS_ENDPOINT_URL_BEDROCK_RUNTIME=http://127.0.0.1:8900 AWS_BEARER_TOKEN_BEDROCK=sk-emulator
+(docs/emulator.md)"""
+
+
 def _port(text: str) -> int:
     if not text.strip().isdigit() or int(text) > 65535:  # the socket would take it modulo 65536
         raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
@@ -66,10 +76,13 @@ def _port(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="metis emulator",
-        description="Serve the Anthropic, OpenAI (Chat and Responses, and the OpenAI-compatible "
-        "services), Gemini, Ollama, AWS Bedrock, Vertex AI and Azure OpenAI wire formats on "
-        "loopback, with a scripted model and optional fault injection.",
-        epilog="endpoints:\n" + endpoints(),
+        description=textwrap.fill(
+            "Serve the Anthropic, OpenAI (Chat and Responses, and the OpenAI-compatible "
+            "services), Gemini, Ollama, AWS Bedrock, Vertex AI and Azure OpenAI wire formats "
+            "on loopback, with a scripted model and optional fault injection.",
+            width=79,
+        ),
+        epilog="endpoints:\n" + endpoints() + "\n\n" + POINTING,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")

@@ -44,7 +44,8 @@ class Rule:
     each key of an object (the key is the value tested). A missing value passes unless the
     rule is ``required`` (and the object that would hold it is there). ``message`` and
     ``param`` may name ``{0}``, ``{1}``... (the indexes
-    the ``*`` matched), ``{value}`` and ``{type}`` (its Python type name). ``when`` limits the
+    the ``*`` matched), ``{value}``, ``{type}`` (its Python type name) and ``{count}`` (a
+    list's length). ``when`` limits the
     rule to bodies it holds for. ``code`` is OpenAI's error code.
     """
 
@@ -68,7 +69,8 @@ class Rule:
             if value is MISSING and not self.required:
                 continue
             if value is MISSING or not self.test(value):
-                fields = {"value": value, "type": type(value).__name__}
+                size = len(value) if isinstance(value, list) else 0
+                fields = {"value": value, "type": type(value).__name__, "count": size}
                 param = self.param.format(*indexes, **fields) if self.param else None
                 raise Refused(self.message.format(*indexes, **fields), param, self.code)
 
@@ -173,6 +175,10 @@ SPECS: dict[str, Callable[[Any], Test]] = {
     "starts": lambda pattern: (
         lambda value: isinstance(value, str) and re.match(pattern, value) is not None
     ),
+    "items at most": lambda high: lambda value: not isinstance(value, list) or len(value) <= high,
+    "one given of": lambda keys: (
+        lambda value: isinstance(value, dict) and sum(bool(value.get(k)) for k in keys) == 1
+    ),
     "is": lambda same: lambda value: value is same,
     "has": lambda key: lambda value: isinstance(value, dict) and key in value,
     "unique": lambda key: (
@@ -184,7 +190,9 @@ SPECS: dict[str, Callable[[Any], Test]] = {
 }
 """The tests with an argument: ``{at least: 1}`` (an integer), ``{at most: 2}`` and ``{not below:
 0}`` (a number, or anything else: another row checks the type), ``{between: [0, 2]}``,
-``{matches: regex}`` (the whole string), ``{starts: regex}``, ``{is: true}``, ``{has: key}``,
+``{items at most: n}`` (a list of at most n items, or anything else), ``{one given of: [a,
+b]}`` (an object with exactly one of them not empty), ``{matches: regex}`` (the
+whole string), ``{starts: regex}``, ``{is: true}``, ``{has: key}``,
 ``{unique: key}`` (a list of objects no two of which have the same ``key``); and, read by
 :meth:`Table.test`, ``{one of: [a, b]}`` (or a name of the table's ``names``), ``{one key of:
 ...}`` (an object of one key, one of them), ``{either: [...]}``, ``{all: [...]}``, ``{not:

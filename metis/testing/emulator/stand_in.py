@@ -19,6 +19,7 @@ from typing import Any
 
 from metis.adapter.adapter import Adapter, build_adapter
 from metis.pipeline.config import AdapterConfig
+from metis.stacks.loader import load_stack
 from metis.testing.emulator.emulator import Emulator
 
 MODELS = {
@@ -75,10 +76,25 @@ def stand_in(*providers: str) -> Iterator[StandIn]:
     needed = any(not os.environ.get(REAL_WHEN_SET[p]) for p in providers)
     with Emulator(port=0) if needed else nullcontext() as emulator:
         chosen = StandIn(emulator)
-        real = [f"{p} ({REAL_WHEN_SET[p]})" for p in providers if chosen.is_real(p)]
-        emulated = [p for p in providers if not chosen.is_real(p)]
-        parts = [f"real API for {', '.join(real)}"] if real else []
-        if emulator is not None:
-            parts.append(f"emulator at {emulator.url} for {', '.join(emulated)}")
-        print("backends: " + "; ".join(parts))
+        print("backends: " + backends(chosen, providers))
         yield chosen
+
+
+def backends(chosen: StandIn, providers: tuple[str, ...]) -> str:
+    """What each provider reaches: its real API, a server its SDK's base URL variable names
+    (the emulator a reader started, say), or the emulator started here."""
+    real: list[str] = []
+    elsewhere: list[str] = []
+    for provider in (p for p in providers if chosen.is_real(p)):
+        variable = load_stack(provider).endpoint.base_url_env
+        url = os.environ.get(variable) if variable else None
+        if url:
+            elsewhere.append(f"{provider} at {url} ({variable}, {REAL_WHEN_SET[provider]})")
+        else:
+            real.append(f"{provider} ({REAL_WHEN_SET[provider]})")
+    parts = [f"real API for {', '.join(real)}"] if real else []
+    parts += elsewhere
+    emulated = [p for p in providers if not chosen.is_real(p)]
+    if chosen.emulator is not None:
+        parts.append(f"emulator at {chosen.emulator.url} for {', '.join(emulated)}")
+    return "; ".join(parts)

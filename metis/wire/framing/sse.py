@@ -28,6 +28,9 @@ from metis.errors import ProtocolError
 
 MAX_LINE_LENGTH = 16 * 1024 * 1024
 """The longest line, in characters, held while waiting for its line end."""
+MAX_EVENT_LENGTH = 2 * MAX_LINE_LENGTH
+"""The longest event (its lines, however many), in characters, held while waiting for the
+blank line that ends it."""
 
 _utf8_sig = codecs.getincrementaldecoder("utf-8-sig")
 
@@ -44,8 +47,9 @@ class SSEDecoder:
     """Turns the bytes of an event stream into :class:`SSEEvent` objects.
 
     Lines end with CRLF, LF or CR, also when a CRLF is split across two chunks; a leading
-    UTF-8 BOM is skipped; invalid UTF-8 and a line longer than ``max_line_length`` characters
-    without a line end raise :class:`~metis.errors.ProtocolError`.
+    UTF-8 BOM is skipped; invalid UTF-8, a line longer than ``max_line_length`` characters
+    without a line end and an event whose data passes ``max_event_length`` characters before
+    its blank line raise :class:`~metis.errors.ProtocolError`.
     """
 
     __slots__ = (
@@ -54,13 +58,17 @@ class SSEDecoder:
         "_event",
         "_id",
         "_max",
+        "_max_event",
         "_partial",
         "_partial_len",
         "_skip_lf",
     )
 
-    def __init__(self, max_line_length: int = MAX_LINE_LENGTH) -> None:
+    def __init__(
+        self, max_line_length: int = MAX_LINE_LENGTH, max_event_length: int = MAX_EVENT_LENGTH
+    ) -> None:
         self._max = max_line_length
+        self._max_event = max_event_length
         self._reset()
 
     def _reset(self) -> None:
@@ -139,6 +147,8 @@ class SSEDecoder:
                     value = value[1:]
                 if name == "data":
                     data = value if data is None else f"{data}\n{value}"
+                    if len(data) > self._max_event:
+                        raise ProtocolError(event_too_long(self._max_event))
                 elif name == "event":
                     event = value or None
                 elif name == "id" and "\0" not in value:
@@ -152,6 +162,11 @@ class SSEDecoder:
         self._event = event
         self._id = id_
         return events
+
+
+def event_too_long(limit: int) -> str:
+    said = f"{limit / 2**20:g} MiB" if limit >= 2**20 else f"{limit} chars"
+    return f"provider sent an event-stream event longer than {said} without its end"
 
 
 def _bad_utf8(exc: UnicodeDecodeError) -> str:

@@ -11,8 +11,9 @@ per event, whatever the number of events a read brings.
 
 Framing follows the WHATWG ``text/event-stream`` format: lines end with CRLF, LF or CR (a CRLF
 split across two chunks is one line end), a blank line ends an event, a leading UTF-8 BOM is
-skipped; invalid UTF-8 (also a character cut off by the end of the body) and a line longer
-than ``max_line_length`` characters without a line end raise
+skipped; invalid UTF-8 (also a character cut off by the end of the body), a line longer
+than ``max_line_length`` characters without a line end and an event longer than
+``max_event_length`` characters without the blank line that ends it raise
 :class:`~metis.errors.ProtocolError`. A final event that lacked its blank line is dispatched
 by :meth:`SSEDataDecoder.close`, as providers sometimes end the body that way.
 """
@@ -23,16 +24,30 @@ import json
 from codecs import utf_8_decode
 
 from metis.errors import ProtocolError
-from metis.wire.framing.sse import MAX_LINE_LENGTH
+from metis.wire.framing.sse import MAX_EVENT_LENGTH, MAX_LINE_LENGTH, event_too_long
 
 
 class SSEDataDecoder:
     """Turns the bytes of an event stream into the data of its events, in order."""
 
-    __slots__ = ("_bom", "_cut", "_ends_with_lf", "_line", "_max", "_pending", "_skip_lf")
+    __slots__ = (
+        "_bom",
+        "_cut",
+        "_ends_with_lf",
+        "_line",
+        "_max",
+        "_max_event",
+        "_pending",
+        "_size",
+        "_skip_lf",
+    )
 
-    def __init__(self, max_line_length: int = MAX_LINE_LENGTH) -> None:
+    def __init__(
+        self, max_line_length: int = MAX_LINE_LENGTH, max_event_length: int = MAX_EVENT_LENGTH
+    ) -> None:
         self._max = max_line_length
+        self._max_event = max_event_length
+        self._size = 0  # length of the pending text
         self._cut = b""  # the start of a UTF-8 character the last chunk ended in
         self._bom = True  # a BOM may still open the text
         self._pending: list[str] = []  # the text after the last blank line, line ends as LF
@@ -65,6 +80,7 @@ class SSEDataDecoder:
             self._pending.append(text)
             text = "".join(self._pending)
             self._pending = []
+            self._size = 0
         elif text[-2:] == "\n\n" and text[:6] == "data: " and text.find("\n") == len(text) - 2:
             return [text[6:-2]]  # the usual chunk: one event, its one data line, nothing after
         end = text.rfind("\n\n")
@@ -81,6 +97,7 @@ class SSEDataDecoder:
             raise ProtocolError("provider's event stream ended in the middle of a UTF-8 character")
         text = "".join(self._pending)
         self._pending = []
+        self._size = 0
         self._ends_with_lf = False
         self._line = 0
         return _data([text]) if text else []
@@ -102,6 +119,9 @@ class SSEDataDecoder:
 
     def _hold(self, text: str) -> None:
         self._pending.append(text)
+        self._size += len(text)
+        if self._size > self._max_event:
+            raise ProtocolError(event_too_long(self._max_event))
         self._ends_with_lf = text[-1] == "\n"
         last_lf = text.rfind("\n")
         self._line = len(text) - last_lf - 1 if last_lf >= 0 else self._line + len(text)

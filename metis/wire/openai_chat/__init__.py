@@ -158,7 +158,7 @@ class OpenAIChatCodec:
         choices = required_list(body, "choices", "response")
         if not choices:
             raise ProtocolError(f"openai_chat response has no choices: {dump(body)}")
-        choice = object_value(choices[0], "response.choices[0]")
+        choice = object_value(min(choices, key=choice_index), "response.choices[0]")
         if "message" not in choice and choice.get("finish_reason") is not None:
             message: dict[str, Any] = {}  # Azure's content filter leaves the message out
         else:
@@ -200,9 +200,15 @@ class OpenAIChatCodec:
         return chat_error(status, headers, *info, request_id=request_id)
 
 
+def choice_index(choice: Any) -> int:
+    """A choice's ``index`` (0 where it has none, or not a number)."""
+    index = choice.get("index", 0) if isinstance(choice, dict) else 0
+    return index if isinstance(index, int) and not isinstance(index, bool) else 0
+
+
 class _StreamParser:
     __slots__ = (
-        "_apart", "_builder", "_calls", "_finished", "_refused", "_sources"
+        "_apart", "_builder", "_calls", "_finished", "_index", "_refused", "_sources"
     )  # fmt: skip
 
     def __init__(self, builder: MessageBuilder, reasoning_apart: bool = False) -> None:
@@ -211,6 +217,7 @@ class _StreamParser:
         self._refused = False
         self._finished = False
         self._sources: list[Citation] = []  # a reply's source list, as the last chunk gave it
+        self._index: int | None = None  # the index of the choice read, once a chunk had one
 
     def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         if "error" in obj:  # its usage, if any, is kept with what arrived (OpenRouter's has)
@@ -219,16 +226,19 @@ class _StreamParser:
                     read_usage(self._builder, usage, self._apart)
             raise body_error(obj)
         builder = self._builder
-        if not builder.started:
-            builder.start(optional_text(obj, "id", "chunk"), optional_text(obj, "model", "chunk"))
         choices = obj.get("choices")
+        if not builder.started and (choices or "prompt_filter_results" not in obj):
+            # Azure's first chunk, its filter's verdicts on the prompt, names no message
+            builder.start(optional_text(obj, "id", "chunk"), optional_text(obj, "model", "chunk"))
         if choices:
             if choices.__class__ is not list:
                 raise malformed("chunk.choices", "a list", choices)
             choice = choices[0]
             if choice.__class__ is not dict:
                 raise malformed("chunk.choices[0]", "an object", choice)
-            if choice.get("index", 0) == 0:
+            if choice.get("index", 0) != self._index:
+                choice = self._choice(choices)
+            if choice is not None:
                 delta = choice.get("delta")
                 if delta:
                     if delta.__class__ is not dict:
@@ -250,6 +260,16 @@ class _StreamParser:
         if "citations" in obj:  # Perplexity repeats the list on every chunk
             self._sources = source_list(obj)
         return builder.take()
+
+    def _choice(self, choices: list[Any]) -> dict[str, Any] | None:
+        """The chunk's choice of the index read: the lowest of the first chunk with choices
+        (0, but for a server that numbers its one choice otherwise); None when it has none."""
+        for at, choice in enumerate(choices):
+            if choice.__class__ is not dict:
+                raise malformed(f"chunk.choices[{at}]", "an object", choice)
+        if self._index is None:
+            self._index = min(choice_index(choice) for choice in choices)
+        return next((c for c in choices if choice_index(c) == self._index), None)
 
     def end(self) -> Sequence[StreamEvent]:
         if not self._finished:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis.errors import AdapterError, ErrorClass
-from metis.wire.http_errors import http_error, openai_error_fields
+from metis.wire.http_errors import http_error, openai_error_fields, own_status
 
 _CODE_CLASSES = {
     "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
@@ -58,15 +58,4 @@ def chat_error(
 def body_error(obj: dict[str, Any]) -> AdapterError:
     """An error object in a stream chunk or in a 200 JSON body."""
     message, code, kind = openai_error_fields(obj) or (dump(obj), None, None)
-    return chat_error(_own_status(obj.get("error")), {}, message, code, kind)
-
-
-def _own_status(error: Any) -> int | None:
-    """The HTTP status an error object says it is (``status``, or a numeric ``code``)."""
-    if not isinstance(error, dict):
-        return None
-    for field in ("status", "code"):
-        value = error.get(field)
-        if isinstance(value, int) and not isinstance(value, bool) and 400 <= value < 600:
-            return value
-    return None
+    return chat_error(own_status(obj.get("error")), {}, message, code, kind)

@@ -17,7 +17,7 @@ from metis.wire.builder import MessageBuilder
 from metis.wire.codec import CodecFactory, EncodeContext
 from metis.wire.http_errors import body_excerpt, json_body, openai_error_fields
 from metis.wire.openai_responses.encode import assistant_items, encode_request, silent
-from metis.wire.openai_responses.errors import responses_error
+from metis.wire.openai_responses.errors import body_error, responses_error
 from metis.wire.openai_responses.read import ResponsesParser
 from metis.wire.read import required_list
 from metis.wire.responses_settings import check_settings
@@ -75,8 +75,7 @@ class OpenAIResponsesCodec:
     def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
         error = body.get("error")
         if error or body.get("status") == "failed":
-            info = openai_error_fields({"error": error}) or ("", None, None)
-            raise responses_error(None, {}, *info)
+            raise body_error({"error": error})
         required_list(body, "output", "response")
         ResponsesParser(builder).finish(body)  # every item is one it has not seen
         return builder.take()

@@ -4,9 +4,10 @@ stream (``response.failed``, ``error`` events), each a classified AdapterError."
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from metis.errors import AdapterError, ErrorClass
-from metis.wire.http_errors import http_error
+from metis.wire.http_errors import http_error, openai_error_fields, own_status
 
 _CODE_CLASSES = {
     "rate_limit_exceeded": ErrorClass.RATE_LIMIT,
@@ -49,3 +50,12 @@ def responses_error(
         retryable=False if code == "insufficient_quota" else None,  # out of credit
         retried_by_status=True,
     )
+
+
+def body_error(data: dict[str, Any], fallback: str = "") -> AdapterError:
+    """An error object in a 200 body or a stream's event (``{"error": {...}}``, or the event's
+    own fields), classified by the status it says it is where it says one (Azure's
+    ``status``, OpenRouter's numeric ``code``), else by its code and type."""
+    info = openai_error_fields(data) or (fallback, None, None)
+    error = data.get("error")
+    return responses_error(own_status(error if isinstance(error, dict) else data), {}, *info)

@@ -51,12 +51,11 @@ from metis.errors import ProtocolError
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
-from metis.wire.http_errors import openai_error_fields
 from metis.wire.openai_responses import server_tools as server
 from metis.wire.openai_responses import xai_tools as xai
 from metis.wire.openai_responses.calls import CALLS, INPUT_DONE, CallInputs
 from metis.wire.openai_responses.custom import CUSTOM_CALL
-from metis.wire.openai_responses.errors import responses_error
+from metis.wire.openai_responses.errors import body_error
 from metis.wire.read import (
     list_value,
     malformed,
@@ -184,12 +183,9 @@ class ResponsesParser:
         elif kind in ("response.completed", "response.incomplete"):
             self.finish(required_object(obj, "response", kind))
         elif kind == "response.failed":
-            error = required_object(obj, "response", kind).get("error")
-            raise responses_error(
-                None, {}, *(openai_error_fields({"error": error}) or ("", None, None))
-            )
+            raise body_error({"error": required_object(obj, "response", kind).get("error")})
         elif kind == "error":
-            raise responses_error(None, {}, *(openai_error_fields(obj) or (_dump(obj), None, None)))
+            raise body_error(obj, _dump(obj))
         # content parts, *.done events, annotations and the events of dropped items: nothing
 
     def item(self, index: int, item: dict[str, Any]) -> None:

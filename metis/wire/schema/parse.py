@@ -198,6 +198,10 @@ class SchemaParser:
     def _part(self, part: Any) -> None:
         if part.__class__ is not dict:
             raise malformed(f"{self._where} content part", "an object", part)
+        if None in part.values():  # a field given as null is a field not given
+            part = {key: value for key, value in part.items() if value is not None}
+            if not part:
+                return
         if self._args is not None:  # Gemini's streamed call arguments
             done, taken = self._args.feed(part)
             self._whole_calls(done)

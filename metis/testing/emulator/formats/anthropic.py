@@ -15,9 +15,17 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from metis.gateway.anthropic_api import read_messages
+from metis.gateway.anthropic_write import MessageStream, write_message
+from metis.histories.blocks import from_anthropic_block
+from metis.model.content import ContentBlock, OpaqueBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from metis.model.events import (
+    MessageComplete,
+)
+from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.testing.emulator.formats.anthropic_rules import RULES, SIGNATURE_KIND, _blocks
 from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.cache_marks import block_counts, unmarked
+from metis.testing.emulator.formats.canonical_events import block_events, response_of
 from metis.testing.emulator.formats.canonical_turns import prompt_of, read_by
 from metis.testing.emulator.formats.compaction import (
     anthropic_block,
@@ -27,7 +35,7 @@ from metis.testing.emulator.formats.compaction import (
     read_tokens,
 )
 from metis.testing.emulator.model import Prompt, Reply
-from metis.testing.emulator.rules import Refused, names
+from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.server_tools import anthropic_blocks, anthropic_citations
 from metis.testing.emulator.wire import (
     Frame,
@@ -37,10 +45,9 @@ from metis.testing.emulator.wire import (
     dumps,
     request_ids,
     signature,
-    split_json,
-    split_text,
     sse,
 )
+from metis.wire.anthropic.server_tools import citation
 
 ORGANIZATION = "6c5b7a38-2f4e-4bd1-9a54-000000e30a70"
 VERSIONS = frozenset({"2023-06-01", "2023-01-01", "2026-10-21"})
@@ -67,6 +74,8 @@ class Anthropic(Format):
     )
     rules = RULES
     catalog: ClassVar[tuple[str, ...]] = ("anthropic",)
+    too_long = "prompt is too long: {tokens} tokens > {limit} maximum"
+    no_model = (404, "model: {model}")
 
     def claims(self, endpoint: str, request: HttpRequest) -> bool:
         return not endpoint.startswith("model") or request.header("anthropic-version") is not None
@@ -111,12 +120,6 @@ class Anthropic(Format):
             reply.headers["anthropic-ratelimit-requests-limit"] = "50"
             reply.headers["anthropic-ratelimit-requests-remaining"] = "0"
         return reply
-
-    def overflow(self, tokens: int, limit: int) -> Refused:
-        return Refused(f"prompt is too long: {tokens} tokens > {limit} maximum")
-
-    def unknown_model(self, model: str) -> Refused:
-        return Refused(f"model: {model}", status=404)
 
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
         _, error_type, message = ERRORS.get(kind, ERRORS["overloaded"])
@@ -196,122 +199,66 @@ class Anthropic(Format):
     # --- the reply ------------------------------------------------------------------------
 
     def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> dict[str, Any]:
-        content: list[dict[str, Any]] = []
+        content: list[ContentBlock] = []
         if reply.thinking:
             sig = signature(SIGNATURE_KIND, reply.thinking)
-            content.append({"type": "thinking", "thinking": reply.thinking, "signature": sig})
+            content.append(ThinkingBlock(thinking=reply.thinking, signature=sig))
         for server in reply.server:
-            content += anthropic_blocks(server, "srvtoolu_01" + ids.token(22, "b58"))
+            blocks = anthropic_blocks(server, "srvtoolu_01" + ids.token(22, "b58"))
+            content += [canonical(b) for b in blocks]
         if reply.text:
-            cited = anthropic_citations(reply)
-            content.append(
-                {"type": "text", "text": reply.text, **({"citations": cited} if cited else {})}
-            )
+            cited = [citation(c) for c in anthropic_citations(reply)]
+            content.append(TextBlock(text=reply.text, citations=cited or None))
         for out in reply.calls:
             tool_id = call.call_id(ids, "toolu_01", 22, "b58")
-            content.append({"type": "tool_use", "id": tool_id, "name": out.name, "input": out.args})
+            content.append(ToolUseBlock(id=tool_id, name=out.name, input=out.args))
         trigger = anthropic_trigger(call.body)
         compacted = trigger is not None and read_tokens(prompt) >= trigger
         block = anthropic_block(prompt) if compacted else None
         if block is not None:
-            content.insert(0, block)
-        usage = reply.usage
-        rendered: dict[str, Any] = {
-            "id": "msg_01" + ids.token(22, "b58"),
-            "type": "message",
-            "role": "assistant",
-            "model": call.model,
-            "content": content,
-            "stop_reason": reply.stop,
-            "stop_sequence": reply.stop_sequence,
-            "usage": {
-                "input_tokens": usage.uncached_input,
-                "cache_creation_input_tokens": usage.cache_write,
-                "cache_read_input_tokens": usage.cache_read,
-                "cache_creation": {
-                    "ephemeral_5m_input_tokens": usage.cache_write,
-                    "ephemeral_1h_input_tokens": 0,
-                },
-                "output_tokens": usage.output_tokens,
-                # the thinking part of output_tokens (anthropic SDK 0.105+ OutputTokensDetails)
-                "output_tokens_details": {"thinking_tokens": usage.thinking_tokens},
-                "service_tier": "standard",
-            },
-        }
+            content.insert(0, canonical(block))
+        response = call.options["response"] = response_of(reply, content, call.model)
+        details = {"output_tokens_details": {"thinking_tokens": reply.usage.thinking_tokens}}
+        rendered = write_message(response, call.model, "msg_01" + ids.token(22, "b58"), details)
         if block is not None:  # the passes apart; the top-level counts are the message pass's
             rendered["usage"] = anthropic_compacted_usage(prompt, rendered["usage"], block)
         return rendered
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
-        return message_events(rendered)
+        return message_events(rendered, call.options["response"].content)
 
 
-def message_events(message: dict[str, Any]) -> list[Frame]:
-    """A rendered message as the Messages API streams it."""
-    frames: list[Frame] = []
+def canonical(block: dict[str, Any]) -> ContentBlock:
+    """One of Anthropic's own blocks (a server tool's, a compaction block), kept as it is."""
+    found = from_anthropic_block(block, block["type"], "content", {}, None)
+    assert found is not None
+    return found
 
-    def emit(event: str, data: dict[str, Any]) -> None:
-        frames.append(sse({"type": event, **data}, event, pad=(len(frames) * 7) % 13))
-        if event == "content_block_start" and data["index"] == 0:
-            frames.append(sse({"type": "ping"}, "ping"))
 
+def message_events(message: dict[str, Any], content: list[ContentBlock]) -> list[Frame]:
+    """A rendered message (``content`` its blocks) as the Messages API streams it (the
+    gateway's writer), with some ``data:`` lines padded as recorded."""
     usage = message["usage"]
-    started = {
-        **message,
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {
-            **{k: v for k, v in usage.items() if k not in ("output_tokens_details", "iterations")},
-            "output_tokens": 1,
-        },
-    }
-    emit("message_start", {"message": started})
-    for index, block in enumerate(message["content"]):
-        _block_events(emit, index, block)
-    delta = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
-    counts = names(
-        "input_tokens cache_creation_input_tokens cache_read_input_tokens output_tokens "
-        "output_tokens_details iterations"
+    more = {k: usage[k] for k in ("output_tokens_details", "iterations") if k in usage}
+    tokens = TokenUsage(
+        input_tokens=usage["input_tokens"],
+        cached_input_tokens=usage["cache_read_input_tokens"],
+        cache_creation_input_tokens=usage["cache_creation_input_tokens"],
+        output_tokens=usage["output_tokens"],
     )
-    final = {k: usage[k] for k in counts if k in usage}
-    emit("message_delta", {"delta": delta, "usage": final})
-    emit("message_stop", {})
+    opening = tokens.model_copy(update={"output_tokens": 1})
+    writer = MessageStream(message["model"], None, message["id"], opening, more)
+    written = b""
+    for index, block in enumerate(content):
+        if isinstance(block, OpaqueBlock):  # a compaction block
+            written += writer.kept(block)
+        for item in block_events(index, block, empty_input=False):
+            written += writer.feed(item)
+    stop = StopReason(kind=StopKind(message["stop_reason"]), sequence=message["stop_sequence"])
+    written += writer.feed(MessageComplete([], stop, tokens))
+    frames: list[Frame] = []
+    for event in written.split(b"\n\n")[:-1]:
+        head, _, payload = event.partition(b"data: ")
+        pad = 0 if head == b"event: ping\n" else (len(frames) * 7) % 13
+        frames.append(Frame(head + b"data: ", payload, b" " * pad + b"\n\n"))
     return frames
-
-
-def _block_events(emit: Any, index: int, block: dict[str, Any]) -> None:
-    kind = block["type"]
-    if kind == "compaction":  # its summary in one delta
-        emit("content_block_start", {"index": index, "content_block": {**block, "content": None}})
-        summary = {"type": "compaction_delta", "content": block["content"]}
-        emit("content_block_delta", {"index": index, "delta": summary})
-        emit("content_block_stop", {"index": index})
-        return
-    if kind.endswith("_tool_result"):  # a server tool's result comes whole
-        emit("content_block_start", {"index": index, "content_block": block})
-        emit("content_block_stop", {"index": index})
-        return
-    opening = {
-        "thinking": {"type": "thinking", "thinking": "", "signature": ""},
-        "text": {"type": "text", "text": ""},
-    }.get(kind, {**block, "input": {}})
-    emit("content_block_start", {"index": index, "content_block": opening})
-
-    def delta(**fields: Any) -> None:
-        emit("content_block_delta", {"index": index, "delta": fields})
-
-    if kind == "thinking":
-        for piece in split_text(block["thinking"]):
-            delta(type="thinking_delta", thinking=piece)
-        delta(type="signature_delta", signature=block["signature"])
-    elif kind == "text":
-        for cited in block.get("citations") or []:
-            delta(type="citations_delta", citation=cited)
-        for piece in split_text(block["text"]):
-            delta(type="text_delta", text=piece)
-    else:
-        delta(type="input_json_delta", partial_json="")
-        for piece in split_json(dumps(block["input"]).decode()) if block["input"] else []:
-            delta(type="input_json_delta", partial_json=piece)
-    emit("content_block_stop", {"index": index})

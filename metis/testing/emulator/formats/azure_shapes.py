@@ -4,16 +4,19 @@
 where the deployment in the URL names the model, and ``/openai/responses?api-version=...``;
 a request to them without an ``api-version`` finds no resource; the content filter's verdicts
 (``prompt_filter_results`` on the reply, ``content_filter_results`` on each choice), which a
-stream sends first in a chunk of their own with no choices, no id and no model; and
-``apim-request-id`` on every reply."""
+stream sends first in a chunk of their own with no choices, no id and no model, then on each
+choice of each chunk (the categories' verdicts on a chunk that carries text, an empty object
+on the others: the first, which names the role, a tool call's, and the one that finishes);
+and ``apim-request-id`` on every reply."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from metis.testing.emulator.formats.base import Call
 from metis.testing.emulator.rules import Refused
-from metis.testing.emulator.wire import Frame, HttpRequest, request_ids, sse
+from metis.testing.emulator.wire import Frame, HttpRequest, dumps, request_ids, sse
 
 SAFE = {"filtered": False, "severity": "safe"}
 UNDETECTED = {"filtered": False, "detected": False}
@@ -32,6 +35,8 @@ CHOICE_FILTERS = {
     "sexual": SAFE,
     "violence": SAFE,
 }
+STREAMED_FILTERS = {"hate": SAFE, "self_harm": SAFE, "sexual": SAFE, "violence": SAFE}
+"""A streamed chunk's verdicts on its content, as Azure's streams give them."""
 DEPLOYMENT = r"/openai/deployments/(?P<deployment>[^/]+)"
 """A deployment's own paths (``.../chat/completions``, ``.../embeddings``), beside which the
 classic API serves ``/openai/responses``: all of them with an ``api-version``."""
@@ -77,3 +82,20 @@ def prompt_filter_chunk() -> Frame:
             "prompt_filter_results": prompt,
         }
     )
+
+
+def choice_filtered(frames: list[Frame]) -> list[Frame]:
+    """A Chat stream's chunks with the filter's verdict on each choice."""
+    out = []
+    for frame in frames:
+        if not frame.payload.startswith(b"{"):  # [DONE]
+            out.append(frame)
+            continue
+        chunk = json.loads(frame.payload)
+        choices = chunk.get("choices") or []
+        for choice in choices:
+            delta = choice.get("delta") or {}
+            said = delta.get("content") or delta.get("refusal")  # the filters read text
+            choice["content_filter_results"] = STREAMED_FILTERS if said else {}
+        out.append(Frame(frame.head, dumps(chunk), frame.tail) if choices else frame)
+    return out

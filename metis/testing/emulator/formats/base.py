@@ -74,6 +74,10 @@ class Format:
     catalog: ClassVar[tuple[str, ...]] = ()
     window: ClassVar[int | None] = 200_000
     mount: ClassVar[str] = ""  # a path prefix standing for the service's own host
+    too_long: ClassVar[str] = ""
+    """How it refuses a request over the model's window (``{tokens}``, ``{limit}``)."""
+    no_model: ClassVar[tuple[int, str]] = (404, "")
+    """The status and words of its refusal of a model it does not serve (``{model}``)."""
 
     def route(self, method: str, path: str) -> tuple[str, re.Match[str]] | None:
         for wanted, pattern, endpoint in self.routes:
@@ -106,10 +110,11 @@ class Format:
         raise NotImplementedError
 
     def overflow(self, tokens: int, limit: int) -> Refused:
-        raise NotImplementedError
+        return Refused(self.too_long.format(tokens=tokens, limit=limit))
 
     def unknown_model(self, model: str) -> Refused:
-        raise NotImplementedError
+        status, words = self.no_model
+        return Refused(words.format(model=model), status=status)
 
     def headers(self, request: HttpRequest) -> dict[str, str]:
         return {}

@@ -19,11 +19,13 @@ from typing import Any, ClassVar
 from metis.testing.emulator.formats.anthropic import Anthropic
 from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.gemini import Gemini
-from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.rules import Refused, check, table
 from metis.testing.emulator.wire import HttpRequest, JsonReply, request_ids
 
 POLLS_TO_FINISH = 2
 """Status reads a batch answers as running before it is finished."""
+ANTHROPIC_RULES = table("anthropic_batches")
+GEMINI_RULES = table("gemini_batches")
 
 
 @dataclass(slots=True)
@@ -110,14 +112,7 @@ class AnthropicBatches(Anthropic):
     def parse(self, call: Call) -> None:
         if call.endpoint != "create":
             return
-        requests = call.body.get("requests")
-        if not isinstance(requests, list) or not requests:
-            raise Refused("requests: Field required")
-        for i, item in enumerate(requests):
-            if not isinstance(item, dict) or not isinstance(item.get("custom_id"), str):
-                raise Refused(f"requests.{i}.custom_id: Field required")
-            if not isinstance(item.get("params"), dict) or item["params"].get("stream"):
-                raise Refused(f"requests.{i}.params: a Messages body, not streamed")
+        check(ANTHROPIC_RULES, call.body)
 
     def serve(self, call: Call) -> JsonReply | None:
         missing = Refused("Message batch not found", status=404)
@@ -201,10 +196,7 @@ class GeminiBatches(Gemini):
     def parse(self, call: Call) -> None:
         if call.endpoint != "create":
             return
-        batch = call.body.get("batch")
-        requests = (((batch or {}).get("input_config") or {}).get("requests") or {}).get("requests")
-        if not isinstance(requests, list) or not requests:
-            raise Refused("batch.input_config.requests.requests: must not be empty")
+        check(GEMINI_RULES, call.body)
 
     def serve(self, call: Call) -> JsonReply | None:
         if call.endpoint == "create":

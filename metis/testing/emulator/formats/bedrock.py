@@ -109,6 +109,8 @@ class Bedrock(Format):
     )
     rules = RULES
     catalog: ClassVar[tuple[str, ...]] = ("amazon-bedrock",)
+    too_long = "Input is too long for requested model."
+    no_model = (400, "The provided model identifier is invalid.")
 
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         return identified(self._authenticate(request, keys), request)
@@ -137,12 +139,6 @@ class Bedrock(Format):
             return self.refusal(self.overflow(0, 0), request)
         status, error_type, message = FAULTS.get(kind, FAULTS["server_error"])
         return error(status, error_type, message, request)
-
-    def overflow(self, tokens: int, limit: int) -> Refused:
-        return Refused("Input is too long for requested model.")
-
-    def unknown_model(self, model: str) -> Refused:
-        return Refused("The provided model identifier is invalid.", status=400)
 
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
         from metis.wire.framing.aws_eventstream import exception_frame
@@ -220,7 +216,8 @@ class Bedrock(Format):
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
         if call.options["action"].startswith("invoke"):
-            return [_frame("chunk", chunk) for chunk in invoke_chunks(rendered)]
+            chunks = invoke_chunks(rendered, call.options["response"].content)
+            return [_frame("chunk", chunk) for chunk in chunks]
         return [_frame(kind, payload) for kind, payload in stream_events(rendered)]
 
 

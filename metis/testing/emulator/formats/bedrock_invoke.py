@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from metis.model.content import ContentBlock
 from metis.testing.emulator.formats.anthropic import message_events
 from metis.testing.emulator.wire import HttpRequest, JsonReply, request_ids
 
@@ -52,10 +53,11 @@ def invoke_headers(message: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def invoke_chunks(message: dict[str, Any]) -> list[dict[str, str]]:
+def invoke_chunks(message: dict[str, Any], content: list[ContentBlock]) -> list[dict[str, str]]:
     """The stream's ``chunk`` payloads: each Messages event (but ``ping``) base64-encoded,
-    the last with the invocation's metrics."""
-    events = [json.loads(f.payload) for f in message_events(message) if b'"ping"' not in f.payload]
+    the last with the invocation's metrics (``content``: the message's canonical blocks)."""
+    frames = message_events(message, content)
+    events = [json.loads(f.payload) for f in frames if b'"ping"' not in f.payload]
     usage = message["usage"]
     events[-1]["amazon-bedrock-invocationMetrics"] = {
         "inputTokenCount": usage["input_tokens"],

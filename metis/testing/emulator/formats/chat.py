@@ -14,12 +14,16 @@ xAI's usage leaves reasoning tokens out of ``completion_tokens``.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from metis.gateway.chat_api import read_chat
+from metis.gateway.chat_write import ChunkStream, write_completion
+from metis.model.content import ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from metis.testing.emulator.formats.base import Call, Route
+from metis.testing.emulator.formats.canonical_events import events_of, response_of
 from metis.testing.emulator.formats.canonical_turns import prompt_of, read_by
 from metis.testing.emulator.formats.chat_rules import DEEPSEEK_THINKING, RULES
 from metis.testing.emulator.formats.openai import (
@@ -29,7 +33,7 @@ from metis.testing.emulator.formats.openai import (
     OpenAI,
 )
 from metis.testing.emulator.formats.server_openai import (
-    chat_annotations,
+    chat_citations,
     lists_on_every_chunk,
     source_lists,
 )
@@ -38,10 +42,7 @@ from metis.testing.emulator.wire import (
     Frame,
     Ids,
     dumps,
-    now_unix,
     object_at,
-    split_json,
-    split_text,
     sse,
 )
 
@@ -113,94 +114,46 @@ class Chat(OpenAI):
 
     def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> dict[str, Any]:
         completion_id = "chatcmpl-" + ids.token(29)
-        calls = [(call.call_id(ids, "call_", 24), out) for out in reply.calls]
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": reply.text or None,
-            "refusal": None,
-            "annotations": chat_annotations(reply, call.model),
-        }
+        content: list[ContentBlock] = []
         if call.options["reasoning_content"]:
-            message["reasoning_content"] = reply.thinking
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": cid,
-                    "type": "function",
-                    "function": {"name": out.name, "arguments": out.arguments},
-                }
-                for cid, out in calls
-            ]
-        choice = {
-            "index": 0,
-            "message": message,
-            "logprobs": None,
-            "finish_reason": FINISH[reply.stop],
-        }
-        return {
-            "id": completion_id,
-            "object": "chat.completion",
-            "created": now_unix(),
-            "model": call.model,
-            "choices": [choice],
-            "usage": _usage(reply, call.options["reasoning_apart"]),
-            "service_tier": "default",
-            "system_fingerprint": "fp_" + ids.token(10, "hex"),
-            **source_lists(reply, call.model),
-        }
+            content.append(ThinkingBlock(thinking=reply.thinking))
+        if reply.text:
+            cited = chat_citations(reply, call.model) or None
+            content.append(TextBlock(text=reply.text, citations=cited))
+        for out in reply.calls:
+            tool_id = call.call_id(ids, "call_", 24)
+            content.append(ToolUseBlock(id=tool_id, name=out.name, input=out.args))
+        response = response_of(reply, content, call.model)
+        call.options["response"] = response
+        written = write_completion(response, call.model, completion_id=completion_id)
+        _apart(written["usage"], call, reply.usage.thinking_tokens)
+        more = {"service_tier": "default", "system_fingerprint": "fp_" + ids.token(10, "hex")}
+        return {**written, **more, **source_lists(reply, call.model)}
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
-        frames: list[Frame] = []
-        base = {
-            k: rendered[k] for k in ("id", "created", "model", "service_tier", "system_fingerprint")
-        }
+        more = {k: rendered[k] for k in ("service_tier", "system_fingerprint")}
+        include = call.options["include_usage"]
+        writer = ChunkStream(call.model, include, completion_id=rendered["id"], more=more)
+        writer.base["created"] = rendered["created"]
+        written = b"".join(writer.feed(e) for e in events_of(call.options["response"]))
         lists = source_lists(reply, call.model)
         every = lists_on_every_chunk(call.model)
-
-        def chunk(
-            delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None
-        ) -> None:
-            choices = (
-                []
-                if delta is None
-                else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
-            )
-            data = {"object": "chat.completion.chunk", **base, "choices": choices}
-            data = {"id": base["id"], **data, **(lists if every or finish else {})}
-            if call.options["include_usage"]:
-                data["usage"] = usage
+        frames: list[Frame] = []
+        for chunk in written.split(b"\n\n")[:-1]:
+            payload = chunk.removeprefix(b"data: ")
+            if payload == b"[DONE]":
+                frames.append(Frame(b"data: ", payload, b"\n\n"))
+                continue
+            data = json.loads(payload)
+            choices = data["choices"]
+            used = {"usage": data.pop("usage")} if "usage" in data else {}
+            if used.get("usage"):
+                _apart(used["usage"], call, reply.usage.thinking_tokens)
+            finished = bool(choices) and choices[0]["finish_reason"] is not None
+            data = {**data, **(lists if every or finished else {}), **used}
             if call.options["obfuscation"]:
                 data["obfuscation"] = ids.token(1 + len(frames) % 15)
             frames.append(sse(data))
-
-        message = rendered["choices"][0]["message"]
-        calls = message.get("tool_calls") or []
-        if call.options["reasoning_content"]:
-            chunk({"role": "assistant", "content": None, "reasoning_content": ""})
-            for piece in split_text(reply.thinking):
-                chunk({"reasoning_content": piece})
-        pieces = split_text(reply.text)
-        opening: dict[str, Any] = {
-            "role": "assistant",
-            "content": None if calls and not pieces else "",
-            "refusal": None,
-        }
-        if calls and not pieces:
-            opening = {**opening, "tool_calls": [_call_start(0, calls[0])]}
-        chunk(opening)
-        for piece in pieces:
-            chunk({"content": piece})
-        if message["annotations"]:
-            chunk({"annotations": message["annotations"]})
-        for index, tool_call in enumerate(calls):
-            if index or pieces:
-                chunk({"tool_calls": [_call_start(index, tool_call)]})
-            for fragment in split_json(tool_call["function"]["arguments"]):
-                chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
-        chunk({}, FINISH[reply.stop])
-        if call.options["include_usage"]:
-            chunk(None, usage=_usage(reply, call.options["reasoning_apart"]))
-        frames.append(Frame(b"data: ", b"[DONE]", b"\n\n"))
         return frames
 
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
@@ -208,29 +161,8 @@ class Chat(OpenAI):
         return [sse({"error": {"message": message, "type": kind, "param": None, "code": code}})]
 
 
-def _call_start(index: int, tool_call: dict[str, Any]) -> dict[str, Any]:
-    function = {"name": tool_call["function"]["name"], "arguments": ""}
-    return {"index": index, "id": tool_call["id"], "type": "function", "function": function}
-
-
-def _usage(reply: Reply, reasoning_apart: bool) -> dict[str, Any]:
-    """``reasoning_apart``: xAI's counts, whose ``completion_tokens`` leaves the reasoning out
-    (``total_tokens`` adds it back)."""
-    usage = reply.usage
-    completion = usage.output_tokens - (usage.thinking_tokens if reasoning_apart else 0)
-    return {
-        "prompt_tokens": usage.input_tokens,
-        "completion_tokens": completion,
-        "total_tokens": usage.input_tokens + usage.output_tokens,
-        "prompt_tokens_details": {
-            "cached_tokens": usage.cache_read,
-            "audio_tokens": 0,
-            **({"cache_write_tokens": usage.cache_write} if usage.cache_write else {}),
-        },
-        "completion_tokens_details": {
-            "reasoning_tokens": usage.thinking_tokens,
-            "audio_tokens": 0,
-            "accepted_prediction_tokens": 0,
-            "rejected_prediction_tokens": 0,
-        },
-    }
+def _apart(usage: dict[str, Any], call: Call, thinking: int) -> None:
+    """xAI's counts, whose ``completion_tokens`` leaves the reasoning out (``total_tokens``
+    adds it back)."""
+    if call.options["reasoning_apart"]:
+        usage["completion_tokens"] -= thinking

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from metis.testing.emulator.formats import files_rules
 from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import json_schema_format, strict_schema_problem
@@ -141,7 +140,6 @@ RULES = table(
         "top level": _check_top_level,
         "strict tools": _check_strict_tools,
         "chosen function": _check_chosen_function,
-        "files": files_rules.openai_chat,
         "tool messages": _check_tool_messages,
         "reasoning sent back": _check_reasoning_sent_back,
         "response format": _check_response_format,

@@ -23,6 +23,7 @@ from metis.testing.emulator.formats.anthropic import Anthropic
 from metis.testing.emulator.formats.azure_shapes import (
     DEPLOYMENT,
     apim_headers,
+    choice_filtered,
     classic_path,
     filtered,
     prompt_filter_chunk,
@@ -216,7 +217,7 @@ class AzureChat(OnAzure, Chat):
         return filtered(super().render(call, prompt, reply, ids))
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
-        return [prompt_filter_chunk(), *super().frames(call, rendered, reply, ids)]
+        return [prompt_filter_chunk(), *choice_filtered(super().frames(call, rendered, reply, ids))]
 
 
 class AzureResponses(OnAzure, Responses):

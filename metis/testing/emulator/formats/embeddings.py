@@ -20,7 +20,6 @@ from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.cloud import AZURE_MOUNT, OnAzure
 from metis.testing.emulator.formats.embedding_vectors import (
-    COHERE_INPUT_TYPES,
     as_base64,
     served,
     size_of,
@@ -29,17 +28,11 @@ from metis.testing.emulator.formats.embedding_vectors import (
     tokens_of,
     unit_vector,
 )
-from metis.testing.emulator.rules import Refused, names
+from metis.testing.emulator.rules import Refused, check, table
 from metis.testing.emulator.wire import Frame, HttpRequest, JsonReply
 
-_KEYS = {
-    "openai": {"model", "input", "dimensions", "encoding_format", "user"},
-    "voyage": set(
-        names("model input input_type truncation output_dimension output_dtype encoding_format")
-    ),
-    "mistral": {"model", "input", "output_dimension", "output_dtype", "encoding_format"},
-}
-_LIMITS = {"openai": 2048, "voyage": 1000, "mistral": 512}
+RULES = table("embeddings")
+COHERE_RULES = table("cohere")
 
 
 def _family(model: str) -> str:
@@ -56,19 +49,11 @@ class OpenAIEmbeddings(Chat):
     catalog: ClassVar[tuple[str, ...]] = ("openai", "voyage", "mistral", "*")
 
     def parse(self, call: Call) -> None:
+        check(RULES, call.body)
         body = call.body
-        call.model = model = str(body.get("model") or "")
-        if not model:
-            raise Refused("you must provide a model parameter", "model")
+        call.model = model = str(body["model"])
         family = _family(model)
-        for key in body:
-            if key not in _KEYS[family]:
-                raise Refused(f"Unrecognized request argument supplied: {key}", key)
-        call.options["texts"] = text_list(body.get("input"), "input", _LIMITS[family])
-        if body.get("encoding_format", "float") not in ("float", "base64"):
-            raise Refused("encoding_format: expected 'float' or 'base64'", "encoding_format")
-        if family == "voyage" and body.get("input_type") not in (None, "query", "document"):
-            raise Refused("input_type: expected 'query', 'document' or null", "input_type")
+        call.options["texts"] = text_list(body["input"])
         info = embedding_model(family, model)  # the family is its catalog's name
         asked = body.get("output_dimension" if family != "openai" else "dimensions")
         fixed = info is not None and info.min_dimensions is None and info.dimension_choices is None
@@ -127,6 +112,8 @@ class Cohere(Format):
     name = "cohere"
     routes: ClassVar[Sequence[Route]] = (("POST", r"/v2/embed", "embed"),)
     catalog: ClassVar[tuple[str, ...]] = ("cohere",)
+    too_long = _COHERE_FAULTS["context_overflow"][1]
+    no_model = (404, "model '{model}' not found, make sure the correct model ID was used")
 
     def _error(self, status: int, message: str) -> JsonReply:
         return JsonReply(status, {"id": "emulated", "message": message})
@@ -147,34 +134,17 @@ class Cohere(Format):
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
         return self._error(*_COHERE_FAULTS.get(kind, _COHERE_FAULTS["server_error"]))
 
-    def overflow(self, tokens: int, limit: int) -> Refused:
-        return Refused(_COHERE_FAULTS["context_overflow"][1])
-
-    def unknown_model(self, model: str) -> Refused:
-        return Refused(
-            f"model '{model}' not found, make sure the correct model ID was used", status=404
-        )
-
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
         return []
 
     def parse(self, call: Call) -> None:
+        check(COHERE_RULES, call.body)
         body = call.body
-        call.model = str(body.get("model") or "")
-        if not call.model:
-            raise Refused("invalid request: model must be specified")
-        kind = body.get("input_type")
-        if kind not in COHERE_INPUT_TYPES:
-            raise Refused(
-                f"invalid request: input_type must be one of {', '.join(COHERE_INPUT_TYPES)}"
-            )
+        call.model = str(body["model"])
         if "inputs" in body:
-            inputs = body["inputs"]
-            if not isinstance(inputs, list) or not inputs or len(inputs) > 96:
-                raise Refused("invalid request: inputs must be a list of 1 to 96 items")
-            call.options["texts"] = [repr(item) for item in inputs]
+            call.options["texts"] = [repr(item) for item in body["inputs"]]
         else:
-            call.options["texts"] = text_list(body.get("texts"), "texts", 96)
+            call.options["texts"] = text_list(body["texts"])
         info = embedding_model("cohere", call.model)
         default = info.dimensions if info is not None else 1024
         choices = info.dimension_choices if info is not None else None

@@ -21,7 +21,6 @@ from metis.testing.emulator.formats.base import Call, Route
 from metis.testing.emulator.formats.bedrock import Bedrock
 from metis.testing.emulator.formats.cloud import VERTEX, OnVertex
 from metis.testing.emulator.formats.embedding_vectors import (
-    COHERE_INPUT_TYPES,
     served,
     sized,
     text_list,
@@ -30,13 +29,26 @@ from metis.testing.emulator.formats.embedding_vectors import (
 )
 from metis.testing.emulator.formats.gemini import Gemini
 from metis.testing.emulator.formats.ollama import JSON, Ollama
-from metis.testing.emulator.rules import Refused, names
+from metis.testing.emulator.rules import Refused, check, table
 from metis.testing.emulator.wire import HttpRequest, JsonReply
 
-TASK_TYPES = names(
-    "RETRIEVAL_QUERY RETRIEVAL_DOCUMENT SEMANTIC_SIMILARITY CLASSIFICATION CLUSTERING "
-    "QUESTION_ANSWERING FACT_VERIFICATION CODE_RETRIEVAL_QUERY"
-)
+
+def _same_model(body: dict[str, Any], call: Call) -> None:
+    if call.match["method"] == "embedContent":
+        return
+    for i, one in enumerate(body["requests"]):
+        if one.get("model") != f"models/{call.model}":
+            raise Refused(
+                f"Model name in requests[{i}] does not match the model in the URL: "
+                f"models/{call.model}"
+            )
+
+
+GEMINI_RULES = table("gemini_embed", {"same model": _same_model})
+VERTEX_RULES = table("vertex_embed")
+TITAN_RULES = table("bedrock_titan")
+COHERE_RULES = table("bedrock_cohere")
+OLLAMA_RULES = table("ollama_embed")
 
 
 def _content_key(parts: list[Any]) -> str:
@@ -63,29 +75,12 @@ class GeminiEmbeddings(Gemini):
     def parse(self, call: Call) -> None:
         call.model = model = call.match["model"]
         single = call.match["method"] == "embedContent"
-        requests = [call.body] if single else call.body.get("requests")
-        if not isinstance(requests, list) or not requests:
-            raise Refused("* BatchEmbedContentsRequest.requests: requests is required")
-        if len(requests) > 100:
-            raise Refused(
-                "* BatchEmbedContentsRequest.requests: at most 100 requests can be in one batch"
-            )
-        texts, sizes = [], set()
-        for i, one in enumerate(requests):
-            if not isinstance(one, dict):
-                raise Refused(f"requests[{i}]: expected an object")
-            if not single and one.get("model") != f"models/{model}":
-                raise Refused(
-                    f"Model name in requests[{i}] does not match the model in the URL: "
-                    f"models/{model}"
-                )
-            if one.get("taskType", TASK_TYPES[0]) not in TASK_TYPES:
-                raise Refused(f"Invalid value at 'requests[{i}].task_type'")
-            parts = (one.get("content") or {}).get("parts")
-            if not isinstance(parts, list) or not parts:
-                raise Refused(f"requests[{i}].content.parts: must not be empty")
-            texts.append(_content_key(parts))
-            sizes.add(sized("google", model, one.get("outputDimensionality")))
+        body = {"requests": [call.body]} if single else call.body
+        check(GEMINI_RULES, body, call)
+        texts = [_content_key(one["content"]["parts"]) for one in body["requests"]]
+        sizes = {
+            sized("google", model, one.get("outputDimensionality")) for one in body["requests"]
+        }
         call.options.update(texts=texts, size=sizes.pop(), single=single)
 
     def serve(self, call: Call) -> JsonReply | None:
@@ -110,21 +105,13 @@ class VertexEmbeddings(OnVertex, GeminiEmbeddings):
         instances = call.body.get("instances")
         info = embedding_model("google-vertex", model)
         limit = info.max_inputs if info is not None and info.max_inputs else 250
-        if not isinstance(instances, list) or not instances:
-            raise Refused("instances: must be a non-empty list")
-        if len(instances) > limit:
+        if isinstance(instances, list) and len(instances) > limit:
             raise Refused(
                 f"The model {model} supports at most {limit} instances a request, "
                 f"got {len(instances)}"
             )
-        texts = []
-        for i, instance in enumerate(instances):
-            content = instance.get("content") if isinstance(instance, dict) else None
-            if not isinstance(content, str) or not content:
-                raise Refused(f"instances[{i}].content: must be a non-empty string")
-            if instance.get("task_type", TASK_TYPES[0]) not in TASK_TYPES:
-                raise Refused(f"instances[{i}].task_type: invalid")
-            texts.append(content)
+        check(VERTEX_RULES, call.body)
+        texts = [instance["content"] for instance in call.body["instances"]]
         parameters = call.body.get("parameters") or {}
         size = sized("google-vertex", model, parameters.get("outputDimensionality"))
         call.options.update(texts=texts, size=size)
@@ -157,26 +144,17 @@ class BedrockEmbeddings(Bedrock):
         call.model = model = unquote(call.match["model"]).rsplit("/", 1)[-1]
         body = call.body
         if "titan-embed" in model:
-            text = body.get("inputText")
-            if not isinstance(text, str) or not text:
-                raise Refused("Malformed input request: #: required key [inputText] not found")
-            extra = set(body) - {"inputText", "dimensions", "normalize", "embeddingTypes"}
-            if extra:
-                raise Refused(
-                    f"Malformed input request: #: extraneous key [{extra.pop()}] is not permitted"
-                )
+            check(TITAN_RULES, body)
             if "dimensions" in body and "v2" not in model:
                 raise Refused(
                     "Malformed input request: #: extraneous key [dimensions] is not permitted"
                 )
             size = sized("amazon-bedrock", model, body.get("dimensions"))
-            call.options.update(texts=[text], size=size, family="titan")
+            call.options.update(texts=[body["inputText"]], size=size, family="titan")
             return
-        if body.get("input_type") not in COHERE_INPUT_TYPES:
-            raise Refused("Malformed input request: #: required key [input_type] not found")
-        texts = text_list(body.get("texts"), "texts", 96)
+        check(COHERE_RULES, body)
         size = sized("amazon-bedrock", model, body.get("output_dimension"))
-        call.options.update(texts=texts, size=size, family="cohere")
+        call.options.update(texts=text_list(body["texts"]), size=size, family="cohere")
 
     def serve(self, call: Call) -> JsonReply | None:
         if not served(call.env, ("amazon-bedrock",), call.model):
@@ -209,10 +187,9 @@ class OllamaEmbeddings(Ollama):
     routes: ClassVar[Sequence[Route]] = (("POST", "/api/embed", "embed"),)
 
     def parse(self, call: Call) -> None:
-        call.model = str(call.body.get("model") or "")
-        if not call.model:
-            raise Refused("model is required")
-        call.options["texts"] = text_list(call.body.get("input"), "input", None)
+        check(OLLAMA_RULES, call.body)
+        call.model = str(call.body["model"])
+        call.options["texts"] = text_list(call.body["input"])
         call.options["size"] = sized("", call.model, call.body.get("dimensions"))
 
     def serves(self, env: Any, model: str) -> bool:

@@ -5,8 +5,9 @@ type or name the API does not take.
 
 Each API's check is a rule of its table (:data:`metis.testing.emulator.rules.Check`): it raises
 the first refusal, as the API words it. File ids: this emulator "issued" every well-formed id
-of its own provider (Anthropic ``file_...``, OpenAI ``file-...``, Gemini ``files/...``, S3 URIs
-on Bedrock) and no other.
+of its own provider (Anthropic ``file_...``, Gemini ``files/...``, S3 URIs on Bedrock) and no
+other. OpenAI's (Chat Completions' and Responses') are rows of ``tables/chat.yaml`` and
+``tables/responses.yaml``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from metis.testing.emulator.rules import Refused
 
 MB = 1024 * 1024
 _ANTHROPIC_FILE = re.compile(r"^file_[A-Za-z0-9]+$")
-_OPENAI_FILE = re.compile(r"^file-[A-Za-z0-9]+$")
 _GEMINI_FILE = re.compile(
     r"^(?:files/|https://generativelanguage\.googleapis\.com/v1(?:beta)?/files/)[a-z0-9-]+$"
 )
@@ -88,65 +88,6 @@ def _anthropic_document(where: str, source: dict[str, Any]) -> None:
     field = _ANTHROPIC_SOURCE_FIELD[str(kind)]
     if not isinstance(source.get(field), str):
         raise Refused(f"{at}.{field}: Field required")
-
-
-# OpenAI Chat Completions and Responses -------------------------------------------------------
-
-
-def openai_chat(body: dict[str, Any], call: Any = None) -> None:
-    for where, part in _parts(body.get("messages"), ""):
-        at = where.replace("messages.", "messages[").replace(".content.", "].content[") + "]"
-        if part.get("type") == "file":
-            _chat_file(at, _obj(part.get("file")))
-        elif part.get("type") == "input_audio":
-            audio = _obj(part.get("input_audio"))
-            if audio.get("format") not in ("wav", "mp3"):
-                raise Refused(
-                    f"Invalid value: '{audio.get('format')}'. Supported values are: 'wav' and "
-                    "'mp3'."
-                )
-            if not isinstance(audio.get("data"), str):
-                raise Refused(f"Missing required parameter: '{at}.input_audio.data'.")
-
-
-def _chat_file(at: str, file: dict[str, Any]) -> None:
-    if ("file_data" in file) == ("file_id" in file):
-        raise Refused(f"Invalid '{at}.file': provide exactly one of 'file_data' or 'file_id'.")
-    if "file_id" in file:
-        _openai_file_id(file["file_id"])
-    elif not str(file.get("file_data")).startswith("data:application/pdf;base64,"):
-        raise Refused(
-            f"Invalid value for '{at}.file.file_data': Expected a base64-encoded data URL with an "
-            "application/pdf MIME type."
-        )
-    elif not file.get("filename"):
-        raise Refused(f"Missing required parameter: '{at}.file.filename'.")
-
-
-def _openai_file_id(file_id: Any) -> None:
-    if not _OPENAI_FILE.match(str(file_id)):
-        raise Refused(f"No such File object: {file_id}")
-
-
-def openai_responses(body: dict[str, Any], call: Any = None) -> None:
-    items = body.get("input")
-    for i, item in enumerate(items if isinstance(items, list) else []):
-        item = _obj(item)
-        parts = item.get("output") if item.get("type") == "function_call_output" else None
-        parts = item.get("content") if parts is None else parts
-        for j, part in enumerate(parts if isinstance(parts, list) else []):
-            if _obj(part).get("type") != "input_file":
-                continue
-            given = [key for key in ("file_data", "file_id", "file_url") if part.get(key)]
-            if len(given) != 1:
-                raise Refused(
-                    f"Invalid 'input[{i}].content[{j}]': provide exactly one of 'file_data', "
-                    "'file_id' or 'file_url'."
-                )
-            if given == ["file_id"]:
-                _openai_file_id(part["file_id"])
-            if given == ["file_data"] and not str(part["file_data"]).startswith("data:"):
-                raise Refused(f"Invalid 'input[{i}].content[{j}].file_data': expected a data URL.")
 
 
 # Gemini --------------------------------------------------------------------------------------

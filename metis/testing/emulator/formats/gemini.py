@@ -80,6 +80,13 @@ def google_error(
     return JsonReply(status, {"error": error}, headers, indent=2, separators=SEPARATORS)
 
 
+NO_MODEL = (
+    "models/{model} is not found for API version v1beta, or is not supported for "
+    "generateContent. Call ModelService.ListModels to see the list of available models and "
+    "their supported methods."
+)
+
+
 class Gemini(Format):
     name = "gemini"
     routes: ClassVar[Sequence[Route]] = (
@@ -93,6 +100,10 @@ class Gemini(Format):
     )
     rules = RULES
     catalog: ClassVar[tuple[str, ...]] = ("google",)
+    too_long = (
+        "The input token count ({tokens}) exceeds the maximum number of tokens allowed ({limit})."
+    )
+    no_model = (404, NO_MODEL)
     window = 1_048_576
 
     def claims(self, endpoint: str, request: HttpRequest) -> bool:
@@ -143,20 +154,6 @@ class Gemini(Format):
             return self.refusal(self.overflow(1048577, 1048576), request)
         status, state, message = FAULTS[kind]
         return google_error(status, state, message, API_KEY_INVALID if kind == "auth" else None)
-
-    def overflow(self, tokens: int, limit: int) -> Refused:
-        return Refused(
-            f"The input token count ({tokens}) exceeds the maximum number of tokens allowed "
-            f"({limit})."
-        )
-
-    def unknown_model(self, model: str) -> Refused:
-        return Refused(
-            f"models/{model} is not found for API version v1beta, or is not supported for "
-            "generateContent. Call ModelService.ListModels to see the list of available models "
-            "and their supported methods.",
-            status=404,
-        )
 
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
         status, state, message = IN_STREAM.get(kind, FAULTS["server_error"])

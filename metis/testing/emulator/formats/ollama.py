@@ -82,6 +82,8 @@ class Ollama(Format):
     )
     rules = RULES
     window = None
+    too_long = FAULTS["context_overflow"][1]
+    no_model = (404, 'model "{model}" not found, try pulling it first')
 
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         return None  # a local Ollama has no auth
@@ -95,12 +97,6 @@ class Ollama(Format):
         if kind == "rate_limit":
             reply.headers["retry-after"] = f"{retry_after:g}"
         return reply
-
-    def overflow(self, tokens: int, limit: int) -> Refused:
-        return Refused(FAULTS["context_overflow"][1])
-
-    def unknown_model(self, model: str) -> Refused:
-        return Refused(f'model "{model}" not found, try pulling it first', status=404)
 
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
         message = (

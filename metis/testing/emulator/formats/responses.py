@@ -3,22 +3,28 @@
 
 Auth as Chat (Bearer); the 400 rules are ``tables/responses.yaml`` and the checks of
 :mod:`.responses_rules`. Responses are stored unless ``store: false``, for
-``previous_response_id``. Streams are ``event:`` + ``data:`` SSE with ``sequence_number``:
-``response.created``, ``response.in_progress``, per output item ``output_item.added`` ...
-``output_item.done`` (reasoning summary parts and deltas, ``output_text`` deltas,
-``function_call_arguments`` deltas), then ``response.completed`` (``response.incomplete`` when
-max_output_tokens cut it). Reasoning appears when the request has ``reasoning`` or a reasoning
+``previous_response_id``. The reply and its stream are written by the gateway's writer
+(:mod:`metis.gateway.responses_api`), with the ids drawn here and ``obfuscation`` on the
+deltas. Reasoning appears when the request has ``reasoning`` or a reasoning
 model (its summary when ``reasoning.summary`` is set, ``encrypted_content`` when ``include``
 asks for it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from metis.gateway.inbound import Inbound
+from metis.gateway.responses_api import ResponseStream
+from metis.gateway.responses_items import RESPONSES, echo_of, output_items, response_object
 from metis.gateway.responses_read import read_input
+from metis.histories.blocks import opaque
+from metis.model.content import ContentBlock, OpaqueBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from metis.model.events import MessageComplete, StreamEvent, ThinkingDelta
 from metis.testing.emulator.formats.base import Call, Route
+from metis.testing.emulator.formats.canonical_events import block_events, response_of
 from metis.testing.emulator.formats.canonical_turns import read_by, turns_of
 from metis.testing.emulator.formats.compaction import (
     compacted_response,
@@ -34,10 +40,9 @@ from metis.testing.emulator.formats.responses_rules import (
     encrypt,
     items_of,
 )
-from metis.testing.emulator.formats.responses_stream import response_events
 from metis.testing.emulator.formats.server_openai import (
+    citations,
     responses_items,
-    url_citations,
 )
 from metis.testing.emulator.model import Prompt, Reply, ToolSpec
 from metis.testing.emulator.rules import check
@@ -46,8 +51,8 @@ from metis.testing.emulator.wire import (
     Ids,
     JsonReply,
     dumps,
-    now_unix,
     object_at,
+    split_text,
     sse,
 )
 
@@ -160,62 +165,74 @@ class Responses(OpenAI):
         )
 
     def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> dict[str, Any]:
-        output = _output(call, reply, ids)
+        named: dict[str, list[str]] = {}
+
+        def name(prefix: str) -> None:
+            named.setdefault(prefix, []).append(prefix + ids.token(48, "hex"))
+
+        content: list[ContentBlock] = []
+        if reply.thinking:
+            name("rs_")
+            summary = reply.thinking if call.options["summary"] else ""
+            content.append(ThinkingBlock(thinking=summary, signature=encrypt(reply.thinking)))
+        content += [kept(item) for item in responses_items(reply, call.options["include"], ids)]
+        if reply.text:
+            name("msg_")
+            content.append(TextBlock(text=reply.text, citations=citations(reply) or None))
+        for out in reply.calls:
+            name("fc_")
+            tool_id = call.call_id(ids, "call_", 24)
+            content.append(ToolUseBlock(id=tool_id, name=out.name, input=out.args))
         threshold = responses_threshold(call.body)
         if threshold is not None and read_tokens(prompt) >= threshold:
-            output.insert(0, responses_item(prompt, ids))
-        body, usage = call.body, reply.usage
-        incomplete = reply.stop == "max_tokens"
-        reasoning = object_at(body, "reasoning")
-        response = {
-            "id": "resp_" + ids.token(48, "hex"),
-            "object": "response",
-            "created_at": now_unix(),
-            "status": "incomplete" if incomplete else "completed",
-            "background": False,
-            "error": None,
-            "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
-            "instructions": body.get("instructions"),
-            "max_output_tokens": body.get("max_output_tokens"),
-            "model": call.model,
-            "output": output,
-            "parallel_tool_calls": body.get("parallel_tool_calls", True),
-            "previous_response_id": body.get("previous_response_id"),
-            "reasoning": {"effort": reasoning.get("effort"), "summary": reasoning.get("summary")},
-            "store": body.get("store", True),
-            "temperature": body.get("temperature", 1.0),
-            "text": body.get("text") or {"format": {"type": "text"}},
-            "tool_choice": body.get("tool_choice", "auto"),
-            "tools": body.get("tools") or [],
-            "top_p": body.get("top_p", 1.0),
-            "truncation": body.get("truncation", "disabled"),
-            "usage": {
-                "input_tokens": usage.input_tokens,
-                "input_tokens_details": {
-                    "cached_tokens": usage.cache_read,
-                    **({"cache_write_tokens": usage.cache_write} if usage.cache_write else {}),
-                },
-                "output_tokens": usage.output_tokens,
-                "output_tokens_details": {"reasoning_tokens": usage.thinking_tokens},
-                "total_tokens": usage.input_tokens + usage.output_tokens,
-            },
-            "user": None,
-            "metadata": body.get("metadata") or {},
-        }
-        call.options["rendered"] = response
+            content.insert(0, kept(responses_item(prompt, ids)))
+        response_id = "resp_" + ids.token(48, "hex")
+        call.options["named"] = named
+        canonical = call.options["response"] = response_of(reply, content, call.model)
+        inbound = Inbound(
+            call.model, [], options={"encrypted_reasoning": call.options["encrypted"]}
+        )
+        output = output_items(content, inbound, response_id, _namer(named))
+        echo = call.options["echo"] = echo_of(call.body)
+        stop, usage = canonical.stop_reason, canonical.usage
+        response = response_object(inbound, call.model, response_id, output, stop, usage, echo)
+        call.options["rendered"], call.options["inbound"] = response, inbound
+        self._keep(call, response["id"], output)
+        return response
+
+    def _keep(self, call: Call, response_id: str, output: list[dict[str, Any]]) -> None:
         connection = call.request.connection
         if connection is not None:  # WebSocket mode: the connection keeps its last response
             connection.clear()
-            connection[response["id"]] = call.options["items"] + output
-        if body.get("store") is not False:
+            connection[response_id] = call.options["items"] + output
+        if call.body.get("store") is not False:
             with call.env.lock:
-                call.env.responses[response["id"]] = call.options["items"] + output
+                call.env.responses[response_id] = call.options["items"] + output
                 while len(call.env.responses) > MAX_STORED:
                     call.env.responses.pop(next(iter(call.env.responses)))
-        return response
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
-        frames = response_events(rendered, ids, call.options["obfuscation"])
+        named, inbound, echo = call.options["named"], call.options["inbound"], call.options["echo"]
+        writer = ResponseStream(inbound, call.model, rendered["id"], None, _namer(named), echo)
+        writer.split = split_text
+        written = b""
+        content = call.options["response"].content
+        for index, block in enumerate(content):
+            if isinstance(block, OpaqueBlock):
+                written += writer.kept(block)
+                continue
+            for item in _block_events(index, block):
+                written += writer.feed(item)
+        response = call.options["response"]
+        written += writer.feed(MessageComplete([], response.stop_reason, response.usage))
+        frames: list[Frame] = []
+        for event in written.split(b"\n\n")[:-1]:
+            head, _, payload = event.partition(b"data: ")
+            if call.options["obfuscation"] and head.endswith(b".delta\n"):
+                data = json.loads(payload)
+                data["obfuscation"] = ids.token(3 + len(frames) % 11)
+                payload = dumps(data)
+            frames.append(Frame(head + b"data: ", payload, b"\n\n"))
         call.options["sequence"] = len(frames)
         return frames
 
@@ -245,45 +262,20 @@ def _choice(raw: Any) -> str:
     return str(raw or "auto")
 
 
-def _output(call: Call, reply: Reply, ids: Ids) -> list[dict[str, Any]]:
-    output: list[dict[str, Any]] = []
-    if reply.thinking:
-        summary = (
-            [{"type": "summary_text", "text": reply.thinking}] if call.options["summary"] else []
-        )
-        reasoning = {"id": "rs_" + ids.token(48, "hex"), "type": "reasoning", "summary": summary}
-        output.append(
-            {**reasoning, "encrypted_content": encrypt(reply.thinking)}
-            if call.options["encrypted"]
-            else reasoning
-        )
-    output += responses_items(reply, call.options["include"], ids)
-    if reply.text:
-        annotations = url_citations(reply)
-        part = {
-            "type": "output_text",
-            "annotations": annotations,
-            "logprobs": [],
-            "text": reply.text,
-        }
-        message = {
-            "id": "msg_" + ids.token(48, "hex"),
-            "type": "message",
-            "status": "completed",
-            "content": [part],
-        }
-        output.append({**message, "role": "assistant"})
-    for out in reply.calls:
-        item_id = "fc_" + ids.token(48, "hex")
-        call_id = call.call_id(ids, "call_", 24)
-        output.append(
-            {
-                "id": item_id,
-                "type": "function_call",
-                "status": "completed",
-                "arguments": out.arguments,
-                "call_id": call_id,
-                "name": out.name,
-            }
-        )
-    return output
+def _namer(named: dict[str, list[str]]) -> Callable[[str], str]:
+    """Gives out the ids drawn for each kind of item, in order."""
+    left = {prefix: iter(given) for prefix, given in named.items()}
+    return lambda prefix: next(left[prefix])
+
+
+def kept(item: dict[str, Any]) -> OpaqueBlock:
+    """An item only the Responses API makes (a hosted tool's call, a compaction item)."""
+    return opaque(item["type"], item, RESPONSES)
+
+
+def _block_events(index: int, block: ContentBlock) -> list[StreamEvent]:
+    """A block's events; a reasoning item's encrypted content known when it is added."""
+    if not isinstance(block, ThinkingBlock):
+        return block_events(index, block)
+    pieces = [ThinkingDelta(index, piece) for piece in split_text(block.thinking)]
+    return [ThinkingDelta(index, signature=block.signature), *pieces]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from metis.testing.emulator.formats import compaction, files_rules
+from metis.testing.emulator.formats import compaction
 from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import json_schema_format, strict_schema_problem
@@ -180,7 +180,6 @@ CHECKS: dict[str, Check] = {
     "strict tools": _check_strict_tools,
     "chosen function": _check_chosen_function,
     "messages": _check_messages,
-    "files": files_rules.openai_responses,
     "items": _check_items,
     "text format": _check_text_format,
     "compaction": compaction.check_responses,

@@ -3,8 +3,8 @@
 Responses: a ``web_search_call`` item per search (``action.sources`` only when ``include``
 asks for ``web_search_call.action.sources``: URLs, no titles) and a ``code_interpreter_call``
 item per run (``outputs``, its logs, only with ``code_interpreter_call.outputs``), before the
-message, whose ``output_text`` cites each result in a ``url_citation`` annotation; streamed
-with the items' own progress events and ``response.output_text.annotation.added``. Chat: the
+message, whose ``output_text`` cites each result in a ``url_citation`` annotation (the
+gateway's writer streams them, with the items' own progress events). Chat: the
 search models' ``message.annotations`` (``url_citation``, nested), in a delta when streamed;
 Perplexity's Sonar lists its sources at the top level instead (``citations``, and
 ``search_results`` with titles, on every chunk) and xAI's Grok its ``citations`` (on the last
@@ -19,9 +19,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from metis.model.citation import Citation, TextSpan
 from metis.testing.emulator.model import Reply
 from metis.testing.emulator.server_tools import ServerOut
-from metis.testing.emulator.wire import Ids, split_text
+from metis.testing.emulator.wire import Ids
 
 SOURCES = "web_search_call.action.sources"
 OUTPUTS = "code_interpreter_call.outputs"
@@ -64,60 +65,19 @@ def _item(out: ServerOut, include: list[str], ids: Ids) -> dict[str, Any]:
     }
 
 
-def url_citations(reply: Reply) -> list[dict[str, Any]]:
-    """An ``output_text``'s annotations: each cited result, for the whole text."""
-    end = len(reply.text)
-    return [
-        {"type": "url_citation", "start_index": 0, "end_index": end, "url": url, "title": title}
-        for url, title in cited(reply)
-    ]
-
-
-def responses_server_events(emit: Any, index: int, item: dict[str, Any]) -> None:
-    """A server item's stream, from ``output_item.added`` to its last progress event (the
-    caller emits ``output_item.done``)."""
-    where = {"item_id": item["id"], "output_index": index}
-    if item["type"] == "web_search_call":
-        action = {k: v for k, v in item["action"].items() if k != "sources"}
-        opening = {**item, "status": "in_progress", "action": action}
-        emit("response.output_item.added", {"output_index": index, "item": opening})
-        for stage in ("in_progress", "searching", "completed"):
-            emit(f"response.web_search_call.{stage}", where)
-        return
-    opening = {**item, "status": "in_progress", "code": "", "outputs": None}
-    emit("response.output_item.added", {"output_index": index, "item": opening})
-    emit("response.code_interpreter_call.in_progress", where)
-    for piece in split_text(item["code"]):
-        emit("response.code_interpreter_call_code.delta", {**where, "delta": piece}, True)
-    emit("response.code_interpreter_call_code.done", {**where, "code": item["code"]})
-    emit("response.code_interpreter_call.interpreting", where)
-    emit("response.code_interpreter_call.completed", where)
-
-
-def annotation_events(emit: Any, at: dict[str, Any], part: dict[str, Any]) -> None:
-    """An ``output_text`` part's annotations, as they stream after its text."""
-    for n, annotation in enumerate(part.get("annotations") or []):
-        emit(
-            "response.output_text.annotation.added",
-            {**at, "annotation_index": n, "annotation": annotation},
-        )
+def citations(reply: Reply) -> list[Citation]:
+    """Each cited result, for the whole text."""
+    span = TextSpan(start=0, end=len(reply.text))
+    return [Citation(kind="url", url=url, title=title, span=span) for url, title in cited(reply)]
 
 
 # Chat -------------------------------------------------------------------------------------
 
 
-def chat_annotations(reply: Reply, model: str) -> list[dict[str, Any]]:
-    """A search model's ``message.annotations`` (none from Perplexity or xAI: they list)."""
-    if PERPLEXITY.match(model) or XAI.match(model):
-        return []
-    end = len(reply.text)
-    return [
-        {
-            "type": "url_citation",
-            "url_citation": {"start_index": 0, "end_index": end, "url": url, "title": title},
-        }
-        for url, title in cited(reply)
-    ]
+def chat_citations(reply: Reply, model: str) -> list[Citation]:
+    """A search model's ``message.annotations``, each a citation of the whole text (none from
+    Perplexity or xAI: they list)."""
+    return [] if PERPLEXITY.match(model) or XAI.match(model) else citations(reply)
 
 
 def source_lists(reply: Reply, model: str) -> dict[str, Any]:

@@ -1,0 +1,105 @@
+"""The request head's bound on ``metis serve``'s HTTP server (docs/gateway.md).
+
+uvicorn's httptools parser, which it runs when httptools is installed (``metis[serve]``
+installs it), reads a request line and headers of any length: it held every byte of a header
+that never ended (300 MiB sent, 300 MiB held) before any key was checked. Its h11 parser
+refuses a head past 16 KiB by itself. :class:`BoundedHeadProtocol` is httptools' protocol
+with a bound: a head longer than :data:`MAX_HEAD_BYTES` is answered 431 in the shape of the
+API its path names, and the connection is closed, nothing more read.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from metis.core.ids import new_request_id
+from metis.gateway.errors import HeadTooLargeError, anthropic_error, openai_error
+
+MAX_HEAD_BYTES = 64 * 1024
+"""The longest request line and headers, together, read before the body."""
+
+
+class BoundedHeadProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, refusing a request head past :data:`MAX_HEAD_BYTES`.
+
+    A head's size is known two ways, each a lower bound: the request line and the headers
+    the parser has completed (however the reads cut them, a whole head in one read included),
+    and the reads that fell wholly inside the head (a header that never ends, which the
+    parser holds without a callback). Either past the bound refuses it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.head_bytes = -1
+        """The request line and headers completed of the head in progress; -1 outside one."""
+        self.read_inside = 0
+        """Bytes of the reads that fell wholly inside the head in progress."""
+        self.heads = 0
+        """Request heads begun on this connection."""
+        self.refused = False
+
+    def on_message_begin(self) -> None:
+        if not self.refused:
+            super().on_message_begin()
+            self.head_bytes, self.read_inside = 0, 0
+            self.heads += 1
+
+    def on_url(self, url: bytes) -> None:
+        if not self.refused:
+            super().on_url(url)
+            self.head_bytes += len(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self.refused:
+            super().on_header(name, value)
+            self.head_bytes += len(name) + len(value) + 4
+
+    def on_headers_complete(self) -> None:
+        if self.refused or self._past_bound():
+            self.refused = True
+            return
+        self.head_bytes = -1
+        super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if not self.refused:
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if not self.refused:
+            super().on_message_complete()
+
+    def data_received(self, data: bytes) -> None:
+        if self.refused:
+            return
+        heads, inside = self.heads, self.head_bytes >= 0
+        super().data_received(data)
+        if inside and heads == self.heads and self.head_bytes >= 0:
+            self.read_inside += len(data)
+        if (self.refused or self._past_bound()) and not self.transport.is_closing():
+            self.refused = True
+            self.transport.write(head_too_large(self.url))
+            self.transport.close()
+
+    def _past_bound(self) -> bool:
+        return max(self.head_bytes, self.read_inside) > MAX_HEAD_BYTES
+
+
+def head_too_large(path: bytes) -> bytes:
+    """The whole 431 answer, in the shape of the API ``path`` (as far as it came) names."""
+    error = HeadTooLargeError(
+        f"the request line and headers are longer than {MAX_HEAD_BYTES >> 10} KiB"
+    )
+    request_id = new_request_id()
+    if path.startswith(b"/v1/messages"):
+        reply = anthropic_error(error, request_id)
+    else:
+        reply = openai_error(error, request_id)
+    body = json.dumps(reply.body).encode()
+    head = [b"HTTP/1.1 431 Request Header Fields Too Large"]
+    headers = {**reply.headers, "content-type": "application/json"}
+    headers.update({"content-length": str(len(body)), "connection": "close"})
+    head += [f"{name}: {value}".encode() for name, value in headers.items()]
+    return b"\r\n".join(head) + b"\r\n\r\n" + body

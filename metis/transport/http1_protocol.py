@@ -1,0 +1,328 @@
+"""One HTTP/1.1 connection of the lean transport (:mod:`metis.transport.http1`): an asyncio
+protocol whose bytes httptools parses as they arrive.
+
+The protocol keeps what the parser handed it for the response in flight: its head, then the
+body's bytes in a list, joined when the reader asks for them, so a read returns everything
+that arrived since the last one, however many HTTP chunks it spans. A reader that finds
+nothing waits on one future (and one timer, for its timeout). Past ``PAUSE_AT`` bytes not yet
+read the socket is no longer read, until the reader takes them. A write waits only when the
+transport asked it to stop (``pause_writing``).
+
+Failures are httpx's own exceptions, as its transport raises them: a response httptools cannot
+parse, or one the server ended before its end, is a ``RemoteProtocolError``; a reset
+connection a ``ReadError`` or ``WriteError``; a wait that ran out a ``ReadTimeout`` or
+``WriteTimeout``.
+
+A connection may carry another request once its response was read to its end, when neither
+side said ``Connection: close`` (or spoke HTTP/1.0 without keep-alive), and no byte arrived
+past that end (:meth:`Http1Connection.reusable`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import select
+from collections.abc import Callable
+from typing import Any, cast
+
+import httptools
+import httpx
+
+PAUSE_AT = 256 * 1024
+"""Bytes received and not yet read at which the socket is no longer read."""
+
+_NO_BODY_STATUS = (204, 304)
+
+
+class Http1Connection(asyncio.Protocol):
+    """One connection; at most one response in flight on it (see the module)."""
+
+    def __init__(self, on_lost: Callable[[Http1Connection], None] | None = None) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.fd = -1
+        self.on_lost = on_lost
+        """Called when the connection ends while it is idle (the pool drops it)."""
+        self.parser = httptools.HttpResponseParser(self)
+        self.origin: tuple[str, str, int] = ("", "", 0)
+        self.idle_since = 0.0
+        self.in_use = False
+        self.closed = False
+        self.keep_alive = True
+        self.overread = False
+        self.request: httpx.Request | None = None
+        self._reset()
+        self.lost: BaseException | None = None
+        self.reading_paused = False
+        self.writing_paused = False
+        self.writer: asyncio.Future[bool] | None = None
+        self.read_by = math.inf
+        """When the pending read's wait runs out (inf: no timed wait pending)."""
+        self.timer: asyncio.TimerHandle | None = None
+        self.timer_at = math.inf
+
+    def _reset(self) -> None:
+        self.status = 0
+        self.reason = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.head = False
+        self.complete = False
+        self.until_close = True
+        self.head_request = False
+        self.interim = False
+        self.body: list[bytes] = []
+        self.buffered = 0
+        self.error: Exception | None = None
+        self.reader: asyncio.Future[bool] | None = None
+
+    def start(self, request: httpx.Request) -> None:
+        """Make ready for ``request``'s response."""
+        self._reset()
+        self.in_use = True
+        self.request = request
+        self.keep_alive = request.headers.get("connection", "").lower() != "close"
+        self.head_request = request.method == "HEAD"
+
+    # asyncio's callbacks ---------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is no subclass
+        sock = transport.get_extra_info("socket")
+        self.fd = sock.fileno() if sock is not None else -1
+
+    def data_received(self, data: bytes) -> None:
+        if not self.in_use or self.complete:  # nothing asked for: never reused
+            self.overread = True
+            if not self.in_use and self.transport is not None:
+                self.transport.close()
+            return
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self.error = httpx.RemoteProtocolError(
+                f"the server sent a malformed response: {exc}", request=self.request
+            )
+            self.keep_alive = False
+        if self.buffered > PAUSE_AT and not self.reading_paused and self.transport is not None:
+            self.reading_paused = True
+            self.transport.pause_reading()
+        _wake(self.reader)
+
+    def eof_received(self) -> bool:
+        return False  # the transport closes itself: connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.lost = exc
+        ending = self.in_use and self.head and not self.complete and self.until_close
+        if ending and exc is None:  # a body read until the connection closes has ended
+            self.complete = True
+            self.keep_alive = False
+        _wake(self.reader)
+        _wake(self.writer)
+        if not self.in_use and self.on_lost is not None:
+            self.on_lost(self)
+
+    def pause_writing(self) -> None:
+        self.writing_paused = True
+
+    def resume_writing(self) -> None:
+        self.writing_paused = False
+        _wake(self.writer)
+
+    # httptools' callbacks --------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        if self.complete:  # a second response to one request
+            self.overread = True
+
+    def on_status(self, reason: bytes) -> None:
+        self.reason = reason
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name, value))
+        if len(name) in (14, 17):
+            lowered = name.lower()
+            if lowered == b"content-length" or lowered == b"transfer-encoding":
+                self.until_close = False
+
+    def on_headers_complete(self) -> None:
+        if self.overread:
+            return
+        status = self.parser.get_status_code()
+        if status < 200 and status != 101:  # an interim response: the real one follows
+            self.headers = []
+            self.interim = True
+            return
+        self.status = status
+        self.head = True
+        if not self.parser.should_keep_alive():
+            self.keep_alive = False
+        if status in _NO_BODY_STATUS:
+            self.until_close = False
+        if self.head_request:  # its head says what a GET's body would be: there is none
+            self.complete = True
+            self.keep_alive = False
+
+    def on_body(self, body: bytes) -> None:
+        if not self.complete:
+            self.body.append(body)
+            self.buffered += len(body)
+
+    def on_message_complete(self) -> None:
+        if self.overread:
+            return
+        if self.interim:
+            self.interim = False
+            return
+        self.complete = True
+
+    # What the transport asks -----------------------------------------------------------
+
+    async def read_head(self, seconds: float | None) -> None:
+        """Until the response's head has arrived."""
+        while not self.head:
+            self._check_failed("before a response arrived")
+            await self._wait(seconds)
+
+    async def read(self, seconds: float | None) -> bytes | None:
+        """The body's bytes that arrived since the last read, joined; None at its end."""
+        while True:
+            body = self.body
+            if body:
+                self.body = []
+                self.buffered = 0
+                if self.reading_paused and self.transport is not None:
+                    self.reading_paused = False
+                    self.transport.resume_reading()
+                return body[0] if len(body) == 1 else b"".join(body)
+            if self.complete:
+                return None
+            self._check_failed("before the response's end")
+            await self._wait(seconds)
+
+    def _check_failed(self, when: str) -> None:
+        if self.error is not None:
+            raise self.error
+        if self.closed:
+            if self.lost is not None:
+                raise httpx.ReadError(
+                    f"the connection failed {when}: {self.lost}", request=self.request
+                ) from self.lost
+            raise httpx.RemoteProtocolError(
+                f"the server closed the connection {when}", request=self.request
+            )
+
+    async def _wait(self, seconds: float | None) -> None:
+        """Until the protocol has news; ``ReadTimeout`` after ``seconds``. A stream waits
+        once per event with a timeout far longer than the events' spacing, so the timer is
+        not made and cancelled per wait: one timer stands, and when it fires it expires the
+        wait then pending if that wait's own time is up, else sets itself to that time."""
+        loop = asyncio.get_running_loop()
+        waiter = self.reader = loop.create_future()
+        if seconds is not None:
+            self.read_by = due = loop.time() + seconds
+            if self.timer is None or self.timer_at > due:
+                if self.timer is not None:
+                    self.timer.cancel()
+                self.timer_at = due
+                self.timer = loop.call_at(due, self._time_up)
+        try:
+            await waiter
+        finally:
+            self.reader = None
+            self.read_by = math.inf
+        if waiter.result():
+            raise httpx.ReadTimeout("timed out waiting for the response", request=self.request)
+
+    def _time_up(self) -> None:
+        self.timer = None
+        if self.reader is None or self.read_by == math.inf:
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() >= self.read_by - 0.001:  # (a timer may fire a hair early)
+            _expire(self.reader)
+        else:
+            self.timer_at = self.read_by
+            self.timer = loop.call_at(self.read_by, self._time_up)
+
+    async def write(self, data: bytes, seconds: float | None) -> None:
+        """Hand ``data`` to the transport; wait while it asks writes to stop."""
+        transport = self.transport
+        if transport is None or self.closed or transport.is_closing():
+            raise httpx.WriteError("the connection is closed", request=self.request)
+        transport.write(data)
+        while self.writing_paused and not self.closed:
+            loop = asyncio.get_running_loop()
+            waiter = self.writer = loop.create_future()
+            timer = None if seconds is None else loop.call_later(seconds, _expire, waiter)
+            try:
+                await waiter
+            finally:
+                self.writer = None
+                if timer is not None:
+                    timer.cancel()
+            if waiter.result():
+                raise httpx.WriteTimeout("timed out sending the request", request=self.request)
+        self._check_written()
+
+    def _check_written(self) -> None:
+        if self.closed and not self.head:  # (an answer that came before it still counts)
+            if self.error is not None:
+                raise self.error
+            raise httpx.WriteError(f"the connection closed: {self.lost}", request=self.request)
+
+    def reusable(self) -> bool:
+        """Whether the response was read to its end and the connection may carry another."""
+        return (
+            self.complete
+            and not self.body
+            and self.keep_alive
+            and not self.overread
+            and not self.closed
+            and self.error is None
+        )
+
+    def usable_idle(self) -> bool:
+        """Whether an idle connection is still open and silent (the server may have closed
+        it, or sent bytes, without the loop having told the protocol yet)."""
+        if self.closed or self.overread or self.fd < 0:
+            return False
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return False
+        poller = select.poll()
+        poller.register(self.fd, select.POLLIN)
+        return not poller.poll(0)
+
+    def abort(self, reason: str) -> None:
+        """End the response in flight from outside: a pending read raises at once."""
+        if self.error is None:
+            self.error = httpx.ReadError(reason, request=self.request)
+        _wake(self.reader)
+        _wake(self.writer)
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection (at once: nothing it was sending matters any more)."""
+        self.closed = True
+        self.in_use = False
+        self.on_lost = None
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.transport is not None:
+            self.transport.abort()
+
+    def extra(self, name: str) -> Any:
+        return None if self.transport is None else self.transport.get_extra_info(name)
+
+
+def _wake(waiter: asyncio.Future[bool] | None) -> None:
+    if waiter is not None and not waiter.done():
+        waiter.set_result(False)
+
+
+def _expire(waiter: asyncio.Future[bool]) -> None:
+    if not waiter.done():
+        waiter.set_result(True)

@@ -1,0 +1,107 @@
+"""An adapter's own HTTP clients, one per event loop.
+
+A pool's connections belong to the event loop that opened them: a call over one of them from
+another loop (the next ``asyncio.run`` of a script, a test, a worker) would wait for the first
+loop forever. So the client an adapter makes for itself is the running loop's: made on the
+first call there, closed when that loop ends (asyncio cancels its tasks at the end of
+``asyncio.run``, trio its system tasks at the end of ``trio.run``), and made anew on the next
+loop that calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from functools import partial
+
+import anyio
+import anyio.lowlevel
+
+from metis.transport.clients import AsyncHTTPClient
+
+
+def own_client(timeout_seconds: float) -> AsyncHTTPClient:
+    """A client as an adapter makes its own (metis/transport/stage.py ``http_client``); the
+    send path's modules load with the first one, not with the adapter."""
+    from metis.transport.stage import http_client
+
+    return http_client(timeout_seconds)
+
+
+def running_loop() -> object:
+    """The running event loop's own token (an asyncio loop, a trio run's token), or None
+    outside any."""
+    try:
+        return anyio.lowlevel.current_token().native_token
+    except RuntimeError:
+        return None
+
+
+class LoopClients:
+    """The clients ``make`` makes, by the loop each serves. One asked for outside any loop
+    (``adapter.http_client()`` at import time) is the one the first loop to call takes."""
+
+    def __init__(self, make: Callable[[], AsyncHTTPClient]) -> None:
+        self._make = make
+        self._by_loop: dict[object, AsyncHTTPClient] = {}
+        self._outside: AsyncHTTPClient | None = None
+
+    def get(self) -> AsyncHTTPClient:
+        loop = running_loop()
+        if loop is None:
+            self._outside = self._outside or self._make()
+            return self._outside
+        client = self._by_loop.get(loop)
+        if client is None:
+            self._forget_closed_loops()
+            client, self._outside = self._outside or self._make(), None
+            self._by_loop[loop] = client
+            at_loop_end(loop, partial(self._close, loop, client), "metis: close a client")
+        return client
+
+    def any_open(self) -> bool:
+        return bool(self._by_loop) or self._outside is not None
+
+    async def aclose(self) -> None:
+        """Close the running loop's client (and one made outside any loop); another loop's
+        is closed as that loop ends, by the task it has for it."""
+        mine = self._by_loop.pop(running_loop(), None)
+        outside, self._outside = self._outside, None
+        self._by_loop.clear()
+        for client in (mine, outside):
+            if client is not None:
+                await client.aclose()
+
+    async def _close(self, loop: object, client: AsyncHTTPClient) -> None:
+        self._by_loop.pop(loop, None)
+        await client.aclose()
+
+    def _forget_closed_loops(self) -> None:
+        """An asyncio loop closed without ending its tasks never ran its client's close."""
+        for loop in list(self._by_loop):
+            if isinstance(loop, asyncio.AbstractEventLoop) and loop.is_closed():
+                del self._by_loop[loop]
+
+
+def at_loop_end(loop: object, end: Callable[[], Awaitable[object]], name: str) -> object:
+    """Start what runs ``end`` when ``loop`` (the running one, :func:`running_loop`) ends: a
+    task asyncio cancels when ``asyncio.run`` (or ``anyio.run``) finishes, returned, or a
+    system task trio cancels at the end of ``trio.run`` (None)."""
+
+    async def wait_for_the_end() -> None:
+        try:
+            await anyio.sleep_forever()
+        except GeneratorExit:  # dropped with a loop that never ended it: nothing can run now
+            raise
+        except BaseException:  # cancelled: the loop is ending
+            await end()
+            raise
+
+    if isinstance(loop, asyncio.AbstractEventLoop):
+        task = loop.create_task(wait_for_the_end(), name=name)
+        task._log_destroy_pending = False  # type: ignore[attr-defined]  # a loop closed unended
+        return task
+    import trio  # the only other backend anyio runs on
+
+    trio.lowlevel.spawn_system_task(wait_for_the_end, name=name)
+    return None

@@ -1,0 +1,182 @@
+"""The HTTP around a request, on a real server as ``metis serve`` runs it (uvicorn, httptools'
+parser, metis.gateway.http_head): a head that never ends is refused at its bound, not held
+(httptools held every byte of it); a long head within the bound, pipelined requests, an
+HTTP/1.0 request and ``Expect: 100-continue`` are served."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from metis.cli.serve import http_protocol
+from metis.gateway.app import create_app
+from metis.gateway.http_head import MAX_HEAD_BYTES, BoundedHeadProtocol, head_too_large
+from metis.testing.emulator import Emulator
+from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
+
+BODY = json.dumps(
+    {"model": "sonnet", "max_tokens": 20, "messages": [{"role": "user", "content": "Hi"}]}
+).encode()
+
+
+@pytest.fixture(scope="module")
+def address() -> Iterator[tuple[str, int]]:
+    with serving(create_app(gateway_config(Emulator()))) as (url, _):
+        host, port = url.removeprefix("http://").split(":")
+        yield host, int(port)
+
+
+def request(version: str = "1.1", extra: bytes = b"", close: bool = True) -> bytes:
+    head = (
+        f"POST /v1/messages HTTP/{version}\r\nhost: gw\r\nx-api-key: {GATEWAY_KEY}\r\n"
+        f"content-type: application/json\r\ncontent-length: {len(BODY)}\r\n"
+    ).encode()
+    return head + (b"connection: close\r\n" if close else b"") + extra + b"\r\n" + BODY
+
+
+def exchange(address: tuple[str, int], data: bytes) -> bytes:
+    """``data`` sent, and all the server answers until it closes."""
+    with socket.create_connection(address, timeout=60) as sock:  # a bound on a hang
+        sock.sendall(data)
+        answer = b""
+        while piece := sock.recv(1 << 16):
+            answer += piece
+    return answer
+
+
+def test_the_server_runs_the_bounded_protocol() -> None:
+    assert http_protocol() is BoundedHeadProtocol
+
+
+def test_a_head_that_never_ends_is_refused_not_held(address: tuple[str, int]) -> None:
+    """One header sent without end: the server closes the connection once the head passes its
+    bound (the socket buffers between take a few MiB more), where it read on."""
+    sent = 0
+    with socket.create_connection(address, timeout=60) as sock:
+        sock.sendall(b"POST /v1/messages HTTP/1.1\r\nhost: gw\r\nx-long: ")
+        with pytest.raises(OSError):  # broken pipe or reset: the server hung up
+            while sent < 256 << 20:
+                sock.sendall(b"a" * (1 << 16))
+                sent += 1 << 16
+    assert sent < 64 << 20
+
+
+def test_the_refusal_is_431_in_the_shape_of_the_path() -> None:
+    for path, shape in ((b"/v1/messages", "anthropic"), (b"/v1/chat/completions", "openai")):
+        head, _, body = head_too_large(path).partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        assert lines[0] == "HTTP/1.1 431 Request Header Fields Too Large"
+        headers = dict(line.split(": ", 1) for line in lines[1:])
+        assert int(headers["content-length"]) == len(body)
+        error = json.loads(body)["error"]
+        assert "64 KiB" in error["message"]
+        if shape == "anthropic":
+            assert error["type"] == "invalid_request_error" and "request-id" in headers
+        else:
+            assert error["code"] == "request_header_fields_too_large"
+
+
+def test_a_long_head_within_the_bound_pipelined_and_old_requests_are_served(
+    address: tuple[str, int],
+) -> None:
+    long_header = b"x-long: " + b"a" * (MAX_HEAD_BYTES - 4096) + b"\r\n"
+    cases = {
+        "a long head": request(extra=long_header),
+        "two pipelined": request(close=False) + request(),
+        "HTTP/1.0": request("1.0"),
+        "Expect: 100-continue": request(extra=b"expect: 100-continue\r\n"),
+    }
+    for case, data in cases.items():
+        answer = exchange(address, data)
+        served = answer.count(b"HTTP/1.1 200 OK")
+        assert served == (2 if case == "two pipelined" else 1), (case, answer[:300])
+        assert b'"type":"message"' in answer, case
+
+
+def test_an_sdk_with_a_head_too_long_gets_an_error(address: tuple[str, int]) -> None:
+    """Not a hang: the connection ends, with the 431 when the client reads it in time."""
+    url = f"http://{address[0]}:{address[1]}/v1/messages"
+    headers = {"x-api-key": GATEWAY_KEY, "x-long": "a" * (4 * MAX_HEAD_BYTES)}
+    try:
+        answer = httpx.post(url, content=BODY, headers=headers, timeout=60)
+    except httpx.TransportError:
+        return  # reset before the answer was read
+    assert answer.status_code == 431 and answer.json()["type"] == "error", answer.text
+
+
+class Transport:
+    """What the protocol writes and whether it closed (an asyncio transport's side)."""
+
+    def __init__(self) -> None:
+        self.written = b""
+        self.closing = False
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+
+    def close(self) -> None:
+        self.closing = True
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return ("127.0.0.1", 8000) if name in ("sockname", "peername") else default
+
+    def pause_reading(self) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None: ...
+
+
+def fed(reads: list[bytes]) -> tuple[Transport, list[dict[str, object]]]:
+    """A protocol fed ``reads``, one ``data_received`` each: its transport and the requests
+    it handed to the application."""
+    import asyncio
+
+    import uvicorn
+    from uvicorn.server import ServerState
+
+    started: list[dict[str, object]] = []
+
+    async def app(scope: dict[str, object], receive: object, send: object) -> None:
+        started.append(scope)
+
+    async def feed() -> Transport:
+        config = uvicorn.Config(app, http=BoundedHeadProtocol, lifespan="off", log_level="error")
+        config.load()
+        protocol = BoundedHeadProtocol(config, ServerState(), {})
+        transport = Transport()
+        protocol.connection_made(transport)  # type: ignore[arg-type]
+        for data in reads:
+            protocol.data_received(data)
+        await asyncio.sleep(0)  # the application's task, if one was started
+        protocol.connection_lost(None)
+        return transport
+
+    return asyncio.run(feed()), started
+
+
+@pytest.mark.parametrize("cut", [None, 10, 1000, MAX_HEAD_BYTES, 3 * MAX_HEAD_BYTES])
+def test_a_head_past_the_bound_is_refused_however_the_reads_cut_it(cut: int | None) -> None:
+    """A whole long head in one read, or cut in two anywhere (a loaded machine's socket hands
+    the server whatever has arrived), is refused: no request reaches the application."""
+    data = request(extra=b"x-long: " + b"a" * (4 * MAX_HEAD_BYTES) + b"\r\n")
+    reads = [data] if cut is None else [data[:cut], data[cut:]]
+    transport, started = fed(reads)
+    assert transport.written.startswith(b"HTTP/1.1 431 ") and transport.closing
+    assert started == []
+
+
+@pytest.mark.parametrize("cut", [None, 10, 1000, MAX_HEAD_BYTES - 5000])
+def test_a_head_within_the_bound_is_served_however_the_reads_cut_it(cut: int | None) -> None:
+    data = request(extra=b"x-long: " + b"a" * (MAX_HEAD_BYTES - 4096) + b"\r\n")
+    reads = [data] if cut is None else [data[:cut], data[cut:]]
+    transport, started = fed(reads)
+    assert b" 431 " not in transport.written
+    assert [scope["path"] for scope in started] == ["/v1/messages"]
