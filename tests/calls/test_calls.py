@@ -212,3 +212,21 @@ def test_an_ollama_host_that_is_no_host_is_a_config_error_naming_it(
     monkeypatch.setenv("OLLAMA_HOST", given)
     with pytest.raises(ConfigError, match="OLLAMA_HOST: expected host"):
         metis.complete("ollama:llama3.2", "Hi")
+
+
+def test_bedrock_says_which_stop_sequence_ended_the_reply_on_both_apis(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """InvokeModel answers in Anthropic's form (``stop_sequence``); Converse in the model's own
+    fields (``additionalModelResponseFields.stop_sequence``, asked for), streamed or not."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", emulator.url)
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "test-key")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    for stack in ("bedrock", "bedrock_anthropic"):
+        reply = metis.complete(f"{stack}:{model}", "Hi.", stop_sequences=["said"])
+        assert reply.text == "You " and reply.stop_reason.kind == "stop_sequence"
+        assert reply.stop_reason.sequence == "said"
+        events = list(metis.stream(f"{stack}:{model}", "Hi.", stop_sequences=["said"]))
+        assert isinstance(events[-1], MessageComplete)
+        assert events[-1].stop_reason.sequence == "said"
