@@ -41,7 +41,7 @@ async def main() -> None:
             if isinstance(event, StepStart):
                 print(f"step {event.step} on {event.model}")
             elif isinstance(event, ToolResultEvent):
-                print(f"    {event.call.name}({event.call.input}) -> {event.result.text()}")
+                print(f"    {event.call.name}({event.call.input}) -> {event.result.text}")
             elif isinstance(event, StepComplete) and event.step == 1:
                 session.model = MODELS["openai"]  # the rest of the run goes to OpenAI
 

@@ -58,7 +58,7 @@ async def main() -> None:
         for turn, provider in enumerate(ROTATION, 1):
             if not history or history[-1].role == "assistant":  # else: tool results to answer
                 history.append(Message.user(next(user_says)))
-                print(f"\nuser: {history[-1].text()}")
+                print(f"\nuser: {history[-1].text}")
             request = CanonicalRequest(
                 model=MODELS[provider],
                 session_id="swap-demo",
@@ -78,7 +78,7 @@ async def main() -> None:
                     ToolResultBlock(tool_use_id=c.id, content=get_weather(**c.input)) for c in calls
                 ]
                 history.append(Message.tool(*results))
-                print(f"    <- {', '.join(r.text() for r in results)}")
+                print(f"    <- {', '.join(r.text for r in results)}")
         for adapter in adapters.values():
             await adapter.aclose()
 

@@ -214,7 +214,7 @@ class PriceTable(BaseModel):
             raise ConfigError(
                 f"model {model!r} matches several entries in {self.source}: "
                 + ", ".join(sorted(matches))
-                + "; expected a canonical provider:name id"
+                + "; expected a provider:name id, as CanonicalResponse.model (not an event's)"
             )
         return matches.pop() if matches else None
 
@@ -294,7 +294,8 @@ def _catalog_price(info: ModelInfo) -> ModelPrice:
 
 
 def _money(amount: Decimal) -> Decimal:
-    return amount.quantize(QUANTUM, rounding=ROUND_HALF_UP)
+    rounded = amount.quantize(QUANTUM, rounding=ROUND_HALF_UP)
+    return rounded or Decimal(0)  # not Decimal("0E-8"), which prints and serializes so
 
 
 @functools.cache

@@ -21,8 +21,10 @@ parameter's description from its ``Args:`` entry. Arguments are validated before
 runs; a tool that raises (even an exception that cannot be printed), arguments that do not
 validate, or a result that cannot be made text (circular, bytes that are not UTF-8, nested too
 deep for JSON, an object whose ``str()`` fails) become an ``is_error`` result the model can
-read, never an exception in the application. A string result's lone UTF-16 surrogates become
-U+FFFD, as they do in what providers send.
+read, never an exception in the application. A result that is an image, document, audio or
+video block (``ImageBlock.from_bytes(png, "image/png")``), or a list of such blocks and
+strings, is the result's content as it is: the model sees the image, not its base64 as text.
+A string result's lone UTF-16 surrogates become U+FFFD, as they do in what providers send.
 """
 
 from __future__ import annotations
@@ -40,7 +42,18 @@ from pydantic import BaseModel, ValidationError, validate_call
 
 from metis.core.options import checked_options
 from metis.errors import ConfigError
-from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
+from metis.model.content import (
+    AudioBlock,
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    Role,
+    TextBlock,
+    ToolResultBlock,
+    ToolResultContent,
+    ToolUseBlock,
+    VideoBlock,
+)
 from metis.model.request import FREEFORM_SCHEMA, FreeformInput, ToolDefinition
 from metis.model.response import CanonicalResponse
 from metis.tool_schemas import docstring, drop_titles, input_schema, snake
@@ -205,7 +218,9 @@ async def arun_tools(
 def run_tools(
     reply: CanonicalResponse | Message, tools: Sequence[AnyTool | Callable[..., Any]]
 ) -> Message:
-    """:func:`arun_tools` for code without an event loop: the calls run one by one here."""
+    """:func:`arun_tools` for code without an event loop: the calls run one by one here,
+    so none can be cut short (``timeout_seconds`` is :func:`arun_tools`'s, and
+    ``Session.run``'s ``tool_timeout_seconds``)."""
     by_name = tools_by_name(tools)
     blocks = [_run_sync(call, by_name) for call in _calls(reply)]
     return Message(role=Role.TOOL, content=list(blocks))
@@ -315,13 +330,30 @@ def _failed(call: ToolUseBlock, exc: Exception) -> ToolResultBlock:
     return ToolResultBlock(tool_use_id=call.id, content=clean(text), is_error=True)
 
 
+_MEDIA = (ImageBlock, DocumentBlock, AudioBlock, VideoBlock)
+
+
 def _result(call: ToolUseBlock, value: Any) -> ToolResultBlock:
+    blocks = _blocks(value)
+    if blocks is not None:
+        return ToolResultBlock(tool_use_id=call.id, content=blocks)
     try:
         text = _text(value)
     except Exception as exc:  # circular, not UTF-8, too deep, a str() that raises, ...
         reason = f"the result of {call.name} could not be made text ({_described(exc)})"
         return ToolResultBlock(tool_use_id=call.id, content=clean(reason), is_error=True)
     return ToolResultBlock(tool_use_id=call.id, content=text)
+
+
+def _blocks(value: Any) -> list[ToolResultContent] | None:
+    """A result holding a media block (alone, or in a list of blocks and strings) as the
+    result's content; None for any other result, which is made text."""
+    items = value if isinstance(value, list | tuple) else [value]
+    if not any(isinstance(item, _MEDIA) for item in items):
+        return None
+    if not all(isinstance(item, (str, TextBlock, *_MEDIA)) for item in items):
+        return None
+    return [TextBlock(text=clean(item)) if isinstance(item, str) else item for item in items]
 
 
 def _text(value: Any) -> str:

@@ -61,6 +61,9 @@ class Countable(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class TokenCount:
+    """How many input tokens a request is: ``source`` says whether the provider's own
+    endpoint counted them or metis estimated them offline, ``detail`` which or why."""
+
     input_tokens: int
     source: Literal["provider", "estimate"]
     detail: str

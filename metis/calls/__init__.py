@@ -187,7 +187,7 @@ def stream(
     other name is a TypeError naming the nearest):
 
     - ``system``: the system prompt.
-    - ``tools``: :func:`metis.tool` functions, plain functions, :class:`ToolDefinition`\\ s.
+    - ``tools``: :func:`metis.tool` functions, plain functions, :class:`ToolDefinition` objects.
     - ``tool_choice``: :class:`ToolChoice`: ``auto`` (the default), ``any``, ``tool``, ``none``.
     - ``max_output_tokens``: the reply's limit; default the model's own, up to 4,096.
     - ``temperature``: sampling temperature (0 and up); default the provider's.
@@ -231,10 +231,11 @@ def astream(
 def count_tokens(
     model: ModelLike, messages: MessagesLike, **options: Unpack[CallOptions]
 ) -> TokenCount:
-    """How many input tokens the call :func:`complete` would make with these arguments is:
-    ``.input_tokens``, and ``.source``: ``provider`` (its counting endpoint: Anthropic,
-    OpenAI Responses, Gemini, Bedrock) or ``estimate`` (offline; ``.detail`` says why). The
-    same options as :func:`complete`; what is counted is what would be sent."""
+    """How many input tokens :func:`complete` would send with these arguments, a
+    :class:`TokenCount`: ``.input_tokens``, and ``.source``: ``provider`` (its counting
+    endpoint: Anthropic, OpenAI Responses, Gemini, Bedrock) or ``estimate`` (offline;
+    ``.detail`` says why). The same options as :func:`complete`; what is counted is what
+    would be sent."""
     check_call_options("count_tokens", options)
     loop = _blocking_loop("count_tokens", model)
     return loop.call(functools.partial(_acount_tokens, model, messages, options))

@@ -29,8 +29,8 @@ import anyio.lowlevel
 
 from metis.adapter.adapter import Adapter
 from metis.adapter.embedder import Embedder
-from metis.errors import NotConfiguredError
-from metis.pipeline.config import AdapterConfig
+from metis.errors import InvalidRequestError, NotConfiguredError
+from metis.pipeline.config import checked_config
 from metis.stacks.loader import StackSpec, load_stack
 from metis.transport.loop_clients import at_loop_end
 
@@ -142,7 +142,9 @@ async def leased_adapter(
     _require_key(stack, api_key)
     # Keyed by what the adapter is built from, so a changed variable gets a new adapter.
     key = (stack_name, api_key, base_url or stack.endpoint.env_base_url())
-    config = AdapterConfig(
+    config = checked_config(
+        "options",
+        InvalidRequestError,
         api_key=api_key,
         base_url=base_url,
         timeout_seconds=timeout_seconds,

@@ -29,7 +29,7 @@ from metis.core.options import check_options
 from metis.core.suggest import closest
 from metis.errors import BlockingCallError, InvalidRequestError
 from metis.model.embeddings import EmbeddingResult, EmbedInput, InputType
-from metis.pipeline.config import AdapterConfig
+from metis.pipeline.config import checked_config
 from metis.stacks.embedding import EmbeddingStackSpec, load_embedding_stack
 
 
@@ -121,7 +121,9 @@ async def leased_embedder(model: str, options: EmbedOptions) -> AsyncIterator[Em
     timeout = options.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS)
     retries = options.get("max_retries", DEFAULT_MAX_RETRIES)
     settings = options.get("settings")
-    config = AdapterConfig(
+    config = checked_config(
+        "options",
+        InvalidRequestError,
         api_key=api_key,
         base_url=base_url,
         timeout_seconds=timeout,

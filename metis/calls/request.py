@@ -128,6 +128,12 @@ def build_request(
         limit = adapter.capabilities_for(adapter.wire_model(model)).max_output_tokens
         max_output_tokens = min(limit, DEFAULT_MAX_OUTPUT_TOKENS)
     tools = tool_list(options.get("tools", ()))
+    stops = options.get("stop_sequences", ())
+    if isinstance(stops, str):  # a str is a sequence of strings: its letters, each a stop
+        raise InvalidRequestError(
+            f"stop_sequences: expected a list of strings, got str {stops!r}; give "
+            f"stop_sequences=[{stops!r}]"
+        )
     try:
         return _request(model, messages, options, tools, max_output_tokens)
     except ValidationError as exc:
@@ -177,7 +183,21 @@ def _invalid_option(exc: ValidationError, options: CallOptions) -> InvalidReques
         shown = repr(err.get("input"))
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
         problems.append(f"{'.'.join(loc) or 'request'}: {err['msg']} (got {shown})")
+        if len(loc) == 1 and loc[0] in _WHAT_IT_TAKES:
+            problems[-1] += _WHAT_IT_TAKES[loc[0]]
     return InvalidRequestError("; ".join(problems))
+
+
+_WHAT_IT_TAKES = {
+    "output_schema": ": output_schema is a JSON schema (a dict, Model.model_json_schema()); a "
+    "type is output_type=, which complete(), acomplete() and Session.run() validate the reply "
+    "against",
+    "reasoning": ": reasoning is an effort ('low', 'medium', 'high', ...) or a token budget (8000)",
+    "thinking": ": thinking is a metis.ThinkingConfig (effort= or budget_tokens=), an effort "
+    "('high') or a token budget (8000)",
+    "tool_choice": ": tool_choice is metis.ToolChoice.auto(), .any(), .none() or .tool(name) "
+    "(OpenAI's 'required' is .any())",
+}
 
 
 def tool_list(tools: object) -> list[Any]:

@@ -127,7 +127,7 @@ class Renderer:
     def tool_result(self, result: ToolResultBlock) -> None:
         self.newline()
         mark = "✗" if result.is_error else "←"
-        self._text(f"{mark} {result.text()}", "red" if result.is_error else "green")
+        self._text(f"{mark} {result.text}", "red" if result.is_error else "green")
         self.newline()
 
 

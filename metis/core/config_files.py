@@ -6,6 +6,7 @@ values of secret keys are never echoed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -138,8 +139,10 @@ def _explain(err: Any, schema: type[BaseModel] | None, loc: list[Any]) -> str:
         allowed = _allowed_keys(schema, loc[:-1])
         listed = f"; expected one of: {', '.join(allowed)}" if allowed else ""
         return f"unknown key{listed}{did_you_mean(str(loc[-1]), allowed) if loc else ''}"
-    if kind == "literal_error":
-        return f"expected {ctx.get('expected')}, got {show(err['input'])}"
+    if kind in ("literal_error", "enum"):
+        expected = str(ctx.get("expected"))
+        near = did_you_mean(str(err["input"]), re.findall(r"'([^']*)'", expected))
+        return f"expected {expected}, got {show(err['input'])}{near}"
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         bound = next(iter(ctx.values()), "?")
         if isinstance(bound, float) and bound.is_integer():

@@ -24,6 +24,14 @@ def lazy_exports(
         return value
 
     def names() -> list[str]:
-        return sorted({*namespace, *exports})
+        """``dir()`` of the package: its public names and the submodules imported so far
+        (not what its own code imports, such as ``Any``)."""
+        shown = {
+            name
+            for name, value in namespace.items()
+            if name.startswith("__")
+            or (getattr(value, "__name__", None) == f"{package}.{name}" and name[0] != "_")
+        }
+        return sorted(shown | set(exports))
 
     return load, names

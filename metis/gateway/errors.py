@@ -182,7 +182,8 @@ def openai_error(error: AdapterError, request_id: str, param: str | None = None)
             kind = "server_error"
     else:
         status, kind, code = _OPENAI[error.error_class]
-        code = error.provider_code if error.provider_code == "insufficient_quota" else code
+        if error.provider_code == "insufficient_quota":  # as OpenAI answers a spent quota
+            kind = code = "insufficient_quota"
     if isinstance(error, PreviousResponseNotFoundError):
         param = "previous_response_id"
     body = {"error": {"message": error.message, "type": kind, "param": param, "code": code}}

@@ -174,6 +174,7 @@ class Keys:
             raise BudgetExceededError(
                 f"key {spec.name!r} has spent its budget of {spec.budget_usd} USD",
                 provider_code="insufficient_quota",
+                retryable=False,  # spent until the operator raises it: x-should-retry: false
             )
         if verdict == OVER_RATE:
             raise RateLimitError(

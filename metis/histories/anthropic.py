@@ -164,7 +164,7 @@ def to_anthropic(messages: Iterable[Message | MessageDict]) -> dict[str, Any]:
         where = f"messages[{i}]"
         canonical = message(value, where)
         if canonical.role is Role.SYSTEM:
-            system.append(canonical.text())
+            system.append(canonical.text)
             continue
         role = "assistant" if canonical.role is Role.ASSISTANT else "user"
         own = _EXPORT.own(canonical.content, where)

@@ -235,7 +235,7 @@ def _tool_messages(canonical: Message, where: str) -> list[dict[str, Any]]:
         if isinstance(block, ToolResultBlock):
             projected = project_attachments(block)
             result = {"role": "tool", "tool_call_id": block.tool_use_id}
-            out.append({**result, "content": projected.result.text()})
+            out.append({**result, "content": projected.result.text})
             for part in projected.attachments:
                 attached += _media(part, where)
     if attached:

@@ -142,6 +142,7 @@ class ToolResultBlock(BlockBase):
     content: str | list[ToolResultContent] = ""
     is_error: bool = False
 
+    @property
     def text(self) -> str:
         """The result's text parts, one per line; images and files are not text and are left
         out."""
@@ -210,7 +211,9 @@ class Message(Canonical):
     def _text_shorthand(cls, value: Any) -> Any:
         return [TextBlock(text=value)] if isinstance(value, str) else value
 
+    @property
     def text(self) -> str:
+        """The message's text blocks, joined; other blocks are not text and are left out."""
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
 
     @classmethod

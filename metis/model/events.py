@@ -40,6 +40,9 @@ class StreamEvent:
 
 @dataclass(slots=True)
 class MessageStart(StreamEvent):
+    """The first event of every call: the provider's ``message_id`` and ``model``, its own
+    name for the model that answers (``gpt-4o-2024-08-06``), where the provider says them."""
+
     type: ClassVar[str] = "message.start"
     message_id: str | None = None
     model: str | None = None
@@ -47,6 +50,8 @@ class MessageStart(StreamEvent):
 
 @dataclass(slots=True)
 class TextDelta(StreamEvent):
+    """Text of the reply's block at ``content_block_index``, appended to what came before."""
+
     type: ClassVar[str] = "text.delta"
     content_block_index: int
     text: str
@@ -69,6 +74,9 @@ class ThinkingDelta(StreamEvent):
 
 @dataclass(slots=True)
 class ToolUseStart(StreamEvent):
+    """The model began a tool call: its canonical ``tool_use_id`` (``tu_<ulid>``) and the
+    tool's name; its input follows as ``tool.use_input_delta`` fragments."""
+
     type: ClassVar[str] = "tool.use_start"
     content_block_index: int
     tool_use_id: str
@@ -87,6 +95,9 @@ class ToolUseInputDelta(StreamEvent):
 
 @dataclass(slots=True)
 class ToolUseEnd(StreamEvent):
+    """A tool call's input is whole: ``final_input`` is the JSON object its fragments make;
+    when they make none, ``input_error`` says why (docs/contract.md §2)."""
+
     type: ClassVar[str] = "tool.use_end"
     content_block_index: int
     tool_use_id: str
@@ -127,6 +138,12 @@ class ServerToolResult(StreamEvent):
 
 @dataclass(slots=True)
 class MessageComplete(StreamEvent):
+    """The last event of every call: the whole reply (``final_content``), why it ended, the
+    four token counts and the warnings; :class:`CanonicalResponse` is folded from it.
+    ``model`` is the provider's own name, as in ``message.start``; price the usage with the
+    canonical id the call named (``cost_of("openai:gpt-4o", event.usage)``), which is
+    ``CanonicalResponse.model``."""
+
     type: ClassVar[str] = "message.complete"
     final_content: list[ContentBlock]
     stop_reason: StopReason

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from metis.core.deprecation import warn_deprecated
 from metis.core.options import checked_init
@@ -70,4 +70,21 @@ def with_given(config: AdapterConfig | None, **given: Any) -> AdapterConfig | No
     chosen = {name: value for name, value in given.items() if value is not None}
     if not chosen:
         return config
-    return AdapterConfig(**{**(dict(config) if config else {}), **chosen})
+    return checked_config("build_adapter()", **{**(dict(config) if config else {}), **chosen})
+
+
+def checked_config(
+    source: str, error: type[Exception] = ConfigError, **fields: Any
+) -> AdapterConfig:
+    """An AdapterConfig of ``fields``, given by a caller as keywords or options: a wrong
+    value is ``error`` naming ``source`` (a ConfigError) or the option alone (another class:
+    a one-line call's InvalidRequestError, as its other options), not pydantic's error."""
+    try:
+        return AdapterConfig(**fields)
+    except ValidationError as exc:
+        from metis.core.config_files import config_error
+
+        found = config_error(exc, source, AdapterConfig)
+        if error is ConfigError:
+            raise found from None
+        raise error(str(found).removeprefix(f"{source}: ")) from None

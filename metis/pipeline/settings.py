@@ -42,7 +42,9 @@ def checked_region(name: str, source: str) -> str:
 
 
 class ProviderSettings(BaseModel):
-    """The base of every kind: frozen, unknown keys refused."""
+    """The base of a provider's settings (``settings={"region": ...}``), one model per kind
+    a stack names (``settings: bedrock``): frozen, unknown keys refused. Subclass it and
+    :func:`register_settings` it for a stack of your own."""
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, arbitrary_types_allowed=True, defer_build=True

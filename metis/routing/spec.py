@@ -109,5 +109,6 @@ def check_routes(
                 raise ConfigError(
                     f"{source}: route {name!r} names model {target.model!r}, which is not "
                     f"under models: (known: {', '.join(sorted(known)) or 'none'})"
+                    f"{did_you_mean(target.model, known)}"
                 )
     return dict(routes)

@@ -21,7 +21,8 @@ EventHandler = Callable[[StreamEvent | RunEvent], Awaitable[None] | None]
 
 
 class BlockingForms:
-    """``send``, ``stream`` and ``run`` for code without an event loop (a Session's)."""
+    """``send``, ``stream``, ``run`` and ``stream_run`` for code without an event loop (a
+    Session's)."""
 
     if TYPE_CHECKING:
 
@@ -46,6 +47,16 @@ class BlockingForms:
             on_event: EventHandler | None = None,
             **options: Unpack[ModelOptions],
         ) -> RunResult: ...
+
+        def astream_run(
+            self,
+            message: MessagesLike | None = None,
+            *,
+            max_steps: int = DEFAULT_MAX_STEPS,
+            tool_timeout_seconds: float | None = None,
+            output_type: type[Any] | None = None,
+            **options: Unpack[ModelOptions],
+        ) -> TurnStream[StreamEvent | RunEvent]: ...
 
         def _checked(self, what: str, options: Mapping[str, Any]) -> ModelOptions: ...
 
@@ -92,6 +103,30 @@ class BlockingForms:
             **options,
         )
         return loop.call(run)
+
+    def stream_run(
+        self,
+        message: MessagesLike | None = None,
+        *,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        tool_timeout_seconds: float | None = None,
+        output_type: type[Any] | None = None,
+        **options: Unpack[ModelOptions],
+    ) -> Iterator[StreamEvent | RunEvent]:
+        """:meth:`astream_run` for code without an event loop: the run's events as they
+        happen, ending with ``run.complete`` (its ``result``); leaving the loop early (or
+        Ctrl-C) cancels the run, and the history stays valid."""
+        self._checked("run", options)
+        loop = blocking_loop("run", self.model)
+        run = functools.partial(
+            self.astream_run,
+            message,
+            max_steps=max_steps,
+            tool_timeout_seconds=tool_timeout_seconds,
+            output_type=output_type,
+            **options,
+        )
+        return loop.iterate(run)
 
     def close(self) -> None:
         """:meth:`aclose` for code without an event loop: what providers keep open for the

@@ -41,8 +41,8 @@ else:
     def _check_client(value: object) -> object:
         if not isinstance(value, client_classes()):
             raise ValueError(  # pydantic reports it as a ValidationError naming the field
-                "must be an httpx.AsyncClient or an httpx2.AsyncClient, "
-                f"not {type(value).__module__}.{type(value).__qualname__}"
+                "expected an httpx.AsyncClient or an httpx2.AsyncClient, "
+                f"got a {type(value).__module__}.{type(value).__qualname__}"
             )
         return value
 

@@ -287,6 +287,27 @@ async def test_a_model_of_another_provider_is_refused_before_sending() -> None:
     assert caught.value.error_class == "invalid_request" and sent == []
 
 
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"timeout_seconds": "soon"}, "build_adapter(): timeout_seconds: expected a number"),
+        ({"max_retries": -1}, "build_adapter(): max_retries: expected a number >= 0, got -1"),
+        (
+            {"http_client": httpx.Client()},
+            "build_adapter(): http_client: expected an httpx.AsyncClient or an "
+            "httpx2.AsyncClient, got a httpx.Client",
+        ),
+    ],
+)
+def test_a_wrong_keyword_value_of_build_adapter_is_a_config_error_naming_it(
+    given: dict[str, object], said: str
+) -> None:
+    """Not a pydantic ValidationError from AdapterConfig, which the caller never named."""
+    with pytest.raises(ConfigError) as caught:
+        build_adapter("anthropic", **given)  # type: ignore[arg-type]
+    assert str(caught.value).startswith(said), str(caught.value)
+
+
 def test_build_adapter_takes_typed_settings_that_win_over_a_config() -> None:
     config = AdapterConfig(api_key="from-config", timeout_seconds=30, max_retries=5)
     adapter = build_adapter("anthropic", config, api_key="from-keyword", max_retries=0)

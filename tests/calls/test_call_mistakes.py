@@ -4,9 +4,11 @@ inside."""
 
 from __future__ import annotations
 
+import re
 import socket
 from typing import Any
 
+import pydantic
 import pytest
 
 import metis
@@ -36,6 +38,11 @@ def get_weather(city: str) -> str:
         ({"reasoning": "extreme"}, "reasoning.effort: Input should be 'none'"),
         ({"max_output_tokens": "many"}, "max_output_tokens: Input should be a valid integer"),
         ({"system": 42}, "system: Input should be a valid string (got 42)"),
+        ({"timeout_seconds": "soon"}, "timeout_seconds: expected a number, got 'soon'"),
+        ({"max_retries": -1}, "max_retries: expected a number >= 0, got -1"),
+        ({"stop_sequences": "END"}, "got str 'END'; give stop_sequences=['END']"),
+        ({"reasoning": True}, "(got True): reasoning is an effort ('low', 'medium', 'high', "),
+        ({"tool_choice": "required"}, "tool_choice is metis.ToolChoice.auto(), .any(), "),
     ],
 )
 def test_a_value_of_the_wrong_type_is_an_invalid_request_naming_the_option(
@@ -157,6 +164,24 @@ def test_an_output_type_with_no_json_schema_is_a_config_error(at_emulator: Emula
     with pytest.raises(ConfigError, match=r"output_type socket\.socket has no JSON schema"):
         session.run("Hi", output_type=socket.socket)
     assert at_emulator.stats.requests == 0
+
+
+def test_a_type_given_as_output_schema_says_output_type_is_the_option_for_it(
+    at_emulator: Emulator,
+) -> None:
+    class City(pydantic.BaseModel):
+        name: str
+
+    said = (
+        "output_schema is a JSON schema (a dict, Model.model_json_schema()); a type is output_type="
+    )
+    with pytest.raises(InvalidRequestError, match=re.escape(said)):
+        list(metis.stream(MODEL, "A city?", output_schema=City))
+    with pytest.raises(InvalidRequestError, match=re.escape(said)):
+        metis.complete(MODEL, "A city?", output_schema=City)
+    assert at_emulator.stats.requests == 0
+    reply = metis.complete(MODEL, "A city?", output_schema=City.model_json_schema())
+    assert City.model_validate_json(reply.text)
 
 
 @pytest.mark.parametrize(

@@ -101,7 +101,7 @@ def test_a_pydantic_model_is_a_tool_whose_answer_is_the_validated_instance() -> 
     results = run_tools(reply_with(call("city", name="Lyon", population=500_000)), [city])
     (block,) = results.content
     assert isinstance(block, ToolResultBlock) and not block.is_error
-    assert City.model_validate_json(block.text()) == City(name="Lyon", population=500_000)
+    assert City.model_validate_json(block.text) == City(name="Lyon", population=500_000)
 
 
 def test_run_tools_answers_every_call_in_order_and_errors_become_is_error_results() -> None:
@@ -115,17 +115,17 @@ def test_run_tools_answers_every_call_in_order_and_errors_become_is_error_result
     assert message.role is Role.TOOL
     blocks = [b for b in message.content if isinstance(b, ToolResultBlock)]
     assert [b.tool_use_id for b in blocks] == ["tu_1", "tu_2", "tu_3", "tu_4"]
-    assert blocks[0].text() == "2 day(s) of 18 c in Paris" and not blocks[0].is_error
-    assert blocks[1].is_error and "city" in blocks[1].text() and "days" in blocks[1].text()
-    assert blocks[2].is_error and blocks[2].text() == "RuntimeError: the backend is down"
-    assert blocks[3].is_error and "no tool named 'nope'" in blocks[3].text()
+    assert blocks[0].text == "2 day(s) of 18 c in Paris" and not blocks[0].is_error
+    assert blocks[1].is_error and "city" in blocks[1].text and "days" in blocks[1].text
+    assert blocks[2].is_error and blocks[2].text == "RuntimeError: the backend is down"
+    assert blocks[3].is_error and "no tool named 'nope'" in blocks[3].text
 
 
 @pytest.mark.anyio
 async def test_arun_tools_awaits_async_tools_and_runs_plain_ones_in_a_thread() -> None:
     reply = reply_with(call("lookup", "tu_1", key="abc"), call("get_weather", "tu_2", city="Oslo"))
     message = await arun_tools(reply, [async_lookup, get_weather])
-    texts = [b.text() for b in message.content if isinstance(b, ToolResultBlock)]
+    texts = [b.text for b in message.content if isinstance(b, ToolResultBlock)]
     assert texts == ['{"abc":3}', "1 day(s) of 18 c in Oslo"]
 
 
@@ -239,9 +239,9 @@ async def test_a_tool_that_outlasts_its_timeout_is_answered_as_an_error_the_othe
         released.set()
     blocks = [b for b in message.content if isinstance(b, ToolResultBlock)]
     assert [b.is_error for b in blocks] == [True, False, True]
-    assert blocks[0].text() == "wait_forever did not finish within 0.05 s"
-    assert blocks[1].text() == '{"abc":3}'
-    assert blocks[2].text() == "block_thread did not finish within 0.05 s"
+    assert blocks[0].text == "wait_forever did not finish within 0.05 s"
+    assert blocks[1].text == '{"abc":3}'
+    assert blocks[2].text == "block_thread did not finish within 0.05 s"
 
 
 @pytest.mark.anyio
@@ -259,7 +259,7 @@ async def test_a_call_whose_arguments_did_not_parse_is_answered_as_an_error_neve
     for message in (run_tools(reply, [record]), await arun_tools(reply, [record])):
         (block,) = message.content
         assert isinstance(block, ToolResultBlock) and block.is_error
-        assert block.text() == "record was not run: cut off"
+        assert block.text == "record was not run: cut off"
     assert ran == []
 
 
@@ -331,9 +331,9 @@ def test_a_result_that_cannot_be_made_text_is_an_is_error_result(
     plain, _ = _returning(make)
     (block,) = run_tools(reply_with(call("result")), [plain]).content
     assert isinstance(block, ToolResultBlock) and block.is_error
-    assert block.text().startswith("the result of result could not be made text (")
-    assert says in block.text()
-    block.text().encode("utf-8")  # sendable as it is
+    assert block.text.startswith("the result of result could not be made text (")
+    assert says in block.text
+    block.text.encode("utf-8")  # sendable as it is
 
 
 @pytest.mark.anyio
@@ -346,7 +346,7 @@ async def test_arun_tools_makes_the_same_is_error_results(
     message = await arun_tools(reply, [plain, asynchronous])
     blocks = [b for b in message.content if isinstance(b, ToolResultBlock)]
     assert [b.tool_use_id for b in blocks] == ["tu_1", "tu_2"]
-    assert all(b.is_error and says in b.text() for b in blocks)
+    assert all(b.is_error and says in b.text for b in blocks)
 
 
 def raises_unprintable() -> str:
@@ -365,8 +365,8 @@ async def test_an_exception_that_cannot_be_printed_is_an_is_error_result() -> No
     tools = [raises_unprintable, raises_surrogates]
     for message in (run_tools(reply, tools), await arun_tools(reply, tools)):
         first, second = (b for b in message.content if isinstance(b, ToolResultBlock))
-        assert first.is_error and first.text() == "Unprintable: <its message could not be printed>"
-        assert second.is_error and second.text() == "RuntimeError: half an emoji: \ufffd"
+        assert first.is_error and first.text == "Unprintable: <its message could not be printed>"
+        assert second.is_error and second.text == "RuntimeError: half an emoji: \ufffd"
 
 
 def test_a_string_result_with_a_lone_surrogate_keeps_its_text() -> None:
@@ -375,4 +375,51 @@ def test_a_string_result_with_a_lone_surrogate_keeps_its_text() -> None:
 
     (block,) = run_tools(reply_with(call("half")), [half]).content
     assert isinstance(block, ToolResultBlock) and not block.is_error
-    assert block.text() == "half an emoji: \ufffd"
+    assert block.text == "half an emoji: \ufffd"
+
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452") + bytes(16)
+
+
+@tool
+def chart(city: str) -> metis.ImageBlock:
+    """A chart of the city's weather."""
+    return metis.ImageBlock.from_bytes(PNG, "image/png")
+
+
+@tool
+async def captioned_chart(city: str) -> list[str | metis.ImageBlock]:
+    """A chart of the city's weather, with its caption."""
+    return [f"{city}, this week:", metis.ImageBlock.from_bytes(PNG, "image/png")]
+
+
+def test_a_tool_that_returns_an_image_answers_with_the_image_not_its_base64_as_text() -> None:
+    (block,) = run_tools(reply_with(call("chart", city="Oslo")), [chart]).content
+    assert isinstance(block, ToolResultBlock) and not block.is_error
+    assert isinstance(block.content, list) and [part.type for part in block.content] == ["image"]
+
+
+@pytest.mark.anyio
+async def test_an_image_and_text_a_tool_returns_go_to_each_provider_as_the_result(
+    emulator: Emulator,
+) -> None:
+    reply = reply_with(
+        call("chart", "tu_1", city="Oslo"), call("captioned_chart", "tu_2", city="Oslo")
+    )
+    message = await arun_tools(reply, [chart, captioned_chart])
+    first, second = (b for b in message.content if isinstance(b, ToolResultBlock))
+    assert isinstance(first.content, list) and isinstance(second.content, list)
+    assert [part.type for part in second.content] == ["text", "image"]
+    assert second.text == "Oslo, this week:" and "iVBOR" not in first.text
+    for model in ("anthropic:claude-sonnet-4-5", "openai:gpt-4o"):  # each wire's own way
+        stack = model.split(":")[0]
+        async with metis.build_adapter(
+            stack, api_key="k", base_url=emulator.base_url(stack)
+        ) as adapter:
+            request = metis.CanonicalRequest(
+                model=model,
+                messages=[Message.user("Weather charts for Oslo?"), reply.message, message],
+                tools=[chart.definition, captioned_chart.definition],
+                max_output_tokens=64,
+            )
+            assert (await adapter.complete(request)).text

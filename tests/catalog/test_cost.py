@@ -313,3 +313,10 @@ def test_a_catalog_model_s_price_is_built_once_and_prices_as_before(
     cost._PRICES_BY_KEY.clear()  # built anew: the same cost
     assert cost_of("openai:gpt-4o", usage) == first
     assert len(built) == 2
+
+
+def test_a_part_that_costs_nothing_reads_zero_not_zero_to_eight_places() -> None:
+    cost = cost_of("openai:gpt-4o", TokenUsage(input_tokens=1000, output_tokens=0))
+    assert cost.usd > 0 and str(cost.usd) != "0"
+    assert str(cost.output_usd) == str(cost.cached_input_usd) == "0"
+    assert '"output_usd":"0"' in cost.model_dump_json()

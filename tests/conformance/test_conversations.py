@@ -62,7 +62,7 @@ async def test_a_six_turn_conversation_alternating_providers_is_accepted_every_t
     history = await converse(order, streaming)
 
     assert len(emulator.bodies("anthropic")) == 3 and len(emulator.bodies("openai")) == 3
-    assert history[-1].text() == "Paris sunny, Berlin cloudy, Rome hot."
+    assert history[-1].text == "Paris sunny, Berlin cloudy, Rome hot."
     canonical_ids = [b.id for m in history for b in m.content if isinstance(b, ToolUseBlock)]
     assert len(canonical_ids) == 4 and all(i.startswith("tu_") for i in canonical_ids)
 
@@ -347,7 +347,7 @@ async def test_a_conversation_alternating_openai_and_compatible_stacks(
     order = [adapters[name] for name in ["openai", *pair] * 2]
     history = await converse(order, streaming, session_id="compat-swap")
 
-    assert history[-1].text() == "Paris sunny, Berlin cloudy, Rome hot."
+    assert history[-1].text == "Paris sunny, Berlin cloudy, Rome hot."
     assert [len(p.requests) for p in providers.values()] == [2, 2, 2]
     canonical = [b.id for m in history for b in m.content if isinstance(b, ToolUseBlock)]
     assert len(canonical) == 4 and all(i.startswith("tu_") for i in canonical)

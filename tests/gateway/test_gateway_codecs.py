@@ -475,4 +475,4 @@ def test_a_system_turn_among_the_messages_is_read_where_it_stands() -> None:
         }
     )
     assert [m.role for m in inbound.messages] == [Role.USER, Role.SYSTEM, Role.USER]
-    assert inbound.messages[1].text() == "From now on, be brief."
+    assert inbound.messages[1].text == "From now on, be brief."

@@ -115,6 +115,10 @@ async def test_keys_at_the_gateway() -> None:
             "/v1/chat/completions", json=SAID, headers={"authorization": "Bearer spent-key"}
         )
         assert spent.status_code == 429 and spent.json()["error"]["code"] == "insufficient_quota"
+        assert spent.json()["error"]["type"] == "insufficient_quota"  # as OpenAI's spent quota
+        assert spent.headers["x-should-retry"] == "false"  # no SDK retries a spent budget
+        spent = await client.post("/v1/messages", json=SAID, headers={"x-api-key": "spent-key"})
+        assert spent.status_code == 429 and spent.headers["x-should-retry"] == "false"
         assert await app.state.gateway.keys.spent("narrow") > 0
 
 

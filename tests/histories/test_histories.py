@@ -81,7 +81,7 @@ def test_an_openai_chat_history_imports_with_canonical_ids_and_parallel_results_
     assert all(c.id.startswith("tu_") for c in calls)
     results = [b for b in messages[3].content if isinstance(b, ToolResultBlock)]
     assert [r.tool_use_id for r in results] == [c.id for c in calls]  # the same id, the same one
-    assert [r.text() for r in results] == ["18 C", "21 C"]
+    assert [r.text for r in results] == ["18 C", "21 C"]
 
 
 def test_an_openai_chat_history_round_trips_through_canonical() -> None:

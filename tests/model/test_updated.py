@@ -34,7 +34,7 @@ def test_nested_models_and_requests_copy_too() -> None:
     messages = [Message.user("hello")]
     copied = updated(request, messages=messages)
     assert copied == request.model_copy(update={"messages": messages})
-    assert copied.messages is messages and request.messages[0].text() == "hi"
+    assert copied.messages is messages and request.messages[0].text == "hi"
 
 
 class _Open(BaseModel):

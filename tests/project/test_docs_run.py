@@ -130,20 +130,40 @@ def environment(
     return env
 
 
-def run(command: list[str], env: dict[str, str], where: str) -> None:
+def run(command: list[str], env: dict[str, str], where: str) -> str:
+    """What ``command`` printed, once it has succeeded."""
     done = subprocess.run(
         command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT
     )
     assert done.returncode == 0, f"{where} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+PRINTS = re.compile(r"^\s*print\(.*\)\s+# prints: (.*?)(?: \([^()]*\))?$")
+"""A line of a block whose comment shows what it prints (a parenthesis after it is a note)."""
+
+
+def shown_prints(block: Block) -> list[str]:
+    return [found.group(1) for line in block.code.splitlines() if (found := PRINTS.match(line))]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("block", of("python"), ids=ids(of("python")))
 def test_a_python_block_runs(block: Block, environment: dict[str, str]) -> None:
+    """It succeeds, and each ``# prints: ...`` it shows is a line of its output, in order."""
     ast.parse(block.code, block.where)  # a SyntaxError names the document's block
     if block.needs:
         pytest.skip(f"needs {block.needs}")
-    run([sys.executable, "-c", block.code], environment, block.where)
+    printed = run([sys.executable, "-c", block.code], environment, block.where).splitlines()
+    rest = iter(printed)
+    missing = [shown for shown in shown_prints(block) if shown not in rest]
+    assert missing == [], f"{block.where} printed {printed}"
+
+
+def test_the_docs_show_what_their_prints_print() -> None:
+    """Outputs shown in a block are marked ``# prints:`` (so the run above checks them)."""
+    marked = [f"{b.where}: {shown}" for b in of("python") for shown in shown_prints(b)]
+    assert len(marked) >= 5, marked
 
 
 @pytest.mark.parametrize("block", of("python"), ids=ids(of("python")))
@@ -316,3 +336,29 @@ def test_the_readmes_emulator_variables_are_the_ones_its_help_gives() -> None:
         if line.startswith("export ") and ":8900" in line
     ]
     assert exports == [line.strip() for line in POINTING.splitlines() if "export " in line]
+
+
+def test_the_assembled_stack_docs_stacks_shows_is_what_metis_stack_prints(tmp_path: Path) -> None:
+    """docs/stacks.md's picture of its whole-stack example, assembled: each row's number,
+    stage, kind and the file that set it are the columns ``metis stack`` prints for that stack
+    (a parenthesis after the file is the page's note, not output)."""
+    from metis.cli.stack import describe, kind_text
+    from metis.stacks.loader import load_stack
+
+    page = [b for b in ALL if b.path.name == "stacks.md"]
+    (example,) = [b for b in page if b.language == "yaml" and b.code.startswith("name: anthropic")]
+    (picture,) = [b for b in page if b.language == "text" and b.code.startswith(" 1  invariants")]
+    path = tmp_path / "anthropic.yaml"
+    path.write_text(example.code, encoding="utf-8")
+    spec = load_stack(path)
+    stages = {stage.name: stage for stage in spec.build_pipeline().stages}
+    printed = [
+        f"{view.index}  {view.name}  {kind_text(stages[view.name])}  "
+        + spec.stage_sources.get(view.name, spec.source).rsplit("/", 1)[-1]
+        for view in describe(spec)
+    ]
+    shown = [
+        re.sub(r"(\.yaml) \([^()]*\)$", r"\1", re.sub(r"\s{2,}", "  ", line.strip()))
+        for line in picture.code.splitlines()
+    ]
+    assert shown == printed, picture.where

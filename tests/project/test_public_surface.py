@@ -47,7 +47,10 @@ def closing_objects() -> list[Any]:
     adapter = build_adapter("anthropic", api_key="k")
     router = Router(["anthropic:claude-sonnet-4-5"], adapters={"anthropic": adapter})
     registry = Registry.from_dict({"adapters": {}, "models": {}})
-    return [adapter, router, registry, RedisToolIdStore("redis://localhost:1")]
+    embedder = metis.build_embedder("openai", api_key="k")
+    session = metis.Session("anthropic:claude-sonnet-4-5")
+    redis_store = RedisToolIdStore("redis://localhost:1")
+    return [adapter, router, registry, embedder, session, redis_store]
 
 
 def test_every_object_that_holds_something_closes_with_aclose() -> None:
@@ -137,6 +140,24 @@ def test_every_exported_name_resolves_and_none_is_private(name: str) -> None:
         for exported_name in exported:
             assert not exported_name.startswith("_"), exported_name
             assert getattr(module, exported_name) is not None, exported_name
+
+
+LAZY_PACKAGES = ["metis", "metis.pipeline", "metis.model", "metis.telemetry", "metis.catalog"]
+
+
+@pytest.mark.parametrize("name", LAZY_PACKAGES)
+def test_dir_of_a_lazy_package_shows_its_names_not_its_own_imports(name: str) -> None:
+    """``dir(metis)`` is what a newcomer reads after ``import metis``: the public names (and
+    the submodules imported so far), not ``Any``, ``importlib`` or ``TYPE_CHECKING``."""
+    module = importlib.import_module(name)
+    shown = {entry for entry in dir(module) if not entry.startswith("_")}
+    assert set(module.__all__) <= shown
+    extra = {
+        entry
+        for entry in shown - set(module.__all__)
+        if getattr(getattr(module, entry), "__name__", None) != f"{name}.{entry}"
+    }
+    assert extra == set()
 
 
 @pytest.mark.parametrize("name", ["metis", "metis.pipeline"])

@@ -370,6 +370,25 @@ def adapters(**entry: Any) -> dict[str, Any]:
             "did you mean 'anthropic'?",
         ),
         (["a", "list"], "expected a mapping with adapters and models, got ['a', 'list']"),
+        (
+            {
+                **anthropic_only(aliases=["sonnet"]),
+                "routes": {"main": {"models": ["sonnet"], "fallback_on": ["overload"]}},
+            },
+            "routes.main.fallback_on.0: expected 'rate_limit', 'overloaded', 'auth', ",
+        ),
+        (
+            {
+                **anthropic_only(aliases=["sonnet"]),
+                "routes": {"main": {"models": ["sonnet"], "fallback_on": ["overload"]}},
+            },
+            "got 'overload'; did you mean 'overloaded'?",
+        ),
+        (
+            {**anthropic_only(aliases=["sonnet"]), "routes": {"main": {"models": ["sonet"]}}},
+            "route 'main' names model 'sonet', which is not under models: (known: "
+            "anthropic:claude-sonnet-4-6, sonnet); did you mean 'sonnet'?",
+        ),
     ],
 )
 def test_every_config_error_names_file_key_and_expectation(data: Any, expected: str) -> None:

@@ -236,7 +236,7 @@ async def test_a_responses_session_over_the_window_is_compacted_by_the_compact_e
     assert "context_management" not in compact_body and "stream" not in compact_body
     roles = [m.role.value for m in chat.messages]
     assert roles == ["user", "user", "assistant", "user", "assistant"]
-    assert chat.messages[3].text() == "What was the harbour like?" and reply.text
+    assert chat.messages[3].text == "What was the harbour like?" and reply.text
     (item,) = [
         i for i in sent(emulator, "/v1/responses")[0]["input"] if i.get("type") == "compaction"
     ]

@@ -69,7 +69,7 @@ async def test_a_run_answers_parallel_calls_together_until_the_model_stops(
     roles = [m.role for m in session.messages]
     assert roles == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT]
     answers = session.messages[2].content
-    assert [b.text() for b in answers if isinstance(b, ToolResultBlock)] == [
+    assert [b.text for b in answers if isinstance(b, ToolResultBlock)] == [
         "18 C in Paris",
         "18 C in Rome",
     ]
@@ -114,7 +114,7 @@ async def test_a_failing_tool_a_slow_tool_a_swap_between_steps_and_the_step_limi
     assert result.reason == "step_limit" and result.steps == 3
     assert served == [MODELS[family], MODELS[NEXT[family]], MODELS[NEXT[family]]]
     answers = [m for m in session.messages if m.role is Role.TOOL]
-    texts = [b.text() for m in answers for b in m.content if isinstance(b, ToolResultBlock)]
+    texts = [b.text for m in answers for b in m.content if isinstance(b, ToolResultBlock)]
     assert texts[0] == "RuntimeError: the time service is down"
     assert texts[1] == "get_forecast did not finish within 0.05 s"
     assert all(b.is_error for m in answers for b in m.content if isinstance(b, ToolResultBlock))
@@ -204,7 +204,7 @@ async def test_cancel_in_the_middle_of_a_tool_answers_it_as_cancelled(
     assert result.reason == "cancelled" and result.steps == 1
     (answer,) = session.messages[-1].content
     assert isinstance(answer, ToolResultBlock) and answer.is_error
-    assert answer.text() == "get_forecast was cancelled before it finished"
+    assert answer.text == "get_forecast was cancelled before it finished"
     reply = await session.asend("Never mind. Hello!")  # the history is valid: it goes on
     assert reply.text
     await close_all(adapters)
@@ -231,7 +231,7 @@ async def test_the_callers_cancel_scope_in_the_middle_of_a_tool_leaves_a_valid_h
     roles = [m.role for m in session.messages]
     assert roles == [Role.USER, Role.ASSISTANT, Role.TOOL]
     (answer,) = session.messages[-1].content
-    assert isinstance(answer, ToolResultBlock) and "cancelled" in answer.text()
+    assert isinstance(answer, ToolResultBlock) and "cancelled" in answer.text
     assert (await session.asend("Never mind.")).text
     await close_all(adapters)
 
@@ -282,7 +282,7 @@ async def test_a_paused_server_side_turn_is_sent_back_and_goes_on() -> None:
     assert result.reason == "complete" and result.steps == 2
     sent = json.loads(peer.requests[1].content)["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant"]  # the paused turn, as it was
-    assert [m.text() for m in session.messages] == [
+    assert [m.text for m in session.messages] == [
         "Search the web for it.",
         "Searching",
         " and found it.",
@@ -324,7 +324,7 @@ async def test_a_cancel_between_a_reply_and_its_tools_answers_every_call_as_canc
     )
     assert result.reason == "cancelled" and meeting.arrived == 0
     answers = session.messages[-1].content
-    assert [b.text() for b in answers if isinstance(b, ToolResultBlock)] == [
+    assert [b.text for b in answers if isinstance(b, ToolResultBlock)] == [
         "get_weather was cancelled before it finished",
         "get_weather was cancelled before it finished",
     ]

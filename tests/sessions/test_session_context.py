@@ -107,7 +107,7 @@ async def test_a_compactor_makes_the_history_fit_and_replaces_it(emulator: Emula
     assert (
         "Earlier: a long story" in sent and "And then?" in sent and "harbour was busy" not in sent
     )
-    assert [m.text() for m in chat.messages] == [
+    assert [m.text for m in chat.messages] == [
         "Earlier: a long story about a harbour.",
         "And then?",
         reply.text,

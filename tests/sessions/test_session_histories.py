@@ -139,7 +139,7 @@ async def cancelled_in_a_tool_call(session: Session) -> None:
     assert result.reason == "cancelled" and result.steps == 1
     assert result.response.stop_reason.kind is StopKind.CANCELLED
     assert not any(isinstance(b, ToolUseBlock) for m in session.messages for b in m.content)
-    assert session.messages[2].text() == "What's the weather in Paris?"
+    assert session.messages[2].text == "What's the weather in Paris?"
 
 
 async def cancelled_in_a_tool(session: Session) -> None:
@@ -160,7 +160,7 @@ async def cancelled_in_a_tool(session: Session) -> None:
     assert answer.role is Role.TOOL
     (block,) = answer.content
     assert isinstance(block, ToolResultBlock) and block.is_error
-    assert "cancelled" in block.text()
+    assert "cancelled" in block.text
 
 
 @pytest.mark.anyio

@@ -15,7 +15,7 @@ from metis.core.options import UnknownOptionError
 from metis.errors import ConfigError, InvalidRequestError, NetworkError
 from metis.model import MessageComplete, Role, StopKind, TextDelta
 from metis.routing import Router
-from metis.sessions import Session, SessionBusyError
+from metis.sessions import RunComplete, Session, SessionBusyError
 from metis.testing.emulator import Emulator
 
 from ..fakes import (
@@ -61,7 +61,7 @@ async def test_a_reply_is_appended_after_the_message_and_its_usage_counted(
     reply = await session.asend("Hello there")
     assert reply.stop_reason.kind is StopKind.END_TURN and reply.provider == "anthropic"
     assert [m.role for m in session.messages] == [Role.USER, Role.ASSISTANT]
-    assert session.messages[1].text() == reply.text
+    assert session.messages[1].text == reply.text
     assert session.usage == reply.usage
     sent = emulator.requests[-1].json()
     assert sent["system"] and sent["messages"][0]["content"][0]["text"] == "Hello there"
@@ -94,7 +94,7 @@ async def test_a_stream_left_early_keeps_the_text_that_arrived() -> None:
             texts += isinstance(event, TextDelta)
             if texts == 2:
                 break
-    assert [m.text() for m in session.messages] == ["Hi", "Hello there"]
+    assert [m.text for m in session.messages] == ["Hi", "Hello there"]
     assert peer.closed == 1  # the connection closed with the stream
     assert not session.busy
 
@@ -113,7 +113,7 @@ async def test_cancel_ends_the_reply_as_cancelled_with_the_text_that_arrived() -
         group.start_soon(cancel_when_stalled)
         reply = await session.asend("Hi")
     assert reply.stop_reason.kind is StopKind.CANCELLED and reply.text == "Hello there"
-    assert [m.text() for m in session.messages] == ["Hi", "Hello there"]
+    assert [m.text for m in session.messages] == ["Hi", "Hello there"]
     assert peer.closed == 1
 
 
@@ -131,7 +131,7 @@ async def test_cancel_from_another_thread_ends_the_turn() -> None:
         events = [event async for event in session.astream("Hi")]
     final = events[-1]
     assert isinstance(final, MessageComplete) and final.stop_reason.kind is StopKind.CANCELLED
-    assert session.messages[-1].text() == "Hello"
+    assert session.messages[-1].text == "Hello"
 
 
 @pytest.mark.anyio
@@ -148,7 +148,7 @@ async def test_the_callers_own_cancel_scope_keeps_what_arrived_and_propagates() 
             group.start_soon(cancel_when_stalled)
             await session.asend("Hi")
     assert scope.cancelled_caught
-    assert [m.text() for m in session.messages] == ["Hi", "Hello there"]
+    assert [m.text for m in session.messages] == ["Hi", "Hello there"]
     assert not session.busy
 
 
@@ -159,7 +159,7 @@ async def test_a_stream_that_breaks_midway_keeps_what_arrived_and_raises() -> No
         await session.asend("Hi")
     assert caught.value.partial_response is not None
     assert caught.value.partial_response.text == "Hello there"
-    assert [m.text() for m in session.messages] == ["Hi", "Hello there"]
+    assert [m.text for m in session.messages] == ["Hi", "Hello there"]
 
 
 @pytest.mark.anyio
@@ -171,7 +171,7 @@ async def test_a_call_refused_before_anything_arrived_leaves_the_history_as_it_w
         await session.asend("Hi")
     assert session.messages == []  # the turn can be sent again as it was
     reply = await session.asend("Hi")
-    assert reply.text == "Fine." and [m.text() for m in session.messages] == ["Hi", "Fine."]
+    assert reply.text == "Fine." and [m.text for m in session.messages] == ["Hi", "Fine."]
 
 
 def _end() -> list[dict[str, Any]]:
@@ -264,6 +264,32 @@ def test_the_synchronous_forms_run_where_no_loop_runs(
     assert len(session.messages) == 8
 
 
+def test_stream_run_yields_a_runs_events_where_no_loop_runs(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The synchronous twin of ``astream_run``, as ``stream`` is of ``astream``."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    session = Session(CLAUDE, tools=[_weather])
+    events = list(session.stream_run("What's the weather in Paris?"))
+    kinds = [
+        event.type for event in events if event.type.startswith(("step.", "tool.result", "run."))
+    ]
+    assert kinds == [
+        "step.start",
+        "tool.result",
+        "step.complete",
+        "step.start",
+        "step.complete",
+        "run.complete",
+    ]
+    assert isinstance(events[-1], RunComplete) and events[-1].result.reason == "complete"
+    for event in session.stream_run("And in Rome?"):
+        if event.type == "tool.result":
+            break  # leaving early ends the run; the session takes the next turn
+    assert session.send("Thanks.").text and not session.busy
+
+
 @metis.tool
 def _weather(city: str) -> str:
     """Current weather for a city."""
@@ -312,12 +338,12 @@ async def test_a_session_over_a_router_runs_on_the_model_that_serves(emulator: E
 def test_the_history_is_the_applications_to_edit_between_turns() -> None:
     session = Session(CLAUDE, [{"role": "user", "content": "Hi"}])
     session.add({"role": "assistant", "content": "Hello!"}, metis.Message.user("Bye"))
-    assert [m.text() for m in session.messages] == ["Hi", "Hello!", "Bye"]
+    assert [m.text for m in session.messages] == ["Hi", "Hello!", "Bye"]
     copy = session.messages
     copy.clear()  # a copy: the session's history is untouched
     assert len(session.messages) == 3
     session.messages = [metis.Message.user("Start again")]
-    assert [m.text() for m in session.messages] == ["Start again"]
+    assert [m.text for m in session.messages] == ["Start again"]
     with pytest.raises(InvalidRequestError, match="unknown role"):
         session.add({"role": "usr", "content": "x"})  # type: ignore[typeddict-item]
 
@@ -344,7 +370,7 @@ async def test_closing_a_session_releases_what_providers_keep_open_for_it(
         session._conversation.connections.update(held)
     assert all(c.closed for c in held.values()) and session._conversation.connections == {}
     assert [r.getMessage() for r in caplog.records if "closing" in r.getMessage()]
-    assert session.messages[0].text() == "Hi"  # the history stays
+    assert session.messages[0].text == "Hi"  # the history stays
 
 
 def test_cancel_from_the_thread_reading_a_synchronous_stream() -> None:
@@ -356,4 +382,4 @@ def test_cancel_from_the_thread_reading_a_synchronous_stream() -> None:
         if isinstance(event, TextDelta) and event.text == " there":
             assert session.cancel()  # the stream stalls after this: the cancel ends it
     assert kinds[-1] == "message.complete"
-    assert [m.text() for m in session.messages] == ["Hi", "Hello there"]
+    assert [m.text for m in session.messages] == ["Hi", "Hello there"]

@@ -1037,7 +1037,7 @@ async def test_history_made_on_anthropic_and_openai_is_accepted_and_comes_back(
             history.append(Message.user("And Nice?"))
 
     assert len(local.requests) == 3 and script.remaining == 0
-    assert history[-2].text() == "Nice: 21C."
+    assert history[-2].text == "Nice: 21C."
     # Anthropic's call reached Ollama under an id derived from its canonical id, with its name.
     first = next(b for m in history for b in m.content if isinstance(b, ToolUseBlock))
     derived = derive_provider_tool_id(first.id, "call_")

@@ -96,6 +96,24 @@ NEEDS: list[tuple[str, CanonicalRequest, str]] = [
 
 
 @pytest.mark.anyio
+async def test_a_missing_tools_images_or_thinking_says_how_to_declare_a_model_that_has_them() -> (
+    None
+):
+    """Such a refusal may be metis's conservative guess (a local model it cannot look up): the
+    error says where the capabilities came from and how to declare more."""
+    (_, tools, *_rest) = NEEDS
+    with pytest.raises(CapabilityError) as refused:
+        await _run(tools[1], _lacking(supports_tools=False))
+    said = str(refused.value)
+    assert "its catalog entry, else its stack's declared capabilities" in said
+    assert "capabilities={'supports_tools': True, ...}" in said
+    assert "settings={'model': ...}" in said
+    with pytest.raises(CapabilityError) as refused:
+        await _run(_request(max_output_tokens=10**6), FULL_CAPABILITIES)
+    assert "declared capabilities" not in str(refused.value)  # a limit, not a flag
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("flag", "request_", "words"), NEEDS, ids=[f"{n[0]}-{i}" for i, n in enumerate(NEEDS)]
 )

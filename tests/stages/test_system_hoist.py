@@ -69,7 +69,7 @@ def test_several_systems_join_in_order_with_system_prompt_first() -> None:
     out = _hoist(request)
     assert out.system_prompt == "P\n\nA\n\nB\n\nC"
     assert [m.role for m in out.messages] == [Role.USER, Role.ASSISTANT, Role.USER]
-    assert [m.text() for m in out.messages] == ["u1", "a1", "u2"]
+    assert [m.text for m in out.messages] == ["u1", "a1", "u2"]
 
 
 def test_text_blocks_of_one_system_message_are_kept_in_order() -> None:

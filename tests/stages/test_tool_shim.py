@@ -199,7 +199,7 @@ def test_a_model_without_a_system_turn_gets_the_preamble_in_its_first_user_turn(
     assert rewritten.system_prompt is None
     first = rewritten.messages[0]
     assert first.role is Role.USER
-    assert first.text() == preamble(TOOLS, None, parallel=True) + "\n\nWeather in Paris?"
+    assert first.text == preamble(TOOLS, None, parallel=True) + "\n\nWeather in Paris?"
 
 
 def history() -> list[Message]:
@@ -246,7 +246,7 @@ def test_history_is_converted_even_when_no_tools_are_offered_now() -> None:
     request = req(messages=history(), tools=TOOLS, tool_choice=ToolChoice.none())
     rewritten, offered = shim().rewrite(request, tgi_call())
     assert offered is None
-    assert "<tool_call>" in rewritten.messages[1].text()
+    assert "<tool_call>" in rewritten.messages[1].text
     assert rewritten.system_prompt == NO_TOOLS
 
 
@@ -787,7 +787,7 @@ async def test_a_conversation_swapping_emulated_and_native_tools_is_accepted_eve
     assert script.remaining == 0
     anthropic, openai = emulator.bodies("anthropic"), emulator.bodies("openai")
     assert len(tgi.requests) == 4 and len(anthropic) == 2 and len(openai) == 2
-    assert history[-1].text() == "Paris sunny, Berlin cloudy, Rome hot, Oslo cold."
+    assert history[-1].text == "Paris sunny, Berlin cloudy, Rome hot, Oslo cold."
     calls = [b for m in history for b in m.content if isinstance(b, ToolUseBlock)]
     assert len(calls) == 5 and all(re.fullmatch(r"tu_[0-9A-Z]{26}", c.id) for c in calls)
     assert len({c.id for c in calls}) == 5

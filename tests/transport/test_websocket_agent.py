@@ -61,7 +61,7 @@ async def test_a_failing_and_a_slow_tool_a_swap_to_http_and_back_and_the_step_li
             for b in m.content
             if isinstance(b, ToolResultBlock)
         ]
-        assert [b.text() for b in answers[:2]] == [
+        assert [b.text for b in answers[:2]] == [
             "RuntimeError: the time service is down",
             "get_forecast did not finish within 0.05 s",
         ]
@@ -96,7 +96,7 @@ async def test_cancel_in_the_middle_of_a_tool_over_websocket_leaves_a_history_th
         assert result.reason == "cancelled" and result.steps == 1
         (answer,) = session.messages[-1].content
         assert isinstance(answer, ToolResultBlock) and answer.is_error
-        assert "cancelled" in answer.text()
+        assert "cancelled" in answer.text
         reply = await session.asend("Never mind. Hello!")
         # the cancelled call's error result and the new words go as one user turn, as on the
         # wire; the scripted model answers from the result

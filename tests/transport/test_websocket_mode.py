@@ -239,7 +239,7 @@ async def test_cancel_mid_stream_keeps_what_arrived_and_closes_the_connection(
         final = seen[-1]
         assert isinstance(final, metis.MessageComplete)
         assert final.stop_reason.kind is StopKind.CANCELLED
-        assert session.messages[-1].text()  # the text that arrived
+        assert session.messages[-1].text  # the text that arrived
         assert not transport_of(adapter).holds(session.session_id)
         reply = await session.asend("After the cancel")
         assert reply.text == "You said: After the cancel"

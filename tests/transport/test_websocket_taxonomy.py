@@ -194,7 +194,7 @@ async def test_a_cancel_interrupts_a_connection_that_never_opens() -> None:
                 assert isinstance(ended, CancelledError) or (
                     ended.stop_reason.kind is StopKind.CANCELLED
                 )
-                assert session.messages == [] or session.messages[-1].text() == ""
+                assert session.messages == [] or session.messages[-1].text == ""
             group.cancel_scope.cancel()
 
 

@@ -874,7 +874,7 @@ async def test_a_conversation_moving_between_three_providers_is_accepted_every_t
         build_adapter(s, config, tool_id_store=store) for s in ("anthropic", "openai", "gemini")
     )
     history = await converse([a, g, o, g, g, a], streaming)
-    assert history[-1].text() == "Done."
+    assert history[-1].text == "Done."
     assert [len(emulator.bodies(p)) for p in ("anthropic", "openai", "gemini")] == [2, 1, 3]
 
     # Gemini's own first call (turn 4) goes back with the signature Gemini put on it and the

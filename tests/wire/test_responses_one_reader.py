@@ -71,7 +71,7 @@ def test_custom_tool_calls_and_their_outputs_are_read_as_chats_are() -> None:
     assert isinstance(call, ToolUseBlock) and call.name == "sh"
     assert call.input == {"input": "ls -la"}
     assert isinstance(result, ToolResultBlock) and result.tool_use_id == call.id
-    assert result.text() == "a.txt" and inbound.ignored == []
+    assert result.text == "a.txt" and inbound.ignored == []
 
 
 @pytest.mark.parametrize(

@@ -44,12 +44,24 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         profile = self._services.token_profile_for(call.wire_model)
         request, problems, _ = fitted_for(request, caps, call.provider, profile, call.warn_dropped)
         if problems:
+            declarable = any(phrase in p for p in problems for phrase in _DECLARABLE)
             raise CapabilityError(
-                f"{call.model} cannot serve this request: " + "; ".join(problems),
+                f"{call.model} cannot serve this request: "
+                + "; ".join(problems)
+                + (_HOW_TO_DECLARE if declarable else ""),
                 provider=call.provider,
                 request_id=request.request_id,
             )
         return request
+
+
+_DECLARABLE = ("has no tool calling", "takes no images", "does not think aloud")
+_HOW_TO_DECLARE = (
+    " (as metis knows the model: its catalog entry, else its stack's declared capabilities; "
+    "a model that can is declared so with capabilities={'supports_tools': True, ...} in "
+    "build_adapter or models.yaml, docs/catalog.md; an Ollama server says what its model can "
+    "when settings={'model': ...} names it)"
+)
 
 
 def fitted_for(

@@ -87,7 +87,7 @@ def _system(request: CanonicalRequest, call: EncodeContext) -> str:
                 "anthropic encode: SYSTEM message %s was not hoisted; sending it as system text",
                 message.id or f"messages[{i}]",
             )
-            parts.append(message.text())
+            parts.append(message.text)
     return "\n\n".join(part for part in parts if part)
 
 

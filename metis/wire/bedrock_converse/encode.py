@@ -92,7 +92,7 @@ def _text_format(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _system(request: CanonicalRequest) -> str:
     parts = [request.system_prompt or ""]
-    parts += [m.text() for m in request.messages if m.role is Role.SYSTEM]
+    parts += [m.text for m in request.messages if m.role is Role.SYSTEM]
     return "\n\n".join(part for part in parts if part)
 
 

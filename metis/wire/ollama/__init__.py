@@ -149,7 +149,7 @@ def _user(
 
 
 def _tool_message(block: ToolResultBlock, names: dict[str, str]) -> dict[str, Any]:
-    text = block.text()
+    text = block.text
     out: dict[str, Any] = {"role": "tool", "content": "Error: " + text if block.is_error else text}
     name = names.get(block.tool_use_id)
     if name is not None:

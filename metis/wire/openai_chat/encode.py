@@ -98,7 +98,7 @@ def user_messages(
 
 
 def _tool_message(block: ToolResultBlock) -> dict[str, Any]:
-    text = block.text()
+    text = block.text
     content = "Error: " + text if block.is_error else text
     return {"role": "tool", "tool_call_id": block.tool_use_id, "content": content}
 

@@ -305,7 +305,7 @@ def _media(block: ToolResultContent, message_id: str, files: _Files) -> list[dic
 def _tool_output(block: ToolResultBlock, message_id: str, files: _Files) -> dict[str, Any]:
     output: str | list[dict[str, Any]]
     if isinstance(block.content, str) or all(isinstance(p, TextBlock) for p in block.content):
-        text = block.text()
+        text = block.text
         output = "Error: " + text if block.is_error else text
     else:  # images and files too: the output is a list of input parts
         output = [wire for p in block.content for wire in _media(p, message_id, files)]

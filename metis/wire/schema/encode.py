@@ -237,7 +237,7 @@ class Encoder:
                 "tool_result", f"{call.provider} has no wire form for tool results", message_id
             )
             return OMIT
-        text = block.text()  # its media were moved out (files.py)
+        text = block.text  # its media were moved out (files.py)
         if block.is_error and template is not self.s.tool_error:
             text = result.error_prefix + text
         if name is None and template.uses("tool_name"):
@@ -309,7 +309,7 @@ class Encoder:
                     call.provider,
                     message.id or f"messages[{i}]",
                 )
-                parts.append(message.text())
+                parts.append(message.text)
         return "\n\n".join(part for part in parts if part)
 
     def _wrap_system(self, text: str) -> Any:

@@ -66,7 +66,7 @@ def turns_of(messages: list[Message]) -> tuple[list[Turn], list[str]]:
             system.append(text)
         elif message.role is Role.TOOL:
             results = [
-                ResultIn(b.tool_use_id, b.text(), None, b.is_error)
+                ResultIn(b.tool_use_id, b.text, None, b.is_error)
                 for b in message.content
                 if isinstance(b, ToolResultBlock)
             ]
