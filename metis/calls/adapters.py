@@ -140,9 +140,8 @@ async def leased_adapter(
     stack = builtin_stack(stack_name)
     api_key = api_key or (os.environ.get(stack.auth.env) if stack.auth.env else None)
     _require_key(stack, api_key)
-    env = stack.endpoint.base_url_env
     # Keyed by what the adapter is built from, so a changed variable gets a new adapter.
-    key = (stack_name, api_key, base_url or (os.environ.get(env) if env else None))
+    key = (stack_name, api_key, base_url or stack.endpoint.env_base_url())
     config = checked_config(
         "options",
         InvalidRequestError,

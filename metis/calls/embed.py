@@ -117,7 +117,6 @@ async def leased_embedder(model: str, options: EmbedOptions) -> AsyncIterator[Em
     stack_name, _ = stack_and_model(model)
     stack = _stack(stack_name)
     api_key = options.get("api_key") or (os.environ.get(stack.auth.env) if stack.auth.env else None)
-    env = stack.endpoint.base_url_env
     base_url = options.get("base_url")
     timeout = options.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS)
     retries = options.get("max_retries", DEFAULT_MAX_RETRIES)
@@ -134,7 +133,7 @@ async def leased_embedder(model: str, options: EmbedOptions) -> AsyncIterator[Em
     key = (
         f"embeddings:{stack_name}",
         api_key,
-        base_url or (os.environ.get(env) if env else None),
+        base_url or stack.endpoint.env_base_url(),
         timeout,
         retries,
         _settings_key(settings),

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import sys
 import types
 import typing
@@ -176,7 +175,7 @@ def endpoint_text(spec: StackSpec) -> str:
     from metis.pipeline.endpoint import without_overlap
 
     variable = spec.endpoint.base_url_env
-    given = os.environ.get(variable) if variable else None
+    given = spec.endpoint.env_base_url()
     base = without_overlap(given, spec.endpoint.path) if given else spec.endpoint.base_url
     text = f"POST {base.rstrip('/')}{spec.endpoint.path}"
     if spec.endpoint.stream_path:

@@ -141,7 +141,7 @@ def write_message(
         "model": model,
         "content": content,
         "stop_reason": stop_reason(response.stop_reason),
-        "stop_sequence": None,
+        "stop_sequence": response.stop_reason.sequence,
         "usage": usage(response.usage, True, more_usage),
     }
 
@@ -272,7 +272,8 @@ class MessageStream(BlockWriter):
         return whole + self._event("content_block_stop", index=self.blocks - 1)
 
     def complete(self, item: MessageComplete) -> bytes:
-        delta = {"stop_reason": stop_reason(item.stop_reason), "stop_sequence": None}
+        reason = item.stop_reason
+        delta = {"stop_reason": stop_reason(reason), "stop_sequence": reason.sequence}
         written = usage(item.usage, more=self.more_usage)
         return self._event("message_delta", delta=delta, usage=written) + self._event(
             "message_stop"

@@ -34,6 +34,7 @@ from metis.gateway.errors import (
     RouteNotFoundError,
 )
 from metis.gateway.keys_redis import RedisLedger
+from metis.gateway.metrics import scrape_refused
 from metis.gateway.metrics_shared import SharedMetrics
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.responses_kept import stored_responses
@@ -196,7 +197,7 @@ async def _no_route(request: Request, exc: Exception) -> Response:
     return _json(failed.status, failed.body, headers)
 
 
-def _models(gateway: Gateway, request: Request) -> Response:
+async def _models(gateway: Gateway, request: Request) -> Response:
     """One list both SDKs read: OpenAI's ``object``/``created``/``owned_by`` and Anthropic's
     ``type``/``display_name``/``created_at`` on each entry; ``/v1/models/{id}`` one of them
     (``models.retrieve`` in both)."""
@@ -206,6 +207,8 @@ def _models(gateway: Gateway, request: Request) -> Response:
     endpoint = "GET /v1/models" if named is None else "GET /v1/models/{id}"
     try:
         key = gateway.authenticate(request.headers)
+        async with gateway.keys.holding(key):  # a request of the key's, costing nothing
+            listed = gateway.models.listing()
         data = [
             {
                 **entry,
@@ -219,7 +222,7 @@ def _models(gateway: Gateway, request: Request) -> Response:
                 "max_input_tokens": entry.get("context_window"),  # ModelInfo's limits
                 "max_tokens": entry.get("max_output_tokens"),
             }
-            for entry in gateway.models.listing()
+            for entry in listed
             if key is None or key.may_use(entry["id"])
         ]
         if named is not None:
@@ -314,13 +317,15 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
         return await _answer(gateway, "embeddings", answer_embeddings(gateway, request))
 
     async def models(request: Request) -> Response:
-        return _models(gateway, request)
+        return await _models(gateway, request)
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
     async def metrics(request: Request) -> Response:
         media = "text/plain; version=0.0.4; charset=utf-8"
+        if refused := scrape_refused(gateway.metrics_key, request.headers):
+            return Response(refused, 401, {"www-authenticate": "Bearer"}, media)
         text = shared.render() if shared is not None else gateway.metrics.render()
         return Response(text, media_type=media)
 

@@ -19,6 +19,16 @@ from metis.registry.file import RegistryFile
 from metis.registry.registry import Registry
 
 
+class MetricsSettings(BaseModel):
+    """``gateway.metrics``: ``api_key_env`` names the variable holding the key a scrape of
+    ``/metrics`` must send (``Authorization: Bearer``, as Prometheus sends it, or
+    ``x-api-key``); without it ``/metrics`` is open."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    api_key_env: str | None = Field(default=None, min_length=1)
+
+
 class GatewaySettings(BaseModel):
     """``gateway:`` in a models.yaml. ``api_key_env`` names the variable holding the one key
     clients must send (``x-api-key`` or ``Authorization: Bearer``); without it the gateway
@@ -46,6 +56,7 @@ class GatewaySettings(BaseModel):
     pass_through: bool = True
     """Whether a request whose API is the routed model's own goes through as it came
     (metis.gateway.passthrough); off: every request is translated."""
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     keys: list[KeySpec] = Field(default_factory=list)
     """Gateway keys with their own models, limits and budget (metis.gateway.keys). Each name
     is its own: a key's spend, limits and Responses conversations are kept under it."""
@@ -70,9 +81,12 @@ class GatewayConfig:
         api_key: str | None,
         keys: Keys,
         tracer: Any = None,
+        metrics_key: str | None = None,
     ) -> None:
         self.registry, self.settings, self.api_key, self.keys = registry, settings, api_key, keys
         self.tracer = tracer
+        self.metrics_key = metrics_key
+        """The key a scrape of ``/metrics`` must send (None: open; ``gateway.metrics``)."""
         """The server spans' tracer (None: no spans; ``gateway.opentelemetry``)."""
 
     @classmethod
@@ -113,14 +127,9 @@ class GatewayConfig:
         except ValidationError as exc:
             raise config_error(exc, source, GatewaySettings, ("gateway",)) from None
         env = os.environ if environ is None else environ
-        api_key = None
-        if settings.api_key_env is not None:
-            api_key = env.get(settings.api_key_env)
-            if not api_key:
-                raise ConfigError(
-                    f"{source}: gateway.api_key_env names {settings.api_key_env}, which is not "
-                    "set; set it to the key clients must send"
-                )
+        api_key = _key_of(env, settings.api_key_env, "api_key_env", "clients", source)
+        scrapes = settings.metrics.api_key_env
+        metrics_key = _key_of(env, scrapes, "metrics.api_key_env", "scrapes of /metrics", source)
         try:
             keys = Keys(settings.keys, env)
         except ConfigError as exc:
@@ -135,7 +144,22 @@ class GatewayConfig:
         registry_kwargs.setdefault("make_client", upstream_client)
         registry = Registry.from_dict(data, source, environ=environ, **registry_kwargs)
         _check_key_models(settings.keys, registry, source)
-        return cls(registry, settings, api_key, keys, tracer)
+        return cls(registry, settings, api_key, keys, tracer, metrics_key)
+
+
+def _key_of(
+    env: Mapping[str, str], variable: str | None, where: str, sender: str, source: str
+) -> str | None:
+    """The key ``variable`` (named by ``gateway.<where>``) holds; None when none is named."""
+    if variable is None:
+        return None
+    key = env.get(variable)
+    if not key:
+        raise ConfigError(
+            f"{source}: gateway.{where} names {variable}, which is not set; set it to the key "
+            f"{sender} must send"
+        )
+    return key
 
 
 def _check_key_models(specs: list[KeySpec], registry: Registry, source: str) -> None:

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from metis.gateway.errors import PreviousResponseNotFoundError
 from metis.gateway.inbound import Inbound
 from metis.gateway.item_ids import GivenIds, answered_ids
-from metis.gateway.reasoning_items import encrypted, reasoning_place
+from metis.gateway.reasoning_items import encrypted, reasoning_place, with_text
 from metis.gateway.store import Owner, RedisResponseStore, ResponseStore, Stored
 from metis.model.content import Message, RedactedThinkingBlock, Role, ThinkingBlock
 
@@ -58,7 +58,8 @@ async def remember(store: Store, asked: Asked, reply: Message, response: dict[st
 async def recalled(store: Store, body: Any, owner: Owner) -> tuple[Any, bool]:
     """``body`` with each reasoning item it sends back by its id alone (no encrypted content)
     given the thinking it names, from the response the gateway kept, as the encrypted content
-    that item would have carried (its maker written in: it goes back to that model only);
+    that item would have carried with its text in it (its maker written in: it goes back to
+    that model only);
     and whether any was. An id the gateway gave out for no kept response (another key's, one
     forgotten, a provider's own) stays as it came: left out and reported, as before."""
     items = body.get("input") if isinstance(body, dict) else None
@@ -74,10 +75,16 @@ async def recalled(store: Store, body: Any, owner: Owner) -> tuple[Any, bool]:
         if response_id not in thoughts:
             thoughts[response_id] = await _thoughts(store, owner, response_id)
         found = thoughts[response_id]
-        sealed = encrypted(found[index], found[index].provider_raw) if index < len(found) else ""
+        sealed = _sealed(found[index]) if index < len(found) else ""
         if sealed:
             out[i], changed = {**item, "encrypted_content": sealed}, True
     return ({**body, "input": out}, True) if changed else (body, False)
+
+
+def _sealed(thought: Thought) -> str:
+    """A kept block as its item's encrypted content, its text in it (the item sent back may
+    have had no summary written)."""
+    return with_text(getattr(thought, "thinking", ""), encrypted(thought, thought.provider_raw))
 
 
 def _named(item: Any) -> tuple[str, int] | None:

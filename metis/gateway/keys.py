@@ -8,7 +8,8 @@ import hashlib
 import logging
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -151,9 +152,27 @@ class Keys:
         budget is spent may still count, within its rate and places). ``now``: the time, in
         seconds, for tests; by default the ledger's own clock (this process's monotonic one,
         or the Redis server's, which every gateway shares however its own clock is set)."""
-        spec = state.spec
         if not state.may_use(model):
-            raise GatewayPermissionError(f"key {spec.name!r} may not use model {model!r}")
+            raise GatewayPermissionError(f"key {state.spec.name!r} may not use model {model!r}")
+        await self._counted(state, now, budgeted)
+
+    @asynccontextmanager
+    async def holding(self, state: KeyState | None) -> AsyncIterator[None]:
+        """A request that names no model and costs nothing (a stored response read back or
+        deleted, the model list) admitted for ``state`` (None: the simple key, no limits):
+        within its rate and places, never refused for its budget; its place given back
+        when done."""
+        if state is None:
+            yield
+            return
+        await self._counted(state, None, budgeted=False)
+        try:
+            yield
+        finally:
+            await self.release(state, None, None)
+
+    async def _counted(self, state: KeyState, now: float | None, budgeted: bool) -> None:
+        spec = state.spec
         verdict, wait = await self.ledger.admit(state, now, budgeted)
         if verdict == OVER_BUDGET:
             raise BudgetExceededError(

@@ -4,8 +4,9 @@ durations by API and endpoint (docs/gateway.md "Metrics")."""
 
 from __future__ import annotations
 
+import hmac
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
 from metis.gateway.keys import price
@@ -20,6 +21,18 @@ MODEL_CALLS = {
 """Each API's endpoint that calls a model: the ``endpoint`` of a request counted without one."""
 BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 """Duration buckets in seconds: a model call takes seconds to minutes."""
+
+
+def scrape_refused(key: str | None, headers: Mapping[str, str]) -> str | None:
+    """Why a scrape of ``/metrics`` is refused (None: it is not): it must send ``key`` (when
+    ``gateway.metrics.api_key_env`` names one) as ``Authorization: Bearer`` or ``x-api-key``."""
+    if key is None:
+        return None
+    scheme, _, token = (headers.get("authorization") or "").partition(" ")
+    given = [token.strip() if scheme.lower() == "bearer" else "", headers.get("x-api-key") or ""]
+    if any(g and hmac.compare_digest(g.encode(), key.encode()) for g in given):
+        return None
+    return "invalid or missing key for /metrics (gateway.metrics.api_key_env)\n"
 
 
 def _labels(**labels: str) -> str:

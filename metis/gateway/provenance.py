@@ -24,6 +24,8 @@ from metis.model.content import Message, ProviderRaw, RedactedThinkingBlock, Thi
 PREFIX = "metis1."
 CARRIED = ("id",)
 """What of the maker's record of a block (``provider_raw.data``) its signature carries."""
+THINKING = "thinking"
+"""The tag's member carrying the block's text, where the client was given no summary."""
 
 
 def wrap(made_by: ProviderRaw | None, opaque: str, data: Mapping[str, Any] | None = None) -> str:
@@ -40,16 +42,46 @@ def wrap(made_by: ProviderRaw | None, opaque: str, data: Mapping[str, Any] | Non
     return f"{PREFIX}{base64.urlsafe_b64encode(maker).decode().rstrip('=')}.{opaque}"
 
 
-def unwrap(given: str) -> tuple[ProviderRaw | None, str]:
-    """The maker and the provider's own value; (None, ``given``) when it carries no maker."""
+def _tagged(given: str) -> tuple[list[Any], str] | None:
+    """The tag (provider, model and maybe the carried record) and the provider's own value of
+    a wrapped value; None when ``given`` is not one."""
     if not given.startswith(PREFIX):
-        return None, given
+        return None
     tag, dot, opaque = given[len(PREFIX) :].partition(".")
     try:
-        provider, model, *more = json.loads(base64.urlsafe_b64decode(tag + "=" * (-len(tag) % 4)))
+        read = json.loads(base64.urlsafe_b64decode(tag + "=" * (-len(tag) % 4)))
     except (ValueError, binascii.Error, TypeError):
+        return None
+    return (read, opaque) if dot and isinstance(read, list) and len(read) >= 2 else None
+
+
+def with_thinking(sealed: str, thinking: str) -> str:
+    """``sealed`` (a wrapped signature) carrying its block's text in its tag, for a client
+    that is given no summary of it (docs/gateway.md); ``sealed`` when it names no maker."""
+    tagged = _tagged(sealed) if thinking else None
+    if tagged is None:
+        return sealed
+    (provider, model, *more), opaque = tagged
+    record = {**(more[0] if more and isinstance(more[0], dict) else {}), THINKING: thinking}
+    maker = json.dumps([provider, model, record], separators=(",", ":")).encode()
+    return f"{PREFIX}{base64.urlsafe_b64encode(maker).decode().rstrip('=')}.{opaque}"
+
+
+def carried_thinking(sealed: str) -> str | None:
+    """The text :func:`with_thinking` put in ``sealed``; None when it carries none."""
+    tagged = _tagged(sealed)
+    more = tagged[0][2:] if tagged is not None else []
+    text = more[0].get(THINKING) if len(more) == 1 and isinstance(more[0], dict) else None
+    return text if isinstance(text, str) else None
+
+
+def unwrap(given: str) -> tuple[ProviderRaw | None, str]:
+    """The maker and the provider's own value; (None, ``given``) when it carries no maker."""
+    tagged = _tagged(given)
+    if tagged is None:
         return None, given
-    if not dot or not isinstance(provider, str) or not isinstance(model, str | None):
+    (provider, model, *more), opaque = tagged
+    if not isinstance(provider, str) or not isinstance(model, str | None):
         return None, given
     data = more[0] if len(more) == 1 and isinstance(more[0], dict) else {}
     if (more and not data) or not all(isinstance(data.get(key, ""), str) for key in CARRIED):

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis.errors import InvalidRequestError
-from metis.gateway.provenance import wrap
+from metis.gateway.provenance import carried_thinking, with_thinking, wrap
 from metis.model.block import ProviderRaw
 from metis.model.content import RedactedThinkingBlock, ThinkingBlock
 
@@ -62,6 +62,15 @@ def encrypted(block: ThinkingBlock | RedactedThinkingBlock, made_by: ProviderRaw
     return wrap(made_by, block.signature or "")
 
 
+def with_text(thinking: str, sealed: str) -> str:
+    """``sealed`` (an item's encrypted content) carrying ``thinking`` too, for an item written
+    without its summary (the request asked for none): the model that signed the thinking
+    needs its text back with the signature."""
+    if sealed.startswith(REDACTED):
+        return sealed
+    return with_thinking(sealed, thinking)
+
+
 def read_reasoning(
     item: Mapping[str, Any], where: str
 ) -> ThinkingBlock | RedactedThinkingBlock | None:
@@ -79,4 +88,6 @@ def read_reasoning(
     texts = [part["text"] for part in parts if isinstance(part, Mapping) and "text" in part]
     if not all(isinstance(text, str) for text in texts):
         raise InvalidRequestError(f"{where}.summary: expected summary_text parts")
-    return ThinkingBlock(thinking="\n\n".join(texts), signature=content)
+    carried = carried_thinking(content)
+    thinking = "\n\n".join(texts) if carried is None else carried
+    return ThinkingBlock(thinking=thinking, signature=content)

@@ -13,7 +13,7 @@ from typing import Any
 
 from metis.gateway.inbound import Inbound
 from metis.gateway.provenance import wrap
-from metis.gateway.reasoning_items import REDACTED, reasoning_id
+from metis.gateway.reasoning_items import REDACTED, reasoning_id, with_text
 from metis.gateway.responses_items import (
     Ids,
     annotation,
@@ -21,6 +21,7 @@ from metis.gateway.responses_items import (
     own,
     reasoning_item,
     response_object,
+    summarized,
     text_item,
 )
 from metis.gateway.sse import BlockWriter, dumps, event, quoted
@@ -66,6 +67,7 @@ class ResponseStream(BlockWriter):
         self.ids, self.echo = ids, echo
         self.split: Callable[[str], list[str]] = lambda code: [code]
         self.sealing = inbound.options.get("encrypted_reasoning") is True
+        self.summarized = summarized(inbound)  # whether the thinking is written as a summary
         self.signature = ""  # the open thinking's, when it comes
         self.thoughts = 0  # reasoning items opened so far
         self.sequence = 0
@@ -148,6 +150,9 @@ class ResponseStream(BlockWriter):
             self.signature = wrap(self.made_by, item.signature, item.provider_data)
         if not item.thinking:
             return b""
+        if not self.summarized:  # kept for the encrypted content, not written
+            self.buffer.append(item.thinking)
+            return b""
         opening = b""
         if not self.buffer:  # the summary's part opens with its first words
             summary = {"type": "summary_text", "text": ""}
@@ -170,10 +175,12 @@ class ResponseStream(BlockWriter):
             out += self._emit("response.output_text.done", **where, text=whole, logprobs=[])
             out += self._emit("response.content_part.done", **where, part=part)
         elif kind == "thinking":
-            summary = [{"type": "summary_text", "text": whole}] if self.buffer else []
+            written = bool(self.buffer) and self.summarized
+            summary = [{"type": "summary_text", "text": whole}] if written else []
             done = {**self.item, "summary": summary}
             if self.signature:
-                done["encrypted_content"] = self.signature
+                sealed = self.signature
+                done["encrypted_content"] = sealed if written else with_text(whole, sealed)
             if summary:
                 where = self._where(summary_index=0)
                 out += self._emit("response.reasoning_summary_text.done", **where, text=whole)

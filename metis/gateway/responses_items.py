@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from metis.gateway.inbound import Inbound
-from metis.gateway.reasoning_items import encrypted, reasoning_id
+from metis.gateway.reasoning_items import encrypted, reasoning_id, with_text
 from metis.gateway.sse import dumps, new_id, now
 from metis.model.block import ProviderRaw
 from metis.model.citation import Citation
@@ -101,18 +101,29 @@ def call_item(
     }
 
 
+def summarized(inbound: Inbound) -> bool:
+    """Whether the request asked for its reasoning's summary (``reasoning.summary``): a
+    reasoning item's summary is written only then, as the API writes it (``[]`` otherwise)."""
+    reasoning = inbound.options.get("reasoning")
+    return isinstance(reasoning, Mapping) and reasoning.get("summary") not in (None, "none")
+
+
 def output_items(
     content: list[ContentBlock], inbound: Inbound, response_id: str, ids: Ids | None = None
 ) -> list[dict[str, Any]]:
     """The output items of ``content``; ``ids`` names them when the caller does."""
     asked = inbound.options.get("encrypted_reasoning") is True
+    summary = summarized(inbound)
     items = []
     thoughts = 0
     for block in content:
         if isinstance(block, ThinkingBlock | RedactedThinkingBlock):
+            thinking = getattr(block, "thinking", "")
             sealed = encrypted(block, block.provider_raw) if asked else None
+            if sealed and not summary:
+                sealed = with_text(thinking, sealed)
             item_id = ids("rs_") if ids else reasoning_id(response_id, thoughts)
-            items.append(reasoning_item(item_id, getattr(block, "thinking", ""), sealed))
+            items.append(reasoning_item(item_id, thinking if summary else "", sealed))
             thoughts += 1
         elif isinstance(block, TextBlock):
             cited = [a for a in map(annotation, block.citations or ()) if a]

@@ -99,12 +99,13 @@ async def _served(
     in the metrics under ``endpoint`` (with no model)."""
     rid, started, metrics = request_id(), time.monotonic(), gateway.metrics
     try:
-        owner = owner_of(gateway.authenticate(request.headers))
-        response_id = request.path_params["response_id"]
-        stored = await gateway.stored.get(owner, response_id)
-        if stored is None or stored.response is None:
-            raise _not_found(response_id)
-        body = await answer(owner, stored, request.query_params)
+        key = gateway.authenticate(request.headers)
+        owner, response_id = owner_of(key), request.path_params["response_id"]
+        async with gateway.keys.holding(key):  # a request of the key's, costing nothing
+            stored = await gateway.stored.get(owner, response_id)
+            if stored is None or stored.response is None:
+                raise _not_found(response_id)
+            body = await answer(owner, stored, request.query_params)
         metrics.request(API, "", 200, time.monotonic() - started, endpoint)
         return JSONResponse(body, headers={"x-request-id": rid})
     except AdapterError as exc:

@@ -109,7 +109,7 @@ def error_reply(api: str, error: AdapterError, request_id: str) -> ErrorReply:
 class Gateway:
     def __init__(self, config: GatewayConfig) -> None:
         self.settings = config.settings
-        self.api_key = config.api_key
+        self.api_key, self.metrics_key = config.api_key, config.metrics_key
         self.keys = config.keys
         self.models = ModelTable(config.registry, suggest=not config.keys.restrict_models())
         self.stored: ResponseStore | RedisResponseStore = ResponseStore(

@@ -22,6 +22,9 @@ class StopReason(Canonical):
 
     kind: StopKind
     raw: str | None = None
+    sequence: str | None = None
+    """Which of the request's stop sequences ended the reply, where the provider says it
+    (Anthropic; Bedrock, for the models that report it); None otherwise."""
 
 
 class TokenUsage(Canonical):

@@ -18,6 +18,9 @@ from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.warned import SessionWarnings, session_warnings
 
 log = logging.getLogger("metis")
+PROCESS = "\x00process"
+"""The record under which the drops a model settles are warned once per process, for calls
+with no session (no session id has this form)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -32,6 +35,8 @@ class DropRecord:
     """Which drops each session was already warned about."""
     warnings: list[DroppedContent] = field(default_factory=list)
     """Every drop of this call, in order."""
+    logged: set[Any] = field(default_factory=set)
+    """The kinds of drop this call logged (one WARN line each, however many messages)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,17 +118,20 @@ class Call:
     def warn_dropped(
         self, block_type: str, reason: str, message_id: str | None = None, **extra: Any
     ) -> None:
-        """The one structured WARN record for content a provider cannot take: logged once per
-        session (the same drop on a later turn is only listed with that call's result)."""
+        """The one structured WARN record for content a provider cannot take: one line per
+        kind of drop (block type, provider, reason), naming the first message it was found in,
+        once per session; a drop no message holds (a setting the model does not take) once per
+        process and model when the call has no session. Every drop, of every message, is
+        listed with the call's result (a kind an earlier call of the session warned of marked
+        ``repeated``)."""
         from metis.model.response import DroppedContent  # loaded by any call that ran
 
         secrets = self.drops.secrets  # the names and reasons may quote what the server sent
         block_type, reason = redact(block_type, *secrets), redact(reason, *secrets)
         details = tuple(sorted((name, repr(value)) for name, value in extra.items()))
-        key = (self.provider, message_id, block_type, reason, details)
-        first = self.session_id is None or self.drops.warned.first_time(
-            self.session_id, key, self.request_id
-        )
+        key = (self.provider, block_type, reason, details)
+        warned = self.drops.warned
+        first = self.session_id is None or warned.first_time(self.session_id, key, self.request_id)
         self.drops.warnings.append(
             DroppedContent(
                 block_type=block_type,
@@ -133,12 +141,16 @@ class Call:
                 repeated=not first,
             )
         )
-        if not first:
+        if not first or key in self.drops.logged:
+            return
+        self.drops.logged.add(key)
+        settled = self.session_id is None and message_id is None  # the model settles it
+        if settled and not warned.first_time(PROCESS, (self.model, *key), self.request_id):
             return
         log.warning(
             "dropped %s%s for %s: %s",
             block_type,
-            f" at {message_id}" if message_id else "",  # one record per message it is in
+            f" at {message_id}" if message_id else "",  # the first message of the kind
             self.provider,
             reason,
             extra={

@@ -25,6 +25,7 @@ import os
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -54,6 +55,33 @@ class EndpointSpec(BaseModel):
     base_url_env: str | None = None
     """The variable the provider's own SDK reads a base URL from (``ANTHROPIC_BASE_URL``):
     when set, it replaces ``base_url`` (an explicit ``AdapterConfig.base_url`` wins over both)."""
+    base_url_env_host: bool = False
+    """The variable may name a host instead of a URL, as ``OLLAMA_HOST`` does (``host``,
+    ``host:port``, ``:port``): what it leaves out comes from ``base_url``."""
+
+    def env_base_url(self) -> str | None:
+        """The base URL ``base_url_env`` gives, None when it is unset or empty."""
+        given = os.environ.get(self.base_url_env, "").strip() if self.base_url_env else ""
+        if not given or not self.base_url_env_host or "://" in given:
+            return given or None
+        return _host_url(given, self.base_url, str(self.base_url_env))
+
+
+def _host_url(given: str, default: str, variable: str) -> str:
+    """``given`` (a host with or without a port, or ``:port``, maybe a path after it) as a URL,
+    the scheme, and the host or port it leaves out, from ``default``."""
+    base, parts = urlsplit(default), urlsplit("//" + given)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port == -1 or parts.query or parts.fragment or "@" in parts.netloc:
+        raise ConfigError(f"{variable}: expected host[:port] or a URL, got {redact(given)!r}")
+    host = parts.netloc.rstrip(":")
+    if port is not None:
+        host = host[: host.rfind(":")]
+    port = port if port is not None else base.port
+    return f"{base.scheme}://{host or base.hostname}{f':{port}' if port else ''}{parts.path}"
 
 
 class AuthSpec(BaseModel):
@@ -168,7 +196,7 @@ def endpoint_for(
     URL given, else the SDK's variable the stack names, else the provider's own."""
     key = api_key or (os.environ.get(spec.auth.env) if spec.auth.env else None)
     env = spec.endpoint.base_url_env
-    from_env = os.environ.get(env) if env else None
+    from_env = spec.endpoint.env_base_url()
     url = base_url or from_env or spec.endpoint.base_url
     if "://" not in url:
         where = "base_url" if base_url else env if from_env else f"{spec.source}: base_url"

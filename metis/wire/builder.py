@@ -388,7 +388,7 @@ def _clean_stop(reason: StopReason | None) -> StopReason | None:
     """The reason with any lone surrogate in the provider's own string replaced."""
     if reason is None or reason.raw is None or reason.raw.isascii():
         return reason
-    return StopReason(kind=reason.kind, raw=clean(reason.raw))
+    return reason.model_copy(update={"raw": clean(reason.raw)})
 
 
 def _limited(reason: StopReason | None) -> bool:

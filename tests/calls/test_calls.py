@@ -166,3 +166,67 @@ def test_the_readme_one_liner_runs_unchanged_against_the_emulator(emulator: Emul
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip()
+
+
+def test_ollama_is_pointed_elsewhere_by_ollama_host_as_ollama_reads_it(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OLLAMA_HOST, host:port as most users set it, is the Ollama stacks' base URL (chat and
+    embeddings); an explicit base_url still wins."""
+    monkeypatch.setenv("OLLAMA_HOST", emulator.url.removeprefix("http://"))
+    assert metis.complete("ollama:llama3.2", "Say hello.").text == "You said: Say hello."
+    assert len(metis.embed("ollama:nomic-embed-text", ["a", "b"]).vectors) == 2
+    assert emulator.stats.requests >= 2
+    monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:9")  # nothing listens there
+    reply = metis.complete("ollama:llama3.2", "Hi.", base_url=emulator.url)
+    assert reply.text == "You said: Hi."
+
+
+@pytest.mark.parametrize(
+    ("given", "url"),
+    [
+        ("gpu-box", "http://gpu-box:11434"),
+        ("gpu-box:8080", "http://gpu-box:8080"),
+        (":9000", "http://localhost:9000"),
+        ("[::1]", "http://[::1]:11434"),
+        (" 10.0.0.2:11434/ollama ", "http://10.0.0.2:11434/ollama"),
+        ("https://ollama.example", "https://ollama.example"),
+        ("", None),
+    ],
+)
+def test_ollama_host_takes_a_host_a_host_and_port_or_a_url(
+    given: str, url: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from metis.stacks.embedding import load_embedding_stack
+    from metis.stacks.loader import load_stack
+
+    monkeypatch.setenv("OLLAMA_HOST", given)
+    assert load_stack("ollama").endpoint.env_base_url() == url
+    assert load_embedding_stack("ollama").endpoint.env_base_url() == url
+
+
+@pytest.mark.parametrize("given", ["gpu-box:99999", "gpu-box:port", "user@gpu-box"])
+def test_an_ollama_host_that_is_no_host_is_a_config_error_naming_it(
+    given: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", given)
+    with pytest.raises(ConfigError, match="OLLAMA_HOST: expected host"):
+        metis.complete("ollama:llama3.2", "Hi")
+
+
+def test_bedrock_says_which_stop_sequence_ended_the_reply_on_both_apis(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """InvokeModel answers in Anthropic's form (``stop_sequence``); Converse in the model's own
+    fields (``additionalModelResponseFields.stop_sequence``, asked for), streamed or not."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", emulator.url)
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "test-key")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    for stack in ("bedrock", "bedrock_anthropic"):
+        reply = metis.complete(f"{stack}:{model}", "Hi.", stop_sequences=["said"])
+        assert reply.text == "You " and reply.stop_reason.kind == "stop_sequence"
+        assert reply.stop_reason.sequence == "said"
+        events = list(metis.stream(f"{stack}:{model}", "Hi.", stop_sequences=["said"]))
+        assert isinstance(events[-1], MessageComplete)
+        assert events[-1].stop_reason.sequence == "said"

@@ -378,3 +378,34 @@ async def test_the_gateways_adapters_keep_every_connection_and_a_librarys_keep_a
         assert (gateway_pool.max_keepalive, gateway_pool.max_connections) == (1000, 1000)
         assert type(library_pool) is httpcore.AsyncConnectionPool
         assert library_pool._max_keepalive_connections == 100
+
+
+@pytest.mark.anyio
+async def test_metrics_can_ask_for_a_key_of_their_own(emulator: Emulator) -> None:
+    """``gateway.metrics.api_key_env``: a scrape sends that key (as Prometheus's bearer token,
+    or x-api-key) or gets 401; without it /metrics stays open (the default)."""
+    from metis.errors import ConfigError
+    from metis.gateway.config import GatewayConfig
+
+    scraped = gateway_config(emulator, {"metrics": {"api_key_env": "GATEWAY_KEY"}})
+    assert scraped.metrics_key == GATEWAY_KEY
+    async with _client(create_app(scraped)) as client:
+        refused = [
+            await client.get("/metrics"),
+            await client.get("/metrics", headers={"authorization": "Bearer wrong"}),
+            await client.get("/metrics", headers={"authorization": f"Basic {GATEWAY_KEY}"}),
+        ]
+        assert [r.status_code for r in refused] == [401, 401, 401]
+        assert refused[0].headers["www-authenticate"] == "Bearer"
+        assert "metis_gateway" not in refused[0].text
+        for given in ({"authorization": f"Bearer {GATEWAY_KEY}"}, {"x-api-key": GATEWAY_KEY}):
+            allowed = await client.get("/metrics", headers=given)
+            assert (
+                allowed.status_code == 200 and "# TYPE metis_gateway_requests_total" in allowed.text
+            )
+    async with _client(create_app(gateway_config(emulator))) as client:
+        assert (await client.get("/metrics")).status_code == 200
+    with pytest.raises(ConfigError, match=r"gateway\.metrics\.api_key_env names SCRAPE_KEY"):
+        GatewayConfig.from_dict({"gateway": {"metrics": {"api_key_env": "SCRAPE_KEY"}}}, environ={})
+    with pytest.raises(ConfigError, match=r"gateway\.metrics\.path"):
+        GatewayConfig.from_dict({"gateway": {"metrics": {"path": "/m"}}}, environ={})

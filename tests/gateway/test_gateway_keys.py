@@ -234,3 +234,46 @@ async def test_a_key_the_gone_redis_cannot_settle_is_logged_not_raised(
         r for r in caplog.records if getattr(r, "event", "") == "metis.gateway.key_not_settled"
     ]
     assert "could not settle" in record.getMessage()
+
+
+@pytest.mark.anyio
+async def test_stored_responses_and_the_model_list_are_requests_of_the_key_never_its_budget() -> (
+    None
+):
+    """A key cannot hammer the stored responses' reads and deletes or the model list past its
+    rate: each is one of its requests (and takes a place while it runs), refused 429 past it;
+    a spent budget refuses none of them."""
+    keys = [
+        {"name": "slow", "sha256": digest("slow-key"), "requests_per_minute": 6},
+        {"name": "spent", "sha256": digest("spent-key"), "budget_usd": 0},
+    ]
+    app = create_app(gateway_config(Emulator(), {"keys": keys}))
+    transport = httpx.ASGITransport(app=app)
+    slow = {"authorization": "Bearer slow-key"}
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        made = await client.post(
+            "/v1/responses", json={"model": "flash", "input": "Hi"}, headers=slow
+        )
+        assert made.status_code == 200, made.text
+        kept = f"/v1/responses/{made.json()['id']}"
+        asked = [
+            await client.get(kept, headers=slow),
+            await client.get(kept + "/input_items", headers=slow),
+            await client.get("/v1/models", headers=slow),
+            await client.get("/v1/models/flash", headers=slow),
+            await client.delete(kept, headers=slow),
+        ]
+        assert [a.status_code for a in asked] == [200, 200, 200, 200, 200]
+        over = [
+            await client.get(kept, headers=slow),
+            await client.delete(kept, headers=slow),
+            await client.get("/v1/models", headers=slow),
+        ]
+        assert [a.status_code for a in over] == [429, 429, 429]
+        assert all(a.headers["retry-after"] for a in over)
+        assert "requests per minute" in over[0].json()["error"]["message"]
+        for path in ("/v1/models", "/v1/models/flash", "/v1/responses/resp_unknown"):
+            spent = await client.get(path, headers={"x-api-key": "spent-key"})
+            assert spent.status_code in (200, 404), (path, spent.text)
+        state = app.state.gateway.keys.find("slow-key")
+        assert state.in_flight == 0  # every place given back

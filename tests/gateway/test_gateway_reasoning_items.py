@@ -12,7 +12,8 @@ import pytest
 from metis.errors import InvalidRequestError
 from metis.gateway.inbound import Inbound
 from metis.gateway.passthrough_call import own_thinking
-from metis.gateway.provenance import wrap
+from metis.gateway.provenance import unwrap, wrap
+from metis.gateway.reasoning_items import read_reasoning
 from metis.gateway.responses_api import ResponseStream
 from metis.gateway.responses_items import output_items
 from metis.gateway.responses_read import read_responses
@@ -26,20 +27,50 @@ GPT = ProviderRaw(provider="openai_responses", model="gpt5")
 ASKS = ["reasoning.encrypted_content"]
 
 
-def _inbound(include: Any = None) -> Inbound:
+def _inbound(include: Any = None, summary: str | None = "auto") -> Inbound:
+    """A request's reading; ``summary``: its ``reasoning.summary`` (None: not given)."""
     body: dict[str, Any] = {"model": "sonnet", "input": "Hi"}
     if include is not None:
         body["include"] = include
+    if summary is not None:
+        body["reasoning"] = {"effort": "low", "summary": summary}
     return read_responses(body)
 
 
-def _streamed(include: Any, *events: Any) -> list[dict[str, Any]]:
-    """The reasoning items a stream of ``events`` ends with (the final response's output)."""
-    writer = ResponseStream(_inbound(include), "sonnet", "resp_1", CLAUDE)
+def _stream(include: Any, *events: Any, summary: str | None = "auto") -> str:
+    writer = ResponseStream(_inbound(include, summary), "sonnet", "resp_1", CLAUDE)
     done = MessageComplete([], StopReason(kind=StopKind.END_TURN), TokenUsage(output_tokens=1))
-    raw = b"".join(writer.feed(event) for event in (*events, done)).decode()
+    return b"".join(writer.feed(event) for event in (*events, done)).decode()
+
+
+def _streamed(include: Any, *events: Any, summary: str | None = "auto") -> list[dict[str, Any]]:
+    """The reasoning items a stream of ``events`` ends with (the final response's output)."""
+    raw = _stream(include, *events, summary=summary)
     last = [line for line in raw.splitlines() if line.startswith("data: ")][-1]
     return list(json.loads(last[6:])["response"]["output"])
+
+
+def test_no_summary_is_written_unless_the_request_asks_for_one() -> None:
+    """As OpenAI answers (its recorded replies to ``reasoning: {summary: null}``): a reasoning
+    item with ``summary: []`` and no summary events; the thinking's text, which the model
+    that signed it needs back, rides in the encrypted content when that is asked for."""
+    content: list[Any] = [ThinkingBlock(thinking="Hmm.", signature="c2ln", provider_raw=CLAUDE)]
+    thinking = (ThinkingDelta(0, "Hmm."), ThinkingDelta(0, signature="c2ln"))
+    for summary in (None, "none"):
+        (whole,) = output_items(content, _inbound(ASKS, summary), "resp_1")
+        (streamed,) = _streamed(ASKS, *thinking, summary=summary)
+        assert whole["summary"] == streamed["summary"] == []
+        assert "reasoning_summary" not in _stream(ASKS, *thinking, summary=summary)
+        assert whole["encrypted_content"] == streamed["encrypted_content"] != wrap(CLAUDE, "c2ln")
+        block = read_reasoning(whole, "input[1]")
+        assert block == ThinkingBlock(thinking="Hmm.", signature=whole["encrypted_content"])
+        assert unwrap(block.signature) == (CLAUDE, "c2ln")  # its maker's own, as before
+        (bare,) = output_items(content, _inbound(None, summary), "resp_1")
+        assert bare == {"id": bare["id"], "type": "reasoning", "summary": []}
+    (asked,) = output_items(content, _inbound(ASKS, "detailed"), "resp_1")
+    assert asked["summary"] == [{"type": "summary_text", "text": "Hmm."}]
+    assert asked["encrypted_content"] == wrap(CLAUDE, "c2ln")  # the text is in the summary
+    assert "response.reasoning_summary_text.delta" in _stream(ASKS, *thinking, summary="concise")
 
 
 def test_the_items_carry_the_signature_with_its_maker_only_when_asked() -> None:

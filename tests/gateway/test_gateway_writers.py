@@ -76,7 +76,8 @@ def test_chat_chunks_are_the_encoded_chunk(
 @settings(deadline=None)  # a loaded machine is no reason to fail
 @given(text=texts, thinking=texts, arguments=texts)
 def test_responses_deltas_are_the_encoded_event(text: str, thinking: str, arguments: str) -> None:
-    writer = ResponseStream(Inbound(model="m", messages=[]), "m", "resp_1")
+    summarized = Inbound(model="m", messages=[], options={"reasoning": {"summary": "auto"}})
+    writer = ResponseStream(summarized, "m", "resp_1")
     writer.feed(TextDelta(0, "first"))
     sequence = writer.sequence
     got = writer.feed(TextDelta(0, text))

@@ -354,7 +354,7 @@ def test_events_are_frozen_and_serialize_to_json() -> None:
     data = json.loads(json.dumps(event.to_dict()))
     assert data["event"] == "llm.call_completed"
     assert data["usage"]["cached_input_tokens"] == 100
-    assert data["stop_reason"] == {"kind": "tool_use", "raw": "tool_calls"}
+    assert data["stop_reason"] == {"kind": "tool_use", "raw": "tool_calls", "sequence": None}
     assert data["retry_count"] == 1 and data["session_id"] is None
     assert CallStarted.name == "llm.call_started" and CallFailed.name == "llm.call_failed"
 

@@ -229,3 +229,19 @@ def test_malformed_iterations_are_a_protocol_error() -> None:
     begin["message"]["usage"] = {"input_tokens": 5, "iterations": {"type": "compaction"}}
     with pytest.raises(ProtocolError, match=r"usage\.iterations"):
         feed([begin])
+
+
+def test_the_stop_sequence_that_ended_the_reply_is_kept_streamed_and_whole() -> None:
+    ended = {"stop_reason": "stop_sequence", "stop_sequence": "\n\nHuman:"}
+    streamed = [start(), block_start(0, type="text", text="Hi"), block_stop(0)]
+    _, events = feed([*streamed, {"type": "message_delta", "delta": ended, "usage": {}}, STOP])
+    want = StopReason(kind=StopKind.STOP_SEQUENCE, raw="stop_sequence", sequence="\n\nHuman:")
+    assert final(events).stop_reason == want
+    body = {"id": "msg_1", "content": [{"type": "text", "text": "Hi"}], "usage": {}, **ended}
+    builder = MessageBuilder("anthropic", "anthropic:claude-sonnet-4-5")
+    assert final(list(codec.parse_body(body, builder))).stop_reason == want
+    ended_plainly = {**body, "stop_reason": "end_turn", "stop_sequence": None}
+    builder = MessageBuilder("anthropic", "anthropic:claude-sonnet-4-5")
+    assert final(list(codec.parse_body(ended_plainly, builder))).stop_reason.sequence is None
+    with pytest.raises(ProtocolError, match="stop_sequence"):
+        feed([*streamed, {"type": "message_delta", "delta": {**ended, "stop_sequence": 7}}])

@@ -512,3 +512,29 @@ def test_a_service_quota_is_a_rate_limit_that_is_not_retried() -> None:
 def test_an_html_error_page_is_summarized() -> None:
     error = codec.error_from_http(502, {}, b"<html><title>Bad Gateway</title></html>")
     assert error.error_class is ErrorClass.SERVER_ERROR and "Bad Gateway" in error.message
+
+
+def test_the_stop_sequence_the_model_names_is_kept_and_asked_for_only_with_stop_sequences() -> None:
+    named = {"additionalModelResponseFields": {"stop_sequence": "END"}}
+    stopped = {"stopReason": "stop_sequence", **named}
+    events = feed([{"messageStart": {}}, delta(0, {"text": "ok"}), {"messageStop": stopped}])
+    reason = final(events).stop_reason
+    assert (reason.kind, reason.sequence) == (StopKind.STOP_SEQUENCE, "END")
+    body = {"output": {"message": {"role": "assistant", "content": []}}, **stopped}
+    assert final(list(codec.parse_body(body, MessageBuilder("bedrock", "m")))).stop_reason == reason
+    unnamed = {"stopReason": "stop_sequence"}  # a model that does not say which
+    events = feed([{"messageStart": {}}, {"messageStop": unnamed}])
+    assert final(events).stop_reason.sequence is None
+    with pytest.raises(ProtocolError, match=r"additionalModelResponseFields.stop_sequence"):
+        feed(
+            [
+                {"messageStart": {}},
+                {"messageStop": {**unnamed, "additionalModelResponseFields": {"stop_sequence": 1}}},
+            ],
+            end=False,
+        )
+    hello = [Message(role=Role.USER, content=[TextBlock(text="Hi")])]
+    assert encode(request(hello, stop_sequences=["END"]))["additionalModelResponseFieldPaths"] == [
+        "/stop_sequence"
+    ]
+    assert "additionalModelResponseFieldPaths" not in encode(request(hello))

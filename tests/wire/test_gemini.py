@@ -904,3 +904,42 @@ def test_a_part_field_given_as_null_is_a_field_not_given(stream: bool) -> None:
     assert kinds == ["TextBlock", "ToolUseBlock"], final.final_content
     assert final.final_content[1].input == {"city": "Paris"}  # type: ignore[union-attr]
     assert final.stop_reason.kind is StopKind.TOOL_USE
+
+
+def candidate(index: int | None, text: str, finish: str | None = None) -> dict[str, Any]:
+    (given,) = chunk({"text": text}, finish=finish)["candidates"]
+    return given if index is None else {**given, "index": index}
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_the_candidate_is_read_by_its_index_not_its_position(stream: bool) -> None:
+    first = chunk(candidates=[candidate(1, "Other. ", "MAX_TOKENS"), candidate(0, "Mine.", "STOP")])
+    if stream:
+        second = chunk(candidates=[candidate(0, " More.", "STOP"), candidate(1, " No.")])
+        only_other = chunk(candidates=[candidate(1, " Nor this.")])
+        events = parse(first, only_other, second)
+        assert final_of(events).final_content == [TextBlock(text="Mine. More.")]
+    else:
+        events = parse(first, stream=False)
+        assert final_of(events).final_content == [TextBlock(text="Mine.")]
+    assert final_of(events).stop_reason.raw == "STOP"
+    # a server numbering its one candidate otherwise (or, as Vertex, not at all) is read too
+    for index in (3, None):
+        events = parse(chunk(candidates=[candidate(index, "Hi", "STOP")]), stream=stream)
+        assert final_of(events).final_content == [TextBlock(text="Hi")]
+
+
+@pytest.mark.parametrize(
+    ("candidates", "problem"),
+    [
+        ([candidate(0, "a"), "b"], r"gemini chunk.candidates\[1\]: expected an object"),
+        (["b"], r"gemini chunk.candidates\[0\]: expected an object"),
+        ({"index": 0}, "gemini chunk.candidates: expected a list"),
+    ],
+)
+def test_candidates_that_are_not_objects_are_a_protocol_error_naming_them(
+    candidates: Any, problem: str
+) -> None:
+    parser = codec().stream_parser(MessageBuilder("gemini", MODEL))
+    with pytest.raises(ProtocolError, match=problem):
+        parser.feed({"candidates": candidates})

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from metis.testing.emulator.wire import count_tokens
 
-StopKind = Literal["end_turn", "tool_use", "max_tokens"]
+StopKind = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence"]
 # Claude Code wraps its own context in these; they are not the user's words.
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
@@ -67,6 +67,7 @@ class Prompt:
     parallel: bool = True
     thinking: bool = False
     max_tokens: int | None = None
+    stop_sequences: list[str] = field(default_factory=list)
     output_schema: dict[str, Any] | None = None
     json_mode: bool = False
     segments: list[str] = field(default_factory=list)
@@ -140,6 +141,8 @@ class Reply:
     text: str = ""
     calls: list[CallOut] = field(default_factory=list)
     stop: StopKind = "end_turn"
+    stop_sequence: str | None = None
+    """The stop sequence that ended the text (the text cut before it), when one did."""
     usage: Usage = field(default_factory=Usage)
     server: list[Any] = field(default_factory=list)
     """Server tools the reply ran, before its text (:mod:`.server_tools`)."""
@@ -151,8 +154,11 @@ Model = Callable[[Prompt], Reply]
 
 
 def measured(prompt: Prompt, reply: Reply) -> Reply:
-    """``reply`` with its usage counted (a quarter of the characters), cut at the prompt's
-    ``max_tokens`` (its calls dropped, its stop ``max_tokens``) when it does not fit."""
+    """``reply`` with its usage counted (a quarter of the characters), cut before the first of
+    the prompt's stop sequences its text holds (its calls dropped, its stop ``stop_sequence``),
+    and at the prompt's ``max_tokens`` (likewise, its stop ``max_tokens``) when it does not
+    fit."""
+    _stop_at_sequence(prompt, reply)
     usage = reply.usage
     usage.input_tokens = prompt.tokens
     usage.thinking_tokens = count_tokens(reply.thinking)
@@ -168,3 +174,11 @@ def measured(prompt: Prompt, reply: Reply) -> Reply:
         reply.stop = "tool_use"
     usage.output_tokens = max(1, usage.thinking_tokens + visible)
     return reply
+
+
+def _stop_at_sequence(prompt: Prompt, reply: Reply) -> None:
+    found = [(reply.text.find(s), s) for s in prompt.stop_sequences if s and s in reply.text]
+    if found:
+        at, sequence = min(found)
+        reply.text, reply.calls = reply.text[:at], []
+        reply.stop, reply.stop_sequence = "stop_sequence", sequence

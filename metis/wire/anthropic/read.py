@@ -151,7 +151,7 @@ class AnthropicStreamParser:
             self._message_start(required_object(obj, "message", kind))
         elif kind == "message_delta":
             delta = required_object(obj, "delta", kind)
-            _stop(builder, optional_text(delta, "stop_reason", "message_delta.delta"))
+            _stop(builder, delta, "message_delta.delta")
             usage = optional_object(obj, "usage", kind)
             self._tally.read(usage)
             if usage and usage.get("output_tokens") is not None:
@@ -304,18 +304,22 @@ def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[Stream
         parser._start_block(index, object_value(block, "message.content[]"))
         parser._stop_block(index)
     parser._tally.read(optional_object(body, "usage", "message"))
-    _stop(builder, optional_text(body, "stop_reason", "message"))
+    _stop(builder, body, "message")
     builder.finish()
     return builder.take()
 
 
-def stop_reason(raw: str) -> StopReason:
-    return StopReason(kind=_STOP_KINDS.get(raw, StopKind.PROVIDER_SPECIFIC), raw=raw)
+def stop_reason(raw: str, sequence: str | None = None) -> StopReason:
+    kind = _STOP_KINDS.get(raw, StopKind.PROVIDER_SPECIFIC)
+    return StopReason(kind=kind, raw=raw, sequence=sequence)
 
 
-def _stop(builder: MessageBuilder, raw: str | None) -> None:
+def _stop(builder: MessageBuilder, holder: dict[str, Any], where: str) -> None:
+    """The stop reason ``holder`` (a message, or a ``message_delta``'s delta) gives, and the
+    stop sequence that ended the reply when it names one."""
+    raw = optional_text(holder, "stop_reason", where)
     if raw is not None:
-        builder.stop(stop_reason(raw))
+        builder.stop(stop_reason(raw, optional_text(holder, "stop_sequence", where)))
 
 
 # Errors ------------------------------------------------------------------------------------

@@ -128,7 +128,7 @@ class ConverseStreamParser:
         elif "messageStop" in obj:
             event = object_value(obj["messageStop"], "messageStop")
             self._stopped = True
-            builder.stop(stop_reason(required_text(event, "stopReason", "messageStop")))
+            builder.stop(_stop_of(event, "messageStop"))
         elif "metadata" in obj:
             metadata = object_value(obj["metadata"], "metadata")
             usage(builder, optional_object(metadata, "usage", "metadata"))
@@ -223,7 +223,7 @@ def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[Stream
         if not _server_block(parser, index, block):
             _whole_block(builder, index, block)
     usage(builder, optional_object(body, "usage", "response"))
-    builder.stop(stop_reason(required_text(body, "stopReason", "response")))
+    builder.stop(_stop_of(body, "response"))
     builder.finish()
     return builder.take()
 
@@ -283,8 +283,20 @@ def _whole_block(builder: MessageBuilder, index: int, block: dict[str, Any]) -> 
         builder.opaque(index, next(iter(block)), block)
 
 
-def stop_reason(raw: str) -> StopReason:
-    return StopReason(kind=_STOP_KINDS.get(raw, StopKind.PROVIDER_SPECIFIC), raw=raw)
+def stop_reason(raw: str, sequence: str | None = None) -> StopReason:
+    kind = _STOP_KINDS.get(raw, StopKind.PROVIDER_SPECIFIC)
+    return StopReason(kind=kind, raw=raw, sequence=sequence)
+
+
+def _stop_of(holder: dict[str, Any], where: str) -> StopReason:
+    """``holder``'s stop reason (a response, or a stream's ``messageStop``), with the stop
+    sequence the model's own fields name (``additionalModelResponseFields.stop_sequence``,
+    returned when the request asked for ``/stop_sequence``)."""
+    raw = required_text(holder, "stopReason", where)
+    fields = "additionalModelResponseFields"
+    extra = optional_object(holder, fields, where)
+    sequence = optional_text(extra, "stop_sequence", f"{where}.{fields}") if extra else None
+    return stop_reason(raw, sequence)
 
 
 def usage(builder: MessageBuilder, counts: dict[str, Any] | None) -> None:

@@ -63,6 +63,9 @@ def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     inference: dict[str, Any] = {"maxTokens": request.max_output_tokens, **sampling}
     if request.stop_sequences:
         inference["stopSequences"] = list(request.stop_sequences)
+        # which one ended the reply, from the models that tell (Converse ignores the path
+        # for the others)
+        body["additionalModelResponseFieldPaths"] = ["/stop_sequence"]
     body["inferenceConfig"] = inference
     tools = _tool_config(request, call)
     if tools is not None:

@@ -43,6 +43,7 @@ from metis.model.server_tools import (
 )
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import EncodeContext
+from metis.wire.read import malformed
 
 _TOOL_TYPES = {"GOOGLE_SEARCH_WEB": WEB_SEARCH, "URL_CONTEXT": WEB_FETCH}
 _OK = "OUTCOME_OK"
@@ -100,6 +101,11 @@ def _refuse(call: EncodeContext, reason: str) -> None:
 _METADATA = frozenset({"groundingMetadata", "urlContextMetadata"})
 
 
+def _candidate_index(candidate: dict[str, Any]) -> int:
+    index = candidate.get("index", 0)
+    return index if index.__class__ is int else 0
+
+
 class GeminiParts:
     """Reads one reply's server-tool parts and grounding, for the schema parser."""
 
@@ -109,6 +115,31 @@ class GeminiParts:
         self._names: dict[str, str] = {}
         self._grounding: dict[str, Any] | None = None
         self._url_context: dict[str, Any] | None = None
+        self._index: int | None = None  # the candidate read, once a chunk had one
+
+    def candidate(self, obj: dict[str, Any], where: str) -> dict[str, Any]:
+        """``obj`` with the candidate read as its only one, chosen by its ``index`` (0 when
+        it has none, as on Vertex) and not by its position: the lowest index of the first
+        response or chunk with candidates, then that index in every chunk after it (a chunk
+        without it reads as one without candidates)."""
+        candidates = obj.get("candidates")
+        if candidates.__class__ is not list:
+            if candidates is None:
+                return obj
+            raise malformed(f"{where}.candidates", "a list", candidates)
+        only = candidates[0] if len(candidates) == 1 else None
+        if only.__class__ is dict and self._index in (None, index := _candidate_index(only)):
+            self._index = index  # the usual chunk: its one candidate, the one read
+            return obj
+        for at, each in enumerate(candidates):
+            if each.__class__ is not dict:
+                raise malformed(f"{where}.candidates[{at}]", "an object", each)
+        if not candidates:
+            return obj
+        if self._index is None:
+            self._index = min(map(_candidate_index, candidates))
+        chosen = [c for c in candidates if _candidate_index(c) == self._index][:1]
+        return {**obj, "candidates": chosen}
 
     def part(self, part: dict[str, Any], builder: MessageBuilder) -> int | None:
         """The canonical index of the block ``part`` made, or None when it is not a server

@@ -100,6 +100,8 @@ class SchemaParser:
     def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         if self._error(obj).__class__ is dict:
             raise self._errors(obj)
+        if self._extra is not None:
+            obj = self._extra.candidate(obj, self._where)
         self._read(obj)
         return self._b.take()
 

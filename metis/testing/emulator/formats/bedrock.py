@@ -208,7 +208,11 @@ class Bedrock(Format):
                 return message
             headers = {**self.headers(call.request), **invoke_headers(message)}
             return JsonReply(200, message, headers)
-        return converse_message(reply, ids, call.issued)
+        message = converse_message(reply, ids, call.issued)
+        asked = call.body.get("additionalModelResponseFieldPaths") or ()
+        if reply.stop_sequence is not None and "/stop_sequence" in asked:
+            message["additionalModelResponseFields"] = {"stop_sequence": reply.stop_sequence}
+        return message
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
         if call.options["action"].startswith("invoke"):

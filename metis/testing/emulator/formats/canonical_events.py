@@ -39,7 +39,7 @@ def response_of(reply: Reply, content: list[ContentBlock], model: str) -> Canoni
         output_tokens=usage.output_tokens,
         reasoning_tokens=usage.thinking_tokens,
     )
-    stop = StopReason(kind=StopKind(reply.stop))
+    stop = StopReason(kind=StopKind(reply.stop), sequence=reply.stop_sequence)
     return CanonicalResponse(
         request_id="", model=model, provider="", content=content, stop_reason=stop,
         usage=tokens, latency_ms=0,

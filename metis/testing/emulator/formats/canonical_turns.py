@@ -48,6 +48,7 @@ def prompt_of(inbound: Inbound, model: str, **wire: Any) -> Prompt:
         else CHOICES[choice.type],
         "parallel": fields.get("parallel_tool_calls", True),
         "max_tokens": inbound.max_output_tokens,
+        "stop_sequences": list(fields.get("stop_sequences") or ()),
         "output_schema": fields.get("output_schema"),
     }
     return Prompt(**{**read, **wire})

@@ -49,7 +49,12 @@ from metis.testing.emulator.wire import (
 GROK_REASONING = re.compile(r"^grok-(3-mini|4)")
 """xAI's reasoning models; grok-3-mini streams its reasoning as ``reasoning_content``."""
 GROK_SHOWN_REASONING = re.compile(r"^grok-3-mini")
-FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+FINISH = {
+    "end_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "stop_sequence": "stop",
+}
 # Where each service serves the format, and whose models its model list shows (/v1 is
 # OpenAI's, and Mistral's, Together's, xAI's... as well).
 PREFIXES = {

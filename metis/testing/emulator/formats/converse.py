@@ -150,6 +150,7 @@ def converse_prompt(model: str, body: dict[str, Any]) -> Prompt:
         else "auto",
         thinking=thinking.get("type") == "enabled",
         max_tokens=(body.get("inferenceConfig") or {}).get("maxTokens"),
+        stop_sequences=list((body.get("inferenceConfig") or {}).get("stopSequences") or ()),
         output_schema=strict_tools.converse_output_schema(body),
         segments=[
             dumps(unmarked(config)).decode() + system,
@@ -233,6 +234,9 @@ def stream_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
             ]
         events += [("contentBlockDelta", {"contentBlockIndex": index, "delta": d}) for d in deltas]
         events.append(("contentBlockStop", {"contentBlockIndex": index}))
-    events.append(("messageStop", {"stopReason": message["stopReason"], "p": "abcdefgh"}))
+    stop = {"stopReason": message["stopReason"], "p": "abcdefgh"}
+    if "additionalModelResponseFields" in message:
+        stop["additionalModelResponseFields"] = message["additionalModelResponseFields"]
+    events.append(("messageStop", stop))
     events.append(("metadata", {"usage": message["usage"], "metrics": message["metrics"]}))
     return events

@@ -189,9 +189,11 @@ class Responses(OpenAI):
         response_id = "resp_" + ids.token(48, "hex")
         call.options["named"] = named
         canonical = call.options["response"] = response_of(reply, content, call.model)
-        inbound = Inbound(
-            call.model, [], options={"encrypted_reasoning": call.options["encrypted"]}
-        )
+        asked = {
+            "encrypted_reasoning": call.options["encrypted"],
+            "reasoning": call.body.get("reasoning"),
+        }
+        inbound = Inbound(call.model, [], options=asked)
         output = output_items(content, inbound, response_id, _namer(named))
         echo = call.options["echo"] = echo_of(call.body)
         stop, usage = canonical.stop_reason, canonical.usage
