@@ -138,7 +138,7 @@ RULES = table(
         "budget under max_tokens": _check_budget,
         "files": files_rules.anthropic,
         "server tools": server_rules.anthropic,
-        "compaction": compaction.check_anthropic,
+        "compaction beta": compaction.check_anthropic_beta,
         "blocks": _check_blocks,
         "turn opens with thinking": _check_turn_opens_with_thinking,
         "tool pairs": _check_tool_pairs,

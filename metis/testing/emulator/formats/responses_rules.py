@@ -182,7 +182,7 @@ CHECKS: dict[str, Check] = {
     "messages": _check_messages,
     "items": _check_items,
     "text format": _check_text_format,
-    "compaction": compaction.check_responses,
+    "compaction seal": compaction.check_responses_seal,
     "model settings": check_openai,
     "prompt cache": check_openai_cache,
     "prompt_cache_key": check_prompt_cache_key,
