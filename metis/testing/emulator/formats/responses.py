@@ -75,11 +75,13 @@ class Responses(OpenAI):
     )
     rules = RULES
     window = 400_000
-    overflow_param = "input"
-    overflow_message = (
+    too_long = (
         "Your input exceeds the context window of this model. Please adjust your input and try "
         "again."
     )
+    too_long_named = ("input", "context_length_exceeded")
+    no_model = (400, "The requested model '{model}' does not exist.")
+    no_model_named = ("model", "model_not_found")
 
     def parse(self, call: Call) -> None:
         if call.endpoint in ("input_tokens", "compact"):
@@ -89,15 +91,6 @@ class Responses(OpenAI):
             call.model = call.body["model"]
         else:
             super().parse(call)
-
-    def unknown_model(self, model: str) -> Any:
-        refused = super().unknown_model(model)
-        refused.message, refused.param, refused.status = (
-            f"The requested model '{model}' does not exist.",
-            "model",
-            400,
-        )
-        return refused
 
     def serve(self, call: Call) -> JsonReply | None:
         if call.endpoint not in ("input_tokens", "compact"):
