@@ -6,7 +6,7 @@ reasoning items with their encrypted content: :mod:`metis.gateway.reasoning_item
 (:mod:`metis.gateway.openai_tools`), ``text.format``, ``reasoning.effort``. Other items with
 no canonical form (reasoning with no encrypted content, references to stored items, hosted
 tools) are left out and reported. The emulator reads its Responses requests through
-:func:`read_input` too."""
+:func:`read_responses` too."""
 
 from __future__ import annotations
 
@@ -79,13 +79,14 @@ RESPONSES = "openai_responses"
 name; docs/sessions.md "Compaction by the provider")."""
 
 
-def read_responses(raw: Any) -> Inbound:
+def read_responses(raw: Any, *, messages_apart: bool = False) -> Inbound:
     """A Responses API request body (parsed JSON) in canonical terms. ``options`` keep what
-    the reply echoes and what the gateway's state needs (``previous_response_id``, ``store``)."""
+    the reply echoes and what the gateway's state needs (``previous_response_id``, ``store``);
+    ``messages_apart`` as :func:`read_input`'s."""
     body = body_object(raw)
     model = model_name(body)
     ignored = unknown_fields(body, READ)
-    messages = restored(read_input(body.get("input"), ignored))
+    messages = restored(read_input(body.get("input"), ignored, messages_apart=messages_apart))
     fields: dict[str, Any] = {}
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):

@@ -487,6 +487,10 @@ CHAT = {
         "chat", put(foo=1), 400, "Unrecognized request argument supplied: foo"
     ),
     "c-no-model": Case("chat", put(model=...), 400, "you must provide a model parameter"),
+    # a value that is not there is named as null is, never by the rules engine's own marker
+    "c-message-without-role": Case(
+        "chat", put(messages=[{"content": "hi"}]), 400, "Invalid value: 'None'. Supported"
+    ),
     "c-stream-type": Case(
         "chat", put(stream="yes"), 400, "Invalid type for 'stream': expected a boolean"
     ),
@@ -750,6 +754,21 @@ RESPONSES = {
     ),
     "r-unknown-parameter": Case("responses", put(foo=1), 400, "Unknown parameter: 'foo'."),
     "r-no-model": Case("responses", put(model=...), 400, "Missing required parameter: 'model'."),
+    "r-message-without-role": Case(
+        "responses", put(input=[{"content": "hi"}]), 400, "Invalid value: 'None'. Supported"
+    ),
+    "r-developer-output-part": Case(
+        "responses",
+        put(input=[{"role": "developer", "content": [{"type": "output_text", "text": "x"}]}]),
+        400,
+        "Invalid value: 'output_text'. Supported values are: 'input_text'",
+    ),
+    "r-reasoning-content-kept": Case(
+        "responses",
+        put(input=[{"type": "reasoning", "summary": [], "content": [5]}]),
+        400,
+        "Missing required parameter: 'input[0].id'.",
+    ),
     "r-temperature-type": Case(
         "responses", put(temperature="hot"), 400, "Invalid type for 'temperature'"
     ),
@@ -1024,6 +1043,9 @@ O_TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": 
 OLLAMA = {
     "o-not-json": Case("ollama", lambda b: b"{", 400, "not valid JSON"),
     "o-no-model": Case("ollama", put(model=...), 400, "model is required"),
+    "o-message-without-role": Case(
+        "ollama", put(messages=[{"content": "hi"}]), 400, "invalid role: 'None'"
+    ),
     "o-no-tools": Case(
         "ollama",
         put(model="gemma3:1b", tools=[O_TOOL]),

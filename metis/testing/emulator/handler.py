@@ -154,7 +154,7 @@ class Handler:
     def handle(self, request: HttpRequest, payloads: bool = False) -> Delivery:
         """The answer to ``request``; ``payloads``: a stream's steps are each event's JSON
         alone (a WebSocket message each), not its SSE frame."""
-        found, allowed = self._route(request)
+        found, allowed = self.route(request)
         record = self._begin(request, found[0].name if found else None)
         if found is None:
             return self._plain(record, _no_route(request, allowed))
@@ -183,7 +183,7 @@ class Handler:
             return self._streamed(record, reply, faults, payloads)
         return self._whole(record, reply, faults, fmt, call)
 
-    def _route(self, request: HttpRequest) -> tuple[tuple[Format, Call] | None, list[str]]:
+    def route(self, request: HttpRequest) -> tuple[tuple[Format, Call] | None, list[str]]:
         allowed: list[str] = []
         for fmt in self.formats:
             found = fmt.route(request.method, request.path)

@@ -18,8 +18,8 @@ from metis.testing.emulator.wire import is_int, is_number
 
 
 class _Missing:
-    def __repr__(self) -> str:
-        return "MISSING"
+    def __repr__(self) -> str:  # as a message shows a required value that is not there
+        return "None"
 
 
 MISSING: Any = _Missing()
@@ -107,13 +107,19 @@ def _walk(
 
 def _filter(head: str) -> Callable[[Any], bool]:
     """``*`` keeps every item; ``*[type=a|b]`` the objects whose ``type`` is one of them (an
-    empty choice standing for a missing ``type``), ``*[type!=a|b]`` the others."""
+    empty choice standing for a missing ``type``), ``*[type!=a|b]`` the others; conditions
+    joined by ``,`` must all hold."""
     if head == "*":
         return lambda item: True
-    key, _, choices = head[2:-1].partition("=")
+    tests = [_condition(text) for text in head[2:-1].split(",")]
+    return lambda item: isinstance(item, dict) and all(test(item) for test in tests)
+
+
+def _condition(text: str) -> Callable[[dict[str, Any]], bool]:
+    key, _, choices = text.partition("=")
     allowed, negated = set(choices.split("|")), key.endswith("!")
     key = key.rstrip("!")
-    return lambda item: isinstance(item, dict) and (str(item.get(key, "")) in allowed) != negated
+    return lambda item: (str(item.get(key, "")) in allowed) != negated
 
 
 def placeholders(where: str, brackets: bool = False) -> str:

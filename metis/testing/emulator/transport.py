@@ -55,44 +55,40 @@ class EmulatorTransport(httpx.AsyncBaseTransport, httpx.BaseTransport):
         delivery = self._delivery(request, await request.aread())
         for wait in self._waits(request, delivery):
             await anyio.sleep(wait)
-        return self._response(request, delivery, _AsyncSteps(delivery, request))
+        return self._response(request, delivery, _Steps(delivery, request))
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         delivery = self._delivery(request, request.read())
         for wait in self._waits(request, delivery):
             time.sleep(wait)
-        return self._response(request, delivery, _SyncSteps(delivery, request))
+        return self._response(request, delivery, _Steps(delivery, request))
 
 
-def _steps(delivery: Delivery, request: httpx.Request) -> Iterator[bytes | float]:
-    """A stream's chunks and waits; a drop cuts it short."""
-    for step in delivery.steps:
-        if step is None:
-            raise httpx.RemoteProtocolError(
-                "peer closed connection without sending complete message body", request=request
-            )
-        yield step
+class _Steps(httpx.AsyncByteStream, httpx.SyncByteStream):
+    """A stream's chunks and waits, in sync or async code; a drop cuts it short."""
 
-
-class _AsyncSteps(httpx.AsyncByteStream):
     def __init__(self, delivery: Delivery, request: httpx.Request) -> None:
         self.delivery, self.request = delivery, request
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for step in _steps(self.delivery, self.request):
-            if isinstance(step, bytes):
-                yield step
-            else:
-                await anyio.sleep(step)
-
-
-class _SyncSteps(httpx.SyncByteStream):
-    def __init__(self, delivery: Delivery, request: httpx.Request) -> None:
-        self.delivery, self.request = delivery, request
+    def _each(self) -> Iterator[bytes | float]:
+        for step in self.delivery.steps:
+            if step is None:
+                raise httpx.RemoteProtocolError(
+                    "peer closed connection without sending complete message body",
+                    request=self.request,
+                )
+            yield step
 
     def __iter__(self) -> Iterator[bytes]:
-        for step in _steps(self.delivery, self.request):
+        for step in self._each():
             if isinstance(step, bytes):
                 yield step
             else:
                 time.sleep(step)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for step in self._each():
+            if isinstance(step, bytes):
+                yield step
+            else:
+                await anyio.sleep(step)

@@ -39,12 +39,10 @@ def upgrade_refusal(handler: Handler, request: HttpRequest) -> JsonReply | bool 
     """False when the request's path is no Responses endpoint (no WebSocket mode there);
     else the refusal of its credentials, as the POST would get it, or None to upgrade."""
     probe = HttpRequest("POST", request.path, request.query, request.headers, b"")
-    for fmt in handler.formats:
-        found = fmt.route("POST", request.path)
-        if found is not None and found[0] == ENDPOINT and fmt.claims(found[0], probe):
-            refused: JsonReply | None = fmt.authenticate(probe, handler.keys)
-            return refused
-    return False
+    found, _ = handler.route(probe)
+    if found is None or found[1].endpoint != ENDPOINT:
+        return False
+    return found[0].authenticate(probe, handler.keys)
 
 
 class Connection:

@@ -71,29 +71,17 @@ def _check_turn_opens_with_thinking(body: dict[str, Any], call: Any) -> None:
         )
 
 
-OWNER = {
-    "tool_use": "assistant",
-    "tool_result": "user",
-    "thinking": "assistant",
-    "redacted_thinking": "assistant",
-    "compaction": "assistant",
-}
-
-
-def _check_blocks(body: dict[str, Any], call: Any) -> None:
-    """Blocks only their role may send, and thinking signatures only this emulator issued."""
-    strict = call is None or call.env.strict_signatures
+def _check_signatures(body: dict[str, Any], call: Any) -> None:
+    """Thinking signatures only this emulator issued."""
+    if call is not None and not call.env.strict_signatures:
+        return
     for i, message in enumerate(body["messages"]):
         for j, block in enumerate(_blocks(message)):
-            kind, where = block.get("type"), f"messages.{i}.content.{j}"
-            owner = OWNER.get(str(kind))
-            if owner is not None and message["role"] != owner:
-                raise Refused(f"{where}: `{kind}` blocks can only be in `{owner}` messages")
-            signed = kind != "thinking" or verify(
+            kind = block.get("type")
+            if kind == "thinking" and not verify(
                 SIGNATURE_KIND, block["thinking"], block["signature"]
-            )
-            if strict and not signed:
-                raise Refused(f"{where}: Invalid `signature` in `thinking` block")
+            ):
+                raise Refused(f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block")
 
 
 def _unanswered(at: int, ids: list[str]) -> Refused:
@@ -138,8 +126,8 @@ RULES = table(
         "budget under max_tokens": _check_budget,
         "files": files_rules.anthropic,
         "server tools": server_rules.anthropic,
-        "compaction": compaction.check_anthropic,
-        "blocks": _check_blocks,
+        "compaction beta": compaction.check_anthropic_beta,
+        "signatures": _check_signatures,
         "turn opens with thinking": _check_turn_opens_with_thinking,
         "tool pairs": _check_tool_pairs,
         "model settings": check_anthropic,

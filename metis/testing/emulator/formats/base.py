@@ -78,6 +78,9 @@ class Format:
     """How it refuses a request over the model's window (``{tokens}``, ``{limit}``)."""
     no_model: ClassVar[tuple[int, str]] = (404, "")
     """The status and words of its refusal of a model it does not serve (``{model}``)."""
+    too_long_named: ClassVar[tuple[str | None, str | None]] = (None, None)
+    no_model_named: ClassVar[tuple[str | None, str | None]] = (None, None)
+    """The ``param`` and ``code`` of those two refusals (OpenAI's)."""
 
     def route(self, method: str, path: str) -> tuple[str, re.Match[str]] | None:
         for wanted, pattern, endpoint in self.routes:
@@ -110,11 +113,11 @@ class Format:
         raise NotImplementedError
 
     def overflow(self, tokens: int, limit: int) -> Refused:
-        return Refused(self.too_long.format(tokens=tokens, limit=limit))
+        return Refused(self.too_long.format(tokens=tokens, limit=limit), *self.too_long_named)
 
     def unknown_model(self, model: str) -> Refused:
         status, words = self.no_model
-        return Refused(words.format(model=model), status=status)
+        return Refused(words.format(model=model), *self.no_model_named, status=status)
 
     def headers(self, request: HttpRequest) -> dict[str, str]:
         return {}

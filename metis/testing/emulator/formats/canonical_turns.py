@@ -35,7 +35,7 @@ def prompt_of(inbound: Inbound, model: str, **wire: Any) -> Prompt:
     read: dict[str, Any] = {
         "model": model,
         "turns": turns,
-        "system": "\n".join(text for text in system if text),
+        "system": "\n".join(t for t in [fields.get("system_prompt"), *system] if t),
         "tools": [
             ToolSpec(tool.name, tool.description or "", tool.input_schema)
             for tool in tools

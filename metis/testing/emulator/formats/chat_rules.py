@@ -100,24 +100,6 @@ def _check_tool_messages(body: dict[str, Any], call: Any) -> None:
         raise _open(open_calls, open_at)
 
 
-def _check_reasoning_sent_back(body: dict[str, Any], call: Any) -> None:
-    """DeepSeek's thinking mode: every assistant message that made tool calls carries its
-    ``reasoning_content`` back."""
-    if not DEEPSEEK_THINKING.match(body["model"]):
-        return
-    for i, message in enumerate(body["messages"]):
-        reasoning = message.get("reasoning_content")
-        if (
-            message["role"] == "assistant"
-            and message.get("tool_calls")
-            and not (isinstance(reasoning, str) and reasoning)
-        ):
-            message_text = (
-                "The reasoning_content in the thinking mode must be passed back to the API."
-            )
-            raise Refused(message_text, f"messages[{i}].reasoning_content")
-
-
 def _check_response_format(body: dict[str, Any], call: Any) -> None:
     fmt = body.get("response_format")
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
@@ -141,7 +123,6 @@ RULES = table(
         "strict tools": _check_strict_tools,
         "chosen function": _check_chosen_function,
         "tool messages": _check_tool_messages,
-        "reasoning sent back": _check_reasoning_sent_back,
         "response format": _check_response_format,
         "model settings": check_openai,
         "prompt cache": check_openai_cache,

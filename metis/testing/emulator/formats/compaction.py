@@ -1,6 +1,7 @@
 """Compaction as the two APIs that have it do it (Anthropic's ``compact_20260112`` edit, the
-Responses API's ``context_management`` compaction and ``POST /v1/responses/compact``), and what
-they refuse of its forms; docs/emulator.md "Compaction" says how each behaves.
+Responses API's ``context_management`` compaction and ``POST /v1/responses/compact``), and the
+two checks of its refusals that need the call (the beta, the seal); the forms they refuse are
+rows of the tables. docs/emulator.md "Compaction" says how each behaves.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from metis.testing.emulator.wire import (
 )
 
 ANTHROPIC_BETA = "compact-2026-01-12"
-ANTHROPIC_EDITS = ("compact_20260112", "clear_tool_uses_20250919", "clear_thinking_20251015")
-ANTHROPIC_MIN_TRIGGER = 50_000
 SUMMARY_CHARS = 400
 SEAL_KIND = "openai-compaction"
 
@@ -100,69 +99,18 @@ def anthropic_compacted_usage(
     }
 
 
-def check_anthropic(body: dict[str, Any], call: Any) -> None:
-    """The context-management edits, the beta they need, and compaction blocks sent back."""
-    management = body.get("context_management")
-    if management is not None:
-        _check_anthropic_edits(management, call)
-    for i, message in enumerate(body.get("messages") or []):
-        content = message.get("content")
-        for j, block in enumerate(content if isinstance(content, list) else []):
-            if isinstance(block, dict) and block.get("type") == "compaction":
-                _check_anthropic_block(block, f"messages.{i}.content.{j}")
-
-
-def _check_anthropic_edits(management: Any, call: Any) -> None:
-    edits = management.get("edits", []) if isinstance(management, dict) else None
-    if not isinstance(edits, list):  # Claude Code sends an empty list
-        raise Refused("context_management.edits: Input should be a valid list")
+def check_anthropic_beta(body: dict[str, Any], call: Any) -> None:
+    """A compaction edit sent without its beta (the rows before this check read its form)."""
+    edits = (body.get("context_management") or {}).get("edits") or []
+    if call is None:
+        return
+    betas = (call.request.headers.get("anthropic-beta") or "").split(",")
     for i, edit in enumerate(edits):
-        where = f"context_management.edits.{i}"
-        kind = edit.get("type") if isinstance(edit, dict) else None
-        if kind not in ANTHROPIC_EDITS:
+        if edit["type"] == "compact_20260112" and ANTHROPIC_BETA not in betas:
             raise Refused(
-                f"{where}: Input tag {kind!r} found using 'type' does not match any of the "
-                f"expected tags: {', '.join(repr(e) for e in ANTHROPIC_EDITS)}"
-            )
-        if kind != "compact_20260112":
-            continue
-        extra = set(edit) - {"type", "trigger", "pause_after_compaction", "instructions"}
-        if extra:
-            raise Refused(f"{where}.{sorted(extra)[0]}: Extra inputs are not permitted")
-        _check_trigger(edit.get("trigger"), f"{where}.trigger")
-        if not isinstance(edit.get("pause_after_compaction", False), bool):
-            raise Refused(f"{where}.pause_after_compaction: Input should be a valid boolean")
-        if not isinstance(edit.get("instructions") or "", str):
-            raise Refused(f"{where}.instructions: Input should be a valid string")
-        betas = (call.request.headers.get("anthropic-beta") or "") if call is not None else None
-        if betas is not None and ANTHROPIC_BETA not in betas.split(","):
-            raise Refused(
-                f"{where}: the compact_20260112 edit requires the "
+                f"context_management.edits.{i}: the compact_20260112 edit requires the "
                 f"'anthropic-beta: {ANTHROPIC_BETA}' header"
             )
-
-
-def _check_trigger(trigger: Any, where: str) -> None:
-    if trigger is None:
-        return
-    if not isinstance(trigger, dict) or trigger.get("type") != "input_tokens":
-        raise Refused(f"{where}.type: Input should be 'input_tokens'")
-    value: Any = trigger.get("value")
-    if not is_int(value) or int(value) < ANTHROPIC_MIN_TRIGGER:
-        raise Refused(
-            f"{where}.value: Input should be greater than or equal to {ANTHROPIC_MIN_TRIGGER}"
-        )
-
-
-def _check_anthropic_block(block: dict[str, Any], where: str) -> None:
-    if "content" not in block:
-        raise Refused(f"{where}.compaction.content: Field required")
-    content = block["content"]
-    if content is not None and (not isinstance(content, str) or not content):
-        raise Refused(f"{where}.compaction.content: Input should be a non-empty string or null")
-    encrypted = block.get("encrypted_content")
-    if encrypted is not None and not isinstance(encrypted, str):
-        raise Refused(f"{where}.compaction.encrypted_content: Input should be a valid string")
 
 
 def anthropic_block(prompt: Prompt) -> dict[str, Any]:
@@ -181,63 +129,20 @@ def responses_threshold(body: dict[str, Any]) -> int | None:
     return None
 
 
-def check_responses(body: dict[str, Any], call: Any) -> None:
-    """``context_management`` entries, and compaction items sent back."""
-    management = body.get("context_management")
-    if management is not None:
-        if not isinstance(management, list):
-            raise Refused(
-                "Invalid type for 'context_management': expected an array, but got "
-                f"{type(management).__name__} instead.",
-                "context_management",
-                "invalid_type",
-            )
-        for i, entry in enumerate(management):
-            _check_responses_entry(entry, f"context_management[{i}]")
+def check_responses_seal(body: dict[str, Any], call: Any) -> None:
+    """A compaction item sent back whose content this emulator did not seal."""
     raw = body.get("input")
     for i, item in enumerate(raw if isinstance(raw, list) else []):
-        if isinstance(item, dict) and item.get("type") == "compaction":
-            _check_responses_item(item, f"input[{i}]", call)
-
-
-def _check_responses_entry(entry: Any, where: str) -> None:
-    if not isinstance(entry, dict) or entry.get("type") != "compaction":
-        kind = entry.get("type") if isinstance(entry, dict) else entry
-        raise Refused(
-            f"Invalid value: '{kind}'. Supported values are: 'compaction'.",
-            f"{where}.type",
-            "invalid_value",
-        )
-    extra = set(entry) - {"type", "compact_threshold"}
-    if extra:
-        name = sorted(extra)[0]
-        raise Refused(
-            f"Unknown parameter: '{where}.{name}'.", f"{where}.{name}", "unknown_parameter"
-        )
-    threshold = entry.get("compact_threshold")
-    if threshold is not None and (not is_int(threshold) or threshold < 1):
-        raise Refused(
-            f"Invalid '{where}.compact_threshold': expected an integer of at least 1.",
-            f"{where}.compact_threshold",
-            "invalid_value",
-        )
-
-
-def _check_responses_item(item: dict[str, Any], where: str, call: Any) -> None:
-    content = item.get("encrypted_content")
-    if not isinstance(content, str):
-        raise Refused(
-            f"Missing required parameter: '{where}.encrypted_content'.",
-            f"{where}.encrypted_content",
-            "missing_required_parameter",
-        )
-    strict = call is None or call.env.strict_signatures
-    if strict and not opens_encrypted_content(SEAL_KIND, content):
-        raise Refused(
-            f"The encrypted content for item {item.get('id') or where} could not be verified.",
-            where,
-            "invalid_encrypted_content",
-        )
+        if not isinstance(item, dict) or item.get("type") != "compaction":
+            continue
+        strict = call is None or call.env.strict_signatures
+        if strict and not opens_encrypted_content(SEAL_KIND, item["encrypted_content"]):
+            raise Refused(
+                f"The encrypted content for item {item.get('id') or f'input[{i}]'} could not be "
+                "verified.",
+                f"input[{i}]",
+                "invalid_encrypted_content",
+            )
 
 
 def responses_item(prompt: Prompt, ids: Ids) -> dict[str, Any]:

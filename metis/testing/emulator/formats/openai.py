@@ -83,11 +83,13 @@ class OpenAI(Format):
 
     catalog: ClassVar[tuple[str, ...]] = ("openai",)
     window: ClassVar[int | None] = 128_000
-    overflow_param: ClassVar[str] = "messages"
-    overflow_message = (
+    too_long = (
         "This model's maximum context length is {limit} tokens. However, your messages resulted "
         "in {tokens} tokens. Please reduce the length of the messages."
     )
+    too_long_named = ("messages", "context_length_exceeded")
+    no_model = (404, "The model `{model}` does not exist or you do not have access to it.")
+    no_model_named: ClassVar[tuple[str | None, str | None]] = (None, "model_not_found")
 
     def error(
         self,
@@ -170,14 +172,6 @@ class OpenAI(Format):
         if kind == "auth":
             return self.invalid_key(request)
         return self.refusal(self.overflow(131072, 128000), request)
-
-    def overflow(self, tokens: int, limit: int) -> Refused:
-        message = self.overflow_message.format(limit=limit, tokens=tokens)
-        return Refused(message, self.overflow_param, "context_length_exceeded")
-
-    def unknown_model(self, model: str) -> Refused:
-        message = f"The model `{model}` does not exist or you do not have access to it."
-        return Refused(message, None, "model_not_found", 404)
 
     def listed(self, call: Call) -> tuple[str, ...]:
         """The catalog providers whose models ``GET .../models`` lists."""

@@ -1,6 +1,7 @@
 """What OpenAI refuses of the prompt-caching fields, per model (metis/wire/openai_cache.py has
 the facts): ``prompt_cache_breakpoint`` and ``prompt_cache_options`` before gpt-5.6, the two
-ways of setting a TTL together, retention ``in_memory`` on gpt-5.5; and how gpt-5.6 and later
+ways of setting a TTL together, retention ``in_memory`` on gpt-5.5 (the options' and the
+breakpoints' own values are rows of the tables, after this check); and how gpt-5.6 and later
 cache: only at breakpoints (OpenAI's implicit one at the end of the newest item, unless
 ``prompt_cache_options.mode`` is ``explicit``, and the request's explicit ones), reading the
 longest prefix an earlier request wrote at one, with no lookback limit, and reporting writes
@@ -13,8 +14,6 @@ from typing import Any
 from metis.catalog.knobs import openai_cache_generation
 from metis.testing.emulator.rules import Refused
 from metis.wire.openai_cache import BREAKPOINT, marked_paths
-
-TTLS = ("30m",)
 
 
 def check_openai_cache(body: dict[str, Any], call: Any) -> None:
@@ -33,26 +32,6 @@ def check_openai_cache(body: dict[str, Any], call: Any) -> None:
     if retention == "in_memory" and generation == "24h":
         message = "Invalid value for 'prompt_cache_retention': this model supports only '24h'."
         raise Refused(message, "prompt_cache_retention", "invalid_value")
-    if options is not None:
-        _check_options(options)
-    for key, item, part in marks:
-        marker = body[key][item]["content"][part][BREAKPOINT]
-        if not isinstance(marker, dict) or marker.get("mode") != "explicit":
-            where = f"{key}[{item}].content[{part}].{BREAKPOINT}.mode"
-            raise Refused(f"Invalid value for '{where}': expected 'explicit'.", where)
-
-
-def _check_options(options: Any) -> None:
-    if not isinstance(options, dict):
-        raise Refused("Invalid type for 'prompt_cache_options': expected an object.")
-    if options.get("mode", "implicit") not in ("implicit", "explicit"):
-        message = (
-            "Invalid value for 'prompt_cache_options.mode': expected 'implicit' or 'explicit'."
-        )
-        raise Refused(message, "prompt_cache_options.mode", "invalid_value")
-    if options.get("ttl", "30m") not in TTLS:
-        message = "Invalid value for 'prompt_cache_options.ttl': expected '30m'."
-        raise Refused(message, "prompt_cache_options.ttl", "invalid_value")
 
 
 def breakpoint_segments(model: str, items: list[Any], options: Any) -> list[int] | None:

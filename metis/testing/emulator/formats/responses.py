@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 from metis.gateway.inbound import Inbound
 from metis.gateway.responses_api import ResponseStream
 from metis.gateway.responses_items import RESPONSES, echo_of, output_items, response_object
-from metis.gateway.responses_read import read_input
+from metis.gateway.responses_read import read_responses
 from metis.histories.blocks import opaque
 from metis.model.content import ContentBlock, OpaqueBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from metis.model.events import MessageComplete, StreamEvent, ThinkingDelta
 from metis.testing.emulator.formats.base import Call, Route
 from metis.testing.emulator.formats.canonical_events import block_events, response_of
-from metis.testing.emulator.formats.canonical_turns import read_by, turns_of
+from metis.testing.emulator.formats.canonical_turns import prompt_of, read_by
 from metis.testing.emulator.formats.compaction import (
     compacted_response,
     read_tokens,
@@ -44,7 +45,7 @@ from metis.testing.emulator.formats.server_openai import (
     citations,
     responses_items,
 )
-from metis.testing.emulator.model import Prompt, Reply, ToolSpec
+from metis.testing.emulator.model import Prompt, Reply
 from metis.testing.emulator.rules import check
 from metis.testing.emulator.wire import (
     Frame,
@@ -74,11 +75,13 @@ class Responses(OpenAI):
     )
     rules = RULES
     window = 400_000
-    overflow_param = "input"
-    overflow_message = (
+    too_long = (
         "Your input exceeds the context window of this model. Please adjust your input and try "
         "again."
     )
+    too_long_named = ("input", "context_length_exceeded")
+    no_model = (400, "The requested model '{model}' does not exist.")
+    no_model_named = ("model", "model_not_found")
 
     def parse(self, call: Call) -> None:
         if call.endpoint in ("input_tokens", "compact"):
@@ -88,15 +91,6 @@ class Responses(OpenAI):
             call.model = call.body["model"]
         else:
             super().parse(call)
-
-    def unknown_model(self, model: str) -> Any:
-        refused = super().unknown_model(model)
-        refused.message, refused.param, refused.status = (
-            f"The requested model '{model}' does not exist.",
-            "model",
-            400,
-        )
-        return refused
 
     def serve(self, call: Call) -> JsonReply | None:
         if call.endpoint not in ("input_tokens", "compact"):
@@ -130,39 +124,22 @@ class Responses(OpenAI):
         )
         # what the gateway leaves out (reasoning items, hosted tools' calls) the model never
         # read; each message item is a turn of its own, so the user's last words are the last
-        messages = read_by(lambda raw: read_input(raw, [], messages_apart=True), items)
-        turns, texts = turns_of(messages)
-        instructions = body.get("instructions") if isinstance(body.get("instructions"), str) else ""
-        system = "\n".join([str(instructions), *texts])
+        inbound = read_by(partial(read_responses, messages_apart=True), {**body, "input": items})
         fmt = object_at(object_at(body, "text"), "format")
-        schema = fmt.get("schema") if fmt.get("type") == "json_schema" else None
         thinks = ("reasoning" in body or bool(REASONING_MODEL.match(call.model))) and reasoning.get(
             "effort"
         ) != "none"
-        return Prompt(
-            model=call.model,
-            turns=turns,
-            system=system,
-            tools=[
-                ToolSpec(
-                    t["name"],
-                    str(t.get("description") or ""),
-                    t.get("parameters") or {"type": "object", "properties": {}},
-                )
-                for t in body.get("tools") or []
-                if t["type"] == "function"
-            ],
-            tool_choice=_choice(body.get("tool_choice")),
-            parallel=body.get("parallel_tool_calls", True) is not False,
+        prompt = prompt_of(
+            inbound,
+            call.model,
             thinking=thinks,
-            max_tokens=body.get("max_output_tokens"),
-            output_schema=schema if isinstance(schema, dict) else None,
             json_mode=fmt.get("type") == "json_object",
-            segments=[dumps(body.get("tools") or []).decode() + system]
-            + [dumps(i).decode() for i in items],
             provider=self.name,
             items=items,
         )
+        prompt.segments = [dumps(body.get("tools") or []).decode() + prompt.system]
+        prompt.segments += [dumps(i).decode() for i in items]
+        return prompt
 
     def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> dict[str, Any]:
         named: dict[str, list[str]] = {}
@@ -254,14 +231,6 @@ class Responses(OpenAI):
             "response": failed,
         }
         return [sse(event, "response.failed")]
-
-
-def _choice(raw: Any) -> str:
-    if isinstance(raw, dict):
-        return (
-            f"tool:{raw['name']}" if raw.get("type") == "function" else "auto"
-        )  # hosted tools, allowed_tools
-    return str(raw or "auto")
 
 
 def _namer(named: dict[str, list[str]]) -> Callable[[str], str]:

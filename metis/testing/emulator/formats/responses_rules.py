@@ -12,12 +12,10 @@ from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import json_schema_format, strict_schema_problem
 from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
-from metis.testing.emulator.rules import Check, Refused, listing, table
+from metis.testing.emulator.rules import Check, Refused, table
 from metis.testing.emulator.wire import encrypted_content, opens_encrypted_content
 
 SIGNATURE_KIND = "openai-reasoning"
-USER_PARTS = ("input_text", "input_image", "input_audio", "input_file")
-ASSISTANT_PARTS = ("output_text", "refusal")
 
 
 def encrypt(summary: str) -> str:
@@ -145,32 +143,6 @@ def _check_previous(body: dict[str, Any], call: Any) -> None:
     items_of({**body, "input": None}, call)
 
 
-def _check_messages(body: dict[str, Any], call: Any) -> None:
-    """Message items: a known role, and content parts of their role's kinds."""
-    raw = body.get("input")
-    for i, item in enumerate(raw if isinstance(raw, list) else []):
-        role = item.get("role")
-        if item.get("type", "message") != "message":
-            continue
-        if role not in ("user", "assistant", "system", "developer"):
-            message = (
-                f"Invalid value: '{role}'. Supported values are: 'assistant', 'system', "
-                f"'developer', and 'user'."
-            )
-            raise Refused(message, f"input[{i}].role", "invalid_value")
-        allowed = ASSISTANT_PARTS if role == "assistant" else USER_PARTS
-        for j, part in enumerate(
-            item.get("content") if isinstance(item.get("content"), list) else []
-        ):
-            if not (isinstance(part, dict) and part.get("type") in allowed):
-                names = listing(allowed)
-                message = (
-                    f"Invalid value: '{part.get('type') if isinstance(part, dict) else part}'. "
-                    f"Supported values are: {names}."
-                )
-                raise Refused(message, f"input[{i}].content[{j}]", "invalid_value")
-
-
 SERVER_ITEMS = ("web_search_call", "code_interpreter_call")
 """The built-in tools' items, which go back whole (openai-python ``ResponseInputItemParam``)."""
 
@@ -179,10 +151,9 @@ CHECKS: dict[str, Check] = {
     "previous response": _check_previous,
     "strict tools": _check_strict_tools,
     "chosen function": _check_chosen_function,
-    "messages": _check_messages,
     "items": _check_items,
     "text format": _check_text_format,
-    "compaction": compaction.check_responses,
+    "compaction seal": compaction.check_responses_seal,
     "model settings": check_openai,
     "prompt cache": check_openai_cache,
     "prompt_cache_key": check_prompt_cache_key,
