@@ -44,6 +44,7 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
+from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, StopReason
 from metis.model.updated import updated
@@ -93,12 +94,7 @@ class ToolIds(EventHook[CanonicalRequest]):
         return request, _Mapping(self, call, inward)
 
     async def _provider_ids(self, request: CanonicalRequest, call: Call) -> dict[str, str]:
-        canonical = {
-            block.id if isinstance(block, ToolUseBlock) else block.tool_use_id
-            for message in request.messages
-            for block in message.content
-            if isinstance(block, ToolUseBlock | ToolResultBlock)
-        }
+        canonical = {cid for message in request.messages for cid in _ids_in(message)}
         if not canonical:
             return {}
         known: dict[str, str] | None = {}
@@ -156,12 +152,39 @@ class _Mapping(Watch):
         return None
 
 
+_IDS: MessageMemo[tuple[str, ...]] = MessageMemo()
+_REWRITTEN: MessageMemo[Message] = MessageMemo()
+"""A message's tool ids, and its copy with the provider's ids: a conversation's next call
+finds the copy it sent before, the same object, so the encoder's memo finds its wire form."""
+
+
+def _ids_in(message: Message) -> tuple[str, ...]:
+    """The canonical tool ids a message's calls and results name, in order."""
+    ids = _IDS.get(message, None)
+    if ids is None:
+        ids = _IDS.put(message, None, _tool_ids(message.content))
+    return ids
+
+
+def _tool_ids(content: list[ContentBlock]) -> tuple[str, ...]:
+    return tuple(
+        block.id if isinstance(block, ToolUseBlock) else block.tool_use_id
+        for block in content
+        if isinstance(block, ToolUseBlock | ToolResultBlock)
+    )
+
+
 def _rewrite_history(request: CanonicalRequest, ids: dict[str, str]) -> CanonicalRequest:
     messages: list[Message] = []
     for message in request.messages:
-        if any(isinstance(b, ToolUseBlock | ToolResultBlock) for b in message.content):
-            content = [_with_provider_id(block, ids) for block in message.content]
-            message = updated(message, content=content)
+        named = _ids_in(message)
+        if named:
+            key = tuple(ids[cid] for cid in named)
+            copied = _REWRITTEN.get(message, key)
+            if copied is None:
+                content = [_with_provider_id(block, ids) for block in message.content]
+                copied = _REWRITTEN.put(message, key, updated(message, content=content))
+            message = copied
         messages.append(message)
     return updated(request, messages=messages)
 

@@ -1,0 +1,67 @@
+"""MessageMemo: a value kept for one message object, never for an edited or other one."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from metis.model import Message, TextBlock
+from metis.model.memo import MessageMemo
+
+
+def test_a_value_is_found_for_the_same_message_and_key_only() -> None:
+    memo: MessageMemo[str] = MessageMemo()
+    message = Message.user("hello")
+    memo.put(message, "a", "kept")
+    assert memo.get(message, "a") == "kept"
+    assert memo.get(message, "b") is None
+    assert memo.get(Message.user("hello"), "a") is None  # equal, but another object
+
+
+def test_an_edited_copy_of_a_message_finds_nothing() -> None:
+    memo: MessageMemo[str] = MessageMemo()
+    message = Message.user("hello")
+    memo.put(message, None, "kept")
+    assert memo.get(message.model_copy(), None) is None
+    assert memo.get(message.model_copy(update={"content": [TextBlock(text="bye")]}), None) is None
+
+
+def test_a_content_list_changed_in_place_finds_nothing() -> None:
+    memo: MessageMemo[str] = MessageMemo()
+    message = Message.user("hello", "there")
+    memo.put(message, None, "kept")
+    message.content[1] = TextBlock(text="else")
+    assert memo.get(message, None) is None
+    memo.put(message, None, "again")
+    message.content.append(TextBlock(text="more"))
+    assert memo.get(message, None) is None
+
+
+def test_a_new_message_at_a_dead_ones_address_finds_nothing() -> None:
+    memo: MessageMemo[str] = MessageMemo()
+    content = [TextBlock(text="hello")]
+    message = Message(role="user", content=content)
+    address = id(message)
+    memo.put(message, None, "kept")
+    del message
+    gc.collect()
+    kept = []
+    for _ in range(1000):  # the same blocks, so only a message's own place is taken
+        other = Message.model_construct(role="user", content=content)
+        if id(other) == address:
+            assert memo.get(other, None) is None
+            return
+        kept.append(other)
+    pytest.skip("no new message took the dead one's address")
+
+
+def test_the_memo_keeps_at_most_its_limit_oldest_first_out() -> None:
+    memo: MessageMemo[int] = MessageMemo(limit=2)
+    messages = [Message.user(str(i)) for i in range(3)]
+    for i, message in enumerate(messages):
+        memo.put(message, None, i)
+    assert len(memo) == 2
+    assert memo.get(messages[0], None) is None
+    assert memo.get_or_make(messages[2], None, lambda: -1) == 2
+    assert memo.get_or_make(messages[0], None, lambda: -1) == -1
