@@ -6,6 +6,7 @@ from __future__ import annotations
 from metis.model import CanonicalRequest, Message, TextBlock, ToolUseBlock
 from metis.model.content import OpaqueBlock, ProviderRaw
 from metis.wire.anthropic import encode
+from metis.wire.openai_chat import OpenAIChatCodec
 from tests.helpers import make_call
 
 
@@ -75,3 +76,16 @@ def test_tool_calls_keep_their_ids_per_message() -> None:
     renamed = message.model_copy(update={"content": [use.model_copy(update={"id": "toolu_2"})]})
     body = encode(_request(Message.user("q"), renamed), make_call())
     assert body["messages"][1]["content"][0]["id"] == "toolu_2"
+
+
+def test_each_chat_codec_and_each_edit_gets_its_own_wire_messages() -> None:
+    plain = OpenAIChatCodec()
+    deepseek = plain.configured(reasoning_field="reasoning_content", reasoning_placeholder=" ")
+    use = ToolUseBlock(id="call_1", name="f", input={"a": 1})
+    history = [Message.user("q"), Message.assistant(use)]
+    for codec, field in [(plain, None), (deepseek, " "), (plain, None)]:
+        body = codec.encode(_request(*history), make_call(provider="openai"))
+        assert body["messages"][1].get("reasoning_content") == field
+    edited = history[1].model_copy(update={"content": [TextBlock(text="no call")]})
+    body = plain.encode(_request(history[0], edited), make_call(provider="openai"))
+    assert body["messages"][1] == {"role": "assistant", "content": "no call"}
