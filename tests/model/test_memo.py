@@ -1,4 +1,5 @@
-"""MessageMemo: a value kept for one message object, never for an edited or other one."""
+"""MessageMemo: a value kept for one message object, never for an edited or other one; the
+message facts and token counts kept in one."""
 
 from __future__ import annotations
 
@@ -6,7 +7,11 @@ import gc
 
 import pytest
 
-from metis.model import Message, TextBlock
+from metis.catalog.estimate import estimate_input_tokens
+from metis.catalog.token_profile import TokenProfile
+from metis.model import ImageBlock, Message, TextBlock, ToolUseBlock
+from metis.model.content import URLImageSource
+from metis.model.facts import facts_of
 from metis.model.memo import MessageMemo
 
 
@@ -65,3 +70,27 @@ def test_the_memo_keeps_at_most_its_limit_oldest_first_out() -> None:
     assert memo.get(messages[0], None) is None
     assert memo.get_or_make(messages[2], None, lambda: -1) == 2
     assert memo.get_or_make(messages[0], None, lambda: -1) == -1
+
+
+def test_a_messages_facts_follow_its_edits() -> None:
+    use = ToolUseBlock(id="tu_1", name="f", input={})
+    message = Message.assistant(use)
+    assert facts_of(message).tool_ids == ("tu_1",)
+    renamed = message.model_copy(update={"content": [use.model_copy(update={"id": "tu_2"})]})
+    assert facts_of(renamed).tool_ids == ("tu_2",)
+    image = ImageBlock(source=URLImageSource(url="https://example.com/a.png"))
+    message.content.append(image)
+    facts = facts_of(message)
+    assert facts.images == (image,) and facts.media
+    assert not facts_of(Message.user("hi")).media
+
+
+def test_a_messages_token_count_follows_its_edits_and_the_profile() -> None:
+    message = Message.user("a" * 400)
+    chars, pieces = TokenProfile(), TokenProfile(text_counting="pieces", word_chars=10)
+    assert estimate_input_tokens([message], [], None, chars) == 104  # 400 / 4 + 4 framing
+    assert estimate_input_tokens([message], [], None, pieces) == 44  # 40 pieces + 4
+    longer = message.model_copy(update={"content": [TextBlock(text="a" * 800)]})
+    assert estimate_input_tokens([longer], [], None, chars) == 204
+    message.content[0] = TextBlock(text="a" * 40)
+    assert estimate_input_tokens([message], [], None, chars) == 14

@@ -44,6 +44,7 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
+from metis.model.facts import facts_of
 from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, StopReason
@@ -94,7 +95,7 @@ class ToolIds(EventHook[CanonicalRequest]):
         return request, _Mapping(self, call, inward)
 
     async def _provider_ids(self, request: CanonicalRequest, call: Call) -> dict[str, str]:
-        canonical = {cid for message in request.messages for cid in _ids_in(message)}
+        canonical = {cid for message in request.messages for cid in facts_of(message).tool_ids}
         if not canonical:
             return {}
         known: dict[str, str] | None = {}
@@ -152,32 +153,15 @@ class _Mapping(Watch):
         return None
 
 
-_IDS: MessageMemo[tuple[str, ...]] = MessageMemo()
 _REWRITTEN: MessageMemo[Message] = MessageMemo()
-"""A message's tool ids, and its copy with the provider's ids: a conversation's next call
-finds the copy it sent before, the same object, so the encoder's memo finds its wire form."""
-
-
-def _ids_in(message: Message) -> tuple[str, ...]:
-    """The canonical tool ids a message's calls and results name, in order."""
-    ids = _IDS.get(message, None)
-    if ids is None:
-        ids = _IDS.put(message, None, _tool_ids(message.content))
-    return ids
-
-
-def _tool_ids(content: list[ContentBlock]) -> tuple[str, ...]:
-    return tuple(
-        block.id if isinstance(block, ToolUseBlock) else block.tool_use_id
-        for block in content
-        if isinstance(block, ToolUseBlock | ToolResultBlock)
-    )
+"""A message's copy with the provider's ids: a conversation's next call finds the copy it sent
+before, the same object, so the encoder's memo finds its wire form."""
 
 
 def _rewrite_history(request: CanonicalRequest, ids: dict[str, str]) -> CanonicalRequest:
     messages: list[Message] = []
     for message in request.messages:
-        named = _ids_in(message)
+        named = facts_of(message).tool_ids
         if named:
             key = tuple(ids[cid] for cid in named)
             copied = _REWRITTEN.get(message, key)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from metis.errors import InvalidRequestError
 from metis.model.content import ContentBlock, Message, Role, ToolResultBlock, ToolUseBlock
+from metis.model.facts import facts_of
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
@@ -33,9 +34,7 @@ class ToolResultCheck(RequestStage[CanonicalRequest]):
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
         messages = request.messages
-        if not any(
-            isinstance(b, ToolUseBlock | ToolResultBlock) for m in messages for b in m.content
-        ):
+        if not any(facts_of(m).tool_ids for m in messages):
             return request
         fixed: list[Message] = []
         problems: list[str] = []
