@@ -5,11 +5,12 @@ A conversation resends the same ``Message`` objects turn after turn (an agent's 
 provider's ids in it, its facts) need not be derived again. A :class:`MessageMemo` finds an
 entry by the message's identity and a key of everything else the value depends on (the
 provider, the model, the ids it maps to, ...), and gives it only while it is the same message:
-a weak reference to it still alive and the very object, and the same block objects in its
-content, in order. Canonical objects are frozen, so a message edited with ``model_copy`` (or
-built anew) is another object and never finds an entry of the old one; a content list changed
-in place misses too. The memo holds at most ``limit`` entries (the oldest go first), and the
-blocks of a message whose entry it holds.
+a weak reference to it still alive and the very object, and its content the blocks it held
+(the same objects, or equal ones). Canonical objects are frozen, so a message edited with
+``model_copy`` (or built anew) is another object and never finds an entry of the old one; a
+content list changed in place misses too, unless what it holds is equal to what it held. The
+memo holds at most ``limit`` entries (the oldest go first), and the blocks of a message whose
+entry it holds.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Hashable
 from contextlib import suppress
-from operator import is_
 from typing import Generic, TypeVar
 
 from metis.model.content import ContentBlock, Message
@@ -34,22 +34,14 @@ class MessageMemo(Generic[V]):
 
     def __init__(self, limit: int = 4096) -> None:
         self.limit = limit
-        self._entries: dict[tuple[int, Hashable], _Entry[V]] = {}
+        self._entries: dict[Hashable, _Entry[V]] = {}
 
     def get(self, message: Message, key: Hashable) -> V | None:
         """The value kept for this very message under ``key``, or None."""
-        entry = self._entries.get((id(message), key))
-        if entry is None:
-            return None
-        ref, blocks, value = entry
-        content = message.content
-        if (
-            ref() is not message
-            or len(blocks) != len(content)
-            or not all(map(is_, blocks, content))
-        ):
-            return None
-        return value
+        entry = self._entries.get(id(message) if key is None else (id(message), key))
+        if entry is not None and entry[0]() is message and entry[1] == tuple(message.content):
+            return entry[2]  # the blocks compare by identity first: equal only if changed
+        return None
 
     def put(self, message: Message, key: Hashable, value: V) -> V:
         """Keeps ``value`` for ``message`` under ``key``, and returns it."""
@@ -57,7 +49,8 @@ class MessageMemo(Generic[V]):
         if len(entries) >= self.limit:
             with suppress(KeyError, RuntimeError, StopIteration):  # another thread was first
                 del entries[next(iter(entries))]
-        entries[(id(message), key)] = (weakref.ref(message), tuple(message.content), value)
+        at = id(message) if key is None else (id(message), key)
+        entries[at] = (weakref.ref(message), tuple(message.content), value)
         return value
 
     def get_or_make(self, message: Message, key: Hashable, make: Callable[[], V]) -> V:
