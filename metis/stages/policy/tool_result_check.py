@@ -41,10 +41,16 @@ class ToolResultCheck(RequestStage[CanonicalRequest]):
         pending: list[str] = []  # calls of the latest assistant turn still unanswered
         calls_of_turn: set[str] = set()
         for index, message in enumerate(messages):
+            named = facts_of(message).tool_ids
             if message.role is Role.ASSISTANT:
                 self._close_turn(pending, fixed, problems)
-                pending = [b.id for b in message.content if isinstance(b, ToolUseBlock)]
+                pending = (
+                    [b.id for b in message.content if isinstance(b, ToolUseBlock)] if named else []
+                )
                 calls_of_turn = set(pending)
+                fixed.append(message)
+                continue
+            if not named:  # no result to match
                 fixed.append(message)
                 continue
             kept: list[ContentBlock] = []
