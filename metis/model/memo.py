@@ -9,8 +9,7 @@ a weak reference to it still alive and the very object, and its content the bloc
 (the same objects, or equal ones). Canonical objects are frozen, so a message edited with
 ``model_copy`` (or built anew) is another object and never finds an entry of the old one; a
 content list changed in place misses too, unless what it holds is equal to what it held. The
-memo holds at most ``limit`` entries (the oldest go first), and the blocks of a message whose
-entry it holds.
+memo holds at most ``limit`` entries (the oldest go first); an entry goes with its message.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Hashable
 from contextlib import suppress
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from metis.model.content import ContentBlock, Message
 
@@ -50,7 +49,11 @@ class MessageMemo(Generic[V]):
             with suppress(KeyError, RuntimeError, StopIteration):  # another thread was first
                 del entries[next(iter(entries))]
         at = id(message) if key is None else (id(message), key)
-        entries[at] = (weakref.ref(message), tuple(message.content), value)
+        entries[at] = (
+            weakref.ref(message, _forgetting(entries, at)),
+            tuple(message.content),
+            value,
+        )
         return value
 
     def get_or_make(self, message: Message, key: Hashable, make: Callable[[], V]) -> V:
@@ -63,3 +66,16 @@ class MessageMemo(Generic[V]):
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+def _forgetting(entries: dict[Hashable, _Entry[Any]], at: Hashable) -> Callable[[Any], None]:
+    """What drops the entry at ``at`` once its message is gone (its blocks and value with it:
+    a file's data is not held past the conversation that sent it)."""
+
+    def forget(ref: Any) -> None:
+        entry = entries.get(at)
+        if entry is not None and entry[0] is ref:
+            with suppress(KeyError):
+                del entries[at]
+
+    return forget

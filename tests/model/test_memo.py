@@ -94,3 +94,13 @@ def test_a_messages_token_count_follows_its_edits_and_the_profile() -> None:
     assert estimate_input_tokens([longer], [], None, chars) == 204
     message.content[0] = TextBlock(text="a" * 40)
     assert estimate_input_tokens([message], [], None, chars) == 14
+
+
+def test_an_entry_goes_with_its_message() -> None:
+    memo: MessageMemo[str] = MessageMemo()
+    kept, gone = Message.user("kept"), Message.user("gone")
+    memo.put(kept, None, "a")
+    memo.put(gone, "key", "b")
+    del gone
+    gc.collect()
+    assert len(memo) == 1 and memo.get(kept, None) == "a"
