@@ -17,9 +17,7 @@ import re
 from typing import Any
 
 from metis.errors import InvalidRequestError
-from metis.model.content import Message, ToolUseBlock
-from metis.model.facts import facts_of
-from metis.model.memo import MessageMemo
+from metis.model.content import ToolUseBlock
 from metis.model.request import CanonicalRequest
 
 MAX_DEPTH = 100
@@ -94,25 +92,12 @@ def _member(key: str) -> str:
     return f"[{key[:40]!r}]" if not _surrogate().search(key) else "[<a key with a lone surrogate>]"
 
 
-_PLAIN: MessageMemo[bool] = MessageMemo()
-
-
-def _plain_inputs(message: Message) -> bool:
-    """Whether every tool input of ``message`` is JSON all through (kept when it is, so a
-    conversation's next call does not walk them again)."""
-    if _PLAIN.get(message, None):
-        return True
-    plain = all(_plain(b.input, 0) for b in message.content if isinstance(b, ToolUseBlock))
-    return _PLAIN.put(message, None, True) if plain else False
-
-
 def check_request(request: CanonicalRequest, provider: str) -> None:
     """The free-form JSON parts of ``request`` (tool inputs, tool schemas, the output schema)
     hold only what JSON can carry; else an InvalidRequestError naming each field."""
     problems = [
         first_unsendable(block.input, f"messages[{i}].content[{j}].input")
         for i, message in enumerate(request.messages)
-        if facts_of(message).tool_ids and not _plain_inputs(message)
         for j, block in enumerate(message.content)
         if isinstance(block, ToolUseBlock)
     ]

@@ -14,7 +14,6 @@ from pydantic import BaseModel, ConfigDict
 
 from metis.errors import InvalidRequestError
 from metis.model.content import ContentBlock, Message, Role, ToolResultBlock, ToolUseBlock
-from metis.model.facts import facts_of
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
@@ -34,23 +33,19 @@ class ToolResultCheck(RequestStage[CanonicalRequest]):
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
         messages = request.messages
-        if not any(facts_of(m).tool_ids for m in messages):
+        if not any(
+            isinstance(b, ToolUseBlock | ToolResultBlock) for m in messages for b in m.content
+        ):
             return request
         fixed: list[Message] = []
         problems: list[str] = []
         pending: list[str] = []  # calls of the latest assistant turn still unanswered
         calls_of_turn: set[str] = set()
         for index, message in enumerate(messages):
-            named = facts_of(message).tool_ids
             if message.role is Role.ASSISTANT:
                 self._close_turn(pending, fixed, problems)
-                pending = (
-                    [b.id for b in message.content if isinstance(b, ToolUseBlock)] if named else []
-                )
+                pending = [b.id for b in message.content if isinstance(b, ToolUseBlock)]
                 calls_of_turn = set(pending)
-                fixed.append(message)
-                continue
-            if not named:  # no result to match
                 fixed.append(message)
                 continue
             kept: list[ContentBlock] = []
