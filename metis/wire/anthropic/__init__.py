@@ -113,8 +113,9 @@ def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, 
         else:
             out.append({"role": role, "content": list(blocks)})  # the kept list stays as made
     for message_out in out:
-        if message_out["role"] == "user":  # tool results must open a user turn (stable sort)
-            message_out["content"].sort(key=lambda b: b["type"] != "tool_result")
+        blocks = message_out["content"]
+        if message_out["role"] == "user" and len(blocks) > 1:  # tool results open a user turn
+            blocks.sort(key=lambda b: b["type"] != "tool_result")  # (a stable sort)
     return out
 
 
