@@ -34,6 +34,7 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.media import TextSource
+from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest, ToolChoice, ToolDefinition
 
 
@@ -62,7 +63,7 @@ def estimate_input_tokens(
     elif p.thinking_blocks == "none":
         current_turn = len(messages)
     for index, message in enumerate(messages):
-        counted, framing = _message_units(message, p, reasoning=index >= current_turn)
+        counted, framing = _kept_units(message, p, index >= current_turn)
         units += counted
         overhead += p.per_message + framing
     if messages:
@@ -76,6 +77,19 @@ def estimate_input_tokens(
     if p.text_counting == "chars":
         return int(units / p.chars_per_token) + overhead
     return round(units * p.tokens_per_piece) + overhead
+
+
+_UNITS: MessageMemo[tuple[TokenProfile, int, int]] = MessageMemo()
+"""A message's units and framing under a profile (found by its identity, and held: a dead
+profile's address taken by another never finds its counts)."""
+
+
+def _kept_units(message: Message, p: TokenProfile, reasoning: bool) -> tuple[int, int]:
+    key = (id(p), reasoning)
+    kept = _UNITS.get(message, key)
+    if kept is None or kept[0] is not p:
+        kept = _UNITS.put(message, key, (p, *_message_units(message, p, reasoning=reasoning)))
+    return kept[1], kept[2]
 
 
 def _message_units(message: Message, p: TokenProfile, *, reasoning: bool) -> tuple[int, int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 
 from ulid import ULID
 
@@ -21,6 +22,7 @@ def new_tool_id() -> str:
     return f"{TOOL_ID_PREFIX}{ULID()}"
 
 
+@lru_cache(maxsize=8192)  # a conversation's calls derive the same ids again
 def derive_provider_tool_id(canonical_id: str, prefix: str, max_length: int = 40) -> str:
     """A provider id for a canonical id this provider has never seen, the same on every call.
 

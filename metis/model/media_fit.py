@@ -22,6 +22,7 @@ from metis.model.content import (
     Role,
     ToolResultBlock,
 )
+from metis.model.facts import facts_of
 from metis.model.media import AudioBlock, DocumentBlock, FileIdSource, MediaBlock, VideoBlock
 from metis.model.request import CanonicalRequest
 
@@ -85,9 +86,13 @@ def fit_media(
     problems: list[str] = []
     messages: list[Message] = []
     for i, message in enumerate(request.messages):
+        facts = facts_of(message)
+        if not facts.media:
+            messages.append(message)
+            continue
         where = message.id or f"messages[{i}]"
         if i >= start:
-            problems += _needs(message, where, caps, provider)
+            problems += _needs(message, where, caps, provider) if facts.files else []
             messages.append(message)
         else:
             messages.append(_readable(message, where, caps, provider, drop))

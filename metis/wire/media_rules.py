@@ -26,39 +26,51 @@ GEMINI_INLINE_BYTES = 100 * MB
 GEMINI_INLINE_PDF_BYTES = 50 * MB
 
 
-def parts(messages: Any, key: str = "content") -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every content part of ``messages`` (and of the tool results in them), with where it is."""
+Place = tuple[str, int, int, int]
+"""Where a part is: the key of its message's content, the message's index, its index there,
+and its index inside a tool result (-1 for a part of the message itself); :func:`named`."""
+
+
+def parts(messages: Any, key: str = "content") -> Iterator[tuple[Place, dict[str, Any]]]:
+    """Every content part of ``messages`` (and of the tool results in them), with where it is
+    (named only for a part with a problem: most have none)."""
     for i, message in enumerate(messages if isinstance(messages, list) else []):
         content = message.get(key) if isinstance(message, dict) else None
-        yield from _nested(content, f"messages.{i}.{key}")
+        for j, part in enumerate(content if isinstance(content, list) else []):
+            if not isinstance(part, dict):
+                continue
+            yield (key, i, j, -1), part
+            inner = part.get("content")
+            if part.get("type") == "tool_result" and isinstance(inner, list):
+                for k, nested in enumerate(inner):
+                    if isinstance(nested, dict):
+                        yield (key, i, j, k), nested
 
 
-def _nested(content: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    for j, part in enumerate(content if isinstance(content, list) else []):
-        if not isinstance(part, dict):
-            continue
-        yield f"{where}.{j}", part
-        inner = part.get("content")
-        if part.get("type") == "tool_result" and isinstance(inner, list):
-            yield from _nested(inner, f"{where}.{j}.content")
+def named(place: Place) -> str:
+    key, i, j, k = place
+    return f"messages.{i}.{key}.{j}" + (f".content.{k}" if k >= 0 else "")
 
 
 def anthropic_media_problems(body: dict[str, Any]) -> list[str]:
     problems: list[str] = []
     inline = images = 0
     citing: set[bool] = set()
-    for where, part in parts(body.get("messages")):
+    for place, part in parts(body.get("messages")):
+        kind = part.get("type")
+        if kind != "image" and kind != "document" and "source" not in part:
+            continue
         source = _obj(part.get("source"))
         data = source.get("data")
         size = len(data) if isinstance(data, str) else 0
         inline += size
-        if part.get("type") == "image":
+        if kind == "image":
             images += 1
             if size > ANTHROPIC_IMAGE_BYTES:  # the limit is on the base64 text
-                problems.append(f"{where}: an image is at most 5 MB (as base64)")
-        elif part.get("type") == "document":
+                problems.append(f"{named(place)}: an image is at most 5 MB (as base64)")
+        elif kind == "document":
             citing.add(bool((part.get("citations") or {}).get("enabled")))
-            problems += _anthropic_document(where, source)
+            problems += _anthropic_document(place, source)
     if inline > ANTHROPIC_REQUEST_BYTES:
         problems.append(f"messages: {_mb(inline)} of inline files; a request is at most 32 MB")
     if images > ANTHROPIC_IMAGES:
@@ -68,8 +80,9 @@ def anthropic_media_problems(body: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _anthropic_document(where: str, source: dict[str, Any]) -> list[str]:
+def _anthropic_document(place: Place, source: dict[str, Any]) -> list[str]:
     kind, media_type = source.get("type"), source.get("media_type")
+    where = named(place)
     if kind == "base64" and media_type != "application/pdf":
         return [f"{where}.source.media_type: a base64 document is application/pdf"]
     if kind == "text" and media_type != "text/plain":
@@ -79,8 +92,11 @@ def _anthropic_document(where: str, source: dict[str, Any]) -> list[str]:
 
 def openai_chat_media_problems(body: dict[str, Any]) -> list[str]:
     problems: list[str] = []
-    for where, part in parts(body.get("messages")):
+    for place, part in parts(body.get("messages")):
         kind = part.get("type")
+        if kind != "file" and kind != "input_audio":
+            continue
+        where = named(place)
         if kind == "file":
             file = _obj(part.get("file"))
             given = [key for key in ("file_data", "file_id") if key in file]

@@ -36,35 +36,20 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
     if _role(messages[0]) != "user":
         problems.append("messages.0: the first message must use the user role")
     pending: list[str] = []  # tool_use ids of the previous assistant turn
+    previous = None
     for i, message in enumerate(messages):
         role = _role(message)
+        same, previous = i and role == previous, role
         if role not in ("user", "assistant"):
             problems.append(f"messages.{i}: role must be user or assistant, not {role!r}")
             continue
-        if i and role == _role(messages[i - 1]):
+        if same:
             problems.append(f"messages.{i}: roles must alternate between user and assistant")
         blocks = _anthropic_blocks(message)
         if not blocks:
             problems.append(f"messages.{i}: content must not be empty")
-        for j, block in enumerate(blocks):
-            kind = block.get("type")
-            if kind == "text" and not str(block.get("text", "")).strip():
-                problems.append(
-                    f"{_block_at(i, j)}: text content blocks must contain non-whitespace text"
-                )
-            elif kind == "thinking" and not block.get("signature"):
-                problems.append(f"{_block_at(i, j)}: thinking blocks must carry their signature")
-            elif kind == "tool_use":
-                tool_id = block.get("id")
-                if not _ANTHROPIC_ID.match(str(tool_id or "")):
-                    problems.append(
-                        f"{_block_at(i, j)}: tool_use id {tool_id!r} has characters Anthropic "
-                        "refuses"
-                    )
-                if not isinstance(block.get("input"), dict):
-                    problems.append(f"{_block_at(i, j)}: tool_use input must be an object")
+        results, uses, misplaced = _anthropic_block_problems(blocks, i, problems)
         if role == "user":
-            results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
             if pending and sorted(map(str, results)) != sorted(pending):
                 problems.append(
                     f"messages.{i}: tool_use ids {pending} need tool_result blocks immediately "
@@ -72,12 +57,11 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
                 )
             elif results and not pending:
                 problems.append(f"messages.{i}: tool_result blocks without a preceding tool_use")
-            leading = [b.get("type") for b in blocks[: len(results)]]
-            if results and any(kind != "tool_result" for kind in leading):
+            if misplaced:
                 problems.append(f"messages.{i}: tool_result blocks must come first in the message")
             pending = []
         else:
-            pending = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
+            pending = uses
     if pending:
         problems.append(f"messages.{len(messages) - 1}: tool_use ids {pending} are never answered")
     problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
@@ -86,6 +70,39 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
     problems += parameter_problems(body)
     problems += anthropic_media_problems(body)
     return problems
+
+
+def _anthropic_block_problems(
+    blocks: list[dict[str, Any]], i: int, problems: list[str]
+) -> tuple[list[Any], list[str], bool]:
+    """Each block's own problems (added to ``problems``), in one pass that also gives the tool
+    result ids, the tool_use ids, and whether a tool result follows another kind of block."""
+    results: list[Any] = []
+    uses: list[str] = []
+    others = misplaced = False
+    for j, block in enumerate(blocks):
+        kind = block.get("type")
+        if kind == "tool_result":
+            results.append(block.get("tool_use_id"))
+            misplaced = misplaced or others
+            continue
+        others = True
+        if kind == "text" and not str(block.get("text", "")).strip():
+            problems.append(
+                f"{_block_at(i, j)}: text content blocks must contain non-whitespace text"
+            )
+        elif kind == "thinking" and not block.get("signature"):
+            problems.append(f"{_block_at(i, j)}: thinking blocks must carry their signature")
+        elif kind == "tool_use":
+            tool_id = block.get("id")
+            uses.append(str(tool_id))
+            if not _ANTHROPIC_ID.match(str(tool_id or "")):
+                problems.append(
+                    f"{_block_at(i, j)}: tool_use id {tool_id!r} has characters Anthropic refuses"
+                )
+            if not isinstance(block.get("input"), dict):
+                problems.append(f"{_block_at(i, j)}: tool_use input must be an object")
+    return results, uses, misplaced
 
 
 def _block_at(i: int, j: int) -> str:

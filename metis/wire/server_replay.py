@@ -16,6 +16,7 @@ from metis.model.content import (
     ServerToolResultBlock,
     TextBlock,
 )
+from metis.model.facts import facts_of
 from metis.model.server_tools import projected_text
 from metis.wire.codec import EncodeContext
 
@@ -65,7 +66,7 @@ def messages_for_provider(messages: list[Message], call: EncodeContext) -> list[
     message holds a server tool's block)."""
     out: list[Message] = []
     for i, message in enumerate(messages):
-        if has_server_blocks(message.content):
+        if facts_of(message).server_tools:
             content = for_provider(message.content, call, message.id or f"messages[{i}]")
             message = message.model_copy(update={"content": content})
         out.append(message)

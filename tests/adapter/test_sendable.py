@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from metis.adapter.sendable import MAX_DEPTH, first_unsendable
+from metis.adapter.sendable import MAX_DEPTH, check_request, first_unsendable
+from metis.errors import InvalidRequestError
+from metis.model import CanonicalRequest, Message, ToolUseBlock
 
 
 class _Label(StrEnum):
@@ -50,3 +52,20 @@ def test_what_json_carries_is_sendable(value: Any) -> None:
 def test_what_json_cannot_carry_is_named_with_its_path(value: Any, found: str) -> None:
     problem = first_unsendable(value, "input")
     assert problem is not None and found in problem
+
+
+def test_a_message_sent_again_is_checked_again_when_its_input_changed() -> None:
+    good = ToolUseBlock(id="tu_1", name="f", input={"a": 1})
+    message = Message.assistant(good)
+    request = CanonicalRequest(
+        model="m:x", messages=[Message.user("q"), message], max_output_tokens=10
+    )
+    check_request(request, "p")
+    check_request(request, "p")  # kept as sendable
+    bad = good.model_copy(update={"input": {"a": {1, 2}}})
+    edited = message.model_copy(update={"content": [bad]})
+    with pytest.raises(InvalidRequestError, match=r"messages\[1\]\.content\[0\]\.input\.a"):
+        check_request(request.model_copy(update={"messages": [request.messages[0], edited]}), "p")
+    message.content[0] = bad
+    with pytest.raises(InvalidRequestError, match=r"messages\[1\]\.content\[0\]\.input\.a"):
+        check_request(request, "p")

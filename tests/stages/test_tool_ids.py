@@ -823,3 +823,25 @@ async def test_a_cancel_during_the_write_at_message_complete_ends_the_stream_can
     assert CANONICAL.match(block.id) and block.input == {"city": "Oslo"}  # the content kept
     assert store.calls == ["read", "write"]
     assert _store_warnings(caplog) == [] and sink.events == []  # a cancel is not a failure
+
+
+# The history's copies with the provider's ids, kept per message ---------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_message_sent_again_gets_each_providers_ids_and_an_edit_its_own() -> None:
+    cid = new_tool_id()
+    history = _history(cid)
+    toolu, call_ = bound(ToolIds(prefix="toolu_")), bound(ToolIds(prefix="call_"))
+    for stage, prefix in [(toolu, "toolu_"), (call_, "call_"), (toolu, "toolu_")]:
+        sent, _ = await stage.open(history, make_call(session_id=None))
+        assert _wire_ids(sent) == ([derive_provider_tool_id(cid, prefix)],) * 2
+    other = new_tool_id()
+    use = ToolUseBlock(id=other, name="weather", input={"city": "Oslo"})
+    assistant = history.messages[1].model_copy(update={"content": [use]})
+    edited = history.model_copy(update={"messages": [history.messages[0], assistant]})
+    sent, _ = await toolu.open(edited, make_call(session_id=None))
+    assert _wire_ids(sent) == ([derive_provider_tool_id(other, "toolu_")], [])
+    history.messages[2].content[0] = ToolResultBlock(tool_use_id=other, content="sun")
+    sent, _ = await toolu.open(history, make_call(session_id=None))
+    assert _wire_ids(sent)[1] == [derive_provider_tool_id(other, "toolu_")]

@@ -10,13 +10,9 @@ from metis.errors import CapabilityError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import (
     Base64ImageSource,
-    ContentBlock,
-    ImageBlock,
     Role,
-    ToolResultBlock,
-    ToolResultContent,
-    ToolUseBlock,
 )
+from metis.model.facts import facts_of
 from metis.model.media_fit import Drop, fit_media
 from metis.model.request import CanonicalRequest
 from metis.model.tool_fit import fit_strict_tools, fit_tools
@@ -107,12 +103,8 @@ def unmet_needs(
     """What ``caps`` cannot serve of ``request``, one phrase each; ``estimate`` is the request's
     input-token estimate under ``profile`` when the caller already made it."""
     problems: list[str] = []
-    images = [
-        block
-        for message in request.messages
-        for block in _with_nested(message.content)
-        if isinstance(block, ImageBlock)
-    ]
+    facts = [facts_of(message) for message in request.messages]
+    images = [image for fact in facts for image in fact.images]
     if images and not caps.supports_images:
         problems.append("the request holds images and the model takes no images")
     elif images and caps.accepted_image_media_types:
@@ -126,9 +118,7 @@ def unmet_needs(
         )
         if refused:
             problems.append(f"image types {', '.join(refused)} are not accepted")
-    uses_tools = bool(request.tools) or any(
-        isinstance(b, ToolUseBlock | ToolResultBlock) for m in request.messages for b in m.content
-    )
+    uses_tools = bool(request.tools) or any(fact.tool_ids for fact in facts)
     if uses_tools and not caps.supports_tools:
         problems.append("the request uses tools and the model has no tool calling")
     if request.parallel_tool_calls and not caps.supports_parallel_tool_calls:
@@ -190,16 +180,6 @@ def _server_tool_needs(request: CanonicalRequest, caps: AdapterCapabilities) -> 
         for kind in sorted(kinds)
         if kind not in caps.server_tools
     ]
-
-
-def _with_nested(content: list[ContentBlock]) -> list[ContentBlock | ToolResultContent]:
-    """The blocks of a message and, after each tool result, the blocks inside it."""
-    out: list[ContentBlock | ToolResultContent] = []
-    for block in content:
-        out.append(block)
-        if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
-            out.extend(block.content)
-    return out
 
 
 def _unsaid(block_type: str, reason: str, message_id: str) -> None:

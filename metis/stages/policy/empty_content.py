@@ -19,6 +19,7 @@ from metis.model.content import (
     TextBlock,
     ToolResultBlock,
 )
+from metis.model.facts import facts_of
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
@@ -49,9 +50,7 @@ class EmptyContent(RequestStage[CanonicalRequest]):
 
 
 def _needs_care(message: Message) -> bool:
-    if message.role not in (Role.USER, Role.TOOL):
-        return False
-    return any(_empty_text(b) or _silent_error(b) for b in message.content)
+    return message.role in (Role.USER, Role.TOOL) and facts_of(message).blank
 
 
 def _cleaned(message: Message) -> Message:

@@ -15,6 +15,7 @@ from metis.model.content import (
     TextBlock,
     ThinkingBlock,
 )
+from metis.model.facts import facts_of
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
@@ -82,4 +83,4 @@ class ThinkingFilter(RequestStage[CanonicalRequest]):
 
 
 def _has_thinking(message: Message) -> bool:
-    return any(isinstance(b, ThinkingBlock | RedactedThinkingBlock) for b in message.content)
+    return facts_of(message).thinking

@@ -44,6 +44,8 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
+from metis.model.facts import facts_of
+from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, StopReason
 from metis.model.updated import updated
@@ -93,12 +95,7 @@ class ToolIds(EventHook[CanonicalRequest]):
         return request, _Mapping(self, call, inward)
 
     async def _provider_ids(self, request: CanonicalRequest, call: Call) -> dict[str, str]:
-        canonical = {
-            block.id if isinstance(block, ToolUseBlock) else block.tool_use_id
-            for message in request.messages
-            for block in message.content
-            if isinstance(block, ToolUseBlock | ToolResultBlock)
-        }
+        canonical = {cid for message in request.messages for cid in facts_of(message).tool_ids}
         if not canonical:
             return {}
         known: dict[str, str] | None = {}
@@ -156,12 +153,22 @@ class _Mapping(Watch):
         return None
 
 
+_REWRITTEN: MessageMemo[Message] = MessageMemo()
+"""A message's copy with the provider's ids: a conversation's next call finds the copy it sent
+before, the same object, so the encoder's memo finds its wire form."""
+
+
 def _rewrite_history(request: CanonicalRequest, ids: dict[str, str]) -> CanonicalRequest:
     messages: list[Message] = []
     for message in request.messages:
-        if any(isinstance(b, ToolUseBlock | ToolResultBlock) for b in message.content):
-            content = [_with_provider_id(block, ids) for block in message.content]
-            message = updated(message, content=content)
+        named = facts_of(message).tool_ids
+        if named:
+            key = tuple(ids[cid] for cid in named)
+            copied = _REWRITTEN.get(message, key)
+            if copied is None:
+                content = [_with_provider_id(block, ids) for block in message.content]
+                copied = _REWRITTEN.put(message, key, updated(message, content=content))
+            message = copied
         messages.append(message)
     return updated(request, messages=messages)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from functools import partial
 from typing import Any
 
 from metis.model.content import (
@@ -18,6 +19,7 @@ from metis.model.content import (
     ContentBlock,
     DocumentBlock,
     ImageBlock,
+    Message,
     OpaqueBlock,
     Role,
     ServerToolCallBlock,
@@ -29,6 +31,7 @@ from metis.model.content import (
     VideoBlock,
 )
 from metis.model.media_fit import current_turn_start
+from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.anthropic import server_tools
 from metis.wire.anthropic.cache import hinted_blocks
@@ -39,6 +42,7 @@ from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, pa
 from metis.wire.closed_schema import closed_schema_or_reason, strict_input_schema
 from metis.wire.codec import Codec, EncodeContext
 from metis.wire.compaction import ANTHROPIC_BETA, anthropic_asks, anthropic_fields
+from metis.wire.encoded_messages import encoded
 from metis.wire.media import cannot_carry
 from metis.wire.opaque import elsewhere, own_item
 from metis.wire.server_replay import for_provider
@@ -99,20 +103,34 @@ def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, 
             continue
         role = "assistant" if message.role is Role.ASSISTANT else "user"
         where = message.id or f"messages[{i}]"
-        content = for_provider(message.content, call, where)
-        at = _At(call, where, current=i >= start, assistant=role == "assistant")
-        encoded = [(block, wire) for block in content if (wire := _block(block, at))]
-        blocks = hinted_blocks(message, encoded, call, where)
+        current = i >= start
+        make = partial(_wire_blocks, message, where, current=current)
+        blocks = encoded(_MEMO, message, current, call, make)
         if not blocks:  # Anthropic rejects empty content; nothing was sendable
             continue
         if out and out[-1]["role"] == role:  # Anthropic wants user and assistant to alternate
             out[-1]["content"].extend(blocks)
         else:
-            out.append({"role": role, "content": blocks})
+            out.append({"role": role, "content": list(blocks)})  # the kept list stays as made
     for message_out in out:
-        if message_out["role"] == "user":  # tool results must open a user turn (stable sort)
-            message_out["content"].sort(key=lambda b: b["type"] != "tool_result")
+        blocks = message_out["content"]
+        if message_out["role"] == "user" and len(blocks) > 1:  # tool results open a user turn
+            blocks.sort(key=lambda b: b["type"] != "tool_result")  # (a stable sort)
     return out
+
+
+_MEMO: MessageMemo[list[dict[str, Any]]] = MessageMemo()
+
+
+def _wire_blocks(
+    message: Message, where: str, call: EncodeContext, current: bool
+) -> list[dict[str, Any]]:
+    """The wire blocks of one message (``current``: in the turn being sent)."""
+    role = "assistant" if message.role is Role.ASSISTANT else "user"
+    content = for_provider(message.content, call, where)
+    at = _At(call, where, current=current, assistant=role == "assistant")
+    pairs = [(block, wire) for block in content if (wire := _block(block, at))]
+    return hinted_blocks(message, pairs, call, where)
 
 
 def _block(block: ContentBlock, at: _At) -> dict[str, Any] | None:

@@ -88,7 +88,8 @@ def present(body: dict[str, Any]) -> list[Breakpoint]:
             if not isinstance(nested, list):
                 continue
             for j, inner in enumerate(nested):
-                add(inner, ("messages", m, "content", b, "content", j), (2, m, b, j))
+                if isinstance(inner, dict) and "cache_control" in inner:
+                    add(inner, ("messages", m, "content", b, "content", j), (2, m, b, j))
     return found
 
 

@@ -17,21 +17,22 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
 
 from metis.errors import AdapterError, ProtocolError, StackError
 from metis.model.citation import Citation
-from metis.model.content import (
-    Role,
-)
+from metis.model.content import Message, Role
 from metis.model.events import StreamEvent
 from metis.model.media_fit import current_turn_start
+from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import Codec, EncodeContext
+from metis.wire.encoded_messages import encoded
 from metis.wire.freeform import whole_input
 from metis.wire.http_errors import body_excerpt, json_body, openai_error_fields
 from metis.wire.knobs.sampling import sampling_fields
@@ -73,6 +74,7 @@ from metis.wire.server_replay import messages_for_provider
 from metis.wire.strict_schema import schema_name
 
 _TEXT, _REASONING = "text", "reasoning"
+_MEMO: MessageMemo[list[dict[str, Any]]] = MessageMemo()
 _TOOL_CHOICE = {"auto": "auto", "any": "required", "none": "none"}
 
 
@@ -105,11 +107,10 @@ class OpenAIChatCodec:
         custom = frozenset(tool.name for tool in request.tools if tool.freeform)
         for i, message in enumerate(messages_for_provider(request.messages, call)):
             message_id = message.id or f"messages[{i}]"
-            if message.role is Role.ASSISTANT:
-                replay = self.reasoning
-                messages.append(assistant_message(message, message_id, call, replay, custom))
-            else:
-                messages.extend(user_messages(message, message_id, call, i >= start))
+            key = (self, custom, i >= start)
+            make = partial(self._message, message, message_id, custom=custom, current=i >= start)
+            wire: list[dict[str, Any]] = encoded(_MEMO, message, key, call, make)
+            messages.extend(wire)
         body: dict[str, Any] = {
             "model": call.wire_model,
             "messages": messages,
@@ -145,6 +146,19 @@ class OpenAIChatCodec:
         if request.thinking is not None:
             body.update(reasoning_fields(request.thinking, self.quirks))
         return body
+
+    def _message(
+        self,
+        message: Message,
+        message_id: str,
+        call: EncodeContext,
+        custom: frozenset[str],
+        current: bool,
+    ) -> list[dict[str, Any]]:
+        """The wire messages of one history message (a user's tool results go apart)."""
+        if message.role is Role.ASSISTANT:
+            return [assistant_message(message, message_id, call, self.reasoning, custom)]
+        return user_messages(message, message_id, call, current)
 
     def stream_parser(self, builder: MessageBuilder) -> _StreamParser:
         return _StreamParser(builder, self.quirks.reasoning_tokens_apart)

@@ -1,0 +1,72 @@
+"""The wire form of one history message, kept for the next call of the conversation.
+
+An encoder that makes each message's wire form from that message alone (and from who is
+called) keeps it in a :class:`~metis.model.memo.MessageMemo` through :func:`encoded`: the next
+call that sends the same message object to the same provider and model reuses it. A message
+whose encoding reported a drop is made again on every call, so each call's result lists its
+own drops. The kept dicts are shared by the bodies of later calls: the encoder copies the
+lists it extends, and a wire edit copies what it changes (docs/stages.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+from metis.model.content import Message, ProviderRaw
+from metis.model.memo import MessageMemo
+from metis.wire.codec import EncodeContext
+
+V = TypeVar("V")
+
+
+class _Watched:
+    """The call, as an encoder sees it, telling whether a drop was reported through it."""
+
+    __slots__ = ("call", "dropped")
+
+    def __init__(self, call: EncodeContext) -> None:
+        self.call, self.dropped = call, False
+
+    @property
+    def request_id(self) -> str:
+        return self.call.request_id
+
+    @property
+    def provider(self) -> str:
+        return self.call.provider
+
+    @property
+    def model(self) -> str:
+        return self.call.model
+
+    @property
+    def wire_model(self) -> str:
+        return self.call.wire_model
+
+    def produced(self, origin: ProviderRaw | None) -> bool:
+        return self.call.produced(origin)
+
+    def warn_dropped(
+        self, block_type: str, reason: str, message_id: str | None = None, **extra: Any
+    ) -> None:
+        self.dropped = True
+        self.call.warn_dropped(block_type, reason, message_id, **extra)
+
+
+def encoded(
+    memo: MessageMemo[V],
+    message: Message,
+    key: Hashable,
+    call: EncodeContext,
+    encode: Callable[[EncodeContext], V],
+) -> V:
+    """``encode(call)`` of ``message``, kept under ``key`` with the provider and model when it
+    reported no drop. ``key`` names everything else the wire form depends on."""
+    key = (call.provider, call.wire_model, key)
+    value = memo.get(message, key)
+    if value is not None:
+        return value
+    watched = _Watched(call)
+    value = encode(watched)
+    return value if watched.dropped else memo.put(message, key, value)
