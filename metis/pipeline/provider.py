@@ -79,6 +79,7 @@ class Provider:
         services = services or StageServices()
         provider = cls(services.provider, parts, services)
         provider.share_codec()
+        _fresh_wire_for_own_stages(stages, provider.part("encode"))
         return provider
 
     def share_codec(self) -> None:
@@ -203,3 +204,12 @@ def _classified(error: AdapterError, call: Call, secrets: tuple[str, ...]) -> Ad
     error.request_id = error.request_id or call.request_id
     scrub_error(error, (*secrets, *call.secrets))  # and what the auth flow fetched
     return error
+
+
+def _fresh_wire_for_own_stages(stages: Sequence[AnyStage], encode: AnyStage | None) -> None:
+    """An application's stage after ``encode`` sees the wire body: the codec makes that body
+    anew for each call, so what the stage changes in it stays in its call."""
+    if encode is None or not hasattr(encode, "fresh_wire"):
+        return
+    after = stages[list(stages).index(encode) + 1 :] if encode in stages else []
+    encode.fresh_wire = any(not type(stage).__module__.startswith("metis.") for stage in after)

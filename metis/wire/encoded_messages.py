@@ -5,12 +5,16 @@ called) keeps it in a :class:`~metis.model.memo.MessageMemo` through :func:`enco
 call that sends the same message object to the same provider and model reuses it. A message
 whose encoding reported a drop is made again on every call, so each call's result lists its
 own drops. The kept dicts are shared by the bodies of later calls: the encoder copies the
-lists it extends, and a wire edit copies what it changes (docs/stages.md).
+lists it extends, and a wire edit copies what it changes (docs/stages.md). An adapter whose
+stack has an application's own stage after ``encode`` encodes inside :func:`made_fresh`, so
+that stage's body is never shared: nothing it changes can reach another call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from metis.model.content import Message, ProviderRaw
@@ -63,6 +67,8 @@ def encoded(
 ) -> V:
     """``encode(call)`` of ``message``, kept under ``key`` with the provider and model when it
     reported no drop. ``key`` names everything else the wire form depends on."""
+    if _FRESH.get():
+        return encode(call)
     key = (call.provider, call.wire_model, key)
     value = memo.get(message, key)
     if value is not None:
@@ -70,3 +76,16 @@ def encoded(
     watched = _Watched(call)
     value = encode(watched)
     return value if watched.dropped else memo.put(message, key, value)
+
+
+_FRESH: ContextVar[bool] = ContextVar("metis_fresh_wire", default=False)
+
+
+@contextmanager
+def made_fresh() -> Iterator[None]:
+    """Within it, :func:`encoded` makes every message's wire form anew and keeps none."""
+    token = _FRESH.set(True)
+    try:
+        yield
+    finally:
+        _FRESH.reset(token)

@@ -20,6 +20,7 @@ from metis.pipeline.stage import Transform
 from metis.stages.options import CodecOptions, codec_dialect
 from metis.wire.cache_points import requested_cache
 from metis.wire.codec import get_codec, rules_name
+from metis.wire.encoded_messages import made_fresh
 from metis.wire.knobs import OptionTarget, apply_provider_options, fit_request
 from metis.wire.opaque import without_foreign
 
@@ -44,6 +45,9 @@ class Encode(Transform[CanonicalRequest, WireRequest]):
         self._endpoint: Endpoint | None = None
         self._services = StageServices()
         self._dialect = rules_name(self.options.codec, self.options.settings)
+        self.fresh_wire = False
+        """Set when an application's own stage follows: each body made anew, none shared
+        (metis/wire/encoded_messages.py)."""
 
     def bind(self, services: StageServices) -> None:
         """Where requests go; a codec shaped by the adapter's settings (Ollama's) gets them;
@@ -65,7 +69,11 @@ class Encode(Transform[CanonicalRequest, WireRequest]):
             call.warn_dropped("compaction", f"{call.provider} does not compact conversations")
             request = request.model_copy(update={"compaction": None})
         headers = endpoint.request_headers()
-        body = self.codec.encode(request, call)
+        if self.fresh_wire:
+            with made_fresh():
+                body = self.codec.encode(request, call)
+        else:
+            body = self.codec.encode(request, call)
         headers_for = getattr(self.codec, "headers_for", None)  # what the body needs (betas)
         if headers_for is not None:
             headers = _joined(headers, headers_for(body))
