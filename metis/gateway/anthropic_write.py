@@ -60,6 +60,15 @@ DELTA_HEAD = b'event: content_block_delta\ndata: {"type":"content_block_delta","
 TEXT_DELTA = b'{"type":"text_delta","text":'
 THINKING_DELTA = b'{"type":"thinking_delta","thinking":'
 INPUT_DELTA = b'{"type":"input_json_delta","partial_json":'
+PING = b'event: ping\ndata: {"type":"ping"}\n\n'
+TEXT_START = (
+    b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,'
+    b'"content_block":{"type":"text","text":""}}\n\n'
+)
+BLOCK_STOP = b'event: content_block_stop\ndata: {"type":"content_block_stop","index":%d}\n\n'
+MESSAGE_STOP = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+_UNSET_ID = "\0"  # where a stream's own id goes in its message_start template
+_STARTS: dict[str, tuple[bytes, bytes]] = {}
 
 
 def usage(
@@ -146,6 +155,21 @@ def write_message(
     }
 
 
+_OPENING = TokenUsage(output_tokens=1)
+"""The usage a stream's ``message_start`` reports when the caller knows none."""
+
+
+def _start_template(model: str) -> tuple[bytes, bytes]:
+    """``message_start`` for ``model`` with the usual opening usage, in two halves: its
+    message id goes between them (made once per model name)."""
+    if len(_STARTS) >= 256:
+        _STARTS.clear()
+    written = MessageStream(model)._start_event(_UNSET_ID)
+    head, _, tail = written.partition(quoted(_UNSET_ID))
+    _STARTS[model] = (head, tail)
+    return head, tail
+
+
 class MessageStream(BlockWriter):
     """The canonical events of one call as the Messages API streams them. ``message_id``,
     ``opening`` (the usage ``message_start`` reports: the input, when known) and
@@ -162,7 +186,7 @@ class MessageStream(BlockWriter):
         super().__init__()
         self.model, self.made_by = model, made_by  # who writes the thinking, when known
         self.message_id, self.more_usage = message_id, more_usage
-        self.opening = opening or TokenUsage(output_tokens=1)
+        self.opening = opening or _OPENING
         self.started = False
         self.pending = ""  # an open server tool call's input, until deltas write it
 
@@ -172,8 +196,15 @@ class MessageStream(BlockWriter):
 
     def _message_start(self) -> bytes:
         self.started = True
+        message_id = self.message_id or new_id("msg_")
+        if self.opening is not _OPENING:
+            return self._start_event(message_id)
+        head, tail = _STARTS.get(self.model) or _start_template(self.model)
+        return b"".join((head, quoted(message_id), tail))
+
+    def _start_event(self, message_id: str) -> bytes:
         message: dict[str, Any] = {
-            "id": self.message_id or new_id("msg_"),
+            "id": message_id,
             "type": "message",
             "role": "assistant",
             "model": self.model,
@@ -187,10 +218,14 @@ class MessageStream(BlockWriter):
     def _event(self, name: str, **fields: Any) -> bytes:
         return event(name, {"type": name, **fields})
 
-    def _start(self, opening: dict[str, Any]) -> bytes:
+    def _start(self, opening: dict[str, Any] | None) -> bytes:
+        """A block's ``content_block_start`` (``opening`` None: an empty text block)."""
         index = self.blocks
-        started = self._event("content_block_start", index=index, content_block=opening)
-        return started + (self._event("ping") if index == 0 else b"")
+        if opening is None:
+            started = TEXT_START % index
+        else:
+            started = self._event("content_block_start", index=index, content_block=opening)
+        return started + PING if index == 0 else started
 
     def open_block(self, kind: str, item: StreamEvent) -> bytes:
         if isinstance(item, ToolUseStart):
@@ -202,7 +237,7 @@ class MessageStream(BlockWriter):
             )
         if kind == "thinking":
             return self._start({"type": "thinking", "thinking": "", "signature": ""})
-        return self._start({"type": "text", "text": ""})
+        return self._start(None)
 
     def server_call(self, item: ServerToolCall) -> bytes:
         """A server tool's call, open as a tool's: its input in deltas, or whole at its end."""
@@ -236,7 +271,7 @@ class MessageStream(BlockWriter):
         else:
             out += self._start(written)
         self.blocks += 1
-        return out + self._event("content_block_stop", index=index)
+        return out + BLOCK_STOP % index
 
     def citation(self, item: CitationDelta) -> bytes:
         cited = own(item.citation.provider_raw)
@@ -269,15 +304,13 @@ class MessageStream(BlockWriter):
         pending, self.pending = self.pending, ""
         written = bool(pending) and not self.input_written
         whole = self._string_delta(INPUT_DELTA, pending) if written else b""
-        return whole + self._event("content_block_stop", index=self.blocks - 1)
+        return whole + BLOCK_STOP % (self.blocks - 1)
 
     def complete(self, item: MessageComplete) -> bytes:
         reason = item.stop_reason
         delta = {"stop_reason": stop_reason(reason), "stop_sequence": reason.sequence}
         written = usage(item.usage, more=self.more_usage)
-        return self._event("message_delta", delta=delta, usage=written) + self._event(
-            "message_stop"
-        )
+        return self._event("message_delta", delta=delta, usage=written) + MESSAGE_STOP
 
     def error(self, status: int, body: dict[str, Any]) -> bytes:
         return event("error", body)

@@ -132,6 +132,36 @@ def _looks_at(watch: Watch, cls: type) -> bool:
     return watch.kinds is None or cls in watch.kinds
 
 
+Table = dict[type, tuple[Callable[[StreamEvent], Passed], ...]]
+Layout = tuple[tuple[type, tuple[int, ...]], ...]
+_NO_WATCH: Table = {cls: () for cls in EVENT_CLASSES if cls is not MessageComplete}
+_LAYOUTS: dict[tuple[Any, ...], Layout] = {}
+
+
+def _layout(watches: list[Watch]) -> Layout:
+    """For each event class of a table, the positions of the watches that look at it: the
+    same for every call whose watches look at the same classes (kept, by their ``kinds``)."""
+    kinds = tuple(w.kinds for w in watches)
+    try:
+        return _LAYOUTS[kinds]
+    except KeyError:
+        pass
+    except TypeError:  # a watch's own unhashable ``kinds``: worked out for this call alone
+        return _laid_out(watches)
+    if len(_LAYOUTS) >= 256:
+        _LAYOUTS.clear()
+    layout = _LAYOUTS[kinds] = _laid_out(watches)
+    return layout
+
+
+def _laid_out(watches: list[Watch]) -> Layout:
+    return tuple(
+        (cls, tuple(i for i, w in enumerate(watches) if _looks_at(w, cls)))
+        for cls in EVENT_CLASSES
+        if cls is not MessageComplete
+    )
+
+
 class Watches:
     """The watches of one stretch of the stack for one call, innermost first.
 
@@ -143,14 +173,16 @@ class Watches:
 
     __slots__ = ("all", "completing", "table")
 
+    table: Table
+
     def __init__(self, watches: Sequence[Watch]) -> None:
-        self.all = list(watches)
-        self.completing = [w.completed for w in watches if type(w).completed is not _COMPLETED]
-        self.table: dict[type, tuple[Callable[[StreamEvent], Passed], ...]] = {
-            cls: tuple(w.event for w in self.all if _looks_at(w, cls))
-            for cls in EVENT_CLASSES
-            if cls is not MessageComplete
-        }
+        self.all = every = list(watches)
+        self.completing = [w.completed for w in every if type(w).completed is not _COMPLETED]
+        if not every:
+            self.table = _NO_WATCH  # (never written to)
+            return
+        seen = [w.event for w in every].__getitem__
+        self.table = {cls: tuple(map(seen, looking)) for cls, looking in _layout(every)}
 
     def __bool__(self) -> bool:
         return bool(self.all)

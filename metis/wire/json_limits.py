@@ -17,6 +17,7 @@ before, and what neither accepts fails with ``json``'s message.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import Any
@@ -132,3 +133,18 @@ def _lone_surrogate(value: Any) -> bool:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_copy(value: Any) -> Any:
+    """A copy of a JSON value: its objects and arrays made anew all the way down, strings and
+    numbers shared (they cannot change); anything else copied as ``copy.deepcopy`` does. A
+    tool's schema is copied this way for each request (a third of deepcopy's time): it is JSON,
+    checked before it reaches an encoder (:mod:`metis.adapter.sendable`), so it holds no cycle."""
+    cls = value.__class__
+    if cls is dict:
+        return {key: json_copy(item) for key, item in value.items()}
+    if cls is list:
+        return [json_copy(item) for item in value]
+    if cls is str or cls is int or cls is float or cls is bool or value is None:
+        return value
+    return copy.deepcopy(value)

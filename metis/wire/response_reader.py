@@ -41,6 +41,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Protocol
 
 from metis.catalog.token_profile import CHARS_PER_TOKEN
@@ -127,7 +128,10 @@ class ResponseReader:
             context.provider,
             context.model,
             context.warn_dropped,
-            self._estimate_input_tokens if request_body is not None else None,
+            # (not a method of the reader: the builder would hold the reader in a cycle)
+            partial(_estimated_input_tokens, context, request_body)
+            if request_body is not None
+            else None,
         )
         self._parser = codec.stream_parser(builder)
         self._complete = False  # the message ended and its ending was looked at
@@ -259,21 +263,6 @@ class ResponseReader:
         scrub_error(error, self._all_secrets())  # a server may echo a key back
         return error
 
-    def _estimate_input_tokens(self) -> int:
-        """docs/contract.md §5: no usage from the provider, so estimate it and say so."""
-        context = self._context
-        log.warning(
-            "%s reported no token usage; estimated it",
-            context.provider,
-            extra={
-                "event": "metis.usage_estimated",
-                "request_id": context.request_id,
-                "session_id": context.session_id,
-                "adapter": context.provider,
-            },
-        )
-        return int(len(json.dumps(self._request_body, ensure_ascii=False)) / CHARS_PER_TOKEN)
-
     def _invalid_arguments(self, block: ToolUseBlock) -> None:
         """A tool call whose arguments are not a JSON object is kept, marked (``input_error``,
         its text in ``provider_raw``). What the model wrote may quote the key back: the
@@ -321,3 +310,18 @@ def warn_ignored_after_end(
             "adapter": context.provider,
         },
     )
+
+
+def _estimated_input_tokens(context: ReadContext, request_body: Mapping[str, Any]) -> int:
+    """docs/contract.md §5: no usage from the provider, so estimate it and say so."""
+    log.warning(
+        "%s reported no token usage; estimated it",
+        context.provider,
+        extra={
+            "event": "metis.usage_estimated",
+            "request_id": context.request_id,
+            "session_id": context.session_id,
+            "adapter": context.provider,
+        },
+    )
+    return int(len(json.dumps(request_body, ensure_ascii=False)) / CHARS_PER_TOKEN)

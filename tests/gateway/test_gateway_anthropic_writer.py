@@ -152,3 +152,43 @@ def test_a_server_calls_input_in_deltas_is_not_written_twice() -> None:
     written += writer.feed(ToolUseEnd(0, "srvtoolu_1", "web_search", {"q": "x"}))
     inputs = [d["delta"]["partial_json"] for n, d in events(written) if n == "content_block_delta"]
     assert inputs == ["", '{"q":', '"x"}']
+
+
+def _parsed(stream: bytes) -> list[tuple[str, dict[str, Any]]]:
+    events = []
+    for frame in stream.decode().split("\n\n")[:-1]:
+        name, data = frame.split("\n")
+        events.append((name.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    return events
+
+
+def test_the_templated_events_are_what_the_general_writer_makes() -> None:
+    """The events written from prepared bytes (message_start, a text block's start and stop,
+    ping, message_stop) are byte for byte what encoding each object writes, for any model name
+    and message id, given or made."""
+    from metis.gateway.sse import event
+
+    ending = MessageComplete([], StopReason(kind=StopKind.END_TURN), TOKENS)
+    for model in ("claude-x", 'a "quoted" modèle\\', "\u0000odd"):
+        for given in (None, 'msg_"given"'):
+            writer = MessageStream(model, None, given)
+            written = writer.feed(TextDelta(0, "hi")) + writer.feed(ending)
+            events = _parsed(written)
+            assert b"".join(event(name, data) for name, data in events) == written
+            start = events[0][1]["message"]
+            assert start["model"] == model
+            assert start["id"] == given if given else start["id"].startswith("msg_")
+            assert start["usage"]["output_tokens"] == 1
+            names = [name for name, _ in events]
+            assert names == [
+                "message_start",
+                "content_block_start",
+                "ping",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop",
+            ]
+    opened = MessageStream("m", None, "msg_1", TokenUsage(input_tokens=7))
+    first = _parsed(opened.feed(TextDelta(0, "x")))[0][1]
+    assert first["message"]["usage"]["input_tokens"] == 7

@@ -309,3 +309,38 @@ async def test_a_watch_that_raises_at_the_end_is_seen_by_the_watches_outside_it(
         async for _ in pipeline.stream(ask(), start):
             pass
     assert log[-1] == "caller:close:InvariantViolation"
+
+
+def test_watches_that_look_alike_each_get_their_own_events() -> None:
+    """Which watch sees which class is worked out once for watches that look at the same
+    classes; each call's table still calls its own watches (a watch's own ``kinds``, even an
+    unhashable list, counts)."""
+    from metis.model.events import ToolUseStart
+    from metis.pipeline.hooks import Watches
+
+    class Seen(Watch):
+        kinds = (TextDelta,)
+
+        def __init__(self) -> None:
+            self.seen: list[StreamEvent] = []
+
+        def event(self, event: StreamEvent) -> StreamEvent:
+            self.seen.append(event)
+            return event
+
+    class Listed(Seen):
+        def __init__(self) -> None:
+            super().__init__()
+            self.kinds = [ToolUseStart]  # type: ignore[assignment]
+
+    first, second, listed = Seen(), Seen(), Listed()
+    for watch, text in ((first, "a"), (second, "b")):
+        table = Watches([watch, Watch()]).table
+        assert len(table[TextDelta]) == 2 and table[MessageStart] == (table[MessageStart][0],)
+        for see in table[TextDelta]:
+            see(TextDelta(0, text))
+    assert [e.text for e in first.seen] == ["a"]  # type: ignore[attr-defined]
+    assert [e.text for e in second.seen] == ["b"]  # type: ignore[attr-defined]
+    table = Watches([listed]).table
+    assert table[TextDelta] == () and len(table[ToolUseStart]) == 1
+    assert Watches([]).table[TextDelta] == ()

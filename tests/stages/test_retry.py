@@ -355,3 +355,39 @@ async def test_a_stream_closed_before_it_began_sends_nothing() -> None:
     stream = bound(Retry())(None, make_call(), inner)
     await stream.aclose()  # type: ignore[attr-defined]
     assert [item async for item in stream] == [] and attempts == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("retries", [0, 2])
+async def test_one_attempt_or_more_hand_on_the_same_items_and_the_same_failures(
+    retries: int,
+) -> None:
+    """With no retry allowed the one attempt runs without the retrying machinery, and gives
+    what an attempt of a retrying call gives: its items, or its error as it was raised."""
+    from metis.pipeline.config import AdapterConfig
+    from metis.stages.control.retry import Retry
+
+    from ..helpers import bound, make_call
+
+    async def inner(request: object, call: object) -> AsyncIterator[int]:
+        yield call.attempt  # type: ignore[attr-defined]
+        yield 1
+
+    async def failing(request: object, call: object) -> AsyncIterator[int]:
+        raise InvalidRequestError("bad")
+        yield 0
+
+    assert [
+        i
+        async for i in bound(Retry(), config=AdapterConfig(max_retries=retries))(
+            None, make_call(), inner
+        )
+    ] == [
+        0,
+        1,
+    ]
+    with pytest.raises(InvalidRequestError, match="bad"):
+        async for _ in bound(Retry(), config=AdapterConfig(max_retries=retries))(
+            None, make_call(), failing
+        ):
+            pass

@@ -108,3 +108,21 @@ def test_text_only_refuses_a_lone_surrogate_and_keeps_a_pair() -> None:
     for document in (b'{"a": ["x\\ud800"]}', b'{"\\udfff": 1}', b'"\\udc00"'):
         with pytest.raises(LoneSurrogateError):
             loads(document, text_only=True)
+
+
+def test_json_copy_is_a_deep_copy_of_a_json_value() -> None:
+    """A tool schema copied for a request: equal, and nothing of the copy shared with the
+    original but what cannot change (a value of another kind is deep-copied too)."""
+    import datetime
+
+    from metis.wire.json_limits import json_copy
+
+    when = [datetime.date(2026, 1, 1)]
+    schema = {"type": "object", "properties": {"a": {"enum": [1, 2.5, None, True]}}, "x": when}
+    copied = json_copy(schema)
+    assert copied == schema
+    copied["properties"]["a"]["enum"].append("more")
+    copied["x"].append("more")
+    assert schema["properties"]["a"]["enum"] == [1, 2.5, None, True]  # type: ignore[index]
+    assert when == [datetime.date(2026, 1, 1)]
+    assert json_copy("text") == "text" and json_copy(None) is None

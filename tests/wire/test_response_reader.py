@@ -449,3 +449,38 @@ def test_a_recorded_error_answer_is_classified_with_no_event_loop(exchange: Exch
     assert (error.error_class, error.provider_status) == (want.error_class, exchange.status)
     assert error.provider == exchange.api
     assert want.message_contains in error.message
+
+
+def test_a_streams_reader_and_framing_are_freed_without_the_cyclic_collector() -> None:
+    """A stream's framing (its body's objects) and reader (parser, builder, the usage
+    estimate it may make) hold no reference cycle: freed as soon as the call drops them, not
+    left for the cyclic collector, whose passes a gateway with many streams pays for."""
+    import gc
+
+    from metis.wire.framing.objects import BodyObjects
+    from metis.wire.openai_chat import codec
+    from metis.wire.response_reader import ResponseReader
+
+    class Context:
+        provider, model, request_id, session_id, secrets = "openai", "gpt-4o", "req_1", None, ()
+
+        def warn_dropped(self, *args: object, **kwargs: object) -> None:
+            pass
+
+    chunks = [
+        b'data: {"id":"c1","model":"gpt-4o","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n',
+        b'data: {"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+    gc.collect()
+    gc.disable()
+    try:
+        objects = BodyObjects("sse", streamed=True, content_type="text/event-stream")
+        reader = ResponseReader(codec, Context(), request_body={"messages": []})
+        events = [e for chunk in chunks for obj in objects.feed(chunk) for e in reader.feed(obj)]
+        events += reader.finish(objects.done)
+        assert events and objects.done
+        del objects, reader, events
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

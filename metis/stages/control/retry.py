@@ -58,6 +58,13 @@ class Retry(Stage[Any, Any, StreamEvent, StreamEvent]):
         (None: it ended with none). Only a failure before the first item is retried."""
         retries = call.terms.max_retries
         retries = self._max_retries if retries is None else retries
+        if retries <= 0:  # one attempt: nothing to retry, no retrying machinery
+            call.attempt = 0
+            iterator = inner(request, call)
+            try:
+                return iterator, await anext(iterator)
+            except StopAsyncIteration:
+                return None
         retrying = AsyncRetrying(
             stop=stop_after_attempt(1 + retries) | StopAtDeadline(call),
             wait=backoff,

@@ -64,11 +64,11 @@ class BodyObjects:
         "_held_bytes",
         "_lines",
         "_mode",
+        "_reader",
         "_sse",
         "content_type",
         "done",
         "failed",
-        "feed",
         "halted",
         "ignored",
     )
@@ -94,11 +94,16 @@ class BodyObjects:
         the objects before it were returned, and the caller raises it once they are read."""
         self.ignored = 0
         """How many events came after ``[DONE]``."""
-        self.feed: Callable[[bytes], list[dict[str, Any]]] = (
-            self._first if self._mode == "first" else self._hold
+        self._reader: Callable[[BodyObjects, bytes], list[dict[str, Any]]] = (
+            BodyObjects._first if self._mode == "first" else BodyObjects._hold
         )
-        """Takes a chunk, gives the objects it completes (often none). Once the first chunk
-        says what the body is, it is the reader of that framing itself: no dispatch per chunk."""
+        """Once the first chunk says what the body is, the reader of that framing itself: no
+        dispatch per chunk. (A function, not a method bound to this object: that would hold
+        the object in a reference cycle, left for the cyclic collector.)"""
+
+    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
+        """Takes a chunk, gives the objects it completes (often none)."""
+        return self._reader(self, chunk)
 
     def _first(self, chunk: bytes) -> list[dict[str, Any]]:
         if not chunk.strip() and self._held_bytes + len(chunk) <= _SNIPPET_BYTES:
@@ -110,23 +115,23 @@ class BodyObjects:
             self._held.clear()
             self._held_bytes = 0
         if _whole_json(self.content_type, chunk):
-            self._mode, self.feed = "reply", self._hold
+            self._mode, self._reader = "reply", BodyObjects._hold
             return self._hold(chunk)
         if _html(self.content_type, chunk):  # a proxy's page: kept only to say what it was
-            self._mode, self.feed = "html", self._hold_head
+            self._mode, self._reader = "html", BodyObjects._hold_head
             return self._hold_head(chunk)
         if self._sse is not None and chunk.lstrip()[:1] == b"[":
-            self._mode, self.feed = "array", self._array_objects  # Gemini's, without alt=sse
+            self._mode, self._reader = "array", BodyObjects._array_objects  # Gemini's, no alt=sse
             self._array = ArrayObjects(_array_object)
             return self._array_objects(chunk)
         self._mode = "stream"
         if self._sse is not None:
-            self.feed = self._sse_objects
+            self._reader = BodyObjects._sse_objects
         elif self._frames is not None:
-            self.feed = self._frame_objects
+            self._reader = BodyObjects._frame_objects
         else:
-            self.feed = self._ndjson_objects
-        return self.feed(chunk)
+            self._reader = BodyObjects._ndjson_objects
+        return self._reader(self, chunk)
 
     def _hold(self, chunk: bytes) -> list[dict[str, Any]]:
         self._held_bytes += len(chunk)
