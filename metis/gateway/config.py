@@ -122,6 +122,7 @@ class GatewayConfig:
                 )
         data = dict(data)
         raw = data.pop("gateway", None) or {}
+        _check_keys(raw, source)
         try:
             settings = GatewaySettings.model_validate(raw)
         except ValidationError as exc:
@@ -147,6 +148,21 @@ class GatewayConfig:
         return cls(registry, settings, api_key, keys, tracer, metrics_key)
 
 
+def _check_keys(raw: Any, source: str) -> None:
+    """Each entry of ``gateway.keys`` validated alone, so its errors name it as every other
+    error of the section does: by its name, or by its place where it has none."""
+    entries = raw.get("keys") if isinstance(raw, dict) else None
+    if not isinstance(entries, list):
+        return  # not a list: the section's own validation says so
+    for i, entry in enumerate(entries):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        where = name if isinstance(name, str) and name else i
+        try:
+            KeySpec.model_validate(entry)
+        except ValidationError as exc:
+            raise config_error(exc, source, KeySpec, ("gateway", "keys", where)) from None
+
+
 def _key_of(
     env: Mapping[str, str], variable: str | None, where: str, sender: str, source: str
 ) -> str | None:
@@ -169,10 +185,10 @@ def _check_key_models(specs: list[KeySpec], registry: Registry, source: str) -> 
         *(name for route in registry.routes() for name in (route.model, *route.aliases)),
         *registry.route_specs,
     ]
-    for i, spec in enumerate(specs):
+    for spec in specs:
         for name in spec.models or ():
             if name not in served:
                 raise ConfigError(
-                    f"{source}: gateway.keys.{i}.models: {name!r} (key {spec.name!r}) is not a "
-                    "model, alias or route of this file" + did_you_mean(name, served)
+                    f"{source}: gateway.keys.{spec.name}.models: {name!r} is not a model, alias "
+                    "or route of this file" + did_you_mean(name, served)
                 )

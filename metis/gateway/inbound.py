@@ -65,6 +65,8 @@ def optional_int(body: Mapping[str, Any], key: str) -> int | None:
     value = body.get(key)
     if value is None:
         return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # 1000.0 or 1e3: an integer to JSON Schema, as to the providers
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidRequestError(f"{key}: expected a positive integer, got {value!r}"[:200])
     return value

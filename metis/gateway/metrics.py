@@ -1,6 +1,7 @@
 """The gateway's metrics in Prometheus text format (``GET /metrics``): requests by API,
-endpoint, model and status, errors by API, endpoint and class, tokens, cost in USD, and request
-durations by API and endpoint (docs/gateway.md "Metrics")."""
+endpoint, model and status, errors by API, endpoint and class, a route's failed attempts by
+model and class, tokens, cost in USD, and request durations by API and endpoint
+(docs/gateway.md "Metrics")."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ class Metrics:
     def __init__(self) -> None:
         self.requests: Counter[tuple[str, str, str, int]] = Counter()
         self.errors: Counter[tuple[str, str, str]] = Counter()
+        self.failed_attempts: Counter[tuple[str, str]] = Counter()
         self.tokens: Counter[tuple[str, str]] = Counter()
         self.cost: dict[str, Decimal] = {}
         self.durations: dict[tuple[str, str], list[int]] = {}
@@ -70,6 +72,10 @@ class Metrics:
     def error(self, api: str, error_class: str, endpoint: str = "") -> None:
         self.errors[(api, endpoint or MODEL_CALLS[api], error_class)] += 1
 
+    def failed_attempt(self, model: str, error_class: str) -> None:
+        """A route's attempt at ``model`` that failed before it answered."""
+        self.failed_attempts[(model, error_class)] += 1
+
     def usage(self, model: str, usage: TokenUsage) -> None:
         self.tokens[(model, "input")] += usage.total_input_tokens
         self.tokens[(model, "output")] += usage.output_tokens
@@ -85,6 +91,9 @@ class Metrics:
         errors = [
             (_labels(api=a, endpoint=e, error_class=k), n) for (a, e, k), n in self.errors.items()
         ]
+        attempts = [
+            (_labels(model=m, error_class=k), n) for (m, k), n in self.failed_attempts.items()
+        ]
         tokens = [(_labels(model=m, direction=d), n) for (m, d), n in self.tokens.items()]
         cost = [(_labels(model=m), usd) for m, usd in self.cost.items()]
         lines = [
@@ -92,6 +101,11 @@ class Metrics:
                 "requests_total", "Requests answered, by API, endpoint, model and status.", requests
             ),
             *_family("errors_total", "Failed requests, by API, endpoint and error class.", errors),
+            *_family(
+                "failed_attempts_total",
+                "A route's attempts that failed before answering, by model and error class.",
+                attempts,
+            ),
             *_family("tokens_total", "Tokens used, by model and direction.", tokens),
             *_family("cost_usd_total", "Cost at the catalog's prices, by model.", cost),
             "# HELP metis_gateway_request_seconds Request durations (a stream's until its end).",

@@ -23,6 +23,7 @@ def snapshot(metrics: Metrics) -> dict[str, Any]:
     return {
         "requests": [[*key, n] for key, n in metrics.requests.items()],
         "errors": [[*key, n] for key, n in metrics.errors.items()],
+        "failed_attempts": [[m, k, n] for (m, k), n in metrics.failed_attempts.items()],
         "tokens": [[m, d, n] for (m, d), n in metrics.tokens.items()],
         "cost": [[m, str(usd)] for m, usd in metrics.cost.items()],
         "durations": [[a, e, counts] for (a, e), counts in metrics.durations.items()],
@@ -37,6 +38,8 @@ def absorb(into: Metrics, found: dict[str, Any]) -> None:
         into.requests[(a, e, m, int(s))] += n
     for a, e, k, n in found.get("errors", ()):
         into.errors[(a, e, k)] += n
+    for m, k, n in found.get("failed_attempts", ()):
+        into.failed_attempts[(m, k)] += n
     for m, d, n in found.get("tokens", ()):
         into.tokens[(m, d)] += n
     for m, usd in found.get("cost", ()):

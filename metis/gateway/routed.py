@@ -1,7 +1,9 @@
 """A route's request (docs/gateway.md "Pass-through"): the router chooses each model in turn,
 as for a library call (its limits, its availability, the fallback), and the gateway answers
 each attempt its own way: passed through to a model whose API is the caller's, translated to
-any other. A route falls back from one to the other within one request."""
+any other. A route falls back from one to the other within one request. Every answer names the
+model that gave it (``x-metis-model``), each attempt that failed before answering is counted by
+model and class, and a route whose every model failed says each one in its error message."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from metis.gateway.errors import GatewayTimeoutError
 from metis.gateway.keys import KeyState
 from metis.gateway.models import Target
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
-from metis.gateway.passthrough_call import Passing, speaks
+from metis.gateway.passthrough_call import Passing
 from metis.gateway.service import (
     JsonResult,
     Prepared,
@@ -34,6 +36,7 @@ from metis.gateway.service import (
 from metis.routing.attempt import Attempt
 from metis.routing.router import Router
 
+MODEL_HEADER = "x-metis-model"
 STREAM_HEADERS = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
 
 
@@ -46,6 +49,9 @@ class Served:
     spent: Spent = field(default_factory=Spent)
     failed: Callable[[AdapterError], bytes] | None = None
     ended: Callable[[], bool] = lambda: False
+    failures: list[tuple[str, AdapterError]] = field(default_factory=list)
+    """Each attempt that failed before answering: its model and its error."""
+    logged: bool = False
 
 
 class Routed:
@@ -56,11 +62,9 @@ class Routed:
         self.gateway = passer.gateway
 
     def takes(self, api: str, prepared: Prepared) -> bool:
-        """Whether ``prepared`` names a route with a model the caller's API passes through to."""
-        router = prepared.target.chat_model
-        if not self.gateway.settings.pass_through or not isinstance(router, Router):
-            return False
-        return any(speaks(target.adapter, api) for target in router.targets)
+        """Whether ``prepared`` names a route (each of its attempts answered here, passed
+        through or translated)."""
+        return isinstance(prepared.target.chat_model, Router)
 
     def _passing(
         self, api: str, prepared: Prepared, body: dict[str, Any], raw: bytes, attempt: Attempt
@@ -68,7 +72,7 @@ class Routed:
         """The attempt's pass-through, or None when it is translated (as is a model the route
         gives options of its own: they are set on the canonical request)."""
         chosen = attempt.target
-        if chosen.options:
+        if chosen.options or not self.gateway.settings.pass_through:
             return None
         target = Target(prepared.target.name, chosen.adapter, chosen.model, chosen.capabilities)
         given = copy.deepcopy(body) if b"metis1." in raw else body  # its thinking, per model
@@ -92,30 +96,56 @@ class Routed:
         served = Served()
 
         async def answer(attempt: Attempt) -> JsonResult:
-            passing = self._passing(api, prepared, body, raw, attempt)
-            if passing is None:
-                _log_dropped(prepared)
-                response = await attempt.complete()
-                served.spent.model, served.spent.usage = spent_by(response)
-                return await self.gateway.answered(api, prepared, response)
-            await self.passer.converse(passing)
             try:
-                answered = await self.passer.whole(passing, headers)
-            finally:
-                await self.passer.settle(passing, None)
-            usage = passing.relay.usage if passing.relay is not None else None
-            served.spent.model, served.spent.usage = passing.target.request_model, usage
-            await attempt.settle(usage)
-            return JsonResult(200, answered, self.passer.headers(passing, False))
+                result = await self._whole(api, prepared, body, raw, headers, attempt, served)
+            except AdapterError as error:
+                self._failed(attempt, error, served)
+                raise
+            result.headers[MODEL_HEADER] = attempt.target.model
+            return result
 
         try:
             with anyio.fail_after(self.gateway.settings.request_timeout_seconds):
                 return await router.serve(prepared.request, answer)
+        except AdapterError as error:
+            _name_failures(router.name, error, served)
+            raise
         except TimeoutError:
             raise GatewayTimeoutError("the request took longer than the gateway allows") from None
         finally:
             if key is not None:
                 await self.gateway.keys.release(key, served.spent.model, served.spent.usage)
+
+    async def _whole(
+        self,
+        api: str,
+        prepared: Prepared,
+        body: dict[str, Any],
+        raw: bytes,
+        headers: Mapping[str, str],
+        attempt: Attempt,
+        served: Served,
+    ) -> JsonResult:
+        passing = self._passing(api, prepared, body, raw, attempt)
+        if passing is None:
+            _log_dropped(prepared, served)
+            response = await attempt.complete()
+            served.spent.model, served.spent.usage = spent_by(response)
+            return await self.gateway.answered(api, prepared, response)
+        await self.passer.converse(passing)
+        try:
+            answered = await self.passer.whole(passing, headers)
+        finally:
+            await self.passer.settle(passing, None)
+        usage = passing.relay.usage if passing.relay is not None else None
+        served.spent.model, served.spent.usage = passing.target.request_model, usage
+        await attempt.settle(usage)
+        return JsonResult(200, answered, self.passer.headers(passing, False))
+
+    def _failed(self, attempt: Attempt, error: AdapterError, served: Served) -> None:
+        """An attempt failed before it answered: counted, and kept for the route's error."""
+        served.failures.append((attempt.target.model, error))
+        self.gateway.metrics.failed_attempt(attempt.target.model, error.error_class.value)
 
     # Streams ----------------------------------------------------------------------------------
 
@@ -146,7 +176,9 @@ class Routed:
         deadline = anyio.current_time() + self.gateway.settings.request_timeout_seconds
         try:
             first = await next_by(chunks, deadline)
-        except BaseException:
+        except BaseException as error:
+            if isinstance(error, AdapterError):
+                _name_failures(router.name, error, served)
             await aclose_shielded(chunks)
             if key is not None:
                 await self.gateway.keys.release(key, None, None)
@@ -180,11 +212,16 @@ class Routed:
             await passer.converse(passing)
             chunks = await passer.opened(passing, headers)
             served.headers = passer.headers(passing, True)
+            served.headers[MODEL_HEADER] = attempt.target.model
             served.failed = lambda error: passer.error_bytes(passing, error)
             served.ended = lambda: passer.ended(passing)
             async for chunk in chunks:
                 yield chunk
             await chunks.aclose()  # type: ignore[attr-defined]
+        except AdapterError as error:
+            if not attempt.served:
+                self._failed(attempt, error, served)
+            raise
         finally:
             await passer.settle(passing, None)
             usage = passing.relay.usage if passing.relay is not None else None
@@ -196,14 +233,21 @@ class Routed:
     ) -> AsyncIterator[bytes]:
         """A translated attempt's bytes, as :meth:`Gateway.stream` writes them."""
         gateway = self.gateway
-        _log_dropped(prepared)
+        _log_dropped(prepared, served)
         events = attempt.stream()
         try:
             first = await anext(events)
         except StopAsyncIteration:
             first = None
+        except AdapterError as error:
+            self._failed(attempt, error, served)
+            raise
         writer, response_id = gateway._writer(api, prepared)
-        served.headers = {**STREAM_HEADERS, PATH_HEADER: "translated"}
+        served.headers = {
+            **STREAM_HEADERS,
+            PATH_HEADER: "translated",
+            MODEL_HEADER: attempt.target.model,
+        }
         served.headers.update(dropped_headers(prepared.reported))
 
         served.failed = ending(api, prepared, writer)
@@ -218,6 +262,17 @@ class Routed:
             await aclose_shielded(chunks)
 
 
-def _log_dropped(prepared: Prepared) -> None:
-    if prepared.reported:
+def _log_dropped(prepared: Prepared, served: Served) -> None:
+    """What the request left out, logged once however many models it is translated for."""
+    if prepared.reported and not served.logged:
+        served.logged = True
         log_dropped(prepared, prepared.reported)
+
+
+def _name_failures(route: str, error: AdapterError, served: Served) -> None:
+    """The error of a route whose every model was tried says each one's class, not only the
+    last one's message (its class, and so its status, stays the last one's)."""
+    if len(served.failures) < 2 or served.failures[-1][1] is not error:
+        return
+    tried = ", ".join(f"{model} ({failed.error_class.value})" for model, failed in served.failures)
+    error.message = f"every model of route {route} failed: {tried}; the last: {error.message}"

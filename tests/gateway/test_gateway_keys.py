@@ -82,9 +82,30 @@ def test_a_key_naming_a_model_the_file_does_not_serve_is_refused_with_the_neares
     with pytest.raises(ConfigError) as refused:
         gateway_config(Emulator(), {"keys": keys})
     assert str(refused.value) == (
-        "<inline>: gateway.keys.0.models: 'flsh' (key 'narrow') is not a model, alias or route "
-        "of this file; did you mean 'flash'?"
+        "<inline>: gateway.keys.narrow.models: 'flsh' is not a model, alias or route of this "
+        "file; did you mean 'flash'?"
     )
+
+
+@pytest.mark.parametrize(
+    ("entry", "where"),
+    [
+        ({"name": "ci", "budget_usd": -1}, "gateway.keys.ci.budget_usd: expected a number >= 0"),
+        ({"name": "ci", "rate": 5}, "gateway.keys.ci.rate: unknown key"),
+        ({"name": "ci", "key_env": "K"}, "gateway.keys.ci: give the key as sha256"),
+        ({"budget_usd": 1}, "gateway.keys.1.name: required key is missing"),
+        ({"name": 7, "budget_usd": 1}, "gateway.keys.1.name: expected a string"),
+    ],
+)
+def test_a_keys_error_names_the_key_by_its_name_or_its_place_without_one(
+    entry: dict[str, Any], where: str
+) -> None:
+    """One way to address an entry of ``gateway.keys`` in every error: its name where it has
+    one (as an unset ``key_env`` says it), its place in the list where it has none."""
+    keys = [{"name": "ok", "sha256": digest("k")}, {"sha256": digest("j"), **entry}]
+    with pytest.raises(ConfigError) as refused:
+        gateway_config(Emulator(), {"keys": keys})
+    assert f"<inline>: {where}" in str(refused.value)
 
 
 def test_a_keys_unset_variable_names_the_file_and_what_to_set() -> None:

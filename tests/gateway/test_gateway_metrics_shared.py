@@ -3,12 +3,15 @@ and a scrape of any answers the sum."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
 import pytest
 
 from metis.gateway.app import create_app
+from metis.gateway.metrics import Metrics
+from metis.gateway.metrics_shared import absorb, snapshot
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import GATEWAY_KEY, gateway_config
 
@@ -56,3 +59,15 @@ async def test_a_worker_writes_its_counts_as_it_stops(tmp_path: Path) -> None:
 
 def _files(directory: Path) -> list[str]:
     return [path.read_text() for path in directory.glob("*.json")]
+
+
+def test_a_routes_failed_attempts_are_summed_over_the_workers() -> None:
+    workers = [Metrics(), Metrics()]
+    for worker, times in zip(workers, (1, 2), strict=True):
+        for _ in range(times):
+            worker.failed_attempt("openai:gpt-4o", "overloaded")
+    total = Metrics()
+    for worker in workers:
+        absorb(total, json.loads(json.dumps(snapshot(worker))))
+    line = 'metis_gateway_failed_attempts_total{model="openai:gpt-4o",error_class="overloaded"} 3'
+    assert line in total.render()
