@@ -46,11 +46,16 @@ class Reply:
             self.final = event
 
     def cancelled(self) -> MessageComplete:
-        """The ``message.complete`` of a call the session cancelled: the text that arrived."""
+        """The ``message.complete`` of a call the session cancelled before it was sent.
+
+        Its ``model`` is the provider's own name, as on a call that was made: the one the
+        request would have named, or None for a router, which had chosen no provider yet."""
         content = self._text_blocks()
         output = sum(len(block.text) for block in content) // 4
         usage = TokenUsage(input_tokens=self.input_tokens, output_tokens=output, estimated=True)
-        self.final = MessageComplete(list(content), CANCELLED, usage, model=self.request.model)
+        chat = self.resolved.chat
+        model = chat.wire_model(self.request.model) if isinstance(chat, Adapter) else None
+        self.final = MessageComplete(list(content), CANCELLED, usage, model=model)
         return self.final
 
     @property
