@@ -11,7 +11,8 @@ carries a ``pricing_version``, so stored usage can be repriced under any later t
     costs = new.reprice([(model, usage) for model, usage in stored])
 
 Money is :class:`decimal.Decimal` throughout (rates are read from YAML through their decimal
-text, never through binary floats), and every amount is rounded half-up to 1e-8 USD.
+text, never through binary floats), and every amount is rounded half-up to 1e-8 USD, a
+:class:`~metis.core.money.USD` that prints and serializes as a plain decimal (``0.00000036``).
 
 The formula is docs/contract.md §5, over :class:`TokenUsage`, whose ``input_tokens`` counts only
 uncached input::
@@ -32,13 +33,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    ValidationError,
-)
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from pydantic_core import PydanticCustomError
 
 from metis.catalog.catalog import Catalog, default_catalog
@@ -46,6 +41,7 @@ from metis.catalog.embedding_models import EMBEDDING_PRICES_VERSION, embedding_m
 from metis.catalog.model_info import ModelInfo
 from metis.catalog.price_rates import ModelPrice, PriceTierEntry
 from metis.core.config_files import config_error, read_yaml, show
+from metis.core.money import USD, USDAmount
 from metis.errors import ConfigError
 from metis.model.response import TokenUsage
 from metis.stacks.catalog import lookup, stack_catalog_provider
@@ -63,11 +59,11 @@ class Cost(BaseModel):
 
     model: str
     """The price table entry used (its canonical id)."""
-    usd: Decimal
-    input_usd: Decimal
-    output_usd: Decimal
-    cached_input_usd: Decimal
-    cache_creation_usd: Decimal
+    usd: USDAmount
+    input_usd: USDAmount
+    output_usd: USDAmount
+    cached_input_usd: USDAmount
+    cache_creation_usd: USDAmount
     pricing_version: str
     estimated: bool = False
     """Copied from the usage: the token counts were estimated, so is the cost."""
@@ -293,9 +289,9 @@ def _catalog_price(info: ModelInfo) -> ModelPrice:
     )
 
 
-def _money(amount: Decimal) -> Decimal:
+def _money(amount: Decimal) -> USD:
     rounded = amount.quantize(QUANTUM, rounding=ROUND_HALF_UP)
-    return rounded or Decimal(0)  # not Decimal("0E-8"), which prints and serializes so
+    return USD(rounded or 0)  # not 0E-8, which prints and serializes as 0.00000000
 
 
 @functools.cache

@@ -31,33 +31,23 @@ from __future__ import annotations
 
 import inspect
 import math
+import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import anyio
 import anyio.to_thread
-import pydantic_core
-from pydantic import BaseModel, ValidationError, validate_call
+from pydantic import BaseModel, validate_call
 
 from metis.core.options import checked_options
 from metis.errors import ConfigError
-from metis.model.content import (
-    AudioBlock,
-    DocumentBlock,
-    ImageBlock,
-    Message,
-    Role,
-    TextBlock,
-    ToolResultBlock,
-    ToolResultContent,
-    ToolUseBlock,
-    VideoBlock,
-)
+from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.model.request import FREEFORM_SCHEMA, FreeformInput, ToolDefinition
 from metis.model.response import CanonicalResponse
+from metis.tool_results import failed, result_of, timed_out, unrunnable
 from metis.tool_schemas import docstring, drop_titles, input_schema, snake
-from metis.wire.unicode_text import clean
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -216,14 +206,53 @@ async def arun_tools(
 
 
 def run_tools(
-    reply: CanonicalResponse | Message, tools: Sequence[AnyTool | Callable[..., Any]]
+    reply: CanonicalResponse | Message,
+    tools: Sequence[AnyTool | Callable[..., Any]],
+    *,
+    timeout_seconds: float | None = None,
 ) -> Message:
-    """:func:`arun_tools` for code without an event loop: the calls run one by one here,
-    so none can be cut short (``timeout_seconds`` is :func:`arun_tools`'s, and
-    ``Session.run``'s ``tool_timeout_seconds``)."""
+    """:func:`arun_tools` for code without an event loop. Without ``timeout_seconds`` the
+    calls run one by one in this thread. With it, each runs in a worker thread of its own, all
+    at once as :func:`arun_tools` runs them, and one still running ``timeout_seconds`` after
+    the calls started is answered with an ``is_error`` result saying so. Python cannot stop a
+    thread: that tool runs on to its end in the background (a daemon thread, which does not
+    hold up the interpreter's exit), and what it returns then is dropped."""
+    timeout_seconds = checked_timeout(timeout_seconds)
     by_name = tools_by_name(tools)
-    blocks = [_run_sync(call, by_name) for call in _calls(reply)]
+    calls = _calls(reply)
+    if timeout_seconds is None:
+        blocks = [_run_sync(call, by_name) for call in calls]
+    else:
+        blocks = _run_in_threads(calls, by_name, timeout_seconds)
     return Message(role=Role.TOOL, content=list(blocks))
+
+
+def _run_in_threads(
+    calls: list[ToolUseBlock], tools: Mapping[str, AnyTool], timeout_seconds: float
+) -> list[ToolResultBlock]:
+    answers: list[ToolResultBlock | BaseException | None] = [None] * len(calls)
+
+    def one(i: int, call: ToolUseBlock) -> None:
+        try:
+            answers[i] = _run_sync(call, tools)
+        except BaseException as exc:  # raised here, in the caller's thread, as without threads
+            answers[i] = exc
+
+    threads = [
+        threading.Thread(target=one, args=(i, call), name=f"metis-tool-{call.name}", daemon=True)
+        for i, call in enumerate(calls)
+    ]
+    deadline = time.monotonic() + timeout_seconds
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    blocks = []
+    for call, answer in zip(calls, list(answers), strict=True):
+        if isinstance(answer, BaseException):
+            raise answer
+        blocks.append(answer if answer is not None else timed_out(call, timeout_seconds))
+    return blocks
 
 
 async def arun_tool_call(
@@ -236,8 +265,7 @@ async def arun_tool_call(
         return await _run(call, tools)
     with anyio.move_on_after(timeout_seconds):
         return await _run(call, tools)
-    text = f"{call.name} did not finish within {timeout_seconds:g} s"
-    return ToolResultBlock(tool_use_id=call.id, content=text, is_error=True)
+    return timed_out(call, timeout_seconds)
 
 
 def checked_timeout(timeout_seconds: float | None) -> float | None:
@@ -273,7 +301,7 @@ def _calls(reply: CanonicalResponse | Message) -> list[ToolUseBlock]:
 async def _run(call: ToolUseBlock, tools: Mapping[str, AnyTool]) -> ToolResultBlock:
     found = tools.get(call.name)
     if found is None or call.input_error is not None:
-        return _unrunnable(call, tools)
+        return unrunnable(call, tools)
     try:
         if inspect.iscoroutinefunction(getattr(found.function, "__wrapped__", found.function)):
             value = await _awaited(found.function(**call.input))
@@ -285,14 +313,14 @@ async def _run(call: ToolUseBlock, tools: Mapping[str, AnyTool]) -> ToolResultBl
             )
             value = await _awaited(value)
     except Exception as exc:
-        return _failed(call, exc)
-    return _result(call, value)
+        return failed(call, exc)
+    return result_of(call, value)
 
 
 def _run_sync(call: ToolUseBlock, tools: Mapping[str, AnyTool]) -> ToolResultBlock:
     found = tools.get(call.name)
     if found is None or call.input_error is not None:
-        return _unrunnable(call, tools)
+        return unrunnable(call, tools)
     try:
         value = found.function(**call.input)
         if inspect.isawaitable(value):
@@ -300,74 +328,9 @@ def _run_sync(call: ToolUseBlock, tools: Mapping[str, AnyTool]) -> ToolResultBlo
                 value.close()  # never run: no "never awaited" warning left behind
             raise TypeError(f"tool {call.name} is async: use arun_tools in an event loop")
     except Exception as exc:
-        return _failed(call, exc)
-    return _result(call, value)
+        return failed(call, exc)
+    return result_of(call, value)
 
 
 async def _awaited(value: Awaitable[Any] | Any) -> Any:
     return await value if inspect.isawaitable(value) else value
-
-
-def _unrunnable(call: ToolUseBlock, tools: Mapping[str, AnyTool]) -> ToolResultBlock:
-    """An unknown tool, or an input that is not whole (arguments that were not a JSON object, a
-    call cut off by the output limit): answered with why, never run."""
-    if call.name not in tools:
-        known = ", ".join(sorted(tools)) or "none"
-        text = f"no tool named {call.name!r}; the tools are: {known}"
-    else:
-        text = f"{call.name} was not run: {call.input_error}"
-    return ToolResultBlock(tool_use_id=call.id, content=text, is_error=True)
-
-
-def _failed(call: ToolUseBlock, exc: Exception) -> ToolResultBlock:
-    if isinstance(exc, ValidationError):
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors()
-        )
-        text = f"the arguments of {call.name} are not valid: {problems}"
-    else:
-        text = _described(exc)
-    return ToolResultBlock(tool_use_id=call.id, content=clean(text), is_error=True)
-
-
-_MEDIA = (ImageBlock, DocumentBlock, AudioBlock, VideoBlock)
-
-
-def _result(call: ToolUseBlock, value: Any) -> ToolResultBlock:
-    blocks = _blocks(value)
-    if blocks is not None:
-        return ToolResultBlock(tool_use_id=call.id, content=blocks)
-    try:
-        text = _text(value)
-    except Exception as exc:  # circular, not UTF-8, too deep, a str() that raises, ...
-        reason = f"the result of {call.name} could not be made text ({_described(exc)})"
-        return ToolResultBlock(tool_use_id=call.id, content=clean(reason), is_error=True)
-    return ToolResultBlock(tool_use_id=call.id, content=text)
-
-
-def _blocks(value: Any) -> list[ToolResultContent] | None:
-    """A result holding content blocks (a text or media block alone, or in a list of blocks
-    and strings) as the result's content; None for any other result, which is made text."""
-    items = value if isinstance(value, list | tuple) else [value]
-    if not any(isinstance(item, (TextBlock, *_MEDIA)) for item in items):
-        return None
-    if not all(isinstance(item, (str, TextBlock, *_MEDIA)) for item in items):
-        return None
-    return [TextBlock(text=clean(item)) if isinstance(item, str) else item for item in items]
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, str):
-        return clean(value)
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    return pydantic_core.to_json(value, fallback=str).decode()
-
-
-def _described(exc: BaseException) -> str:
-    """``Type: message`` for an exception, even one whose ``str()`` fails."""
-    try:
-        message = str(exc)
-    except Exception:
-        message = "<its message could not be printed>"
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

@@ -36,6 +36,7 @@ from metis.adapter.adapter import Adapter
 from metis.adapter.count_tokens import TokenCount
 from metis.calls.adapters import leased_adapter, this_loop
 from metis.calls.background import BackgroundLoop, blocking_loop_for, on_background_loop
+from metis.calls.priced import with_cost
 from metis.calls.request import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_SECONDS,
@@ -259,7 +260,7 @@ async def _acomplete(
     output = structured_output(output_type, options)
     async with _adapter(model, options) as adapter:
         response = await adapter.complete(build_request(adapter, model, messages, options))
-    return response if output is None else validated(output, response)
+    return with_cost(response) if output is None else validated(output, response)
 
 
 async def _astream(

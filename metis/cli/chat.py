@@ -211,7 +211,13 @@ def _command(portal: BlockingPortal, chat: Chat, out: Output, text: str) -> bool
         try:
             portal.call(chat.select, rest)
         except (AdapterError, ConfigError) as exc:
-            error(exc)
+            assert chat.target is not None
+            reason = exc.message if isinstance(exc, AdapterError) else str(exc)
+            _problem(
+                out,
+                f"{one_line(reason)}; the chat stays on {chat.target.name} (type /models to "
+                "list the models, /model NAME to switch)",
+            )
     elif command == "/models":
         note(out, "models: " + ", ".join(chat.models.names()) + " (or any provider:model)")
     elif command == "/clear":
@@ -220,8 +226,13 @@ def _command(portal: BlockingPortal, chat: Chat, out: Output, text: str) -> bool
     elif command == "/help":
         note(out, HELP)
     else:
-        error(f"unknown command {command}; {HELP}")
+        _problem(out, f"unknown command {command}: type /help for the commands")
     return True
+
+
+def _problem(out: Output, message: str) -> None:
+    """A command that did not work, said in the chat, which goes on (not ``metis: error:``)."""
+    out.line(f"({message})", "yellow")
 
 
 def _wait(portal: BlockingPortal, chat: Chat, future: Future[None]) -> None:

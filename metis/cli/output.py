@@ -131,7 +131,8 @@ def note(out: Output, message: str) -> None:
 def usd(amount: Decimal | None, *, estimated: bool = False) -> str:
     if amount is None:
         return "-"
-    text = f"${amount:.6f}"
+    # Six places, or eight for an amount under a millionth (the price table's precision).
+    text = f"${amount:.8f}" if 0 < abs(amount) < Decimal("0.000001") else f"${amount:.6f}"
     return f"~{text}" if estimated else text
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from metis.core.money import USDAmount
 from metis.model.base import Canonical
 from metis.model.citation import Citation
 from metis.model.content import (
@@ -79,6 +80,11 @@ class CanonicalResponse(Canonical):
     message_id: str | None = None
     warnings: list[DroppedContent] = Field(default_factory=list)
     """What this call left out, and why (also logged, once per session)."""
+    cost_usd: USDAmount | None = None
+    """What the call cost in USD at the model catalog's prices, on a reply of
+    ``metis.complete`` or of a session, as a run's ``RunResult.cost_usd`` counts it (0 for a
+    model no table prices); None on a reply an adapter or router returns itself. For its
+    parts and pricing version: ``metis.cost_of(reply.model, reply.usage)``."""
 
     @property
     def text(self) -> str:

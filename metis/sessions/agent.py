@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 from pydantic import TypeAdapter
 
+from metis.calls.priced import priced
 from metis.calls.request import ModelOptions, ServerToolLike, validated
 from metis.cost import Cost
 from metis.errors import ProtocolError
@@ -45,7 +46,6 @@ from metis.sessions.events import (
     ToolResultEvent,
 )
 from metis.sessions.models import label
-from metis.sessions.reply import priced
 from metis.tools import AnyTool, arun_tool_call, tools_by_name
 
 DEFAULT_MAX_STEPS = 10

@@ -35,12 +35,12 @@ from typing import Literal
 
 from metis.adapter.adapter import Adapter
 from metis.adapter.compaction import can_compact, compact_conversation
+from metis.calls.priced import priced_usage
 from metis.errors import ConfigError, ContextOverflowError
 from metis.model.content import Message, Role, ToolResultBlock
 from metis.model.request import CanonicalRequest, Compaction
 from metis.sessions.events import CompactionCall
 from metis.sessions.models import Resolved
-from metis.sessions.reply import priced_usage
 from metis.wire.compaction import window_start
 
 ContextCheck = Literal["auto", "count", "estimate", "off"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
+from metis.core.money import USD
 from metis.cost import Cost
 from metis.model.content import Message, ToolResultBlock, ToolUseBlock
 from metis.model.response import CanonicalResponse, DroppedContent, TokenUsage
@@ -52,9 +53,9 @@ class RunResult:
         return self.response.text
 
     @property
-    def cost_usd(self) -> Decimal:
+    def cost_usd(self) -> USD:
         """The run's total cost in USD (calls of models with no price count as 0)."""
-        return sum((cost.usd for cost in self.costs), Decimal(0))
+        return USD(sum((cost.usd for cost in self.costs), Decimal(0)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,11 +11,9 @@ here, with nothing in it.
 from __future__ import annotations
 
 import time
-from decimal import Decimal
 
 from metis.adapter.adapter import Adapter
-from metis.cost import Cost, cost_of
-from metis.errors import ConfigError
+from metis.calls.priced import priced_usage
 from metis.model.content import Message, Role, TextBlock
 from metis.model.events import MessageComplete, StreamEvent, TextDelta
 from metis.model.request import CanonicalRequest
@@ -46,11 +44,16 @@ class Reply:
             self.final = event
 
     def cancelled(self) -> MessageComplete:
-        """The ``message.complete`` of a call the session cancelled: the text that arrived."""
+        """The ``message.complete`` of a call the session cancelled before it was sent.
+
+        Its ``model`` is the provider's own name, as on a call that was made: the one the
+        request would have named, or None for a router, which had chosen no provider yet."""
         content = self._text_blocks()
         output = sum(len(block.text) for block in content) // 4
         usage = TokenUsage(input_tokens=self.input_tokens, output_tokens=output, estimated=True)
-        self.final = MessageComplete(list(content), CANCELLED, usage, model=self.request.model)
+        chat = self.resolved.chat
+        model = chat.wire_model(self.request.model) if isinstance(chat, Adapter) else None
+        self.final = MessageComplete(list(content), CANCELLED, usage, model=model)
         return self.final
 
     @property
@@ -61,9 +64,10 @@ class Reply:
             return None
         chat = self.resolved.chat
         routed = not isinstance(chat, Adapter)
+        model = served_by(chat, final.model) if routed else self.request.model
         return CanonicalResponse(
             request_id=self.request.request_id,
-            model=served_by(chat, final.model) if routed else self.request.model,
+            model=model,
             provider=f"route:{chat.name}" if routed else chat.name,
             content=final.final_content,
             stop_reason=final.stop_reason,
@@ -71,6 +75,7 @@ class Reply:
             latency_ms=int((time.monotonic() - self.started) * 1000),
             message_id=final.message_id,
             warnings=final.warnings,
+            cost_usd=priced_usage(model, final.usage).usd,
         )
 
     def message(self) -> Message | None:
@@ -100,27 +105,3 @@ def served_by(route: ChatLike, reported: str | None) -> str:
     if len(found) == 1:
         return str(found.pop())
     return reported or f"route:{getattr(route, 'name', '?')}"
-
-
-def priced(response: CanonicalResponse) -> Cost:
-    """The call's cost from the model catalog; a model no table prices costs 0 (unpriced)."""
-    return priced_usage(response.model, response.usage)
-
-
-def priced_usage(model: str, usage: TokenUsage) -> Cost:
-    """``usage`` on ``model`` priced by the model catalog; 0 (unpriced) when no table prices it."""
-    try:
-        return cost_of(model, usage)
-    except ConfigError as error:  # a provider's name for its model that several entries share
-        zero = Decimal(0)
-        return Cost(
-            model=model,
-            usd=zero,
-            input_usd=zero,
-            output_usd=zero,
-            cached_input_usd=zero,
-            cache_creation_usd=zero,
-            pricing_version="",
-            estimated=usage.estimated,
-            unpriced=str(error),
-        )

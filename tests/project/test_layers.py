@@ -59,6 +59,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "metis/sessions/",
             "metis/tools.py",
             "metis/tool_schemas.py",
+            "metis/tool_results.py",
             "metis/histories/",
             "metis/cost.py",
         ),

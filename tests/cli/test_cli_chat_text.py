@@ -1,0 +1,64 @@
+"""What `metis chat` says: costs in plain digits, a failed command as a chat message."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from io import StringIO
+from typing import Any
+
+import pytest
+
+from metis.cli import chat
+from metis.cli.output import Output, usd
+from metis.core.money import USD
+from metis.errors import InvalidRequestError
+
+
+def test_a_cost_under_a_millionth_shows_its_digits_not_zero() -> None:
+    assert usd(USD("0.00000036")) == "$0.00000036"
+    assert usd(Decimal("3.6E-7"), estimated=True) == "~$0.00000036"
+    assert usd(Decimal("0.000052")) == "$0.000052"
+    assert usd(Decimal(0)) == "$0.000000"
+    assert usd(None) == "-"
+
+
+class Portal:
+    """Runs what the chat asks of its event loop, here."""
+
+    def call(self, function: Any, *args: Any) -> Any:
+        return function(*args)
+
+
+class Target:
+    name = "openai:gpt-4o"
+
+
+class Chat:
+    target = Target()
+
+    def select(self, name: str) -> None:
+        raise InvalidRequestError(f"unknown model {name!r} in the built-in models")
+
+
+def command(text: str, capsys: pytest.CaptureFixture[str]) -> tuple[bool, str, str]:
+    out = StringIO()
+    going_on = chat._command(Portal(), Chat(), Output(out), text)  # type: ignore[arg-type]
+    return going_on, out.getvalue(), capsys.readouterr().err
+
+
+def test_a_model_switch_that_fails_is_a_chat_message_saying_what_to_type(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    going_on, said, err = command("/model gpt", capsys)
+    assert going_on and err == ""  # not "metis: error:", which reads as the end of the chat
+    assert "unknown model 'gpt'" in said and "invalid_request" not in said
+    assert "stays on openai:gpt-4o" in said
+    assert "/models" in said and "/model NAME" in said
+
+
+def test_an_unknown_command_is_a_chat_message_pointing_at_help(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    going_on, said, err = command("/frob", capsys)
+    assert going_on and err == ""
+    assert "unknown command /frob" in said and "/help" in said
