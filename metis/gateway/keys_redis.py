@@ -18,6 +18,7 @@ from typing import Any
 from metis.core.ids import new_ulid
 from metis.gateway.errors import shared_store_failed
 from metis.gateway.keys import WINDOW_SECONDS, KeyState
+from metis.redis.server_clock import NOW
 
 LEASE_SECONDS = 3600
 """How long a request's place is held if its gateway dies before giving it back."""
@@ -28,21 +29,19 @@ request adds one never taken) or the latest (a Redis that runs each script but l
 reply: each script gives back the places before it and takes one)."""
 
 # KEYS: starts, leases, spent. ARGV: now (empty: the server's clock, which every gateway
-# shares whatever its own says), window, per_minute, at_once, budget (-1: none),
-# lease id, lease seconds, USD owed, then the leases to give back. Returns {verdict, wait} as
-# metis.gateway.keys numbers them.
-_ADMIT = """
+# shares whatever its own says: metis.redis.server_clock), window, per_minute, at_once, budget
+# (-1: none), lease id, lease seconds, USD owed, then the leases to give back. Returns
+# {verdict, wait} as metis.gateway.keys numbers them.
+_ADMIT = (
+    NOW
+    + """
 for i = 9, #ARGV do
   redis.call('ZREM', KEYS[2], ARGV[i])
 end
 if tonumber(ARGV[8]) > 0 then
   redis.call('INCRBYFLOAT', KEYS[3], ARGV[8])
 end
-local now, window = tonumber(ARGV[1]), tonumber(ARGV[2])
-if not now then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-end
+local now, window = clock_now(ARGV[1]), tonumber(ARGV[2])
 local per_minute, at_once, budget = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 if budget >= 0 and tonumber(redis.call('GET', KEYS[3]) or '0') >= budget then
   return {1, '0'}
@@ -62,6 +61,7 @@ redis.call('EXPIRE', KEYS[1], math.ceil(window) + 1)
 redis.call('EXPIRE', KEYS[2], tonumber(ARGV[7]) + 1)
 return {0, '0'}
 """
+)
 
 
 def _limit(value: int | Decimal | None) -> str:

@@ -38,6 +38,11 @@ def wrap(made_by: ProviderRaw | None, opaque: str, data: Mapping[str, Any] | Non
     tag: list[Any] = (
         [made_by.provider, made_by.model, kept] if kept else [made_by.provider, made_by.model]
     )
+    return _written(tag, opaque)
+
+
+def _written(tag: list[Any], opaque: str) -> str:
+    """``opaque`` behind its tag, as :func:`_tagged` reads it."""
     maker = json.dumps(tag, separators=(",", ":")).encode()
     return f"{PREFIX}{base64.urlsafe_b64encode(maker).decode().rstrip('=')}.{opaque}"
 
@@ -63,8 +68,7 @@ def with_thinking(sealed: str, thinking: str) -> str:
         return sealed
     (provider, model, *more), opaque = tagged
     record = {**(more[0] if more and isinstance(more[0], dict) else {}), THINKING: thinking}
-    maker = json.dumps([provider, model, record], separators=(",", ":")).encode()
-    return f"{PREFIX}{base64.urlsafe_b64encode(maker).decode().rstrip('=')}.{opaque}"
+    return _written([provider, model, record], opaque)
 
 
 def carried_thinking(sealed: str) -> str | None:

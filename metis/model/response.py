@@ -55,8 +55,9 @@ class DroppedContent(Canonical):
     """One structured WARN of a call: content (a block, or a request setting such as
     ``thinking``) that the provider could not take, left out whole, and why.
 
-    ``repeated`` is True when the same drop was already reported earlier in the session: it is
-    still listed with the call that made it, but logged only the first time."""
+    ``repeated`` is True when an earlier call of the session already dropped the same content
+    (the same kind of drop, in the same message): it is still listed with the call that made
+    it. The WARN line is logged once per kind of drop in a session (docs/contract.md §8)."""
 
     block_type: str
     reason: str

@@ -122,26 +122,29 @@ class Call:
         kind of drop (block type, provider, reason), naming the first message it was found in,
         once per session; a drop no message holds (a setting the model does not take) once per
         process and model when the call has no session. Every drop, of every message, is
-        listed with the call's result (a kind an earlier call of the session warned of marked
-        ``repeated``)."""
+        listed with the call's result, marked ``repeated`` where an earlier call of the session
+        dropped the same content (the kind, in the same message): a logged kind found in a new
+        message is not logged again, but is not ``repeated`` either."""
         from metis.model.response import DroppedContent  # loaded by any call that ran
 
         secrets = self.drops.secrets  # the names and reasons may quote what the server sent
         block_type, reason = redact(block_type, *secrets), redact(reason, *secrets)
         details = tuple(sorted((name, repr(value)) for name, value in extra.items()))
         key = (self.provider, block_type, reason, details)
-        warned = self.drops.warned
-        first = self.session_id is None or warned.first_time(self.session_id, key, self.request_id)
+        warned, session, request_id = self.drops.warned, self.session_id, self.request_id
+        kind_logged = session is not None and not warned.first_time(session, key, request_id)
+        same = (*key, message_id)
+        repeated = session is not None and not warned.first_time(session, same, request_id)
         self.drops.warnings.append(
             DroppedContent(
                 block_type=block_type,
                 reason=reason,
                 provider=self.provider,
                 message_id=message_id,
-                repeated=not first,
+                repeated=repeated,
             )
         )
-        if not first or key in self.drops.logged:
+        if kind_logged or key in self.drops.logged:
             return
         self.drops.logged.add(key)
         settled = self.session_id is None and message_id is None  # the model settles it

@@ -65,9 +65,12 @@ def test_without_a_session_every_call_logs_its_drops(caplog: pytest.LogCaptureFi
     assert len(lossy_warnings(caplog)) == 2
 
 
-def test_sessions_are_warned_apart_and_a_drop_is_keyed_by_its_kind_not_its_message(
+def test_sessions_are_warned_apart_and_a_drop_is_logged_by_its_kind_not_its_message(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """A kind of drop logged on an earlier turn is not logged again for a new message, but
+    that message's drop is new, not ``repeated`` (a caller listing the turn's new drops, as
+    the gateway's header does, shows it)."""
     caplog.set_level("WARNING", logger="metis")
     make_call(session_id="a").warn_dropped("image", "no images here", "m1")
     make_call(session_id="b").warn_dropped("image", "no images here", "m1")
@@ -76,8 +79,13 @@ def test_sessions_are_warned_apart_and_a_drop_is_keyed_by_its_kind_not_its_messa
     call.warn_dropped("image", "no images here", "m1")
     call.warn_dropped("image", "no images here", "m2")  # a new message, the same kind of drop
     call.warn_dropped("image", "another reason", "m1")
-    assert [w.repeated for w in call.warnings] == [True, True, False]
+    assert [w.repeated for w in call.warnings] == [True, False, False]
     assert [w.message_id for w in call.warnings] == ["m1", "m2", "m1"]
+    assert len(lossy_warnings(caplog)) == 3
+    again = make_call(session_id="a")
+    again.request_id = "req_again"
+    again.warn_dropped("image", "no images here", "m2")
+    assert [w.repeated for w in again.warnings] == [True]
     assert len(lossy_warnings(caplog)) == 3
 
 

@@ -181,6 +181,29 @@ async def test_bad_bodies_get_the_callers_error_shape(emulator: Emulator) -> Non
                     assert error_of(api, reply) == expect(api, kind, openai), case
 
 
+@pytest.mark.parametrize(
+    ("charset", "encoding", "read"),
+    [
+        ("iso-8859-1", "latin-1", "Café?"),
+        ("utf-16", "utf-16", "Café?"),
+        ("iso-8859-1", "utf-8", "CafÃ©?"),  # UTF-8 bytes said to be latin-1: read as said
+    ],
+)
+async def test_a_body_is_read_in_the_charset_its_content_type_names(
+    emulator: Emulator, charset: str, encoding: str, read: str
+) -> None:
+    """The words the model is given are the body's read in that charset, not only a 200."""
+    app = create_app(gateway_config(emulator))
+    said = [{"role": "user", "content": "Café?"}]
+    body = {"model": "sonnet", "max_tokens": 50, "messages": said}
+    raw = json.dumps(body, ensure_ascii=False).encode(encoding)
+    headers = {**HEADERS, "content-type": f"application/json; charset={charset}"}
+    async with client(app) as gw:
+        reply = await gw.post("/v1/messages", content=raw, headers=headers)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["content"][0]["text"] == f"You said: {read}"
+
+
 async def test_a_body_over_the_limit_without_content_length_is_413(emulator: Emulator) -> None:
     app = create_app(gateway_config(emulator, {"max_request_bytes": 300_000}))
     async with client(app) as gw:

@@ -79,11 +79,13 @@ class Flaky:
     def __init__(self, client: Any) -> None:
         self.client, self.failing, self.done = client, False, False
         self.cancelling: anyio.CancelScope | None = None  # cancelled once the server answered
+        self.scripts_args: list[list[str]] = []  # each script run's arguments, as sent
 
     def register_script(self, text: str) -> Any:
         script = self.client.register_script(text)
 
         async def run(**given: Any) -> Any:
+            self.scripts_args.append(list(given.get("args", ())))
             return await self._maybe(lambda: script(**given))
 
         return run
@@ -284,9 +286,12 @@ async def test_places_redis_may_have_missed_are_kept_within_bounds(
             with pytest.raises(SharedStoreError):
                 await keys.admit(state, "m")
             flaky.done = runs == "every"
-        assert len(ledger._unsettled[id(state)].leases) == MAX_OWED_LEASES
         flaky.failing = False
         await keys.admit(state, "m")
+        given_back = flaky.scripts_args[-1][8:]  # after the script's own eight arguments
+        assert len(given_back) == MAX_OWED_LEASES
+        first, latest = flaky.scripts_args[0][5], flaky.scripts_args[-2][5]  # refused leases
+        assert (given_back[0], given_back[-1]) == (first, latest)
 
 
 CANCEL_POINTS = 8

@@ -271,6 +271,27 @@ def test_a_request_and_a_response_dumped_read_back_equal() -> None:
     assert Cost.model_validate(COST.model_dump()) == COST
 
 
+def test_a_response_dumped_before_stop_reasons_had_a_sequence_reads_back() -> None:
+    """A reply kept as JSON by an application (a cache, a log) before ``StopReason.sequence``
+    existed reads as one that names no stop sequence; one that names it reads back equal."""
+    ended = StopReason(kind=StopKind.STOP_SEQUENCE, raw="stop_sequence", sequence="END")
+    response = CanonicalResponse(
+        request_id="req_1",
+        model=MODEL,
+        provider="anthropic",
+        content=[],
+        stop_reason=ended,
+        usage=TokenUsage(),
+        latency_ms=5,
+    )
+    assert CanonicalResponse.model_validate_json(response.model_dump_json()) == response
+    before = response.model_dump(mode="json")
+    del before["stop_reason"]["sequence"]
+    read = CanonicalResponse.model_validate(before)
+    assert read.stop_reason == StopReason(kind=StopKind.STOP_SEQUENCE, raw="stop_sequence")
+    assert read.stop_reason.sequence is None
+
+
 def test_a_copy_with_changed_fields_still_works() -> None:
     request = CanonicalRequest(model=MODEL, messages=SAID, max_output_tokens=9)
     changed = request.model_copy(update={"temperature": 0.5, "model": "openai:gpt-4o"})
