@@ -36,6 +36,7 @@ from metis.gateway.errors import (
 from metis.gateway.keys_redis import RedisLedger
 from metis.gateway.metrics_shared import SharedMetrics
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
+from metis.gateway.relayed_stream import RelayedStream
 from metis.gateway.responses_kept import stored_responses
 from metis.gateway.routed import Routed
 from metis.gateway.service import (
@@ -50,7 +51,8 @@ log = logging.getLogger("metis.gateway")
 JSON = "application/json"
 METRICS_DIR_VARIABLE = "METIS_GATEWAY_METRICS_DIR"
 """Where the workers of ``metis serve --workers N`` share their metrics (set by the CLI)."""
-Endpoint = Callable[[Request], Awaitable[Response]]
+Answer = Response | RelayedStream
+Endpoint = Callable[[Request], Awaitable[Answer]]
 REQUEST_ID_HEADERS = {
     "anthropic": "request-id",
     "chat": "x-request-id",
@@ -68,8 +70,8 @@ def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
 
 
 async def _answer(
-    gateway: Gateway, api: str, answer: Awaitable[Response], endpoint: str = ""
-) -> Response:
+    gateway: Gateway, api: str, answer: Awaitable[Answer], endpoint: str = ""
+) -> Answer:
     """The request answered; a refused one is counted here (with no model: its name may be
     anything), a served one where it ends. ``endpoint``: the method and path counted (the
     API's model call when not given)."""
@@ -82,7 +84,7 @@ async def _answer(
     return response
 
 
-def _identified(response: Response, api: str, rid: str) -> None:
+def _identified(response: Answer, api: str, rid: str) -> None:
     """Every answer names its request in the header the caller's API has for it (an error
     names the id its body gives): the SDKs read it as ``_request_id``."""
     header = REQUEST_ID_HEADERS[api]
@@ -91,8 +93,8 @@ def _identified(response: Response, api: str, rid: str) -> None:
 
 
 async def _guarded(
-    gateway: Gateway, api: str, answer: Awaitable[Response], rid: str, endpoint: str = ""
-) -> Response:
+    gateway: Gateway, api: str, answer: Awaitable[Answer], rid: str, endpoint: str = ""
+) -> Answer:
     """``answer``'s response, or its failure as an error reply in ``api``'s shape, counted in
     its class (a failure that is not classified is the gateway's own: logged, and a 500)."""
     try:
@@ -107,7 +109,7 @@ async def _guarded(
     return _json(failed.status, failed.body, failed.headers)
 
 
-async def _answered(routed: Routed, api: str, request: Request) -> Response:
+async def _answered(routed: Routed, api: str, request: Request) -> Answer:
     gateway, passer = routed.gateway, routed.passer
     counted = (gateway.metrics, api)  # a stream's failures, counted where it ends
     key = gateway.authenticate(request.headers)
@@ -123,7 +125,7 @@ async def _answered(routed: Routed, api: str, request: Request) -> Response:
     passing = passer.plan(api, body, raw, owner)
     if passing is not None:
         if passing.stream:
-            return DeadlineStream(await passer.stream(passing, request.headers, key), *counted)
+            return RelayedStream(await passer.stream(passing, request.headers, key), *counted)
         work = passer.complete(passing, request.headers, key)
     else:
         prepared = await gateway.prepare(api, body, owner)
@@ -147,10 +149,10 @@ async def _answered(routed: Routed, api: str, request: Request) -> Response:
     return _json(result.status, result.body, {PATH_HEADER: "translated", **result.headers})
 
 
-def _endpoint(routed: Routed, api: str) -> Callable[[Request], Awaitable[Response]]:
+def _endpoint(routed: Routed, api: str) -> Callable[[Request], Awaitable[Answer]]:
     """The endpoint of one of the chat APIs."""
 
-    async def endpoint(request: Request) -> Response:
+    async def endpoint(request: Request) -> Answer:
         return await _answer(routed.gateway, api, _answered(routed, api, request))
 
     return endpoint
@@ -161,14 +163,14 @@ def _side_requests(passer: PassThrough) -> list[tuple[str, Endpoint, str]]:
     ``count_tokens``, OpenAI's ``input_tokens``) and OpenAI's compaction."""
     gateway = passer.gateway
 
-    async def counting(request: Request) -> Response:
+    async def counting(request: Request) -> Answer:
         work = count_tokens(passer, request)
         return await _answer(gateway, "anthropic", work, COUNT_TOKENS)
 
-    async def counting_input(request: Request) -> Response:
+    async def counting_input(request: Request) -> Answer:
         return await _answer(gateway, "responses", input_tokens(passer, request), INPUT_TOKENS)
 
-    async def compacting(request: Request) -> Response:
+    async def compacting(request: Request) -> Answer:
         return await _answer(gateway, "responses", compact(passer, request), COMPACT)
 
     return [
@@ -310,7 +312,7 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
         _endpoint(routed, api) for api in ("anthropic", "chat", "responses")
     )
 
-    async def embeddings(request: Request) -> Response:
+    async def embeddings(request: Request) -> Answer:
         return await _answer(gateway, "embeddings", answer_embeddings(gateway, request))
 
     async def models(request: Request) -> Response:
