@@ -14,7 +14,6 @@ from typing import Any
 
 import anyio
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -33,6 +32,7 @@ from metis.gateway.errors import (
     ModelNotFoundError,
     RouteNotFoundError,
 )
+from metis.gateway.front import GatewayApp
 from metis.gateway.keys_redis import RedisLedger
 from metis.gateway.metrics_shared import SharedMetrics
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
@@ -291,12 +291,15 @@ def _routes(served: Sequence[tuple[str, Endpoint, str]]) -> list[Route]:
     ]
 
 
-def _middleware(config: GatewayConfig) -> list[Middleware]:
-    if config.tracer is None:
-        return []
-    from metis.gateway.tracing import ServerSpans
-
-    return [Middleware(ServerSpans, tracer=config.tracer)]
+def _first(served: Sequence[tuple[str, Endpoint, str]]) -> dict[str, Endpoint]:
+    """The POST endpoints at a fixed path, by path (with its trailing slash too), served
+    before Starlette's router (metis.gateway.front)."""
+    return {
+        path + slash: endpoint
+        for path, endpoint, method in served
+        if method == "POST" and "{" not in path
+        for slash in ("", "/")
+    }
 
 
 def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlette:
@@ -345,11 +348,14 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
         Route("/ready", ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
-    middleware = _middleware(config)
     lifespan = _lifespan(gateway, shared, state)
     handlers = {404: _no_route, 405: _no_route}
-    app = Starlette(
-        routes=routes, lifespan=lifespan, middleware=middleware, exception_handlers=handlers
+    app = GatewayApp(
+        first=_first(served),
+        tracer=config.tracer,
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers=handlers,
     )
     app.router.redirect_slashes = False
     app.state.gateway = gateway
