@@ -1,5 +1,6 @@
-"""The ASGI application ``metis serve`` runs (Starlette; docs/gateway.md says why): the
-providers' endpoints, the model list, health and readiness."""
+"""The ASGI application ``metis serve`` runs (Starlette, the model calls taken before its
+router by metis.gateway.front; docs/gateway.md says why): the providers' endpoints, the model
+list, health and readiness."""
 
 from __future__ import annotations
 
