@@ -47,15 +47,19 @@ class RelayedStream:
         with anyio.CancelScope(deadline=result.deadline) as cancel:
             watch = asyncio.get_running_loop().create_task(_watch(receive, cancel, gone))
             try:
+                first = await anext(chunks, None)  # begun: its ending runs however it is left
                 sent.append(False)
                 await send({"type": "http.response.start", "status": 200, "headers": head})
-                async for chunk in chunks:
+                while first is not None:
                     sent.append(False)
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    await send({"type": "http.response.body", "body": first, "more_body": True})
+                    first = await anext(chunks, None)
                 watch.cancel()
                 sent.append(True)
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
-            except Exception:
+            except Exception as exc:
+                if isinstance(exc, OSError) and _spec(scope) >= (2, 4):
+                    return  # ASGI 2.4: the server's send says the client went away
                 if not sent:
                     raise
                 log.exception("gateway stream failed", extra={"event": "metis.gateway.error"})
@@ -78,6 +82,10 @@ class RelayedStream:
         body = self.result.failed(error)
         with contextlib.suppress(OSError):  # the client may be gone too
             await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _spec(scope: Any) -> tuple[int, ...]:
+    return tuple(map(int, scope.get("asgi", {}).get("spec_version", "2.0").split(".")))
 
 
 async def _watch(receive: Any, stream: anyio.CancelScope, gone: list[bool]) -> None:

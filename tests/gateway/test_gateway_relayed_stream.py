@@ -138,3 +138,25 @@ async def test_a_stream_that_said_its_own_end_is_not_counted_again() -> None:
     sent = await _served(stream)
     assert b"longer than" in sent[-1]["body"]
     assert not metrics.errors
+
+
+async def test_a_body_whose_head_cannot_be_sent_still_runs_its_ending() -> None:
+    """ASGI 2.4: the server's send raises OSError once the client is gone, here at the
+    head; the body was begun first, so its ending (the key's place, the upstream) runs."""
+    ended: list[bool] = []
+
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            yield b"event 0\n\n"
+        finally:
+            ended.append(True)
+
+    async def send(message: dict[str, Any]) -> None:
+        raise OSError("the client went away")
+
+    stream, metrics = _stream(body())
+    scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.4"}}
+    with anyio.fail_after(60):  # a bound on a hang
+        await stream(scope, _never, send)
+    assert ended == [True]
+    assert not metrics.errors
