@@ -199,6 +199,10 @@ async def _no_route(request: Request, exc: Exception) -> Response:
     return _json(failed.status, failed.body, headers)
 
 
+NOT_SERVED = {404: _no_route, 405: _no_route}
+"""A path the gateway does not serve, and one asked with another method: in the API's shape."""
+
+
 def _models(gateway: Gateway, request: Request) -> Response:
     """One list both SDKs read: OpenAI's ``object``/``created``/``owned_by`` and Anthropic's
     ``type``/``display_name``/``created_at`` on each entry; ``/v1/models/{id}`` one of them
@@ -349,14 +353,12 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
         Route("/ready", ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
-    lifespan = _lifespan(gateway, shared, state)
-    handlers = {404: _no_route, 405: _no_route}
     app = GatewayApp(
         first=_first(served),
         tracer=config.tracer,
         routes=routes,
-        lifespan=lifespan,
-        exception_handlers=handlers,
+        lifespan=_lifespan(gateway, shared, state),
+        exception_handlers=NOT_SERVED,
     )
     app.router.redirect_slashes = False
     app.state.gateway = gateway
