@@ -199,10 +199,6 @@ async def _no_route(request: Request, exc: Exception) -> Response:
     return _json(failed.status, failed.body, headers)
 
 
-NOT_SERVED = {404: _no_route, 405: _no_route}
-"""A path the gateway does not serve, and one asked with another method: in the API's shape."""
-
-
 def _models(gateway: Gateway, request: Request) -> Response:
     """One list both SDKs read: OpenAI's ``object``/``created``/``owned_by`` and Anthropic's
     ``type``/``display_name``/``created_at`` on each entry; ``/v1/models/{id}`` one of them
@@ -305,6 +301,10 @@ def _first(served: Sequence[tuple[str, Endpoint, str]]) -> dict[str, Endpoint]:
         if method == "POST" and "{" not in path
         for slash in ("", "/")
     }
+
+
+NOT_SERVED = {404: _no_route, 405: _no_route}
+"""A path the gateway does not serve, and one asked with another method: in the API's shape."""
 
 
 def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlette:
