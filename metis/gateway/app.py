@@ -1,5 +1,6 @@
-"""The ASGI application ``metis serve`` runs (Starlette; docs/gateway.md says why): the
-providers' endpoints, the model list, health and readiness."""
+"""The ASGI application ``metis serve`` runs (Starlette, the model calls taken before its
+router by metis.gateway.front; docs/gateway.md says why): the providers' endpoints, the model
+list, health and readiness."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from typing import Any
 
 import anyio
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -33,10 +33,12 @@ from metis.gateway.errors import (
     ModelNotFoundError,
     RouteNotFoundError,
 )
+from metis.gateway.front import GatewayApp
 from metis.gateway.keys_redis import RedisLedger
 from metis.gateway.metrics import scrape_refused
 from metis.gateway.metrics_shared import SharedMetrics
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
+from metis.gateway.relayed_stream import RelayedStream
 from metis.gateway.responses_kept import stored_responses
 from metis.gateway.routed import Routed
 from metis.gateway.service import (
@@ -51,7 +53,8 @@ log = logging.getLogger("metis.gateway")
 JSON = "application/json"
 METRICS_DIR_VARIABLE = "METIS_GATEWAY_METRICS_DIR"
 """Where the workers of ``metis serve --workers N`` share their metrics (set by the CLI)."""
-Endpoint = Callable[[Request], Awaitable[Response]]
+Answer = Response | RelayedStream
+Endpoint = Callable[[Request], Awaitable[Answer]]
 REQUEST_ID_HEADERS = {
     "anthropic": "request-id",
     "chat": "x-request-id",
@@ -69,8 +72,8 @@ def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
 
 
 async def _answer(
-    gateway: Gateway, api: str, answer: Awaitable[Response], endpoint: str = ""
-) -> Response:
+    gateway: Gateway, api: str, answer: Awaitable[Answer], endpoint: str = ""
+) -> Answer:
     """The request answered; a refused one is counted here (with no model: its name may be
     anything), a served one where it ends. ``endpoint``: the method and path counted (the
     API's model call when not given)."""
@@ -83,7 +86,7 @@ async def _answer(
     return response
 
 
-def _identified(response: Response, api: str, rid: str) -> None:
+def _identified(response: Answer, api: str, rid: str) -> None:
     """Every answer names its request in the header the caller's API has for it (an error
     names the id its body gives): the SDKs read it as ``_request_id``."""
     header = REQUEST_ID_HEADERS[api]
@@ -92,8 +95,8 @@ def _identified(response: Response, api: str, rid: str) -> None:
 
 
 async def _guarded(
-    gateway: Gateway, api: str, answer: Awaitable[Response], rid: str, endpoint: str = ""
-) -> Response:
+    gateway: Gateway, api: str, answer: Awaitable[Answer], rid: str, endpoint: str = ""
+) -> Answer:
     """``answer``'s response, or its failure as an error reply in ``api``'s shape, counted in
     its class (a failure that is not classified is the gateway's own: logged, and a 500)."""
     try:
@@ -108,7 +111,7 @@ async def _guarded(
     return _json(failed.status, failed.body, failed.headers)
 
 
-async def _answered(routed: Routed, api: str, request: Request) -> Response:
+async def _answered(routed: Routed, api: str, request: Request) -> Answer:
     gateway, passer = routed.gateway, routed.passer
     counted = (gateway.metrics, api)  # a stream's failures, counted where it ends
     key = gateway.authenticate(request.headers)
@@ -124,7 +127,7 @@ async def _answered(routed: Routed, api: str, request: Request) -> Response:
     passing = passer.plan(api, body, raw, owner)
     if passing is not None:
         if passing.stream:
-            return DeadlineStream(await passer.stream(passing, request.headers, key), *counted)
+            return RelayedStream(await passer.stream(passing, request.headers, key), *counted)
         work = passer.complete(passing, request.headers, key)
     else:
         prepared = await gateway.prepare(api, body, owner)
@@ -148,10 +151,10 @@ async def _answered(routed: Routed, api: str, request: Request) -> Response:
     return _json(result.status, result.body, {PATH_HEADER: "translated", **result.headers})
 
 
-def _endpoint(routed: Routed, api: str) -> Callable[[Request], Awaitable[Response]]:
+def _endpoint(routed: Routed, api: str) -> Callable[[Request], Awaitable[Answer]]:
     """The endpoint of one of the chat APIs."""
 
-    async def endpoint(request: Request) -> Response:
+    async def endpoint(request: Request) -> Answer:
         return await _answer(routed.gateway, api, _answered(routed, api, request))
 
     return endpoint
@@ -162,14 +165,14 @@ def _side_requests(passer: PassThrough) -> list[tuple[str, Endpoint, str]]:
     ``count_tokens``, OpenAI's ``input_tokens``) and OpenAI's compaction."""
     gateway = passer.gateway
 
-    async def counting(request: Request) -> Response:
+    async def counting(request: Request) -> Answer:
         work = count_tokens(passer, request)
         return await _answer(gateway, "anthropic", work, COUNT_TOKENS)
 
-    async def counting_input(request: Request) -> Response:
+    async def counting_input(request: Request) -> Answer:
         return await _answer(gateway, "responses", input_tokens(passer, request), INPUT_TOKENS)
 
-    async def compacting(request: Request) -> Response:
+    async def compacting(request: Request) -> Answer:
         return await _answer(gateway, "responses", compact(passer, request), COMPACT)
 
     return [
@@ -292,12 +295,19 @@ def _routes(served: Sequence[tuple[str, Endpoint, str]]) -> list[Route]:
     ]
 
 
-def _middleware(config: GatewayConfig) -> list[Middleware]:
-    if config.tracer is None:
-        return []
-    from metis.gateway.tracing import ServerSpans
+def _first(served: Sequence[tuple[str, Endpoint, str]]) -> dict[str, Endpoint]:
+    """The POST endpoints at a fixed path, by path (with its trailing slash too), served
+    before Starlette's router (metis.gateway.front)."""
+    return {
+        path + slash: endpoint
+        for path, endpoint, method in served
+        if method == "POST" and "{" not in path
+        for slash in ("", "/")
+    }
 
-    return [Middleware(ServerSpans, tracer=config.tracer)]
+
+NOT_SERVED = {404: _no_route, 405: _no_route}
+"""A path the gateway does not serve, and one asked with another method: in the API's shape."""
 
 
 def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlette:
@@ -313,7 +323,7 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
         _endpoint(routed, api) for api in ("anthropic", "chat", "responses")
     )
 
-    async def embeddings(request: Request) -> Response:
+    async def embeddings(request: Request) -> Answer:
         return await _answer(gateway, "embeddings", answer_embeddings(gateway, request))
 
     async def models(request: Request) -> Response:
@@ -348,11 +358,12 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
         Route("/ready", ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
-    middleware = _middleware(config)
-    lifespan = _lifespan(gateway, shared, state)
-    handlers = {404: _no_route, 405: _no_route}
-    app = Starlette(
-        routes=routes, lifespan=lifespan, middleware=middleware, exception_handlers=handlers
+    app = GatewayApp(
+        first=_first(served),
+        tracer=config.tracer,
+        routes=routes,
+        lifespan=_lifespan(gateway, shared, state),
+        exception_handlers=NOT_SERVED,
     )
     app.router.redirect_slashes = False
     app.state.gateway = gateway

@@ -4,7 +4,8 @@ the model named as the caller named it, thinking signed with its maker, and the 
 the way (for the key's budget and the metrics). Every other byte goes through as it came.
 
 A stream is cut at event boundaries (its line ends made LF); a run of events with nothing to
-change is passed on as one piece, unparsed. An event is held until its blank line comes, up to
+change is passed on as one piece, unparsed, and of a run with something to change only the
+events that hold a marker of it are parsed. An event is held until its blank line comes, up to
 :data:`~metis.wire.framing.sse.MAX_EVENT_LENGTH` bytes: past that, a ``ProtocolError``.
 Sans-IO: bytes in, bytes out.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from metis.errors import ErrorClass, ProtocolError
@@ -104,6 +106,14 @@ class Relay:
     type of an error event it sent in the stream (None: none)."""
 
     markers: tuple[bytes, ...] = ()
+    """Bytes only the events the relay must read hold: any other event goes through as it
+    came, unparsed."""
+    _marked: Callable[[bytes], object] = staticmethod(lambda ready: None)
+
+    def __init_subclass__(cls, **settings: Any) -> None:
+        super().__init_subclass__(**settings)
+        if cls.markers:  # one search for them all, cheaper than one for each
+            cls._marked = re.compile(b"|".join(map(re.escape, cls.markers))).search
 
     def __init__(self, model: str) -> None:
         self.model = model
@@ -166,12 +176,13 @@ class Relay:
         return self._pass(held + b"\n\n")
 
     def _pass(self, ready: bytes) -> bytes:
-        if not any(marker in ready for marker in self.markers):
+        marked = self._marked
+        if not marked(ready):
             return ready
         out = []
         for raw in ready.split(b"\n\n"):
             if raw.strip():
-                out.append(self.rewrite(raw))
+                out.append(self.rewrite(raw) if marked(raw) else raw + b"\n\n")
         return b"".join(out)
 
     def rewrite(self, raw: bytes) -> bytes:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import httpx
 
 from metis.transport import slots
+from metis.transport.direct import send_directly
 from metis.transport.pool_scan import linear_pools
 from metis.transport.stage import http_client
 
@@ -25,4 +26,4 @@ def upstream_client(timeout_seconds: float) -> httpx.AsyncClient:
     """An adapter entry's client, as the gateway's registry makes it (see the module)."""
     client = http_client(timeout_seconds, keep_alive=slots.MAX_CONNECTIONS, lean=True)
     linear_pools(client)  # (without httptools: httpx's own transport)
-    return client
+    return send_directly(client)

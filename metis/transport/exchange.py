@@ -31,6 +31,7 @@ import httpx
 from metis.errors import CancelledError, ClosedError, NetworkError, ProtocolError
 from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest
+from metis.transport import direct
 from metis.transport.clients import (
     CONNECT_TIMEOUT,
     http_errors,
@@ -231,9 +232,10 @@ def _build(
     left = min(limits.timeout_seconds, call.deadline - anyio.current_time())
     left = max(0.001, left)
     timeout = request_timeout(left, connect=min(left, limits.connect_timeout))
-    return sent_once(
-        http.build_request(method, url, headers=headers, content=content, timeout=timeout)
-    )
+    made = direct.built(http, method, url, headers, content, timeout)
+    if made is None:
+        made = http.build_request(method, url, headers=headers, content=content, timeout=timeout)
+    return sent_once(made)
 
 
 async def _send(
@@ -247,7 +249,9 @@ async def _send(
             # Trio can hand send() its response and register the cancel in the same turn:
             # the guard then raises with the response in hand, which is closed here.
             with call.cancel.guard(clock.head_by()):
-                response = await http.send(request, stream=True, follow_redirects=False)
+                response = await direct.sent(http, request)
+                if response is None:
+                    response = await http.send(request, stream=True, follow_redirects=False)
         except http_errors() as exc:
             when = "before a response arrived"
             raise failure(exc, call, clock, limits, when, _origin(request.url)) from exc

@@ -1,0 +1,97 @@
+"""A passed-through stream's answer, served as a plain ASGI callable in the request's own task
+(docs/gateway.md, "The server"): each read of the upstream is relayed and written at once,
+with no second task, no task group and no Starlette send wrappers in between.
+
+A pass-through read holds all that arrived since the last (metis/transport/http1.py), so
+its events are already written together as they are ready (what
+:class:`~metis.gateway.coalesce.CoalescingStream` does for a translated stream, whose writer
+makes one chunk an event); while a write waits on a slow client nothing more is read from
+the upstream. The client's disconnect is watched by one small task waiting on ``receive``
+(before ASGI 2.4 nothing else says it): it cancels the stream, and the upstream call with it.
+The stream ends by its deadline as :class:`~metis.gateway.endings.DeadlineStream` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import anyio
+
+from metis.errors import AdapterError
+from metis.gateway.errors import GatewayTimeoutError
+from metis.gateway.metrics import Metrics
+from metis.gateway.service import LATE, StreamResult
+
+log = logging.getLogger("metis.gateway")
+
+
+class RelayedStream:
+    """The answer of ``result``, written as it is read; ``headers`` may be added to until
+    it is sent. Ended by the API's own error event when it runs past its deadline or fails
+    in a way no error class names (logged, and counted in its class)."""
+
+    status_code = 200
+
+    def __init__(self, result: StreamResult, metrics: Metrics, api: str) -> None:
+        self.result, self.metrics, self.api = result, metrics, api
+        self.headers = {name.lower(): value for name, value in result.headers.items()}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        result, chunks = self.result, self.result.chunks
+        head = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
+        sent: list[bool] = []  # each message tried: whether it was the last
+        gone: list[bool] = []  # the client disconnected: nothing more is sent
+        with anyio.CancelScope(deadline=result.deadline) as cancel:
+            watch = asyncio.get_running_loop().create_task(_watch(receive, cancel, gone))
+            try:
+                first = await anext(chunks, None)  # begun: its ending runs however it is left
+                sent.append(False)
+                await send({"type": "http.response.start", "status": 200, "headers": head})
+                while first is not None:
+                    sent.append(False)
+                    await send({"type": "http.response.body", "body": first, "more_body": True})
+                    first = await anext(chunks, None)
+                watch.cancel()
+                sent.append(True)
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            except Exception as exc:
+                if isinstance(exc, OSError) and _spec(scope) >= (2, 4):
+                    return  # ASGI 2.4: the server's send says the client went away
+                if not sent:
+                    raise
+                log.exception("gateway stream failed", extra={"event": "metis.gateway.error"})
+                await self._end(AdapterError("internal gateway error"), send, sent[-1])
+                return
+            finally:
+                watch.cancel()
+                with anyio.CancelScope(shield=True):
+                    await chunks.aclose()  # type: ignore[attr-defined]
+        if cancel.cancelled_caught and not gone:
+            await self._end(GatewayTimeoutError(LATE), send, sent[-1])
+
+    async def _end(self, error: AdapterError, send: Any, sent_all: bool) -> None:
+        """The stream ended by ``error``: its error event, unless all of it was sent already;
+        counted unless the stream counted its own end (the cut came as that went out)."""
+        if sent_all:
+            return
+        if not self.result.ended():
+            self.metrics.error(self.api, error.error_class.value)
+        body = self.result.failed(error)
+        with contextlib.suppress(OSError):  # the client may be gone too
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _spec(scope: Any) -> tuple[int, ...]:
+    return tuple(map(int, scope.get("asgi", {}).get("spec_version", "2.0").split(".")))
+
+
+async def _watch(receive: Any, stream: anyio.CancelScope, gone: list[bool]) -> None:
+    """Waits for the client's disconnect, then cancels ``stream``."""
+    with contextlib.suppress(Exception):  # a server that fails to say it: the stream goes on
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone.append(True)
+        stream.cancel()
