@@ -61,15 +61,24 @@ def model_name(body: Mapping[str, Any]) -> str:
     return model
 
 
+def whole_number(value: Any) -> int | None:
+    """``value`` as an integer if JSON Schema calls it one, as the providers do (``1000``,
+    ``1000.0``, ``1e3``); None for anything else."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
+
+
 def optional_int(body: Mapping[str, Any], key: str) -> int | None:
     value = body.get(key)
     if value is None:
         return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)  # 1000.0 or 1e3: an integer to JSON Schema, as to the providers
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    number = whole_number(value)
+    if number is None or number < 1:
         raise InvalidRequestError(f"{key}: expected a positive integer, got {value!r}"[:200])
-    return value
+    return number
 
 
 def optional_number(body: Mapping[str, Any], key: str) -> float | None:

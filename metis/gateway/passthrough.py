@@ -21,6 +21,7 @@ from typing import Any
 
 from metis.adapter.adapter import Adapter
 from metis.errors import AdapterError, ProtocolError
+from metis.gateway.inbound import whole_number
 from metis.gateway.keys import KeyState
 from metis.gateway.models import Target
 from metis.gateway.passthrough_call import (
@@ -116,15 +117,15 @@ class PassThrough:
     def _limit(self, passing: Passing) -> None:
         most = passing.target.capabilities.max_output_tokens
         for key in LIMITS:
-            asked = passing.body.get(key)
-            if isinstance(asked, int) and not isinstance(asked, bool) and asked > most:
+            asked = whole_number(passing.body.get(key))
+            if asked is not None and asked > most:
                 passing.body[key] = most
                 passing.reported.append(f"{key} lowered from {asked} to {most}")
-        thinking, limit = passing.body.get("thinking"), passing.body.get("max_tokens")
-        if not isinstance(thinking, dict) or not isinstance(limit, int):
+        thinking, limit = passing.body.get("thinking"), whole_number(passing.body.get("max_tokens"))
+        if not isinstance(thinking, dict) or limit is None:
             return
-        budget = thinking.get("budget_tokens")
-        if isinstance(budget, int) and budget >= limit > MIN_THINKING_BUDGET:
+        budget = whole_number(thinking.get("budget_tokens"))
+        if budget is not None and budget >= limit > MIN_THINKING_BUDGET:
             passing.body["thinking"] = {**thinking, "budget_tokens": limit - 1}
             passing.reported.append(f"thinking budget lowered from {budget} to {limit - 1}")
 

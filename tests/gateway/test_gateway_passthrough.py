@@ -151,6 +151,18 @@ def test_other_apis_routes_and_foreign_thinking_are_translated(claude: Any, oai:
     assert "thinking" in foreign.headers["x-metis-dropped"]
 
 
+def test_an_output_limit_written_as_a_float_is_lowered_too(claude: Any, emulator: Emulator) -> None:
+    thinking = {"type": "enabled", "budget_tokens": 9e4}
+    raw = claude.messages.with_raw_response.create(
+        model="sonnet", max_tokens=1e5, thinking=thinking, timeout=60, messages=SAID
+    )
+    assert raw.headers["x-metis-path"] == "pass-through"
+    assert "max_tokens lowered from 100000 to" in raw.headers["x-metis-dropped"]
+    assert "thinking budget lowered from 90000 to" in raw.headers["x-metis-dropped"]
+    sent = emulator.bodies("anthropic")[-1]
+    assert sent["thinking"]["budget_tokens"] < sent["max_tokens"] < 100_000
+
+
 def test_the_output_limit_is_lowered_to_the_models_and_said(
     claude: Any, emulator: Emulator, caplog: pytest.LogCaptureFixture
 ) -> None:
