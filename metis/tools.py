@@ -29,6 +29,7 @@ A string result's lone UTF-16 surrogates become U+FFFD, as they do in what provi
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import math
 import threading
@@ -238,8 +239,13 @@ def _run_in_threads(
         except BaseException as exc:  # raised here, in the caller's thread, as without threads
             answers[i] = exc
 
-    threads = [
-        threading.Thread(target=one, args=(i, call), name=f"metis-tool-{call.name}", daemon=True)
+    threads = [  # each in a copy of the caller's context, as in this thread and in arun_tools
+        threading.Thread(
+            target=contextvars.copy_context().run,
+            args=(one, i, call),
+            name=f"metis-tool-{call.name}",
+            daemon=True,
+        )
         for i, call in enumerate(calls)
     ]
     deadline = time.monotonic() + timeout_seconds
