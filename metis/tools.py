@@ -213,9 +213,10 @@ def run_tools(
     timeout_seconds: float | None = None,
 ) -> Message:
     """:func:`arun_tools` for code without an event loop. Without ``timeout_seconds`` the
-    calls run one by one in this thread. With it, each runs in a worker thread of its own, all
-    at once as :func:`arun_tools` runs them, and one still running ``timeout_seconds`` after
-    the calls started is answered with an ``is_error`` result saying so. Python cannot stop a
+    calls run one by one in this thread. With it, each runs in a worker thread of its own (in a
+    copy of this thread's context variables), all at once as :func:`arun_tools` runs them, and
+    one still running ``timeout_seconds`` after the calls started is answered with an
+    ``is_error`` result saying so. Python cannot stop a
     thread: that tool runs on to its end in the background (a daemon thread, which does not
     hold up the interpreter's exit), and what it returns then is dropped."""
     timeout_seconds = checked_timeout(timeout_seconds)
