@@ -29,6 +29,7 @@ A string result's lone UTF-16 surrogates become U+FFFD, as they do in what provi
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import math
 import threading
@@ -212,9 +213,10 @@ def run_tools(
     timeout_seconds: float | None = None,
 ) -> Message:
     """:func:`arun_tools` for code without an event loop. Without ``timeout_seconds`` the
-    calls run one by one in this thread. With it, each runs in a worker thread of its own, all
-    at once as :func:`arun_tools` runs them, and one still running ``timeout_seconds`` after
-    the calls started is answered with an ``is_error`` result saying so. Python cannot stop a
+    calls run one by one in this thread. With it, each runs in a worker thread of its own (in a
+    copy of this thread's context variables), all at once as :func:`arun_tools` runs them, and
+    one still running ``timeout_seconds`` after the calls started is answered with an
+    ``is_error`` result saying so. Python cannot stop a
     thread: that tool runs on to its end in the background (a daemon thread, which does not
     hold up the interpreter's exit), and what it returns then is dropped."""
     timeout_seconds = checked_timeout(timeout_seconds)
@@ -238,8 +240,13 @@ def _run_in_threads(
         except BaseException as exc:  # raised here, in the caller's thread, as without threads
             answers[i] = exc
 
-    threads = [
-        threading.Thread(target=one, args=(i, call), name=f"metis-tool-{call.name}", daemon=True)
+    threads = [  # each in a copy of the caller's context, as in this thread and in arun_tools
+        threading.Thread(
+            target=contextvars.copy_context().run,
+            args=(one, i, call),
+            name=f"metis-tool-{call.name}",
+            daemon=True,
+        )
         for i, call in enumerate(calls)
     ]
     deadline = time.monotonic() + timeout_seconds

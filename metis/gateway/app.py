@@ -126,8 +126,9 @@ async def _answered(routed: Routed, api: str, request: Request) -> Answer:
         raw = json.dumps(body).encode() if recalled_any else raw
     passing = passer.plan(api, body, raw, owner)
     if passing is not None:
-        if passing.stream:
-            return RelayedStream(await passer.stream(passing, request.headers, key), *counted)
+        if passing.stream:  # the client may go before the stream's first event: watched
+            opened = await until_disconnect(request, passer.stream(passing, request.headers, key))
+            return Response(status_code=499) if opened is None else RelayedStream(opened, *counted)
         work = passer.complete(passing, request.headers, key)
     else:
         prepared = await gateway.prepare(api, body, owner)

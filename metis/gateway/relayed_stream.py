@@ -42,6 +42,7 @@ class RelayedStream:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         result, chunks = self.result, self.result.chunks
         head = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
+        start = {"type": "http.response.start", "status": 200, "headers": head}
         sent: list[bool] = []  # each message tried: whether it was the last
         gone: list[bool] = []  # the client disconnected: nothing more is sent
         with anyio.CancelScope(deadline=result.deadline) as cancel:
@@ -49,7 +50,7 @@ class RelayedStream:
             try:
                 first = await anext(chunks, None)  # begun: its ending runs however it is left
                 sent.append(False)
-                await send({"type": "http.response.start", "status": 200, "headers": head})
+                await send(start)
                 while first is not None:
                     sent.append(False)
                     await send({"type": "http.response.body", "body": first, "more_body": True})
@@ -69,18 +70,22 @@ class RelayedStream:
                 watch.cancel()
                 with anyio.CancelScope(shield=True):
                     await chunks.aclose()  # type: ignore[attr-defined]
-        if cancel.cancelled_caught and not gone:
-            await self._end(GatewayTimeoutError(LATE), send, sent[-1])
+        if cancel.cancelled_caught and not gone:  # the head too, if it came before any chunk
+            ended = GatewayTimeoutError(LATE)
+            await self._end(ended, send, bool(sent) and sent[-1], None if sent else start)
 
-    async def _end(self, error: AdapterError, send: Any, sent_all: bool) -> None:
-        """The stream ended by ``error``: its error event, unless all of it was sent already;
-        counted unless the stream counted its own end (the cut came as that went out)."""
+    async def _end(self, error: AdapterError, send: Any, sent_all: bool, head: Any = None) -> None:
+        """The stream ended by ``error``: its error event (after ``head``, when the head has
+        not been sent), unless all of it was sent already; counted unless the stream counted
+        its own end (the cut came as that went out)."""
         if sent_all:
             return
         if not self.result.ended():
             self.metrics.error(self.api, error.error_class.value)
         body = self.result.failed(error)
         with contextlib.suppress(OSError):  # the client may be gone too
+            if head is not None:
+                await send(head)
             await send({"type": "http.response.body", "body": body, "more_body": False})
 
 

@@ -4,6 +4,7 @@ which Python cannot stop, runs on to its end."""
 
 from __future__ import annotations
 
+import contextvars
 import math
 import threading
 
@@ -75,3 +76,25 @@ def test_with_a_timeout_calls_that_finish_in_time_are_answered_as_without_one() 
 def test_a_timeout_that_is_not_a_number_of_seconds_above_0_is_refused(bad: object) -> None:
     with pytest.raises(ConfigError, match="timeout_seconds"):
         run_tools(calling("lookup"), [lookup], timeout_seconds=bad)  # type: ignore[arg-type]
+
+
+REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="unset")
+
+
+@tool
+def whose(key: str) -> str:
+    """The request the caller is serving, from its context."""
+    return f"{REQUEST_ID.get()}:{key}"
+
+
+def test_a_call_run_in_a_worker_thread_sees_the_callers_context_variables() -> None:
+    """As without a timeout (and in arun_tools), a tool reads what the caller's context holds
+    (a request id, a tracing span): the worker thread runs in a copy of it."""
+    token = REQUEST_ID.set("req_7")
+    try:
+        plain = run_tools(calling("whose"), [whose])
+        bounded = run_tools(calling("whose", "whose"), [whose], timeout_seconds=60)
+    finally:
+        REQUEST_ID.reset(token)
+    assert texts(plain) == [(False, "req_7:abc")]
+    assert texts(bounded) == [(False, "req_7:abc"), (False, "req_7:abc")]

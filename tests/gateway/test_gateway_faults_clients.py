@@ -54,8 +54,8 @@ class Upstream:
     whenever asked (counting them) or nothing more; or that never answers a whole request.
     It records whether its answer was closed (the call cancelled)."""
 
-    def __init__(self, endless: bool = False) -> None:
-        self.endless = endless
+    def __init__(self, endless: bool = False, silent: bool = False) -> None:
+        self.endless, self.silent = endless, silent
         self.closed = False
         self.sent = 0
         self.asked = anyio.Event()
@@ -72,7 +72,7 @@ class Upstream:
 
     async def __call__(self, request: httpx.Request) -> httpx.Response:
         self.asked.set()
-        if not json.loads(request.content).get("stream"):
+        if self.silent or not json.loads(request.content).get("stream"):
             try:
                 await anyio.sleep_forever()
             finally:
@@ -81,10 +81,13 @@ class Upstream:
         return httpx.Response(200, headers=headers, content=self._stream())
 
 
-async def hang_up(emulator: Emulator, streamed: bool) -> tuple[Upstream, list[dict[str, Any]]]:
+async def hang_up(
+    emulator: Emulator, streamed: bool, silent: bool = False
+) -> tuple[Upstream, list[dict[str, Any]]]:
     """A client that goes away once its call is upstream (``streamed``: once the stream's
-    first event reached it); the upstream, and what the gateway sent the client."""
-    upstream = Upstream()
+    first event reached it, unless the upstream is ``silent``: it never answers); the
+    upstream, and what the gateway sent the client."""
+    upstream = Upstream(silent=silent)
     app = over(emulator, upstream)
     requested: list[bool] = []
     got_body = anyio.Event()
@@ -95,7 +98,7 @@ async def hang_up(emulator: Emulator, streamed: bool) -> tuple[Upstream, list[di
             requested.append(True)
             data = json.dumps({**BODY, "stream": streamed}).encode()
             return {"type": "http.request", "body": data, "more_body": False}
-        await (got_body if streamed else upstream.asked).wait()
+        await (got_body if streamed and not silent else upstream.asked).wait()
         return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
@@ -111,10 +114,15 @@ async def hang_up(emulator: Emulator, streamed: bool) -> tuple[Upstream, list[di
 async def test_a_client_that_goes_away_cancels_the_passed_through_call(
     emulator: Emulator,
 ) -> None:
-    for case, streamed in (("before the headers", False), ("mid-stream", True)):
-        upstream, sent = await hang_up(emulator, streamed)
+    cases = (
+        ("before the headers", False, False),
+        ("a stream's, before its first event", True, True),
+        ("mid-stream", True, False),
+    )
+    for case, streamed, silent in cases:
+        upstream, sent = await hang_up(emulator, streamed, silent)
         assert upstream.asked.is_set() and upstream.closed, case
-        if not streamed:  # no one is there to read an answer: none is written
+        if silent or not streamed:  # no one is there to read an answer: none is written
             assert all(m.get("status", 499) == 499 for m in sent), (case, sent)
 
 

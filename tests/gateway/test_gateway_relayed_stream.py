@@ -160,3 +160,23 @@ async def test_a_body_whose_head_cannot_be_sent_still_runs_its_ending() -> None:
         await stream(scope, _never, send)
     assert ended == [True]
     assert not metrics.errors
+
+
+async def test_a_stream_past_its_deadline_before_its_first_chunk_still_answers() -> None:
+    """The deadline comes while the first chunk is awaited, before the head went out: the
+    client gets the head and the API's error event (not an IndexError and a cut)."""
+    closed: list[bool] = []
+
+    async def silent() -> AsyncIterator[bytes]:
+        try:
+            await anyio.sleep_forever()
+            yield b"never"
+        finally:
+            closed.append(True)
+
+    stream, metrics = _stream(silent(), seconds=0.05)
+    sent = await _served(stream)
+    assert closed == [True]
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 200
+    assert sent[-1]["more_body"] is False and b"longer than" in sent[-1]["body"]
+    assert metrics.errors == {("anthropic", "POST /v1/messages", "server_error"): 1}

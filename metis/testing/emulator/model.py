@@ -177,8 +177,12 @@ def measured(prompt: Prompt, reply: Reply) -> Reply:
 
 
 def _stop_at_sequence(prompt: Prompt, reply: Reply) -> None:
-    found = [(reply.text.find(s), s) for s in prompt.stop_sequences if s and s in reply.text]
+    """A model writing the text stops once what it wrote ends with a stop sequence: the one
+    whose first occurrence ends first (of two ending there, the longer)."""
+    text = reply.text
+    found = [(text.find(s) + len(s), -len(s), s) for s in prompt.stop_sequences if s and s in text]
     if found:
-        at, sequence = min(found)
+        end, _, sequence = min(found)
+        at = end - len(sequence)
         reply.text, reply.calls = reply.text[:at], []
         reply.stop, reply.stop_sequence = "stop_sequence", sequence
