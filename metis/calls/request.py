@@ -213,9 +213,7 @@ def tool_list(tools: object) -> list[Any]:
         raise InvalidRequestError(f"tools: expected a list of tools, got {_described(tools)}{hint}")
     listed = list(tools)
     for index, item in enumerate(listed):
-        if isinstance(item, str | bytes) or not (  # a str may be callable: Message.text
-            callable(item) or isinstance(item, Tool | ToolDefinition | ServerToolLike)
-        ):
+        if not (callable(item) or isinstance(item, Tool | ToolDefinition | ServerToolLike)):
             hint = _DICT_TOOL if isinstance(item, Mapping) else ""
             raise InvalidRequestError(
                 f"tools[{index}]: expected a @metis.tool function, a plain function, a "
@@ -234,9 +232,8 @@ _DICT_TOOL = (
 def _described(value: object) -> str:
     if callable(value) and hasattr(value, "__qualname__"):
         return f"the {type(value).__name__} {value.__qualname__}"
-    shown = repr(str(value) if isinstance(value, str) else value)
-    kind = "str" if isinstance(value, str) else type(value).__name__
-    return f"{kind} {shown if len(shown) <= 60 else shown[:57] + '...'}"
+    shown = repr(value)
+    return f"{type(value).__name__} {shown if len(shown) <= 60 else shown[:57] + '...'}"
 
 
 def structured_output(output_type: type[T] | None, options: ModelOptions) -> TypeAdapter[T] | None:

@@ -33,25 +33,3 @@ def renamed(module: str, names: Mapping[str, str], namespace: Mapping[str, Any])
         return namespace[new]
 
     return __getattr__
-
-
-class CalledText(str):
-    """A text property's value that may still be called as the method it was, for one
-    release: ``message.text()`` gives the same string, warning once that it is deprecated."""
-
-    __slots__ = ()
-    owner: str = "text"
-
-    def __call__(self) -> str:
-        warn_deprecated(f"{self.owner}.text()", f"{self.owner}.text (a property)")
-        return str(self)
-
-
-class MessageText(CalledText):
-    __slots__ = ()
-    owner = "Message"
-
-
-class ToolResultText(CalledText):
-    __slots__ = ()
-    owner = "ToolResultBlock"

@@ -21,7 +21,6 @@ from pydantic import (
     model_serializer,
 )
 
-from metis.core.deprecation import MessageText, ToolResultText
 from metis.model.base import Canonical
 from metis.model.block import BlockBase
 from metis.model.block import ProviderRaw as ProviderRaw
@@ -148,10 +147,8 @@ class ToolResultBlock(BlockBase):
         """The result's text parts, one per line; images and files are not text and are left
         out."""
         if isinstance(self.content, str):
-            return ToolResultText(self.content)
-        return ToolResultText(
-            "\n".join(part.text for part in self.content if isinstance(part, TextBlock))
-        )
+            return self.content
+        return "\n".join(part.text for part in self.content if isinstance(part, TextBlock))
 
 
 class ThinkingBlock(BlockBase):
@@ -217,7 +214,7 @@ class Message(Canonical):
     @property
     def text(self) -> str:
         """The message's text blocks, joined; other blocks are not text and are left out."""
-        return MessageText("".join(b.text for b in self.content if isinstance(b, TextBlock)))
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
 
     @classmethod
     def system(cls, text: str) -> Message:

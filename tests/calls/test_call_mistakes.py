@@ -139,11 +139,6 @@ def test_a_misspelt_key_of_a_message_dict_at_any_depth_is_an_invalid_request_nam
             "ToolDefinition or a provider tool (metis.WebSearch, ...), got str 'get_weather'",
         ),
         ([{"name": "get_weather"}], "tools[0]: expected a @metis.tool function"),
-        (  # a message's text may still be called (deprecated text()): it is a str all the same
-            [metis.Message.user("get_weather").text],
-            "tools[0]: expected a @metis.tool function, a plain function, a "
-            "ToolDefinition or a provider tool (metis.WebSearch, ...), got str 'get_weather'",
-        ),
         (  # a tool in a provider's form, as a user of its SDK writes it
             [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}],
             "a tool written as a provider's dict is metis.ToolDefinition(name=..., "

@@ -231,17 +231,3 @@ def test_docs_names_lists_every_public_name_and_no_other() -> None:
     rows = re.compile(r"^\| `(\w+)` \|", re.MULTILINE)
     assert sorted(rows.findall(top)) == sorted(metis.__all__)
     assert sorted(rows.findall(extension)) == sorted(metis.pipeline.__all__)
-
-
-@pytest.mark.usefixtures("fresh_deprecations")
-def test_a_text_that_became_a_property_may_still_be_called_for_one_release() -> None:
-    message = metis.Message.user("hi ", "there")
-    result = metis.ToolResultBlock(tool_use_id="t1", content="18 C")
-    assert message.text == "hi there" and result.text == "18 C"
-    with pytest.warns(DeprecationWarning, match=r"Message\.text\(\) is deprecated"):
-        assert message.text() == "hi there"
-    with pytest.warns(DeprecationWarning, match=r"ToolResultBlock\.text\(\) is deprecated"):
-        assert result.text() == "18 C"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # once per process; reading the property never warns
-        assert message.text() == message.text == "hi there"

@@ -192,14 +192,3 @@ def test_replies_are_copied_so_a_script_can_reuse_one() -> None:
             for _ in "ab"
         ]
     assert usages[0] == usages[1] and same.usage.output_tokens == 0
-
-
-@pytest.mark.anyio
-async def test_a_scripted_reply_given_as_a_messages_text_is_that_text() -> None:
-    """A message's ``text`` may still be called (the deprecated ``text()``), but a script
-    item that is a str is a reply's text, never a function of the prompt."""
-    said = Message.assistant("Paris is sunny.").text
-    emulator = Emulator(model=[said], models="any")
-    adapter = build_adapter("anthropic", AdapterConfig(api_key="k", http_client=emulator.client()))
-    reply = await adapter.complete(ask("anthropic:claude-x"))
-    assert reply.text == "Paris is sunny."

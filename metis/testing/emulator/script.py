@@ -49,7 +49,7 @@ def thinking(reasoning: str, then: Reply | str) -> Reply:
 
 def as_reply(item: Any, prompt: Prompt | None) -> Reply:
     """A fresh Reply from a script item (a Reply is copied: the emulator fills its usage)."""
-    if callable(item) and not isinstance(item, Reply | str):  # Message.text may be called
+    if callable(item) and not isinstance(item, Reply):
         if prompt is None:
             raise ScriptError("a reply function needs the prompt")
         item = item(prompt)
