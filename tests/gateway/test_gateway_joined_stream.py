@@ -183,3 +183,36 @@ async def test_a_write_that_fails_while_a_read_waits_ends_that_read_and_the_body
         await stream(scope, _never, send)
     assert ended == ["read cancelled", "ended"]
     assert not metrics.errors
+
+
+async def test_a_deadline_during_a_write_while_a_read_waits_in_a_cancel_scope() -> None:
+    """The write hangs (a slow client) while the next read waits inside a cancel scope of
+    its own; the deadline cancels the write, then that read (its scope left in order), then
+    the stream ends with the error event."""
+    ended: list[str] = []
+    hung: list[bool] = []
+
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            yield _events(0)
+            yield _events(1)
+            with anyio.CancelScope():
+                try:
+                    await anyio.sleep_forever()
+                except anyio.get_cancelled_exc_class():
+                    ended.append("read cancelled")
+                    raise
+        finally:
+            ended.append("ended")
+
+    async def send(message: dict[str, Any]) -> None:
+        if message.get("body") and not hung:
+            hung.append(True)
+            await anyio.sleep_forever()
+
+    stream, metrics = _stream(body(), seconds=0.05)
+    bodies = await _served(stream, send=send)
+    assert ended == ["read cancelled", "ended"]
+    assert bodies[0] == _events(0, 1)
+    assert bodies[-1].startswith(b"event: error") and b"longer than" in bodies[-1]
+    assert metrics.errors == {("anthropic", "POST /v1/messages", "server_error"): 1}
