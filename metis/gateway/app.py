@@ -34,6 +34,7 @@ from metis.gateway.errors import (
     RouteNotFoundError,
 )
 from metis.gateway.front import GatewayApp
+from metis.gateway.joined_stream import JoinedStream
 from metis.gateway.keys_redis import RedisLedger
 from metis.gateway.metrics import scrape_refused
 from metis.gateway.metrics_shared import SharedMetrics
@@ -144,7 +145,7 @@ async def _answered(routed: Routed, api: str, request: Request) -> Answer:
             if prepared.inbound.stream:
                 streamed = await gateway.stream(api, prepared, key)
                 streamed.headers[PATH_HEADER] = "translated"
-                return DeadlineStream(streamed, *counted)
+                return JoinedStream(streamed, *counted)
             work = gateway.complete(api, prepared, key)
     result = await until_disconnect(request, work)
     if result is None:  # the client went away: no one reads this
