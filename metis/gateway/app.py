@@ -135,15 +135,19 @@ async def _answered(routed: Routed, api: str, request: Request) -> Answer:
         prepared = await gateway.prepare(api, body, owner)
         if routed.takes(api, prepared):  # a route with a model of the caller's API
             if prepared.inbound.stream:
-                return DeadlineStream(
-                    await routed.stream(api, prepared, body, raw, request.headers, key), *counted
-                )
+                opening = routed.stream(api, prepared, body, raw, request.headers, key)
+                route_opened = await until_disconnect(request, opening)
+                if route_opened is None:
+                    return Response(status_code=499)
+                return DeadlineStream(route_opened, *counted)
             work = routed.complete(api, prepared, body, raw, request.headers, key)
         else:
             if prepared.reported:
                 log_dropped(prepared, prepared.reported)
             if prepared.inbound.stream:
-                streamed = await gateway.stream(api, prepared, key)
+                streamed = await until_disconnect(request, gateway.stream(api, prepared, key))
+                if streamed is None:
+                    return Response(status_code=499)
                 streamed.headers[PATH_HEADER] = "translated"
                 return JoinedStream(streamed, *counted)
             work = gateway.complete(api, prepared, key)
