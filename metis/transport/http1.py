@@ -176,20 +176,24 @@ class LeanTransport(httpx.AsyncBaseTransport):
         except OSError as exc:
             raise httpx.ConnectError(str(exc), request=request) from exc
         tls: dict[str, Any] = {}
+        left = None if seconds is None else max(0.001, seconds - (loop.time() - started))
         if scheme == "https":
-            left = None if seconds is None else max(0.001, seconds - (loop.time() - started))
             hostname = request.extensions.get("sni_hostname") or host
             tls = {"ssl": self.ssl_context, "server_hostname": hostname}
-            tls["ssl_handshake_timeout"] = left
+            if left is not None:  # the deadline below ends it; the loop's own timer is a backstop
+                tls["ssl_handshake_timeout"] = left + 1.0
         try:
-            _, connection = await loop.create_connection(Http1Connection, sock=sock, **tls)
+            async with asyncio.timeout(left):
+                _, connection = await loop.create_connection(Http1Connection, sock=sock, **tls)
+        except TimeoutError as exc:
+            sock.close()
+            said = str(exc) or "the TLS handshake did not end in time"
+            raise httpx.ConnectTimeout(said, request=request) from exc
         except BaseException as exc:
             sock.close()
             if not isinstance(exc, (OSError, ssl.SSLError)):
                 raise
-            late = seconds is not None and loop.time() - started >= seconds
-            kind = httpx.ConnectTimeout if late else httpx.ConnectError
-            raise kind(str(exc) or type(exc).__name__, request=request) from exc
+            raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
         return connection
 
     async def aclose(self) -> None:
