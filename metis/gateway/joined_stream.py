@@ -19,14 +19,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from dataclasses import replace
 from typing import Any
 
-import anyio
 import sniffio
 
-from metis.errors import AdapterError
 from metis.gateway.endings import DeadlineStream
-from metis.gateway.errors import GatewayTimeoutError
-from metis.gateway.relayed_stream import RelayedStream, _spec, _watch, log
-from metis.gateway.service import LATE
+from metis.gateway.relayed_stream import RelayedStream
 
 MAX_READY = 256
 """Chunks gathered at most before they are written (an upstream that is always ready)."""
@@ -46,52 +42,31 @@ class JoinedStream(RelayedStream):
             )
             await plain(scope, receive, send)
             return
-        result, chunks = self.result, self.result.chunks
-        head = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
-        sent: list[bool] = []  # each message tried: whether it was the last
-        gone: list[bool] = []  # the client disconnected: nothing more is sent
+        await super().__call__(scope, receive, send)
 
-        async def write(body: bytes) -> None:
-            sent.append(False)
-            await send({"type": "http.response.body", "body": body, "more_body": True})
-
-        with anyio.CancelScope(deadline=result.deadline) as cancel:
-            watch = asyncio.get_running_loop().create_task(_watch(receive, cancel, gone))
-            try:
-                sent.append(False)
-                await send({"type": "http.response.start", "status": 200, "headers": head})
-                await Joined(chunks, write)
-                watch.cancel()
-                sent.append(True)
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-            except Exception as exc:
-                if isinstance(exc, OSError) and _spec(scope) >= (2, 4):
-                    return  # ASGI 2.4: the server's send says the client went away
-                log.exception("gateway stream failed", extra={"event": "metis.gateway.error"})
-                await self._end(AdapterError("internal gateway error"), send, sent[-1])
-                return
-            finally:
-                watch.cancel()
-                with anyio.CancelScope(shield=True):
-                    await chunks.aclose()  # type: ignore[attr-defined]
-        if cancel.cancelled_caught and not gone:
-            await self._end(GatewayTimeoutError(LATE), send, sent[-1])
+    async def _relay(
+        self, first: bytes, chunks: AsyncIterator[bytes], write: Callable[[bytes], Awaitable[None]]
+    ) -> None:
+        await Joined(chunks, write, first)
 
 
 class Joined:
-    """Awaited: every chunk of ``chunks`` handed to ``write``, those ready together joined
-    into one."""
+    """Awaited: every chunk of ``chunks`` (after ``first``, already read) handed to
+    ``write``, those ready together joined into one."""
 
-    __slots__ = ("_chunks", "_write")
+    __slots__ = ("_chunks", "_first", "_write")
 
     def __init__(
-        self, chunks: AsyncIterator[bytes], write: Callable[[bytes], Awaitable[None]]
+        self,
+        chunks: AsyncIterator[bytes],
+        write: Callable[[bytes], Awaitable[None]],
+        first: bytes | None = None,
     ) -> None:
-        self._chunks, self._write = chunks, write
+        self._chunks, self._write, self._first = chunks, write, first
 
     def __await__(self) -> Step:
         chunks, write = self._chunks, self._write
-        ready: list[bytes] = []
+        ready: list[bytes] = [] if self._first is None else [self._first]
         while True:
             step: Step = chunks.__anext__().__await__()
             try:

@@ -4,10 +4,11 @@ with no second task, no task group and no Starlette send wrappers in between.
 
 A pass-through read holds all that arrived since the last (metis/transport/http1.py), so
 its events are already written together as they are ready (what
-:class:`~metis.gateway.coalesce.CoalescingStream` does for a translated stream, whose writer
-makes one chunk an event); while a write waits on a slow client nothing more is read from
-the upstream. The client's disconnect is watched by one small task waiting on ``receive``
-(before ASGI 2.4 nothing else says it): it cancels the stream, and the upstream call with it.
+:class:`~metis.gateway.joined_stream.JoinedStream` does for a translated stream, whose writer
+makes one chunk an event, by overriding :meth:`RelayedStream._relay`); while a write waits
+on a slow client nothing more is read from the upstream. The client's disconnect is watched
+by one small task waiting on ``receive`` (before ASGI 2.4 nothing else says it): it cancels
+the stream, and the upstream call with it.
 The stream ends by its deadline as :class:`~metis.gateway.endings.DeadlineStream` does.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -45,16 +47,19 @@ class RelayedStream:
         start = {"type": "http.response.start", "status": 200, "headers": head}
         sent: list[bool] = []  # each message tried: whether it was the last
         gone: list[bool] = []  # the client disconnected: nothing more is sent
+
+        async def write(body: bytes) -> None:
+            sent.append(False)
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+
         with anyio.CancelScope(deadline=result.deadline) as cancel:
             watch = asyncio.get_running_loop().create_task(_watch(receive, cancel, gone))
             try:
                 first = await anext(chunks, None)  # begun: its ending runs however it is left
                 sent.append(False)
                 await send(start)
-                while first is not None:
-                    sent.append(False)
-                    await send({"type": "http.response.body", "body": first, "more_body": True})
-                    first = await anext(chunks, None)
+                if first is not None:
+                    await self._relay(first, chunks, write)
                 watch.cancel()
                 sent.append(True)
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -73,6 +78,15 @@ class RelayedStream:
         if cancel.cancelled_caught and not gone:  # the head too, if it came before any chunk
             ended = GatewayTimeoutError(LATE)
             await self._end(ended, send, bool(sent) and sent[-1], None if sent else start)
+
+    async def _relay(
+        self, first: bytes, chunks: AsyncIterator[bytes], write: Callable[[bytes], Awaitable[None]]
+    ) -> None:
+        """Every chunk written, ``first`` first, each as it is read."""
+        chunk: bytes | None = first
+        while chunk is not None:
+            await write(chunk)
+            chunk = await anext(chunks, None)
 
     async def _end(self, error: AdapterError, send: Any, sent_all: bool, head: Any = None) -> None:
         """The stream ended by ``error``: its error event (after ``head``, when the head has
