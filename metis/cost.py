@@ -4,8 +4,7 @@ Adapters report tokens only. Cost is computed here, after the fact, from a price
 carries a ``pricing_version``, so stored usage can be repriced under any later table::
 
     from metis.cost import cost_of
-    cost = cost_of(response.model, response.usage)      # the model catalog's prices
-    print(cost.usd, cost.pricing_version)
+    cost = cost_of(response.model, response.usage)      # the model catalog's prices: cost.usd
 
     new = PriceTable.load("prices-2027.yaml")
     costs = new.reprice([(model, usage) for model, usage in stored])
@@ -379,6 +378,11 @@ def _unpriced(model: str, table: PriceTable, usage: TokenUsage) -> Cost:
             reason,
             extra={"event": "metis.unpriced_model", "model": model},
         )
+    return unpriced_cost(model, usage, table.pricing_version, reason)
+
+
+def unpriced_cost(model: str, usage: TokenUsage, pricing_version: str, reason: str) -> Cost:
+    """``usage`` on ``model`` counted as 0 for ``reason`` (no price: ``Cost.priced`` False)."""
     zero = Decimal(0)
     return Cost(
         model=model,
@@ -387,7 +391,7 @@ def _unpriced(model: str, table: PriceTable, usage: TokenUsage) -> Cost:
         output_usd=zero,
         cached_input_usd=zero,
         cache_creation_usd=zero,
-        pricing_version=table.pricing_version,
+        pricing_version=pricing_version,
         estimated=usage.estimated,
         unpriced=reason,
     )

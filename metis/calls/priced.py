@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
-
-from metis.cost import Cost, cost_of
+from metis.cost import Cost, cost_of, unpriced_cost
 from metis.errors import ConfigError
 from metis.model.response import CanonicalResponse, TokenUsage
 
@@ -25,15 +23,4 @@ def priced_usage(model: str, usage: TokenUsage) -> Cost:
     try:
         return cost_of(model, usage)
     except ConfigError as error:  # a provider's name for its model that several entries share
-        zero = Decimal(0)
-        return Cost(
-            model=model,
-            usd=zero,
-            input_usd=zero,
-            output_usd=zero,
-            cached_input_usd=zero,
-            cache_creation_usd=zero,
-            pricing_version="",
-            estimated=usage.estimated,
-            unpriced=str(error),
-        )
+        return unpriced_cost(model, usage, "", str(error))
