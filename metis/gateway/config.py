@@ -85,9 +85,9 @@ class GatewayConfig:
     ) -> None:
         self.registry, self.settings, self.api_key, self.keys = registry, settings, api_key, keys
         self.tracer = tracer
+        """The server spans' tracer (None: no spans; ``gateway.opentelemetry``)."""
         self.metrics_key = metrics_key
         """The key a scrape of ``/metrics`` must send (None: open; ``gateway.metrics``)."""
-        """The server spans' tracer (None: no spans; ``gateway.opentelemetry``)."""
 
     @classmethod
     def load(
