@@ -45,3 +45,37 @@ def test_a_runs_summed_cost_prints_plain() -> None:
     result = RunResult.__new__(RunResult)
     object.__setattr__(result, "costs", (cost, cost))
     assert str(result.cost_usd) == "0.00000072"
+
+
+def test_amounts_a_caller_adds_up_stay_plain() -> None:
+    small = TABLE.cost("openai:tiny", THREE_TOKENS).usd
+    totals = [
+        small + small,
+        sum([small, small, small]),
+        small - small * 2,
+        Decimal("0.0000001") - small,
+        small * 3,
+        2 * small,
+        small / 4,
+        -small,
+        abs(-small),
+    ]
+    assert [str(total) for total in totals] == [
+        "0.00000072",
+        "0.00000108",
+        "-0.00000036",
+        "-0.00000026",
+        "0.00000108",
+        "0.00000072",
+        "0.00000009",
+        "-0.00000036",
+        "0.00000036",
+    ]
+    assert all(type(total).__name__ == "USD" for total in totals)
+
+
+def test_a_ratio_or_product_of_two_amounts_is_no_amount() -> None:
+    small = TABLE.cost("openai:tiny", THREE_TOKENS).usd
+    ratio, square = small / small, small * small
+    assert type(ratio) is Decimal and ratio == 1
+    assert type(square) is Decimal and square == Decimal("1.296E-13")
