@@ -137,6 +137,11 @@ async def leased_adapter(
     """The adapter for ``stack_name`` and these settings on the running event loop, open
     while the block runs. The key defaults to the stack's variable; the base URL to the SDK's
     variable the stack names (read by the adapter)."""
+    if settings is not None and not isinstance(settings, Mapping):
+        raise InvalidRequestError(
+            "settings: expected a mapping of the provider's settings ({'region': ...}), got "
+            f"{type(settings).__name__}"
+        )
     stack = builtin_stack(stack_name)
     api_key = api_key or (os.environ.get(stack.auth.env) if stack.auth.env else None)
     _require_key(stack, api_key)

@@ -155,7 +155,7 @@ def _request(
         seed=options.get("seed"),
         frequency_penalty=options.get("frequency_penalty"),
         presence_penalty=options.get("presence_penalty"),
-        stop_sequences=list(options.get("stop_sequences", ())),
+        stop_sequences=options.get("stop_sequences") or [],
         output_schema=options.get("output_schema"),
         thinking=thinking_option(options),
         cache=options.get("cache"),
