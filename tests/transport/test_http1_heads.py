@@ -61,3 +61,28 @@ def test_a_head_under_the_limit_with_a_long_body_in_the_same_read(run: Runner) -
             assert (await client.get(proxy.url)).content == body
 
     run(main())
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"x-a": "v\r\nx-injected: 1"},
+        {"x-a": "v\nx-injected: 1"},
+        {"x-a\r\nx-injected": "1"},
+        {"x-a": "v\rx"},
+        {"x-a": "v\x00x"},
+    ],
+)
+def test_a_header_with_a_line_break_is_refused_never_sent(
+    run: Runner, headers: dict[str, str]
+) -> None:
+    async def main() -> None:
+        async with proxied([OK]) as (proxy, client):
+            with pytest.raises(httpx.LocalProtocolError, match="header"):
+                await client.get(proxy.url, headers=headers)
+            assert (await client.get(proxy.url)).json() == {"ok": True}
+            assert [sorted(seen.headers) for seen in proxy.requests] == [
+                ["accept", "accept-encoding", "connection", "host", "user-agent"]
+            ]
+
+    run(main())
