@@ -297,7 +297,8 @@ class Session(BlockingForms):
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        if not self.cancel():  # else a turn's stream left unclosed: it ends once finalized
+            await self.aclose()
 
     def cancel(self) -> bool:
         """Stop the turn in flight, from any task or thread: a reply being streamed ends with
