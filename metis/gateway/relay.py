@@ -37,19 +37,42 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def anthropic_usage(raw: Any, before: TokenUsage | None = None) -> TokenUsage:
-    """Messages API usage (``message_start``'s, then ``message_delta``'s counts over it)."""
-    found = raw if isinstance(raw, dict) else {}
-    known = (before or TokenUsage()).model_dump()
-    for field, key in (
-        ("input_tokens", "input_tokens"),
-        ("output_tokens", "output_tokens"),
-        ("cached_input_tokens", "cache_read_input_tokens"),
-        ("cache_creation_input_tokens", "cache_creation_input_tokens"),
-    ):
-        if key in found and found[key] is not None:
-            known[field] = _count(found[key])
-    return TokenUsage.model_validate(known)
+_ANTHROPIC_COUNTS = (
+    ("input_tokens", "input_tokens"),
+    ("output_tokens", "output_tokens"),
+    ("cached_input_tokens", "cache_read_input_tokens"),
+    ("cache_creation_input_tokens", "cache_creation_input_tokens"),
+)
+
+
+class AnthropicUsage:
+    """Messages API usage as the translated path reads it (metis/wire/anthropic/usage.py):
+    the top-level counts named so far (``message_start``'s, then ``message_delta``'s over
+    them) plus the compaction passes ``usage.iterations`` lists apart, and the thinking
+    tokens of ``output_tokens_details``."""
+
+    def __init__(self) -> None:
+        self.named: dict[str, int] = {}
+        self.compaction: dict[str, int] = {}
+        self.reasoning = 0
+
+    def read(self, raw: Any) -> TokenUsage:
+        found = raw if isinstance(raw, dict) else {}
+        for field, key in _ANTHROPIC_COUNTS:
+            if found.get(key) is not None:
+                self.named[field] = _count(found[key])
+        if isinstance(found.get("iterations"), list):
+            passes = [p for p in found["iterations"] if isinstance(p, dict)]
+            self.compaction = {
+                field: sum(_count(p.get(key)) for p in passes if p.get("type") == "compaction")
+                for field, key in _ANTHROPIC_COUNTS
+            }
+        details = found.get("output_tokens_details")
+        if isinstance(details, dict) and details.get("thinking_tokens") is not None:
+            self.reasoning = _count(details["thinking_tokens"])
+        counts = {k: v + self.compaction.get(k, 0) for k, v in self.named.items()}
+        output = counts.get("output_tokens", 0)
+        return TokenUsage(**counts, reasoning_tokens=min(self.reasoning, output))
 
 
 def chat_usage(raw: Any) -> TokenUsage:
@@ -221,6 +244,7 @@ class AnthropicRelay(Relay):
     def __init__(self, model: str, made_by: ProviderRaw) -> None:
         super().__init__(model)
         self.made_by = made_by
+        self._usage = AnthropicUsage()
 
     def rewrite(self, raw: bytes) -> bytes:
         name, obj = _fields(raw)
@@ -228,9 +252,9 @@ class AnthropicRelay(Relay):
             return raw + b"\n\n"
         if name == "message_start" and isinstance(obj.get("message"), dict):
             obj["message"]["model"] = self.model
-            self.usage = anthropic_usage(obj["message"].get("usage"), self.usage)
+            self.usage = self._usage.read(obj["message"].get("usage"))
         elif name == "message_delta":
-            self.usage = anthropic_usage(obj.get("usage"), self.usage)
+            self.usage = self._usage.read(obj.get("usage"))
             self._stopped((obj.get("delta") or {}).get("stop_reason"))
         elif name == "error":
             self.failed = _error_type(obj)
@@ -260,7 +284,7 @@ class AnthropicRelay(Relay):
         if not isinstance(obj, dict):
             return body
         obj["model"] = self.model
-        self.usage = anthropic_usage(obj.get("usage"))
+        self.usage = self._usage.read(obj.get("usage"))
         self._stopped(obj.get("stop_reason"))
         for block in obj.get("content") or ():
             if isinstance(block, dict):
