@@ -54,3 +54,27 @@ def test_an_option_of_a_type_it_cannot_be_is_an_invalid_request(
 def test_stop_sequences_none_is_none_given(at_emulator: Emulator) -> None:
     none: dict[str, Any] = {"stop_sequences": None}
     assert metis.complete(MODEL, "Hi", **none).text == "You said: Hi"
+
+
+EMBEDDER = "openai:text-embedding-3-small"
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"settings": "eu-west-1"}, "settings: expected a mapping of the provider's settings"),
+        ({"concurrency": "4"}, "concurrency: expected a whole number >= 1, got '4'"),
+        ({"concurrency": 0}, "concurrency: expected a whole number >= 1, got 0"),
+        ({"truncate": "yes"}, "truncate: expected True or False, got 'yes'"),
+    ],
+)
+def test_an_embed_option_of_a_type_it_cannot_be_is_an_invalid_request(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any], said: str
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", emulator.base_url("openai"))
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with pytest.raises(InvalidRequestError) as caught:
+        metis.embed(EMBEDDER, "Hi", max_retries=0, **options)
+    assert said in str(caught.value)
+    assert emulator.stats.requests == 0
+    assert len(metis.embed(EMBEDDER, ["Hi", "there"], concurrency=1).vectors) == 2
