@@ -20,8 +20,7 @@ uncached input::
            + cached_input * cached_input_rate + cache_creation * cache_creation_rate) / 1e6
 
 where the reasoning part of the output (``usage.reasoning_tokens``, at most all of it) is at
-the reasoning rate when the table gives one (the output rate otherwise).
-"""
+the reasoning rate when the table gives one (the output rate otherwise)."""
 
 from __future__ import annotations
 
