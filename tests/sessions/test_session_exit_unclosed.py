@@ -9,13 +9,14 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from metis.model import TextDelta
+from metis.model import MessageStart, TextDelta
 from metis.sessions import Session
 from metis.testing.emulator import Emulator
 
+from ..fakes import FakePeer
 from ..session_helpers import close_all, emulated
+from .test_sessions import stalled_reply
 
-pytestmark = pytest.mark.anyio
 CLAUDE = "anthropic:claude-sonnet-4-5"
 
 
@@ -31,6 +32,7 @@ async def until_the_turn_ended(session: Session) -> None:
     raise AssertionError("the turn never ended")
 
 
+@pytest.mark.anyio
 async def test_an_error_in_the_loop_over_a_turn_leaves_the_block_as_itself(
     emulator: Emulator,
 ) -> None:
@@ -45,6 +47,7 @@ async def test_an_error_in_the_loop_over_a_turn_leaves_the_block_as_itself(
     await close_all(adapters)
 
 
+@pytest.mark.anyio
 async def test_a_break_out_of_the_loop_over_a_turn_leaves_the_block_quietly(
     emulator: Emulator,
 ) -> None:
@@ -59,3 +62,15 @@ async def test_a_break_out_of_the_loop_over_a_turn_leaves_the_block_quietly(
     assert "You said: Hello there, how are you today?".startswith(session.messages[1].text)
     assert (await session.asend("Again")).text == "You said: Again"
     await close_all(adapters)
+
+
+def test_a_sync_block_left_by_an_error_while_its_stream_is_held_raises_that_error() -> None:
+    peer = FakePeer(stalled_reply("Hello", " there"))  # the stream never ends by itself
+    session = Session(CLAUDE, adapters={"anthropic": peer.adapter("anthropic", max_retries=0)})
+    with pytest.raises(AppError), session:
+        events = session.stream("Hello there, how are you today?")
+        assert isinstance(next(iter(events)), MessageStart)
+        raise AppError("the application failed")
+    del events  # the stream closed: its turn, cancelled, ends with what arrived
+    assert session.cancel() is False
+    assert [message.role.value for message in session.messages] in (["user", "assistant"], [])
