@@ -275,6 +275,11 @@ def _nested(value: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str
 
 def stack_and_model(model: str) -> tuple[str, str]:
     """``"provider:model"`` split, or a ConfigError saying what was expected."""
+    if not isinstance(model, str):
+        raise ConfigError(
+            "expected a model as 'provider:model' (e.g. anthropic:claude-sonnet-4-5) or a "
+            f"Router, got {type(model).__name__}"
+        )
     stack_name, sep, wire = model.partition(":")
     if not sep or not stack_name or not wire:
         meant = _with_provider(model) if not sep else None

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import metis
-from metis.errors import InvalidRequestError
+from metis.errors import ConfigError, InvalidRequestError
 from metis.testing.emulator import Emulator
 
 MODEL = "anthropic:claude-sonnet-4-5"
@@ -78,3 +78,10 @@ def test_an_embed_option_of_a_type_it_cannot_be_is_an_invalid_request(
     assert said in str(caught.value)
     assert emulator.stats.requests == 0
     assert len(metis.embed(EMBEDDER, ["Hi", "there"], concurrency=1).vectors) == 2
+
+
+@pytest.mark.parametrize("model", [None, 5, b"anthropic:claude-sonnet-4-5"])
+def test_a_model_that_is_not_a_string_or_a_router_is_a_config_error(model: Any) -> None:
+    for call in (metis.complete, metis.count_tokens, metis.embed):
+        with pytest.raises(ConfigError, match="expected a model as 'provider:model'"):
+            call(model, "Hi")
