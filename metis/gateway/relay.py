@@ -12,6 +12,7 @@ Sans-IO: bytes in, bytes out.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -23,73 +24,50 @@ from metis.gateway.sse import data, dumps, event
 from metis.model.content import ProviderRaw
 from metis.model.response import StopReason, TokenUsage
 from metis.wire.anthropic.read import stop_reason as anthropic_stop
+from metis.wire.anthropic.usage import UsageTally
+from metis.wire.builder import MessageBuilder
 from metis.wire.framing.sse import MAX_EVENT_LENGTH
 from metis.wire.json_limits import loads
+from metis.wire.openai_chat.read import read_usage as read_chat_usage
 from metis.wire.openai_chat.read import stop_reason as chat_stop
-from metis.wire.read import split_input
 
 _MODEL = re.compile(rb'"model": ?"(?:[^"\\]|\\.)*"')
 """A JSON object's ``model`` member. Within a JSON string every quote is escaped, so this
 finds only a member, never text that reads like one."""
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
-_ANTHROPIC_COUNTS = (
-    ("input_tokens", "input_tokens"),
-    ("output_tokens", "output_tokens"),
-    ("cached_input_tokens", "cache_read_input_tokens"),
-    ("cache_creation_input_tokens", "cache_creation_input_tokens"),
-)
-
-
 class AnthropicUsage:
-    """Messages API usage as the translated path reads it (metis/wire/anthropic/usage.py):
-    the top-level counts named so far (``message_start``'s, then ``message_delta``'s over
-    them) plus the compaction passes ``usage.iterations`` lists apart, and the thinking
-    tokens of ``output_tokens_details``."""
+    """Messages API usage as the translated path reads it (metis/wire/anthropic/usage.py): the
+    top-level counts named so far (``message_start``'s, then ``message_delta``'s over them),
+    the compaction passes ``usage.iterations`` lists apart added, the thinking tokens of
+    ``output_tokens_details`` the reasoning part; counts that are not counts read as none."""
 
     def __init__(self) -> None:
-        self.named: dict[str, int] = {}
-        self.compaction: dict[str, int] = {}
-        self.reasoning = 0
+        self._builder = MessageBuilder("pass-through", "")
+        self._tally = UsageTally(self._builder)
 
     def read(self, raw: Any) -> TokenUsage:
-        found = raw if isinstance(raw, dict) else {}
-        for field, key in _ANTHROPIC_COUNTS:
-            if found.get(key) is not None:
-                self.named[field] = _count(found[key])
-        if isinstance(found.get("iterations"), list):
-            passes = [p for p in found["iterations"] if isinstance(p, dict)]
-            self.compaction = {
-                field: sum(_count(p.get(key)) for p in passes if p.get("type") == "compaction")
-                for field, key in _ANTHROPIC_COUNTS
-            }
-        details = found.get("output_tokens_details")
-        if isinstance(details, dict) and details.get("thinking_tokens") is not None:
-            self.reasoning = _count(details["thinking_tokens"])
-        counts = {k: v + self.compaction.get(k, 0) for k, v in self.named.items()}
-        output = counts.get("output_tokens", 0)
-        return TokenUsage(**counts, reasoning_tokens=min(self.reasoning, output))
+        with contextlib.suppress(ProtocolError):
+            self._tally.read(raw if isinstance(raw, dict) else None)
+        return self._builder.token_usage()
+
+
+def read_as_translated(read: Callable[[MessageBuilder, Any], None], raw: Any) -> TokenUsage:
+    """``raw`` usage, read by ``read`` (the API's codec's own reader: the counts the
+    translated path takes of it); counts that are not counts read as none, the answer relayed
+    on as it came."""
+    builder = MessageBuilder("pass-through", "")
+    try:
+        read(builder, raw if isinstance(raw, dict) else {})
+    except ProtocolError:
+        return TokenUsage()
+    return builder.token_usage()
 
 
 def chat_usage(raw: Any) -> TokenUsage:
-    """Chat Completions usage; canonical input counts the uncached tokens only."""
-    found = raw if isinstance(raw, dict) else {}
-    details = found.get("prompt_tokens_details")
-    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
-    uncached, cached, _ = split_input(_count(found.get("prompt_tokens")), cached, 0)
-    output = found.get("completion_tokens_details")
-    reasoning = _count(output.get("reasoning_tokens")) if isinstance(output, dict) else 0
-    out = _count(found.get("completion_tokens"))
-    return TokenUsage(
-        input_tokens=uncached,
-        output_tokens=max(out, reasoning),
-        cached_input_tokens=cached,
-        reasoning_tokens=reasoning,
-    )
+    """Chat Completions usage, as the translated path reads it (cache hits and writes as
+    each compatible server names them, reasoning counted apart where the totals show it)."""
+    return read_as_translated(read_chat_usage, raw)
 
 
 STREAM_ERROR_CLASSES = {

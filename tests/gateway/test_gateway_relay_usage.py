@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from metis.gateway.relay import AnthropicRelay
+from metis.gateway.relay import AnthropicRelay, ChatRelay
+from metis.gateway.relay_responses import ResponsesRelay
 from metis.model.content import ProviderRaw
 from metis.model.response import TokenUsage
 from metis.wire.anthropic import AnthropicCodec
@@ -114,3 +115,77 @@ def test_a_whole_answer_adds_its_compaction_pass() -> None:
     assert relay.usage == TokenUsage(
         input_tokens=1040, output_tokens=230, cached_input_tokens=50, cache_creation_input_tokens=7
     )
+
+
+CHAT_USAGES: dict[str, dict[str, Any]] = {
+    "DeepSeek's cache hits": {
+        "prompt_tokens": 100,
+        "completion_tokens": 10,
+        "prompt_cache_hit_tokens": 60,
+        "prompt_cache_miss_tokens": 40,
+    },
+    "cache writes (OpenRouter)": {
+        "prompt_tokens": 100,
+        "completion_tokens": 10,
+        "prompt_tokens_details": {"cached_tokens": 20, "cache_write_tokens": 30},
+    },
+    "reasoning left out of the completion (xAI)": {
+        "prompt_tokens": 100,
+        "completion_tokens": 10,
+        "total_tokens": 135,
+        "completion_tokens_details": {"reasoning_tokens": 25},
+    },
+    "a prompt count without its cached part (Azure's Grok)": {
+        "prompt_tokens": 10,
+        "completion_tokens": 5,
+        "prompt_tokens_details": {"cached_tokens": 90},
+    },
+}
+
+
+def chat_translated(usage: dict[str, Any]) -> TokenUsage:
+    from metis.wire.builder import MessageBuilder
+    from metis.wire.openai_chat.read import read_usage
+
+    builder = MessageBuilder("openai", "gpt-x")
+    read_usage(builder, usage)
+    return builder.token_usage()
+
+
+@pytest.mark.parametrize("case", CHAT_USAGES)
+def test_the_chat_relay_reads_the_usage_the_translated_path_reads(case: str) -> None:
+    usage = CHAT_USAGES[case]
+    chunk = {"id": "c1", "model": "x", "choices": [], "usage": usage}
+    relay = ChatRelay("fast", include_usage=True)
+    relay.feed(f"data: {json.dumps(chunk)}\n\n".encode() + b"data: [DONE]\n\n")
+    assert relay.usage == chat_translated(usage)
+    whole = ChatRelay("fast", include_usage=True)
+    whole.whole(json.dumps({**chunk, "choices": [{"index": 0, "finish_reason": "stop"}]}).encode())
+    assert whole.usage == chat_translated(usage)
+
+
+def test_the_responses_relay_reads_cache_writes_as_the_translated_path_does() -> None:
+    usage = {
+        "input_tokens": 100,
+        "output_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 20, "cache_write_tokens": 30},
+        "output_tokens_details": {"reasoning_tokens": 4},
+    }
+    response = {"id": "resp_1", "object": "response", "status": "completed", "model": "x"}
+    relay = ResponsesRelay("fast", None)
+    relay.whole(json.dumps({**response, "output": [], "usage": usage}).encode())
+    assert relay.usage == TokenUsage(
+        input_tokens=50,
+        output_tokens=10,
+        cached_input_tokens=20,
+        cache_creation_input_tokens=30,
+        reasoning_tokens=4,
+    )
+
+
+def test_a_relay_given_counts_that_are_not_counts_reads_none_and_relays_on() -> None:
+    chunk = {"id": "c1", "model": "x", "choices": [], "usage": {"prompt_tokens": "many"}}
+    relay = ChatRelay("fast", include_usage=True)
+    out = relay.feed(f"data: {json.dumps(chunk)}\n\n".encode())
+    assert b'"many"' in out
+    assert relay.usage == TokenUsage()
