@@ -19,9 +19,8 @@ uncached input::
     usd = (input * input_rate + output * output_rate
            + cached_input * cached_input_rate + cache_creation * cache_creation_rate) / 1e6
 
-where the reasoning part of the output (``usage.reasoning_tokens``) is at the reasoning rate
-when the table gives one (the output rate otherwise).
-"""
+where the reasoning part of the output (``usage.reasoning_tokens``, at most all of it) is at
+the reasoning rate when the table gives one (the output rate otherwise)."""
 
 from __future__ import annotations
 
@@ -226,11 +225,12 @@ class PriceTable(BaseModel):
 def price_usage(model_id: str, price: ModelPrice, usage: TokenUsage, version: str) -> Cost:
     """What ``usage`` costs at ``price`` (its tier for the call's total input)."""
     rates = price.for_input(usage.total_input_tokens)
+    reasoning = min(usage.reasoning_tokens, usage.output_tokens)  # the output is what is billed
     parts = (
         Decimal(usage.input_tokens) * rates.input / MILLION,
         (
-            Decimal(usage.output_tokens - usage.reasoning_tokens) * rates.output
-            + Decimal(usage.reasoning_tokens) * rates.reasoning_rate
+            Decimal(usage.output_tokens - reasoning) * rates.output
+            + Decimal(reasoning) * rates.reasoning_rate
         )
         / MILLION,
         Decimal(usage.cached_input_tokens) * rates.cached_input_rate / MILLION,

@@ -34,7 +34,7 @@ import inspect
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
@@ -43,10 +43,11 @@ import anyio.to_thread
 from pydantic import BaseModel, validate_call
 
 from metis.core.options import checked_options
-from metis.errors import ConfigError
+from metis.errors import ConfigError, InvalidRequestError
 from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.model.request import FREEFORM_SCHEMA, FreeformInput, ToolDefinition
 from metis.model.response import CanonicalResponse
+from metis.model.server_tools import CodeExecution, ProviderTool, WebFetch, WebSearch
 from metis.tool_results import failed, result_of, timed_out, unrunnable
 from metis.tool_schemas import docstring, drop_titles, input_schema, snake
 
@@ -55,6 +56,8 @@ R = TypeVar("R")
 P2 = ParamSpec("P2")
 R2 = TypeVar("R2")
 M = TypeVar("M", bound=BaseModel)
+ServerToolLike = WebSearch | WebFetch | CodeExecution | ProviderTool
+"""A tool the provider runs itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +187,7 @@ def as_tool_definition(item: AnyTool | ToolDefinition | Callable[..., Any]) -> T
 
 async def arun_tools(
     reply: CanonicalResponse | Message,
-    tools: Sequence[AnyTool | Callable[..., Any]],
+    tools: Sequence[AnyTool | ToolDefinition | ServerToolLike | Callable[..., Any]],
     *,
     timeout_seconds: float | None = None,
 ) -> Message:
@@ -193,8 +196,7 @@ async def arun_tools(
     bounds each call: one still running then is answered with an ``is_error`` result saying
     so (a plain function's thread is left to finish on its own)."""
     timeout_seconds = checked_timeout(timeout_seconds)
-    by_name = tools_by_name(tools)
-    calls = _calls(reply)
+    calls, by_name = _checked(reply, tools)
     results: list[ToolResultBlock | None] = [None] * len(calls)
 
     async def one(i: int, call: ToolUseBlock) -> None:
@@ -208,7 +210,7 @@ async def arun_tools(
 
 def run_tools(
     reply: CanonicalResponse | Message,
-    tools: Sequence[AnyTool | Callable[..., Any]],
+    tools: Sequence[AnyTool | ToolDefinition | ServerToolLike | Callable[..., Any]],
     *,
     timeout_seconds: float | None = None,
 ) -> Message:
@@ -220,8 +222,7 @@ def run_tools(
     thread: that tool runs on to its end in the background (a daemon thread, which does not
     hold up the interpreter's exit), and what it returns then is dropped."""
     timeout_seconds = checked_timeout(timeout_seconds)
-    by_name = tools_by_name(tools)
-    calls = _calls(reply)
+    calls, by_name = _checked(reply, tools)
     if timeout_seconds is None:
         blocks = [_run_sync(call, by_name) for call in calls]
     else:
@@ -297,12 +298,61 @@ def tools_by_name(tools: Sequence[AnyTool | Callable[..., Any]]) -> dict[str, An
     return {t.name: t for t in made}
 
 
+def tool_list(tools: object) -> list[Any]:
+    """``tools=`` as a list, each a tool metis can offer; else an InvalidRequestError saying
+    what a tool is (a function given alone, a tool's name as a string, ...)."""
+    if (
+        isinstance(tools, str | bytes | Mapping)
+        or callable(tools)
+        or not isinstance(tools, Iterable)
+    ):
+        name = getattr(tools, "__name__", None)
+        hint = f"; give tools=[{name}]" if callable(tools) and name else ""
+        raise InvalidRequestError(
+            f"tools: expected a list of tools, got {described_value(tools)}{hint}"
+        )
+    listed = list(tools)
+    for index, item in enumerate(listed):
+        if not (callable(item) or isinstance(item, ToolDefinition | ServerToolLike)):
+            hint = _DICT_TOOL if isinstance(item, Mapping) else ""
+            raise InvalidRequestError(
+                f"tools[{index}]: expected a @metis.tool function, a plain function, a "
+                "ToolDefinition or a provider tool (metis.WebSearch, ...), got "
+                f"{described_value(item)}{hint}"
+            )
+    return listed
+
+
+_DICT_TOOL = (
+    "; a tool written as a provider's dict is metis.ToolDefinition(name=..., description=..., "
+    "input_schema=...), the schema Anthropic's input_schema or OpenAI's function.parameters"
+)
+
+
+def described_value(value: object) -> str:
+    """``value`` named in an error: a function by its name, anything else by its type and
+    (cut) repr."""
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"the {type(value).__name__} {value.__qualname__}"
+    shown = repr(value)
+    return f"{type(value).__name__} {shown if len(shown) <= 60 else shown[:57] + '...'}"
+
+
 # Internals -------------------------------------------------------------------------------
 
 
-def _calls(reply: CanonicalResponse | Message) -> list[ToolUseBlock]:
-    content = reply.content
-    return [block for block in content if isinstance(block, ToolUseBlock)]
+def _checked(reply: object, tools: object) -> tuple[list[ToolUseBlock], dict[str, AnyTool]]:
+    """The tool calls of ``reply``, and the functions of ``tools`` by name (a provider's own
+    tools and bare definitions left out: nothing here runs them, as in a session's run);
+    either not what it should be an InvalidRequestError, as ``complete(tools=...)`` says."""
+    if not isinstance(reply, CanonicalResponse | Message):
+        got = type(reply).__name__
+        raise InvalidRequestError(
+            f"reply: expected a CanonicalResponse or an assistant Message, got {got}"
+        )
+    mine = [t for t in tool_list(tools) if not isinstance(t, ToolDefinition | ServerToolLike)]
+    calls = [block for block in reply.content if isinstance(block, ToolUseBlock)]
+    return calls, tools_by_name(mine)
 
 
 async def _run(call: ToolUseBlock, tools: Mapping[str, AnyTool]) -> ToolResultBlock:

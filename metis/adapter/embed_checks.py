@@ -55,6 +55,17 @@ def _least(values: Sequence[int | None]) -> int | None:
     return min(known) if known else None
 
 
+def check_call(concurrency: object, truncate: object) -> None:
+    """An InvalidRequestError for a ``concurrency`` that is not a whole number >= 1 (None: the
+    stack's) or a ``truncate`` that is not a bool."""
+    if concurrency is not None and (
+        isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
+    ):
+        raise InvalidRequestError(f"concurrency: expected a whole number >= 1, got {concurrency!r}")
+    if not isinstance(truncate, bool):
+        raise InvalidRequestError(f"truncate: expected True or False, got {truncate!r}")
+
+
 def check_options(
     provider: str,
     codec: EmbedCodec,

@@ -23,7 +23,14 @@ from typing import Any, Protocol
 import anyio
 
 from metis.adapter.checks import closed_error
-from metis.adapter.embed_checks import Limits, check_options, checked_inputs, limits_for, split
+from metis.adapter.embed_checks import (
+    Limits,
+    check_call,
+    check_options,
+    checked_inputs,
+    limits_for,
+    split,
+)
 from metis.adapter.embed_send import send_batch
 from metis.catalog.embedding_models import EmbeddingModel, embedding_model
 from metis.core.ids import new_request_id
@@ -148,6 +155,7 @@ class Embedder:
         self._require_key()
         info = embedding_model(self.stack.catalog, wire_model)
         check_options(self.name, self.codec, info, wire_model, dimensions, input_type)
+        check_call(concurrency, truncate)
         limits = limits_for(self.stack.limits, self.codec, info, wire_model)
         if concurrency is not None:
             limits = Limits(

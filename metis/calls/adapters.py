@@ -149,13 +149,25 @@ async def leased_adapter(
         base_url=base_url,
         timeout_seconds=timeout_seconds,
         max_retries=max_retries,
-        settings=dict(settings or {}),
+        settings=settings_of(settings),
     )
     build = functools.partial(Adapter, stack, config, init_on_first_call=True)
     lease = (*key, timeout_seconds, max_retries, _settings_key(settings))
     async with this_loop().lease(lease, build) as adapter:
         assert isinstance(adapter, Adapter)  # the key names a chat stack
         yield adapter
+
+
+def settings_of(settings: object) -> dict[str, Any]:
+    """A call's ``settings=`` (None: none) as a dict; not a mapping, an InvalidRequestError."""
+    if settings is None:
+        return {}
+    if not isinstance(settings, Mapping):
+        raise InvalidRequestError(
+            "settings: expected a mapping of the provider's settings ({'region': ...}), got "
+            f"{type(settings).__name__}"
+        )
+    return dict(settings)
 
 
 def _settings_key(settings: Mapping[str, Any] | None) -> str:

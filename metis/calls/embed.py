@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, TypedDict, Unpack
 
 from metis.adapter.embedder import Embedder
-from metis.calls.adapters import _settings_key, this_loop
+from metis.calls.adapters import _settings_key, settings_of, this_loop
 from metis.calls.background import background_loop, on_background_loop
 from metis.calls.request import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS, stack_and_model
 from metis.catalog.embedding_models import embedding_model, embedding_models
@@ -128,7 +128,7 @@ async def leased_embedder(model: str, options: EmbedOptions) -> AsyncIterator[Em
         base_url=base_url,
         timeout_seconds=timeout,
         max_retries=retries,
-        settings=dict(settings or {}),
+        settings=settings_of(settings),
     )
     key = (
         f"embeddings:{stack_name}",

@@ -23,10 +23,9 @@ from metis.model.dicts import MessageDict
 from metis.model.knobs import ReasoningEffort
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse
-from metis.model.server_tools import CodeExecution, ProviderTool, WebFetch, WebSearch
 from metis.pipeline.settings import setting_named
 from metis.routing.router import Router
-from metis.tools import AnyTool, Tool, as_tool_definition
+from metis.tools import AnyTool, ServerToolLike, as_tool_definition, described_value, tool_list
 
 MessagesLike = str | Message | MessageDict | Sequence[Message | MessageDict]
 """A user's text, one message, or the conversation: Message objects or plain dicts."""
@@ -36,7 +35,6 @@ DEFAULT_MAX_OUTPUT_TOKENS = 4096
 DEFAULT_TIMEOUT_SECONDS = 600.0
 DEFAULT_MAX_RETRIES = 2
 T = TypeVar("T")
-ServerToolLike = WebSearch | WebFetch | CodeExecution | ProviderTool
 """A tool the provider runs itself (docs/contract.md §11)."""
 
 
@@ -157,7 +155,7 @@ def _request(
         seed=options.get("seed"),
         frequency_penalty=options.get("frequency_penalty"),
         presence_penalty=options.get("presence_penalty"),
-        stop_sequences=list(options.get("stop_sequences", ())),
+        stop_sequences=options.get("stop_sequences") or [],
         output_schema=options.get("output_schema"),
         thinking=thinking_option(options),
         cache=options.get("cache"),
@@ -198,42 +196,6 @@ _WHAT_IT_TAKES = {
     "tool_choice": ": tool_choice is metis.ToolChoice.auto(), .any(), .none() or .tool(name) "
     "(OpenAI's 'required' is .any())",
 }
-
-
-def tool_list(tools: object) -> list[Any]:
-    """``tools=`` as a list, each a tool metis can offer; else an InvalidRequestError saying
-    what a tool is (a function given alone, a tool's name as a string, ...)."""
-    if (
-        isinstance(tools, str | bytes | Mapping)
-        or callable(tools)
-        or not isinstance(tools, Iterable)
-    ):
-        name = getattr(tools, "__name__", None)
-        hint = f"; give tools=[{name}]" if callable(tools) and name else ""
-        raise InvalidRequestError(f"tools: expected a list of tools, got {_described(tools)}{hint}")
-    listed = list(tools)
-    for index, item in enumerate(listed):
-        if not (callable(item) or isinstance(item, Tool | ToolDefinition | ServerToolLike)):
-            hint = _DICT_TOOL if isinstance(item, Mapping) else ""
-            raise InvalidRequestError(
-                f"tools[{index}]: expected a @metis.tool function, a plain function, a "
-                f"ToolDefinition or a provider tool (metis.WebSearch, ...), got {_described(item)}"
-                f"{hint}"
-            )
-    return listed
-
-
-_DICT_TOOL = (
-    "; a tool written as a provider's dict is metis.ToolDefinition(name=..., description=..., "
-    "input_schema=...), the schema Anthropic's input_schema or OpenAI's function.parameters"
-)
-
-
-def _described(value: object) -> str:
-    if callable(value) and hasattr(value, "__qualname__"):
-        return f"the {type(value).__name__} {value.__qualname__}"
-    shown = repr(value)
-    return f"{type(value).__name__} {shown if len(shown) <= 60 else shown[:57] + '...'}"
 
 
 def structured_output(output_type: type[T] | None, options: ModelOptions) -> TypeAdapter[T] | None:
@@ -313,6 +275,11 @@ def _nested(value: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str
 
 def stack_and_model(model: str) -> tuple[str, str]:
     """``"provider:model"`` split, or a ConfigError saying what was expected."""
+    if not isinstance(model, str):
+        raise ConfigError(
+            "expected a model as 'provider:model' (e.g. anthropic:claude-sonnet-4-5) or a "
+            f"Router, got {type(model).__name__}"
+        )
     stack_name, sep, wire = model.partition(":")
     if not sep or not stack_name or not wire:
         meant = _with_provider(model) if not sep else None
@@ -375,6 +342,6 @@ def as_messages(messages: MessagesLike) -> list[Message]:
     if isinstance(messages, bytes | bytearray) or not isinstance(messages, Iterable):
         raise InvalidRequestError(
             "messages: expected a string, a Message, a message dict or a list of them, got "
-            + _described(messages)
+            + described_value(messages)
         )
     return message_dicts.as_messages(messages)

@@ -12,6 +12,7 @@ Sans-IO: bytes in, bytes out.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -23,50 +24,50 @@ from metis.gateway.sse import data, dumps, event
 from metis.model.content import ProviderRaw
 from metis.model.response import StopReason, TokenUsage
 from metis.wire.anthropic.read import stop_reason as anthropic_stop
+from metis.wire.anthropic.usage import UsageTally
+from metis.wire.builder import MessageBuilder
 from metis.wire.framing.sse import MAX_EVENT_LENGTH
 from metis.wire.json_limits import loads
+from metis.wire.openai_chat.read import read_usage as read_chat_usage
 from metis.wire.openai_chat.read import stop_reason as chat_stop
-from metis.wire.read import split_input
 
 _MODEL = re.compile(rb'"model": ?"(?:[^"\\]|\\.)*"')
 """A JSON object's ``model`` member. Within a JSON string every quote is escaped, so this
 finds only a member, never text that reads like one."""
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+class AnthropicUsage:
+    """Messages API usage as the translated path reads it (metis/wire/anthropic/usage.py): the
+    top-level counts named so far (``message_start``'s, then ``message_delta``'s over them),
+    the compaction passes ``usage.iterations`` lists apart added, the thinking tokens of
+    ``output_tokens_details`` the reasoning part; counts that are not counts read as none."""
+
+    def __init__(self) -> None:
+        self._builder = MessageBuilder("pass-through", "")
+        self._tally = UsageTally(self._builder)
+
+    def read(self, raw: Any) -> TokenUsage:
+        with contextlib.suppress(ProtocolError):
+            self._tally.read(raw if isinstance(raw, dict) else None)
+        return self._builder.token_usage()
 
 
-def anthropic_usage(raw: Any, before: TokenUsage | None = None) -> TokenUsage:
-    """Messages API usage (``message_start``'s, then ``message_delta``'s counts over it)."""
-    found = raw if isinstance(raw, dict) else {}
-    known = (before or TokenUsage()).model_dump()
-    for field, key in (
-        ("input_tokens", "input_tokens"),
-        ("output_tokens", "output_tokens"),
-        ("cached_input_tokens", "cache_read_input_tokens"),
-        ("cache_creation_input_tokens", "cache_creation_input_tokens"),
-    ):
-        if key in found and found[key] is not None:
-            known[field] = _count(found[key])
-    return TokenUsage.model_validate(known)
+def read_as_translated(read: Callable[[MessageBuilder, Any], None], raw: Any) -> TokenUsage:
+    """``raw`` usage, read by ``read`` (the API's codec's own reader: the counts the
+    translated path takes of it); counts that are not counts read as none, the answer relayed
+    on as it came."""
+    builder = MessageBuilder("pass-through", "")
+    try:
+        read(builder, raw if isinstance(raw, dict) else {})
+    except ProtocolError:
+        return TokenUsage()
+    return builder.token_usage()
 
 
 def chat_usage(raw: Any) -> TokenUsage:
-    """Chat Completions usage; canonical input counts the uncached tokens only."""
-    found = raw if isinstance(raw, dict) else {}
-    details = found.get("prompt_tokens_details")
-    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
-    uncached, cached, _ = split_input(_count(found.get("prompt_tokens")), cached, 0)
-    output = found.get("completion_tokens_details")
-    reasoning = _count(output.get("reasoning_tokens")) if isinstance(output, dict) else 0
-    out = _count(found.get("completion_tokens"))
-    return TokenUsage(
-        input_tokens=uncached,
-        output_tokens=max(out, reasoning),
-        cached_input_tokens=cached,
-        reasoning_tokens=reasoning,
-    )
+    """Chat Completions usage, as the translated path reads it (cache hits and writes as
+    each compatible server names them, reasoning counted apart where the totals show it)."""
+    return read_as_translated(read_chat_usage, raw)
 
 
 STREAM_ERROR_CLASSES = {
@@ -221,6 +222,7 @@ class AnthropicRelay(Relay):
     def __init__(self, model: str, made_by: ProviderRaw) -> None:
         super().__init__(model)
         self.made_by = made_by
+        self._usage = AnthropicUsage()
 
     def rewrite(self, raw: bytes) -> bytes:
         name, obj = _fields(raw)
@@ -228,9 +230,9 @@ class AnthropicRelay(Relay):
             return raw + b"\n\n"
         if name == "message_start" and isinstance(obj.get("message"), dict):
             obj["message"]["model"] = self.model
-            self.usage = anthropic_usage(obj["message"].get("usage"), self.usage)
+            self.usage = self._usage.read(obj["message"].get("usage"))
         elif name == "message_delta":
-            self.usage = anthropic_usage(obj.get("usage"), self.usage)
+            self.usage = self._usage.read(obj.get("usage"))
             self._stopped((obj.get("delta") or {}).get("stop_reason"))
         elif name == "error":
             self.failed = _error_type(obj)
@@ -260,7 +262,7 @@ class AnthropicRelay(Relay):
         if not isinstance(obj, dict):
             return body
         obj["model"] = self.model
-        self.usage = anthropic_usage(obj.get("usage"))
+        self.usage = self._usage.read(obj.get("usage"))
         self._stopped(obj.get("stop_reason"))
         for block in obj.get("content") or ():
             if isinstance(block, dict):

@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from metis.gateway.relay import Relay, _count, _error_type, _fields
+from metis.gateway.relay import Relay, _error_type, _fields, read_as_translated
 from metis.gateway.sse import event, new_id
 from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.wire.json_limits import loads
-from metis.wire.read import split_input
+from metis.wire.openai_responses.read import read_usage as read_responses_usage
 
 LIFECYCLE = (
     "response.created",
@@ -33,19 +33,8 @@ _INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopK
 
 
 def responses_usage(raw: Any) -> TokenUsage:
-    """Responses API usage; canonical input counts the uncached tokens only."""
-    found = raw if isinstance(raw, dict) else {}
-    details = found.get("input_tokens_details")
-    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
-    uncached, cached, _ = split_input(_count(found.get("input_tokens")), cached, 0)
-    output = found.get("output_tokens_details")
-    reasoning = _count(output.get("reasoning_tokens")) if isinstance(output, dict) else 0
-    return TokenUsage(
-        input_tokens=uncached,
-        output_tokens=max(_count(found.get("output_tokens")), reasoning),
-        cached_input_tokens=cached,
-        reasoning_tokens=reasoning,
-    )
+    """Responses API usage, as the translated path reads it (cache writes apart)."""
+    return read_as_translated(read_responses_usage, raw)
 
 
 def stop_of(response: dict[str, Any]) -> StopReason | None:

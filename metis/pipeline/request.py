@@ -14,8 +14,13 @@ from metis.model.cache import RequestedCache
 def body_bytes(body: dict[str, Any]) -> bytes:
     """The bytes a JSON body is sent as (and, where a stage signs it, signed as). Text with a
     lone UTF-16 surrogate (a JSON ``"\\ud800"`` escape read as it is) has no UTF-8 form: an
-    InvalidRequestError, not a UnicodeEncodeError."""
-    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    InvalidRequestError, not a UnicodeEncodeError; so is a value JSON has no form of."""
+    try:
+        text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:  # an object, a cycle, given in provider_options...
+        raise InvalidRequestError(
+            f"the request's body has a value JSON cannot hold: {exc}"
+        ) from None
     try:
         return text.encode()
     except UnicodeEncodeError as exc:

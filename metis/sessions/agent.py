@@ -27,7 +27,7 @@ import anyio
 from pydantic import TypeAdapter
 
 from metis.calls.priced import priced
-from metis.calls.request import ModelOptions, ServerToolLike, validated
+from metis.calls.request import ModelOptions, validated
 from metis.cost import Cost
 from metis.errors import ProtocolError
 from metis.model.content import Message, ToolResultBlock, ToolUseBlock
@@ -46,7 +46,7 @@ from metis.sessions.events import (
     ToolResultEvent,
 )
 from metis.sessions.models import label
-from metis.tools import AnyTool, arun_tool_call, tools_by_name
+from metis.tools import AnyTool, ServerToolLike, arun_tool_call, tools_by_name
 
 DEFAULT_MAX_STEPS = 10
 

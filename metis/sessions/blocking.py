@@ -62,6 +62,8 @@ class BlockingForms:
 
         async def aclose(self) -> None: ...
 
+        def cancel(self) -> bool: ...
+
     def send(
         self, message: MessagesLike | None = None, **options: Unpack[ModelOptions]
     ) -> CanonicalResponse:
@@ -138,7 +140,8 @@ class BlockingForms:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        if not self.cancel():  # else a turn's stream left unclosed: it ends once closed
+            self.close()
 
 
 def blocking_loop(what: str, model: ModelLike) -> BackgroundLoop:

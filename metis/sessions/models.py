@@ -49,6 +49,19 @@ def label(model: ModelLike) -> str:
     return f"route {model.name}" if isinstance(model, Router) else model
 
 
+def checked_adapters(adapters: object) -> dict[str, Adapter]:
+    """``adapters`` (None: none) as a dict of stack names to Adapters, else a ConfigError."""
+    if adapters is None:
+        return {}
+    if not isinstance(adapters, Mapping):
+        got = type(adapters).__name__
+        raise ConfigError(f"adapters is a mapping of stack names to Adapters, got {got}")
+    for name, adapter in adapters.items():
+        if not isinstance(adapter, Adapter):
+            raise ConfigError(f"adapters[{name!r}] is an Adapter, got {type(adapter).__name__}")
+    return dict(adapters)
+
+
 def checked_model(model: object) -> ModelLike:
     """``model`` if a session can talk to it: ``"provider:model"`` or a Router."""
     if isinstance(model, Router):
@@ -84,6 +97,7 @@ async def resolved(
         base_url=options.get("base_url"),
         timeout_seconds=options.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
         max_retries=options.get("max_retries", DEFAULT_MAX_RETRIES),
+        settings=options.get("settings"),
     ) as adapter:
         try:
             yield Resolved(adapter, model, ((adapter, model),))

@@ -32,7 +32,7 @@ from metis.sessions.context import CONTEXT_CHECKS, Compact, ContextCheck, checke
 from metis.sessions.control import TurnControl
 from metis.sessions.core import CallRecord, Conversation
 from metis.sessions.events import RunComplete, RunEvent, RunResult
-from metis.sessions.models import checked_model
+from metis.sessions.models import checked_adapters, checked_model
 from metis.sessions.options import check_constructor, check_defaults, checked_turn
 from metis.sessions.provider_state import ProviderState
 from metis.sessions.saved import read_saved, restored, saved_session
@@ -83,7 +83,7 @@ class Session(BlockingForms):
             checked_model(model),
             as_messages(messages) if messages is not None else [],
             session_id or f"ses_{new_ulid()}",
-            adapters or {},
+            checked_adapters(adapters),
             ModelOptions(**options),
             compact=checked_compact(compact),
             context_check=context_check,
@@ -256,8 +256,8 @@ class Session(BlockingForms):
         """:meth:`arun`'s events as they happen (:mod:`metis.sessions.events`), ending with
         ``run.complete``; the model is read again at each ``step.start``. Leave early inside
         ``async with`` (:class:`~metis.sessions.stream.TurnStream`)."""
-        if max_steps < 1:
-            raise ConfigError(f"max_steps is at least 1, got {max_steps}")
+        if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
+            raise ConfigError(f"max_steps is a whole number, at least 1; got {max_steps!r}")
         overrides = self._checked("run", options)
         output = call_request.structured_output(output_type, overrides)
         settings = RunSettings(max_steps, checked_timeout(tool_timeout_seconds), output)
@@ -297,7 +297,8 @@ class Session(BlockingForms):
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        if not self.cancel():  # else a turn's stream left unclosed: it ends once finalized
+            await self.aclose()
 
     def cancel(self) -> bool:
         """Stop the turn in flight, from any task or thread: a reply being streamed ends with

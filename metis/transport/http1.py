@@ -209,15 +209,20 @@ async def _send(connection: Http1Connection, request: httpx.Request, seconds: An
     for name, value in request.headers.raw:
         parts += (name, b": ", value, b"\r\n")
     parts.append(b"\r\n")
+    head = b"".join(parts)
+    lines = len(parts) // 4 + 1  # the request line, each field, the blank line: one \n each
+    if head.count(b"\n") != lines or head.count(b"\r") != lines or b"\0" in head:
+        raise httpx.LocalProtocolError(  # as httpx's transport refuses it: no field injected
+            "a header name or value holds a line break or NUL", request=request
+        )
     try:
         content: bytes | None = request.content
     except httpx.RequestNotRead:
         content = None
     if content is not None:
-        parts.append(content)
-        await connection.write(b"".join(parts), seconds)
+        await connection.write(head + content, seconds)
         return
-    await connection.write(b"".join(parts), seconds)
+    await connection.write(head, seconds)
     chunked = request.headers.get("transfer-encoding", "").lower() == "chunked"
     async for part in request.stream:  # type: ignore[union-attr]
         if part:

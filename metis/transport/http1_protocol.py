@@ -31,6 +31,9 @@ import httpx
 
 PAUSE_AT = 256 * 1024
 """Bytes received and not yet read at which the socket is no longer read."""
+MAX_HEAD_BYTES = 100 * 1024
+"""The longest response head read (its status line and fields), as httpx's own transport
+bounds it: a longer one is a ``RemoteProtocolError``, not held in memory as it grows."""
 
 _NO_BODY_STATUS = (204, 304)
 
@@ -72,6 +75,7 @@ class Http1Connection(asyncio.Protocol):
         self.interim = False
         self.body: list[bytes] = []
         self.buffered = 0
+        self.head_bytes = 0
         self.error: Exception | None = None
         self.reader: asyncio.Future[bool] | None = None
 
@@ -103,10 +107,23 @@ class Http1Connection(asyncio.Protocol):
                 f"the server sent a malformed response: {exc}", request=self.request
             )
             self.keep_alive = False
+        if not self.head and self.error is None:
+            self.head_bytes += len(data)
+            if self.head_bytes > MAX_HEAD_BYTES:
+                self._refuse_head()
         if self.buffered > PAUSE_AT and not self.reading_paused and self.transport is not None:
             self.reading_paused = True
             self.transport.pause_reading()
         _wake(self.reader)
+
+    def _refuse_head(self) -> None:
+        self.error = httpx.RemoteProtocolError(
+            f"the server's response head is longer than {MAX_HEAD_BYTES >> 10} KiB",
+            request=self.request,
+        )
+        self.keep_alive = False
+        if self.transport is not None:
+            self.transport.abort()
 
     def eof_received(self) -> bool:
         return False  # the transport closes itself: connection_lost follows
@@ -140,6 +157,8 @@ class Http1Connection(asyncio.Protocol):
         self.reason = reason
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self.head:  # a trailer field, after a chunked body: not the head's
+            return
         self.headers.append((name, value))
         if len(name) in (14, 17):
             lowered = name.lower()

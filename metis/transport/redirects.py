@@ -26,7 +26,11 @@ def redirect_target(
     """Where to send ``request`` again after the redirect ``response``, its ``hops``-th."""
     status = response.status_code
     location = response.headers.get("location", "")
-    target = request.url.join(location)
+    try:
+        target = request.url.join(location)
+    except httpx.InvalidURL:
+        said = f"{call.provider} answered HTTP {status}, a redirect to {location[:100]!r}"
+        raise _refused(f"{said}, which is not a URL (is base_url right?)", call, status) from None
     where = f"{call.provider} answered HTTP {status}, a redirect to {_origin(target)}"
     if not client.follow_redirects:
         refusal = f"{where}; metis does not follow redirects (is base_url right?)"

@@ -70,12 +70,12 @@ def http_client(
         limits=limits,
         follow_redirects=False,
         verify=context,
-        transport=transport,
     )
     if transport is None:
         pool.give_slots(client, size)
         connect.install(client)  # a connect timeout a busy event loop cannot run out
-    else:
+    else:  # set after: httpx reads the environment's proxies only for a client without one
+        client._transport = transport
         for mounted in client._mounts.values():  # the proxies the environment names
             connect.install_on(mounted)
     return client

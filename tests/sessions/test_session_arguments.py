@@ -65,3 +65,26 @@ async def test_a_tool_timeout_of_seconds_still_runs_the_tool() -> None:
             Message(role=Role.ASSISTANT, content=[call]), [get_weather], timeout_seconds=2.5
         )
     assert result.content[0].content == "sunny in Paris"
+
+
+@pytest.mark.parametrize(
+    ("adapters", "said"),
+    [
+        ("anthropic", "adapters is a mapping of stack names to Adapters, got str"),
+        ([("anthropic", 5)], "adapters is a mapping of stack names to Adapters, got list"),
+        ({"anthropic": 5}, "adapters['anthropic'] is an Adapter, got int"),
+    ],
+)
+def test_adapters_that_are_not_adapters_by_stack_are_refused(adapters: Any, said: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Session(CLAUDE, adapters=adapters)
+    assert said in str(caught.value)
+
+
+@pytest.mark.parametrize("max_steps", ["3", None, 2.5, True])
+def test_max_steps_that_is_not_a_whole_number_is_refused(max_steps: Any) -> None:
+    session = Session(CLAUDE)
+    with pytest.raises(ConfigError, match="max_steps is a whole number, at least 1"):
+        session.run("Hi", max_steps=max_steps)
+    with pytest.raises(ConfigError, match="max_steps is a whole number, at least 1"):
+        session.astream_run("Hi", max_steps=max_steps)

@@ -279,7 +279,7 @@ class ResponsesParser:
             if not self._seen(position, item, final_ids, *streamed):  # one the stream never gave
                 index = position if position not in self._items else max(self._items) + 1
                 self.item(index, item)
-        _usage(builder, optional_object(response, "usage", "response"))
+        read_usage(builder, optional_object(response, "usage", "response"))
         builder.stop(self._stop_reason(response))
         self._mark_unpaired()
         builder.finish()
@@ -348,7 +348,7 @@ class ResponsesParser:
         return StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=raw_status)
 
 
-def _usage(builder: MessageBuilder, usage: dict[str, Any] | None) -> None:
+def read_usage(builder: MessageBuilder, usage: dict[str, Any] | None) -> None:
     """Canonical input counts uncached input only; OpenAI's ``input_tokens`` counts it all."""
     if not usage:
         return
