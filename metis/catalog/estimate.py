@@ -33,6 +33,7 @@ from metis.model.content import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from metis.model.history import history_of
 from metis.model.media import TextSource
 from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest, ToolChoice, ToolDefinition
@@ -57,16 +58,10 @@ def estimate_input_tokens(
     if system_prompt:
         units += _units(system_prompt, p)
         overhead += p.system_overhead
-    current_turn = 0  # reasoning counts in messages[current_turn:]
-    if p.thinking_blocks == "current_turn":
-        current_turn = _current_turn_start(messages)
-    elif p.thinking_blocks == "none":
-        current_turn = len(messages)
-    for index, message in enumerate(messages):
-        counted, framing = _kept_units(message, p, index >= current_turn)
-        units += counted
-        overhead += p.per_message + framing
     if messages:
+        kept = history_of(messages).kept(("units", id(p)), lambda: _history_units(messages, p))
+        units += kept[1]
+        overhead += kept[2]
         overhead += p.per_request
     if tools:
         overhead += _tools_overhead(tools, tool_choice, p)
@@ -77,6 +72,22 @@ def estimate_input_tokens(
     if p.text_counting == "chars":
         return int(units / p.chars_per_token) + overhead
     return round(units * p.tokens_per_piece) + overhead
+
+
+def _history_units(messages: list[Message], p: TokenProfile) -> tuple[TokenProfile, int, int]:
+    """(``p``, units, framing) of a whole history (``p`` held: a dead profile's address taken
+    by another never finds its counts)."""
+    units = overhead = 0
+    current_turn = 0  # reasoning counts in messages[current_turn:]
+    if p.thinking_blocks == "current_turn":
+        current_turn = _current_turn_start(messages)
+    elif p.thinking_blocks == "none":
+        current_turn = len(messages)
+    for index, message in enumerate(messages):
+        counted, framing = _kept_units(message, p, index >= current_turn)
+        units += counted
+        overhead += p.per_message + framing
+    return p, units, overhead
 
 
 _UNITS: MessageMemo[tuple[TokenProfile, int, int]] = MessageMemo()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from metis.model.cache import RequestedCache
-from metis.model.facts import facts_of
+from metis.model.history import history_of
 from metis.model.request import CanonicalRequest
 
 MAX_BREAKPOINTS = 4
@@ -86,6 +86,6 @@ def at(body: Any, path: tuple[Any, ...]) -> Any:
 
 def requested_cache(request: CanonicalRequest) -> RequestedCache:
     """What ``request`` asks of the cache (the encode stage hands it to the wire edits)."""
-    hints = sum(facts_of(message).cache_hints for message in request.messages)
-    continuing = any(message.role == "assistant" for message in request.messages)
+    history = history_of(request.messages)
+    hints, continuing = history.cache_hints, history.assistant
     return RequestedCache(request.cache, hints, continuing, request.session_id)

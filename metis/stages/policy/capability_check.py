@@ -10,9 +10,8 @@ from metis.errors import CapabilityError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import (
     Base64ImageSource,
-    Role,
 )
-from metis.model.facts import facts_of
+from metis.model.history import history_of
 from metis.model.media_fit import Drop, fit_media
 from metis.model.request import CanonicalRequest
 from metis.model.tool_fit import fit_strict_tools, fit_tools
@@ -103,8 +102,8 @@ def unmet_needs(
     """What ``caps`` cannot serve of ``request``, one phrase each; ``estimate`` is the request's
     input-token estimate under ``profile`` when the caller already made it."""
     problems: list[str] = []
-    facts = [facts_of(message) for message in request.messages]
-    images = [image for fact in facts for image in fact.images]
+    history = history_of(request.messages)
+    images = history.images
     if images and not caps.supports_images:
         problems.append("the request holds images and the model takes no images")
     elif images and caps.accepted_image_media_types:
@@ -118,7 +117,7 @@ def unmet_needs(
         )
         if refused:
             problems.append(f"image types {', '.join(refused)} are not accepted")
-    uses_tools = bool(request.tools) or any(fact.tool_ids for fact in facts)
+    uses_tools = bool(request.tools) or bool(history.tools_at)
     if uses_tools and not caps.supports_tools:
         problems.append("the request uses tools and the model has no tool calling")
     if request.parallel_tool_calls and not caps.supports_parallel_tool_calls:
@@ -131,7 +130,7 @@ def unmet_needs(
         problems.append("thinking was asked for and the model does not think aloud")
     if request.output_schema is not None and not caps.supports_structured_output:
         problems.append("an output schema was given and the model has no structured output")
-    has_system = bool(request.system_prompt) or any(m.role is Role.SYSTEM for m in request.messages)
+    has_system = bool(request.system_prompt) or history.system
     if has_system and not caps.supports_system_prompt:
         problems.append("the request has a system prompt and the model takes none")
     if request.max_output_tokens > caps.max_output_tokens:

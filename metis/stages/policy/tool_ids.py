@@ -44,7 +44,7 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
-from metis.model.facts import facts_of
+from metis.model.history import history_of
 from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, StopReason
@@ -95,7 +95,7 @@ class ToolIds(EventHook[CanonicalRequest]):
         return request, _Mapping(self, call, inward)
 
     async def _provider_ids(self, request: CanonicalRequest, call: Call) -> dict[str, str]:
-        canonical = {cid for message in request.messages for cid in facts_of(message).tool_ids}
+        canonical = set(history_of(request.messages).tool_ids)
         if not canonical:
             return {}
         known: dict[str, str] | None = {}
@@ -159,17 +159,16 @@ before, the same object, so the encoder's memo finds its wire form."""
 
 
 def _rewrite_history(request: CanonicalRequest, ids: dict[str, str]) -> CanonicalRequest:
-    messages: list[Message] = []
-    for message in request.messages:
-        named = facts_of(message).tool_ids
-        if named:
-            key = tuple(ids[cid] for cid in named)
-            copied = _REWRITTEN.get(message, key)
-            if copied is None:
-                content = [_with_provider_id(block, ids) for block in message.content]
-                copied = _REWRITTEN.put(message, key, updated(message, content=content))
-            message = copied
-        messages.append(message)
+    history = history_of(request.messages)
+    messages = list(request.messages)
+    for i in history.tools_at:
+        message = messages[i]
+        key = tuple(ids[cid] for cid in history.facts[i].tool_ids)
+        copied = _REWRITTEN.get(message, key)
+        if copied is None:
+            content = [_with_provider_id(block, ids) for block in message.content]
+            copied = _REWRITTEN.put(message, key, updated(message, content=content))
+        messages[i] = copied
     return updated(request, messages=messages)
 
 
