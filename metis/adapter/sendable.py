@@ -18,6 +18,7 @@ from typing import Any
 
 from metis.errors import InvalidRequestError
 from metis.model.content import ToolUseBlock
+from metis.model.history import history_of
 from metis.model.request import CanonicalRequest
 
 MAX_DEPTH = 100
@@ -95,11 +96,12 @@ def _member(key: str) -> str:
 def check_request(request: CanonicalRequest, provider: str) -> None:
     """The free-form JSON parts of ``request`` (tool inputs, tool schemas, the output schema)
     hold only what JSON can carry; else an InvalidRequestError naming each field."""
+    messages = request.messages
     problems = [
         first_unsendable(block.input, f"messages[{i}].content[{j}].input")
-        for i, message in enumerate(request.messages)
-        for j, block in enumerate(message.content)
-        if isinstance(block, ToolUseBlock)
+        for i in history_of(messages).tools_at
+        for j, block in enumerate(messages[i].content)
+        if isinstance(block, ToolUseBlock) and not _plain(block.input, 0)
     ]
     problems += [
         first_unsendable(tool.input_schema, f"tools[{k}].input_schema")

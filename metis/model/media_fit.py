@@ -83,7 +83,8 @@ def fit_media(
     """``request`` with the unreadable file blocks of older turns dropped (each with ``drop``),
     and the unmet needs of the turn being sent, one per unreadable block."""
     history = history_of(request.messages)
-    if not history.media_at:
+    fits = ("fit_media", id(caps), provider)
+    if not history.media_at or history.found(fits) is caps:
         return request, []
     start = current_turn_start(request.messages)
     problems: list[str] = []
@@ -98,6 +99,8 @@ def fit_media(
             messages[i] = _readable(message, where, caps, provider, drop)
             changed = changed or messages[i] is not message
     if not changed:
+        if not problems:  # nothing dropped, nothing unmet: so on every call with these caps
+            history.keep(fits, caps)
         return request, problems
     return request.model_copy(update={"messages": messages}), problems
 

@@ -153,3 +153,22 @@ def test_threads_reading_histories_each_get_their_own() -> None:
     for thread in threads:
         thread.join()
     assert wrong == []
+
+
+def test_media_fitted_for_one_model_is_fitted_again_for_another() -> None:
+    from metis.model.capabilities import AdapterCapabilities
+    from metis.model.media_fit import fit_media
+
+    image = ImageBlock(source=URLImageSource(url="https://example.com/a.png"))
+    messages = [Message(role="user", content=[TextBlock(text="see"), image]), *_conversation()]
+    request = CanonicalRequest(model="m", messages=messages, max_output_tokens=10)
+    seeing = AdapterCapabilities(supports_images=True)
+    dropped: list[str] = []
+    for _ in range(2):
+        assert fit_media(request, seeing, "anthropic", lambda *a: dropped.append(a[0])) == (
+            request,
+            [],
+        )
+    blind = AdapterCapabilities(supports_images=False)
+    fitted, _ = fit_media(request, blind, "anthropic", lambda *a: dropped.append(a[0]))
+    assert dropped == ["image"] and fitted.messages[0].content == [TextBlock(text="see")]
