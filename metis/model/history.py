@@ -91,8 +91,19 @@ class History:
         """What a step kept on this history under ``key`` (None when nothing)."""
         return self._kept.get(key)
 
+    def intact(self) -> bool:
+        """Whether every message of the record is alive and holds the blocks it held."""
+        try:
+            return list(map(_content, map(call, self._refs))) == self._contents
+        except AttributeError:  # a message is gone
+            return False
+
     def keep(self, key: Hashable, value: Any) -> None:
-        """Keeps ``value`` under ``key``, for a later step or call that sends this history."""
+        """Keeps ``value`` under ``key``, for a later step or call that sends this history;
+        not if a message was changed in place since the record was read (the value may have
+        been derived from what it holds now)."""
+        if not self.intact():
+            return
         kept = self._kept
         if len(kept) >= KEPT_LIMIT:
             kept.clear()
@@ -126,6 +137,13 @@ def history_of(messages: Sequence[Message]) -> History:
     _keep(_BY_LIST, id(messages), found)
     found._lists.add(id(messages))
     return found
+
+
+def history_in(call: object, messages: Sequence[Message]) -> History:
+    """The record of ``messages`` as ``call`` has it (a :class:`~metis.pipeline.Call` looks it
+    up once per call), else :func:`history_of`."""
+    read = getattr(call, "history", None)
+    return history_of(messages) if read is None else read(messages)
 
 
 def _record(messages: Sequence[Message], ids: tuple[int, ...]) -> History:

@@ -22,7 +22,7 @@ from metis.model.content import (
     Role,
     ToolResultBlock,
 )
-from metis.model.history import history_of
+from metis.model.history import History, history_of
 from metis.model.media import AudioBlock, DocumentBlock, FileIdSource, MediaBlock, VideoBlock
 from metis.model.request import CanonicalRequest
 
@@ -78,11 +78,16 @@ def unreadable(
 
 
 def fit_media(
-    request: CanonicalRequest, caps: AdapterCapabilities, provider: str, drop: Drop
+    request: CanonicalRequest,
+    caps: AdapterCapabilities,
+    provider: str,
+    drop: Drop,
+    history: History | None = None,
 ) -> tuple[CanonicalRequest, list[str]]:
     """``request`` with the unreadable file blocks of older turns dropped (each with ``drop``),
-    and the unmet needs of the turn being sent, one per unreadable block."""
-    history = history_of(request.messages)
+    and the unmet needs of the turn being sent, one per unreadable block. ``history``: the
+    record of its messages, when the caller has it."""
+    history = history or history_of(request.messages)
     fits = ("fit_media", id(caps), provider)
     if not history.media_at or history.found(fits) is caps:
         return request, []

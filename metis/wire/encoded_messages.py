@@ -20,7 +20,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from metis.model.content import Message, ProviderRaw
-from metis.model.history import history_of
+from metis.model.history import History, history_in
 from metis.model.memo import MessageMemo
 from metis.wire.codec import EncodeContext
 
@@ -53,6 +53,9 @@ class _Watched:
 
     def produced(self, origin: ProviderRaw | None) -> bool:
         return self.call.produced(origin)
+
+    def history(self, messages: Sequence[Message]) -> History:
+        return history_in(self.call, messages)
 
     def warn_dropped(
         self, block_type: str, reason: str, message_id: str | None = None, **extra: Any
@@ -93,7 +96,7 @@ def encoded_history(
     ``key`` names everything else the wire form depends on."""
     if _FRESH.get():
         return encode(call)
-    history = history_of(messages)
+    history = history_in(call, messages)
     key = ("wire", call.provider, call.model, call.wire_model, key)
     value: V | None = history.found(key)
     if value is not None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from metis.errors import InvalidRequestError
 from metis.model.content import Message, OpaqueBlock, Role
-from metis.model.history import history_of
+from metis.model.history import history_in
 from metis.model.request import CanonicalRequest
 from metis.wire.codec import EncodeContext
 
@@ -69,7 +69,9 @@ def without_foreign(request: CanonicalRequest, call: EncodeContext) -> Canonical
     last one gone, the model would go on from the assistant's turn before it)."""
     sent = request.messages
     if not any(
-        _foreign(b, call.provider) for i in history_of(sent).opaque_at for b in sent[i].content
+        _foreign(b, call.provider)
+        for i in history_in(call, sent).opaque_at
+        for b in sent[i].content
     ):
         return request
     messages: list[Message] = []

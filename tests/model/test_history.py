@@ -172,3 +172,22 @@ def test_media_fitted_for_one_model_is_fitted_again_for_another() -> None:
     blind = AdapterCapabilities(supports_images=False)
     fitted, _ = fit_media(request, blind, "anthropic", lambda *a: dropped.append(a[0]))
     assert dropped == ["image"] and fitted.messages[0].content == [TextBlock(text="see")]
+
+
+def test_a_call_looks_a_list_up_once_and_another_list_anew() -> None:
+    call = make_call()
+    messages = _conversation()
+    record = call.history(messages)
+    assert call.history(messages) is record
+    shorter = messages[:2]
+    assert call.history(shorter).tools_at == (1,)
+    assert call.history(messages) is record  # found again by its messages
+
+
+def test_nothing_is_kept_on_a_record_whose_message_changed_in_place() -> None:
+    messages = _conversation()
+    record = history_of(messages)
+    messages[0].content.append(TextBlock(text="added"))
+    record.keep("derived", "from what the messages hold now")
+    assert record.found("derived") is None
+    assert history_of(messages) is not record

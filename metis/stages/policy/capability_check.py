@@ -11,7 +11,7 @@ from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import (
     Base64ImageSource,
 )
-from metis.model.history import history_of
+from metis.model.history import History, history_of
 from metis.model.media_fit import Drop, fit_media
 from metis.model.request import CanonicalRequest
 from metis.model.tool_fit import fit_strict_tools, fit_tools
@@ -33,11 +33,13 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         caps = self._services.capabilities_for(call.wire_model)
         # A strict flag the model cannot take goes with a WARN, routed or not.
         request = fit_strict_tools(request, caps, call.warn_dropped)
+        history = call.history(request.messages)
         if call.terms.capabilities_checked:  # a router decided what it can serve before choosing
-            request, _ = fit_media(request, caps, call.provider, call.warn_dropped)
+            request, _ = fit_media(request, caps, call.provider, call.warn_dropped, history)
             return fit_tools(request, caps)[0]
         profile = self._services.token_profile_for(call.wire_model)
-        request, problems, _ = fitted_for(request, caps, call.provider, profile, call.warn_dropped)
+        drop = call.warn_dropped
+        request, problems, _ = fitted_for(request, caps, call.provider, profile, drop, history)
         if problems:
             declarable = any(phrase in p for p in problems for phrase in _DECLARABLE)
             raise CapabilityError(
@@ -65,16 +67,21 @@ def fitted_for(
     provider: str,
     profile: TokenProfile | None,
     drop: Drop | None = None,
+    history: History | None = None,
 ) -> tuple[CanonicalRequest, list[str], int]:
     """``request`` fitted to what ``caps`` can read (files it cannot read dropped from older
     turns, each with ``drop``; freeform tools as functions where there are no custom tools),
     what of it the model still cannot serve (a file in the turn sent, a grammar, ...), one
     phrase each, and its input-token estimate. The stage and a router decide alike; a router
-    gives no ``drop``, since the adapter it chooses fits the request again and says so."""
-    request, problems = fit_media(request, caps, provider, drop or _unsaid)
+    gives no ``drop``, since the adapter it chooses fits the request again and says so.
+    ``history``: the record of the request's messages, when the caller has it."""
+    messages = request.messages
+    request, problems = fit_media(request, caps, provider, drop or _unsaid, history)
+    if request.messages is not messages:
+        history = None  # a file was dropped: another history
     request, unmet = fit_tools(request, caps)
-    estimate = read_estimate(request, provider, profile, caps)
-    problems += unmet + unmet_needs(request, caps, profile, estimate=estimate)
+    estimate = read_estimate(request, provider, profile, caps, history)
+    problems += unmet + unmet_needs(request, caps, profile, estimate=estimate, history=history)
     return request, problems, int(estimate)
 
 
@@ -83,11 +90,12 @@ def read_estimate(
     provider: str,
     profile: TokenProfile | None,
     caps: AdapterCapabilities,
+    history: History | None = None,
 ) -> int:
     """The input ``provider`` reads of ``request``, estimated: from the latest compaction block
     it made on, if any; a bound of it when the bound already tells whether it fits ``caps``'
     context (an :class:`AtLeast` when it does not)."""
-    start = window_start(request.messages, [provider])
+    start = window_start(request.messages, [provider], history)
     read = request.model_copy(update={"messages": request.messages[start:]}) if start else request
     return _estimate(read, caps, profile)
 
@@ -98,11 +106,13 @@ def unmet_needs(
     profile: TokenProfile | None = None,
     *,
     estimate: int | None = None,
+    history: History | None = None,
 ) -> list[str]:
     """What ``caps`` cannot serve of ``request``, one phrase each; ``estimate`` is the request's
-    input-token estimate under ``profile`` when the caller already made it."""
+    input-token estimate under ``profile`` when the caller already made it, ``history`` the
+    record of its messages when the caller has it."""
     problems: list[str] = []
-    history = history_of(request.messages)
+    history = history or history_of(request.messages)
     images = history.images
     if images and not caps.supports_images:
         problems.append("the request holds images and the model takes no images")

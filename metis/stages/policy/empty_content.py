@@ -19,7 +19,6 @@ from metis.model.content import (
     TextBlock,
     ToolResultBlock,
 )
-from metis.model.history import history_of
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
@@ -32,7 +31,7 @@ class EmptyContent(RequestStage[CanonicalRequest]):
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
         messages = request.messages
-        care = [i for i in history_of(messages).blank_at if _needs_care(messages[i])]
+        care = [i for i in call.history(messages).blank_at if _needs_care(messages[i])]
         if not care:
             return request
         messages = list(messages)

@@ -15,7 +15,6 @@ from metis.model.content import (
     TextBlock,
     ThinkingBlock,
 )
-from metis.model.history import history_of
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
@@ -32,7 +31,7 @@ class ThinkingFilter(RequestStage[CanonicalRequest]):
     options: ThinkingFilterOptions
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
-        thinking_at = history_of(request.messages).thinking_at
+        thinking_at = call.history(request.messages).thinking_at
         if not thinking_at:
             return request
         messages = list(request.messages)

@@ -44,7 +44,7 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
-from metis.model.history import history_of
+from metis.model.history import History
 from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, StopReason
@@ -90,12 +90,12 @@ class ToolIds(EventHook[CanonicalRequest]):
         canonical ones (and remembers the pairs at ``message.complete``)."""
         outward = await self._provider_ids(request, call)
         if outward:
-            request = _rewrite_history(request, outward)
+            request = _rewrite_history(request, outward, call.history(request.messages))
         inward = {pid: cid for cid, pid in outward.items()}
         return request, _Mapping(self, call, inward)
 
     async def _provider_ids(self, request: CanonicalRequest, call: Call) -> dict[str, str]:
-        canonical = set(history_of(request.messages).tool_ids)
+        canonical = set(call.history(request.messages).tool_ids)
         if not canonical:
             return {}
         known: dict[str, str] | None = {}
@@ -158,8 +158,9 @@ _REWRITTEN: MessageMemo[Message] = MessageMemo()
 before, the same object, so the encoder's memo finds its wire form."""
 
 
-def _rewrite_history(request: CanonicalRequest, ids: dict[str, str]) -> CanonicalRequest:
-    history = history_of(request.messages)
+def _rewrite_history(
+    request: CanonicalRequest, ids: dict[str, str], history: History
+) -> CanonicalRequest:
     messages = list(request.messages)
     for i in history.tools_at:
         message = messages[i]

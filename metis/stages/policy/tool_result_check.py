@@ -14,7 +14,6 @@ from pydantic import BaseModel, ConfigDict
 
 from metis.errors import InvalidRequestError
 from metis.model.content import ContentBlock, Message, Role, ToolResultBlock, ToolUseBlock
-from metis.model.history import history_of
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
@@ -36,7 +35,7 @@ class ToolResultCheck(RequestStage[CanonicalRequest]):
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
         messages = request.messages
-        history = history_of(messages)
+        history = call.history(messages)
         if not history.tools_at or history.found(PAIRED):
             return request
         fixed: list[Message] = []
