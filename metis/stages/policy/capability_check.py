@@ -97,7 +97,7 @@ def read_estimate(
     context (an :class:`AtLeast` when it does not)."""
     start = window_start(request.messages, [provider], history)
     read = request.model_copy(update={"messages": request.messages[start:]}) if start else request
-    return _estimate(read, caps, profile)
+    return _estimate(read, caps, profile, None if start else history)
 
 
 def unmet_needs(
@@ -150,7 +150,7 @@ def unmet_needs(
         )
     problems.extend(_server_tool_needs(request, caps))
     if estimate is None:
-        estimate = _estimate(request, caps, profile)
+        estimate = _estimate(request, caps, profile, history)
     if estimate > caps.max_context_tokens:
         problems.append(_past_context(estimate, caps.max_context_tokens))
     return problems
@@ -166,18 +166,21 @@ class AtLeast(int):
 
 
 def _estimate(
-    request: CanonicalRequest, caps: AdapterCapabilities, profile: TokenProfile | None
+    request: CanonicalRequest,
+    caps: AdapterCapabilities,
+    profile: TokenProfile | None,
+    history: History | None = None,
 ) -> int:
     """The request's token estimate, made only when neither of its bounds (each a fraction of
     the work) decides: the upper one when it fits the context, the lower one when it is past it
     (a 50 MB tool result is refused at once, not read piece by piece)."""
-    bound = estimate_request_tokens(request, profile, at_most=True)
+    bound = estimate_request_tokens(request, profile, at_most=True, history=history)
     if bound <= caps.max_context_tokens or profile is None or profile.text_counting == "chars":
         return bound  # counting characters, the bound is the estimate
-    least = estimate_request_tokens(request, profile, at_least=True)
+    least = estimate_request_tokens(request, profile, at_least=True, history=history)
     if least > caps.max_context_tokens:
         return AtLeast(least)
-    return estimate_request_tokens(request, profile)
+    return estimate_request_tokens(request, profile, history=history)
 
 
 def _server_tool_needs(request: CanonicalRequest, caps: AdapterCapabilities) -> list[str]:

@@ -161,16 +161,26 @@ before, the same object, so the encoder's memo finds its wire form."""
 def _rewrite_history(
     request: CanonicalRequest, ids: dict[str, str], history: History
 ) -> CanonicalRequest:
-    messages = list(request.messages)
+    """``request`` with the provider's ids: the copies are kept on the history's record under
+    the ids they map to, so the same history with the same ids is rewritten in one look-up."""
+    key = ("tool_ids", frozenset(ids.items()))
+    rewritten = history.kept(key, partial(_rewritten, request.messages, ids, history))
+    return updated(request, messages=list(rewritten))
+
+
+def _rewritten(
+    messages: list[Message], ids: dict[str, str], history: History
+) -> tuple[Message, ...]:
+    out = list(messages)
     for i in history.tools_at:
-        message = messages[i]
+        message = out[i]
         key = tuple(ids[cid] for cid in history.facts[i].tool_ids)
         copied = _REWRITTEN.get(message, key)
         if copied is None:
             content = [_with_provider_id(block, ids) for block in message.content]
             copied = _REWRITTEN.put(message, key, updated(message, content=content))
-        messages[i] = copied
-    return updated(request, messages=messages)
+        out[i] = copied
+    return tuple(out)
 
 
 def _with_provider_id(block: ContentBlock, ids: dict[str, str]) -> ContentBlock:
