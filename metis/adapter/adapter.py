@@ -257,7 +257,7 @@ class Adapter(OldClosingNames):
         request = transport_mode(request, default, self.capabilities.supports_streaming, self.name)
         if self.init_on_first_call and not self._initialized:
             await self.init()
-        check_request(request, self.name)  # before any stage serializes a tool input
+        history = check_request(request, self.name)  # before any stage serializes a tool input
         check_ready(self.name, self.stack, self.endpoint, request, self._foreign_prefixes)
         call = Call(
             request_id=request.request_id,
@@ -268,6 +268,7 @@ class Adapter(OldClosingNames):
             deadline=terms.deadline_after(self.config.timeout_seconds),
             drops=DropRecord(secrets=self.endpoint.secrets),
             terms=terms,
+            seen=(request.messages, history),
         )
         handles = self._inflight.setdefault(request.request_id, [])
         handles.append(call.cancel)

@@ -18,6 +18,7 @@ from typing import Any
 
 from metis.errors import InvalidRequestError
 from metis.model.content import ToolUseBlock
+from metis.model.history import History, history_of
 from metis.model.request import CanonicalRequest
 
 MAX_DEPTH = 100
@@ -92,14 +93,17 @@ def _member(key: str) -> str:
     return f"[{key[:40]!r}]" if not _surrogate().search(key) else "[<a key with a lone surrogate>]"
 
 
-def check_request(request: CanonicalRequest, provider: str) -> None:
+def check_request(request: CanonicalRequest, provider: str) -> History:
     """The free-form JSON parts of ``request`` (tool inputs, tool schemas, the output schema)
-    hold only what JSON can carry; else an InvalidRequestError naming each field."""
+    hold only what JSON can carry; else an InvalidRequestError naming each field. Returns the
+    record of its messages (:func:`metis.model.history.history_of`), which it reads."""
+    messages = request.messages
+    history = history_of(messages)
     problems = [
         first_unsendable(block.input, f"messages[{i}].content[{j}].input")
-        for i, message in enumerate(request.messages)
-        for j, block in enumerate(message.content)
-        if isinstance(block, ToolUseBlock)
+        for i in history.tools_at
+        for j, block in enumerate(messages[i].content)
+        if isinstance(block, ToolUseBlock) and not _plain(block.input, 0)
     ]
     problems += [
         first_unsendable(tool.input_schema, f"tools[{k}].input_schema")
@@ -114,3 +118,4 @@ def check_request(request: CanonicalRequest, provider: str) -> None:
             provider=provider,
             request_id=request.request_id,
         )
+    return history

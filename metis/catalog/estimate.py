@@ -33,6 +33,7 @@ from metis.model.content import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from metis.model.history import History, history_of
 from metis.model.media import TextSource
 from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest, ToolChoice, ToolDefinition
@@ -47,26 +48,23 @@ def estimate_input_tokens(
     tool_choice: ToolChoice | None = None,
     thinking: bool = False,
     output_schema: dict[str, Any] | None = None,
+    history: History | None = None,
 ) -> int:
     """About how many input tokens the provider will count for this prompt: the text it
     shows the model, counted under ``profile``, plus the provider's framing. No network,
-    linear in the input. Without a profile, the provider-neutral default."""
+    linear in the input. Without a profile, the provider-neutral default. ``history``: the
+    record of ``messages`` (:mod:`metis.model.history`), when the caller has it."""
     p = profile or DEFAULT_PROFILE
     units = 0  # characters or pieces of text, turned into tokens once, at the end
     overhead = 0
     if system_prompt:
         units += _units(system_prompt, p)
         overhead += p.system_overhead
-    current_turn = 0  # reasoning counts in messages[current_turn:]
-    if p.thinking_blocks == "current_turn":
-        current_turn = _current_turn_start(messages)
-    elif p.thinking_blocks == "none":
-        current_turn = len(messages)
-    for index, message in enumerate(messages):
-        counted, framing = _kept_units(message, p, index >= current_turn)
-        units += counted
-        overhead += p.per_message + framing
     if messages:
+        record = history or history_of(messages)
+        kept = record.kept(("units", id(p)), lambda: _history_units(messages, p))
+        units += kept[1]
+        overhead += kept[2]
         overhead += p.per_request
     if tools:
         overhead += _tools_overhead(tools, tool_choice, p)
@@ -77,6 +75,22 @@ def estimate_input_tokens(
     if p.text_counting == "chars":
         return int(units / p.chars_per_token) + overhead
     return round(units * p.tokens_per_piece) + overhead
+
+
+def _history_units(messages: list[Message], p: TokenProfile) -> tuple[TokenProfile, int, int]:
+    """(``p``, units, framing) of a whole history (``p`` held: a dead profile's address taken
+    by another never finds its counts)."""
+    units = overhead = 0
+    current_turn = 0  # reasoning counts in messages[current_turn:]
+    if p.thinking_blocks == "current_turn":
+        current_turn = _current_turn_start(messages)
+    elif p.thinking_blocks == "none":
+        current_turn = len(messages)
+    for index, message in enumerate(messages):
+        counted, framing = _kept_units(message, p, index >= current_turn)
+        units += counted
+        overhead += p.per_message + framing
+    return p, units, overhead
 
 
 _UNITS: MessageMemo[tuple[TokenProfile, int, int]] = MessageMemo()
@@ -144,13 +158,15 @@ def estimate_request_tokens(
     *,
     at_most: bool = False,
     at_least: bool = False,
+    history: History | None = None,
 ) -> int:
     """:func:`estimate_input_tokens` for a whole canonical request. ``at_most``: a bound the
     estimate never exceeds, for a fraction of the work (a text of n characters is at most n
     pieces), enough to tell a request far below a context limit. ``at_least``: a bound the
     estimate is never below, as cheap (a piece of n characters costs at least n / word_chars,
     and only ASCII spaces and control characters fall outside every piece), enough to refuse
-    a request far past the limit without reading it piece by piece."""
+    a request far past the limit without reading it piece by piece. ``history``: the record of
+    its messages, when the caller has it."""
     slack = 0
     if (at_most or at_least) and profile is not None and profile.text_counting == "pieces":
         # round() of each count may differ from the bound's int() by one (float error by one)
@@ -164,6 +180,7 @@ def estimate_request_tokens(
         tool_choice=request.tool_choice,
         thinking=request.thinking is not None,
         output_schema=request.output_schema,
+        history=history,
     )
 
 

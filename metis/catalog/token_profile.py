@@ -80,14 +80,28 @@ class TokenProfile(BaseModel):
         return self
 
     def for_model(self, model: str) -> TokenProfile:
-        """This profile with the overrides of the longest ``models`` prefix of ``model``."""
+        """This profile with the overrides of the longest ``models`` prefix of ``model``, made
+        once per model: the same object each call, so what is kept per profile (a message's
+        token count) is found again."""
+        kept = _FOR_MODEL.get((id(self), model))
+        if kept is not None and kept[0] is self:
+            return kept[1]
         prefixes = [prefix for prefix in self.models if model.startswith(prefix)]
-        if not prefixes:
-            return self
-        override = self.models[max(prefixes, key=len)]
-        return TokenProfile.model_validate(
-            {**self.model_dump(exclude={"models"}, exclude_defaults=True), **override}
-        )
+        found = self
+        if prefixes:
+            override = self.models[max(prefixes, key=len)]
+            found = TokenProfile.model_validate(
+                {**self.model_dump(exclude={"models"}, exclude_defaults=True), **override}
+            )
+        if len(_FOR_MODEL) >= 256:
+            _FOR_MODEL.clear()
+        _FOR_MODEL[(id(self), model)] = (self, found)
+        return found
+
+
+_FOR_MODEL: dict[tuple[int, str], tuple[TokenProfile, TokenProfile]] = {}
+"""Each profile's per-model profiles, under the profile's address (held: a dead profile's
+address taken by another never finds them)."""
 
 
 DEFAULT_PROFILE = TokenProfile()

@@ -22,7 +22,7 @@ from metis.model.content import (
     Role,
     ToolResultBlock,
 )
-from metis.model.facts import facts_of
+from metis.model.history import History, history_of
 from metis.model.media import AudioBlock, DocumentBlock, FileIdSource, MediaBlock, VideoBlock
 from metis.model.request import CanonicalRequest
 
@@ -78,25 +78,34 @@ def unreadable(
 
 
 def fit_media(
-    request: CanonicalRequest, caps: AdapterCapabilities, provider: str, drop: Drop
+    request: CanonicalRequest,
+    caps: AdapterCapabilities,
+    provider: str,
+    drop: Drop,
+    history: History | None = None,
 ) -> tuple[CanonicalRequest, list[str]]:
     """``request`` with the unreadable file blocks of older turns dropped (each with ``drop``),
-    and the unmet needs of the turn being sent, one per unreadable block."""
+    and the unmet needs of the turn being sent, one per unreadable block. ``history``: the
+    record of its messages, when the caller has it."""
+    history = history or history_of(request.messages)
+    fits = ("fit_media", id(caps), provider)
+    if not history.media_at or history.found(fits) is caps:
+        return request, []
     start = current_turn_start(request.messages)
     problems: list[str] = []
-    messages: list[Message] = []
-    for i, message in enumerate(request.messages):
-        facts = facts_of(message)
-        if not facts.media:
-            messages.append(message)
-            continue
+    messages = list(request.messages)
+    changed = False
+    for i in history.media_at:
+        message = messages[i]
         where = message.id or f"messages[{i}]"
         if i >= start:
-            problems += _needs(message, where, caps, provider) if facts.files else []
-            messages.append(message)
+            problems += _needs(message, where, caps, provider) if history.facts[i].files else []
         else:
-            messages.append(_readable(message, where, caps, provider, drop))
-    if all(a is b for a, b in zip(messages, request.messages, strict=True)):
+            messages[i] = _readable(message, where, caps, provider, drop)
+            changed = changed or messages[i] is not message
+    if not changed:
+        if not problems:  # nothing dropped, nothing unmet: so on every call with these caps
+            history.keep(fits, caps)
         return request, problems
     return request.model_copy(update={"messages": messages}), problems
 

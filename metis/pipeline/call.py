@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from metis.errors import redact
+from metis.model.history import History, history_of
 
 if TYPE_CHECKING:
-    from metis.model.content import ProviderRaw
+    from metis.model.content import Message, ProviderRaw
     from metis.model.response import DroppedContent
 from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.warned import SessionWarnings, session_warnings
@@ -88,6 +90,19 @@ class Call:
     """What the call left out, reported with its result (:meth:`warn_dropped`)."""
     terms: CallTerms = field(default_factory=lambda: NO_TERMS)
     """What the caller above the adapter settled for the call (its retries, its check)."""
+    seen: tuple[Sequence[Message], History] | None = field(default=None, repr=False)
+    """The messages :meth:`history` was last asked about, and their record."""
+
+    def history(self, messages: Sequence[Message]) -> History:
+        """The record of ``messages`` (:func:`metis.model.history.history_of`), looked up once
+        per call for the same list: a request's messages are not changed while its call runs
+        (docs/stages.md)."""
+        seen = self.seen
+        if seen is not None and seen[0] is messages:
+            return seen[1]
+        record = history_of(messages)
+        self.seen = (messages, record)
+        return record
 
     @property
     def secrets(self) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from metis.model.cache import RequestedCache
-from metis.model.facts import facts_of
+from metis.model.history import history_in
 from metis.model.request import CanonicalRequest
 
 MAX_BREAKPOINTS = 4
@@ -84,8 +84,9 @@ def at(body: Any, path: tuple[Any, ...]) -> Any:
     return body
 
 
-def requested_cache(request: CanonicalRequest) -> RequestedCache:
-    """What ``request`` asks of the cache (the encode stage hands it to the wire edits)."""
-    hints = sum(facts_of(message).cache_hints for message in request.messages)
-    continuing = any(message.role == "assistant" for message in request.messages)
+def requested_cache(request: CanonicalRequest, call: object = None) -> RequestedCache:
+    """What ``request`` asks of the cache (the encode stage hands it to the wire edits); the
+    record of its messages as ``call`` has it, if given."""
+    history = history_in(call, request.messages)
+    hints, continuing = history.cache_hints, history.assistant
     return RequestedCache(request.cache, hints, continuing, request.session_id)

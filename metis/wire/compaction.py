@@ -23,7 +23,7 @@ from typing import Any
 from metis.errors import ProtocolError
 from metis.model.block import ProviderRaw
 from metis.model.content import Message, OpaqueBlock, Role, TextBlock
-from metis.model.facts import facts_of
+from metis.model.history import History, history_of
 from metis.model.request import Compaction
 from metis.model.response import TokenUsage
 from metis.wire.read import object_value, split_input, token_count
@@ -164,12 +164,13 @@ def is_compaction(block: object, provider: str | None = None) -> bool:
     )
 
 
-def window_start(messages: Sequence[Message], providers: Sequence[str]) -> int:
+def window_start(
+    messages: Sequence[Message], providers: Sequence[str], history: History | None = None
+) -> int:
     """Where the conversation ``providers`` read begins: the message holding the latest
-    compaction block one of them made (0 when none did)."""
-    for i in range(len(messages) - 1, -1, -1):
-        if not facts_of(messages[i]).opaque:
-            continue
+    compaction block one of them made (0 when none did). ``history``: the record of
+    ``messages``, when the caller has it."""
+    for i in reversed((history or history_of(messages)).opaque_at):
         if any(is_compaction(b, p) for b in messages[i].content for p in providers):
             return i
     return 0

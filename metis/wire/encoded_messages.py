@@ -2,7 +2,9 @@
 
 An encoder that makes each message's wire form from that message alone (and from who is
 called) keeps it in a :class:`~metis.model.memo.MessageMemo` through :func:`encoded`: the next
-call that sends the same message object to the same provider and model reuses it. A message
+call that sends the same message object to the same provider and model reuses it; the wire
+form of the whole history is kept on the history's record too (:func:`encoded_history`), so a
+call that sends the same messages again reads them in one look-up. A message (or history)
 whose encoding reported a drop is made again on every call, so each call's result lists its
 own drops. The kept dicts are shared by the bodies of later calls: the encoder copies the
 lists it extends, and a wire edit copies what it changes (docs/stages.md). An adapter whose
@@ -12,12 +14,13 @@ that stage's body is never shared: nothing it changes can reach another call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from metis.model.content import Message, ProviderRaw
+from metis.model.history import History, history_in
 from metis.model.memo import MessageMemo
 from metis.wire.codec import EncodeContext
 
@@ -51,6 +54,9 @@ class _Watched:
     def produced(self, origin: ProviderRaw | None) -> bool:
         return self.call.produced(origin)
 
+    def history(self, messages: Sequence[Message]) -> History:
+        return history_in(self.call, messages)
+
     def warn_dropped(
         self, block_type: str, reason: str, message_id: str | None = None, **extra: Any
     ) -> None:
@@ -76,6 +82,30 @@ def encoded(
     watched = _Watched(call)
     value = encode(watched)
     return value if watched.dropped else memo.put(message, key, value)
+
+
+def encoded_history(
+    messages: Sequence[Message],
+    key: Hashable,
+    call: EncodeContext,
+    encode: Callable[[EncodeContext], V],
+) -> V:
+    """``encode(call)`` of a whole history, kept on its record
+    (:func:`metis.model.history.history_of`) under ``key`` with the provider and model when it
+    reported no drop: the next call that sends the same messages finds it in one look-up.
+    ``key`` names everything else the wire form depends on."""
+    if _FRESH.get():
+        return encode(call)
+    history = history_in(call, messages)
+    key = ("wire", call.provider, call.model, call.wire_model, key)
+    value: V | None = history.found(key)
+    if value is not None:
+        return value
+    watched = _Watched(call)
+    value = encode(watched)
+    if not watched.dropped:
+        history.keep(key, value)
+    return value
 
 
 _FRESH: ContextVar[bool] = ContextVar("metis_fresh_wire", default=False)

@@ -9,7 +9,7 @@ from typing import Any
 
 from metis.errors import InvalidRequestError
 from metis.model.content import Message, OpaqueBlock, Role
-from metis.model.facts import facts_of
+from metis.model.history import history_in
 from metis.model.request import CanonicalRequest
 from metis.wire.codec import EncodeContext
 
@@ -67,11 +67,11 @@ def without_foreign(request: CanonicalRequest, call: EncodeContext) -> Canonical
     """``request`` without the opaque blocks another provider made, each reported once. A
     user message they were all of is refused: leaving it out would change what is asked (the
     last one gone, the model would go on from the assistant's turn before it)."""
+    sent = request.messages
     if not any(
         _foreign(b, call.provider)
-        for m in request.messages
-        if facts_of(m).opaque
-        for b in m.content
+        for i in history_in(call, sent).opaque_at
+        for b in sent[i].content
     ):
         return request
     messages: list[Message] = []

@@ -16,7 +16,7 @@ from metis.model.content import (
     ServerToolResultBlock,
     TextBlock,
 )
-from metis.model.facts import facts_of
+from metis.model.history import history_of
 from metis.model.server_tools import projected_text
 from metis.wire.codec import EncodeContext
 
@@ -64,10 +64,9 @@ def _origin(block: ServerToolCallBlock | ServerToolResultBlock) -> str:
 def messages_for_provider(messages: list[Message], call: EncodeContext) -> list[Message]:
     """Every message's content as :func:`for_provider` makes it (the same objects when no
     message holds a server tool's block)."""
-    out: list[Message] = []
-    for i, message in enumerate(messages):
-        if facts_of(message).server_tools:
-            content = for_provider(message.content, call, message.id or f"messages[{i}]")
-            message = message.model_copy(update={"content": content})
-        out.append(message)
+    out = list(messages)
+    for i in history_of(messages).server_tools_at:
+        message = out[i]
+        content = for_provider(message.content, call, message.id or f"messages[{i}]")
+        out[i] = message.model_copy(update={"content": content})
     return out

@@ -588,3 +588,10 @@ async def test_the_adapter_hands_its_yaml_profile_to_capability_check(tmp_path: 
     assert sent == []
     response = await build_adapter(plain, config).complete(request)
     assert response.text == "Hello!" and len(sent) == 1
+
+
+def test_a_models_profile_is_made_once_and_is_its_own() -> None:
+    opus = ANTHROPIC.for_model("claude-3-opus-latest")
+    assert ANTHROPIC.for_model("claude-3-opus-latest") is opus  # what is kept per profile is found
+    assert ANTHROPIC.for_model("claude-sonnet-4-5") is not opus
+    assert opus.tools_overhead == 530

@@ -3,6 +3,8 @@ estimate, so a request it lets through without the estimate would have passed wi
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from metis.catalog.estimate import TokenProfile, estimate_request_tokens
@@ -85,9 +87,11 @@ def test_a_request_whose_bound_fits_is_not_estimated_in_full(
 
     made: list[bool] = []
 
-    def counting(request: CanonicalRequest, profile: object, *, at_most: bool = False) -> int:
+    def counting(
+        request: CanonicalRequest, profile: object, *, at_most: bool = False, **kw: Any
+    ) -> int:
         made.append(at_most)
-        return estimate_request_tokens(request, profile, at_most=at_most)  # type: ignore[arg-type]
+        return estimate_request_tokens(request, profile, at_most=at_most, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(capability_check, "estimate_request_tokens", counting)
     caps = AdapterCapabilities(max_context_tokens=200_000, supports_tools=True)

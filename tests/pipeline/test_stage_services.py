@@ -53,6 +53,7 @@ def test_a_call_carries_its_identity_and_nothing_else() -> None:
         "deadline",
         "drops",
         "terms",  # what a router settled for the call: its retries, its capability verdict
+        "seen",  # the record of the request's messages, looked up once per call (history())
     }
 
 

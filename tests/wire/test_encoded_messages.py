@@ -89,3 +89,20 @@ def test_each_chat_codec_and_each_edit_gets_its_own_wire_messages() -> None:
     edited = history[1].model_copy(update={"content": [TextBlock(text="no call")]})
     body = plain.encode(_request(history[0], edited), make_call(provider="openai"))
     assert body["messages"][1] == {"role": "assistant", "content": "no call"}
+
+
+def test_a_history_sent_again_is_read_whole_but_its_list_is_the_calls_own() -> None:
+    history = [Message.user("q"), Message.assistant("a"), Message.user("again")]
+    body = encode(_request(*history), make_call())
+    body["messages"].append({"role": "user", "content": [{"type": "text", "text": "extra"}]})
+    again = encode(_request(*history), make_call())
+    assert _texts(again) == ["q", "a", "again"]
+    assert all(a is b for a, b in zip(again["messages"], body["messages"][:3], strict=True))
+
+
+def test_a_history_goes_to_each_model_in_its_own_form() -> None:
+    history = [Message.user("q")]
+    first = encode(_request(*history), make_call())
+    other = encode(_request(*history), make_call(model="anthropic:claude-y"))
+    assert other["messages"] == first["messages"]
+    assert other["messages"][0] is not first["messages"][0]

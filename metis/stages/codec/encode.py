@@ -92,7 +92,7 @@ class Encode(Transform[CanonicalRequest, WireRequest]):
             body=target.body,
             headers=target.headers,
             stream=stream,
-            cache=requested_cache(request),
+            cache=requested_cache(request, call),
         )
 
 

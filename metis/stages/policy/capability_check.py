@@ -10,9 +10,8 @@ from metis.errors import CapabilityError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.content import (
     Base64ImageSource,
-    Role,
 )
-from metis.model.facts import facts_of
+from metis.model.history import History, history_of
 from metis.model.media_fit import Drop, fit_media
 from metis.model.request import CanonicalRequest
 from metis.model.tool_fit import fit_strict_tools, fit_tools
@@ -34,11 +33,13 @@ class CapabilityCheck(RequestStage[CanonicalRequest]):
         caps = self._services.capabilities_for(call.wire_model)
         # A strict flag the model cannot take goes with a WARN, routed or not.
         request = fit_strict_tools(request, caps, call.warn_dropped)
+        history = call.history(request.messages)
         if call.terms.capabilities_checked:  # a router decided what it can serve before choosing
-            request, _ = fit_media(request, caps, call.provider, call.warn_dropped)
+            request, _ = fit_media(request, caps, call.provider, call.warn_dropped, history)
             return fit_tools(request, caps)[0]
         profile = self._services.token_profile_for(call.wire_model)
-        request, problems, _ = fitted_for(request, caps, call.provider, profile, call.warn_dropped)
+        drop = call.warn_dropped
+        request, problems, _ = fitted_for(request, caps, call.provider, profile, drop, history)
         if problems:
             declarable = any(phrase in p for p in problems for phrase in _DECLARABLE)
             raise CapabilityError(
@@ -66,16 +67,21 @@ def fitted_for(
     provider: str,
     profile: TokenProfile | None,
     drop: Drop | None = None,
+    history: History | None = None,
 ) -> tuple[CanonicalRequest, list[str], int]:
     """``request`` fitted to what ``caps`` can read (files it cannot read dropped from older
     turns, each with ``drop``; freeform tools as functions where there are no custom tools),
     what of it the model still cannot serve (a file in the turn sent, a grammar, ...), one
     phrase each, and its input-token estimate. The stage and a router decide alike; a router
-    gives no ``drop``, since the adapter it chooses fits the request again and says so."""
-    request, problems = fit_media(request, caps, provider, drop or _unsaid)
+    gives no ``drop``, since the adapter it chooses fits the request again and says so.
+    ``history``: the record of the request's messages, when the caller has it."""
+    messages = request.messages
+    request, problems = fit_media(request, caps, provider, drop or _unsaid, history)
+    if request.messages is not messages:
+        history = None  # a file was dropped: another history
     request, unmet = fit_tools(request, caps)
-    estimate = read_estimate(request, provider, profile, caps)
-    problems += unmet + unmet_needs(request, caps, profile, estimate=estimate)
+    estimate = read_estimate(request, provider, profile, caps, history)
+    problems += unmet + unmet_needs(request, caps, profile, estimate=estimate, history=history)
     return request, problems, int(estimate)
 
 
@@ -84,13 +90,14 @@ def read_estimate(
     provider: str,
     profile: TokenProfile | None,
     caps: AdapterCapabilities,
+    history: History | None = None,
 ) -> int:
     """The input ``provider`` reads of ``request``, estimated: from the latest compaction block
     it made on, if any; a bound of it when the bound already tells whether it fits ``caps``'
     context (an :class:`AtLeast` when it does not)."""
-    start = window_start(request.messages, [provider])
+    start = window_start(request.messages, [provider], history)
     read = request.model_copy(update={"messages": request.messages[start:]}) if start else request
-    return _estimate(read, caps, profile)
+    return _estimate(read, caps, profile, None if start else history)
 
 
 def unmet_needs(
@@ -99,12 +106,14 @@ def unmet_needs(
     profile: TokenProfile | None = None,
     *,
     estimate: int | None = None,
+    history: History | None = None,
 ) -> list[str]:
     """What ``caps`` cannot serve of ``request``, one phrase each; ``estimate`` is the request's
-    input-token estimate under ``profile`` when the caller already made it."""
+    input-token estimate under ``profile`` when the caller already made it, ``history`` the
+    record of its messages when the caller has it."""
     problems: list[str] = []
-    facts = [facts_of(message) for message in request.messages]
-    images = [image for fact in facts for image in fact.images]
+    history = history or history_of(request.messages)
+    images = history.images
     if images and not caps.supports_images:
         problems.append("the request holds images and the model takes no images")
     elif images and caps.accepted_image_media_types:
@@ -118,7 +127,7 @@ def unmet_needs(
         )
         if refused:
             problems.append(f"image types {', '.join(refused)} are not accepted")
-    uses_tools = bool(request.tools) or any(fact.tool_ids for fact in facts)
+    uses_tools = bool(request.tools) or bool(history.tools_at)
     if uses_tools and not caps.supports_tools:
         problems.append("the request uses tools and the model has no tool calling")
     if request.parallel_tool_calls and not caps.supports_parallel_tool_calls:
@@ -131,7 +140,7 @@ def unmet_needs(
         problems.append("thinking was asked for and the model does not think aloud")
     if request.output_schema is not None and not caps.supports_structured_output:
         problems.append("an output schema was given and the model has no structured output")
-    has_system = bool(request.system_prompt) or any(m.role is Role.SYSTEM for m in request.messages)
+    has_system = bool(request.system_prompt) or history.system
     if has_system and not caps.supports_system_prompt:
         problems.append("the request has a system prompt and the model takes none")
     if request.max_output_tokens > caps.max_output_tokens:
@@ -141,7 +150,7 @@ def unmet_needs(
         )
     problems.extend(_server_tool_needs(request, caps))
     if estimate is None:
-        estimate = _estimate(request, caps, profile)
+        estimate = _estimate(request, caps, profile, history)
     if estimate > caps.max_context_tokens:
         problems.append(_past_context(estimate, caps.max_context_tokens))
     return problems
@@ -157,18 +166,21 @@ class AtLeast(int):
 
 
 def _estimate(
-    request: CanonicalRequest, caps: AdapterCapabilities, profile: TokenProfile | None
+    request: CanonicalRequest,
+    caps: AdapterCapabilities,
+    profile: TokenProfile | None,
+    history: History | None = None,
 ) -> int:
     """The request's token estimate, made only when neither of its bounds (each a fraction of
     the work) decides: the upper one when it fits the context, the lower one when it is past it
     (a 50 MB tool result is refused at once, not read piece by piece)."""
-    bound = estimate_request_tokens(request, profile, at_most=True)
+    bound = estimate_request_tokens(request, profile, at_most=True, history=history)
     if bound <= caps.max_context_tokens or profile is None or profile.text_counting == "chars":
         return bound  # counting characters, the bound is the estimate
-    least = estimate_request_tokens(request, profile, at_least=True)
+    least = estimate_request_tokens(request, profile, at_least=True, history=history)
     if least > caps.max_context_tokens:
         return AtLeast(least)
-    return estimate_request_tokens(request, profile)
+    return estimate_request_tokens(request, profile, history=history)
 
 
 def _server_tool_needs(request: CanonicalRequest, caps: AdapterCapabilities) -> list[str]:

@@ -19,7 +19,6 @@ from metis.model.content import (
     TextBlock,
     ToolResultBlock,
 )
-from metis.model.facts import facts_of
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
@@ -31,9 +30,13 @@ class EmptyContent(RequestStage[CanonicalRequest]):
     name = "empty_content"
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
-        if not any(_needs_care(m) for m in request.messages):
+        messages = request.messages
+        care = [i for i in call.history(messages).blank_at if _needs_care(messages[i])]
+        if not care:
             return request
-        messages = [_cleaned(m) if _needs_care(m) else m for m in request.messages]
+        messages = list(messages)
+        for i in care:
+            messages[i] = _cleaned(messages[i])
         empty = [
             message.id or f"messages[{i}]"
             for i, message in enumerate(messages)
@@ -50,7 +53,7 @@ class EmptyContent(RequestStage[CanonicalRequest]):
 
 
 def _needs_care(message: Message) -> bool:
-    return message.role in (Role.USER, Role.TOOL) and facts_of(message).blank
+    return message.role in (Role.USER, Role.TOOL)
 
 
 def _cleaned(message: Message) -> Message:

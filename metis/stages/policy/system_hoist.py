@@ -16,7 +16,7 @@ class SystemHoist(RequestStage[CanonicalRequest]):
     name = "system_hoist"
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
-        has_system_messages = any(m.role is Role.SYSTEM for m in request.messages)
+        has_system_messages = call.history(request.messages).system
         prompt = request.system_prompt
         if not has_system_messages and (prompt is None or prompt.strip()):
             return request

@@ -15,7 +15,6 @@ from metis.model.content import (
     TextBlock,
     ThinkingBlock,
 )
-from metis.model.facts import facts_of
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
@@ -32,12 +31,12 @@ class ThinkingFilter(RequestStage[CanonicalRequest]):
     options: ThinkingFilterOptions
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
-        if not any(_has_thinking(m) for m in request.messages):
+        thinking_at = call.history(request.messages).thinking_at
+        if not thinking_at:
             return request
-        messages = [
-            self._filter(m, i, call) if _has_thinking(m) else m
-            for i, m in enumerate(request.messages)
-        ]
+        messages = list(request.messages)
+        for i in thinking_at:
+            messages[i] = self._filter(messages[i], i, call)
         if all(a is b for a, b in zip(messages, request.messages, strict=True)):
             return request  # every block may go to this model
         return request.model_copy(update={"messages": messages})
@@ -80,7 +79,3 @@ class ThinkingFilter(RequestStage[CanonicalRequest]):
         if isinstance(block, ThinkingBlock) and not block.signature and self.options.signed_only:
             return NO_SIGNATURE
         return None
-
-
-def _has_thinking(message: Message) -> bool:
-    return facts_of(message).thinking

@@ -44,7 +44,7 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
-from metis.model.facts import facts_of
+from metis.model.history import History
 from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, StopReason
@@ -90,12 +90,12 @@ class ToolIds(EventHook[CanonicalRequest]):
         canonical ones (and remembers the pairs at ``message.complete``)."""
         outward = await self._provider_ids(request, call)
         if outward:
-            request = _rewrite_history(request, outward)
+            request = _rewrite_history(request, outward, call.history(request.messages))
         inward = {pid: cid for cid, pid in outward.items()}
         return request, _Mapping(self, call, inward)
 
     async def _provider_ids(self, request: CanonicalRequest, call: Call) -> dict[str, str]:
-        canonical = {cid for message in request.messages for cid in facts_of(message).tool_ids}
+        canonical = set(call.history(request.messages).tool_ids)
         if not canonical:
             return {}
         known: dict[str, str] | None = {}
@@ -158,19 +158,29 @@ _REWRITTEN: MessageMemo[Message] = MessageMemo()
 before, the same object, so the encoder's memo finds its wire form."""
 
 
-def _rewrite_history(request: CanonicalRequest, ids: dict[str, str]) -> CanonicalRequest:
-    messages: list[Message] = []
-    for message in request.messages:
-        named = facts_of(message).tool_ids
-        if named:
-            key = tuple(ids[cid] for cid in named)
-            copied = _REWRITTEN.get(message, key)
-            if copied is None:
-                content = [_with_provider_id(block, ids) for block in message.content]
-                copied = _REWRITTEN.put(message, key, updated(message, content=content))
-            message = copied
-        messages.append(message)
-    return updated(request, messages=messages)
+def _rewrite_history(
+    request: CanonicalRequest, ids: dict[str, str], history: History
+) -> CanonicalRequest:
+    """``request`` with the provider's ids: the copies are kept on the history's record under
+    the ids they map to, so the same history with the same ids is rewritten in one look-up."""
+    key = ("tool_ids", frozenset(ids.items()))
+    rewritten = history.kept(key, partial(_rewritten, request.messages, ids, history))
+    return updated(request, messages=list(rewritten))
+
+
+def _rewritten(
+    messages: list[Message], ids: dict[str, str], history: History
+) -> tuple[Message, ...]:
+    out = list(messages)
+    for i in history.tools_at:
+        message = out[i]
+        key = tuple(ids[cid] for cid in history.facts[i].tool_ids)
+        copied = _REWRITTEN.get(message, key)
+        if copied is None:
+            content = [_with_provider_id(block, ids) for block in message.content]
+            copied = _REWRITTEN.put(message, key, updated(message, content=content))
+        out[i] = copied
+    return tuple(out)
 
 
 def _with_provider_id(block: ContentBlock, ids: dict[str, str]) -> ContentBlock:

@@ -19,6 +19,8 @@ from metis.pipeline.call import Call
 from metis.pipeline.stage import RequestStage
 
 PLACEHOLDER = "No result was recorded for this tool call."
+PAIRED = "tool_result_check: paired"
+"""Kept on a history whose calls and results all pair, whatever the mode."""
 
 
 class ToolResultCheck(RequestStage[CanonicalRequest]):
@@ -33,9 +35,8 @@ class ToolResultCheck(RequestStage[CanonicalRequest]):
 
     def rewrite(self, request: CanonicalRequest, call: Call) -> CanonicalRequest:
         messages = request.messages
-        if not any(
-            isinstance(b, ToolUseBlock | ToolResultBlock) for m in messages for b in m.content
-        ):
+        history = call.history(messages)
+        if not history.tools_at or history.found(PAIRED):
             return request
         fixed: list[Message] = []
         problems: list[str] = []
@@ -79,7 +80,8 @@ class ToolResultCheck(RequestStage[CanonicalRequest]):
         unchanged = len(fixed) == len(messages) and all(
             a is b for a, b in zip(fixed, messages, strict=True)
         )
-        if unchanged:  # nothing was inserted or dropped
+        if unchanged:  # nothing was inserted or dropped: the same in every mode, every call
+            history.keep(PAIRED, True)
             return request
         return request.model_copy(update={"messages": fixed})
 

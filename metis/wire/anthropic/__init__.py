@@ -42,7 +42,7 @@ from metis.wire.anthropic.read import AnthropicStreamParser, error_from_http, pa
 from metis.wire.closed_schema import closed_schema_or_reason, strict_input_schema
 from metis.wire.codec import Codec, EncodeContext
 from metis.wire.compaction import ANTHROPIC_BETA, anthropic_asks, anthropic_fields
-from metis.wire.encoded_messages import encoded
+from metis.wire.encoded_messages import encoded, encoded_history
 from metis.wire.media import cannot_carry
 from metis.wire.opaque import elsewhere, own_item
 from metis.wire.server_replay import for_provider
@@ -57,7 +57,8 @@ def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     system = _system(request, call)
     if system:
         body["system"] = system
-    body["messages"] = _messages(request, call)
+    history = partial(_messages, request.messages)
+    body["messages"] = list(encoded_history(request.messages, "anthropic", call, history))
     if request.tools or request.server_tools:
         tools = [_tool(tool, call) for tool in request.tools]
         body["tools"] = tools + server_tools.declarations(request, call)
@@ -95,10 +96,10 @@ def _system(request: CanonicalRequest, call: EncodeContext) -> str:
     return "\n\n".join(part for part in parts if part)
 
 
-def _messages(request: CanonicalRequest, call: EncodeContext) -> list[dict[str, Any]]:
+def _messages(messages: list[Message], call: EncodeContext) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    start = current_turn_start(request.messages)
-    for i, message in enumerate(request.messages):
+    start = current_turn_start(messages)
+    for i, message in enumerate(messages):
         if message.role is Role.SYSTEM:
             continue
         role = "assistant" if message.role is Role.ASSISTANT else "user"

@@ -32,7 +32,7 @@ from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import Codec, EncodeContext
-from metis.wire.encoded_messages import encoded
+from metis.wire.encoded_messages import encoded, encoded_history
 from metis.wire.freeform import whole_input
 from metis.wire.http_errors import body_excerpt, json_body, openai_error_fields
 from metis.wire.knobs.sampling import sampling_fields
@@ -103,14 +103,9 @@ class OpenAIChatCodec:
         messages: list[dict[str, Any]] = []
         if request.system_prompt:
             messages.append({"role": "system", "content": request.system_prompt})
-        start = current_turn_start(request.messages)
         custom = frozenset(tool.name for tool in request.tools if tool.freeform)
-        for i, message in enumerate(messages_for_provider(request.messages, call)):
-            message_id = message.id or f"messages[{i}]"
-            key = (self, custom, i >= start)
-            make = partial(self._message, message, message_id, custom=custom, current=i >= start)
-            wire: list[dict[str, Any]] = encoded(_MEMO, message, key, call, make)
-            messages.extend(wire)
+        history = partial(self._history, request.messages, custom)
+        messages += encoded_history(request.messages, (self, custom), call, history)
         body: dict[str, Any] = {
             "model": call.wire_model,
             "messages": messages,
@@ -146,6 +141,20 @@ class OpenAIChatCodec:
         if request.thinking is not None:
             body.update(reasoning_fields(request.thinking, self.quirks))
         return body
+
+    def _history(
+        self, history: list[Message], custom: frozenset[str], call: EncodeContext
+    ) -> list[dict[str, Any]]:
+        """The wire messages of a whole history, each message's kept for the next call."""
+        messages: list[dict[str, Any]] = []
+        start = current_turn_start(history)
+        for i, message in enumerate(messages_for_provider(history, call)):
+            message_id = message.id or f"messages[{i}]"
+            key = (self, custom, i >= start)
+            make = partial(self._message, message, message_id, custom=custom, current=i >= start)
+            wire: list[dict[str, Any]] = encoded(_MEMO, message, key, call, make)
+            messages.extend(wire)
+        return messages
 
     def _message(
         self,

@@ -1,0 +1,185 @@
+"""What the request steps ask of a whole history, read once and kept for the next call.
+
+A request step that looks for something in the history (media to fit, tool ids to map,
+reasoning to filter, blank text, cache hints, a compaction block) asks :func:`history_of` for
+the :class:`History` of its request's messages: one record of every message's facts
+(:mod:`metis.model.facts`), with where each kind of thing is, so a step that finds nothing to
+do returns at once and one that does walks only the messages that hold it. A step may keep
+what it derives from the whole history on the record (:meth:`History.kept`): the next step or
+the next call that sends the same history finds it there.
+
+A record is found by the list's identity, or by its messages' identities (the next call of a
+conversation builds a new list of the same messages), and given only while it still describes
+the list: the very message objects, alive, each holding the blocks it held (the same objects,
+or equal ones). So a list whose messages were replaced, reordered, added or removed, or whose
+message's content was changed in place, never finds an old record. A record goes when one of
+its messages goes, and at most ``LIMIT`` are kept (the oldest go first).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Hashable, Sequence
+from contextlib import suppress
+from operator import attrgetter, call, is_
+from typing import Any, TypeVar
+
+from metis.model.content import ContentBlock, Message, Role
+from metis.model.facts import MessageFacts, facts_of
+
+V = TypeVar("V")
+LIMIT = 256
+KEPT_LIMIT = 64
+_content = attrgetter("content")
+
+
+class History:
+    """The facts of one list of messages. Each ``*_at`` is the positions of the messages that
+    hold that thing, in order (empty when none does); ``system`` and ``assistant``: a message
+    of that role is in it."""
+
+    __slots__ = (
+        "_contents",
+        "_kept",
+        "_lists",
+        "_refs",
+        "assistant",
+        "blank_at",
+        "cache_hints",
+        "facts",
+        "files",
+        "images",
+        "media_at",
+        "opaque_at",
+        "server_tools_at",
+        "system",
+        "thinking_at",
+        "tool_ids",
+        "tools_at",
+    )
+
+    def __init__(self, messages: Sequence[Message], facts: Sequence[MessageFacts]) -> None:
+        self.facts = tuple(facts)
+        self.media_at = _where(facts, lambda f: f.media)
+        self.images = tuple(image for f in facts for image in f.images)
+        self.files = any(f.files for f in facts)
+        self.tools_at = _where(facts, lambda f: bool(f.tool_ids))
+        self.tool_ids = frozenset(i for f in facts for i in f.tool_ids)
+        self.opaque_at = _where(facts, lambda f: f.opaque)
+        self.thinking_at = _where(facts, lambda f: f.thinking)
+        self.server_tools_at = _where(facts, lambda f: f.server_tools)
+        self.blank_at = _where(facts, lambda f: f.blank)
+        self.cache_hints = sum(f.cache_hints for f in facts)
+        self.system = any(m.role == Role.SYSTEM for m in messages)
+        self.assistant = any(m.role == Role.ASSISTANT for m in messages)
+        self._contents: list[list[ContentBlock]] = [list(m.content) for m in messages]
+        self._refs: list[weakref.ref[Message]] = []
+        self._kept: dict[Hashable, Any] = {}
+        self._lists: set[int] = set()
+
+    def describes(self, messages: Sequence[Message]) -> bool:
+        """Whether this is still the record of ``messages``: the same objects, alive, in the
+        same order, each holding the blocks it held."""
+        refs = self._refs
+        return (
+            len(messages) == len(refs)
+            and all(map(is_, map(call, refs), messages))
+            and list(map(_content, messages)) == self._contents
+        )
+
+    def found(self, key: Hashable) -> Any:
+        """What a step kept on this history under ``key`` (None when nothing)."""
+        return self._kept.get(key)
+
+    def intact(self) -> bool:
+        """Whether every message of the record is alive and holds the blocks it held."""
+        try:
+            return list(map(_content, map(call, self._refs))) == self._contents
+        except AttributeError:  # a message is gone
+            return False
+
+    def keep(self, key: Hashable, value: Any) -> None:
+        """Keeps ``value`` under ``key``, for a later step or call that sends this history;
+        not if a message was changed in place since the record was read (the value may have
+        been derived from what it holds now)."""
+        if not self.intact():
+            return
+        kept = self._kept
+        if len(kept) >= KEPT_LIMIT:
+            kept.clear()
+        kept[key] = value
+
+    def kept(self, key: Hashable, make: Callable[[], V]) -> V:
+        """What a step derived from this whole history under ``key`` (everything else the
+        value depends on: the provider, the model, the options), made on first use."""
+        try:
+            value: V = self._kept[key]
+        except KeyError:
+            value = make()
+            self.keep(key, value)
+        return value
+
+
+_BY_LIST: dict[int, History] = {}
+_BY_MESSAGES: dict[tuple[int, ...], History] = {}
+
+
+def history_of(messages: Sequence[Message]) -> History:
+    """The record of ``messages``: kept from an earlier step or call when it still describes
+    them, else read (each message's facts from its own memo) and kept."""
+    found = _BY_LIST.get(id(messages))
+    if found is not None and found.describes(messages):
+        return found
+    ids = tuple(map(id, messages))
+    found = _BY_MESSAGES.get(ids)
+    if found is None or not found.describes(messages):
+        found = _record(messages, ids)
+    _keep(_BY_LIST, id(messages), found)
+    found._lists.add(id(messages))
+    return found
+
+
+def history_in(call: object, messages: Sequence[Message]) -> History:
+    """The record of ``messages`` as ``call`` has it (a :class:`~metis.pipeline.Call` looks it
+    up once per call), else :func:`history_of`."""
+    read = getattr(call, "history", None)
+    return history_of(messages) if read is None else read(messages)
+
+
+def _record(messages: Sequence[Message], ids: tuple[int, ...]) -> History:
+    record = History(messages, [facts_of(m) for m in messages])
+    forget = _forgetting(ids, record._lists)
+    record._refs = [weakref.ref(m, forget) for m in messages]
+    _keep(_BY_MESSAGES, ids, record)
+    return record
+
+
+def _keep(table: dict[Any, History], key: Hashable, record: History) -> None:
+    if len(table) >= LIMIT:
+        with suppress(KeyError, RuntimeError, StopIteration):  # another thread was first
+            del table[next(iter(table))]
+    table[key] = record
+
+
+def _forgetting(ids: tuple[int, ...], lists: set[int]) -> Callable[[Any], None]:
+    """What drops a record once one of its messages is gone (it holds their blocks: a file's
+    data is not held past the conversation that sent it). It holds the record's keys, not
+    the record: no reference cycle, so the record is freed at once."""
+
+    def forget(_: Any) -> None:
+        with suppress(KeyError, RuntimeError):
+            _BY_MESSAGES.pop(ids, None)
+            for at in list(lists):
+                _BY_LIST.pop(at, None)
+
+    return forget
+
+
+def _where(facts: Sequence[MessageFacts], holds: Callable[[MessageFacts], bool]) -> tuple[int, ...]:
+    return tuple(i for i, f in enumerate(facts) if holds(f))
+
+
+def clear() -> None:
+    """Forget every record (tests)."""
+    _BY_LIST.clear()
+    _BY_MESSAGES.clear()
