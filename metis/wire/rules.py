@@ -35,7 +35,6 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
         return ["messages: at least one message is required"]
     if _role(messages[0]) != "user":
         problems.append("messages.0: the first message must use the user role")
-    pending: list[str] = []  # tool_use ids of the previous assistant turn
     previous = None
     for i, message in enumerate(messages):
         role = _role(message)
@@ -48,45 +47,20 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
         blocks = _anthropic_blocks(message)
         if not blocks:
             problems.append(f"messages.{i}: content must not be empty")
-        results, uses, misplaced = _anthropic_block_problems(blocks, i, problems)
-        if role == "user":
-            if pending and sorted(map(str, results)) != sorted(pending):
-                problems.append(
-                    f"messages.{i}: tool_use ids {pending} need tool_result blocks immediately "
-                    f"after, found {results}"
-                )
-            elif results and not pending:
-                problems.append(f"messages.{i}: tool_result blocks without a preceding tool_use")
-            if misplaced:
-                problems.append(f"messages.{i}: tool_result blocks must come first in the message")
-            pending = []
-        else:
-            pending = uses
-    if pending:
-        problems.append(f"messages.{len(messages) - 1}: tool_use ids {pending} are never answered")
-    problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
-    from metis.wire.anthropic.rules import parameter_problems  # only Anthropic's stacks load it
+        _anthropic_block_problems(blocks, i, problems)
+    from metis.wire.anthropic.rules import parameter_problems, tool_pairs  # Anthropic's only
 
+    problems += [refusal.message for refusal in tool_pairs(messages)]
+    problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
     problems += parameter_problems(body)
     problems += anthropic_media_problems(body)
     return problems
 
 
-def _anthropic_block_problems(
-    blocks: list[dict[str, Any]], i: int, problems: list[str]
-) -> tuple[list[Any], list[str], bool]:
-    """Each block's own problems (added to ``problems``), in one pass that also gives the tool
-    result ids, the tool_use ids, and whether a tool result follows another kind of block."""
-    results: list[Any] = []
-    uses: list[str] = []
-    others = misplaced = False
+def _anthropic_block_problems(blocks: list[dict[str, Any]], i: int, problems: list[str]) -> None:
+    """Each block's own problems, added to ``problems``."""
     for j, block in enumerate(blocks):
         kind = block.get("type")
-        if kind == "tool_result":
-            results.append(block.get("tool_use_id"))
-            misplaced = misplaced or others
-            continue
-        others = True
         if kind == "text" and not str(block.get("text", "")).strip():
             problems.append(
                 f"{_block_at(i, j)}: text content blocks must contain non-whitespace text"
@@ -95,14 +69,12 @@ def _anthropic_block_problems(
             problems.append(f"{_block_at(i, j)}: thinking blocks must carry their signature")
         elif kind == "tool_use":
             tool_id = block.get("id")
-            uses.append(str(tool_id))
             if not _ANTHROPIC_ID.match(str(tool_id or "")):
                 problems.append(
                     f"{_block_at(i, j)}: tool_use id {tool_id!r} has characters Anthropic refuses"
                 )
             if not isinstance(block.get("input"), dict):
                 problems.append(f"{_block_at(i, j)}: tool_use input must be an object")
-    return results, uses, misplaced
 
 
 def _block_at(i: int, j: int) -> str:

@@ -41,16 +41,19 @@ def test_a_valid_anthropic_history_has_no_problems() -> None:
     [
         ([assistant(TEXT)], "first message must use the user role"),
         ([user(TEXT), user(TEXT)], "roles must alternate"),
-        ([user(TEXT), assistant(USE), user(TEXT)], "need tool_result blocks immediately after"),
-        ([user(RESULT)], "without a preceding tool_use"),
-        ([user(TEXT), assistant(USE), user(TEXT, RESULT)], "tool_result blocks must come first"),
+        (
+            [user(TEXT), assistant(USE), user(TEXT)],
+            "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after",
+        ),
+        ([user(RESULT)], "messages.0.content.0: unexpected `tool_use_id` found"),
+        ([user(TEXT), assistant(USE), user(TEXT, RESULT)], "`tool_result` blocks must come first"),
         ([user({"type": "text", "text": "  "})], "non-whitespace text"),
         (
             [user(TEXT), assistant({"type": "thinking", "thinking": "x"})],
             "must carry their signature",
         ),
         ([user(TEXT), assistant({**USE, "id": "tu 1"})], "characters Anthropic refuses"),
-        ([user(TEXT), assistant(USE)], "never answered"),
+        ([user(TEXT), assistant(USE)], "without `tool_result` blocks immediately after: toolu_1"),
         ([user(TEXT), {"role": "system", "content": "x"}], "role must be user or assistant"),
     ],
 )
@@ -115,7 +118,7 @@ def test_every_problem_is_reported_at_once() -> None:
         PreSendCheck(rules="anthropic").rewrite(wire, make_call())
     message = str(caught.value)
     assert "problems" in message
-    for expected in ("first message", "alternate", "non-whitespace", "never answered"):
+    for expected in ("first message", "alternate", "non-whitespace", "without `tool_result`"):
         assert expected in message
     assert caught.value.retryable is False
 

@@ -20,9 +20,11 @@ Per-model differences come from :data:`model_traits`, a lookup a model catalog c
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from metis.wire.refusal import Refusal
 
 MIN_THINKING_BUDGET = 1024
 _THINKING_BLOCKS = ("thinking", "redacted_thinking")
@@ -224,3 +226,51 @@ def _sampling_problems(body: dict[str, Any], traits: ModelTraits) -> list[str]:
         for name in ("temperature", "top_p", "top_k")
         if name in body
     ]
+
+
+def tool_pairs(messages: list[Any]) -> Iterator[Refusal]:
+    """Every tool_use is answered in the very next message, by tool_result blocks that come
+    first in it, and only those are answered there."""
+    pending: list[Any] = []
+    for i, message in enumerate(messages):
+        message = message if isinstance(message, dict) else {}
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else []
+        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if pending:
+            answered = {b.get("tool_use_id") for b in results}
+            missing = [p for p in pending if p not in answered]
+            if missing or message.get("role") != "user":
+                yield _unanswered(i - 1, missing or pending)
+        if results:
+            yield from _stray_results(i, blocks, results, pending)
+        pending = [
+            b.get("id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"
+        ]
+    if pending:  # a trailing assistant message with open tool calls: a prefill it refuses
+        yield _unanswered(len(messages) - 1, pending)
+
+
+def _stray_results(
+    i: int, blocks: list[Any], results: list[dict[str, Any]], pending: list[Any]
+) -> Iterator[Refusal]:
+    for j, block in enumerate(blocks):
+        if block in results and block.get("tool_use_id") not in pending:
+            yield Refusal(
+                f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` "
+                f"blocks: {block.get('tool_use_id')}. Each `tool_result` block must have a "
+                "corresponding `tool_use` block in the previous message."
+            )
+            break
+    if any(
+        not isinstance(b, dict) or b.get("type") != "tool_result" for b in blocks[: len(results)]
+    ):
+        yield Refusal(f"messages.{i}: `tool_result` blocks must come first in the content")
+
+
+def _unanswered(at: int, ids: list[Any]) -> Refusal:
+    return Refusal(
+        f"messages.{at}: `tool_use` ids were found without `tool_result` blocks immediately "
+        f"after: {', '.join(map(str, ids))}. Each `tool_use` block must have a corresponding "
+        "`tool_result` block in the next message."
+    )

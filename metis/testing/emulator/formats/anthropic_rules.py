@@ -9,8 +9,9 @@ from typing import Any
 from metis.testing.emulator.formats import compaction, files_rules, server_rules, strict_tools
 from metis.testing.emulator.formats.cache_marks import check_breakpoint_limit
 from metis.testing.emulator.formats.knobs_rules import check_anthropic
-from metis.testing.emulator.rules import Refused, table
+from metis.testing.emulator.rules import Refused, first, table
 from metis.testing.emulator.wire import verify
+from metis.wire.anthropic.rules import tool_pairs
 
 SIGNATURE_KIND = "anthropic-thinking"
 DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
@@ -84,40 +85,6 @@ def _check_signatures(body: dict[str, Any], call: Any) -> None:
                 raise Refused(f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block")
 
 
-def _unanswered(at: int, ids: list[str]) -> Refused:
-    return Refused(
-        f"messages.{at}: `tool_use` ids were found without `tool_result` blocks immediately "
-        f"after: {', '.join(ids)}. Each `tool_use` block must have a corresponding "
-        "`tool_result` block in the next message."
-    )
-
-
-def _check_tool_pairs(body: dict[str, Any], call: Any) -> None:
-    """Every tool_use is answered in the very next message, and only those."""
-    pending: list[str] = []
-    for i, message in enumerate(body["messages"]):
-        blocks = _blocks(message)
-        results = [b for b in blocks if b.get("type") == "tool_result"]
-        answered = {b["tool_use_id"] for b in results}
-        missing = [p for p in pending if p not in answered]
-        if pending and (message["role"] != "user" or missing):
-            raise _unanswered(i - 1, missing or pending)
-        stray = [
-            j for j, b in enumerate(blocks) if b in results and b["tool_use_id"] not in pending
-        ]
-        if stray:
-            raise Refused(
-                f"messages.{i}.content.{stray[0]}: unexpected `tool_use_id` found in "
-                f"`tool_result` blocks: {blocks[stray[0]]['tool_use_id']}. Each `tool_result` "
-                "block must have a corresponding `tool_use` block in the previous message."
-            )
-        if results and any(b.get("type") != "tool_result" for b in blocks[: len(results)]):
-            raise Refused(f"messages.{i}: `tool_result` blocks must come first in the content")
-        pending = [b["id"] for b in blocks if b.get("type") == "tool_use"]
-    if pending:  # a trailing assistant message with open tool calls: a prefill it refuses
-        raise _unanswered(len(body["messages"]) - 1, pending)
-
-
 RULES = table(
     "anthropic",
     {
@@ -129,7 +96,7 @@ RULES = table(
         "compaction beta": compaction.check_anthropic_beta,
         "signatures": _check_signatures,
         "turn opens with thinking": _check_turn_opens_with_thinking,
-        "tool pairs": _check_tool_pairs,
+        "tool pairs": first(lambda body: tool_pairs(body["messages"])),
         "model settings": check_anthropic,
         "cache breakpoints": check_breakpoint_limit,
     },
