@@ -223,7 +223,8 @@ def budget_under_max_tokens(body: dict[str, Any]) -> Iterator[Refusal]:
     thinking = body.get("thinking")
     if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
         return
-    budget, most = thinking.get("budget_tokens"), body.get("max_tokens")
+    budget: Any = thinking.get("budget_tokens")
+    most: Any = body.get("max_tokens")
     if _is_int(budget) and _is_int(most) and most <= budget:
         yield Refusal(
             "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our "
