@@ -1,9 +1,11 @@
 """The size, count and shape limits providers document for files, checked on the encoded body
 before it is sent (``pre_send_check``, metis/wire/rules.py).
 
-- Anthropic (build-with-claude/pdf-support, vision): a request is at most 32 MB; a base64
-  document is a PDF, a text document ``text/plain``; citations are enabled on every document
-  of a request or on none; an image is at most 5 MB and a request holds at most 100.
+- Anthropic (build-with-claude/pdf-support, vision): a request is at most 32 MB (a 413); a
+  base64 document is a PDF, a text document ``text/plain``; citations are enabled on every
+  document of a request or on none; an image is at most 5 MB (as base64) and a request holds
+  at most 100. In Anthropic's words (:func:`anthropic_media`, which the emulator's table runs
+  too), but for the count of images (metis's).
 - OpenAI Chat Completions (guides/file-inputs, the SDK's ``File`` and ``InputAudio``): a
   ``file`` part holds ``file_data`` (a PDF data URL, with a ``filename``) or ``file_id``;
   ``input_audio`` is ``wav`` or ``mp3``.
@@ -15,8 +17,10 @@ before it is sent (``pre_send_check``, metis/wire/rules.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from metis.wire.refusal import Refusal
 
 MB = 1024 * 1024
 ANTHROPIC_REQUEST_BYTES = 32 * MB
@@ -52,8 +56,11 @@ def named(place: Place) -> str:
     return f"messages.{i}.{key}.{j}" + (f".content.{k}" if k >= 0 else "")
 
 
-def anthropic_media_problems(body: dict[str, Any]) -> list[str]:
-    problems: list[str] = []
+def anthropic_media(
+    body: dict[str, Any], file_known: Callable[[str], bool] | None = None
+) -> Iterator[Refusal]:
+    """The images and documents of a Messages API body (and of its tool results), as Anthropic
+    refuses them; ``file_known`` (the emulator's) tells the file ids that exist."""
     inline = images = 0
     citing: set[bool] = set()
     for place, part in parts(body.get("messages")):
@@ -67,27 +74,46 @@ def anthropic_media_problems(body: dict[str, Any]) -> list[str]:
         if kind == "image":
             images += 1
             if size > ANTHROPIC_IMAGE_BYTES:  # the limit is on the base64 text
-                problems.append(f"{named(place)}: an image is at most 5 MB (as base64)")
+                yield Refusal(
+                    f"{named(place)}.image.source.base64: image exceeds 5 MB maximum: "
+                    f"{size} bytes > {ANTHROPIC_IMAGE_BYTES} bytes"
+                )
         elif kind == "document":
-            citing.add(bool((part.get("citations") or {}).get("enabled")))
-            problems += _anthropic_document(place, source)
+            citing.add(_obj(part.get("citations")).get("enabled") is True)
+            yield from _anthropic_document(named(place), source, file_known)
     if inline > ANTHROPIC_REQUEST_BYTES:
-        problems.append(f"messages: {_mb(inline)} of inline files; a request is at most 32 MB")
+        yield Refusal("Request exceeds the maximum allowed number of bytes.", status=413)
     if images > ANTHROPIC_IMAGES:
-        problems.append(f"messages: {images} images; a request holds at most 100")
+        yield Refusal(f"messages: {images} images; a request holds at most 100")
     if len(citing) > 1:
-        problems.append("messages: citations must be enabled on every document or on none")
-    return problems
+        yield Refusal("Citations must be enabled on all documents or on none of them.")
 
 
-def _anthropic_document(place: Place, source: dict[str, Any]) -> list[str]:
-    kind, media_type = source.get("type"), source.get("media_type")
-    where = named(place)
-    if kind == "base64" and media_type != "application/pdf":
-        return [f"{where}.source.media_type: a base64 document is application/pdf"]
-    if kind == "text" and media_type != "text/plain":
-        return [f"{where}.source.media_type: a text document is text/plain"]
-    return []
+_ANTHROPIC_MEDIA = {"base64": "application/pdf", "text": "text/plain"}
+_ANTHROPIC_SOURCE_FIELD = {"base64": "data", "text": "data", "url": "url"}
+
+
+def _anthropic_document(
+    where: str, source: dict[str, Any], file_known: Callable[[str], bool] | None
+) -> Iterator[Refusal]:
+    kind = source.get("type")
+    if kind == "file" and file_known is not None and not file_known(str(source.get("file_id"))):
+        yield Refusal(f"File not found: {source.get('file_id')}")
+    if kind in ("file", "content"):
+        return
+    if str(kind) not in _ANTHROPIC_SOURCE_FIELD:
+        yield Refusal(
+            f"{where}.document.source: Input tag '{kind}' found using 'type' does not match any "
+            "of the expected tags: 'base64', 'text', 'content', 'url', 'file'"
+        )
+        return
+    at = f"{where}.document.source.{kind}"
+    media = _ANTHROPIC_MEDIA.get(str(kind))
+    if media is not None and source.get("media_type") != media:
+        yield Refusal(f"{at}.media_type: Input should be '{media}'")
+    field = _ANTHROPIC_SOURCE_FIELD[str(kind)]
+    if not isinstance(source.get(field), str):
+        yield Refusal(f"{at}.{field}: Field required")
 
 
 def openai_chat_media_problems(body: dict[str, Any]) -> list[str]:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from metis.wire.media_rules import (
-    anthropic_media_problems,
+    anthropic_media,
     gemini_media_problems,
     openai_chat_media_problems,
     openai_responses_media_problems,
@@ -53,7 +53,7 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
     problems += [refusal.message for refusal in tool_pairs(messages)]
     problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
     problems += parameter_problems(body)
-    problems += anthropic_media_problems(body)
+    problems += [refusal.message for refusal in anthropic_media(body)]
     return problems
 
 

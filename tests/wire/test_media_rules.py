@@ -38,13 +38,14 @@ def test_anthropic_limits() -> None:
     rules = RULES["anthropic"]
     assert rules(_anthropic(_pdf("JVBERi0x"))) == []
     assert rules(_anthropic(_pdf(_b64(33 * MB)))) == [
-        "messages: 33.0 MB of inline files; a request is at most 32 MB"
+        "Request exceeds the maximum allowed number of bytes."  # Anthropic's 413
     ]
     mixed = _anthropic(_pdf("JVBE", citations={"enabled": True}), _pdf("JVBE"))
-    assert rules(mixed) == ["messages: citations must be enabled on every document or on none"]
+    assert rules(mixed) == ["Citations must be enabled on all documents or on none of them."]
     png = {"type": "base64", "media_type": "image/png", "data": _b64(5 * MB + 4)}
     assert rules(_anthropic({"type": "image", "source": png})) == [
-        "messages.0.content.1: an image is at most 5 MB (as base64)"
+        "messages.0.content.1.image.source.base64: image exceeds 5 MB maximum: "
+        f"{5 * MB + 4} bytes > {5 * MB} bytes"
     ]
     small = {"type": "image", "source": {**png, "data": "iVBO"}}
     assert rules(_anthropic(*[small] * 101)) == [
@@ -52,7 +53,11 @@ def test_anthropic_limits() -> None:
     ]
     wrong = {"type": "base64", "media_type": "text/plain", "data": "aGk="}
     assert rules(_anthropic({"type": "document", "source": wrong})) == [
-        "messages.0.content.1.source.media_type: a base64 document is application/pdf"
+        "messages.0.content.1.document.source.base64.media_type: Input should be 'application/pdf'"
+    ]
+    unknown = {"type": "base64", "media_type": "application/pdf"}
+    assert rules(_anthropic({"type": "document", "source": unknown})) == [
+        "messages.0.content.1.document.source.base64.data: Field required"
     ]
 
 
@@ -74,9 +79,7 @@ def test_anthropic_limits_count_files_inside_tool_results() -> None:
             },
         ],
     }
-    assert RULES["anthropic"](body) == [
-        "messages: 33.0 MB of inline files; a request is at most 32 MB"
-    ]
+    assert RULES["anthropic"](body) == ["Request exceeds the maximum allowed number of bytes."]
 
 
 def test_the_encoded_request_meets_anthropic_rules() -> None:

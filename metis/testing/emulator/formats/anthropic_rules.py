@@ -4,16 +4,20 @@ and the checks it names, for what relates one part of a request to another.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from metis.testing.emulator.formats import compaction, files_rules, server_rules, strict_tools
+from metis.testing.emulator.formats import compaction, server_rules, strict_tools
 from metis.testing.emulator.formats.cache_marks import check_breakpoint_limit
 from metis.testing.emulator.formats.knobs_rules import check_anthropic
 from metis.testing.emulator.rules import Refused, first, table
 from metis.testing.emulator.wire import verify
 from metis.wire.anthropic.rules import budget_under_max_tokens, chosen_tool, open_turn, tool_pairs
+from metis.wire.media_rules import anthropic_media
 
 SIGNATURE_KIND = "anthropic-thinking"
+_FILE = re.compile(r"file_[A-Za-z0-9]+")
+"""The file ids this emulator "issued": every well-formed one (docs/emulator.md)."""
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -40,7 +44,7 @@ RULES = table(
         "strict tools": strict_tools.check_anthropic,
         "chosen tool": first(chosen_tool),
         "budget under max_tokens": first(budget_under_max_tokens),
-        "files": files_rules.anthropic,
+        "files": first(lambda body: anthropic_media(body, lambda id: bool(_FILE.fullmatch(id)))),
         "server tools": server_rules.anthropic,
         "compaction beta": compaction.check_anthropic_beta,
         "signatures": _check_signatures,

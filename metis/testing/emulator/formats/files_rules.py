@@ -1,14 +1,13 @@
-"""What each API refuses of the files in a request: documents, audio and video, by URL, inline or
-by file id. Written from each provider's reference, independently of metis's own checks (it
-judges them): a file id another provider issued, a document over the size limit, a document
-type or name the API does not take.
+"""What Gemini and Bedrock Converse refuse of the files in a request: documents, audio and
+video, by URL, inline or by file id (a file id another provider issued, a document over the size
+limit, a document type or name the API does not take). Anthropic's are the library's rule
+(metis/wire/media_rules.py, run by the client's ``pre_send_check`` too); OpenAI's (Chat
+Completions' and Responses') are rows of ``tables/chat.yaml`` and ``tables/responses.yaml``.
 
 Each API's check is a rule of its table (:data:`metis.testing.emulator.rules.Check`): it raises
 the first refusal, as the API words it. File ids: this emulator "issued" every well-formed id
 of its own provider (Anthropic ``file_...``, Gemini ``files/...``, S3 URIs on Bedrock) and no
-other. OpenAI's (Chat Completions' and Responses') are rows of ``tables/chat.yaml`` and
-``tables/responses.yaml``.
-"""
+other."""
 
 from __future__ import annotations
 
@@ -19,7 +18,6 @@ from typing import Any
 from metis.testing.emulator.rules import Refused
 
 MB = 1024 * 1024
-_ANTHROPIC_FILE = re.compile(r"^file_[A-Za-z0-9]+$")
 _GEMINI_FILE = re.compile(
     r"^(?:files/|https://generativelanguage\.googleapis\.com/v1(?:beta)?/files/)[a-z0-9-]+$"
 )
@@ -46,48 +44,6 @@ def _parts(messages: Any, nested: str) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-# Anthropic -----------------------------------------------------------------------------------
-
-
-def anthropic(body: dict[str, Any], call: Any = None) -> None:
-    inline = 0
-    citing: set[bool] = set()
-    for where, part in _parts(body.get("messages"), "tool_result"):
-        data = _obj(part.get("source")).get("data")
-        inline += len(data) if isinstance(data, str) else 0
-        if part.get("type") == "document":
-            citing.add(_obj(part.get("citations")).get("enabled") is True)
-            _anthropic_document(where, _obj(part.get("source")))
-    if inline > 32 * MB:
-        raise Refused("Request exceeds the maximum allowed number of bytes.", status=413)
-    if len(citing) > 1:
-        raise Refused("Citations must be enabled on all documents or on none of them.")
-
-
-_ANTHROPIC_MEDIA = {"base64": "application/pdf", "text": "text/plain"}
-_ANTHROPIC_SOURCE_FIELD = {"base64": "data", "text": "data", "url": "url"}
-
-
-def _anthropic_document(where: str, source: dict[str, Any]) -> None:
-    kind = source.get("type")
-    at = f"{where}.document.source.{kind}"
-    if kind == "file" and not _ANTHROPIC_FILE.match(str(source.get("file_id"))):
-        raise Refused(f"File not found: {source.get('file_id')}")
-    if kind in ("file", "content"):
-        return
-    if str(kind) not in _ANTHROPIC_SOURCE_FIELD:
-        raise Refused(
-            f"{where}.document.source: Input tag '{kind}' found using 'type' does not match any "
-            "of the expected tags: 'base64', 'text', 'content', 'url', 'file'"
-        )
-    media = _ANTHROPIC_MEDIA.get(str(kind))
-    if media is not None and source.get("media_type") != media:
-        raise Refused(f"{at}.media_type: Input should be '{media}'")
-    field = _ANTHROPIC_SOURCE_FIELD[str(kind)]
-    if not isinstance(source.get(field), str):
-        raise Refused(f"{at}.{field}: Field required")
 
 
 # Gemini --------------------------------------------------------------------------------------
