@@ -25,5 +25,10 @@ class Refusal(NamedTuple):
     """OpenAI's ``code``."""
     status: int = 400
 
+    def problem(self) -> str:
+        """As the client reports it: the words, after OpenAI's ``param`` when there is one (the
+        other providers' words name the place)."""
+        return f"{self.param}: {self.message}" if self.param else self.message
+
 
 Finder = Callable[[dict[str, Any]], Iterable[Refusal]]

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from metis.wire.chat_rules import tool_messages
 from metis.wire.media_rules import (
     anthropic_media,
     gemini_media_problems,
@@ -87,44 +88,31 @@ def openai_chat_problems(body: dict[str, Any]) -> list[str]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return ["messages: at least one message is required"]
-    awaiting: list[str] = []
     for i, message in enumerate(messages):
         role = _role(message)
-        if awaiting and role != "tool":
-            problems.append(
-                f"messages[{i}]: an assistant message with 'tool_calls' must be followed by tool "
-                f"messages responding to each 'tool_call_id'; missing {awaiting}"
-            )
-            awaiting = []
-        if role == "tool":
-            call_id = message.get("tool_call_id")
-            if call_id in awaiting:
-                awaiting.remove(call_id)
-            else:
-                problems.append(
-                    f"messages[{i}]: tool message {call_id!r} does not answer a preceding tool call"
-                )
-        elif role == "assistant":
+        if role == "assistant":
             for j, call in enumerate(message.get("tool_calls") or []):
-                where = f"messages[{i}].tool_calls[{j}]"
-                if len(str(call.get("id", ""))) > 40:
-                    problems.append(f"{where}.id: longer than 40 characters")
-                if call.get("type") == "custom":  # a freeform call: its input is any text
-                    if not isinstance((call.get("custom") or {}).get("input"), str):
-                        problems.append(f"{where}.custom.input: must be a string")
-                elif not _is_json_object(call.get("function", {}).get("arguments")):
-                    problems.append(f"{where}.function.arguments: must be a JSON object string")
-                awaiting.append(call.get("id"))
+                if isinstance(call, dict):
+                    _chat_call_problems(call, f"messages[{i}].tool_calls[{j}]", problems)
         elif role in ("system", "developer", "user"):
             if message.get("content") in (None, "", []):
                 problems.append(f"messages[{i}]: {role} content must not be empty")
-        else:
+        elif role != "tool":
             problems.append(f"messages[{i}]: unknown role {role!r}")
-    if awaiting:
-        problems.append(f"tool calls {awaiting} are never answered")
+    problems += [refusal.problem() for refusal in tool_messages(messages)]
     problems += _tool_names(body.get("tools"), _chat_tool_name)
     problems += openai_chat_media_problems(body)
     return problems
+
+
+def _chat_call_problems(call: dict[str, Any], where: str, problems: list[str]) -> None:
+    if len(str(call.get("id", ""))) > 40:
+        problems.append(f"{where}.id: longer than 40 characters")
+    if call.get("type") == "custom":  # a freeform call: its input is any text
+        if not isinstance((call.get("custom") or {}).get("input"), str):
+            problems.append(f"{where}.custom.input: must be a string")
+    elif not _is_json_object(call.get("function", {}).get("arguments")):
+        problems.append(f"{where}.function.arguments: must be a JSON object string")
 
 
 def _chat_tool_name(tool: dict[str, Any]) -> Any:

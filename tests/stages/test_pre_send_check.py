@@ -77,7 +77,14 @@ CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments
         ),
         (
             [{"role": "tool", "tool_call_id": "call_9", "content": "x"}],
-            "does not answer a preceding tool call",
+            "messages.[0].role: Invalid parameter: messages with role 'tool' must be a response",
+        ),
+        (
+            [
+                {"role": "assistant", "content": None, "tool_calls": [CALL]},
+                {"role": "tool", "tool_call_id": "call_9", "content": "x"},
+            ],
+            "messages.[1].tool_call_id: Invalid parameter: 'tool_call_id' of 'call_9' not found",
         ),
         (
             [
@@ -98,7 +105,10 @@ CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments
             "JSON object string",
         ),
         ([{"role": "user", "content": ""}], "content must not be empty"),
-        ([{"role": "assistant", "content": None, "tool_calls": [CALL]}], "never answered"),
+        (
+            [{"role": "assistant", "content": None, "tool_calls": [CALL]}],
+            "The following tool_call_ids did not have response messages: call_1",
+        ),
     ],
 )
 def test_each_openai_rule(messages: list[dict[str, Any]], expected: str) -> None:
@@ -142,7 +152,7 @@ async def test_a_broken_history_never_reaches_the_network() -> None:
             Message.tool(ToolResultBlock(tool_use_id="tu_x", content="?")),
         ],
     )
-    with pytest.raises(InvalidRequestError, match="does not answer a preceding tool call"):
+    with pytest.raises(InvalidRequestError, match="must be a response to a preceeding message"):
         await collect(adapter, broken)
     assert peer.requests == []
 
