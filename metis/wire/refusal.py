@@ -28,7 +28,8 @@ class Refusal(NamedTuple):
     def problem(self) -> str:
         """As the client reports it: the words, after OpenAI's ``param`` when there is one (the
         other providers' words name the place)."""
-        return f"{self.param}: {self.message}" if self.param else self.message
+        words = self.message.rstrip()  # Gemini's end with a newline
+        return f"{self.param}: {words}" if self.param else words
 
 
 Finder = Callable[[dict[str, Any]], Iterable[Refusal]]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from metis.wire.chat_rules import tool_messages
@@ -22,6 +22,7 @@ from metis.wire.media_rules import (
     openai_chat_media_problems,
     openai_responses_media_problems,
 )
+from metis.wire.refusal import Refusal
 
 Rules = Callable[[dict[str, Any]], list[str]]
 
@@ -226,8 +227,43 @@ def openai_responses_problems(body: dict[str, Any]) -> list[str]:
     return problems
 
 
-_GEMINI_DATA = {"text", "inlineData", "fileData", "functionCall", "functionResponse"}
-_GEMINI_DATA |= {"executableCode", "codeExecutionResult", "toolCall", "toolResponse"}
+GEMINI_DATA: tuple[str, ...] = ("text", "inlineData", "fileData", "functionCall")
+GEMINI_DATA += (
+    "functionResponse",
+    "executableCode",
+    "codeExecutionResult",
+    "toolCall",
+    "toolResponse",
+)
+"""The fields of a Gemini part's ``data``, of which it sets one (or none, with a
+``thoughtSignature``)."""
+
+
+def gemini_part_data(contents: list[Any]) -> Iterator[Refusal]:
+    """Each part sets one data field (none with a thought signature), and no text is empty."""
+    for i, content in enumerate(contents):
+        parts = content.get("parts") if isinstance(content, dict) else None
+        for j, part in enumerate(parts if isinstance(parts, list) else ()):
+            if not isinstance(part, dict):
+                continue
+            kinds = [kind for kind in GEMINI_DATA if kind in part]
+            if len(kinds) == 1 and part.get("text") != "":
+                continue
+            where = f"* GenerateContentRequest.contents[{i}].parts[{j}].data"
+            signed = "thoughtSignature" in part
+            if not kinds and not signed:
+                yield Refusal(
+                    f"{where}: required oneof field 'data' must have one initialized field\n"
+                )
+            if len(kinds) > 1:
+                yield Refusal(
+                    f"{where}: oneof field 'data' is already set. Cannot set '{kinds[1]}'\n"
+                )
+            if part.get("text") == "" and not signed:
+                yield Refusal(
+                    "Unable to submit request because it has an empty text parameter. Add a "
+                    "value to the parameter and try again."
+                )
 
 
 def gemini_problems(body: dict[str, Any]) -> list[str]:
@@ -243,14 +279,6 @@ def gemini_problems(body: dict[str, Any]) -> list[str]:
         if not isinstance(parts, list) or not parts:
             problems.append(f"contents[{i}]: parts must not be empty")
             continue
-        for j, part in enumerate(parts):
-            kinds = _GEMINI_DATA & set(part)
-            if len(kinds) != 1:
-                problems.append(
-                    f"contents[{i}].parts[{j}]: exactly one data field, got {sorted(kinds)}"
-                )
-            if "text" in part and not part["text"] and "thoughtSignature" not in part:
-                problems.append(f"contents[{i}].parts[{j}]: empty text parameter")
         responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
         names = sorted(str(r.get("name")) for r in responses)
         if pending is not None and (role != "user" or names != sorted(pending)):
@@ -262,6 +290,7 @@ def gemini_problems(body: dict[str, Any]) -> list[str]:
             problems.append(f"contents[{i}]: functionResponse without a preceding functionCall")
         calls = [str(p["functionCall"].get("name")) for p in parts if "functionCall" in p]
         pending = calls if role == "model" and calls else None
+    problems += [refusal.problem() for refusal in gemini_part_data(contents)]
     tools = body.get("tools")
     declarations = [
         d

@@ -197,6 +197,12 @@ async def test_a_broken_history_never_reaches_the_network() -> None:
         ),
         ("gemini", {"contents": [{"role": "user", "parts": [{"text": ""}]}]}, "empty text"),
         (
+            "gemini",
+            {"contents": [{"role": "user", "parts": [{"text": "a", "fileData": {}}]}]},
+            "contents[0].parts[0].data: oneof field 'data' is already set. Cannot set 'fileData'",
+        ),
+        ("gemini", {"contents": [{"role": "user", "parts": [{}]}]}, "required oneof field 'data'"),
+        (
             "ollama",
             {"messages": [{"role": "tool", "tool_name": "f", "content": "x"}]},
             "never called",

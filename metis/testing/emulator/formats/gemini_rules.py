@@ -11,8 +11,9 @@ from typing import Any
 
 from metis.testing.emulator.formats import files_rules
 from metis.testing.emulator.formats.knobs_rules import check_gemini
-from metis.testing.emulator.rules import LOADED, MISSING, Refused, table
+from metis.testing.emulator.rules import LOADED, MISSING, Refused, first, table
 from metis.testing.emulator.wire import sealed
+from metis.wire.rules import gemini_part_data
 
 SIGNATURE_KIND = "gemini-thought"
 BYPASS = "skip_thought_signature_validator"  # Google's documented value for foreign histories
@@ -96,26 +97,6 @@ def _schema_keys(schema: Any, where: str) -> None:
             _schema_keys(sub, f"{where}.{'properties.' if key == 'properties' else ''}{name}")
 
 
-def _check_data(body: dict[str, Any], call: Any) -> None:
-    for i, content in enumerate(body["contents"]):
-        for j, part in enumerate(content["parts"]):
-            kinds = [k for k in LOADED["gemini"].choices("data") if k in part]
-            where = f"* GenerateContentRequest.contents[{i}].parts[{j}].data"
-            if not kinds and "thoughtSignature" not in part:
-                raise Refused(
-                    f"{where}: required oneof field 'data' must have one initialized field\n"
-                )
-            if len(kinds) > 1:
-                raise Refused(
-                    f"{where}: oneof field 'data' is already set. Cannot set '{kinds[1]}'\n"
-                )
-            if part.get("text") == "" and "thoughtSignature" not in part:
-                raise Refused(
-                    "Unable to submit request because it has an empty text parameter. Add a "
-                    "value to the parameter and try again."
-                )
-
-
 def _kind(content: dict[str, Any]) -> str:
     parts = content["parts"]
     if any("functionCall" in p for p in parts):
@@ -189,7 +170,7 @@ RULES = table(
     "gemini",
     {
         "parameter schemas": _check_parameter_schemas,
-        "data": _check_data,
+        "data": first(lambda body: gemini_part_data(body["contents"])),
         "files": files_rules.gemini,
         "thought signatures": _check_signatures,
         "turns": _check_turns,
