@@ -10,7 +10,6 @@ thinking allows of tool choice, sampling and an open tool loop (``anthropic_rule
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -20,9 +19,9 @@ from metis.wire.media_rules import (
     anthropic_media,
     gemini_media_problems,
     openai_chat_media_problems,
-    openai_responses_media_problems,
 )
 from metis.wire.refusal import Refusal
+from metis.wire.responses_rules import is_json_object, item_problems
 
 Rules = Callable[[dict[str, Any]], list[str]]
 
@@ -112,7 +111,7 @@ def _chat_call_problems(call: dict[str, Any], where: str, problems: list[str]) -
     if call.get("type") == "custom":  # a freeform call: its input is any text
         if not isinstance((call.get("custom") or {}).get("input"), str):
             problems.append(f"{where}.custom.input: must be a string")
-    elif not _is_json_object(call.get("function", {}).get("arguments")):
+    elif not is_json_object(call.get("function", {}).get("arguments")):
         problems.append(f"{where}.function.arguments: must be a JSON object string")
 
 
@@ -143,88 +142,12 @@ def deepseek_problems(body: dict[str, Any]) -> list[str]:
     return problems
 
 
-RESPONSES_ITEMS = frozenset(
-    [
-        "web_search_call",
-        "code_interpreter_call",
-        "file_search_call",
-        "computer_call",
-        "computer_call_output",
-        "image_generation_call",
-        "local_shell_call",
-        "local_shell_call_output",
-        "shell_call",
-        "shell_call_output",
-        "apply_patch_call",
-        "apply_patch_call_output",
-        "mcp_list_tools",
-        "mcp_approval_request",
-        "mcp_approval_response",
-        "mcp_call",
-        "compaction",
-        "item_reference",
-    ]
-)
-"""The input items besides messages, calls, outputs and reasoning that the Responses API takes
-back (openai-python ``responses/response_input_item_param.py``): a reply's server tool items
-and the other items metis keeps whole go back as they came (docs/contract.md §8, §11)."""
-_LED_TO = frozenset({"message", "function_call", "custom_tool_call"}) | RESPONSES_ITEMS
-
-
 def openai_responses_problems(body: dict[str, Any]) -> list[str]:
     items = body.get("input")
     if not isinstance(items, list) or not items:
         return ["input: at least one item is required"]
-    problems: list[str] = []
-    continued = body.get("previous_response_id") is not None  # earlier calls live server-side
-    calls: dict[str, None] = {}  # in order; a set's lookup (a list's made this quadratic)
-    answered: set[str] = set()
-    for i, item in enumerate(items):
-        kind = item.get("type", "message") if isinstance(item, dict) else None
-        where = f"input[{i}]"
-        if kind == "function_call":
-            calls[item.get("call_id")] = None
-            if not _is_json_object(item.get("arguments")):
-                problems.append(f"{where}.arguments: must be a JSON object string")
-        elif kind == "custom_tool_call":  # a freeform call: its input is any text
-            calls[item.get("call_id")] = None
-            if not isinstance(item.get("input"), str):
-                problems.append(f"{where}.input: must be a string")
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            call_id = item.get("call_id")
-            if call_id not in calls and not continued:
-                problems.append(f"{where}: no tool call found for output {call_id!r}")
-            answered.add(call_id)
-        elif kind == "reasoning":
-            following = items[i + 1].get("type", "message") if i + 1 < len(items) else None
-            if following not in _LED_TO:
-                problems.append(f"{where}: reasoning was provided without its following item")
-        elif kind == "compaction":  # a compaction the provider made, back as it came
-            if not isinstance(item.get("encrypted_content"), str):
-                problems.append(f"{where}.encrypted_content: must be a string")
-        elif kind == "message":
-            assistant = item.get("role") == "assistant"
-            for j, part in enumerate(
-                item.get("content") if isinstance(item.get("content"), list) else []
-            ):
-                kind_of = str(part.get("type", ""))
-                ok = (
-                    kind_of in ("output_text", "refusal")
-                    if assistant
-                    else kind_of.startswith("input_")
-                )
-                if not ok:
-                    problems.append(
-                        f"{where}.content[{j}]: {item.get('role')} content cannot be {kind_of}"
-                    )
-        elif kind not in RESPONSES_ITEMS:
-            problems.append(f"{where}: unknown item type {kind!r}")
-    problems += [
-        f"no tool output found for function call {c!r}" for c in calls if c not in answered
-    ]
-    problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
-    problems += openai_responses_media_problems(items)
-    return problems
+    problems = item_problems(body, items)
+    return problems + _tool_names(body.get("tools"), lambda t: t.get("name"))
 
 
 GEMINI_DATA: tuple[str, ...] = ("text", "inlineData", "fileData", "functionCall")
@@ -355,13 +278,6 @@ def _anthropic_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-
-
-def _is_json_object(text: Any) -> bool:
-    try:
-        return isinstance(json.loads(text), dict)
-    except (TypeError, ValueError):
-        return False
 
 
 def _tool_names(tools: Any, name_of: Callable[[dict[str, Any]], Any]) -> list[str]:

@@ -163,17 +163,17 @@ async def test_a_broken_history_never_reaches_the_network() -> None:
         (
             "openai_responses",
             {"input": [{"type": "function_call_output", "call_id": "c1", "output": "x"}]},
-            "no tool call found",
+            "No tool call found for function call output with call_id c1",
         ),
         (
             "openai_responses",
             {"input": [{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}]},
-            "no tool output found",
+            "No tool output found for function call c1",
         ),
         (
             "openai_responses",
             {"input": [{"type": "reasoning", "id": "r1"}]},
-            "without its following item",
+            "Item 'r1' of type 'reasoning' was provided without its required following item",
         ),
         (
             "openai_responses",
