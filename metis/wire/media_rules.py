@@ -12,11 +12,14 @@ before it is sent (``pre_send_check``, metis/wire/rules.py).
 - OpenAI Responses (``ResponseInputFileParam``): an ``input_file`` gives exactly one of
   ``file_data``, ``file_id`` and ``file_url``.
 - Gemini (gemini-api/docs/file-input-methods): inline data totals at most 100 MB (as base64),
-  an inline PDF at most 50 MB.
+  an inline PDF at most 50 MB; inline data has its MIME type and data; files in a function
+  response only for Gemini 3 and later (:func:`gemini_media`, which the emulator runs too; the
+  PDF's words are metis's).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -27,7 +30,7 @@ ANTHROPIC_REQUEST_BYTES = 32 * MB
 ANTHROPIC_IMAGE_BYTES = 5 * MB
 ANTHROPIC_IMAGES = 100
 GEMINI_INLINE_BYTES = 100 * MB
-GEMINI_INLINE_PDF_BYTES = 50 * MB
+GEMINI_PDF_BYTES = 50 * MB
 
 
 Place = tuple[str, int, int, int]
@@ -158,39 +161,58 @@ def openai_responses_media_problems(items: list[Any]) -> list[str]:
     return problems
 
 
-def gemini_media_problems(body: dict[str, Any]) -> list[str]:
-    problems: list[str] = []
+def gemini_media(
+    body: dict[str, Any],
+    model: str | None = None,
+    file_known: Callable[[Any], bool] | None = None,
+) -> Iterator[Refusal]:
+    """The inline data, files and multimodal function responses of a Gemini body, as Gemini
+    refuses them; ``model`` (when known) is the one asked, ``file_known`` (the emulator's)
+    tells the file URIs that exist."""
     inline = 0
-    for where, blob in _gemini_blobs(body.get("contents")):
-        data = blob.get("data")
-        size = len(data) if isinstance(data, str) else 0
-        inline += size
-        if blob.get("mimeType") == "application/pdf" and size * 3 // 4 > GEMINI_INLINE_PDF_BYTES:
-            problems.append(f"{where}: an inline PDF is at most 50 MB")
+    for where, part in _gemini_parts(body.get("contents")):
+        blob = part.get("inlineData")
+        if isinstance(blob, dict):
+            data = blob.get("data")
+            size = len(data) if isinstance(data, str) else 0
+            inline += size
+            if not blob.get("mimeType") or not isinstance(data, str):
+                yield Refusal(
+                    f"* GenerateContentRequest.{where}.inline_data: mime_type and data required"
+                )
+            if blob.get("mimeType") == "application/pdf" and size * 3 // 4 > GEMINI_PDF_BYTES:
+                yield Refusal(f"{where}.inline_data: an inline PDF is at most 50 MB")
+        uri = _obj(part.get("fileData")).get("fileUri")
+        if "fileData" in part and file_known is not None and not file_known(uri):
+            yield Refusal(
+                f"* GenerateContentRequest.{where}.file_data.file_uri: Invalid file uri: {uri}"
+            )
+        nested = _obj(part.get("functionResponse")).get("parts")
+        if nested and model is not None and not _GEMINI_MULTIMODAL.match(model):
+            yield Refusal(
+                f"* GenerateContentRequest.{where}.function_response.parts: multimodal function "
+                f"responses are not supported by {model}"
+            )
     if inline > GEMINI_INLINE_BYTES:
-        problems.append(f"contents: {_mb(inline)} of inline data; a request takes at most 100 MB")
-    return problems
+        yield Refusal(f"Request payload size exceeds the limit: {GEMINI_INLINE_BYTES} bytes.")
 
 
-def _gemini_blobs(contents: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+_GEMINI_MULTIMODAL = re.compile(r"^gemini-(?:[3-9]|[1-9][0-9])")
+"""The models that take files in a function response (Gemini 3 and later)."""
+
+
+def _gemini_parts(contents: Any) -> Iterator[tuple[str, dict[str, Any]]]:
     for i, content in enumerate(contents if isinstance(contents, list) else []):
-        found = content.get("parts") if isinstance(content, dict) else None
+        found = _obj(content).get("parts")
         for j, part in enumerate(found if isinstance(found, list) else []):
             if not isinstance(part, dict):
                 continue
-            if isinstance(part.get("inlineData"), dict):
-                yield f"contents[{i}].parts[{j}].inlineData", part["inlineData"]
-            response = part.get("functionResponse")
-            nested = response.get("parts") if isinstance(response, dict) else None
+            yield f"contents[{i}].parts[{j}]", part
+            nested = _obj(part.get("functionResponse")).get("parts")
             for k, inner in enumerate(nested if isinstance(nested, list) else []):
-                if isinstance(inner, dict) and isinstance(inner.get("inlineData"), dict):
-                    where = f"contents[{i}].parts[{j}].functionResponse.parts[{k}].inlineData"
-                    yield where, inner["inlineData"]
+                if isinstance(inner, dict):
+                    yield f"contents[{i}].parts[{j}].function_response.parts[{k}]", inner
 
 
 def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _mb(size: int) -> str:
-    return f"{size / MB:.1f} MB"

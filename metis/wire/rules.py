@@ -17,7 +17,7 @@ from typing import Any
 from metis.wire.chat_rules import tool_messages
 from metis.wire.media_rules import (
     anthropic_media,
-    gemini_media_problems,
+    gemini_media,
     openai_chat_media_problems,
 )
 from metis.wire.refusal import Refusal
@@ -221,7 +221,7 @@ def gemini_problems(body: dict[str, Any]) -> list[str]:
         for d in (t.get("functionDeclarations") or [])
     ]
     problems += _tool_names(declarations, lambda d: d.get("name"))
-    problems += gemini_media_problems(body)
+    problems += [refusal.problem() for refusal in gemini_media(body)]
     return problems
 
 

@@ -137,10 +137,13 @@ def test_gemini_inline_limits() -> None:
 
     rules = RULES["gemini"]
     pdf = {"inlineData": {"mimeType": "application/pdf", "data": _b64(68 * MB)}}
-    assert rules(body(pdf)) == ["contents[0].parts[1].inlineData: an inline PDF is at most 50 MB"]
+    assert rules(body(pdf)) == ["contents[0].parts[1].inline_data: an inline PDF is at most 50 MB"]
     video = {"inlineData": {"mimeType": "video/mp4", "data": _b64(60 * MB)}}
     assert rules(body(video, video)) == [
-        "contents: 120.0 MB of inline data; a request takes at most 100 MB"
+        f"Request payload size exceeds the limit: {100 * MB} bytes."  # Gemini's words
+    ]
+    assert rules(body({"inlineData": {"data": "AA=="}})) == [
+        "* GenerateContentRequest.contents[0].parts[1].inline_data: mime_type and data required"
     ]
 
 

@@ -15,7 +15,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.rules import Refused, first
+from metis.wire.media_rules import gemini_media
 
 MB = 1024 * 1024
 _GEMINI_FILE = re.compile(
@@ -50,41 +51,10 @@ def _obj(value: Any) -> dict[str, Any]:
 
 
 def gemini(body: dict[str, Any], call: Any = None) -> None:
+    """The library's rule (metis/wire/media_rules.py), with the model asked and the file URIs
+    this emulator issued."""
     model = call.model if call is not None else ""
-    inline = 0
-    for where, part in _gemini_parts(body.get("contents")):
-        blob = part.get("inlineData")
-        if isinstance(blob, dict):
-            inline += len(str(blob.get("data", "")))
-            if not blob.get("mimeType") or not isinstance(blob.get("data"), str):
-                raise Refused(
-                    f"* GenerateContentRequest.{where}.inline_data: mime_type and data required"
-                )
-        uri = _obj(part.get("fileData")).get("fileUri")
-        if "fileData" in part and not _gemini_uri(uri):
-            raise Refused(
-                f"* GenerateContentRequest.{where}.file_data.file_uri: Invalid file uri: {uri}"
-            )
-        response = _obj(part.get("functionResponse"))
-        if response.get("parts") and not re.match(r"^gemini-(?:[3-9]|[1-9][0-9])", model):
-            raise Refused(
-                f"* GenerateContentRequest.{where}.function_response.parts: multimodal function "
-                f"responses are not supported by {model}"
-            )
-    if inline > 100 * MB:
-        raise Refused(f"Request payload size exceeds the limit: {100 * MB} bytes.")
-
-
-def _gemini_parts(contents: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-    for i, content in enumerate(contents if isinstance(contents, list) else []):
-        parts = _obj(content).get("parts")
-        for j, part in enumerate(parts if isinstance(parts, list) else []):
-            if isinstance(part, dict):
-                yield f"contents[{i}].parts[{j}]", part
-                nested = _obj(part.get("functionResponse")).get("parts")
-                for k, inner in enumerate(nested if isinstance(nested, list) else []):
-                    if isinstance(inner, dict):
-                        yield f"contents[{i}].parts[{j}].function_response.parts[{k}]", inner
+    first(lambda body: gemini_media(body, model, _gemini_uri))(body, call)
 
 
 def _gemini_uri(uri: Any) -> bool:
