@@ -160,21 +160,25 @@ def test_converse_document_rules() -> None:
     text = {"text": "Summarise."}
     assert rules(_converse_body(text, _document())) == []
     assert rules(_converse_body(_document())) == [
-        "messages.0: a message with a document needs a text block too"
+        "messages.0: A conversation must include a text content block when it includes a "
+        "document content block."
     ]
     six = [_document(f"d{i}") for i in range(6)]
-    assert rules(_converse_body(text, *six)) == ["messages.0: 6 documents; at most 5 per message"]
-    assert rules(_converse_body(text, _document("a.pdf"))) == [
-        "messages.0.content.1.document.name: 'a.pdf': letters, digits, single spaces, hyphens, "
-        "parentheses and brackets"
+    assert rules(_converse_body(text, *six)) == [
+        "messages.0: You can include up to 5 documents in a message."
     ]
-    assert rules(_converse_body(text, _document("two  spaces"))) == [
-        "messages.0.content.1.document.name: 'two  spaces': letters, digits, single spaces, "
-        "hyphens, parentheses and brackets"
-    ]
+    for name in ("a.pdf", "two  spaces", "x" * 201):
+        (problem,) = rules(_converse_body(text, _document(name)))
+        assert problem.startswith(
+            "messages.0.content.1.document.name: The document file name can only contain "
+            "alphanumeric characters"
+        )
     assert rules(_converse_body(text, _document(data=_b64(7 * MB)))) == [
-        "messages.0.content.1.document: at most 4.5 MB"
+        "messages.0.content.1: The document is larger than 4.5 MB."
     ]
+    exe = {"document": {"format": "exe", "name": "d", "source": {"bytes": "AA=="}}}
+    (problem,) = rules(_converse_body(text, exe))
+    assert problem.startswith("messages.0.content.1.document.format: must be one of csv, doc")
 
 
 def test_converse_image_video_and_role_rules() -> None:
@@ -193,7 +197,9 @@ def test_converse_image_video_and_role_rules() -> None:
             {"role": "assistant", "content": [{"text": "see"}, image]},
         ]
     }
-    assert rules(body) == ["messages.1: images and documents go in user messages only"]
+    assert rules(body) == [
+        "messages.1: images and documents can only be included in user messages."
+    ]
 
 
 def test_the_encoded_request_meets_converse_rules() -> None:
