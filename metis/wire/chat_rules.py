@@ -1,6 +1,6 @@
-"""What OpenAI Chat Completions refuses of a conversation's tool messages, in its words: run by
-the client's ``pre_send_check`` (metis/wire/rules.py) and the emulator's table
-(``tables/chat.yaml``, the "tool messages" check)."""
+"""What OpenAI Chat Completions refuses of a conversation's tool messages and of a chosen
+function, in its words: run by the client's ``pre_send_check`` (metis/wire/rules.py) and the
+emulator's table (``tables/chat.yaml``, the "tool messages" and "chosen function" checks)."""
 
 from __future__ import annotations
 
@@ -62,3 +62,26 @@ def _open(ids: list[Any], at: int) -> Refusal:
         + ", ".join(map(str, ids)),
         f"messages.[{at}].role",
     )
+
+
+def chosen_function(body: dict[str, Any]) -> Iterator[Refusal]:
+    """A ``tool_choice`` of a function names one of the request's functions."""
+    choice = body.get("tool_choice")
+    if not isinstance(choice, dict) or choice.get("type") != "function":
+        return
+    name = _obj(choice.get("function")).get("name")
+    tools = body.get("tools")
+    names = {
+        _obj(t.get("function")).get("name")
+        for t in (tools if isinstance(tools, list) else ())
+        if isinstance(t, dict) and t.get("type") == "function"
+    }
+    if name not in names:
+        yield Refusal(
+            f"Invalid value for 'tool_choice': function '{name}' is not present in 'tools'.",
+            "tool_choice",
+        )
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -1,7 +1,8 @@
 """What the OpenAI Responses API refuses of a request's input items, checked on the encoded
 request before it is sent (``pre_send_check``, metis/wire/rules.py). The calls, their outputs
-and the reasoning items are one rule with the emulator's (:func:`tool_items`, the "items" check
-of its ``tables/responses.yaml``), in OpenAI's words.
+and the reasoning items, and a chosen function, are rules the emulator reads too
+(:func:`tool_items` and :func:`chosen_function`, the "items" and "chosen function" checks of its
+``tables/responses.yaml``), in OpenAI's words.
 """
 
 from __future__ import annotations
@@ -81,6 +82,23 @@ def tool_items(
             yield Refusal(f"No tool output found for function call {call_id}.", "input")
 
 
+def chosen_function(body: dict[str, Any]) -> Iterator[Refusal]:
+    """A ``tool_choice`` of a function names one of the request's functions."""
+    choice = body.get("tool_choice")
+    if not isinstance(choice, dict) or choice.get("type") != "function":
+        return
+    tools = body.get("tools")
+    names = {
+        t.get("name")
+        for t in (tools if isinstance(tools, list) else ())
+        if isinstance(t, dict) and t.get("type") == "function"
+    }
+    if choice.get("name") not in names:
+        yield Refusal(
+            f"Tool choice '{choice.get('name')}' not found in 'tools' parameter.", "tool_choice"
+        )
+
+
 def item_problems(body: dict[str, Any], items: list[Any]) -> list[str]:
     """The problems of a Responses body's input ``items`` (a list with an item)."""
     problems: list[str] = []
@@ -103,6 +121,7 @@ def item_problems(body: dict[str, Any], items: list[Any]) -> list[str]:
     continued = body.get("previous_response_id") is not None  # earlier calls live server-side
     problems += [refusal.problem() for refusal in tool_items(items, continued)]
     problems += openai_responses_media_problems(items)
+    problems += [refusal.problem() for refusal in chosen_function(body)]
     return problems
 
 

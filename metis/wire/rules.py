@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from metis.wire.chat_rules import tool_messages
+from metis.wire.chat_rules import chosen_function, tool_messages
 from metis.wire.media_rules import (
     anthropic_media,
     gemini_media,
@@ -100,6 +100,7 @@ def openai_chat_problems(body: dict[str, Any]) -> list[str]:
         elif role != "tool":
             problems.append(f"messages[{i}]: unknown role {role!r}")
     problems += [refusal.problem() for refusal in tool_messages(messages)]
+    problems += [refusal.problem() for refusal in chosen_function(body)]
     problems += _tool_names(body.get("tools"), _chat_tool_name)
     problems += openai_chat_media_problems(body)
     return problems

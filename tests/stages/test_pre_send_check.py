@@ -228,6 +228,29 @@ def test_each_other_providers_rules(rules: str, body: dict[str, Any], expected: 
     assert any(expected in p for p in problems), problems
 
 
+def test_a_chosen_function_is_one_of_the_tools() -> None:
+    from metis.wire.rules import RULES
+
+    chat = {
+        "messages": [{"role": "user", "content": "x"}],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+        "tool_choice": {"type": "function", "function": {"name": "g"}},
+    }
+    assert RULES["openai_chat"](chat) == [
+        "tool_choice: Invalid value for 'tool_choice': function 'g' is not present in 'tools'."
+    ]
+    responses = {
+        "input": [{"role": "user", "content": "x"}],
+        "tools": [{"type": "function", "name": "f", "parameters": {}}],
+        "tool_choice": {"type": "function", "name": "g"},
+    }
+    assert RULES["openai_responses"](responses) == [
+        "tool_choice: Tool choice 'g' not found in 'tools' parameter."
+    ]
+    responses["tool_choice"] = {"type": "function", "name": "f"}
+    assert RULES["openai_responses"](responses) == []
+
+
 def test_a_continued_responses_request_may_answer_calls_made_earlier() -> None:
     from metis.wire.rules import openai_responses_problems
 

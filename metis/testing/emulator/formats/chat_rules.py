@@ -12,7 +12,7 @@ from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import json_schema_format, strict_schema_problem
 from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
 from metis.testing.emulator.rules import LOADED, Refused, first, table
-from metis.wire.chat_rules import tool_messages
+from metis.wire.chat_rules import chosen_function, tool_messages
 
 DEEPSEEK_THINKING = re.compile(r"^deepseek-(reasoner|v4)")
 """DeepSeek's models that think (V4 unless ``thinking: {type: disabled}``)."""
@@ -44,18 +44,6 @@ def _check_strict_tools(body: dict[str, Any], call: Any) -> None:
             raise Refused(message, f"tools[{i}].function.parameters", "invalid_function_parameters")
 
 
-def _check_chosen_function(body: dict[str, Any], call: Any) -> None:
-    choice = body.get("tool_choice")
-    if isinstance(choice, dict) and choice.get("type") == "function":
-        tools = [t for t in body["tools"] if t.get("type") == "function"]
-        name = (choice.get("function") or {}).get("name")
-        if name not in {(t.get("function") or {}).get("name") for t in tools}:
-            raise Refused(
-                f"Invalid value for 'tool_choice': function '{name}' is not present in 'tools'.",
-                "tool_choice",
-            )
-
-
 def _check_response_format(body: dict[str, Any], call: Any) -> None:
     fmt = body.get("response_format")
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
@@ -77,7 +65,7 @@ RULES = table(
     {
         "top level": _check_top_level,
         "strict tools": _check_strict_tools,
-        "chosen function": _check_chosen_function,
+        "chosen function": first(chosen_function),
         "tool messages": first(lambda body: tool_messages(body["messages"])),
         "response format": _check_response_format,
         "model settings": check_openai,

@@ -13,10 +13,10 @@ from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import json_schema_format, strict_schema_problem
 from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
-from metis.testing.emulator.rules import Check, Refused, table
+from metis.testing.emulator.rules import Check, Refused, first, table
 from metis.testing.emulator.wire import encrypted_content, opens_encrypted_content
 from metis.wire.refusal import Refusal
-from metis.wire.responses_rules import tool_items
+from metis.wire.responses_rules import chosen_function, tool_items
 
 SIGNATURE_KIND = "openai-reasoning"
 
@@ -60,14 +60,6 @@ def _check_strict_tools(body: dict[str, Any], call: Any) -> None:
                 f"tools[{i}].parameters",
                 "invalid_function_parameters",
             )
-
-
-def _check_chosen_function(body: dict[str, Any], call: Any) -> None:
-    choice = body.get("tool_choice")
-    names = {t.get("name") for t in body.get("tools") or [] if t["type"] == "function"}
-    wanted = choice.get("name") if isinstance(choice, dict) else None
-    if isinstance(choice, dict) and choice.get("type") == "function" and wanted not in names:
-        raise Refused(f"Tool choice '{wanted}' not found in 'tools' parameter.", "tool_choice")
 
 
 def _check_items(body: dict[str, Any], call: Any) -> None:
@@ -121,7 +113,7 @@ def _check_previous(body: dict[str, Any], call: Any) -> None:
 CHECKS: dict[str, Check] = {
     "previous response": _check_previous,
     "strict tools": _check_strict_tools,
-    "chosen function": _check_chosen_function,
+    "chosen function": first(chosen_function),
     "items": _check_items,
     "text format": _check_text_format,
     "compaction seal": compaction.check_responses_seal,
