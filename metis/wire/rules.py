@@ -215,6 +215,7 @@ def gemini_problems(body: dict[str, Any]) -> list[str]:
         calls = [str(p["functionCall"].get("name")) for p in parts if "functionCall" in p]
         pending = calls if role == "model" and calls else None
     problems += [refusal.problem() for refusal in gemini_part_data(contents)]
+    problems += [refusal.problem() for refusal in gemini_turns(contents)]
     tools = body.get("tools")
     declarations = [
         d
@@ -224,6 +225,43 @@ def gemini_problems(body: dict[str, Any]) -> list[str]:
     problems += _tool_names(declarations, lambda d: d.get("name"))
     problems += [refusal.problem() for refusal in gemini_media(body)]
     return problems
+
+
+def gemini_turns(contents: list[Any]) -> Iterator[Refusal]:
+    """Function calls follow a user turn or function responses; responses answer the turn
+    before, one response per call."""
+    previous, calls = "", 0
+    for content in contents:
+        content = content if isinstance(content, dict) else {}
+        parts = content.get("parts")
+        parts = [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+        kind = turn_kind(content.get("role"), parts)
+        if kind == "calls" and previous not in ("user", "responses"):
+            yield Refusal(
+                "Please ensure that function call turn comes immediately after a user turn or "
+                "after a function response turn."
+            )
+        if kind == "responses" and previous != "calls":
+            yield Refusal(
+                "Please ensure that function response turn comes immediately after a function "
+                "call turn."
+            )
+        if kind == "responses" and sum("functionResponse" in p for p in parts) != calls:
+            yield Refusal(
+                "Please ensure that the number of function response parts is equal to the number "
+                "of function call parts of the function call turn."
+            )
+        previous, calls = kind, sum("functionCall" in p for p in parts)
+
+
+def turn_kind(role: Any, parts: list[dict[str, Any]]) -> str:
+    """A Gemini turn as its tool rules see it: ``calls``, ``responses``, ``model`` or
+    ``user``."""
+    if any("functionCall" in p for p in parts):
+        return "calls"
+    if any("functionResponse" in p for p in parts):
+        return "responses"
+    return "model" if role == "model" else "user"
 
 
 def ollama_problems(body: dict[str, Any]) -> list[str]:

@@ -203,6 +203,22 @@ async def test_a_broken_history_never_reaches_the_network() -> None:
         ),
         ("gemini", {"contents": [{"role": "user", "parts": [{}]}]}, "required oneof field 'data'"),
         (
+            "gemini",
+            {"contents": [{"role": "model", "parts": [{"functionCall": {"name": "f"}}]}]},
+            "function call turn comes immediately after a user turn",
+        ),
+        (
+            "gemini",
+            {
+                "contents": [
+                    {"role": "user", "parts": [{"text": "hi"}]},
+                    {"role": "model", "parts": [{"functionCall": {"name": "f"}}]},
+                    {"role": "user", "parts": [{"functionResponse": {"name": "f"}}] * 2},
+                ]
+            },
+            "the number of function response parts is equal to the number of function call parts",
+        ),
+        (
             "ollama",
             {"messages": [{"role": "tool", "tool_name": "f", "content": "x"}]},
             "never called",
