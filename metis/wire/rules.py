@@ -92,8 +92,20 @@ def openai_chat_problems(body: dict[str, Any]) -> list[str]:
         role = _role(message)
         if role == "assistant":
             for j, call in enumerate(message.get("tool_calls") or []):
-                if isinstance(call, dict):
-                    _chat_call_problems(call, f"messages[{i}].tool_calls[{j}]", problems)
+                if not isinstance(call, dict):
+                    continue
+                if len(str(call.get("id", ""))) > 40:
+                    problems.append(f"messages[{i}].tool_calls[{j}].id: longer than 40 characters")
+                if call.get("type") == "custom":  # a freeform call: its input is any text
+                    if not isinstance((call.get("custom") or {}).get("input"), str):
+                        problems.append(
+                            f"messages[{i}].tool_calls[{j}].custom.input: must be a string"
+                        )
+                elif not is_json_object(call.get("function", {}).get("arguments")):
+                    problems.append(
+                        f"messages[{i}].tool_calls[{j}].function.arguments: must be a JSON "
+                        "object string"
+                    )
         elif role in ("system", "developer", "user"):
             if message.get("content") in (None, "", []):
                 problems.append(f"messages[{i}]: {role} content must not be empty")
@@ -104,16 +116,6 @@ def openai_chat_problems(body: dict[str, Any]) -> list[str]:
     problems += _tool_names(body.get("tools"), _chat_tool_name)
     problems += openai_chat_media_problems(body)
     return problems
-
-
-def _chat_call_problems(call: dict[str, Any], where: str, problems: list[str]) -> None:
-    if len(str(call.get("id", ""))) > 40:
-        problems.append(f"{where}.id: longer than 40 characters")
-    if call.get("type") == "custom":  # a freeform call: its input is any text
-        if not isinstance((call.get("custom") or {}).get("input"), str):
-            problems.append(f"{where}.custom.input: must be a string")
-    elif not is_json_object(call.get("function", {}).get("arguments")):
-        problems.append(f"{where}.function.arguments: must be a JSON object string")
 
 
 def _chat_tool_name(tool: dict[str, Any]) -> Any:

@@ -279,37 +279,36 @@ def tool_pairs(messages: list[Any]) -> Iterator[Refusal]:
     for i, message in enumerate(messages):
         message = message if isinstance(message, dict) else {}
         content = message.get("content")
-        blocks = content if isinstance(content, list) else []
-        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+        answered: list[Any] = []
+        uses: list[Any] = []
+        stray: tuple[int, Any] | None = None
+        others = misplaced = False
+        for j, block in enumerate(content if isinstance(content, list) else ()):  # one pass
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "tool_result":
+                answered.append(block.get("tool_use_id"))
+                misplaced = misplaced or others
+                if stray is None and answered[-1] not in pending:
+                    stray = j, answered[-1]
+            else:
+                others = True
+                if kind == "tool_use":
+                    uses.append(block.get("id"))
         if pending:
-            answered = {b.get("tool_use_id") for b in results}
             missing = [p for p in pending if p not in answered]
             if missing or message.get("role") != "user":
                 yield _unanswered(i - 1, missing or pending)
-        if results:
-            yield from _stray_results(i, blocks, results, pending)
-        pending = [
-            b.get("id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"
-        ]
-    if pending:  # a trailing assistant message with open tool calls: a prefill it refuses
-        yield _unanswered(len(messages) - 1, pending)
-
-
-def _stray_results(
-    i: int, blocks: list[Any], results: list[dict[str, Any]], pending: list[Any]
-) -> Iterator[Refusal]:
-    for j, block in enumerate(blocks):
-        if block in results and block.get("tool_use_id") not in pending:
+        if stray is not None:
             yield Refusal(
-                f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` "
-                f"blocks: {block.get('tool_use_id')}. Each `tool_result` block must have a "
+                f"messages.{i}.content.{stray[0]}: unexpected `tool_use_id` found in "
+                f"`tool_result` blocks: {stray[1]}. Each `tool_result` block must have a "
                 "corresponding `tool_use` block in the previous message."
             )
-            break
-    if any(
-        not isinstance(b, dict) or b.get("type") != "tool_result" for b in blocks[: len(results)]
-    ):
-        yield Refusal(f"messages.{i}: `tool_result` blocks must come first in the content")
+        if misplaced:
+            yield Refusal(f"messages.{i}: `tool_result` blocks must come first in the content")
+        pending = uses
+    if pending:  # a trailing assistant message with open tool calls: a prefill it refuses
+        yield _unanswered(len(messages) - 1, pending)
 
 
 def _unanswered(at: int, ids: list[Any]) -> Refusal:
