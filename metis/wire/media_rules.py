@@ -1,29 +1,36 @@
 """The size, count and shape limits providers document for files, checked on the encoded body
 before it is sent (``pre_send_check``, metis/wire/rules.py).
 
-- Anthropic (build-with-claude/pdf-support, vision): a request is at most 32 MB; a base64
-  document is a PDF, a text document ``text/plain``; citations are enabled on every document
-  of a request or on none; an image is at most 5 MB and a request holds at most 100.
+- Anthropic (build-with-claude/pdf-support, vision): a request is at most 32 MB (a 413); a
+  base64 document is a PDF, a text document ``text/plain``; citations are enabled on every
+  document of a request or on none; an image is at most 5 MB (as base64) and a request holds
+  at most 100. In Anthropic's words (:func:`anthropic_media`, which the emulator's table runs
+  too), but for the count of images (metis's).
 - OpenAI Chat Completions (guides/file-inputs, the SDK's ``File`` and ``InputAudio``): a
   ``file`` part holds ``file_data`` (a PDF data URL, with a ``filename``) or ``file_id``;
   ``input_audio`` is ``wav`` or ``mp3``.
 - OpenAI Responses (``ResponseInputFileParam``): an ``input_file`` gives exactly one of
   ``file_data``, ``file_id`` and ``file_url``.
 - Gemini (gemini-api/docs/file-input-methods): inline data totals at most 100 MB (as base64),
-  an inline PDF at most 50 MB.
+  an inline PDF at most 50 MB; inline data has its MIME type and data; files in a function
+  response only for Gemini 3 and later (:func:`gemini_media`, which the emulator runs too; the
+  PDF's words are metis's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from metis.wire.refusal import Refusal
 
 MB = 1024 * 1024
 ANTHROPIC_REQUEST_BYTES = 32 * MB
 ANTHROPIC_IMAGE_BYTES = 5 * MB
 ANTHROPIC_IMAGES = 100
 GEMINI_INLINE_BYTES = 100 * MB
-GEMINI_INLINE_PDF_BYTES = 50 * MB
+GEMINI_PDF_BYTES = 50 * MB
 
 
 Place = tuple[str, int, int, int]
@@ -52,8 +59,11 @@ def named(place: Place) -> str:
     return f"messages.{i}.{key}.{j}" + (f".content.{k}" if k >= 0 else "")
 
 
-def anthropic_media_problems(body: dict[str, Any]) -> list[str]:
-    problems: list[str] = []
+def anthropic_media(
+    body: dict[str, Any], file_known: Callable[[str], bool] | None = None
+) -> Iterator[Refusal]:
+    """The images and documents of a Messages API body (and of its tool results), as Anthropic
+    refuses them; ``file_known`` (the emulator's) tells the file ids that exist."""
     inline = images = 0
     citing: set[bool] = set()
     for place, part in parts(body.get("messages")):
@@ -67,27 +77,46 @@ def anthropic_media_problems(body: dict[str, Any]) -> list[str]:
         if kind == "image":
             images += 1
             if size > ANTHROPIC_IMAGE_BYTES:  # the limit is on the base64 text
-                problems.append(f"{named(place)}: an image is at most 5 MB (as base64)")
+                yield Refusal(
+                    f"{named(place)}.image.source.base64: image exceeds 5 MB maximum: "
+                    f"{size} bytes > {ANTHROPIC_IMAGE_BYTES} bytes"
+                )
         elif kind == "document":
-            citing.add(bool((part.get("citations") or {}).get("enabled")))
-            problems += _anthropic_document(place, source)
+            citing.add(_obj(part.get("citations")).get("enabled") is True)
+            yield from _anthropic_document(named(place), source, file_known)
     if inline > ANTHROPIC_REQUEST_BYTES:
-        problems.append(f"messages: {_mb(inline)} of inline files; a request is at most 32 MB")
+        yield Refusal("Request exceeds the maximum allowed number of bytes.", status=413)
     if images > ANTHROPIC_IMAGES:
-        problems.append(f"messages: {images} images; a request holds at most 100")
+        yield Refusal(f"messages: {images} images; a request holds at most 100")
     if len(citing) > 1:
-        problems.append("messages: citations must be enabled on every document or on none")
-    return problems
+        yield Refusal("Citations must be enabled on all documents or on none of them.")
 
 
-def _anthropic_document(place: Place, source: dict[str, Any]) -> list[str]:
-    kind, media_type = source.get("type"), source.get("media_type")
-    where = named(place)
-    if kind == "base64" and media_type != "application/pdf":
-        return [f"{where}.source.media_type: a base64 document is application/pdf"]
-    if kind == "text" and media_type != "text/plain":
-        return [f"{where}.source.media_type: a text document is text/plain"]
-    return []
+_ANTHROPIC_MEDIA = {"base64": "application/pdf", "text": "text/plain"}
+_ANTHROPIC_SOURCE_FIELD = {"base64": "data", "text": "data", "url": "url"}
+
+
+def _anthropic_document(
+    where: str, source: dict[str, Any], file_known: Callable[[str], bool] | None
+) -> Iterator[Refusal]:
+    kind = source.get("type")
+    if kind == "file" and file_known is not None and not file_known(str(source.get("file_id"))):
+        yield Refusal(f"File not found: {source.get('file_id')}")
+    if kind in ("file", "content"):
+        return
+    if str(kind) not in _ANTHROPIC_SOURCE_FIELD:
+        yield Refusal(
+            f"{where}.document.source: Input tag '{kind}' found using 'type' does not match any "
+            "of the expected tags: 'base64', 'text', 'content', 'url', 'file'"
+        )
+        return
+    at = f"{where}.document.source.{kind}"
+    media = _ANTHROPIC_MEDIA.get(str(kind))
+    if media is not None and source.get("media_type") != media:
+        yield Refusal(f"{at}.media_type: Input should be '{media}'")
+    field = _ANTHROPIC_SOURCE_FIELD[str(kind)]
+    if not isinstance(source.get(field), str):
+        yield Refusal(f"{at}.{field}: Field required")
 
 
 def openai_chat_media_problems(body: dict[str, Any]) -> list[str]:
@@ -132,39 +161,58 @@ def openai_responses_media_problems(items: list[Any]) -> list[str]:
     return problems
 
 
-def gemini_media_problems(body: dict[str, Any]) -> list[str]:
-    problems: list[str] = []
+def gemini_media(
+    body: dict[str, Any],
+    model: str | None = None,
+    file_known: Callable[[Any], bool] | None = None,
+) -> Iterator[Refusal]:
+    """The inline data, files and multimodal function responses of a Gemini body, as Gemini
+    refuses them; ``model`` (when known) is the one asked, ``file_known`` (the emulator's)
+    tells the file URIs that exist."""
     inline = 0
-    for where, blob in _gemini_blobs(body.get("contents")):
-        data = blob.get("data")
-        size = len(data) if isinstance(data, str) else 0
-        inline += size
-        if blob.get("mimeType") == "application/pdf" and size * 3 // 4 > GEMINI_INLINE_PDF_BYTES:
-            problems.append(f"{where}: an inline PDF is at most 50 MB")
+    for where, part in _gemini_parts(body.get("contents")):
+        blob = part.get("inlineData")
+        if isinstance(blob, dict):
+            data = blob.get("data")
+            size = len(data) if isinstance(data, str) else 0
+            inline += size
+            if not blob.get("mimeType") or not isinstance(data, str):
+                yield Refusal(
+                    f"* GenerateContentRequest.{where}.inline_data: mime_type and data required"
+                )
+            if blob.get("mimeType") == "application/pdf" and size * 3 // 4 > GEMINI_PDF_BYTES:
+                yield Refusal(f"{where}.inline_data: an inline PDF is at most 50 MB")
+        uri = _obj(part.get("fileData")).get("fileUri")
+        if "fileData" in part and file_known is not None and not file_known(uri):
+            yield Refusal(
+                f"* GenerateContentRequest.{where}.file_data.file_uri: Invalid file uri: {uri}"
+            )
+        nested = _obj(part.get("functionResponse")).get("parts")
+        if nested and model is not None and not _GEMINI_MULTIMODAL.match(model):
+            yield Refusal(
+                f"* GenerateContentRequest.{where}.function_response.parts: multimodal function "
+                f"responses are not supported by {model}"
+            )
     if inline > GEMINI_INLINE_BYTES:
-        problems.append(f"contents: {_mb(inline)} of inline data; a request takes at most 100 MB")
-    return problems
+        yield Refusal(f"Request payload size exceeds the limit: {GEMINI_INLINE_BYTES} bytes.")
 
 
-def _gemini_blobs(contents: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+_GEMINI_MULTIMODAL = re.compile(r"^gemini-(?:[3-9]|[1-9][0-9])")
+"""The models that take files in a function response (Gemini 3 and later)."""
+
+
+def _gemini_parts(contents: Any) -> Iterator[tuple[str, dict[str, Any]]]:
     for i, content in enumerate(contents if isinstance(contents, list) else []):
-        found = content.get("parts") if isinstance(content, dict) else None
+        found = _obj(content).get("parts")
         for j, part in enumerate(found if isinstance(found, list) else []):
             if not isinstance(part, dict):
                 continue
-            if isinstance(part.get("inlineData"), dict):
-                yield f"contents[{i}].parts[{j}].inlineData", part["inlineData"]
-            response = part.get("functionResponse")
-            nested = response.get("parts") if isinstance(response, dict) else None
+            yield f"contents[{i}].parts[{j}]", part
+            nested = _obj(part.get("functionResponse")).get("parts")
             for k, inner in enumerate(nested if isinstance(nested, list) else []):
-                if isinstance(inner, dict) and isinstance(inner.get("inlineData"), dict):
-                    where = f"contents[{i}].parts[{j}].functionResponse.parts[{k}].inlineData"
-                    yield where, inner["inlineData"]
+                if isinstance(inner, dict):
+                    yield f"contents[{i}].parts[{j}].function_response.parts[{k}]", inner
 
 
 def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _mb(size: int) -> str:
-    return f"{size / MB:.1f} MB"

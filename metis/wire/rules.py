@@ -10,17 +10,18 @@ thinking allows of tool choice, sampling and an open tool loop (``anthropic_rule
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from metis.wire.chat_rules import chosen_function, tool_messages
 from metis.wire.media_rules import (
-    anthropic_media_problems,
-    gemini_media_problems,
+    anthropic_media,
+    gemini_media,
     openai_chat_media_problems,
-    openai_responses_media_problems,
 )
+from metis.wire.refusal import Refusal
+from metis.wire.responses_rules import is_json_object, item_problems
 
 Rules = Callable[[dict[str, Any]], list[str]]
 
@@ -35,7 +36,6 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
         return ["messages: at least one message is required"]
     if _role(messages[0]) != "user":
         problems.append("messages.0: the first message must use the user role")
-    pending: list[str] = []  # tool_use ids of the previous assistant turn
     previous = None
     for i, message in enumerate(messages):
         role = _role(message)
@@ -48,45 +48,20 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
         blocks = _anthropic_blocks(message)
         if not blocks:
             problems.append(f"messages.{i}: content must not be empty")
-        results, uses, misplaced = _anthropic_block_problems(blocks, i, problems)
-        if role == "user":
-            if pending and sorted(map(str, results)) != sorted(pending):
-                problems.append(
-                    f"messages.{i}: tool_use ids {pending} need tool_result blocks immediately "
-                    f"after, found {results}"
-                )
-            elif results and not pending:
-                problems.append(f"messages.{i}: tool_result blocks without a preceding tool_use")
-            if misplaced:
-                problems.append(f"messages.{i}: tool_result blocks must come first in the message")
-            pending = []
-        else:
-            pending = uses
-    if pending:
-        problems.append(f"messages.{len(messages) - 1}: tool_use ids {pending} are never answered")
-    problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
-    from metis.wire.anthropic.rules import parameter_problems  # only Anthropic's stacks load it
+        _anthropic_block_problems(blocks, i, problems)
+    from metis.wire.anthropic.rules import parameter_problems, tool_pairs  # Anthropic's only
 
+    problems += [refusal.message for refusal in tool_pairs(messages)]
+    problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
     problems += parameter_problems(body)
-    problems += anthropic_media_problems(body)
+    problems += [refusal.message for refusal in anthropic_media(body)]
     return problems
 
 
-def _anthropic_block_problems(
-    blocks: list[dict[str, Any]], i: int, problems: list[str]
-) -> tuple[list[Any], list[str], bool]:
-    """Each block's own problems (added to ``problems``), in one pass that also gives the tool
-    result ids, the tool_use ids, and whether a tool result follows another kind of block."""
-    results: list[Any] = []
-    uses: list[str] = []
-    others = misplaced = False
+def _anthropic_block_problems(blocks: list[dict[str, Any]], i: int, problems: list[str]) -> None:
+    """Each block's own problems, added to ``problems``."""
     for j, block in enumerate(blocks):
         kind = block.get("type")
-        if kind == "tool_result":
-            results.append(block.get("tool_use_id"))
-            misplaced = misplaced or others
-            continue
-        others = True
         if kind == "text" and not str(block.get("text", "")).strip():
             problems.append(
                 f"{_block_at(i, j)}: text content blocks must contain non-whitespace text"
@@ -95,14 +70,12 @@ def _anthropic_block_problems(
             problems.append(f"{_block_at(i, j)}: thinking blocks must carry their signature")
         elif kind == "tool_use":
             tool_id = block.get("id")
-            uses.append(str(tool_id))
             if not _ANTHROPIC_ID.match(str(tool_id or "")):
                 problems.append(
                     f"{_block_at(i, j)}: tool_use id {tool_id!r} has characters Anthropic refuses"
                 )
             if not isinstance(block.get("input"), dict):
                 problems.append(f"{_block_at(i, j)}: tool_use input must be an object")
-    return results, uses, misplaced
 
 
 def _block_at(i: int, j: int) -> str:
@@ -115,41 +88,31 @@ def openai_chat_problems(body: dict[str, Any]) -> list[str]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return ["messages: at least one message is required"]
-    awaiting: list[str] = []
     for i, message in enumerate(messages):
         role = _role(message)
-        if awaiting and role != "tool":
-            problems.append(
-                f"messages[{i}]: an assistant message with 'tool_calls' must be followed by tool "
-                f"messages responding to each 'tool_call_id'; missing {awaiting}"
-            )
-            awaiting = []
-        if role == "tool":
-            call_id = message.get("tool_call_id")
-            if call_id in awaiting:
-                awaiting.remove(call_id)
-            else:
-                problems.append(
-                    f"messages[{i}]: tool message {call_id!r} does not answer a preceding tool call"
-                )
-        elif role == "assistant":
+        if role == "assistant":
             for j, call in enumerate(message.get("tool_calls") or []):
-                where = f"messages[{i}].tool_calls[{j}]"
+                if not isinstance(call, dict):
+                    continue
                 if len(str(call.get("id", ""))) > 40:
-                    problems.append(f"{where}.id: longer than 40 characters")
+                    problems.append(f"messages[{i}].tool_calls[{j}].id: longer than 40 characters")
                 if call.get("type") == "custom":  # a freeform call: its input is any text
                     if not isinstance((call.get("custom") or {}).get("input"), str):
-                        problems.append(f"{where}.custom.input: must be a string")
-                elif not _is_json_object(call.get("function", {}).get("arguments")):
-                    problems.append(f"{where}.function.arguments: must be a JSON object string")
-                awaiting.append(call.get("id"))
+                        problems.append(
+                            f"messages[{i}].tool_calls[{j}].custom.input: must be a string"
+                        )
+                elif not is_json_object(call.get("function", {}).get("arguments")):
+                    problems.append(
+                        f"messages[{i}].tool_calls[{j}].function.arguments: must be a JSON "
+                        "object string"
+                    )
         elif role in ("system", "developer", "user"):
             if message.get("content") in (None, "", []):
                 problems.append(f"messages[{i}]: {role} content must not be empty")
-        else:
+        elif role != "tool":
             problems.append(f"messages[{i}]: unknown role {role!r}")
-    if awaiting:
-        problems.append(f"tool calls {awaiting} are never answered")
+    problems += [refusal.problem() for refusal in tool_messages(messages)]
+    problems += [refusal.problem() for refusal in chosen_function(body)]
     problems += _tool_names(body.get("tools"), _chat_tool_name)
     problems += openai_chat_media_problems(body)
     return problems
@@ -182,92 +145,51 @@ def deepseek_problems(body: dict[str, Any]) -> list[str]:
     return problems
 
 
-RESPONSES_ITEMS = frozenset(
-    [
-        "web_search_call",
-        "code_interpreter_call",
-        "file_search_call",
-        "computer_call",
-        "computer_call_output",
-        "image_generation_call",
-        "local_shell_call",
-        "local_shell_call_output",
-        "shell_call",
-        "shell_call_output",
-        "apply_patch_call",
-        "apply_patch_call_output",
-        "mcp_list_tools",
-        "mcp_approval_request",
-        "mcp_approval_response",
-        "mcp_call",
-        "compaction",
-        "item_reference",
-    ]
-)
-"""The input items besides messages, calls, outputs and reasoning that the Responses API takes
-back (openai-python ``responses/response_input_item_param.py``): a reply's server tool items
-and the other items metis keeps whole go back as they came (docs/contract.md §8, §11)."""
-_LED_TO = frozenset({"message", "function_call", "custom_tool_call"}) | RESPONSES_ITEMS
-
-
 def openai_responses_problems(body: dict[str, Any]) -> list[str]:
     items = body.get("input")
     if not isinstance(items, list) or not items:
         return ["input: at least one item is required"]
-    problems: list[str] = []
-    continued = body.get("previous_response_id") is not None  # earlier calls live server-side
-    calls: dict[str, None] = {}  # in order; a set's lookup (a list's made this quadratic)
-    answered: set[str] = set()
-    for i, item in enumerate(items):
-        kind = item.get("type", "message") if isinstance(item, dict) else None
-        where = f"input[{i}]"
-        if kind == "function_call":
-            calls[item.get("call_id")] = None
-            if not _is_json_object(item.get("arguments")):
-                problems.append(f"{where}.arguments: must be a JSON object string")
-        elif kind == "custom_tool_call":  # a freeform call: its input is any text
-            calls[item.get("call_id")] = None
-            if not isinstance(item.get("input"), str):
-                problems.append(f"{where}.input: must be a string")
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            call_id = item.get("call_id")
-            if call_id not in calls and not continued:
-                problems.append(f"{where}: no tool call found for output {call_id!r}")
-            answered.add(call_id)
-        elif kind == "reasoning":
-            following = items[i + 1].get("type", "message") if i + 1 < len(items) else None
-            if following not in _LED_TO:
-                problems.append(f"{where}: reasoning was provided without its following item")
-        elif kind == "compaction":  # a compaction the provider made, back as it came
-            if not isinstance(item.get("encrypted_content"), str):
-                problems.append(f"{where}.encrypted_content: must be a string")
-        elif kind == "message":
-            assistant = item.get("role") == "assistant"
-            for j, part in enumerate(
-                item.get("content") if isinstance(item.get("content"), list) else []
-            ):
-                kind_of = str(part.get("type", ""))
-                ok = (
-                    kind_of in ("output_text", "refusal")
-                    if assistant
-                    else kind_of.startswith("input_")
+    problems = item_problems(body, items)
+    return problems + _tool_names(body.get("tools"), lambda t: t.get("name"))
+
+
+GEMINI_DATA: tuple[str, ...] = ("text", "inlineData", "fileData", "functionCall")
+GEMINI_DATA += (
+    "functionResponse",
+    "executableCode",
+    "codeExecutionResult",
+    "toolCall",
+    "toolResponse",
+)
+"""The fields of a Gemini part's ``data``, of which it sets one (or none, with a
+``thoughtSignature``)."""
+
+
+def gemini_part_data(contents: list[Any]) -> Iterator[Refusal]:
+    """Each part sets one data field (none with a thought signature), and no text is empty."""
+    for i, content in enumerate(contents):
+        parts = content.get("parts") if isinstance(content, dict) else None
+        for j, part in enumerate(parts if isinstance(parts, list) else ()):
+            if not isinstance(part, dict):
+                continue
+            kinds = [kind for kind in GEMINI_DATA if kind in part]
+            if len(kinds) == 1 and part.get("text") != "":
+                continue
+            where = f"* GenerateContentRequest.contents[{i}].parts[{j}].data"
+            signed = "thoughtSignature" in part
+            if not kinds and not signed:
+                yield Refusal(
+                    f"{where}: required oneof field 'data' must have one initialized field\n"
                 )
-                if not ok:
-                    problems.append(
-                        f"{where}.content[{j}]: {item.get('role')} content cannot be {kind_of}"
-                    )
-        elif kind not in RESPONSES_ITEMS:
-            problems.append(f"{where}: unknown item type {kind!r}")
-    problems += [
-        f"no tool output found for function call {c!r}" for c in calls if c not in answered
-    ]
-    problems += _tool_names(body.get("tools"), lambda t: t.get("name"))
-    problems += openai_responses_media_problems(items)
-    return problems
-
-
-_GEMINI_DATA = {"text", "inlineData", "fileData", "functionCall", "functionResponse"}
-_GEMINI_DATA |= {"executableCode", "codeExecutionResult", "toolCall", "toolResponse"}
+            if len(kinds) > 1:
+                yield Refusal(
+                    f"{where}: oneof field 'data' is already set. Cannot set '{kinds[1]}'\n"
+                )
+            if part.get("text") == "" and not signed:
+                yield Refusal(
+                    "Unable to submit request because it has an empty text parameter. Add a "
+                    "value to the parameter and try again."
+                )
 
 
 def gemini_problems(body: dict[str, Any]) -> list[str]:
@@ -283,14 +205,6 @@ def gemini_problems(body: dict[str, Any]) -> list[str]:
         if not isinstance(parts, list) or not parts:
             problems.append(f"contents[{i}]: parts must not be empty")
             continue
-        for j, part in enumerate(parts):
-            kinds = _GEMINI_DATA & set(part)
-            if len(kinds) != 1:
-                problems.append(
-                    f"contents[{i}].parts[{j}]: exactly one data field, got {sorted(kinds)}"
-                )
-            if "text" in part and not part["text"] and "thoughtSignature" not in part:
-                problems.append(f"contents[{i}].parts[{j}]: empty text parameter")
         responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
         names = sorted(str(r.get("name")) for r in responses)
         if pending is not None and (role != "user" or names != sorted(pending)):
@@ -302,6 +216,8 @@ def gemini_problems(body: dict[str, Any]) -> list[str]:
             problems.append(f"contents[{i}]: functionResponse without a preceding functionCall")
         calls = [str(p["functionCall"].get("name")) for p in parts if "functionCall" in p]
         pending = calls if role == "model" and calls else None
+    problems += [refusal.problem() for refusal in gemini_part_data(contents)]
+    problems += [refusal.problem() for refusal in gemini_turns(contents)]
     tools = body.get("tools")
     declarations = [
         d
@@ -309,8 +225,45 @@ def gemini_problems(body: dict[str, Any]) -> list[str]:
         for d in (t.get("functionDeclarations") or [])
     ]
     problems += _tool_names(declarations, lambda d: d.get("name"))
-    problems += gemini_media_problems(body)
+    problems += [refusal.problem() for refusal in gemini_media(body)]
     return problems
+
+
+def gemini_turns(contents: list[Any]) -> Iterator[Refusal]:
+    """Function calls follow a user turn or function responses; responses answer the turn
+    before, one response per call."""
+    previous, calls = "", 0
+    for content in contents:
+        content = content if isinstance(content, dict) else {}
+        parts = content.get("parts")
+        parts = [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+        kind = turn_kind(content.get("role"), parts)
+        if kind == "calls" and previous not in ("user", "responses"):
+            yield Refusal(
+                "Please ensure that function call turn comes immediately after a user turn or "
+                "after a function response turn."
+            )
+        if kind == "responses" and previous != "calls":
+            yield Refusal(
+                "Please ensure that function response turn comes immediately after a function "
+                "call turn."
+            )
+        if kind == "responses" and sum("functionResponse" in p for p in parts) != calls:
+            yield Refusal(
+                "Please ensure that the number of function response parts is equal to the number "
+                "of function call parts of the function call turn."
+            )
+        previous, calls = kind, sum("functionCall" in p for p in parts)
+
+
+def turn_kind(role: Any, parts: list[dict[str, Any]]) -> str:
+    """A Gemini turn as its tool rules see it: ``calls``, ``responses``, ``model`` or
+    ``user``."""
+    if any("functionCall" in p for p in parts):
+        return "calls"
+    if any("functionResponse" in p for p in parts):
+        return "responses"
+    return "model" if role == "model" else "user"
 
 
 def ollama_problems(body: dict[str, Any]) -> list[str]:
@@ -366,13 +319,6 @@ def _anthropic_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-
-
-def _is_json_object(text: Any) -> bool:
-    try:
-        return isinstance(json.loads(text), dict)
-    except (TypeError, ValueError):
-        return False
 
 
 def _tool_names(tools: Any, name_of: Callable[[dict[str, Any]], Any]) -> list[str]:

@@ -41,16 +41,19 @@ def test_a_valid_anthropic_history_has_no_problems() -> None:
     [
         ([assistant(TEXT)], "first message must use the user role"),
         ([user(TEXT), user(TEXT)], "roles must alternate"),
-        ([user(TEXT), assistant(USE), user(TEXT)], "need tool_result blocks immediately after"),
-        ([user(RESULT)], "without a preceding tool_use"),
-        ([user(TEXT), assistant(USE), user(TEXT, RESULT)], "tool_result blocks must come first"),
+        (
+            [user(TEXT), assistant(USE), user(TEXT)],
+            "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after",
+        ),
+        ([user(RESULT)], "messages.0.content.0: unexpected `tool_use_id` found"),
+        ([user(TEXT), assistant(USE), user(TEXT, RESULT)], "`tool_result` blocks must come first"),
         ([user({"type": "text", "text": "  "})], "non-whitespace text"),
         (
             [user(TEXT), assistant({"type": "thinking", "thinking": "x"})],
             "must carry their signature",
         ),
         ([user(TEXT), assistant({**USE, "id": "tu 1"})], "characters Anthropic refuses"),
-        ([user(TEXT), assistant(USE)], "never answered"),
+        ([user(TEXT), assistant(USE)], "without `tool_result` blocks immediately after: toolu_1"),
         ([user(TEXT), {"role": "system", "content": "x"}], "role must be user or assistant"),
     ],
 )
@@ -74,7 +77,14 @@ CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments
         ),
         (
             [{"role": "tool", "tool_call_id": "call_9", "content": "x"}],
-            "does not answer a preceding tool call",
+            "messages.[0].role: Invalid parameter: messages with role 'tool' must be a response",
+        ),
+        (
+            [
+                {"role": "assistant", "content": None, "tool_calls": [CALL]},
+                {"role": "tool", "tool_call_id": "call_9", "content": "x"},
+            ],
+            "messages.[1].tool_call_id: Invalid parameter: 'tool_call_id' of 'call_9' not found",
         ),
         (
             [
@@ -95,7 +105,10 @@ CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments
             "JSON object string",
         ),
         ([{"role": "user", "content": ""}], "content must not be empty"),
-        ([{"role": "assistant", "content": None, "tool_calls": [CALL]}], "never answered"),
+        (
+            [{"role": "assistant", "content": None, "tool_calls": [CALL]}],
+            "The following tool_call_ids did not have response messages: call_1",
+        ),
     ],
 )
 def test_each_openai_rule(messages: list[dict[str, Any]], expected: str) -> None:
@@ -115,7 +128,7 @@ def test_every_problem_is_reported_at_once() -> None:
         PreSendCheck(rules="anthropic").rewrite(wire, make_call())
     message = str(caught.value)
     assert "problems" in message
-    for expected in ("first message", "alternate", "non-whitespace", "never answered"):
+    for expected in ("first message", "alternate", "non-whitespace", "without `tool_result`"):
         assert expected in message
     assert caught.value.retryable is False
 
@@ -139,7 +152,7 @@ async def test_a_broken_history_never_reaches_the_network() -> None:
             Message.tool(ToolResultBlock(tool_use_id="tu_x", content="?")),
         ],
     )
-    with pytest.raises(InvalidRequestError, match="does not answer a preceding tool call"):
+    with pytest.raises(InvalidRequestError, match="must be a response to a preceeding message"):
         await collect(adapter, broken)
     assert peer.requests == []
 
@@ -150,17 +163,17 @@ async def test_a_broken_history_never_reaches_the_network() -> None:
         (
             "openai_responses",
             {"input": [{"type": "function_call_output", "call_id": "c1", "output": "x"}]},
-            "no tool call found",
+            "No tool call found for function call output with call_id c1",
         ),
         (
             "openai_responses",
             {"input": [{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}]},
-            "no tool output found",
+            "No tool output found for function call c1",
         ),
         (
             "openai_responses",
             {"input": [{"type": "reasoning", "id": "r1"}]},
-            "without its following item",
+            "Item 'r1' of type 'reasoning' was provided without its required following item",
         ),
         (
             "openai_responses",
@@ -183,6 +196,28 @@ async def test_a_broken_history_never_reaches_the_network() -> None:
             "role must be user or model",
         ),
         ("gemini", {"contents": [{"role": "user", "parts": [{"text": ""}]}]}, "empty text"),
+        (
+            "gemini",
+            {"contents": [{"role": "user", "parts": [{"text": "a", "fileData": {}}]}]},
+            "contents[0].parts[0].data: oneof field 'data' is already set. Cannot set 'fileData'",
+        ),
+        ("gemini", {"contents": [{"role": "user", "parts": [{}]}]}, "required oneof field 'data'"),
+        (
+            "gemini",
+            {"contents": [{"role": "model", "parts": [{"functionCall": {"name": "f"}}]}]},
+            "function call turn comes immediately after a user turn",
+        ),
+        (
+            "gemini",
+            {
+                "contents": [
+                    {"role": "user", "parts": [{"text": "hi"}]},
+                    {"role": "model", "parts": [{"functionCall": {"name": "f"}}]},
+                    {"role": "user", "parts": [{"functionResponse": {"name": "f"}}] * 2},
+                ]
+            },
+            "the number of function response parts is equal to the number of function call parts",
+        ),
         (
             "ollama",
             {"messages": [{"role": "tool", "tool_name": "f", "content": "x"}]},
@@ -207,6 +242,29 @@ def test_each_other_providers_rules(rules: str, body: dict[str, Any], expected: 
 
     problems = RULES[rules](body)
     assert any(expected in p for p in problems), problems
+
+
+def test_a_chosen_function_is_one_of_the_tools() -> None:
+    from metis.wire.rules import RULES
+
+    chat = {
+        "messages": [{"role": "user", "content": "x"}],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+        "tool_choice": {"type": "function", "function": {"name": "g"}},
+    }
+    assert RULES["openai_chat"](chat) == [
+        "tool_choice: Invalid value for 'tool_choice': function 'g' is not present in 'tools'."
+    ]
+    responses = {
+        "input": [{"role": "user", "content": "x"}],
+        "tools": [{"type": "function", "name": "f", "parameters": {}}],
+        "tool_choice": {"type": "function", "name": "g"},
+    }
+    assert RULES["openai_responses"](responses) == [
+        "tool_choice: Tool choice 'g' not found in 'tools' parameter."
+    ]
+    responses["tool_choice"] = {"type": "function", "name": "f"}
+    assert RULES["openai_responses"](responses) == []
 
 
 def test_a_continued_responses_request_may_answer_calls_made_earlier() -> None:

@@ -1451,6 +1451,28 @@ ADDED = {
         400,
         "messages.1.content.0.tool_use.id: String should match pattern",
     ),
+    "a-image-over-5mb": Case(  # one rule with the client's pre-send check (media_rules)
+        "anthropic",
+        put(
+            messages=[
+                user(
+                    [
+                        {"type": "text", "text": "?"},
+                        {
+                            "type": "image",
+                            "source": {
+                                "type": "base64",
+                                "media_type": "image/png",
+                                "data": "A" * (5 * 1024 * 1024 + 4),
+                            },
+                        },
+                    ]
+                )
+            ]
+        ),
+        400,
+        "messages.0.content.1.image.source.base64: image exceeds 5 MB maximum: 5242884 bytes",
+    ),
     "a-system-message-text-only": Case(
         "anthropic",
         put(messages=[{"role": "system", "content": [{"type": "image"}]}, user("hi")]),

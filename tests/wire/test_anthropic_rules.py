@@ -43,7 +43,11 @@ THINKING = {"thinking": {"type": "enabled", "budget_tokens": 2048}}
         ({**THINKING, "top_k": 5}, "top_k: may not be set"),
         ({**THINKING, "top_p": 0.5}, "top_p: must be between 0.95 and 1"),
         ({"thinking": {"type": "enabled", "budget_tokens": 1000}}, "at least 1024"),
-        ({"thinking": {"type": "enabled", "budget_tokens": 4096}}, "less than max_tokens"),
+        (
+            {"thinking": {"type": "enabled", "budget_tokens": 4096}},
+            "`max_tokens` must be greater than `thinking.budget_tokens`",
+        ),
+        ({"tools": [TOOL], "tool_choice": {"type": "tool", "name": "g"}}, "Tool 'g' not found"),
         ({"thinking": {"type": "enabled"}}, "budget_tokens: required"),
         (
             {"tools": [TOOL], "tool_choice": {"type": "none", "disable_parallel_tool_use": True}},

@@ -38,13 +38,14 @@ def test_anthropic_limits() -> None:
     rules = RULES["anthropic"]
     assert rules(_anthropic(_pdf("JVBERi0x"))) == []
     assert rules(_anthropic(_pdf(_b64(33 * MB)))) == [
-        "messages: 33.0 MB of inline files; a request is at most 32 MB"
+        "Request exceeds the maximum allowed number of bytes."  # Anthropic's 413
     ]
     mixed = _anthropic(_pdf("JVBE", citations={"enabled": True}), _pdf("JVBE"))
-    assert rules(mixed) == ["messages: citations must be enabled on every document or on none"]
+    assert rules(mixed) == ["Citations must be enabled on all documents or on none of them."]
     png = {"type": "base64", "media_type": "image/png", "data": _b64(5 * MB + 4)}
     assert rules(_anthropic({"type": "image", "source": png})) == [
-        "messages.0.content.1: an image is at most 5 MB (as base64)"
+        "messages.0.content.1.image.source.base64: image exceeds 5 MB maximum: "
+        f"{5 * MB + 4} bytes > {5 * MB} bytes"
     ]
     small = {"type": "image", "source": {**png, "data": "iVBO"}}
     assert rules(_anthropic(*[small] * 101)) == [
@@ -52,7 +53,11 @@ def test_anthropic_limits() -> None:
     ]
     wrong = {"type": "base64", "media_type": "text/plain", "data": "aGk="}
     assert rules(_anthropic({"type": "document", "source": wrong})) == [
-        "messages.0.content.1.source.media_type: a base64 document is application/pdf"
+        "messages.0.content.1.document.source.base64.media_type: Input should be 'application/pdf'"
+    ]
+    unknown = {"type": "base64", "media_type": "application/pdf"}
+    assert rules(_anthropic({"type": "document", "source": unknown})) == [
+        "messages.0.content.1.document.source.base64.data: Field required"
     ]
 
 
@@ -74,9 +79,7 @@ def test_anthropic_limits_count_files_inside_tool_results() -> None:
             },
         ],
     }
-    assert RULES["anthropic"](body) == [
-        "messages: 33.0 MB of inline files; a request is at most 32 MB"
-    ]
+    assert RULES["anthropic"](body) == ["Request exceeds the maximum allowed number of bytes."]
 
 
 def test_the_encoded_request_meets_anthropic_rules() -> None:
@@ -134,10 +137,13 @@ def test_gemini_inline_limits() -> None:
 
     rules = RULES["gemini"]
     pdf = {"inlineData": {"mimeType": "application/pdf", "data": _b64(68 * MB)}}
-    assert rules(body(pdf)) == ["contents[0].parts[1].inlineData: an inline PDF is at most 50 MB"]
+    assert rules(body(pdf)) == ["contents[0].parts[1].inline_data: an inline PDF is at most 50 MB"]
     video = {"inlineData": {"mimeType": "video/mp4", "data": _b64(60 * MB)}}
     assert rules(body(video, video)) == [
-        "contents: 120.0 MB of inline data; a request takes at most 100 MB"
+        f"Request payload size exceeds the limit: {100 * MB} bytes."  # Gemini's words
+    ]
+    assert rules(body({"inlineData": {"data": "AA=="}})) == [
+        "* GenerateContentRequest.contents[0].parts[1].inline_data: mime_type and data required"
     ]
 
 
@@ -154,21 +160,25 @@ def test_converse_document_rules() -> None:
     text = {"text": "Summarise."}
     assert rules(_converse_body(text, _document())) == []
     assert rules(_converse_body(_document())) == [
-        "messages.0: a message with a document needs a text block too"
+        "messages.0: A conversation must include a text content block when it includes a "
+        "document content block."
     ]
     six = [_document(f"d{i}") for i in range(6)]
-    assert rules(_converse_body(text, *six)) == ["messages.0: 6 documents; at most 5 per message"]
-    assert rules(_converse_body(text, _document("a.pdf"))) == [
-        "messages.0.content.1.document.name: 'a.pdf': letters, digits, single spaces, hyphens, "
-        "parentheses and brackets"
+    assert rules(_converse_body(text, *six)) == [
+        "messages.0: You can include up to 5 documents in a message."
     ]
-    assert rules(_converse_body(text, _document("two  spaces"))) == [
-        "messages.0.content.1.document.name: 'two  spaces': letters, digits, single spaces, "
-        "hyphens, parentheses and brackets"
-    ]
+    for name in ("a.pdf", "two  spaces", "x" * 201):
+        (problem,) = rules(_converse_body(text, _document(name)))
+        assert problem.startswith(
+            "messages.0.content.1.document.name: The document file name can only contain "
+            "alphanumeric characters"
+        )
     assert rules(_converse_body(text, _document(data=_b64(7 * MB)))) == [
-        "messages.0.content.1.document: at most 4.5 MB"
+        "messages.0.content.1: The document is larger than 4.5 MB."
     ]
+    exe = {"document": {"format": "exe", "name": "d", "source": {"bytes": "AA=="}}}
+    (problem,) = rules(_converse_body(text, exe))
+    assert problem.startswith("messages.0.content.1.document.format: must be one of csv, doc")
 
 
 def test_converse_image_video_and_role_rules() -> None:
@@ -187,7 +197,9 @@ def test_converse_image_video_and_role_rules() -> None:
             {"role": "assistant", "content": [{"text": "see"}, image]},
         ]
     }
-    assert rules(body) == ["messages.1: images and documents go in user messages only"]
+    assert rules(body) == [
+        "messages.1: images and documents can only be included in user messages."
+    ]
 
 
 def test_the_encoded_request_meets_converse_rules() -> None:

@@ -53,8 +53,8 @@ def test_an_output_without_its_call_is_still_found() -> None:
     items.append({"type": "function_call_output", "call_id": "call_x", "output": "ok"})
     items.append({"type": "function_call", "call_id": "call_y", "name": "f", "arguments": "{}"})
     assert openai_responses_problems({"input": items}) == [
-        f"input[{2 * CALLS + 1}]: no tool call found for output 'call_x'",
-        "no tool output found for function call 'call_y'",
+        "input: No tool call found for function call output with call_id call_x.",
+        "input: No tool output found for function call call_y.",
     ]
 
 

@@ -2,7 +2,8 @@
 
 It runs the provider's rule set (metis/wire/rules.py) over the encoded request and
 reports every violation at once as one InvalidRequestError, so a broken history costs no
-round trip and the caller learns everything wrong with it, not just the first thing.
+round trip and the caller learns everything wrong with it, not just the first thing. Where the
+emulator refuses by the same rule (metis/wire/refusal.py), the words are the provider's.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ documentation of what each API refuses (docs/emulator.md, "What it refuses").
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from typing import Any
 from metis.core.config_files import parse_yaml
 from metis.errors import ConfigError
 from metis.testing.emulator.wire import is_int, is_number
+from metis.wire.refusal import Refusal
 
 
 class _Missing:
@@ -78,6 +79,17 @@ class Rule:
 Check = Callable[[dict[str, Any], Any], None]
 """A rule that relates parts of a request (a tool call and its answer) or needs the call's
 context (which signatures are this emulator's): raises Refused."""
+
+
+def first(find: Callable[[dict[str, Any]], Iterable[Refusal]]) -> Check:
+    """A check that is one of the library's rules (metis/wire/refusal.py): the first refusal
+    it finds refuses the request."""
+
+    def check(body: dict[str, Any], context: Any = None) -> None:
+        for refusal in find(body):
+            raise Refused(*refusal)
+
+    return check
 
 
 def check(rules: Sequence[Rule | Check], body: dict[str, Any], context: Any = None) -> None:

@@ -20,9 +20,11 @@ Per-model differences come from :data:`model_traits`, a lookup a model catalog c
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from metis.wire.refusal import Refusal
 
 MIN_THINKING_BUDGET = 1024
 _THINKING_BLOCKS = ("thinking", "redacted_thinking")
@@ -115,7 +117,8 @@ def parameter_problems(body: dict[str, Any]) -> list[str]:
             f"(it accepts {', '.join(sorted(traits.thinking_modes)) or 'none'})"
         )
     if mode == "enabled":
-        problems += _budget_problems(thinking, body.get("max_tokens"))
+        problems += _budget_problems(thinking)
+        problems += [refusal.message for refusal in budget_under_max_tokens(body)]
         choice = body.get("tool_choice")
         if isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
             problems.append(
@@ -130,7 +133,7 @@ def parameter_problems(body: dict[str, Any]) -> list[str]:
     top_p = body.get("top_p")
     if top_p is not None and not (isinstance(top_p, int | float) and 0.95 <= top_p <= 1):
         problems.append("top_p: must be between 0.95 and 1 when thinking is on")
-    problems += open_turn_problems(body.get("messages"))
+    problems += [refusal.message for refusal in open_turn(body)]
     return problems
 
 
@@ -146,15 +149,26 @@ def _output_format_problems(body: dict[str, Any]) -> list[str]:
     return [f"output_config.format.schema: {reason}"] if reason else []
 
 
-def open_turn_problems(messages: Any) -> list[str]:
-    """With thinking on: the open tool loop's first assistant message must start thinking."""
+def open_turn(body: dict[str, Any]) -> Iterator[Refusal]:
+    """With thinking on, the assistant message that opens the tool loop still in progress (the
+    request ends with tool results) starts with a thinking block."""
+    thinking = body.get("thinking")
+    if not isinstance(thinking, dict) or thinking.get("type") not in ("enabled", "adaptive"):
+        return
+    messages = body.get("messages")
     first = open_turn_start(messages)
-    if first is None or starts_with_thinking(messages[first]):
-        return []
-    return [
-        f"messages.{first}.content.0: when thinking is on, the assistant message that opens "
-        "the tool loop still in progress must start with a thinking block"
-    ]
+    if first is None or starts_with_thinking(messages[first]):  # type: ignore[index]
+        return
+    content = messages[first].get("content")  # type: ignore[index]
+    block = content[0] if isinstance(content, list) and content else {"type": "text"}
+    kind = block.get("type") if isinstance(block, dict) else None
+    yield Refusal(
+        f"messages.{first}.content.0.type: Expected `thinking` or `redacted_thinking`, "
+        f"but found `{kind}`. When `thinking` is enabled, a final `assistant` message must "
+        "start with a thinking block (preceeding the lastmost set of `tool_use` and "
+        "`tool_result` blocks). We recommend you include thinking blocks from previous "
+        "turns. To avoid this requirement, disable `thinking`."
+    )
 
 
 def open_turn_start(messages: Any) -> int | None:
@@ -192,16 +206,47 @@ def _gives_results(message: Any) -> bool:
     )
 
 
-def _budget_problems(thinking: dict[str, Any], max_tokens: Any) -> list[str]:
+def _budget_problems(thinking: dict[str, Any]) -> list[str]:
     budget = thinking.get("budget_tokens")
     if not isinstance(budget, int) or isinstance(budget, bool):
         return ["thinking.budget_tokens: required, an integer"]
-    problems = []
     if budget < MIN_THINKING_BUDGET:
-        problems.append(f"thinking.budget_tokens: must be at least {MIN_THINKING_BUDGET}")
-    if isinstance(max_tokens, int) and budget >= max_tokens:
-        problems.append("thinking.budget_tokens: must be less than max_tokens")
-    return problems
+        return [f"thinking.budget_tokens: must be at least {MIN_THINKING_BUDGET}"]
+    return []
+
+
+THINKING_DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+
+
+def budget_under_max_tokens(body: dict[str, Any]) -> Iterator[Refusal]:
+    """Manual thinking's budget is less than ``max_tokens``."""
+    thinking = body.get("thinking")
+    if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
+        return
+    budget: Any = thinking.get("budget_tokens")
+    most: Any = body.get("max_tokens")
+    if _is_int(budget) and _is_int(most) and most <= budget:
+        yield Refusal(
+            "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our "
+            f"documentation at {THINKING_DOCS}#max-tokens-and-context-window-size"
+        )
+
+
+def chosen_tool(body: dict[str, Any]) -> Iterator[Refusal]:
+    """A tool choice names one of the request's tools."""
+    choice = body.get("tool_choice")
+    tools = body.get("tools")
+    names = {t.get("name") for t in tools if isinstance(t, dict)} if isinstance(tools, list) else ()
+    if (
+        isinstance(choice, dict)
+        and choice.get("type") == "tool"
+        and choice.get("name") not in names
+    ):
+        yield Refusal(f"Tool '{choice.get('name')}' not found in tools.")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _tool_choice_problems(body: dict[str, Any]) -> list[str]:
@@ -213,6 +258,7 @@ def _tool_choice_problems(body: dict[str, Any]) -> list[str]:
         problems.append("tool_choice: may only be set when tools are given")
     if choice.get("type") == "none" and "disable_parallel_tool_use" in choice:
         problems.append("tool_choice.disable_parallel_tool_use: only auto, any and tool take it")
+    problems += [refusal.message for refusal in chosen_tool(body)]
     return problems
 
 
@@ -224,3 +270,50 @@ def _sampling_problems(body: dict[str, Any], traits: ModelTraits) -> list[str]:
         for name in ("temperature", "top_p", "top_k")
         if name in body
     ]
+
+
+def tool_pairs(messages: list[Any]) -> Iterator[Refusal]:
+    """Every tool_use is answered in the very next message, by tool_result blocks that come
+    first in it, and only those are answered there."""
+    pending: list[Any] = []
+    for i, message in enumerate(messages):
+        message = message if isinstance(message, dict) else {}
+        content = message.get("content")
+        answered: list[Any] = []
+        uses: list[Any] = []
+        stray: tuple[int, Any] | None = None
+        others = misplaced = False
+        for j, block in enumerate(content if isinstance(content, list) else ()):  # one pass
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "tool_result":
+                answered.append(block.get("tool_use_id"))
+                misplaced = misplaced or others
+                if stray is None and answered[-1] not in pending:
+                    stray = j, answered[-1]
+            else:
+                others = True
+                if kind == "tool_use":
+                    uses.append(block.get("id"))
+        if pending:
+            missing = [p for p in pending if p not in answered]
+            if missing or message.get("role") != "user":
+                yield _unanswered(i - 1, missing or pending)
+        if stray is not None:
+            yield Refusal(
+                f"messages.{i}.content.{stray[0]}: unexpected `tool_use_id` found in "
+                f"`tool_result` blocks: {stray[1]}. Each `tool_result` block must have a "
+                "corresponding `tool_use` block in the previous message."
+            )
+        if misplaced:
+            yield Refusal(f"messages.{i}: `tool_result` blocks must come first in the content")
+        pending = uses
+    if pending:  # a trailing assistant message with open tool calls: a prefill it refuses
+        yield _unanswered(len(messages) - 1, pending)
+
+
+def _unanswered(at: int, ids: list[Any]) -> Refusal:
+    return Refusal(
+        f"messages.{at}: `tool_use` ids were found without `tool_result` blocks immediately "
+        f"after: {', '.join(map(str, ids))}. Each `tool_use` block must have a corresponding "
+        "`tool_result` block in the next message."
+    )

@@ -13,6 +13,7 @@ text block, images and documents only in user messages; a video as bytes under 2
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from metis.model.media import (
@@ -24,6 +25,7 @@ from metis.model.media import (
     TextSource,
 )
 from metis.wire.media import filename
+from metis.wire.refusal import Refusal
 
 DOCUMENT_FORMATS = {
     "application/pdf": "pdf",
@@ -122,42 +124,66 @@ def _name(block: DocumentBlock, names: set[str]) -> str:
     return unique
 
 
-def message_problems(i: int, role: Any, blocks: list[Any]) -> list[str]:
-    """The file limits of one Converse message."""
-    problems: list[str] = []
-    documents = [b["document"] for b in blocks if isinstance(b.get("document"), dict)]
-    images = [b["image"] for b in blocks if isinstance(b.get("image"), dict)]
+FORMATS = {
+    "document": {"pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md"},
+    "audio": {"mp3", "opus", "wav", "aac", "flac", "mp4", "ogg", "mkv", "mka", "x-aac", "m4a"}
+    | {"mpeg", "mpga", "pcm", "webm"},
+    "video": {"mkv", "mov", "mp4", "webm", "flv", "mpeg", "mpg", "wmv", "three_gp"},
+}
+"""The ``format`` each kind of file block takes (botocore's ``bedrock-runtime`` model)."""
+_S3 = re.compile(r"^s3://[a-z0-9][.\-a-z0-9]{1,61}[a-z0-9](/.*)?$")
+
+
+def message_files(i: int, role: Any, blocks: list[dict[str, Any]]) -> Iterator[Refusal]:
+    """The files of one Converse message, as Bedrock refuses them (the counts of images and the
+    sizes of images and videos in metis's words)."""
+    documents = [b for b in blocks if "document" in b]
+    images = [b for b in blocks if "image" in b]
     if (documents or images) and role != "user":
-        problems.append(f"messages.{i}: images and documents go in user messages only")
+        yield Refusal(f"messages.{i}: images and documents can only be included in user messages.")
     if documents and not any("text" in b for b in blocks):
-        problems.append(f"messages.{i}: a message with a document needs a text block too")
-    if len(documents) > MAX_DOCUMENTS:
-        problems.append(f"messages.{i}: {len(documents)} documents; at most 5 per message")
-    if len(images) > MAX_IMAGES:
-        problems.append(f"messages.{i}: {len(images)} images; at most 20 per message")
-    for j, block in enumerate(blocks):
-        problems += _block_problems(f"messages.{i}.content.{j}", block)
-    return problems
-
-
-def _block_problems(where: str, block: dict[str, Any]) -> list[str]:
-    problems: list[str] = []
-    for kind, limit in (("document", DOCUMENT_BYTES), ("image", IMAGE_BYTES)):
-        value = block.get(kind)
-        data = value.get("source", {}).get("bytes") if isinstance(value, dict) else None
-        if isinstance(data, str) and len(data) * 3 // 4 > limit:
-            problems.append(f"{where}.{kind}: at most {limit / MB:g} MB")
-    document = block.get("document")
-    name = document.get("name") if isinstance(document, dict) else None
-    if document is not None and not (isinstance(name, str) and _NAME.match(name)):
-        problems.append(
-            f"{where}.document.name: {name!r}: letters, digits, single spaces, hyphens, "
-            "parentheses and brackets"
+        yield Refusal(
+            f"messages.{i}: A conversation must include a text content block when it includes "
+            "a document content block."
         )
-    if isinstance(name, str) and len(name) > 200:
-        problems.append(f"{where}.document.name: at most 200 characters")
-    video = block.get("video")
-    data = video.get("source", {}).get("bytes") if isinstance(video, dict) else None
-    if isinstance(data, str) and len(data) >= VIDEO_BASE64:
-        problems.append(f"{where}.video: a video as bytes is under 25 MB (as base64)")
-    return problems
+    if len(documents) > MAX_DOCUMENTS:
+        yield Refusal(f"messages.{i}: You can include up to 5 documents in a message.")
+    if len(images) > MAX_IMAGES:
+        yield Refusal(f"messages.{i}: {len(images)} images; at most 20 per message")
+    for j, block in enumerate(blocks):
+        for kind in ("document", "audio", "video", "image"):
+            if kind in block:
+                yield from _file(f"messages.{i}.content.{j}", kind, _obj(block[kind]))
+
+
+def _file(where: str, kind: str, value: dict[str, Any]) -> Iterator[Refusal]:
+    formats = FORMATS.get(kind)
+    if formats is not None and "format" in value and value["format"] not in formats:
+        yield Refusal(f"{where}.{kind}.format: must be one of {', '.join(sorted(formats))}")
+    source = _obj(value.get("source"))
+    if kind != "image" and len(source) != 1:
+        yield Refusal(f"{where}.{kind}.source: must hold exactly one member")
+    uri = _obj(source.get("s3Location")).get("uri")
+    if "s3Location" in source and not _S3.match(str(uri)):
+        yield Refusal(f"{where}.{kind}.source.s3Location.uri: {uri!r} is not an S3 URI")
+    data = source.get("bytes")
+    size = len(data) * 3 // 4 if isinstance(data, str) else 0
+    if kind == "document" and size > DOCUMENT_BYTES:
+        yield Refusal(f"{where}: The document is larger than 4.5 MB.")
+    elif kind == "image" and size > IMAGE_BYTES:
+        yield Refusal(f"{where}.image: at most 3.75 MB")
+    elif kind == "video" and isinstance(data, str) and len(data) >= VIDEO_BASE64:
+        yield Refusal(f"{where}.video: a video as bytes is under 25 MB (as base64)")
+    name = value.get("name")
+    if kind == "document" and not (
+        isinstance(name, str) and len(name) <= 200 and _NAME.match(name)
+    ):
+        yield Refusal(
+            f"{where}.document.name: The document file name can only contain alphanumeric "
+            "characters, whitespace characters, hyphens, parentheses, and square brackets. The "
+            "name can't contain more than one consecutive whitespace character."
+        )
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

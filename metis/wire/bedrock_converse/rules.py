@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any
 
-from metis.wire.bedrock_converse.media import message_problems
+from metis.wire.bedrock_converse.media import message_files
 from metis.wire.closed_schema import closed_schema_or_reason
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -41,7 +41,8 @@ def converse_problems(body: dict[str, Any]) -> list[str]:
             problems.append(f"messages.{i}: content must not be empty")
             continue
         problems += _block_problems(i, blocks, has_tools)
-        problems += message_problems(i, role, [b for b in blocks if isinstance(b, dict)])
+        files = message_files(i, role, [b for b in blocks if isinstance(b, dict)])
+        problems += [refusal.message for refusal in files]
         results = [b["toolResult"].get("toolUseId") for b in blocks if "toolResult" in b]
         if role == "user" and (pending or results) and sorted(map(str, results)) != sorted(pending):
             problems.append(

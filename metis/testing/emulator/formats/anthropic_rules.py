@@ -4,71 +4,25 @@ and the checks it names, for what relates one part of a request to another.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from metis.testing.emulator.formats import compaction, files_rules, server_rules, strict_tools
+from metis.testing.emulator.formats import compaction, server_rules, strict_tools
 from metis.testing.emulator.formats.cache_marks import check_breakpoint_limit
 from metis.testing.emulator.formats.knobs_rules import check_anthropic
-from metis.testing.emulator.rules import Refused, table
+from metis.testing.emulator.rules import Refused, first, table
 from metis.testing.emulator.wire import verify
+from metis.wire.anthropic.rules import budget_under_max_tokens, chosen_tool, open_turn, tool_pairs
+from metis.wire.media_rules import anthropic_media
 
 SIGNATURE_KIND = "anthropic-thinking"
-DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
-
-
-def _thinking(*kinds: str) -> Any:
-    return lambda body: (
-        isinstance(body.get("thinking"), dict) and body["thinking"].get("type") in kinds
-    )
-
-
-def _check_chosen_tool(body: dict[str, Any], call: Any) -> None:
-    choice = body.get("tool_choice")
-    names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
-    if isinstance(choice, dict) and choice.get("type") == "tool" and choice["name"] not in names:
-        raise Refused(f"Tool '{choice['name']}' not found in tools.")
-
-
-def _check_budget(body: dict[str, Any], call: Any) -> None:
-    if _thinking("enabled")(body) and body["max_tokens"] <= body["thinking"]["budget_tokens"]:
-        raise Refused(
-            "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our "
-            f"documentation at {DOCS}#max-tokens-and-context-window-size"
-        )
+_FILE = re.compile(r"file_[A-Za-z0-9]+")
+"""The file ids this emulator "issued": every well-formed one (docs/emulator.md)."""
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     content = message.get("content")
     return content if isinstance(content, list) else [{"type": "text", "text": content}]
-
-
-def _check_turn_opens_with_thinking(body: dict[str, Any], call: Any) -> None:
-    """With thinking on, the assistant turn still in progress (a tool loop: the request ends
-    with tool results) must open with a thinking block."""
-    messages = body["messages"]
-
-    def results_only(message: dict[str, Any]) -> bool:
-        return message["role"] == "user" and any(
-            b.get("type") == "tool_result" for b in _blocks(message)
-        )
-
-    if not _thinking("enabled", "adaptive")(body) or not results_only(messages[-1]):
-        return
-    opening = None
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i]["role"] == "assistant":
-            opening = i
-        elif not results_only(messages[i]):
-            break
-    kind = _blocks(messages[opening])[0].get("type") if opening is not None else "thinking"
-    if kind not in ("thinking", "redacted_thinking"):
-        raise Refused(
-            f"messages.{opening}.content.0.type: Expected `thinking` or `redacted_thinking`, "
-            f"but found `{kind}`. When `thinking` is enabled, a final `assistant` message must "
-            "start with a thinking block (preceeding the lastmost set of `tool_use` and "
-            "`tool_result` blocks). We recommend you include thinking blocks from previous "
-            "turns. To avoid this requirement, disable `thinking`."
-        )
 
 
 def _check_signatures(body: dict[str, Any], call: Any) -> None:
@@ -84,52 +38,18 @@ def _check_signatures(body: dict[str, Any], call: Any) -> None:
                 raise Refused(f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block")
 
 
-def _unanswered(at: int, ids: list[str]) -> Refused:
-    return Refused(
-        f"messages.{at}: `tool_use` ids were found without `tool_result` blocks immediately "
-        f"after: {', '.join(ids)}. Each `tool_use` block must have a corresponding "
-        "`tool_result` block in the next message."
-    )
-
-
-def _check_tool_pairs(body: dict[str, Any], call: Any) -> None:
-    """Every tool_use is answered in the very next message, and only those."""
-    pending: list[str] = []
-    for i, message in enumerate(body["messages"]):
-        blocks = _blocks(message)
-        results = [b for b in blocks if b.get("type") == "tool_result"]
-        answered = {b["tool_use_id"] for b in results}
-        missing = [p for p in pending if p not in answered]
-        if pending and (message["role"] != "user" or missing):
-            raise _unanswered(i - 1, missing or pending)
-        stray = [
-            j for j, b in enumerate(blocks) if b in results and b["tool_use_id"] not in pending
-        ]
-        if stray:
-            raise Refused(
-                f"messages.{i}.content.{stray[0]}: unexpected `tool_use_id` found in "
-                f"`tool_result` blocks: {blocks[stray[0]]['tool_use_id']}. Each `tool_result` "
-                "block must have a corresponding `tool_use` block in the previous message."
-            )
-        if results and any(b.get("type") != "tool_result" for b in blocks[: len(results)]):
-            raise Refused(f"messages.{i}: `tool_result` blocks must come first in the content")
-        pending = [b["id"] for b in blocks if b.get("type") == "tool_use"]
-    if pending:  # a trailing assistant message with open tool calls: a prefill it refuses
-        raise _unanswered(len(body["messages"]) - 1, pending)
-
-
 RULES = table(
     "anthropic",
     {
         "strict tools": strict_tools.check_anthropic,
-        "chosen tool": _check_chosen_tool,
-        "budget under max_tokens": _check_budget,
-        "files": files_rules.anthropic,
+        "chosen tool": first(chosen_tool),
+        "budget under max_tokens": first(budget_under_max_tokens),
+        "files": first(lambda body: anthropic_media(body, lambda id: bool(_FILE.fullmatch(id)))),
         "server tools": server_rules.anthropic,
         "compaction beta": compaction.check_anthropic_beta,
         "signatures": _check_signatures,
-        "turn opens with thinking": _check_turn_opens_with_thinking,
-        "tool pairs": _check_tool_pairs,
+        "turn opens with thinking": first(open_turn),
+        "tool pairs": first(lambda body: tool_pairs(body["messages"])),
         "model settings": check_anthropic,
         "cache breakpoints": check_breakpoint_limit,
     },

@@ -1,134 +1,40 @@
-"""What each API refuses of the files in a request: documents, audio and video, by URL, inline or
-by file id. Written from each provider's reference, independently of metis's own checks (it
-judges them): a file id another provider issued, a document over the size limit, a document
-type or name the API does not take.
+"""What Gemini and Bedrock Converse refuse of the files in a request: documents, audio and
+video, by URL, inline or by file id (a file id another provider issued, a document over the size
+limit, a document type or name the API does not take). Anthropic's are the library's rule
+(metis/wire/media_rules.py, run by the client's ``pre_send_check`` too); OpenAI's (Chat
+Completions' and Responses') are rows of ``tables/chat.yaml`` and ``tables/responses.yaml``.
 
 Each API's check is a rule of its table (:data:`metis.testing.emulator.rules.Check`): it raises
 the first refusal, as the API words it. File ids: this emulator "issued" every well-formed id
 of its own provider (Anthropic ``file_...``, Gemini ``files/...``, S3 URIs on Bedrock) and no
-other. OpenAI's (Chat Completions' and Responses') are rows of ``tables/chat.yaml`` and
-``tables/responses.yaml``.
-"""
+other."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
-from metis.testing.emulator.rules import Refused
+from metis.testing.emulator.rules import Refused, first
+from metis.wire.bedrock_converse.media import message_files
+from metis.wire.media_rules import gemini_media
 
-MB = 1024 * 1024
-_ANTHROPIC_FILE = re.compile(r"^file_[A-Za-z0-9]+$")
 _GEMINI_FILE = re.compile(
     r"^(?:files/|https://generativelanguage\.googleapis\.com/v1(?:beta)?/files/)[a-z0-9-]+$"
 )
-_S3 = re.compile(r"^s3://[a-z0-9][.\-a-z0-9]{1,61}[a-z0-9](/.*)?$")
-_DOCUMENT_NAME = re.compile(r"^(?:[A-Za-z0-9()\[\]-]| (?! ))+$")
-_DOCUMENT_FORMATS = {"pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md"}
-_AUDIO_FORMATS = {"mp3", "opus", "wav", "aac", "flac", "mp4", "ogg", "mkv", "mka", "x-aac"}
-_AUDIO_FORMATS |= {"m4a", "mpeg", "mpga", "pcm", "webm"}
-_VIDEO_FORMATS = {"mkv", "mov", "mp4", "webm", "flv", "mpeg", "mpg", "wmv", "three_gp"}
-
-
-def _parts(messages: Any, nested: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    for i, message in enumerate(messages if isinstance(messages, list) else []):
-        content = message.get("content") if isinstance(message, dict) else None
-        for j, part in enumerate(content if isinstance(content, list) else []):
-            if not isinstance(part, dict):
-                continue
-            yield f"messages.{i}.content.{j}", part
-            inner = part.get("content") if part.get("type") == nested else None
-            for k, item in enumerate(inner if isinstance(inner, list) else []):
-                if isinstance(item, dict):
-                    yield f"messages.{i}.content.{j}.content.{k}", item
 
 
 def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-# Anthropic -----------------------------------------------------------------------------------
-
-
-def anthropic(body: dict[str, Any], call: Any = None) -> None:
-    inline = 0
-    citing: set[bool] = set()
-    for where, part in _parts(body.get("messages"), "tool_result"):
-        data = _obj(part.get("source")).get("data")
-        inline += len(data) if isinstance(data, str) else 0
-        if part.get("type") == "document":
-            citing.add(_obj(part.get("citations")).get("enabled") is True)
-            _anthropic_document(where, _obj(part.get("source")))
-    if inline > 32 * MB:
-        raise Refused("Request exceeds the maximum allowed number of bytes.", status=413)
-    if len(citing) > 1:
-        raise Refused("Citations must be enabled on all documents or on none of them.")
-
-
-_ANTHROPIC_MEDIA = {"base64": "application/pdf", "text": "text/plain"}
-_ANTHROPIC_SOURCE_FIELD = {"base64": "data", "text": "data", "url": "url"}
-
-
-def _anthropic_document(where: str, source: dict[str, Any]) -> None:
-    kind = source.get("type")
-    at = f"{where}.document.source.{kind}"
-    if kind == "file" and not _ANTHROPIC_FILE.match(str(source.get("file_id"))):
-        raise Refused(f"File not found: {source.get('file_id')}")
-    if kind in ("file", "content"):
-        return
-    if str(kind) not in _ANTHROPIC_SOURCE_FIELD:
-        raise Refused(
-            f"{where}.document.source: Input tag '{kind}' found using 'type' does not match any "
-            "of the expected tags: 'base64', 'text', 'content', 'url', 'file'"
-        )
-    media = _ANTHROPIC_MEDIA.get(str(kind))
-    if media is not None and source.get("media_type") != media:
-        raise Refused(f"{at}.media_type: Input should be '{media}'")
-    field = _ANTHROPIC_SOURCE_FIELD[str(kind)]
-    if not isinstance(source.get(field), str):
-        raise Refused(f"{at}.{field}: Field required")
-
-
 # Gemini --------------------------------------------------------------------------------------
 
 
 def gemini(body: dict[str, Any], call: Any = None) -> None:
+    """The library's rule (metis/wire/media_rules.py), with the model asked and the file URIs
+    this emulator issued."""
     model = call.model if call is not None else ""
-    inline = 0
-    for where, part in _gemini_parts(body.get("contents")):
-        blob = part.get("inlineData")
-        if isinstance(blob, dict):
-            inline += len(str(blob.get("data", "")))
-            if not blob.get("mimeType") or not isinstance(blob.get("data"), str):
-                raise Refused(
-                    f"* GenerateContentRequest.{where}.inline_data: mime_type and data required"
-                )
-        uri = _obj(part.get("fileData")).get("fileUri")
-        if "fileData" in part and not _gemini_uri(uri):
-            raise Refused(
-                f"* GenerateContentRequest.{where}.file_data.file_uri: Invalid file uri: {uri}"
-            )
-        response = _obj(part.get("functionResponse"))
-        if response.get("parts") and not re.match(r"^gemini-(?:[3-9]|[1-9][0-9])", model):
-            raise Refused(
-                f"* GenerateContentRequest.{where}.function_response.parts: multimodal function "
-                f"responses are not supported by {model}"
-            )
-    if inline > 100 * MB:
-        raise Refused(f"Request payload size exceeds the limit: {100 * MB} bytes.")
-
-
-def _gemini_parts(contents: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-    for i, content in enumerate(contents if isinstance(contents, list) else []):
-        parts = _obj(content).get("parts")
-        for j, part in enumerate(parts if isinstance(parts, list) else []):
-            if isinstance(part, dict):
-                yield f"contents[{i}].parts[{j}]", part
-                nested = _obj(part.get("functionResponse")).get("parts")
-                for k, inner in enumerate(nested if isinstance(nested, list) else []):
-                    if isinstance(inner, dict):
-                        yield f"contents[{i}].parts[{j}].function_response.parts[{k}]", inner
+    first(lambda body: gemini_media(body, model, _gemini_uri))(body, call)
 
 
 def _gemini_uri(uri: Any) -> bool:
@@ -141,55 +47,9 @@ def _gemini_uri(uri: Any) -> bool:
 
 
 def converse(body: dict[str, Any], call: Any = None) -> None:
+    """The library's rule (metis/wire/bedrock_converse/media.py), message by message."""
     messages = body.get("messages")
     for i, message in enumerate(messages if isinstance(messages, list) else []):
         blocks = [b for b in _obj(message).get("content") or [] if isinstance(b, dict)]
-        documents = [b for b in blocks if "document" in b]
-        if (documents or any("image" in b for b in blocks)) and message.get("role") != "user":
-            raise Refused(
-                f"messages.{i}: images and documents can only be included in user messages."
-            )
-        if documents and not any("text" in b for b in blocks):
-            raise Refused(
-                f"messages.{i}: A conversation must include a text content block when it "
-                "includes a document content block."
-            )
-        if len(documents) > 5:
-            raise Refused(f"messages.{i}: You can include up to 5 documents in a message.")
-        for j, block in enumerate(blocks):
-            _converse_block(f"messages.{i}.content.{j}", block)
-
-
-def _converse_block(where: str, block: dict[str, Any]) -> None:
-    for kind, formats in (
-        ("document", _DOCUMENT_FORMATS),
-        ("audio", _AUDIO_FORMATS),
-        ("video", _VIDEO_FORMATS),
-    ):
-        value = _obj(block.get(kind))
-        if kind not in block:
-            continue
-        if "format" in value and value["format"] not in formats:
-            raise Refused(f"{where}.{kind}.format: must be one of {', '.join(sorted(formats))}")
-        source = _obj(value.get("source"))
-        if len(source) != 1:
-            raise Refused(f"{where}.{kind}.source: must hold exactly one member")
-        uri = _obj(source.get("s3Location")).get("uri")
-        if "s3Location" in source and not _S3.match(str(uri)):
-            raise Refused(f"{where}.{kind}.source.s3Location.uri: {uri!r} is not an S3 URI")
-        data = source.get("bytes")
-        if kind == "document" and isinstance(data, str) and len(data) * 3 // 4 > 4.5 * MB:
-            raise Refused(f"{where}: The document is larger than 4.5 MB.")
-        if kind == "document":
-            _document_name(where, value.get("name"))
-            return
-
-
-def _document_name(where: str, name: Any) -> None:
-    if isinstance(name, str) and 0 < len(name) <= 200 and _DOCUMENT_NAME.match(name):
-        return
-    raise Refused(
-        f"{where}.document.name: The document file name can only contain alphanumeric "
-        "characters, whitespace characters, hyphens, parentheses, and square brackets. The name "
-        "can't contain more than one consecutive whitespace character."
-    )
+        for refusal in message_files(i, _obj(message).get("role"), blocks):
+            raise Refused(*refusal)

@@ -11,8 +11,9 @@ from typing import Any
 
 from metis.testing.emulator.formats import files_rules
 from metis.testing.emulator.formats.knobs_rules import check_gemini
-from metis.testing.emulator.rules import LOADED, MISSING, Refused, table
+from metis.testing.emulator.rules import LOADED, MISSING, Refused, first, table
 from metis.testing.emulator.wire import sealed
+from metis.wire.rules import gemini_part_data, gemini_turns, turn_kind
 
 SIGNATURE_KIND = "gemini-thought"
 BYPASS = "skip_thought_signature_validator"  # Google's documented value for foreign histories
@@ -96,60 +97,6 @@ def _schema_keys(schema: Any, where: str) -> None:
             _schema_keys(sub, f"{where}.{'properties.' if key == 'properties' else ''}{name}")
 
 
-def _check_data(body: dict[str, Any], call: Any) -> None:
-    for i, content in enumerate(body["contents"]):
-        for j, part in enumerate(content["parts"]):
-            kinds = [k for k in LOADED["gemini"].choices("data") if k in part]
-            where = f"* GenerateContentRequest.contents[{i}].parts[{j}].data"
-            if not kinds and "thoughtSignature" not in part:
-                raise Refused(
-                    f"{where}: required oneof field 'data' must have one initialized field\n"
-                )
-            if len(kinds) > 1:
-                raise Refused(
-                    f"{where}: oneof field 'data' is already set. Cannot set '{kinds[1]}'\n"
-                )
-            if part.get("text") == "" and "thoughtSignature" not in part:
-                raise Refused(
-                    "Unable to submit request because it has an empty text parameter. Add a "
-                    "value to the parameter and try again."
-                )
-
-
-def _kind(content: dict[str, Any]) -> str:
-    parts = content["parts"]
-    if any("functionCall" in p for p in parts):
-        return "calls"
-    if any("functionResponse" in p for p in parts):
-        return "responses"
-    return "model" if content.get("role") == "model" else "user"
-
-
-def _check_turns(body: dict[str, Any], call: Any) -> None:
-    """Function calls follow a user turn or responses; responses answer the turn before, one
-    response per call."""
-    previous, calls = "", 0
-    for content in body["contents"]:
-        kind = _kind(content)
-        if kind == "calls" and previous not in ("user", "responses"):
-            raise Refused(
-                "Please ensure that function call turn comes immediately after a user turn or "
-                "after a function response turn."
-            )
-        if kind == "responses" and previous != "calls":
-            raise Refused(
-                "Please ensure that function response turn comes immediately after a function "
-                "call turn."
-            )
-        responses = sum("functionResponse" in p for p in content["parts"])
-        if kind == "responses" and responses != calls:
-            raise Refused(
-                "Please ensure that the number of function response parts is equal to the number "
-                "of function call parts of the function call turn."
-            )
-        previous, calls = kind, sum("functionCall" in p for p in content["parts"])
-
-
 def _check_signatures(body: dict[str, Any], call: Any) -> None:
     """Gemini 3: the first function call of each step of the current turn (after the last user
     text) carries a thought signature this emulator issued, or the documented bypass."""
@@ -161,7 +108,8 @@ def _check_signatures(body: dict[str, Any], call: Any) -> None:
         (
             i + 1
             for i, c in enumerate(contents)
-            if _kind(c) == "user" and any("text" in p for p in c["parts"])
+            if turn_kind(c.get("role"), c["parts"]) == "user"
+            and any("text" in p for p in c["parts"])
         ),
         default=0,
     )
@@ -189,10 +137,10 @@ RULES = table(
     "gemini",
     {
         "parameter schemas": _check_parameter_schemas,
-        "data": _check_data,
+        "data": first(lambda body: gemini_part_data(body["contents"])),
         "files": files_rules.gemini,
         "thought signatures": _check_signatures,
-        "turns": _check_turns,
+        "turns": first(lambda body: gemini_turns(body["contents"])),
         "model settings": check_gemini,
     },
 )

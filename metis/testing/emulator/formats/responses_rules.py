@@ -5,6 +5,7 @@ checked with the stored items in front of its own.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from metis.testing.emulator.formats import compaction
@@ -12,8 +13,10 @@ from metis.testing.emulator.formats.cache_marks import check_prompt_cache_key
 from metis.testing.emulator.formats.knobs_rules import check_openai
 from metis.testing.emulator.formats.openai import json_schema_format, strict_schema_problem
 from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
-from metis.testing.emulator.rules import Check, Refused, table
+from metis.testing.emulator.rules import Check, Refused, first, table
 from metis.testing.emulator.wire import encrypted_content, opens_encrypted_content
+from metis.wire.refusal import Refusal
+from metis.wire.responses_rules import chosen_function, tool_items
 
 SIGNATURE_KIND = "openai-reasoning"
 
@@ -59,72 +62,36 @@ def _check_strict_tools(body: dict[str, Any], call: Any) -> None:
             )
 
 
-def _check_chosen_function(body: dict[str, Any], call: Any) -> None:
-    choice = body.get("tool_choice")
-    names = {t.get("name") for t in body.get("tools") or [] if t["type"] == "function"}
-    wanted = choice.get("name") if isinstance(choice, dict) else None
-    if isinstance(choice, dict) and choice.get("type") == "function" and wanted not in names:
-        raise Refused(f"Tool choice '{wanted}' not found in 'tools' parameter.", "tool_choice")
-
-
-CALL_KINDS = {
-    "custom_tool_call": "function_call",
-    "custom_tool_call_output": "function_call_output",
-}
-"""A custom (freeform) tool's call and output pair as a function's do."""
-
-
 def _check_items(body: dict[str, Any], call: Any) -> None:
-    """Outputs answer earlier calls and every call is answered; reasoning items carry what this
-    emulator issued (or were stored by it) and come before the item they led to."""
-    items = items_of(body, call)
+    """The library's rule over the conversation (metis/wire/responses_rules.py), with what a
+    reasoning item must be here: carrying what this emulator issued, or stored by it."""
     continued = body.get("previous_response_id") is not None
     strict = call.env.strict_signatures
-    calls: set[str] = set()
-    answered: set[str] = set()
-    for i, item in enumerate(items):
-        kind = CALL_KINDS.get(item.get("type", "message"), item.get("type", "message"))
-        if kind == "function_call":
-            calls.add(item["call_id"])
-        elif kind == "function_call_output":
-            if item["call_id"] not in calls:
-                raise Refused(
-                    f"No tool call found for function call output with call_id {item['call_id']}.",
-                    "input",
-                )
-            answered.add(item["call_id"])
-        elif kind == "reasoning":
-            _check_reasoning(item, items[i + 1 : i + 2], strict, continued, call)
-    missing = [c for c in calls if c not in answered]
-    if missing:
-        raise Refused(f"No tool output found for function call {missing[0]}.", "input")
 
+    def reasoning(item: dict[str, Any]) -> Iterator[Refusal]:
+        content = item.get("encrypted_content")
+        if (
+            isinstance(content, str)
+            and strict
+            and not opens_encrypted_content(SIGNATURE_KIND, content)
+        ):
+            message = f"The encrypted content for item {item['id']} could not be verified."
+            yield Refusal(message, None, "invalid_encrypted_content")
+        elif (
+            not isinstance(content, str)
+            and not continued
+            and strict
+            and not _stored(call.env, item["id"])
+        ):
+            yield Refusal(
+                f"Item with id '{item['id']}' not found. Items are not persisted when `store` is "
+                "set to false. Try again with `store` set to true, or remove this item from your "
+                "input.",
+                "input",
+            )
 
-def _check_reasoning(
-    item: dict[str, Any], following: list[Any], strict: bool, continued: bool, call: Any
-) -> None:
-    content = item.get("encrypted_content")
-    if isinstance(content, str) and strict and not opens_encrypted_content(SIGNATURE_KIND, content):
-        message = f"The encrypted content for item {item['id']} could not be verified."
-        raise Refused(message, None, "invalid_encrypted_content")
-    if (
-        not isinstance(content, str)
-        and not continued
-        and strict
-        and not _stored(call.env, item["id"])
-    ):
-        raise Refused(
-            f"Item with id '{item['id']}' not found. Items are not persisted when `store` is set "
-            "to false. Try again with `store` set to true, or remove this item from your input.",
-            "input",
-        )
-    led_to = following[0].get("type", "message") if following else None
-    if CALL_KINDS.get(str(led_to), led_to) not in ("message", "function_call", *SERVER_ITEMS):
-        raise Refused(
-            f"Item '{item['id']}' of type 'reasoning' was provided without its required following "
-            f"item.",
-            "input",
-        )
+    for refusal in tool_items(items_of(body, call), reasoning=reasoning):
+        raise Refused(*refusal)
 
 
 def _stored(env: Any, item_id: str) -> bool:
@@ -143,14 +110,10 @@ def _check_previous(body: dict[str, Any], call: Any) -> None:
     items_of({**body, "input": None}, call)
 
 
-SERVER_ITEMS = ("web_search_call", "code_interpreter_call")
-"""The built-in tools' items, which go back whole (openai-python ``ResponseInputItemParam``)."""
-
-
 CHECKS: dict[str, Check] = {
     "previous response": _check_previous,
     "strict tools": _check_strict_tools,
-    "chosen function": _check_chosen_function,
+    "chosen function": first(chosen_function),
     "items": _check_items,
     "text format": _check_text_format,
     "compaction seal": compaction.check_responses_seal,
