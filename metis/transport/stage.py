@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import os
 import ssl
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -92,9 +93,13 @@ def http_client(
 
 def lean_by_default() -> bool:
     """Whether the clients metis makes use the lean transport, as ``METIS_HTTP_TRANSPORT``
-    says (unset or empty: yes); a value other than ``lean`` or ``httpx`` is a ConfigError."""
+    says (unset or empty: yes, but on Windows, where asyncio's default loop may not wait on
+    the socket it opens: metis/transport/connect.py); a value other than ``lean`` or
+    ``httpx`` is a ConfigError."""
     value = os.environ.get(TRANSPORT_SETTING, "").strip()
-    if value in ("", "lean"):
+    if value == "":
+        return sys.platform != "win32"
+    if value == "lean":
         return True
     if value == "httpx":
         return False
