@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from benchmarks import formats, workload
@@ -158,7 +159,10 @@ class Floor(Client):
 
     def __init__(self, provider: str, base_url: str, max_connections: int = 1000) -> None:
         super().__init__(provider, base_url, max_connections)
-        self.pools = HTTPPools(max_connections)
+        # METIS_BENCH_FLOOR_LEAN=1: read over metis's lean transport (benchmarks/README.md,
+        # "leandefault"); by default over httpx's own
+        lean = os.environ.get("METIS_BENCH_FLOOR_LEAN") == "1"
+        self.pools = HTTPPools(max_connections, floor_lean=lean)
         self.headers = _native_headers(provider)
         if provider in HISTORY_PROVIDERS:
             self.stream_body = _native_request(provider, [Turn("user", workload.QUESTION)], True)
@@ -233,8 +237,8 @@ class HTTPPools:
     streams in flight; pools of 250 connections keep that cost small, as an
     application serving that many streams would shard them."""
 
-    def __init__(self, max_connections: int, own: bool = False) -> None:
-        make = _own_client if own else _http_client
+    def __init__(self, max_connections: int, own: bool = False, floor_lean: bool = False) -> None:
+        make = _own_client if own else partial(_http_client, lean=floor_lean)
         if max_connections <= 1000:  # one pool, as the SDKs have
             self.clients = [make(max_connections)]
         else:
@@ -254,17 +258,23 @@ class HTTPPools:
             await client.aclose()
 
 
-def _http_client(max_connections: int) -> Any:
+def _http_client(max_connections: int, lean: bool = False) -> Any:
     """An httpx client with the official SDKs' pool limits (1,000 connections, 100 kept
     alive). httpx's default (100 and 20) would queue the concurrency benchmark's streams; and
     an unbounded keep-alive pool makes httpcore 1.0's pool bookkeeping quadratic in the number
-    of idle connections (connection_pool.py, ``_assign_requests_to_connections``)."""
+    of idle connections (connection_pool.py, ``_assign_requests_to_connections``). ``lean``:
+    over metis's lean HTTP/1.1 transport (metis/transport/http1.py)."""
     import httpx
 
     limits = httpx.Limits(
         max_connections=max_connections, max_keepalive_connections=min(100, max_connections)
     )
-    return httpx.AsyncClient(timeout=600, limits=limits)
+    transport = None
+    if lean:
+        from metis.transport.http1 import LeanTransport
+
+        transport = LeanTransport(limits=limits)
+    return httpx.AsyncClient(timeout=600, limits=limits, transport=transport)
 
 
 def _own_client(max_connections: int) -> Any:
