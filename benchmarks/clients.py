@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from benchmarks import formats, workload
@@ -158,7 +159,10 @@ class Floor(Client):
 
     def __init__(self, provider: str, base_url: str, max_connections: int = 1000) -> None:
         super().__init__(provider, base_url, max_connections)
-        self.pools = HTTPPools(max_connections)
+        # METIS_BENCH_FLOOR_LEAN=1: read over metis's lean transport (benchmarks/README.md,
+        # "leandefault"); by default over httpx's own
+        lean = os.environ.get("METIS_BENCH_FLOOR_LEAN") == "1"
+        self.pools = HTTPPools(max_connections, floor_lean=lean)
         self.headers = _native_headers(provider)
         if provider in HISTORY_PROVIDERS:
             self.stream_body = _native_request(provider, [Turn("user", workload.QUESTION)], True)
@@ -233,12 +237,13 @@ class HTTPPools:
     streams in flight; pools of 250 connections keep that cost small, as an
     application serving that many streams would shard them."""
 
-    def __init__(self, max_connections: int, lean: bool = False) -> None:
+    def __init__(self, max_connections: int, own: bool = False, floor_lean: bool = False) -> None:
+        make = _own_client if own else partial(_http_client, lean=floor_lean)
         if max_connections <= 1000:  # one pool, as the SDKs have
-            self.clients = [_http_client(max_connections, lean)]
+            self.clients = [make(max_connections)]
         else:
             count = -(-max_connections // POOL_SIZE)
-            self.clients = [_http_client(POOL_SIZE, lean) for _ in range(count)]
+            self.clients = [make(POOL_SIZE) for _ in range(count)]
         self._turn = 0
 
     def next_index(self) -> int:
@@ -258,7 +263,7 @@ def _http_client(max_connections: int, lean: bool = False) -> Any:
     alive). httpx's default (100 and 20) would queue the concurrency benchmark's streams; and
     an unbounded keep-alive pool makes httpcore 1.0's pool bookkeeping quadratic in the number
     of idle connections (connection_pool.py, ``_assign_requests_to_connections``). ``lean``:
-    over metis's lean HTTP/1.1 transport (metis/transport/http1.py), as the gateway sends."""
+    over metis's lean HTTP/1.1 transport (metis/transport/http1.py)."""
     import httpx
 
     limits = httpx.Limits(
@@ -272,6 +277,15 @@ def _http_client(max_connections: int, lean: bool = False) -> Any:
     return httpx.AsyncClient(timeout=600, limits=limits, transport=transport)
 
 
+def _own_client(max_connections: int) -> Any:
+    """The client an adapter makes when it is given none (metis/transport/stage.py
+    ``http_client``: the same limits, over the transport ``METIS_HTTP_TRANSPORT`` names), made
+    once and shared by the column's adapters as an application's own pool would be."""
+    from metis.transport.stage import http_client
+
+    return http_client(600.0, keep_alive=min(100, max_connections))
+
+
 # metis -------------------------------------------------------------------------------------
 
 
@@ -283,9 +297,9 @@ class Metis(Client):
         super().__init__(provider, base_url, max_connections)
         from metis import ToolDefinition
 
-        # Connection pools shared by every scenario's adapters, as large as the concurrency;
-        # METIS_BENCH_LEAN=1: over the gateway's lean transport (benchmarks/README.md, "lean").
-        self.pools = HTTPPools(max_connections, lean=os.environ.get("METIS_BENCH_LEAN") == "1")
+        # Connection pools shared by every scenario's adapters, as large as the concurrency:
+        # clients as metis makes its own (METIS_HTTP_TRANSPORT=httpx: on httpx's transport)
+        self.pools = HTTPPools(max_connections, own=True)
         self.adapters: dict[tuple[str, int], Any] = {}
         self.tool = ToolDefinition(
             name=workload.TOOL_NAME,

@@ -147,7 +147,7 @@ async def open_exchange(
     )
     content = request.content if request.content is not None else request.serialized().content
     built = _build(http, call, limits, request.method, request.url, request.headers, content)
-    slots = slots_of(http)
+    slots = slots_of(http, built)
     if slots is not None:  # the client metis made: a connection slot first
         await _take_slot(slots, call, clock, limits)
     try:

@@ -11,19 +11,23 @@ it through the ``metis_body`` extension without any generator (``LeanBody.reader
 
 What it does not handle goes to the usual transport (``httpx.AsyncHTTPTransport``, made on
 first need with the same TLS settings and limits): a request not on asyncio (trio), one with
-httpcore's ``trace`` extension, a scheme other than http and https. The choice is made per
-request here. Proxies never reach it: an ``httpx.AsyncClient`` sends a proxied URL through
-its mounts, the usual transport over the proxy. HTTP/2 is the caller's choice when the client
-is made (:func:`metis.transport.stage.http_client` makes a lean client only for HTTP/1.1).
+httpcore's ``trace`` extension, a scheme other than http and https, and every request while
+httpx's or httpcore's sending is mocked (:func:`mocked`: respx and pytest-httpx patch those
+methods, and their mocks must see the request). The choice is made per request here.
+Proxies never reach it: an ``httpx.AsyncClient`` sends a proxied URL through its mounts, the
+usual transport over the proxy. HTTP/2 is the caller's choice when the client is made
+(:func:`metis.transport.stage.http_client` makes a lean client only for HTTP/1.1).
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import ssl
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+import httpcore
 import httpx
 
 from metis.transport import connect
@@ -106,16 +110,21 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self._pool = Pool(limits)
         self._fallback: httpx.AsyncHTTPTransport | None = None
 
+    def carries(self, request: httpx.Request) -> bool:
+        """Whether this transport sends ``request`` itself, not the usual one (the module)."""
+        return (
+            asyncio._get_running_loop() is not None  # not trio
+            and request.url.scheme in _PORTS
+            and request.extensions.get("trace") is None
+            and not mocked()
+        )
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # trio
+        if not self.carries(request):
             return await self.fallback().handle_async_request(request)
         url = request.url
         scheme = url.scheme
-        if scheme not in _PORTS or request.extensions.get("trace") is not None:
-            return await self.fallback().handle_async_request(request)
-        pool = self._pool_of(loop)
+        pool = self._pool_of(asyncio.get_running_loop())
         timeouts = request.extensions.get("timeout") or {}
         origin = (scheme, url.host, url.port or _PORTS[scheme])
         connection = await pool.acquire(
@@ -149,6 +158,11 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 verify=self.ssl_context, trust_env=self._trust_env, limits=self._limits
             )
             connect.install_on(self._fallback)
+        return self._fallback
+
+    @property
+    def used_fallback(self) -> httpx.AsyncHTTPTransport | None:
+        """The usual transport, once a request needed it."""
         return self._fallback
 
     def _pool_of(self, loop: asyncio.AbstractEventLoop) -> Pool:
@@ -200,6 +214,34 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self._pool.close()
         if self._fallback is not None:
             await self._fallback.aclose()
+
+
+_SENDERS = (
+    (httpx.AsyncHTTPTransport, "AsyncHTTPTransport.handle_async_request"),
+    (httpcore.AsyncConnectionPool, "AsyncConnectionPool.handle_async_request"),
+    (httpcore.AsyncHTTPConnection, "AsyncHTTPConnection.handle_async_request"),
+)
+"""The methods a mock of httpx replaces: pytest-httpx the transport's, respx (by default)
+httpcore's pool's and connection's."""
+_GENUINE: dict[type, Any] = {}
+"""Each sender's method last seen to be its own."""
+
+
+def mocked() -> bool:
+    """Whether a sender's method is not its own function (see ``_SENDERS``): a mock is
+    active. An identity check a request while nothing changed."""
+    for cls, qualname in _SENDERS:
+        method = cls.handle_async_request
+        if method is _GENUINE.get(cls):
+            continue
+        if (
+            not inspect.isfunction(method)
+            or method.__qualname__ != qualname
+            or hasattr(method, "__wrapped__")
+        ):
+            return True
+        _GENUINE[cls] = method
+    return False
 
 
 async def _send(connection: Http1Connection, request: httpx.Request, seconds: Any) -> None:

@@ -13,7 +13,9 @@ connection slots, as many as the pool has connections, and holds it until its re
 closed. The wait for a slot is one semaphore wait, done by the transport inside the call's
 cancel and deadline like every other wait; httpcore then always finds a connection free or
 room for a new one. A client the application gives has no slots: its pool is the
-application's to size (httpx2's pool does not have that scan).
+application's to size (httpx2's pool does not have that scan). A request that metis's lean
+transport carries itself (metis/transport/http1.py) takes no slot either: its pool queues
+without a scan; one the lean transport hands to httpx's (trio, a proxy, a mocked httpx) does.
 """
 
 from __future__ import annotations
@@ -41,12 +43,17 @@ def give_slots(client: Any, size: int) -> None:
     _SIZES[client] = size
 
 
-def slots_of(client: Any) -> anyio.Semaphore | None:
+def slots_of(client: Any, request: Any = None) -> anyio.Semaphore | None:
     """The semaphore of ``client``'s connection slots in this event loop; None for a client
-    without slots."""
+    without slots, or for a ``request`` (an ``httpx.Request``) that the lean transport
+    carries itself."""
     size = _SIZES.get(client)
     if size is None:
         return None
+    if request is not None:
+        carries = getattr(client._transport_for_url(request.url), "carries", None)
+        if carries is not None and carries(request):
+            return None
     per_client = _SLOTS.get(None)
     if per_client is None:
         per_client = weakref.WeakKeyDictionary()
@@ -69,7 +76,9 @@ async def drop_unclaimed_connections(client: Any) -> None:
     and enough of them leave every later call queued inside httpcore. The transport calls
     this after a request of the client metis made failed. A connection some request still
     holds (being opened for it) stays."""
-    transports = [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]
+    transport = getattr(client, "_transport", None)
+    fallback = getattr(transport, "used_fallback", None)  # the lean transport's httpx transport
+    transports = [transport, fallback, *getattr(client, "_mounts", {}).values()]
     for transport in transports:
         pool = getattr(transport, "_pool", None)
         connections = getattr(pool, "_connections", None)

@@ -24,13 +24,14 @@ from __future__ import annotations
 import functools
 import os
 import ssl
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from metis.errors import CancelledError
+from metis.errors import CancelledError, ConfigError
 from metis.pipeline.call import Call
 from metis.pipeline.config import AdapterConfig
 from metis.pipeline.request import ResponseHead, ResponseItem, WireRequest
@@ -41,11 +42,16 @@ from metis.transport.clients import CONNECT_TIMEOUT
 if TYPE_CHECKING:
     from metis.transport.exchange import Exchange, Limits
 
-__all__ = ["CONNECT_TIMEOUT", "Transport", "http_client"]
+__all__ = ["CONNECT_TIMEOUT", "TRANSPORT_SETTING", "Transport", "http_client"]
+
+
+TRANSPORT_SETTING = "METIS_HTTP_TRANSPORT"
+"""The environment variable that names the transport of the clients metis makes: ``lean``
+(the default) or ``httpx`` (docs/http-client.md, "Which transport")."""
 
 
 def http_client(
-    timeout_seconds: float = 600.0, keep_alive: int | None = None, *, lean: bool = False
+    timeout_seconds: float = 600.0, keep_alive: int | None = None, *, lean: bool | None = None
 ) -> httpx.AsyncClient:
     """The client an adapter makes when the application gives none: it follows no redirects,
     pools connections as the official SDKs do (``keep_alive`` of them kept idle), and opens
@@ -54,9 +60,11 @@ def http_client(
     transport's always do. (The send path's modules, httpcore with them, load with the first
     client or the first request: building an adapter does not need them.)
 
-    ``lean``: send over metis's own HTTP/1.1 transport (metis/transport/http1.py) when
-    httptools is installed; otherwise, and by default, over httpx's, whose calls first wait
-    for one of metis's connection slots (metis/transport/slots.py)."""
+    ``lean`` (None: as ``METIS_HTTP_TRANSPORT`` says, lean by default): send over metis's own
+    HTTP/1.1 transport (metis/transport/http1.py) when httptools is installed, else over
+    httpx's. A call that goes to httpx's transport (every call without httptools or with
+    ``lean=False``; under the lean one, those it hands on: trio, a proxy, a mocked httpx)
+    first waits for one of metis's connection slots (metis/transport/slots.py)."""
     from metis.transport import connect
     from metis.transport import slots as pool
 
@@ -64,21 +72,57 @@ def http_client(
     keep_alive = pool.MAX_KEEPALIVE if keep_alive is None else keep_alive
     limits = httpx.Limits(max_connections=size, max_keepalive_connections=keep_alive)
     context = default_tls_context()
+    lean = lean_by_default() if lean is None else lean
     transport = _lean_transport(context, limits) if lean else None
     client = httpx.AsyncClient(
         timeout=httpx.Timeout(timeout_seconds, connect=CONNECT_TIMEOUT),
         limits=limits,
         follow_redirects=False,
         verify=context,
+        transport=transport,
+        mounts=None if transport is None else _proxy_mounts(context, limits),
     )
+    pool.give_slots(client, size)
     if transport is None:
-        pool.give_slots(client, size)
         connect.install(client)  # a connect timeout a busy event loop cannot run out
-    else:  # set after: httpx reads the environment's proxies only for a client without one
-        client._transport = transport
+    else:
         for mounted in client._mounts.values():  # the proxies the environment names
             connect.install_on(mounted)
     return client
+
+
+def lean_by_default() -> bool:
+    """Whether the clients metis makes use the lean transport, as ``METIS_HTTP_TRANSPORT``
+    says (unset or empty: yes, but on Windows, where asyncio's default loop may not wait on
+    the socket it opens: metis/transport/connect.py); a value other than ``lean`` or
+    ``httpx`` is a ConfigError."""
+    value = os.environ.get(TRANSPORT_SETTING, "").strip()
+    if value == "":
+        return sys.platform != "win32"
+    if value == "lean":
+        return True
+    if value == "httpx":
+        return False
+    raise ConfigError(
+        f"{TRANSPORT_SETTING}={value!r}: expected 'lean' (metis's HTTP/1.1 transport, "
+        "the default) or 'httpx' (httpx's own transport)"
+    )
+
+
+def _proxy_mounts(
+    context: ssl.SSLContext, limits: httpx.Limits
+) -> dict[str, httpx.AsyncBaseTransport | None]:
+    """The proxies the environment names (``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, ...),
+    each over httpx's own transport, as httpx mounts them for a client with its own transport;
+    it mounts none for a client given a transport."""
+    from httpx._utils import get_environment_proxies
+
+    return {
+        pattern: None
+        if url is None
+        else httpx.AsyncHTTPTransport(proxy=url, verify=context, limits=limits)
+        for pattern, url in get_environment_proxies().items()
+    }
 
 
 def _lean_transport(
@@ -86,7 +130,7 @@ def _lean_transport(
 ) -> httpx.AsyncBaseTransport | None:
     try:
         from metis.transport.http1 import LeanTransport
-    except ImportError:  # no httptools (it comes with the serve extra)
+    except ImportError:  # no httptools (no wheel for the platform): httpx's own transport
         return None
     return LeanTransport(verify=context, limits=limits)
 

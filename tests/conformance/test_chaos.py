@@ -35,6 +35,7 @@ from metis.stages.policy.invariants import StreamChecker
 from metis.testing.emulator import Emulator
 from metis.transport.stage import Transport
 
+from .. import pool_state
 from ..conftest import Waits
 
 PROVIDERS = ["anthropic", "openai", "openai_responses", "gemini", "ollama"]
@@ -155,9 +156,7 @@ def make_adapter(provider: str, emulator: Emulator) -> Adapter:
 
 def busy_connections(adapter: Adapter) -> int:
     """Connections of the adapter's pool that are still checked out or mid-request."""
-    pool = adapter.http_client()._transport._pool  # type: ignore[attr-defined]
-    busy = [c for c in pool.connections if not (c.is_idle() or c.is_closed())]
-    return len(busy) + len(pool._requests)
+    return pool_state.busy_connections(adapter.http_client())
 
 
 def call_request(index: int, provider: str, streamed: bool, tag: str) -> CanonicalRequest:

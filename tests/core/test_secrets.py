@@ -37,6 +37,7 @@ from ..fakes import (
     request,
     sse,
 )
+from ..pool_state import tls_context
 from ..reliability_helpers import ChunkStream
 
 pytestmark = pytest.mark.backend_independent  # stages and mock transports (tests/conftest.py)
@@ -135,7 +136,7 @@ def _verify_mode(client: httpx.AsyncClient) -> ssl.VerifyMode:
 async def test_tls_verification_is_on_by_default() -> None:
     adapter = build_adapter("anthropic", AdapterConfig(api_key=KEY))
     try:
-        context = adapter.http_client()._transport._pool._ssl_context  # type: ignore[attr-defined]
+        context = tls_context(adapter.http_client())  # the lean transport's, or httpx's
         assert context.verify_mode == ssl.CERT_REQUIRED
         assert context.check_hostname is True
     finally:

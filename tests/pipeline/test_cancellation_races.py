@@ -28,6 +28,8 @@ from metis.pipeline.stores import InMemoryToolIdStore
 from metis.stages.policy.invariants import StreamChecker
 from metis.testing.emulator import Emulator
 
+from .. import pool_state
+
 PROVIDERS = ["anthropic", "openai", "openai_responses", "gemini", "ollama"]
 MODELS = {
     "anthropic": "anthropic:claude-sonnet-4-5",
@@ -73,9 +75,7 @@ def make_request(provider: str) -> CanonicalRequest:
 
 
 def busy_connections(adapter: Adapter) -> int:
-    pool = adapter.http_client()._transport._pool  # type: ignore[attr-defined]
-    busy = [c for c in pool.connections if not (c.is_idle() or c.is_closed())]
-    return len(busy) + len(pool._requests)
+    return pool_state.busy_connections(adapter.http_client())
 
 
 def check_events(events: list[StreamEvent], ended: bool) -> None:
@@ -208,9 +208,8 @@ async def settled(adapter: Adapter, where: str) -> None:
     with anyio.move_on_after(2.0):
         while adapter._inflight or busy_connections(adapter):  # noqa: ASYNC110
             await anyio.sleep(0.005)
-    pool = adapter.http_client()._transport._pool  # type: ignore[attr-defined]
     assert not adapter._inflight, f"{where}: still in flight: {list(adapter._inflight)}"
-    assert not busy_connections(adapter), f"{where}: busy: {pool.connections} {pool._requests}"
+    assert not busy_connections(adapter), f"{where}: connections busy"
 
 
 @pytest.mark.anyio

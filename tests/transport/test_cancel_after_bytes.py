@@ -20,6 +20,9 @@ from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
 from metis.model import CanonicalRequest, Message
 from metis.testing.emulator import Emulator
+from metis.transport.http1_protocol import Http1Connection
+
+from .. import pool_state
 
 MODELS = {
     "anthropic": "anthropic:claude-sonnet-4-5",
@@ -30,7 +33,7 @@ MODELS = {
 
 class AfterBytes:
     """Cancels ``scope`` once ``left`` bytes of answers have been read (h11 is fed each
-    read of the socket, on either backend)."""
+    read of the socket, on either backend; the lean transport's protocol each delivery)."""
 
     def __init__(self) -> None:
         self.left: int | None = None
@@ -46,9 +49,7 @@ class AfterBytes:
 
 
 def busy(adapter: Adapter) -> int:
-    pool = adapter.http_client()._transport._pool  # type: ignore[attr-defined]
-    held = [c for c in pool.connections if not (c.is_idle() or c.is_closed())]
-    return len(held) + len(pool._requests) + len(adapter._inflight)
+    return pool_state.busy_connections(adapter.http_client()) + len(adapter._inflight)
 
 
 async def one(emulator: Emulator, provider: str, kind: str, after: AfterBytes, k: int) -> None:
@@ -82,6 +83,7 @@ async def one(emulator: Emulator, provider: str, kind: str, after: AfterBytes, k
     provider=st.sampled_from(sorted(MODELS)),
     kind=st.sampled_from(["stream", "complete", "count_tokens"]),
     k=st.integers(min_value=1, max_value=6000),
+    transport=st.sampled_from(["lean", "httpx"]),
 )
 def test_a_call_cancelled_after_k_bytes_leaves_nothing_behind(
     emulator_server: Emulator,
@@ -90,15 +92,25 @@ def test_a_call_cancelled_after_k_bytes_leaves_nothing_behind(
     provider: str,
     kind: str,
     k: int,
+    transport: str,
 ) -> None:
+    """On either transport of the client metis makes (under trio the lean one hands every
+    request to httpx's)."""
     after = AfterBytes()
     receive_data = h11.Connection.receive_data
+    data_received = Http1Connection.data_received
 
     def counted(self: Any, data: bytes) -> None:
         after.fed(data)
         receive_data(self, data)
 
+    def counted_lean(self: Any, data: bytes) -> None:
+        data_received(self, data)
+        after.fed(data)
+
+    monkeypatch.setenv("METIS_HTTP_TRANSPORT", transport)
     monkeypatch.setattr(h11.Connection, "receive_data", counted)
+    monkeypatch.setattr(Http1Connection, "data_received", counted_lean)
     gc.collect()  # what other tests left unclosed says so now, not in the block below
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -154,16 +154,24 @@ async def test_a_name_is_looked_up_and_connected() -> None:
 
 
 def test_the_client_metis_makes_opens_its_connections_this_way() -> None:
-    client = http_client()
+    """On httpx's transport, and on the lean one's (its own connections and those it hands
+    httpx's transport: trio, a mocked httpx)."""
+    client = http_client(lean=False)
     backend = client._transport._pool._network_backend  # type: ignore[attr-defined]
     assert isinstance(backend, connect.ConnectBackend)
+    lean = http_client()._transport
+    assert lean.__class__.__name__ == "LeanTransport"
+    assert isinstance(lean.fallback()._pool._network_backend, connect.ConnectBackend)  # type: ignore[attr-defined]
 
 
 def test_on_windows_the_client_keeps_httpcore_s_own_connect(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """asyncio's default loop on Windows may not wait on a socket: httpcore's backend stays."""
+    """asyncio's default loop on Windows may not wait on a socket: httpcore's backend stays,
+    and the client is on httpx's transport (the lean one opens its sockets this way)."""
+    monkeypatch.delenv("METIS_HTTP_TRANSPORT", raising=False)
     monkeypatch.setattr(connect.sys, "platform", "win32")
     client = http_client()
+    assert isinstance(client._transport, httpx.AsyncHTTPTransport)
     backend = client._transport._pool._network_backend  # type: ignore[attr-defined]
     assert not isinstance(backend, connect.ConnectBackend)

@@ -10,6 +10,7 @@ import ssl
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -19,12 +20,15 @@ from metis.transport.stage import default_tls_context, http_client
 
 
 def context_of(client: httpx.AsyncClient) -> ssl.SSLContext:
-    return client._transport._pool._ssl_context  # type: ignore[attr-defined,no-any-return]
+    transport: Any = client._transport
+    lean = getattr(transport, "ssl_context", None)  # metis/transport/http1.py
+    return lean if lean is not None else transport._pool._ssl_context  # type: ignore[no-any-return]
 
 
 def test_the_clients_metis_makes_share_one_context() -> None:
-    first, second = http_client(), http_client(5.0)
-    assert context_of(first) is context_of(second) is default_tls_context()
+    first, second, third = http_client(), http_client(5.0), http_client(lean=False)
+    assert context_of(first) is context_of(second) is context_of(third) is default_tls_context()
+    assert context_of(third) is first._transport.fallback()._pool._ssl_context  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager

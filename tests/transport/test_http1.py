@@ -539,7 +539,14 @@ def test_http_client_lean_sends_over_the_lean_transport_without_slots() -> None:
     assert isinstance(client._transport, LeanTransport)
     assert sends_over_network(client)  # (the WebSocket mode's test of a real client)
     assert client._transport.ssl_context.verify_mode == ssl.CERT_REQUIRED
-    assert slots_of(client) is None  # its pool queues without a scan: no slots before it
+
+    async def slots(url: str) -> Any:
+        return slots_of(client, client.build_request("GET", url))
+
+    # its pool queues without a scan: no slot before it; httpx's own transport, which the
+    # lean one hands other schemes (and trio, a proxy, a mocked httpx), has them
+    assert asyncio.run(slots("http://127.0.0.1:8/")) is None
+    assert asyncio.run(slots("ftp://127.0.0.1:8/")) is not None
 
 
 def test_http_client_lean_without_httptools_is_httpxs_own(

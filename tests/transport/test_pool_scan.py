@@ -134,7 +134,7 @@ def test_what_a_pass_with_no_request_waiting_leaves_the_next_request_decides() -
 
 
 def test_the_client_metis_makes_is_given_the_one_pass_pool() -> None:
-    client = http_client(keep_alive=7)
+    client = http_client(keep_alive=7, lean=False)
     pool = client._transport._pool  # type: ignore[attr-defined]
     assert type(pool) is httpcore.AsyncConnectionPool
     assert linear_pools(client)
@@ -149,7 +149,7 @@ def test_a_pool_that_is_not_httpcores_own_is_left_as_it_is() -> None:
 
 
 def test_a_second_call_finds_the_pool_already_changed_and_leaves_it() -> None:
-    client = http_client()
+    client = http_client(lean=False)
     assert linear_pools(client)
     assert not linear_pools(client)
     assert type(client._transport._pool) is LinearPool  # type: ignore[attr-defined]

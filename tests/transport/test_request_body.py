@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gc
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -23,6 +23,15 @@ from metis.testing.emulator import Emulator
 from metis.transport.request_body import OnceBody, sent_once
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _httpxs_own_transport() -> Iterator[None]:
+    """What this module checks is httpx's transport (httpcore's pool, h11): the client metis
+    makes is put on it (``METIS_HTTP_TRANSPORT``; the lean one is the default)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("METIS_HTTP_TRANSPORT", "httpx")
+        yield
 
 
 def busy(adapter: Adapter) -> int:

@@ -4,6 +4,7 @@ client metis makes, where it would hold one of the pool's places for good."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -13,6 +14,15 @@ import pytest
 import metis
 from metis import CanonicalRequest, Message
 from metis.testing.emulator import Emulator
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _httpxs_own_transport() -> Iterator[None]:
+    """What this module checks is httpx's transport (httpcore's pool, h11): the client metis
+    makes is put on it (``METIS_HTTP_TRANSPORT``; the lean one is the default)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("METIS_HTTP_TRANSPORT", "httpx")
+        yield
 
 
 def question() -> CanonicalRequest:
