@@ -33,7 +33,7 @@ from metis.gateway.errors import (
     RouteNotFoundError,
 )
 from metis.gateway.front import GatewayApp
-from metis.gateway.frozen import frozen
+from metis.gateway.frozen import frozen, warm
 from metis.gateway.frozen import frozen_for_serving as frozen_for_serving  # metis serve's
 from metis.gateway.joined_stream import JoinedStream
 from metis.gateway.keys_redis import RedisLedger
@@ -283,7 +283,7 @@ def _lifespan(
             for line in gateway.models.unconfigured():
                 log.warning("gateway %s", line, extra={"event": "metis.gateway.unconfigured"})
             if getattr(app.state, "serving", False):
-                gateway.models.warm()
+                await warm(gateway)
                 frozen()
             state["ready"] = True
             try:

@@ -135,22 +135,25 @@ class ModelTable:
             self._embedders[route.adapter_name] = built
         return built, f"{built.name}:{route.wire_name}"
 
-    def warm(self) -> None:
+    def warm(self) -> list[str]:
         """What a first request to each configured model would build, built now: its target
         (adapter, stages, catalog entry) and the modules its call imports (a served process
-        then freezes them; metis.gateway.app.frozen_for_serving)."""
+        then freezes them; metis.gateway.frozen). The names that are served."""
         import metis.adapter.delivery
         import metis.adapter.sendable
         import metis.pipeline.call  # noqa: F401 - imported by an adapter's first call
 
+        served = []
         for route in self.registry.routes():
             for name in (route.model, *route.aliases):
                 try:
                     target = self.resolve(name)
                 except NotConfiguredError:
                     break  # it answers 401 (logged at startup)
+                served.append(name)
                 if isinstance(target.chat_model, Adapter):
                     target.chat_model.pipeline  # noqa: B018 - built on first use
+        return served
 
     def unconfigured(self) -> list[str]:
         """A line for each adapter the configuration declares without what it needs (its
