@@ -4,7 +4,6 @@ list, health and readiness."""
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import os
@@ -34,6 +33,8 @@ from metis.gateway.errors import (
     RouteNotFoundError,
 )
 from metis.gateway.front import GatewayApp
+from metis.gateway.frozen import frozen, warm
+from metis.gateway.frozen import frozen_for_serving as frozen_for_serving  # metis serve's
 from metis.gateway.joined_stream import JoinedStream
 from metis.gateway.keys_redis import RedisLedger
 from metis.gateway.metrics import scrape_refused
@@ -281,6 +282,9 @@ def _lifespan(
                 group.start_soon(shared.keep_writing)
             for line in gateway.models.unconfigured():
                 log.warning("gateway %s", line, extra={"event": "metis.gateway.unconfigured"})
+            if getattr(app.state, "serving", False):
+                await warm(gateway)
+                frozen()
             state["ready"] = True
             try:
                 yield
@@ -385,13 +389,3 @@ def from_environment() -> Starlette:
         raise ConfigError("METIS_GATEWAY_CONFIG is not set: it names the gateway's models.yaml")
     app = create_app(GatewayConfig.load(path), os.environ.get(METRICS_DIR_VARIABLE))
     return frozen_for_serving(app)
-
-
-def frozen_for_serving(app: Starlette) -> Starlette:
-    """``app`` as a server process runs it: what exists by now (modules, the catalog, the
-    configuration; about 80,000 objects) lives as long as the process, so it is taken out of
-    the cyclic collector's reach (``gc.freeze``) instead of walked again by each full
-    collection."""
-    gc.collect()
-    gc.freeze()
-    return app

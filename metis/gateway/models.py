@@ -7,6 +7,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from metis.adapter.adapter import Adapter
 from metis.adapter.chat_model import ChatModel
 from metis.adapter.embedder import Embedder
 from metis.catalog.embedding_models import embedding_model
@@ -37,6 +38,8 @@ class Target:
 
 MAX_NAME = 256
 """The longest model name looked up."""
+MAX_FOUND = 4096
+"""The most names whose lookup is kept (only names the configuration serves are kept)."""
 
 
 class ModelTable:
@@ -47,6 +50,9 @@ class ModelTable:
         name only some (the others would be shown to it)."""
         self._routers: dict[str, Router] = {}
         self._embedders: dict[str, Embedder] = {}  # by adapter entry
+        self._found: dict[str, tuple[Adapter, str, str]] = {}
+        """A served model's adapter, request model and wire name, by the name a client gave
+        (the configuration does not change while it serves: looked up once a name)."""
         self.shared: dict[str, Any] = {}
         """What the routers keep outside the process (availability, buckets, slots), given
         to each as it is made (``gateway.redis_url``: Redis)."""
@@ -73,10 +79,15 @@ class ModelTable:
             if router is None:
                 router = self._routers[name] = self.registry.router(name, **self.shared)
             return Target(name, router, f"route:{name}", router.capabilities_for(name))
-        route = self._route(name)
-        adapter = self.registry.adapter(name)
-        model = f"{adapter.name}:{route.wire_name}"
-        return Target(name, adapter, model, adapter.capabilities_for(route.wire_name))
+        found = self._found.get(name)
+        if found is None:
+            route = self._route(name)
+            adapter = self.registry.adapter(name)
+            found = (adapter, f"{adapter.name}:{route.wire_name}", route.wire_name)
+            if len(self._found) < MAX_FOUND:
+                self._found[name] = found
+        adapter, model, wire_name = found  # its capabilities: an adapter's lifespan may refine them
+        return Target(name, adapter, model, adapter.capabilities_for(wire_name))
 
     def _route(self, name: str) -> ModelRoute:
         try:
@@ -124,6 +135,26 @@ class ModelTable:
             self._embedders[route.adapter_name] = built
         return built, f"{built.name}:{route.wire_name}"
 
+    def warm(self) -> list[str]:
+        """What a first request to each configured model would build, built now: its target
+        (adapter, stages, catalog entry) and the modules its call imports (a served process
+        then freezes them; metis.gateway.frozen). The names that are served."""
+        import metis.adapter.delivery
+        import metis.adapter.sendable
+        import metis.pipeline.call  # noqa: F401 - imported by an adapter's first call
+
+        served = []
+        for route in self.registry.routes():
+            for name in (route.model, *route.aliases):
+                try:
+                    target = self.resolve(name)
+                except NotConfiguredError:
+                    break  # it answers 401 (logged at startup)
+                served.append(name)
+                if isinstance(target.chat_model, Adapter):
+                    target.chat_model.pipeline  # noqa: B018 - built on first use
+        return served
+
     def unconfigured(self) -> list[str]:
         """A line for each adapter the configuration declares without what it needs (its
         key, ...): the models it serves answer 401 until it is configured."""
@@ -155,6 +186,7 @@ class ModelTable:
         return listed
 
     async def aclose(self) -> None:
+        self._found.clear()
         embedders, self._embedders = list(self._embedders.values()), {}
         for embedder in embedders:
             await embedder.aclose()  # the pool is the registry's: it closes it

@@ -350,6 +350,42 @@ def test_a_worker_s_application_is_frozen_out_of_the_cyclic_collector(
         gc.unfreeze()
 
 
+async def test_a_served_gateway_builds_and_freezes_each_models_adapter_before_it_is_ready(
+    emulator: Emulator,
+) -> None:
+    """``metis serve``'s lifespan builds what a first request to each model would (its
+    adapter and stages) before the gateway is ready, and freezes it with the rest; a gateway
+    made only for a library's tests builds them on first use, as before."""
+    import gc
+
+    from metis.gateway.app import frozen_for_serving
+
+    def adapters(app: Any) -> list[Any]:
+        names = ("sonnet", "gpt", "gpt5", "flash", "haiku", "llama")
+        return [app.state.gateway.models.resolve(name).chat_model for name in names]
+
+    plain = create_app(gateway_config(emulator))
+    async with plain.router.lifespan_context(plain):
+        assert any(adapter._pipeline is None for adapter in adapters(plain))
+    gc.unfreeze()
+    try:
+        app = frozen_for_serving(create_app(gateway_config(emulator)))
+        async with app.router.lifespan_context(app):
+            built = adapters(app)
+            assert all(adapter._pipeline is not None for adapter in built)
+            tracked = {id(o) for o in gc.get_objects()}  # the collector's: not frozen
+            assert not any(id(adapter) in tracked for adapter in built)
+            assert not any(id(adapter.pipeline) in tracked for adapter in built)
+            async with _client(app) as client:
+                reply = await client.post(
+                    "/v1/messages", json=SAID, headers={"x-api-key": GATEWAY_KEY}
+                )
+                assert reply.status_code == 200, reply.text
+                assert reply.json()["content"][0]["text"]
+    finally:
+        gc.unfreeze()
+
+
 @pytest.mark.anyio
 async def test_the_gateways_adapters_keep_every_connection_and_a_librarys_keep_a_hundred() -> None:
     """The gateway's registry makes each adapter entry's client on the lean transport with
