@@ -42,22 +42,19 @@ MODIFIER_KINDS = frozenset({"slow"})
 KINDS = STATUS_KINDS | STREAM_KINDS | MODIFIER_KINDS | {"none"}
 
 ALIASES = {
-    "429": "rate_limit",
-    "ratelimit": "rate_limit",
-    "529": "overloaded",
-    "503": "overloaded",
-    "overload": "overloaded",
-    "500": "server_error",
-    "server": "server_error",
-    "401": "auth",
-    "unauthorized": "auth",
-    "overflow": "context_overflow",
-    "context": "context_overflow",
-    "disconnect": "drop",
-    "hang": "stall",
-    "invalid_json": "malformed",
-    "error": "stream_error",
-    "in_stream_error": "stream_error",
+    alias: kind
+    for kind, aliases in {
+        "rate_limit": "429 ratelimit",
+        "overloaded": "529 503 overload",
+        "server_error": "500 server",
+        "auth": "401 unauthorized",
+        "context_overflow": "overflow context",
+        "drop": "disconnect",
+        "stall": "hang",
+        "malformed": "invalid_json",
+        "stream_error": "error in_stream_error",
+    }.items()
+    for alias in aliases.split()
 }
 
 

@@ -75,12 +75,9 @@ class OnVertex:
             return google_error(
                 429,
                 "RESOURCE_EXHAUSTED",
-                "Quota exceeded for "
-                "aiplatform.googleapis.com/generate_content_requests_per_minute_per_project_per_"
-                "base_model "
-                ""
-                "with base model: emulated. Please submit a quota increase request. "
-                "https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai.",
+                "Quota exceeded for aiplatform.googleapis.com/generate_content_requests_per_minute"
+                "_per_project_per_base_model with base model: emulated. Please submit a quota "
+                "increase request. https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai.",
             )
         reply: JsonReply = super().fault(kind, request, retry_after)  # type: ignore[misc]
         return reply

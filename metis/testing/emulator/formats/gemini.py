@@ -41,6 +41,7 @@ from metis.testing.emulator.wire import (
 )
 
 SEPARATORS = (",", ": ")
+VARY = "Origin, X-Origin, Referer"
 API_KEY_INVALID: list[dict[str, Any]] = [
     {
         "@type": "type.googleapis.com/google.rpc.ErrorInfo",
@@ -67,17 +68,21 @@ IN_STREAM: dict[str, tuple[Any, ...]] = {
 CHOICES = {"ANY": "required", "NONE": "none", "VALIDATED": "auto"}
 
 
+GOOGLE_JSON = {"content-type": "application/json; charset=UTF-8"}
+
+
+def google_json(body: Any, headers: dict[str, str] = GOOGLE_JSON, status: int = 200) -> JsonReply:
+    """A JSON reply as Google's APIs write it (indented, ``": "``)."""
+    return JsonReply(status, body, dict(headers), indent=2, separators=SEPARATORS)
+
+
 def google_error(
     status: int, state: str, message: str, details: list[dict[str, Any]] | None = None
 ) -> JsonReply:
     error: dict[str, Any] = {"code": status, "message": message, "status": state}
     if details:
         error["details"] = details
-    headers = {
-        "content-type": "application/json; charset=UTF-8",
-        "vary": "Origin, X-Origin, Referer",
-    }
-    return JsonReply(status, {"error": error}, headers, indent=2, separators=SEPARATORS)
+    return google_json({"error": error}, {**GOOGLE_JSON, "vary": VARY}, status)
 
 
 NO_MODEL = (
@@ -165,12 +170,12 @@ class Gemini(Format):
         ]
 
     def headers(self, request: HttpRequest) -> dict[str, str]:
-        return {"vary": "Origin, X-Origin, Referer", "server-timing": "gfet4t7; dur=1"}
+        return {"vary": VARY, "server-timing": "gfet4t7; dur=1"}
 
     def stream_headers(self, call: Call) -> dict[str, str]:
         if call.options["sse"]:
             return {"content-type": "text/event-stream", "content-disposition": "attachment"}
-        return {"content-type": "application/json; charset=UTF-8"}
+        return dict(GOOGLE_JSON)
 
     def parse(self, call: Call) -> None:
         call.model = call.match["model"]
@@ -193,13 +198,7 @@ class Gemini(Format):
                 "totalTokens": total,
                 "promptTokensDetails": [{"modality": "TEXT", "tokenCount": total}],
             }
-            return JsonReply(
-                200,
-                body,
-                {"content-type": "application/json; charset=UTF-8"},
-                indent=2,
-                separators=SEPARATORS,
-            )
+            return google_json(body)
         if call.endpoint == "generate":
             return None
         listed = [
@@ -209,7 +208,7 @@ class Gemini(Format):
             if call.endpoint == "model" or not m.id.startswith("claude")
         ]
         body = listed[0] if call.endpoint == "model" else {"models": listed}
-        return JsonReply(200, body, indent=2, separators=SEPARATORS)
+        return google_json(body, {})
 
     def read(self, call: Call) -> Prompt:
         body = call.body
@@ -282,8 +281,7 @@ class Gemini(Format):
         }
         if call.stream:
             return body
-        headers = {**self.headers(call.request), "content-type": "application/json; charset=UTF-8"}
-        return JsonReply(200, body, headers, indent=2, separators=SEPARATORS)
+        return google_json(body, {**self.headers(call.request), **GOOGLE_JSON})
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
         chunks = stream_chunks(

@@ -9,9 +9,8 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from metis.testing.emulator.formats.gemini import SEPARATORS
 from metis.testing.emulator.wire import Frame, JsonReply, dumps
-
-SEPARATORS = (",", ": ")  # Gemini's (formats/gemini.py)
 
 
 def on_vertex(body: dict[str, Any], created: str) -> dict[str, Any]:
