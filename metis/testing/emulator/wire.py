@@ -164,6 +164,12 @@ def request_ids(request: HttpRequest) -> Ids:
     return Ids(request.digest + request.number.to_bytes(8, "big"))
 
 
+def request_uuid(request: HttpRequest) -> str:
+    """A UUID naming the request (Bedrock's and Azure's request id headers)."""
+    hexed = request_ids(request).token(32, "hex")
+    return "-".join((hexed[:8], hexed[8:12], hexed[12:16], hexed[16:20], hexed[20:]))
+
+
 SIGNING_KEY = b"metis-emulator-signing-key-v1"
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from metis.testing.emulator.formats.base import Call
 from metis.testing.emulator.rules import Refused
-from metis.testing.emulator.wire import Frame, HttpRequest, dumps, request_ids, sse
+from metis.testing.emulator.wire import Frame, HttpRequest, dumps, request_uuid, sse
 
 SAFE = {"filtered": False, "severity": "safe"}
 UNDETECTED = {"filtered": False, "detected": False}
@@ -55,9 +55,7 @@ def classic_path(call: Call) -> None:
 
 
 def apim_headers(request: HttpRequest) -> dict[str, str]:
-    hexed = request_ids(request).token(32, "hex")
-    uuid = "-".join((hexed[:8], hexed[8:12], hexed[12:16], hexed[16:20], hexed[20:]))
-    return {"apim-request-id": uuid}
+    return {"apim-request-id": request_uuid(request)}
 
 
 def filtered(rendered: dict[str, Any]) -> dict[str, Any]:
