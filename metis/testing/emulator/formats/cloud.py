@@ -17,6 +17,7 @@ provider's own format at the platform's paths, with the platform's authenticatio
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from metis.testing.emulator.formats.anthropic import Anthropic
@@ -32,7 +33,6 @@ from metis.testing.emulator.formats.base import Call, Route
 from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.gemini import Gemini, google_error
 from metis.testing.emulator.formats.responses import Responses
-from metis.testing.emulator.formats.vertex_shapes import vertex_frames, vertex_reply
 from metis.testing.emulator.model import Prompt, Reply
 from metis.testing.emulator.rules import Refused, check, table
 from metis.testing.emulator.wire import Frame, HttpRequest, Ids, JsonReply
@@ -51,6 +51,7 @@ INVALID_KEY = (
     "active subscription and use a correct regional API endpoint for your resource."
 )
 VERTEX_CLAUDE_RULES = table("vertex_anthropic")
+CREATED = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 class OnVertex:
@@ -110,11 +111,16 @@ class VertexGemini(OnVertex, Gemini):
     )
     catalog: ClassVar[tuple[str, ...]] = ("google-vertex",)
 
-    def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> Any:
-        return vertex_reply(super().render(call, prompt, reply, ids))
-
-    def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
-        return vertex_frames(super().frames(call, rendered, reply, ids))
+    def shaped(self, call: Call, body: dict[str, Any]) -> dict[str, Any]:
+        """Each reply (and each streamed chunk) has its ``createTime`` (one for a stream's
+        chunks) and its usage's ``trafficType``, and its candidates no ``index``, as
+        recorded (real-traffic/vertex)."""
+        created = call.options.setdefault("created", datetime.now(UTC).strftime(CREATED))
+        candidates = [{k: v for k, v in c.items() if k != "index"} for c in body["candidates"]]
+        usage = {**body["usageMetadata"], "trafficType": "ON_DEMAND"}
+        shaped = {"candidates": candidates, "usageMetadata": usage}
+        shaped.update(modelVersion=body["modelVersion"], createTime=created)
+        return {**shaped, **{k: v for k, v in body.items() if k not in shaped}}
 
 
 class VertexAnthropic(OnVertex, Anthropic):

@@ -281,25 +281,23 @@ class Gemini(Format):
         }
         if call.stream:
             return body
-        return google_json(body, {**self.headers(call.request), **GOOGLE_JSON})
+        return google_json(self.shaped(call, body), {**self.headers(call.request), **GOOGLE_JSON})
+
+    def shaped(self, call: Call, body: dict[str, Any]) -> dict[str, Any]:
+        """A reply's body (or a streamed chunk) as this API gives it."""
+        return body
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
+        candidate = rendered["candidates"][0]
         chunks = stream_chunks(
-            call.model,
-            call.options["response_id"],
-            reply,
-            rendered["candidates"][0]["content"]["parts"],
+            call.model, call.options["response_id"], reply, candidate["content"]["parts"]
         )
-        if "groundingMetadata" in rendered["candidates"][0]:  # on the last chunk
-            chunks[-1]["candidates"][0]["groundingMetadata"] = rendered["candidates"][0][
-                "groundingMetadata"
-            ]
+        if "groundingMetadata" in candidate:  # on the last chunk
+            chunks[-1]["candidates"][0]["groundingMetadata"] = candidate["groundingMetadata"]
+        payloads = [dumps(self.shaped(call, chunk), SEPARATORS) for chunk in chunks]
         if call.options["sse"]:
-            return [Frame(b"data: ", dumps(c, SEPARATORS), b"\r\n\r\n") for c in chunks]
-        frames = [
-            Frame(b"[" if i == 0 else b",\r\n", dumps(c, SEPARATORS), b"\n")
-            for i, c in enumerate(chunks)
-        ]
+            return [Frame(b"data: ", payload, b"\r\n\r\n") for payload in payloads]
+        frames = [Frame(b",\r\n" if i else b"[", p, b"\n") for i, p in enumerate(payloads)]
         return [*frames, Frame(b"", b"", b"]")]
 
     def cached(self, call: Call, prompt: Prompt, reply: Reply) -> None:
