@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 from metis.testing.emulator.formats.anthropic import Anthropic
 from metis.testing.emulator.formats.azure_shapes import (
     DEPLOYMENT,
+    STREAMED_FILTERS,
     apim_headers,
-    choice_filtered,
     classic_path,
     filtered,
     prompt_filter_chunk,
@@ -220,7 +220,15 @@ class AzureChat(OnAzure, Chat):
         return filtered(super().render(call, prompt, reply, ids))
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
-        return [prompt_filter_chunk(), *choice_filtered(super().frames(call, rendered, reply, ids))]
+        return [prompt_filter_chunk(), *super().frames(call, rendered, reply, ids)]
+
+    def chunk(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The filter's verdict on each choice (on the text it carries: else ``{}``)."""
+        for choice in data["choices"]:
+            delta = choice.get("delta") or {}
+            said = delta.get("content") or delta.get("refusal")
+            choice["content_filter_results"] = STREAMED_FILTERS if said else {}
+        return data
 
 
 class AzureResponses(OnAzure, Responses):
