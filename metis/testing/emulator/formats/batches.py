@@ -80,18 +80,24 @@ def answer_one(
     return reply.status, reply.body
 
 
+def polled(call: Call, missing: str) -> Batch:
+    """The batch a status read (one more poll) or a cancel (it is cancelled) names; a 404
+    saying ``missing`` when there is none."""
+    with call.env.lock:
+        found = call.env.batches.get(call.match["id"])
+    if not isinstance(found, Batch):
+        raise Refused(missing, status=404)
+    if call.endpoint == "cancel":
+        found.cancelled = True
+    elif call.endpoint == "status":
+        found.polls += 1
+    return found
+
+
 def store(call: Call, batch: Batch) -> Batch:
     with call.env.lock:
         call.env.batches[batch.id] = batch
     return batch
-
-
-def find(call: Call, batch_id: str, missing: Refused) -> Batch:
-    with call.env.lock:
-        found = call.env.batches.get(batch_id)
-    if not isinstance(found, Batch):
-        raise missing
-    return found
 
 
 def _origin(request: HttpRequest) -> str:
@@ -115,7 +121,6 @@ class AnthropicBatches(Anthropic):
         check(ANTHROPIC_RULES, call.body)
 
     def serve(self, call: Call) -> JsonReply | None:
-        missing = Refused("Message batch not found", status=404)
         if call.endpoint == "create":
             batch_id = "msgbatch_" + request_ids(call.request).token(24)
             requests = [
@@ -123,11 +128,7 @@ class AnthropicBatches(Anthropic):
             ]
             batch = store(call, run_items(Anthropic(), call, requests, batch_id))
             return JsonReply(200, self._object(batch, call.request))
-        batch = find(call, call.match["id"], missing)
-        if call.endpoint == "cancel":
-            batch.cancelled = True
-        elif call.endpoint == "status":
-            batch.polls += 1
+        batch = polled(call, "Message batch not found")
         if call.endpoint == "results":
             if not batch.finished():
                 raise Refused("Message batch is still processing", status=400)
@@ -211,13 +212,8 @@ class GeminiBatches(Gemini):
             batch = run_items(Gemini(), call, requests, request_ids(call.request).token(16).lower())
             batch.extra["model"] = model
             return JsonReply(200, self._operation(store(call, batch)))
-        missing = Refused(f"Batch batches/{call.match['id']} not found.", status=404)
-        batch = find(call, call.match["id"], missing)
-        if call.endpoint == "cancel":
-            batch.cancelled = True
-            return JsonReply(200, {})
-        batch.polls += 1
-        return JsonReply(200, self._operation(batch))
+        batch = polled(call, f"Batch batches/{call.match['id']} not found.")
+        return JsonReply(200, {} if call.endpoint == "cancel" else self._operation(batch))
 
     def _operation(self, batch: Batch) -> dict[str, Any]:
         done = batch.finished()
