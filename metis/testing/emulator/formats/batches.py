@@ -41,6 +41,14 @@ class Batch:
     def finished(self) -> bool:
         return self.cancelled or self.polls > POLLS_TO_FINISH
 
+    def state(self, names: str) -> str:
+        """Its state in an API's words, ``names``: not yet read, running, cancelled, expired,
+        finished."""
+        waiting, running, cancelled, expired, finished = names.split()
+        if not self.finished():
+            return waiting if self.polls == 0 else running
+        return cancelled if self.cancelled else expired if self.expired else finished
+
     @property
     def succeeded(self) -> int:
         return sum(1 for _, status, body in self.items if status == 200 and body is not None)
@@ -154,23 +162,14 @@ class AnthropicBatches(Anthropic):
 
     def _object(self, batch: Batch, request: HttpRequest) -> dict[str, Any]:
         done = batch.finished()
-        counts = {
-            "processing": 0 if done else len(batch.items),
-            "succeeded": 0,
-            "errored": 0,
-            "canceled": 0,
-            "expired": 0,
-        }
+        counts = dict.fromkeys(("processing", "succeeded", "errored", "canceled", "expired"), 0)
+        counts["processing"] = 0 if done else len(batch.items)
         for _, status, body in batch.items if done else ():
             counts[self._result(batch, status, body)["type"]] += 1
         return {
             "id": batch.id,
             "type": "message_batch",
-            "processing_status": "ended"
-            if done
-            else "canceling"
-            if batch.cancelled
-            else "in_progress",
+            "processing_status": "ended" if done else "in_progress",  # a cancel ends it at once
             "request_counts": counts,
             "created_at": "2026-11-26T09:00:00Z",
             "expires_at": "2026-11-27T09:00:00Z",
@@ -217,16 +216,7 @@ class GeminiBatches(Gemini):
 
     def _operation(self, batch: Batch) -> dict[str, Any]:
         done = batch.finished()
-        if not done:
-            state = "BATCH_STATE_PENDING" if batch.polls == 0 else "BATCH_STATE_RUNNING"
-        else:
-            state = (
-                "BATCH_STATE_CANCELLED"
-                if batch.cancelled
-                else "BATCH_STATE_EXPIRED"
-                if batch.expired
-                else "BATCH_STATE_SUCCEEDED"
-            )
+        state = "BATCH_STATE_" + batch.state("PENDING RUNNING CANCELLED EXPIRED SUCCEEDED")
         metadata = {
             "@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
             "model": f"models/{batch.extra.get('model')}",
@@ -235,19 +225,18 @@ class GeminiBatches(Gemini):
             "batchStats": {"requestCount": str(len(batch.items))},
         }
         operation: dict[str, Any] = {"name": f"batches/{batch.id}", "metadata": metadata}
-        if done and state == "BATCH_STATE_SUCCEEDED":
+        if done:
+            operation["done"] = True
+        if state == "BATCH_STATE_SUCCEEDED":
             inlined = [
                 {"response": body, "metadata": {"key": key}}
                 if status == 200
                 else {"error": (body or {}).get("error", body), "metadata": {"key": key}}
                 for key, status, body in batch.items
             ]
-            operation["done"] = True
             operation["response"] = {
                 "@type": "type.googleapis.com/google.ai.generativelanguage.v1main."
                 "GenerateContentBatchOutput",
                 "inlinedResponses": {"inlinedResponses": inlined},
             }
-        elif done:
-            operation["done"] = True
         return operation

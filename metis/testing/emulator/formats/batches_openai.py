@@ -105,11 +105,7 @@ class OpenAIBatches(Chat):
 
     def _object(self, batch: Batch, call: Call) -> dict[str, Any]:
         done = batch.finished()
-        status = (
-            ("cancelled" if batch.cancelled else "expired" if batch.expired else "completed")
-            if done
-            else ("validating" if batch.polls == 0 else "in_progress")
-        )
+        status = batch.state("validating in_progress cancelled expired completed")
         output = error = None
         if done:
             output, error = self._files(batch, call)
