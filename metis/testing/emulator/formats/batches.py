@@ -190,9 +190,6 @@ class GeminiBatches(Gemini):
         ("POST", r"/(v1beta|v1)/batches/(?P<id>[^/:]+):cancel", "cancel"),
     )
 
-    def claims(self, endpoint: str, request: HttpRequest) -> bool:
-        return True
-
     def parse(self, call: Call) -> None:
         if call.endpoint != "create":
             return

@@ -71,9 +71,6 @@ class GeminiEmbeddings(Gemini):
         ),
     )
 
-    def claims(self, endpoint: str, request: HttpRequest) -> bool:
-        return True
-
     def parse(self, call: Call) -> None:
         call.model = model = call.match["model"]
         single = call.match["method"] == "embedContent"

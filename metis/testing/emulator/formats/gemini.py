@@ -114,7 +114,8 @@ class Gemini(Format):
     def claims(self, endpoint: str, request: HttpRequest) -> bool:
         """``/v1/models`` is OpenAI's too: a Gemini client sends its key Google's way."""
         google = request.header("x-goog-api-key") or "key" in request.query
-        return endpoint == "generate" or not request.path.startswith("/v1/") or bool(google)
+        listing = endpoint.startswith("model") and request.path.startswith("/v1/")
+        return not listing or bool(google)
 
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         key = request.header("x-goog-api-key") or request.query.get("key")

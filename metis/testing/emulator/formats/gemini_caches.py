@@ -8,7 +8,7 @@ stored and how a request reads it)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from metis.testing.emulator.formats.base import Call, Route
 from metis.testing.emulator.formats.gemini import Gemini, google_error, google_json
@@ -35,9 +35,6 @@ class GeminiCaches(Gemini):
         ("GET", r"/(v1beta|v1)/cachedContents/(?P<id>[^/:]+)", "get"),
         ("DELETE", r"/(v1beta|v1)/cachedContents/(?P<id>[^/:]+)", "delete"),
     )
-
-    def claims(self, endpoint: str, request: Any) -> bool:
-        return True
 
     def parse(self, call: Call) -> None:
         if call.endpoint == "create":
