@@ -141,9 +141,10 @@ class Ollama(Format):
             raise self.unknown_model(call.model)
         if any(m["role"] != "system" for m in call.body.get("messages") or []):
             return None
-        message = {"role": "assistant", "content": ""}
-        done = {"model": call.model, "created_at": rfc3339_nanos(), "message": message}
-        return _one(call, {**done, "done_reason": "load", "done": True})
+        loaded = _said(call, {"content": ""}, done_reason="load", done=True)
+        if call.stream:
+            return StreamReply([ndjson(loaded)], self.stream_headers(call), lambda kind: [])
+        return JsonReply(200, loaded, dict(JSON))
 
     def read(self, call: Call) -> Prompt:
         body = call.body
@@ -186,49 +187,27 @@ class Ollama(Format):
             }
             for i, c in enumerate(reply.calls)
         ]
-        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        message: dict[str, Any] = {"content": reply.text}
         if call.options["think"] and reply.thinking:
             message["thinking"] = reply.thinking
         if calls:
             message["tool_calls"] = calls
-        return {
-            "model": call.model,
-            "created_at": rfc3339_nanos(),
-            "message": message,
-            "done": True,
-            **_timings(reply),
-        }
+        return _said(call, message, done=True, **_timings(reply))
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
-        def line(message: dict[str, Any], done: bool = False, **extra: Any) -> Frame:
-            shown = {"role": "assistant", **message}
-            return ndjson(
-                {
-                    "model": call.model,
-                    "created_at": rfc3339_nanos(),
-                    "message": shown,
-                    "done": done,
-                    **extra,
-                }
-            )
-
-        lines = (
-            [line({"content": "", "thinking": p}) for p in split_text(reply.thinking)]
-            if call.options["think"]
-            else []
-        )
-        lines += [line({"content": p}) for p in split_text(reply.text)]
-        calls = rendered["message"].get("tool_calls")
-        lines += [line({"content": "", "tool_calls": calls})] if calls else []
-        return [*lines, line({"content": ""}, True, **_timings(reply))]
+        thought = split_text(reply.thinking) if call.options["think"] else []
+        said = [{"content": "", "thinking": p} for p in thought]
+        said += [{"content": p} for p in split_text(reply.text)]
+        if calls := rendered["message"].get("tool_calls"):
+            said.append({"content": "", "tool_calls": calls})
+        lines = [ndjson(_said(call, message, done=False)) for message in said]
+        return [*lines, ndjson(_said(call, {"content": ""}, done=True, **_timings(reply)))]
 
 
-def _one(call: Call, body: dict[str, Any]) -> Any:
-    if call.stream:
-        return StreamReply(
-            [ndjson(body)], {"content-type": "application/x-ndjson"}, lambda kind: []
-        )
-    return JsonReply(200, body, dict(JSON))
+def _said(call: Call, message: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """One answer (or streamed line) of the model: ``message`` and ``more`` after it."""
+    shown = {"role": "assistant", **message}
+    return {"model": call.model, "created_at": rfc3339_nanos(), "message": shown, **more}
 
 
 def _turns(messages: list[dict[str, Any]]) -> tuple[list[Turn], str]:
