@@ -41,16 +41,17 @@ from metis.testing.emulator.wire import (
 )
 
 SEPARATORS = (",", ": ")
+RPC = "type.googleapis.com/google.rpc."
 VARY = "Origin, X-Origin, Referer"
 API_KEY_INVALID: list[dict[str, Any]] = [
     {
-        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "@type": RPC + "ErrorInfo",
         "reason": "API_KEY_INVALID",
         "domain": "googleapis.com",
         "metadata": {"service": "generativelanguage.googleapis.com"},
     },
     {
-        "@type": "type.googleapis.com/google.rpc.LocalizedMessage",
+        "@type": RPC + "LocalizedMessage",
         "locale": "en-US",
         "message": "API key not valid. Please pass a valid API key.",
     },
@@ -66,6 +67,20 @@ IN_STREAM: dict[str, tuple[Any, ...]] = {
     "rate_limit": (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
 }
 CHOICES = {"ANY": "required", "NONE": "none", "VALIDATED": "auto"}
+QUOTA = {
+    "@type": RPC + "QuotaFailure",
+    "violations": [
+        {
+            "quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+            "quotaId": "GenerateRequestsPerMinutePerProjectPerModel",
+            "quotaValue": "10",
+        }
+    ],
+}
+OVER_QUOTA = (
+    "You exceeded your current quota, please check your plan and billing details. For more "
+    "information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
+)
 
 
 GOOGLE_JSON = {"content-type": "application/json; charset=UTF-8"}
@@ -138,24 +153,8 @@ class Gemini(Format):
 
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
         if kind == "rate_limit":
-            quota = {
-                "quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
-                "quotaId": "GenerateRequestsPerMinutePerProjectPerModel",
-                "quotaValue": "10",
-            }
-            details: list[dict[str, Any]] = [
-                {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [quota]},
-                {
-                    "@type": "type.googleapis.com/google.rpc.RetryInfo",
-                    "retryDelay": f"{retry_after:g}s",
-                },
-            ]
-            message = (
-                "You exceeded your current quota, please check your plan and billing details. "
-                "For more information on "
-                "this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
-            )
-            return google_error(429, "RESOURCE_EXHAUSTED", message, details)
+            retry = {"@type": RPC + "RetryInfo", "retryDelay": f"{retry_after:g}s"}
+            return google_error(429, "RESOURCE_EXHAUSTED", OVER_QUOTA, [QUOTA, retry])
         if kind == "context_overflow":
             return self.refusal(self.overflow(1048577, 1048576), request)
         status, state, message = FAULTS[kind]
