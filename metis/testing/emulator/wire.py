@@ -85,12 +85,14 @@ class Frame:
     payload: bytes
     tail: bytes
 
-    def encode(self) -> bytes:
-        return self.head + self.payload + self.tail
+    def encode(self, alone: bool = False) -> bytes:
+        """The frame as sent (``alone``: its payload only, a WebSocket message)."""
+        return self.payload if alone else self.head + self.payload + self.tail
 
-    def truncated(self) -> bytes:
+    def truncated(self, alone: bool = False) -> bytes:
         """The same frame with its JSON cut in half: a malformed chunk, framing intact."""
-        return self.head + self.payload[: max(1, len(self.payload) // 2)] + self.tail
+        half = Frame(self.head, self.payload[: max(1, len(self.payload) // 2)], self.tail)
+        return half.encode(alone)
 
 
 @dataclass(slots=True)
