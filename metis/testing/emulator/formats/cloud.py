@@ -59,17 +59,14 @@ class OnVertex:
 
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         token = request.bearer()
-        if not token:
-            return google_error(
-                401,
-                "UNAUTHENTICATED",
-                f"Request is missing required authentication credential. {OAUTH}",
-            )
-        if keys is not None and token not in keys:
-            return google_error(
-                401, "UNAUTHENTICATED", f"Request had invalid authentication credentials. {OAUTH}"
-            )
-        return None
+        if token and (keys is None or token in keys):
+            return None
+        message = (
+            f"Request had invalid authentication credentials. {OAUTH}"
+            if token
+            else f"Request is missing required authentication credential. {OAUTH}"
+        )
+        return google_error(401, "UNAUTHENTICATED", message)
 
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
         if kind == "rate_limit":

@@ -109,13 +109,9 @@ class Cohere(Format):
 
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         token = request.bearer()
-        if not token:
-            return self._error(401, "no api key supplied")
-        return (
-            self._error(401, "invalid api token")
-            if keys is not None and token not in keys
-            else None
-        )
+        if token and (keys is None or token in keys):
+            return None
+        return self._error(401, "invalid api token" if token else "no api key supplied")
 
     def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
         return self._error(refused.status, refused.message)
