@@ -50,6 +50,14 @@ INVALID_KEY = (
     "valid key for an "
     "active subscription and use a correct regional API endpoint for your resource."
 )
+BAD_TOKEN = (
+    "Unauthorized. Access token is missing, invalid, audience is incorrect "
+    "(https://cognitiveservices.azure.com), or have expired."
+)
+NO_KEY = (
+    "Access denied due to missing subscription key. Make sure to include subscription key "
+    "when making requests to an API."
+)
 VERTEX_CLAUDE_RULES = table("vertex_anthropic")
 CREATED = "%Y-%m-%dT%H:%M:%S.%fZ"
 
@@ -144,21 +152,10 @@ class VertexAnthropic(OnVertex, Anthropic):
 def azure_authenticate(request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
     """An ``api-key`` header, or an Entra ID bearer token; Azure's 401 bodies otherwise."""
     key, token = request.header("api-key"), request.bearer()
-    if key:
-        return None if keys is None or key in keys else _azure_401(INVALID_KEY)
-    if token:
-        return (
-            None
-            if keys is None or token in keys
-            else _azure_401(
-                "Unauthorized. Access token is missing, invalid, audience is incorrect "
-                "(https://cognitiveservices.azure.com), or have expired."
-            )
-        )
-    return _azure_401(
-        "Access denied due to missing subscription key. Make sure to include subscription key "
-        "when making requests to an API."
-    )
+    given = key or token
+    if given and (keys is None or given in keys):
+        return None
+    return _azure_401(INVALID_KEY if key else BAD_TOKEN if token else NO_KEY)
 
 
 def _azure_401(message: str) -> JsonReply:
