@@ -26,7 +26,6 @@ from metis.testing.emulator.formats.anthropic import Anthropic
 from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.bedrock_invoke import (
     STREAM_HEADERS,
-    identified,
     invoke_chunks,
     invoke_headers,
     invoke_message,
@@ -116,19 +115,18 @@ class Bedrock(Format):
     no_model = (400, "The provided model identifier is invalid.")
 
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
-        return identified(self._authenticate(request, keys), request)
-
-    def _authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         authorization = request.header("authorization") or ""
         if authorization.startswith("Bearer "):
             token = request.bearer()
             if token and (keys is None or token in keys):
                 return None
             return _denied(
-                "UnrecognizedClient", "Invalid API Key format: Must start with pre-defined prefix"
+                "UnrecognizedClient",
+                "Invalid API Key format: Must start with pre-defined prefix",
+                request,
             )
         if not authorization:
-            return _denied("MissingAuthenticationToken", "Missing Authentication Token")
+            return _denied("MissingAuthenticationToken", "Missing Authentication Token", request)
         return _check_signature(authorization, request)
 
     def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
@@ -233,23 +231,25 @@ def _frame(kind: str, payload: dict[str, Any]) -> Frame:
 def _check_signature(authorization: str, request: HttpRequest) -> JsonReply | None:
     parts = AUTHORIZATION.match(authorization)
     if parts is None:
-        return _denied("IncompleteSignature", INCOMPLETE)
+        return _denied("IncompleteSignature", INCOMPLETE, request)
     secret = CREDENTIALS.get(parts["key"])
     token = request.header("x-amz-security-token")
     if secret is None:
         return _denied(
-            "UnrecognizedClient", "The security token included in the request is invalid."
+            "UnrecognizedClient", "The security token included in the request is invalid.", request
         )
     if token == EXPIRED_TOKEN:
-        return _denied("ExpiredToken", "The security token included in the request is expired")
+        return _denied(
+            "ExpiredToken", "The security token included in the request is expired", request
+        )
     amz_date = request.header("x-amz-date") or ""
     try:
         signed_at = calendar.timegm(time.strptime(amz_date, "%Y%m%dT%H%M%SZ"))
     except ValueError:
-        return _denied("IncompleteSignature", "X-Amz-Date is missing or malformed")
+        return _denied("IncompleteSignature", "X-Amz-Date is missing or malformed", request)
     if abs(time.time() - signed_at) > MAX_CLOCK_SKEW:
         skewed = f"Signature expired: {amz_date} is now earlier or later than the allowed skew."
-        return _denied("InvalidSignature", skewed)
+        return _denied("InvalidSignature", skewed, request)
     from botocore.credentials import Credentials
 
     from metis.stages.auth.aws import expected_signature
@@ -268,9 +268,9 @@ def _check_signature(authorization: str, request: HttpRequest) -> JsonReply | No
         amz_date,
     )
     if wanted != parts["sig"] or parts["service"] != "bedrock":
-        return _denied("InvalidSignature", SIGNATURE)
+        return _denied("InvalidSignature", SIGNATURE, request)
     return None
 
 
-def _denied(kind: str, message: str) -> JsonReply:
-    return error(403, kind + "Exception", message)
+def _denied(kind: str, message: str, request: HttpRequest) -> JsonReply:
+    return error(403, kind + "Exception", message, request)
