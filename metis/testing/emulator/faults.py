@@ -40,6 +40,8 @@ STATUS_KINDS = frozenset({"rate_limit", "overloaded", "server_error", "auth", "c
 STREAM_KINDS = frozenset({"drop", "stall", "malformed", "stream_error"})
 MODIFIER_KINDS = frozenset({"slow"})
 KINDS = STATUS_KINDS | STREAM_KINDS | MODIFIER_KINDS | {"none"}
+ERROR_CLASSES = ("overloaded", "server_error", "rate_limit")
+"""What a ``stream_error`` may name as its error's class."""
 
 ALIASES = {
     alias: kind
@@ -73,15 +75,8 @@ class Fault:
             raise FaultSpecError(f"unknown fault {self.kind!r}; known: {', '.join(sorted(KINDS))}")
         if self.kind in ("drop", "rate_limit", "stall", "slow"):
             self._number(0.0)
-        if self.kind == "stream_error" and self.arg not in (
-            None,
-            "overloaded",
-            "server_error",
-            "rate_limit",
-        ):
-            raise FaultSpecError(
-                f"stream_error class {self.arg!r}: overloaded|server_error|rate_limit"
-            )
+        if self.kind == "stream_error" and self.arg not in (None, *ERROR_CLASSES):
+            raise FaultSpecError(f"stream_error class {self.arg!r}: {'|'.join(ERROR_CLASSES)}")
 
     def _number(self, default: float) -> float:
         if self.arg is None:

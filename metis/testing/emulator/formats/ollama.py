@@ -41,6 +41,7 @@ MODELS = [
     ("gemma3:1b", "gemma3", "999.89M", "Q4_K_M", 815319791),
 ]
 JSON = {"content-type": "application/json; charset=utf-8"}
+MODIFIED = "2025-08-20T13:40:00.000000000Z"  # when every listed model was pulled
 FAULTS: dict[str, tuple[Any, ...]] = {
     "rate_limit": (429, "too many requests, please try again later"),
     "overloaded": (503, "server busy, please try again.  maximum pending requests exceeded"),
@@ -119,12 +120,8 @@ class Ollama(Format):
 
     def serves(self, env: Any, model: str) -> bool:
         """What ``/api/tags`` lists (a name without a tag is ``:latest``), else as told."""
-        tagged = model if ":" in model else model + ":latest"
-        return (
-            env.served.policy == "any"
-            or model in env.served.names
-            or tagged in {m[0] for m in MODELS}
-        )
+        listed = _tagged(model) in {m[0] for m in MODELS}
+        return env.served.policy == "any" or model in env.served.names or listed
 
     def serve(self, call: Call) -> Any:
         if call.endpoint == "root":
@@ -246,7 +243,7 @@ def _show(body: dict[str, Any]) -> JsonReply:
     model = body.get("model", body.get("name"))
     if not isinstance(model, str) or not model:
         raise Refused("model is required")
-    name = model if ":" in model else model + ":latest"
+    name = _tagged(model)
     _, family, size, quant, _ = {m[0]: m for m in MODELS}.get(
         name, (name, name.split(":")[0], "7B", "Q4_K_M", 0)
     )
@@ -268,7 +265,7 @@ def _show(body: dict[str, Any]) -> JsonReply:
             f"{family}.context_length": 40960,
         },
         "capabilities": capabilities,
-        "modified_at": "2025-08-20T13:40:00.000000000Z",
+        "modified_at": MODIFIED,
     }
     return JsonReply(200, shown, dict(JSON))
 
@@ -299,12 +296,10 @@ def _timings(reply: Reply) -> dict[str, Any]:
 
 def _tag(name: str, family: str, size: str, quant: str, nbytes: int) -> dict[str, Any]:
     digest = Ids(name.encode()).token(64, "hex")
-    modified = "2025-08-20T13:40:00.000000000Z"
-    return {
-        "name": name,
-        "model": name,
-        "modified_at": modified,
-        "size": nbytes,
-        "digest": digest,
-        "details": _details(family, size, quant),
-    }
+    tag = {"name": name, "model": name, "modified_at": MODIFIED, "size": nbytes, "digest": digest}
+    return {**tag, "details": _details(family, size, quant)}
+
+
+def _tagged(model: str) -> str:
+    """A model's name as ``/api/tags`` lists it (no tag is ``:latest``)."""
+    return model if ":" in model else model + ":latest"
