@@ -34,6 +34,14 @@ def _file(call: Call, file_id: str, param: str) -> bytes:
     return stored
 
 
+def _item(line: bytes) -> dict[str, Any]:
+    """One line of a batch file: a JSON object, else a 400 saying why not."""
+    try:
+        return parse_json_object(line)
+    except ValueError as exc:
+        raise Refused(str(exc), "input_file_id") from None
+
+
 def _multipart_file(request: HttpRequest) -> bytes:
     kind = request.header("content-type") or ""
     found = re.search(r"boundary=([^;]+)", kind)
@@ -94,7 +102,7 @@ class OpenAIBatches(Chat):
         endpoint, requests = call.body["endpoint"], []
         for line in _file(call, call.body["input_file_id"], "input_file_id").splitlines():
             if line.strip():
-                item = parse_json_object(line)
+                item = _item(line)
                 if item.get("url") != endpoint:
                     raise Refused(f"The url of every request must be {endpoint}", "input_file_id")
                 key, body = str(item.get("custom_id")), item.get("body") or {}
