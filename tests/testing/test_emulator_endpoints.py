@@ -4,6 +4,7 @@ is its entry in the model list."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -70,3 +71,32 @@ def test_a_model_fetched_alone_is_its_entry_in_the_list(
         for entry in listed[:3]:
             alone = client.get(f"{path}/{entry[field].removeprefix(prefix)}", headers=headers)
             assert alone.json() == entry
+
+
+def _batch(content: bytes) -> httpx.Response:
+    transport = Emulator().transport()
+    with httpx.Client(transport=transport, base_url="http://emulator") as client:
+        headers = {"authorization": "Bearer k"}
+        files = {"file": ("batch.jsonl", content)}
+        uploaded = client.post("/v1/files", files=files, data={"purpose": "batch"}, headers=headers)
+        asked = {"endpoint": "/v1/chat/completions", "completion_window": "24h"}
+        body = {"input_file_id": uploaded.json()["id"], **asked}
+        return client.post("/v1/batches", json=body, headers=headers)
+
+
+def test_a_batch_file_is_split_at_its_line_ends_only() -> None:
+    item = {
+        "custom_id": "one",
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {"model": "gpt-4o", "messages": [{"role": "user", "content": "a\u2028b"}]},
+    }
+    created = _batch(json.dumps(item, ensure_ascii=False).encode() + b"\n")
+    assert created.status_code == 200
+    assert created.json()["request_counts"]["total"] == 1
+
+
+def test_a_batch_file_that_is_not_utf8_is_refused_as_invalid_json() -> None:
+    refused = _batch(b'{"custom_id": "\xff"}\n')
+    assert refused.status_code == 400
+    assert "not valid JSON" in refused.json()["error"]["message"]

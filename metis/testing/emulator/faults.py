@@ -40,24 +40,23 @@ STATUS_KINDS = frozenset({"rate_limit", "overloaded", "server_error", "auth", "c
 STREAM_KINDS = frozenset({"drop", "stall", "malformed", "stream_error"})
 MODIFIER_KINDS = frozenset({"slow"})
 KINDS = STATUS_KINDS | STREAM_KINDS | MODIFIER_KINDS | {"none"}
+ERROR_CLASSES = ("overloaded", "server_error", "rate_limit")
+"""What a ``stream_error`` may name as its error's class."""
 
 ALIASES = {
-    "429": "rate_limit",
-    "ratelimit": "rate_limit",
-    "529": "overloaded",
-    "503": "overloaded",
-    "overload": "overloaded",
-    "500": "server_error",
-    "server": "server_error",
-    "401": "auth",
-    "unauthorized": "auth",
-    "overflow": "context_overflow",
-    "context": "context_overflow",
-    "disconnect": "drop",
-    "hang": "stall",
-    "invalid_json": "malformed",
-    "error": "stream_error",
-    "in_stream_error": "stream_error",
+    alias: kind
+    for kind, aliases in {
+        "rate_limit": "429 ratelimit",
+        "overloaded": "529 503 overload",
+        "server_error": "500 server",
+        "auth": "401 unauthorized",
+        "context_overflow": "overflow context",
+        "drop": "disconnect",
+        "stall": "hang",
+        "malformed": "invalid_json",
+        "stream_error": "error in_stream_error",
+    }.items()
+    for alias in aliases.split()
 }
 
 
@@ -76,15 +75,8 @@ class Fault:
             raise FaultSpecError(f"unknown fault {self.kind!r}; known: {', '.join(sorted(KINDS))}")
         if self.kind in ("drop", "rate_limit", "stall", "slow"):
             self._number(0.0)
-        if self.kind == "stream_error" and self.arg not in (
-            None,
-            "overloaded",
-            "server_error",
-            "rate_limit",
-        ):
-            raise FaultSpecError(
-                f"stream_error class {self.arg!r}: overloaded|server_error|rate_limit"
-            )
+        if self.kind == "stream_error" and self.arg not in (None, *ERROR_CLASSES):
+            raise FaultSpecError(f"stream_error class {self.arg!r}: {'|'.join(ERROR_CLASSES)}")
 
     def _number(self, default: float) -> float:
         if self.arg is None:

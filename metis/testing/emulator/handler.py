@@ -31,7 +31,6 @@ from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.script import ScriptError
 from metis.testing.emulator.shim import as_tags, unshimmed
 from metis.testing.emulator.wire import (
-    Frame,
     HttpRequest,
     Ids,
     JsonReply,
@@ -287,8 +286,6 @@ class Handler:
         self, record: RecordedRequest, reply: StreamReply, faults: list[Fault], payloads: bool
     ) -> Delivery:
         main, wait, frames = primary(faults), delay(faults), reply.frames
-        encode = _payload if payloads else Frame.encode
-        truncated = _truncated_payload if payloads else Frame.truncated
         at = -1
         if main is not None:
             self._count(record, main)
@@ -301,27 +298,19 @@ class Handler:
                 if main.kind == "stall":
                     steps.append(main.seconds)
                 elif main.kind == "stream_error":
-                    steps += [encode(f) for f in reply.error_frames(main.error_class)]
+                    steps += [f.encode(payloads) for f in reply.error_frames(main.error_class)]
                     break
                 elif main.kind == "malformed" and frame is not None:
-                    steps.append(truncated(frame))
+                    steps.append(frame.truncated(payloads))
                     continue
             if frame is None:
                 break
-            steps += [wait, encode(frame)] if wait else [encode(frame)]
+            steps += [wait, frame.encode(payloads)] if wait else [frame.encode(payloads)]
         return self._stream(record, reply, steps)
 
     def _stream(self, record: RecordedRequest, reply: StreamReply, steps: list[Step]) -> Delivery:
         headers = {**reply.headers, "transfer-encoding": "chunked"}
         return Delivery(reply.status, headers, None, [s for s in steps if s != b""], record)
-
-
-def _payload(frame: Frame) -> bytes:
-    return frame.payload
-
-
-def _truncated_payload(frame: Frame) -> bytes:
-    return frame.payload[: max(1, len(frame.payload) // 2)]
 
 
 def answer(fmt: Format, call: Call) -> HttpReply:

@@ -30,10 +30,6 @@ from metis.testing.emulator.words import (
     words,
 )
 
-_SHIM_TOOLS = re.compile(r"<tools>\s*(.*?)\s*</tools>", re.DOTALL)
-_SHIM_RESULT = re.compile(r"<tool_result\b([^>]*)>(.*?)</tool_result>", re.DOTALL)
-_ATTR = re.compile(r'(\w+)="([^"]*)"')
-
 
 class Responder:
     """The default model of every endpoint; ``tool_preamble`` makes it say a sentence before

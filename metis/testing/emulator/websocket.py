@@ -5,7 +5,6 @@ goes to the one request handler as the streamed POST of its body, each event one
 
 from __future__ import annotations
 
-import contextlib
 import json
 import socket
 import threading
@@ -183,8 +182,3 @@ def raw_head(method: str, target: str, headers: list[tuple[str, str]]) -> bytes:
     """A request's head as it came on the wire (for wsproto's server handshake)."""
     lines = [f"{method} {target} HTTP/1.1", *(f"{name}: {value}" for name, value in headers)]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-def close_quietly(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)

@@ -85,12 +85,14 @@ class Frame:
     payload: bytes
     tail: bytes
 
-    def encode(self) -> bytes:
-        return self.head + self.payload + self.tail
+    def encode(self, alone: bool = False) -> bytes:
+        """The frame as sent (``alone``: its payload only, a WebSocket message)."""
+        return self.payload if alone else self.head + self.payload + self.tail
 
-    def truncated(self) -> bytes:
+    def truncated(self, alone: bool = False) -> bytes:
         """The same frame with its JSON cut in half: a malformed chunk, framing intact."""
-        return self.head + self.payload[: max(1, len(self.payload) // 2)] + self.tail
+        half = Frame(self.head, self.payload[: max(1, len(self.payload) // 2)], self.tail)
+        return half.encode(alone)
 
 
 @dataclass(slots=True)
@@ -162,6 +164,12 @@ class Ids:
 def request_ids(request: HttpRequest) -> Ids:
     """Ids for a request's headers: distinct per request even when bodies repeat."""
     return Ids(request.digest + request.number.to_bytes(8, "big"))
+
+
+def request_uuid(request: HttpRequest) -> str:
+    """A UUID naming the request (Bedrock's and Azure's request id headers)."""
+    hexed = request_ids(request).token(32, "hex")
+    return "-".join((hexed[:8], hexed[8:12], hexed[12:16], hexed[16:20], hexed[20:]))
 
 
 SIGNING_KEY = b"metis-emulator-signing-key-v1"

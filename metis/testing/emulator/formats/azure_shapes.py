@@ -11,32 +11,19 @@ and ``apim-request-id`` on every reply."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from metis.testing.emulator.formats.base import Call
 from metis.testing.emulator.rules import Refused
-from metis.testing.emulator.wire import Frame, HttpRequest, dumps, request_ids, sse
+from metis.testing.emulator.wire import Frame, HttpRequest, request_uuid, sse
 
 SAFE = {"filtered": False, "severity": "safe"}
 UNDETECTED = {"filtered": False, "detected": False}
-PROMPT_FILTERS = {
-    "hate": SAFE,
-    "jailbreak": UNDETECTED,
-    "self_harm": SAFE,
-    "sexual": SAFE,
-    "violence": SAFE,
-}
-CHOICE_FILTERS = {
-    "hate": SAFE,
-    "protected_material_code": UNDETECTED,
-    "protected_material_text": UNDETECTED,
-    "self_harm": SAFE,
-    "sexual": SAFE,
-    "violence": SAFE,
-}
-STREAMED_FILTERS = {"hate": SAFE, "self_harm": SAFE, "sexual": SAFE, "violence": SAFE}
+PROTECTED = ("protected_material_code", "protected_material_text")
+STREAMED_FILTERS = dict.fromkeys(("hate", "self_harm", "sexual", "violence"), SAFE)
 """A streamed chunk's verdicts on its content, as Azure's streams give them."""
+PROMPT_FILTERS = dict(sorted({**STREAMED_FILTERS, "jailbreak": UNDETECTED}.items()))
+CHOICE_FILTERS = dict(sorted({**STREAMED_FILTERS, **dict.fromkeys(PROTECTED, UNDETECTED)}.items()))
 DEPLOYMENT = r"/openai/deployments/(?P<deployment>[^/]+)"
 """A deployment's own paths (``.../chat/completions``, ``.../embeddings``), beside which the
 classic API serves ``/openai/responses``: all of them with an ``api-version``."""
@@ -55,9 +42,7 @@ def classic_path(call: Call) -> None:
 
 
 def apim_headers(request: HttpRequest) -> dict[str, str]:
-    hexed = request_ids(request).token(32, "hex")
-    uuid = "-".join((hexed[:8], hexed[8:12], hexed[12:16], hexed[16:20], hexed[20:]))
-    return {"apim-request-id": uuid}
+    return {"apim-request-id": request_uuid(request)}
 
 
 def filtered(rendered: dict[str, Any]) -> dict[str, Any]:
@@ -82,20 +67,3 @@ def prompt_filter_chunk() -> Frame:
             "prompt_filter_results": prompt,
         }
     )
-
-
-def choice_filtered(frames: list[Frame]) -> list[Frame]:
-    """A Chat stream's chunks with the filter's verdict on each choice."""
-    out = []
-    for frame in frames:
-        if not frame.payload.startswith(b"{"):  # [DONE]
-            out.append(frame)
-            continue
-        chunk = json.loads(frame.payload)
-        choices = chunk.get("choices") or []
-        for choice in choices:
-            delta = choice.get("delta") or {}
-            said = delta.get("content") or delta.get("refusal")  # the filters read text
-            choice["content_filter_results"] = STREAMED_FILTERS if said else {}
-        out.append(Frame(frame.head, dumps(chunk), frame.tail) if choices else frame)
-    return out

@@ -41,6 +41,14 @@ class Batch:
     def finished(self) -> bool:
         return self.cancelled or self.polls > POLLS_TO_FINISH
 
+    def state(self, names: str) -> str:
+        """Its state in an API's words, ``names``: not yet read, running, cancelled, expired,
+        finished."""
+        waiting, running, cancelled, expired, finished = names.split()
+        if not self.finished():
+            return waiting if self.polls == 0 else running
+        return cancelled if self.cancelled else expired if self.expired else finished
+
     @property
     def succeeded(self) -> int:
         return sum(1 for _, status, body in self.items if status == 200 and body is not None)
@@ -80,18 +88,24 @@ def answer_one(
     return reply.status, reply.body
 
 
+def polled(call: Call, missing: str) -> Batch:
+    """The batch a status read (one more poll) or a cancel (it is cancelled) names; a 404
+    saying ``missing`` when there is none."""
+    with call.env.lock:
+        found = call.env.batches.get(call.match["id"])
+    if not isinstance(found, Batch):
+        raise Refused(missing, status=404)
+    if call.endpoint == "cancel":
+        found.cancelled = True
+    elif call.endpoint == "status":
+        found.polls += 1
+    return found
+
+
 def store(call: Call, batch: Batch) -> Batch:
     with call.env.lock:
         call.env.batches[batch.id] = batch
     return batch
-
-
-def find(call: Call, batch_id: str, missing: Refused) -> Batch:
-    with call.env.lock:
-        found = call.env.batches.get(batch_id)
-    if not isinstance(found, Batch):
-        raise missing
-    return found
 
 
 def _origin(request: HttpRequest) -> str:
@@ -115,7 +129,6 @@ class AnthropicBatches(Anthropic):
         check(ANTHROPIC_RULES, call.body)
 
     def serve(self, call: Call) -> JsonReply | None:
-        missing = Refused("Message batch not found", status=404)
         if call.endpoint == "create":
             batch_id = "msgbatch_" + request_ids(call.request).token(24)
             requests = [
@@ -123,11 +136,7 @@ class AnthropicBatches(Anthropic):
             ]
             batch = store(call, run_items(Anthropic(), call, requests, batch_id))
             return JsonReply(200, self._object(batch, call.request))
-        batch = find(call, call.match["id"], missing)
-        if call.endpoint == "cancel":
-            batch.cancelled = True
-        elif call.endpoint == "status":
-            batch.polls += 1
+        batch = polled(call, "Message batch not found")
         if call.endpoint == "results":
             if not batch.finished():
                 raise Refused("Message batch is still processing", status=400)
@@ -153,23 +162,14 @@ class AnthropicBatches(Anthropic):
 
     def _object(self, batch: Batch, request: HttpRequest) -> dict[str, Any]:
         done = batch.finished()
-        counts = {
-            "processing": 0 if done else len(batch.items),
-            "succeeded": 0,
-            "errored": 0,
-            "canceled": 0,
-            "expired": 0,
-        }
+        counts = dict.fromkeys(("processing", "succeeded", "errored", "canceled", "expired"), 0)
+        counts["processing"] = 0 if done else len(batch.items)
         for _, status, body in batch.items if done else ():
             counts[self._result(batch, status, body)["type"]] += 1
         return {
             "id": batch.id,
             "type": "message_batch",
-            "processing_status": "ended"
-            if done
-            else "canceling"
-            if batch.cancelled
-            else "in_progress",
+            "processing_status": "ended" if done else "in_progress",  # a cancel ends it at once
             "request_counts": counts,
             "created_at": "2026-11-26T09:00:00Z",
             "expires_at": "2026-11-27T09:00:00Z",
@@ -190,9 +190,6 @@ class GeminiBatches(Gemini):
         ("POST", r"/(v1beta|v1)/batches/(?P<id>[^/:]+):cancel", "cancel"),
     )
 
-    def claims(self, endpoint: str, request: HttpRequest) -> bool:
-        return True
-
     def parse(self, call: Call) -> None:
         if call.endpoint != "create":
             return
@@ -211,26 +208,12 @@ class GeminiBatches(Gemini):
             batch = run_items(Gemini(), call, requests, request_ids(call.request).token(16).lower())
             batch.extra["model"] = model
             return JsonReply(200, self._operation(store(call, batch)))
-        missing = Refused(f"Batch batches/{call.match['id']} not found.", status=404)
-        batch = find(call, call.match["id"], missing)
-        if call.endpoint == "cancel":
-            batch.cancelled = True
-            return JsonReply(200, {})
-        batch.polls += 1
-        return JsonReply(200, self._operation(batch))
+        batch = polled(call, f"Batch batches/{call.match['id']} not found.")
+        return JsonReply(200, {} if call.endpoint == "cancel" else self._operation(batch))
 
     def _operation(self, batch: Batch) -> dict[str, Any]:
         done = batch.finished()
-        if not done:
-            state = "BATCH_STATE_PENDING" if batch.polls == 0 else "BATCH_STATE_RUNNING"
-        else:
-            state = (
-                "BATCH_STATE_CANCELLED"
-                if batch.cancelled
-                else "BATCH_STATE_EXPIRED"
-                if batch.expired
-                else "BATCH_STATE_SUCCEEDED"
-            )
+        state = "BATCH_STATE_" + batch.state("PENDING RUNNING CANCELLED EXPIRED SUCCEEDED")
         metadata = {
             "@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
             "model": f"models/{batch.extra.get('model')}",
@@ -239,19 +222,18 @@ class GeminiBatches(Gemini):
             "batchStats": {"requestCount": str(len(batch.items))},
         }
         operation: dict[str, Any] = {"name": f"batches/{batch.id}", "metadata": metadata}
-        if done and state == "BATCH_STATE_SUCCEEDED":
+        if done:
+            operation["done"] = True
+        if state == "BATCH_STATE_SUCCEEDED":
             inlined = [
                 {"response": body, "metadata": {"key": key}}
                 if status == 200
                 else {"error": (body or {}).get("error", body), "metadata": {"key": key}}
                 for key, status, body in batch.items
             ]
-            operation["done"] = True
             operation["response"] = {
                 "@type": "type.googleapis.com/google.ai.generativelanguage.v1main."
                 "GenerateContentBatchOutput",
                 "inlinedResponses": {"inlinedResponses": inlined},
             }
-        elif done:
-            operation["done"] = True
         return operation

@@ -7,17 +7,39 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from metis.testing.emulator.formats.base import Call, Format, Route
-from metis.testing.emulator.formats.batches import Batch, find, run_items, store
+from metis.testing.emulator.formats.batches import Batch, polled, run_items, store
 from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.cloud import AZURE_MOUNT, AzureChat, OnAzure
 from metis.testing.emulator.formats.responses import Responses
 from metis.testing.emulator.rules import Refused
-from metis.testing.emulator.wire import HttpRequest, JsonReply, parse_json_object, request_ids
+from metis.testing.emulator.wire import (
+    HttpRequest,
+    JsonReply,
+    now_unix,
+    parse_json_object,
+    request_ids,
+)
+
+
+def _file(call: Call, file_id: str, param: str) -> bytes:
+    """An uploaded file's content; OpenAI's 404 when there is none."""
+    with call.env.lock:
+        stored = call.env.batches.get(file_id)
+    if not isinstance(stored, bytes):
+        raise Refused(f"No such File object: {file_id}", param, status=404)
+    return stored
+
+
+def _item(line: bytes) -> dict[str, Any]:
+    """One line of a batch file: a JSON object, else a 400 saying why not."""
+    try:
+        return parse_json_object(line)
+    except ValueError as exc:
+        raise Refused(str(exc), "input_file_id") from None
 
 
 def _multipart_file(request: HttpRequest) -> bytes:
@@ -62,69 +84,36 @@ class OpenAIBatches(Chat):
                 raise Refused(f"Invalid value for 'endpoint': {call.body['endpoint']}", "endpoint")
 
     def serve(self, call: Call) -> JsonReply | None:
-        ids = request_ids(call.request)
+        ids, headers = request_ids(call.request), self.headers(call.request)
         if call.endpoint == "upload":
             content = _multipart_file(call.request)
             file_id = "file-" + ids.token(22)
             with call.env.lock:
                 call.env.batches[file_id] = content
-            body = {
-                "id": file_id,
-                "object": "file",
-                "bytes": len(content),
-                "filename": "batch.jsonl",
-                "purpose": "batch",
-                "created_at": int(time.time()),
-            }
-            return JsonReply(200, body, self.headers(call.request))
+            body = {"id": file_id, "object": "file", "bytes": len(content)}
+            body.update(filename="batch.jsonl", purpose="batch", created_at=now_unix())
+            return JsonReply(200, body, headers)
         if call.endpoint == "content":
-            with call.env.lock:
-                stored = call.env.batches.get(call.match["id"])
-            if not isinstance(stored, bytes):
-                raise Refused(f"No such File object: {call.match['id']}", "id", status=404)
+            stored = _file(call, call.match["id"], "id")
             return JsonReply(200, raw=stored, headers={"content-type": "application/octet-stream"})
-        missing = Refused(
-            f"No batch found with id '{call.match.groupdict().get('id')}'.", status=404
-        )
-        if call.endpoint == "create":
-            with call.env.lock:
-                uploaded = call.env.batches.get(call.body["input_file_id"])
-            if not isinstance(uploaded, bytes):
-                raise Refused(
-                    f"No such File object: {call.body['input_file_id']}",
-                    "input_file_id",
-                    status=404,
-                )
-            endpoint = call.body["endpoint"]
-            requests = []
-            for line in uploaded.decode().splitlines():
-                if line.strip():
-                    item = parse_json_object(line.encode())
-                    if item.get("url") != endpoint:
-                        raise Refused(
-                            f"The url of every request must be {endpoint}", "input_file_id"
-                        )
-                    key, body = str(item.get("custom_id")), item.get("body") or {}
-                    requests.append((key, self.item_root + endpoint, body))
-            batch = run_items(self.endpoints[endpoint](), call, requests, "batch_" + ids.token(24))
-            batch.extra["endpoint"] = endpoint
-            return JsonReply(
-                200, self._object(store(call, batch), call), self.headers(call.request)
-            )
-        batch = find(call, call.match["id"], missing)
-        if call.endpoint == "cancel":
-            batch.cancelled = True
-        else:
-            batch.polls += 1
-        return JsonReply(200, self._object(batch, call), self.headers(call.request))
+        if call.endpoint != "create":
+            batch = polled(call, f"No batch found with id '{call.match['id']}'.")
+            return JsonReply(200, self._object(batch, call), headers)
+        endpoint, requests = call.body["endpoint"], []
+        for line in _file(call, call.body["input_file_id"], "input_file_id").splitlines():
+            if line.strip():
+                item = _item(line)
+                if item.get("url") != endpoint:
+                    raise Refused(f"The url of every request must be {endpoint}", "input_file_id")
+                key, body = str(item.get("custom_id")), item.get("body") or {}
+                requests.append((key, self.item_root + endpoint, body))
+        batch = run_items(self.endpoints[endpoint](), call, requests, "batch_" + ids.token(24))
+        batch.extra["endpoint"] = endpoint
+        return JsonReply(200, self._object(store(call, batch), call), headers)
 
     def _object(self, batch: Batch, call: Call) -> dict[str, Any]:
         done = batch.finished()
-        status = (
-            ("cancelled" if batch.cancelled else "expired" if batch.expired else "completed")
-            if done
-            else ("validating" if batch.polls == 0 else "in_progress")
-        )
+        status = batch.state("validating in_progress cancelled expired completed")
         output = error = None
         if done:
             output, error = self._files(batch, call)

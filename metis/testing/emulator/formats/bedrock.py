@@ -26,7 +26,6 @@ from metis.testing.emulator.formats.anthropic import Anthropic
 from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.bedrock_invoke import (
     STREAM_HEADERS,
-    identified,
     invoke_chunks,
     invoke_headers,
     invoke_message,
@@ -79,6 +78,9 @@ STREAM_EXCEPTIONS = {
     "server_error": "modelStreamErrorException",
 }
 INVOKE_RULES = table("bedrock_invoke")
+INCOMPLETE = (
+    "Authorization header requires 'Credential', 'Signature' and 'SignedHeaders' parameters."
+)
 SIGNATURE = (
     "The request signature we calculated does not match the signature you provided. Check your "
     "AWS Secret Access Key and signing method."
@@ -113,21 +115,18 @@ class Bedrock(Format):
     no_model = (400, "The provided model identifier is invalid.")
 
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
-        return identified(self._authenticate(request, keys), request)
-
-    def _authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         authorization = request.header("authorization") or ""
         if authorization.startswith("Bearer "):
             token = request.bearer()
             if token and (keys is None or token in keys):
                 return None
-            return error(
-                403,
-                "UnrecognizedClientException",
+            return _denied(
+                "UnrecognizedClient",
                 "Invalid API Key format: Must start with pre-defined prefix",
+                request,
             )
         if not authorization:
-            return error(403, "MissingAuthenticationTokenException", "Missing Authentication Token")
+            return _denied("MissingAuthenticationToken", "Missing Authentication Token", request)
         return _check_signature(authorization, request)
 
     def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
@@ -232,35 +231,25 @@ def _frame(kind: str, payload: dict[str, Any]) -> Frame:
 def _check_signature(authorization: str, request: HttpRequest) -> JsonReply | None:
     parts = AUTHORIZATION.match(authorization)
     if parts is None:
-        return error(
-            403,
-            "IncompleteSignatureException",
-            "Authorization header requires 'Credential', 'Signature' and 'SignedHeaders' "
-            "parameters.",
-        )
+        return _denied("IncompleteSignature", INCOMPLETE, request)
     secret = CREDENTIALS.get(parts["key"])
     token = request.header("x-amz-security-token")
     if secret is None:
-        return error(
-            403,
-            "UnrecognizedClientException",
-            "The security token included in the request is invalid.",
+        return _denied(
+            "UnrecognizedClient", "The security token included in the request is invalid.", request
         )
     if token == EXPIRED_TOKEN:
-        return error(
-            403, "ExpiredTokenException", "The security token included in the request is expired"
+        return _denied(
+            "ExpiredToken", "The security token included in the request is expired", request
         )
     amz_date = request.header("x-amz-date") or ""
     try:
         signed_at = calendar.timegm(time.strptime(amz_date, "%Y%m%dT%H%M%SZ"))
     except ValueError:
-        return error(403, "IncompleteSignatureException", "X-Amz-Date is missing or malformed")
+        return _denied("IncompleteSignature", "X-Amz-Date is missing or malformed", request)
     if abs(time.time() - signed_at) > MAX_CLOCK_SKEW:
-        return error(
-            403,
-            "InvalidSignatureException",
-            f"Signature expired: {amz_date} is now earlier or later than the allowed skew.",
-        )
+        skewed = f"Signature expired: {amz_date} is now earlier or later than the allowed skew."
+        return _denied("InvalidSignature", skewed, request)
     from botocore.credentials import Credentials
 
     from metis.stages.auth.aws import expected_signature
@@ -279,5 +268,9 @@ def _check_signature(authorization: str, request: HttpRequest) -> JsonReply | No
         amz_date,
     )
     if wanted != parts["sig"] or parts["service"] != "bedrock":
-        return error(403, "InvalidSignatureException", SIGNATURE)
+        return _denied("InvalidSignature", SIGNATURE, request)
     return None
+
+
+def _denied(kind: str, message: str, request: HttpRequest) -> JsonReply:
+    return error(403, kind + "Exception", message, request)

@@ -14,7 +14,7 @@ from typing import Any
 
 from metis.model.content import ContentBlock
 from metis.testing.emulator.formats.anthropic import message_events
-from metis.testing.emulator.wire import HttpRequest, JsonReply, request_ids
+from metis.testing.emulator.wire import HttpRequest, request_uuid
 
 LATENCY_MS = 42  # the latency every emulated Bedrock reply reports (Converse's latencyMs too)
 ANTHROPIC_ID = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.(?P<name>.+?)(?:-v\d+(?::\d+)?)?$")
@@ -23,16 +23,7 @@ ANTHROPIC_ID = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.(?P<name>.+?)(?:-v\d+(?
 
 def request_id(request: HttpRequest) -> dict[str, str]:
     """The ``x-amzn-RequestId`` header: a UUID, distinct per request."""
-    hexed = request_ids(request).token(32, "hex")
-    uuid = "-".join((hexed[:8], hexed[8:12], hexed[12:16], hexed[16:20], hexed[20:]))
-    return {"x-amzn-RequestId": uuid}
-
-
-def identified(reply: JsonReply | None, request: HttpRequest) -> JsonReply | None:
-    """A reply with its request id (None: no reply)."""
-    if reply is None:
-        return None
-    return JsonReply(reply.status, reply.body, {**reply.headers, **request_id(request)})
+    return {"x-amzn-RequestId": request_uuid(request)}
 
 
 def invoke_message(rendered: dict[str, Any], model_id: str) -> dict[str, Any]:

@@ -153,8 +153,12 @@ class Chat(OpenAI):
             data = {**data, **(lists if every or finished else {}), **used}
             if call.options["obfuscation"]:
                 data["obfuscation"] = ids.token(1 + len(frames) % 15)
-            frames.append(sse(data))
+            frames.append(sse(self.chunk(data)))
         return frames
+
+    def chunk(self, data: dict[str, Any]) -> dict[str, Any]:
+        """A streamed chunk as this service sends it."""
+        return data
 
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
         message, kind, code = STREAM_ERRORS.get(kind, (SERVER_ERROR, "server_error", None))

@@ -17,13 +17,14 @@ provider's own format at the platform's paths, with the platform's authenticatio
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from metis.testing.emulator.formats.anthropic import Anthropic
 from metis.testing.emulator.formats.azure_shapes import (
     DEPLOYMENT,
+    STREAMED_FILTERS,
     apim_headers,
-    choice_filtered,
     classic_path,
     filtered,
     prompt_filter_chunk,
@@ -32,7 +33,6 @@ from metis.testing.emulator.formats.base import Call, Route
 from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.gemini import Gemini, google_error
 from metis.testing.emulator.formats.responses import Responses
-from metis.testing.emulator.formats.vertex_shapes import vertex_frames, vertex_reply
 from metis.testing.emulator.model import Prompt, Reply
 from metis.testing.emulator.rules import Refused, check, table
 from metis.testing.emulator.wire import Frame, HttpRequest, Ids, JsonReply
@@ -50,7 +50,16 @@ INVALID_KEY = (
     "valid key for an "
     "active subscription and use a correct regional API endpoint for your resource."
 )
+BAD_TOKEN = (
+    "Unauthorized. Access token is missing, invalid, audience is incorrect "
+    "(https://cognitiveservices.azure.com), or have expired."
+)
+NO_KEY = (
+    "Access denied due to missing subscription key. Make sure to include subscription key "
+    "when making requests to an API."
+)
 VERTEX_CLAUDE_RULES = table("vertex_anthropic")
+CREATED = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 class OnVertex:
@@ -58,29 +67,23 @@ class OnVertex:
 
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         token = request.bearer()
-        if not token:
-            return google_error(
-                401,
-                "UNAUTHENTICATED",
-                f"Request is missing required authentication credential. {OAUTH}",
-            )
-        if keys is not None and token not in keys:
-            return google_error(
-                401, "UNAUTHENTICATED", f"Request had invalid authentication credentials. {OAUTH}"
-            )
-        return None
+        if token and (keys is None or token in keys):
+            return None
+        message = (
+            f"Request had invalid authentication credentials. {OAUTH}"
+            if token
+            else f"Request is missing required authentication credential. {OAUTH}"
+        )
+        return google_error(401, "UNAUTHENTICATED", message)
 
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
         if kind == "rate_limit":
             return google_error(
                 429,
                 "RESOURCE_EXHAUSTED",
-                "Quota exceeded for "
-                "aiplatform.googleapis.com/generate_content_requests_per_minute_per_project_per_"
-                "base_model "
-                ""
-                "with base model: emulated. Please submit a quota increase request. "
-                "https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai.",
+                "Quota exceeded for aiplatform.googleapis.com/generate_content_requests_per_minute"
+                "_per_project_per_base_model with base model: emulated. Please submit a quota "
+                "increase request. https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai.",
             )
         reply: JsonReply = super().fault(kind, request, retry_after)  # type: ignore[misc]
         return reply
@@ -113,11 +116,16 @@ class VertexGemini(OnVertex, Gemini):
     )
     catalog: ClassVar[tuple[str, ...]] = ("google-vertex",)
 
-    def render(self, call: Call, prompt: Prompt, reply: Reply, ids: Ids) -> Any:
-        return vertex_reply(super().render(call, prompt, reply, ids))
-
-    def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
-        return vertex_frames(super().frames(call, rendered, reply, ids))
+    def shaped(self, call: Call, body: dict[str, Any]) -> dict[str, Any]:
+        """Each reply (and each streamed chunk) has its ``createTime`` (one for a stream's
+        chunks) and its usage's ``trafficType``, and its candidates no ``index``, as
+        recorded (real-traffic/vertex)."""
+        created = call.options.setdefault("created", datetime.now(UTC).strftime(CREATED))
+        candidates = [{k: v for k, v in c.items() if k != "index"} for c in body["candidates"]]
+        usage = {**body["usageMetadata"], "trafficType": "ON_DEMAND"}
+        shaped = {"candidates": candidates, "usageMetadata": usage}
+        shaped.update(modelVersion=body["modelVersion"], createTime=created)
+        return {**shaped, **{k: v for k, v in body.items() if k not in shaped}}
 
 
 class VertexAnthropic(OnVertex, Anthropic):
@@ -144,21 +152,10 @@ class VertexAnthropic(OnVertex, Anthropic):
 def azure_authenticate(request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
     """An ``api-key`` header, or an Entra ID bearer token; Azure's 401 bodies otherwise."""
     key, token = request.header("api-key"), request.bearer()
-    if key:
-        return None if keys is None or key in keys else _azure_401(INVALID_KEY)
-    if token:
-        return (
-            None
-            if keys is None or token in keys
-            else _azure_401(
-                "Unauthorized. Access token is missing, invalid, audience is incorrect "
-                "(https://cognitiveservices.azure.com), or have expired."
-            )
-        )
-    return _azure_401(
-        "Access denied due to missing subscription key. Make sure to include subscription key "
-        "when making requests to an API."
-    )
+    given = key or token
+    if given and (keys is None or given in keys):
+        return None
+    return _azure_401(INVALID_KEY if key else BAD_TOKEN if token else NO_KEY)
 
 
 def _azure_401(message: str) -> JsonReply:
@@ -217,7 +214,15 @@ class AzureChat(OnAzure, Chat):
         return filtered(super().render(call, prompt, reply, ids))
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
-        return [prompt_filter_chunk(), *choice_filtered(super().frames(call, rendered, reply, ids))]
+        return [prompt_filter_chunk(), *super().frames(call, rendered, reply, ids)]
+
+    def chunk(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The filter's verdict on each choice (on the text it carries: else ``{}``)."""
+        for choice in data["choices"]:
+            delta = choice.get("delta") or {}
+            said = delta.get("content") or delta.get("refusal")
+            choice["content_filter_results"] = STREAMED_FILTERS if said else {}
+        return data
 
 
 class AzureResponses(OnAzure, Responses):

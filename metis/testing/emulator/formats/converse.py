@@ -136,21 +136,19 @@ def converse_prompt(model: str, body: dict[str, Any]) -> Prompt:
         for t in config.get("tools") or []
         if "toolSpec" in t
     ]
-    choice = config.get("toolChoice") or {"auto": {}}
+    choice = config.get("toolChoice") or {}
+    tool = f"tool:{choice['tool'].get('name')}" if "tool" in choice else None
     thinking = (body.get("additionalModelRequestFields") or {}).get("thinking") or {}
+    inference = body.get("inferenceConfig") or {}
     return Prompt(
         model=model,
         turns=[_turn(m) for m in body["messages"]],
         system=system,
         tools=tools,
-        tool_choice=f"tool:{choice['tool'].get('name')}"
-        if "tool" in choice
-        else "required"
-        if "any" in choice
-        else "auto",
+        tool_choice=tool or ("required" if "any" in choice else "auto"),
         thinking=thinking.get("type") == "enabled",
-        max_tokens=(body.get("inferenceConfig") or {}).get("maxTokens"),
-        stop_sequences=list((body.get("inferenceConfig") or {}).get("stopSequences") or ()),
+        max_tokens=inference.get("maxTokens"),
+        stop_sequences=list(inference.get("stopSequences") or ()),
         output_schema=strict_tools.converse_output_schema(body),
         segments=[
             dumps(unmarked(config)).decode() + system,

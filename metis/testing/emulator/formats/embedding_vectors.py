@@ -66,6 +66,20 @@ def served(env: Env, catalogs: tuple[str, ...], model: str) -> bool:
     return "embed" in model and env.served.known(catalogs, model)
 
 
+def embedded(fmt: Any, call: Any, catalogs: tuple[str, ...] | None = None) -> list[list[float]]:
+    """The vectors of ``call``'s texts at its size; a model it does not serve (by ``catalogs``,
+    or the format's own ``serves``) is the format's "not found"."""
+    model = call.model
+    if not (fmt.serves(call.env, model) if catalogs is None else served(call.env, catalogs, model)):
+        raise fmt.unknown_model(model)
+    return [unit_vector(model, text, call.options["size"]) for text in call.options["texts"]]
+
+
+def used(call: Any) -> int:
+    """The tokens of ``call``'s texts."""
+    return sum(tokens_of(text) for text in call.options["texts"])
+
+
 def as_base64(vector: list[float]) -> str:
     """OpenAI's ``encoding_format: base64``: little-endian float32s."""
     return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()

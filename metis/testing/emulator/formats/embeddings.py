@@ -21,12 +21,12 @@ from metis.testing.emulator.formats.chat import Chat
 from metis.testing.emulator.formats.cloud import AZURE_MOUNT, OnAzure
 from metis.testing.emulator.formats.embedding_vectors import (
     as_base64,
+    embedded,
     served,
     size_of,
     sized,
     text_list,
-    tokens_of,
-    unit_vector,
+    used,
 )
 from metis.testing.emulator.rules import Refused, check, table
 from metis.testing.emulator.wire import Frame, HttpRequest, JsonReply
@@ -65,26 +65,15 @@ class OpenAIEmbeddings(Chat):
         return served(env, self.catalog, model)
 
     def serve(self, call: Call) -> JsonReply | None:
-        if not self.serves(call.env, call.model):
-            raise self.unknown_model(call.model)
-        texts, size = call.options["texts"], call.options["size"]
-        encoded = call.body.get("encoding_format") == "base64"
-        data = []
-        for index, text in enumerate(texts):
-            vector: Any = unit_vector(call.model, text, size)
-            data.append(
-                {
-                    "object": "embedding",
-                    "index": index,
-                    "embedding": as_base64(vector) if encoded else vector,
-                }
-            )
-        used = sum(tokens_of(t) for t in texts)
-        usage = (
-            {"total_tokens": used}
-            if _family(call.model) == "voyage"
-            else {"prompt_tokens": used, "total_tokens": used}
-        )
+        encode: Any = as_base64 if call.body.get("encoding_format") == "base64" else list
+        data = [
+            {"object": "embedding", "index": index, "embedding": encode(vector)}
+            for index, vector in enumerate(embedded(self, call))
+        ]
+        tokens = used(call)
+        usage = {"total_tokens": tokens}
+        if _family(call.model) != "voyage":
+            usage = {"prompt_tokens": tokens, **usage}
         body = {"object": "list", "data": data, "model": call.model, "usage": usage}
         return JsonReply(
             200, body, {"content-type": "application/json", **self.headers(call.request)}
@@ -120,13 +109,9 @@ class Cohere(Format):
 
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         token = request.bearer()
-        if not token:
-            return self._error(401, "no api key supplied")
-        return (
-            self._error(401, "invalid api token")
-            if keys is not None and token not in keys
-            else None
-        )
+        if token and (keys is None or token in keys):
+            return None
+        return self._error(401, "invalid api token" if token else "no api key supplied")
 
     def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
         return self._error(refused.status, refused.message)
@@ -151,18 +136,12 @@ class Cohere(Format):
         call.options["size"] = size_of(body.get("output_dimension"), default, choices, None)
 
     def serve(self, call: Call) -> JsonReply | None:
-        if not served(call.env, self.catalog, call.model):
-            raise self.unknown_model(call.model)
-        texts, size = call.options["texts"], call.options["size"]
-        vectors = [unit_vector(call.model, t, size) for t in texts]
+        texts = call.options["texts"]
         body = {
             "id": "emulated",
-            "embeddings": {"float": vectors},
-            "texts": [t for t in texts],
-            "meta": {
-                "api_version": {"version": "2"},
-                "billed_units": {"input_tokens": sum(tokens_of(t) for t in texts)},
-            },
+            "embeddings": {"float": embedded(self, call, self.catalog)},
+            "texts": list(texts),
+            "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": used(call)}},
             "response_type": "embeddings_by_type",
         }
         return JsonReply(200, body, {"content-type": "application/json"})

@@ -21,13 +21,14 @@ from metis.testing.emulator.formats.base import Call, Route
 from metis.testing.emulator.formats.bedrock import Bedrock
 from metis.testing.emulator.formats.cloud import VERTEX, OnVertex
 from metis.testing.emulator.formats.embedding_vectors import (
+    embedded,
     served,
     sized,
     text_list,
     tokens_of,
-    unit_vector,
+    used,
 )
-from metis.testing.emulator.formats.gemini import Gemini
+from metis.testing.emulator.formats.gemini import GOOGLE_JSON, Gemini
 from metis.testing.emulator.formats.ollama import JSON, Ollama
 from metis.testing.emulator.rules import Refused, check, table
 from metis.testing.emulator.wire import HttpRequest, JsonReply
@@ -49,6 +50,7 @@ VERTEX_RULES = table("vertex_embed")
 TITAN_RULES = table("bedrock_titan")
 COHERE_RULES = table("bedrock_cohere")
 OLLAMA_RULES = table("ollama_embed")
+BEDROCK = ("amazon-bedrock",)
 
 
 def _content_key(parts: list[Any]) -> str:
@@ -69,9 +71,6 @@ class GeminiEmbeddings(Gemini):
         ),
     )
 
-    def claims(self, endpoint: str, request: HttpRequest) -> bool:
-        return True
-
     def parse(self, call: Call) -> None:
         call.model = model = call.match["model"]
         single = call.match["method"] == "embedContent"
@@ -84,14 +83,9 @@ class GeminiEmbeddings(Gemini):
         call.options.update(texts=texts, size=sizes.pop(), single=single)
 
     def serve(self, call: Call) -> JsonReply | None:
-        if not served(call.env, ("google",), call.model):
-            raise self.unknown_model(call.model)
-        vectors = [
-            {"values": unit_vector(call.model, t, call.options["size"])}
-            for t in call.options["texts"]
-        ]
+        vectors = [{"values": vector} for vector in embedded(self, call, ("google",))]
         body = {"embedding": vectors[0]} if call.options["single"] else {"embeddings": vectors}
-        return JsonReply(200, body, {"content-type": "application/json; charset=UTF-8"})
+        return JsonReply(200, body, dict(GOOGLE_JSON))
 
 
 class VertexEmbeddings(OnVertex, GeminiEmbeddings):
@@ -117,20 +111,19 @@ class VertexEmbeddings(OnVertex, GeminiEmbeddings):
         call.options.update(texts=texts, size=size)
 
     def serve(self, call: Call) -> JsonReply | None:
-        if not served(call.env, ("google-vertex",), call.model):
-            raise self.unknown_model(call.model)
+        texts = call.options["texts"]
         predictions = [
             {
                 "embeddings": {
-                    "values": unit_vector(call.model, t, call.options["size"]),
-                    "statistics": {"token_count": tokens_of(t), "truncated": False},
+                    "values": vector,
+                    "statistics": {"token_count": tokens_of(text), "truncated": False},
                 }
             }
-            for t in call.options["texts"]
+            for vector, text in zip(embedded(self, call, ("google-vertex",)), texts, strict=True)
         ]
-        billed = sum(len(t) for t in call.options["texts"])
+        billed = sum(len(t) for t in texts)
         body = {"predictions": predictions, "metadata": {"billableCharacterCount": billed}}
-        return JsonReply(200, body, {"content-type": "application/json; charset=UTF-8"})
+        return JsonReply(200, body, dict(GOOGLE_JSON))
 
 
 class BedrockEmbeddings(Bedrock):
@@ -157,21 +150,14 @@ class BedrockEmbeddings(Bedrock):
         call.options.update(texts=text_list(body["texts"]), size=size, family="cohere")
 
     def serve(self, call: Call) -> JsonReply | None:
-        if not served(call.env, ("amazon-bedrock",), call.model):
-            raise self.unknown_model(call.model)
-        texts, size = call.options["texts"], call.options["size"]
-        used = sum(tokens_of(t) for t in texts)
+        texts, vectors, tokens = call.options["texts"], embedded(self, call, BEDROCK), used(call)
         headers = {
             "content-type": "application/json",
-            "x-amzn-bedrock-input-token-count": str(used),
+            "x-amzn-bedrock-input-token-count": str(tokens),
         }
         if call.options["family"] == "titan":
-            body: dict[str, Any] = {
-                "embedding": unit_vector(call.model, texts[0], size),
-                "inputTextTokenCount": used,
-            }
+            body: dict[str, Any] = {"embedding": vectors[0], "inputTextTokenCount": tokens}
         else:
-            vectors = [unit_vector(call.model, t, size) for t in texts]
             v4 = "v4" in call.model or "embedding_types" in call.body
             body = {
                 "id": "emulated",
@@ -196,15 +182,12 @@ class OllamaEmbeddings(Ollama):
         return served(env, (), model) or "embed" in model or "minilm" in model
 
     def serve(self, call: Call) -> Any:
-        if not self.serves(call.env, call.model):
-            raise self.unknown_model(call.model)
-        texts, size = call.options["texts"], call.options["size"]
         body = {
             "model": call.model,
-            "embeddings": [unit_vector(call.model, t, size) for t in texts],
+            "embeddings": embedded(self, call),
             "total_duration": 14143917,
             "load_duration": 1019500,
-            "prompt_eval_count": sum(tokens_of(t) for t in texts),
+            "prompt_eval_count": used(call),
         }
         return JsonReply(200, body, dict(JSON))
 

@@ -41,15 +41,17 @@ from metis.testing.emulator.wire import (
 )
 
 SEPARATORS = (",", ": ")
+RPC = "type.googleapis.com/google.rpc."
+VARY = "Origin, X-Origin, Referer"
 API_KEY_INVALID: list[dict[str, Any]] = [
     {
-        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "@type": RPC + "ErrorInfo",
         "reason": "API_KEY_INVALID",
         "domain": "googleapis.com",
         "metadata": {"service": "generativelanguage.googleapis.com"},
     },
     {
-        "@type": "type.googleapis.com/google.rpc.LocalizedMessage",
+        "@type": RPC + "LocalizedMessage",
         "locale": "en-US",
         "message": "API key not valid. Please pass a valid API key.",
     },
@@ -65,6 +67,28 @@ IN_STREAM: dict[str, tuple[Any, ...]] = {
     "rate_limit": (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
 }
 CHOICES = {"ANY": "required", "NONE": "none", "VALIDATED": "auto"}
+QUOTA = {
+    "@type": RPC + "QuotaFailure",
+    "violations": [
+        {
+            "quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+            "quotaId": "GenerateRequestsPerMinutePerProjectPerModel",
+            "quotaValue": "10",
+        }
+    ],
+}
+OVER_QUOTA = (
+    "You exceeded your current quota, please check your plan and billing details. For more "
+    "information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
+)
+
+
+GOOGLE_JSON = {"content-type": "application/json; charset=UTF-8"}
+
+
+def google_json(body: Any, headers: dict[str, str] = GOOGLE_JSON, status: int = 200) -> JsonReply:
+    """A JSON reply as Google's APIs write it (indented, ``": "``)."""
+    return JsonReply(status, body, dict(headers), indent=2, separators=SEPARATORS)
 
 
 def google_error(
@@ -73,11 +97,7 @@ def google_error(
     error: dict[str, Any] = {"code": status, "message": message, "status": state}
     if details:
         error["details"] = details
-    headers = {
-        "content-type": "application/json; charset=UTF-8",
-        "vary": "Origin, X-Origin, Referer",
-    }
-    return JsonReply(status, {"error": error}, headers, indent=2, separators=SEPARATORS)
+    return google_json({"error": error}, {**GOOGLE_JSON, "vary": VARY}, status)
 
 
 NO_MODEL = (
@@ -109,7 +129,8 @@ class Gemini(Format):
     def claims(self, endpoint: str, request: HttpRequest) -> bool:
         """``/v1/models`` is OpenAI's too: a Gemini client sends its key Google's way."""
         google = request.header("x-goog-api-key") or "key" in request.query
-        return endpoint == "generate" or not request.path.startswith("/v1/") or bool(google)
+        listing = endpoint.startswith("model") and request.path.startswith("/v1/")
+        return not listing or bool(google)
 
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         key = request.header("x-goog-api-key") or request.query.get("key")
@@ -132,24 +153,8 @@ class Gemini(Format):
 
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
         if kind == "rate_limit":
-            quota = {
-                "quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
-                "quotaId": "GenerateRequestsPerMinutePerProjectPerModel",
-                "quotaValue": "10",
-            }
-            details: list[dict[str, Any]] = [
-                {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [quota]},
-                {
-                    "@type": "type.googleapis.com/google.rpc.RetryInfo",
-                    "retryDelay": f"{retry_after:g}s",
-                },
-            ]
-            message = (
-                "You exceeded your current quota, please check your plan and billing details. "
-                "For more information on "
-                "this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
-            )
-            return google_error(429, "RESOURCE_EXHAUSTED", message, details)
+            retry = {"@type": RPC + "RetryInfo", "retryDelay": f"{retry_after:g}s"}
+            return google_error(429, "RESOURCE_EXHAUSTED", OVER_QUOTA, [QUOTA, retry])
         if kind == "context_overflow":
             return self.refusal(self.overflow(1048577, 1048576), request)
         status, state, message = FAULTS[kind]
@@ -165,12 +170,12 @@ class Gemini(Format):
         ]
 
     def headers(self, request: HttpRequest) -> dict[str, str]:
-        return {"vary": "Origin, X-Origin, Referer", "server-timing": "gfet4t7; dur=1"}
+        return {"vary": VARY, "server-timing": "gfet4t7; dur=1"}
 
     def stream_headers(self, call: Call) -> dict[str, str]:
         if call.options["sse"]:
             return {"content-type": "text/event-stream", "content-disposition": "attachment"}
-        return {"content-type": "application/json; charset=UTF-8"}
+        return dict(GOOGLE_JSON)
 
     def parse(self, call: Call) -> None:
         call.model = call.match["model"]
@@ -193,13 +198,7 @@ class Gemini(Format):
                 "totalTokens": total,
                 "promptTokensDetails": [{"modality": "TEXT", "tokenCount": total}],
             }
-            return JsonReply(
-                200,
-                body,
-                {"content-type": "application/json; charset=UTF-8"},
-                indent=2,
-                separators=SEPARATORS,
-            )
+            return google_json(body)
         if call.endpoint == "generate":
             return None
         listed = [
@@ -209,7 +208,7 @@ class Gemini(Format):
             if call.endpoint == "model" or not m.id.startswith("claude")
         ]
         body = listed[0] if call.endpoint == "model" else {"models": listed}
-        return JsonReply(200, body, indent=2, separators=SEPARATORS)
+        return google_json(body, {})
 
     def read(self, call: Call) -> Prompt:
         body = call.body
@@ -282,26 +281,23 @@ class Gemini(Format):
         }
         if call.stream:
             return body
-        headers = {**self.headers(call.request), "content-type": "application/json; charset=UTF-8"}
-        return JsonReply(200, body, headers, indent=2, separators=SEPARATORS)
+        return google_json(self.shaped(call, body), {**self.headers(call.request), **GOOGLE_JSON})
+
+    def shaped(self, call: Call, body: dict[str, Any]) -> dict[str, Any]:
+        """A reply's body (or a streamed chunk) as this API gives it."""
+        return body
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
+        candidate = rendered["candidates"][0]
         chunks = stream_chunks(
-            call.model,
-            call.options["response_id"],
-            reply,
-            rendered["candidates"][0]["content"]["parts"],
+            call.model, call.options["response_id"], reply, candidate["content"]["parts"]
         )
-        if "groundingMetadata" in rendered["candidates"][0]:  # on the last chunk
-            chunks[-1]["candidates"][0]["groundingMetadata"] = rendered["candidates"][0][
-                "groundingMetadata"
-            ]
+        if "groundingMetadata" in candidate:  # on the last chunk
+            chunks[-1]["candidates"][0]["groundingMetadata"] = candidate["groundingMetadata"]
+        payloads = [dumps(self.shaped(call, chunk), SEPARATORS) for chunk in chunks]
         if call.options["sse"]:
-            return [Frame(b"data: ", dumps(c, SEPARATORS), b"\r\n\r\n") for c in chunks]
-        frames = [
-            Frame(b"[" if i == 0 else b",\r\n", dumps(c, SEPARATORS), b"\n")
-            for i, c in enumerate(chunks)
-        ]
+            return [Frame(b"data: ", payload, b"\r\n\r\n") for payload in payloads]
+        frames = [Frame(b",\r\n" if i else b"[", p, b"\n") for i, p in enumerate(payloads)]
         return [*frames, Frame(b"", b"", b"]")]
 
     def cached(self, call: Call, prompt: Prompt, reply: Reply) -> None:

@@ -8,10 +8,10 @@ stored and how a request reads it)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from metis.testing.emulator.formats.base import Call, Route
-from metis.testing.emulator.formats.gemini import SEPARATORS, Gemini, google_error
+from metis.testing.emulator.formats.gemini import Gemini, google_error, google_json
 from metis.testing.emulator.formats.gemini_cached import (
     check_create,
     check_update,
@@ -36,9 +36,6 @@ class GeminiCaches(Gemini):
         ("DELETE", r"/(v1beta|v1)/cachedContents/(?P<id>[^/:]+)", "delete"),
     )
 
-    def claims(self, endpoint: str, request: Any) -> bool:
-        return True
-
     def parse(self, call: Call) -> None:
         if call.endpoint == "create":
             check_create(call.body)
@@ -47,18 +44,13 @@ class GeminiCaches(Gemini):
 
     def serve(self, call: Call) -> JsonReply | None:
         if call.endpoint == "create":
-            return _reply(created(call))
+            return google_json(created(call))
         if call.endpoint == "list":
-            return _reply(listed(call))
+            return google_json(listed(call))
         name = f"cachedContents/{call.match['id']}"
         found = remove(call, name) if call.endpoint == "delete" else find(call, name)
         if found is None:
             return google_error(403, "PERMISSION_DENIED", missing(name))
         if call.endpoint == "update":
-            return _reply(updated(call, found))
-        return _reply({} if call.endpoint == "delete" else shown(found))
-
-
-def _reply(body: dict[str, Any]) -> JsonReply:
-    headers = {"content-type": "application/json; charset=UTF-8"}
-    return JsonReply(200, body, headers, indent=2, separators=SEPARATORS)
+            return google_json(updated(call, found))
+        return google_json({} if call.endpoint == "delete" else shown(found))

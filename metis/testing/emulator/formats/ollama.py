@@ -41,6 +41,7 @@ MODELS = [
     ("gemma3:1b", "gemma3", "999.89M", "Q4_K_M", 815319791),
 ]
 JSON = {"content-type": "application/json; charset=utf-8"}
+MODIFIED = "2025-08-20T13:40:00.000000000Z"  # when every listed model was pulled
 FAULTS: dict[str, tuple[Any, ...]] = {
     "rate_limit": (429, "too many requests, please try again later"),
     "overloaded": (503, "server busy, please try again.  maximum pending requests exceeded"),
@@ -119,12 +120,8 @@ class Ollama(Format):
 
     def serves(self, env: Any, model: str) -> bool:
         """What ``/api/tags`` lists (a name without a tag is ``:latest``), else as told."""
-        tagged = model if ":" in model else model + ":latest"
-        return (
-            env.served.policy == "any"
-            or model in env.served.names
-            or tagged in {m[0] for m in MODELS}
-        )
+        listed = _tagged(model) in {m[0] for m in MODELS}
+        return env.served.policy == "any" or model in env.served.names or listed
 
     def serve(self, call: Call) -> Any:
         if call.endpoint == "root":
@@ -141,9 +138,10 @@ class Ollama(Format):
             raise self.unknown_model(call.model)
         if any(m["role"] != "system" for m in call.body.get("messages") or []):
             return None
-        message = {"role": "assistant", "content": ""}
-        done = {"model": call.model, "created_at": rfc3339_nanos(), "message": message}
-        return _one(call, {**done, "done_reason": "load", "done": True})
+        loaded = _said(call, {"content": ""}, done_reason="load", done=True)
+        if call.stream:
+            return StreamReply([ndjson(loaded)], self.stream_headers(call), lambda kind: [])
+        return JsonReply(200, loaded, dict(JSON))
 
     def read(self, call: Call) -> Prompt:
         body = call.body
@@ -186,49 +184,27 @@ class Ollama(Format):
             }
             for i, c in enumerate(reply.calls)
         ]
-        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        message: dict[str, Any] = {"content": reply.text}
         if call.options["think"] and reply.thinking:
             message["thinking"] = reply.thinking
         if calls:
             message["tool_calls"] = calls
-        return {
-            "model": call.model,
-            "created_at": rfc3339_nanos(),
-            "message": message,
-            "done": True,
-            **_timings(reply),
-        }
+        return _said(call, message, done=True, **_timings(reply))
 
     def frames(self, call: Call, rendered: Any, reply: Reply, ids: Ids) -> list[Frame]:
-        def line(message: dict[str, Any], done: bool = False, **extra: Any) -> Frame:
-            shown = {"role": "assistant", **message}
-            return ndjson(
-                {
-                    "model": call.model,
-                    "created_at": rfc3339_nanos(),
-                    "message": shown,
-                    "done": done,
-                    **extra,
-                }
-            )
-
-        lines = (
-            [line({"content": "", "thinking": p}) for p in split_text(reply.thinking)]
-            if call.options["think"]
-            else []
-        )
-        lines += [line({"content": p}) for p in split_text(reply.text)]
-        calls = rendered["message"].get("tool_calls")
-        lines += [line({"content": "", "tool_calls": calls})] if calls else []
-        return [*lines, line({"content": ""}, True, **_timings(reply))]
+        thought = split_text(reply.thinking) if call.options["think"] else []
+        said = [{"content": "", "thinking": p} for p in thought]
+        said += [{"content": p} for p in split_text(reply.text)]
+        if calls := rendered["message"].get("tool_calls"):
+            said.append({"content": "", "tool_calls": calls})
+        lines = [ndjson(_said(call, message, done=False)) for message in said]
+        return [*lines, ndjson(_said(call, {"content": ""}, done=True, **_timings(reply)))]
 
 
-def _one(call: Call, body: dict[str, Any]) -> Any:
-    if call.stream:
-        return StreamReply(
-            [ndjson(body)], {"content-type": "application/x-ndjson"}, lambda kind: []
-        )
-    return JsonReply(200, body, dict(JSON))
+def _said(call: Call, message: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """One answer (or streamed line) of the model: ``message`` and ``more`` after it."""
+    shown = {"role": "assistant", **message}
+    return {"model": call.model, "created_at": rfc3339_nanos(), "message": shown, **more}
 
 
 def _turns(messages: list[dict[str, Any]]) -> tuple[list[Turn], str]:
@@ -267,7 +243,7 @@ def _show(body: dict[str, Any]) -> JsonReply:
     model = body.get("model", body.get("name"))
     if not isinstance(model, str) or not model:
         raise Refused("model is required")
-    name = model if ":" in model else model + ":latest"
+    name = _tagged(model)
     _, family, size, quant, _ = {m[0]: m for m in MODELS}.get(
         name, (name, name.split(":")[0], "7B", "Q4_K_M", 0)
     )
@@ -289,7 +265,7 @@ def _show(body: dict[str, Any]) -> JsonReply:
             f"{family}.context_length": 40960,
         },
         "capabilities": capabilities,
-        "modified_at": "2025-08-20T13:40:00.000000000Z",
+        "modified_at": MODIFIED,
     }
     return JsonReply(200, shown, dict(JSON))
 
@@ -320,12 +296,10 @@ def _timings(reply: Reply) -> dict[str, Any]:
 
 def _tag(name: str, family: str, size: str, quant: str, nbytes: int) -> dict[str, Any]:
     digest = Ids(name.encode()).token(64, "hex")
-    modified = "2025-08-20T13:40:00.000000000Z"
-    return {
-        "name": name,
-        "model": name,
-        "modified_at": modified,
-        "size": nbytes,
-        "digest": digest,
-        "details": _details(family, size, quant),
-    }
+    tag = {"name": name, "model": name, "modified_at": MODIFIED, "size": nbytes, "digest": digest}
+    return {**tag, "details": _details(family, size, quant)}
+
+
+def _tagged(model: str) -> str:
+    """A model's name as ``/api/tags`` lists it (no tag is ``:latest``)."""
+    return model if ":" in model else model + ":latest"
