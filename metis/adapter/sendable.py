@@ -12,6 +12,7 @@ stage sees it (the token estimate and the codecs serialize these parts).
 from __future__ import annotations
 
 import functools
+import marshal
 import math
 import re
 from typing import Any
@@ -22,6 +23,8 @@ from metis.model.history import History, history_of
 from metis.model.request import CanonicalRequest
 
 MAX_DEPTH = 100
+KEPT_VERDICTS = 1024
+KEPT_SIZE = 4096
 
 
 @functools.cache
@@ -36,7 +39,7 @@ def _name() -> re.Pattern[str]:
 
 def first_unsendable(value: Any, path: str) -> str | None:
     """``"<path>: <why>"`` for the first part of ``value`` that JSON cannot carry, or None."""
-    if _plain(value, 0):  # the usual case, told without naming a path per part
+    if _known_plain(value):  # the usual case, told without naming a path per part
         return None
     stack: list[tuple[Any, str, int]] = [(value, path, 0)]
     while stack:
@@ -87,6 +90,30 @@ def _plain(value: Any, depth: int) -> bool:
     return False
 
 
+def _known_plain(value: Any) -> bool:
+    """:func:`_plain`, found once per content: a conversation resends the same tool inputs
+    and schemas each call, as new objects or as dicts an application may have changed since.
+    The key is the value's marshal form, which holds every part's exact type (it writes no
+    other class of a JSON type, and tells ``1`` from ``True``), so two values with one key are
+    alike all through; only a plain verdict is kept, of values up to ``KEPT_SIZE`` bytes."""
+    try:
+        key = marshal.dumps(value)
+    except ValueError:  # a class marshal cannot write: not a JSON type anyway
+        return False
+    if key in _PLAIN:
+        return True
+    if not _plain(value, 0):
+        return False
+    if len(key) <= KEPT_SIZE:
+        if len(_PLAIN) >= KEPT_VERDICTS:
+            _PLAIN.pop(next(iter(_PLAIN)), None)
+        _PLAIN[key] = None
+    return True
+
+
+_PLAIN: dict[bytes, None] = {}
+
+
 def _member(key: str) -> str:
     if _name().fullmatch(key):
         return f".{key}"
@@ -103,7 +130,7 @@ def check_request(request: CanonicalRequest, provider: str) -> History:
         first_unsendable(block.input, f"messages[{i}].content[{j}].input")
         for i in history.tools_at
         for j, block in enumerate(messages[i].content)
-        if isinstance(block, ToolUseBlock) and not _plain(block.input, 0)
+        if isinstance(block, ToolUseBlock) and not _known_plain(block.input)
     ]
     problems += [
         first_unsendable(tool.input_schema, f"tools[{k}].input_schema")

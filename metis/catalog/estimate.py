@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any
 
-from metis.catalog.estimate_tools import typescript as _typescript
+from metis.catalog.estimate_tools import rendered as _rendered
 from metis.catalog.token_profile import CHARS_PER_TOKEN as CHARS_PER_TOKEN
 from metis.catalog.token_profile import DEFAULT_PROFILE as DEFAULT_PROFILE
 from metis.catalog.token_profile import PER_IMAGE as PER_IMAGE
@@ -315,8 +315,4 @@ _TS_CLOSE = "} // namespace functions"
 
 
 def _render_tool(tool: ToolDefinition, profile: TokenProfile) -> str:
-    if profile.tool_rendering == "typescript":
-        return _typescript(tool)
-    return _compact(
-        {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
-    )
+    return _rendered(tool, profile.tool_rendering == "typescript")

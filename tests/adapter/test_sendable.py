@@ -69,3 +69,33 @@ def test_a_message_sent_again_is_checked_again_when_its_input_changed() -> None:
     message.content[0] = bad
     with pytest.raises(InvalidRequestError, match=r"messages\[1\]\.content\[0\]\.input\.a"):
         check_request(request, "p")
+
+
+class _Text(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("later", "found"),
+    [
+        (math.inf, "input.a[1].b: inf"),
+        ({1, 2}, "input.a[1].b: a set"),
+        (b"bytes", "input.a[1].b: a bytes"),
+        ({3: "x"}, "input.a[1].b: the key 3 is a int"),
+        ("lone \udc00", "input.a[1].b: a string with a lone UTF-16 surrogate"),
+    ],
+    ids=["inf", "set", "bytes", "int-key", "surrogate"],
+)
+def test_a_value_found_sendable_is_checked_as_it_is_now(later: Any, found: str) -> None:
+    value: dict[str, Any] = {"a": [1, {"b": 2.5}]}
+    assert first_unsendable(value, "input") is None
+    assert first_unsendable({"a": [1, {"b": 2.5}]}, "input") is None  # the same, made anew
+    value["a"][1]["b"] = later
+    problem = first_unsendable(value, "input")
+    assert problem is not None and found in problem
+
+
+def test_a_subclass_beside_a_plain_twin_is_still_walked() -> None:
+    assert first_unsendable({"k": "v", "n": 1}, "input") is None
+    assert first_unsendable({"k": _Text("v"), "n": 1}, "input") is None
+    assert first_unsendable({"k": _Text("v \ud800"), "n": 1}, "input") is not None

@@ -20,11 +20,11 @@ from metis import AdapterConfig, build_adapter
 from metis.catalog.estimate import (
     DEFAULT_PROFILE,
     TokenProfile,
-    _typescript,
     count_text,
     estimate_input_tokens,
     estimate_request_tokens,
 )
+from metis.catalog.estimate_tools import typescript as _typescript
 from metis.errors import CapabilityError, ConfigError
 from metis.model import (
     Base64ImageSource,

@@ -58,13 +58,29 @@ class Retry(Stage[Any, Any, StreamEvent, StreamEvent]):
         (None: it ended with none). Only a failure before the first item is retried."""
         retries = call.terms.max_retries
         retries = self._max_retries if retries is None else retries
-        if retries <= 0:  # one attempt: nothing to retry, no retrying machinery
-            call.attempt = 0
-            iterator = inner(request, call)
-            try:
-                return iterator, await anext(iterator)
-            except StopAsyncIteration:
-                return None
+        call.attempt = 0
+        iterator = inner(request, call)
+        try:
+            return iterator, await anext(iterator)
+        except StopAsyncIteration:
+            return None
+        except AdapterError as exc:
+            if retries <= 0 or not exc.retryable:
+                raise
+            failed = exc  # tenacity is set up only once an attempt failed
+        return await self._retried(request, call, inner, retries, failed)
+
+    async def _retried(
+        self,
+        request: Any,
+        call: Call,
+        inner: Inner[Any, StreamEvent],
+        retries: int,
+        failed: AdapterError,
+    ) -> tuple[AsyncIterator[Any], Any] | None:
+        """The attempts after the first, which ended with ``failed``: tenacity's loop, whose
+        first attempt gives that failure again (its stop and wait then see it as they would
+        have seen the first attempt's)."""
         retrying = AsyncRetrying(
             stop=stop_after_attempt(1 + retries) | StopAtDeadline(call),
             wait=backoff,
@@ -74,7 +90,10 @@ class Retry(Stage[Any, Any, StreamEvent, StreamEvent]):
         )
         async for attempt in retrying:
             with attempt:
-                call.attempt = attempt.retry_state.attempt_number - 1
+                number = attempt.retry_state.attempt_number
+                if number == 1:
+                    raise failed
+                call.attempt = number - 1
                 iterator = inner(request, call)
                 try:
                     first = await anext(iterator)

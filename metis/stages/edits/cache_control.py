@@ -22,11 +22,12 @@ provider's limit, with a warning.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
-from metis.model.cache import CachePolicy, RequestedCache
+from metis.model.cache import CachePolicy, CacheTTL, RequestedCache
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.pipeline.stage import RequestStage
@@ -79,8 +80,7 @@ class CacheControl(RequestStage[WireRequest]):
         if asked.policy is not None:
             return asked.policy, asked.policy.prefix, asked.policy.prefix
         o = self.options
-        default = CachePolicy(conversation=o.conversation, ttl=o.ttl)
-        return default, o.system, o.tools
+        return _default_policy(o.conversation, o.ttl), o.system, o.tools
 
     def _breakpoints(
         self, body: dict[str, Any], asked: RequestedCache, form: str, call: Call
@@ -139,6 +139,12 @@ class CacheControl(RequestStage[WireRequest]):
 
 
 _NOT_WITH_CACHED_CONTENT = ("systemInstruction", "tools", "toolConfig")
+
+
+@functools.lru_cache(maxsize=64)
+def _default_policy(conversation: bool | Literal["auto"], ttl: CacheTTL | None) -> CachePolicy:
+    """A stack's own policy (a frozen model of two plain values: made once, not per call)."""
+    return CachePolicy(conversation=conversation, ttl=ttl)
 
 
 def _no_form_for_policy(asked: RequestedCache, call: Call, provider: str) -> None:

@@ -14,6 +14,7 @@ metis/wire/openai_cache.py has the wire facts).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from typing import Any
@@ -46,7 +47,7 @@ def openai_cache_edit(
         _warn(call, "OpenAI cannot read a Gemini cached content; it was not used")
     if not key:
         return body
-    return _fields(body, policy or CachePolicy(), asked.session_id, generation, call)
+    return _fields(body, policy or _no_policy(), asked.session_id, generation, call)
 
 
 def _breakpoints(
@@ -92,6 +93,12 @@ def _fields(
     elif retention:
         fields["prompt_cache_retention"] = retention
     return {**body, **fields} if fields else body
+
+
+@functools.cache
+def _no_policy() -> CachePolicy:
+    """The policy of a request that asks none (a frozen model: made once, not per call)."""
+    return CachePolicy()
 
 
 def _bounded(key: str) -> str:

@@ -34,7 +34,7 @@ from metis.model.media_fit import current_turn_start
 from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest, ToolDefinition
 from metis.wire.anthropic import server_tools
-from metis.wire.anthropic.cache import hinted_blocks
+from metis.wire.anthropic.cache import WireMessages, hinted_blocks
 from metis.wire.anthropic.documents import At as _At
 from metis.wire.anthropic.documents import document
 from metis.wire.anthropic.knobs import sampling_fields, thinking_fields
@@ -58,7 +58,7 @@ def encode(request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
     if system:
         body["system"] = system
     history = partial(_messages, request.messages)
-    body["messages"] = list(encoded_history(request.messages, "anthropic", call, history))
+    body["messages"] = encoded_history(request.messages, "anthropic", call, history).copy()
     if request.tools or request.server_tools:
         tools = [_tool(tool, call) for tool in request.tools]
         body["tools"] = tools + server_tools.declarations(request, call)
@@ -96,7 +96,7 @@ def _system(request: CanonicalRequest, call: EncodeContext) -> str:
     return "\n\n".join(part for part in parts if part)
 
 
-def _messages(messages: list[Message], call: EncodeContext) -> list[dict[str, Any]]:
+def _messages(messages: list[Message], call: EncodeContext) -> WireMessages:
     out: list[dict[str, Any]] = []
     start = current_turn_start(messages)
     for i, message in enumerate(messages):
@@ -117,7 +117,7 @@ def _messages(messages: list[Message], call: EncodeContext) -> list[dict[str, An
         blocks = message_out["content"]
         if message_out["role"] == "user" and len(blocks) > 1:  # tool results open a user turn
             blocks.sort(key=lambda b: b["type"] != "tool_result")  # (a stable sort)
-    return out
+    return WireMessages(out)
 
 
 _MEMO: MessageMemo[list[dict[str, Any]]] = MessageMemo()

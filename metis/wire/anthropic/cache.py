@@ -61,35 +61,64 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+class WireMessages(list[Any]):
+    """A body's ``messages`` as the codec made them, with the breakpoints they carry found
+    once (``points``): the encoded history is kept for the next call, and its copy in each
+    body brings them along. An edit that changes the messages makes a new list (the house
+    rule, docs/stages.md), a plain one, whose breakpoints :func:`present` looks for anew."""
+
+    __slots__ = ("points",)
+
+    def __init__(self, messages: list[Any], points: tuple[Breakpoint, ...] | None = None):
+        super().__init__(messages)
+        self.points = tuple(_message_points(messages)) if points is None else points
+
+    def copy(self) -> WireMessages:
+        """A new list of the same messages for one body, with their breakpoints."""
+        return WireMessages(self, self.points)
+
+
 def present(body: dict[str, Any]) -> list[Breakpoint]:
     """The breakpoints a body carries already (the caller's), in prefix order."""
     found: list[Breakpoint] = []
-
-    def add(block: Any, path: tuple[Any, ...], order: tuple[int, ...]) -> None:
-        if isinstance(block, dict) and "cache_control" in block:
-            ttl = marker_ttl(block["cache_control"])
-            where = path[0] + "".join(
-                f"[{step}]" if isinstance(step, int) else f".{step}" for step in path[1:]
-            )
-            found.append(Breakpoint(path, order, ttl, "hint", where))
-
     for i, block in enumerate(_list(body.get("tools"))):
-        add(block, ("tools", i), (0, i))
+        _add(found, block, ("tools", i), (0, i))
     for i, block in enumerate(_list(body.get("system"))):
-        add(block, ("system", i), (1, i))
-    for m, message in enumerate(_list(body.get("messages"))):
+        _add(found, block, ("system", i), (1, i))
+    messages = body.get("messages")
+    if type(messages) is WireMessages:
+        found.extend(messages.points)
+    else:
+        found.extend(_message_points(_list(messages)))
+    return found
+
+
+def _add(
+    found: list[Breakpoint], block: Any, path: tuple[Any, ...], order: tuple[int, ...]
+) -> None:
+    if isinstance(block, dict) and "cache_control" in block:
+        ttl = marker_ttl(block["cache_control"])
+        where = path[0] + "".join(
+            f"[{step}]" if isinstance(step, int) else f".{step}" for step in path[1:]
+        )
+        found.append(Breakpoint(path, order, ttl, "hint", where))
+
+
+def _message_points(messages: list[Any]) -> list[Breakpoint]:
+    found: list[Breakpoint] = []
+    for m, message in enumerate(messages):
         content = _list(message.get("content")) if isinstance(message, dict) else []
         for b, block in enumerate(content):
             if not isinstance(block, dict):
                 continue
             if "cache_control" in block:
-                add(block, ("messages", m, "content", b), (2, m, b))
+                _add(found, block, ("messages", m, "content", b), (2, m, b))
             nested = block.get("content")
             if not isinstance(nested, list):
                 continue
             for j, inner in enumerate(nested):
-                if isinstance(inner, dict) and "cache_control" in inner:
-                    add(inner, ("messages", m, "content", b, "content", j), (2, m, b, j))
+                path = ("messages", m, "content", b, "content", j)
+                _add(found, inner, path, (2, m, b, j))
     return found
 
 
