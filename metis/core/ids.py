@@ -3,47 +3,23 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import threading
-import time
 from functools import lru_cache
+
+from ulid import ULID
 
 TOOL_ID_PREFIX = "tu_"
 
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-_PAIRS = [first + second for first in _CROCKFORD for second in _CROCKFORD]  # 10 bits each
-_SHIFTS = range(120, -1, -10)
-_MAX_RANDOM = (1 << 80) - 1
-_lock = threading.Lock()
-_last = [0, 0]  # the last ULID's milliseconds and random part
-
 
 def new_ulid() -> str:
-    """A ULID (https://github.com/ulid/spec): 48 bits of Unix milliseconds, then 80 random
-    bits, as 26 Crockford base32 characters. Within one millisecond each is the one before
-    plus one, so the ids sort in the order they were made (fresh random bits past the top)."""
-    ms = time.time_ns() // 1_000_000
-    with _lock:
-        if ms == _last[0] and _last[1] < _MAX_RANDOM:
-            random = _last[1] + 1
-        else:
-            random = int.from_bytes(os.urandom(10), "big")
-        _last[0], _last[1] = ms, random
-    return ulid_text((ms << 80) | random)
-
-
-def ulid_text(value: int) -> str:
-    """The 26 characters of a 128-bit ULID: its 130 bits (two leading zeros), 10 at a time."""
-    pairs = _PAIRS
-    return "".join([pairs[(value >> shift) & 1023] for shift in _SHIFTS])
+    return str(ULID())
 
 
 def new_request_id() -> str:
-    return f"req_{new_ulid()}"
+    return f"req_{ULID()}"
 
 
 def new_tool_id() -> str:
-    return f"{TOOL_ID_PREFIX}{new_ulid()}"
+    return f"{TOOL_ID_PREFIX}{ULID()}"
 
 
 @lru_cache(maxsize=8192)  # a conversation's calls derive the same ids again
