@@ -266,7 +266,12 @@ class Http1Connection(asyncio.Protocol):
             self.timer = loop.call_at(self.read_by, self._time_up)
 
     async def write(self, data: bytes, seconds: float | None) -> None:
-        """Hand ``data`` to the transport; wait while it asks writes to stop."""
+        """Hand ``data`` to the transport; wait while it asks writes to stop. Once the
+        response's head has come, nothing more is sent (as httpx's transport, which reads an
+        early answer after its write failed) and the connection is not reused."""
+        if self.head:  # answered before the body was sent (a 413): the rest is not sent
+            self.keep_alive = False
+            return
         transport = self.transport
         if transport is None or self.closed or transport.is_closing():
             raise httpx.WriteError("the connection is closed", request=self.request)
