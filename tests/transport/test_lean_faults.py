@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import http.server
+import socket
 import socketserver
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -423,3 +424,27 @@ def test_a_forked_child_uses_the_client_on_its_own_connections(run: Runner) -> N
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_an_international_name_is_resolved_as_httpx_encodes_it(
+    run: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from metis.transport import connect
+
+    asked: list[str] = []
+    really = connect.open_socket
+
+    async def to_loopback(host: str, port: int, *rest: Any) -> socket.socket:
+        asked.append(host)
+        return await really("127.0.0.1", port, *rest)
+
+    monkeypatch.setattr(connect, "open_socket", to_loopback)
+
+    async def main() -> None:
+        answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        async with serving(fixed(answer)) as url, lean_client() as client:
+            port = url.rsplit(":", 1)[1]
+            assert (await client.get(f"http://faß.de:{port}/")).content == b"ok"
+        assert asked == ["xn--fa-hia.de"]  # IDNA 2008, as httpx; Python's codec says fass.de
+
+    run(main())
