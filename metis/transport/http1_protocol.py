@@ -47,6 +47,7 @@ class Http1Connection(asyncio.Protocol):
         self.on_lost = on_lost
         """Called when the connection ends while it is idle (the pool drops it)."""
         self.parser = httptools.HttpResponseParser(self)
+        self.parser.set_dangerous_leniencies(lenient_optional_cr_before_lf=True)  # as h11
         self.origin: tuple[str, str, int] = ("", "", 0)
         self.idle_since = 0.0
         self.in_use = False
@@ -103,9 +104,10 @@ class Http1Connection(asyncio.Protocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
-            self.error = httpx.RemoteProtocolError(
-                f"the server sent a malformed response: {exc}", request=self.request
-            )
+            if self.error is None:  # (a callback below may have said what was wrong)
+                self.error = httpx.RemoteProtocolError(
+                    f"the server sent a malformed response: {exc}", request=self.request
+                )
             self.keep_alive = False
         if not self.head and self.error is None:
             self.head_bytes += len(data)
@@ -164,6 +166,18 @@ class Http1Connection(asyncio.Protocol):
             lowered = name.lower()
             if lowered == b"content-length" or lowered == b"transfer-encoding":
                 self.until_close = False
+            if lowered == b"transfer-encoding" and value.strip().lower() != b"chunked":
+                self._refuse_coding(value)
+
+    def _refuse_coding(self, value: bytes) -> None:
+        """A transfer coding other than chunked alone, which httpx's transport refuses too:
+        httptools would hand on a gzip-coded body undecoded, or read an identity one until
+        the connection closes."""
+        self.error = httpx.RemoteProtocolError(
+            f"the server sent Transfer-Encoding: {value.decode('latin-1')}; only chunked is read",
+            request=self.request,
+        )
+        raise self.error
 
     def on_headers_complete(self) -> None:
         if self.overread:

@@ -448,3 +448,25 @@ def test_an_international_name_is_resolved_as_httpx_encodes_it(
         assert asked == ["xn--fa-hia.de"]  # IDNA 2008, as httpx; Python's codec says fass.de
 
     run(main())
+
+
+def test_a_head_with_bare_line_feeds_is_read_as_httpx_reads_it(run: Runner) -> None:
+    async def main() -> None:
+        answer = b"HTTP/1.1 200 OK\nContent-Length: 2\nX-Seen: yes\n\nok"
+        async with serving(fixed(answer)) as url, lean_client() as client:
+            for _ in range(2):
+                response = await client.get(url)
+                assert (response.content, response.headers["x-seen"]) == (b"ok", "yes")
+
+    run(main())
+
+
+@pytest.mark.parametrize("coding", [b"gzip, chunked", b"identity", b"chunked, gzip"])
+def test_a_transfer_coding_other_than_chunked_is_refused(run: Runner, coding: bytes) -> None:
+    async def main() -> None:
+        answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: %b\r\n\r\n2\r\nok\r\n0\r\n\r\n" % coding
+        async with serving(fixed(answer)) as url, lean_client() as client:
+            with pytest.raises(httpx.RemoteProtocolError, match="Transfer-Encoding"):
+                await client.get(url)
+
+    run(main())
