@@ -189,6 +189,7 @@ class Http1Connection(asyncio.Protocol):
             return
         self.status = status
         self.head = True
+        _wake(self.writer)  # a write waiting for the server to read ends: it answered
         if not self.parser.should_keep_alive():
             self.keep_alive = False
         if status in _NO_BODY_STATUS:
@@ -281,8 +282,9 @@ class Http1Connection(asyncio.Protocol):
 
     async def write(self, data: bytes, seconds: float | None) -> None:
         """Hand ``data`` to the transport; wait while it asks writes to stop. Once the
-        response's head has come, nothing more is sent (as httpx's transport, which reads an
-        early answer after its write failed) and the connection is not reused."""
+        response's head has come, nothing more is sent and no wait goes on (as httpx's
+        transport reads an early answer after its write failed), and the connection is not
+        reused."""
         if self.head:  # answered before the body was sent (a 413): the rest is not sent
             self.keep_alive = False
             return
@@ -290,7 +292,7 @@ class Http1Connection(asyncio.Protocol):
         if transport is None or self.closed or transport.is_closing():
             raise httpx.WriteError("the connection is closed", request=self.request)
         transport.write(data)
-        while self.writing_paused and not self.closed:
+        while self.writing_paused and not self.closed and not self.head:
             loop = asyncio.get_running_loop()
             waiter = self.writer = loop.create_future()
             timer = None if seconds is None else loop.call_later(seconds, _expire, waiter)
@@ -302,6 +304,8 @@ class Http1Connection(asyncio.Protocol):
                     timer.cancel()
             if waiter.result():
                 raise httpx.WriteTimeout("timed out sending the request", request=self.request)
+        if self.head and self.writing_paused:  # answered while the rest waited to be sent
+            self.keep_alive = False
         self._check_written()
 
     def _check_written(self) -> None:

@@ -470,3 +470,23 @@ def test_a_transfer_coding_other_than_chunked_is_refused(run: Runner, coding: by
                 await client.get(url)
 
     run(main())
+
+
+def test_an_early_answer_ends_a_write_the_server_does_not_read(run: Runner) -> None:
+    async def main() -> None:
+        async def answer_and_wait(
+            reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        ) -> None:
+            await read_head(reader)
+            writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 3\r\n\r\nbad")
+            await asyncio.sleep(30)  # reads no more of the body, and stays open
+
+        client = httpx.AsyncClient(
+            transport=LeanTransport(), timeout=httpx.Timeout(30.0, write=5.0)
+        )
+        async with serving(answer_and_wait) as url, client:
+            # a write left waiting for the server to read would end in a WriteTimeout
+            response = await client.post(url, content=b"x" * (32 * 1024 * 1024))
+            assert (response.status_code, response.content) == (400, b"bad")
+
+    run(main())
