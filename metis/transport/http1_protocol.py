@@ -292,7 +292,7 @@ class Http1Connection(asyncio.Protocol):
         if transport is None or self.closed or transport.is_closing():
             raise httpx.WriteError("the connection is closed", request=self.request)
         transport.write(data)
-        while self.writing_paused and not self.closed and not self.head:
+        while self.writing_paused and not self.closed and not self._answered():
             loop = asyncio.get_running_loop()
             waiter = self.writer = loop.create_future()
             timer = None if seconds is None else loop.call_later(seconds, _expire, waiter)
@@ -304,9 +304,12 @@ class Http1Connection(asyncio.Protocol):
                     timer.cancel()
             if waiter.result():
                 raise httpx.WriteTimeout("timed out sending the request", request=self.request)
-        if self.head and self.writing_paused:  # answered while the rest waited to be sent
+        if self._answered() and self.writing_paused:  # (while the rest waited to be sent)
             self.keep_alive = False
         self._check_written()
+
+    def _answered(self) -> bool:
+        return self.head  # (a call: the head may arrive while a write waits)
 
     def _check_written(self) -> None:
         if self.closed and not self.head:  # (an answer that came before it still counts)
