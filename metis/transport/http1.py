@@ -126,7 +126,8 @@ class LeanTransport(httpx.AsyncBaseTransport):
         scheme = url.scheme
         pool = self._pool_of(asyncio.get_running_loop())
         timeouts = request.extensions.get("timeout") or {}
-        origin = (scheme, url.host, url.port or _PORTS[scheme])
+        host = url.raw_host.decode("ascii")  # IDNA 2008 as httpx encodes it, not url.host
+        origin = (scheme, host, url.port or _PORTS[scheme])
         connection = await pool.acquire(
             origin, timeouts.get("pool"), lambda: self._open(origin, request, timeouts)
         )

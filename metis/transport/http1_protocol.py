@@ -47,6 +47,7 @@ class Http1Connection(asyncio.Protocol):
         self.on_lost = on_lost
         """Called when the connection ends while it is idle (the pool drops it)."""
         self.parser = httptools.HttpResponseParser(self)
+        self.parser.set_dangerous_leniencies(lenient_optional_cr_before_lf=True)  # as h11
         self.origin: tuple[str, str, int] = ("", "", 0)
         self.idle_since = 0.0
         self.in_use = False
@@ -103,9 +104,10 @@ class Http1Connection(asyncio.Protocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
-            self.error = httpx.RemoteProtocolError(
-                f"the server sent a malformed response: {exc}", request=self.request
-            )
+            if self.error is None:  # (a callback below may have said what was wrong)
+                self.error = httpx.RemoteProtocolError(
+                    f"the server sent a malformed response: {exc}", request=self.request
+                )
             self.keep_alive = False
         if not self.head and self.error is None:
             self.head_bytes += len(data)
@@ -164,6 +166,18 @@ class Http1Connection(asyncio.Protocol):
             lowered = name.lower()
             if lowered == b"content-length" or lowered == b"transfer-encoding":
                 self.until_close = False
+            if lowered == b"transfer-encoding" and value.strip().lower() != b"chunked":
+                self._refuse_coding(value)
+
+    def _refuse_coding(self, value: bytes) -> None:
+        """A transfer coding other than chunked alone, which httpx's transport refuses too:
+        httptools would hand on a gzip-coded body undecoded, or read an identity one until
+        the connection closes."""
+        self.error = httpx.RemoteProtocolError(
+            f"the server sent Transfer-Encoding: {value.decode('latin-1')}; only chunked is read",
+            request=self.request,
+        )
+        raise self.error
 
     def on_headers_complete(self) -> None:
         if self.overread:
@@ -175,6 +189,7 @@ class Http1Connection(asyncio.Protocol):
             return
         self.status = status
         self.head = True
+        _wake(self.writer)  # a write waiting for the server to read ends: it answered
         if not self.parser.should_keep_alive():
             self.keep_alive = False
         if status in _NO_BODY_STATUS:
@@ -266,12 +281,18 @@ class Http1Connection(asyncio.Protocol):
             self.timer = loop.call_at(self.read_by, self._time_up)
 
     async def write(self, data: bytes, seconds: float | None) -> None:
-        """Hand ``data`` to the transport; wait while it asks writes to stop."""
+        """Hand ``data`` to the transport; wait while it asks writes to stop. Once the
+        response's head has come, nothing more is sent and no wait goes on (as httpx's
+        transport reads an early answer after its write failed), and the connection is not
+        reused."""
+        if self.head:  # answered before the body was sent (a 413): the rest is not sent
+            self.keep_alive = False
+            return
         transport = self.transport
         if transport is None or self.closed or transport.is_closing():
             raise httpx.WriteError("the connection is closed", request=self.request)
         transport.write(data)
-        while self.writing_paused and not self.closed:
+        while self.writing_paused and not self.closed and not self._answered():
             loop = asyncio.get_running_loop()
             waiter = self.writer = loop.create_future()
             timer = None if seconds is None else loop.call_later(seconds, _expire, waiter)
@@ -283,7 +304,12 @@ class Http1Connection(asyncio.Protocol):
                     timer.cancel()
             if waiter.result():
                 raise httpx.WriteTimeout("timed out sending the request", request=self.request)
+        if self._answered() and self.writing_paused:  # (while the rest waited to be sent)
+            self.keep_alive = False
         self._check_written()
+
+    def _answered(self) -> bool:
+        return self.head  # (a call: the head may arrive while a write waits)
 
     def _check_written(self) -> None:
         if self.closed and not self.head:  # (an answer that came before it still counts)
