@@ -29,8 +29,8 @@ class AdapterConfig(BaseModel):
 
     api_key: str | None = Field(default=None, repr=False)
     base_url: str | None = None
-    timeout_seconds: float = Field(default=600.0, gt=0)
-    max_retries: int = Field(default=2, ge=0)
+    timeout_seconds: float = Field(default=600.0, gt=0, strict=True)
+    max_retries: int = Field(default=2, ge=0, strict=True)
     extra_headers: dict[str, str] = Field(default_factory=dict)
     settings: dict[str, Any] | ProviderSettings | None = None
     """The provider's own settings, of the kind its stack names (``region`` for Bedrock,

@@ -40,7 +40,7 @@ class TargetSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str = Field(min_length=1)
-    max_retries: int | None = Field(default=None, ge=0)
+    max_retries: int | None = Field(default=None, ge=0, strict=True)
     options: dict[str, Any] = Field(default_factory=dict)
     """Request fields set for this model (``temperature``, ``max_output_tokens``, ``thinking``)."""
 
@@ -55,7 +55,7 @@ class RouteSpec(BaseModel):
 
     models: list[str | TargetSpec] = Field(min_length=1)
     fallback_on: list[ErrorClass] = Field(default_factory=lambda: sorted(DEFAULT_FALLBACK_ON))
-    max_retries: int | None = Field(default=None, ge=0)
+    max_retries: int | None = Field(default=None, ge=0, strict=True)
     limits: dict[str, Limits] = Field(default_factory=dict)
 
     def targets(self) -> list[TargetSpec]:

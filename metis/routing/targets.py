@@ -93,6 +93,7 @@ class Targets:
         """Every model of the route. A model without its key is kept, to be skipped (with one
         WARNING now). A model with no retries set moves on at its first failure when a model
         that can be called comes after it, and keeps its adapter's own retries when none does."""
+        retries_checked(max_retries, f"route {route}")
         resolved = [self.resolve(target, max_retries) for target in targets]
         callable_ = [i for i, t in enumerate(resolved) if t.missing_key is None]
         for index, target in enumerate(resolved):
@@ -110,6 +111,7 @@ class Targets:
         provider, sep, wire = spec.model.partition(":")
         if not sep or not provider or not wire:
             raise ConfigError(f"route models are 'provider:model', got {spec.model!r}")
+        retries_checked(spec.max_retries, spec.model)
         adapter = spec.adapter or self._given.get(provider) or self._build(provider)
         wire_model = adapter.wire_model(spec.model)
         key = f"{adapter.name}:{wire_model}"
@@ -163,3 +165,14 @@ def as_route_target(target: str | RouteTarget | TargetSpec) -> RouteTarget:
             f"a route's models are 'provider:model' strings or RouteTargets, got {target!r}"
         )
     return target
+
+
+def retries_checked(max_retries: object, where: str) -> None:
+    """A ConfigError for retries that are not a whole number >= 0 (``True`` is not one)."""
+    if max_retries is None:
+        return
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ConfigError(
+            f"{where}: max_retries is a whole number of retries >= 0, got "
+            f"{type(max_retries).__name__} {max_retries!r:.80}"
+        )
