@@ -120,6 +120,11 @@ def decompressor(encoding: str | None) -> Inflater | None:
     return Inflater(DECOMPRESSORS[name])
 
 
+MAX_MEMBERS = 1024
+"""gzip members a body may have: an empty one is 20 bytes and costs a new decompressor, so a
+body of them would cost more to read than its size says."""
+
+
 class Inflater:
     """A body's decompressor: gzip's every member in turn (``cat a.gz b.gz`` is one gzip
     body, as RFC 1952 has it), deflate's one stream and nothing after it."""
@@ -127,6 +132,7 @@ class Inflater:
     def __init__(self, wbits: int) -> None:
         self._wbits = wbits
         self._zlib = zlib.decompressobj(wbits)
+        self._members = 1
 
     @property
     def eof(self) -> bool:
@@ -141,6 +147,11 @@ class Inflater:
             if self._zlib.eof:
                 if self._wbits != GZIP:
                     raise InvalidRequestError("the request body has data after its deflate stream")
+                self._members += 1
+                if self._members > MAX_MEMBERS:
+                    raise InvalidRequestError(
+                        f"the request body has over {MAX_MEMBERS} gzip members"
+                    )
                 self._zlib = zlib.decompressobj(self._wbits)
             try:
                 piece = self._zlib.decompress(chunk, room + 1)

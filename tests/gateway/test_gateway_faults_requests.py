@@ -170,6 +170,12 @@ def body_cases(body: dict[str, Any]) -> dict[str, tuple[bytes, dict[str, str], i
             400,
             "invalid_request_error",
         ),
+        "gzip of more members than a body may have": (
+            gzip.compress(b"") * 1024 + gzip.compress(plain),
+            {"content-encoding": "gzip"},
+            400,
+            "invalid_request_error",
+        ),
         "deflate and data after it": (
             zlib.compress(plain) + zlib.compress(b" "),
             {"content-encoding": "deflate"},
