@@ -5,13 +5,37 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING
 
-from metis.errors import CapabilityError, ClosedError, InvalidRequestError, NotConfiguredError
+from metis.core.config_files import typed
+from metis.errors import (
+    CapabilityError,
+    ClosedError,
+    ConfigError,
+    InvalidRequestError,
+    NotConfiguredError,
+)
+from metis.pipeline.config import AdapterConfig
 from metis.pipeline.endpoint import Endpoint
 from metis.stacks.loader import StackSpec, builtin_stacks
 from metis.stacks.model_ids import own_stack_names
 
 if TYPE_CHECKING:
     from metis.model.request import CanonicalRequest
+
+
+def given(stack: object, config: object) -> tuple[StackSpec, AdapterConfig]:
+    """An adapter's stack and config (None: the default), checked for their types."""
+    hint = " (a stack by name: metis.build_adapter('anthropic'))" if isinstance(stack, str) else ""
+    checked = typed(stack, StackSpec, "Adapter(stack)", hint)
+    return checked, typed(config or AdapterConfig(), AdapterConfig, "Adapter(config)")
+
+
+def of_adapter(adapter: object, what: str) -> None:
+    """A ConfigError when ``adapter``, given to ``what``, is not a chat adapter."""
+    if not hasattr(adapter, "pipeline") or not hasattr(adapter, "stack"):
+        raise ConfigError(
+            f"{what}: expected a chat adapter (metis.build_adapter('gemini')), got "
+            f"{type(adapter).__name__} {repr(adapter)[:60]}"
+        )
 
 
 def check_ready(

@@ -206,6 +206,8 @@ def structured_output(output_type: type[T] | None, options: ModelOptions) -> Typ
     ``output_schema``; a type with no JSON schema is a ConfigError saying what would do."""
     if output_type is None:
         return None
+    if isinstance(output_type, Mapping):
+        raise ConfigError("output_type is a type; a JSON schema (a dict) is output_schema=")
     try:
         output = TypeAdapter(output_type)
         options["output_schema"] = output.json_schema()

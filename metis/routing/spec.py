@@ -64,6 +64,8 @@ class RouteSpec(BaseModel):
 
 def error_classes(names: Iterable[ErrorClass | str]) -> frozenset[ErrorClass]:
     """``names`` as error classes; a ConfigError naming the known ones for a wrong one."""
+    if isinstance(names, str | bytes) or not isinstance(names, Iterable):
+        raise ConfigError(f"fallback_on: expected a list of error classes, got {names!r:.60}")
     given = list(names)
     unknown = [name for name in given if name not in set(ErrorClass)]
     if unknown:
