@@ -61,10 +61,23 @@ def check_ready(
         )
 
 
+def a_request(request: object, name: str) -> None:
+    """An InvalidRequestError when what an adapter was given is not a CanonicalRequest."""
+    from metis.model.request import CanonicalRequest
+
+    if not isinstance(request, CanonicalRequest):
+        raise InvalidRequestError(
+            f"{name}: expected a CanonicalRequest (metis.complete(model, messages) takes "
+            f"messages), got {type(request).__name__} {repr(request)[:60]}",
+            provider=name,
+        )
+
+
 def transport_mode(
     request: CanonicalRequest, default: bool, streams: bool, name: str
 ) -> CanonicalRequest:
     """``request`` with ``stream`` decided: its own value, else ``default``."""
+    a_request(request, name)
     if request.stream is None:
         return request.model_copy(update={"stream": default})
     if request.stream and not streams:

@@ -211,11 +211,11 @@ def structured_output(output_type: type[T] | None, options: ModelOptions) -> Typ
     try:
         output = TypeAdapter(output_type)
         options["output_schema"] = output.json_schema()
-    except PydanticUserError as exc:
+    except (PydanticUserError, KeyError, TypeError) as exc:
         raise ConfigError(
             f"output_type {_type_name(output_type)} has no JSON schema a model can fill; use a "
             "pydantic model, a dataclass, a TypedDict or a JSON type (str, int, float, bool, "
-            f"list, dict, Literal) ({exc.code})"
+            f"list, dict, Literal) ({getattr(exc, 'code', type(exc).__name__)})"
         ) from None
     return output
 

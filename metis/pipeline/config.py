@@ -67,6 +67,8 @@ class AdapterConfig(BaseModel):
 def with_given(config: AdapterConfig | None, **given: Any) -> AdapterConfig | None:
     """``config`` with each keyword given (not None) set over its field; ``config`` itself
     when none is given (the one-line form of ``build_adapter``'s keywords)."""
+    if config is not None and not isinstance(config, AdapterConfig):
+        raise ConfigError(f"config: expected an AdapterConfig, got {type(config).__name__}")
     chosen = {name: value for name, value in given.items() if value is not None}
     if not chosen:
         return config

@@ -85,3 +85,38 @@ def test_an_output_type_that_is_a_schema_says_where_a_schema_goes(
     with pytest.raises(ConfigError, match="output_type is a type; a JSON schema"):
         metis.complete(MODEL, "Hi", output_type=schema)
     assert emulator.stats.requests == 0
+
+
+@pytest.mark.parametrize("value", WRONG, ids=lambda v: type(v).__name__)
+def test_an_adapter_given_what_is_not_a_request_says_so_before_sending(
+    emulator: Any, value: Any
+) -> None:
+    import asyncio
+
+    from metis.errors import InvalidRequestError
+
+    adapter = metis.build_adapter("anthropic", api_key="k", base_url=emulator.url)
+
+    async def main() -> None:
+        try:
+            for call in (adapter.complete, adapter.count_tokens):
+                with pytest.raises(InvalidRequestError, match="expected a CanonicalRequest"):
+                    await call(value)
+            with pytest.raises(InvalidRequestError, match="expected a CanonicalRequest"):
+                async for _ in adapter.stream(value):
+                    pass
+        finally:
+            await adapter.aclose()
+
+    asyncio.run(main())
+    assert emulator.stats.requests == 0
+    if value is not None:
+        with pytest.raises(ConfigError, match="config: expected an AdapterConfig"):
+            metis.build_adapter("anthropic", api_key="k", config=value)
+
+
+@pytest.mark.parametrize("output_type", [["x"], {"type": "object"}, 5])
+def test_an_output_type_that_is_no_type_is_a_config_error(output_type: Any) -> None:
+    session = metis.Session(MODEL)
+    with pytest.raises(ConfigError, match="output_type"):
+        session.run("Hi", output_type=output_type)
