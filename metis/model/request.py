@@ -115,7 +115,7 @@ class ThinkingConfig(Canonical):
     level (one or the other). Each model is asked the way it takes (docs/reasoning.md): a
     budget for an effort model, or a level it lacks, is converted, with a warning."""
 
-    budget_tokens: int | None = Field(default=None, ge=1)
+    budget_tokens: int | None = Field(default=None, ge=1, strict=True)
     effort: ReasoningEffort | None = None
     """``none`` (off where the model allows it), ``minimal``, ``low``, ``medium``, ``high``,
     ``xhigh``, ``max``."""

@@ -10,6 +10,7 @@ import pytest
 
 import metis
 from metis.errors import ConfigError, InvalidRequestError
+from metis.routing.limits import Limits
 from metis.testing.emulator import Emulator
 
 MODEL = "anthropic:claude-sonnet-4-5"
@@ -149,3 +150,18 @@ def test_adapter_config_takes_no_bool_or_string_for_its_timeout(field: str, valu
     with pytest.raises(ValueError, match=field):
         metis.AdapterConfig(**{field: value})
     assert metis.AdapterConfig(timeout_seconds=5).timeout_seconds == 5.0
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: Limits(max_concurrent=True),
+        lambda: Limits(requests_per_minute="5"),
+        lambda: Limits(tokens_per_minute=True),
+        lambda: metis.ThinkingConfig(budget_tokens=True),
+        lambda: metis.ThinkingConfig(budget_tokens="8000"),
+    ],
+)
+def test_limits_and_a_thinking_budget_take_no_bool_or_string(build: Any) -> None:
+    with pytest.raises(ValueError, match=r"Input should be a valid (integer|number)"):
+        build()
