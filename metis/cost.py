@@ -9,12 +9,10 @@ carries a ``pricing_version``, so stored usage can be repriced under any later t
     new = PriceTable.load("prices-2027.yaml")
     costs = new.reprice([(model, usage) for model, usage in stored])
 
-Money is :class:`decimal.Decimal` throughout (rates are read from YAML through their decimal
-text, never through binary floats), and every amount is rounded half-up to 1e-8 USD, a
-:class:`~metis.core.money.USD` that prints and serializes as a plain decimal (``0.00000036``).
+Money is :class:`decimal.Decimal` throughout (YAML rates read as decimal text, never as
+floats), each amount rounded half-up to 1e-8 USD (:class:`~metis.core.money.USD`, ``0.00000036``).
 
-The formula is docs/contract.md §5, over :class:`TokenUsage`, whose ``input_tokens`` counts only
-uncached input::
+The formula (docs/contract.md §5; :class:`TokenUsage`'s ``input_tokens`` is uncached input)::
 
     usd = (input * input_rate + output * output_rate
            + cached_input * cached_input_rate + cache_creation * cache_creation_rate) / 1e6
@@ -38,7 +36,7 @@ from metis.catalog.catalog import Catalog, default_catalog
 from metis.catalog.embedding_models import EMBEDDING_PRICES_VERSION, embedding_model
 from metis.catalog.model_info import ModelInfo
 from metis.catalog.price_rates import ModelPrice, PriceTierEntry
-from metis.core.config_files import config_error, read_yaml, show
+from metis.core.config_files import config_error, read_yaml, show, typed
 from metis.core.money import USD, USDAmount
 from metis.errors import ConfigError
 from metis.model.response import TokenUsage
@@ -340,6 +338,7 @@ def _batch_priced(model: str, cost: Cost, usage: TokenUsage) -> Cost:
 
 def priced_cost(model: str, usage: TokenUsage, table: PriceTable | None = None) -> Cost | None:
     """:func:`cost_of`, or None (and no WARN) when no price is found for ``model``."""
+    model, usage = typed(model, str, "cost_of(model)"), typed(usage, TokenUsage, "usage")
     if table is None:
         info = lookup(model)  # one entry, not the whole table, in the common case
         if info is not None and info.prices is not None:
@@ -352,7 +351,7 @@ def priced_cost(model: str, usage: TokenUsage, table: PriceTable | None = None) 
         if model_id is None:
             return _embedding_cost(model, usage)
     else:
-        model_id = table.find(model)
+        model_id = typed(table, PriceTable, "cost_of(table)").find(model)
     if model_id is None:
         return None
     return price_usage(model_id, table.models[model_id], usage, table.pricing_version)

@@ -92,6 +92,8 @@ class Tool(Generic[P, R]):
         """A tool from ``function``'s signature and docstring; ``freeform``: its input is
         text, handed to its one parameter, ``input: str``; ``strict``: the provider holds the
         call's input to the schema (:attr:`ToolDefinition.strict`, docs/contract.md §10)."""
+        if not callable(function) or isinstance(function, type):
+            raise ConfigError(f"a tool is made of a function, got {described_value(function)}")
         summary, params = docstring(inspect.getdoc(function) or "")
         schema = input_schema(function, name or function.__name__)
         if freeform is not None:

@@ -23,6 +23,7 @@ from metis.adapter.checks import (
     check_ready,
     closed_error,
     foreign_prefixes,
+    given,
     transport_mode,
     warn_unclosed,
 )
@@ -76,9 +77,8 @@ class Adapter(OldClosingNames):
         registry: StageRegistry = default_registry,
         init_on_first_call: bool = False,
     ) -> None:
-        self.stack = stack
-        self.name = stack.name
-        self.config = config or AdapterConfig()
+        self.stack, self.config = given(stack, config)
+        self.name = self.stack.name
         self._capabilities = ModelCapabilities(stack, self.config)
         self.settings = validate_settings(
             stack.settings, self.config.given_settings(), f"{stack.name} adapter settings"

@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 
+from metis.adapter.checks import of_adapter
 from metis.adapter.count_tokens import Countable
 from metis.adapter.delivery import folded
 from metis.core.ids import new_request_id
@@ -63,6 +64,7 @@ class Batches:
     """Submit, follow and read provider batches through one chat adapter."""
 
     def __init__(self, adapter: Countable) -> None:
+        of_adapter(adapter, "Batches(adapter)")
         provider = adapter.pipeline.provider
         codec = provider.codec_name if provider is not None else None
         kind = KINDS.get((adapter.stack.catalog or "", codec or ""))

@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 import anyio
 
+from metis.adapter.checks import of_adapter
 from metis.adapter.count_tokens import Countable
 from metis.core.ids import new_request_id
 from metis.core.options import checked_init, checked_options
@@ -47,6 +48,7 @@ class CachedContents:
     one (``ttl=`` for ``ttl_seconds=``), raised when the method is called."""
 
     def __init__(self, adapter: Countable) -> None:
+        of_adapter(adapter, "CachedContents(adapter)")
         provider = adapter.pipeline.provider
         codec = provider.codec_name if provider is not None else None
         if provider is None or (adapter.stack.catalog, codec) != GEMINI_API:

@@ -5,13 +5,37 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING
 
-from metis.errors import CapabilityError, ClosedError, InvalidRequestError, NotConfiguredError
+from metis.core.config_files import typed
+from metis.errors import (
+    CapabilityError,
+    ClosedError,
+    ConfigError,
+    InvalidRequestError,
+    NotConfiguredError,
+)
+from metis.pipeline.config import AdapterConfig
 from metis.pipeline.endpoint import Endpoint
 from metis.stacks.loader import StackSpec, builtin_stacks
 from metis.stacks.model_ids import own_stack_names
 
 if TYPE_CHECKING:
     from metis.model.request import CanonicalRequest
+
+
+def given(stack: object, config: object) -> tuple[StackSpec, AdapterConfig]:
+    """An adapter's stack and config (None: the default), checked for their types."""
+    hint = " (a stack by name: metis.build_adapter('anthropic'))" if isinstance(stack, str) else ""
+    checked = typed(stack, StackSpec, "Adapter(stack)", hint)
+    return checked, typed(config or AdapterConfig(), AdapterConfig, "Adapter(config)")
+
+
+def of_adapter(adapter: object, what: str) -> None:
+    """A ConfigError when ``adapter``, given to ``what``, is not a chat adapter."""
+    if not hasattr(adapter, "pipeline") or not hasattr(adapter, "stack"):
+        raise ConfigError(
+            f"{what}: expected a chat adapter (metis.build_adapter('gemini')), got "
+            f"{type(adapter).__name__} {repr(adapter)[:60]}"
+        )
 
 
 def check_ready(
@@ -37,10 +61,23 @@ def check_ready(
         )
 
 
+def a_request(request: object, name: str) -> None:
+    """An InvalidRequestError when what an adapter was given is not a CanonicalRequest."""
+    from metis.model.request import CanonicalRequest
+
+    if not isinstance(request, CanonicalRequest):
+        raise InvalidRequestError(
+            f"{name}: expected a CanonicalRequest (metis.complete(model, messages) takes "
+            f"messages), got {type(request).__name__} {repr(request)[:60]}",
+            provider=name,
+        )
+
+
 def transport_mode(
     request: CanonicalRequest, default: bool, streams: bool, name: str
 ) -> CanonicalRequest:
     """``request`` with ``stream`` decided: its own value, else ``default``."""
+    a_request(request, name)
     if request.stream is None:
         return request.model_copy(update={"stream": default})
     if request.stream and not streams:

@@ -32,6 +32,7 @@ from typing import Any, Literal, Protocol
 
 import anyio
 
+from metis.adapter.checks import a_request
 from metis.catalog.estimate import estimate_request_tokens
 from metis.core.secrets import scrub_url
 from metis.errors import AdapterError, ProtocolError, scrub_error
@@ -152,6 +153,7 @@ async def count_tokens(
     adapter: Countable, request: CanonicalRequest, *, estimate_on_error: bool = True
 ) -> TokenCount:
     """How many input tokens ``request`` is, asked of the provider where it can say."""
+    a_request(request, adapter.name)
     wire_model = adapter.wire_model(request.model)
     profile = adapter.stack.token_estimate.for_model(wire_model)
     provider = adapter.pipeline.provider

@@ -8,6 +8,7 @@ from typing import Any, TypedDict, TypeVar
 from pydantic import PydanticUserError, TypeAdapter, ValidationError
 
 from metis.adapter.adapter import Adapter
+from metis.calls.option_types import check_option_types
 from metis.core.options import check_options
 from metis.errors import (
     AdapterError,
@@ -93,13 +94,15 @@ _UNSENT = ("n", "logprobs")
 
 def check_call_options(what: str, options: Mapping[str, Any], *also: str) -> None:
     """Raise :class:`~metis.core.options.UnknownOptionError` for an option ``metis.<what>()``
-    does not take, naming the nearest it does."""
+    does not take, naming the nearest it does; an InvalidRequestError for a numeric option
+    of the wrong type."""
     known = OPTIONS.union(also)
     if not known.issuperset(options):
         unsent = {name: f"metis does not send {name}; its options are: " for name in _UNSENT}
         hints = {name: text + ", ".join(sorted(known)) for name, text in unsent.items()}
         hints |= settings_hints(set(options) - known)
         check_options(f"metis.{what}()", options, known, {**hints, **_HINTS})
+    check_option_types(options)
 
 
 def settings_hints(unknown: Iterable[str]) -> dict[str, str]:
@@ -203,14 +206,16 @@ def structured_output(output_type: type[T] | None, options: ModelOptions) -> Typ
     ``output_schema``; a type with no JSON schema is a ConfigError saying what would do."""
     if output_type is None:
         return None
+    if isinstance(output_type, Mapping):
+        raise ConfigError("output_type is a type; a JSON schema (a dict) is output_schema=")
     try:
         output = TypeAdapter(output_type)
         options["output_schema"] = output.json_schema()
-    except PydanticUserError as exc:
+    except (PydanticUserError, KeyError, TypeError) as exc:
         raise ConfigError(
             f"output_type {_type_name(output_type)} has no JSON schema a model can fill; use a "
             "pydantic model, a dataclass, a TypedDict or a JSON type (str, int, float, bool, "
-            f"list, dict, Literal) ({exc.code})"
+            f"list, dict, Literal) ({getattr(exc, 'code', type(exc).__name__)})"
         ) from None
     return output
 

@@ -1,7 +1,8 @@
 """Reading config files (stacks, models.yaml, the price table) with errors that say where.
 
 Every error is a ConfigError naming the file, the dotted key and what was expected there;
-values of secret keys are never echoed.
+values of secret keys are never echoed. :func:`typed` checks a public constructor's argument
+the same way (a ConfigError naming it, never an AttributeError from inside).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -176,3 +177,19 @@ def _allowed_keys(schema: type[BaseModel] | None, path: list[Any]) -> list[str]:
     if schema is None:
         return []
     return [name for name in fields_at(schema, path) if name not in ("source", "model")]
+
+
+T = TypeVar("T")
+
+
+def typed(value: Any, kind: type[T], what: str, hint: str = "") -> T:
+    """``value`` when it is a ``kind``, else a ConfigError naming ``what`` (``Adapter(stack)``)
+    and, after the type it expects, ``hint``."""
+    if isinstance(value, kind):
+        return value
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    article = "an" if kind.__name__[:1].lower() in "aeiou" else "a"
+    raise ConfigError(
+        f"{what}: expected {article} {kind.__name__}{hint}, got {type(value).__name__} {shown}"
+    )

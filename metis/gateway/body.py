@@ -1,7 +1,7 @@
 """A request's body as the gateway reads it: within the size limit (counted as it arrives,
 whether or not a ``Content-Length`` said it) and the per-request timeout, decompressed when
-the client sent it with ``Content-Encoding: gzip`` or ``deflate`` (the limit counts the
-decompressed bytes too), read in the charset its ``Content-Type`` names when that is not
+the client sent it with ``Content-Encoding: gzip`` (every member) or ``deflate`` (the limit
+counts the decompressed bytes too), read in the charset its ``Content-Type`` names when that is not
 UTF-8 (``charset=iso-8859-1``, ``utf-16``), and parsed as JSON within metis's limits
 (metis.wire.json_limits)."""
 
@@ -68,7 +68,7 @@ async def _read_raw(request: Request, limit: int) -> bytes:
         if read > limit:
             raise too_large(limit)
         if decompress is not None:
-            chunk = inflate(decompress, chunk, limit - len(received))
+            chunk = decompress.inflate(chunk, limit - len(received))
         received += chunk
         if len(received) > limit:
             raise too_large(limit)
@@ -108,7 +108,7 @@ def charset_of(content_type: str | None) -> str | None:
     return None
 
 
-def decompressor(encoding: str | None) -> Any:
+def decompressor(encoding: str | None) -> Inflater | None:
     """A decompressor for ``encoding`` (None: the body is sent as it is)."""
     name = (encoding or "identity").strip().lower()
     if name == "identity":
@@ -117,14 +117,49 @@ def decompressor(encoding: str | None) -> Any:
         raise InvalidRequestError(
             f"Content-Encoding {name!r} is not supported (gzip, deflate or identity)"[:200]
         )
-    return zlib.decompressobj(DECOMPRESSORS[name])
+    return Inflater(DECOMPRESSORS[name])
 
 
-def inflate(decompress: Any, chunk: bytes, room: int) -> bytes:
-    """``chunk`` decompressed, at most ``room`` + 1 bytes of it (one more says: too large),
-    so a small body that inflates without end is refused without holding it."""
-    try:
-        out: bytes = decompress.decompress(chunk, room + 1)
-    except zlib.error:
-        raise InvalidRequestError("the request body is not valid compressed data") from None
-    return out
+MAX_MEMBERS = 1024
+"""gzip members a body may have: an empty one is 20 bytes and costs a new decompressor, so a
+body of them would cost more to read than its size says."""
+
+
+class Inflater:
+    """A body's decompressor: gzip's every member in turn (``cat a.gz b.gz`` is one gzip
+    body, as RFC 1952 has it), deflate's one stream and nothing after it."""
+
+    def __init__(self, wbits: int) -> None:
+        self._wbits = wbits
+        self._zlib = zlib.decompressobj(wbits)
+        self._members = 1
+
+    @property
+    def eof(self) -> bool:
+        """Whether the data so far ends where a member (or the stream) does."""
+        return self._zlib.eof
+
+    def inflate(self, chunk: bytes, room: int) -> bytes:
+        """``chunk`` decompressed, at most ``room`` + 1 bytes of it (one more says: too
+        large), so a small body that inflates without end is refused without holding it."""
+        out = []
+        while chunk:
+            if self._zlib.eof:
+                if self._wbits != GZIP:
+                    raise InvalidRequestError("the request body has data after its deflate stream")
+                self._members += 1
+                if self._members > MAX_MEMBERS:
+                    raise InvalidRequestError(
+                        f"the request body has over {MAX_MEMBERS} gzip members"
+                    )
+                self._zlib = zlib.decompressobj(self._wbits)
+            try:
+                piece = self._zlib.decompress(chunk, room + 1)
+            except zlib.error:
+                raise InvalidRequestError("the request body is not valid compressed data") from None
+            out.append(piece)
+            room -= len(piece)
+            if room < 0:
+                break
+            chunk = self._zlib.unused_data if self._zlib.eof else b""
+        return b"".join(out)

@@ -270,32 +270,65 @@ class AnthropicRelay(Relay):
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+_CALLS = (b'"tool_calls":[{', b'"tool_calls": [{')
+_REFUSAL = (b'"refusal":"', b'"refusal": "')
+
+
+def _searches(base: tuple[bytes, ...]) -> dict[tuple[bool, bool], Callable[[bytes], object]]:
+    """(tool calls seen, refusal seen) -> one search for ``base`` and the markers of what
+    the stream has not shown yet: once seen, no later chunk of it is parsed for it."""
+    found: dict[tuple[bool, bool], Callable[[bytes], object]] = {}
+    for calls in (False, True):
+        for refused in (False, True):
+            marks = (*base, *(() if calls else _CALLS), *(() if refused else _REFUSAL))
+            found[calls, refused] = re.compile(b"|".join(map(re.escape, marks))).search
+    return found
+
+
 class ChatRelay(Relay):
     """A Chat Completions answer. The gateway asks a stream for its usage chunk; a caller that
-    did not ask for it (``include_usage``) does not get it."""
+    did not ask for it (``include_usage``) does not get it. Its stop is read as the translated
+    path reads it: ``stop`` with tool calls is ``tool_use``, with a refusal ``refusal``; a
+    stream's first tool call and first refusal are the only chunks of them parsed."""
 
     markers = (b'"usage":{', b'"usage": {', b'"error"', b'"finish_reason":"', b'"finish_reason": "')
+    _SEARCHES = _searches(markers)
 
     def __init__(self, model: str, include_usage: bool) -> None:
         super().__init__(model)
         self.include_usage = include_usage
         named = b'"model":' + dumps(model).encode()
         self._named = named.replace(b"\\", b"\\\\")
+        self._calls = self._refused = False
+        self._marked = self._SEARCHES[False, False]
 
     def _pass(self, ready: bytes) -> bytes:
         return super()._pass(_MODEL.sub(self._named, ready))
 
-    def _stopped(self, obj: dict[str, Any]) -> None:
+    def _saw(self, part: Any) -> None:
+        """A message's or a delta's tool calls and refusal, noted."""
+        if not isinstance(part, dict):
+            return
+        calls = part.get("tool_calls")
+        self._calls = self._calls or (isinstance(calls, list) and bool(calls))
+        refusal = part.get("refusal")
+        self._refused = self._refused or (isinstance(refusal, str) and bool(refusal))
+        self._marked = self._SEARCHES[self._calls, self._refused]
+
+    def _stopped(self, obj: dict[str, Any], part: str) -> None:
         choices = obj.get("choices")
         first = choices[0] if isinstance(choices, list) and choices else None
-        raw = first.get("finish_reason") if isinstance(first, dict) else None
+        if not isinstance(first, dict):
+            return
+        self._saw(first.get(part))
+        raw = first.get("finish_reason")
         if isinstance(raw, str):
-            self.stop = chat_stop(raw, False, raw == "tool_calls")
+            self.stop = chat_stop(raw, self._refused, self._calls or raw == "tool_calls")
 
     def rewrite(self, raw: bytes) -> bytes:
         _, obj = _fields(raw)
         if isinstance(obj, dict):
-            self._stopped(obj)
+            self._stopped(obj, "delta")
         if isinstance(obj, dict) and "error" in obj and "choices" not in obj:
             self.failed = _error_type(obj)
         elif isinstance(obj, dict) and isinstance(obj.get("usage"), dict):
@@ -312,5 +345,5 @@ class ChatRelay(Relay):
             return body
         obj["model"] = self.model
         self.usage = chat_usage(obj.get("usage"))
-        self._stopped(obj)
+        self._stopped(obj, "message")
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()

@@ -115,7 +115,7 @@ class ThinkingConfig(Canonical):
     level (one or the other). Each model is asked the way it takes (docs/reasoning.md): a
     budget for an effort model, or a level it lacks, is converted, with a warning."""
 
-    budget_tokens: int | None = Field(default=None, ge=1)
+    budget_tokens: int | None = Field(default=None, ge=1, strict=True)
     effort: ReasoningEffort | None = None
     """``none`` (off where the model allows it), ``minimal``, ``low``, ``medium``, ``high``,
     ``xhigh``, ``max``."""
@@ -161,7 +161,7 @@ class CanonicalRequest(Canonical):
 
     model: str = Field(min_length=1, description="canonical 'provider:name' or a wire name")
     messages: list[Message]
-    max_output_tokens: int = Field(ge=1)
+    max_output_tokens: int = Field(ge=1, strict=True)
     request_id: str = Field(default_factory=new_request_id)
     session_id: str | None = None
     tools: list[ToolDefinition] = Field(default_factory=list)
@@ -171,12 +171,12 @@ class CanonicalRequest(Canonical):
     parallel_tool_calls: bool | None = None
     system_prompt: str | None = None
     stop_sequences: list[str] = Field(default_factory=list)
-    temperature: float | None = Field(default=None, ge=0)
-    top_p: float | None = Field(default=None, ge=0, le=1)
-    top_k: int | None = Field(default=None, ge=1)
-    seed: int | None = None
-    frequency_penalty: float | None = None
-    presence_penalty: float | None = None
+    temperature: float | None = Field(default=None, ge=0, strict=True)
+    top_p: float | None = Field(default=None, ge=0, le=1, strict=True)
+    top_k: int | None = Field(default=None, ge=1, strict=True)
+    seed: int | None = Field(default=None, strict=True)
+    frequency_penalty: float | None = Field(default=None, strict=True)
+    presence_penalty: float | None = Field(default=None, strict=True)
     output_schema: dict[str, Any] | None = None
     thinking: ThinkingConfig | None = None
     """How the model reasons first: a :class:`ThinkingConfig`, or its effort (``"high"``) or

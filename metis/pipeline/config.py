@@ -29,8 +29,8 @@ class AdapterConfig(BaseModel):
 
     api_key: str | None = Field(default=None, repr=False)
     base_url: str | None = None
-    timeout_seconds: float = Field(default=600.0, gt=0)
-    max_retries: int = Field(default=2, ge=0)
+    timeout_seconds: float = Field(default=600.0, gt=0, strict=True)
+    max_retries: int = Field(default=2, ge=0, strict=True)
     extra_headers: dict[str, str] = Field(default_factory=dict)
     settings: dict[str, Any] | ProviderSettings | None = None
     """The provider's own settings, of the kind its stack names (``region`` for Bedrock,
@@ -67,6 +67,8 @@ class AdapterConfig(BaseModel):
 def with_given(config: AdapterConfig | None, **given: Any) -> AdapterConfig | None:
     """``config`` with each keyword given (not None) set over its field; ``config`` itself
     when none is given (the one-line form of ``build_adapter``'s keywords)."""
+    if config is not None and not isinstance(config, AdapterConfig):
+        raise ConfigError(f"config: expected an AdapterConfig, got {type(config).__name__}")
     chosen = {name: value for name, value in given.items() if value is not None}
     if not chosen:
         return config

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from metis.adapter.adapter import Adapter, build_adapter
-from metis.core.config_files import config_error, read_yaml
+from metis.core.config_files import config_error, read_yaml, typed
 from metis.core.deprecation import renamed, warn_deprecated
 from metis.core.options import check_options, keyword_names
 from metis.errors import ConfigError, InvalidRequestError, NotConfiguredError
@@ -114,6 +114,7 @@ class Registry:
         """``make_client``: how the pool of an entry not given a client in ``clients`` is made
         (called with the entry's ``timeout_seconds``); the registry owns and closes it."""
         check_options("Registry()", adapter_kwargs, _REGISTRY_OPTIONS)
+        spec = typed(spec, RegistryFile, "Registry(spec)", " (Registry.load(path) reads a file)")
         self._make_client = make_client
         self.source = source
         env = os.environ if environ is None else environ

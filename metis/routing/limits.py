@@ -39,9 +39,9 @@ class Limits(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_concurrent: int | None = Field(default=None, ge=1)
-    requests_per_minute: float | None = Field(default=None, gt=0)
-    tokens_per_minute: float | None = Field(default=None, gt=0)
+    max_concurrent: int | None = Field(default=None, ge=1, strict=True)
+    requests_per_minute: float | None = Field(default=None, gt=0, strict=True)
+    tokens_per_minute: float | None = Field(default=None, gt=0, strict=True)
     on_limit: Literal["wait", "fail"] = "wait"
     """wait: up to the call's deadline; fail: a rate_limit error at once."""
 

@@ -40,7 +40,7 @@ class TargetSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str = Field(min_length=1)
-    max_retries: int | None = Field(default=None, ge=0)
+    max_retries: int | None = Field(default=None, ge=0, strict=True)
     options: dict[str, Any] = Field(default_factory=dict)
     """Request fields set for this model (``temperature``, ``max_output_tokens``, ``thinking``)."""
 
@@ -55,7 +55,7 @@ class RouteSpec(BaseModel):
 
     models: list[str | TargetSpec] = Field(min_length=1)
     fallback_on: list[ErrorClass] = Field(default_factory=lambda: sorted(DEFAULT_FALLBACK_ON))
-    max_retries: int | None = Field(default=None, ge=0)
+    max_retries: int | None = Field(default=None, ge=0, strict=True)
     limits: dict[str, Limits] = Field(default_factory=dict)
 
     def targets(self) -> list[TargetSpec]:
@@ -64,6 +64,8 @@ class RouteSpec(BaseModel):
 
 def error_classes(names: Iterable[ErrorClass | str]) -> frozenset[ErrorClass]:
     """``names`` as error classes; a ConfigError naming the known ones for a wrong one."""
+    if isinstance(names, str | bytes) or not isinstance(names, Iterable):
+        raise ConfigError(f"fallback_on: expected a list of error classes, got {names!r:.60}")
     given = list(names)
     unknown = [name for name in given if name not in set(ErrorClass)]
     if unknown:

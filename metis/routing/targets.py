@@ -9,9 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from metis.adapter.adapter import Adapter
 from metis.adapter.checks import missing_key
 from metis.catalog.token_profile import TokenProfile
+from metis.core.config_files import config_error
 from metis.errors import ConfigError, NotConfiguredError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
@@ -81,9 +84,12 @@ class Targets:
         slots: Fallback[SharedSlots] | None = None,
     ) -> None:
         self._slots = slots
+        for what, given in (("adapters", adapters), ("limits", limits)):
+            if not isinstance(given, Mapping):
+                raise ConfigError(f"Router({what}): expected a mapping, got {given!r:.60}")
         self._given = dict(adapters)
         self._owned: dict[str, Adapter] = {}
-        self._limits = dict(limits)
+        self._limits = {key: _limits(key, value) for key, value in limits.items()}
         self._buckets = buckets
         self._limiters: dict[str, Limiter] = {}
 
@@ -93,6 +99,12 @@ class Targets:
         """Every model of the route. A model without its key is kept, to be skipped (with one
         WARNING now). A model with no retries set moves on at its first failure when a model
         that can be called comes after it, and keeps its adapter's own retries when none does."""
+        retries_checked(max_retries, f"route {route}")
+        if isinstance(targets, str | bytes) or not isinstance(targets, Sequence):
+            raise ConfigError(
+                f"route {route}: its models are a list of 'provider:model' or RouteTarget, got "
+                f"{type(targets).__name__} {targets!r:.60}"
+            )
         resolved = [self.resolve(target, max_retries) for target in targets]
         callable_ = [i for i, t in enumerate(resolved) if t.missing_key is None]
         for index, target in enumerate(resolved):
@@ -110,6 +122,7 @@ class Targets:
         provider, sep, wire = spec.model.partition(":")
         if not sep or not provider or not wire:
             raise ConfigError(f"route models are 'provider:model', got {spec.model!r}")
+        retries_checked(spec.max_retries, spec.model)
         adapter = spec.adapter or self._given.get(provider) or self._build(provider)
         wire_model = adapter.wire_model(spec.model)
         key = f"{adapter.name}:{wire_model}"
@@ -163,3 +176,26 @@ def as_route_target(target: str | RouteTarget | TargetSpec) -> RouteTarget:
             f"a route's models are 'provider:model' strings or RouteTargets, got {target!r}"
         )
     return target
+
+
+def retries_checked(max_retries: object, where: str) -> None:
+    """A ConfigError for retries that are not a whole number >= 0 (``True`` is not one)."""
+    if max_retries is None:
+        return
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ConfigError(
+            f"{where}: max_retries is a whole number of retries >= 0, got "
+            f"{type(max_retries).__name__} {max_retries!r:.80}"
+        )
+
+
+def _limits(key: str, value: object) -> Limits:
+    """A route's limits for ``key``: a Limits (a dict of its fields is read as one)."""
+    if isinstance(value, Limits):
+        return value
+    if isinstance(value, Mapping):
+        try:
+            return Limits.model_validate(value)
+        except ValidationError as exc:
+            raise config_error(exc, f"Router(limits) for {key!r}", Limits) from None
+    raise ConfigError(f"Router(limits) for {key!r}: expected a Limits, got {value!r:.60}")

@@ -64,6 +64,8 @@ class BlockingForms:
 
         def cancel(self) -> bool: ...
 
+        def _left(self) -> bool: ...
+
     def send(
         self, message: MessagesLike | None = None, **options: Unpack[ModelOptions]
     ) -> CanonicalResponse:
@@ -140,7 +142,7 @@ class BlockingForms:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if not self.cancel():  # else a turn's stream left unclosed: it ends once closed
+        if not self._left():  # else a turn's stream left unclosed: it ends once closed
             self.close()
 
 

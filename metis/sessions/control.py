@@ -25,6 +25,9 @@ class TurnControl:
 
     def __init__(self) -> None:
         self.cancelled = False
+        self.release = False
+        """The session's block was left with the turn in flight: when it ends, what providers
+        keep open for the session is released."""
         self._scope: anyio.CancelScope | None = None
         self._stop_call: Callable[[], object] | None = None
         self._call_stopped = False

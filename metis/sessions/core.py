@@ -35,7 +35,12 @@ from metis.sessions.context import Compact, ContextCheck, fitted, with_provider_
 from metis.sessions.control import TurnControl
 from metis.sessions.events import CompactionCall
 from metis.sessions.models import Resolved, resolved
-from metis.sessions.provider_state import ProviderState, StateKeeper, lease_connections
+from metis.sessions.provider_state import (
+    ProviderState,
+    StateKeeper,
+    close_connections,
+    lease_connections,
+)
 from metis.sessions.reply import Reply
 
 UNFINISHED = (StopKind.CANCELLED, StopKind.ERROR)
@@ -124,6 +129,8 @@ class Conversation:
         finally:
             if not kept and not finished and mark is not None:
                 del self.history[mark:]
+            if control.release:
+                await close_connections(self.connections, self.session_id)
 
     async def _stream(
         self, found: Resolved, request: CanonicalRequest, reply: Reply, control: TurnControl

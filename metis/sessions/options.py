@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis.calls import request as call_request
+from metis.calls.option_types import check_option_types
 from metis.calls.request import ModelOptions
 from metis.core.options import check_options
 
@@ -27,16 +28,19 @@ def check_constructor(options: Mapping[str, Any]) -> None:
     """``Session(...)``'s model options."""
     hints = {**call_request.settings_hints(options), **HINTS}
     check_options("Session()", options, SESSION_OPTIONS | OWN_OPTIONS, hints)
+    check_option_types(options)
 
 
 def check_defaults(options: Mapping[str, Any]) -> None:
     """Options assigned to ``session.options``."""
     check_options("Session.options", options, SESSION_OPTIONS, HINTS)
+    check_option_types(options)
 
 
 def checked_turn(what: str, options: Mapping[str, Any]) -> ModelOptions:
     """A turn's options, checked: they override the session's, read at each call."""
     known = SESSION_OPTIONS | RUN_OPTIONS if what in ("run", "arun") else SESSION_OPTIONS
     check_options(f"Session.{what}()", options, known, HINTS)
+    check_option_types(options)
     checked: ModelOptions = {**options}  # type: ignore[typeddict-item]
     return checked

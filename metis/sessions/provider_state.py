@@ -184,3 +184,21 @@ async def _bounded(work: Any, provider: str) -> bool:
             extra={"event": "metis.session_store_skipped", "provider": provider},
         )
         return False
+
+
+async def close_connections(held: dict[str, Any], session_id: str) -> None:
+    """Close each of a session's connections (``held``, by provider), emptying it; one that
+    fails to close is logged and leaves the others."""
+    while held:
+        provider, connection = held.popitem()
+        with anyio.CancelScope(shield=True):
+            try:
+                await connection.aclose()
+            except Exception as exc:
+                log.warning(
+                    "session %s: closing %s's connection failed: %r",
+                    session_id,
+                    provider,
+                    exc,
+                    extra={"event": "metis.session_close_failed", "provider": provider},
+                )

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import logging
 import threading
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, TypeVar, Unpack
-
-import anyio
 
 from metis.adapter.adapter import Adapter
 from metis.calls import request as call_request
@@ -34,13 +31,12 @@ from metis.sessions.core import CallRecord, Conversation
 from metis.sessions.events import RunComplete, RunEvent, RunResult
 from metis.sessions.models import checked_adapters, checked_model
 from metis.sessions.options import check_constructor, check_defaults, checked_turn
-from metis.sessions.provider_state import ProviderState
+from metis.sessions.provider_state import ProviderState, close_connections
 from metis.sessions.saved import read_saved, restored, saved_session
 from metis.sessions.stream import TurnStream
 from metis.tools import checked_timeout
 
 T = TypeVar("T")
-log = logging.getLogger("metis")
 
 
 class SessionBusyError(RuntimeError):
@@ -278,27 +274,22 @@ class Session(BlockingForms):
         WebSocket stack, docs/websocket.md). The history stays; a later turn opens what it
         needs again. ``async with Session(...)`` closes it at the end."""
         with self._owned("aclose"):
-            held = self._conversation.connections
-            while held:
-                provider, connection = held.popitem()
-                with anyio.CancelScope(shield=True):
-                    try:
-                        await connection.aclose()
-                    except Exception as exc:  # one that fails to close leaves the others
-                        log.warning(
-                            "session %s: closing %s's connection failed: %r",
-                            self.session_id,
-                            provider,
-                            exc,
-                            extra={"event": "metis.session_close_failed", "provider": provider},
-                        )
+            await close_connections(self._conversation.connections, self.session_id)
 
     async def __aenter__(self) -> Session:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if not self.cancel():  # else a turn's stream left unclosed: it ends once finalized
+        if not self._left():  # else a turn's stream left unclosed: it ends once finalized
             await self.aclose()
+
+    def _left(self) -> bool:
+        """The block is left: a turn in flight (its stream held unclosed) is cancelled, what
+        providers keep open released when it ends; False when none was in flight."""
+        control = self._control
+        if control is not None:
+            control.release = True
+        return self.cancel()
 
     def cancel(self) -> bool:
         """Stop the turn in flight, from any task or thread: a reply being streamed ends with

@@ -198,10 +198,12 @@ def endpoint_for(
     env = spec.endpoint.base_url_env
     from_env = spec.endpoint.env_base_url()
     url = base_url or from_env or spec.endpoint.base_url
-    if "://" not in url:
+    parts = urlsplit(url) if "://" in url else None
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         where = "base_url" if base_url else env if from_env else f"{spec.source}: base_url"
         raise ConfigError(
-            f"{where}: expected a URL with its scheme (https://host...), got {redact(url)!r}"
+            f"{where}: expected a URL with its scheme (https://host...), http:// or https:// "
+            f"and a host, got {redact(url)!r}"
         )
     return Endpoint(
         base_url=without_overlap(url, spec.endpoint.path),

@@ -44,6 +44,7 @@ from metis.transport.decoding import decoded, encodings_of
 from metis.transport.held_reads import held_reads
 from metis.transport.read_clock import ReadClock, loop_clock
 from metis.transport.redirects import redirect_target
+from metis.transport.refusals import check_headers, refusal
 from metis.transport.request_body import sent_once
 from metis.transport.slots import close_if_overread, drop_unclaimed_connections, served_by, slots_of
 from metis.transport.socket_reads import bound_socket_reads, socket_abort
@@ -235,6 +236,7 @@ def _build(
     made = direct.built(http, method, url, headers, content, timeout)
     if made is None:
         made = http.build_request(method, url, headers=headers, content=content, timeout=timeout)
+    check_headers(made.headers.raw, call)
     return sent_once(made)
 
 
@@ -253,6 +255,9 @@ async def _send(
                 if response is None:
                     response = await http.send(request, stream=True, follow_redirects=False)
         except http_errors() as exc:
+            refused = refusal(exc, call, request.url)
+            if refused is not None:
+                raise refused from exc
             when = "before a response arrived"
             raise failure(exc, call, clock, limits, when, _origin(request.url)) from exc
         except RuntimeError as exc:

@@ -34,11 +34,11 @@ def get_weather(city: str) -> str:
 @pytest.mark.parametrize(
     ("options", "said"),
     [
-        ({"temperature": "hot"}, "temperature: Input should be a valid number"),
+        ({"temperature": "hot"}, "temperature: expected a number >= 0, got str 'hot'"),
         ({"reasoning": "extreme"}, "reasoning.effort: Input should be 'none'"),
-        ({"max_output_tokens": "many"}, "max_output_tokens: Input should be a valid integer"),
+        ({"max_output_tokens": "many"}, "max_output_tokens: expected a whole number of tokens"),
         ({"system": 42}, "system: Input should be a valid string (got 42)"),
-        ({"timeout_seconds": "soon"}, "timeout_seconds: expected a number, got 'soon'"),
+        ({"timeout_seconds": "soon"}, "timeout_seconds: expected a number of seconds > 0"),
         ({"max_retries": -1}, "max_retries: expected a number >= 0, got -1"),
         ({"stop_sequences": "END"}, "got str 'END'; give stop_sequences=['END']"),
         ({"reasoning": True}, "(got True): reasoning is an effort ('low', 'medium', 'high', "),

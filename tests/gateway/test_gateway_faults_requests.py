@@ -139,6 +139,49 @@ def body_cases(body: dict[str, Any]) -> dict[str, tuple[bytes, dict[str, str], i
         "brotli": (plain, {"content-encoding": "br"}, 400, "invalid_request_error"),
         "gzip": (gzip.compress(plain), {"content-encoding": "gzip"}, 200, ""),
         "deflate": (zlib.compress(plain), {"content-encoding": "deflate"}, 200, ""),
+        # gzip's members in turn, as `cat a.gz b.gz` makes (before: the first alone, cut)
+        "gzip of two members": (
+            gzip.compress(plain[:20]) + gzip.compress(plain[20:]),
+            {"content-encoding": "gzip"},
+            200,
+            "",
+        ),
+        "gzip of a member per byte": (
+            b"".join(gzip.compress(plain[i : i + 1]) for i in range(len(plain))),
+            {"content-encoding": "gzip"},
+            200,
+            "",
+        ),
+        "gzip members that together inflate past the limit": (
+            gzip.compress(b" " * 200_000) + gzip.compress(b" " * 200_000),
+            {"content-encoding": "gzip"},
+            413,
+            "request_too_large",
+        ),
+        "gzip of a member and garbage": (
+            gzip.compress(plain) + b"garbage",
+            {"content-encoding": "gzip"},
+            400,
+            "invalid_request_error",
+        ),
+        "gzip of a member and a cut one": (
+            gzip.compress(plain) + gzip.compress(b" ")[:-3],
+            {"content-encoding": "gzip"},
+            400,
+            "invalid_request_error",
+        ),
+        "gzip of more members than a body may have": (
+            gzip.compress(b"") * 1024 + gzip.compress(plain),
+            {"content-encoding": "gzip"},
+            400,
+            "invalid_request_error",
+        ),
+        "deflate and data after it": (
+            zlib.compress(plain) + zlib.compress(b" "),
+            {"content-encoding": "deflate"},
+            400,
+            "invalid_request_error",
+        ),
         "text/plain": (plain, {"content-type": "text/plain"}, 200, ""),
         "no content-type": (plain, {"content-type": ""}, 200, ""),
         # a body in the charset its content-type names (before: not UTF-8, so "not JSON")
@@ -557,3 +600,21 @@ async def test_odd_field_and_model_names_stay_out_of_headers_and_bounded(
             case = f"{label}: {reply.status_code} {reply.text[:300]}"
             assert reply.status_code == 404 and len(reply.content) < 1000, case
             error_of(api, reply)
+
+
+@pytest.mark.parametrize("piece", [1, 7, 4096])
+def test_gzip_members_are_read_across_any_split_of_the_body(piece: int) -> None:
+    from metis.gateway.body import decompressor
+
+    text = b'{"a": "' + b"x" * 3000 + b'"}'
+    members = b"".join(gzip.compress(text[i : i + 1000]) for i in range(0, len(text), 1000))
+    inflater = decompressor("gzip")
+    assert inflater is not None
+    out = b"".join(
+        inflater.inflate(members[i : i + piece], 10_000) for i in range(0, len(members), piece)
+    )
+    assert out == text and inflater.eof
+    bomb = gzip.compress(b" " * 100_000) * 3
+    inflater = decompressor("gzip")
+    assert inflater is not None
+    assert len(inflater.inflate(bomb, 150_000)) == 150_001  # one past the room: too large

@@ -1,0 +1,51 @@
+"""Transport failures that are the request's or the configuration's, not the network's: a
+header no HTTP/1.1 message can carry, a URL that is not http(s), a redirect whose Location is
+not a URL. Each would fail the same way on every attempt, so none is a retried NetworkError."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from metis.errors import AdapterError, InvalidRequestError, RedirectError
+from metis.pipeline.call import Call
+
+_TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
+_BREAKS = re.compile(rb"[\r\n\0]")
+
+
+def check_headers(raw: list[tuple[bytes, bytes]], call: Call) -> None:
+    """An InvalidRequestError, before anything is sent, for a header whose name is not an
+    HTTP token or whose value holds a line break or NUL (the value is never shown)."""
+    for name, value in raw:
+        if _TOKEN.fullmatch(name) is None:
+            problem = f"the header name {name.decode('latin-1')[:60]!r} is not an HTTP token"
+        elif _BREAKS.search(value) is not None:
+            problem = f"the value of header {name.decode('latin-1')!r} holds a line break or NUL"
+        else:
+            continue
+        raise InvalidRequestError(
+            f"{call.provider}: {problem}; nothing was sent (check extra_headers)",
+            provider=call.provider,
+            request_id=call.request_id,
+        )
+
+
+def refusal(exc: Exception, call: Call, url: Any) -> AdapterError | None:
+    """The classified error of a client's failure that no retry would mend, else None."""
+    kind = type(exc).__name__
+    if kind == "UnsupportedProtocol":
+        return InvalidRequestError(
+            f"{call.provider}: the URL {str(url)[:100]!r} is not http:// or https:// (is "
+            f"base_url right?): {exc}",
+            provider=call.provider,
+            request_id=call.request_id,
+        )
+    if kind == "RemoteProtocolError" and str(exc).startswith("Invalid URL in location header"):
+        return RedirectError(
+            f"{call.provider} answered a redirect whose Location is not a URL (is base_url "
+            f"right?): {exc}",
+            provider=call.provider,
+            request_id=call.request_id,
+        )
+    return None

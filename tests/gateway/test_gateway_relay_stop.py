@@ -1,0 +1,127 @@
+"""The stop a Chat Completions pass-through relay reads for the metrics is the one the
+translated path reads of the same answer (metis/wire/openai_chat/read.py): ``stop`` on a
+reply with tool calls is ``tool_use`` (a named tool_choice answered by a compatible server),
+``stop`` on a refusal is ``refusal``; as a stream and as a whole body."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from metis.gateway.relay import ChatRelay
+from metis.model.events import MessageComplete
+from metis.model.response import StopKind, StopReason
+from metis.wire.builder import MessageBuilder
+from metis.wire.openai_chat import OpenAIChatCodec
+
+CALL = {"index": 0, "id": "call_1", "type": "function"}
+CALL_START = {**CALL, "function": {"name": "get_weather", "arguments": ""}}
+FRAGMENT = {"index": 0, "function": {"arguments": '{"city": "Paris"}'}}
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": [choice]}
+
+
+def chunks(case: str, finish: str) -> list[dict[str, Any]]:
+    first = chunk({"role": "assistant", "content": None, "refusal": None})
+    if case == "tool calls":
+        body = [chunk({"tool_calls": [CALL_START]}), *[chunk({"tool_calls": [FRAGMENT]})] * 3]
+    elif case == "refusal":
+        body = [chunk({"refusal": "I can't"}), chunk({"refusal": " help with that."})]
+    else:
+        body = [chunk({"content": "Hi"}), chunk({"content": ' "refusal": "no"'})]
+    return [first, *body, chunk({}, finish)]
+
+
+def whole(case: str, finish: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
+    if case == "tool calls":
+        function = {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+        message["tool_calls"] = [{"id": "call_1", "type": "function", "function": function}]
+    elif case == "refusal":
+        message["refusal"] = "I can't help with that."
+    else:
+        message["content"] = "Hi"
+    choice = {"index": 0, "message": message, "finish_reason": finish}
+    return {"id": "c1", "object": "chat.completion", "model": "m", "choices": [choice]}
+
+
+def sse(objects: list[dict[str, Any]]) -> Iterator[bytes]:
+    for obj in objects:
+        yield f"data: {json.dumps(obj)}\n\n".encode()
+    yield b"data: [DONE]\n\n"
+
+
+def translated_stream(objects: list[dict[str, Any]]) -> StopReason:
+    parser = OpenAIChatCodec().stream_parser(MessageBuilder("openai", "m"))
+    events = [event for obj in objects for event in parser.feed(obj)]
+    events += parser.end()
+    return next(e.stop_reason for e in events if isinstance(e, MessageComplete))
+
+
+def translated_whole(body: dict[str, Any]) -> StopReason:
+    events = OpenAIChatCodec().parse_body(body, MessageBuilder("openai", "m"))
+    return next(e.stop_reason for e in events if isinstance(e, MessageComplete))
+
+
+CASES = [
+    ("tool calls", "stop", StopKind.TOOL_USE),
+    ("tool calls", "tool_calls", StopKind.TOOL_USE),
+    ("refusal", "stop", StopKind.REFUSAL),
+    ("text", "stop", StopKind.END_TURN),
+    ("text", "length", StopKind.MAX_TOKENS),
+    ("refusal", "content_filter", None),
+]
+
+
+@pytest.mark.parametrize(("case", "finish", "kind"), CASES)
+def test_the_chat_relay_reads_the_stop_the_translated_path_reads(
+    case: str, finish: str, kind: StopKind | None
+) -> None:
+    objects = chunks(case, finish)
+    relay = ChatRelay("fast", include_usage=True)
+    sent = b"".join(sse(objects))
+    relayed = b"".join(relay.feed(sent[i : i + 50]) for i in range(0, len(sent), 50))
+    relayed += relay.end()
+    assert relay.stop == translated_stream(objects)
+    assert relay.stop is not None and (kind is None or relay.stop.kind is kind)
+    assert relayed == sent.replace(b'"model": "m"', b'"model":"fast"')
+
+    body = whole(case, finish)
+    answer = ChatRelay("fast", include_usage=True)
+    answer.whole(json.dumps(body).encode())
+    assert answer.stop == translated_whole(body)
+
+
+def test_only_the_first_tool_call_chunk_of_a_stream_is_parsed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cost per stream: of a tool call's many argument chunks one is parsed for the
+    stop, and a stream of text has none parsed but its finish."""
+    import metis.gateway.relay as relay_module
+
+    parsed: list[bytes] = []
+    fields = relay_module._fields
+
+    def counted(raw: bytes) -> tuple[str, Any]:
+        parsed.append(raw)
+        return fields(raw)
+
+    monkeypatch.setattr(relay_module, "_fields", counted)
+    objects = chunks("tool calls", "stop")
+    objects[2:2] = [chunk({"tool_calls": [FRAGMENT]})] * 100
+    relay = ChatRelay("fast", include_usage=True)
+    for piece in sse(objects):
+        relay.feed(piece)
+    assert relay.stop is not None and relay.stop.kind is StopKind.TOOL_USE
+    assert len(parsed) == 2  # the first tool call's chunk, the finish's
+    parsed.clear()
+    text = ChatRelay("fast", include_usage=True)
+    for piece in sse([chunk({"content": "Hi"})] * 100 + [chunk({}, "stop")]):
+        text.feed(piece)
+    assert len(parsed) == 1
