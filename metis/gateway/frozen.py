@@ -14,10 +14,10 @@ from metis.gateway.service import Gateway
 from metis.model.base import Canonical
 
 log = logging.getLogger("metis.gateway")
-SAID = {"max_tokens": 16, "messages": [{"role": "user", "content": "Hello"}]}
+_USER_SAYS_HELLO = {"max_tokens": 16, "messages": [{"role": "user", "content": "Hello"}]}
 SAMPLES = {
-    "anthropic": SAID,
-    "chat": SAID,
+    "anthropic": _USER_SAYS_HELLO,
+    "chat": _USER_SAYS_HELLO,
     "responses": {"max_output_tokens": 16, "input": "Hello"},
 }
 """A small request in each API, read as a first request would be (before serving)."""
