@@ -229,7 +229,7 @@ _GENUINE: dict[type, Any] = {}
 
 def mocked() -> bool:
     """Whether a sender's method is not its own function (see ``_SENDERS``): a mock is
-    active. An identity check a request while nothing changed."""
+    active. While nothing changed, a request costs one identity check per sender."""
     for cls, qualname in _SENDERS:
         method = cls.handle_async_request
         if method is _GENUINE.get(cls):
