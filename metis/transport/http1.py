@@ -197,7 +197,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
             if left is not None:  # the deadline below ends it; the loop's own timer is a backstop
                 tls["ssl_handshake_timeout"] = left + 1.0
         try:
-            async with asyncio.timeout(left):
+            async with asyncio.timeout(left if tls else None):  # plain HTTP: no wait left
                 _, connection = await loop.create_connection(Http1Connection, sock=sock, **tls)
         except TimeoutError as exc:
             sock.close()
