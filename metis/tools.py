@@ -47,7 +47,7 @@ from metis.errors import ConfigError, InvalidRequestError
 from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.model.request import FREEFORM_SCHEMA, FreeformInput, ToolDefinition
 from metis.model.response import CanonicalResponse
-from metis.model.server_tools import CodeExecution, ProviderTool, WebFetch, WebSearch
+from metis.model.server_tools import ServerToolLike
 from metis.tool_results import failed, result_of, timed_out, unrunnable
 from metis.tool_schemas import docstring, drop_titles, input_schema, snake
 
@@ -56,8 +56,6 @@ R = TypeVar("R")
 P2 = ParamSpec("P2")
 R2 = TypeVar("R2")
 M = TypeVar("M", bound=BaseModel)
-ServerToolLike = WebSearch | WebFetch | CodeExecution | ProviderTool
-"""A tool the provider runs itself."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,9 +24,10 @@ from metis.model.dicts import MessageDict
 from metis.model.knobs import ReasoningEffort
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolChoice, ToolDefinition
 from metis.model.response import CanonicalResponse
+from metis.model.server_tools import ServerToolLike
 from metis.pipeline.settings import setting_named
 from metis.routing.router import Router
-from metis.tools import AnyTool, ServerToolLike, as_tool_definition, described_value, tool_list
+from metis.tools import AnyTool, as_tool_definition, described_value, tool_list
 
 MessagesLike = str | Message | MessageDict | Sequence[Message | MessageDict]
 """A user's text, one message, or the conversation: Message objects or plain dicts."""

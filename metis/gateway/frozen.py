@@ -14,10 +14,10 @@ from metis.gateway.service import Gateway
 from metis.model.base import Canonical
 
 log = logging.getLogger("metis.gateway")
-SAID = {"max_tokens": 16, "messages": [{"role": "user", "content": "Hello"}]}
+_USER_SAYS_HELLO = {"max_tokens": 16, "messages": [{"role": "user", "content": "Hello"}]}
 SAMPLES = {
-    "anthropic": SAID,
-    "chat": SAID,
+    "anthropic": _USER_SAYS_HELLO,
+    "chat": _USER_SAYS_HELLO,
     "responses": {"max_output_tokens": 16, "input": "Hello"},
 }
 """A small request in each API, read as a first request would be (before serving)."""
@@ -43,7 +43,7 @@ def frozen() -> None:
 async def warm(gateway: Gateway) -> None:
     """What a first request builds, built before serving: each served model's adapter and
     stages (metis.gateway.models.ModelTable.warm), every canonical model's validator
-    (pydantic builds each on first use, ~80 ms of a first request's CPU in all), and what
+    (pydantic builds each on first use; all of them, ~40 ms of CPU), and what
     reading a small request in each API makes on its first use."""
     served = gateway.models.warm()
     for model in _canonical_models(Canonical):

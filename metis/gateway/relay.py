@@ -47,6 +47,8 @@ class AnthropicUsage:
         self._tally = UsageTally(self._builder)
 
     def read(self, raw: Any) -> TokenUsage:
+        """The usage so far, with ``raw`` (a stream event's usage) added; one that is not
+        usage read as none."""
         with contextlib.suppress(ProtocolError):
             self._tally.read(raw if isinstance(raw, dict) else None)
         return self._builder.token_usage()

@@ -29,7 +29,9 @@ from metis.model.facts import MessageFacts, facts_of
 
 V = TypeVar("V")
 LIMIT = 256
+"""The most records kept (the oldest go first)."""
 KEPT_LIMIT = 64
+"""The most values a record keeps for the steps (past it, they are all dropped)."""
 _content = attrgetter("content")
 
 

@@ -96,9 +96,9 @@ class ProviderTool(_Declaration):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-ServerTool = Annotated[
-    WebSearch | WebFetch | CodeExecution | ProviderTool, Field(discriminator="kind")
-]
+ServerToolLike = WebSearch | WebFetch | CodeExecution | ProviderTool
+"""A tool the provider runs itself (a plain union: ``isinstance`` takes it)."""
+ServerTool = Annotated[ServerToolLike, Field(discriminator="kind")]
 
 
 # In replies ------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from metis.model.content import Message, ToolResultBlock, ToolUseBlock
 from metis.model.events import StreamEvent
 from metis.model.request import ToolDefinition
 from metis.model.response import CanonicalResponse, DroppedContent, StopKind, TokenUsage
+from metis.model.server_tools import ServerToolLike
 from metis.sessions.control import TurnControl
 from metis.sessions.core import CallRecord, Conversation, add_usage
 from metis.sessions.events import (
@@ -46,7 +47,7 @@ from metis.sessions.events import (
     ToolResultEvent,
 )
 from metis.sessions.models import label
-from metis.tools import AnyTool, ServerToolLike, arun_tool_call, tools_by_name
+from metis.tools import AnyTool, arun_tool_call, tools_by_name
 
 DEFAULT_MAX_STEPS = 10
 

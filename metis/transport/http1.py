@@ -198,7 +198,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
             if left is not None:  # the deadline below ends it; the loop's own timer is a backstop
                 tls["ssl_handshake_timeout"] = left + 1.0
         try:
-            async with asyncio.timeout(left):
+            async with asyncio.timeout(left if tls else None):  # plain HTTP: no wait left
                 _, connection = await loop.create_connection(Http1Connection, sock=sock, **tls)
         except TimeoutError as exc:
             sock.close()
@@ -230,7 +230,7 @@ _GENUINE: dict[type, Any] = {}
 
 def mocked() -> bool:
     """Whether a sender's method is not its own function (see ``_SENDERS``): a mock is
-    active. An identity check a request while nothing changed."""
+    active. While nothing changed, a request costs one identity check per sender."""
     for cls, qualname in _SENDERS:
         method = cls.handle_async_request
         if method is _GENUINE.get(cls):

@@ -17,6 +17,8 @@ from typing import Any, NamedTuple
 
 
 class Refusal(NamedTuple):
+    """One refusal a provider would give the request, as a rule finds it."""
+
     message: str
     """The provider's words, naming where the problem is as the provider names it."""
     param: str | None = None
@@ -24,6 +26,7 @@ class Refusal(NamedTuple):
     code: str | None = None
     """OpenAI's ``code``."""
     status: int = 400
+    """The HTTP status the provider answers it with."""
 
     def problem(self) -> str:
         """As the client reports it: the words, after OpenAI's ``param`` when there is one (the
@@ -33,3 +36,4 @@ class Refusal(NamedTuple):
 
 
 Finder = Callable[[dict[str, Any]], Iterable[Refusal]]
+"""A rule: the refusals an encoded body gets, in the order the provider checks."""

@@ -126,6 +126,7 @@ def item_problems(body: dict[str, Any], items: list[Any]) -> list[str]:
 
 
 def is_json_object(text: Any) -> bool:
+    """Whether ``text`` parses as a JSON object (anything else, a non-string too: no)."""
     try:
         return isinstance(json.loads(text), dict)
     except (TypeError, ValueError):
