@@ -5,14 +5,18 @@ next request."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import httpx
 import pytest
 
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
-from metis.transport.direct import send_directly
+from metis.transport import direct
+from metis.transport.direct import keep_built, send_directly
 from metis.transport.exchange import Limits, open_exchange
+from metis.transport.stage import http_client
 
 pytestmark = pytest.mark.anyio
 URL = "https://api.example.com/v1/chat/completions"
@@ -69,3 +73,73 @@ async def test_each_request_is_what_httpx_would_have_built() -> None:
         ]
         assert mine.extensions["timeout"].keys() == theirs.extensions["timeout"].keys()
     assert marked[1].headers["content-length"] == str(len(marked[1].content))
+
+
+async def _sent_by(client: httpx.AsyncClient, headers: dict[str, str], seconds: float) -> None:
+    wire = WireRequest(URL, {"model": "gpt-x"}, headers, stream=False).serialized()
+    call = _call()
+    call.deadline = anyio.current_time() + seconds
+    exchange = await open_exchange(client, wire, call, Limits(connect_timeout=seconds))
+    await exchange.body()
+    await exchange.aclose()
+
+
+def _recording(cookie: str | None = None) -> tuple[httpx.AsyncClient, list[httpx.Request]]:
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={}, headers={"set-cookie": cookie} if cookie else {})
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(answer)), seen
+
+
+@pytest.mark.parametrize("mark", [keep_built, send_directly])
+async def test_no_request_carries_what_another_request_carried(mark: Any) -> None:
+    client, seen = _recording()
+    mark(client)
+    async with client:
+        await _sent_by(client, {"authorization": "Bearer sk-1", "x-trace": "a"}, 30)
+        seen[0].headers["x-added-by-a-hook"] = "1"
+        seen[0].extensions["sni_hostname"] = "elsewhere"
+        await _sent_by(client, {"authorization": "Bearer sk-2", "x-trace": "a"}, 30)
+        await _sent_by(client, {"authorization": "Bearer sk-1", "x-trace": "a"}, 5)
+    first, second, third = seen
+    assert first.headers["authorization"] == "Bearer sk-1"
+    assert second.headers["authorization"] == "Bearer sk-2"
+    assert third.headers["authorization"] == "Bearer sk-1"
+    assert "x-added-by-a-hook" not in second.headers and "x-added-by-a-hook" not in third.headers
+    assert "sni_hostname" not in third.extensions
+    assert first.extensions["timeout"]["connect"] > 20
+    assert third.extensions["timeout"]["connect"] <= 5
+    assert third.extensions["timeout"]["read"] <= 5
+
+
+async def test_a_change_to_the_clients_own_headers_or_base_is_seen_by_the_next_request() -> None:
+    client, seen = _recording()
+    keep_built(client)
+    async with client:
+        await _sent_by(client, {"authorization": "Bearer sk-1"}, 30)
+        await _sent_by(client, {"authorization": "Bearer sk-1"}, 30)  # from what was kept
+        client.headers["x-app"] = "set later"
+        await _sent_by(client, {"authorization": "Bearer sk-1"}, 30)
+        client.headers = httpx.Headers({"x-other": "replaced"})
+        await _sent_by(client, {"authorization": "Bearer sk-1"}, 30)
+    assert "x-app" not in seen[1].headers
+    assert seen[2].headers["x-app"] == "set later"
+    assert seen[3].headers["x-other"] == "replaced" and "x-app" not in seen[3].headers
+
+
+async def test_a_client_that_only_keeps_its_builds_keeps_httpxs_cookies() -> None:
+    client, seen = _recording(cookie="lb=node-7; Path=/")
+    keep_built(client)
+    async with client:
+        for _ in range(3):
+            await _sent_by(client, {"authorization": "Bearer sk-1"}, 30)
+    assert "cookie" not in seen[0].headers
+    assert seen[1].headers["cookie"] == "lb=node-7" and seen[2].headers["cookie"] == "lb=node-7"
+
+
+def test_the_client_metis_makes_keeps_its_builds() -> None:
+    client = http_client(lean=False)
+    assert direct._CLIENTS[client].sends is False
