@@ -126,7 +126,7 @@ def _made(
     request = httpx.Request(
         method, url, headers=own, stream=OnceBody(content), extensions={"timeout": timeouts}
     )
-    request.read()
+    request._content = content  # what read() would set, without joining the stream again
     return request
 
 

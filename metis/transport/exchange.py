@@ -141,12 +141,14 @@ async def open_exchange(
 ) -> Exchange:
     """Send ``request``; the exchange once its head is in, or the failure, classified (an
     unsuccessful answer as HTTPFailure, with its body)."""
-    first_by = min(call.deadline, anyio.current_time() + limits.first_event_timeout)
-    clock = ReadClock(
-        call.deadline, limits.idle_timeout, first_by, request.stream, now=loop_clock()
-    )
+    now = loop_clock()
+    sent_at = now()
+    first_by = min(call.deadline, sent_at + limits.first_event_timeout)
+    clock = ReadClock(call.deadline, limits.idle_timeout, first_by, request.stream, now=now)
     content = request.content if request.content is not None else request.serialized().content
-    built = _build(http, call, limits, request.method, request.url, request.headers, content)
+    built = _build(
+        http, call, limits, sent_at, request.method, request.url, request.headers, content
+    )
     slots = slots_of(http, built)
     if slots is not None:  # the client metis made: a connection slot first
         await _take_slot(slots, call, clock, limits)
@@ -222,6 +224,7 @@ def _build(
     http: httpx.AsyncClient,
     call: Call,
     limits: Limits,
+    now: float,
     method: str,
     url: str | httpx.URL,
     headers: Any,
@@ -229,7 +232,7 @@ def _build(
 ) -> httpx.Request:
     # Every wait is bounded by the read clock (a cancel scope or the socket read's own
     # timeout); httpx's timeouts are only a backstop at the call's length.
-    left = min(limits.timeout_seconds, call.deadline - anyio.current_time())
+    left = min(limits.timeout_seconds, call.deadline - now)
     left = max(0.001, left)
     timeout = request_timeout(left, connect=min(left, limits.connect_timeout))
     made = direct.built(http, method, url, headers, content, timeout)
@@ -278,7 +281,14 @@ async def _send(
         hops += 1
         target = redirect_target(request, response, http, call, hops)
         request = _build(
-            http, call, limits, request.method, target, request.headers, request.content
+            http,
+            call,
+            limits,
+            clock.now(),
+            request.method,
+            target,
+            request.headers,
+            request.content,
         )
 
 
