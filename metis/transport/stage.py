@@ -88,7 +88,7 @@ def http_client(
     else:
         for mounted in client._mounts.values():  # the proxies the environment names
             connect.install_on(mounted)
-    return direct.keep_built(client)
+    return direct.send_directly(client)
 
 
 def lean_by_default() -> bool:

@@ -1,11 +1,11 @@
-"""A client marked to send its requests itself (metis/transport/direct.py; the gateway's
-upstream clients): each request as httpx would build it, from what it keeps of the URL and
-headers, handed to the client's own transport; and no cookie kept from one answer for the
-next request."""
+"""A client marked to send its requests itself (metis/transport/direct.py; the clients metis
+makes): each request as httpx would build it, from what it keeps of the URL and headers,
+handed to the client's own transport; nothing of one request in another; cookies kept as
+httpx keeps them, or (the gateway's upstream clients) not at all."""
 
 from __future__ import annotations
 
-from typing import Any
+import logging
 
 import anyio
 import httpx
@@ -14,7 +14,7 @@ import pytest
 from metis.pipeline.call import Call
 from metis.pipeline.request import WireRequest
 from metis.transport import direct
-from metis.transport.direct import keep_built, send_directly
+from metis.transport.direct import send_directly
 from metis.transport.exchange import Limits, open_exchange
 from metis.transport.stage import http_client
 
@@ -48,7 +48,7 @@ async def _seen(marked: bool) -> list[httpx.Request]:
 
     client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
     if marked:
-        send_directly(client)
+        send_directly(client, keep_cookies=False)
     async with client:
         await _asked(client, {"model": "gpt-x", "said": "one"})
         await _asked(client, {"model": "gpt-x", "said": "a second, longer body"})
@@ -94,10 +94,10 @@ def _recording(cookie: str | None = None) -> tuple[httpx.AsyncClient, list[httpx
     return httpx.AsyncClient(transport=httpx.MockTransport(answer)), seen
 
 
-@pytest.mark.parametrize("mark", [keep_built, send_directly])
-async def test_no_request_carries_what_another_request_carried(mark: Any) -> None:
+@pytest.mark.parametrize("keep_cookies", [True, False])
+async def test_no_request_carries_what_another_request_carried(keep_cookies: bool) -> None:
     client, seen = _recording()
-    mark(client)
+    send_directly(client, keep_cookies=keep_cookies)
     async with client:
         await _sent_by(client, {"authorization": "Bearer sk-1", "x-trace": "a"}, 30)
         seen[0].headers["x-added-by-a-hook"] = "1"
@@ -117,7 +117,7 @@ async def test_no_request_carries_what_another_request_carried(mark: Any) -> Non
 
 async def test_a_change_to_the_clients_own_headers_or_base_is_seen_by_the_next_request() -> None:
     client, seen = _recording()
-    keep_built(client)
+    send_directly(client)
     async with client:
         await _sent_by(client, {"authorization": "Bearer sk-1"}, 30)
         await _sent_by(client, {"authorization": "Bearer sk-1"}, 30)  # from what was kept
@@ -130,9 +130,9 @@ async def test_a_change_to_the_clients_own_headers_or_base_is_seen_by_the_next_r
     assert seen[3].headers["x-other"] == "replaced" and "x-app" not in seen[3].headers
 
 
-async def test_a_client_that_only_keeps_its_builds_keeps_httpxs_cookies() -> None:
+async def test_a_client_that_keeps_cookies_keeps_them_as_httpx_does() -> None:
     client, seen = _recording(cookie="lb=node-7; Path=/")
-    keep_built(client)
+    send_directly(client)
     async with client:
         for _ in range(3):
             await _sent_by(client, {"authorization": "Bearer sk-1"}, 30)
@@ -140,6 +140,33 @@ async def test_a_client_that_only_keeps_its_builds_keeps_httpxs_cookies() -> Non
     assert seen[1].headers["cookie"] == "lb=node-7" and seen[2].headers["cookie"] == "lb=node-7"
 
 
-def test_the_client_metis_makes_keeps_its_builds() -> None:
+def test_the_client_metis_makes_sends_directly_and_keeps_cookies() -> None:
     client = http_client(lean=False)
-    assert direct._CLIENTS[client].sends is False
+    assert direct._CLIENTS[client].keep_cookies is True
+
+
+async def test_httpxs_request_line_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="httpx")
+    client, _ = _recording()
+    send_directly(client)
+    async with client:
+        await _sent_by(client, {"authorization": "Bearer sk-1"}, 30)
+        await _sent_by(client, {"authorization": "Bearer sk-1"}, 30)
+    lines = [r.getMessage() for r in caplog.records if r.name == "httpx"]
+    assert lines == [f'HTTP Request: POST {URL} "HTTP/1.1 200 OK"'] * 2
+
+
+async def test_auth_of_httpxs_still_goes_through_httpx() -> None:
+    client, seen = _recording()
+    client.auth = httpx.BasicAuth("user", "pass")
+    send_directly(client)
+    userinfo, seen_too = _recording()
+    send_directly(userinfo)
+    async with client, userinfo:
+        await _sent_by(client, {"x-trace": "a"}, 30)
+        await _sent_by(client, {"x-trace": "a"}, 30)
+        wire = WireRequest(URL.replace("https://", "https://u:p@"), {}, {}, stream=False)
+        exchange = await open_exchange(userinfo, wire.serialized(), _call(), Limits())
+        await exchange.aclose()
+    assert all(r.headers["authorization"].startswith("Basic ") for r in seen)
+    assert seen_too[0].headers["authorization"].startswith("Basic ")
