@@ -122,12 +122,11 @@ class Exchange:
                 slots.release()
 
 
-def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
+def _body_chunks(response: httpx.Response, encodings: list[str] | None) -> AsyncIterator[bytes]:
     """The body's chunks as they arrive. A body without a content encoding is read from the
     response's byte stream itself: ``aiter_bytes`` would add two generator frames, a decoder
     and a chunker per chunk only to hand the same bytes on. A gzip or deflate body is decoded
     here, in bounded pieces (:mod:`metis.transport.decoding`)."""
-    encodings = encodings_of(response)
     stream = response.stream
     if encodings == [] and isinstance(stream, httpx.AsyncByteStream):
         return stream.__aiter__()
@@ -159,7 +158,8 @@ async def open_exchange(
             slots.release()
             await drop_unclaimed_connections(http)
         raise
-    chunks = _body_chunks(response)
+    encodings = encodings_of(response)
+    chunks = _body_chunks(response, encodings)
     exchange = Exchange(
         status=response.status_code,
         content_type=response.headers.get("content-type"),
@@ -173,7 +173,7 @@ async def open_exchange(
         slots=slots,
     )
     try:
-        exchange.read = _reader(exchange)
+        exchange.read = _reader(exchange, plain=encodings == [])
         if response.status_code >= 300:
             raise HTTPFailure(
                 response.status_code, dict(response.headers), await _error_body(exchange)
@@ -292,11 +292,10 @@ async def _send(
         )
 
 
-def _reader(exchange: Exchange) -> Callable[[], Awaitable[bytes | None]]:
+def _reader(exchange: Exchange, plain: bool) -> Callable[[], Awaitable[bytes | None]]:
     """How the body is read, chunk by chunk (None at the end), within the clock's time."""
     response, chunks = exchange.response, exchange.chunks
     call, clock = exchange.call, exchange.clock
-    plain = encodings_of(response) == []
     lean = response.extensions.get("metis_body")  # metis/transport/http1.py
     if lean is not None and plain:
         abort = lean.abort
