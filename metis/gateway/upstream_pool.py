@@ -26,4 +26,4 @@ def upstream_client(timeout_seconds: float) -> httpx.AsyncClient:
     """An adapter entry's client, as the gateway's registry makes it (see the module)."""
     client = http_client(timeout_seconds, keep_alive=slots.MAX_CONNECTIONS, lean=True)
     linear_pools(client)  # (without httptools: httpx's own transport)
-    return send_directly(client)
+    return send_directly(client, keep_cookies=False)

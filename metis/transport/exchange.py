@@ -123,12 +123,11 @@ class Exchange:
                 slots.release()
 
 
-def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
+def _body_chunks(response: httpx.Response, encodings: list[str] | None) -> AsyncIterator[bytes]:
     """The body's chunks as they arrive. A body without a content encoding is read from the
     response's byte stream itself: ``aiter_bytes`` would add two generator frames, a decoder
     and a chunker per chunk only to hand the same bytes on. A gzip or deflate body is decoded
     here, in bounded pieces (:mod:`metis.transport.decoding`)."""
-    encodings = encodings_of(response)
     stream = response.stream
     if encodings == [] and isinstance(stream, httpx.AsyncByteStream):
         return stream.__aiter__()
@@ -142,12 +141,14 @@ async def open_exchange(
 ) -> Exchange:
     """Send ``request``; the exchange once its head is in, or the failure, classified (an
     unsuccessful answer as HTTPFailure, with its body)."""
-    first_by = min(call.deadline, anyio.current_time() + limits.first_event_timeout)
-    clock = ReadClock(
-        call.deadline, limits.idle_timeout, first_by, request.stream, now=loop_clock()
-    )
+    now = loop_clock()
+    sent_at = now()
+    first_by = min(call.deadline, sent_at + limits.first_event_timeout)
+    clock = ReadClock(call.deadline, limits.idle_timeout, first_by, request.stream, now=now)
     content = request.content if request.content is not None else request.serialized().content
-    built = _build(http, call, limits, request.method, request.url, request.headers, content)
+    built = _build(
+        http, call, limits, sent_at, request.method, request.url, request.headers, content
+    )
     slots = slots_of(http, built)
     if slots is not None:  # the client metis made: a connection slot first
         await _take_slot(slots, call, clock, limits)
@@ -158,7 +159,8 @@ async def open_exchange(
             slots.release()
             await drop_unclaimed_connections(http)
         raise
-    chunks = _body_chunks(response)
+    encodings = encodings_of(response)
+    chunks = _body_chunks(response, encodings)
     exchange = Exchange(
         status=response.status_code,
         content_type=response.headers.get("content-type"),
@@ -172,7 +174,7 @@ async def open_exchange(
         slots=slots,
     )
     try:
-        exchange.read = _reader(exchange)
+        exchange.read = _reader(exchange, plain=encodings == [])
         if response.status_code >= 300:
             raise HTTPFailure(
                 response.status_code, dict(response.headers), await _error_body(exchange)
@@ -223,6 +225,7 @@ def _build(
     http: httpx.AsyncClient,
     call: Call,
     limits: Limits,
+    now: float,
     method: str,
     url: str | httpx.URL,
     headers: Any,
@@ -230,7 +233,7 @@ def _build(
 ) -> httpx.Request:
     # Every wait is bounded by the read clock (a cancel scope or the socket read's own
     # timeout); httpx's timeouts are only a backstop at the call's length.
-    left = min(limits.timeout_seconds, call.deadline - anyio.current_time())
+    left = min(limits.timeout_seconds, call.deadline - now)
     left = max(0.001, left)
     timeout = request_timeout(left, connect=min(left, limits.connect_timeout))
     made = direct.built(http, method, url, headers, content, timeout)
@@ -283,15 +286,21 @@ async def _send(
         hops += 1
         target = redirect_target(request, response, http, call, hops)
         request = _build(
-            http, call, limits, request.method, target, request.headers, request.content
+            http,
+            call,
+            limits,
+            clock.now(),
+            request.method,
+            target,
+            request.headers,
+            request.content,
         )
 
 
-def _reader(exchange: Exchange) -> Callable[[], Awaitable[bytes | None]]:
+def _reader(exchange: Exchange, plain: bool) -> Callable[[], Awaitable[bytes | None]]:
     """How the body is read, chunk by chunk (None at the end), within the clock's time."""
     response, chunks = exchange.response, exchange.chunks
     call, clock = exchange.call, exchange.clock
-    plain = encodings_of(response) == []
     lean = response.extensions.get("metis_body")  # metis/transport/http1.py
     if lean is not None and plain:
         abort = lean.abort

@@ -65,7 +65,7 @@ def http_client(
     httpx's. A call that goes to httpx's transport (every call without httptools or with
     ``lean=False``; under the lean one, those it hands on: trio, a proxy, a mocked httpx)
     first waits for one of metis's connection slots (metis/transport/slots.py)."""
-    from metis.transport import connect
+    from metis.transport import connect, direct
     from metis.transport import slots as pool
 
     size = pool.MAX_CONNECTIONS
@@ -88,7 +88,7 @@ def http_client(
     else:
         for mounted in client._mounts.values():  # the proxies the environment names
             connect.install_on(mounted)
-    return client
+    return direct.send_directly(client)
 
 
 def lean_by_default() -> bool:
