@@ -6,7 +6,8 @@ tool ids and names match ``[a-zA-Z0-9_-]{1,64}``, tool blocks need a ``toolConfi
 ``toolUse`` is answered by a ``toolResult`` in the next message and only there (a server
 tool's, ``type: "server_tool_use"``, in the assistant message that holds it), files keep the
 limits of metis/wire/bedrock_converse/media.py, and a structured output schema closes every
-object.
+object. The conversation's order (``turns``) is said in Converse's words, and the emulator
+refuses by it too (metis/wire/refusal.py).
 """
 
 from __future__ import annotations
