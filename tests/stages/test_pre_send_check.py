@@ -26,11 +26,17 @@ def assistant(*blocks: dict[str, Any]) -> dict[str, Any]:
 TEXT = {"type": "text", "text": "hi"}
 USE = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}
 RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}
+SEARCH_USE = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+SEARCH_RESULT = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
 
 
 def test_a_valid_anthropic_history_has_no_problems() -> None:
     body = {
-        "messages": [user(TEXT), assistant(TEXT, USE), user(RESULT, TEXT)],
+        "messages": [
+            user(TEXT),
+            assistant(SEARCH_USE, SEARCH_RESULT, TEXT, USE),
+            user(RESULT, TEXT),
+        ],
         "tools": [{"name": "f"}],
     }
     assert anthropic_problems(body) == []
@@ -55,6 +61,16 @@ def test_a_valid_anthropic_history_has_no_problems() -> None:
         ([user(TEXT), assistant({**USE, "id": "tu 1"})], "characters Anthropic refuses"),
         ([user(TEXT), assistant(USE)], "without `tool_result` blocks immediately after: toolu_1"),
         ([user(TEXT), {"role": "system", "content": "x"}], "role must be user or assistant"),
+        (
+            [user(TEXT), assistant(SEARCH_USE, TEXT), user(TEXT), assistant(SEARCH_RESULT)],
+            "messages.3.content.0: `web_search_tool_result` block(s) provided when the message "
+            "does not have a corresponding `server_tool_use` block with id 'srvtoolu_1' before it",
+        ),
+        (
+            [user(TEXT), assistant(SEARCH_RESULT, SEARCH_USE)],
+            "messages.1.content.0: `web_search_tool_result` block(s) provided",
+        ),
+        ([user(SEARCH_USE, SEARCH_RESULT)], "messages.0.content.1: `web_search_tool_result`"),
     ],
 )
 def test_each_anthropic_rule(messages: list[dict[str, Any]], expected: str) -> None:

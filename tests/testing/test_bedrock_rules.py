@@ -43,10 +43,10 @@ def test_every_problem_is_reported_at_once() -> None:
     joined = "\n".join(found)
     for expected in [
         "must start with a user message",
-        "roles must alternate",
+        "must alternate between user and assistant roles",
         "non-whitespace text",
         "characters Bedrock refuses",
-        "need toolResult blocks here",
+        "Expected toolResult blocks at messages.2.content for the following Ids: bad id!",
         "content must not be empty",
         "tool name 'has space'",
     ]:
@@ -55,10 +55,13 @@ def test_every_problem_is_reported_at_once() -> None:
 
 def test_tool_blocks_need_a_tool_config_and_results_need_a_call() -> None:
     found = problems([user({"text": "hi"}), assistant(USE)])
-    assert any("need the request's toolConfig" in p for p in found)
-    assert any("never answered" in p for p in found)
+    assert "The toolConfig field must be defined when using toolUse and toolResult" in found[0]
+    assert any("toolUse ids ['tooluse_1'] are never answered" in p for p in found)
     stray = problems([user(RESULT)], toolConfig=TOOLS)
-    assert any("need toolResult blocks here, found ['tooluse_1']" in p for p in stray)
+    assert stray == [
+        "messages.0: The toolResult blocks at messages.0.content contain toolUseIds that do not "
+        "match the toolUse blocks of the previous turn."
+    ]
 
 
 def test_claude_on_invoke_model_uses_anthropics_rules() -> None:

@@ -455,6 +455,18 @@ ANTHROPIC = {
         400,
         "messages.1: `tool_use` ids were found without `tool_result` blocks",
     ),
+    "a-server-result-without-call": Case(
+        "anthropic",
+        put(
+            messages=[
+                user("hi"),
+                assistant([{"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1"}]),
+            ]
+        ),
+        400,
+        "messages.1.content.0: `web_search_tool_result` block(s) provided when the message does "
+        "not have a corresponding `server_tool_use` block with id 'srvtoolu_1' before it",
+    ),
     "a-count-extra-field": Case(
         "anthropic_count", put(stream=True, n=1), 400, "n: Extra inputs are not permitted"
     ),

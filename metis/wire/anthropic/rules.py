@@ -274,7 +274,8 @@ def _sampling_problems(body: dict[str, Any], traits: ModelTraits) -> list[str]:
 
 def tool_pairs(messages: list[Any]) -> Iterator[Refusal]:
     """Every tool_use is answered in the very next message, by tool_result blocks that come
-    first in it, and only those are answered there."""
+    first in it, and only those are answered there; a server tool's result (``SERVER_RESULTS``)
+    follows its ``server_tool_use`` in the same assistant message."""
     pending: list[Any] = []
     for i, message in enumerate(messages):
         message = message if isinstance(message, dict) else {}
@@ -282,6 +283,8 @@ def tool_pairs(messages: list[Any]) -> Iterator[Refusal]:
         answered: list[Any] = []
         uses: list[Any] = []
         stray: tuple[int, Any] | None = None
+        orphan: tuple[int, Any] | None = None
+        servers: list[str] = []
         others = misplaced = False
         for j, block in enumerate(content if isinstance(content, list) else ()):  # one pass
             kind = block.get("type") if isinstance(block, dict) else None
@@ -294,6 +297,14 @@ def tool_pairs(messages: list[Any]) -> Iterator[Refusal]:
                 others = True
                 if kind == "tool_use":
                     uses.append(block.get("id"))
+                elif kind in _SERVER_BLOCKS:  # one look-up for the text blocks
+                    if kind == "server_tool_use":
+                        servers.append(str(block.get("id")))
+                    elif orphan is None and (
+                        message.get("role") != "assistant"
+                        or block.get("tool_use_id") not in servers
+                    ):
+                        orphan = j, block
         if pending:
             missing = [p for p in pending if p not in answered]
             if missing or message.get("role") != "user":
@@ -306,9 +317,34 @@ def tool_pairs(messages: list[Any]) -> Iterator[Refusal]:
             )
         if misplaced:
             yield Refusal(f"messages.{i}: `tool_result` blocks must come first in the content")
+        if orphan is not None:
+            yield _orphan(i, *orphan)
         pending = uses
     if pending:  # a trailing assistant message with open tool calls: a prefill it refuses
         yield _unanswered(len(messages) - 1, pending)
+
+
+SERVER_RESULTS = frozenset(
+    [
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "advisor_tool_result",
+    ]
+)
+"""The blocks a server tool's result comes back in."""
+_SERVER_BLOCKS = SERVER_RESULTS | {"server_tool_use"}
+
+
+def _orphan(i: int, j: int, block: dict[str, Any]) -> Refusal:
+    return Refusal(
+        f"messages.{i}.content.{j}: `{block.get('type')}` block(s) provided when the message does "
+        "not have a corresponding `server_tool_use` block with id "
+        f"{block.get('tool_use_id')!r} before it"
+    )
 
 
 def _unanswered(at: int, ids: list[Any]) -> Refusal:

@@ -2,11 +2,10 @@
 is ``tables/converse.yaml``, with the checks below), how its request reads and its reply renders
 and streams.
 
-Refused as Converse refuses: unknown top-level keys, a conversation that does not start with
-a user message or does not alternate roles, blank text, unknown content blocks, tool blocks
-without a ``toolConfig``, a ``toolResult`` that answers no ``toolUse`` of the previous message,
-tool use left unanswered, tool names outside ``[a-zA-Z0-9_-]{1,64}``, and reasoning
-signatures this emulator did not issue.
+Refused as Converse refuses: unknown top-level keys, blank text, unknown content blocks, tool
+names outside ``[a-zA-Z0-9_-]{1,64}`` (rows), blocks a role may not send and reasoning
+signatures this emulator did not issue (``blocks``), and the conversation's order, the
+client's rule too (``turns``: metis/wire/bedrock_converse/rules.py).
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from metis.testing.emulator.formats.server_converse import (
     server_block_events,
 )
 from metis.testing.emulator.model import CallIn, Prompt, Reply, ResultIn, ToolSpec, Turn
-from metis.testing.emulator.rules import Refused, table
+from metis.testing.emulator.rules import Refused, first, table
 from metis.testing.emulator.wire import (
     Ids,
     dumps,
@@ -37,6 +36,7 @@ from metis.testing.emulator.wire import (
     text_of,
     verify,
 )
+from metis.wire.bedrock_converse.rules import turns
 
 SIGNATURE_KIND = "bedrock-reasoning"
 
@@ -45,47 +45,13 @@ def _blocks(message: dict[str, Any]) -> list[tuple[int, str, Any]]:
     return [(j, *next(iter(block.items()))) for j, block in enumerate(message["content"])]
 
 
-def _check_turns(body: dict[str, Any], call: Any) -> None:
-    """Starts with a user message, alternates, and answers every toolUse in the next message
-    (only those)."""
-    has_tools = bool((body.get("toolConfig") or {}).get("tools"))
-    previous, open_calls = "", set[str]()
+def _check_messages(body: dict[str, Any], call: Any) -> None:
+    """Each message's blocks where only one role may send them, and the signatures and server
+    tool results this emulator issued."""
     for i, message in enumerate(body["messages"]):
-        role = message["role"]
-        if not previous and role != "user":
-            raise Refused(
-                "A conversation must start with a user message. Try again with a conversation "
-                "that starts with a user message."
-            )
-        if previous == role:
-            raise Refused(
-                "A conversation must alternate between user and assistant roles. Make sure the "
-                "conversation alternates between user and assistant roles and try again."
-            )
         blocks = _blocks(message)
-        if any(kind in ("toolUse", "toolResult") for _, kind, _ in blocks) and not has_tools:
-            raise Refused(
-                "The toolConfig field must be defined when using toolUse and toolResult content "
-                "blocks."
-            )
-        _check_blocks(i, role, blocks, call)
-        server = server_rules.converse(i, role, blocks)  # calls the message answers itself
-        answered = {value["toolUseId"] for _, kind, value in blocks if kind == "toolResult"}
-        answered -= server
-        if answered - open_calls:
-            raise Refused(
-                f"messages.{i}: The toolResult blocks at messages.{i}.content contain toolUseIds "
-                "that do not match the toolUse blocks of the previous turn."
-            )
-        if open_calls - answered:
-            raise Refused(
-                f"messages.{i}: Expected toolResult blocks at messages.{i}.content for the "
-                f"following Ids: {', '.join(sorted(open_calls - answered))}"
-            )
-        previous, open_calls = (
-            role,
-            {value["toolUseId"] for _, kind, value in blocks if kind == "toolUse"} - server,
-        )
+        _check_blocks(i, message["role"], blocks, call)
+        server_rules.converse(i, message["role"], blocks)
 
 
 def _check_blocks(i: int, role: str, blocks: list[tuple[int, str, Any]], call: Any) -> None:
@@ -116,7 +82,8 @@ RULES = table(
     {
         "strict tools": strict_tools.check_converse,
         "files": files_rules.converse,
-        "turns": _check_turns,
+        "blocks": _check_messages,
+        "turns": first(turns),
         "model settings": check_converse,
     },
 )

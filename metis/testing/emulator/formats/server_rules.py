@@ -1,9 +1,9 @@
 """What the APIs refuse of server tools' blocks sent back in a history (docs/contract.md §11).
 
-Anthropic: a server tool's result (``web_search_tool_result``, ``code_execution_tool_result``,
-...) goes back in the assistant message that holds its ``server_tool_use``, after it; a result
-whose call is not there is refused, as are search results (and citations) whose encrypted
-contents this emulator did not issue (unless ``strict_signatures`` is off).
+Anthropic: search results (and citations) whose encrypted contents this emulator did not issue
+are refused (unless ``strict_signatures`` is off); a server tool's result without its
+``server_tool_use`` before it in the same assistant message is the library's rule
+(metis/wire/anthropic/rules.py ``tool_pairs``), read by the client too.
 
 Converse (Nova 2's system tools): a ``toolResult`` of ``type: "nova_code_interpreter_result"``
 goes back in the assistant message that holds its ``toolUse`` of ``type: "server_tool_use"``,
@@ -15,41 +15,25 @@ from __future__ import annotations
 from typing import Any
 
 from metis.testing.emulator.formats.server_converse import CODE_RESULT, SERVER_CALL
-from metis.testing.emulator.rules import Refused, names
+from metis.testing.emulator.rules import Refused
 from metis.testing.emulator.server_tools import SEARCH_KIND
 from metis.testing.emulator.wire import verify
-
-SERVER_RESULTS = frozenset(
-    names(
-        "web_search_tool_result web_fetch_tool_result code_execution_tool_result "
-        "bash_code_execution_tool_result text_editor_code_execution_tool_result "
-        "tool_search_tool_result advisor_tool_result"
-    )
-)
+from metis.wire.anthropic.rules import SERVER_RESULTS
 
 
 def anthropic(body: dict[str, Any], call: Any) -> None:
-    """Each server result follows its call in the same assistant message; what was encrypted
-    comes back as issued."""
-    strict = call is None or call.env.strict_signatures
+    """What was encrypted comes back as issued (where each result goes is the library's rule:
+    metis/wire/anthropic/rules.py ``tool_pairs``)."""
+    if call is not None and not call.env.strict_signatures:
+        return
     for i, message in enumerate(body.get("messages") or []):
         content = message.get("content") if isinstance(message, dict) else None
-        calls: set[str] = set()
         for j, block in enumerate(content if isinstance(content, list) else []):
             kind = block.get("type") if isinstance(block, dict) else None
             where = f"messages.{i}.content.{j}"
-            if kind == "server_tool_use":
-                calls.add(str(block.get("id")))
-            elif kind in SERVER_RESULTS:
-                if message.get("role") != "assistant" or block.get("tool_use_id") not in calls:
-                    raise Refused(
-                        f"{where}: `{kind}` block(s) provided when the message does not have a "
-                        f"corresponding `server_tool_use` block with id "
-                        f"{block.get('tool_use_id')!r} before it"
-                    )
-                if strict:
-                    _check_encrypted(block, where)
-            elif kind == "text" and strict:
+            if kind in SERVER_RESULTS:
+                _check_encrypted(block, where)
+            elif kind == "text":
                 for k, cited in enumerate(block.get("citations") or []):
                     _check_index(cited, f"{where}.citations.{k}")
 
