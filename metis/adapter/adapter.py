@@ -26,6 +26,7 @@ from metis.adapter.checks import (
     warn_unclosed,
 )
 from metis.adapter.lifecycle import Lifecycle
+from metis.core.config_files import typed
 from metis.core.options import checked_init, checked_options
 from metis.core.secrets import install_httpx_log_filter
 from metis.errors import AdapterError, ProtocolError
@@ -181,7 +182,7 @@ class Adapter(Lifecycle):
         yields ``message.complete`` with stop reason ``cancelled`` and the partial content,
         and ends. True only if the call was running and is now cancelled; safe before it
         starts, after it ends, twice, and from any task."""
-        handles = self._inflight.get(request_id)
+        handles = self._inflight.get(typed(request_id, str, "Adapter.cancel(request_id)"))
         return any([handle.cancel() for handle in handles or ()])
 
     def http_client(self) -> AsyncHTTPClient:
@@ -260,6 +261,7 @@ class Adapter(Lifecycle):
     def capabilities_for(self, wire_model: str) -> AdapterCapabilities:
         """What ``wire_model`` can serve through this adapter: :attr:`capabilities` narrowed by
         the model's catalog entry, with the configured overrides still winning."""
+        wire_model = typed(wire_model, str, "Adapter.capabilities_for(wire_model)")
         return self._capabilities.of(wire_model)
 
     @functools.cached_property
@@ -272,7 +274,9 @@ class Adapter(Lifecycle):
 
     def wire_model(self, model: str) -> str:
         """The provider's name for a model id (``metis.stacks.model_ids.wire_name``)."""
-        return wire_name(model, self.stack, self._own_names)
+        return wire_name(
+            typed(model, str, "Adapter.wire_model(model)"), self.stack, self._own_names
+        )
 
     def _services(self) -> StageServices:
         from metis.pipeline.services import StageServices
