@@ -33,9 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from pydantic_core import PydanticCustomError
 
 from metis.catalog.catalog import Catalog, default_catalog
+from metis.catalog.catalog_prices import catalog_price, priced_entry
 from metis.catalog.embedding_models import EMBEDDING_PRICES_VERSION, embedding_model
-from metis.catalog.model_info import ModelInfo
-from metis.catalog.price_rates import ModelPrice, PriceTierEntry
+from metis.catalog.price_rates import ModelPrice
 from metis.core.config_files import config_error, read_yaml, show, typed
 from metis.core.money import USD, USDAmount
 from metis.errors import ConfigError
@@ -118,7 +118,7 @@ class PriceTable(BaseModel):
         models: dict[str, ModelPrice] = {}
         for info in catalog:
             if info.prices is not None:
-                models[f"{info.provider}:{info.id}"] = _catalog_price(info)
+                models[f"{info.provider}:{info.id}"] = catalog_price(info)
         return cls(pricing_version=catalog.version, models=models, source=catalog.source)
 
     @classmethod
@@ -246,46 +246,6 @@ def price_usage(model_id: str, price: ModelPrice, usage: TokenUsage, version: st
     )
 
 
-_PRICES_BY_KEY: dict[str, tuple[ModelInfo, ModelPrice]] = {}
-"""Each catalog entry's price, built once: the gateway prices every reply's usage."""
-
-
-def _priced_entry(info: ModelInfo) -> ModelPrice:
-    """:func:`_catalog_price`, kept for the entry it was built from (the catalog's own
-    object: a catalog loaded anew is priced anew)."""
-    kept = _PRICES_BY_KEY.get(info.key)
-    if kept is not None and kept[0] is info:
-        return kept[1]
-    price = _catalog_price(info)
-    _PRICES_BY_KEY[info.key] = (info, price)
-    return price
-
-
-def _catalog_price(info: ModelInfo) -> ModelPrice:
-    assert info.prices is not None
-    prices = info.prices
-    # Built without validation: the catalog's rates are Decimals it has already checked.
-    tiers = [
-        PriceTierEntry.model_construct(
-            above_input_tokens=t.above_input_tokens,
-            input=t.input,
-            output=t.output,
-            cached_input=t.cache_read,
-            cache_creation=t.cache_write,
-        )
-        for t in prices.tiers
-    ]
-    return ModelPrice.model_construct(
-        input=prices.input,
-        output=prices.output,
-        reasoning=prices.reasoning,
-        cached_input=prices.cache_read,
-        cache_creation=prices.cache_write,
-        tiers=tiers,
-        aliases=[f"{info.provider}:{alias}" for alias in info.aliases],
-    )
-
-
 def _money(amount: Decimal) -> USD:
     rounded = amount.quantize(QUANTUM, rounding=ROUND_HALF_UP)
     return USD(rounded or 0)  # not 0E-8, which prints and serializes as 0.00000000
@@ -344,7 +304,7 @@ def priced_cost(model: str, usage: TokenUsage, table: PriceTable | None = None) 
         if info is not None and info.prices is not None:
             catalog = default_catalog()
             return price_usage(
-                info.key.replace("/", ":", 1), _priced_entry(info), usage, catalog.version
+                info.key.replace("/", ":", 1), priced_entry(info), usage, catalog.version
             )
         table = default_price_table()
         model_id = table.find(model)

@@ -11,12 +11,10 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import AsyncExitStack, aclosing
+from contextlib import aclosing
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import anyio
 
 from metis.adapter.capabilities import ModelCapabilities
 from metis.adapter.checks import (
@@ -27,7 +25,8 @@ from metis.adapter.checks import (
     transport_mode,
     warn_unclosed,
 )
-from metis.adapter.deprecated import OldClosingNames
+from metis.adapter.lifecycle import Lifecycle
+from metis.core.config_files import typed
 from metis.core.options import checked_init, checked_options
 from metis.core.secrets import install_httpx_log_filter
 from metis.errors import AdapterError, ProtocolError
@@ -62,7 +61,7 @@ install_httpx_log_filter()
 
 
 @checked_init
-class Adapter(OldClosingNames):
+class Adapter(Lifecycle):
     """One provider stack's pipeline, behind the adapter interface (docs/contract.md §1): a
     :class:`~metis.ChatModel`, shared by any number of concurrent calls."""
 
@@ -103,8 +102,8 @@ class Adapter(OldClosingNames):
         self.init_on_first_call = init_on_first_call
         """Run :meth:`init` before the first call (the Registry and the one-line calls ask)."""
         self._initialized = False
-        self._init_lock: anyio.Lock | None = None  # made by the first init (anyio loads it lazily)
-        self._lifespan: AsyncExitStack | None = None
+        self._init_lock = None  # made by the first init (anyio loads it lazily)
+        self._lifespan = None
         self._closed = False
 
     @property
@@ -183,59 +182,12 @@ class Adapter(OldClosingNames):
         yields ``message.complete`` with stop reason ``cancelled`` and the partial content,
         and ends. True only if the call was running and is now cancelled; safe before it
         starts, after it ends, twice, and from any task."""
-        handles = self._inflight.get(request_id)
+        handles = self._inflight.get(typed(request_id, str, "Adapter.cancel(request_id)"))
         return any([handle.cancel() for handle in handles or ()])
-
-    async def init(self) -> None:
-        """Lifecycle hook: enters the provider's lifespan (a local provider checks its server
-        and model there, and the capabilities it reports become this adapter's), then runs
-        each stage's ``init``; a remote HTTP stack has nothing to prepare. Runs once however
-        often it is called; an adapter built with ``init_on_first_call`` runs it before its
-        first call."""
-        if self._init_lock is None:
-            self._init_lock = anyio.Lock()
-        async with self._init_lock:
-            if self._initialized:
-                return
-            provider = self.pipeline.provider
-            lifespan = provider.lifespan(self.capabilities) if provider is not None else None
-            if lifespan is not None:
-                exits = AsyncExitStack()
-                self.capabilities = await exits.enter_async_context(lifespan)
-                self._lifespan = exits
-            for stage in self.pipeline:
-                await stage.init(self)
-            self._initialized = True
-
-    async def aclose(self) -> None:
-        """Runs each stage's ``dispose``, innermost first, leaves the provider's lifespan (a
-        local model is unloaded there), then releases the connection pool if this adapter
-        made it. ``async with adapter`` calls it on the way out; calling it again does
-        nothing, and a call after it is a ClosedError."""
-        if self._closed:
-            return
-        try:
-            for stage in reversed(self._pipeline.stages if self._pipeline else ()):
-                await stage.dispose(self)  # a pipeline never built has no stage to dispose
-            lifespan, self._lifespan = self._lifespan, None
-            if lifespan is not None:
-                await lifespan.aclose()
-        finally:
-            self._initialized = False
-            self._closed = True
-            if self._owns_client:
-                await self._own_clients.aclose()
 
     def http_client(self) -> AsyncHTTPClient:
         """The client this adapter sends with (made on first use when none was given)."""
         return self._http()
-
-    async def __aenter__(self) -> Adapter:
-        await self.init()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     # Internals ---------------------------------------------------------------------------
 
@@ -309,6 +261,7 @@ class Adapter(OldClosingNames):
     def capabilities_for(self, wire_model: str) -> AdapterCapabilities:
         """What ``wire_model`` can serve through this adapter: :attr:`capabilities` narrowed by
         the model's catalog entry, with the configured overrides still winning."""
+        wire_model = typed(wire_model, str, "Adapter.capabilities_for(wire_model)")
         return self._capabilities.of(wire_model)
 
     @functools.cached_property
@@ -321,7 +274,9 @@ class Adapter(OldClosingNames):
 
     def wire_model(self, model: str) -> str:
         """The provider's name for a model id (``metis.stacks.model_ids.wire_name``)."""
-        return wire_name(model, self.stack, self._own_names)
+        return wire_name(
+            typed(model, str, "Adapter.wire_model(model)"), self.stack, self._own_names
+        )
 
     def _services(self) -> StageServices:
         from metis.pipeline.services import StageServices

@@ -51,7 +51,7 @@ from metis.pipeline.call import CallTerms
 from metis.routing.attempt import CANNOT_SERVE, Attempt, RouteCall, aclose_items, first_item
 from metis.routing.availability import AvailabilityStore, Change, InMemoryAvailability
 from metis.routing.limits import Buckets, InMemoryBuckets, InMemorySlots, Limits, SharedSlots
-from metis.routing.shared_state import SHARED_STATE_TIMEOUT, Fallback, emit_safely
+from metis.routing.shared_state import SHARED_STATE_TIMEOUT, Fallback, checked_timeout, emit_safely
 from metis.routing.spec import DEFAULT_FALLBACK_ON, TargetSpec, error_classes
 from metis.routing.targets import ResolvedTarget, RouteTarget, Targets
 from metis.stages.policy.capability_check import fitted_for
@@ -89,7 +89,7 @@ class Router:
         self.fallback_on = error_classes(fallback_on)
         self.availability: AvailabilityStore = availability or InMemoryAvailability()
         self._telemetry = telemetry or NULL_SINK
-        self.shared_state_timeout = shared_state_timeout
+        self.shared_state_timeout = checked_timeout(shared_state_timeout, "Router")
         self._outage: set[str] = set()  # the shared stores now standing in locally
         self._stores: list[Fallback[Any]] = []
         policy = getattr(self.availability, "policy", None)

@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 
-from metis.errors import redact
+from metis.errors import ConfigError, redact
 from metis.telemetry import NULL_SINK, SharedStateChanged, TelemetryEvent, TelemetrySink
 
 log = logging.getLogger("metis")
@@ -36,6 +36,17 @@ SHARED_STATE_TIMEOUT = 1.0
 """Seconds a router waits for one operation on a shared store before doing it locally."""
 RECHECK_SECONDS = 5.0
 """Seconds a router keeps to its own state after a shared store failed, before asking it again."""
+
+
+def checked_timeout(value: Any, owner: str) -> float:
+    """``value`` as a ``shared_state_timeout``: seconds, finite and > 0, else a ConfigError
+    naming ``owner`` (``Router``)."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not 0 < value < math.inf:  # NaN fails too
+        raise ConfigError(
+            f"{owner}(shared_state_timeout): expected a number of seconds > 0, got {value!r}"
+        )
+    return float(value)
 
 
 class Fallback(Generic[S]):

@@ -27,10 +27,15 @@ from metis.wire.refusal import Refusal
 
 MB = 1024 * 1024
 ANTHROPIC_REQUEST_BYTES = 32 * MB
+"""The largest Anthropic request body (past it, a 413)."""
 ANTHROPIC_IMAGE_BYTES = 5 * MB
+"""The largest Anthropic image, as its base64 text."""
 ANTHROPIC_IMAGES = 100
+"""The most images an Anthropic request holds (metis's limit)."""
 GEMINI_INLINE_BYTES = 100 * MB
+"""The most inline data a Gemini request holds, as base64 text."""
 GEMINI_PDF_BYTES = 50 * MB
+"""The largest inline PDF a Gemini request holds, decoded."""
 
 
 Place = tuple[str, int, int, int]

@@ -153,8 +153,11 @@ def openai_responses_problems(body: dict[str, Any]) -> list[str]:
     return problems + _tool_names(body.get("tools"), lambda t: t.get("name"))
 
 
-GEMINI_DATA: tuple[str, ...] = ("text", "inlineData", "fileData", "functionCall")
-GEMINI_DATA += (
+GEMINI_DATA: tuple[str, ...] = (
+    "text",
+    "inlineData",
+    "fileData",
+    "functionCall",
     "functionResponse",
     "executableCode",
     "codeExecutionResult",

@@ -294,23 +294,23 @@ def test_a_catalog_model_s_price_is_built_once_and_prices_as_before(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The gateway prices every reply: the catalog entry's rates are read into a price once."""
-    import metis.cost as cost
+    import metis.catalog.catalog_prices as prices
 
     built: list[str] = []
-    build = cost._catalog_price
+    build = prices.catalog_price
 
     def counted(info: Any) -> Any:
         built.append(info.key)
         return build(info)
 
-    monkeypatch.setattr(cost, "_catalog_price", counted)
-    monkeypatch.setattr(cost, "_PRICES_BY_KEY", {})
+    monkeypatch.setattr(prices, "catalog_price", counted)
+    monkeypatch.setattr(prices, "PRICES_BY_KEY", {})
     usage = TokenUsage(input_tokens=1_000, output_tokens=500, cached_input_tokens=100)
     first = cost_of("openai:gpt-4o", usage)
     again = cost_of("openai:gpt-4o", usage)
     assert first == again and first.priced and first.usd > 0
     assert len(built) == 1
-    cost._PRICES_BY_KEY.clear()  # built anew: the same cost
+    prices.PRICES_BY_KEY.clear()  # built anew: the same cost
     assert cost_of("openai:gpt-4o", usage) == first
     assert len(built) == 2
 

@@ -23,9 +23,25 @@ def stack() -> Any:
     return load_stack("anthropic")
 
 
+def built() -> Any:
+    return metis.build_adapter("anthropic", api_key="k")
+
+
 CALLS: dict[str, tuple[Callable[[Any], object], str]] = {
     "Adapter(stack)": (lambda v: metis.Adapter(v), "Adapter(stack): expected a StackSpec"),
     "Adapter(config)": (lambda v: metis.Adapter(stack(), v), "Adapter(config): expected an"),
+    "Adapter.wire_model(model)": (
+        lambda v: built().wire_model(v),
+        "Adapter.wire_model(model): expected a str",
+    ),
+    "Adapter.capabilities_for(wire_model)": (
+        lambda v: built().capabilities_for(v),
+        "Adapter.capabilities_for(wire_model): expected a str",
+    ),
+    "Adapter.cancel(request_id)": (
+        lambda v: built().cancel(v),
+        "Adapter.cancel(request_id): expected a str",
+    ),
     "Batches(adapter)": (lambda v: metis.Batches(v), "Batches(adapter): expected a chat adapter"),
     "CachedContents(adapter)": (
         lambda v: metis.CachedContents(v),
@@ -39,6 +55,10 @@ CALLS: dict[str, tuple[Callable[[Any], object], str]] = {
     ),
     "Router(adapters)": (lambda v: metis.Router([MODEL], adapters=v), "Router(adapters)"),
     "Router(limits)": (lambda v: metis.Router([MODEL], limits=v), "Router(limits)"),
+    "Router(shared_state_timeout)": (
+        lambda v: metis.Router([MODEL], shared_state_timeout=v),
+        "Router(shared_state_timeout): expected a number of seconds > 0",
+    ),
     "cost_of(model)": (lambda v: metis.cost_of(v, TokenUsage()), "cost_of(model): expected a str"),
     "cost_of(usage)": (lambda v: metis.cost_of(MODEL, v), "usage: expected a TokenUsage"),
     "cost_of(table)": (
@@ -52,6 +72,10 @@ ACCEPTED = {  # what each takes of WRONG as its own (None: its default)
     "Router(fallback_on)": (["x"],),  # a list, of an unknown class: refused by name below
     "Router(adapters)": (None, {"a": 1}),
     "Router(limits)": (None,),
+    "Router(shared_state_timeout)": (5, 1.5),
+    "Adapter.wire_model(model)": ("x",),
+    "Adapter.capabilities_for(wire_model)": ("x",),
+    "Adapter.cancel(request_id)": ("x",),
     "cost_of(model)": ("x",),  # a model with no price: an unpriced Cost
     "cost_of(table)": (None,),
     "tool(function)": (None,),  # @metis.tool(name=...): the decorator
@@ -74,6 +98,13 @@ def test_router_limits_are_limits_or_their_fields() -> None:
         metis.Router([MODEL], limits={MODEL: {"rpm": 5}})
     router = metis.Router([MODEL], limits={MODEL: {"max_concurrent": 2}})
     assert router.targets[0].limiter is not None
+
+
+@pytest.mark.parametrize("seconds", [0, -1, float("nan"), float("inf")])
+def test_a_shared_state_timeout_is_a_finite_number_of_seconds_above_zero(seconds: float) -> None:
+    with pytest.raises(ConfigError, match=r"Router\(shared_state_timeout\): expected a number"):
+        metis.Router([MODEL], shared_state_timeout=seconds)
+    assert metis.Router([MODEL], shared_state_timeout=2).shared_state_timeout == 2.0
 
 
 def test_an_output_type_that_is_a_schema_says_where_a_schema_goes(

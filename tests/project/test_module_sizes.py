@@ -40,7 +40,7 @@ def offenders() -> dict[str, int]:
         relative = path.relative_to(ROOT)
         source = path.read_text(encoding="utf-8")
         lines = len(source.splitlines())
-        if lines > MAX_MODULE_LINES:
+        if lines >= MAX_MODULE_LINES:  # "under 400": 400 itself is over
             found[relative.as_posix()] = lines
         for name, length in _functions(ast.parse(source)):
             if length > MAX_FUNCTION_LINES:

@@ -216,6 +216,7 @@ def _budget_problems(thinking: dict[str, Any]) -> list[str]:
 
 
 THINKING_DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+"""Anthropic's page on extended thinking, which its thinking-budget refusals point to."""
 
 
 def budget_under_max_tokens(body: dict[str, Any]) -> Iterator[Refusal]:

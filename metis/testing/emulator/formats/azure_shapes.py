@@ -19,11 +19,11 @@ from metis.testing.emulator.wire import Frame, HttpRequest, request_uuid, sse
 
 SAFE = {"filtered": False, "severity": "safe"}
 UNDETECTED = {"filtered": False, "detected": False}
-PROTECTED = ("protected_material_code", "protected_material_text")
+_PROTECTED = ("protected_material_code", "protected_material_text")
 STREAMED_FILTERS = dict.fromkeys(("hate", "self_harm", "sexual", "violence"), SAFE)
 """A streamed chunk's verdicts on its content, as Azure's streams give them."""
 PROMPT_FILTERS = dict(sorted({**STREAMED_FILTERS, "jailbreak": UNDETECTED}.items()))
-CHOICE_FILTERS = dict(sorted({**STREAMED_FILTERS, **dict.fromkeys(PROTECTED, UNDETECTED)}.items()))
+CHOICE_FILTERS = dict(sorted({**STREAMED_FILTERS, **dict.fromkeys(_PROTECTED, UNDETECTED)}.items()))
 DEPLOYMENT = r"/openai/deployments/(?P<deployment>[^/]+)"
 """A deployment's own paths (``.../chat/completions``, ``.../embeddings``), beside which the
 classic API serves ``/openai/responses``: all of them with an ``api-version``."""

@@ -78,7 +78,7 @@ STREAM_EXCEPTIONS = {
     "server_error": "modelStreamErrorException",
 }
 INVOKE_RULES = table("bedrock_invoke")
-INCOMPLETE = (
+_INCOMPLETE = (
     "Authorization header requires 'Credential', 'Signature' and 'SignedHeaders' parameters."
 )
 SIGNATURE = (
@@ -231,7 +231,7 @@ def _frame(kind: str, payload: dict[str, Any]) -> Frame:
 def _check_signature(authorization: str, request: HttpRequest) -> JsonReply | None:
     parts = AUTHORIZATION.match(authorization)
     if parts is None:
-        return _denied("IncompleteSignature", INCOMPLETE, request)
+        return _denied("IncompleteSignature", _INCOMPLETE, request)
     secret = CREDENTIALS.get(parts["key"])
     token = request.header("x-amz-security-token")
     if secret is None:

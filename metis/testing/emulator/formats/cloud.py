@@ -50,16 +50,16 @@ INVALID_KEY = (
     "valid key for an "
     "active subscription and use a correct regional API endpoint for your resource."
 )
-BAD_TOKEN = (
+_BAD_TOKEN = (
     "Unauthorized. Access token is missing, invalid, audience is incorrect "
     "(https://cognitiveservices.azure.com), or have expired."
 )
-NO_KEY = (
+_NO_KEY = (
     "Access denied due to missing subscription key. Make sure to include subscription key "
     "when making requests to an API."
 )
 VERTEX_CLAUDE_RULES = table("vertex_anthropic")
-CREATED = "%Y-%m-%dT%H:%M:%S.%fZ"
+_CREATED = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 class OnVertex:
@@ -120,7 +120,7 @@ class VertexGemini(OnVertex, Gemini):
         """Each reply (and each streamed chunk) has its ``createTime`` (one for a stream's
         chunks) and its usage's ``trafficType``, and its candidates no ``index``, as
         recorded (real-traffic/vertex)."""
-        created = call.options.setdefault("created", datetime.now(UTC).strftime(CREATED))
+        created = call.options.setdefault("created", datetime.now(UTC).strftime(_CREATED))
         candidates = [{k: v for k, v in c.items() if k != "index"} for c in body["candidates"]]
         usage = {**body["usageMetadata"], "trafficType": "ON_DEMAND"}
         shaped = {"candidates": candidates, "usageMetadata": usage}
@@ -155,7 +155,7 @@ def azure_authenticate(request: HttpRequest, keys: frozenset[str] | None) -> Jso
     given = key or token
     if given and (keys is None or given in keys):
         return None
-    return _azure_401(INVALID_KEY if key else BAD_TOKEN if token else NO_KEY)
+    return _azure_401(INVALID_KEY if key else _BAD_TOKEN if token else _NO_KEY)
 
 
 def _azure_401(message: str) -> JsonReply:

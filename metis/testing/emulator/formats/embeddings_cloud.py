@@ -50,7 +50,7 @@ VERTEX_RULES = table("vertex_embed")
 TITAN_RULES = table("bedrock_titan")
 COHERE_RULES = table("bedrock_cohere")
 OLLAMA_RULES = table("ollama_embed")
-BEDROCK = ("amazon-bedrock",)
+_BEDROCK = ("amazon-bedrock",)
 
 
 def _content_key(parts: list[Any]) -> str:
@@ -150,7 +150,7 @@ class BedrockEmbeddings(Bedrock):
         call.options.update(texts=text_list(body["texts"]), size=size, family="cohere")
 
     def serve(self, call: Call) -> JsonReply | None:
-        texts, vectors, tokens = call.options["texts"], embedded(self, call, BEDROCK), used(call)
+        texts, vectors, tokens = call.options["texts"], embedded(self, call, _BEDROCK), used(call)
         headers = {
             "content-type": "application/json",
             "x-amzn-bedrock-input-token-count": str(tokens),

@@ -41,17 +41,17 @@ from metis.testing.emulator.wire import (
 )
 
 SEPARATORS = (",", ": ")
-RPC = "type.googleapis.com/google.rpc."
-VARY = "Origin, X-Origin, Referer"
+_RPC = "type.googleapis.com/google.rpc."
+_VARY = "Origin, X-Origin, Referer"
 API_KEY_INVALID: list[dict[str, Any]] = [
     {
-        "@type": RPC + "ErrorInfo",
+        "@type": _RPC + "ErrorInfo",
         "reason": "API_KEY_INVALID",
         "domain": "googleapis.com",
         "metadata": {"service": "generativelanguage.googleapis.com"},
     },
     {
-        "@type": RPC + "LocalizedMessage",
+        "@type": _RPC + "LocalizedMessage",
         "locale": "en-US",
         "message": "API key not valid. Please pass a valid API key.",
     },
@@ -67,8 +67,8 @@ IN_STREAM: dict[str, tuple[Any, ...]] = {
     "rate_limit": (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
 }
 CHOICES = {"ANY": "required", "NONE": "none", "VALIDATED": "auto"}
-QUOTA = {
-    "@type": RPC + "QuotaFailure",
+_QUOTA = {
+    "@type": _RPC + "QuotaFailure",
     "violations": [
         {
             "quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
@@ -77,13 +77,14 @@ QUOTA = {
         }
     ],
 }
-OVER_QUOTA = (
+_OVER_QUOTA = (
     "You exceeded your current quota, please check your plan and billing details. For more "
     "information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
 )
 
 
 GOOGLE_JSON = {"content-type": "application/json; charset=UTF-8"}
+"""The content type of Google's JSON replies (the Gemini API's, Vertex's)."""
 
 
 def google_json(body: Any, headers: dict[str, str] = GOOGLE_JSON, status: int = 200) -> JsonReply:
@@ -97,7 +98,7 @@ def google_error(
     error: dict[str, Any] = {"code": status, "message": message, "status": state}
     if details:
         error["details"] = details
-    return google_json({"error": error}, {**GOOGLE_JSON, "vary": VARY}, status)
+    return google_json({"error": error}, {**GOOGLE_JSON, "vary": _VARY}, status)
 
 
 NO_MODEL = (
@@ -153,8 +154,8 @@ class Gemini(Format):
 
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
         if kind == "rate_limit":
-            retry = {"@type": RPC + "RetryInfo", "retryDelay": f"{retry_after:g}s"}
-            return google_error(429, "RESOURCE_EXHAUSTED", OVER_QUOTA, [QUOTA, retry])
+            retry = {"@type": _RPC + "RetryInfo", "retryDelay": f"{retry_after:g}s"}
+            return google_error(429, "RESOURCE_EXHAUSTED", _OVER_QUOTA, [_QUOTA, retry])
         if kind == "context_overflow":
             return self.refusal(self.overflow(1048577, 1048576), request)
         status, state, message = FAULTS[kind]
@@ -170,7 +171,7 @@ class Gemini(Format):
         ]
 
     def headers(self, request: HttpRequest) -> dict[str, str]:
-        return {"vary": VARY, "server-timing": "gfet4t7; dur=1"}
+        return {"vary": _VARY, "server-timing": "gfet4t7; dur=1"}
 
     def stream_headers(self, call: Call) -> dict[str, str]:
         if call.options["sse"]:

@@ -41,7 +41,7 @@ MODELS = [
     ("gemma3:1b", "gemma3", "999.89M", "Q4_K_M", 815319791),
 ]
 JSON = {"content-type": "application/json; charset=utf-8"}
-MODIFIED = "2025-08-20T13:40:00.000000000Z"  # when every listed model was pulled
+_MODIFIED = "2025-08-20T13:40:00.000000000Z"  # when every listed model was pulled
 FAULTS: dict[str, tuple[Any, ...]] = {
     "rate_limit": (429, "too many requests, please try again later"),
     "overloaded": (503, "server busy, please try again.  maximum pending requests exceeded"),
@@ -265,7 +265,7 @@ def _show(body: dict[str, Any]) -> JsonReply:
             f"{family}.context_length": 40960,
         },
         "capabilities": capabilities,
-        "modified_at": MODIFIED,
+        "modified_at": _MODIFIED,
     }
     return JsonReply(200, shown, dict(JSON))
 
@@ -296,7 +296,7 @@ def _timings(reply: Reply) -> dict[str, Any]:
 
 def _tag(name: str, family: str, size: str, quant: str, nbytes: int) -> dict[str, Any]:
     digest = Ids(name.encode()).token(64, "hex")
-    tag = {"name": name, "model": name, "modified_at": MODIFIED, "size": nbytes, "digest": digest}
+    tag = {"name": name, "model": name, "modified_at": _MODIFIED, "size": nbytes, "digest": digest}
     return {**tag, "details": _details(family, size, quant)}
 
 

@@ -1,0 +1,47 @@
+"""A model catalog entry's rates as a price table entry (:mod:`metis.cost` prices a call of a
+catalog model with it, and builds the catalog's whole table from it)."""
+
+from __future__ import annotations
+
+from metis.catalog.model_info import ModelInfo
+from metis.catalog.price_rates import ModelPrice, PriceTierEntry
+
+PRICES_BY_KEY: dict[str, tuple[ModelInfo, ModelPrice]] = {}
+"""Each catalog entry's price, built once: the gateway prices every reply's usage."""
+
+
+def priced_entry(info: ModelInfo) -> ModelPrice:
+    """:func:`catalog_price`, kept for the entry it was built from (the catalog's own
+    object: a catalog loaded anew is priced anew)."""
+    kept = PRICES_BY_KEY.get(info.key)
+    if kept is not None and kept[0] is info:
+        return kept[1]
+    price = catalog_price(info)
+    PRICES_BY_KEY[info.key] = (info, price)
+    return price
+
+
+def catalog_price(info: ModelInfo) -> ModelPrice:
+    """``info``'s prices as a :class:`ModelPrice`, its aliases prefixed with its provider."""
+    assert info.prices is not None
+    prices = info.prices
+    # Built without validation: the catalog's rates are Decimals it has already checked.
+    tiers = [
+        PriceTierEntry.model_construct(
+            above_input_tokens=t.above_input_tokens,
+            input=t.input,
+            output=t.output,
+            cached_input=t.cache_read,
+            cache_creation=t.cache_write,
+        )
+        for t in prices.tiers
+    ]
+    return ModelPrice.model_construct(
+        input=prices.input,
+        output=prices.output,
+        reasoning=prices.reasoning,
+        cached_input=prices.cache_read,
+        cache_creation=prices.cache_write,
+        tiers=tiers,
+        aliases=[f"{info.provider}:{alias}" for alias in info.aliases],
+    )
