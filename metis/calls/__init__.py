@@ -132,8 +132,7 @@ def complete(
     - ``api_key``: default the stack's variable (``ANTHROPIC_API_KEY``, ...).
     - ``base_url``: default the SDK's variable the stack names (``ANTHROPIC_BASE_URL``, ...),
       else the provider's URL.
-    - ``timeout_seconds``: bounds the whole call, retries and their waits included
-      (default 600).
+    - ``timeout_seconds``: bounds the whole call, retries and waits included (default 600).
     - ``max_retries``: retries of a transient failure (default 2).
     - ``settings``: the provider's own, of its stack's kind (``{"region": "eu-west-1"}`` for
       Bedrock, ``{"project": ...}`` for Vertex; docs/engine.md); a misspelt one is a
