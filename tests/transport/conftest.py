@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Awaitable, Iterator
+from typing import Any
 
 import pytest
 
 from ..tls_sharing import shared_default_contexts
+from .loops import Runner
 
 
 @pytest.fixture(scope="session")
@@ -18,3 +21,14 @@ def one_default_httpx2_tls_context() -> Iterator[None]:
 
     with shared_default_contexts(httpx2_transports):
         yield
+
+
+def _uvloop_run(main: Awaitable[Any]) -> Any:
+    uvloop = pytest.importorskip("uvloop")
+    return uvloop.run(main)
+
+
+@pytest.fixture(params=["asyncio", "uvloop"])
+def run(request: pytest.FixtureRequest) -> Runner:
+    """Runs a test's coroutine on asyncio's loop, then on uvloop's (skipped without uvloop)."""
+    return asyncio.run if request.param == "asyncio" else _uvloop_run  # type: ignore[return-value]

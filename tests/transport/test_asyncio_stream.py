@@ -12,7 +12,7 @@ import socket
 import ssl
 import struct
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpcore
@@ -23,17 +23,7 @@ import trustme
 from metis.transport import connect
 from metis.transport.asyncio_stream import AsyncioStream
 
-Runner = Callable[[Awaitable[Any]], Any]
-
-
-def _uvloop_run(main: Awaitable[Any]) -> Any:
-    uvloop = pytest.importorskip("uvloop")
-    return uvloop.run(main)
-
-
-@pytest.fixture(params=["asyncio", "uvloop"])
-def run(request: pytest.FixtureRequest) -> Runner:
-    return asyncio.run if request.param == "asyncio" else _uvloop_run  # type: ignore[return-value]
+from .loops import Runner
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import socket
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -30,23 +30,7 @@ from ..fault_proxy import (
     chunked_head,
     response,
 )
-
-Runner = Callable[[Awaitable[Any]], Any]
-
-
-def _uvloop_run(main: Awaitable[Any]) -> Any:
-    uvloop = pytest.importorskip("uvloop")
-    return uvloop.run(main)
-
-
-@pytest.fixture(params=["asyncio", "uvloop"])
-def run(request: pytest.FixtureRequest) -> Runner:
-    return asyncio.run if request.param == "asyncio" else _uvloop_run  # type: ignore[return-value]
-
-
-def lean_client(**limits: Any) -> httpx.AsyncClient:
-    transport = LeanTransport(limits=httpx.Limits(**limits))
-    return httpx.AsyncClient(transport=transport, timeout=5.0)
+from .loops import Runner, lean_client
 
 
 def pool_of(client: httpx.AsyncClient) -> Any:

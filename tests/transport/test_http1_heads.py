@@ -4,22 +4,14 @@ Over real loopback sockets, on asyncio's own loop and on uvloop."""
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 import pytest
 
 from metis.transport.http1_protocol import MAX_HEAD_BYTES
 
 from ..fault_proxy import HANG, chunked_head
-from .test_http1 import OK, Runner, proxied
-
-
-@pytest.fixture(params=["asyncio", "uvloop"])
-def run(request: pytest.FixtureRequest) -> Runner:
-    if request.param == "asyncio":
-        return asyncio.run  # type: ignore[return-value]
-    return pytest.importorskip("uvloop").run  # type: ignore[no-any-return]
+from .loops import Runner
+from .test_http1 import OK, proxied
 
 
 def test_trailer_fields_are_not_taken_for_the_heads(run: Runner) -> None:

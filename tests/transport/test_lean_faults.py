@@ -18,22 +18,9 @@ import pytest
 
 from metis.transport.http1 import LeanTransport
 
+from .loops import Runner, lean_client
+
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-Runner = Callable[[Awaitable[Any]], Any]
-
-
-def _uvloop_run(main: Awaitable[Any]) -> Any:
-    uvloop = pytest.importorskip("uvloop")
-    return uvloop.run(main)
-
-
-@pytest.fixture(params=["asyncio", "uvloop"])
-def run(request: pytest.FixtureRequest) -> Runner:
-    return asyncio.run if request.param == "asyncio" else _uvloop_run  # type: ignore[return-value]
-
-
-def lean_client(**limits: Any) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=LeanTransport(limits=httpx.Limits(**limits)), timeout=5.0)
 
 
 @asynccontextmanager
