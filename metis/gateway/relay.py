@@ -22,7 +22,7 @@ from metis.errors import ErrorClass, ProtocolError
 from metis.gateway.provenance import wrap
 from metis.gateway.sse import data, dumps, event
 from metis.model.content import ProviderRaw
-from metis.model.response import StopReason, TokenUsage
+from metis.model.response import StopKind, StopReason, TokenUsage
 from metis.wire.anthropic.read import stop_reason as anthropic_stop
 from metis.wire.anthropic.usage import UsageTally
 from metis.wire.builder import MessageBuilder
@@ -293,7 +293,14 @@ class ChatRelay(Relay):
     path reads it: ``stop`` with tool calls is ``tool_use``, with a refusal ``refusal``; a
     stream's first tool call and first refusal are the only chunks of them parsed."""
 
-    markers = (b'"usage":{', b'"usage": {', b'"error"', b'"finish_reason":"', b'"finish_reason": "')
+    markers = (
+        b'"usage":{',
+        b'"usage": {',
+        b'"error"',
+        b'"finish_reason":"',
+        b'"finish_reason": "',
+        b"[DONE]",
+    )
     _SEARCHES = _searches(markers)
 
     def __init__(self, model: str, include_usage: bool) -> None:
@@ -327,7 +334,17 @@ class ChatRelay(Relay):
         if isinstance(raw, str):
             self.stop = chat_stop(raw, self._refused, self._calls or raw == "tool_calls")
 
+    def _done(self) -> None:
+        """``[DONE]``: the server says the reply is whole. One that never named a
+        ``finish_reason`` ended as the translated path ends it (the Chat codec's
+        ``end_marked``): by its tool calls, or as a turn's end."""
+        if self.stop is None and self.failed is None:
+            self.stop = StopReason(kind=StopKind.TOOL_USE if self._calls else StopKind.END_TURN)
+
     def rewrite(self, raw: bytes) -> bytes:
+        if raw.rstrip().endswith(b"[DONE]") and raw.split(b"data:")[-1].strip() == b"[DONE]":
+            self._done()
+            return raw + b"\n\n"
         _, obj = _fields(raw)
         if isinstance(obj, dict):
             self._stopped(obj, "delta")

@@ -30,6 +30,7 @@ from tests.gateway.test_gateway_faults_upstream import ENDED_WELL, ROUTES, gatew
 from tests.gateway_fixture import GATEWAY_KEY, serving
 
 SAID = "Hi there"
+AUTH = {"authorization": f"Bearer {GATEWAY_KEY}"}
 PASSED = [route for route in ROUTES if route[3] != "flash"]  # the passed-through models
 ERRORS: dict[str, tuple[dict[str, Any], type[Exception]]] = {
     # the upstream's API -> (the error object it answers 200 with, the caller's SDK's error)
@@ -245,3 +246,38 @@ def test_a_reset_after_the_head_is_a_502_before_anything_was_relayed() -> None:
         metrics = httpx.get(f"{url}/metrics").text
     counted = [line for line in metrics.splitlines() if "metis_gateway_errors_total{" in line]
     assert sum(float(line.split()[-1]) for line in counted) == 3, counted  # each once
+
+
+NO_FINISH = (  # a compatible server's stream that names no finish_reason, then [DONE]
+    b'data: {"id":"c","object":"chat.completion.chunk","model":"x","choices":[{"index":0,'
+    b'"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}\n\n'
+    b'data: {"id":"c","object":"chat.completion.chunk","model":"x","choices":[{"index":0,'
+    b'"delta":{},"finish_reason":null}]}\n\n'
+)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("marked", [True, False])
+async def test_a_chat_stream_without_a_finish_reason_is_whole_when_done_says_so(
+    marked: bool,
+) -> None:
+    """Passed through as the translated path reads it (the Chat codec's ``end_marked``):
+    ``[DONE]`` ends a reply that never named a finish_reason (the gateway added an error
+    event after it, saying the stream was cut short, and counted an error); without
+    ``[DONE]`` it was cut short."""
+    body = NO_FINISH + (b"data: [DONE]\n\n" if marked else b"")
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    app = create_app(gateway_config_with(Emulator(), httpx.MockTransport(answer)))
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as gw:
+        sent = {"model": "gpt", "messages": [{"role": "user", "content": SAID}], "stream": True}
+        reply = await gw.post("/v1/chat/completions", json=sent, headers=AUTH)
+    assert reply.status_code == 200, reply.text
+    last = reply.text.rstrip().rsplit("\n\n", 1)[-1]
+    if marked:
+        assert last == "data: [DONE]" and "error" not in reply.text, reply.text
+    else:
+        assert "before its last event" in last, reply.text

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from metis.errors import ProtocolError
 from metis.gateway.relay import ChatRelay
 from metis.model.events import MessageComplete
 from metis.model.response import StopKind, StopReason
@@ -125,3 +126,55 @@ def test_only_the_first_tool_call_chunk_of_a_stream_is_parsed(
     for piece in sse([chunk({"content": "Hi"})] * 100 + [chunk({}, "stop")]):
         text.feed(piece)
     assert len(parsed) == 1
+
+
+def translated_end(objects: list[dict[str, Any]], marked: bool) -> StopReason | None:
+    """The translated path's stop for a stream that ends after ``objects`` (``marked``: with
+    ``[DONE]``); None where it reads the stream as cut short."""
+    parser = OpenAIChatCodec().stream_parser(MessageBuilder("openai", "m"))
+    events = [event for obj in objects for event in parser.feed(obj)]
+    try:
+        events += parser.end_marked() if marked else parser.end()
+    except ProtocolError:
+        return None
+    return next(e.stop_reason for e in events if isinstance(e, MessageComplete))
+
+
+USAGE_ONLY = {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": []}
+USAGE_ONLY["usage"] = {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
+
+
+@pytest.mark.parametrize("case", ["text", "tool calls"])
+@pytest.mark.parametrize("marked", [True, False])
+@pytest.mark.parametrize("usage", [True, False])
+def test_a_stream_with_no_finish_reason_ends_as_the_translated_path_ends_it(
+    case: str, marked: bool, usage: bool
+) -> None:
+    """A server that never names a finish_reason (``null`` on its last chunk), then
+    ``[DONE]``: the translated path reads a whole reply (ended by its tool calls, or as a
+    turn's end), and so does the relay (it read the stream as cut short, and the gateway
+    ended it with an error event). Without ``[DONE]`` both read it as cut short."""
+    objects = chunks(case, "stop")
+    objects[-1] = chunk({}, None)
+    if usage:
+        objects.append(USAGE_ONLY)
+    sent = b"".join(sse(objects))
+    if not marked:
+        sent = sent.removesuffix(b"data: [DONE]\n\n")
+    relay = ChatRelay("fast", include_usage=True)
+    relayed = b"".join(relay.feed(sent[i : i + 40]) for i in range(0, len(sent), 40))
+    relayed += relay.end()
+    expected = translated_end(objects, marked)
+    assert relay.finished is (expected is not None)
+    assert relay.stop == expected
+    if marked:
+        kind = StopKind.TOOL_USE if case == "tool calls" else StopKind.END_TURN
+        assert expected is not None and expected.kind is kind
+    assert relayed == sent.replace(b'"model": "m"', b'"model":"fast"')
+
+
+def test_done_held_to_the_end_of_the_stream_ends_it_too() -> None:
+    relay = ChatRelay("fast", include_usage=True)
+    relay.feed(b"".join(sse([chunk({"content": "Hi"})])).removesuffix(b"\n\n"))
+    assert relay.end() == b"data: [DONE]\n\n"
+    assert relay.finished and relay.stop == StopReason(kind=StopKind.END_TURN)
