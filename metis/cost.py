@@ -18,13 +18,15 @@ The formula (docs/contract.md §5; :class:`TokenUsage`'s ``input_tokens`` is unc
            + cached_input * cached_input_rate + cache_creation * cache_creation_rate) / 1e6
 
 where the reasoning part of the output (``usage.reasoning_tokens``, at most all of it) is at
-the reasoning rate when the table gives one (the output rate otherwise)."""
+the reasoning rate when the table gives one (the output rate otherwise). What the call spent on
+other models (``usage.other_models``: Anthropic's advisor) is priced at each one's own rates,
+found under the call's provider, and added (``Cost.other_models`` lists each)."""
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any, Literal
@@ -64,7 +66,11 @@ class Cost(BaseModel):
     estimated: bool = False
     """Copied from the usage: the token counts were estimated, so is the cost."""
     unpriced: str | None = None
-    """Why there is no price (``cost_of`` of a model no table prices); every amount is then 0."""
+    """Why there is no price (``cost_of`` of a model no table prices); every amount is then 0
+    but what :attr:`other_models` adds."""
+    other_models: tuple[Cost, ...] = ()
+    """What the call's tokens on other models cost (``TokenUsage.other_models``), each at its
+    own model's rates; included in ``usd`` and in each part."""
 
     @property
     def priced(self) -> bool:
@@ -211,9 +217,11 @@ class PriceTable(BaseModel):
         return matches.pop() if matches else None
 
     def cost(self, model: str, usage: TokenUsage) -> Cost:
-        """The formula above, over ``usage``, at this table's rates for ``model``."""
+        """The formula above, over ``usage``, at this table's rates for ``model`` (and for
+        each of ``usage.other_models``: a ConfigError when one has no price here)."""
         model_id = self.model_id(model)
-        return price_usage(model_id, self.models[model_id], usage, self.pricing_version)
+        own = price_usage(model_id, self.models[model_id], usage, self.pricing_version)
+        return with_other_models(own, model, usage, self.cost)
 
     def reprice(self, records: Iterable[tuple[str, TokenUsage]]) -> list[Cost]:
         """Price stored ``(model, usage)`` pairs under this table, in order."""
@@ -246,6 +254,27 @@ def price_usage(model_id: str, price: ModelPrice, usage: TokenUsage, version: st
     )
 
 
+_PARTS = ("input_usd", "output_usd", "cached_input_usd", "cache_creation_usd")
+
+
+def with_other_models(
+    cost: Cost, model: str, usage: TokenUsage, price: Callable[[str, TokenUsage], Cost]
+) -> Cost:
+    """``cost`` (of the call's own tokens) with what each of ``usage.other_models`` costs
+    added: priced by ``price``, named under ``model``'s provider prefix."""
+    if not usage.other_models:
+        return cost
+    prefix, sep, _ = model.partition(":")
+    others = tuple(price(f"{prefix}{sep}{o.model}", o.usage) for o in usage.other_models)
+    update: dict[str, Any] = {key: _money(getattr(cost, key) + _sum(others, key)) for key in _PARTS}
+    update.update(usd=_money(cost.usd + _sum(others, "usd")), other_models=others)
+    return cost.model_copy(update=update)
+
+
+def _sum(costs: Iterable[Cost], part: str) -> Decimal:
+    return sum((getattr(cost, part) for cost in costs), Decimal(0))
+
+
 def _money(amount: Decimal) -> USD:
     rounded = amount.quantize(QUANTUM, rounding=ROUND_HALF_UP)
     return USD(rounded or 0)  # not 0E-8, which prints and serializes as 0.00000000
@@ -270,10 +299,12 @@ def cost_of(
     why, every amount 0) and one WARN per model per process, so a loop summing costs goes on.
     ``batch``: the call was an item of a provider batch (docs/batches.md), priced at the batch
     rate."""
-    found = priced_cost(model, usage, table)
+    found = _own_cost(model, usage, table)
     if found is None:
-        return _unpriced(model, table or default_price_table(), usage)
-    return _batch_priced(model, found, usage) if batch else found
+        found = _unpriced(model, table or default_price_table(), usage)
+    elif batch:
+        found = _batch_priced(model, found, usage)
+    return with_other_models(found, model, usage, lambda m, u: cost_of(m, u, table, batch=batch))
 
 
 def _batch_priced(model: str, cost: Cost, usage: TokenUsage) -> Cost:
@@ -283,10 +314,7 @@ def _batch_priced(model: str, cost: Cost, usage: TokenUsage) -> Cost:
         rate = info.batch_price / info.price
     else:
         rate = BATCH_DISCOUNT
-    parts = {
-        key: _money(getattr(cost, key) * rate)
-        for key in ("input_usd", "output_usd", "cached_input_usd", "cache_creation_usd")
-    }
+    parts = {key: _money(getattr(cost, key) * rate) for key in _PARTS}
     return cost.model_copy(
         update={
             **parts,
@@ -298,6 +326,14 @@ def _batch_priced(model: str, cost: Cost, usage: TokenUsage) -> Cost:
 
 def priced_cost(model: str, usage: TokenUsage, table: PriceTable | None = None) -> Cost | None:
     """:func:`cost_of`, or None (and no WARN) when no price is found for ``model``."""
+    found = _own_cost(model, usage, table)
+    if found is None:
+        return None
+    return with_other_models(found, model, usage, lambda m, u: cost_of(m, u, table))
+
+
+def _own_cost(model: str, usage: TokenUsage, table: PriceTable | None) -> Cost | None:
+    """What the call's own tokens cost on ``model``; None when nothing prices it."""
     model, usage = typed(model, str, "cost_of(model)"), typed(usage, TokenUsage, "usage")
     if table is None:
         info = lookup(model)  # one entry, not the whole table, in the common case

@@ -78,7 +78,8 @@ def usage(
     cache writes by lifetime and the service tier; ``output_tokens_details.thinking_tokens``
     when the model said how many of its output tokens were thinking. ``more``: what the API
     reports that the canonical counts do not hold (a compacted call's ``iterations``), each
-    in its place."""
+    in its place. A reply that spent tokens on other models (Anthropic's advisor) lists them
+    in ``iterations``."""
     written: dict[str, Any] = {
         "input_tokens": tokens.input_tokens,
         "cache_creation_input_tokens": tokens.cache_creation_input_tokens,
@@ -94,11 +95,31 @@ def usage(
         written["output_tokens_details"] = {"thinking_tokens": tokens.reasoning_tokens}
     if whole:
         written["service_tier"] = "standard"
+    if tokens.other_models and not (more and "iterations" in more):
+        more = {**(more or {}), "iterations": _passes(tokens)}
     if not more:
         return written
     written.update(more)
     place = {name: i for i, name in enumerate(USAGE_ORDER)}
     return {k: written[k] for k in sorted(written, key=lambda k: place.get(k, len(place)))}
+
+
+def _passes(tokens: TokenUsage) -> list[dict[str, Any]]:
+    """``usage.iterations`` of a reply that spent tokens on other models: the call's own
+    counts as its one ``message`` pass, then each other model's as an ``advisor_message``."""
+    passes = [{"type": "message", **_counts(tokens)}]
+    for other in tokens.other_models:
+        passes.append({"type": "advisor_message", "model": other.model, **_counts(other.usage)})
+    return passes
+
+
+def _counts(tokens: TokenUsage) -> dict[str, int]:
+    return {
+        "input_tokens": tokens.input_tokens,
+        "output_tokens": tokens.output_tokens,
+        "cache_read_input_tokens": tokens.cached_input_tokens,
+        "cache_creation_input_tokens": tokens.cache_creation_input_tokens,
+    }
 
 
 def stop_reason(reason: StopReason) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from metis.core.money import USDAmount
 from metis.model.base import Canonical
@@ -45,10 +47,48 @@ class TokenUsage(Canonical):
     Gemini's ``thoughtsTokenCount``, ...): always included in ``output_tokens``, and 0 where
     the provider does not report it."""
     estimated: bool = False
+    other_models: tuple[ModelUsage, ...] = ()
+    """What the call spent on models other than its own, one entry per model, apart from the
+    counts above (which are the call's model's): Anthropic's advisor tool runs a second model
+    within the call (``usage.iterations``' ``advisor_message`` passes). ``metis.cost_of``
+    prices each at its own model's rates (docs/contract.md §5)."""
+
+    @model_serializer(mode="wrap")
+    def _other_models_only_when_any(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if not self.other_models and isinstance(data, dict):
+            data.pop("other_models", None)  # a usage of one model dumps as it always did
+        return data
 
     @property
     def total_input_tokens(self) -> int:
         return self.input_tokens + self.cached_input_tokens + self.cache_creation_input_tokens
+
+    def plus(self, more: TokenUsage) -> TokenUsage:
+        """The two usages added up (a session's or a run's total), each other model's
+        counts added to that model's."""
+        others = {other.model: other.usage for other in self.other_models}
+        for other in more.other_models:
+            mine = others.get(other.model)
+            others[other.model] = other.usage if mine is None else mine.plus(other.usage)
+        return TokenUsage(
+            input_tokens=self.input_tokens + more.input_tokens,
+            output_tokens=self.output_tokens + more.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + more.cached_input_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens
+            + more.cache_creation_input_tokens,
+            reasoning_tokens=self.reasoning_tokens + more.reasoning_tokens,
+            estimated=self.estimated or more.estimated,
+            other_models=tuple(ModelUsage(model=m, usage=u) for m, u in others.items()),
+        )
+
+
+class ModelUsage(Canonical):
+    """The tokens one call spent on another model than its own (``TokenUsage.other_models``):
+    ``model`` as the provider names it (``claude-opus-4-8``), ``usage`` its counts."""
+
+    model: str
+    usage: TokenUsage
 
 
 class DroppedContent(Canonical):

@@ -175,12 +175,4 @@ class Conversation:
 
 
 def add_usage(total: TokenUsage, more: TokenUsage) -> TokenUsage:
-    return TokenUsage(
-        input_tokens=total.input_tokens + more.input_tokens,
-        output_tokens=total.output_tokens + more.output_tokens,
-        cached_input_tokens=total.cached_input_tokens + more.cached_input_tokens,
-        cache_creation_input_tokens=total.cache_creation_input_tokens
-        + more.cache_creation_input_tokens,
-        reasoning_tokens=total.reasoning_tokens + more.reasoning_tokens,
-        estimated=total.estimated or more.estimated,
-    )
+    return total.plus(more)

@@ -33,19 +33,13 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
-from metis.model.response import StopKind, StopReason, TokenUsage
+from metis.model.response import ModelUsage, StopKind, StopReason, TokenUsage
 from metis.wire.blocks import OPAQUE, REDACTED, TEXT, THINKING, TOOL, Block, final_content, unsaid
 from metis.wire.builder_whole import WholeBlocks
 from metis.wire.read import token_count
 from metis.wire.unicode_text import REPLACEMENT, clean, clean_value, joined
 
-_USAGE_FIELDS = (
-    "input_tokens",
-    "output_tokens",
-    "cached_input_tokens",
-    "cache_creation_input_tokens",
-    "reasoning_tokens",
-)
+_USAGE_FIELDS = tuple(TokenUsage.model_fields)[:5]  # input, output, cached, written, reasoning
 
 Warn = Callable[..., None]
 
@@ -55,11 +49,11 @@ NO_EVENTS: Sequence[StreamEvent] = ()
 INVALID_ARGUMENTS = "the arguments are not a JSON object"
 """The ``input_error`` of a finished tool call whose arguments do not parse."""
 CUT_OFF_ARGUMENTS = "the reply ended before the arguments were complete"
+"""The ``input_error`` of a tool call the reply ended in the middle of."""
 OUTPUT_LIMIT_ARGUMENTS = (
     "the reply reached its output limit (max_tokens) before the arguments were complete"
 )
 """A call cut off by the output limit (docs/contract.md §2): expected, so not reported."""
-"""The ``input_error`` of a tool call the reply ended in the middle of."""
 
 
 def _ignore(*args: Any, **kwargs: Any) -> None:
@@ -97,6 +91,7 @@ class MessageBuilder(WholeBlocks):
         """The output count reported so far is a placeholder (Anthropic's ``message_start``
         says 1); if the message ends before the real count, it is estimated from what arrived."""
         self._usage = [0, 0, 0, 0, 0]
+        self._other_models: tuple[ModelUsage, ...] = ()
         self._blocks: list[Block] = []
         self._by_key: dict[Hashable, Block] = {}
         self._open_tool: Block | None = None
@@ -130,10 +125,14 @@ class MessageBuilder(WholeBlocks):
         cached_input_tokens: int | None = None,
         cache_creation_input_tokens: int | None = None,
         reasoning_tokens: int | None = None,
+        other_models: tuple[ModelUsage, ...] | None = None,
     ) -> None:
         """Record counts the provider reported; ``None`` leaves a count as it was. A count
         that is not a whole number from 0 to ``MAX_TOKEN_COUNT`` is a ProtocolError.
-        ``reasoning_tokens`` is the part of ``output_tokens`` spent reasoning."""
+        ``reasoning_tokens`` is the part of ``output_tokens`` spent reasoning;
+        ``other_models`` what the call spent on other models (``TokenUsage.other_models``)."""
+        if other_models is not None:
+            self._other_models = other_models
         counts = (input_tokens, output_tokens, cached_input_tokens, cache_creation_input_tokens)
         for i, value in enumerate((*counts, reasoning_tokens)):
             if value is not None:
@@ -183,6 +182,7 @@ class MessageBuilder(WholeBlocks):
             cache_creation_input_tokens=created,
             reasoning_tokens=reasoning,
             estimated=self.usage_estimated,
+            other_models=self._other_models,
         )
 
     def output_text(self) -> list[str]:

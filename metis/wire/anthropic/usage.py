@@ -7,14 +7,20 @@ non-compaction passes only, so the compaction pass's counts are added to them he
 compaction docs, "Understanding usage"; anthropic-sdk-python ``BetaUsage.iterations``). A stream
 may name the passes in ``message_start`` or in ``message_delta``; counts a later event leaves
 out keep the passes last named.
+
+The advisor tool (``advisor_20260301``) runs another model within the request: its passes
+(``{type: "advisor_message", model, ...}``) are left out of the top-level counts too, and are
+billed at that model's rates, so they are kept apart, per model, as the usage's
+``other_models`` (anthropic-sdk-python ``BetaAdvisorMessageIterationUsage``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from metis.model.response import ModelUsage, TokenUsage
 from metis.wire.builder import MessageBuilder
-from metis.wire.read import list_value, object_value, token_count
+from metis.wire.read import list_value, object_value, required_text, token_count
 
 _COUNTS = (
     "input_tokens",
@@ -27,12 +33,13 @@ _COUNTS = (
 class UsageTally:
     """One message's usage: the top-level counts reported so far plus the compaction passes."""
 
-    __slots__ = ("_builder", "_compaction", "_reported")
+    __slots__ = ("_builder", "_compaction", "_others", "_reported")
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
         self._reported: dict[str, int] = {}
         self._compaction: dict[str, int] = {}
+        self._others: tuple[ModelUsage, ...] = ()
 
     def read(self, usage: dict[str, Any] | None) -> None:
         """Record one ``usage`` object and hand the builder the totals it makes."""
@@ -43,7 +50,12 @@ class UsageTally:
             if usage.get(field) is not None:
                 self._reported[field] = token_count(usage[field], field, provider)
         if usage.get("iterations") is not None:
-            self._compaction = _compaction_counts(usage["iterations"], provider)
+            passes = [
+                object_value(entry, "usage.iterations[]")
+                for entry in list_value(usage["iterations"], "usage.iterations")
+            ]
+            self._compaction = _summed(passes, "compaction", provider)
+            self._others = _other_models(passes, provider)
         totals = {
             field: count + self._compaction.get(field, 0) for field, count in self._reported.items()
         }
@@ -54,19 +66,41 @@ class UsageTally:
             cached_input_tokens=totals.get("cache_read_input_tokens"),
             cache_creation_input_tokens=totals.get("cache_creation_input_tokens"),
             reasoning_tokens=details.get("thinking_tokens") if isinstance(details, dict) else None,
+            other_models=self._others,
         )
 
 
-def _compaction_counts(iterations: Any, provider: str) -> dict[str, int]:
-    """The counts of the ``compaction`` passes in ``usage.iterations``, summed."""
+def _summed(passes: list[dict[str, Any]], kind: str, provider: str) -> dict[str, int]:
+    """The counts of the passes of type ``kind`` in ``usage.iterations``, summed (the
+    ``message`` passes are the top-level counts already)."""
     summed: dict[str, int] = {}
-    for entry in list_value(iterations, "usage.iterations"):
-        item = object_value(entry, "usage.iterations[]")
-        if item.get("type") != "compaction":
-            continue  # the message passes are the top-level counts already
+    for item in passes:
+        if item.get("type") != kind:
+            continue
         for field in _COUNTS:
             value = item.get(field)
             if value is not None:
                 count = token_count(value, f"usage.iterations[].{field}", provider)
                 summed[field] = summed.get(field, 0) + count
     return summed
+
+
+def _other_models(passes: list[dict[str, Any]], provider: str) -> tuple[ModelUsage, ...]:
+    """The advisor's passes, one entry per model they name."""
+    models = {
+        required_text(item, "model", "usage.iterations[]")
+        for item in passes
+        if item.get("type") == "advisor_message"
+    }
+    found = []
+    for model in sorted(models):
+        own = [p for p in passes if p.get("type") == "advisor_message" and p["model"] == model]
+        counts = _summed(own, "advisor_message", provider)
+        usage = TokenUsage(
+            input_tokens=counts.get("input_tokens", 0),
+            output_tokens=counts.get("output_tokens", 0),
+            cached_input_tokens=counts.get("cache_read_input_tokens", 0),
+            cache_creation_input_tokens=counts.get("cache_creation_input_tokens", 0),
+        )
+        found.append(ModelUsage(model=model, usage=usage))
+    return tuple(found)
