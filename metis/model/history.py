@@ -11,8 +11,10 @@ the next call that sends the same history finds it there.
 A record is found by the list's identity, or by its messages' identities (the next call of a
 conversation builds a new list of the same messages), and given only while it still describes
 the list: the very message objects, alive, each holding the blocks it held (the same objects,
-or equal ones). So a list whose messages were replaced, reordered, added or removed, or whose
-message's content was changed in place, never finds an old record. A record goes when one of
+or equal ones), each block holding in its dicts and lists what it held (:mod:`metis.model.held`).
+So a list whose messages were replaced, reordered, added or removed, or whose message's content
+was changed in place (a block's tool input, result content, payload or citations too), never
+finds an old record; a history holding what cannot be copied finds none. A record goes when one of
 its messages goes, and at most ``LIMIT`` are kept (the oldest go first).
 """
 
@@ -26,6 +28,7 @@ from typing import Any, TypeVar
 
 from metis.model.content import ContentBlock, Message, Role
 from metis.model.facts import MessageFacts, facts_of
+from metis.model.held import Held, Unkeepable, snapshot, unchanged
 
 V = TypeVar("V")
 LIMIT = 256
@@ -42,6 +45,7 @@ class History:
 
     __slots__ = (
         "_contents",
+        "_held",
         "_kept",
         "_lists",
         "_refs",
@@ -75,6 +79,9 @@ class History:
         self.system = any(m.role == Role.SYSTEM for m in messages)
         self.assistant = any(m.role == Role.ASSISTANT for m in messages)
         self._contents: list[list[ContentBlock]] = [list(m.content) for m in messages]
+        self._held: Held | None = None  # None: holds what cannot be copied
+        with suppress(Unkeepable):
+            self._held = snapshot(self._contents)
         self._refs: list[weakref.ref[Message]] = []
         self._kept: dict[Hashable, Any] = {}
         self._lists: set[int] = set()
@@ -87,6 +94,8 @@ class History:
             len(messages) == len(refs)
             and all(map(is_, map(call, refs), messages))
             and list(map(_content, messages)) == self._contents
+            and self._held is not None
+            and unchanged(self._held, self._contents)
         )
 
     def found(self, key: Hashable) -> Any:
@@ -95,10 +104,15 @@ class History:
 
     def intact(self) -> bool:
         """Whether every message of the record is alive and holds the blocks it held."""
+        messages = [ref() for ref in self._refs]
         try:
-            return list(map(_content, map(call, self._refs))) == self._contents
+            contents = list(map(_content, messages))
         except AttributeError:  # a message is gone
             return False
+        kept = self._held
+        if contents != self._contents or kept is None:
+            return False
+        return unchanged(kept, contents)
 
     def keep(self, key: Hashable, value: Any) -> None:
         """Keeps ``value`` under ``key``, for a later step or call that sends this history;

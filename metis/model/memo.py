@@ -6,10 +6,13 @@ provider's ids in it, its facts) need not be derived again. A :class:`MessageMem
 entry by the message's identity and a key of everything else the value depends on (the
 provider, the model, the ids it maps to, ...), and gives it only while it is the same message:
 a weak reference to it still alive and the very object, and its content the blocks it held
-(the same objects, or equal ones). Canonical objects are frozen, so a message edited with
+(the same objects, or equal ones), each holding in its dicts and lists what it held
+(:mod:`metis.model.held`). Canonical objects are frozen, so a message edited with
 ``model_copy`` (or built anew) is another object and never finds an entry of the old one; a
-content list changed in place misses too, unless what it holds is equal to what it held. The
-memo holds at most ``limit`` entries (the oldest go first); an entry goes with its message.
+content list changed in place misses too, unless what it holds is equal to what it held, and so
+does a block whose tool input, result content, payload or citations were changed in place. A
+message holding what cannot be copied is not kept. The memo holds at most ``limit`` entries
+(the oldest go first); an entry goes with its message.
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ from contextlib import suppress
 from typing import Any, Generic, TypeVar
 
 from metis.model.content import ContentBlock, Message
+from metis.model.held import Held, Unkeepable, snapshot, unchanged
 
 V = TypeVar("V")
 
-_Entry = tuple["weakref.ref[Message]", tuple[ContentBlock, ...], V]
+_Entry = tuple["weakref.ref[Message]", tuple[ContentBlock, ...], Held, V]
 
 
 class MessageMemo(Generic[V]):
@@ -38,12 +42,19 @@ class MessageMemo(Generic[V]):
     def get(self, message: Message, key: Hashable) -> V | None:
         """The value kept for this very message under ``key``, or None."""
         entry = self._entries.get(id(message) if key is None else (id(message), key))
-        if entry is not None and entry[0]() is message and entry[1] == tuple(message.content):
-            return entry[2]  # the blocks compare by identity first: equal only if changed
+        if entry is None or entry[0]() is not message:
+            return None
+        content = message.content  # the blocks compare by identity first: equal only if changed
+        if entry[1] == tuple(content) and unchanged(entry[2], (content,)):
+            return entry[3]
         return None
 
     def put(self, message: Message, key: Hashable, value: V) -> V:
         """Keeps ``value`` for ``message`` under ``key``, and returns it."""
+        try:
+            held = snapshot((message.content,))
+        except Unkeepable:
+            return value
         entries = self._entries
         if len(entries) >= self.limit:
             with suppress(KeyError, RuntimeError, StopIteration):  # another thread was first
@@ -52,6 +63,7 @@ class MessageMemo(Generic[V]):
         entries[at] = (
             weakref.ref(message, _forgetting(entries, at)),
             tuple(message.content),
+            held,
             value,
         )
         return value
