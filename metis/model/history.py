@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from metis.model.content import ContentBlock, Message, Role
 from metis.model.facts import MessageFacts, facts_of
-from metis.model.held import Held, Unkeepable, snapshot, unchanged
+from metis.model.held import Held, Unkeepable, joined, of_message, unchanged
 
 V = TypeVar("V")
 LIMIT = 256
@@ -81,7 +81,7 @@ class History:
         self._contents: list[list[ContentBlock]] = [list(m.content) for m in messages]
         self._held: Held | None = None  # None: holds what cannot be copied
         with suppress(Unkeepable):
-            self._held = snapshot(self._contents)
+            self._held = joined(map(of_message, messages))
         self._refs: list[weakref.ref[Message]] = []
         self._kept: dict[Hashable, Any] = {}
         self._lists: set[int] = set()
@@ -94,8 +94,7 @@ class History:
             len(messages) == len(refs)
             and all(map(is_, map(call, refs), messages))
             and list(map(_content, messages)) == self._contents
-            and self._held is not None
-            and unchanged(self._held, self._contents)
+            and _unchanged(self._held, self._contents)
         )
 
     def found(self, key: Hashable) -> Any:
@@ -109,10 +108,7 @@ class History:
             contents = list(map(_content, messages))
         except AttributeError:  # a message is gone
             return False
-        kept = self._held
-        if contents != self._contents or kept is None:
-            return False
-        return unchanged(kept, contents)
+        return contents == self._contents and _unchanged(self._held, contents)
 
     def keep(self, key: Hashable, value: Any) -> None:
         """Keeps ``value`` under ``key``, for a later step or call that sends this history;
@@ -189,6 +185,12 @@ def _forgetting(ids: tuple[int, ...], lists: set[int]) -> Callable[[Any], None]:
                 _BY_LIST.pop(at, None)
 
     return forget
+
+
+def _unchanged(held: Held | None, contents: list[list[ContentBlock]]) -> bool:
+    """Whether the blocks hold what they held (False when the history holds what cannot be
+    copied)."""
+    return held is not None and unchanged(held, contents)
 
 
 def _where(facts: Sequence[MessageFacts], holds: Callable[[MessageFacts], bool]) -> tuple[int, ...]:

@@ -23,7 +23,7 @@ from contextlib import suppress
 from typing import Any, Generic, TypeVar
 
 from metis.model.content import ContentBlock, Message
-from metis.model.held import Held, Unkeepable, snapshot, unchanged
+from metis.model.held import Held, Unkeepable, of_message, unchanged
 
 V = TypeVar("V")
 
@@ -52,7 +52,7 @@ class MessageMemo(Generic[V]):
     def put(self, message: Message, key: Hashable, value: V) -> V:
         """Keeps ``value`` for ``message`` under ``key``, and returns it."""
         try:
-            held = snapshot((message.content,))
+            held = of_message(message)
         except Unkeepable:
             return value
         entries = self._entries
