@@ -113,6 +113,7 @@ _EXPORTS: dict[str, str] = {
             "Message",
             "MessageComplete",
             "MessageStart",
+            "ModelUsage",
             "OpaqueBlock",
             "ProviderRaw",
             "ProviderTool",
@@ -325,6 +326,7 @@ if TYPE_CHECKING:
     from metis.model import Message as Message
     from metis.model import MessageComplete as MessageComplete
     from metis.model import MessageStart as MessageStart
+    from metis.model import ModelUsage as ModelUsage
     from metis.model import OpaqueBlock as OpaqueBlock
     from metis.model import ProviderRaw as ProviderRaw
     from metis.model import ProviderTool as ProviderTool
