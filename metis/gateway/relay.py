@@ -331,8 +331,11 @@ class ChatRelay(Relay):
             return
         self._saw(first.get(part))
         raw = first.get("finish_reason")
-        if isinstance(raw, str):
-            self.stop = chat_stop(raw, self._refused, self._calls or raw == "tool_calls")
+        if not isinstance(raw, str):
+            raw = None  # a whole body ends without one as the translated path reads it
+            if part == "delta":
+                return
+        self.stop = chat_stop(raw, self._refused, self._calls or raw == "tool_calls")
 
     def _done(self) -> None:
         """``[DONE]``: the server says the reply is whole. One that never named a

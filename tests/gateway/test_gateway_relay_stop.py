@@ -178,3 +178,17 @@ def test_done_held_to_the_end_of_the_stream_ends_it_too() -> None:
     relay.feed(b"".join(sse([chunk({"content": "Hi"})])).removesuffix(b"\n\n"))
     assert relay.end() == b"data: [DONE]\n\n"
     assert relay.finished and relay.stop == StopReason(kind=StopKind.END_TURN)
+
+
+@pytest.mark.parametrize("case", ["text", "tool calls"])
+def test_a_whole_answer_with_no_finish_reason_stops_as_the_translated_path_reads_it(
+    case: str,
+) -> None:
+    """A whole body is whole: the translated path reads its ``null`` finish_reason as a
+    provider-specific stop; the relay read no stop, and the pass-through call was told to
+    the telemetry as cancelled."""
+    body = whole(case, "stop")
+    body["choices"][0]["finish_reason"] = None
+    relay = ChatRelay("fast", include_usage=True)
+    relay.whole(json.dumps(body).encode())
+    assert relay.stop is not None and relay.stop == translated_whole(body)
