@@ -519,3 +519,23 @@ def test_the_choice_read_is_the_lowest_index_wherever_it_stands() -> None:
     ended = parse(whole)
     assert [block.text for block in ended.final_content] == ["Hello"]  # type: ignore[union-attr]
     assert ended.stop_reason.kind is StopKind.END_TURN
+
+
+@pytest.mark.parametrize("with_call", [False, True])
+def test_an_empty_finish_reason_on_a_whole_reply_ends_the_turn_or_calls(with_call: bool) -> None:
+    """Snowflake Cortex answers with ``finish_reason: ""``: a reply as finished as one that
+    names no reason at all."""
+    message: dict[str, Any] = {"role": "assistant", "content": "Checking the forecast."}
+    if with_call:
+        call = {"name": "forecast", "arguments": '{"town": "Oslo"}'}
+        message["tool_calls"] = [{"id": "tc_9", "type": "function", "function": call}]
+    body = {
+        "id": "r-1",
+        "model": "some-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": ""}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 6, "total_tokens": 17},
+    }
+    done = parse(body)
+    kind = StopKind.TOOL_USE if with_call else StopKind.END_TURN
+    assert done.stop_reason == StopReason(kind=kind, raw="")
+    assert [type(b) for b in done.final_content] == [TextBlock] + [ToolUseBlock] * with_call
