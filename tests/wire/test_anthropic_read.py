@@ -245,3 +245,25 @@ def test_the_stop_sequence_that_ended_the_reply_is_kept_streamed_and_whole() -> 
     assert final(list(codec.parse_body(ended_plainly, builder))).stop_reason.sequence is None
     with pytest.raises(ProtocolError, match="stop_sequence"):
         feed([*streamed, {"type": "message_delta", "delta": {**ended, "stop_sequence": 7}}])
+
+
+def test_a_whole_message_in_message_start_keeps_its_stop_reason_and_usage() -> None:
+    """A tool call made from inside code execution (programmatic tool calling) comes back as a
+    stream of two events: a message_start already holding the call, its stop reason and its
+    usage, then message_stop; no message_delta follows."""
+    call = {
+        "type": "tool_use",
+        "id": "toolu_7",
+        "name": "flip_coin",
+        "input": {"times": 2},
+        "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_3"},
+    }
+    begin = start(content=[call], input_tokens=4, output_tokens=2)
+    begin["message"]["stop_reason"] = "tool_use"
+    _, events = feed([begin, STOP])
+    done = final(events)
+    assert done.stop_reason == StopReason(kind=StopKind.TOOL_USE, raw="tool_use")
+    assert not done.usage.estimated
+    assert (done.usage.input_tokens, done.usage.output_tokens) == (4, 2)
+    (block,) = done.final_content
+    assert isinstance(block, ToolUseBlock) and block.input == {"times": 2}

@@ -538,3 +538,21 @@ def test_the_stop_sequence_the_model_names_is_kept_and_asked_for_only_with_stop_
         "/stop_sequence"
     ]
     assert "additionalModelResponseFieldPaths" not in encode(request(hello))
+
+
+@pytest.mark.parametrize("extra", ["anything", 3, ["a"], None])
+def test_model_response_fields_that_are_not_an_object_are_no_error(extra: Any) -> None:
+    """AWS types additionalModelResponseFields as a document (any JSON value); a reply whose
+    fields are a string still reads, naming no stop sequence."""
+    body = {
+        "output": {"message": {"role": "assistant", "content": [{"text": "Lima."}]}},
+        "stopReason": "max_tokens",
+        "usage": {"inputTokens": 9, "outputTokens": 2, "totalTokens": 11},
+        "additionalModelResponseFields": extra,
+    }
+    done = final(list(codec.parse_body(body, MessageBuilder("bedrock", "m"))))
+    assert done.final_content == [TextBlock(text="Lima.")]
+    assert (done.stop_reason.kind, done.stop_reason.sequence) == (StopKind.MAX_TOKENS, None)
+    stopped = {"stopReason": "end_turn", "additionalModelResponseFields": extra}
+    events = feed([{"messageStart": {}}, delta(0, {"text": "Lima."}), {"messageStop": stopped}])
+    assert final(events).stop_reason.kind is StopKind.END_TURN

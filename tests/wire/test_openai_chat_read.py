@@ -519,3 +519,29 @@ def test_the_choice_read_is_the_lowest_index_wherever_it_stands() -> None:
     ended = parse(whole)
     assert [block.text for block in ended.final_content] == ["Hello"]  # type: ignore[union-attr]
     assert ended.stop_reason.kind is StopKind.END_TURN
+
+
+@pytest.mark.parametrize("finish", ["", None, "absent"])
+@pytest.mark.parametrize("with_call", [False, True])
+def test_a_whole_reply_naming_no_finish_reason_ends_the_turn_or_calls(
+    with_call: bool, finish: str | None
+) -> None:
+    """Snowflake Cortex answers with ``finish_reason: ""``, OpenRouter relaying some providers
+    with no ``finish_reason`` at all: a whole reply all the same, ended by its calls or as a
+    turn's end."""
+    message: dict[str, Any] = {"role": "assistant", "content": "Checking the forecast."}
+    if with_call:
+        call = {"name": "forecast", "arguments": '{"town": "Oslo"}'}
+        message["tool_calls"] = [{"id": "tc_9", "type": "function", "function": call}]
+    body = {
+        "id": "r-1",
+        "model": "some-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 6, "total_tokens": 17},
+    }
+    if finish == "absent":
+        del body["choices"][0]["finish_reason"]
+    done = parse(body)
+    kind = StopKind.TOOL_USE if with_call else StopKind.END_TURN
+    assert done.stop_reason == StopReason(kind=kind, raw="" if finish == "" else None)
+    assert [type(b) for b in done.final_content] == [TextBlock] + [ToolUseBlock] * with_call

@@ -184,6 +184,9 @@ class AnthropicStreamParser:
         for index, block in enumerate(list_value(content, "message_start.message.content")):
             self._start_block(index, object_value(block, "message_start.message.content[]"))
             self._stop_block(index)
+        if message.get("stop_reason") is not None:  # a whole message: no message_delta follows
+            _stop(builder, message, "message_start.message")
+            builder.output_count_pending = False
 
     def _start_block(self, index: int, block: dict[str, Any]) -> None:
         kind = required_text(block, "type", _BLOCK)

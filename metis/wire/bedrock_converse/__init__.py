@@ -291,11 +291,14 @@ def stop_reason(raw: str, sequence: str | None = None) -> StopReason:
 def _stop_of(holder: dict[str, Any], where: str) -> StopReason:
     """``holder``'s stop reason (a response, or a stream's ``messageStop``), with the stop
     sequence the model's own fields name (``additionalModelResponseFields.stop_sequence``,
-    returned when the request asked for ``/stop_sequence``)."""
+    returned when the request asked for ``/stop_sequence``). Those fields are any JSON value
+    (AWS types them as a document): one that is not an object names no stop sequence."""
     raw = required_text(holder, "stopReason", where)
     fields = "additionalModelResponseFields"
-    extra = optional_object(holder, fields, where)
-    sequence = optional_text(extra, "stop_sequence", f"{where}.{fields}") if extra else None
+    extra = holder.get(fields)
+    sequence = None
+    if isinstance(extra, dict):
+        sequence = optional_text(extra, "stop_sequence", f"{where}.{fields}")
     return stop_reason(raw, sequence)
 
 

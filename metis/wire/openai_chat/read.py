@@ -10,6 +10,8 @@ Sans-IO helpers for :mod:`metis.wire.openai_chat`'s parsers:
   opaque reasoning kept as a redacted block.
 - ``finish_reason: "stop"`` on a reply with tool calls (a named ``tool_choice`` answered by a
   compatible server) is a ``tool_use`` stop.
+- a whole reply with an empty ``finish_reason`` (Snowflake Cortex) or none (OpenRouter relaying
+  some providers): its end, by its tool calls or as a turn's end.
 - usage with cache writes (``prompt_tokens_details.cache_write_tokens``).
 - tool calls without an ``id``: one is minted.
 - a content chunk or ``reasoning_details`` entry of a type not named above: kept whole as an
@@ -136,7 +138,11 @@ def read_reasoning_details(
 
 
 def stop_reason(raw: str | None, refused: bool, calls: bool) -> StopReason:
-    """``finish_reason`` read; ``calls``: the reply holds tool calls."""
+    """``finish_reason`` read; ``calls``: the reply holds tool calls. A whole reply that names
+    none (OpenRouter's relays of some providers), or an empty one (Snowflake Cortex's), ended by
+    its tool calls, or as a turn's end."""
+    if not raw:
+        return StopReason(kind=StopKind.TOOL_USE if calls else StopKind.END_TURN, raw=raw)
     if raw == "stop" and refused:
         return _REFUSED
     if raw == "stop" and calls:  # what compatible servers answer to a named tool_choice
