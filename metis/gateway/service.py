@@ -228,7 +228,7 @@ class Gateway:
         headers.update(dropped_headers(prepared.reported))
 
         failed = ending(api, prepared, writer)
-        return StreamResult(chunks, headers, deadline, failed, lambda: writer.ended)
+        return StreamResult(chunks, headers, deadline, failed, failed.ended)
 
     def _writer(self, api: str, prepared: Prepared) -> tuple[BlockWriter, str]:
         model, maker = prepared.inbound.model, made_by(prepared)
@@ -310,14 +310,27 @@ class Spent:
     usage: TokenUsage | None = None
 
 
-def ending(api: str, prepared: Prepared, writer: BlockWriter) -> Callable[[AdapterError], bytes]:
-    """The bytes that end a translated stream the gateway cuts with ``error``."""
+class Ending:
+    """Called with an error: the bytes that end a translated stream the gateway cuts with
+    it; :meth:`ended`: whether the writer made the stream's end already (one small object a
+    stream in flight, not two closures)."""
 
-    def failed(error: AdapterError) -> bytes:
-        reply = error_reply(api, error, prepared.request.request_id)
-        return writer.error(reply.status, reply.body)
+    __slots__ = ("_api", "_request_id", "_writer")
 
-    return failed
+    def __init__(self, api: str, prepared: Prepared, writer: BlockWriter) -> None:
+        self._api, self._request_id, self._writer = api, prepared.request.request_id, writer
+
+    def __call__(self, error: AdapterError) -> bytes:
+        reply = error_reply(self._api, error, self._request_id)
+        return self._writer.error(reply.status, reply.body)
+
+    def ended(self) -> bool:
+        return self._writer.ended
+
+
+def ending(api: str, prepared: Prepared, writer: BlockWriter) -> Ending:
+    """The bytes that end a translated stream the gateway cuts with an error."""
+    return Ending(api, prepared, writer)
 
 
 def spent_by(response: CanonicalResponse | None) -> tuple[str | None, TokenUsage | None]:
