@@ -4,12 +4,14 @@ the client goes away (its upstream call cancelled)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
+import sniffio
 from starlette.requests import ClientDisconnect, Request
 
 from metis.errors import AdapterError
@@ -73,7 +75,42 @@ class DeadlineStream(CoalescingStream):
 
 async def until_disconnect(request: Request, work: Awaitable[T]) -> T | None:
     """``work``'s result, or None when the client disconnects first (``work`` is cancelled,
-    and the upstream call with it): a whole-body reply has no stream to notice it."""
+    and the upstream call with it): a whole-body reply has no stream to notice it.
+
+    Under asyncio (the server) ``work`` runs in the request's own task, and the disconnect is
+    awaited by a bare task whose ending cancels ``work``'s scope from the loop, as a deadline
+    does: no task group, and no second task for ``work``."""
+    if sniffio.current_async_library() != "asyncio":
+        return await _grouped(request, work)
+    watch = asyncio.get_running_loop().create_task(_disconnected(request.receive))
+    with anyio.CancelScope() as scope:
+        cancel = _cancelling(scope)
+        watch.add_done_callback(cancel)
+        try:
+            return await work
+        finally:
+            watch.remove_done_callback(cancel)
+            watch.cancel()
+    if not watch.cancelled() and (error := watch.exception()) is not None:
+        raise error
+    return None
+
+
+async def _disconnected(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _cancelling(scope: anyio.CancelScope) -> Callable[[asyncio.Task[None]], None]:
+    def cancel(watch: asyncio.Task[None]) -> None:
+        if not watch.cancelled():
+            scope.cancel()
+
+    return cancel
+
+
+async def _grouped(request: Request, work: Awaitable[T]) -> T | None:
+    """:func:`until_disconnect` with ``work`` in a task of its own (trio)."""
     found: list[T] = []
     failed: list[Exception] = []
 

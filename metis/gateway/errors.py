@@ -10,9 +10,12 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from metis.errors import AdapterError, ErrorClass, InvalidRequestError
+
+if TYPE_CHECKING:
+    from metis.gateway.sse import BlockWriter
 
 log = logging.getLogger("metis.gateway")
 
@@ -188,3 +191,27 @@ def openai_error(error: AdapterError, request_id: str, param: str | None = None)
         param = "previous_response_id"
     body = {"error": {"message": error.message, "type": kind, "param": param, "code": code}}
     return ErrorReply(status, body, {**_headers(error, status), "x-request-id": request_id})
+
+
+def error_reply(api: str, error: AdapterError, request_id: str) -> ErrorReply:
+    if api == "anthropic":
+        return anthropic_error(error, request_id)
+    return openai_error(error, request_id)
+
+
+class Ending:
+    """Called with an error: the bytes that end a translated stream the gateway cuts with
+    it; :meth:`ended`: whether the writer made the stream's end already (one small object a
+    stream in flight, not two closures)."""
+
+    __slots__ = ("_api", "_request_id", "_writer")
+
+    def __init__(self, api: str, request_id: str, writer: BlockWriter) -> None:
+        self._api, self._request_id, self._writer = api, request_id, writer
+
+    def __call__(self, error: AdapterError) -> bytes:
+        reply = error_reply(self._api, error, self._request_id)
+        return self._writer.error(reply.status, reply.body)
+
+    def ended(self) -> bool:
+        return self._writer.ended

@@ -3,6 +3,7 @@ depends on, and the fields that were left out because they have no canonical mea
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,7 +127,24 @@ def tool_definition(
     if strict is not None and not isinstance(strict, bool):
         raise InvalidRequestError(f"{where}.strict: expected a boolean")
     text = description if isinstance(description, str) else ""
-    return ToolDefinition(name=name, description=text, input_schema=schema, strict=strict)
+    try:  # marshal's form holds every part's exact type (its version 2: no references
+        key = (name, text, strict, marshal.dumps(schema, 2))  # that vary with refcounts)
+    except ValueError:  # not a JSON value (a client's body is parsed JSON: never)
+        return ToolDefinition(name=name, description=text, input_schema=schema, strict=strict)
+    tool = _TOOLS.get(key)
+    if tool is None:
+        if len(_TOOLS) >= _TOOLS_AT_MOST:
+            _TOOLS.clear()
+        tool = ToolDefinition(name=name, description=text, input_schema=schema, strict=strict)
+        _TOOLS[key] = tool
+    return tool
+
+
+_TOOLS: dict[tuple[Any, ...], ToolDefinition] = {}
+"""Each tool read so far, by its content. A client sends the same tools request after request
+(an agent's every turn) and a canonical tool is frozen, so one serves them all: no second
+validation of the same schema, and no copy of it held by each request in flight."""
+_TOOLS_AT_MOST = 256
 
 
 def effort_thinking(effort: Any, where: str) -> ThinkingConfig | None:

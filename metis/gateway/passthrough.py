@@ -37,12 +37,12 @@ from metis.gateway.passthrough_call import (
 )
 from metis.gateway.passthrough_responses import converse, remember
 from metis.gateway.projection import MIN_THINKING_BUDGET
+from metis.gateway.provenance import maker
 from metis.gateway.relay import AnthropicRelay, ChatRelay, Relay
 from metis.gateway.relay_responses import ResponsesRelay
 from metis.gateway.service import Gateway, JsonResult, StreamResult, dropped_headers, error_reply
 from metis.gateway.sse import data, event
 from metis.gateway.store import Owner
-from metis.model.content import ProviderRaw
 from metis.pipeline.call import Call
 from metis.transport.exchange import Exchange
 from metis.wire.framing.objects import MAX_WHOLE_BODY
@@ -95,7 +95,7 @@ class PassThrough:
         does not speak ``api`` or the request holds another model's thinking."""
         if not speaks(adapter, api):
             return None
-        made_by = ProviderRaw(provider=adapter.name, model=target.request_model)
+        made_by = maker(adapter.name, target.request_model)
         if b"metis1." in raw and not own_thinking(body, made_by):
             return None  # another model's thinking: the translated path leaves it out
         streamed = body.get("stream") is True

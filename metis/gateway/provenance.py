@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -26,6 +27,13 @@ CARRIED = ("id",)
 """What of the maker's record of a block (``provider_raw.data``) its signature carries."""
 THINKING = "thinking"
 """The tag's member carrying the block's text, where the client was given no summary."""
+
+
+@functools.lru_cache(maxsize=512)
+def maker(provider: str, model: str) -> ProviderRaw:
+    """``provider``'s ``model`` as the maker of what a stream writes: one (frozen) object for
+    every request to it, not one made, and held, per request."""
+    return ProviderRaw(provider=provider, model=model)
 
 
 def wrap(made_by: ProviderRaw | None, opaque: str, data: Mapping[str, Any] | None = None) -> str:

@@ -43,21 +43,16 @@ class RelayedStream:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         result, chunks = self.result, self.result.chunks
-        head = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
-        start = {"type": "http.response.start", "status": 200, "headers": head}
         sent: list[bool] = []  # each message tried: whether it was the last
         gone: list[bool] = []  # the client disconnected: nothing more is sent
-
-        async def write(body: bytes) -> None:
-            sent.append(False)
-            await send({"type": "http.response.body", "body": body, "more_body": True})
+        write = _Writes(send, sent)
 
         with anyio.CancelScope(deadline=result.deadline) as cancel:
             watch = asyncio.get_running_loop().create_task(_watch(receive, cancel, gone))
             try:
                 first = await anext(chunks, None)  # begun: its ending runs however it is left
                 sent.append(False)
-                await send(start)
+                await send(self._start())
                 if first is not None:
                     await self._relay(first, chunks, write)
                 watch.cancel()
@@ -77,7 +72,12 @@ class RelayedStream:
                     await chunks.aclose()  # type: ignore[attr-defined]
         if cancel.cancelled_caught and not gone:  # the head too, if it came before any chunk
             ended = GatewayTimeoutError(LATE)
-            await self._end(ended, send, bool(sent) and sent[-1], None if sent else start)
+            await self._end(ended, send, bool(sent) and sent[-1], None if sent else self._start())
+
+    def _start(self) -> dict[str, Any]:
+        """The answer's head: made when sent, so a stream in flight does not hold it."""
+        head = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
+        return {"type": "http.response.start", "status": 200, "headers": head}
 
     async def _relay(
         self, first: bytes, chunks: AsyncIterator[bytes], write: Callable[[bytes], Awaitable[None]]
@@ -101,6 +101,20 @@ class RelayedStream:
             if head is not None:
                 await send(head)
             await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class _Writes:
+    """Awaited with a chunk: the chunk sent as more of the body, and said in ``sent`` (one
+    small object a stream in flight, not a closure and its cells)."""
+
+    __slots__ = ("_send", "_sent")
+
+    def __init__(self, send: Any, sent: list[bool]) -> None:
+        self._send, self._sent = send, sent
+
+    def __call__(self, body: bytes) -> Awaitable[None]:
+        self._sent.append(False)
+        return self._send({"type": "http.response.body", "body": body, "more_body": True})  # type: ignore[no-any-return]
 
 
 def _spec(scope: Any) -> tuple[int, ...]:

@@ -250,8 +250,8 @@ class Routed:
         }
         served.headers.update(dropped_headers(prepared.reported))
 
-        served.failed = ending(api, prepared, writer)
-        served.ended = lambda: writer.ended
+        served.failed = failed = ending(api, prepared, writer)
+        served.ended = failed.ended
         chunks = gateway._chunks(
             api, prepared, events, first, writer, response_id, spent=served.spent
         )

@@ -29,18 +29,18 @@ from metis.gateway.begun import begun
 from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import continued, remember
 from metis.gateway.errors import (
-    ErrorReply,
+    Ending,
     GatewayAuthError,
     GatewayTimeoutError,
-    anthropic_error,
-    openai_error,
 )
+from metis.gateway.errors import error_reply as error_reply  # the endpoints'
 from metis.gateway.inbound import Inbound
 from metis.gateway.item_ids import GivenIds, given_ids
 from metis.gateway.keys import KeyState
 from metis.gateway.metrics import Metrics
 from metis.gateway.models import ModelTable, Target
 from metis.gateway.projection import project
+from metis.gateway.provenance import maker
 from metis.gateway.responses_read import read_responses
 from metis.gateway.sse import BlockWriter, new_id
 from metis.gateway.store import Owner, RedisResponseStore, ResponseStore
@@ -98,12 +98,6 @@ READERS: dict[str, Callable[[Any], Inbound]] = {
     "chat": chat_api.read_chat,
     "responses": read_responses,
 }
-
-
-def error_reply(api: str, error: AdapterError, request_id: str) -> ErrorReply:
-    if api == "anthropic":
-        return anthropic_error(error, request_id)
-    return openai_error(error, request_id)
 
 
 class Gateway:
@@ -228,7 +222,7 @@ class Gateway:
         headers.update(dropped_headers(prepared.reported))
 
         failed = ending(api, prepared, writer)
-        return StreamResult(chunks, headers, deadline, failed, lambda: writer.ended)
+        return StreamResult(chunks, headers, deadline, failed, failed.ended)
 
     def _writer(self, api: str, prepared: Prepared) -> tuple[BlockWriter, str]:
         model, maker = prepared.inbound.model, made_by(prepared)
@@ -310,14 +304,9 @@ class Spent:
     usage: TokenUsage | None = None
 
 
-def ending(api: str, prepared: Prepared, writer: BlockWriter) -> Callable[[AdapterError], bytes]:
-    """The bytes that end a translated stream the gateway cuts with ``error``."""
-
-    def failed(error: AdapterError) -> bytes:
-        reply = error_reply(api, error, prepared.request.request_id)
-        return writer.error(reply.status, reply.body)
-
-    return failed
+def ending(api: str, prepared: Prepared, writer: BlockWriter) -> Ending:
+    """The bytes that end a translated stream the gateway cuts with an error."""
+    return Ending(api, prepared.request.request_id, writer)
 
 
 def spent_by(response: CanonicalResponse | None) -> tuple[str | None, TokenUsage | None]:
@@ -334,7 +323,7 @@ def made_by(prepared: Prepared) -> ProviderRaw | None:
     provider = getattr(prepared.target.chat_model, "name", None)
     if asked.startswith("route:") or not isinstance(provider, str):
         return None
-    return ProviderRaw(provider=provider, model=asked)
+    return maker(provider, asked)
 
 
 def streamed_model(prepared: Prepared, complete: MessageComplete) -> str:

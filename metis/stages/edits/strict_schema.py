@@ -88,7 +88,7 @@ class StrictSchema(EventHook[WireRequest]):
         name = function.get("name")
         # An omitted ``parameters`` is OpenAI's "no parameters": the empty object.
         params = function.get("parameters", {"type": "object", "properties": {}})
-        converted, reason = _strict(params)
+        converted, reason, original = _strict(params)
         if converted is None and function.get("strict") is True:  # the caller asked for it
             call.warn_dropped(STRICT_FLAG, f"tool {name!r} is sent without strict: {reason}")
             kept = {k: v for k, v in function.items() if k != "strict"}
@@ -98,7 +98,7 @@ class StrictSchema(EventHook[WireRequest]):
             log.info("strict_schema: tool %r left non-strict: %s", name, reason)
             return tool
         if isinstance(name, str):
-            originals[name] = params
+            originals[name] = params if original is None else original
         made = {**function, "parameters": converted, "strict": True}
         return {**tool, "function": made} if nested else made
 
@@ -108,7 +108,7 @@ class StrictSchema(EventHook[WireRequest]):
             return fmt
         if spec.get("strict") is False or "schema" not in spec:
             return fmt
-        converted, reason = _strict(spec["schema"])
+        converted, reason, _ = _strict(spec["schema"])
         if converted is None:
             log.info(
                 "strict_schema: response format %r left non-strict: %s", spec.get("name"), reason
@@ -155,25 +155,29 @@ def _restore_blocks(blocks: list[Any], originals: dict[str, Schema]) -> list[Any
     return blocks if out is None else out
 
 
-_CONVERTED: dict[str, tuple[str | None, str | None]] = {}
+_CONVERTED: dict[str, tuple[str | None, str | None, Schema]] = {}
 """Each schema converted so far (by its JSON text): the strict schema's JSON text, or the
-reason it has none. A request sends the same tools call after call."""
+reason it has none, and the schema itself as read from that text. A request sends the same
+tools call after call."""
 _CONVERTED_AT_MOST = 256
 
 
-def _strict(schema: Any) -> tuple[Schema | None, str | None]:
+def _strict(schema: Any) -> tuple[Schema | None, str | None, Schema | None]:
     """:func:`strict_schema_or_reason`, read of a schema converted before when there is one
-    (each answer a new object: a later edit may change the body)."""
+    (each converted schema a new object: a later edit may change the body), and the caller's
+    schema as kept for it: one object for every request that sends it (only read, by the
+    watch that takes strict mode's nulls out; None when ``schema`` is not JSON). A stream in
+    flight so holds no copy of its tools' schemas of its own for that watch."""
     try:
         key = json.dumps(schema, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):  # not JSON: converted afresh (and refused by the API)
-        return strict_schema_or_reason(schema)
+        return (*strict_schema_or_reason(schema), None)
     kept = _CONVERTED.get(key)
     if kept is None:
         converted, reason = strict_schema_or_reason(schema)
-        kept = (None if converted is None else json.dumps(converted), reason)
+        kept = (None if converted is None else json.dumps(converted), reason, json.loads(key))
         if len(_CONVERTED) >= _CONVERTED_AT_MOST:
             _CONVERTED.clear()
         _CONVERTED[key] = kept
-    text, reason = kept
-    return (None if text is None else json.loads(text)), reason
+    text, reason, original = kept
+    return (None if text is None else json.loads(text)), reason, original
