@@ -265,3 +265,64 @@ def test_reasoning_items_carry_thinking_back_to_the_model_that_wrote_it(
     assert not sent["signature"].startswith("metis1.")
     elsewhere = oai.responses.with_raw_response.create(model="flash", input=said, **asked)
     assert "thinking" in elsewhere.headers["x-metis-dropped"]  # not Gemini's to read
+
+
+def streamed_turn(claude: Any, model: str, messages: list[Any], **asked: Any) -> Any:
+    """One turn of ``messages.create(..., stream=True)`` put together from its raw events
+    (each thinking block must end with its ``signature_delta``, as Anthropic's do): its
+    content blocks as a client sends them back, and its stop reason."""
+    blocks: dict[int, dict[str, Any]] = {}
+    stop, signed = None, set()
+    for event in claude.messages.create(model=model, messages=messages, stream=True, **asked):
+        if event.type == "content_block_start":
+            blocks[event.index] = event.content_block.model_dump(exclude_none=True)
+        elif event.type == "content_block_delta":
+            block, delta = blocks[event.index], event.delta
+            if delta.type == "signature_delta":
+                block["signature"], _ = delta.signature, signed.add(event.index)
+            for kind, field in (("thinking", "thinking"), ("text", "text")):
+                if delta.type == f"{kind}_delta":
+                    block[field] += getattr(delta, field)
+            if delta.type == "input_json_delta":
+                block["json"] = block.get("json", "") + delta.partial_json
+        elif event.type == "content_block_stop" and blocks[event.index]["type"] == "thinking":
+            assert event.index in signed
+        elif event.type == "message_delta":
+            stop = event.delta.stop_reason
+    content = [blocks[i] for i in sorted(blocks)]
+    for block in content:
+        if block["type"] == "tool_use":
+            block["input"] = json.loads(block.pop("json", "") or "{}")
+    return content, stop
+
+
+def test_streamed_thinking_and_tools_over_turns_swapping_model(
+    claude: Any, emulator: Emulator
+) -> None:
+    """Gemini's thinking comes with no signature: handed out with its maker in its place, it
+    goes back to Gemini alone. Handed out empty, it read as the client's own and went to
+    Claude, which refuses an unsigned thinking block (a 400 on the turn after the swap)."""
+    asked = {"max_tokens": 4000, "thinking": {"type": "enabled", "budget_tokens": 2000}}
+    asked["tools"] = [WEATHER]
+    messages: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
+    stops = []
+    for turn, model in enumerate(["flash", "sonnet", "sonnet", "sonnet", "flash"]):
+        content, stop = streamed_turn(claude, model, messages, **asked)
+        stops.append(stop)
+        thought = [b["signature"] for b in content if b["type"] == "thinking"]
+        # the turn closing a tool loop Gemini began: Claude's thinking is off until it closes
+        assert len(thought) == (turn != 1) and all(thought)
+        messages.append({"role": "assistant", "content": content})
+        if stop == "tool_use":
+            result = {"type": "tool_result", "tool_use_id": content[-1]["id"], "content": "2 C"}
+            messages.append({"role": "user", "content": [result]})
+        else:
+            assert "2 C" in content[-1]["text"]
+            messages.append({"role": "user", "content": "Weather in Rome?"})
+        if model == "sonnet":  # Claude is sent no thinking but its own, signed as it signed it
+            sent = emulator.bodies("anthropic")[-1]["messages"]
+            blocks = [b for m in sent if isinstance(m["content"], list) for b in m["content"]]
+            own = [b["signature"] for b in blocks if b["type"] == "thinking"]
+            assert all(s and not s.startswith("metis1.") for s in own)
+            assert len(own) == (turn == 3)
+    assert stops == ["tool_use", "end_turn", "tool_use", "end_turn", "tool_use"]
