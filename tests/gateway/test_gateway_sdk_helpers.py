@@ -214,6 +214,15 @@ def test_every_answer_names_its_request_in_the_apis_header(claude: Any, oai: Any
     assert passed.headers["x-metis-path"] == "pass-through" and passed.parse()._request_id
     response = oai.responses.with_raw_response.create(model="flash", input="Hi")
     assert response.parse()._request_id == response.headers["x-request-id"]
+    with oai.chat.completions.with_streaming_response.create(
+        model="flash", messages=said, stream=True
+    ) as chunks:
+        assert chunks.headers["x-request-id"].startswith("req_")
+        assert "".join(c.choices[0].delta.content or "" for c in chunks.parse()) == "You said: Hi"
+    with oai.responses.with_streaming_response.create(model="sonnet", input="Hi") as whole:
+        assert whole.parse()._request_id == whole.headers["x-request-id"]
+    listed = oai.models.with_raw_response.list()
+    assert listed.headers["x-request-id"].startswith("req_") and listed.parse().data
     counted = claude.messages.with_raw_response.count_tokens(model="gpt", messages=said)
     assert counted.headers["request-id"].startswith("req_")
 
