@@ -326,3 +326,28 @@ def test_streamed_thinking_and_tools_over_turns_swapping_model(
             assert all(s and not s.startswith("metis1.") for s in own)
             assert len(own) == (turn == 3)
     assert stops == ["tool_use", "end_turn", "tool_use", "end_turn", "tool_use"]
+
+
+def test_reasoning_items_the_gateway_named_are_not_sent_to_openai_unkept(
+    oai: Any, emulator: Emulator
+) -> None:
+    """``store: false`` without the encrypted content (the OpenAI Agents SDK's
+    ``ModelSettings(store=False)``): Claude's reasoning item comes back by the gateway's id
+    alone, which nothing can give back. Passed through to gpt-5 as it came, OpenAI refused
+    the request (its "Item with id ... not found"); it is left out and named, as the
+    translated path leaves it."""
+    tool = {"type": "function", **{k: WEATHER[k] for k in ("name", "description")}}
+    tool["parameters"] = WEATHER["input_schema"]
+    asked: dict[str, Any] = {"tools": [tool], "reasoning": {"effort": "low"}, "store": False}
+    said: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
+    first = oai.responses.create(model="sonnet", input=said, **asked)
+    assert [item.type for item in first.output] == ["reasoning", "function_call"]
+    said += [item.model_dump(exclude_none=True) for item in first.output]
+    call = first.output[1].call_id
+    said.append({"type": "function_call_output", "call_id": call, "output": "2 C"})
+    raw = oai.responses.with_raw_response.create(model="gpt5", input=said, **asked)
+    assert raw.headers["x-metis-path"] == "pass-through"
+    assert raw.headers["x-metis-dropped"] == "input[1] (reasoning)"
+    assert "2 C" in raw.parse().output_text
+    sent = emulator.bodies("openai_responses")[-1]["input"]
+    assert [item.get("type") for item in sent] == [None, "function_call", "function_call_output"]
