@@ -3,11 +3,11 @@ readers leave out, each named by where it is (``messages[2].content[0].foo``), a
 own unknown fields are (:func:`metis.gateway.inbound.unknown_fields`).
 
 Each level is checked against the keys its reader maps: a field of the API that metis does not
-map (Anthropic's ``cache_control``, Chat's ``name``, an image's ``detail``) is left out as an
-unknown one is, and named. A field given as null or empty asks for nothing and is not named. A
-block kept whole (a server tool's, a compaction, a part of a type metis does not read) keeps
-every field and is not looked into. One set check per object: the names are built only for a
-request that has such a field."""
+map (a system prompt's or a tool's ``cache_control``, Chat's ``name``, an image's ``detail``)
+is left out as an unknown one is, and named. A field given as null or empty asks for nothing
+and is not named. A block kept whole (a server tool's, a compaction, a part of a type metis
+does not read) keeps every field and is not looked into. One set check per object: the names
+are built only for a request that has such a field."""
 
 from __future__ import annotations
 
@@ -35,6 +35,10 @@ ANTHROPIC_BLOCKS: Known = {
     "thinking": _keys("thinking", "signature"),
     "redacted_thinking": _keys("data"),
 }
+"""The blocks of a system prompt and a tool result's parts: a ``cache_control`` there is named
+(the system prompt is sent as one text, cached at the stack's own breakpoint)."""
+HINTED_BLOCKS: Known = {kind: keys | {"cache_control"} for kind, keys in ANTHROPIC_BLOCKS.items()}
+"""A message's own blocks: ``cache_control`` is read as the block's cache hint."""
 ANTHROPIC_TOOL = _keys("name", "description", "input_schema", "strict")
 ANTHROPIC_MESSAGE = frozenset({"role", "content"})
 ANTHROPIC_THINKING = _keys("budget_tokens")
@@ -103,7 +107,8 @@ def anthropic_unread(body: Mapping[str, Any]) -> list[str]:
         _check(message, ANTHROPIC_MESSAGE, where, out)
         content = message.get("content")
         if isinstance(content, list):
-            _blocks(content, f"{where}.content", ANTHROPIC_BLOCKS, out)
+            hinted = HINTED_BLOCKS if message.get("role") != "system" else ANTHROPIC_BLOCKS
+            _blocks(content, f"{where}.content", hinted, out)
             for j, block in enumerate(content):
                 tool_result = isinstance(block, Mapping) and block.get("type") == "tool_result"
                 inner = block.get("content") if tool_result else None

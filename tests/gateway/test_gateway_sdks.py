@@ -351,3 +351,44 @@ def test_reasoning_items_the_gateway_named_are_not_sent_to_openai_unkept(
     assert "2 C" in raw.parse().output_text
     sent = emulator.bodies("openai_responses")[-1]["input"]
     assert [item.get("type") for item in sent] == [None, "function_call", "function_call_output"]
+
+
+def test_prompt_caching_marks_reach_each_model_in_its_own_form(
+    claude: Any, emulator: Emulator
+) -> None:
+    """``cache_control`` on the system prompt, a tool and a message's blocks: passed through
+    to Claude as the client wrote them (the second call reads what the first wrote); for
+    another model a message block's mark is its cache hint, in that provider's form (Bedrock's
+    ``cachePoint`` after the block, with its TTL) or named where it has none (OpenAI caches
+    prefixes itself), and the system prompt's and a tool's are named (each stack caches them
+    at its own breakpoints). Either way the second call's cache read is said in Anthropic's
+    usage fields."""
+    marked, hour = {"type": "ephemeral"}, {"type": "ephemeral", "ttl": "1h"}
+    system = {"type": "text", "text": "You answer weather questions. " * 300, "cache_control": hour}
+    said = [
+        {"type": "text", "text": "Weather?", "cache_control": hour},
+        {"type": "text", "text": "Hi"},
+    ]
+    asked: dict[str, Any] = {
+        "max_tokens": 100,
+        "system": [system],
+        "tools": [{**WEATHER, "cache_control": marked}],
+        "messages": [{"role": "user", "content": said}],
+    }
+    named = "system[0].cache_control; tools[0].cache_control"
+    for model in ("sonnet", "gpt", "haiku"):
+        wrote = claude.messages.with_raw_response.create(model=model, **asked)
+        read = claude.messages.with_raw_response.create(model=model, **asked).parse().usage
+        assert read.cache_read_input_tokens > 1000 and read.input_tokens < 100
+        if model == "sonnet":
+            assert "x-metis-dropped" not in wrote.headers
+            assert wrote.parse().usage.cache_creation_input_tokens == read.cache_read_input_tokens
+            sent = emulator.bodies("anthropic")[-1]
+            assert sent["messages"][0]["content"][0]["cache_control"] == hour
+        elif model == "gpt":
+            dropped = wrote.headers["x-metis-dropped"]
+            assert dropped.startswith(f"{named}; cache (OpenAI has no form for a cache hint")
+        else:
+            assert wrote.headers["x-metis-dropped"] == named
+            sent = emulator.bodies("bedrock")[-1]["messages"][0]["content"]
+            assert sent[1] == {"cachePoint": {"type": "default", "ttl": "1h"}}
