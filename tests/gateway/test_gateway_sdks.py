@@ -195,9 +195,22 @@ def test_what_the_model_cannot_honour_is_left_out_and_named(claude: Any) -> None
 
 
 def test_the_model_list_reads_in_both_sdks(claude: Any, oai: Any) -> None:
-    listed = {model.id for model in oai.models.list()}
-    assert {"sonnet", "anthropic:claude-sonnet-4-5", "fallback"} <= listed
-    assert {model.id for model in claude.models.list()} == listed
+    """OpenAI's list is one page; Anthropic's comes in pages of ``limit`` (its API's cursors,
+    which the SDK follows as the list is read)."""
+    listed = [model.id for model in oai.models.list()]
+    assert {"sonnet", "anthropic:claude-sonnet-4-5", "fallback"} <= set(listed)
+    assert [model.id for model in claude.models.list()] == listed
+    first = claude.models.list(limit=2)
+    assert [m.id for m in first.data] == listed[:2] and first.has_more
+    assert [model.id for model in first] == listed  # the next pages, after its last_id
+    before = claude.models.list(before_id=listed[3], limit=2)
+    assert [m.id for m in before.data] == listed[1:3] and before.has_more
+    last = claude.models.list(after_id=listed[-3])
+    assert [m.id for m in last.data] == listed[-2:] and not last.has_more
+    with pytest.raises(anthropic.BadRequestError, match="limit"):
+        claude.models.list(limit=0)
+    with pytest.raises(anthropic.BadRequestError, match="after_id"):
+        claude.models.list(after_id="no-such-model")
 
 
 def test_thinking_goes_back_signed_to_the_model_that_wrote_it(
