@@ -42,6 +42,7 @@ HINTED_BLOCKS: Known = {kind: keys | {"cache_control"} for kind, keys in ANTHROP
 ANTHROPIC_TOOL = _keys("name", "description", "input_schema", "strict")
 ANTHROPIC_MESSAGE = frozenset({"role", "content"})
 ANTHROPIC_THINKING = _keys("budget_tokens")
+ANTHROPIC_OUTPUT = frozenset({"format", "effort"})
 ANTHROPIC_CHOICE = _keys("name", "disable_parallel_tool_use")
 
 CHAT_MESSAGES: Known = {
@@ -118,6 +119,7 @@ def anthropic_unread(body: Mapping[str, Any]) -> list[str]:
         if tool.get("type", "custom") == "custom":
             _check(tool, ANTHROPIC_TOOL, f"tools[{i}]", out)
     _check(body.get("thinking"), ANTHROPIC_THINKING, "thinking", out)
+    _check(body.get("output_config"), ANTHROPIC_OUTPUT, "output_config", out)
     _check(body.get("tool_choice"), ANTHROPIC_CHOICE, "tool_choice", out)
     return out
 
