@@ -11,6 +11,7 @@ tests/gateway/test_gateway_sdks.py): each helper's first use builds the SDK's pa
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 from pydantic import BaseModel
 
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import gateway_url
+from tests.gateway_fixture import GATEWAY_KEY, gateway_url
 
 from ..helpers import ImportOnUse
 
@@ -291,3 +292,38 @@ def test_a_stream_failing_midway_ends_in_each_apis_error_only(
     with oai.responses.stream(model="fallback", input=LONG) as stream:  # first model: Gemini
         kinds = [event.type for event in stream]
     assert kinds[-1] == "response.failed" and "response.completed" not in kinds
+
+
+def test_the_async_clients_helpers_answered_by_other_families(url: str) -> None:
+    """``AsyncOpenAI``'s ``chat.completions.stream`` with a pydantic tool (Claude answers) and
+    ``responses.parse`` with one (Gemini), and ``AsyncAnthropic``'s ``messages.stream`` with a
+    tool (gpt-5), as an asyncio program uses them."""
+    tool = openai.pydantic_function_tool(GetWeather, name="get_weather")
+    said: Any = [{"role": "user", "content": "Weather in Rome?"}]
+
+    async def run() -> tuple[Any, Any, Any]:
+        oai = openai.AsyncOpenAI(api_key=GATEWAY_KEY, base_url=url + "/v1", max_retries=0)
+        claude = anthropic.AsyncAnthropic(api_key=GATEWAY_KEY, base_url=url, max_retries=0)
+        async with oai, claude:
+            async with oai.chat.completions.stream(
+                model="sonnet", messages=said, tools=[tool]
+            ) as stream:
+                async for _ in stream:
+                    pass
+                chat = await stream.get_final_completion()
+            parsed = await oai.responses.parse(
+                model="flash", input="Weather in Rome?", tools=[tool]
+            )
+            weather = {"name": "get_weather", "input_schema": GetWeather.model_json_schema()}
+            async with claude.messages.stream(
+                model="gpt5", max_tokens=300, messages=said, tools=[weather]
+            ) as streamed:
+                message = await streamed.get_final_message()
+        return chat, parsed, message
+
+    chat, parsed, message = asyncio.run(run())
+    call = chat.choices[0].message.tool_calls[0]
+    assert call.function.parsed_arguments == GetWeather(city="Rome")
+    (item,) = [i for i in parsed.output if i.type == "function_call"]
+    assert item.parsed_arguments == GetWeather(city="Rome")
+    assert message.stop_reason == "tool_use" and message.content[-1].input == {"city": "Rome"}

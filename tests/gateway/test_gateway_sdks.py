@@ -405,3 +405,20 @@ def test_prompt_caching_marks_reach_each_model_in_its_own_form(
             assert wrote.headers["x-metis-dropped"] == named
             sent = emulator.bodies("bedrock")[-1]["messages"][0]["content"]
             assert sent[1] == {"cachePoint": {"type": "default", "ttl": "1h"}}
+
+
+@pytest.mark.parametrize("model", ["flash", "gpt5", "haiku", "gpt"])
+def test_count_tokens_counts_the_system_and_tools_for_another_model(
+    claude: Any, model: str
+) -> None:
+    """``messages.count_tokens`` for a model of another family counts what the message would
+    send it: the system prompt and tools too. Gemini and gpt-5 are counted by their providers'
+    own counting, so the count is the input the message then uses; the others are estimated."""
+    said = [{"role": "user", "content": "Weather in Oslo, please, and tell me more about it"}]
+    full: dict[str, Any] = {"system": "You are a weather bot. Answer briefly.", "tools": [WEATHER]}
+    bare = claude.messages.count_tokens(model=model, messages=said).input_tokens
+    counted = claude.messages.count_tokens(model=model, messages=said, **full).input_tokens
+    assert 0 < bare < counted
+    if model in ("flash", "gpt5"):
+        used = claude.messages.create(model=model, messages=said, max_tokens=50, **full).usage
+        assert counted == used.input_tokens
