@@ -422,3 +422,33 @@ def test_count_tokens_counts_the_system_and_tools_for_another_model(
     if model in ("flash", "gpt5"):
         used = claude.messages.create(model=model, messages=said, max_tokens=50, **full).usage
         assert counted == used.input_tokens
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+def test_geminis_unsigned_reasoning_items_carry_their_maker(oai: Any, streamed: bool) -> None:
+    """Gemini gives its thinking no signature: asked for the encrypted content, its reasoning
+    item carries Gemini as its maker (it had none, as OpenAI always gives one), so sent back it
+    returns to Gemini, which needs nothing of it (no word in ``x-metis-dropped``), and is
+    named as Gemini's anywhere else."""
+    tool = {"type": "function", **{k: WEATHER[k] for k in ("name", "description")}}
+    tool["parameters"] = WEATHER["input_schema"]
+    asked: dict[str, Any] = {
+        "tools": [tool],
+        "reasoning": {"effort": "low"},
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+    }
+    said: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
+    if streamed:
+        with oai.responses.stream(model="flash", input=said, **asked) as stream:
+            first = stream.get_final_response()
+    else:
+        first = oai.responses.create(model="flash", input=said, **asked)
+    reasoning, call = first.output
+    assert reasoning.encrypted_content.startswith("metis1.")
+    said += [item.model_dump(exclude_none=True) for item in first.output]
+    said.append({"type": "function_call_output", "call_id": call.call_id, "output": "2 C"})
+    back = oai.responses.with_raw_response.create(model="flash", input=said, **asked)
+    assert "x-metis-dropped" not in back.headers and "2 C" in back.parse().output_text
+    elsewhere = oai.responses.with_raw_response.create(model="haiku", input=said, **asked)
+    assert "produced by gemini" in elsewhere.headers["x-metis-dropped"]
