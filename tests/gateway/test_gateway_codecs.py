@@ -501,3 +501,27 @@ def test_adaptive_thinking_at_anthropics_effort_is_the_canonical_effort() -> Non
     assert alone.ignored == ["output_config.effort", "output_config.extra"]
     with pytest.raises(InvalidRequestError, match=r"output_config\.effort"):
         read(thinking=adaptive, output_config={"effort": "extreme"})
+
+
+def test_anthropics_refusal_to_thread_a_request_keeps_its_code_through_the_gateway() -> None:
+    """Anthropic says a request it will not thread in ``error.details.error_code``, on which
+    the SDK's tool runner sends the whole conversation: read as the error's code, and given on
+    in the gateway's answer (the answer had only the error's type, and the runner failed)."""
+    from metis.wire.anthropic.read import error_from_http
+
+    said = {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": "thread: not for this request",
+            "details": {"error_code": "thread_unsupported_request"},
+        },
+    }
+    read = error_from_http(400, {}, json.dumps(said).encode())
+    assert isinstance(read, InvalidRequestError)
+    assert read.provider_code == "thread_unsupported_request"
+    shaped = anthropic_error(read, "req_1")
+    assert shaped.status == 400
+    assert shaped.body["error"]["details"] == {"error_code": "thread_unsupported_request"}
+    plain = error_from_http(400, {}, json.dumps({**said, "error": {"type": "x"}}).encode())
+    assert plain.provider_code == "x" and "details" not in anthropic_error(plain, "r").body["error"]

@@ -91,10 +91,15 @@ def test_anthropic_parse_helpers_answered_by_gemini(claude: Any) -> None:
         assert isinstance(stream.get_final_message().parsed_output, City)
 
 
+@pytest.mark.parametrize("model", ["flash", "sonnet"])
 @pytest.mark.parametrize("streamed", [False, True])
-def test_anthropic_tool_runner_answered_by_gemini(claude: Any, streamed: bool) -> None:
+def test_anthropic_tool_runner_answered_by_gemini_and_claude(
+    claude: Any, streamed: bool, model: str
+) -> None:
     """The runner asks for a server-held thread first; the gateway's refusal in the shape the
-    SDK knows makes it send the whole conversation instead."""
+    SDK knows makes it send the whole conversation instead. Passed through to Claude, the
+    refusal is the provider's (here the emulator's, which holds no threads), its
+    ``details.error_code`` given on to the SDK (it was dropped, and the runner failed)."""
     ran: list[str] = []
 
     @anthropic.beta_tool
@@ -104,7 +109,7 @@ def test_anthropic_tool_runner_answered_by_gemini(claude: Any, streamed: bool) -
         return f"Cold in {city}"
 
     runner = claude.beta.messages.tool_runner(
-        model="flash",
+        model=model,
         max_tokens=300,
         tools=[get_weather],
         messages=[{"role": "user", "content": "Weather in Oslo?"}],
