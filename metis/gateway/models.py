@@ -213,8 +213,8 @@ def _embedding_stacks() -> frozenset[str]:
 
 
 PAGE = 20
-"""The models an Anthropic client is given a page when it names no ``limit`` (as Anthropic's
-``GET /v1/models``; the anthropic SDKs fetch the next pages as they are read)."""
+"""How many models a page holds for an Anthropic client that names no ``limit``, as Anthropic's
+``GET /v1/models`` pages them (the anthropic SDKs fetch the next pages as the list is read)."""
 
 
 def listed_page(data: list[dict[str, Any]], query: Mapping[str, str] | None) -> dict[str, Any]:
