@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis.gateway.inbound import EMPTY
+from metis.histories.anthropic import CACHEABLE
 
 Known = dict[Any, frozenset[str]]
 """The keys read, by the ``type`` of the object (None: an object without one)."""
@@ -37,8 +38,12 @@ ANTHROPIC_BLOCKS: Known = {
 }
 """The blocks of a system prompt and a tool result's parts: a ``cache_control`` there is named
 (the system prompt is sent as one text, cached at the stack's own breakpoint)."""
-HINTED_BLOCKS: Known = {kind: keys | {"cache_control"} for kind, keys in ANTHROPIC_BLOCKS.items()}
-"""A message's own blocks: ``cache_control`` is read as the block's cache hint."""
+HINTED_BLOCKS: Known = {
+    kind: keys | {"cache_control"} if kind in CACHEABLE else keys
+    for kind, keys in ANTHROPIC_BLOCKS.items()
+}
+"""A message's own blocks: ``cache_control`` is read as the block's cache hint (but a thinking
+block's, which Anthropic takes none on, is named)."""
 ANTHROPIC_TOOL = _keys("name", "description", "input_schema", "strict")
 ANTHROPIC_MESSAGE = frozenset({"role", "content"})
 ANTHROPIC_THINKING = _keys("budget_tokens")

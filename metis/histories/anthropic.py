@@ -100,12 +100,16 @@ def _blocks(
     for j, raw in enumerate(items(content, f"{where}.content")):
         at = f"{where}.content[{j}]"
         block = _block(mapping(raw, at), at, ids, made_by)
-        marked = raw.get("cache_control") if hinted else None
+        marked = raw.get("cache_control") if hinted and raw.get("type") in CACHEABLE else None
         if block is not None and marked is not None:
             block = block.model_copy(update={"cache": _hint(marked, f"{at}.cache_control")})
         if block is not None:
             blocks.append(block)
     return blocks
+
+
+CACHEABLE = frozenset({"text", "image", "document", "tool_use", "tool_result"})
+"""The blocks Anthropic takes a ``cache_control`` on (not thinking: it is cached with its turn)."""
 
 
 def _hint(marked: Any, at: str) -> CacheHint:

@@ -410,7 +410,8 @@ def test_the_warn_for_a_dropped_part_names_its_type_printably(
 
 def test_an_anthropic_blocks_cache_mark_is_its_cache_hint() -> None:
     """A message's own block keeps its ``cache_control`` as its hint (TTL included); the system
-    prompt's and a tool result's parts do not (the system is sent as one text)."""
+    prompt's, a tool result's parts and a thinking block do not (the system is sent as one
+    text; Anthropic takes no mark on thinking)."""
     part = {"type": "text", "text": "2 C", "cache_control": {"type": "ephemeral"}}
     result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": [part]}
     marked = {"type": "text", "text": "Hi", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
@@ -418,13 +419,19 @@ def test_an_anthropic_blocks_cache_mark_is_its_cache_hint() -> None:
     messages = from_anthropic(
         [
             {"role": "user", "content": [marked]},
-            {"role": "assistant", "content": [{**call, "cache_control": {"type": "ephemeral"}}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "t", "cache_control": {"type": "ephemeral"}},
+                    {**call, "cache_control": {"type": "ephemeral"}},
+                ],
+            },
             {"role": "user", "content": [result]},
         ],
         system=[{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
     )
     hints = [[block.cache for block in message.content] for message in messages]
-    assert hints == [[None], [CacheHint(ttl="1h")], [CacheHint()], [None]]
+    assert hints == [[None], [CacheHint(ttl="1h")], [None, CacheHint()], [None]]
     (returned,) = messages[3].content
     assert isinstance(returned, ToolResultBlock) and not isinstance(returned.content, str)
     assert returned.content[0].cache is None
