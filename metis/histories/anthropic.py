@@ -100,7 +100,8 @@ def _blocks(
     for j, raw in enumerate(items(content, f"{where}.content")):
         at = f"{where}.content[{j}]"
         block = _block(mapping(raw, at), at, ids, made_by)
-        marked = raw.get("cache_control") if hinted and raw.get("type") in CACHEABLE else None
+        cacheable = hinted and str(raw.get("type")) in CACHEABLE
+        marked = raw.get("cache_control") if cacheable else None
         if block is not None and marked is not None:
             block = block.model_copy(update={"cache": _hint(marked, f"{at}.cache_control")})
         if block is not None:
