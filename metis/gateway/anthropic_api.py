@@ -13,6 +13,7 @@ from metis.gateway.inbound import (
     Inbound,
     KeptIds,
     body_object,
+    effort_thinking,
     flag,
     model_name,
     optional_int,
@@ -74,7 +75,9 @@ def read_messages(raw: Any) -> Inbound:
         fields["temperature"] = temperature
     if stops := string_list(body.get("stop_sequences"), "stop_sequences"):
         fields["stop_sequences"] = stops
-    if (thinking := _thinking(body.get("thinking"))) is not None:
+    if (
+        thinking := _thinking(body.get("thinking"), body.get("output_config"), ignored)
+    ) is not None:
         fields["thinking"] = thinking
     if (schema := _schema(body)) is not None:
         fields["output_schema"] = schema
@@ -117,16 +120,23 @@ def _tool_choice(raw: Any) -> dict[str, Any]:
     return out
 
 
-def _thinking(raw: Any) -> ThinkingConfig | None:
+def _thinking(raw: Any, config: Any, ignored: list[str]) -> ThinkingConfig | None:
+    """``thinking``; adaptive thinking at ``output_config.effort``'s level when it gives one
+    (which other models take as their reasoning effort). Beside thinking with a budget, or none,
+    the effort has no canonical meaning: it is named in ``ignored``."""
+    given = config.get("effort") if isinstance(config, Mapping) else None
+    effort = effort_thinking(given, "output_config.effort")
+    kind = raw.get("type") if isinstance(raw, Mapping) else None
+    if effort is not None and kind != "adaptive":
+        ignored.append("output_config.effort")
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
         raise InvalidRequestError("thinking: expected an object")
-    kind = raw.get("type")
     if kind == "disabled":
         return None
     if kind == "adaptive":
-        return ThinkingConfig(budget_tokens=ADAPTIVE_BUDGET)
+        return effort or ThinkingConfig(budget_tokens=ADAPTIVE_BUDGET)
     if kind != "enabled":
         raise InvalidRequestError("thinking.type: expected enabled, adaptive or disabled")
     budget = optional_int(raw, "budget_tokens")

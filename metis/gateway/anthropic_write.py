@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from metis.gateway.provenance import wrap
+from metis.gateway.provenance import unsigned, wrap
 from metis.gateway.sse import BlockWriter, dumps, event, new_id, quoted
 from metis.model.content import (
     ContentBlock,
@@ -142,7 +142,8 @@ def block(item: ContentBlock) -> dict[str, Any] | None:
     if isinstance(item, TextBlock):
         return text_block(item)
     if isinstance(item, ThinkingBlock):
-        signature = wrap(item.provider_raw, item.signature or "")
+        made_by = item.provider_raw
+        signature = wrap(made_by, item.signature) if item.signature else unsigned(made_by)
         return {"type": "thinking", "thinking": item.thinking, "signature": signature}
     if isinstance(item, RedactedThinkingBlock):
         return {"type": "redacted_thinking", "data": wrap(item.provider_raw, item.data)}
@@ -210,6 +211,7 @@ class MessageStream(BlockWriter):
         self.opening = opening or _OPENING
         self.started = False
         self.pending = ""  # an open server tool call's input, until deltas write it
+        self.signed = True  # whether the open thinking block has its signature
 
     def feed(self, item: StreamEvent) -> bytes:
         head = b"" if self.started else self._message_start()
@@ -257,6 +259,7 @@ class MessageStream(BlockWriter):
                 {"type": "redacted_thinking", "data": wrap(self.made_by, item.redacted_data)}
             )
         if kind == "thinking":
+            self.signed = False
             return self._start({"type": "thinking", "thinking": "", "signature": ""})
         return self._start(None)
 
@@ -314,6 +317,7 @@ class MessageStream(BlockWriter):
     def thinking(self, item: ThinkingDelta) -> bytes:
         out = self._string_delta(THINKING_DELTA, item.thinking) if item.thinking else b""
         if item.signature:
+            self.signed = True
             signature = wrap(self.made_by, item.signature, item.provider_data)
             out += self._delta(type="signature_delta", signature=signature)
         return out
@@ -325,6 +329,9 @@ class MessageStream(BlockWriter):
         pending, self.pending = self.pending, ""
         written = bool(pending) and not self.input_written
         whole = self._string_delta(INPUT_DELTA, pending) if written else b""
+        if kind == "thinking" and not self.signed and self.made_by is not None:
+            self.signed = True  # as Anthropic ends each thinking block: with its signature
+            whole += self._delta(type="signature_delta", signature=unsigned(self.made_by))
         return whole + BLOCK_STOP % (self.blocks - 1)
 
     def complete(self, item: MessageComplete) -> bytes:

@@ -39,6 +39,7 @@ from metis.gateway.joined_stream import JoinedStream
 from metis.gateway.keys_redis import RedisLedger
 from metis.gateway.metrics import scrape_refused
 from metis.gateway.metrics_shared import SharedMetrics
+from metis.gateway.models import listed_page
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.relayed_stream import RelayedStream
 from metis.gateway.responses_kept import stored_responses
@@ -239,17 +240,15 @@ async def _models(gateway: Gateway, request: Request) -> Response:
             found = next((entry for entry in data if entry["id"] == named), None)
             if found is None:
                 raise ModelNotFoundError(f"model: {named}"[:200])
+        else:
+            found = listed_page(data, request.query_params if api == "anthropic" else None)
     except AdapterError as exc:
         gateway.metrics.error(api, exc.error_class.value, endpoint)
         failed = error_reply(api, exc, rid)
         gateway.metrics.request(api, "", failed.status, time.monotonic() - started, endpoint)
         return _json(failed.status, failed.body, failed.headers)
     gateway.metrics.request(api, named or "", 200, time.monotonic() - started, endpoint)
-    if named is not None:
-        return _json(200, found, {REQUEST_ID_HEADERS[api]: rid})
-    first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
-    page = {"object": "list", "data": data, "has_more": False, "first_id": first, "last_id": last}
-    return _json(200, page, {REQUEST_ID_HEADERS[api]: rid})
+    return _json(200, found, {REQUEST_ID_HEADERS[api]: rid})
 
 
 @asynccontextmanager

@@ -32,6 +32,9 @@ class ResponseNotFoundError(InvalidRequestError):
     """A stored Responses id the gateway does not hold for the key asking: 404."""
 
 
+THREAD_UNSUPPORTED = "thread_unsupported_request"
+
+
 class ThreadUnsupportedError(InvalidRequestError):
     """An Anthropic request naming a message thread (``thread``), which the gateway does not
     hold: 400 with ``error.details.error_code`` ``thread_unsupported_request``, on which the
@@ -171,8 +174,8 @@ def anthropic_error(error: AdapterError, request_id: str) -> ErrorReply:
     special = _special(error)
     status, kind = (special[0], special[1]) if special else _ANTHROPIC[error.error_class]
     body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": error.message}}
-    if isinstance(error, ThreadUnsupportedError):
-        body["error"]["details"] = {"error_code": "thread_unsupported_request"}
+    if isinstance(error, ThreadUnsupportedError) or error.provider_code == THREAD_UNSUPPORTED:
+        body["error"]["details"] = {"error_code": THREAD_UNSUPPORTED}  # the provider's too
     headers = {**_headers(error, status), "request-id": request_id}
     return ErrorReply(status, {**body, "request_id": request_id}, headers)
 

@@ -4,6 +4,7 @@ routes, each resolved to what a library call would use (an adapter, or a router)
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -209,3 +210,38 @@ def embeds(route: ModelRoute) -> bool:
 @functools.cache
 def _embedding_stacks() -> frozenset[str]:
     return frozenset(builtin_embedding_stacks())
+
+
+PAGE = 20
+"""How many models a page holds for an Anthropic client that names no ``limit``, as Anthropic's
+``GET /v1/models`` pages them (the anthropic SDKs fetch the next pages as the list is read)."""
+
+
+def listed_page(data: list[dict[str, Any]], query: Mapping[str, str] | None) -> dict[str, Any]:
+    """The model list as a page: the whole list for OpenAI's ``GET /v1/models`` (``query``
+    None: it has no pages); for Anthropic's, ``limit`` entries (1 to 1000, default 20) after
+    ``after_id`` or before ``before_id``, ``has_more`` saying whether more lie that way."""
+    chosen, more = data, False
+    if query is not None:
+        limit = query.get("limit", str(PAGE))
+        if not limit.isdecimal() or not 1 <= int(limit) <= 1000:
+            raise InvalidRequestError("limit: expected an integer from 1 to 1000")
+        size, after, before = int(limit), query.get("after_id"), query.get("before_id")
+        if after is not None and before is not None:
+            raise InvalidRequestError("after_id, before_id: give one of them, not both")
+        ids = [entry["id"] for entry in data]
+        if before is not None:
+            end = _place(ids, before, "before_id")
+            chosen, more = data[max(0, end - size) : end], end > size
+        else:
+            start = 0 if after is None else _place(ids, after, "after_id") + 1
+            chosen, more = data[start : start + size], start + size < len(data)
+    first, last = (chosen[0]["id"], chosen[-1]["id"]) if chosen else (None, None)
+    return {"object": "list", "data": chosen, "has_more": more, "first_id": first, "last_id": last}
+
+
+def _place(ids: list[str], cursor: str, name: str) -> int:
+    try:
+        return ids.index(cursor)
+    except ValueError:
+        raise InvalidRequestError(f"{name}: no model {cursor!r} in the list"[:200]) from None

@@ -187,8 +187,10 @@ def ended(passing: Passing, relay: Relay, elapsed: float) -> CallCompleted | Cal
 
 
 def own_thinking(body: dict[str, Any], made_by: ProviderRaw) -> bool:
-    """Whether every thinking block the gateway signed is ``made_by``'s; those are given back
-    their provider's own signature (in place), the others are left as they are."""
+    """Whether every thinking block the gateway signed is ``made_by``'s, with a signature to
+    give back (one its maker gave none the provider refuses: the translated path leaves it
+    out); those are given back their provider's own signature (in place), the others are
+    left as they are."""
     found: list[tuple[dict[str, Any], str, str, Any]] = []
     for block in _thinking_parts(body):
         kind = block.get("type")
@@ -196,7 +198,7 @@ def own_thinking(body: dict[str, Any], made_by: ProviderRaw) -> bool:
         key = "encrypted_content" if kind == "reasoning" else key
         if key is not None and isinstance(block.get(key), str):
             maker, opaque = unwrap(block[key].removeprefix(REDACTED))
-            if maker is not None and not same_maker(maker, made_by):
+            if maker is not None and (not opaque or not same_maker(maker, made_by)):
                 return False
             if maker is not None:
                 found.append((block, key, opaque, maker.data.get("id")))

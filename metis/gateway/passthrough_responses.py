@@ -21,6 +21,7 @@ from typing import Any
 from metis.adapter.adapter import Adapter
 from metis.gateway.errors import PreviousResponseNotFoundError
 from metis.gateway.item_ids import named_items
+from metis.gateway.reasoning_items import reasoning_place
 from metis.gateway.relay_responses import ResponsesRelay
 from metis.gateway.store import Owner, RedisResponseStore, ResponseStore, Stored
 from metis.wire.openai_responses.encode import input_items
@@ -72,6 +73,7 @@ async def converse(
         body["store"] = False
         reported.append("store (this model's stack keeps no responses with the provider)")
     upstream_keeps = keep and _stores(adapter) and KEEPS_RESPONSES in adapter.pipeline
+    _unheld(body, reported)
     given = body.get("input")
     own = [{"role": "user", "content": given}] if isinstance(given, str) else list(given or [])
     conversation = Conversation(own, upstream_of(adapter), upstream_keeps, keep, owner)
@@ -89,6 +91,32 @@ async def converse(
     del body["previous_response_id"]
     conversation.previous = previous
     return conversation
+
+
+def _unheld(body: dict[str, Any], reported: list[str]) -> None:
+    """Reasoning items sent back by an id the gateway gave out (another model's thinking, as
+    ``rs_<response>_<n>``) with no encrypted content, which the gateway could not give back
+    from a response it kept (``store: false``): left out and named, as the translated path
+    leaves them. The upstream never saw the id and refuses the request ("Item with id ...
+    not found"): the OpenAI Agents SDK with ``store=False`` handing a run over from Claude to
+    gpt-5 sends Claude's items so."""
+    items = body.get("input")
+    if not isinstance(items, list):
+        return
+    kept = []
+    for i, item in enumerate(items):
+        if (
+            isinstance(item, dict)
+            and item.get("type") == "reasoning"
+            and not item.get("encrypted_content")
+            and isinstance(item.get("id"), str)
+            and reasoning_place(item["id"]) is not None
+        ):
+            reported.append(f"input[{i}] (reasoning)")
+        else:
+            kept.append(item)
+    if len(kept) < len(items):
+        body["input"] = kept
 
 
 def _items(found: Stored, reported: list[str]) -> list[Any]:

@@ -49,6 +49,14 @@ def wrap(made_by: ProviderRaw | None, opaque: str, data: Mapping[str, Any] | Non
     return _written(tag, opaque)
 
 
+def unsigned(made_by: ProviderRaw | None) -> str:
+    """The signature of a thinking block its maker gave none (Gemini's thought summaries): the
+    maker alone, so the block goes back to it and nowhere else, as a signed one does. Handed
+    out empty, it would read as the client's own and go to an Anthropic model, which refuses
+    it ("" when the maker is not known: a route's stream)."""
+    return "" if made_by is None else _written([made_by.provider, made_by.model], "")
+
+
 def _written(tag: list[Any], opaque: str) -> str:
     """``opaque`` behind its tag, as :func:`_tagged` reads it."""
     maker = json.dumps(tag, separators=(",", ":")).encode()

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis.errors import InvalidRequestError
-from metis.gateway.provenance import carried_thinking, with_thinking, wrap
+from metis.gateway.provenance import carried_thinking, unsigned, with_thinking, wrap
 from metis.model.block import ProviderRaw
 from metis.model.content import RedactedThinkingBlock, ThinkingBlock
 
@@ -56,10 +56,11 @@ def asks_encrypted(raw: Any, ignored: list[str]) -> bool:
 
 
 def encrypted(block: ThinkingBlock | RedactedThinkingBlock, made_by: ProviderRaw | None) -> str:
-    """A block's ``encrypted_content`` ("" for thinking with no signature)."""
+    """A block's ``encrypted_content``: for thinking its maker gave no signature (Gemini's),
+    its maker alone, so it goes back to that model only ("" when the maker is not known)."""
     if isinstance(block, RedactedThinkingBlock):
         return REDACTED + wrap(made_by, block.data)
-    return wrap(made_by, block.signature or "")
+    return wrap(made_by, block.signature) if block.signature else unsigned(made_by)
 
 
 def with_text(thinking: str, sealed: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from metis.gateway.inbound import Inbound
-from metis.gateway.provenance import wrap
+from metis.gateway.provenance import unsigned, wrap
 from metis.gateway.reasoning_items import REDACTED, reasoning_id, with_text
 from metis.gateway.responses_items import (
     Ids,
@@ -175,6 +175,8 @@ class ResponseStream(BlockWriter):
             out += self._emit("response.output_text.done", **where, text=whole, logprobs=[])
             out += self._emit("response.content_part.done", **where, part=part)
         elif kind == "thinking":
+            if not self.signature and self.sealing:  # its maker gave none: the maker alone
+                self.signature = unsigned(self.made_by)
             written = bool(self.buffer) and self.summarized
             summary = [{"type": "summary_text", "text": whole}] if written else []
             done = {**self.item, "summary": summary}

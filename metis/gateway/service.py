@@ -357,7 +357,10 @@ async def aclose_shielded(events: AsyncIterator[Any]) -> None:
 
 
 def warnings_of(response: CanonicalResponse | MessageComplete) -> list[str]:
-    return [f"{w.block_type} ({w.reason})" for w in response.warnings if not w.repeated]
+    """What the library left out, each said once (a cache hint per block is one warning
+    each where the provider has no form for any)."""
+    said = (f"{w.block_type} ({w.reason})" for w in response.warnings if not w.repeated)
+    return list(dict.fromkeys(said))
 
 
 def dropped_headers(reported: list[str]) -> dict[str, str]:

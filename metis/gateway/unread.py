@@ -3,11 +3,11 @@ readers leave out, each named by where it is (``messages[2].content[0].foo``), a
 own unknown fields are (:func:`metis.gateway.inbound.unknown_fields`).
 
 Each level is checked against the keys its reader maps: a field of the API that metis does not
-map (Anthropic's ``cache_control``, Chat's ``name``, an image's ``detail``) is left out as an
-unknown one is, and named. A field given as null or empty asks for nothing and is not named. A
-block kept whole (a server tool's, a compaction, a part of a type metis does not read) keeps
-every field and is not looked into. One set check per object: the names are built only for a
-request that has such a field."""
+map (a system prompt's or a tool's ``cache_control``, Chat's ``name``, an image's ``detail``)
+is left out as an unknown one is, and named. A field given as null or empty asks for nothing
+and is not named. A block kept whole (a server tool's, a compaction, a part of a type metis
+does not read) keeps every field and is not looked into. One set check per object: the names
+are built only for a request that has such a field."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis.gateway.inbound import EMPTY
+from metis.histories.anthropic import CACHEABLE
 
 Known = dict[Any, frozenset[str]]
 """The keys read, by the ``type`` of the object (None: an object without one)."""
@@ -35,9 +36,18 @@ ANTHROPIC_BLOCKS: Known = {
     "thinking": _keys("thinking", "signature"),
     "redacted_thinking": _keys("data"),
 }
+"""The blocks of a system prompt and a tool result's parts: a ``cache_control`` there is named
+(the system prompt is sent as one text, cached at the stack's own breakpoint)."""
+HINTED_BLOCKS: Known = {
+    kind: keys | {"cache_control"} if kind in CACHEABLE else keys
+    for kind, keys in ANTHROPIC_BLOCKS.items()
+}
+"""A message's own blocks: ``cache_control`` is read as the block's cache hint (but a thinking
+block's, which Anthropic takes none on, is named)."""
 ANTHROPIC_TOOL = _keys("name", "description", "input_schema", "strict")
 ANTHROPIC_MESSAGE = frozenset({"role", "content"})
 ANTHROPIC_THINKING = _keys("budget_tokens")
+ANTHROPIC_OUTPUT = frozenset({"format", "effort"})
 ANTHROPIC_CHOICE = _keys("name", "disable_parallel_tool_use")
 
 CHAT_MESSAGES: Known = {
@@ -103,7 +113,8 @@ def anthropic_unread(body: Mapping[str, Any]) -> list[str]:
         _check(message, ANTHROPIC_MESSAGE, where, out)
         content = message.get("content")
         if isinstance(content, list):
-            _blocks(content, f"{where}.content", ANTHROPIC_BLOCKS, out)
+            hinted = HINTED_BLOCKS if message.get("role") != "system" else ANTHROPIC_BLOCKS
+            _blocks(content, f"{where}.content", hinted, out)
             for j, block in enumerate(content):
                 tool_result = isinstance(block, Mapping) and block.get("type") == "tool_result"
                 inner = block.get("content") if tool_result else None
@@ -113,6 +124,7 @@ def anthropic_unread(body: Mapping[str, Any]) -> list[str]:
         if tool.get("type", "custom") == "custom":
             _check(tool, ANTHROPIC_TOOL, f"tools[{i}]", out)
     _check(body.get("thinking"), ANTHROPIC_THINKING, "thinking", out)
+    _check(body.get("output_config"), ANTHROPIC_OUTPUT, "output_config", out)
     _check(body.get("tool_choice"), ANTHROPIC_CHOICE, "tool_choice", out)
     return out
 

@@ -28,6 +28,7 @@ from metis.histories.reading import (
     text,
     tool_input,
 )
+from metis.model.cache import CacheHint
 from metis.model.content import (
     Base64ImageSource,
     ContentBlock,
@@ -75,7 +76,7 @@ def from_anthropic(
             raise InvalidRequestError(
                 f"{where}.role: expected user, assistant or system, got {role_shown(role)}"
             )
-        blocks = _blocks(raw.get("content"), where, ids, made_by)
+        blocks = _blocks(raw.get("content"), where, ids, made_by, hinted=role != "system")
         if role == "system":  # the Messages API takes system turns among the others
             out.append(built(Message, where, role=Role.SYSTEM, content=blocks))
             continue
@@ -88,16 +89,39 @@ def from_anthropic(
     return out
 
 
-def _blocks(content: Any, where: str, ids: Ids, made_by: ProviderRaw) -> list[ContentBlock]:
+def _blocks(
+    content: Any, where: str, ids: Ids, made_by: ProviderRaw, hinted: bool = False
+) -> list[ContentBlock]:
+    """``hinted``: a block's ``cache_control`` is read as its cache hint (a message's own
+    blocks; a system prompt is one text, and a tool result's parts are not the message's)."""
     if isinstance(content, str):
         return [TextBlock(text=content)]
     blocks: list[ContentBlock] = []
     for j, raw in enumerate(items(content, f"{where}.content")):
         at = f"{where}.content[{j}]"
         block = _block(mapping(raw, at), at, ids, made_by)
+        cacheable = hinted and str(raw.get("type")) in CACHEABLE
+        marked = raw.get("cache_control") if cacheable else None
+        if block is not None and marked is not None:
+            block = block.model_copy(update={"cache": _hint(marked, f"{at}.cache_control")})
         if block is not None:
             blocks.append(block)
     return blocks
+
+
+CACHEABLE = frozenset({"text", "image", "document", "tool_use", "tool_result"})
+"""The blocks Anthropic takes a ``cache_control`` on (not thinking: it is cached with its turn)."""
+
+
+def _hint(marked: Any, at: str) -> CacheHint:
+    """A block's ``cache_control`` (``{"type": "ephemeral", "ttl": "5m" | "1h"}``) as the
+    cache hint every provider stack writes in its own form (docs/caching.md)."""
+    if not isinstance(marked, dict) or marked.get("type") != "ephemeral":
+        raise InvalidRequestError(f"{at}: expected {{'type': 'ephemeral'}}")
+    ttl = marked.get("ttl")
+    if ttl not in (None, "5m", "1h"):
+        raise InvalidRequestError(f"{at}.ttl: expected 5m or 1h")
+    return CacheHint(ttl=ttl)
 
 
 def _block(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ContentBlock | None:

@@ -8,15 +8,17 @@ import json
 from typing import Any
 
 from metis.gateway.anthropic_write import MessageStream, usage, write_message
+from metis.gateway.provenance import unwrap
 from metis.histories.blocks import from_anthropic_block, opaque
 from metis.model.citation import Citation
-from metis.model.content import ContentBlock, ProviderRaw, TextBlock
+from metis.model.content import ContentBlock, ProviderRaw, TextBlock, ThinkingBlock
 from metis.model.events import (
     CitationDelta,
     MessageComplete,
     ServerToolCall,
     ServerToolResult,
     TextDelta,
+    ThinkingDelta,
     ToolUseEnd,
     ToolUseInputDelta,
 )
@@ -192,3 +194,38 @@ def test_the_templated_events_are_what_the_general_writer_makes() -> None:
     opened = MessageStream("m", None, "msg_1", TokenUsage(input_tokens=7))
     first = _parsed(opened.feed(TextDelta(0, "x")))[0][1]
     assert first["message"]["usage"]["input_tokens"] == 7
+
+
+def test_thinking_its_maker_left_unsigned_is_handed_out_with_its_maker() -> None:
+    """Gemini's thought summaries have no signature: the block is handed out with its maker
+    alone (streamed: in a ``signature_delta`` before the block ends, as Anthropic ends every
+    thinking block), so a client sending it back sends it to Gemini only. Empty, it would read
+    as the client's own and go to a Claude model, which refuses it."""
+    gemini = ProviderRaw(provider="gemini", model="gemini:gemini-2.5-flash")
+    thought = ThinkingBlock(thinking="Hmm.", provider_raw=gemini)
+    response = CanonicalResponse(
+        request_id="r",
+        model="gemini-2.5-flash",
+        provider="gemini",
+        content=[thought, TextBlock(text="Hi")],
+        stop_reason=StopReason(kind=StopKind.END_TURN),
+        usage=TOKENS,
+        latency_ms=0,
+    )
+    whole = write_message(response, "flash")["content"][0]["signature"]
+    writer = MessageStream("flash", gemini)
+    written = writer.feed(ThinkingDelta(0, "Hmm."))
+    written += writer.feed(TextDelta(1, "Hi"))
+    got = [d for n, d in events(written) if n.startswith("content_block")]
+    assert [d["type"] for d in got][:4] == [
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_stop",
+    ]
+    streamed = got[2]["delta"]
+    assert streamed["type"] == "signature_delta" and streamed["signature"] == whole
+    assert unwrap(whole) == (gemini, "")
+    route = MessageStream("flash")
+    unknown = route.feed(ThinkingDelta(0, "Hmm.")) + route.feed(TextDelta(1, "Hi"))
+    assert b"signature_delta" not in unknown  # a route's maker, known only once it answered

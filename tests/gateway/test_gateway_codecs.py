@@ -476,3 +476,52 @@ def test_a_system_turn_among_the_messages_is_read_where_it_stands() -> None:
     )
     assert [m.role for m in inbound.messages] == [Role.USER, Role.SYSTEM, Role.USER]
     assert inbound.messages[1].text == "From now on, be brief."
+
+
+def test_adaptive_thinking_at_anthropics_effort_is_the_canonical_effort() -> None:
+    """``output_config.effort`` sets adaptive thinking's level, which other models take as
+    their reasoning effort; beside budgeted thinking, or none, it is left out and named (it
+    was ignored without a word), as is a field of ``output_config`` the reader does not map."""
+    said = [{"role": "user", "content": "Hi"}]
+
+    def read(**more: Any) -> Inbound:
+        return read_messages({"model": "m", "max_tokens": 9, "messages": said, **more})
+
+    adaptive = {"type": "adaptive"}
+    low = read(thinking=adaptive, output_config={"effort": "low"})
+    assert low.fields["thinking"] == ThinkingConfig(effort="low") and not low.ignored
+    assert read(thinking=adaptive).fields["thinking"] == ThinkingConfig(budget_tokens=8192)
+    budgeted = read(
+        thinking={"type": "enabled", "budget_tokens": 2048}, output_config={"effort": "high"}
+    )
+    assert budgeted.fields["thinking"] == ThinkingConfig(budget_tokens=2048)
+    assert budgeted.ignored == ["output_config.effort"]
+    alone = read(output_config={"effort": "high", "extra": 1})
+    assert "thinking" not in alone.fields
+    assert alone.ignored == ["output_config.effort", "output_config.extra"]
+    with pytest.raises(InvalidRequestError, match=r"output_config\.effort"):
+        read(thinking=adaptive, output_config={"effort": "extreme"})
+
+
+def test_anthropics_refusal_to_thread_a_request_keeps_its_code_through_the_gateway() -> None:
+    """Anthropic says a request it will not thread in ``error.details.error_code``, on which
+    the SDK's tool runner sends the whole conversation: read as the error's code, and given on
+    in the gateway's answer (the answer had only the error's type, and the runner failed)."""
+    from metis.wire.anthropic.read import error_from_http
+
+    said = {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": "thread: not for this request",
+            "details": {"error_code": "thread_unsupported_request"},
+        },
+    }
+    read = error_from_http(400, {}, json.dumps(said).encode())
+    assert isinstance(read, InvalidRequestError)
+    assert read.provider_code == "thread_unsupported_request"
+    shaped = anthropic_error(read, "req_1")
+    assert shaped.status == 400
+    assert shaped.body["error"]["details"] == {"error_code": "thread_unsupported_request"}
+    plain = error_from_http(400, {}, json.dumps({**said, "error": {"type": "x"}}).encode())
+    assert plain.provider_code == "x" and "details" not in anthropic_error(plain, "r").body["error"]

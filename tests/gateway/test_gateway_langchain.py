@@ -139,3 +139,29 @@ def test_errors_arrive_as_the_sdks_own(lc: Any, url: str, kind: str) -> None:
         make(lc, url, target, key="wrong").invoke("Hi")
     with pytest.raises(lc.errors[sdk].NotFoundError):
         make(lc, url, "no-such-model").invoke("Hi")
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+def test_chat_anthropic_thinks_over_tool_turns_as_gemini_then_claude(
+    lc: Any, url: str, streamed: bool
+) -> None:
+    """``ChatAnthropic`` with thinking, its conversation begun on Gemini and carried on by
+    Claude: Gemini's unsigned thinking goes back to Gemini alone (handed out unsigned, it went
+    to Claude, which refused it: the streamed one with no ``signature`` at all)."""
+    said: list[Any] = [lc.HumanMessage("Weather in Oslo?")]
+    for model in ("flash", "sonnet", "sonnet", "sonnet"):
+        thinking = {"type": "enabled", "budget_tokens": 2000}
+        llm = lc.ChatAnthropic(
+            model=model, base_url=url, api_key=GATEWAY_KEY, max_tokens=4000, thinking=thinking
+        )
+        bound = llm.bind_tools([lc.get_weather])
+        asked = reduce(add, bound.stream(said)) if streamed else bound.invoke(said)
+        said.append(asked)
+        if asked.tool_calls:
+            (call,) = asked.tool_calls
+            result = lc.get_weather.invoke(call["args"])
+            said.append(lc.ToolMessage(result, tool_call_id=call["id"]))
+        else:
+            assert text_of(asked).startswith("According to get_weather: Cold in")
+            said.append(lc.HumanMessage("Weather in Rome?"))
+    assert text_of(said[-2]) == "According to get_weather: Cold in Rome."

@@ -160,11 +160,64 @@ def test_a_run_continues_a_stored_response(sdk: Any, url: str) -> None:
     assert ran == ["Oslo", "Bergen"]
 
 
+@pytest.mark.parametrize("target", ["sonnet", "flash"])
+def test_a_run_chains_its_own_responses(sdk: Any, url: str, target: str) -> None:
+    """``auto_previous_response_id``: each model call of the run after the first sends only
+    its new items (the tool's output) after the response before it, which the gateway keeps."""
+    ran: list[str] = []
+
+    async def chained() -> Any:
+        agent = weather_agent(sdk, model(sdk, url, "responses-to-claude", target=target), ran)
+        return await sdk.agents.Runner.run(
+            agent, "Weather in Oslo?", auto_previous_response_id=True
+        )
+
+    assert run_closing(chained).final_output == ANSWER and ran == ["Oslo"]
+
+
 KEPT = {
     # where the reasoning is kept -> the settings that say so
     "by-the-client": {"store": False, "response_include": ["reasoning.encrypted_content"]},
     "by-the-gateway": {},  # store: true, the SDK's default: the items go back by id alone
 }
+
+
+@pytest.mark.parametrize("mode", ["responses", "chat"])
+@pytest.mark.parametrize("kept", ["by-the-client", "by-the-gateway"])
+def test_a_handoff_from_claude_to_gpt5_then_gemini_with_reasoning(
+    sdk: Any, url: str, mode: str, kept: str
+) -> None:
+    """An agent on Claude hands the run over to one on gpt-5 (over Responses: passed through
+    to OpenAI), and the conversation goes on with one on Gemini, each with reasoning on and
+    the whole conversation before it: each model is given back only its own thinking, and
+    none refuses what another left."""
+    ran: list[str] = []
+    cls = {"responses": "OpenAIResponsesModel", "chat": "OpenAIChatCompletionsModel"}[mode]
+    more = KEPT[kept] if mode == "responses" else {}
+    settings = sdk.agents.ModelSettings(
+        reasoning=sdk.openai.types.shared.Reasoning(effort="low"), max_tokens=4000, **more
+    )
+
+    def on(name: str) -> Any:
+        client = sdk.openai.AsyncOpenAI(base_url=url + "/v1", api_key=GATEWAY_KEY, max_retries=0)
+        _clients.append(client)
+        return getattr(sdk.agents, cls)(model=name, openai_client=client)
+
+    async def handed() -> tuple[Any, Any]:
+        second = weather_agent(sdk, on("gpt5"), ran, model_settings=settings)
+        first = sdk.agents.Agent(
+            name="first", model=on("sonnet"), model_settings=settings, handoffs=[second]
+        )
+        run = await sdk.agents.Runner.run(first, "Transfer to weather, for Oslo")
+        third = weather_agent(sdk, on("flash"), ran, model_settings=settings)
+        asked = [*run.to_input_list(), {"role": "user", "content": "Weather in Rome?"}]
+        return run, await sdk.agents.Runner.run(third, asked)
+
+    handed_over, went_on = run_closing(handed)
+    assert handed_over.last_agent.name == "weather"
+    kinds = [item.type for item in handed_over.new_items if item.type != "reasoning_item"]
+    assert kinds == ["handoff_call_item", "handoff_output_item", "message_output_item"]
+    assert went_on.final_output == "According to get_weather: Cold in Rome." and ran == ["Rome"]
 
 
 @pytest.mark.parametrize("kept", list(KEPT))

@@ -12,7 +12,7 @@ import pytest
 from metis.errors import InvalidRequestError
 from metis.gateway.inbound import Inbound
 from metis.gateway.passthrough_call import own_thinking
-from metis.gateway.provenance import unwrap, wrap
+from metis.gateway.provenance import unsigned, unwrap, wrap
 from metis.gateway.reasoning_items import read_reasoning
 from metis.gateway.responses_api import ResponseStream
 from metis.gateway.responses_items import output_items
@@ -142,3 +142,7 @@ def test_a_pass_through_takes_only_its_own_models_reasoning_and_unwrapped() -> N
     for other in (wrap(CLAUDE, "c2ln"), "redacted_thinking:" + wrap(CLAUDE, "ZGF0YQ==")):
         item = {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": other}
         assert not own_thinking({"model": "gpt5", "input": [item]}, GPT)
+    # its own with no signature (its maker gave none): no provider takes it; translated
+    thought = {"type": "thinking", "thinking": "t", "signature": unsigned(CLAUDE)}
+    said = {"model": "sonnet", "messages": [{"role": "assistant", "content": [thought]}]}
+    assert not own_thinking(said, CLAUDE) and thought["signature"] == unsigned(CLAUDE)

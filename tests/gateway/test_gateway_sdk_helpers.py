@@ -11,6 +11,7 @@ tests/gateway/test_gateway_sdks.py): each helper's first use builds the SDK's pa
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 from pydantic import BaseModel
 
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import gateway_url
+from tests.gateway_fixture import GATEWAY_KEY, gateway_url
 
 from ..helpers import ImportOnUse
 
@@ -90,10 +91,15 @@ def test_anthropic_parse_helpers_answered_by_gemini(claude: Any) -> None:
         assert isinstance(stream.get_final_message().parsed_output, City)
 
 
+@pytest.mark.parametrize("model", ["flash", "sonnet"])
 @pytest.mark.parametrize("streamed", [False, True])
-def test_anthropic_tool_runner_answered_by_gemini(claude: Any, streamed: bool) -> None:
+def test_anthropic_tool_runner_answered_by_gemini_and_claude(
+    claude: Any, streamed: bool, model: str
+) -> None:
     """The runner asks for a server-held thread first; the gateway's refusal in the shape the
-    SDK knows makes it send the whole conversation instead."""
+    SDK knows makes it send the whole conversation instead. Passed through to Claude, the
+    refusal is the provider's (here the emulator's, which holds no threads), its
+    ``details.error_code`` given on to the SDK (it was dropped, and the runner failed)."""
     ran: list[str] = []
 
     @anthropic.beta_tool
@@ -103,7 +109,7 @@ def test_anthropic_tool_runner_answered_by_gemini(claude: Any, streamed: bool) -
         return f"Cold in {city}"
 
     runner = claude.beta.messages.tool_runner(
-        model="flash",
+        model=model,
         max_tokens=300,
         tools=[get_weather],
         messages=[{"role": "user", "content": "Weather in Oslo?"}],
@@ -214,6 +220,15 @@ def test_every_answer_names_its_request_in_the_apis_header(claude: Any, oai: Any
     assert passed.headers["x-metis-path"] == "pass-through" and passed.parse()._request_id
     response = oai.responses.with_raw_response.create(model="flash", input="Hi")
     assert response.parse()._request_id == response.headers["x-request-id"]
+    with oai.chat.completions.with_streaming_response.create(
+        model="flash", messages=said, stream=True
+    ) as chunks:
+        assert chunks.headers["x-request-id"].startswith("req_")
+        assert "".join(c.choices[0].delta.content or "" for c in chunks.parse()) == "You said: Hi"
+    with oai.responses.with_streaming_response.create(model="sonnet", input="Hi") as whole:
+        assert whole.parse()._request_id == whole.headers["x-request-id"]
+    listed = oai.models.with_raw_response.list()
+    assert listed.headers["x-request-id"].startswith("req_") and listed.parse().data
     counted = claude.messages.with_raw_response.count_tokens(model="gpt", messages=said)
     assert counted.headers["request-id"].startswith("req_")
 
@@ -282,3 +297,38 @@ def test_a_stream_failing_midway_ends_in_each_apis_error_only(
     with oai.responses.stream(model="fallback", input=LONG) as stream:  # first model: Gemini
         kinds = [event.type for event in stream]
     assert kinds[-1] == "response.failed" and "response.completed" not in kinds
+
+
+def test_the_async_clients_helpers_answered_by_other_families(url: str) -> None:
+    """``AsyncOpenAI``'s ``chat.completions.stream`` with a pydantic tool (Claude answers) and
+    ``responses.parse`` with one (Gemini), and ``AsyncAnthropic``'s ``messages.stream`` with a
+    tool (gpt-5), as an asyncio program uses them."""
+    tool = openai.pydantic_function_tool(GetWeather, name="get_weather")
+    said: Any = [{"role": "user", "content": "Weather in Rome?"}]
+
+    async def run() -> tuple[Any, Any, Any]:
+        oai = openai.AsyncOpenAI(api_key=GATEWAY_KEY, base_url=url + "/v1", max_retries=0)
+        claude = anthropic.AsyncAnthropic(api_key=GATEWAY_KEY, base_url=url, max_retries=0)
+        async with oai, claude:
+            async with oai.chat.completions.stream(
+                model="sonnet", messages=said, tools=[tool]
+            ) as stream:
+                async for _ in stream:
+                    pass
+                chat = await stream.get_final_completion()
+            parsed = await oai.responses.parse(
+                model="flash", input="Weather in Rome?", tools=[tool]
+            )
+            weather = {"name": "get_weather", "input_schema": GetWeather.model_json_schema()}
+            async with claude.messages.stream(
+                model="gpt5", max_tokens=300, messages=said, tools=[weather]
+            ) as streamed:
+                message = await streamed.get_final_message()
+        return chat, parsed, message
+
+    chat, parsed, message = asyncio.run(run())
+    call = chat.choices[0].message.tool_calls[0]
+    assert call.function.parsed_arguments == GetWeather(city="Rome")
+    (item,) = [i for i in parsed.output if i.type == "function_call"]
+    assert item.parsed_arguments == GetWeather(city="Rome")
+    assert message.stop_reason == "tool_use" and message.content[-1].input == {"city": "Rome"}

@@ -195,9 +195,22 @@ def test_what_the_model_cannot_honour_is_left_out_and_named(claude: Any) -> None
 
 
 def test_the_model_list_reads_in_both_sdks(claude: Any, oai: Any) -> None:
-    listed = {model.id for model in oai.models.list()}
-    assert {"sonnet", "anthropic:claude-sonnet-4-5", "fallback"} <= listed
-    assert {model.id for model in claude.models.list()} == listed
+    """OpenAI's list is one page; Anthropic's comes in pages of ``limit`` (its API's cursors,
+    which the SDK follows as the list is read)."""
+    listed = [model.id for model in oai.models.list()]
+    assert {"sonnet", "anthropic:claude-sonnet-4-5", "fallback"} <= set(listed)
+    assert [model.id for model in claude.models.list()] == listed
+    first = claude.models.list(limit=2)
+    assert [m.id for m in first.data] == listed[:2] and first.has_more
+    assert [model.id for model in first] == listed  # the next pages, after its last_id
+    before = claude.models.list(before_id=listed[3], limit=2)
+    assert [m.id for m in before.data] == listed[1:3] and before.has_more
+    last = claude.models.list(after_id=listed[-3])
+    assert [m.id for m in last.data] == listed[-2:] and not last.has_more
+    with pytest.raises(anthropic.BadRequestError, match="limit"):
+        claude.models.list(limit=0)
+    with pytest.raises(anthropic.BadRequestError, match="after_id"):
+        claude.models.list(after_id="no-such-model")
 
 
 def test_thinking_goes_back_signed_to_the_model_that_wrote_it(
@@ -265,3 +278,177 @@ def test_reasoning_items_carry_thinking_back_to_the_model_that_wrote_it(
     assert not sent["signature"].startswith("metis1.")
     elsewhere = oai.responses.with_raw_response.create(model="flash", input=said, **asked)
     assert "thinking" in elsewhere.headers["x-metis-dropped"]  # not Gemini's to read
+
+
+def streamed_turn(claude: Any, model: str, messages: list[Any], **asked: Any) -> Any:
+    """One turn of ``messages.create(..., stream=True)`` put together from its raw events
+    (each thinking block must end with its ``signature_delta``, as Anthropic's do): its
+    content blocks as a client sends them back, and its stop reason."""
+    blocks: dict[int, dict[str, Any]] = {}
+    stop, signed = None, set()
+    for event in claude.messages.create(model=model, messages=messages, stream=True, **asked):
+        if event.type == "content_block_start":
+            blocks[event.index] = event.content_block.model_dump(exclude_none=True)
+        elif event.type == "content_block_delta":
+            block, delta = blocks[event.index], event.delta
+            if delta.type == "signature_delta":
+                block["signature"], _ = delta.signature, signed.add(event.index)
+            for kind, field in (("thinking", "thinking"), ("text", "text")):
+                if delta.type == f"{kind}_delta":
+                    block[field] += getattr(delta, field)
+            if delta.type == "input_json_delta":
+                block["json"] = block.get("json", "") + delta.partial_json
+        elif event.type == "content_block_stop" and blocks[event.index]["type"] == "thinking":
+            assert event.index in signed
+        elif event.type == "message_delta":
+            stop = event.delta.stop_reason
+    content = [blocks[i] for i in sorted(blocks)]
+    for block in content:
+        if block["type"] == "tool_use":
+            block["input"] = json.loads(block.pop("json", "") or "{}")
+    return content, stop
+
+
+def test_streamed_thinking_and_tools_over_turns_swapping_model(
+    claude: Any, emulator: Emulator
+) -> None:
+    """Gemini's thinking comes with no signature: handed out with its maker in its place, it
+    goes back to Gemini alone. Handed out empty, it read as the client's own and went to
+    Claude, which refuses an unsigned thinking block (a 400 on the turn after the swap)."""
+    asked = {"max_tokens": 4000, "thinking": {"type": "enabled", "budget_tokens": 2000}}
+    asked["tools"] = [WEATHER]
+    messages: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
+    stops = []
+    for turn, model in enumerate(["flash", "sonnet", "sonnet", "sonnet", "flash"]):
+        content, stop = streamed_turn(claude, model, messages, **asked)
+        stops.append(stop)
+        thought = [b["signature"] for b in content if b["type"] == "thinking"]
+        # the turn closing a tool loop Gemini began: Claude's thinking is off until it closes
+        assert len(thought) == (turn != 1) and all(thought)
+        messages.append({"role": "assistant", "content": content})
+        if stop == "tool_use":
+            result = {"type": "tool_result", "tool_use_id": content[-1]["id"], "content": "2 C"}
+            messages.append({"role": "user", "content": [result]})
+        else:
+            assert "2 C" in content[-1]["text"]
+            messages.append({"role": "user", "content": "Weather in Rome?"})
+        if model == "sonnet":  # Claude is sent no thinking but its own, signed as it signed it
+            sent = emulator.bodies("anthropic")[-1]["messages"]
+            blocks = [b for m in sent if isinstance(m["content"], list) for b in m["content"]]
+            own = [b["signature"] for b in blocks if b["type"] == "thinking"]
+            assert all(s and not s.startswith("metis1.") for s in own)
+            assert len(own) == (turn == 3)
+    assert stops == ["tool_use", "end_turn", "tool_use", "end_turn", "tool_use"]
+
+
+def test_reasoning_items_the_gateway_named_are_not_sent_to_openai_unkept(
+    oai: Any, emulator: Emulator
+) -> None:
+    """``store: false`` without the encrypted content (the OpenAI Agents SDK's
+    ``ModelSettings(store=False)``): Claude's reasoning item comes back by the gateway's id
+    alone, which nothing can give back. Passed through to gpt-5 as it came, OpenAI refused
+    the request (its "Item with id ... not found"); it is left out and named, as the
+    translated path leaves it."""
+    tool = {"type": "function", **{k: WEATHER[k] for k in ("name", "description")}}
+    tool["parameters"] = WEATHER["input_schema"]
+    asked: dict[str, Any] = {"tools": [tool], "reasoning": {"effort": "low"}, "store": False}
+    said: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
+    first = oai.responses.create(model="sonnet", input=said, **asked)
+    assert [item.type for item in first.output] == ["reasoning", "function_call"]
+    said += [item.model_dump(exclude_none=True) for item in first.output]
+    call = first.output[1].call_id
+    said.append({"type": "function_call_output", "call_id": call, "output": "2 C"})
+    raw = oai.responses.with_raw_response.create(model="gpt5", input=said, **asked)
+    assert raw.headers["x-metis-path"] == "pass-through"
+    assert raw.headers["x-metis-dropped"] == "input[1] (reasoning)"
+    assert "2 C" in raw.parse().output_text
+    sent = emulator.bodies("openai_responses")[-1]["input"]
+    assert [item.get("type") for item in sent] == [None, "function_call", "function_call_output"]
+
+
+def test_prompt_caching_marks_reach_each_model_in_its_own_form(
+    claude: Any, emulator: Emulator
+) -> None:
+    """``cache_control`` on the system prompt, a tool and a message's blocks: passed through
+    to Claude as the client wrote them (the second call reads what the first wrote); for
+    another model a message block's mark is its cache hint, in that provider's form (Bedrock's
+    ``cachePoint`` after the block, with its TTL) or named where it has none (OpenAI caches
+    prefixes itself), and the system prompt's and a tool's are named (each stack caches them
+    at its own breakpoints). Either way the second call's cache read is said in Anthropic's
+    usage fields."""
+    marked, hour = {"type": "ephemeral"}, {"type": "ephemeral", "ttl": "1h"}
+    system = {"type": "text", "text": "You answer weather questions. " * 300, "cache_control": hour}
+    said = [
+        {"type": "text", "text": "Weather?", "cache_control": hour},
+        {"type": "text", "text": "Hi"},
+    ]
+    asked: dict[str, Any] = {
+        "max_tokens": 100,
+        "system": [system],
+        "tools": [{**WEATHER, "cache_control": marked}],
+        "messages": [{"role": "user", "content": said}],
+    }
+    named = "system[0].cache_control; tools[0].cache_control"
+    for model in ("sonnet", "gpt", "haiku"):
+        wrote = claude.messages.with_raw_response.create(model=model, **asked)
+        read = claude.messages.with_raw_response.create(model=model, **asked).parse().usage
+        assert read.cache_read_input_tokens > 1000 and read.input_tokens < 100
+        if model == "sonnet":
+            assert "x-metis-dropped" not in wrote.headers
+            assert wrote.parse().usage.cache_creation_input_tokens == read.cache_read_input_tokens
+            sent = emulator.bodies("anthropic")[-1]
+            assert sent["messages"][0]["content"][0]["cache_control"] == hour
+        elif model == "gpt":
+            dropped = wrote.headers["x-metis-dropped"]
+            assert dropped.startswith(f"{named}; cache (OpenAI has no form for a cache hint")
+        else:
+            assert wrote.headers["x-metis-dropped"] == named
+            sent = emulator.bodies("bedrock")[-1]["messages"][0]["content"]
+            assert sent[1] == {"cachePoint": {"type": "default", "ttl": "1h"}}
+
+
+@pytest.mark.parametrize("model", ["flash", "gpt5", "haiku", "gpt"])
+def test_count_tokens_counts_the_system_and_tools_for_another_model(
+    claude: Any, model: str
+) -> None:
+    """``messages.count_tokens`` for a model of another family counts what the message would
+    send it: the system prompt and tools too. Gemini and gpt-5 are counted by their providers'
+    own counting, so the count is the input the message then uses; the others are estimated."""
+    said = [{"role": "user", "content": "Weather in Oslo, please, and tell me more about it"}]
+    full: dict[str, Any] = {"system": "You are a weather bot. Answer briefly.", "tools": [WEATHER]}
+    bare = claude.messages.count_tokens(model=model, messages=said).input_tokens
+    counted = claude.messages.count_tokens(model=model, messages=said, **full).input_tokens
+    assert 0 < bare < counted
+    if model in ("flash", "gpt5"):
+        used = claude.messages.create(model=model, messages=said, max_tokens=50, **full).usage
+        assert counted == used.input_tokens
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+def test_geminis_unsigned_reasoning_items_carry_their_maker(oai: Any, streamed: bool) -> None:
+    """Gemini gives its thinking no signature: asked for the encrypted content, its reasoning
+    item carries Gemini as its maker (it had none, as OpenAI always gives one), so sent back it
+    returns to Gemini, which needs nothing of it (no word in ``x-metis-dropped``), and is
+    named as Gemini's anywhere else."""
+    tool = {"type": "function", **{k: WEATHER[k] for k in ("name", "description")}}
+    tool["parameters"] = WEATHER["input_schema"]
+    asked: dict[str, Any] = {
+        "tools": [tool],
+        "reasoning": {"effort": "low"},
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+    }
+    said: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
+    if streamed:
+        with oai.responses.stream(model="flash", input=said, **asked) as stream:
+            first = stream.get_final_response()
+    else:
+        first = oai.responses.create(model="flash", input=said, **asked)
+    reasoning, call = first.output
+    assert reasoning.encrypted_content.startswith("metis1.")
+    said += [item.model_dump(exclude_none=True) for item in first.output]
+    said.append({"type": "function_call_output", "call_id": call.call_id, "output": "2 C"})
+    back = oai.responses.with_raw_response.create(model="flash", input=said, **asked)
+    assert "x-metis-dropped" not in back.headers and "2 C" in back.parse().output_text
+    elsewhere = oai.responses.with_raw_response.create(model="haiku", input=said, **asked)
+    assert "produced by gemini" in elsewhere.headers["x-metis-dropped"]

@@ -14,6 +14,7 @@ from metis.errors import InvalidRequestError
 from metis.histories import from_anthropic, from_openai_chat, to_anthropic, to_openai_chat
 from metis.model import (
     Base64ImageSource,
+    CacheHint,
     ImageBlock,
     RedactedThinkingBlock,
     Role,
@@ -405,3 +406,37 @@ def test_the_warn_for_a_dropped_part_names_its_type_printably(
     first.encode("utf-8")  # no lone surrogate in a log line
     assert "half \ufffd" in first and len(first) < 200
     assert second.startswith("dropped list at messages[0].content[1]")
+
+
+def test_an_anthropic_blocks_cache_mark_is_its_cache_hint() -> None:
+    """A message's own block keeps its ``cache_control`` as its hint (TTL included); the system
+    prompt's, a tool result's parts and a thinking block do not (the system is sent as one
+    text; Anthropic takes no mark on thinking)."""
+    part = {"type": "text", "text": "2 C", "cache_control": {"type": "ephemeral"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": [part]}
+    marked = {"type": "text", "text": "Hi", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+    call = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}
+    messages = from_anthropic(
+        [
+            {"role": "user", "content": [marked]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "t", "cache_control": {"type": "ephemeral"}},
+                    {**call, "cache_control": {"type": "ephemeral"}},
+                ],
+            },
+            {"role": "user", "content": [result]},
+        ],
+        system=[{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+    )
+    hints = [[block.cache for block in message.content] for message in messages]
+    assert hints == [[None], [CacheHint(ttl="1h")], [None, CacheHint()], [None]]
+    (returned,) = messages[3].content
+    assert isinstance(returned, ToolResultBlock) and not isinstance(returned.content, str)
+    assert returned.content[0].cache is None
+    for wrong in ({"type": "persistent"}, {"type": "ephemeral", "ttl": "2h"}, "yes"):
+        with pytest.raises(
+            InvalidRequestError, match=r"messages\[0\]\.content\[0\]\.cache_control"
+        ):
+            from_anthropic([{"role": "user", "content": [{**marked, "cache_control": wrong}]}])

@@ -365,7 +365,16 @@ def error_from_http(status: int, headers: Mapping[str, str], body: bytes) -> Ada
         headers,
         message,
         error_class=_ERROR_CLASSES.get(kind) if kind else None,
-        code=kind,
+        code=_detail_code(data) or kind,
         request_id=request_id,
         retried_by_status=True,
     )
+
+
+def _detail_code(data: Any) -> str | None:
+    """``error.details.error_code``, where Anthropic says more than the error's type (a thread
+    it will not hold: ``thread_unsupported_request``)."""
+    error = data.get("error") if isinstance(data, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    code = details.get("error_code") if isinstance(details, dict) else None
+    return code if isinstance(code, str) and code else None

@@ -80,11 +80,17 @@ class Anthropic(Format):
     def claims(self, endpoint: str, request: HttpRequest) -> bool:
         return not endpoint.startswith("model") or request.header("anthropic-version") is not None
 
-    def error(self, status: int, kind: str, message: str, request: HttpRequest) -> JsonReply:
+    def error(
+        self, status: int, kind: str, message: str, request: HttpRequest, code: str | None = None
+    ) -> JsonReply:
+        """``code``: the error's ``details.error_code``, where Anthropic gives one."""
         headers = self.headers(request)
         if status in (408, 409, 429) or status >= 500:
             headers["x-should-retry"] = "true"
-        body = {"type": "error", "error": {"type": kind, "message": message}}
+        error: dict[str, Any] = {"type": kind, "message": message}
+        if code is not None:
+            error["details"] = {"error_code": code}
+        body = {"type": "error", "error": error}
         return JsonReply(status, {**body, "request_id": headers["request-id"]}, headers)
 
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
@@ -109,7 +115,7 @@ class Anthropic(Format):
         kind = {404: "not_found_error", 413: "request_too_large"}.get(
             refused.status, "invalid_request_error"
         )
-        return self.error(refused.status, kind, refused.message, request)
+        return self.error(refused.status, kind, refused.message, request, refused.code)
 
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
         if kind == "context_overflow":

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from metis.errors import InvalidRequestError
+from metis.gateway.errors import THREAD_UNSUPPORTED, ThreadUnsupportedError
 from metis.gateway.inbound import Inbound
 from metis.model.content import Message, Role, TextBlock, ToolResultBlock, ToolUseBlock
 from metis.model.request import ToolChoice
@@ -16,11 +17,14 @@ CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 
 
 def read_by(reader: Any, body: Any) -> Any:
-    """``reader(body)`` (a gateway codec's reader), its refusal a plain 400."""
+    """``reader(body)`` (a gateway codec's reader), its refusal a plain 400 (an Anthropic
+    ``thread`` the emulator does not hold: with the code Anthropic gives a request it will not
+    thread, on which the SDK's tool runner sends the whole conversation)."""
     try:
         return reader(body)
     except InvalidRequestError as refused:
-        raise Refused(refused.message) from None
+        code = THREAD_UNSUPPORTED if isinstance(refused, ThreadUnsupportedError) else None
+        raise Refused(refused.message, code=code) from None
 
 
 def prompt_of(inbound: Inbound, model: str, **wire: Any) -> Prompt:
