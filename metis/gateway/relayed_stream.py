@@ -8,7 +8,8 @@ its events are already written together as they are ready (what
 makes one chunk an event, by overriding :meth:`RelayedStream._relay`); while a write waits
 on a slow client nothing more is read from the upstream. The client's disconnect is watched
 by one small task waiting on ``receive`` (before ASGI 2.4 nothing else says it): it cancels
-the stream, and the upstream call with it.
+the stream, and the upstream call with it. Under asyncio (the server) that task is a bare one;
+an application run by trio starts it in a task group round the stream.
 The stream ends by its deadline as :class:`~metis.gateway.endings.DeadlineStream` does.
 """
 
@@ -17,10 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from functools import partial
+from typing import Any, Protocol
 
 import anyio
+import anyio.abc
+import sniffio
 
 from metis.errors import AdapterError
 from metis.gateway.errors import GatewayTimeoutError
@@ -42,13 +46,22 @@ class RelayedStream:
         self.headers = {name.lower(): value for name, value in result.headers.items()}
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if sniffio.current_async_library() == "asyncio":
+            await self._serve(scope, receive, send, asyncio.get_running_loop().create_task)
+            return
+        async with anyio.create_task_group() as group:  # the application run by trio
+            await self._serve(scope, receive, send, partial(_started_in, group))
+            group.cancel_scope.cancel()
+
+    async def _serve(self, scope: Any, receive: Any, send: Any, start: _Start) -> None:
+        """The stream served, its client's disconnect watched by the task ``start`` begins."""
         result, chunks = self.result, self.result.chunks
         sent: list[bool] = []  # each message tried: whether it was the last
         gone: list[bool] = []  # the client disconnected: nothing more is sent
         write = _Writes(send, sent)
 
         with anyio.CancelScope(deadline=result.deadline) as cancel:
-            watch = asyncio.get_running_loop().create_task(_watch(receive, cancel, gone))
+            watch = start(_watch(receive, cancel, gone))
             try:
                 first = await anext(chunks, None)  # begun: its ending runs however it is left
                 sent.append(False)
@@ -115,6 +128,26 @@ class _Writes:
     def __call__(self, body: bytes) -> Awaitable[None]:
         self._sent.append(False)
         return self._send({"type": "http.response.body", "body": body, "more_body": True})  # type: ignore[no-any-return]
+
+
+class _Watch(Protocol):
+    def cancel(self) -> object: ...
+
+
+_Start = Callable[[Coroutine[Any, Any, None]], _Watch]
+"""Begins the disconnect's watch in a task of its own."""
+
+
+def _started_in(group: anyio.abc.TaskGroup, watch: Coroutine[Any, Any, None]) -> anyio.CancelScope:
+    """``watch`` run in a task of ``group``, cancelled by the scope returned."""
+    scope = anyio.CancelScope()
+    group.start_soon(_within, scope, watch)
+    return scope
+
+
+async def _within(scope: anyio.CancelScope, watch: Coroutine[Any, Any, None]) -> None:
+    with scope:
+        await watch
 
 
 def _spec(scope: Any) -> tuple[int, ...]:
