@@ -70,7 +70,24 @@ class SSEDataDecoder:
                 text = text[1:]
         if not text:
             return []
-        if "\r" in text:
+        crlf = "\r" in text
+        blank = _BLANK_CRLF if crlf else _BLANK_LF
+        last = text.rfind(blank)
+        if last > 0 and (first := text.find(blank, 0, last)) >= 0:
+            # events wholly inside the chunk, between the first blank line and the last
+            after = first + len(blank)
+            middle = _plain_data(text, after, last, crlf)
+            if middle is not None:
+                head = self._lines(text[:after], crlf)
+                return [*head, *middle, *self._lines(text[last + len(blank) :], crlf)]
+        return self._lines(text, crlf)
+
+    def _lines(self, text: str, crlf: bool) -> list[str]:
+        """The data of the events ``text`` completes, read line by line, the rest held;
+        ``crlf``: ``text`` may have a CR in it."""
+        if not text:
+            return []
+        if crlf and "\r" in text:
             self._skip_lf = text[-1] == "\r"
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         if "\n\n" not in text and not (self._ends_with_lf and text[0] == "\n"):
@@ -130,6 +147,29 @@ class SSEDataDecoder:
             raise ProtocolError(
                 f"provider sent an event-stream line longer than {limit} without a line end"
             )
+
+
+_BLANK_LF = "\n\n"
+_BLANK_CRLF = "\r\n\r\n"
+
+
+def _plain_data(text: str, start: int, stop: int, crlf: bool) -> list[str] | None:
+    """The data of the events in ``text[start:stop]``, a run of whole events, when each is
+    one ``data: `` line and nothing else (a large read of a provider's stream): one split,
+    no loop per event. None when any is not: then the chunk is read line by line.
+
+    Each blank line between events brings two line ends of the chunk's kind; when the run
+    has exactly those (two LFs, and two CRs with CRLF, per separator), no event of it has a
+    line end, a comment or a field but its ``data: `` line inside."""
+    if not text.startswith("data: ", start):
+        return None
+    run = text[start + 6 : stop]
+    separator = "\r\n\r\ndata: " if crlf else "\n\ndata: "
+    data = run.split(separator)
+    ends = 2 * (len(data) - 1)
+    if run.count("\n") != ends or (crlf and run.count("\r") != ends):
+        return None
+    return data
 
 
 def _data(blocks: list[str]) -> list[str]:
