@@ -204,6 +204,13 @@ def test_a_read_of_many_events_gives_what_the_full_decoder_gives(
         assert data_of(raw) == reference(raw)
 
 
+@pytest.mark.parametrize("odd", [b"data: a\rdata: b", b"data: a\ndata: b", b": note\ndata: a"])
+def test_a_line_end_inside_an_event_of_a_run_is_read_as_one(odd: bytes) -> None:
+    for end in (b"\r\n", b"\n"):
+        body = end.join([b"data: 1", b"", b"data: 2", b"", odd, b"", b"data: 3", b"", b""])
+        assert data_of(body) == reference(body) == ["1", "2", "a\nb" if b"b" in odd else "a", "3"]
+
+
 def test_a_run_of_plain_events_and_the_event_held_across_reads() -> None:
     body = b"".join(b'data: {"n":%d}\r\n\r\n' % n for n in range(50))
     cut = len(body) // 2 + 3  # inside an event
