@@ -13,7 +13,7 @@ The parts are the send path's stages, found by their ``role`` (``reader``, ``fra
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -49,6 +49,8 @@ class Objects(Protocol):
 
     def feed(self, chunk: bytes) -> list[dict[str, Any]]: ...
 
+    def each(self, chunk: bytes) -> Iterable[dict[str, Any]]: ...
+
     def close(self) -> list[dict[str, Any]]: ...
 
 
@@ -63,7 +65,7 @@ class CallReader(Protocol):
         """One object of a stream, as it arrives."""
         ...
 
-    def feed_into(self, objects: list[dict[str, Any]], events: list[StreamEvent]) -> None:
+    def feed_into(self, objects: Iterable[dict[str, Any]], events: list[StreamEvent]) -> None:
         """Each of ``objects`` as ``feed`` reads it, its events added to ``events`` as made."""
         ...
 
@@ -144,7 +146,7 @@ async def _send(
                 if cancel.cancelled:
                     raise CancelledError("the call was cancelled")
                 if plain:  # no watch in the send path (no telemetry sink)
-                    reader.feed_into(objects.feed(chunk), batch)  # added as made: see the except
+                    reader.feed_into(objects.each(chunk), batch)  # added as made: see the except
                 else:
                     await _watched(objects.feed(chunk), reader, watches, batch)
                 if batch:

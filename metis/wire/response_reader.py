@@ -40,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any, Protocol
 
@@ -158,7 +158,7 @@ class ResponseReader:
             self._ended(events)
         return events
 
-    def feed_into(self, objects: list[dict[str, Any]], events: list[StreamEvent]) -> None:
+    def feed_into(self, objects: Iterable[dict[str, Any]], events: list[StreamEvent]) -> None:
         """:meth:`feed` of each of ``objects`` in turn (the objects of one read), their
         events added to ``events`` as they are made: those of the objects before one that
         raises are there."""
