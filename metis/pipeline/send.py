@@ -148,7 +148,7 @@ async def _send(
                 if plain:  # no watch in the send path (no telemetry sink)
                     reader.feed_into(objects.each(chunk), batch)  # added as made: see the except
                 else:
-                    await _watched(objects.feed(chunk), reader, watches, batch)
+                    await _watched(objects.each(chunk), reader, watches, batch)
                 if batch:
                     out, batch = batch, []
                     yield out
@@ -185,7 +185,10 @@ async def _send(
 
 
 async def _watched(
-    objects: list[dict[str, Any]], reader: CallReader, watches: Watches, batch: list[StreamEvent]
+    objects: Iterable[dict[str, Any]],
+    reader: CallReader,
+    watches: Watches,
+    batch: list[StreamEvent],
 ) -> None:
     """The events of ``objects`` through the send path's watches, added to ``batch`` as they
     pass (so what was made before a watch fails is in it)."""
