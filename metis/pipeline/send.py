@@ -13,7 +13,7 @@ The parts are the send path's stages, found by their ``role`` (``reader``, ``fra
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -49,6 +49,8 @@ class Objects(Protocol):
 
     def feed(self, chunk: bytes) -> list[dict[str, Any]]: ...
 
+    def each(self, chunk: bytes) -> Iterable[dict[str, Any]]: ...
+
     def close(self) -> list[dict[str, Any]]: ...
 
 
@@ -61,6 +63,10 @@ class CallReader(Protocol):
 
     def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         """One object of a stream, as it arrives."""
+        ...
+
+    def feed_into(self, objects: Iterable[dict[str, Any]], events: list[StreamEvent]) -> None:
+        """Each of ``objects`` as ``feed`` reads it, its events added to ``events`` as made."""
         ...
 
     def read(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
@@ -134,14 +140,15 @@ async def _send(
         try:
             exchange = await transport.open(request, call)
             objects = framing.objects(request, exchange.content_type)
-            read, clock, cancel, feed = exchange.read, exchange.clock, call.cancel, reader.feed
-            plain = not watches  # no watch in the send path (no telemetry sink)
+            read, clock, cancel, plain = exchange.read, exchange.clock, call.cancel, not watches
             while (chunk := await read()) is not None:
                 clock.received = True
                 if cancel.cancelled:
                     raise CancelledError("the call was cancelled")
-                for obj in objects.feed(chunk):  # each event added as made: see the except
-                    batch += feed(obj) if plain else await _watched(feed(obj), watches, batch)
+                if plain:  # no watch in the send path (no telemetry sink)
+                    reader.feed_into(objects.each(chunk), batch)  # added as made: see the except
+                else:
+                    await _watched(objects.each(chunk), reader, watches, batch)
                 if batch:
                     out, batch = batch, []
                     yield out
@@ -178,17 +185,20 @@ async def _send(
 
 
 async def _watched(
-    events: Sequence[StreamEvent], watches: Watches, batch: list[StreamEvent]
-) -> tuple[()]:
-    """``events`` through the send path's watches, added to ``batch`` as they pass (so what
-    was made before a watch fails is in it); nothing more to add."""
+    objects: Iterable[dict[str, Any]],
+    reader: CallReader,
+    watches: Watches,
+    batch: list[StreamEvent],
+) -> None:
+    """The events of ``objects`` through the send path's watches, added to ``batch`` as they
+    pass (so what was made before a watch fails is in it)."""
     table = watches.table
-    for event in events:
-        if table.get(event.__class__) == ():  # no watch looks at it
-            batch.append(event)
-        else:
-            batch += await watches.passed(event)
-    return ()
+    for obj in objects:
+        for event in reader.feed(obj):
+            if table.get(event.__class__) == ():  # no watch looks at it
+                batch.append(event)
+            else:
+                batch += await watches.passed(event)
 
 
 async def _closed(

@@ -40,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any, Protocol
 
@@ -157,6 +157,20 @@ class ResponseReader:
         if self._builder.completed:
             self._ended(events)
         return events
+
+    def feed_into(self, objects: Iterable[dict[str, Any]], events: list[StreamEvent]) -> None:
+        """:meth:`feed` of each of ``objects`` in turn (the objects of one read), their
+        events added to ``events`` as they are made: those of the objects before one that
+        raises are there."""
+        parser, builder = self._parser, self._builder
+        for obj in objects:
+            if self._complete:
+                events += self._after_end(obj)
+                continue
+            made = parser.feed(obj)
+            events += made
+            if builder.completed:
+                self._ended(made)
 
     def body(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         """A whole JSON reply (also where a stream was asked for): its events, finished."""

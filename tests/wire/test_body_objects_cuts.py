@@ -5,6 +5,7 @@ through ``parse_object``, the classified reader of one object."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -41,14 +42,20 @@ def _line(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def _read(body: bytes, cuts: list[int], fmt: str) -> tuple[list[Any], str]:
-    objects = BodyObjects(fmt, streamed=True, content_type="application/x-ndjson")
+def _read(
+    body: bytes, cuts: list[int], fmt: str, objects: BodyObjects | None = None
+) -> tuple[list[Any], str]:
+    """The objects of ``body`` cut at ``cuts``, and the error it ends in; with ``objects``
+    given, read by ``each`` instead of ``feed``."""
+    lazy = objects is not None
+    if objects is None:
+        objects = BodyObjects(fmt, streamed=True, content_type="application/x-ndjson")
     out: list[Any] = []
     bounds = sorted({min(cut, len(body)) for cut in cuts})
     pieces = [body[i:j] for i, j in zip([0, *bounds], [*bounds, len(body)], strict=True)]
     try:
         for piece in pieces:
-            out += objects.feed(piece)
+            out += objects.each(piece) if lazy else objects.feed(piece)
             if objects.failed is not None:
                 raise objects.failed
         out += objects.close()
@@ -104,6 +111,56 @@ def test_sse_objects_do_not_depend_on_the_cuts(
     event = b"event: e\n" if named else b""
     body = b"".join(event + b"data: " + _line(obj) + b"\n\n" for obj in objects)
     assert _read(body, cuts, "sse") == (objects, "")
+
+
+@settings(deadline=None)
+@given(
+    datas=st.lists(
+        _OBJECTS.map(_line) | _ODD_LINES | st.sampled_from([b"[DONE]", b"", b"[1]"]),
+        min_size=1,
+        max_size=8,
+    ),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
+    end=st.sampled_from([b"\n", b"\r\n"]),
+    fmt=st.sampled_from(["sse", "ndjson"]),
+)
+def test_objects_taken_one_at_a_time_are_those_a_chunk_gives_at_once(
+    datas: list[bytes], cuts: list[int], end: bytes, fmt: str
+) -> None:
+    body = b"".join((b"data: " if fmt == "sse" else b"") + data + end + end for data in datas)
+    taken = BodyObjects(fmt, streamed=True, content_type="text/event-stream")
+    assert _read(body, cuts, fmt, taken) == _read(body, cuts, fmt)
+    whole = BodyObjects(fmt, streamed=True, content_type="text/event-stream")
+    assert _read(body, [], fmt, whole) == _read(body, [], fmt)
+    assert (whole.done, whole.ignored) == _done(body, fmt)
+
+
+def _done(body: bytes, fmt: str) -> tuple[bool, int]:
+    objects = BodyObjects(fmt, streamed=True, content_type="text/event-stream")
+    with contextlib.suppress(AdapterError):
+        objects.feed(body)
+    return objects.done, objects.ignored
+
+
+def test_an_object_of_a_read_is_parsed_only_once_the_one_before_it_is_taken() -> None:
+    objects = BodyObjects("sse", streamed=True, content_type="text/event-stream")
+    taken = iter(objects.each(b'data: {"a":1}\n\ndata: {"a":\n\ndata: {"a":3}\n\n'))
+    assert next(taken) == {"a": 1}
+    assert objects.failed is None and not objects.halted  # the second not parsed yet
+    assert list(taken) == []
+    assert objects.halted and objects.failed is not None
+    assert "invalid JSON" in str(objects.failed)
+
+
+def test_the_events_after_done_are_counted_not_parsed_however_they_are_taken() -> None:
+    body = b'data: {"a":1}\n\ndata: [DONE]\n\ndata: {"late":1}\n\ndata: {\n\n'
+    for lazy in (False, True):
+        objects = BodyObjects("sse", streamed=True, content_type="text/event-stream")
+        first = list(objects.each(body) if lazy else objects.feed(body))
+        assert first == [{"a": 1}]
+        assert (objects.done, objects.halted, objects.ignored) == (True, True, 2)
+        assert list(objects.each(b'data: {"later":1}\n\n')) == []
+        assert objects.ignored == 3
 
 
 def test_a_blank_first_chunk_is_kept_for_the_chunk_that_says_what_the_body_is() -> None:

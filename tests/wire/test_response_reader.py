@@ -218,6 +218,20 @@ def test_the_events_of_an_object_whose_reading_failed_are_not_lost() -> None:
     assert final(events).final_content == [TextBlock(text="AB")]
 
 
+def test_the_objects_of_a_read_give_what_each_gives_and_keep_them_when_one_fails() -> None:
+    objects: list[dict[str, Any]] = [start(), *text_block(0, "Hel", "lo"), *END]
+    objects.append(text_block(1, "late")[1])  # after the end: ignored
+    expected = read(reader_for(), objects)
+    together, events = reader_for(), list[StreamEvent]()
+    together.feed_into(objects, events)
+    assert events == expected
+    assert final(valid([*events, *together.finish()])).final_content == [TextBlock(text="Hello")]
+    failing, made = reader_for(), list[StreamEvent]()
+    with pytest.raises(OverloadedError):
+        failing.feed_into([start(), *text_block(0, "Hi"), OVERLOADED, *END], made)
+    assert [e.text for e in made if isinstance(e, TextDelta)] == ["Hi"]
+
+
 def test_a_cancel_closes_the_open_tool_and_keeps_what_arrived() -> None:
     reader = reader_for()
     cut = tool_block(1, '{"q": "Paris", "li', stop=False)

@@ -166,3 +166,56 @@ def test_an_event_of_many_lines_too_long_is_refused_as_it_grows() -> None:
     for _ in range(50):  # events under the limit, however many, are fine
         two_lines = within.feed(b"data: 0123456789\ndata: 0123456789\n\n")
         assert two_lines == ["0123456789\n0123456789"]
+
+
+_plain_event = st.builds(lambda v: f"data: {v}", _value)
+_odd_event = st.one_of(
+    st.builds(lambda v: f"data:{v}", _value),
+    st.builds(lambda v: f"event: e\ndata: {v}", _value),
+    st.builds(lambda v: f"data: {v}\ndata: {v}", _value),
+    st.builds(lambda v: f": {v}", _value),
+    st.builds(lambda v: f"error: {v}", _value),
+    st.just("data: a\rdata: b"),
+    st.just(""),
+)
+
+
+@settings(deadline=None)
+@given(
+    events=st.lists(
+        st.one_of(_plain_event, _plain_event, _plain_event, _odd_event), min_size=3, max_size=40
+    ),
+    end=st.sampled_from(["\n", "\r\n", "\r"]),
+    cuts=st.lists(st.integers(0, 2000), max_size=6),
+)
+def test_a_read_of_many_events_gives_what_the_full_decoder_gives(
+    events: list[str], end: str, cuts: list[int]
+) -> None:
+    """A large read brings many whole events, mostly one ``data:`` line each, which the
+    decoder takes by one split of the chunk: the same data, whatever the cuts and line ends,
+    as the full decoder reads and as a byte at a time gives (an odd event among them sends
+    the chunk the long way; an ``error:`` field is read by this decoder alone)."""
+    body = "".join(event.replace("\n", end) + end + end for event in events)
+    raw = body.encode()
+    bounds = sorted({0, len(raw), *(c for c in cuts if c <= len(raw))})
+    chunks = [raw[a:b] for a, b in itertools.pairwise(bounds)]
+    assert data_of(*chunks) == data_of(raw) == data_of(*bytewise(raw))
+    if not any(event.startswith("error:") for event in events):
+        assert data_of(raw) == reference(raw)
+
+
+@pytest.mark.parametrize("odd", [b"data: a\rdata: b", b"data: a\ndata: b", b": note\ndata: a"])
+def test_a_line_end_inside_an_event_of_a_run_is_read_as_one(odd: bytes) -> None:
+    for end in (b"\r\n", b"\n"):
+        body = end.join([b"data: 1", b"", b"data: 2", b"", odd, b"", b"data: 3", b"", b""])
+        assert data_of(body) == reference(body) == ["1", "2", "a\nb" if b"b" in odd else "a", "3"]
+
+
+def test_a_run_of_plain_events_and_the_event_held_across_reads() -> None:
+    body = b"".join(b'data: {"n":%d}\r\n\r\n' % n for n in range(50))
+    cut = len(body) // 2 + 3  # inside an event
+    decoder = SSEDataDecoder()
+    first = decoder.feed(body[:cut])
+    second = decoder.feed(body[cut:])
+    assert [*first, *second, *decoder.close()] == [f'{{"n":{n}}}' for n in range(50)]
+    assert len(first) == 25

@@ -25,7 +25,7 @@ raise once it has read them (:attr:`halted` says to look, one check per chunk).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from pydantic_core import from_json
@@ -34,7 +34,7 @@ from metis.errors import AdapterError, ProtocolError
 from metis.wire import json_limits
 from metis.wire.framing.aws_eventstream import EventStreamDecoder, frame_object
 from metis.wire.framing.json_array import ArrayObjects
-from metis.wire.framing.sse import MAX_LINE_LENGTH
+from metis.wire.framing.lines import LineSplitter
 from metis.wire.framing.sse_data import SSEDataDecoder
 from metis.wire.http_errors import body_excerpt
 from metis.wire.json_limits import MAX_DEPTH, JSONLimitError
@@ -83,7 +83,7 @@ class BodyObjects:
         self._held_bytes = 0
         self._sse = SSEDataDecoder() if fmt == "sse" else None
         self._frames = EventStreamDecoder() if fmt == "eventstream" else None
-        self._lines = _LineSplitter() if fmt == "ndjson" else None
+        self._lines = LineSplitter() if fmt == "ndjson" else None
         self._array: ArrayObjects | None = None
         self.halted = False
         """Stop feeding and look at :attr:`done` and :attr:`failed` (one check per chunk)."""
@@ -105,33 +105,51 @@ class BodyObjects:
         """Takes a chunk, gives the objects it completes (often none)."""
         return self._reader(self, chunk)
 
+    def each(self, chunk: bytes) -> Iterable[dict[str, Any]]:
+        """:meth:`feed`, each object of an event stream parsed only when the one before it
+        has been taken: a read of many events holds one parsed object at a time, not all of
+        them (which would wake the cyclic collector every few hundred objects). What is set
+        when an object fails, and at ``[DONE]``, is set once the objects before it are taken."""
+        if self._reader is BodyObjects._first:
+            begun = self._begin(chunk)
+            if begun is None:
+                return ()
+            chunk = begun
+        if self._reader is BodyObjects._sse_objects:
+            return self._sse_each(chunk)
+        return self._reader(self, chunk)
+
     def _first(self, chunk: bytes) -> list[dict[str, Any]]:
+        begun = self._begin(chunk)
+        return [] if begun is None else self._reader(self, begun)
+
+    def _begin(self, chunk: bytes) -> bytes | None:
+        """What the body is, from its first chunk that is not blank: its reader is set, and
+        the text to read given (with the blank chunks held before it); None while blank."""
         if not chunk.strip() and self._held_bytes + len(chunk) <= _SNIPPET_BYTES:
             self._held.append(chunk)  # nothing yet says what the body is: kept for what does
             self._held_bytes += len(chunk)
-            return []
+            return None
         if self._held:
             chunk = b"".join(self._held) + chunk
             self._held.clear()
             self._held_bytes = 0
         if _whole_json(self.content_type, chunk):
             self._mode, self._reader = "reply", BodyObjects._hold
-            return self._hold(chunk)
-        if _html(self.content_type, chunk):  # a proxy's page: kept only to say what it was
+        elif _html(self.content_type, chunk):  # a proxy's page: kept only to say what it was
             self._mode, self._reader = "html", BodyObjects._hold_head
-            return self._hold_head(chunk)
-        if self._sse is not None and chunk.lstrip()[:1] == b"[":
+        elif self._sse is not None and chunk.lstrip()[:1] == b"[":
             self._mode, self._reader = "array", BodyObjects._array_objects  # Gemini's, no alt=sse
             self._array = ArrayObjects(_array_object)
-            return self._array_objects(chunk)
-        self._mode = "stream"
-        if self._sse is not None:
-            self._reader = BodyObjects._sse_objects
-        elif self._frames is not None:
-            self._reader = BodyObjects._frame_objects
         else:
-            self._reader = BodyObjects._ndjson_objects
-        return self._reader(self, chunk)
+            self._mode = "stream"
+            if self._sse is not None:
+                self._reader = BodyObjects._sse_objects
+            elif self._frames is not None:
+                self._reader = BodyObjects._frame_objects
+            else:
+                self._reader = BodyObjects._ndjson_objects
+        return chunk
 
     def _hold(self, chunk: bytes) -> list[dict[str, Any]]:
         self._held_bytes += len(chunk)
@@ -223,11 +241,13 @@ class BodyObjects:
         self.halted = True
 
     def _sse_objects(self, chunk: bytes) -> list[dict[str, Any]]:
+        return list(self._sse_each(chunk))
+
+    def _sse_each(self, chunk: bytes) -> Iterator[dict[str, Any]]:
         assert self._sse is not None
         if self.done:
             self.ignored += len(self._sse.feed(chunk))
-            return []
-        objects: list[dict[str, Any]] = []
+            return
         events = self._sse.feed(chunk)  # undecodable bytes raise
         for i, data in enumerate(events):
             try:
@@ -235,19 +255,21 @@ class BodyObjects:
                     len(data) <= MAX_DEPTH or data.count("{") + data.count("[") <= MAX_DEPTH
                 ):
                     try:  # the usual event, parsed here: json_limits.loads' fast path, inlined
-                        objects.append(from_json(data, allow_inf_nan=False))
+                        obj = from_json(data, allow_inf_nan=False)
                     except ValueError:
-                        objects.append(_parse(data, "sse"))  # what jiter refuses, and why
+                        obj = _parse(data, "sse")  # what jiter refuses, and why
                 elif not _skip(data):
-                    objects.append(_parse(data, "sse"))
+                    obj = _parse(data, "sse")
                 elif data.strip() == "[DONE]":
                     self.done = self.halted = True
                     self.ignored = len(events) - i - 1
-                    break
+                    return
+                else:
+                    continue
             except AdapterError as error:
                 self._fail(error)
-                break
-        return objects
+                return
+            yield obj
 
 
 def _whole_reply(body: bytes, fmt: str) -> list[dict[str, Any]]:
@@ -351,45 +373,3 @@ def _several_lines(body: bytes) -> bool:
     except (ValueError, RecursionError, JSONLimitError):
         return False  # a document spread over lines (pretty-printed), or not JSON at all
     return True
-
-
-class _LineSplitter:
-    """Splits ndjson bytes into its non-blank lines, LF or CRLF (the CR is whitespace to the
-    JSON parser), whatever the chunk boundaries.
-
-    It splits on b"\\n" before decoding: a LF byte never occurs inside a UTF-8 multi-byte
-    character, so a boundary cannot cut a character that reaches the parser.
-    """
-
-    __slots__ = ("_held", "_partial")
-
-    def __init__(self) -> None:
-        self._partial: list[bytes] = []
-        self._held = 0
-
-    def feed(self, chunk: bytes) -> list[bytes]:
-        if b"\n" not in chunk:
-            if chunk:
-                self._partial.append(chunk)
-                self._held += len(chunk)
-                if self._held > MAX_LINE_LENGTH:
-                    raise ProtocolError(
-                        "provider sent an ndjson line longer than 16 MiB without a line end"
-                    )
-            return []
-        lines = chunk.split(b"\n")
-        tail = lines.pop()
-        if self._partial:
-            self._partial.append(lines[0])
-            lines[0] = b"".join(self._partial)
-            self._partial = []
-        if tail:
-            self._partial.append(tail)
-        self._held = len(tail)
-        return [line for line in lines if line.strip()]
-
-    def close(self) -> list[bytes]:
-        line = b"".join(self._partial)
-        self._partial = []
-        self._held = 0
-        return [line] if line.strip() else []

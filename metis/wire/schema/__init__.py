@@ -61,7 +61,9 @@ placeholder whose value is absent removes its key, ``{$if: x, $then: v}`` is a c
 
 ``stream_schema`` -- overrides of ``response_schema`` keys for streamed chunks (for a wire
 whose chunks are small responses, nothing). The stream finishes when the body ends, and must
-have carried a finish reason.
+have carried a finish reason. A schema whose paths allow it (``blocks`` mode, its content and
+finish reasons under one list item, its usage and error one key each) reads its usual chunk,
+one item holding one part that is its text alone, in one step (:mod:`.usual`).
 
 ``error_schema`` (added): ``path`` (where an error object sits, in an error body or a stream
 chunk), ``message``, ``code`` (paths whose values name the error; the first that ``classes``

@@ -85,13 +85,8 @@ class Reading:
         scoped += [source.path for source in sources]
         prefix = _envelope([compile_path(path) for path in scoped])
         self.envelope: Getter | None = getter(prefix) if prefix else None
-
-        def local(path: str) -> tuple[bool, Getter]:
-            compiled = compile_path(path)
-            if prefix and compiled[: len(prefix)] == prefix:
-                return True, _getter(".".join(map(str, compiled[len(prefix) :])))
-            return False, g(path)
-
+        self.envelope_path = prefix
+        local = self._local
         self.content_path = schema.content_path
         self.content_scoped, self.content = local(schema.content_path)
         self.detect: list[DetectRule] = [
@@ -124,6 +119,7 @@ class Reading:
             (*local(s.path), schema.finish_reasons if s.map is None else s.map, s.default)
             for s in sources
         ]
+        self.finish_sources = sources
         self.tool_use_raw = frozenset(schema.finish_reason_tool_use)
         self.dropped = [
             (name, *local(name), str(compile_path(name)[-1])) for name in schema.dropped_fields
@@ -131,6 +127,19 @@ class Reading:
         self.dropped_keys = _envelope_keys(schema.dropped_fields, prefix)
         """When every dropped field is one key of the envelope (Gemini's), those keys: a chunk
         whose envelope has none of them is not looked at further (one check per chunk)."""
+
+    def relative(self, path: str) -> tuple[bool, Path]:
+        """``path`` compiled, and whether it is under the envelope (then relative to it)."""
+        compiled = compile_path(path)
+        prefix = self.envelope_path
+        if prefix and compiled[: len(prefix)] == prefix:
+            return True, compiled[len(prefix) :]
+        return False, compiled
+
+    def _local(self, path: str) -> tuple[bool, Getter]:
+        """A getter of ``path``, relative to the envelope when it is under it."""
+        inside, compiled = self.relative(path)
+        return inside, _getter(".".join(map(str, compiled))) if inside else _getter(path)
 
     def _lone_text_key(self) -> str | None:
         """The text key, when a part holding that key alone is detected as text: the parser

@@ -98,7 +98,8 @@ def _refuse(call: EncodeContext, reason: str) -> None:
     )
 
 
-_METADATA = frozenset({"groundingMetadata", "urlContextMetadata"})
+READ_APART = frozenset({"groundingMetadata", "urlContextMetadata"})
+"""The keys of a candidate that :meth:`GeminiParts.seen` reads."""
 
 
 def _candidate_index(candidate: dict[str, Any]) -> int:
@@ -115,7 +116,8 @@ class GeminiParts:
         self._names: dict[str, str] = {}
         self._grounding: dict[str, Any] | None = None
         self._url_context: dict[str, Any] | None = None
-        self._index: int | None = None  # the candidate read, once a chunk had one
+        self.index: int | None = None
+        """The index of the candidate read, once a chunk had one."""
 
     def candidate(self, obj: dict[str, Any], where: str) -> dict[str, Any]:
         """``obj`` with the candidate read as its only one, chosen by its ``index`` (0 when
@@ -128,17 +130,17 @@ class GeminiParts:
                 return obj
             raise malformed(f"{where}.candidates", "a list", candidates)
         only = candidates[0] if len(candidates) == 1 else None
-        if only.__class__ is dict and self._index in (None, index := _candidate_index(only)):
-            self._index = index  # the usual chunk: its one candidate, the one read
+        if only.__class__ is dict and self.index in (None, index := _candidate_index(only)):
+            self.index = index  # the usual chunk: its one candidate, the one read
             return obj
         for at, each in enumerate(candidates):
             if each.__class__ is not dict:
                 raise malformed(f"{where}.candidates[{at}]", "an object", each)
         if not candidates:
             return obj
-        if self._index is None:
-            self._index = min(map(_candidate_index, candidates))
-        chosen = [c for c in candidates if _candidate_index(c) == self._index][:1]
+        if self.index is None:
+            self.index = min(map(_candidate_index, candidates))
+        chosen = [c for c in candidates if _candidate_index(c) == self.index][:1]
         return {**obj, "candidates": chosen}
 
     def part(self, part: dict[str, Any], builder: MessageBuilder) -> int | None:
@@ -173,7 +175,7 @@ class GeminiParts:
         if candidates.__class__ is not list or not candidates:
             return
         first = candidates[0]
-        if first.__class__ is not dict or first.keys().isdisjoint(_METADATA):
+        if first.__class__ is not dict or first.keys().isdisjoint(READ_APART):
             return  # the usual chunk: one lookup
         if isinstance(grounding := first.get("groundingMetadata"), dict):
             self._grounding = grounding

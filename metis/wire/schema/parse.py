@@ -30,6 +30,7 @@ from metis.wire.schema.compiled import DetectRule, Reading
 from metis.wire.schema.gemini_call_args import StreamedCallArgs
 from metis.wire.schema.gemini_tools import GeminiParts
 from metis.wire.schema.paths import Path, getter
+from metis.wire.schema.usual import UsualChunk
 
 ErrorReader = Callable[[dict[str, Any]], AdapterError]
 
@@ -56,6 +57,7 @@ class SchemaParser:
         "_streamed",
         "_text_block",
         "_text_key",
+        "_usual",
         "_where",
     )
 
@@ -69,8 +71,10 @@ class SchemaParser:
         builder: MessageBuilder,
         streamed: bool,
         extra: GeminiParts | None = None,
+        usual: UsualChunk | None = None,
     ) -> None:
         self._name = name
+        self._usual = usual  # the shape of most chunks, read at once
         self._extra = extra  # a dialect's server-tool parts and citations
         self._r = reading
         self._echo = echo
@@ -98,6 +102,14 @@ class SchemaParser:
     # StreamParser ----------------------------------------------------------------------------
 
     def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
+        usual = self._usual
+        if usual is not None and self._text_block == self._last >= 0:
+            extra, args = self._extra, self._args
+            text = usual.text(obj, extra.index if extra is not None else None)
+            if text is not None and (args is None or not args.pending):
+                if (usage := obj.get(usual.usage)).__class__ is dict:
+                    self._pending_usage = usage
+                return self._b.take_text(self._text_key, text)
         if self._error(obj).__class__ is dict:
             raise self._errors(obj)
         if self._extra is not None:

@@ -18,6 +18,7 @@ from metis.wire.schema.compiled import Compiled, load_settings
 from metis.wire.schema.encode import Encoder
 from metis.wire.schema.parse import SchemaParser
 from metis.wire.schema.paths import first, resolve, seconds
+from metis.wire.schema.usual import UsualChunk
 
 
 class SchemaCodec:
@@ -27,6 +28,14 @@ class SchemaCodec:
         self.schema: Compiled = load_settings(settings)
         self.name = self.schema.settings.name
         self._encoder = Encoder(self.schema)
+        stream = self.schema.stream
+        lone = stream.lone_text_key
+        self._usual = UsualChunk.of(
+            stream,
+            lone if lone not in self.schema.messages.echo else None,
+            self.schema.error_path,
+            gemini_tools.READ_APART if self.name == "gemini" else None,
+        )
 
     def encode(self, request: CanonicalRequest, call: EncodeContext) -> dict[str, Any]:
         body = self._encoder.encode(request, call)
@@ -70,6 +79,7 @@ class SchemaCodec:
             builder,
             streamed,
             gemini_tools.GeminiParts() if self.name == "gemini" else None,
+            self._usual if streamed else None,
         )
 
     def _stream_error(self, obj: dict[str, Any]) -> AdapterError:
