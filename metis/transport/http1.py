@@ -84,6 +84,34 @@ class LeanBody(httpx.AsyncByteStream):
                 self._pool.discard(connection)
 
 
+class LeanStream:
+    """A lean response's ``network_stream`` extension: what its connection is, asked as
+    httpcore's stream is asked (``get_extra_info``: ``ssl_object``, ``client_addr``,
+    ``server_addr``, ``socket``, ``is_readable``). Unlike httpcore's it has no ``read`` or
+    ``write``: the connection's bytes are the transport's (docs/http-client.md)."""
+
+    __slots__ = ("_connection",)
+
+    def __init__(self, connection: Http1Connection) -> None:
+        self._connection = connection
+
+    def get_extra_info(self, info: str) -> Any:
+        name = _EXTRA_INFO.get(info)
+        if name is not None:
+            return self._connection.extra(name)
+        if info == "is_readable":
+            return self._connection.is_readable()
+        return None
+
+
+_EXTRA_INFO = {
+    "ssl_object": "ssl_object",
+    "client_addr": "sockname",
+    "server_addr": "peername",
+    "socket": "socket",
+}
+
+
 class LeanTransport(httpx.AsyncBaseTransport):
     """HTTP/1.1 over asyncio protocols parsed by httptools (see the module)."""
 
@@ -117,6 +145,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
             and request.url.scheme in _PORTS
             and request.extensions.get("trace") is None
             and not mocked()
+            and "upgrade" not in request.headers  # its 101's stream is httpcore's to hand on
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -140,7 +169,10 @@ class LeanTransport(httpx.AsyncBaseTransport):
             pool.discard(connection)
             raise
         body = LeanBody(pool, connection, seconds)
-        version = b"HTTP/1.0" if connection.parser.get_http_version() == "1.0" else b"HTTP/1.1"
+        version = b"HTTP/1.1"
+        if connection.parser.get_http_version() == "1.0":
+            version = b"HTTP/1.0"
+            connection.keep_alive = False  # never reused, as httpx's transport (h11) does
         return httpx.Response(
             connection.status,
             headers=connection.headers,
@@ -148,6 +180,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
             extensions={
                 "http_version": version,
                 "reason_phrase": connection.reason,
+                "network_stream": LeanStream(connection),
                 "metis_body": body,
             },
         )
