@@ -11,7 +11,8 @@ it through the ``metis_body`` extension without any generator (``LeanBody.reader
 
 What it does not handle goes to the usual transport (``httpx.AsyncHTTPTransport``, made on
 first need with the same TLS settings and limits): a request not on asyncio (trio), one with
-httpcore's ``trace`` extension, a scheme other than http and https, and every request while
+httpcore's ``trace`` extension, a scheme other than http and https, one asking to switch
+protocols (``Upgrade``: its 101 hands on httpcore's stream), and every request while
 httpx's or httpcore's sending is mocked (:func:`mocked`: respx and pytest-httpx patch those
 methods, and their mocks must see the request). The choice is made per request here.
 Proxies never reach it: an ``httpx.AsyncClient`` sends a proxied URL through its mounts, the

@@ -26,6 +26,8 @@ from typing import Any
 import anyio
 from anyio.lowlevel import RunVar
 
+from metis.transport.routes import routes_of
+
 MAX_CONNECTIONS = 1000
 """Connections of the pool metis makes (the official SDKs' limit)."""
 MAX_KEEPALIVE = 100
@@ -50,8 +52,9 @@ def slots_of(client: Any, request: Any = None) -> anyio.Semaphore | None:
     size = _SIZES.get(client)
     if size is None:
         return None
-    if request is not None:
-        carries = getattr(client._transport_for_url(request.url), "carries", None)
+    routes = routes_of(client) if request is not None else None
+    if routes is not None:
+        carries = getattr(routes.transport_for(request.url), "carries", None)
         if carries is not None and carries(request):
             return None
     per_client = _SLOTS.get(None)
