@@ -5,13 +5,18 @@ own (tests/transport/test_lean_vs_httpx.py) drives one reply through both and co
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+import anyio
 import httpx
 
+from metis.pipeline.call import Call
+from metis.pipeline.request import WireRequest
 from metis.transport.clients import is_decoding_error, is_timeout
+from metis.transport.exchange import Limits, open_exchange
 
 NEXT = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext"
 """The answer to ``GET /next``, the request sent after each reply on the same client."""
@@ -72,6 +77,9 @@ class ReplayServer:
                 except (asyncio.IncompleteReadError, ConnectionError):
                     return
                 path = head.split(b" ", 2)[1].decode("ascii")
+                length = re.search(rb"(?i)\r\ncontent-length: *([0-9]+)", head)
+                if length:  # read, so that closing sends no reset
+                    await reader.readexactly(int(length[1]))
                 self.seen.append((number, path))
                 answer = reply(NEXT) if path == "/next" else self.reply
                 for n, piece in enumerate(answer.pieces):
@@ -143,3 +151,35 @@ async def outcome(
             seen.next_body = f"{type(exc).__name__}".encode()
         seen.reused = server.reused()
     return seen
+
+
+async def through_metis(
+    server: ReplayServer, make: Callable[[], httpx.AsyncBaseTransport], answer: Reply
+) -> tuple[int | None, bytes, str | None]:
+    """``answer`` read by metis's exchange (as a provider's call reads it: its content coding
+    undone by metis) over a client on ``make()``'s transport: the status, the body, and the
+    class of metis's error (with its message's first words) if it failed."""
+    server.reply = answer
+    url = f"http://127.0.0.1:{server.port}/case"
+    call = Call(
+        request_id="req_1",
+        provider="openai",
+        model="openai:gpt-x",
+        wire_model="gpt-x",
+        deadline=anyio.current_time() + 10,
+    )
+    status: int | None = None
+    async with httpx.AsyncClient(transport=make()) as client:
+        try:
+            wire = WireRequest(url, {"model": "gpt-x"}, {}, stream=False).serialized()
+            exchange = await open_exchange(client, wire, call, Limits())
+            status = exchange.status
+            try:
+                body = await exchange.body()
+            except Exception as exc:
+                raise exchange.translate(exc) from exc
+            finally:
+                await exchange.aclose()
+        except Exception as exc:
+            return status, b"", type(exc).__name__
+    return status, body, None

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from .loops import Runner
-from .replay import Outcome, ReplayServer, outcome
+from .replay import Outcome, ReplayServer, outcome, through_metis
 from .replies import REPLIES
 
 pytest.importorskip("httptools")
@@ -72,6 +72,23 @@ def test_the_lean_transport_reads_each_reply_as_httpx_does(run: Runner, name: st
         expected[field] = value
     assert dataclasses.asdict(ours) == expected
     assert ours.reused is not None
+
+
+@pytest.mark.parametrize("name", [name for name, reply in REPLIES.items() if reply.method == "GET"])
+def test_metis_reads_each_reply_alike_over_either_transport(run: Runner, name: str) -> None:
+    """The exchange of a provider's call (metis's own decoding, its classified errors) over
+    each transport: the same status, body and error class. (Not the answers to a HEAD: a
+    call is a POST.)"""
+
+    async def main() -> list[tuple[int | None, bytes, str | None]]:
+        async with ReplayServer().running() as server:
+            return [
+                await through_metis(server, make, REPLIES[name])
+                for make in (httpx.AsyncHTTPTransport, LeanTransport)
+            ]
+
+    theirs, ours = run(main())
+    assert ours == theirs
 
 
 def test_the_table_covers_what_the_brief_names() -> None:
