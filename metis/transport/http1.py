@@ -36,6 +36,7 @@ from metis.transport.http1_pool import Origin, Pool
 from metis.transport.http1_protocol import Http1Connection
 
 _PORTS = {"http": 80, "https": 443}
+_VERSIONS = {"1.1": b"HTTP/1.1", "1.0": b"HTTP/1.0"}
 DEFAULT_LIMITS = httpx.Limits()
 """httpx's own: 100 connections, 20 kept idle 5 s."""
 
@@ -170,9 +171,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
             pool.discard(connection)
             raise
         body = LeanBody(pool, connection, seconds)
-        version = b"HTTP/1.1"
-        if connection.parser.get_http_version() == "1.0":
-            version = b"HTTP/1.0"
+        said = connection.parser.get_http_version()
+        version = _VERSIONS.get(said) or b"HTTP/" + said.encode("ascii")
+        if said == "1.0":
             connection.keep_alive = False  # never reused, as httpx's transport (h11) does
         return httpx.Response(
             connection.status,

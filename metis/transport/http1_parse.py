@@ -15,7 +15,7 @@ import asyncio
 import httptools
 import httpx
 
-from metis.transport.http1_repair import repaired
+from metis.transport.http1_repair import controls_only, repaired
 
 _NO_BODY_STATUS = (204, 304)
 
@@ -138,11 +138,15 @@ class ResponseParsing:
         reads (metis/transport/http1_repair.py); False when it is not one."""
         if self.head or self.error is not None or isinstance(exc, httptools.HttpParserUpgrade):
             return False
-        fixed = repaired(b"".join(self.raw_head))
-        if fixed is None:
+        raw = b"".join(self.raw_head)
+        fixed = repaired(raw)
+        lenient = controls_only(fixed or raw)
+        if fixed is None and not lenient:
             return False
+        fixed = fixed or raw
         self.headers, self.interim, self.framing, self.until_close = [], False, 0, True
-        self.parser = new_parser(self)
+        self.parser = new_parser(self, lenient_headers=lenient)
+        self.fresh_parser = self.fresh_parser or lenient  # (the next response: strict again)
         try:
             self.parser.feed_data(fixed)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as again:
@@ -158,13 +162,18 @@ def _says_close(headers: list[tuple[bytes, bytes]]) -> bool:
     return any(n.lower() == b"connection" and b"close" in v.lower() for n, v in headers)
 
 
-def new_parser(protocol: ResponseParsing) -> httptools.HttpResponseParser:
-    """An httptools parser calling ``protocol``, as lenient as h11 where h11 is."""
+def new_parser(
+    protocol: ResponseParsing, *, lenient_headers: bool = False
+) -> httptools.HttpResponseParser:
+    """An httptools parser calling ``protocol``, as lenient as h11 where h11 is
+    (``lenient_headers``: control characters in field values too)."""
     parser = httptools.HttpResponseParser(protocol)
     parser.set_dangerous_leniencies(  # what h11 reads too
         lenient_optional_cr_before_lf=True,  # a bare LF ending a line of the head
         lenient_spaces_after_chunk_size=True,
         lenient_chunked_length=True,  # Transfer-Encoding with Content-Length: the chunks count
+        lenient_version=True,  # HTTP/1.2, HTTP/2.0 in a status line: h11 reads any d.d
+        lenient_headers=lenient_headers,
     )
     return parser
 

@@ -19,6 +19,17 @@ import re
 _HEAD_END = re.compile(rb"\n\r?\n")
 _LINES = re.compile(rb"(?<=\n)")
 _DIGITS = re.compile(rb"[0-9]+")
+_CONTROLS = re.compile(rb"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_NEVER = re.compile(rb"\x00|\r(?!\n)")
+
+
+def controls_only(raw: bytes) -> bool:
+    """Whether the head in ``raw`` (as :func:`repaired` takes it) holds control characters
+    other than NUL, CR and LF, and no NUL or lone CR: h11 reads those in a field value (RFC 9110
+    §5.5 lets a recipient keep them), httptools reads them only when told to be lenient."""
+    found = _HEAD_END.search(raw)
+    head = raw if found is None else raw[: found.end()]
+    return _CONTROLS.search(head) is not None and _NEVER.search(head) is None
 
 
 def repaired(raw: bytes) -> bytes | None:

@@ -50,6 +50,11 @@ REPLIES: dict[str, Reply] = {
         b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok"
     ),
     "http/1.0 no length": reply(b"HTTP/1.0 200 OK\r\n\r\nuntil close", close=True),
+    "version 2.0": reply(b"HTTP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n", close=True),
+    "version 1.2": reply(b"HTTP/1.2 200 OK\r\nContent-Length: 0\r\n\r\n"),
+    "version lower case": reply(b"http/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", close=True),
+    "reason with lone CR": reply(b"HTTP/1.1 200 O\rK\r\nContent-Length: 0\r\n\r\n", close=True),
+    "CRLF before the status line": reply(b"\r\n" + _length(b"ok"), close=True),
     "bare LF line ends": reply(b"HTTP/1.1 200 OK\nContent-Length: 2\n\nok"),
     "not http": reply(b"SSH-2.0-OpenSSH_9.6\r\n", close=True),
     # header shapes
@@ -62,6 +67,11 @@ REPLIES: dict[str, Reply] = {
     "header space before colon": reply(_length(b"", b"X-Bad : v\r\n")),
     "header without colon": reply(_length(b"", b"X-Bad\r\n")),
     "header value NUL": reply(_length(b"", b"X-Bad: a\0b\r\n")),
+    "header value control character": reply(_length(b"", b"X-A: a\x01b\r\n")),
+    "header value DEL": reply(_length(b"", b"X-A: a\x7fb\r\n")),
+    "header value tab": reply(_length(b"", b"X-A: a\tb\r\n")),
+    "header value lone CR": reply(_length(b"", b"X-A: a\rb\r\n"), close=True),
+    "header name utf-8": reply(_length(b"", "X-Ä: a\r\n".encode()), close=True),
     "obs-fold": reply(_length(b"", b"X-Folded: one\r\n  two\r\n\tthree\r\n")),
     "obs-fold first line": reply(OK + b" X-Folded: one\r\nContent-Length: 0\r\n\r\n"),
     "obs-fold in pieces": reply(OK + b"X-Folded: one\r\n", b" two\r\nContent-Length: 2\r\n\r\nok"),
@@ -82,6 +92,10 @@ REPLIES: dict[str, Reply] = {
     ),
     "length repeated, folded field too": reply(
         OK + b"Content-Length: 2\r\nX-F: a\r\n b\r\ncontent-length: 2\r\n\r\nok"
+    ),
+    "length empty": reply(OK + b"Content-Length: \r\n\r\nhello", close=True),
+    "length 5 and 05": reply(
+        OK + b"Content-Length: 5\r\nContent-Length: 05\r\n\r\nhello", close=True
     ),
     "length list conflicting": reply(OK + b"Content-Length: 5, 6\r\n\r\nhello"),
     "length with spaces": reply(OK + b"Content-Length:   5  \r\n\r\nhello"),
@@ -109,6 +123,10 @@ REPLIES: dict[str, Reply] = {
     "chunk size overflow": reply(CHUNKED + b"fffffffffffffffffffff\r\nhello", close=True),
     "chunk without CRLF after data": reply(CHUNKED + b"5\r\nhelloX0\r\n\r\n", close=True),
     "chunk lines bare LF": reply(CHUNKED + b"5\nhello\n0\n\n", close=True),
+    "chunk extension after spaces": reply(CHUNKED + b"5 ; a=b\r\nhello\r\n0\r\n\r\n", close=True),
+    "chunk size tab": reply(CHUNKED + b"5\t\r\nhello\r\n0\r\n\r\n", close=True),
+    "trailer without colon": reply(CHUNKED + b"5\r\nhello\r\n0\r\nbad\r\n\r\n", close=True),
+    "trailer folded": reply(CHUNKED + b"5\r\nhello\r\n0\r\nX-T: a\r\n b\r\n\r\n"),
     "trailers": reply(CHUNKED + b"5\r\nhello\r\n0\r\nX-Trailer: t\r\nServer-Timing: a\r\n\r\n"),
     "transfer-encoding uppercase": reply(
         OK + b"Transfer-Encoding: CHUNKED\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
@@ -121,6 +139,9 @@ REPLIES: dict[str, Reply] = {
     "transfer-encoding gzip, chunked": reply(
         OK + b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", close=True
     ),
+    "transfer-encoding with parameter": reply(
+        OK + b"Transfer-Encoding: chunked;q=1\r\n\r\n5\r\nhello\r\n0\r\n\r\n", close=True
+    ),
     "transfer-encoding identity": reply(
         OK + b"Transfer-Encoding: identity\r\n\r\nhello", close=True
     ),
@@ -128,6 +149,9 @@ REPLIES: dict[str, Reply] = {
     "100 then 200": reply(b"HTTP/1.1 100 Continue\r\n\r\n" + _length(b"ok")),
     "103 with headers then 200": reply(
         b"HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n" + _length(b"ok")
+    ),
+    "interim with a length": reply(
+        b"HTTP/1.1 100 Continue\r\nContent-Length: 3\r\n\r\n" + _length(b"ok")
     ),
     "two interim then 200": reply(
         b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n" + _length(b"ok")

@@ -41,6 +41,25 @@ DIFFERS: dict[str, tuple[dict[str, Any], str]] = {
         "'ought to be handled as an error': both read it by its chunks, the lean transport "
         "then closes the connection",
     ),
+    "CRLF before the status line": (
+        {
+            "status": 200,
+            "reason": b"OK",
+            "version": "HTTP/1.1",
+            "headers": [(b"Content-Length", b"2")],
+            "body": b"ok",
+            "error": None,
+            "metis_error": None,
+            "extensions": ["http_version", "network_stream", "reason_phrase"],
+        },
+        "httptools skips empty lines before a message (RFC 9112 §2.2's robustness, written for "
+        "requests), h11 refuses them: the lean transport reads the reply after them",
+    ),
+    "trailer folded": (
+        {"error": "RemoteProtocolError", "metis_error": "NetworkError", "reused": False},
+        "a trailer field continued on a line of its own (obs-fold): h11 reads and discards it, "
+        "httptools refuses it, and the lean transport keeps no trailer's bytes to parse again",
+    ),
     "gzip not gzip": (
         {"reused": True},
         "the body's framing was whole: the lean transport had read it to its end before httpx "
@@ -49,6 +68,11 @@ DIFFERS: dict[str, tuple[dict[str, Any], str]] = {
 }
 """Replies the two transports answer differently, by design: the lean transport's values of
 the fields that differ, and why."""
+METIS_DIFFERS: dict[str, tuple[int | None, bytes, str | None]] = {
+    "CRLF before the status line": (200, b"ok", None),
+    "trailer folded": (200, b"", "NetworkError"),
+}
+"""What metis's exchange makes of the replies of :data:`DIFFERS` whose reading differs."""
 
 
 def _both(run: Runner, name: str) -> tuple[Outcome, Outcome]:
@@ -88,7 +112,8 @@ def test_metis_reads_each_reply_alike_over_either_transport(run: Runner, name: s
             ]
 
     theirs, ours = run(main())
-    assert ours == theirs
+    assert ours == METIS_DIFFERS.get(name, theirs)
+    assert theirs != METIS_DIFFERS.get(name, ())
 
 
 def test_the_table_covers_what_the_brief_names() -> None:
@@ -120,7 +145,7 @@ def test_the_table_covers_what_the_brief_names() -> None:
         "many headers",
     )
     assert [shape for shape in shapes if shape not in REPLIES] == []
-    assert set(DIFFERS) <= set(REPLIES)
+    assert set(METIS_DIFFERS) <= set(DIFFERS) <= set(REPLIES)
 
 
 def test_a_response_tells_its_connection_as_httpx_does(run: Runner) -> None:
