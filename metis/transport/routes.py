@@ -145,19 +145,19 @@ def routes_of(client: Any) -> Routes | None:
     return routes
 
 
-_CHOOSER = "AsyncClient._transport_for_url"
+_CHOOSER = "_transport_for_url"
 """The method of httpx's client that picks a URL's transport, which respx's ``using="httpx"``
 mode replaces: only its identity is looked at, never called."""
 _OWN_CHOICE: list[Any] = []
 
 
 def _choice_replaced() -> bool:
-    method = getattr(httpx.AsyncClient, _CHOOSER.split(".")[1], None)
+    method = getattr(httpx.AsyncClient, _CHOOSER, None)
     if _OWN_CHOICE and method is _OWN_CHOICE[0]:
         return False
     genuine = (
         inspect.isfunction(method)
-        and method.__qualname__ == _CHOOSER
+        and method.__qualname__ == "AsyncClient." + _CHOOSER
         and not hasattr(method, "__wrapped__")
     )
     if genuine:
