@@ -147,11 +147,11 @@ class LeanTransport(httpx.AsyncBaseTransport):
             and request.url.scheme in _PORTS
             and request.extensions.get("trace") is None
             and not mocked()
-            and "upgrade" not in request.headers  # its 101's stream is httpcore's to hand on
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if not self.carries(request):
+        head = _head(request) if self.carries(request) else None
+        if head is None:  # (or it asks to switch protocols: its 101's stream is httpcore's)
             return await self.fallback().handle_async_request(request)
         url = request.url
         scheme = url.scheme
@@ -164,7 +164,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
         )
         try:
             connection.start(request)
-            await _send(connection, request, timeouts.get("write"))
+            await _send(connection, request, head, timeouts.get("write"))
             seconds = timeouts.get("read")
             await connection.read_head(seconds)
         except BaseException:
@@ -280,11 +280,12 @@ def mocked() -> bool:
     return False
 
 
-async def _send(connection: Http1Connection, request: httpx.Request, seconds: Any) -> None:
-    """The request's head and body: one write when the body is bytes."""
-    url = request.url
-    parts = [request.method.encode("ascii"), b" ", url.raw_path, b" HTTP/1.1\r\n"]
+def _head(request: httpx.Request) -> bytes | None:
+    """The request's head; None when it asks to switch protocols (an ``Upgrade`` field)."""
+    parts = [request.method.encode("ascii"), b" ", request.url.raw_path, b" HTTP/1.1\r\n"]
     for name, value in request.headers.raw:
+        if len(name) == 7 and name.lower() == b"upgrade":
+            return None
         parts += (name, b": ", value, b"\r\n")
     parts.append(b"\r\n")
     head = b"".join(parts)
@@ -293,6 +294,13 @@ async def _send(connection: Http1Connection, request: httpx.Request, seconds: An
         raise httpx.LocalProtocolError(  # as httpx's transport refuses it: no field injected
             "a header name or value holds a line break or NUL", request=request
         )
+    return head
+
+
+async def _send(
+    connection: Http1Connection, request: httpx.Request, head: bytes, seconds: Any
+) -> None:
+    """The request's head and body: one write when the body is bytes."""
     try:
         content: bytes | None = request.content
     except httpx.RequestNotRead:

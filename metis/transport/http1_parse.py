@@ -53,7 +53,7 @@ class ResponseParsing:
     def on_header(self, name: bytes, value: bytes) -> None:
         if self.head:  # a trailer field, after a chunked body: not the head's
             return
-        if value and value[-1] in b" \t":  # whitespace around a value is not its own
+        if value and value[-1] <= 32:  # whitespace around a value is not its own
             value = value.rstrip(b" \t")
         if len(name) in (14, 17):
             value = self._framing(name.lower(), value)

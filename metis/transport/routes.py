@@ -110,6 +110,8 @@ class Routes:
 
     def transport_for(self, url: httpx.URL) -> Any:
         """The transport a request to ``url`` goes to."""
+        if not self._patterns:
+            return self.transport
         for pattern in self._patterns:
             if pattern.matches(url):
                 return self.transport if pattern.transport is None else pattern.transport
@@ -136,11 +138,16 @@ def register(client: Any, routes: Routes) -> None:
     _ROUTES[client] = routes
 
 
+def registered(client: Any) -> Routes | None:
+    """The routes ``client`` was made with, if metis made it (mocked or not)."""
+    return _ROUTES.get(client)
+
+
 def routes_of(client: Any) -> Routes | None:
     """How ``client`` routes its requests; None for a client metis did not make, or while a
     mock replaces the client's own choice (respx's ``using="httpx"``): httpx then chooses."""
     routes = _ROUTES.get(client)
-    if routes is None or _choice_replaced():
+    if routes is None or choice_replaced():
         return None
     return routes
 
@@ -151,7 +158,8 @@ mode replaces: only its identity is looked at, never called."""
 _OWN_CHOICE: list[Any] = []
 
 
-def _choice_replaced() -> bool:
+def choice_replaced() -> bool:
+    """Whether a mock replaced httpx's client's choice of transport (see ``_CHOOSER``)."""
     method = getattr(httpx.AsyncClient, _CHOOSER, None)
     if _OWN_CHOICE and method is _OWN_CHOICE[0]:
         return False

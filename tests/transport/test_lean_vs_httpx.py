@@ -10,7 +10,6 @@ transport's values there are asserted too."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from typing import Any
 
@@ -18,7 +17,7 @@ import httpx
 import pytest
 
 from .loops import Runner
-from .replay import Outcome, ReplayServer, outcome, through_metis
+from .replay import Outcome, ReplayServer, outcome, reply, through_metis
 from .replies import REPLIES
 
 pytest.importorskip("httptools")
@@ -179,15 +178,20 @@ def test_a_response_tells_its_connection_as_httpx_does(run: Runner) -> None:
     assert ours[1] == "127.0.0.1"
 
 
-def test_a_request_to_upgrade_goes_to_httpx_s_transport() -> None:
+def test_a_request_to_upgrade_goes_to_httpx_s_transport(run: Runner) -> None:
     """Its 101 hands the connection on as httpcore's ``network_stream``, which the lean
     transport's cannot be (LeanStream has no read or write)."""
-    transport = LeanTransport()
-    upgrade = httpx.Request("GET", "http://example.test/", headers={"Upgrade": "websocket"})
-    plain = httpx.Request("GET", "http://example.test/")
 
-    async def main() -> tuple[bool, bool]:
-        return transport.carries(upgrade), transport.carries(plain)
+    async def main() -> tuple[int, bool, bool]:
+        switching = reply(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n", close=True)
+        async with ReplayServer().running() as server:
+            server.reply = switching
+            transport = LeanTransport()
+            async with httpx.AsyncClient(transport=transport) as client:
+                url = f"http://127.0.0.1:{server.port}/case"
+                answer = await client.get(url, headers={"Upgrade": "x", "Connection": "upgrade"})
+                stream = answer.extensions["network_stream"]
+                return answer.status_code, hasattr(stream, "read"), bool(transport.used_fallback)
 
-    assert asyncio.run(main()) == (False, True)
+    assert run(main()) == (101, True, True)  # httpcore's stream, readable
     assert not hasattr(LeanStream, "read")
