@@ -15,9 +15,12 @@ import asyncio
 import httptools
 import httpx
 
-from metis.transport.http1_repair import controls_only, repaired
+from metis.transport.http1_repair import HEAD_END, controls_only, repaired
 
 _NO_BODY_STATUS = (204, 304)
+MAX_REPARSES = 4
+"""The most times one response's head is parsed again (each time a head of it is whole: its
+interim answers', its own), so that a server's bytes cost a bounded number of passes."""
 
 
 class ResponseParsing:
@@ -41,6 +44,9 @@ class ResponseParsing:
     keep_alive: bool
     overread: bool
     fresh_parser: bool
+    refusal: Exception | None
+    """What httptools said of a head that is not yet whole (parsed again once it is)."""
+    reparses: int
     writer: asyncio.Future[bool] | None
 
     def on_message_begin(self) -> None:
@@ -133,25 +139,40 @@ class ResponseParsing:
             )
         self.keep_alive = False
 
-    def _reparse(self, exc: Exception) -> bool:
-        """Parse the head again as h11 would read it, when httptools refused a shape h11
-        reads (metis/transport/http1_repair.py); False when it is not one."""
-        if self.head or self.error is not None or isinstance(exc, httptools.HttpParserUpgrade):
-            return False
+    def _refused(self, exc: Exception) -> None:
+        """httptools refused the response's bytes: once its head is whole, it is parsed again
+        as h11 would read it (:meth:`reparse`), or it is malformed."""
+        upgrade = isinstance(exc, httptools.HttpParserUpgrade)
+        if self.head or self.error is not None or upgrade or self.reparses >= MAX_REPARSES:
+            self._malformed(exc)
+            return
+        raw = b"".join(self.raw_head)
+        if HEAD_END.search(raw):
+            self.refusal = exc
+            self.reparse()
+        elif repaired(raw) is not None or controls_only(raw):  # (the rest of the head to come)
+            self.refusal = exc
+        else:
+            self._malformed(exc)
+
+    def reparse(self) -> None:
+        """Parse the head again, rewritten as h11 reads it (metis/transport/http1_repair.py),
+        or fail with what httptools said when it is not a shape h11 reads."""
+        refusal, self.refusal = self.refusal, None
         raw = b"".join(self.raw_head)
         fixed = repaired(raw)
         lenient = controls_only(fixed or raw)
         if fixed is None and not lenient:
-            return False
-        fixed = fixed or raw
+            self._malformed(refusal or ValueError("malformed"))
+            return
+        self.reparses += 1
         self.headers, self.interim, self.framing, self.until_close = [], False, 0, True
         self.parser = new_parser(self, lenient_headers=lenient)
         self.fresh_parser = self.fresh_parser or lenient  # (the next response: strict again)
         try:
-            self.parser.feed_data(fixed)
+            self.parser.feed_data(fixed or raw)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as again:
-            self._malformed(again)
-        return True
+            self._refused(again)
 
 
 def _asks_upgrade(request: httpx.Request | None) -> bool:

@@ -30,6 +30,7 @@ import httptools
 import httpx
 
 from metis.transport.http1_parse import ResponseParsing, new_parser, wake
+from metis.transport.http1_repair import HEAD_END
 
 PAUSE_AT = 256 * 1024
 """Bytes received and not yet read at which the socket is no longer read."""
@@ -80,6 +81,8 @@ class Http1Connection(ResponseParsing, asyncio.Protocol):
         self.buffered = 0
         self.head_bytes = 0
         self.raw_head: list[bytes] = []
+        self.refusal = None
+        self.reparses = 0
         """The response's bytes until its head is complete (:meth:`_reparse`)."""
         self.framing = 0
         """1: a Content-Length came; 2: a Transfer-Encoding; 3: both."""
@@ -110,13 +113,14 @@ class Http1Connection(ResponseParsing, asyncio.Protocol):
             if not self.in_use and self.transport is not None:
                 self.transport.close()
             return
-        if not self.head:
+        if self.head:
+            self._feed(data)
+        else:
             self.raw_head.append(data)
-        try:
-            self.parser.feed_data(data)
-        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
-            if not self._reparse(exc):
-                self._malformed(exc)
+            if self.refusal is None:
+                self._feed(data)
+            elif HEAD_END.search(self.raw_head[-2][-2:] + data):  # the refused head is whole
+                self.reparse()
         if not self.head and self.error is None:
             self.head_bytes += len(data)
             if self.head_bytes > MAX_HEAD_BYTES:
@@ -125,6 +129,12 @@ class Http1Connection(ResponseParsing, asyncio.Protocol):
             self.reading_paused = True
             self.transport.pause_reading()
         wake(self.reader)
+
+    def _feed(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+            self._refused(exc)
 
     def _refuse_head(self) -> None:
         self.error = httpx.RemoteProtocolError(

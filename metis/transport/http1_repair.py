@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import re
 
-_HEAD_END = re.compile(rb"\n\r?\n")
+HEAD_END = re.compile(rb"\n\r?\n")
+"""Where a head ends (the line ends of a bare LF read too)."""
 _LINES = re.compile(rb"(?<=\n)")
 _DIGITS = re.compile(rb"[0-9]+")
 _CONTROLS = re.compile(rb"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -27,7 +28,7 @@ def controls_only(raw: bytes) -> bool:
     """Whether the head in ``raw`` (as :func:`repaired` takes it) holds control characters
     other than NUL, CR and LF, and no NUL or lone CR: h11 reads those in a field value (RFC 9110
     §5.5 lets a recipient keep them), httptools reads them only when told to be lenient."""
-    found = _HEAD_END.search(raw)
+    found = HEAD_END.search(raw)
     head = raw if found is None else raw[: found.end()]
     return _CONTROLS.search(head) is not None and _NEVER.search(head) is None
 
@@ -39,7 +40,7 @@ def repaired(raw: bytes) -> bytes | None:
     parts: list[bytes] = []
     start = 0
     while True:
-        found = _HEAD_END.search(raw, start)
+        found = HEAD_END.search(raw, start)
         end = len(raw) if found is None else found.end()
         head = raw[start:end]
         parts.append(_repaired_head(head))

@@ -23,6 +23,8 @@ from .replies import REPLIES
 pytest.importorskip("httptools")
 
 from metis.transport.http1 import LeanStream, LeanTransport
+from metis.transport.http1_parse import MAX_REPARSES
+from metis.transport.http1_protocol import Http1Connection
 
 _OVERREAD = (
     "RFC 9112 §6.3: bytes past a response's end are not the next response; httpx's transport "
@@ -195,3 +197,35 @@ def test_a_request_to_upgrade_goes_to_httpx_s_transport(run: Runner) -> None:
 
     assert run(main()) == (101, True, True)  # httpcore's stream, readable
     assert not hasattr(LeanStream, "read")
+
+
+def test_a_head_refused_in_many_pieces_is_parsed_again_once_whole() -> None:
+    """Each piece of a folded head would be refused again: the head is parsed again once, when
+    its end has come, so a server's tiny pieces cost one more pass, not one per piece."""
+    connection = Http1Connection()
+    connection.start(httpx.Request("GET", "http://example.test/"))
+    connection.data_received(b"HTTP/1.1 200 OK\r\nX-Folded: a\r\n")
+    for n in range(500):
+        connection.data_received(b" %d\r\n" % n)
+    connection.data_received(b"Content-Length: 2\r\n\r\nok")
+    assert connection.reparses == 1
+    folded = b" ".join([b"a", *(b"%d" % n for n in range(500))])
+    assert connection.headers[0] == (b"X-Folded", folded)
+    assert connection.complete and connection.body == [b"ok"]
+
+
+def test_the_heads_of_one_response_are_parsed_again_a_bounded_number_of_times() -> None:
+    connection = Http1Connection()
+    connection.start(httpx.Request("GET", "http://example.test/"))
+    for _ in range(MAX_REPARSES + 1):
+        assert connection.error is None
+        connection.data_received(b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n ; rel=x\r\n\r\n")
+    assert isinstance(connection.error, httpx.RemoteProtocolError)
+    assert connection.reparses == MAX_REPARSES
+
+
+def test_a_refused_head_that_no_rewriting_reads_fails_at_once() -> None:
+    connection = Http1Connection()
+    connection.start(httpx.Request("GET", "http://example.test/"))
+    connection.data_received(b"SSH-2.0-OpenSSH_9.6\r\n")
+    assert isinstance(connection.error, httpx.RemoteProtocolError)
