@@ -113,14 +113,13 @@ class Http1Connection(ResponseParsing, asyncio.Protocol):
             if not self.in_use and self.transport is not None:
                 self.transport.close()
             return
-        if self.head:
-            self._feed(data)
+        if self.head:  # (the body's bytes: one check on their way)
+            try:
+                self.parser.feed_data(data)
+            except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+                self._refused(exc)
         else:
-            self.raw_head.append(data)
-            if self.refusal is None:
-                self._feed(data)
-            elif HEAD_END.search(self.raw_head[-2][-2:] + data):  # the refused head is whole
-                self.reparse()
+            self._head_data(data)
         if not self.head and self.error is None:
             self.head_bytes += len(data)
             if self.head_bytes > MAX_HEAD_BYTES:
@@ -130,11 +129,17 @@ class Http1Connection(ResponseParsing, asyncio.Protocol):
             self.transport.pause_reading()
         wake(self.reader)
 
-    def _feed(self, data: bytes) -> None:
-        try:
-            self.parser.feed_data(data)
-        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
-            self._refused(exc)
+    def _head_data(self, data: bytes) -> None:
+        """Bytes before the head is whole: kept, in case httptools refuses them (then parsed
+        again once the head has all come, metis/transport/http1_parse.py)."""
+        self.raw_head.append(data)
+        if self.refusal is None:
+            try:
+                self.parser.feed_data(data)
+            except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+                self._refused(exc)
+        elif HEAD_END.search(self.raw_head[-2][-2:] + data):  # the refused head is whole
+            self.reparse()
 
     def _refuse_head(self) -> None:
         self.error = httpx.RemoteProtocolError(
