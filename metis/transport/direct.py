@@ -32,6 +32,7 @@ from typing import Any
 import httpx
 
 from metis.transport.request_body import OnceBody
+from metis.transport.routes import Routes, choice_replaced, routes_of
 
 MAX_KEPT = 256
 """The most URL and header sets kept per client (a gateway has one per model and API)."""
@@ -44,8 +45,9 @@ class _Built:
     """A client's requests' URLs and merged headers, by URL and header set, and the client's
     own state they were merged from."""
 
-    def __init__(self, keep_cookies: bool) -> None:
+    def __init__(self, keep_cookies: bool, routes: Routes | None) -> None:
         self.keep_cookies = keep_cookies
+        self.routes = routes
         self.kept: dict[Any, tuple[httpx.URL, httpx.Headers]] = {}
         self.state: tuple[object, object, list[Any]] | None = None
 
@@ -73,7 +75,7 @@ def send_directly(client: httpx.AsyncClient, *, keep_cookies: bool = True) -> ht
     ``keep_cookies=False`` its cookie jar keeps nothing from now on."""
     if not keep_cookies:
         client.cookies.jar.set_policy(DefaultCookiePolicy(allowed_domains=[]))
-    _CLIENTS[client] = _Built(keep_cookies)
+    _CLIENTS[client] = _Built(keep_cookies, routes_of(client))
     return client
 
 
@@ -127,17 +129,21 @@ def _made(
 
 async def sent(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response | None:
     """``request`` handed to the transport ``client`` would send it with, its response with
-    its head; None when ``client`` must send it itself (not marked, with auth or event hooks
-    of its own, or to a URL with user-info, which httpx sends with basic auth)."""
+    its head; None when ``client`` must send it itself (not marked, not made by metis (its
+    routes unknown: metis/transport/routes.py), with auth or event hooks of its own, or to a
+    URL with user-info, which httpx sends with basic auth)."""
     kept = _CLIENTS.get(client)
     if kept is None or client.auth is not None:
         return None
     hooks = client.event_hooks
-    if hooks["request"] or hooks["response"] or request.url.userinfo:
+    routes = kept.routes
+    if hooks["request"] or hooks["response"] or request.url.userinfo or routes is None:
+        return None
+    if choice_replaced():  # respx's using="httpx": its choice is the client's to make
         return None
     if client.is_closed:
         raise RuntimeError("Cannot send a request, as the client has been closed.")
-    transport = client._transport_for_url(request.url)
+    transport: httpx.AsyncBaseTransport = routes.transport_for(request.url)
     response = await transport.handle_async_request(request)
     response.request = request
     if kept.keep_cookies and _sets_cookie(response.headers):

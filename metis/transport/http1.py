@@ -11,7 +11,8 @@ it through the ``metis_body`` extension without any generator (``LeanBody.reader
 
 What it does not handle goes to the usual transport (``httpx.AsyncHTTPTransport``, made on
 first need with the same TLS settings and limits): a request not on asyncio (trio), one with
-httpcore's ``trace`` extension, a scheme other than http and https, and every request while
+httpcore's ``trace`` extension, a scheme other than http and https, one asking to switch
+protocols (``Upgrade``: its 101 hands on httpcore's stream), and every request while
 httpx's or httpcore's sending is mocked (:func:`mocked`: respx and pytest-httpx patch those
 methods, and their mocks must see the request). The choice is made per request here.
 Proxies never reach it: an ``httpx.AsyncClient`` sends a proxied URL through its mounts, the
@@ -35,6 +36,7 @@ from metis.transport.http1_pool import Origin, Pool
 from metis.transport.http1_protocol import Http1Connection
 
 _PORTS = {"http": 80, "https": 443}
+_VERSIONS = {"1.1": b"HTTP/1.1", "1.0": b"HTTP/1.0"}
 DEFAULT_LIMITS = httpx.Limits()
 """httpx's own: 100 connections, 20 kept idle 5 s."""
 
@@ -84,6 +86,34 @@ class LeanBody(httpx.AsyncByteStream):
                 self._pool.discard(connection)
 
 
+class LeanStream:
+    """A lean response's ``network_stream`` extension: what its connection is, asked as
+    httpcore's stream is asked (``get_extra_info``: ``ssl_object``, ``client_addr``,
+    ``server_addr``, ``socket``, ``is_readable``). Unlike httpcore's it has no ``read`` or
+    ``write``: the connection's bytes are the transport's (docs/http-client.md)."""
+
+    __slots__ = ("_connection",)
+
+    def __init__(self, connection: Http1Connection) -> None:
+        self._connection = connection
+
+    def get_extra_info(self, info: str) -> Any:
+        name = _EXTRA_INFO.get(info)
+        if name is not None:
+            return self._connection.extra(name)
+        if info == "is_readable":
+            return self._connection.is_readable()
+        return None
+
+
+_EXTRA_INFO = {
+    "ssl_object": "ssl_object",
+    "client_addr": "sockname",
+    "server_addr": "peername",
+    "socket": "socket",
+}
+
+
 class LeanTransport(httpx.AsyncBaseTransport):
     """HTTP/1.1 over asyncio protocols parsed by httptools (see the module)."""
 
@@ -120,7 +150,8 @@ class LeanTransport(httpx.AsyncBaseTransport):
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if not self.carries(request):
+        head = _head(request) if self.carries(request) else None
+        if head is None:  # (or it asks to switch protocols: its 101's stream is httpcore's)
             return await self.fallback().handle_async_request(request)
         url = request.url
         scheme = url.scheme
@@ -133,14 +164,17 @@ class LeanTransport(httpx.AsyncBaseTransport):
         )
         try:
             connection.start(request)
-            await _send(connection, request, timeouts.get("write"))
+            await _send(connection, request, head, timeouts.get("write"))
             seconds = timeouts.get("read")
             await connection.read_head(seconds)
         except BaseException:
             pool.discard(connection)
             raise
         body = LeanBody(pool, connection, seconds)
-        version = b"HTTP/1.0" if connection.parser.get_http_version() == "1.0" else b"HTTP/1.1"
+        said = connection.parser.get_http_version()
+        version = _VERSIONS.get(said) or b"HTTP/" + said.encode("ascii")
+        if said == "1.0":
+            connection.keep_alive = False  # never reused, as httpx's transport (h11) does
         return httpx.Response(
             connection.status,
             headers=connection.headers,
@@ -148,6 +182,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
             extensions={
                 "http_version": version,
                 "reason_phrase": connection.reason,
+                "network_stream": LeanStream(connection),
                 "metis_body": body,
             },
         )
@@ -245,11 +280,12 @@ def mocked() -> bool:
     return False
 
 
-async def _send(connection: Http1Connection, request: httpx.Request, seconds: Any) -> None:
-    """The request's head and body: one write when the body is bytes."""
-    url = request.url
-    parts = [request.method.encode("ascii"), b" ", url.raw_path, b" HTTP/1.1\r\n"]
+def _head(request: httpx.Request) -> bytes | None:
+    """The request's head; None when it asks to switch protocols (an ``Upgrade`` field)."""
+    parts = [request.method.encode("ascii"), b" ", request.url.raw_path, b" HTTP/1.1\r\n"]
     for name, value in request.headers.raw:
+        if len(name) == 7 and name.lower() == b"upgrade":
+            return None
         parts += (name, b": ", value, b"\r\n")
     parts.append(b"\r\n")
     head = b"".join(parts)
@@ -258,6 +294,13 @@ async def _send(connection: Http1Connection, request: httpx.Request, seconds: An
         raise httpx.LocalProtocolError(  # as httpx's transport refuses it: no field injected
             "a header name or value holds a line break or NUL", request=request
         )
+    return head
+
+
+async def _send(
+    connection: Http1Connection, request: httpx.Request, head: bytes, seconds: Any
+) -> None:
+    """The request's head and body: one write when the body is bytes."""
     try:
         content: bytes | None = request.content
     except httpx.RequestNotRead:

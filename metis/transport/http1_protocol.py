@@ -29,16 +29,17 @@ from typing import Any, cast
 import httptools
 import httpx
 
+from metis.transport.http1_parse import ResponseParsing, new_parser, wake
+from metis.transport.http1_repair import HEAD_END
+
 PAUSE_AT = 256 * 1024
 """Bytes received and not yet read at which the socket is no longer read."""
 MAX_HEAD_BYTES = 100 * 1024
 """The longest response head read (its status line and fields), as httpx's own transport
 bounds it: a longer one is a ``RemoteProtocolError``, not held in memory as it grows."""
 
-_NO_BODY_STATUS = (204, 304)
 
-
-class Http1Connection(asyncio.Protocol):
+class Http1Connection(ResponseParsing, asyncio.Protocol):
     """One connection; at most one response in flight on it (see the module)."""
 
     def __init__(self, on_lost: Callable[[Http1Connection], None] | None = None) -> None:
@@ -46,8 +47,10 @@ class Http1Connection(asyncio.Protocol):
         self.fd = -1
         self.on_lost = on_lost
         """Called when the connection ends while it is idle (the pool drops it)."""
-        self.parser = httptools.HttpResponseParser(self)
-        self.parser.set_dangerous_leniencies(lenient_optional_cr_before_lf=True)  # as h11
+        self.parser = new_parser(self)
+        self.fresh_parser = False
+        """Whether the next response needs a new parser (the last answered a HEAD: httptools
+        would wait for the body its head announced)."""
         self.origin: tuple[str, str, int] = ("", "", 0)
         self.idle_since = 0.0
         self.in_use = False
@@ -77,12 +80,21 @@ class Http1Connection(asyncio.Protocol):
         self.body: list[bytes] = []
         self.buffered = 0
         self.head_bytes = 0
+        self.raw_head: list[bytes] = []
+        self.refusal = None
+        self.reparses = 0
+        """The response's bytes until its head is complete (:meth:`_reparse`)."""
+        self.framing = 0
+        """1: a Content-Length came; 2: a Transfer-Encoding; 3: both."""
         self.error: Exception | None = None
         self.reader: asyncio.Future[bool] | None = None
 
     def start(self, request: httpx.Request) -> None:
         """Make ready for ``request``'s response."""
         self._reset()
+        if self.fresh_parser:
+            self.parser = new_parser(self)
+            self.fresh_parser = False
         self.in_use = True
         self.request = request
         self.keep_alive = request.headers.get("connection", "").lower() != "close"
@@ -101,14 +113,13 @@ class Http1Connection(asyncio.Protocol):
             if not self.in_use and self.transport is not None:
                 self.transport.close()
             return
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserError as exc:
-            if self.error is None:  # (a callback below may have said what was wrong)
-                self.error = httpx.RemoteProtocolError(
-                    f"the server sent a malformed response: {exc}", request=self.request
-                )
-            self.keep_alive = False
+        if self.head:  # (the body's bytes: one check on their way)
+            try:
+                self.parser.feed_data(data)
+            except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+                self._refused(exc)
+        else:
+            self._head_data(data)
         if not self.head and self.error is None:
             self.head_bytes += len(data)
             if self.head_bytes > MAX_HEAD_BYTES:
@@ -116,7 +127,19 @@ class Http1Connection(asyncio.Protocol):
         if self.buffered > PAUSE_AT and not self.reading_paused and self.transport is not None:
             self.reading_paused = True
             self.transport.pause_reading()
-        _wake(self.reader)
+        wake(self.reader)
+
+    def _head_data(self, data: bytes) -> None:
+        """Bytes before the head is whole: kept, in case httptools refuses them (then parsed
+        again once the head has all come, metis/transport/http1_parse.py)."""
+        self.raw_head.append(data)
+        if self.refusal is None:
+            try:
+                self.parser.feed_data(data)
+            except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+                self._refused(exc)
+        elif HEAD_END.search(self.raw_head[-2][-2:] + data):  # the refused head is whole
+            self.reparse()
 
     def _refuse_head(self) -> None:
         self.error = httpx.RemoteProtocolError(
@@ -137,8 +160,8 @@ class Http1Connection(asyncio.Protocol):
         if ending and exc is None:  # a body read until the connection closes has ended
             self.complete = True
             self.keep_alive = False
-        _wake(self.reader)
-        _wake(self.writer)
+        wake(self.reader)
+        wake(self.writer)
         if not self.in_use and self.on_lost is not None:
             self.on_lost(self)
 
@@ -147,69 +170,7 @@ class Http1Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.writing_paused = False
-        _wake(self.writer)
-
-    # httptools' callbacks --------------------------------------------------------------
-
-    def on_message_begin(self) -> None:
-        if self.complete:  # a second response to one request
-            self.overread = True
-
-    def on_status(self, reason: bytes) -> None:
-        self.reason = reason
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        if self.head:  # a trailer field, after a chunked body: not the head's
-            return
-        self.headers.append((name, value))
-        if len(name) in (14, 17):
-            lowered = name.lower()
-            if lowered == b"content-length" or lowered == b"transfer-encoding":
-                self.until_close = False
-            if lowered == b"transfer-encoding" and value.strip().lower() != b"chunked":
-                self._refuse_coding(value)
-
-    def _refuse_coding(self, value: bytes) -> None:
-        """A transfer coding other than chunked alone, which httpx's transport refuses too:
-        httptools would hand on a gzip-coded body undecoded, or read an identity one until
-        the connection closes."""
-        self.error = httpx.RemoteProtocolError(
-            f"the server sent Transfer-Encoding: {value.decode('latin-1')}; only chunked is read",
-            request=self.request,
-        )
-        raise self.error
-
-    def on_headers_complete(self) -> None:
-        if self.overread:
-            return
-        status = self.parser.get_status_code()
-        if status < 200 and status != 101:  # an interim response: the real one follows
-            self.headers = []
-            self.interim = True
-            return
-        self.status = status
-        self.head = True
-        _wake(self.writer)  # a write waiting for the server to read ends: it answered
-        if not self.parser.should_keep_alive():
-            self.keep_alive = False
-        if status in _NO_BODY_STATUS:
-            self.until_close = False
-        if self.head_request:  # its head says what a GET's body would be: there is none
-            self.complete = True
-            self.keep_alive = False
-
-    def on_body(self, body: bytes) -> None:
-        if not self.complete:
-            self.body.append(body)
-            self.buffered += len(body)
-
-    def on_message_complete(self) -> None:
-        if self.overread:
-            return
-        if self.interim:
-            self.interim = False
-            return
-        self.complete = True
+        wake(self.writer)
 
     # What the transport asks -----------------------------------------------------------
 
@@ -336,16 +297,22 @@ class Http1Connection(asyncio.Protocol):
         transport = self.transport
         if transport is None or transport.is_closing():
             return False
+        return not self.is_readable()
+
+    def is_readable(self) -> bool:
+        """Whether the socket has bytes (or its end) the loop has not handed on yet."""
+        if self.fd < 0:
+            return False
         poller = select.poll()
         poller.register(self.fd, select.POLLIN)
-        return not poller.poll(0)
+        return bool(poller.poll(0))
 
     def abort(self, reason: str) -> None:
         """End the response in flight from outside: a pending read raises at once."""
         if self.error is None:
             self.error = httpx.ReadError(reason, request=self.request)
-        _wake(self.reader)
-        _wake(self.writer)
+        wake(self.reader)
+        wake(self.writer)
         self.close()
 
     def close(self) -> None:
@@ -361,11 +328,6 @@ class Http1Connection(asyncio.Protocol):
 
     def extra(self, name: str) -> Any:
         return None if self.transport is None else self.transport.get_extra_info(name)
-
-
-def _wake(waiter: asyncio.Future[bool] | None) -> None:
-    if waiter is not None and not waiter.done():
-        waiter.set_result(False)
 
 
 def _expire(waiter: asyncio.Future[bool]) -> None:

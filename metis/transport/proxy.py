@@ -22,6 +22,9 @@ from urllib.parse import quote, unquote, urlsplit
 import anyio
 import anyio.abc
 import h11
+import httpx
+
+from metis.transport.routes import routes_of
 
 MAX_PROXY_ANSWER = 1 << 16
 """The most bytes read of a proxy's answer to ``CONNECT``."""
@@ -47,13 +50,18 @@ def client_proxy(client: object, url: str) -> str | None:
     """The proxy the HTTP client sends ``url``'s requests through (its ``proxy=`` or
     ``mounts``, and the environment's it read when it was made, ``NO_PROXY`` included), as a
     URL with the proxy's credentials; ``""`` when the client goes direct; None when the client
-    does not say (not an httpx or httpx2 client, or a transport of its own there)."""
+    does not say (not an httpx or httpx2 client, or a transport of its own there). A client
+    metis made says through its routes (metis/transport/routes.py); another only through
+    httpx's private choice of transport and its pool's proxy, which no public API tells."""
+    parts = urlsplit(url)
+    scheme = "https" if parts.scheme in ("wss", "https") else "http"
+    routes = routes_of(client)
+    if routes is not None:
+        return routes.proxy_for(httpx.URL(parts._replace(scheme=scheme).geturl()))
     for_url = getattr(client, "_transport_for_url", None)
     base_url = getattr(client, "base_url", None)
     if for_url is None or base_url is None:
         return None
-    parts = urlsplit(url)
-    scheme = "https" if parts.scheme in ("wss", "https") else "http"
     transport = for_url(type(base_url)(parts._replace(scheme=scheme).geturl()))  # its package's URL
     if transport is getattr(client, "_transport", None):
         return ""

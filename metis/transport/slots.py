@@ -26,12 +26,14 @@ from typing import Any
 import anyio
 from anyio.lowlevel import RunVar
 
+from metis.transport.routes import Routes, registered
+
 MAX_CONNECTIONS = 1000
 """Connections of the pool metis makes (the official SDKs' limit)."""
 MAX_KEEPALIVE = 100
 """Idle connections it keeps (the official SDKs' limit)."""
 
-_SIZES: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_SIZES: weakref.WeakKeyDictionary[Any, tuple[int, Routes | None]] = weakref.WeakKeyDictionary()
 """The clients metis made, with their number of connection slots."""
 _SLOTS: RunVar[weakref.WeakKeyDictionary[Any, anyio.Semaphore]] = RunVar("metis_connection_slots")
 """Per event loop (a client's connections belong to the loop that opened them): each client's
@@ -40,18 +42,19 @@ semaphore."""
 
 def give_slots(client: Any, size: int) -> None:
     """Make every request of ``client`` wait for one of ``size`` slots (see the module)."""
-    _SIZES[client] = size
+    _SIZES[client] = (size, registered(client))
 
 
 def slots_of(client: Any, request: Any = None) -> anyio.Semaphore | None:
     """The semaphore of ``client``'s connection slots in this event loop; None for a client
     without slots, or for a ``request`` (an ``httpx.Request``) that the lean transport
     carries itself."""
-    size = _SIZES.get(client)
-    if size is None:
+    found = _SIZES.get(client)
+    if found is None:
         return None
-    if request is not None:
-        carries = getattr(client._transport_for_url(request.url), "carries", None)
+    size, routes = found
+    if routes is not None and request is not None:
+        carries = getattr(routes.transport_for(request.url), "carries", None)
         if carries is not None and carries(request):
             return None
     per_client = _SLOTS.get(None)

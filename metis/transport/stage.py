@@ -65,7 +65,7 @@ def http_client(
     httpx's. A call that goes to httpx's transport (every call without httptools or with
     ``lean=False``; under the lean one, those it hands on: trio, a proxy, a mocked httpx)
     first waits for one of metis's connection slots (metis/transport/slots.py)."""
-    from metis.transport import connect, direct
+    from metis.transport import connect, direct, routes
     from metis.transport import slots as pool
 
     size = pool.MAX_CONNECTIONS
@@ -74,20 +74,23 @@ def http_client(
     context = default_tls_context()
     lean = lean_by_default() if lean is None else lean
     transport = _lean_transport(context, limits) if lean else None
+    if transport is None:
+        transport = httpx.AsyncHTTPTransport(verify=context, limits=limits)
+    proxies = routes.environment_proxies()
+    mounts = {key: _over(url, context, limits) for key, url in proxies.items()}
     client = httpx.AsyncClient(
         timeout=httpx.Timeout(timeout_seconds, connect=CONNECT_TIMEOUT),
         limits=limits,
         follow_redirects=False,
         verify=context,
         transport=transport,
-        mounts=None if transport is None else _proxy_mounts(context, limits),
+        mounts=mounts,
     )
+    routed = routes.Routes(transport, mounts, proxies)
+    routes.register(client, routed)
     pool.give_slots(client, size)
-    if transport is None:
-        connect.install(client)  # a connect timeout a busy event loop cannot run out
-    else:
-        for mounted in client._mounts.values():  # the proxies the environment names
-            connect.install_on(mounted)
+    for each in routed.transports():  # a connect timeout a busy event loop cannot run out
+        connect.install_on(each)
     return direct.send_directly(client)
 
 
@@ -109,20 +112,14 @@ def lean_by_default() -> bool:
     )
 
 
-def _proxy_mounts(
-    context: ssl.SSLContext, limits: httpx.Limits
-) -> dict[str, httpx.AsyncBaseTransport | None]:
-    """The proxies the environment names (``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, ...),
-    each over httpx's own transport, as httpx mounts them for a client with its own transport;
-    it mounts none for a client given a transport."""
-    from httpx._utils import get_environment_proxies
-
-    return {
-        pattern: None
-        if url is None
-        else httpx.AsyncHTTPTransport(proxy=url, verify=context, limits=limits)
-        for pattern, url in get_environment_proxies().items()
-    }
+def _over(
+    proxy: str | None, context: ssl.SSLContext, limits: httpx.Limits
+) -> httpx.AsyncBaseTransport | None:
+    """httpx's own transport over ``proxy`` (one the environment names: httpx mounts them only
+    for a client without a transport of its own, metis/transport/routes.py), None for none."""
+    if proxy is None:
+        return None
+    return httpx.AsyncHTTPTransport(proxy=proxy, verify=context, limits=limits)
 
 
 def _lean_transport(

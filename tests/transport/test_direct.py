@@ -6,6 +6,7 @@ httpx keeps them, or (the gateway's upstream clients) not at all."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import anyio
 import httpx
@@ -16,10 +17,19 @@ from metis.pipeline.request import WireRequest
 from metis.transport import direct
 from metis.transport.direct import send_directly
 from metis.transport.exchange import Limits, open_exchange
+from metis.transport.routes import Routes, register
 from metis.transport.stage import http_client
 
 pytestmark = pytest.mark.anyio
 URL = "https://api.example.com/v1/chat/completions"
+
+
+def _routed(answer: Callable[[httpx.Request], httpx.Response]) -> httpx.AsyncClient:
+    """A client over a mock transport, whose routes are known as those of a client metis made."""
+    transport = httpx.MockTransport(answer)
+    client = httpx.AsyncClient(transport=transport)
+    register(client, Routes(transport, {}))
+    return client
 
 
 def _call() -> Call:
@@ -46,7 +56,7 @@ async def _seen(marked: bool) -> list[httpx.Request]:
         seen.append(request)
         return httpx.Response(200, json={"ok": True}, headers={"set-cookie": "lb=node-7; Path=/"})
 
-    client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    client = _routed(answer)
     if marked:
         send_directly(client, keep_cookies=False)
     async with client:
@@ -91,7 +101,7 @@ def _recording(cookie: str | None = None) -> tuple[httpx.AsyncClient, list[httpx
         seen.append(request)
         return httpx.Response(200, json={}, headers={"set-cookie": cookie} if cookie else {})
 
-    return httpx.AsyncClient(transport=httpx.MockTransport(answer)), seen
+    return _routed(answer), seen
 
 
 @pytest.mark.parametrize("keep_cookies", [True, False])
@@ -170,3 +180,23 @@ async def test_auth_of_httpxs_still_goes_through_httpx() -> None:
         await exchange.aclose()
     assert all(r.headers["authorization"].startswith("Basic ") for r in seen)
     assert seen_too[0].headers["authorization"].startswith("Basic ")
+
+
+async def test_a_request_goes_to_the_transport_its_routes_name() -> None:
+    seen: list[str] = []
+
+    def by(name: str) -> httpx.MockTransport:
+        return httpx.MockTransport(lambda request: seen.append(name) or httpx.Response(200))
+
+    own, proxied = by("own"), by("proxied")
+    client = httpx.AsyncClient(transport=own)
+    register(client, Routes(own, {"https://": proxied, "all://*.example.com": None}))
+    send_directly(client)
+    async with client:
+        await _asked(client, {"model": "gpt-x"})
+        request = client.build_request("POST", "https://api.other.test/v1", content=b"{}")
+        assert (await direct.sent(client, request)) is not None
+        unknown = httpx.AsyncClient(transport=own)
+        send_directly(unknown)
+        assert (await direct.sent(unknown, request)) is None  # routes unknown: httpx sends it
+    assert seen == ["own", "proxied"]
