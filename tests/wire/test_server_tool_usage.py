@@ -1,7 +1,8 @@
 """Providers bill the requests their own tools make (web searches, web fetches, file searches)
 apart from the tokens: the canonical usage counts them as ``TokenUsage.server_tools``, read
 from Anthropic's ``usage.server_tool_use``, from OpenAI Responses' ``web_search_call`` and
-``file_search_call`` items, and from real recordings of each. Sans-IO but for the recordings."""
+``file_search_call`` items, from Gemini's grounding ``webSearchQueries``, and from real
+recordings of each. Sans-IO but for the recordings."""
 
 from __future__ import annotations
 
@@ -18,10 +19,14 @@ from metis.wire.anthropic import codec as anthropic
 from metis.wire.builder import MessageBuilder
 from metis.wire.framing.sse import SSEDecoder
 from metis.wire.openai_responses import OpenAIResponsesCodec
+from tests.helpers import stack_codec
 from tests.recordings import ROOT
 
 ANTHROPIC_FETCH = (
     ROOT / "anthropic" / "pydantic-ai__test_anthropic__test_anthropic_web_fetch_tool_stream.yaml"
+)
+GEMINI_SEARCH = (
+    ROOT / "gemini" / "pydantic-ai__test_google__test_google_model_web_search_tool_stream.yaml"
 )
 RESPONSES_SEARCH = (
     ROOT
@@ -136,3 +141,29 @@ def test_the_recorded_responses_web_searches_are_counted() -> None:
     parser = OpenAIResponsesCodec().stream_parser(builder)
     usage = completed([e for obj in objects for e in parser.feed(obj)] + list(parser.end()))
     assert len(calls) >= 1 and usage.server_tools == ServerToolRequests(web_search=len(calls))
+
+
+def gemini_stream(*chunks: dict[str, Any]) -> TokenUsage:
+    parser = stack_codec("gemini").stream_parser(MessageBuilder("gemini", "gemini:gemini-3-pro"))
+    return completed([e for chunk in chunks for e in parser.feed(chunk)] + list(parser.end()))
+
+
+def gemini_chunk(text: str, **candidate: Any) -> dict[str, Any]:
+    content = {"role": "model", "parts": [{"text": text}]}
+    usage = {"promptTokenCount": 10, "candidatesTokenCount": 2}
+    return {"candidates": [{"content": content, **candidate}], "usageMetadata": usage}
+
+
+def test_gemini_counts_each_grounding_search_query() -> None:
+    grounding = {"webSearchQueries": ["weather today", "weather tomorrow"], "groundingChunks": []}
+    usage = gemini_stream(
+        gemini_chunk("Sun", groundingMetadata={}),
+        gemini_chunk("ny.", finishReason="STOP", groundingMetadata=grounding),
+    )
+    assert usage.server_tools == ServerToolRequests(web_search=2)
+    assert not gemini_stream(gemini_chunk("Sunny.", finishReason="STOP")).server_tools
+
+
+def test_the_recorded_gemini_search_is_counted() -> None:
+    usage = gemini_stream(*recorded_objects(GEMINI_SEARCH))
+    assert usage.server_tools == ServerToolRequests(web_search=1)  # "weather in San Francisco"
