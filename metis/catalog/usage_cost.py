@@ -73,26 +73,25 @@ def price_usage(model_id: str, price: ModelPrice, usage: TokenUsage, version: st
         / MILLION,
         Decimal(usage.cached_input_tokens) * rates.cached_input_rate / MILLION,
         Decimal(usage.cache_creation_input_tokens) * rates.cache_creation_rate / MILLION,
-        server_tools_usd(price, usage),
     )
+    tools = server_tools_usd(price, usage) if usage.server_tools else None
+    more = {"server_tools_usd": money(tools)} if tools else {}  # most calls: none, the default
     return Cost(
         model=model_id,
-        usd=money(sum(parts, Decimal(0))),
+        usd=money(sum(parts, tools or Decimal(0))),
         input_usd=money(parts[0]),
         output_usd=money(parts[1]),
         cached_input_usd=money(parts[2]),
         cache_creation_usd=money(parts[3]),
-        server_tools_usd=money(parts[4]),
         pricing_version=version,
         estimated=usage.estimated,
+        **more,
     )
 
 
 def server_tools_usd(price: ModelPrice, usage: TokenUsage) -> Decimal:
     """The web and file searches of ``usage`` at ``price``'s rates per thousand."""
     requests = usage.server_tools
-    if not requests:
-        return Decimal(0)
     searches = Decimal(requests.web_search) * (price.web_search_per_1k or 0)
     files = Decimal(requests.file_search) * (price.file_search_per_1k or 0)
     return (searches + files) / THOUSAND

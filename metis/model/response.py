@@ -44,6 +44,10 @@ class ServerToolRequests(Canonical):
         return bool(self.web_search or self.web_fetch or self.file_search)
 
     def plus(self, more: ServerToolRequests) -> ServerToolRequests:
+        if not more:
+            return self
+        if not self:
+            return more
         return ServerToolRequests(
             web_search=self.web_search + more.web_search,
             web_fetch=self.web_fetch + more.web_fetch,
