@@ -23,12 +23,7 @@ _EXPORTS: dict[str, str] = {
         ],
         "metis.adapter",
     ),
-    **dict.fromkeys(
-        [
-            "TokenCount",
-        ],
-        "metis.adapter.count_tokens",
-    ),
+    **dict.fromkeys(["TokenCount"], "metis.adapter.count_tokens"),
     **dict.fromkeys(["Embedder", "build_embedder"], "metis.adapter.embedder"),
     **dict.fromkeys(["Batches"], "metis.adapter.batches"),
     **dict.fromkeys(["CachedContents"], "metis.adapter.cached_contents"),
@@ -122,6 +117,7 @@ _EXPORTS: dict[str, str] = {
             "SearchResult",
             "ServerToolCall",
             "ServerToolCallBlock",
+            "ServerToolRequests",
             "ServerToolResult",
             "ServerToolResultBlock",
             "StopKind",
@@ -335,6 +331,7 @@ if TYPE_CHECKING:
     from metis.model import SearchResult as SearchResult
     from metis.model import ServerToolCall as ServerToolCall
     from metis.model import ServerToolCallBlock as ServerToolCallBlock
+    from metis.model import ServerToolRequests as ServerToolRequests
     from metis.model import ServerToolResult as ServerToolResult
     from metis.model import ServerToolResultBlock as ServerToolResultBlock
     from metis.model import StopKind as StopKind

@@ -16,18 +16,21 @@ The formula (docs/contract.md §5; :class:`TokenUsage`'s ``input_tokens`` is unc
 
     usd = (input * input_rate + output * output_rate
            + cached_input * cached_input_rate + cache_creation * cache_creation_rate) / 1e6
+        + (web_searches * web_search_per_1k + file_searches * file_search_per_1k) / 1e3
 
 where the reasoning part of the output (``usage.reasoning_tokens``, at most all of it) is at
 the reasoning rate when the table gives one (the output rate otherwise). What the call spent on
 other models (``usage.other_models``: Anthropic's advisor) is priced at each one's own rates,
-found under the call's provider, and added (``Cost.other_models`` lists each)."""
+found under the call's provider, and added (``Cost.other_models`` lists each). The requests of
+the provider's own tools (``usage.server_tools``) are ``Cost.server_tools_usd``, at the model's
+rates per thousand (none: free), and a batch's discount leaves them at their price."""
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterable
-from decimal import ROUND_HALF_UP, Decimal
+from collections.abc import Iterable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,54 +41,17 @@ from metis.catalog.catalog import Catalog, default_catalog
 from metis.catalog.catalog_prices import catalog_price, priced_entry
 from metis.catalog.embedding_models import EMBEDDING_PRICES_VERSION, embedding_model
 from metis.catalog.price_rates import ModelPrice
+from metis.catalog.usage_cost import PARTS, money, with_other_models
+from metis.catalog.usage_cost import Cost as Cost
+from metis.catalog.usage_cost import price_usage as price_usage
+from metis.catalog.usage_cost import unpriced_cost as unpriced_cost
 from metis.core.config_files import config_error, read_yaml, show, typed
-from metis.core.money import USD, USDAmount
 from metis.errors import ConfigError
 from metis.model.response import TokenUsage
 from metis.stacks.catalog import lookup, stack_catalog_provider
 from metis.stacks.embedding import embedding_catalog_provider
 
-MILLION = Decimal(1_000_000)
-QUANTUM = Decimal("1e-8")
 log = logging.getLogger("metis")
-
-
-class Cost(BaseModel):
-    """What one call cost: the total, its four parts and the table it was priced under."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model: str
-    """The price table entry used (its canonical id)."""
-    usd: USDAmount
-    input_usd: USDAmount
-    output_usd: USDAmount
-    cached_input_usd: USDAmount
-    cache_creation_usd: USDAmount
-    pricing_version: str
-    estimated: bool = False
-    """Copied from the usage: the token counts were estimated, so is the cost."""
-    unpriced: str | None = None
-    """Why there is no price (``cost_of`` of a model no table prices); every amount is then 0
-    but what :attr:`other_models` adds."""
-    other_models: tuple[Cost, ...] = ()
-    """What the call's tokens on other models cost (``TokenUsage.other_models``), each at its
-    own model's rates; included in ``usd`` and in each part."""
-
-    @property
-    def priced(self) -> bool:
-        """Whether the amounts are a price (False: :attr:`unpriced` says why they are 0)."""
-        return self.unpriced is None
-
-    @property
-    def breakdown(self) -> dict[str, Decimal]:
-        """USD per TokenUsage field."""
-        return {
-            "input_tokens": self.input_usd,
-            "output_tokens": self.output_usd,
-            "cached_input_tokens": self.cached_input_usd,
-            "cache_creation_input_tokens": self.cache_creation_usd,
-        }
 
 
 class PriceTable(BaseModel):
@@ -228,58 +194,6 @@ class PriceTable(BaseModel):
         return [self.cost(model, usage) for model, usage in records]
 
 
-def price_usage(model_id: str, price: ModelPrice, usage: TokenUsage, version: str) -> Cost:
-    """What ``usage`` costs at ``price`` (its tier for the call's total input)."""
-    rates = price.for_input(usage.total_input_tokens)
-    reasoning = min(usage.reasoning_tokens, usage.output_tokens)  # the output is what is billed
-    parts = (
-        Decimal(usage.input_tokens) * rates.input / MILLION,
-        (
-            Decimal(usage.output_tokens - reasoning) * rates.output
-            + Decimal(reasoning) * rates.reasoning_rate
-        )
-        / MILLION,
-        Decimal(usage.cached_input_tokens) * rates.cached_input_rate / MILLION,
-        Decimal(usage.cache_creation_input_tokens) * rates.cache_creation_rate / MILLION,
-    )
-    return Cost(
-        model=model_id,
-        usd=_money(sum(parts, Decimal(0))),
-        input_usd=_money(parts[0]),
-        output_usd=_money(parts[1]),
-        cached_input_usd=_money(parts[2]),
-        cache_creation_usd=_money(parts[3]),
-        pricing_version=version,
-        estimated=usage.estimated,
-    )
-
-
-_PARTS = ("input_usd", "output_usd", "cached_input_usd", "cache_creation_usd")
-
-
-def with_other_models(
-    cost: Cost, model: str, usage: TokenUsage, price: Callable[[str, TokenUsage], Cost]
-) -> Cost:
-    """``cost`` (of the call's own tokens) with what each of ``usage.other_models`` costs
-    added: priced by ``price``, named under ``model``'s provider prefix."""
-    if not usage.other_models:
-        return cost
-    prefix, sep, _ = model.partition(":")
-    others = tuple(price(f"{prefix}{sep}{o.model}", o.usage) for o in usage.other_models)
-    update: dict[str, Any] = {key: _money(getattr(cost, key) + _sum(others, key)) for key in _PARTS}
-    update.update(usd=_money(cost.usd + _sum(others, "usd")), other_models=others)
-    return cost.model_copy(update=update)
-
-
-def _sum(costs: Iterable[Cost], part: str) -> Decimal:
-    return sum((getattr(cost, part) for cost in costs), Decimal(0))
-
-
-def _money(amount: Decimal) -> USD:
-    rounded = amount.quantize(QUANTUM, rounding=ROUND_HALF_UP)
-    return USD(rounded or 0)  # not 0E-8, which prints and serializes as 0.00000000
-
-
 @functools.cache
 def default_price_table() -> PriceTable:
     """The prices of the model catalog in use, loaded once."""
@@ -314,11 +228,15 @@ def _batch_priced(model: str, cost: Cost, usage: TokenUsage) -> Cost:
         rate = info.batch_price / info.price
     else:
         rate = BATCH_DISCOUNT
-    parts = {key: _money(getattr(cost, key) * rate) for key in _PARTS}
+    # the tokens only: the server tools' requests are billed at their own rates
+    parts: dict[str, Decimal] = {
+        key: money(getattr(cost, key) * rate) for key in PARTS if key != "server_tools_usd"
+    }
+    parts["server_tools_usd"] = cost.server_tools_usd
     return cost.model_copy(
         update={
             **parts,
-            "usd": _money(sum(parts.values(), Decimal(0))),
+            "usd": money(sum(parts.values(), Decimal(0))),
             "pricing_version": f"{cost.pricing_version}+batch",
         }
     )
@@ -374,22 +292,6 @@ def _unpriced(model: str, table: PriceTable, usage: TokenUsage) -> Cost:
             extra={"event": "metis.unpriced_model", "model": model},
         )
     return unpriced_cost(model, usage, table.pricing_version, reason)
-
-
-def unpriced_cost(model: str, usage: TokenUsage, pricing_version: str, reason: str) -> Cost:
-    """``usage`` on ``model`` counted as 0 for ``reason`` (no price: ``Cost.priced`` False)."""
-    zero = Decimal(0)
-    return Cost(
-        model=model,
-        usd=zero,
-        input_usd=zero,
-        output_usd=zero,
-        cached_input_usd=zero,
-        cache_creation_usd=zero,
-        pricing_version=pricing_version,
-        estimated=usage.estimated,
-        unpriced=reason,
-    )
 
 
 _warned_unpriced: set[str] = set()

@@ -198,6 +198,10 @@ _GENAI_KEYS = (
     ("cache_read", "cache_read_mtok"),
     ("cache_write", "cache_write_mtok"),
 )
+_GENAI_REQUESTS = (  # USD per thousand requests of the provider's own tools
+    ("web_search_per_1k", "web_searches_kcount"),
+    ("file_search_per_1k", "storage_searches_kcount"),
+)
 
 
 def _genai_prices(model: Any) -> dict[str, Any] | None:
@@ -218,6 +222,9 @@ def _genai_prices(model: Any) -> dict[str, Any] | None:
             tiers.setdefault(int(tier.start), {})[key] = _money(tier.price)
     if "input" not in prices or "output" not in prices:
         return None
+    for key, attribute in _GENAI_REQUESTS:
+        if (value := getattr(price, attribute, None)) is not None:
+            prices[key] = _money(value)
     if tiers:
         prices["tiers"] = [{"above_input_tokens": start, **t} for start, t in sorted(tiers.items())]
     return prices

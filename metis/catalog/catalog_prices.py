@@ -43,5 +43,7 @@ def catalog_price(info: ModelInfo) -> ModelPrice:
         cached_input=prices.cache_read,
         cache_creation=prices.cache_write,
         tiers=tiers,
+        web_search_per_1k=prices.web_search_per_1k,
+        file_search_per_1k=prices.file_search_per_1k,
         aliases=[f"{info.provider}:{alias}" for alias in info.aliases],
     )

@@ -6,7 +6,7 @@ declaration for it rather than guessing (docs/catalog.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Literal
 
@@ -30,7 +30,8 @@ class PriceTier:
 
 @dataclass(frozen=True, slots=True)
 class ModelPrices:
-    """USD per million tokens. A cache rate left out is the input rate."""
+    """USD per million tokens (a cache rate left out is the input rate); the provider's own
+    tools' requests (``TokenUsage.server_tools``) in USD per thousand, where they are priced."""
 
     input: Decimal
     output: Decimal
@@ -39,6 +40,8 @@ class ModelPrices:
     reasoning: Decimal | None = None
     """Reasoning output, where it is priced apart from the rest of the output."""
     tiers: tuple[PriceTier, ...] = ()
+    web_search_per_1k: Decimal | None = None
+    file_search_per_1k: Decimal | None = None
 
     def for_input(self, total_input_tokens: int) -> ModelPrices:
         """The rates that apply to a request of ``total_input_tokens`` (the highest tier it
@@ -47,8 +50,9 @@ class ModelPrices:
         if not chosen:
             return self
         tier = max(chosen, key=lambda t: t.above_input_tokens)
-        return ModelPrices(
-            reasoning=self.reasoning,
+        return replace(
+            self,
+            tiers=(),
             input=self.input if tier.input is None else tier.input,
             output=self.output if tier.output is None else tier.output,
             cache_read=self.cache_read if tier.cache_read is None else tier.cache_read,

@@ -56,7 +56,8 @@ class ModelPrice(BaseModel):
     """One model's rates, USD per million tokens, as the table gives them.
 
     Price with :attr:`cached_input_rate` and :attr:`cache_creation_rate`, which apply the
-    defaults (the input rate) to rates the table leaves out.
+    defaults (the input rate) to rates the table leaves out. The server tools' rates stay
+    the same in every tier.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -67,6 +68,11 @@ class ModelPrice(BaseModel):
     cache_creation: Rate | None = None
     reasoning: Rate | None = None
     """Reasoning output, where it is priced apart; the output rate otherwise."""
+    web_search_per_1k: Rate | None = None
+    """USD per thousand web searches of the provider's own tool (``TokenUsage.server_tools``);
+    a search is free where no rate is given."""
+    file_search_per_1k: Rate | None = None
+    """USD per thousand file searches of the provider's own tool, likewise."""
     tiers: list[PriceTierEntry] = Field(default_factory=list)
     aliases: list[str] = Field(default_factory=list)
 

@@ -53,6 +53,7 @@ USAGE_ORDER = (
     "cache_creation",
     "output_tokens",
     "output_tokens_details",
+    "server_tool_use",
     "service_tier",
 )
 """Where the API puts each usage field; a field it adds later (``iterations``) goes last."""
@@ -79,7 +80,8 @@ def usage(
     when the model said how many of its output tokens were thinking. ``more``: what the API
     reports that the canonical counts do not hold (a compacted call's ``iterations``), each
     in its place. A reply that spent tokens on other models (Anthropic's advisor) lists them
-    in ``iterations``."""
+    in ``iterations``, and one whose provider's own tools searched or fetched, the count of
+    each in ``server_tool_use``."""
     written: dict[str, Any] = {
         "input_tokens": tokens.input_tokens,
         "cache_creation_input_tokens": tokens.cache_creation_input_tokens,
@@ -93,6 +95,11 @@ def usage(
     written["output_tokens"] = tokens.output_tokens
     if tokens.reasoning_tokens:
         written["output_tokens_details"] = {"thinking_tokens": tokens.reasoning_tokens}
+    if (tools := tokens.server_tools).web_search or tools.web_fetch:
+        written["server_tool_use"] = {
+            "web_search_requests": tools.web_search,
+            "web_fetch_requests": tools.web_fetch,
+        }
     if whole:
         written["service_tier"] = "standard"
     if tokens.other_models and not (more and "iterations" in more):

@@ -32,9 +32,14 @@ ENDED = frozenset({"response.completed", "response.incomplete"})
 _INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopKind.CONTENT_FILTER}
 
 
-def responses_usage(raw: Any) -> TokenUsage:
-    """Responses API usage, as the translated path reads it (cache writes apart)."""
-    return read_as_translated(read_responses_usage, raw)
+def responses_usage(raw: Any, output: Any = None) -> TokenUsage:
+    """Responses API usage, as the translated path reads it (cache writes apart), with the
+    web and file searches of the response's ``output`` items counted."""
+    items = output if isinstance(output, list) else []
+    kinds = [i["type"] for i in items if isinstance(i, dict) and isinstance(i.get("type"), str)]
+    return read_as_translated(
+        lambda builder, usage: read_responses_usage(builder, usage, kinds), raw
+    )
 
 
 def stop_of(response: dict[str, Any]) -> StopReason | None:
@@ -101,7 +106,7 @@ class ResponsesRelay(Relay):
         if isinstance(response.get("id"), str):
             self.response_id = response["id"]
         if isinstance(response.get("usage"), dict):
-            self.usage = responses_usage(response["usage"])
+            self.usage = responses_usage(response["usage"], response.get("output"))
         if ended:
             self.stop = stop_of(response)
             output = response.get("output")

@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "CanonicalResponse": "metis.model.response",
     "DroppedContent": "metis.model.response",
     "ModelUsage": "metis.model.response",
+    "ServerToolRequests": "metis.model.response",
     "StopKind": "metis.model.stop",
     "StopReason": "metis.model.response",
     "TokenUsage": "metis.model.response",
@@ -130,6 +131,7 @@ if TYPE_CHECKING:
     from metis.model.response import CanonicalResponse as CanonicalResponse
     from metis.model.response import DroppedContent as DroppedContent
     from metis.model.response import ModelUsage as ModelUsage
+    from metis.model.response import ServerToolRequests as ServerToolRequests
     from metis.model.response import StopReason as StopReason
     from metis.model.response import TokenUsage as TokenUsage
     from metis.model.server_tools import CodeExecution as CodeExecution

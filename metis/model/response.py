@@ -30,6 +30,31 @@ class StopReason(Canonical):
     (Anthropic; Bedrock, for the models that report it); None otherwise."""
 
 
+class ServerToolRequests(Canonical):
+    """The requests a provider's own tools made within one call, billed per request apart
+    from the tokens (``TokenUsage.server_tools``): Anthropic's ``usage.server_tool_use``,
+    OpenAI Responses' ``web_search_call`` and ``file_search_call`` items, Gemini's grounding
+    ``webSearchQueries`` (docs/contract.md §5)."""
+
+    web_search: int = Field(default=0, ge=0)
+    web_fetch: int = Field(default=0, ge=0)
+    file_search: int = Field(default=0, ge=0)
+
+    def __bool__(self) -> bool:
+        return bool(self.web_search or self.web_fetch or self.file_search)
+
+    def plus(self, more: ServerToolRequests) -> ServerToolRequests:
+        if not more:
+            return self
+        if not self:
+            return more
+        return ServerToolRequests(
+            web_search=self.web_search + more.web_search,
+            web_fetch=self.web_fetch + more.web_fetch,
+            file_search=self.file_search + more.file_search,
+        )
+
+
 class TokenUsage(Canonical):
     """Token counts as the provider reported them; no cost (that is :mod:`metis.cost`'s job).
 
@@ -52,12 +77,18 @@ class TokenUsage(Canonical):
     counts above (which are the call's model's): Anthropic's advisor tool runs a second model
     within the call (``usage.iterations``' ``advisor_message`` passes). ``metis.cost_of``
     prices each at its own model's rates (docs/contract.md §5)."""
+    server_tools: ServerToolRequests = ServerToolRequests()
+    """The requests the provider's own tools made (web searches, fetches, file searches),
+    billed per request: ``metis.cost_of`` prices them at the model's per-request rates."""
 
     @model_serializer(mode="wrap")
-    def _other_models_only_when_any(self, handler: SerializerFunctionWrapHandler) -> Any:
+    def _extras_only_when_any(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        if not self.other_models and isinstance(data, dict):
-            data.pop("other_models", None)  # a usage of one model dumps as it always did
+        if isinstance(data, dict):  # a usage of tokens of one model dumps as it always did
+            if not self.other_models:
+                data.pop("other_models", None)
+            if not self.server_tools:
+                data.pop("server_tools", None)
         return data
 
     @property
@@ -80,6 +111,7 @@ class TokenUsage(Canonical):
             reasoning_tokens=self.reasoning_tokens + more.reasoning_tokens,
             estimated=self.estimated or more.estimated,
             other_models=tuple(ModelUsage(model=m, usage=u) for m, u in others.items()),
+            server_tools=self.server_tools.plus(more.server_tools),
         )
 
 

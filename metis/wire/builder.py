@@ -33,7 +33,7 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
-from metis.model.response import ModelUsage, StopKind, StopReason, TokenUsage
+from metis.model.response import ModelUsage, ServerToolRequests, StopKind, StopReason, TokenUsage
 from metis.wire.blocks import OPAQUE, REDACTED, TEXT, THINKING, TOOL, Block, final_content, unsaid
 from metis.wire.builder_whole import WholeBlocks
 from metis.wire.read import token_count
@@ -91,7 +91,7 @@ class MessageBuilder(WholeBlocks):
         """The output count reported so far is a placeholder (Anthropic's ``message_start``
         says 1); if the message ends before the real count, it is estimated from what arrived."""
         self._usage = [0, 0, 0, 0, 0]
-        self._other_models: tuple[ModelUsage, ...] = ()
+        self._extras: dict[str, Any] = {}  # TokenUsage.other_models and .server_tools
         self._blocks: list[Block] = []
         self._by_key: dict[Hashable, Block] = {}
         self._open_tool: Block | None = None
@@ -126,13 +126,13 @@ class MessageBuilder(WholeBlocks):
         cache_creation_input_tokens: int | None = None,
         reasoning_tokens: int | None = None,
         other_models: tuple[ModelUsage, ...] | None = None,
+        server_tools: ServerToolRequests | None = None,
     ) -> None:
-        """Record counts the provider reported; ``None`` leaves a count as it was. A count
-        that is not a whole number from 0 to ``MAX_TOKEN_COUNT`` is a ProtocolError.
-        ``reasoning_tokens`` is the part of ``output_tokens`` spent reasoning;
-        ``other_models`` what the call spent on other models (``TokenUsage.other_models``)."""
-        if other_models is not None:
-            self._other_models = other_models
+        """Record counts the provider reported (``None`` leaves one as it was; one not a whole
+        number from 0 to ``MAX_TOKEN_COUNT`` is a ProtocolError). ``reasoning_tokens`` is the
+        part of ``output_tokens`` spent reasoning; ``other_models``, ``server_tools``: usage's."""
+        extras = {"other_models": other_models, "server_tools": server_tools}
+        self._extras.update((key, value) for key, value in extras.items() if value is not None)
         counts = (input_tokens, output_tokens, cached_input_tokens, cache_creation_input_tokens)
         for i, value in enumerate((*counts, reasoning_tokens)):
             if value is not None:
@@ -182,7 +182,7 @@ class MessageBuilder(WholeBlocks):
             cache_creation_input_tokens=created,
             reasoning_tokens=reasoning,
             estimated=self.usage_estimated,
-            other_models=self._other_models,
+            **self._extras,
         )
 
     def output_text(self) -> list[str]:

@@ -57,7 +57,9 @@ def test_cost_is_the_four_field_formula_in_exact_decimals() -> None:
         "output_tokens",
         "cached_input_tokens",
         "cache_creation_input_tokens",
+        "server_tools",
     }
+    assert cost.server_tools_usd == 0
 
 
 def test_rates_are_read_as_decimal_text_not_binary_floats() -> None:

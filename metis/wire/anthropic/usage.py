@@ -12,13 +12,16 @@ The advisor tool (``advisor_20260301``) runs another model within the request: i
 (``{type: "advisor_message", model, ...}``) are left out of the top-level counts too, and are
 billed at that model's rates, so they are kept apart, per model, as the usage's
 ``other_models`` (anthropic-sdk-python ``BetaAdvisorMessageIterationUsage``).
+
+``usage.server_tool_use`` counts the requests Anthropic's own tools made (``web_search_requests``,
+``web_fetch_requests``), billed per request: kept as the usage's ``server_tools``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from metis.model.response import ModelUsage, TokenUsage
+from metis.model.response import ModelUsage, ServerToolRequests, TokenUsage
 from metis.wire.builder import MessageBuilder
 from metis.wire.read import list_value, object_value, required_text, token_count
 
@@ -67,7 +70,21 @@ class UsageTally:
             cache_creation_input_tokens=totals.get("cache_creation_input_tokens"),
             reasoning_tokens=details.get("thinking_tokens") if isinstance(details, dict) else None,
             other_models=self._others,
+            server_tools=_server_tools(usage.get("server_tool_use"), provider),
         )
+
+
+def _server_tools(counts: Any, provider: str) -> ServerToolRequests | None:
+    """``usage.server_tool_use`` as counts (None when this usage leaves it out)."""
+    if counts is None:
+        return None
+    counts = object_value(counts, "usage.server_tool_use")
+    found = {
+        kind: token_count(counts[f"{kind}_requests"], f"server_tool_use.{kind}_requests", provider)
+        for kind in ("web_search", "web_fetch")
+        if counts.get(f"{kind}_requests") is not None
+    }
+    return ServerToolRequests(**found)
 
 
 def _summed(passes: list[dict[str, Any]], kind: str, provider: str) -> dict[str, int]:

@@ -279,7 +279,8 @@ class ResponsesParser:
             if not self._seen(position, item, final_ids, *streamed):  # one the stream never gave
                 index = position if position not in self._items else max(self._items) + 1
                 self.item(index, item)
-        read_usage(builder, optional_object(response, "usage", "response"))
+        kinds = [kind for kind, _ in self._items.values()]  # streamed, or read just above
+        read_usage(builder, optional_object(response, "usage", "response"), kinds)
         builder.stop(self._stop_reason(response))
         self._mark_unpaired()
         builder.finish()
@@ -348,8 +349,12 @@ class ResponsesParser:
         return StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=raw_status)
 
 
-def read_usage(builder: MessageBuilder, usage: dict[str, Any] | None) -> None:
-    """Canonical input counts uncached input only; OpenAI's ``input_tokens`` counts it all."""
+def read_usage(
+    builder: MessageBuilder, usage: dict[str, Any] | None, items: Sequence[str] = ()
+) -> None:
+    """Canonical input counts uncached input only; OpenAI's ``input_tokens`` counts it all.
+    ``items``: the types of the response's output items, whose web and file searches count."""
+    builder.usage(server_tools=server.requests_made(items))
     if not usage:
         return
     details = object_value(usage.get("input_tokens_details") or {}, "usage.input_tokens_details")
@@ -358,13 +363,13 @@ def read_usage(builder: MessageBuilder, usage: dict[str, Any] | None) -> None:
     written = token_count(details.get("cache_write_tokens") or 0, "cache_write_tokens", provider)
     total = token_count(usage.get("input_tokens") or 0, "input_tokens", provider)
     uncached, cached, written = split_input(total, cached, written)
-    output = object_value(usage.get("output_tokens_details") or {}, "usage.output_tokens_details")
+    detail = object_value(usage.get("output_tokens_details") or {}, "usage.output_tokens_details")
     builder.usage(
         input_tokens=uncached,
         output_tokens=usage.get("output_tokens") or 0,
         cached_input_tokens=cached,
         cache_creation_input_tokens=written,
-        reasoning_tokens=output.get("reasoning_tokens") or 0,
+        reasoning_tokens=detail.get("reasoning_tokens") or 0,
     )
 
 

@@ -14,12 +14,14 @@ parts carry ``annotations`` (``url_citation``, ``file_citation``, ``container_fi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from metis.errors import CapabilityError
 from metis.model.citation import Citation, DocumentLocation, TextSpan
 from metis.model.content import ProviderRaw
 from metis.model.request import CanonicalRequest
+from metis.model.response import ServerToolRequests
 from metis.model.server_tools import (
     CODE_EXECUTION,
     WEB_SEARCH,
@@ -196,3 +198,17 @@ def _raw(data: dict[str, Any]) -> ProviderRaw:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+_BILLED_CALLS = {"web_search_call": "web_search", "file_search_call": "file_search"}
+
+
+def requests_made(item_types: Iterable[str]) -> ServerToolRequests | None:
+    """The web and file searches made by a response's output items, given by type (OpenAI
+    bills each call); None when it made none."""
+    counts: dict[str, int] = {}
+    for item_type in item_types:
+        kind = _BILLED_CALLS.get(item_type)
+        if kind is not None:
+            counts[kind] = counts.get(kind, 0) + 1
+    return ServerToolRequests(**counts) if counts else None

@@ -8,11 +8,12 @@ toolType, response}`` parts. Each becomes a server tool's call or result keeping
 any ``thoughtSignature`` on it) to go back verbatim to the model that made it. A candidate's
 ``groundingMetadata`` (usually on the last chunk) becomes citations: each of its
 ``groundingSupports`` cites the ``groundingChunks`` it names, for the span of the reply its
-``segment`` gives. Its ``urlContextMetadata`` (the URL context tool's, output only) becomes a
-``web_fetch`` call and result per URL read (the result's page, or the retrieval status as its
-``error``), unless the reply showed the fetches as ``toolCall`` parts already. Gemini takes no
-part for them back (nor does its own SDK send the metadata again), so to Gemini they go as
-nothing; elsewhere as their text projection. Sources: python-genai ``types.py`` (``GoogleSearch``,
+``segment`` gives, and each of its ``webSearchQueries`` counts as a web search in the usage.
+Its ``urlContextMetadata`` (the URL context tool's, output only) becomes a ``web_fetch`` call
+and result per URL read (the result's page, or the retrieval status as its ``error``), unless
+the reply showed the fetches as ``toolCall`` parts already. Gemini takes no part for them back
+(nor does its own SDK send the metadata again), so to Gemini they go as nothing; elsewhere as
+their text projection. Sources: python-genai ``types.py`` (``GoogleSearch``,
 ``UrlContext``, ``ToolCodeExecution``, ``ExecutableCode``, ``CodeExecutionResult``, ``Outcome``,
 ``ToolCall``, ``ToolResponse``, ``GroundingMetadata``, ``GroundingChunk``, ``GroundingSupport``,
 ``Segment``, ``UrlContextMetadata``, ``UrlMetadata``, ``UrlRetrievalStatus``).
@@ -28,6 +29,7 @@ from metis.errors import CapabilityError
 from metis.model.citation import Citation, TextSpan
 from metis.model.content import ProviderRaw
 from metis.model.request import CanonicalRequest
+from metis.model.response import ServerToolRequests
 from metis.model.server_tools import (
     CODE_EXECUTION,
     WEB_FETCH,
@@ -183,8 +185,11 @@ class GeminiParts:
             self._url_context = url_context
 
     def finish(self, builder: MessageBuilder, text_key: Hashable) -> None:
-        """The grounding's citations, on the reply's text; the URLs read, as fetches."""
+        """The grounding's citations, on the reply's text, and its searches, in the usage;
+        the URLs read, as fetches."""
         if self._grounding is not None:
+            if searches := len(_list(self._grounding, "webSearchQueries")):
+                builder.usage(server_tools=ServerToolRequests(web_search=searches))
             text = builder.text_of(text_key)
             for cited in citations(self._grounding, text):
                 builder.citation(text_key, cited)

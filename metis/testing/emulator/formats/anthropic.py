@@ -21,7 +21,7 @@ from metis.model.content import ContentBlock, OpaqueBlock, TextBlock, ThinkingBl
 from metis.model.events import (
     MessageComplete,
 )
-from metis.model.response import StopKind, StopReason, TokenUsage
+from metis.model.response import ServerToolRequests, StopKind, StopReason, TokenUsage
 from metis.testing.emulator.formats.anthropic_rules import RULES, SIGNATURE_KIND, _blocks
 from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.cache_marks import block_counts, unmarked
@@ -251,8 +251,11 @@ def message_events(message: dict[str, Any], content: list[ContentBlock]) -> list
         cached_input_tokens=usage["cache_read_input_tokens"],
         cache_creation_input_tokens=usage["cache_creation_input_tokens"],
         output_tokens=usage["output_tokens"],
+        server_tools=ServerToolRequests(
+            web_search=usage.get("server_tool_use", {}).get("web_search_requests", 0)
+        ),
     )
-    opening = tokens.model_copy(update={"output_tokens": 1})
+    opening = tokens.model_copy(update={"output_tokens": 1, "server_tools": ServerToolRequests()})
     writer = MessageStream(message["model"], None, message["id"], opening, more)
     written = b""
     for index, block in enumerate(content):

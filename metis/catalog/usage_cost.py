@@ -1,0 +1,140 @@
+"""What one call's usage costs at one model's rates: :class:`Cost` and the formula of
+:mod:`metis.cost` (docs/contract.md §5), apart from how the rates are found."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from metis.catalog.price_rates import ModelPrice
+from metis.core.money import USD, USDAmount
+from metis.model.response import TokenUsage
+
+MILLION = Decimal(1_000_000)
+THOUSAND = Decimal(1_000)
+QUANTUM = Decimal("1e-8")
+
+
+class Cost(BaseModel):
+    """What one call cost: the total, its parts and the table it was priced under."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    """The price table entry used (its canonical id)."""
+    usd: USDAmount
+    input_usd: USDAmount
+    output_usd: USDAmount
+    cached_input_usd: USDAmount
+    cache_creation_usd: USDAmount
+    server_tools_usd: USDAmount = USD(0)
+    """The requests of the provider's own tools (``TokenUsage.server_tools``: web searches,
+    file searches) at the model's per-request rates; a kind with no rate costs nothing."""
+    pricing_version: str
+    estimated: bool = False
+    """Copied from the usage: the token counts were estimated, so is the cost."""
+    unpriced: str | None = None
+    """Why there is no price (``cost_of`` of a model no table prices); every amount is then 0
+    but what :attr:`other_models` adds."""
+    other_models: tuple[Cost, ...] = ()
+    """What the call's tokens on other models cost (``TokenUsage.other_models``), each at its
+    own model's rates; included in ``usd`` and in each part."""
+
+    @property
+    def priced(self) -> bool:
+        """Whether the amounts are a price (False: :attr:`unpriced` says why they are 0)."""
+        return self.unpriced is None
+
+    @property
+    def breakdown(self) -> dict[str, Decimal]:
+        """USD per TokenUsage field."""
+        return {
+            "input_tokens": self.input_usd,
+            "output_tokens": self.output_usd,
+            "cached_input_tokens": self.cached_input_usd,
+            "cache_creation_input_tokens": self.cache_creation_usd,
+            "server_tools": self.server_tools_usd,
+        }
+
+
+def price_usage(model_id: str, price: ModelPrice, usage: TokenUsage, version: str) -> Cost:
+    """What ``usage`` costs at ``price`` (its tier for the call's total input)."""
+    rates = price.for_input(usage.total_input_tokens)
+    reasoning = min(usage.reasoning_tokens, usage.output_tokens)  # the output is what is billed
+    parts = (
+        Decimal(usage.input_tokens) * rates.input / MILLION,
+        (
+            Decimal(usage.output_tokens - reasoning) * rates.output
+            + Decimal(reasoning) * rates.reasoning_rate
+        )
+        / MILLION,
+        Decimal(usage.cached_input_tokens) * rates.cached_input_rate / MILLION,
+        Decimal(usage.cache_creation_input_tokens) * rates.cache_creation_rate / MILLION,
+    )
+    tools = server_tools_usd(price, usage) if usage.server_tools else None
+    more = {"server_tools_usd": money(tools)} if tools else {}  # most calls: none, the default
+    return Cost(
+        model=model_id,
+        usd=money(sum(parts, tools or Decimal(0))),
+        input_usd=money(parts[0]),
+        output_usd=money(parts[1]),
+        cached_input_usd=money(parts[2]),
+        cache_creation_usd=money(parts[3]),
+        pricing_version=version,
+        estimated=usage.estimated,
+        **more,
+    )
+
+
+def server_tools_usd(price: ModelPrice, usage: TokenUsage) -> Decimal:
+    """The web and file searches of ``usage`` at ``price``'s rates per thousand."""
+    requests = usage.server_tools
+    searches = Decimal(requests.web_search) * (price.web_search_per_1k or 0)
+    files = Decimal(requests.file_search) * (price.file_search_per_1k or 0)
+    return (searches + files) / THOUSAND
+
+
+PARTS = ("input_usd", "output_usd", "cached_input_usd", "cache_creation_usd", "server_tools_usd")
+
+
+def with_other_models(
+    cost: Cost, model: str, usage: TokenUsage, price: Callable[[str, TokenUsage], Cost]
+) -> Cost:
+    """``cost`` (of the call's own tokens) with what each of ``usage.other_models`` costs
+    added: priced by ``price``, named under ``model``'s provider prefix."""
+    if not usage.other_models:
+        return cost
+    prefix, sep, _ = model.partition(":")
+    others = tuple(price(f"{prefix}{sep}{o.model}", o.usage) for o in usage.other_models)
+    update: dict[str, Any] = {key: money(getattr(cost, key) + _sum(others, key)) for key in PARTS}
+    update.update(usd=money(cost.usd + _sum(others, "usd")), other_models=others)
+    return cost.model_copy(update=update)
+
+
+def _sum(costs: Iterable[Cost], part: str) -> Decimal:
+    return sum((getattr(cost, part) for cost in costs), Decimal(0))
+
+
+def money(amount: Decimal) -> USD:
+    """``amount`` rounded half-up to 1e-8 USD."""
+    rounded = amount.quantize(QUANTUM, rounding=ROUND_HALF_UP)
+    return USD(rounded or 0)  # not 0E-8, which prints and serializes as 0.00000000
+
+
+def unpriced_cost(model: str, usage: TokenUsage, pricing_version: str, reason: str) -> Cost:
+    """``usage`` on ``model`` counted as 0 for ``reason`` (no price: ``Cost.priced`` False)."""
+    zero = Decimal(0)
+    return Cost(
+        model=model,
+        usd=zero,
+        input_usd=zero,
+        output_usd=zero,
+        cached_input_usd=zero,
+        cache_creation_usd=zero,
+        pricing_version=pricing_version,
+        estimated=usage.estimated,
+        unpriced=reason,
+    )
