@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from metis.model import CanonicalRequest, Message, ToolChoice
+from metis.model import CanonicalRequest, Message, MessageComplete, MessageStart, ToolChoice
 from metis.testing.emulator import tools
 
 from ..conversations import TOOLS, adapters_for, scripted
@@ -60,3 +60,17 @@ async def test_no_drop_where_nothing_was_lost(stack: str, fields: dict[str, obje
     adapter = adapters_for(scripted([TWO_CALLS]), stack)[stack]
     response = await answer(adapter, _request(stack, **fields), False)
     assert [w.block_type for w in response.warnings] == []
+
+
+@pytest.mark.anyio
+async def test_a_streams_start_already_names_what_the_request_lost() -> None:
+    """Dropped while encoding, before the provider was called: ``message.start`` says so, and
+    ``message.complete`` lists it again."""
+    adapter = adapters_for(scripted([TWO_CALLS, TWO_CALLS]), "gemini")["gemini"]
+    request = _request("gemini", parallel_tool_calls=False, stream=True)
+    events = [event async for event in adapter.stream(request)]
+    assert isinstance(events[0], MessageStart) and isinstance(events[-1], MessageComplete)
+    assert [w.block_type for w in events[0].warnings] == ["parallel_tool_calls"]
+    assert events[-1].warnings == events[0].warnings
+    plain = [e async for e in adapter.stream(_request("gemini", stream=True))]
+    assert isinstance(plain[0], MessageStart) and plain[0].warnings == []
