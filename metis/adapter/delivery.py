@@ -7,16 +7,17 @@ import time
 from dataclasses import replace
 
 from metis.errors import scrub_error
-from metis.model.events import MessageComplete
+from metis.model.events import MessageComplete, MessageStart, StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.model.response import CanonicalResponse
 from metis.pipeline.call import Call
 from metis.pipeline.cancellation import CancelHandle
-from metis.pipeline.hooks import Watch
+from metis.pipeline.hooks import Passed, Watch
 
 
 class Delivery(Watch):
     """The adapter's own watch, outermost of all: the call's warnings on its
+    ``message.start`` (those of the request, known before it was sent) and its
     ``message.complete``, its secrets hidden from any error, its cancel handle let go."""
 
     __slots__ = ("call", "inflight")
@@ -24,7 +25,12 @@ class Delivery(Watch):
     def __init__(self, call: Call, inflight: dict[str, list[CancelHandle]]) -> None:
         self.call, self.inflight = call, inflight
 
-    kinds = ()  # only the message's end: in completed
+    kinds = (MessageStart,)  # and the message's end, in completed
+
+    def event(self, event: StreamEvent) -> Passed:
+        if isinstance(event, MessageStart) and self.call.warnings:
+            event.warnings = list(self.call.warnings)  # not yet out of the pipeline
+        return event
 
     async def completed(self, event: MessageComplete) -> MessageComplete:
         """Last of all (the tool-id store written): the call's warnings on it; delivered,

@@ -45,7 +45,7 @@ from metis.gateway.responses_read import read_responses
 from metis.gateway.sse import BlockWriter, new_id
 from metis.gateway.store import Owner, RedisResponseStore, ResponseStore
 from metis.model.content import Message, ProviderRaw, Role
-from metis.model.events import MessageComplete, StreamEvent
+from metis.model.events import MessageComplete, MessageStart, StreamEvent
 from metis.model.request import CanonicalRequest
 from metis.model.response import CanonicalResponse, StopKind, TokenUsage
 
@@ -219,8 +219,8 @@ class Gateway:
         writer, response_id = self._writer(api, prepared)
         chunks = await begun(self._chunks(api, prepared, events, first, writer, response_id, key))
         headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
-        headers.update(dropped_headers(prepared.reported))
-
+        early = warnings_of(first) if isinstance(first, MessageStart) else []
+        headers.update(dropped_headers([*prepared.reported, *early]))
         failed = ending(api, prepared, writer)
         return StreamResult(chunks, headers, deadline, failed, failed.ended)
 
@@ -356,7 +356,7 @@ async def aclose_shielded(events: AsyncIterator[Any]) -> None:
             await closer()
 
 
-def warnings_of(response: CanonicalResponse | MessageComplete) -> list[str]:
+def warnings_of(response: CanonicalResponse | MessageStart | MessageComplete) -> list[str]:
     """What the library left out, each said once (a cache hint per block is one warning
     each where the provider has no form for any)."""
     said = (f"{w.block_type} ({w.reason})" for w in response.warnings if not w.repeated)

@@ -46,6 +46,9 @@ class MessageStart(StreamEvent):
     type: ClassVar[str] = "message.start"
     message_id: str | None = None
     model: str | None = None
+    warnings: list[DroppedContent] = field(default_factory=list)
+    """What the call left out before it was sent (the request as the provider takes it), set
+    when the event leaves the adapter; ``message.complete`` lists these again with any later."""
 
 
 @dataclass(slots=True)

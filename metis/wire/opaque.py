@@ -13,6 +13,10 @@ from metis.model.history import history_in
 from metis.model.request import CanonicalRequest
 from metis.wire.codec import EncodeContext
 
+REPLY_ONLY = "reply_only"
+"""The place of a block that goes back to no provider (a tool call the model made that is no
+call to run: Gemini's ``UNEXPECTED_TOOL_CALL``)."""
+
 
 def own_item(block: OpaqueBlock, provider: str) -> dict[str, Any] | None:
     """The block as ``provider`` gave it, when ``provider`` made it; else None."""
@@ -27,8 +31,9 @@ def sent_back(
     """The block as this call's provider gave it, a copy to send (:func:`own_item`); None, with
     the one WARN, when another provider made it."""
     item = own_item(block, call.provider)
-    if item is None:
-        call.warn_dropped(block.kind, elsewhere(block), message_id=message_id)
+    if item is None or place_of(block) == REPLY_ONLY:
+        why = elsewhere(block) if item is None else f"a {block.kind!r} kept only in the reply"
+        call.warn_dropped(block.kind, why, message_id=message_id)
         return None
     return copy.deepcopy(item)
 

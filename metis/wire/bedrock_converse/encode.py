@@ -40,6 +40,7 @@ from metis.wire.bedrock_converse.media import media
 from metis.wire.bedrock_converse.server_tools import declarations
 from metis.wire.closed_schema import closed_schema_or_reason, strict_input_schema
 from metis.wire.codec import EncodeContext
+from metis.wire.knobs.fit import report_one_call_a_turn
 from metis.wire.media import cannot_carry, project_attachments
 from metis.wire.opaque import sent_back
 from metis.wire.server_replay import messages_for_provider
@@ -217,6 +218,7 @@ def _tool_config(request: CanonicalRequest, call: EncodeContext) -> dict[str, An
         return None
     tools = [_tool(tool, call) for tool in request.tools] + declarations(request, call)
     config: dict[str, Any] = {"tools": tools}
+    report_one_call_a_turn(request, call)  # its toolChoice has no switch
     choice = request.tool_choice
     if choice is not None and choice.type == "tool":
         config["toolChoice"] = {"tool": {"name": choice.name}}

@@ -64,3 +64,15 @@ def _fitted_thinking(
         request.max_output_tokens,
         lambda reason: call.warn_dropped("reasoning", reason),
     )
+
+
+def report_one_call_a_turn(request: CanonicalRequest, call: EncodeContext) -> None:
+    """Report ``parallel_tool_calls: false`` dropped, for an encoder whose provider has no
+    switch for it, when the model may call a declared tool at all."""
+    if request.parallel_tool_calls is not False or not request.tools:
+        return
+    if request.tool_choice is None or request.tool_choice.type != "none":
+        call.warn_dropped(
+            "parallel_tool_calls",
+            f"{call.provider} has no setting for one tool call a turn; it may make several",
+        )

@@ -56,7 +56,10 @@ placeholder whose value is absent removes its key, ``{$if: x, $then: v}`` is a c
     path, or a list of paths or ``{path, map, default}``; the first present wins),
     ``finish_reasons`` (raw -> stop kind; unknown raw values are ``provider_specific``, never
     ``end_turn``), ``finish_reason_tool_use`` (raw values that mean ``tool_use`` when the
-    message holds a tool call), ``response_id_path``, ``model_path``, and
+    message holds a tool call), ``finish_reason_no_call`` (raw values whose message's tool
+    calls are none to run: each is kept whole, as the provider gave it, in an opaque block
+    that goes back to no provider, when the finish reason comes with the call),
+    ``response_id_path``, ``model_path``, and
     ``dropped_fields`` (paths whose non-empty presence is reported once as dropped content).
 
 ``stream_schema`` -- overrides of ``response_schema`` keys for streamed chunks (for a wire

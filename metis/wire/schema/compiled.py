@@ -63,6 +63,20 @@ DetectRule = tuple[str, str | None, str | None, Getter | None, Any]
 """One rule of ``block_detect``: (kind, key present, field key, field getter, value)."""
 
 
+def detect(rules: list[DetectRule], part: dict[str, Any]) -> str | None:
+    """The kind of content ``part`` is: the first rule of ``block_detect`` it matches."""
+    for rule_kind, key, field_key, field, value in rules:
+        if key is not None and key not in part:
+            continue
+        if field_key is not None:
+            if part.get(field_key) != value:
+                continue
+        elif field is not None and field(part) != value:
+            continue
+        return rule_kind
+    return None
+
+
 def _finish_sources(given: str | list[str | FinishSource]) -> list[FinishSource]:
     """``finish_reason_path`` as a list of sources, the first present wins."""
     return [
@@ -121,6 +135,7 @@ class Reading:
         ]
         self.finish_sources = sources
         self.tool_use_raw = frozenset(schema.finish_reason_tool_use)
+        self.no_call_raw = frozenset(schema.finish_reason_no_call)
         self.dropped = [
             (name, *local(name), str(compile_path(name)[-1])) for name in schema.dropped_fields
         ]

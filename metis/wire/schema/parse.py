@@ -25,8 +25,9 @@ from metis.model.content import Base64ImageSource, ImageBlock
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
 from metis.wire.builder import MessageBuilder
+from metis.wire.opaque import REPLY_ONLY
 from metis.wire.read import malformed, split_input
-from metis.wire.schema.compiled import DetectRule, Reading
+from metis.wire.schema.compiled import Reading, detect
 from metis.wire.schema.gemini_call_args import StreamedCallArgs
 from metis.wire.schema.gemini_tools import GeminiParts
 from metis.wire.schema.paths import Path, getter
@@ -159,6 +160,13 @@ class SchemaParser:
             self._response_id = _opt_str(r.response_id(obj)) if r.response_id else None
             builder.start(self._response_id, _opt_str(r.model(obj)) if r.model else None)
         envelope = r.envelope(obj) if r.envelope is not None else None
+        for scoped, get, mapping, default in r.finish:
+            raw = get(envelope if scoped else obj)
+            if raw is not None:
+                if raw.__class__ is not str:
+                    raise malformed(f"{self._where} finish reason", "a string", raw)
+                self._finish = StopReason(kind=mapping.get(raw, default), raw=raw)
+                break
         content = r.content(envelope if r.content_scoped else obj)
         if content:
             if r.separate:
@@ -186,13 +194,6 @@ class SchemaParser:
         usage = r.usage(obj)
         if usage.__class__ is dict:
             self._pending_usage = usage
-        for scoped, get, mapping, default in r.finish:
-            raw = get(envelope if scoped else obj)
-            if raw is not None:
-                if raw.__class__ is not str:
-                    raise malformed(f"{self._where} finish reason", "a string", raw)
-                self._finish = StopReason(kind=mapping.get(raw, default), raw=raw)
-                break
         keys = r.dropped_keys  # None: look for each; else look only if one of them is there
         if keys is None or (envelope.__class__ is dict and not keys.isdisjoint(envelope)):
             self._report_dropped(obj, envelope)
@@ -228,7 +229,7 @@ class SchemaParser:
             self._text(self._str(text, "text"), self._echoed(part) if self._echo else None)
         elif kind == "thinking":
             self._thinking(part)
-        elif kind == "tool_call":
+        elif kind == "tool_call" and not self._no_call():
             self._tool_call(part, whole=True)
         elif kind == "image" and (image := self._image(part)) is not None:
             self._last = image
@@ -238,7 +239,9 @@ class SchemaParser:
             block_type = next((str(k) for k in part if k not in self._echo), "part")
             opaque_key = ("opaque", self._opaque)
             self._opaque += 1
-            self._b.opaque(opaque_key, block_type, part)
+            self._b.opaque(
+                opaque_key, block_type, part, REPLY_ONLY if kind == "tool_call" else None
+            )
             self._last = self._index(opaque_key)
 
     def _image(self, part: dict[str, Any]) -> int | None:
@@ -339,6 +342,10 @@ class SchemaParser:
         else:
             raise malformed(f"{self._where} tool call input", "an object", given)
 
+    def _no_call(self) -> bool:
+        """The message ended with no call to run (read before the parts of its chunk)."""
+        return self._finish is not None and self._finish.raw in self._r.no_call_raw
+
     def _whole_calls(self, parts: list[dict[str, Any]]) -> None:
         for part in parts:
             self._tool_call(part, whole=True)
@@ -379,20 +386,6 @@ class SchemaParser:
         if self._response_id is None:
             self._response_id = uuid.uuid4().hex[:16]
         return f"{self._r.schema.minted_id_prefix}{self._response_id}_{self._calls - 1}"
-
-
-def detect(rules: list[DetectRule], part: dict[str, Any]) -> str | None:
-    """The kind of content ``part`` is: the first rule of ``block_detect`` it matches."""
-    for rule_kind, key, field_key, field, value in rules:
-        if key is not None and key not in part:
-            continue
-        if field_key is not None:
-            if part.get(field_key) != value:
-                continue
-        elif field is not None and field(part) != value:
-            continue
-        return rule_kind
-    return None
 
 
 def _opt_str(value: Any) -> str | None:

@@ -162,6 +162,7 @@ class ResponseSchema(_Model):
     finish_reason_path: str | list[str | FinishSource] = "stop_reason"
     finish_reasons: dict[str, StopKind] = Field(default_factory=dict)
     finish_reason_tool_use: list[str] = Field(default_factory=list)
+    finish_reason_no_call: list[str] = Field(default_factory=list)
     dropped_fields: list[str] = Field(default_factory=list)
 
     @field_validator("block_detect")
