@@ -9,6 +9,7 @@ import contextlib
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -92,6 +93,8 @@ def test_ndjson_objects_do_not_depend_on_the_cuts_and_match_the_long_way(
     body = (b"\r\n" if crlf else b"\n").join(lines) + b"\n"
     whole = _read(body, [], "ndjson")
     assert _read(body, cuts, "ndjson") == whole
+    taken = BodyObjects("ndjson", streamed=True, content_type="application/x-ndjson")
+    assert _read(body, cuts, "ndjson", taken) == whole  # one at a time, as the send loop reads
     expected, error = _long_way([line + b"\r" if crlf else line for line in lines])
     assert whole[0] == expected
     assert bool(whole[1]) == bool(error)
@@ -142,14 +145,24 @@ def _done(body: bytes, fmt: str) -> tuple[bool, int]:
     return objects.done, objects.ignored
 
 
-def test_an_object_of_a_read_is_parsed_only_once_the_one_before_it_is_taken() -> None:
-    objects = BodyObjects("sse", streamed=True, content_type="text/event-stream")
-    taken = iter(objects.each(b'data: {"a":1}\n\ndata: {"a":\n\ndata: {"a":3}\n\n'))
+@pytest.mark.parametrize(
+    ("fmt", "read"),
+    [
+        ("sse", b'data: {"a":1}\n\ndata: {"a":\n\ndata: {"a":3}\n\n'),
+        ("ndjson", b'{"a":1}\n{"a":\n{"a":3}\n'),
+    ],
+)
+def test_an_object_of_a_read_is_parsed_only_once_the_one_before_it_is_taken(
+    fmt: str, read: bytes
+) -> None:
+    objects = BodyObjects(fmt, streamed=True, content_type="text/event-stream")
+    taken = iter(objects.each(read))
     assert next(taken) == {"a": 1}
     assert objects.failed is None and not objects.halted  # the second not parsed yet
     assert list(taken) == []
     assert objects.halted and objects.failed is not None
-    assert "invalid JSON" in str(objects.failed)
+    assert f"invalid JSON in its {fmt} stream" in str(objects.failed)
+    assert '{"a":' in str(objects.failed)  # the line named
 
 
 def test_the_events_after_done_are_counted_not_parsed_however_they_are_taken() -> None:
