@@ -194,3 +194,19 @@ def test_an_endless_blank_body_is_not_held() -> None:
     for _ in range(10_000):
         assert objects.feed(b"      \n") == []
     assert objects.close() == []
+
+
+@pytest.mark.parametrize("fmt", ["sse", "ndjson"])
+@pytest.mark.parametrize("lazy", [False, True])
+def test_the_shortest_object_nested_one_level_too_deep_is_refused(fmt: str, lazy: bool) -> None:
+    # 205 characters: past the length under which the bracket count is skipped (202), and
+    # within jiter's own nesting limit, so only metis's count refuses it.
+    deep = b'{"":' + b"[" * 100 + b"]" * 100 + b"}"
+    within = b'{"":' + b"[" * 99 + b"]" * 99 + b"}"
+    body = b"".join(
+        (b"data: " if fmt == "sse" else b"") + line + b"\n\n" for line in (within, deep)
+    )
+    out, error = _read(body, [], fmt, BodyObjects(fmt, streamed=True) if lazy else None)
+    assert len(deep) == 205
+    assert len(out) == 1
+    assert "nested deeper than 100 levels" in error

@@ -37,7 +37,7 @@ from metis.wire.framing.json_array import ArrayObjects
 from metis.wire.framing.lines import LineSplitter
 from metis.wire.framing.sse_data import SSEDataDecoder
 from metis.wire.http_errors import body_excerpt
-from metis.wire.json_limits import MAX_DEPTH, JSONLimitError
+from metis.wire.json_limits import MAX_DEPTH, SHALLOW_LENGTH, JSONLimitError
 
 FORMATS = ("sse", "ndjson", "json", "eventstream")
 _SNIPPET = 200
@@ -218,7 +218,7 @@ class BodyObjects:
         for line in self._lines.feed(chunk):
             try:
                 if line[:1] == b"{" and (
-                    len(line) <= MAX_DEPTH or line.count(b"{") + line.count(b"[") <= MAX_DEPTH
+                    len(line) < SHALLOW_LENGTH or line.count(b"{") + line.count(b"[") <= MAX_DEPTH
                 ):
                     try:  # the usual line, parsed as it is: jiter checks the UTF-8 of its strings
                         obj = from_json(line, allow_inf_nan=False)
@@ -257,7 +257,7 @@ class BodyObjects:
         for i, data in enumerate(events):
             try:
                 if data[:1] == "{" and (  # too short, or too few brackets, to nest too deep
-                    len(data) <= MAX_DEPTH or data.count("{") + data.count("[") <= MAX_DEPTH
+                    len(data) < SHALLOW_LENGTH or data.count("{") + data.count("[") <= MAX_DEPTH
                 ):
                     try:  # the usual event, parsed here: json_limits.loads' fast path, inlined
                         obj = from_json(data, allow_inf_nan=False)
