@@ -26,6 +26,9 @@ from pydantic_core import from_json
 
 MAX_DEPTH = 100
 """The deepest nesting of objects and arrays accepted in anything a provider sends."""
+SHALLOW_LENGTH = 2 * (MAX_DEPTH + 1)
+"""No valid JSON text shorter than this nests deeper than :data:`MAX_DEPTH`: each level takes
+an opening and a closing bracket."""
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")

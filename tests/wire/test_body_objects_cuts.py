@@ -9,6 +9,7 @@ import contextlib
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -92,6 +93,8 @@ def test_ndjson_objects_do_not_depend_on_the_cuts_and_match_the_long_way(
     body = (b"\r\n" if crlf else b"\n").join(lines) + b"\n"
     whole = _read(body, [], "ndjson")
     assert _read(body, cuts, "ndjson") == whole
+    taken = BodyObjects("ndjson", streamed=True, content_type="application/x-ndjson")
+    assert _read(body, cuts, "ndjson", taken) == whole  # one at a time, as the send loop reads
     expected, error = _long_way([line + b"\r" if crlf else line for line in lines])
     assert whole[0] == expected
     assert bool(whole[1]) == bool(error)
@@ -142,14 +145,24 @@ def _done(body: bytes, fmt: str) -> tuple[bool, int]:
     return objects.done, objects.ignored
 
 
-def test_an_object_of_a_read_is_parsed_only_once_the_one_before_it_is_taken() -> None:
-    objects = BodyObjects("sse", streamed=True, content_type="text/event-stream")
-    taken = iter(objects.each(b'data: {"a":1}\n\ndata: {"a":\n\ndata: {"a":3}\n\n'))
+@pytest.mark.parametrize(
+    ("fmt", "read"),
+    [
+        ("sse", b'data: {"a":1}\n\ndata: {"a":\n\ndata: {"a":3}\n\n'),
+        ("ndjson", b'{"a":1}\n{"a":\n{"a":3}\n'),
+    ],
+)
+def test_an_object_of_a_read_is_parsed_only_once_the_one_before_it_is_taken(
+    fmt: str, read: bytes
+) -> None:
+    objects = BodyObjects(fmt, streamed=True, content_type="text/event-stream")
+    taken = iter(objects.each(read))
     assert next(taken) == {"a": 1}
     assert objects.failed is None and not objects.halted  # the second not parsed yet
     assert list(taken) == []
     assert objects.halted and objects.failed is not None
-    assert "invalid JSON" in str(objects.failed)
+    assert f"invalid JSON in its {fmt} stream" in str(objects.failed)
+    assert '{"a":' in str(objects.failed)  # the line named
 
 
 def test_the_events_after_done_are_counted_not_parsed_however_they_are_taken() -> None:
@@ -181,3 +194,19 @@ def test_an_endless_blank_body_is_not_held() -> None:
     for _ in range(10_000):
         assert objects.feed(b"      \n") == []
     assert objects.close() == []
+
+
+@pytest.mark.parametrize("fmt", ["sse", "ndjson"])
+@pytest.mark.parametrize("lazy", [False, True])
+def test_the_shortest_object_nested_one_level_too_deep_is_refused(fmt: str, lazy: bool) -> None:
+    # 205 characters: past the length under which the bracket count is skipped (202), and
+    # within jiter's own nesting limit, so only metis's count refuses it.
+    deep = b'{"":' + b"[" * 100 + b"]" * 100 + b"}"
+    within = b'{"":' + b"[" * 99 + b"]" * 99 + b"}"
+    body = b"".join(
+        (b"data: " if fmt == "sse" else b"") + line + b"\n\n" for line in (within, deep)
+    )
+    out, error = _read(body, [], fmt, BodyObjects(fmt, streamed=True) if lazy else None)
+    assert len(deep) == 205
+    assert len(out) == 1
+    assert "nested deeper than 100 levels" in error

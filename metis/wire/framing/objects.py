@@ -37,7 +37,7 @@ from metis.wire.framing.json_array import ArrayObjects
 from metis.wire.framing.lines import LineSplitter
 from metis.wire.framing.sse_data import SSEDataDecoder
 from metis.wire.http_errors import body_excerpt
-from metis.wire.json_limits import MAX_DEPTH, JSONLimitError
+from metis.wire.json_limits import MAX_DEPTH, SHALLOW_LENGTH, JSONLimitError
 
 FORMATS = ("sse", "ndjson", "json", "eventstream")
 _SNIPPET = 200
@@ -109,7 +109,8 @@ class BodyObjects:
         """:meth:`feed`, each object of an event stream parsed only when the one before it
         has been taken: a read of many events holds one parsed object at a time, not all of
         them (which would wake the cyclic collector every few hundred objects). What is set
-        when an object fails, and at ``[DONE]``, is set once the objects before it are taken."""
+        when an object fails, and at ``[DONE]``, is set once the objects before it are taken
+        (an event stream: SSE's events or NDJSON's lines)."""
         if self._reader is BodyObjects._first:
             begun = self._begin(chunk)
             if begun is None:
@@ -117,6 +118,8 @@ class BodyObjects:
             chunk = begun
         if self._reader is BodyObjects._sse_objects:
             return self._sse_each(chunk)
+        if self._reader is BodyObjects._ndjson_objects:
+            return self._ndjson_each(chunk)
         return self._reader(self, chunk)
 
     def _first(self, chunk: bytes) -> list[dict[str, Any]]:
@@ -208,23 +211,25 @@ class BodyObjects:
         return self._each(self._frames.feed(chunk), frame_object)
 
     def _ndjson_objects(self, chunk: bytes) -> list[dict[str, Any]]:
+        return list(self._ndjson_each(chunk))
+
+    def _ndjson_each(self, chunk: bytes) -> Iterator[dict[str, Any]]:
         assert self._lines is not None
-        objects: list[dict[str, Any]] = []
         for line in self._lines.feed(chunk):
-            if line[:1] == b"{" and (
-                len(line) <= MAX_DEPTH or line.count(b"{") + line.count(b"[") <= MAX_DEPTH
-            ):
-                try:  # the usual line, parsed as it is: jiter checks the UTF-8 of its strings
-                    objects.append(from_json(line, allow_inf_nan=False))
-                    continue
-                except ValueError:
-                    pass  # said the long way, which names what is wrong
             try:
-                objects.append(_ndjson_object(line))
+                if line[:1] == b"{" and (
+                    len(line) < SHALLOW_LENGTH or line.count(b"{") + line.count(b"[") <= MAX_DEPTH
+                ):
+                    try:  # the usual line, parsed as it is: jiter checks the UTF-8 of its strings
+                        obj = from_json(line, allow_inf_nan=False)
+                    except ValueError:
+                        obj = _ndjson_object(line)  # said the long way, which names what is wrong
+                else:
+                    obj = _ndjson_object(line)
             except AdapterError as error:
                 self._fail(error)
-                break
-        return objects
+                return
+            yield obj
 
     def _each(self, items: list[Any], parse: Any) -> list[dict[str, Any]]:
         objects: list[dict[str, Any]] = []
@@ -252,7 +257,7 @@ class BodyObjects:
         for i, data in enumerate(events):
             try:
                 if data[:1] == "{" and (  # too short, or too few brackets, to nest too deep
-                    len(data) <= MAX_DEPTH or data.count("{") + data.count("[") <= MAX_DEPTH
+                    len(data) < SHALLOW_LENGTH or data.count("{") + data.count("[") <= MAX_DEPTH
                 ):
                     try:  # the usual event, parsed here: json_limits.loads' fast path, inlined
                         obj = from_json(data, allow_inf_nan=False)
