@@ -22,7 +22,7 @@ from metis.model import (
 from metis.model.content import URLImageSource
 from metis.model.history import _BY_LIST, _BY_MESSAGES, LIMIT, History, history_of
 from metis.stages.policy.tool_result_check import ToolResultCheck
-from tests.helpers import make_call
+from tests.helpers import make_call, metis_objects_in_cycles
 
 
 def _conversation() -> list[Message]:
@@ -132,7 +132,7 @@ def test_a_record_goes_with_its_messages_and_holds_no_cycle() -> None:
     try:
         del messages
         assert ids not in _BY_MESSAGES
-        assert gc.collect() == 0
+        assert metis_objects_in_cycles() == []
     finally:
         gc.enable()
 
