@@ -198,17 +198,23 @@ def test_errors_images_blanks_and_unsigned_reasoning(caplog: pytest.LogCaptureFi
 
 
 def test_tool_choice_none_sends_no_tools_unless_the_history_needs_them() -> None:
+    """Converse's toolChoice has no ``none``: with no tools the model cannot call one, so none
+    is honoured; a history with tool blocks needs the tools (a toolConfig), so then the model
+    may call one and ``tool_choice`` is reported dropped."""
     none = ToolChoice(type="none")
-    assert "toolConfig" not in encode(
-        request([Message.user("hi")], tools=[WEATHER], tool_choice=none)
-    )
+    quiet = make_call(provider="bedrock", model="bedrock:m")
+    body = codec.encode(request([Message.user("hi")], tools=[WEATHER], tool_choice=none), quiet)
+    assert "toolConfig" not in body and quiet.warnings == []
     history = [
         Message.user("hi"),
         Message(role=Role.ASSISTANT, content=[ToolUseBlock(id="t1", name="get_weather")]),
         Message(role=Role.USER, content=[ToolResultBlock(tool_use_id="t1", content="ok")]),
     ]
-    body = encode(request(history, tools=[WEATHER], tool_choice=none))
+    call = make_call(provider="bedrock", model="bedrock:m")
+    body = codec.encode(request(history, tools=[WEATHER], tool_choice=none), call)
     assert "toolChoice" not in body["toolConfig"] and body["toolConfig"]["tools"]
+    assert [(w.block_type, w.message_id) for w in call.warnings] == [("tool_choice", None)]
+    assert "none" in call.warnings[0].reason
 
 
 def feed(objs: list[dict[str, Any]], end: bool = True) -> list[StreamEvent]:

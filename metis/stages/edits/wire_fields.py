@@ -17,7 +17,10 @@ mapping) at that level, and a number indexes a list. The edits run in the order
   made as needed (a parent that is a scalar is replaced by a mapping; a list is never grown)
   and a value already there is replaced: the encoder's value wins. A source that is absent is
   no edit.
-- ``drop`` removes what each path names; a path that matches nothing is no edit.
+- ``drop`` removes what each path names; a path that matches nothing is no edit. A value it
+  removes is reported dropped with the call's warnings (named by the path as written), unless
+  it is one metis fills in itself (:data:`FILLED_BY_METIS`): the encoder writes a caller's
+  setting only when it is set, so what is there was asked for and is not honoured.
 - ``set`` writes a fixed value (a copy of it, every time) at each path, making missing keys
   of mappings as it goes. ``*`` only walks the items that exist, and below a ``*`` an item
   that is not a mapping is left alone (without ``*``, parents are made as for ``rename``).
@@ -44,6 +47,12 @@ Path = tuple[str, ...]
 _ANY = "*"
 _MISSING: Any = object()
 
+FILLED_BY_METIS = frozenset(
+    {"model", "messages", "stream", "stream_options", "toolConfig.includeServerSideToolInvocations"}
+)
+"""Paths the encoders fill in themselves, not from a caller's setting: dropping one loses
+nothing the caller asked for (the model goes in Vertex's URL), so it is not reported."""
+
 
 class WireFields(RequestStage[WireRequest]):
     name = "wire_fields"
@@ -56,20 +65,26 @@ class WireFields(RequestStage[WireRequest]):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         o = self.options
-        self._edits: list[Callable[[Any], Any]] = [
-            *(_renamer(parse_path(s), parse_path(t)) for s, t in o.rename.items()),
-            *(_dropper(parse_path(p)) for p in o.drop),
-            *(_setter(parse_path(p), v) for p, v in o.set.items()),
+        self._edits: list[tuple[Callable[[Any], Any], str | None]] = [
+            *((_renamer(parse_path(s), parse_path(t)), None) for s, t in o.rename.items()),
+            *((_dropper(parse_path(p)), None if p in FILLED_BY_METIS else p) for p in o.drop),
+            *((_setter(parse_path(p), v), None) for p, v in o.set.items()),
         ]
 
     def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
-        return self.apply(request)
+        return self.apply(request, call)
 
-    def apply(self, request: WireRequest) -> WireRequest:
-        """``request`` with its body edited; ``request`` itself when nothing changed."""
+    def apply(self, request: WireRequest, call: Call | None = None) -> WireRequest:
+        """``request`` with its body edited; ``request`` itself when nothing changed. A
+        caller's setting dropped is reported to ``call``."""
         body: Any = request.body
-        for edit in self._edits:
-            body = edit(body)
+        for edit, reported in self._edits:
+            edited = edit(body)
+            if reported is not None and call is not None and edited is not body:
+                call.warn_dropped(
+                    reported, f"{call.provider} does not take it; its stack leaves it out"
+                )
+            body = edited
         if body is request.body:
             return request
         return dataclasses.replace(request, body=body)

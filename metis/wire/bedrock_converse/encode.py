@@ -226,8 +226,14 @@ def _tool_config(request: CanonicalRequest, call: EncodeContext) -> dict[str, An
         config["toolChoice"] = {"any": {}}
     elif choice is not None and choice.type == "auto":
         config["toolChoice"] = {"auto": {}}
-    elif choice is not None and choice.type == "none" and not _history_has_tools(request):
-        return None  # Converse has no "none"; without tools the model cannot call one
+    elif choice is not None and choice.type == "none":
+        if not _history_has_tools(request):
+            return None  # Converse has no "none"; without tools the model cannot call one
+        call.warn_dropped(
+            "tool_choice",
+            "Converse has no tool choice none and the history's tool blocks need the tools "
+            "declared; the model may call one",
+        )
     return config
 
 
