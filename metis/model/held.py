@@ -27,10 +27,11 @@ import typing
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+K = TypeVar("K")
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _CONTAINERS = (dict, list, set, tuple, typing.Any)
 
@@ -92,7 +93,7 @@ def of_message(message: Any) -> Held:
         if len(_BY_MESSAGE) >= LIMIT:
             with suppress(KeyError, RuntimeError, StopIteration):  # another thread was first
                 del _BY_MESSAGE[next(iter(_BY_MESSAGE))]
-        _BY_MESSAGE[at] = (weakref.ref(message, _forgetting(at)), tuple(content), kept)
+        _BY_MESSAGE[at] = (weakref.ref(message, forgetting(_BY_MESSAGE, at)), tuple(content), kept)
     return kept
 
 
@@ -108,12 +109,15 @@ def joined(parts: Iterable[Held]) -> Held:
     return Held(tuple(at), tuple(copies)) if at else NOTHING
 
 
-def _forgetting(at: int) -> Callable[[Any], None]:
+def forgetting(entries: dict[K, Any], at: K) -> Callable[[Any], None]:
+    """What drops the entry at ``at`` of ``entries`` (its first item the weak reference to a
+    message) once that message is gone: nothing derived from it is held past it."""
+
     def forget(ref: Any) -> None:
-        entry = _BY_MESSAGE.get(at)
+        entry = entries.get(at)
         if entry is not None and entry[0] is ref:
             with suppress(KeyError):
-                del _BY_MESSAGE[at]
+                del entries[at]
 
     return forget
 

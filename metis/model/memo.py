@@ -20,10 +20,10 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Hashable
 from contextlib import suppress
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from metis.model.content import ContentBlock, Message
-from metis.model.held import Held, Unkeepable, of_message, unchanged
+from metis.model.held import Held, Unkeepable, forgetting, of_message, unchanged
 
 V = TypeVar("V")
 
@@ -61,7 +61,7 @@ class MessageMemo(Generic[V]):
                 del entries[next(iter(entries))]
         at = id(message) if key is None else (id(message), key)
         entries[at] = (
-            weakref.ref(message, _forgetting(entries, at)),
+            weakref.ref(message, forgetting(entries, at)),
             tuple(message.content),
             held,
             value,
@@ -78,16 +78,3 @@ class MessageMemo(Generic[V]):
 
     def clear(self) -> None:
         self._entries.clear()
-
-
-def _forgetting(entries: dict[Hashable, _Entry[Any]], at: Hashable) -> Callable[[Any], None]:
-    """What drops the entry at ``at`` once its message is gone (its blocks and value with it:
-    a file's data is not held past the conversation that sent it)."""
-
-    def forget(ref: Any) -> None:
-        entry = entries.get(at)
-        if entry is not None and entry[0] is ref:
-            with suppress(KeyError):
-                del entries[at]
-
-    return forget

@@ -50,7 +50,7 @@ def test_a_new_message_at_a_dead_ones_address_finds_nothing(
     """The memo keys on ``id(message)``: a message made where a dead one lived has its key.
     Here its entry is left in place (not dropped on death) and the new message is given the
     dead one's id, so only the identity check stands between it and the dead one's value."""
-    monkeypatch.setattr(memo_module, "_forgetting", lambda entries, at: lambda ref: None)
+    monkeypatch.setattr(memo_module, "forgetting", lambda entries, at: lambda ref: None)
     memo: MessageMemo[str] = MessageMemo()
     content = [TextBlock(text="hello")]
     message = Message(role="user", content=content)
