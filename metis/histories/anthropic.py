@@ -25,6 +25,7 @@ from metis.histories.reading import (
     mapping,
     message,
     role_shown,
+    shown,
     text,
     tool_input,
 )
@@ -116,12 +117,20 @@ CACHEABLE = frozenset({"text", "image", "document", "tool_use", "tool_result"})
 def _hint(marked: Any, at: str) -> CacheHint:
     """A block's ``cache_control`` (``{"type": "ephemeral", "ttl": "5m" | "1h"}``) as the
     cache hint every provider stack writes in its own form (docs/caching.md)."""
-    if not isinstance(marked, dict) or marked.get("type") != "ephemeral":
-        raise InvalidRequestError(f"{at}: expected {{'type': 'ephemeral'}}")
+    if not isinstance(marked, dict):
+        raise InvalidRequestError(f"{at}: expected {{'type': 'ephemeral'}}, got {shown(marked)}")
+    if marked.get("type") != "ephemeral":
+        raise InvalidRequestError(
+            f"{at}.type: expected ephemeral, got {_given(marked.get('type'))}"
+        )
     ttl = marked.get("ttl")
     if ttl not in (None, "5m", "1h"):
-        raise InvalidRequestError(f"{at}.ttl: expected 5m or 1h")
+        raise InvalidRequestError(f"{at}.ttl: expected 5m or 1h, got {_given(ttl)}")
     return CacheHint(ttl=ttl)
+
+
+def _given(value: Any) -> str:
+    return "nothing" if value is None else role_shown(value)
 
 
 def _block(block: Any, at: str, ids: Ids, made_by: ProviderRaw) -> ContentBlock | None:

@@ -435,8 +435,13 @@ def test_an_anthropic_blocks_cache_mark_is_its_cache_hint() -> None:
     (returned,) = messages[3].content
     assert isinstance(returned, ToolResultBlock) and not isinstance(returned.content, str)
     assert returned.content[0].cache is None
-    for wrong in ({"type": "persistent"}, {"type": "ephemeral", "ttl": "2h"}, "yes"):
-        with pytest.raises(
-            InvalidRequestError, match=r"messages\[0\]\.content\[0\]\.cache_control"
-        ):
+    said = {
+        ".type: expected ephemeral, got 'persistent'": {"type": "persistent"},
+        ".type: expected ephemeral, got nothing": {"ttl": "1h"},
+        ".ttl: expected 5m or 1h, got '2h'": {"type": "ephemeral", "ttl": "2h"},
+        ": expected {'type': 'ephemeral'}, got str": "yes",
+    }
+    for message, wrong in said.items():
+        with pytest.raises(InvalidRequestError) as refused:
             from_anthropic([{"role": "user", "content": [{**marked, "cache_control": wrong}]}])
+        assert f"messages[0].content[0].cache_control{message}" in str(refused.value)
