@@ -225,7 +225,9 @@ def listed_page(data: list[dict[str, Any]], query: Mapping[str, str] | None) -> 
     if query is not None:
         limit = query.get("limit", str(PAGE))
         if not limit.isdecimal() or not 1 <= int(limit) <= 1000:
-            raise InvalidRequestError("limit: expected an integer from 1 to 1000")
+            raise InvalidRequestError(
+                f"limit: expected an integer from 1 to 1000, got {limit!r}"[:200]
+            )
         size, after, before = int(limit), query.get("after_id"), query.get("before_id")
         if after is not None and before is not None:
             raise InvalidRequestError("after_id, before_id: give one of them, not both")
