@@ -77,15 +77,22 @@ def http_client(
     if transport is None:
         transport = httpx.AsyncHTTPTransport(verify=context, limits=limits)
     proxies = routes.environment_proxies()
-    mounts = {key: _over(url, context, limits) for key, url in proxies.items()}
-    client = httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout_seconds, connect=CONNECT_TIMEOUT),
-        limits=limits,
-        follow_redirects=False,
-        verify=context,
-        transport=transport,
-        mounts=mounts,
-    )
+    try:
+        mounts = {key: _over(url, context, limits) for key, url in proxies.items()}
+        client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout_seconds, connect=CONNECT_TIMEOUT),
+            limits=limits,
+            follow_redirects=False,
+            verify=context,
+            transport=transport,
+            mounts=mounts,
+        )
+    except (ValueError, httpx.InvalidURL) as exc:  # only a proxy or NO_PROXY entry can fail
+        bypassed = ", ".join(key for key, url in proxies.items() if url is None) or "none"
+        raise ConfigError(
+            f"the environment's proxy settings (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY) "
+            f"cannot be used: {exc} (NO_PROXY read as: {bypassed})"
+        ) from None
     routed = routes.Routes(transport, mounts, proxies)
     routes.register(client, routed)
     pool.give_slots(client, size)

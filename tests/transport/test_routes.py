@@ -8,6 +8,7 @@ import httpx
 import pytest
 from httpx._utils import get_environment_proxies
 
+from metis.errors import ConfigError
 from metis.transport.proxy import client_proxy
 from metis.transport.routes import Routes, environment_proxies, routes_of
 from metis.transport.stage import http_client
@@ -123,3 +124,17 @@ async def test_no_proxy_star_or_no_proxies_mount_nothing(environment: pytest.Mon
         routes = routes_of(client)
         assert routes is not None
         assert routes.transports() == [routes.transport]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "named"),
+    [("HTTPS_PROXY", "ftp://proxy.example:21", "ftp"), ("NO_PROXY", "http://[::1", "::1")],
+)
+async def test_a_proxy_setting_that_cannot_be_used_is_a_config_error_naming_it(
+    environment: pytest.MonkeyPatch, name: str, value: str, named: str
+) -> None:
+    environment.setenv(name, value)
+    with pytest.raises(ConfigError) as raised:
+        http_client()
+    assert "HTTPS_PROXY" in str(raised.value) and "NO_PROXY" in str(raised.value)
+    assert named in str(raised.value)
