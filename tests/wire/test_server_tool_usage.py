@@ -143,8 +143,8 @@ def test_the_recorded_responses_web_searches_are_counted() -> None:
     assert len(calls) >= 1 and usage.server_tools == ServerToolRequests(web_search=len(calls))
 
 
-def gemini_stream(*chunks: dict[str, Any]) -> TokenUsage:
-    parser = stack_codec("gemini").stream_parser(MessageBuilder("gemini", "gemini:gemini-3-pro"))
+def gemini_stream(*chunks: dict[str, Any], model: str = "gemini-3-pro") -> TokenUsage:
+    parser = stack_codec("gemini").stream_parser(MessageBuilder("gemini", model))
     return completed([e for chunk in chunks for e in parser.feed(chunk)] + list(parser.end()))
 
 
@@ -162,6 +162,24 @@ def test_gemini_counts_each_grounding_search_query() -> None:
     )
     assert usage.server_tools == ServerToolRequests(web_search=2)
     assert not gemini_stream(gemini_chunk("Sunny.", finishReason="STOP")).server_tools
+
+
+@pytest.mark.parametrize(
+    ("model", "billed"),
+    [
+        ("gemini-2.5-flash", 1),
+        ("gemini-2.0-flash", 1),
+        ("publishers/google/models/gemini-2.5-pro", 1),
+        ("gemini-3-flash-preview", 3),
+        ("gemini-3.1-pro-preview", 3),
+    ],
+)
+def test_gemini_searches_count_as_google_bills_them(model: str, billed: int) -> None:
+    """Per query from Gemini 3, per grounded prompt before: three queries of a 2.5 reply are
+    one search billed ($35 a thousand prompts), not three."""
+    grounding = {"webSearchQueries": ["a", "b", "c"], "groundingChunks": []}
+    chunk = gemini_chunk("Sunny.", finishReason="STOP", groundingMetadata=grounding)
+    assert gemini_stream(chunk, model=model).server_tools == ServerToolRequests(web_search=billed)
 
 
 def test_the_recorded_gemini_search_is_counted() -> None:

@@ -8,7 +8,8 @@ toolType, response}`` parts. Each becomes a server tool's call or result keeping
 any ``thoughtSignature`` on it) to go back verbatim to the model that made it. A candidate's
 ``groundingMetadata`` (usually on the last chunk) becomes citations: each of its
 ``groundingSupports`` cites the ``groundingChunks`` it names, for the span of the reply its
-``segment`` gives, and each of its ``webSearchQueries`` counts as a web search in the usage.
+``segment`` gives, and its ``webSearchQueries`` count as web searches in the usage as Google
+bills them: one a query from Gemini 3, one a grounded reply before (Gemini's pricing page).
 Its ``urlContextMetadata`` (the URL context tool's, output only) becomes a ``web_fetch`` call
 and result per URL read (the result's page, or the retrieval status as its ``error``), unless
 the reply showed the fetches as ``toolCall`` parts already. Gemini takes no part for them back
@@ -109,6 +110,10 @@ def _candidate_index(candidate: dict[str, Any]) -> int:
     return index if index.__class__ is int else 0
 
 
+_BILLED_PER_PROMPT = re.compile(r"gemini-[12](?![0-9])")
+"""The models whose grounding with Search Google bills per grounded prompt, not per query."""
+
+
 class GeminiParts:
     """Reads one reply's server-tool parts and grounding, for the schema parser."""
 
@@ -189,7 +194,8 @@ class GeminiParts:
         the URLs read, as fetches."""
         if self._grounding is not None:
             if searches := len(_list(self._grounding, "webSearchQueries")):
-                builder.usage(server_tools=ServerToolRequests(web_search=searches))
+                billed = 1 if _BILLED_PER_PROMPT.search(builder.model) else searches
+                builder.usage(server_tools=ServerToolRequests(web_search=billed))
             text = builder.text_of(text_key)
             for cited in citations(self._grounding, text):
                 builder.citation(text_key, cited)
