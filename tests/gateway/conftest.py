@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.gateway_fixture import GATEWAY_KEY
+from metis.testing.emulator import Emulator
+from tests.gateway_fixture import GATEWAY_KEY, gateway_url
 
 from ..helpers import ImportOnUse
 
@@ -26,6 +27,20 @@ def redis_url() -> Iterator[str]:
         yield f"redis://127.0.0.1:{factory.server().port}"
     finally:
         factory.close()
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[Emulator]:
+    """The module's provider emulator (a module may define its own)."""
+    yield Emulator()
+
+
+@pytest.fixture(scope="module")
+def url(emulator: Emulator) -> Iterator[str]:
+    """The module's gateway over its ``emulator``, served on loopback (a module may define its
+    own)."""
+    with gateway_url(emulator) as served:
+        yield served
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ API leaves no room for (metis/gateway/conversations.py, metis/gateway/provenance
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -34,17 +33,6 @@ from tests.gateway_fixture import (
 TOOL = {"type": "function", **WEATHER_FUNCTION}
 WEATHER = WEATHER_MESSAGES_TOOL
 GPT = ProviderRaw(provider="openai_responses", model="gpt5")
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[Emulator]:
-    yield Emulator()
-
-
-@pytest.fixture(scope="module")
-def url(emulator: Emulator) -> Iterator[str]:
-    with gateway_url(emulator) as served:
-        yield served
 
 
 def test_a_reasoning_items_id_names_its_response_and_place() -> None:

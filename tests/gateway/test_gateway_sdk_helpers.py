@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import GATEWAY_KEY, gateway_url
+from tests.gateway_fixture import GATEWAY_KEY
 
 from ..helpers import ImportOnUse
 
@@ -40,17 +39,6 @@ class GetWeather(BaseModel):
     """Current weather for a city."""
 
     city: str
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[Emulator]:
-    yield Emulator()
-
-
-@pytest.fixture(scope="module")
-def url(emulator: Emulator) -> Iterator[str]:
-    with gateway_url(emulator) as served:
-        yield served
 
 
 def test_anthropic_stream_helper_over_two_tool_turns_answered_by_gpt(claude: Any) -> None:

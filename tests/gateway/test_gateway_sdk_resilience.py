@@ -7,7 +7,7 @@ arrived; the gateway cancels the upstream call)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -17,7 +17,7 @@ import pytest
 
 from metis.testing.emulator import Emulator
 from tests.gateway.test_gateway_faults_clients import over
-from tests.gateway_fixture import GATEWAY_KEY, gateway_url, serving
+from tests.gateway_fixture import GATEWAY_KEY, serving
 
 from ..helpers import ImportOnUse
 
@@ -26,17 +26,6 @@ openai = ImportOnUse("openai")
 SAID = [{"role": "user", "content": "Hi"}]
 WAIT = 2.0
 """The SDKs' timeout in the stream tests: their read timeout, the longest wait for a byte."""
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[Emulator]:
-    yield Emulator()
-
-
-@pytest.fixture(scope="module")
-def url(emulator: Emulator) -> Iterator[str]:
-    with gateway_url(emulator) as served:
-        yield served
 
 
 def retrying(client: Any, monkeypatch: pytest.MonkeyPatch) -> list[float]:

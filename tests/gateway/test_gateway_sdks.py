@@ -6,13 +6,12 @@ as the SDK's own exception."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import FAMILIES, GATEWAY_KEY, WEATHER_MESSAGES_TOOL, gateway_url
+from tests.gateway_fixture import FAMILIES, GATEWAY_KEY, WEATHER_MESSAGES_TOOL
 
 from ..helpers import ImportOnUse
 
@@ -21,17 +20,6 @@ openai = ImportOnUse("openai")
 
 ALIASES = [alias for _, _, alias in FAMILIES.values()] + ["fallback"]
 WEATHER = WEATHER_MESSAGES_TOOL
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[Emulator]:
-    yield Emulator()
-
-
-@pytest.fixture(scope="module")
-def url(emulator: Emulator) -> Iterator[str]:
-    with gateway_url(emulator) as served:
-        yield served
 
 
 @pytest.mark.parametrize("model", ALIASES)

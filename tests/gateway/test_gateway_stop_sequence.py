@@ -7,13 +7,11 @@ whose provider does not (OpenAI Chat)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from metis.testing.emulator import Emulator
-from tests.gateway_fixture import gateway_url
 
 from ..helpers import ImportOnUse
 
@@ -21,17 +19,6 @@ anthropic = ImportOnUse("anthropic")
 
 SAID = [{"role": "user", "content": "Hi"}]  # the emulator answers "You said: Hi"
 STOPS = ["Hi", "said"]
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[Emulator]:
-    yield Emulator()
-
-
-@pytest.fixture(scope="module")
-def url(emulator: Emulator) -> Iterator[str]:
-    with gateway_url(emulator) as served:
-        yield served
 
 
 @pytest.mark.parametrize("model", ["sonnet", "haiku"])
