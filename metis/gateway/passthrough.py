@@ -46,6 +46,7 @@ from metis.gateway.store import Owner
 from metis.pipeline.call import Call
 from metis.transport.exchange import Exchange
 from metis.wire.framing.objects import MAX_WHOLE_BODY
+from metis.wire.openai_responses.errors import pending_error
 
 log = logging.getLogger("metis.gateway")
 EVENTS = "text/event-stream"
@@ -187,10 +188,14 @@ class PassThrough:
         if (failure := answered_error(passing, raw, call)) is not None:
             raise failure
         try:
-            return relay.whole(raw)
+            answer = relay.whole(raw)
         except (ValueError, RecursionError):
             msg = f"{call.provider} answered with a body that is not JSON"
             raise ProtocolError(msg, provider=call.provider) from None
+        if isinstance(relay, ResponsesRelay) and (pending := pending_error(relay.final or {})):
+            passing.error = classified(pending, call)  # not an answer: not kept, not served
+            raise passing.error
+        return answer
 
     async def stream(
         self, passing: Passing, headers: Mapping[str, str], key: KeyState | None

@@ -73,6 +73,9 @@ async def converse(
         body["store"] = False
         reported.append("store (this model's stack keeps no responses with the provider)")
     upstream_keeps = keep and _stores(adapter) and KEEPS_RESPONSES in adapter.pipeline
+    if body.get("background") is True:  # a queued response's result would never come back
+        del body["background"]
+        reported.append("background (the gateway answers when the response is done)")
     _unheld(body, reported)
     given = body.get("input")
     own = [{"role": "user", "content": given}] if isinstance(given, str) else list(given or [])

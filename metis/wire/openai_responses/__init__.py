@@ -17,7 +17,7 @@ from metis.wire.builder import MessageBuilder
 from metis.wire.codec import CodecFactory, EncodeContext
 from metis.wire.http_errors import body_excerpt, json_body, openai_error_fields
 from metis.wire.openai_responses.encode import assistant_items, encode_request, silent
-from metis.wire.openai_responses.errors import body_error, responses_error
+from metis.wire.openai_responses.errors import body_error, pending_error, responses_error
 from metis.wire.openai_responses.read import ResponsesParser
 from metis.wire.read import required_list
 from metis.wire.responses_settings import check_settings
@@ -76,6 +76,8 @@ class OpenAIResponsesCodec:
         error = body.get("error")
         if error or body.get("status") == "failed":
             raise body_error({"error": error})
+        if (pending := pending_error(body)) is not None:
+            raise pending
         required_list(body, "output", "response")
         ResponsesParser(builder).finish(body)  # every item is one it has not seen
         return builder.take()

@@ -1,12 +1,13 @@
-"""The errors of OpenAI Responses replies: HTTP statuses, and the ``error`` objects of a
-stream (``response.failed``, ``error`` events), each a classified AdapterError."""
+"""The errors of OpenAI Responses replies: HTTP statuses, the ``error`` objects of a stream
+(``response.failed``, ``error`` events), and a reply still pending (background mode), each a
+classified AdapterError."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from metis.errors import AdapterError, ErrorClass
+from metis.errors import AdapterError, ErrorClass, InvalidRequestError
 from metis.wire.http_errors import http_error, openai_error_fields, own_status
 
 _CODE_CLASSES = {
@@ -18,6 +19,8 @@ _CODE_CLASSES = {
     "server_is_overloaded": ErrorClass.OVERLOADED,
     "vector_store_timeout": ErrorClass.SERVER_ERROR,
 }
+PENDING = frozenset({"queued", "in_progress"})
+"""The statuses of a response not yet finished: what background mode answers at once."""
 _TYPE_CLASSES = {
     "invalid_request_error": ErrorClass.INVALID_REQUEST,
     "server_error": ErrorClass.SERVER_ERROR,
@@ -59,3 +62,33 @@ def body_error(data: dict[str, Any], fallback: str = "") -> AdapterError:
     info = openai_error_fields(data) or (fallback, None, None)
     error = data.get("error")
     return responses_error(own_status(error if isinstance(error, dict) else data), {}, *info)
+
+
+def pending_error(response: Mapping[str, Any]) -> InvalidRequestError | None:
+    """The error a whole response still pending is (``background: true`` answers at once with
+    the response ``queued``, its result fetched later by id): no reply yet, so not one with an
+    ending; not retried, as a retry would start another response, billed again. None for a
+    response of any other status."""
+    status = response.get("status")
+    if status not in PENDING:
+        return None
+    given = response.get("id")
+    named = f"response {given}" if isinstance(given, str) else "a response"
+    return InvalidRequestError(
+        f"openai_responses answered with {named[:200]} still {status} (background mode): "
+        "metis reads a finished reply; send the request without background, or fetch the "
+        "response by its id when it is done",
+        provider_code=str(status),
+        retryable=False,
+    )
+
+
+def cut_while_pending(response_id: str | None) -> str:
+    """What a stream that ended before its response did says: the response's id, which a
+    background response goes on under at the provider."""
+    if response_id is None:
+        return "openai_responses stream ended before the response did"
+    return (
+        f"openai_responses stream ended before the response did (response {response_id[:200]}; "
+        "a background response goes on at the provider and can be fetched by this id)"
+    )

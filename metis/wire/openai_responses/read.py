@@ -35,7 +35,8 @@ refused, ``tool_use`` when it holds a function call, else ``end_turn``, all with
 that ends on a compaction item ends its turn like any other). An ``incomplete`` reply stops by
 its ``incomplete_details.reason`` (``max_output_tokens`` -> ``max_tokens``, ``content_filter``
 -> ``content_filter``, others provider-specific), which is also the raw string.
-``response.failed`` and ``error`` events raise classified errors. Usage:
+``response.failed`` and ``error`` events raise classified errors, as does a whole response
+still ``queued`` or ``in_progress`` (background mode: :mod:`.errors`). Usage:
 ``input_tokens`` includes cached and cache-written tokens; canonical input is the rest. As the
 recordings show, ``encrypted_content`` differs between ``.added``, ``.done`` and the final
 response (a fresh encryption each time); the one on ``.done`` is kept, as clients send back.
@@ -55,7 +56,7 @@ from metis.wire.openai_responses import server_tools as server
 from metis.wire.openai_responses import xai_tools as xai
 from metis.wire.openai_responses.calls import CALLS, INPUT_DONE, CallInputs
 from metis.wire.openai_responses.custom import CUSTOM_CALL
-from metis.wire.openai_responses.errors import body_error
+from metis.wire.openai_responses.errors import body_error, cut_while_pending
 from metis.wire.read import (
     list_value,
     malformed,
@@ -125,7 +126,7 @@ class ResponsesParser:
 
     def end(self) -> Sequence[StreamEvent]:
         if not self._done:
-            raise ProtocolError("openai_responses stream ended before the response did")
+            raise ProtocolError(cut_while_pending(self._builder.message_id))
         return self._builder.take()
 
     def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
