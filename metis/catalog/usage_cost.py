@@ -107,11 +107,17 @@ def with_other_models(
     added: priced by ``price``, named under ``model``'s provider prefix."""
     if not usage.other_models:
         return cost
-    prefix, sep, _ = model.partition(":")
-    others = tuple(price(f"{prefix}{sep}{o.model}", o.usage) for o in usage.other_models)
+    others = tuple(price(other_model(model, o.model), o.usage) for o in usage.other_models)
     update: dict[str, Any] = {key: money(getattr(cost, key) + _sum(others, key)) for key in PARTS}
     update.update(usd=money(cost.usd + _sum(others, "usd")), other_models=others)
     return cost.model_copy(update=update)
+
+
+def other_model(model: str, other: str) -> str:
+    """The id another model's tokens of a call of ``model`` are priced and counted under:
+    ``other`` (a provider's model name) under ``model``'s provider prefix."""
+    prefix, sep, _ = model.partition(":")
+    return f"{prefix}{sep}{other}"
 
 
 def _sum(costs: Iterable[Cost], part: str) -> Decimal:

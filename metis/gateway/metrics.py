@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
+from metis.catalog.usage_cost import other_model
 from metis.gateway.keys import price
 from metis.model.response import TokenUsage
 
@@ -77,8 +78,14 @@ class Metrics:
         self.failed_attempts[(model, error_class)] += 1
 
     def usage(self, model: str, usage: TokenUsage) -> None:
+        """A call's tokens under ``model``, another model's (an advisor's passes) under its
+        own id; their cost all under ``model``, as the call's key is charged."""
         self.tokens[(model, "input")] += usage.total_input_tokens
         self.tokens[(model, "output")] += usage.output_tokens
+        for other in usage.other_models:
+            name = other_model(model, other.model)
+            self.tokens[(name, "input")] += other.usage.total_input_tokens
+            self.tokens[(name, "output")] += other.usage.output_tokens
         usd = price(model, usage)
         if usd is not None:
             self.cost[model] = self.cost.get(model, Decimal(0)) + usd
