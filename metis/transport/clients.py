@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, cast
 import httpx
 from pydantic import AfterValidator
 
+from metis.transport.httpx_private import own_transport
+
 if TYPE_CHECKING:
     import httpx2
 
@@ -71,7 +73,7 @@ def client_classes() -> tuple[type[Any], ...]:
 def sends_over_network(client: object) -> bool:
     """Whether ``client`` sends over connections of its own (its package's
     ``AsyncHTTPTransport``), not through a mock or in-process transport."""
-    transport = getattr(client, "_transport", None)
+    transport = own_transport(client)
     if getattr(transport, "sends_over_network", False) is True:  # metis/transport/http1.py
         return True
     return isinstance(transport, tuple(package.AsyncHTTPTransport for package in _packages()))

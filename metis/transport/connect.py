@@ -34,6 +34,8 @@ from typing import Any
 import anyio
 import httpcore
 
+from metis.transport.httpx_private import client_transports, transport_pool
+
 _NEXT_ADDRESS_DELAY = 0.25
 """How long one address is given before the next is tried beside it (RFC 8305)."""
 
@@ -99,8 +101,10 @@ def install(client: Any) -> bool:
     back), and on Windows, where asyncio's default loop may not wait on a socket."""
     if sys.platform == "win32" or not _httpcore_streams():
         return False
-    transports = [client._transport, *client._mounts.values()]
-    pools: list[Any] = [getattr(transport, "_pool", None) for transport in transports if transport]
+    transports = client_transports(client)
+    if transports is None:  # an httpx that keeps them elsewhere (metis/transport/httpx_private.py)
+        return False
+    pools: list[Any] = [transport_pool(transport) for transport in transports]
     if not all(hasattr(pool, "_network_backend") for pool in pools):
         return False
     backend = ConnectBackend()
@@ -111,7 +115,7 @@ def install(client: Any) -> bool:
 
 def install_on(transport: Any) -> bool:
     """:func:`install` for one transport (``httpx.AsyncHTTPTransport``) of a client."""
-    pool = getattr(transport, "_pool", None)
+    pool = transport_pool(transport)
     if sys.platform == "win32" or not _httpcore_streams() or not hasattr(pool, "_network_backend"):
         return False
     pool._network_backend = ConnectBackend()  # type: ignore[union-attr]

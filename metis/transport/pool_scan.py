@@ -23,6 +23,8 @@ from typing import Any
 
 import httpcore
 
+from metis.transport.httpx_private import client_transports, transport_pool
+
 
 class LinearPool(httpcore.AsyncConnectionPool):
     def _assign_requests_to_connections(self) -> list[Any]:
@@ -66,8 +68,10 @@ class LinearPool(httpcore.AsyncConnectionPool):
 def linear_pools(client: Any) -> bool:
     """Give ``client``'s connection pools (its own and its mounts') :class:`LinearPool`'s
     bookkeeping; False (nothing changed) when one of them is not httpcore 1.0's own pool."""
-    transports = [client._transport, *client._mounts.values()]
-    pools = [getattr(transport, "_pool", None) for transport in transports if transport]
+    transports = client_transports(client)
+    if transports is None:  # an httpx that keeps them elsewhere (metis/transport/httpx_private.py)
+        return False
+    pools = [transport_pool(transport) for transport in transports]
     if not httpcore.__version__.startswith("1.0.") or not all(
         type(pool) is httpcore.AsyncConnectionPool for pool in pools
     ):

@@ -24,6 +24,7 @@ import anyio.abc
 import h11
 import httpx
 
+from metis.transport.httpx_private import own_transport, transport_pool, url_chooser
 from metis.transport.routes import routes_of
 
 MAX_PROXY_ANSWER = 1 << 16
@@ -58,14 +59,15 @@ def client_proxy(client: object, url: str) -> str | None:
     routes = routes_of(client)
     if routes is not None:
         return routes.proxy_for(httpx.URL(parts._replace(scheme=scheme).geturl()))
-    for_url = getattr(client, "_transport_for_url", None)
+    for_url = url_chooser(client)
     base_url = getattr(client, "base_url", None)
-    if for_url is None or base_url is None:
+    own = own_transport(client)
+    if for_url is None or base_url is None or own is None:
         return None
     transport = for_url(type(base_url)(parts._replace(scheme=scheme).geturl()))  # its package's URL
-    if transport is getattr(client, "_transport", None):
+    if transport is own:
         return ""
-    pool = getattr(transport, "_pool", None)
+    pool = transport_pool(transport)
     address = getattr(pool, "_proxy_url", None)
     if address is None:
         return None

@@ -24,6 +24,8 @@ from typing import Any
 
 import httpx
 
+from metis.transport import httpx_private
+
 
 def environment_proxies() -> dict[str, str | None]:
     """The environment's proxies as httpx mounts them: ``"http://"``, ``"https://"`` and
@@ -152,20 +154,21 @@ def routes_of(client: Any) -> Routes | None:
     return routes
 
 
-_CHOOSER = "_transport_for_url"
-"""The method of httpx's client that picks a URL's transport, which respx's ``using="httpx"``
-mode replaces: only its identity is looked at, never called."""
 _OWN_CHOICE: list[Any] = []
 
 
 def choice_replaced() -> bool:
-    """Whether a mock replaced httpx's client's choice of transport (see ``_CHOOSER``)."""
-    method = getattr(httpx.AsyncClient, _CHOOSER, None)
+    """Whether a mock replaced httpx's client's choice of transport (its method that picks a
+    URL's transport, which respx's ``using="httpx"`` mode replaces: only its identity is
+    looked at, never called). Yes too when httpx has no such method (a release that moved
+    it): a request then goes through httpx's own ``send``, which chooses."""
+    chooser = httpx_private.CHOOSER
+    method = getattr(httpx.AsyncClient, chooser, None)
     if _OWN_CHOICE and method is _OWN_CHOICE[0]:
         return False
     genuine = (
         inspect.isfunction(method)
-        and method.__qualname__ == "AsyncClient." + _CHOOSER
+        and method.__qualname__ == "AsyncClient." + chooser
         and not hasattr(method, "__wrapped__")
     )
     if genuine:

@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 from anyio.lowlevel import RunVar
 
+from metis.transport.httpx_private import client_transports, transport_pool
 from metis.transport.routes import Routes, registered
 
 MAX_CONNECTIONS = 1000
@@ -79,11 +80,10 @@ async def drop_unclaimed_connections(client: Any) -> None:
     and enough of them leave every later call queued inside httpcore. The transport calls
     this after a request of the client metis made failed. A connection some request still
     holds (being opened for it) stays."""
-    transport = getattr(client, "_transport", None)
-    fallback = getattr(transport, "used_fallback", None)  # the lean transport's httpx transport
-    transports = [transport, fallback, *getattr(client, "_mounts", {}).values()]
-    for transport in transports:
-        pool = getattr(transport, "_pool", None)
+    transports = client_transports(client) or []
+    fallback = getattr(transports[0], "used_fallback", None) if transports else None
+    for transport in [*transports, fallback]:  # fallback: the lean transport's httpx transport
+        pool = transport_pool(transport) if transport is not None else None
         connections = getattr(pool, "_connections", None)
         requests = getattr(pool, "_requests", None)
         if not isinstance(connections, list) or not isinstance(requests, list):

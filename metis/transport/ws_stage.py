@@ -57,6 +57,7 @@ from metis.pipeline.call import Call
 from metis.pipeline.request import HTTPFailure, WireRequest, whole_body
 from metis.transport.clients import sends_over_network
 from metis.transport.exchange import Exchange, expired, open_exchange
+from metis.transport.httpx_private import own_transport, transport_pool
 from metis.transport.proxy import client_proxy, environment_proxy
 from metis.transport.read_clock import ReadClock
 from metis.transport.stage import Transport
@@ -232,8 +233,8 @@ class WebSocketTransport(Transport):
         """The TLS context of the adapter's HTTP client (its ``verify``: a CA file or context,
         ``SSL_CERT_FILE``, truststore), so ``wss://`` trusts what the HTTP calls trust; None
         (the system's default) for a client whose transport keeps none."""
-        transport = getattr(self._http(), "_transport", None)
-        pool = getattr(transport, "_pool", None)
+        transport = own_transport(self._http())
+        pool = transport_pool(transport) if transport is not None else None
         context = getattr(pool, "_ssl_context", None) or getattr(transport, "ssl_context", None)
         return context if isinstance(context, ssl.SSLContext) else None
 

@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("metis/core/",)),
     ("model", ("metis/model/", "metis/errors.py")),
     ("config", ("metis/core/config_files.py", "metis/core/secrets.py")),
-    ("http clients", ("metis/transport/clients.py",)),
+    ("http clients", ("metis/transport/clients.py", "metis/transport/httpx_private.py")),
     ("catalog", ("metis/catalog/",)),
     ("wire", ("metis/wire/",)),
     ("telemetry", ("metis/telemetry/",)),
