@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,12 @@ class WireRequest:
     cache: RequestedCache | None = field(default=None, repr=False)
     """What the canonical request asked of the prompt cache (the ``cache_control`` stage
     applies it in the dialect's form)."""
+    unasked: Callable[[], dict[str, Any] | None] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """The body the encoder writes for the same request without the caller's settings, made
+    only when asked (None: it could not be made): a stack's ``wire_fields`` ``drop`` reports
+    what it removes only where the caller's settings made it (metis/stages/edits/wire_fields.py)."""
 
     def serialized(self) -> WireRequest:
         """This request with its body's bytes (itself, when they are there already)."""

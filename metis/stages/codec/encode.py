@@ -8,11 +8,13 @@ Ollama's does); the provider hands the same instance to ``normalize``, ``continu
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import Any
 
-from metis.errors import StackError
+from metis.errors import AdapterError, StackError
 from metis.model.request import CanonicalRequest
-from metis.pipeline.call import Call
+from metis.pipeline.call import Call, DropRecord
 from metis.pipeline.endpoint import Endpoint
 from metis.pipeline.request import WireRequest
 from metis.pipeline.services import StageServices
@@ -23,6 +25,24 @@ from metis.wire.codec import get_codec, rules_name
 from metis.wire.encoded_messages import made_fresh
 from metis.wire.knobs import OptionTarget, apply_provider_options, fit_request
 from metis.wire.opaque import without_foreign
+
+CALLERS_SETTINGS: dict[str, Any] = {
+    "tool_choice": None,
+    "parallel_tool_calls": None,
+    "stop_sequences": [],
+    "temperature": None,
+    "top_p": None,
+    "top_k": None,
+    "seed": None,
+    "frequency_penalty": None,
+    "presence_penalty": None,
+    "output_schema": None,
+    "thinking": None,
+    "provider_options": {},
+    "compaction": None,
+}
+"""The settings of a request a caller may make or leave out, as a request without them has
+them; what stays is what every request holds (the messages, the tools, the output limit)."""
 
 
 class Encode(Transform[CanonicalRequest, WireRequest]):
@@ -93,7 +113,20 @@ class Encode(Transform[CanonicalRequest, WireRequest]):
             headers=target.headers,
             stream=stream,
             cache=requested_cache(request, call),
+            unasked=functools.partial(self._unasked, request, call),
         )
+
+    def _unasked(self, request: CanonicalRequest, call: Call) -> dict[str, Any] | None:
+        """The body of ``request`` without the caller's settings (:data:`CALLERS_SETTINGS`,
+        and no provider options), its drops kept apart from the call's; None when the codec
+        refuses it so."""
+        bare = request.model_copy(update=CALLERS_SETTINGS)
+        apart = dataclasses.replace(call, drops=DropRecord(secrets=call.secrets))
+        try:
+            body: dict[str, Any] = self.codec.encode(bare, apart)
+        except AdapterError:
+            return None
+        return body
 
 
 def _joined(headers: dict[str, str], extra: dict[str, str]) -> dict[str, str]:

@@ -17,10 +17,12 @@ mapping) at that level, and a number indexes a list. The edits run in the order
   made as needed (a parent that is a scalar is replaced by a mapping; a list is never grown)
   and a value already there is replaced: the encoder's value wins. A source that is absent is
   no edit.
-- ``drop`` removes what each path names; a path that matches nothing is no edit. A value it
-  removes is reported dropped with the call's warnings (named by the path as written), unless
-  it is one metis fills in itself (:data:`FILLED_BY_METIS`): the encoder writes a caller's
-  setting only when it is set, so what is there was asked for and is not honoured.
+- ``drop`` removes what each path names; a path that matches nothing is no edit. What it
+  removes is reported dropped with the call's warnings (named by the path as written) when
+  the caller's settings made it: not when it is one metis fills in itself
+  (:data:`FILLED_BY_METIS`), nor when it is what the encoder writes for the same request
+  without the caller's settings (``WireRequest.unasked``, made only when a drop removed
+  something: the Responses API's ``store``, a Chat tool's ``parameters``).
 - ``set`` writes a fixed value (a copy of it, every time) at each path, making missing keys
   of mappings as it goes. ``*`` only walks the items that exist, and below a ``*`` an item
   that is not a mapping is left alone (without ``*``, parents are made as for ``rename``).
@@ -65,10 +67,13 @@ class WireFields(RequestStage[WireRequest]):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         o = self.options
-        self._edits: list[tuple[Callable[[Any], Any], str | None]] = [
-            *((_renamer(parse_path(s), parse_path(t)), None) for s, t in o.rename.items()),
-            *((_dropper(parse_path(p)), None if p in FILLED_BY_METIS else p) for p in o.drop),
-            *((_setter(parse_path(p), v), None) for p, v in o.set.items()),
+        self._edits: list[tuple[Callable[[Any], Any], str | None, Path]] = [
+            *((_renamer(parse_path(s), parse_path(t)), None, ()) for s, t in o.rename.items()),
+            *(
+                (_dropper(parse_path(p)), None if p in FILLED_BY_METIS else p, parse_path(p))
+                for p in o.drop
+            ),
+            *((_setter(parse_path(p), v), None, ()) for p, v in o.set.items()),
         ]
 
     def rewrite(self, request: WireRequest, call: Call) -> WireRequest:
@@ -78,12 +83,16 @@ class WireFields(RequestStage[WireRequest]):
         """``request`` with its body edited; ``request`` itself when nothing changed. A
         caller's setting dropped is reported to ``call``."""
         body: Any = request.body
-        for edit, reported in self._edits:
+        unasked: Any = _MISSING
+        for edit, reported, path in self._edits:
             edited = edit(body)
             if reported is not None and call is not None and edited is not body:
-                call.warn_dropped(
-                    reported, f"{call.provider} does not take it; its stack leaves it out"
-                )
+                if unasked is _MISSING:
+                    unasked = request.unasked() if request.unasked is not None else None
+                if unasked is None or _found(body, path) != _found(unasked, path):
+                    call.warn_dropped(
+                        reported, f"{call.provider} does not take it; its stack leaves it out"
+                    )
             body = edited
         if body is request.body:
             return request
@@ -129,6 +138,13 @@ def _get(node: Any, path: Path) -> Any:
         if node is _MISSING:
             return _MISSING
     return node
+
+
+def _found(node: Any, path: Path) -> list[Any]:
+    """The values ``path`` names in ``node``, in order."""
+    if not path:
+        return [node]
+    return [value for k in _keys(node, path[0]) for value in _found(node[k], path[1:])]
 
 
 def _keys(node: Any, key: str) -> list[Any]:
