@@ -3,11 +3,13 @@ across requests (metis/gateway/inbound.py ``tool_definition``), never one tool f
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from metis.errors import InvalidRequestError
+from metis.gateway import inbound
 from metis.gateway.anthropic_api import read_messages
 from metis.gateway.chat_api import read_chat
 from metis.model.request import ToolDefinition
@@ -29,12 +31,27 @@ def _tool(schema: dict[str, Any], **more: Any) -> dict[str, Any]:
     return {"name": "get", "description": "Get it.", "input_schema": schema, **more}
 
 
-def test_the_same_tool_sent_again_is_the_same_canonical_tool() -> None:
+def test_the_same_tool_sent_again_is_read_once_and_each_request_has_its_own_schema() -> None:
     schema = {"type": "object", "properties": {"city": {"type": "string"}}}
     first = _messages_tools(_tool(schema))[0]
     again = _messages_tools(_tool({"type": "object", "properties": {"city": {"type": "string"}}}))
-    assert again[0] is first
+    assert again[0] == first
     assert first == ToolDefinition(name="get", description="Get it.", input_schema=schema)
+    assert again[0].input_schema is not first.input_schema
+    assert list(inbound._TOOLS.values()).count(first) == 1  # kept once, by its content
+
+
+def test_an_in_place_edit_of_one_requests_schema_does_not_reach_the_next() -> None:
+    """A stage of the application's that edits a tool's schema in place (against the house
+    rule, but an application's stage may) changes its own request's alone: the kept tool
+    once handed every request the same dict."""
+    sent = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    for _ in range(3):  # the first read, and reads of the kept tool
+        tool = _messages_tools(_tool(json.loads(json.dumps(sent))))[0]
+        assert tool.input_schema == sent
+        tool.input_schema["properties"]["city"]["type"] = "number"
+        tool.input_schema["required"].append("country")
+        tool.input_schema["extra"] = True
 
 
 @pytest.mark.parametrize(
@@ -52,7 +69,7 @@ def test_a_tool_that_differs_in_anything_is_read_as_itself(changed: dict[str, An
     base = _tool({"type": "object", "properties": {"n": {"maximum": 1}}})
     original = _messages_tools(base)[0]
     read = _messages_tools({**base, **changed})[0]
-    assert read is not original
+    assert read != original or type(read.input_schema["properties"]["n"]["maximum"]) is not int
     expected = {**base, **changed}
     assert read.name == expected["name"] and read.description == expected["description"]
     assert read.strict == expected.get("strict")
@@ -63,7 +80,8 @@ def test_a_tool_that_differs_in_anything_is_read_as_itself(changed: dict[str, An
         strict=True,
     ):
         assert type(value["maximum"]) is type(kept["maximum"])  # 1, 1.0, True apart
-    assert _messages_tools(base)[0] is original  # the first is still read as before
+    again = _messages_tools(base)[0]  # the first is still read as before
+    assert again == original and type(again.input_schema["properties"]["n"]["maximum"]) is int
 
 
 def test_each_api_reads_a_kept_tool_with_its_own_checks() -> None:
