@@ -21,6 +21,7 @@ from metis.model.response import StopKind
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.wire.builder import MessageBuilder
 from metis.wire.openai_responses import OpenAIResponsesCodec
+from tests.recordings import ROOT, interactions
 
 PROVIDER, MODEL = "openai_responses", "openai_responses:gpt-5"
 codec = OpenAIResponsesCodec()
@@ -130,3 +131,25 @@ async def test_a_call_answered_pending_raises_and_is_not_retried() -> None:
     with pytest.raises(InvalidRequestError, match="resp_bg1"):
         await adapter.complete(request)
     assert len(sent) == 1 and sent[0]["background"] is True
+
+
+RECORDING = (
+    ROOT
+    / "openai_responses"
+    / "pydantic-ai__test_openai_responses__test_background_mode_streaming_vcr.yaml"
+)
+
+
+@pytest.mark.skipif(not RECORDING.exists(), reason="the real traffic is not here")
+def test_the_recorded_background_stream_reads_as_any_other() -> None:
+    """pydantic-ai's recording: ``background: true`` with ``stream: true``, created and queued
+    before in_progress, then the reply to its ``response.completed``."""
+    [exchange] = interactions(RECORDING)
+    text = exchange["response"]["body"]["string"]
+    lines = (line[5:].strip() for line in text.splitlines() if line.startswith("data:"))
+    parser = codec.stream_parser(MessageBuilder(PROVIDER, MODEL))
+    events = [event for line in lines if line for event in parser.feed(json.loads(line))]
+    events += parser.end()
+    [done] = [e for e in events if isinstance(e, MessageComplete)]
+    assert done.stop_reason.kind is StopKind.END_TURN
+    assert [b.text for b in done.final_content if isinstance(b, TextBlock)] == ["2 + 2 equals 4."]

@@ -12,7 +12,7 @@ import dataclasses
 import functools
 from typing import Any
 
-from metis.errors import AdapterError, StackError
+from metis.errors import StackError
 from metis.model.request import CanonicalRequest
 from metis.pipeline.call import Call, DropRecord
 from metis.pipeline.endpoint import Endpoint
@@ -119,12 +119,12 @@ class Encode(Transform[CanonicalRequest, WireRequest]):
     def _unasked(self, request: CanonicalRequest, call: Call) -> dict[str, Any] | None:
         """The body of ``request`` without the caller's settings (:data:`CALLERS_SETTINGS`,
         and no provider options), its drops kept apart from the call's; None when the codec
-        refuses it so."""
+        cannot encode it so."""
         bare = request.model_copy(update=CALLERS_SETTINGS)
         apart = dataclasses.replace(call, drops=DropRecord(secrets=call.secrets))
         try:
             body: dict[str, Any] = self.codec.encode(bare, apart)
-        except AdapterError:
+        except Exception:  # only a report depends on it: the drop is then reported as before
             return None
         return body
 
