@@ -178,6 +178,14 @@ def test_building_an_adapter_leaves_the_async_locks_to_its_first_call(
     assert "anyio._core._synchronization" not in loaded["all"]
 
 
+def test_building_an_adapter_leaves_asyncio_to_the_loop_that_calls(
+    loaded: dict[str, list[str]],
+) -> None:
+    """The adapter's own clients are kept per event loop (metis/transport/loop_clients.py):
+    a loop that calls has imported asyncio (or trio) already; building imports neither."""
+    assert not {"asyncio", "anyio.lowlevel", "trio"} & set(loaded["all"])
+
+
 def test_the_nearest_name_helper_loads_with_the_first_misspelt_name(
     loaded: dict[str, list[str]],
 ) -> None:
