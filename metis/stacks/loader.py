@@ -39,6 +39,7 @@ from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.settings import settings_kind
 from metis.stacks.assembly import checked, completed_root
+from metis.stacks.deferred import packaged_settings
 from metis.stacks.dialect import apply_dialect
 from metis.stacks.extends import resolve
 
@@ -269,7 +270,10 @@ def _parsed(text: str, source: str) -> tuple[Any, str]:
 def _parsed_builtin(name: str) -> tuple[Any, str]:
     """A built-in stack file, parsed once: it is package data, and every adapter built on the
     stack (or on one extending it) would otherwise parse it again. Callers get a deep copy."""
-    return _parsed(*_read(name))
+    data, source = _parsed(*_read(name))
+    if isinstance(data, dict):
+        packaged_settings(data.get("codec"), data.get("codec_settings"))
+    return data, source
 
 
 def builtin_stacks() -> list[str]:

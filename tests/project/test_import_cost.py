@@ -228,6 +228,15 @@ def test_building_an_adapter_leaves_the_stages_and_the_model_to_its_first_use(
     assert not {"metis.pipeline.pipeline", "metis.transport.exchange", "httpcore"} & found
 
 
+@pytest.mark.parametrize("stack", ["gemini", "openai_responses"])
+def test_a_built_in_stacks_own_codec_settings_are_checked_by_its_codec_on_first_use(
+    stack: str, loaded: dict[str, list[str]]
+) -> None:
+    """Its file's settings are package data held valid (tests/stacks/test_deferred.py):
+    neither the schema codec's settings models nor Responses' settings check load to build."""
+    assert not {"metis.wire.schema.settings", "metis.wire.responses_settings"} & set(loaded[stack])
+
+
 @pytest.mark.parametrize("stack", ["anthropic", "openai", "ollama"])
 def test_a_codec_given_no_settings_loads_with_the_first_use(
     stack: str, probes: dict[str, Any]
