@@ -1,7 +1,9 @@
 """The wire schema of the schema-driven codec, as a stack YAML writes it (docs/stacks.md).
 
-``SchemaSettings`` is validated once, when the stack is built; a misspelt key, a placeholder
-the template cannot have or a path that is not a dot path fails there, naming the key. The
+``SchemaSettings`` is validated once, when the stack is built (a built-in stack's own
+settings, package data held valid by tests/stacks/test_deferred.py, when its codec is built
+with the first call); a misspelt key, a placeholder the template cannot have or a path that is
+not a dot path fails there, naming the key. The
 compiled forms (paths as tuples, templates as trees) live on :class:`Compiled`, which is what
 the encoder and parsers read.
 """
