@@ -73,8 +73,8 @@ class ModelPrice(BaseModel):
     a search is free where no rate is given."""
     file_search_per_1k: Rate | None = None
     """USD per thousand file searches of the provider's own tool, likewise."""
-    tiers: list[PriceTierEntry] = Field(default_factory=list)
-    aliases: list[str] = Field(default_factory=list)
+    tiers: list[PriceTierEntry] = []
+    aliases: list[str] = []
 
     _model: str = PrivateAttr(default="")
 

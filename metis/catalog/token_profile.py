@@ -61,7 +61,7 @@ class TokenProfile(BaseModel):
     progress (a tool loop). ``none``: the provider takes no reasoning blocks."""
     image_tokens: int = Field(default=PER_IMAGE, ge=0)
     """A flat cost per image, whatever its size."""
-    models: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    models: dict[str, dict[str, Any]] = {}
     """Overrides for some models, by model-name prefix (the provider's name for the model):
     ``{"claude-3-opus": {"tools_overhead": 530}}``. The longest matching prefix wins."""
 

@@ -15,7 +15,7 @@ class ProviderRaw(Canonical):
 
     provider: str
     model: str | None = None
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: dict[str, Any] = {}
 
 
 class BlockBase(Canonical):

@@ -38,17 +38,17 @@ class AdapterCapabilities(BaseModel):
     supports_prompt_caching: bool = False
     max_context_tokens: int = Field(default=8192, ge=1)
     max_output_tokens: int = Field(default=4096, ge=1)
-    accepted_image_media_types: list[str] = Field(default_factory=list)
-    server_tools: list[str] = Field(default_factory=list)
+    accepted_image_media_types: list[str] = []
+    server_tools: list[str] = []
     """The tools the provider runs itself that the stack maps (``web_search``, ``web_fetch``,
     ``code_execution``: docs/contract.md §11); any other is a CapabilityError."""
-    accepted_document_media_types: list[str] = Field(default_factory=list)
+    accepted_document_media_types: list[str] = []
     """The documents the stack's wire carries, by media type (``application/pdf``); empty:
     none. The catalog narrows it per model: PDFs only to a model that reads PDFs or images."""
-    accepted_audio_media_types: list[str] = Field(default_factory=list)
+    accepted_audio_media_types: list[str] = []
     """Audio input by media type (``audio/wav``); empty: none, and none to a model whose
     catalog entry lists no audio input."""
-    accepted_video_media_types: list[str] = Field(default_factory=list)
+    accepted_video_media_types: list[str] = []
     """Video input by media type (``video/mp4``); empty: none, and none to a model whose
     catalog entry lists no video input."""
     sampling: SamplingRanges | None = None

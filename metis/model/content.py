@@ -116,7 +116,7 @@ class ToolUseBlock(BlockBase):
     type: Literal["tool_use"] = "tool_use"
     id: str
     name: str
-    input: dict[str, Any] = Field(default_factory=dict)
+    input: dict[str, Any] = {}
     input_error: str | None = None
     """Set when the model's arguments were not a JSON object (malformed, or cut off): ``input``
     is then only what parsed of them, the text as written is in ``provider_raw.data

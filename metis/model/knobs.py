@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
 from metis.model.base import Canonical
 
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
@@ -67,7 +65,7 @@ class ReasoningProfile(Canonical):
     family: str | None = None
     """Whose request fields a platform passes through to it (Bedrock's
     ``additionalModelRequestFields``): ``anthropic``, ``openai``, ``nova``, ``deepseek``."""
-    sampling_only_without_reasoning: tuple[str, ...] = Field(default_factory=tuple)
+    sampling_only_without_reasoning: tuple[str, ...] = ()
     """Sampling settings it takes only with reasoning off (GPT-5.1 and later: temperature and
     top_p with effort ``none``); refused (or, on DeepSeek, ignored) whenever it reasons."""
     reasons_by_default: bool = False

@@ -151,7 +151,7 @@ class CanonicalResponse(Canonical):
     usage: TokenUsage
     latency_ms: int
     message_id: str | None = None
-    warnings: list[DroppedContent] = Field(default_factory=list)
+    warnings: list[DroppedContent] = []
     """What this call left out, and why (also logged, once per session)."""
     cost_usd: USDAmount | None = None
     """What the call cost in USD at the model catalog's prices, on a reply of

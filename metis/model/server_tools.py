@@ -46,8 +46,8 @@ class UserLocation(_Declaration):
 
 class _DomainFilter(_Declaration):
     max_uses: int | None = Field(default=None, ge=1)
-    allowed_domains: list[str] = Field(default_factory=list)
-    blocked_domains: list[str] = Field(default_factory=list)
+    allowed_domains: list[str] = []
+    blocked_domains: list[str] = []
 
     @model_validator(mode="after")
     def _one_filter(self) -> _DomainFilter:
@@ -93,7 +93,7 @@ class ProviderTool(_Declaration):
     dialect: str = Field(min_length=1)
     type: str = Field(min_length=1)
     name: str | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, Any] = {}
 
 
 ServerToolLike = WebSearch | WebFetch | CodeExecution | ProviderTool
@@ -120,7 +120,7 @@ class CodeOutput(Canonical):
     stdout: str = ""
     stderr: str = ""
     exit_code: int | None = None
-    files: list[str] = Field(default_factory=list)
+    files: list[str] = []
 
 
 class ServerToolCallBlock(BlockBase):
@@ -131,7 +131,7 @@ class ServerToolCallBlock(BlockBase):
     type: Literal["server_tool_call"] = "server_tool_call"
     id: str
     name: str
-    input: dict[str, Any] = Field(default_factory=dict)
+    input: dict[str, Any] = {}
 
 
 class ServerToolResultBlock(BlockBase):

@@ -31,13 +31,13 @@ class AdapterConfig(BaseModel):
     base_url: str | None = None
     timeout_seconds: float = Field(default=600.0, gt=0, strict=True)
     max_retries: int = Field(default=2, ge=0, strict=True)
-    extra_headers: dict[str, str] = Field(default_factory=dict)
+    extra_headers: dict[str, str] = {}
     settings: dict[str, Any] | ProviderSettings | None = None
     """The provider's own settings, of the kind its stack names (``region`` for Bedrock,
     ``project`` for Vertex, ...; metis.pipeline.settings), validated when the adapter is built."""
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, Any] = {}
     """Deprecated: :attr:`settings`."""
-    capabilities: dict[str, Any] = Field(default_factory=dict)
+    capabilities: dict[str, Any] = {}
     http_client: AsyncHTTPClient | None = Field(default=None, repr=False)
 
     def __repr_args__(self) -> Any:

@@ -127,7 +127,7 @@ class OllamaSettings(ProviderSettings):
     """The context window to ask for; unset, the model's declared window; None, the server's
     default."""
     think: bool | Literal["low", "medium", "high", "budget"] | None = None
-    model_options: dict[str, Any] = Field(default_factory=dict)
+    model_options: dict[str, Any] = {}
     """More Ollama ``options`` for every request (``seed``, ``top_k``, ...)."""
 
 

@@ -21,10 +21,10 @@ class AdapterEntry(BaseModel):
     base_url: str | None = None
     timeout_seconds: float = Field(default=600.0, gt=0)
     max_retries: int = Field(default=2, ge=0)
-    extra_headers: dict[str, str] = Field(default_factory=dict)
-    settings: dict[str, Any] = Field(default_factory=dict)
+    extra_headers: dict[str, str] = {}
+    settings: dict[str, Any] = {}
     """The provider's own settings, of its stack's kind (docs/engine.md)."""
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, Any] = {}
     """Deprecated: ``settings``."""
 
 
@@ -37,16 +37,16 @@ class ModelEntry(BaseModel):
     wire_name: str | None = Field(default=None, min_length=1)
     tier: str | None = None
     can_delegate: bool = False
-    aliases: list[str] = Field(default_factory=list)
-    capabilities: dict[str, Any] = Field(default_factory=dict)
-    catalog: dict[str, Any] = Field(default_factory=dict)
+    aliases: list[str] = []
+    capabilities: dict[str, Any] = {}
+    catalog: dict[str, Any] = {}
     """Fields of the model's catalog entry to replace (metis.catalog.ModelInfo's names)."""
 
 
 class RegistryFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    adapters: dict[str, AdapterEntry] = Field(default_factory=dict)
-    models: dict[str, ModelEntry] = Field(default_factory=dict)
-    routes: dict[str, RouteSpec] = Field(default_factory=dict)
+    adapters: dict[str, AdapterEntry] = {}
+    models: dict[str, ModelEntry] = {}
+    routes: dict[str, RouteSpec] = {}
     """Fallback routes over the models above (metis.routing, docs/routing.md)."""

@@ -41,7 +41,7 @@ class TargetSpec(BaseModel):
 
     model: str = Field(min_length=1)
     max_retries: int | None = Field(default=None, ge=0, strict=True)
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, Any] = {}
     """Request fields set for this model (``temperature``, ``max_output_tokens``, ``thinking``)."""
 
     @field_validator("options")
@@ -56,7 +56,7 @@ class RouteSpec(BaseModel):
     models: list[str | TargetSpec] = Field(min_length=1)
     fallback_on: list[ErrorClass] = Field(default_factory=lambda: sorted(DEFAULT_FALLBACK_ON))
     max_retries: int | None = Field(default=None, ge=0, strict=True)
-    limits: dict[str, Limits] = Field(default_factory=dict)
+    limits: dict[str, Limits] = {}
 
     def targets(self) -> list[TargetSpec]:
         return [TargetSpec(model=m) if isinstance(m, str) else m for m in self.models]

@@ -51,9 +51,9 @@ class ProviderState(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tool_ids: dict[str, dict[str, str]] = Field(default_factory=dict)
+    tool_ids: dict[str, dict[str, str]] = {}
     """Provider -> canonical tool id -> the provider's id."""
-    continuation: list[ContinuationState] = Field(default_factory=list)
+    continuation: list[ContinuationState] = []
 
 
 class StateKeeper:

@@ -74,7 +74,7 @@ class SavedSession(BaseModel):
     """The router's name, when it talked to one."""
     messages: list[Message]
     options: SavedOptions = Field(default_factory=SavedOptions)
-    tools: list[str] = Field(default_factory=list)
+    tools: list[str] = []
     context_check: ContextCheck = "auto"
     compact: Literal["provider"] | None = None
     """``"provider"`` when the session leaves compaction to the provider (a function is not

@@ -64,12 +64,12 @@ class EmbeddingStackSpec(BaseModel):
     description: str = ""
     endpoint: EndpointSpec
     auth: AuthSpec = AuthSpec()
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = {}
     catalog: str | None = None
     codec: str
     settings: str = "none"
     limits: EmbeddingLimits = EmbeddingLimits()
-    stages: list[StageEntry] = Field(default_factory=list)
+    stages: list[StageEntry] = []
     source: str = "<inline>"
 
     @field_validator("settings")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from metis.catalog.token_profile import DEFAULT_PROFILE, TokenProfile
 from metis.core.config_files import MAX_CONFIG_BYTES, config_error, decode_text, parse_yaml
@@ -39,6 +39,7 @@ from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.settings import settings_kind
 from metis.stacks.assembly import checked, completed_root
+from metis.stacks.deferred import packaged_settings
 from metis.stacks.dialect import apply_dialect
 from metis.stacks.extends import resolve
 
@@ -98,7 +99,7 @@ class StageEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, Any] = {}
 
 
 class StackSpec(BaseModel):
@@ -108,7 +109,7 @@ class StackSpec(BaseModel):
     description: str = ""
     endpoint: EndpointSpec
     auth: AuthSpec = AuthSpec()
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = {}
     capabilities: AdapterCapabilities = AdapterCapabilities()
     catalog: str | None = None
     """The model catalog's provider id for this stack's models (``anthropic``, ``google``,
@@ -134,7 +135,7 @@ class StackSpec(BaseModel):
 
     stages: list[StageEntry]
     source: str = "<inline>"
-    stage_sources: dict[str, str] = Field(default_factory=dict)
+    stage_sources: dict[str, str] = {}
     """For each stage, the file that set it (a stack that ``extends`` another inherits some)."""
 
     @field_validator("stages", mode="before")
@@ -269,7 +270,10 @@ def _parsed(text: str, source: str) -> tuple[Any, str]:
 def _parsed_builtin(name: str) -> tuple[Any, str]:
     """A built-in stack file, parsed once: it is package data, and every adapter built on the
     stack (or on one extending it) would otherwise parse it again. Callers get a deep copy."""
-    return _parsed(*_read(name))
+    data, source = _parsed(*_read(name))
+    if isinstance(data, dict):
+        packaged_settings(data.get("codec"), data.get("codec_settings"))
+    return data, source
 
 
 def builtin_stacks() -> list[str]:

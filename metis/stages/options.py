@@ -27,7 +27,7 @@ class CodecOptions(BaseModel):
     model_config = _FROZEN
 
     codec: str
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: dict[str, Any] = {}
 
 
 def codec_dialect(options: dict[str, Any]) -> str | None:
@@ -100,7 +100,7 @@ class StrictSchemaOptions(BaseModel):
 class SchemaCleanupOptions(BaseModel):
     model_config = _FROZEN
 
-    remove: list[str] = Field(default_factory=list, description="keywords to take out")
+    remove: list[str] = Field([], description="keywords to take out")
     inline_refs: bool = False
     nullable_type_lists: bool = False
     output_schema: bool = False
@@ -139,9 +139,9 @@ class WireFieldsOptions(BaseModel):
 
     model_config = _FROZEN
 
-    rename: dict[str, str] = Field(default_factory=dict)
-    drop: list[str] = Field(default_factory=list)
-    set: dict[str, Any] = Field(default_factory=dict)
+    rename: dict[str, str] = {}
+    drop: list[str] = []
+    set: dict[str, Any] = {}
 
     @field_validator("rename")
     @classmethod

@@ -10,14 +10,17 @@ loop that calls.
 
 from __future__ import annotations
 
-import asyncio
+import sys
 from collections.abc import Awaitable, Callable
 from functools import partial
+from typing import TYPE_CHECKING, TypeGuard
 
 import anyio
-import anyio.lowlevel
 
 from metis.transport.clients import AsyncHTTPClient
+
+if TYPE_CHECKING:
+    import asyncio  # imported by a running asyncio loop, not with the adapter (~10 ms)
 
 
 def own_client(timeout_seconds: float) -> AsyncHTTPClient:
@@ -35,6 +38,13 @@ def running_loop() -> object:
         return anyio.lowlevel.current_token().native_token
     except RuntimeError:
         return None
+
+
+def is_asyncio_loop(loop: object) -> TypeGuard[asyncio.AbstractEventLoop]:
+    """Whether ``loop`` is an asyncio loop; asyncio is not imported to answer (an asyncio
+    loop has imported it; a trio run need not)."""
+    module = sys.modules.get("asyncio")
+    return module is not None and isinstance(loop, module.AbstractEventLoop)
 
 
 class LoopClients:
@@ -79,7 +89,7 @@ class LoopClients:
     def _forget_closed_loops(self) -> None:
         """An asyncio loop closed without ending its tasks never ran its client's close."""
         for loop in list(self._by_loop):
-            if isinstance(loop, asyncio.AbstractEventLoop) and loop.is_closed():
+            if is_asyncio_loop(loop) and loop.is_closed():
                 del self._by_loop[loop]
 
 
@@ -97,7 +107,7 @@ def at_loop_end(loop: object, end: Callable[[], Awaitable[object]], name: str) -
             await end()
             raise
 
-    if isinstance(loop, asyncio.AbstractEventLoop):
+    if is_asyncio_loop(loop):
         task = loop.create_task(wait_for_the_end(), name=name)
         task._log_destroy_pending = False  # type: ignore[attr-defined]  # a loop closed unended
         return task

@@ -58,7 +58,20 @@ def codec_packages(stack):
     adapter = build_adapter(stack, AdapterConfig(api_key="x"))
     built = packages()
     adapter.pipeline  # its stages and its codec, as its first call builds them
-    return {"built": built, "used": packages()}
+    return {"built": built, "used": packages(), "factories": builtin_factories()}
+
+
+def builtin_factories():
+    import pydantic
+    return sorted(
+        f"{model.__module__}.{model.__name__}.{name}"
+        for module in list(sys.modules.values())
+        if getattr(module, "__name__", "").startswith("metis")
+        for model in vars(module).values()
+        if isinstance(model, type) and issubclass(model, pydantic.BaseModel)
+        for name, field in model.model_fields.items()
+        if field.default_factory in (list, dict, tuple, set)
+    )
 
 
 def in_a_child(probe, *args):
@@ -178,6 +191,34 @@ def test_building_an_adapter_leaves_the_async_locks_to_its_first_call(
     assert "anyio._core._synchronization" not in loaded["all"]
 
 
+def test_the_models_an_adapter_builds_take_no_default_factory_of_a_builtin(
+    loaded: dict[str, list[str]],
+) -> None:
+    """pydantic reads a default factory's signature as it builds the class; a builtin's
+    (``list``, ``dict``) is parsed from its text signature by ``tokenize``, whose patterns
+    compile on first use (~8 ms of CPU). These models take a plain ``[]`` or ``{}``, which
+    pydantic copies for each instance."""
+    assert loaded["built"]
+    for name in loaded["built"]:
+        module, _, attr = name.rpartition(".")
+        model = getattr(importlib.import_module(module), attr)
+        factories = {f: i.default_factory for f, i in model.model_fields.items()}
+        assert not {f for f, made in factories.items() if made in (list, dict, tuple, set)}, name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_nor_the_models_its_first_use_loads(stack: str, probes: dict[str, Any]) -> None:
+    assert probes["codecs"][stack]["factories"] == []
+
+
+def test_building_an_adapter_leaves_asyncio_to_the_loop_that_calls(
+    loaded: dict[str, list[str]],
+) -> None:
+    """The adapter's own clients are kept per event loop (metis/transport/loop_clients.py):
+    a loop that calls has imported asyncio (or trio) already; building imports neither."""
+    assert not {"asyncio", "anyio.lowlevel", "trio"} & set(loaded["all"])
+
+
 def test_the_nearest_name_helper_loads_with_the_first_misspelt_name(
     loaded: dict[str, list[str]],
 ) -> None:
@@ -218,6 +259,15 @@ def test_building_an_adapter_leaves_the_stages_and_the_model_to_its_first_use(
     assert not {m for m in found if m.startswith("metis.stages.")} - {"metis.stages.options"}
     assert not {"metis.model.content", "metis.model.request", "metis.model.events"} & found
     assert not {"metis.pipeline.pipeline", "metis.transport.exchange", "httpcore"} & found
+
+
+@pytest.mark.parametrize("stack", ["gemini", "openai_responses"])
+def test_a_built_in_stacks_own_codec_settings_are_checked_by_its_codec_on_first_use(
+    stack: str, loaded: dict[str, list[str]]
+) -> None:
+    """Its file's settings are package data held valid (tests/stacks/test_deferred.py):
+    neither the schema codec's settings models nor Responses' settings check load to build."""
+    assert not {"metis.wire.schema.settings", "metis.wire.responses_settings"} & set(loaded[stack])
 
 
 @pytest.mark.parametrize("stack", ["anthropic", "openai", "ollama"])

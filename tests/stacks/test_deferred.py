@@ -19,9 +19,14 @@ from metis.pipeline.registry import stages as registry
 from metis.pipeline.request import WireRequest
 from metis.pipeline.skeleton import ZONES
 from metis.pipeline.stage import RequestStage, Stage, _defaults_only
-from metis.stacks.deferred import CONTINUING_CODECS, DECLARED, checked_without_code
-from metis.stacks.loader import builtin_stacks, parse_stack
-from metis.wire.codec import _LAZY, get_codec
+from metis.stacks.deferred import (
+    _PACKAGED_SETTINGS,
+    CONTINUING_CODECS,
+    DECLARED,
+    checked_without_code,
+)
+from metis.stacks.loader import _parsed_builtin, builtin_stacks, load_stack, parse_stack
+from metis.wire.codec import _LAZY, check_codec_settings, get_codec
 
 BASE: dict[str, Any] = {
     "name": "base",
@@ -119,6 +124,30 @@ def test_what_is_wrong_with_a_stack_is_still_an_error_when_the_adapter_is_built(
 ) -> None:
     with pytest.raises(StackError, match=message):
         adapter_of(stack(**change))
+
+
+def test_the_codec_settings_of_every_built_in_stack_file_are_valid() -> None:
+    """What lets a stack giving a built-in file's own codec settings have them checked by its
+    codec on first use instead of when the adapter is built (metis/stacks/deferred.py)."""
+    for name in builtin_stacks():
+        _parsed_builtin(name)
+    assert {codec for codec, _ in _PACKAGED_SETTINGS} == {"schema", "openai_responses"}
+    for codec, settings in _PACKAGED_SETTINGS:
+        check_codec_settings(codec, settings)
+
+
+def test_a_built_in_stacks_codec_settings_changed_are_checked_when_the_adapter_is_built() -> None:
+    gemini = load_stack("gemini")
+    assert gemini.codec_settings
+    for change, message in (
+        ({"nonesuch": 1}, "nonesuch"),
+        ({"response_schema": {"content_path": "a..b"}}, "not a dot path"),
+    ):
+        with pytest.raises(StackError, match=message):
+            adapter_of(stack(codec="schema", codec_settings={**gemini.codec_settings, **change}))
+    deferred = adapter_of(stack(codec="schema", codec_settings=dict(gemini.codec_settings)))
+    assert deferred._pipeline is None
+    assert deferred.pipeline.names() == deferred.stack.build_pipeline().names()
 
 
 def test_a_stack_without_the_whole_skeleton_is_built_at_once() -> None:

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from metis.errors import ConfigError
 from metis.pipeline.call import Call
@@ -46,9 +46,9 @@ class UrlParams(RequestStage[WireRequest]):
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
-        params: dict[str, list[str]] = Field(default_factory=dict)
+        params: dict[str, list[str]] = {}
         """Each placeholder's environment variables, in order of preference."""
-        hosts: dict[str, str] = Field(default_factory=dict)
+        hosts: dict[str, str] = {}
         """Hosts to rename after the substitution."""
 
     options: Options

@@ -1,8 +1,8 @@
 """The schema-driven codec's settings compiled: dot paths into getters, templates into trees.
 
-:func:`load_settings` validates a stack's settings (:class:`SchemaSettings`, once, when the
-stack is built) and compiles them into :class:`Compiled`, which is what the encoder and parsers
-read: :class:`Reading` for a response or stream schema.
+:func:`load_settings` validates a stack's settings (:class:`SchemaSettings`, once a stack:
+:mod:`metis.wire.schema.settings` says when) and compiles them into :class:`Compiled`, which
+is what the encoder and parsers read: :class:`Reading` for a response or stream schema.
 """
 
 from __future__ import annotations

@@ -1,22 +1,26 @@
 """The wire schema of the schema-driven codec, as a stack YAML writes it (docs/stacks.md).
 
-``SchemaSettings`` is validated once, when the stack is built; a misspelt key, a placeholder
-the template cannot have or a path that is not a dot path fails there, naming the key. The
+``SchemaSettings`` is validated once, when the stack is built (a built-in stack's own
+settings, package data held valid by tests/stacks/test_deferred.py, when its codec is built
+with the first call); a misspelt key, a placeholder the template cannot have or a path that is
+not a dot path fails there, naming the key. The
 compiled forms (paths as tuples, templates as trees) live on :class:`Compiled`, which is what
 the encoder and parsers read.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from metis.errors import ErrorClass
 from metis.model.stop import StopKind
 
 
 class _Model(BaseModel):
+    """Defaults are plain values (pydantic copies a mutable one for each instance): a
+    ``default_factory`` costs its class's build an ``inspect.signature`` (benchmarks/README.md,
+    import13), and these models are built with a Gemini adapter's first call."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -57,16 +61,14 @@ class ToolResult(_Model):
 class MessageSchema(_Model):
     messages_key: str = "messages"
     role_key: str = "role"
-    role_map: dict[str, str] = Field(
-        default_factory=lambda: {"user": "user", "assistant": "assistant", "system": "system"}
-    )
+    role_map: dict[str, str] = {"user": "user", "assistant": "assistant", "system": "system"}
     content_key: str = "content"
     content_wrap: Literal["string", "blocks_array", "parts_array"] = "blocks_array"
     """``string``: text-only content is one string (parts otherwise); the others: a list."""
     merge_same_role: bool = False
     """Consecutive messages with the same wire role become one (their parts concatenated)."""
     system_prompt: SystemPrompt = SystemPrompt()
-    text_template: Any = Field(default_factory=lambda: {"type": "text", "text": "{text}"})
+    text_template: Any = {"type": "text", "text": "{text}"}
     image_template: Any = None
     image_url_template: Any = None
     file_template: Any = None
@@ -80,10 +82,10 @@ class MessageSchema(_Model):
     tool_calls_key: str | None = None
     """Set: an assistant's tool calls go in this separate list (``separate`` mode)."""
     tool_result: ToolResult = ToolResult()
-    echo: list[str] = Field(default_factory=list)
+    echo: list[str] = []
     """Part fields kept in a block's ``provider_raw`` on parse and written back onto the same
     part, only when the request goes to the provider and model that produced them."""
-    foreign_tool_call_fields: dict[str, Any] = Field(default_factory=dict)
+    foreign_tool_call_fields: dict[str, Any] = {}
     """Fields for a tool-call part this provider and model did not produce."""
 
 
@@ -95,14 +97,12 @@ class ToolChoiceTemplates(_Model):
 
 
 class RequestSchema(_Model):
-    body_template: dict[str, Any] = Field(default_factory=dict)
-    tool_template: Any = Field(
-        default_factory=lambda: {
-            "name": "{name}",
-            "description": "{description}",
-            "input_schema": "{input_schema}",
-        }
-    )
+    body_template: dict[str, Any] = {}
+    tool_template: Any = {
+        "name": "{name}",
+        "description": "{description}",
+        "input_schema": "{input_schema}",
+    }
     tool_choice: ToolChoiceTemplates = ToolChoiceTemplates()
 
 
@@ -130,7 +130,7 @@ BlockKind = Literal["text", "thinking", "tool_call", "image"]
 class ResponseSchema(_Model):
     content_mode: Literal["blocks", "separate"] = "blocks"
     content_path: str = "content"
-    block_detect: dict[BlockKind, Detect] = Field(default_factory=dict)
+    block_detect: dict[BlockKind, Detect] = {}
     text_value: str = "text"
     thinking_value: str = "thinking"
     thinking_signature: str | None = None
@@ -160,10 +160,10 @@ class ResponseSchema(_Model):
     paths too where the provider counts it apart, as Gemini's ``thoughtsTokenCount``)."""
     input_includes_cached: bool = False
     finish_reason_path: str | list[str | FinishSource] = "stop_reason"
-    finish_reasons: dict[str, StopKind] = Field(default_factory=dict)
-    finish_reason_tool_use: list[str] = Field(default_factory=list)
-    finish_reason_no_call: list[str] = Field(default_factory=list)
-    dropped_fields: list[str] = Field(default_factory=list)
+    finish_reasons: dict[str, StopKind] = {}
+    finish_reason_tool_use: list[str] = []
+    finish_reason_no_call: list[str] = []
+    dropped_fields: list[str] = []
 
     @field_validator("block_detect")
     @classmethod
@@ -182,7 +182,7 @@ class ErrorSchema(_Model):
     knows decides the class (and is the ``provider_code``; else the first present is)."""
     retry_after: str | None = None
     """Path to a delay in the error object: seconds, or a duration such as ``"17s"``."""
-    classes: dict[str, ErrorClass] = Field(default_factory=dict)
+    classes: dict[str, ErrorClass] = {}
     request_id_header: str | None = None
 
 
@@ -191,6 +191,6 @@ class SchemaSettings(_Model):
     message_schema: MessageSchema = MessageSchema()
     request_schema: RequestSchema = RequestSchema()
     response_schema: ResponseSchema = ResponseSchema()
-    stream_schema: dict[str, Any] = Field(default_factory=dict)
+    stream_schema: dict[str, Any] = {}
     """Overrides of ``response_schema`` keys for streamed chunks (same keys)."""
     error_schema: ErrorSchema = ErrorSchema()
