@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
+from metis.core.empty import empty_dict
 from metis.model.base import Canonical
 from metis.model.cache import CacheHint
 
@@ -15,7 +16,7 @@ class ProviderRaw(Canonical):
 
     provider: str
     model: str | None = None
-    data: dict[str, Any] = {}
+    data: dict[str, Any] = Field(default_factory=empty_dict)
 
 
 class BlockBase(Canonical):

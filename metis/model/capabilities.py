@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from metis.core.empty import empty_list
 from metis.model.knobs import ReasoningProfile, SamplingRanges, SettingRules
 
 
@@ -38,17 +39,17 @@ class AdapterCapabilities(BaseModel):
     supports_prompt_caching: bool = False
     max_context_tokens: int = Field(default=8192, ge=1)
     max_output_tokens: int = Field(default=4096, ge=1)
-    accepted_image_media_types: list[str] = []
-    server_tools: list[str] = []
+    accepted_image_media_types: list[str] = Field(default_factory=empty_list)
+    server_tools: list[str] = Field(default_factory=empty_list)
     """The tools the provider runs itself that the stack maps (``web_search``, ``web_fetch``,
     ``code_execution``: docs/contract.md §11); any other is a CapabilityError."""
-    accepted_document_media_types: list[str] = []
+    accepted_document_media_types: list[str] = Field(default_factory=empty_list)
     """The documents the stack's wire carries, by media type (``application/pdf``); empty:
     none. The catalog narrows it per model: PDFs only to a model that reads PDFs or images."""
-    accepted_audio_media_types: list[str] = []
+    accepted_audio_media_types: list[str] = Field(default_factory=empty_list)
     """Audio input by media type (``audio/wav``); empty: none, and none to a model whose
     catalog entry lists no audio input."""
-    accepted_video_media_types: list[str] = []
+    accepted_video_media_types: list[str] = Field(default_factory=empty_list)
     """Video input by media type (``video/mp4``); empty: none, and none to a model whose
     catalog entry lists no video input."""
     sampling: SamplingRanges | None = None

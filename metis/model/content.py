@@ -21,6 +21,7 @@ from pydantic import (
     model_serializer,
 )
 
+from metis.core.empty import empty_dict
 from metis.model.base import Canonical
 from metis.model.block import BlockBase
 from metis.model.block import ProviderRaw as ProviderRaw
@@ -116,7 +117,7 @@ class ToolUseBlock(BlockBase):
     type: Literal["tool_use"] = "tool_use"
     id: str
     name: str
-    input: dict[str, Any] = {}
+    input: dict[str, Any] = Field(default_factory=empty_dict)
     input_error: str | None = None
     """Set when the model's arguments were not a JSON object (malformed, or cut off): ``input``
     is then only what parsed of them, the text as written is in ``provider_raw.data

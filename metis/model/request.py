@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from metis.core.empty import empty_dict, empty_list
 from metis.core.ids import new_request_id
 from metis.model.base import Canonical
 from metis.model.cache import CachePolicy
@@ -164,13 +165,13 @@ class CanonicalRequest(Canonical):
     max_output_tokens: int = Field(ge=1, strict=True)
     request_id: str = Field(default_factory=new_request_id)
     session_id: str | None = None
-    tools: list[ToolDefinition] = []
-    server_tools: list[ServerTool] = []
+    tools: list[ToolDefinition] = Field(default_factory=empty_list)
+    server_tools: list[ServerTool] = Field(default_factory=empty_list)
     """Tools the provider runs itself (web search, code execution, ...: docs/contract.md §11)."""
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
     system_prompt: str | None = None
-    stop_sequences: list[str] = []
+    stop_sequences: list[str] = Field(default_factory=empty_list)
     temperature: float | None = Field(default=None, ge=0, strict=True)
     top_p: float | None = Field(default=None, ge=0, le=1, strict=True)
     top_k: int | None = Field(default=None, ge=1, strict=True)
@@ -181,13 +182,13 @@ class CanonicalRequest(Canonical):
     thinking: ThinkingConfig | None = None
     """How the model reasons first: a :class:`ThinkingConfig`, or its effort (``"high"``) or
     budget (``8000``) alone."""
-    provider_options: dict[str, dict[str, Any]] = {}
+    provider_options: dict[str, dict[str, Any]] = Field(default_factory=empty_dict)
     """Wire fields for one provider only, keyed by its name (the adapter's, a stack it extends,
     or its catalog id: ``{"openai": {"service_tier": "flex"}}``); merged into that provider's
     body, ignored by every other (docs/contract.md §13)."""
-    extra_headers: dict[str, dict[str, str]] = {}
+    extra_headers: dict[str, dict[str, str]] = Field(default_factory=empty_dict)
     """HTTP headers for one provider only, keyed as ``provider_options``."""
-    extra_query: dict[str, dict[str, str]] = {}
+    extra_query: dict[str, dict[str, str]] = Field(default_factory=empty_dict)
     """URL query parameters for one provider only, keyed as ``provider_options``."""
     compaction: Compaction | None = None
     """Compaction by the provider, where it has it (:class:`Compaction`)."""

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
+from metis.core.empty import empty_list
 from metis.core.money import USDAmount
 from metis.model.base import Canonical
 from metis.model.citation import Citation
@@ -151,7 +152,7 @@ class CanonicalResponse(Canonical):
     usage: TokenUsage
     latency_ms: int
     message_id: str | None = None
-    warnings: list[DroppedContent] = []
+    warnings: list[DroppedContent] = Field(default_factory=empty_list)
     """What this call left out, and why (also logged, once per session)."""
     cost_usd: USDAmount | None = None
     """What the call cost in USD at the model catalog's prices, on a reply of

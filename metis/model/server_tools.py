@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from metis.core.empty import empty_dict, empty_list
 from metis.model.base import Canonical
 from metis.model.block import BlockBase
 
@@ -46,8 +47,8 @@ class UserLocation(_Declaration):
 
 class _DomainFilter(_Declaration):
     max_uses: int | None = Field(default=None, ge=1)
-    allowed_domains: list[str] = []
-    blocked_domains: list[str] = []
+    allowed_domains: list[str] = Field(default_factory=empty_list)
+    blocked_domains: list[str] = Field(default_factory=empty_list)
 
     @model_validator(mode="after")
     def _one_filter(self) -> _DomainFilter:
@@ -93,7 +94,7 @@ class ProviderTool(_Declaration):
     dialect: str = Field(min_length=1)
     type: str = Field(min_length=1)
     name: str | None = None
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = Field(default_factory=empty_dict)
 
 
 ServerToolLike = WebSearch | WebFetch | CodeExecution | ProviderTool
@@ -120,7 +121,7 @@ class CodeOutput(Canonical):
     stdout: str = ""
     stderr: str = ""
     exit_code: int | None = None
-    files: list[str] = []
+    files: list[str] = Field(default_factory=empty_list)
 
 
 class ServerToolCallBlock(BlockBase):
@@ -131,7 +132,7 @@ class ServerToolCallBlock(BlockBase):
     type: Literal["server_tool_call"] = "server_tool_call"
     id: str
     name: str
-    input: dict[str, Any] = {}
+    input: dict[str, Any] = Field(default_factory=empty_dict)
 
 
 class ServerToolResultBlock(BlockBase):

@@ -24,6 +24,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from metis.adapter.adapter import Adapter
+from metis.core.empty import empty_dict, empty_list
 from metis.model.content import Message, ToolUseBlock
 from metis.stages.edits.continuation import Continuation, Covered
 
@@ -51,9 +52,9 @@ class ProviderState(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tool_ids: dict[str, dict[str, str]] = {}
+    tool_ids: dict[str, dict[str, str]] = Field(default_factory=empty_dict)
     """Provider -> canonical tool id -> the provider's id."""
-    continuation: list[ContinuationState] = []
+    continuation: list[ContinuationState] = Field(default_factory=empty_list)
 
 
 class StateKeeper:
@@ -104,7 +105,7 @@ class StateKeeper:
 
     async def _copy_ids(self, adapter: Adapter, ids: list[str]) -> None:
         store = adapter.tool_id_store
-        found: dict[str, str] = {}
+        found: dict[str, str] = Field(default_factory=empty_dict)
 
         async def read() -> None:
             found.update(await store.provider_ids(self.session_id, adapter.name, ids))

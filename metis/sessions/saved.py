@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from metis.calls.request import ModelLike, ModelOptions
 from metis.core.config_files import config_error
+from metis.core.empty import empty_list
 from metis.errors import ConfigError
 from metis.model.cache import CachePolicy
 from metis.model.content import Message
@@ -74,7 +75,7 @@ class SavedSession(BaseModel):
     """The router's name, when it talked to one."""
     messages: list[Message]
     options: SavedOptions = Field(default_factory=SavedOptions)
-    tools: list[str] = []
+    tools: list[str] = Field(default_factory=empty_list)
     context_check: ContextCheck = "auto"
     compact: Literal["provider"] | None = None
     """``"provider"`` when the session leaves compaction to the provider (a function is not
