@@ -105,7 +105,7 @@ class StateKeeper:
 
     async def _copy_ids(self, adapter: Adapter, ids: list[str]) -> None:
         store = adapter.tool_id_store
-        found: dict[str, str] = Field(default_factory=empty_dict)
+        found: dict[str, str] = {}
 
         async def read() -> None:
             found.update(await store.provider_ids(self.session_id, adapter.name, ids))
