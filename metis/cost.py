@@ -258,6 +258,8 @@ def priced_cost(model: str, usage: TokenUsage, table: PriceTable | None = None) 
     found = _own_cost(model, usage, table)
     if found is None:
         return None
+    if _served_in_batch(usage):
+        found = _batch_priced(model, found, usage)
     return with_other_models(found, model, usage, lambda m, u: cost_of(m, u, table))
 
 
