@@ -244,8 +244,10 @@ _GENAI_TIERS = {  # a price variant's condition -> the service tier (TierKind) i
 
 def _genai_service_tiers(model: Any, today: date) -> list[dict[str, str]]:
     """The rates of each service tier genai-prices' price variants give and that are in force
-    ``today``, each rate taken from the first variant naming it (as genai-prices does)."""
+    ``today``, each rate taken from the first variant naming it (as genai-prices does) of the
+    first condition that names the tier."""
     found: dict[str, dict[str, str]] = {}
+    named_by: dict[str, tuple[Any, ...]] = {}  # the condition a tier's rates are read under
     for variant in getattr(model, "price_variants", None) or ():
         when = tuple(variant.when.items())
         tier = _GENAI_TIERS.get(when[0]) if len(when) == 1 else None
@@ -253,6 +255,8 @@ def _genai_service_tiers(model: Any, today: date) -> list[dict[str, str]]:
         start = getattr(constraint, "start_date", None)
         if tier is None or (constraint is not None and (start is None or start > today)):
             continue  # another condition, one not yet in force, or a time of day's
+        if named_by.setdefault(tier, when) != when:
+            continue  # OpenAI's fast where its priority has rates already
         rates = found.setdefault(tier, {})
         for key, attribute in _GENAI_KEYS:
             value = getattr(variant.prices, attribute, None)
