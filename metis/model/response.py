@@ -118,8 +118,27 @@ class TokenUsage(Canonical):
             estimated=self.estimated or more.estimated,
             other_models=tuple(ModelUsage(model=m, usage=u) for m, u in others.items()),
             server_tools=self.server_tools.plus(more.server_tools),
-            service_tier=self.service_tier if self.service_tier == more.service_tier else None,
+            service_tier=_summed_tier(self, more),
         )
+
+
+def _summed_tier(one: TokenUsage, other: TokenUsage) -> ServiceTier | None:
+    """The tier of a sum: the parts' where they agree, or where one part counts nothing (a
+    total's start); None where they were served at different tiers."""
+    if one.service_tier == other.service_tier or _counts_nothing(one):
+        return other.service_tier
+    return one.service_tier if _counts_nothing(other) else None
+
+
+def _counts_nothing(usage: TokenUsage) -> bool:
+    return not (
+        usage.input_tokens
+        or usage.output_tokens
+        or usage.cached_input_tokens
+        or usage.cache_creation_input_tokens
+        or usage.other_models
+        or usage.server_tools
+    )
 
 
 class ModelUsage(Canonical):

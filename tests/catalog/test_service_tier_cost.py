@@ -41,6 +41,7 @@ def test_a_sum_keeps_the_tier_only_where_both_were_served_at_it() -> None:
     assert flex.plus(flex).input_tokens == 2_000_000
     assert flex.plus(served("priority")).service_tier is None
     assert flex.plus(MILLION).service_tier is None
+    assert TokenUsage().plus(flex) == flex == flex.plus(TokenUsage())  # a total's start
 
 
 @pytest.mark.parametrize(
