@@ -50,6 +50,14 @@ def test_a_pending_body_is_an_error_naming_the_response(status: str) -> None:
     assert "background" in error.message
 
 
+@pytest.mark.parametrize("status", [[], {"queued": 1}])
+def test_a_status_that_is_not_a_word_is_not_taken_for_pending(status: Any) -> None:
+    try:
+        codec.parse_body(pending(status), MessageBuilder(PROVIDER, MODEL))
+    except ProtocolError:
+        pass  # read or refused as malformed, never a bare TypeError
+
+
 def test_a_finished_background_body_reads_as_any_other() -> None:
     body = pending("completed")
     body["output"] = [
