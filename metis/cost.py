@@ -48,6 +48,7 @@ from metis.catalog.usage_cost import unpriced_cost as unpriced_cost
 from metis.core.config_files import config_error, read_yaml, show, typed
 from metis.errors import ConfigError
 from metis.model.response import TokenUsage
+from metis.model.tier import ServiceTier, TierKind
 from metis.stacks.catalog import lookup, stack_catalog_provider
 from metis.stacks.embedding import embedding_catalog_provider
 
@@ -212,16 +213,25 @@ def cost_of(
     table). A model with no price gives an unpriced Cost (``priced`` False, ``unpriced`` says
     why, every amount 0) and one WARN per model per process, so a loop summing costs goes on.
     ``batch``: the call was an item of a provider batch (docs/batches.md), priced at the batch
-    rate."""
-    found = _own_cost(model, usage, table)
+    rate: the model's batch rates where the catalog has them, else the discount below. A call
+    served at a service tier (``usage.service_tier``: flex, priority) is priced at its rates,
+    or at the standard rates with ``Cost.tier_unpriced`` and one WARN per model and tier."""
+    batch = batch or _served_in_batch(usage)
+    found = _own_cost(model, usage, table, TierKind.BATCH if batch else None)
     if found is None:
         found = _unpriced(model, table or default_price_table(), usage)
     elif batch:
         found = _batch_priced(model, found, usage)
+    elif found.tier_unpriced is not None:
+        _warn_tier_unpriced(model, found.tier_unpriced)
     return with_other_models(found, model, usage, lambda m, u: cost_of(m, u, table, batch=batch))
 
 
 def _batch_priced(model: str, cost: Cost, usage: TokenUsage) -> Cost:
+    """``cost`` as a batch's: priced at the batch rates already, or at the discount."""
+    version = f"{cost.pricing_version}+batch"
+    if cost.service_tier is TierKind.BATCH:
+        return cost.model_copy(update={"pricing_version": version})
     stack, _, name = model.partition(":")
     info = embedding_model(embedding_catalog_provider(stack) or stack, name)
     if info is not None and info.batch_price is not None and info.price:
@@ -237,7 +247,8 @@ def _batch_priced(model: str, cost: Cost, usage: TokenUsage) -> Cost:
         update={
             **parts,
             "usd": money(sum(parts.values(), Decimal(0))),
-            "pricing_version": f"{cost.pricing_version}+batch",
+            "pricing_version": version,
+            "tier_unpriced": None,
         }
     )
 
@@ -247,31 +258,35 @@ def priced_cost(model: str, usage: TokenUsage, table: PriceTable | None = None) 
     found = _own_cost(model, usage, table)
     if found is None:
         return None
+    if _served_in_batch(usage):
+        found = _batch_priced(model, found, usage)
     return with_other_models(found, model, usage, lambda m, u: cost_of(m, u, table))
 
 
-def _own_cost(model: str, usage: TokenUsage, table: PriceTable | None) -> Cost | None:
-    """What the call's own tokens cost on ``model``; None when nothing prices it."""
+def _own_cost(
+    model: str, usage: TokenUsage, table: PriceTable | None, tier: TierKind | None = None
+) -> Cost | None:
+    """What the call's own tokens cost on ``model`` (at ``tier``'s rates, else at those of the
+    tier that served it); None when nothing prices it."""
     model, usage = typed(model, str, "cost_of(model)"), typed(usage, TokenUsage, "usage")
     if table is None:
         info = lookup(model)  # one entry, not the whole table, in the common case
         if info is not None and info.prices is not None:
             catalog = default_catalog()
-            return price_usage(
-                info.key.replace("/", ":", 1), priced_entry(info), usage, catalog.version
-            )
+            key = info.key.replace("/", ":", 1)
+            return price_usage(key, priced_entry(info), usage, catalog.version, tier)
         table = default_price_table()
         model_id = table.find(model)
         if model_id is None:
-            return _embedding_cost(model, usage)
+            return _embedding_cost(model, usage, tier)
     else:
         model_id = typed(table, PriceTable, "cost_of(table)").find(model)
     if model_id is None:
         return None
-    return price_usage(model_id, table.models[model_id], usage, table.pricing_version)
+    return price_usage(model_id, table.models[model_id], usage, table.pricing_version, tier)
 
 
-def _embedding_cost(model: str, usage: TokenUsage) -> Cost | None:
+def _embedding_cost(model: str, usage: TokenUsage, tier: TierKind | None) -> Cost | None:
     """An embedding model's price from metis's embedding table (docs/embeddings.md), for the
     models the maintained catalog does not price (Voyage's, Cohere's, Vertex's...)."""
     stack, _, name = model.partition(":")
@@ -279,7 +294,7 @@ def _embedding_cost(model: str, usage: TokenUsage) -> Cost | None:
     if info is None or info.price is None:
         return None
     price = ModelPrice(input=info.price, output=Decimal(0))
-    return price_usage(model, price, usage, EMBEDDING_PRICES_VERSION)
+    return price_usage(model, price, usage, EMBEDDING_PRICES_VERSION, tier)
 
 
 def _unpriced(model: str, table: PriceTable, usage: TokenUsage) -> Cost:
@@ -295,3 +310,14 @@ def _unpriced(model: str, table: PriceTable, usage: TokenUsage) -> Cost:
 
 
 _warned_unpriced: set[str] = set()
+
+
+def _served_in_batch(usage: Any) -> bool:
+    tier = getattr(usage, "service_tier", None)
+    return isinstance(tier, ServiceTier) and tier.kind is TierKind.BATCH
+
+
+def _warn_tier_unpriced(model: str, reason: str) -> None:
+    if reason not in _warned_unpriced:
+        _warned_unpriced.add(reason)
+        log.warning("%s", reason, extra={"event": "metis.unpriced_service_tier", "model": model})

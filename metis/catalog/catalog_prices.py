@@ -4,7 +4,10 @@ catalog model with it, and builds the catalog's whole table from it)."""
 from __future__ import annotations
 
 from metis.catalog.model_info import ModelInfo
-from metis.catalog.price_rates import ModelPrice, PriceTierEntry
+from metis.catalog.price_rates import ModelPrice, PriceTierEntry, ServiceTierRates
+from metis.model.tier import TierKind
+
+_KNOWN = frozenset(TierKind)
 
 PRICES_BY_KEY: dict[str, tuple[ModelInfo, ModelPrice]] = {}
 """Each catalog entry's price, built once: the gateway prices every reply's usage."""
@@ -45,5 +48,15 @@ def catalog_price(info: ModelInfo) -> ModelPrice:
         tiers=tiers,
         web_search_per_1k=prices.web_search_per_1k,
         file_search_per_1k=prices.file_search_per_1k,
+        service_tiers={
+            TierKind(t.tier): ServiceTierRates.model_construct(
+                input=t.input,
+                output=t.output,
+                cached_input=t.cache_read,
+                cache_creation=t.cache_write,
+            )
+            for t in prices.service_tiers
+            if t.tier in _KNOWN  # a tier a later metis knows is priced by a later metis
+        },
         aliases=[f"{info.provider}:{alias}" for alias in info.aliases],
     )

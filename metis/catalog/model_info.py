@@ -29,6 +29,19 @@ class PriceTier:
 
 
 @dataclass(frozen=True, slots=True)
+class TierPrices:
+    """Rates that replace the base rates for a call served at a service ``tier`` (``flex``,
+    ``priority``, ``batch``: ``TokenUsage.service_tier``'s kinds); a rate left out is the
+    base rate."""
+
+    tier: str
+    input: Decimal | None = None
+    output: Decimal | None = None
+    cache_read: Decimal | None = None
+    cache_write: Decimal | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ModelPrices:
     """USD per million tokens (a cache rate left out is the input rate); the provider's own
     tools' requests (``TokenUsage.server_tools``) in USD per thousand, where they are priced."""
@@ -42,6 +55,8 @@ class ModelPrices:
     tiers: tuple[PriceTier, ...] = ()
     web_search_per_1k: Decimal | None = None
     file_search_per_1k: Decimal | None = None
+    service_tiers: tuple[TierPrices, ...] = ()
+    """The rates of the service tiers the provider bills apart, where the source gives them."""
 
     def for_input(self, total_input_tokens: int) -> ModelPrices:
         """The rates that apply to a request of ``total_input_tokens`` (the highest tier it

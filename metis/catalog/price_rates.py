@@ -11,6 +11,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr
 from pydantic_core import PydanticCustomError
 
 from metis.core.config_files import show
+from metis.model.tier import TierKind
 
 
 def _rate(value: Any) -> Any:
@@ -52,6 +53,18 @@ class PriceTierEntry(BaseModel):
     cache_creation: Rate | None = None
 
 
+class ServiceTierRates(BaseModel):
+    """Rates for a call served at a service tier (``TokenUsage.service_tier``: flex, priority,
+    batch...). A rate left out keeps the model's base rate."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: Rate | None = None
+    output: Rate | None = None
+    cached_input: Rate | None = None
+    cache_creation: Rate | None = None
+
+
 class ModelPrice(BaseModel):
     """One model's rates, USD per million tokens, as the table gives them.
 
@@ -74,6 +87,9 @@ class ModelPrice(BaseModel):
     file_search_per_1k: Rate | None = None
     """USD per thousand file searches of the provider's own tool, likewise."""
     tiers: list[PriceTierEntry] = []
+    service_tiers: dict[TierKind, ServiceTierRates] = {}
+    """The rates of the service tiers billed apart; a call served at one the table has no
+    rates for is priced at the base rates (``Cost.tier_unpriced`` says so)."""
     aliases: list[str] = []
 
     _model: str = PrivateAttr(default="")
@@ -97,6 +113,27 @@ class ModelPrice(BaseModel):
     def cache_creation_rate(self) -> Decimal:
         """Cache writes; the input rate when the table gives none."""
         return self.input if self.cache_creation is None else self.cache_creation
+
+    def for_service_tier(self, tier: TierKind) -> ModelPrice | None:
+        """The rates of a call served at ``tier``: each rate it names replaces the base rate,
+        and a long-prompt tier's rate of the same kind is changed in the same ratio (a batch
+        of long prompts is half the long-prompt price); None if it has none."""
+        rates = self.service_tiers.get(tier)
+        if rates is None:
+            return None
+        base = {
+            "input": self.input,
+            "output": self.output,
+            "cached_input": self.cached_input_rate,
+            "cache_creation": self.cache_creation_rate,
+        }
+        changes = {name: getattr(rates, name) for name in base if getattr(rates, name) is not None}
+        ratios = {name: rate / base[name] for name, rate in changes.items() if base[name]}
+        tiers = [
+            t.model_copy(update={n: getattr(t, n) * r for n, r in ratios.items() if getattr(t, n)})
+            for t in self.tiers
+        ]
+        return self.model_copy(update={**changes, "tiers": tiers, "service_tiers": {}})
 
     def for_input(self, total_input_tokens: int) -> ModelPrice:
         """The rates for a call of ``total_input_tokens``: the highest tier it passes, if any,

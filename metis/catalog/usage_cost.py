@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from metis.catalog.price_rates import ModelPrice
 from metis.core.money import USD, USDAmount
 from metis.model.response import TokenUsage
+from metis.model.tier import TierKind
 
 MILLION = Decimal(1_000_000)
 THOUSAND = Decimal(1_000)
@@ -42,6 +43,12 @@ class Cost(BaseModel):
     other_models: tuple[Cost, ...] = ()
     """What the call's tokens on other models cost (``TokenUsage.other_models``), each at its
     own model's rates; included in ``usd`` and in each part."""
+    service_tier: TierKind | None = None
+    """The service tier whose rates priced the call (``usage.service_tier``, or a batch's);
+    None: the standard rates."""
+    tier_unpriced: str | None = None
+    """Why a call served at a service tier was priced at the standard rates (the table has
+    no rates for that tier); None when it was priced as served."""
 
     @property
     def priced(self) -> bool:
@@ -60,8 +67,23 @@ class Cost(BaseModel):
         }
 
 
-def price_usage(model_id: str, price: ModelPrice, usage: TokenUsage, version: str) -> Cost:
-    """What ``usage`` costs at ``price`` (its tier for the call's total input)."""
+def price_usage(
+    model_id: str, price: ModelPrice, usage: TokenUsage, version: str, tier: TierKind | None = None
+) -> Cost:
+    """What ``usage`` costs at ``price``: at the rates of the service tier that served it
+    (``tier``, else ``usage.service_tier``'s) where ``price`` has them, and of its long-prompt
+    tier for the call's total input."""
+    served = tier or (usage.service_tier.kind if usage.service_tier is not None else None)
+    more: dict[str, Any] = {}
+    if served is not None and served is not TierKind.STANDARD:
+        at_tier = price.for_service_tier(served)
+        if at_tier is None:
+            more["tier_unpriced"] = (
+                f"no {served} rates for {model_id} (pricing_version {version}); "
+                "priced at the standard rates"
+            )
+        else:
+            price, more["service_tier"] = at_tier, served
     rates = price.for_input(usage.total_input_tokens)
     reasoning = min(usage.reasoning_tokens, usage.output_tokens)  # the output is what is billed
     parts = (
@@ -75,7 +97,8 @@ def price_usage(model_id: str, price: ModelPrice, usage: TokenUsage, version: st
         Decimal(usage.cache_creation_input_tokens) * rates.cache_creation_rate / MILLION,
     )
     tools = server_tools_usd(price, usage) if usage.server_tools else None
-    more = {"server_tools_usd": money(tools)} if tools else {}  # most calls: none, the default
+    if tools:  # most calls: none, the default
+        more["server_tools_usd"] = money(tools)
     return Cost(
         model=model_id,
         usd=money(sum(parts, tools or Decimal(0))),

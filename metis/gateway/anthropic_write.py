@@ -35,6 +35,7 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
+from metis.model.tier import TierKind
 
 ANTHROPIC = "anthropic"
 STOPS = {
@@ -101,7 +102,7 @@ def usage(
             "web_fetch_requests": tools.web_fetch,
         }
     if whole:
-        written["service_tier"] = "standard"
+        written["service_tier"] = _tier(tokens)
     if tokens.other_models and not (more and "iterations" in more):
         more = {**(more or {}), "iterations": _passes(tokens)}
     if not more:
@@ -109,6 +110,15 @@ def usage(
     written.update(more)
     place = {name: i for i, name in enumerate(USAGE_ORDER)}
     return {k: written[k] for k in sorted(written, key=lambda k: place.get(k, len(place)))}
+
+
+def _tier(tokens: TokenUsage) -> str:
+    """The tier that served the reply, as Anthropic names it (``standard``, ``priority``,
+    ``batch``; another tier by its kind); ``standard`` where the provider did not say."""
+    tier = tokens.service_tier
+    if tier is None:
+        return "standard"
+    return tier.raw if tier.kind is TierKind.OTHER else tier.kind.value
 
 
 def _passes(tokens: TokenUsage) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.response import CanonicalResponse, StopKind, StopReason, TokenUsage
+from metis.model.tier import TierKind
 
 FINISH = {
     StopKind.MAX_TOKENS: "length",
@@ -51,6 +52,22 @@ def usage(tokens: TokenUsage) -> dict[str, Any]:
             "rejected_prediction_tokens": 0,
         },
     }
+
+
+OPENAI_TIERS = frozenset({"default", "flex", "priority", "scale", "fast"})
+"""The words OpenAI's replies name the tier that served them by."""
+_OPENAI_WORDS = {TierKind.STANDARD: "default", TierKind.RESERVED: "scale"}
+
+
+def openai_tier(tokens: TokenUsage) -> str | None:
+    """The reply's ``service_tier`` as OpenAI names it: OpenAI's own word, else the tier's
+    (``default`` for the standard one), a word of no tier metis knows as the provider's."""
+    tier = tokens.service_tier
+    if tier is None:
+        return None
+    if tier.raw in OPENAI_TIERS or tier.kind is TierKind.OTHER:
+        return tier.raw
+    return _OPENAI_WORDS.get(tier.kind, tier.kind.value)
 
 
 def finish_reason(reason: StopReason) -> str:
@@ -98,7 +115,13 @@ def write_completion(
         "model": model,
         "choices": [choice],
         "usage": usage(response.usage),
+        **_tier_member(response.usage),
     }
+
+
+def _tier_member(tokens: TokenUsage) -> dict[str, str]:
+    tier = openai_tier(tokens)
+    return {} if tier is None else {"service_tier": tier}
 
 
 class ChunkStream(BlockWriter):
@@ -209,6 +232,8 @@ class ChunkStream(BlockWriter):
 
     def complete(self, item: MessageComplete) -> bytes:
         finish = finish_reason(item.stop_reason)
+        if "service_tier" not in self.base:  # known at the end: on the last chunks
+            self.base.update(_tier_member(item.usage))
         if self.legacy and finish == "tool_calls":
             finish = "function_call"
         out = self._chunk({}, finish)

@@ -66,10 +66,13 @@ def read_as_translated(read: Callable[[MessageBuilder, Any], None], raw: Any) ->
     return builder.token_usage()
 
 
-def chat_usage(raw: Any) -> TokenUsage:
+def chat_usage(raw: Any, tier: Any = None) -> TokenUsage:
     """Chat Completions usage, as the translated path reads it (cache hits and writes as
-    each compatible server names them, reasoning counted apart where the totals show it)."""
-    return read_as_translated(read_chat_usage, raw)
+    each compatible server names them, reasoning counted apart where the totals show it),
+    with the ``service_tier`` beside it."""
+    return read_as_translated(
+        lambda builder, usage: read_chat_usage(builder, usage, False, tier), raw
+    )
 
 
 STREAM_ERROR_CLASSES = {
@@ -354,7 +357,7 @@ class ChatRelay(Relay):
         if isinstance(obj, dict) and "error" in obj and "choices" not in obj:
             self.failed = _error_type(obj)
         elif isinstance(obj, dict) and isinstance(obj.get("usage"), dict):
-            self.usage = chat_usage(obj["usage"])
+            self.usage = chat_usage(obj["usage"], obj.get("service_tier"))
             if not self.include_usage:
                 if obj.get("choices"):  # a usage chunk that also carries a choice
                     return data({**obj, "usage": None})
@@ -366,6 +369,6 @@ class ChatRelay(Relay):
         if not isinstance(obj, dict):
             return body
         obj["model"] = self.model
-        self.usage = chat_usage(obj.get("usage"))
+        self.usage = chat_usage(obj.get("usage"), obj.get("service_tier"))
         self._stopped(obj, "message")
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()

@@ -16,6 +16,8 @@ from typing import Any
 from metis.gateway.relay import Relay, _error_type, _fields, read_as_translated
 from metis.gateway.sse import event, new_id
 from metis.model.response import StopKind, StopReason, TokenUsage
+from metis.model.tier import service_tier
+from metis.wire.builder import MessageBuilder
 from metis.wire.json_limits import loads
 from metis.wire.openai_responses.read import read_usage as read_responses_usage
 
@@ -32,14 +34,17 @@ ENDED = frozenset({"response.completed", "response.incomplete"})
 _INCOMPLETE = {"max_output_tokens": StopKind.MAX_TOKENS, "content_filter": StopKind.CONTENT_FILTER}
 
 
-def responses_usage(raw: Any, output: Any = None) -> TokenUsage:
+def responses_usage(raw: Any, output: Any = None, tier: Any = None) -> TokenUsage:
     """Responses API usage, as the translated path reads it (cache writes apart), with the
-    web and file searches of the response's ``output`` items counted."""
+    web and file searches of the response's ``output`` items counted and its ``service_tier``."""
     items = output if isinstance(output, list) else []
     kinds = [i["type"] for i in items if isinstance(i, dict) and isinstance(i.get("type"), str)]
-    return read_as_translated(
-        lambda builder, usage: read_responses_usage(builder, usage, kinds), raw
-    )
+
+    def read(builder: MessageBuilder, usage: dict[str, Any]) -> None:
+        read_responses_usage(builder, usage, kinds)
+        builder.usage(service_tier=service_tier(tier))
+
+    return read_as_translated(read, raw)
 
 
 def stop_of(response: dict[str, Any]) -> StopReason | None:
@@ -106,7 +111,8 @@ class ResponsesRelay(Relay):
         if isinstance(response.get("id"), str):
             self.response_id = response["id"]
         if isinstance(response.get("usage"), dict):
-            self.usage = responses_usage(response["usage"], response.get("output"))
+            tier = response.get("service_tier")
+            self.usage = responses_usage(response["usage"], response.get("output"), tier)
         if ended:
             self.stop = stop_of(response)
             output = response.get("output")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from metis.gateway.chat_write import openai_tier
 from metis.gateway.inbound import Inbound
 from metis.gateway.reasoning_items import encrypted, reasoning_id, with_text
 from metis.gateway.sse import dumps, new_id, now
@@ -191,6 +192,7 @@ def response_object(
         "model": model,
         "output": output,
         **{k: told[k] for k in ECHOED},
+        **({"service_tier": tier} if tokens and (tier := openai_tier(tokens)) else {}),
         "usage": usage(tokens) if tokens is not None else None,
         "user": None,
         "metadata": told["metadata"],

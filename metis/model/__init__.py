@@ -47,6 +47,8 @@ _EXPORTS: dict[str, str] = {
     "ModelUsage": "metis.model.response",
     "ServerToolRequests": "metis.model.response",
     "StopKind": "metis.model.stop",
+    "ServiceTier": "metis.model.tier",
+    "TierKind": "metis.model.tier",
     "StopReason": "metis.model.response",
     "TokenUsage": "metis.model.response",
     "Citation": "metis.model.citation",
@@ -145,3 +147,5 @@ if TYPE_CHECKING:
     from metis.model.server_tools import WebFetch as WebFetch
     from metis.model.server_tools import WebSearch as WebSearch
     from metis.model.stop import StopKind as StopKind
+    from metis.model.tier import ServiceTier as ServiceTier
+    from metis.model.tier import TierKind as TierKind

@@ -19,6 +19,7 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.stop import StopKind as StopKind
+from metis.model.tier import ServiceTier
 
 
 class StopReason(Canonical):
@@ -81,6 +82,9 @@ class TokenUsage(Canonical):
     server_tools: ServerToolRequests = ServerToolRequests()
     """The requests the provider's own tools made (web searches, fetches, file searches),
     billed per request: ``metis.cost_of`` prices them at the model's per-request rates."""
+    service_tier: ServiceTier | None = None
+    """The tier the provider says served the call (flex, priority, batch...), None where it
+    does not say: ``metis.cost_of`` prices the call at that tier's rates."""
 
     @model_serializer(mode="wrap")
     def _extras_only_when_any(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -90,6 +94,8 @@ class TokenUsage(Canonical):
                 data.pop("other_models", None)
             if not self.server_tools:
                 data.pop("server_tools", None)
+            if self.service_tier is None:
+                data.pop("service_tier", None)
         return data
 
     @property
@@ -98,7 +104,7 @@ class TokenUsage(Canonical):
 
     def plus(self, more: TokenUsage) -> TokenUsage:
         """The two usages added up (a session's or a run's total), each other model's
-        counts added to that model's."""
+        counts added to that model's; the tier is kept where both were served at the same."""
         others = {other.model: other.usage for other in self.other_models}
         for other in more.other_models:
             mine = others.get(other.model)
@@ -113,7 +119,27 @@ class TokenUsage(Canonical):
             estimated=self.estimated or more.estimated,
             other_models=tuple(ModelUsage(model=m, usage=u) for m, u in others.items()),
             server_tools=self.server_tools.plus(more.server_tools),
+            service_tier=_summed_tier(self, more),
         )
+
+
+def _summed_tier(one: TokenUsage, other: TokenUsage) -> ServiceTier | None:
+    """The tier of a sum: the parts' where they agree, or where one part counts nothing (a
+    total's start); None where they were served at different tiers."""
+    if one.service_tier == other.service_tier or _counts_nothing(one):
+        return other.service_tier
+    return one.service_tier if _counts_nothing(other) else None
+
+
+def _counts_nothing(usage: TokenUsage) -> bool:
+    return not (
+        usage.input_tokens
+        or usage.output_tokens
+        or usage.cached_input_tokens
+        or usage.cache_creation_input_tokens
+        or usage.other_models
+        or usage.server_tools
+    )
 
 
 class ModelUsage(Canonical):

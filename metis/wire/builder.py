@@ -34,12 +34,13 @@ from metis.model.events import (
     ToolUseStart,
 )
 from metis.model.response import ModelUsage, ServerToolRequests, StopKind, StopReason, TokenUsage
+from metis.model.tier import ServiceTier
 from metis.wire.blocks import OPAQUE, REDACTED, TEXT, THINKING, TOOL, Block, final_content, unsaid
 from metis.wire.builder_whole import WholeBlocks
 from metis.wire.read import token_count
 from metis.wire.unicode_text import REPLACEMENT, clean, clean_value, joined
 
-_USAGE_FIELDS = tuple(TokenUsage.model_fields)[:5]  # input, output, cached, written, reasoning
+_USAGE_FIELDS = tuple(TokenUsage.model_fields)  # the counts, estimated, then the extras
 
 Warn = Callable[..., None]
 
@@ -91,7 +92,7 @@ class MessageBuilder(WholeBlocks):
         """The output count reported so far is a placeholder (Anthropic's ``message_start``
         says 1); if the message ends before the real count, it is estimated from what arrived."""
         self._usage = [0, 0, 0, 0, 0]
-        self._extras: dict[str, Any] = {}  # TokenUsage.other_models and .server_tools
+        self._extras: dict[str, Any] = {}  # TokenUsage.other_models, .server_tools, .service_tier
         self._blocks: list[Block] = []
         self._by_key: dict[Hashable, Block] = {}
         self._open_tool: Block | None = None
@@ -127,12 +128,12 @@ class MessageBuilder(WholeBlocks):
         reasoning_tokens: int | None = None,
         other_models: tuple[ModelUsage, ...] | None = None,
         server_tools: ServerToolRequests | None = None,
+        service_tier: ServiceTier | None = None,
     ) -> None:
         """Record counts the provider reported (``None`` leaves one as it was; one not a whole
-        number from 0 to ``MAX_TOKEN_COUNT`` is a ProtocolError). ``reasoning_tokens`` is the
-        part of ``output_tokens`` spent reasoning; ``other_models``, ``server_tools``: usage's."""
-        extras = {"other_models": other_models, "server_tools": server_tools}
-        self._extras.update((key, value) for key, value in extras.items() if value is not None)
+        number from 0 to ``MAX_TOKEN_COUNT`` is a ProtocolError), each as TokenUsage's field."""
+        extras = zip(_USAGE_FIELDS[6:], (other_models, server_tools, service_tier), strict=True)
+        self._extras.update((key, value) for key, value in extras if value is not None)
         counts = (input_tokens, output_tokens, cached_input_tokens, cache_creation_input_tokens)
         for i, value in enumerate((*counts, reasoning_tokens)):
             if value is not None:
@@ -203,8 +204,7 @@ class MessageBuilder(WholeBlocks):
         self._events.append(TextDelta(block.index, text))
 
     def take_text(self, key: Hashable, text: str) -> Sequence[StreamEvent]:
-        """``text(key, text)`` then ``take()``: a parser's hot path (a text delta that is
-        the whole object), in one call."""
+        """``text(key, text)`` then ``take()`` in one call: a parser's hot path."""
         block = self._by_key.get(key)
         if (
             self._events

@@ -6,6 +6,7 @@ for a finished one. A streamed background reply runs to its end and reads as any
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -48,6 +49,12 @@ def test_a_pending_body_is_an_error_naming_the_response(status: str) -> None:
     assert not error.retryable  # a retry would start another background response, billed
     assert "resp_bg1" in error.message and status in error.message
     assert "background" in error.message
+
+
+@pytest.mark.parametrize("status", [[], {"queued": 1}])
+def test_a_status_that_is_not_a_word_is_not_taken_for_pending(status: Any) -> None:
+    with contextlib.suppress(ProtocolError):  # read, or refused as malformed: no TypeError
+        codec.parse_body(pending(status), MessageBuilder(PROVIDER, MODEL))
 
 
 def test_a_finished_background_body_reads_as_any_other() -> None:

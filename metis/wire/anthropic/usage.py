@@ -14,7 +14,8 @@ billed at that model's rates, so they are kept apart, per model, as the usage's
 ``other_models`` (anthropic-sdk-python ``BetaAdvisorMessageIterationUsage``).
 
 ``usage.server_tool_use`` counts the requests Anthropic's own tools made (``web_search_requests``,
-``web_fetch_requests``), billed per request: kept as the usage's ``server_tools``.
+``web_fetch_requests``), billed per request: kept as the usage's ``server_tools``;
+``usage.service_tier`` (``standard``, ``priority``, ``batch``) as its ``service_tier``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from metis.model.response import ModelUsage, ServerToolRequests, TokenUsage
+from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
 from metis.wire.read import list_value, object_value, required_text, token_count
 
@@ -71,6 +73,7 @@ class UsageTally:
             reasoning_tokens=details.get("thinking_tokens") if isinstance(details, dict) else None,
             other_models=self._others,
             server_tools=_server_tools(usage.get("server_tool_use"), provider),
+            service_tier=service_tier(usage.get("service_tier")),
         )
 
 

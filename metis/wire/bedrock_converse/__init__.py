@@ -22,6 +22,7 @@ from typing import Any
 from metis.errors import ProtocolError
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
+from metis.model.tier import service_tier
 from metis.wire.bedrock_converse import errors as aws_errors
 from metis.wire.bedrock_converse import server_tools as nova
 from metis.wire.bedrock_converse.encode import encode
@@ -131,7 +132,7 @@ class ConverseStreamParser:
             builder.stop(_stop_of(event, "messageStop"))
         elif "metadata" in obj:
             metadata = object_value(obj["metadata"], "metadata")
-            usage(builder, optional_object(metadata, "usage", "metadata"))
+            usage(builder, optional_object(metadata, "usage", "metadata"), metadata)
             if self._stopped:
                 builder.finish()
         # event types newer than this codec: nothing to do
@@ -222,7 +223,7 @@ def parse_body(body: dict[str, Any], builder: MessageBuilder) -> Sequence[Stream
         block = object_value(block, "response.output.message.content[]")
         if not _server_block(parser, index, block):
             _whole_block(builder, index, block)
-    usage(builder, optional_object(body, "usage", "response"))
+    usage(builder, optional_object(body, "usage", "response"), body)
     builder.stop(_stop_of(body, "response"))
     builder.finish()
     return builder.take()
@@ -302,7 +303,12 @@ def _stop_of(holder: dict[str, Any], where: str) -> StopReason:
     return stop_reason(raw, sequence)
 
 
-def usage(builder: MessageBuilder, counts: dict[str, Any] | None) -> None:
+def usage(builder: MessageBuilder, counts: dict[str, Any] | None, holder: Any = None) -> None:
+    """``counts``, and the tier that served the reply, ``serviceTier.type`` of ``holder`` (the
+    response, or the stream's ``metadata`` event)."""
+    tier = holder.get("serviceTier") if holder.__class__ is dict else None
+    if tier.__class__ is dict:
+        builder.usage(service_tier=service_tier(tier.get("type")))
     if counts:
         builder.usage(
             input_tokens=counts.get("inputTokens"),

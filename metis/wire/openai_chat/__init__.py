@@ -208,7 +208,8 @@ class OpenAIChatCodec:
             builder.close(key)
         if usage := body.get("usage"):
             apart = self.quirks.reasoning_tokens_apart
-            read_usage(builder, object_value(usage, "response.usage"), apart)
+            tier = body.get("service_tier")
+            read_usage(builder, object_value(usage, "response.usage"), apart, tier)
         finish = optional_text(choice, "finish_reason", "choices[0]")
         builder.stop(stop_reason(finish, bool(refusal), bool(calls)))
         builder.finish()
@@ -279,7 +280,8 @@ class _StreamParser:
         if not usage and (groq := obj.get("x_groq")).__class__ is dict:
             usage = groq.get("usage")  # Groq's own place, on the finish_reason chunk
         if usage:
-            read_usage(builder, object_value(usage, "chunk.usage"), self._apart)
+            tier = obj.get("service_tier")
+            read_usage(builder, object_value(usage, "chunk.usage"), self._apart, tier)
         if "citations" in obj:  # Perplexity repeats the list on every chunk
             self._sources = source_list(obj)
         return builder.take()

@@ -26,6 +26,7 @@ from typing import Any
 from metis.core.ids import new_ulid
 from metis.model.content import ContentBlock, OpaqueBlock, TextBlock, ThinkingBlock
 from metis.model.response import StopKind, StopReason
+from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
 from metis.wire.opaque import place_of
 from metis.wire.read import (
@@ -152,10 +153,11 @@ def stop_reason(raw: str | None, refused: bool, calls: bool) -> StopReason:
 
 
 def read_usage(
-    builder: MessageBuilder, usage: dict[str, Any], reasoning_apart: bool = False
+    builder: MessageBuilder, usage: dict[str, Any], reasoning_apart: bool = False, tier: Any = None
 ) -> None:
     """Canonical input counts uncached, unwritten tokens only; ``prompt_tokens`` counts all
-    (but where it is smaller than the cached count alone: then it counts the rest).
+    (but where it is smaller than the cached count alone: then it counts the rest). ``tier``:
+    the reply's ``service_tier``, beside its usage.
     ``reasoning_apart``: ``completion_tokens`` leaves the reasoning tokens out (xAI), so they
     are added to make the output count; so they are too where ``total_tokens`` shows it
     (prompt + completion + reasoning: xAI's counts relayed by another endpoint)."""
@@ -184,6 +186,7 @@ def read_usage(
         cached_input_tokens=cached,
         cache_creation_input_tokens=written,
         reasoning_tokens=reasoning,
+        service_tier=service_tier(tier),
     )
 
 

@@ -70,7 +70,7 @@ def pending_error(response: Mapping[str, Any]) -> InvalidRequestError | None:
     ending; not retried, as a retry would start another response, billed again. None for a
     response of any other status."""
     status = response.get("status")
-    if status not in PENDING:
+    if status.__class__ is not str or status not in PENDING:  # a list or object: not pending
         return None
     given = response.get("id")
     named = f"response {given}" if isinstance(given, str) else "a response"

@@ -51,6 +51,7 @@ from typing import Any
 from metis.errors import ProtocolError
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
+from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
 from metis.wire.openai_responses import server_tools as server
 from metis.wire.openai_responses import xai_tools as xai
@@ -282,6 +283,7 @@ class ResponsesParser:
                 self.item(index, item)
         kinds = [kind for kind, _ in self._items.values()]  # streamed, or read just above
         read_usage(builder, optional_object(response, "usage", "response"), kinds)
+        builder.usage(service_tier=service_tier(response.get("service_tier")))
         builder.stop(self._stop_reason(response))
         self._mark_unpaired()
         builder.finish()

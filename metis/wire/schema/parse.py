@@ -24,6 +24,7 @@ from metis.errors import AdapterError, ProtocolError
 from metis.model.content import Base64ImageSource, ImageBlock
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
+from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
 from metis.wire.opaque import REPLY_ONLY
 from metis.wire.read import malformed, split_input
@@ -360,7 +361,9 @@ class SchemaParser:
         created = r.created(usage)
         if tokens is not None and r.schema.input_includes_cached:
             tokens, cached, created = split_input(tokens, cached or 0, created or 0)
+        tier = next((usage[key] for key in r.service_tier if key in usage), None)
         self._b.usage(tokens, r.output_tokens(usage), cached, created, r.reasoning(usage))
+        self._b.usage(service_tier=service_tier(tier))
 
     # Helpers ---------------------------------------------------------------------------------
 

@@ -159,6 +159,9 @@ class ResponseSchema(_Model):
     """Where the reasoning part of the output is counted (it is added to ``output_tokens``'
     paths too where the provider counts it apart, as Gemini's ``thoughtsTokenCount``)."""
     input_includes_cached: bool = False
+    service_tier: list[str] = Field(default_factory=list)
+    """The usage object's keys that may name the tier that served the reply (the first one
+    there is read: Vertex's ``trafficType``, the Gemini API's ``serviceTier``)."""
     finish_reason_path: str | list[str | FinishSource] = "stop_reason"
     finish_reasons: dict[str, StopKind] = {}
     finish_reason_tool_use: list[str] = []
