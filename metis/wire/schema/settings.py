@@ -159,7 +159,7 @@ class ResponseSchema(_Model):
     """Where the reasoning part of the output is counted (it is added to ``output_tokens``'
     paths too where the provider counts it apart, as Gemini's ``thoughtsTokenCount``)."""
     input_includes_cached: bool = False
-    service_tier: list[str] = Field(default_factory=list)
+    service_tier: list[str] = []
     """The usage object's keys that may name the tier that served the reply (the first one
     there is read: Vertex's ``trafficType``, the Gemini API's ``serviceTier``)."""
     finish_reason_path: str | list[str | FinishSource] = "stop_reason"
