@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from metis.errors import ConfigError, StackError
-from metis.stacks.loader import load_stack, parse_stack
+from metis.stacks.loader import builtin_stacks, load_stack, parse_stack
 
 BASE = {
     "name": "base",
@@ -307,3 +307,23 @@ def test_the_built_in_stacks_are_listed_once_and_each_caller_gets_its_own_list(
     assert listed in ([], ["metis.stacks.builtin"])  # at most once in the process
     assert "changed by a caller" not in second
     assert "anthropic" in second and second == sorted(second)
+
+
+def test_a_stack_reads_a_base_url_variable_only_for_the_host_its_credentials_belong_to() -> None:
+    """A stack inherits its parent's endpoint key by key, but not the variable that points the
+    parent somewhere else: Azure's key, Google Cloud's token and an Open Responses server's key
+    would go wherever $OPENAI_BASE_URL, $GOOGLE_GEMINI_BASE_URL or $ANTHROPIC_BASE_URL lead."""
+    readers: dict[str, list[str]] = {}
+    for name in sorted(builtin_stacks()):
+        variable = load_stack(name).endpoint.base_url_env
+        if variable:
+            readers.setdefault(variable, []).append(name)
+    assert readers == {
+        "ANTHROPIC_BASE_URL": ["anthropic"],
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": ["bedrock", "bedrock_anthropic"],
+        "GOOGLE_GEMINI_BASE_URL": ["gemini"],
+        "GROQ_BASE_URL": ["groq"],
+        "OLLAMA_HOST": ["ollama"],
+        "OPENAI_BASE_URL": ["openai", "openai_responses", "openai_responses_ws"],
+        "TOGETHER_BASE_URL": ["together"],
+    }
