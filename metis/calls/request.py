@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypedDict, TypeVar
 
@@ -231,6 +232,8 @@ def call_note(error: AdapterError, adapter: Adapter, model: str, key_given: bool
         env = adapter.stack.auth.env
         if key_given:
             return "metis: the key sent was the call's api_key="
+        if env and not os.environ.get(env):
+            return f"metis: no key was sent: ${env} is not set (or pass api_key=...)"
         if env:
             return f"metis: the key sent was ${env}'s (or pass api_key=...)"
     return None

@@ -263,3 +263,16 @@ def test_a_refused_key_says_where_it_came_from(monkeypatch: pytest.MonkeyPatch) 
             metis.Session(MODEL, api_key="also-wrong").send("Hi")
         assert caught.value.__notes__ == ["metis: the key sent was the call's api_key="]
         assert metis.complete(MODEL, "Hi", api_key="right-key").text
+
+
+def test_a_refused_call_that_sent_no_key_says_which_variable_is_unset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server's key is optional for openai_compatible: none is sent when its variable is unset,
+    and a server that wants one is told so, not that the unset variable's key was wrong."""
+    monkeypatch.delenv("OPENAI_COMPATIBLE_API_KEY", raising=False)
+    with Emulator() as emulator, pytest.raises(AuthError) as caught:
+        metis.complete("openai_compatible:gpt-4o", "Hi", base_url=f"{emulator.url}/v1")
+    assert caught.value.__notes__ == [
+        "metis: no key was sent: $OPENAI_COMPATIBLE_API_KEY is not set (or pass api_key=...)"
+    ]
