@@ -147,6 +147,22 @@ def test_chains_are_followed_and_cycles_refused(tmp_path: Path) -> None:
         load_stack(tmp_path / "a.yaml")
 
 
+@pytest.mark.parametrize(
+    ("parent", "says"),
+    [("antropic", "did you mean 'anthropic'"), ("nosuch.yaml", "cannot read stack file")],
+)
+def test_a_parent_that_cannot_be_found_is_an_error_naming_the_file_that_extends_it(
+    tmp_path: Path, parent: str, says: str
+) -> None:
+    child = write(tmp_path, "mine", {"name": "mine", "extends": parent})
+    leaf = write(tmp_path, "leaf", {"name": "leaf", "extends": "mine.yaml"})
+    for path in (child, leaf):
+        with pytest.raises(ConfigError) as caught:
+            load_stack(path)
+        assert str(caught.value).startswith(f"{child}: extends: "), str(caught.value)
+        assert says in str(caught.value)
+
+
 def test_a_builtin_stack_can_be_extended_by_name(tmp_path: Path) -> None:
     child = write(
         tmp_path,
