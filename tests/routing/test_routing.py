@@ -185,6 +185,8 @@ def test_wrong_per_model_options_are_refused(options: dict[str, object], message
 def test_wrong_route_settings_are_config_errors() -> None:
     with pytest.raises(metis.ConfigError, match="unknown error classes \\['sometimes'\\]"):
         Router(["anthropic:claude-sonnet-4-5"], fallback_on=["overloaded", "sometimes"])
+    with pytest.raises(metis.ConfigError, match="did you mean 'overloaded'"):
+        Router(["anthropic:claude-sonnet-4-5"], fallback_on=["overload"])
     with pytest.raises(metis.ConfigError, match="got 3"):
         Router([3])  # type: ignore[list-item]
     with pytest.raises(metis.ConfigError, match="at least one model"):
