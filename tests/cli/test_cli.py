@@ -449,6 +449,7 @@ def test_emulator_command_serves_until_stopped() -> None:
         (["stack", "nosuch"], 1, "no built-in stack named 'nosuch'"),
         (["stack", "missing/stack.yaml"], 1, "cannot read stack file"),
         (["replay", "missing.yaml"], 1, "no cassette at missing.yaml"),
+        (["replay", "cassettes/anthropic"], 1, "is a folder; name one of its cassettes"),
         (["replay", "README.md"], 1, "is not a cassette"),
         (["replay", "cassettes/anthropic/tool_call.yaml", "--provider", "gemini"], 1, "gemini"),
         (["chat", "-m", "nosuch"], 1, "unknown model 'nosuch'"),
