@@ -157,6 +157,27 @@ def test_tools_not_given_as_a_list_of_tools_are_an_invalid_request(
     assert at_emulator.stats.requests == 0
 
 
+@pytest.mark.parametrize(
+    ("tools", "said"),
+    [
+        (metis.tool(get_weather), "got the tool get_weather; give tools=[get_weather]"),
+        (get_weather, "got the function get_weather; give tools=[get_weather]"),
+        (["get_weather"], "tools[0]: expected a @metis.tool function"),
+    ],
+)
+def test_a_sessions_tools_are_checked_when_given_not_at_its_first_turn(
+    at_emulator: Emulator, tools: Any, said: str
+) -> None:
+    with pytest.raises(InvalidRequestError, match=re.escape(said)):
+        metis.Session(MODEL, tools=tools)
+    session = metis.Session(MODEL)
+    with pytest.raises(InvalidRequestError, match=re.escape(said)):
+        session.options = {"tools": tools}
+    with pytest.raises(InvalidRequestError, match=re.escape(said)):
+        metis.complete(MODEL, "Weather in Paris?", tools=tools)
+    assert at_emulator.stats.requests == 0
+
+
 def test_an_output_type_with_no_json_schema_is_a_config_error(at_emulator: Emulator) -> None:
     with pytest.raises(ConfigError, match=r"output_type socket\.socket has no JSON schema"):
         metis.complete(MODEL, "Hi", output_type=socket.socket)
