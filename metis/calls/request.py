@@ -165,9 +165,9 @@ def _request(
         thinking=thinking_option(options),
         cache=options.get("cache"),
         session_id=options.get("session_id"),
-        provider_options=_nested(options.get("provider_options")),
-        extra_headers=_nested(options.get("extra_headers")),
-        extra_query=_nested(options.get("extra_query")),
+        provider_options=_nested(options.get("provider_options"), "provider_options"),
+        extra_headers=_nested(options.get("extra_headers"), "extra_headers"),
+        extra_query=_nested(options.get("extra_query"), "extra_query"),
     )
 
 
@@ -270,16 +270,31 @@ def thinking_option(options: ModelOptions) -> ThinkingConfig | ReasoningEffort |
     return thinking if thinking is not None else reasoning
 
 
-def _nested(value: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
-    """Options keyed by provider, each a mapping (a ConfigError naming the one that is not)."""
+def _nested(
+    value: Mapping[str, Mapping[str, Any]] | None, option: str
+) -> dict[str, dict[str, Any]]:
+    """Options keyed by provider, each a mapping (a ConfigError naming the one that is not, and
+    the form a provider's options take)."""
+    form = f"; {option} is keyed by provider: {option}={_EXAMPLES[option]}"
     if value is not None and not isinstance(value, Mapping):
-        raise ConfigError(f"expected a mapping of provider names to options, got {value!r}")
+        raise ConfigError(
+            f"{option}: expected a mapping of provider names to options, got {value!r}{form}"
+        )
     out = {}
     for key, inner in (value or {}).items():
         if not isinstance(inner, Mapping):
-            raise ConfigError(f"the options for {key!r} must be a mapping, got {inner!r}")
+            raise ConfigError(
+                f"{option}: the options for {key!r} must be a mapping, got {inner!r}{form}"
+            )
         out[key] = dict(inner)
     return out
+
+
+_EXAMPLES = {
+    "provider_options": "{'openai': {'service_tier': 'flex'}}",
+    "extra_headers": "{'anthropic': {'anthropic-beta': '...'}}",
+    "extra_query": "{'gemini': {'name': 'value'}}",
+}
 
 
 def stack_and_model(model: str) -> tuple[str, str]:

@@ -297,3 +297,27 @@ def test_a_refused_call_that_sent_no_key_says_which_variable_is_unset(
     assert caught.value.__notes__ == [
         "metis: no key was sent: $OPENAI_COMPATIBLE_API_KEY is not set (or pass api_key=...)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (
+            {"provider_options": {"service_tier": "flex"}},
+            "provider_options: the options for 'service_tier' must be a mapping, got 'flex'; "
+            "provider_options is keyed by provider: "
+            "provider_options={'openai': {'service_tier': 'flex'}}",
+        ),
+        ({"extra_headers": {"x-tag": "a"}}, "extra_headers: the options for 'x-tag'"),
+        ({"extra_query": "a=1"}, "extra_query: expected a mapping of provider names"),
+    ],
+)
+def test_options_keyed_by_provider_given_unkeyed_say_the_form_they_take(
+    at_emulator: Emulator, options: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        metis.complete(MODEL, "Hi", **options)
+    assert said in str(caught.value)
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        metis.Session(MODEL, **options).send("Hi")
+    assert at_emulator.stats.requests == 0
