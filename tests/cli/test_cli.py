@@ -460,6 +460,11 @@ def test_emulator_command_serves_until_stopped() -> None:
         (["emulator", "--faults", "bogus", "--port", "0"], 2, "--faults: unknown fault"),
         (["emulator", "--context-tokens", "x", "--port", "0"], 2, "expected PROVIDER=N"),
         (["demo", "--providers", "nosuch"], 1, "no model for nosuch"),
+        (
+            ["demo", "--providers", "anthropc"],
+            1,
+            "no model for anthropc in the built-in models; did you mean 'anthropic'?",
+        ),
         (["demo", "--models", "missing.yaml"], 1, "missing.yaml"),
         (
             ["record", "--provider", "anthropic", "-m", "x", "--prompt", "hi", "-o", "x.yaml"],
