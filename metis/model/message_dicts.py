@@ -97,6 +97,11 @@ def message_from_dict(value: Any, index: int | str) -> Message:
     if "content" not in value:
         raise _error(f"{where}: no 'content' (a string, or a list of content blocks)")
     content = value["content"]
+    if not isinstance(content, str | list | tuple):
+        raise _error(
+            f"{where}.content: expected a string or a list of content blocks, got "
+            f"{type(content).__name__} {content!r:.60}"
+        )
     if isinstance(content, list):
         for position, block in enumerate(content):
             if isinstance(block, Mapping):

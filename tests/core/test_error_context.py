@@ -48,6 +48,10 @@ HELLO = {"role": "user", "content": "Hello"}
             {"role": "user", "content": [{"type": "text", "text": 3}]},
             "messages[1].content[0].text: Input should be a valid string",
         ),
+        (
+            {"role": "assistant", "content": None},
+            "messages[1].content: expected a string or a list of content blocks, got NoneType",
+        ),
         (  # OpenAI Chat's forms: said where such a history is read
             {"role": "assistant", "content": None, "tool_calls": []},
             "messages[1]: unknown key 'tool_calls'; a message in OpenAI Chat's form is read by "
