@@ -110,3 +110,16 @@ def _open(step: Step, name: str) -> Step:
         return opened
 
     return open_
+
+
+def check_wrapper(stage: Any) -> None:
+    """A wrapper of the application's whose ``__call__`` is a coroutine (``async def`` with no
+    ``yield``): the engine iterates what it returns, which a coroutine is not."""
+    if type(stage).__module__.startswith("metis."):
+        return
+    if inspect.iscoroutinefunction(type(stage).__call__):
+        raise StackError(
+            f"stage {stage.name!r}: its __call__ is async def with no yield; a wrapper yields "
+            "the items (async for item in inner(request, call): yield item) or returns "
+            "inner(request, call) from a plain def"
+        )

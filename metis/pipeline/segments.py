@@ -30,7 +30,7 @@ from metis.pipeline.hooks import (
     run_segment,
     yields_batches,
 )
-from metis.pipeline.own_steps import own_step
+from metis.pipeline.own_steps import check_wrapper, own_step
 from metis.pipeline.stage import AsyncRequestStage, Stage, Transform
 
 AnyStage = Stage[Any, Any, Any, Any]
@@ -108,6 +108,7 @@ def _terminal(stage: AnyStage) -> Runner:
 
 
 def _wrapped(stage: AnyStage, inside: Runner) -> Runner:
+    check_wrapper(stage)
     batches = yields_batches(inside)
     if batches and not stage.takes_batches:
         inside, batches = flattened(inside), False

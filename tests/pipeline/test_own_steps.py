@@ -10,11 +10,14 @@ import pytest
 
 from metis import CanonicalRequest, Message, build_adapter
 from metis.errors import StackError
+from metis.model import StreamEvent
 from metis.pipeline import (
     AsyncRequestStage,
     Call,
     EventHook,
+    Inner,
     RequestStage,
+    Stage,
     Watch,
     register_stage,
 )
@@ -63,7 +66,7 @@ class OpenReturnsNothing(EventHook[CanonicalRequest]):
 class PlainOpen(EventHook[CanonicalRequest]):
     name = "plain_open"
 
-    def open(self, request: CanonicalRequest, call: Call) -> Any:  # type: ignore[override]
+    def open(self, request: CanonicalRequest, call: Call) -> Any:
         return request, None
 
 
@@ -107,3 +110,25 @@ def test_a_built_in_stages_name_is_not_registered_over_it() -> None:
     assert "'retry' names a built-in stage" in str(caught.value)
     assert "stages: {replace: {retry: my_retry}}" in str(caught.value)
     assert build_adapter("anthropic", api_key="k").pipeline.names()[-1] == "transport"
+
+
+class CoroutineWrapper(Stage[CanonicalRequest, CanonicalRequest, StreamEvent, StreamEvent]):
+    name = "coroutine_wrapper"
+
+    async def __call__(  # type: ignore[override]
+        self, request: CanonicalRequest, call: Call, inner: Inner[CanonicalRequest, StreamEvent]
+    ) -> Any:
+        return inner(request, call)
+
+
+@pytest.mark.anyio
+async def test_a_wrapper_whose_call_is_a_coroutine_is_refused_naming_it() -> None:
+    emulator = Emulator()
+    async with build_adapter("anthropic", api_key="k", http_client=emulator.client()) as adapter:
+        with pytest.raises(StackError) as caught:
+            adapter.pipeline.insert_after("tool_ids", CoroutineWrapper())
+            await adapter.complete(REQUEST)
+        assert "stage 'coroutine_wrapper': its __call__ is async def with no yield" in str(
+            caught.value
+        )
+    assert emulator.stats.requests == 0
