@@ -343,3 +343,22 @@ def test_a_stack_reads_a_base_url_variable_only_for_the_host_its_credentials_bel
         "OPENAI_BASE_URL": ["openai", "openai_responses", "openai_responses_ws"],
         "TOGETHER_BASE_URL": ["together"],
     }
+
+
+def test_a_one_line_call_through_a_stack_file_is_priced_by_the_catalog_it_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``metis.complete("my/stack.yaml:claude-sonnet-4-5", ...)`` over a stack extending
+    anthropic costs what the model costs at Anthropic, not 0 with a 'no price' warning."""
+    import metis
+    from metis.testing.emulator import Emulator
+
+    stack = write(tmp_path, "mine", {"name": "mine", "extends": "anthropic"})
+    monkeypatch.chdir(tmp_path)
+    with Emulator() as emulator:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+        for model in (f"{stack}:claude-sonnet-4-5", "mine.yaml:claude-sonnet-4-5"):
+            reply = metis.complete(model, "Hi")
+            assert reply.model == model
+            assert reply.cost_usd is not None and reply.cost_usd > 0
