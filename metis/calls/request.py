@@ -121,6 +121,16 @@ def settings_hints(unknown: Iterable[str]) -> dict[str, str]:
     return hints
 
 
+def default_output_tokens(options: CallOptions | ModelOptions) -> int:
+    """The reply's limit when no option sets it (the model's own caps it): 4,096, and the
+    tokens of a thinking budget asked for more, since Anthropic spends the budget out of it."""
+    thinking: Any = options.get("thinking")
+    if thinking is None:
+        thinking = options.get("reasoning")
+    budget = thinking if type(thinking) is int else getattr(thinking, "budget_tokens", None)
+    return DEFAULT_MAX_OUTPUT_TOKENS + (budget if type(budget) is int and budget > 0 else 0)
+
+
 def build_request(
     adapter: Adapter | Router, model: ModelLike, messages: MessagesLike, options: CallOptions
 ) -> CanonicalRequest:
@@ -129,7 +139,7 @@ def build_request(
     max_output_tokens = options.get("max_output_tokens")
     if max_output_tokens is None:  # the model's own limit, up to a default that fits most replies
         limit = adapter.capabilities_for(adapter.wire_model(model)).max_output_tokens
-        max_output_tokens = min(limit, DEFAULT_MAX_OUTPUT_TOKENS)
+        max_output_tokens = min(limit, default_output_tokens(options))
     tools = tool_list(options.get("tools", ()))
     stops = options.get("stop_sequences", ())
     if isinstance(stops, str):  # a str is a sequence of strings: its letters, each a stop
