@@ -9,7 +9,7 @@ from typing import Any, TypedDict, TypeVar
 from pydantic import PydanticUserError, TypeAdapter, ValidationError
 
 from metis.adapter.adapter import Adapter
-from metis.calls.option_types import check_option_types
+from metis.calls.option_types import check_option_types, check_provider_keys
 from metis.core.options import check_options
 from metis.errors import (
     AdapterError,
@@ -141,6 +141,8 @@ def build_request(
         limit = adapter.capabilities_for(adapter.wire_model(model)).max_output_tokens
         max_output_tokens = min(limit, default_output_tokens(options))
     tools = tool_list(options.get("tools", ()))
+    names = [t.adapter.name for t in adapter.targets] if isinstance(adapter, Router) else []
+    check_provider_keys(options, [*names, getattr(adapter, "name", "")])
     stops = options.get("stop_sequences", ())
     if isinstance(stops, str):  # a str is a sequence of strings: its letters, each a stop
         raise InvalidRequestError(

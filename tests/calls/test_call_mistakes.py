@@ -310,6 +310,11 @@ def test_a_refused_call_that_sent_no_key_says_which_variable_is_unset(
         ),
         ({"extra_headers": {"x-tag": "a"}}, "extra_headers: the options for 'x-tag'"),
         ({"extra_query": "a=1"}, "extra_query: expected a mapping of provider names"),
+        (
+            {"provider_options": {"antropic": {"service_tier": "auto"}}},
+            "provider_options: 'antropic' names no provider; did you mean 'anthropic'",
+        ),
+        ({"extra_headers": {"opnai": {"x-tag": "a"}}}, "extra_headers: 'opnai' names no provider"),
     ],
 )
 def test_options_keyed_by_provider_given_unkeyed_say_the_form_they_take(
