@@ -212,6 +212,8 @@ _WHAT_IT_TAKES = {
     "('high') or a token budget (8000)",
     "tool_choice": ": tool_choice is metis.ToolChoice.auto(), .any(), .none() or .tool(name) "
     "(OpenAI's 'required' is .any())",
+    "cache": ": cache is a metis.CachePolicy (ttl=, conversation=, ...); no caching is "
+    "metis.CachePolicy.off()",
 }
 
 

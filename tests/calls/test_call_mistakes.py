@@ -43,6 +43,10 @@ def get_weather(city: str) -> str:
         ({"stop_sequences": "END"}, "got str 'END'; give stop_sequences=['END']"),
         ({"reasoning": True}, "(got True): reasoning is an effort ('low', 'medium', 'high', "),
         ({"tool_choice": "required"}, "tool_choice is metis.ToolChoice.auto(), .any(), "),
+        (
+            {"cache": "off"},
+            "(got 'off'): cache is a metis.CachePolicy (ttl=, conversation=, ...); ",
+        ),
     ],
 )
 def test_a_value_of_the_wrong_type_is_an_invalid_request_naming_the_option(
