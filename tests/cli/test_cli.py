@@ -453,6 +453,11 @@ def test_emulator_command_serves_until_stopped() -> None:
         (["replay", "README.md"], 1, "is not a cassette"),
         (["replay", "cassettes/anthropic/tool_call.yaml", "--provider", "gemini"], 1, "gemini"),
         (["chat", "-m", "nosuch"], 1, "unknown model 'nosuch'"),
+        (
+            ["chat", "-m", "opnai:gpt-4o"],
+            1,
+            "no built-in stack named 'opnai'; did you mean 'openai:gpt-4o'?",
+        ),
         (["emulator", "--port", "abc"], 2, "expected a port from 0 to 65535, got 'abc'"),
         (["emulator", "--port", "99999"], 2, "expected a port from 0 to 65535, got '99999'"),
         (["serve", "--config", "x.yaml", "--port", "99999"], 2, "expected a port from 0 to 65535"),
