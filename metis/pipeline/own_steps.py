@@ -102,7 +102,7 @@ def _async(step: Step, name: str) -> Step:
 def _open(step: Step, name: str) -> Step:
     async def open_(request: Any, call: Call) -> Any:
         opened = await step(request, call)
-        if not (isinstance(opened, tuple) and len(opened) == 2) or opened[0] is None:
+        if not (isinstance(opened, tuple | list) and len(opened) == 2) or opened[0] is None:
             raise StackError(
                 f"stage {name!r}: open returned {type(opened).__name__}; it returns "
                 "(request, watch), the watch None when the call has nothing to watch"
