@@ -306,7 +306,7 @@ def tool_list(tools: object) -> list[Any]:
         or callable(tools)
         or not isinstance(tools, Iterable)
     ):
-        name = getattr(tools, "__name__", None)
+        name = tools.name if isinstance(tools, Tool) else getattr(tools, "__name__", None)
         hint = f"; give tools=[{name}]" if callable(tools) and name else ""
         raise InvalidRequestError(
             f"tools: expected a list of tools, got {described_value(tools)}{hint}"
@@ -332,6 +332,8 @@ _DICT_TOOL = (
 def described_value(value: object) -> str:
     """``value`` named in an error: a function by its name, anything else by its type and
     (cut) repr."""
+    if isinstance(value, Tool):
+        return f"the tool {value.name}"
     if callable(value) and hasattr(value, "__qualname__"):
         return f"the {type(value).__name__} {value.__qualname__}"
     shown = repr(value)

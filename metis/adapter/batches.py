@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 
-from metis.adapter.checks import of_adapter
+from metis.adapter.checks import a_request, check_ready, foreign_prefixes, of_adapter
 from metis.adapter.count_tokens import Countable
 from metis.adapter.delivery import folded
 from metis.core.ids import new_request_id
@@ -102,12 +102,7 @@ class Batches:
         self, requests: Mapping[str, CanonicalRequest] | Iterable[tuple[str, CanonicalRequest]]
     ) -> BatchStatus:
         """One batch of ``requests`` by the caller's ids; its status (``.id`` resumes it)."""
-        pairs = list(requests.items() if isinstance(requests, Mapping) else requests)
-        if not pairs:
-            raise InvalidRequestError("a batch needs at least one request")
-        keys = [key for key, _ in pairs]
-        if len(set(keys)) != len(keys) or not all(isinstance(k, str) and k for k in keys):
-            raise InvalidRequestError("batch ids must be distinct non-empty strings")
+        pairs = self._checked(requests)
         models = {self.adapter.wire_model(r.model) for _, r in pairs}
         if self.kind == "gemini" and len(models) != 1:
             raise InvalidRequestError(f"a Gemini batch runs one model; these name {sorted(models)}")
@@ -126,6 +121,29 @@ class Batches:
             openai_batches.create(self.root, path, openai_batches.file_id(uploaded))
         )
         return openai_batches.read_status(answer, self.adapter.name)
+
+    def _checked(
+        self, requests: Mapping[str, CanonicalRequest] | Iterable[tuple[str, CanonicalRequest]]
+    ) -> list[tuple[str, CanonicalRequest]]:
+        """``requests`` as (id, request) pairs, each a request this adapter can send."""
+        pairs = list(requests.items() if isinstance(requests, Mapping) else requests)
+        if not pairs:
+            raise InvalidRequestError("a batch needs at least one request")
+        for pair in pairs:
+            if not (isinstance(pair, tuple) and len(pair) == 2):
+                raise InvalidRequestError(
+                    "a batch is your ids and their CanonicalRequests, {'a': request} or "
+                    f"[('a', request)]; got an item {type(pair).__name__} {repr(pair)[:60]}"
+                )
+        keys = [key for key, _ in pairs]
+        if len(set(keys)) != len(keys) or not all(isinstance(k, str) and k for k in keys):
+            raise InvalidRequestError("batch ids must be distinct non-empty strings")
+        adapter = self.adapter
+        foreign = foreign_prefixes(adapter.stack)
+        for _, request in pairs:
+            a_request(request, adapter.name)
+            check_ready(adapter.name, adapter.stack, adapter.endpoint, request, foreign)
+        return pairs
 
     async def _body(self, request: CanonicalRequest) -> dict[str, Any]:
         encode = self.provider.part("encode")

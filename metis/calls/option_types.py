@@ -4,10 +4,11 @@ for ``3``, so ``max_retries=True`` would otherwise be one retry, silently."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from metis.errors import InvalidRequestError
+from metis.core.suggest import did_you_mean
+from metis.errors import ConfigError, InvalidRequestError
 
 WHOLE = {
     "max_output_tokens": "a whole number of tokens >= 1",
@@ -36,4 +37,37 @@ def check_option_types(options: Mapping[str, Any]) -> None:
             takes = WHOLE.get(name) or NUMBER[name]
             raise InvalidRequestError(
                 f"{name}: expected {takes}, got {type(value).__name__} {value!r:.80}"
+            )
+
+
+PER_PROVIDER = ("provider_options", "extra_headers", "extra_query")
+
+
+def check_provider_keys(options: Mapping[str, Any], own: Iterable[str]) -> None:
+    """A ConfigError for a key of ``provider_options``, ``extra_headers`` or ``extra_query``
+    that names no provider (``opnai``): its options would never be sent. A key is a built-in
+    stack, a catalog provider id or one of ``own`` (the names of the call's adapters); another
+    provider's options are kept for when the conversation moves there."""
+    given = {
+        (option, key)
+        for option in PER_PROVIDER
+        if isinstance(options.get(option), Mapping)
+        for key, value in options[option].items()
+        if isinstance(value, Mapping)  # one that is not is refused with the form it takes
+    }
+    from metis.stacks.loader import builtin_stacks
+
+    known = {*builtin_stacks(), *own}
+    unknown = [(option, key) for option, key in sorted(given) if key not in known]
+    if not unknown:
+        return
+    from metis.catalog import default_catalog
+
+    known |= set(default_catalog().providers)
+    for option, key in unknown:
+        if key not in known:
+            raise ConfigError(
+                f"{option}: {key!r} names no provider{did_you_mean(str(key), known)}; its "
+                "options would never be sent (keys are a stack or catalog provider id: "
+                f"{option}={{'openai': {{...}}}})"
             )

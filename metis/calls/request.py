@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypedDict, TypeVar
 
 from pydantic import PydanticUserError, TypeAdapter, ValidationError
 
 from metis.adapter.adapter import Adapter
-from metis.calls.option_types import check_option_types
+from metis.calls.option_types import check_option_types, check_provider_keys
 from metis.core.options import check_options
 from metis.errors import (
     AdapterError,
@@ -120,6 +121,16 @@ def settings_hints(unknown: Iterable[str]) -> dict[str, str]:
     return hints
 
 
+def default_output_tokens(options: CallOptions | ModelOptions) -> int:
+    """The reply's limit when no option sets it (the model's own caps it): 4,096, and the
+    tokens of a thinking budget asked for more, since Anthropic spends the budget out of it."""
+    thinking: Any = options.get("thinking")
+    if thinking is None:
+        thinking = options.get("reasoning")
+    budget = thinking if type(thinking) is int else getattr(thinking, "budget_tokens", None)
+    return DEFAULT_MAX_OUTPUT_TOKENS + (budget if type(budget) is int and budget > 0 else 0)
+
+
 def build_request(
     adapter: Adapter | Router, model: ModelLike, messages: MessagesLike, options: CallOptions
 ) -> CanonicalRequest:
@@ -128,8 +139,10 @@ def build_request(
     max_output_tokens = options.get("max_output_tokens")
     if max_output_tokens is None:  # the model's own limit, up to a default that fits most replies
         limit = adapter.capabilities_for(adapter.wire_model(model)).max_output_tokens
-        max_output_tokens = min(limit, DEFAULT_MAX_OUTPUT_TOKENS)
+        max_output_tokens = min(limit, default_output_tokens(options))
     tools = tool_list(options.get("tools", ()))
+    names = [t.adapter.name for t in adapter.targets] if isinstance(adapter, Router) else []
+    check_provider_keys(options, [*names, getattr(adapter, "name", "")])
     stops = options.get("stop_sequences", ())
     if isinstance(stops, str):  # a str is a sequence of strings: its letters, each a stop
         raise InvalidRequestError(
@@ -164,9 +177,9 @@ def _request(
         thinking=thinking_option(options),
         cache=options.get("cache"),
         session_id=options.get("session_id"),
-        provider_options=_nested(options.get("provider_options")),
-        extra_headers=_nested(options.get("extra_headers")),
-        extra_query=_nested(options.get("extra_query")),
+        provider_options=_nested(options.get("provider_options"), "provider_options"),
+        extra_headers=_nested(options.get("extra_headers"), "extra_headers"),
+        extra_query=_nested(options.get("extra_query"), "extra_query"),
     )
 
 
@@ -199,6 +212,8 @@ _WHAT_IT_TAKES = {
     "('high') or a token budget (8000)",
     "tool_choice": ": tool_choice is metis.ToolChoice.auto(), .any(), .none() or .tool(name) "
     "(OpenAI's 'required' is .any())",
+    "cache": ": cache is a metis.CachePolicy (ttl=, conversation=, ...); no caching is "
+    "metis.CachePolicy.off()",
 }
 
 
@@ -231,6 +246,8 @@ def call_note(error: AdapterError, adapter: Adapter, model: str, key_given: bool
         env = adapter.stack.auth.env
         if key_given:
             return "metis: the key sent was the call's api_key="
+        if env and not os.environ.get(env):
+            return f"metis: no key was sent: ${env} is not set (or pass api_key=...)"
         if env:
             return f"metis: the key sent was ${env}'s (or pass api_key=...)"
     return None
@@ -267,16 +284,31 @@ def thinking_option(options: ModelOptions) -> ThinkingConfig | ReasoningEffort |
     return thinking if thinking is not None else reasoning
 
 
-def _nested(value: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
-    """Options keyed by provider, each a mapping (a ConfigError naming the one that is not)."""
+def _nested(
+    value: Mapping[str, Mapping[str, Any]] | None, option: str
+) -> dict[str, dict[str, Any]]:
+    """Options keyed by provider, each a mapping (a ConfigError naming the one that is not, and
+    the form a provider's options take)."""
+    form = f"; {option} is keyed by provider: {option}={_EXAMPLES[option]}"
     if value is not None and not isinstance(value, Mapping):
-        raise ConfigError(f"expected a mapping of provider names to options, got {value!r}")
+        raise ConfigError(
+            f"{option}: expected a mapping of provider names to options, got {value!r}{form}"
+        )
     out = {}
     for key, inner in (value or {}).items():
         if not isinstance(inner, Mapping):
-            raise ConfigError(f"the options for {key!r} must be a mapping, got {inner!r}")
+            raise ConfigError(
+                f"{option}: the options for {key!r} must be a mapping, got {inner!r}{form}"
+            )
         out[key] = dict(inner)
     return out
+
+
+_EXAMPLES = {
+    "provider_options": "{'openai': {'service_tier': 'flex'}}",
+    "extra_headers": "{'anthropic': {'anthropic-beta': '...'}}",
+    "extra_query": "{'gemini': {'name': 'value'}}",
+}
 
 
 def stack_and_model(model: str) -> tuple[str, str]:

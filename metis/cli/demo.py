@@ -33,6 +33,7 @@ from metis.cli.demo_table import Row, print_table
 from metis.cli.models import Models, Target, price
 from metis.cli.output import CliError, Output, note
 from metis.core.ids import new_request_id
+from metis.core.suggest import did_you_mean
 from metis.errors import AdapterError, NotConfiguredError
 from metis.model.content import Message, ToolUseBlock
 from metis.model.events import MessageComplete
@@ -84,8 +85,8 @@ def _targets(models: Models, args: argparse.Namespace, out: Output) -> list[Targ
         unknown = [p for p in wanted if p not in known]
         if unknown:
             raise CliError(
-                f"--providers: no model for {', '.join(unknown)} in {models.source}; "
-                f"providers: {', '.join(sorted(known))}"
+                f"--providers: no model for {', '.join(unknown)} in {models.source}"
+                f"{did_you_mean(unknown[0], known)} (providers: {', '.join(sorted(known))})"
             )
         families = [(p, m) for p, m in families if p in wanted]
     targets: list[Target] = []

@@ -45,6 +45,9 @@ PREFERRED = ("anthropic", "openai", "openai_responses", "gemini", "ollama")
 
 def run(args: argparse.Namespace) -> int:
     path = Path(args.cassette)
+    if path.is_dir():
+        inside = ", ".join(sorted(f.name for f in path.glob("*.yaml"))[:8]) or "none"
+        raise CliError(f"{path} is a folder; name one of its cassettes (its .yaml files: {inside})")
     if not path.is_file():
         raise CliError(f"no cassette at {path}")
     cassette = load_cassette(path)

@@ -45,7 +45,15 @@ def run(args: argparse.Namespace) -> int:
             http=http_protocol(),
         )
         server = _announcing_server(uvicorn.Server, served, path)
-        server.run()
+        try:
+            server.run()
+        except SystemExit:  # uvicorn's own exit when it cannot start, its reason logged above
+            if server.started:
+                raise
+            raise CliError(
+                f"the gateway did not start on {host}:{port} (uvicorn's error above; "
+                "a port in use: --port N, or stop the server holding it)"
+            ) from None
         return 0 if server.started else 1
     # uvicorn binds the workers' socket itself and logs its address ("Uvicorn running on")
     print(f"metis serve: {args.workers} workers  ({path})", flush=True)

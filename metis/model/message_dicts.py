@@ -43,6 +43,10 @@ _OTHER_APIS_ROLES = {
     "ai": "assistant",
     "function": "tool",
 }
+# What only OpenAI Chat's messages have: such a history is read by metis.histories.
+_OPENAI_CHAT_KEYS = {"tool_calls", "tool_call_id", "function_call", "refusal"}
+_OPENAI_CHAT_BLOCKS = {"image_url", "input_audio"}
+_OPENAI_CHAT = "; a message in OpenAI Chat's form is read by metis.histories.from_openai_chat"
 _BLOCKS: dict[str, type[BaseModel]] = {
     str(block.model_fields["type"].default): block
     for block in (
@@ -93,6 +97,11 @@ def message_from_dict(value: Any, index: int | str) -> Message:
     if "content" not in value:
         raise _error(f"{where}: no 'content' (a string, or a list of content blocks)")
     content = value["content"]
+    if not isinstance(content, str | list | tuple):
+        raise _error(
+            f"{where}.content: expected a string or a list of content blocks, got "
+            f"{type(content).__name__} {content!r:.60}"
+        )
     if isinstance(content, list):
         for position, block in enumerate(content):
             if isinstance(block, Mapping):
@@ -107,6 +116,7 @@ def _check_block(block: Mapping[str, Any], where: str) -> None:
     kind = block.get("type")
     if kind not in _BLOCKS:
         hint = did_you_mean(str(kind), _BLOCKS) if isinstance(kind, str) else ""
+        hint = _OPENAI_CHAT if kind in _OPENAI_CHAT_BLOCKS else hint
         shown = "no 'type'" if kind is None else f"unknown block type {kind!r}"
         raise _error(f"{where}: {shown}{hint} (types: {', '.join(_BLOCKS)})")
     _known_keys(block, _BLOCKS[kind], where, f"a {kind} block")
@@ -121,7 +131,7 @@ def _known_keys(value: Mapping[str, Any], model: type[BaseModel], where: str, wh
     fields = sorted(model.model_fields, key=lambda name: (name != "type", name == "provider_raw"))
     for key in value:
         if key not in model.model_fields:
-            hint = did_you_mean(str(key), fields)
+            hint = _OPENAI_CHAT if key in _OPENAI_CHAT_KEYS else did_you_mean(str(key), fields)
             raise _error(f"{where}: unknown key {key!r}{hint} ({what} has {', '.join(fields)})")
 
 

@@ -92,5 +92,14 @@ stages = StageRegistry(_BUILTIN)
 
 
 def register_stage(cls: S) -> S:
-    """Class decorator: make a stage available to stacks by its ``name``."""
+    """Class decorator: make a stage available to stacks by its ``name``. A built-in stage's
+    name is a StackError: registering it would change every stack that uses the built-in."""
+    name = getattr(cls, "name", None)
+    if name in _BUILTIN:
+        raise StackError(
+            f"{name!r} names a built-in stage: registering {cls.__name__} under it would put it "
+            f"in every stack that uses {name}; name yours differently and put it in its place "
+            f"(stages: {{replace: {{{name}: my_{name}}}}} in a stack that extends one, or "
+            f"adapter.pipeline.replace({name!r}, {cls.__name__}()))"
+        )
     return stages.register(cls)

@@ -30,6 +30,7 @@ from metis.pipeline.hooks import (
     run_segment,
     yields_batches,
 )
+from metis.pipeline.own_steps import check_wrapper, own_step
 from metis.pipeline.stage import AsyncRequestStage, Stage, Transform
 
 AnyStage = Stage[Any, Any, Any, Any]
@@ -40,11 +41,11 @@ def step_of(stage: AnyStage) -> tuple[int, Callable[..., Any]] | None:
     """How the engine runs ``stage`` as a request step, or None for a call wrapper."""
     cls = type(stage)
     if isinstance(stage, EventHook) and cls.__call__ is EventHook.__call__:
-        return OPEN, stage.open
+        return OPEN, own_step(OPEN, stage.open, stage)
     if isinstance(stage, Transform) and cls.__call__ is Transform.__call__:
-        return SYNC, stage.rewrite
+        return SYNC, own_step(SYNC, stage.rewrite, stage)
     if isinstance(stage, AsyncRequestStage) and cls.__call__ is AsyncRequestStage.__call__:
-        return ASYNC, stage.rewrite
+        return ASYNC, own_step(ASYNC, stage.rewrite, stage)
     return None
 
 
@@ -107,6 +108,7 @@ def _terminal(stage: AnyStage) -> Runner:
 
 
 def _wrapped(stage: AnyStage, inside: Runner) -> Runner:
+    check_wrapper(stage)
     batches = yields_batches(inside)
     if batches and not stage.takes_batches:
         inside, batches = flattened(inside), False

@@ -70,7 +70,12 @@ def error_classes(names: Iterable[ErrorClass | str]) -> frozenset[ErrorClass]:
     unknown = [name for name in given if name not in set(ErrorClass)]
     if unknown:
         known = ", ".join(c.value for c in ErrorClass)
-        raise ConfigError(f"fallback_on: unknown error classes {unknown}; known: {known}")
+        near = (
+            did_you_mean(unknown[0], [c.value for c in ErrorClass])
+            if isinstance(unknown[0], str)
+            else ""
+        )
+        raise ConfigError(f"fallback_on: unknown error classes {unknown}{near} (known: {known})")
     return frozenset(ErrorClass(name) for name in given)
 
 

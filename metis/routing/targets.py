@@ -15,6 +15,8 @@ from metis.adapter.adapter import Adapter
 from metis.adapter.checks import missing_key
 from metis.catalog.token_profile import TokenProfile
 from metis.core.config_files import config_error
+from metis.core.options import checked_init
+from metis.core.suggest import did_you_mean
 from metis.errors import ConfigError, NotConfiguredError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
@@ -22,11 +24,12 @@ from metis.pipeline.config import AdapterConfig
 from metis.routing.limits import Buckets, Limiter, Limits, SharedSlots
 from metis.routing.shared_state import Fallback
 from metis.routing.spec import TargetSpec, validated_options
-from metis.stacks.loader import load_stack
+from metis.stacks.loader import builtin_stacks, load_stack
 
 log = logging.getLogger("metis")
 
 
+@checked_init
 @dataclass(frozen=True, slots=True)
 class RouteTarget:
     """One model of a route: ``"provider:model"``, the adapter that serves it (built from the
@@ -106,6 +109,7 @@ class Targets:
                 f"{type(targets).__name__} {targets!r:.60}"
             )
         resolved = [self.resolve(target, max_retries) for target in targets]
+        self._check_limit_keys(route, resolved)
         callable_ = [i for i, t in enumerate(resolved) if t.missing_key is None]
         for index, target in enumerate(resolved):
             if target.missing_key is not None:
@@ -144,6 +148,19 @@ class Targets:
         owned, self._owned = list(self._owned.values()), {}
         for adapter in owned:
             await adapter.aclose()
+
+    def _check_limit_keys(self, route: str, resolved: list[ResolvedTarget]) -> None:
+        """Limits keyed by no platform at all (a misspelt one) would never apply: a ConfigError
+        naming the key and the nearest that would. Another platform's are kept (one dict of
+        limits may serve several routes)."""
+        known = {t.adapter.name for t in resolved} | {t.key for t in resolved}
+        for key in self._limits:
+            if key not in known and key.partition(":")[0] not in builtin_stacks():
+                raise ConfigError(
+                    f"route {route}: limits for {key!r} match no model of the route"
+                    f"{did_you_mean(key, known)}; a key is a platform or a platform:model "
+                    f"({', '.join(sorted(known))})"
+                )
 
     def _limiter(self, key: str, platform: str) -> Limiter | None:
         limit_key = key if key in self._limits else platform if platform in self._limits else None

@@ -21,11 +21,11 @@ from typing import Any
 
 from metis.adapter.adapter import Adapter
 from metis.calls.request import (
-    DEFAULT_MAX_OUTPUT_TOKENS,
     CallOptions,
     ModelLike,
     ModelOptions,
     build_request,
+    default_output_tokens,
 )
 from metis.model.content import Message
 from metis.model.events import MessageComplete, StreamEvent
@@ -159,7 +159,7 @@ class Conversation:
         if "max_output_tokens" not in options:
             caps = found.chat.capabilities_for(found.wire_model)
             half = max(1, caps.max_context_tokens // 2)
-            limit = min(caps.max_output_tokens, DEFAULT_MAX_OUTPUT_TOKENS, half)
+            limit = min(caps.max_output_tokens, default_output_tokens(options), half)
             with_id["max_output_tokens"] = limit
         return with_id
 

@@ -10,6 +10,7 @@ from metis.calls import request as call_request
 from metis.calls.option_types import check_option_types
 from metis.calls.request import ModelOptions
 from metis.core.options import check_options
+from metis.tools import tool_list
 
 SESSION_OPTIONS = ModelOptions.__optional_keys__
 """The model options a session keeps as defaults and a turn may override."""
@@ -29,12 +30,14 @@ def check_constructor(options: Mapping[str, Any]) -> None:
     hints = {**call_request.settings_hints(options), **HINTS}
     check_options("Session()", options, SESSION_OPTIONS | OWN_OPTIONS, hints)
     check_option_types(options)
+    _check_tools(options)
 
 
 def check_defaults(options: Mapping[str, Any]) -> None:
     """Options assigned to ``session.options``."""
     check_options("Session.options", options, SESSION_OPTIONS, HINTS)
     check_option_types(options)
+    _check_tools(options)
 
 
 def checked_turn(what: str, options: Mapping[str, Any]) -> ModelOptions:
@@ -44,3 +47,9 @@ def checked_turn(what: str, options: Mapping[str, Any]) -> ModelOptions:
     check_option_types(options)
     checked: ModelOptions = {**options}  # type: ignore[typeddict-item]
     return checked
+
+
+def _check_tools(options: Mapping[str, Any]) -> None:
+    """``tools=`` kept for every turn is checked as it is given, not at the first turn."""
+    if options.get("tools") is not None:
+        tool_list(options["tools"])

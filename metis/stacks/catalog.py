@@ -7,6 +7,7 @@ provider) or a catalog provider id itself (``google``, ``amazon-bedrock``).
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 from metis.catalog.lookup import find_model
 from metis.catalog.model_info import ModelInfo
@@ -25,9 +26,11 @@ def lookup(model: str) -> ModelInfo | None:
 
 @functools.cache
 def stack_catalog_provider(stack: str) -> str | None:
-    """The catalog provider a built-in stack names, or None (not a built-in stack, or one
-    whose models the catalog does not know)."""
-    if stack not in builtin_stacks():
+    """The catalog provider a built-in stack or a stack file (``my/stack.yaml``, as a one-line
+    call names it) names, or None (neither, or one whose models the catalog does not know)."""
+    if stack not in builtin_stacks() and not (
+        stack.endswith((".yaml", ".yml")) and Path(stack).is_file()
+    ):
         return None
     try:
         return load_stack(stack).catalog

@@ -51,7 +51,12 @@ def resolve(
         parent = child["extends"]
         if not isinstance(parent, str) or not parent:
             raise ConfigError(f"{child_source}: extends: expected a stack name or a file path")
-        parent_data, parent_source = read(parent, child_source)
+        try:
+            parent_data, parent_source = read(parent, child_source)
+        except ConfigError as exc:
+            if type(exc) is not ConfigError or str(exc).startswith(child_source):
+                raise
+            raise ConfigError(f"{child_source}: extends: {exc}") from None
         if parent_source in seen:
             cycle = " -> ".join([*seen, parent_source])
             raise ConfigError(f"{child_source}: extends makes a cycle: {cycle}")

@@ -123,6 +123,13 @@ async def test_bad_batches_are_refused_before_sending() -> None:
         await b.submit(mixed)
     with pytest.raises(InvalidRequestError, match="distinct"):
         await batches("openai", emulator).submit([("a", mixed["other"]), ("a", mixed["other"])])
+    openai = batches("openai", emulator)
+    with pytest.raises(InvalidRequestError, match="a model of gemini, and this adapter speaks"):
+        await openai.submit({"a": mixed["other"]})  # an OpenAI batch of a Gemini model
+    with pytest.raises(InvalidRequestError, match=r"a batch is your ids .* got an item"):
+        await openai.submit([mixed["other"]])  # type: ignore[list-item]
+    with pytest.raises(InvalidRequestError, match="expected a CanonicalRequest"):
+        await openai.submit({"a": "Hi"})  # type: ignore[dict-item]
     assert emulator.stats.requests == 0
     for stack in ("ollama", "bedrock", "vertex", "groq", "azure_responses", "bedrock_mantle"):
         with pytest.raises(CapabilityError):

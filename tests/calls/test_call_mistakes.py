@@ -43,6 +43,10 @@ def get_weather(city: str) -> str:
         ({"stop_sequences": "END"}, "got str 'END'; give stop_sequences=['END']"),
         ({"reasoning": True}, "(got True): reasoning is an effort ('low', 'medium', 'high', "),
         ({"tool_choice": "required"}, "tool_choice is metis.ToolChoice.auto(), .any(), "),
+        (
+            {"cache": "off"},
+            "(got 'off'): cache is a metis.CachePolicy (ttl=, conversation=, ...); ",
+        ),
     ],
 )
 def test_a_value_of_the_wrong_type_is_an_invalid_request_naming_the_option(
@@ -157,6 +161,27 @@ def test_tools_not_given_as_a_list_of_tools_are_an_invalid_request(
     assert at_emulator.stats.requests == 0
 
 
+@pytest.mark.parametrize(
+    ("tools", "said"),
+    [
+        (metis.tool(get_weather), "got the tool get_weather; give tools=[get_weather]"),
+        (get_weather, "got the function get_weather; give tools=[get_weather]"),
+        (["get_weather"], "tools[0]: expected a @metis.tool function"),
+    ],
+)
+def test_a_sessions_tools_are_checked_when_given_not_at_its_first_turn(
+    at_emulator: Emulator, tools: Any, said: str
+) -> None:
+    with pytest.raises(InvalidRequestError, match=re.escape(said)):
+        metis.Session(MODEL, tools=tools)
+    session = metis.Session(MODEL)
+    with pytest.raises(InvalidRequestError, match=re.escape(said)):
+        session.options = {"tools": tools}
+    with pytest.raises(InvalidRequestError, match=re.escape(said)):
+        metis.complete(MODEL, "Weather in Paris?", tools=tools)
+    assert at_emulator.stats.requests == 0
+
+
 def test_an_output_type_with_no_json_schema_is_a_config_error(at_emulator: Emulator) -> None:
     with pytest.raises(ConfigError, match=r"output_type socket\.socket has no JSON schema"):
         metis.complete(MODEL, "Hi", output_type=socket.socket)
@@ -263,3 +288,45 @@ def test_a_refused_key_says_where_it_came_from(monkeypatch: pytest.MonkeyPatch) 
             metis.Session(MODEL, api_key="also-wrong").send("Hi")
         assert caught.value.__notes__ == ["metis: the key sent was the call's api_key="]
         assert metis.complete(MODEL, "Hi", api_key="right-key").text
+
+
+def test_a_refused_call_that_sent_no_key_says_which_variable_is_unset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server's key is optional for openai_compatible: none is sent when its variable is unset,
+    and a server that wants one is told so, not that the unset variable's key was wrong."""
+    monkeypatch.delenv("OPENAI_COMPATIBLE_API_KEY", raising=False)
+    with Emulator() as emulator, pytest.raises(AuthError) as caught:
+        metis.complete("openai_compatible:gpt-4o", "Hi", base_url=f"{emulator.url}/v1")
+    assert caught.value.__notes__ == [
+        "metis: no key was sent: $OPENAI_COMPATIBLE_API_KEY is not set (or pass api_key=...)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (
+            {"provider_options": {"service_tier": "flex"}},
+            "provider_options: the options for 'service_tier' must be a mapping, got 'flex'; "
+            "provider_options is keyed by provider: "
+            "provider_options={'openai': {'service_tier': 'flex'}}",
+        ),
+        ({"extra_headers": {"x-tag": "a"}}, "extra_headers: the options for 'x-tag'"),
+        ({"extra_query": "a=1"}, "extra_query: expected a mapping of provider names"),
+        (
+            {"provider_options": {"antropic": {"service_tier": "auto"}}},
+            "provider_options: 'antropic' names no provider; did you mean 'anthropic'",
+        ),
+        ({"extra_headers": {"opnai": {"x-tag": "a"}}}, "extra_headers: 'opnai' names no provider"),
+    ],
+)
+def test_options_keyed_by_provider_given_unkeyed_say_the_form_they_take(
+    at_emulator: Emulator, options: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        metis.complete(MODEL, "Hi", **options)
+    assert said in str(caught.value)
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        metis.Session(MODEL, **options).send("Hi")
+    assert at_emulator.stats.requests == 0

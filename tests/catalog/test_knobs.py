@@ -66,6 +66,27 @@ def test_the_one_line_calls_take_reasoning_and_the_sampling_settings() -> None:
         build_request(adapter, "openai:gpt-5", "hi", {"reasoning": 1, "thinking": "low"})  # type: ignore[typeddict-item]
 
 
+@pytest.mark.parametrize(
+    ("options", "limit"),
+    [
+        ({}, 4096),
+        ({"reasoning": "high"}, 4096),
+        ({"reasoning": 8000}, 12096),
+        ({"thinking": ThinkingConfig(budget_tokens=8000)}, 12096),
+        ({"reasoning": 200_000}, 64000),  # the model's own limit caps it
+        ({"reasoning": 8000, "max_output_tokens": 9000}, 9000),
+    ],
+)
+def test_a_thinking_budget_asked_for_raises_the_default_reply_limit_by_itself(
+    options: dict[str, Any], limit: int
+) -> None:
+    """Anthropic spends the budget out of max_tokens: under the 4,096 default a budget of 8,000
+    was cut to 4,095 (docs/reasoning.md's own example); the default now leaves it whole."""
+    adapter = metis.build_adapter("anthropic", metis.AdapterConfig(api_key="k"))
+    made = build_request(adapter, "anthropic:claude-sonnet-4-5", "hi", options)  # type: ignore[arg-type]
+    assert made.max_output_tokens == limit
+
+
 # The tables ---------------------------------------------------------------------------------
 
 

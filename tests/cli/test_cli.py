@@ -449,9 +449,15 @@ def test_emulator_command_serves_until_stopped() -> None:
         (["stack", "nosuch"], 1, "no built-in stack named 'nosuch'"),
         (["stack", "missing/stack.yaml"], 1, "cannot read stack file"),
         (["replay", "missing.yaml"], 1, "no cassette at missing.yaml"),
+        (["replay", "cassettes/anthropic"], 1, "is a folder; name one of its cassettes"),
         (["replay", "README.md"], 1, "is not a cassette"),
         (["replay", "cassettes/anthropic/tool_call.yaml", "--provider", "gemini"], 1, "gemini"),
         (["chat", "-m", "nosuch"], 1, "unknown model 'nosuch'"),
+        (
+            ["chat", "-m", "opnai:gpt-4o"],
+            1,
+            "no built-in stack named 'opnai'; did you mean 'openai:gpt-4o'?",
+        ),
         (["emulator", "--port", "abc"], 2, "expected a port from 0 to 65535, got 'abc'"),
         (["emulator", "--port", "99999"], 2, "expected a port from 0 to 65535, got '99999'"),
         (["serve", "--config", "x.yaml", "--port", "99999"], 2, "expected a port from 0 to 65535"),
@@ -459,6 +465,11 @@ def test_emulator_command_serves_until_stopped() -> None:
         (["emulator", "--faults", "bogus", "--port", "0"], 2, "--faults: unknown fault"),
         (["emulator", "--context-tokens", "x", "--port", "0"], 2, "expected PROVIDER=N"),
         (["demo", "--providers", "nosuch"], 1, "no model for nosuch"),
+        (
+            ["demo", "--providers", "anthropc"],
+            1,
+            "no model for anthropc in the built-in models; did you mean 'anthropic'?",
+        ),
         (["demo", "--models", "missing.yaml"], 1, "missing.yaml"),
         (
             ["record", "--provider", "anthropic", "-m", "x", "--prompt", "hi", "-o", "x.yaml"],

@@ -132,3 +132,23 @@ def test_a_gateway_without_keys_says_any_client_is_served(
     else:
         assert "metis: warning: " in err and "names no gateway key" in err
         assert said in err
+
+
+def test_a_port_in_use_is_one_error_line_saying_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    from metis.cli import main
+
+    config = tmp_path / "gateway.yaml"
+    config.write_text(yaml.safe_dump(CONFIG))
+    monkeypatch.setenv("UP_KEY", "sk-upstream")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--config", str(config), "--port", str(port)]) == 1
+    said = capsys.readouterr().err
+    assert f"metis: error: the gateway did not start on 127.0.0.1:{port}" in said
+    assert "--port N" in said

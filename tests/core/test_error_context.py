@@ -48,6 +48,23 @@ HELLO = {"role": "user", "content": "Hello"}
             {"role": "user", "content": [{"type": "text", "text": 3}]},
             "messages[1].content[0].text: Input should be a valid string",
         ),
+        (
+            {"role": "assistant", "content": None},
+            "messages[1].content: expected a string or a list of content blocks, got NoneType",
+        ),
+        (  # OpenAI Chat's forms: said where such a history is read
+            {"role": "assistant", "content": None, "tool_calls": []},
+            "messages[1]: unknown key 'tool_calls'; a message in OpenAI Chat's form is read by "
+            "metis.histories.from_openai_chat",
+        ),
+        (
+            {"role": "tool", "tool_call_id": "call_1", "content": "18 C"},
+            "messages[1]: unknown key 'tool_call_id'; a message in OpenAI Chat's form",
+        ),
+        (
+            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]},
+            "messages[1].content[0]: unknown block type 'image_url'; a message in OpenAI Chat's",
+        ),
     ],
 )
 def test_a_wrong_dict_message_names_its_index_and_the_nearest_name(

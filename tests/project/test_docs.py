@@ -199,3 +199,17 @@ def test_the_docs_import_the_extension_names_from_metis_pipeline() -> None:
         if alias.name in public
     ]
     assert deep == []
+
+
+def test_the_calls_options_table_names_every_option_the_calls_take() -> None:
+    """docs/calls.md's table is where a reader looks an option up (``cache`` was missing)."""
+    from metis.calls.request import CallOptions
+
+    doc = (ROOT / "docs" / "calls.md").read_text(encoding="utf-8")
+    table = doc[doc.index("## Options") : doc.index("An option the call does not take")]
+    named = {
+        name
+        for row in re.findall(r"^\| (.+?) \|", table, re.MULTILINE)
+        for name in re.findall(r"`([a-z_]+)`", row)
+    }
+    assert set(CallOptions.__optional_keys__) | set(CallOptions.__required_keys__) <= named

@@ -10,6 +10,7 @@ import pytest
 import metis
 from metis import CapabilityError, ErrorClass, OverloadedError, RateLimitError
 from metis.adapter import Adapter
+from metis.core.options import UnknownOptionError
 from metis.errors import ContextOverflowError
 from metis.model import (
     Base64ImageSource,
@@ -185,6 +186,14 @@ def test_wrong_per_model_options_are_refused(options: dict[str, object], message
 def test_wrong_route_settings_are_config_errors() -> None:
     with pytest.raises(metis.ConfigError, match="unknown error classes \\['sometimes'\\]"):
         Router(["anthropic:claude-sonnet-4-5"], fallback_on=["overloaded", "sometimes"])
+    with pytest.raises(metis.ConfigError, match="did you mean 'overloaded'"):
+        Router(["anthropic:claude-sonnet-4-5"], fallback_on=["overload"])
+    with pytest.raises(metis.ConfigError, match="limits for 'antropic' match no model of"):
+        Router(["anthropic:claude-sonnet-4-5"], limits={"antropic": Limits(max_concurrent=2)})
+    for key in ("anthropic", "anthropic:claude-sonnet-4-5", "openai"):  # another platform's kept
+        Router(["anthropic:claude-sonnet-4-5"], limits={key: Limits(max_concurrent=2)})
+    with pytest.raises(UnknownOptionError, match="did you mean 'max_retries'"):
+        RouteTarget("anthropic:claude-sonnet-4-5", max_retires=1)  # type: ignore[call-arg]
     with pytest.raises(metis.ConfigError, match="got 3"):
         Router([3])  # type: ignore[list-item]
     with pytest.raises(metis.ConfigError, match="at least one model"):

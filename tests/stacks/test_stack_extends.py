@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from metis.errors import ConfigError, StackError
-from metis.stacks.loader import load_stack, parse_stack
+from metis.stacks.loader import builtin_stacks, load_stack, parse_stack
 
 BASE = {
     "name": "base",
@@ -145,6 +145,22 @@ def test_chains_are_followed_and_cycles_refused(tmp_path: Path) -> None:
     write(tmp_path, "b", {"name": "b", "extends": "a.yaml"})
     with pytest.raises(ConfigError, match="cycle"):
         load_stack(tmp_path / "a.yaml")
+
+
+@pytest.mark.parametrize(
+    ("parent", "says"),
+    [("antropic", "did you mean 'anthropic'"), ("nosuch.yaml", "cannot read stack file")],
+)
+def test_a_parent_that_cannot_be_found_is_an_error_naming_the_file_that_extends_it(
+    tmp_path: Path, parent: str, says: str
+) -> None:
+    child = write(tmp_path, "mine", {"name": "mine", "extends": parent})
+    leaf = write(tmp_path, "leaf", {"name": "leaf", "extends": "mine.yaml"})
+    for path in (child, leaf):
+        with pytest.raises(ConfigError) as caught:
+            load_stack(path)
+        assert str(caught.value).startswith(f"{child}: extends: "), str(caught.value)
+        assert says in str(caught.value)
 
 
 def test_a_builtin_stack_can_be_extended_by_name(tmp_path: Path) -> None:
@@ -307,3 +323,42 @@ def test_the_built_in_stacks_are_listed_once_and_each_caller_gets_its_own_list(
     assert listed in ([], ["metis.stacks.builtin"])  # at most once in the process
     assert "changed by a caller" not in second
     assert "anthropic" in second and second == sorted(second)
+
+
+def test_a_stack_reads_a_base_url_variable_only_for_the_host_its_credentials_belong_to() -> None:
+    """A stack inherits its parent's endpoint key by key, but not the variable that points the
+    parent somewhere else: Azure's key, Google Cloud's token and an Open Responses server's key
+    would go wherever $OPENAI_BASE_URL, $GOOGLE_GEMINI_BASE_URL or $ANTHROPIC_BASE_URL lead."""
+    readers: dict[str, list[str]] = {}
+    for name in sorted(builtin_stacks()):
+        variable = load_stack(name).endpoint.base_url_env
+        if variable:
+            readers.setdefault(variable, []).append(name)
+    assert readers == {
+        "ANTHROPIC_BASE_URL": ["anthropic"],
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": ["bedrock", "bedrock_anthropic"],
+        "GOOGLE_GEMINI_BASE_URL": ["gemini"],
+        "GROQ_BASE_URL": ["groq"],
+        "OLLAMA_HOST": ["ollama"],
+        "OPENAI_BASE_URL": ["openai", "openai_responses", "openai_responses_ws"],
+        "TOGETHER_BASE_URL": ["together"],
+    }
+
+
+def test_a_one_line_call_through_a_stack_file_is_priced_by_the_catalog_it_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``metis.complete("my/stack.yaml:claude-sonnet-4-5", ...)`` over a stack extending
+    anthropic costs what the model costs at Anthropic, not 0 with a 'no price' warning."""
+    import metis
+    from metis.testing.emulator import Emulator
+
+    stack = write(tmp_path, "mine", {"name": "mine", "extends": "anthropic"})
+    monkeypatch.chdir(tmp_path)
+    with Emulator() as emulator:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+        for model in (f"{stack}:claude-sonnet-4-5", "mine.yaml:claude-sonnet-4-5"):
+            reply = metis.complete(model, "Hi")
+            assert reply.model == model
+            assert reply.cost_usd is not None and reply.cost_usd > 0

@@ -117,7 +117,9 @@ def test_a_result_after_the_next_assistant_turn_is_too_late() -> None:
     )
     with pytest.raises(InvalidRequestError) as info:
         _check(request)
-    assert "have no result" in info.value.message  # the call went unanswered ...
+    assert "have no result (answer them before the next message: metis.run_tools(" in (
+        info.value.message
+    )  # the call went unanswered ...
     assert "did not make" in info.value.message  # ... and the late answer is an orphan
 
 

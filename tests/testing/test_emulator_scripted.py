@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from metis import AdapterConfig, build_adapter
+from metis.errors import ConfigError
 from metis.model import CanonicalRequest, Message, ThinkingConfig, ToolDefinition, ToolResultBlock
 from metis.pipeline.stores import InMemoryToolIdStore
 from metis.testing.emulator import Emulator, Prompt, Reply, Script, thinking, tools
@@ -78,6 +79,27 @@ async def test_a_function_model_sees_the_prompt_without_system_reminders() -> No
         reply = await http.post("/v1/messages", json=messages_body(said), headers=ANTHROPIC)
     assert reply.json()["content"][0]["text"] == "anthropic: How are you?"
     assert seen[0].turns[0].text == said
+
+
+@pytest.mark.parametrize(
+    ("model", "said"),
+    [
+        ("Hello", "model='Hello': expected a list of replies"),  # not a script of its letters
+        (5, "model=5: expected a list of replies"),
+        (["Hello", 5], "model[1] is int 5; expected a reply"),
+    ],
+)
+def test_a_model_that_is_no_script_is_a_config_error_saying_what_one_is(
+    model: Any, said: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Emulator(model=model)
+    assert said in str(caught.value)
+
+
+def test_a_tool_call_written_without_its_arguments_says_the_form() -> None:
+    with pytest.raises(ConfigError, match=r"call 0 is \('get_weather', 'Oslo'\); expected"):
+        tools(("get_weather", "Oslo"))  # type: ignore[arg-type]
 
 
 def test_a_script_that_has_run_out_is_the_providers_400_saying_so() -> None:

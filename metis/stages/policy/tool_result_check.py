@@ -89,7 +89,10 @@ class ToolResultCheck(RequestStage[CanonicalRequest]):
         if not pending:
             return
         if self.options.on_missing == "error":
-            problems.append("tool calls " + ", ".join(repr(p) for p in pending) + " have no result")
+            problems.append(
+                "tool calls " + ", ".join(repr(p) for p in pending) + " have no result (answer "
+                "them before the next message: metis.run_tools(reply, tools) is the message)"
+            )
         else:
             results = [
                 ToolResultBlock(tool_use_id=p, content=PLACEHOLDER, is_error=True) for p in pending

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+from metis.errors import ConfigError
 from metis.testing.emulator.model import CallOut, Model, Prompt, Reply, Usage
 
 ReplyLike = Reply | str | Callable[[Prompt], Any]
@@ -39,6 +40,17 @@ def text(value: str) -> Reply:
 
 def tools(*calls: tuple[str, dict[str, Any]], say: str = "") -> Reply:
     """A reply that calls tools (``("name", {"arg": ...})`` each), after ``say`` if given."""
+    for index, call in enumerate(calls):
+        if not (
+            isinstance(call, tuple)
+            and len(call) == 2
+            and isinstance(call[0], str)
+            and isinstance(call[1], dict)
+        ):
+            raise ConfigError(
+                f"tools(): call {index} is {call!r:.60}; expected (name, arguments), as "
+                "tools(('get_weather', {'city': 'Oslo'}))"
+            )
     return Reply(text=say, calls=[CallOut(name, dict(args)) for name, args in calls])
 
 
@@ -107,4 +119,16 @@ def as_model(model: Model | Iterable[ReplyLike] | Callable[[Prompt], Any]) -> Mo
         return model  # type: ignore[return-value]
     if callable(model):
         return FunctionModel(model)
-    return Script(model)
+    if isinstance(model, str | bytes) or not isinstance(model, Iterable):
+        raise ConfigError(
+            f"model={model!r:.60}: expected a list of replies (a string each is its text: "
+            "model=['Hello']) or a function of the prompt"
+        )
+    replies = list(model)
+    for index, item in enumerate(replies):
+        if not (isinstance(item, Reply | str) or callable(item)):
+            raise ConfigError(
+                f"model[{index}] is {type(item).__name__} {item!r:.60}; expected a reply: a "
+                "string, a Reply (text(), tools(), thinking(), ...) or a function of the prompt"
+            )
+    return Script(replies)
