@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from metis.errors import AdapterError, ErrorClass, InvalidRequestError
+from metis.errors import AdapterError, ErrorClass, InvalidRequestError, NotConfiguredError
 
 if TYPE_CHECKING:
     from metis.gateway.sse import BlockWriter
@@ -135,8 +135,55 @@ _OPENAI: dict[ErrorClass, tuple[int, str, str | None]] = {
 }
 
 
+PROVIDER_KEY_MISSING = "provider_key_missing"
+PROVIDER_KEY_REFUSED = "provider_key_refused"
+
+
+def provider_key_failure(error: AdapterError) -> AdapterError:
+    """``error``, or, when it is the gateway's own provider credentials that failed (not set
+    here, or refused by the provider), the gateway's fault said as such: a 500 (not set) or
+    502 (refused), never retried, rather than the provider's 401 or 403, which a client's SDK
+    or agent reads as its own key being wrong. The cause goes to the log; the caller's message
+    names it without the provider's text (which may echo part of the key)."""
+    if error.error_class is not ErrorClass.AUTH or isinstance(
+        error, GatewayAuthError | GatewayPermissionError
+    ):
+        return error
+    provider = error.provider or "the provider"
+    if isinstance(error, NotConfiguredError):
+        code = PROVIDER_KEY_MISSING
+        cause = f"the gateway has no credentials configured for {provider}"
+    else:
+        code = PROVIDER_KEY_REFUSED
+        status = f" (HTTP {error.provider_status})" if error.provider_status else ""
+        cause = f"{provider} refused the gateway's own credentials{status}"
+    log.error(
+        "gateway provider credentials failed: %s",
+        error,
+        extra={"event": "metis.gateway.provider_key", "error_code": code},
+    )
+    return ProviderKeyError(
+        f"{cause}; your key for this gateway was accepted: the gateway's operator must "
+        "fix its provider credentials",
+        provider_code=code,
+        provider_status=error.provider_status,
+        provider=error.provider,
+        request_id=error.request_id,
+        retryable=False,
+    )
+
+
+class ProviderKeyError(AdapterError):
+    """The gateway's own provider credentials are missing (500) or refused upstream (502)."""
+
+    error_class = ErrorClass.SERVER_ERROR
+
+
 def _special(error: AdapterError) -> tuple[int, str, str | None] | None:
     """Status, Anthropic type and OpenAI code of the gateway's own errors."""
+    if isinstance(error, ProviderKeyError):
+        missing = error.provider_code == PROVIDER_KEY_MISSING
+        return (500 if missing else 502), "api_error", error.provider_code
     if isinstance(error, ModelNotFoundError):
         return 404, "not_found_error", "model_not_found"
     if isinstance(error, PreviousResponseNotFoundError):
@@ -171,6 +218,7 @@ def _headers(error: AdapterError, status: int) -> dict[str, str]:
 
 
 def anthropic_error(error: AdapterError, request_id: str) -> ErrorReply:
+    error = provider_key_failure(error)
     special = _special(error)
     status, kind = (special[0], special[1]) if special else _ANTHROPIC[error.error_class]
     body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": error.message}}
@@ -181,10 +229,11 @@ def anthropic_error(error: AdapterError, request_id: str) -> ErrorReply:
 
 
 def openai_error(error: AdapterError, request_id: str, param: str | None = None) -> ErrorReply:
+    error = provider_key_failure(error)
     special = _special(error)
     if special:
         status, kind, code = special[0], "invalid_request_error", special[2]
-        if status == 504:
+        if status >= 500:
             kind = "server_error"
     else:
         status, kind, code = _OPENAI[error.error_class]

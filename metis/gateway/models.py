@@ -72,7 +72,7 @@ class ModelTable:
 
     def resolve(self, name: str) -> Target:
         """The target of ``name``; ModelNotFoundError (404) for a name the configuration does
-        not have, NotConfiguredError (401) for a model whose adapter has no key."""
+        not have, NotConfiguredError (a 500 to the caller) for a model whose adapter has no key."""
         if len(name) > MAX_NAME:  # no model is named so: not echoed back, nor searched for
             raise ModelNotFoundError(f"unknown model {name[:64]!r}... ({len(name)} characters)")
         if name in self.registry.route_specs:
@@ -150,7 +150,7 @@ class ModelTable:
                 try:
                     target = self.resolve(name)
                 except NotConfiguredError:
-                    break  # it answers 401 (logged at startup)
+                    break  # it answers 500 (logged at startup)
                 served.append(name)
                 if isinstance(target.chat_model, Adapter):
                     target.chat_model.pipeline  # noqa: B018 - built on first use
@@ -158,7 +158,7 @@ class ModelTable:
 
     def unconfigured(self) -> list[str]:
         """A line for each adapter the configuration declares without what it needs (its
-        key, ...): the models it serves answer 401 until it is configured."""
+        key, ...): the models it serves answer 500 until it is configured."""
         lines = []
         for status in self.registry.status():
             if status.configured:
@@ -166,7 +166,7 @@ class ModelTable:
             models = [r.model for r in self.registry.routes() if r.adapter_name == status.name]
             lines.append(
                 f"adapter {status.name!r} is not configured ({status.reason}): its models "
-                f"({', '.join(models) or 'none'}) answer 401 until it is"
+                f"({', '.join(models) or 'none'}) answer 500 (provider_key_missing) until it is"
             )
         return lines
 

@@ -241,8 +241,8 @@ def test_the_example_configuration_loads_and_refuses_a_missing_key() -> None:
 
 
 def test_an_adapter_without_its_key_is_said_at_startup(caplog: pytest.LogCaptureFixture) -> None:
-    """The operator learns at startup, not from the first client's 401, that a model's
-    adapter lacks its key."""
+    """The operator learns at startup, not from the first client's error, that a model's
+    adapter lacks its key; the client gets the gateway's 500, not a 401 about its own key."""
     from metis.gateway.config import GatewayConfig
 
     data = {
@@ -254,7 +254,8 @@ def test_an_adapter_without_its_key_is_said_at_startup(caplog: pytest.LogCapture
     with caplog.at_level("WARNING", logger="metis.gateway"), serving(app) as (url, _):
         said = {"model": "sonnet", "max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}]}
         answer = httpx.post(url + "/v1/messages", json=said, headers={"x-api-key": GATEWAY_KEY})
-    assert answer.status_code == 401
+    assert answer.status_code == 500
+    assert answer.json()["error"]["type"] == "api_error"
     (line,) = [r for r in caplog.records if getattr(r, "event", "") == "metis.gateway.unconfigured"]
     assert "'claude'" in line.getMessage() and "NOT_SET_HERE" in line.getMessage()
     assert "anthropic:claude-sonnet-4-5" in line.getMessage()

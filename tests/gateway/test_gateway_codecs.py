@@ -10,7 +10,6 @@ import pytest
 
 from metis.core.ids import new_tool_id
 from metis.errors import (
-    AuthError,
     CapabilityError,
     ContextOverflowError,
     InvalidRequestError,
@@ -24,6 +23,7 @@ from metis.gateway.anthropic_write import MessageStream, write_message
 from metis.gateway.chat_api import read_chat
 from metis.gateway.chat_write import ChunkStream, write_completion
 from metis.gateway.errors import (
+    GatewayAuthError,
     GatewayTimeoutError,
     ModelNotFoundError,
     RequestTooLargeError,
@@ -390,7 +390,7 @@ def test_a_stream_that_fails_ends_with_the_apis_error_event() -> None:
         (InvalidRequestError("x"), 400, "invalid_request_error", None),
         (CapabilityError("x"), 400, "invalid_request_error", "unsupported_value"),
         (ContextOverflowError("x"), 400, "invalid_request_error", "context_length_exceeded"),
-        (AuthError("x"), 401, "authentication_error", "invalid_api_key"),
+        (GatewayAuthError("x"), 401, "authentication_error", "invalid_api_key"),
         (ModelNotFoundError("x"), 404, "not_found_error", "model_not_found"),
         (RequestTooLargeError("x"), 413, "request_too_large", "request_too_large"),
         (

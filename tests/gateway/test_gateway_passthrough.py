@@ -194,8 +194,9 @@ def test_a_provider_error_arrives_in_the_gateways_shape_without_the_providers_ke
         claude.messages.create(model="sonnet", max_tokens=50, messages=SAID)
     assert limited.value.response.headers["retry-after"] == "7"
     emulator.push_fault("auth", provider="openai")
-    with pytest.raises(openai.AuthenticationError) as refused:
+    with pytest.raises(openai.InternalServerError) as refused:  # the gateway's key, not theirs
         oai.chat.completions.create(model="gpt", messages=SAID)
+    assert refused.value.status_code == 502 and refused.value.code == "provider_key_refused"
     assert "sk-upstream" not in refused.value.response.text
     emulator.push_fault("stream_error=overloaded", provider="anthropic")
     with (

@@ -186,10 +186,11 @@ def test_provider_errors_arrive_as_the_sdks_own_exceptions(oai: Any, emulator: E
     assert limited.value.response.headers["retry-after"] == "7"
     emulator.push_fault("auth", provider="openai_responses")
     with (
-        pytest.raises(openai.AuthenticationError) as refused,
+        pytest.raises(openai.InternalServerError) as refused,  # the gateway's key, not theirs
         oai.responses.stream(model="gpt5", input="Hi") as stream,
     ):
         list(stream)
+    assert refused.value.status_code == 502 and refused.value.code == "provider_key_refused"
     assert "sk-upstream" not in refused.value.response.text
 
 
