@@ -31,6 +31,7 @@ from metis.gateway.errors import (
     MethodNotAllowedError,
     ModelNotFoundError,
     RouteNotFoundError,
+    shared_store_failed,
 )
 from metis.gateway.front import GatewayApp
 from metis.gateway.frozen import frozen, warm
@@ -257,6 +258,10 @@ async def redis_client(url: str) -> AsyncIterator[Any]:
     from metis.redis.target import connect, parse_redis_url
 
     async with connect(parse_redis_url(url), max_connections=64, seconds=5.0) as client:
+        try:
+            await client.ping()
+        except Exception as exc:  # served all the same: keyed requests wait for it (529/503)
+            shared_store_failed("reach it as the gateway started; keyed requests get 529/503", exc)
         yield client
 
 

@@ -61,6 +61,21 @@ class GatewaySettings(BaseModel):
     """Gateway keys with their own models, limits and budget (metis.gateway.keys). Each name
     is its own: a key's spend, limits and Responses conversations are kept under it."""
 
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url_parses(cls, url: str | None) -> str | None:
+        """A Redis address that cannot be read is said as the file loads, not as a traceback
+        when the server starts."""
+        if url is not None:
+            from importlib.util import find_spec
+
+            from metis.redis.target import parse_redis_url
+
+            parse_redis_url(url)
+            if find_spec("coredis") is None:
+                raise ValueError("a Redis needs the redis extra: pip install 'metis[redis]'")
+        return url
+
     @field_validator("keys")
     @classmethod
     def _names_differ(cls, keys: list[KeySpec]) -> list[KeySpec]:

@@ -102,7 +102,7 @@ class RedisLedger:
             self._owe(state, owed)
             if not isinstance(exc, Exception):
                 raise
-            raise shared_store_failed(f"check key {spec.name!r}'s limits", exc) from exc
+            raise shared_store_failed(f"check the limits of key {spec.name!r}", exc) from exc
         if int(verdict) == 0:
             self._leases.setdefault(id(state), []).append(lease)
         return int(verdict), float(wait)

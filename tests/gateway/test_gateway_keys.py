@@ -230,7 +230,7 @@ def test_a_key_whose_limits_the_gone_redis_cannot_check_is_told_to_retry() -> No
     assert messages.status_code == 529, messages.text
     assert messages.json()["error"]["type"] == "overloaded_error"
     assert messages.headers["retry-after"] == "1"
-    assert "check key 'team'" in messages.text and "127.0.0.1" not in messages.text
+    assert "check the limits of key 'team'" in messages.text and "127.0.0.1" not in messages.text
     assert chat.status_code == 503, chat.text
     assert responses.status_code == 503 and "resp_1" in responses.text
 
