@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
@@ -15,7 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from metis.cost import priced_cost
 from metis.errors import ConfigError, ErrorClass, RateLimitError
@@ -34,13 +35,25 @@ class KeySpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(min_length=1)
-    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    sha256: str | None = None
     key_env: str | None = Field(default=None, min_length=1)
     models: list[str] | None = None
     """The model ids, aliases and routes the key may name (None: every one)."""
     requests_per_minute: int | None = Field(default=None, ge=1)
     max_concurrent: int | None = Field(default=None, ge=1)
     budget_usd: Decimal | None = Field(default=None, ge=0)
+
+    @field_validator("sha256")
+    @classmethod
+    def _a_digest(cls, given: str | None) -> str | None:
+        """The digest in lowercase hex, as :func:`digest` writes it (``sha256sum`` prints the
+        same; some tools print it in capitals)."""
+        if given is None or re.fullmatch(r"[0-9a-fA-F]{64}", given):
+            return given and given.lower()
+        raise ValueError(
+            'expected the key\'s SHA-256 digest, 64 hex digits (printf %s "$KEY" | sha256sum'
+            f", without the ' -' it prints after them); got {len(given)} characters"
+        )
 
     @model_validator(mode="after")
     def _one_source(self) -> KeySpec:

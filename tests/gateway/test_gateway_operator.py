@@ -65,3 +65,23 @@ async def test_a_redis_down_as_the_gateway_starts_is_said_at_startup(
     assert len(started) == 1 and "as the gateway started" in started[0].getMessage()
     assert refused.status_code == 529 and refused.headers["retry-after"] == "1"
     assert redis_url not in refused.text
+
+
+def test_a_key_digest_pasted_from_sha256sum_is_said_plainly() -> None:
+    """`sha256sum` prints the digest and then `  -`: a digest with it, or cut short, is refused
+    naming the key and the command, not a regular expression."""
+    pasted = digest("ci-key") + "  -"
+    for given in (pasted, digest("ci-key")[:63]):
+        keys = [{"name": "ci", "sha256": given}]
+        with pytest.raises(ConfigError, match=r"gateway\.keys\.ci\.sha256: .*sha256sum"):
+            GatewayConfig.from_dict({"gateway": {"keys": keys}}, environ={})
+
+
+@pytest.mark.anyio
+async def test_a_key_digest_in_capitals_is_the_same_digest() -> None:
+    keys = [{"name": "ci", "sha256": digest("ci-key").upper()}]
+    app = create_app(gateway_config(Emulator(), {"keys": keys}))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        served = await client.post("/v1/messages", json=SAID, headers={"x-api-key": "ci-key"})
+    assert served.status_code == 200, served.text
