@@ -57,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
         return 0 if server.started else 1
     # uvicorn binds the workers' socket itself and logs its address ("Uvicorn running on")
     print(f"metis serve: {args.workers} workers  ({path})", flush=True)
+    if config.settings.redis_url is None:
+        print(_unshared_warning(path, args.workers), file=sys.stderr, flush=True)
     os.environ[CONFIG_VARIABLE] = path
     with tempfile.TemporaryDirectory(prefix="metis-metrics-") as metrics_dir:
         os.environ.setdefault(METRICS_DIR_VARIABLE, metrics_dir)  # one /metrics for them all
@@ -94,6 +96,17 @@ def _open_warning(path: str, host: str) -> str:
     return (
         f"metis: warning: {path} names no gateway key (gateway.api_key_env or "
         f"gateway.keys): any client is served, with this server's provider keys{reach}"
+    )
+
+
+def _unshared_warning(path: str, workers: int) -> str:
+    """Workers without a Redis each keep their own state, which a client reaching another
+    worker does not find."""
+    return (
+        f"metis: warning: {path} names no gateway.redis_url: each of the {workers} workers keeps "
+        f"its own keys' counts and spend (a key may get {workers} times its rate, places and "
+        "budget) and its own stored Responses (a previous_response_id another worker stored "
+        "is a 400); name a Redis to share them, or serve with --workers 1"
     )
 
 

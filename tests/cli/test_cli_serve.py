@@ -152,3 +152,32 @@ def test_a_port_in_use_is_one_error_line_saying_what_to_do(
     said = capsys.readouterr().err
     assert f"metis: error: the gateway did not start on 127.0.0.1:{port}" in said
     assert "--port N" in said
+
+
+@pytest.mark.parametrize(("redis", "warned"), [(None, True), ("redis://127.0.0.1:6379", False)])
+def test_workers_without_a_redis_are_told_they_keep_their_own_state(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    redis: str | None,
+    warned: bool,
+) -> None:
+    """Each worker of ``--workers 2`` without ``redis_url`` keeps its own limits, spend and
+    stored Responses: a key gets twice its budget, and a previous_response_id that reaches
+    the other worker is a 400. The operator is told as it starts."""
+    import uvicorn
+
+    from metis.cli import main
+
+    if redis is not None:
+        pytest.importorskip("coredis")
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: None)
+    monkeypatch.setenv("UP_KEY", "sk-upstream")
+    monkeypatch.setenv("GW_KEY", "gw-key")
+    gateway = {"api_key_env": "GW_KEY", **({"redis_url": redis} if redis else {})}
+    path = tmp_path / "gateway.yaml"
+    path.write_text(yaml.safe_dump({**CONFIG, "gateway": gateway}))
+    assert main(["serve", "--config", str(path), "--workers", "2"]) == 0
+    err = capsys.readouterr().err
+    assert ("names no gateway.redis_url: each of the 2 workers" in err) is warned
+    assert ("a previous_response_id another worker stored is a 400" in err) is warned
