@@ -107,3 +107,12 @@ def test_a_wrong_gateway_key_is_still_the_callers_401(refused: str) -> None:
         _anthropic(refused, "wrong").messages.create(model="sonnet", max_tokens=9, messages=HI)
     with pytest.raises(openai.AuthenticationError):
         _openai(refused, "wrong").chat.completions.create(model="gpt", messages=HI)  # type: ignore[arg-type]
+
+
+def test_a_refused_provider_key_counting_tokens_is_a_502_too(refused: str) -> None:
+    """Passed through to Anthropic's own count_tokens (another model's count falls back to
+    the estimate)."""
+    with pytest.raises(anthropic.InternalServerError) as caught:
+        _anthropic(refused).messages.count_tokens(model="sonnet", messages=HI)
+    assert caught.value.status_code == 502
+    _no_key_in(caught.value)
