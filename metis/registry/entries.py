@@ -81,6 +81,8 @@ def resolve_adapter(
                 stack.settings, getattr(entry, field), f"{source}: adapters.{name}.{field}"
             )
     key_env = entry.api_key_env or stack.auth.env
+    if key_env != stack.auth.env:  # its adapters read this variable, never the stack's own
+        stack = stack.model_copy(update={"auth": stack.auth.model_copy(update={"env": key_env})})
     if entry.api_key is not None:
         log.warning(
             "%s: adapter %r has its API key in plaintext (api_key); use api_key_env to "

@@ -218,6 +218,25 @@ def test_a_missing_env_var_leaves_the_adapter_not_configured(tmp_path: Path) -> 
         registry.request("sonnet", messages=[], max_output_tokens=1)
 
 
+def test_a_routes_adapter_reads_only_its_entrys_key_variable(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An entry naming its own ``api_key_env``, unset: its model is not configured, and the
+    routes' adapter of it has no key either, rather than the stack's own variable's (set
+    here); the route's skip names the entry's variable."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-the-stacks-own-variable")
+    data = anthropic_only(aliases=["sonnet"])
+    data["adapters"]["anthropic"]["api_key_env"] = "TEAM_ANTHROPIC_KEY"
+    data["routes"] = {"main": {"models": ["sonnet"]}}
+    registry = from_dict(data, environ={})
+    assert registry.status()[0].status == "not_configured"
+    with caplog.at_level("WARNING"):
+        router = registry.router("main")
+    (target,) = router.targets
+    assert target.adapter.endpoint.api_key is None
+    assert "set TEAM_ANTHROPIC_KEY" in caplog.text and "ANTHROPIC_API_KEY" not in caplog.text
+
+
 def test_an_empty_env_var_counts_as_missing() -> None:
     registry = from_dict(anthropic_only(), environ={"ANTHROPIC_API_KEY": ""})
     assert registry.status()[0].status == "not_configured"
