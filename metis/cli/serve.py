@@ -50,10 +50,7 @@ def run(args: argparse.Namespace) -> int:
         except SystemExit:  # uvicorn's own exit when it cannot start, its reason logged above
             if server.started:
                 raise
-            raise CliError(
-                f"the gateway did not start on {host}:{port} (uvicorn's error above; "
-                "a port in use: --port N, or stop the server holding it)"
-            ) from None
+            raise _not_started(host, port) from None
         return 0 if server.started else 1
     # uvicorn binds the workers' socket itself and logs its address ("Uvicorn running on")
     print(f"metis serve: {args.workers} workers  ({path})", flush=True)
@@ -62,18 +59,30 @@ def run(args: argparse.Namespace) -> int:
     os.environ[CONFIG_VARIABLE] = path
     with tempfile.TemporaryDirectory(prefix="metis-metrics-") as metrics_dir:
         os.environ.setdefault(METRICS_DIR_VARIABLE, metrics_dir)  # one /metrics for them all
-        uvicorn.run(
-            "metis.gateway.app:from_environment",
-            factory=True,
-            host=host,
-            port=port,
-            workers=args.workers,
-            timeout_graceful_shutdown=drain,
-            log_level="info",
-            access_log=args.access_log,
-            http=http_protocol(),
-        )
+        try:
+            uvicorn.run(
+                "metis.gateway.app:from_environment",
+                factory=True,
+                host=host,
+                port=port,
+                workers=args.workers,
+                timeout_graceful_shutdown=drain,
+                log_level="info",
+                access_log=args.access_log,
+                http=http_protocol(),
+            )
+        except SystemExit as exited:  # as above: the socket not bound, or no worker started
+            if exited.code:
+                raise _not_started(host, port) from None
+            raise
     return 0
+
+
+def _not_started(host: str, port: int) -> CliError:
+    return CliError(
+        f"the gateway did not start on {host}:{port} (uvicorn's error above; "
+        "a port in use: --port N, or stop the server holding it)"
+    )
 
 
 def http_protocol() -> Any:

@@ -134,9 +134,15 @@ def test_a_gateway_without_keys_says_any_client_is_served(
         assert said in err
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_port_in_use_is_one_error_line_saying_what_to_do(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    workers: str,
 ) -> None:
+    """With ``--workers 2`` too, where uvicorn binds the socket itself and exited with its
+    own status and no word of metis's."""
     import socket
 
     from metis.cli import main
@@ -148,7 +154,8 @@ def test_a_port_in_use_is_one_error_line_saying_what_to_do(
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        assert main(["serve", "--config", str(config), "--port", str(port)]) == 1
+        given = ["--port", str(port), "--workers", workers]
+        assert main(["serve", "--config", str(config), *given]) == 1
     said = capsys.readouterr().err
     assert f"metis: error: the gateway did not start on 127.0.0.1:{port}" in said
     assert "--port N" in said
