@@ -85,3 +85,24 @@ async def test_a_key_digest_in_capitals_is_the_same_digest() -> None:
     async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
         served = await client.post("/v1/messages", json=SAID, headers={"x-api-key": "ci-key"})
     assert served.status_code == 200, served.text
+
+
+@pytest.mark.anyio
+async def test_a_spent_budget_is_not_retried_by_either_sdk() -> None:
+    """As docs/gateway.md says: a 429 in each API's shape, with ``x-should-retry: false`` and
+    no ``retry-after`` (waiting does not refill a budget)."""
+    keys = [{"name": "tiny", "sha256": digest("tiny-key"), "budget_usd": 0.000001}]
+    app = create_app(gateway_config(Emulator(), {"keys": keys}))
+    said = {"x-api-key": "tiny-key"}
+    chat = {"model": "flash", "messages": SAID["messages"]}
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        assert (await client.post("/v1/messages", json=SAID, headers=said)).status_code == 200
+        anthropic = await client.post("/v1/messages", json=SAID, headers=said)
+        openai = await client.post("/v1/chat/completions", json=chat, headers=said)
+    assert anthropic.status_code == openai.status_code == 429
+    assert anthropic.json()["error"]["type"] == "rate_limit_error"
+    assert openai.json()["error"]["code"] == "insufficient_quota"
+    for refused in (anthropic, openai):
+        assert refused.headers["x-should-retry"] == "false"
+        assert "retry-after" not in refused.headers
