@@ -34,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
     drain = config.settings.drain_seconds
     if config.api_key is None and not config.keys:
         print(_open_warning(path, host), file=sys.stderr, flush=True)
+    if not config.registry.routes() and not config.registry.route_specs:
+        print(f"metis: warning: {path} names no models: every request is a 404", file=sys.stderr)
     if args.workers == 1:
         served = uvicorn.Config(
             frozen_for_serving(create_app(config)),

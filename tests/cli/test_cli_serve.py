@@ -188,3 +188,30 @@ def test_workers_without_a_redis_are_told_they_keep_their_own_state(
     err = capsys.readouterr().err
     assert ("names no gateway.redis_url: each of the 2 workers" in err) is warned
     assert ("a previous_response_id another worker stored is a 400" in err) is warned
+
+
+def test_a_file_with_no_models_is_said_as_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The wrong file given (an empty one, a gateway: section alone): a gateway that would
+    answer every request 404 says so."""
+    import uvicorn
+
+    from metis.cli import main
+    from metis.cli import serve as serve_command
+
+    class Served:
+        started = True
+
+        def run(self) -> None:
+            pass
+
+    monkeypatch.setattr(uvicorn, "Config", lambda app, **options: None)
+    monkeypatch.setattr(serve_command, "_announcing_server", lambda *_: Served())
+    monkeypatch.setenv("GW_KEY", "gw-key")
+    for data, warned in (({"gateway": {"api_key_env": "GW_KEY"}}, True), (CONFIG, False)):
+        path = tmp_path / "gateway.yaml"
+        path.write_text(yaml.safe_dump(data))
+        assert main(["serve", "--config", str(path)]) == 0
+        err = capsys.readouterr().err
+        assert ("names no models: every request is a 404" in err) is warned
