@@ -152,7 +152,8 @@ def provider_key_failure(error: AdapterError) -> AdapterError:
     provider = error.provider or "the provider"
     if isinstance(error, NotConfiguredError):
         code = PROVIDER_KEY_MISSING
-        cause = f"the gateway has no credentials configured for {provider}"
+        whom = provider if error.model is not None else "any model of this route"
+        cause = f"the gateway has no credentials configured for {whom}"
     else:
         code = PROVIDER_KEY_REFUSED
         status = f" (HTTP {error.provider_status})" if error.provider_status else ""

@@ -34,7 +34,9 @@ def refused() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def missing() -> Iterator[str]:
     """A gateway whose anthropic and openai adapters' key variable is not set."""
-    with serving(create(gateway_config(Emulator(), adapters=UNSET))) as (url, _):
+    routes = {"only_unset": {"models": ["sonnet", "gpt"]}}
+    config = gateway_config(Emulator(), adapters=UNSET, routes=routes)
+    with serving(create(config)) as (url, _):
         yield url
 
 
@@ -116,3 +118,11 @@ def test_a_refused_provider_key_counting_tokens_is_a_502_too(refused: str) -> No
         _anthropic(refused).messages.count_tokens(model="sonnet", messages=HI)
     assert caught.value.status_code == 502
     _no_key_in(caught.value)
+
+
+def test_a_route_none_of_whose_models_has_its_key_says_so(missing: str) -> None:
+    """Not the last model's provider alone: the route's every model lacks its key."""
+    with pytest.raises(openai.InternalServerError) as caught:
+        _openai(missing).chat.completions.create(model="only_unset", messages=HI)  # type: ignore[arg-type]
+    assert caught.value.status_code == 500 and caught.value.code == "provider_key_missing"
+    assert "no credentials configured for any model of this route" in caught.value.message
