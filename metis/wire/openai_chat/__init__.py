@@ -59,6 +59,8 @@ from metis.wire.openai_chat.tool_calls import (
     StreamedToolCalls,
     arguments,
     custom_input,
+    legacy_fragment,
+    message_calls,
     required_name,
 )
 from metis.wire.read import (
@@ -194,7 +196,7 @@ class OpenAIChatCodec:
             builder.text(_TEXT, refusal)
         for cited in annotation_citations(message.get("annotations")) + source_list(body):
             builder.citation(_TEXT, cited)
-        calls = optional_list(message, "tool_calls", "message")
+        calls = message_calls(message)
         for i, item in enumerate(calls):
             item = object_value(item, "message.tool_calls[]")
             key, custom = ("tool", i), item.get("type") == "custom"
@@ -328,6 +330,8 @@ class _StreamParser:
             builder.citation(_TEXT, cited)
         for item in optional_list(delta, "tool_calls", "delta"):
             self._calls.fragment(object_value(item, "delta.tool_calls[]"))
+        if (legacy := legacy_fragment(delta)) is not None:
+            self._calls.fragment(legacy)
 
     def _finish(self, reason: str) -> None:
         self._finish_with(stop_reason(reason, self._refused, self._calls.any))
