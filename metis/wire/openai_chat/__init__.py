@@ -36,7 +36,7 @@ from metis.wire.encoded_messages import encoded, encoded_history
 from metis.wire.freeform import whole_input
 from metis.wire.http_errors import body_excerpt, json_body, openai_error_fields
 from metis.wire.knobs.sampling import sampling_fields
-from metis.wire.openai_chat.audio import read_audio
+from metis.wire.openai_chat.audio import kept_audio, read_audio
 from metis.wire.openai_chat.encode import (
     ReasoningReplay,
     assistant_message,
@@ -303,6 +303,7 @@ class _StreamParser:
     def end(self) -> Sequence[StreamEvent]:
         if not self._finished:
             raise ProtocolError("openai_chat stream ended without a finish_reason")
+        kept_audio(self._builder, self._audio)
         for cited in self._sources:
             self._builder.citation(_TEXT, cited)
         self._builder.finish()
@@ -319,6 +320,7 @@ class _StreamParser:
 
     def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
         self._calls.tell_all()
+        kept_audio(self._builder, self._audio)
         self._builder.finish(reason)
         return self._builder.take()
 

@@ -19,15 +19,24 @@ _ADDED = ("transcript", "data")
 
 
 def read_audio(builder: MessageBuilder, value: Any, held: dict[str, Any], where: str) -> None:
-    """A message's ``audio`` (or a delta's piece of it, added to ``held``)."""
-    piece = object_value(value, f"{where}.audio")
-    for key, field in piece.items():
+    """A message's ``audio`` (or a delta's piece of it, added to ``held``). The block takes
+    its place with the first piece; a stream's whole is given it at the end (:func:`kept_audio`),
+    not at every piece, which would go over the growing sound again each time."""
+    first = not held
+    for key, field in object_value(value, f"{where}.audio").items():
         before = held.get(key)
         if key in _ADDED and isinstance(before, str) and isinstance(field, str):
             held[key] = before + field
         else:
             held[key] = field
-    builder.opaque(_KEY, AUDIO, held, place=AUDIO)
+    if first:
+        builder.opaque(_KEY, AUDIO, held, place=AUDIO)
+
+
+def kept_audio(builder: MessageBuilder, held: dict[str, Any]) -> None:
+    """A streamed reply's audio, whole, once the stream ends."""
+    if held:
+        builder.opaque(_KEY, AUDIO, held, place=AUDIO)
 
 
 def audio_reference(item: dict[str, Any]) -> dict[str, Any]:
