@@ -36,6 +36,7 @@ from metis.wire.encoded_messages import encoded, encoded_history
 from metis.wire.freeform import whole_input
 from metis.wire.http_errors import body_excerpt, json_body, openai_error_fields
 from metis.wire.knobs.sampling import sampling_fields
+from metis.wire.openai_chat.audio import kept_audio, read_audio
 from metis.wire.openai_chat.encode import (
     ReasoningReplay,
     assistant_message,
@@ -59,6 +60,8 @@ from metis.wire.openai_chat.tool_calls import (
     StreamedToolCalls,
     arguments,
     custom_input,
+    legacy_fragment,
+    message_calls,
     required_name,
 )
 from metis.wire.read import (
@@ -192,9 +195,11 @@ class OpenAIChatCodec:
         refusal = optional_text(message, "refusal", "message")
         if refusal:
             builder.text(_TEXT, refusal)
+        if (audio := message.get("audio")) is not None:
+            read_audio(builder, audio, {}, "message")
         for cited in annotation_citations(message.get("annotations")) + source_list(body):
             builder.citation(_TEXT, cited)
-        calls = optional_list(message, "tool_calls", "message")
+        calls = message_calls(message)
         for i, item in enumerate(calls):
             item = object_value(item, "message.tool_calls[]")
             key, custom = ("tool", i), item.get("type") == "custom"
@@ -232,7 +237,7 @@ def choice_index(choice: Any) -> int:
 
 class _StreamParser:
     __slots__ = (
-        "_apart", "_builder", "_calls", "_finished", "_index", "_refused", "_sources"
+        "_apart", "_audio", "_builder", "_calls", "_finished", "_index", "_refused", "_sources"
     )  # fmt: skip
 
     def __init__(self, builder: MessageBuilder, reasoning_apart: bool = False) -> None:
@@ -242,6 +247,7 @@ class _StreamParser:
         self._finished = False
         self._sources: list[Citation] = []  # a reply's source list, as the last chunk gave it
         self._index: int | None = None  # the index of the choice read, once a chunk had one
+        self._audio: dict[str, Any] = {}  # an audio reply's pieces so far
 
     def feed(self, obj: dict[str, Any]) -> Sequence[StreamEvent]:
         if "error" in obj:  # its usage, if any, is kept with what arrived (OpenRouter's has)
@@ -299,6 +305,7 @@ class _StreamParser:
     def end(self) -> Sequence[StreamEvent]:
         if not self._finished:
             raise ProtocolError("openai_chat stream ended without a finish_reason")
+        kept_audio(self._builder, self._audio)
         for cited in self._sources:
             self._builder.citation(_TEXT, cited)
         self._builder.finish()
@@ -315,6 +322,7 @@ class _StreamParser:
 
     def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
         self._calls.tell_all()
+        kept_audio(self._builder, self._audio)
         self._builder.finish(reason)
         return self._builder.take()
 
@@ -330,6 +338,10 @@ class _StreamParser:
             builder.citation(_TEXT, cited)
         for item in optional_list(delta, "tool_calls", "delta"):
             self._calls.fragment(object_value(item, "delta.tool_calls[]"))
+        if (legacy := legacy_fragment(delta)) is not None:
+            self._calls.fragment(legacy)
+        if (audio := delta.get("audio")) is not None:
+            read_audio(builder, audio, self._audio, "delta")
 
     def _finish(self, reason: str) -> None:
         self._finish_with(stop_reason(reason, self._refused, self._calls.any))

@@ -37,6 +37,7 @@ from metis.wire.json_limits import json_copy
 from metis.wire.media import project_attachments
 from metis.wire.opaque import own_item, place_of, sent_back
 from metis.wire.openai_cache import BREAKPOINT, hinted, text_part
+from metis.wire.openai_chat.audio import audio_reference, is_audio
 from metis.wire.openai_chat.media import media_parts
 from metis.wire.openai_chat.read import REASONING_DETAILS, content_chunks
 
@@ -115,7 +116,7 @@ def assistant_message(
     texts: list[str] = []
     reasoning: list[str] = []
     calls: list[dict[str, Any]] = []
-    details: list[dict[str, Any]] = []  # reasoning_details entries with no canonical form
+    kept: dict[str, Any] = {}  # reasoning_details entries with no canonical form; the audio
     chunked = False  # the reply held content chunks with no canonical form
     for block in message.content:
         if isinstance(block, TextBlock):
@@ -123,7 +124,9 @@ def assistant_message(
         elif isinstance(block, OpaqueBlock):
             item = sent_back(block, call, message_id)
             if item is not None and place_of(block) == REASONING_DETAILS:
-                details.append(item)
+                kept.setdefault("reasoning_details", []).append(item)
+            elif item is not None and is_audio(block, place_of(block)):
+                kept["audio"] = audio_reference(item)
             elif item is not None:
                 chunked = True
         elif isinstance(block, ToolUseBlock) and _is_custom(block, call, custom):
@@ -159,9 +162,7 @@ def assistant_message(
             out[replay.reasoning_field] = said
     if calls:
         out["tool_calls"] = calls
-    if details:
-        out["reasoning_details"] = details
-    return out
+    return out | kept
 
 
 def _encode_arguments(block: ToolUseBlock, call: EncodeContext) -> str:

@@ -20,7 +20,7 @@ from metis.wire.builder import MessageBuilder
 from metis.wire.freeform import CLOSING, OPENING, text_fragment
 from metis.wire.openai_chat.errors import dump
 from metis.wire.openai_chat.read import tool_call_id
-from metis.wire.read import malformed, object_value, optional_text
+from metis.wire.read import malformed, object_value, optional_list, optional_text
 
 CUSTOM_RAW = {"type": "custom"}
 """Kept on a custom call's block: it goes back as a custom call (encode.py)."""
@@ -150,6 +150,24 @@ class StreamedToolCalls:
             if key in self.custom and not (cut_off and key == self.keys[-1]):
                 self._builder.tool_input(key, CLOSING)
             self._builder.close(key)
+
+
+def message_calls(message: dict[str, Any]) -> list[Any]:
+    """A whole message's ``tool_calls``; failing those, deprecated function calling's one
+    ``function_call`` (it has no id: the reader mints one) as a function call."""
+    calls = optional_list(message, "tool_calls", "message")
+    if not calls and (legacy := message.get("function_call")) is not None:
+        return [{"type": "function", "function": object_value(legacy, "message.function_call")}]
+    return calls
+
+
+def legacy_fragment(delta: dict[str, Any]) -> dict[str, Any] | None:
+    """A delta's ``function_call`` (deprecated function calling) as a ``tool_calls[]``
+    fragment: one call, its name on the first fragment."""
+    legacy = delta.get("function_call")
+    if legacy is None:
+        return None
+    return {"function": object_value(legacy, "delta.function_call")}
 
 
 def arguments(value: Any) -> str:
