@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from metis.core.ids import TOOL_ID_PREFIX
+from metis.gateway.provenance import maker
 from metis.histories.anthropic import from_anthropic_system, from_anthropic_turn
 from metis.histories.reading import history
 from metis.model.block import ProviderRaw
@@ -47,7 +48,7 @@ Reader = Callable[[Any, str, Any, ProviderRaw], list[Message]]
 def read_turns(raw: Any, system: Any, model: str | None, ids: Any) -> list[Message]:
     """``from_anthropic(raw, system=system, model=model, ids=ids)``, each turn (and the
     system prompt) read once per content."""
-    made_by = ProviderRaw(provider="anthropic", model=model)
+    made_by = ProviderRaw(provider="anthropic") if model is None else maker("anthropic", model)
     out: list[Message] = []
     if system:
         out += _read("system", system, model, _system, ids, made_by)
