@@ -22,9 +22,9 @@ from metis.gateway.inbound import (
     tool_definition,
     unknown_fields,
 )
+from metis.gateway.kept_turns import read_turns
 from metis.gateway.provenance import restored
 from metis.gateway.unread import anthropic_unread
-from metis.histories.anthropic import from_anthropic
 from metis.histories.reading import text
 from metis.model.request import ThinkingConfig, ToolChoice
 
@@ -59,9 +59,7 @@ def read_messages(raw: Any) -> Inbound:
             "thread: this gateway holds no message threads; send the whole conversation"
         )
     ignored = unknown_fields(body, READ)
-    messages = from_anthropic(
-        body.get("messages", []), system=body.get("system"), model=model, ids=KeptIds()
-    )
+    messages = read_turns(body.get("messages", []), body.get("system"), model, KeptIds())
     messages = restored(messages)
     fields: dict[str, Any] = {}
     tools, skipped = _tools(body.get("tools"))

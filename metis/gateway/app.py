@@ -81,25 +81,26 @@ async def _answer(
     """The request answered; a refused one is counted here (with no model: its name may be
     anything), a served one where it ends. ``endpoint``: the method and path counted (the
     API's model call when not given)."""
-    started, rid = time.monotonic(), request_id()
-    response = await _guarded(gateway, api, answer, rid, endpoint)
+    started = time.monotonic()
+    response = await _guarded(gateway, api, answer, endpoint)
     if response.status_code != 200:
         elapsed = time.monotonic() - started
         gateway.metrics.request(api, "", response.status_code, elapsed, endpoint)
-    _identified(response, api, rid)
+    _identified(response, api)
     return response
 
 
-def _identified(response: Answer, api: str, rid: str) -> None:
+def _identified(response: Answer, api: str) -> None:
     """Every answer names its request in the header the caller's API has for it (an error
-    names the id its body gives): the SDKs read it as ``_request_id``."""
+    names the id its body gives, a translated stream the id its error events give): the SDKs read
+    it as ``_request_id``. An answer that names none is given a new id."""
     header = REQUEST_ID_HEADERS[api]
     if header not in response.headers:
-        response.headers[header] = rid
+        response.headers[header] = request_id()
 
 
 async def _guarded(
-    gateway: Gateway, api: str, answer: Awaitable[Answer], rid: str, endpoint: str = ""
+    gateway: Gateway, api: str, answer: Awaitable[Answer], endpoint: str = ""
 ) -> Answer:
     """``answer``'s response, or its failure as an error reply in ``api``'s shape, counted in
     its class (a failure that is not classified is the gateway's own: logged, and a 500)."""
@@ -107,11 +108,11 @@ async def _guarded(
         return await answer
     except AdapterError as exc:
         gateway.metrics.error(api, exc.error_class.value, endpoint)
-        failed = error_reply(api, exc, rid)
+        failed = error_reply(api, exc, request_id())
     except Exception:
         gateway.metrics.error(api, "other", endpoint)
         log.exception("gateway request failed", extra={"event": "metis.gateway.error"})
-        failed = error_reply(api, AdapterError("internal gateway error"), rid)
+        failed = error_reply(api, AdapterError("internal gateway error"), request_id())
     return _json(failed.status, failed.body, failed.headers)
 
 
@@ -152,6 +153,7 @@ async def _answered(routed: Routed, api: str, request: Request) -> Answer:
                 if streamed is None:
                     return Response(status_code=499)
                 streamed.headers[PATH_HEADER] = "translated"
+                streamed.headers[REQUEST_ID_HEADERS[api]] = prepared.request.request_id
                 return JoinedStream(streamed, *counted)
             work = gateway.complete(api, prepared, key)
     result = await until_disconnect(request, work)

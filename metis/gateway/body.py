@@ -48,12 +48,11 @@ async def read_raw(request: Request, limit: int, seconds: float) -> bytes:
     would hold its connection for good); a client that goes away while sending it is a
     CancelledError, as any call cut short by its caller."""
     try:
-        with anyio.fail_after(seconds):
+        with anyio.CancelScope(deadline=anyio.current_time() + seconds):
             return await _read_raw(request, limit)
-    except TimeoutError:
-        raise RequestTimeoutError(f"the request body did not arrive within {seconds:g} s") from None
     except ClientDisconnect:
         raise CancelledError("the client went away while sending the request") from None
+    raise RequestTimeoutError(f"the request body did not arrive within {seconds:g} s")
 
 
 async def _read_raw(request: Request, limit: int) -> bytes:

@@ -339,14 +339,14 @@ def priced_model(provider: str | None, model: str) -> str:
 
 
 async def next_by(events: AsyncIterator[T], deadline: float) -> T | None:
-    """The stream's next event (None at its end) within the request's deadline."""
-    try:
-        with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+    """The stream's next event (None at its end) within the request's deadline (a scope of
+    that deadline: no clock read, no context manager of anyio's around it)."""
+    with anyio.CancelScope(deadline=deadline):
+        try:
             return await anext(events)
-    except StopAsyncIteration:
-        return None
-    except TimeoutError:
-        raise GatewayTimeoutError(LATE) from None
+        except StopAsyncIteration:
+            return None
+    raise GatewayTimeoutError(LATE)  # the scope caught its own cancellation: the deadline
 
 
 async def aclose_shielded(events: AsyncIterator[Any]) -> None:

@@ -66,27 +66,37 @@ def from_anthropic(
     ``ids`` maps the tool ids read to canonical ones (default: a new id for each)."""
     ids = Ids() if ids is None else ids
     made_by = ProviderRaw(provider="anthropic", model=model)
-    out: list[Message] = []
-    if system:
-        content = _blocks(system, "system", ids, made_by)
-        out.append(built(Message, "system", role=Role.SYSTEM, content=content))
+    out = [from_anthropic_system(system, ids, made_by)] if system else []
     for i, raw in enumerate(history(messages)):
-        where = f"messages[{i}]"
-        role = mapping(raw, where).get("role")
-        if role not in ("user", "assistant", "system"):
-            raise InvalidRequestError(
-                f"{where}.role: expected user, assistant or system, got {role_shown(role)}"
-            )
-        blocks = _blocks(raw.get("content"), where, ids, made_by, hinted=role != "system")
-        if role == "system":  # the Messages API takes system turns among the others
-            out.append(built(Message, where, role=Role.SYSTEM, content=blocks))
-            continue
-        results = [b for b in blocks if isinstance(b, ToolResultBlock)]
-        rest = [b for b in blocks if not isinstance(b, ToolResultBlock)]
-        if results:  # tool results ride in a user turn on the wire; a tool turn here
-            out.append(Message(role=Role.TOOL, content=list(results)))
-        if rest or not results:
-            out.append(built(Message, where, role=Role(role), content=rest))
+        out += from_anthropic_turn(raw, f"messages[{i}]", ids, made_by)
+    return out
+
+
+def from_anthropic_system(system: Any, ids: Ids, made_by: ProviderRaw) -> Message:
+    """The canonical system message of a Messages API ``system`` (a text, or text blocks)."""
+    return built(
+        Message, "system", role=Role.SYSTEM, content=_blocks(system, "system", ids, made_by)
+    )
+
+
+def from_anthropic_turn(raw: Any, where: str, ids: Ids, made_by: ProviderRaw) -> list[Message]:
+    """The canonical messages of one Messages API turn at ``where`` (two for a user turn with
+    tool results and other blocks: the results are a tool turn of their own)."""
+    role = mapping(raw, where).get("role")
+    if role not in ("user", "assistant", "system"):
+        raise InvalidRequestError(
+            f"{where}.role: expected user, assistant or system, got {role_shown(role)}"
+        )
+    blocks = _blocks(raw.get("content"), where, ids, made_by, hinted=role != "system")
+    if role == "system":  # the Messages API takes system turns among the others
+        return [built(Message, where, role=Role.SYSTEM, content=blocks)]
+    out: list[Message] = []
+    results = [b for b in blocks if isinstance(b, ToolResultBlock)]
+    rest = [b for b in blocks if not isinstance(b, ToolResultBlock)]
+    if results:  # tool results ride in a user turn on the wire; a tool turn here
+        out.append(Message(role=Role.TOOL, content=list(results)))
+    if rest or not results:
+        out.append(built(Message, where, role=Role(role), content=rest))
     return out
 
 

@@ -26,7 +26,7 @@ from contextlib import suppress
 from operator import attrgetter, call, is_
 from typing import Any, TypeVar
 
-from metis.model.content import ContentBlock, Message, Role
+from metis.model.content import ContentBlock, ImageBlock, Message, Role
 from metis.model.facts import MessageFacts, facts_of
 from metis.model.held import Held, Unkeepable, joined, of_message, unchanged
 
@@ -66,18 +66,40 @@ class History:
 
     def __init__(self, messages: Sequence[Message], facts: Sequence[MessageFacts]) -> None:
         self.facts = tuple(facts)
-        self.media_at = _where(facts, lambda f: f.media)
-        self.images = tuple(image for f in facts for image in f.images)
-        self.files = any(f.files for f in facts)
-        self.tools_at = _where(facts, lambda f: bool(f.tool_ids))
-        self.tool_ids = frozenset(i for f in facts for i in f.tool_ids)
-        self.opaque_at = _where(facts, lambda f: f.opaque)
-        self.thinking_at = _where(facts, lambda f: f.thinking)
-        self.server_tools_at = _where(facts, lambda f: f.server_tools)
-        self.blank_at = _where(facts, lambda f: f.blank)
-        self.cache_hints = sum(f.cache_hints for f in facts)
-        self.system = any(m.role == Role.SYSTEM for m in messages)
-        self.assistant = any(m.role == Role.ASSISTANT for m in messages)
+        media: list[int] = []
+        tools: list[int] = []
+        opaque: list[int] = []
+        thinking: list[int] = []
+        server: list[int] = []
+        blank: list[int] = []
+        images: list[ImageBlock] = []
+        ids: list[str] = []
+        files, hints = False, 0
+        for i, f in enumerate(self.facts):  # one walk: each test below is what it records
+            if f.images:
+                images += f.images
+                media.append(i)
+            elif f.files:
+                media.append(i)
+            files = files or f.files
+            if f.tool_ids:
+                tools.append(i)
+                ids += f.tool_ids
+            if f.opaque:
+                opaque.append(i)
+            if f.thinking:
+                thinking.append(i)
+            if f.server_tools:
+                server.append(i)
+            if f.blank:
+                blank.append(i)
+            hints += f.cache_hints
+        self.media_at, self.images, self.files = tuple(media), tuple(images), files
+        self.tools_at, self.tool_ids = tuple(tools), frozenset(ids)
+        self.opaque_at, self.thinking_at = tuple(opaque), tuple(thinking)
+        self.server_tools_at, self.blank_at, self.cache_hints = tuple(server), tuple(blank), hints
+        roles = {m.role for m in messages}
+        self.system, self.assistant = Role.SYSTEM in roles, Role.ASSISTANT in roles
         self._contents: list[list[ContentBlock]] = [list(m.content) for m in messages]
         self._held: Held | None = None  # None: holds what cannot be copied
         with suppress(Unkeepable):
@@ -191,10 +213,6 @@ def _unchanged(held: Held | None, contents: list[list[ContentBlock]]) -> bool:
     """Whether the blocks hold what they held (False when the history holds what cannot be
     copied)."""
     return held is not None and unchanged(held, contents)
-
-
-def _where(facts: Sequence[MessageFacts], holds: Callable[[MessageFacts], bool]) -> tuple[int, ...]:
-    return tuple(i for i, f in enumerate(facts) if holds(f))
 
 
 def clear() -> None:

@@ -165,6 +165,20 @@ async def test_a_stream_cut_short_ends_with_the_apis_error_event(emulator: Emula
             assert line.split('error_class="')[1].split('"')[0] in classes, line
 
 
+async def test_a_translated_stream_names_its_request_by_one_id(emulator: Emulator) -> None:
+    """The id in a translated stream's header is the one its error event gives."""
+    app = create_app(gateway_config(emulator, {"request_timeout_seconds": 30}))
+    async with client(app) as gw:
+        emulator.clear_faults()
+        emulator.push_fault("stream_error")
+        sent = {"model": "flash", **ROUTES[1][2], "stream": True}
+        reply = await gw.post("/v1/messages", json=sent, headers=HEADERS)
+    assert reply.headers["x-metis-path"] == "translated"
+    name, data = last_event("anthropic", reply.text)
+    assert name == "error" and data["request_id"].startswith("req_"), reply.text[-600:]
+    assert reply.headers["request-id"] == data["request_id"]
+
+
 def gateway_config_with(emulator: Emulator, transport: httpx.AsyncBaseTransport) -> GatewayConfig:
     """The fixture's configuration with every upstream answered by ``transport``."""
     original = emulator.client

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import marshal
 from typing import Any
 
 from metis.model.content import ToolUseBlock
@@ -155,10 +156,11 @@ def _restore_blocks(blocks: list[Any], originals: dict[str, Schema]) -> list[Any
     return blocks if out is None else out
 
 
-_CONVERTED: dict[str, tuple[str | None, str | None, Schema]] = {}
-"""Each schema converted so far (by its JSON text): the strict schema's JSON text, or the
-reason it has none, and the schema itself as read from that text. A request sends the same
-tools call after call."""
+_CONVERTED: dict[bytes | str, tuple[bytes | None, str | None, Schema]] = {}
+"""Each schema converted so far, by its marshal form (version 2: every part's exact type, no
+references that vary with refcounts; its JSON text for a schema marshal cannot write): the
+strict schema's marshal form, or the reason it has none, and the schema itself as read from
+its JSON text. A request sends the same tools call after call."""
 _CONVERTED_AT_MOST = 256
 
 
@@ -169,15 +171,23 @@ def _strict(schema: Any) -> tuple[Schema | None, str | None, Schema | None]:
     watch that takes strict mode's nulls out; None when ``schema`` is not JSON). A stream in
     flight so holds no copy of its tools' schemas of its own for that watch."""
     try:
-        key = json.dumps(schema, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError):  # not JSON: converted afresh (and refused by the API)
-        return (*strict_schema_or_reason(schema), None)
-    kept = _CONVERTED.get(key)
+        key: bytes | str = marshal.dumps(schema, 2)
+    except ValueError:  # a class of the application's (a str enum): found by its JSON text
+        key = ""
+    kept = _CONVERTED.get(key) if key else None
+    if kept is None:
+        try:
+            text = json.dumps(schema, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):  # not JSON: converted afresh (and refused by the API)
+            return (*strict_schema_or_reason(schema), None)
+        key = key or text
+        kept = _CONVERTED.get(key)
     if kept is None:
         converted, reason = strict_schema_or_reason(schema)
-        kept = (None if converted is None else json.dumps(converted), reason, json.loads(key))
+        made = None if converted is None else marshal.dumps(json.loads(json.dumps(converted)), 2)
+        kept = (made, reason, json.loads(text))
         if len(_CONVERTED) >= _CONVERTED_AT_MOST:
             _CONVERTED.clear()
         _CONVERTED[key] = kept
-    text, reason, original = kept
-    return (None if text is None else json.loads(text)), reason, original
+    made, reason, original = kept
+    return (None if made is None else marshal.loads(made)), reason, original
