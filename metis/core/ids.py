@@ -10,33 +10,16 @@ from ulid import ULID
 TOOL_ID_PREFIX = "tu_"
 
 
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-_PAIRS = tuple(a + b for a in _CROCKFORD for b in _CROCKFORD)
-"""Each 10 bits as their two characters of Crockford's base 32, as a ULID is written."""
-
-
-def _text(ulid: ULID) -> str:
-    """``str(ulid)``: its 128 bits (two zero bits before) as 26 characters, ten bits a pair
-    (python-ulid writes a character at a time, ~6 us an id)."""
-    n, p = int.from_bytes(ulid.bytes, "big"), _PAIRS
-    return (
-        p[n >> 120] + p[n >> 110 & 1023] + p[n >> 100 & 1023] + p[n >> 90 & 1023]
-        + p[n >> 80 & 1023] + p[n >> 70 & 1023] + p[n >> 60 & 1023] + p[n >> 50 & 1023]
-        + p[n >> 40 & 1023] + p[n >> 30 & 1023] + p[n >> 20 & 1023] + p[n >> 10 & 1023]
-        + p[n & 1023]
-    )  # fmt: skip
-
-
 def new_ulid() -> str:
-    return _text(ULID())
+    return str(ULID())
 
 
 def new_request_id() -> str:
-    return "req_" + _text(ULID())
+    return f"req_{ULID()}"
 
 
 def new_tool_id() -> str:
-    return TOOL_ID_PREFIX + _text(ULID())
+    return f"{TOOL_ID_PREFIX}{ULID()}"
 
 
 @lru_cache(maxsize=8192)  # a conversation's calls derive the same ids again
