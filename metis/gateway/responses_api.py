@@ -18,6 +18,7 @@ from metis.gateway.responses_items import (
     Ids,
     annotation,
     call_item,
+    cut_short,
     own,
     reasoning_item,
     response_object,
@@ -166,7 +167,8 @@ class ResponseStream(BlockWriter):
     def close_block(self, kind: str, end: ToolUseEnd | None) -> bytes:
         whole, out = "".join(self.buffer), b""
         if kind == "text":
-            done = text_item(whole, "completed", self.item["id"], self.cited)
+            status = "incomplete" if cut_short(self.stopping) else "completed"
+            done = text_item(whole, status, self.item["id"], self.cited)
             part = done["content"][0]
             where = self._where(content_index=0)
             for n, cited in enumerate(self.cited):
@@ -189,7 +191,8 @@ class ResponseStream(BlockWriter):
                 out += self._emit("response.reasoning_summary_part.done", **where, part=summary[0])
         else:
             arguments = dumps(end.final_input) if end is not None else whole
-            done = {**self.item, "status": "completed", "arguments": arguments}
+            status = "incomplete" if cut_short(self.stopping) else "completed"
+            done = {**self.item, "status": status, "arguments": arguments}
             where = self._where()
             out += self._emit("response.function_call_arguments.done", **where, arguments=arguments)
         self.items.append(done)

@@ -67,7 +67,7 @@ def text_item(
     annotations: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     part = {"type": "output_text", "annotations": annotations or [], "logprobs": [], "text": text}
-    content = [part] if status == "completed" else []
+    content = [] if status == "in_progress" else [part]
     return {
         "id": item_id or new_id("msg_"),
         "type": "message",
@@ -163,6 +163,15 @@ def echo_of(asked: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+CUT_ITEMS = frozenset({"message", "function_call"})
+"""The items the API marks ``incomplete`` when the reply was cut short while writing them."""
+
+
+def cut_short(stop: StopReason | None) -> bool:
+    """Whether a reply ending so is ``incomplete`` (its output limit, or a content filter)."""
+    return stop is not None and stop.kind in (StopKind.MAX_TOKENS, StopKind.CONTENT_FILTER)
+
+
 def response_object(
     inbound: Inbound,
     model: str,
@@ -178,8 +187,10 @@ def response_object(
     if told is None:
         sampling = {k: inbound.fields[k] for k in ECHO_SAMPLING if k in inbound.fields}
         told = echo_of({**inbound.options, **sampling})
-    incomplete = stop is not None and stop.kind in (StopKind.MAX_TOKENS, StopKind.CONTENT_FILTER)
+    incomplete = cut_short(stop)
     status = "in_progress" if stop is None else "incomplete" if incomplete else "completed"
+    if incomplete and output and output[-1].get("type") in CUT_ITEMS:
+        output = [*output[:-1], {**output[-1], "status": "incomplete"}]
     reason = "max_output_tokens" if stop and stop.kind is StopKind.MAX_TOKENS else "content_filter"
     head = {"id": response_id, "object": "response", "created_at": now(), "status": status}
     return {

@@ -23,6 +23,7 @@ from metis.model.events import (
     ToolUseInputDelta,
     ToolUseStart,
 )
+from metis.model.response import StopReason
 
 
 def dumps(data: Any) -> str:
@@ -71,6 +72,7 @@ class BlockWriter:
         self.blocks = 0  # blocks opened so far: the API's own index of the next one
         self.input_written = False  # whether the open tool block's arguments were streamed
         self.ended = False  # the stream's end (its last event, or its error event) is written
+        self.stopping: StopReason | None = None  # why it ended, as its last block closes
 
     def feed(self, item: StreamEvent) -> bytes:
         if isinstance(item, TextDelta):
@@ -87,7 +89,7 @@ class BlockWriter:
         if isinstance(item, ToolUseEnd):
             return self._close(item) if self.open_kind == "tool" else b""
         if isinstance(item, MessageComplete):
-            self.ended = True
+            self.ended, self.stopping = True, item.stop_reason
             return self._close() + self.complete(item)
         if isinstance(item, MessageStart):
             return self.start(item)

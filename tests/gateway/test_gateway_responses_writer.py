@@ -140,3 +140,42 @@ def test_a_stream_writes_hosted_progress_annotations_and_summaryless_reasoning()
     assert [item["id"] for item in final] == ["ci_1", "ws_1", "rs_given", "msg_given"]
     assert final[1] == SEARCH
     assert final[3]["content"][0]["annotations"] == [ANNOTATION]
+
+
+CUT = StopReason(kind=StopKind.MAX_TOKENS)
+PLAIN = Inbound(model="m", messages=[], options={})
+
+
+def test_a_stream_cut_at_its_limit_marks_the_item_it_was_writing_incomplete() -> None:
+    """As the API streams it (mirascope's recorded gpt-4o max-tokens stream): the message's
+    ``output_item.done`` and the final response's item say ``incomplete``, its text kept."""
+    writer = ResponseStream(PLAIN, "m", "resp_1", ids=named)
+    written = writer.feed(TextDelta(0, "A is"))
+    written += writer.feed(MessageComplete([], CUT, TokenUsage()))
+    got = events(written)
+    (done,) = [e["item"] for e in got if e["type"] == "response.output_item.done"]
+    assert done["status"] == "incomplete"
+    assert done["content"][0]["text"] == "A is"
+    assert got[-1]["type"] == "response.incomplete"
+    assert got[-1]["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
+    assert [item["status"] for item in got[-1]["response"]["output"]] == ["incomplete"]
+
+
+def test_a_finished_stream_marks_its_items_completed() -> None:
+    writer = ResponseStream(PLAIN, "m", "resp_1", ids=named)
+    written = writer.feed(TextDelta(0, "A is"))
+    written += writer.feed(MessageComplete([], END, TokenUsage()))
+    (done,) = [e["item"] for e in events(written) if e["type"] == "response.output_item.done"]
+    assert done["status"] == "completed"
+
+
+def test_a_whole_reply_cut_at_its_limit_marks_only_its_last_item_incomplete() -> None:
+    content: list[ContentBlock] = [TextBlock(text="first"), TextBlock(text="cut of")]
+    output = output_items(content, PLAIN, "resp_1", named)
+    body = response_object(PLAIN, "m", "resp_1", output, CUT, TokenUsage())
+    assert body["status"] == "incomplete"
+    assert [item["status"] for item in body["output"]] == ["completed", "incomplete"]
+    assert body["output"][1]["content"][0]["text"] == "cut of"
+    assert [item["status"] for item in output] == ["completed", "completed"]  # not edited
+    done = response_object(PLAIN, "m", "resp_1", output, END, TokenUsage())
+    assert [item["status"] for item in done["output"]] == ["completed", "completed"]
