@@ -16,6 +16,9 @@ tool calls and tool results of text and images, whose tool ids are the gateway's
 and its result, so such a turn is read with its request). A turn holding anything else (a
 document, citations, a server tool's blocks, a block the reader reports as dropped) is read
 each time, as before. At most ``KEPT_AT_MOST`` turns of up to ``KEPT_SIZE`` bytes are kept.
+:func:`kept` is the store itself, shared with an OpenAI client's turns
+(:mod:`metis.gateway.openai_kept`): each reader says what kind of turn it keeps and which of
+its turns are plain.
 """
 
 from __future__ import annotations
