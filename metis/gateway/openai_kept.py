@@ -38,11 +38,12 @@ OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 def read_chat_turns(raw: Any, model: str | None, ids: Ids) -> list[Message]:
     """``from_openai_chat(raw, ids=ids)``, each plain run of turns read once per content."""
     turns = history(raw)
+    plain = [_chat_plain(turn) for turn in turns]
     out: list[Message] = []
     called: dict[str, str] = {}
     start = 0
     while start < len(turns):
-        stop = _chat_run(turns, start)
+        stop = _chat_run(turns, plain, start)
         if stop == start:
             from_openai_chat_turn(out, turns[start], f"messages[{start}]", ids, called)
             start += 1
@@ -71,13 +72,13 @@ def join(out: list[Message], message: Message, *joined: Role) -> None:
         out.append(message)
 
 
-def _chat_run(turns: list[Any], start: int) -> int:
+def _chat_run(turns: list[Any], plain: list[bool], start: int) -> int:
     """Where the plain run of turns at ``start`` ends (``start``: none)."""
-    if not _chat_plain(turns[start]):
+    if not plain[start]:
         return start
     stop = start + 1
-    if turns[start].get("role") == "tool":
-        while stop < len(turns) and _chat_plain(turns[stop]) and turns[stop]["role"] == "tool":
+    if turns[start]["role"] == "tool":
+        while stop < len(turns) and plain[stop] and turns[stop]["role"] == "tool":
             stop += 1
     return stop
 
