@@ -13,7 +13,9 @@ request each time, as before: a provider's tool id (mapped to an id the request'
 result share), a legacy ``function_call`` or ``function`` result (matched by name within the
 request), an audio reply, annotations, a file, an audio input, an opaque part, a reasoning or
 compaction item, an item the reader leaves out. A kept run that follows an item of its role
-read with the request is joined to that item's message, as the reader joins them.
+read with the request is joined to that item's message, as the reader joins them. Neither
+reader marks anything with the model today; runs are keyed by it all the same, so a reader
+that comes to mark one stays exact.
 """
 
 from __future__ import annotations
