@@ -19,9 +19,9 @@ from metis.gateway.inbound import (
     tool_definition,
     unknown_fields,
 )
+from metis.gateway.openai_kept import read_chat_turns
 from metis.gateway.openai_tools import chat_tool_choice, custom_tool, tool_and_sampling_fields
 from metis.gateway.unread import chat_unread
-from metis.histories.openai_chat import from_openai_chat
 
 READ = frozenset(
     {
@@ -70,7 +70,7 @@ def read_chat(raw: Any) -> Inbound:
     limit = optional_int(body, "max_completion_tokens") or optional_int(body, "max_tokens")
     stream_options = body.get("stream_options")
     include_usage = isinstance(stream_options, Mapping) and stream_options.get("include_usage")
-    messages = from_openai_chat(body.get("messages", []), ids=KeptIds())
+    messages = read_chat_turns(body.get("messages", []), model, KeptIds())
     ignored += chat_unread(body)
     return Inbound(
         model=model,

@@ -16,6 +16,9 @@ tool calls and tool results of text and images, whose tool ids are the gateway's
 and its result, so such a turn is read with its request). A turn holding anything else (a
 document, citations, a server tool's blocks, a block the reader reports as dropped) is read
 each time, as before. At most ``KEPT_AT_MOST`` turns of up to ``KEPT_SIZE`` bytes are kept.
+:func:`kept` is the store itself, shared with an OpenAI client's turns
+(:mod:`metis.gateway.openai_kept`): each reader says what kind of turn it keeps and which of
+its turns are plain.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ PLAIN_BLOCKS = frozenset(
 RESULT_PARTS = frozenset({"text", "image"})
 
 _Kept = tuple[tuple[Message, ...], tuple[tuple[ContentBlock, ...], ...], tuple[Held, ...]]
-_KEPT: dict[tuple[bool, str | None, bytes], _Kept] = {}
+_KEPT: dict[tuple[str, str | None, bytes], _Kept] = {}
 Reader = Callable[[Any, str, Any, ProviderRaw], list[Message]]
 
 
@@ -68,14 +71,25 @@ def _read(
     system = where == "system"
     if not _plain({"content": turn} if system else turn):
         return read(turn, where, ids, made_by)
+    kind = "anthropic.system" if system else "anthropic"
+    return kept(kind, model, turn, lambda: read(turn, where, ids, made_by))
+
+
+def kept(
+    kind: str, model: str | None, turn: Any, read: Callable[[], list[Message]]
+) -> list[Message]:
+    """The messages ``read()`` makes of ``turn`` (JSON values: one item, or a run of items
+    read together), the very ones made before for the same ``kind`` of turn, ``model`` and
+    exact content while they hold what they held. The caller has found that reading ``turn``
+    depends on nothing else."""
     try:
-        key = (system, model, marshal.dumps(turn, 2))
+        key = (kind, model, marshal.dumps(turn, 2))
     except ValueError:  # not a JSON value (a client's body is parsed JSON: never)
-        return read(turn, where, ids, made_by)
-    kept = _KEPT.get(key)
-    if kept is not None and _intact(kept):
-        return list(kept[0])
-    messages = read(turn, where, ids, made_by)
+        return read()
+    found = _KEPT.get(key)
+    if found is not None and _intact(found):
+        return list(found[0])
+    messages = read()
     if len(key[2]) <= KEPT_SIZE:
         try:
             held = tuple(of_message(m) for m in messages)
@@ -85,6 +99,11 @@ def _read(
             _KEPT.pop(next(iter(_KEPT)), None)
         _KEPT[key] = (tuple(messages), tuple(tuple(m.content) for m in messages), held)
     return messages
+
+
+def own_id(value: Any) -> bool:
+    """Whether a tool id is the gateway's own (kept as it is, whatever the request)."""
+    return isinstance(value, str) and value.startswith(TOOL_ID_PREFIX)
 
 
 def _intact(kept: _Kept) -> bool:
@@ -113,10 +132,10 @@ def _plain_block(block: Any) -> bool:
     if not isinstance(kind, str) or kind not in PLAIN_BLOCKS or block.get("citations"):
         return False
     if kind == "tool_use":
-        return _own_id(block.get("id"))
+        return own_id(block.get("id"))
     if kind == "tool_result":
         inner = block.get("content", "")
-        return _own_id(block.get("tool_use_id")) and (
+        return own_id(block.get("tool_use_id")) and (
             isinstance(inner, str)
             or (isinstance(inner, list) and all(_plain_part(part) for part in inner))
         )
@@ -126,10 +145,6 @@ def _plain_block(block: Any) -> bool:
 def _plain_part(part: Any) -> bool:
     kind = part.get("type") if isinstance(part, dict) else None
     return isinstance(kind, str) and kind in RESULT_PARTS and not part.get("citations")
-
-
-def _own_id(value: Any) -> bool:
-    return isinstance(value, str) and value.startswith(TOOL_ID_PREFIX)
 
 
 def clear() -> None:

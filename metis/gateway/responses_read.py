@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mimetypes
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from metis.errors import InvalidRequestError
@@ -27,6 +28,8 @@ from metis.gateway.inbound import (
     tool_definition,
     unknown_fields,
 )
+from metis.gateway.kept_turns import kept
+from metis.gateway.openai_kept import responses_run
 from metis.gateway.openai_tools import (
     custom_tool,
     responses_tool_choice,
@@ -86,7 +89,9 @@ def read_responses(raw: Any, *, messages_apart: bool = False) -> Inbound:
     body = body_object(raw)
     model = model_name(body)
     ignored = unknown_fields(body, READ)
-    messages = restored(read_input(body.get("input"), ignored, messages_apart=messages_apart))
+    messages = restored(
+        read_input(body.get("input"), ignored, messages_apart=messages_apart, model=model)
+    )
     fields: dict[str, Any] = {}
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
@@ -129,43 +134,74 @@ def read_responses(raw: Any, *, messages_apart: bool = False) -> Inbound:
     )
 
 
-def read_input(raw: Any, ignored: list[str], *, messages_apart: bool = False) -> list[Message]:
+def read_input(
+    raw: Any, ignored: list[str], *, messages_apart: bool = False, model: str | None = None
+) -> list[Message]:
     """``input`` (a string or a list of items) as canonical messages; the items without a
     canonical form are named in ``ignored``. ``messages_apart``: each message item stays a
     message of its own, not joined to the one before it of the same role (the emulator reads
-    the last one as what the user said)."""
+    the last one as what the user said). Each plain run of items is read once per content
+    and ``model`` (:mod:`metis.gateway.openai_kept`)."""
     if isinstance(raw, str):
         return [Message.user(raw)]
     if not isinstance(raw, list):
         raise InvalidRequestError("input: expected a string or a list of items")
     ids = KeptIds()
     out: list[Message] = []
-    for i, value in enumerate(raw):
-        where = f"input[{i}]"
-        item = mapping(value, where)
-        kind = item.get("type", "message")
-        if not isinstance(kind, str):
-            raise InvalidRequestError(f"{where}.type: expected a string")
-        if kind == "message" and messages_apart:
-            out.append(_message(item, where, ignored))
-        elif kind == "message":
-            _add(out, _message(item, where, ignored))
-        elif kind in CALLS:
-            _add(out, Message(role=Role.ASSISTANT, content=[_call(item, where, ids)]))
-        elif kind == COMPACTION:  # OpenAI's to read: back to it as it came, dropped elsewhere
-            block = opaque(kind, stored(item, where), RESPONSES)
-            _add(out, Message(role=Role.ASSISTANT, content=[block]))
-        elif kind == "reasoning" and (thought := read_reasoning(item, where)) is not None:
-            _add(out, Message(role=Role.ASSISTANT, content=[thought]))
-        elif kind in OUTPUTS:
-            result = ToolResultBlock(
-                tool_use_id=ids(item.get("call_id"), f"{where}.call_id"),
-                content=_output_text(item.get("output"), f"{where}.output"),
-            )
-            _add(out, Message(role=Role.TOOL, content=[result]))
-        else:
-            ignored.append(f"{where} ({str(kind)[:40]})")
+    start = 0
+    while start < len(raw):
+        stop = start if messages_apart else responses_run(raw, start)
+        if stop == start:
+            _item(out, raw[start], f"input[{start}]", ids, ignored, messages_apart)
+            start += 1
+            continue
+        run = raw[start:stop]
+        for message in kept("responses", model, run, partial(_items, run, start)):
+            _add(out, message)
+        start = stop
     return out
+
+
+def _items(run: list[Any], start: int) -> list[Message]:
+    """A plain run of items read alone (nothing of them is left out: ``ignored`` stays
+    empty)."""
+    out: list[Message] = []
+    for i, value in enumerate(run, start):
+        _item(out, value, f"input[{i}]", KeptIds(), [], False)
+    return out
+
+
+def _item(
+    out: list[Message],
+    value: Any,
+    where: str,
+    ids: KeptIds,
+    ignored: list[str],
+    messages_apart: bool,
+) -> None:
+    item = mapping(value, where)
+    kind = item.get("type", "message")
+    if not isinstance(kind, str):
+        raise InvalidRequestError(f"{where}.type: expected a string")
+    if kind == "message" and messages_apart:
+        out.append(_message(item, where, ignored))
+    elif kind == "message":
+        _add(out, _message(item, where, ignored))
+    elif kind in CALLS:
+        _add(out, Message(role=Role.ASSISTANT, content=[_call(item, where, ids)]))
+    elif kind == COMPACTION:  # OpenAI's to read: back to it as it came, dropped elsewhere
+        block = opaque(kind, stored(item, where), RESPONSES)
+        _add(out, Message(role=Role.ASSISTANT, content=[block]))
+    elif kind == "reasoning" and (thought := read_reasoning(item, where)) is not None:
+        _add(out, Message(role=Role.ASSISTANT, content=[thought]))
+    elif kind in OUTPUTS:
+        result = ToolResultBlock(
+            tool_use_id=ids(item.get("call_id"), f"{where}.call_id"),
+            content=_output_text(item.get("output"), f"{where}.output"),
+        )
+        _add(out, Message(role=Role.TOOL, content=[result]))
+    else:
+        ignored.append(f"{where} ({str(kind)[:40]})")
 
 
 def _call(item: Mapping[str, Any], where: str, ids: KeptIds) -> ToolUseBlock:

@@ -58,26 +58,34 @@ def from_openai_chat(messages: Iterable[Any], *, ids: Ids | None = None) -> list
     out: list[Message] = []
     called: dict[str, str] = {}  # legacy function calls awaiting their result: name -> id
     for i, raw in enumerate(history(messages)):
-        where = f"messages[{i}]"
-        item = mapping(raw, where)
-        role = item.get("role")
-        if role in ("system", "developer"):
-            out.append(Message(role=Role.SYSTEM, content=_parts(item.get("content"), where)))
-        elif role == "user":
-            out.append(Message(role=Role.USER, content=_parts(item.get("content"), where)))
-        elif role == "assistant":
-            content = _assistant(item, where, ids)
-            if item.get("function_call") is not None:
-                content.append(_function_call(item["function_call"], where, ids, called))
-            out.append(Message(role=Role.ASSISTANT, content=content))
-        elif role in ("tool", "function"):
-            _tool_result(out, item, where, _result_id(item, where, ids, called))
-        else:
-            raise InvalidRequestError(
-                f"{where}.role: expected system, developer, user, assistant, tool or function, "
-                f"got {role_shown(role)}"
-            )
+        from_openai_chat_turn(out, raw, f"messages[{i}]", ids, called)
     return out
+
+
+def from_openai_chat_turn(
+    out: list[Message], raw: Any, where: str, ids: Ids, called: dict[str, str]
+) -> None:
+    """One message of a Chat ``messages`` list read onto ``out`` (a tool result joins the
+    tool message before it); ``called`` holds the legacy function calls awaiting their
+    result (name -> id)."""
+    item = mapping(raw, where)
+    role = item.get("role")
+    if role in ("system", "developer"):
+        out.append(Message(role=Role.SYSTEM, content=_parts(item.get("content"), where)))
+    elif role == "user":
+        out.append(Message(role=Role.USER, content=_parts(item.get("content"), where)))
+    elif role == "assistant":
+        content = _assistant(item, where, ids)
+        if item.get("function_call") is not None:
+            content.append(_function_call(item["function_call"], where, ids, called))
+        out.append(Message(role=Role.ASSISTANT, content=content))
+    elif role in ("tool", "function"):
+        _tool_result(out, item, where, _result_id(item, where, ids, called))
+    else:
+        raise InvalidRequestError(
+            f"{where}.role: expected system, developer, user, assistant, tool or function, "
+            f"got {role_shown(role)}"
+        )
 
 
 def _tool_result(out: list[Message], item: Mapping[str, Any], where: str, call_id: str) -> None:
