@@ -49,7 +49,8 @@ _KEPT: dict[str, ServiceTier | None] = {}
 
 def service_tier(word: object) -> ServiceTier | None:
     """The tier a provider's word names; None for no word, or one that names no tier served
-    (a request's ``auto`` echoed back, Vertex's ``TRAFFIC_TYPE_UNSPECIFIED``)."""
+    (a request's ``auto`` echoed back, Vertex's ``TRAFFIC_TYPE_UNSPECIFIED``). A word that is
+    not UTF-8 text (a lone surrogate of a JSON escape) is kept with U+FFFD in its place."""
     if not isinstance(word, str):
         return None
     kept = _KEPT.get(word, _KEPT)
@@ -58,7 +59,13 @@ def service_tier(word: object) -> ServiceTier | None:
     name = word.strip().lower()
     tier = None
     if name not in _UNRESOLVED and len(word) <= 64:
-        tier = ServiceTier(kind=_KINDS.get(name, TierKind.OTHER), raw=word)
+        raw = word if word.isascii() else _utf8(word)
+        tier = ServiceTier(kind=_KINDS.get(name, TierKind.OTHER), raw=raw)
     if len(_KEPT) < 256:  # the few words providers send, each built once
         _KEPT[word] = tier
     return tier
+
+
+def _utf8(word: str) -> str:
+    """``word`` with its surrogate pairs joined and any lone one replaced by U+FFFD."""
+    return word.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")

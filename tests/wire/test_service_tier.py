@@ -85,6 +85,14 @@ def test_a_word_that_names_no_tier_served_is_none(word: Any) -> None:
     assert service_tier(word) is None
 
 
+def test_a_word_with_a_lone_surrogate_is_kept_encodable() -> None:
+    """A JSON escape can make a lone surrogate (``"\\ud83d"``); the tier then dumps as UTF-8
+    (the fuzz suite's hostile strings found it)."""
+    tier = service_tier(json.loads('"\\ud83dflex"'))
+    assert tier == ServiceTier(kind=TierKind.OTHER, raw="\ufffdflex")
+    json.dumps(tier.model_dump(mode="json"), ensure_ascii=False).encode("utf-8")
+
+
 def anthropic_message(usage: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": "msg_1",
