@@ -15,7 +15,11 @@ tool calls and tool results of text and images, whose tool ids are the gateway's
 ``tu_`` id stays itself; another is mapped to a canonical id the request shares between a call
 and its result, so such a turn is read with its request). A turn holding anything else (a
 document, citations, a server tool's blocks, a block the reader reports as dropped) is read
-each time, as before. At most ``KEPT_AT_MOST`` turns of up to ``KEPT_SIZE`` bytes are kept.
+each time, as before. At most ``KEPT_AT_MOST`` turns of up to ``KEPT_SIZE`` bytes are kept,
+the least recently found going first, and a turn is kept the second time it is read: an agent
+resends its turns, while a turn sent once (a conversation of one request, or more
+conversations at once than the store holds) would cost its keeping and push out one that comes
+again.
 :func:`kept` is the store itself, shared with an OpenAI client's turns
 (:mod:`metis.gateway.openai_kept`): each reader says what kind of turn it keeps and which of
 its turns are plain.
@@ -24,6 +28,7 @@ its turns are plain.
 from __future__ import annotations
 
 import marshal
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +41,9 @@ from metis.model.content import ContentBlock, Message
 from metis.model.held import Held, Unkeepable, of_message, unchanged
 
 KEPT_AT_MOST = 1024
+KEPT_ON_READ = 2
+"""The read of a turn at which it is kept (the reads before only note it)."""
+SEEN_AT_MOST = 8 * KEPT_AT_MOST
 KEPT_SIZE = 16384
 """The largest turn kept, in bytes of its marshal form."""
 PLAIN_BLOCKS = frozenset(
@@ -44,7 +52,10 @@ PLAIN_BLOCKS = frozenset(
 RESULT_PARTS = frozenset({"text", "image"})
 
 _Kept = tuple[tuple[Message, ...], tuple[tuple[ContentBlock, ...], ...], tuple[Held, ...]]
-_KEPT: dict[tuple[str, str | None, bytes], _Kept] = {}
+# Ordered dicts: a plain dict's oldest entry is found by scanning past every one deleted
+# before it (next(iter(d)) after many pops from its front), an OrderedDict's at once.
+_KEPT: OrderedDict[tuple[str, str | None, bytes], _Kept] = OrderedDict()
+_SEEN: OrderedDict[int, int] = OrderedDict()  # turns read, not kept yet, by key hash: how often
 Reader = Callable[[Any, str, Any, ProviderRaw], list[Message]]
 
 
@@ -87,18 +98,34 @@ def kept(
     except ValueError:  # not a JSON value (a client's body is parsed JSON: never)
         return read()
     found = _KEPT.get(key)
-    if found is not None and _intact(found):
-        return list(found[0])
+    if found is not None:
+        if _intact(found):
+            _KEPT.move_to_end(key)  # the most recently found, the last to go
+            return list(found[0])
+        del _KEPT[key]
     messages = read()
-    if len(key[2]) <= KEPT_SIZE:
+    if len(key[2]) <= KEPT_SIZE and _read_enough(key):
         try:
             held = tuple(of_message(m) for m in messages)
         except Unkeepable:
             return messages
         if len(_KEPT) >= KEPT_AT_MOST:
-            _KEPT.pop(next(iter(_KEPT)), None)
+            _KEPT.popitem(last=False)
         _KEPT[key] = (tuple(messages), tuple(tuple(m.content) for m in messages), held)
     return messages
+
+
+def _read_enough(key: tuple[str, str | None, bytes]) -> bool:
+    """Whether this read of a turn is the one it is kept at (``KEPT_ON_READ``). Turns are
+    counted by their key's hash (two that share one are counted together: kept a read early)."""
+    seen = hash(key)
+    reads = _SEEN.pop(seen, 0) + 1
+    if reads >= KEPT_ON_READ:
+        return True
+    if len(_SEEN) >= SEEN_AT_MOST:
+        _SEEN.popitem(last=False)
+    _SEEN[seen] = reads
+    return False
 
 
 def own_id(value: Any) -> bool:
@@ -148,5 +175,6 @@ def _plain_part(part: Any) -> bool:
 
 
 def clear() -> None:
-    """Forget every turn kept (tests)."""
+    """Forget every turn kept or seen (tests)."""
     _KEPT.clear()
+    _SEEN.clear()

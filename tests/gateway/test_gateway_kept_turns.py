@@ -32,8 +32,11 @@ TURNS: list[dict[str, Any]] = [
 
 
 @pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
+def _fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A store kept from the first read (the default keeps a turn at its second read: tested
+    in tests/gateway/test_gateway_kept_turns.py with the default)."""
     kept_turns.clear()
+    monkeypatch.setattr(kept_turns, "KEPT_ON_READ", 1)
     yield
     kept_turns.clear()
 
@@ -123,3 +126,24 @@ def test_the_turns_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _read(one, system=None)[0] is not first[0]
     large = [{"role": "user", "content": "x" * (kept_turns.KEPT_SIZE + 1)}]
     assert _read(large, system=None)[0] is not _read(large, system=None)[0]
+
+
+def test_a_turn_is_kept_at_its_second_read_and_the_least_recently_found_goes_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """By default a turn read once is only noted (one never resent costs no keeping and
+    pushes out nothing); the store forgets the turn found least recently."""
+    monkeypatch.setattr(kept_turns, "KEPT_ON_READ", 2)
+    monkeypatch.setattr(kept_turns, "KEPT_AT_MOST", 2)
+    one, two, three = ([{"role": "user", "content": text}] for text in ("one", "two", "three"))
+    first = _read(one, system=None)
+    second = _read(one, system=None)
+    assert second[0] is not first[0]  # read once before: kept now
+    assert _read(one, system=None)[0] is second[0]
+    _read(two, system=None)
+    kept_two = _read(two, system=None)
+    assert _read(one, system=None)[0] is second[0]  # found again: now the most recent
+    _read(three, system=None)
+    _read(three, system=None)  # kept: the least recently found (two) goes
+    assert _read(one, system=None)[0] is second[0]
+    assert _read(two, system=None)[0] is not kept_two[0]

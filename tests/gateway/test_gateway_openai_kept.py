@@ -49,8 +49,11 @@ CHAT: list[dict[str, Any]] = [
 
 
 @pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
+def _fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A store kept from the first read (the default keeps a turn at its second read: tested
+    in tests/gateway/test_gateway_kept_turns.py with the default)."""
     kept_turns.clear()
+    monkeypatch.setattr(kept_turns, "KEPT_ON_READ", 1)
     yield
     kept_turns.clear()
 
