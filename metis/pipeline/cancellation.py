@@ -13,8 +13,8 @@ caller the handle is ``finished``, and ``cancel()`` is False: there is nothing l
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from types import TracebackType
 
 import anyio
 
@@ -52,20 +52,10 @@ class CancelHandle:
         if abort in self._aborts:
             self._aborts.remove(abort)
 
-    @contextmanager
-    def guard(self, deadline: float = math.inf) -> Iterator[anyio.CancelScope]:
+    def guard(self, deadline: float = math.inf) -> Guard:
         """One wait that ``cancel()`` interrupts; raises CancelledError if it did. A wait
         that outlives ``deadline`` is abandoned too: check ``scope.cancelled_caught``."""
-        if self.cancelled:
-            raise CancelledError("the call was cancelled")
-        with anyio.CancelScope(deadline=deadline) as scope:
-            self._scope = scope
-            try:
-                yield scope
-            finally:
-                self._scope = None
-        if self.cancelled:
-            raise CancelledError("the call was cancelled")
+        return Guard(self, deadline)
 
     async def sleep(self, seconds: float) -> None:
         """Sleep, unless the call is cancelled first (then return at once, quietly: the next
@@ -78,3 +68,37 @@ class CancelHandle:
                 await anyio.sleep(seconds)
             finally:
                 self._scope = None
+
+
+class Guard:
+    """``CancelHandle.guard()``'s context: the handle's cancel scope for one wait. A class,
+    not a generator: every request's upstream exchange waits in one."""
+
+    __slots__ = ("_deadline", "_handle", "_scope")
+
+    def __init__(self, handle: CancelHandle, deadline: float) -> None:
+        self._handle = handle
+        self._deadline = deadline
+        self._scope: anyio.CancelScope | None = None
+
+    def __enter__(self) -> anyio.CancelScope:
+        handle = self._handle
+        if handle.cancelled:
+            raise CancelledError("the call was cancelled")
+        scope = self._scope = anyio.CancelScope(deadline=self._deadline)
+        handle._scope = scope.__enter__()
+        return scope
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        handle, scope = self._handle, self._scope
+        handle._scope = None
+        assert scope is not None
+        swallowed = bool(scope.__exit__(kind, error, traceback))
+        if (error is None or swallowed) and handle.cancelled:
+            raise CancelledError("the call was cancelled")
+        return swallowed
