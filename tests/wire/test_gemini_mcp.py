@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from typing import Any
+
+import pytest
 
 from metis.model.content import (
     Message,
@@ -35,6 +38,7 @@ ANSWERED = {
         "response": {"result": '{"max":"11C","min":"3C"}'},
     }
 }
+LOSSY = "metis.lossy_projection"
 TEXT = "Lyon will see 3 to 11 degrees."
 
 
@@ -139,12 +143,31 @@ def test_the_parts_go_back_to_gemini_as_gemini_wrote_them() -> None:
     assert sent[2] == {"text": TEXT}
 
 
-def test_a_swap_to_anthropic_or_openai_projects_the_pair_away() -> None:
+def test_a_swap_to_anthropic_or_openai_projects_the_pair_away(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     reply = read(chunk(CALL, ANSWERED, {"text": TEXT}, finish="STOP")).final_content
     history = [Message.user("Weather in Lyon?"), Message.assistant(*reply), Message.user("ok")]
     for stack, model in (("anthropic", "anthropic:claude-sonnet-4-5"), ("openai", "openai:gpt-4o")):
+        caplog.clear()
         other = get_codec(load_stack(stack).codec, load_stack(stack).codec_settings)
-        body = other.encode(request(*history, model=model), recording_call(stack, model))
+        with caplog.at_level(logging.WARNING, logger="metis"):
+            body = other.encode(request(*history, model=model), recording_call(stack, model))
         sent = json.dumps(body)
         assert "meteo_forecast" not in sent and "tool_use" not in sent
         assert "tool_calls" not in sent and TEXT in sent
+        warned = [r for r in caplog.records if getattr(r, "event", None) == LOSSY]
+        assert [r.block_type for r in warned] == ["server_tool_result"]  # type: ignore[attr-defined]
+
+
+def test_a_failed_call_goes_elsewhere_as_its_failure() -> None:
+    failed = {"functionResponse": {"name": "meteo_forecast", "response": {"error": "timeout"}}}
+    reply = read(chunk(CALL, failed, {"text": "No luck."}, finish="STOP")).final_content
+    assert reply[1].error == "timeout"
+    history = [Message.user("Weather in Lyon?"), Message.assistant(*reply), Message.user("ok")]
+    model = "anthropic:claude-sonnet-4-5"
+    body = get_codec("anthropic").encode(
+        request(*history, model=model), recording_call("anthropic", model)
+    )
+    said = body["messages"][1]["content"][0]["text"]
+    assert said == '[meteo_forecast {"date": "2026-03-01", "location": "Lyon"}] failed: timeout\n\n'

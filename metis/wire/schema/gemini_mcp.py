@@ -12,6 +12,7 @@ answering none stays an opaque part, as before.
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from metis.model.content import ProviderRaw
@@ -27,15 +28,13 @@ RESPONSE = "functionResponse"
 class HeldCalls:
     """The calls (and responses after them) not read yet, for the schema parser."""
 
-    __slots__ = ("_answers", "_calls", "_made")
+    __slots__ = ("_answers", "_calls", "_made", "_token")
 
     def __init__(self) -> None:
         self._calls: list[dict[str, Any]] = []
         self._answers: list[dict[str, Any]] = []
         self._made = 0  # server calls read in this reply (their minted ids)
-
-    def __bool__(self) -> bool:
-        return bool(self._calls)
+        self._token: str | None = None  # in minted ids when the reply has no id
 
     @property
     def answered(self) -> bool:
@@ -94,6 +93,8 @@ class HeldCalls:
         call = part["functionCall"]
         self._made += 1
         given = call.get("id")
+        if response_id is None:
+            self._token = response_id = self._token or uuid.uuid4().hex[:16]
         call_id = given if isinstance(given, str) and given else f"mcp_{response_id}_{self._made}"
         args = call.get("args")
         return ServerToolCallBlock(

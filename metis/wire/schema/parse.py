@@ -224,9 +224,10 @@ class SchemaParser:
                 held.hold(part, self._where)
                 self._last = _HELD  # no text joins a block opened before the held call
                 return
-            if held.answer(part):
-                return
-            self._read_held()
+            if self._last == _HELD:
+                if held.answer(part):
+                    return
+                self._read_held()
         if kind == "text":
             key = self._r.text_key
             text = part.get(key) if key is not None else self._r.text_value(part)
@@ -252,7 +253,7 @@ class SchemaParser:
 
     def _read_held(self) -> None:
         """The held calls and responses, read now that the part after them came."""
-        if self._held is None or not self._held:
+        if self._last != _HELD or self._held is None:
             return
         for part, block in self._held.take(self._response_id):
             if block is not None:
