@@ -332,9 +332,9 @@ def expected_gemini(exchange: Exchange) -> Expected:
         usage = chunk.get("usageMetadata") or usage
         finish = candidate.get("finishReason") or finish
     cached = usage.get("cachedContentTokenCount", 0)
-    calls = any(kind == "tool" for kind, _, _ in blocks)
+    calls = any(block[0] == "tool" for block in blocks)
     return Expected(
-        blocks=[(kind, content, signature) for kind, content, signature in blocks],
+        blocks=[(block[0], block[1], block[2]) for block in blocks],
         usage=usage_of(
             usage.get("promptTokenCount", 0) + usage.get("toolUsePromptTokenCount", 0) - cached,
             usage.get("candidatesTokenCount", 0) + usage.get("thoughtsTokenCount", 0),
@@ -365,12 +365,24 @@ def _add_gemini_part(blocks: list[list[Any]], part: dict[str, Any]) -> int:
             blocks.append(["text", part["text"], signature])
     elif "functionCall" in part:
         call = part["functionCall"]
-        blocks.append(["tool", (call["name"], call.get("args", {})), signature])
+        blocks.append(["tool", (call["name"], call.get("args", {})), signature, part])
+    elif "functionResponse" in part and (call_at := _answered(blocks, part)) is not None:
+        blocks[call_at] = ["server", blocks[call_at][3], None]  # a call Gemini ran (MCP)
+        blocks.append(["server", part, None])
     elif GEMINI_SERVER_PARTS & set(part):
         blocks.append(["server", part, None])
     else:
         return 1
     return 0
+
+
+def _answered(blocks: list[list[Any]], part: dict[str, Any]) -> int | None:
+    """The index of the call in ``blocks`` that a ``functionResponse`` part answers."""
+    name = part["functionResponse"].get("name")
+    for at, block in enumerate(blocks):
+        if block[0] == "tool" and block[1][0] == name:
+            return at
+    return None
 
 
 def observed_gemini(final: MessageComplete) -> Blocks:

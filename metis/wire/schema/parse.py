@@ -21,19 +21,20 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from metis.errors import AdapterError, ProtocolError
-from metis.model.content import Base64ImageSource, ImageBlock
 from metis.model.events import StreamEvent
 from metis.model.response import StopKind, StopReason
-from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
 from metis.wire.opaque import REPLY_ONLY
-from metis.wire.read import malformed, split_input
+from metis.wire.read import malformed
 from metis.wire.schema.compiled import Reading, detect
 from metis.wire.schema.gemini_call_args import StreamedCallArgs
+from metis.wire.schema.gemini_mcp import HeldCalls
 from metis.wire.schema.gemini_tools import GeminiParts
+from metis.wire.schema.parse_steps import image_of, read_usage, report_dropped, thinking
 from metis.wire.schema.paths import Path, getter
 from metis.wire.schema.usual import UsualChunk
 
+_HELD = -2  # ``_last`` while a call is held: no open block is the last one
 ErrorReader = Callable[[dict[str, Any]], AdapterError]
 
 
@@ -48,6 +49,7 @@ class SchemaParser:
         "_errors",
         "_extra",
         "_finish",
+        "_held",
         "_last",
         "_lone",
         "_name",
@@ -88,6 +90,7 @@ class SchemaParser:
         self._streamed = streamed
         self._where = f"{name} {'chunk' if streamed else 'response'}"  # names fields in errors
         self._args = StreamedCallArgs(self._where) if extra is not None else None
+        self._held = HeldCalls() if extra is not None else None  # calls Gemini may answer
         self._response_id: str | None = None
         self._calls = 0
         self._opaque = 0  # parts kept whole as opaque blocks
@@ -121,6 +124,7 @@ class SchemaParser:
 
     def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
         self.read_pending_usage()
+        self._read_held()
         self._b.finish(reason)
         return self._b.take()
 
@@ -141,6 +145,7 @@ class SchemaParser:
                     provider=builder.provider,
                 )
             self._finish = StopReason(kind=StopKind.PROVIDER_SPECIFIC, raw=None)
+        self._read_held()
         if self._args is not None:  # a streamed call the reply never ended
             self._whole_calls(self._args.flush())
         if self._extra is not None:
@@ -197,19 +202,7 @@ class SchemaParser:
             self._pending_usage = usage
         keys = r.dropped_keys  # None: look for each; else look only if one of them is there
         if keys is None or (envelope.__class__ is dict and not keys.isdisjoint(envelope)):
-            self._report_dropped(obj, envelope)
-
-    def _report_dropped(self, obj: dict[str, Any], envelope: Any) -> None:
-        """One WARN for each field with no canonical form, the first time it is there."""
-        builder = self._b
-        for name, scoped, get, block_type in self._r.dropped:
-            if name not in self._dropped and get(envelope if scoped else obj):
-                self._dropped.add(name)
-                builder.warn(
-                    block_type,
-                    f"{self._name} {block_type!r} has no canonical form",
-                    message_id=builder.message_id,
-                )
+            report_dropped(self._name, r, builder, self._dropped, obj, envelope)
 
     def _part(self, part: Any) -> None:
         if part.__class__ is not dict:
@@ -224,12 +217,24 @@ class SchemaParser:
             if taken:
                 return
         kind = detect(self._r.detect, part)
+        if (held := self._held) is not None:
+            if kind == "tool_call" and not self._no_call():
+                if held.answered:
+                    self._read_held()
+                held.hold(part, self._where)
+                self._last = _HELD  # no text joins a block opened before the held call
+                return
+            if self._last == _HELD:
+                if held.answer(part):
+                    return
+                self._read_held()
         if kind == "text":
             key = self._r.text_key
             text = part.get(key) if key is not None else self._r.text_value(part)
             self._text(self._str(text, "text"), self._echoed(part) if self._echo else None)
         elif kind == "thinking":
-            self._thinking(part)
+            if thinking(self._r, part, self._b, self._where):
+                self._last = self._index("thinking")
         elif kind == "tool_call" and not self._no_call():
             self._tool_call(part, whole=True)
         elif kind == "image" and (image := self._image(part)) is not None:
@@ -237,26 +242,38 @@ class SchemaParser:
         elif self._extra is not None and (made := self._extra.part(part, self._b)) is not None:
             self._last = made
         else:  # no canonical form: kept whole, to go back only to this provider
-            block_type = next((str(k) for k in part if k not in self._echo), "part")
-            opaque_key = ("opaque", self._opaque)
-            self._opaque += 1
-            self._b.opaque(
-                opaque_key, block_type, part, REPLY_ONLY if kind == "tool_call" else None
-            )
-            self._last = self._index(opaque_key)
+            self._opaque_part(part, kind)
+
+    def _opaque_part(self, part: dict[str, Any], kind: str | None) -> None:
+        block_type = next((str(k) for k in part if k not in self._echo), "part")
+        opaque_key = ("opaque", self._opaque)
+        self._opaque += 1
+        self._b.opaque(opaque_key, block_type, part, REPLY_ONLY if kind == "tool_call" else None)
+        self._last = self._index(opaque_key)
+
+    def _read_held(self) -> None:
+        """The held calls and responses, read now that the part after them came."""
+        if self._last != _HELD or self._held is None:
+            return
+        for part, block in self._held.take(self._response_id):
+            if block is not None:
+                key = ("mcp", self._opaque, block.type)
+                self._opaque += 1
+                self._b.server_tool(key, block)
+                self._last = self._index(key)
+            elif "functionCall" in part:
+                self._tool_call(part, whole=True)
+            else:
+                self._opaque_part(part, None)
 
     def _image(self, part: dict[str, Any]) -> int | None:
-        """The index of the image block ``part`` made (an image model's picture), its echoed
-        fields (a thought signature) kept for the way back; None for other media."""
-        media_of, data_of = self._r.image
-        media_type = media_of(part) if media_of is not None else None
-        data = data_of(part) if data_of is not None else None
-        if not (isinstance(media_type, str) and media_type.startswith("image/")):
+        """The index of the image block ``part`` made, its echoed fields (a thought
+        signature) kept for the way back; None for other media."""
+        if (image := image_of(self._r, part, self._where)) is None:
             return None
-        source = Base64ImageSource(media_type=media_type, data=self._str(data, "image data"))
         key = ("image", self._opaque)
         self._opaque += 1
-        self._b.image(key, ImageBlock(source=source), self._echoed(part) or {})
+        self._b.image(key, image, self._echoed(part) or {})
         return self._index(key)
 
     def _message(self, message: dict[str, Any]) -> None:
@@ -281,6 +298,8 @@ class SchemaParser:
         if text and not echo and self._text_block == self._last >= 0:
             builder.text(self._text_key, text)  # the hot path: more of the open text block
             return
+        if self._last == _HELD:
+            self._read_held()
         current = self._text_block if self._text_block == self._last else -1
         if echo and current >= 0 and builder.has_raw(current):
             # A second signed text part: a block of its own, so each keeps its signature.
@@ -291,18 +310,6 @@ class SchemaParser:
             self._text_block = self._last = self._index(self._text_key)
         if echo:
             builder.keep_raw(self._text_block, echo)
-
-    def _thinking(self, part: dict[str, Any]) -> None:
-        builder = self._b
-        text = self._str(self._r.thinking_value(part), "thinking")
-        if text:
-            builder.thinking("thinking", text)
-            self._last = self._index("thinking")
-        if self._r.thinking_signature is not None:
-            signature = self._r.thinking_signature(part)
-            if signature:
-                builder.thinking_signature("thinking", self._str(signature, "signature"))
-                self._last = self._index("thinking")
 
     def _tool_call(self, item: Any, whole: bool, position: int = 0) -> None:
         if item.__class__ is not dict:
@@ -348,6 +355,8 @@ class SchemaParser:
         return self._finish is not None and self._finish.raw in self._r.no_call_raw
 
     def _whole_calls(self, parts: list[dict[str, Any]]) -> None:
+        if parts:
+            self._read_held()
         for part in parts:
             self._tool_call(part, whole=True)
 
@@ -355,15 +364,7 @@ class SchemaParser:
         usage = self._pending_usage
         assert usage is not None
         self._pending_usage = None
-        r = self._r
-        tokens = r.input_tokens(usage)
-        cached = r.cached(usage)
-        created = r.created(usage)
-        if tokens is not None and r.schema.input_includes_cached:
-            tokens, cached, created = split_input(tokens, cached or 0, created or 0)
-        tier = next((usage[key] for key in r.service_tier if key in usage), None)
-        self._b.usage(tokens, r.output_tokens(usage), cached, created, r.reasoning(usage))
-        self._b.usage(service_tier=service_tier(tier))
+        read_usage(self._r, usage, self._b)
 
     # Helpers ---------------------------------------------------------------------------------
 
