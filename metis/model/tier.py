@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from metis.core.surrogates import clean
 from metis.model.base import Canonical
 
 
@@ -59,13 +60,7 @@ def service_tier(word: object) -> ServiceTier | None:
     name = word.strip().lower()
     tier = None
     if name not in _UNRESOLVED and len(word) <= 64:
-        raw = word if word.isascii() else _utf8(word)
-        tier = ServiceTier(kind=_KINDS.get(name, TierKind.OTHER), raw=raw)
+        tier = ServiceTier(kind=_KINDS.get(name, TierKind.OTHER), raw=clean(word))
     if len(_KEPT) < 256:  # the few words providers send, each built once
         _KEPT[word] = tier
     return tier
-
-
-def _utf8(word: str) -> str:
-    """``word`` with its surrogate pairs joined and any lone one replaced by U+FFFD."""
-    return word.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")

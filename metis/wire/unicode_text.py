@@ -10,18 +10,12 @@ message builder holds a trailing high surrogate until the next fragment of the s
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-REPLACEMENT = "\ufffd"
-_SURROGATE = re.compile("[\ud800-\udfff]")
+from metis.core.surrogates import REPLACEMENT, clean
+from metis.core.surrogates import SURROGATE as _SURROGATE
 
-
-def clean(text: str) -> str:
-    """``text`` with surrogate pairs joined and every lone surrogate replaced by U+FFFD."""
-    if text.isascii() or not _SURROGATE.search(text):
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+__all__ = ["REPLACEMENT", "clean", "clean_value", "joined"]
 
 
 def joined(held: str, text: str) -> tuple[str, str]:

@@ -53,3 +53,15 @@ def claude(url: str) -> Any:
 def oai(url: str) -> Any:
     """The official openai SDK's client of the module's gateway (its ``url`` fixture)."""
     return openai.OpenAI(api_key=GATEWAY_KEY, base_url=url + "/v1", max_retries=0)
+
+
+@pytest.fixture
+def kept_from_first_read(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The gateway's store of read turns, empty, keeping a turn from its first read (the
+    default keeps it at its second: tests/gateway/test_gateway_kept_turns.py tests that)."""
+    from metis.gateway import kept_turns
+
+    kept_turns.clear()
+    monkeypatch.setattr(kept_turns, "KEPT_ON_READ", 1)
+    yield
+    kept_turns.clear()

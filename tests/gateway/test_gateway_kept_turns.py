@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ from metis.gateway.inbound import KeptIds
 from metis.histories.anthropic import from_anthropic
 from metis.model import Message, Role, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
-pytestmark = pytest.mark.backend_independent
+pytestmark = [pytest.mark.backend_independent, pytest.mark.usefixtures("kept_from_first_read")]
 
 CALL = {"type": "tool_use", "id": "tu_01JAAAAAAAAAAAAAAAAAAAAAAA", "name": "get", "input": {"a": 1}}
 RESULT = {"type": "tool_result", "tool_use_id": "tu_01JAAAAAAAAAAAAAAAAAAAAAAA", "content": "ok"}
@@ -29,16 +28,6 @@ TURNS: list[dict[str, Any]] = [
     },
     {"role": "user", "content": [RESULT, {"type": "text", "text": "and tomorrow?"}]},
 ]
-
-
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A store kept from the first read (the default keeps a turn at its second read: tested
-    in tests/gateway/test_gateway_kept_turns.py with the default)."""
-    kept_turns.clear()
-    monkeypatch.setattr(kept_turns, "KEPT_ON_READ", 1)
-    yield
-    kept_turns.clear()
 
 
 def _read(

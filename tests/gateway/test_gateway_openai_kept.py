@@ -6,7 +6,6 @@ gateway's replies are those it gave before."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -22,7 +21,7 @@ from metis.model import Message, Role, TextBlock, ToolResultBlock, ToolUseBlock
 from metis.testing.emulator import Emulator
 from tests.gateway_fixture import GATEWAY_KEY, gateway_config
 
-pytestmark = pytest.mark.backend_independent
+pytestmark = [pytest.mark.backend_independent, pytest.mark.usefixtures("kept_from_first_read")]
 
 ONE, TWO = "tu_01JAAAAAAAAAAAAAAAAAAAAAAA", "tu_01JBBBBBBBBBBBBBBBBBBBBBBB"
 
@@ -46,16 +45,6 @@ CHAT: list[dict[str, Any]] = [
     {"role": "assistant", "content": "Sunny in Paris, rain in Rome."},
     {"role": "user", "content": "And tomorrow?"},
 ]
-
-
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A store kept from the first read (the default keeps a turn at its second read: tested
-    in tests/gateway/test_gateway_kept_turns.py with the default)."""
-    kept_turns.clear()
-    monkeypatch.setattr(kept_turns, "KEPT_ON_READ", 1)
-    yield
-    kept_turns.clear()
 
 
 def _chat(turns: list[dict[str, Any]], model: str = "m") -> list[Message]:

@@ -23,10 +23,9 @@ from metis.model.content import (
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind
 from metis.stacks.loader import load_stack
-from metis.stages.policy.invariants import StreamChecker
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import get_codec
-from tests.helpers import recording_call
+from tests.helpers import checked_final, recording_call
 
 MODEL = "gemini:gemini-2.5-flash"
 codec = get_codec("schema", load_stack("gemini").codec_settings)
@@ -62,11 +61,7 @@ def read(*objs: dict[str, Any], streamed: bool = False) -> Any:
         events += parser.end()
     else:
         events = list(codec.parse_body(copy.deepcopy(objs[0]), builder))
-    checker = StreamChecker()
-    for event in events:
-        checker.check(event)
-    checker.check_ended()
-    return events[-1]
+    return checked_final(events)
 
 
 def request(*messages: Message, model: str = MODEL) -> CanonicalRequest:
