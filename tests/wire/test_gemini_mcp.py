@@ -25,6 +25,7 @@ from metis.model.response import StopKind
 from metis.stacks.loader import load_stack
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import get_codec
+from metis.wire.unicode_text import clean_value
 from tests.helpers import checked_final, recording_call
 
 MODEL = "gemini:gemini-2.5-flash"
@@ -166,3 +167,16 @@ def test_a_failed_call_goes_elsewhere_as_its_failure() -> None:
     )
     said = body["messages"][1]["content"][0]["text"]
     assert said == '[meteo_forecast {"date": "2026-03-01", "location": "Lyon"}] failed: timeout\n\n'
+
+
+def test_a_lone_surrogate_in_a_server_pair_is_replaced_so_the_reply_encodes() -> None:
+    """A JSON escape can make a lone surrogate; the pair keeps U+FFFD in its place, as every
+    other part the codec reads, and the reply dumps as UTF-8."""
+    hostile = json.loads('"Ly\\ud83don"')
+    call = {"functionCall": {"name": "meteo_forecast", "args": {"location": hostile}}}
+    answered = {"functionResponse": {"name": "meteo_forecast", "response": {"result": hostile}}}
+    final = read(chunk(call, finish="STOP"), chunk(answered), chunk({"text": TEXT}), streamed=True)
+    server_call, server_result = final.final_content[:2]
+    assert server_call.input == {"location": "Ly\ufffdon"}
+    assert server_result.provider_raw.data["part"] == clean_value(answered)
+    json.dumps(final.to_dict(), ensure_ascii=False).encode("utf-8")

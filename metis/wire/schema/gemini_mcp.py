@@ -12,9 +12,9 @@ answering none stays an opaque part, as before.
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
+from metis.core.ids import new_ulid
 from metis.model.content import ProviderRaw
 from metis.model.server_tools import ServerToolCallBlock, ServerToolResultBlock
 from metis.wire.read import malformed
@@ -94,7 +94,7 @@ class HeldCalls:
         self._made += 1
         given = call.get("id")
         if response_id is None:
-            self._token = response_id = self._token or uuid.uuid4().hex[:16]
+            self._token = response_id = self._token or new_ulid().lower()
         call_id = given if isinstance(given, str) and given else f"mcp_{response_id}_{self._made}"
         args = call.get("args")
         return ServerToolCallBlock(
