@@ -107,7 +107,7 @@ async def _guarded(
     try:
         return await answer
     except AdapterError as exc:
-        gateway.metrics.error(api, exc.error_class.value, endpoint)
+        gateway.metrics.error(api, exc, endpoint)
         failed = error_reply(api, exc, request_id())
     except Exception:
         gateway.metrics.error(api, "other", endpoint)
@@ -246,7 +246,7 @@ async def _models(gateway: Gateway, request: Request) -> Response:
         else:
             found = listed_page(data, request.query_params if api == "anthropic" else None)
     except AdapterError as exc:
-        gateway.metrics.error(api, exc.error_class.value, endpoint)
+        gateway.metrics.error(api, exc, endpoint)
         failed = error_reply(api, exc, rid)
         gateway.metrics.request(api, "", failed.status, time.monotonic() - started, endpoint)
         return _json(failed.status, failed.body, failed.headers)

@@ -67,7 +67,7 @@ class DeadlineStream(CoalescingStream):
         if sent_all:
             return
         if not self.result.ended():
-            self.metrics.error(self.api, error.error_class.value)
+            self.metrics.error(self.api, error)
         body = self.result.failed(error)
         with contextlib.suppress(OSError):  # the client may be gone too
             await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -145,17 +145,14 @@ def provider_key_failure(error: AdapterError) -> AdapterError:
     502 (refused), never retried, rather than the provider's 401 or 403, which a client's SDK
     or agent reads as its own key being wrong. The cause goes to the log; the caller's message
     names it without the provider's text (which may echo part of the key)."""
-    if error.error_class is not ErrorClass.AUTH or isinstance(
-        error, GatewayAuthError | GatewayPermissionError
-    ):
+    code = _provider_key_code(error)
+    if code is None or isinstance(error, ProviderKeyError):
         return error
     provider = error.provider or "the provider"
     if isinstance(error, NotConfiguredError):
-        code = PROVIDER_KEY_MISSING
         whom = provider if error.model is not None else "any model of this route"
         cause = f"the gateway has no credentials configured for {whom}"
     else:
-        code = PROVIDER_KEY_REFUSED
         status = f" (HTTP {error.provider_status})" if error.provider_status else ""
         cause = f"{provider} refused the gateway's own credentials{status}"
     log.error(
@@ -178,6 +175,28 @@ class ProviderKeyError(AdapterError):
     """The gateway's own provider credentials are missing (500) or refused upstream (502)."""
 
     error_class = ErrorClass.SERVER_ERROR
+
+
+def _provider_key_code(error: AdapterError) -> str | None:
+    """``provider_key_missing`` or ``provider_key_refused`` when ``error`` is the gateway's own
+    provider credentials failing (None: it is not)."""
+    if isinstance(error, ProviderKeyError):
+        return error.provider_code
+    if error.error_class is not ErrorClass.AUTH or isinstance(
+        error, GatewayAuthError | GatewayPermissionError
+    ):
+        return None
+    return PROVIDER_KEY_MISSING if isinstance(error, NotConfiguredError) else PROVIDER_KEY_REFUSED
+
+
+def metric_class(error: AdapterError | str) -> str:
+    """The ``error_class`` ``/metrics`` counts ``error`` under (docs/gateway.md "Metrics"):
+    its metis error class, but the gateway's own provider credentials failing are
+    ``provider_key_missing`` or ``provider_key_refused``, never the caller's ``auth``. A
+    string is a class already (a provider's in-stream error event, the gateway's ``other``)."""
+    if isinstance(error, str):
+        return error
+    return _provider_key_code(error) or error.error_class.value
 
 
 def _special(error: AdapterError) -> tuple[int, str, str | None] | None:

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
 from metis.catalog.usage_cost import other_model
+from metis.errors import AdapterError
+from metis.gateway.errors import metric_class
 from metis.gateway.keys import price
 from metis.model.response import TokenUsage
 
@@ -70,12 +72,13 @@ class Metrics:
         self.duration_sum[where] = self.duration_sum.get(where, 0.0) + seconds
         self.duration_count[where] += 1
 
-    def error(self, api: str, error_class: str, endpoint: str = "") -> None:
-        self.errors[(api, endpoint or MODEL_CALLS[api], error_class)] += 1
+    def error(self, api: str, error: AdapterError | str, endpoint: str = "") -> None:
+        """A failed request, counted in ``error``'s class (:func:`metric_class`)."""
+        self.errors[(api, endpoint or MODEL_CALLS[api], metric_class(error))] += 1
 
-    def failed_attempt(self, model: str, error_class: str) -> None:
+    def failed_attempt(self, model: str, error: AdapterError | str) -> None:
         """A route's attempt at ``model`` that failed before it answered."""
-        self.failed_attempts[(model, error_class)] += 1
+        self.failed_attempts[(model, metric_class(error))] += 1
 
     def usage(self, model: str, usage: TokenUsage) -> None:
         """A call's tokens under ``model``, another model's (an advisor's passes) under its

@@ -283,7 +283,7 @@ class PassThrough:
             if not relayed:  # nothing sent yet: refused, with its status (metis.gateway.app)
                 passing.opened = False
                 raise error from None
-            self.gateway.metrics.error(passing.api, error.error_class.value)
+            self.gateway.metrics.error(passing.api, error)
             yield self.error_bytes(passing, error)
         finally:
             await exchange.aclose()

@@ -108,7 +108,7 @@ class RelayedStream:
         if sent_all:
             return
         if not self.result.ended():
-            self.metrics.error(self.api, error.error_class.value)
+            self.metrics.error(self.api, error)
         body = self.result.failed(error)
         with contextlib.suppress(OSError):  # the client may be gone too
             if head is not None:

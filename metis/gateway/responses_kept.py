@@ -109,7 +109,7 @@ async def _served(
         metrics.request(API, "", 200, time.monotonic() - started, endpoint)
         return JSONResponse(body, headers={"x-request-id": rid})
     except AdapterError as exc:
-        metrics.error(API, exc.error_class.value, endpoint)
+        metrics.error(API, exc, endpoint)
         failed = error_reply(API, exc, rid)
     except Exception:
         metrics.error(API, "other", endpoint)

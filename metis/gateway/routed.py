@@ -145,7 +145,7 @@ class Routed:
     def _failed(self, attempt: Attempt, error: AdapterError, served: Served) -> None:
         """An attempt failed before it answered: counted, and kept for the route's error."""
         served.failures.append((attempt.target.model, error))
-        self.gateway.metrics.failed_attempt(attempt.target.model, error.error_class.value)
+        self.gateway.metrics.failed_attempt(attempt.target.model, error)
 
     # Streams ----------------------------------------------------------------------------------
 

@@ -271,7 +271,7 @@ class Gateway:
             if cut:  # the library raises the error after the ending: this one never came
                 raise ProtocolError("the stream ended with an error")
         except AdapterError as exc:
-            self.metrics.error(api, exc.error_class.value)
+            self.metrics.error(api, exc)
             failed = error_reply(api, exc, prepared.request.request_id)
             writer.ended = True
             yield writer.error(failed.status, failed.body)

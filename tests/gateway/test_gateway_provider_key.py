@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from metis.testing.emulator import Emulator
@@ -126,3 +127,39 @@ def test_a_route_none_of_whose_models_has_its_key_says_so(missing: str) -> None:
         _openai(missing).chat.completions.create(model="only_unset", messages=HI)  # type: ignore[arg-type]
     assert caught.value.status_code == 500 and caught.value.code == "provider_key_missing"
     assert "no credentials configured for any model of this route" in caught.value.message
+
+
+def _errors_by_class(url: str) -> dict[str, int]:
+    """``metis_gateway_errors_total`` and ``failed_attempts_total`` summed by error class."""
+    counts: dict[str, int] = {}
+    for line in httpx.get(url + "/metrics").text.splitlines():
+        if line.startswith(("metis_gateway_errors_total{", "metis_gateway_failed_attempts_total{")):
+            kind = line.split('error_class="')[1].split('"')[0]
+            family = line.split("{")[0].removeprefix("metis_gateway_")
+            counts[f"{family}:{kind}"] = counts.get(f"{family}:{kind}", 0) + int(line.split()[-1])
+    return counts
+
+
+def test_metrics_count_the_gateways_own_key_apart_from_the_callers() -> None:
+    """A refused or missing provider key is counted in its own class, on both paths, streamed
+    or not and in a route's failed attempts; only a wrong gateway key is ``auth``."""
+    routes = {"both": {"models": ["sonnet", "gpt"], "fallback_on": ["auth"]}}
+    config = gateway_config(Emulator(api_keys=["sk-another-key"]), routes=routes)
+    with serving(create(config)) as (url, _):
+        for model, stream in (("sonnet", False), ("gpt", False), ("gpt", True), ("both", False)):
+            with pytest.raises(anthropic.InternalServerError):
+                _anthropic(url).messages.create(
+                    model=model, max_tokens=9, messages=HI, stream=stream
+                )
+        with pytest.raises(anthropic.AuthenticationError):
+            _anthropic(url, "wrong").messages.create(model="sonnet", max_tokens=9, messages=HI)
+        refused = _errors_by_class(url)
+    assert refused == {
+        "errors_total:provider_key_refused": 4,
+        "failed_attempts_total:provider_key_refused": 2,
+        "errors_total:auth": 1,
+    }
+    with serving(create(gateway_config(Emulator(), adapters=UNSET))) as (url, _):
+        with pytest.raises(openai.InternalServerError):
+            _openai(url).chat.completions.create(model="gpt", messages=HI)  # type: ignore[arg-type]
+        assert _errors_by_class(url) == {"errors_total:provider_key_missing": 1}
