@@ -112,12 +112,13 @@ def usage(
     return {k: written[k] for k in sorted(written, key=lambda k: place.get(k, len(place)))}
 
 
-def _tier(tokens: TokenUsage) -> str:
+def _tier(tokens: TokenUsage) -> str | None:
     """The tier that served the reply, as Anthropic names it (``standard``, ``priority``,
-    ``batch``; another tier by its kind); ``standard`` where the provider did not say."""
+    ``batch``; another tier by its kind); None (``null``, as the SDK's ``Usage`` allows) where
+    it is not known: the provider did not say, or a stream's ``message_start`` came first."""
     tier = tokens.service_tier
     if tier is None:
-        return "standard"
+        return None
     return tier.raw if tier.kind is TierKind.OTHER else tier.kind.value
 
 

@@ -80,7 +80,7 @@ def test_a_whole_message_keeps_anthropics_own_blocks_and_citations() -> None:
         "cache_read_input_tokens": 4,
         "cache_creation": {"ephemeral_5m_input_tokens": 3, "ephemeral_1h_input_tokens": 0},
         "output_tokens": 0,
-        "service_tier": "standard",
+        "service_tier": None,  # the provider said none
     }
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from metis.cost import cost_of
+from metis.gateway.anthropic_write import MessageStream, write_message
 from metis.gateway.anthropic_write import usage as anthropic_usage
 from metis.gateway.chat_write import ChunkStream, openai_tier, write_completion
 from metis.gateway.inbound import Inbound
@@ -131,7 +132,7 @@ def test_a_passed_through_anthropic_message_is_read_with_its_tier() -> None:
 @pytest.mark.parametrize(
     ("word", "openai", "anthropic"),
     [
-        (None, None, "standard"),
+        (None, None, None),
         ("default", "default", "standard"),
         ("standard", "default", "standard"),
         ("ON_DEMAND_FLEX", "flex", "flex"),
@@ -143,7 +144,7 @@ def test_a_passed_through_anthropic_message_is_read_with_its_tier() -> None:
     ],
 )
 def test_each_api_names_the_tier_in_its_own_words(
-    word: str | None, openai: str | None, anthropic: str
+    word: str | None, openai: str | None, anthropic: str | None
 ) -> None:
     assert openai_tier(tiered(word)) == openai
     assert anthropic_usage(tiered(word), True)["service_tier"] == anthropic
@@ -173,6 +174,24 @@ def test_a_translated_chat_answer_names_its_tier_whole_and_on_its_last_chunks() 
     asked = ChunkStream("gpt", True, more={"service_tier": "default"})  # the caller's word
     last = asked.feed(MessageComplete([], END, FLEX)).split(b"\n\n")[-3]
     assert json.loads(last.removeprefix(b"data: "))["service_tier"] == "default"
+
+
+def test_a_translated_messages_stream_makes_up_no_tier() -> None:
+    """Anthropic says the tier in ``message_start`` alone (its ``message_delta`` usage has no
+    place for it), which a translated stream writes before the upstream's tier is known: null
+    there, as the SDK's ``Usage`` allows, not a guess; a whole answer says the real one."""
+    anthropic = pytest.importorskip("anthropic")
+    writer = MessageStream("claude")
+    out = writer.feed(TextDelta(0, "Hi.")) + writer.feed(
+        MessageComplete([], END, tiered("priority"))
+    )
+    events = [json.loads(e.split(b"data: ", 1)[1]) for e in out.split(b"\n\n") if e]
+    start = anthropic.types.RawMessageStartEvent.model_validate(events[0])
+    assert start.message.usage.service_tier is None
+    assert events[0]["message"]["usage"]["service_tier"] is None
+    assert [e for e in events if "priority" in json.dumps(e)] == []  # nowhere it has no place
+    assert write_message(reply(tiered("priority")), "claude")["usage"]["service_tier"] == "priority"
+    assert write_message(reply(TOKENS), "claude")["usage"]["service_tier"] is None
 
 
 def test_a_translated_response_names_its_tier_once_finished() -> None:

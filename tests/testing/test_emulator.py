@@ -243,6 +243,9 @@ def test_anthropic_stream(client: httpx.Client) -> None:
         assert json.loads(data)["type"] == name  # padded data lines still parse
     texts = [json.loads(d)["delta"]["text"] for n, d in events if n == "content_block_delta"]
     assert len(texts) >= 2 and "".join(texts) == "You said: Tell me about Lyon."
+    start = json.loads(events[0][1])["message"]["usage"]  # Anthropic says its tier there alone
+    assert start["service_tier"] == "standard"
+    assert "service_tier" not in json.loads(events[-2][1])["usage"]
     assert any(
         data != data.rstrip()
         for _, data in (
@@ -278,6 +281,7 @@ def test_anthropic_message_with_thinking(client: httpx.Client) -> None:
     assert response.headers["content-type"] == "application/json"
     message = response.json()
     assert message["type"] == "message" and message["role"] == "assistant"
+    assert message["usage"]["service_tier"] == "standard"
     thinking, call = message["content"]
     assert thinking["type"] == "thinking" and thinking["signature"] and thinking["thinking"]
     assert call == {

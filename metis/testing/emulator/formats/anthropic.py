@@ -22,6 +22,7 @@ from metis.model.events import (
     MessageComplete,
 )
 from metis.model.response import ServerToolRequests, StopKind, StopReason, TokenUsage
+from metis.model.tier import service_tier
 from metis.testing.emulator.formats.anthropic_rules import RULES, SIGNATURE_KIND, _blocks
 from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.cache_marks import block_counts, unmarked
@@ -224,7 +225,10 @@ class Anthropic(Format):
         if block is not None:
             content.insert(0, canonical(block))
         response = call.options["response"] = response_of(reply, content, call.model)
-        details = {"output_tokens_details": {"thinking_tokens": reply.usage.thinking_tokens}}
+        details = {
+            "output_tokens_details": {"thinking_tokens": reply.usage.thinking_tokens},
+            "service_tier": "standard",  # the tier Anthropic says it served
+        }
         rendered = write_message(response, call.model, "msg_01" + ids.token(22, "b58"), details)
         if block is not None:  # the passes apart; the top-level counts are the message pass's
             rendered["usage"] = anthropic_compacted_usage(prompt, rendered["usage"], block)
@@ -255,7 +259,10 @@ def message_events(message: dict[str, Any], content: list[ContentBlock]) -> list
             web_search=usage.get("server_tool_use", {}).get("web_search_requests", 0)
         ),
     )
-    opening = tokens.model_copy(update={"output_tokens": 1, "server_tools": ServerToolRequests()})
+    tier = service_tier(usage.get("service_tier"))
+    opening = tokens.model_copy(
+        update={"output_tokens": 1, "server_tools": ServerToolRequests(), "service_tier": tier}
+    )
     writer = MessageStream(message["model"], None, message["id"], opening, more)
     written = b""
     for index, block in enumerate(content):
