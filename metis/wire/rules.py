@@ -20,6 +20,7 @@ from metis.wire.media_rules import (
     gemini_media,
     openai_chat_media_problems,
 )
+from metis.wire.reasoning_rules import chat_effort, responses_effort
 from metis.wire.refusal import Refusal
 from metis.wire.responses_rules import is_json_object, item_problems
 
@@ -115,6 +116,7 @@ def openai_chat_problems(body: dict[str, Any]) -> list[str]:
     problems += [refusal.problem() for refusal in chosen_function(body)]
     problems += _tool_names(body.get("tools"), _chat_tool_name)
     problems += openai_chat_media_problems(body)
+    problems += [refusal.problem() for refusal in chat_effort(body)]
     return problems
 
 
@@ -150,6 +152,7 @@ def openai_responses_problems(body: dict[str, Any]) -> list[str]:
     if not isinstance(items, list) or not items:
         return ["input: at least one item is required"]
     problems = item_problems(body, items)
+    problems += [refusal.problem() for refusal in responses_effort(body)]
     return problems + _tool_names(body.get("tools"), lambda t: t.get("name"))
 
 

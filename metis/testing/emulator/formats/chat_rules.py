@@ -13,6 +13,7 @@ from metis.testing.emulator.formats.openai import json_schema_format, strict_sch
 from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
 from metis.testing.emulator.rules import LOADED, Refused, first, table
 from metis.wire.chat_rules import chosen_function, tool_messages
+from metis.wire.reasoning_rules import chat_effort
 
 DEEPSEEK_THINKING = re.compile(r"^deepseek-(reasoner|v4)")
 """DeepSeek's models that think (V4 unless ``thinking: {type: disabled}``)."""
@@ -64,6 +65,7 @@ RULES = table(
     "chat",
     {
         "top level": _check_top_level,
+        "reasoning model": first(chat_effort),
         "strict tools": _check_strict_tools,
         "chosen function": first(chosen_function),
         "tool messages": first(lambda body: tool_messages(body["messages"])),

@@ -15,6 +15,7 @@ from metis.testing.emulator.formats.openai import json_schema_format, strict_sch
 from metis.testing.emulator.formats.openai_cache_rules import check_openai_cache
 from metis.testing.emulator.rules import Check, Refused, first, table
 from metis.testing.emulator.wire import encrypted_content, opens_encrypted_content
+from metis.wire.reasoning_rules import responses_effort
 from metis.wire.refusal import Refusal
 from metis.wire.responses_rules import chosen_function, tool_items
 
@@ -117,6 +118,7 @@ CHECKS: dict[str, Check] = {
     "items": _check_items,
     "text format": _check_text_format,
     "compaction seal": compaction.check_responses_seal,
+    "reasoning model": first(responses_effort),
     "model settings": check_openai,
     "prompt cache": check_openai_cache,
     "prompt_cache_key": check_prompt_cache_key,
