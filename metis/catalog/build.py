@@ -203,6 +203,7 @@ _GENAI_KEYS = (
 _GENAI_REQUESTS = (  # USD per thousand requests of the provider's own tools
     ("web_search_per_1k", "web_searches_kcount"),
     ("file_search_per_1k", "storage_searches_kcount"),
+    ("requests_per_1k", "requests_kcount"),  # the model's own fee per call
 )
 
 

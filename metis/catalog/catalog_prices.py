@@ -48,6 +48,7 @@ def catalog_price(info: ModelInfo) -> ModelPrice:
         tiers=tiers,
         web_search_per_1k=prices.web_search_per_1k,
         file_search_per_1k=prices.file_search_per_1k,
+        requests_per_1k=prices.requests_per_1k,
         service_tiers={
             TierKind(t.tier): ServiceTierRates.model_construct(
                 input=t.input,

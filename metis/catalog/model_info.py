@@ -55,6 +55,9 @@ class ModelPrices:
     tiers: tuple[PriceTier, ...] = ()
     web_search_per_1k: Decimal | None = None
     file_search_per_1k: Decimal | None = None
+    requests_per_1k: Decimal | None = None
+    """USD per thousand calls of the model itself, billed apart from its tokens (Perplexity's
+    Sonar request fee, which pays for the search each call makes)."""
     service_tiers: tuple[TierPrices, ...] = ()
     """The rates of the service tiers the provider bills apart, where the source gives them."""
 

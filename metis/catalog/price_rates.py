@@ -86,6 +86,9 @@ class ModelPrice(BaseModel):
     a search is free where no rate is given."""
     file_search_per_1k: Rate | None = None
     """USD per thousand file searches of the provider's own tool, likewise."""
+    requests_per_1k: Rate | None = None
+    """USD per thousand calls: a fee each call of the model costs apart from its tokens
+    (Perplexity's Sonar request fee, for the search every call makes)."""
     tiers: list[PriceTierEntry] = []
     service_tiers: dict[TierKind, ServiceTierRates] = {}
     """The rates of the service tiers billed apart; a call served at one the table has no

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
@@ -33,7 +34,9 @@ class Cost(BaseModel):
     cache_creation_usd: USDAmount
     server_tools_usd: USDAmount = USD(0)
     """The requests of the provider's own tools (``TokenUsage.server_tools``: web searches,
-    file searches) at the model's per-request rates; a kind with no rate costs nothing."""
+    file searches) at the model's per-request rates, a kind with no rate costing nothing; and
+    the fee a model bills per call for the search it makes (Perplexity's Sonar request fee,
+    the catalog's ``requests_per_1k``)."""
     pricing_version: str
     estimated: bool = False
     """Copied from the usage: the token counts were estimated, so is the cost."""
@@ -49,6 +52,10 @@ class Cost(BaseModel):
     tier_unpriced: str | None = None
     """Why a call served at a service tier was priced at the standard rates (the table has
     no rates for that tier); None when it was priced as served."""
+    fee_unpriced: str | None = None
+    """Why a search fee the model bills apart from its tokens is not in ``usd``: the catalog
+    has no rate for it (OpenAI's Chat search models' fee per call), or the reply gave no count
+    of the searches it is billed by; None when the model bills none or it is counted."""
 
     @property
     def priced(self) -> bool:
@@ -96,9 +103,11 @@ def price_usage(
         Decimal(usage.cached_input_tokens) * rates.cached_input_rate / MILLION,
         Decimal(usage.cache_creation_input_tokens) * rates.cache_creation_rate / MILLION,
     )
-    tools = server_tools_usd(price, usage) if usage.server_tools else None
+    tools = server_tools_usd(price, usage) if usage.server_tools or price.requests_per_1k else None
     if tools:  # most calls: none, the default
         more["server_tools_usd"] = money(tools)
+    if SEARCH_MODELS.search(model_id) and price.requests_per_1k is None:
+        more["fee_unpriced"] = fee_unpriced(model_id, price, usage, version)
     return Cost(
         model=model_id,
         usd=money(sum(parts, tools or Decimal(0))),
@@ -113,11 +122,32 @@ def price_usage(
 
 
 def server_tools_usd(price: ModelPrice, usage: TokenUsage) -> Decimal:
-    """The web and file searches of ``usage`` at ``price``'s rates per thousand."""
+    """The web and file searches of ``usage`` at ``price``'s rates per thousand, and the
+    call's own fee (one call) where the model bills one."""
     requests = usage.server_tools
     searches = Decimal(requests.web_search) * (price.web_search_per_1k or 0)
     files = Decimal(requests.file_search) * (price.file_search_per_1k or 0)
-    return (searches + files) / THOUSAND
+    return (searches + files + (price.requests_per_1k or 0)) / THOUSAND
+
+
+SEARCH_MODELS = re.compile(r"search-preview|search-api|sonar")
+"""The models that search on every call and bill it apart from their tokens: OpenAI's Chat
+search models (gpt-4o-search-preview, gpt-5-search-api) and Perplexity's Sonar."""
+
+
+def fee_unpriced(model_id: str, price: ModelPrice, usage: TokenUsage, version: str) -> str | None:
+    """Why a search model's fee is not counted (:attr:`Cost.fee_unpriced`); None when it is."""
+    if price.web_search_per_1k is None:
+        return (
+            f"{model_id} bills a search fee per call that the catalog has no rate for "
+            f"(pricing_version {version}); not counted"
+        )
+    if not usage.server_tools.web_search:
+        return (
+            f"{model_id} bills each web search apart from its tokens and the reply gave no "
+            "count of them; not counted"
+        )
+    return None
 
 
 PARTS = ("input_usd", "output_usd", "cached_input_usd", "cache_creation_usd", "server_tools_usd")
