@@ -16,7 +16,7 @@ import anyio
 
 from metis.errors import AdapterError
 from metis.gateway.begun import begun
-from metis.gateway.errors import GatewayTimeoutError
+from metis.gateway.errors import GatewayTimeoutError, metric_class
 from metis.gateway.keys import KeyState
 from metis.gateway.models import Target
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
@@ -274,5 +274,5 @@ def _name_failures(route: str, error: AdapterError, served: Served) -> None:
     last one's message (its class, and so its status, stays the last one's)."""
     if len(served.failures) < 2 or served.failures[-1][1] is not error:
         return
-    tried = ", ".join(f"{model} ({failed.error_class.value})" for model, failed in served.failures)
+    tried = ", ".join(f"{model} ({metric_class(failed)})" for model, failed in served.failures)
     error.message = f"every model of route {route} failed: {tried}; the last: {error.message}"

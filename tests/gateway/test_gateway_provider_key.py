@@ -163,3 +163,17 @@ def test_metrics_count_the_gateways_own_key_apart_from_the_callers() -> None:
         with pytest.raises(openai.InternalServerError):
             _openai(url).chat.completions.create(model="gpt", messages=HI)  # type: ignore[arg-type]
         assert _errors_by_class(url) == {"errors_total:provider_key_missing": 1}
+
+
+def test_a_route_names_a_refused_provider_key_as_the_gateways_fault() -> None:
+    """A route whose every model failed names each one's class: the gateway's own key
+    refused upstream is not the caller's ``auth``."""
+    emulator = Emulator()
+    routes = {"both": {"models": ["gpt", "flash"], "fallback_on": ["auth", "rate_limit"]}}
+    with serving(create(gateway_config(emulator, routes=routes))) as (url, _):
+        emulator.push_fault("auth", provider="openai")
+        emulator.push_fault("rate_limit", provider="gemini")
+        with pytest.raises(openai.RateLimitError) as caught:
+            _openai(url).chat.completions.create(model="both", messages=HI)  # type: ignore[arg-type]
+    said = caught.value.message
+    assert "openai:gpt-4o (provider_key_refused)" in said and "(auth)" not in said, said
