@@ -223,9 +223,9 @@ def cost_of(
     elif batch:
         found = _batch_priced(model, found, usage)
     elif found.tier_unpriced is not None:
-        _warn_tier_unpriced(model, found.tier_unpriced)
+        _warn_unpriced(model, found.tier_unpriced)
     if found.fee_unpriced is not None:
-        _warn_tier_unpriced(model, found.fee_unpriced, "metis.unpriced_fee")
+        _warn_unpriced(model, found.fee_unpriced, "metis.unpriced_fee")
     return with_other_models(found, model, usage, lambda m, u: cost_of(m, u, table, batch=batch))
 
 
@@ -319,9 +319,7 @@ def _served_in_batch(usage: Any) -> bool:
     return isinstance(tier, ServiceTier) and tier.kind is TierKind.BATCH
 
 
-def _warn_tier_unpriced(
-    model: str, reason: str, event: str = "metis.unpriced_service_tier"
-) -> None:
+def _warn_unpriced(model: str, reason: str, event: str = "metis.unpriced_service_tier") -> None:
     if reason not in _warned_unpriced:
         _warned_unpriced.add(reason)
         log.warning("%s", reason, extra={"event": event, "model": model})
