@@ -123,6 +123,14 @@ def test_unknown_content_chunk_is_kept_whole_with_no_warning() -> None:
     assert kept.provider_raw.data == {"item": reference, "place": "content"}
 
 
+def test_content_as_a_json_object_is_read_as_its_json_text() -> None:
+    """Cloudflare Workers AI answers a ``json_schema`` request with the object itself where
+    OpenAI sends its JSON as a string."""
+    done = parse(body({"content": {"city": "Tromsø", "days": 3}, "refusal": None}))
+    assert done.final_content == [TextBlock(text='{"city":"Tromsø","days":3}')]
+    assert done.stop_reason.kind is StopKind.END_TURN
+
+
 @pytest.mark.parametrize(
     "content",
     [

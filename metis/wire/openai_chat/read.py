@@ -14,12 +14,15 @@ Sans-IO helpers for :mod:`metis.wire.openai_chat`'s parsers:
   some providers): its end, by its tool calls or as a turn's end.
 - usage with cache writes (``prompt_tokens_details.cache_write_tokens``).
 - tool calls without an ``id``: one is minted.
+- ``content`` as a JSON object (Cloudflare Workers AI's answer to a ``json_schema``
+  ``response_format``): that object's JSON text, as OpenAI sends it.
 - a content chunk or ``reasoning_details`` entry of a type not named above: kept whole as an
   opaque block (docs/contract.md §8), which goes back in the same place only to this provider.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -68,11 +71,14 @@ def read_content(
     thinking_key: Hashable,
     where: str = "message",
 ) -> None:
-    """A message's (or a delta's: ``where``) ``content``: a string, or a list of typed
-    chunks."""
+    """A message's (or a delta's: ``where``) ``content``: a string, a list of typed chunks,
+    or a JSON object (read as its JSON text)."""
     if content.__class__ is str:
         if content:
             builder.text(text_key, content)
+        return
+    if content.__class__ is dict:
+        builder.text(text_key, json.dumps(content, ensure_ascii=False, separators=(",", ":")))
         return
     if content.__class__ is not list:
         raise malformed(f"{where}.content", "a string or a list", content)
