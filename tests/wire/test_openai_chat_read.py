@@ -257,6 +257,36 @@ def test_reasoning_text_wins_over_its_details() -> None:
     assert done.final_content[0].thinking == "same thought"  # type: ignore[union-attr]
 
 
+# GitHub Copilot: reasoning in reasoning_text, its signature in reasoning_opaque
+
+
+def test_copilot_reasoning_text_and_opaque_are_thinking_and_its_signature() -> None:
+    message = {
+        "content": "Done.",
+        "reasoning_text": "Look it up first.",
+        "reasoning_opaque": "c2ln",
+    }
+    thinking, text = parse(body(message)).final_content
+    assert isinstance(thinking, ThinkingBlock) and text == TextBlock(text="Done.")
+    assert (thinking.thinking, thinking.signature) == ("Look it up first.", "c2ln")
+
+
+def test_copilot_streamed_reasoning_text_and_opaque_are_kept() -> None:
+    call = {"index": 0, "id": "call_7", "type": "function"}
+    call["function"] = {"name": "find", "arguments": '{"q": "notes"}'}
+    events = stream(
+        [
+            chunk({"role": "assistant", "content": None, "reasoning_text": "Search, "}),
+            chunk({"role": "assistant", "content": None, "reasoning_text": "then read."}),
+            chunk({"tool_calls": [call], "reasoning_opaque": "b3BhcXVl"}, "tool_calls"),
+        ]
+    )
+    thinking, used = final(events).final_content
+    assert isinstance(thinking, ThinkingBlock) and isinstance(used, ToolUseBlock)
+    assert (thinking.thinking, thinking.signature) == ("Search, then read.", "b3BhcXVl")
+    assert used.input == {"q": "notes"}
+
+
 # Tool calls without an id get one
 
 

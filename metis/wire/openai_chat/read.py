@@ -5,6 +5,7 @@ Sans-IO helpers for :mod:`metis.wire.openai_chat`'s parsers:
 - ``content`` as a list of typed chunks (Mistral): ``{"type": "text", "text": ...}`` is text,
   ``{"type": "thinking", "thinking": [{"type": "text", "text": ...}, ...]}`` is reasoning.
   :func:`content_chunks` writes text and reasoning back in that form.
+- reasoning as ``reasoning_text`` with its signature in ``reasoning_opaque`` (GitHub Copilot).
 - reasoning as ``reasoning_details`` entries only (OpenRouter): ``reasoning.text`` (with an
   optional ``signature``) and ``reasoning.summary`` are thinking, ``reasoning.encrypted`` is
   opaque reasoning kept as a redacted block.
@@ -107,14 +108,21 @@ def _thinking_parts(thinking: Any, where: str) -> list[str]:
 def read_reasoning(
     builder: MessageBuilder, message: dict[str, Any], key: Hashable, where: str = "message"
 ) -> None:
-    """DeepSeek's ``reasoning_content``, vLLM's and OpenRouter's ``reasoning``; failing those,
-    the text of OpenRouter's ``reasoning_details`` entries (which OpenRouter sends alongside
+    """DeepSeek's ``reasoning_content``, vLLM's and OpenRouter's ``reasoning``, GitHub
+    Copilot's ``reasoning_text`` (its ``reasoning_opaque`` the signature); failing those, the
+    text of OpenRouter's ``reasoning_details`` entries (which OpenRouter sends alongside
     ``reasoning``, with the same text: then only their signatures and encrypted data count)."""
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    reasoning = (
+        message.get("reasoning_content")
+        or message.get("reasoning")
+        or message.get("reasoning_text")
+    )
     if reasoning:
         if reasoning.__class__ is not str:
             raise malformed(f"{where}.reasoning", "a string", reasoning)
         builder.thinking(key, reasoning)
+    if opaque := message.get("reasoning_opaque"):
+        builder.thinking_signature(key, text_value(opaque, f"{where}.reasoning_opaque"))
     if details := message.get("reasoning_details"):
         read_reasoning_details(builder, details, key, where, with_text=not reasoning)
 
