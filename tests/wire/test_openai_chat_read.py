@@ -559,6 +559,23 @@ def test_the_choice_read_is_the_lowest_index_wherever_it_stands() -> None:
     assert ended.stop_reason.kind is StopKind.END_TURN
 
 
+def test_unnumbered_choices_are_pieces_of_one_reply() -> None:
+    """GitHub Copilot answers for a Claude model with its text in one choice and its tool
+    calls in the next, neither naming an ``index``: one reply of both, as numbered choices
+    (alternatives) are not."""
+    call = {"id": "tooluse_4", "type": "function"}
+    call["function"] = {"name": "tides", "arguments": '{"port": "Hull"}'}
+    pieces = [
+        {"finish_reason": "tool_calls", "message": {"role": "assistant", "content": "Checking."}},
+        {"finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [call]}},
+    ]
+    done = parse({"id": "r-2", "model": "m", "choices": pieces})
+    text, used = done.final_content
+    assert text == TextBlock(text="Checking.") and isinstance(used, ToolUseBlock)
+    assert (used.id, used.name, used.input) == ("tooluse_4", "tides", {"port": "Hull"})
+    assert done.stop_reason == StopReason(kind=StopKind.TOOL_USE, raw="tool_calls")
+
+
 @pytest.mark.parametrize("finish", ["", None, "absent"])
 @pytest.mark.parametrize("with_call", [False, True])
 def test_a_whole_reply_naming_no_finish_reason_ends_the_turn_or_calls(

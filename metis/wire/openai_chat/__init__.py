@@ -54,6 +54,7 @@ from metis.wire.openai_chat.read import (
     read_usage,
     stop_reason,
     tool_call_id,
+    unnumbered_pieces,
 )
 from metis.wire.openai_chat.server_tools import annotation_citations, search_fields, source_list
 from metis.wire.openai_chat.tool_calls import (
@@ -185,7 +186,9 @@ class OpenAIChatCodec:
         choices = required_list(body, "choices", "response")
         if not choices:
             raise ProtocolError(f"openai_chat response has no choices: {dump(body)}")
-        choice = object_value(min(choices, key=choice_index), "response.choices[0]")
+        choice = unnumbered_pieces(choices) or object_value(
+            min(choices, key=choice_index), "response.choices[0]"
+        )
         if "message" not in choice and choice.get("finish_reason") is not None:
             message: dict[str, Any] = {}  # Azure's content filter leaves the message out
         else:

@@ -15,6 +15,8 @@ Sans-IO helpers for :mod:`metis.wire.openai_chat`'s parsers:
   some providers): its end, by its tool calls or as a turn's end.
 - usage with cache writes (``prompt_tokens_details.cache_write_tokens``).
 - tool calls without an ``id``: one is minted.
+- one reply split into ``choices`` that name no ``index`` (GitHub Copilot: a Claude model's
+  text in one, its tool calls in the next): read as the one reply they are pieces of.
 - ``content`` as a JSON object (Cloudflare Workers AI's answer to a ``json_schema``
   ``response_format``): that object's JSON text, as OpenAI sends it.
 - a content chunk or ``reasoning_details`` entry of a type not named above: kept whole as an
@@ -37,6 +39,7 @@ from metis.wire.read import (
     list_value,
     malformed,
     object_value,
+    optional_list,
     optional_text,
     required,
     required_text,
@@ -237,3 +240,26 @@ def content_chunks(
         ):
             chunks.append(chunk)
     return chunks
+
+
+def unnumbered_pieces(choices: list[Any]) -> dict[str, Any] | None:
+    """Choices that name no ``index`` as the one choice they are pieces of (their text joined,
+    their tool calls in order, the last finish reason); None when a choice names its index, or
+    there is one choice, or a piece's content is not text."""
+    if len(choices) < 2 or any(c.__class__ is not dict or "index" in c for c in choices):
+        return None
+    message: dict[str, Any] = {}
+    texts: list[str] = []
+    calls: list[Any] = []
+    finish = None
+    for choice in choices:
+        piece = object_value(choice.get("message") or {}, "response.choices[].message")
+        content = piece.get("content")
+        if content is not None and content.__class__ is not str:
+            return None
+        texts.append(content or "")
+        calls += optional_list(piece, "tool_calls", "response.choices[].message")
+        message.update((k, v) for k, v in piece.items() if k not in message)
+        finish = choice.get("finish_reason") or finish
+    message["content"], message["tool_calls"] = "".join(texts), calls
+    return {"message": message, "finish_reason": finish}
