@@ -48,6 +48,18 @@ def test_an_audio_field_that_is_not_an_object_is_a_protocol_error() -> None:
         whole({"role": "assistant", "content": None, "audio": "UklGRg=="})
 
 
+def test_an_audio_field_with_every_field_empty_is_no_audio() -> None:
+    """Snowflake Cortex fills every field of its message, an unused ``audio`` with ``""`` and
+    ``0``: no audio block, whole or streamed."""
+    unused = {"id": "", "data": "", "transcript": "", "expires_at": 0}
+    done = whole({"role": "assistant", "content": "Fair winds.", "audio": unused})
+    assert [block.type for block in done.final_content] == ["text"]
+    parser = codec.stream_parser(MessageBuilder("openai", "openai:gpt-audio"))
+    pieces = [chunk({"content": "Calm.", "audio": unused}), chunk({}, "stop")]
+    events = [event for obj in pieces for event in parser.feed(obj)]
+    assert [b.type for b in checked_final([*events, *parser.end()]).final_content] == ["text"]
+
+
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     choice = {"index": 0, "delta": delta, "finish_reason": finish}
     return {"id": "chatcmpl-voice2", "model": "gpt-audio", "choices": [choice]}

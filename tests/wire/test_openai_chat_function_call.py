@@ -45,6 +45,20 @@ def test_a_function_call_that_is_not_an_object_is_a_protocol_error() -> None:
         whole({"role": "assistant", "content": None, "function_call": "lookup_tide"})
 
 
+def test_a_function_call_with_every_field_empty_is_no_call() -> None:
+    """Snowflake Cortex fills every field of its message, an unused ``function_call`` with
+    ``name: ""`` and ``arguments: ""``."""
+    unused = {"name": "", "arguments": ""}
+    done = whole({"role": "assistant", "content": "Tide at noon.", "function_call": unused})
+    assert [block.type for block in done.final_content] == ["text"]
+    parser = codec.stream_parser(MessageBuilder("openai", "openai:gpt-4o-mini"))
+    pieces = [chunk({"content": "Noon.", "function_call": unused}), chunk({}, "stop")]
+    events = [event for obj in pieces for event in parser.feed(obj)]
+    streamed = checked_final([*events, *parser.end()])
+    assert [block.type for block in streamed.final_content] == ["text"]
+    assert streamed.stop_reason.kind is StopKind.END_TURN
+
+
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     choice = {"index": 0, "delta": delta, "finish_reason": finish}
     return {"id": "chatcmpl-legacy2", "model": "gpt-4o-mini", "choices": [choice]}

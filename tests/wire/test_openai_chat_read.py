@@ -123,6 +123,14 @@ def test_unknown_content_chunk_is_kept_whole_with_no_warning() -> None:
     assert kept.provider_raw.data == {"item": reference, "place": "content"}
 
 
+def test_content_as_a_json_object_is_read_as_its_json_text() -> None:
+    """Cloudflare Workers AI answers a ``json_schema`` request with the object itself where
+    OpenAI sends its JSON as a string."""
+    done = parse(body({"content": {"city": "Tromsø", "days": 3}, "refusal": None}))
+    assert done.final_content == [TextBlock(text='{"city":"Tromsø","days":3}')]
+    assert done.stop_reason.kind is StopKind.END_TURN
+
+
 @pytest.mark.parametrize(
     "content",
     [
@@ -247,6 +255,36 @@ def test_reasoning_text_wins_over_its_details() -> None:
     done = parse(body({"content": "x", "reasoning": "same thought", "reasoning_details": details}))
     assert [b.type for b in done.final_content] == ["thinking", "text"]
     assert done.final_content[0].thinking == "same thought"  # type: ignore[union-attr]
+
+
+# GitHub Copilot: reasoning in reasoning_text, its signature in reasoning_opaque
+
+
+def test_copilot_reasoning_text_and_opaque_are_thinking_and_its_signature() -> None:
+    message = {
+        "content": "Done.",
+        "reasoning_text": "Look it up first.",
+        "reasoning_opaque": "c2ln",
+    }
+    thinking, text = parse(body(message)).final_content
+    assert isinstance(thinking, ThinkingBlock) and text == TextBlock(text="Done.")
+    assert (thinking.thinking, thinking.signature) == ("Look it up first.", "c2ln")
+
+
+def test_copilot_streamed_reasoning_text_and_opaque_are_kept() -> None:
+    call = {"index": 0, "id": "call_7", "type": "function"}
+    call["function"] = {"name": "find", "arguments": '{"q": "notes"}'}
+    events = stream(
+        [
+            chunk({"role": "assistant", "content": None, "reasoning_text": "Search, "}),
+            chunk({"role": "assistant", "content": None, "reasoning_text": "then read."}),
+            chunk({"tool_calls": [call], "reasoning_opaque": "b3BhcXVl"}, "tool_calls"),
+        ]
+    )
+    thinking, used = final(events).final_content
+    assert isinstance(thinking, ThinkingBlock) and isinstance(used, ToolUseBlock)
+    assert (thinking.thinking, thinking.signature) == ("Search, then read.", "b3BhcXVl")
+    assert used.input == {"q": "notes"}
 
 
 # Tool calls without an id get one
@@ -519,6 +557,23 @@ def test_the_choice_read_is_the_lowest_index_wherever_it_stands() -> None:
     ended = parse(whole)
     assert [block.text for block in ended.final_content] == ["Hello"]  # type: ignore[union-attr]
     assert ended.stop_reason.kind is StopKind.END_TURN
+
+
+def test_unnumbered_choices_are_pieces_of_one_reply() -> None:
+    """GitHub Copilot answers for a Claude model with its text in one choice and its tool
+    calls in the next, neither naming an ``index``: one reply of both, as numbered choices
+    (alternatives) are not."""
+    call = {"id": "tooluse_4", "type": "function"}
+    call["function"] = {"name": "tides", "arguments": '{"port": "Hull"}'}
+    pieces = [
+        {"finish_reason": "tool_calls", "message": {"role": "assistant", "content": "Checking."}},
+        {"finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [call]}},
+    ]
+    done = parse({"id": "r-2", "model": "m", "choices": pieces})
+    text, used = done.final_content
+    assert text == TextBlock(text="Checking.") and isinstance(used, ToolUseBlock)
+    assert (used.id, used.name, used.input) == ("tooluse_4", "tides", {"port": "Hull"})
+    assert done.stop_reason == StopReason(kind=StopKind.TOOL_USE, raw="tool_calls")
 
 
 @pytest.mark.parametrize("finish", ["", None, "absent"])

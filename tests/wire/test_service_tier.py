@@ -149,6 +149,22 @@ def test_openai_chat_reads_the_replys_service_tier_whole_and_streamed() -> None:
     assert usage.input_tokens == 10
 
 
+def test_openai_chat_stream_with_no_usage_chunk_keeps_the_finish_chunks_tier() -> None:
+    """A stream asked without ``include_usage`` names its tier on every chunk and has no usage
+    chunk: the tier is read from the chunk that finishes the reply."""
+    chunk = {
+        "id": "c2",
+        "object": "chat.completion.chunk",
+        "model": "gpt-5",
+        "service_tier": "flex",
+    }
+    text = {**chunk, "choices": [{"index": 0, "delta": {"content": "Bonjour."}}]}
+    end = {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    usage = streamed(OpenAIChatCodec(), [text, end])
+    assert usage.service_tier == service_tier("flex")
+    assert streamed(OpenAIChatCodec(), [text, {**end, "service_tier": None}]).service_tier is None
+
+
 def responses_events(tier_at_start: str, tier_at_end: str | None) -> list[dict[str, Any]]:
     response = {"id": "resp_1", "object": "response", "model": "gpt-5", "output": []}
     done = {

@@ -30,6 +30,7 @@ from metis.model.media_fit import current_turn_start
 from metis.model.memo import MessageMemo
 from metis.model.request import CanonicalRequest
 from metis.model.response import StopKind, StopReason
+from metis.model.tier import service_tier
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import Codec, EncodeContext
 from metis.wire.encoded_messages import encoded, encoded_history
@@ -53,6 +54,7 @@ from metis.wire.openai_chat.read import (
     read_usage,
     stop_reason,
     tool_call_id,
+    unnumbered_pieces,
 )
 from metis.wire.openai_chat.server_tools import annotation_citations, search_fields, source_list
 from metis.wire.openai_chat.tool_calls import (
@@ -184,7 +186,9 @@ class OpenAIChatCodec:
         choices = required_list(body, "choices", "response")
         if not choices:
             raise ProtocolError(f"openai_chat response has no choices: {dump(body)}")
-        choice = object_value(min(choices, key=choice_index), "response.choices[0]")
+        choice = unnumbered_pieces(choices) or object_value(
+            min(choices, key=choice_index), "response.choices[0]"
+        )
         if "message" not in choice and choice.get("finish_reason") is not None:
             message: dict[str, Any] = {}  # Azure's content filter leaves the message out
         else:
@@ -282,6 +286,8 @@ class _StreamParser:
                         self._delta(delta)
                 if (finish := choice.get("finish_reason")) is not None:
                     self._finish(text_value(finish, "choices[0].finish_reason"))
+                    # kept for a stream with no usage chunk; a usage chunk's tier replaces it
+                    builder.usage(service_tier=service_tier(obj.get("service_tier")))
         usage = obj.get("usage")
         if not usage and (groq := obj.get("x_groq")).__class__ is dict:
             usage = groq.get("usage")  # Groq's own place, on the finish_reason chunk

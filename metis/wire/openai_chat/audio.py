@@ -23,7 +23,10 @@ def read_audio(builder: MessageBuilder, value: Any, held: dict[str, Any], where:
     its place with the first piece; a stream's whole is given it at the end (:func:`kept_audio`),
     not at every piece, which would go over the growing sound again each time."""
     first = not held
-    for key, field in object_value(value, f"{where}.audio").items():
+    value = object_value(value, f"{where}.audio")
+    if not any(value.values()):  # Snowflake Cortex's unused audio: every field "" or 0
+        return
+    for key, field in value.items():
         before = held.get(key)
         if key in _ADDED and isinstance(before, str) and isinstance(field, str):
             held[key] = before + field

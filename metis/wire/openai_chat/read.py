@@ -5,6 +5,7 @@ Sans-IO helpers for :mod:`metis.wire.openai_chat`'s parsers:
 - ``content`` as a list of typed chunks (Mistral): ``{"type": "text", "text": ...}`` is text,
   ``{"type": "thinking", "thinking": [{"type": "text", "text": ...}, ...]}`` is reasoning.
   :func:`content_chunks` writes text and reasoning back in that form.
+- reasoning as ``reasoning_text`` with its signature in ``reasoning_opaque`` (GitHub Copilot).
 - reasoning as ``reasoning_details`` entries only (OpenRouter): ``reasoning.text`` (with an
   optional ``signature``) and ``reasoning.summary`` are thinking, ``reasoning.encrypted`` is
   opaque reasoning kept as a redacted block.
@@ -14,12 +15,17 @@ Sans-IO helpers for :mod:`metis.wire.openai_chat`'s parsers:
   some providers): its end, by its tool calls or as a turn's end.
 - usage with cache writes (``prompt_tokens_details.cache_write_tokens``).
 - tool calls without an ``id``: one is minted.
+- one reply split into ``choices`` that name no ``index`` (GitHub Copilot: a Claude model's
+  text in one, its tool calls in the next): read as the one reply they are pieces of.
+- ``content`` as a JSON object (Cloudflare Workers AI's answer to a ``json_schema``
+  ``response_format``): that object's JSON text, as OpenAI sends it.
 - a content chunk or ``reasoning_details`` entry of a type not named above: kept whole as an
   opaque block (docs/contract.md §8), which goes back in the same place only to this provider.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -33,6 +39,7 @@ from metis.wire.read import (
     list_value,
     malformed,
     object_value,
+    optional_list,
     optional_text,
     required,
     required_text,
@@ -68,11 +75,14 @@ def read_content(
     thinking_key: Hashable,
     where: str = "message",
 ) -> None:
-    """A message's (or a delta's: ``where``) ``content``: a string, or a list of typed
-    chunks."""
+    """A message's (or a delta's: ``where``) ``content``: a string, a list of typed chunks,
+    or a JSON object (read as its JSON text)."""
     if content.__class__ is str:
         if content:
             builder.text(text_key, content)
+        return
+    if content.__class__ is dict:
+        builder.text(text_key, json.dumps(content, ensure_ascii=False, separators=(",", ":")))
         return
     if content.__class__ is not list:
         raise malformed(f"{where}.content", "a string or a list", content)
@@ -101,14 +111,21 @@ def _thinking_parts(thinking: Any, where: str) -> list[str]:
 def read_reasoning(
     builder: MessageBuilder, message: dict[str, Any], key: Hashable, where: str = "message"
 ) -> None:
-    """DeepSeek's ``reasoning_content``, vLLM's and OpenRouter's ``reasoning``; failing those,
-    the text of OpenRouter's ``reasoning_details`` entries (which OpenRouter sends alongside
+    """DeepSeek's ``reasoning_content``, vLLM's and OpenRouter's ``reasoning``, GitHub
+    Copilot's ``reasoning_text`` (its ``reasoning_opaque`` the signature); failing those, the
+    text of OpenRouter's ``reasoning_details`` entries (which OpenRouter sends alongside
     ``reasoning``, with the same text: then only their signatures and encrypted data count)."""
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    reasoning = (
+        message.get("reasoning_content")
+        or message.get("reasoning")
+        or message.get("reasoning_text")
+    )
     if reasoning:
         if reasoning.__class__ is not str:
             raise malformed(f"{where}.reasoning", "a string", reasoning)
         builder.thinking(key, reasoning)
+    if opaque := message.get("reasoning_opaque"):
+        builder.thinking_signature(key, text_value(opaque, f"{where}.reasoning_opaque"))
     if details := message.get("reasoning_details"):
         read_reasoning_details(builder, details, key, where, with_text=not reasoning)
 
@@ -223,3 +240,26 @@ def content_chunks(
         ):
             chunks.append(chunk)
     return chunks
+
+
+def unnumbered_pieces(choices: list[Any]) -> dict[str, Any] | None:
+    """Choices that name no ``index`` as the one choice they are pieces of (their text joined,
+    their tool calls in order, the last finish reason); None when a choice names its index, or
+    there is one choice, or a piece's content is not text."""
+    if len(choices) < 2 or any(c.__class__ is not dict or "index" in c for c in choices):
+        return None
+    message: dict[str, Any] = {}
+    texts: list[str] = []
+    calls: list[Any] = []
+    finish = None
+    for choice in choices:
+        piece = object_value(choice.get("message") or {}, "response.choices[].message")
+        content = piece.get("content")
+        if content is not None and content.__class__ is not str:
+            return None
+        texts.append(content or "")
+        calls += optional_list(piece, "tool_calls", "response.choices[].message")
+        message.update((k, v) for k, v in piece.items() if k not in message)
+        finish = choice.get("finish_reason") or finish
+    message["content"], message["tool_calls"] = "".join(texts), calls
+    return {"message": message, "finish_reason": finish}

@@ -154,10 +154,12 @@ class StreamedToolCalls:
 
 def message_calls(message: dict[str, Any]) -> list[Any]:
     """A whole message's ``tool_calls``; failing those, deprecated function calling's one
-    ``function_call`` (it has no id: the reader mints one) as a function call."""
+    ``function_call`` (it has no id: the reader mints one) as a function call. One with no
+    name and no arguments is none (Snowflake Cortex fills every field, ``""`` when unused)."""
     calls = optional_list(message, "tool_calls", "message")
     if not calls and (legacy := message.get("function_call")) is not None:
-        return [{"type": "function", "function": object_value(legacy, "message.function_call")}]
+        legacy = object_value(legacy, "message.function_call")
+        return [{"type": "function", "function": legacy}] if _said(legacy) else []
     return calls
 
 
@@ -167,7 +169,13 @@ def legacy_fragment(delta: dict[str, Any]) -> dict[str, Any] | None:
     legacy = delta.get("function_call")
     if legacy is None:
         return None
-    return {"function": object_value(legacy, "delta.function_call")}
+    legacy = object_value(legacy, "delta.function_call")
+    return {"function": legacy} if _said(legacy) else None
+
+
+def _said(function: dict[str, Any]) -> bool:
+    """A ``function_call`` that names a function or carries arguments."""
+    return bool(function.get("name") or function.get("arguments"))
 
 
 def arguments(value: Any) -> str:
