@@ -46,14 +46,17 @@ def test_bedrock_is_pointed_elsewhere_by_the_variable_boto3_reads(
     emulator: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """AWS_ENDPOINT_URL_BEDROCK_RUNTIME (a VPC endpoint, or the emulator) is Bedrock's base URL
-    as ANTHROPIC_BASE_URL is Anthropic's, for Converse and InvokeModel alike."""
+    as ANTHROPIC_BASE_URL is Anthropic's, for Converse, InvokeModel and the embeddings alike
+    (the embeddings went to AWS itself)."""
     monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", emulator.url)
     monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "test-key")
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     assert metis.complete(f"bedrock:{model}", "Say hello.").text == "You said: Say hello."
     assert metis.complete(f"bedrock_anthropic:{model}", "Hi.").text == "You said: Hi."
-    assert emulator.stats.requests == 2
+    embedded = metis.embed("bedrock:amazon.titan-embed-text-v2:0", ["a", "b"], max_retries=0)
+    assert len(embedded.vectors) == 2
+    assert emulator.stats.requests == 4  # Titan embeds one text a request
 
 
 def test_the_synchronous_stream_yields_events_ending_in_message_complete(
