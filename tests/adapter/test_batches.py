@@ -76,6 +76,7 @@ async def test_forty_requests_with_failed_items_read_back_by_id(stack: str, mode
     for key in ("item-7", "item-22"):
         item = results[key]
         assert item.outcome == "errored" and isinstance(item.error, ServerError)
+        assert item.error.provider_status == 500  # Anthropic's api_error too: no line says 400
     for i in (0, 20, 39):
         response = results.succeeded[f"item-{i}"]
         assert response.text == f"You said: question {i}"
@@ -263,6 +264,10 @@ def test_anthropic_results_jsonl_as_documented() -> None:
         ("my-first-request", "errored"),
         ("x", "expired"),
     ]
+    assert [i.status for i in items[1:]] == [400, 400]  # invalid_request_error; none given
+    overloaded = b'{"type":"error","error":{"type":"overloaded_error","message":"busy"}}'
+    line = b'{"custom_id":"o","result":{"type":"errored","error":' + overloaded + b"}}\n"
+    assert anthropic_wire.read_results(line)[0].status == 529
     status = anthropic_wire.read_status(
         {
             "id": "msgbatch_1",
