@@ -224,6 +224,11 @@ def structured_output(output_type: type[T] | None, options: ModelOptions) -> Typ
         return None
     if isinstance(output_type, Mapping):
         raise ConfigError("output_type is a type; a JSON schema (a dict) is output_schema=")
+    if options.get("output_schema") is not None:  # output_type's schema would replace it
+        raise ConfigError(
+            "give output_type or output_schema, not both: output_type asks for its own schema "
+            "and validates the reply against it"
+        )
     try:
         output = TypeAdapter(output_type)
         options["output_schema"] = output.json_schema()
