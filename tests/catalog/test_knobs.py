@@ -125,6 +125,19 @@ def test_an_anthropic_budget_fits_below_the_output_limit() -> None:
     assert out is None and "no room" in warned[0]
 
 
+def test_an_efforts_budget_is_kept_in_range_quietly_a_given_budget_with_a_warning() -> None:
+    """docs/reasoning.md: ``xhigh`` to Gemini 2.5 Flash is its most, 24576, with no warning (the
+    documented conversion); the same budget asked for by number is brought in with one."""
+    flash = reasoning_profile(info("google", "gemini-2.5-flash"))
+    assert flash is not None
+    assert fitted(ThinkingConfig(effort="xhigh"), flash) == (
+        ThinkingConfig(budget_tokens=24576),
+        [],
+    )
+    out, warned = fitted(ThinkingConfig(budget_tokens=32768), flash)
+    assert out == ThinkingConfig(budget_tokens=24576) and "outside the model's range" in warned[0]
+
+
 def test_a_model_that_always_reasons_takes_no_setting_and_says_so() -> None:
     profile = ReasoningProfile(form="always", can_disable=False)
     out, warned = fitted(ThinkingConfig(effort="high"), profile)
