@@ -18,6 +18,7 @@ from metis.model import (
     AudioBlock,
     CanonicalRequest,
     DocumentBlock,
+    ImageBlock,
     Message,
     TextBlock,
     ToolResultBlock,
@@ -399,6 +400,14 @@ def test_converse_audio_in_a_tool_result_follows_it_and_documents_stay_in_it() -
 def test_converse_takes_no_file_by_url_nor_a_file_in_an_assistant_turn() -> None:
     with pytest.raises(CapabilityError, match="not by URL"):
         _converse(_ask(DocumentBlock.from_url("https://example.com/a.pdf")))
+    picture = ImageBlock.from_url("https://example.com/cat.png")
+    with pytest.raises(CapabilityError, match="cannot take the image in messages"):
+        _converse(_ask(picture))  # it was left out, and the model answered without it
+    body, call = _converse(
+        _request(Message.user("See", picture), Message.assistant("A cat."), Message.user("ok"))
+    )
+    assert body["messages"][0]["content"] == [{"text": "See"}]
+    assert call.dropped_types == ["image"]
     body, call = _converse(
         _request(Message.user("hi"), Message.assistant("See:", REPORT), Message.user("ok"))
     )
