@@ -29,6 +29,7 @@ from metis.model.server_tools import ServerToolLike
 from metis.pipeline.settings import setting_named
 from metis.routing.router import Router
 from metis.tools import AnyTool, as_tool_definition, described_value, tool_list
+from metis.wire.knobs.reasoning import EFFORT_BUDGETS
 
 MessagesLike = str | Message | MessageDict | Sequence[Message | MessageDict]
 """A user's text, one message, or the conversation: Message objects or plain dicts."""
@@ -123,11 +124,16 @@ def settings_hints(unknown: Iterable[str]) -> dict[str, str]:
 
 def default_output_tokens(options: CallOptions | ModelOptions) -> int:
     """The reply's limit when no option sets it (the model's own caps it): 4,096, and the
-    tokens of a thinking budget asked for more, since Anthropic spends the budget out of it."""
+    tokens of a thinking budget asked for more (an effort's by docs/reasoning.md's table),
+    since Anthropic spends the budget out of it and OpenAI counts reasoning in it: under 4,096
+    alone every effort from ``medium`` up was one budget, 4,095."""
     thinking: Any = options.get("thinking")
     if thinking is None:
         thinking = options.get("reasoning")
     budget = thinking if type(thinking) is int else getattr(thinking, "budget_tokens", None)
+    effort = thinking if isinstance(thinking, str) else getattr(thinking, "effort", None)
+    if budget is None and isinstance(effort, str):
+        budget = EFFORT_BUDGETS.get(effort)  # type: ignore[call-overload]
     return DEFAULT_MAX_OUTPUT_TOKENS + (budget if type(budget) is int and budget > 0 else 0)
 
 
