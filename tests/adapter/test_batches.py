@@ -18,6 +18,7 @@ import pytest
 import metis
 from metis import CanonicalRequest, Message, build_adapter
 from metis.adapter.batches import Batches
+from metis.core.options import UnknownOptionError
 from metis.errors import CapabilityError, InvalidRequestError, ProtocolError, ServerError
 from metis.testing.emulator import Emulator
 from metis.wire.batches import RawItem
@@ -131,6 +132,8 @@ async def test_bad_batches_are_refused_before_sending() -> None:
         await openai.submit([mixed["other"]])  # type: ignore[list-item]
     with pytest.raises(InvalidRequestError, match="expected a CanonicalRequest"):
         await openai.submit({"a": "Hi"})  # type: ignore[dict-item]
+    with pytest.raises(UnknownOptionError, match="did you mean 'poll_seconds'"):
+        await openai.wait("batch_1", poll_second=0)  # type: ignore[call-arg]
     assert emulator.stats.requests == 0
     for stack in ("ollama", "bedrock", "vertex", "groq", "azure_responses", "bedrock_mantle"):
         with pytest.raises(CapabilityError):
@@ -207,6 +210,7 @@ def test_a_batch_is_read_back_from_its_id_in_a_new_process() -> None:
 import anyio, json
 from metis import build_adapter
 from metis.adapter.batches import Batches
+from metis.core.options import UnknownOptionError
 
 async def main():
     out = {{}}
