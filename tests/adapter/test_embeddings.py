@@ -99,6 +99,27 @@ async def test_a_thousand_texts_split_into_twenty_requests_run_concurrently_and_
     assert result.usage.input_tokens == sum(max(1, (len(t) + 3) // 4) for t in texts)
 
 
+async def test_a_stack_files_result_is_named_by_its_path_and_priced_by_its_catalog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It was ``small:text-embedding-3-small``, which cost_of knew nothing of: 0, with a 'no
+    price' warning. A chat reply through a stack file is named by its path, and priced so."""
+    (tmp_path / "small.yaml").write_text("name: small\nextends: openai\n")
+    monkeypatch.chdir(tmp_path)
+    emulator = Emulator()
+    usage = metis.TokenUsage(input_tokens=1_000_000)
+    for model in ("small.yaml:text-embedding-3-small", "text-embedding-3-small"):
+        result = await embedder("small.yaml", emulator).embed(["a", "b"], model=model)
+        assert result.model == "small.yaml:text-embedding-3-small"
+        assert metis.cost_of(result.model, result.usage).priced
+    assert (
+        metis.cost_of("small.yaml:text-embedding-3-small", usage).usd
+        == metis.cost_of("openai:text-embedding-3-small", usage).usd
+    )
+    builtin = await embedder("openai", emulator).embed(["a"], model="text-embedding-3-small")
+    assert builtin.model == "openai:text-embedding-3-small"
+
+
 async def test_a_provider_limit_splits_a_call_cohere_96_a_request() -> None:
     emulator = Emulator()
     texts = [f"t{i}" for i in range(200)]
