@@ -416,6 +416,19 @@ def test_converse_takes_no_file_by_url_nor_a_file_in_an_assistant_turn() -> None
     assert "assistant" in call.dropped[0][1]
 
 
+def test_ollama_refuses_an_image_by_url_in_the_turn_sent_and_drops_it_from_an_older_one() -> None:
+    """It was dropped from the turn sent too, with a warning: the model answered unseeing."""
+    from metis.wire import ollama
+
+    picture = ImageBlock.from_url("https://example.com/cat.png")
+    with pytest.raises(CapabilityError, match=r"cannot take the image in messages.*no URL"):
+        ollama.encode(_ask(picture), recording_call("ollama", "ollama:llava"))
+    call = recording_call("ollama", "ollama:llava")
+    body = ollama.encode(_older(picture), call)
+    assert call.dropped_types == ["image"]
+    assert "images" not in body["messages"][0]
+
+
 def test_anthropic_takes_documents_in_user_messages_only() -> None:
     call = recording_call()
     request = _request(Message.user("hi"), Message.assistant("See:", REPORT), Message.user("ok"))
