@@ -233,3 +233,14 @@ def test_bedrock_says_which_stop_sequence_ended_the_reply_on_both_apis(
         events = list(metis.stream(f"{stack}:{model}", "Hi.", stop_sequences=["said"]))
         assert isinstance(events[-1], MessageComplete)
         assert events[-1].stop_reason.sequence == "said"
+
+
+def test_stop_sequences_to_the_responses_api_are_left_out_with_a_warning(
+    at_emulator: Emulator,
+) -> None:
+    """docs/contract.md §13, as the codec had it: the stack's supports_stop_sequences: false
+    refused them first (a CapabilityError), so one request could not serve every model."""
+    reply = metis.complete("openai_responses:gpt-5.1", "Hi.", stop_sequences=["said"])
+    assert reply.text == "You said: Hi."  # nothing cut: the API has no stop parameter
+    assert [w.block_type for w in reply.warnings] == ["stop_sequences"]
+    assert "stop" not in at_emulator.bodies("openai_responses")[-1]
