@@ -26,6 +26,14 @@ class ImageInput:
     data: str
     media_type: str = "image/png"
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, str):  # bytes went on to fail as a body JSON cannot hold
+            said = f"ImageInput takes the image as base64 text, not {type(self.data).__name__}"
+            fix = ": base64.b64encode(data).decode() is it" if isinstance(self.data, bytes) else ""
+            raise TypeError(said + fix)
+        if not isinstance(self.media_type, str) or not self.media_type.startswith("image/"):
+            raise TypeError(f"ImageInput's media_type is an image type, not {self.media_type!r}")
+
     @property
     def data_url(self) -> str:
         return f"data:{self.media_type};base64,{self.data}"

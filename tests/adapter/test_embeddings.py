@@ -249,7 +249,7 @@ async def test_an_unsupported_dimension_is_a_capability_error_before_sending() -
     e = embedder("bedrock", emulator, {"region": "us-east-1"})
     with pytest.raises(CapabilityError, match="256, 512, 1024"):
         await e.embed(["x"], model="bedrock:amazon.titan-embed-text-v2:0", dimensions=300)
-    with pytest.raises(CapabilityError, match="1536 only"):
+    with pytest.raises(CapabilityError, match="gives only 1536 dimensions"):
         await embedder("openai", emulator).embed(
             ["x"], model="openai:text-embedding-ada-002", dimensions=512
         )
@@ -440,3 +440,14 @@ async def test_a_limiter_that_refuses_fails_the_requests_it_refuses_and_keeps_th
     assert partial is not None and partial.succeeded == 2 and len(partial.failed) == 2
     # which two: the order tasks start in is the event loop's (trio's differs from asyncio's)
     assert all((v is None) == (i in partial.failed) for i, v in enumerate(partial.vectors))
+
+
+def test_an_image_input_is_base64_text_of_an_image_type() -> None:
+    """Bytes went on to fail as 'a value JSON cannot hold'; a number or a PDF type was sent."""
+    with pytest.raises(TypeError, match=r"not bytes: base64\.b64encode\(data\)\.decode\(\)"):
+        metis.ImageInput(b"\x89PNG", "image/png")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not int"):
+        metis.ImageInput(123)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="an image type, not 'application/pdf'"):
+        metis.ImageInput("aGk=", "application/pdf")
+    assert metis.ImageInput("aGk=").data_url == "data:image/png;base64,aGk="
