@@ -64,6 +64,15 @@ def test_a_value_of_the_wrong_type_is_an_invalid_request_naming_the_option(
         (42, "messages: expected a string, a Message, a message dict or a list of them, got int"),
         (b"Hi", "got bytes"),
         ([42], "messages[0]: expected a Message or a dict, got int"),
+        (
+            [metis.Message.user("Hi"), "And Rome?"],
+            "messages[1]: expected a Message or a dict, got str; a user's text is "
+            "metis.Message.user",
+        ),
+        (
+            [[metis.Message.user("Hi")]],
+            "messages[0]: expected a Message or a dict, got list; a list",
+        ),
         (  # the reply itself appended to the history, in a tool loop written by hand
             [
                 metis.Message.user("Hi"),
