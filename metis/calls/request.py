@@ -278,11 +278,6 @@ def unknown_model_note(adapter: Adapter, model: str) -> str | None:
     return f"metis: {wire!r} is not in the model catalog for {provider}{known}"
 
 
-def _adapted(output: TypeAdapter[Any]) -> str:
-    """The type ``output`` validates, as written (``City``, not ``TypeAdapter(City)``)."""
-    return repr(output).removeprefix("TypeAdapter(").removesuffix(")")
-
-
 def _type_name(kind: object) -> str:
     if isinstance(kind, type):
         return f"{kind.__module__}.{kind.__qualname__}".removeprefix("builtins.")
@@ -375,8 +370,9 @@ def validated(output: TypeAdapter[T], response: CanonicalResponse) -> T:
     try:
         return output.validate_json(response.text)
     except ValidationError as exc:
+        written = repr(output).removeprefix("TypeAdapter(").removesuffix(")")  # City, as given
         error = OutputValidationError(
-            f"{response.model}: the reply does not validate as {_adapted(output)}: "
+            f"{response.model}: the reply does not validate as {written}: "
             + "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()
             ),
