@@ -247,6 +247,8 @@ _load, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 def __getattr__(name: str) -> Any:
+    if name == "histories":  # metis.histories.from_openai_chat(...), as errors name it
+        return importlib.import_module("metis.histories")
     if name in _MOVED:
         warn_deprecated(f"metis.{name}", f"{_MOVED[name]}.{name}")
         return getattr(importlib.import_module(_MOVED[name]), name)

@@ -300,7 +300,7 @@ def _embedding_cost(model: str, usage: TokenUsage, tier: TierKind | None) -> Cos
 
 
 def _unpriced(model: str, table: PriceTable, usage: TokenUsage) -> Cost:
-    reason = table._no_price(model)
+    reason = table._no_price(model) + _misspelt_stack(model, table)
     if model not in _warned_unpriced:
         _warned_unpriced.add(model)
         log.warning(
@@ -312,6 +312,22 @@ def _unpriced(model: str, table: PriceTable, usage: TokenUsage) -> Cost:
 
 
 _warned_unpriced: set[str] = set()
+
+
+def _misspelt_stack(model: str, table: PriceTable) -> str:
+    """``opnai:gpt-4o``: the stack meant, when the part before ``:`` is neither a stack, a
+    stack file nor a provider the table prices."""
+    from metis.core.suggest import did_you_mean
+    from metis.stacks.loader import builtin_stacks
+
+    prefix, colon, _ = model.partition(":")
+    stacks = builtin_stacks()
+    if not colon or prefix in stacks or prefix.endswith((".yaml", ".yml")):
+        return ""
+    if any(key.startswith(prefix + ":") for key in table.models):
+        return ""
+    meant = did_you_mean(prefix, stacks)
+    return f"; no stack is named {prefix!r}{meant}" if meant else ""
 
 
 def _served_in_batch(usage: Any) -> bool:

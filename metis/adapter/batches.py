@@ -24,6 +24,7 @@ from metis.adapter.checks import a_request, check_ready, foreign_prefixes, of_ad
 from metis.adapter.count_tokens import Countable
 from metis.adapter.delivery import folded
 from metis.core.ids import new_request_id
+from metis.core.options import checked_options
 from metis.errors import (
     AdapterError,
     CapabilityError,
@@ -163,6 +164,7 @@ class Batches:
         status: BatchStatus = self._module().read_status(answer, self.adapter.name)
         return status
 
+    @checked_options  # poll_second= says poll_seconds, as CachedContents' methods do
     async def wait(
         self, batch_id: str, *, poll_seconds: float = 30.0, timeout_seconds: float | None = None
     ) -> BatchStatus:

@@ -9,7 +9,7 @@ from dataclasses import replace
 from metis.errors import scrub_error
 from metis.model.events import MessageComplete, MessageStart, StreamEvent
 from metis.model.request import CanonicalRequest
-from metis.model.response import CanonicalResponse
+from metis.model.response import CanonicalResponse, StopKind, StopReason
 from metis.pipeline.call import Call
 from metis.pipeline.cancellation import CancelHandle
 from metis.pipeline.hooks import Passed, Watch
@@ -34,8 +34,14 @@ class Delivery(Watch):
 
     async def completed(self, event: MessageComplete) -> MessageComplete:
         """Last of all (the tool-id store written): the call's warnings on it; delivered,
-        nothing left to cancel."""
-        self.call.cancel.finished = True
+        nothing left to cancel. A cancel that came after the answer's last bytes were read
+        (so nothing was left to interrupt) still ends the call cancelled, with all it holds:
+        ``cancel()`` answered True (docs/contract.md §1)."""
+        cancel = self.call.cancel
+        cancel.finished = True
+        if cancel.cancelled and event.stop_reason.kind is not StopKind.CANCELLED:
+            stop = StopReason(kind=StopKind.CANCELLED)
+            return replace(event, stop_reason=stop, warnings=list(self.call.warnings))
         return replace(event, warnings=list(self.call.warnings))
 
     def close(self, error: BaseException | None) -> BaseException | None:

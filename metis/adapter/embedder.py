@@ -52,7 +52,11 @@ from metis.pipeline.registry import StageRegistry
 from metis.pipeline.registry import stages as default_registry
 from metis.pipeline.services import StageServices
 from metis.pipeline.settings import validate_settings
-from metis.stacks.embedding import EmbeddingStackSpec, load_embedding_stack
+from metis.stacks.embedding import (
+    EmbeddingStackSpec,
+    builtin_embedding_stacks,
+    load_embedding_stack,
+)
 from metis.stacks.loader import endpoint_for
 from metis.telemetry import NULL_SINK, TelemetrySink
 from metis.transport.clients import AsyncHTTPClient, as_httpx
@@ -180,7 +184,7 @@ class Embedder:
         async with anyio.create_task_group() as group:
             for chunk in chunks:
                 group.start_soon(_limited, limiter, one, chunk)
-        return run.result(f"{self.name}:{wire_model}", len(chunks))
+        return run.result(self._served(model, wire_model), len(chunks))
 
     async def _send(
         self, batch: EmbedBatch, call: Call, estimates: list[int], chunk: range
@@ -204,6 +208,14 @@ class Embedder:
             used = embedded.input_tokens if embedded.input_tokens is not None else estimate
             await admitted.settle(TokenUsage(input_tokens=used))
             return embedded
+
+    def _served(self, model: str, wire_model: str) -> str:
+        """The result's ``model``: ``stack:model``, or the stack file's path as the call named
+        it (``my/stack.yaml:model``, which ``cost_of`` reads, as a chat reply's)."""
+        source = self.stack.source
+        if self.name in builtin_embedding_stacks() or not source.endswith((".yaml", ".yml")):
+            return f"{self.name}:{wire_model}"
+        return f"{source}:{wire_model}"
 
     def _call(self, model: str, wire_model: str) -> Call:
         return Call(

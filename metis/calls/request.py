@@ -29,6 +29,7 @@ from metis.model.server_tools import ServerToolLike
 from metis.pipeline.settings import setting_named
 from metis.routing.router import Router
 from metis.tools import AnyTool, as_tool_definition, described_value, tool_list
+from metis.wire.knobs.reasoning import EFFORT_BUDGETS
 
 MessagesLike = str | Message | MessageDict | Sequence[Message | MessageDict]
 """A user's text, one message, or the conversation: Message objects or plain dicts."""
@@ -123,11 +124,16 @@ def settings_hints(unknown: Iterable[str]) -> dict[str, str]:
 
 def default_output_tokens(options: CallOptions | ModelOptions) -> int:
     """The reply's limit when no option sets it (the model's own caps it): 4,096, and the
-    tokens of a thinking budget asked for more, since Anthropic spends the budget out of it."""
+    tokens of a thinking budget asked for more (an effort's by docs/reasoning.md's table),
+    since Anthropic spends the budget out of it and OpenAI counts reasoning in it: under 4,096
+    alone every effort from ``medium`` up was one budget, 4,095."""
     thinking: Any = options.get("thinking")
     if thinking is None:
         thinking = options.get("reasoning")
     budget = thinking if type(thinking) is int else getattr(thinking, "budget_tokens", None)
+    effort = thinking if isinstance(thinking, str) else getattr(thinking, "effort", None)
+    if budget is None and isinstance(effort, str):
+        budget = EFFORT_BUDGETS.get(effort)  # type: ignore[call-overload]
     return DEFAULT_MAX_OUTPUT_TOKENS + (budget if type(budget) is int and budget > 0 else 0)
 
 
@@ -224,6 +230,11 @@ def structured_output(output_type: type[T] | None, options: ModelOptions) -> Typ
         return None
     if isinstance(output_type, Mapping):
         raise ConfigError("output_type is a type; a JSON schema (a dict) is output_schema=")
+    if options.get("output_schema") is not None:  # output_type's schema would replace it
+        raise ConfigError(
+            "give output_type or output_schema, not both: output_type asks for its own schema "
+            "and validates the reply against it"
+        )
     try:
         output = TypeAdapter(output_type)
         options["output_schema"] = output.json_schema()
@@ -359,8 +370,9 @@ def validated(output: TypeAdapter[T], response: CanonicalResponse) -> T:
     try:
         return output.validate_json(response.text)
     except ValidationError as exc:
+        written = repr(output).removeprefix("TypeAdapter(").removesuffix(")")  # City, as given
         error = OutputValidationError(
-            f"{response.model}: the reply does not validate as {output}: "
+            f"{response.model}: the reply does not validate as {written}: "
             + "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()
             ),

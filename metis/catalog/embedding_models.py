@@ -74,7 +74,7 @@ class EmbeddingModel:
             return ", ".join(map(str, self.dimension_choices))
         if self.min_dimensions is not None:
             return f"{self.min_dimensions} to {self.dimensions}"
-        return f"{self.dimensions} only"
+        return f"only {self.dimensions}"  # "gives only 1536 dimensions"
 
 
 def _d(text: str) -> Decimal:

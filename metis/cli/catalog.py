@@ -25,9 +25,10 @@ def run(args: argparse.Namespace) -> int:
     catalog = default_catalog()
     if args.providers:
         return _providers(out, catalog)
-    provider = _provider(args.provider, catalog) if args.provider is not None else None
+    search, named = _split(args.search, args.provider, catalog)
+    provider = _provider(named, catalog) if named is not None else None
     needs = {need: True for need in NEEDS if getattr(args, need)}
-    found = ranked(catalog.search(args.search, provider=provider, **needs))
+    found = ranked(catalog.search(search, provider=provider, **needs))
     shown = found[: args.limit]
     if args.json:
         for info in shown:
@@ -59,6 +60,17 @@ def ranked(found: list[ModelInfo]) -> list[ModelInfo]:
         return tier, info.provider, info.id
 
     return sorted(found, key=rank)
+
+
+def _split(search: str, provider: str | None, catalog: Catalog) -> tuple[str, str | None]:
+    """A search written as a model string (``openai:gpt-4o``, ``gemini:gemini-2.5``, as calls
+    name models) is the provider and the text after it; it found nothing, no id holding one."""
+    head, colon, rest = search.partition(":")
+    if provider is not None or not colon:
+        return search, provider
+    if head in catalog.providers or stack_catalog_provider(head) is not None:
+        return rest, head
+    return search, provider
 
 
 def _provider(name: str, catalog: Catalog) -> str:

@@ -235,4 +235,16 @@ class Message(Canonical):
 
 
 def _blocks(items: tuple[str | ContentBlock, ...]) -> list[ContentBlock]:
+    for position, item in enumerate(items):
+        if not isinstance(item, str | BlockBase | dict):
+            raise TypeError(_not_a_block(position, item))  # as a constructor does
     return [TextBlock(text=item) if isinstance(item, str) else item for item in items]
+
+
+def _not_a_block(position: int, item: object) -> str:
+    """What an item of ``Message.user(...)`` that is no block is, and what would do."""
+    said = f"content[{position}] is {type(item).__name__}, not text or a content block"
+    if isinstance(item, bytes | bytearray | Path):
+        file = "ImageBlock.from_bytes(data, media_type), from_path(path), or DocumentBlock's"
+        return f"{said}: a file is {file}"
+    return f"{said}: give a str, or a block (TextBlock, ImageBlock, DocumentBlock, ...)"

@@ -10,7 +10,7 @@ the error's ``partial_embeddings``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 from metis.model.response import TokenUsage
 
@@ -25,6 +25,15 @@ class ImageInput:
 
     data: str
     media_type: str = "image/png"
+
+    def __post_init__(self) -> None:
+        data, media_type = cast(object, self.data), cast(object, self.media_type)  # as given
+        if not isinstance(data, str):  # bytes went on to fail as a body JSON cannot hold
+            said = f"ImageInput takes the image as base64 text, not {type(data).__name__}"
+            fix = ": base64.b64encode(data).decode() is it" if isinstance(data, bytes) else ""
+            raise TypeError(said + fix)
+        if not isinstance(media_type, str) or not media_type.startswith("image/"):
+            raise TypeError(f"ImageInput's media_type is an image type, not {media_type!r}")
 
     @property
     def data_url(self) -> str:

@@ -120,7 +120,8 @@ def _needs(message: Message, where: str, caps: AdapterCapabilities, provider: st
             reason = unreadable(part, caps, provider)
             if reason is not None:
                 at = f"{where}.content[{j}]" + (f".content[{k}]" if part is not block else "")
-                problems.append(f"{at}: a {part.type} it cannot read: {reason}")
+                article = "an" if part.type == "audio" else "a"
+                problems.append(f"{at}: {article} {part.type} it cannot read: {reason}")
     return problems
 
 

@@ -82,6 +82,10 @@ def message_from_dict(value: Any, index: int | str) -> Message:
         hint = ""
         if isinstance(getattr(value, "message", None), Message):  # a reply, not its message
             hint = "; a reply goes into the history as its .message"
+        elif isinstance(value, str):  # where one message is a Message, not its text
+            hint = f"; a user's text is metis.Message.user({value[:20]!r})"
+        elif isinstance(value, list | tuple):
+            hint = "; a list where one message goes: give its messages (session.add(*messages))"
         raise _error(f"{where}: expected a Message or a dict, got {type(value).__name__}{hint}")
     _known_keys(value, Message, where, "a message")
     if "role" not in value:

@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from metis.core.empty import empty_dict, empty_list
+from metis.core.suggest import did_you_mean
 from metis.model.base import Canonical
 from metis.model.block import BlockBase
 
@@ -95,6 +96,18 @@ class ProviderTool(_Declaration):
     type: str = Field(min_length=1)
     name: str | None = None
     options: dict[str, Any] = Field(default_factory=empty_dict)
+
+
+DIALECTS = ("anthropic", "bedrock_converse", "gemini", "openai_chat", "openai_responses")
+"""The wire dialects whose encoders send a :class:`ProviderTool` (a codec of your own may read
+it under another name)."""
+
+
+def goes_only_to(tool: ProviderTool) -> str:
+    """Why a stack of another dialect refuses ``tool``: it goes only to its own; a dialect that
+    is a misspelt one of :data:`DIALECTS` says which was meant."""
+    said = f"the {tool.dialect} tool {tool.type!r} goes only to {tool.dialect}"
+    return said if tool.dialect in DIALECTS else said + did_you_mean(tool.dialect, DIALECTS)
 
 
 ServerToolLike = WebSearch | WebFetch | CodeExecution | ProviderTool

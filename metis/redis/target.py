@@ -91,8 +91,13 @@ def parse_redis_url(url: str, *, ssl_context: ssl.SSLContext | None = None) -> R
     """``redis://[[user]:password@]host[:port][/db]``, ``rediss://`` the same over TLS,
     ``unix://[[user]:password@]/path[?db=N]``. Components are percent-decoded."""
     scheme, sep, rest = url.partition("://")
-    if not sep or scheme not in ("redis", "rediss", "unix"):
-        shown = scheme if sep and len(scheme) <= 12 else "?"
+    if not sep:  # host:port alone, say (the rest unshown: it may hold a password)
+        raise ConfigError(
+            "redis url: no scheme; the scheme must be redis://, rediss:// or unix:// "
+            "(redis://host:port, say)"
+        )
+    if scheme not in ("redis", "rediss", "unix"):
+        shown = scheme if len(scheme) <= 12 else "?"
         raise ConfigError(
             f"redis url: the scheme must be redis://, rediss:// or unix://, not {shown}://"
         )

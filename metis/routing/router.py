@@ -37,6 +37,7 @@ from metis.core.deprecation import warn_deprecated
 from metis.core.options import checked_init
 from metis.errors import (
     AdapterError,
+    CapabilityError,
     ConfigError,
     ErrorClass,
     NotConfiguredError,
@@ -356,7 +357,8 @@ class Router:
             await self._changed(lambda store: store.succeeded(key))
         elif probe:  # no verdict: the next call may probe
             await self._changed(lambda store: store.abandoned(key))
-        return error.error_class in self.fallback_on
+        unsent = isinstance(error, CapabilityError) and error.provider_status is None
+        return unsent or error.error_class in self.fallback_on  # unsent: as a skip moves on
 
     async def _failed_serving(self, target: ResolvedTarget, error: AdapterError) -> None:
         """A stream failed after its first event: no moving on, but the model may cool down."""

@@ -18,6 +18,7 @@ from metis.adapter.adapter import Adapter
 from metis.calls import request as call_request
 from metis.calls.request import MessagesLike, ModelLike, ModelOptions, as_messages
 from metis.core.ids import new_ulid
+from metis.core.options import checked_options
 from metis.errors import AdapterError, ConfigError, InvalidRequestError, ProtocolError
 from metis.model.content import Message
 from metis.model.dicts import MessageDict
@@ -316,6 +317,7 @@ class Session(BlockingForms):
         return saved.model_dump_json(exclude_none=True)
 
     @classmethod
+    @checked_options  # a misspelt keyword (modle=) says the one meant
     def from_json(
         cls,
         data: str | bytes | dict[str, Any],

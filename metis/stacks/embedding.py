@@ -122,10 +122,15 @@ def load_embedding_stack(name_or_path: str | Path) -> EmbeddingStackSpec:
 
 @functools.cache
 def embedding_catalog_provider(stack: str) -> str | None:
-    """The catalog provider a built-in embedding stack names, or None."""
-    if stack not in builtin_embedding_stacks():
+    """The catalog provider a built-in embedding stack or a stack file (``my/stack.yaml``, as
+    ``metis.embed`` names it) names, or None."""
+    is_file = stack.endswith((".yaml", ".yml")) and Path(stack).is_file()
+    if stack not in builtin_embedding_stacks() and not is_file:
         return None
-    return load_embedding_stack(stack).catalog
+    try:
+        return load_embedding_stack(stack).catalog
+    except ConfigError:  # a chat stack's file, or a broken one: nothing to price it by
+        return None
 
 
 def builtin_embedding_stacks() -> list[str]:

@@ -18,6 +18,7 @@ import pytest
 import metis
 from metis import CanonicalRequest, Message, build_adapter
 from metis.adapter.batches import Batches
+from metis.core.options import UnknownOptionError
 from metis.errors import CapabilityError, InvalidRequestError, ProtocolError, ServerError
 from metis.testing.emulator import Emulator
 from metis.wire.batches import RawItem
@@ -76,6 +77,7 @@ async def test_forty_requests_with_failed_items_read_back_by_id(stack: str, mode
     for key in ("item-7", "item-22"):
         item = results[key]
         assert item.outcome == "errored" and isinstance(item.error, ServerError)
+        assert item.error.provider_status == 500  # Anthropic's api_error too: no line says 400
     for i in (0, 20, 39):
         response = results.succeeded[f"item-{i}"]
         assert response.text == f"You said: question {i}"
@@ -130,6 +132,8 @@ async def test_bad_batches_are_refused_before_sending() -> None:
         await openai.submit([mixed["other"]])  # type: ignore[list-item]
     with pytest.raises(InvalidRequestError, match="expected a CanonicalRequest"):
         await openai.submit({"a": "Hi"})  # type: ignore[dict-item]
+    with pytest.raises(UnknownOptionError, match="did you mean 'poll_seconds'"):
+        await openai.wait("batch_1", poll_second=0)  # type: ignore[call-arg]
     assert emulator.stats.requests == 0
     for stack in ("ollama", "bedrock", "vertex", "groq", "azure_responses", "bedrock_mantle"):
         with pytest.raises(CapabilityError):
@@ -206,6 +210,7 @@ def test_a_batch_is_read_back_from_its_id_in_a_new_process() -> None:
 import anyio, json
 from metis import build_adapter
 from metis.adapter.batches import Batches
+from metis.core.options import UnknownOptionError
 
 async def main():
     out = {{}}
@@ -263,6 +268,10 @@ def test_anthropic_results_jsonl_as_documented() -> None:
         ("my-first-request", "errored"),
         ("x", "expired"),
     ]
+    assert [i.status for i in items[1:]] == [400, 400]  # invalid_request_error; none given
+    overloaded = b'{"type":"error","error":{"type":"overloaded_error","message":"busy"}}'
+    line = b'{"custom_id":"o","result":{"type":"errored","error":' + overloaded + b"}}\n"
+    assert anthropic_wire.read_results(line)[0].status == 529
     status = anthropic_wire.read_status(
         {
             "id": "msgbatch_1",

@@ -99,6 +99,27 @@ async def test_a_thousand_texts_split_into_twenty_requests_run_concurrently_and_
     assert result.usage.input_tokens == sum(max(1, (len(t) + 3) // 4) for t in texts)
 
 
+async def test_a_stack_files_result_is_named_by_its_path_and_priced_by_its_catalog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It was ``small:text-embedding-3-small``, which cost_of knew nothing of: 0, with a 'no
+    price' warning. A chat reply through a stack file is named by its path, and priced so."""
+    (tmp_path / "small.yaml").write_text("name: small\nextends: openai\n")
+    monkeypatch.chdir(tmp_path)
+    emulator = Emulator()
+    usage = metis.TokenUsage(input_tokens=1_000_000)
+    for model in ("small.yaml:text-embedding-3-small", "text-embedding-3-small"):
+        result = await embedder("small.yaml", emulator).embed(["a", "b"], model=model)
+        assert result.model == "small.yaml:text-embedding-3-small"
+        assert metis.cost_of(result.model, result.usage).priced
+    assert (
+        metis.cost_of("small.yaml:text-embedding-3-small", usage).usd
+        == metis.cost_of("openai:text-embedding-3-small", usage).usd
+    )
+    builtin = await embedder("openai", emulator).embed(["a"], model="text-embedding-3-small")
+    assert builtin.model == "openai:text-embedding-3-small"
+
+
 async def test_a_provider_limit_splits_a_call_cohere_96_a_request() -> None:
     emulator = Emulator()
     texts = [f"t{i}" for i in range(200)]
@@ -228,7 +249,7 @@ async def test_an_unsupported_dimension_is_a_capability_error_before_sending() -
     e = embedder("bedrock", emulator, {"region": "us-east-1"})
     with pytest.raises(CapabilityError, match="256, 512, 1024"):
         await e.embed(["x"], model="bedrock:amazon.titan-embed-text-v2:0", dimensions=300)
-    with pytest.raises(CapabilityError, match="1536 only"):
+    with pytest.raises(CapabilityError, match="gives only 1536 dimensions"):
         await embedder("openai", emulator).embed(
             ["x"], model="openai:text-embedding-ada-002", dimensions=512
         )
@@ -419,3 +440,14 @@ async def test_a_limiter_that_refuses_fails_the_requests_it_refuses_and_keeps_th
     assert partial is not None and partial.succeeded == 2 and len(partial.failed) == 2
     # which two: the order tasks start in is the event loop's (trio's differs from asyncio's)
     assert all((v is None) == (i in partial.failed) for i, v in enumerate(partial.vectors))
+
+
+def test_an_image_input_is_base64_text_of_an_image_type() -> None:
+    """Bytes went on to fail as 'a value JSON cannot hold'; a number or a PDF type was sent."""
+    with pytest.raises(TypeError, match=r"not bytes: base64\.b64encode\(data\)\.decode\(\)"):
+        metis.ImageInput(b"\x89PNG", "image/png")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not int"):
+        metis.ImageInput(123)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="an image type, not 'application/pdf'"):
+        metis.ImageInput("aGk=", "application/pdf")
+    assert metis.ImageInput("aGk=").data_url == "data:image/png;base64,aGk="

@@ -64,6 +64,15 @@ def test_a_value_of_the_wrong_type_is_an_invalid_request_naming_the_option(
         (42, "messages: expected a string, a Message, a message dict or a list of them, got int"),
         (b"Hi", "got bytes"),
         ([42], "messages[0]: expected a Message or a dict, got int"),
+        (
+            [metis.Message.user("Hi"), "And Rome?"],
+            "messages[1]: expected a Message or a dict, got str; a user's text is "
+            "metis.Message.user",
+        ),
+        (
+            [[metis.Message.user("Hi")]],
+            "messages[0]: expected a Message or a dict, got list; a list",
+        ),
         (  # the reply itself appended to the history, in a tool loop written by hand
             [
                 metis.Message.user("Hi"),
@@ -189,6 +198,23 @@ def test_an_output_type_with_no_json_schema_is_a_config_error(at_emulator: Emula
     with pytest.raises(ConfigError, match=r"output_type socket\.socket has no JSON schema"):
         session.run("Hi", output_type=socket.socket)
     assert at_emulator.stats.requests == 0
+
+
+def test_output_type_and_output_schema_together_are_a_config_error(at_emulator: Emulator) -> None:
+    """output_type's schema replaced the one given, silently: the reply followed another."""
+
+    class City(pydantic.BaseModel):
+        name: str
+
+    other = {"type": "object", "properties": {"town": {"type": "string"}}}
+    said = "give output_type or output_schema, not both"
+    with pytest.raises(ConfigError, match=said):
+        metis.complete(MODEL, "A city?", output_type=City, output_schema=other)
+    with pytest.raises(ConfigError, match=said):
+        metis.Session(MODEL).run("A city?", output_type=City, output_schema=other)
+    assert at_emulator.stats.requests == 0
+    session = metis.Session(MODEL, output_schema=other)  # the session's: the turn's type wins
+    assert isinstance(session.run("A city?", output_type=City).output, City)
 
 
 def test_a_type_given_as_output_schema_says_output_type_is_the_option_for_it(

@@ -46,14 +46,17 @@ def test_bedrock_is_pointed_elsewhere_by_the_variable_boto3_reads(
     emulator: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """AWS_ENDPOINT_URL_BEDROCK_RUNTIME (a VPC endpoint, or the emulator) is Bedrock's base URL
-    as ANTHROPIC_BASE_URL is Anthropic's, for Converse and InvokeModel alike."""
+    as ANTHROPIC_BASE_URL is Anthropic's, for Converse, InvokeModel and the embeddings alike
+    (the embeddings went to AWS itself)."""
     monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", emulator.url)
     monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "test-key")
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     assert metis.complete(f"bedrock:{model}", "Say hello.").text == "You said: Say hello."
     assert metis.complete(f"bedrock_anthropic:{model}", "Hi.").text == "You said: Hi."
-    assert emulator.stats.requests == 2
+    embedded = metis.embed("bedrock:amazon.titan-embed-text-v2:0", ["a", "b"], max_retries=0)
+    assert len(embedded.vectors) == 2
+    assert emulator.stats.requests == 4  # Titan embeds one text a request
 
 
 def test_the_synchronous_stream_yields_events_ending_in_message_complete(
@@ -230,3 +233,14 @@ def test_bedrock_says_which_stop_sequence_ended_the_reply_on_both_apis(
         events = list(metis.stream(f"{stack}:{model}", "Hi.", stop_sequences=["said"]))
         assert isinstance(events[-1], MessageComplete)
         assert events[-1].stop_reason.sequence == "said"
+
+
+def test_stop_sequences_to_the_responses_api_are_left_out_with_a_warning(
+    at_emulator: Emulator,
+) -> None:
+    """docs/contract.md §13, as the codec had it: the stack's supports_stop_sequences: false
+    refused them first (a CapabilityError), so one request could not serve every model."""
+    reply = metis.complete("openai_responses:gpt-5.1", "Hi.", stop_sequences=["said"])
+    assert reply.text == "You said: Hi."  # nothing cut: the API has no stop parameter
+    assert [w.block_type for w in reply.warnings] == ["stop_sequences"]
+    assert "stop" not in at_emulator.bodies("openai_responses")[-1]

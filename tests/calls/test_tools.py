@@ -170,6 +170,8 @@ def test_a_reply_that_does_not_validate_is_a_classified_error_with_the_reply(
     assert caught.value.partial_response is not None
     assert caught.value.raw_text == caught.value.partial_response.text
     assert "code" in str(caught.value)
+    said = str(caught.value)
+    assert "Strict: code:" in said and "TypeAdapter" not in said  # as TypeAdapter(...Strict)
 
 
 @pytest.mark.parametrize("kind", [StopKind.CANCELLED, StopKind.ERROR])

@@ -194,6 +194,16 @@ def test_cost_of_an_unpriced_model_is_an_unpriced_cost_a_sum_can_go_past(
         table().cost("openai:gpt-4o", usage)  # the table's own lookup still says so
 
 
+def test_an_unpriced_model_with_a_misspelt_stack_says_the_stack_meant() -> None:
+    """'opnai:gpt-4o' was 'no price for model', as if OpenAI had not priced gpt-4o."""
+    usage = TokenUsage(input_tokens=1000)
+    said = cost_of("opnai:gpt-4o", usage).unpriced
+    assert said is not None and said.endswith("no stack is named 'opnai'; did you mean 'openai'?")
+    for model in ("ollama:my-own-finetune", "openai:gpt-9", "google:gemini-9", "my/s.yaml:m"):
+        said = cost_of(model, usage).unpriced
+        assert said is not None and "no stack is named" not in said, model
+
+
 def test_a_tier_prices_every_token_of_a_call_past_its_threshold() -> None:
     tiered = table(
         models={

@@ -70,7 +70,9 @@ def test_the_one_line_calls_take_reasoning_and_the_sampling_settings() -> None:
     ("options", "limit"),
     [
         ({}, 4096),
-        ({"reasoning": "high"}, 4096),
+        ({"reasoning": "high"}, 4096 + 16384),  # an effort's budget, by the table
+        ({"thinking": ThinkingConfig(effort="medium")}, 4096 + 8192),
+        ({"reasoning": "none"}, 4096),
         ({"reasoning": 8000}, 12096),
         ({"thinking": ThinkingConfig(budget_tokens=8000)}, 12096),
         ({"reasoning": 200_000}, 64000),  # the model's own limit caps it
@@ -81,7 +83,8 @@ def test_a_thinking_budget_asked_for_raises_the_default_reply_limit_by_itself(
     options: dict[str, Any], limit: int
 ) -> None:
     """Anthropic spends the budget out of max_tokens: under the 4,096 default a budget of 8,000
-    was cut to 4,095 (docs/reasoning.md's own example); the default now leaves it whole."""
+    was cut to 4,095 (docs/reasoning.md's own example); the default now leaves it whole, and
+    an effort's budget too (``high`` and ``medium`` were both 4,095 on Claude Sonnet 4.5)."""
     adapter = metis.build_adapter("anthropic", metis.AdapterConfig(api_key="k"))
     made = build_request(adapter, "anthropic:claude-sonnet-4-5", "hi", options)  # type: ignore[arg-type]
     assert made.max_output_tokens == limit
@@ -123,6 +126,19 @@ def test_an_anthropic_budget_fits_below_the_output_limit() -> None:
     assert out == ThinkingConfig(budget_tokens=4999) and "4999 was sent" in warned[0]
     out, warned = fitted(ThinkingConfig(effort="low"), ANTHROPIC_BUDGET, 1000)
     assert out is None and "no room" in warned[0]
+
+
+def test_an_efforts_budget_is_kept_in_range_quietly_a_given_budget_with_a_warning() -> None:
+    """docs/reasoning.md: ``xhigh`` to Gemini 2.5 Flash is its most, 24576, with no warning (the
+    documented conversion); the same budget asked for by number is brought in with one."""
+    flash = reasoning_profile(info("google", "gemini-2.5-flash"))
+    assert flash is not None
+    assert fitted(ThinkingConfig(effort="xhigh"), flash) == (
+        ThinkingConfig(budget_tokens=24576),
+        [],
+    )
+    out, warned = fitted(ThinkingConfig(budget_tokens=32768), flash)
+    assert out == ThinkingConfig(budget_tokens=24576) and "outside the model's range" in warned[0]
 
 
 def test_a_model_that_always_reasons_takes_no_setting_and_says_so() -> None:

@@ -762,6 +762,22 @@ def test_a_misspelt_catalog_provider_names_the_nearest(capsys: pytest.CaptureFix
     )
 
 
+@pytest.mark.parametrize(
+    ("search", "shown"),
+    [
+        ("openai:gpt-3.5", "openai:gpt-3.5-turbo "),
+        ("gemini:gemini-2.5-fl", "google:gemini-2.5-flash "),  # a stack's name, as calls say it
+        ("ft:gpt-4o", "openai:ft:gpt-4o "),  # no provider named ft: text in the id
+    ],
+)
+def test_a_model_string_as_the_search_finds_its_models(
+    search: str, shown: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``metis models openai:gpt-3.5`` found 0 models: no id holds its provider."""
+    assert main(["models", search, "--limit", "50"]) == 0
+    assert shown in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("empty", ["", " "])
 def test_an_empty_catalog_provider_is_refused_not_ignored(
     empty: str, capsys: pytest.CaptureFixture[str]

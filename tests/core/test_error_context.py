@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 import socket
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -158,3 +160,17 @@ def test_an_uncatalogued_model_warning_names_the_closest_known_models(
     (warn,) = [r for r in caplog.records if getattr(r, "event", "") == "metis.uncatalogued_model"]
     assert "claude-sonnet-4-5" in warn.closest
     assert "(closest: claude-sonnet-4-5" in warn.getMessage()
+
+
+def test_the_reader_the_error_names_is_there_after_import_metis_alone() -> None:
+    """``metis.histories.from_openai_chat`` was an AttributeError after ``import metis``: the
+    subpackage loaded only when imported by name. It still does not load with metis."""
+    code = (
+        "import sys, metis\n"
+        "assert 'metis.histories' not in sys.modules\n"
+        "chat = [{'role': 'user', 'content': 'Hi'}]\n"
+        "print(metis.histories.from_openai_chat(chat)[0].text)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Hi"

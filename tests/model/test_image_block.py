@@ -40,3 +40,16 @@ def test_an_image_from_bytes_or_a_url_goes_in_a_message() -> None:
     assert linked.source == URLImageSource(url="https://example.com/cat.jpg")
     message = metis.Message.user("What are these?", inline, linked)
     assert [b.type for b in message.content] == ["text", "image", "image"]
+
+
+def test_what_is_no_block_in_a_message_is_said_with_what_would_do(tmp_path: Path) -> None:
+    """pydantic's "Input should be a valid dictionary or object" named neither the item nor the
+    block that was meant."""
+    with pytest.raises(TypeError, match=r"content\[1\] is bytes.*ImageBlock\.from_bytes"):
+        metis.Message.user("What is this?", PNG)
+    with pytest.raises(TypeError, match=r"content\[0\] is PosixPath.*from_path"):
+        metis.Message.assistant(tmp_path / "a.png")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"content\[1\] is int.*give a str, or a block"):
+        metis.Message.user("x", 3)  # type: ignore[arg-type]
+    as_dict = metis.Message.user("x", {"type": "text", "text": "y"})  # type: ignore[arg-type]
+    assert [b.type for b in as_dict.content] == ["text", "text"]

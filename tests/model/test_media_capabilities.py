@@ -82,7 +82,8 @@ async def test_a_file_the_model_cannot_read_in_the_turn_sent_is_refused_before_i
     assert await _run(request, READS_ALL, make_call())  # a model that reads it: sent as is
     with pytest.raises(CapabilityError) as info:
         await _run(request, TEXT_ONLY, make_call())
-    assert f"messages[0].content[1]: a {block.type} it cannot read" in info.value.message
+    article = "an" if block.type == "audio" else "a"  # "a audio" it said
+    assert f"messages[0].content[1]: {article} {block.type} it cannot read" in info.value.message
     assert f"takes no {block.type} input" in info.value.message
 
 

@@ -29,9 +29,11 @@ from ..fakes import (
     STALL,
     FakePeer,
     Reply,
+    anthropic_end,
     anthropic_error,
     anthropic_reply,
     anthropic_start,
+    anthropic_text,
     collect,
     request,
     sse,
@@ -143,6 +145,32 @@ async def test_cancel_from_the_consuming_task_between_events() -> None:
                 assert adapter.cancel(req.request_id) is True
     # The next read is refused, so the input fragment never arrives: nothing parses, {}.
     assert_cancelled_ending(events, tool_input={})
+
+
+@pytest.mark.anyio
+async def test_a_cancel_after_the_last_chunk_was_read_still_ends_the_call_cancelled() -> None:
+    """The whole answer came in one chunk, read before the cancel (a short reply; a synchronous
+    ``Session.stream`` reads ahead, so it was the usual case there): ``cancel()`` said True, so
+    the call ends cancelled with what the caller saw, never ``end_turn``."""
+    peer = FakePeer(
+        Reply(
+            chunks=[
+                "".join(sse(anthropic_start(), *anthropic_text("hi", "there"), *anthropic_end()))
+            ]
+        )
+    )
+    adapter = peer.adapter("anthropic")
+    req = request("anthropic")
+    events: list[StreamEvent] = []
+    answered: list[bool] = []
+    with anyio.fail_after(DEADLINE):
+        async for event in adapter.stream(req):
+            events.append(event)
+            if isinstance(event, MessageStart):
+                answered.append(adapter.cancel(req.request_id))
+    assert answered == [True]
+    final = assert_cancelled_ending(events, expect_tool=False)
+    assert final.final_content == [TextBlock(text="hithere")]  # what had arrived
 
 
 @pytest.mark.anyio

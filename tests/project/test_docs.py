@@ -213,3 +213,19 @@ def test_the_calls_options_table_names_every_option_the_calls_take() -> None:
         for name in re.findall(r"`([a-z_]+)`", row)
     }
     assert set(CallOptions.__optional_keys__) | set(CallOptions.__required_keys__) <= named
+
+
+def test_no_table_of_the_docs_is_cut_by_a_blank_line() -> None:
+    """A row after a blank line starts a new table, which needs a header: without one the rows
+    render as text (docs/reasoning.md's wire table lost its second half so)."""
+    separator = re.compile(r"^\|[\s:|-]+\|$")
+    cut = []
+    for page in [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md"))]:
+        lines = page.read_text(encoding="utf-8").splitlines()
+        fenced = False
+        for number, line in enumerate(lines):
+            fenced ^= line.lstrip().startswith("```")
+            starts = line.startswith("|") and (number == 0 or not lines[number - 1].strip())
+            if not fenced and starts and not separator.match(lines[number + 1].strip()):
+                cut.append(f"{page.relative_to(ROOT)}:{number + 1}")
+    assert cut == []

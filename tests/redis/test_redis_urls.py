@@ -88,6 +88,7 @@ def test_a_url_error_never_echoes_any_part_of_the_password(url: str) -> None:
     ("url", "complaint"),
     [
         ("http://h", "scheme"),
+        ("127.0.0.1:6379", r"no scheme.*redis://host:port"),  # it said 'not ?://'
         ("redis://", "no host"),
         ("redis://h/zero", "must be a number"),
         ("redis://h/1?db=2", "twice"),

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 import metis
-from metis import CapabilityError, ErrorClass, OverloadedError, RateLimitError
+from metis import CapabilityError, ErrorClass, OverloadedError, RateLimitError, WebSearch
 from metis.adapter import Adapter
 from metis.core.options import UnknownOptionError
 from metis.errors import ContextOverflowError
@@ -228,6 +228,27 @@ async def test_a_model_that_cannot_serve_the_request_is_skipped_and_reported(
     (skip, served) = decision(sink).steps
     assert skip[:2] == (MODELS["openai"], "skipped") and "takes no images" in skip[2]
     assert served[:2] == (MODELS["anthropic"], "served")
+
+
+@pytest.mark.anyio
+async def test_a_model_whose_wire_refuses_the_request_before_sending_moves_the_route_on(
+    emulator: Emulator,
+) -> None:
+    """What the catalog does not say (a server tool only some APIs run) is refused as the
+    request is encoded: that refusal was raised at once, though the next model could serve it
+    and nothing had been sent."""
+    sink = ListSink()
+    route = router(emulator, ["openai", "anthropic"], sink)
+    request = ask(tools=[], server_tools=[WebSearch()])
+    with anyio.fail_after(DEADLINE):
+        response = await route.complete(request)
+    assert response.provider == "anthropic"
+    assert [r.provider for r in emulator.requests] == ["anthropic"]  # nothing sent to openai
+    (refused, served) = decision(sink).steps
+    assert refused[:2] == (MODELS["openai"], "failed") and "search the web" in refused[2]
+    assert served[:2] == (MODELS["anthropic"], "served")
+    with pytest.raises(CapabilityError, match="search the web"):  # the last: its own error
+        await router(emulator, ["openai"]).complete(request)
 
 
 @pytest.mark.anyio

@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from metis.adapter import Adapter
+from metis.core.options import UnknownOptionError
 from metis.errors import ConfigError
 from metis.model import Message, ThinkingConfig, ToolChoice, ToolDefinition, ToolResultBlock
 from metis.routing import Router
@@ -72,6 +73,8 @@ def test_what_a_restore_needs_again_is_asked_for() -> None:
         Session.from_json(saved)
     again = Session.from_json(saved, model=Router(["openai:gpt-4o"]))
     assert again.messages == routed.messages
+    with pytest.raises(UnknownOptionError, match="'modle'; did you mean 'model'"):
+        Session.from_json(saved, modle=Router(["openai:gpt-4o"]))  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(

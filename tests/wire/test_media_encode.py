@@ -18,6 +18,7 @@ from metis.model import (
     AudioBlock,
     CanonicalRequest,
     DocumentBlock,
+    ImageBlock,
     Message,
     TextBlock,
     ToolResultBlock,
@@ -399,12 +400,33 @@ def test_converse_audio_in_a_tool_result_follows_it_and_documents_stay_in_it() -
 def test_converse_takes_no_file_by_url_nor_a_file_in_an_assistant_turn() -> None:
     with pytest.raises(CapabilityError, match="not by URL"):
         _converse(_ask(DocumentBlock.from_url("https://example.com/a.pdf")))
+    picture = ImageBlock.from_url("https://example.com/cat.png")
+    with pytest.raises(CapabilityError, match="cannot take the image in messages"):
+        _converse(_ask(picture))  # it was left out, and the model answered without it
+    body, call = _converse(
+        _request(Message.user("See", picture), Message.assistant("A cat."), Message.user("ok"))
+    )
+    assert body["messages"][0]["content"] == [{"text": "See"}]
+    assert call.dropped_types == ["image"]
     body, call = _converse(
         _request(Message.user("hi"), Message.assistant("See:", REPORT), Message.user("ok"))
     )
     assert body["messages"][1]["content"] == [{"text": "See:"}]
     assert call.dropped_types == ["document"]
     assert "assistant" in call.dropped[0][1]
+
+
+def test_ollama_refuses_an_image_by_url_in_the_turn_sent_and_drops_it_from_an_older_one() -> None:
+    """It was dropped from the turn sent too, with a warning: the model answered unseeing."""
+    from metis.wire import ollama
+
+    picture = ImageBlock.from_url("https://example.com/cat.png")
+    with pytest.raises(CapabilityError, match=r"cannot take the image in messages.*no URL"):
+        ollama.encode(_ask(picture), recording_call("ollama", "ollama:llava"))
+    call = recording_call("ollama", "ollama:llava")
+    body = ollama.encode(_older(picture), call)
+    assert call.dropped_types == ["image"]
+    assert "images" not in body["messages"][0]
 
 
 def test_anthropic_takes_documents_in_user_messages_only() -> None:

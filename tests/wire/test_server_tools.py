@@ -35,10 +35,12 @@ from metis.model.server_tools import (
     WebSearch,
     projected_text,
 )
+from metis.stacks.loader import load_stack
 from metis.stages.policy.capability_check import unmet_needs
 from metis.stages.policy.invariants import StreamChecker
 from metis.wire.anthropic import codec
 from metis.wire.builder import MessageBuilder
+from metis.wire.codec import get_codec
 from tests.helpers import recording_call
 
 MODEL = "anthropic:claude-sonnet-4-5"
@@ -336,6 +338,26 @@ def test_anthropic_declares_each_server_tool_with_its_options() -> None:
 def test_anthropic_refuses_what_it_cannot_take(tool: Any, words: str) -> None:
     with pytest.raises(CapabilityError, match=words):
         codec.encode(request(server_tools=[tool]), recording_call(model=MODEL))
+
+
+@pytest.mark.parametrize(
+    ("stack", "model", "dialect", "meant"),
+    [
+        ("openai_responses", "openai_responses:gpt-5.1", "openai_response", "openai_responses"),
+        ("anthropic", "anthropic:claude-sonnet-4-5", "antropic", "anthropic"),
+        ("openai", "openai:gpt-4o", "openai_chats", "openai_chat"),
+        ("gemini", "gemini:gemini-2.5-flash", "gemni", "gemini"),
+        ("bedrock", "bedrock:us.amazon.nova-2-lite-v1:0", "bedrock", "bedrock_converse"),
+    ],
+)
+def test_a_misspelt_provider_tool_dialect_is_refused_naming_the_one_meant(
+    stack: str, model: str, dialect: str, meant: str
+) -> None:
+    """It said "the openai_response tool 'mcp' goes only to openai_response": no stack is."""
+    encode = get_codec(load_stack(stack).codec, load_stack(stack).codec_settings).encode
+    mcp = ProviderTool(dialect=dialect, type="mcp")
+    with pytest.raises(CapabilityError, match=f"did you mean '{meant}'"):
+        encode(request(server_tools=[mcp]), recording_call(model=model, provider=stack))
 
 
 # Anthropic: reading ------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from metis.model.server_tools import (
     UserLocation,
     WebFetch,
     WebSearch,
+    goes_only_to,
 )
 from metis.wire.codec import EncodeContext
 
@@ -65,7 +66,7 @@ def declarations(request: CanonicalRequest, call: EncodeContext) -> list[dict[st
 def provider_tool(tool: ProviderTool, dialect: str, call: EncodeContext) -> dict[str, Any]:
     """A provider's own tool as its entry, for a stack of that wire ``dialect`` only."""
     if tool.dialect != dialect:
-        _refuse(call, f"the {tool.dialect} tool {tool.type!r} goes only to {tool.dialect}")
+        _refuse(call, goes_only_to(tool))
     entry: dict[str, Any] = {"type": tool.type}
     if tool.name is not None:
         entry["name"] = tool.name

@@ -25,6 +25,19 @@ _OUTCOMES = {
     "canceled": "cancelled",
     "expired": "expired",
 }
+_STATUS_OF_ERROR = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+"""The HTTP status Anthropic gives each error type (docs.anthropic.com/en/api/errors): a result
+line carries the type alone, and the item's error is read as that response would be."""
 
 
 def submit(base_url: str, items: list[tuple[str, dict[str, Any]]]) -> list[Send]:
@@ -80,7 +93,14 @@ def read_results(raw: bytes) -> list[RawItem]:
                 _OUTCOMES[kind],
                 message if isinstance(message, dict) else None,
                 error if isinstance(error, dict) else None,
-                400,
+                _status_of(error),
             )
         )
     return items
+
+
+def _status_of(error: object) -> int:
+    """The status of ``{type: error, error: {type: api_error, ...}}``, 400 when unknown."""
+    inner = error.get("error") if isinstance(error, dict) else None
+    kind = inner.get("type") if isinstance(inner, dict) else None
+    return _STATUS_OF_ERROR.get(kind, 400) if isinstance(kind, str) else 400

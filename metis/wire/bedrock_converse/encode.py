@@ -161,7 +161,7 @@ def _block(block: ContentBlock | ToolResultContent, at: _At) -> dict[str, Any] |
             reason = "Converse takes images only in user messages"
             cannot_carry(at.call, block, reason, at.where, at.current)
             return None
-        return _image(block, at.call, at.where)
+        return _image(block, at)
     if isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
         return copy.deepcopy(block.provider_raw.data) if block.provider_raw else None  # verbatim
     if isinstance(block, DocumentBlock | AudioBlock | VideoBlock):
@@ -185,17 +185,16 @@ def _block(block: ContentBlock | ToolResultContent, at: _At) -> dict[str, Any] |
     return None  # a tool result inside a tool result has no form
 
 
-def _image(block: ImageBlock, call: EncodeContext, message_id: str) -> dict[str, Any] | None:
+def _image(block: ImageBlock, at: _At) -> dict[str, Any] | None:
+    """The image's bytes; one by URL (or of another type) is refused in the turn being sent,
+    as a file is, and dropped from an older one."""
     source = block.source
     image_format = (
         _IMAGE_FORMATS.get(source.media_type) if isinstance(source, Base64ImageSource) else None
     )
     if not isinstance(source, Base64ImageSource) or image_format is None:
-        call.warn_dropped(
-            "image",
-            "Converse takes images as bytes in png, jpeg, gif or webp, not by URL",
-            message_id=message_id,
-        )
+        reason = "Converse takes images as bytes in png, jpeg, gif or webp, not by URL"
+        cannot_carry(at.call, block, reason, at.where, at.current)
         return None
     return {"image": {"format": image_format, "source": {"bytes": source.data}}}
 

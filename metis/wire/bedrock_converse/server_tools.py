@@ -28,6 +28,7 @@ from metis.model.server_tools import (
     ServerToolCallBlock,
     ServerToolResultBlock,
     WebSearch,
+    goes_only_to,
 )
 from metis.wire import json_limits
 from metis.wire.codec import EncodeContext
@@ -42,7 +43,7 @@ def declarations(request: CanonicalRequest, call: EncodeContext) -> list[dict[st
     for tool in request.server_tools:
         if isinstance(tool, ProviderTool):
             if tool.dialect != "bedrock_converse":
-                _refuse(call, f"the {tool.dialect} tool {tool.type!r} goes only to {tool.dialect}")
+                _refuse(call, goes_only_to(tool))
             named = {"name": tool.name} if tool.name is not None else {}
             out.append({tool.type: {**named, **tool.options}})
             continue

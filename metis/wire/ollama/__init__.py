@@ -43,12 +43,13 @@ from metis.model.content import (
     ToolUseBlock,
 )
 from metis.model.knobs import ReasoningEffort
+from metis.model.media_fit import current_turn_start
 from metis.model.request import CanonicalRequest, ThinkingConfig, ToolDefinition
 from metis.wire.codec import Codec, EncodeContext
 from metis.wire.knobs.forms import effort_of
 from metis.wire.knobs.reasoning import nearest_level
 from metis.wire.knobs.sampling import sampling_fields
-from metis.wire.media import project_attachments
+from metis.wire.media import cannot_carry, project_attachments
 from metis.wire.ollama.read import OllamaStreamParser, parse_body
 from metis.wire.ollama.read import error_from_http as error_from_http  # stages read it here
 from metis.wire.opaque import sent_back
@@ -80,12 +81,13 @@ def encode(
         for block in message.content
         if isinstance(block, ToolUseBlock)
     }
+    start = current_turn_start(request.messages)
     for i, message in enumerate(request.messages):
         message_id = message.id or f"messages[{i}]"
         if message.role is Role.ASSISTANT:
             messages.append(_assistant(message, message_id, call))
         else:
-            messages.extend(_user(message, message_id, call, names))
+            messages.extend(_user(message, message_id, call, names, current=i >= start))
     body: dict[str, Any] = {"model": call.wire_model, "messages": messages}
     tools = _tools(request, call)
     if tools:
@@ -113,9 +115,10 @@ def encode(
 
 
 def _user(
-    message: Message, message_id: str, call: EncodeContext, names: dict[str, str]
+    message: Message, message_id: str, call: EncodeContext, names: dict[str, str], current: bool
 ) -> list[dict[str, Any]]:
-    """Tool results first, each its own ``role: tool`` message, then the rest as one turn."""
+    """Tool results first, each its own ``role: tool`` message, then the rest as one turn (an
+    image by URL refused in the turn being sent, as a file the wire cannot carry is)."""
     out: list[dict[str, Any]] = []
     texts: list[str] = []
     images: list[str] = []
@@ -135,7 +138,7 @@ def _user(
                 images.append(block.source.data)
             else:
                 reason = "Ollama takes base64 images only and fetches no URL"
-                call.warn_dropped("image", reason, message_id=message_id)
+                cannot_carry(call, block, reason, message_id, current)
         else:
             _drop(call, block, message.role, message_id)
     if message.role is Role.SYSTEM:  # system_hoist normally leaves none; keep it in place

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from metis.core.suggest import did_you_mean
 from metis.errors import CapabilityError
 from metis.model.citation import Citation, TextSpan
 from metis.model.content import ProviderRaw
 from metis.model.request import CanonicalRequest
-from metis.model.server_tools import ProviderTool, WebSearch
+from metis.model.server_tools import DIALECTS, ProviderTool, ServerToolLike, WebSearch
 from metis.wire.codec import EncodeContext
 
 
@@ -39,7 +40,7 @@ def search_fields(request: CanonicalRequest, call: EncodeContext) -> dict[str, A
                 if isinstance(tool, ProviderTool)
                 else (f"a {tool.kind} tool")
             )
-            _refuse(call, f"Chat Completions takes no {what}")
+            _refuse(call, f"Chat Completions takes no {what}{_meant(tool)}")
     return out
 
 
@@ -140,3 +141,10 @@ def source_list(body: dict[str, Any]) -> list[Citation]:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _meant(tool: ServerToolLike) -> str:
+    """The dialect a misspelt ``ProviderTool.dialect`` meant (``openai_chat`` among them)."""
+    if not isinstance(tool, ProviderTool) or tool.dialect in DIALECTS:
+        return ""
+    return did_you_mean(tool.dialect, DIALECTS)

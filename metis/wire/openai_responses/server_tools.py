@@ -32,6 +32,7 @@ from metis.model.server_tools import (
     ServerToolCallBlock,
     ServerToolResultBlock,
     WebSearch,
+    goes_only_to,
 )
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import EncodeContext
@@ -81,7 +82,7 @@ def _declared(tool: Any, call: EncodeContext) -> dict[str, Any]:
         return {"type": "code_interpreter", "container": tool.container or {"type": "auto"}}
     if isinstance(tool, ProviderTool):
         if tool.dialect != "openai_responses":
-            _refuse(call, f"the {tool.dialect} tool {tool.type!r} goes only to {tool.dialect}")
+            _refuse(call, goes_only_to(tool))
         named = {"name": tool.name} if tool.name is not None else {}
         return {"type": tool.type, **named, **tool.options}
     _refuse(call, f"OpenAI Responses has no {tool.kind} tool")

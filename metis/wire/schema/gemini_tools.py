@@ -43,6 +43,7 @@ from metis.model.server_tools import (
     ServerToolResultBlock,
     WebFetch,
     WebSearch,
+    goes_only_to,
 )
 from metis.wire.builder import MessageBuilder
 from metis.wire.codec import EncodeContext
@@ -75,7 +76,7 @@ def declarations(request: CanonicalRequest, call: EncodeContext) -> list[dict[st
         elif isinstance(tool, ProviderTool) and tool.dialect == "gemini":
             out.append({tool.type: dict(tool.options)})
         else:
-            _refuse(call, f"the {tool.dialect} tool {tool.type!r} goes only to {tool.dialect}")
+            _refuse(call, goes_only_to(tool))
     return out
 
 
