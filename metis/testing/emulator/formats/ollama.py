@@ -215,11 +215,8 @@ def _turns(messages: list[dict[str, Any]]) -> tuple[list[Turn], str]:
         if role == "system":
             system.append(content)
         elif role == "tool":
-            result = ResultIn(
-                str(message.get("tool_call_id") or ""),
-                content,
-                message.get("tool_name") or message.get("name"),
-            )
+            name = message.get("tool_name") or message.get("name")
+            result = ResultIn(str(message.get("tool_call_id") or ""), content, name)
             if turns and turns[-1].role == "user" and turns[-1].results:
                 turns[-1].results.append(result)
             else:
@@ -227,14 +224,9 @@ def _turns(messages: list[dict[str, Any]]) -> tuple[list[Turn], str]:
         else:
             turn = Turn(role=role, text=content)
             for j, tool_call in enumerate(message.get("tool_calls") or []):
-                function = tool_call["function"]
-                turn.calls.append(
-                    CallIn(
-                        str(tool_call.get("id") or j),
-                        str(function.get("name")),
-                        function.get("arguments", {}),
-                    )
-                )
+                function, call_id = tool_call["function"], str(tool_call.get("id") or j)
+                arguments = function.get("arguments", {})
+                turn.calls.append(CallIn(call_id, str(function.get("name")), arguments))
             turns.append(turn)
     return turns, "\n".join(system)
 
