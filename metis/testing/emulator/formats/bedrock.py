@@ -54,6 +54,7 @@ AUTHORIZATION = re.compile(
     r"Signature=(?P<sig>[0-9a-f]{64})$"
 )
 EVENTSTREAM = "application/vnd.amazon.eventstream"
+_CORAL = ":http://internal.amazon.com/coral/com.amazon.bedrock/"
 FAULTS: dict[str, tuple[Any, ...]] = {
     "rate_limit": (
         429,
@@ -87,17 +88,10 @@ SIGNATURE = (
 )
 
 
-def error(status: int, kind: str, message: str, request: HttpRequest | None = None) -> JsonReply:
-    """An error reply; with ``request``, naming it (``x-amzn-RequestId``)."""
-    named = request_id(request) if request is not None else {}
-    return JsonReply(
-        status,
-        {"message": message},
-        {
-            "x-amzn-ErrorType": f"{kind}:http://internal.amazon.com/coral/com.amazon.bedrock/",
-            **named,
-        },
-    )
+def error(status: int, kind: str, message: str, request: HttpRequest) -> JsonReply:
+    """An error reply naming its request (``x-amzn-RequestId``)."""
+    headers = {"x-amzn-ErrorType": kind + _CORAL, **request_id(request)}
+    return JsonReply(status, {"message": message}, headers)
 
 
 class Bedrock(Format):

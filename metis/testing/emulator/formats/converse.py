@@ -64,17 +64,11 @@ def _check_blocks(i: int, role: str, blocks: list[tuple[int, str, Any]], call: A
             raise Refused(f"{where}.toolResult: only in user messages")
         if kind == "reasoningContent" and role != "assistant":
             raise Refused(f"{where}.reasoningContent: only in assistant messages")
-        text = (
-            (value or {}).get("reasoningText")
-            if kind == "reasoningContent" and isinstance(value, dict)
-            else None
-        )
-        if (
-            text is not None
-            and strict
-            and not verify(SIGNATURE_KIND, str(text.get("text")), str(text.get("signature")))
-        ):
-            raise Refused(f"{where}.reasoningContent: the reasoning signature is invalid")
+        reasoning = value.get("reasoningText") if isinstance(value, dict) else None
+        if kind == "reasoningContent" and reasoning is not None and strict:
+            text, signed = str(reasoning.get("text")), str(reasoning.get("signature"))
+            if not verify(SIGNATURE_KIND, text, signed):
+                raise Refused(f"{where}.reasoningContent: the reasoning signature is invalid")
 
 
 RULES = table(
