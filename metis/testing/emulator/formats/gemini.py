@@ -78,6 +78,10 @@ _QUOTA = {
         }
     ],
 }
+_UNREGISTERED = (
+    "Method doesn't allow unregistered callers (callers without established identity). Please "
+    "use API Key or other form of API consumer identity to call this API."
+)
 _OVER_QUOTA = (
     "You exceeded your current quota, please check your plan and billing details. For more "
     "information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
@@ -137,21 +141,12 @@ class Gemini(Format):
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         key = request.header("x-goog-api-key") or request.query.get("key")
         if not key:
-            return google_error(
-                403,
-                "PERMISSION_DENIED",
-                "Method doesn't allow unregistered callers (callers without established "
-                "identity). Please use API Key or "
-                "other form of API consumer identity to call this API.",
-            )
+            return google_error(403, "PERMISSION_DENIED", _UNREGISTERED)
         return self.fault("auth", request, 0) if keys is not None and key not in keys else None
 
     def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
-        return google_error(
-            refused.status,
-            {404: "NOT_FOUND", 403: "PERMISSION_DENIED"}.get(refused.status, "INVALID_ARGUMENT"),
-            refused.message,
-        )
+        state = {404: "NOT_FOUND", 403: "PERMISSION_DENIED"}.get(refused.status, "INVALID_ARGUMENT")
+        return google_error(refused.status, state, refused.message)
 
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
         if kind == "rate_limit":
