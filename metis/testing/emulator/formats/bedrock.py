@@ -251,17 +251,11 @@ def _check_signature(authorization: str, request: HttpRequest) -> JsonReply | No
     signed = {name: request.header(name) or "" for name in parts["signed"].split(";")}
     url = f"http://{request.header('host')}{request.path}"
     credentials = Credentials(parts["key"], secret, token)
+    region, service = parts["region"], parts["service"]
     wanted = expected_signature(
-        request.method,
-        url,
-        signed,
-        request.body,
-        credentials,
-        parts["region"],
-        parts["service"],
-        amz_date,
+        request.method, url, signed, request.body, credentials, region, service, amz_date
     )
-    if wanted != parts["sig"] or parts["service"] != "bedrock":
+    if wanted != parts["sig"] or service != "bedrock":
         return _denied("InvalidSignature", SIGNATURE, request)
     return None
 

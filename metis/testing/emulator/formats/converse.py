@@ -88,15 +88,8 @@ def converse_prompt(model: str, body: dict[str, Any]) -> Prompt:
         b["text"] for b in body.get("system") or [] if isinstance(b.get("text"), str)
     )
     config = body.get("toolConfig") or {}
-    tools = [
-        ToolSpec(
-            t["toolSpec"]["name"],
-            t["toolSpec"].get("description", ""),
-            t["toolSpec"]["inputSchema"]["json"],
-        )
-        for t in config.get("tools") or []
-        if "toolSpec" in t
-    ]
+    specs = [t["toolSpec"] for t in config.get("tools") or [] if "toolSpec" in t]
+    tools = [ToolSpec(s["name"], s.get("description", ""), s["inputSchema"]["json"]) for s in specs]
     choice = config.get("toolChoice") or {}
     tool = f"tool:{choice['tool'].get('name')}" if "tool" in choice else None
     thinking = (body.get("additionalModelRequestFields") or {}).get("thinking") or {}
@@ -131,12 +124,9 @@ def _turn(message: dict[str, Any]) -> Turn:
         elif kind == "toolUse":
             turn.calls.append(CallIn(value["toolUseId"], value.get("name", ""), value["input"]))
         elif kind == "toolResult":
-            content = text_of(
-                [p.get("text") or json.dumps(p.get("json")) for p in value["content"]]
-            )
-            turn.results.append(
-                ResultIn(value["toolUseId"], content, None, value.get("status") == "error")
-            )
+            parts = [p.get("text") or json.dumps(p.get("json")) for p in value["content"]]
+            failed = value.get("status") == "error"
+            turn.results.append(ResultIn(value["toolUseId"], text_of(parts), None, failed))
     turn.text = "\n".join(texts)
     return turn
 
