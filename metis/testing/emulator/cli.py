@@ -87,19 +87,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=_port, default=8900, help="port (0: any free; default 8900)")
-    parser.add_argument(
-        "--faults",
-        default=None,
-        help='fault plan, e.g. "rate_limit:0.1,overloaded:0.05,drop=3:0.05"',
-    )
+    plan = 'fault plan, e.g. "rate_limit:0.1,overloaded:0.05,drop=3:0.05"'
+    parser.add_argument("--faults", help=plan)
     parser.add_argument("--seed", type=int, default=0, help="seed for the fault draws")
-    parser.add_argument(
-        "--api-key",
-        action="append",
-        dest="api_keys",
-        default=None,
-        help="accept only this key (repeatable; default: any non-empty key)",
-    )
+    only = "accept only this key (repeatable; default: any non-empty key)"
+    parser.add_argument("--api-key", action="append", dest="api_keys", help=only)
     parser.add_argument(
         "--context-tokens",
         action="append",

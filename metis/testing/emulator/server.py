@@ -176,9 +176,8 @@ class _Handler(BaseHTTPRequestHandler):
                 if step is None or stopping.wait(step):  # type: ignore[arg-type]
                     handler.finish(delivery.record, 0 if step is None else delivery.status)
                     return self._abort()
-            handler.finish(
-                delivery.record, delivery.status
-            )  # before the bytes: the client may look at once
+            # before the bytes: the client may look at once
+            handler.finish(delivery.record, delivery.status)
             headers = {**delivery.headers, "content-length": str(len(delivery.body))}
             if self.close_connection:
                 headers["connection"] = "close"

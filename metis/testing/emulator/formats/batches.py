@@ -144,11 +144,8 @@ class AnthropicBatches(Anthropic):
                 json.dumps({"custom_id": key, "result": self._result(batch, status, body)})
                 for key, status, body in batch.items
             ]
-            return JsonReply(
-                200,
-                raw="\n".join(lines).encode() + b"\n",
-                headers={"content-type": "application/binary"},
-            )
+            raw = "\n".join(lines).encode() + b"\n"
+            return JsonReply(200, raw=raw, headers={"content-type": "application/binary"})
         return JsonReply(200, self._object(batch, call.request))
 
     def _result(self, batch: Batch, status: int, body: dict[str, Any] | None) -> dict[str, Any]:

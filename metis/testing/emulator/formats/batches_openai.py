@@ -140,16 +140,8 @@ class OpenAIBatches(Chat):
             line: dict[str, Any] = {"id": f"batch_req_{n}", "custom_id": key}
             if body is None or batch.cancelled:
                 code = "batch_cancelled" if batch.cancelled else "batch_expired"
-                err.append(
-                    {
-                        **line,
-                        "response": None,
-                        "error": {
-                            "code": code,
-                            "message": f"This request was not executed: {code}.",
-                        },
-                    }
-                )
+                error = {"code": code, "message": f"This request was not executed: {code}."}
+                err.append({**line, "response": None, "error": error})
             else:
                 line["response"] = {"status_code": status, "request_id": f"req_{n}", "body": body}
                 line["error"] = None

@@ -54,6 +54,7 @@ AUTHORIZATION = re.compile(
     r"Signature=(?P<sig>[0-9a-f]{64})$"
 )
 EVENTSTREAM = "application/vnd.amazon.eventstream"
+_CORAL = ":http://internal.amazon.com/coral/com.amazon.bedrock/"
 FAULTS: dict[str, tuple[Any, ...]] = {
     "rate_limit": (
         429,
@@ -87,17 +88,10 @@ SIGNATURE = (
 )
 
 
-def error(status: int, kind: str, message: str, request: HttpRequest | None = None) -> JsonReply:
-    """An error reply; with ``request``, naming it (``x-amzn-RequestId``)."""
-    named = request_id(request) if request is not None else {}
-    return JsonReply(
-        status,
-        {"message": message},
-        {
-            "x-amzn-ErrorType": f"{kind}:http://internal.amazon.com/coral/com.amazon.bedrock/",
-            **named,
-        },
-    )
+def error(status: int, kind: str, message: str, request: HttpRequest) -> JsonReply:
+    """An error reply naming its request (``x-amzn-RequestId``)."""
+    headers = {"x-amzn-ErrorType": kind + _CORAL, **request_id(request)}
+    return JsonReply(status, {"message": message}, headers)
 
 
 class Bedrock(Format):
@@ -257,17 +251,11 @@ def _check_signature(authorization: str, request: HttpRequest) -> JsonReply | No
     signed = {name: request.header(name) or "" for name in parts["signed"].split(";")}
     url = f"http://{request.header('host')}{request.path}"
     credentials = Credentials(parts["key"], secret, token)
+    region, service = parts["region"], parts["service"]
     wanted = expected_signature(
-        request.method,
-        url,
-        signed,
-        request.body,
-        credentials,
-        parts["region"],
-        parts["service"],
-        amz_date,
+        request.method, url, signed, request.body, credentials, region, service, amz_date
     )
-    if wanted != parts["sig"] or parts["service"] != "bedrock":
+    if wanted != parts["sig"] or service != "bedrock":
         return _denied("InvalidSignature", SIGNATURE, request)
     return None
 

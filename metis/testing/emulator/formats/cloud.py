@@ -58,6 +58,11 @@ _NO_KEY = (
     "Access denied due to missing subscription key. Make sure to include subscription key "
     "when making requests to an API."
 )
+_VERTEX_QUOTA = (
+    "Quota exceeded for aiplatform.googleapis.com/generate_content_requests_per_minute"
+    "_per_project_per_base_model with base model: emulated. Please submit a quota "
+    "increase request. https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai."
+)
 VERTEX_CLAUDE_RULES = table("vertex_anthropic")
 _CREATED = "%Y-%m-%dT%H:%M:%S.%fZ"
 
@@ -78,13 +83,7 @@ class OnVertex:
 
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
         if kind == "rate_limit":
-            return google_error(
-                429,
-                "RESOURCE_EXHAUSTED",
-                "Quota exceeded for aiplatform.googleapis.com/generate_content_requests_per_minute"
-                "_per_project_per_base_model with base model: emulated. Please submit a quota "
-                "increase request. https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai.",
-            )
+            return google_error(429, "RESOURCE_EXHAUSTED", _VERTEX_QUOTA)
         reply: JsonReply = super().fault(kind, request, retry_after)  # type: ignore[misc]
         return reply
 

@@ -157,11 +157,7 @@ def compacted_response(
     prompt: Prompt, items: list[dict[str, Any]], ids: Ids, input_tokens: int
 ) -> dict[str, Any]:
     """``POST /v1/responses/compact``'s answer: the user messages, then one compaction item."""
-    users = [
-        item
-        for item in items
-        if item.get("type", "message") == "message" and item.get("role") == "user"
-    ]
+    users = [i for i in items if i.get("type", "message") == "message" and i.get("role") == "user"]
     output_tokens = max(1, len(summary(prompt)) // 4)
     return {
         "id": "resp_" + ids.token(48, "hex"),

@@ -64,17 +64,11 @@ def _check_blocks(i: int, role: str, blocks: list[tuple[int, str, Any]], call: A
             raise Refused(f"{where}.toolResult: only in user messages")
         if kind == "reasoningContent" and role != "assistant":
             raise Refused(f"{where}.reasoningContent: only in assistant messages")
-        text = (
-            (value or {}).get("reasoningText")
-            if kind == "reasoningContent" and isinstance(value, dict)
-            else None
-        )
-        if (
-            text is not None
-            and strict
-            and not verify(SIGNATURE_KIND, str(text.get("text")), str(text.get("signature")))
-        ):
-            raise Refused(f"{where}.reasoningContent: the reasoning signature is invalid")
+        reasoning = value.get("reasoningText") if isinstance(value, dict) else None
+        if kind == "reasoningContent" and reasoning is not None and strict:
+            text, signed = str(reasoning.get("text")), str(reasoning.get("signature"))
+            if not verify(SIGNATURE_KIND, text, signed):
+                raise Refused(f"{where}.reasoningContent: the reasoning signature is invalid")
 
 
 RULES = table(
@@ -94,15 +88,8 @@ def converse_prompt(model: str, body: dict[str, Any]) -> Prompt:
         b["text"] for b in body.get("system") or [] if isinstance(b.get("text"), str)
     )
     config = body.get("toolConfig") or {}
-    tools = [
-        ToolSpec(
-            t["toolSpec"]["name"],
-            t["toolSpec"].get("description", ""),
-            t["toolSpec"]["inputSchema"]["json"],
-        )
-        for t in config.get("tools") or []
-        if "toolSpec" in t
-    ]
+    specs = [t["toolSpec"] for t in config.get("tools") or [] if "toolSpec" in t]
+    tools = [ToolSpec(s["name"], s.get("description", ""), s["inputSchema"]["json"]) for s in specs]
     choice = config.get("toolChoice") or {}
     tool = f"tool:{choice['tool'].get('name')}" if "tool" in choice else None
     thinking = (body.get("additionalModelRequestFields") or {}).get("thinking") or {}
@@ -137,12 +124,9 @@ def _turn(message: dict[str, Any]) -> Turn:
         elif kind == "toolUse":
             turn.calls.append(CallIn(value["toolUseId"], value.get("name", ""), value["input"]))
         elif kind == "toolResult":
-            content = text_of(
-                [p.get("text") or json.dumps(p.get("json")) for p in value["content"]]
-            )
-            turn.results.append(
-                ResultIn(value["toolUseId"], content, None, value.get("status") == "error")
-            )
+            parts = [p.get("text") or json.dumps(p.get("json")) for p in value["content"]]
+            failed = value.get("status") == "error"
+            turn.results.append(ResultIn(value["toolUseId"], text_of(parts), None, failed))
     turn.text = "\n".join(texts)
     return turn
 

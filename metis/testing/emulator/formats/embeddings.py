@@ -75,9 +75,8 @@ class OpenAIEmbeddings(Chat):
         if _family(call.model) != "voyage":
             usage = {"prompt_tokens": tokens, **usage}
         body = {"object": "list", "data": data, "model": call.model, "usage": usage}
-        return JsonReply(
-            200, body, {"content-type": "application/json", **self.headers(call.request)}
-        )
+        headers = {"content-type": "application/json", **self.headers(call.request)}
+        return JsonReply(200, body, headers)
 
 
 class AzureEmbeddings(OnAzure, OpenAIEmbeddings):

@@ -112,14 +112,11 @@ class VertexEmbeddings(OnVertex, GeminiEmbeddings):
 
     def serve(self, call: Call) -> JsonReply | None:
         texts = call.options["texts"]
+        vectors = embedded(self, call, ("google-vertex",))
+        stats = [{"token_count": tokens_of(text), "truncated": False} for text in texts]
         predictions = [
-            {
-                "embeddings": {
-                    "values": vector,
-                    "statistics": {"token_count": tokens_of(text), "truncated": False},
-                }
-            }
-            for vector, text in zip(embedded(self, call, ("google-vertex",)), texts, strict=True)
+            {"embeddings": {"values": v, "statistics": s}}
+            for v, s in zip(vectors, stats, strict=True)
         ]
         billed = sum(len(t) for t in texts)
         body = {"predictions": predictions, "metadata": {"billableCharacterCount": billed}}

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from metis.testing.emulator.formats.base import Call, Format, Route
 from metis.testing.emulator.formats.gemini_cached import read_cached_content
 from metis.testing.emulator.formats.gemini_reply import (
+    answer,
     finish_reason,
     reply_parts,
     stream_chunks,
@@ -77,6 +78,10 @@ _QUOTA = {
         }
     ],
 }
+_UNREGISTERED = (
+    "Method doesn't allow unregistered callers (callers without established identity). Please "
+    "use API Key or other form of API consumer identity to call this API."
+)
 _OVER_QUOTA = (
     "You exceeded your current quota, please check your plan and billing details. For more "
     "information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
@@ -136,21 +141,12 @@ class Gemini(Format):
     def authenticate(self, request: HttpRequest, keys: frozenset[str] | None) -> JsonReply | None:
         key = request.header("x-goog-api-key") or request.query.get("key")
         if not key:
-            return google_error(
-                403,
-                "PERMISSION_DENIED",
-                "Method doesn't allow unregistered callers (callers without established "
-                "identity). Please use API Key or "
-                "other form of API consumer identity to call this API.",
-            )
+            return google_error(403, "PERMISSION_DENIED", _UNREGISTERED)
         return self.fault("auth", request, 0) if keys is not None and key not in keys else None
 
     def refusal(self, refused: Refused, request: HttpRequest) -> JsonReply:
-        return google_error(
-            refused.status,
-            {404: "NOT_FOUND", 403: "PERMISSION_DENIED"}.get(refused.status, "INVALID_ARGUMENT"),
-            refused.message,
-        )
+        state = {404: "NOT_FOUND", 403: "PERMISSION_DENIED"}.get(refused.status, "INVALID_ARGUMENT")
+        return google_error(refused.status, state, refused.message)
 
     def fault(self, kind: str, request: HttpRequest, retry_after: float) -> JsonReply:
         if kind == "rate_limit":
@@ -240,6 +236,7 @@ class Gemini(Format):
         instruction = body.get("systemInstruction")
         system = text_of(instruction.get("parts")) if isinstance(instruction, dict) else ""
         schema = config.get("responseJsonSchema") or config.get("responseSchema")
+        limit = config.get("maxOutputTokens")
         call.options.update(
             include_thoughts=thinking_config.get("includeThoughts") is True,
             signed=thinks and (bool(tools) or call.model.startswith("gemini-3")),
@@ -251,9 +248,7 @@ class Gemini(Format):
             tools=tools,
             tool_choice=choice,
             thinking=thinks,
-            max_tokens=config.get("maxOutputTokens")
-            if isinstance(config.get("maxOutputTokens"), int)
-            else None,
+            max_tokens=limit if isinstance(limit, int) else None,
             output_schema=schema if isinstance(schema, dict) else None,
             json_mode=config.get("responseMimeType") == "application/json",
             segments=[dumps(body.get("tools") or [], (", ", ": ")).decode() + system]
@@ -274,12 +269,7 @@ class Gemini(Format):
         }
         if (metadata := grounding(reply, ids)) is not None:
             candidate["groundingMetadata"] = metadata
-        body = {
-            "candidates": [candidate],
-            "usageMetadata": usage_metadata(reply, visible),
-            "modelVersion": call.model,
-            "responseId": response_id,
-        }
+        body = answer(call.model, response_id, candidate, usage_metadata(reply, visible))
         if call.stream:
             return body
         return google_json(self.shaped(call, body), {**self.headers(call.request), **GOOGLE_JSON})
@@ -324,18 +314,12 @@ def _turn(i: int, content: dict[str, Any]) -> Turn:
     for j, part in enumerate(content["parts"]):
         if "functionCall" in part:
             called = part["functionCall"]
-            turn.calls.append(
-                CallIn(
-                    str(called.get("id") or f"{i}:{j}"), called["name"], called.get("args") or {}
-                )
-            )
+            called_id = str(called.get("id") or f"{i}:{j}")
+            turn.calls.append(CallIn(called_id, called["name"], called.get("args") or {}))
         elif "functionResponse" in part:
-            response = part["functionResponse"]
-            turn.results.append(
-                ResultIn(
-                    str(response.get("id") or ""), _result_text(response), response.get("name")
-                )
-            )
+            answer = part["functionResponse"]
+            answer_id, text = str(answer.get("id") or ""), _result_text(answer)
+            turn.results.append(ResultIn(answer_id, text, answer.get("name")))
         elif isinstance(part.get("text"), str) and part.get("thought") is not True:
             texts.append(part["text"])
     turn.text = "\n".join(texts)

@@ -22,15 +22,11 @@ NOT_WITH_CACHE = (
 )
 
 
-def find(call: Call, name: str) -> dict[str, Any] | None:
+def find(call: Call, name: str, remove: bool = False) -> dict[str, Any] | None:
+    """The cached content named ``name`` (None: there is none); ``remove``: deleted too."""
     with call.env.lock:
-        found: dict[str, Any] | None = call.env.cached_contents.get(name)
-        return found
-
-
-def remove(call: Call, name: str) -> dict[str, Any] | None:
-    with call.env.lock:
-        found: dict[str, Any] | None = call.env.cached_contents.pop(name, None)
+        stored = call.env.cached_contents
+        found: dict[str, Any] | None = stored.pop(name, None) if remove else stored.get(name)
         return found
 
 

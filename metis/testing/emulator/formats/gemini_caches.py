@@ -19,7 +19,6 @@ from metis.testing.emulator.formats.gemini_cached import (
     find,
     listed,
     missing,
-    remove,
     shown,
     updated,
 )
@@ -48,7 +47,7 @@ class GeminiCaches(Gemini):
         if call.endpoint == "list":
             return google_json(listed(call))
         name = f"cachedContents/{call.match['id']}"
-        found = remove(call, name) if call.endpoint == "delete" else find(call, name)
+        found = find(call, name, remove=call.endpoint == "delete")
         if found is None:
             return google_error(403, "PERMISSION_DENIED", missing(name))
         if call.endpoint == "update":

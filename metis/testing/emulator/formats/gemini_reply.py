@@ -76,15 +76,15 @@ def stream_chunks(
             candidate["finishReason"] = finish_reason(reply)
         candidate["index"] = 0
         usage = usage_metadata(reply, visible if last else min(seen, visible))
-        chunks.append(
-            {
-                "candidates": [candidate],
-                "usageMetadata": usage,
-                "modelVersion": model,
-                "responseId": response_id,
-            }
-        )
+        chunks.append(answer(model, response_id, candidate, usage))
     return chunks
+
+
+def answer(model: str, response_id: str, candidate: Any, usage: Any) -> dict[str, Any]:
+    """A reply's body, or one streamed chunk of it: one candidate and the usage so far."""
+    return dict(
+        candidates=[candidate], usageMetadata=usage, modelVersion=model, responseId=response_id
+    )
 
 
 def finish_reason(reply: Reply) -> str:

@@ -41,6 +41,7 @@ MODELS = [
     ("gemma3:1b", "gemma3", "999.89M", "Q4_K_M", 815319791),
 ]
 JSON = {"content-type": "application/json; charset=utf-8"}
+_RUNNER_EOF = "an error was encountered while running the model: unexpected EOF"
 _MODIFIED = "2025-08-20T13:40:00.000000000Z"  # when every listed model was pulled
 FAULTS: dict[str, tuple[Any, ...]] = {
     "rate_limit": (429, "too many requests, please try again later"),
@@ -100,12 +101,8 @@ class Ollama(Format):
         return reply
 
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
-        message = (
-            FAULTS[kind][1]
-            if kind in ("rate_limit", "overloaded")
-            else "an error was encountered while running the model: unexpected EOF"
-        )
-        return [ndjson({"error": message})]
+        busy = kind in ("rate_limit", "overloaded")
+        return [ndjson({"error": FAULTS[kind][1] if busy else _RUNNER_EOF})]
 
     def headers(self, request: HttpRequest) -> dict[str, str]:
         return dict(JSON)
@@ -147,13 +144,10 @@ class Ollama(Format):
         body = call.body
         think = _thinks(body)
         call.options["think"] = think
+        functions = [t["function"] for t in body.get("tools") or []]
         tools = [
-            ToolSpec(
-                f["name"],
-                str(f.get("description") or ""),
-                f.get("parameters") if isinstance(f.get("parameters"), dict) else {},
-            )
-            for f in (t["function"] for t in body.get("tools") or [])
+            ToolSpec(f["name"], str(f.get("description") or ""), object_at(f, "parameters"))
+            for f in functions
         ]
         turns, system = _turns(body["messages"])
         fmt = body.get("format")
@@ -215,11 +209,8 @@ def _turns(messages: list[dict[str, Any]]) -> tuple[list[Turn], str]:
         if role == "system":
             system.append(content)
         elif role == "tool":
-            result = ResultIn(
-                str(message.get("tool_call_id") or ""),
-                content,
-                message.get("tool_name") or message.get("name"),
-            )
+            name = message.get("tool_name") or message.get("name")
+            result = ResultIn(str(message.get("tool_call_id") or ""), content, name)
             if turns and turns[-1].role == "user" and turns[-1].results:
                 turns[-1].results.append(result)
             else:
@@ -227,14 +218,9 @@ def _turns(messages: list[dict[str, Any]]) -> tuple[list[Turn], str]:
         else:
             turn = Turn(role=role, text=content)
             for j, tool_call in enumerate(message.get("tool_calls") or []):
-                function = tool_call["function"]
-                turn.calls.append(
-                    CallIn(
-                        str(tool_call.get("id") or j),
-                        str(function.get("name")),
-                        function.get("arguments", {}),
-                    )
-                )
+                function, call_id = tool_call["function"], str(tool_call.get("id") or j)
+                arguments = function.get("arguments", {})
+                turn.calls.append(CallIn(call_id, str(function.get("name")), arguments))
             turns.append(turn)
     return turns, "\n".join(system)
 

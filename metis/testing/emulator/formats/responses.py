@@ -85,9 +85,8 @@ class Responses(OpenAI):
 
     def parse(self, call: Call) -> None:
         if call.endpoint in ("input_tokens", "compact"):
-            check(
-                COUNT_RULES if call.endpoint == "input_tokens" else COMPACT_RULES, call.body, call
-            )
+            rules = COUNT_RULES if call.endpoint == "input_tokens" else COMPACT_RULES
+            check(rules, call.body, call)
             call.model = call.body["model"]
         else:
             super().parse(call)
@@ -102,12 +101,9 @@ class Responses(OpenAI):
         if call.endpoint == "compact":
             ids = Ids(call.request.digest)
             answer = compacted_response(prompt, call.options["items"], ids, tokens)
-            return JsonReply(200, answer, self.headers(call.request))
-        return JsonReply(
-            200,
-            {"object": "response.input_tokens", "input_tokens": tokens},
-            self.headers(call.request),
-        )
+        else:
+            answer = {"object": "response.input_tokens", "input_tokens": tokens}
+        return JsonReply(200, answer, self.headers(call.request))
 
     def read(self, call: Call) -> Prompt:
         body = call.body
@@ -218,18 +214,9 @@ class Responses(OpenAI):
     def stream_error(self, kind: str, call: Call) -> list[Frame]:
         message, kind, code = STREAM_ERRORS.get(kind, (FAILED, "server_error", None))
         error = {"code": code or kind, "message": message}
-        failed = {
-            **call.options["rendered"],
-            "status": "failed",
-            "output": [],
-            "usage": None,
-            "error": error,
-        }
-        event = {
-            "type": "response.failed",
-            "sequence_number": call.options["sequence"],
-            "response": failed,
-        }
+        rendered, number = call.options["rendered"], call.options["sequence"]
+        failed = {**rendered, "status": "failed", "output": [], "usage": None, "error": error}
+        event = {"type": "response.failed", "sequence_number": number, "response": failed}
         return [sse(event, "response.failed")]
 
 
