@@ -24,8 +24,10 @@ from metis.redis.server_clock import NOW
 
 LEASE_SECONDS = 3600
 """How long a request's place is held if its gateway dies before giving it back."""
-CHARGE_SECONDS = 7 * 24 * 3600
-"""How long Redis remembers a charge made, so that the same charge sent again is not made."""
+CHARGE_SECONDS = LEASE_SECONDS
+"""How long Redis remembers a charge made, so that the same charge sent again is not made: a
+key's charges of the last hour are held (one member each), and a charge this process still owes
+after an hour of Redis failing is made whatever became of its first sending."""
 MAX_OWED_LEASES = 256
 """The most places a key's next request gives back for the ones Redis missed. The ones that may
 still hold a place are the first (taken as Redis went, its reply lost; after that, each refused
