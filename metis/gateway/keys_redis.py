@@ -13,11 +13,13 @@ because its reply was lost is made once.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from metis.core.ids import new_ulid
+from metis.errors import ProtocolError
 from metis.gateway.errors import shared_store_failed
 from metis.gateway.keys import WINDOW_SECONDS, KeyState
 from metis.redis.server_clock import NOW
@@ -175,8 +177,16 @@ class RedisLedger:
         kept.charges.update(owed.charges)  # one per request ended: those in flight
 
     async def spent(self, state: KeyState) -> Decimal:
-        value = await self.client.get(self._keys(state)[2])
-        return Decimal(value.decode() if isinstance(value, bytes) else value or 0)
+        name = state.spec.name
+        try:
+            value = await self.client.get(self._keys(state)[2])
+        except Exception as exc:
+            raise shared_store_failed(f"read the spend of key {name!r}", exc) from exc
+        text = value.decode(errors="replace") if isinstance(value, bytes) else str(value or 0)
+        with contextlib.suppress(ArithmeticError):
+            if (usd := Decimal(text)).is_finite():
+                return usd
+        raise ProtocolError(f"the spend of key {name!r} in the shared store is {text[:40]!r}")
 
 
 @dataclass(slots=True)

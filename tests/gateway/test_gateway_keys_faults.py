@@ -357,3 +357,30 @@ async def test_a_charge_settled_by_a_script_whose_reply_was_lost_is_made_once(
         flaky.failing = flaky.done = False
         await keys.admit(state, "m")
         assert await keys.spent("team") == price("openai:gpt-4o", usage)
+
+
+@pytest.mark.backend_independent(False)
+@pytest.mark.parametrize("left", ["abc", "NaN", ["a list"]], ids=["text", "nan", "list"])
+async def test_a_spend_in_redis_no_gateway_wrote_is_a_classified_error(
+    redis_url: str, left: Any
+) -> None:
+    """Someone else's value under a key's spend: reading the spend says so (before: a bare
+    decimal.InvalidOperation, or coredis's own WrongTypeError)."""
+    from metis.core.ids import new_ulid
+    from metis.errors import AdapterError
+    from metis.gateway.app import redis_client
+    from metis.gateway.keys import Keys, KeySpec
+    from metis.gateway.keys_redis import RedisLedger
+
+    async with redis_client(redis_url) as client:
+        ledger = RedisLedger(client, prefix=f"test:{new_ulid()}:")
+        keys = Keys([KeySpec(name="team", sha256=digest("k1"))], {}, ledger)
+        state = keys.find("k1")
+        assert state is not None
+        spent = ledger._keys(state)[2]
+        if isinstance(left, list):
+            await client.rpush(spent, left)
+        else:
+            await client.set(spent, left)
+        with pytest.raises(AdapterError, match="team"):
+            await keys.spent("team")
