@@ -157,9 +157,11 @@ class RedisLedger:
         args = ["", lease or "", *_charge_args(charge, usd)]
         try:
             await self._release(keys=self._keys(state), args=args)
-        except Exception as exc:
+        except BaseException as exc:  # cancelled too (not answered in time): owed, once
             charges = {charge: usd} if usd else {}
             self._owe(state, Unsettled([lease] if lease is not None else [], charges))
+            if not isinstance(exc, Exception):
+                raise
             doing = f"give key {state.spec.name!r} its place back and charge it {usd} USD"
             raise shared_store_failed(doing, exc) from exc
 

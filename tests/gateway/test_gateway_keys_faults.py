@@ -70,6 +70,7 @@ class Flaky:
     def __init__(self, client: Any) -> None:
         self.client, self.failing, self.done = client, False, False
         self.cancelling: anyio.CancelScope | None = None  # cancelled once the server answered
+        self.stalling = False  # the server does the work; its reply comes 20 s later
         self.scripts_args: list[list[str]] = []  # each script run's arguments, as sent
 
     def register_script(self, text: str) -> Any:
@@ -88,6 +89,8 @@ class Flaky:
         if self.failing and not self.done:
             raise ConnectionError("connection reset")
         answer = await call()
+        if self.stalling:
+            await anyio.sleep(20)  # past the settlement's wait, which cancels it
         if self.cancelling is not None:  # the request cancelled as the reply came
             self.cancelling.cancel()
             await anyio.lowlevel.checkpoint()
@@ -384,3 +387,33 @@ async def test_a_spend_in_redis_no_gateway_wrote_is_a_classified_error(
             await client.set(spent, left)
         with pytest.raises(AdapterError, match="team"):
             await keys.spent("team")
+
+
+@pytest.mark.backend_independent(False)
+async def test_a_redis_that_does_not_answer_as_a_key_settles_does_not_hold_the_answer(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Redis that ran the settlement but whose reply does not come (a DEBUG SLEEP, a link
+    that went quiet): the request's end waits a bounded time, not the store's (before: the
+    answer's last bytes waited for Redis, up to its retries' 15 s, or for good); the place
+    and the charge are settled, once, at the key's next request."""
+    from metis.core.ids import new_ulid
+    from metis.gateway.app import redis_client
+    from metis.gateway.keys import Keys, KeySpec, price
+    from metis.gateway.keys_redis import RedisLedger
+    from metis.model.response import TokenUsage
+
+    usage = TokenUsage(input_tokens=1000, output_tokens=100)
+    async with redis_client(redis_url) as client:
+        flaky = Flaky(client)
+        ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
+        keys = Keys([KeySpec(name="team", sha256=digest("k1"), max_concurrent=1)], {}, ledger)
+        state = keys.find("k1")
+        assert state is not None
+        await keys.admit(state, "m")
+        flaky.stalling = True
+        await keys.release(state, "openai:gpt-4o", usage)
+        assert "did not answer" in caplog.text  # before: it waited the 20 s for the reply
+        flaky.stalling = False
+        await keys.admit(state, "m")  # its one place given back
+        assert await keys.spent("team") == price("openai:gpt-4o", usage)
