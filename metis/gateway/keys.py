@@ -25,7 +25,7 @@ from metis.model.response import TokenUsage
 
 WINDOW_SECONDS = 60.0
 log = logging.getLogger("metis.gateway")
-SETTLE_SECONDS = 1.0
+SETTLE_SECONDS = 5.0
 """The longest a request's end waits for its key to be settled (its place given back, its
 charge made); past it, what was not settled is owed to the key's next request."""
 _SETTLE_FAILED = {"event": "metis.gateway.key_not_settled"}
