@@ -68,8 +68,11 @@ for i = owed + 1, #ARGV do
   redis.call('ZREM', KEYS[2], ARGV[i])
 end
 local per_minute, at_once, budget = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-if budget >= 0 and tonumber(redis.call('GET', KEYS[3]) or '0') >= budget then
-  return {1, '0'}
+if budget >= 0 then
+  local spent = tonumber(redis.call('GET', KEYS[3]) or '0')
+  if spent ~= spent or spent >= budget then  -- a spend of nan fails closed
+    return {1, '0'}
+  end
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 if per_minute >= 0 and redis.call('ZCARD', KEYS[1]) >= per_minute then

@@ -417,3 +417,25 @@ async def test_a_redis_that_does_not_answer_as_a_key_settles_does_not_hold_the_a
         flaky.stalling = False
         await keys.admit(state, "m")  # its one place given back
         assert await keys.spent("team") == price("openai:gpt-4o", usage)
+
+
+@pytest.mark.backend_independent(False)
+async def test_a_spend_of_nan_in_redis_does_not_open_the_budget(redis_url: str) -> None:
+    """Redis's Lua reads "nan" as a number no comparison holds for: a key whose spend
+    someone set so was admitted for good, past any budget. It fails closed."""
+    from decimal import Decimal
+
+    from metis.core.ids import new_ulid
+    from metis.gateway.app import redis_client
+    from metis.gateway.keys import BudgetExceededError, Keys, KeySpec
+    from metis.gateway.keys_redis import RedisLedger
+
+    async with redis_client(redis_url) as client:
+        ledger = RedisLedger(client, prefix=f"test:{new_ulid()}:")
+        spec = KeySpec(name="team", sha256=digest("k1"), budget_usd=Decimal(1))
+        keys = Keys([spec], {}, ledger)
+        state = keys.find("k1")
+        assert state is not None
+        await client.set(ledger._keys(state)[2], "nan")
+        with pytest.raises(BudgetExceededError):
+            await keys.admit(state, "m")
