@@ -43,6 +43,7 @@ import anyio.to_thread
 from pydantic import BaseModel, validate_call
 
 from metis.core.options import checked_options
+from metis.core.raised import first_raised
 from metis.errors import ConfigError, InvalidRequestError
 from metis.model.content import Message, Role, ToolResultBlock, ToolUseBlock
 from metis.model.request import FREEFORM_SCHEMA, FreeformInput, ToolDefinition
@@ -202,9 +203,12 @@ async def arun_tools(
     async def one(i: int, call: ToolUseBlock) -> None:
         results[i] = await arun_tool_call(call, by_name, timeout_seconds=timeout_seconds)
 
-    async with anyio.create_task_group() as group:
-        for i, call in enumerate(calls):
-            group.start_soon(one, i, call)
+    try:  # a tool raising what is not an Exception (SystemExit) goes on out as itself
+        async with anyio.create_task_group() as group:
+            for i, call in enumerate(calls):
+                group.start_soon(one, i, call)
+    except BaseExceptionGroup as failed:
+        raise first_raised(failed) from None
     return Message(role=Role.TOOL, content=[r for r in results if r is not None])
 
 

@@ -25,6 +25,9 @@ from metis.model.response import TokenUsage
 
 WINDOW_SECONDS = 60.0
 log = logging.getLogger("metis.gateway")
+SETTLE_SECONDS = 5.0
+"""The longest a request's end waits for its key to be settled (its place given back, its
+charge made); past it, what was not settled is owed to the key's next request."""
 _SETTLE_FAILED = {"event": "metis.gateway.key_not_settled"}
 
 
@@ -207,11 +210,21 @@ class Keys:
     async def release(self, state: KeyState, model: str | None, usage: TokenUsage | None) -> None:
         """The request is over; what it used (None: nothing known) is charged to the key."""
         usd = price(model, usage) if model is not None and usage is not None else None
-        with anyio.CancelScope(shield=True):  # a cancelled request still gives its place back
+        # a cancelled request still gives its place back; a store that does not answer holds
+        # the answer's end no longer than SETTLE_SECONDS (the ledger owes what it missed)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_SECONDS) as waited:
             try:
                 await self.ledger.release(state, usd or Decimal(0))
             except SharedStoreError as error:  # the answer went out: said, not raised
                 log.error("gateway key not settled: %s", error.message, extra=_SETTLE_FAILED)
+        if waited.cancelled_caught:
+            log.error(
+                "gateway key not settled: the shared store did not answer within %g s; key "
+                "%r is settled at its next request",
+                SETTLE_SECONDS,
+                state.spec.name,
+                extra=_SETTLE_FAILED,
+            )
 
     async def spent(self, name: str) -> Decimal | None:
         found = next((s for s in self._by_digest.values() if s.spec.name == name), None)

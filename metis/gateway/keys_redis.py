@@ -7,44 +7,72 @@ back), and the spend in USD. One Lua script admits a request, so two gateways ne
 same place twice. A place or a charge this process could not settle (Redis gone as the request
 ended, or as its place was given: the place may have been taken without the reply coming back)
 is settled by the same script at the key's next request here, not left for the lease's hour.
+Each charge has an id, which Redis remembers for :data:`CHARGE_SECONDS`: a charge sent again
+because its reply was lost is made once.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from metis.core.ids import new_ulid
+from metis.errors import ProtocolError
 from metis.gateway.errors import shared_store_failed
 from metis.gateway.keys import WINDOW_SECONDS, KeyState
 from metis.redis.server_clock import NOW
 
 LEASE_SECONDS = 3600
 """How long a request's place is held if its gateway dies before giving it back."""
+CHARGE_SECONDS = LEASE_SECONDS
+"""How long Redis remembers a charge made, so that the same charge sent again is not made: a
+key's charges of the last hour are held (one member each), and a charge this process still owes
+after an hour of Redis failing is made whatever became of its first sending."""
 MAX_OWED_LEASES = 256
 """The most places a key's next request gives back for the ones Redis missed. The ones that may
 still hold a place are the first (taken as Redis went, its reply lost; after that, each refused
 request adds one never taken) or the latest (a Redis that runs each script but loses every
 reply: each script gives back the places before it and takes one)."""
 
-# KEYS: starts, leases, spent. ARGV: now (empty: the server's clock, which every gateway
-# shares whatever its own says: metis.redis.server_clock), window, per_minute, at_once, budget
-# (-1: none), lease id, lease seconds, USD owed, then the leases to give back. Returns
-# {verdict, wait} as metis.gateway.keys numbers them.
-_ADMIT = (
+# charge(now, id, usd): the key's spend (KEYS[3]) charged usd, unless the charge of that id
+# was made (the ids in KEYS[4], each for CHARGE_SECONDS).
+_CHARGE = (
     NOW
+    + f"""
+local function charge(now, id, usd)
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - {CHARGE_SECONDS})
+  if redis.call('ZADD', KEYS[4], 'NX', now, id) == 1 then
+    redis.call('INCRBYFLOAT', KEYS[3], usd)
+  end
+  redis.call('EXPIRE', KEYS[4], {CHARGE_SECONDS})
+end
+"""
+)
+
+# KEYS: starts, leases, spent, charges. ARGV: now (empty: the server's clock, which every
+# gateway shares whatever its own says: metis.redis.server_clock), window, per_minute,
+# at_once, budget (-1: none), lease id, lease seconds, the number of charges owed, each
+# charge's id and USD, then the leases to give back. Returns {verdict, wait} as
+# metis.gateway.keys numbers them.
+_ADMIT = (
+    _CHARGE
     + """
-for i = 9, #ARGV do
+local now, window = clock_now(ARGV[1]), tonumber(ARGV[2])
+local owed = 8 + 2 * tonumber(ARGV[8])
+for i = 9, owed, 2 do
+  charge(now, ARGV[i], ARGV[i + 1])
+end
+for i = owed + 1, #ARGV do
   redis.call('ZREM', KEYS[2], ARGV[i])
 end
-if tonumber(ARGV[8]) > 0 then
-  redis.call('INCRBYFLOAT', KEYS[3], ARGV[8])
-end
-local now, window = clock_now(ARGV[1]), tonumber(ARGV[2])
 local per_minute, at_once, budget = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-if budget >= 0 and tonumber(redis.call('GET', KEYS[3]) or '0') >= budget then
-  return {1, '0'}
+if budget >= 0 then
+  local spent = tonumber(redis.call('GET', KEYS[3]) or '0')
+  if spent ~= spent or spent >= budget then  -- a spend of nan fails closed
+    return {1, '0'}
+  end
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 if per_minute >= 0 and redis.call('ZCARD', KEYS[1]) >= per_minute then
@@ -63,6 +91,20 @@ return {0, '0'}
 """
 )
 
+# KEYS as _ADMIT's. ARGV: now (as _ADMIT's), the lease to give back (empty: none), the
+# charge's id and USD (0: none).
+_RELEASE = (
+    _CHARGE
+    + """
+if ARGV[2] ~= '' then
+  redis.call('ZREM', KEYS[2], ARGV[2])
+end
+if tonumber(ARGV[4]) > 0 then
+  charge(clock_now(ARGV[1]), ARGV[3], ARGV[4])
+end
+"""
+)
+
 
 def _limit(value: int | Decimal | None) -> str:
     return "-1" if value is None else str(value)
@@ -72,12 +114,13 @@ class RedisLedger:
     def __init__(self, client: Any, prefix: str = "metis:gateway:keys:") -> None:
         self.client, self.prefix = client, prefix
         self._admit = client.register_script(_ADMIT)
+        self._release = client.register_script(_RELEASE)
         self._leases: dict[int, list[str]] = {}  # per key state: the leases this process holds
         self._unsettled: dict[int, Unsettled] = {}  # per key state: what Redis did not take
 
     def _keys(self, state: KeyState) -> list[str]:
         base = f"{self.prefix}{{{state.spec.name}}}:"
-        return [base + "starts", base + "leases", base + "spent"]
+        return [base + "starts", base + "leases", base + "spent", base + "charges"]
 
     async def admit(
         self, state: KeyState, now: float | None, budgeted: bool = True
@@ -92,7 +135,8 @@ class RedisLedger:
             _limit(spec.budget_usd if budgeted else None),
             lease,
             str(LEASE_SECONDS),
-            format(owed.usd, "f"),
+            str(len(owed.charges)),
+            *(part for charge in owed.charges.items() for part in _charge_args(*charge)),
             *owed.leases,
         ]
         try:
@@ -109,16 +153,18 @@ class RedisLedger:
 
     async def release(self, state: KeyState, usd: Decimal) -> None:
         held = self._leases.get(id(state)) or []
-        _, leases, spent = self._keys(state)
         lease = held.pop() if held else None
+        if lease is None and not usd:
+            return
+        charge = new_ulid()
+        args = ["", lease or "", *_charge_args(charge, usd)]
         try:
-            if lease is not None:
-                await self.client.zrem(leases, [lease])
-                lease = None
-            if usd:
-                await self.client.incrbyfloat(spent, float(usd))
-        except Exception as exc:
-            self._owe(state, Unsettled([lease] if lease is not None else [], usd))
+            await self._release(keys=self._keys(state), args=args)
+        except BaseException as exc:  # cancelled too (not answered in time): owed, once
+            charges = {charge: usd} if usd else {}
+            self._owe(state, Unsettled([lease] if lease is not None else [], charges))
+            if not isinstance(exc, Exception):
+                raise
             doing = f"give key {state.spec.name!r} its place back and charge it {usd} USD"
             raise shared_store_failed(doing, exc) from exc
 
@@ -133,11 +179,19 @@ class RedisLedger:
             if len(kept.leases) > MAX_OWED_LEASES:
                 half = MAX_OWED_LEASES // 2
                 kept.leases[half:-half] = []
-        kept.usd += owed.usd
+        kept.charges.update(owed.charges)  # one per request ended: those in flight
 
     async def spent(self, state: KeyState) -> Decimal:
-        value = await self.client.get(self._keys(state)[2])
-        return Decimal(value.decode() if isinstance(value, bytes) else value or 0)
+        name = state.spec.name
+        try:
+            value = await self.client.get(self._keys(state)[2])
+        except Exception as exc:
+            raise shared_store_failed(f"read the spend of key {name!r}", exc) from exc
+        text = value.decode(errors="replace") if isinstance(value, bytes) else str(value or 0)
+        with contextlib.suppress(ArithmeticError):
+            if (usd := Decimal(text)).is_finite():
+                return usd
+        raise ProtocolError(f"the spend of key {name!r} in the shared store is {text[:40]!r}")
 
 
 @dataclass(slots=True)
@@ -145,4 +199,8 @@ class Unsettled:
     """A key's places and spend that Redis has not yet been told of."""
 
     leases: list[str] = field(default_factory=list)
-    usd: Decimal = Decimal(0)
+    charges: dict[str, Decimal] = field(default_factory=dict)  # by id
+
+
+def _charge_args(charge: str, usd: Decimal) -> tuple[str, str]:
+    return charge, format(usd, "f")

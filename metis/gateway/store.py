@@ -21,6 +21,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from metis.errors import ServerError
 from metis.gateway.errors import shared_store_failed
 from metis.model.content import Message
 
@@ -101,6 +102,24 @@ def _once(items: tuple[Any, ...], response: dict[str, Any] | None) -> dict[str, 
     return kept
 
 
+def _stored(kept: Any) -> Stored:
+    """What :meth:`RedisResponseStore.keep` wrote, read back (a value of another shape raises
+    ValueError, TypeError, LookupError or AttributeError)."""
+    if isinstance(kept, list):  # canonical messages, kept before the response was
+        return Stored(tuple(Message.model_validate(m) for m in kept))
+    response = kept.get("response")
+    if response is not None and not isinstance(response, dict):
+        raise TypeError(f"a response of type {type(response).__name__}")
+    if "items" in kept:
+        items = tuple(kept["items"])
+        count = response.get("output") if response is not None else None
+        if response is not None and isinstance(count, int):  # the items' last ones
+            response = {**response, "output": list(items[len(items) - count :])}
+        return Stored((), items, kept.get("upstream"), response)
+    messages = tuple(Message.model_validate(m) for m in kept["messages"])
+    return Stored(messages, response=response, ids=kept.get("ids"))
+
+
 class RedisResponseStore(_Keeping):
     def __init__(self, client: Any, seconds: int, prefix: str = "metis:gateway:responses:"):
         self.client, self.seconds, self.prefix = client, seconds, prefix
@@ -116,18 +135,21 @@ class RedisResponseStore(_Keeping):
             raise shared_store_failed(f"read the stored response {response_id!r}", exc) from exc
         if found is None:
             return None
-        kept = json.loads(found)
-        if isinstance(kept, list):  # canonical messages, kept before the response was
-            return Stored(tuple(Message.model_validate(m) for m in kept))
-        response = kept.get("response")
-        if "items" in kept:
-            items = tuple(kept["items"])
-            count = response.get("output") if response is not None else None
-            if response is not None and isinstance(count, int):  # the items' last ones
-                response = {**response, "output": list(items[len(items) - count :])}
-            return Stored((), items, kept.get("upstream"), response)
-        messages = tuple(Message.model_validate(m) for m in kept["messages"])
-        return Stored(messages, response=response, ids=kept.get("ids"))
+        try:
+            return _stored(json.loads(found))
+        except (ValueError, TypeError, LookupError, AttributeError) as exc:
+            log.error(
+                "gateway stored response %s is not a value a gateway wrote (%s: %.200s)",
+                response_id,
+                type(exc).__name__,
+                exc,
+                extra={"event": "metis.gateway.store_failed"},
+            )
+            raise ServerError(
+                f"the stored response {response_id!r} could not be read: the gateway's shared "
+                "store holds a value no gateway wrote there",
+                retryable=False,
+            ) from None
 
     async def keep(self, owner: Owner, response_id: str, stored: Stored) -> None:
         kept: dict[str, Any] = {"response": stored.response}

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from metis.core.options import checked_init
-from metis.errors import MAX_RETRY_AFTER_SECONDS, ErrorClass
+from metis.errors import MAX_RETRY_AFTER_SECONDS, ErrorClass, ProtocolError
 from metis.redis.server_clock import NOW, given_time
 from metis.routing.availability import (
     Admission,
@@ -86,9 +86,15 @@ class RedisAvailability:
         if not found:
             return AvailabilityRecord()
         values = {_text(k): _text(v) for k, v in found.items()}
-        return AvailabilityRecord(
-            State(values["state"]), int(values["failures"]), float(values["until"])
-        )
+        try:
+            return AvailabilityRecord(
+                State(values["state"]), int(values["failures"]), float(values["until"])
+            )
+        except (KeyError, ValueError) as exc:
+            raise ProtocolError(
+                f"redis: the availability record {self.prefix + key!r} is not one a router "
+                f"wrote ({type(exc).__name__}: {exc})"
+            ) from None
 
     async def admit(self, key: str) -> tuple[Admission, Change | None]:
         reply, change = await self._run(key, "admit")

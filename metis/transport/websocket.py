@@ -23,6 +23,7 @@ import anyio
 import anyio.abc
 from anyio.streams.tls import TLSStream
 from wsproto import ConnectionType, WSConnection
+from wsproto.connection import ConnectionState
 from wsproto.events import (
     AcceptConnection,
     BytesMessage,
@@ -33,6 +34,7 @@ from wsproto.events import (
     Request,
     TextMessage,
 )
+from wsproto.frame_protocol import CloseReason
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
 from metis.errors import ProtocolError
@@ -225,10 +227,13 @@ class WebSocket:
                 elif isinstance(event, Ping):
                     await _write(self.stream, self.protocol.send(event.response()))
                 elif isinstance(event, CloseConnection):
+                    broken = self.protocol.state is ConnectionState.OPEN  # wsproto's close
                     self.closed = True
                     reply = self.protocol.send(event.response())
                     with anyio.CancelScope(shield=True), _quiet():
                         await _write(self.stream, reply)
+                    if broken:
+                        raise _broken(event)
                 elif isinstance(event, BytesMessage):
                     raise ConnectionLost("the server sent a binary message")
         except RemoteProtocolError as exc:
@@ -301,6 +306,14 @@ async def _write(stream: anyio.abc.ByteStream, data: bytes) -> None:
         await stream.send(data)
     except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
         raise ConnectionLost(f"the connection failed: {exc!r}") from exc
+
+
+def _broken(event: CloseConnection) -> Exception:
+    """What wsproto found wrong in the server's frames (it closes the connection for it): text
+    that is not UTF-8 a ProtocolError, as it is over HTTP; any other violation ConnectionLost."""
+    if event.code == CloseReason.INVALID_FRAME_PAYLOAD_DATA:
+        return ProtocolError(f"the server sent WebSocket text that is not UTF-8: {event.reason}")
+    return ConnectionLost(f"the server broke the WebSocket protocol: {event.reason}")
 
 
 def _refusal(event: RejectConnection, body: bytes) -> UpgradeRefused:

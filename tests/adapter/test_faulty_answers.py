@@ -5,6 +5,7 @@ empty message."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -46,8 +47,6 @@ class Reshaping(httpx.AsyncBaseTransport):
 def _restreamed(request: httpx.Request, stream: bool) -> httpx.Request:
     """``request`` as its non-streamed twin (or streamed): the body's flag, Gemini's and
     Bedrock's streaming paths, and the SSE parameter."""
-    import json
-
     url = request.url
     path = url.path.replace(":streamGenerateContent", ":generateContent")
     path = path.replace("/converse-stream", "/converse")
@@ -225,3 +224,38 @@ async def _refused_as_protocol_error(stack: str, streamed: bool, reshape: Any, m
                     await built.complete(request_for(stack))
         finally:
             await built.aclose()
+
+
+def _counts_negative(value: Any) -> Any:
+    """``value`` with every whole number under a key naming a token count made -5."""
+    if isinstance(value, dict):
+        counted = ("tokens", "Tokens", "TokenCount", "_count")
+        return {
+            key: -5 if key.endswith(counted) and isinstance(item, int) else _counts_negative(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_counts_negative(item) for item in value]
+    return value
+
+
+@pytest.mark.parametrize("stack", STACKS)
+async def test_a_whole_reply_with_negative_token_counts_keeps_its_text(stack: str) -> None:
+    # Gemini's and Vertex's reader read the usage after handing out the reply's first events:
+    # the error ended a message whose start was never given (an InvariantViolation, a bug of
+    # metis's own to the caller) and the text that arrived was lost.
+    def negative(request: httpx.Request, status: int, headers: dict[str, str], body: bytes):
+        content = json.dumps(_counts_negative(json.loads(body))).encode()
+        return httpx.Response(status, headers=headers, content=content)
+
+    emulator = Emulator()
+    async with httpx.AsyncClient(transport=Reshaping(emulator, negative)) as client:
+        built = adapter(stack, emulator, http_client=client, max_retries=0)
+        try:
+            with pytest.raises(ProtocolError, match="-5") as caught:
+                await built.complete(request_for(stack))
+        finally:
+            await built.aclose()
+    partial = caught.value.partial_response
+    assert partial is not None and partial.text == "You said: Say hello"
+    assert partial.stop_reason.kind == "error"

@@ -52,3 +52,19 @@ def test_run_tools_refuses_a_coroutine_without_leaving_it_unawaited() -> None:
 
         gc.collect()  # an unawaited coroutine warns when it is collected
     assert result.is_error and "arun_tools" in str(result.content)
+
+
+class Stop(BaseException):
+    """What an application raises to leave everything at once (not an Exception)."""
+
+
+async def _leaving(word: str) -> str:
+    """Leave."""
+    raise Stop(word)
+
+
+@pytest.mark.anyio
+async def test_a_tool_raising_a_base_exception_leaves_arun_tools_as_itself() -> None:
+    # before: a BaseExceptionGroup of arun_tools' task group, which `except Stop` misses
+    with pytest.raises(Stop, match="tea"):
+        await arun_tools(_calling("_leaving"), [Tool.from_function(_leaving)])

@@ -229,3 +229,37 @@ def test_two_gateways_over_one_redis_read_back_each_others_responses(redis_url: 
         assert client(second_url).responses.retrieve(created.id).to_dict() == created.to_dict()
         client(second_url).responses.delete(created.id)
         not_found(client(first_url).responses.retrieve, created.id)
+
+
+@pytest.mark.parametrize(
+    "left", [b"not json{", b"42", b"[1, 2]", b'{"x": 1}', b'{"messages": "no"}', b"\xff\xfe"]
+)
+def test_a_stored_value_the_gateway_did_not_write_is_a_classified_error(
+    redis_url: str, left: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Someone else's value (or a truncated one) under a stored response's key: reading it
+    back or continuing from it is the gateway's classified 500, the key named for the
+    operator in the log; before, a bare JSONDecodeError, AttributeError or KeyError."""
+    import anyio
+    import coredis
+
+    settings: dict[str, Any] = {"keys": KEYS, "redis_url": redis_url}
+    with serving(create_app(gateway_config(Emulator(), settings))) as (url, _):
+        oai = client(url)
+        created = oai.responses.create(model="flash", input="Hi.")
+
+        async def overwrite() -> None:
+            async with coredis.Redis.from_url(redis_url) as redis:
+                (key,) = await redis.keys(f"*:{created.id}")
+                await redis.set(key, left)
+
+        anyio.run(overwrite)
+        with pytest.raises(openai.InternalServerError) as read:
+            oai.responses.retrieve(created.id)
+        with pytest.raises(openai.InternalServerError) as continued:
+            oai.responses.create(model="flash", input="And?", previous_response_id=created.id)
+    for caught in (read, continued):
+        error = caught.value.response.json()["error"]
+        assert created.id in error["message"] and "could not be read" in error["message"]
+        assert caught.value.response.headers["x-should-retry"] == "false"
+    assert "internal gateway error" not in caplog.text

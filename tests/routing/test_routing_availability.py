@@ -203,3 +203,27 @@ async def test_routers_in_two_workers_share_a_cool_down_through_redis(
     (decided,) = [e for e in sinks[1].events if isinstance(e, RouteDecided)]
     assert decided.steps[0][1] == "skipped" and "cooling down" in decided.steps[0][2]
     assert [r.provider for r in emulator.requests] == ["anthropic", "openai", "openai"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "left",
+    [
+        {"state": "asleep", "failures": "1", "until": "0"},
+        {"state": "cooling_down", "failures": "many", "until": "0"},
+        {"state": "cooling_down"},
+        {"other": "field"},
+    ],
+)
+async def test_a_record_redis_holds_that_no_router_wrote_is_a_protocol_error(
+    redis_port: int, redis_prefix: str, left: dict[str, str]
+) -> None:
+    """Someone else's hash under a model's key: reading it back says so, naming the key
+    (before: a bare ValueError or KeyError)."""
+    from metis.errors import ProtocolError
+
+    async with coredis.Redis(port=redis_port) as client:
+        await client.hset(redis_prefix + KEY, left)
+        shared = RedisAvailability(client, POLICY, prefix=redis_prefix)
+        with pytest.raises(ProtocolError, match=KEY):
+            await shared.record(KEY)

@@ -330,3 +330,42 @@ async def test_a_cancel_between_a_reply_and_its_tools_answers_every_call_as_canc
     ]
     assert (await session.asend("Never mind.")).text
     await close_all(adapters)
+
+
+class Stop(BaseException):
+    """What an application raises to leave everything at once (not an Exception)."""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("plain", [False, True], ids=["async", "plain"])
+async def test_a_tool_raising_a_base_exception_leaves_the_run_as_itself(
+    emulator: Emulator, plain: bool
+) -> None:
+    """Not a tool's failure to answer but a way out: it goes on out as it was raised, so
+    ``except Stop`` sees it (before: inside a BaseExceptionGroup of the run's task group);
+    every call is answered, and the session takes the next turn. (SystemExit and
+    KeyboardInterrupt in a task leave asyncio's event loop itself, asyncio's own rule.)"""
+    raised = Stop
+
+    @metis.tool
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        raise raised("leave now")
+
+    @metis.tool(name="get_weather")
+    async def get_weather_async(city: str) -> str:
+        """Current weather for a city."""
+        raise raised("leave now")
+
+    tool = get_weather if plain else get_weather_async
+    adapters = emulated(emulator, stacks=["openai"])
+    session = Session(MODELS["openai"], adapters=adapters, tools=[tool])
+    with anyio.fail_after(DEADLINE), pytest.raises(raised, match="leave now"):
+        await session.arun("What's the weather in Paris and Rome?")
+    answers = session.messages[-1].content
+    assert [b.text for b in answers if isinstance(b, ToolResultBlock)] == [
+        "get_weather was cancelled before it finished",
+        "get_weather was cancelled before it finished",
+    ]
+    assert (await session.asend("Never mind.")).text
+    await close_all(adapters)

@@ -99,3 +99,41 @@ async def test_a_close_frame_in_the_middle_of_a_message_ends_the_connection() ->
         with pytest.raises(ConnectionLost, match="closed"):
             await socket.receive()
     assert socket.closed and len(stream.written) == 1  # the close answered
+
+
+def frame(opcode: int, payload: bytes) -> bytes:
+    """One whole unmasked frame, as a server writes it, of any bytes (wsproto writes only
+    valid ones)."""
+    assert len(payload) < 126
+    return bytes([0x80 | opcode, len(payload)]) + payload
+
+
+@pytest.mark.anyio
+async def test_a_text_message_that_is_not_utf8_is_a_protocol_error_as_over_http() -> None:
+    # An event-stream line that is not UTF-8 is a ProtocolError over HTTP (never retried: the
+    # reply was billed). Over the WebSocket it read as the server closing the connection, a
+    # NetworkError that retry sends again.
+    server = WSConnection(ConnectionType.SERVER)
+    socket, stream = connected(iter([frame(1, b'{"type":"response.created","x":"\xff"}')]), server)
+    with anyio.fail_after(60), pytest.raises(ProtocolError, match="not UTF-8"):
+        await socket.receive()
+    assert socket.closed and len(stream.written) == 1  # the close frame wsproto asks for
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "sent",
+    [
+        bytes([0x81, 0x83, 1, 2, 3, 4, 0x60, 0x60, 0x60]),  # masked: only a client masks
+        frame(3, b"abc"),  # a reserved opcode
+        bytes([0xC1, 3]) + b"abc",  # a reserved bit set
+        frame(0, b"abc"),  # a continuation of no message
+    ],
+    ids=["masked", "opcode", "reserved-bit", "continuation"],
+)
+async def test_a_frame_against_the_protocol_says_so(sent: bytes) -> None:
+    server = WSConnection(ConnectionType.SERVER)
+    socket, _ = connected(iter([sent]), server)
+    with anyio.fail_after(60), pytest.raises(ConnectionLost, match="broke the WebSocket protocol"):
+        await socket.receive()  # before: "the server closed the connection", which it had not
+    assert socket.closed

@@ -120,7 +120,7 @@ class SchemaParser:
         if self._extra is not None:
             obj = self._extra.candidate(obj, self._where)
         self._read(obj)
-        return self._b.take()
+        return self._b.take() if self._streamed else ()  # a whole reply's: given by end()
 
     def interrupt(self, reason: StopReason) -> Sequence[StreamEvent]:
         self.read_pending_usage()

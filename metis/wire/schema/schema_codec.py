@@ -57,12 +57,12 @@ class SchemaCodec:
 
     def parse_body(self, body: dict[str, Any], builder: MessageBuilder) -> Sequence[StreamEvent]:
         parser = self._parser(builder, streamed=False)
-        try:
-            events = [*parser.feed(body)]
+        try:  # the events stay in the builder until the end (the usage, read last) is read
+            parser.feed(body)
+            return parser.end()
         except AdapterError:
             parser.read_pending_usage()  # for the message the reader ends with the error
             raise
-        return [*events, *parser.end()]
 
     def error_from_http(self, status: int, headers: Mapping[str, str], body: bytes) -> AdapterError:
         data = _json(body)
