@@ -70,7 +70,7 @@ end
 local per_minute, at_once, budget = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 if budget >= 0 then
   local spent = tonumber(redis.call('GET', KEYS[3]) or '0')
-  if spent ~= spent or spent >= budget then  -- a spend of nan fails closed
+  if spent ~= spent or spent < 0 or spent >= budget then  -- nan or below 0: fails closed
     return {1, '0'}
   end
 end

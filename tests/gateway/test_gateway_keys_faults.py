@@ -420,9 +420,11 @@ async def test_a_redis_that_does_not_answer_as_a_key_settles_does_not_hold_the_a
 
 
 @pytest.mark.backend_independent(False)
-async def test_a_spend_of_nan_in_redis_does_not_open_the_budget(redis_url: str) -> None:
-    """Redis's Lua reads "nan" as a number no comparison holds for: a key whose spend
-    someone set so was admitted for good, past any budget. It fails closed."""
+@pytest.mark.parametrize("spend", ["nan", "-inf", "-5"])
+async def test_a_spend_of_nan_in_redis_does_not_open_the_budget(redis_url: str, spend: str) -> None:
+    """Redis's Lua reads "nan" as a number no comparison holds for, and "-inf" or a negative
+    spend as credit: a key whose spend someone set so was admitted for good, past any budget.
+    A spend the gateway never writes fails closed."""
     from decimal import Decimal
 
     from metis.core.ids import new_ulid
@@ -436,6 +438,6 @@ async def test_a_spend_of_nan_in_redis_does_not_open_the_budget(redis_url: str) 
         keys = Keys([spec], {}, ledger)
         state = keys.find("k1")
         assert state is not None
-        await client.set(ledger._keys(state)[2], "nan")
+        await client.set(ledger._keys(state)[2], spend)
         with pytest.raises(BudgetExceededError):
             await keys.admit(state, "m")
