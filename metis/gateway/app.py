@@ -28,7 +28,7 @@ from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import recalled
 from metis.gateway.counting import COUNT_TOKENS, INPUT_TOKENS, count_tokens, input_tokens
 from metis.gateway.embeddings_api import answer_embeddings
-from metis.gateway.endings import DeadlineStream, until_disconnect
+from metis.gateway.endings import DeadlineStream, until_disconnect, watched
 from metis.gateway.errors import (
     MethodNotAllowedError,
     ModelNotFoundError,
@@ -48,11 +48,7 @@ from metis.gateway.relayed_stream import RelayedStream
 from metis.gateway.reported import log_reported
 from metis.gateway.responses_kept import stored_responses
 from metis.gateway.routed import Routed
-from metis.gateway.service import (
-    Gateway,
-    error_reply,
-    request_id,
-)
+from metis.gateway.service import Gateway, error_reply, request_id
 from metis.gateway.store import RedisResponseStore, owner_of
 
 log = logging.getLogger("metis.gateway")
@@ -134,8 +130,10 @@ async def _answered(routed: Routed, api: str, request: Request) -> Answer:
     passing, found = passer.planned(api, body, raw, owner)
     if passing is not None:
         if passing.stream:  # the client may go before the stream's first event: watched
-            opened = await until_disconnect(request, passer.stream(passing, request.headers, key))
-            return Response(status_code=499) if opened is None else RelayedStream(opened, *counted)
+            opened, watch = await watched(request, passer.stream(passing, request.headers, key))
+            if opened is None:
+                return Response(status_code=499)
+            return RelayedStream(opened, *counted, watch)
         work = passer.complete(passing, request.headers, key)
     else:
         prepared = await gateway.prepare(api, body, owner, found)
@@ -150,12 +148,12 @@ async def _answered(routed: Routed, api: str, request: Request) -> Answer:
         else:
             soon(partial(log_reported, prepared))  # nothing can be refused for it
             if prepared.inbound.stream:
-                streamed = await until_disconnect(request, gateway.stream(api, prepared, key))
+                streamed, watch = await watched(request, gateway.stream(api, prepared, key))
                 if streamed is None:
                     return Response(status_code=499)
                 streamed.headers[PATH_HEADER] = "translated"
                 streamed.headers[REQUEST_ID_HEADERS[api]] = prepared.request.request_id
-                return JoinedStream(streamed, *counted)
+                return JoinedStream(streamed, *counted, watch)
             work = gateway.complete(api, prepared, key)
     result = await until_disconnect(request, work)
     if result is None:  # the client went away: no one reads this

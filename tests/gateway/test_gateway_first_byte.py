@@ -5,6 +5,7 @@ ends; the model is looked up once; ``stream`` is decided where the request is ma
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -239,3 +240,59 @@ async def test_a_cancelled_ahead_is_never_made_and_soon_always_runs(anyio_backen
     soon(lambda: made.append("soon"))
     await anyio.lowlevel.checkpoint()
     assert made == ["soon"]
+
+
+@pytest.mark.parametrize("model", ["gpt", "sonnet"])  # translated; passed through
+async def test_a_client_gone_mid_stream_is_seen_by_the_watch_the_opening_had(
+    model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The task that watched for the disconnect while the stream opened goes on watching
+    the stream (no second task): a client gone after the first bytes ends the upstream call."""
+    first = CHAT_STREAM.split(b"\n\n")[0] + b"\n\n"
+    if model == "sonnet":
+        from tests.gateway.test_gateway_faults_clients import MESSAGE_START as first
+    closed: list[bool] = []
+
+    async def endless() -> Any:
+        try:
+            yield first
+            await anyio.sleep_forever()
+        finally:
+            closed.append(True)
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=endless())
+
+    started: list[object] = []
+    create_task = asyncio.BaseEventLoop.create_task
+
+    def counted(loop: Any, coro: Any, **kwargs: Any) -> Any:
+        started.append(getattr(coro, "__qualname__", ""))
+        return create_task(loop, coro, **kwargs)
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "create_task", counted)
+    app = over(Emulator(), answer)
+    body_sent = anyio.Event()
+    sent: list[dict[str, Any]] = []
+    given = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            asked = {**ASKED, "model": model, "top_k": None}
+            return {"type": "http.request", "body": json.dumps(asked).encode()}
+        await body_sent.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and message.get("body"):
+            body_sent.set()
+
+    with anyio.fail_after(30):  # a bound on a hang: it ends at once when right
+        await app(scope(), receive, send)
+    assert closed == [True]
+    assert [m["status"] for m in sent if m["type"] == "http.response.start"] == [200]
+    watches = [name for name in started if "_disconnected" in str(name) or "_watch" in str(name)]
+    assert len(watches) == 1, started
