@@ -5,6 +5,7 @@ and its event stream back)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from metis.errors import InvalidRequestError
@@ -50,8 +51,9 @@ ADAPTIVE_BUDGET = 8192
 """The thinking budget asked of other models for ``thinking: {type: adaptive}``."""
 
 
-def read_messages(raw: Any) -> Inbound:
-    """A Messages API request body (parsed JSON) in canonical terms."""
+def read_messages(raw: Any, later: bool = False) -> Inbound:
+    """A Messages API request body (parsed JSON) in canonical terms (``later``: what it left
+    out inside its messages and tools looked for when asked, :meth:`Inbound.said`)."""
     body = body_object(raw)
     model = model_name(body)
     if body.get("thread") is not None:
@@ -79,7 +81,6 @@ def read_messages(raw: Any) -> Inbound:
         fields["thinking"] = thinking
     if (schema := _schema(body)) is not None:
         fields["output_schema"] = schema
-    ignored += anthropic_unread(body)
     return Inbound(
         model=model,
         messages=messages,
@@ -87,7 +88,8 @@ def read_messages(raw: Any) -> Inbound:
         max_output_tokens=optional_int(body, "max_tokens"),
         fields=fields,
         ignored=ignored,
-    )
+        unread=partial(anthropic_unread, body),
+    ).finished(later)
 
 
 def _tools(raw: Any) -> tuple[list[Any], list[str]]:

@@ -10,6 +10,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -19,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from metis.errors import AdapterError, ConfigError
+from metis.gateway.ahead import soon
 from metis.gateway.anthropic_api import check_version
 from metis.gateway.body import parse_body, read_raw
 from metis.gateway.compact import COMPACT, compact
@@ -26,7 +28,7 @@ from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import recalled
 from metis.gateway.counting import COUNT_TOKENS, INPUT_TOKENS, count_tokens, input_tokens
 from metis.gateway.embeddings_api import answer_embeddings
-from metis.gateway.endings import DeadlineStream, until_disconnect
+from metis.gateway.endings import DeadlineStream, until_disconnect, watched
 from metis.gateway.errors import (
     MethodNotAllowedError,
     ModelNotFoundError,
@@ -43,14 +45,10 @@ from metis.gateway.metrics_shared import SharedMetrics
 from metis.gateway.models import listed_page
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.relayed_stream import RelayedStream
+from metis.gateway.reported import log_reported
 from metis.gateway.responses_kept import stored_responses
 from metis.gateway.routed import Routed
-from metis.gateway.service import (
-    Gateway,
-    error_reply,
-    log_dropped,
-    request_id,
-)
+from metis.gateway.service import Gateway, error_reply, request_id
 from metis.gateway.store import RedisResponseStore, owner_of
 
 log = logging.getLogger("metis.gateway")
@@ -129,14 +127,16 @@ async def _answered(routed: Routed, api: str, request: Request) -> Answer:
     if api == "responses":  # reasoning items sent back by id, from the responses kept
         body, recalled_any = await recalled(gateway.stored, body, owner)
         raw = json.dumps(body).encode() if recalled_any else raw
-    passing = passer.plan(api, body, raw, owner)
+    passing, found = passer.planned(api, body, raw, owner)
     if passing is not None:
         if passing.stream:  # the client may go before the stream's first event: watched
-            opened = await until_disconnect(request, passer.stream(passing, request.headers, key))
-            return Response(status_code=499) if opened is None else RelayedStream(opened, *counted)
+            opened, watch = await watched(request, passer.stream(passing, request.headers, key))
+            if opened is None:
+                return Response(status_code=499)
+            return RelayedStream(opened, *counted, watch)
         work = passer.complete(passing, request.headers, key)
     else:
-        prepared = await gateway.prepare(api, body, owner)
+        prepared = await gateway.prepare(api, body, owner, found)
         if routed.takes(api, prepared):  # a route with a model of the caller's API
             if prepared.inbound.stream:
                 opening = routed.stream(api, prepared, body, raw, request.headers, key)
@@ -146,15 +146,14 @@ async def _answered(routed: Routed, api: str, request: Request) -> Answer:
                 return DeadlineStream(route_opened, *counted)
             work = routed.complete(api, prepared, body, raw, request.headers, key)
         else:
-            if prepared.reported:
-                log_dropped(prepared, prepared.reported)
+            soon(partial(log_reported, prepared))  # nothing can be refused for it
             if prepared.inbound.stream:
-                streamed = await until_disconnect(request, gateway.stream(api, prepared, key))
+                streamed, watch = await watched(request, gateway.stream(api, prepared, key))
                 if streamed is None:
                     return Response(status_code=499)
                 streamed.headers[PATH_HEADER] = "translated"
                 streamed.headers[REQUEST_ID_HEADERS[api]] = prepared.request.request_id
-                return JoinedStream(streamed, *counted)
+                return JoinedStream(streamed, *counted, watch)
             work = gateway.complete(api, prepared, key)
     result = await until_disconnect(request, work)
     if result is None:  # the client went away: no one reads this

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from metis.errors import InvalidRequestError
@@ -44,8 +45,9 @@ READ = frozenset(
 )
 
 
-def read_chat(raw: Any) -> Inbound:
-    """A Chat Completions request body (parsed JSON) in canonical terms."""
+def read_chat(raw: Any, later: bool = False) -> Inbound:
+    """A Chat Completions request body (parsed JSON) in canonical terms (``later``: as
+    :func:`metis.gateway.anthropic_api.read_messages`)."""
     body = body_object(raw)
     model = model_name(body)
     ignored = unknown_fields(body, READ)
@@ -71,7 +73,6 @@ def read_chat(raw: Any) -> Inbound:
     stream_options = body.get("stream_options")
     include_usage = isinstance(stream_options, Mapping) and stream_options.get("include_usage")
     messages = read_chat_turns(body.get("messages", []), model, KeptIds())
-    ignored += chat_unread(body)
     return Inbound(
         model=model,
         messages=messages,
@@ -80,7 +81,8 @@ def read_chat(raw: Any) -> Inbound:
         fields=fields,
         ignored=ignored,
         options={"include_usage": include_usage is True, "legacy_functions": legacy},
-    )
+        unread=partial(chat_unread, body),
+    ).finished(later)
 
 
 def _tools(raw: Any) -> list[Any]:

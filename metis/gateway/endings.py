@@ -80,20 +80,33 @@ async def until_disconnect(request: Request, work: Awaitable[T]) -> T | None:
     Under asyncio (the server) ``work`` runs in the request's own task, and the disconnect is
     awaited by a bare task whose ending cancels ``work``'s scope from the loop, as a deadline
     does: no task group, and no second task for ``work``."""
+    return (await watched(request, work, keep=False))[0]
+
+
+async def watched(
+    request: Request, work: Awaitable[T], keep: bool = True
+) -> tuple[T | None, asyncio.Task[None] | None]:
+    """:func:`until_disconnect`, and its watch of the disconnect still running when ``keep``
+    (asyncio): a stream's answer goes on watching with it, not with a task of its own."""
     if sniffio.current_async_library() != "asyncio":
-        return await _grouped(request, work)
+        return await _grouped(request, work), None
     watch = asyncio.get_running_loop().create_task(_disconnected(request.receive))
     with anyio.CancelScope() as scope:
         cancel = _cancelling(scope)
         watch.add_done_callback(cancel)
         try:
-            return await work
-        finally:
+            found = await work
+        except BaseException:
             watch.remove_done_callback(cancel)
             watch.cancel()
+            raise
+        watch.remove_done_callback(cancel)
+        if not keep:
+            watch.cancel()
+        return found, watch if keep else None
     if not watch.cancelled() and (error := watch.exception()) is not None:
         raise error
-    return None
+    return None, None
 
 
 async def _disconnected(receive: Any) -> None:

@@ -4,7 +4,7 @@ depends on, and the fields that were left out because they have no canonical mea
 from __future__ import annotations
 
 import marshal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,23 @@ class Inbound:
     fields: dict[str, Any] = field(default_factory=dict)
     ignored: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    unread: Callable[[], list[str]] | None = None
+    """What the reader left out inside the messages, their parts and the tools, not looked for
+    yet: nothing can be refused for it, so the gateway looks once the request is on its way
+    (metis.gateway.ahead); :meth:`said` adds it to ``ignored``."""
+
+    def said(self) -> list[str]:
+        """``ignored``, with what ``unread`` finds added the first time it is asked."""
+        if self.unread is not None:
+            look, self.unread = self.unread, None
+            self.ignored += look()
+        return self.ignored
+
+    def finished(self, later: bool) -> Inbound:
+        """This request, what it left out looked for now unless ``later``."""
+        if not later:
+            self.said()
+        return self
 
     def request(self, model: str, max_output_tokens: int, **changes: Any) -> CanonicalRequest:
         """The canonical request for ``model`` (its wire form, or a route)."""

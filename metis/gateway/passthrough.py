@@ -68,20 +68,27 @@ class PassThrough:
     def plan(self, api: str, body: Any, raw: bytes, owner: Owner) -> Passing | None:
         """The request's pass-through, or None when it goes the translated way. ``owner``:
         the key asking (metis.gateway.store.owner_of)."""
+        return self.planned(api, body, raw, owner)[0]
+
+    def planned(
+        self, api: str, body: Any, raw: bytes, owner: Owner
+    ) -> tuple[Passing | None, Target | None]:
+        """:meth:`plan`, and the target it found for the body's model (None when it looked
+        none up): the translated way is given it, not looking the model up again."""
         if not self.gateway.settings.pass_through or api not in CODECS:
-            return None
+            return None, None
         if not isinstance(body, dict) or not isinstance(body.get("model"), str):
-            return None
+            return None, None
         if not isinstance(body.get("stream", False), bool):
-            return None  # the translated reader says what is wrong with it
+            return None, None  # the translated reader says what is wrong with it
         if not isinstance(body.get("previous_response_id", ""), str):
-            return None
+            return None, None
         if api == "responses" and not isinstance(body.get("input", ""), str | list):
-            return None
+            return None, None
         target = self.gateway.models.resolve(body["model"])
         if not isinstance(target.chat_model, Adapter):  # a route: metis.gateway.routed
-            return None
-        return self.plan_for(api, body, raw, target, target.chat_model, owner)
+            return None, target
+        return self.plan_for(api, body, raw, target, target.chat_model, owner), target
 
     def plan_for(
         self,

@@ -41,9 +41,18 @@ class RelayedStream:
 
     status_code = 200
 
-    def __init__(self, result: StreamResult, metrics: Metrics, api: str) -> None:
+    def __init__(
+        self,
+        result: StreamResult,
+        metrics: Metrics,
+        api: str,
+        watch: asyncio.Task[None] | None = None,
+    ) -> None:
         self.result, self.metrics, self.api = result, metrics, api
         self.headers = {name.lower(): value for name, value in result.headers.items()}
+        self.watch = watch
+        """The disconnect's watch that waited for the stream's opening, still running
+        (metis.gateway.endings.watched): the stream's own, with no new task."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if sniffio.current_async_library() == "asyncio":
@@ -61,7 +70,11 @@ class RelayedStream:
         write = _Writes(send, sent)
 
         with anyio.CancelScope(deadline=result.deadline) as cancel:
-            watch = start(_watch(receive, cancel, gone))
+            watch: _Watch
+            if self.watch is not None:
+                watch = _handed(self.watch, cancel, gone)
+            else:
+                watch = start(_watch(receive, cancel, gone))
             try:
                 first = await anext(chunks, None)  # begun: its ending runs however it is left
                 sent.append(False)
@@ -152,6 +165,21 @@ async def _within(scope: anyio.CancelScope, watch: Coroutine[Any, Any, None]) ->
 
 def _spec(scope: Any) -> tuple[int, ...]:
     return tuple(map(int, scope.get("asgi", {}).get("spec_version", "2.0").split(".")))
+
+
+def _handed(
+    watch: asyncio.Task[None], stream: anyio.CancelScope, gone: list[bool]
+) -> asyncio.Task[None]:
+    """``watch``, a task waiting for the client's disconnect, made to cancel ``stream`` when
+    it comes, as :func:`_watch` does (a failure to say it: the stream goes on)."""
+
+    def ended(task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            gone.append(True)
+            stream.cancel()
+
+    watch.add_done_callback(ended)
+    return watch
 
 
 async def _watch(receive: Any, stream: anyio.CancelScope, gone: list[bool]) -> None:

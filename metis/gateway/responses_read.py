@@ -82,10 +82,11 @@ RESPONSES = "openai_responses"
 name; docs/sessions.md "Compaction by the provider")."""
 
 
-def read_responses(raw: Any, *, messages_apart: bool = False) -> Inbound:
+def read_responses(raw: Any, *, messages_apart: bool = False, later: bool = False) -> Inbound:
     """A Responses API request body (parsed JSON) in canonical terms. ``options`` keep what
     the reply echoes and what the gateway's state needs (``previous_response_id``, ``store``);
-    ``messages_apart`` as :func:`read_input`'s."""
+    ``messages_apart`` as :func:`read_input`'s; ``later`` as
+    :func:`metis.gateway.anthropic_api.read_messages`'s."""
     body = body_object(raw)
     model = model_name(body)
     ignored = unknown_fields(body, READ)
@@ -122,7 +123,6 @@ def read_responses(raw: Any, *, messages_apart: bool = False) -> Inbound:
     options.update(previous_response_id=previous, store=flag(body, "store", True))
     options["encrypted_reasoning"] = asks_encrypted(body.get("include"), ignored)
     options.update(tools=body.get("tools") or [], max_output_tokens=body.get("max_output_tokens"))
-    ignored += responses_unread(body)
     return Inbound(
         model=model,
         messages=messages,
@@ -131,7 +131,8 @@ def read_responses(raw: Any, *, messages_apart: bool = False) -> Inbound:
         fields=fields,
         ignored=ignored,
         options=options,
-    )
+        unread=partial(responses_unread, body),
+    ).finished(later)
 
 
 def read_input(

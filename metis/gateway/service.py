@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import hmac
 import logging
-import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import anyio
 from pydantic import ValidationError
 
+from metis.adapter.adapter import Adapter
 from metis.core.ids import new_request_id
 from metis.errors import AdapterError, InvalidRequestError, ProtocolError
 from metis.gateway import (
@@ -25,6 +26,7 @@ from metis.gateway import (
     responses_api,
     responses_items,
 )
+from metis.gateway.ahead import Ahead
 from metis.gateway.begun import begun
 from metis.gateway.config import GatewayConfig
 from metis.gateway.conversations import continued, remember
@@ -41,6 +43,9 @@ from metis.gateway.metrics import Metrics
 from metis.gateway.models import ModelTable, Target
 from metis.gateway.projection import project
 from metis.gateway.provenance import maker
+from metis.gateway.reported import dropped_headers as dropped_headers  # the endpoints'
+from metis.gateway.reported import log_dropped as log_dropped
+from metis.gateway.reported import warnings_of
 from metis.gateway.responses_read import read_responses
 from metis.gateway.sse import BlockWriter, new_id
 from metis.gateway.store import Owner, RedisResponseStore, ResponseStore
@@ -53,10 +58,7 @@ T = TypeVar("T")
 FAILED_ENDINGS = frozenset({StopKind.ERROR, StopKind.CANCELLED})
 """The stop reasons of a stream that failed (what arrived, completed before its error)."""
 log = logging.getLogger("metis.gateway")
-UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
-"""What an HTTP header value may not hold (a control character ends the connection)."""
 LATE = "the request took longer than the gateway allows"
-DROPPED_HEADER = "x-metis-dropped"  # names what the gateway left out (docs/gateway.md)
 
 
 @dataclass(slots=True)
@@ -85,15 +87,21 @@ class Prepared:
     inbound: Inbound
     target: Target
     request: CanonicalRequest
-    reported: list[str]
+    dropped: list[str]
+    """What the request's projection on its model left out (metis.gateway.projection)."""
     owner: Owner = ""
     """The key whose Responses conversations it may continue and keeps (metis.gateway.store)."""
     started: float = field(default_factory=time.monotonic)
     ids: GivenIds | None = None
     """A Responses request's items' ids known before its answer (metis.gateway.item_ids)."""
 
+    @property
+    def reported(self) -> list[str]:
+        """What the gateway left out of the request: the reader's, then the projection's."""
+        return [*self.inbound.said(), *self.dropped]
 
-READERS: dict[str, Callable[[Any], Inbound]] = {
+
+READERS: dict[str, Callable[..., Inbound]] = {
     "anthropic": anthropic_api.read_messages,
     "chat": chat_api.read_chat,
     "responses": read_responses,
@@ -133,28 +141,37 @@ class Gateway:
                 return found
         raise GatewayAuthError("invalid or missing API key for this gateway")
 
-    async def prepare(self, api: str, body: Any, owner: Owner) -> Prepared:
+    async def prepare(
+        self, api: str, body: Any, owner: Owner, found: Target | None = None
+    ) -> Prepared:
         """``owner``: the key asking (metis.gateway.store.owner_of), whose stored responses
-        alone a ``previous_response_id`` may name."""
+        alone a ``previous_response_id`` may name; ``found``: the target already looked up
+        for the body's model, if any (used when it is the model the reader read)."""
         stored, ids = None, None
         if api == "responses":
             body, stored = await continued(self.stored, body, owner)
         try:
-            inbound = READERS[api](body)
+            inbound = READERS[api](body, later=True)
         except ValidationError as exc:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
         if api == "responses":
             ids = given_ids(stored.ids if stored is not None else None, body.get("input"))
         if stored is not None:
             inbound.messages = [*stored.messages, *inbound.messages]
-        target = self.models.resolve(inbound.model)
+        target = (
+            found
+            if found is not None and found.name == inbound.model
+            else self.models.resolve(inbound.model)
+        )
         limit, changes, dropped = project(inbound, target.capabilities)
+        if isinstance(target.chat_model, Adapter):  # decided as the adapter would (no copy)
+            streams = target.chat_model.capabilities.supports_streaming
+            changes["stream"] = inbound.stream and streams
         try:
             request = inbound.request(target.request_model, limit, **changes)
         except ValidationError as exc:
             raise InvalidRequestError(f"invalid request: {exc.errors()[0]['msg']}") from None
-        reported = [*inbound.ignored, *dropped]
-        return Prepared(inbound, target, request, reported, owner, ids=ids)
+        return Prepared(inbound, target, request, dropped, owner, ids=ids)
 
     # Answering ----------------------------------------------------------------------------------
 
@@ -209,25 +226,39 @@ class Gateway:
             await self.keys.admit(key, prepared.inbound.model)
         events = aiter(prepared.target.chat_model.stream(prepared.request))
         deadline = anyio.current_time() + self.settings.request_timeout_seconds
+        ahead = Ahead(partial(self._answer_parts, api, prepared))  # while the upstream thinks
         try:
             first = await next_by(events, deadline)
         except BaseException:
+            ahead.cancel()
             await aclose_shielded(events)
             if key is not None:
                 await self.keys.release(key, None, None)
             raise
-        writer, response_id = self._writer(api, prepared)
+        writer, response_id, headers = ahead.made()
         chunks = await begun(self._chunks(api, prepared, events, first, writer, response_id, key))
-        headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
-        early = warnings_of(first) if isinstance(first, MessageStart) else []
-        headers.update(dropped_headers([*prepared.reported, *early]))
+        if isinstance(first, MessageStart) and (early := warnings_of(first)):
+            headers.update(dropped_headers([*prepared.reported, *early]))
         failed = ending(api, prepared, writer)
         return StreamResult(chunks, headers, deadline, failed, failed.ended)
 
-    def _writer(self, api: str, prepared: Prepared) -> tuple[BlockWriter, str]:
+    def _answer_parts(
+        self, api: str, prepared: Prepared
+    ) -> tuple[BlockWriter, str, dict[str, str]]:
+        """A stream's writer, its answer's id and its headers (metis.gateway.ahead)."""
+        message_id = new_id("msg_") if api == "anthropic" else None
+        writer, response_id = self._writer(api, prepared, message_id)
+        headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
+        headers.update(dropped_headers(prepared.reported))
+        return writer, response_id, headers
+
+    def _writer(
+        self, api: str, prepared: Prepared, message_id: str | None = None
+    ) -> tuple[BlockWriter, str]:
+        """``message_id``: a Messages stream's, when made ahead (else made as it starts)."""
         model, maker = prepared.inbound.model, made_by(prepared)
         if api == "anthropic":
-            return anthropic_write.MessageStream(model, maker), ""
+            return anthropic_write.MessageStream(model, maker, message_id), ""
         if api == "chat":
             options = prepared.inbound.options
             include, legacy = (
@@ -354,29 +385,6 @@ async def aclose_shielded(events: AsyncIterator[Any]) -> None:
     if closer is not None:
         with anyio.CancelScope(shield=True):
             await closer()
-
-
-def warnings_of(response: CanonicalResponse | MessageStart | MessageComplete) -> list[str]:
-    """What the library left out, each said once (a cache hint per block is one warning
-    each where the provider has no form for any)."""
-    said = (f"{w.block_type} ({w.reason})" for w in response.warnings if not w.repeated)
-    return list(dict.fromkeys(said))
-
-
-def dropped_headers(reported: list[str]) -> dict[str, str]:
-    if not reported:
-        return {}
-    text = UNPRINTABLE.sub("?", "; ".join(reported)[:2000])  # the caller's own field names
-    return {DROPPED_HEADER: text}
-
-
-def log_dropped(prepared: Prepared, reported: list[str]) -> None:
-    log.warning(
-        "left out of the request for %s: %s",
-        prepared.inbound.model,
-        "; ".join(reported),
-        extra={"event": "metis.gateway.dropped", "model": prepared.inbound.model},
-    )
 
 
 def request_id() -> str:
