@@ -15,6 +15,7 @@ from metis.gateway.inbound import (
     flag,
     model_name,
     optional_int,
+    sampling,
     string_list,
     tool_definition,
     unknown_fields,
@@ -31,6 +32,10 @@ READ = frozenset(
         "tool_choice",
         "parallel_tool_calls",
         "temperature",
+        "top_p",
+        "seed",
+        "frequency_penalty",
+        "presence_penalty",
         "stop",
         "max_tokens",
         "max_completion_tokens",
@@ -58,6 +63,7 @@ def read_chat(raw: Any) -> Inbound:
     fields.update(
         tool_and_sampling_fields(body, tools, chat_tool_choice(raw_choice, ignored, legacy))
     )
+    fields.update(sampling(body, ("seed", "frequency_penalty", "presence_penalty")))
     if stops := string_list(body.get("stop"), "stop"):
         fields["stop_sequences"] = stops
     if (thinking := effort_thinking(body.get("reasoning_effort"), "reasoning_effort")) is not None:

@@ -63,6 +63,7 @@ READ = frozenset(
         "tool_choice",
         "parallel_tool_calls",
         "temperature",
+        "top_p",
         "max_output_tokens",
         "stream",
         "text",
@@ -118,7 +119,8 @@ def read_responses(raw: Any, *, messages_apart: bool = False) -> Inbound:
     previous = body.get("previous_response_id")
     if previous is not None and not isinstance(previous, str):
         raise InvalidRequestError("previous_response_id: expected a string")
-    options = {key: body.get(key) for key in ("instructions", "tool_choice", "text", "reasoning")}
+    echoed = ("instructions", "tool_choice", "text", "reasoning", "metadata")
+    options = {key: body.get(key) for key in echoed}
     options.update(previous_response_id=previous, store=flag(body, "store", True))
     options["encrypted_reasoning"] = asks_encrypted(body.get("include"), ignored)
     options.update(tools=body.get("tools") or [], max_output_tokens=body.get("max_output_tokens"))
