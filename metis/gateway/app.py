@@ -40,7 +40,7 @@ from metis.gateway.joined_stream import JoinedStream
 from metis.gateway.keys_redis import RedisLedger
 from metis.gateway.metrics import scrape_refused
 from metis.gateway.metrics_shared import SharedMetrics
-from metis.gateway.models import listed_page
+from metis.gateway.models import SERVED, listed_page
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.relayed_stream import RelayedStream
 from metis.gateway.responses_kept import stored_responses
@@ -78,14 +78,16 @@ def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
 async def _answer(
     gateway: Gateway, api: str, answer: Awaitable[Answer], endpoint: str = ""
 ) -> Answer:
-    """The request answered; a refused one is counted here (with no model: its name may be
-    anything), a served one where it ends. ``endpoint``: the method and path counted (the
-    API's model call when not given)."""
+    """The request answered; a failed one is counted here (under the name it gave when the
+    configuration has it, else with no model: its name may be anything), a served one where it
+    ends. ``endpoint``: the method and path counted (the API's model call when not given)."""
     started = time.monotonic()
+    served = SERVED.set("")
     response = await _guarded(gateway, api, answer, endpoint)
     if response.status_code != 200:
         elapsed = time.monotonic() - started
-        gateway.metrics.request(api, "", response.status_code, elapsed, endpoint)
+        gateway.metrics.request(api, SERVED.get(), response.status_code, elapsed, endpoint)
+    SERVED.reset(served)
     _identified(response, api)
     return response
 

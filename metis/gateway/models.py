@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,10 @@ class Target:
 
 
 MAX_NAME = 256
+SERVED: ContextVar[str] = ContextVar("metis_gateway_served", default="")
+"""The name the request being answered gave that the configuration has (a model, alias or
+route), once :meth:`Models.resolve` found it: what ``/metrics`` counts a failed request's
+``model`` as (a name it has not found is never a label: it may be anything)."""
 """The longest model name looked up."""
 MAX_FOUND = 4096
 """The most names whose lookup is kept (only names the configuration serves are kept)."""
@@ -76,6 +81,7 @@ class ModelTable:
         if len(name) > MAX_NAME:  # no model is named so: not echoed back, nor searched for
             raise ModelNotFoundError(f"unknown model {name[:64]!r}... ({len(name)} characters)")
         if name in self.registry.route_specs:
+            SERVED.set(name)
             router = self._routers.get(name)
             if router is None:
                 router = self._routers[name] = self.registry.router(name, **self.shared)
@@ -83,10 +89,12 @@ class ModelTable:
         found = self._found.get(name)
         if found is None:
             route = self._route(name)
+            SERVED.set(name)
             adapter = self.registry.adapter(name)
             found = (adapter, f"{adapter.name}:{route.wire_name}", route.wire_name)
             if len(self._found) < MAX_FOUND:
                 self._found[name] = found
+        SERVED.set(name)
         adapter, model, wire_name = found  # its capabilities: an adapter's lifespan may refine them
         return Target(name, adapter, model, adapter.capabilities_for(wire_name))
 
