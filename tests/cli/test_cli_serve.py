@@ -215,3 +215,29 @@ def test_a_file_with_no_models_is_said_as_it_starts(
         assert main(["serve", "--config", str(path)]) == 0
         err = capsys.readouterr().err
         assert ("names no models: every request is a 404" in err) is warned
+
+
+def test_a_workers_log_lines_are_written_as_one_process_writes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each worker of ``--workers N`` builds its application with ``worker_app``, which writes
+    the gateway's records as ``metis serve`` does with one (level and event named), not bare
+    by Python's last-resort handler (``left out of the request for flash: n``)."""
+    import gc
+    import logging
+
+    from metis.cli.serve import worker_app
+
+    config = tmp_path / "models.yaml"
+    config.write_text("adapters: {}\nmodels: {}\n")
+    monkeypatch.setenv("METIS_GATEWAY_CONFIG", str(config))
+    logger = logging.getLogger("metis")
+    before = list(logger.handlers)
+    try:
+        worker_app()
+        record = {"event": "metis.gateway.dropped"}
+        logging.getLogger("metis.gateway").warning("left out: n", extra=record)
+    finally:
+        logger.handlers[:] = before
+        gc.unfreeze()
+    assert capsys.readouterr().err == "metis: warning: [metis.gateway.dropped] left out: n\n"
