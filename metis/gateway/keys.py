@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from metis.cost import priced_cost
 from metis.errors import ConfigError, ErrorClass, RateLimitError
-from metis.gateway.errors import GatewayPermissionError, SharedStoreError
+from metis.gateway.errors import GatewayPermissionError, KeyRateLimitError, SharedStoreError
 from metis.model.response import TokenUsage
 
 WINDOW_SECONDS = 60.0
@@ -194,8 +194,9 @@ class Keys:
                 retryable=False,  # spent until the operator raises it: x-should-retry: false
             )
         if verdict == OVER_RATE:
-            raise RateLimitError(
+            raise KeyRateLimitError(
                 f"key {spec.name!r} is over its {spec.requests_per_minute} requests per minute",
+                limit=spec.requests_per_minute or 0,
                 retry_after_seconds=max(1.0, wait),
             )
         if verdict == OVER_CONCURRENCY:

@@ -1,0 +1,70 @@
+"""A gateway key's limits as the official SDKs meet them: over its requests per minute, a 429
+with ``retry-after`` (the wait until the minute frees a request, which both SDKs wait rather
+than their own half-second backoff) and the limit in the API's own rate-limit headers, as the
+provider says its own; a spent budget, a 429 neither SDK retries, with no rate limit said."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from metis.gateway.keys import digest
+from metis.testing.emulator import Emulator
+from tests.gateway.test_gateway_sdk_resilience import retrying
+from tests.gateway_fixture import gateway_url
+
+from ..helpers import ImportOnUse
+
+anthropic = ImportOnUse("anthropic")
+openai = ImportOnUse("openai")
+SAID: Any = [{"role": "user", "content": "Hi"}]
+KEYS = [
+    {"name": "paced", "sha256": digest("paced-key"), "requests_per_minute": 1},
+    {"name": "poor", "sha256": digest("poor-key"), "budget_usd": 0.000001},
+]
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with gateway_url(Emulator(), keys=KEYS) as served:
+        yield served
+
+
+def test_a_keys_rate_is_said_as_each_apis_rate_limit_and_waited(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    oai = openai.OpenAI(api_key="paced-key", base_url=url + "/v1", max_retries=0)
+    oai.chat.completions.create(model="flash", messages=SAID)
+    with pytest.raises(openai.RateLimitError) as over:
+        oai.chat.completions.create(model="flash", messages=SAID)
+    said = over.value.response.headers
+    assert said["x-ratelimit-limit-requests"] == "1"
+    assert said["x-ratelimit-remaining-requests"] == "0"
+    wait = int(said["retry-after"])
+    assert 1 <= wait <= 60 and said["x-ratelimit-reset-requests"] == f"{wait}s"
+    assert said["x-should-retry"] == "true"
+    claude = anthropic.Anthropic(api_key="paced-key", base_url=url, max_retries=1)
+    waits = retrying(claude, monkeypatch)
+    with pytest.raises(anthropic.RateLimitError) as again:
+        claude.messages.create(model="gpt", max_tokens=20, messages=SAID)
+    assert len(waits) == 1 and 1 <= waits[0] <= 60  # the gateway's wait, not its own backoff
+    said = again.value.response.headers
+    assert said["anthropic-ratelimit-requests-limit"] == "1"
+    assert said["anthropic-ratelimit-requests-remaining"] == "0"
+    reset = datetime.fromisoformat(said["anthropic-ratelimit-requests-reset"])
+    assert reset.tzinfo is not None and reset > datetime.now(UTC)
+
+
+def test_a_spent_budget_says_no_rate_limit_and_is_not_retried(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    oai = openai.OpenAI(api_key="poor-key", base_url=url + "/v1", max_retries=2)
+    waits = retrying(oai, monkeypatch)
+    oai.chat.completions.create(model="gpt", messages=SAID)
+    with pytest.raises(openai.RateLimitError) as spent:
+        oai.chat.completions.create(model="gpt", messages=SAID)
+    assert waits == [] and spent.value.code == "insufficient_quota"
+    assert not any(h.startswith("x-ratelimit") for h in spent.value.response.headers)
