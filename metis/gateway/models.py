@@ -180,18 +180,31 @@ class ModelTable:
 
     def listing(self) -> list[dict[str, Any]]:
         """Every name a client may give: models and their aliases (with what they can serve)
-        and routes."""
+        and routes (with the names they go through, and the limits every one of them keeps:
+        a client that fits its request to them fits whichever model answers)."""
         listed: list[dict[str, Any]] = []
+        limits: dict[str, tuple[int, int]] = {}
         for route in self.registry.routes():
             caps = route.capabilities
-            limits = {
-                "context_window": caps.max_context_tokens,
-                "max_output_tokens": caps.max_output_tokens,
-            }
             for name in (route.model, *route.aliases):
-                listed.append({"id": name, "kind": "model", "model": route.model, **limits})
-        for name in self.registry.route_specs:
-            listed.append({"id": name, "kind": "route"})
+                limits[name] = (caps.max_context_tokens, caps.max_output_tokens)
+                listed.append(
+                    {
+                        "id": name,
+                        "kind": "model",
+                        "model": route.model,
+                        "context_window": caps.max_context_tokens,
+                        "max_output_tokens": caps.max_output_tokens,
+                    }
+                )
+        for name, spec in self.registry.route_specs.items():
+            members = [target.model for target in spec.targets()]
+            entry: dict[str, Any] = {"id": name, "kind": "route", "models": members}
+            kept = [limits[m] for m in members if m in limits]
+            if kept:
+                entry["context_window"] = min(window for window, _ in kept)
+                entry["max_output_tokens"] = min(output for _, output in kept)
+            listed.append(entry)
         return listed
 
     async def aclose(self) -> None:
