@@ -46,3 +46,32 @@ def test_a_failed_route_and_model_are_counted_under_their_names(
     assert _requests("anthropic", "sonnet", 429) in text
     assert _requests("anthropic", "", 404) in text
     assert "no-such-model" not in text
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_route_moves_on_from_a_model_past_its_own_deadline(streamed: bool) -> None:
+    """A model that sends nothing (it stalls before its first byte) is given up at its
+    adapter's ``timeout_seconds``, within the gateway's longer ``request_timeout_seconds``:
+    the route answers from the next model, and the stalled one is counted ``network``."""
+    from metis.gateway.app import create_app
+    from tests.gateway_fixture import GATEWAY_KEY, gateway_config, serving
+
+    emulator = Emulator()
+    gemini = {"type": "gemini", "api_key_env": "UPSTREAM_KEY", "max_retries": 0}
+    adapters = {"gemini": {**gemini, "timeout_seconds": 1}}
+    config = gateway_config(emulator, {"request_timeout_seconds": 60}, adapters=adapters)
+    with serving(create_app(config)) as (url, _):
+        oai = openai.OpenAI(api_key=GATEWAY_KEY, base_url=url + "/v1", max_retries=0)
+        emulator.push_fault("stall=30;after=0", provider="gemini")
+        if streamed:
+            chunks = oai.chat.completions.create(model="fallback", messages=SAID, stream=True)
+            text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        else:
+            reply = oai.chat.completions.create(model="fallback", messages=SAID)
+            text = reply.choices[0].message.content
+        metrics = httpx.get(url + "/metrics").text
+    assert text == "You said: Hi"
+    assert [r.provider for r in emulator.requests] == ["gemini", "openai"]
+    failed = 'failed_attempts_total{model="gemini:gemini-2.5-flash",error_class="network"} 1'
+    assert failed in metrics
+    assert _requests("chat", "fallback", 200) in metrics
