@@ -85,7 +85,13 @@ def read_chat(raw: Any) -> Inbound:
         max_output_tokens=limit,
         fields=fields,
         ignored=ignored,
-        options={"include_usage": include_usage is True, "legacy_functions": legacy},
+        options={
+            "include_usage": include_usage is True,
+            "legacy_functions": legacy,
+            "limit_field": "max_completion_tokens"
+            if body.get("max_completion_tokens") is not None
+            else "max_tokens",
+        },
     )
 
 

@@ -124,6 +124,7 @@ def read_responses(raw: Any, *, messages_apart: bool = False) -> Inbound:
     options.update(previous_response_id=previous, store=flag(body, "store", True))
     options["encrypted_reasoning"] = asks_encrypted(body.get("include"), ignored)
     options.update(tools=body.get("tools") or [], max_output_tokens=body.get("max_output_tokens"))
+    options["limit_field"] = "max_output_tokens"
     ignored += responses_unread(body)
     return Inbound(
         model=model,

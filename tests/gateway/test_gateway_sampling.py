@@ -83,3 +83,20 @@ def test_a_sampling_value_outside_its_range_is_the_sdks_bad_request(
         with pytest.raises(anthropic.BadRequestError) as refused:
             claude.messages.create(model="gpt", max_tokens=5, messages=SAID, extra_body=given)
     assert said in str(refused.value)
+
+
+def test_an_output_limit_lowered_is_named_as_the_client_named_it(oai: Any) -> None:
+    """``x-metis-dropped`` names the field the client gave (it said ``max_tokens`` for every
+    API, a field a Responses client never sends)."""
+    raw = oai.responses.with_raw_response.create(
+        model="flash", input="Hi", max_output_tokens=10_000_000
+    )
+    assert raw.headers["x-metis-dropped"].startswith("max_output_tokens lowered from 10000000")
+    raw = oai.chat.completions.with_raw_response.create(
+        model="sonnet", messages=SAID, max_completion_tokens=10_000_000
+    )
+    assert raw.headers["x-metis-dropped"].startswith("max_completion_tokens lowered from")
+    raw = oai.chat.completions.with_raw_response.create(
+        model="sonnet", messages=SAID, max_tokens=10_000_000
+    )
+    assert raw.headers["x-metis-dropped"].startswith("max_tokens lowered from")
