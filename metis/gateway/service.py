@@ -43,7 +43,7 @@ from metis.gateway.projection import project
 from metis.gateway.provenance import maker
 from metis.gateway.responses_read import read_responses
 from metis.gateway.sse import BlockWriter, new_id
-from metis.gateway.store import Owner, RedisResponseStore, ResponseStore
+from metis.gateway.store import Owner, RedisResponseStore, ResponseStore, whose
 from metis.model.content import Message, ProviderRaw, Role
 from metis.model.events import MessageComplete, MessageStart, StreamEvent
 from metis.model.request import CanonicalRequest
@@ -372,8 +372,9 @@ def dropped_headers(reported: list[str]) -> dict[str, str]:
 
 def log_dropped(prepared: Prepared, reported: list[str]) -> None:
     log.warning(
-        "left out of the request for %s: %s",
+        "left out of the request for %s%s: %s",
         prepared.inbound.model,
+        whose(prepared.owner),
         "; ".join(reported),
         extra={"event": "metis.gateway.dropped", "model": prepared.inbound.model},
     )

@@ -5,6 +5,7 @@ provider says its own; a spent budget, a 429 neither SDK retries, with no rate l
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -21,9 +22,11 @@ from ..helpers import ImportOnUse
 anthropic = ImportOnUse("anthropic")
 openai = ImportOnUse("openai")
 SAID: Any = [{"role": "user", "content": "Hi"}]
+DROPPED = "metis.gateway.dropped"
 KEYS = [
     {"name": "paced", "sha256": digest("paced-key"), "requests_per_minute": 1},
     {"name": "poor", "sha256": digest("poor-key"), "budget_usd": 0.000001},
+    {"name": "team-a", "sha256": digest("team-key")},
 ]
 
 
@@ -68,3 +71,19 @@ def test_a_spent_budget_says_no_rate_limit_and_is_not_retried(
         oai.chat.completions.create(model="gpt", messages=SAID)
     assert waits == [] and spent.value.code == "insufficient_quota"
     assert not any(h.startswith("x-ratelimit") for h in spent.value.response.headers)
+
+
+def test_a_log_line_of_a_keys_request_names_the_key(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What an operator reads of a request whose fields were left out says which key sent
+    it, translated and passed through (the simple key's says none)."""
+    oai = openai.OpenAI(api_key="team-key", base_url=url + "/v1", max_retries=0)
+    with caplog.at_level(logging.WARNING, logger="metis.gateway"):
+        oai.chat.completions.create(model="flash", messages=SAID, n=2)
+        oai.chat.completions.create(model="gpt", messages=SAID, max_tokens=10_000_000)
+    said = [r.getMessage() for r in caplog.records if getattr(r, "event", "") == DROPPED]
+    assert said == [
+        "left out of the request for flash (key team-a): n",
+        "left out of the request for gpt (key team-a): max_tokens lowered from 10000000 to 16384",
+    ]
