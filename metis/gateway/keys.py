@@ -174,6 +174,9 @@ class Keys:
     def __bool__(self) -> bool:
         return bool(self._by_digest)
 
+    def states(self) -> list[KeyState]:
+        return list(self._by_digest.values())
+
     def restrict_models(self) -> bool:
         """Whether some key may name only some of the models."""
         return any(state.spec.models is not None for state in self._by_digest.values())

@@ -6,10 +6,12 @@ provider says its own; a spent budget, a 429 neither SDK retries, with no rate l
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 import pytest
 
 from metis.gateway.keys import digest
@@ -87,3 +89,37 @@ def test_a_log_line_of_a_keys_request_names_the_key(
         "left out of the request for flash (key team-a): n",
         "left out of the request for gpt (key team-a): max_tokens lowered from 10000000 to 16384",
     ]
+
+
+def _gauge(text: str, family: str, key: str) -> float | None:
+    found = re.search(rf'^metis_gateway_{family}{{key="{key}"}} (\S+)$', text, re.M)
+    return None if found is None else float(found[1])
+
+
+def test_each_keys_spend_and_budget_are_scraped(url: str) -> None:
+    """An operator who gave a key a budget reads what it has spent in ``/metrics`` (it was
+    nowhere to be read): a gauge per key, and its budget beside it where it has one."""
+    oai = openai.OpenAI(api_key="team-key", base_url=url + "/v1", max_retries=0)
+    before = _gauge(httpx.get(url + "/metrics").text, "key_spent_usd", "team-a")
+    oai.chat.completions.create(model="gpt", messages=SAID)
+    text = httpx.get(url + "/metrics").text
+    after = _gauge(text, "key_spent_usd", "team-a")
+    assert before is not None and after is not None and after > before
+    assert "# TYPE metis_gateway_key_spent_usd gauge" in text
+    assert _gauge(text, "key_budget_usd", "poor") == 0.000001
+    assert _gauge(text, "key_budget_usd", "team-a") is None  # no budget: none said
+
+
+def test_a_keys_spend_in_redis_is_every_gateways(redis_url: str) -> None:
+    """With ``redis_url``, the gauge is the shared spend: a second gateway over the same
+    Redis, which served nothing, says what the first charged."""
+    keys = [{"name": "shared", "sha256": digest("shared-key"), "budget_usd": 5}]
+    with (
+        gateway_url(Emulator(), keys=keys, redis_url=redis_url) as first,
+        gateway_url(Emulator(), keys=keys, redis_url=redis_url) as second,
+    ):
+        oai = openai.OpenAI(api_key="shared-key", base_url=first + "/v1", max_retries=0)
+        oai.chat.completions.create(model="gpt", messages=SAID)
+        served = _gauge(httpx.get(first + "/metrics").text, "key_spent_usd", "shared")
+        told = _gauge(httpx.get(second + "/metrics").text, "key_spent_usd", "shared")
+    assert served is not None and served > 0 and told == served
