@@ -215,7 +215,7 @@ class Keys:
         verdict, wait = await self.ledger.admit(state, now, budgeted)
         if verdict == OVER_BUDGET:
             raise BudgetExceededError(
-                f"key {spec.name!r} has spent its budget of {spec.budget_usd} USD",
+                f"key {spec.name!r} has spent its budget of {spec.budget_usd:f} USD",
                 provider_code="insufficient_quota",
                 retryable=False,  # spent until the operator raises it: x-should-retry: false
             )

@@ -72,6 +72,7 @@ def test_a_spent_budget_says_no_rate_limit_and_is_not_retried(
     with pytest.raises(openai.RateLimitError) as spent:
         oai.chat.completions.create(model="gpt", messages=SAID)
     assert waits == [] and spent.value.code == "insufficient_quota"
+    assert "its budget of 0.000001 USD" in str(spent.value)  # not 0.000001's 1E-6
     assert not any(h.startswith("x-ratelimit") for h in spent.value.response.headers)
 
 
