@@ -73,6 +73,15 @@ READ = frozenset(
         "include",
     }
 )
+HELD_ELSEWHERE = {
+    "conversation": "this gateway holds no conversations (the Conversations API is not served "
+    "here) and cannot give the model its items; send them as input, or continue a response "
+    "with previous_response_id",
+    "prompt": "a prompt template is held by OpenAI, which does not serve this model; send its "
+    "instructions and input instead",
+}
+"""Fields naming content another server holds, which the model would go without: refused on
+a translated request, not left out (a passed-through one goes to the server that holds it)."""
 ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM}
 ROLES["developer"] = Role.SYSTEM
 CALLS = frozenset({"function_call", "custom_tool_call"})
@@ -83,12 +92,16 @@ RESPONSES = "openai_responses"
 name; docs/sessions.md "Compaction by the provider")."""
 
 
-def read_responses(raw: Any, *, messages_apart: bool = False) -> Inbound:
+def read_responses(raw: Any, *, messages_apart: bool = False, held: bool = False) -> Inbound:
     """A Responses API request body (parsed JSON) in canonical terms. ``options`` keep what
     the reply echoes and what the gateway's state needs (``previous_response_id``, ``store``);
-    ``messages_apart`` as :func:`read_input`'s."""
+    ``messages_apart`` as :func:`read_input`'s; ``held``: the reader holds what
+    :data:`HELD_ELSEWHERE` names (the emulator, standing in for OpenAI), else it is refused."""
     body = body_object(raw)
     model = model_name(body)
+    for name, why in () if held else HELD_ELSEWHERE.items():
+        if body.get(name) is not None:  # the model would answer without what it names
+            raise InvalidRequestError(f"{name}: {why}")
     ignored = unknown_fields(body, READ)
     messages = restored(
         read_input(body.get("input"), ignored, messages_apart=messages_apart, model=model)
