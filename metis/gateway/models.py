@@ -39,13 +39,13 @@ class Target:
 
 
 MAX_NAME = 256
-SERVED: ContextVar[str] = ContextVar("metis_gateway_served", default="")
-"""The name the request being answered gave that the configuration has (a model, alias or
-route), once :meth:`Models.resolve` found it: what ``/metrics`` counts a failed request's
-``model`` as (a name it has not found is never a label: it may be anything)."""
 """The longest model name looked up."""
 MAX_FOUND = 4096
 """The most names whose lookup is kept (only names the configuration serves are kept)."""
+SERVED: ContextVar[str] = ContextVar("metis_gateway_served", default="")
+"""The name the request being answered gave that the configuration has (a model, alias or
+route), once :meth:`ModelTable.resolve` found it: what ``/metrics`` counts a failed request's
+``model`` as (a name it has not found is never a label: it may be anything)."""
 
 
 class ModelTable:
@@ -89,12 +89,13 @@ class ModelTable:
         found = self._found.get(name)
         if found is None:
             route = self._route(name)
-            SERVED.set(name)
+            SERVED.set(name)  # served, though its adapter may have no key (a 500 named so)
             adapter = self.registry.adapter(name)
             found = (adapter, f"{adapter.name}:{route.wire_name}", route.wire_name)
             if len(self._found) < MAX_FOUND:
                 self._found[name] = found
-        SERVED.set(name)
+        else:
+            SERVED.set(name)
         adapter, model, wire_name = found  # its capabilities: an adapter's lifespan may refine them
         return Target(name, adapter, model, adapter.capabilities_for(wire_name))
 
