@@ -323,7 +323,9 @@ def _explain(exc: BaseException) -> tuple[str | None, int]:
 
 class _Formatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        text = f"metis: {record.levelname.lower()}: {one_line(record.getMessage())}"
+        event = getattr(record, "event", None)  # what an operator greps: metis.gateway.dropped
+        tag = f"[{event}] " if isinstance(event, str) else ""
+        text = f"metis: {record.levelname.lower()}: {tag}{one_line(record.getMessage())}"
         failure = record.exc_info[1] if record.exc_info else None
         if failure is not None:  # what failed, or a served request's error says nothing
             text += f": {type(failure).__name__}: {one_line(failure)}"
@@ -334,13 +336,19 @@ class _Formatter(logging.Formatter):
         return text
 
 
+def stderr_handler() -> logging.Handler:
+    """The handler writing metis's WARNING records and worse as the CLI's own lines."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter())
+    handler.setLevel(logging.WARNING)
+    return handler
+
+
 @contextlib.contextmanager
 def _warnings_to_stderr() -> Iterator[None]:
     """metis's WARNING records (a dropped thinking block, a plaintext key) as stderr lines,
     while a command runs."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Formatter())
-    handler.setLevel(logging.WARNING)
+    handler = stderr_handler()
     logger = logging.getLogger("metis")
     logger.addHandler(handler)
     try:

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         os.environ.setdefault(METRICS_DIR_VARIABLE, metrics_dir)  # one /metrics for them all
         try:
             uvicorn.run(
-                "metis.gateway.app:from_environment",
+                "metis.cli.serve:worker_app",
                 factory=True,
                 host=host,
                 port=port,
@@ -78,6 +78,19 @@ def run(args: argparse.Namespace) -> int:
                 raise _not_started(host, port) from None
             raise
     return 0
+
+
+def worker_app() -> Any:
+    """What each worker of ``--workers N`` serves: the application ``METIS_GATEWAY_CONFIG``
+    names, its log lines written as one process's are (``metis: warning: [event] ...``), not
+    bare by Python's last-resort handler."""
+    import logging
+
+    from metis.cli import stderr_handler
+    from metis.gateway.app import from_environment
+
+    logging.getLogger("metis").addHandler(stderr_handler())
+    return from_environment()
 
 
 def _not_started(host: str, port: int) -> CliError:

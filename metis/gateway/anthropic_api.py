@@ -19,6 +19,7 @@ from metis.gateway.inbound import (
     model_name,
     optional_int,
     optional_number,
+    sampling,
     string_list,
     tool_definition,
     unknown_fields,
@@ -39,6 +40,8 @@ READ = frozenset(
         "tools",
         "tool_choice",
         "temperature",
+        "top_p",
+        "top_k",
         "stop_sequences",
         "thinking",
         "output_format",
@@ -73,6 +76,7 @@ def read_messages(raw: Any, later: bool = False) -> Inbound:
         fields.update(_tool_choice(choice))
     if (temperature := optional_number(body, "temperature")) is not None:
         fields["temperature"] = temperature
+    fields.update(sampling(body, ("top_p", "top_k")))
     if stops := string_list(body.get("stop_sequences"), "stop_sequences"):
         fields["stop_sequences"] = stops
     if (

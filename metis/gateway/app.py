@@ -40,9 +40,9 @@ from metis.gateway.frozen import frozen, warm
 from metis.gateway.frozen import frozen_for_serving as frozen_for_serving  # metis serve's
 from metis.gateway.joined_stream import JoinedStream
 from metis.gateway.keys_redis import RedisLedger
-from metis.gateway.metrics import scrape_refused
+from metis.gateway.metrics import scrape_refused, scraped
 from metis.gateway.metrics_shared import SharedMetrics
-from metis.gateway.models import listed_page
+from metis.gateway.models import SERVED, listed_page
 from metis.gateway.passthrough import PATH_HEADER, PassThrough
 from metis.gateway.relayed_stream import RelayedStream
 from metis.gateway.reported import log_reported
@@ -76,14 +76,15 @@ def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
 async def _answer(
     gateway: Gateway, api: str, answer: Awaitable[Answer], endpoint: str = ""
 ) -> Answer:
-    """The request answered; a refused one is counted here (with no model: its name may be
-    anything), a served one where it ends. ``endpoint``: the method and path counted (the
-    API's model call when not given)."""
+    """The request answered; a failed one is counted here (under the name it gave when the
+    configuration has it, else with no model: its name may be anything), a served one where it
+    ends. ``endpoint``: the method and path counted (the API's model call when not given)."""
     started = time.monotonic()
+    SERVED.set("")  # the name this request gives, once found (a previous request's: none)
     response = await _guarded(gateway, api, answer, endpoint)
     if response.status_code != 200:
         elapsed = time.monotonic() - started
-        gateway.metrics.request(api, "", response.status_code, elapsed, endpoint)
+        gateway.metrics.request(api, SERVED.get(), response.status_code, elapsed, endpoint)
     _identified(response, api)
     return response
 
@@ -351,7 +352,7 @@ def create_app(config: GatewayConfig, metrics_dir: str | None = None) -> Starlet
         media = "text/plain; version=0.0.4; charset=utf-8"
         if refused := scrape_refused(gateway.metrics_key, request.headers):
             return Response(refused, 401, {"www-authenticate": "Bearer"}, media)
-        text = shared.render() if shared is not None else gateway.metrics.render()
+        text = await scraped(gateway.metrics, shared, gateway.keys, gateway.settings.redis_url)
         return Response(text, media_type=media)
 
     async def ready(request: Request) -> Response:

@@ -16,6 +16,7 @@ from metis.gateway.inbound import (
     flag,
     model_name,
     optional_int,
+    sampling,
     string_list,
     tool_definition,
     unknown_fields,
@@ -32,6 +33,10 @@ READ = frozenset(
         "tool_choice",
         "parallel_tool_calls",
         "temperature",
+        "top_p",
+        "seed",
+        "frequency_penalty",
+        "presence_penalty",
         "stop",
         "max_tokens",
         "max_completion_tokens",
@@ -60,6 +65,7 @@ def read_chat(raw: Any, later: bool = False) -> Inbound:
     fields.update(
         tool_and_sampling_fields(body, tools, chat_tool_choice(raw_choice, ignored, legacy))
     )
+    fields.update(sampling(body, ("seed", "frequency_penalty", "presence_penalty")))
     if stops := string_list(body.get("stop"), "stop"):
         fields["stop_sequences"] = stops
     if (thinking := effort_thinking(body.get("reasoning_effort"), "reasoning_effort")) is not None:
@@ -80,7 +86,13 @@ def read_chat(raw: Any, later: bool = False) -> Inbound:
         max_output_tokens=limit,
         fields=fields,
         ignored=ignored,
-        options={"include_usage": include_usage is True, "legacy_functions": legacy},
+        options={
+            "include_usage": include_usage is True,
+            "legacy_functions": legacy,
+            "limit_field": "max_completion_tokens"
+            if body.get("max_completion_tokens") is not None
+            else "max_tokens",
+        },
         unread=partial(chat_unread, body),
     ).finished(later)
 

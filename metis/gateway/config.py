@@ -147,7 +147,7 @@ class GatewayConfig:
         scrapes = settings.metrics.api_key_env
         metrics_key = _key_of(env, scrapes, "metrics.api_key_env", "scrapes of /metrics", source)
         try:
-            keys = Keys(settings.keys, env)
+            keys = Keys(settings.keys, env, simple=api_key)
         except ConfigError as exc:
             raise ConfigError(f"{source}: {exc}") from None
         tracer = None

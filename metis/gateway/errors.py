@@ -10,9 +10,16 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from metis.errors import AdapterError, ErrorClass, InvalidRequestError, NotConfiguredError
+from metis.errors import (
+    AdapterError,
+    ErrorClass,
+    InvalidRequestError,
+    NotConfiguredError,
+    RateLimitError,
+)
 
 if TYPE_CHECKING:
     from metis.gateway.sse import BlockWriter
@@ -94,6 +101,36 @@ def shared_store_failed(doing: str, exc: Exception) -> SharedStoreError:
     )
     message = f"the gateway's shared store is unavailable; it could not {doing}"
     return SharedStoreError(message, retry_after_seconds=1.0)
+
+
+class KeyRateLimitError(RateLimitError):
+    """A gateway key over its ``requests_per_minute``: 429 with ``retry-after``, and the
+    limit said in each API's own rate-limit headers (``x-ratelimit-*-requests``,
+    ``anthropic-ratelimit-requests-*``), as the provider says its own."""
+
+    def __init__(self, message: str, *, limit: int, retry_after_seconds: float) -> None:
+        super().__init__(message, retry_after_seconds=retry_after_seconds)
+        self.limit = limit
+
+
+def _limit_headers(error: AdapterError, api: str) -> dict[str, str]:
+    """A key's rate limit as ``api``'s headers: its limit, none remaining, and when one is
+    (OpenAI: a duration, ``12s``; Anthropic: the time, RFC 3339)."""
+    if not isinstance(error, KeyRateLimitError):
+        return {}
+    wait = math.ceil(max(0.0, error.retry_after_seconds or 0.0))
+    if api == "anthropic":
+        at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=wait)
+        return {
+            "anthropic-ratelimit-requests-limit": str(error.limit),
+            "anthropic-ratelimit-requests-remaining": "0",
+            "anthropic-ratelimit-requests-reset": at.isoformat().replace("+00:00", "Z"),
+        }
+    return {
+        "x-ratelimit-limit-requests": str(error.limit),
+        "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-reset-requests": f"{wait}s",
+    }
 
 
 class GatewayTimeoutError(AdapterError):
@@ -244,7 +281,8 @@ def anthropic_error(error: AdapterError, request_id: str) -> ErrorReply:
     body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": error.message}}
     if isinstance(error, ThreadUnsupportedError) or error.provider_code == THREAD_UNSUPPORTED:
         body["error"]["details"] = {"error_code": THREAD_UNSUPPORTED}  # the provider's too
-    headers = {**_headers(error, status), "request-id": request_id}
+    headers = {**_headers(error, status), **_limit_headers(error, "anthropic")}
+    headers["request-id"] = request_id
     return ErrorReply(status, {**body, "request_id": request_id}, headers)
 
 
@@ -262,7 +300,8 @@ def openai_error(error: AdapterError, request_id: str, param: str | None = None)
     if isinstance(error, PreviousResponseNotFoundError):
         param = "previous_response_id"
     body = {"error": {"message": error.message, "type": kind, "param": param, "code": code}}
-    return ErrorReply(status, body, {**_headers(error, status), "x-request-id": request_id})
+    headers = {**_headers(error, status), **_limit_headers(error, "openai")}
+    return ErrorReply(status, body, {**headers, "x-request-id": request_id})
 
 
 def error_reply(api: str, error: AdapterError, request_id: str) -> ErrorReply:

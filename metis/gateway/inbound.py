@@ -4,6 +4,7 @@ depends on, and the fields that were left out because they have no canonical mea
 from __future__ import annotations
 
 import marshal
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,6 +110,53 @@ def optional_number(body: Mapping[str, Any], key: str) -> float | None:
         return float(value)
     except OverflowError:  # an integer past any float: 1 followed by 400 zeros
         raise InvalidRequestError(f"{key}: expected a number >= 0, got {value!r}"[:200]) from None
+
+
+SAMPLING_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "top_p": (0, 1),
+    "top_k": (1, None),
+    "seed": (None, None),
+    "frequency_penalty": (-2, 2),
+    "presence_penalty": (-2, 2),
+}
+"""The sampling settings a served API may give beside ``temperature``, with the range its
+API reference gives each (``top_k`` and ``seed`` integers): the canonical request's own, so
+the library sends each to a model that takes it and names it where the model does not."""
+
+
+def sampling(body: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """The request's ``names`` among :data:`SAMPLING_RANGES`, as canonical fields; a value
+    of the wrong type or outside its range is a 400 naming it, as the providers refuse it."""
+    fields: dict[str, Any] = {}
+    for name in names:
+        value = body.get(name)
+        if value is None:
+            continue
+        low, high = SAMPLING_RANGES[name]
+        integral = name in ("top_k", "seed")
+        number = whole_number(value) if integral else _finite(value)
+        if (
+            number is None
+            or (low is not None and number < low)
+            or (high is not None and number > high)
+        ):
+            kind = "an integer" if integral else "a number"
+            bounds = (
+                "" if low is None else f" from {low:g}" + ("" if high is None else f" to {high:g}")
+            )
+            raise InvalidRequestError(f"{name}: expected {kind}{bounds}, got {value!r}"[:200])
+        fields[name] = number
+    return fields
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def flag(body: Mapping[str, Any], key: str, default: bool = False) -> bool:

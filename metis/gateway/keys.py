@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from metis.cost import priced_cost
 from metis.errors import ConfigError, ErrorClass, RateLimitError
-from metis.gateway.errors import GatewayPermissionError, SharedStoreError
+from metis.gateway.errors import GatewayPermissionError, KeyRateLimitError, SharedStoreError
 from metis.model.response import TokenUsage
 
 WINDOW_SECONDS = 60.0
@@ -96,6 +96,23 @@ def digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+def _check_own(name: str, found: str, taken: Mapping[str, KeyState], simple: str | None) -> None:
+    """A ConfigError when the key of entry ``name`` is another's too: the simple key's (served
+    first, with no limits) or an earlier entry's (which it would replace), so its limits and
+    budget would silently never apply."""
+    where = f"gateway.keys.{name}"
+    if simple is not None and found == digest(simple):
+        raise ConfigError(
+            f"{where}: its key is api_key_env's too, which has no limits: its limits and "
+            "budget would never apply; give it a key of its own"
+        )
+    if found in taken:
+        raise ConfigError(
+            f"{where}: its key is gateway.keys.{taken[found].spec.name}'s too; give each "
+            "entry a key of its own (one key has one set of limits and one spend)"
+        )
+
+
 # What a ledger says of a request: admitted, or which limit refused it.
 ADMITTED, OVER_BUDGET, OVER_RATE, OVER_CONCURRENCY = 0, 1, 2, 3
 
@@ -134,8 +151,13 @@ class Keys:
     place until ``release``."""
 
     def __init__(
-        self, specs: list[KeySpec], environ: Mapping[str, str], ledger: Any = None
+        self,
+        specs: list[KeySpec],
+        environ: Mapping[str, str],
+        ledger: Any = None,
+        simple: str | None = None,
     ) -> None:
+        """``simple``: the simple key (``api_key_env``'s), which no entry may share."""
         self.ledger = MemoryLedger() if ledger is None else ledger
         self._by_digest: dict[str, KeyState] = {}
         for spec in specs:
@@ -149,10 +171,14 @@ class Keys:
                         f"environment to the key {spec.name!r} sends (or give its sha256:)"
                     )
                 found = digest(value)
+            _check_own(spec.name, found, self._by_digest, simple)
             self._by_digest[found] = KeyState(spec)
 
     def __bool__(self) -> bool:
         return bool(self._by_digest)
+
+    def states(self) -> list[KeyState]:
+        return list(self._by_digest.values())
 
     def restrict_models(self) -> bool:
         """Whether some key may name only some of the models."""
@@ -192,13 +218,14 @@ class Keys:
         verdict, wait = await self.ledger.admit(state, now, budgeted)
         if verdict == OVER_BUDGET:
             raise BudgetExceededError(
-                f"key {spec.name!r} has spent its budget of {spec.budget_usd} USD",
+                f"key {spec.name!r} has spent its budget of {spec.budget_usd:f} USD",
                 provider_code="insufficient_quota",
                 retryable=False,  # spent until the operator raises it: x-should-retry: false
             )
         if verdict == OVER_RATE:
-            raise RateLimitError(
+            raise KeyRateLimitError(
                 f"key {spec.name!r} is over its {spec.requests_per_minute} requests per minute",
+                limit=spec.requests_per_minute or 0,
                 retry_after_seconds=max(1.0, wait),
             )
         if verdict == OVER_CONCURRENCY:

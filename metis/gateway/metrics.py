@@ -6,14 +6,16 @@ model and class, tokens, cost in USD, and request durations by API and endpoint
 from __future__ import annotations
 
 import hmac
+import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
+from typing import Any
 
 from metis.catalog.usage_cost import other_model
 from metis.errors import AdapterError
 from metis.gateway.errors import metric_class
-from metis.gateway.keys import price
+from metis.gateway.keys import Keys, price
 from metis.model.response import TokenUsage
 
 MODEL_CALLS = {
@@ -132,7 +134,46 @@ class Metrics:
         return "\n".join(lines) + "\n"
 
 
-def _family(name: str, text: str, samples: Sequence[tuple[str, object]]) -> list[str]:
+async def scraped(metrics: Metrics, shared: Any, keys: Keys, redis_url: str | None) -> str:
+    """What a scrape of ``/metrics`` answers: this process's counts, or ``shared``'s (the
+    workers' of ``--workers N``, summed: metis.gateway.metrics_shared), and the keys' gauges."""
+    text = shared.render() if shared is not None else metrics.render()
+    return text + await key_gauges(keys, shared is not None, redis_url)
+
+
+async def key_gauges(keys: Keys, workers: bool, redis_url: str | None) -> str:
+    """Each key of ``gateway.keys``: the USD it has spent, as its ledger counts it (in Redis,
+    every gateway's; else this process's), and its budget where it has one, as gauges;
+    nothing when the ledger cannot be read (logged: the scrape is answered all the same),
+    nor for ``workers`` (of ``--workers N``) without ``redis_url``: each keeps its own."""
+    if workers and redis_url is None:
+        return ""
+    spent, budgets = [], []
+    try:
+        for state in keys.states():
+            name = _labels(key=state.spec.name)
+            spent.append((name, format(await keys.ledger.spent(state), "f")))
+            if state.spec.budget_usd is not None:
+                budgets.append((name, format(state.spec.budget_usd, "f")))
+    except Exception as exc:  # a Redis that does not answer: the rest of /metrics still is
+        logging.getLogger("metis.gateway").warning(
+            "gateway could not read the keys' spend for /metrics (%s)",
+            type(exc).__name__,
+            extra={"event": "metis.gateway.store_failed"},
+        )
+        return ""
+    if not spent:
+        return ""
+    lines = [
+        *_family("key_spent_usd", "USD each gateway key has spent.", spent, "gauge"),
+        *_family("key_budget_usd", "Each gateway key's budget in USD.", budgets, "gauge"),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _family(
+    name: str, text: str, samples: Sequence[tuple[str, object]], kind: str = "counter"
+) -> list[str]:
     full = f"metis_gateway_{name}"
-    head = [f"# HELP {full} {text}", f"# TYPE {full} counter"]
+    head = [f"# HELP {full} {text}", f"# TYPE {full} {kind}"]
     return head + [f"{full}{labels} {value}" for labels, value in sorted(samples)]

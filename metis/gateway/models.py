@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,10 @@ MAX_NAME = 256
 """The longest model name looked up."""
 MAX_FOUND = 4096
 """The most names whose lookup is kept (only names the configuration serves are kept)."""
+SERVED: ContextVar[str] = ContextVar("metis_gateway_served", default="")
+"""The name the request being answered gave that the configuration has (a model, alias or
+route), once :meth:`ModelTable.resolve` found it: what ``/metrics`` counts a failed request's
+``model`` as (a name it has not found is never a label: it may be anything)."""
 
 
 class ModelTable:
@@ -76,6 +81,7 @@ class ModelTable:
         if len(name) > MAX_NAME:  # no model is named so: not echoed back, nor searched for
             raise ModelNotFoundError(f"unknown model {name[:64]!r}... ({len(name)} characters)")
         if name in self.registry.route_specs:
+            SERVED.set(name)
             router = self._routers.get(name)
             if router is None:
                 router = self._routers[name] = self.registry.router(name, **self.shared)
@@ -83,10 +89,13 @@ class ModelTable:
         found = self._found.get(name)
         if found is None:
             route = self._route(name)
+            SERVED.set(name)  # served, though its adapter may have no key (a 500 named so)
             adapter = self.registry.adapter(name)
             found = (adapter, f"{adapter.name}:{route.wire_name}", route.wire_name)
             if len(self._found) < MAX_FOUND:
                 self._found[name] = found
+        else:
+            SERVED.set(name)
         adapter, model, wire_name = found  # its capabilities: an adapter's lifespan may refine them
         return Target(name, adapter, model, adapter.capabilities_for(wire_name))
 
@@ -172,18 +181,31 @@ class ModelTable:
 
     def listing(self) -> list[dict[str, Any]]:
         """Every name a client may give: models and their aliases (with what they can serve)
-        and routes."""
+        and routes (with the names they go through, and the limits every one of them keeps:
+        a client that fits its request to them fits whichever model answers)."""
         listed: list[dict[str, Any]] = []
+        limits: dict[str, tuple[int, int]] = {}
         for route in self.registry.routes():
             caps = route.capabilities
-            limits = {
-                "context_window": caps.max_context_tokens,
-                "max_output_tokens": caps.max_output_tokens,
-            }
             for name in (route.model, *route.aliases):
-                listed.append({"id": name, "kind": "model", "model": route.model, **limits})
-        for name in self.registry.route_specs:
-            listed.append({"id": name, "kind": "route"})
+                limits[name] = (caps.max_context_tokens, caps.max_output_tokens)
+                listed.append(
+                    {
+                        "id": name,
+                        "kind": "model",
+                        "model": route.model,
+                        "context_window": caps.max_context_tokens,
+                        "max_output_tokens": caps.max_output_tokens,
+                    }
+                )
+        for name, spec in self.registry.route_specs.items():
+            members = [target.model for target in spec.targets()]
+            entry: dict[str, Any] = {"id": name, "kind": "route", "models": members}
+            kept = [limits[m] for m in members if m in limits]
+            if kept:
+                entry["context_window"] = min(window for window, _ in kept)
+                entry["max_output_tokens"] = min(output for _, output in kept)
+            listed.append(entry)
         return listed
 
     async def aclose(self) -> None:

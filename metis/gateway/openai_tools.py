@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from metis.errors import InvalidRequestError
-from metis.gateway.inbound import flag, optional_number
+from metis.gateway.inbound import flag, optional_number, sampling
 from metis.model.request import FreeformInput, ToolChoice, ToolDefinition
 
 _NAMED = {"auto": "auto", "required": "any", "none": "none"}
@@ -109,7 +109,7 @@ def tool_and_sampling_fields(
     body: Mapping[str, Any], tools: list[ToolDefinition], chosen: Choice
 ) -> dict[str, Any]:
     """The canonical fields Chat and Responses requests give alike: the tools (narrowed to
-    ``allowed_tools``), the tool choice, ``parallel_tool_calls`` and ``temperature``."""
+    ``allowed_tools``), the tool choice, ``parallel_tool_calls``, ``temperature`` and ``top_p``."""
     fields: dict[str, Any] = {}
     choice, allowed = chosen
     if allowed is not None:
@@ -122,6 +122,7 @@ def tool_and_sampling_fields(
         fields["parallel_tool_calls"] = flag(body, "parallel_tool_calls")
     if (temperature := optional_number(body, "temperature")) is not None:
         fields["temperature"] = temperature
+    fields.update(sampling(body, ("top_p",)))
     return fields
 
 

@@ -42,7 +42,7 @@ from metis.gateway.relay import AnthropicRelay, ChatRelay, Relay
 from metis.gateway.relay_responses import ResponsesRelay
 from metis.gateway.service import Gateway, JsonResult, StreamResult, dropped_headers, error_reply
 from metis.gateway.sse import data, event
-from metis.gateway.store import Owner
+from metis.gateway.store import Owner, whose
 from metis.pipeline.call import Call
 from metis.transport.exchange import Exchange
 from metis.wire.framing.objects import MAX_WHOLE_BODY
@@ -116,8 +116,9 @@ class PassThrough:
 
     def _log(self, passing: Passing) -> None:
         log.warning(
-            "left out of the request for %s: %s",
+            "left out of the request for %s%s: %s",
             passing.target.name,
+            whose(passing.owner),
             "; ".join(passing.reported),
             extra={"event": "metis.gateway.dropped", "model": passing.target.name},
         )

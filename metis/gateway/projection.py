@@ -21,7 +21,8 @@ def project(inbound: Inbound, caps: AdapterCapabilities) -> tuple[int, dict[str,
     fields = inbound.fields
     limit = inbound.max_output_tokens or caps.max_output_tokens
     if limit > caps.max_output_tokens:
-        dropped.append(f"max_tokens lowered from {limit} to {caps.max_output_tokens}")
+        named = inbound.options.get("limit_field", "max_tokens")  # as the client named it
+        dropped.append(f"{named} lowered from {limit} to {caps.max_output_tokens}")
         limit = caps.max_output_tokens
     if fields.get("thinking") is not None:
         thinking = _thinking(fields["thinking"], caps, limit, dropped)

@@ -8,6 +8,7 @@ import re
 from typing import Protocol
 
 from metis.gateway.inbound import Inbound
+from metis.gateway.store import whose
 from metis.model.events import MessageComplete, MessageStart
 from metis.model.response import CanonicalResponse
 
@@ -21,6 +22,7 @@ class Prepared(Protocol):
     """A prepared request (metis.gateway.service.Prepared), as far as its report goes."""
 
     inbound: Inbound
+    owner: str
 
     @property
     def reported(self) -> list[str]: ...
@@ -49,8 +51,9 @@ def log_reported(prepared: Prepared) -> None:
 
 def log_dropped(prepared: Prepared, reported: list[str]) -> None:
     log.warning(
-        "left out of the request for %s: %s",
+        "left out of the request for %s%s: %s",
         prepared.inbound.model,
+        whose(prepared.owner),
         "; ".join(reported),
         extra={"event": "metis.gateway.dropped", "model": prepared.inbound.model},
     )

@@ -137,7 +137,7 @@ def output_items(
     return items
 
 
-ECHO_SAMPLING = ("parallel_tool_calls", "temperature")
+ECHO_SAMPLING = ("parallel_tool_calls", "temperature", "top_p")
 """What the echo takes of the canonical fields (the request's others it takes as written)."""
 
 

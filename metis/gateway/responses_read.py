@@ -63,6 +63,7 @@ READ = frozenset(
         "tool_choice",
         "parallel_tool_calls",
         "temperature",
+        "top_p",
         "max_output_tokens",
         "stream",
         "text",
@@ -72,6 +73,15 @@ READ = frozenset(
         "include",
     }
 )
+HELD_ELSEWHERE = {
+    "conversation": "this gateway holds no conversations (the Conversations API is not served "
+    "here) and cannot give the model its items; send them as input, or continue a response "
+    "with previous_response_id",
+    "prompt": "a prompt template is held by OpenAI, which does not serve this model; send its "
+    "instructions and input instead",
+}
+"""Fields naming content another server holds, which the model would go without: refused on
+a translated request, not left out (a passed-through one goes to the server that holds it)."""
 ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM}
 ROLES["developer"] = Role.SYSTEM
 CALLS = frozenset({"function_call", "custom_tool_call"})
@@ -82,13 +92,19 @@ RESPONSES = "openai_responses"
 name; docs/sessions.md "Compaction by the provider")."""
 
 
-def read_responses(raw: Any, *, messages_apart: bool = False, later: bool = False) -> Inbound:
+def read_responses(
+    raw: Any, *, messages_apart: bool = False, later: bool = False, held: bool = False
+) -> Inbound:
     """A Responses API request body (parsed JSON) in canonical terms. ``options`` keep what
     the reply echoes and what the gateway's state needs (``previous_response_id``, ``store``);
     ``messages_apart`` as :func:`read_input`'s; ``later`` as
-    :func:`metis.gateway.anthropic_api.read_messages`'s."""
+    :func:`metis.gateway.anthropic_api.read_messages`'s; ``held``: the reader holds what
+    :data:`HELD_ELSEWHERE` names (the emulator, standing in for OpenAI), else it is refused."""
     body = body_object(raw)
     model = model_name(body)
+    for name, why in () if held else HELD_ELSEWHERE.items():
+        if body.get(name) is not None:  # the model would answer without what it names
+            raise InvalidRequestError(f"{name}: {why}")
     ignored = unknown_fields(body, READ)
     messages = restored(
         read_input(body.get("input"), ignored, messages_apart=messages_apart, model=model)
@@ -119,10 +135,12 @@ def read_responses(raw: Any, *, messages_apart: bool = False, later: bool = Fals
     previous = body.get("previous_response_id")
     if previous is not None and not isinstance(previous, str):
         raise InvalidRequestError("previous_response_id: expected a string")
-    options = {key: body.get(key) for key in ("instructions", "tool_choice", "text", "reasoning")}
+    echoed = ("instructions", "tool_choice", "text", "reasoning", "metadata")
+    options = {key: body.get(key) for key in echoed}
     options.update(previous_response_id=previous, store=flag(body, "store", True))
     options["encrypted_reasoning"] = asks_encrypted(body.get("include"), ignored)
     options.update(tools=body.get("tools") or [], max_output_tokens=body.get("max_output_tokens"))
+    options["limit_field"] = "max_output_tokens"
     return Inbound(
         model=model,
         messages=messages,

@@ -37,6 +37,12 @@ def owner_of(key: Any) -> Owner:
     return "" if key is None else str(key.spec.name)
 
 
+def whose(owner: Owner) -> str:
+    """`` (key NAME)`` for a key of ``gateway.keys`` (nothing for the simple key, or none), so
+    an operator reading a log line knows which client sent the request."""
+    return f" (key {owner})" if owner else ""
+
+
 @dataclass(frozen=True, slots=True)
 class Stored:
     """A response's whole conversation: its input (after what it continued) and its reply.

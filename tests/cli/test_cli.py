@@ -683,6 +683,24 @@ def test_a_warning_during_a_streamed_line_starts_on_a_line_of_its_own(
     assert captured.err == "metis: warning: dropped thinking block for openai\n"
 
 
+def test_a_gateway_record_names_its_event(capsys: pytest.CaptureFixture[str]) -> None:
+    """What docs/gateway.md tells an operator to grep for (``metis.gateway.dropped``,
+    ``metis.gateway.store_failed``, ...) is in `metis serve`'s line, not only in the record."""
+    import logging
+
+    from metis.cli import _warnings_to_stderr
+
+    with _warnings_to_stderr():
+        logging.getLogger("metis.gateway").warning(
+            "left out of the request for %s: %s",
+            "flash",
+            "n",
+            extra={"event": "metis.gateway.dropped"},
+        )
+    said = capsys.readouterr().err
+    assert said == "metis: warning: [metis.gateway.dropped] left out of the request for flash: n\n"
+
+
 def test_an_error_logged_with_its_exception_names_it(capsys: pytest.CaptureFixture[str]) -> None:
     """`metis serve` logs a request that failed inside the gateway this way."""
     import logging

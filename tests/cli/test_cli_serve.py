@@ -215,3 +215,95 @@ def test_a_file_with_no_models_is_said_as_it_starts(
         assert main(["serve", "--config", str(path)]) == 0
         err = capsys.readouterr().err
         assert ("names no models: every request is a 404" in err) is warned
+
+
+def test_a_workers_log_lines_are_written_as_one_process_writes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each worker of ``--workers N`` builds its application with ``worker_app``, which writes
+    the gateway's records as ``metis serve`` does with one (level and event named), not bare
+    by Python's last-resort handler (``left out of the request for flash: n``)."""
+    import gc
+    import logging
+
+    from metis.cli.serve import worker_app
+
+    config = tmp_path / "models.yaml"
+    config.write_text("adapters: {}\nmodels: {}\n")
+    monkeypatch.setenv("METIS_GATEWAY_CONFIG", str(config))
+    logger = logging.getLogger("metis")
+    before = list(logger.handlers)
+    try:
+        worker_app()
+        record = {"event": "metis.gateway.dropped"}
+        logging.getLogger("metis.gateway").warning("left out: n", extra=record)
+    finally:
+        logger.handlers[:] = before
+        gc.unfreeze()
+    assert capsys.readouterr().err == "metis: warning: [metis.gateway.dropped] left out: n\n"
+
+
+@pytest.mark.slow  # it waits out a stalled stream
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM and select on a pipe")
+def test_sigterm_drains_a_stream_and_closes_the_port_at_once(tmp_path: Path) -> None:
+    """As docs/gateway.md says under "Shutdown": the stream in flight when ``metis serve``
+    gets SIGTERM runs to its end, no new connection finds a listener from then on (what a
+    readiness probe meets), and the process ends by the signal."""
+    import signal
+    import threading
+
+    from metis.testing.emulator import Emulator
+
+    with Emulator(faults="stall=8:1.0") as upstream:  # 8 s without a byte after the first event
+        adapter = {"type": "openai", "api_key_env": "UP_KEY", "base_url": upstream.url + "/v1"}
+        config = {
+            "adapters": {"openai": adapter},
+            "models": {"openai:gpt-4o": {"adapter": "openai", "aliases": ["gpt"]}},
+            "gateway": {"host": "127.0.0.1", "drain_seconds": 60},
+        }
+        path = tmp_path / "gateway.yaml"
+        path.write_text(yaml.safe_dump(config))
+        command = [sys.executable, "-m", "metis.cli", "serve", "--config", str(path), "--port", "0"]
+        env = {"UP_KEY": "sk-upstream", "PATH": "/usr/bin:/bin"}
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+        )
+        try:
+            found = re.match(r"metis serve listening on (http://[\d.:]+)", _first_line(process))
+            assert found is not None
+            url = found[1]
+            assert httpx.get(url + "/ready").status_code == 200
+            lines: list[str] = []
+            first = threading.Event()
+
+            def stream() -> None:
+                said = {
+                    "model": "gpt",
+                    "messages": [{"role": "user", "content": "Hi"}],
+                    "stream": True,
+                }
+                with httpx.stream("POST", url + "/v1/chat/completions", json=said, timeout=60) as r:
+                    for line in r.iter_lines():
+                        lines.append(line)
+                        first.set()
+
+            reader = threading.Thread(target=stream)
+            reader.start()
+            assert first.wait(60)
+            process.send_signal(signal.SIGTERM)
+            refused = False
+            while not refused and process.poll() is None:
+                try:
+                    httpx.get(url + "/ready", timeout=1)
+                except httpx.ConnectError:
+                    refused = True
+                except httpx.TimeoutException:
+                    pass
+            assert refused and "data: [DONE]" not in lines  # closed while the stream went on
+            assert process.wait(timeout=60) == -signal.SIGTERM
+            reader.join(60)
+            assert "data: [DONE]" in lines
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=60)

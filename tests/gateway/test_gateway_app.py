@@ -139,7 +139,7 @@ async def test_an_unknown_model_is_404_pointing_at_the_list_and_naming_no_file(
         ("flsh", [], "model 'flsh' is not served here; did you mean 'flash'? GET"),
         (  # a key that may name only some models is shown no others
             "flsh",
-            [{"name": "team", "sha256": digest(GATEWAY_KEY), "models": ["gpt"]}],
+            [{"name": "team", "sha256": digest("team-key"), "models": ["gpt"]}],
             "model 'flsh' is not served here; GET",
         ),
     ],

@@ -89,7 +89,8 @@ def test_an_anthropic_request_reads_into_the_canonical_form() -> None:
     assert inbound.fields["parallel_tool_calls"] is False
     assert inbound.fields["thinking"] == ThinkingConfig(budget_tokens=2048)
     # cache_control is Anthropic's own: the routed stack's cache policy marks the request
-    assert inbound.ignored == ["top_k", "tools[1] (web_search_20250305)", "system[0].cache_control"]
+    assert inbound.fields["top_k"] == 3  # the canonical request's own: sent where taken
+    assert inbound.ignored == ["tools[1] (web_search_20250305)", "system[0].cache_control"]
 
 
 def test_foreign_tool_ids_get_one_canonical_id_per_request() -> None:

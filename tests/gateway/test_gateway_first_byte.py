@@ -26,10 +26,10 @@ ASKED = {
     "model": "gpt",  # Anthropic Messages in, a Chat upstream: translated
     "max_tokens": 50,
     "stream": True,
-    "top_k": 5,
+    "zzz_option": 5,  # no field of the Messages API: left out and named
     "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi", "zzz_hint": 1}]}],
 }
-LEFT_OUT = ["top_k", "messages[0].content[0].zzz_hint"]
+LEFT_OUT = ["zzz_option", "messages[0].content[0].zzz_hint"]
 CHAT_STREAM = (
     b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o",'
     b'"choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"},'
@@ -93,7 +93,9 @@ async def test_what_was_left_out_is_looked_for_once_the_request_is_sent(
 ) -> None:
     upstream = Upstream(caplog)
     app = over(Emulator(), upstream)
-    await served(app, {**ASKED, "top_k": None, "messages": [{"role": "user", "content": "Hi"}]})
+    await served(
+        app, {**ASKED, "zzz_option": None, "messages": [{"role": "user", "content": "Hi"}]}
+    )
     caplog.clear()  # the first request of an app waits before it is sent (the adapter's start)
     with caplog.at_level(logging.WARNING, "metis.gateway"):
         status, headers, body = await served(app, ASKED)
@@ -280,7 +282,7 @@ async def test_a_client_gone_mid_stream_is_seen_by_the_watch_the_opening_had(
         nonlocal given
         if not given:
             given = True
-            asked = {**ASKED, "model": model, "top_k": None}
+            asked = {**ASKED, "model": model, "zzz_option": None}
             return {"type": "http.request", "body": json.dumps(asked).encode()}
         await body_sent.wait()
         return {"type": "http.disconnect"}

@@ -118,6 +118,40 @@ def test_a_keys_unset_variable_names_the_file_and_what_to_set() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("keys", "said"),
+    [
+        (  # the simple key is served first, with no limits: the entry's would never apply
+            [{"name": "team", "sha256": digest(GATEWAY_KEY), "budget_usd": 5}],
+            "<inline>: gateway.keys.team: its key is api_key_env's too, which has no limits",
+        ),
+        (  # the second would replace the first, whose limits and spend would be its
+            [
+                {"name": "a", "sha256": digest("one-key"), "requests_per_minute": 5},
+                {"name": "b", "key_env": "GATEWAY_KEY_B"},
+            ],
+            "<inline>: gateway.keys.b: its key is gateway.keys.a's too",
+        ),
+    ],
+)
+def test_a_key_given_twice_is_refused_as_the_file_loads(
+    keys: list[dict[str, Any]], said: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One secret is one key: a gateway key's limits and budget are never silently
+    another's (they were: the simple key, or the later entry, took its requests)."""
+    from metis.gateway.config import GatewayConfig
+
+    data = {
+        "adapters": {"openai": {"type": "openai", "api_key_env": "UPSTREAM_KEY"}},
+        "models": {"openai:gpt-4o": {"adapter": "openai"}},
+        "gateway": {"api_key_env": "GATEWAY_KEY", "keys": keys},
+    }
+    environ = {"UPSTREAM_KEY": "sk", "GATEWAY_KEY": GATEWAY_KEY, "GATEWAY_KEY_B": "one-key"}
+    with pytest.raises(ConfigError) as refused:
+        GatewayConfig.from_dict(data, environ=environ)
+    assert str(refused.value).startswith(said)
+
+
 @pytest.mark.anyio
 async def test_keys_at_the_gateway() -> None:
     keys = [

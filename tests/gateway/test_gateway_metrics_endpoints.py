@@ -91,8 +91,8 @@ def test_a_refused_count_is_counted_with_its_status_and_class() -> None:
     requests = _samples(text, "requests_total")
     assert requests == {
         _requests("anthropic", "POST /v1/messages/count_tokens", "", 404): 1,
-        _requests("responses", "POST /v1/responses/input_tokens", "", 400): 1,
-    }
+        _requests("responses", "POST /v1/responses/input_tokens", "flash", 400): 1,
+    }  # a name the file has is its label, answered or not; another name is none
     errors = _samples(text, "errors_total")
     assert errors == {
         '{api="anthropic",endpoint="POST /v1/messages/count_tokens",'

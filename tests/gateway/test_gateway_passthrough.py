@@ -211,10 +211,10 @@ async def test_pass_through_can_be_turned_off() -> None:
     app = create_app(gateway_config(Emulator(), {"pass_through": False}))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
-        said = {"model": "sonnet", "max_tokens": 50, "messages": SAID, "top_k": 3}
+        said = {"model": "sonnet", "max_tokens": 50, "messages": SAID, "metadata": {"user_id": "u"}}
         answer = await client.post("/v1/messages", json=said, headers={"x-api-key": GATEWAY_KEY})
     assert answer.status_code == 200 and answer.headers["x-metis-path"] == "translated"
-    assert "top_k" in answer.headers["x-metis-dropped"]
+    assert "metadata" in answer.headers["x-metis-dropped"]
 
 
 # The relays, sans-IO ----------------------------------------------------------------------------

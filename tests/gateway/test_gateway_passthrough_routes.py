@@ -77,7 +77,7 @@ def test_a_routes_model_of_the_callers_api_is_passed_through(
     oai: Any, emulator: Emulator, streamed: bool
 ) -> None:
     assert _chat(oai, "gpt-first", streamed) == ("pass-through", "gpt-first", "You said: Hi")
-    assert emulator.bodies("openai")[-1]["seed"] == 7  # a field the canonical form has not
+    assert emulator.bodies("openai")[-1]["seed"] == 7  # as the client wrote it
     # a route whose first model is of another API translates, as before
     assert _chat(oai, "flash-first", streamed)[0] == "translated"
 

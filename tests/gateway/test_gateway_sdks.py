@@ -201,6 +201,22 @@ def test_the_model_list_reads_in_both_sdks(claude: Any, oai: Any) -> None:
         claude.models.list(after_id="no-such-model")
 
 
+def test_a_route_is_listed_with_its_models_and_the_limits_all_of_them_keep(
+    claude: Any, oai: Any
+) -> None:
+    """A client sizing its request by the list (``max_input_tokens``, ``context_window``)
+    fits whichever of the route's models answers: the smallest of their limits (they were
+    None for a route, which lists no model)."""
+    flash, gpt = oai.models.retrieve("flash"), oai.models.retrieve("gpt")
+    route = oai.models.retrieve("fallback")
+    assert route.kind == "route" and route.models == ["flash", "gpt"]
+    assert route.context_window == min(flash.context_window, gpt.context_window)
+    assert route.max_output_tokens == min(flash.max_output_tokens, gpt.max_output_tokens)
+    listed = claude.models.retrieve("fallback")
+    assert listed.max_input_tokens == route.context_window
+    assert listed.max_tokens == route.max_output_tokens
+
+
 def test_thinking_goes_back_signed_to_the_model_that_wrote_it(
     claude: Any, emulator: Emulator
 ) -> None:

@@ -58,3 +58,12 @@ def test_a_provider_that_does_not_say_which_leaves_it_null(claude: Any) -> None:
     assert message.stop_sequence is None
     plain = claude.messages.create(model="sonnet", max_tokens=200, messages=SAID)
     assert (plain.stop_reason, plain.stop_sequence) == ("end_turn", None)
+
+
+def test_chats_stop_as_a_string_stops_a_gemini_model(oai: Any, emulator: Emulator) -> None:
+    """Chat's ``stop`` given as one string (not a list) reaches Gemini as its
+    ``stopSequences``, and the emulator's Gemini stops there, as Gemini does (it read none)."""
+    reply = oai.chat.completions.create(model="flash", messages=SAID, stop="said")
+    assert emulator.bodies("gemini")[-1]["generationConfig"]["stopSequences"] == ["said"]
+    assert reply.choices[0].message.content == "You "
+    assert reply.choices[0].finish_reason == "stop"

@@ -251,6 +251,7 @@ class Gemini(Format):
             max_tokens=limit if isinstance(limit, int) else None,
             output_schema=schema if isinstance(schema, dict) else None,
             json_mode=config.get("responseMimeType") == "application/json",
+            stop_sequences=[s for s in config.get("stopSequences") or () if isinstance(s, str)],
             segments=[dumps(body.get("tools") or [], (", ", ": ")).decode() + system]
             + [dumps(c, (", ", ": ")).decode() for c in body["contents"]],
             provider=self.name,

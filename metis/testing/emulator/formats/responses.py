@@ -120,7 +120,9 @@ class Responses(OpenAI):
         )
         # what the gateway leaves out (reasoning items, hosted tools' calls) the model never
         # read; each message item is a turn of its own, so the user's last words are the last
-        inbound = read_by(partial(read_responses, messages_apart=True), {**body, "input": items})
+        inbound = read_by(
+            partial(read_responses, messages_apart=True, held=True), {**body, "input": items}
+        )
         fmt = object_at(object_at(body, "text"), "format")
         thinks = ("reasoning" in body or bool(REASONING_MODEL.match(call.model))) and reasoning.get(
             "effort"

@@ -1,0 +1,102 @@
+"""The sampling settings a client gives beside ``temperature`` (``top_p`` in every API,
+Anthropic's ``top_k``, Chat's ``seed`` and penalties) reach a model of another family that
+takes them, through the official SDKs; a model that does not take one has it left out and
+named in ``x-metis-dropped``; a value outside its API's range is the SDK's
+``BadRequestError`` naming it. (They were read by no reader and dropped on every translated
+path, though the canonical request has each.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from metis.testing.emulator import Emulator
+
+from ..helpers import ImportOnUse
+
+anthropic = ImportOnUse("anthropic")
+openai = ImportOnUse("openai")
+SAID: Any = [{"role": "user", "content": "Hi"}]
+
+
+def test_chat_sampling_reaches_gemini_and_what_claude_lacks_is_named(
+    oai: Any, emulator: Emulator
+) -> None:
+    sampling = {"top_p": 0.5, "seed": 3, "frequency_penalty": 0.1, "presence_penalty": -0.5}
+    raw = oai.chat.completions.with_raw_response.create(model="flash", messages=SAID, **sampling)
+    assert raw.headers.get("x-metis-dropped") is None
+    config = emulator.bodies("gemini")[-1]["generationConfig"]
+    assert (config["topP"], config["seed"]) == (0.5, 3)
+    assert (config["frequencyPenalty"], config["presencePenalty"]) == (0.1, -0.5)
+    raw = oai.chat.completions.with_raw_response.create(model="sonnet", messages=SAID, **sampling)
+    sent = emulator.bodies("anthropic")[-1]
+    assert sent["top_p"] == 0.5 and "seed" not in sent
+    dropped = raw.headers["x-metis-dropped"]
+    assert all(name in dropped for name in ("seed", "frequency_penalty", "presence_penalty"))
+    assert raw.parse().choices[0].message.content == "You said: Hi"
+
+
+def test_responses_top_p_is_sent_and_echoed_with_the_metadata(oai: Any, emulator: Emulator) -> None:
+    """The response object says the ``top_p`` asked (not the default 1.0), and the client's
+    ``metadata`` as it gave it, as OpenAI's does."""
+    response = oai.responses.create(model="flash", input="Hi", top_p=0.25, metadata={"team": "a"})
+    assert emulator.bodies("gemini")[-1]["generationConfig"]["topP"] == 0.25
+    assert response.top_p == 0.25 and response.metadata == {"team": "a"}
+
+
+def test_messages_top_k_and_top_p_reach_gemini_and_top_k_is_named_for_openai(
+    claude: Any, emulator: Emulator
+) -> None:
+    """The anthropic SDK (1.0 on) sends them as ``extra_body``, as older SDKs and LangChain's
+    ``ChatAnthropic`` send them as fields."""
+    given = {"top_k": 4, "top_p": 0.5}
+    claude.messages.create(model="flash", max_tokens=50, messages=SAID, extra_body=given)
+    config = emulator.bodies("gemini")[-1]["generationConfig"]
+    assert (config["topK"], config["topP"]) == (4, 0.5)
+    with claude.messages.with_streaming_response.create(
+        model="gpt", max_tokens=50, messages=SAID, stream=True, extra_body=given
+    ) as raw:
+        assert "top_k" in raw.headers["x-metis-dropped"]
+        assert "top_p" not in raw.headers["x-metis-dropped"]
+    sent = emulator.bodies("openai")[-1]
+    assert sent["top_p"] == 0.5 and "top_k" not in sent
+
+
+@pytest.mark.parametrize(
+    ("api", "given", "said"),
+    [
+        ("chat", {"top_p": 1.5}, "top_p: expected a number from 0 to 1"),
+        ("chat", {"seed": 1.5}, "seed: expected an integer"),
+        ("chat", {"presence_penalty": 3}, "presence_penalty: expected a number from -2 to 2"),
+        ("messages", {"top_k": 0}, "top_k: expected an integer from 1"),
+        ("messages", {"top_p": "high"}, "top_p: expected a number"),
+    ],
+)
+def test_a_sampling_value_outside_its_range_is_the_sdks_bad_request(
+    claude: Any, oai: Any, api: str, given: dict[str, Any], said: str
+) -> None:
+    if api == "chat":
+        with pytest.raises(openai.BadRequestError) as refused:
+            oai.chat.completions.create(model="sonnet", messages=SAID, extra_body=given)
+    else:
+        with pytest.raises(anthropic.BadRequestError) as refused:
+            claude.messages.create(model="gpt", max_tokens=5, messages=SAID, extra_body=given)
+    assert said in str(refused.value)
+
+
+def test_an_output_limit_lowered_is_named_as_the_client_named_it(oai: Any) -> None:
+    """``x-metis-dropped`` names the field the client gave (it said ``max_tokens`` for every
+    API, a field a Responses client never sends)."""
+    raw = oai.responses.with_raw_response.create(
+        model="flash", input="Hi", max_output_tokens=10_000_000
+    )
+    assert raw.headers["x-metis-dropped"].startswith("max_output_tokens lowered from 10000000")
+    raw = oai.chat.completions.with_raw_response.create(
+        model="sonnet", messages=SAID, max_completion_tokens=10_000_000
+    )
+    assert raw.headers["x-metis-dropped"].startswith("max_completion_tokens lowered from")
+    raw = oai.chat.completions.with_raw_response.create(
+        model="sonnet", messages=SAID, max_tokens=10_000_000
+    )
+    assert raw.headers["x-metis-dropped"].startswith("max_tokens lowered from")
