@@ -198,12 +198,15 @@ def one_default_tls_context() -> Iterator[None]:
     """Every httpx client with the default TLS settings shares one context. httpx builds a
     new one per client, reading the whole CA bundle (~80 ms of CPU); the clients metis makes
     share one already (``metis.transport.stage.default_tls_context``), and this does the same
-    for the clients the tests build themselves."""
+    for the clients the tests build themselves, over httpx's transport or the lean one
+    (``metis.transport.http1.LeanTransport()``: 14 s of CPU a run, mostly in
+    tests/transport/test_lean_vs_httpx.py)."""
+    import httpx
     import httpx._transports.default as httpx_transports
 
     from .tls_sharing import shared_default_contexts
 
-    with shared_default_contexts(httpx_transports):
+    with shared_default_contexts(httpx_transports), shared_default_contexts(httpx):
         yield
 
 
