@@ -204,18 +204,31 @@ def one_default_tls_context() -> Iterator[None]:
     import httpx
     import httpx._transports.default as httpx_transports
 
-    from .tls_sharing import shared_default_contexts
+    from .tls_sharing import LateSharing, shared_default_contexts
 
+    global _late_tls_sharing
     with shared_default_contexts(httpx_transports), shared_default_contexts(httpx):
-        yield
+        _late_tls_sharing = LateSharing()  # httpx2's, once imported (pytest_runtest_setup)
+        _late_tls_sharing.share()
+        try:
+            yield
+        finally:
+            _late_tls_sharing.close()
+            _late_tls_sharing = None
+
+
+_late_tls_sharing: Any = None
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Each test starts with no session already warned (tests reuse session ids), and shares
-    the event loop of the tests of its backend just before it (``SharedRunner``). Hooks, not
+    the event loop of the tests of its backend just before it (``SharedRunner``), and the
+    TLS contexts of httpx2 once imported (``one_default_tls_context``). Hooks, not
     an autouse fixture: a fixture's setup and teardown cost ~0.2 ms of CPU a test."""
     _forget_session_warnings()
+    if _late_tls_sharing is not None:
+        _late_tls_sharing.share()
     callspec = getattr(item, "callspec", None)
     _shared_runner.use(callspec.params.get("anyio_backend") if callspec is not None else None)
 

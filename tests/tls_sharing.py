@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import ssl
+import sys
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -34,3 +35,28 @@ def shared_default_contexts(transports: ModuleType) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(transports, "create_ssl_context", create_ssl_context)
         yield
+
+
+class LateSharing:
+    """Shares the contexts of a client package imported after the run started, for the rest
+    of it: httpx2, which the official SDKs (openai, anthropic) build their clients on, is
+    imported by the first test that uses one (tests/helpers.py ``ImportOnUse``), ~30 ms of CPU
+    a client otherwise. ``share`` is cheap enough to call before every test."""
+
+    PACKAGES = ("httpx2._transports.default",)
+
+    def __init__(self) -> None:
+        self._stack = contextlib.ExitStack()
+        self._waiting = list(self.PACKAGES)
+
+    def share(self) -> None:
+        for name in tuple(self._waiting):
+            module = sys.modules.get(name)
+            if module is None:
+                continue
+            self._waiting.remove(name)
+            if getattr(module.create_ssl_context, "__module__", None) != __name__:  # not yet
+                self._stack.enter_context(shared_default_contexts(module))
+
+    def close(self) -> None:
+        self._stack.close()
