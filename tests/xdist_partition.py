@@ -65,6 +65,7 @@ SHARED = {  # every test file that imports an official SDK (anthropic's takes 1 
         "tests/gateway/test_gateway_sdks.py",
         "tests/gateway/test_gateway_server_tool_budget.py",
         "tests/gateway/test_gateway_stop_sequence.py",
+        "tests/gateway/test_gateway_unread.py",
         "tests/testing/test_emulator_clients.py",
         "tests/testing/test_emulator_cloud_clients.py",
     )

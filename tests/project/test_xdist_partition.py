@@ -130,7 +130,7 @@ def test_the_projects_seed_names_test_files_of_the_default_run() -> None:
 
 _SDK = r"(anthropic|openai|google\.genai)"
 USES_AN_SDK = re.compile(
-    rf'ImportOnUse\("{_SDK}"\)|importorskip\("{_SDK}"\)|^(import|from) {_SDK}\b'
+    rf'ImportOnUse\("{_SDK}"\)|importorskip\("{_SDK}"\)|^ *(import|from) {_SDK}\b'
     r"|^from \.conftest import .*\b(anthropic|openai)\b"
     r"|def test_\w+\([^)]*\b(claude|oai)\b[:,)]",
     re.MULTILINE,
