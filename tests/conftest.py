@@ -139,6 +139,32 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)
+    gc.unfreeze = _unfreezes  # type: ignore[assignment]
+
+
+class Unfreezes:
+    """``gc.unfreeze`` while the tests run: what ``pytest_collection_finish`` froze, once
+    unfrozen, is walked again by every later full collection (a test that collects 60 times
+    took 24 s of CPU instead of 2). mypy's build unfreezes everything (tests/calls/
+    test_tool_typing.py runs it in the process): the test that did is followed by a collection
+    and a freeze of what lives then (``pytest_runtest_teardown``)."""
+
+    def __init__(self) -> None:
+        self.unfreeze = gc.unfreeze
+        self.seen = False
+
+    def __call__(self) -> None:
+        self.seen = True
+        self.unfreeze()
+
+    def freeze_again(self) -> None:
+        if self.seen:
+            self.seen = False
+            gc.collect()
+            gc.freeze()
+
+
+_unfreezes = Unfreezes()
 
 
 class SharedRunner:
@@ -198,21 +224,37 @@ def one_default_tls_context() -> Iterator[None]:
     """Every httpx client with the default TLS settings shares one context. httpx builds a
     new one per client, reading the whole CA bundle (~80 ms of CPU); the clients metis makes
     share one already (``metis.transport.stage.default_tls_context``), and this does the same
-    for the clients the tests build themselves."""
+    for the clients the tests build themselves, over httpx's transport or the lean one
+    (``metis.transport.http1.LeanTransport()``: 14 s of CPU a run, mostly in
+    tests/transport/test_lean_vs_httpx.py)."""
+    import httpx
     import httpx._transports.default as httpx_transports
 
-    from .tls_sharing import shared_default_contexts
+    from .tls_sharing import LateSharing, shared_default_contexts
 
-    with shared_default_contexts(httpx_transports):
-        yield
+    global _late_tls_sharing
+    with shared_default_contexts(httpx_transports), shared_default_contexts(httpx):
+        _late_tls_sharing = LateSharing()  # httpx2's, once imported (pytest_runtest_setup)
+        _late_tls_sharing.share()
+        try:
+            yield
+        finally:
+            _late_tls_sharing.close()
+            _late_tls_sharing = None
+
+
+_late_tls_sharing: Any = None
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Each test starts with no session already warned (tests reuse session ids), and shares
-    the event loop of the tests of its backend just before it (``SharedRunner``). Hooks, not
+    the event loop of the tests of its backend just before it (``SharedRunner``), and the
+    TLS contexts of httpx2 once imported (``one_default_tls_context``). Hooks, not
     an autouse fixture: a fixture's setup and teardown cost ~0.2 ms of CPU a test."""
     _forget_session_warnings()
+    if _late_tls_sharing is not None:
+        _late_tls_sharing.share()
     callspec = getattr(item, "callspec", None)
     _shared_runner.use(callspec.params.get("anyio_backend") if callspec is not None else None)
 
@@ -223,6 +265,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
     finally:
         _forget_session_warnings()
+        _unfreezes.freeze_again()
 
 
 def _forget_session_warnings() -> None:

@@ -37,20 +37,35 @@ COLLECT_SECONDS = "metis_collect_seconds"  # workeroutput: {file: seconds to col
 FILE_SECONDS_KEY = "metis/seconds-per-file"  # then the -m expression, one table each
 SEED = "tests/xdist_seconds.json"  # the tables of a recent run: python -m tests.xdist_partition
 NO_SHARE = -1  # a worker with no share of its own (only files every worker collects)
-SHARED = {  # every test file that imports an official SDK (anthropic's takes 4 s of CPU)
+SHARED = {  # every test file that imports an official SDK (anthropic's takes 1 s of CPU, and
+    # each worker that imports it pays it: tests/project/test_xdist_partition.py checks the list)
     file: "official SDKs"
     for file in (
+        "tests/gateway/test_gateway_azure.py",
+        "tests/gateway/test_gateway_compact.py",
         "tests/gateway/test_gateway_compaction.py",
+        "tests/gateway/test_gateway_counting.py",
+        "tests/gateway/test_gateway_embeddings.py",
+        "tests/gateway/test_gateway_faults_answers.py",
+        "tests/gateway/test_gateway_input_tokens.py",
+        "tests/gateway/test_gateway_item_ids.py",
         "tests/gateway/test_gateway_legacy_functions.py",
+        "tests/gateway/test_gateway_metrics_endpoints.py",
         "tests/gateway/test_gateway_openai_tools.py",
         "tests/gateway/test_gateway_passthrough.py",
         "tests/gateway/test_gateway_passthrough_responses.py",
         "tests/gateway/test_gateway_passthrough_routes.py",
+        "tests/gateway/test_gateway_provider_key.py",
         "tests/gateway/test_gateway_pydantic_ai.py",
         "tests/gateway/test_gateway_reasoning_carried.py",
+        "tests/gateway/test_gateway_responses_kept.py",
         "tests/gateway/test_gateway_responses_owners.py",
         "tests/gateway/test_gateway_sdk_helpers.py",
+        "tests/gateway/test_gateway_sdk_resilience.py",
         "tests/gateway/test_gateway_sdks.py",
+        "tests/gateway/test_gateway_server_tool_budget.py",
+        "tests/gateway/test_gateway_stop_sequence.py",
+        "tests/gateway/test_gateway_unread.py",
         "tests/testing/test_emulator_clients.py",
         "tests/testing/test_emulator_cloud_clients.py",
     )

@@ -342,13 +342,12 @@ def test_a_worker_s_application_is_frozen_out_of_the_cyclic_collector(
     config = tmp_path / "models.yaml"
     config.write_text("adapters: {}\nmodels: {}\n")
     monkeypatch.setenv("METIS_GATEWAY_CONFIG", str(config))
-    gc.unfreeze()
-    try:
-        app = from_environment()
-        assert gc.get_freeze_count() > 0
-        assert all(o is not app for o in gc.get_objects())  # the collector's are not frozen
-    finally:
-        gc.unfreeze()
+    # Not unfrozen first: what the worker froze after collecting (tests/conftest.py), once
+    # unfrozen, was walked again by every later full collection (20 s of CPU in one test).
+    frozen_before = gc.get_freeze_count()
+    app = from_environment()
+    assert gc.get_freeze_count() > frozen_before
+    assert all(o is not app for o in gc.get_objects())  # the collector's are not frozen
 
 
 async def test_a_served_gateway_builds_and_freezes_each_models_adapter_before_it_is_ready(
@@ -368,23 +367,17 @@ async def test_a_served_gateway_builds_and_freezes_each_models_adapter_before_it
     plain = create_app(gateway_config(emulator))
     async with plain.router.lifespan_context(plain):
         assert any(adapter._pipeline is None for adapter in adapters(plain))
-    gc.unfreeze()
-    try:
-        app = frozen_for_serving(create_app(gateway_config(emulator)))
-        async with app.router.lifespan_context(app):
-            built = adapters(app)
-            assert all(adapter._pipeline is not None for adapter in built)
-            tracked = {id(o) for o in gc.get_objects()}  # the collector's: not frozen
-            assert not any(id(adapter) in tracked for adapter in built)
-            assert not any(id(adapter.pipeline) in tracked for adapter in built)
-            async with _client(app) as client:
-                reply = await client.post(
-                    "/v1/messages", json=SAID, headers={"x-api-key": GATEWAY_KEY}
-                )
-                assert reply.status_code == 200, reply.text
-                assert reply.json()["content"][0]["text"]
-    finally:
-        gc.unfreeze()
+    app = frozen_for_serving(create_app(gateway_config(emulator)))  # frozen for good, as above
+    async with app.router.lifespan_context(app):
+        built = adapters(app)
+        assert all(adapter._pipeline is not None for adapter in built)
+        tracked = {id(o) for o in gc.get_objects()}  # the collector's: not frozen
+        assert not any(id(adapter) in tracked for adapter in built)
+        assert not any(id(adapter.pipeline) in tracked for adapter in built)
+        async with _client(app) as client:
+            reply = await client.post("/v1/messages", json=SAID, headers={"x-api-key": GATEWAY_KEY})
+            assert reply.status_code == 200, reply.text
+            assert reply.json()["content"][0]["text"]
 
 
 @pytest.mark.anyio

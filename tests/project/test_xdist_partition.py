@@ -5,6 +5,7 @@ its share (tests/xdist_partition.py), and the scheduler over their collections
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -16,6 +17,7 @@ from ..xdist_partition import (
     PARTITION,
     SEED,
     SHARE,
+    SHARED,
     OwnShare,
     Shares,
     known_seconds,
@@ -124,6 +126,29 @@ def test_the_projects_seed_names_test_files_of_the_default_run() -> None:
     seeded = known_seconds(config)
     present = [file for file in seeded if (root / file).is_file()]
     assert len(present) >= 0.8 * len(seeded) > 0  # a few may have been renamed since
+
+
+_SDK = r"(anthropic|openai|google\.genai)"
+USES_AN_SDK = re.compile(
+    rf'ImportOnUse\("{_SDK}"\)|importorskip\("{_SDK}"\)|^ *(import|from) {_SDK}\b'
+    r"|^from \.conftest import .*\b(anthropic|openai)\b"
+    r"|def test_\w+\([^)]*\b(claude|oai)\b[:,)]",
+    re.MULTILINE,
+)
+
+
+def test_every_file_that_uses_an_official_sdk_is_in_their_group() -> None:
+    """Each worker that imports an official SDK pays for it (anthropic's 1 s of CPU): the
+    files that use one run on one worker (tests/xdist_partition.py ``SHARED``)."""
+    root = Path(__file__).resolve().parents[2]
+    users = {
+        path.relative_to(root).as_posix()
+        for path in (root / "tests").rglob("test_*.py")
+        if USES_AN_SDK.search(path.read_text(encoding="utf-8"))
+    }
+    assert "tests/gateway/test_gateway_sdks.py" in users  # the pattern finds them
+    slow = {file for file in users if "pytestmark = pytest.mark.slow" in (root / file).read_text()}
+    assert sorted(users - slow - set(SHARED)) == []
 
 
 class Node:

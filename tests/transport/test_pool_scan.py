@@ -101,7 +101,7 @@ def run(pool: Any, given_connections: list[Any], given_requests: list[Any]) -> t
     )
 
 
-@settings(deadline=None, max_examples=300)  # a loaded machine is no reason to fail
+@settings(deadline=None)  # a loaded machine is no reason to fail; its size: tests/conftest.py
 @given(
     given_connections=connections,
     given_requests=requests,

@@ -129,7 +129,7 @@ _step = st.one_of(
 )
 
 
-@settings(deadline=None, max_examples=300)
+@settings(deadline=None)  # its size: tests/conftest.py (METIS_FULL_SEARCH)
 @given(steps=st.lists(_step, max_size=12), name=st.sampled_from(["gemini", "mine"]))
 def test_the_usual_chunk_read_at_once_gives_what_the_long_way_gives(
     steps: list[dict[str, Any]], name: str
