@@ -33,6 +33,11 @@ CORRECTIONS: Mapping[str, Correction] = {
         "Amazon's 64k output and reasoning; Converse asks for it with "
         "additionalModelRequestFields.reasoningConfig.maxReasoningEffort (low, medium, high).",
     ),
+    "openai/gpt-3.5-turbo": Correction(
+        {"tools": True, "parallel_tools": True},
+        "models.dev says no tool calling; OpenAI's function calling guide lists gpt-3.5-turbo, "
+        "and the snapshot it names (gpt-3.5-turbo-0125) takes parallel calls.",
+    ),
 }
 """Corrections by the entry's key, ``provider/id``."""
 
