@@ -33,6 +33,7 @@ from metis.wire.schema.cached_contents import (
     expiry_update,
     read_cached_content,
     read_page,
+    remember,
 )
 
 GEMINI_API = ("google", "schema")
@@ -79,7 +80,9 @@ class CachedContents:
         wire: WireRequest = await self.adapter.pipeline.prepare(unstreamed, call, through=encode)
         body = create_body(wire.body, call.wire_model, ttl_seconds, display_name)
         answer = await self._json("POST", f"{self.base_url}/v1beta/cachedContents", body)
-        return read_cached_content(answer)
+        cached = read_cached_content(answer)
+        remember(cached.name, body)
+        return cached
 
     @checked_options
     async def get(self, name: str) -> CachedContent:
@@ -124,6 +127,7 @@ class CachedContents:
     async def delete(self, name: str) -> None:
         """Delete the cached content now (it is billed for storage until it expires)."""
         await self._json("DELETE", self._url(name))
+        remember(name, None)
 
     def _url(self, name: str) -> str:
         if not isinstance(name, str) or not re.fullmatch(CACHED_CONTENT_NAME, name):

@@ -82,17 +82,28 @@ class BackgroundLoop:
                 self._stop_task(call)  # its cleanup (the connection closed) first
             raise
 
-    def iterate(self, open_events: Callable[[], AsyncIterator[T]]) -> Iterator[T]:
+    def iterate(
+        self, open_events: Callable[[], AsyncIterator[T]], *, read_ahead: bool = True
+    ) -> Iterator[T]:
         """The items of ``open_events()``, iterated on the loop in one task of their own (so
         its cancel scopes stay in the task that entered them). Up to :data:`READ_AHEAD` items
-        wait for this thread, which takes all that are waiting in one crossing."""
-        send, receive = anyio.create_memory_object_stream[T](READ_AHEAD)
+        wait for this thread, which takes all that are waiting in one crossing; without
+        ``read_ahead``, an item is read only when this thread asks for it (a session's stream:
+        a turn left early keeps what its caller was given, as the async form's does)."""
+        send, receive = anyio.create_memory_object_stream[T](READ_AHEAD if read_ahead else 0)
+        asked = None if read_ahead else anyio.Semaphore(0)
 
         async def produce() -> None:
             async with send:
                 events = open_events()
                 try:
-                    async for event in events:
+                    while True:
+                        if asked is not None:
+                            await asked.acquire()
+                        try:
+                            event = await anext(events)
+                        except StopAsyncIteration:
+                            break
                         await send.send(event)
                 finally:
                     await _aclose(events)
@@ -101,7 +112,7 @@ class BackgroundLoop:
         future: concurrent.futures.Future[None] | None = None
         try:  # a Ctrl-C may land inside start_task_soon, after the task was started
             future = self.portal.start_task_soon(producer.run, produce)
-            while batch := self.portal.call(_waiting, receive):
+            while batch := self.portal.call(_waiting, receive, asked):
                 yield from batch
             future.result()  # the error that ended the events, if one did
         finally:
@@ -175,8 +186,11 @@ class _Interrupted(Exception):
     pass
 
 
-async def _waiting(receive: MemoryObjectReceiveStream[T]) -> list[T]:
-    """The items waiting in ``receive``, after waiting for one; none at its end."""
+async def _waiting(receive: MemoryObjectReceiveStream[T], asked: anyio.Semaphore | None) -> list[T]:
+    """The items waiting in ``receive``, after waiting for one (asked for, when ``asked``
+    counts the items asked for); none at its end."""
+    if asked is not None:
+        asked.release()
     try:
         items = [await receive.receive()]
     except anyio.EndOfStream:

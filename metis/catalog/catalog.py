@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from metis.catalog.corrections import corrected
 from metis.catalog.entries import MalformedEntry, index_names, label, model_info, warn_skipped
 from metis.catalog.model_info import ModelInfo
 from metis.errors import ConfigError
@@ -139,7 +140,7 @@ class Catalog:
     def _add(self, raw: Any) -> None:
         provider, model, aliases = index_names(raw)
         key = f"{provider}/{model}"
-        self._raw[key] = raw
+        self._raw[key] = corrected(key, raw)
         for name in (model, *aliases):
             self._names.setdefault((provider, name), key)
             self._names.setdefault((provider, name.lower()), key)

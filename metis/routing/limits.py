@@ -22,11 +22,12 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from metis.core.config_files import config_error
 from metis.core.options import checked_init
 from metis.errors import RateLimitError
 from metis.model.response import TokenUsage
@@ -44,6 +45,16 @@ class Limits(BaseModel):
     tokens_per_minute: float | None = Field(default=None, gt=0, strict=True)
     on_limit: Literal["wait", "fail"] = "wait"
     """wait: up to the call's deadline; fail: a rate_limit error at once."""
+
+    def __init__(self, **given: Any) -> None:
+        try:
+            super().__init__(**given)
+        except ValidationError as exc:
+            raise config_error(exc, "Limits", Limits) from None
+
+    # pydantic's own __init__ in all but its error: a Limits given as a dict (in models.yaml)
+    # is validated in pydantic's core, whose errors say where in the file.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
 
 class Buckets(Protocol):

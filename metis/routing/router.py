@@ -1,16 +1,15 @@
 """A router: one ChatModel over an ordered list of models of any providers.
 
-A call goes to the first model that can take it: one that has its key, whose capabilities can
-serve the request, that is not cooling down after failures, and whose client-side limits let it
-through. When that model fails with an error class the route moves on for (overloaded,
-rate_limit, server_error, network by default), the next model is tried at once: a model with
-another after it does not retry by default (the route is its retry), and the last one keeps its
-adapter's own retries. A stream moves on only until its first event has reached the caller;
-after that a failure ends it as an adapter's stream ends. Every decision and every change of a
-model's availability is a telemetry event. Availability, buckets and slots kept in a shared
-store fall back to this process's own while the store fails (:mod:`metis.routing.shared_state`).
-The history stays each stage's business: tool ids, thinking provenance and the rest are handled
-by each model's own stack, so any of them can take the next turn.
+A call goes to the first model that has its key, can serve the request, is not cooling down
+after failures, and whose client-side limits let it through. When it fails with an error class
+the route moves on for (overloaded, rate_limit, server_error, network by default), the next is
+tried at once: a model with another after it does not retry by default (the route is its
+retry), the last one keeps its adapter's own. A stream moves on only until its first event has
+reached the caller; after that a failure ends it as an adapter's stream ends. Every decision
+and change of a model's availability is a telemetry event. Availability, buckets and slots kept
+in a shared store fall back to this process's own while it fails (:mod:`.shared_state`). The
+history stays each model's own stack's business (tool ids, thinking provenance), so any model
+can take the next turn. A closed router refuses every call.
 """
 
 from __future__ import annotations
@@ -153,6 +152,7 @@ class Router:
         :meth:`complete`) until one returns. An answer settles the attempt's token budget
         (:meth:`Attempt.settle`). The gateway answers a model of the caller's own API its own
         way here (docs/gateway.md "Pass-through")."""
+        self._targets.check_open(self.name)
         call = RouteCall(self.name, request, self.telemetry)
         for target in self.targets:
             async with self._attempt(call, target) as attempt:
@@ -168,6 +168,7 @@ class Router:
     ) -> AsyncGenerator[T, None]:
         """:meth:`serve` for a stream: the first model whose ``open_(attempt)`` yields an item
         serves the whole stream (as :meth:`stream`)."""
+        self._targets.check_open(self.name)
         call = RouteCall(self.name, request, self.telemetry)
         for target in self.targets:
             async with self._attempt(call, target) as attempt:
@@ -188,12 +189,12 @@ class Router:
 
     async def count_tokens(self, request: CanonicalRequest) -> TokenCount:
         """The first callable model's count of ``request`` (see :meth:`Adapter.count_tokens`)."""
+        self._targets.check_open(self.name)
         first = self._callable()[0]
         return await first.adapter.count_tokens(first.request_for(request))
 
     def capabilities_for(self, wire_model: str) -> AdapterCapabilities:
-        """What every model of the route can serve, for defaults: the first callable model's
-        capabilities with the smallest output limit of them all."""
+        """For defaults: the first callable model's, with the route's smallest output limit."""
         found = [t.capabilities for t in self._callable()]
         smallest = min(c.max_output_tokens for c in found)
         return found[0].model_copy(update={"max_output_tokens": smallest})
@@ -367,8 +368,7 @@ class Router:
             await self._changed(lambda store: store.failed(target.key, error_class, retry_after))
 
     async def _leave_probe(self, attempt: Attempt) -> None:
-        """A call that took the probe and ends with no verdict frees the model for the next
-        probe; any other call leaves the model's state alone."""
+        """A call that took the probe ending with no verdict frees the model for the next."""
         if attempt.probe:
             key = attempt.target.key
             await self._changed(lambda store: store.abandoned(key))

@@ -17,7 +17,7 @@ from metis.catalog.token_profile import TokenProfile
 from metis.core.config_files import config_error
 from metis.core.options import checked_init
 from metis.core.suggest import did_you_mean
-from metis.errors import ConfigError, NotConfiguredError
+from metis.errors import ClosedError, ConfigError, NotConfiguredError
 from metis.model.capabilities import AdapterCapabilities
 from metis.model.request import CanonicalRequest
 from metis.pipeline.config import AdapterConfig
@@ -95,6 +95,15 @@ class Targets:
         self._limits = {key: _limits(key, value) for key, value in limits.items()}
         self._buckets = buckets
         self._limiters: dict[str, Limiter] = {}
+        self.closed = False
+
+    def check_open(self, route: str) -> None:
+        """A ClosedError naming the router once it is closed (its adapters may be the caller's,
+        still open, or its own, whose error would name an adapter the caller never made)."""
+        if self.closed:
+            raise ClosedError(
+                f"the router {route!r} was closed (aclose); build a new one to call again"
+            )
 
     def resolve_all(
         self, route: str, targets: Sequence[str | RouteTarget | TargetSpec], max_retries: int | None
@@ -145,6 +154,7 @@ class Targets:
 
     async def aclose(self) -> None:
         """Dispose of the adapters built here (each stage's ``dispose``, then the client)."""
+        self.closed = True
         owned, self._owned = list(self._owned.values()), {}
         for adapter in owned:
             await adapter.aclose()

@@ -81,7 +81,7 @@ class BlockingForms:
         """:meth:`astream` for code without an event loop."""
         self._checked("stream", options)
         loop = blocking_loop("stream", self.model)
-        return loop.iterate(functools.partial(self.astream, message, **options))
+        return loop.iterate(functools.partial(self.astream, message, **options), read_ahead=False)
 
     def run(
         self,
@@ -130,7 +130,7 @@ class BlockingForms:
             output_type=output_type,
             **options,
         )
-        return loop.iterate(run)
+        return loop.iterate(run, read_ahead=False)
 
     def close(self) -> None:
         """:meth:`aclose` for code without an event loop: what providers keep open for the

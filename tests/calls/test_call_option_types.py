@@ -163,5 +163,6 @@ def test_adapter_config_takes_no_bool_or_string_for_its_timeout(field: str, valu
     ],
 )
 def test_limits_and_a_thinking_budget_take_no_bool_or_string(build: Any) -> None:
-    with pytest.raises(ValueError, match=r"Input should be a valid (integer|number)"):
+    pattern = r"Input should be a valid (integer|number)|Limits: \w+: expected a (whole )?number"
+    with pytest.raises(ValueError, match=pattern):
         build()

@@ -115,6 +115,27 @@ async def test_a_call_waits_for_tokens_within_its_deadline() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_call_larger_than_the_whole_token_bucket_goes_once_it_is_full_and_leaves_debt() -> (
+    None
+):
+    clock = Clock()
+    buckets = InMemoryBuckets(clock=clock)
+    limiter = Limiter("openai", Limits(tokens_per_minute=1000, on_limit="fail"), buckets)
+    async with limiter.admit(5000):  # five minutes' worth, into a full bucket: it goes
+        pass
+    with pytest.raises(RateLimitError):
+        async with limiter.admit(10):
+            pass
+    assert await buckets.reserve("openai:tokens", 1000, 10, 240) is None  # in debt: 4000
+    clock.now += 241  # 4010 tokens refilled
+    async with limiter.admit(10):
+        pass
+    clock.now += 60  # full again
+    assert await buckets.reserve("openai:tokens", 1000, 5000, 0) == 0.0
+    assert await buckets.reserve("openai:tokens", 1000, 5000, 10) is None  # not full: waits
+
+
+@pytest.mark.anyio
 async def test_reported_usage_corrects_the_estimate() -> None:
     clock = Clock()
     buckets = InMemoryBuckets(clock=clock)

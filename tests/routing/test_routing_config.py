@@ -88,3 +88,18 @@ def test_an_unknown_route_name_is_an_invalid_request() -> None:
     with pytest.raises(InvalidRequestError, match="route"):
         registry.router("fast")
     anyio.run(registry.aclose)
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ({"max_concurrent": 0}, "max_concurrent: expected a number >= 1, got 0"),
+        ({"tokens_per_minute": -5.0}, "tokens_per_minute"),
+        ({"on_limit": "sometimes"}, "on_limit"),
+    ],
+)
+def test_a_wrong_limit_built_in_code_is_a_config_error_naming_the_field(
+    given: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ConfigError, match=f"Limits: {says}"):
+        Limits(**given)

@@ -14,7 +14,7 @@ import pytest
 import metis.pipeline.call
 from metis import AdapterConfig, build_adapter
 from metis.adapter import Adapter
-from metis.errors import ErrorClass, NotConfiguredError
+from metis.errors import ClosedError, ErrorClass, NotConfiguredError
 from metis.model import MessageComplete, ToolDefinition
 from metis.model.request import FreeformInput
 from metis.pipeline.call import Call
@@ -487,3 +487,26 @@ async def test_a_failing_telemetry_sink_does_not_lose_the_answer(
         assert (await route.complete(ask())).provider == "openai"
     logged = [r for r in caplog.records if "telemetry sink" in r.getMessage()]
     assert len(logged) == 1  # once per sink, however many events it refused
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("given", [False, True], ids=["built", "given"])
+async def test_a_closed_router_says_the_router_was_closed(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch, given: bool
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator.url)
+    adapters = emulated(emulator) if given else None
+    route = Router([MODELS["anthropic"]], name="fast", adapters=adapters)
+    await route.aclose()
+    with anyio.fail_after(DEADLINE):
+        with pytest.raises(ClosedError, match="the router 'fast' was closed") as closed:
+            await route.complete(ask())
+        assert "adapter" not in str(closed.value)
+        with pytest.raises(ClosedError, match="the router 'fast' was closed"):
+            async for _ in route.stream(ask()):
+                pass
+        with pytest.raises(ClosedError, match="the router 'fast' was closed"):
+            await route.count_tokens(ask())
+    for adapter in (adapters or {}).values():
+        await adapter.aclose()

@@ -255,6 +255,23 @@ def test_gemini_reads_a_cached_content_without_system_and_tools() -> None:
     assert reasons(call) == []
 
 
+def test_a_cached_content_made_elsewhere_is_read_with_one_warning_naming_what_was_left_out() -> (
+    None
+):
+    """metis cannot know what a cached content it did not make holds: the request's system
+    prompt and tools are left out (Gemini refuses them beside it), and a warning says so."""
+    system = {"parts": [{"text": "Be brief."}]}
+    body = {"contents": [], "systemInstruction": system, "tools": [{"x": 1}], "toolConfig": {}}
+    policy = CachePolicy(cached_content="cachedContents/made-elsewhere")
+    out, call = run(body, continuing(policy), "gemini", "gemini:gemini-2.5-flash")
+    assert out == {"contents": [], "cachedContent": "cachedContents/made-elsewhere"}
+    assert reasons(call) == [
+        "the request's system prompt and tools were left out, as Gemini refuses them beside "
+        "a cached content; cachedContents/made-elsewhere was not made by this process, so "
+        "whether it holds the same is not known"
+    ]
+
+
 def test_a_cached_content_asked_of_another_provider_is_a_warning() -> None:
     policy = CachePolicy(cached_content="cachedContents/abc123")
     _, call = run(anthropic_body(), continuing(policy))

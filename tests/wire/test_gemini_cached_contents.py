@@ -82,6 +82,39 @@ async def test_a_request_reads_the_cached_content(emulator: Emulator, stream: bo
 
 
 @pytest.mark.anyio
+async def test_a_system_prompt_or_tools_unlike_the_caches_are_left_out_with_a_warning(
+    emulator: Emulator,
+) -> None:
+    adapter = gemini(emulator)
+    cached = await CachedContents(adapter).create(prefix())
+    other = prefix(cache=CachePolicy(cached_content=cached.name)).model_copy(
+        update={"messages": [Message.user("How?")], "system_prompt": "Answer in French."}
+    )
+    response = await adapter.complete(other)
+    body = emulator.requests[-1].json()
+    assert "systemInstruction" not in body and "tools" not in body  # Gemini refuses them
+    assert [(w.block_type, w.reason) for w in response.warnings] == [
+        (
+            "cache",
+            f"the request's system prompt differs from what {cached.name} holds and was left "
+            "out, as Gemini refuses it beside a cached content",
+        )
+    ]
+    no_tools = await adapter.complete(
+        prefix(cache=CachePolicy(cached_content=cached.name)).model_copy(
+            update={
+                "messages": [Message.user("Hi")],
+                "tools": [WEATHER, WEATHER.model_copy(update={"name": "get_time"})],
+            }
+        )
+    )
+    assert [w.reason for w in no_tools.warnings] == [
+        f"the request's tools differ from what {cached.name} holds and were left out, as "
+        "Gemini refuses them beside a cached content"
+    ]
+
+
+@pytest.mark.anyio
 async def test_a_cached_content_is_read_and_deleted(emulator: Emulator) -> None:
     caches = CachedContents(gemini(emulator))
     cached = await caches.create(prefix(), display_name="manual")

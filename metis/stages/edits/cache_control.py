@@ -10,8 +10,9 @@ the stack's wire dialect. Every provider stack has it (the skeleton adds it afte
   gpt-5.6 ``prompt_cache_breakpoint`` on the caller's hints and the system prompt
   (metis/stages/edits/openai_cache.py); it caches prefixes itself.
 - Gemini: implicit caching needs nothing; a policy's ``cached_content`` becomes
-  ``cachedContent``, and the request then carries no system prompt or tools (the cached
-  content has them; Gemini refuses both).
+  ``cachedContent``, and the request then carries no system prompt or tools (Gemini refuses
+  both beside it): quietly when they are what the cache holds, else with a warning
+  (:func:`metis.wire.schema.cached_contents.left_out`).
 - Everything else caches implicitly, or not at all.
 
 A hint the provider has no form for, and a policy setting it cannot apply, are listed in the
@@ -123,7 +124,11 @@ class CacheControl(RequestStage[WireRequest]):
             _warn(call, f"{provider} has no form for a cache hint (docs/caching.md)")
         policy = asked.policy
         if form == "gemini" and policy is not None and policy.cached_content:
-            out = {k: v for k, v in body.items() if k not in _NOT_WITH_CACHED_CONTENT}
+            from metis.wire.schema.cached_contents import NOT_BESIDE, left_out
+
+            for reason in left_out(body, policy.cached_content):
+                _warn(call, reason)
+            out = {k: v for k, v in body.items() if k not in NOT_BESIDE}
             return {**out, "cachedContent": policy.cached_content}
         _no_form_for_policy(asked, call, provider)
         return body
@@ -136,9 +141,6 @@ class CacheControl(RequestStage[WireRequest]):
 
         info = find_model(BEDROCK_CATALOG, call.wire_model)
         return info is not None and info.prompt_caching is True
-
-
-_NOT_WITH_CACHED_CONTENT = ("systemInstruction", "tools", "toolConfig")
 
 
 @functools.lru_cache(maxsize=64)
