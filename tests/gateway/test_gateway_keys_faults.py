@@ -441,3 +441,34 @@ async def test_a_spend_of_nan_in_redis_does_not_open_the_budget(redis_url: str, 
         await client.set(ledger._keys(state)[2], spend)
         with pytest.raises(BudgetExceededError):
             await keys.admit(state, "m")
+
+
+@pytest.mark.backend_independent(False)
+async def test_a_redis_that_does_not_answer_as_a_key_is_admitted_refuses_it_in_bounded_time(
+    redis_url: str,
+) -> None:
+    """A Redis that runs the admission but whose reply does not come: the request is refused
+    as a store that does not answer is (SharedStoreError: 529 or 503, retried) after
+    ADMIT_SECONDS (before: it waited for the reply, the client's three tries of 5 s, or the
+    20 s here, and was admitted); the place the script took is given back at the next
+    request."""
+    from metis.core.ids import new_ulid
+    from metis.gateway.app import redis_client
+    from metis.gateway.errors import SharedStoreError
+    from metis.gateway.keys import Keys, KeySpec
+    from metis.gateway.keys_redis import RedisLedger
+
+    async with redis_client(redis_url) as client:
+        flaky = Flaky(client)
+        ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
+        keys = Keys([KeySpec(name="team", sha256=digest("k1"), max_concurrent=1)], {}, ledger)
+        state = keys.find("k1")
+        assert state is not None
+        flaky.stalling = True
+        with pytest.raises(SharedStoreError, match="did not answer"):
+            await keys.admit(state, "m")
+        with pytest.raises(SharedStoreError):
+            async with keys.holding(state):
+                pass
+        flaky.stalling = False
+        await keys.admit(state, "m")  # the places the stalled scripts took, given back
