@@ -14,15 +14,18 @@ because its reply was lost is made once.
 from __future__ import annotations
 
 import contextlib
+import logging
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from metis.core.ids import new_ulid
-from metis.errors import ProtocolError
+from metis.errors import ProtocolError, ServerError
 from metis.gateway.errors import shared_store_failed
 from metis.gateway.keys import WINDOW_SECONDS, KeyState
 from metis.redis.server_clock import NOW
+
+log = logging.getLogger("metis.gateway")
 
 LEASE_SECONDS = 3600
 """How long a request's place is held if its gateway dies before giving it back."""
@@ -36,17 +39,35 @@ still hold a place are the first (taken as Redis went, its reply lost; after tha
 request adds one never taken) or the latest (a Redis that runs each script but loses every
 reply: each script gives back the places before it and takes one)."""
 
-# charge(now, id, usd): the key's spend (KEYS[3]) charged usd, unless the charge of that id
-# was made (the ids in KEYS[4], each for CHARGE_SECONDS).
+# foreign_spend(): false, or what the key's spend (KEYS[3]) holds that no gateway writes (a
+# value of another type, or text that is not a finite number). charge(now, id, usd): the spend
+# charged usd, unless the charge of that id was made (the ids in KEYS[4], each for
+# CHARGE_SECONDS); false, or the error of a spend Redis would not add to (the id then forgotten).
 _CHARGE = (
     NOW
     + f"""
+local function foreign_spend()
+  local kind = redis.call('TYPE', KEYS[3])['ok']
+  if kind == 'none' then return false end
+  if kind ~= 'string' then return 'a value of type ' .. kind end
+  local text = redis.call('GET', KEYS[3])
+  local spent = tonumber(text)
+  if spent == nil or spent ~= spent or spent == math.huge or spent == -math.huge then
+    return string.sub(text, 1, 40)
+  end
+  return false
+end
 local function charge(now, id, usd)
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - {CHARGE_SECONDS})
   if redis.call('ZADD', KEYS[4], 'NX', now, id) == 1 then
-    redis.call('INCRBYFLOAT', KEYS[3], usd)
+    local made = redis.pcall('INCRBYFLOAT', KEYS[3], usd)
+    if type(made) == 'table' and made.err then
+      redis.call('ZREM', KEYS[4], id)
+      return made.err
+    end
   end
   redis.call('EXPIRE', KEYS[4], {CHARGE_SECONDS})
+  return false
 end
 """
 )
@@ -55,14 +76,18 @@ end
 # gateway shares whatever its own says: metis.redis.server_clock), window, per_minute,
 # at_once, budget (-1: none), lease id, lease seconds, the number of charges owed, each
 # charge's id and USD, then the leases to give back. Returns {verdict, wait} as
-# metis.gateway.keys numbers them.
+# metis.gateway.keys numbers them, or {4 (_FOREIGN), what the spend holds} before any change.
+_FOREIGN = 4
 _ADMIT = (
     _CHARGE
     + """
+local foreign = foreign_spend()
+if foreign then return {4, foreign} end
 local now, window = clock_now(ARGV[1]), tonumber(ARGV[2])
 local owed = 8 + 2 * tonumber(ARGV[8])
 for i = 9, owed, 2 do
-  charge(now, ARGV[i], ARGV[i + 1])
+  local failed = charge(now, ARGV[i], ARGV[i + 1])
+  if failed then return {4, failed} end
 end
 for i = owed + 1, #ARGV do
   redis.call('ZREM', KEYS[2], ARGV[i])
@@ -92,7 +117,7 @@ return {0, '0'}
 )
 
 # KEYS as _ADMIT's. ARGV: now (as _ADMIT's), the lease to give back (empty: none), the
-# charge's id and USD (0: none).
+# charge's id and USD (0: none). Returns false, or what a spend it could not charge holds.
 _RELEASE = (
     _CHARGE
     + """
@@ -100,8 +125,9 @@ if ARGV[2] ~= '' then
   redis.call('ZREM', KEYS[2], ARGV[2])
 end
 if tonumber(ARGV[4]) > 0 then
-  charge(clock_now(ARGV[1]), ARGV[3], ARGV[4])
+  return foreign_spend() or charge(clock_now(ARGV[1]), ARGV[3], ARGV[4])
 end
+return false
 """
 )
 
@@ -117,6 +143,7 @@ class RedisLedger:
         self._release = client.register_script(_RELEASE)
         self._leases: dict[int, list[str]] = {}  # per key state: the leases this process holds
         self._unsettled: dict[int, Unsettled] = {}  # per key state: what Redis did not take
+        self._reported: dict[int, str] = {}  # per key state: the foreign spend last logged
 
     def _keys(self, state: KeyState) -> list[str]:
         base = f"{self.prefix}{{{state.spec.name}}}:"
@@ -147,6 +174,10 @@ class RedisLedger:
             if not isinstance(exc, Exception):
                 raise
             raise shared_store_failed(f"check the limits of key {spec.name!r}", exc) from exc
+        if int(verdict) == _FOREIGN:  # refused before any change: owed as it was
+            self._owe(state, owed)
+            raise self._foreign(state, wait)
+        self._reported.pop(id(state), None)
         if int(verdict) == 0:
             self._leases.setdefault(id(state), []).append(lease)
         return int(verdict), float(wait)
@@ -159,7 +190,7 @@ class RedisLedger:
         charge = new_ulid()
         args = ["", lease or "", *_charge_args(charge, usd)]
         try:
-            await self._release(keys=self._keys(state), args=args)
+            foreign = await self._release(keys=self._keys(state), args=args)
         except BaseException as exc:  # cancelled too (not answered in time): owed, once
             charges = {charge: usd} if usd else {}
             self._owe(state, Unsettled([lease] if lease is not None else [], charges))
@@ -167,6 +198,30 @@ class RedisLedger:
                 raise
             doing = f"give key {state.spec.name!r} its place back and charge it {usd} USD"
             raise shared_store_failed(doing, exc) from exc
+        if foreign is not None:  # its place given back; its charge owed until the spend is set
+            self._owe(state, Unsettled([], {charge: usd}))
+            self._foreign(state, foreign)
+
+    def _foreign(self, state: KeyState, held: Any) -> ServerError:
+        """The error of a key whose spend in Redis no gateway wrote (``held``: what it holds),
+        logged once for the operator until the key is admitted again."""
+        name = state.spec.name
+        text = held.decode(errors="replace") if isinstance(held, bytes) else str(held)
+        if self._reported.get(id(state)) != text:
+            self._reported[id(state)] = text
+            log.error(
+                "gateway key %r: its spend in the shared store (%s) holds %r, which no gateway "
+                "wrote; its requests get 500 until it is set to a number of USD or deleted",
+                name,
+                self._keys(state)[2],
+                text,
+                extra={"event": "metis.gateway.store_failed"},
+            )
+        return ServerError(
+            f"the spend of key {name!r} could not be read: the gateway's shared store holds a "
+            "value no gateway wrote there",
+            retryable=False,
+        )
 
     def _owe(self, state: KeyState, owed: Unsettled) -> None:
         """Keep what was not settled for the key's next request through this process: its
