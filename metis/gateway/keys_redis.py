@@ -8,13 +8,15 @@ same place twice. A place or a charge this process could not settle (Redis gone 
 ended, or as its place was given: the place may have been taken without the reply coming back)
 is settled by the same script at the key's next request here, not left for the lease's hour.
 Each charge has an id, which Redis remembers for :data:`CHARGE_SECONDS`: a charge sent again
-because its reply was lost is made once.
+because its reply was lost is made once. A charge still owed after :data:`OWED_CHARGE_SECONDS`
+(an outage that long) is dropped and logged, never sent once its id may be forgotten.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -29,10 +31,16 @@ log = logging.getLogger("metis.gateway")
 
 LEASE_SECONDS = 3600
 """How long a request's place is held if its gateway dies before giving it back."""
-CHARGE_SECONDS = LEASE_SECONDS
-"""How long Redis remembers a charge made, so that the same charge sent again is not made: a
-key's charges of the last hour are held (one member each), and a charge this process still owes
-after an hour of Redis failing is made whatever became of its first sending."""
+OWED_CHARGE_SECONDS = LEASE_SECONDS
+"""How long this process keeps a charge Redis was not told of (or whose reply was lost), from
+its first sending: past it, the charge is dropped with a log line naming the key and its USD
+(``metis.gateway.key_not_settled``), for the operator to make if it was not, rather than sent
+again when Redis may have forgotten that it was made."""
+CHARGE_SECONDS = 2 * OWED_CHARGE_SECONDS
+"""How long Redis remembers a charge made, so that the same charge sent again is not made:
+longer than an owed charge lives, by an hour (the processes' clocks and Redis's need not run
+alike, and a script may wait in a queue); a key's charges of the last two hours are held, one
+member each."""
 MAX_OWED_LEASES = 256
 """The most places a key's next request gives back for the ones Redis missed. The ones that may
 still hold a place are the first (taken as Redis went, its reply lost; after that, each refused
@@ -154,6 +162,7 @@ class RedisLedger:
     ) -> tuple[int, float]:
         spec, lease = state.spec, new_ulid()
         owed = self._unsettled.pop(id(state), None) or Unsettled()
+        _drop_stale(state, owed)
         args = [
             "" if now is None else repr(now),
             repr(WINDOW_SECONDS),
@@ -163,7 +172,7 @@ class RedisLedger:
             lease,
             str(LEASE_SECONDS),
             str(len(owed.charges)),
-            *(part for charge in owed.charges.items() for part in _charge_args(*charge)),
+            *owed.charge_args(),
             *owed.leases,
         ]
         try:
@@ -187,19 +196,19 @@ class RedisLedger:
         lease = held.pop() if held else None
         if lease is None and not usd:
             return
-        charge = new_ulid()
+        charge, sent = new_ulid(), time.monotonic()
         args = ["", lease or "", *_charge_args(charge, usd)]
         try:
             foreign = await self._release(keys=self._keys(state), args=args)
         except BaseException as exc:  # cancelled too (not answered in time): owed, once
-            charges = {charge: usd} if usd else {}
+            charges = {charge: (usd, sent)} if usd else {}
             self._owe(state, Unsettled([lease] if lease is not None else [], charges))
             if not isinstance(exc, Exception):
                 raise
             doing = f"give key {state.spec.name!r} its place back and charge it {usd} USD"
             raise shared_store_failed(doing, exc) from exc
         if foreign is not None:  # its place given back; its charge owed until the spend is set
-            self._owe(state, Unsettled([], {charge: usd}))
+            self._owe(state, Unsettled([], {charge: (usd, sent)}))
             self._foreign(state, foreign)
 
     def _foreign(self, state: KeyState, held: Any) -> ServerError:
@@ -254,7 +263,29 @@ class Unsettled:
     """A key's places and spend that Redis has not yet been told of."""
 
     leases: list[str] = field(default_factory=list)
-    charges: dict[str, Decimal] = field(default_factory=dict)  # by id
+    charges: dict[str, tuple[Decimal, float]] = field(default_factory=dict)
+    """By id: the USD, and when it was first sent (this process's steady clock)."""
+
+    def charge_args(self) -> list[str]:
+        return [part for id_, (usd, _) in self.charges.items() for part in _charge_args(id_, usd)]
+
+
+def _drop_stale(state: KeyState, owed: Unsettled) -> None:
+    """Drop the charges owed longer than :data:`OWED_CHARGE_SECONDS`, each logged."""
+    oldest = time.monotonic() - OWED_CHARGE_SECONDS
+    for charge, (usd, sent) in list(owed.charges.items()):
+        if sent < oldest:
+            del owed.charges[charge]
+            log.error(
+                "gateway key %r: a charge of %s USD (id %s) was dropped, owed for over %d s of "
+                "the shared store failing; it may not have been made, and is not sent again "
+                "now that the store may have forgotten its id",
+                state.spec.name,
+                format(usd, "f"),
+                charge,
+                OWED_CHARGE_SECONDS,
+                extra={"event": "metis.gateway.key_not_settled"},
+            )
 
 
 def _charge_args(charge: str, usd: Decimal) -> tuple[str, str]:

@@ -553,3 +553,54 @@ async def test_a_charge_a_foreign_spend_refused_is_made_once_the_spend_is_set_ri
         await client.delete([ledger._keys(state)[2]])
         await keys.admit(state, "m")  # its one place was given back
         assert await keys.spent("team") == price("openai:gpt-4o", usage)
+
+
+class LaterClock:
+    """This process's steady clock, ``ahead`` seconds on."""
+
+    def __init__(self, ahead: float) -> None:
+        import time
+
+        self.ahead, self.clock = ahead, time
+
+    def monotonic(self) -> float:
+        return self.clock.monotonic() + self.ahead
+
+
+@pytest.mark.backend_independent(False)
+@pytest.mark.parametrize("done", [False, True], ids=["lost", "made"])
+async def test_a_charge_owed_past_an_hour_of_outage_is_dropped_and_logged_not_made_twice(
+    redis_url: str, done: bool, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A charge not settled as its request ended (``made``: Redis made it, its reply lost),
+    then more than an hour of outage. Before: its id, remembered an hour, was gone, so the
+    next request charged it again. Now an owed charge lives OWED_CHARGE_SECONDS, less than
+    Redis remembers its id (CHARGE_SECONDS), and is dropped past it, logged with the key and
+    the USD for the operator: made once, or not at all and said."""
+    import time
+
+    from metis.core.ids import new_ulid
+    from metis.gateway import keys_redis
+    from metis.gateway.app import redis_client
+    from metis.gateway.keys import Keys, KeySpec, price
+    from metis.gateway.keys_redis import CHARGE_SECONDS, OWED_CHARGE_SECONDS, RedisLedger
+    from metis.model.response import TokenUsage
+
+    assert OWED_CHARGE_SECONDS < CHARGE_SECONDS
+    usage = TokenUsage(input_tokens=1000, output_tokens=100)
+    charge = price("openai:gpt-4o", usage)
+    async with redis_client(redis_url) as client:
+        flaky = Flaky(client)
+        ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
+        keys = Keys([KeySpec(name="team", sha256=digest("k1"))], {}, ledger)
+        state = keys.find("k1")
+        assert state is not None
+        await keys.admit(state, "m")
+        flaky.failing, flaky.done = True, done
+        await keys.release(state, "openai:gpt-4o", usage)  # owed (logged)
+        flaky.failing = flaky.done = False
+        monkeypatch.setattr(keys_redis, "time", LaterClock(OWED_CHARGE_SECONDS + 1))
+        await keys.admit(state, "m", now=time.time() + OWED_CHARGE_SECONDS + 1)
+        assert await keys.spent("team") == (charge if done else 0)
+    dropped = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
+    assert len(dropped) == 1 and "'team'" in dropped[0] and format(charge, "f") in dropped[0]
