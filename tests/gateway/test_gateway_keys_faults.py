@@ -447,7 +447,7 @@ async def test_a_spend_of_nan_in_redis_does_not_open_the_budget(redis_url: str, 
 
 @pytest.mark.backend_independent(False)
 async def test_a_redis_that_does_not_answer_as_a_key_is_admitted_refuses_it_in_bounded_time(
-    redis_url: str,
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A Redis that runs the admission but whose reply does not come: the request is refused
     as a store that does not answer is (SharedStoreError: 529 or 503, retried) after
@@ -455,6 +455,7 @@ async def test_a_redis_that_does_not_answer_as_a_key_is_admitted_refuses_it_in_b
     20 s here, and was admitted); the place the script took is given back at the next
     request."""
     from metis.core.ids import new_ulid
+    from metis.gateway import keys as keys_module
     from metis.gateway.app import redis_client
     from metis.gateway.errors import SharedStoreError
     from metis.gateway.keys import Keys, KeySpec
@@ -467,11 +468,13 @@ async def test_a_redis_that_does_not_answer_as_a_key_is_admitted_refuses_it_in_b
         state = keys.find("k1")
         assert state is not None
         flaky.stalling = True
+        monkeypatch.setattr(keys_module, "ADMIT_SECONDS", 0.5)  # the 5 s, shorter for the test
         with pytest.raises(SharedStoreError, match="did not answer"):
             await keys.admit(state, "m")
         with pytest.raises(SharedStoreError):
             async with keys.holding(state):
                 pass
+        monkeypatch.undo()
         flaky.stalling = False
         await keys.admit(state, "m")  # the places the stalled scripts took, given back
 
