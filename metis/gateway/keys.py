@@ -20,7 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from metis.cost import priced_cost
 from metis.errors import ConfigError, ErrorClass, RateLimitError
-from metis.gateway.errors import GatewayPermissionError, KeyRateLimitError, SharedStoreError
+from metis.gateway.errors import (
+    GatewayPermissionError,
+    KeyRateLimitError,
+    SharedStoreError,
+    shared_store_failed,
+)
 from metis.model.response import TokenUsage
 
 WINDOW_SECONDS = 60.0
@@ -28,6 +33,9 @@ log = logging.getLogger("metis.gateway")
 SETTLE_SECONDS = 5.0
 """The longest a request's end waits for its key to be settled (its place given back, its
 charge made); past it, what was not settled is owed to the key's next request."""
+ADMIT_SECONDS = 5.0
+"""The longest a request waits for its key to be admitted (one reply's wait of the gateway's
+Redis client, not its retries'); past it, the request is refused as when the store fails."""
 _SETTLE_FAILED = {"event": "metis.gateway.key_not_settled"}
 
 
@@ -215,7 +223,14 @@ class Keys:
 
     async def _counted(self, state: KeyState, now: float | None, budgeted: bool) -> None:
         spec = state.spec
-        verdict, wait = await self.ledger.admit(state, now, budgeted)
+        verdict: int | None = None
+        wait = 0.0
+        with anyio.move_on_after(ADMIT_SECONDS):  # a place the script took is owed back
+            verdict, wait = await self.ledger.admit(state, now, budgeted)
+        if verdict is None:
+            doing = f"check the limits of key {spec.name!r}"
+            quiet = TimeoutError(f"it did not answer within {ADMIT_SECONDS:g} s")
+            raise shared_store_failed(f"{doing}: {quiet}", quiet)
         if verdict == OVER_BUDGET:
             raise BudgetExceededError(
                 f"key {spec.name!r} has spent its budget of {spec.budget_usd:f} USD",

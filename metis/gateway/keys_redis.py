@@ -8,45 +8,74 @@ same place twice. A place or a charge this process could not settle (Redis gone 
 ended, or as its place was given: the place may have been taken without the reply coming back)
 is settled by the same script at the key's next request here, not left for the lease's hour.
 Each charge has an id, which Redis remembers for :data:`CHARGE_SECONDS`: a charge sent again
-because its reply was lost is made once.
+because its reply was lost is made once. A charge still owed after :data:`OWED_CHARGE_SECONDS`
+(an outage that long) is dropped and logged, never sent once its id may be forgotten.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from metis.core.ids import new_ulid
-from metis.errors import ProtocolError
+from metis.errors import ProtocolError, ServerError
 from metis.gateway.errors import shared_store_failed
 from metis.gateway.keys import WINDOW_SECONDS, KeyState
 from metis.redis.server_clock import NOW
 
+log = logging.getLogger("metis.gateway")
+
 LEASE_SECONDS = 3600
 """How long a request's place is held if its gateway dies before giving it back."""
-CHARGE_SECONDS = LEASE_SECONDS
-"""How long Redis remembers a charge made, so that the same charge sent again is not made: a
-key's charges of the last hour are held (one member each), and a charge this process still owes
-after an hour of Redis failing is made whatever became of its first sending."""
+OWED_CHARGE_SECONDS = LEASE_SECONDS
+"""How long this process keeps a charge Redis was not told of (or whose reply was lost), from
+its first sending: past it, the charge is dropped with a log line naming the key and its USD
+(``metis.gateway.key_not_settled``), for the operator to make if it was not, rather than sent
+again when Redis may have forgotten that it was made."""
+CHARGE_SECONDS = 2 * OWED_CHARGE_SECONDS
+"""How long Redis remembers a charge made, so that the same charge sent again is not made:
+longer than an owed charge lives, by an hour (the processes' clocks and Redis's need not run
+alike, and a script may wait in a queue); a key's charges of the last two hours are held, one
+member each."""
 MAX_OWED_LEASES = 256
 """The most places a key's next request gives back for the ones Redis missed. The ones that may
 still hold a place are the first (taken as Redis went, its reply lost; after that, each refused
 request adds one never taken) or the latest (a Redis that runs each script but loses every
 reply: each script gives back the places before it and takes one)."""
 
-# charge(now, id, usd): the key's spend (KEYS[3]) charged usd, unless the charge of that id
-# was made (the ids in KEYS[4], each for CHARGE_SECONDS).
+# foreign_spend(): false, or what the key's spend (KEYS[3]) holds that no gateway writes (a
+# value of another type, or text that is not a finite number). charge(now, id, usd): the spend
+# charged usd, unless the charge of that id was made (the ids in KEYS[4], each for
+# CHARGE_SECONDS); false, or the error of a spend Redis would not add to (the id then forgotten).
 _CHARGE = (
     NOW
     + f"""
+local function foreign_spend()
+  local kind = redis.call('TYPE', KEYS[3])['ok']
+  if kind == 'none' then return false end
+  if kind ~= 'string' then return 'a value of type ' .. kind end
+  local text = redis.call('GET', KEYS[3])
+  local spent = tonumber(text)
+  if spent == nil or spent ~= spent or spent == math.huge or spent == -math.huge then
+    return string.sub(text, 1, 40)
+  end
+  return false
+end
 local function charge(now, id, usd)
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - {CHARGE_SECONDS})
   if redis.call('ZADD', KEYS[4], 'NX', now, id) == 1 then
-    redis.call('INCRBYFLOAT', KEYS[3], usd)
+    local made = redis.pcall('INCRBYFLOAT', KEYS[3], usd)
+    if type(made) == 'table' and made.err then
+      redis.call('ZREM', KEYS[4], id)
+      return made.err
+    end
   end
   redis.call('EXPIRE', KEYS[4], {CHARGE_SECONDS})
+  return false
 end
 """
 )
@@ -55,14 +84,18 @@ end
 # gateway shares whatever its own says: metis.redis.server_clock), window, per_minute,
 # at_once, budget (-1: none), lease id, lease seconds, the number of charges owed, each
 # charge's id and USD, then the leases to give back. Returns {verdict, wait} as
-# metis.gateway.keys numbers them.
+# metis.gateway.keys numbers them, or {4 (_FOREIGN), what the spend holds} before any change.
+_FOREIGN = 4
 _ADMIT = (
     _CHARGE
     + """
+local foreign = foreign_spend()
+if foreign then return {4, foreign} end
 local now, window = clock_now(ARGV[1]), tonumber(ARGV[2])
 local owed = 8 + 2 * tonumber(ARGV[8])
 for i = 9, owed, 2 do
-  charge(now, ARGV[i], ARGV[i + 1])
+  local failed = charge(now, ARGV[i], ARGV[i + 1])
+  if failed then return {4, failed} end
 end
 for i = owed + 1, #ARGV do
   redis.call('ZREM', KEYS[2], ARGV[i])
@@ -92,7 +125,7 @@ return {0, '0'}
 )
 
 # KEYS as _ADMIT's. ARGV: now (as _ADMIT's), the lease to give back (empty: none), the
-# charge's id and USD (0: none).
+# charge's id and USD (0: none). Returns false, or what a spend it could not charge holds.
 _RELEASE = (
     _CHARGE
     + """
@@ -100,8 +133,9 @@ if ARGV[2] ~= '' then
   redis.call('ZREM', KEYS[2], ARGV[2])
 end
 if tonumber(ARGV[4]) > 0 then
-  charge(clock_now(ARGV[1]), ARGV[3], ARGV[4])
+  return foreign_spend() or charge(clock_now(ARGV[1]), ARGV[3], ARGV[4])
 end
+return false
 """
 )
 
@@ -117,6 +151,7 @@ class RedisLedger:
         self._release = client.register_script(_RELEASE)
         self._leases: dict[int, list[str]] = {}  # per key state: the leases this process holds
         self._unsettled: dict[int, Unsettled] = {}  # per key state: what Redis did not take
+        self._reported: dict[int, str] = {}  # per key state: the foreign spend last logged
 
     def _keys(self, state: KeyState) -> list[str]:
         base = f"{self.prefix}{{{state.spec.name}}}:"
@@ -127,6 +162,7 @@ class RedisLedger:
     ) -> tuple[int, float]:
         spec, lease = state.spec, new_ulid()
         owed = self._unsettled.pop(id(state), None) or Unsettled()
+        _drop_stale(state, owed)
         args = [
             "" if now is None else repr(now),
             repr(WINDOW_SECONDS),
@@ -136,7 +172,7 @@ class RedisLedger:
             lease,
             str(LEASE_SECONDS),
             str(len(owed.charges)),
-            *(part for charge in owed.charges.items() for part in _charge_args(*charge)),
+            *owed.charge_args(),
             *owed.leases,
         ]
         try:
@@ -147,6 +183,10 @@ class RedisLedger:
             if not isinstance(exc, Exception):
                 raise
             raise shared_store_failed(f"check the limits of key {spec.name!r}", exc) from exc
+        if int(verdict) == _FOREIGN:  # refused before any change: owed as it was
+            self._owe(state, owed)
+            raise self._foreign(state, wait)
+        self._reported.pop(id(state), None)
         if int(verdict) == 0:
             self._leases.setdefault(id(state), []).append(lease)
         return int(verdict), float(wait)
@@ -156,17 +196,41 @@ class RedisLedger:
         lease = held.pop() if held else None
         if lease is None and not usd:
             return
-        charge = new_ulid()
+        charge, sent = new_ulid(), time.monotonic()
         args = ["", lease or "", *_charge_args(charge, usd)]
         try:
-            await self._release(keys=self._keys(state), args=args)
+            foreign = await self._release(keys=self._keys(state), args=args)
         except BaseException as exc:  # cancelled too (not answered in time): owed, once
-            charges = {charge: usd} if usd else {}
+            charges = {charge: (usd, sent)} if usd else {}
             self._owe(state, Unsettled([lease] if lease is not None else [], charges))
             if not isinstance(exc, Exception):
                 raise
             doing = f"give key {state.spec.name!r} its place back and charge it {usd} USD"
             raise shared_store_failed(doing, exc) from exc
+        if foreign is not None:  # its place given back; its charge owed until the spend is set
+            self._owe(state, Unsettled([], {charge: (usd, sent)}))
+            self._foreign(state, foreign)
+
+    def _foreign(self, state: KeyState, held: Any) -> ServerError:
+        """The error of a key whose spend in Redis no gateway wrote (``held``: what it holds),
+        logged once for the operator until the key is admitted again."""
+        name = state.spec.name
+        text = held.decode(errors="replace") if isinstance(held, bytes) else str(held)
+        if self._reported.get(id(state)) != text:
+            self._reported[id(state)] = text
+            log.error(
+                "gateway key %r: its spend in the shared store (%s) holds %r, which no gateway "
+                "wrote; its requests get 500 until it is set to a number of USD or deleted",
+                name,
+                self._keys(state)[2],
+                text,
+                extra={"event": "metis.gateway.store_failed"},
+            )
+        return ServerError(
+            f"the spend of key {name!r} could not be read: the gateway's shared store holds a "
+            "value no gateway wrote there",
+            retryable=False,
+        )
 
     def _owe(self, state: KeyState, owed: Unsettled) -> None:
         """Keep what was not settled for the key's next request through this process: its
@@ -199,7 +263,29 @@ class Unsettled:
     """A key's places and spend that Redis has not yet been told of."""
 
     leases: list[str] = field(default_factory=list)
-    charges: dict[str, Decimal] = field(default_factory=dict)  # by id
+    charges: dict[str, tuple[Decimal, float]] = field(default_factory=dict)
+    """By id: the USD, and when it was first sent (this process's steady clock)."""
+
+    def charge_args(self) -> list[str]:
+        return [part for id_, (usd, _) in self.charges.items() for part in _charge_args(id_, usd)]
+
+
+def _drop_stale(state: KeyState, owed: Unsettled) -> None:
+    """Drop the charges owed longer than :data:`OWED_CHARGE_SECONDS`, each logged."""
+    oldest = time.monotonic() - OWED_CHARGE_SECONDS
+    for charge, (usd, sent) in list(owed.charges.items()):
+        if sent < oldest:
+            del owed.charges[charge]
+            log.error(
+                "gateway key %r: a charge of %s USD (id %s) was dropped, owed for over %d s of "
+                "the shared store failing; it may not have been made, and is not sent again "
+                "now that the store may have forgotten its id",
+                state.spec.name,
+                format(usd, "f"),
+                charge,
+                OWED_CHARGE_SECONDS,
+                extra={"event": "metis.gateway.key_not_settled"},
+            )
 
 
 def _charge_args(charge: str, usd: Decimal) -> tuple[str, str]:

@@ -424,10 +424,12 @@ async def test_a_redis_that_does_not_answer_as_a_key_settles_does_not_hold_the_a
 async def test_a_spend_of_nan_in_redis_does_not_open_the_budget(redis_url: str, spend: str) -> None:
     """Redis's Lua reads "nan" as a number no comparison holds for, and "-inf" or a negative
     spend as credit: a key whose spend someone set so was admitted for good, past any budget.
-    A spend the gateway never writes fails closed."""
+    A spend the gateway never writes fails closed: one that is not a finite number is the
+    gateway's data fault (500), a negative one a spent budget."""
     from decimal import Decimal
 
     from metis.core.ids import new_ulid
+    from metis.errors import ServerError
     from metis.gateway.app import redis_client
     from metis.gateway.keys import BudgetExceededError, Keys, KeySpec
     from metis.gateway.keys_redis import RedisLedger
@@ -439,5 +441,169 @@ async def test_a_spend_of_nan_in_redis_does_not_open_the_budget(redis_url: str, 
         state = keys.find("k1")
         assert state is not None
         await client.set(ledger._keys(state)[2], spend)
-        with pytest.raises(BudgetExceededError):
+        with pytest.raises(BudgetExceededError if spend == "-5" else ServerError):
             await keys.admit(state, "m")
+
+
+@pytest.mark.backend_independent(False)
+async def test_a_redis_that_does_not_answer_as_a_key_is_admitted_refuses_it_in_bounded_time(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Redis that runs the admission but whose reply does not come: the request is refused
+    as a store that does not answer is (SharedStoreError: 529 or 503, retried) after
+    ADMIT_SECONDS (before: it waited for the reply, the client's three tries of 5 s, or the
+    20 s here, and was admitted); the place the script took is given back at the next
+    request."""
+    from metis.core.ids import new_ulid
+    from metis.gateway import keys as keys_module
+    from metis.gateway.app import redis_client
+    from metis.gateway.errors import SharedStoreError
+    from metis.gateway.keys import Keys, KeySpec
+    from metis.gateway.keys_redis import RedisLedger
+
+    async with redis_client(redis_url) as client:
+        flaky = Flaky(client)
+        ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
+        keys = Keys([KeySpec(name="team", sha256=digest("k1"), max_concurrent=1)], {}, ledger)
+        state = keys.find("k1")
+        assert state is not None
+        flaky.stalling = True
+        monkeypatch.setattr(keys_module, "ADMIT_SECONDS", 0.5)  # the 5 s, shorter for the test
+        with pytest.raises(SharedStoreError, match="did not answer"):
+            await keys.admit(state, "m")
+        with pytest.raises(SharedStoreError):
+            async with keys.holding(state):
+                pass
+        monkeypatch.undo()
+        flaky.stalling = False
+        await keys.admit(state, "m")  # the places the stalled scripts took, given back
+
+
+@pytest.mark.backend_independent(False)
+@pytest.mark.parametrize(
+    ("left", "budget"),
+    [("abc", 1), ("abc", None), ("nan", 1), ("-inf", None), (["a list"], 1), (["a list"], None)],
+    ids=["text", "text-no-budget", "nan", "inf-no-budget", "list", "list-no-budget"],
+)
+async def test_a_spend_in_redis_no_gateway_wrote_is_a_500_naming_the_key_not_an_overload(
+    redis_url: str, left: Any, budget: int | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Someone else's value under a key's spend is the gateway's own data fault: a 500 in the
+    caller's shape, not retried, naming the key (never its secret), logged once. Before: the
+    admitting script failed on it, a 529 (or 503) the SDKs retry for good, each request
+    logged as the store unavailable; a key without a budget was served once, then refused so."""
+    import coredis
+
+    from metis.core.ids import new_ulid
+
+    name, secret = f"team-{new_ulid()}", f"sk-{new_ulid()}"
+    keys = [{"name": name, "sha256": digest(secret), "budget_usd": budget}]
+    app = create_app(gateway_config(Emulator(), {"keys": keys, "redis_url": redis_url}))
+    spent = f"metis:gateway:keys:{{{name}}}:spent"
+    async with coredis.Redis.from_url(redis_url) as redis:
+        if isinstance(left, list):
+            await redis.rpush(spent, left)
+        else:
+            await redis.set(spent, left)
+    chat = {"model": "flash", "messages": [{"role": "user", "content": "Hi"}]}
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+            answers = [
+                await client.post("/v1/messages", json=SAID, headers={"x-api-key": secret})
+                for _ in range(2)
+            ]
+            bearer = {"authorization": f"Bearer {secret}"}
+            answers.append(await client.post("/v1/chat/completions", json=chat, headers=bearer))
+    kinds = [answer.json()["error"]["type"] for answer in answers]
+    assert [answer.status_code for answer in answers] == [500] * 3, kinds
+    assert kinds == ["api_error", "api_error", "server_error"]
+    for answer in answers:
+        assert answer.headers["x-should-retry"] == "false"
+        assert name in answer.json()["error"]["message"] and secret not in answer.text
+    logged = [r for r in caplog.records if name in r.getMessage() and "spend" in r.getMessage()]
+    assert len(logged) == 1, [r.getMessage() for r in caplog.records]
+
+
+@pytest.mark.backend_independent(False)
+@pytest.mark.parametrize("left", ["abc", " 5"], ids=["text", "spaced"])
+async def test_a_charge_a_foreign_spend_refused_is_made_once_the_spend_is_set_right(
+    redis_url: str, left: str
+) -> None:
+    """A spend overwritten while a request ran: its end gives the place back and is not
+    raised; its charge is owed, the key refused (500) while the spend is foreign, and charged
+    once the operator deletes it. Before (" 5", which Lua reads as a number and INCRBYFLOAT
+    refuses): the script remembered the charge's id, then failed to add it, so it was never
+    made."""
+    from metis.core.ids import new_ulid
+    from metis.errors import ServerError
+    from metis.gateway.app import redis_client
+    from metis.gateway.keys import Keys, KeySpec, price
+    from metis.gateway.keys_redis import RedisLedger
+    from metis.model.response import TokenUsage
+
+    usage = TokenUsage(input_tokens=1000, output_tokens=100)
+    async with redis_client(redis_url) as client:
+        ledger = RedisLedger(client, prefix=f"test:{new_ulid()}:")
+        keys = Keys([KeySpec(name="team", sha256=digest("k1"), max_concurrent=1)], {}, ledger)
+        state = keys.find("k1")
+        assert state is not None
+        await keys.admit(state, "m")
+        await client.set(ledger._keys(state)[2], left)
+        await keys.release(state, "openai:gpt-4o", usage)
+        with pytest.raises(ServerError, match="team"):
+            await keys.admit(state, "m")
+        await client.delete([ledger._keys(state)[2]])
+        await keys.admit(state, "m")  # its one place was given back
+        assert await keys.spent("team") == price("openai:gpt-4o", usage)
+
+
+class LaterClock:
+    """This process's steady clock, ``ahead`` seconds on."""
+
+    def __init__(self, ahead: float) -> None:
+        import time
+
+        self.ahead, self.clock = ahead, time
+
+    def monotonic(self) -> float:
+        return self.clock.monotonic() + self.ahead
+
+
+@pytest.mark.backend_independent(False)
+@pytest.mark.parametrize("done", [False, True], ids=["lost", "made"])
+async def test_a_charge_owed_past_an_hour_of_outage_is_dropped_and_logged_not_made_twice(
+    redis_url: str, done: bool, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A charge not settled as its request ended (``made``: Redis made it, its reply lost),
+    then more than an hour of outage. Before: its id, remembered an hour, was gone, so the
+    next request charged it again. Now an owed charge lives OWED_CHARGE_SECONDS, less than
+    Redis remembers its id (CHARGE_SECONDS), and is dropped past it, logged with the key and
+    the USD for the operator: made once, or not at all and said."""
+    import time
+
+    from metis.core.ids import new_ulid
+    from metis.gateway import keys_redis
+    from metis.gateway.app import redis_client
+    from metis.gateway.keys import Keys, KeySpec, price
+    from metis.gateway.keys_redis import CHARGE_SECONDS, OWED_CHARGE_SECONDS, RedisLedger
+    from metis.model.response import TokenUsage
+
+    assert OWED_CHARGE_SECONDS < CHARGE_SECONDS
+    usage = TokenUsage(input_tokens=1000, output_tokens=100)
+    charge = price("openai:gpt-4o", usage)
+    async with redis_client(redis_url) as client:
+        flaky = Flaky(client)
+        ledger = RedisLedger(flaky, prefix=f"test:{new_ulid()}:")
+        keys = Keys([KeySpec(name="team", sha256=digest("k1"))], {}, ledger)
+        state = keys.find("k1")
+        assert state is not None
+        await keys.admit(state, "m")
+        flaky.failing, flaky.done = True, done
+        await keys.release(state, "openai:gpt-4o", usage)  # owed (logged)
+        flaky.failing = flaky.done = False
+        monkeypatch.setattr(keys_redis, "time", LaterClock(OWED_CHARGE_SECONDS + 1))
+        await keys.admit(state, "m", now=time.time() + OWED_CHARGE_SECONDS + 1)
+        assert await keys.spent("team") == (charge if done else 0)
+    dropped = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
+    assert len(dropped) == 1 and "'team'" in dropped[0] and format(charge, "f") in dropped[0]
