@@ -230,7 +230,7 @@ class Keys:
         if verdict is None:
             doing = f"check the limits of key {spec.name!r}"
             quiet = TimeoutError(f"it did not answer within {ADMIT_SECONDS:g} s")
-            raise shared_store_failed(f"{doing}: {quiet}", quiet)
+            raise shared_store_failed(doing, quiet)  # the log line says why, once
         if verdict == OVER_BUDGET:
             raise BudgetExceededError(
                 f"key {spec.name!r} has spent its budget of {spec.budget_usd:f} USD",

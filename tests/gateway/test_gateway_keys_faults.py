@@ -4,6 +4,7 @@ Redis that drops a request's place as it is given, or given back."""
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import anyio
@@ -447,7 +448,7 @@ async def test_a_spend_of_nan_in_redis_does_not_open_the_budget(redis_url: str, 
 
 @pytest.mark.backend_independent(False)
 async def test_a_redis_that_does_not_answer_as_a_key_is_admitted_refuses_it_in_bounded_time(
-    redis_url: str, monkeypatch: pytest.MonkeyPatch
+    redis_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A Redis that runs the admission but whose reply does not come: the request is refused
     as a store that does not answer is (SharedStoreError: 529 or 503, retried) after
@@ -469,8 +470,10 @@ async def test_a_redis_that_does_not_answer_as_a_key_is_admitted_refuses_it_in_b
         assert state is not None
         flaky.stalling = True
         monkeypatch.setattr(keys_module, "ADMIT_SECONDS", 0.5)  # the 5 s, shorter for the test
-        with pytest.raises(SharedStoreError, match="did not answer"):
+        refused = pytest.raises(SharedStoreError, match="could not check the limits of key 'team'")
+        with caplog.at_level(logging.WARNING, "metis.gateway"), refused:
             await keys.admit(state, "m")
+        assert caplog.text.count("did not answer within 0.5 s") == 1  # the operator's, once
         with pytest.raises(SharedStoreError):
             async with keys.holding(state):
                 pass
